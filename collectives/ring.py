@@ -1,0 +1,54 @@
+"""Ring: every message goes to the next ring member and comes from the previous one.
+
+All-reduce sends 2(n-1) messages of S/n (reduce-scatter then all-gather around the ring),
+reduce-scatter and all-gather n-1, all-to-all n(n-1)/2 neighbour hops. Also used for
+``oneRing`` (one ring over all NPUs) and for communicator-group rings.
+"""
+
+from __future__ import annotations
+
+from collectives.base import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    AlgorithmRun,
+    CollectiveAlgorithm,
+    PhaseContext,
+    ring_final_size,
+)
+from collectives.packet_engine import packet_engine
+
+
+class NeighbourPlan:
+    """Fixed peers: the next member receives, the previous one sends."""
+
+    __slots__ = ("receiver", "sender", "msg_bytes")
+
+    def __init__(self, ctx: PhaseContext, msg_bytes: int) -> None:
+        n = len(ctx.members)
+        self.receiver = ctx.members[(ctx.index + ctx.direction) % n]
+        self.sender = ctx.members[(ctx.index - ctx.direction) % n]
+        self.msg_bytes = msg_bytes
+
+    def advance(self) -> None:
+        pass
+
+
+def message_bytes(kind: str, size: int, n: int) -> int:
+    """Ring-family message size: the whole chunk for all-gather, a 1/n slice otherwise."""
+    return size if kind == ALL_GATHER else size // n
+
+
+def ring(ctx: PhaseContext) -> AlgorithmRun:
+    n = len(ctx.members)
+    if ctx.kind == ALL_REDUCE:
+        sends = 2 * (n - 1)
+    elif ctx.kind == ALL_TO_ALL:
+        sends = n * (n - 1) // 2
+    else:
+        sends = n - 1
+    plan = NeighbourPlan(ctx, message_bytes(ctx.kind, ctx.size_bytes, n))
+    return packet_engine(ctx, plan, parallel=1, nz_budget=n - 1, total_sends=sends)
+
+
+RING = CollectiveAlgorithm("ring", ring, ring_final_size)

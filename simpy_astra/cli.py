@@ -1,0 +1,115 @@
+"""Command line: ``simpy-astra run SCENARIO.yaml`` or ASTRA-sim's own flags.
+
+The ASTRA-sim form accepts the reference binary's flags, so existing scripts switch by
+changing the binary path::
+
+    python -m simpy_astra --workload-configuration=W --system-configuration=S \\
+        --network-configuration=N --remote-memory-configuration=M \\
+        [--comm-group-configuration=G] [--network-backend=congestion_unaware]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from simpy_astra.errors import InputError, StalledError
+from simpy_astra.statistics import NpuReport
+
+EXIT_INPUT_ERROR = 2
+EXIT_STALLED = 3
+
+
+def _astra_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="simpy-astra",
+        description="Simulate a distributed training workload (ASTRA-sim 2.0 compatible flags).",
+    )
+    p.add_argument("--workload-configuration", required=True, help="Chakra ET prefix (PREFIX.{npu}.et)")
+    p.add_argument("--system-configuration", required=True, help="system JSON")
+    p.add_argument("--network-configuration", required=True, help="network YAML")
+    p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
+    p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
+    p.add_argument("--network-backend", default="congestion_unaware")
+    p.add_argument("--num-queues-per-dim", type=int, default=1)
+    p.add_argument("--injection-scale", type=float, default=1.0)
+    p.add_argument("--compute-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
+    p.add_argument("--comm-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
+    p.add_argument("--rendezvous-protocol", default="false")
+    p.add_argument("--logging-configuration", default="empty")
+    p.add_argument("--logging-folder", default="log")
+    p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
+    return p
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="simpy-astra run", description="Run a scenario YAML.")
+    p.add_argument("scenario", help="scenario YAML (see scenarios/README.md)")
+    p.add_argument("--network-backend", default=None, help="override the scenario's backend")
+    p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
+    p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
+    return p
+
+
+def _print_report(report: NpuReport) -> None:
+    print("\n".join(report.lines()), flush=False)
+
+
+def _write_json(path: str, reports: list[NpuReport], wall_s: float) -> None:
+    data = {
+        "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
+        "simulator_wall_s": round(wall_s, 3),
+    }
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+
+
+def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
+    from simpy_astra.simulation import Simulation
+
+    t0 = time.perf_counter()
+    sim = Simulation(inputs, on_report=_print_report)
+    reports = sim.run()
+    wall = time.perf_counter() - t0
+    sys.stdout.flush()
+    if json_out:
+        _write_json(json_out, reports, wall)
+    if rich_summary:
+        from simpy_astra.reporting import print_summary
+
+        print_summary(reports, wall)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "run":
+            args = _run_parser().parse_args(argv[1:])
+            from simpy_astra.scenario import load_scenario
+
+            inputs = load_scenario(args.scenario, backend=args.network_backend)
+            return _simulate(inputs, args.json_out, rich_summary=not args.quiet)
+        args, _unknown = _astra_parser().parse_known_args(argv)  # ASTRA-sim ignores unknown flags
+        from simpy_astra.scenario import inputs_from_astra_flags
+
+        inputs = inputs_from_astra_flags(
+            workload=args.workload_configuration,
+            system=args.system_configuration,
+            network=args.network_configuration,
+            remote_memory=args.remote_memory_configuration,
+            comm_groups=args.comm_group_configuration,
+            backend=args.network_backend,
+            queues_per_dim=args.num_queues_per_dim,
+            injection_scale=args.injection_scale,
+        )
+        return _simulate(inputs, args.json_out, rich_summary=False)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERROR
+    except StalledError as exc:
+        sys.stdout.flush()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_STALLED

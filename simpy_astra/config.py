@@ -1,0 +1,652 @@
+"""Typed, validated configuration read from ASTRA-sim's input files.
+
+Each loader reads one file, checks it once, and returns a frozen dataclass whose field
+names carry their units. Defaults live in the dataclass definitions and nowhere else.
+Where ASTRA-sim would crash, hang or quietly misread a value we raise :class:`InputError`
+with one line naming the file, the field and the fix; where it merely converts (a float in
+an integer field is truncated, ``true`` counts as 1) we convert the same way, because the
+reference figures were produced that way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simpy_astra.errors import InputError
+
+PathLike = str | os.PathLike[str]
+
+TOPOLOGY_NAMES = ("Ring", "FullyConnected", "Switch")
+SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
+COLLECTIVE_OPTIMIZATIONS = ("baseline", "localBWAware")
+MEMORY_TYPES = (
+    "NO_MEMORY_EXPANSION",
+    "PER_NODE_MEMORY_EXPANSION",
+    "PER_NPU_MEMORY_EXPANSION",
+    "MEMORY_POOL",
+)
+#: collective kind -> stem of its system-JSON keys (``<stem>-implementation[-custom]``)
+COLLECTIVE_KEY_STEMS = {
+    "all_reduce": "all-reduce",
+    "reduce_scatter": "reduce-scatter",
+    "all_gather": "all-gather",
+    "all_to_all": "all-to-all",
+}
+#: native algorithm names; ``direct``/``oneDirect`` take an optional window suffix K
+IMPLEMENTATION_NAMES = (
+    "ring",
+    "oneRing",
+    "direct",
+    "directK",
+    "oneDirect",
+    "oneDirectK",
+    "halvingDoubling",
+    "oneHalvingDoubling",
+    "doubleBinaryTree",
+)
+#: ASTRA-sim ignores any comm-group path containing this substring (its "no groups" default)
+NO_GROUPS_MARKER = "empty"
+
+_INT32_MAX = 2**31 - 1
+_UINT64_MAX = 2**64 - 1
+_IMPLEMENTATION_RE = re.compile(
+    r"(?P<plain>ring|oneRing|halvingDoubling|oneHalvingDoubling|doubleBinaryTree)"
+    r"|(?P<direct>direct|oneDirect)(?P<window>[0-9]{1,5})?"
+)
+_VALID_IMPLEMENTATIONS = (
+    "ring, oneRing, direct, directK, oneDirect, oneDirectK (K = window of 1-5 digits, "
+    "e.g. direct4), halvingDoubling, oneHalvingDoubling, doubleBinaryTree"
+)
+
+
+# ---------------------------------------------------------------------------- dataclasses
+@dataclass(frozen=True)
+class NetworkConfig:
+    """The physical network: one entry per dimension in every tuple (dimension 0 first)."""
+
+    topology: tuple[str, ...]
+    npus_count: tuple[int, ...]
+    bandwidth_gbps: tuple[float, ...]  # per link and direction, GB = 2^30 bytes
+    latency_ns: tuple[float, ...]  # per link (hop); may be fractional
+    source: str = "<network>"
+
+    @property
+    def num_dims(self) -> int:
+        return len(self.topology)
+
+    @property
+    def total_npus(self) -> int:
+        return math.prod(self.npus_count)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemConfig:
+    """The system layer's knobs (``Sys::initialize_sys``), with ASTRA-sim's defaults.
+
+    ``scheduling_policy`` and ``collective_optimization`` are uninitialised members in
+    ASTRA-sim when their keys are absent; in practice the memory holds 0, i.e. LIFO and
+    baseline, so those are our defaults. ``preferred_dataset_splits`` has no usable default
+    (ASTRA-sim divides by its 0), hence no default here.
+    """
+
+    preferred_dataset_splits: int
+    scheduling_policy: str = "LIFO"
+    collective_optimization: str = "baseline"
+    endpoint_delay_ns: int = 10  # already multiplied by --injection-scale when the key is set
+    active_chunks_per_dimension: int = 1
+    #: collective kind ("all_reduce", ...) -> one native algorithm name per logical dimension
+    implementations: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: collective kind -> custom-collective ET path prefix (files ``{prefix}.{pos}.et``)
+    custom_implementations: dict[str, str] = field(default_factory=dict)
+    #: workload node id -> custom-collective ET path prefix (highest priority)
+    per_node_custom: dict[int, str] = field(default_factory=dict)
+    per_node_custom_file: str | None = None
+    local_reduction_delay: int = 1  # LogGP shared-bus model only
+    # LogGP parameters of the shared-bus model, rounded to C float as ASTRA-sim stores them
+    L: float = 0.0
+    o: float = 0.0
+    g: float = 0.0
+    G: float = 0.0
+    model_shared_bus: bool = False
+    peak_perf_tflops: float = 0.0  # TFLOP/s, 1e12
+    local_mem_bw_gbps: float = 0.0  # GB/s with GB = 1e9 bytes
+    roofline_enabled: bool = False
+    trace_enabled: bool = False
+    replay_only: bool = False
+    track_local_mem: bool = False
+    local_mem_trace_filename: str = "local_mem_trace"
+    source: str = "<system>"
+
+
+@dataclass(frozen=True)
+class RemoteMemoryConfig:
+    """The remote-memory backend (``AnalyticalRemoteMemory``).
+
+    ``memory-type`` is uninitialised in ASTRA-sim when absent; we use NO_MEMORY_EXPANSION,
+    which makes any MEM_LOAD/MEM_STORE an error rather than a guess.
+    """
+
+    memory_type: str = "NO_MEMORY_EXPANSION"
+    latency_ns: int = 0
+    bandwidth_bytes_per_ns: int = 0  # integer B/ns (= GB/s with GB = 1e9), truncated
+    num_nodes: int = 0  # PER_NODE_MEMORY_EXPANSION only
+    num_npus_per_node: int = 0  # PER_NODE_MEMORY_EXPANSION only
+    source: str = "<remote memory>"
+
+    def check_total_npus(self, total_npus: int) -> None:
+        """Every NPU must map to a node (``npu // num_npus_per_node < num_nodes``).
+
+        ASTRA-sim indexes a vector of ``num_nodes`` queues without a bounds check.
+        """
+        if self.memory_type != "PER_NODE_MEMORY_EXPANSION":
+            return
+        needed = (total_npus - 1) // self.num_npus_per_node + 1
+        if needed > self.num_nodes:
+            raise InputError.at(
+                self.source,
+                "num-nodes",
+                f"is {self.num_nodes} but {total_npus} NPUs with num-npus-per-node "
+                f"{self.num_npus_per_node} need {needed} nodes; raise num-nodes to {needed}",
+            )
+
+
+# ---------------------------------------------------------------------------- file reading
+def _show(value: Any) -> str:
+    """A value as the user wrote it (JSON spelling: true, null, "text")."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _read_text(src: str, what: str) -> str:
+    path = Path(src)
+    if not path.exists():
+        raise InputError(f"{src}: {what} file does not exist (relative paths resolve from {os.getcwd()})")
+    if path.is_dir():
+        raise InputError(f"{src}: is a directory; expected the {what} file")
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{src}: is not UTF-8 text (byte {exc.start}); expected the {what} file") from None
+    except OSError as exc:
+        raise InputError(f"{src}: cannot be read ({exc.strerror})") from None
+
+
+class _NonFiniteNumber(Exception):
+    pass
+
+
+def _reject_constant(name: str) -> float:
+    raise _NonFiniteNumber(name)
+
+
+def _load_json(src: str, what: str) -> Any:
+    text = _read_text(src, what)
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{src}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except _NonFiniteNumber as exc:
+        raise InputError(f"{src}: invalid JSON: {exc} is not a JSON number; write a finite number") from None
+
+
+def _load_json_object(src: str, what: str) -> dict[str, Any]:
+    data = _load_json(src, what)
+    if not isinstance(data, dict):
+        raise InputError(
+            f"{src}: the top level must be a JSON object {{...}} (got {type(data).__name__}); "
+            f"expected the {what}"
+        )
+    return data
+
+
+def _load_yaml(src: str, what: str) -> Any:
+    text = _read_text(src, what)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        if mark is not None:
+            raise InputError(
+                f"{src}: invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+            ) from None
+        raise InputError(f"{src}: invalid YAML: {problem}") from None
+
+
+def _load_yaml_mapping(src: str, what: str, example: str) -> dict[Any, Any]:
+    data = _load_yaml(src, what)
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else type(data).__name__
+        raise InputError(
+            f"{src}: the top level must be a mapping like '{example}' (got {got}); expected the {what}"
+        )
+    return data
+
+
+# ---------------------------------------------------------------------------- value checks
+# nlohmann::json converts numbers the C++ way: a float assigned to an integer is truncated
+# toward zero and a boolean counts as 0/1. Anything else (string, null, list) throws there.
+def _json_int(
+    src: str, key: str, value: Any, *, minimum: int, maximum: int = _INT32_MAX, hint: str = ""
+) -> int:
+    if isinstance(value, bool):
+        number = int(value)
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value):
+        number = int(value)  # truncation toward zero, like static_cast
+    else:
+        raise InputError.at(src, key, f"must be an integer >= {minimum} (got {_show(value)}){hint}")
+    if number < minimum:
+        raise InputError.at(src, key, f"must be an integer >= {minimum} (got {_show(value)}){hint}")
+    if number > maximum:
+        raise InputError.at(src, key, f"must be at most {maximum} (got {_show(value)})")
+    return number
+
+
+def _json_float(src: str, key: str, value: Any, *, minimum: float = 0.0) -> float:
+    if isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, int | float):
+        number = float(value)
+    else:
+        raise InputError.at(src, key, f"must be a number >= {minimum:g} (got {_show(value)})")
+    if not math.isfinite(number) or number < minimum:
+        raise InputError.at(src, key, f"must be a finite number >= {minimum:g} (got {_show(value)})")
+    return number
+
+
+def _as_c_float(src: str, key: str, value: float) -> float:
+    """Round to IEEE single precision: ASTRA-sim keeps L, o, g, G in C ``float`` members."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        raise InputError.at(src, key, f"is too large for a C float (got {value:g})") from None
+
+
+def _json_choice(src: str, key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise InputError.at(
+            src, key, f"must be one of {', '.join(choices)} (case-sensitive; got {_show(value)})"
+        )
+    return value
+
+
+def _json_string(src: str, key: str, value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputError.at(src, key, f"must be a non-empty string, {what} (got {_show(value)})")
+    return value
+
+
+def _json_switch(src: str, key: str, value: Any) -> bool:
+    """ASTRA-sim's ``j[key] != 0``: on for any non-zero number, and for ANY non-number.
+
+    That makes ``false`` switch the feature on, so we accept numbers only.
+    """
+    if isinstance(value, bool):
+        raise InputError.at(
+            src,
+            key,
+            f"must be 0 or 1 (got {_show(value)}); use 0 or 1 (ASTRA-sim treats both true and false as on)",
+        )
+    if not isinstance(value, int | float):
+        raise InputError.at(
+            src,
+            key,
+            f"must be 0 or 1 (got {_show(value)}); use 0 or 1 (ASTRA-sim treats any non-number as on)",
+        )
+    return value != 0
+
+
+# ---------------------------------------------------------------------------- network YAML
+_NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+
+
+def load_network_yaml(path: PathLike) -> NetworkConfig:
+    """Read a network YAML (``NetworkParser``): four equal-length lists, one entry per dim."""
+    src = os.fspath(path)
+    data = _load_yaml_mapping(src, "network YAML", "topology: [ Ring ]")
+    lists: dict[str, list[Any]] = {}
+    for key in _NETWORK_KEYS:
+        if key not in data:
+            raise InputError.at(
+                src,
+                key,
+                "is missing; a network YAML needs topology, npus_count, bandwidth and "
+                "latency lists with one entry per dimension",
+            )
+        value = data[key]
+        if not isinstance(value, list) or not value:
+            raise InputError.at(
+                src,
+                key,
+                f"must be a non-empty list with one entry per dimension, e.g. [ 8 ] (got {_show(value)})",
+            )
+        lists[key] = value
+    dims = len(lists["topology"])
+    for key in _NETWORK_KEYS[1:]:
+        if len(lists[key]) != dims:
+            raise InputError.at(
+                src,
+                key,
+                f"has {len(lists[key])} entries but topology has {dims}; all four lists "
+                f"need one entry per dimension",
+            )
+
+    topology: list[str] = []
+    for i, name in enumerate(lists["topology"]):
+        if name not in TOPOLOGY_NAMES or not isinstance(name, str):
+            fix = ""
+            if isinstance(name, str):
+                fix = next(
+                    (f"; did you mean '{t}'?" for t in TOPOLOGY_NAMES if t.lower() == name.lower()), ""
+                )
+            raise InputError.at(
+                src,
+                f"topology[{i}]",
+                f"must be one of {', '.join(TOPOLOGY_NAMES)} (case-sensitive; got {_show(name)}){fix}",
+            )
+        topology.append(name)
+
+    npus: list[int] = []
+    for i, n in enumerate(lists["npus_count"]):
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 1:
+            raise InputError.at(src, f"npus_count[{i}]", f"must be an integer > 1 (got {_show(n)})")
+        npus.append(n)
+
+    def numbers(key: str, minimum: float, strict: bool, unit: str) -> tuple[float, ...]:
+        out = []
+        for i, v in enumerate(lists[key]):
+            ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            if not ok or (v <= minimum if strict else v < minimum):
+                rule = f"> {minimum:g}" if strict else f">= {minimum:g}"
+                raise InputError.at(src, f"{key}[{i}]", f"must be a number {rule} ({unit}; got {_show(v)})")
+            out.append(float(v))
+        return tuple(out)
+
+    return NetworkConfig(
+        topology=tuple(topology),
+        npus_count=tuple(npus),
+        bandwidth_gbps=numbers("bandwidth", 0.0, True, "GB/s per link"),
+        latency_ns=numbers("latency", 0.0, False, "ns per link"),
+        source=src,
+    )
+
+
+# ---------------------------------------------------------------------------- system JSON
+def parse_implementation(name: str) -> tuple[str, int | None]:
+    """Split a native algorithm name into (base name, window): ``direct4`` -> ("direct", 4).
+
+    The window is None when absent (ASTRA-sim's -1: all peers at once). Raises ValueError
+    for names ASTRA-sim would not accept; window 0 is refused too (nothing would be sent).
+    """
+    match = _IMPLEMENTATION_RE.fullmatch(name) if isinstance(name, str) else None
+    if match is None:
+        raise ValueError(f"unknown collective implementation {_show(name)}; valid: {_VALID_IMPLEMENTATIONS}")
+    if match["plain"]:
+        return match["plain"], None
+    window = match["window"]
+    if window is None:
+        return match["direct"], None
+    if int(window) == 0:
+        raise ValueError(f"{name!r} has window 0, which sends nothing; use a window >= 1")
+    return match["direct"], int(window)
+
+
+def _implementation_list(src: str, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise InputError.at(
+            src,
+            key,
+            f"must be a non-empty list with one algorithm per logical dimension, e.g. "
+            f'["ring"] (got {_show(value)})',
+        )
+    for i, name in enumerate(value):
+        try:
+            parse_implementation(name)
+        except ValueError as exc:
+            raise InputError.at(src, f"{key}[{i}]", f"is invalid: {exc}") from None
+    return tuple(value)
+
+
+def _custom_path(src: str, key: str, value: Any) -> str:
+    if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], str) or not value[0]:
+        raise InputError.at(
+            src,
+            key,
+            f"must be a list with exactly one custom-collective ET path prefix, e.g. "
+            f'["dir/custom_allreduce"] (got {_show(value)}); one ET covers all dimensions',
+        )
+    return value[0]
+
+
+def load_per_node_custom_yaml(path: PathLike) -> dict[int, str]:
+    """Read a per-node custom-collective YAML: ``{workload node id: ET path prefix}``."""
+    src = os.fspath(path)
+    data = _load_yaml_mapping(src, "per-node custom-collective YAML", "7: path/to/custom_allreduce")
+    result: dict[int, str] = {}
+    for key, prefix in data.items():
+        node_id: int | None = None
+        if isinstance(key, int) and not isinstance(key, bool):
+            node_id = key
+        elif isinstance(key, str) and re.fullmatch(r"[0-9]+", key):
+            node_id = int(key)
+        if node_id is None or not 0 <= node_id <= _INT32_MAX:
+            raise InputError.at(src, _show(key), "is not a workload node id (an integer >= 0)", kind="key")
+        if not isinstance(prefix, str) or not prefix:
+            raise InputError.at(
+                src,
+                node_id,
+                f"must map to a custom-collective ET path prefix string (got {_show(prefix)})",
+                kind="node",
+            )
+        result[node_id] = prefix
+    return result
+
+
+def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConfig:
+    """Read a system JSON (``Sys::initialize_sys``); unknown keys are ignored, as there.
+
+    ``injection_scale`` (``--injection-scale``) multiplies ``endpoint-delay`` only when that
+    key is present; the product is truncated to an integer as in ASTRA-sim's ``int`` member.
+    """
+    src = os.fspath(path)
+    j = _load_json_object(src, "system JSON")
+    kw: dict[str, Any] = {"source": src}
+
+    if "scheduling-policy" in j:
+        kw["scheduling_policy"] = _json_choice(
+            src, "scheduling-policy", j["scheduling-policy"], SCHEDULING_POLICIES
+        )
+    if "collective-optimization" in j:
+        kw["collective_optimization"] = _json_choice(
+            src, "collective-optimization", j["collective-optimization"], COLLECTIVE_OPTIMIZATIONS
+        )
+    if "local-reduction-delay" in j:
+        kw["local_reduction_delay"] = _json_int(
+            src, "local-reduction-delay", j["local-reduction-delay"], minimum=0
+        )
+    if "active-chunks-per-dimension" in j:
+        kw["active_chunks_per_dimension"] = _json_int(
+            src,
+            "active-chunks-per-dimension",
+            j["active-chunks-per-dimension"],
+            minimum=1,
+            hint="; with 0 no chunk would ever start",
+        )
+    for key in ("L", "o", "g", "G"):
+        if key in j:
+            kw[key] = _as_c_float(src, key, _json_float(src, key, j[key]))
+    if "endpoint-delay" in j:
+        delay = _json_int(src, "endpoint-delay", j["endpoint-delay"], minimum=0)
+        scaled = delay * injection_scale
+        if not math.isfinite(scaled) or scaled < 0 or scaled > _INT32_MAX:
+            raise InputError.at(
+                src,
+                "endpoint-delay",
+                f"times --injection-scale {injection_scale:g} gives {scaled:g}, not a valid "
+                f"delay in ns; use an injection scale >= 0",
+            )
+        kw["endpoint_delay_ns"] = int(scaled)
+    if "model-shared-bus" in j:
+        raw = j["model-shared-bus"]
+        bus = _json_int(src, "model-shared-bus", raw, minimum=0)
+        if bus > 1:
+            raise InputError.at(
+                src,
+                "model-shared-bus",
+                f"must be 0 or 1 (got {_show(raw)}); ASTRA-sim switches the bus model on only for 1",
+            )
+        kw["model_shared_bus"] = bus == 1
+    if "preferred-dataset-splits" not in j:
+        raise InputError.at(
+            src,
+            "preferred-dataset-splits",
+            "is missing; set it to the number of chunks per collective, e.g. 4 (ASTRA-sim "
+            "divides by it; custom collectives need 1)",
+        )
+    kw["preferred_dataset_splits"] = _json_int(
+        src,
+        "preferred-dataset-splits",
+        j["preferred-dataset-splits"],
+        minimum=1,
+        hint="; set it to the number of chunks per collective (ASTRA-sim divides by it)",
+    )
+    if "peak-perf" in j:
+        kw["peak_perf_tflops"] = _json_float(src, "peak-perf", j["peak-perf"])
+    if "local-mem-bw" in j:
+        kw["local_mem_bw_gbps"] = _json_float(src, "local-mem-bw", j["local-mem-bw"])
+    for key, attr in (
+        ("roofline-enabled", "roofline_enabled"),
+        ("trace-enabled", "trace_enabled"),
+        ("replay-only", "replay_only"),
+        ("track-local-mem", "track_local_mem"),
+    ):
+        if key in j:
+            kw[attr] = _json_switch(src, key, j[key])
+    if "local-mem-trace-filename" in j:
+        kw["local_mem_trace_filename"] = _json_string(
+            src, "local-mem-trace-filename", j["local-mem-trace-filename"], "the trace file prefix"
+        )
+
+    implementations: dict[str, tuple[str, ...]] = {}
+    custom: dict[str, str] = {}
+    for kind, stem in COLLECTIVE_KEY_STEMS.items():
+        key = f"{stem}-implementation"
+        if key in j:
+            implementations[kind] = _implementation_list(src, key, j[key])
+        if key + "-custom" in j:
+            custom[kind] = _custom_path(src, key + "-custom", j[key + "-custom"])
+    kw["implementations"] = implementations
+    kw["custom_implementations"] = custom
+
+    if "per-node-custom-implementation" in j:
+        key = "per-node-custom-implementation"
+        yaml_path = _json_string(src, key, j[key], "the path of a YAML file {node_id: path_prefix}")
+        if not Path(yaml_path).is_file():
+            raise InputError.at(
+                src,
+                key,
+                f"names {yaml_path}, which does not exist (relative paths resolve from {os.getcwd()})",
+            )
+        kw["per_node_custom"] = load_per_node_custom_yaml(yaml_path)
+        kw["per_node_custom_file"] = yaml_path
+
+    return SystemConfig(**kw)
+
+
+# ---------------------------------------------------------------------------- remote memory
+def load_remote_memory_json(path: PathLike) -> RemoteMemoryConfig:
+    """Read a remote-memory JSON (``AnalyticalRemoteMemory``).
+
+    ``num-nodes``/``num-npus-per-node`` are read for PER_NODE_MEMORY_EXPANSION only, as in
+    ASTRA-sim. ``remote-mem-bw`` is an unsigned integer there (fractions truncate) and is a
+    divisor, so it must be >= 1 for every type that performs accesses.
+    """
+    src = os.fspath(path)
+    j = _load_json_object(src, "remote-memory JSON")
+    kw: dict[str, Any] = {"source": src}
+    memory_type = RemoteMemoryConfig.memory_type
+    if "memory-type" in j:
+        memory_type = _json_choice(src, "memory-type", j["memory-type"], MEMORY_TYPES)
+        kw["memory_type"] = memory_type
+    if memory_type == "PER_NODE_MEMORY_EXPANSION":
+        for key, attr in (("num-nodes", "num_nodes"), ("num-npus-per-node", "num_npus_per_node")):
+            if key not in j:
+                raise InputError.at(
+                    src, key, "is missing; PER_NODE_MEMORY_EXPANSION needs num-nodes and num-npus-per-node"
+                )
+            kw[attr] = _json_int(
+                src, key, j[key], minimum=1, hint="; PER_NODE_MEMORY_EXPANSION divides NPUs into nodes"
+            )
+    if "remote-mem-latency" in j:
+        kw["latency_ns"] = _json_int(
+            src, "remote-mem-latency", j["remote-mem-latency"], minimum=0, maximum=_UINT64_MAX
+        )
+    if "remote-mem-bw" in j:
+        kw["bandwidth_bytes_per_ns"] = _json_int(
+            src, "remote-mem-bw", j["remote-mem-bw"], minimum=0, maximum=_UINT64_MAX
+        )
+    if memory_type != "NO_MEMORY_EXPANSION" and kw.get("bandwidth_bytes_per_ns", 0) == 0:
+        got = _show(j["remote-mem-bw"]) if "remote-mem-bw" in j else "absent"
+        raise InputError.at(
+            src,
+            "remote-mem-bw",
+            f"must be at least 1 B/ns for {memory_type} (got {got}); it is an integer "
+            f"divisor, fractions are truncated",
+        )
+    return RemoteMemoryConfig(**kw)
+
+
+# ---------------------------------------------------------------------------- comm groups
+def load_comm_groups_json(path: PathLike | None, total_npus: int) -> dict[int, tuple[int, ...]]:
+    """Read a communicator-group JSON: ``{"<group id>": [npu, ...], ...}``.
+
+    Member order is kept as written (native rings follow it). Like ASTRA-sim, a path that is
+    None or contains the substring "empty" anywhere (directories included) means "no groups"
+    and is not opened.
+    """
+    if path is None or NO_GROUPS_MARKER in os.fspath(path):
+        return {}
+    src = os.fspath(path)
+    j = _load_json_object(src, "communicator-group JSON")
+    groups: dict[int, tuple[int, ...]] = {}
+    for key, members in j.items():
+        if not re.fullmatch(r"[1-9][0-9]*", key) or int(key) > _INT32_MAX:
+            raise InputError.at(
+                src,
+                key,
+                "is not a group id; keys must be decimal integers > 0 (0 means all NPUs)",
+                kind="group",
+            )
+        if not isinstance(members, list) or not members:
+            raise InputError.at(
+                src, key, f"must be a non-empty list of NPU ids (got {_show(members)})", kind="group"
+            )
+        seen: set[int] = set()
+        for npu in members:
+            if isinstance(npu, bool) or not isinstance(npu, int) or not 0 <= npu < total_npus:
+                raise InputError.at(
+                    src,
+                    key,
+                    f"lists {_show(npu)}, which is not an NPU id; the network has {total_npus} "
+                    f"NPUs (0..{total_npus - 1})",
+                    kind="group",
+                )
+            if npu in seen:
+                raise InputError.at(src, key, f"lists NPU {npu} twice", kind="group")
+            seen.add(npu)
+        groups[int(key)] = tuple(members)
+    return groups

@@ -1,0 +1,52 @@
+"""The two ways a run can fail on purpose: bad inputs, and a simulation that cannot progress.
+
+ASTRA-sim reacts to many bad inputs with a crash, a hang or silently odd figures; we stop at
+the edge instead, with one line that names the file, the field and how to fix it. The CLI
+prints ``error: <message>`` and exits with status 2 for an :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+
+class InputError(Exception):
+    """An input file or flag is invalid; the message is one line naming file, field and fix."""
+
+    def __init__(self, message: str) -> None:
+        # one line, whatever a parser put into the text we quote
+        super().__init__(re.sub(r"\s*\n\s*", " ", str(message)).strip())
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+    @classmethod
+    def at(
+        cls,
+        path: str | os.PathLike[str],
+        field: str | int | None,
+        problem: str,
+        *,
+        kind: str = "field",
+    ) -> InputError:
+        """``<path>: <kind> '<field>' <problem>``, or ``<path>: <problem>`` without a field.
+
+        ``kind`` names what ``field`` is ("field", "node", "group", ...), e.g.
+        ``InputError.at("system.json", "preferred-dataset-splits", "must be an integer >= 1
+        (got 0); set it to the number of chunks per collective")``.
+        """
+        where = os.fspath(path)
+        if field is None:
+            return cls(f"{where}: {problem}")
+        return cls(f"{where}: {kind} '{field}' {problem}")
+
+
+class StalledError(Exception):
+    """The simulation ran out of events while some NPU still had work it could never start.
+
+    ASTRA-sim silently omits the "finished" line of such an NPU (e.g. a collective with no
+    active dimension, or children of a METADATA node with nothing else in flight); the engine
+    raises this instead so a stalled run is never mistaken for a finished one.
+    """

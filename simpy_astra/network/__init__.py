@@ -1,0 +1,1 @@
+"""Network backends: how long bytes take between two NPUs, and send/receive matching."""

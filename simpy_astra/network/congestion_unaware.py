@@ -1,0 +1,54 @@
+"""Congestion-unaware backend: a message's delay depends only on its route, never on load.
+
+delay = trunc(hops * latency + bytes / bandwidth), computed in the lowest network
+dimension in which the two NPUs' coordinates differ (other differing dimensions are
+ignored, as in the reference). Dimension 0 varies fastest in NPU ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simpy_astra.kernel import Kernel
+from simpy_astra.network.messages import Handler, MessageBoard
+from simpy_astra.units import network_gbps_to_bytes_per_ns
+from topologies.base import BasicTopology
+
+
+class CongestionUnawareNetwork:
+    name = "congestion_unaware"
+
+    def __init__(self, kernel: Kernel, dims: list[BasicTopology]) -> None:
+        self.kernel = kernel
+        self.board = MessageBoard(kernel)
+        self.dims = dims
+        self._bytes_per_ns = [network_gbps_to_bytes_per_ns(d.bandwidth_gbps) for d in dims]
+        self._strides = []
+        stride = 1
+        for d in dims:
+            self._strides.append(stride)
+            stride *= d.npus_count
+        self._cache: dict[tuple[int, int, int], int] = {}
+
+    def delay_ns(self, src: int, dst: int, size: int) -> int:
+        key = (src, dst, size)
+        delay = self._cache.get(key)
+        if delay is None:
+            for dim, topo in enumerate(self.dims):
+                stride, n = self._strides[dim], topo.npus_count
+                a, b = (src // stride) % n, (dst // stride) % n
+                if a != b:
+                    hops = topo.hops(a, b)
+                    delay = int(hops * topo.latency_ns + size / self._bytes_per_ns[dim])
+                    break
+            else:
+                raise ValueError(f"NPU {src} cannot send to itself")
+            self._cache[key] = delay
+        return delay
+
+    def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        key = self.board.post_send(src, dst, tag, size, fn, arg)
+        self.kernel.call_later(self.delay_ns(src, dst, size), self.board.arrived, key)
+
+    def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        self.board.post_recv(dst, src, tag, size, fn, arg)

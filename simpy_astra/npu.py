@@ -1,0 +1,335 @@
+"""One NPU executing its Chakra graph under ASTRA-sim's workload-layer rules.
+
+Ready nodes are issued in ascending id order whenever something completes. Each NPU has
+one CPU slot, one GPU-compute slot and one communication slot (collectives, sends, remote
+memory, metadata and invalid nodes); receives need no slot. Nodes that complete at issue
+time (INVALID, METADATA, roofline nodes without a tensor) release their children only at
+the next issue pass, as in the reference.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from simpy_astra.errors import InputError
+from simpy_astra.memory_tracker import MemoryTracker, format_peak
+from simpy_astra.statistics import COMM, CPU, GPU, INVALID, REMOTE_MEM, NpuStatistics, RooflineOp, build_report
+from simpy_astra.units import replay_duration_ns
+from workloads.chakra_schema import (
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+    INVALID_NODE,
+    MEM_LOAD_NODE,
+    MEM_STORE_NODE,
+    METADATA_NODE,
+)
+
+if TYPE_CHECKING:
+    from simpy_astra.simulation import Simulation
+
+# hardware slot classes
+SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE = 0, 1, 2, 3
+
+COLLECTIVE_KINDS = {0: "all_reduce", 2: "all_gather", 6: "all_to_all", 7: "reduce_scatter"}
+BROADCAST = 5
+COLLECTIVE_NAMES = {0: "ALL_REDUCE", 1: "REDUCE", 2: "ALL_GATHER", 3: "GATHER", 4: "SCATTER",
+                    5: "BROADCAST", 6: "ALL_TO_ALL", 7: "REDUCE_SCATTER", 8: "REDUCE_SCATTER_BLOCK",
+                    9: "BARRIER"}
+
+
+class Npu:
+    """Workload layer of one NPU (ASTRA-sim's ``Workload`` + ``HardwareResource``)."""
+
+    def __init__(self, npu_id: int, nodes: list, source: str, sim: Simulation) -> None:
+        self.npu_id = npu_id
+        self.sim = sim
+        self.source = source
+        self.clock = sim.clocks[npu_id]
+        self.system = sim.systems[npu_id]
+        self.config = sim.system_config
+        self.nodes = {n.id: n for n in nodes}
+        self.parents_left: dict[int, int] = {}
+        self.children: dict[int, list[int]] = {}
+        self.ready: list[list[int]] = [[], [], [], []]  # heaps per slot class
+        self.ready_count = 0
+        self.deferred: list[int] = []
+        self.in_pass = False
+        self.busy = [False, False, False]
+        self.ongoing = 0
+        self.finished = False
+        self.gpu_ops_ns = 0
+        self.cpu_ops_ns = 0
+        self.stats = NpuStatistics(npu_id)
+        self.memory = MemoryTracker(npu_id) if self.config.track_local_mem else None
+        self.groups: dict[int, Any] = {}
+        self.report = None
+        for n in nodes:
+            self.parents_left[n.id] = len(n.deps)
+            for d in n.deps:
+                self.children.setdefault(d, []).append(n.id)
+        for n in nodes:
+            if not n.deps:
+                self._make_ready(n.id)
+
+    # ------------------------------------------------------------------ dependency tracking
+    def slot_of(self, node) -> int:
+        if node.get_bool("is_cpu_op", False):
+            return SLOT_CPU
+        t = node.type
+        if t == COMP_NODE:
+            return SLOT_GPU
+        if t == COMM_RECV_NODE:
+            return SLOT_NONE
+        return SLOT_COMM
+
+    def _make_ready(self, node_id: int) -> None:
+        if self.in_pass:
+            self.deferred.append(node_id)
+        else:
+            heapq.heappush(self.ready[self.slot_of(self.nodes[node_id])], node_id)
+        self.ready_count += 1
+
+    def _resolve(self, node_id: int) -> None:
+        for child in self.children.get(node_id, ()):
+            left = self.parents_left[child] - 1
+            self.parents_left[child] = left
+            if left == 0:
+                self._make_ready(child)
+
+    # ------------------------------------------------------------------ issuing
+    def fire(self) -> None:
+        self._issue_pass()
+        self._check_end()
+
+    def _issue_pass(self) -> None:
+        """Issue ready nodes in id order while their slot is free (one snapshot)."""
+        ready = self.ready
+        busy = self.busy
+        self.in_pass = True
+        while True:
+            best = -1
+            best_id = None
+            for cls in (SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE):
+                heap = ready[cls]
+                if heap and (cls == SLOT_NONE or not busy[cls]) and (best_id is None or heap[0] < best_id):
+                    best, best_id = cls, heap[0]
+            if best_id is None:
+                break
+            heapq.heappop(ready[best])
+            self.ready_count -= 1
+            self._issue(self.nodes[best_id], best)
+        self.in_pass = False
+        if self.deferred:
+            for nid in self.deferred:
+                heapq.heappush(ready[self.slot_of(self.nodes[nid])], nid)
+            self.deferred.clear()
+            if self.ongoing == 0:
+                # the reference would wait for a completion that never comes; carry on instead
+                self._issue_pass()
+
+    def _issue(self, node, slot: int) -> None:
+        now = self.clock.env._now
+        if slot != SLOT_NONE:
+            self.busy[slot] = True
+        self.ongoing += 1
+        t = node.type
+        self.stats.start(node.id, self._category(node, slot), now)
+        cfg = self.config
+        if cfg.replay_only:
+            return self._replay(node, slot)
+        if t == COMP_NODE:
+            if not cfg.roofline_enabled or slot == SLOT_CPU:
+                return self._replay(node, slot)
+            return self._roofline(node)
+        if t in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE):
+            if slot == SLOT_CPU:
+                raise InputError(f"{self.source}: node {node.id}: communication nodes cannot be CPU ops "
+                                 f"(is_cpu_op is set)")
+            if t == COMM_COLL_NODE:
+                return self._collective(node)
+            if t == COMM_SEND_NODE:
+                return self._send(node)
+            return self._recv(node)
+        if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
+            size = node.get_int("tensor_size")
+            self.sim.remote_memory.issue(self, size, lambda: self.complete(node.id),
+                                         f"{self.source}: node {node.id}")
+            return None
+        if t == METADATA_NODE:
+            self._metadata(node)
+            return self._finish_now(node, slot)
+        if t == INVALID_NODE:
+            return self._finish_now(node, slot)
+        raise InputError(f"{self.source}: node {node.id}: node type {t} is not supported "
+                         f"(expected 0..7: INVALID, METADATA, MEM_LOAD, MEM_STORE, COMP, COMM_SEND, "
+                         f"COMM_RECV, COMM_COLL)")
+
+    @staticmethod
+    def _category(node, slot: int) -> str | None:
+        t = node.type
+        if t == COMP_NODE:
+            return CPU if slot == SLOT_CPU else GPU
+        if t in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE):
+            return COMM
+        if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
+            return REMOTE_MEM
+        if t == INVALID_NODE:
+            return INVALID
+        return None  # METADATA nodes have no statistics category
+
+    # ------------------------------------------------------------------ node kinds
+    def _replay(self, node, slot: int) -> None:
+        runtime = replay_duration_ns(node.duration_micros)
+        if slot == SLOT_CPU:
+            self.cpu_ops_ns += runtime
+        else:
+            self.gpu_ops_ns += runtime
+        self.clock.register(runtime, self.complete, node.id)
+
+    def _roofline(self, node) -> None:
+        num_ops = float(node.get_int("num_ops"))
+        tensor_size = float(node.get_int("tensor_size"))
+        if tensor_size == 0:
+            return self._finish_now(node, SLOT_GPU)
+        if num_ops == 0:
+            raise InputError(f"{self.source}: node {node.id}: roofline COMP node has num_ops 0 "
+                             f"(its runtime would be undefined)")
+        cfg = self.sim
+        intensity = num_ops / tensor_size
+        perf = min(cfg.local_mem_bytes_per_s * intensity, cfg.peak_flops)
+        runtime = int(num_ops / perf * 1e9)
+        self.gpu_ops_ns += runtime
+        self.stats.roofline[node.id] = RooflineOp(
+            intensity, perf / cfg.peak_flops, (perf / intensity) / cfg.local_mem_bytes_per_s,
+            perf < cfg.peak_flops,
+        )
+        self.clock.register(runtime, self.complete, node.id)
+
+    def _collective(self, node) -> None:
+        comm_type = node.get_int("comm_type")
+        size = node.get_int("comm_size")
+        if comm_type == BROADCAST:
+            self.clock.register(replay_duration_ns(node.duration_micros), self.complete, node.id)
+            return
+        kind = COLLECTIVE_KINDS.get(comm_type)
+        if kind is None:
+            name = COLLECTIVE_NAMES.get(comm_type, str(comm_type))
+            raise InputError(f"{self.source}: node {node.id}: collective type {name} is not supported "
+                             f"(supported: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)")
+        if node.has_attr("involved_dim"):
+            involved = list(node.get_bool_list("involved_dim"))
+        else:
+            involved = [True, True, True, True]
+        priority = node.get_int("comm_priority", 0)
+        pg = node.get_str("pg_name", "")
+        plan, custom = self.sim.collective_plan(self, kind, pg, node.id)
+        node_id = node.id
+        self.system.generate_collective(kind, size, involved, plan, priority, custom,
+                                        lambda: self.complete(node_id))
+
+    def _send(self, node) -> None:
+        src = node.get_int("comm_src", self.npu_id)
+        if src != self.npu_id:
+            raise InputError(f"{self.source}: node {node.id}: COMM_SEND has comm_src {src}, "
+                             f"but it runs on NPU {self.npu_id}")
+        dst = node.get_int("comm_dst")
+        self._check_peer(node, dst, "comm_dst")
+        size = node.get_int("comm_size")
+        tag = node.get_int("comm_tag") % 500_000_000
+        self.sim.network.send(self.npu_id, dst, tag, size, self.complete, node.id)
+
+    def _recv(self, node) -> None:
+        src = node.get_int("comm_src")
+        self._check_peer(node, src, "comm_src")
+        dst = node.get_int("comm_dst", self.npu_id)
+        if dst != self.npu_id:
+            raise InputError(f"{self.source}: node {node.id}: COMM_RECV has comm_dst {dst}, "
+                             f"but it runs on NPU {self.npu_id}")
+        size = node.get_int("comm_size")
+        tag = node.get_int("comm_tag") % 500_000_000
+        self.sim.network.recv(self.npu_id, src, tag, size, self.complete, node.id)
+
+    def _check_peer(self, node, peer: int, field: str) -> None:
+        if not 0 <= peer < self.sim.total_npus or peer == self.npu_id:
+            raise InputError(f"{self.source}: node {node.id}: {field} {peer} must be another NPU "
+                             f"id in 0..{self.sim.total_npus - 1}")
+
+    def _metadata(self, node) -> None:
+        """Communicator groups declared by a METADATA node's ``inputs.values``."""
+        text = node.inputs_values
+        if not text:
+            return
+        try:
+            entries = json.loads(text[2:-2])
+            for item in entries:
+                pg = int(item["pg_name"])
+                ranks = list(item["ranks"]) or list(range(self.sim.total_npus))
+                self.groups[pg] = self.sim.make_group(pg + 1, ranks)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{self.source}: node {node.id}: METADATA inputs.values is not a "
+                             f"process-group list ({exc})") from None
+
+    # ------------------------------------------------------------------ completion
+    def _finish_now(self, node, slot: int) -> None:
+        """Synchronous completion (children wait for the next issue pass)."""
+        now = self.clock.env._now
+        self._release(node, slot, now)
+        self._resolve(node.id)
+
+    def _release(self, node, slot: int, now: int) -> None:
+        if slot != SLOT_NONE:
+            self.busy[slot] = False
+        self.ongoing -= 1
+        if self.memory is not None:
+            self.memory.record(node, self.stats.starts[node.id], now)
+        self.stats.end(node.id, now)
+
+    def complete(self, node_id: int) -> None:
+        """An asynchronous node finished at the current tick."""
+        if self.finished:
+            return
+        node = self.nodes[node_id]
+        now = self.clock.env._now
+        self._release(node, self.slot_of(node), now)
+        self._resolve(node_id)
+        self._issue_pass()
+        self._check_end()
+
+    def _check_end(self) -> None:
+        if self.finished or self.ready_count or self.ongoing:
+            return
+        self.finished = True
+        now = self.clock.env._now
+        peak = None
+        if self.memory is not None:
+            peak = format_peak(self.memory.peak_bytes())
+            trace_dir = self.sim.local_mem_trace_prefix
+            if trace_dir:
+                self.memory.write_trace(f"{trace_dir}.{self.npu_id}.json")
+        self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak)
+        self.sim.npu_finished(self)
+
+    def waiting_on(self) -> str:
+        """Why this NPU has not finished (for stall reports)."""
+        pending = [nid for nid, left in self.parents_left.items() if left > 0]
+        ready = sorted(nid for heap in self.ready for nid in heap)
+        in_flight = sorted(self.stats.starts)
+        parts = []
+        if in_flight:
+            parts.append("in flight: " + ", ".join(self._describe(n) for n in in_flight[:5]))
+        if ready:
+            parts.append(f"{len(ready)} ready but not issued (first: {self._describe(ready[0])})")
+        if pending:
+            parts.append(f"{len(pending)} waiting for dependencies")
+        return "; ".join(parts) or "nothing"
+
+    def _describe(self, node_id: int) -> str:
+        node = self.nodes[node_id]
+        names = {0: "INVALID", 1: "METADATA", 2: "MEM_LOAD", 3: "MEM_STORE", 4: "COMP",
+                 5: "COMM_SEND", 6: "COMM_RECV", 7: "COMM_COLL"}
+        return f"node {node_id} ({names.get(node.type, node.type)} '{node.name}')"

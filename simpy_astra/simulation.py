@@ -1,0 +1,214 @@
+"""One simulation run: inputs -> topology + network + per-NPU system layer + workloads -> figures.
+
+This is the only module that knows every layer; each layer below it sees just the narrow
+interface it needs (a collective sees a PhaseContext, an NPU sees its system layer, the
+system layer sees ``network.send/recv``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from collectives import ImplementationChoice, resolve
+from simpy_astra.config import NetworkConfig, RemoteMemoryConfig, SystemConfig
+from simpy_astra.errors import InputError, StalledError
+from simpy_astra.kernel import Kernel, NpuClock
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.npu import Npu
+from simpy_astra.remote_memory import RemoteMemory
+from simpy_astra.statistics import NpuReport
+from simpy_astra.system_layer import (
+    GROUP_STREAM_ID_BASE,
+    CollectivePlan,
+    LogicalDim,
+    StreamCounter,
+    SystemLayer,
+)
+from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
+from topologies import REGISTRY as TOPOLOGIES
+from workloads.chakra_et import read_et, validate_graph
+
+NETWORK_BACKENDS = ("congestion_unaware",)
+
+
+@dataclass
+class SimulationInputs:
+    """Everything one run needs, already parsed and validated."""
+
+    workload_prefix: str
+    system: SystemConfig
+    network: NetworkConfig
+    remote_memory: RemoteMemoryConfig
+    comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    backend: str = "congestion_unaware"
+    queues_per_dim: int = 1
+
+
+class CommunicatorGroup:
+    """One NPU's view of a communicator group: members and its own stream-id counter."""
+
+    def __init__(self, group_id: int, members: tuple[int, ...]) -> None:
+        self.group_id = group_id
+        self.members = members
+        self.streams = StreamCounter(group_id * GROUP_STREAM_ID_BASE)
+        self.plans: dict[tuple, CollectivePlan] = {}
+
+
+class Simulation:
+    def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None) -> None:
+        self.inputs = inputs
+        self.system_config = inputs.system
+        self.on_report = on_report
+        net = inputs.network
+        self.network_dims = list(net.npus_count)
+        self.total_npus = math.prod(self.network_dims)
+        self.kernel = Kernel()
+        dims = [TOPOLOGIES[t](n, bw, lat) for t, n, bw, lat in
+                zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns)]
+        if inputs.backend != "congestion_unaware":
+            raise InputError(f"--network-backend: '{inputs.backend}' is not available "
+                             f"(choose one of: {', '.join(NETWORK_BACKENDS)})")
+        self.network = CongestionUnawareNetwork(self.kernel, dims)
+        self.remote_memory = RemoteMemory(inputs.remote_memory)
+        cfg = inputs.system
+        self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
+        self.peak_flops = tflops_to_flops(cfg.peak_perf_tflops)
+        self.local_mem_trace_prefix = cfg.local_mem_trace_filename if cfg.track_local_mem else None
+        self._custom_cache: dict[str, tuple[list, str]] = {}
+        self.clocks = [NpuClock(self.kernel) for _ in range(self.total_npus)]
+        self.systems = [
+            SystemLayer(i, self.clocks[i], self.network, cfg, self.network_dims,
+                        inputs.queues_per_dim, self.load_custom)
+            for i in range(self.total_npus)
+        ]
+        self.reports: list[NpuReport] = []
+        self.npus: list[Npu] = []
+        self._check_et_count()
+        for i in range(self.total_npus):
+            path = f"{inputs.workload_prefix}.{i}.et"
+            _meta, nodes = read_et(path)
+            validate_graph(path, nodes)
+            npu = Npu(i, nodes, path, self)
+            for gid, members in inputs.comm_groups.items():
+                npu.groups[gid] = self.make_group(gid, members)
+            self.npus.append(npu)
+
+    def _check_et_count(self) -> None:
+        prefix = self.inputs.workload_prefix
+        n = self.total_npus
+        if not os.path.exists(f"{prefix}.0.et"):
+            raise InputError(f"workload '{prefix}': {prefix}.0.et does not exist "
+                             f"(expected one file per NPU, {prefix}.0.et .. {prefix}.{n - 1}.et)")
+        if os.path.exists(f"{prefix}.{n}.et"):
+            more = n
+            while os.path.exists(f"{prefix}.{more}.et"):
+                more += 1
+            raise InputError(f"workload '{prefix}' has {more} ET files but the network "
+                             f"({self.inputs.network.source}) has {n} NPUs; they must match")
+
+    # ------------------------------------------------------------------ shared services
+    def make_group(self, group_id: int, members) -> CommunicatorGroup:
+        members = tuple(int(m) for m in members)
+        for m in members:
+            if not 0 <= m < self.total_npus:
+                raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
+                                 f"(the network has {self.total_npus} NPUs)")
+        return CommunicatorGroup(group_id, members)
+
+    def load_custom(self, prefix: str, position: int) -> tuple[list, str]:
+        path = f"{prefix}.{position}.et"
+        hit = self._custom_cache.get(path)
+        if hit is None:
+            if not os.path.exists(path):
+                raise InputError(f"{self.system_config.source}: custom collective file {path} does "
+                                 f"not exist (paths resolve from the working directory)")
+            _meta, nodes = read_et(path)
+            validate_graph(path, nodes)
+            hit = self._custom_cache[path] = (nodes, path)
+        return hit
+
+    def _custom_for(self, kind: str, node_id: int) -> str | None:
+        cfg = self.system_config
+        if node_id in cfg.per_node_custom:
+            return cfg.per_node_custom[node_id]
+        return cfg.custom_implementations.get(kind)
+
+    def collective_plan(self, npu: Npu, kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
+        """Which algorithm(s) and which NPUs a collective node of ``npu`` runs on."""
+        custom = self._custom_for(kind, node_id)
+        system = self.systems[npu.npu_id]
+        if pg_name in ("", "0"):
+            if custom is not None:
+                return CollectivePlan([], [], None, system.default_streams), custom
+            return system.default_plan(kind), None
+        try:
+            gid = int(pg_name)
+        except ValueError:
+            raise InputError(f"{npu.source}: node {node_id}: pg_name '{pg_name}' is not a group id") from None
+        group = npu.groups.get(gid)
+        if group is None:
+            raise InputError(f"{npu.source}: node {node_id}: communicator group {gid} is not defined "
+                             f"(give --comm-group-configuration or a METADATA node)")
+        if npu.npu_id not in group.members:
+            raise InputError(f"{npu.source}: node {node_id}: NPU {npu.npu_id} is not a member of "
+                             f"communicator group {gid} {list(group.members)}")
+        key = (kind, custom)
+        plan = group.plans.get(key)
+        if plan is None:
+            plan = self._group_plan(system, group, kind, custom)
+            group.plans[key] = plan
+        return plan, custom
+
+    def _group_plan(self, system: SystemLayer, group: CommunicatorGroup, kind: str,
+                    custom: str | None) -> CollectivePlan:
+        members = group.members
+        ring = LogicalDim(members, members.index(system.npu_id), local=True)
+        if custom is not None:
+            return CollectivePlan([], [ring], [True], group.streams)
+        if len(members) == self.total_npus:
+            base = system.default_plan(kind)
+            return CollectivePlan(base.choices, base.dims, [True] * len(base.dims), group.streams)
+        names = self.system_config.implementations.get(kind) or ["ring"]
+        choice = resolve(names[0]) if len(names) == 1 else ImplementationChoice(resolve("ring").algorithm)
+        if choice is None:
+            choice = ImplementationChoice(resolve("ring").algorithm)
+        if choice.algorithm.topology == "tree":
+            raise InputError(f"{self.system_config.source}: doubleBinaryTree cannot run on "
+                             f"communicator group {group.group_id} (a subset of the NPUs); the "
+                             f"reference crashes here. Use ring or direct for {kind}")
+        return CollectivePlan([ImplementationChoice(choice.algorithm, False, choice.window)], [ring],
+                              [True], group.streams)
+
+    # ------------------------------------------------------------------ running
+    def npu_finished(self, npu: Npu) -> None:
+        self.reports.append(npu.report)
+        if self.on_report is not None:
+            self.on_report(npu.report)
+        npu.done.succeed()
+
+    def _npu_process(self, npu: Npu):
+        npu.fire()
+        yield npu.done
+
+    def run(self) -> list[NpuReport]:
+        env = self.kernel.env
+        for npu in self.npus:
+            npu.done = env.event()
+        for npu in self.npus:
+            env.process(self._npu_process(npu))
+        self.kernel.run()
+        stuck = [n for n in self.npus if not n.finished]
+        if stuck:
+            lines = [f"NPU {n.npu_id} waits: {n.waiting_on()}" for n in stuck[:16]]
+            if len(stuck) > 16:
+                lines.append(f"... and {len(stuck) - 16} more NPUs")
+            unmatched = self.network.board.unmatched()
+            lines += unmatched[:16]
+            raise StalledError(
+                f"simulation stopped at {self.kernel.now_ns} ns with {len(stuck)} NPU(s) unfinished "
+                f"(nothing left that could make progress):\n  " + "\n  ".join(lines)
+            )
+        return self.reports

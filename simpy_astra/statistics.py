@@ -1,0 +1,142 @@
+"""Per-NPU figures, defined as ASTRA-sim defines them, and the lines it prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GPU, CPU, COMM, REMOTE_MEM, INVALID = "GPU", "CPU", "Comm", "Remote mem", "Invalid"
+CATEGORY_ORDER = (CPU, GPU, COMM, REMOTE_MEM, INVALID)
+UINT64 = 1 << 64
+
+
+def union_length(intervals: list[tuple[int, int]]) -> int:
+    """Total length covered by a set of [start, end] intervals."""
+    if not intervals:
+        return 0
+    intervals.sort()
+    total = 0
+    lo, hi = intervals[0]
+    for s, e in intervals:
+        if s <= hi:
+            if e > hi:
+                hi = e
+        else:
+            total += hi - lo
+            lo, hi = s, e
+    return total + hi - lo
+
+
+@dataclass
+class RooflineOp:
+    intensity: float
+    compute_util: float
+    memory_util: float
+    memory_bound: bool
+
+
+@dataclass
+class NpuStatistics:
+    """What one NPU records while it runs."""
+
+    npu_id: int
+    intervals: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    starts: dict[int, int] = field(default_factory=dict)
+    categories: dict[int, str] = field(default_factory=dict)
+    roofline: dict[int, RooflineOp] = field(default_factory=dict)
+    compute_durations: list[tuple[int, int]] = field(default_factory=list)  # (node id, duration)
+    wall_ns: int = 0
+
+    def start(self, node_id: int, category: str | None, now: int) -> None:
+        self.starts[node_id] = now
+        if category is not None:
+            self.categories[node_id] = category
+
+    def end(self, node_id: int, now: int) -> None:
+        start = self.starts.pop(node_id)
+        category = self.categories.pop(node_id, None)
+        if now > self.wall_ns:
+            self.wall_ns = now
+        if category is None:
+            return
+        self.intervals.setdefault(category, []).append((start, now))
+        if category is GPU or category is CPU:
+            self.compute_durations.append((node_id, now - start))
+
+
+@dataclass
+class NpuReport:
+    """The figures of one finished NPU (the same ones the reference prints)."""
+
+    npu_id: int
+    finished_cycles: int
+    exposed_comm_cycles: int
+    wall_time: int
+    times: dict[str, int]
+    overlap: int | None
+    roofline: dict[str, float] | None
+    peak_memory: str | None
+
+    def lines(self) -> list[str]:
+        i = self.npu_id
+        out = [
+            f"sys[{i}] finished, {self.finished_cycles} cycles, exposed communication "
+            f"{self.exposed_comm_cycles} cycles.",
+            f"sys[{i}], Wall time: {self.wall_time}",
+        ]
+        for cat in CATEGORY_ORDER:
+            if cat in self.times:
+                out.append(f"sys[{i}], {cat} time: {self.times[cat]}")
+        if self.overlap:
+            out.append(f"sys[{i}], Total compute-communication overlap: {self.overlap}")
+        if self.roofline is not None:
+            r = self.roofline
+            out.append(f"sys[{i}], Compute bound percentage: {r['compute_bound'] * 100:.3f}%")
+            out.append(f"sys[{i}], Average compute utilization: {r['compute_util'] * 100:.3f}%")
+            out.append(f"sys[{i}], Average memory utilization: {r['memory_util'] * 100:.3f}%")
+            out.append(f"sys[{i}], Average operation intensity: {r['intensity']:.3f}")
+        if self.peak_memory is not None:
+            out.append(f"sys[{i}] peak memory usage: {self.peak_memory}")
+        return out
+
+    def as_dict(self) -> dict:
+        d = {
+            "finished_cycles": self.finished_cycles,
+            "exposed_comm_cycles": self.exposed_comm_cycles,
+            "wall_time": self.wall_time,
+        }
+        for cat, v in self.times.items():
+            d[cat.lower().replace(" ", "_") + "_time"] = v
+        if self.overlap:
+            d["comp_comm_overlap"] = self.overlap
+        if self.roofline is not None:
+            d["roofline"] = dict(self.roofline)
+        if self.peak_memory is not None:
+            d["peak_memory"] = self.peak_memory
+        return d
+
+
+def build_report(stats: NpuStatistics, now: int, gpu_ops_ns: int, roofline_on: bool,
+                 peak_memory: str | None) -> NpuReport:
+    times = {cat: union_length(iv) for cat, iv in stats.intervals.items()}
+    overlap = None
+    if set(times) <= {GPU, COMM} and GPU in times and COMM in times:
+        # the reference subtracts in unsigned 64-bit arithmetic
+        overlap = (times[GPU] + times[COMM] - stats.wall_ns) % UINT64
+    roof = None
+    if roofline_on:
+        total = 1
+        bound = 0
+        cu = mu = oi = 0.0
+        for node_id, dur in stats.compute_durations:
+            op = stats.roofline.get(node_id)
+            if op is not None:
+                if not op.memory_bound:
+                    bound += dur
+                cu += op.compute_util * dur
+                mu += op.memory_util * dur
+                oi += op.intensity * dur
+            total += dur
+        roof = {"compute_bound": bound / total, "compute_util": cu / total,
+                "memory_util": mu / total, "intensity": oi / total}
+    return NpuReport(stats.npu_id, now, (now - gpu_ops_ns) % UINT64, stats.wall_ns, times, overlap,
+                     roof, peak_memory)

@@ -1,0 +1,488 @@
+"""Per-NPU system layer: collectives become chunks, chunks become phases on queues.
+
+This follows ASTRA-sim's ``Sys``: a collective of S bytes is cut into chunks
+(``preferred-dataset-splits``); each chunk is a *stream* with a list of phases, one per
+active logical dimension (reduce-scatter/all-gather around the last dimension for
+``localBWAware`` all-reduce). A phase waits in its dimension queue until fewer than
+``ceil(active-chunks-per-dimension / queues-per-dim)`` streams run there, then its
+algorithm (a generator from ``collectives/``) runs. A finished phase hands the stream to
+its next queue at the same tick; the collective completes on this NPU when all its
+chunks finished their last phase.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from collectives import ImplementationChoice, resolve
+from collectives.base import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    ANTICLOCKWISE,
+    CLOCKWISE,
+    GENERAL,
+    RECEIVED,
+    REDUCE_SCATTER,
+)
+from collectives.custom_et import custom_et
+from collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, build_tree
+from simpy_astra.errors import InputError
+from simpy_astra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
+
+if TYPE_CHECKING:
+    from simpy_astra.config import SystemConfig
+    from simpy_astra.kernel import NpuClock
+
+NATIVE_TAG_SPACE = 500_000_000
+COLLECTIVE_TAG_BASE = 500_000_000
+LOCAL_RING_ENDPOINT_DELAY_NS = 10  # hard-wired in the reference for group-subset rings
+GROUP_STREAM_ID_BASE = 1_000_000
+
+
+# --------------------------------------------------------------------------- logical topology
+@dataclass
+class LogicalDim:
+    """One logical dimension as seen from one NPU: its ring (or trees) of members."""
+
+    members: tuple[int, ...]
+    index: int
+    local: bool = False
+    #: double binary tree: next tree flavour to hand out (alternates per phase built)
+    tree_counter: int = 0
+    _trees: dict[int, dict] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def next_tree(self) -> int:
+        flavour = ROOT_MAX if self.tree_counter % 2 == 0 else ROOT_MIN
+        self.tree_counter += 1
+        return flavour
+
+    def tree_node(self, flavour: int) -> Any:
+        if self._trees is None:
+            self._trees = {}
+        tree = self._trees.get(flavour)
+        if tree is None:
+            n = self.size
+            if n & (n - 1):
+                raise InputError(
+                    f"doubleBinaryTree needs a power-of-two number of NPUs per dimension (got {n})"
+                )
+            positions = build_tree(n, flavour)
+            tree = self._trees[flavour] = positions
+        node = tree[self.index]
+        m = self.members
+        from collectives.double_binary_tree import TreeNode
+
+        return TreeNode(
+            node.role,
+            None if node.parent is None else m[node.parent],
+            None if node.left is None else m[node.left],
+            None if node.right is None else m[node.right],
+        )
+
+
+def dimension_ring(npu: int, dims: list[int], d: int) -> LogicalDim:
+    """Members of network dimension ``d`` that share all other coordinates with ``npu``."""
+    stride = math.prod(dims[:d])
+    coord = (npu // stride) % dims[d]
+    base = npu - coord * stride
+    return LogicalDim(tuple(base + k * stride for k in range(dims[d])), coord)
+
+
+@dataclass
+class CollectivePlan:
+    """Where one kind of collective runs: per logical dimension, an algorithm and a ring."""
+
+    choices: list[ImplementationChoice | str]  # str = custom algorithm path prefix
+    dims: list[LogicalDim]
+    involved: list[bool] | None  # None = use the node's involved_dim
+    stream_owner: Any  # object with a ``next_stream_id()``
+
+
+# --------------------------------------------------------------------------- streams
+class DataSet:
+    """One collective on one NPU: done when all of its chunks finished."""
+
+    __slots__ = ("total", "finished", "on_done", "active")
+
+    def __init__(self, total: int, on_done: Callable[[], None]) -> None:
+        self.total = total
+        self.finished = 0
+        self.on_done = on_done
+        self.active = True
+
+    def stream_finished(self) -> None:
+        self.finished += 1
+        if self.finished == self.total:
+            self.on_done()
+
+
+class Phase:
+    """One phase of one chunk; implements :class:`collectives.base.PhaseContext`."""
+
+    __slots__ = (
+        "sys", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
+        "index", "window", "local", "npu_id", "algorithm", "args", "gen", "_on_recv",
+    )
+
+    def __init__(self, sys: SystemLayer, kind: str, size_bytes: int, final_bytes: int,
+                 queue_id: int, direction: int, dim: LogicalDim | None, window: int | None,
+                 algorithm: Callable, args: tuple) -> None:
+        self.sys = sys
+        self.stream: Stream | None = None
+        self.npu_id = sys.npu_id
+        self.kind = kind
+        self.size_bytes = size_bytes
+        self.final_bytes = final_bytes
+        self.queue_id = queue_id
+        self.direction = direction
+        self.members = dim.members if dim else ()
+        self.index = dim.index if dim else 0
+        self.local = dim.local if dim else False
+        self.window = window
+        self.algorithm = algorithm
+        self.args = args
+        self.gen = None
+        self._on_recv = self._received
+
+    # -- driven by the system layer
+    def start(self) -> None:
+        self.gen = self.algorithm(self, *self.args)
+        self.gen.send(None)
+        self._deliver(None)
+
+    def _deliver(self, event: Any) -> None:
+        try:
+            self.gen.send(event)
+        except StopIteration:
+            pass
+
+    def _received(self, _arg: Any) -> None:
+        self._deliver(RECEIVED)
+
+    def _endpoint_done(self, processed_bytes: int) -> None:
+        if processed_bytes:
+            self.sys.clock.register(self.sys.reduction_ns(processed_bytes), self._deliver, GENERAL)
+        else:
+            self._deliver(GENERAL)
+
+    # -- PhaseContext
+    def send(self, dst: int, size_bytes: int) -> None:
+        self.sys.network.send(self.npu_id, dst, self.stream.tag, size_bytes, None, None)
+
+    def recv(self, src: int, size_bytes: int) -> None:
+        self.sys.network.recv(self.npu_id, src, self.stream.tag, size_bytes, self._on_recv, None)
+
+    def after_endpoint(self, processed_bytes: int = 0) -> None:
+        delay = LOCAL_RING_ENDPOINT_DELAY_NS if self.local else self.sys.endpoint_delay_ns
+        self.sys.clock.register(delay, self._endpoint_done, processed_bytes)
+
+    def send_native(self, dst: int, size_bytes: int, tag: int, token: Any) -> None:
+        tag = tag % NATIVE_TAG_SPACE
+        self.sys.network.send(self.npu_id, dst, tag, size_bytes, self._deliver, token)
+
+    def recv_native(self, src: int, size_bytes: int, tag: int, token: Any) -> None:
+        tag = tag % NATIVE_TAG_SPACE
+        self.sys.network.recv(self.npu_id, src, tag, size_bytes, self._deliver, token)
+
+    def wait(self, delay_ns: int, token: Any) -> None:
+        self.sys.clock.register(delay_ns, self._deliver, token)
+
+    def finish(self) -> None:
+        self.sys.proceed(self.stream)
+
+
+class Stream:
+    """One chunk of a collective moving through its phases."""
+
+    __slots__ = ("stream_id", "tag", "priority", "phases", "next_phase", "queue_id",
+                 "initialized", "dataset", "current")
+
+    def __init__(self, stream_id: int, phases: list[Phase], priority: int, dataset: DataSet) -> None:
+        self.stream_id = stream_id
+        self.tag = stream_id % NATIVE_TAG_SPACE + COLLECTIVE_TAG_BASE
+        self.priority = priority
+        self.phases = phases
+        self.next_phase = 0
+        self.queue_id = -1
+        self.initialized = False
+        self.dataset = dataset
+        self.current: Phase | None = None
+        for p in phases:
+            p.stream = self
+
+
+class StreamCounter:
+    """Stream ids of one communicator (the default one starts at 0, groups at id * 1e6)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, start: int = 0) -> None:
+        self.value = start
+
+    def next_stream_id(self) -> int:
+        v = self.value
+        self.value += 1
+        return v
+
+
+# --------------------------------------------------------------------------- queues
+class QueueLevel:
+    """Queue ids and round-robin allocators of one logical dimension."""
+
+    def __init__(self, queues: list[int]) -> None:
+        self.queues = queues
+        self.rr = 0
+        self.first = 0
+        self.last = len(queues) // 2
+
+    def next_queue(self) -> tuple[int, int]:
+        q = self.queues
+        direction = ANTICLOCKWISE if len(q) > 1 and self.rr >= len(q) // 2 else CLOCKWISE
+        qid = q[self.rr]
+        self.rr = (self.rr + 1) % len(q)
+        return qid, direction
+
+    def next_queue_first_half(self) -> tuple[int, int]:
+        qid = self.queues[self.first]
+        self.first += 1
+        if self.first >= len(self.queues) // 2:
+            self.first = 0
+        return qid, CLOCKWISE
+
+    def next_queue_second_half(self) -> tuple[int, int]:
+        qid = self.queues[self.last]
+        self.last += 1
+        if self.last >= len(self.queues):
+            self.last = len(self.queues) // 2
+        return qid, ANTICLOCKWISE
+
+
+# --------------------------------------------------------------------------- the layer
+class SystemLayer:
+    """Collective scheduling for one NPU (ASTRA-sim's ``Sys``)."""
+
+    def __init__(self, npu_id: int, clock: NpuClock, network: Any, config: SystemConfig,
+                 network_dims: list[int], queues_per_dim: int, load_custom: Callable) -> None:
+        self.npu_id = npu_id
+        self.clock = clock
+        self.network = network
+        self.config = config
+        self.network_dims = network_dims
+        self.total_npus = math.prod(network_dims)
+        self.endpoint_delay_ns = config.endpoint_delay_ns
+        self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(config.local_mem_bw_gbps)
+        self.queue_threshold = math.ceil(config.active_chunks_per_dimension / queues_per_dim)
+        self.load_custom = load_custom
+        self._reduction_cache: dict[int, int] = {}
+        self.priority_counter = 0
+        self.default_streams = StreamCounter(0)
+        self.levels: list[QueueLevel] = []
+        n_levels = max(len(network_dims), max((len(v) for v in config.implementations.values()), default=1))
+        for d in range(n_levels):
+            self.levels.append(QueueLevel(list(range(d * queues_per_dim, (d + 1) * queues_per_dim))))
+        n_queues = n_levels * queues_per_dim
+        self.active: list[list[Stream]] = [[] for _ in range(n_queues)]
+        self.running = [0] * n_queues
+        self._default_plans: dict[str, CollectivePlan] = {}
+
+    # -- helpers
+    def reduction_ns(self, size_bytes: int) -> int:
+        d = self._reduction_cache.get(size_bytes)
+        if d is None:
+            d = self._reduction_cache[size_bytes] = reduction_delay_ns(size_bytes, self.local_mem_bytes_per_s)
+        return d
+
+    def next_priority(self, explicit: int) -> int:
+        policy = self.config.scheduling_policy
+        if policy == "LIFO":
+            self.priority_counter += 1
+            return self.priority_counter - 1
+        if policy == "FIFO":
+            self.priority_counter -= 1
+            return self.priority_counter + 1
+        return explicit
+
+    def default_plan(self, kind: str) -> CollectivePlan:
+        plan = self._default_plans.get(kind)
+        if plan is None:
+            names = self.config.implementations.get(kind)
+            if not names:
+                key = kind.replace("_", "-") + "-implementation"
+                raise InputError(f"{self.config.source}: field '{key}' is missing, but the workload "
+                                 f"runs a {kind} collective; add e.g. \"{key}\": [\"ring\"]")
+            choices: list[ImplementationChoice | str] = []
+            dims: list[LogicalDim] = []
+            for d, name in enumerate(names):
+                choice = resolve(name)
+                if choice is None:
+                    raise InputError(f"{self.config.source}: unknown collective implementation '{name}'")
+                if kind not in choice.algorithm.kinds:
+                    raise InputError(f"{self.config.source}: '{name}' does not implement {kind} "
+                                     f"(field '{kind.replace('_', '-')}-implementation')")
+                choices.append(choice)
+                if choice.spans_all_npus:
+                    dims.append(LogicalDim(tuple(range(self.total_npus)), self.npu_id))
+                    break
+                if d >= len(self.network_dims):
+                    raise InputError(f"{self.config.source}: {kind.replace('_', '-')}-implementation "
+                                     f"lists {len(names)} dimensions but the network has "
+                                     f"{len(self.network_dims)}")
+                dims.append(dimension_ring(self.npu_id, self.network_dims, d))
+            plan = CollectivePlan(choices, dims, None, self.default_streams)
+            self._default_plans[kind] = plan
+        return plan
+
+    # -- collectives
+    def generate_collective(self, kind: str, size: int, involved: list[bool], plan: CollectivePlan,
+                            explicit_priority: int, custom: str | None,
+                            on_done: Callable[[], None]) -> DataSet:
+        splits = self.config.preferred_dataset_splits
+        chunk = size // splits
+        if kind != ALL_GATHER and self.total_npus > chunk:
+            chunk = self.total_npus
+            size = splits * chunk
+        count = math.ceil(size / chunk) if chunk else 0
+        dataset = DataSet(count, on_done)
+        priority = self.next_priority(explicit_priority)
+        if custom is not None:
+            if count != 1:
+                raise InputError(f"{self.config.source}: custom collective '{custom}' needs "
+                                 f"'preferred-dataset-splits': 1 (got {splits}); the reference "
+                                 f"never finishes such a collective")
+            rank_of, file_pos = self._custom_position(plan)
+            nodes, source = self.load_custom(custom, file_pos)
+            phase = Phase(self, kind, size, size, 0, CLOCKWISE, None, None, custom_et,
+                          (nodes, source, rank_of))
+            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), [phase], priority, dataset))
+            return dataset
+        dims_inv = plan.involved if plan.involved is not None else involved
+        n = 0
+        while size > 0:
+            n += 1
+            size = 0 if chunk > size else size - chunk
+            phases = self._build_phases(kind, chunk, plan, dims_inv)
+            if not phases:
+                dataset.active = False
+                raise InputError(f"a {kind} of {chunk}-byte chunks has no dimension to run on "
+                                 f"(every involved dimension has one NPU); the reference never finishes it")
+            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), phases, priority, dataset))
+        dataset.total = n
+        return dataset
+
+    def _custom_position(self, plan: CollectivePlan) -> tuple[Any, int]:
+        """(rank map of the algorithm file, which rank file to load) for a custom collective.
+
+        Files are chosen by the position in the *sorted* group, ranks inside them map back
+        through the group as written (the reference's rule)."""
+        if not plan.dims:
+            return None, self.npu_id
+        members = plan.dims[0].members
+        return members, sorted(members).index(self.npu_id)
+
+    def _phase(self, kind: str, size: int, plan: CollectivePlan, d: int, queue: tuple[int, int]) -> Phase:
+        choice = plan.choices[d]
+        dim = plan.dims[d]
+        algo = choice.algorithm
+        final = algo.final_size(kind, size, dim.size)
+        if algo.topology == "tree":
+            args = (dim.tree_node(dim.next_tree()),)
+        else:
+            args = ()
+        return Phase(self, kind, size, final, queue[0], queue[1], dim, choice.window, algo.run, args)
+
+    def _build_phases(self, kind: str, chunk: int, plan: CollectivePlan, involved: list[bool]) -> list[Phase]:
+        ndims = len(plan.dims)
+
+        def active(d: int) -> bool:
+            inv = involved[d] if d < len(involved) else False
+            return inv and plan.dims[d].size > 1
+
+        phases: list[Phase] = []
+        remain = chunk
+        if kind != ALL_REDUCE or self.config.collective_optimization == "baseline":
+            order = range(ndims - 1, -1, -1) if kind == ALL_GATHER else range(ndims)
+            for d in order:
+                if not active(d):
+                    continue
+                p = self._phase(kind, remain, plan, d, self.levels[d].next_queue())
+                phases.append(p)
+                remain = p.final_bytes
+            return phases
+        # localBWAware all-reduce: RS up to the last active dim, AR there, AG back down
+        last = 0
+        for d in range(ndims):
+            if active(d):
+                last = d
+        for d in range(last):
+            if active(d):
+                p = self._phase(REDUCE_SCATTER, remain, plan, d, self.levels[d].next_queue_first_half())
+                phases.append(p)
+                remain = p.final_bytes
+        d = last
+        if active(d):
+            p = self._phase(ALL_REDUCE, remain, plan, d, self.levels[d].next_queue_first_half())
+            phases.append(p)
+            remain = p.final_bytes
+        for d in range(last - 1, -1, -1):
+            if active(d):
+                p = self._phase(ALL_GATHER, remain, plan, d, self.levels[d].next_queue_second_half())
+                phases.append(p)
+                remain = p.final_bytes
+        return phases
+
+    # -- scheduling (Sys::insert_stream / proceed_to_next_vnet_baseline / SchedulerUnit)
+    @staticmethod
+    def _insert_by_priority(queue: list[Stream], stream: Stream) -> None:
+        i = 0
+        n = len(queue)
+        while i < n and (queue[i].initialized or queue[i].priority >= stream.priority):
+            i += 1
+        queue.insert(i, stream)
+
+    def _insert_ready(self, stream: Stream) -> None:
+        # the ready list drains at once (its thresholds are effectively unlimited)
+        self.proceed(stream)
+
+    def proceed(self, stream: Stream) -> None:
+        """Move ``stream`` past its current phase (or into its first one)."""
+        previous = stream.queue_id
+        last = stream.next_phase == len(stream.phases)
+        if last:
+            stream.dataset.stream_finished()
+        if previous >= 0:
+            self.active[previous].remove(stream)
+        if last:
+            if previous >= 0:
+                self._stream_removed(previous)
+            return
+        phase = stream.phases[stream.next_phase]
+        stream.next_phase += 1
+        stream.current = phase
+        stream.queue_id = phase.queue_id
+        stream.initialized = False
+        self._insert_by_priority(self.active[phase.queue_id], stream)
+        if previous >= 0:
+            self._stream_removed(previous)
+        self._start_waiting(phase.queue_id)
+
+    def _stream_removed(self, queue_id: int) -> None:
+        self.running[queue_id] -= 1
+        self._start_waiting(queue_id)
+
+    def _start_waiting(self, queue_id: int) -> None:
+        queue = self.active[queue_id]
+        i = self.running[queue_id]
+        while i < len(queue) and self.running[queue_id] < self.queue_threshold:
+            stream = queue[i]
+            stream.initialized = True
+            self.running[queue_id] += 1
+            i += 1
+            stream.current.start()

@@ -1,0 +1,19 @@
+"""Fully connected: a dedicated link between every ordered pair of NPUs (one hop)."""
+
+from __future__ import annotations
+
+from topologies.base import BasicTopology
+
+
+class FullyConnected(BasicTopology):
+    name = "FullyConnected"
+
+    def hops(self, src: int, dst: int) -> int:
+        return 1
+
+    def links(self) -> list[tuple[int, int]]:
+        n = self.npus_count
+        return [(i, j) for i in range(n) for j in range(n) if i != j]
+
+    def route(self, src: int, dst: int) -> list[int]:
+        return [src, dst]

@@ -1,0 +1,33 @@
+"""Bidirectional ring: NPU i links to i+1 and i-1 (mod n); messages take the shorter way."""
+
+from __future__ import annotations
+
+from topologies.base import BasicTopology
+
+
+class Ring(BasicTopology):
+    name = "Ring"
+
+    def hops(self, src: int, dst: int) -> int:
+        cw = (dst - src) % self.npus_count
+        ccw = self.npus_count - cw
+        return cw if cw < ccw else ccw
+
+    def links(self) -> list[tuple[int, int]]:
+        n = self.npus_count
+        out: list[tuple[int, int]] = []
+        for i in range(n):
+            j = (i + 1) % n
+            out.append((i, j))
+            out.append((j, i))
+        return list(dict.fromkeys(out))
+
+    def route(self, src: int, dst: int) -> list[int]:
+        # clockwise unless anticlockwise is strictly shorter (ties go clockwise)
+        n = self.npus_count
+        cw = (dst - src) % n
+        step = 1 if cw <= n - cw else -1
+        path = [src]
+        while path[-1] != dst:
+            path.append((path[-1] + step) % n)
+        return path

@@ -1,0 +1,1 @@
+"""Workload inputs for simpy-astra: Chakra execution-trace (ET) schema, reader and writer."""
