@@ -15,7 +15,9 @@ import json
 import sys
 import time
 
+from collectives.base import CollectiveError
 from simpy_astra.errors import InputError, StalledError
+from workloads.chakra_et import EtError
 from simpy_astra.statistics import NpuReport
 
 EXIT_INPUT_ERROR = 2
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             injection_scale=args.injection_scale,
         )
         return _simulate(inputs, args.json_out, rich_summary=False)
-    except InputError as exc:
+    except (InputError, EtError, CollectiveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR
     except StalledError as exc:

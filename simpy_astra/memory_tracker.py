@@ -9,10 +9,13 @@ appear or disappear, adding before removing at the same tick (ASTRA-sim's tracke
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 
 from simpy_astra.errors import InputError
+
+_LEADING_INT = re.compile(r"\s*\+?(\d+)")
 
 
 @dataclass
@@ -28,11 +31,12 @@ class MemoryTracker:
             raise InputError(f"{source}: node {node_id}: attribute '{attr}' must list name, size pairs")
         out = []
         for i in range(0, len(values), 2):
-            try:
-                size = int(values[i + 1])
-            except ValueError:
+            # like C++ stoull: the leading integer counts ("65536000.0" is 65536000)
+            m = _LEADING_INT.match(values[i + 1])
+            if m is None:
                 raise InputError(f"{source}: node {node_id}: attribute '{attr}': tensor size "
-                                 f"'{values[i + 1]}' is not an integer") from None
+                                 f"'{values[i + 1]}' is not an integer")
+            size = int(m.group(1))
             if size:
                 out.append((values[i], size))
         return out
@@ -44,12 +48,12 @@ class MemoryTracker:
             if not node.has_attr(attr):
                 raise InputError(f"{source}: node {node.id}: attribute '{attr}' is required when "
                                  f"'track-local-mem' is on")
-        for name, size in self._pairs(node.get_string_list("inputs", ()), node.id, "inputs", source):
+        for name, size in self._pairs(_string_list(node, "inputs"), node.id, "inputs", source):
             if name not in self.sizes:
                 self.sizes[name] = size
                 self.writes[name] = (0, 10)
             self.last_read_end[name] = end
-        for name, size in self._pairs(node.get_string_list("outputs", ()), node.id, "outputs", source):
+        for name, size in self._pairs(_string_list(node, "outputs"), node.id, "outputs", source):
             if name not in self.sizes:  # a second write of a name keeps the first
                 self.sizes[name] = size
                 self.writes[name] = (start, end)
@@ -94,6 +98,12 @@ class MemoryTracker:
                            "args": {"Memory_MB": usage / (1024 * 1024)}})
         with open(path, "w") as f:
             json.dump({"traceEvents": events}, f)
+
+
+def _string_list(node, attr: str) -> tuple[str, ...]:
+    """The attribute's string list; any other kind (or no value) counts as empty, as in the reference."""
+    kind, value = node.attrs[attr]
+    return value if kind == "string_list" else ()
 
 
 def _f32(x: float) -> float:

@@ -30,6 +30,7 @@ from workloads.chakra_schema import (
     AttributeProto,
     GlobalMetadata,
     Node,
+    NodeRawAttrs,
 )
 
 __all__ = [
@@ -234,22 +235,30 @@ class EtNode:
 
 
 def _decode_attrs(attr_list: Iterable, intern=sys.intern) -> dict[str, AttrValue]:
-    """First-match attribute map; lists become tuples, names/kinds are interned to save memory."""
+    """First-match attribute map of parsed ``AttributeProto`` messages (GlobalMetadata)."""
     attrs: dict[str, AttrValue] = {}
     for a in attr_list:
         name = intern(a.name)
-        if name in attrs:
-            continue
-        kind = a.WhichOneof("value")
-        if kind is None:
-            attrs[name] = (None, None)
-        else:
-            kind = intern(kind)
-            value = getattr(a, kind)
-            if kind in LIST_VALUE_FIELDS:
-                value = tuple(value.values)
-            attrs[name] = (kind, value)
+        if name not in attrs:
+            attrs[name] = _attr_value(a)
     return attrs
+
+
+def _attr_value(a, intern=sys.intern) -> AttrValue:
+    kind = a.WhichOneof("value")
+    if kind is None:
+        return (None, None)
+    kind = intern(kind)
+    value = getattr(a, kind)
+    if kind in LIST_VALUE_FIELDS:
+        value = tuple(value.values)
+    return (kind, value)
+
+
+def _decode_raw_attr(raw: bytes, intern=sys.intern) -> tuple[str, AttrValue]:
+    """(name, (kind, value)) of one serialized ``AttributeProto``; raises ``DecodeError``."""
+    a = AttributeProto.FromString(raw)
+    return intern(a.name), _attr_value(a)
 
 
 def _read_bytes(path: str) -> bytes:
@@ -305,8 +314,13 @@ def _slow_varint(path: str, buf: bytes, pos: int, index: int, last_id: int | Non
     return value, pos
 
 
-def read_et(path: str) -> tuple[dict, list[EtNode]]:
+def read_et(
+    path: str, *, attr_cache: dict[bytes, tuple[str, AttrValue]] | None = None
+) -> tuple[dict, list[EtNode]]:
     """Read one ET file: ``({"version": str, "attrs": {...}}, nodes in file order)``.
+
+    ``attr_cache`` (serialized attribute -> decoded entry) may be shared between files of one
+    workload: ranks repeat most attributes, so sharing saves both time and memory.
 
     Raises :class:`EtError` for a missing/unreadable file, an empty file (no GlobalMetadata),
     a truncated record or an over-long length prefix, and a record that does not parse.
@@ -341,10 +355,11 @@ def read_et(path: str) -> tuple[dict, list[EtNode]]:
     metadata = {"version": meta_msg.version, "attrs": _decode_attrs(meta_msg.attr)}
     pos = nxt
 
+    cache: dict[bytes, tuple[str, AttrValue]] = {} if attr_cache is None else attr_cache
+    cache_get = cache.get
     nodes: list[EtNode] = []
     append = nodes.append
-    from_string = Node.FromString
-    decode_attrs = _decode_attrs
+    from_string = NodeRawAttrs.FromString
     make = EtNode
     index = 1
     last_id: int | None = None
@@ -369,27 +384,28 @@ def read_et(path: str) -> tuple[dict, list[EtNode]]:
                 "parse as ChakraProtoMsg.Node (corrupt file)"
             ) from None
         ctrl = msg.ctrl_deps
-        data = msg.data_deps
         if ctrl:
-            deps = tuple(dict.fromkeys([*ctrl, *data]))
-        elif data:
-            deps = tuple(data)
-            if len(deps) > 1 and len(set(deps)) != len(deps):
-                deps = tuple(dict.fromkeys(deps))
+            deps = tuple(dict.fromkeys([*ctrl, *msg.data_deps]))
         else:
-            deps = ()
-        append(
-            make(
-                msg.id,
-                msg.name,
-                msg.type,
-                deps,
-                msg.duration_micros,
-                msg.inputs.values,
-                decode_attrs(msg.attr),
-                path,
-            )
-        )
+            data = msg.data_deps[:]
+            if len(data) > 1 and len(set(data)) != len(data):
+                data = dict.fromkeys(data)
+            deps = tuple(data)
+        attrs: dict[str, AttrValue] = {}
+        for raw in msg.attr[:]:
+            entry = cache_get(raw)
+            if entry is None:
+                try:
+                    entry = _decode_raw_attr(raw)
+                except DecodeError:
+                    raise EtError(
+                        f"{path}: node {msg.id}: an attribute does not parse as "
+                        "ChakraProtoMsg.AttributeProto (corrupt file)"
+                    ) from None
+                cache[raw] = entry
+            if entry[0] not in attrs:
+                attrs[entry[0]] = entry[1]
+        append(make(msg.id, msg.name, msg.type, deps, msg.duration_micros, msg.inputs.values, attrs, path))
         last_id = msg.id
         index += 1
         pos = nxt
@@ -486,9 +502,10 @@ def read_et_prefix(prefix: str, num_npus: int, *, validate: bool = True) -> list
                 f"{et_path(prefix, num_npus - 1)}; {found} consecutive ET file(s) found from rank 0)"
             )
     result: list[list[EtNode]] = []
+    cache: dict[bytes, tuple[str, AttrValue]] = {}
     for rank in range(num_npus):
         path = et_path(prefix, rank)
-        _, nodes = read_et(path)
+        _, nodes = read_et(path, attr_cache=cache)
         if validate:
             validate_graph(path, nodes)
         result.append(nodes)
@@ -527,8 +544,13 @@ def _set_attr_value(attr, kind: str | None, value: object) -> None:
 def _infer_kind(name: str, value: object) -> tuple[str | None, object]:
     if value is None:
         return None, None
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) and value[0] in _KIND_SET:
-        return value[0], value[1]
+    if (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and value[0].endswith(("_val", "_list"))
+    ):
+        return value[0], value[1]  # explicit kind; an unknown one is rejected when set
     if isinstance(value, bool):
         return "bool_val", value
     if isinstance(value, int):
