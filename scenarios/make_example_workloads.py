@@ -1,0 +1,33 @@
+"""Write the small Chakra traces the shipped scenarios use (run from the repository root).
+
+    python scenarios/make_example_workloads.py
+
+Each NPU computes a forward pass, all-reduces 1 MiB of gradients, then runs an optimizer
+step that depends on the all-reduce: the smallest workload that has compute, exposed
+communication and a dependency between them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workloads.chakra_et import make_node, write_et
+from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMP_NODE
+
+HERE = Path(__file__).resolve().parent
+
+
+def compute_allreduce_step(prefix: Path, npus: int, grad_bytes: int) -> None:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    for rank in range(npus):
+        nodes = [
+            make_node(1, "forward_backward", COMP_NODE, duration_micros=20),
+            make_node(2, "grad_all_reduce", COMM_COLL_NODE, deps=[1],
+                      attrs={"comm_type": ALL_REDUCE, "comm_size": grad_bytes}),
+            make_node(3, "optimizer_step", COMP_NODE, deps=[2], duration_micros=5),
+        ]
+        write_et(str(prefix) + f".{rank}.et", nodes)
+
+
+if __name__ == "__main__":
+    compute_allreduce_step(HERE / "workloads" / "step_8npus_1MB" / "step", 8, 1 << 20)
