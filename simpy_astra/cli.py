@@ -17,8 +17,8 @@ import time
 
 from collectives.base import CollectiveError
 from simpy_astra.errors import InputError, StalledError
-from workloads.chakra_et import EtError
 from simpy_astra.statistics import NpuReport
+from workloads.chakra_et import EtError
 
 EXIT_INPUT_ERROR = 2
 EXIT_STALLED = 3

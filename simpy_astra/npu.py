@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import MemoryTracker, format_peak
-from simpy_astra.statistics import COMM, CPU, GPU, INVALID, REMOTE_MEM, NpuStatistics, RooflineOp, build_report
+from simpy_astra.statistics import (
+    COMM,
+    CPU,
+    GPU,
+    INVALID,
+    REMOTE_MEM,
+    NpuStatistics,
+    RooflineOp,
+    build_report,
+)
 from simpy_astra.units import replay_duration_ns
 from workloads.chakra_schema import (
     COMM_COLL_NODE,

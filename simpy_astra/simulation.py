@@ -67,7 +67,7 @@ class Simulation:
         self.total_npus = math.prod(self.network_dims)
         self.kernel = Kernel()
         dims = [TOPOLOGIES[t](n, bw, lat) for t, n, bw, lat in
-                zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns)]
+                zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, strict=True)]
         if inputs.backend != "congestion_unaware":
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(NETWORK_BACKENDS)})")

@@ -21,7 +21,6 @@ from collectives import ImplementationChoice, resolve
 from collectives.base import (
     ALL_GATHER,
     ALL_REDUCE,
-    ALL_TO_ALL,
     ANTICLOCKWISE,
     CLOCKWISE,
     GENERAL,
@@ -29,7 +28,7 @@ from collectives.base import (
     REDUCE_SCATTER,
 )
 from collectives.custom_et import custom_et
-from collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, build_tree
+from collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, TreeNode, build_tree
 from simpy_astra.errors import InputError
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
@@ -64,7 +63,8 @@ class LogicalDim:
         self.tree_counter += 1
         return flavour
 
-    def tree_node(self, flavour: int) -> Any:
+    def tree_node(self, flavour: int) -> TreeNode:
+        """This NPU's place in tree ``flavour``, with member positions mapped to NPU ids."""
         if self._trees is None:
             self._trees = {}
         tree = self._trees.get(flavour)
@@ -78,8 +78,6 @@ class LogicalDim:
             tree = self._trees[flavour] = positions
         node = tree[self.index]
         m = self.members
-        from collectives.double_binary_tree import TreeNode
-
         return TreeNode(
             node.role,
             None if node.parent is None else m[node.parent],
