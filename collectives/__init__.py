@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from collectives.base import CollectiveAlgorithm
+from collectives.bidirectional_ring import BIDIRECTIONAL_RING
 from collectives.direct import DIRECT
 from collectives.double_binary_tree import DOUBLE_BINARY_TREE
 from collectives.halving_doubling import HALVING_DOUBLING
@@ -22,6 +23,8 @@ REGISTRY: dict[str, CollectiveAlgorithm] = {
     "direct": DIRECT,
     "halvingDoubling": HALVING_DOUBLING,
     "doubleBinaryTree": DOUBLE_BINARY_TREE,
+    # beyond ASTRA-sim: researchers' algorithms
+    "bidirectionalRing": BIDIRECTIONAL_RING,
 }
 
 # "one<Name>" runs <Name> over a single ring of all NPUs; "direct<K>" limits the window

@@ -55,11 +55,11 @@ class PhaseContext(Protocol):
     def send(self, dst: int, size_bytes: int) -> None:
         """Send ``size_bytes`` to NPU ``dst`` on this collective's tag (no completion event)."""
 
-    def recv(self, src: int, size_bytes: int) -> None:
-        """Post a receive from NPU ``src``; its completion delivers :data:`RECEIVED`."""
+    def recv(self, src: int, size_bytes: int, token: Any = RECEIVED) -> None:
+        """Post a receive from NPU ``src``; its completion delivers ``token``."""
 
-    def after_endpoint(self, processed_bytes: int = 0) -> None:
-        """Deliver :data:`GENERAL` after the endpoint delay, plus the reduction delay of
+    def after_endpoint(self, processed_bytes: int = 0, token: Any = GENERAL) -> None:
+        """Deliver ``token`` after the endpoint delay, plus the reduction delay of
         ``processed_bytes`` when it is non-zero."""
 
     def send_native(self, dst: int, size_bytes: int, tag: int, token: Any) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from collectives import REGISTRY as COLLECTIVE_REGISTRY
 from simpy_astra.errors import InputError
 
 PathLike = str | os.PathLike[str]
@@ -417,7 +418,9 @@ def _implementation_list(src: str, key: str, value: Any) -> tuple[str, ...]:
         try:
             parse_implementation(name)
         except ValueError as exc:
-            raise InputError.at(src, f"{key}[{i}]", f"is invalid: {exc}") from None
+            # algorithms registered in collectives/ are valid too
+            if not (isinstance(name, str) and name in COLLECTIVE_REGISTRY):
+                raise InputError.at(src, f"{key}[{i}]", f"is invalid: {exc}") from None
     return tuple(value)
 
 

@@ -141,3 +141,13 @@ def test_group_all_reduce_uses_a_local_ring(tmp_path: Path) -> None:
                   {"endpoint-delay": 1000}, groups={"1": [0, 2], "2": [1, 3]})
     d = delay(2, 500, msg, 50)  # members 0 and 2 are two hops apart on the 4-ring
     assert reports[0].finished_cycles == 10 + 2 * (d + 10) + reduce_ns(msg, 50)
+
+
+def test_bidirectional_ring_closed_form(tmp_path: Path) -> None:
+    # two concurrent ring all-reduces of S/2 each: per chunk E + 2(n-1)(d+E) + (n-1)P(S/2n)
+    n, size, splits = 8, 1 << 20, 2
+    msg = size // splits // (2 * n)
+    chunk = E + 2 * (n - 1) * (delay(1, 500, msg, 50) + E) + (n - 1) * reduce_ns(msg, 50)
+    reports = run(tmp_path, [[coll(ALL_REDUCE, size)]] * n, net("Ring", n),
+                  {"preferred-dataset-splits": splits, "all-reduce-implementation": ["bidirectionalRing"]})
+    assert {r.finished_cycles for r in reports.values()} == {splits * chunk}
