@@ -151,3 +151,30 @@ def test_bidirectional_ring_closed_form(tmp_path: Path) -> None:
     reports = run(tmp_path, [[coll(ALL_REDUCE, size)]] * n, net("Ring", n),
                   {"preferred-dataset-splits": splits, "all-reduce-implementation": ["bidirectionalRing"]})
     assert {r.finished_cycles for r in reports.values()} == {splits * chunk}
+
+
+def test_remote_memory_per_npu_and_pool(tmp_path: Path) -> None:
+    # access = latency + trunc(bytes / (bytes per ns)); a pool serves one access at a time
+    from workloads.chakra_schema import MEM_LOAD_NODE
+
+    load = make_node(1, "load", MEM_LOAD_NODE, attrs={"tensor_size": 1_000_003})
+    access = 300 + 1_000_003 // 7
+    (tmp_path / "a").mkdir()
+    per_npu = run(tmp_path / "a", [[load], [load]],
+                  net("Switch", 2), memory={"memory-type": "PER_NPU_MEMORY_EXPANSION",
+                                            "remote-mem-latency": 300, "remote-mem-bw": 7.9})
+    assert {r.finished_cycles for r in per_npu.values()} == {access}
+    (tmp_path / "b").mkdir()
+    pool = run(tmp_path / "b", [[load], [load]], net("Switch", 2),
+               memory={"memory-type": "MEMORY_POOL", "remote-mem-latency": 300, "remote-mem-bw": 7})
+    assert sorted(r.finished_cycles for r in pool.values()) == [access, 2 * access]
+
+
+def test_replay_only_replays_communication_too(tmp_path: Path) -> None:
+    # replay-only: every node takes duration_micros (comm included) and counts as GPU time
+    comp = make_node(1, "c", COMP_NODE, duration_micros=4)
+    ar = make_node(2, "ar", COMM_COLL_NODE, deps=[1], duration_micros=6,
+                   attrs={"comm_type": ALL_REDUCE, "comm_size": 1 << 20})
+    reports = run(tmp_path, [[comp, ar]] * 2, net("Switch", 2), {"replay-only": 1})
+    assert {r.finished_cycles for r in reports.values()} == {10_000}
+    assert {r.exposed_comm_cycles for r in reports.values()} == {0}
