@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -20,6 +21,7 @@ from simpy_astra.errors import InputError, StalledError
 from simpy_astra.statistics import NpuReport
 from workloads.chakra_et import EtError
 
+EXIT_INTERNAL_ERROR = 1
 EXIT_INPUT_ERROR = 2
 EXIT_STALLED = 3
 
@@ -64,8 +66,11 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float) -> None:
         "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
         "simulator_wall_s": round(wall_s, 3),
     }
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
+    try:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
+    except OSError as exc:
+        raise InputError(f"--json-out: cannot write {path} ({exc.strerror or exc})") from None
 
 
 def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
@@ -76,6 +81,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
     reports = sim.run()
     wall = time.perf_counter() - t0
     sys.stdout.flush()
+    for warning in sim.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if json_out:
         _write_json(json_out, reports, wall)
     if rich_summary:
@@ -115,3 +122,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_STALLED
+    except Exception as exc:  # a bug, not a bad input: still one line, unless asked for more
+        if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
+            raise
+        sys.stdout.flush()
+        text = " ".join(str(exc).split()) or "no message"
+        print(
+            f"error: internal error {type(exc).__name__}: {text} (this is a simpy-astra bug; "
+            f"set SIMPY_ASTRA_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR

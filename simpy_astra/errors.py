@@ -46,7 +46,12 @@ class InputError(Exception):
 class StalledError(Exception):
     """The simulation ran out of events while some NPU still had work it could never start.
 
-    ASTRA-sim silently omits the "finished" line of such an NPU (e.g. a collective with no
-    active dimension, or children of a METADATA node with nothing else in flight); the engine
-    raises this instead so a stalled run is never mistaken for a finished one.
+    ASTRA-sim silently omits the "finished" line of such an NPU (e.g. a receive nobody sends,
+    or a collective some group member never joins) and silently drops a message nobody
+    receives; the engine raises this instead so a stalled run is never mistaken for a finished
+    one. The message is one line naming each waiting NPU, the nodes it waits on, and the
+    unmatched messages; the CLI exits with status 3.
     """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(re.sub(r"\s*\n\s*", " ", str(message)).strip())

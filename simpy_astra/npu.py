@@ -118,27 +118,30 @@ class Npu:
         """Issue ready nodes in id order while their slot is free (one snapshot)."""
         ready = self.ready
         busy = self.busy
-        self.in_pass = True
         while True:
-            best = -1
-            best_id = None
-            for cls in (SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE):
-                heap = ready[cls]
-                if heap and (cls == SLOT_NONE or not busy[cls]) and (best_id is None or heap[0] < best_id):
-                    best, best_id = cls, heap[0]
-            if best_id is None:
-                break
-            heapq.heappop(ready[best])
-            self.ready_count -= 1
-            self._issue(self.nodes[best_id], best)
-        self.in_pass = False
-        if self.deferred:
+            self.in_pass = True
+            while True:
+                best = -1
+                best_id = None
+                for cls in (SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE):
+                    heap = ready[cls]
+                    if heap and (cls == SLOT_NONE or not busy[cls]) and (best_id is None or heap[0] < best_id):
+                        best, best_id = cls, heap[0]
+                if best_id is None:
+                    break
+                heapq.heappop(ready[best])
+                self.ready_count -= 1
+                self._issue(self.nodes[best_id], best)
+            self.in_pass = False
+            if not self.deferred:
+                return
             for nid in self.deferred:
                 heapq.heappush(ready[self.slot_of(self.nodes[nid])], nid)
             self.deferred.clear()
-            if self.ongoing == 0:
-                # the reference would wait for a completion that never comes; carry on instead
-                self._issue_pass()
+            if self.ongoing:
+                return
+            # the reference would wait for a completion that never comes; carry on with another
+            # pass (a loop, not recursion: a long chain of zero-time nodes must not overflow)
 
     def _issue(self, node, slot: int) -> None:
         now = self.clock.env._now
@@ -237,8 +240,11 @@ class Npu:
         pg = node.get_str("pg_name", "")
         plan, custom = self.sim.collective_plan(self, kind, pg, node.id)
         node_id = node.id
-        self.system.generate_collective(kind, size, involved, plan, priority, custom,
-                                        lambda: self.complete(node_id))
+        try:
+            self.system.generate_collective(kind, size, involved, plan, priority, custom,
+                                            lambda: self.complete(node_id))
+        except InputError as exc:  # e.g. a system-JSON setting this collective cannot run with
+            raise InputError(f"{self.source}: node {node_id}: {exc}") from None
 
     def _send(self, node) -> None:
         src = node.get_int("comm_src", self.npu_id)
@@ -322,22 +328,35 @@ class Npu:
         self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak)
         self.sim.npu_finished(self)
 
-    def waiting_on(self) -> str:
-        """Why this NPU has not finished (for stall reports)."""
-        pending = [nid for nid, left in self.parents_left.items() if left > 0]
+    def waiting_on(self, limit: int = 4) -> str:
+        """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""
+        pending = sum(1 for left in self.parents_left.values() if left > 0)
         ready = sorted(nid for heap in self.ready for nid in heap)
         in_flight = sorted(self.stats.starts)
         parts = []
         if in_flight:
-            parts.append("in flight: " + ", ".join(self._describe(n) for n in in_flight[:5]))
+            shown = ", ".join(self._describe_waiting(n) for n in in_flight[:limit])
+            more = f" and {len(in_flight) - limit} more" if len(in_flight) > limit else ""
+            parts.append(f"waits on {shown}{more}")
         if ready:
-            parts.append(f"{len(ready)} ready but not issued (first: {self._describe(ready[0])})")
+            parts.append(f"{len(ready)} node(s) ready but not issued (first: {self.describe(ready[0])})")
         if pending:
-            parts.append(f"{len(pending)} waiting for dependencies")
-        return "; ".join(parts) or "nothing"
+            parts.append(f"{pending} node(s) wait for their dependencies")
+        return ", ".join(parts) or "has no node in flight"
 
-    def _describe(self, node_id: int) -> str:
+    def describe(self, node_id: int) -> str:
+        """``node 3 (COMM_SEND 'name')``."""
         node = self.nodes[node_id]
-        names = {0: "INVALID", 1: "METADATA", 2: "MEM_LOAD", 3: "MEM_STORE", 4: "COMP",
-                 5: "COMM_SEND", 6: "COMM_RECV", 7: "COMM_COLL"}
-        return f"node {node_id} ({names.get(node.type, node.type)} '{node.name}')"
+        return f"node {node_id} ({node.type_label} '{node.name}')"
+
+    def _describe_waiting(self, node_id: int) -> str:
+        """:meth:`describe`, plus the collective and its group for a COMM_COLL node."""
+        node = self.nodes[node_id]
+        if node.type != COMM_COLL_NODE:
+            return self.describe(node_id)
+        # it was issued, so comm_type and pg_name passed _collective's checks
+        kind = COLLECTIVE_NAMES[node.get_int("comm_type")]
+        pg = node.get_str("pg_name", "")
+        group = self.groups.get(int(pg)) if pg not in ("", "0") else None
+        where = f"communicator group {pg} {list(group.members)}" if group else "all NPUs"
+        return f"node {node_id} (COMM_COLL '{node.name}', {kind} on {where})"

@@ -29,7 +29,7 @@ from simpy_astra.system_layer import (
 )
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from topologies import REGISTRY as TOPOLOGIES
-from workloads.chakra_et import read_et, validate_graph
+from workloads.chakra_et import et_path, read_et, validate_graph
 
 NETWORK_BACKENDS = ("congestion_unaware",)
 
@@ -55,6 +55,16 @@ class CommunicatorGroup:
         self.members = members
         self.streams = StreamCounter(group_id * GROUP_STREAM_ID_BASE)
         self.plans: dict[tuple, CollectivePlan] = {}
+
+
+def _describe_handler(fn, arg) -> str | None:
+    """Which workload node (or collective phase) a send/receive callback belongs to."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, Npu):
+        return f"NPU {owner.npu_id} {owner.describe(arg)}"
+    if owner is not None and hasattr(owner, "describe"):
+        return owner.describe()
+    return None
 
 
 class Simulation:
@@ -85,6 +95,7 @@ class Simulation:
             for i in range(self.total_npus)
         ]
         self.reports: list[NpuReport] = []
+        self.warnings: list[str] = []
         self.npus: list[Npu] = []
         self._check_et_count()
         for i in range(self.total_npus):
@@ -97,17 +108,23 @@ class Simulation:
             self.npus.append(npu)
 
     def _check_et_count(self) -> None:
+        """One ET file per NPU: ``PREFIX.0.et`` .. ``PREFIX.{n-1}.et``, and no more."""
         prefix = self.inputs.workload_prefix
         n = self.total_npus
-        if not os.path.exists(f"{prefix}.0.et"):
-            raise InputError(f"workload '{prefix}': {prefix}.0.et does not exist "
-                             f"(expected one file per NPU, {prefix}.0.et .. {prefix}.{n - 1}.et)")
-        if os.path.exists(f"{prefix}.{n}.et"):
-            more = n
-            while os.path.exists(f"{prefix}.{more}.et"):
-                more += 1
-            raise InputError(f"workload '{prefix}' has {more} ET files but the network "
-                             f"({self.inputs.network.source}) has {n} NPUs; they must match")
+        network = self.inputs.network.source
+        found = 0
+        while os.path.exists(et_path(prefix, found)):
+            found += 1
+        if found < n:
+            where = "" if found else f"; relative paths resolve from {os.getcwd()}"
+            raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
+                             f"network {network} has {n} NPUs, so the workload needs one file per NPU, "
+                             f"{et_path(prefix, 0)} .. {et_path(prefix, n - 1)} "
+                             f"({found} consecutive file(s) found{where})")
+        if found > n:
+            extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
+            raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "
+                             f"{network} has {n} NPUs; remove {extra} or change npus_count")
 
     # ------------------------------------------------------------------ shared services
     def make_group(self, group_id: int, members) -> CommunicatorGroup:
@@ -175,10 +192,16 @@ class Simulation:
         choice = resolve(names[0]) if len(names) == 1 else ImplementationChoice(resolve("ring").algorithm)
         if choice is None:
             choice = ImplementationChoice(resolve("ring").algorithm)
+        key = kind.replace("_", "-") + "-implementation"
+        if kind not in choice.algorithm.kinds:
+            raise InputError.at(self.system_config.source, key,
+                                f"is {names[0]}, which does not implement {kind}; use ring or direct")
         if choice.algorithm.topology == "tree":
-            raise InputError(f"{self.system_config.source}: doubleBinaryTree cannot run on "
-                             f"communicator group {group.group_id} (a subset of the NPUs); the "
-                             f"reference crashes here. Use ring or direct for {kind}")
+            raise InputError.at(self.system_config.source, key,
+                                f"is doubleBinaryTree, which cannot run on communicator group "
+                                f"{group.group_id} {list(members)} (a subset of the "
+                                f"{self.total_npus} NPUs; the reference crashes here); use ring or "
+                                f"direct for {kind}")
         return CollectivePlan([ImplementationChoice(choice.algorithm, False, choice.window)], [ring],
                               [True], group.streams)
 
@@ -193,6 +216,24 @@ class Simulation:
         npu.fire()
         yield npu.done
 
+    def _stall_report(self, stuck: list[Npu], unmatched: list[str], limit: int = 8) -> str:
+        """One line: when it stopped, what each unfinished NPU waits on, unmatched messages."""
+
+        def capped(items: list[str], what: str) -> str:
+            more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
+            return "; ".join(items[:limit]) + more
+
+        now = self.kernel.now_ns
+        if stuck:
+            head = (f"simulation stalled at {now} ns with {len(stuck)} of {self.total_npus} NPU(s) "
+                    f"unfinished (no event left that could make progress): ")
+            text = head + capped([f"NPU {n.npu_id} {n.waiting_on()}" for n in stuck], "NPUs")
+            if unmatched:
+                text += ". Unmatched messages: " + capped(unmatched, "messages")
+            return text
+        return (f"simulation ended at {now} ns with unmatched messages (a send whose receive is "
+                f"never posted): " + capped(unmatched, "messages"))
+
     def run(self) -> list[NpuReport]:
         env = self.kernel.env
         for npu in self.npus:
@@ -201,14 +242,11 @@ class Simulation:
             env.process(self._npu_process(npu))
         self.kernel.run()
         stuck = [n for n in self.npus if not n.finished]
+        unmatched = self.network.board.unmatched(_describe_handler)
         if stuck:
-            lines = [f"NPU {n.npu_id} waits: {n.waiting_on()}" for n in stuck[:16]]
-            if len(stuck) > 16:
-                lines.append(f"... and {len(stuck) - 16} more NPUs")
-            unmatched = self.network.board.unmatched()
-            lines += unmatched[:16]
-            raise StalledError(
-                f"simulation stopped at {self.kernel.now_ns} ns with {len(stuck)} NPU(s) unfinished "
-                f"(nothing left that could make progress):\n  " + "\n  ".join(lines)
-            )
+            raise StalledError(self._stall_report(stuck, unmatched))
+        if unmatched:
+            # every NPU finished (sends complete on arrival, as in the reference): the figures
+            # stand, but a message nobody received is almost always a workload bug
+            self.warnings.append(self._stall_report(stuck, unmatched))
         return self.reports

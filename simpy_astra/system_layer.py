@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from collectives import ImplementationChoice, resolve
+from collectives import REGISTRY, ImplementationChoice, resolve
 from collectives.base import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -127,7 +127,7 @@ class Phase:
 
     __slots__ = (
         "sys", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
-        "index", "window", "local", "npu_id", "algorithm", "args", "gen", "_on_recv",
+        "index", "window", "local", "npu_id", "algorithm", "args", "gen",
     )
 
     def __init__(self, sys: SystemLayer, kind: str, size_bytes: int, final_bytes: int,
@@ -148,7 +148,6 @@ class Phase:
         self.algorithm = algorithm
         self.args = args
         self.gen = None
-        self._on_recv = self._received
 
     # -- driven by the system layer
     def start(self) -> None:
@@ -162,25 +161,37 @@ class Phase:
         except StopIteration:
             pass
 
-    def _received(self, _arg: Any) -> None:
-        self._deliver(RECEIVED)
-
     def _endpoint_done(self, processed_bytes: int) -> None:
         if processed_bytes:
             self.sys.clock.register(self.sys.reduction_ns(processed_bytes), self._deliver, GENERAL)
         else:
             self._deliver(GENERAL)
 
+    def describe(self) -> str:
+        """For stall reports: which NPU, collective and chunk this phase belongs to."""
+        stream = -1 if self.stream is None else self.stream.stream_id
+        return f"NPU {self.npu_id} {self.kind} phase of chunk stream {stream}"
+
     # -- PhaseContext
     def send(self, dst: int, size_bytes: int) -> None:
         self.sys.network.send(self.npu_id, dst, self.stream.tag, size_bytes, None, None)
 
-    def recv(self, src: int, size_bytes: int) -> None:
-        self.sys.network.recv(self.npu_id, src, self.stream.tag, size_bytes, self._on_recv, None)
+    def recv(self, src: int, size_bytes: int, token: Any = RECEIVED) -> None:
+        self.sys.network.recv(self.npu_id, src, self.stream.tag, size_bytes, self._deliver, token)
 
-    def after_endpoint(self, processed_bytes: int = 0) -> None:
+    def after_endpoint(self, processed_bytes: int = 0, token: Any = GENERAL) -> None:
         delay = LOCAL_RING_ENDPOINT_DELAY_NS if self.local else self.sys.endpoint_delay_ns
-        self.sys.clock.register(delay, self._endpoint_done, processed_bytes)
+        if token is GENERAL:  # the native algorithms' path: no tuple per packet
+            self.sys.clock.register(delay, self._endpoint_done, processed_bytes)
+        else:
+            self.sys.clock.register(delay, self._endpoint_token, (processed_bytes, token))
+
+    def _endpoint_token(self, arg: tuple[int, Any]) -> None:
+        processed_bytes, token = arg
+        if processed_bytes:
+            self.sys.clock.register(self.sys.reduction_ns(processed_bytes), self._deliver, token)
+        else:
+            self._deliver(token)
 
     def send_native(self, dst: int, size_bytes: int, tag: int, token: Any) -> None:
         tag = tag % NATIVE_TAG_SPACE
@@ -323,8 +334,9 @@ class SystemLayer:
                 if choice is None:
                     raise InputError(f"{self.config.source}: unknown collective implementation '{name}'")
                 if kind not in choice.algorithm.kinds:
-                    raise InputError(f"{self.config.source}: '{name}' does not implement {kind} "
-                                     f"(field '{kind.replace('_', '-')}-implementation')")
+                    able = ", ".join(n for n, a in REGISTRY.items() if kind in a.kinds)
+                    raise InputError.at(self.config.source, f"{kind.replace('_', '-')}-implementation[{d}]",
+                                        f"is {name}, which does not implement {kind}; use one of: {able}")
                 choices.append(choice)
                 if choice.spans_all_npus:
                     dims.append(LogicalDim(tuple(range(self.total_npus)), self.npu_id))
@@ -347,14 +359,18 @@ class SystemLayer:
         if kind != ALL_GATHER and self.total_npus > chunk:
             chunk = self.total_npus
             size = splits * chunk
-        count = math.ceil(size / chunk) if chunk else 0
+        if chunk == 0:  # an all_gather smaller than the split count
+            raise InputError(f"comm_size {size} of this {kind} is smaller than {self.config.source}'s "
+                             f"'preferred-dataset-splits' {splits}, so its chunks would be 0 bytes (the "
+                             f"reference loops forever); use comm_size >= {splits} or fewer splits")
+        count = math.ceil(size / chunk)
         dataset = DataSet(count, on_done)
         priority = self.next_priority(explicit_priority)
         if custom is not None:
             if count != 1:
-                raise InputError(f"{self.config.source}: custom collective '{custom}' needs "
-                                 f"'preferred-dataset-splits': 1 (got {splits}); the reference "
-                                 f"never finishes such a collective")
+                raise InputError.at(self.config.source, "preferred-dataset-splits",
+                                    f"is {splits}, but the custom {kind} collective '{custom}' needs 1 "
+                                    f"(the reference never finishes a split custom collective)")
             rank_of, file_pos = self._custom_position(plan)
             nodes, source = self.load_custom(custom, file_pos)
             phase = Phase(self, kind, size, size, 0, CLOCKWISE, None, None, custom_et,

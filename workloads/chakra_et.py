@@ -343,7 +343,7 @@ def read_et(
     if nxt > end:
         raise EtError(
             f"{path}: record 0 (GlobalMetadata) at byte 0: length prefix says {size} bytes "
-            f"but only {end - pos} remain (truncated file)"
+            f"but only {end - pos} remain (truncated file, or not a Chakra ET file)"
         )
     try:
         meta_msg = GlobalMetadata.FromString(view[pos:nxt])

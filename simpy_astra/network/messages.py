@@ -77,12 +77,24 @@ class MessageBoard:
         else:
             entry.arrived = True
 
-    def unmatched(self) -> list[str]:
-        """Human-readable list of sends without receives and receives without sends."""
+    def unmatched(self, describe: Callable[[Handler, Any], str | None] | None = None) -> list[str]:
+        """Human-readable list of sends without receives and receives without sends.
+
+        ``describe(handler, arg)`` may name who posted a send or receive (e.g. "NPU 0 node 3
+        (COMM_SEND 'x')"); it returns None when it cannot tell. Only called after a run.
+        """
+
+        def who(fn: Handler, arg: Any) -> str | None:
+            return describe(fn, arg) if describe is not None and fn is not None else None
+
         out = []
         for (tag, src, dst, size, _seq), e in self._entries.items():
             if e.recv_fn is None:
-                out.append(f"message of {size} B from NPU {src} to NPU {dst} (tag {tag}) was never received")
+                sender = who(e.send_fn, e.send_arg) or f"NPU {src}"
+                out.append(f"{sender} sent {size} B to NPU {dst} with tag {tag}, for which NPU {dst} "
+                           f"never posted a matching receive")
             else:
-                out.append(f"NPU {dst} waits for {size} B from NPU {src} (tag {tag}) that was never sent")
+                receiver = who(e.recv_fn, e.recv_arg) or f"NPU {dst}"
+                out.append(f"{receiver} waits for {size} B from NPU {src} with tag {tag}, which NPU "
+                           f"{src} never sent")
         return out
