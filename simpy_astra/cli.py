@@ -78,7 +78,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
 
     t0 = time.perf_counter()
     sim = Simulation(inputs, on_report=_print_report)
-    reports = sim.run()
+    if rich_summary:
+        from simpy_astra.reporting import run_with_progress
+
+        reports = run_with_progress(sim)
+    else:
+        reports = sim.run()
     wall = time.perf_counter() - t0
     sys.stdout.flush()
     for warning in sim.warnings:

@@ -69,6 +69,7 @@ class Npu:
         self.in_pass = False
         self.busy = [False, False, False]
         self.ongoing = 0
+        self.completed = 0  # nodes finished, read by the progress display
         self.finished = False
         self.gpu_ops_ns = 0
         self.cpu_ops_ns = 0
@@ -299,6 +300,7 @@ class Npu:
         if slot != SLOT_NONE:
             self.busy[slot] = False
         self.ongoing -= 1
+        self.completed += 1
         if self.memory is not None:
             self.memory.record(node, self.stats.starts[node.id], now)
         self.stats.end(node.id, now)

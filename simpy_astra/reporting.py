@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from simpy_astra.statistics import COMM, GPU, NpuReport
@@ -22,3 +25,31 @@ def print_summary(reports: list[NpuReport], wall_s: float, console: Console | No
     console.print(table)
     if len(rows) > len(shown):
         console.print(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
+
+
+def run_with_progress(sim, console: Console | None = None) -> list[NpuReport]:
+    """``sim.run()`` under a live progress bar of workload nodes completed (on stderr).
+
+    A background thread samples the NPUs' completion counters a few times a second, so the
+    simulation itself does no extra work for the display.
+    """
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        return sim.run()
+    total = sum(len(npu.nodes) for npu in sim.npus)
+    stop = threading.Event()
+    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes"),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("run", total=total)
+
+        def sample() -> None:
+            while not stop.wait(0.2):
+                progress.update(task, completed=sum(npu.completed for npu in sim.npus))
+
+        watcher = threading.Thread(target=sample, daemon=True)
+        watcher.start()
+        try:
+            return sim.run()
+        finally:
+            stop.set()
+            watcher.join()
