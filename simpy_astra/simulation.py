@@ -30,6 +30,7 @@ from simpy_astra.system_layer import (
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from topologies import REGISTRY as TOPOLOGIES
 from workloads.chakra_et import et_path, read_et, validate_graph
+from workloads.msccl_xml import read_msccl_xml
 
 NETWORK_BACKENDS = ("congestion_unaware",)
 
@@ -88,6 +89,7 @@ class Simulation:
         self.peak_flops = tflops_to_flops(cfg.peak_perf_tflops)
         self.local_mem_trace_prefix = cfg.local_mem_trace_filename if cfg.track_local_mem else None
         self._custom_cache: dict[str, tuple[list, str]] = {}
+        self._msccl_cache: dict[tuple[str, int], dict[int, list]] = {}
         self.clocks = [NpuClock(self.kernel) for _ in range(self.total_npus)]
         self.systems = [
             SystemLayer(i, self.clocks[i], self.network, cfg, self.network_dims,
@@ -135,7 +137,17 @@ class Simulation:
                                  f"(the network has {self.total_npus} NPUs)")
         return CommunicatorGroup(group_id, members)
 
-    def load_custom(self, prefix: str, position: int) -> tuple[list, str]:
+    def load_custom(self, prefix: str, position: int, collective_bytes: int) -> tuple[list, str]:
+        """Rank ``position``'s graph of a custom collective: ``PREFIX.{position}.et`` as in
+        ASTRA-sim, or rank ``position`` of an MSCCL-IR file when the path ends in ``.xml``."""
+        if prefix.endswith(".xml"):
+            key = (prefix, collective_bytes)
+            ranks = self._msccl_cache.get(key)
+            if ranks is None:
+                ranks = self._msccl_cache[key] = read_msccl_xml(prefix, collective_bytes)
+            if position not in ranks:
+                raise InputError(f"{prefix}: MSCCL-IR algorithm has no <gpu id=\"{position}\">")
+            return ranks[position], prefix
         path = f"{prefix}.{position}.et"
         hit = self._custom_cache.get(path)
         if hit is None:

@@ -372,7 +372,7 @@ class SystemLayer:
                                     f"is {splits}, but the custom {kind} collective '{custom}' needs 1 "
                                     f"(the reference never finishes a split custom collective)")
             rank_of, file_pos = self._custom_position(plan)
-            nodes, source = self.load_custom(custom, file_pos)
+            nodes, source = self.load_custom(custom, file_pos, size)
             phase = Phase(self, kind, size, size, 0, CLOCKWISE, None, None, custom_et,
                           (nodes, source, rank_of))
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), [phase], priority, dataset))

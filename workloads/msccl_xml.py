@@ -1,0 +1,102 @@
+"""MSCCL-IR XML algorithms as per-rank custom-collective graphs.
+
+ASTRA-sim runs custom collectives from per-rank Chakra ETs converted offline from MSCCL-IR;
+we read the XML directly. Each ``<gpu>`` is a rank, each ``<tb>`` (thread block) a chain of
+``<step>``s executed in order; ``depid``/``deps`` add a dependency on step ``deps`` of thread
+block ``depid`` of the same rank. A step moves ``cnt`` chunks of ``collective bytes /
+nchunksperloop`` bytes to the block's ``send`` peer and/or from its ``recv`` peer, on the
+block's channel (used as the message tag):
+
+| type | nodes |
+|---|---|
+| ``s`` | SEND |
+| ``r`` | RECV |
+| ``rrc`` | RECV, COMP (reduce) |
+| ``rcs`` | RECV, SEND |
+| ``rrs``, ``rrcs`` | RECV, COMP (reduce), SEND |
+| ``re``, ``cpy`` | COMP |
+| ``nop`` | (dependency only) |
+
+A reduction (COMP) takes ``reduce_micros`` (7 us, as in the ETs shipped with ASTRA-sim's
+example converted from the same XML).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from workloads.chakra_et import EtError, EtNode
+
+COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE = 4, 5, 6
+STEP_NODES = {
+    "s": ("send",), "r": ("recv",), "rrc": ("recv", "reduce"), "rcs": ("recv", "send"),
+    "rrs": ("recv", "reduce", "send"), "rrcs": ("recv", "reduce", "send"),
+    "re": ("reduce",), "cpy": ("reduce",), "nop": (),
+}
+DEFAULT_REDUCE_MICROS = 7
+
+
+def _int(elem: ET.Element, key: str, path: str) -> int:
+    try:
+        return int(elem.attrib[key])
+    except (KeyError, ValueError):
+        raise EtError(f"{path}: <{elem.tag}> needs an integer attribute '{key}'") from None
+
+
+def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAULT_REDUCE_MICROS
+                   ) -> dict[int, list[EtNode]]:
+    """Rank -> its graph of SEND/RECV/COMP nodes for a collective of ``collective_bytes``."""
+    try:
+        root = ET.parse(path).getroot()
+    except FileNotFoundError:
+        raise EtError(f"{path}: MSCCL-IR file does not exist") from None
+    except ET.ParseError as exc:
+        raise EtError(f"{path}: not valid XML ({exc})") from None
+    if root.tag != "algo":
+        raise EtError(f"{path}: expected an <algo> root element (MSCCL-IR), got <{root.tag}>")
+    chunk = collective_bytes // _int(root, "nchunksperloop", path)
+    ranks: dict[int, list[EtNode]] = {}
+    for gpu in root.iter("gpu"):
+        rank = _int(gpu, "id", path)
+        nodes: list[EtNode] = []
+        last_of_step: dict[tuple[int, int], int] = {}  # (tb, step) -> its last node id
+        cross: list[tuple[int, tuple[int, int], int]] = []  # (node id, (tb, step) it waits for, step)
+        for tb in gpu.iter("tb"):
+            tb_id, channel = _int(tb, "id", path), int(tb.attrib.get("chan", 0))
+            peers = {"send": int(tb.attrib.get("send", -1)), "recv": int(tb.attrib.get("recv", -1))}
+            previous: int | None = None
+            for step in tb.iter("step"):
+                s, kind = _int(step, "s", path), step.attrib.get("type", "")
+                if kind not in STEP_NODES:
+                    raise EtError(f"{path}: gpu {rank} tb {tb_id} step {s}: unknown step type "
+                                  f"'{kind}' (known: {', '.join(STEP_NODES)})")
+                size = _int(step, "cnt", path) * chunk
+                first = len(nodes)
+                for what in STEP_NODES[kind]:
+                    nid = len(nodes)
+                    deps = () if previous is None else (previous,)
+                    name = f"{what}_tb{tb_id}_step{s}"
+                    if what == "reduce":
+                        nodes.append(EtNode(nid, name, COMP_NODE, deps, reduce_micros, "", {}, path))
+                    else:
+                        if peers[what] < 0:
+                            raise EtError(f"{path}: gpu {rank} tb {tb_id} step {s}: the thread block "
+                                          f"has no '{what}' peer")
+                        peer_key = "comm_dst" if what == "send" else "comm_src"
+                        attrs = {"comm_size": ("int64_val", size), "comm_tag": ("int32_val", channel),
+                                 peer_key: ("int32_val", peers[what])}
+                        node_type = COMM_SEND_NODE if what == "send" else COMM_RECV_NODE
+                        nodes.append(EtNode(nid, name, node_type, deps, 0, "", attrs, path))
+                    previous = nid
+                depid = int(step.attrib.get("depid", -1))
+                if depid >= 0 and len(nodes) > first:
+                    cross.append((first, (depid, int(step.attrib.get("deps", -1))), s))
+                if previous is not None:
+                    last_of_step[(tb_id, s)] = previous
+        for nid, key, s in cross:  # resolved after every thread block is known
+            if key not in last_of_step:
+                raise EtError(f"{path}: gpu {rank}: step {s} depends on tb {key[0]} step {key[1]}, "
+                              f"which does not exist")
+            nodes[nid].deps = (*nodes[nid].deps, last_of_step[key])
+        ranks[rank] = nodes
+    return ranks
