@@ -97,7 +97,7 @@ class MemoryTracker:
                            "ts": tick * 1e-3, "pid": self.npu_id + 2_000_000,
                            "args": {"Memory_MB": usage / (1024 * 1024)}})
         with open(path, "w") as f:
-            json.dump({"traceEvents": events}, f)
+            f.write(json.dumps({"traceEvents": events}))  # dumps uses the C encoder, dump does not
 
 
 def _string_list(node, attr: str) -> tuple[str, ...]:
