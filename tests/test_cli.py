@@ -1,0 +1,52 @@
+"""The two command-line forms end to end, on the shipped default scenario."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from simpy_astra.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def default_step_ns() -> int:
+    # 20 us compute + ring all-reduce of 1 MiB on 8 NPUs in 4 chunks + 5 us optimizer step
+    n, chunk = 8, (1 << 20) // 4
+    msg = chunk // n
+    d = int(500 + msg / (50 * 2**30 / 1e9))
+    reduce = 3 * int(msg / 50e9 * 1e9)
+    return 20_000 + 4 * (10 + 2 * (n - 1) * (d + 10) + (n - 1) * reduce) + 5_000
+
+
+def test_run_scenario_prints_reference_lines_and_json(tmp_path: Path, capsys) -> None:
+    out_json = tmp_path / "figures.json"
+    code = main(["run", str(ROOT / "scenarios" / "default.yaml"), "--json-out", str(out_json), "--quiet"])
+    assert code == 0
+    stdout = capsys.readouterr().out
+    total = default_step_ns()
+    assert f"sys[0] finished, {total} cycles, exposed communication {total - 25_000} cycles." in stdout
+    assert "sys[7], GPU time: 25000" in stdout
+    figures = json.loads(out_json.read_text())["npus"]
+    assert sorted(figures, key=int) == [str(i) for i in range(8)]
+    assert figures["3"]["finished_cycles"] == total
+    assert figures["3"]["gpu_time"] == 25_000
+
+
+def test_astra_sim_flags(tmp_path: Path, capsys, monkeypatch) -> None:
+    scenario = ROOT / "scenarios"
+    (tmp_path / "sys.json").write_text(json.dumps({
+        "scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
+        "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4, "local-mem-bw": 50,
+        "all-reduce-implementation": ["ring"]}))
+    (tmp_path / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
+    (tmp_path / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    monkeypatch.chdir(tmp_path)
+    code = main([f"--workload-configuration={scenario}/workloads/step_8npus_1MB/step",
+                 "--system-configuration=sys.json", "--network-configuration=net.yml",
+                 "--remote-memory-configuration=mem.json", "--network-backend=congestion_unaware",
+                 "--some-flag-astra-sim-ignores=1"])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.endswith(f"finished, {default_step_ns()} cycles, exposed communication "
+                             f"{default_step_ns() - 25_000} cycles.") for line in lines) == 8
