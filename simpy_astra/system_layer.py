@@ -108,13 +108,12 @@ class CollectivePlan:
 class DataSet:
     """One collective on one NPU: done when all of its chunks finished."""
 
-    __slots__ = ("total", "finished", "on_done", "active")
+    __slots__ = ("total", "finished", "on_done")
 
     def __init__(self, total: int, on_done: Callable[[], None]) -> None:
         self.total = total
         self.finished = 0
         self.on_done = on_done
-        self.active = True
 
     def stream_finished(self) -> None:
         self.finished += 1
@@ -384,7 +383,6 @@ class SystemLayer:
             size = 0 if chunk > size else size - chunk
             phases = self._build_phases(kind, chunk, plan, dims_inv)
             if not phases:
-                dataset.active = False
                 raise InputError(f"a {kind} of {chunk}-byte chunks has no dimension to run on "
                                  f"(every involved dimension has one NPU); the reference never finishes it")
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), phases, priority, dataset))
