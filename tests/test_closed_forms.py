@@ -178,3 +178,36 @@ def test_replay_only_replays_communication_too(tmp_path: Path) -> None:
     reports = run(tmp_path, [[comp, ar]] * 2, net("Switch", 2), {"replay-only": 1})
     assert {r.finished_cycles for r in reports.values()} == {10_000}
     assert {r.exposed_comm_cycles for r in reports.values()} == {0}
+
+
+def test_groups_from_a_metadata_node(tmp_path: Path) -> None:
+    # PyTorch-style metadata: inputs.values is the repr of a list holding a JSON string.
+    # (The reference would stall here: the all-reduce is released by a zero-time METADATA node
+    # with nothing else in flight; we issue it, see README "Where we differ".)
+    from workloads.chakra_schema import METADATA_NODE
+
+    size = 1 << 16
+    msg = size // 2
+    groups = '[\'[{"pg_name": "1", "ranks": [0, 2]}, {"pg_name": "2", "ranks": [1, 3]}]\']'
+    meta = make_node(1, "pg", METADATA_NODE, inputs_values=groups)
+    ranks = []
+    for pg in ("1", "2", "1", "2"):
+        ar = make_node(2, "ar", COMM_COLL_NODE, deps=[1], attrs={"comm_type": ALL_REDUCE, "comm_size": size,
+                                                                 "pg_name": pg})
+        ranks.append([meta, ar])
+    reports = run(tmp_path, ranks, net("Ring", 4), {"endpoint-delay": 1000})
+    d = delay(2, 500, msg, 50)
+    assert reports[0].finished_cycles == 10 + 2 * (d + 10) + reduce_ns(msg, 50)
+
+
+def test_involved_dim_restricts_a_collective_to_some_dimensions(tmp_path: Path) -> None:
+    # [Ring 4, Ring 2]: with involved_dim [true, false] only the 4-ring runs (one chunk)
+    size = 1 << 16
+    msg = size // 4
+    ar = make_node(1, "ar", COMM_COLL_NODE, attrs={"comm_type": ALL_REDUCE, "comm_size": size,
+                                                  "involved_dim": [True, False]})
+    network = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50.0, 25.0],
+               "latency": [500.0, 900.0]}
+    reports = run(tmp_path, [[ar]] * 8, network, {"all-reduce-implementation": ["ring", "ring"]})
+    one_ring = E + 2 * 3 * (delay(1, 500, msg, 50) + E) + 3 * reduce_ns(msg, 50)
+    assert {r.finished_cycles for r in reports.values()} == {one_ring}
