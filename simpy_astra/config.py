@@ -23,10 +23,11 @@ import yaml
 
 from collectives import REGISTRY as COLLECTIVE_REGISTRY
 from simpy_astra.errors import InputError
+from topologies import REGISTRY as TOPOLOGY_REGISTRY
 
 PathLike = str | os.PathLike[str]
 
-TOPOLOGY_NAMES = ("Ring", "FullyConnected", "Switch")
+TOPOLOGY_NAMES = tuple(TOPOLOGY_REGISTRY)  # ASTRA-sim's three building blocks, plus ours
 SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
 COLLECTIVE_OPTIMIZATIONS = ("baseline", "localBWAware")
 MEMORY_TYPES = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from topologies.base import BasicTopology
 from topologies.fully_connected import FullyConnected
+from topologies.line import Line
 from topologies.ring import Ring
 from topologies.switch import Switch
 
@@ -16,6 +17,8 @@ REGISTRY: dict[str, type[BasicTopology]] = {
     "Ring": Ring,
     "FullyConnected": FullyConnected,
     "Switch": Switch,
+    # beyond ASTRA-sim
+    "Line": Line,
 }
 
-__all__ = ["BasicTopology", "Ring", "FullyConnected", "Switch", "REGISTRY"]
+__all__ = ["BasicTopology", "Ring", "FullyConnected", "Switch", "Line", "REGISTRY"]
