@@ -76,7 +76,9 @@ class Npu:
         self.stats = NpuStatistics(npu_id)
         self.memory = MemoryTracker(npu_id) if self.config.track_local_mem else None
         self.groups: dict[int, Any] = {}
+        self.slot_in_use: dict[int, int] = {}  # node id -> slot class, for nodes in flight
         self.report = None
+        self.done = None  # SimPy event the NPU's process waits on; set by the Simulation
         for n in nodes:
             self.parents_left[n.id] = len(n.deps)
             for d in n.deps:
@@ -148,6 +150,7 @@ class Npu:
         now = self.clock.env._now
         if slot != SLOT_NONE:
             self.busy[slot] = True
+        self.slot_in_use[node.id] = slot
         self.ongoing += 1
         t = node.type
         self.stats.start(node.id, self._category(node, slot), now)
@@ -297,6 +300,7 @@ class Npu:
         self._resolve(node.id)
 
     def _release(self, node, slot: int, now: int) -> None:
+        del self.slot_in_use[node.id]
         if slot != SLOT_NONE:
             self.busy[slot] = False
         self.ongoing -= 1
@@ -311,7 +315,7 @@ class Npu:
             return
         node = self.nodes[node_id]
         now = self.clock.env._now
-        self._release(node, self.slot_of(node), now)
+        self._release(node, self.slot_in_use[node_id], now)
         self._resolve(node_id)
         self._issue_pass()
         self._check_end()
