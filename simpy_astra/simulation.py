@@ -16,6 +16,7 @@ from collectives import ImplementationChoice, resolve
 from simpy_astra.config import NetworkConfig, RemoteMemoryConfig, SystemConfig
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.kernel import Kernel, NpuClock
+from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.npu import Npu
 from simpy_astra.remote_memory import RemoteMemory
@@ -32,7 +33,7 @@ from topologies import REGISTRY as TOPOLOGIES
 from workloads.chakra_et import et_path, read_et, validate_graph
 from workloads.msccl_xml import read_msccl_xml
 
-NETWORK_BACKENDS = ("congestion_unaware",)
+NETWORK_BACKENDS = ("congestion_unaware", "congestion_aware")
 
 
 @dataclass
@@ -79,10 +80,13 @@ class Simulation:
         self.kernel = Kernel()
         dims = [TOPOLOGIES[t](n, bw, lat) for t, n, bw, lat in
                 zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, strict=True)]
-        if inputs.backend != "congestion_unaware":
+        if inputs.backend not in NETWORK_BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(NETWORK_BACKENDS)})")
-        self.network = CongestionUnawareNetwork(self.kernel, dims)
+        if inputs.backend == "congestion_aware":
+            self.network = CongestionAwareNetwork(self.kernel, dims, net.source)
+        else:
+            self.network = CongestionUnawareNetwork(self.kernel, dims)
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)

@@ -1,0 +1,251 @@
+"""The congestion-aware backend: closed forms derived by hand, then every reference case.
+
+Rules (ASTRA_SEMANTICS.md section 10): every directed link is a FIFO server; a message that
+starts on a link at ``t`` reaches the next device at ``t + trunc(lat + S/B')`` and frees the
+link at ``t + trunc(S/B')``; store-and-forward per hop. Expected values are computed here
+from those rules, never read back from the simulator. The reference cases come from
+ASTRA-sim 2.0 itself; the two 80-layer STAGE cases take minutes each: set SIMPY_ASTRA_SLOW=1
+to include them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.errors import InputError
+from simpy_astra.kernel import Kernel
+from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+from simpy_astra.scenario import inputs_from_astra_flags
+from simpy_astra.simulation import Simulation
+from simpy_astra.statistics import NpuReport
+from tests.conftest import REFERENCE
+from tests.sim_helpers import BASE_SYSTEM, net
+from topologies import FullyConnected, Ring, Switch
+from workloads.chakra_et import make_node, write_et
+from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+
+E = 10
+AWARE = "congestion_aware"
+
+
+# ------------------------------------------------------------------------------ helpers
+def bytes_per_ns(gbps: float) -> float:
+    return gbps * 2**30 / 1e9
+
+
+def hop(latency: float, size: int, gbps: float) -> int:
+    """One uncontended hop: trunc(lat + S/B')."""
+    return int(latency + size / bytes_per_ns(gbps))
+
+
+def ser(size: int, gbps: float) -> int:
+    """How long a message keeps a link busy: trunc(S/B')."""
+    return int(size / bytes_per_ns(gbps))
+
+
+def run(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
+        backend: str = AWARE) -> tuple[dict[int, NpuReport], Simulation]:
+    """Like ``tests.sim_helpers.run`` but with a backend choice; also returns the simulation."""
+    (tmp / "sys.json").write_text(json.dumps(dict(BASE_SYSTEM, **(system or {}))))
+    (tmp / "net.yml").write_text(yaml.safe_dump(network))
+    (tmp / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+    (tmp / "wl").mkdir(exist_ok=True)
+    for rank, nodes in enumerate(ranks):
+        write_et(str(tmp / "wl" / f"w.{rank}.et"), nodes)
+    inputs = inputs_from_astra_flags(
+        workload=str(tmp / "wl" / "w"), system=str(tmp / "sys.json"), network=str(tmp / "net.yml"),
+        remote_memory=str(tmp / "mem.json"), comm_groups="empty", backend=backend,
+    )
+    sim = Simulation(inputs)
+    return {r.npu_id: r for r in sim.run()}, sim
+
+
+def send(dst: int, size: int, tag: int = 7, node_id: int = 1):
+    return make_node(node_id, "send", COMM_SEND_NODE, attrs={"comm_dst": dst, "comm_size": size, "comm_tag": tag})
+
+
+def recv(src: int, size: int, tag: int = 7, node_id: int = 1):
+    return make_node(node_id, "recv", COMM_RECV_NODE, attrs={"comm_src": src, "comm_size": size, "comm_tag": tag})
+
+
+# sizes and links chosen so that both truncations matter: S/B' = 18626.45 ns
+SIZE, LAT, BW = 1_000_000, 500.5, 50.0
+
+
+# ------------------------------------------------------------------------------ closed forms
+@pytest.mark.parametrize("topology", ["FullyConnected", "Ring"])
+def test_one_hop_costs_latency_plus_serialisation(tmp_path: Path, topology: str) -> None:
+    d = hop(LAT, SIZE, BW)
+    assert d == 19126
+    reports, _ = run(tmp_path, [[send(1, SIZE)], [recv(0, SIZE)]], net(topology, 2, BW, LAT))
+    assert reports[0].finished_cycles == d  # a send completes when its message arrives
+    assert reports[1].finished_cycles == d
+
+
+def test_switch_pays_serialisation_on_both_hops(tmp_path: Path) -> None:
+    d = hop(LAT, SIZE, BW)
+    reports, _ = run(tmp_path, [[send(1, SIZE)], [recv(0, SIZE)]], net("Switch", 2, BW, LAT))
+    assert reports[0].finished_cycles == reports[1].finished_cycles == 2 * d
+    # the unaware backend pays the serialisation once and truncates once
+    unaware, _ = run(tmp_path, [[send(1, SIZE)], [recv(0, SIZE)]], net("Switch", 2, BW, LAT),
+                     backend="congestion_unaware")
+    assert unaware[0].finished_cycles == int(2 * LAT + SIZE / bytes_per_ns(BW)) != 2 * d
+
+
+@pytest.mark.parametrize(("dst", "hops"), [(1, 1), (3, 3), (4, 4), (5, 3), (7, 1)])
+def test_ring_store_and_forward_per_hop(tmp_path: Path, dst: int, hops: int) -> None:
+    n = 8
+    ranks: list[list] = [[make_node(1, "idle", COMP_NODE, duration_micros=1)] for _ in range(n)]
+    ranks[0] = [send(dst, SIZE)]
+    ranks[dst] = [recv(0, SIZE)]
+    reports, sim = run(tmp_path, ranks, net("Ring", n, BW, LAT))
+    assert reports[0].finished_cycles == hops * hop(LAT, SIZE, BW)
+    used = {(u, v) for u, v, b, _ in sim.network.link_stats() if b}
+    step = 1 if hops == dst else -1  # clockwise unless anticlockwise is strictly shorter
+    assert used == {(k * step % n, (k + 1) * step % n) for k in range(hops)}
+
+
+def test_two_messages_share_the_switch_downlink(tmp_path: Path) -> None:
+    # NPUs 0 and 1 both send to NPU 2 at t=0; both reach the switch at d; NPU 0's message
+    # (its send was issued first) takes the downlink, NPU 1's waits until the link is free
+    d, s = hop(LAT, SIZE, BW), ser(SIZE, BW)
+    ranks = [[send(2, SIZE, tag=1)], [send(2, SIZE, tag=2)],
+             [recv(0, SIZE, tag=1, node_id=1), recv(1, SIZE, tag=2, node_id=2)]]
+    reports, sim = run(tmp_path, ranks, net("Switch", 3, BW, LAT))
+    assert reports[0].finished_cycles == d + d
+    assert reports[1].finished_cycles == d + s + d
+    assert reports[2].finished_cycles == d + s + d
+    stats = {(u, v): (b, busy) for u, v, b, busy in sim.network.link_stats()}
+    assert stats[(0, 3)] == stats[(1, 3)] == (SIZE, s)
+    assert stats[(3, 2)] == (2 * SIZE, 2 * s)
+    assert stats[(2, 3)] == stats[(3, 0)] == stats[(3, 1)] == (0, 0)
+
+
+def _deliveries(topology, sends: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Post (src, dst, size) sends at t=0 with matching receives; (tag, arrival ns) in order."""
+    kernel = Kernel()
+    network = CongestionAwareNetwork(kernel, [topology])
+    out: list[tuple[int, int]] = []
+    for tag, (src, dst, size) in enumerate(sends):
+        network.recv(dst, src, tag, size, None, None)
+        network.send(src, dst, tag, size, lambda t: out.append((t, kernel.now_ns)), tag)
+    kernel.run()
+    return out
+
+
+def test_second_message_on_a_link_waits_for_the_first_serialisation() -> None:
+    d, s = hop(LAT, SIZE, BW), ser(SIZE, BW)
+    got = _deliveries(FullyConnected(2, BW, LAT), [(0, 1, SIZE), (0, 1, SIZE)])
+    assert got == [(0, d), (1, s + d)]
+    # FIFO, not shortest first: a small message queued behind a big one waits for all of it
+    small = 1000
+    got = _deliveries(FullyConnected(2, BW, LAT), [(0, 1, SIZE), (0, 1, small), (1, 0, small)])
+    assert sorted(got) == [(0, d), (1, s + hop(LAT, small, BW)), (2, hop(LAT, small, BW))]
+
+
+def test_two_npu_ring_keeps_one_link_per_direction() -> None:
+    network = CongestionAwareNetwork(Kernel(), [Ring(2, BW, LAT)])
+    assert sorted((u, v) for u, v, _, _ in network.link_stats()) == [(0, 1), (1, 0)]
+    d, s = hop(LAT, SIZE, BW), ser(SIZE, BW)
+    got = _deliveries(Ring(2, BW, LAT), [(0, 1, SIZE), (0, 1, SIZE), (1, 0, SIZE)])
+    assert sorted(got) == [(0, d), (1, s + d), (2, d)]
+
+
+def test_a_contended_switch_uplink_serialises_the_whole_route() -> None:
+    # three messages leave NPU 0 at t=0 for three different NPUs: they share the uplink, then
+    # each has its own downlink: message k reaches the switch at k*s + d, its NPU at k*s + 2d
+    d, s = hop(LAT, SIZE, BW), ser(SIZE, BW)
+    got = _deliveries(Switch(4, BW, LAT), [(0, 1, SIZE), (0, 2, SIZE), (0, 3, SIZE)])
+    assert got == [(k, k * s + 2 * d) for k in range(3)]
+
+
+def test_reference_regression_ring_all_reduce(tmp_path: Path) -> None:
+    # ASTRA-sim's regression test runs on the aware binary: one message per link at a time
+    n, size, splits = 8, 1 << 20, 4
+    msg = size // splits // n
+    p = 3 * int(msg / (50 * 1e9) * 1e9)
+    chunk = E + 2 * (n - 1) * (hop(500, msg, 50) + E) + (n - 1) * p
+    coll = make_node(1, "ar", COMM_COLL_NODE, attrs={"comm_type": ALL_REDUCE, "comm_size": size})
+    reports, _ = run(tmp_path, [[coll]] * n, net("Ring", n), {"preferred-dataset-splits": splits})
+    assert splits * chunk == 117780
+    assert {(r.finished_cycles, r.exposed_comm_cycles) for r in reports.values()} == {(117780, 117780)}
+
+
+def test_more_than_one_dimension_is_rejected(tmp_path: Path) -> None:
+    two_dims = {"topology": ["Ring", "Switch"], "npus_count": [2, 2], "bandwidth": [50, 50], "latency": [500, 500]}
+    with pytest.raises(InputError) as err:
+        run(tmp_path, [[send((i + 1) % 4, SIZE)] for i in range(4)], two_dims)
+    assert "net.yml" in err.value.message
+    assert "one network dimension" in err.value.message
+
+
+# ------------------------------------------------------------------------------ reference cases
+FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles, exposed communication (\d+) cycles")
+STAT = re.compile(r"sys\[(\d+)\], ([A-Za-z -]+?): ([0-9.]+%?)\s*$")
+PEAK = re.compile(r"sys\[(\d+)\] peak memory usage: (.+?)\s*$")
+STAT_KEYS = {
+    "Wall time": "wall_time", "GPU time": "gpu_time", "CPU time": "cpu_time", "Comm time": "comm_time",
+    "Remote mem time": "remote_mem_time", "Total compute-communication overlap": "comp_comm_overlap",
+    "Compute bound percentage": "compute_bound_pct", "Average compute utilization": "avg_compute_util",
+    "Average memory utilization": "avg_memory_util", "Average operation intensity": "avg_operation_intensity",
+}
+SLOW = re.compile(r"_st7_")
+
+
+def parse_lines(lines: list[str]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for line in lines:
+        if m := FINISHED.search(line):
+            d = out.setdefault(m.group(1), {})
+            d["finished_cycles"], d["exposed_comm_cycles"] = int(m.group(2)), int(m.group(3))
+        elif m := PEAK.search(line):
+            out.setdefault(m.group(1), {})["peak_memory"] = m.group(2)
+        elif (m := STAT.search(line)) and m.group(2) in STAT_KEYS:
+            v = m.group(3)
+            out.setdefault(m.group(1), {})[STAT_KEYS[m.group(2)]] = v if v.endswith("%") or "." in v else int(v)
+    return out
+
+
+def _cases() -> list:
+    folder = REFERENCE / "cases"
+    if not folder.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no reference data at {REFERENCE}"))]
+    params = []
+    for path in sorted(folder.glob("*.json")):
+        case = json.loads(path.read_text())
+        if case["backend"] != AWARE or case.get("expect_error"):
+            continue
+        marks = []
+        if SLOW.search(case["id"]) and not os.environ.get("SIMPY_ASTRA_SLOW"):
+            marks.append(pytest.mark.skip(reason="80-layer STAGE case: run with SIMPY_ASTRA_SLOW=1"))
+        params.append(pytest.param(case, id=case["id"], marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_reference_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # run from a scratch folder that sees the reference entries, as parity.py does
+    for entry in reference_dir.iterdir():
+        (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.chdir(tmp_path)
+    inputs = inputs_from_astra_flags(
+        workload=case["workload"], system=case["system"], network=case["network"],
+        remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
+        backend=case["backend"],
+    )
+    lines: list[str] = []
+    Simulation(inputs, on_report=lambda r: lines.extend(r.lines())).run()
+    got = parse_lines(lines)
+    diffs = [
+        f"sys[{npu}].{key}: expected {want}, got {got.get(npu, {}).get(key)}"
+        for npu, figures in case["expected"].items()
+        for key, want in figures.items()
+        if got.get(npu, {}).get(key) != want
+    ]
+    assert not diffs, "\n".join(diffs[:10])
