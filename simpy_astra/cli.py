@@ -5,7 +5,7 @@ changing the binary path::
 
     python -m simpy_astra --workload-configuration=W --system-configuration=S \\
         --network-configuration=N --remote-memory-configuration=M \\
-        [--comm-group-configuration=G] [--network-backend=congestion_unaware]
+        [--comm-group-configuration=G] [--network-backend=congestion_unaware|congestion_aware]
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-configuration", required=True, help="network YAML")
     p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
-    p.add_argument("--network-backend", default="congestion_unaware")
+    p.add_argument("--network-backend", default="congestion_unaware",
+                   help="congestion_unaware (analytical) or congestion_aware (links queue messages)")
     p.add_argument("--num-queues-per-dim", type=int, default=1)
     p.add_argument("--injection-scale", type=float, default=1.0)
     p.add_argument("--compute-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
@@ -61,11 +62,21 @@ def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
 
 
-def _write_json(path: str, reports: list[NpuReport], wall_s: float) -> None:
-    data = {
+def busiest_links(network) -> list | None:
+    """Link statistics of backends that keep them, busiest first (None otherwise)."""
+    stats = getattr(network, "link_stats", None)
+    if stats is None:
+        return None
+    return sorted(stats(), key=lambda s: (-s[3], -s[2], s[0], s[1]))
+
+
+def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None) -> None:
+    data: dict = {
         "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
         "simulator_wall_s": round(wall_s, 3),
     }
+    if links is not None:  # congestion-aware runs: every directed link, busiest first
+        data["links"] = [{"from": u, "to": v, "bytes": b, "busy_ns": t} for u, v, b, t in links]
     try:
         with open(path, "w") as f:
             json.dump(data, f, indent=1)
@@ -88,12 +99,13 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
     sys.stdout.flush()
     for warning in sim.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    links = busiest_links(sim.network)
     if json_out:
-        _write_json(json_out, reports, wall)
+        _write_json(json_out, reports, wall, links)
     if rich_summary:
         from simpy_astra.reporting import print_summary
 
-        print_summary(reports, wall)
+        print_summary(reports, wall, links)
     return 0
 
 

@@ -11,7 +11,8 @@ from rich.table import Table
 from simpy_astra.statistics import COMM, GPU, NpuReport
 
 
-def print_summary(reports: list[NpuReport], wall_s: float, console: Console | None = None) -> None:
+def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = None,
+                  console: Console | None = None) -> None:
     console = console or Console(stderr=True)
     table = Table(title=f"simpy-astra: {len(reports)} NPUs simulated in {wall_s:.2f} s")
     for col in ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time", "Comm time", "overlap", "peak memory"):
@@ -25,6 +26,14 @@ def print_summary(reports: list[NpuReport], wall_s: float, console: Console | No
     console.print(table)
     if len(rows) > len(shown):
         console.print(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
+    if links:
+        busiest = Table(title="busiest links (congestion-aware)")
+        for col in ("link", "bytes", "busy (ns)", "busy share"):
+            busiest.add_column(col, justify="right")
+        end = max((r.finished_cycles for r in reports), default=0) or 1
+        for u, v, nbytes, busy in links[:5]:
+            busiest.add_row(f"{u} -> {v}", f"{nbytes:,}", f"{busy:,}", f"{100 * busy / end:.1f}%")
+        console.print(busiest)
 
 
 def run_with_progress(sim, console: Console | None = None) -> list[NpuReport]:

@@ -50,3 +50,20 @@ def test_astra_sim_flags(tmp_path: Path, capsys, monkeypatch) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert sum(line.endswith(f"finished, {default_step_ns()} cycles, exposed communication "
                              f"{default_step_ns() - 25_000} cycles.") for line in lines) == 8
+
+
+def test_aware_run_reports_link_statistics(tmp_path: Path, capsys) -> None:
+    # ring all-reduce, 4 chunks: every clockwise link carries 4 x 14 messages of 32 KiB
+    out_json = tmp_path / "figures.json"
+    code = main(["run", str(ROOT / "scenarios" / "default.yaml"), "--network-backend", "congestion_aware",
+                 "--json-out", str(out_json), "--quiet"])
+    assert code == 0
+    capsys.readouterr()
+    links = json.loads(out_json.read_text())["links"]
+    msg, messages = (1 << 20) // 4 // 8, 4 * 14
+    clockwise = [lk for lk in links if lk["to"] == (lk["from"] + 1) % 8]
+    assert len(clockwise) == 8
+    for lk in clockwise:
+        assert lk["bytes"] == messages * msg
+        assert lk["busy_ns"] == messages * int(msg / (50 * 2**30 / 1e9))
+    assert all(lk["bytes"] == 0 for lk in links if lk not in clockwise)
