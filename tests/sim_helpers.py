@@ -27,8 +27,16 @@ BASE_SYSTEM = {
 
 
 def run(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
-        memory: dict | None = None, groups: dict | None = None) -> dict[int, NpuReport]:
+        memory: dict | None = None, groups: dict | None = None,
+        backend: str = "congestion_unaware") -> dict[int, NpuReport]:
     """Write the inputs under ``tmp`` and simulate; returns reports by NPU id."""
+    return run_sim(tmp, ranks, network, system, memory, groups, backend)[0]
+
+
+def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
+            memory: dict | None = None, groups: dict | None = None,
+            backend: str = "congestion_unaware") -> tuple[dict[int, NpuReport], Simulation]:
+    """:func:`run`, also returning the finished :class:`Simulation` (for link statistics)."""
     sysconf = dict(BASE_SYSTEM, **(system or {}))
     (tmp / "sys.json").write_text(json.dumps(sysconf))
     (tmp / "net.yml").write_text(yaml.safe_dump(network))
@@ -43,9 +51,10 @@ def run(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
     inputs = inputs_from_astra_flags(
         workload=str(tmp / "wl" / "w"), system=str(tmp / "sys.json"), network=str(tmp / "net.yml"),
         remote_memory=str(tmp / "mem.json"),
-        comm_groups=groups_path if groups is not None else "empty", backend="congestion_unaware",
+        comm_groups=groups_path if groups is not None else "empty", backend=backend,
     )
-    return {r.npu_id: r for r in Simulation(inputs).run()}
+    sim = Simulation(inputs)
+    return {r.npu_id: r for r in sim.run()}, sim
 
 
 def net(topology: str, npus: int, bandwidth_gbps: float = 50.0, latency_ns: float = 500.0) -> dict:

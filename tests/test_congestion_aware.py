@@ -1,33 +1,26 @@
-"""The congestion-aware backend: closed forms derived by hand, then every reference case.
+"""The congestion-aware backend: closed forms derived by hand.
 
 Rules (ASTRA_SEMANTICS.md section 10): every directed link is a FIFO server; a message that
 starts on a link at ``t`` reaches the next device at ``t + trunc(lat + S/B')`` and frees the
 link at ``t + trunc(S/B')``; store-and-forward per hop. Expected values are computed here
-from those rules, never read back from the simulator. The reference cases come from
-ASTRA-sim 2.0 itself; the two 80-layer STAGE cases take minutes each: set SIMPY_ASTRA_SLOW=1
-to include them.
+from those rules, never read back from the simulator. The aware reference cases run in
+``test_reference_parity.py`` with the unaware ones.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from simpy_astra.errors import InputError
 from simpy_astra.kernel import Kernel
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
-from simpy_astra.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
-from tests.conftest import REFERENCE
-from tests.sim_helpers import BASE_SYSTEM, net
+from tests.sim_helpers import net, run_sim
 from topologies import FullyConnected, Ring, Switch
-from workloads.chakra_et import make_node, write_et
+from workloads.chakra_et import make_node
 from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 E = 10
@@ -51,19 +44,7 @@ def ser(size: int, gbps: float) -> int:
 
 def run(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
         backend: str = AWARE) -> tuple[dict[int, NpuReport], Simulation]:
-    """Like ``tests.sim_helpers.run`` but with a backend choice; also returns the simulation."""
-    (tmp / "sys.json").write_text(json.dumps(dict(BASE_SYSTEM, **(system or {}))))
-    (tmp / "net.yml").write_text(yaml.safe_dump(network))
-    (tmp / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
-    (tmp / "wl").mkdir(exist_ok=True)
-    for rank, nodes in enumerate(ranks):
-        write_et(str(tmp / "wl" / f"w.{rank}.et"), nodes)
-    inputs = inputs_from_astra_flags(
-        workload=str(tmp / "wl" / "w"), system=str(tmp / "sys.json"), network=str(tmp / "net.yml"),
-        remote_memory=str(tmp / "mem.json"), comm_groups="empty", backend=backend,
-    )
-    sim = Simulation(inputs)
-    return {r.npu_id: r for r in sim.run()}, sim
+    return run_sim(tmp, ranks, network, system, backend=backend)
 
 
 def send(dst: int, size: int, tag: int = 7, node_id: int = 1):
@@ -183,69 +164,3 @@ def test_more_than_one_dimension_is_rejected(tmp_path: Path) -> None:
         run(tmp_path, [[send((i + 1) % 4, SIZE)] for i in range(4)], two_dims)
     assert "net.yml" in err.value.message
     assert "one network dimension" in err.value.message
-
-
-# ------------------------------------------------------------------------------ reference cases
-FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles, exposed communication (\d+) cycles")
-STAT = re.compile(r"sys\[(\d+)\], ([A-Za-z -]+?): ([0-9.]+%?)\s*$")
-PEAK = re.compile(r"sys\[(\d+)\] peak memory usage: (.+?)\s*$")
-STAT_KEYS = {
-    "Wall time": "wall_time", "GPU time": "gpu_time", "CPU time": "cpu_time", "Comm time": "comm_time",
-    "Remote mem time": "remote_mem_time", "Total compute-communication overlap": "comp_comm_overlap",
-    "Compute bound percentage": "compute_bound_pct", "Average compute utilization": "avg_compute_util",
-    "Average memory utilization": "avg_memory_util", "Average operation intensity": "avg_operation_intensity",
-}
-SLOW = re.compile(r"_st7_")
-
-
-def parse_lines(lines: list[str]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for line in lines:
-        if m := FINISHED.search(line):
-            d = out.setdefault(m.group(1), {})
-            d["finished_cycles"], d["exposed_comm_cycles"] = int(m.group(2)), int(m.group(3))
-        elif m := PEAK.search(line):
-            out.setdefault(m.group(1), {})["peak_memory"] = m.group(2)
-        elif (m := STAT.search(line)) and m.group(2) in STAT_KEYS:
-            v = m.group(3)
-            out.setdefault(m.group(1), {})[STAT_KEYS[m.group(2)]] = v if v.endswith("%") or "." in v else int(v)
-    return out
-
-
-def _cases() -> list:
-    folder = REFERENCE / "cases"
-    if not folder.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no reference data at {REFERENCE}"))]
-    params = []
-    for path in sorted(folder.glob("*.json")):
-        case = json.loads(path.read_text())
-        if case["backend"] != AWARE or case.get("expect_error"):
-            continue
-        marks = []
-        if SLOW.search(case["id"]) and not os.environ.get("SIMPY_ASTRA_SLOW"):
-            marks.append(pytest.mark.skip(reason="80-layer STAGE case: run with SIMPY_ASTRA_SLOW=1"))
-        params.append(pytest.param(case, id=case["id"], marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("case", _cases())
-def test_reference_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # run from a scratch folder that sees the reference entries, as parity.py does
-    for entry in reference_dir.iterdir():
-        (tmp_path / entry.name).symlink_to(entry)
-    monkeypatch.chdir(tmp_path)
-    inputs = inputs_from_astra_flags(
-        workload=case["workload"], system=case["system"], network=case["network"],
-        remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
-        backend=case["backend"],
-    )
-    lines: list[str] = []
-    Simulation(inputs, on_report=lambda r: lines.extend(r.lines())).run()
-    got = parse_lines(lines)
-    diffs = [
-        f"sys[{npu}].{key}: expected {want}, got {got.get(npu, {}).get(key)}"
-        for npu, figures in case["expected"].items()
-        for key, want in figures.items()
-        if got.get(npu, {}).get(key) != want
-    ]
-    assert not diffs, "\n".join(diffs[:10])

@@ -1,4 +1,4 @@
-"""Every congestion-unaware reference case, run in-process, figure by figure, exactly.
+"""Every reference case (both backends), run in-process, figure by figure, exactly.
 
 The expected numbers come from ASTRA-sim 2.0 itself (``../shared/reference/cases``); we
 compare the lines we print, parsed the way users parse them. The two 80-layer STAGE cases
@@ -52,7 +52,7 @@ def _cases() -> list:
     params = []
     for path in sorted(folder.glob("*.json")):
         case = json.loads(path.read_text())
-        if case["backend"] != "congestion_unaware" or case.get("expect_error"):
+        if case.get("expect_error"):
             continue
         marks = []
         if SLOW.search(case["id"]) and not os.environ.get("SIMPY_ASTRA_SLOW"):
