@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.errors import InputError
 from simpy_astra.kernel import Kernel
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
 from tests.sim_helpers import net, run_sim
-from topologies import FullyConnected, Ring, Switch
+from topologies import FullyConnected, Line, Ring, Switch
 from workloads.chakra_et import make_node
 from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
@@ -158,9 +157,46 @@ def test_reference_regression_ring_all_reduce(tmp_path: Path) -> None:
     assert {(r.finished_cycles, r.exposed_comm_cycles) for r in reports.values()} == {(117780, 117780)}
 
 
-def test_more_than_one_dimension_is_rejected(tmp_path: Path) -> None:
-    two_dims = {"topology": ["Ring", "Switch"], "npus_count": [2, 2], "bandwidth": [50, 50], "latency": [500, 500]}
-    with pytest.raises(InputError) as err:
-        run(tmp_path, [[send((i + 1) % 4, SIZE)] for i in range(4)], two_dims)
-    assert "net.yml" in err.value.message
-    assert "one network dimension" in err.value.message
+def _mesh_network(shape: list[int], kind: str = "Line", gbps: float = 50.0, lat: float = 500.0):
+    dims = [{"Line": Line, "Ring": Ring}[kind](n, gbps, lat) for n in shape]
+    return CongestionAwareNetwork(Kernel(), dims)
+
+
+def test_mesh_degrees_and_xy_route() -> None:
+    net4 = _mesh_network([4, 4])
+    degrees = dict(net4.physical_graph().out_degree())
+    corners, edges = {0, 3, 12, 15}, {1, 2, 4, 7, 8, 11, 13, 14}
+    assert all(degrees[n] == (2 if n in corners else 3 if n in edges else 4) for n in range(16))
+    route = [(lk.src, lk.dst) for lk in net4._route(1, 7)]
+    assert route == [(1, 2), (2, 3), (3, 7)]  # X first, then Y
+
+
+def test_xy_route_on_a_3x3_mesh_pays_every_hop(tmp_path: Path) -> None:
+    network = {"topology": ["Line", "Line"], "npus_count": [3, 3], "bandwidth": [50.0, 50.0],
+               "latency": [500.0, 500.0]}
+    ranks = [[make_node(1, "idle", COMP_NODE, duration_micros=1)] for _ in range(9)]
+    ranks[0] = [send(8, SIZE)]
+    ranks[8] = [recv(0, SIZE)]
+    reports, sim = run(tmp_path, ranks, network)
+    assert reports[8].finished_cycles == 4 * hop(500, SIZE, 50)  # (0,0) -> (2,0) -> (2,2)
+    used = sorted((u, v) for u, v, b, _ in sim.network.link_stats() if b)
+    assert used == [(0, 1), (1, 2), (2, 5), (5, 8)]
+
+
+def test_torus_wraps_around_in_each_dimension(tmp_path: Path) -> None:
+    torus = _mesh_network([4, 4], kind="Ring")
+    assert [(lk.src, lk.dst) for lk in torus._route(0, 15)] == [(0, 3), (3, 15)]
+    assert [(lk.src, lk.dst) for lk in torus._route(0, 2)] == [(0, 1), (1, 2)]  # tie: clockwise
+
+
+def test_two_flows_share_a_mesh_link(tmp_path: Path) -> None:
+    # on a 3-NPU line, 0 -> 2 crosses 1 -> 2, where NPU 1's large message is still serialising
+    big, small = 1 << 22, 1 << 12
+    network = {"topology": ["Line"], "npus_count": [3], "bandwidth": [50.0], "latency": [500.0]}
+    ranks = [[send(2, small, tag=1)], [send(2, big, tag=2)],
+             [recv(0, small, tag=1, node_id=1), recv(1, big, tag=2, node_id=2)]]
+    reports, _ = run(tmp_path, ranks, network)
+    first_hop = hop(500, small, 50)
+    assert ser(big, 50) > first_hop  # the small message reaches NPU 1 while the link is busy
+    assert reports[0].finished_cycles == ser(big, 50) + hop(500, small, 50)
+    assert reports[1].finished_cycles == hop(500, big, 50)

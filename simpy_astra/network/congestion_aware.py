@@ -1,6 +1,6 @@
 """Congestion-aware backend: every directed link is a FIFO server; messages queue for links.
 
-As in ASTRA-sim's ``congestion_aware`` library (one-dimensional networks only):
+As in ASTRA-sim's ``congestion_aware`` library, which handles one-dimensional networks:
 
 * a message follows its topology's route hop by hop, store-and-forward, whole message;
 * a link that is free starts a message at once, otherwise queues it (FIFO);
@@ -11,16 +11,22 @@ As in ASTRA-sim's ``congestion_aware`` library (one-dimensional networks only):
 * arriving at an intermediate device offers the message to the next link immediately;
   arriving at the destination completes it (send/receive matching in :class:`MessageBoard`).
 
+Beyond the reference, stacked dimensions work too (a 2D mesh is [Line, Line], a torus
+[Ring, Ring, Ring]): a message crosses dimension 0 first, then 1, ... (dimension-order, XY
+routing on a mesh), each hop on that dimension's links with its bandwidth and latency.
+
 Speed: no SimPy process per message, one small :class:`_Message` per message, links are
 plain objects with a deque, routes are tuples of links computed once per (src, dst).
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Any
 
-from simpy_astra.errors import InputError
+import networkx as nx
+
 from simpy_astra.kernel import Kernel
 from simpy_astra.network.messages import Handler, MessageBoard
 from simpy_astra.units import network_gbps_to_bytes_per_ns
@@ -28,27 +34,28 @@ from topologies.base import BasicTopology
 
 
 class _Message:
-    """One message in flight: its board key, route (links) and the next hop's index."""
+    """One message in flight: its board key, route (links), the next hop's index, and the
+    (latency + serialisation, serialisation) delays of each hop's dimension."""
 
-    __slots__ = ("key", "route", "hop", "comm_ns", "ser_ns", "size")
+    __slots__ = ("key", "route", "hop", "delays", "size")
 
-    def __init__(self, key: tuple, route: tuple, comm_ns: int, ser_ns: int, size: int) -> None:
+    def __init__(self, key: tuple, route: tuple, delays: tuple, size: int) -> None:
         self.key = key
         self.route = route
         self.hop = 0
-        self.comm_ns = comm_ns
-        self.ser_ns = ser_ns
+        self.delays = delays
         self.size = size
 
 
 class _Link:
     """A directed link: one message on the wire at a time, the others wait in FIFO order."""
 
-    __slots__ = ("src", "dst", "busy", "queue", "bytes", "busy_ns", "free", "_net")
+    __slots__ = ("src", "dst", "dim", "busy", "queue", "bytes", "busy_ns", "free", "_net")
 
-    def __init__(self, net: CongestionAwareNetwork, src: int, dst: int) -> None:
+    def __init__(self, net: CongestionAwareNetwork, src: Any, dst: Any, dim: int) -> None:
         self.src = src
         self.dst = dst
+        self.dim = dim
         self.busy = False
         self.queue: deque[_Message] = deque()
         self.bytes = 0
@@ -66,26 +73,26 @@ class CongestionAwareNetwork:
     name = "congestion_aware"
 
     def __init__(self, kernel: Kernel, dims: list[BasicTopology], source: str = "<network>") -> None:
-        if len(dims) != 1:
-            raise InputError(
-                f"{source}: the congestion_aware backend supports one network dimension only "
-                f"(this network has {len(dims)}: {', '.join(d.name for d in dims)}); use a single "
-                f"topology entry, or --network-backend=congestion_unaware for multi-dimensional networks"
-            )
         self.kernel = kernel
         self.board = MessageBoard(kernel)
         self.dims = dims
-        topo = dims[0]
-        self.topology = topo
-        self._latency_ns = topo.latency_ns
-        self._bytes_per_ns = network_gbps_to_bytes_per_ns(topo.bandwidth_gbps)
-        self._links: dict[tuple[int, int], _Link] = {}
-        for u, v in topo.links():
-            if (u, v) not in self._links:  # a 2-NPU ring names each pair twice
-                self._links[(u, v)] = _Link(self, u, v)
+        self.source = source
+        self._latency_ns = [d.latency_ns for d in dims]
+        self._bytes_per_ns = [network_gbps_to_bytes_per_ns(d.bandwidth_gbps) for d in dims]
+        self._strides = [math.prod(d.npus_count for d in dims[:k]) for k in range(len(dims))]
+        self._links: dict[tuple, _Link] = {}
         self._routes: dict[tuple[int, int], tuple[_Link, ...]] = {}
-        self._delays: dict[int, tuple[int, int]] = {}
+        self._delays: dict[tuple[int, tuple[int, ...]], tuple] = {}
         self._call_later = kernel.call_later
+        if len(dims) == 1:  # ASTRA-sim's devices: NPUs 0..n-1, the switch n
+            for u, v in dims[0].links():
+                self._link(u, v, 0)
+
+    def _link(self, u: Any, v: Any, dim: int) -> _Link:
+        link = self._links.get((u, v))
+        if link is None:  # a 2-NPU ring names each pair twice: one link per direction
+            link = self._links[(u, v)] = _Link(self, u, v, dim)
+        return link
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -93,32 +100,66 @@ class CongestionAwareNetwork:
         route = self._routes.get((src, dst))
         if route is None:
             route = self._route(src, dst)
-        delays = self._delays.get(size)
+        dims = tuple(link.dim for link in route)
+        delays = self._delays.get((size, dims))
         if delays is None:
-            delays = self._delays[size] = self._delay(size)
-        msg = _Message(key, route, delays[0], delays[1], size)
-        self._offer(route[0], msg)
+            delays = self._delays[(size, dims)] = tuple(self._delay(size, d) for d in dims)
+        self._offer(route[0], _Message(key, route, delays, size))
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)
+
+    def physical_graph(self) -> nx.DiGraph:
+        """Every device and directed link of the (possibly stacked) topology, as networkx."""
+        g = nx.DiGraph()
+        total = math.prod(d.npus_count for d in self.dims)
+        g.add_nodes_from(range(total), kind="npu")
+        for dim, topo in enumerate(self.dims):
+            stride, n = self._strides[dim], topo.npus_count
+            for base in range(total):
+                if (base // stride) % n:
+                    continue  # one instance of this dimension per base NPU (coordinate 0)
+                switch = n if len(self.dims) == 1 else ("switch", dim, base)
+                for u, v in topo.links():
+                    gu = base + u * stride if u < n else switch
+                    gv = base + v * stride if v < n else switch
+                    for node in (gu, gv):
+                        if node not in g:
+                            g.add_node(node, kind="switch")
+                    g.add_edge(gu, gv, dim=dim, bandwidth_gbps=topo.bandwidth_gbps,
+                               latency_ns=topo.latency_ns)
+        return g
 
     def link_stats(self) -> list[tuple[int, int, int, int]]:
         """(from device, to device, bytes carried, busy ns) for every directed link."""
         return [(lk.src, lk.dst, lk.bytes, lk.busy_ns) for lk in self._links.values()]
 
     # ------------------------------------------------------------------ internals
-    def _delay(self, size: int) -> tuple[int, int]:
-        ser = size / self._bytes_per_ns
-        return int(self._latency_ns + ser), int(ser)
+    def _delay(self, size: int, dim: int) -> tuple[int, int]:
+        ser = size / self._bytes_per_ns[dim]
+        return int(self._latency_ns[dim] + ser), int(ser)
 
     def _route(self, src: int, dst: int) -> tuple[_Link, ...]:
+        """Dimension-order routing: cross dimension 0 first, then 1, ... (XY on a mesh).
+
+        Within a dimension the building block's own route is used; its devices are NPU ids
+        with that coordinate replaced, and switches are ``("switch", dim, first NPU)``."""
         if src == dst:
             raise ValueError(f"NPU {src} cannot send to itself")
-        devices = self.topology.route(src, dst)
-        links = self._links
-        route = tuple(links[(devices[i], devices[i + 1])] for i in range(len(devices) - 1))
-        self._routes[(src, dst)] = route
-        return route
+        route: list[_Link] = []
+        here = src
+        for dim, topo in enumerate(self.dims):
+            stride, n = self._strides[dim], topo.npus_count
+            a, b = (here // stride) % n, (dst // stride) % n
+            if a == b:
+                continue
+            base = here - a * stride
+            switch = n if len(self.dims) == 1 else ("switch", dim, base)
+            devices = [base + k * stride if k < n else switch for k in topo.route(a, b)]
+            route += [self._link(devices[i], devices[i + 1], dim) for i in range(len(devices) - 1)]
+            here = base + b * stride
+        self._routes[(src, dst)] = tuple(route)
+        return self._routes[(src, dst)]
 
     def _offer(self, link: _Link, msg: _Message) -> None:
         if link.busy:
@@ -127,12 +168,13 @@ class CongestionAwareNetwork:
             self._start(link, msg)
 
     def _start(self, link: _Link, msg: _Message) -> None:
+        comm_ns, ser_ns = msg.delays[msg.hop]
         link.busy = True
         link.bytes += msg.size
-        link.busy_ns += msg.ser_ns
+        link.busy_ns += ser_ns
         # arrival first, then link free: the order the reference schedules them in
-        self._call_later(msg.comm_ns, self._arrived, msg)
-        self._call_later(msg.ser_ns, link.free, None)
+        self._call_later(comm_ns, self._arrived, msg)
+        self._call_later(ser_ns, link.free, None)
 
     def _arrived(self, msg: _Message) -> None:
         hop = msg.hop + 1
