@@ -2,9 +2,10 @@
 
     python scenarios/make_example_workloads.py
 
-Each NPU computes a forward pass, all-reduces 1 MiB of gradients, then runs an optimizer
-step that depends on the all-reduce: the smallest workload that has compute, exposed
-communication and a dependency between them.
+``step_8npus_1MB``: each NPU computes a forward pass, all-reduces 1 MiB of gradients, then
+runs an optimizer step that depends on the all-reduce (compute, exposed communication and a
+dependency between them). ``all_to_all_16npus_4MB`` and ``all_reduce_64npus_4MB``: one
+collective per NPU, for the mesh and torus scenarios.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workloads.chakra_et import make_node, write_et
-from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMP_NODE
+from workloads.chakra_schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMP_NODE
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,5 +30,14 @@ def compute_allreduce_step(prefix: Path, npus: int, grad_bytes: int) -> None:
         write_et(str(prefix) + f".{rank}.et", nodes)
 
 
+def single_collective(prefix: Path, npus: int, comm_type: int, size: int) -> None:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    for rank in range(npus):
+        node = make_node(1, "collective", COMM_COLL_NODE, attrs={"comm_type": comm_type, "comm_size": size})
+        write_et(str(prefix) + f".{rank}.et", [node])
+
+
 if __name__ == "__main__":
     compute_allreduce_step(HERE / "workloads" / "step_8npus_1MB" / "step", 8, 1 << 20)
+    single_collective(HERE / "workloads" / "all_to_all_16npus_4MB" / "a2a", 16, ALL_TO_ALL, 4 << 20)
+    single_collective(HERE / "workloads" / "all_reduce_64npus_4MB" / "ar", 64, ALL_REDUCE, 4 << 20)

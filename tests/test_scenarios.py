@@ -1,0 +1,36 @@
+"""The shipped scenarios run, and show what they were written to show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.scenario import load_scenario
+from simpy_astra.simulation import Simulation
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def finish_times(name: str, backend: str) -> set[int]:
+    inputs = load_scenario(str(SCENARIOS / f"{name}.yaml"), backend=backend)
+    return {r.finished_cycles for r in Simulation(inputs).run()}
+
+
+def test_mesh_all_to_all_is_slower_when_links_are_shared() -> None:
+    unaware = max(finish_times("mesh2d_xy_all_to_all", "congestion_unaware"))
+    aware = max(finish_times("mesh2d_xy_all_to_all", "congestion_aware"))
+    assert aware > unaware
+
+
+def test_torus_ring_all_reduce_has_no_contention() -> None:
+    # every ring phase only talks to the next NPU of its dimension, one chunk at a time, so no
+    # two messages ever share a link: both backends charge one hop per message
+    unaware = finish_times("torus3d_all_reduce", "congestion_unaware")
+    assert finish_times("torus3d_all_reduce", "congestion_aware") == unaware
+    assert len(unaware) == 1
+
+
+@pytest.mark.parametrize("name", ["default"])
+def test_default_scenario_runs_on_both_backends(name: str) -> None:
+    assert finish_times(name, "congestion_unaware") == finish_times(name, "congestion_aware")
