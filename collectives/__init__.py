@@ -42,13 +42,15 @@ class ImplementationChoice:
 
 
 def resolve(name: str) -> ImplementationChoice | None:
-    """Map a config name (``ring``, ``direct4``, ``oneHalvingDoubling``, ...) to an algorithm."""
+    """Map a config name (``ring``, ``direct4``, ``oneHalvingDoubling``, ...) to an algorithm.
+
+    The one place that knows the names: config validation and the system layer both use it."""
     if name in REGISTRY:
         return ImplementationChoice(REGISTRY[name])
     if name in _ONE_VARIANTS:
         return ImplementationChoice(REGISTRY[_ONE_VARIANTS[name]], spans_all_npus=True)
     m = _WINDOWED.match(name)
-    if m:
+    if m and int(m.group(2)) > 0:  # a window of 0 would send nothing
         return ImplementationChoice(
             DIRECT, spans_all_npus=m.group(1) == "oneDirect", window=int(m.group(2))
         )
@@ -56,6 +58,7 @@ def resolve(name: str) -> ImplementationChoice | None:
 
 
 def known_names() -> list[str]:
+    """Every accepted name; K is a window of 1-5 digits, e.g. direct4."""
     return sorted([*REGISTRY, *_ONE_VARIANTS, "directK", "oneDirectK"])
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from collectives import REGISTRY as COLLECTIVE_REGISTRY
+from collectives import known_names as known_collective_names
+from collectives import resolve as resolve_collective
 from simpy_astra.errors import InputError
 from topologies import REGISTRY as TOPOLOGY_REGISTRY
 
@@ -43,32 +44,11 @@ COLLECTIVE_KEY_STEMS = {
     "all_gather": "all-gather",
     "all_to_all": "all-to-all",
 }
-#: native algorithm names; ``direct``/``oneDirect`` take an optional window suffix K
-IMPLEMENTATION_NAMES = (
-    "ring",
-    "oneRing",
-    "direct",
-    "directK",
-    "oneDirect",
-    "oneDirectK",
-    "halvingDoubling",
-    "oneHalvingDoubling",
-    "doubleBinaryTree",
-)
 #: ASTRA-sim ignores any comm-group path containing this substring (its "no groups" default)
 NO_GROUPS_MARKER = "empty"
 
 _INT32_MAX = 2**31 - 1
 _UINT64_MAX = 2**64 - 1
-_IMPLEMENTATION_RE = re.compile(
-    r"(?P<plain>ring|oneRing|halvingDoubling|oneHalvingDoubling|doubleBinaryTree)"
-    r"|(?P<direct>direct|oneDirect)(?P<window>[0-9]{1,5})?"
-)
-_VALID_IMPLEMENTATIONS = (
-    "ring, oneRing, direct, directK, oneDirect, oneDirectK (K = window of 1-5 digits, "
-    "e.g. direct4), halvingDoubling, oneHalvingDoubling, doubleBinaryTree"
-)
-
 
 # ---------------------------------------------------------------------------- dataclasses
 @dataclass(frozen=True)
@@ -389,22 +369,14 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
 
 # ---------------------------------------------------------------------------- system JSON
 def parse_implementation(name: str) -> tuple[str, int | None]:
-    """Split a native algorithm name into (base name, window): ``direct4`` -> ("direct", 4).
-
-    The window is None when absent (ASTRA-sim's -1: all peers at once). Raises ValueError
-    for names ASTRA-sim would not accept; window 0 is refused too (nothing would be sent).
-    """
-    match = _IMPLEMENTATION_RE.fullmatch(name) if isinstance(name, str) else None
-    if match is None:
-        raise ValueError(f"unknown collective implementation {_show(name)}; valid: {_VALID_IMPLEMENTATIONS}")
-    if match["plain"]:
-        return match["plain"], None
-    window = match["window"]
-    if window is None:
-        return match["direct"], None
-    if int(window) == 0:
-        raise ValueError(f"{name!r} has window 0, which sends nothing; use a window >= 1")
-    return match["direct"], int(window)
+    """(name without its window, window) of an accepted algorithm name: ``direct4`` ->
+    ("direct", 4). Names are resolved by :func:`collectives.resolve`, so algorithms
+    registered in ``collectives/`` are accepted too. Raises ValueError otherwise."""
+    choice = resolve_collective(name) if isinstance(name, str) else None
+    if choice is None:
+        raise ValueError(f"unknown collective implementation {_show(name)}; valid: "
+                         f"{', '.join(known_collective_names())} (K = window of 1-5 digits > 0, e.g. direct4)")
+    return (name if choice.window is None else name.rstrip("0123456789")), choice.window
 
 
 def _implementation_list(src: str, key: str, value: Any) -> tuple[str, ...]:
@@ -419,9 +391,7 @@ def _implementation_list(src: str, key: str, value: Any) -> tuple[str, ...]:
         try:
             parse_implementation(name)
         except ValueError as exc:
-            # algorithms registered in collectives/ are valid too
-            if not (isinstance(name, str) and name in COLLECTIVE_REGISTRY):
-                raise InputError.at(src, f"{key}[{i}]", f"is invalid: {exc}") from None
+            raise InputError.at(src, f"{key}[{i}]", f"is invalid: {exc}") from None
     return tuple(value)
 
 
