@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from collectives import ImplementationChoice, resolve
+from collectives import resolve
 from simpy_astra.config import NetworkConfig, RemoteMemoryConfig, SystemConfig
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.kernel import Kernel, NpuClock
@@ -204,10 +204,10 @@ class Simulation:
         if len(members) == self.total_npus:
             base = system.default_plan(kind)
             return CollectivePlan(base.choices, base.dims, [True] * len(base.dims), group.streams)
-        names = self.system_config.implementations.get(kind) or ["ring"]
-        choice = resolve(names[0]) if len(names) == 1 else ImplementationChoice(resolve("ring").algorithm)
-        if choice is None:
-            choice = ImplementationChoice(resolve("ring").algorithm)
+        # a group subset is one ring: its algorithm is the configured one if the list has a
+        # single entry, otherwise ring (the reference's rule); names were validated at load
+        names = self.system_config.implementations.get(kind) or ("ring",)
+        choice = resolve(names[0] if len(names) == 1 else "ring")
         key = kind.replace("_", "-") + "-implementation"
         if kind not in choice.algorithm.kinds:
             raise InputError.at(self.system_config.source, key,
@@ -218,7 +218,7 @@ class Simulation:
                                 f"{group.group_id} {list(members)} (a subset of the "
                                 f"{self.total_npus} NPUs; the reference crashes here); use ring or "
                                 f"direct for {kind}")
-        return CollectivePlan([ImplementationChoice(choice.algorithm, False, choice.window)], [ring],
+        return CollectivePlan([replace(choice, spans_all_npus=False)], [ring],
                               [True], group.streams)
 
     # ------------------------------------------------------------------ running

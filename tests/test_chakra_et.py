@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REFERENCE
 from workloads import chakra_schema as s
 from workloads.chakra_et import (
     EtError,
@@ -26,7 +27,6 @@ from workloads.chakra_et import (
     write_et,
 )
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REF_WORKLOADS = REFERENCE / "workloads"
 
 

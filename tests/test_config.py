@@ -22,8 +22,8 @@ from simpy_astra.config import (
     parse_implementation,
 )
 from simpy_astra.errors import InputError, StalledError
+from tests.conftest import REFERENCE
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 CONFIGS = REFERENCE / "configs"
 CASES = REFERENCE / "cases"
 NO_REFERENCE = f"reference inputs not found at {CONFIGS} (the shared reference folder is absent)"
