@@ -1,4 +1,7 @@
-"""Command line: ``simpy-astra run SCENARIO.yaml`` or ASTRA-sim's own flags.
+"""Command line: ``simpy-astra run SCENARIO.yaml``, other subcommands, or ASTRA-sim's own flags.
+
+Subcommands other than ``run`` live in their own modules, listed in ``SUBCOMMANDS``; each
+exposes ``main(argv: list[str]) -> int`` and may raise the input errors handled here.
 
 The ASTRA-sim form accepts the reference binary's flags, so existing scripts switch by
 changing the binary path::
@@ -24,6 +27,9 @@ from workloads.chakra_et import EtError
 EXIT_INTERNAL_ERROR = 1
 EXIT_INPUT_ERROR = 2
 EXIT_STALLED = 3
+
+# subcommand name -> module with ``main(argv) -> int`` (imported only when used)
+SUBCOMMANDS: dict[str, str] = {}
 
 
 def _astra_parser() -> argparse.ArgumentParser:
@@ -112,6 +118,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] in SUBCOMMANDS:
+            import importlib
+
+            return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
         if argv and argv[0] == "run":
             args = _run_parser().parse_args(argv[1:])
             from simpy_astra.scenario import load_scenario
