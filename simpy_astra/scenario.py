@@ -2,7 +2,8 @@
 
 Schema (paths are relative to the scenario file; an inline mapping may replace any file)::
 
-    workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce   # ET prefix
+    workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce   # ET prefix, or
+    workload: {generate: transformer, preset: llama2-7b, dp: 8}     # generated and cached
     system: configs/system.json          # or an inline mapping with the JSON's keys
     network: configs/network.yml         # or inline {topology: [Ring], npus_count: [8], ...}
     remote_memory: configs/memory.json   # optional, default NO_MEMORY_EXPANSION
@@ -89,13 +90,23 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     for key in ("workload", "system", "network"):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
+    generated_groups = None
+    if isinstance(doc["workload"], dict):
+        if "generate" not in doc["workload"]:
+            raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
+                             f"(or give an ET prefix)")
+        from workloads.generated import materialise
+
+        made = materialise(doc["workload"], where=f"{path}: workload")
+        doc = {**doc, "workload": made.prefix}
+        generated_groups = made.comm_groups
     with tempfile.TemporaryDirectory(prefix="simpy-astra-") as tmp:
         workload = _materialise(path, "workload", doc["workload"], "", tmp)
         system = _materialise(path, "system", doc["system"], ".json", tmp)
         network = _materialise(path, "network", doc["network"], ".yml", tmp)
         memory = _materialise(path, "remote_memory",
                               doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}), ".json", tmp)
-        groups = _materialise(path, "comm_groups", doc.get("comm_groups"), ".json", tmp)
+        groups = _materialise(path, "comm_groups", doc.get("comm_groups"), ".json", tmp) or generated_groups
         return inputs_from_astra_flags(
             workload, system, network, memory, groups,
             backend=backend or doc.get("backend", "congestion_unaware"),

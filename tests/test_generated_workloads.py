@@ -1,0 +1,59 @@
+"""Scenarios that name a generator: generated once, cached by parameters, errors name the field."""
+
+from __future__ import annotations
+
+import glob
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.errors import InputError
+from simpy_astra.scenario import load_scenario
+from workloads import generated
+
+ROOT = Path(__file__).resolve().parents[1]
+STEP = ROOT / "scenarios" / "workloads" / "step_8npus_1MB" / "step"
+
+
+@pytest.fixture()
+def copying_generator(monkeypatch, tmp_path):
+    """A generator that copies the default scenario's traces and counts its calls."""
+    calls: list[dict] = []
+
+    def copy_step(params: dict, prefix: str) -> None:
+        calls.append(params)
+        for src in glob.glob(f"{STEP}.*.et"):
+            shutil.copy(src, prefix + src[len(str(STEP)):])
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(generated.GENERATORS, "copy", generated.GeneratorEntry(copy_step, "1"))
+    return calls
+
+
+def _scenario(tmp_path: Path, workload) -> str:
+    doc = yaml.safe_load((ROOT / "scenarios" / "default.yaml").read_text())
+    doc["workload"] = workload
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_generated_once_per_parameters_and_run(copying_generator, tmp_path):
+    from simpy_astra.simulation import Simulation
+
+    first = load_scenario(_scenario(tmp_path, {"generate": "copy", "size": 1}))
+    again = load_scenario(_scenario(tmp_path, {"size": 1, "generate": "copy"}))
+    other = load_scenario(_scenario(tmp_path, {"generate": "copy", "size": 2}))
+    assert copying_generator == [{"size": 1}, {"size": 2}]
+    assert first.workload_prefix == again.workload_prefix != other.workload_prefix
+    reports = Simulation(first).run()
+    assert [r.finished_cycles for r in reports] == [142780] * 8  # the default scenario's figure
+
+
+def test_unknown_generator_is_an_input_error(copying_generator, tmp_path):
+    with pytest.raises(InputError, match=r"workload: 'generate: nope' is not a known generator .*copy"):
+        load_scenario(_scenario(tmp_path, {"generate": "nope"}))
+    with pytest.raises(InputError, match="needs 'generate: NAME'"):
+        load_scenario(_scenario(tmp_path, {"preset": "x"}))

@@ -1,0 +1,89 @@
+"""Workloads generated on demand from parameters, cached on disk by those parameters.
+
+A scenario may name a generator instead of ET files::
+
+    workload:
+      generate: transformer      # a key of GENERATORS
+      preset: llama2-7b          # everything else is the generator's parameters
+      dp: 2
+
+A generator is ``fn(params: dict, prefix: str) -> str | None``: it writes ``prefix.{npu}.et``
+and returns the path of a comm-group JSON it wrote, or None. Generated traces are cached under
+``$SIMPY_ASTRA_CACHE`` (default ``~/.cache/simpy-astra``) in a folder named by a hash of the
+generator name, its ``VERSION`` and the parameters, so a sweep generates each trace once, and
+parallel workers that race on the same trace each build it in a private folder and the first
+rename wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from simpy_astra.errors import InputError
+
+
+@dataclass(frozen=True)
+class GeneratorEntry:
+    """A registered generator: the function and a version that invalidates old cache entries."""
+
+    fn: Callable[[dict[str, Any], str], str | None]
+    version: str
+
+
+# name -> generator; each generator module adds its own line here
+GENERATORS: dict[str, GeneratorEntry] = {}
+
+
+@dataclass(frozen=True)
+class GeneratedWorkload:
+    prefix: str  # ET prefix: PREFIX.{npu}.et
+    comm_groups: str | None  # comm-group JSON path, if the generator wrote one
+
+
+def cache_root() -> str:
+    return os.environ.get("SIMPY_ASTRA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                               "simpy-astra")
+
+
+def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
+    text = json.dumps({"generator": name, "version": version, "params": params}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def materialise(spec: dict[str, Any], where: str = "workload") -> GeneratedWorkload:
+    """Generate (or find in the cache) the workload a ``{generate: NAME, ...}`` mapping names."""
+    params = dict(spec)
+    name = params.pop("generate", None)
+    if name not in GENERATORS:
+        known = ", ".join(sorted(GENERATORS)) or "none registered"
+        raise InputError(f"{where}: 'generate: {name}' is not a known generator (known: {known})")
+    entry = GENERATORS[name]
+    folder = os.path.join(cache_root(), "workloads", f"{name}-{cache_key(name, entry.version, params)}")
+    done = os.path.join(folder, "done.json")
+    if not os.path.exists(done):
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=os.path.dirname(folder))
+        try:
+            groups = entry.fn(params, os.path.join(tmp, name))
+            with open(os.path.join(tmp, "done.json"), "w") as f:
+                json.dump({"generator": name, "params": params,
+                           "comm_groups": os.path.basename(groups) if groups else None}, f)
+            try:
+                os.rename(tmp, folder)
+            except OSError:  # another worker finished the same trace first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    with open(done) as f:
+        groups_name = json.load(f)["comm_groups"]
+    return GeneratedWorkload(
+        prefix=os.path.join(folder, name),
+        comm_groups=os.path.join(folder, groups_name) if groups_name else None,
+    )
