@@ -29,7 +29,11 @@ EXIT_INPUT_ERROR = 2
 EXIT_STALLED = 3
 
 # subcommand name -> module with ``main(argv) -> int`` (imported only when used)
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "convert": "simpy_astra.convert_cli",  # ASTRA-sim 1.0 text workloads -> Chakra ET
+    "generate": "simpy_astra.generate_cli",  # microbenchmarks, transformer training/inference
+    "sweep": "simpy_astra.sweep_cli",  # design-space sweeps
+}
 
 
 def _astra_parser() -> argparse.ArgumentParser:
