@@ -77,7 +77,10 @@ def busiest_links(network) -> list | None:
     stats = getattr(network, "link_stats", None)
     if stats is None:
         return None
-    return sorted(stats(), key=lambda s: (-s[3], -s[2], s[0], s[1]))
+    def device_order(device) -> tuple:  # NPU ids, then named switches, then stacked ones
+        return (0, device, "") if isinstance(device, int) else (1, 0, str(device))
+
+    return sorted(stats(), key=lambda s: (-s[3], -s[2], device_order(s[0]), device_order(s[1])))
 
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None) -> None:

@@ -25,6 +25,8 @@ from collectives import known_names as known_collective_names
 from collectives import resolve as resolve_collective
 from simpy_astra.errors import InputError
 from topologies import REGISTRY as TOPOLOGY_REGISTRY
+from topologies import GraphSpec, GraphSpecError
+from topologies import build as build_topology
 
 PathLike = str | os.PathLike[str]
 
@@ -60,6 +62,8 @@ class NetworkConfig:
     bandwidth_gbps: tuple[float, ...]  # per link and direction, GB = 2^30 bytes
     latency_ns: tuple[float, ...]  # per link (hop); may be fractional
     source: str = "<network>"
+    #: per dimension: the parsed ``graph`` mapping of a Graph dimension, else None
+    graph_specs: tuple[GraphSpec | None, ...] = ()
 
     @property
     def num_dims(self) -> int:
@@ -358,12 +362,29 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
             out.append(float(v))
         return tuple(out)
 
+    bandwidth = numbers("bandwidth", 0.0, True, "GB/s per link")
+    latency = numbers("latency", 0.0, False, "ns per link")
+    if "graph" in data and "Graph" not in topology:
+        raise InputError.at(src, "graph", "is only read for a 'Graph' dimension; add Graph to topology "
+                                          "or remove the graph mapping")
+    specs: list[GraphSpec | None] = []
+    for i, name in enumerate(topology):
+        if name != "Graph":
+            specs.append(None)
+            continue
+        try:
+            spec = GraphSpec.parse(data.get("graph"), npus[i]) if "graph" in data else None
+            build_topology(name, npus[i], bandwidth[i], latency[i], spec)  # connectivity check
+        except GraphSpecError as exc:
+            raise InputError.at(src, exc.field, exc.problem) from None
+        specs.append(spec)
     return NetworkConfig(
         topology=tuple(topology),
         npus_count=tuple(npus),
-        bandwidth_gbps=numbers("bandwidth", 0.0, True, "GB/s per link"),
-        latency_ns=numbers("latency", 0.0, False, "ns per link"),
+        bandwidth_gbps=bandwidth,
+        latency_ns=latency,
         source=src,
+        graph_specs=tuple(specs) if any(specs) else (),
     )
 
 

@@ -29,7 +29,7 @@ from simpy_astra.system_layer import (
     SystemLayer,
 )
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from topologies import REGISTRY as TOPOLOGIES
+from topologies import build as build_topology
 from workloads.chakra_et import et_path, read_et, validate_graph
 from workloads.msccl_xml import read_msccl_xml
 
@@ -78,8 +78,9 @@ class Simulation:
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)
         self.kernel = Kernel()
-        dims = [TOPOLOGIES[t](n, bw, lat) for t, n, bw, lat in
-                zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, strict=True)]
+        specs = net.graph_specs or (None,) * net.num_dims
+        dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
+                zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
         if inputs.backend not in NETWORK_BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(NETWORK_BACKENDS)})")

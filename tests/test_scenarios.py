@@ -23,6 +23,24 @@ def test_mesh_all_to_all_is_slower_when_links_are_shared() -> None:
     assert aware > unaware
 
 
+def test_fat_tree_ecmp_spreads_what_shortest_path_piles_on_one_spine(tmp_path: Path) -> None:
+    unaware = max(finish_times("fat_tree_all_to_all", "congestion_unaware"))
+    ecmp = max(finish_times("fat_tree_all_to_all", "congestion_aware"))
+    text = (SCENARIOS / "fat_tree_all_to_all.yaml").read_text()
+    one_spine = tmp_path / "one_spine.yaml"
+    one_spine.write_text(text.replace("routing: ecmp", "routing: shortest_path")
+                         .replace("workload: workloads/", f"workload: {SCENARIOS}/workloads/"))
+    inputs = load_scenario(str(one_spine), backend="congestion_aware")
+    sim = Simulation(inputs)
+    shortest = max(r.finished_cycles for r in sim.run())
+    assert unaware < ecmp < shortest
+    # every cross-leaf byte crossed spine0; spine1 carried nothing
+    spine_bytes = {(u, v): b for u, v, b, _ in sim.network.link_stats() if "spine" in f"{u}{v}"}
+    assert all(b == 0 for (u, v), b in spine_bytes.items() if "spine1" in (u, v))
+    # leaf0's 4 NPUs each send a 256 KiB share (4 MiB / 16) to each of the 12 NPUs elsewhere
+    assert spine_bytes[("leaf0", "spine0")] == 4 * 12 * (4 << 20) // 16
+
+
 def test_torus_ring_all_reduce_has_no_contention() -> None:
     # every ring phase only talks to the next NPU of its dimension, one chunk at a time, so no
     # two messages ever share a link: both backends charge one hop per message

@@ -26,4 +26,4 @@ def test_line_is_a_mesh_dimension() -> None:
     assert line.hops(0, 3) == 3 and line.route(3, 1) == [3, 2, 1]
     degrees = dict(line.graph().out_degree())
     assert degrees == {0: 1, 1: 2, 2: 2, 3: 1}  # ends have one neighbour, the middle two
-    assert set(REGISTRY) == {"Ring", "FullyConnected", "Switch", "Line"}
+    assert set(REGISTRY) == {"Ring", "FullyConnected", "Switch", "Line", "Graph"}

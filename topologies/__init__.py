@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from topologies.base import BasicTopology
 from topologies.fully_connected import FullyConnected
+from topologies.graph import GraphSpec, GraphSpecError, GraphTopology
 from topologies.line import Line
 from topologies.ring import Ring
 from topologies.switch import Switch
@@ -19,6 +20,19 @@ REGISTRY: dict[str, type[BasicTopology]] = {
     "Switch": Switch,
     # beyond ASTRA-sim
     "Line": Line,
+    "Graph": GraphTopology,  # needs the network YAML's `graph` mapping
 }
 
-__all__ = ["BasicTopology", "Ring", "FullyConnected", "Switch", "Line", "REGISTRY"]
+
+def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
+          graph: GraphSpec | None = None) -> BasicTopology:
+    """One dimension of a network; ``graph`` is the parsed ``graph`` mapping for Graph."""
+    if name == "Graph":
+        if graph is None:
+            raise GraphSpecError("graph", "is missing; topology Graph needs a graph mapping")
+        return GraphTopology(npus_count, bandwidth_gbps, latency_ns, graph)
+    return REGISTRY[name](npus_count, bandwidth_gbps, latency_ns)
+
+
+__all__ = ["BasicTopology", "Ring", "FullyConnected", "Switch", "Line", "GraphTopology", "GraphSpec",
+           "GraphSpecError", "REGISTRY", "build"]

@@ -32,14 +32,27 @@ class BasicTopology:
         """Devices a message visits, ``src`` first and ``dst`` last."""
         raise NotImplementedError
 
+    def link_params(self, src: int, dst: int) -> tuple[float, float]:
+        """(bandwidth_gbps, latency_ns) of the directed link ``src -> dst``."""
+        return self.bandwidth_gbps, self.latency_ns
+
+    def path_profile(self, src: int, dst: int) -> tuple[float, float]:
+        """(summed link latency ns, slowest link GB/s) from ``src`` to ``dst``: what the
+        congestion-unaware backend charges. Uniform links: ``hops * latency``, ``bandwidth``."""
+        return self.hops(src, dst) * self.latency_ns, self.bandwidth_gbps
+
+    def device_label(self, device: int) -> int | str:
+        """How reports name a device (switches may have names)."""
+        return device
+
     def graph(self) -> nx.DiGraph:
         """The physical topology as a directed graph with link attributes."""
         g = nx.DiGraph(name=self.name)
         g.add_nodes_from(range(self.npus_count), kind="npu")
         for u, v in self.links():
-            if u not in g:
-                g.add_node(u, kind="switch")
-            if v not in g:
-                g.add_node(v, kind="switch")
-            g.add_edge(u, v, bandwidth_gbps=self.bandwidth_gbps, latency_ns=self.latency_ns)
+            for node in (u, v):
+                if node not in g:
+                    g.add_node(node, kind="switch", label=self.device_label(node))
+            bw, lat = self.link_params(u, v)
+            g.add_edge(u, v, bandwidth_gbps=bw, latency_ns=lat)
         return g

@@ -13,7 +13,8 @@ As in ASTRA-sim's ``congestion_aware`` library, which handles one-dimensional ne
 
 Beyond the reference, stacked dimensions work too (a 2D mesh is [Line, Line], a torus
 [Ring, Ring, Ring]): a message crosses dimension 0 first, then 1, ... (dimension-order, XY
-routing on a mesh), each hop on that dimension's links with its bandwidth and latency.
+routing on a mesh), each hop on that dimension's links with its bandwidth and latency. A
+Graph dimension (``topologies/graph.py``) gives every link its own bandwidth and latency.
 
 Speed: no SimPy process per message, one small :class:`_Message` per message, links are
 plain objects with a deque, routes are tuples of links computed once per (src, dst).
@@ -35,7 +36,7 @@ from topologies.base import BasicTopology
 
 class _Message:
     """One message in flight: its board key, route (links), the next hop's index, and the
-    (latency + serialisation, serialisation) delays of each hop's dimension."""
+    (latency + serialisation, serialisation) delays of each hop."""
 
     __slots__ = ("key", "route", "hop", "delays", "size")
 
@@ -50,12 +51,12 @@ class _Message:
 class _Link:
     """A directed link: one message on the wire at a time, the others wait in FIFO order."""
 
-    __slots__ = ("src", "dst", "dim", "busy", "queue", "bytes", "busy_ns", "free", "_net")
+    __slots__ = ("src", "dst", "kind", "busy", "queue", "bytes", "busy_ns", "free", "_net")
 
-    def __init__(self, net: CongestionAwareNetwork, src: Any, dst: Any, dim: int) -> None:
+    def __init__(self, net: CongestionAwareNetwork, src: Any, dst: Any, kind: int) -> None:
         self.src = src
         self.dst = dst
-        self.dim = dim
+        self.kind = kind  # index of its (latency, bandwidth) in the network's table
         self.busy = False
         self.queue: deque[_Message] = deque()
         self.bytes = 0
@@ -77,8 +78,10 @@ class CongestionAwareNetwork:
         self.board = MessageBoard(kernel)
         self.dims = dims
         self.source = source
-        self._latency_ns = [d.latency_ns for d in dims]
-        self._bytes_per_ns = [network_gbps_to_bytes_per_ns(d.bandwidth_gbps) for d in dims]
+        # distinct (latency_ns, bytes_per_ns) of links; a uniform dimension has one entry
+        self._link_kinds: dict[tuple[float, float], int] = {}
+        self._latency_ns: list[float] = []
+        self._bytes_per_ns: list[float] = []
         self._strides = [math.prod(d.npus_count for d in dims[:k]) for k in range(len(dims))]
         self._links: dict[tuple, _Link] = {}
         self._routes: dict[tuple[int, int], tuple[_Link, ...]] = {}
@@ -86,13 +89,29 @@ class CongestionAwareNetwork:
         self._call_later = kernel.call_later
         if len(dims) == 1:  # ASTRA-sim's devices: NPUs 0..n-1, the switch n
             for u, v in dims[0].links():
-                self._link(u, v, 0)
+                self._link(u, v, 0, u, v)
 
-    def _link(self, u: Any, v: Any, dim: int) -> _Link:
+    def _link(self, u: Any, v: Any, dim: int, local_u: int, local_v: int) -> _Link:
+        """The link from device ``u`` to ``v`` (``local_*``: their ids inside dimension ``dim``)."""
         link = self._links.get((u, v))
         if link is None:  # a 2-NPU ring names each pair twice: one link per direction
-            link = self._links[(u, v)] = _Link(self, u, v, dim)
+            bandwidth_gbps, latency_ns = self.dims[dim].link_params(local_u, local_v)
+            params = (latency_ns, network_gbps_to_bytes_per_ns(bandwidth_gbps))
+            kind = self._link_kinds.get(params)
+            if kind is None:
+                kind = self._link_kinds[params] = len(self._latency_ns)
+                self._latency_ns.append(params[0])
+                self._bytes_per_ns.append(params[1])
+            link = self._links[(u, v)] = _Link(self, u, v, kind)
         return link
+
+    def _device(self, dim: int, base: int, local: int) -> Any:
+        """Global id of device ``local`` of the ``dim`` instance at NPU ``base``: an NPU id,
+        or for switches of stacked dimensions ``("switch", dim, base, local)``."""
+        n = self.dims[dim].npus_count
+        if local < n:
+            return base + local * self._strides[dim]
+        return local if len(self.dims) == 1 else ("switch", dim, base, local)
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -100,10 +119,10 @@ class CongestionAwareNetwork:
         route = self._routes.get((src, dst))
         if route is None:
             route = self._route(src, dst)
-        dims = tuple(link.dim for link in route)
-        delays = self._delays.get((size, dims))
+        kinds = tuple(link.kind for link in route)
+        delays = self._delays.get((size, kinds))
         if delays is None:
-            delays = self._delays[(size, dims)] = tuple(self._delay(size, d) for d in dims)
+            delays = self._delays[(size, kinds)] = tuple(self._delay(size, k) for k in kinds)
         self._offer(route[0], _Message(key, route, delays, size))
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -119,31 +138,31 @@ class CongestionAwareNetwork:
             for base in range(total):
                 if (base // stride) % n:
                     continue  # one instance of this dimension per base NPU (coordinate 0)
-                switch = n if len(self.dims) == 1 else ("switch", dim, base)
                 for u, v in topo.links():
-                    gu = base + u * stride if u < n else switch
-                    gv = base + v * stride if v < n else switch
-                    for node in (gu, gv):
+                    gu, gv = self._device(dim, base, u), self._device(dim, base, v)
+                    for node, local in ((gu, u), (gv, v)):
                         if node not in g:
-                            g.add_node(node, kind="switch")
-                    g.add_edge(gu, gv, dim=dim, bandwidth_gbps=topo.bandwidth_gbps,
-                               latency_ns=topo.latency_ns)
+                            g.add_node(node, kind="switch", label=topo.device_label(local))
+                    bandwidth_gbps, latency_ns = topo.link_params(u, v)
+                    g.add_edge(gu, gv, dim=dim, bandwidth_gbps=bandwidth_gbps, latency_ns=latency_ns)
         return g
 
-    def link_stats(self) -> list[tuple[int, int, int, int]]:
-        """(from device, to device, bytes carried, busy ns) for every directed link."""
-        return [(lk.src, lk.dst, lk.bytes, lk.busy_ns) for lk in self._links.values()]
+    def link_stats(self) -> list[tuple[Any, Any, int, int]]:
+        """(from device, to device, bytes carried, busy ns) for every directed link; devices
+        of a one-dimensional network by their labels (named switches of a Graph)."""
+        label = self.dims[0].device_label if len(self.dims) == 1 else (lambda d: d)
+        return [(label(lk.src), label(lk.dst), lk.bytes, lk.busy_ns) for lk in self._links.values()]
 
     # ------------------------------------------------------------------ internals
-    def _delay(self, size: int, dim: int) -> tuple[int, int]:
-        ser = size / self._bytes_per_ns[dim]
-        return int(self._latency_ns[dim] + ser), int(ser)
+    def _delay(self, size: int, kind: int) -> tuple[int, int]:
+        ser = size / self._bytes_per_ns[kind]
+        return int(self._latency_ns[kind] + ser), int(ser)
 
     def _route(self, src: int, dst: int) -> tuple[_Link, ...]:
         """Dimension-order routing: cross dimension 0 first, then 1, ... (XY on a mesh).
 
         Within a dimension the building block's own route is used; its devices are NPU ids
-        with that coordinate replaced, and switches are ``("switch", dim, first NPU)``."""
+        with that coordinate replaced (switches: see :meth:`_device`)."""
         if src == dst:
             raise ValueError(f"NPU {src} cannot send to itself")
         route: list[_Link] = []
@@ -154,9 +173,10 @@ class CongestionAwareNetwork:
             if a == b:
                 continue
             base = here - a * stride
-            switch = n if len(self.dims) == 1 else ("switch", dim, base)
-            devices = [base + k * stride if k < n else switch for k in topo.route(a, b)]
-            route += [self._link(devices[i], devices[i + 1], dim) for i in range(len(devices) - 1)]
+            local = topo.route(a, b)
+            devices = [self._device(dim, base, k) for k in local]
+            route += [self._link(devices[i], devices[i + 1], dim, local[i], local[i + 1])
+                      for i in range(len(devices) - 1)]
             here = base + b * stride
         self._routes[(src, dst)] = tuple(route)
         return self._routes[(src, dst)]

@@ -2,7 +2,8 @@
 
 delay = trunc(hops * latency + bytes / bandwidth), computed in the lowest network
 dimension in which the two NPUs' coordinates differ (other differing dimensions are
-ignored, as in the reference). Dimension 0 varies fastest in NPU ids.
+ignored, as in the reference). Dimension 0 varies fastest in NPU ids. A Graph dimension,
+whose links differ, charges its route's summed latency and its slowest link's bandwidth.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ class CongestionUnawareNetwork:
         self.kernel = kernel
         self.board = MessageBoard(kernel)
         self.dims = dims
-        self._bytes_per_ns = [network_gbps_to_bytes_per_ns(d.bandwidth_gbps) for d in dims]
         self._strides = []
         stride = 1
         for d in dims:
@@ -38,8 +38,8 @@ class CongestionUnawareNetwork:
                 stride, n = self._strides[dim], topo.npus_count
                 a, b = (src // stride) % n, (dst // stride) % n
                 if a != b:
-                    hops = topo.hops(a, b)
-                    delay = int(hops * topo.latency_ns + size / self._bytes_per_ns[dim])
+                    latency_ns, bandwidth_gbps = topo.path_profile(a, b)
+                    delay = int(latency_ns + size / network_gbps_to_bytes_per_ns(bandwidth_gbps))
                     break
             else:
                 raise ValueError(f"NPU {src} cannot send to itself")
