@@ -56,6 +56,8 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--logging-configuration", default="empty")
     p.add_argument("--logging-folder", default="log")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
+    p.add_argument("--num-passes", type=int, default=1,
+                   help="training iterations when the workload is an ASTRA-sim 1.0 .txt file")
     return p
 
 
@@ -144,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             backend=args.network_backend,
             queues_per_dim=args.num_queues_per_dim,
             injection_scale=args.injection_scale,
+            num_passes=args.num_passes,
         )
         return _simulate(inputs, args.json_out, rich_summary=False)
     except (InputError, EtError, CollectiveError) as exc:

@@ -19,9 +19,11 @@ collective is left out. Inputs on which Chakra would crash are :class:`InputErro
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from simpy_astra.errors import InputError
 from workloads.chakra_et import make_node, write_et
@@ -332,6 +334,25 @@ def write_text_ets(input_path: str, prefix: str, num_npus: int, num_passes: int,
         except OSError as exc:
             raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
     return workload
+
+
+def generate(params: dict[str, Any], prefix: str) -> None:
+    """Generator entry (``workloads.generated``): ``{input, sha256, num_npus, num_passes, num_dims}``."""
+    write_text_ets(params["input"], prefix, params["num_npus"], params["num_passes"], params.get("num_dims"))
+
+
+def text_workload_prefix(path: str, num_npus: int, num_passes: int = 1, num_dims: int | None = None) -> str:
+    """ET prefix of ``path`` converted for ``num_npus`` NPUs, cached by the file's content."""
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the text workload ({exc.strerror or exc})") from None
+    from workloads.generated import materialise
+
+    spec = {"generate": "text", "input": os.path.abspath(path), "sha256": digest, "num_npus": num_npus,
+            "num_passes": num_passes, "num_dims": num_dims}
+    return materialise(spec, where=path).prefix
 
 
 def main(argv: list[str]) -> int:
