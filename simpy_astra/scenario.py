@@ -4,6 +4,8 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
 
     workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce   # ET prefix, or
     workload: {generate: transformer, preset: llama2-7b, dp: 8}     # generated and cached
+    workload: models/Resnet50_DataParallel.txt   # ASTRA-sim 1.0 text: converted and cached
+    num_passes: 1                        # optional: training iterations of a .txt workload
     system: configs/system.json          # or an inline mapping with the JSON's keys
     network: configs/network.yml         # or inline {topology: [Ring], npus_count: [8], ...}
     remote_memory: configs/memory.json   # optional, default NO_MEMORY_EXPANSION

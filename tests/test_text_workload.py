@@ -144,3 +144,24 @@ def test_transformer_text_is_a_clear_cli_error(reference_dir: Path, tmp_path: Pa
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and "HYBRID_TRANSFORMER is not supported" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_scenario_with_txt_workload_and_num_passes(reference_dir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from simpy_astra.scenario import load_scenario
+
+    case = json.loads((reference_dir / "cases" / "text_cu_DLRM_HybridParallel_8npus_p2_sw8.json").read_text())
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    doc = {"workload": str(TEXT / "src" / "DLRM_HybridParallel.txt"), "num_passes": 2,
+           "system": str(reference_dir / case["system"]), "network": str(reference_dir / case["network"]),
+           "backend": case["backend"]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    lines: list[str] = []
+    Simulation(load_scenario(str(path)), on_report=lambda r: lines.extend(r.lines())).run()
+    _assert_figures(case, parse_lines(lines))
+    path.write_text(yaml.safe_dump({**doc, "num_passes": 0}))
+    with pytest.raises(InputError, match="field 'num_passes' must be a positive integer"):
+        load_scenario(str(path))
