@@ -107,10 +107,12 @@ def layer_rows(record: RunRecord, rows: list[tuple] | None = None) -> list[tuple
                     return None
                 phase = parent.group(2) if parent.group(1) == layer else "BWD_IG"
             t = totals.setdefault(layer, {})
+            t["collectives"] = t.get("collectives", 0) + 1
             t[f"{phase}_comm"] = t.get(f"{phase}_comm", 0) + duration
             t[f"{phase}_exposed"] = t.get(f"{phase}_exposed", 0) + exposed
         for layer, t in totals.items():
-            out.append((npu_id, layer, t.get("passes", 0),
+            # passes: forward computes seen (MICRO workloads have none: one collective per pass)
+            out.append((npu_id, layer, t.get("passes") or t.get("collectives", 0),
                         *(t.get(f"{p}_compute", 0) for p in PHASES),
                         *(t.get(f"{p}_comm", 0) for p in PHASES),
                         *(t.get(f"{p}_exposed", 0) for p in PHASES)))

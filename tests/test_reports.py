@@ -141,3 +141,14 @@ def test_report_flags_do_not_change_printed_figures(flags: list[str], tmp_path: 
     assert plain.returncode == with_reports.returncode == 0, with_reports.stderr
     assert plain.stdout == with_reports.stdout
     assert Path(extra[1]).exists()
+
+
+def test_layers_csv_of_a_micro_text_workload(reference_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """MICRO: one collective per pass and no compute, so all of it is exposed weight-gradient comm."""
+    case, _sim, record, _reports = _case_run(reference_dir, tmp_path, monkeypatch,
+                                             "text_cu_microAllReduce_8npus_p2_sw8", chunks=False)
+    write_csv_reports(record, str(tmp_path / "csv"))
+    rows = _read_csv(tmp_path / "csv" / "layers.csv")
+    assert [(r["npu"], r["layer"], r["passes"], r["wg_comm_ns"], r["wg_exposed_comm_ns"]) for r in rows] == \
+           [(npu, "conv1", "2", str(f["comm_time"]), str(f["exposed_comm_cycles"]))
+            for npu, f in case["expected"].items()]
