@@ -56,7 +56,17 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--logging-configuration", default="empty")
     p.add_argument("--logging-folder", default="log")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
+    p.add_argument("--num-passes", type=int, default=1,
+                   help="training iterations when the workload is an ASTRA-sim 1.0 .txt file")
+    _add_report_flags(p)
     return p
+
+
+def _add_report_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--csv-out", default=None, metavar="DIR",
+                   help="write nodes.csv (and layers.csv for text workloads) into DIR")
+    p.add_argument("--trace-out", default=None, metavar="FILE.json",
+                   help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks")
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -65,6 +75,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-backend", default=None, help="override the scenario's backend")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
+    _add_report_flags(p)
     return p
 
 
@@ -97,11 +108,17 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         raise InputError(f"--json-out: cannot write {path} ({exc.strerror or exc})") from None
 
 
-def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
+def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
+              trace_out: str | None = None) -> int:
     from simpy_astra.simulation import Simulation
 
     t0 = time.perf_counter()
     sim = Simulation(inputs, on_report=_print_report)
+    record = None  # node timings are recorded only for reports that need them
+    if csv_out or trace_out or rich_summary:
+        from simpy_astra.trace_recorder import attach
+
+        record = attach(sim, record_chunks=bool(trace_out))
     if rich_summary:
         from simpy_astra.reporting import run_with_progress
 
@@ -115,10 +132,20 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool) -> int:
     links = busiest_links(sim.network)
     if json_out:
         _write_json(json_out, reports, wall, links)
+    if record is not None and csv_out:
+        from simpy_astra.csv_reports import write_csv_reports
+
+        write_csv_reports(record, csv_out)
+    if record is not None and trace_out:
+        from simpy_astra.timeline import write_chrome_trace
+
+        write_chrome_trace(record, trace_out)
     if rich_summary:
         from simpy_astra.reporting import print_summary
+        from simpy_astra.timeline import print_timeline
 
         print_summary(reports, wall, links)
+        print_timeline(record)
     return 0
 
 
@@ -134,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             from simpy_astra.scenario import load_scenario
 
             inputs = load_scenario(args.scenario, backend=args.network_backend)
-            return _simulate(inputs, args.json_out, rich_summary=not args.quiet)
+            return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
+                             trace_out=args.trace_out)
         args, _unknown = _astra_parser().parse_known_args(argv)  # ASTRA-sim ignores unknown flags
         from simpy_astra.scenario import inputs_from_astra_flags
 
@@ -147,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
             backend=args.network_backend,
             queues_per_dim=args.num_queues_per_dim,
             injection_scale=args.injection_scale,
+            num_passes=args.num_passes,
         )
-        return _simulate(inputs, args.json_out, rich_summary=False)
+        return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
+                         trace_out=args.trace_out)
     except (InputError, EtError, CollectiveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR

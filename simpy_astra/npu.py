@@ -79,6 +79,7 @@ class Npu:
         self.slot_in_use: dict[int, int] = {}  # node id -> slot class, for nodes in flight
         self.report = None
         self.done = None  # SimPy event the NPU's process waits on; set by the Simulation
+        self.recorder = None  # trace_recorder.NpuRecorder when reports/timelines are requested
         for n in nodes:
             self.parents_left[n.id] = len(n.deps)
             for d in n.deps:
@@ -154,6 +155,8 @@ class Npu:
         self.ongoing += 1
         t = node.type
         self.stats.start(node.id, self._category(node, slot), now)
+        if self.recorder is not None:
+            self.recorder.node_start(node.id, now)
         cfg = self.config
         if cfg.replay_only:
             return self._replay(node, slot)
@@ -308,6 +311,8 @@ class Npu:
         if self.memory is not None:
             self.memory.record(node, self.stats.starts[node.id], now)
         self.stats.end(node.id, now)
+        if self.recorder is not None:
+            self.recorder.node_end(node.id, now)
 
     def complete(self, node_id: int) -> None:
         """An asynchronous node finished at the current tick."""

@@ -4,6 +4,8 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
 
     workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce   # ET prefix, or
     workload: {generate: transformer, preset: llama2-7b, dp: 8}     # generated and cached
+    workload: models/Resnet50_DataParallel.txt   # ASTRA-sim 1.0 text: converted and cached
+    num_passes: 1                        # optional: training iterations of a .txt workload
     system: configs/system.json          # or an inline mapping with the JSON's keys
     network: configs/network.yml         # or inline {topology: [Ring], npus_count: [8], ...}
     remote_memory: configs/memory.json   # optional, default NO_MEMORY_EXPANSION
@@ -35,16 +37,24 @@ from simpy_astra.errors import InputError
 from simpy_astra.simulation import SimulationInputs
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
-                 "num_queues_per_dim", "injection_scale", "name", "description"}
+                 "num_queues_per_dim", "injection_scale", "name", "description", "num_passes"}
 
 
 def inputs_from_astra_flags(workload: str, system: str, network: str, remote_memory: str,
                             comm_groups: str | None, backend: str, queues_per_dim: int = 1,
-                            injection_scale: float = 1.0) -> SimulationInputs:
-    """Load the four (five) ASTRA-sim input files exactly as the reference binary would."""
+                            injection_scale: float = 1.0, num_passes: int = 1) -> SimulationInputs:
+    """Load the four (five) ASTRA-sim input files exactly as the reference binary would.
+
+    A ``.txt`` workload is an ASTRA-sim 1.0 text file: it is converted (and cached) for the
+    network's NPU count and ``num_passes`` training iterations first.
+    """
     if queues_per_dim < 1:
         raise InputError(f"--num-queues-per-dim must be >= 1 (got {queues_per_dim})")
     net = load_network_yaml(network)
+    if workload.endswith(".txt"):
+        from workloads.text_workload import text_workload_prefix
+
+        workload = text_workload_prefix(workload, net.total_npus, num_passes)
     return SimulationInputs(
         workload_prefix=workload,
         system=load_system_json(system, injection_scale=injection_scale),
@@ -112,4 +122,12 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
             backend=backend or doc.get("backend", "congestion_unaware"),
             queues_per_dim=int(doc.get("num_queues_per_dim", 1)),
             injection_scale=float(doc.get("injection_scale", 1.0)),
+            num_passes=_positive_int(path, doc, "num_passes"),
         )
+
+
+def _positive_int(path: str, doc: dict, key: str, default: int = 1) -> int:
+    value = doc.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{path}: field '{key}' must be a positive integer (got {value!r})")
+    return value

@@ -300,6 +300,7 @@ class SystemLayer:
         self.active: list[list[Stream]] = [[] for _ in range(n_queues)]
         self.running = [0] * n_queues
         self._default_plans: dict[str, CollectivePlan] = {}
+        self.recorder = None  # trace_recorder.NpuRecorder when chunk timelines are requested
 
     # -- helpers
     def reduction_ns(self, size_bytes: int) -> int:
@@ -465,6 +466,8 @@ class SystemLayer:
 
     def proceed(self, stream: Stream) -> None:
         """Move ``stream`` past its current phase (or into its first one)."""
+        if self.recorder is not None:
+            self.recorder.stream_moved(stream, self.clock.env._now)
         previous = stream.queue_id
         last = stream.next_phase == len(stream.phases)
         if last:
@@ -497,4 +500,6 @@ class SystemLayer:
             stream.initialized = True
             self.running[queue_id] += 1
             i += 1
+            if self.recorder is not None:
+                self.recorder.phase_started(stream, self.clock.env._now)
             stream.current.start()

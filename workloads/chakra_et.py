@@ -634,10 +634,18 @@ def _to_message(node: object):
     raise TypeError(f"write_et: expected EtNode or ChakraProtoMsg.Node, got {type(node).__name__}")
 
 
-def write_et(path: str, nodes: Iterable[object], version: str = SCHEMA_VERSION) -> None:
-    """Write ``GlobalMetadata(version)`` and then every node (``Node`` messages or EtNodes)."""
+def write_et(path: str, nodes: Iterable[object], version: str = SCHEMA_VERSION,
+             metadata_attrs: dict[str, object] | None = None) -> None:
+    """Write ``GlobalMetadata(version)`` and then every node (``Node`` messages or EtNodes).
+
+    ``metadata_attrs`` adds attributes to the metadata record (Chakra's text converter stores
+    its schema label and the source text there); pass ``version=""`` to leave the version unset.
+    """
     parts = []
-    meta = GlobalMetadata(version=version).SerializeToString()
+    metadata = GlobalMetadata(version=version)
+    for attr_name, value in (metadata_attrs or {}).items():
+        metadata.attr.append(make_attr(attr_name, value))
+    meta = metadata.SerializeToString()
     parts.append(encode_varint(len(meta)))
     parts.append(meta)
     for node in nodes:

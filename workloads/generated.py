@@ -37,8 +37,22 @@ class GeneratorEntry:
     version: str
 
 
+def _lazy(module: str, function: str) -> Callable[[dict[str, Any], str], str | None]:
+    """A generator that imports its module on first use (keeps scenario loading light)."""
+
+    def run(params: dict[str, Any], prefix: str) -> str | None:
+        import importlib
+
+        return getattr(importlib.import_module(module), function)(params, prefix)
+
+    return run
+
+
 # name -> generator; each generator module adds its own line here
-GENERATORS: dict[str, GeneratorEntry] = {}
+GENERATORS: dict[str, GeneratorEntry] = {
+    "microbench": GeneratorEntry(_lazy("workloads.microbench", "generate"), "1"),
+    "text": GeneratorEntry(_lazy("workloads.text_workload", "generate"), "1"),
+}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,22 @@
+"""``simpy-astra convert FORMAT ...``: turn other workload formats into Chakra traces.
+
+Each format is a module exposing ``main(argv) -> int``; add a line to ``FORMATS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from simpy_astra.errors import InputError
+
+FORMATS: dict[str, str] = {
+    "text": "workloads.text_workload",  # ASTRA-sim 1.0 layer files (Resnet50_DataParallel.txt, ...)
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in FORMATS:
+        got = argv[0] if argv else "nothing"
+        raise InputError(f"convert: unknown format {got!r}; use one of {', '.join(FORMATS)} "
+                         f"(e.g. simpy-astra convert text --help)")
+    return importlib.import_module(FORMATS[argv[0]]).main(argv[1:])

@@ -1,0 +1,143 @@
+"""Per-run CSVs: ``nodes.csv`` (one row per workload node) and ``layers.csv`` (text workloads).
+
+Exposed communication of a communication node = the part of its [start, end] interval during
+which its NPU ran no compute node; this is the time the NPU spent only waiting on it. Two
+collectives running at once with no compute are both charged for that time, so summing the
+column can exceed the NPU's reported ``exposed communication``.
+
+``layers.csv`` resembles ASTRA-sim 1.0's ``EndToEnd.csv``: for workloads converted from the 1.0
+text format (node names ``COMP_NODE_<layer>_<FWD|BWD_IG|BWD_WG>`` and
+``COMM_COLL_NODE_<layer>_<TYPE>``), per NPU and layer, the compute and the (exposed)
+communication of the forward, input-gradient and weight-gradient phases, summed over passes.
+A collective belongs to the phase of the compute node it depends on; a collective named after
+another layer than that compute node (DLRM's embedding all-to-all) is that layer's input
+gradient.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import os
+import re
+
+from simpy_astra.errors import InputError
+from simpy_astra.trace_recorder import RunRecord
+from workloads.chakra_schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+
+COMM_TYPES = frozenset((COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE))
+NODE_COLUMNS = ("npu", "node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns")
+PHASES = ("FWD", "BWD_IG", "BWD_WG")
+LAYER_COLUMNS = ("npu", "layer", "passes",
+                 "fwd_compute_ns", "ig_compute_ns", "wg_compute_ns",
+                 "fwd_comm_ns", "ig_comm_ns", "wg_comm_ns",
+                 "fwd_exposed_comm_ns", "ig_exposed_comm_ns", "wg_exposed_comm_ns")
+_COMP_NAME = re.compile(r"^COMP_NODE_(.+)_(FWD|BWD_IG|BWD_WG)$")
+_COMM_NAME = re.compile(r"^COMM_COLL_NODE_(.+?)(_IG_COMM_)?_([A-Z]+)$")
+
+
+def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint union of [start, end] intervals."""
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_starts: list[int]) -> int:
+    """Length of [start, end] not covered by the disjoint sorted intervals ``cover``."""
+    covered = 0
+    i = max(bisect.bisect_right(cover_starts, start) - 1, 0)
+    while i < len(cover) and cover[i][0] < end:
+        lo, hi = max(cover[i][0], start), min(cover[i][1], end)
+        if hi > lo:
+            covered += hi - lo
+        i += 1
+    return end - start - covered
+
+
+def node_rows(record: RunRecord) -> list[tuple]:
+    """Rows of ``nodes.csv`` in (npu, start, node id) order."""
+    rows = []
+    for rec in record.npus:
+        nodes = record.sim.npus[rec.npu_id].nodes
+        compute = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type == COMP_NODE])
+        starts = [s for s, _ in compute]
+        for nid, s, e in sorted(rec.intervals, key=lambda t: (t[1], t[0])):
+            node = nodes[nid]
+            exposed = uncovered_ns(s, e, compute, starts) if node.type in COMM_TYPES else 0
+            rows.append((rec.npu_id, nid, node.name, node.type_label, s, e, e - s, exposed))
+    return rows
+
+
+def layer_rows(record: RunRecord, rows: list[tuple] | None = None) -> list[tuple] | None:
+    """Rows of ``layers.csv``, or None when the workload is not a converted text workload."""
+    rows = node_rows(record) if rows is None else rows
+    by_npu: dict[int, list[tuple]] = {}
+    for row in rows:
+        by_npu.setdefault(row[0], []).append(row)
+    out = []
+    for npu_id, npu_rows in sorted(by_npu.items()):
+        nodes = record.sim.npus[npu_id].nodes
+        totals: dict[str, dict[str, int]] = {}
+        for _npu, nid, name, _label, _s, _e, duration, exposed in npu_rows:
+            node = nodes[nid]
+            if node.type == COMP_NODE:
+                m = _COMP_NAME.match(name)
+                if m is None:
+                    return None
+                t = totals.setdefault(m.group(1), {})
+                t[f"{m.group(2)}_compute"] = t.get(f"{m.group(2)}_compute", 0) + duration
+                if m.group(2) == "FWD":
+                    t["passes"] = t.get("passes", 0) + 1
+                continue
+            m = _COMM_NAME.match(name) if node.type == COMM_COLL_NODE else None
+            if m is None:
+                return None
+            layer, phase = m.group(1), "BWD_WG"  # MICRO workloads: collectives without compute
+            if m.group(2):
+                phase = "BWD_IG"
+            elif node.deps:
+                parent = _COMP_NAME.match(nodes[node.deps[0]].name)
+                if parent is None:
+                    return None
+                phase = parent.group(2) if parent.group(1) == layer else "BWD_IG"
+            t = totals.setdefault(layer, {})
+            t["collectives"] = t.get("collectives", 0) + 1
+            t[f"{phase}_comm"] = t.get(f"{phase}_comm", 0) + duration
+            t[f"{phase}_exposed"] = t.get(f"{phase}_exposed", 0) + exposed
+        for layer, t in totals.items():
+            # passes: forward computes seen (MICRO workloads have none: one collective per pass)
+            out.append((npu_id, layer, t.get("passes") or t.get("collectives", 0),
+                        *(t.get(f"{p}_compute", 0) for p in PHASES),
+                        *(t.get(f"{p}_comm", 0) for p in PHASES),
+                        *(t.get(f"{p}_exposed", 0) for p in PHASES)))
+    return out
+
+
+def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def write_csv_reports(record: RunRecord, folder: str) -> list[str]:
+    """Write ``nodes.csv`` (and ``layers.csv`` for text workloads) into ``folder``; returns the paths."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        rows = node_rows(record)
+        paths = [os.path.join(folder, "nodes.csv")]
+        _write(paths[0], NODE_COLUMNS, rows)
+        layers = layer_rows(record, rows)
+        if layers is not None:
+            paths.append(os.path.join(folder, "layers.csv"))
+            _write(paths[1], LAYER_COLUMNS, layers)
+    except OSError as exc:
+        raise InputError(f"--csv-out: cannot write into {folder} ({exc.strerror or exc})") from None
+    return paths
+

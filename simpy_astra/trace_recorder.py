@@ -1,0 +1,104 @@
+"""What happened when, per NPU: workload-node intervals and (optionally) collective chunk phases.
+
+Recording is opt-in: NPUs and system layers hold ``recorder = None`` and check it once per node
+start / end and once per chunk-phase transition, so a run without reports pays one attribute
+test there and allocates nothing. :func:`attach` switches recording on for a built
+:class:`~simpy_astra.simulation.Simulation` before it runs; the CSV, Chrome-trace and terminal
+timeline writers read the finished :class:`RunRecord`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from simpy_astra.simulation import Simulation
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkPhase:
+    """One phase of one chunk (stream) of a collective: queued, then running until it finished."""
+
+    node_id: int  # the COMM_COLL node the chunk belongs to (-1 if unknown)
+    stream_id: int
+    phase_index: int
+    kind: str  # all_reduce / reduce_scatter / all_gather / all_to_all / custom ...
+    dim_size: int  # NPUs in the phase's logical dimension (0: custom algorithm)
+    size_bytes: int
+    queued_ns: int  # entered its dimension's queue
+    start_ns: int  # started running (after waiting for a free slot in the queue)
+    end_ns: int
+
+
+class NpuRecorder:
+    """Recorder of one NPU; its methods are the hooks the simulator calls."""
+
+    __slots__ = ("npu_id", "starts", "intervals", "chunks", "queued", "running", "stream_node",
+                 "last_started", "record_chunks")
+
+    def __init__(self, npu_id: int, record_chunks: bool) -> None:
+        self.npu_id = npu_id
+        self.record_chunks = record_chunks
+        self.starts: dict[int, int] = {}
+        self.intervals: list[tuple[int, int, int]] = []  # (node id, start ns, end ns), in end order
+        self.chunks: list[ChunkPhase] = []
+        self.queued: dict[int, int] = {}  # id(stream) -> when its current phase was queued
+        self.running: dict[int, int] = {}  # id(stream) -> when its current phase started running
+        # id(stream) -> collective node id, while the stream lives (ids of freed objects recur)
+        self.stream_node: dict[int, int] = {}
+        self.last_started = -1
+
+    # -- hooks called by Npu
+    def node_start(self, node_id: int, now_ns: int) -> None:
+        self.starts[node_id] = now_ns
+        self.last_started = node_id  # collectives build their chunks right after this call
+
+    def node_end(self, node_id: int, now_ns: int) -> None:
+        self.intervals.append((node_id, self.starts.pop(node_id), now_ns))
+
+    # -- hooks called by SystemLayer: a phase starts running / a stream leaves its phase
+    def phase_started(self, stream: Any, now_ns: int) -> None:
+        if self.record_chunks:
+            self.running[id(stream)] = now_ns
+
+    def stream_moved(self, stream: Any, now_ns: int) -> None:
+        if not self.record_chunks:
+            return
+        key = id(stream)
+        queued = self.queued.pop(key, None)
+        if stream.next_phase == 0:  # a new chunk, built while its collective node is being issued
+            self.stream_node[key] = self.last_started
+        node_id = self.stream_node[key]
+        if queued is not None:  # the phase the stream was in has ended
+            index = stream.next_phase - 1
+            phase = stream.phases[index]
+            self.chunks.append(ChunkPhase(node_id, stream.stream_id, index, phase.kind, len(phase.members),
+                                          phase.size_bytes, queued, self.running.pop(key, queued), now_ns))
+        if stream.next_phase < len(stream.phases):
+            self.queued[key] = now_ns
+        else:
+            del self.stream_node[key]
+
+
+@dataclass
+class RunRecord:
+    """Every NPU's recorder plus the simulation (for node names and types)."""
+
+    sim: Simulation
+    npus: list[NpuRecorder] = field(default_factory=list)
+
+    def node(self, npu_id: int, node_id: int):
+        return self.sim.npus[npu_id].nodes[node_id]
+
+
+def attach(sim: Simulation, record_chunks: bool = False) -> RunRecord:
+    """Switch recording on for ``sim`` (before ``sim.run()``); chunks only when asked (traces)."""
+    record = RunRecord(sim)
+    for npu, system in zip(sim.npus, sim.systems, strict=True):
+        recorder = NpuRecorder(npu.npu_id, record_chunks)
+        npu.recorder = recorder
+        if record_chunks:
+            system.recorder = recorder
+        record.npus.append(recorder)
+    return record

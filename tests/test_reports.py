@@ -1,0 +1,154 @@
+"""CSV reports, the Chrome/Perfetto trace and the terminal timeline, checked against the run's figures.
+
+The figures come from the reference (ASTRA-sim 2.0's GPU time, Comm time, finish cycles) or,
+for the default scenario, from its closed form (20 us compute, 117.78 us all-reduce, 5 us).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.csv_reports import write_csv_reports
+from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.simulation import Simulation
+from simpy_astra.statistics import union_length
+from simpy_astra.timeline import timeline_rows, write_chrome_trace
+from simpy_astra.trace_recorder import attach
+from workloads.chakra_et import read_et
+
+ROOT = Path(__file__).resolve().parents[1]
+RESNET_CASE = "text_cu_Resnet50_DataParallel_8npus_p2_sw8"
+
+
+def _case_run(reference_dir: Path, tmp_path: Path, monkeypatch, case_id: str, chunks: bool):
+    case = json.loads((reference_dir / "cases" / f"{case_id}.json").read_text())
+    for entry in reference_dir.iterdir():
+        (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.chdir(tmp_path)
+    inputs = inputs_from_astra_flags(workload=case["workload"], system=case["system"], network=case["network"],
+                                     remote_memory=case["remote_memory"], comm_groups="empty",
+                                     backend=case["backend"])
+    sim = Simulation(inputs)
+    record = attach(sim, record_chunks=chunks)
+    reports = {str(r.npu_id): r for r in sim.run()}
+    return case, sim, record, reports
+
+
+def test_trace_events_agree_with_reference_figures(reference_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    case, sim, record, reports = _case_run(reference_dir, tmp_path, monkeypatch, RESNET_CASE, chunks=True)
+    write_chrome_trace(record, str(tmp_path / "trace.json"))
+    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {e["pid"] for e in spans} == set(range(8))
+    for npu, want in case["expected"].items():
+        mine = [e for e in spans if e["pid"] == int(npu)]
+
+        def ns(e: dict) -> tuple[int, int]:
+            start = round(e["ts"] * 1000)
+            return start, start + round(e["dur"] * 1000)
+
+        compute = [ns(e) for e in mine if e["cat"] == "compute"]
+        comm = [ns(e) for e in mine if e["cat"] == "comm"]
+        assert union_length(compute) == want["gpu_time"]
+        assert union_length(comm) == want["comm_time"]
+        assert max(end for _s, end in compute + comm) == want["finished_cycles"]
+        # every workload node appears once; chunks of a collective end exactly when it does
+        assert len(compute) + len(comm) == len(sim.npus[int(npu)].nodes)
+        coll_end = {e["args"]["node_id"]: ns(e)[1] for e in mine if e["cat"] == "comm"}
+        chunk_end: dict[int, int] = {}
+        for e in mine:
+            if e["cat"] == "chunk":
+                node = e["args"]["node_id"]
+                chunk_end[node] = max(chunk_end.get(node, 0), ns(e)[1])
+        assert chunk_end == coll_end
+        # a track never holds overlapping events (Perfetto would mis-nest them)
+        by_track: dict[int, list] = {}
+        for e in mine:
+            by_track.setdefault(e["tid"], []).append(ns(e))
+        for track in by_track.values():
+            track.sort()
+            assert all(a[1] <= b[0] for a, b in zip(track, track[1:], strict=False))
+    assert reports["0"].finished_cycles == case["expected"]["0"]["finished_cycles"]
+
+
+def _read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_csv_reports_of_a_text_workload(reference_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    case, sim, record, _reports = _case_run(reference_dir, tmp_path, monkeypatch, RESNET_CASE, chunks=False)
+    paths = write_csv_reports(record, str(tmp_path / "csv"))
+    assert [Path(p).name for p in paths] == ["nodes.csv", "layers.csv"]
+    nodes = _read_csv(tmp_path / "csv" / "nodes.csv")
+    layers = _read_csv(tmp_path / "csv" / "layers.csv")
+    src = (reference_dir / "workloads" / "text" / "src" / "Resnet50_DataParallel.txt").read_text().split("\n")
+    layer_names = [line.split()[0] for line in src[2:] if line.strip()]
+    for npu, want in case["expected"].items():
+        mine = [r for r in nodes if r["npu"] == npu]
+        _meta, et = read_et(f"{sim.inputs.workload_prefix}.{npu}.et")
+        assert sorted(int(r["node_id"]) for r in mine) == sorted(n.id for n in et)
+        assert all(int(r["end_ns"]) - int(r["start_ns"]) == int(r["duration_ns"]) for r in mine)
+        per_layer = [r for r in layers if r["npu"] == npu]
+        assert [r["layer"] for r in per_layer] == layer_names
+        assert all(r["passes"] == "2" for r in per_layer)
+        # compute never overlaps compute on an NPU, so the per-layer compute adds up to GPU time
+        total = sum(int(r[k]) for r in per_layer for k in ("fwd_compute_ns", "ig_compute_ns", "wg_compute_ns"))
+        assert total == want["gpu_time"]
+        # the ET field is microseconds: conv1 computes 13003 us forward and 32291 us weight gradient per pass
+        conv1 = per_layer[0]
+        assert (conv1["fwd_compute_ns"], conv1["wg_compute_ns"], conv1["ig_compute_ns"]) == ("26006000", "64582000", "0")
+
+
+def test_exposed_comm_of_a_lone_collective_is_the_reported_figure(reference_dir: Path, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    case, _sim, record, _reports = _case_run(reference_dir, tmp_path, monkeypatch,
+                                             "grid_ca_all_reduce_1MB_fc8_direct", chunks=False)
+    write_csv_reports(record, str(tmp_path / "csv"))
+    rows = _read_csv(tmp_path / "csv" / "nodes.csv")
+    assert not (tmp_path / "csv" / "layers.csv").exists()  # not a text workload
+    assert {r["npu"]: int(r["exposed_comm_ns"]) for r in rows} == \
+           {npu: f["exposed_comm_cycles"] for npu, f in case["expected"].items()}
+
+
+def test_terminal_timeline_of_the_default_scenario() -> None:
+    sim = Simulation(load_scenario(str(ROOT / "scenarios" / "default.yaml")))
+    record = attach(sim)
+    sim.run()
+    # 60 buckets of 142780/60 ns: compute 0..20000 fills 8 of them, the all-reduce until 137780
+    # dominates the next 50, the 5 us optimizer step the last 2
+    assert timeline_rows(record, width=60) == [(npu, "C" * 8 + "X" * 50 + "C" * 2) for npu in range(8)]
+
+
+def test_recording_is_off_unless_attached() -> None:
+    sim = Simulation(load_scenario(str(ROOT / "scenarios" / "default.yaml")))
+    assert all(npu.recorder is None for npu in sim.npus)
+    assert all(system.recorder is None for system in sim.systems)
+
+
+@pytest.mark.parametrize("flags", [["--csv-out", "{tmp}/csv"], ["--trace-out", "{tmp}/t.json"]])
+def test_report_flags_do_not_change_printed_figures(flags: list[str], tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "simpy_astra", "run", str(ROOT / "scenarios" / "default.yaml"), "--quiet"]
+    plain = subprocess.run(base, capture_output=True, text=True, cwd=ROOT)
+    extra = [f.format(tmp=tmp_path) for f in flags]
+    with_reports = subprocess.run(base + extra, capture_output=True, text=True, cwd=ROOT)
+    assert plain.returncode == with_reports.returncode == 0, with_reports.stderr
+    assert plain.stdout == with_reports.stdout
+    assert Path(extra[1]).exists()
+
+
+def test_layers_csv_of_a_micro_text_workload(reference_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """MICRO: one collective per pass and no compute, so all of it is exposed weight-gradient comm."""
+    case, _sim, record, _reports = _case_run(reference_dir, tmp_path, monkeypatch,
+                                             "text_cu_microAllReduce_8npus_p2_sw8", chunks=False)
+    write_csv_reports(record, str(tmp_path / "csv"))
+    rows = _read_csv(tmp_path / "csv" / "layers.csv")
+    assert [(r["npu"], r["layer"], r["passes"], r["wg_comm_ns"], r["wg_exposed_comm_ns"]) for r in rows] == \
+           [(npu, "conv1", "2", str(f["comm_time"]), str(f["exposed_comm_cycles"]))
+            for npu, f in case["expected"].items()]
