@@ -42,10 +42,20 @@ def _write_point_scenarios(out_dir: str, points) -> None:
                 yaml.safe_dump(p.scenario, f, sort_keys=False)
 
 
+def _require(module: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise InputError(f"sweep needs the '{module}' package: pip install 'simpy-astra[sweep]'")
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
+    _require("simpleeval")
+    if not args.no_plots:
+        _require("matplotlib")
     from simpy_astra.sweep.best import best_summary, outcomes, write_best
     from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.spec import load_sweep
