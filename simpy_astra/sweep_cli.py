@@ -70,6 +70,8 @@ def main(argv: list[str]) -> int:
     _write_point_scenarios(args.out, points)
     todo = [p for p in points if not store.done(p.key)]
     console = Console(stderr=True)
+    if not console.is_terminal:  # a log file: room for the whole table
+        console = Console(stderr=True, width=200)
     where = f"cluster {args.cluster}" if args.cluster else f"{min(args.jobs, max(len(todo), 1))} local processes"
     console.print(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
                   f"{store.csv_path}, running {len(todo)} on {where}")

@@ -201,26 +201,21 @@ def test_parallel_workers_share_one_cached_trace(copying_generator, tmp_path):
 
 # ---------------------------------------------------------------- SIGINT, then start again
 def test_sigint_then_restart_runs_every_point_exactly_once(tmp_path):
-    # 3 bandwidths x 3 algorithms x 5 chunkings x 2 backends on the 64-NPU torus: 90 points
-    doc = yaml.safe_load((ROOT / "scenarios" / "sweeps" / "quick.yaml").read_text())
-    doc["base"] = str(ROOT / "scenarios" / "torus3d_all_reduce.yaml")
-    doc["axes"]["system.preferred-dataset-splits"] = {"powers_of_two": [1, 16], "as": "splits"}
-    doc["constraints"] = []
-    path = write_sweep(tmp_path, doc)
+    path = str(ROOT / "scenarios" / "sweeps" / "quick.yaml")
     total = len(load_sweep(path).points())
-    assert total == 90
+    assert total == 36  # 3 bandwidths x 3 algorithms x 2 chunkings x 2 backends
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "simpy_astra", "sweep", path, "--out", str(out), "--jobs", "2", "--no-plots"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     csv_path = out / "results.csv"
-    while proc.poll() is None and (not csv_path.exists() or len(read_rows(out)) < 5):
+    while proc.poll() is None and (not csv_path.exists() or len(read_rows(out)) < 3):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()
     saved = len(read_rows(out))
-    assert 5 <= saved < total
+    assert 3 <= saved < total
     assert b"interrupted" in err and b"Traceback" not in err
     again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=600)
     assert again.returncode == 0, again.stderr.decode()

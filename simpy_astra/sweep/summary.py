@@ -26,15 +26,20 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     table = Table(title=f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, "
                         f"{summary['failed']} failed, {wall_s:.1f} s (best {min(top, len(ranked))} by "
                         f"{spec.objective.text})")
-    for axis in spec.axes:
-        table.add_column(axis.name)
-    for col in ("finish (ns)", "exposed comm (ns)", "compute (ns)", "peak mem (GB)", "wall (s)"):
-        table.add_column(col, justify="right")
-    for o in ranked[:top]:
-        f = o.figures
-        table.add_row(*(str(v) for v in o.point.coordinates.values()), _number(f["finish_ns"]),
-                      _number(f["exposed_comm_ns"]), _number(f["compute_ns"]),
-                      _number(f["peak_memory_gb"]), _number(f["wall_s"]))
+    rows = [[str(v) for v in o.point.coordinates.values()]
+            + [_number(o.figures[n]) for n in ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb",
+                                               "wall_s")] for o in ranked[:top]]
+    headers = [a.name for a in spec.axes] + ["finish ns", "exposed comm ns", "compute ns", "peak mem GB",
+                                             "wall s"]
+    for i, col in enumerate(headers):
+        # a narrow terminal wraps headers and folds long coordinates, but never cuts a figure short
+        width = max([len(r[i]) for r in rows] + [1])
+        if i < len(spec.axes):
+            table.add_column(col, overflow="fold", min_width=min(width, 10))
+        else:
+            table.add_column(col, justify="right", min_width=width)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     failed = [o for o in done if not o.ok]
     for o in failed[:5]:
