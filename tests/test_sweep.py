@@ -121,6 +121,11 @@ def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     # each point's scenario reproduces it with `simpy-astra run`
     assert len(list((out / "points").glob("*.yaml"))) == 3
+    from simpy_astra.scenario import load_scenario
+    from simpy_astra.simulation import Simulation
+
+    reports = Simulation(load_scenario(str(out / "points" / f"{at50['key']}.yaml"))).run()
+    assert max(r.finished_cycles for r in reports) == DEFAULT_FINISH_NS
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
@@ -197,6 +202,41 @@ def test_parallel_workers_share_one_cached_trace(copying_generator, tmp_path):
     folders = os.listdir(tmp_path / "cache" / "workloads")
     assert len(folders) == 1  # the losers' private folders are gone
     assert len(glob.glob(f"{prefixes.pop()}.*.et")) == 8
+
+
+def _activation_step(params: dict, prefix: str) -> None:
+    """8 NPUs: a forward pass writes one activation of ``gib`` GiB, a backward pass reads it."""
+    from workloads.chakra_et import make_node, write_et
+    from workloads.chakra_schema import COMP_NODE
+
+    size = str(params["gib"] << 30)
+    for rank in range(8):
+        write_et(f"{prefix}.{rank}.et", [
+            make_node(1, "fwd", COMP_NODE, duration_micros=10,
+                      attrs={"inputs": ("string_list", []), "outputs": ["act", size]}),
+            make_node(2, "bwd", COMP_NODE, deps=[1], duration_micros=10,
+                      attrs={"inputs": ["act", size], "outputs": ("string_list", [])}),
+        ])
+
+
+def test_peak_memory_and_the_cap_in_best_json(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(generated.GENERATORS, "activations", generated.GeneratorEntry(_activation_step, "1"))
+    base = yaml.safe_load(DEFAULT.read_text())
+    base["workload"] = {"generate": "activations", "gib": 1}
+    base["system"]["track-local-mem"] = 1
+    path = write_sweep(tmp_path, {"base": base, "axes": {"workload.gib": [10, 50, 100]},
+                                  "constraints": ["peak_memory_gb <= 80"], "minimise": "-peak_memory_gb"})
+    out = tmp_path / "out"
+    assert sweep_main([path, "--out", str(out), "--jobs", "2"]) == 0
+    rows = {int(r["workload.gib"]): r for r in read_rows(out)}
+    # the peak is the one live activation; both passes take 10 us
+    assert {g: float(r["peak_memory_gb"]) for g, r in rows.items()} == {10: 10.0, 50: 50.0, 100: 100.0}
+    assert {int(r["finish_ns"]) for r in rows.values()} == {20_000}
+    best = json.loads((out / "best.json").read_text())
+    assert best["best"]["coordinates"] == {"workload.gib": 100}
+    assert best["best_under"]["peak_memory_gb <= 80"]["coordinates"] == {"workload.gib": 50}
+    assert (out / "memory.png").read_bytes()[:4] == b"\x89PNG"
 
 
 # ---------------------------------------------------------------- SIGINT, then start again

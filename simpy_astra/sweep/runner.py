@@ -9,6 +9,7 @@ themselves so a terminal's Ctrl-C reaches only the main process's clean stop.
 
 from __future__ import annotations
 
+import multiprocessing
 import signal
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -59,9 +60,16 @@ def _terminate_workers(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
+def _worker_context():
+    """fork where the platform has it: workers start fast and inherit the parent's registered
+    workload generators; the pool forks every worker before it starts its own thread."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else None)
+
+
 def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console: Console) -> RunOutcome:
     finished = 0
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_ignore_sigint)
     try:
         pending = {pool.submit(run_point, p.scenario): p for p in points}
         with _progress(console) as progress:
