@@ -101,10 +101,13 @@ def test_bad_sweeps_are_input_errors(tmp_path, axes, constraints, message):
 
 
 # ---------------------------------------------------------------- running
-def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path):
+def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path, capsys):
     out = tmp_path / "out"
-    path = bandwidth_sweep(tmp_path, constraints=[f"finish_ns >= {DEFAULT_FINISH_NS}"])
+    path = bandwidth_sweep(tmp_path, constraints=[f"finish_ns >= {DEFAULT_FINISH_NS}"],
+                           report=["finish_ns", "finish_ns / 1000"])
     assert sweep_main([path, "--out", str(out), "--jobs", "2"]) == 0
+    table = capsys.readouterr().err
+    assert "finish_ns / 1000" in table and f"{DEFAULT_FINISH_NS / 1000:.2f}" in table
     rows = {int(r["network.bandwidth"]): r for r in read_rows(out)}
     assert sorted(rows) == [25, 50, 100]
     at50 = rows[50]

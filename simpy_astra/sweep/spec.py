@@ -17,6 +17,7 @@ Schema::
       - dp*tp*pp*sp == 64                # naming a result: filter results for best.json
       - peak_memory_gb <= 80
     minimise: finish_ns                  # default; any expression over results and coordinates
+    report: [finish_ns, peak_memory_gb]  # figures (or expressions) in the terminal table
 
 Expressions name an axis by the last part of its path with ``-`` as ``_`` (``dp``,
 ``all_reduce_implementation``), or by its ``as:`` name; a named-bundle axis by its key.
@@ -40,7 +41,8 @@ from simpy_astra.sweep.expressions import Expression, parse_expression
 # figures every point reports (see point.py); expressions may use them
 RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", "wall_s")
 DEFAULT_OBJECTIVE = "finish_ns"
-SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "memory_cap_gb"}
+DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
+SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
 FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
 MAX_POINTS = 100_000
 
@@ -76,6 +78,7 @@ class SweepSpec:
     point_filters: list[Expression] = field(default_factory=list)
     result_constraints: list[Expression] = field(default_factory=list)
     objective: Expression | None = None
+    report: list[Expression] = field(default_factory=list)
     memory_cap_gb: float | None = None
 
     def fingerprint(self) -> str:
@@ -250,6 +253,11 @@ def load_sweep(path: str) -> SweepSpec:
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
     spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
                                       coords | set(RESULT_NAMES))
+    raw_report = doc.get("report", list(DEFAULT_REPORT))
+    if not isinstance(raw_report, list) or not raw_report:
+        raise InputError(f"{path}: field 'report' must be a list of result names or expressions")
+    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES))
+                   for i, text in enumerate(raw_report)]
     if doc.get("memory_cap_gb") is not None:
         cap = doc["memory_cap_gb"]
         if not isinstance(cap, int | float) or cap <= 0:

@@ -19,6 +19,13 @@ def _number(value: Any, digits: int = 2) -> str:
     return f"{value:,}"
 
 
+def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
+    values = {**o.point.names(spec.axes), **o.figures}
+    if any(values.get(n) is None for n in expr.names):
+        return None
+    return expr.evaluate(values, f"{spec.path}: report")
+
+
 def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any], console: Console,
                   wall_s: float, top: int = 12) -> None:
     ok = [o for o in done if o.ok]
@@ -26,11 +33,9 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     table = Table(title=f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, "
                         f"{summary['failed']} failed, {wall_s:.1f} s (best {min(top, len(ranked))} by "
                         f"{spec.objective.text})")
-    rows = [[str(v) for v in o.point.coordinates.values()]
-            + [_number(o.figures[n]) for n in ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb",
-                                               "wall_s")] for o in ranked[:top]]
-    headers = [a.name for a in spec.axes] + ["finish ns", "exposed comm ns", "compute ns", "peak mem GB",
-                                             "wall s"]
+    rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
+            for o in ranked[:top]]
+    headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
     for i, col in enumerate(headers):
         # a narrow terminal wraps headers and folds long coordinates, but never cuts a figure short
         width = max([len(r[i]) for r in rows] + [1])
