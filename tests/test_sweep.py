@@ -141,6 +141,22 @@ def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert json.loads((out / "best.json").read_text())["failed"] == 1
 
 
+def test_an_axis_of_whole_files_resolves_them_beside_the_sweep(tmp_path):
+    system = yaml.safe_load(DEFAULT.read_text())["system"]
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "same.json").write_text(json.dumps(system))
+    (tmp_path / "configs" / "half_bw.json").write_text(json.dumps({**system, "local-mem-bw": 25}))
+    path = write_sweep(tmp_path, {"base": str(DEFAULT),
+                                  "axes": {"system": ["configs/same.json", "configs/half_bw.json"]}})
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    rows = {r["system"]: r for r in read_rows(tmp_path / "out")}
+    assert int(rows["configs/same.json"]["finish_ns"]) == DEFAULT_FINISH_NS
+    # half the local memory bandwidth: each reduction of a 1 MiB / 4 chunks / 8 ranks = 32 KiB
+    # message takes 3 * (int(32768 / 25e9 * 1e9) - int(32768 / 50e9 * 1e9)) = 3 * 655 ns longer, and
+    # the 4 chunks' 7 reduce-scatter steps are in series
+    assert int(rows["configs/half_bw.json"]["finish_ns"]) == DEFAULT_FINISH_NS + 4 * 7 * 3 * 655
+
+
 def test_resume_runs_only_missing_points_and_drops_a_torn_row(tmp_path):
     out = tmp_path / "out"
     first = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}})

@@ -69,6 +69,7 @@ def _worker_context():
 
 def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console: Console) -> RunOutcome:
     finished = 0
+    completed = False
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_ignore_sigint)
     try:
         pending = {pool.submit(run_point, p.scenario): p for p in points}
@@ -88,11 +89,15 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console
                     on_result(point, figures)
                     finished += 1
                     progress.update(task, advance=1, last=_label(point, figures))
+        completed = True
     except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        _terminate_workers(pool)
         return RunOutcome(finished, interrupted=True)
-    pool.shutdown(wait=True)
+    finally:
+        if completed:
+            pool.shutdown(wait=True)
+        else:  # interrupted or failed: queued points are dropped, running ones stopped now
+            pool.shutdown(wait=False, cancel_futures=True)
+            _terminate_workers(pool)
     return RunOutcome(finished, interrupted=False)
 
 

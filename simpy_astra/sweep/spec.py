@@ -106,6 +106,8 @@ class SweepSpec:
         doc = copy.deepcopy(self.base)
         for axis in self.axes:
             for dotted, value in axis.assignments(coords[axis.column]).items():
+                if dotted in ("workload", *FILE_KEYS) and isinstance(value, str) and not os.path.isabs(value):
+                    value = os.path.join(os.path.dirname(os.path.abspath(self.path)), value)  # a whole file
                 set_path(doc, dotted, value, f"{self.path}: axes: {axis.column}")
         return doc
 
