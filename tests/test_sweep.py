@@ -307,3 +307,13 @@ def test_unreachable_cluster_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="cannot connect to a Dask scheduler"):
         sweep_main([bandwidth_sweep(tmp_path), "--out", str(tmp_path / "o"), "--cluster",
                     "tcp://127.0.0.1:1", "--no-plots"])
+
+
+def test_cli_reports_a_bad_sweep_in_one_line(tmp_path, capsys):
+    from simpy_astra.cli import main as cli_main
+
+    assert cli_main(["sweep", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip().endswith("missing.yaml does not exist")
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}, "minimize": "x"})
+    assert cli_main(["sweep", path, "--out", str(tmp_path / "o")]) == 2
+    assert "unknown field(s) ['minimize']" in capsys.readouterr().err
