@@ -11,7 +11,12 @@ import re
 from simpy_astra.sweep.best import Outcome
 from simpy_astra.sweep.spec import SweepSpec
 
-NS_PER_MS = 1_000_000
+TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
+
+
+def time_unit(largest_ns: float) -> tuple[str, float]:
+    """The largest unit in which the biggest bar is at least 1 (ms for training steps)."""
+    return next(((name, scale) for name, scale in TIME_UNITS if largest_ns >= scale), TIME_UNITS[-1])
 
 
 def _label(o: Outcome) -> str:
@@ -50,15 +55,16 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best_key: st
     axes_text = ", ".join(a.column for a in spec.axes)
     paths = []
 
-    fig, ax, plt = _bars(f"{spec.name}: time per point", "finish (ms, max over NPUs)", labels)
+    unit, scale = time_unit(max((o.figures["finish_ns"] for o in ok), default=0))
+    fig, ax, plt = _bars(f"{spec.name}: time per point", f"finish ({unit}, max over NPUs)", labels)
     colors = ["tab:green" if o.point.key == best_key else "tab:blue" for o in ok]
-    ax.bar(range(len(ok)), [o.figures["finish_ns"] / NS_PER_MS for o in ok], color=colors)
+    ax.bar(range(len(ok)), [o.figures["finish_ns"] / scale for o in ok], color=colors)
     ax.set_xlabel(axes_text + " (green: best)")
     paths.append(_save(fig, plt, out_dir, "time.png"))
 
-    fig, ax, plt = _bars(f"{spec.name}: compute vs exposed communication", "ms (max over NPUs)", labels)
-    compute = [o.figures["compute_ns"] / NS_PER_MS for o in ok]
-    exposed = [o.figures["exposed_comm_ns"] / NS_PER_MS for o in ok]
+    fig, ax, plt = _bars(f"{spec.name}: compute vs exposed communication", f"{unit} (max over NPUs)", labels)
+    compute = [o.figures["compute_ns"] / scale for o in ok]
+    exposed = [o.figures["exposed_comm_ns"] / scale for o in ok]
     ax.bar(range(len(ok)), compute, label="compute (GPU time)", color="tab:blue")
     ax.bar(range(len(ok)), exposed, bottom=compute, label="exposed communication", color="tab:orange")
     ax.set_xlabel(axes_text)
