@@ -22,7 +22,8 @@ EXIT_INTERRUPTED = 130
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
     p.add_argument("sweep", help="sweep YAML (base scenario, axes, constraints, minimise)")
-    p.add_argument("--out", required=True, help="output folder; starting again resumes it")
+    p.add_argument("--out", help="output folder; starting again resumes it (required unless --list)")
+    p.add_argument("--list", action="store_true", help="print the points (key and coordinates) and stop")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local worker processes")
     p.add_argument("--cluster", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
     p.add_argument("--retry-failed", action="store_true", help="run failed points again")
@@ -66,6 +67,13 @@ def main(argv: list[str]) -> int:
     points = spec.points()
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
+    if args.list:
+        print(f"{len(points)} points")
+        for p in points:
+            print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes))
+        return 0
+    if not args.out:
+        raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
     store = ResultsStore(args.out, spec, retry_failed=args.retry_failed)
     _write_point_scenarios(args.out, points)
     todo = [p for p in points if not store.done(p.key)]

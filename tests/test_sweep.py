@@ -317,3 +317,7 @@ def test_cli_reports_a_bad_sweep_in_one_line(tmp_path, capsys):
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}, "minimize": "x"})
     assert cli_main(["sweep", path, "--out", str(tmp_path / "o")]) == 2
     assert "unknown field(s) ['minimize']" in capsys.readouterr().err
+    lab = str(ROOT / "scenarios" / "sweeps" / "lab_gpt175b_system2.yaml")
+    assert cli_main(["sweep", lab, "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == "56 points" and "dp=1 tp=1 sp=64 pp=1 recompute=0" in listed[1]
