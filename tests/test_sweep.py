@@ -258,6 +258,26 @@ def test_peak_memory_and_the_cap_in_best_json(monkeypatch, tmp_path):
     assert (out / "memory.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def _copy_or_die(params: dict, prefix: str) -> None:
+    """Copies the default traces, or kills its worker process (as the OOM killer would)."""
+    if params["die"]:
+        os._exit(9)
+    for src in glob.glob(f"{STEP}.*.et"):
+        shutil.copy(src, prefix + src[len(str(STEP)):])
+
+
+def test_a_killed_worker_stops_the_sweep_with_finished_points_saved(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(generated.GENERATORS, "copy_or_die", generated.GeneratorEntry(_copy_or_die, "1"))
+    base = yaml.safe_load(DEFAULT.read_text())
+    base["workload"] = {"generate": "copy_or_die", "die": 0}
+    path = write_sweep(tmp_path, {"base": base, "axes": {"workload.die": [0, 1]}})
+    with pytest.raises(InputError, match="a worker process died"):
+        sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"])
+    rows = read_rows(tmp_path / "out")
+    assert [(r["workload.die"], r["finish_ns"]) for r in rows] == [("0", str(DEFAULT_FINISH_NS))]
+
+
 # ---------------------------------------------------------------- SIGINT, then start again
 def test_sigint_then_restart_runs_every_point_exactly_once(tmp_path):
     path = str(ROOT / "scenarios" / "sweeps" / "quick.yaml")

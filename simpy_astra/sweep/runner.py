@@ -77,7 +77,8 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console
             task = progress.add_task("sweep", total=len(points), last="")
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
+                # results before failures: a dead worker must not lose points finished beside it
+                for future in sorted(done, key=lambda f: f.exception() is not None):
                     point = pending.pop(future)
                     try:
                         figures = future.result()
