@@ -35,3 +35,8 @@ def reduction_delay_ns(size_bytes: int, local_mem_bytes_per_s: float) -> int:
         return 0  # the reference divides by zero here; x86 turns the inf into 0
     one_pass = int(size_bytes / local_mem_bytes_per_s * 1e9)
     return 3 * one_pass
+
+
+def bytes_to_gib(size_bytes: int) -> float:
+    """Memory sizes as the reference prints them: GB meaning 2^30 bytes."""
+    return size_bytes / (1 << 30)

@@ -1,0 +1,96 @@
+"""DIR/time.png, split.png and memory.png: one bar per finished point, in sweep order.
+
+matplotlib runs on the Agg backend (files only, no display needed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from simpy_astra.sweep.best import Outcome
+from simpy_astra.sweep.spec import SweepSpec
+
+TIME_UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
+
+
+def time_unit(largest_ns: float) -> tuple[str, float]:
+    """The largest unit in which the biggest bar is at least 1 (ms for training steps)."""
+    return next(((name, scale) for name, scale in TIME_UNITS if largest_ns >= scale), TIME_UNITS[-1])
+
+
+def _label(o: Outcome) -> str:
+    return " ".join(str(v) for v in o.point.coordinates.values())
+
+
+def memory_cap_gb(spec: SweepSpec) -> float | None:
+    """The cap to draw: ``memory_cap_gb`` or a constraint ``peak_memory_gb <= N``."""
+    if spec.memory_cap_gb is not None:
+        return spec.memory_cap_gb
+    for c in spec.result_constraints:
+        m = re.fullmatch(r"\s*peak_memory_gb\s*<=?\s*([0-9.eE+]+)\s*", c.text)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def _bars(title: str, ylabel: str, labels: list[str]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    width = min(max(6.0, 0.25 * len(labels) + 2), 40.0)
+    fig, ax = plt.subplots(figsize=(width, 4.8))
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=90, fontsize=7)
+    return fig, ax, plt
+
+
+def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best_key: str | None) -> list[str]:
+    ok = [o for o in done if o.ok]
+    labels = [_label(o) for o in ok]
+    axes_text = ", ".join(a.column for a in spec.axes)
+    paths = []
+
+    unit, scale = time_unit(max((o.figures["finish_ns"] for o in ok), default=0))
+    fig, ax, plt = _bars(f"{spec.name}: time per point", f"finish ({unit}, max over NPUs)", labels)
+    colors = ["tab:green" if o.point.key == best_key else "tab:blue" for o in ok]
+    ax.bar(range(len(ok)), [o.figures["finish_ns"] / scale for o in ok], color=colors)
+    ax.set_xlabel(axes_text + " (green: best)")
+    paths.append(_save(fig, plt, out_dir, "time.png"))
+
+    fig, ax, plt = _bars(f"{spec.name}: compute vs exposed communication", f"{unit} (max over NPUs)", labels)
+    compute = [o.figures["compute_ns"] / scale for o in ok]
+    exposed = [o.figures["exposed_comm_ns"] / scale for o in ok]
+    ax.bar(range(len(ok)), compute, label="compute (GPU time)", color="tab:blue")
+    ax.bar(range(len(ok)), exposed, bottom=compute, label="exposed communication", color="tab:orange")
+    ax.set_xlabel(axes_text)
+    ax.legend()
+    paths.append(_save(fig, plt, out_dir, "split.png"))
+
+    fig, ax, plt = _bars(f"{spec.name}: peak memory per NPU", "peak memory (GB = 2^30 B)", labels)
+    memory = [o.figures["peak_memory_gb"] for o in ok]
+    cap = memory_cap_gb(spec)
+    if any(m is not None for m in memory):
+        colors = ["tab:red" if cap is not None and m is not None and m > cap else "tab:blue" for m in memory]
+        ax.bar(range(len(ok)), [m or 0 for m in memory], color=colors)
+        if cap is not None:
+            ax.axhline(cap, color="tab:red", linestyle="--", label=f"cap {cap:g} GB")
+            ax.legend()
+    else:
+        ax.text(0.5, 0.5, "memory not tracked (set system.track-local-mem: true)",
+                ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel(axes_text)
+    paths.append(_save(fig, plt, out_dir, "memory.png"))
+    return paths
+
+
+def _save(fig, plt, out_dir: str, name: str) -> str:
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,50 @@
+"""Run one sweep point in whatever process it lands in and reduce it to a row of figures.
+
+This runs in pool workers and on Dask workers, so it takes and returns plain data: the
+scenario mapping in, a dict of figures out. A failure of the point (bad input, stalled run, a
+bug) comes back as ``status: error`` with a one-line message instead of an exception, so one
+bad point never stops a sweep.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from typing import Any
+
+import yaml
+
+from simpy_astra.statistics import COMM, GPU
+from simpy_astra.units import bytes_to_gib
+
+
+def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
+    """Figures of one point: max over NPUs of finish, exposed comm, compute, comm, peak memory."""
+    from simpy_astra.scenario import load_scenario
+    from simpy_astra.simulation import Simulation
+
+    t0 = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="simpy-astra-point-") as tmp:
+            path = os.path.join(tmp, "scenario.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump(scenario, f)
+            inputs = load_scenario(path)
+        sim = Simulation(inputs)
+        reports = sim.run()
+        peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
+        return {
+            "finish_ns": max(r.finished_cycles for r in reports),
+            "exposed_comm_ns": max(r.exposed_comm_cycles for r in reports),
+            "compute_ns": max(r.times.get(GPU, 0) for r in reports),
+            "comm_ns": max(r.times.get(COMM, 0) for r in reports),
+            "peak_memory_gb": round(bytes_to_gib(max(peaks)), 6) if peaks else None,
+            "wall_s": round(time.perf_counter() - t0, 3),
+            "status": "ok",
+            "error": "",
+        }
+    except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
+        text = " ".join(str(exc).split()) or "no message"
+        return {"wall_s": round(time.perf_counter() - t0, 3), "status": "error",
+                "error": f"{type(exc).__name__}: {text}"}

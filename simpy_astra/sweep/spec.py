@@ -1,0 +1,268 @@
+"""The sweep YAML: a base scenario, axes over dotted paths into it, constraints, an objective.
+
+Schema::
+
+    name: quick                          # optional
+    base: ../torus3d_all_reduce.yaml     # a scenario file, or an inline scenario mapping
+    axes:                                # dotted path into the scenario -> values
+      network.bandwidth: [50, 100, 200]  # a list (a scalar on a per-dimension list fills every dim)
+      system.preferred-dataset-splits: {powers_of_two: [1, 16]}
+      system.endpoint-delay: {from: 10, to: 30, step: 10}    # inclusive range
+      workload.dp: {values: [1, 2], as: data_parallel}       # explicit name in expressions
+      machine:                           # named bundles: one coordinate sets several fields
+        named:
+          system1: {network.bandwidth: 100, system.peak-perf: 450}
+          system2: {network.bandwidth: 2000, system.peak-perf: 45}
+    constraints:                         # over coordinates: filter points before running;
+      - dp*tp*pp*sp == 64                # naming a result: filter results for best.json
+      - peak_memory_gb <= 80
+    minimise: finish_ns                  # default; any expression over results and coordinates
+    report: [finish_ns, peak_memory_gb]  # figures (or expressions) in the terminal table
+
+Expressions name an axis by the last part of its path with ``-`` as ``_`` (``dp``,
+``all_reduce_implementation``), or by its ``as:`` name; a named-bundle axis by its key.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from simpy_astra.errors import InputError
+from simpy_astra.sweep.expressions import Expression, parse_expression
+
+# figures every point reports (see point.py); expressions may use them
+RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", "wall_s")
+DEFAULT_OBJECTIVE = "finish_ns"
+DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
+SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
+FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
+MAX_POINTS = 100_000
+
+
+@dataclass(frozen=True)
+class Axis:
+    column: str  # CSV column: the dotted path, or the bundle axis's key
+    name: str  # name in expressions
+    values: tuple[Any, ...]
+    # bundle axes: value name -> {dotted path: value}; plain axes: None (the column is the path)
+    bundles: dict[str, dict[str, Any]] | None = None
+
+    def assignments(self, value: Any) -> dict[str, Any]:
+        return dict(self.bundles[value]) if self.bundles is not None else {self.column: value}
+
+
+@dataclass(frozen=True)
+class Point:
+    key: str  # stable hash of the coordinates
+    coordinates: dict[str, Any]  # axis column -> value
+    scenario: dict[str, Any]  # the full scenario mapping, paths absolute
+
+    def names(self, axes: list[Axis]) -> dict[str, Any]:
+        return {a.name: self.coordinates[a.column] for a in axes}
+
+
+@dataclass
+class SweepSpec:
+    path: str
+    name: str
+    base: dict[str, Any]
+    axes: list[Axis]
+    point_filters: list[Expression] = field(default_factory=list)
+    result_constraints: list[Expression] = field(default_factory=list)
+    objective: Expression | None = None
+    report: list[Expression] = field(default_factory=list)
+    memory_cap_gb: float | None = None
+
+    def fingerprint(self) -> str:
+        """What gives a coordinate its meaning; results from a different one cannot be mixed."""
+        text = json.dumps({"base": self.base, "axes": [(a.column, a.bundles) for a in self.axes]},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def points(self) -> list[Point]:
+        total = 1
+        for axis in self.axes:
+            total *= len(axis.values)
+        if total > MAX_POINTS:
+            raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
+                             f"narrow the axes")
+        out = []
+        for combo in itertools.product(*(a.values for a in self.axes)):
+            coords = {a.column: v for a, v in zip(self.axes, combo, strict=True)}
+            names = {a.name: v for a, v in zip(self.axes, combo, strict=True)}
+            if all(f.evaluate(names, f"{self.path}: constraints") for f in self.point_filters):
+                out.append(Point(point_key(coords), coords, self._scenario_for(coords)))
+        return out
+
+    def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
+        doc = copy.deepcopy(self.base)
+        for axis in self.axes:
+            for dotted, value in axis.assignments(coords[axis.column]).items():
+                if dotted in ("workload", *FILE_KEYS) and isinstance(value, str) and not os.path.isabs(value):
+                    value = os.path.join(os.path.dirname(os.path.abspath(self.path)), value)  # a whole file
+                set_path(doc, dotted, value, f"{self.path}: axes: {axis.column}")
+        return doc
+
+
+def point_key(coords: dict[str, Any]) -> str:
+    text = json.dumps(coords, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
+    """``doc[a][b][c] = value`` for ``a.b.c``; a scalar on a list field fills every element."""
+    parts = dotted.split(".")
+    node = doc
+    for i, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise InputError(f"{where}: '{'.'.join(parts[:i + 1])}' is {child!r}, not a mapping, so "
+                             f"'{dotted}' cannot be set")
+        node = child
+    current = node.get(parts[-1])
+    if isinstance(current, list) and not isinstance(value, list):
+        value = [value] * len(current)  # e.g. one bandwidth for every network dimension
+    node[parts[-1]] = value
+
+
+def _load_yaml(path: str, where: str) -> Any:
+    if not os.path.exists(path):
+        raise InputError(f"{where}: file {path} does not exist")
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)  # JSON is YAML too
+    except yaml.YAMLError as exc:
+        raise InputError(f"{where}: {path} is not valid YAML/JSON ({exc})") from None
+
+
+def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, Any]:
+    """The base scenario as one mapping: relative paths made absolute, and every file an axis
+    reaches into inlined (so the axis can set a field in it)."""
+    where = f"{spec_path}: base"
+    if isinstance(raw, str):
+        scenario_path = raw if os.path.isabs(raw) else os.path.join(os.path.dirname(spec_path), raw)
+        doc = _load_yaml(scenario_path, where)
+        base_dir = os.path.dirname(os.path.abspath(scenario_path))
+    elif isinstance(raw, dict):
+        doc, base_dir = copy.deepcopy(raw), os.path.dirname(os.path.abspath(spec_path))
+    else:
+        raise InputError(f"{where}: give a scenario file path or an inline scenario mapping")
+    if not isinstance(doc, dict) or "workload" not in doc:
+        raise InputError(f"{where}: the base scenario must be a mapping with workload, system, network")
+    reached = {p.split(".")[0] for p in axis_paths if "." in p}
+    for key in ("workload", *FILE_KEYS):
+        value = doc.get(key)
+        if not isinstance(value, str):
+            continue
+        path = value if os.path.isabs(value) else os.path.join(base_dir, value)
+        if key in reached:
+            if key == "workload":
+                raise InputError(f"{spec_path}: axes: 'workload.*' needs a generated workload in the base "
+                                 f"(workload: {{generate: NAME, ...}}), not the ET prefix {value}")
+            doc[key] = _load_yaml(path, f"{where}: {key}")
+        else:
+            doc[key] = path
+    return doc
+
+
+def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
+    """Values of one axis and its optional ``as:`` name."""
+    if not isinstance(raw, dict):
+        return (list(raw) if isinstance(raw, list) else [raw]), None
+    alias = raw.get("as")
+    forms = [k for k in ("values", "from", "powers_of_two", "named") if k in raw]
+    if len(forms) != 1:
+        raise InputError(f"{where}: give exactly one of values, from/to/step, powers_of_two, named "
+                         f"(got keys {sorted(raw)})")
+    form = forms[0]
+    if form == "values":
+        values = raw["values"] if isinstance(raw["values"], list) else [raw["values"]]
+    elif form == "from":
+        start, stop, step = raw.get("from"), raw.get("to"), raw.get("step", 1)
+        if not all(isinstance(x, int | float) for x in (start, stop, step)) or step <= 0:
+            raise InputError(f"{where}: a range needs numbers from, to and a step > 0 (e.g. "
+                             f"{{from: 1, to: 8, step: 1}})")
+        count = int((stop - start) / step + 1e-9) + 1
+        values = [start + i * step for i in range(max(count, 0))]
+    elif form == "powers_of_two":
+        bounds = raw["powers_of_two"]
+        if (not isinstance(bounds, list) or len(bounds) != 2 or not all(isinstance(b, int) for b in bounds)
+                or bounds[0] < 1 or bounds[1] < bounds[0]):
+            raise InputError(f"{where}: powers_of_two needs [low, high] with 1 <= low <= high, e.g. [1, 64]")
+        values, v = [], 1
+        while v <= bounds[1]:
+            if v >= bounds[0]:
+                values.append(v)
+            v *= 2
+    else:
+        return [], alias  # bundles are handled by the caller
+    if not values:
+        raise InputError(f"{where}: the axis has no values")
+    return values, alias
+
+
+def _parse_axis(column: str, raw: Any, where: str) -> Axis:
+    values, alias = _axis_values(raw, where)
+    if isinstance(raw, dict) and "named" in raw:
+        bundles = raw["named"]
+        if not isinstance(bundles, dict) or not bundles or not all(
+                isinstance(b, dict) and b for b in bundles.values()):
+            raise InputError(f"{where}: named needs NAME: {{dotted.path: value, ...}} entries")
+        return Axis(column, alias or column.replace("-", "_"), tuple(str(k) for k in bundles),
+                    {str(k): dict(v) for k, v in bundles.items()})
+    return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))
+
+
+def load_sweep(path: str) -> SweepSpec:
+    doc = _load_yaml(path, path)
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: a sweep must be a mapping with base and axes")
+    unknown = set(doc) - SPEC_KEYS
+    if unknown:
+        raise InputError(f"{path}: unknown field(s) {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
+    if "base" not in doc:
+        raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
+    raw_axes = doc.get("axes") or {}
+    if not isinstance(raw_axes, dict):
+        raise InputError(f"{path}: field 'axes' must map dotted paths to values")
+    axes = [_parse_axis(str(col), raw, f"{path}: axes: {col}") for col, raw in raw_axes.items()]
+    names = [a.name for a in axes]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        raise InputError(f"{path}: axes: several axes are called {clash} in expressions; give one "
+                         f"{{values: [...], as: OTHER_NAME}}")
+    clash = sorted(set(names) & set(RESULT_NAMES))
+    if clash:
+        raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
+    axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
+                                            or [a.column])]
+    spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
+                     base=_resolve_base(doc["base"], path, axis_paths), axes=axes)
+    raw_constraints = doc.get("constraints") or []
+    if not isinstance(raw_constraints, list):
+        raise InputError(f"{path}: field 'constraints' must be a list of expressions")
+    coords = set(names)
+    for i, text in enumerate(raw_constraints):
+        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES))
+        (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
+    spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
+                                      coords | set(RESULT_NAMES))
+    raw_report = doc.get("report", list(DEFAULT_REPORT))
+    if not isinstance(raw_report, list) or not raw_report:
+        raise InputError(f"{path}: field 'report' must be a list of result names or expressions")
+    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES))
+                   for i, text in enumerate(raw_report)]
+    if doc.get("memory_cap_gb") is not None:
+        cap = doc["memory_cap_gb"]
+        if not isinstance(cap, int | float) or cap <= 0:
+            raise InputError(f"{path}: field 'memory_cap_gb' must be a positive number of GB")
+        spec.memory_cap_gb = float(cap)
+    return spec

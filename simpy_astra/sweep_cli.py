@@ -1,0 +1,109 @@
+"""``simpy-astra sweep SWEEP.yaml --out DIR [--jobs N] [--cluster ADDRESS]``.
+
+Expands the sweep, runs the points not yet in DIR/results.csv (locally in parallel, or on a
+Dask cluster), then writes DIR/best.json, the plots and a summary table. See
+``simpy_astra/sweep/spec.py`` for the YAML.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import yaml
+from rich.console import Console
+
+from simpy_astra.errors import InputError
+
+EXIT_INTERRUPTED = 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
+    p.add_argument("sweep", help="sweep YAML (base scenario, axes, constraints, minimise)")
+    p.add_argument("--out", help="output folder; starting again resumes it (required unless --list)")
+    p.add_argument("--list", action="store_true", help="print the points (key and coordinates) and stop")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local worker processes")
+    p.add_argument("--cluster", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
+    p.add_argument("--retry-failed", action="store_true", help="run failed points again")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    return p
+
+
+def _write_point_scenarios(out_dir: str, points) -> None:
+    """DIR/points/KEY.yaml: each point as a scenario that ``simpy-astra run`` reproduces."""
+    folder = os.path.join(out_dir, "points")
+    os.makedirs(folder, exist_ok=True)
+    for p in points:
+        path = os.path.join(folder, f"{p.key}.yaml")
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write("".join(f"# {k}: {v}\n" for k, v in p.coordinates.items()))
+                yaml.safe_dump(p.scenario, f, sort_keys=False)
+
+
+def _require(module: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise InputError(f"sweep needs the '{module}' package: pip install 'simpy-astra[sweep]'")
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
+    _require("simpleeval")
+    if not args.no_plots:
+        _require("matplotlib")
+    from simpy_astra.sweep.best import best_summary, outcomes, write_best
+    from simpy_astra.sweep.runner import run_cluster, run_local
+    from simpy_astra.sweep.spec import load_sweep
+    from simpy_astra.sweep.store import ResultsStore
+    from simpy_astra.sweep.summary import print_summary
+
+    spec = load_sweep(args.sweep)
+    points = spec.points()
+    if not points:
+        raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
+    if args.list:
+        print(f"{len(points)} points")
+        for p in points:
+            print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes))
+        return 0
+    if not args.out:
+        raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
+    store = ResultsStore(args.out, spec, retry_failed=args.retry_failed)
+    _write_point_scenarios(args.out, points)
+    todo = [p for p in points if not store.done(p.key)]
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a log file: room for the whole table
+        console = Console(stderr=True, width=200)
+    where = f"cluster {args.cluster}" if args.cluster else f"{min(args.jobs, max(len(todo), 1))} local processes"
+    console.print(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
+                  f"{store.csv_path}, running {len(todo)} on {where}")
+    t0 = time.perf_counter()
+    try:
+        if args.cluster:
+            outcome = run_cluster(todo, args.cluster, lambda p, f: store.append(p.key, p.coordinates, f), console)
+        else:
+            outcome = run_local(todo, min(args.jobs, max(len(todo), 1)),
+                                lambda p, f: store.append(p.key, p.coordinates, f), console)
+    finally:
+        store.close()
+    wall_s = time.perf_counter() - t0
+    done = outcomes(spec, points, store.rows)
+    summary = best_summary(spec, done, len(points))
+    write_best(args.out, summary)
+    if not args.no_plots:
+        from simpy_astra.sweep.plots import write_plots
+
+        write_plots(spec, done, args.out, (summary["best"] or {}).get("key"))
+    print_summary(spec, done, summary, console, wall_s)
+    if outcome.interrupted:
+        console.print(f"[yellow]interrupted[/yellow]: {len(done)} of {len(points)} points saved in "
+                      f"{store.csv_path}; run the same command again to finish the rest")
+        return EXIT_INTERRUPTED
+    console.print(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s")
+    return 0
