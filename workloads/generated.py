@@ -37,8 +37,17 @@ class GeneratorEntry:
     version: str
 
 
+def _transformer(params: dict[str, Any], prefix: str) -> str | None:
+    from workloads.transformer import generate  # imported on use: the CLI need not load it
+
+    return generate(params, prefix)
+
+
 # name -> generator; each generator module adds its own line here
-GENERATORS: dict[str, GeneratorEntry] = {}
+GENERATORS: dict[str, GeneratorEntry] = {
+    # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
+    "transformer": GeneratorEntry(_transformer, "1"),
+}
 
 
 @dataclass(frozen=True)
