@@ -148,20 +148,20 @@ class StageBuilder:
         cfg, g = self.cfg, self.g
         layer_size = cfg.layer_params() // cfg.tp
         for layer in self.layers:
-            grad = (f"L{layer}.grad", layer_size)
             deps = self.wgrad_ops[layer]
+            grads = [g.ops[i].outputs[0] for i in deps]  # the weight-gradient matmuls' outputs
             if cfg.dp > 1:
                 kind = REDUCE_SCATTER if cfg.weight_sharded else ALL_REDUCE
-                deps = [g.coll(f"L{layer}.grad.sync_dp", kind, "dp", layer_size, [grad], deps)]
+                deps = [g.coll(f"L{layer}.grad.sync_dp", kind, "dp", layer_size, grads, deps)]
             if cfg.sp > 1:
-                deps = [g.coll(f"L{layer}.grad.sync_sp", ALL_REDUCE, "sp", layer_size, [grad], deps)]
+                deps = [g.coll(f"L{layer}.grad.sync_sp", ALL_REDUCE, "sp", layer_size, grads, deps)]
             shard = layer_size // cfg.dp if cfg.weight_sharded else layer_size
-            op = g.comp(f"L{layer}.grad.accumulate", shard, "CUSTOM", [grad], (f"L{layer}.grad.final", shard),
+            op = g.comp(f"L{layer}.grad.accumulate", shard, "CUSTOM", grads, (f"L{layer}.grad.final", shard),
                         deps)
             self.update(f"L{layer}", list(self.blocks.weights(layer).values()), shard, op)
         emb = cfg.dvocal * cfg.dmodel
         for name, dw in self.emb_grad_ops.items():
-            grad = (f"{name}.grad", emb)
+            grad = g.ops[dw].outputs[0]
             op = g.comp(f"{name}.grad.accumulate", emb, "CUSTOM", [grad], (f"{name}.grad.final", emb), [dw])
             for dim in ("dp", "tp", "sp"):
                 if getattr(cfg, dim) > 1:
