@@ -23,42 +23,51 @@ def _string_list(tensors: list[tuple[str, int]]) -> tuple[str, list[str]]:
     return ("string_list", flat)
 
 
-def _record(op: Op, node_id: int, extra: dict[str, object]) -> bytes:
+def _node_bytes(op: Op, node_id: int) -> bytes:
+    """The node without its rank-dependent attribute (group or peer)."""
     attrs: dict[str, object] = {}
     if op.kind == COMP:
         attrs = {"num_ops": op.num_ops, "tensor_size": op.tensor_size, "op_type": op.op_type}
+    elif op.kind == COLL:
+        attrs = {"comm_size": op.comm_size, "comm_type": op.comm_type, "is_cpu_op": 0}
     else:
-        attrs = {"comm_size": op.comm_size, **extra, "is_cpu_op": 0}
+        attrs = {"comm_size": op.comm_size, "comm_tag": op.tag, "is_cpu_op": 0}
     attrs["inputs"] = _string_list(op.inputs)
     attrs["outputs"] = _string_list(op.outputs)
-    data = make_node(node_id, op.name, op.kind, deps=op.deps, attrs=attrs).SerializeToString()
-    return encode_varint(len(data)) + data
+    return make_node(node_id, op.name, op.kind, deps=op.deps, attrs=attrs).SerializeToString()
 
 
 class StageWriter:
-    """Serialised records of one stage's graph, shared by all NPUs of the stage."""
+    """Serialised records of one stage's graph, shared by all NPUs of the stage.
+
+    A protobuf message may be extended by appending fields, so a collective's record for one
+    NPU is its shared bytes plus one serialised ``pg_name`` attribute (``comm_dst``/``comm_src``
+    for a send/receive): per NPU the writer only joins bytes.
+    """
 
     def __init__(self, graph: StageGraph, layout: Layout):
         self.graph = graph
         self.layout = layout
-        self.shared: list[bytes | None] = []  # rank-independent records, None where per-rank
-        self.per_rank: dict[tuple[int, int], bytes] = {}
-        for i, op in enumerate(graph.ops):
-            self.shared.append(_record(op, i, {}) if op.kind == COMP else None)
+        self.bodies = [_node_bytes(op, i) for i, op in enumerate(graph.ops)]
+        self.shared = [encode_varint(len(b)) + b if op.kind == COMP else None
+                       for op, b in zip(graph.ops, self.bodies, strict=True)]
+        self.extra_attr: dict[tuple[str, object], bytes] = {}
+
+    def _attr_field(self, name: str, value: object) -> bytes:
+        key = (name, value)
+        if key not in self.extra_attr:
+            self.extra_attr[key] = make_node(0, "", 0, attrs={name: value}).SerializeToString()[-_attr_len(
+                name, value):]
+        return self.extra_attr[key]
 
     def _variant(self, i: int, op: Op, rank: int) -> bytes:
         if op.kind == COLL:
-            gid = self.layout.group_of[(op.dim, rank)]
-            key = (i, gid)
-            if key not in self.per_rank:
-                self.per_rank[key] = _record(op, i, {"comm_type": op.comm_type, "pg_name": str(gid)})
-            return self.per_rank[key]
-        peer = rank + op.peer_stage * self.layout.stage_stride()
-        key = (i, -1 - peer)
-        if key not in self.per_rank:
-            end = "comm_dst" if op.kind == SEND else "comm_src"
-            self.per_rank[key] = _record(op, i, {"comm_tag": op.tag, end: peer})
-        return self.per_rank[key]
+            extra = self._attr_field("pg_name", str(self.layout.group_of[(op.dim, rank)]))
+        else:
+            peer = rank + op.peer_stage * self.layout.stage_stride()
+            extra = self._attr_field("comm_dst" if op.kind == SEND else "comm_src", peer)
+        body = self.bodies[i]
+        return encode_varint(len(body) + len(extra)) + body + extra
 
     def file_bytes(self, rank: int) -> bytes:
         meta = GlobalMetadata(version=SCHEMA_VERSION).SerializeToString()
@@ -67,6 +76,12 @@ class StageWriter:
             record = self.shared[i]
             parts.append(record if record is not None else self._variant(i, op, rank))
         return b"".join(parts)
+
+
+def _attr_len(name: str, value: object) -> int:
+    """Bytes of one ``attr`` field of a Node: the node with it minus the node without it."""
+    return len(make_node(0, "", 0, attrs={name: value}).SerializeToString()) - len(
+        make_node(0, "", 0).SerializeToString())
 
 
 def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int) -> str:
