@@ -61,9 +61,10 @@ class StageGraph:
                            num_ops=num_ops, tensor_size=output[1], op_type=op_type))
 
     def coll(self, name: str, comm_type: int, dim: str, size: int, inputs: list[Tensor],
-             deps: list[int]) -> int:
-        return self.add(Op(name, COLL, [d for d in deps if d >= 0], inputs, [], comm_type=comm_type,
-                           comm_size=size, dim=dim))
+             deps: list[int], outputs: list[Tensor] | None = None) -> int:
+        """A collective; ``outputs`` names what it produces (a gathered tensor) for memory tracking."""
+        return self.add(Op(name, COLL, [d for d in deps if d >= 0], inputs, outputs or [],
+                           comm_type=comm_type, comm_size=size, dim=dim))
 
     def send(self, name: str, tensor: Tensor, peer_stage: int, tag: int, deps: list[int]) -> int:
         return self.add(Op(name, SEND, [d for d in deps if d >= 0], [tensor], [], comm_size=tensor[1],

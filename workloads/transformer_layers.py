@@ -75,8 +75,8 @@ class Blocks:
     def enter_tp(self, name: str, x: Tensor, deps: list[int]) -> tuple[Tensor, int]:
         """All-gather the sequence shards over tp (Megatron-SP); returns the gathered tensor."""
         if self.tp_on and self.cfg.tpsp:
-            op = self.g.coll(f"{name}.allgather_tp", ALL_GATHER, "tp", x[1], [x], deps)
-            return (f"{x[0]}.gathered", self.s.tokens * self.s.d), op
+            gathered = (f"{name}.gathered", self.s.tokens * self.s.d)
+            return gathered, self.g.coll(f"{name}.allgather_tp", ALL_GATHER, "tp", x[1], [x], deps, [gathered])
         return x, deps[0] if deps else -1
 
     def leave_tp(self, name: str, partial: Tensor, deps: list[int]) -> tuple[Tensor, int]:
@@ -84,8 +84,8 @@ class Blocks:
         if not self.tp_on:
             return partial, deps[0]
         kind = REDUCE_SCATTER if self.cfg.tpsp else ALL_REDUCE
-        op = self.g.coll(f"{name}.reduce_tp", kind, "tp", partial[1], [partial], deps)
-        return (f"{partial[0]}.reduced", self.s.hidden), op
+        reduced = (f"{partial[0]}.reduced", self.s.hidden)
+        return reduced, self.g.coll(f"{name}.reduce_tp", kind, "tp", partial[1], [partial], deps, [reduced])
 
     # ---- pieces ----
     def norm(self, name: str, x: Tensor, dep: int) -> tuple[Tensor, int]:
