@@ -171,3 +171,74 @@ def test_cli_and_registry(tmp_path: Path, monkeypatch) -> None:
 def test_bad_parameters_name_the_field(tmp_path: Path, params: dict, field: str) -> None:
     with pytest.raises(InputError, match=field):
         generate(dict(params, num_stacks=params.get("num_stacks", 2)), str(tmp_path / "w"))
+
+
+def test_one_f_one_b_order() -> None:
+    """Megatron's 1F1B: pp-s-1 warm-up forwards, then alternate, then drain the backwards."""
+    from workloads.transformer_schedule import one_f_one_b
+
+    assert one_f_one_b(0, 2, 3) == [("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("B", 2)]
+    assert one_f_one_b(1, 2, 3) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]
+    assert one_f_one_b(0, 4, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]
+
+
+def test_decode_flops_closed_form(tmp_path: Path) -> None:
+    """Decode: 2 x params per new token, plus q.k and p.v over the cached context (4 x seq x d)."""
+    d, layers, vocab, seq, batch = 256, 4, 1000, 512, 8
+    generate(dict(SMALL, model="llama", kvhead=2, seq=seq, batch=batch, tp=2, pp=2, phase="decode"),
+             str(tmp_path / "w"))
+    kv = d // SMALL["head"] * 2
+    blocks = layers * (2 * d * d + 2 * d * kv + 3 * d * SMALL["dff"])
+    # one-hot input embedding and output projection: a [batch, vocab] x [vocab, d] matmul each
+    expected = 2 * (blocks + 2 * vocab * d) * batch + layers * 4 * batch * seq * d
+    flops = 2 * total_num_ops(tmp_path / "w", 4)
+    assert abs(flops - expected) <= 0.02 * expected, flops / expected
+
+
+def test_mixed_precision_counts_bytes(tmp_path: Path) -> None:
+    """bf16 messages are twice the element count; the optimizer state 12 B per parameter."""
+    base = dict(SMALL, dp=2, tp=2)
+    generate(base, str(tmp_path / "a"))
+    generate(dict(base, mixed_precision=1), str(tmp_path / "b"))
+    groups = json.loads((tmp_path / "a.json").read_text())
+    _, coll_a, _ = work_of(str(tmp_path / "a.0.et"), groups)
+    _, coll_b, _ = work_of(str(tmp_path / "b.0.et"), groups)
+    assert coll_b == Counter({k: 2 * v for k, v in coll_a.items()})
+    state = [n for n in read_et(str(tmp_path / "b.0.et"))[1] if n.name == "L0.update"][0]
+    inputs = state.get_string_list("inputs")
+    layer_params = 4 * 256 * 256 + 2 * 256 * 1024
+    assert int(inputs[inputs.index("L0.adam_state") + 1]) == 12 * layer_params // 2
+
+
+def simulate(prefix: Path, groups: str, npus: int, tmp_path: Path) -> list:
+    system = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+              "preferred-dataset-splits": 4, "collective-optimization": "baseline", "track-local-mem": 1,
+              "roofline-enabled": 1, "local-mem-bw": 3000, "peak-perf": 900,
+              "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+              "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+    (tmp_path / "sys.json").write_text(json.dumps(system))
+    (tmp_path / "net.yml").write_text(f"topology: [ Switch ]\nnpus_count: [ {npus} ]\nbandwidth: [ 100 ]\n"
+                                      "latency: [ 500 ]\n")
+    (tmp_path / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+    inputs = inputs_from_astra_flags(workload=str(prefix), system=str(tmp_path / "sys.json"),
+                                     network=str(tmp_path / "net.yml"), remote_memory=str(tmp_path / "mem.json"),
+                                     comm_groups=groups, backend="congestion_unaware")
+    return Simulation(inputs).run()
+
+
+@pytest.mark.parametrize("extra", [
+    dict(model="llama", kvhead=2, pp=4, micro_batch=2, weight_sharded=1, activation_recompute=1),
+    dict(model="moe", kvhead=2, experts=4, kexperts=2, ep=2, pp=2, micro_batch=4),
+    dict(model="llama", kvhead=2, pp=2, micro_batch=4, phase="prefill"),
+])
+def test_pipelined_traces_run_to_completion(tmp_path: Path, extra: dict) -> None:
+    """Every send meets its receive and every group member joins each collective (no stall),
+    and the first stage, which waits for the pipeline to drain, finishes last or equal."""
+    params = dict(SMALL, dp=2, tp=2, **extra)
+    groups = generate(params, str(tmp_path / "w"))
+    npus = 4 * params["pp"]
+    reports = simulate(tmp_path / "w", groups, npus, tmp_path)
+    assert len(reports) == npus
+    finish = {r.npu_id: r.finished_cycles for r in reports}
+    if params.get("phase", "train") == "train":
+        assert finish[0] == max(finish.values())

@@ -21,7 +21,7 @@ from simpy_astra.errors import InputError
 from workloads.transformer_config import MODELS, PHASES, PRESETS, TransformerConfig, config_from_params
 from workloads.transformer_graph import Layout
 from workloads.transformer_schedule import build_stage
-from workloads.transformer_writer import write_trace
+from workloads.transformer_writer import Units, write_trace
 
 
 def generate_config(cfg: TransformerConfig, prefix: str) -> str:
@@ -31,7 +31,7 @@ def generate_config(cfg: TransformerConfig, prefix: str) -> str:
         os.makedirs(folder, exist_ok=True)
     layout = Layout.build(cfg)
     graphs = [build_stage(cfg, stage) for stage in range(cfg.pp)]
-    return write_trace(prefix, graphs, layout, cfg.npus)
+    return write_trace(prefix, graphs, layout, cfg.npus, Units(cfg.mixed_precision))
 
 
 def generate(params: dict[str, Any], prefix: str) -> str:

@@ -55,6 +55,14 @@ class Shapes:
         return self.cfg.dff // self.cfg.tp
 
     @property
+    def vocab_share(self) -> int:
+        """Vocabulary rows on one NPU: all when tp splits the tokens, else a 1/tp share
+        (Megatron's vocab-parallel embedding, whose partial outputs are all-reduced over tp)."""
+        if self.sharded_tokens < self.tokens:
+            return self.cfg.dvocal
+        return self.cfg.dvocal // self.cfg.tp
+
+    @property
     def hidden(self) -> int:
         """Elements of a block's input/output on one NPU."""
         return self.sharded_tokens * self.d
@@ -118,15 +126,23 @@ class Blocks:
         return w
 
     # ---- embeddings and loss ----
+    def vocab_reduce(self, name: str, x: Tensor, dep: int) -> tuple[Tensor, int]:
+        """Sum the vocab-parallel partial results over tp (nothing to do when tp splits tokens)."""
+        if self.s.vocab_share == self.cfg.dvocal or not self.tp_on:
+            return x, dep
+        out = (f"{x[0]}.reduced", x[1])
+        return out, self.g.coll(f"{name}.reduce_tp", ALL_REDUCE, "tp", x[1], [x], [dep], [out])
+
     def embed_forward(self, p: str, dep: int) -> tuple[Tensor, int]:
         """Token embedding as STAGE models it: a one-hot ``[tokens, V] x [V, D]`` matmul."""
-        s, v = self.s, self.cfg.dvocal
+        s, v = self.s, self.s.vocab_share
         onehot = (f"{p}.tokens_onehot", s.sharded_tokens * v)
-        return self.matmul(f"{p}.in_emb.y", s.sharded_tokens, v, s.d, [onehot, ("in_emb.w", v * s.d)],
-                           s.hidden, [dep])
+        y, op = self.matmul(f"{p}.in_emb.y", s.sharded_tokens, v, s.d, [onehot, ("in_emb.w", v * s.d)],
+                            s.hidden, [dep])
+        return self.vocab_reduce(f"{p}.in_emb", y, op)
 
     def embed_backward(self, p: str, dy: Tensor, dep: int) -> int:
-        s, v = self.s, self.cfg.dvocal
+        s, v = self.s, self.s.vocab_share
         onehot = (f"{p}.tokens_onehot", s.sharded_tokens * v)
         _, dw = self.matmul(f"{p}.in_emb.dw", s.sharded_tokens, v, s.d, [dy, onehot], v * s.d, [dep])
         self.matmul(f"{p}.in_emb.dx", s.sharded_tokens, v, s.d, [dy, ("in_emb.w", v * s.d)],
@@ -134,13 +150,13 @@ class Blocks:
         return dw
 
     def head_forward(self, p: str, x: Tensor, dep: int) -> tuple[Tensor, int]:
-        s, v = self.s, self.cfg.dvocal
+        s, v = self.s, self.s.vocab_share
         return self.matmul(f"{p}.out_emb.y", s.sharded_tokens, s.d, v, [x, ("out_emb.w", v * s.d)],
                            s.sharded_tokens * v, [dep])
 
     def loss_and_head_backward(self, p: str, x: Tensor, logits: Tensor, dep: int) -> tuple[Tensor, int, int]:
         """Loss, its gradient, and the output projection's backward; returns (dx, op, dw op)."""
-        s, v = self.s, self.cfg.dvocal
+        s, v = self.s, self.s.vocab_share
         loss = (f"{p}.loss", s.hidden)
         op = self.g.comp(f"{p}.loss", NORM_OPS_PER_ELEMENT * s.hidden, "E", [logits], loss, [dep])
         dlogits = (f"{p}.loss.dy", s.hidden)
@@ -148,6 +164,7 @@ class Blocks:
         _, dw = self.matmul(f"{p}.out_emb.dw", s.sharded_tokens, s.d, v, [dlogits, x], v * s.d, [op])
         dx, op = self.matmul(f"{p}.out_emb.dx", s.sharded_tokens, s.d, v,
                              [dlogits, ("out_emb.w", v * s.d)], s.hidden, [op])
+        dx, op = self.vocab_reduce(f"{p}.out_emb.dx", dx, op)
         return dx, op, dw
 
     # ---- one transformer block, forward ----

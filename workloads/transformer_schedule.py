@@ -159,12 +159,13 @@ class StageBuilder:
             op = g.comp(f"L{layer}.grad.accumulate", shard, "CUSTOM", grads, (f"L{layer}.grad.final", shard),
                         deps)
             self.update(f"L{layer}", list(self.blocks.weights(layer).values()), shard, op)
-        emb = cfg.dvocal * cfg.dmodel
+        emb = self.shapes.vocab_share * cfg.dmodel
+        vocab_parallel = self.shapes.vocab_share < cfg.dvocal
         for name, dw in self.emb_grad_ops.items():
             grad = g.ops[dw].outputs[0]
             op = g.comp(f"{name}.grad.accumulate", emb, "CUSTOM", [grad], (f"{name}.grad.final", emb), [dw])
-            for dim in ("dp", "tp", "sp"):
-                if getattr(cfg, dim) > 1:
+            for dim in ("dp", "tp", "sp"):  # STAGE sums embedding gradients over every dimension
+                if getattr(cfg, dim) > 1 and not (dim == "tp" and vocab_parallel):
                     op = g.coll(f"{name}.grad.sync_{dim}", ALL_REDUCE, dim, emb, [grad], [op])
             self.update(name, [(f"{name}.w", emb)], emb, op)
 

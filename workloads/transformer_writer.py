@@ -15,25 +15,39 @@ from workloads.chakra_schema import SCHEMA_VERSION, GlobalMetadata
 from workloads.transformer_graph import COLL, COMP, RECV, SEND, Layout, Op, StageGraph
 
 
-def _string_list(tensors: list[tuple[str, int]]) -> tuple[str, list[str]]:
-    """STAGE's ``inputs``/``outputs`` form: name, size, name, size, ..."""
+class Units:
+    """Bytes per element. STAGE's counting (default): one unit per element everywhere. Mixed
+    precision: bf16 activations, gradients, weights and messages (2 B); the optimizer state is
+    Adam's two fp32 moments plus the fp32 master weights, 12 B per parameter = 6 B per element
+    of the two-moment state tensor."""
+
+    def __init__(self, mixed_precision: bool):
+        self.element = 2 if mixed_precision else 1
+        self.optimizer_state = 6 if mixed_precision else 1
+
+    def of(self, tensor_name: str) -> int:
+        return self.optimizer_state if tensor_name.endswith(".adam_state") else self.element
+
+
+def _string_list(tensors: list[tuple[str, int]], units: Units) -> tuple[str, list[str]]:
+    """STAGE's ``inputs``/``outputs`` form: name, bytes, name, bytes, ..."""
     flat: list[str] = []
     for name, size in tensors:
-        flat += [name, str(size)]
+        flat += [name, str(size * units.of(name))]
     return ("string_list", flat)
 
 
-def _node_bytes(op: Op, node_id: int) -> bytes:
+def _node_bytes(op: Op, node_id: int, units: Units) -> bytes:
     """The node without its rank-dependent attribute (group or peer)."""
     attrs: dict[str, object] = {}
     if op.kind == COMP:
-        attrs = {"num_ops": op.num_ops, "tensor_size": op.tensor_size, "op_type": op.op_type}
+        attrs = {"num_ops": op.num_ops, "tensor_size": op.tensor_size * units.element, "op_type": op.op_type}
     elif op.kind == COLL:
-        attrs = {"comm_size": op.comm_size, "comm_type": op.comm_type, "is_cpu_op": 0}
+        attrs = {"comm_size": op.comm_size * units.element, "comm_type": op.comm_type, "is_cpu_op": 0}
     else:
-        attrs = {"comm_size": op.comm_size, "comm_tag": op.tag, "is_cpu_op": 0}
-    attrs["inputs"] = _string_list(op.inputs)
-    attrs["outputs"] = _string_list(op.outputs)
+        attrs = {"comm_size": op.comm_size * units.element, "comm_tag": op.tag, "is_cpu_op": 0}
+    attrs["inputs"] = _string_list(op.inputs, units)
+    attrs["outputs"] = _string_list(op.outputs, units)
     return make_node(node_id, op.name, op.kind, deps=op.deps, attrs=attrs).SerializeToString()
 
 
@@ -45,10 +59,10 @@ class StageWriter:
     for a send/receive): per NPU the writer only joins bytes.
     """
 
-    def __init__(self, graph: StageGraph, layout: Layout):
+    def __init__(self, graph: StageGraph, layout: Layout, units: Units):
         self.graph = graph
         self.layout = layout
-        self.bodies = [_node_bytes(op, i) for i, op in enumerate(graph.ops)]
+        self.bodies = [_node_bytes(op, i, units) for i, op in enumerate(graph.ops)]
         self.shared = [encode_varint(len(b)) + b if op.kind == COMP else None
                        for op, b in zip(graph.ops, self.bodies, strict=True)]
         self.extra_attr: dict[tuple[str, object], bytes] = {}
@@ -84,10 +98,10 @@ def _attr_len(name: str, value: object) -> int:
         make_node(0, "", 0).SerializeToString())
 
 
-def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int) -> str:
+def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units) -> str:
     """Write ``prefix.{rank}.et`` for every NPU and ``prefix.json`` (comm groups); returns the latter."""
     assert all(op.kind in (COMP, COLL, SEND, RECV) for g in graphs for op in g.ops)
-    writers = [StageWriter(g, layout) for g in graphs]
+    writers = [StageWriter(g, layout, units) for g in graphs]
     for rank in range(npus):
         with open(f"{prefix}.{rank}.et", "wb") as f:
             f.write(writers[layout.stage_of(rank)].file_bytes(rank))
