@@ -1,6 +1,6 @@
 """The transformer generator asks for the same work as STAGE, and for the textbook amounts.
 
-- Against STAGE's own traces (st4, st5, st6): per NPU, total num_ops, bytes per collective
+- Against STAGE's own traces (st1..st6, st3 with weight sharding): per NPU, total num_ops, bytes per collective
   type and communicator group (compared by member ranks), and point-to-point bytes.
 - Against closed forms: 2 x num_ops (num_ops counts multiply-accumulates, like STAGE) is about
   6 x parameters x tokens for a training step, 8 x with activation recompute.
@@ -59,7 +59,8 @@ def stage_groups(reference_dir: Path, name: str) -> dict[str, list[int]]:
     pytest.skip(f"no reference case names the comm groups of {name}")
 
 
-@pytest.mark.parametrize("name", ["st4_sanity16_dp2tp2pp2sp2", "st5_l70b_dp8tp8_s8", "st6_l70b_dp4tp4sp4_s8"])
+@pytest.mark.parametrize("name", ["st1_dp2tp2_d1024_s2", "st2_dp4tp2_d1024_s2", "st3_dp2tp2pp2_ws_d2048_s4",
+                                  "st4_sanity16_dp2tp2pp2sp2", "st5_l70b_dp8tp8_s8", "st6_l70b_dp4tp4sp4_s8"])
 def test_same_work_as_stage(reference_dir: Path, tmp_path: Path, name: str) -> None:
     params = stage_params(reference_dir, name)
     # STAGE (commit 3a7f49c) parses --activation_recompute but never uses it: its st4 trace

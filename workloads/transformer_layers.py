@@ -78,6 +78,7 @@ class Blocks:
         self.training = training
         self.tp_on = cfg.tp > 1
         self.sp_on = cfg.sp > 1
+        self.weights_ready = -1  # FSDP: the all-gather a matmul reading block weights waits for
 
     # ---- tensor-parallel region boundaries ----
     def enter_tp(self, name: str, x: Tensor, deps: list[int]) -> tuple[Tensor, int]:
@@ -107,6 +108,8 @@ class Blocks:
     def matmul(self, name: str, m: int, k: int, n: int, inputs: list[Tensor], out_elems: int,
                deps: list[int]) -> tuple[Tensor, int]:
         out = (name, out_elems)
+        if self.weights_ready >= 0 and any(t[0].startswith("L") for t in inputs):  # block weights
+            deps = [*deps, self.weights_ready]
         return out, self.g.comp(name, m * k * n, "M", inputs, out, deps)
 
     def weights(self, layer: int) -> dict[str, Tensor]:

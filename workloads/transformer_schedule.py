@@ -65,21 +65,27 @@ class StageBuilder:
         self.emb_grad_ops: dict[str, int] = {}
         self._pending_dep = -1
 
-    def block_weight_gather(self, p: str, layer: int, dep: int) -> int:
-        """FSDP: all-gather this block's weights over dp before using them."""
+    def gather_weights(self, p: str, layer: int) -> None:
+        """FSDP (STAGE's): all-gather this block's weight shards over dp before its forward and
+        again before its backward, issued without dependencies so they prefetch; the matmuls
+        that read the weights wait for them. Message size: the local shard (as every
+        all-gather here, the size each rank contributes)."""
         if not (self.cfg.weight_sharded and self.cfg.dp > 1):
-            return dep
-        size = self.cfg.layer_params() // self.cfg.tp
-        return self.g.coll(f"{p}.weights.allgather_dp", ALL_GATHER, "dp", size,
-                           [(f"L{layer}.weights_shard", size // self.cfg.dp)], [dep])
+            return
+        shard = (f"L{layer}.weights_shard", self.cfg.layer_params() // self.cfg.tp // self.cfg.dp)
+        self.blocks.weights_ready = self.g.coll(f"{p}.weights.allgather_dp", ALL_GATHER, "dp", shard[1],
+                                                [shard], [])
 
     def _after(self, dep: int) -> None:
         """Receives are posted at once; the op that follows one also waits for the previous task."""
         self._pending_dep = dep
 
     def _apply_pending(self, first_op: int) -> None:
-        if self._pending_dep >= 0 and first_op < len(self.g.ops):
-            self.g.ops[first_op].deps.append(self._pending_dep)
+        ops = self.g.ops
+        while first_op < len(ops) and ops[first_op].name.endswith(".weights.allgather_dp"):
+            first_op += 1  # prefetched weight gathers stay free
+        if self._pending_dep >= 0 and first_op < len(ops):
+            ops[first_op].deps.append(self._pending_dep)
         self._pending_dep = -1
 
     # ---- tasks ----
@@ -95,7 +101,7 @@ class StageBuilder:
         saved = {}
         first_op = len(g.ops)
         for layer in self.layers:
-            op = self.block_weight_gather(f"{p}.L{layer}", layer, op)
+            self.gather_weights(f"{p}.L{layer}", layer)
             kv_cache = None
             if not self.training:
                 kv_cache = (f"L{layer}.kv_cache", cfg.samples_per_replica * s.context * 2 * s.kv_width)
@@ -128,7 +134,7 @@ class StageBuilder:
         for layer in reversed(self.layers):
             lp = f"{p}.L{layer}"
             keep = saved["layers"][layer]
-            op = self.block_weight_gather(f"{lp}.bwd", layer, op)
+            self.gather_weights(f"{lp}.backward", layer)
             if cfg.activation_recompute:  # run the block's forward again from its saved input
                 _, op, keep = self.blocks.block_forward(f"{lp}.recompute", layer, keep["x"], op)
             dy, op, wgrads = self.blocks.block_backward(lp, layer, dy, op, keep)
