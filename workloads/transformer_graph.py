@@ -49,9 +49,12 @@ class StageGraph:
 
     stage: int
     ops: list[Op] = field(default_factory=list)
+    producer: dict[str, int] = field(default_factory=dict)  # tensor name -> op that wrote it
 
     def add(self, op: Op) -> int:
         self.ops.append(op)
+        for name, _ in op.outputs:
+            self.producer.setdefault(name, len(self.ops) - 1)
         return len(self.ops) - 1
 
     def comp(self, name: str, num_ops: int, op_type: str, inputs: list[Tensor], output: Tensor,

@@ -273,8 +273,9 @@ class Blocks:
         op = self.g.comp(dkv[0], dkv[1], "SLICE", [dv, dk], dkv, [op_dv, op_dk])
         dqkv = (f"{p}.attn.dqkv", t * s.qkv_width)
         op_dqkv = self.g.comp(dqkv[0], dqkv[1], "SLICE", [dkv, dq], dqkv, [op, op_dq])
-        # fused qkv projection: the weight gradient needs the gathered normed input again
-        n1g, op_g = self.enter_tp(f"{p}.attn.dwqkv", saved["n1"], [dep])
+        # fused qkv projection: the weight gradient needs the gathered normed input again; as
+        # STAGE, that all-gather may start as soon as the input exists (during the forward)
+        n1g, op_g = self.enter_tp(f"{p}.attn.dwqkv", saved["n1"], [self.g.producer[saved["n1"][0]]])
         _, op_dwqkv = self.matmul(f"{p}.attn.dwqkv", t, d, s.qkv_width, [dqkv, n1g], d * s.qkv_width,
                                   [op_g, op_dqkv])
         dn1, op = self.matmul(f"{p}.attn.dx", t, s.qkv_width, d, [dqkv, w["wqkv"]], t * d, [op_dqkv])
@@ -294,7 +295,7 @@ class Blocks:
         h = saved.get("act", saved["h1"])
         _, op_dw2 = self.matmul(f"{p}.ffn.dw2", t, s.ff_width, d, [dyg, h], s.ff_width * d, [op_dy])
         dh, op_dh = self.matmul(f"{p}.ffn.dh", t, d, s.ff_width, [dyg, w["w2"]], t * s.ff_width, [op_dy])
-        n2g, op_g = self.enter_tp(f"{p}.ffn.dw1", saved["n2"], [dep])
+        n2g, op_g = self.enter_tp(f"{p}.ffn.dw1", saved["n2"], [self.g.producer[saved["n2"][0]]])
         wgrads = [op_dw2]
         dins = [(f"{p}.ffn.dh", t * s.ff_width)]
         if "w3" in w:
