@@ -56,40 +56,50 @@ class StageWriter:
 
     A protobuf message may be extended by appending fields, so a collective's record for one
     NPU is its shared bytes plus one serialised ``pg_name`` attribute (``comm_dst``/``comm_src``
-    for a send/receive): per NPU the writer only joins bytes.
+    for a send/receive). Records are cached per (dimension, group) and per peer, so writing an
+    NPU's file is filling its rank-dependent slots from those caches and joining bytes.
     """
 
     def __init__(self, graph: StageGraph, layout: Layout, units: Units):
-        self.graph = graph
         self.layout = layout
+        self.ops = graph.ops
         self.bodies = [_node_bytes(op, i, units) for i, op in enumerate(graph.ops)]
-        self.shared = [encode_varint(len(b)) + b if op.kind == COMP else None
-                       for op, b in zip(graph.ops, self.bodies, strict=True)]
-        self.extra_attr: dict[tuple[str, object], bytes] = {}
+        meta = GlobalMetadata(version=SCHEMA_VERSION).SerializeToString()
+        self.template: list[bytes | None] = [encode_varint(len(meta)) + meta]
+        self.slots: dict[tuple, list[int]] = {}  # slot key -> op indices it fills
+        for i, (op, body) in enumerate(zip(graph.ops, self.bodies, strict=True)):
+            self.template.append(encode_varint(len(body)) + body if op.kind == COMP else None)
+            if op.kind != COMP:
+                self.slots.setdefault(self._slot_key(op), []).append(i)
+        self.filled: dict[tuple, list[bytes]] = {}
 
-    def _attr_field(self, name: str, value: object) -> bytes:
-        key = (name, value)
-        if key not in self.extra_attr:
-            self.extra_attr[key] = make_node(0, "", 0, attrs={name: value}).SerializeToString()[-_attr_len(
-                name, value):]
-        return self.extra_attr[key]
+    @staticmethod
+    def _slot_key(op: Op) -> tuple:
+        return ("coll", op.dim) if op.kind == COLL else ("p2p", op.kind, op.peer_stage)
 
-    def _variant(self, i: int, op: Op, rank: int) -> bytes:
-        if op.kind == COLL:
-            extra = self._attr_field("pg_name", str(self.layout.group_of[(op.dim, rank)]))
+    def _records(self, key: tuple, rank: int) -> list[bytes]:
+        """Records of every op of one slot key for ``rank`` (shared by ranks of one group/peer)."""
+        if key[0] == "coll":
+            attr, value = "pg_name", str(self.layout.group_of[(key[1], rank)])
         else:
-            peer = rank + op.peer_stage * self.layout.stage_stride()
-            extra = self._attr_field("comm_dst" if op.kind == SEND else "comm_src", peer)
-        body = self.bodies[i]
-        return encode_varint(len(body) + len(extra)) + body + extra
+            attr = "comm_dst" if key[1] == SEND else "comm_src"
+            value = rank + key[2] * self.layout.stage_stride()
+        cached = self.filled.get((key, value))
+        if cached is None:
+            extra = make_node(0, "", 0, attrs={attr: value}).SerializeToString()[-_attr_len(attr, value):]
+            cached = []
+            for i in self.slots[key]:
+                body = self.bodies[i]
+                cached.append(encode_varint(len(body) + len(extra)) + body + extra)
+            self.filled[(key, value)] = cached
+        return cached
 
     def file_bytes(self, rank: int) -> bytes:
-        meta = GlobalMetadata(version=SCHEMA_VERSION).SerializeToString()
-        parts = [encode_varint(len(meta)), meta]
-        for i, op in enumerate(self.graph.ops):
-            record = self.shared[i]
-            parts.append(record if record is not None else self._variant(i, op, rank))
-        return b"".join(parts)
+        parts = self.template.copy()
+        for key, indices in self.slots.items():
+            for i, record in zip(indices, self._records(key, rank), strict=True):
+                parts[i + 1] = record  # +1: the metadata record comes first
+        return b"".join(parts)  # type: ignore[arg-type]
 
 
 def _attr_len(name: str, value: object) -> int:
