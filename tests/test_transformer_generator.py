@@ -24,6 +24,7 @@ from workloads.chakra_et import read_et
 from workloads.transformer import generate, main
 
 COMP, SEND, RECV, COLL = 4, 5, 6, 7
+ALL_REDUCE, ALL_TO_ALL = 0, 6
 
 
 def work_of(path: str, groups: dict[str, list[int]]) -> tuple[int, Counter, Counter]:
@@ -244,3 +245,18 @@ def test_pipelined_traces_run_to_completion(tmp_path: Path, extra: dict) -> None
     finish = {r.npu_id: r.finished_cycles for r in reports}
     if params.get("phase", "train") == "train":
         assert finish[0] == max(finish.values())
+
+
+def test_moe_collectives_hand_count(tmp_path: Path) -> None:
+    """dp4 ep2: experts split over ep pairs; expert gradients summed over the dp/ep replicas
+    holding the same experts, dense ones over dp; four all-to-alls of the routed tokens per block."""
+    d, f, e, k, layers, vocab, kv = 256, 512, 4, 2, 2, 1000, 128
+    groups = json.loads(Path(generate(dict(model="moe", dp=4, ep=2, experts=e, kexperts=k, dmodel=d, dff=f,
+                                           head=4, kvhead=2, num_stacks=layers, seq=64, batch=8,
+                                           dvocal=vocab), str(tmp_path / "w"))).read_text())
+    _, coll, _ = work_of(str(tmp_path / "w.0.et"), groups)
+    routed = 8 // 4 * 64 * k  # tokens of one replica, each sent to k experts
+    dense = layers * (2 * d * d + 2 * d * kv + d * e) + 2 * vocab * d
+    experts = layers * (e // 2) * 3 * d * f
+    assert coll == Counter({(ALL_REDUCE, (0, 1, 2, 3)): dense, (ALL_REDUCE, (0, 2)): experts,
+                            (ALL_TO_ALL, (0, 1)): layers * 4 * routed * d})

@@ -112,6 +112,12 @@ class Blocks:
             deps = [*deps, self.weights_ready]
         return out, self.g.comp(name, m * k * n, "M", inputs, out, deps)
 
+    def weight_grad(self, p: str, weight: Tensor, m: int, k: int, n: int, inputs: list[Tensor], deps: list[int]) -> int:
+        """A weight-gradient matmul. Its output is the weight's gradient buffer, one name for
+        all micro-batches (they accumulate into it), alive until the gradient sync reads it."""
+        out = (f"{weight[0]}.grad", weight[1])
+        return self.g.comp(f"{p}.{weight[0].split('.', 1)[1]}.wgrad", m * k * n, "M", inputs, out, deps)
+
     def weights(self, layer: int) -> dict[str, Tensor]:
         """This NPU's shard of a block's weight matrices (read-only between updates)."""
         s, d, cfg = self.s, self.s.d, self.cfg
@@ -256,7 +262,7 @@ class Blocks:
         # attention output projection
         do, op = self.enter_tp(f"{p}.attn.do", dr1n, [op_r1])
         dctx, op_dctx = self.matmul(f"{p}.attn.dctx", t, d, s.q_width, [do, w["wo"]], t * s.q_width, [op])
-        _, op_dwo = self.matmul(f"{p}.attn.dwo", t, d, s.q_width, [do, saved["ctx"]], s.q_width * d, [op])
+        op_dwo = self.weight_grad(p, w["wo"], t, d, s.q_width, [do, saved["ctx"]], [op])
         # attention kernel backward: 2x its forward work for each of q, k, v
         gathered = self.cfg.sp  # dk, dv cover the whole gathered sequence
         dq = (f"{p}.attn.dq", t * s.q_width)
@@ -276,8 +282,7 @@ class Blocks:
         # fused qkv projection: the weight gradient needs the gathered normed input again; as
         # STAGE, that all-gather may start as soon as the input exists (during the forward)
         n1g, op_g = self.enter_tp(f"{p}.attn.dwqkv", saved["n1"], [self.g.producer[saved["n1"][0]]])
-        _, op_dwqkv = self.matmul(f"{p}.attn.dwqkv", t, d, s.qkv_width, [dqkv, n1g], d * s.qkv_width,
-                                  [op_g, op_dqkv])
+        op_dwqkv = self.weight_grad(p, w["wqkv"], t, d, s.qkv_width, [dqkv, n1g], [op_g, op_dqkv])
         dn1, op = self.matmul(f"{p}.attn.dx", t, s.qkv_width, d, [dqkv, w["wqkv"]], t * d, [op_dqkv])
         dn1, op = self.leave_tp(f"{p}.attn.dx", dn1, [op])
         dx1 = (f"{p}.input_norm.dy", s.hidden)
@@ -293,7 +298,7 @@ class Blocks:
             return self.moe_backward(p, dy, dep, saved, w)
         dyg, op_dy = self.enter_tp(f"{p}.ffn.dy", dy, [dep])
         h = saved.get("act", saved["h1"])
-        _, op_dw2 = self.matmul(f"{p}.ffn.dw2", t, s.ff_width, d, [dyg, h], s.ff_width * d, [op_dy])
+        op_dw2 = self.weight_grad(p, w["w2"], t, s.ff_width, d, [dyg, h], [op_dy])
         dh, op_dh = self.matmul(f"{p}.ffn.dh", t, d, s.ff_width, [dyg, w["w2"]], t * s.ff_width, [op_dy])
         n2g, op_g = self.enter_tp(f"{p}.ffn.dw1", saved["n2"], [self.g.producer[saved["n2"][0]]])
         wgrads = [op_dw2]
@@ -303,11 +308,11 @@ class Blocks:
             dup = (f"{p}.ffn.dup", t * s.ff_width)
             op_g1 = self.g.comp(dgate[0], 2 * dgate[1], "E", [dh, saved["h3"]], dgate, [op_dh])
             op_u1 = self.g.comp(dup[0], 2 * dup[1], "E", [dh, saved["h1"]], dup, [op_dh])
-            _, op_dw3 = self.matmul(f"{p}.ffn.dw3", t, d, s.ff_width, [dup, n2g], d * s.ff_width, [op_u1, op_g])
+            op_dw3 = self.weight_grad(p, w["w3"], t, d, s.ff_width, [dup, n2g], [op_u1, op_g])
             _, op_dx3 = self.matmul(f"{p}.ffn.dx3", t, s.ff_width, d, [dup, w["w3"]], t * d, [op_u1])
             wgrads.append(op_dw3)
             dins, op_dh = [dgate], op_g1
-        _, op_dw1 = self.matmul(f"{p}.ffn.dw1", t, d, s.ff_width, [dins[0], n2g], d * s.ff_width, [op_dh, op_g])
+        op_dw1 = self.weight_grad(p, w["w1"], t, d, s.ff_width, [dins[0], n2g], [op_dh, op_g])
         dx, op = self.matmul(f"{p}.ffn.dx", t, s.ff_width, d, [dins[0], w["w1"]], t * d, [op_dh])
         if "w3" in w:
             op = self.g.comp(f"{p}.ffn.dx_sum", t * d, "A", [dx, (f"{p}.ffn.dx3", t * d)], (f"{p}.ffn.dx_sum", t * d),
@@ -324,19 +329,19 @@ class Blocks:
         if cfg.ep > 1:
             op = self.g.coll(f"{p}.moe.d_combine", ALL_TO_ALL, "ep", routed * d, [dy], [op])
         dout = (f"{p}.moe.dout", routed * d)
-        _, dw2 = self.matmul(f"{p}.moe.dw2", routed, s.ff_width, d, [dout, saved["act"]], s.ff_width * d, [op])
+        dw2 = self.weight_grad(p, w["w2"], routed, s.ff_width, d, [dout, saved["act"]], [op])
         dact, op = self.matmul(f"{p}.moe.dact", routed, d, s.ff_width, [dout, w["w2"]], routed * s.ff_width, [op])
         dh = (f"{p}.moe.dh", 2 * routed * s.ff_width)
         op = self.g.comp(dh[0], 2 * dh[1], "E", [dact, saved["h1"], saved["h3"]], dh, [op])
-        _, dw1 = self.matmul(f"{p}.moe.dw1", routed, d, s.ff_width, [dh, saved["disp"]], d * s.ff_width, [op])
-        _, dw3 = self.matmul(f"{p}.moe.dw3", routed, d, s.ff_width, [dh, saved["disp"]], d * s.ff_width, [op])
+        dw1 = self.weight_grad(p, w["w1"], routed, d, s.ff_width, [dh, saved["disp"]], [op])
+        dw3 = self.weight_grad(p, w["w3"], routed, d, s.ff_width, [dh, saved["disp"]], [op])
         ddisp, op = self.matmul(f"{p}.moe.ddisp", routed, 2 * s.ff_width, d, [dh, w["w1"], w["w3"]],
                                 routed * d, [op])
         if self.tp_on:
             op = self.g.coll(f"{p}.moe.ddisp.reduce_tp", ALL_REDUCE, "tp", routed * d, [ddisp], [op])
         if cfg.ep > 1:
             op = self.g.coll(f"{p}.moe.d_dispatch", ALL_TO_ALL, "ep", routed * d, [ddisp], [op])
-        _, drouter = self.matmul(f"{p}.moe.drouter", t, d, cfg.experts, [saved["disp"]], d * cfg.experts, [op])
+        drouter = self.weight_grad(p, w["router"], t, d, cfg.experts, [dy, saved["disp"]], [op])
         dx = (f"{p}.moe.dx", s.hidden)
         op = self.g.comp(dx[0], routed * d, "A", [ddisp], dx, [op, drouter])
         return dx, op, [dw1, dw3, dw2, drouter]

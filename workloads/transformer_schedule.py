@@ -151,34 +151,49 @@ class StageBuilder:
 
     # ---- after the last micro-batch ----
     def gradient_sync_and_update(self) -> None:
+        """Sum each block's gradients over its replicas, then step the optimizer.
+
+        Dense weights are replicated over dp and sp; MoE experts are split over ep, so their
+        replicas are the ``dp/ep`` ranks holding the same experts (group ``edp``)."""
         cfg, g = self.cfg, self.g
-        layer_size = cfg.layer_params() // cfg.tp
         for layer in self.layers:
-            deps = self.wgrad_ops[layer]
-            grads = [g.ops[i].outputs[0] for i in deps]  # the weight-gradient matmuls' outputs
-            if cfg.dp > 1:
-                kind = REDUCE_SCATTER if cfg.weight_sharded else ALL_REDUCE
-                deps = [g.coll(f"L{layer}.grad.sync_dp", kind, "dp", layer_size, grads, deps)]
-            if cfg.sp > 1:
-                deps = [g.coll(f"L{layer}.grad.sync_sp", ALL_REDUCE, "sp", layer_size, grads, deps)]
-            shard = layer_size // cfg.dp if cfg.weight_sharded else layer_size
-            op = g.comp(f"L{layer}.grad.accumulate", shard, "CUSTOM", grads, (f"L{layer}.grad.final", shard),
-                        deps)
-            self.update(f"L{layer}", list(self.blocks.weights(layer).values()), shard, op)
+            wgrads = self.wgrad_ops[layer]
+            groups: dict[str, list[int]] = {}
+            for op in wgrads:
+                expert = ".experts." in g.ops[op].outputs[0][0]
+                groups.setdefault("edp" if expert and cfg.ep > 1 else "dp", []).append(op)
+            for dim, deps in groups.items():
+                name = f"L{layer}.experts" if dim == "edp" else f"L{layer}"
+                grads = [g.ops[i].outputs[0] for i in deps]
+                size = sum(t[1] for t in grads)
+                replicas = cfg.dp // cfg.ep if dim == "edp" else cfg.dp
+                if replicas > 1:
+                    kind = REDUCE_SCATTER if cfg.weight_sharded else ALL_REDUCE
+                    deps = [g.coll(f"{name}.grad.sync_dp", kind, dim, size, grads, deps)]
+                if cfg.sp > 1:
+                    deps = [g.coll(f"{name}.grad.sync_sp", ALL_REDUCE, "sp", size, grads, deps)]
+                shard = size // cfg.dp if cfg.weight_sharded else size
+                final = (f"{name}.grad.final", shard)
+                op = g.comp(f"{name}.grad.accumulate", shard, "CUSTOM", grads, final, deps)
+                weights = [t for t in self.blocks.weights(layer).values()
+                           if (".experts." in t[0]) == (dim == "edp")]
+                self.update(name, weights, final, op)
         emb = self.shapes.vocab_share * cfg.dmodel
         vocab_parallel = self.shapes.vocab_share < cfg.dvocal
         for name, dw in self.emb_grad_ops.items():
             grad = g.ops[dw].outputs[0]
-            op = g.comp(f"{name}.grad.accumulate", emb, "CUSTOM", [grad], (f"{name}.grad.final", emb), [dw])
+            final = (f"{name}.grad.final", emb)
+            op = g.comp(f"{name}.grad.accumulate", emb, "CUSTOM", [grad], final, [dw])
             for dim in ("dp", "tp", "sp"):  # STAGE sums embedding gradients over every dimension
                 if getattr(cfg, dim) > 1 and not (dim == "tp" and vocab_parallel):
                     op = g.coll(f"{name}.grad.sync_{dim}", ALL_REDUCE, dim, emb, [grad], [op])
-            self.update(name, [(f"{name}.w", emb)], emb, op)
+            self.update(name, [(f"{name}.w", emb)], final, op)
 
-    def update(self, name: str, weights: list[Tensor], size: int, dep: int) -> None:
+    def update(self, name: str, weights: list[Tensor], grad: Tensor, dep: int) -> None:
+        """Adam: reads weights, gradient and moments, writes the new weights (one op per element)."""
+        size = grad[1]
         state = (f"{name}.adam_state", ADAM_STATE_PER_PARAM * size)
-        self.g.comp(f"{name}.update", size, "A", [*weights, (f"{name}.grad.final", size), state],
-                    (f"{name}.w.updated", size), [dep])
+        self.g.comp(f"{name}.update", size, "A", [*weights, grad, state], (f"{name}.w.updated", size), [dep])
 
     def build(self) -> StageGraph:
         op = -1
