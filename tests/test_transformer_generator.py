@@ -89,8 +89,11 @@ SMALL = dict(dmodel=256, dff=1024, head=4, kvhead=4, seq=128, batch=8, num_stack
 
 @pytest.mark.parametrize("model,kvhead", [("gpt", 4), ("llama", 2)])
 @pytest.mark.parametrize("recompute,factor", [(0, 6), (1, 8)])
-def test_flops_closed_form(tmp_path: Path, model: str, kvhead: int, recompute: int, factor: int) -> None:
-    """Sum over all NPUs of 2*num_ops vs factor x params x tokens (dp2 tp2 pp2: nothing lost)."""
+@pytest.mark.parametrize("tpsp", [1, 0])
+def test_flops_closed_form(tmp_path: Path, model: str, kvhead: int, recompute: int, factor: int,
+                           tpsp: int) -> None:
+    """Sum over all NPUs of 2*num_ops vs factor x params x tokens (dp2 tp2 pp2: nothing lost;
+    without tpsp the embeddings are split over tp by vocabulary instead of by tokens)."""
     d, f, layers, vocab = SMALL["dmodel"], SMALL["dff"], SMALL["num_stacks"], SMALL["dvocal"]
     kv = d // SMALL["head"] * kvhead
     attention = 2 * d * d + 2 * d * kv
@@ -98,7 +101,7 @@ def test_flops_closed_form(tmp_path: Path, model: str, kvhead: int, recompute: i
     blocks, embeddings = layers * (attention + ffn), 2 * vocab * d  # embeddings untied
     tokens = SMALL["batch"] * SMALL["seq"]
     generate(dict(SMALL, kvhead=kvhead, model=model, dp=2, tp=2, pp=2, micro_batch=4,
-                  activation_recompute=recompute), str(tmp_path / "w"))
+                  activation_recompute=recompute, tpsp=tpsp), str(tmp_path / "w"))
     flops = 2 * total_num_ops(tmp_path / "w", 8)
     # recompute runs the blocks' forward again, not the embeddings' (6x for those)
     expected = (factor * blocks + 6 * embeddings) * tokens
@@ -233,6 +236,8 @@ def simulate(prefix: Path, groups: str, npus: int, tmp_path: Path) -> list:
     dict(model="llama", kvhead=2, pp=4, micro_batch=2, weight_sharded=1, activation_recompute=1),
     dict(model="moe", kvhead=2, experts=4, kexperts=2, ep=2, pp=2, micro_batch=4),
     dict(model="llama", kvhead=2, pp=2, micro_batch=4, phase="prefill"),
+    dict(model="gpt", pp=2, micro_batch=4, tpsp=0),
+    dict(model="llama", kvhead=2, pp=2, micro_batch=4, phase="decode"),
 ])
 def test_pipelined_traces_run_to_completion(tmp_path: Path, extra: dict) -> None:
     """Every send meets its receive and every group member joins each collective (no stall),
