@@ -46,7 +46,7 @@ def _transformer(params: dict[str, Any], prefix: str) -> str | None:
 # name -> generator; each generator module adds its own line here
 GENERATORS: dict[str, GeneratorEntry] = {
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
-    "transformer": GeneratorEntry(_transformer, "1"),
+    "transformer": GeneratorEntry(_transformer, "2"),  # bump when the traces change
 }
 
 
