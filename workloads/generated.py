@@ -52,6 +52,8 @@ def _lazy(module: str, function: str) -> Callable[[dict[str, Any], str], str | N
 GENERATORS: dict[str, GeneratorEntry] = {
     "microbench": GeneratorEntry(_lazy("workloads.microbench", "generate"), "1"),
     "text": GeneratorEntry(_lazy("workloads.text_workload", "generate"), "1"),
+    # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
+    "transformer": GeneratorEntry(_lazy("workloads.transformer", "generate"), "2"),  # bump when traces change
 }
 
 

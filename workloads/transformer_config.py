@@ -1,0 +1,198 @@
+"""What a transformer trace is generated from: model dimensions, parallelism, phase; presets.
+
+The knobs and their defaults are STAGE's (the symbolic tensor graph generator) so that its
+command lines carry over: ``--dp --tp --pp --sp --ep``, ``--weight-sharded``, ``--dmodel``...
+Boolean knobs take 0/1. ``micro_batch`` is the global micro-batch (STAGE's meaning): each
+data-parallel replica runs ``micro_batch / dp`` samples per micro-batch, and a step has
+``batch / micro_batch`` micro-batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from simpy_astra.errors import InputError
+
+MODELS = ("gpt", "llama", "moe")
+PHASES = ("train", "prefill", "decode")
+
+# Public model shapes (papers / model cards); seq is the training context length.
+PRESETS: dict[str, dict[str, Any]] = {
+    "llama2-7b": dict(model="llama", dmodel=4096, dff=11008, head=32, kvhead=32, num_stacks=32,
+                      dvocal=32000, seq=4096),
+    "llama2-70b": dict(model="llama", dmodel=8192, dff=28672, head=64, kvhead=8, num_stacks=80,
+                       dvocal=32000, seq=4096),
+    "llama3-70b": dict(model="llama", dmodel=8192, dff=28672, head=64, kvhead=8, num_stacks=80,
+                       dvocal=128256, seq=8192),
+    "gpt3-175b": dict(model="gpt", dmodel=12288, dff=49152, head=96, kvhead=96, num_stacks=96,
+                      dvocal=50257, seq=2048),
+    "mixtral-8x7b": dict(model="moe", dmodel=4096, dff=14336, head=32, kvhead=8, num_stacks=32,
+                         dvocal=32000, seq=4096, experts=8, kexperts=2),
+}
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    sp: int = 1
+    ep: int = 1
+    weight_sharded: bool = False
+    activation_recompute: bool = False
+    tpsp: bool = True
+    dvocal: int = 32000
+    dmodel: int = 8192
+    dff: int = 28672
+    head: int = 64
+    kvhead: int = 8
+    seq: int = 1024
+    batch: int = 64
+    micro_batch: int = -1  # -1: the whole batch is one micro-batch
+    num_stacks: int = 80
+    experts: int = 8
+    kexperts: int = 2
+    model: str = "gpt"
+    mixed_precision: bool = False
+    preset: str = ""
+    phase: str = "train"
+
+    # ---- derived sizes (element counts) ----
+    @property
+    def npus(self) -> int:
+        return self.dp * self.tp * self.pp * self.sp
+
+    @property
+    def micro_batches(self) -> int:
+        return self.batch // self.micro_batch
+
+    @property
+    def samples_per_replica(self) -> int:
+        """Samples one data-parallel replica runs per micro-batch."""
+        return self.micro_batch // self.dp
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of K (and of V): GQA for llama/moe; gpt (STAGE's dense model) ignores kvhead."""
+        if self.model == "gpt":
+            return self.dmodel
+        return self.dmodel // self.head * self.kvhead
+
+    @property
+    def attention_params(self) -> int:
+        return 2 * self.dmodel * self.dmodel + 2 * self.dmodel * self.kv_dim
+
+    @property
+    def ffn_matrices(self) -> int:
+        """gpt: up/down (STAGE's dense model); llama/moe: gate, up and down (SwiGLU)."""
+        return 2 if self.model == "gpt" else 3
+
+    @property
+    def dense_ffn_params(self) -> int:
+        return self.ffn_matrices * self.dmodel * self.dff
+
+    def layer_params(self) -> int:
+        """Parameters of one transformer block (norm weights are negligible and left out)."""
+        ffn = self.dense_ffn_params * (self.experts if self.model == "moe" else 1)
+        router = self.dmodel * self.experts if self.model == "moe" else 0
+        return self.attention_params + ffn + router
+
+    def total_params(self) -> int:
+        """All parameters: blocks plus input and output embeddings (untied, as STAGE)."""
+        return self.num_stacks * self.layer_params() + 2 * self.dvocal * self.dmodel
+
+
+_BOOL_FIELDS = {f.name for f in fields(TransformerConfig) if f.type in ("bool", bool)}
+_INT_FIELDS = {f.name for f in fields(TransformerConfig) if f.type in ("int", int)}
+_STR_FIELDS = {"model", "preset", "phase"}
+PARAM_NAMES = tuple(f.name for f in fields(TransformerConfig))
+
+
+def _as_bool(name: str, value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise InputError(f"{where}: '{name}' must be 0 or 1 (got {value!r})")
+
+
+def _as_int(name: str, value: Any, where: str) -> int:
+    try:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: '{name}' must be an integer (got {value!r})") from None
+
+
+def config_from_params(params: dict[str, Any], where: str = "transformer") -> TransformerConfig:
+    """Build and check a config: a preset fills the model shape, explicit values win."""
+    unknown = sorted(set(params) - set(PARAM_NAMES))
+    if unknown:
+        raise InputError(f"{where}: unknown parameter(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(PARAM_NAMES)}")
+    values: dict[str, Any] = {}
+    preset = str(params.get("preset") or "")
+    if preset:
+        if preset not in PRESETS:
+            raise InputError(f"{where}: 'preset' {preset!r} is unknown; use one of {', '.join(PRESETS)}")
+        values.update(PRESETS[preset])
+    for name, value in params.items():
+        if value is None:
+            continue
+        if name in _BOOL_FIELDS:
+            values[name] = _as_bool(name, value, where)
+        elif name in _INT_FIELDS:
+            values[name] = _as_int(name, value, where)
+        else:
+            values[name] = str(value)
+    if values.get("model") == "dense":  # STAGE's name for its default model
+        values["model"] = "gpt"
+    cfg = TransformerConfig(**values)
+    if cfg.micro_batch == -1:
+        cfg = replace(cfg, micro_batch=cfg.batch)
+    check_config(cfg, where)
+    return cfg
+
+
+def check_config(cfg: TransformerConfig, where: str) -> None:
+    def bad(field: str, why: str) -> InputError:
+        return InputError(f"{where}: '{field}' {why}")
+
+    for name in ("dp", "tp", "pp", "sp", "ep", "dvocal", "dmodel", "dff", "head", "kvhead", "seq",
+                 "batch", "micro_batch", "num_stacks", "experts", "kexperts"):
+        if getattr(cfg, name) < 1:
+            raise bad(name, f"must be at least 1 (got {getattr(cfg, name)})")
+    if cfg.model not in MODELS:
+        raise bad("model", f"must be one of {', '.join(MODELS)} (got {cfg.model!r})")
+    if cfg.phase not in PHASES:
+        raise bad("phase", f"must be one of {', '.join(PHASES)} (got {cfg.phase!r})")
+    if cfg.batch % cfg.micro_batch:
+        raise bad("micro_batch", f"({cfg.micro_batch}) must divide batch ({cfg.batch})")
+    if cfg.micro_batch % cfg.dp:
+        raise bad("dp", f"({cfg.dp}) must divide micro_batch ({cfg.micro_batch}); each replica "
+                        "needs whole samples")
+    if cfg.num_stacks % cfg.pp:
+        raise bad("pp", f"({cfg.pp}) must divide num_stacks ({cfg.num_stacks})")
+    seq_tokens = 1 if cfg.phase == "decode" else cfg.seq
+    if seq_tokens % (cfg.sp * (cfg.tp if cfg.tpsp else 1)) and cfg.phase != "decode":
+        raise bad("seq", f"({cfg.seq}) must be divisible by sp*tp ({cfg.sp * cfg.tp}) for sequence sharding")
+    if cfg.phase == "decode" and cfg.sp != 1:
+        raise bad("sp", "must be 1 for --phase decode (one new token per sequence)")
+    if cfg.dmodel % cfg.head or cfg.head % cfg.tp:
+        raise bad("head", f"({cfg.head}) must divide dmodel and be divisible by tp ({cfg.tp})")
+    if cfg.model != "gpt" and (cfg.head % cfg.kvhead or cfg.kvhead % cfg.tp and cfg.tp % cfg.kvhead):
+        raise bad("kvhead", f"({cfg.kvhead}) must divide head ({cfg.head}) and match tp ({cfg.tp})")
+    if cfg.dff % cfg.tp:
+        raise bad("dff", f"({cfg.dff}) must be divisible by tp ({cfg.tp})")
+    if cfg.model == "moe":
+        if cfg.dp % cfg.ep or cfg.experts % cfg.ep:
+            raise bad("ep", f"({cfg.ep}) must divide dp ({cfg.dp}) and experts ({cfg.experts})")
+        if cfg.kexperts > cfg.experts:
+            raise bad("kexperts", f"({cfg.kexperts}) must not exceed experts ({cfg.experts})")
+    elif cfg.ep != 1:
+        raise bad("ep", "is for --model moe only")

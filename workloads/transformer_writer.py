@@ -1,0 +1,121 @@
+"""Write a transformer trace: every NPU's ET file from its stage's graph, plus the comm groups.
+
+NPUs of one pipeline stage share all compute nodes, so each node is serialised once per stage
+and its bytes reused; a collective is serialised once per (node, group) and a send/receive once
+per (node, peer). Writing 64 NPUs of an 80-block model thus costs about one stage's worth of
+protobuf work plus joining bytes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from workloads.chakra_et import encode_varint, make_node
+from workloads.chakra_schema import SCHEMA_VERSION, GlobalMetadata
+from workloads.transformer_graph import COLL, COMP, RECV, SEND, Layout, Op, StageGraph
+
+
+class Units:
+    """Bytes per element. STAGE's counting (default): one unit per element everywhere. Mixed
+    precision: bf16 activations, gradients, weights and messages (2 B); the optimizer state is
+    Adam's two fp32 moments plus the fp32 master weights, 12 B per parameter = 6 B per element
+    of the two-moment state tensor."""
+
+    def __init__(self, mixed_precision: bool):
+        self.element = 2 if mixed_precision else 1
+        self.optimizer_state = 6 if mixed_precision else 1
+
+    def of(self, tensor_name: str) -> int:
+        return self.optimizer_state if tensor_name.endswith(".adam_state") else self.element
+
+
+def _string_list(tensors: list[tuple[str, int]], units: Units) -> tuple[str, list[str]]:
+    """STAGE's ``inputs``/``outputs`` form: name, bytes, name, bytes, ..."""
+    flat: list[str] = []
+    for name, size in tensors:
+        flat += [name, str(size * units.of(name))]
+    return ("string_list", flat)
+
+
+def _node_bytes(op: Op, node_id: int, units: Units) -> bytes:
+    """The node without its rank-dependent attribute (group or peer)."""
+    attrs: dict[str, object] = {}
+    if op.kind == COMP:
+        attrs = {"num_ops": op.num_ops, "tensor_size": op.tensor_size * units.element, "op_type": op.op_type}
+    elif op.kind == COLL:
+        attrs = {"comm_size": op.comm_size * units.element, "comm_type": op.comm_type, "is_cpu_op": 0}
+    else:
+        attrs = {"comm_size": op.comm_size * units.element, "comm_tag": op.tag, "is_cpu_op": 0}
+    attrs["inputs"] = _string_list(op.inputs, units)
+    attrs["outputs"] = _string_list(op.outputs, units)
+    return make_node(node_id, op.name, op.kind, deps=op.deps, attrs=attrs).SerializeToString()
+
+
+class StageWriter:
+    """Serialised records of one stage's graph, shared by all NPUs of the stage.
+
+    A protobuf message may be extended by appending fields, so a collective's record for one
+    NPU is its shared bytes plus one serialised ``pg_name`` attribute (``comm_dst``/``comm_src``
+    for a send/receive). Records are cached per (dimension, group) and per peer, so writing an
+    NPU's file is filling its rank-dependent slots from those caches and joining bytes.
+    """
+
+    def __init__(self, graph: StageGraph, layout: Layout, units: Units):
+        self.layout = layout
+        self.ops = graph.ops
+        self.bodies = [_node_bytes(op, i, units) for i, op in enumerate(graph.ops)]
+        meta = GlobalMetadata(version=SCHEMA_VERSION).SerializeToString()
+        self.template: list[bytes | None] = [encode_varint(len(meta)) + meta]
+        self.slots: dict[tuple, list[int]] = {}  # slot key -> op indices it fills
+        for i, (op, body) in enumerate(zip(graph.ops, self.bodies, strict=True)):
+            self.template.append(encode_varint(len(body)) + body if op.kind == COMP else None)
+            if op.kind != COMP:
+                self.slots.setdefault(self._slot_key(op), []).append(i)
+        self.filled: dict[tuple, list[bytes]] = {}
+
+    @staticmethod
+    def _slot_key(op: Op) -> tuple:
+        return ("coll", op.dim) if op.kind == COLL else ("p2p", op.kind, op.peer_stage)
+
+    def _records(self, key: tuple, rank: int) -> list[bytes]:
+        """Records of every op of one slot key for ``rank`` (shared by ranks of one group/peer)."""
+        if key[0] == "coll":
+            attr, value = "pg_name", str(self.layout.group_of[(key[1], rank)])
+        else:
+            attr = "comm_dst" if key[1] == SEND else "comm_src"
+            value = rank + key[2] * self.layout.stage_stride()
+        cached = self.filled.get((key, value))
+        if cached is None:
+            extra = make_node(0, "", 0, attrs={attr: value}).SerializeToString()[-_attr_len(attr, value):]
+            cached = []
+            for i in self.slots[key]:
+                body = self.bodies[i]
+                cached.append(encode_varint(len(body) + len(extra)) + body + extra)
+            self.filled[(key, value)] = cached
+        return cached
+
+    def file_bytes(self, rank: int) -> bytes:
+        parts = self.template.copy()
+        for key, indices in self.slots.items():
+            for i, record in zip(indices, self._records(key, rank), strict=True):
+                parts[i + 1] = record  # +1: the metadata record comes first
+        return b"".join(parts)  # type: ignore[arg-type]
+
+
+def _attr_len(name: str, value: object) -> int:
+    """Bytes of one ``attr`` field of a Node: the node with it minus the node without it."""
+    return len(make_node(0, "", 0, attrs={name: value}).SerializeToString()) - len(
+        make_node(0, "", 0).SerializeToString())
+
+
+def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units) -> str:
+    """Write ``prefix.{rank}.et`` for every NPU and ``prefix.json`` (comm groups); returns the latter."""
+    assert all(op.kind in (COMP, COLL, SEND, RECV) for g in graphs for op in g.ops)
+    writers = [StageWriter(g, layout, units) for g in graphs]
+    for rank in range(npus):
+        with open(f"{prefix}.{rank}.et", "wb") as f:
+            f.write(writers[layout.stage_of(rank)].file_bytes(rank))
+    groups_path = f"{prefix}.json"
+    with open(groups_path, "w") as f:
+        json.dump({str(gid): ranks for gid, ranks in layout.groups.items()}, f)
+    return groups_path
