@@ -77,6 +77,12 @@ class Kernel:
     def run(self) -> None:
         self.env.run()
 
+    def events_processed(self) -> int:
+        """SimPy events scheduled so far (all processed once :meth:`run` returned): buckets,
+        message arrivals and deliveries. Reads SimPy's insertion counter, so counting is free;
+        call it once, after the run (reading it advances the counter)."""
+        return next(self.env._eid)
+
 
 class NpuClock:
     """Per-NPU event buckets (``Sys::register_event``): one global event per new tick."""

@@ -77,6 +77,10 @@ class MessageBoard:
         else:
             entry.arrived = True
 
+    def messages_sent(self) -> int:
+        """How many sends were posted (the per-identity sequence counters add up to it)."""
+        return sum(self._sends.values())
+
     def unmatched(self, describe: Callable[[Handler, Any], str | None] | None = None) -> list[str]:
         """Human-readable list of sends without receives and receives without sends.
 
