@@ -104,9 +104,11 @@ class Simulation:
         self.warnings: list[str] = []
         self.npus: list[Npu] = []
         self._check_et_count()
+        attr_cache: dict = {}  # decoded attributes shared by every rank's nodes (read-only)
+        attrs_cache: dict = {}
         for i in range(self.total_npus):
             path = f"{inputs.workload_prefix}.{i}.et"
-            _meta, nodes = read_et(path)
+            _meta, nodes = read_et(path, attr_cache=attr_cache, attrs_cache=attrs_cache)
             validate_graph(path, nodes)
             npu = Npu(i, nodes, path, self)
             for gid, members in inputs.comm_groups.items():
