@@ -27,9 +27,20 @@ Callback = Callable[[Any], None]
 GC_YOUNG_THRESHOLD = 50_000
 
 
-class _Call:
-    """A scheduled callback ``fn(arg)`` on SimPy's queue. Not a SimPy ``Event``: only
-    :meth:`Kernel.run` takes it off the queue, and calls it directly."""
+class Scheduled:
+    """Something :meth:`Kernel.schedule` puts on the queue: its ``fire()`` runs at its tick.
+
+    Not a SimPy ``Event``: only :meth:`Kernel.run` takes these off the queue, and calls them
+    directly (no callback list, no event object per message)."""
+
+    __slots__ = ()
+
+    def fire(self) -> None:
+        raise NotImplementedError
+
+
+class _Call(Scheduled):
+    """A scheduled callback ``fn(arg)`` (the kernel calls it without going through ``fire``)."""
 
     __slots__ = ("fn", "arg")
 
@@ -37,8 +48,11 @@ class _Call:
         self.fn = fn
         self.arg = arg
 
+    def fire(self) -> None:
+        self.fn(self.arg)
 
-class _Bucket:
+
+class _Bucket(Scheduled):
     """One NPU's list of callbacks for one tick, flushed by a single queue entry."""
 
     __slots__ = ("owner", "tick", "items")
@@ -48,7 +62,7 @@ class _Bucket:
         self.tick = tick
         self.items: list[tuple[Callback, Any]] = []
 
-    def flush(self) -> None:
+    def fire(self) -> None:
         items = self.items
         i = 0
         # callbacks registered for this same tick while flushing are appended and run too
@@ -76,8 +90,12 @@ class Kernel:
         env = self.env
         heappush(self._queue, (env._now + delay_ns, NORMAL, next(self._eid), _Call(fn, arg)))
 
+    def schedule(self, delay_ns: int, item: Scheduled) -> None:
+        """Run ``item.fire()`` after ``delay_ns`` on the global queue."""
+        heappush(self._queue, (self.env._now + delay_ns, NORMAL, next(self._eid), item))
+
     def run(self) -> None:
-        """``env.run()`` with our own two event kinds dispatched directly.
+        """``env.run()`` with our own queue items (:class:`Scheduled`) dispatched directly.
 
         The order is SimPy's: (time, priority, insertion id) off the same heap; SimPy events
         (the NPU processes) go through SimPy's usual callback protocol, failures included."""
@@ -94,15 +112,14 @@ class Kernel:
         env = self.env
         queue = self._queue
         pop = heappop
-        call, bucket = _Call, _Bucket
+        call = _Call
         while queue:
             now, _prio, _eid, ev = pop(queue)
             env._now = now
-            cls = ev.__class__
-            if cls is call:
+            if ev.__class__ is call:
                 ev.fn(ev.arg)
-            elif cls is bucket:
-                ev.flush()
+            elif isinstance(ev, Scheduled):
+                ev.fire()
             else:
                 callbacks, ev.callbacks = ev.callbacks, None
                 for callback in callbacks:

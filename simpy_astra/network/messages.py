@@ -12,15 +12,16 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from simpy_astra.kernel import Kernel
+from simpy_astra.kernel import Kernel, Scheduled
 
 Handler = Callable[[Any], None] | None
 
 
-class _Entry:
+class _Entry(Scheduled):
     """One message: who posted its send and its receive so far, and whether it arrived.
 
-    The entry object itself is the key the backend hands back to :meth:`MessageBoard.arrived`."""
+    The entry object itself is the key the backend hands back to :meth:`MessageBoard.arrived`;
+    a backend may also put it on the kernel's queue directly (``fire`` = it arrived)."""
 
     __slots__ = ("ident", "order", "send_fn", "send_arg", "recv_fn", "recv_arg", "arrived")
 
@@ -32,6 +33,16 @@ class _Entry:
         self.recv_fn: Handler = None
         self.recv_arg: Any = None
         self.arrived = False
+
+    def fire(self) -> None:
+        """This message reached its destination: the sender's callback first, then the
+        receiver's if its receive was posted, else the arrival is remembered."""
+        if self.send_fn is not None:
+            self.send_fn(self.send_arg)
+        if self.recv_fn is not None:
+            self.recv_fn(self.recv_arg)
+        else:
+            self.arrived = True
 
 
 class MessageBoard:
@@ -92,12 +103,7 @@ class MessageBoard:
 
     def arrived(self, entry: _Entry) -> None:
         """The message ``entry`` (from :meth:`post_send`) reached its destination."""
-        if entry.send_fn is not None:
-            entry.send_fn(entry.send_arg)
-        if entry.recv_fn is not None:
-            entry.recv_fn(entry.recv_arg)
-        else:
-            entry.arrived = True
+        entry.fire()
 
     def messages_sent(self) -> int:
         """How many sends were posted."""
