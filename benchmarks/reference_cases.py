@@ -58,10 +58,18 @@ def child(kind: str, spec: str) -> int:
     t2 = time.perf_counter()
     print(json.dumps({
         "load_s": t1 - t0, "run_s": t2 - t1, "npus": sim.total_npus,
-        "events": sim.kernel.events_processed(), "messages": sim.network.board.messages_sent(),
+        "events": next(sim.kernel.env._eid),  # SimPy's insertion counter: every queue entry
+        "messages": messages_sent(sim.network.board),
         "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }))
     return 0
+
+
+def messages_sent(board) -> int:
+    """Sends posted; also on commits older than ``MessageBoard.messages_sent`` (to compare)."""
+    if hasattr(board, "messages_sent"):
+        return board.messages_sent()
+    return sum(board._sends.values())
 
 
 def run_once(kind: str, spec: str, cwd: str) -> dict | None:
@@ -107,6 +115,7 @@ def main() -> int:
     ap.add_argument("--filter", default=DEFAULT_FILTER, help=f"regex on case id (default {DEFAULT_FILTER})")
     ap.add_argument("--backend", default="congestion_unaware")
     ap.add_argument("--repeat", type=int, default=1, help="runs per case; min and median are printed")
+    ap.add_argument("--reference", type=Path, default=REFERENCE, help=f"reference data (default {REFERENCE})")
     ap.add_argument("--scenario", action="append", default=[],
                     help="a scenario YAML (e.g. with a generated workload) instead of reference cases")
     ap.add_argument("--child-case", help=argparse.SUPPRESS)
@@ -123,14 +132,15 @@ def main() -> int:
             m = measure("scenario", str(Path(path).resolve()), os.getcwd(), a.repeat)
             print(row(Path(path).stem, m, None) if m else f"{path}: run failed", flush=True)
         return 0
-    if not (REFERENCE / "cases").is_dir():
-        print(f"no reference data at {REFERENCE}")
+    reference = a.reference
+    if not (reference / "cases").is_dir():
+        print(f"no reference data at {reference}")
         return 1
     ratios = []
     with tempfile.TemporaryDirectory(prefix="bench-") as cwd:
-        for entry in REFERENCE.iterdir():  # relative paths in the configs resolve from here
+        for entry in reference.iterdir():  # relative paths in the configs resolve from here
             Path(cwd, entry.name).symlink_to(entry)
-        for p in sorted((REFERENCE / "cases").glob("*.json")):
+        for p in sorted((reference / "cases").glob("*.json")):
             c = json.loads(p.read_text())
             if not re.search(a.filter, c["id"]) or c["backend"] != a.backend or c.get("expect_error"):
                 continue
