@@ -1,11 +1,23 @@
-"""Time simpy-astra on reference cases and compare with ASTRA-sim's own wall clock.
+"""Time simpy-astra on reference cases (or scenarios) and compare with ASTRA-sim's wall clock.
 
     python benchmarks/reference_cases.py [--filter REGEX] [--repeat N] [--backend NAME]
+    python benchmarks/reference_cases.py --scenario scenarios/x.yaml [--repeat N]
 
-Each case runs in a fresh subprocess (as a user would run it). Printed per case: our wall
-time (min and median of --repeat runs), peak RSS, simulated events per second, the
-reference's wall time from the case file and the ratio. The last line is the geometric
-mean of the ratios. No assertion: this measures, the parity suite checks figures.
+Each run is a fresh subprocess (as a user would run it: start-up, ET reading and simulation
+all count). Printed per case:
+
+* ``wall s`` - min and median over ``--repeat`` runs of the subprocess's wall time;
+* ``max RSS MB`` - the largest peak resident set size of those runs;
+* ``events/s`` - simulated events per second of the run phase (``Simulation.run``), where a
+  simulated event is one SimPy event taken off the global queue: a per-NPU tick bucket
+  (``Sys::register_event``), a message arrival or a delivery of an already arrived message.
+  It is the same unit for every case, so it shows whether a slow case is slow because it has
+  more to simulate or because each event costs more. ``msgs`` is the number of messages sent;
+* ``ref s`` and ``ratio`` - the case's ``reference_wall_s`` and min(ours) / reference.
+
+The last line is the geometric mean of the ratios. No assertion: this measures; the parity
+suite checks the figures. Environment variables (e.g. the ``SIMPY_ASTRA_*`` switches of
+optimisations) pass through to the subprocesses.
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import resource
 import statistics
@@ -26,57 +39,119 @@ REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 DEFAULT_FILTER = r"^(ex_cu_|stage_cu_st[1-6]|knob_cu_)"
 
 
-def run_once(case: dict) -> tuple[float, int, bool]:
-    args = [
-        sys.executable, "-m", "simpy_astra",
-        f"--workload-configuration={case['workload']}",
-        f"--system-configuration={case['system']}",
-        f"--network-configuration={case['network']}",
-        f"--remote-memory-configuration={case['remote_memory']}",
-        f"--network-backend={case['backend']}",
-    ]
-    if case.get("comm_group"):
-        args.append(f"--comm-group-configuration={case['comm_group']}")
-    with tempfile.TemporaryDirectory(prefix="bench-") as cwd:
-        for entry in REFERENCE.iterdir():
-            Path(cwd, entry.name).symlink_to(entry)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t0 = time.perf_counter()
-        r = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(rss, before), r.returncode == 0 and "finished" in r.stdout
+def child(kind: str, spec: str) -> int:
+    """Run one case or scenario in this process and print one JSON line of measurements."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
+    from simpy_astra.simulation import Simulation
+
+    t0 = time.perf_counter()
+    if kind == "case":
+        c = json.loads(Path(spec).read_text())
+        inputs = inputs_from_astra_flags(c["workload"], c["system"], c["network"], c["remote_memory"],
+                                         c.get("comm_group") or "empty", c["backend"])
+    else:
+        inputs = load_scenario(spec)
+    sim = Simulation(inputs)
+    t1 = time.perf_counter()
+    sim.run()
+    t2 = time.perf_counter()
+    print(json.dumps({
+        "load_s": t1 - t0, "run_s": t2 - t1, "npus": sim.total_npus,
+        "events": next(sim.kernel.env._eid),  # SimPy's insertion counter: every queue entry
+        "messages": messages_sent(sim.network.board),
+        "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }))
+    return 0
+
+
+def messages_sent(board) -> int:
+    """Sends posted; also on commits older than ``MessageBoard.messages_sent`` (to compare)."""
+    if hasattr(board, "messages_sent"):
+        return board.messages_sent()
+    return sum(board._sends.values())
+
+
+def run_once(kind: str, spec: str, cwd: str) -> dict | None:
+    args = [sys.executable, str(Path(__file__).resolve()), f"--child-{kind}", spec]
+    t0 = time.perf_counter()
+    r = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        print(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
+        return None
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["wall_s"] = wall
+    return out
+
+
+def measure(kind: str, spec: str, cwd: str, repeat: int) -> dict | None:
+    runs = []
+    for _ in range(repeat):
+        got = run_once(kind, spec, cwd)
+        if got is None:
+            return None
+        runs.append(got)
+    walls = [r["wall_s"] for r in runs]
+    best = min(runs, key=lambda r: r["wall_s"])
+    return {"min": min(walls), "median": statistics.median(walls), "rss_kb": max(r["rss_kb"] for r in runs),
+            "events": best["events"], "messages": best["messages"], "npus": best["npus"],
+            "events_per_s": best["events"] / max(best["run_s"], 1e-9)}
+
+
+HEADER = (f"{'case':52s} {'npus':>5s} {'wall min/med s':>15s} {'max RSS MB':>10s} {'events':>10s} "
+          f"{'events/s':>9s} {'msgs':>9s} {'ref s':>8s} {'ratio':>7s}")
+
+
+def row(name: str, m: dict, ref_s: float | None) -> str:
+    ratio = f"{m['min'] / max(ref_s, 1e-3):6.2f}x" if ref_s else f"{'-':>7s}"
+    ref = f"{ref_s:8.2f}" if ref_s else f"{'-':>8s}"
+    return (f"{name:52s} {m['npus']:5d} {m['min']:7.2f}/{m['median']:<7.2f} {m['rss_kb'] / 1024:10.0f} "
+            f"{m['events']:10d} {m['events_per_s']:9.0f} {m['messages']:9d} {ref} {ratio}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--filter", default=DEFAULT_FILTER, help=f"regex on case id (default {DEFAULT_FILTER})")
     ap.add_argument("--backend", default="congestion_unaware")
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per case; min and median are printed")
+    ap.add_argument("--reference", type=Path, default=REFERENCE, help=f"reference data (default {REFERENCE})")
+    ap.add_argument("--scenario", action="append", default=[],
+                    help="a scenario YAML (e.g. with a generated workload) instead of reference cases")
+    ap.add_argument("--child-case", help=argparse.SUPPRESS)
+    ap.add_argument("--child-scenario", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if not (REFERENCE / "cases").is_dir():
-        print(f"no reference data at {REFERENCE}")
+    if a.child_case:
+        return child("case", a.child_case)
+    if a.child_scenario:
+        return child("scenario", a.child_scenario)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")
+    print(HEADER, flush=True)
+    if a.scenario:
+        for path in a.scenario:
+            m = measure("scenario", str(Path(path).resolve()), os.getcwd(), a.repeat)
+            print(row(Path(path).stem, m, None) if m else f"{path}: run failed", flush=True)
+        return 0
+    reference = a.reference
+    if not (reference / "cases").is_dir():
+        print(f"no reference data at {reference}")
         return 1
-    cases = []
-    for p in sorted((REFERENCE / "cases").glob("*.json")):
-        c = json.loads(p.read_text())
-        if re.search(a.filter, c["id"]) and c["backend"] == a.backend and c.get("reference_wall_s"):
-            cases.append(c)
-    print(f"{'case':58s} {'ours min/med s':>16s} {'ref s':>8s} {'ratio':>7s} {'max RSS MB':>10s}")
     ratios = []
-    for c in cases:
-        walls, rss, ok = [], 0, True
-        for _ in range(a.repeat):
-            w, r, good = run_once(c)
-            walls.append(w)
-            rss = max(rss, r)
-            ok = ok and good
-        best, med = min(walls), statistics.median(walls)
-        ratio = best / max(c["reference_wall_s"], 1e-3)
-        ratios.append(ratio)
-        flag = "" if ok else "  (run failed)"
-        print(f"{c['id']:58s} {best:7.2f}/{med:<8.2f} {c['reference_wall_s']:8.3f} {ratio:6.2f}x "
-              f"{rss / 1024:10.0f}{flag}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-") as cwd:
+        for entry in reference.iterdir():  # relative paths in the configs resolve from here
+            Path(cwd, entry.name).symlink_to(entry)
+        for p in sorted((reference / "cases").glob("*.json")):
+            c = json.loads(p.read_text())
+            if not re.search(a.filter, c["id"]) or c["backend"] != a.backend or c.get("expect_error"):
+                continue
+            m = measure("case", str(p), cwd, a.repeat)
+            if m is None:
+                print(f"{c['id']}: run failed", flush=True)
+                continue
+            ref_s = c.get("reference_wall_s")
+            if ref_s:
+                ratios.append(m["min"] / max(ref_s, 1e-3))
+            print(row(c["id"], m, ref_s), flush=True)
     if ratios:
         g = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"geometric mean wall-clock ratio (ours / ASTRA-sim) over {len(ratios)} cases: {g:.2f}x")

@@ -10,7 +10,6 @@ the next issue pass, as in the reference.
 from __future__ import annotations
 
 import heapq
-import json
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
@@ -286,11 +285,8 @@ class Npu:
         if not text:
             return
         try:
-            entries = json.loads(text[2:-2])
-            for item in entries:
-                pg = int(item["pg_name"])
-                ranks = list(item["ranks"]) or list(range(self.sim.total_npus))
-                self.groups[pg] = self.sim.make_group(pg + 1, ranks)
+            for pg, ranks in self.sim.parse_process_groups(text):
+                self.groups[pg] = self.sim.make_group(pg + 1, ranks, self.npu_id)
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{self.source}: node {node.id}: METADATA inputs.values is not a "
                              f"process-group list ({exc})") from None

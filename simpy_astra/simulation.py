@@ -7,6 +7,7 @@ system layer sees ``network.send/recv``).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable
@@ -105,13 +106,23 @@ class Simulation:
         self.warnings: list[str] = []
         self.npus: list[Npu] = []
         self._check_et_count()
+        self._pg_texts: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        self._group_views: dict[tuple[int, tuple[int, ...]], CommunicatorGroup] = {}
+        self._shared_groups = {gid: self.make_group(gid, members) for gid, members in inputs.comm_groups.items()}
+        self._member_of: dict[int, list[int]] = {}
+        for gid, group in self._shared_groups.items():
+            for m in dict.fromkeys(group.members):
+                self._member_of.setdefault(m, []).append(gid)
+        attr_cache: dict = {}  # decoded attributes shared by every rank's nodes (read-only)
+        attrs_cache: dict = {}
         for i in range(self.total_npus):
             path = f"{inputs.workload_prefix}.{i}.et"
-            _meta, nodes = read_et(path)
+            _meta, nodes = read_et(path, attr_cache=attr_cache, attrs_cache=attrs_cache)
             validate_graph(path, nodes)
             npu = Npu(i, nodes, path, self)
-            for gid, members in inputs.comm_groups.items():
-                npu.groups[gid] = self.make_group(gid, members)
+            npu.groups.update(self._shared_groups)
+            for gid in self._member_of.get(i, ()):
+                npu.groups[gid] = self.make_group(gid, self._shared_groups[gid].members, i)
             self.npus.append(npu)
 
     def _check_et_count(self) -> None:
@@ -134,13 +145,36 @@ class Simulation:
                              f"{network} has {n} NPUs; remove {extra} or change npus_count")
 
     # ------------------------------------------------------------------ shared services
-    def make_group(self, group_id: int, members) -> CommunicatorGroup:
-        members = tuple(int(m) for m in members)
-        for m in members:
-            if not 0 <= m < self.total_npus:
-                raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
-                                 f"(the network has {self.total_npus} NPUs)")
-        return CommunicatorGroup(group_id, members)
+    def make_group(self, group_id: int, members, npu_id: int | None = None) -> CommunicatorGroup:
+        """NPU ``npu_id``'s view of a communicator group.
+
+        A member gets its own view (stream ids, plans); every non-member of a group shares
+        one read-only view, as a non-member only reads ``members`` for its error messages.
+        That keeps n NPUs x g groups at O(n + sum of group sizes) objects."""
+        key = (group_id, tuple(members))
+        shared = self._group_views.get(key)
+        if shared is None:
+            ids = tuple(int(m) for m in members)
+            for m in ids:
+                if not 0 <= m < self.total_npus:
+                    raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
+                                     f"(the network has {self.total_npus} NPUs)")
+            shared = self._group_views[key] = CommunicatorGroup(group_id, ids)
+        if npu_id is not None and npu_id in shared.members:
+            return CommunicatorGroup(group_id, shared.members)
+        return shared
+
+    def parse_process_groups(self, text: str) -> list[tuple[int, tuple[int, ...]]]:
+        """(pg_name, ranks) of a METADATA node's ``inputs.values``; parsed once per distinct
+        text (every rank usually carries the same list). Raises ValueError/KeyError/TypeError."""
+        parsed = self._pg_texts.get(text)
+        if parsed is None:
+            parsed = []
+            for item in json.loads(text[2:-2]):
+                ranks = tuple(item["ranks"]) or tuple(range(self.total_npus))
+                parsed.append((int(item["pg_name"]), ranks))
+            self._pg_texts[text] = parsed
+        return parsed
 
     def load_custom(self, prefix: str, position: int, collective_bytes: int) -> tuple[list, str]:
         """Rank ``position``'s graph of a custom collective: ``PREFIX.{position}.et`` as in

@@ -472,6 +472,8 @@ class SystemLayer:
         last = stream.next_phase == len(stream.phases)
         if last:
             stream.dataset.stream_finished()
+            stream.phases = ()  # break the stream <-> phase cycles: reference counting frees them
+            stream.current = None
         if previous >= 0:
             self.active[previous].remove(stream)
         if last:

@@ -315,12 +315,17 @@ def _slow_varint(path: str, buf: bytes, pos: int, index: int, last_id: int | Non
 
 
 def read_et(
-    path: str, *, attr_cache: dict[bytes, tuple[str, AttrValue]] | None = None
+    path: str,
+    *,
+    attr_cache: dict[bytes, tuple[str, AttrValue]] | None = None,
+    attrs_cache: dict[tuple[bytes, ...], dict[str, AttrValue]] | None = None,
 ) -> tuple[dict, list[EtNode]]:
     """Read one ET file: ``({"version": str, "attrs": {...}}, nodes in file order)``.
 
-    ``attr_cache`` (serialized attribute -> decoded entry) may be shared between files of one
-    workload: ranks repeat most attributes, so sharing saves both time and memory.
+    ``attr_cache`` (serialized attribute -> decoded entry) and ``attrs_cache`` (a node's
+    serialized attribute list -> its attribute dict) may be shared between files of one
+    workload: ranks repeat most attributes, so sharing saves both time and memory. Nodes
+    with the same attribute list then share one ``attrs`` dict, which nobody may modify.
 
     Raises :class:`EtError` for a missing/unreadable file, an empty file (no GlobalMetadata),
     a truncated record or an over-long length prefix, and a record that does not parse.
@@ -357,6 +362,9 @@ def read_et(
 
     cache: dict[bytes, tuple[str, AttrValue]] = {} if attr_cache is None else attr_cache
     cache_get = cache.get
+    dicts: dict[tuple[bytes, ...], dict[str, AttrValue]] = {} if attrs_cache is None else attrs_cache
+    dicts_get = dicts.get
+    intern = sys.intern  # node names repeat across ranks
     nodes: list[EtNode] = []
     append = nodes.append
     from_string = NodeRawAttrs.FromString
@@ -391,8 +399,17 @@ def read_et(
             if len(data) > 1 and len(set(data)) != len(data):
                 data = dict.fromkeys(data)
             deps = tuple(data)
-        attrs: dict[str, AttrValue] = {}
-        for raw in msg.attr[:]:
+        raws = tuple(msg.attr)
+        attrs = dicts_get(raws)  # nodes (of any rank) with the same attributes share one dict
+        if attrs is not None:
+            append(make(msg.id, intern(msg.name), msg.type, deps, msg.duration_micros, msg.inputs.values,
+                        attrs, path))
+            last_id = msg.id
+            index += 1
+            pos = nxt
+            continue
+        attrs = dicts[raws] = {}
+        for raw in raws:
             entry = cache_get(raw)
             if entry is None:
                 try:
@@ -405,7 +422,8 @@ def read_et(
                 cache[raw] = entry
             if entry[0] not in attrs:
                 attrs[entry[0]] = entry[1]
-        append(make(msg.id, msg.name, msg.type, deps, msg.duration_micros, msg.inputs.values, attrs, path))
+        append(make(msg.id, intern(msg.name), msg.type, deps, msg.duration_micros, msg.inputs.values,
+                    attrs, path))
         last_id = msg.id
         index += 1
         pos = nxt
@@ -503,9 +521,10 @@ def read_et_prefix(prefix: str, num_npus: int, *, validate: bool = True) -> list
             )
     result: list[list[EtNode]] = []
     cache: dict[bytes, tuple[str, AttrValue]] = {}
+    dicts: dict[tuple[bytes, ...], dict[str, AttrValue]] = {}
     for rank in range(num_npus):
         path = et_path(prefix, rank)
-        _, nodes = read_et(path, attr_cache=cache)
+        _, nodes = read_et(path, attr_cache=cache, attrs_cache=dicts)
         if validate:
             validate_graph(path, nodes)
         result.append(nodes)

@@ -40,7 +40,7 @@ class _Message:
 
     __slots__ = ("key", "route", "hop", "delays", "size")
 
-    def __init__(self, key: tuple, route: tuple, delays: tuple, size: int) -> None:
+    def __init__(self, key: Any, route: tuple, delays: tuple, size: int) -> None:
         self.key = key
         self.route = route
         self.hop = 0

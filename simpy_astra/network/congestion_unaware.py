@@ -29,6 +29,8 @@ class CongestionUnawareNetwork:
             self._strides.append(stride)
             stride *= d.npus_count
         self._cache: dict[tuple[int, int, int], int] = {}
+        self._post_send = self.board.post_send
+        self._schedule = kernel.schedule
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
         key = (src, dst, size)
@@ -47,8 +49,11 @@ class CongestionUnawareNetwork:
         return delay
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
-        key = self.board.post_send(src, dst, tag, size, fn, arg)
-        self.kernel.call_later(self.delay_ns(src, dst, size), self.board.arrived, key)
+        entry = self._post_send(src, dst, tag, size, fn, arg)
+        delay = self._cache.get((src, dst, size))
+        if delay is None:
+            delay = self.delay_ns(src, dst, size)
+        self._schedule(delay, entry)  # the entry's fire() is its arrival
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)

@@ -8,74 +8,106 @@ otherwise the arrival is remembered and a later receive completes 0 ns after it 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from simpy_astra.kernel import Kernel
+from simpy_astra.kernel import Kernel, Scheduled
 
 Handler = Callable[[Any], None] | None
 
 
-class _Entry:
-    __slots__ = ("send_fn", "send_arg", "recv_fn", "recv_arg", "arrived")
+class _Entry(Scheduled):
+    """One message: who posted its send and its receive so far, and whether it arrived.
 
-    def __init__(self) -> None:
+    The entry object itself is the key the backend hands back to :meth:`MessageBoard.arrived`;
+    a backend may also put it on the kernel's queue directly (``fire`` = it arrived)."""
+
+    __slots__ = ("ident", "order", "send_fn", "send_arg", "recv_fn", "recv_arg", "arrived")
+
+    def __init__(self, ident: tuple, order: int) -> None:
+        self.ident = ident
+        self.order = order
         self.send_fn: Handler = None
         self.send_arg: Any = None
         self.recv_fn: Handler = None
         self.recv_arg: Any = None
         self.arrived = False
 
+    def fire(self) -> None:
+        """This message reached its destination: the sender's callback first, then the
+        receiver's if its receive was posted, else the arrival is remembered."""
+        if self.send_fn is not None:
+            self.send_fn(self.send_arg)
+        if self.recv_fn is not None:
+            self.recv_fn(self.recv_arg)
+        else:
+            self.arrived = True
+
 
 class MessageBoard:
-    """Pending sends and receives of every NPU of one run."""
+    """Pending sends and receives of every NPU of one run.
+
+    The k-th send of an identity matches its k-th receive, so per identity one FIFO of
+    entries posted by one side waits for the other side; at most one of the two FIFOs of an
+    identity is non-empty. No sequence numbers, no lookups on arrival."""
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
-        self._entries: dict[tuple, _Entry] = {}
-        self._sends: dict[tuple, int] = {}
-        self._recvs: dict[tuple, int] = {}
+        self._sends_waiting: dict[tuple, deque[_Entry]] = {}  # sends without a receive yet
+        self._recvs_waiting: dict[tuple, deque[_Entry]] = {}  # receives without a send yet
+        self._posted = 0  # sends
+        self._created = 0  # entries, to list unmatched ones in the order they were posted
 
-    def post_send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> tuple:
+    def post_send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> _Entry:
         """Register a send; returns the key the backend hands back to :meth:`arrived`."""
         ident = (tag, src, dst, size)
-        seq = self._sends.get(ident, 0)
-        self._sends[ident] = seq + 1
-        key = (tag, src, dst, size, seq)
-        entry = self._entries.get(key)
-        if entry is None:
-            entry = self._entries[key] = _Entry()
+        waiting = self._recvs_waiting.get(ident)
+        if waiting:
+            entry = waiting.popleft()
+            if not waiting:
+                del self._recvs_waiting[ident]
+        else:
+            entry = _Entry(ident, self._created)
+            self._created += 1
+            waiting = self._sends_waiting.get(ident)
+            if waiting is None:
+                self._sends_waiting[ident] = deque((entry,))
+            else:
+                waiting.append(entry)
+        self._posted += 1
         entry.send_fn = fn
         entry.send_arg = arg
-        return key
+        return entry
 
     def post_recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         ident = (tag, src, dst, size)
-        seq = self._recvs.get(ident, 0)
-        self._recvs[ident] = seq + 1
-        key = (tag, src, dst, size, seq)
-        entry = self._entries.get(key)
-        if entry is None:
-            entry = self._entries[key] = _Entry()
-            entry.recv_fn = fn
-            entry.recv_arg = arg
-        elif entry.arrived:
-            del self._entries[key]
-            self.kernel.call_later(0, fn, arg)
+        waiting = self._sends_waiting.get(ident)
+        if waiting:
+            entry = waiting.popleft()
+            if not waiting:
+                del self._sends_waiting[ident]
+            if entry.arrived:
+                self.kernel.call_later(0, fn, arg)
+                return
         else:
-            entry.recv_fn = fn
-            entry.recv_arg = arg
+            entry = _Entry(ident, self._created)
+            self._created += 1
+            waiting = self._recvs_waiting.get(ident)
+            if waiting is None:
+                self._recvs_waiting[ident] = deque((entry,))
+            else:
+                waiting.append(entry)
+        entry.recv_fn = fn
+        entry.recv_arg = arg
 
-    def arrived(self, key: tuple) -> None:
-        """The message ``key`` reached its destination."""
-        entry = self._entries[key]
-        if entry.send_fn is not None:
-            entry.send_fn(entry.send_arg)
-        if entry.recv_fn is not None:
-            del self._entries[key]
-            entry.recv_fn(entry.recv_arg)
-        else:
-            entry.arrived = True
+    def arrived(self, entry: _Entry) -> None:
+        """The message ``entry`` (from :meth:`post_send`) reached its destination."""
+        entry.fire()
+
+    def messages_sent(self) -> int:
+        """How many sends were posted."""
+        return self._posted
 
     def unmatched(self, describe: Callable[[Handler, Any], str | None] | None = None) -> list[str]:
         """Human-readable list of sends without receives and receives without sends.
@@ -88,7 +120,9 @@ class MessageBoard:
             return describe(fn, arg) if describe is not None and fn is not None else None
 
         out = []
-        for (tag, src, dst, size, _seq), e in self._entries.items():
+        left = [e for waiting in (*self._sends_waiting.values(), *self._recvs_waiting.values()) for e in waiting]
+        for e in sorted(left, key=lambda e: e.order):
+            tag, src, dst, size = e.ident
             if e.recv_fn is None:
                 sender = who(e.send_fn, e.send_arg) or f"NPU {src}"
                 out.append(f"{sender} sent {size} B to NPU {dst} with tag {tag}, for which NPU {dst} "
