@@ -51,11 +51,13 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="simpy-astra generate transformer", description=__doc__.split("\n")[0])
+    def spellings(name: str) -> list[str]:  # --micro-batch and STAGE's --micro_batch
+        return list(dict.fromkeys([f"--{name.replace('_', '-')}", f"--{name}"]))
+
     for name in _INT_FLAGS:
-        p.add_argument(f"--{name.replace('_', '-')}", f"--{name}", dest=name, type=int, default=None)
+        p.add_argument(*spellings(name), dest=name, type=int, default=None)
     for name in _BOOL_FLAGS:
-        p.add_argument(f"--{name.replace('_', '-')}", f"--{name}", dest=name, default=None,
-                       metavar="0|1")
+        p.add_argument(*spellings(name), dest=name, default=None, metavar="0|1")
     p.add_argument("--model", "--model-type", "--model_type", dest="model", default=None,
                    help=f"{'|'.join(MODELS)} (STAGE's 'dense' is gpt)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None)
