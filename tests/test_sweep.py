@@ -286,7 +286,10 @@ def test_sigint_then_restart_runs_every_point_exactly_once(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "simpy_astra", "sweep", path, "--out", str(out), "--jobs", "2", "--no-plots"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # a runner that starts us in the background (nohup, `&` in a script) hands down SIGINT as
+    # ignored, and Python then never turns it into KeyboardInterrupt: give the child the default
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     csv_path = out / "results.csv"
     while proc.poll() is None and (not csv_path.exists() or len(read_rows(out)) < 3):
         time.sleep(0.05)
