@@ -8,18 +8,15 @@ malformed graph is one InputError naming the field.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 
 from simpy_astra.config import load_network_yaml
 from simpy_astra.errors import InputError
-from simpy_astra.scenario import inputs_from_astra_flags
-from simpy_astra.simulation import Simulation
 from tests.conftest import REFERENCE
 from tests.sim_helpers import run, run_sim
-from tests.test_reference_parity import parse_lines
+from tests.test_reference_parity import simulate_case
 from workloads.chakra_et import make_node
 from workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
@@ -56,19 +53,9 @@ def _equivalence_cases() -> list:
 
 @pytest.mark.parametrize("case", _equivalence_cases())
 def test_graph_spelling_of_a_reference_network_gives_its_figures(case, reference_dir, tmp_path, monkeypatch):
-    for entry in reference_dir.iterdir():
-        (tmp_path / entry.name).symlink_to(entry)
-    monkeypatch.chdir(tmp_path)
-    network = as_graph(yaml.safe_load(Path(case["network"]).read_text()))
-    Path("graph.yml").write_text(yaml.safe_dump(network))
-    inputs = inputs_from_astra_flags(
-        workload=case["workload"], system=case["system"], network="graph.yml",
-        remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
-        backend=case["backend"],
-    )
-    lines: list[str] = []
-    Simulation(inputs, on_report=lambda r: lines.extend(r.lines())).run()
-    got = parse_lines(lines)
+    network = as_graph(yaml.safe_load((reference_dir / case["network"]).read_text()))
+    (tmp_path / "graph.yml").write_text(yaml.safe_dump(network))
+    got = simulate_case(case, reference_dir, tmp_path, monkeypatch, network=str(tmp_path / "graph.yml"))
     for npu, figures in case["expected"].items():
         for key in ("finished_cycles", "exposed_comm_cycles"):
             assert got[npu][key] == figures[key], (npu, key)

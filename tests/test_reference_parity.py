@@ -61,20 +61,26 @@ def _cases() -> list:
     return params
 
 
-@pytest.mark.parametrize("case", _cases())
-def test_reference_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def simulate_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  network: str | None = None) -> dict[str, dict]:
+    """Run a reference case in-process (optionally on another network file); parsed figures."""
     # run from a scratch folder that sees the reference entries, as parity.py does
     for entry in reference_dir.iterdir():
         (tmp_path / entry.name).symlink_to(entry)
     monkeypatch.chdir(tmp_path)
     inputs = inputs_from_astra_flags(
-        workload=case["workload"], system=case["system"], network=case["network"],
+        workload=case["workload"], system=case["system"], network=network or case["network"],
         remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
         backend=case["backend"],
     )
     lines: list[str] = []
     Simulation(inputs, on_report=lambda r: lines.extend(r.lines())).run()
-    got = parse_lines(lines)
+    return parse_lines(lines)
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_reference_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = simulate_case(case, reference_dir, tmp_path, monkeypatch)
     diffs = [
         f"sys[{npu}].{key}: expected {want}, got {got.get(npu, {}).get(key)}"
         for npu, figures in case["expected"].items()
