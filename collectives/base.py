@@ -86,6 +86,9 @@ class CollectiveAlgorithm:
     kinds: frozenset[str] = field(default_factory=lambda: frozenset(COLLECTIVE_KINDS))
     #: "ring" (members in ring order) or "tree" (double binary tree)
     topology: str = "ring"
+    #: peers depend only on ring-position differences (``index +- k``), so rotating the
+    #: ring rotates every phase; symmetry folding may then use rotations of that dimension
+    rotation_symmetric: bool = False
 
 
 def ring_final_size(kind: str, size: int, n: int) -> int:

@@ -37,5 +37,6 @@ def bidirectional_ring(ctx: PhaseContext) -> AlgorithmRun:
 
 
 BIDIRECTIONAL_RING = CollectiveAlgorithm(
-    "bidirectionalRing", bidirectional_ring, ring_final_size, kinds=frozenset({ALL_REDUCE})
+    "bidirectionalRing", bidirectional_ring, ring_final_size, kinds=frozenset({ALL_REDUCE}),
+    rotation_symmetric=True
 )

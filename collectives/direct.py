@@ -64,4 +64,4 @@ def direct(ctx: PhaseContext) -> AlgorithmRun:
     )
 
 
-DIRECT = CollectiveAlgorithm("direct", direct, ring_final_size)
+DIRECT = CollectiveAlgorithm("direct", direct, ring_final_size, rotation_symmetric=True)

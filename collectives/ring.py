@@ -51,4 +51,4 @@ def ring(ctx: PhaseContext) -> AlgorithmRun:
     return packet_engine(ctx, plan, parallel=1, nz_budget=n - 1, total_sends=sends)
 
 
-RING = CollectiveAlgorithm("ring", ring, ring_final_size)
+RING = CollectiveAlgorithm("ring", ring, ring_final_size, rotation_symmetric=True)

@@ -63,6 +63,9 @@ def _astra_parser() -> argparse.ArgumentParser:
 
 
 def _add_report_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fold-symmetry", choices=("on", "off"), default=None,
+                   help="simulate each orbit of symmetric NPUs once (default on; see README, "
+                        "'Symmetry folding'); --csv-out and --trace-out switch it off")
     p.add_argument("--csv-out", default=None, metavar="DIR",
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
@@ -109,10 +112,14 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
 
 
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
-              trace_out: str | None = None) -> int:
+              trace_out: str | None = None, fold: str | None = None) -> int:
     from simpy_astra.simulation import Simulation
 
     t0 = time.perf_counter()
+    if fold is not None:
+        inputs.fold_symmetry = fold == "on"
+    if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
+        inputs.fold_symmetry = False
     sim = Simulation(inputs, on_report=_print_report)
     record = None  # node timings are recorded only for reports that need them
     if csv_out or trace_out or rich_summary:
@@ -162,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 
             inputs = load_scenario(args.scenario, backend=args.network_backend)
             return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
-                             trace_out=args.trace_out)
+                             trace_out=args.trace_out, fold=args.fold_symmetry)
         args, _unknown = _astra_parser().parse_known_args(argv)  # ASTRA-sim ignores unknown flags
         from simpy_astra.scenario import inputs_from_astra_flags
 
@@ -178,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             num_passes=args.num_passes,
         )
         return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
-                         trace_out=args.trace_out)
+                         trace_out=args.trace_out, fold=args.fold_symmetry)
     except (InputError, EtError, CollectiveError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR

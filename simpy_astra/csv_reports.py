@@ -64,7 +64,7 @@ def node_rows(record: RunRecord) -> list[tuple]:
     """Rows of ``nodes.csv`` in (npu, start, node id) order."""
     rows = []
     for rec in record.npus:
-        nodes = record.sim.npus[rec.npu_id].nodes
+        nodes = record.sim.npu_for(rec.npu_id).nodes
         compute = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type == COMP_NODE])
         starts = [s for s, _ in compute]
         for nid, s, e in sorted(rec.intervals, key=lambda t: (t[1], t[0])):
@@ -82,7 +82,7 @@ def layer_rows(record: RunRecord, rows: list[tuple] | None = None) -> list[tuple
         by_npu.setdefault(row[0], []).append(row)
     out = []
     for npu_id, npu_rows in sorted(by_npu.items()):
-        nodes = record.sim.npus[npu_id].nodes
+        nodes = record.sim.npu_for(npu_id).nodes
         totals: dict[str, dict[str, int]] = {}
         for _npu, nid, name, _label, _s, _e, duration, exposed in npu_rows:
             node = nodes[nid]
@@ -128,6 +128,7 @@ def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
 
 def write_csv_reports(record: RunRecord, folder: str) -> list[str]:
     """Write ``nodes.csv`` (and ``layers.csv`` for text workloads) into ``folder``; returns the paths."""
+    record.require_every_npu("nodes.csv")
     try:
         os.makedirs(folder, exist_ok=True)
         rows = node_rows(record)

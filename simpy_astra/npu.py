@@ -37,7 +37,9 @@ from workloads.chakra_schema import (
 )
 
 if TYPE_CHECKING:
+    from simpy_astra.kernel import NpuClock
     from simpy_astra.simulation import Simulation
+    from simpy_astra.system_layer import SystemLayer
 
 # hardware slot classes
 SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE = 0, 1, 2, 3
@@ -52,12 +54,13 @@ COLLECTIVE_NAMES = {0: "ALL_REDUCE", 1: "REDUCE", 2: "ALL_GATHER", 3: "GATHER", 
 class Npu:
     """Workload layer of one NPU (ASTRA-sim's ``Workload`` + ``HardwareResource``)."""
 
-    def __init__(self, npu_id: int, nodes: list, source: str, sim: Simulation) -> None:
+    def __init__(self, npu_id: int, nodes: list, source: str, sim: Simulation, clock: NpuClock,
+                 system: SystemLayer) -> None:
         self.npu_id = npu_id
         self.sim = sim
         self.source = source
-        self.clock = sim.clocks[npu_id]
-        self.system = sim.systems[npu_id]
+        self.clock = clock
+        self.system = system
         self.config = sim.system_config
         self.nodes = {n.id: n for n in nodes}
         self.parents_left: dict[int, int] = {}

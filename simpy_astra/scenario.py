@@ -37,7 +37,8 @@ from simpy_astra.errors import InputError
 from simpy_astra.simulation import SimulationInputs
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
-                 "num_queues_per_dim", "injection_scale", "name", "description", "num_passes"}
+                 "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
+                 "fold_symmetry"}
 
 
 def inputs_from_astra_flags(workload: str, system: str, network: str, remote_memory: str,
@@ -117,13 +118,19 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         memory = _materialise(path, "remote_memory",
                               doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}), ".json", tmp)
         groups = _materialise(path, "comm_groups", doc.get("comm_groups"), ".json", tmp) or generated_groups
-        return inputs_from_astra_flags(
+        inputs = inputs_from_astra_flags(
             workload, system, network, memory, groups,
             backend=backend or doc.get("backend", "congestion_unaware"),
             queues_per_dim=int(doc.get("num_queues_per_dim", 1)),
             injection_scale=float(doc.get("injection_scale", 1.0)),
             num_passes=_positive_int(path, doc, "num_passes"),
         )
+    if "fold_symmetry" in doc:
+        fold = doc["fold_symmetry"]
+        if not isinstance(fold, bool):
+            raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {fold!r})")
+        inputs.fold_symmetry = fold
+    return inputs
 
 
 def _positive_int(path: str, doc: dict, key: str, default: int = 1) -> int:

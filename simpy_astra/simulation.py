@@ -19,9 +19,11 @@ from simpy_astra.errors import InputError, StalledError
 from simpy_astra.kernel import Kernel, NpuClock
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.network.folded import FoldedNetwork
 from simpy_astra.npu import Npu
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
+from simpy_astra.symmetry import Folding, Grid, KeyCache, delay_invariant_shifts, find_folding, rank_key
 from simpy_astra.system_layer import (
     GROUP_STREAM_ID_BASE,
     CollectivePlan,
@@ -35,6 +37,17 @@ from workloads.chakra_et import et_path, read_et, validate_graph
 from workloads.msccl_xml import read_msccl_xml
 
 NETWORK_BACKENDS = ("congestion_unaware", "congestion_aware")
+FOLD_DEFAULT = True
+
+
+def fold_requested(inputs: SimulationInputs) -> bool:
+    """Whether symmetry folding may be used: the inputs' switch, else SIMPY_ASTRA_FOLD, else on."""
+    if inputs.fold_symmetry is not None:
+        return inputs.fold_symmetry
+    env = os.environ.get("SIMPY_ASTRA_FOLD", "").strip().lower()
+    if env:
+        return env not in ("0", "off", "false", "no")
+    return FOLD_DEFAULT
 
 
 @dataclass
@@ -48,6 +61,9 @@ class SimulationInputs:
     comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
     backend: str = "congestion_unaware"
     queues_per_dim: int = 1
+    #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.symmetry`); None = the
+    #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set
+    fold_symmetry: bool | None = None
 
 
 class CommunicatorGroup:
@@ -96,15 +112,6 @@ class Simulation:
         self.local_mem_trace_prefix = cfg.local_mem_trace_filename if cfg.track_local_mem else None
         self._custom_cache: dict[str, tuple[list, str]] = {}
         self._msccl_cache: dict[tuple[str, int], dict[int, list]] = {}
-        self.clocks = [NpuClock(self.kernel) for _ in range(self.total_npus)]
-        self.systems = [
-            SystemLayer(i, self.clocks[i], self.network, cfg, self.network_dims,
-                        inputs.queues_per_dim, self.load_custom)
-            for i in range(self.total_npus)
-        ]
-        self.reports: list[NpuReport] = []
-        self.warnings: list[str] = []
-        self.npus: list[Npu] = []
         self._check_et_count()
         self._pg_texts: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
         self._group_views: dict[tuple[int, tuple[int, ...]], CommunicatorGroup] = {}
@@ -113,17 +120,90 @@ class Simulation:
         for gid, group in self._shared_groups.items():
             for m in dict.fromkeys(group.members):
                 self._member_of.setdefault(m, []).append(gid)
-        attr_cache: dict = {}  # decoded attributes shared by every rank's nodes (read-only)
-        attrs_cache: dict = {}
-        for i in range(self.total_npus):
-            path = f"{inputs.workload_prefix}.{i}.et"
-            _meta, nodes = read_et(path, attr_cache=attr_cache, attrs_cache=attrs_cache)
-            validate_graph(path, nodes)
-            npu = Npu(i, nodes, path, self)
+        traces = self._read_traces()
+        self.folding: Folding | None = self._find_folding(traces, dims) if fold_requested(inputs) else None
+        simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
+        if self.folding is not None:
+            self.network = FoldedNetwork(self.network, self.folding)
+        # the simulated NPUs (every NPU unless folded), with their clocks and system layers
+        self.npus: list[Npu] = []
+        self.systems: list[SystemLayer] = []
+        self._npu_by_id: dict[int, Npu] = {}
+        for i in simulated:
+            clock = NpuClock(self.kernel)
+            system = SystemLayer(i, clock, self.network, cfg, self.network_dims, inputs.queues_per_dim,
+                                 self.load_custom)
+            self.systems.append(system)
+            path, nodes = traces[i]
+            npu = Npu(i, nodes, path, self, clock, system)
             npu.groups.update(self._shared_groups)
             for gid in self._member_of.get(i, ()):
                 npu.groups[gid] = self.make_group(gid, self._shared_groups[gid].members, i)
             self.npus.append(npu)
+            self._npu_by_id[i] = npu
+        self.reports: list[NpuReport] = []
+        self.warnings: list[str] = []
+        self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
+        self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
+
+    def _read_traces(self) -> list[tuple[str, list]]:
+        """Every rank's (path, decoded nodes), validated; decoded attributes are shared."""
+        attr_cache: dict = {}  # decoded attributes shared by every rank's nodes (read-only)
+        attrs_cache: dict = {}
+        traces = []
+        for i in range(self.total_npus):
+            path = f"{self.inputs.workload_prefix}.{i}.et"
+            _meta, nodes = read_et(path, attr_cache=attr_cache, attrs_cache=attrs_cache)
+            validate_graph(path, nodes)
+            traces.append((path, nodes))
+        return traces
+
+    def _find_folding(self, traces: list[tuple[str, list]], dims: list) -> Folding | None:
+        """The symmetry this run may be folded by, or None (see :mod:`simpy_astra.symmetry`).
+
+        Folding needs a run whose NPUs interact only through messages: the congestion-unaware
+        backend, no shared remote-memory server and no custom collective files (their rank
+        maps are not moved by translations)."""
+        cfg = self.system_config
+        if self.inputs.backend != "congestion_unaware" or self.total_npus < 2:
+            return None
+        if cfg.custom_implementations or cfg.per_node_custom:
+            return None
+        if self.inputs.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
+            return None
+        grid = Grid(self.network_dims)
+        allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
+        with_dims = [set(a) for a in allowed]  # ... when collectives run on the dimension rings
+        for names in cfg.implementations.values():  # each dimension's algorithms must rotate too
+            for d, name in enumerate(names):
+                choice = resolve(name)
+                if choice is None:
+                    return None
+                if choice.spans_all_npus:  # one ring over NPU ids: only 1-D grids rotate it
+                    if len(dims) > 1 or not choice.algorithm.rotation_symmetric:
+                        with_dims = [{0} for _ in dims]
+                elif d < len(with_dims) and not choice.algorithm.rotation_symmetric:
+                    with_dims[d] = {0}
+        if all(a == {0} for a in allowed):
+            return None
+        # a group subset runs the configured algorithm if the list has one entry, else ring
+        rotate_groups = all(resolve(names[0] if len(names) == 1 else "ring").algorithm.rotation_symmetric
+                            for names in cfg.implementations.values() if names)
+        groups = {gid: g.members for gid, g in self._shared_groups.items()}
+        cache = KeyCache()
+        keys = [rank_key(i, nodes, grid, groups, self.parse_process_groups, rotate_groups, cache)
+                for i, (_path, nodes) in enumerate(traces)]
+        return find_folding(grid, keys, allowed, with_dims)
+
+    def npu_for(self, npu_id: int) -> Npu:
+        """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""
+        if self.folding is None:
+            return self._npu_by_id[npu_id]
+        return self._npu_by_id[self.folding.rep_of[npu_id]]
+
+    def orbit_of(self, npu_id: int) -> list[int]:
+        """The NPUs a simulated NPU stands for (just itself unless folded)."""
+        return [npu_id] if self.folding is None else self.folding.orbit(npu_id)
 
     def _check_et_count(self) -> None:
         """One ET file per NPU: ``PREFIX.0.et`` .. ``PREFIX.{n-1}.et``, and no more."""
@@ -207,7 +287,7 @@ class Simulation:
     def collective_plan(self, npu: Npu, kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
         """Which algorithm(s) and which NPUs a collective node of ``npu`` runs on."""
         custom = self._custom_for(kind, node_id)
-        system = self.systems[npu.npu_id]
+        system = npu.system
         if pg_name in ("", "0"):
             if custom is not None:
                 return CollectivePlan([], [], None, system.default_streams), custom
@@ -258,10 +338,36 @@ class Simulation:
 
     # ------------------------------------------------------------------ running
     def npu_finished(self, npu: Npu) -> None:
-        self.reports.append(npu.report)
-        if self.on_report is not None:
-            self.on_report(npu.report)
+        if self.folding is None:
+            self._emit(npu.report)
+        else:
+            self._finish_orbit(npu)
         npu.done.succeed()
+
+    def _emit(self, report: NpuReport) -> None:
+        self.reports.append(report)
+        if self.on_report is not None:
+            self.on_report(report)
+
+    def _finish_orbit(self, npu: Npu) -> None:
+        """A representative finished: so did its whole orbit, with the same figures.
+
+        Reports of one tick are held until the clock moves on and then given out in NPU-id
+        order, the order an unfolded run of a symmetric workload finishes in."""
+        report = npu.report
+        pending = self._pending_reports
+        if pending and pending[0].finished_cycles != report.finished_cycles:
+            self._flush_reports()
+        trace_dir = self.local_mem_trace_prefix if npu.memory is not None else None
+        for member in self.folding.orbit(npu.npu_id):
+            pending.append(report if member == npu.npu_id else replace(report, npu_id=member))
+            if trace_dir and member != npu.npu_id:
+                replace(npu.memory, npu_id=member).write_trace(f"{trace_dir}.{member}.json")
+
+    def _flush_reports(self) -> None:
+        for report in sorted(self._pending_reports, key=lambda r: r.npu_id):
+            self._emit(report)
+        self._pending_reports.clear()
 
     def _npu_process(self, npu: Npu):
         npu.fire()
@@ -292,8 +398,21 @@ class Simulation:
         for npu in self.npus:
             env.process(self._npu_process(npu))
         self.kernel.run()
+        self._flush_reports()
         stuck = [n for n in self.npus if not n.finished]
         unmatched = self.network.board.unmatched(_describe_handler)
+        if self.folding is not None and (stuck or unmatched):
+            # a folded run names NPUs by their representatives: diagnose on the unfolded run
+            # (which raises for a stall); reports already given out are not given again
+            given = {r.npu_id for r in self.reports}
+            on_report = self.on_report
+            full = Simulation(replace(self.inputs, fold_symmetry=False),
+                              None if on_report is None else
+                              lambda r: None if r.npu_id in given else on_report(r))
+            self.unfolded_rerun = True
+            self.reports = full.run()
+            self.warnings = full.warnings
+            return self.reports
         if stuck:
             raise StalledError(self._stall_report(stuck, unmatched))
         if unmatched:

@@ -51,7 +51,7 @@ def trace_events(record: RunRecord) -> list[dict]:
     events: list[dict] = []
     for rec in record.npus:
         pid = rec.npu_id
-        nodes = record.sim.npus[pid].nodes
+        nodes = record.sim.npu_for(pid).nodes
         events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": f"NPU {pid}"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
         names = {TID_COMPUTE: "compute"}
@@ -90,6 +90,7 @@ def trace_events(record: RunRecord) -> list[dict]:
 
 
 def write_chrome_trace(record: RunRecord, path: str) -> None:
+    record.require_every_npu("a Chrome trace")
     try:
         with open(path, "w") as f:
             json.dump({"traceEvents": trace_events(record), "displayTimeUnit": "ns"}, f, separators=(",", ":"))
@@ -136,7 +137,7 @@ def timeline_rows(record: RunRecord, width: int = 60) -> list[tuple[int, str]]:
     bucket_ns = end / width
     rows = []
     for rec in record.npus:
-        nodes = record.sim.npus[rec.npu_id].nodes
+        nodes = record.sim.npu_for(rec.npu_id).nodes
         comp = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type == COMP_NODE])
         comm = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type in COMM_TYPES])
         both = _coverage(_intersection(comp, comm), width, bucket_ns)
@@ -147,8 +148,9 @@ def timeline_rows(record: RunRecord, width: int = 60) -> list[tuple[int, str]]:
             share = {"overlap": both[b], "compute": comp_cov[b] - both[b], "comm": comm_cov[b] - both[b]}
             share["idle"] = bucket_ns - sum(share.values())
             cells.append(max(share, key=lambda k: share[k]))
-        rows.append((rec.npu_id, "".join(CODES[k] for k in cells)))
-    return rows
+        row = "".join(CODES[k] for k in cells)
+        rows.extend((member, row) for member in record.sim.orbit_of(rec.npu_id))  # folded: same row
+    return sorted(rows)
 
 
 def print_timeline(record: RunRecord, console: Console | None = None, width: int = 60) -> None:

@@ -88,8 +88,14 @@ class RunRecord:
     sim: Simulation
     npus: list[NpuRecorder] = field(default_factory=list)
 
+    def require_every_npu(self, what: str) -> None:
+        """Per-NPU files list each NPU's own events: a folded run only recorded its representatives."""
+        if self.sim.folding is not None:
+            raise ValueError(f"{what} needs every NPU recorded: build the Simulation with "
+                             f"fold_symmetry=False (the CLI does this for --csv-out/--trace-out)")
+
     def node(self, npu_id: int, node_id: int):
-        return self.sim.npus[npu_id].nodes[node_id]
+        return self.sim.npu_for(npu_id).nodes[node_id]
 
 
 def attach(sim: Simulation, record_chunks: bool = False) -> RunRecord:

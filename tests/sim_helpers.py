@@ -35,7 +35,8 @@ def run(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
 
 def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
             memory: dict | None = None, groups: dict | None = None,
-            backend: str = "congestion_unaware") -> tuple[dict[int, NpuReport], Simulation]:
+            backend: str = "congestion_unaware",
+            fold: bool | None = None) -> tuple[dict[int, NpuReport], Simulation]:
     """:func:`run`, also returning the finished :class:`Simulation` (for link statistics)."""
     sysconf = dict(BASE_SYSTEM, **(system or {}))
     (tmp / "sys.json").write_text(json.dumps(sysconf))
@@ -53,6 +54,7 @@ def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = N
         remote_memory=str(tmp / "mem.json"),
         comm_groups=groups_path if groups is not None else "empty", backend=backend,
     )
+    inputs.fold_symmetry = fold
     sim = Simulation(inputs)
     return {r.npu_id: r for r in sim.run()}, sim
 

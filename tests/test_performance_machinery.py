@@ -23,8 +23,16 @@ def coll(size: int, pg: str | None = None) -> object:
 def test_message_count_of_a_ring_all_reduce(tmp_path: Path) -> None:
     # n NPUs, s chunks: every NPU sends 2(n-1) messages per chunk
     n, splits = 4, 2
-    _reports, sim = run_sim(tmp_path, [[coll(1 << 20)]] * n, net("Ring", n), {"preferred-dataset-splits": splits})
+    (tmp_path / "full").mkdir()
+    (tmp_path / "folded").mkdir()
+    full, sim = run_sim(tmp_path / "full", [[coll(1 << 20)]] * n, net("Ring", n), {"preferred-dataset-splits": splits},
+                        fold=False)
     assert sim.network.board.messages_sent() == n * splits * 2 * (n - 1)
+    # folded, one NPU stands for all four: only its own messages are simulated
+    folded, sim = run_sim(tmp_path / "folded", [[coll(1 << 20)]] * n, net("Ring", n),
+                          {"preferred-dataset-splits": splits}, fold=True)
+    assert sim.network.board.messages_sent() == splits * 2 * (n - 1)
+    assert folded == full
 
 
 def test_event_count_of_one_message(tmp_path: Path) -> None:
@@ -33,14 +41,14 @@ def test_event_count_of_one_message(tmp_path: Path) -> None:
     # process's own termination event: 2 + 1 + 2 + 2.
     send = make_node(1, "s", COMM_SEND_NODE, attrs={"comm_src": 0, "comm_dst": 1, "comm_size": 1024, "comm_tag": 7})
     recv = make_node(1, "r", COMM_RECV_NODE, attrs={"comm_src": 0, "comm_dst": 1, "comm_size": 1024, "comm_tag": 7})
-    _reports, sim = run_sim(tmp_path, [[send], [recv]], net("Ring", 2))
+    _reports, sim = run_sim(tmp_path, [[send], [recv]], net("Ring", 2), fold=False)
     assert sim.network.board.messages_sent() == 1
     assert sim.kernel.events_processed() == 7
 
 
 def test_non_members_share_one_group_view_and_members_get_their_own(tmp_path: Path) -> None:
     reports, sim = run_sim(tmp_path, [[coll(1 << 16, g)] for g in ("1", "2", "1", "2")], net("Ring", 4),
-                           groups={"1": [0, 2], "2": [1, 3]})
+                           groups={"1": [0, 2], "2": [1, 3]}, fold=False)
     g1 = [npu.groups[1] for npu in sim.npus]
     assert g1[0] is not g1[2]  # members 0 and 2: own stream counters and plans
     assert g1[1] is g1[3]  # non-members 1 and 3: one shared, read-only view

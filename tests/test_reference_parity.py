@@ -4,6 +4,9 @@ The expected numbers come from ASTRA-sim 2.0 itself (``../shared/reference/cases
 compare the lines we print, parsed the way users parse them. The two 80-layer STAGE cases
 take minutes each and belong to the performance benchmark: set SIMPY_ASTRA_SLOW=1 to
 include them.
+
+Congestion-unaware cases run twice, with symmetry folding on and off: folding must not
+change a single figure (``tests/test_symmetry.py`` checks that it does fold).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def parse_lines(lines: list[str]) -> dict[str, dict]:
 def _cases() -> list:
     folder = REFERENCE / "cases"
     if not folder.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no reference data at {REFERENCE}"))]
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason=f"no reference data at {REFERENCE}"))]
     params = []
     for path in sorted(folder.glob("*.json")):
         case = json.loads(path.read_text())
@@ -57,12 +60,15 @@ def _cases() -> list:
         marks = []
         if SLOW.search(case["id"]) and not os.environ.get("SIMPY_ASTRA_SLOW"):
             marks.append(pytest.mark.skip(reason="80-layer STAGE case: run with SIMPY_ASTRA_SLOW=1"))
-        params.append(pytest.param(case, id=case["id"], marks=marks))
+        folds = (True, False) if case["backend"] == "congestion_unaware" else (None,)
+        for fold in folds:
+            suffix = {True: "-fold", False: "-nofold", None: ""}[fold]
+            params.append(pytest.param(case, fold, id=case["id"] + suffix, marks=marks))
     return params
 
 
 def simulate_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                  network: str | None = None) -> dict[str, dict]:
+                  network: str | None = None, fold: bool | None = None) -> dict[str, dict]:
     """Run a reference case in-process (optionally on another network file); parsed figures."""
     # run from a scratch folder that sees the reference entries, as parity.py does
     for entry in reference_dir.iterdir():
@@ -73,14 +79,16 @@ def simulate_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: 
         remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
         backend=case["backend"],
     )
+    inputs.fold_symmetry = fold
     lines: list[str] = []
     Simulation(inputs, on_report=lambda r: lines.extend(r.lines())).run()
     return parse_lines(lines)
 
 
-@pytest.mark.parametrize("case", _cases())
-def test_reference_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    got = simulate_case(case, reference_dir, tmp_path, monkeypatch)
+@pytest.mark.parametrize(("case", "fold"), _cases())
+def test_reference_case(case: dict, fold: bool | None, reference_dir: Path, tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    got = simulate_case(case, reference_dir, tmp_path, monkeypatch, fold=fold)
     diffs = [
         f"sys[{npu}].{key}: expected {want}, got {got.get(npu, {}).get(key)}"
         for npu, figures in case["expected"].items()

@@ -34,6 +34,7 @@ def _case_run(reference_dir: Path, tmp_path: Path, monkeypatch, case_id: str, ch
     inputs = inputs_from_astra_flags(workload=case["workload"], system=case["system"], network=case["network"],
                                      remote_memory=case["remote_memory"], comm_groups="empty",
                                      backend=case["backend"])
+    inputs.fold_symmetry = False  # the trace and CSV files list every NPU's own events
     sim = Simulation(inputs)
     record = attach(sim, record_chunks=chunks)
     reports = {str(r.npu_id): r for r in sim.run()}

@@ -1,0 +1,68 @@
+"""Congestion-unaware network for a folded run: only orbit representatives exist.
+
+A message from ``src`` to a non-representative ``dst = rep + h`` is, by the symmetry, the
+message ``rep`` receives from ``src - h`` in the same run moved by ``h``; so it is posted to
+``rep`` from ``src - h``, with a communicator-group tag moved back by ``h`` too (group ids
+differ between frames, stream counters do not). Its delay is the real pair's delay, which
+the symmetry guarantees equals the moved pair's. Receives are always posted by a
+representative in its own frame and need no mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.network.messages import Handler
+from simpy_astra.symmetry import Folding
+from simpy_astra.system_layer import COLLECTIVE_TAG_BASE, GROUP_STREAM_ID_BASE
+
+
+class FoldedNetwork:
+    name = "congestion_unaware"
+
+    def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
+        self.inner = inner
+        self.board = inner.board
+        self.kernel = inner.kernel
+        self.folding = folding
+        self._rep_of = folding.rep_of
+        self._shift_of = folding.shift_of
+        self._moved: dict[tuple[int, int], int] = {}  # (npu, h) -> npu - h
+        self._tags: dict[tuple[int, int], int] = {}  # (group tag block, h) -> tag offset
+        self._sub = folding.grid.sub
+
+    def delay_ns(self, src: int, dst: int, size: int) -> int:
+        return self.inner.delay_ns(src, dst, size)
+
+    def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        inner = self.inner
+        delay = inner._cache.get((src, dst, size))
+        if delay is None:
+            delay = inner.delay_ns(src, dst, size)
+        h = self._shift_of[dst]
+        if h:
+            key = (src, h)
+            moved = self._moved.get(key)
+            if moved is None:
+                moved = self._moved[key] = self._sub(src, h)
+            src = moved
+            dst = self._rep_of[dst]
+            if tag >= COLLECTIVE_TAG_BASE + GROUP_STREAM_ID_BASE:
+                tag += self._tag_offset(tag, h)
+        entry = inner._post_send(src, dst, tag, size, fn, arg)
+        inner._schedule(delay, entry)
+
+    def _tag_offset(self, tag: int, h: int) -> int:
+        """How much a group stream's tag changes in the representative's frame."""
+        gid = (tag - COLLECTIVE_TAG_BASE) // GROUP_STREAM_ID_BASE
+        key = (gid, h)
+        offset = self._tags.get(key)
+        if offset is None:
+            image = self.folding.group_map.get(key)
+            # no entry: not a group's stream (a default-communicator id past 1e6) -> unchanged
+            offset = self._tags[key] = 0 if image is None else (image - gid) * GROUP_STREAM_ID_BASE
+        return offset
+
+    def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        self.inner.board.post_recv(dst, src, tag, size, fn, arg)

@@ -1,0 +1,263 @@
+"""Symmetry folding: find the network translations under which a run is the same on every NPU.
+
+NPU ids are points of the network's coordinate grid (dimension 0 varies fastest). A
+translation ``h`` moves NPU ``r`` to ``r + h`` (per-dimension addition, wrapping). If
+
+* the congestion-unaware delay between any two NPUs is unchanged by ``h`` (rings, switches
+  and fully connected dimensions are; an explicit graph usually is not), and
+* the trace of NPU ``r + h`` is the trace of NPU ``r`` with every peer and every
+  communicator group moved by ``h``, for every ``r``,
+
+then NPU ``r + h`` does at every tick what NPU ``r`` does, with ids moved by ``h``. The
+translations with that property form a group ``H``; each orbit ``r + H`` is simulated once,
+by its lowest id, and every other member reports its representative's figures. Messages to
+a non-representative are delivered to its representative in the representative's frame
+(see :class:`simpy_astra.network.folded.FoldedNetwork`).
+
+Equivalence is decided on the decoded traces, exactly (no hashing shortcuts): each rank's
+trace is turned into a rank-relative key (peers as offsets, groups as member offsets) and
+ranks are classed by key equality.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+METADATA_NODE = 1
+COMM_COLL_NODE = 7
+GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
+
+
+class Grid:
+    """The NPU coordinate grid of the network and translation arithmetic on it."""
+
+    def __init__(self, dims: Sequence[int]) -> None:
+        self.dims = tuple(dims)
+        self.size = math.prod(self.dims)
+        self.strides = []
+        stride = 1
+        for n in self.dims:
+            self.strides.append(stride)
+            stride *= n
+
+    def coords(self, npu: int) -> tuple[int, ...]:
+        return tuple((npu // s) % n for s, n in zip(self.strides, self.dims, strict=True))
+
+    def add(self, a: int, b: int) -> int:
+        """NPU ``a`` moved by translation ``b`` (a translation is named by the NPU it moves 0 to)."""
+        out = 0
+        for s, n in zip(self.strides, self.dims, strict=True):
+            out += (((a // s) % n + (b // s) % n) % n) * s
+        return out
+
+    def sub(self, a: int, b: int) -> int:
+        """The translation that moves ``b`` to ``a``."""
+        out = 0
+        for s, n in zip(self.strides, self.dims, strict=True):
+            out += (((a // s) % n - (b // s) % n) % n) * s
+        return out
+
+
+@dataclass
+class Folding:
+    """The result: which NPUs are simulated and how every NPU maps onto one of them."""
+
+    grid: Grid
+    #: NPU -> the representative that simulates it
+    rep_of: list[int]
+    #: NPU -> the translation (an NPU id, see :meth:`Grid.add`) from its representative to it
+    shift_of: list[int]
+    #: translations in the symmetry group, 0 first
+    translations: list[int]
+    #: (group id used by an NPU, its shift) -> the id its representative uses in that place
+    group_map: dict[tuple[int, int], int]
+
+    @property
+    def representatives(self) -> list[int]:
+        return sorted(set(self.rep_of))
+
+    def orbit(self, rep: int) -> list[int]:
+        return sorted(self.grid.add(rep, h) for h in self.translations)
+
+
+def delay_invariant_shifts(n: int, profile: Callable[[int, int], tuple[float, float]]) -> set[int]:
+    """Shifts ``k`` of one dimension with ``profile(a+k, b+k) == profile(a, b)`` for all a != b."""
+    table = {(a, b): profile(a, b) for a in range(n) for b in range(n) if a != b}
+    return {k for k in range(n)
+            if all(table[((a + k) % n, (b + k) % n)] == p for (a, b), p in table.items())}
+
+
+def _group_key(members: tuple[int, ...], rank: int, grid: Grid, rotate: bool) -> tuple | None:
+    """A communicator group as seen from ``rank``: member offsets, in ring order from ``rank``
+    itself when the group's algorithms only see ring-position differences (``rotate``)."""
+    if len(members) == grid.size:
+        return ("all",)  # runs on the network's dimensions, like the default communicator
+    if rank not in members:
+        return None
+    if rotate:
+        i = members.index(rank)
+        members = members[i:] + members[:i]
+    return tuple(grid.sub(m, rank) for m in members)
+
+
+@dataclass
+class RankKey:
+    """What must match between symmetric ranks, plus the group ids used (in node order)."""
+
+    key: tuple
+    group_ids: tuple[int, ...]
+    #: a collective runs on the network's dimension rings (no group, or a group of all NPUs)
+    uses_dims: bool = False
+
+
+class KeyCache:
+    """Attribute dictionaries are shared between ranks (decoded once per distinct bytes), so
+    their rank-independent part is worked out once per dictionary for all ranks."""
+
+    def __init__(self) -> None:
+        #: id(attrs) -> (static items, index of the group item or -1, ranked fields)
+        self.by_dict: dict[int, tuple[tuple, list[tuple[int, str, str, int]], int | None]] = {}
+        self.keep: list[dict] = []  # the dictionaries, so their ids stay theirs
+
+
+def _split_attrs(attrs: dict, cache: KeyCache):
+    hit = cache.by_dict.get(id(attrs))
+    if hit is not None:
+        return hit
+    items: list = []
+    ranked: list[tuple[int, str, str, int]] = []  # (position, name, kind, NPU id) moved per rank
+    group = None
+    for name, (kind, value) in attrs.items():
+        if name in ("comm_src", "comm_dst") and isinstance(value, int) and not isinstance(value, bool):
+            ranked.append((len(items), name, kind, value))
+            items.append(None)
+        elif name == "pg_name" and isinstance(value, str) and value not in ("", "0"):
+            try:
+                group = int(value)
+            except ValueError:
+                group = -1
+            ranked.append((len(items), name, kind, -1))
+            items.append(None)
+        else:
+            items.append((name, kind, value if not isinstance(value, list) else tuple(value)))
+    hit = cache.by_dict[id(attrs)] = (tuple(items), ranked, group)
+    cache.keep.append(attrs)
+    return hit
+
+
+def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...]],
+             parse_groups: Callable[[str], list[tuple[int, tuple[int, ...]]]],
+             rotate_groups: bool, cache: KeyCache) -> RankKey | None:
+    """The trace of ``rank`` with every NPU id made relative to ``rank``; None = cannot fold.
+
+    Two ranks have equal keys exactly when one's trace is the other's moved by the
+    translation between them: names, types, dependencies, durations and every attribute
+    equal; node ids equal up to an order-preserving renumbering (converters number nodes
+    across ranks, and ids only order nodes); peers and group members equal up to that
+    translation. ``known`` holds the communicator groups (id -> members); groups a METADATA
+    node defines are added to it, and a group defined twice differently stops folding."""
+    ids = [n.id for n in nodes]
+    base = min(ids, default=0)
+    if ids == list(range(base, base + len(ids))):  # numbered in file order: shift, no lookup
+        order = None
+    else:
+        order = {nid: i for i, nid in enumerate(sorted(ids))}
+    relative: dict[int, tuple] = {}  # id(attrs) -> relative items, for this rank
+    group_keys: dict[int, tuple | None] = {}
+    out = []
+    gids = []
+    uses_dims = False
+    split = _split_attrs
+    for node in nodes:
+        attrs = node.attrs
+        if node.type == METADATA_NODE and node.inputs_values:
+            try:
+                for gid, members in parse_groups(node.inputs_values):
+                    if known.get(gid, members) != members:
+                        return None
+                    known[gid] = members
+            except (ValueError, KeyError, TypeError):
+                return None
+        static, ranked, group = split(attrs, cache)
+        if ranked:
+            akey = relative.get(id(attrs))
+            if akey is None:
+                items = list(static)
+                for pos, name, kind, value in ranked:
+                    if name == "pg_name":
+                        members = known.get(group)
+                        if members is None or group >= GROUP_ID_LIMIT:
+                            return None
+                        gkey = group_keys.get(group, ())
+                        if gkey == ():
+                            gkey = group_keys[group] = _group_key(members, rank, grid, rotate_groups)
+                        if gkey is None:
+                            return None
+                        items[pos] = (name, kind, "group", gkey)
+                    else:
+                        if not 0 <= value < grid.size:
+                            return None
+                        items[pos] = (name, kind, "rel", grid.sub(value, rank))
+                akey = relative[id(attrs)] = tuple(items)
+            if group is not None:
+                gids.append(group)
+                uses_dims = uses_dims or group_keys.get(group) == ("all",)
+        else:
+            akey = static
+        if node.type == COMM_COLL_NODE and group is None:
+            uses_dims = True
+        deps = node.deps
+        if order is None:
+            nid = node.id - base
+            if base and deps:
+                deps = tuple(d - base for d in deps)
+        else:
+            nid = order[node.id]
+            if deps:
+                deps = tuple(order[d] for d in deps)
+        out.append((nid, node.name, node.type, deps, node.duration_micros, node.inputs_values, akey))
+    return RankKey(tuple(out), tuple(gids), uses_dims)
+
+
+def find_folding(grid: Grid, keys: list[RankKey | None], allowed: list[set[int]],
+                 allowed_with_dims: list[set[int]]) -> Folding | None:
+    """The largest translation group that maps every rank onto a rank with the same key.
+
+    ``allowed`` are the shifts per dimension that keep delays; ``allowed_with_dims`` those
+    that also rotate the dimension rings' algorithms, used when a collective runs on them.
+    A rank and its image use groups with different ids but the same place in the trace;
+    lining up their group ids node by node gives the map that relabels group tags."""
+    if any(k is None for k in keys):
+        return None
+    if any(k.uses_dims for k in keys):
+        allowed = allowed_with_dims
+    classes: dict[tuple, int] = {}
+    cls = [classes.setdefault(k.key, len(classes)) for k in keys]
+    if len(classes) == grid.size:
+        return None
+    translations = [0]
+    for h in range(1, grid.size):
+        if cls[h] != cls[0]:
+            continue
+        if any(c not in allowed[d] for d, c in enumerate(grid.coords(h))):
+            continue
+        if all(cls[grid.add(r, h)] == c for r, c in enumerate(cls)):
+            translations.append(h)
+    if len(translations) == 1:
+        return None
+    rep_of = [-1] * grid.size
+    shift_of = [0] * grid.size
+    group_map: dict[tuple[int, int], int] = {}
+    for r in range(grid.size):
+        if rep_of[r] >= 0:
+            continue
+        for h in translations:
+            s = grid.add(r, h)
+            rep_of[s] = r
+            shift_of[s] = h
+            for g_member, g_rep in zip(keys[s].group_ids, keys[r].group_ids, strict=True):
+                if group_map.setdefault((g_member, h), g_rep) != g_rep:
+                    return None  # one group seen as two in the representative's frame
+    return Folding(grid, rep_of, shift_of, translations, group_map)

@@ -1,0 +1,191 @@
+"""Symmetry folding: which runs fold, into how many simulated NPUs, and that no figure moves.
+
+Exactness over the whole reference suite is ``test_reference_parity.py`` (every
+congestion-unaware case runs folded and unfolded); here each fold is checked against a
+count worked out by hand and against figures from outside the code (reference cases,
+closed forms).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.errors import InputError, StalledError
+from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.simulation import Simulation
+from simpy_astra.symmetry import Grid, delay_invariant_shifts
+from tests.sim_helpers import run_sim
+from tests.test_reference_parity import parse_lines
+from topologies import build as build_topology
+from workloads.chakra_et import make_node
+from workloads.chakra_schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+
+RING8 = {"topology": ["Ring"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0]}
+GRID2x2 = {"topology": ["Ring", "Ring"], "npus_count": [2, 2], "bandwidth": [50.0, 50.0],
+           "latency": [500.0, 500.0]}
+BYTES_PER_NS_50 = 50 * 2**30 / 1e9
+
+
+def comp(nid: int, micros: int, deps=()):
+    return make_node(nid, f"comp{nid}", COMP_NODE, deps=deps, duration_micros=micros)
+
+
+def send(nid: int, dst: int, size: int, deps=()):
+    return make_node(nid, f"send{nid}", COMM_SEND_NODE, deps=deps,
+                     attrs={"comm_dst": dst, "comm_size": size, "comm_tag": 3, "is_cpu_op": False})
+
+
+def recv(nid: int, src: int, size: int, deps=()):
+    return make_node(nid, f"recv{nid}", COMM_RECV_NODE, deps=deps,
+                     attrs={"comm_src": src, "comm_size": size, "comm_tag": 3, "is_cpu_op": False})
+
+
+def all_reduce(nid: int, size: int, group: str, deps=()):
+    return make_node(nid, f"ar{nid}", COMM_COLL_NODE, deps=deps,
+                     attrs={"comm_type": 0, "comm_size": size, "pg_name": group, "is_cpu_op": False})
+
+
+# ------------------------------------------------------------------------------ arithmetic
+def test_grid_translations_wrap_per_dimension() -> None:
+    g = Grid([4, 2])  # NPU = x + 4*y
+    assert g.add(3, 1) == 0  # (3,0) + (1,0) = (0,0): no carry into y
+    assert g.add(5, 6) == 3  # (1,1) + (2,1) = (3,0)
+    assert all(g.add(g.sub(a, b), b) == a for a in range(8) for b in range(8))
+
+
+def test_ring_and_switch_delays_rotate_a_line_does_not() -> None:
+    ring = build_topology("Ring", 6, 50.0, 500.0, None)
+    switch = build_topology("Switch", 4, 50.0, 500.0, None)
+    assert delay_invariant_shifts(6, ring.path_profile) == set(range(6))
+    assert delay_invariant_shifts(4, switch.path_profile) == set(range(4))
+    line = build_topology("Graph", 4, 50.0, 500.0, _line_graph(4))
+    assert delay_invariant_shifts(4, line.path_profile) == {0}  # an end NPU has one neighbour
+
+
+def _line_graph(n: int):
+    from topologies.graph import GraphSpec
+
+    return GraphSpec.parse({"links": [[i, i + 1] for i in range(n - 1)]}, n)
+
+
+# ------------------------------------------------------------------------------ hand cases
+def test_symmetric_send_ring_folds_to_one_npu_and_keeps_the_closed_form(tmp_path: Path) -> None:
+    """Each NPU computes 2 us, sends 1 MiB to its right neighbour, receives from its left one,
+    computes 3 us: finish = 2000 + (500 + 2^20 / bytes-per-ns) + 3000 ns on every NPU."""
+    size = 1 << 20
+    ranks = [[comp(0, 2), send(1, (r + 1) % 8, size, deps=[0]), recv(2, (r - 1) % 8, size, deps=[0]),
+              comp(3, 3, deps=[1, 2])] for r in range(8)]
+    reports, sim = run_sim(tmp_path, ranks, RING8, fold=True)
+    assert [n.npu_id for n in sim.npus] == [0] and not sim.unfolded_rerun
+    expected = 2000 + int(500 + size / BYTES_PER_NS_50) + 3000
+    assert sorted(reports) == list(range(8))
+    assert {r.finished_cycles for r in reports.values()} == {expected}
+
+
+def test_one_different_rank_stops_folding_and_figures_stay(tmp_path: Path) -> None:
+    ranks = [[comp(0, 2), send(1, (r + 1) % 8, 4096, deps=[0]), recv(2, (r - 1) % 8, 4096, deps=[0])]
+             for r in range(8)]
+    ranks[5].append(comp(3, 7, deps=[2]))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    folded, sim = run_sim(tmp_path / "a", ranks, RING8, fold=True)
+    unfolded, _ = run_sim(tmp_path / "b", ranks, RING8, fold=False)
+    assert len(sim.npus) == 8
+    assert folded == unfolded
+
+
+def test_groups_are_relabelled_between_frames(tmp_path: Path) -> None:
+    """2x2 grid, row groups {0,1},{2,3} (ids 1, 2) and column groups {0,2},{1,3} (ids 3, 4):
+    every NPU all-reduces in its row, then in its column. All four translations keep the
+    run, so one NPU is simulated; its messages to the other row arrive in group 2's frame
+    and must be matched as group 1's (otherwise the folded run would stall and rerun)."""
+    groups = {"1": [0, 1], "2": [2, 3], "3": [0, 2], "4": [1, 3]}
+    row = {0: "1", 1: "1", 2: "2", 3: "2"}
+    col = {0: "3", 1: "4", 2: "3", 3: "4"}
+    ranks = [[all_reduce(0, 1 << 20, row[r]), all_reduce(1, 1 << 20, col[r], deps=[0])] for r in range(4)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    folded, sim = run_sim(tmp_path / "a", ranks, GRID2x2, groups=groups, fold=True)
+    unfolded, _ = run_sim(tmp_path / "b", ranks, GRID2x2, groups=groups, fold=False)
+    assert [n.npu_id for n in sim.npus] == [0] and not sim.unfolded_rerun
+    assert sim.folding.group_map[(2, 2)] == 1 and sim.folding.group_map[(4, 1)] == 3
+    assert folded == unfolded
+    assert len({r.finished_cycles for r in folded.values()}) == 1
+
+
+def test_a_stalled_folded_run_is_reported_in_real_npu_ids(tmp_path: Path) -> None:
+    ranks = [[recv(0, (r - 1) % 8, 64)] for r in range(8)]  # everybody waits, nobody sends
+    with pytest.raises(StalledError) as exc:
+        run_sim(tmp_path, ranks, RING8, fold=True)
+    text = str(exc.value)
+    assert "8 of 8 NPU(s) unfinished" in text and "NPU 7" in text
+
+
+def test_congestion_aware_runs_never_fold(tmp_path: Path) -> None:
+    ranks = [[send(0, (r + 1) % 8, 4096), recv(1, (r - 1) % 8, 4096)] for r in range(8)]
+    _reports, sim = run_sim(tmp_path, ranks, RING8, backend="congestion_aware", fold=True)
+    assert sim.folding is None and len(sim.npus) == 8
+
+
+# ------------------------------------------------------------------------------ reference cases
+#: case -> NPUs a folded run simulates, by hand: translations of the network grid that keep
+#: every trace, every delay and every configured algorithm (ring and direct rotate;
+#: halving-doubling and double binary trees do not)
+FOLDS = {
+    "grid_cu_all_reduce_1MB_ring8_ring": 1,  # one all-reduce everywhere, ring rotates
+    "grid_cu_all_reduce_1MB_ring4x4x4_ring": 1,
+    "grid_cu_all_reduce_1MB_fc8xsw4_natural-direct-halvingDoubling": 4,  # only dim 0 (8) rotates
+    "grid_cu_all_reduce_1MB_ring8_halvingDoubling": 8,  # nothing rotates
+    "text_cu_Resnet50_DataParallel_8npus_p1_fc8": 1,
+    # 4x4x4 torus, tp groups {8k..8k+7}, dp groups {j, j+8, .., j+56}: only shifts along z
+    # keep the dp rings' order ((0,2,0) sends 8 -> 16 = (0,0,1) but 16 -> (0,2,1) = 24)
+    "stage_cu_st5_l70b_dp8tp8_s8_ring4x4x4s": 16,
+    # halving-doubling pairs group members by index XOR: rank 0 and 8 partner each other in
+    # their dp group, which no rotation keeps
+    "stage_cu_st5_l70b_dp8tp8_s8_sw64s": 64,
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(FOLDS))
+def test_reference_cases_fold_as_derived_and_match_the_reference(case_id: str, reference_dir: Path,
+                                                                 tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    case = json.loads((reference_dir / "cases" / f"{case_id}.json").read_text())
+    for entry in reference_dir.iterdir():
+        (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.chdir(tmp_path)
+    inputs = inputs_from_astra_flags(
+        workload=case["workload"], system=case["system"], network=case["network"],
+        remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
+        backend=case["backend"])
+    inputs.fold_symmetry = True
+    lines: list[str] = []
+    sim = Simulation(inputs, on_report=lambda r: lines.extend(r.lines()))
+    sim.run()
+    assert len(sim.npus) == FOLDS[case_id] and not sim.unfolded_rerun
+    got = parse_lines(lines)
+    assert set(got) == {str(i) for i in range(sim.total_npus)}
+    for npu, figures in case["expected"].items():
+        for key, want in figures.items():
+            assert got[npu][key] == want, f"sys[{npu}].{key}"
+
+
+# ------------------------------------------------------------------------------ the switch
+def test_scenario_switch(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    doc = yaml.safe_load((root / "default.yaml").read_text())
+    for key in ("workload", "system", "network", "remote_memory", "comm_groups"):
+        if isinstance(doc.get(key), str):
+            doc[key] = str(root / doc[key])
+    doc["fold_symmetry"] = False
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert load_scenario(str(path)).fold_symmetry is False
+    doc["fold_symmetry"] = "sometimes"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match="fold_symmetry"):
+        load_scenario(str(path))
