@@ -57,7 +57,7 @@ def child(kind: str, spec: str) -> int:
     sim.run()
     t2 = time.perf_counter()
     print(json.dumps({
-        "load_s": t1 - t0, "run_s": t2 - t1, "npus": sim.total_npus,
+        "load_s": t1 - t0, "run_s": t2 - t1, "npus": sim.total_npus, "simulated": len(sim.npus),
         "events": next(sim.kernel.env._eid),  # SimPy's insertion counter: every queue entry
         "messages": messages_sent(sim.network.board),
         "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -96,17 +96,19 @@ def measure(kind: str, spec: str, cwd: str, repeat: int) -> dict | None:
     best = min(runs, key=lambda r: r["wall_s"])
     return {"min": min(walls), "median": statistics.median(walls), "rss_kb": max(r["rss_kb"] for r in runs),
             "events": best["events"], "messages": best["messages"], "npus": best["npus"],
+            "simulated": best.get("simulated", best["npus"]), "load_s": best["load_s"], "run_s": best["run_s"],
             "events_per_s": best["events"] / max(best["run_s"], 1e-9)}
 
 
-HEADER = (f"{'case':52s} {'npus':>5s} {'wall min/med s':>15s} {'max RSS MB':>10s} {'events':>10s} "
+HEADER = (f"{'case':52s} {'npus':>9s} {'wall min/med s':>15s} {'max RSS MB':>10s} {'events':>10s} "
           f"{'events/s':>9s} {'msgs':>9s} {'ref s':>8s} {'ratio':>7s}")
 
 
 def row(name: str, m: dict, ref_s: float | None) -> str:
     ratio = f"{m['min'] / max(ref_s, 1e-3):6.2f}x" if ref_s else f"{'-':>7s}"
     ref = f"{ref_s:8.2f}" if ref_s else f"{'-':>8s}"
-    return (f"{name:52s} {m['npus']:5d} {m['min']:7.2f}/{m['median']:<7.2f} {m['rss_kb'] / 1024:10.0f} "
+    npus = f"{m['simulated']}/{m['npus']}" if m["simulated"] != m["npus"] else str(m["npus"])
+    return (f"{name:52s} {npus:>9s} {m['min']:7.2f}/{m['median']:<7.2f} {m['rss_kb'] / 1024:10.0f} "
             f"{m['events']:10d} {m['events_per_s']:9.0f} {m['messages']:9d} {ref} {ratio}")
 
 
@@ -118,6 +120,9 @@ def main() -> int:
     ap.add_argument("--reference", type=Path, default=REFERENCE, help=f"reference data (default {REFERENCE})")
     ap.add_argument("--scenario", action="append", default=[],
                     help="a scenario YAML (e.g. with a generated workload) instead of reference cases")
+    ap.add_argument("--fold", choices=("on", "off"), default=None,
+                    help="symmetry folding for every run (default: the simulator's default); "
+                         "npus shows simulated/total when a run folds")
     ap.add_argument("--child-case", help=argparse.SUPPRESS)
     ap.add_argument("--child-scenario", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -125,6 +130,8 @@ def main() -> int:
         return child("case", a.child_case)
     if a.child_scenario:
         return child("scenario", a.child_scenario)
+    if a.fold is not None:
+        os.environ["SIMPY_ASTRA_FOLD"] = "1" if a.fold == "on" else "0"  # inherited by the runs
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")
     print(HEADER, flush=True)
     if a.scenario:

@@ -46,12 +46,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default=",".join(map(str, LAYOUTS)), help="NPU counts, comma-separated")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--fold", choices=("on", "off"), default=None, help="symmetry folding (default: on)")
     a = ap.parse_args()
     from simpy_astra.scenario import load_scenario
 
+    if a.fold is not None:
+        os.environ["SIMPY_ASTRA_FOLD"] = "1" if a.fold == "on" else "0"  # inherited by the runs
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")
-    print("| NPUs | dp x tp x pp | wall min/median s | peak RSS MB | events | messages | events/s |")
-    print("|---|---|---|---|---|---|---|", flush=True)
+    print("| NPUs | dp x tp x pp | simulated | wall min/median s | load s | run s | peak RSS MB | events "
+          "| messages | events/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory(prefix="scaling-") as tmp:
         for npus in (int(s) for s in a.sizes.split(",")):
             if npus not in LAYOUTS:
@@ -65,9 +69,9 @@ def main() -> int:
                 print(f"| {npus} | run failed |")
                 continue
             dp, tp, pp = LAYOUTS[npus]
-            print(f"| {npus} | {dp} x {tp} x {pp} | {m['min']:.1f} / {m['median']:.1f} | "
-                  f"{m['rss_kb'] / 1024:.0f} | {m['events']:,} | {m['messages']:,} | "
-                  f"{m['events_per_s']:,.0f} |", flush=True)
+            print(f"| {npus} | {dp} x {tp} x {pp} | {m['simulated']} | {m['min']:.1f} / {m['median']:.1f} | "
+                  f"{m['load_s']:.1f} | {m['run_s']:.1f} | {m['rss_kb'] / 1024:.0f} | {m['events']:,} | "
+                  f"{m['messages']:,} | {m['events_per_s']:,.0f} |", flush=True)
     return 0
 
 

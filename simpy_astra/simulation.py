@@ -130,6 +130,7 @@ class Simulation:
         self.systems: list[SystemLayer] = []
         self._npu_by_id: dict[int, Npu] = {}
         for i in simulated:
+            validate_graph(*traces[i])  # an orbit's members have the representative's graph
             clock = NpuClock(self.kernel)
             system = SystemLayer(i, clock, self.network, cfg, self.network_dims, inputs.queues_per_dim,
                                  self.load_custom)
@@ -147,14 +148,16 @@ class Simulation:
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
 
     def _read_traces(self) -> list[tuple[str, list]]:
-        """Every rank's (path, decoded nodes), validated; decoded attributes are shared."""
+        """Every rank's (path, decoded nodes); decoded attributes are shared between ranks.
+
+        Graphs are validated later, only for the NPUs that are simulated: a folded NPU's
+        graph is its representative's, renumbered."""
         attr_cache: dict = {}  # decoded attributes shared by every rank's nodes (read-only)
         attrs_cache: dict = {}
         traces = []
         for i in range(self.total_npus):
             path = f"{self.inputs.workload_prefix}.{i}.et"
             _meta, nodes = read_et(path, attr_cache=attr_cache, attrs_cache=attrs_cache)
-            validate_graph(path, nodes)
             traces.append((path, nodes))
         return traces
 

@@ -170,6 +170,7 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
     gids = []
     uses_dims = False
     split = _split_attrs
+    known_dicts = cache.by_dict
     for node in nodes:
         attrs = node.attrs
         if node.type == METADATA_NODE and node.inputs_values:
@@ -180,7 +181,8 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
                     known[gid] = members
             except (ValueError, KeyError, TypeError):
                 return None
-        static, ranked, group = split(attrs, cache)
+        hit = known_dicts.get(id(attrs))
+        static, ranked, group = split(attrs, cache) if hit is None else hit
         if ranked:
             akey = relative.get(id(attrs))
             if akey is None:
@@ -216,7 +218,10 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
         else:
             nid = order[node.id]
             if deps:
-                deps = tuple(order[d] for d in deps)
+                try:
+                    deps = tuple(order[d] for d in deps)
+                except KeyError:  # a dependency outside the file: validation will say so
+                    return None
         out.append((nid, node.name, node.type, deps, node.duration_micros, node.inputs_values, akey))
     return RankKey(tuple(out), tuple(gids), uses_dims)
 

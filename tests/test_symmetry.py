@@ -189,3 +189,28 @@ def test_scenario_switch(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError, match="fold_symmetry"):
         load_scenario(str(path))
+
+
+def test_memory_traces_are_written_for_every_npu_of_an_orbit(tmp_path: Path, monkeypatch) -> None:
+    def comp_with_tensors(nid: int, deps=()):
+        return make_node(nid, f"comp{nid}", COMP_NODE, deps=deps, duration_micros=2,
+                         attrs={"inputs": ["x", "4096"], "outputs": [f"y{nid}", "8192"]})
+
+    def p2p(nid: int, kind: int, peer: str, npu: int):
+        return make_node(nid, f"p2p{nid}", kind, deps=[0],
+                         attrs={peer: npu, "comm_size": 4096, "comm_tag": 3, "is_cpu_op": False,
+                                "inputs": ["y0", "8192"], "outputs": [f"m{nid}", "4096"]})
+
+    ranks = [[comp_with_tensors(0), p2p(1, COMM_SEND_NODE, "comm_dst", (r + 1) % 8),
+              p2p(2, COMM_RECV_NODE, "comm_src", (r - 1) % 8), comp_with_tensors(3, deps=[1, 2])]
+             for r in range(8)]
+    files = {}
+    for fold in (True, False):
+        where = tmp_path / str(fold)
+        where.mkdir()
+        monkeypatch.chdir(where)
+        reports, sim = run_sim(where, ranks, RING8, {"track-local-mem": 1}, fold=fold)
+        assert len(sim.npus) == (1 if fold else 8)
+        files[fold] = {p.name: p.read_text() for p in where.glob("local_mem_trace.*.json")}
+        assert {r.peak_memory for r in reports.values()} == {reports[0].peak_memory} != {None}
+    assert len(files[True]) == 8 and files[True] == files[False]

@@ -376,6 +376,9 @@ def read_et(
         size = buf[pos]
         if size < 0x80:
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:  # two-byte prefix: most node records
+            size = (size & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
         else:
             size, pos = _slow_varint(path, buf, pos, index, last_id)
         nxt = pos + size
