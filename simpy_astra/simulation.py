@@ -120,8 +120,8 @@ class Simulation:
         for gid, group in self._shared_groups.items():
             for m in dict.fromkeys(group.members):
                 self._member_of.setdefault(m, []).append(gid)
-        traces = self._read_traces()
-        self.folding: Folding | None = self._find_folding(traces, dims) if fold_requested(inputs) else None
+        self.folding: Folding | None = None
+        traces = self._load_traces(dims)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
         if self.folding is not None:
             self.network = FoldedNetwork(self.network, self.folding)
@@ -147,26 +147,58 @@ class Simulation:
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
 
-    def _read_traces(self) -> list[tuple[str, list]]:
-        """Every rank's (path, decoded nodes); decoded attributes are shared between ranks.
+    def _read(self, rank: int, caches: tuple[dict, dict]) -> tuple[str, list]:
+        path = f"{self.inputs.workload_prefix}.{rank}.et"
+        return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1])[1]
 
-        Graphs are validated later, only for the NPUs that are simulated: a folded NPU's
-        graph is its representative's, renumbered."""
-        attr_cache: dict = {}  # decoded attributes shared by every rank's nodes (read-only)
-        attrs_cache: dict = {}
-        traces = []
-        for i in range(self.total_npus):
-            path = f"{self.inputs.workload_prefix}.{i}.et"
-            _meta, nodes = read_et(path, attr_cache=attr_cache, attrs_cache=attrs_cache)
-            traces.append((path, nodes))
-        return traces
+    def _load_traces(self, dims: list) -> dict[int, tuple[str, list]]:
+        """(path, decoded nodes) of every NPU that will be simulated; sets ``self.folding``.
 
-    def _find_folding(self, traces: list[tuple[str, list]], dims: list) -> Folding | None:
-        """The symmetry this run may be folded by, or None (see :mod:`simpy_astra.symmetry`).
+        Decoded attributes are shared between ranks. When folding may apply, each rank is
+        decoded once to compare it with the others and kept only if it is the first of its
+        kind: an orbit member is never simulated, so its nodes are dropped at once (a rank
+        that turns out to be needed after all is read again). Graphs are validated later,
+        for simulated NPUs only: a folded NPU's graph is its representative's, renumbered."""
+        caches: tuple[dict, dict] = ({}, {})
+        n = self.total_npus
+        fold = self._fold_setup(dims) if fold_requested(self.inputs) else None
+        if fold is None:
+            return {i: self._read(i, caches) for i in range(n)}
+        grid, allowed, with_dims, rotate_groups = fold
+        groups = {gid: g.members for gid, g in self._shared_groups.items()}
+        key_cache = KeyCache()
+        classes: dict[tuple, int] = {}
+        cls: list[int] = []
+        group_ids: list[tuple[int, ...]] = []
+        uses_dims = False
+        kept: dict[int, tuple[str, list]] = {}
+        for i in range(n):
+            trace = self._read(i, caches)
+            key = rank_key(i, trace[1], grid, groups, self.parse_process_groups, rotate_groups, key_cache)
+            if key is None or (key.uses_dims and all(a == {0} for a in with_dims)):
+                kept[i] = trace  # cannot fold: keep this and read every other rank
+                cls = []
+                break
+            c = classes.setdefault(key.key, len(classes))
+            if c == len(classes) - 1:
+                kept[i] = trace
+            cls.append(c)
+            group_ids.append(key.group_ids)
+            uses_dims = uses_dims or key.uses_dims
+        del classes
+        if cls:
+            self.folding = find_folding(grid, cls, group_ids, with_dims if uses_dims else allowed)
+        wanted = range(n) if self.folding is None else self.folding.representatives
+        return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
+
+    def _fold_setup(self, dims: list) -> tuple[Grid, list[set[int]], list[set[int]], bool] | None:
+        """What folding needs to know before reading traces, or None when it cannot apply.
 
         Folding needs a run whose NPUs interact only through messages: the congestion-unaware
         backend, no shared remote-memory server and no custom collective files (their rank
-        maps are not moved by translations)."""
+        maps are not moved by translations). Returns the grid, the shifts per dimension that
+        keep every delay, those that also rotate the dimension rings' algorithms, and whether
+        communicator-group subsets may be compared in ring order from each NPU."""
         cfg = self.system_config
         if self.inputs.backend != "congestion_unaware" or self.total_npus < 2:
             return None
@@ -174,9 +206,10 @@ class Simulation:
             return None
         if self.inputs.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
             return None
-        grid = Grid(self.network_dims)
         allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
-        with_dims = [set(a) for a in allowed]  # ... when collectives run on the dimension rings
+        if all(a == {0} for a in allowed):
+            return None
+        with_dims = [set(a) for a in allowed]
         for names in cfg.implementations.values():  # each dimension's algorithms must rotate too
             for d, name in enumerate(names):
                 choice = resolve(name)
@@ -187,16 +220,10 @@ class Simulation:
                         with_dims = [{0} for _ in dims]
                 elif d < len(with_dims) and not choice.algorithm.rotation_symmetric:
                     with_dims[d] = {0}
-        if all(a == {0} for a in allowed):
-            return None
         # a group subset runs the configured algorithm if the list has one entry, else ring
         rotate_groups = all(resolve(names[0] if len(names) == 1 else "ring").algorithm.rotation_symmetric
                             for names in cfg.implementations.values() if names)
-        groups = {gid: g.members for gid, g in self._shared_groups.items()}
-        cache = KeyCache()
-        keys = [rank_key(i, nodes, grid, groups, self.parse_process_groups, rotate_groups, cache)
-                for i, (_path, nodes) in enumerate(traces)]
-        return find_folding(grid, keys, allowed, with_dims)
+        return Grid(self.network_dims), allowed, with_dims, rotate_groups
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""

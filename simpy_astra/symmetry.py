@@ -226,21 +226,15 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
     return RankKey(tuple(out), tuple(gids), uses_dims)
 
 
-def find_folding(grid: Grid, keys: list[RankKey | None], allowed: list[set[int]],
-                 allowed_with_dims: list[set[int]]) -> Folding | None:
-    """The largest translation group that maps every rank onto a rank with the same key.
+def find_folding(grid: Grid, cls: list[int], group_ids: list[tuple[int, ...]], allowed: list[set[int]]
+                 ) -> Folding | None:
+    """The largest translation group that maps every rank onto a rank of the same class.
 
-    ``allowed`` are the shifts per dimension that keep delays; ``allowed_with_dims`` those
-    that also rotate the dimension rings' algorithms, used when a collective runs on them.
-    A rank and its image use groups with different ids but the same place in the trace;
-    lining up their group ids node by node gives the map that relabels group tags."""
-    if any(k is None for k in keys):
-        return None
-    if any(k.uses_dims for k in keys):
-        allowed = allowed_with_dims
-    classes: dict[tuple, int] = {}
-    cls = [classes.setdefault(k.key, len(classes)) for k in keys]
-    if len(classes) == grid.size:
+    ``cls[r]`` numbers rank ``r``'s key (equal keys, equal numbers); ``allowed`` are the
+    shifts per dimension that keep delays (and the dimension rings' algorithms, when
+    collectives run on them). A rank and its image use groups with different ids but in the
+    same places; lining their group ids up node by node gives the map that relabels tags."""
+    if len(set(cls)) == grid.size:
         return None
     translations = [0]
     for h in range(1, grid.size):
@@ -262,7 +256,7 @@ def find_folding(grid: Grid, keys: list[RankKey | None], allowed: list[set[int]]
             s = grid.add(r, h)
             rep_of[s] = r
             shift_of[s] = h
-            for g_member, g_rep in zip(keys[s].group_ids, keys[r].group_ids, strict=True):
+            for g_member, g_rep in zip(group_ids[s], group_ids[r], strict=True):
                 if group_map.setdefault((g_member, h), g_rep) != g_rep:
                     return None  # one group seen as two in the representative's frame
     return Folding(grid, rep_of, shift_of, translations, group_map)
