@@ -23,7 +23,7 @@ from simpy_astra.network.folded import FoldedNetwork
 from simpy_astra.npu import Npu
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
-from simpy_astra.symmetry import Folding, Grid, KeyCache, delay_invariant_shifts, find_folding, rank_key
+from simpy_astra.symmetry import Folding, FoldSetup, KeyCache, find_folding, rank_key
 from simpy_astra.system_layer import (
     GROUP_STREAM_ID_BASE,
     CollectivePlan,
@@ -161,10 +161,12 @@ class Simulation:
         for simulated NPUs only: a folded NPU's graph is its representative's, renumbered."""
         caches: tuple[dict, dict] = ({}, {})
         n = self.total_npus
-        fold = self._fold_setup(dims) if fold_requested(self.inputs) else None
+        fold = None
+        if fold_requested(self.inputs):
+            fold = FoldSetup.for_run(self.inputs.backend, self.system_config, self.inputs.remote_memory, dims)
         if fold is None:
             return {i: self._read(i, caches) for i in range(n)}
-        grid, allowed, with_dims, rotate_groups = fold
+        grid, allowed, with_dims, rotate_groups = fold.grid, fold.allowed, fold.with_dims, fold.rotate_groups
         groups = {gid: g.members for gid, g in self._shared_groups.items()}
         key_cache = KeyCache()
         classes: dict[tuple, int] = {}
@@ -190,40 +192,6 @@ class Simulation:
             self.folding = find_folding(grid, cls, group_ids, with_dims if uses_dims else allowed)
         wanted = range(n) if self.folding is None else self.folding.representatives
         return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
-
-    def _fold_setup(self, dims: list) -> tuple[Grid, list[set[int]], list[set[int]], bool] | None:
-        """What folding needs to know before reading traces, or None when it cannot apply.
-
-        Folding needs a run whose NPUs interact only through messages: the congestion-unaware
-        backend, no shared remote-memory server and no custom collective files (their rank
-        maps are not moved by translations). Returns the grid, the shifts per dimension that
-        keep every delay, those that also rotate the dimension rings' algorithms, and whether
-        communicator-group subsets may be compared in ring order from each NPU."""
-        cfg = self.system_config
-        if self.inputs.backend != "congestion_unaware" or self.total_npus < 2:
-            return None
-        if cfg.custom_implementations or cfg.per_node_custom:
-            return None
-        if self.inputs.remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
-            return None
-        allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
-        if all(a == {0} for a in allowed):
-            return None
-        with_dims = [set(a) for a in allowed]
-        for names in cfg.implementations.values():  # each dimension's algorithms must rotate too
-            for d, name in enumerate(names):
-                choice = resolve(name)
-                if choice is None:
-                    return None
-                if choice.spans_all_npus:  # one ring over NPU ids: only 1-D grids rotate it
-                    if len(dims) > 1 or not choice.algorithm.rotation_symmetric:
-                        with_dims = [{0} for _ in dims]
-                elif d < len(with_dims) and not choice.algorithm.rotation_symmetric:
-                    with_dims[d] = {0}
-        # a group subset runs the configured algorithm if the list has one entry, else ring
-        rotate_groups = all(resolve(names[0] if len(names) == 1 else "ring").algorithm.rotation_symmetric
-                            for names in cfg.implementations.values() if names)
-        return Grid(self.network_dims), allowed, with_dims, rotate_groups
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""

@@ -24,6 +24,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from collectives import resolve
 
 METADATA_NODE = 1
 COMM_COLL_NODE = 7
@@ -87,6 +90,49 @@ def delay_invariant_shifts(n: int, profile: Callable[[int, int], tuple[float, fl
     table = {(a, b): profile(a, b) for a in range(n) for b in range(n) if a != b}
     return {k for k in range(n)
             if all(table[((a + k) % n, (b + k) % n)] == p for (a, b), p in table.items())}
+
+
+@dataclass
+class FoldSetup:
+    """What folding needs to know before any trace is read."""
+
+    grid: Grid
+    #: per dimension, the shifts that keep every unaware delay
+    allowed: list[set[int]]
+    #: ... that also rotate the algorithm configured there (when collectives use the dimensions)
+    with_dims: list[set[int]]
+    #: communicator-group subsets may be compared in ring order from each NPU
+    rotate_groups: bool
+
+    @classmethod
+    def for_run(cls, backend: str, system: Any, remote_memory: Any, dims: list) -> FoldSetup | None:
+        """None when folding cannot apply: it needs NPUs that interact only through messages
+        (the congestion-unaware backend, no shared remote-memory server) and no custom
+        collective files (their rank maps are not moved by translations)."""
+        if backend != "congestion_unaware" or math.prod(t.npus_count for t in dims) < 2:
+            return None
+        if system.custom_implementations or system.per_node_custom:
+            return None
+        if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
+            return None
+        allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
+        if all(a == {0} for a in allowed):
+            return None
+        with_dims = [set(a) for a in allowed]
+        for names in system.implementations.values():
+            for d, name in enumerate(names):
+                choice = resolve(name)
+                if choice is None:
+                    return None
+                if choice.spans_all_npus:  # one ring over NPU ids: only 1-D grids rotate it
+                    if len(dims) > 1 or not choice.algorithm.rotation_symmetric:
+                        with_dims = [{0} for _ in dims]
+                elif d < len(with_dims) and not choice.algorithm.rotation_symmetric:
+                    with_dims[d] = {0}
+        # a group subset runs the configured algorithm if the list has one entry, else ring
+        rotate_groups = all(resolve(names[0] if len(names) == 1 else "ring").algorithm.rotation_symmetric
+                            for names in system.implementations.values() if names)
+        return cls(Grid([t.npus_count for t in dims]), allowed, with_dims, rotate_groups)
 
 
 def _group_key(members: tuple[int, ...], rank: int, grid: Grid, rotate: bool) -> tuple | None:
