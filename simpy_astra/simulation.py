@@ -147,19 +147,19 @@ class Simulation:
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
 
-    def _read(self, rank: int, caches: tuple[dict, dict]) -> tuple[str, list]:
+    def _read(self, rank: int, caches: tuple[dict, dict, dict]) -> tuple[str, list]:
         path = f"{self.inputs.workload_prefix}.{rank}.et"
-        return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1])[1]
+        return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
 
     def _load_traces(self, dims: list) -> dict[int, tuple[str, list]]:
         """(path, decoded nodes) of every NPU that will be simulated; sets ``self.folding``.
 
-        Decoded attributes are shared between ranks. When folding may apply, each rank is
+        Decoded records and attributes are shared between ranks. When folding may apply, each rank is
         decoded once to compare it with the others and kept only if it is the first of its
         kind: an orbit member is never simulated, so its nodes are dropped at once (a rank
         that turns out to be needed after all is read again). Graphs are validated later,
         for simulated NPUs only: a folded NPU's graph is its representative's, renumbered."""
-        caches: tuple[dict, dict] = ({}, {})
+        caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
         n = self.total_npus
         fold = None
         if fold_requested(self.inputs):

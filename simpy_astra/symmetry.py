@@ -175,6 +175,8 @@ class KeyCache:
         #: id(attrs) -> (static items, index of the group item or -1, ranked fields)
         self.by_dict: dict[int, tuple[tuple, list[tuple[int, str, str, int]], int | None]] = {}
         self.keep: list[dict] = []  # the dictionaries, so their ids stay theirs
+        #: id(node.shared) -> the key of a node without NPU ids, for records ranks repeat
+        self.by_record: dict[int, tuple] = {}
 
 
 def _split_attrs(attrs: dict, cache: KeyCache):
@@ -226,6 +228,7 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
     uses_dims = False
     split = _split_attrs
     known_dicts = cache.by_dict
+    by_record = cache.by_record
     for node in nodes:
         attrs = node.attrs
         if node.type == METADATA_NODE and node.inputs_values:
@@ -238,6 +241,17 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
                 return None
         hit = known_dicts.get(id(attrs))
         static, ranked, group = split(attrs, cache) if hit is None else hit
+        if not ranked and order is None and not base and node.shared:
+            # no NPU id in it and ids as written: its key depends on the record alone
+            nkey = by_record.get(id(node.shared))
+            if nkey is None:
+                nkey = by_record[id(node.shared)] = (node.id, node.name, node.type, node.deps,
+                                                     node.duration_micros, node.inputs_values, static)
+                cache.keep.append(node.shared)
+            out.append(nkey)
+            if node.type == COMM_COLL_NODE:  # no group: it runs on the dimension rings
+                uses_dims = True
+            continue
         if ranked:
             akey = relative.get(id(attrs))
             if akey is None:

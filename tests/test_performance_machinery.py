@@ -67,3 +67,33 @@ def test_ranks_share_identical_attribute_dicts(tmp_path: Path) -> None:
     b = read_et(str(tmp_path / "w.1.et"), attr_cache=attr_cache, attrs_cache=attrs_cache)[1]
     assert a[0].attrs is b[0].attrs and a[1].attrs is b[1].attrs
     assert a[0].get_int("num_ops") == 100 and b[1].get_int("comm_size") == 64
+
+
+def test_ranks_repeating_a_record_share_its_decoded_fields(tmp_path: Path) -> None:
+    comp = make_node(1, "c", COMP_NODE, attrs={"num_ops": 100, "tensor_size": 10})
+    ar = coll(64)
+    write_et(str(tmp_path / "w.0.et"), [comp, ar])
+    write_et(str(tmp_path / "w.1.et"), [comp, make_node(1, "ar", COMM_COLL_NODE, attrs={"comm_type": ALL_REDUCE,
+                                                                                        "comm_size": 128})])
+    caches: dict = {"attr_cache": {}, "attrs_cache": {}, "record_cache": {}}
+    a = read_et(str(tmp_path / "w.0.et"), **caches)[1]
+    b = read_et(str(tmp_path / "w.1.et"), **caches)[1]
+    assert a[0].shared is b[0].shared  # the same bytes: decoded once
+    assert a[1].shared is not b[1].shared and b[1].get_int("comm_size") == 128
+    assert a == read_et(str(tmp_path / "w.0.et"))[1]  # same nodes as an uncached read
+    assert [n.source for n in b] == [str(tmp_path / "w.1.et")] * 2  # each rank names its own file
+
+
+def test_rank_keys_from_shared_records_equal_keys_built_node_by_node(tmp_path: Path) -> None:
+    from simpy_astra.symmetry import Grid, KeyCache, rank_key
+
+    send = make_node(2, "s", COMM_SEND_NODE, deps=[1], attrs={"comm_dst": 1, "comm_size": 8, "comm_tag": 1})
+    comp = make_node(1, "c", COMP_NODE, attrs={"num_ops": 100, "tensor_size": 10})
+    write_et(str(tmp_path / "w.0.et"), [comp, coll(64), send])
+    nodes = read_et(str(tmp_path / "w.0.et"), record_cache={})[1]
+    grid = Grid([4])
+    fast = rank_key(0, nodes, grid, {}, lambda _t: [], True, KeyCache())
+    for n in nodes:
+        n.shared = ()
+    slow = rank_key(0, nodes, grid, {}, lambda _t: [], True, KeyCache())
+    assert fast.key == slow.key and fast.uses_dims and slow.uses_dims  # the collective has no group
