@@ -63,6 +63,7 @@ def _astra_parser() -> argparse.ArgumentParser:
 
 
 def _add_report_flags(p: argparse.ArgumentParser) -> None:
+    """Report files, and the one engine switch that depends on them."""
     p.add_argument("--fold-symmetry", choices=("on", "off"), default=None,
                    help="simulate each orbit of symmetric NPUs once (default on; see README, "
                         "'Symmetry folding'); --csv-out and --trace-out switch it off")

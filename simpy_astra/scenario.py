@@ -13,6 +13,7 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
     backend: congestion_unaware          # optional
     num_queues_per_dim: 1                # optional
     injection_scale: 1.0                 # optional
+    fold_symmetry: true                  # optional: simulate symmetric NPUs once (README)
 
 Paths *inside* system configs (custom collectives) resolve from the working directory, as
 they do for ASTRA-sim.

@@ -214,3 +214,14 @@ def test_memory_traces_are_written_for_every_npu_of_an_orbit(tmp_path: Path, mon
         files[fold] = {p.name: p.read_text() for p in where.glob("local_mem_trace.*.json")}
         assert {r.peak_memory for r in reports.values()} == {reports[0].peak_memory} != {None}
     assert len(files[True]) == 8 and files[True] == files[False]
+
+
+def test_cli_switch_prints_the_same_lines_folded_and_not(capsys) -> None:
+    from simpy_astra.cli import main
+
+    scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml")
+    out = {}
+    for fold in ("on", "off"):
+        assert main(["run", scenario, "--quiet", "--fold-symmetry", fold]) == 0
+        out[fold] = capsys.readouterr().out
+    assert out["on"] == out["off"] and out["on"].count("finished, 142780 cycles") == 8
