@@ -225,3 +225,16 @@ def test_cli_switch_prints_the_same_lines_folded_and_not(capsys) -> None:
         assert main(["run", scenario, "--quiet", "--fold-symmetry", fold]) == 0
         out[fold] = capsys.readouterr().out
     assert out["on"] == out["off"] and out["on"].count("finished, 142780 cycles") == 8
+
+
+def test_unmatched_sends_in_a_folded_run_are_named_in_real_npu_ids(tmp_path: Path) -> None:
+    """Every NPU sends to its right neighbour and nobody receives: all finish (a send completes
+    on arrival) and the warning lists the 8 real sends, as an unfolded run does."""
+    ranks = [[send(0, (r + 1) % 8, 64)] for r in range(8)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    folded, sim = run_sim(tmp_path / "a", ranks, RING8, fold=True)
+    unfolded, full = run_sim(tmp_path / "b", ranks, RING8, fold=False)
+    assert sim.unfolded_rerun and folded == unfolded
+    assert len(sim.warnings) == 1 and "NPU 6 " in sim.warnings[0] and "to NPU 7" in sim.warnings[0]
+    assert sim.warnings[0].replace(str(tmp_path / "a"), "") == full.warnings[0].replace(str(tmp_path / "b"), "")
