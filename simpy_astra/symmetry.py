@@ -172,7 +172,8 @@ class KeyCache:
     their rank-independent part is worked out once per dictionary for all ranks."""
 
     def __init__(self) -> None:
-        #: id(attrs) -> (static items, index of the group item or -1, ranked fields)
+        #: id(attrs) -> (items with None where an NPU id sits, those NPU-id fields as
+        #: (position, name, kind, value), the pg_name group id or None; -1 if not a number)
         self.by_dict: dict[int, tuple[tuple, list[tuple[int, str, str, int]], int | None]] = {}
         self.keep: list[dict] = []  # the dictionaries, so their ids stay theirs
         #: id(node.shared) -> the key of a node without NPU ids, for records ranks repeat
@@ -180,6 +181,7 @@ class KeyCache:
 
 
 def _split_attrs(attrs: dict, cache: KeyCache):
+    """An attribute dictionary's rank-independent items and the fields that hold NPU ids."""
     hit = cache.by_dict.get(id(attrs))
     if hit is not None:
         return hit
