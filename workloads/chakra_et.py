@@ -421,28 +421,21 @@ def read_et(
             deps = tuple(data)
         raws = tuple(msg.attr)
         attrs = dicts_get(raws)  # nodes (of any rank) with the same attributes share one dict
-        if attrs is not None:
-            fields = records[record] = (msg.id, intern(msg.name), msg.type, deps, msg.duration_micros,
-                                        msg.inputs.values, attrs)
-            append(make(*fields, path, fields))
-            last_id = msg.id
-            index += 1
-            pos = nxt
-            continue
-        attrs = dicts[raws] = {}
-        for raw in raws:
-            entry = cache_get(raw)
-            if entry is None:
-                try:
-                    entry = _decode_raw_attr(raw)
-                except DecodeError:
-                    raise EtError(
-                        f"{path}: node {msg.id}: an attribute does not parse as "
-                        "ChakraProtoMsg.AttributeProto (corrupt file)"
-                    ) from None
-                cache[raw] = entry
-            if entry[0] not in attrs:
-                attrs[entry[0]] = entry[1]
+        if attrs is None:
+            attrs = dicts[raws] = {}
+            for raw in raws:
+                entry = cache_get(raw)
+                if entry is None:
+                    try:
+                        entry = _decode_raw_attr(raw)
+                    except DecodeError:
+                        raise EtError(
+                            f"{path}: node {msg.id}: an attribute does not parse as "
+                            "ChakraProtoMsg.AttributeProto (corrupt file)"
+                        ) from None
+                    cache[raw] = entry
+                if entry[0] not in attrs:
+                    attrs[entry[0]] = entry[1]
         fields = records[record] = (msg.id, intern(msg.name), msg.type, deps, msg.duration_micros,
                                     msg.inputs.values, attrs)
         append(make(*fields, path, fields))
