@@ -24,16 +24,12 @@ class FoldedNetwork:
     def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
         self.inner = inner
         self.board = inner.board
-        self.kernel = inner.kernel
         self.folding = folding
         self._rep_of = folding.rep_of
         self._shift_of = folding.shift_of
         self._moved: dict[tuple[int, int], int] = {}  # (npu, h) -> npu - h
         self._tags: dict[tuple[int, int], int] = {}  # (group tag block, h) -> tag offset
         self._sub = folding.grid.sub
-
-    def delay_ns(self, src: int, dst: int, size: int) -> int:
-        return self.inner.delay_ns(src, dst, size)
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         inner = self.inner
