@@ -8,11 +8,9 @@ all count). Printed per case:
 
 * ``wall s`` - min and median over ``--repeat`` runs of the subprocess's wall time;
 * ``max RSS MB`` - the largest peak resident set size of those runs;
-* ``events/s`` - simulated events per second of the run phase (``Simulation.run``), where a
-  simulated event is one SimPy event taken off the global queue: a per-NPU tick bucket
-  (``Sys::register_event``), a message arrival or a delivery of an already arrived message.
-  It is the same unit for every case, so it shows whether a slow case is slow because it has
-  more to simulate or because each event costs more. ``msgs`` is the number of messages sent;
+* ``msgs/s`` - messages sent per second of the run phase (``Simulation.run``): the same
+  unit for every case, so it shows whether a slow case is slow because it has more to
+  simulate or because each message costs more. ``msgs`` is the number of messages sent;
 * ``ref s`` and ``ratio`` - the case's ``reference_wall_s`` and min(ours) / reference.
 
 The last line is the geometric mean of the ratios. No assertion: this measures; the parity
@@ -58,7 +56,6 @@ def child(kind: str, spec: str) -> int:
     t2 = time.perf_counter()
     print(json.dumps({
         "load_s": t1 - t0, "run_s": t2 - t1, "npus": sim.total_npus, "simulated": len(sim.npus),
-        "events": next(sim.kernel.env._eid),  # SimPy's insertion counter: every queue entry
         "messages": messages_sent(sim.network.board),
         "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }))
@@ -95,9 +92,9 @@ def measure(kind: str, spec: str, cwd: str, repeat: int) -> dict | None:
     walls = [r["wall_s"] for r in runs]
     best = min(runs, key=lambda r: r["wall_s"])
     return {"min": min(walls), "median": statistics.median(walls), "rss_kb": max(r["rss_kb"] for r in runs),
-            "events": best["events"], "messages": best["messages"], "npus": best["npus"],
+            "messages": best["messages"], "npus": best["npus"],
             "simulated": best.get("simulated", best["npus"]), "load_s": best["load_s"], "run_s": best["run_s"],
-            "events_per_s": best["events"] / max(best["run_s"], 1e-9)}
+            "msgs_per_s": best["messages"] / max(best["run_s"], 1e-9)}
 
 
 HEADER = (f"{'case':52s} {'npus':>9s} {'wall min/med s':>15s} {'max RSS MB':>10s} {'events':>10s} "
@@ -109,7 +106,7 @@ def row(name: str, m: dict, ref_s: float | None) -> str:
     ref = f"{ref_s:8.2f}" if ref_s else f"{'-':>8s}"
     npus = f"{m['simulated']}/{m['npus']}" if m["simulated"] != m["npus"] else str(m["npus"])
     return (f"{name:52s} {npus:>9s} {m['min']:7.2f}/{m['median']:<7.2f} {m['rss_kb'] / 1024:10.0f} "
-            f"{m['events']:10d} {m['events_per_s']:9.0f} {m['messages']:9d} {ref} {ratio}")
+            f"{m['msgs_per_s']:9.0f} {m['messages']:9d} {ref} {ratio}")
 
 
 def main() -> int:

@@ -4,6 +4,10 @@ To add one: write ``collectives/my_algo.py`` with a generator function ``my_algo
 (see :mod:`collectives.base` for the events and the context it may use), wrap it in a
 :class:`~collectives.base.CollectiveAlgorithm`, and add it to ``REGISTRY`` below. A system
 JSON then selects it with ``"all-reduce-implementation": ["my_algo"]``.
+
+Without touching this package: name it ``my_pkg.algos:my_algo`` in the system JSON, or
+register it from a plugin module (:func:`register`) or a packaging entry point in the group
+``simpy_astra.collectives`` (see :mod:`simpy_astra.plugins`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectives.base import CollectiveAlgorithm
+from collectives.base import CollectiveAlgorithm, ring_final_size
 from collectives.bidirectional_ring import BIDIRECTIONAL_RING
 from collectives.direct import DIRECT
 from collectives.double_binary_tree import DOUBLE_BINARY_TREE
@@ -41,10 +45,32 @@ class ImplementationChoice:
     window: int | None = None
 
 
-def resolve(name: str) -> ImplementationChoice | None:
-    """Map a config name (``ring``, ``direct4``, ``oneHalvingDoubling``, ...) to an algorithm.
+def register(name: str, algorithm) -> CollectiveAlgorithm:
+    """Make ``name`` select ``algorithm`` (a CollectiveAlgorithm, or a generator function
+    ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one."""
+    if not isinstance(algorithm, CollectiveAlgorithm):
+        if not callable(algorithm):
+            raise TypeError(f"collective '{name}': {algorithm!r} is neither a CollectiveAlgorithm "
+                            f"nor a generator function")
+        algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
+    REGISTRY[name] = algorithm
+    return algorithm
 
-    The one place that knows the names: config validation and the system layer both use it."""
+
+def _plugin(name: str) -> CollectiveAlgorithm | None:
+    """An algorithm named ``module:attribute`` or by an installed entry point (then cached)."""
+    from simpy_astra.plugins import COLLECTIVES_GROUP, from_entry_point, import_object
+
+    found = import_object(name) if ":" in name else from_entry_point(COLLECTIVES_GROUP, name)
+    return None if found is None else register(name, found)
+
+
+def resolve(name: str) -> ImplementationChoice | None:
+    """Map a config name (``ring``, ``direct4``, ``oneHalvingDoubling``, ``pkg.mod:algo``,
+    ...) to an algorithm; None if nothing has that name.
+
+    The one place that knows the names: config validation and the system layer both use it.
+    Raises :class:`simpy_astra.plugins.PluginError` for a plugin that cannot be loaded."""
     if name in REGISTRY:
         return ImplementationChoice(REGISTRY[name])
     if name in _ONE_VARIANTS:
@@ -54,12 +80,16 @@ def resolve(name: str) -> ImplementationChoice | None:
         return ImplementationChoice(
             DIRECT, spans_all_npus=m.group(1) == "oneDirect", window=int(m.group(2))
         )
-    return None
+    algorithm = _plugin(name)
+    return None if algorithm is None else ImplementationChoice(algorithm)
 
 
 def known_names() -> list[str]:
     """Every accepted name; K is a window of 1-5 digits, e.g. direct4."""
-    return sorted([*REGISTRY, *_ONE_VARIANTS, "directK", "oneDirectK"])
+    from simpy_astra.plugins import COLLECTIVES_GROUP, entry_point_names
+
+    return sorted({*REGISTRY, *_ONE_VARIANTS, "directK", "oneDirectK", "package.module:function",
+                   *entry_point_names(COLLECTIVES_GROUP)})
 
 
-__all__ = ["REGISTRY", "ImplementationChoice", "resolve", "known_names"]
+__all__ = ["REGISTRY", "ImplementationChoice", "register", "resolve", "known_names"]

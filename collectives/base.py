@@ -1,15 +1,22 @@
 """The interface between the system layer and a collective algorithm.
 
 A collective algorithm runs one *phase* of one chunk on a logical group of NPUs. It is a
-generator function ``algorithm(ctx)`` driven by the system layer: each ``yield`` waits for
-the next event, which arrives through ``generator.send(event)``. The first event is
-:data:`INIT`; later ones are :data:`RECEIVED` (a posted receive completed),
-:data:`GENERAL` (an endpoint/reduction delay requested with ``ctx.after_endpoint``
-elapsed) or whatever token the algorithm passed to ``ctx.send_native`` /
-``ctx.recv_native`` / ``ctx.wait``. The algorithm ends the phase with ``ctx.finish()``
-and then returns.
+generator function ``algorithm(ctx)`` written as a SimPy process: it yields events and is
+resumed when they happen; the phase ends when the generator returns::
 
-Everything an algorithm may ask of the system layer is on :class:`PhaseContext`.
+    def my_ring(ctx):
+        n, i = len(ctx.members), ctx.index
+        right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+        for _ in range(n - 1):
+            ctx.send(right, ctx.size_bytes // n)
+            yield ctx.recv(left, ctx.size_bytes // n)
+            yield ctx.endpoint(reduce_bytes=ctx.size_bytes // n)
+
+Everything an algorithm may ask of the system layer is on :class:`PhaseContext`. Its
+events resume the algorithm in the instant they happen (inside the NPU's process), which
+is how the native algorithms keep ASTRA-sim's exact order; ``ctx.env.timeout(t)``,
+``ctx.env.all_of([...])`` and any other SimPy event work too (see
+:mod:`simpy_astra.phase_process`).
 """
 
 from __future__ import annotations
@@ -18,9 +25,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-INIT = "init"
-RECEIVED = "received"
-GENERAL = "general"
+import simpy
 
 ALL_REDUCE = "all_reduce"
 REDUCE_SCATTER = "reduce_scatter"
@@ -31,12 +36,13 @@ COLLECTIVE_KINDS = (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL)
 CLOCKWISE = 1
 ANTICLOCKWISE = -1
 
-AlgorithmRun = Generator[None, Any, None]
+AlgorithmRun = Generator[simpy.Event, Any, Any]
 
 
 class PhaseContext(Protocol):
     """What a collective phase may ask of its NPU's system layer."""
 
+    env: simpy.Environment
     npu_id: int
     #: collective kind of this phase (one of COLLECTIVE_KINDS)
     kind: str
@@ -52,27 +58,26 @@ class PhaseContext(Protocol):
     #: True for rings built from a communicator-group subset (ASTRA-sim's "Local" rings)
     local: bool
 
-    def send(self, dst: int, size_bytes: int) -> None:
-        """Send ``size_bytes`` to NPU ``dst`` on this collective's tag (no completion event)."""
+    def send(self, dst: int, size_bytes: int, tag: int | None = None) -> simpy.Event:
+        """Send ``size_bytes`` to NPU ``dst``: on this chunk's tag, or on a workload ``tag``.
+        The event fires when the message has arrived (native algorithms need not wait)."""
 
-    def recv(self, src: int, size_bytes: int, token: Any = RECEIVED) -> None:
-        """Post a receive from NPU ``src``; its completion delivers ``token``."""
+    def recv(self, src: int, size_bytes: int, tag: int | None = None) -> simpy.Event:
+        """Post a receive from NPU ``src``; the event fires when the message is here."""
 
-    def after_endpoint(self, processed_bytes: int = 0, token: Any = GENERAL) -> None:
-        """Deliver ``token`` after the endpoint delay, plus the reduction delay of
-        ``processed_bytes`` when it is non-zero."""
+    def endpoint(self, reduce_bytes: int = 0) -> simpy.Event:
+        """Fires after the endpoint delay, plus the time to reduce ``reduce_bytes`` in local
+        memory when it is non-zero (ASTRA-sim's per-packet processing)."""
 
-    def send_native(self, dst: int, size_bytes: int, tag: int, token: Any) -> None:
-        """Point-to-point send on a workload tag; ``token`` is delivered on arrival."""
+    def wait(self, delay_ns: int) -> simpy.Event:
+        """Fires after ``delay_ns``, in this NPU's order of events (like ASTRA-sim's
+        ``register_event``); ``env.timeout`` waits in SimPy's global order instead."""
 
-    def recv_native(self, src: int, size_bytes: int, tag: int, token: Any) -> None:
-        """Point-to-point receive on a workload tag; ``token`` is delivered on arrival."""
+    def spawn(self, generator: AlgorithmRun) -> simpy.Event:
+        """Run a sub-process of this phase, starting now; fires with its return value."""
 
-    def wait(self, delay_ns: int, token: Any) -> None:
-        """Deliver ``token`` after ``delay_ns``."""
-
-    def finish(self) -> None:
-        """End this phase: the chunk moves on to its next phase (same tick)."""
+    def signal(self) -> simpy.Event:
+        """A new event the algorithm fires itself (``.fire(value)``), e.g. "all done"."""
 
 
 @dataclass(frozen=True)

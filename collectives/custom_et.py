@@ -30,41 +30,41 @@ def custom_et(ctx: PhaseContext, nodes: Sequence[Any], source: str, rank_of: Seq
         if not n.deps:
             free.append(n.id)
     ongoing = 0
+    all_done = ctx.signal()
 
     def real(rank: int) -> int:
         return rank if rank_of is None else rank_of[rank]
+
+    def start(node):
+        if node.type == COMM_SEND_NODE:
+            return ctx.send(real(node.get_int("comm_dst")), node.get_int("comm_size"), node.get_int("comm_tag"))
+        if node.type == COMM_RECV_NODE:
+            return ctx.recv(real(node.get_int("comm_src")), node.get_int("comm_size"), node.get_int("comm_tag"))
+        if node.type == COMP_NODE:
+            return ctx.wait(node.duration_micros * 1000 if node.duration_micros else 1)
+        raise CollectiveError(f"{source}: node {node.id}: custom collectives support COMM_SEND, "
+                              f"COMM_RECV and COMP nodes only (got type {node.type})")
+
+    def run_node(nid: int, event):
+        nonlocal ongoing
+        yield event
+        ongoing -= 1
+        for child in children.get(nid, ()):
+            waiting_on[child] -= 1
+            if waiting_on[child] == 0:
+                free.append(child)
+        issue_free()
+        if ongoing == 0:
+            all_done.fire()
 
     def issue_free() -> None:
         nonlocal ongoing
         batch = sorted(free)
         free.clear()
         for nid in batch:
-            node = by_id[nid]
             ongoing += 1
-            if node.type == COMM_SEND_NODE:
-                ctx.send_native(
-                    real(node.get_int("comm_dst")), node.get_int("comm_size"), node.get_int("comm_tag"), nid
-                )
-            elif node.type == COMM_RECV_NODE:
-                ctx.recv_native(
-                    real(node.get_int("comm_src")), node.get_int("comm_size"), node.get_int("comm_tag"), nid
-                )
-            elif node.type == COMP_NODE:
-                ctx.wait(node.duration_micros * 1000 if node.duration_micros else 1, nid)
-            else:
-                raise CollectiveError(
-                    f"{source}: node {nid}: custom collectives support COMM_SEND, COMM_RECV "
-                    f"and COMP nodes only (got type {node.type})"
-                )
+            ctx.spawn(run_node(nid, start(by_id[nid])))
 
-    yield  # INIT
     issue_free()
-    while ongoing:
-        done = yield
-        ongoing -= 1
-        for child in children.get(done, ()):
-            waiting_on[child] -= 1
-            if waiting_on[child] == 0:
-                free.append(child)
-        issue_free()
-    ctx.finish()
+    if ongoing:
+        yield all_done

@@ -11,13 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectives.base import (
-    GENERAL,
-    RECEIVED,
-    AlgorithmRun,
-    CollectiveAlgorithm,
-    PhaseContext,
-)
+from collectives.base import AlgorithmRun, CollectiveAlgorithm, PhaseContext
 
 LEAF, INTERMEDIATE, ROOT = "leaf", "intermediate", "root"
 ROOT_MAX, ROOT_MIN = 0, 1
@@ -59,53 +53,33 @@ def build_tree(n: int, flavour: int) -> dict[int, TreeNode]:
 def double_binary_tree(ctx: PhaseContext, node: TreeNode) -> AlgorithmRun:
     """One chunk on one tree; ``node`` is this NPU's place in it (ids, not positions)."""
     size = ctx.size_bytes
-    yield  # INIT
     if node.role == LEAF:
-        ctx.after_endpoint()
-        yield
+        yield ctx.endpoint()
         ctx.send(node.parent, size)
-        ctx.recv(node.parent, size)
-        yield
-        ctx.after_endpoint()
-        yield
-        ctx.finish()
+        yield ctx.recv(node.parent, size)
+        yield ctx.endpoint()
         return
     if node.role == ROOT:
         only_child = node.left if node.left is not None else node.right
-        ctx.recv(only_child, size)
-        yield
-        ctx.after_endpoint(size)
-        yield
+        yield ctx.recv(only_child, size)
+        yield ctx.endpoint(size)
         ctx.send(only_child, size)
-        ctx.finish()
         return
-    # intermediate: two child receives (each reduced), then up, then down to both children
-    ctx.recv(node.left, size)
-    ctx.recv(node.right, size)
-    state = "two"
-    reductions = 0
-    while True:
-        event = yield
-        if state == "two" and event is RECEIVED:
-            ctx.after_endpoint(size)
-            state = "one"
-        elif state == "one" and event is RECEIVED:
-            ctx.after_endpoint(size)
-            state = "to_parent"
-        elif reductions < 1 and event is GENERAL:
-            reductions += 1
-        elif state == "to_parent":
-            state = "from_parent"
-            ctx.send(node.parent, size)
-            ctx.recv(node.parent, size)
-        elif state == "from_parent" and event is RECEIVED:
-            ctx.after_endpoint(size)
-            state = "to_children"
-        elif state == "to_children":
-            ctx.send(node.left, size)
-            ctx.send(node.right, size)
-            ctx.finish()
-            return
+    # intermediate: each child's data is reduced as soon as it is here (in arrival order);
+    # when both are reduced, up to the parent, then the result down to both children
+    def reduce_when_received(received):
+        yield received
+        yield ctx.endpoint(size)
+
+    left = ctx.spawn(reduce_when_received(ctx.recv(node.left, size)))
+    right = ctx.spawn(reduce_when_received(ctx.recv(node.right, size)))
+    yield left
+    yield right
+    ctx.send(node.parent, size)
+    yield ctx.recv(node.parent, size)
+    yield ctx.endpoint(size)
+    ctx.send(node.left, size)
+    ctx.send(node.right, size)
 
 
 def _same_size(kind: str, size: int, n: int) -> int:

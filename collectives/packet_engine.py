@@ -2,13 +2,14 @@
 
 ASTRA-sim's native algorithms inject "packets" into a local queue; every injected packet
 comes back after the endpoint delay (plus a reduction delay when it carries data to
-reduce) as a GENERAL event that frees one send slot. A send slot, a queued packet and a
-remaining send together allow one message: send to the packet's destination and post the
-matching receive from its source. Each receive injects the next packet. The phase ends
-when every message was sent and all slots are free again.
+reduce) and then frees one send slot. A free slot, a queued packet and a remaining send
+together make one message: send to the packet's destination and post the matching
+receive from its source. Each receive injects the next packet. The phase ends when every
+message was sent and all slots are free again.
 
 Algorithms differ only in who the next peer is and how big the next message is, which a
-``PeerPlan`` supplies.
+``PeerPlan`` supplies. With one slot (ring, halving-doubling) the engine is one loop; with
+several (direct) each endpoint delay and each receive is a sub-process of the phase.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Protocol
 
 from collectives.base import (
     ALL_REDUCE,
-    RECEIVED,
     REDUCE_SCATTER,
     AlgorithmRun,
     CollectiveError,
@@ -35,75 +35,117 @@ class PeerPlan(Protocol):
         """Move to the peer and size of the packet after this one."""
 
 
-def packet_engine(
-    ctx: PhaseContext,
-    plan: PeerPlan,
-    parallel: int,
-    nz_budget: int,
-    total_sends: int,
-    two_halves: int = 0,
-) -> AlgorithmRun:
+class ReduceBudget:
+    """Which injected packets carry data to reduce (the reference's two alternating budgets:
+    ``parallel`` packets without, then ``nz_budget`` with, the second set reducing always
+    for reduce-scatter and every other round for all-reduce)."""
+
+    __slots__ = ("parallel", "nz_budget", "zero", "nonzero", "toggle", "always", "on_toggle", "npu_id")
+
+    def __init__(self, ctx: PhaseContext, parallel: int, nz_budget: int) -> None:
+        self.parallel = parallel
+        self.nz_budget = nz_budget
+        self.zero = self.nonzero = 0
+        self.toggle = False
+        self.always = ctx.kind == REDUCE_SCATTER
+        self.on_toggle = ctx.kind == ALL_REDUCE
+        self.npu_id = ctx.npu_id
+
+    def next_reduces(self) -> bool:
+        if self.zero == 0 and self.nonzero == 0:
+            self.zero = self.parallel
+            self.nonzero = self.nz_budget
+            self.toggle = not self.toggle
+        if self.zero > 0:
+            self.zero -= 1
+            return False
+        if self.nonzero > 0:
+            self.nonzero -= 1
+            return self.always or (self.on_toggle and self.toggle)
+        raise CollectiveError(f"NPU {self.npu_id}: packet engine has nothing to inject")
+
+
+def packet_engine(ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget: int,
+                  total_sends: int, two_halves: int = 0) -> AlgorithmRun:
     """Run one phase. ``two_halves`` > 0 selects direct all-reduce's rule that the second
     half of the sends waits until ``two_halves`` first-half messages were received."""
-    packets: deque[tuple[int, int, int]] = deque()
-    free = 0
-    zero_budget = 0
-    nonzero_budget = 0
-    toggle = False
-    remaining = total_sends
-    received = 0
-    reduces_always = ctx.kind == REDUCE_SCATTER
-    reduces_on_toggle = ctx.kind == ALL_REDUCE
-    send = ctx.send
-    recv = ctx.recv
-    after_endpoint = ctx.after_endpoint
+    if parallel == 1 and not two_halves:
+        return _one_slot(ctx, plan, nz_budget, total_sends)
+    return _Slots(ctx, plan, parallel, nz_budget, total_sends, two_halves).run()
 
-    def insert() -> None:
-        nonlocal zero_budget, nonzero_budget, toggle
-        if zero_budget == 0 and nonzero_budget == 0:
-            zero_budget = parallel
-            nonzero_budget = nz_budget
-            toggle = not toggle
-        if zero_budget > 0:
-            processed = False
-            zero_budget -= 1
-        elif nonzero_budget > 0:
-            processed = reduces_always or (reduces_on_toggle and toggle)
-            nonzero_budget -= 1
-        else:
-            raise CollectiveError(f"NPU {ctx.npu_id}: packet engine has nothing to inject")
-        size = plan.msg_bytes
-        packets.append((plan.receiver, plan.sender, size))
-        after_endpoint(size if processed else 0)
+
+def _one_slot(ctx: PhaseContext, plan: PeerPlan, nz_budget: int, total_sends: int) -> AlgorithmRun:
+    """One slot: inject, wait for it to come back, send it and wait for the answer, repeat."""
+    budget = ReduceBudget(ctx, 1, nz_budget)
+
+    def inject():
+        size, dst, src = plan.msg_bytes, plan.receiver, plan.sender
+        reduce = size if budget.next_reduces() else 0
         plan.advance()
+        return (dst, src, size), ctx.endpoint(reduce)
 
-    def ready() -> None:
-        nonlocal remaining, free
-        if remaining == 0 or free == 0 or not packets:
-            return
-        dst, src, size = packets.popleft()
-        send(dst, size)
-        recv(src, size)
-        remaining -= 1
-        free -= 1
+    packet, back = inject()
+    yield back
+    for _ in range(total_sends):
+        dst, src, size = packet
+        ctx.send(dst, size)
+        yield ctx.recv(src, size)
+        packet, back = inject()  # the answer injects the next packet (after the last too)
+        yield back
 
-    yield  # INIT
-    for _ in range(parallel):
-        insert()
-    while True:
-        event = yield
-        if event is RECEIVED:
-            received += 1
-            insert()
-            continue
-        free += 1  # GENERAL
-        if two_halves and remaining <= two_halves:
-            if received < two_halves:
-                continue
-            for _ in range(parallel):
-                ready()
+
+class _Slots:
+    """Several slots: packets wait in FIFO order for whichever slot comes back first."""
+
+    def __init__(self, ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget: int,
+                 total_sends: int, two_halves: int) -> None:
+        self.ctx = ctx
+        self.plan = plan
+        self.parallel = parallel
+        self.budget = ReduceBudget(ctx, parallel, nz_budget)
+        self.remaining = total_sends
+        self.two_halves = two_halves
+        self.packets: deque[tuple[int, int, int]] = deque()
+        self.free = 0
+        self.received = 0
+        self.done = ctx.signal()
+
+    def run(self) -> AlgorithmRun:
+        for _ in range(self.parallel):
+            self.inject()
+        yield self.done
+
+    def inject(self) -> None:
+        plan = self.plan
+        size = plan.msg_bytes
+        reduce = size if self.budget.next_reduces() else 0
+        self.packets.append((plan.receiver, plan.sender, size))
+        plan.advance()
+        self.ctx.spawn(self.slot_comes_back(self.ctx.endpoint(reduce)))
+
+    def slot_comes_back(self, back) -> AlgorithmRun:
+        yield back
+        self.free += 1
+        if self.two_halves and self.remaining <= self.two_halves:
+            if self.received < self.two_halves:
+                return  # the second half waits for every first-half message
+            for _ in range(self.parallel):
+                self.send_next()
         else:
-            ready()
-        if remaining == 0 and free == parallel:
-            ctx.finish()
+            self.send_next()
+        if self.remaining == 0 and self.free == self.parallel:
+            self.done.fire()
+
+    def send_next(self) -> None:
+        if self.remaining == 0 or self.free == 0 or not self.packets:
             return
+        dst, src, size = self.packets.popleft()
+        self.ctx.send(dst, size)
+        self.ctx.spawn(self.answer(self.ctx.recv(src, size)))
+        self.remaining -= 1
+        self.free -= 1
+
+    def answer(self, received) -> AlgorithmRun:
+        yield received
+        self.received += 1
+        self.inject()

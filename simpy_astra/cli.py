@@ -46,6 +46,7 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-configuration", required=True, help="network YAML")
     p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
+    _add_plugin_flag(p)
     p.add_argument("--network-backend", default="congestion_unaware",
                    help="congestion_unaware (analytical) or congestion_aware (links queue messages)")
     p.add_argument("--num-queues-per-dim", type=int, default=1)
@@ -73,12 +74,19 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
                    help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks")
 
 
+def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first: it may register collective algorithms and topologies "
+                        "(repeatable; names like pkg.mod:fn in configs work without it)")
+
+
 def _run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simpy-astra run", description="Run a scenario YAML.")
     p.add_argument("scenario", help="scenario YAML (see scenarios/README.md)")
     p.add_argument("--network-backend", default=None, help="override the scenario's backend")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
+    _add_plugin_flag(p)
     _add_report_flags(p)
     return p
 
@@ -166,14 +174,16 @@ def main(argv: list[str] | None = None) -> int:
             return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
         if argv and argv[0] == "run":
             args = _run_parser().parse_args(argv[1:])
-            from simpy_astra.scenario import load_scenario
+            from simpy_astra.scenario import load_plugins, load_scenario
 
+            load_plugins(args.plugin, "--plugin")
             inputs = load_scenario(args.scenario, backend=args.network_backend)
             return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
                              trace_out=args.trace_out, fold=args.fold_symmetry)
         args, _unknown = _astra_parser().parse_known_args(argv)  # ASTRA-sim ignores unknown flags
-        from simpy_astra.scenario import inputs_from_astra_flags
+        from simpy_astra.scenario import inputs_from_astra_flags, load_plugins
 
+        load_plugins(args.plugin, "--plugin")
         inputs = inputs_from_astra_flags(
             workload=args.workload_configuration,
             system=args.system_configuration,

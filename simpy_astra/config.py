@@ -24,9 +24,11 @@ import yaml
 from collectives import known_names as known_collective_names
 from collectives import resolve as resolve_collective
 from simpy_astra.errors import InputError
+from simpy_astra.plugins import PluginError
 from topologies import REGISTRY as TOPOLOGY_REGISTRY
 from topologies import GraphSpec, GraphSpecError
 from topologies import build as build_topology
+from topologies import lookup as lookup_topology
 
 PathLike = str | os.PathLike[str]
 
@@ -333,7 +335,11 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
 
     topology: list[str] = []
     for i, name in enumerate(lists["topology"]):
-        if name not in TOPOLOGY_NAMES or not isinstance(name, str):
+        try:
+            known = isinstance(name, str) and lookup_topology(name) is not None
+        except PluginError as exc:
+            raise InputError.at(src, f"topology[{i}]", f"is {name}: {exc}") from None
+        if not known:
             fix = ""
             if isinstance(name, str):
                 fix = next(
@@ -393,7 +399,10 @@ def parse_implementation(name: str) -> tuple[str, int | None]:
     """(name without its window, window) of an accepted algorithm name: ``direct4`` ->
     ("direct", 4). Names are resolved by :func:`collectives.resolve`, so algorithms
     registered in ``collectives/`` are accepted too. Raises ValueError otherwise."""
-    choice = resolve_collective(name) if isinstance(name, str) else None
+    try:
+        choice = resolve_collective(name) if isinstance(name, str) else None
+    except PluginError as exc:
+        raise ValueError(str(exc)) from None
     if choice is None:
         raise ValueError(f"unknown collective implementation {_show(name)}; valid: "
                          f"{', '.join(known_collective_names())} (K = window of 1-5 digits > 0, e.g. direct4)")

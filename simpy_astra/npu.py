@@ -24,6 +24,7 @@ from simpy_astra.statistics import (
     RooflineOp,
     build_report,
 )
+from simpy_astra.tags import native_tag
 from simpy_astra.units import replay_duration_ns
 from workloads.chakra_schema import (
     COMM_COLL_NODE,
@@ -37,7 +38,7 @@ from workloads.chakra_schema import (
 )
 
 if TYPE_CHECKING:
-    from simpy_astra.kernel import NpuClock
+    from simpy_astra.engine import NpuClock
     from simpy_astra.simulation import Simulation
     from simpy_astra.system_layer import SystemLayer
 
@@ -80,7 +81,9 @@ class Npu:
         self.groups: dict[int, Any] = {}
         self.slot_in_use: dict[int, int] = {}  # node id -> slot class, for nodes in flight
         self.report = None
-        self.done = None  # SimPy event the NPU's process waits on; set by the Simulation
+        self.process = None  # this NPU's SimPy process (see execute); set by the Simulation
+        self._node_events: dict[int, Any] = {}  # node id -> event a user waits on
+        self.ended_ns: dict[int, int] = {}  # node id -> when it completed
         self.recorder = None  # trace_recorder.NpuRecorder when reports/timelines are requested
         for n in nodes:
             self.parents_left[n.id] = len(n.deps)
@@ -115,10 +118,34 @@ class Npu:
             if left == 0:
                 self._make_ready(child)
 
-    # ------------------------------------------------------------------ issuing
-    def fire(self) -> None:
+    # ------------------------------------------------------------------ the process
+    def execute(self):
+        """This NPU's SimPy process: issue the graph's ready nodes at t=0, then run until
+        the last node completes; its value is the NPU's report.
+
+        Everything the NPU does runs here: each event with work for it (a bucket of its
+        clock, a message delivered to it) rings its bell, and the process runs that work
+        right after the event, before anything else of the instant (see
+        :mod:`simpy_astra.engine`), so a completion releases and issues children in the
+        reference's order."""
         self._issue_pass()
         self._check_end()
+        yield from self.clock.serve(lambda: self.finished)
+        return self.report
+
+    def node_finished(self, node_id: int):
+        """An event that fires when node ``node_id`` completes (value: the time)."""
+        env = self.clock.env
+        if node_id not in self.nodes:
+            raise KeyError(f"{self.source}: NPU {self.npu_id} has no node {node_id}")
+        event = self._node_events.get(node_id)
+        if event is None:
+            event = self._node_events[node_id] = env.event()
+            if node_id in self.ended_ns:
+                event.succeed(self.ended_ns[node_id])
+        return event
+
+    # ------------------------------------------------------------------ issuing
 
     def _issue_pass(self) -> None:
         """Issue ready nodes in id order while their slot is free (one snapshot)."""
@@ -150,7 +177,7 @@ class Npu:
             # pass (a loop, not recursion: a long chain of zero-time nodes must not overflow)
 
     def _issue(self, node, slot: int) -> None:
-        now = self.clock.env._now
+        now = self.clock.env.now
         if slot != SLOT_NONE:
             self.busy[slot] = True
         self.slot_in_use[node.id] = slot
@@ -263,8 +290,8 @@ class Npu:
         dst = node.get_int("comm_dst")
         self._check_peer(node, dst, "comm_dst")
         size = node.get_int("comm_size")
-        tag = node.get_int("comm_tag") % 500_000_000
-        self.sim.network.send(self.npu_id, dst, tag, size, self.complete, node.id)
+        tag = native_tag(node.get_int("comm_tag"))
+        self.sim.network.send(self.npu_id, dst, tag, size, self.complete_soon, node.id)
 
     def _recv(self, node) -> None:
         src = node.get_int("comm_src")
@@ -274,8 +301,8 @@ class Npu:
             raise InputError(f"{self.source}: node {node.id}: COMM_RECV has comm_dst {dst}, "
                              f"but it runs on NPU {self.npu_id}")
         size = node.get_int("comm_size")
-        tag = node.get_int("comm_tag") % 500_000_000
-        self.sim.network.recv(self.npu_id, src, tag, size, self.complete, node.id)
+        tag = native_tag(node.get_int("comm_tag"))
+        self.sim.network.recv(self.npu_id, src, tag, size, self.complete_soon, node.id)
 
     def _check_peer(self, node, peer: int, field: str) -> None:
         if not 0 <= peer < self.sim.total_npus or peer == self.npu_id:
@@ -297,7 +324,7 @@ class Npu:
     # ------------------------------------------------------------------ completion
     def _finish_now(self, node, slot: int) -> None:
         """Synchronous completion (children wait for the next issue pass)."""
-        now = self.clock.env._now
+        now = self.clock.env.now
         self._release(node, slot, now)
         self._resolve(node.id)
 
@@ -310,15 +337,24 @@ class Npu:
         if self.memory is not None:
             self.memory.record(node, self.stats.starts[node.id], now)
         self.stats.end(node.id, now)
+        self.ended_ns[node.id] = now
         if self.recorder is not None:
             self.recorder.node_end(node.id, now)
+        if self._node_events:
+            event = self._node_events.get(node.id)
+            if event is not None and not event.triggered:
+                event.succeed(now)
+
+    def complete_soon(self, node_id: int) -> None:
+        """A node finished in an event that is not this NPU's: complete it in the process."""
+        self.clock.react(self.complete, node_id)
 
     def complete(self, node_id: int) -> None:
         """An asynchronous node finished at the current tick."""
         if self.finished:
             return
         node = self.nodes[node_id]
-        now = self.clock.env._now
+        now = self.clock.env.now
         self._release(node, self.slot_in_use[node_id], now)
         self._resolve(node_id)
         self._issue_pass()
@@ -328,7 +364,7 @@ class Npu:
         if self.finished or self.ready_count or self.ongoing:
             return
         self.finished = True
-        now = self.clock.env._now
+        now = self.clock.env.now
         peak = None
         if self.memory is not None:
             peak = format_peak(self.memory.peak_bytes())
@@ -336,7 +372,7 @@ class Npu:
             if trace_dir:
                 self.memory.write_trace(f"{trace_dir}.{self.npu_id}.json")
         self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak)
-        self.sim.npu_finished(self)
+        self.sim._npu_done(self)
 
     def waiting_on(self, limit: int = 4) -> str:
         """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""

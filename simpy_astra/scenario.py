@@ -39,7 +39,7 @@ from simpy_astra.simulation import SimulationInputs
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
-                 "fold_symmetry"}
+                 "fold_symmetry", "plugins"}
 
 
 def inputs_from_astra_flags(workload: str, system: str, network: str, remote_memory: str,
@@ -86,6 +86,21 @@ def _materialise(scenario: str, key: str, value: Any, suffix: str, tmpdir: str) 
     raise InputError(f"{scenario}: field '{key}' must be a file path or a mapping")
 
 
+def load_plugins(modules: Any, where: str) -> None:
+    """Import the user's plugin modules (they register algorithms and topologies)."""
+    from simpy_astra.plugins import PluginError, import_module
+
+    if isinstance(modules, str):
+        modules = [modules]
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise InputError(f"{where}: must be a list of module names, e.g. [my_pkg.algos]")
+    for module in modules:
+        try:
+            import_module(module)
+        except PluginError as exc:
+            raise InputError(f"{where}: {exc}") from None
+
+
 def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if not os.path.exists(path):
         raise InputError(f"{path}: scenario file does not exist")
@@ -102,6 +117,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     for key in ("workload", "system", "network"):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
+    load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     generated_groups = None
     if isinstance(doc["workload"], dict):
         if "generate" not in doc["workload"]:

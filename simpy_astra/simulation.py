@@ -13,10 +13,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+import simpy
+from simpy.core import StopSimulation
+
 from collectives import resolve
 from simpy_astra.config import NetworkConfig, RemoteMemoryConfig, SystemConfig
+from simpy_astra.engine import NpuClock, fast_collection
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.kernel import Kernel, NpuClock
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.folded import FoldedNetwork
@@ -25,12 +28,12 @@ from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
 from simpy_astra.symmetry import Folding, FoldSetup, KeyCache, find_folding, rank_key
 from simpy_astra.system_layer import (
-    GROUP_STREAM_ID_BASE,
     CollectivePlan,
     LogicalDim,
     StreamCounter,
     SystemLayer,
 )
+from simpy_astra.tags import first_stream_id
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from topologies import build as build_topology
 from workloads.chakra_et import et_path, read_et, validate_graph
@@ -72,7 +75,7 @@ class CommunicatorGroup:
     def __init__(self, group_id: int, members: tuple[int, ...]) -> None:
         self.group_id = group_id
         self.members = members
-        self.streams = StreamCounter(group_id * GROUP_STREAM_ID_BASE)
+        self.streams = StreamCounter(first_stream_id(group_id))
         self.plans: dict[tuple, CollectivePlan] = {}
 
 
@@ -94,7 +97,7 @@ class Simulation:
         net = inputs.network
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)
-        self.kernel = Kernel()
+        self.env = simpy.Environment()
         specs = net.graph_specs or (None,) * net.num_dims
         dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
                 zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
@@ -102,9 +105,9 @@ class Simulation:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(NETWORK_BACKENDS)})")
         if inputs.backend == "congestion_aware":
-            self.network = CongestionAwareNetwork(self.kernel, dims, net.source)
+            self.network = CongestionAwareNetwork(self.env, dims, net.source)
         else:
-            self.network = CongestionUnawareNetwork(self.kernel, dims)
+            self.network = CongestionUnawareNetwork(self.env, dims)
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
@@ -131,7 +134,7 @@ class Simulation:
         self._npu_by_id: dict[int, Npu] = {}
         for i in simulated:
             validate_graph(*traces[i])  # an orbit's members have the representative's graph
-            clock = NpuClock(self.kernel)
+            clock = NpuClock(self.env)
             system = SystemLayer(i, clock, self.network, cfg, self.network_dims, inputs.queues_per_dim,
                                  self.load_custom)
             self.systems.append(system)
@@ -146,6 +149,13 @@ class Simulation:
         self.warnings: list[str] = []
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
+        self._concluded = False
+        # every NPU is a SimPy process executing its graph; the run stops when all have
+        # finished, whatever other processes a user added to ``env``
+        for npu in self.npus:
+            npu.process = self.env.process(npu.execute())
+        self._finished_all = self.env.all_of([npu.process for npu in self.npus])
+        self._finished_all.callbacks.append(StopSimulation.callback)
 
     def _read(self, rank: int, caches: tuple[dict, dict, dict]) -> tuple[str, list]:
         path = f"{self.inputs.workload_prefix}.{rank}.et"
@@ -335,12 +345,12 @@ class Simulation:
                               [True], group.streams)
 
     # ------------------------------------------------------------------ running
-    def npu_finished(self, npu: Npu) -> None:
+    def _npu_done(self, npu: Npu) -> None:
+        """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
         if self.folding is None:
             self._emit(npu.report)
         else:
             self._finish_orbit(npu)
-        npu.done.succeed()
 
     def _emit(self, report: NpuReport) -> None:
         self.reports.append(report)
@@ -367,10 +377,6 @@ class Simulation:
             self._emit(report)
         self._pending_reports.clear()
 
-    def _npu_process(self, npu: Npu):
-        npu.fire()
-        yield npu.done
-
     def _stall_report(self, stuck: list[Npu], unmatched: list[str], limit: int = 8) -> str:
         """One line: when it stopped, what each unfinished NPU waits on, unmatched messages."""
 
@@ -378,7 +384,7 @@ class Simulation:
             more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
             return "; ".join(items[:limit]) + more
 
-        now = self.kernel.now_ns
+        now = self.env.now
         if stuck:
             head = (f"simulation stalled at {now} ns with {len(stuck)} of {self.total_npus} NPU(s) "
                     f"unfinished (no event left that could make progress): ")
@@ -389,13 +395,54 @@ class Simulation:
         return (f"simulation ended at {now} ns with unmatched messages (a send whose receive is "
                 f"never posted): " + capped(unmatched, "messages"))
 
-    def run(self) -> list[NpuReport]:
-        env = self.kernel.env
-        for npu in self.npus:
-            npu.done = env.event()
-        for npu in self.npus:
-            env.process(self._npu_process(npu))
-        self.kernel.run()
+    # ------------------------------------------------------------------ co-simulation API
+    @classmethod
+    def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
+        """A simulation of a scenario YAML (see :mod:`simpy_astra.scenario`), not yet run."""
+        from simpy_astra.scenario import load_scenario
+
+        return cls(load_scenario(path, backend), **kwargs)
+
+    @classmethod
+    def from_astra_files(cls, workload: str, system: str, network: str, remote_memory: str,
+                         comm_groups: str = "empty", backend: str = "congestion_unaware",
+                         **kwargs) -> Simulation:
+        """A simulation of ASTRA-sim's input files (the reference binary's four flags)."""
+        from simpy_astra.scenario import inputs_from_astra_flags
+
+        return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups,
+                                           backend), **kwargs)
+
+    def npu(self, npu_id: int) -> Npu:
+        """The simulated NPU ``npu_id`` (its representative's, in a folded run)."""
+        return self.npu_for(npu_id)
+
+    def npu_finished(self, npu_id: int) -> simpy.Process:
+        """The NPU's SimPy process: an event that fires when its graph has finished."""
+        return self.npu_for(npu_id).process
+
+    def node_finished(self, npu_id: int, node_id: int) -> simpy.Event:
+        """An event that fires (value: the time) when node ``node_id`` of NPU ``npu_id``
+        completes; already triggered if it has."""
+        return self.npu_for(npu_id).node_finished(node_id)
+
+    def run(self, until: float | None = None) -> list[NpuReport]:
+        """Run until every NPU has finished (user processes that never end do not keep it
+        going) or, with ``until``, until that time at the latest; call again to go on.
+
+        Returns the reports of the NPUs that finished so far."""
+        if not self._finished_all.triggered or self._finished_all.callbacks is not None:
+            with fast_collection():
+                self.env.run(until=until)
+        if until is not None and not self._finished_all.processed and self.env.peek() != float("inf"):
+            return self.reports  # stopped at ``until``: more to come
+        return self._conclude()
+
+    def _conclude(self) -> list[NpuReport]:
+        """After the last event: hand out held reports, then diagnose what did not finish."""
+        if self._concluded:
+            return self.reports
+        self._concluded = True
         self._flush_reports()
         stuck = [n for n in self.npus if not n.finished]
         unmatched = self.network.board.unmatched(_describe_handler)

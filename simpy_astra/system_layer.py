@@ -23,23 +23,20 @@ from collectives.base import (
     ALL_REDUCE,
     ANTICLOCKWISE,
     CLOCKWISE,
-    GENERAL,
-    RECEIVED,
     REDUCE_SCATTER,
 )
 from collectives.custom_et import custom_et
 from collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, TreeNode, build_tree
 from simpy_astra.errors import InputError
+from simpy_astra.phase_process import PhaseProcess, Signal
+from simpy_astra.tags import native_tag, stream_tag
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
 if TYPE_CHECKING:
     from simpy_astra.config import SystemConfig
-    from simpy_astra.kernel import NpuClock
+    from simpy_astra.engine import NpuClock
 
-NATIVE_TAG_SPACE = 500_000_000
-COLLECTIVE_TAG_BASE = 500_000_000
 LOCAL_RING_ENDPOINT_DELAY_NS = 10  # hard-wired in the reference for group-subset rings
-GROUP_STREAM_ID_BASE = 1_000_000
 
 
 # --------------------------------------------------------------------------- logical topology
@@ -122,17 +119,24 @@ class DataSet:
 
 
 class Phase:
-    """One phase of one chunk; implements :class:`collectives.base.PhaseContext`."""
+    """One phase of one chunk; implements :class:`collectives.base.PhaseContext`.
+
+    Its algorithm runs as a :class:`~simpy_astra.phase_process.PhaseProcess` inside the
+    NPU's process; the stream moves on when the algorithm returns."""
 
     __slots__ = (
         "sys", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
-        "index", "window", "local", "npu_id", "algorithm", "args", "gen",
+        "index", "window", "local", "npu_id", "algorithm", "args", "env", "clock", "network",
+        "_endpoint_ns",
     )
 
     def __init__(self, sys: SystemLayer, kind: str, size_bytes: int, final_bytes: int,
                  queue_id: int, direction: int, dim: LogicalDim | None, window: int | None,
                  algorithm: Callable, args: tuple) -> None:
         self.sys = sys
+        self.env = sys.clock.env
+        self.clock = sys.clock
+        self.network = sys.network
         self.stream: Stream | None = None
         self.npu_id = sys.npu_id
         self.kind = kind
@@ -143,28 +147,21 @@ class Phase:
         self.members = dim.members if dim else ()
         self.index = dim.index if dim else 0
         self.local = dim.local if dim else False
+        self._endpoint_ns = LOCAL_RING_ENDPOINT_DELAY_NS if self.local else sys.endpoint_delay_ns
         self.window = window
         self.algorithm = algorithm
         self.args = args
-        self.gen = None
 
     # -- driven by the system layer
     def start(self) -> None:
-        self.gen = self.algorithm(self, *self.args)
-        self.gen.send(None)
-        self._deliver(None)
-
-    def _deliver(self, event: Any) -> None:
-        try:
-            self.gen.send(event)
-        except StopIteration:
-            pass
-
-    def _endpoint_done(self, processed_bytes: int) -> None:
-        if processed_bytes:
-            self.sys.clock.register(self.sys.reduction_ns(processed_bytes), self._deliver, GENERAL)
+        run = PhaseProcess(self.env, self.algorithm(self, *self.args), self.clock.react)
+        if run.fired:
+            self.sys.proceed(self.stream)
         else:
-            self._deliver(GENERAL)
+            run.wait_in_place(self._ended)
+
+    def _ended(self, _value: Any) -> None:
+        self.sys.proceed(self.stream)
 
     def describe(self) -> str:
         """For stall reports: which NPU, collective and chunk this phase belongs to."""
@@ -172,39 +169,52 @@ class Phase:
         return f"NPU {self.npu_id} {self.kind} phase of chunk stream {stream}"
 
     # -- PhaseContext
-    def send(self, dst: int, size_bytes: int) -> None:
-        self.sys.network.send(self.npu_id, dst, self.stream.tag, size_bytes, None, None)
+    def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
+        arrived = Signal(self.env)
+        tag = self.stream.tag if tag is None else native_tag(tag)
+        self.network.send(self.npu_id, dst, tag, size_bytes, self._sent, arrived)
+        return arrived
 
-    def recv(self, src: int, size_bytes: int, token: Any = RECEIVED) -> None:
-        self.sys.network.recv(self.npu_id, src, self.stream.tag, size_bytes, self._deliver, token)
-
-    def after_endpoint(self, processed_bytes: int = 0, token: Any = GENERAL) -> None:
-        delay = LOCAL_RING_ENDPOINT_DELAY_NS if self.local else self.sys.endpoint_delay_ns
-        if token is GENERAL:  # the native algorithms' path: no tuple per packet
-            self.sys.clock.register(delay, self._endpoint_done, processed_bytes)
+    def _sent(self, arrived: Signal) -> None:
+        """A send arrived (in the network's event): fire its event in the NPU's process if
+        someone waits on it; native algorithms never do, and then it costs nothing."""
+        if arrived.resume is not None or arrived.callbacks:
+            self.clock.react(arrived.fire, None)
         else:
-            self.sys.clock.register(delay, self._endpoint_token, (processed_bytes, token))
+            arrived.fired = True
 
-    def _endpoint_token(self, arg: tuple[int, Any]) -> None:
-        processed_bytes, token = arg
-        if processed_bytes:
-            self.sys.clock.register(self.sys.reduction_ns(processed_bytes), self._deliver, token)
+    def recv(self, src: int, size_bytes: int, tag: int | None = None) -> Signal:
+        received = Signal(self.env)
+        tag = self.stream.tag if tag is None else native_tag(tag)
+        self.network.recv(self.npu_id, src, tag, size_bytes, self._received, received)
+        return received
+
+    def _received(self, received: Signal) -> None:
+        """A message arrived (in the network's event): handle it in the NPU's process."""
+        self.clock.react(received.fire, None)
+
+    def endpoint(self, reduce_bytes: int = 0) -> Signal:
+        back = Signal(self.env)
+        if reduce_bytes:
+            back.result = reduce_bytes  # until it fires: what to reduce after the delay
+            self.clock.register(self._endpoint_ns, self._reduce, back)
         else:
-            self._deliver(token)
+            self.clock.register(self._endpoint_ns, Signal.fire, back)
+        return back
 
-    def send_native(self, dst: int, size_bytes: int, tag: int, token: Any) -> None:
-        tag = tag % NATIVE_TAG_SPACE
-        self.sys.network.send(self.npu_id, dst, tag, size_bytes, self._deliver, token)
+    def _reduce(self, back: Signal) -> None:
+        self.clock.register(self.sys.reduction_ns(back.result), Signal.fire, back)
 
-    def recv_native(self, src: int, size_bytes: int, tag: int, token: Any) -> None:
-        tag = tag % NATIVE_TAG_SPACE
-        self.sys.network.recv(self.npu_id, src, tag, size_bytes, self._deliver, token)
+    def wait(self, delay_ns: int) -> Signal:
+        later = Signal(self.env)
+        self.clock.register(delay_ns, Signal.fire, later)
+        return later
 
-    def wait(self, delay_ns: int, token: Any) -> None:
-        self.sys.clock.register(delay_ns, self._deliver, token)
+    def spawn(self, generator) -> PhaseProcess:
+        return PhaseProcess(self.env, generator, self.clock.react)
 
-    def finish(self) -> None:
-        self.sys.proceed(self.stream)
+    def signal(self) -> Signal:
+        return Signal(self.env)
 
 
 class Stream:
@@ -215,7 +225,7 @@ class Stream:
 
     def __init__(self, stream_id: int, phases: list[Phase], priority: int, dataset: DataSet) -> None:
         self.stream_id = stream_id
-        self.tag = stream_id % NATIVE_TAG_SPACE + COLLECTIVE_TAG_BASE
+        self.tag = stream_tag(stream_id)
         self.priority = priority
         self.phases = phases
         self.next_phase = 0
@@ -467,7 +477,7 @@ class SystemLayer:
     def proceed(self, stream: Stream) -> None:
         """Move ``stream`` past its current phase (or into its first one)."""
         if self.recorder is not None:
-            self.recorder.stream_moved(stream, self.clock.env._now)
+            self.recorder.stream_moved(stream, self.clock.env.now)
         previous = stream.queue_id
         last = stream.next_phase == len(stream.phases)
         if last:
@@ -503,5 +513,5 @@ class SystemLayer:
             self.running[queue_id] += 1
             i += 1
             if self.recorder is not None:
-                self.recorder.phase_started(stream, self.clock.env._now)
+                self.recorder.phase_started(stream, self.clock.env.now)
             stream.current.start()

@@ -36,8 +36,9 @@ def run(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
 def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
             memory: dict | None = None, groups: dict | None = None,
             backend: str = "congestion_unaware",
-            fold: bool | None = None) -> tuple[dict[int, NpuReport], Simulation]:
-    """:func:`run`, also returning the finished :class:`Simulation` (for link statistics)."""
+            fold: bool | None = None, run: bool = True) -> tuple[dict[int, NpuReport], Simulation]:
+    """:func:`run`, also returning the finished :class:`Simulation` (for link statistics);
+    ``run=False`` returns it unstarted (and no reports)."""
     sysconf = dict(BASE_SYSTEM, **(system or {}))
     (tmp / "sys.json").write_text(json.dumps(sysconf))
     (tmp / "net.yml").write_text(yaml.safe_dump(network))
@@ -56,6 +57,8 @@ def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = N
     )
     inputs.fold_symmetry = fold
     sim = Simulation(inputs)
+    if not run:
+        return {}, sim
     return {r.npu_id: r for r in sim.run()}, sim
 
 

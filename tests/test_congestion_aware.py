@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import simpy
 
-from simpy_astra.kernel import Kernel
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
@@ -109,13 +109,13 @@ def test_two_messages_share_the_switch_downlink(tmp_path: Path) -> None:
 
 def _deliveries(topology, sends: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     """Post (src, dst, size) sends at t=0 with matching receives; (tag, arrival ns) in order."""
-    kernel = Kernel()
-    network = CongestionAwareNetwork(kernel, [topology])
+    env = simpy.Environment()
+    network = CongestionAwareNetwork(env, [topology])
     out: list[tuple[int, int]] = []
     for tag, (src, dst, size) in enumerate(sends):
         network.recv(dst, src, tag, size, None, None)
-        network.send(src, dst, tag, size, lambda t: out.append((t, kernel.now_ns)), tag)
-    kernel.run()
+        network.send(src, dst, tag, size, lambda t: out.append((t, env.now)), tag)
+    env.run()
     return out
 
 
@@ -130,7 +130,7 @@ def test_second_message_on_a_link_waits_for_the_first_serialisation() -> None:
 
 
 def test_two_npu_ring_keeps_one_link_per_direction() -> None:
-    network = CongestionAwareNetwork(Kernel(), [Ring(2, BW, LAT)])
+    network = CongestionAwareNetwork(simpy.Environment(), [Ring(2, BW, LAT)])
     assert sorted((u, v) for u, v, _, _ in network.link_stats()) == [(0, 1), (1, 0)]
     d, s = hop(LAT, SIZE, BW), ser(SIZE, BW)
     got = _deliveries(Ring(2, BW, LAT), [(0, 1, SIZE), (0, 1, SIZE), (1, 0, SIZE)])
@@ -159,7 +159,7 @@ def test_reference_regression_ring_all_reduce(tmp_path: Path) -> None:
 
 def _mesh_network(shape: list[int], kind: str = "Line", gbps: float = 50.0, lat: float = 500.0):
     dims = [{"Line": Line, "Ring": Ring}[kind](n, gbps, lat) for n in shape]
-    return CongestionAwareNetwork(Kernel(), dims)
+    return CongestionAwareNetwork(simpy.Environment(), dims)
 
 
 def test_mesh_degrees_and_xy_route() -> None:

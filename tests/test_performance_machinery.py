@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from simpy.core import StopSimulation
+
 from tests.sim_helpers import net, run_sim
 from workloads.chakra_et import make_node, read_et, write_et
 from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
@@ -37,13 +40,18 @@ def test_message_count_of_a_ring_all_reduce(tmp_path: Path) -> None:
 
 def test_event_count_of_one_message(tmp_path: Path) -> None:
     # NPU 0 sends to NPU 1, whose receive is posted first. SimPy events: two process starts,
-    # the arrival (sender and receiver complete in it), each NPU's "done" event and each
-    # process's own termination event: 2 + 1 + 2 + 2.
+    # the arrival, the two bells it rings (sender and receiver complete their nodes in their
+    # own processes), each process's end and the "all NPUs finished" condition: 2+1+2+2+1.
     send = make_node(1, "s", COMM_SEND_NODE, attrs={"comm_src": 0, "comm_dst": 1, "comm_size": 1024, "comm_tag": 7})
     recv = make_node(1, "r", COMM_RECV_NODE, attrs={"comm_src": 0, "comm_dst": 1, "comm_size": 1024, "comm_tag": 7})
-    _reports, sim = run_sim(tmp_path, [[send], [recv]], net("Ring", 2), fold=False)
+    _reports, sim = run_sim(tmp_path, [[send], [recv]], net("Ring", 2), fold=False, run=False)
+    steps = 0
+    with pytest.raises(StopSimulation):  # the run stops itself once every NPU finished
+        while True:
+            sim.env.step()
+            steps += 1
     assert sim.network.board.messages_sent() == 1
-    assert sim.kernel.events_processed() == 7
+    assert steps + 1 == 8  # the last step raised
 
 
 def test_non_members_share_one_group_view_and_members_get_their_own(tmp_path: Path) -> None:

@@ -24,6 +24,34 @@ REGISTRY: dict[str, type[BasicTopology]] = {
 }
 
 
+def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
+    """Make network YAMLs' ``topology: [name]`` build ``topology`` (a BasicTopology subclass)."""
+    if not (isinstance(topology, type) and issubclass(topology, BasicTopology)):
+        raise TypeError(f"topology '{name}': {topology!r} is not a BasicTopology subclass")
+    REGISTRY[name] = topology
+    return topology
+
+
+def lookup(name: str) -> type[BasicTopology] | None:
+    """The topology class a network YAML names: ours, a registered one, ``pkg.mod:Class``,
+    or an installed ``simpy_astra.topologies`` entry point; None if nothing has that name.
+    Raises :class:`simpy_astra.plugins.PluginError` for a plugin that cannot be loaded."""
+    found = REGISTRY.get(name)
+    if found is not None:
+        return found
+    from simpy_astra.plugins import TOPOLOGIES_GROUP, from_entry_point, import_object
+
+    found = import_object(name) if ":" in name else from_entry_point(TOPOLOGIES_GROUP, name)
+    if found is None:
+        return None
+    try:
+        return register(name, found)
+    except TypeError as exc:
+        from simpy_astra.plugins import PluginError
+
+        raise PluginError(str(exc)) from None
+
+
 def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
           graph: GraphSpec | None = None) -> BasicTopology:
     """One dimension of a network; ``graph`` is the parsed ``graph`` mapping for Graph."""
@@ -31,8 +59,8 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
         if graph is None:
             raise GraphSpecError("graph", "is missing; topology Graph needs a graph mapping")
         return GraphTopology(npus_count, bandwidth_gbps, latency_ns, graph)
-    return REGISTRY[name](npus_count, bandwidth_gbps, latency_ns)
+    return lookup(name)(npus_count, bandwidth_gbps, latency_ns)
 
 
-__all__ = ["BasicTopology", "Ring", "FullyConnected", "Switch", "Line", "GraphTopology", "GraphSpec",
+__all__ = ["register", "lookup", "BasicTopology", "Ring", "FullyConnected", "Switch", "Line", "GraphTopology", "GraphSpec",
            "GraphSpecError", "REGISTRY", "build"]

@@ -16,93 +16,61 @@ Beyond the reference, stacked dimensions work too (a 2D mesh is [Line, Line], a 
 routing on a mesh), each hop on that dimension's links with its bandwidth and latency. A
 Graph dimension (``topologies/graph.py``) gives every link its own bandwidth and latency.
 
-Speed: no SimPy process per message, one small :class:`_Message` per message, links are
-plain objects with a deque, routes are tuples of links computed once per (src, dst).
+Every directed link is a :class:`~simpy_astra.network.link.Link`, a SimPy resource with
+live statistics and speed (``network.link(u, v)``). A message is one small
+:class:`_Message` handed from link to link at the instant it arrives (no SimPy process per
+message); routes are tuples of links computed once per (src, dst).
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Any
 
 import networkx as nx
+import simpy
 
-from simpy_astra.kernel import Kernel
+from simpy_astra.network.link import Link
 from simpy_astra.network.messages import Handler, MessageBoard
-from simpy_astra.units import network_gbps_to_bytes_per_ns
 from topologies.base import BasicTopology
 
 
 class _Message:
-    """One message in flight: its board key, route (links), the next hop's index, and the
-    (latency + serialisation, serialisation) delays of each hop."""
+    """One message in flight: its board key (None for background traffic), route (links),
+    the index of the hop it is on, its size, and for background traffic the event to
+    succeed on delivery."""
 
-    __slots__ = ("key", "route", "hop", "delays", "size")
+    __slots__ = ("key", "route", "hop", "size", "done")
 
-    def __init__(self, key: Any, route: tuple, delays: tuple, size: int) -> None:
+    def __init__(self, key: Any, route: tuple, size: int, done: simpy.Event | None = None) -> None:
         self.key = key
         self.route = route
         self.hop = 0
-        self.delays = delays
         self.size = size
-
-
-class _Link:
-    """A directed link: one message on the wire at a time, the others wait in FIFO order."""
-
-    __slots__ = ("src", "dst", "kind", "busy", "queue", "bytes", "busy_ns", "free", "_net")
-
-    def __init__(self, net: CongestionAwareNetwork, src: Any, dst: Any, kind: int) -> None:
-        self.src = src
-        self.dst = dst
-        self.kind = kind  # index of its (latency, bandwidth) in the network's table
-        self.busy = False
-        self.queue: deque[_Message] = deque()
-        self.bytes = 0
-        self.busy_ns = 0
-        self._net = net
-        self.free = self._free  # bound once: scheduled on every "link free"
-
-    def _free(self, _arg: Any) -> None:
-        self.busy = False
-        if self.queue:
-            self._net._start(self, self.queue.popleft())
+        self.done = done
 
 
 class CongestionAwareNetwork:
     name = "congestion_aware"
 
-    def __init__(self, kernel: Kernel, dims: list[BasicTopology], source: str = "<network>") -> None:
-        self.kernel = kernel
-        self.board = MessageBoard(kernel)
+    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>") -> None:
+        self.env = env
+        self.board = MessageBoard(env)
         self.dims = dims
         self.source = source
-        # distinct (latency_ns, bytes_per_ns) of links; a uniform dimension has one entry
-        self._link_kinds: dict[tuple[float, float], int] = {}
-        self._latency_ns: list[float] = []
-        self._bytes_per_ns: list[float] = []
         self._strides = [math.prod(d.npus_count for d in dims[:k]) for k in range(len(dims))]
-        self._links: dict[tuple, _Link] = {}
-        self._routes: dict[tuple[int, int], tuple[_Link, ...]] = {}
-        self._delays: dict[tuple[int, tuple[int, ...]], tuple] = {}
-        self._call_later = kernel.call_later
+        self._links: dict[tuple, Link] = {}
+        self._routes: dict[tuple[int, int], tuple[Link, ...]] = {}
         if len(dims) == 1:  # ASTRA-sim's devices: NPUs 0..n-1, the switch n
             for u, v in dims[0].links():
                 self._link(u, v, 0, u, v)
 
-    def _link(self, u: Any, v: Any, dim: int, local_u: int, local_v: int) -> _Link:
+    def _link(self, u: Any, v: Any, dim: int, local_u: int, local_v: int) -> Link:
         """The link from device ``u`` to ``v`` (``local_*``: their ids inside dimension ``dim``)."""
         link = self._links.get((u, v))
         if link is None:  # a 2-NPU ring names each pair twice: one link per direction
             bandwidth_gbps, latency_ns = self.dims[dim].link_params(local_u, local_v)
-            params = (latency_ns, network_gbps_to_bytes_per_ns(bandwidth_gbps))
-            kind = self._link_kinds.get(params)
-            if kind is None:
-                kind = self._link_kinds[params] = len(self._latency_ns)
-                self._latency_ns.append(params[0])
-                self._bytes_per_ns.append(params[1])
-            link = self._links[(u, v)] = _Link(self, u, v, kind)
+            link = self._links[(u, v)] = Link(self.env, u, v, bandwidth_gbps, latency_ns, self._arrived)
         return link
 
     def _device(self, dim: int, base: int, local: int) -> Any:
@@ -119,14 +87,36 @@ class CongestionAwareNetwork:
         route = self._routes.get((src, dst))
         if route is None:
             route = self._route(src, dst)
-        kinds = tuple(link.kind for link in route)
-        delays = self._delays.get((size, kinds))
-        if delays is None:
-            delays = self._delays[(size, kinds)] = tuple(self._delay(size, k) for k in kinds)
-        self._offer(route[0], _Message(key, route, delays, size))
+        route[0].offer(_Message(key, route, size))
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)
+
+    def send_background(self, src: int, dst: int, size_bytes: int) -> simpy.Event:
+        """Background traffic: ``size_bytes`` from NPU ``src`` to ``dst`` along the usual
+        route, queued with the workload's messages, matched by no receive. The event
+        succeeds (value: the time) when the last byte reached ``dst``."""
+        if size_bytes < 0:
+            raise ValueError(f"background message of {size_bytes} bytes")
+        done = self.env.event()
+        route = self._routes.get((src, dst)) or self._route(src, dst)
+        route[0].offer(_Message(None, route, size_bytes, done))
+        return done
+
+    def link(self, u: Any, v: Any) -> Link:
+        """The directed link from device ``u`` to ``v`` (NPU ids; switches by their label
+        in a one-dimensional network, e.g. 8 for an 8-NPU Switch or a Graph switch name)."""
+        for (a, b), lk in self._links.items():
+            if (a, b) == (u, v) or (self._label(a), self._label(b)) == (u, v):
+                return lk
+        raise KeyError(f"no link {u} -> {v} in this network")
+
+    def links(self) -> list[Link]:
+        """Every directed link, in creation order."""
+        return list(self._links.values())
+
+    def _label(self, device: Any) -> Any:
+        return self.dims[0].device_label(device) if len(self.dims) == 1 else device
 
     def physical_graph(self) -> nx.DiGraph:
         """Every device and directed link of the (possibly stacked) topology, as networkx."""
@@ -150,22 +140,18 @@ class CongestionAwareNetwork:
     def link_stats(self) -> list[tuple[Any, Any, int, int]]:
         """(from device, to device, bytes carried, busy ns) for every directed link; devices
         of a one-dimensional network by their labels (named switches of a Graph)."""
-        label = self.dims[0].device_label if len(self.dims) == 1 else (lambda d: d)
+        label = self._label
         return [(label(lk.src), label(lk.dst), lk.bytes, lk.busy_ns) for lk in self._links.values()]
 
     # ------------------------------------------------------------------ internals
-    def _delay(self, size: int, kind: int) -> tuple[int, int]:
-        ser = size / self._bytes_per_ns[kind]
-        return int(self._latency_ns[kind] + ser), int(ser)
-
-    def _route(self, src: int, dst: int) -> tuple[_Link, ...]:
+    def _route(self, src: int, dst: int) -> tuple[Link, ...]:
         """Dimension-order routing: cross dimension 0 first, then 1, ... (XY on a mesh).
 
         Within a dimension the building block's own route is used; its devices are NPU ids
         with that coordinate replaced (switches: see :meth:`_device`)."""
         if src == dst:
             raise ValueError(f"NPU {src} cannot send to itself")
-        route: list[_Link] = []
+        route: list[Link] = []
         here = src
         for dim, topo in enumerate(self.dims):
             stride, n = self._strides[dim], topo.npus_count
@@ -181,26 +167,16 @@ class CongestionAwareNetwork:
         self._routes[(src, dst)] = tuple(route)
         return self._routes[(src, dst)]
 
-    def _offer(self, link: _Link, msg: _Message) -> None:
-        if link.busy:
-            link.queue.append(msg)
-        else:
-            self._start(link, msg)
-
-    def _start(self, link: _Link, msg: _Message) -> None:
-        comm_ns, ser_ns = msg.delays[msg.hop]
-        link.busy = True
-        link.bytes += msg.size
-        link.busy_ns += ser_ns
-        # arrival first, then link free: the order the reference schedules them in
-        self._call_later(comm_ns, self._arrived, msg)
-        self._call_later(ser_ns, link.free, None)
-
     def _arrived(self, msg: _Message) -> None:
+        """``msg`` reached the far end of its current hop: forward it at once (through a
+        switch or an intermediate NPU) or deliver it."""
         hop = msg.hop + 1
         route = msg.route
         if hop == len(route):
-            self.board.arrived(msg.key)
+            if msg.key is not None:
+                self.board.arrived(msg.key)
+            else:
+                msg.done.succeed(self.env.now)
         else:
             msg.hop = hop
-            self._offer(route[hop], msg)
+            route[hop].offer(msg)

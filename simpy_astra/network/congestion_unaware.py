@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpy_astra.kernel import Kernel
+import simpy
+
 from simpy_astra.network.messages import Handler, MessageBoard
 from simpy_astra.units import network_gbps_to_bytes_per_ns
 from topologies.base import BasicTopology
@@ -19,9 +20,9 @@ from topologies.base import BasicTopology
 class CongestionUnawareNetwork:
     name = "congestion_unaware"
 
-    def __init__(self, kernel: Kernel, dims: list[BasicTopology]) -> None:
-        self.kernel = kernel
-        self.board = MessageBoard(kernel)
+    def __init__(self, env: simpy.Environment, dims: list[BasicTopology]) -> None:
+        self.env = env
+        self.board = MessageBoard(env)
         self.dims = dims
         self._strides = []
         stride = 1
@@ -29,8 +30,7 @@ class CongestionUnawareNetwork:
             self._strides.append(stride)
             stride *= d.npus_count
         self._cache: dict[tuple[int, int, int], int] = {}
-        self._post_send = self.board.post_send
-        self._schedule = kernel.schedule
+        self._arrive_after = self.board.arrive_after
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
         key = (src, dst, size)
@@ -49,11 +49,11 @@ class CongestionUnawareNetwork:
         return delay
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
-        entry = self._post_send(src, dst, tag, size, fn, arg)
+        entry = self.board.post_send(src, dst, tag, size, fn, arg)
         delay = self._cache.get((src, dst, size))
         if delay is None:
             delay = self.delay_ns(src, dst, size)
-        self._schedule(delay, entry)  # the entry's fire() is its arrival
+        self._arrive_after(delay, entry)
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)

@@ -15,7 +15,7 @@ from typing import Any
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.symmetry import Folding
-from simpy_astra.system_layer import COLLECTIVE_TAG_BASE, GROUP_STREAM_ID_BASE
+from simpy_astra.tags import group_of_stream_tag, moved_group_tag
 
 
 class FoldedNetwork:
@@ -42,20 +42,20 @@ class FoldedNetwork:
                 moved = self._moved[key] = self._sub(src, h)
             src = moved
             dst = self._rep_of[dst]
-            if tag >= COLLECTIVE_TAG_BASE + GROUP_STREAM_ID_BASE:
-                tag += self._tag_offset(tag, h)
-        entry = inner._post_send(src, dst, tag, size, fn, arg)
-        inner._schedule(delay, entry)
+            gid = group_of_stream_tag(tag)
+            if gid is not None:
+                tag += self._tag_offset(tag, gid, h)
+        entry = inner.board.post_send(src, dst, tag, size, fn, arg)
+        inner.board.arrive_after(delay, entry)
 
-    def _tag_offset(self, tag: int, h: int) -> int:
+    def _tag_offset(self, tag: int, gid: int, h: int) -> int:
         """How much a group stream's tag changes in the representative's frame."""
-        gid = (tag - COLLECTIVE_TAG_BASE) // GROUP_STREAM_ID_BASE
         key = (gid, h)
         offset = self._tags.get(key)
         if offset is None:
             image = self.folding.group_map.get(key)
             # no entry: not a group's stream (a default-communicator id past 1e6) -> unchanged
-            offset = self._tags[key] = 0 if image is None else (image - gid) * GROUP_STREAM_ID_BASE
+            offset = self._tags[key] = 0 if image is None else moved_group_tag(tag, gid, image) - tag
         return offset
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:

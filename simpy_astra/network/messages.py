@@ -12,16 +12,20 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from simpy_astra.kernel import Kernel, Scheduled
+import simpy
+from simpy.events import Timeout
+
+from simpy_astra.engine import call_later
 
 Handler = Callable[[Any], None] | None
 
 
-class _Entry(Scheduled):
+class _Entry:
     """One message: who posted its send and its receive so far, and whether it arrived.
 
     The entry object itself is the key the backend hands back to :meth:`MessageBoard.arrived`;
-    a backend may also put it on the kernel's queue directly (``fire`` = it arrived)."""
+    it is also a SimPy callback (``entry(event)`` = it arrived), so a backend may hang it on
+    the arrival event directly."""
 
     __slots__ = ("ident", "order", "send_fn", "send_arg", "recv_fn", "recv_arg", "arrived")
 
@@ -34,7 +38,7 @@ class _Entry(Scheduled):
         self.recv_arg: Any = None
         self.arrived = False
 
-    def fire(self) -> None:
+    def __call__(self, _event: simpy.Event | None = None) -> None:
         """This message reached its destination: the sender's callback first, then the
         receiver's if its receive was posted, else the arrival is remembered."""
         if self.send_fn is not None:
@@ -52,8 +56,8 @@ class MessageBoard:
     entries posted by one side waits for the other side; at most one of the two FIFOs of an
     identity is non-empty. No sequence numbers, no lookups on arrival."""
 
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
         self._sends_waiting: dict[tuple, deque[_Entry]] = {}  # sends without a receive yet
         self._recvs_waiting: dict[tuple, deque[_Entry]] = {}  # receives without a send yet
         self._posted = 0  # sends
@@ -88,7 +92,7 @@ class MessageBoard:
             if not waiting:
                 del self._sends_waiting[ident]
             if entry.arrived:
-                self.kernel.call_later(0, fn, arg)
+                call_later(self.env, 0, fn, arg)
                 return
         else:
             entry = _Entry(ident, self._created)
@@ -103,7 +107,11 @@ class MessageBoard:
 
     def arrived(self, entry: _Entry) -> None:
         """The message ``entry`` (from :meth:`post_send`) reached its destination."""
-        entry.fire()
+        entry()
+
+    def arrive_after(self, delay_ns: int, entry: _Entry) -> None:
+        """Schedule the arrival of ``entry`` (from :meth:`post_send`) ``delay_ns`` from now."""
+        Timeout(self.env, delay_ns).callbacks.append(entry)
 
     def messages_sent(self) -> int:
         """How many sends were posted."""

@@ -1,0 +1,185 @@
+"""A directed link as a SimPy resource: one transmission on the wire at a time, FIFO.
+
+``Link`` is a :class:`simpy.resources.base.BaseResource` of capacity one. Its ``put`` queue
+holds what waits for the wire: the network's messages, and :class:`Transmission` requests
+that a user process makes with ``yield link.put(nbytes)`` (background traffic), in one FIFO.
+A transmission of ``S`` bytes starting at ``t`` holds the wire for ``trunc(S / B)`` and
+arrives at the far end at ``t + trunc(latency + S / B)`` (``B`` in bytes/ns, GB = 2^30 B),
+as ASTRA-sim's congestion-aware links do; on both instants a SimPy event fires: arrival
+first, then "link free" (the reference schedules them in that order).
+
+The link's speed is live: :meth:`set_bandwidth`, :meth:`take_down` and :meth:`bring_up`
+act on every byte not yet on the wire, those of the transmission being serialised
+included (it is re-timed for its remaining bytes).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import simpy
+from simpy.core import BoundClass
+from simpy.events import Timeout
+from simpy.resources.base import BaseResource, Put
+
+from simpy_astra.units import network_gbps_to_bytes_per_ns
+
+
+class Transmission(Put):
+    """A user's request to carry ``size_bytes`` over one link; its value is the arrival time."""
+
+    def __init__(self, link: Link, size_bytes: int) -> None:
+        if size_bytes < 0:
+            raise ValueError(f"a transmission carries 0 or more bytes, not {size_bytes}")
+        self.size = size_bytes
+        super().__init__(link)
+
+    def arrived(self, link: Link) -> None:
+        self.succeed(link.env.now)
+
+
+class _OnWire:
+    """The transmission being serialised: its item, bytes left at ``since``, and whether a
+    change of speed re-timed it (then its scheduled events are stale)."""
+
+    __slots__ = ("item", "left", "since", "stale")
+
+    def __init__(self, item: Any, left: float, since: float) -> None:
+        self.item = item
+        self.left = left
+        self.since = since
+        self.stale = False
+
+
+class Link(BaseResource):
+    """Directed link ``src -> dst`` with ``bandwidth_gbps`` and ``latency_ns``.
+
+    Live statistics: ``bytes`` put on the wire, ``busy_ns`` (serialising time so far),
+    ``queue`` (what waits). ``on_arrival(item)`` receives the network's messages at the far
+    end; user transmissions succeed there instead."""
+
+    PutQueue = deque
+    put = BoundClass(Transmission)
+
+    def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float,
+                 latency_ns: float, on_arrival: Callable[[Any], None]) -> None:
+        super().__init__(env, capacity=1)
+        self.env = env
+        self.src = src
+        self.dst = dst
+        self.latency_ns = latency_ns
+        self.bandwidth_gbps = bandwidth_gbps
+        self.up = True
+        self.bytes = 0
+        self._busy_done_ns: float = 0
+        self._wire: _OnWire | None = None
+        self._on_arrival = on_arrival
+        self._delays: dict[int, tuple[int, int]] = {}
+        self._bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
+
+    # ------------------------------------------------------------------ statistics
+    @property
+    def queue(self) -> deque:
+        """Messages and transmissions waiting for the wire, first in line first."""
+        return self.put_queue
+
+    @property
+    def busy(self) -> bool:
+        return self._wire is not None
+
+    @property
+    def busy_ns(self) -> float:
+        """Time spent serialising so far (an integer once every transmission ended)."""
+        wire = self._wire
+        if wire is None or not self.up:
+            return self._busy_done_ns
+        return self._busy_done_ns + (self.env.now - wire.since)
+
+    # ------------------------------------------------------------------ faults
+    def set_bandwidth(self, bandwidth_gbps: float) -> None:
+        """New speed for every byte not yet on the wire (from now)."""
+        if bandwidth_gbps <= 0:
+            raise ValueError(f"link {self.src}->{self.dst}: bandwidth must be > 0 GB/s "
+                             f"(use take_down() to stop it)")
+        self._pause()
+        self.bandwidth_gbps = bandwidth_gbps
+        self._bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
+        self._delays = {}
+        self._resume()
+
+    def take_down(self) -> None:
+        """Stop the wire: the transmission on it and everything queued wait for bring_up()."""
+        if self.up:
+            self._pause()
+            self.up = False
+
+    def bring_up(self) -> None:
+        if not self.up:
+            self.up = True
+            self._resume()
+
+    def _pause(self) -> None:
+        """Account the current transmission's progress so far and cancel its events."""
+        wire = self._wire
+        if wire is None or not self.up:
+            return
+        now = self.env.now
+        wire.left = max(0.0, wire.left - (now - wire.since) * self._bytes_per_ns)
+        self._busy_done_ns += now - wire.since
+        wire.since = now
+        wire.stale = True
+
+    def _resume(self) -> None:
+        wire = self._wire
+        if wire is None:
+            self._trigger_put(None)
+            return
+        fresh = _OnWire(wire.item, wire.left, self.env.now)
+        self._wire = fresh
+        ser = wire.left / self._bytes_per_ns
+        self._schedule(fresh, int(self.latency_ns + ser), int(ser))
+
+    # ------------------------------------------------------------------ carrying
+    def offer(self, item: Any) -> None:
+        """The network's way in (no request event per hop): start now or wait in line."""
+        if self._wire is None and self.up:
+            self._start(item)
+        else:
+            self.put_queue.append(item)
+
+    def _trigger_put(self, _event: Any) -> None:
+        queue = self.put_queue
+        while queue and self._wire is None and self.up:
+            self._start(queue.popleft())
+
+    def _start(self, item: Any) -> None:
+        size = item.size
+        delays = self._delays.get(size)
+        if delays is None:
+            ser = size / self._bytes_per_ns
+            delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
+        self.bytes += size
+        wire = self._wire = _OnWire(item, size, self.env.now)
+        self._schedule(wire, *delays)
+
+    def _schedule(self, wire: _OnWire, arrive_ns: int, free_ns: int) -> None:
+        env = self.env
+        # arrival first, then link free: the order the reference schedules them in
+        Timeout(env, arrive_ns).callbacks.append(lambda _e: None if wire.stale else self._arrive(wire.item))
+        Timeout(env, free_ns).callbacks.append(lambda _e: None if wire.stale else self._free(wire))
+
+    def _arrive(self, item: Any) -> None:
+        if item.__class__ is Transmission:
+            item.arrived(self)
+        else:
+            self._on_arrival(item)
+
+    def _free(self, wire: _OnWire) -> None:
+        self._busy_done_ns += self.env.now - wire.since
+        self._wire = None
+        self._trigger_put(None)
+
+    def __repr__(self) -> str:
+        return f"<Link {self.src}->{self.dst} {self.bandwidth_gbps} GB/s {self.latency_ns} ns>"

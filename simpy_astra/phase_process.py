@@ -1,0 +1,104 @@
+"""How collective algorithms run: generators that yield SimPy events, inside the NPU's process.
+
+An algorithm is a generator function ``algo(ctx)``. It yields events and is resumed with
+their values, as a SimPy process is:
+
+* the phase's own events (:class:`Signal`: ``ctx.recv``, ``ctx.send``, ``ctx.endpoint``,
+  ``ctx.wait``, ``ctx.spawn``) resume it *in place*, in the instant and order in which they
+  happen, exactly where ASTRA-sim runs its collective state machines;
+* any other SimPy event (``env.timeout(t)``, ``env.all_of([...])``, a user's event) resumes
+  it once SimPy has processed that event, through the NPU's bell.
+
+The phase runs in its NPU's process: every event that resumes it was brought there by the
+NPU's bell (see :mod:`simpy_astra.engine`). ``ctx.spawn(generator)`` starts a sub-process
+of the phase at once; it is itself an event, fired with the generator's return value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import simpy
+from simpy.events import Event
+
+
+class Signal(Event):
+    """An event of a phase's own (a message arrived, an endpoint delay elapsed, ...).
+
+    :meth:`fire` resumes the phase generators waiting on it at once; a separate SimPy
+    process that waits on it (having yielded it before it fired) is resumed by SimPy."""
+
+    __slots__ = ("fired", "result", "resume", "more")
+
+    def __init__(self, env: simpy.Environment) -> None:
+        super().__init__(env)
+        self.fired = False
+        self.result: Any = None
+        self.resume: Callable[[Any], None] | None = None
+        self.more: list[Callable[[Any], None]] | None = None
+
+    def wait_in_place(self, resume: Callable[[Any], None]) -> None:
+        if self.resume is None:
+            self.resume = resume
+        else:
+            self.more = (self.more or []) + [resume]
+
+    def fire(self, value: Any = None) -> None:
+        self.fired = True
+        self.result = value
+        resume = self.resume
+        if resume is not None:
+            self.resume = None
+            resume(value)
+            more = self.more
+            if more:
+                self.more = None
+                for r in more:
+                    r(value)
+        if self.callbacks:
+            self.succeed(value)
+
+
+class PhaseProcess(Signal):
+    """Runs ``generator`` now, in the caller's process, until it returns; then fires with
+    its return value. ``react(fn, arg)`` runs ``fn(arg)`` in the NPU's process (used when a
+    plain SimPy event resumes the generator)."""
+
+    __slots__ = ("gen", "react")
+
+    def __init__(self, env: simpy.Environment, generator: Generator, react: Callable) -> None:
+        super().__init__(env)
+        if not hasattr(generator, "send"):
+            raise TypeError(f"a collective algorithm must be a generator function (got {generator!r})")
+        self.gen = generator
+        self.react = react
+        self.step(None)
+
+    def step(self, value: Any) -> None:
+        """Resume the generator with ``value`` and run it up to its next wait."""
+        gen = self.gen
+        while True:
+            try:
+                event = gen.send(value)
+            except StopIteration as stop:
+                self.gen = None
+                self.fire(stop.value)
+                return
+            if isinstance(event, Signal):
+                if event.fired:
+                    value = event.result
+                    continue
+                event.wait_in_place(self.step)
+                return
+            if not isinstance(event, Event):
+                raise TypeError(f"a collective algorithm yielded {event!r}; yield SimPy events "
+                                f"(ctx.recv(...), ctx.endpoint(...), env.timeout(...), ...)")
+            if event.callbacks is None:  # already processed by SimPy
+                value = event.value
+                continue
+            event.callbacks.append(self._processed)
+            return
+
+    def _processed(self, event: Event) -> None:
+        self.react(self.step, event.value)
