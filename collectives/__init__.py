@@ -84,6 +84,12 @@ def resolve(name: str) -> ImplementationChoice | None:
     return None if algorithm is None else ImplementationChoice(algorithm)
 
 
+def subset_algorithm_name(names: tuple[str, ...] | None) -> str:
+    """What a communicator group that is a subset of the NPUs runs: the configured algorithm
+    when the implementation list has one entry, ring otherwise (the reference's rule)."""
+    return names[0] if names and len(names) == 1 else "ring"
+
+
 def known_names() -> list[str]:
     """Every accepted name; K is a window of 1-5 digits, e.g. direct4."""
     from simpy_astra.plugins import COLLECTIVES_GROUP, entry_point_names
@@ -92,4 +98,4 @@ def known_names() -> list[str]:
                    *entry_point_names(COLLECTIVES_GROUP)})
 
 
-__all__ = ["REGISTRY", "ImplementationChoice", "register", "resolve", "known_names"]
+__all__ = ["REGISTRY", "ImplementationChoice", "register", "resolve", "subset_algorithm_name", "known_names"]

@@ -97,13 +97,13 @@ def _print_report(report: NpuReport) -> None:
 
 def busiest_links(network) -> list | None:
     """Link statistics of backends that keep them, busiest first (None otherwise)."""
-    stats = getattr(network, "link_stats", None)
+    stats = network.link_stats()
     if stats is None:
         return None
     def device_order(device) -> tuple:  # NPU ids, then named switches, then stacked ones
         return (0, device, "") if isinstance(device, int) else (1, 0, str(device))
 
-    return sorted(stats(), key=lambda s: (-s[3], -s[2], device_order(s[0]), device_order(s[1])))
+    return sorted(stats, key=lambda s: (-s[3], -s[2], device_order(s[0]), device_order(s[1])))
 
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None) -> None:

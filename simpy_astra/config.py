@@ -113,6 +113,8 @@ class SystemConfig:
     track_local_mem: bool = False
     local_mem_trace_filename: str = "local_mem_trace"
     source: str = "<system>"
+    #: one line per key that is accepted (ASTRA-sim reads it) but changes nothing here
+    ignored: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -460,6 +462,27 @@ def load_per_node_custom_yaml(path: PathLike) -> dict[int, str]:
     return result
 
 
+#: system-JSON keys ASTRA-sim reads that no model here uses, and why
+_UNMODELLED_KEYS = {
+    "L": "the LogGP shared-bus model is not simulated",
+    "o": "the LogGP shared-bus model is not simulated",
+    "g": "the LogGP shared-bus model is not simulated",
+    "G": "the LogGP shared-bus model is not simulated",
+    "model-shared-bus": "the LogGP shared-bus model is not simulated",
+    "local-reduction-delay": "it only applies to the LogGP shared-bus model, which is not simulated",
+    "trace-enabled": "it switches ASTRA-sim's debug logging; use --trace-out for a timeline",
+}
+
+
+def _ignored_keys(src: str, j: dict) -> list[str]:
+    """A warning per key that is accepted but changes nothing (zero/false values say nothing)."""
+    out = []
+    for key, why in _UNMODELLED_KEYS.items():
+        if key in j and j[key] not in (0, 0.0, False, "0", "false"):
+            out.append(f"{src}: field '{key}' is accepted but changes nothing here: {why}")
+    return out
+
+
 def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConfig:
     """Read a system JSON (``Sys::initialize_sys``); unknown keys are ignored, as there.
 
@@ -545,6 +568,7 @@ def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConf
             src, "local-mem-trace-filename", j["local-mem-trace-filename"], "the trace file prefix"
         )
 
+    kw["ignored"] = tuple(_ignored_keys(src, j))
     implementations: dict[str, tuple[str, ...]] = {}
     custom: dict[str, str] = {}
     for kind, stem in COLLECTIVE_KEY_STEMS.items():

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field, replace
 import simpy
 from simpy.core import StopSimulation
 
-from collectives import resolve
+from collectives import resolve, subset_algorithm_name
 from simpy_astra.config import NetworkConfig, RemoteMemoryConfig, SystemConfig
 from simpy_astra.engine import NpuClock, fast_collection
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.network.congestion_aware import CongestionAwareNetwork
-from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.network import BACKENDS, Network
 from simpy_astra.network.folded import FoldedNetwork
 from simpy_astra.npu import Npu
 from simpy_astra.remote_memory import RemoteMemory
@@ -39,7 +38,6 @@ from topologies import build as build_topology
 from workloads.chakra_et import et_path, read_et, validate_graph
 from workloads.msccl_xml import read_msccl_xml
 
-NETWORK_BACKENDS = ("congestion_unaware", "congestion_aware")
 FOLD_DEFAULT = True
 
 
@@ -101,13 +99,10 @@ class Simulation:
         specs = net.graph_specs or (None,) * net.num_dims
         dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
                 zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
-        if inputs.backend not in NETWORK_BACKENDS:
+        if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
-                             f"(choose one of: {', '.join(NETWORK_BACKENDS)})")
-        if inputs.backend == "congestion_aware":
-            self.network = CongestionAwareNetwork(self.env, dims, net.source)
-        else:
-            self.network = CongestionUnawareNetwork(self.env, dims)
+                             f"(choose one of: {', '.join(BACKENDS)})")
+        self.network: Network = BACKENDS[inputs.backend](self.env, dims, net.source)
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
@@ -146,7 +141,7 @@ class Simulation:
             self.npus.append(npu)
             self._npu_by_id[i] = npu
         self.reports: list[NpuReport] = []
-        self.warnings: list[str] = []
+        self.warnings: list[str] = list(inputs.system.ignored)
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
         self._concluded = False
@@ -330,7 +325,7 @@ class Simulation:
         # a group subset is one ring: its algorithm is the configured one if the list has a
         # single entry, otherwise ring (the reference's rule); names were validated at load
         names = self.system_config.implementations.get(kind) or ("ring",)
-        choice = resolve(names[0] if len(names) == 1 else "ring")
+        choice = resolve(subset_algorithm_name(names))
         key = kind.replace("_", "-") + "-implementation"
         if kind not in choice.algorithm.kinds:
             raise InputError.at(self.system_config.source, key,

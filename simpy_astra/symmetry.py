@@ -22,45 +22,16 @@ ranks are classed by key equality.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from collectives import resolve
+from collectives import resolve, subset_algorithm_name
+from simpy_astra.grid import Grid
 
 METADATA_NODE = 1
 COMM_COLL_NODE = 7
 GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
-
-
-class Grid:
-    """The NPU coordinate grid of the network and translation arithmetic on it."""
-
-    def __init__(self, dims: Sequence[int]) -> None:
-        self.dims = tuple(dims)
-        self.size = math.prod(self.dims)
-        self.strides = []
-        stride = 1
-        for n in self.dims:
-            self.strides.append(stride)
-            stride *= n
-
-    def coords(self, npu: int) -> tuple[int, ...]:
-        return tuple((npu // s) % n for s, n in zip(self.strides, self.dims, strict=True))
-
-    def add(self, a: int, b: int) -> int:
-        """NPU ``a`` moved by translation ``b`` (a translation is named by the NPU it moves 0 to)."""
-        out = 0
-        for s, n in zip(self.strides, self.dims, strict=True):
-            out += (((a // s) % n + (b // s) % n) % n) * s
-        return out
-
-    def sub(self, a: int, b: int) -> int:
-        """The translation that moves ``b`` to ``a``."""
-        out = 0
-        for s, n in zip(self.strides, self.dims, strict=True):
-            out += (((a // s) % n - (b // s) % n) % n) * s
-        return out
 
 
 @dataclass
@@ -139,7 +110,7 @@ class FoldSetup:
                 elif d < len(with_dims) and not choice.algorithm.rotation_symmetric:
                     with_dims[d] = {0}
         # a group subset runs the configured algorithm if the list has one entry, else ring
-        rotate_groups = all(resolve(names[0] if len(names) == 1 else "ring").algorithm.rotation_symmetric
+        rotate_groups = all(resolve(subset_algorithm_name(names)).algorithm.rotation_symmetric
                             for names in system.implementations.values() if names)
         return cls(Grid([t.npus_count for t in dims]), allowed, with_dims, rotate_groups)
 

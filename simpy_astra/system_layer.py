@@ -28,6 +28,7 @@ from collectives.base import (
 from collectives.custom_et import custom_et
 from collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, TreeNode, build_tree
 from simpy_astra.errors import InputError
+from simpy_astra.grid import Grid
 from simpy_astra.phase_process import PhaseProcess, Signal
 from simpy_astra.tags import native_tag, stream_tag
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
@@ -85,10 +86,8 @@ class LogicalDim:
 
 def dimension_ring(npu: int, dims: list[int], d: int) -> LogicalDim:
     """Members of network dimension ``d`` that share all other coordinates with ``npu``."""
-    stride = math.prod(dims[:d])
-    coord = (npu // stride) % dims[d]
-    base = npu - coord * stride
-    return LogicalDim(tuple(base + k * stride for k in range(dims[d])), coord)
+    members, index = Grid(dims).line(npu, d)
+    return LogicalDim(members, index)
 
 
 @dataclass

@@ -736,3 +736,17 @@ def test_reference_multi_dim_network_and_groups(configs: Path) -> None:
     groups = load_comm_groups_json(configs / "comm_group-614bbe08.json", 8)
     assert groups[1] == (0, 1, 2, 3) and groups[3] == (0, 4) and groups[14] == (7,)
     assert len(groups) == 14
+
+
+def test_accepted_but_unmodelled_keys_warn(tmp_path) -> None:
+    import json
+
+    from simpy_astra.config import load_system_json
+
+    path = tmp_path / "sys.json"
+    path.write_text(json.dumps({"preferred-dataset-splits": 1, "L": 5.5, "o": 0, "model-shared-bus": 1,
+                                "trace-enabled": 0}))
+    ignored = load_system_json(str(path)).ignored
+    assert len(ignored) == 2  # L and model-shared-bus; zeros say nothing
+    assert all(line.startswith(f"{path}: field '") and "changes nothing" in line for line in ignored)
+    assert "'L'" in ignored[0] and "'model-shared-bus'" in ignored[1]

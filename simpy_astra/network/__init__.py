@@ -1,1 +1,59 @@
-"""Network backends: how long bytes take between two NPUs, and send/receive matching."""
+"""Network backends: how long bytes take between two NPUs, and send/receive matching.
+
+What the system layer and the workload may ask of a network is :class:`Network`; a backend
+is one module here plus one :data:`BACKENDS` entry (``--network-backend NAME``,
+``backend: NAME`` in a scenario).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import simpy
+
+from simpy_astra.network.messages import Handler, MessageBoard
+from topologies.base import BasicTopology
+
+
+class Network(Protocol):
+    """A network backend: message delivery between NPUs of a (stacked) topology.
+
+    ``send`` and ``recv`` post one side of a message identified by (tag, src, dst, bytes);
+    the k-th send of an identity matches its k-th receive. A posted side's handler runs as
+    ``fn(arg)`` in the instant the message is delivered (a receive posted after delivery:
+    in an event of its own, 0 ns later)."""
+
+    name: str
+    env: simpy.Environment
+    board: MessageBoard
+
+    def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None: ...
+
+    def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None: ...
+
+    def link_stats(self) -> list[tuple[Any, Any, int, int]] | None:
+        """(from, to, bytes, busy ns) per directed link, or None for a backend without links."""
+
+
+Builder = Callable[[simpy.Environment, list[BasicTopology], str], Network]
+
+
+def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], source: str) -> Network:
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+    return CongestionUnawareNetwork(env, dims)
+
+
+def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str) -> Network:
+    from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+
+    return CongestionAwareNetwork(env, dims, source)
+
+
+BACKENDS: dict[str, Builder] = {
+    "congestion_unaware": _congestion_unaware,
+    "congestion_aware": _congestion_aware,
+}
+
+__all__ = ["Network", "BACKENDS", "Handler", "MessageBoard"]

@@ -8,8 +8,9 @@ As in ASTRA-sim's ``congestion_aware`` library, which handles one-dimensional ne
   "arrived at the next device" at ``t + trunc(latency + bytes / B')`` and "link free" at
   ``t + trunc(bytes / B')`` (``B'`` in bytes/ns, GB = 2^30 B);
 * "link free" marks the link free and starts the next queued message;
-* arriving at an intermediate device offers the message to the next link immediately;
-  arriving at the destination completes it (send/receive matching in :class:`MessageBoard`).
+* arriving at a switch (its SimPy process, :class:`SwitchProcess`) or an intermediate NPU
+  offers the message to the next link in that instant; arriving at the destination
+  completes it (send/receive matching in :class:`MessageBoard`).
 
 Beyond the reference, stacked dimensions work too (a 2D mesh is [Line, Line], a torus
 [Ring, Ring, Ring]): a message crosses dimension 0 first, then 1, ... (dimension-order, XY
@@ -17,19 +18,20 @@ routing on a mesh), each hop on that dimension's links with its bandwidth and la
 Graph dimension (``topologies/graph.py``) gives every link its own bandwidth and latency.
 
 Every directed link is a :class:`~simpy_astra.network.link.Link`, a SimPy resource with
-live statistics and speed (``network.link(u, v)``). A message is one small
-:class:`_Message` handed from link to link at the instant it arrives (no SimPy process per
+live statistics and speed (``network.link(u, v)``); every switch is a SimPy process. A
+message is one small :class:`_Message` handed from link to link (no SimPy process per
 message); routes are tuples of links computed once per (src, dst).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import networkx as nx
 import simpy
 
+from simpy_astra.engine import Bell
+from simpy_astra.grid import Grid
 from simpy_astra.network.link import Link
 from simpy_astra.network.messages import Handler, MessageBoard
 from topologies.base import BasicTopology
@@ -50,6 +52,31 @@ class _Message:
         self.done = done
 
 
+class SwitchProcess:
+    """A switch: a SimPy process that forwards each message arriving on one of its input
+    links to the message's next link, at the instant it arrives (a link's arrival event
+    rings the switch's :class:`~simpy_astra.engine.Bell`, so the process runs right after
+    it, as the reference forwards inside that event)."""
+
+    def __init__(self, env: simpy.Environment, device: Any, forward) -> None:
+        self.device = device
+        self.forwarded = 0
+        self._forward = forward
+        self._bell = self._first_bell = Bell(env)
+        self.process = env.process(self._run())
+
+    def receive(self, msg: _Message) -> None:
+        self._bell = self._bell.ring(self._forward, msg)
+
+    def _run(self):
+        bell = self._first_bell
+        while True:
+            yield bell
+            self.forwarded += 1
+            bell.work(bell.arg)
+            bell = bell.next
+
+
 class CongestionAwareNetwork:
     name = "congestion_aware"
 
@@ -58,9 +85,10 @@ class CongestionAwareNetwork:
         self.board = MessageBoard(env)
         self.dims = dims
         self.source = source
-        self._strides = [math.prod(d.npus_count for d in dims[:k]) for k in range(len(dims))]
+        self.grid = Grid([d.npus_count for d in dims])
         self._links: dict[tuple, Link] = {}
         self._routes: dict[tuple[int, int], tuple[Link, ...]] = {}
+        self.switches: dict[Any, SwitchProcess] = {}
         if len(dims) == 1:  # ASTRA-sim's devices: NPUs 0..n-1, the switch n
             for u, v in dims[0].links():
                 self._link(u, v, 0, u, v)
@@ -70,15 +98,24 @@ class CongestionAwareNetwork:
         link = self._links.get((u, v))
         if link is None:  # a 2-NPU ring names each pair twice: one link per direction
             bandwidth_gbps, latency_ns = self.dims[dim].link_params(local_u, local_v)
-            link = self._links[(u, v)] = Link(self.env, u, v, bandwidth_gbps, latency_ns, self._arrived)
+            into_switch = local_v >= self.dims[dim].npus_count
+            link = self._links[(u, v)] = Link(self.env, u, v, bandwidth_gbps, latency_ns,
+                                              self.switch(v).receive if into_switch else self._arrived)
         return link
+
+    def switch(self, device: Any) -> SwitchProcess:
+        """The switch process of ``device`` (started when a link first leads into it)."""
+        sw = self.switches.get(device)
+        if sw is None:
+            sw = self.switches[device] = SwitchProcess(self.env, device, self._arrived)
+        return sw
 
     def _device(self, dim: int, base: int, local: int) -> Any:
         """Global id of device ``local`` of the ``dim`` instance at NPU ``base``: an NPU id,
         or for switches of stacked dimensions ``("switch", dim, base, local)``."""
         n = self.dims[dim].npus_count
         if local < n:
-            return base + local * self._strides[dim]
+            return self.grid.moved(base, dim, local)
         return local if len(self.dims) == 1 else ("switch", dim, base, local)
 
     # ------------------------------------------------------------------ public interface
@@ -121,12 +158,11 @@ class CongestionAwareNetwork:
     def physical_graph(self) -> nx.DiGraph:
         """Every device and directed link of the (possibly stacked) topology, as networkx."""
         g = nx.DiGraph()
-        total = math.prod(d.npus_count for d in self.dims)
-        g.add_nodes_from(range(total), kind="npu")
+        grid = self.grid
+        g.add_nodes_from(range(grid.size), kind="npu")
         for dim, topo in enumerate(self.dims):
-            stride, n = self._strides[dim], topo.npus_count
-            for base in range(total):
-                if (base // stride) % n:
+            for base in range(grid.size):
+                if grid.coord(base, dim):
                     continue  # one instance of this dimension per base NPU (coordinate 0)
                 for u, v in topo.links():
                     gu, gv = self._device(dim, base, u), self._device(dim, base, v)
@@ -153,17 +189,17 @@ class CongestionAwareNetwork:
             raise ValueError(f"NPU {src} cannot send to itself")
         route: list[Link] = []
         here = src
+        grid = self.grid
         for dim, topo in enumerate(self.dims):
-            stride, n = self._strides[dim], topo.npus_count
-            a, b = (here // stride) % n, (dst // stride) % n
+            a, b = grid.coord(here, dim), grid.coord(dst, dim)
             if a == b:
                 continue
-            base = here - a * stride
+            base = grid.moved(here, dim, 0)
             local = topo.route(a, b)
             devices = [self._device(dim, base, k) for k in local]
             route += [self._link(devices[i], devices[i + 1], dim, local[i], local[i + 1])
                       for i in range(len(devices) - 1)]
-            here = base + b * stride
+            here = grid.moved(here, dim, b)
         self._routes[(src, dst)] = tuple(route)
         return self._routes[(src, dst)]
 

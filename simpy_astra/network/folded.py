@@ -23,6 +23,7 @@ class FoldedNetwork:
 
     def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
         self.inner = inner
+        self.env = inner.env
         self.board = inner.board
         self.folding = folding
         self._rep_of = folding.rep_of
@@ -60,3 +61,6 @@ class FoldedNetwork:
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.inner.board.post_recv(dst, src, tag, size, fn, arg)
+
+    def link_stats(self) -> None:
+        return None
