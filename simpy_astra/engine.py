@@ -95,8 +95,9 @@ class NpuClock:
         try:
             while not finished():
                 yield bell
-                bell.work(bell.arg)
+                work, arg = bell.work, bell.arg
                 bell = bell.next
+                work(arg)
         finally:
             self.serving = False
             while bell.work is not None:  # rung, not yet run by the process: the bell runs it

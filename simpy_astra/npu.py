@@ -128,9 +128,13 @@ class Npu:
         right after the event, before anything else of the instant (see
         :mod:`simpy_astra.engine`), so a completion releases and issues children in the
         reference's order."""
-        self._issue_pass()
-        self._check_end()
-        yield from self.clock.serve(lambda: self.finished)
+        try:
+            self._issue_pass()
+            self._check_end()
+            yield from self.clock.serve(lambda: self.finished)
+        except Exception as exc:  # the run stops; the first error of the instant is the one told
+            self.sim.failed(exc)
+            raise
         return self.report
 
     def node_finished(self, node_id: int):

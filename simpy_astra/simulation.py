@@ -145,6 +145,7 @@ class Simulation:
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
         self._concluded = False
+        self._failure: Exception | None = None
         # every NPU is a SimPy process executing its graph; the run stops when all have
         # finished, whatever other processes a user added to ``env``
         for npu in self.npus:
@@ -347,6 +348,11 @@ class Simulation:
         else:
             self._finish_orbit(npu)
 
+    def failed(self, exc: Exception) -> None:
+        """An NPU's process raised ``exc``: the first one is what the run reports."""
+        if self._failure is None:
+            self._failure = exc
+
     def _emit(self, report: NpuReport) -> None:
         self.reports.append(report)
         if self.on_report is not None:
@@ -427,8 +433,13 @@ class Simulation:
 
         Returns the reports of the NPUs that finished so far."""
         if not self._finished_all.triggered or self._finished_all.callbacks is not None:
-            with fast_collection():
-                self.env.run(until=until)
+            try:
+                with fast_collection():
+                    self.env.run(until=until)
+            except Exception:
+                if self._failure is not None:  # SimPy re-raises a copy, maybe another NPU's
+                    raise self._failure from None
+                raise
         if until is not None and not self._finished_all.processed and self.env.peek() != float("inf"):
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
