@@ -14,6 +14,7 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
     num_queues_per_dim: 1                # optional
     injection_scale: 1.0                 # optional
     fold_symmetry: true                  # optional: simulate symmetric NPUs once (README)
+    cost: {tiers: [node, pod], link: {pod: 10}}   # optional: network prices (cost_model.py)
 
 Paths *inside* system configs (custom collectives) resolve from the working directory, as
 they do for ASTRA-sim.
@@ -39,7 +40,7 @@ from simpy_astra.simulation import SimulationInputs
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
-                 "fold_symmetry"}
+                 "fold_symmetry", "cost"}
 
 
 def inputs_from_astra_flags(workload: str, system: str, network: str, remote_memory: str,
@@ -126,6 +127,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
             injection_scale=float(doc.get("injection_scale", 1.0)),
             num_passes=_positive_int(path, doc, "num_passes"),
         )
+    if doc.get("cost") is not None:  # over the network YAML's own cost block
+        from simpy_astra.config import with_cost
+
+        inputs.network = with_cost(inputs.network, doc["cost"], path)
     if "fold_symmetry" in doc:
         fold = doc["fold_symmetry"]
         if not isinstance(fold, bool):

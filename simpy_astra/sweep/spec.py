@@ -39,7 +39,8 @@ from simpy_astra.errors import InputError
 from simpy_astra.sweep.expressions import Expression, parse_expression
 
 # figures every point reports (see point.py); expressions may use them
-RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", "wall_s")
+RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", "cost_usd",
+                "wall_s")
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
