@@ -4,6 +4,7 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
 
     workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce   # ET prefix, or
     workload: {generate: transformer, preset: llama2-7b, dp: 8}     # generated and cached
+    workload: {generate: gemm, mnk: layers.csv, parallel: DATA, num_npus: 16, array: 32x32}
     workload: models/Resnet50_DataParallel.txt   # ASTRA-sim 1.0 text: converted and cached
     num_passes: 1                        # optional: training iterations of a .txt workload
     system: configs/system.json          # or an inline mapping with the JSON's keys
@@ -108,9 +109,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         if "generate" not in doc["workload"]:
             raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                              f"(or give an ET prefix)")
-        from workloads.generated import materialise
+        from workloads.generated import materialise, resolve_paths
 
-        made = materialise(doc["workload"], where=f"{path}: workload")
+        spec = resolve_paths(doc["workload"], os.path.dirname(os.path.abspath(path)))
+        made = materialise(spec, where=f"{path}: workload")
         doc = {**doc, "workload": made.prefix}
         generated_groups = made.comm_groups
     with tempfile.TemporaryDirectory(prefix="simpy-astra-") as tmp:
