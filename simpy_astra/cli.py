@@ -106,11 +106,15 @@ def busiest_links(network) -> list | None:
     return sorted(stats, key=lambda s: (-s[3], -s[2], device_order(s[0]), device_order(s[1])))
 
 
-def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None) -> None:
+def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
+                cost=None) -> None:
     data: dict = {
         "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
         "simulator_wall_s": round(wall_s, 3),
     }
+    if cost is not None:  # the network cost model (simpy_astra/cost_model.py)
+        data["cost_usd"] = cost.total_usd
+        data["cost"] = cost.as_dict()
     if links is not None:  # congestion-aware runs: every directed link, busiest first
         data["links"] = [{"from": u, "to": v, "bytes": b, "busy_ns": t} for u, v, b, t in links]
     try:
@@ -146,8 +150,11 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     for warning in sim.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     links = busiest_links(sim.network)
+    from simpy_astra.cost_model import network_cost
+
+    cost = network_cost(inputs.network)
     if json_out:
-        _write_json(json_out, reports, wall, links)
+        _write_json(json_out, reports, wall, links, cost)
     if record is not None and csv_out:
         from simpy_astra.csv_reports import write_csv_reports
 
@@ -160,7 +167,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.reporting import print_summary
         from simpy_astra.timeline import print_timeline
 
-        print_summary(reports, wall, links)
+        print_summary(reports, wall, links, cost=cost)
         print_timeline(record)
     return 0
 

@@ -23,6 +23,7 @@ import yaml
 
 from collectives import known_names as known_collective_names
 from collectives import resolve as resolve_collective
+from simpy_astra.cost_model import CostPrices, CostSpecError, tiers_for
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from topologies import REGISTRY as TOPOLOGY_REGISTRY
@@ -66,6 +67,8 @@ class NetworkConfig:
     source: str = "<network>"
     #: per dimension: the parsed ``graph`` mapping of a Graph dimension, else None
     graph_specs: tuple[GraphSpec | None, ...] = ()
+    #: the ``cost:`` block's prices and tiers (:mod:`simpy_astra.cost_model`), None: defaults
+    cost: CostPrices | None = None
 
     @property
     def num_dims(self) -> int:
@@ -386,7 +389,7 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
         except GraphSpecError as exc:
             raise InputError.at(src, exc.field, exc.problem) from None
         specs.append(spec)
-    return NetworkConfig(
+    net = NetworkConfig(
         topology=tuple(topology),
         npus_count=tuple(npus),
         bandwidth_gbps=bandwidth,
@@ -394,6 +397,21 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
         source=src,
         graph_specs=tuple(specs) if any(specs) else (),
     )
+    if "cost" in data:  # beyond ASTRA-sim: prices for the network cost model
+        net = with_cost(net, data["cost"], src)
+    return net
+
+
+def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
+    """``net`` with a ``cost:`` block laid over the one it has; errors name ``src``."""
+    import dataclasses
+
+    try:
+        prices = CostPrices.parse(block).over(net.cost)
+        tiers_for(net, prices)
+    except CostSpecError as exc:
+        raise InputError.at(src, exc.field, exc.problem) from None
+    return dataclasses.replace(net, cost=prices)
 
 
 # ---------------------------------------------------------------------------- system JSON

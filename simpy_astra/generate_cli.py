@@ -12,6 +12,7 @@ from simpy_astra.errors import InputError
 KINDS: dict[str, str] = {
     "microbench": "workloads.microbench",
     "transformer": "workloads.transformer",
+    "gemm": "workloads.gemm",  # SCALE-Sim compute times for GEMM layers (extra .[gemm])
 }
 
 

@@ -12,7 +12,7 @@ from simpy_astra.statistics import COMM, GPU, NpuReport
 
 
 def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = None,
-                  console: Console | None = None) -> None:
+                  console: Console | None = None, cost=None) -> None:
     console = console or Console(stderr=True)
     table = Table(title=f"simpy-astra: {len(reports)} NPUs simulated in {wall_s:.2f} s")
     for col in ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time", "Comm time", "overlap", "peak memory"):
@@ -34,6 +34,22 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
         for u, v, nbytes, busy in links[:5]:
             busiest.add_row(f"{u} -> {v}", f"{nbytes:,}", f"{busy:,}", f"{100 * busy / end:.1f}%")
         console.print(busiest)
+    if cost is not None:
+        print_cost(cost, console)
+
+
+def print_cost(cost, console: Console) -> None:
+    """The network's price (:mod:`simpy_astra.cost_model`): one row per kind of part and dimension."""
+    if cost.error is not None:
+        console.print(f"network cost: unknown ({cost.error})")
+        return
+    table = Table(title=f"network cost: ${cost.total_usd:,.2f}")
+    for col in ("dim", "tier", "part", "GB/s", "radix", "count", "cost ($)"):
+        table.add_column(col, justify="right")
+    for i in cost.items:
+        table.add_row(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:g}", str(i.radix), f"{i.count:,}",
+                      f"{i.cost_usd:,.2f}")
+    console.print(table)
 
 
 def run_with_progress(sim, console: Console | None = None) -> list[NpuReport]:

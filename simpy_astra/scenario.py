@@ -4,6 +4,7 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
 
     workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce   # ET prefix, or
     workload: {generate: transformer, preset: llama2-7b, dp: 8}     # generated and cached
+    workload: {generate: gemm, mnk: layers.csv, parallel: DATA, num_npus: 16, array: 32x32}
     workload: models/Resnet50_DataParallel.txt   # ASTRA-sim 1.0 text: converted and cached
     num_passes: 1                        # optional: training iterations of a .txt workload
     system: configs/system.json          # or an inline mapping with the JSON's keys
@@ -14,6 +15,7 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
     num_queues_per_dim: 1                # optional
     injection_scale: 1.0                 # optional
     fold_symmetry: true                  # optional: simulate symmetric NPUs once (README)
+    cost: {tiers: [node, pod], link: {pod: 10}}   # optional: network prices (cost_model.py)
 
 Paths *inside* system configs (custom collectives) resolve from the working directory, as
 they do for ASTRA-sim.
@@ -39,7 +41,7 @@ from simpy_astra.simulation import SimulationInputs
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
-                 "fold_symmetry", "plugins"}
+                 "fold_symmetry", "plugins", "cost"}
 
 
 def inputs_from_astra_flags(workload: str, system: str, network: str, remote_memory: str,
@@ -123,9 +125,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         if "generate" not in doc["workload"]:
             raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                              f"(or give an ET prefix)")
-        from workloads.generated import materialise
+        from workloads.generated import materialise, resolve_paths
 
-        made = materialise(doc["workload"], where=f"{path}: workload")
+        spec = resolve_paths(doc["workload"], os.path.dirname(os.path.abspath(path)))
+        made = materialise(spec, where=f"{path}: workload")
         doc = {**doc, "workload": made.prefix}
         generated_groups = made.comm_groups
     with tempfile.TemporaryDirectory(prefix="simpy-astra-") as tmp:
@@ -142,6 +145,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
             injection_scale=float(doc.get("injection_scale", 1.0)),
             num_passes=_positive_int(path, doc, "num_passes"),
         )
+    if doc.get("cost") is not None:  # over the network YAML's own cost block
+        from simpy_astra.config import with_cost
+
+        inputs.network = with_cost(inputs.network, doc["cost"], path)
     if "fold_symmetry" in doc:
         fold = doc["fold_symmetry"]
         if not isinstance(fold, bool):

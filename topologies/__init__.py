@@ -7,7 +7,7 @@ file and one line in ``REGISTRY``; its name is what network YAML files write.
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology
+from topologies.base import BasicTopology, CostPart
 from topologies.fully_connected import FullyConnected
 from topologies.graph import GraphSpec, GraphSpecError, GraphTopology
 from topologies.line import Line
@@ -62,5 +62,6 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
     return lookup(name)(npus_count, bandwidth_gbps, latency_ns)
 
 
-__all__ = ["register", "lookup", "BasicTopology", "Ring", "FullyConnected", "Switch", "Line", "GraphTopology", "GraphSpec",
+__all__ = ["register", "lookup", "BasicTopology", "CostPart", "Ring", "FullyConnected", "Switch", "Line",
+           "GraphTopology", "GraphSpec",
            "GraphSpecError", "REGISTRY", "build"]

@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
 import networkx as nx
+
+
+@dataclass(frozen=True)
+class CostPart:
+    """``count`` identical pieces of hardware in one instance of a dimension, as the network
+    cost model (:mod:`simpy_astra.cost_model`) prices them.
+
+    ``kind`` is ``link`` (a cable between two devices, carrying ``bandwidth_gbps`` each way),
+    ``switch`` (``radix`` ports of ``bandwidth_gbps``) or ``nic`` (an NPU's port facing a
+    switch).
+    """
+
+    kind: str
+    bandwidth_gbps: float
+    count: int
+    radix: int = 1
 
 
 class BasicTopology:
@@ -44,6 +63,37 @@ class BasicTopology:
     def device_label(self, device: int) -> int | str:
         """How reports name a device (switches may have names)."""
         return device
+
+    def cost_parts(self) -> list[CostPart]:
+        """Links, switches and NICs of one instance of this dimension (the cost hook).
+
+        Read off :meth:`links`: a cable per connected pair of devices (both directions are one
+        cable, at the faster direction's bandwidth), a switch per switch device with a port
+        per cable, and a NIC per NPU-to-switch cable. Subclasses with a closed form override it.
+        """
+        cables: dict[tuple[int, int], float] = {}
+        for u, v in self.links():
+            pair = (u, v) if u < v else (v, u)
+            cables[pair] = max(cables.get(pair, 0.0), self.link_params(u, v)[0])
+        n = self.npus_count
+        links: Counter[float] = Counter()
+        nics: Counter[float] = Counter()
+        ports: dict[int, Counter[float]] = {}
+        for (u, v), bw in cables.items():
+            links[bw] += 1
+            for a, b in ((u, v), (v, u)):
+                if a >= n:
+                    ports.setdefault(a, Counter())[bw] += 1
+                    if b < n:
+                        nics[bw] += 1
+        parts = [CostPart("link", bw, c) for bw, c in sorted(links.items())]
+        switches: Counter[tuple[float, int]] = Counter()
+        for per_bw in ports.values():
+            for bw, radix in per_bw.items():  # a switch with mixed port speeds: one part per speed
+                switches[(bw, radix)] += 1
+        parts += [CostPart("switch", bw, c, radix) for (bw, radix), c in sorted(switches.items())]
+        parts += [CostPart("nic", bw, c) for bw, c in sorted(nics.items())]
+        return parts
 
     def graph(self) -> nx.DiGraph:
         """The physical topology as a directed graph with link attributes."""

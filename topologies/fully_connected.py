@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology
+from topologies.base import BasicTopology, CostPart
 
 
 class FullyConnected(BasicTopology):
@@ -14,6 +14,10 @@ class FullyConnected(BasicTopology):
     def links(self) -> list[tuple[int, int]]:
         n = self.npus_count
         return [(i, j) for i in range(n) for j in range(n) if i != j]
+
+    def cost_parts(self) -> list[CostPart]:
+        n = self.npus_count
+        return [CostPart("link", self.bandwidth_gbps, n * (n - 1) // 2)]
 
     def route(self, src: int, dst: int) -> list[int]:
         return [src, dst]

@@ -7,7 +7,7 @@ Not an ASTRA-sim building block; ASTRA-sim's files never name it.
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology
+from topologies.base import BasicTopology, CostPart
 
 
 class Line(BasicTopology):
@@ -22,6 +22,9 @@ class Line(BasicTopology):
             out.append((i, i + 1))
             out.append((i + 1, i))
         return out
+
+    def cost_parts(self) -> list[CostPart]:
+        return [CostPart("link", self.bandwidth_gbps, self.npus_count - 1)]
 
     def route(self, src: int, dst: int) -> list[int]:
         step = 1 if dst > src else -1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology
+from topologies.base import BasicTopology, CostPart
 
 
 class Ring(BasicTopology):
@@ -21,6 +21,10 @@ class Ring(BasicTopology):
             out.append((i, j))
             out.append((j, i))
         return list(dict.fromkeys(out))
+
+    def cost_parts(self) -> list[CostPart]:
+        # n cables (one between each neighbour pair; a ring of 2 has a single cable)
+        return [CostPart("link", self.bandwidth_gbps, self.npus_count if self.npus_count > 2 else 1)]
 
     def route(self, src: int, dst: int) -> list[int]:
         # clockwise unless anticlockwise is strictly shorter (ties go clockwise)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology
+from topologies.base import BasicTopology, CostPart
 
 
 class Switch(BasicTopology):
@@ -22,6 +22,11 @@ class Switch(BasicTopology):
             out.append((i, s))
             out.append((s, i))
         return out
+
+    def cost_parts(self) -> list[CostPart]:
+        # as ASTRA-sim's analytical cost model: a cable and a NIC per NPU, one switch of radix n
+        n, bw = self.npus_count, self.bandwidth_gbps
+        return [CostPart("link", bw, n), CostPart("switch", bw, 1, n), CostPart("nic", bw, n)]
 
     def route(self, src: int, dst: int) -> list[int]:
         return [src, self.switch_id, dst]

@@ -31,10 +31,17 @@ from simpy_astra.errors import InputError
 
 @dataclass(frozen=True)
 class GeneratorEntry:
-    """A registered generator: the function and a version that invalidates old cache entries."""
+    """A registered generator: the function and a version that invalidates old cache entries.
+
+    ``path_params`` name parameters that are files (resolved from the scenario's folder);
+    ``prepare(params, where)`` may add to the parameters before they key the cache (e.g. an
+    input file's digest, so an edited file is generated anew).
+    """
 
     fn: Callable[[dict[str, Any], str], str | None]
     version: str
+    path_params: tuple[str, ...] = ()
+    prepare: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
 
 
 def _lazy(module: str, function: str) -> Callable[[dict[str, Any], str], str | None]:
@@ -54,7 +61,23 @@ GENERATORS: dict[str, GeneratorEntry] = {
     "text": GeneratorEntry(_lazy("workloads.text_workload", "generate"), "1"),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
     "transformer": GeneratorEntry(_lazy("workloads.transformer", "generate"), "2"),  # bump when traces change
+    # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...)
+    "gemm": GeneratorEntry(_lazy("workloads.gemm", "generate"), "1", path_params=("mnk",),
+                           prepare=_lazy("workloads.gemm", "prepare")),
 }
+
+
+def resolve_paths(spec: dict[str, Any], base_dir: str) -> dict[str, Any]:
+    """``spec`` with its generator's file parameters made absolute from ``base_dir``."""
+    entry = GENERATORS.get(spec.get("generate"))
+    if entry is None:
+        return spec
+    out = dict(spec)
+    for key in entry.path_params:
+        value = out.get(key)
+        if isinstance(value, str) and not os.path.isabs(value):
+            out[key] = os.path.normpath(os.path.join(base_dir, value))
+    return out
 
 
 @dataclass(frozen=True)
@@ -81,6 +104,8 @@ def materialise(spec: dict[str, Any], where: str = "workload") -> GeneratedWorkl
         known = ", ".join(sorted(GENERATORS)) or "none registered"
         raise InputError(f"{where}: 'generate: {name}' is not a known generator (known: {known})")
     entry = GENERATORS[name]
+    if entry.prepare is not None:
+        params = entry.prepare(params, where)
     folder = os.path.join(cache_root(), "workloads", f"{name}-{cache_key(name, entry.version, params)}")
     done = os.path.join(folder, "done.json")
     if not os.path.exists(done):

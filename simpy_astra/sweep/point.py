@@ -20,7 +20,10 @@ from simpy_astra.units import bytes_to_gib
 
 
 def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
-    """Figures of one point: max over NPUs of finish, exposed comm, compute, comm, peak memory."""
+    """Figures of one point: max over NPUs of finish, exposed comm, compute, comm, peak memory;
+    and the network's price (``cost_usd``, :mod:`simpy_astra.cost_model`; empty when the price
+    table does not cover the network)."""
+    from simpy_astra.cost_model import network_cost
     from simpy_astra.scenario import load_scenario
     from simpy_astra.simulation import Simulation
 
@@ -34,12 +37,14 @@ def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
         sim = Simulation(inputs)
         reports = sim.run()
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
+        cost = network_cost(inputs.network).total_usd
         return {
             "finish_ns": max(r.finished_cycles for r in reports),
             "exposed_comm_ns": max(r.exposed_comm_cycles for r in reports),
             "compute_ns": max(r.times.get(GPU, 0) for r in reports),
             "comm_ns": max(r.times.get(COMM, 0) for r in reports),
             "peak_memory_gb": round(bytes_to_gib(max(peaks)), 6) if peaks else None,
+            "cost_usd": cost,
             "wall_s": round(time.perf_counter() - t0, 3),
             "status": "ok",
             "error": "",

@@ -39,7 +39,8 @@ from simpy_astra.errors import InputError
 from simpy_astra.sweep.expressions import Expression, parse_expression
 
 # figures every point reports (see point.py); expressions may use them
-RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", "wall_s")
+RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", "cost_usd",
+                "wall_s")
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
@@ -157,6 +158,10 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
         raise InputError(f"{where}: give a scenario file path or an inline scenario mapping")
     if not isinstance(doc, dict) or "workload" not in doc:
         raise InputError(f"{where}: the base scenario must be a mapping with workload, system, network")
+    if isinstance(doc.get("workload"), dict):  # a generator's input files, e.g. gemm's mnk CSV
+        from workloads.generated import resolve_paths
+
+        doc["workload"] = resolve_paths(doc["workload"], base_dir)
     reached = {p.split(".")[0] for p in axis_paths if "." in p}
     for key in ("workload", *FILE_KEYS):
         value = doc.get(key)

@@ -51,7 +51,10 @@ class ResultsStore:
         if os.path.exists(manifest):
             with open(manifest) as f:
                 theirs = json.load(f)
-            if theirs.get("fingerprint") != mine["fingerprint"] or theirs.get("columns") != self.columns:
+            # a folder from before a result column was added resumes (its rows leave it empty)
+            grown = set(theirs.get("columns") or ()) <= set(self.columns) and \
+                set(self.columns) - set(theirs.get("columns") or ()) <= set(RESULT_NAMES)
+            if theirs.get("fingerprint") != mine["fingerprint"] or not grown:
                 raise InputError(
                     f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
                     f"its base scenario or axes differ from {spec.path}); use another --out, or "
