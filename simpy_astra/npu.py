@@ -10,6 +10,8 @@ the next issue pass, as in the reference.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
@@ -38,8 +40,11 @@ from workloads.chakra_schema import (
 )
 
 if TYPE_CHECKING:
+    from simpy_astra.collective_plans import CollectivePlanner
+    from simpy_astra.config import SystemConfig
     from simpy_astra.engine import NpuClock
-    from simpy_astra.simulation import Simulation
+    from simpy_astra.network import Network
+    from simpy_astra.remote_memory import RemoteMemory
     from simpy_astra.system_layer import SystemLayer
 
 # hardware slot classes
@@ -52,17 +57,36 @@ COLLECTIVE_NAMES = {0: "ALL_REDUCE", 1: "REDUCE", 2: "ALL_GATHER", 3: "GATHER", 
                     9: "BARRIER"}
 
 
+@dataclass
+class NpuServices:
+    """What an NPU may ask of the run around it (shared by every NPU of a run)."""
+
+    config: SystemConfig
+    total_npus: int
+    network: Network
+    remote_memory: RemoteMemory
+    planner: CollectivePlanner
+    local_mem_bytes_per_s: float
+    peak_flops: float
+    #: prefix of per-NPU memory trace files, None when no trace is written
+    local_mem_trace_prefix: str | None
+    #: called once when the NPU's graph has finished (its ``report`` is set)
+    finished: Callable[[Npu], None]
+    #: called with the error an NPU's process raises
+    failed: Callable[[Exception], None]
+
+
 class Npu:
     """Workload layer of one NPU (ASTRA-sim's ``Workload`` + ``HardwareResource``)."""
 
-    def __init__(self, npu_id: int, nodes: list, source: str, sim: Simulation, clock: NpuClock,
+    def __init__(self, npu_id: int, nodes: list, source: str, services: NpuServices, clock: NpuClock,
                  system: SystemLayer) -> None:
         self.npu_id = npu_id
-        self.sim = sim
+        self.services = services
         self.source = source
         self.clock = clock
         self.system = system
-        self.config = sim.system_config
+        self.config = services.config
         self.nodes = {n.id: n for n in nodes}
         self.parents_left: dict[int, int] = {}
         self.children: dict[int, list[int]] = {}
@@ -133,7 +157,7 @@ class Npu:
             self._check_end()
             yield from self.clock.serve(lambda: self.finished)
         except Exception as exc:  # the run stops; the first error of the instant is the one told
-            self.sim.failed(exc)
+            self.services.failed(exc)
             raise
         return self.report
 
@@ -208,7 +232,7 @@ class Npu:
             return self._recv(node)
         if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
             size = node.get_int("tensor_size")
-            self.sim.remote_memory.issue(self, size, lambda: self.complete(node.id),
+            self.services.remote_memory.issue(self, size, lambda: self.complete(node.id),
                                          f"{self.source}: node {node.id}")
             return None
         if t == METADATA_NODE:
@@ -250,7 +274,7 @@ class Npu:
         if num_ops == 0:
             raise InputError(f"{self.source}: node {node.id}: roofline COMP node has num_ops 0 "
                              f"(its runtime would be undefined)")
-        cfg = self.sim
+        cfg = self.services
         intensity = num_ops / tensor_size
         perf = min(cfg.local_mem_bytes_per_s * intensity, cfg.peak_flops)
         runtime = int(num_ops / perf * 1e9)
@@ -278,7 +302,7 @@ class Npu:
             involved = [True, True, True, True]
         priority = node.get_int("comm_priority", 0)
         pg = node.get_str("pg_name", "")
-        plan, custom = self.sim.collective_plan(self, kind, pg, node.id)
+        plan, custom = self.services.planner.collective_plan(self, kind, pg, node.id)
         node_id = node.id
         try:
             self.system.generate_collective(kind, size, involved, plan, priority, custom,
@@ -295,7 +319,7 @@ class Npu:
         self._check_peer(node, dst, "comm_dst")
         size = node.get_int("comm_size")
         tag = native_tag(node.get_int("comm_tag"))
-        self.sim.network.send(self.npu_id, dst, tag, size, self.complete_soon, node.id)
+        self.services.network.send(self.npu_id, dst, tag, size, self.complete_soon, node.id)
 
     def _recv(self, node) -> None:
         src = node.get_int("comm_src")
@@ -306,12 +330,12 @@ class Npu:
                              f"but it runs on NPU {self.npu_id}")
         size = node.get_int("comm_size")
         tag = native_tag(node.get_int("comm_tag"))
-        self.sim.network.recv(self.npu_id, src, tag, size, self.complete_soon, node.id)
+        self.services.network.recv(self.npu_id, src, tag, size, self.complete_soon, node.id)
 
     def _check_peer(self, node, peer: int, field: str) -> None:
-        if not 0 <= peer < self.sim.total_npus or peer == self.npu_id:
+        if not 0 <= peer < self.services.total_npus or peer == self.npu_id:
             raise InputError(f"{self.source}: node {node.id}: {field} {peer} must be another NPU "
-                             f"id in 0..{self.sim.total_npus - 1}")
+                             f"id in 0..{self.services.total_npus - 1}")
 
     def _metadata(self, node) -> None:
         """Communicator groups declared by a METADATA node's ``inputs.values``."""
@@ -319,8 +343,8 @@ class Npu:
         if not text:
             return
         try:
-            for pg, ranks in self.sim.parse_process_groups(text):
-                self.groups[pg] = self.sim.make_group(pg + 1, ranks, self.npu_id)
+            for pg, ranks in self.services.planner.parse_process_groups(text):
+                self.groups[pg] = self.services.planner.make_group(pg + 1, ranks, self.npu_id)
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{self.source}: node {node.id}: METADATA inputs.values is not a "
                              f"process-group list ({exc})") from None
@@ -372,11 +396,11 @@ class Npu:
         peak = None
         if self.memory is not None:
             peak = format_peak(self.memory.peak_bytes())
-            trace_dir = self.sim.local_mem_trace_prefix
+            trace_dir = self.services.local_mem_trace_prefix
             if trace_dir:
                 self.memory.write_trace(f"{trace_dir}.{self.npu_id}.json")
         self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak)
-        self.sim._npu_done(self)
+        self.services.finished(self)
 
     def waiting_on(self, limit: int = 4) -> str:
         """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""

@@ -7,7 +7,6 @@ system layer sees ``network.send/recv``).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable
@@ -16,27 +15,22 @@ from dataclasses import dataclass, field, replace
 import simpy
 from simpy.core import StopSimulation
 
-from collectives import resolve, subset_algorithm_name
+from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config import NetworkConfig, RemoteMemoryConfig, SystemConfig
 from simpy_astra.engine import NpuClock, fast_collection
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.network import BACKENDS, Network
 from simpy_astra.network.folded import FoldedNetwork
-from simpy_astra.npu import Npu
+from simpy_astra.npu import Npu, NpuServices
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
 from simpy_astra.symmetry import Folding, FoldSetup, KeyCache, find_folding, rank_key
 from simpy_astra.system_layer import (
-    CollectivePlan,
-    LogicalDim,
-    StreamCounter,
     SystemLayer,
 )
-from simpy_astra.tags import first_stream_id
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from topologies import build as build_topology
 from workloads.chakra_et import et_path, read_et, validate_graph
-from workloads.msccl_xml import read_msccl_xml
 
 FOLD_DEFAULT = True
 
@@ -65,16 +59,6 @@ class SimulationInputs:
     #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.symmetry`); None = the
     #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set
     fold_symmetry: bool | None = None
-
-
-class CommunicatorGroup:
-    """One NPU's view of a communicator group: members and its own stream-id counter."""
-
-    def __init__(self, group_id: int, members: tuple[int, ...]) -> None:
-        self.group_id = group_id
-        self.members = members
-        self.streams = StreamCounter(first_stream_id(group_id))
-        self.plans: dict[tuple, CollectivePlan] = {}
 
 
 def _describe_handler(fn, arg) -> str | None:
@@ -108,12 +92,11 @@ class Simulation:
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
         self.peak_flops = tflops_to_flops(cfg.peak_perf_tflops)
         self.local_mem_trace_prefix = cfg.local_mem_trace_filename if cfg.track_local_mem else None
-        self._custom_cache: dict[str, tuple[list, str]] = {}
-        self._msccl_cache: dict[tuple[str, int], dict[int, list]] = {}
         self._check_et_count()
-        self._pg_texts: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
-        self._group_views: dict[tuple[int, tuple[int, ...]], CommunicatorGroup] = {}
-        self._shared_groups = {gid: self.make_group(gid, members) for gid, members in inputs.comm_groups.items()}
+        # all file reading happens here, before time starts (custom collectives included)
+        self.planner = CollectivePlanner(cfg, self.total_npus)
+        make_group = self.planner.make_group
+        self._shared_groups = {gid: make_group(gid, members) for gid, members in inputs.comm_groups.items()}
         self._member_of: dict[int, list[int]] = {}
         for gid, group in self._shared_groups.items():
             for m in dict.fromkeys(group.members):
@@ -127,17 +110,20 @@ class Simulation:
         self.npus: list[Npu] = []
         self.systems: list[SystemLayer] = []
         self._npu_by_id: dict[int, Npu] = {}
+        services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
+                               self.local_mem_bytes_per_s, self.peak_flops, self.local_mem_trace_prefix,
+                               self._npu_done, self.failed)
         for i in simulated:
             validate_graph(*traces[i])  # an orbit's members have the representative's graph
             clock = NpuClock(self.env)
             system = SystemLayer(i, clock, self.network, cfg, self.network_dims, inputs.queues_per_dim,
-                                 self.load_custom)
+                                 self.planner.customs.get)
             self.systems.append(system)
             path, nodes = traces[i]
-            npu = Npu(i, nodes, path, self, clock, system)
+            npu = Npu(i, nodes, path, services, clock, system)
             npu.groups.update(self._shared_groups)
             for gid in self._member_of.get(i, ()):
-                npu.groups[gid] = self.make_group(gid, self._shared_groups[gid].members, i)
+                npu.groups[gid] = make_group(gid, self._shared_groups[gid].members, i)
             self.npus.append(npu)
             self._npu_by_id[i] = npu
         self.reports: list[NpuReport] = []
@@ -182,7 +168,8 @@ class Simulation:
         kept: dict[int, tuple[str, list]] = {}
         for i in range(n):
             trace = self._read(i, caches)
-            key = rank_key(i, trace[1], grid, groups, self.parse_process_groups, rotate_groups, key_cache)
+            key = rank_key(i, trace[1], grid, groups, self.planner.parse_process_groups, rotate_groups,
+                           key_cache)
             if key is None or (key.uses_dims and all(a == {0} for a in with_dims)):
                 kept[i] = trace  # cannot fold: keep this and read every other rank
                 cls = []
@@ -227,118 +214,6 @@ class Simulation:
             extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
             raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "
                              f"{network} has {n} NPUs; remove {extra} or change npus_count")
-
-    # ------------------------------------------------------------------ shared services
-    def make_group(self, group_id: int, members, npu_id: int | None = None) -> CommunicatorGroup:
-        """NPU ``npu_id``'s view of a communicator group.
-
-        A member gets its own view (stream ids, plans); every non-member of a group shares
-        one read-only view, as a non-member only reads ``members`` for its error messages.
-        That keeps n NPUs x g groups at O(n + sum of group sizes) objects."""
-        key = (group_id, tuple(members))
-        shared = self._group_views.get(key)
-        if shared is None:
-            ids = tuple(int(m) for m in members)
-            for m in ids:
-                if not 0 <= m < self.total_npus:
-                    raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
-                                     f"(the network has {self.total_npus} NPUs)")
-            shared = self._group_views[key] = CommunicatorGroup(group_id, ids)
-        if npu_id is not None and npu_id in shared.members:
-            return CommunicatorGroup(group_id, shared.members)
-        return shared
-
-    def parse_process_groups(self, text: str) -> list[tuple[int, tuple[int, ...]]]:
-        """(pg_name, ranks) of a METADATA node's ``inputs.values``; parsed once per distinct
-        text (every rank usually carries the same list). Raises ValueError/KeyError/TypeError."""
-        parsed = self._pg_texts.get(text)
-        if parsed is None:
-            parsed = []
-            for item in json.loads(text[2:-2]):
-                ranks = tuple(item["ranks"]) or tuple(range(self.total_npus))
-                parsed.append((int(item["pg_name"]), ranks))
-            self._pg_texts[text] = parsed
-        return parsed
-
-    def load_custom(self, prefix: str, position: int, collective_bytes: int) -> tuple[list, str]:
-        """Rank ``position``'s graph of a custom collective: ``PREFIX.{position}.et`` as in
-        ASTRA-sim, or rank ``position`` of an MSCCL-IR file when the path ends in ``.xml``."""
-        if prefix.endswith(".xml"):
-            key = (prefix, collective_bytes)
-            ranks = self._msccl_cache.get(key)
-            if ranks is None:
-                ranks = self._msccl_cache[key] = read_msccl_xml(prefix, collective_bytes)
-            if position not in ranks:
-                raise InputError(f"{prefix}: MSCCL-IR algorithm has no <gpu id=\"{position}\">")
-            return ranks[position], prefix
-        path = f"{prefix}.{position}.et"
-        hit = self._custom_cache.get(path)
-        if hit is None:
-            if not os.path.exists(path):
-                raise InputError(f"{self.system_config.source}: custom collective file {path} does "
-                                 f"not exist (paths resolve from the working directory)")
-            _meta, nodes = read_et(path)
-            validate_graph(path, nodes)
-            hit = self._custom_cache[path] = (nodes, path)
-        return hit
-
-    def _custom_for(self, kind: str, node_id: int) -> str | None:
-        cfg = self.system_config
-        if node_id in cfg.per_node_custom:
-            return cfg.per_node_custom[node_id]
-        return cfg.custom_implementations.get(kind)
-
-    def collective_plan(self, npu: Npu, kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
-        """Which algorithm(s) and which NPUs a collective node of ``npu`` runs on."""
-        custom = self._custom_for(kind, node_id)
-        system = npu.system
-        if pg_name in ("", "0"):
-            if custom is not None:
-                return CollectivePlan([], [], None, system.default_streams), custom
-            return system.default_plan(kind), None
-        try:
-            gid = int(pg_name)
-        except ValueError:
-            raise InputError(f"{npu.source}: node {node_id}: pg_name '{pg_name}' is not a group id") from None
-        group = npu.groups.get(gid)
-        if group is None:
-            raise InputError(f"{npu.source}: node {node_id}: communicator group {gid} is not defined "
-                             f"(give --comm-group-configuration or a METADATA node)")
-        if npu.npu_id not in group.members:
-            raise InputError(f"{npu.source}: node {node_id}: NPU {npu.npu_id} is not a member of "
-                             f"communicator group {gid} {list(group.members)}")
-        key = (kind, custom)
-        plan = group.plans.get(key)
-        if plan is None:
-            plan = self._group_plan(system, group, kind, custom)
-            group.plans[key] = plan
-        return plan, custom
-
-    def _group_plan(self, system: SystemLayer, group: CommunicatorGroup, kind: str,
-                    custom: str | None) -> CollectivePlan:
-        members = group.members
-        ring = LogicalDim(members, members.index(system.npu_id), local=True)
-        if custom is not None:
-            return CollectivePlan([], [ring], [True], group.streams)
-        if len(members) == self.total_npus:
-            base = system.default_plan(kind)
-            return CollectivePlan(base.choices, base.dims, [True] * len(base.dims), group.streams)
-        # a group subset is one ring: its algorithm is the configured one if the list has a
-        # single entry, otherwise ring (the reference's rule); names were validated at load
-        names = self.system_config.implementations.get(kind) or ("ring",)
-        choice = resolve(subset_algorithm_name(names))
-        key = kind.replace("_", "-") + "-implementation"
-        if kind not in choice.algorithm.kinds:
-            raise InputError.at(self.system_config.source, key,
-                                f"is {names[0]}, which does not implement {kind}; use ring or direct")
-        if choice.algorithm.topology == "tree":
-            raise InputError.at(self.system_config.source, key,
-                                f"is doubleBinaryTree, which cannot run on communicator group "
-                                f"{group.group_id} {list(members)} (a subset of the "
-                                f"{self.total_npus} NPUs; the reference crashes here); use ring or "
-                                f"direct for {kind}")
-        return CollectivePlan([replace(choice, spans_all_npus=False)], [ring],
-                              [True], group.streams)
 
     # ------------------------------------------------------------------ running
     def _npu_done(self, npu: Npu) -> None:

@@ -46,6 +46,11 @@ def _int(elem: ET.Element, key: str, path: str) -> int:
 def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAULT_REDUCE_MICROS
                    ) -> dict[int, list[EtNode]]:
     """Rank -> its graph of SEND/RECV/COMP nodes for a collective of ``collective_bytes``."""
+    return msccl_ranks(parse_msccl_xml(path), path, collective_bytes, reduce_micros)
+
+
+def parse_msccl_xml(path: str) -> ET.Element:
+    """The ``<algo>`` element of an MSCCL-IR file (the only step that reads the file)."""
     try:
         root = ET.parse(path).getroot()
     except FileNotFoundError:
@@ -54,6 +59,12 @@ def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAUL
         raise EtError(f"{path}: not valid XML ({exc})") from None
     if root.tag != "algo":
         raise EtError(f"{path}: expected an <algo> root element (MSCCL-IR), got <{root.tag}>")
+    return root
+
+
+def msccl_ranks(root: ET.Element, path: str, collective_bytes: int,
+                reduce_micros: int = DEFAULT_REDUCE_MICROS) -> dict[int, list[EtNode]]:
+    """Rank -> its graph for a collective of ``collective_bytes`` from a parsed ``<algo>``."""
     chunk = collective_bytes // _int(root, "nchunksperloop", path)
     ranks: dict[int, list[EtNode]] = {}
     for gpu in root.iter("gpu"):

@@ -1,0 +1,193 @@
+"""Where a collective node runs: communicator groups, plans, and custom-collective files.
+
+A plan says, per logical dimension, which algorithm runs on which ring of NPUs (for the
+default communicator the network's dimensions; for a communicator group one ring of its
+members). Custom collectives (ASTRA-sim's per-rank ET files, or MSCCL-IR XML) are read when
+the run is built, before time starts; a run itself does no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from collectives import resolve, subset_algorithm_name
+from simpy_astra.config import SystemConfig
+from simpy_astra.errors import InputError
+from simpy_astra.system_layer import CollectivePlan, LogicalDim, StreamCounter, SystemLayer
+from simpy_astra.tags import first_stream_id
+from workloads.chakra_et import EtError, read_et, validate_graph
+from workloads.msccl_xml import msccl_ranks, parse_msccl_xml
+
+if TYPE_CHECKING:
+    from simpy_astra.npu import Npu
+
+
+class CommunicatorGroup:
+    """One NPU's view of a communicator group: members and its own stream-id counter."""
+
+    def __init__(self, group_id: int, members: tuple[int, ...]) -> None:
+        self.group_id = group_id
+        self.members = members
+        self.streams = StreamCounter(first_stream_id(group_id))
+        self.plans: dict[tuple, CollectivePlan] = {}
+
+
+class CustomCollectives:
+    """Every custom-collective file the system config names, read before the run.
+
+    ``PREFIX.{k}.et`` for k = 0, 1, ... while such a file exists; an MSCCL-IR ``.xml`` file
+    parsed once, its per-rank graphs built per collective size when first asked for. A file
+    that could not be read is reported when a collective uses it, as before."""
+
+    def __init__(self, config: SystemConfig) -> None:
+        self.config = config
+        self._et: dict[str, tuple[list, str] | Exception] = {}
+        self._xml: dict[str, object] = {}
+        self._msccl: dict[tuple[str, int], dict[int, list]] = {}
+        self._validated: set[str] = set()
+        prefixes = {*config.custom_implementations.values(), *config.per_node_custom.values()}
+        for prefix in sorted(prefixes):
+            if prefix.endswith(".xml"):
+                try:
+                    self._xml[prefix] = parse_msccl_xml(prefix)
+                except EtError as exc:
+                    self._xml[prefix] = exc
+                continue
+            k = 0
+            while os.path.exists(path := f"{prefix}.{k}.et"):
+                try:
+                    self._et[path] = (read_et(path)[1], path)
+                except EtError as exc:
+                    self._et[path] = exc
+                k += 1
+
+    def get(self, prefix: str, position: int, collective_bytes: int) -> tuple[list, str]:
+        """Rank ``position``'s graph of a custom collective: ``PREFIX.{position}.et`` as in
+        ASTRA-sim, or rank ``position`` of an MSCCL-IR file when the path ends in ``.xml``."""
+        if prefix.endswith(".xml"):
+            root = self._xml[prefix]
+            if isinstance(root, Exception):
+                raise root
+            key = (prefix, collective_bytes)
+            ranks = self._msccl.get(key)
+            if ranks is None:
+                ranks = self._msccl[key] = msccl_ranks(root, prefix, collective_bytes)
+            if position not in ranks:
+                raise InputError(f"{prefix}: MSCCL-IR algorithm has no <gpu id=\"{position}\">")
+            return ranks[position], prefix
+        path = f"{prefix}.{position}.et"
+        hit = self._et.get(path)
+        if hit is None:
+            raise InputError(f"{self.config.source}: custom collective file {path} does "
+                             f"not exist (paths resolve from the working directory)")
+        if isinstance(hit, Exception):
+            raise hit
+        if path not in self._validated:
+            validate_graph(path, hit[0])
+            self._validated.add(path)
+        return hit
+
+
+class CollectivePlanner:
+    """Communicator groups and collective plans of one run (what an NPU asks when it issues
+    a collective or reads a METADATA node)."""
+
+    def __init__(self, config: SystemConfig, total_npus: int) -> None:
+        self.config = config
+        self.total_npus = total_npus
+        self.customs = CustomCollectives(config)
+        self._pg_texts: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        self._group_views: dict[tuple[int, tuple[int, ...]], CommunicatorGroup] = {}
+
+    def make_group(self, group_id: int, members, npu_id: int | None = None) -> CommunicatorGroup:
+        """NPU ``npu_id``'s view of a communicator group.
+
+        A member gets its own view (stream ids, plans); every non-member of a group shares
+        one read-only view, as a non-member only reads ``members`` for its error messages.
+        That keeps n NPUs x g groups at O(n + sum of group sizes) objects."""
+        key = (group_id, tuple(members))
+        shared = self._group_views.get(key)
+        if shared is None:
+            ids = tuple(int(m) for m in members)
+            for m in ids:
+                if not 0 <= m < self.total_npus:
+                    raise InputError(f"communicator group {group_id}: NPU {m} does not exist "
+                                     f"(the network has {self.total_npus} NPUs)")
+            shared = self._group_views[key] = CommunicatorGroup(group_id, ids)
+        if npu_id is not None and npu_id in shared.members:
+            return CommunicatorGroup(group_id, shared.members)
+        return shared
+
+    def parse_process_groups(self, text: str) -> list[tuple[int, tuple[int, ...]]]:
+        """(pg_name, ranks) of a METADATA node's ``inputs.values``; parsed once per distinct
+        text (every rank usually carries the same list). Raises ValueError/KeyError/TypeError."""
+        parsed = self._pg_texts.get(text)
+        if parsed is None:
+            parsed = []
+            for item in json.loads(text[2:-2]):
+                ranks = tuple(item["ranks"]) or tuple(range(self.total_npus))
+                parsed.append((int(item["pg_name"]), ranks))
+            self._pg_texts[text] = parsed
+        return parsed
+
+    def _custom_for(self, kind: str, node_id: int) -> str | None:
+        cfg = self.config
+        if node_id in cfg.per_node_custom:
+            return cfg.per_node_custom[node_id]
+        return cfg.custom_implementations.get(kind)
+
+    def collective_plan(self, npu: Npu, kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
+        """Which algorithm(s) and which NPUs a collective node of ``npu`` runs on."""
+        custom = self._custom_for(kind, node_id)
+        system = npu.system
+        if pg_name in ("", "0"):
+            if custom is not None:
+                return CollectivePlan([], [], None, system.default_streams), custom
+            return system.default_plan(kind), None
+        try:
+            gid = int(pg_name)
+        except ValueError:
+            raise InputError(f"{npu.source}: node {node_id}: pg_name '{pg_name}' is not a group id") from None
+        group = npu.groups.get(gid)
+        if group is None:
+            raise InputError(f"{npu.source}: node {node_id}: communicator group {gid} is not defined "
+                             f"(give --comm-group-configuration or a METADATA node)")
+        if npu.npu_id not in group.members:
+            raise InputError(f"{npu.source}: node {node_id}: NPU {npu.npu_id} is not a member of "
+                             f"communicator group {gid} {list(group.members)}")
+        key = (kind, custom)
+        plan = group.plans.get(key)
+        if plan is None:
+            plan = self._group_plan(system, group, kind, custom)
+            group.plans[key] = plan
+        return plan, custom
+
+    def _group_plan(self, system: SystemLayer, group: CommunicatorGroup, kind: str,
+                    custom: str | None) -> CollectivePlan:
+        members = group.members
+        ring = LogicalDim(members, members.index(system.npu_id), local=True)
+        if custom is not None:
+            return CollectivePlan([], [ring], [True], group.streams)
+        if len(members) == self.total_npus:
+            base = system.default_plan(kind)
+            return CollectivePlan(base.choices, base.dims, [True] * len(base.dims), group.streams)
+        # a group subset is one ring: its algorithm is the configured one if the list has a
+        # single entry, otherwise ring (the reference's rule); names were validated at load
+        names = self.config.implementations.get(kind) or ("ring",)
+        choice = resolve(subset_algorithm_name(names))
+        key = kind.replace("_", "-") + "-implementation"
+        if kind not in choice.algorithm.kinds:
+            raise InputError.at(self.config.source, key,
+                                f"is {names[0]}, which does not implement {kind}; use ring or direct")
+        if choice.algorithm.topology == "tree":
+            raise InputError.at(self.config.source, key,
+                                f"is doubleBinaryTree, which cannot run on communicator group "
+                                f"{group.group_id} {list(members)} (a subset of the "
+                                f"{self.total_npus} NPUs; the reference crashes here); use ring or "
+                                f"direct for {kind}")
+        return CollectivePlan([replace(choice, spans_all_npus=False)], [ring],
+                              [True], group.streams)
+
