@@ -97,8 +97,8 @@ def measure(kind: str, spec: str, cwd: str, repeat: int) -> dict | None:
             "msgs_per_s": best["messages"] / max(best["run_s"], 1e-9)}
 
 
-HEADER = (f"{'case':52s} {'npus':>9s} {'wall min/med s':>15s} {'max RSS MB':>10s} {'events':>10s} "
-          f"{'events/s':>9s} {'msgs':>9s} {'ref s':>8s} {'ratio':>7s}")
+HEADER = (f"{'case':52s} {'npus':>9s} {'wall min/med s':>15s} {'max RSS MB':>10s} "
+          f"{'msgs/s':>9s} {'msgs':>9s} {'ref s':>8s} {'ratio':>7s}")
 
 
 def row(name: str, m: dict, ref_s: float | None) -> str:

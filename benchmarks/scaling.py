@@ -6,7 +6,7 @@ Each size is a generated GPT-3-175B training iteration (batch 1536 in 16 micro-b
 on a dp x tp x pp layout, congestion-unaware, one ring per parallel axis (the layout of
 ``scenarios/scale/gpt3_175b_1024npus.yaml``, which is the 1,024 row). Traces are generated
 first (cached), so the table times loading and simulating only. Uses the same subprocess
-measurement as ``reference_cases.py``: wall time, peak RSS, simulated events and messages.
+measurement as ``reference_cases.py``: wall time, peak RSS and messages.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def main() -> int:
     if a.fold is not None:
         os.environ["SIMPY_ASTRA_FOLD"] = "1" if a.fold == "on" else "0"  # inherited by the runs
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")
-    print("| NPUs | dp x tp x pp | simulated | wall min/median s | load s | run s | peak RSS MB | events "
-          "| messages | events/s |")
+    print("| NPUs | dp x tp x pp | simulated | wall min/median s | load s | run s | peak RSS MB "
+          "| messages | messages/s |")
     print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory(prefix="scaling-") as tmp:
         for npus in (int(s) for s in a.sizes.split(",")):
@@ -70,8 +70,8 @@ def main() -> int:
                 continue
             dp, tp, pp = LAYOUTS[npus]
             print(f"| {npus} | {dp} x {tp} x {pp} | {m['simulated']} | {m['min']:.1f} / {m['median']:.1f} | "
-                  f"{m['load_s']:.1f} | {m['run_s']:.1f} | {m['rss_kb'] / 1024:.0f} | {m['events']:,} | "
-                  f"{m['messages']:,} | {m['events_per_s']:,.0f} |", flush=True)
+                  f"{m['load_s']:.1f} | {m['run_s']:.1f} | {m['rss_kb'] / 1024:.0f} | "
+                  f"{m['messages']:,} | {m['msgs_per_s']:,.0f} |", flush=True)
     return 0
 
 
