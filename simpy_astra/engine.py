@@ -59,7 +59,7 @@ class Bell(Event):
         self.arg = arg
         self.next = Bell(self.env)
         self._ok = True
-        self._value = self
+        self._value = None
         self.env.schedule(self, URGENT)
         return self.next
 
@@ -92,15 +92,17 @@ class NpuClock:
         """The NPU process's loop: run what each ring brings (a bucket's list, a delivered
         message) until ``finished()``."""
         bell = self.first_bell
+        self.first_bell = None  # rung bells link to the next: keeping the first keeps them all
         try:
             while not finished():
                 yield bell
                 work, arg = bell.work, bell.arg
+                bell.work = bell.arg = None
                 bell = bell.next
                 work(arg)
         finally:
             self.serving = False
-            while bell.work is not None:  # rung, not yet run by the process: the bell runs it
+            while bell.next is not None:  # rung, not yet run by the process: the bell runs it
                 bell.callbacks.append(_run_work)
                 bell = bell.next
 

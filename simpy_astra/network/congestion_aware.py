@@ -69,12 +69,14 @@ class SwitchProcess:
         self._bell = self._bell.ring(self._forward, msg)
 
     def _run(self):
-        bell = self._first_bell
+        bell, self._first_bell = self._first_bell, None  # (rung bells link to the next)
         while True:
             yield bell
             self.forwarded += 1
-            bell.work(bell.arg)
+            work, arg = bell.work, bell.arg
+            bell.work = bell.arg = None
             bell = bell.next
+            work(arg)
 
 
 class CongestionAwareNetwork:
