@@ -93,6 +93,23 @@ def test_a_link_taken_down_holds_its_bytes_until_it_is_up(tmp_path: Path) -> Non
     assert link.busy_ns == 10_000  # time down is not busy time
 
 
+def test_a_speed_change_while_down_waits_for_the_link_to_come_up(tmp_path: Path) -> None:
+    sim = _one_message(tmp_path, 10_000)
+    link = sim.network.link(0, 1)
+
+    def fault(env):
+        yield env.timeout(4_000)
+        link.take_down()
+        link.set_bandwidth(link.bandwidth_gbps / 2)  # still down: nothing moves
+        yield env.timeout(1_000)
+        link.bring_up()
+
+    sim.env.process(fault(sim.env))
+    reports = {r.npu_id: r for r in sim.run()}
+    # 4,000 B by t=4,000; down until 5,000; the other 6,000 B at 0.5 B/ns take 12,000 ns
+    assert reports[1].finished_cycles == 5_000 + 12_000 + LAT
+
+
 def test_run_until_stops_early_and_goes_on(tmp_path: Path) -> None:
     sim = _one_message(tmp_path, 10_000)
     node = sim.node_finished(1, 1)

@@ -132,6 +132,8 @@ class Link(BaseResource):
         wire.stale = True
 
     def _resume(self) -> None:
+        if not self.up:
+            return  # bring_up() resumes
         wire = self._wire
         if wire is None:
             self._trigger_put(None)
