@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collectives.base import AlgorithmRun, CollectiveError, PhaseContext
-
-COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE = 4, 5, 6
+from workloads.chakra_types import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 
 def custom_et(ctx: PhaseContext, nodes: Sequence[Any], source: str, rank_of: Sequence[int] | None) -> AlgorithmRun:

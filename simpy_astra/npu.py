@@ -28,7 +28,12 @@ from simpy_astra.statistics import (
 )
 from simpy_astra.tags import native_tag
 from simpy_astra.units import replay_duration_ns
-from workloads.chakra_schema import (
+from workloads.chakra_types import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    BROADCAST,
+    COLLECTIVE_NAMES,
     COMM_COLL_NODE,
     COMM_RECV_NODE,
     COMM_SEND_NODE,
@@ -37,6 +42,7 @@ from workloads.chakra_schema import (
     MEM_LOAD_NODE,
     MEM_STORE_NODE,
     METADATA_NODE,
+    REDUCE_SCATTER,
 )
 
 if TYPE_CHECKING:
@@ -50,11 +56,9 @@ if TYPE_CHECKING:
 # hardware slot classes
 SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE = 0, 1, 2, 3
 
-COLLECTIVE_KINDS = {0: "all_reduce", 2: "all_gather", 6: "all_to_all", 7: "reduce_scatter"}
-BROADCAST = 5
-COLLECTIVE_NAMES = {0: "ALL_REDUCE", 1: "REDUCE", 2: "ALL_GATHER", 3: "GATHER", 4: "SCATTER",
-                    5: "BROADCAST", 6: "ALL_TO_ALL", 7: "REDUCE_SCATTER", 8: "REDUCE_SCATTER_BLOCK",
-                    9: "BARRIER"}
+#: Chakra collective types the system layer runs, by its names for them
+COLLECTIVE_KINDS = {ALL_REDUCE: "all_reduce", ALL_GATHER: "all_gather", ALL_TO_ALL: "all_to_all",
+                    REDUCE_SCATTER: "reduce_scatter"}
 
 
 @dataclass

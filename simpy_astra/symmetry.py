@@ -28,9 +28,8 @@ from typing import Any
 
 from collectives import resolve, subset_algorithm_name
 from simpy_astra.grid import Grid
+from workloads.chakra_types import COMM_COLL_NODE, METADATA_NODE
 
-METADATA_NODE = 1
-COMM_COLL_NODE = 7
 GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
 
 

@@ -12,6 +12,35 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+# the type numbers live in the protobuf-free chakra_types; re-exported here
+from workloads.chakra_types import (  # noqa: F401
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    BARRIER,
+    BATCH_NODE,
+    BROADCAST,
+    CHECKPOINT_NODE,
+    COLLECTIVE_COMM_TYPES,
+    COLLECTIVE_NAMES,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+    GATHER,
+    INVALID_NODE,
+    MEM_LOAD_NODE,
+    MEM_STORE_NODE,
+    METADATA_NODE,
+    NODE_TYPE_NAMES,
+    NODE_TYPES,
+    REDUCE,
+    REDUCE_SCATTER,
+    REDUCE_SCATTER_BLOCK,
+    SCATTER,
+    STORAGE_NODE,
+)
+
 PACKAGE = "ChakraProtoMsg"
 SCHEMA_VERSION = "0.0.4"
 _FILE_NAME = "simpy_astra_chakra_et_def.proto"
@@ -37,59 +66,6 @@ _SCALAR_KINDS: tuple[tuple[str, int, str], ...] = (
     ("string", _F.TYPE_STRING, "StringList"),
     ("bytes", _F.TYPE_BYTES, "BytesList"),
 )
-
-NODE_TYPES: dict[str, int] = {
-    "INVALID_NODE": 0,
-    "METADATA_NODE": 1,
-    "MEM_LOAD_NODE": 2,
-    "MEM_STORE_NODE": 3,
-    "COMP_NODE": 4,
-    "COMM_SEND_NODE": 5,
-    "COMM_RECV_NODE": 6,
-    "COMM_COLL_NODE": 7,
-    "STORAGE_NODE": 8,
-    "BATCH_NODE": 9,
-    "CHECKPOINT_NODE": 10,
-}
-
-COLLECTIVE_COMM_TYPES: dict[str, int] = {
-    "ALL_REDUCE": 0,
-    "REDUCE": 1,
-    "ALL_GATHER": 2,
-    "GATHER": 3,
-    "SCATTER": 4,
-    "BROADCAST": 5,
-    "ALL_TO_ALL": 6,
-    "REDUCE_SCATTER": 7,
-    "REDUCE_SCATTER_BLOCK": 8,
-    "BARRIER": 9,
-}
-
-INVALID_NODE = 0
-METADATA_NODE = 1
-MEM_LOAD_NODE = 2
-MEM_STORE_NODE = 3
-COMP_NODE = 4
-COMM_SEND_NODE = 5
-COMM_RECV_NODE = 6
-COMM_COLL_NODE = 7
-STORAGE_NODE = 8
-BATCH_NODE = 9
-CHECKPOINT_NODE = 10
-
-ALL_REDUCE = 0
-REDUCE = 1
-ALL_GATHER = 2
-GATHER = 3
-SCATTER = 4
-BROADCAST = 5
-ALL_TO_ALL = 6
-REDUCE_SCATTER = 7
-REDUCE_SCATTER_BLOCK = 8
-BARRIER = 9
-
-NODE_TYPE_NAMES: dict[int, str] = {v: k for k, v in NODE_TYPES.items()}
-COLLECTIVE_NAMES: dict[int, str] = {v: k for k, v in COLLECTIVE_COMM_TYPES.items()}
 
 #: AttributeProto oneof member names, in field-number order (3..32).
 ATTR_VALUE_FIELDS: tuple[str, ...] = tuple(
