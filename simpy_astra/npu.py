@@ -72,8 +72,6 @@ class NpuServices:
     planner: CollectivePlanner
     local_mem_bytes_per_s: float
     peak_flops: float
-    #: prefix of per-NPU memory trace files, None when no trace is written
-    local_mem_trace_prefix: str | None
     #: called once when the NPU's graph has finished (its ``report`` is set)
     finished: Callable[[Npu], None]
     #: called with the error an NPU's process raises
@@ -400,9 +398,6 @@ class Npu:
         peak = None
         if self.memory is not None:
             peak = format_peak(self.memory.peak_bytes())
-            trace_dir = self.services.local_mem_trace_prefix
-            if trace_dir:
-                self.memory.write_trace(f"{trace_dir}.{self.npu_id}.json")
         self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak)
         self.services.finished(self)
 

@@ -111,8 +111,7 @@ class Simulation:
         self.systems: list[SystemLayer] = []
         self._npu_by_id: dict[int, Npu] = {}
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
-                               self.local_mem_bytes_per_s, self.peak_flops, self.local_mem_trace_prefix,
-                               self._npu_done, self.failed)
+                               self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
         for i in simulated:
             validate_graph(*traces[i])  # an orbit's members have the representative's graph
             clock = NpuClock(self.env)
@@ -242,11 +241,21 @@ class Simulation:
         pending = self._pending_reports
         if pending and pending[0].finished_cycles != report.finished_cycles:
             self._flush_reports()
-        trace_dir = self.local_mem_trace_prefix if npu.memory is not None else None
         for member in self.folding.orbit(npu.npu_id):
             pending.append(report if member == npu.npu_id else replace(report, npu_id=member))
-            if trace_dir and member != npu.npu_id:
-                replace(npu.memory, npu_id=member).write_trace(f"{trace_dir}.{member}.json")
+
+    def _write_memory_traces(self) -> None:
+        """``{local-mem-trace-filename}.{npu}.json`` of every finished NPU (after the run: a
+        run does no I/O); a folded orbit member's is its representative's, renamed."""
+        prefix = self.local_mem_trace_prefix
+        if not prefix:
+            return
+        for npu in self.npus:
+            if npu.memory is None or not npu.finished:
+                continue
+            for member in self.orbit_of(npu.npu_id):
+                memory = npu.memory if member == npu.npu_id else replace(npu.memory, npu_id=member)
+                memory.write_trace(f"{prefix}.{member}.json")
 
     def _flush_reports(self) -> None:
         for report in sorted(self._pending_reports, key=lambda r: r.npu_id):
@@ -339,6 +348,7 @@ class Simulation:
             self.reports = full.run()
             self.warnings = full.warnings
             return self.reports
+        self._write_memory_traces()
         if stuck:
             raise StalledError(self._stall_report(stuck, unmatched))
         if unmatched:
