@@ -1,8 +1,10 @@
 """One simulation run: inputs -> topology + network + per-NPU system layer + workloads -> figures.
 
 This is the only module that knows every layer; each layer below it sees just the narrow
-interface it needs (a collective sees a PhaseContext, an NPU sees its system layer, the
-system layer sees ``network.send/recv``).
+interface it needs (a collective sees a PhaseContext, an NPU sees its NpuServices and system
+layer, the system layer sees ``network.send/recv``). Building a :class:`Simulation` reads
+every input (traces, custom collectives) and folds symmetric NPUs; :meth:`Simulation.run`
+then only simulates, on a plain ``simpy.Environment`` that user processes may share.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ def _describe_handler(fn, arg) -> str | None:
 
 
 class Simulation:
+    """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
+
     def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None) -> None:
         self.inputs = inputs
         self.system_config = inputs.system
