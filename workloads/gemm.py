@@ -363,8 +363,7 @@ def write_ets(text_path: str, prefix: str, num_npus: int, num_passes: int, clock
     microseconds, making every layer 1,000 times slower at 1 GHz)."""
     import dataclasses
 
-    from workloads.chakra_et import write_et
-    from workloads.text_workload import METADATA_SCHEMA_LABEL, convert_text_workload, parse_text_workload
+    from workloads.text_workload import convert_text_workload, parse_text_workload, write_converted_ets
 
     text = parse_text_workload(text_path)
     layers = tuple(dataclasses.replace(
@@ -372,12 +371,7 @@ def write_ets(text_path: str, prefix: str, num_npus: int, num_passes: int, clock
         ig_compute_ns=cycles_to_micros(layer.ig_compute_ns, clock_ghz),
         wg_compute_ns=cycles_to_micros(layer.wg_compute_ns, clock_ghz)) for layer in text.layers)
     per_npu = convert_text_workload(dataclasses.replace(text, layers=layers), num_npus, num_passes)
-    meta = {"schema": METADATA_SCHEMA_LABEL, "input_file": text.text}
-    for npu, nodes in enumerate(per_npu):
-        try:
-            write_et(f"{prefix}.{npu}.et", nodes, version="", metadata_attrs=meta)
-        except OSError as exc:
-            raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
+    write_converted_ets(prefix, per_npu, text)
 
 
 PARAMS = {"mnk", "mnk_sha256", "parallel", "num_npus", "array", "dataflow", "sram", "num_packages",

@@ -327,13 +327,18 @@ def write_text_ets(input_path: str, prefix: str, num_npus: int, num_passes: int,
     folder = os.path.dirname(prefix)
     if folder:
         os.makedirs(folder, exist_ok=True)
+    write_converted_ets(prefix, per_npu, workload)
+    return workload
+
+
+def write_converted_ets(prefix: str, per_npu: list[list], workload: TextWorkload) -> None:
+    """``prefix.{npu}.et`` of converted nodes, with Chakra's text-converter metadata."""
     meta = {"schema": METADATA_SCHEMA_LABEL, "input_file": workload.text}
     for npu, nodes in enumerate(per_npu):
         try:
             write_et(f"{prefix}.{npu}.et", nodes, version="", metadata_attrs=meta)
         except OSError as exc:
             raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
-    return workload
 
 
 def generate(params: dict[str, Any], prefix: str) -> None:
