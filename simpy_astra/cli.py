@@ -188,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
             return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
                              trace_out=args.trace_out, fold=args.fold_symmetry)
         args, _unknown = _astra_parser().parse_known_args(argv)  # ASTRA-sim ignores unknown flags
+        for flag, value in (("--compute-scale", args.compute_scale), ("--comm-scale", args.comm_scale)):
+            if value != 1.0:
+                print(f"warning: {flag} {value} is accepted but changes nothing (ASTRA-sim reads it "
+                      f"and does not use it either)", file=sys.stderr)
         from simpy_astra.scenario import inputs_from_astra_flags, load_plugins
 
         load_plugins(args.plugin, "--plugin")

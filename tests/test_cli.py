@@ -67,3 +67,12 @@ def test_aware_run_reports_link_statistics(tmp_path: Path, capsys) -> None:
         assert lk["bytes"] == messages * msg
         assert lk["busy_ns"] == messages * int(msg / (50 * 2**30 / 1e9))
     assert all(lk["bytes"] == 0 for lk in links if lk not in clockwise)
+
+
+def test_accepted_but_unused_flags_warn(capsys) -> None:
+    code = main(["--workload-configuration=x", "--system-configuration=missing.json",
+                 "--network-configuration=n.yml", "--remote-memory-configuration=m.json",
+                 "--compute-scale=2"])
+    err = capsys.readouterr().err
+    assert code == 2  # the missing files still stop the run
+    assert "warning: --compute-scale 2.0 is accepted but changes nothing" in err
