@@ -77,21 +77,18 @@ def packet_engine(ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget: i
 def _one_slot(ctx: PhaseContext, plan: PeerPlan, nz_budget: int, total_sends: int) -> AlgorithmRun:
     """One slot: inject, wait for it to come back, send it and wait for the answer, repeat."""
     budget = ReduceBudget(ctx, 1, nz_budget)
-
-    def inject():
-        size, dst, src = plan.msg_bytes, plan.receiver, plan.sender
-        reduce = size if budget.next_reduces() else 0
-        plan.advance()
-        return (dst, src, size), ctx.endpoint(reduce)
-
-    packet, back = inject()
-    yield back
+    endpoint, send, recv, advance, reduces = ctx.endpoint, ctx.send, ctx.recv, plan.advance, budget.next_reduces
+    size, dst, src = plan.msg_bytes, plan.receiver, plan.sender  # the first packet
+    advance()
+    yield endpoint(size if reduces() else 0)
     for _ in range(total_sends):
-        dst, src, size = packet
-        ctx.send(dst, size)
-        yield ctx.recv(src, size)
-        packet, back = inject()  # the answer injects the next packet (after the last too)
-        yield back
+        send(dst, size)
+        yield recv(src, size)
+        # the answer injects the next packet (after the last one too)
+        next_size, next_dst, next_src = plan.msg_bytes, plan.receiver, plan.sender
+        advance()
+        yield endpoint(next_size if reduces() else 0)
+        size, dst, src = next_size, next_dst, next_src
 
 
 class _Slots:

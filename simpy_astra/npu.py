@@ -157,7 +157,7 @@ class Npu:
         try:
             self._issue_pass()
             self._check_end()
-            yield from self.clock.serve(lambda: self.finished)
+            yield from self.clock.serve(self)
         except Exception as exc:  # the run stops; the first error of the instant is the one told
             self.services.failed(exc)
             raise

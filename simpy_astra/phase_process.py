@@ -29,14 +29,12 @@ class Signal(Event):
     :meth:`fire` resumes the phase generators waiting on it at once; a separate SimPy
     process that waits on it (having yielded it before it fired) is resumed by SimPy."""
 
-    __slots__ = ("fired", "result", "resume", "more")
-
-    def __init__(self, env: simpy.Environment) -> None:
-        super().__init__(env)
-        self.fired = False
-        self.result: Any = None
-        self.resume: Callable[[Any], None] | None = None
-        self.more: list[Callable[[Any], None]] | None = None
+    # defaults on the class: a phase makes one of these per message, and setting them per
+    # instance would double what creating one costs
+    fired = False
+    result: Any = None
+    resume: Callable[[Any], None] | None = None
+    more: list[Callable[[Any], None]] | None = None
 
     def wait_in_place(self, resume: Callable[[Any], None]) -> None:
         if self.resume is None:
@@ -65,8 +63,6 @@ class PhaseProcess(Signal):
     its return value. ``react(fn, arg)`` runs ``fn(arg)`` in the NPU's process (used when a
     plain SimPy event resumes the generator)."""
 
-    __slots__ = ("gen", "react")
-
     def __init__(self, env: simpy.Environment, generator: Generator, react: Callable) -> None:
         super().__init__(env)
         if not hasattr(generator, "send"):
@@ -85,11 +81,14 @@ class PhaseProcess(Signal):
                 self.gen = None
                 self.fire(stop.value)
                 return
-            if isinstance(event, Signal):
+            if event.__class__ is Signal or isinstance(event, Signal):
                 if event.fired:
                     value = event.result
                     continue
-                event.wait_in_place(self.step)
+                if event.resume is None:
+                    event.resume = self.step
+                else:
+                    event.wait_in_place(self.step)
                 return
             if not isinstance(event, Event):
                 raise TypeError(f"a collective algorithm yielded {event!r}; yield SimPy events "

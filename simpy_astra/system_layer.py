@@ -178,7 +178,7 @@ class Phase:
         """A send arrived (in the network's event): fire its event in the NPU's process if
         someone waits on it; native algorithms never do, and then it costs nothing."""
         if arrived.resume is not None or arrived.callbacks:
-            self.clock.react(arrived.fire, None)
+            self.clock.react(Signal.fire, arrived)
         else:
             arrived.fired = True
 
@@ -190,7 +190,7 @@ class Phase:
 
     def _received(self, received: Signal) -> None:
         """A message arrived (in the network's event): handle it in the NPU's process."""
-        self.clock.react(received.fire, None)
+        self.clock.react(Signal.fire, received)
 
     def endpoint(self, reduce_bytes: int = 0) -> Signal:
         back = Signal(self.env)
