@@ -204,14 +204,16 @@ def _infer(path: str, rows: list[Row], ranks: int | None, has_redop_column: bool
         return abs(a - b) <= 0.02 * b + 0.01
 
     candidates: list[tuple[str, int]] = []
-    for n in ([ranks] if ranks else range(2, 4097)):
-        ring_factor = (n - 1) / n
-        if per_rank is not None and near(per_rank, 1):
-            if reduces and near(factor, 2 * ring_factor):
+    if per_rank is not None and near(per_rank, 1):  # all-reduce or send/receive: size = count
+        if reduces and factor > 1.05:  # 2(n-1)/n
+            n = ranks or (round(2 / (2 - factor)) if factor < 1.999 else 0)
+            if n >= 2 and near(factor, 2 * (n - 1) / n):
                 candidates.append(("all_reduce", n))
-            elif reduces and n > 2 and near(factor, 1.0):
-                candidates.append(("sendrecv", n))
-        elif per_rank is not None and near(per_rank, n) and near(factor, ring_factor):
+        elif reduces and ranks and ranks > 2 and near(factor, 1.0):
+            candidates.append(("sendrecv", ranks))
+    elif per_rank is not None:  # size = count x n: reduce-scatter, all-gather, all-to-all
+        n = round(per_rank)
+        if n >= 2 and near(per_rank, n) and (ranks in (None, n)) and near(factor, (n - 1) / n):
             if reduces:
                 candidates.append(("reduce_scatter", n))
             elif not has_redop_column:
