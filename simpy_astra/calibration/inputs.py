@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from typing import Any
 
 import yaml
@@ -24,10 +26,26 @@ def load_system(path: str | None, network: dict[str, Any]) -> dict[str, Any]:
     """The given system JSON, with calibrate's defaults for every key it leaves out."""
     if path is None:
         return default_system(network)
-    load_system_json(path)
-    with open(path) as f:
-        given = json.load(f)
-    return {**default_system(network), **given}
+    if not os.path.exists(path):
+        load_system_json(path)  # raises the simulator's own missing-file message
+    try:
+        with open(path) as f:
+            given = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise InputError.at(path, None, f"not a readable JSON object ({exc})") from None
+    if not isinstance(given, dict):
+        raise InputError.at(path, None, "a system JSON must be an object of ASTRA-sim system keys")
+    merged = {**default_system(network), **given}
+    # the simulator's own checks, on what will be simulated, reported against the given file
+    with tempfile.TemporaryDirectory(prefix="simpy-astra-calib-") as tmp:
+        probe = os.path.join(tmp, "system.json")
+        with open(probe, "w") as f:
+            json.dump(merged, f)
+        try:
+            load_system_json(probe)
+        except InputError as exc:
+            raise InputError(str(exc).replace(probe, path)) from None
+    return merged
 
 
 def require_matplotlib(command: str) -> None:
