@@ -171,14 +171,15 @@ def test_probe_reads_the_closed_form_off_the_simulator():
     assert abs(m.time_ns(1 << 20, [500.0], [100.0], 10) - t) <= 8  # per-message truncation
 
 
-def _synthetic_log(path: Path, collective: str, ranks: int, times_ns: dict[int, float]) -> str:
-    """An all_reduce_perf-shaped log of the given times (what a perfect machine would print)."""
-    lines = [f"# Collective test starting: {'all_reduce' if collective == 'all_reduce' else collective}_perf",
-             "# Using devices"]
+def _synthetic_log(path: Path, collective: str, ranks: int, times_ns: dict[int, float],
+                   named: bool = True) -> str:
+    """An all_reduce_perf / sendrecv_perf-shaped log of the given times (a perfect machine)."""
+    lines = [f"# Collective test starting: {collective}_perf"] if named else []
+    lines.append("# Using devices")
     lines += [f"#  Rank {r:2d} Group  0 Pid 1 on host device {r % 8} [0x00] GPU" for r in range(ranks)]
     lines.append("#       size         count      type   redop    root     time   algbw   busbw #wrong"
                  "     time   algbw   busbw #wrong")
-    factor = 2 * (ranks - 1) / ranks
+    factor = 2 * (ranks - 1) / ranks if collective == "all_reduce" else 1.0
     for size, t in sorted(times_ns.items()):
         us = t / 1e3
         alg = size / t
@@ -207,6 +208,32 @@ def test_fit_recovers_known_parameters_per_dimension(tmp_path):
     for got, want in zip(cal.network["bandwidth"] + cal.network["latency"],
                          truth["bandwidth"] + truth["latency"], strict=True):
         assert got == pytest.approx(want, rel=0.02)  # the logs print 2 decimals
+
+
+def test_iterative_fit_agrees_with_the_vertex_search(monkeypatch):
+    # three or more dimension groups have too many vertices; the fallback minimises the same
+    log = parse_log(str(A100 / "all_reduce.log"))
+    net = yaml.safe_load((A100 / "network.yml").read_text())
+    sys_ = model.default_system(net)
+    exact = model.calibrate([log], net, sys_)
+    monkeypatch.setattr(model, "MAX_VERTICES", 1)
+    iterated = model.calibrate([log], net, sys_)
+    assert iterated.network["bandwidth"][0] == pytest.approx(exact.network["bandwidth"][0], rel=1e-3)
+    assert iterated.network["latency"][0] == pytest.approx(exact.network["latency"][0], rel=1e-3)
+    assert iterated.fit.objective <= exact.fit.objective * 1.001
+
+
+def test_sendrecv_is_a_ring_of_neighbour_exchanges(tmp_path):
+    # nccl-tests' sendrecv: busbw = algbw, each rank sends size bytes to the next one
+    net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0], "latency": [800.0]}
+    sys_ = model.default_system(net)
+    times = {s: model.simulate_collective(net, sys_, "sendrecv", s, 8) for s in (1 << 20, 1 << 24, 1 << 28)}
+    assert times[1 << 24] == int(2 * 800 + (1 << 24) / (50 * 2**30 / 1e9))  # two hops, one serialisation
+    log = parse_log(_synthetic_log(tmp_path / "sr.log", "sendrecv", 8, times, named=False))
+    assert (log.collective, log.ranks) == ("sendrecv", 8)
+    cal = model.calibrate([log], dict(net, bandwidth=[10.0], latency=[10.0]), sys_)
+    assert cal.network["bandwidth"][0] == pytest.approx(50.0, rel=0.01)
+    assert cal.network["latency"][0] == pytest.approx(800.0, rel=0.05)
 
 
 # -------------------------------------------------------------------- the real machines

@@ -32,6 +32,8 @@ import yaml
 
 from simpy_astra.errors import InputError
 
+#: above this many candidate vertices the fit iterates instead (three or more dimension groups)
+MAX_VERTICES = 100_000
 #: bytes per GB in the network YAML (``simpy_astra/units.py``: bandwidth is GiB/s)
 YAML_GB = 2**30
 MIB = 1 << 20
@@ -291,6 +293,8 @@ def _minimise(a: list[list[float]], y: list[float], positive: list[int]) -> list
     n = len(a)
     # constraints: residual i = 0 (ids 0..n-1), or x[j] = 0 (ids n..n+k-1) for free variables
     ids = list(range(n)) + [n + j for j in range(k) if j not in positive]
+    if math.comb(len(ids), k) > MAX_VERTICES:
+        return _irls(a, y, positive)
     best: tuple[float, list[float]] | None = None
     for combo in itertools.combinations(ids, k):
         rows, rhs = [], []
@@ -312,6 +316,50 @@ def _minimise(a: list[list[float]], y: list[float], positive: list[int]) -> list
         raise InputError("calibrate: no positive bandwidth fits these logs (do their times grow "
                          "with size?)")
     return best[1]
+
+
+def _weighted_nnls(a: list[list[float]], y: list[float], w: list[float], positive: list[int]) -> list[float] | None:
+    """min sum w_i (a_i . x - y_i)^2 with x >= 0 (> 0 for ``positive``): every zero pattern."""
+    k = len(a[0])
+    free = [j for j in range(k) if j not in positive]
+    best: tuple[float, list[float]] | None = None
+    for zeros in range(len(free) + 1):
+        for zero_set in itertools.combinations(free, zeros):
+            cols = [j for j in range(k) if j not in zero_set]
+            normal = [[sum(wi * r[i] * r[j] for r, wi in zip(a, w, strict=True)) for j in cols] for i in cols]
+            rhs = [sum(wi * r[i] * t for r, t, wi in zip(a, y, w, strict=True)) for i in cols]
+            sol = _solve(normal, rhs)
+            if sol is None or any(v < 0 for v in sol) or any(v <= 0 for j, v in zip(cols, sol, strict=True)
+                                                              if j in positive):
+                continue
+            x = [0.0] * k
+            for j, v in zip(cols, sol, strict=True):
+                x[j] = v
+            res = sum(wi * (sum(r[j] * x[j] for j in range(k)) - t) ** 2 for r, t, wi in zip(a, y, w, strict=True))
+            if best is None or res < best[0] - 1e-15:
+                best = (res, x)
+    return best[1] if best else None
+
+
+def _irls(a: list[list[float]], y: list[float], positive: list[int]) -> list[float]:
+    """Too many vertices to try: iteratively reweighted least squares on the same objective,
+    from the plain least-squares solution (still deterministic)."""
+    w = [1.0] * len(a)
+    x = _weighted_nnls(a, y, w, positive)
+    if x is None:
+        raise InputError("calibrate: no positive bandwidth fits these logs (do their times grow "
+                         "with size?)")
+    for _ in range(200):
+        res = [sum(r[j] * x[j] for j in range(len(x))) - t for r, t in zip(a, y, strict=True)]
+        w = [1.0 / ((1 + abs(e)) * max(abs(e), 1e-4)) for e in res]
+        nxt = _weighted_nnls(a, y, w, positive)
+        if nxt is None:
+            break
+        moved = max(abs(p - q) / max(abs(q), 1e-12) for p, q in zip(nxt, x, strict=True))
+        x = nxt
+        if moved < 1e-9:
+            break
+    return x
 
 
 def fit(network: dict[str, Any], system: dict[str, Any], observations: list[Observation],
