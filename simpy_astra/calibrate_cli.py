@@ -61,6 +61,8 @@ def main(argv: list[str]) -> int:
     console = Console()
     for log in logs:
         skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
+        if log.tables > 1:
+            skipped += f", rows of {log.tables} tables (runs) together"
         console.print(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
                       f"{skipped}")
     table = Table(title="calibrated network")

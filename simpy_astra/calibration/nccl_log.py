@@ -88,17 +88,6 @@ class NcclLog:
     def label(self) -> str:
         return os.path.basename(self.path)
 
-    def times(self, in_place: bool = False) -> list[tuple[int, float]]:
-        """(size in bytes, time in us) per row, out-of-place unless ``in_place``."""
-        out = []
-        for r in self.rows:
-            t = r.inplace_time_us if in_place else r.time_us
-            if t is None:
-                raise InputError.at(self.path, None, f"line {r.line}: no in-place time to use; "
-                                                     f"drop --in-place")
-            out.append((r.size_bytes, t))
-        return out
-
 
 def _clean(raw: str) -> str:
     """A line without MPI rank prefixes (wherever they are) and without a leading '#'."""
