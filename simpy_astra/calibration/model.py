@@ -12,10 +12,13 @@ the per-dimension latencies ``L_d``, the endpoint delay ``E`` and the inverse ba
 
     T(S) = c + e*E + sum_d l_d*L_d + S * (r + sum_d b_d / B_d)
 
-The coefficients depend on the topology, the algorithms and the chunking, never on the
-parameter values, so :func:`probe` reads them off a handful of simulations (one base run and
-one per parameter), and the fit is a small non-negative least-squares problem on relative
-errors, solved in closed form. Validation then simulates every logged size for real.
+The coefficients depend on the topology, the algorithms and the chunking, not on the
+parameter values (with one chunk per collective; pipelined chunks over several dimensions
+make it piecewise linear, hence the re-probing in :func:`calibrate`), so :func:`probe` reads
+them off a handful of simulations (one base run and one per parameter). The fit then has a
+few non-negative unknowns (a latency and a bandwidth scale per group of dimensions) and
+minimises the geometric-mean error by trying every vertex of that small problem: no starting
+point, no iteration, the same answer every time. Validation simulates every logged size.
 """
 
 from __future__ import annotations
