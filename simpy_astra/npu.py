@@ -329,13 +329,15 @@ class Npu:
             return
         self.finished = True
         now = self.clock.env._now
-        peak = None
+        peak = breakdown = None
         if self.memory is not None:
-            peak = format_peak(self.memory.peak_bytes())
+            peak_bytes, breakdown = self.memory.peak_breakdown()
+            peak = format_peak(peak_bytes)
             trace_dir = self.sim.local_mem_trace_prefix
             if trace_dir:
                 self.memory.write_trace(f"{trace_dir}.{self.npu_id}.json")
-        self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak)
+        self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak,
+                                   breakdown)
         self.sim.npu_finished(self)
 
     def waiting_on(self, limit: int = 4) -> str:
