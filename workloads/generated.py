@@ -53,7 +53,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
     "microbench": GeneratorEntry(_lazy("workloads.microbench", "generate"), "1"),
     "text": GeneratorEntry(_lazy("workloads.text_workload", "generate"), "1"),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
-    "transformer": GeneratorEntry(_lazy("workloads.transformer", "generate"), "2"),  # bump when traces change
+    "transformer": GeneratorEntry(_lazy("workloads.transformer", "generate"), "3"),  # bump when traces change
 }
 
 
