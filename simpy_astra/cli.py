@@ -33,6 +33,8 @@ SUBCOMMANDS: dict[str, str] = {
     "convert": "simpy_astra.convert_cli",  # ASTRA-sim 1.0 text workloads -> Chakra ET
     "generate": "simpy_astra.generate_cli",  # microbenchmarks, transformer training/inference
     "sweep": "simpy_astra.sweep_cli",  # design-space sweeps
+    "calibrate": "simpy_astra.calibrate_cli",  # fit a network to nccl-tests logs
+    "validate": "simpy_astra.validate_cli",  # nccl-tests logs against the simulator
 }
 
 

@@ -4,6 +4,12 @@ A tensor lives from the start of the node that writes it to the end of the last 
 recorded reading it (tensors never read live to the end). A tensor read before any write
 gets a synthetic write at [0, 10] ns. Peak usage is taken over the ticks where tensors
 appear or disappear, adding before removing at the same tick (ASTRA-sim's tracker).
+
+Beyond the reference, :meth:`MemoryTracker.peak_breakdown` says what the bytes live at the
+peak instant are (``CATEGORIES``), from tensor names: the transformer generator prefixes
+every tensor with its kind (``weight/``, ``grad/``, ``optim/``, ``act/``, ``tmp/``,
+``comm/``), and STAGE's names (``NAME@REVISION``) are read by their conventions (see
+:func:`tensor_category`). Tensors no rule names count as ``other``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ class MemoryTracker:
     sizes: dict[str, int] = field(default_factory=dict)
     writes: dict[str, tuple[int, int]] = field(default_factory=dict)
     last_read_end: dict[str, int] = field(default_factory=dict)
+    never_written: set[str] = field(default_factory=set)  # given a synthetic write at [0, 10]
 
     @staticmethod
     def _pairs(values: tuple[str, ...], node_id: int, attr: str, source: str) -> list[tuple[str, int]]:
@@ -52,14 +59,17 @@ class MemoryTracker:
             if name not in self.sizes:
                 self.sizes[name] = size
                 self.writes[name] = (0, 10)
+                self.never_written.add(name)
             self.last_read_end[name] = end
         for name, size in self._pairs(_string_list(node, "outputs"), node.id, "outputs", source):
             if name not in self.sizes:  # a second write of a name keeps the first
                 self.sizes[name] = size
                 self.writes[name] = (start, end)
 
-    def timeline(self) -> list[tuple[int, int]]:
-        """(tick, bytes in use) at every tick where the live set changes."""
+    def _replay(self, stop_after: int | None = None):
+        """Walk the ticks in order; yields (tick, bytes in use, live set) after each tick.
+
+        The live set is the walk's own (mutated as it goes): copy it to keep it."""
         added: dict[int, list[str]] = {}
         removed: dict[int, list[str]] = {}
         for name, (start, _end) in self.writes.items():
@@ -68,7 +78,6 @@ class MemoryTracker:
             removed.setdefault(end, []).append(name)
         live: set[str] = set()
         usage = 0
-        out = []
         for tick in sorted(set(added) | set(removed)):
             for name in added.get(tick, ()):
                 if name not in live:
@@ -78,11 +87,42 @@ class MemoryTracker:
                 if name in live:
                     live.remove(name)
                     usage -= self.sizes[name]
-            out.append((tick, usage))
-        return out
+            yield tick, usage, live
+            if tick == stop_after:
+                return
+
+    def timeline(self) -> list[tuple[int, int]]:
+        """(tick, bytes in use) at every tick where the live set changes."""
+        return [(tick, usage) for tick, usage, _live in self._replay()]
 
     def peak_bytes(self) -> int:
         return max((u for _t, u in self.timeline()), default=0)
+
+    def peak_breakdown(self) -> tuple[int, dict[str, int]]:
+        """(peak bytes, bytes per category live at the first tick reaching the peak).
+
+        The parts add up to the peak exactly; every category is present (0 if none)."""
+        peak, at = 0, None
+        for tick, usage, _live in self._replay():
+            if usage > peak:
+                peak, at = usage, tick
+        parts = dict.fromkeys(CATEGORIES, 0)
+        if at is None:
+            return 0, parts
+        *_, (_tick, _usage, live) = self._replay(stop_after=at)
+        for name in live:
+            size = self.sizes[name]
+            kind = tensor_category(name, name in self.never_written)
+            if isinstance(kind, str):
+                parts[kind] += size
+            else:  # a fused tensor split by fractions; the last part takes the remainder
+                given = 0
+                for i, (part, fraction) in enumerate(kind):
+                    share = size - given if i == len(kind) - 1 else int(size * fraction)
+                    parts[part] += share
+                    given += share
+        assert sum(parts.values()) == peak
+        return peak, parts
 
     def write_trace(self, path: str) -> None:
         """Chrome-trace JSON of tensor lifetimes and the memory counter (MB)."""
@@ -98,6 +138,49 @@ class MemoryTracker:
                            "args": {"Memory_MB": usage / (1024 * 1024)}})
         with open(path, "w") as f:
             f.write(json.dumps({"traceEvents": events}))  # dumps uses the C encoder, dump does not
+
+
+CATEGORIES = ("weights", "gradients", "optimizer", "activations", "transient", "communication", "other")
+# the transformer generator's name prefixes (workloads/transformer_graph.py: KIND_PREFIX)
+_PREFIXES = {"weight/": "weights", "grad/": "gradients", "optim/": "optimizer", "act/": "activations",
+             "tmp/": "transient", "comm/": "communication"}
+# STAGE stores a trainable weight with its Adam state (4 B per element) fused into one tensor
+_STAGE_FUSED = (("weights", 0.2), ("optimizer", 0.8))
+_STAGE_REVISION = re.compile(r"@\d")
+
+
+def tensor_category(name: str, never_written: bool = False) -> str | tuple[tuple[str, float], ...]:
+    """What a tensor holds, from its name: a ``CATEGORIES`` entry, or fractions of a fused one.
+
+    - The transformer generator's prefixes say it (``weight/L0.wqkv``, ``comm/...``).
+    - STAGE's names (``mb0.transformer.0.mha.wqkv@0Dmodel,...``): the trainable weights
+      (``_sharded_weight``, ``in_emb.w``/``out_emb.w``) carry 1 B of weight and 4 B of Adam
+      state per element (STAGE's ``_create_IOInfo``), split 1:4; per-op weight copies
+      (``.w*``, ``_*_backward``, ``_assembled_weight``) are weights; ``.dw*``,
+      ``_assembled_grad``, ``_sharded_grad`` gradients; other tensors no node writes are
+      collective outputs (STAGE's collectives write nothing), hence communication; other
+      ``.d*`` tensors (gradients flowing back) transient; the rest activations.
+    - Anything else: ``other``.
+    """
+    for prefix, kind in _PREFIXES.items():
+        if name.startswith(prefix):
+            return kind
+    m = _STAGE_REVISION.search(name)
+    if m is None:
+        return "other"
+    base = name[: m.start()]
+    leaf = base.rsplit(".", 1)[-1]
+    if base.endswith("_sharded_weight") or base in ("in_emb.w", "out_emb.w"):
+        return _STAGE_FUSED
+    if leaf.startswith("dw") or leaf in ("_assembled_grad", "_sharded_grad"):
+        return "gradients"
+    if leaf.startswith("w") or leaf.endswith("_backward") or leaf.startswith("_assembled_weight"):
+        return "weights"
+    if never_written:  # an input batch or a shortcut copy of a block input, else a collective's output
+        return "activations" if leaf == "x" else "communication"
+    if leaf.startswith("d"):
+        return "transient"
+    return "activations"
 
 
 def _string_list(node, attr: str) -> tuple[str, ...]:

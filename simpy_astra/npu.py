@@ -395,10 +395,12 @@ class Npu:
             return
         self.finished = True
         now = self.clock.env.now
-        peak = None
+        peak = breakdown = None
         if self.memory is not None:
-            peak = format_peak(self.memory.peak_bytes())
-        self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak)
+            peak_bytes, breakdown = self.memory.peak_breakdown()
+            peak = format_peak(peak_bytes)
+        self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak,
+                                   breakdown)
         self.services.finished(self)
 
     def waiting_on(self, limit: int = 4) -> str:

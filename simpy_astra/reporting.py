@@ -8,7 +8,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.statistics import COMM, GPU, NpuReport
+from simpy_astra.units import bytes_to_gib
 
 
 def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = None,
@@ -26,6 +28,7 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
     console.print(table)
     if len(rows) > len(shown):
         console.print(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
+    print_memory_breakdown(shown, console)
     if links:
         busiest = Table(title="busiest links (congestion-aware)")
         for col in ("link", "bytes", "busy (ns)", "busy share"):
@@ -49,6 +52,22 @@ def print_cost(cost, console: Console) -> None:
     for i in cost.items:
         table.add_row(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:g}", str(i.radix), f"{i.count:,}",
                       f"{i.cost_usd:,.2f}")
+    console.print(table)
+
+
+def print_memory_breakdown(reports: list[NpuReport], console: Console) -> None:
+    """What each NPU holds at its peak instant, in GB (2^30 B, as the reference prints)."""
+    rows = [r for r in reports if r.memory_breakdown is not None]
+    if not rows:
+        return
+    used = [c for c in CATEGORIES if any(r.memory_breakdown[c] for r in rows)] or ["weights"]
+    table = Table(title="memory at each NPU's peak (GB = 2^30 B)")
+    for col in ("NPU", *used, "peak"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        parts = r.memory_breakdown
+        table.add_row(str(r.npu_id), *(f"{bytes_to_gib(parts[c]):.2f}" for c in used),
+                      f"{bytes_to_gib(sum(parts.values())):.2f}")
     console.print(table)
 
 

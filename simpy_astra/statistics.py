@@ -75,6 +75,8 @@ class NpuReport:
     overlap: int | None
     roofline: dict[str, float] | None
     peak_memory: str | None
+    # bytes live at the peak instant per memory_tracker.CATEGORIES (track-local-mem only)
+    memory_breakdown: dict[str, int] | None = None
 
     def lines(self) -> list[str]:
         i = self.npu_id
@@ -112,11 +114,14 @@ class NpuReport:
             d["roofline"] = dict(self.roofline)
         if self.peak_memory is not None:
             d["peak_memory"] = self.peak_memory
+        if self.memory_breakdown is not None:
+            d["peak_memory_bytes"] = sum(self.memory_breakdown.values())
+            d["peak_memory_breakdown_bytes"] = dict(self.memory_breakdown)
         return d
 
 
 def build_report(stats: NpuStatistics, now: int, gpu_ops_ns: int, roofline_on: bool,
-                 peak_memory: str | None) -> NpuReport:
+                 peak_memory: str | None, memory_breakdown: dict[str, int] | None = None) -> NpuReport:
     times = {cat: union_length(iv) for cat, iv in stats.intervals.items()}
     overlap = None
     if set(times) <= {GPU, COMM} and GPU in times and COMM in times:
@@ -139,4 +144,4 @@ def build_report(stats: NpuStatistics, now: int, gpu_ops_ns: int, roofline_on: b
         roof = {"compute_bound": bound / total, "compute_util": cu / total,
                 "memory_util": mu / total, "intensity": oi / total}
     return NpuReport(stats.npu_id, now, (now - gpu_ops_ns) % UINT64, stats.wall_ns, times, overlap,
-                     roof, peak_memory)
+                     roof, peak_memory, memory_breakdown)

@@ -213,7 +213,7 @@ def test_mixed_precision_counts_bytes(tmp_path: Path) -> None:
     state = [n for n in read_et(str(tmp_path / "b.0.et"))[1] if n.name == "L0.update"][0]
     inputs = state.get_string_list("inputs")
     layer_params = 4 * 256 * 256 + 2 * 256 * 1024
-    assert int(inputs[inputs.index("L0.adam_state") + 1]) == 12 * layer_params // 2
+    assert int(inputs[inputs.index("optim/L0.adam_state") + 1]) == 12 * layer_params // 2
 
 
 def simulate(prefix: Path, groups: str, npus: int, tmp_path: Path) -> list:

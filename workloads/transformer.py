@@ -18,8 +18,16 @@ import time
 from typing import Any
 
 from simpy_astra.errors import InputError
-from workloads.transformer_config import MODELS, PHASES, PRESETS, TransformerConfig, config_from_params
+from workloads.transformer_config import (
+    MEMORY_ACCOUNTINGS,
+    MODELS,
+    PHASES,
+    PRESETS,
+    TransformerConfig,
+    config_from_params,
+)
 from workloads.transformer_graph import Layout
+from workloads.transformer_memory import account_memory
 from workloads.transformer_schedule import build_stage
 from workloads.transformer_writer import Units, write_trace
 
@@ -30,7 +38,7 @@ def generate_config(cfg: TransformerConfig, prefix: str) -> str:
     if folder:
         os.makedirs(folder, exist_ok=True)
     layout = Layout.build(cfg)
-    graphs = [build_stage(cfg, stage) for stage in range(cfg.pp)]
+    graphs = [account_memory(build_stage(cfg, stage), cfg) for stage in range(cfg.pp)]
     return write_trace(prefix, graphs, layout, cfg.npus, Units(cfg.mixed_precision))
 
 
@@ -62,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"{'|'.join(MODELS)} (STAGE's 'dense' is gpt)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None)
     p.add_argument("--phase", choices=PHASES, default=None)
+    p.add_argument("--memory-accounting", "--memory_accounting", dest="memory_accounting",
+                   choices=MEMORY_ACCOUNTINGS, default=None,
+                   help="physical (default): tensors live as in a real framework; stage: as in "
+                        "STAGE's traces, so peak memory is what STAGE's own traces give")
     p.add_argument("--output", required=True, help="PREFIX: writes PREFIX.{npu}.et and PREFIX.json")
     return p
 

@@ -16,6 +16,9 @@ from simpy_astra.errors import InputError
 
 MODELS = ("gpt", "llama", "moe")
 PHASES = ("train", "prefill", "decode")
+# how tensor lifetimes are written: "physical" (what a real framework keeps), or "stage"
+# (STAGE's own tensor lists, so peak memory is what STAGE's traces give; see transformer_memory)
+MEMORY_ACCOUNTINGS = ("physical", "stage")
 
 # Public model shapes (papers / model cards); seq is the training context length.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -57,6 +60,7 @@ class TransformerConfig:
     mixed_precision: bool = False
     preset: str = ""
     phase: str = "train"
+    memory_accounting: str = "physical"
 
     # ---- derived sizes (element counts) ----
     @property
@@ -105,7 +109,7 @@ class TransformerConfig:
 
 _BOOL_FIELDS = {f.name for f in fields(TransformerConfig) if f.type in ("bool", bool)}
 _INT_FIELDS = {f.name for f in fields(TransformerConfig) if f.type in ("int", int)}
-_STR_FIELDS = {"model", "preset", "phase"}
+_STR_FIELDS = {"model", "preset", "phase", "memory_accounting"}
 PARAM_NAMES = tuple(f.name for f in fields(TransformerConfig))
 
 
@@ -169,6 +173,12 @@ def check_config(cfg: TransformerConfig, where: str) -> None:
             raise bad(name, f"must be at least 1 (got {getattr(cfg, name)})")
     if cfg.model not in MODELS:
         raise bad("model", f"must be one of {', '.join(MODELS)} (got {cfg.model!r})")
+    if cfg.memory_accounting not in MEMORY_ACCOUNTINGS:
+        raise bad("memory_accounting", f"must be one of {', '.join(MEMORY_ACCOUNTINGS)} "
+                                       f"(got {cfg.memory_accounting!r})")
+    if cfg.memory_accounting == "stage" and (cfg.phase != "train" or cfg.model == "moe"):
+        raise bad("memory_accounting", "'stage' follows STAGE's dense training traces: use it with "
+                                       "--phase train and --model gpt or llama")
     if cfg.phase not in PHASES:
         raise bad("phase", f"must be one of {', '.join(PHASES)} (got {cfg.phase!r})")
     if cfg.batch % cfg.micro_batch:

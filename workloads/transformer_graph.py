@@ -23,6 +23,11 @@ ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
 
 Tensor = tuple[str, int]  # (name, elements)
 
+# Every tensor name in a written trace starts with its kind, so the memory tracker can say what
+# the bytes at the peak are (simpy_astra/memory_tracker.py reads these prefixes).
+KIND_PREFIX = {"weight": "weight/", "grad": "grad/", "optim": "optim/", "act": "act/", "tmp": "tmp/",
+               "comm": "comm/"}
+
 
 @dataclass(slots=True)
 class Op:
@@ -50,6 +55,8 @@ class StageGraph:
     stage: int
     ops: list[Op] = field(default_factory=list)
     producer: dict[str, int] = field(default_factory=dict)  # tensor name -> op that wrote it
+    saved: set[str] = field(default_factory=set)  # activations the backward reads (physical)
+    kinds: dict[str, str] = field(default_factory=dict)  # tensor name -> KIND_PREFIX key
 
     def add(self, op: Op) -> int:
         self.ops.append(op)

@@ -107,14 +107,20 @@ class StageBuilder:
                 kv_cache = (f"L{layer}.kv_cache", cfg.samples_per_replica * s.context * 2 * s.kv_width)
             y, op, keep = self.blocks.block_forward(f"{p}.L{layer}", layer, x, op, kv_cache)
             saved[layer] = {"x": x} if cfg.activation_recompute else keep
+            if self.training:
+                g.saved.update(t[0] for t in saved[layer].values())
             x = y
         self._apply_pending(first_op)
         self.saved[mb] = {"layers": saved, "out": x}
+        if self.training and self.last:
+            g.saved.add(x[0])
         if not self.last:
             g.send(f"{p}.send_activation", x, +1, _tag(cfg, mb, self.stage, False), [op])
             return op  # the next task waits for compute only: sends never block the schedule
         logits, op = self.blocks.head_forward(p, x, op)
         self.saved[mb]["logits"] = logits
+        if self.training:
+            g.saved.add(logits[0])
         return op
 
     def backward(self, mb: int, dep: int) -> int:
@@ -137,6 +143,7 @@ class StageBuilder:
             self.gather_weights(f"{lp}.backward", layer)
             if cfg.activation_recompute:  # run the block's forward again from its saved input
                 _, op, keep = self.blocks.block_forward(f"{lp}.recompute", layer, keep["x"], op)
+                g.saved.update(t[0] for t in keep.values())
             dy, op, wgrads = self.blocks.block_backward(lp, layer, dy, op, keep)
             if last_mb:
                 self.wgrad_ops[layer] = wgrads

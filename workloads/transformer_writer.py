@@ -12,7 +12,7 @@ import json
 
 from workloads.chakra_et import encode_varint, make_node
 from workloads.chakra_schema import SCHEMA_VERSION, GlobalMetadata
-from workloads.transformer_graph import COLL, COMP, RECV, SEND, Layout, Op, StageGraph
+from workloads.transformer_graph import COLL, COMP, KIND_PREFIX, RECV, SEND, Layout, Op, StageGraph
 
 
 class Units:
@@ -29,15 +29,16 @@ class Units:
         return self.optimizer_state if tensor_name.endswith(".adam_state") else self.element
 
 
-def _string_list(tensors: list[tuple[str, int]], units: Units) -> tuple[str, list[str]]:
-    """STAGE's ``inputs``/``outputs`` form: name, bytes, name, bytes, ..."""
+def _string_list(tensors: list[tuple[str, int]], units: Units, kinds: dict[str, str]) -> tuple[str, list[str]]:
+    """STAGE's ``inputs``/``outputs`` form: name, bytes, name, bytes, ...; each name prefixed
+    with its kind (``weight/L0.wqkv``; transient unless the graph says otherwise)."""
     flat: list[str] = []
     for name, size in tensors:
-        flat += [name, str(size * units.of(name))]
+        flat += [KIND_PREFIX[kinds.get(name, "tmp")] + name, str(size * units.of(name))]
     return ("string_list", flat)
 
 
-def _node_bytes(op: Op, node_id: int, units: Units) -> bytes:
+def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> bytes:
     """The node without its rank-dependent attribute (group or peer)."""
     attrs: dict[str, object] = {}
     if op.kind == COMP:
@@ -46,8 +47,8 @@ def _node_bytes(op: Op, node_id: int, units: Units) -> bytes:
         attrs = {"comm_size": op.comm_size * units.element, "comm_type": op.comm_type, "is_cpu_op": 0}
     else:
         attrs = {"comm_size": op.comm_size * units.element, "comm_tag": op.tag, "is_cpu_op": 0}
-    attrs["inputs"] = _string_list(op.inputs, units)
-    attrs["outputs"] = _string_list(op.outputs, units)
+    attrs["inputs"] = _string_list(op.inputs, units, kinds)
+    attrs["outputs"] = _string_list(op.outputs, units, kinds)
     return make_node(node_id, op.name, op.kind, deps=op.deps, attrs=attrs).SerializeToString()
 
 
@@ -63,7 +64,7 @@ class StageWriter:
     def __init__(self, graph: StageGraph, layout: Layout, units: Units):
         self.layout = layout
         self.ops = graph.ops
-        self.bodies = [_node_bytes(op, i, units) for i, op in enumerate(graph.ops)]
+        self.bodies = [_node_bytes(op, i, units, graph.kinds) for i, op in enumerate(graph.ops)]
         meta = GlobalMetadata(version=SCHEMA_VERSION).SerializeToString()
         self.template: list[bytes | None] = [encode_varint(len(meta)) + meta]
         self.slots: dict[tuple, list[int]] = {}  # slot key -> op indices it fills

@@ -15,14 +15,16 @@ from typing import Any
 
 import yaml
 
+from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.statistics import COMM, GPU
 from simpy_astra.units import bytes_to_gib
 
 
 def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
     """Figures of one point: max over NPUs of finish, exposed comm, compute, comm, peak memory;
-    and the network's price (``cost_usd``, :mod:`simpy_astra.cost_model`; empty when the price
-    table does not cover the network)."""
+    what the NPU with the largest peak holds at that instant (``peak_weights_gb``, ...); and the
+    network's price (``cost_usd``, :mod:`simpy_astra.cost_model`; empty when the price table does
+    not cover the network)."""
     from simpy_astra.cost_model import network_cost
     from simpy_astra.scenario import load_scenario
     from simpy_astra.simulation import Simulation
@@ -38,6 +40,9 @@ def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
         reports = sim.run()
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
         cost = network_cost(inputs.network).total_usd
+        parts = max((r.memory_breakdown for r in reports if r.memory_breakdown is not None),
+                    key=lambda b: sum(b.values()), default=None)
+        breakdown = {f"peak_{c}_gb": round(bytes_to_gib(parts[c]), 6) if parts else None for c in CATEGORIES}
         return {
             "finish_ns": max(r.finished_cycles for r in reports),
             "exposed_comm_ns": max(r.exposed_comm_cycles for r in reports),
@@ -45,6 +50,7 @@ def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
             "comm_ns": max(r.times.get(COMM, 0) for r in reports),
             "peak_memory_gb": round(bytes_to_gib(max(peaks)), 6) if peaks else None,
             "cost_usd": cost,
+            **breakdown,
             "wall_s": round(time.perf_counter() - t0, 3),
             "status": "ok",
             "error": "",

@@ -36,10 +36,13 @@ from typing import Any
 import yaml
 
 from simpy_astra.errors import InputError
+from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.sweep.expressions import Expression, parse_expression
 
 # figures every point reports (see point.py); expressions may use them
-RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", "cost_usd",
+# peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
+PEAK_PARTS = tuple(f"peak_{c}_gb" for c in CATEGORIES)
+RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", *PEAK_PARTS, "cost_usd",
                 "wall_s")
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")

@@ -1,0 +1,115 @@
+"""``simpy-astra calibrate LOG... --network N.yml [--system S.json] --out DIR``.
+
+Reads nccl-tests logs, fits the network's per-dimension latency and bandwidth so that the
+simulator reproduces the logged times, and writes DIR/network.yml, DIR/system.json and
+DIR/calibration.json (what was fitted, from what, and how well). See README, "Calibrating
+to a real cluster", and ``simpy_astra/calibration/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import time
+
+import yaml
+
+from simpy_astra.errors import InputError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="simpy-astra calibrate",
+                                description="Fit a network to nccl-tests logs.")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
+    p.add_argument("--network", required=True, help="network YAML: topology and starting values")
+    p.add_argument("--system", default=None, help="system JSON (default: calibrate's, see README)")
+    p.add_argument("--out", required=True, help="folder for network.yml, system.json, calibration.json")
+    p.add_argument("--collective", default=None,
+                   help="the collective of every log, when the logs do not name it")
+    p.add_argument("--min-size", type=int, default=1 << 20,
+                   help="fit sizes from this many bytes up (default 1 MiB)")
+    p.add_argument("--in-place", action="store_true", help="fit the in-place times (default out-of-place)")
+    return p
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    from rich.console import Console
+    from rich.table import Table
+
+    from simpy_astra.calibration.inputs import load_network, load_system
+    from simpy_astra.calibration.model import calibrate
+    from simpy_astra.calibration.nccl_log import parse_logs
+    from simpy_astra.calibration.report import gm_abs_error, output_dir
+
+    if args.min_size < 1:
+        raise InputError(f"--min-size must be >= 1 byte (got {args.min_size})")
+    t0 = time.perf_counter()
+    logs = parse_logs(args.logs, args.collective)
+    network = load_network(args.network)
+    system = load_system(args.system, network)
+    output_dir(args.out)
+    cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place)
+
+    console = Console()
+    for log in logs:
+        skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
+        if log.tables > 1:
+            skipped += f", rows of {log.tables} tables (runs) together"
+        console.print(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
+                      f"{skipped}")
+    table = Table(title="calibrated network")
+    for col in ("dim", "topology", "NPUs", "bandwidth GB/s", "latency ns"):
+        table.add_column(col, justify="right" if col != "topology" else "left")
+    for d, topo in enumerate(network["topology"]):
+        table.add_row(str(d), topo, str(network["npus_count"][d]),
+                      f"{network['bandwidth'][d]:g} -> {cal.network['bandwidth'][d]:g}",
+                      f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
+    console.print(table)
+    console.print(f"endpoint delay {cal.system['endpoint-delay']} ns, "
+                  f"{cal.system['preferred-dataset-splits']} chunk(s) per collective (kept)")
+    if cal.uncovered_dims:
+        console.print(f"[yellow]warning[/yellow]: no log spans dimension(s) {cal.uncovered_dims}; "
+                      f"their values are the given ones")
+    console.print(f"fitted on {cal.fit.used_points} sizes >= {args.min_size} bytes: simulated with the "
+                  f"fitted values, geomean error {100 * gm_abs_error(cal.sim_errors):.1f}%, mean |error| "
+                  f"{100 * sum(abs(e) for e in cal.sim_errors) / len(cal.sim_errors):.1f}% "
+                  f"({cal.simulations} simulations, {cal.rounds} round(s))")
+
+    net_path = os.path.join(args.out, "network.yml")
+    sys_path = os.path.join(args.out, "system.json")
+    info_path = os.path.join(args.out, "calibration.json")
+    try:
+        with open(net_path, "w") as f:
+            f.write("# calibrated by simpy-astra calibrate from "
+                    + ", ".join(os.path.basename(p) for p in args.logs) + "\n")
+            yaml.safe_dump(cal.network, f, sort_keys=False)
+        with open(sys_path, "w") as f:
+            json.dump(cal.system, f, indent=2)
+            f.write("\n")
+        with open(info_path, "w") as f:
+            json.dump({
+                "logs": [{"path": log.path, "sha256_16": _digest(log.path), "collective": log.collective,
+                          "gpus": log.ranks, "sizes": len(log.rows)} for log in logs],
+                "min_size_bytes": args.min_size,
+                "times": "in-place" if args.in_place else "out-of-place",
+                "given": {"bandwidth": network["bandwidth"], "latency": network["latency"]},
+                "fitted": {"bandwidth": cal.network["bandwidth"], "latency": cal.network["latency"],
+                           "endpoint_delay_ns": cal.system["endpoint-delay"]},
+                "dimension_groups": cal.fit.groups,
+                "fit_points": cal.fit.used_points,
+                "simulated_errors": [round(e, 6) for e in cal.sim_errors],
+                "geomean_error": round(gm_abs_error(cal.sim_errors), 6),
+            }, f, indent=1)
+            f.write("\n")
+    except OSError as exc:
+        raise InputError(f"--out: cannot write into {args.out} ({exc.strerror or exc})") from None
+    console.print(f"wrote {net_path}, {sys_path} and {info_path} in {time.perf_counter() - t0:.1f} s")
+    return 0

@@ -1,0 +1,6 @@
+"""Calibrate a network to a real cluster from NVIDIA nccl-tests logs, and validate it.
+
+``nccl_log`` reads the logs, ``model`` drives the simulator (one adapter function) and
+fits the parameters, ``report`` prints measured against simulated and draws the plot.
+The commands are ``simpy_astra/calibrate_cli.py`` and ``simpy_astra/validate_cli.py``.
+"""

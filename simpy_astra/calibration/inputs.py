@@ -1,0 +1,56 @@
+"""Load the network YAML and system JSON the calibration commands start from, as mappings."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+import yaml
+
+from simpy_astra.calibration.model import check_network, default_system
+from simpy_astra.config import load_network_yaml, load_system_json
+from simpy_astra.errors import InputError
+
+
+def load_network(path: str) -> dict[str, Any]:
+    load_network_yaml(path)  # the simulator's own checks and messages
+    with open(path) as f:
+        network = yaml.safe_load(f)
+    check_network(network, path)
+    return network
+
+
+def load_system(path: str | None, network: dict[str, Any]) -> dict[str, Any]:
+    """The given system JSON, with calibrate's defaults for every key it leaves out."""
+    if path is None:
+        return default_system(network)
+    if not os.path.exists(path):
+        load_system_json(path)  # raises the simulator's own missing-file message
+    try:
+        with open(path) as f:
+            given = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise InputError.at(path, None, f"not a readable JSON object ({exc})") from None
+    if not isinstance(given, dict):
+        raise InputError.at(path, None, "a system JSON must be an object of ASTRA-sim system keys")
+    merged = {**default_system(network), **given}
+    # the simulator's own checks, on what will be simulated, reported against the given file
+    with tempfile.TemporaryDirectory(prefix="simpy-astra-calib-") as tmp:
+        probe = os.path.join(tmp, "system.json")
+        with open(probe, "w") as f:
+            json.dump(merged, f)
+        try:
+            load_system_json(probe)
+        except InputError as exc:
+            raise InputError(str(exc).replace(probe, path)) from None
+    return merged
+
+
+def require_matplotlib(command: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError(f"{command} draws its plot with matplotlib, which is not installed: "
+                         f"pip install 'simpy-astra[calibrate]'")

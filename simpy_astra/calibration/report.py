@@ -1,0 +1,226 @@
+"""Measured against simulated: per-size errors, the summary figures, the table and the plot."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpy_astra.calibration.model import (
+    MIB,
+    comm_size,
+    geomean_error,
+    simulate_collective,
+    span,
+    sub_network,
+    sub_system,
+)
+from simpy_astra.errors import InputError
+
+#: errors below this count as this much in the geometric mean (README: "Error figures")
+ERROR_FLOOR = 0.01
+
+
+def bus_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' busbw / algbw (its doc/PERFORMANCE.md)."""
+    if collective == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    if collective == "sendrecv":
+        return 1.0
+    return (ranks - 1) / ranks
+
+
+@dataclass
+class Point:
+    line: int
+    size_bytes: int
+    measured_us: float
+    simulated_us: float | None  # None: the simulator cannot run this size (see ``note``)
+    note: str = ""
+
+    @property
+    def error(self) -> float | None:
+        if self.simulated_us is None:
+            return None
+        return self.simulated_us / self.measured_us - 1
+
+
+@dataclass
+class LogResult:
+    path: str
+    collective: str
+    ranks: int
+    points: list[Point] = field(default_factory=list)
+
+    def busbw(self, time_us: float, size: int) -> float:
+        return size / (time_us * 1e3) * bus_factor(self.collective, self.ranks)
+
+
+def gm_abs_error(errors: list[float]) -> float:
+    """Geometric mean of |error|, each floored at 1% (the run-to-run spread of nccl-tests), so
+    that one size matched exactly cannot pull the figure to zero. ASTRA-sim's validation
+    pages report this kind of figure ("geomean error rate")."""
+    if not errors:
+        return float("nan")
+    return math.exp(sum(math.log(max(abs(e), ERROR_FLOOR)) for e in errors) / len(errors))
+
+
+@dataclass
+class Summary:
+    collective: str
+    ranks: int
+    logs: list[str]
+    geomean_large: float  # sizes >= 1 MiB
+    geomean_all: float
+    mean_large: float  # arithmetic mean of |error|, sizes >= 1 MiB
+    max_large: float
+    factor_large: float  # exp(mean ln(1 + |e|)) - 1, sizes >= 1 MiB
+    points_large: int
+    points_all: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
+                  in_place: bool = False) -> list[LogResult]:
+    results = []
+    for log in logs:
+        counts = span(network, log.ranks, log.path)
+        net, sys_ = sub_network(network, counts), sub_system(system, len(counts))
+        res = LogResult(log.path, log.collective, log.ranks)
+        for row in log.rows:
+            measured = row.inplace_time_us if in_place else row.time_us
+            if measured is None:
+                raise InputError(f"{log.path}:{row.line}: no in-place time; drop --in-place")
+            size = comm_size(log.collective, row.size_bytes, log.ranks)
+            if size < 1:
+                res.points.append(Point(row.line, row.size_bytes, measured, None,
+                                        "fewer bytes than GPUs: not simulated"))
+                continue
+            try:
+                t_ns = simulate_collective(net, sys_, log.collective, size, log.ranks)
+            except InputError as exc:  # e.g. an all-gather smaller than the dataset splits
+                res.points.append(Point(row.line, row.size_bytes, measured, None, str(exc)))
+                continue
+            res.points.append(Point(row.line, row.size_bytes, measured, t_ns / 1e3))
+        results.append(res)
+    return results
+
+
+def summarise(results: list[LogResult], min_size: int = MIB) -> list[Summary]:
+    keyed: dict[tuple[str, int], list[LogResult]] = {}
+    for r in results:
+        keyed.setdefault((r.collective, r.ranks), []).append(r)
+    out = []
+    for (coll, ranks), rs in keyed.items():
+        all_errors = [p.error for r in rs for p in r.points if p.error is not None]
+        large = [p.error for r in rs for p in r.points if p.error is not None and p.size_bytes >= min_size]
+        out.append(Summary(
+            coll, ranks, [r.path for r in rs],
+            gm_abs_error(large), gm_abs_error(all_errors),
+            sum(abs(e) for e in large) / len(large) if large else float("nan"),
+            max((abs(e) for e in large), default=float("nan")),
+            geomean_error(large), len(large), len(all_errors),
+        ))
+    return out
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x != x else f"{100 * x:.1f}%"
+
+
+def summary_line(s: Summary) -> str:
+    return (f"{s.collective} on {s.ranks} GPUs: geomean error (>= 1 MiB): {_pct(s.geomean_large)}, "
+            f"all sizes: {_pct(s.geomean_all)} (>= 1 MiB: mean |error| {_pct(s.mean_large)}, "
+            f"max {_pct(s.max_large)}, {s.points_large} sizes)")
+
+
+def human_size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def print_table(results: list[LogResult], console) -> None:
+    from rich.table import Table
+
+    table = Table(title="measured (nccl-tests) against simulated", show_lines=False)
+    for col, kw in (("collective", {}), ("GPUs", {"justify": "right"}), ("size", {"justify": "right"}),
+                    ("measured us", {"justify": "right"}), ("simulated us", {"justify": "right"}),
+                    ("error", {"justify": "right"}), ("busbw meas.", {"justify": "right"}),
+                    ("busbw sim.", {"justify": "right"})):
+        table.add_column(col, **kw)
+    for i, r in enumerate(results):
+        if i:
+            table.add_section()
+        for p in r.points:
+            err = p.error
+            if err is None:
+                cells = ["-", "-", p.note[:40]]
+            else:
+                style = "green" if abs(err) < 0.1 else "yellow" if abs(err) < 0.25 else "red"
+                cells = [f"{p.simulated_us:,.2f}", f"[{style}]{100 * err:+.1f}%[/{style}]",
+                         f"{r.busbw(p.measured_us, p.size_bytes):.2f}"]
+            sim_bw = "" if p.simulated_us is None else f"{r.busbw(p.simulated_us, p.size_bytes):.2f}"
+            table.add_row(r.collective, str(r.ranks), human_size(p.size_bytes), f"{p.measured_us:,.2f}",
+                          *cells, sim_bw)
+    console.print(table)
+
+
+def write_csv(results: list[LogResult], path: str) -> None:
+    import csv
+
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["log", "line", "collective", "gpus", "size_bytes", "measured_us", "simulated_us",
+                    "error", "measured_busbw", "simulated_busbw"])
+        for r in results:
+            for p in r.points:
+                sim = "" if p.simulated_us is None else f"{p.simulated_us:.3f}"
+                err = "" if p.error is None else f"{p.error:.5f}"
+                sbw = "" if p.simulated_us is None else f"{r.busbw(p.simulated_us, p.size_bytes):.3f}"
+                w.writerow([r.path, p.line, r.collective, r.ranks, p.size_bytes, p.measured_us, sim, err,
+                            f"{r.busbw(p.measured_us, p.size_bytes):.3f}", sbw])
+
+
+def write_plot(results: list[LogResult], path: str, title: str) -> None:
+    """busbw against size (log axis): measured as markers, simulated as lines, per log."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 - the formatter below
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, r in enumerate(results):
+        color = colors[i % len(colors)]
+        label = f"{r.collective} ({r.ranks} GPUs)"
+        meas = [(p.size_bytes, r.busbw(p.measured_us, p.size_bytes)) for p in r.points]
+        sim = [(p.size_bytes, r.busbw(p.simulated_us, p.size_bytes)) for p in r.points
+               if p.simulated_us is not None]
+        ax.plot(*zip(*meas, strict=True), "o", color=color, markersize=4, label=f"{label} measured")
+        if sim:
+            ax.plot(*zip(*sim, strict=True), "-", color=color, linewidth=1.5, label=f"{label} simulated")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda v, _pos: human_size(int(v)).replace(" ", "") if v >= 1 else ""))
+    ax.set_xlabel("size (bytes, as nccl-tests prints it)")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.axvline(MIB, color="grey", linestyle=":", linewidth=1)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def output_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out: cannot create {path} ({exc.strerror or exc})") from None

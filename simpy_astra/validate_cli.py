@@ -1,0 +1,71 @@
+"""``simpy-astra validate LOG... --network N.yml --system S.json --out DIR``.
+
+Simulates every size of every nccl-tests log with the given network and system, prints
+measured against simulated (one row per size, the error of each, per collective the
+geomean error from 1 MiB up and over all sizes) and writes DIR/validate.png (busbw against
+size), DIR/validate.csv and DIR/validate.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="simpy-astra validate",
+                                description="Compare nccl-tests logs with the simulator.")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
+    p.add_argument("--network", required=True, help="network YAML (e.g. calibrate's DIR/network.yml)")
+    p.add_argument("--system", required=True, help="system JSON (e.g. calibrate's DIR/system.json)")
+    p.add_argument("--out", required=True, help="folder for validate.png, validate.csv, validate.json")
+    p.add_argument("--collective", default=None,
+                   help="the collective of every log, when the logs do not name it")
+    p.add_argument("--in-place", action="store_true", help="compare the in-place times")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    from simpy_astra.calibration.inputs import load_network, load_system, require_matplotlib
+
+    require_matplotlib("validate")
+    from rich.console import Console
+
+    from simpy_astra.calibration.nccl_log import parse_logs
+    from simpy_astra.calibration.report import (
+        output_dir,
+        print_table,
+        simulate_logs,
+        summarise,
+        summary_line,
+        write_csv,
+        write_plot,
+    )
+
+    t0 = time.perf_counter()
+    logs = parse_logs(args.logs, args.collective)
+    network = load_network(args.network)
+    system = load_system(args.system, network)
+    output_dir(args.out)
+    results = simulate_logs(logs, network, system, in_place=args.in_place)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 110))
+    print_table(results, console)
+    summaries = summarise(results)
+    for s in summaries:
+        print(summary_line(s))
+    png = os.path.join(args.out, "validate.png")
+    shape = " x ".join(f"{t} {n}" for t, n in zip(network["topology"], network["npus_count"], strict=True))
+    write_plot(results, png, f"{shape}: measured (markers) vs simulated (lines)")
+    write_csv(results, os.path.join(args.out, "validate.csv"))
+    with open(os.path.join(args.out, "validate.json"), "w") as f:
+        json.dump({"summaries": [s.as_dict() for s in summaries],
+                   "network": os.path.abspath(args.network), "system": os.path.abspath(args.system)},
+                  f, indent=1)
+        f.write("\n")
+    print(f"wrote {png} (and validate.csv, validate.json) in {time.perf_counter() - t0:.1f} s")
+    return 0

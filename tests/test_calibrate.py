@@ -1,0 +1,273 @@
+"""calibrate / validate: reading nccl-tests logs, the fit, and the accuracy on real machines."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.calibration import model
+from simpy_astra.calibration.nccl_log import parse_log
+from simpy_astra.cli import main
+
+DATA = Path(__file__).resolve().parent / "data" / "nccl"
+A100 = DATA / "dgx-a100-superbench"
+SETS = ("dgx-a100-superbench", "oci-a100-2node-roce", "hgx-h100-2node-ib")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    # generated microbenchmarks are cached by parameters; keep them out of ~/.cache
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+# ------------------------------------------------------------------------------ reading
+@pytest.mark.parametrize("name, collective, ranks, rows, zero", [
+    ("dgx-a100-superbench/all_reduce.log", "all_reduce", 8, 32, 2),
+    ("dgx-a100-superbench/all_gather.log", "all_gather", 8, 29, 5),
+    ("dgx-a100-superbench/reduce_scatter.log", "reduce_scatter", 8, 29, 5),
+    ("dgx-a100-superbench/alltoall.log", "all_to_all", 8, 29, 5),
+    ("oci-a100-2node-roce/all_reduce.log", "all_reduce", 16, 31, 0),
+    ("hgx-h100-2node-ib/all_reduce.log", "all_reduce", 16, 32, 0),
+])
+def test_real_logs_parse(name, collective, ranks, rows, zero):
+    log = parse_log(str(DATA / name))
+    assert (log.collective, log.ranks, len(log.rows), log.skipped_zero_size) == (collective, ranks, rows, zero)
+    last = log.rows[-1]
+    assert last.time_us > 0 and last.inplace_time_us is not None
+    assert all(a.size_bytes < b.size_bytes for a, b in zip(log.rows, log.rows[1:], strict=False))
+
+
+def test_h100_log_values_and_mpi_noise():
+    log = parse_log(str(DATA / "hgx-h100-2node-ib" / "all_reduce.log"))
+    row = next(r for r in log.rows if r.size_bytes == 1 << 30)
+    assert (row.time_us, row.algbw, row.busbw, row.inplace_time_us) == (4484.9, 239.41, 448.90, 4470.2)
+    assert log.devices[0] == "NVIDIA H100 80GB HBM3"
+
+
+def _variant(src: Path, dst: Path, transform) -> str:
+    dst.write_text("\n".join(transform(line) for line in src.read_text().splitlines()) + "\n")
+    return str(dst)
+
+
+@pytest.mark.parametrize("transform", [
+    lambda line: "# " + line if line.strip()[:1].isdigit() else line,  # rows behind '#' too
+    lambda line: line.lstrip("#"),  # no '#' anywhere (a paste that lost them)
+    lambda line: "[1,0]<stdout>:" + line,  # OpenMPI --tag-output
+    lambda line: "[0] " + line.replace("  -1  ", "  -1[0]  ") if line.strip() else line,  # prefix per write
+])
+def test_prefixes_do_not_change_the_table(tmp_path, transform):
+    src = DATA / "oci-a100-2node-roce" / "all_reduce.log"
+    plain = parse_log(str(src))
+    other = parse_log(_variant(src, tmp_path / "v.log", transform))
+    assert (other.collective, other.ranks) == (plain.collective, plain.ranks)
+    assert [(r.size_bytes, r.time_us, r.inplace_time_us) for r in other.rows] == \
+           [(r.size_bytes, r.time_us, r.inplace_time_us) for r in plain.rows]
+
+
+def test_command_line_names_the_collective(tmp_path):
+    src = (A100 / "all_gather.log").read_text()
+    # new-style all_gather prints redop 'none', which the numbers cannot tell from alltoall
+    rows = re.sub(r"  float +", "  float     none   -1 ", src)
+    header = rows.replace("count    type     time", "count    type   redop    root     time")
+    path = tmp_path / "ag.log"
+    path.write_text(header)
+    with pytest.raises(Exception, match="pass --collective"):
+        parse_log(str(path))
+    path.write_text("$ mpirun -np 8 ./build/all_gather_perf -b 1 -e 8G -f 2 -g 1\n" + header)
+    assert parse_log(str(path)).collective == "all_gather"
+    path.write_text("# Collective test starting: all_gather_perf\n" + header)
+    assert parse_log(str(path)).collective == "all_gather"
+    assert parse_log(str(path), collective="all_gather").ranks == 8
+
+
+def test_ranks_from_threads_and_processes(tmp_path):
+    # -t 2 -g 4 in each of 2 MPI processes: eight 'Rank' lines, whatever the launch
+    text = (A100 / "all_reduce.log").read_text().replace("nThread 1 nGpus 8", "nThread 2 nGpus 4")
+    (tmp_path / "t.log").write_text(text)
+    assert parse_log(str(tmp_path / "t.log")).ranks == 8
+    # a pasted log that lost its device lines: the busbw/algbw factor still says 8
+    (tmp_path / "n.log").write_text("\n".join(x for x in text.splitlines() if "Rank" not in x))
+    assert parse_log(str(tmp_path / "n.log")).ranks == 8
+
+
+# ------------------------------------------------------------------------------ bad logs
+def _bad(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "bad.log"
+    path.write_text(text)
+    return str(path)
+
+
+def _error_of(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    return err[0]
+
+
+def _edit_row(text: str, size: int, edit) -> str:
+    return "\n".join(edit(x.split()) if x.split()[:1] == [str(size)] else x for x in text.splitlines())
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda t: "\n".join(x for x in t.splitlines() if not x.strip()[:1].isdigit()),
+     r"bad\.log: no nccl-tests result table|a header but no result rows"),
+    (lambda t: "./build/all_reduce_perf -b 8 -e 8G\n" + t + "\n./build/all_gather_perf -b 8 -e 8G\n",
+     r"bad\.log:\d+: mixed collectives"),
+    (lambda t: _edit_row(t, 1 << 32, lambda w: "  ".join(w[:4])), r"bad\.log:49: truncated result row"),
+    (lambda t: _edit_row(t, 1 << 30, lambda w: "  ".join(w[:4] + ["0.00"] + w[5:])),
+     r"bad\.log:47: out-of-place time is 0 us"),
+    (lambda t: _edit_row(t, 1 << 31, lambda w: "  ".join(w[:9])),
+     r"bad\.log:48: truncated result row: the in-place columns"),
+])
+def test_bad_logs_stop_with_one_line_naming_file_and_line(tmp_path, capsys, mutate, expected):
+    log = _bad(tmp_path, mutate((A100 / "all_reduce.log").read_text()))
+    line = _error_of(capsys, ["calibrate", log, "--network", str(A100 / "network.yml"),
+                              "--out", str(tmp_path / "o")])
+    assert re.search(expected, line), line
+
+
+def test_mixed_collectives_by_numbers(tmp_path, capsys):
+    # an all-gather table pasted under an all-reduce one: the busbw factor changes
+    ar = (A100 / "all_reduce.log").read_text()
+    ag_rows = [x for x in (A100 / "all_gather.log").read_text().splitlines() if x.strip()[:1].isdigit()]
+    log = _bad(tmp_path, ar + "\n".join(re.sub(r"  float +", "  float     sum ", r) for r in ag_rows))
+    line = _error_of(capsys, ["validate", log, "--network", str(A100 / "network.yml"),
+                              "--system", str(tmp_path / "none.json"), "--out", str(tmp_path / "o")])
+    assert "bad.log:" in line and "mixed collectives or GPU counts" in line
+
+
+def test_log_for_another_gpu_count_than_the_network(tmp_path, capsys):
+    net = tmp_path / "net.yml"
+    net.write_text(yaml.safe_dump({"topology": ["Switch"], "npus_count": [4], "bandwidth": [100.0],
+                                   "latency": [500.0]}))
+    line = _error_of(capsys, ["calibrate", str(A100 / "all_reduce.log"), "--network", str(net),
+                              "--out", str(tmp_path / "o")])
+    assert "ran on 8 GPUs" in line
+
+
+def test_validate_without_matplotlib_is_one_line(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--system", "x.json", "--out", str(tmp_path)])
+    assert "simpy-astra[calibrate]" in line
+
+
+# ------------------------------------------------------------------------- model and fit
+def test_probe_reads_the_closed_form_off_the_simulator():
+    # all-gather ring on an 8-NPU switch: E to start, then 7 steps of E + 2 hops x L + S/B
+    net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [100.0], "latency": [500.0]}
+    sys_ = model.default_system(net)
+    m = model.probe(net, sys_, "all_gather", 8)
+    assert (m.e, m.l, m.b) == (8.0, [14.0], [7.0])
+    t = model.simulate_collective(net, sys_, "all_gather", 1 << 20, 8)
+    assert abs(m.time_ns(1 << 20, [500.0], [100.0], 10) - t) <= 8  # per-message truncation
+
+
+def _synthetic_log(path: Path, collective: str, ranks: int, times_ns: dict[int, float],
+                   named: bool = True) -> str:
+    """An all_reduce_perf / sendrecv_perf-shaped log of the given times (a perfect machine)."""
+    lines = [f"# Collective test starting: {collective}_perf"] if named else []
+    lines.append("# Using devices")
+    lines += [f"#  Rank {r:2d} Group  0 Pid 1 on host device {r % 8} [0x00] GPU" for r in range(ranks)]
+    lines.append("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+                 "     time   algbw   busbw #wrong")
+    factor = 2 * (ranks - 1) / ranks if collective == "all_reduce" else 1.0
+    for size, t in sorted(times_ns.items()):
+        us = t / 1e3
+        alg = size / t
+        lines.append(f"{size:12d} {size // 4:13d}     float     sum      -1 {us:9.2f} {alg:7.2f} {alg * factor:7.2f}"
+                     f"      0 {us:9.2f} {alg:7.2f} {alg * factor:7.2f}      0")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_fit_recovers_known_parameters_per_dimension(tmp_path):
+    # 'measured' = the simulator with known values; an 8-GPU and a 16-GPU log on an 8 x 2
+    # network tell the two dimensions apart, from starting values far off
+    truth = {"topology": ["Switch", "Switch"], "npus_count": [8, 2], "bandwidth": [300.0, 40.0],
+             "latency": [700.0, 3000.0]}
+    sys_ = model.default_system(truth)
+    sizes = [1 << s for s in range(20, 31, 2)]
+    logs = []
+    for ranks in (8, 16):
+        counts = model.span(truth, ranks, "x")
+        net, sub = model.sub_network(truth, counts), model.sub_system(sys_, len(counts))
+        times = {s: model.simulate_collective(net, sub, "all_reduce", s, ranks) for s in sizes}
+        logs.append(parse_log(_synthetic_log(tmp_path / f"ar{ranks}.log", "all_reduce", ranks, times)))
+    start = dict(truth, bandwidth=[100.0, 100.0], latency=[100.0, 100.0])
+    cal = model.calibrate(logs, start, sys_)
+    assert cal.fit.groups == [[0], [1]]
+    for got, want in zip(cal.network["bandwidth"] + cal.network["latency"],
+                         truth["bandwidth"] + truth["latency"], strict=True):
+        assert got == pytest.approx(want, rel=0.02)  # the logs print 2 decimals
+
+
+def test_iterative_fit_agrees_with_the_vertex_search(monkeypatch):
+    # three or more dimension groups have too many vertices; the fallback minimises the same
+    log = parse_log(str(A100 / "all_reduce.log"))
+    net = yaml.safe_load((A100 / "network.yml").read_text())
+    sys_ = model.default_system(net)
+    exact = model.calibrate([log], net, sys_)
+    monkeypatch.setattr(model, "MAX_VERTICES", 1)
+    iterated = model.calibrate([log], net, sys_)
+    assert iterated.network["bandwidth"][0] == pytest.approx(exact.network["bandwidth"][0], rel=1e-3)
+    assert iterated.network["latency"][0] == pytest.approx(exact.network["latency"][0], rel=1e-3)
+    assert iterated.fit.objective <= exact.fit.objective * 1.001
+
+
+def test_sendrecv_is_a_ring_of_neighbour_exchanges(tmp_path):
+    # nccl-tests' sendrecv: busbw = algbw, each rank sends size bytes to the next one
+    net = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0], "latency": [800.0]}
+    sys_ = model.default_system(net)
+    times = {s: model.simulate_collective(net, sys_, "sendrecv", s, 8) for s in (1 << 20, 1 << 24, 1 << 28)}
+    assert times[1 << 24] == int(2 * 800 + (1 << 24) / (50 * 2**30 / 1e9))  # two hops, one serialisation
+    log = parse_log(_synthetic_log(tmp_path / "sr.log", "sendrecv", 8, times, named=False))
+    assert (log.collective, log.ranks) == ("sendrecv", 8)
+    cal = model.calibrate([log], dict(net, bandwidth=[10.0], latency=[10.0]), sys_)
+    assert cal.network["bandwidth"][0] == pytest.approx(50.0, rel=0.01)
+    assert cal.network["latency"][0] == pytest.approx(800.0, rel=0.05)
+
+
+# -------------------------------------------------------------------- the real machines
+def _calibrate_and_validate(tmp_path: Path, folder: str) -> tuple[dict, list[dict]]:
+    d = DATA / folder
+    out = tmp_path / folder
+    assert main(["calibrate", str(d / "all_reduce.log"), "--network", str(d / "network.yml"),
+                 "--out", str(out)]) == 0
+    logs = sorted(str(p) for p in d.glob("*.log"))
+    assert main(["validate", *logs, "--network", str(out / "network.yml"), "--system", str(out / "system.json"),
+                 "--out", str(out)]) == 0
+    assert (out / "validate.png").stat().st_size > 10_000
+    summary = json.loads((out / "validate.json").read_text())["summaries"]
+    return json.loads((out / "calibration.json").read_text()), summary
+
+
+@pytest.mark.parametrize("folder", SETS)
+def test_fit_on_all_reduce_predicts_every_logged_collective(tmp_path, capsys, folder):
+    _cal, summaries = _calibrate_and_validate(tmp_path, folder)
+    out = capsys.readouterr().out
+    for s in summaries:
+        assert s["points_large"] >= 14
+        assert s["geomean_large"] < 0.10, (folder, s)  # the issue's bar (ASTRA-sim: 9.7-20.6%)
+        assert s["mean_large"] < 0.12, (folder, s)  # and the plain mean stays close
+        assert f"{s['collective']} on {s['ranks']} GPUs: geomean error (>= 1 MiB): " in out
+    expected = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"} if folder == SETS[0] else {"all_reduce"}
+    assert {s["collective"] for s in summaries} == expected
+
+
+def test_calibration_is_deterministic_and_fast_on_8_gpus(tmp_path):
+    t0 = time.perf_counter()
+    cal1, summary1 = _calibrate_and_validate(tmp_path / "a", SETS[0])
+    assert time.perf_counter() - t0 < 60
+    cal2, summary2 = _calibrate_and_validate(tmp_path / "b", SETS[0])
+    assert cal1 == cal2 and summary1 == summary2
+    for name in ("network.yml", "system.json"):
+        assert (tmp_path / "a" / SETS[0] / name).read_bytes() == (tmp_path / "b" / SETS[0] / name).read_bytes()
