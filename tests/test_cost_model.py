@@ -147,7 +147,9 @@ def test_sweep_folder_from_before_cost_usd_resumes(tmp_path):
     old_columns = [c for c in manifest["columns"] if c != "cost_usd"]
     manifest["columns"] = old_columns
     (out / "sweep.json").write_text(json.dumps(manifest))
-    (out / "results.csv").write_text(",".join(old_columns) + "\n" + "k1,50,1,1,1,1,,0.1,ok,\n")
+    known = {"key": "k1", "network.bandwidth": "50", "finish_ns": "1", "wall_s": "0.1", "status": "ok"}
+    row = [known.get(c, "") for c in old_columns]
+    (out / "results.csv").write_text(",".join(old_columns) + "\n" + ",".join(row) + "\n")
     store = ResultsStore(str(out), spec)  # no "different sweep" refusal
     store.close()
     assert store.rows["k1"].get("cost_usd", "") == ""
