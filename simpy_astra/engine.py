@@ -6,11 +6,12 @@ SimPy: the global queue is SimPy's heap, ordered by (time, priority, insertion);
 bucket is one :class:`simpy.Timeout`; network arrivals are :class:`simpy.Timeout` events
 too. So every heap entry is created in the reference's order, and ``env.run`` replays it.
 
-Every NPU is a SimPy process (``Npu.execute``) and does all of its work itself: a bucket's
-list, a message delivered to it. The event that has work for an NPU rings the NPU's
-:class:`Bell`, an event with SimPy's ``URGENT`` priority, so the NPU's process resumes
-right after that event and before anything else of the same instant: the reference's
-order, in which the work runs inside that event, is kept exactly.
+Every NPU is a SimPy process (``Npu.execute``) that executes its Chakra graph: an event that
+completes one of its nodes (a bucket, a message delivery, a collective's last event) rings
+the NPU's :class:`Bell`, and the process completes the node and issues what that frees in
+that instant, where the reference does it, so the order of same-time events (which decides
+the figures) is kept exactly. A collective phase is a process of its own, resumed by its
+own events (:mod:`simpy_astra.phase_process`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ class Bell(Event):
 
 class NpuClock:
     """One NPU's time: its event buckets (``Sys::register_event``), one SimPy event per new
-    tick, and the bell through which every event with work for the NPU wakes its process."""
+    tick, and the bell through which an event that completes one of the NPU's nodes wakes
+    the NPU's process."""
 
     __slots__ = ("env", "buckets", "bell", "first_bell", "serving")
 
@@ -98,8 +100,8 @@ class NpuClock:
         self.bell = bell.ring(work, arg)
 
     def serve(self, npu: Any):
-        """The NPU process's loop: run what each ring brings (a bucket's list, a delivered
-        message) until ``npu.finished``."""
+        """The NPU process's loop: run what each ring brings (a completed node) until
+        ``npu.finished``."""
         bell = self.first_bell
         self.first_bell = None  # rung bells link to the next: keeping the first keeps them all
         try:
@@ -116,8 +118,8 @@ class NpuClock:
                 bell = bell.next
 
     def register(self, delay_ns: int, fn: Callback, arg: Any = None) -> None:
-        """Have this NPU's process run ``fn(arg)`` after ``delay_ns``, in its bucket for that
-        tick (with everything else registered for that tick, in order)."""
+        """Run ``fn(arg)`` after ``delay_ns``, in this NPU's bucket for that tick (with
+        everything else registered for that tick, in order)."""
         env = self.env
         tick = env.now + delay_ns
         items = self.buckets.get(tick)
@@ -132,9 +134,9 @@ def _run_work(bell: Bell) -> None:
 
 
 class _Bucket:
-    """The callback of a bucket's event: the NPU's process runs the bucket's list,
-    including what is registered for the same tick while it runs ("same-time appends run
-    in the same pass", as in the reference)."""
+    """The callback of a bucket's event: run the bucket's list in order, including what is
+    registered for the same tick while it runs ("same-time appends run in the same pass", as
+    in the reference). An item that completes a node wakes the NPU's process."""
 
     __slots__ = ("clock", "tick", "items")
 
@@ -144,9 +146,6 @@ class _Bucket:
         self.items = items
 
     def __call__(self, _event: simpy.Event) -> None:
-        self.clock.react(self.flush, None)
-
-    def flush(self, _arg: Any) -> None:
         items = self.items
         i = 0
         while i < len(items):

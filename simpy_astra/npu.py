@@ -234,7 +234,7 @@ class Npu:
             return self._recv(node)
         if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
             size = node.get_int("tensor_size")
-            self.services.remote_memory.issue(self, size, lambda: self.complete(node.id),
+            self.services.remote_memory.issue(self, size, lambda: self.complete_soon(node.id),
                                          f"{self.source}: node {node.id}")
             return None
         if t == METADATA_NODE:
@@ -266,7 +266,7 @@ class Npu:
             self.cpu_ops_ns += runtime
         else:
             self.gpu_ops_ns += runtime
-        self.clock.register(runtime, self.complete, node.id)
+        self.clock.register(runtime, self.complete_soon, node.id)
 
     def _roofline(self, node) -> None:
         num_ops = float(node.get_int("num_ops"))
@@ -285,13 +285,13 @@ class Npu:
             intensity, perf / cfg.peak_flops, (perf / intensity) / cfg.local_mem_bytes_per_s,
             perf < cfg.peak_flops,
         )
-        self.clock.register(runtime, self.complete, node.id)
+        self.clock.register(runtime, self.complete_soon, node.id)
 
     def _collective(self, node) -> None:
         comm_type = node.get_int("comm_type")
         size = node.get_int("comm_size")
         if comm_type == BROADCAST:
-            self.clock.register(replay_duration_ns(node.duration_micros), self.complete, node.id)
+            self.clock.register(replay_duration_ns(node.duration_micros), self.complete_soon, node.id)
             return
         kind = COLLECTIVE_KINDS.get(comm_type)
         if kind is None:
@@ -308,7 +308,7 @@ class Npu:
         node_id = node.id
         try:
             self.system.generate_collective(kind, size, involved, plan, priority, custom,
-                                            lambda: self.complete(node_id))
+                                            lambda: self.complete_soon(node_id))
         except InputError as exc:  # e.g. a system-JSON setting this collective cannot run with
             raise InputError(f"{self.source}: node {node_id}: {exc}") from None
 
@@ -376,7 +376,8 @@ class Npu:
                 event.succeed(now)
 
     def complete_soon(self, node_id: int) -> None:
-        """A node finished in an event that is not this NPU's: complete it in the process."""
+        """A node finished (in a bucket, a message delivery, a collective's last event): wake
+        this NPU's process to complete it and issue what that frees, in this instant."""
         self.clock.react(self.complete, node_id)
 
     def complete(self, node_id: int) -> None:

@@ -7,11 +7,12 @@ their values, as a SimPy process is:
   ``ctx.wait``, ``ctx.spawn``) resume it *in place*, in the instant and order in which they
   happen, exactly where ASTRA-sim runs its collective state machines;
 * any other SimPy event (``env.timeout(t)``, ``env.all_of([...])``, a user's event) resumes
-  it once SimPy has processed that event, through the NPU's bell.
+  it when SimPy processes that event, as it resumes any process.
 
-The phase runs in its NPU's process: every event that resumes it was brought there by the
-NPU's bell (see :mod:`simpy_astra.engine`). ``ctx.spawn(generator)`` starts a sub-process
-of the phase at once; it is itself an event, fired with the generator's return value.
+A phase is a process of its own, beside its NPU's process: when the collective's last phase
+ends, the NPU's process is woken to complete the node. ``ctx.spawn(generator)`` starts a
+sub-process of the phase at once; it is itself an event, fired with the generator's return
+value.
 """
 
 from __future__ import annotations
@@ -59,16 +60,15 @@ class Signal(Event):
 
 
 class PhaseProcess(Signal):
-    """Runs ``generator`` now, in the caller's process, until it returns; then fires with
-    its return value. ``react(fn, arg)`` runs ``fn(arg)`` in the NPU's process (used when a
-    plain SimPy event resumes the generator)."""
+    """Runs ``generator`` as a process that starts now (not one queue entry later, as
+    ``env.process`` would) and is resumed by the events it yields in the instant they
+    happen; an event itself, fired with the generator's return value."""
 
-    def __init__(self, env: simpy.Environment, generator: Generator, react: Callable) -> None:
+    def __init__(self, env: simpy.Environment, generator: Generator) -> None:
         super().__init__(env)
         if not hasattr(generator, "send"):
             raise TypeError(f"a collective algorithm must be a generator function (got {generator!r})")
         self.gen = generator
-        self.react = react
         self.step(None)
 
     def step(self, value: Any) -> None:
@@ -100,4 +100,4 @@ class PhaseProcess(Signal):
             return
 
     def _processed(self, event: Event) -> None:
-        self.react(self.step, event.value)
+        self.step(event.value)

@@ -153,7 +153,7 @@ class Phase:
 
     # -- driven by the system layer
     def start(self) -> None:
-        run = PhaseProcess(self.env, self.algorithm(self, *self.args), self.clock.react)
+        run = PhaseProcess(self.env, self.algorithm(self, *self.args))
         if run.fired:
             self.sys.proceed(self.stream)
         else:
@@ -175,10 +175,10 @@ class Phase:
         return arrived
 
     def _sent(self, arrived: Signal) -> None:
-        """A send arrived (in the network's event): fire its event in the NPU's process if
-        someone waits on it; native algorithms never do, and then it costs nothing."""
+        """A send arrived (in the network's event): fire its event if someone waits on it;
+        native algorithms never do, and then it costs nothing."""
         if arrived.resume is not None or arrived.callbacks:
-            self.clock.react(Signal.fire, arrived)
+            arrived.fire()
         else:
             arrived.fired = True
 
@@ -189,8 +189,8 @@ class Phase:
         return received
 
     def _received(self, received: Signal) -> None:
-        """A message arrived (in the network's event): handle it in the NPU's process."""
-        self.clock.react(Signal.fire, received)
+        """The message is here (in the network's event): resume who waits on it."""
+        received.fire()
 
     def endpoint(self, reduce_bytes: int = 0) -> Signal:
         back = Signal(self.env)
@@ -210,7 +210,7 @@ class Phase:
         return later
 
     def spawn(self, generator) -> PhaseProcess:
-        return PhaseProcess(self.env, generator, self.clock.react)
+        return PhaseProcess(self.env, generator)
 
     def signal(self) -> Signal:
         return Signal(self.env)
