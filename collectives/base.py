@@ -13,7 +13,7 @@ resumed when they happen; the phase ends when the generator returns::
             yield ctx.endpoint(reduce_bytes=ctx.size_bytes // n)
 
 Everything an algorithm may ask of the system layer is on :class:`PhaseContext`. Its
-events resume the algorithm in the instant they happen (inside the NPU's process), which
+events resume the algorithm in the instant they happen (a phase is a process of its own), which
 is how the native algorithms keep ASTRA-sim's exact order; ``ctx.env.timeout(t)``,
 ``ctx.env.all_of([...])`` and any other SimPy event work too (see
 :mod:`simpy_astra.phase_process`).

@@ -149,11 +149,10 @@ class Npu:
         """This NPU's SimPy process: issue the graph's ready nodes at t=0, then run until
         the last node completes; its value is the NPU's report.
 
-        Everything the NPU does runs here: each event with work for it (a bucket of its
-        clock, a message delivered to it) rings its bell, and the process runs that work
-        right after the event, before anything else of the instant (see
-        :mod:`simpy_astra.engine`), so a completion releases and issues children in the
-        reference's order."""
+        An event that completes one of its nodes (a bucket of its clock, a message delivered
+        to it, a collective's last event) rings its bell, and the process completes the node
+        and issues what that frees in that instant, before anything else of it (see
+        :mod:`simpy_astra.engine`): the reference's order."""
         try:
             self._issue_pass()
             self._check_end()

@@ -1,11 +1,12 @@
-"""How collective algorithms run: generators that yield SimPy events, inside the NPU's process.
+"""How collective algorithms run: generators that yield SimPy events, as processes of their own.
 
 An algorithm is a generator function ``algo(ctx)``. It yields events and is resumed with
 their values, as a SimPy process is:
 
 * the phase's own events (:class:`Signal`: ``ctx.recv``, ``ctx.send``, ``ctx.endpoint``,
   ``ctx.wait``, ``ctx.spawn``) resume it *in place*, in the instant and order in which they
-  happen, exactly where ASTRA-sim runs its collective state machines;
+  happen, exactly where ASTRA-sim runs its collective state machines (a SimPy process is
+  resumed inside the processing of its event too, but starts one queue entry late);
 * any other SimPy event (``env.timeout(t)``, ``env.all_of([...])``, a user's event) resumes
   it when SimPy processes that event, as it resumes any process.
 

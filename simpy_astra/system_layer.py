@@ -120,8 +120,8 @@ class DataSet:
 class Phase:
     """One phase of one chunk; implements :class:`collectives.base.PhaseContext`.
 
-    Its algorithm runs as a :class:`~simpy_astra.phase_process.PhaseProcess` inside the
-    NPU's process; the stream moves on when the algorithm returns."""
+    Its algorithm runs as a :class:`~simpy_astra.phase_process.PhaseProcess`, resumed by its
+    own events; the stream moves on when the algorithm returns."""
 
     __slots__ = (
         "sys", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
