@@ -74,38 +74,31 @@ class Bell(Event):
         return following
 
 
-class NpuClock:
-    """One NPU's time: its event buckets (``Sys::register_event``), one SimPy event per new
-    tick, and the bell through which an event that completes one of the NPU's nodes wakes
-    the NPU's process."""
+class Doorbell:
+    """The bells of one process, rung in order: :meth:`ring` has the process run
+    ``work(arg)`` in this instant; :meth:`serve` is the process's loop that does it."""
 
-    __slots__ = ("env", "buckets", "bell", "first_bell", "serving")
+    __slots__ = ("bell", "first_bell", "serving")
 
     def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-        self.buckets: dict[int | float, list[tuple[Callback, Any]]] = {}
         self.bell = self.first_bell = Bell(env)
-        self.serving = True  # the NPU's process waits on ``bell``; False once it has ended
+        self.serving = True  # the process waits on ``bell``; False once it has ended
 
-    @property
-    def now(self) -> int:
-        return self.env.now
-
-    def react(self, work: Callback, arg: Any = None) -> None:
-        """Have this NPU's process run ``work(arg)`` right after the current event (after
-        the process has ended, e.g. a late message for a finished NPU, the bell runs it)."""
+    def ring(self, work: Callback, arg: Any = None) -> None:
+        """Have the process run ``work(arg)`` now (after it has ended, e.g. a late message
+        for a finished NPU, the bell runs it)."""
         bell = self.bell
         if not self.serving:
             bell.callbacks.append(_run_work)
         self.bell = bell.ring(work, arg)
 
-    def serve(self, npu: Any):
-        """The NPU process's loop: run what each ring brings (a completed node) until
-        ``npu.finished``."""
+    def serve(self, finished: Callable[[], bool] | None = None):
+        """The process's loop: run what each ring brings until ``finished()`` (forever
+        without it)."""
         bell = self.first_bell
         self.first_bell = None  # rung bells link to the next: keeping the first keeps them all
         try:
-            while not npu.finished:
+            while finished is None or not finished():
                 yield bell
                 work, arg = bell.work, bell.arg
                 bell.work = bell.arg = None
@@ -116,6 +109,19 @@ class NpuClock:
             while bell.next is not None:  # rung, not yet run by the process: the bell runs it
                 bell.callbacks.append(_run_work)
                 bell = bell.next
+
+
+class NpuClock(Doorbell):
+    """One NPU's time: its event buckets (``Sys::register_event``), one SimPy event per new
+    tick, and the doorbell through which an event that completes one of the NPU's nodes
+    wakes the NPU's process (:meth:`ring`)."""
+
+    __slots__ = ("env", "buckets")
+
+    def __init__(self, env: simpy.Environment) -> None:
+        super().__init__(env)
+        self.env = env
+        self.buckets: dict[int | float, list[tuple[Callback, Any]]] = {}
 
     def register(self, delay_ns: int, fn: Callback, arg: Any = None) -> None:
         """Run ``fn(arg)`` after ``delay_ns``, in this NPU's bucket for that tick (with

@@ -156,7 +156,7 @@ class Npu:
         try:
             self._issue_pass()
             self._check_end()
-            yield from self.clock.serve(self)
+            yield from self.clock.serve(lambda: self.finished)
         except Exception as exc:  # the run stops; the first error of the instant is the one told
             self.services.failed(exc)
             raise
@@ -377,7 +377,7 @@ class Npu:
     def complete_soon(self, node_id: int) -> None:
         """A node finished (in a bucket, a message delivery, a collective's last event): wake
         this NPU's process to complete it and issue what that frees, in this instant."""
-        self.clock.react(self.complete, node_id)
+        self.clock.ring(self.complete, node_id)
 
     def complete(self, node_id: int) -> None:
         """An asynchronous node finished at the current tick."""

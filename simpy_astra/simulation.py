@@ -320,7 +320,7 @@ class Simulation:
         going) or, with ``until``, until that time at the latest; call again to go on.
 
         Returns the reports of the NPUs that finished so far."""
-        if not self._finished_all.triggered or self._finished_all.callbacks is not None:
+        if not self._finished_all.processed:
             try:
                 with fast_collection():
                     self.env.run(until=until)

@@ -30,7 +30,7 @@ from typing import Any
 import networkx as nx
 import simpy
 
-from simpy_astra.engine import Bell
+from simpy_astra.engine import Doorbell
 from simpy_astra.grid import Grid
 from simpy_astra.network.link import Link
 from simpy_astra.network.messages import Handler, MessageBoard
@@ -55,28 +55,17 @@ class _Message:
 class SwitchProcess:
     """A switch: a SimPy process that forwards each message arriving on one of its input
     links to the message's next link, at the instant it arrives (a link's arrival event
-    rings the switch's :class:`~simpy_astra.engine.Bell`, so the process runs right after
-    it, as the reference forwards inside that event)."""
+    rings the switch's :class:`~simpy_astra.engine.Doorbell`, so the process runs in that
+    instant, as the reference forwards inside that event)."""
 
     def __init__(self, env: simpy.Environment, device: Any, forward) -> None:
         self.device = device
-        self.forwarded = 0
         self._forward = forward
-        self._bell = self._first_bell = Bell(env)
-        self.process = env.process(self._run())
+        self._doorbell = Doorbell(env)
+        self.process = env.process(self._doorbell.serve())
 
     def receive(self, msg: _Message) -> None:
-        self._bell = self._bell.ring(self._forward, msg)
-
-    def _run(self):
-        bell, self._first_bell = self._first_bell, None  # (rung bells link to the next)
-        while True:
-            yield bell
-            self.forwarded += 1
-            work, arg = bell.work, bell.arg
-            bell.work = bell.arg = None
-            bell = bell.next
-            work(arg)
+        self._doorbell.ring(self._forward, msg)
 
 
 class CongestionAwareNetwork:
