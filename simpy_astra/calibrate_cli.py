@@ -20,14 +20,12 @@ from simpy_astra.errors import InputError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="simpy-astra calibrate",
-                                description="Fit a network to nccl-tests logs.")
-    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
-    p.add_argument("--network", required=True, help="network YAML: topology and starting values")
-    p.add_argument("--system", default=None, help="system JSON (default: calibrate's, see README)")
-    p.add_argument("--out", required=True, help="folder for network.yml, system.json, calibration.json")
-    p.add_argument("--collective", default=None,
-                   help="the collective of every log, when the logs do not name it")
+    from simpy_astra.calibration.inputs import log_parser
+
+    p = log_parser("calibrate", "Fit a network to nccl-tests logs.",
+                   network_help="network YAML: topology and starting values",
+                   system_help="system JSON (default: calibrate's, see README)",
+                   out_help="folder for network.yml, system.json, calibration.json", system_required=False)
     p.add_argument("--min-size", type=int, default=1 << 20,
                    help="fit sizes from this many bytes up (default 1 MiB)")
     p.add_argument("--in-place", action="store_true", help="fit the in-place times (default out-of-place)")

@@ -15,14 +15,12 @@ import time
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="simpy-astra validate",
-                                description="Compare nccl-tests logs with the simulator.")
-    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
-    p.add_argument("--network", required=True, help="network YAML (e.g. calibrate's DIR/network.yml)")
-    p.add_argument("--system", required=True, help="system JSON (e.g. calibrate's DIR/system.json)")
-    p.add_argument("--out", required=True, help="folder for validate.png, validate.csv, validate.json")
-    p.add_argument("--collective", default=None,
-                   help="the collective of every log, when the logs do not name it")
+    from simpy_astra.calibration.inputs import log_parser
+
+    p = log_parser("validate", "Compare nccl-tests logs with the simulator.",
+                   network_help="network YAML (e.g. calibrate's DIR/network.yml)",
+                   system_help="system JSON (e.g. calibrate's DIR/system.json)",
+                   out_help="folder for validate.png, validate.csv, validate.json", system_required=True)
     p.add_argument("--in-place", action="store_true", help="compare the in-place times")
     return p
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import tempfile
@@ -12,6 +13,19 @@ import yaml
 from simpy_astra.calibration.model import check_network, default_system
 from simpy_astra.config import load_network_yaml, load_system_json
 from simpy_astra.errors import InputError
+
+
+def log_parser(command: str, description: str, network_help: str, system_help: str, out_help: str,
+               system_required: bool) -> argparse.ArgumentParser:
+    """The flags ``calibrate`` and ``validate`` share: logs, network, system, out, collective."""
+    p = argparse.ArgumentParser(prog=f"simpy-astra {command}", description=description)
+    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
+    p.add_argument("--network", required=True, help=network_help)
+    p.add_argument("--system", required=system_required, default=None, help=system_help)
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--collective", default=None,
+                   help="the collective of every log, when the logs do not name it")
+    return p
 
 
 def load_network(path: str) -> dict[str, Any]:
