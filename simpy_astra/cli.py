@@ -8,7 +8,7 @@ changing the binary path::
 
     python -m simpy_astra --workload-configuration=W --system-configuration=S \\
         --network-configuration=N --remote-memory-configuration=M \\
-        [--comm-group-configuration=G] [--network-backend=congestion_unaware|congestion_aware]
+        [--comm-group-configuration=G] [--network-backend=congestion_unaware|congestion_aware|packet]
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
     _add_plugin_flag(p)
     p.add_argument("--network-backend", default="congestion_unaware",
-                   help="congestion_unaware (analytical) or congestion_aware (links queue messages)")
+                   help="congestion_unaware (analytical), congestion_aware (links queue messages) or "
+                        "packet (packets pipelined, links shared fairly, credits)")
     p.add_argument("--num-queues-per-dim", type=int, default=1)
     p.add_argument("--injection-scale", type=float, default=1.0)
     p.add_argument("--compute-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
@@ -108,6 +109,16 @@ def busiest_links(network) -> list | None:
     return sorted(stats, key=lambda s: (-s[3], -s[2], device_order(s[0]), device_order(s[1])))
 
 
+def _link_fields(u, v, nbytes: int, busy_ns: int, max_queue_bytes: int | None = None,
+                 stall_ns: int | None = None) -> dict:
+    """One link's JSON record; the packet backend adds its largest queue and stall time."""
+    out = {"from": u, "to": v, "bytes": nbytes, "busy_ns": busy_ns}
+    if max_queue_bytes is not None:
+        out["max_queue_bytes"] = max_queue_bytes
+        out["stall_ns"] = stall_ns
+    return out
+
+
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
                 cost=None) -> None:
     data: dict = {
@@ -117,8 +128,8 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
     if cost is not None:  # the network cost model (simpy_astra/cost_model.py)
         data["cost_usd"] = cost.total_usd
         data["cost"] = cost.as_dict()
-    if links is not None:  # congestion-aware runs: every directed link, busiest first
-        data["links"] = [{"from": u, "to": v, "bytes": b, "busy_ns": t} for u, v, b, t in links]
+    if links is not None:  # congestion-aware and packet runs: every directed link, busiest first
+        data["links"] = [_link_fields(*stat) for stat in links]
     try:
         with open(path, "w") as f:
             json.dump(data, f, indent=1)

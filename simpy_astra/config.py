@@ -69,6 +69,9 @@ class NetworkConfig:
     graph_specs: tuple[GraphSpec | None, ...] = ()
     #: the ``cost:`` block's prices and tiers (:mod:`simpy_astra.cost_model`), None: defaults
     cost: CostPrices | None = None
+    #: packet backend only (``packet-size``, ``switch-buffer``); None: the backend's defaults
+    packet_size_bytes: int | None = None
+    switch_buffer_bytes: int | None = None
 
     @property
     def num_dims(self) -> int:
@@ -389,6 +392,19 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
         except GraphSpecError as exc:
             raise InputError.at(src, exc.field, exc.problem) from None
         specs.append(spec)
+    def byte_count(key: str) -> int | None:
+        """``packet-size`` / ``switch-buffer``: a whole number of bytes > 0, or absent."""
+        if key not in data:
+            return None
+        v = data[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise InputError.at(src, key, f"must be a whole number of bytes > 0 (got {_show(v)})")
+        return v
+
+    packet_size, switch_buffer = byte_count("packet-size"), byte_count("switch-buffer")
+    if packet_size is not None and switch_buffer is not None and switch_buffer < packet_size:
+        raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet_size} bytes; "
+                                                  f"got {switch_buffer})")
     net = NetworkConfig(
         topology=tuple(topology),
         npus_count=tuple(npus),
@@ -396,6 +412,8 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
         latency_ns=latency,
         source=src,
         graph_specs=tuple(specs) if any(specs) else (),
+        packet_size_bytes=packet_size,
+        switch_buffer_bytes=switch_buffer,
     )
     if "cost" in data:  # beyond ASTRA-sim: prices for the network cost model
         net = with_cost(net, data["cost"], src)

@@ -30,12 +30,14 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
         console.print(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
     print_memory_breakdown(shown, console)
     if links:
-        busiest = Table(title="busiest links (congestion-aware)")
-        for col in ("link", "bytes", "busy (ns)", "busy share"):
+        packet = len(links[0]) > 4  # the packet backend adds largest queue and stall time
+        busiest = Table(title="busiest links")
+        for col in ("link", "bytes", "busy (ns)", "busy share") + (("max queue (B)", "stalled (ns)") if packet else ()):
             busiest.add_column(col, justify="right")
         end = max((r.finished_cycles for r in reports), default=0) or 1
-        for u, v, nbytes, busy in links[:5]:
-            busiest.add_row(f"{u} -> {v}", f"{nbytes:,}", f"{busy:,}", f"{100 * busy / end:.1f}%")
+        for u, v, nbytes, busy, *extra in links[:5]:
+            busiest.add_row(f"{u} -> {v}", f"{nbytes:,}", f"{busy:,}", f"{100 * busy / end:.1f}%",
+                            *(f"{x:,}" for x in extra))
         console.print(busiest)
     if cost is not None:
         print_cost(cost, console)

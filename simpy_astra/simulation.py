@@ -90,7 +90,7 @@ class Simulation:
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")
-        self.network: Network = BACKENDS[inputs.backend](self.env, dims, net.source)
+        self.network: Network = BACKENDS[inputs.backend](self.env, dims, net.source, net)
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)

@@ -51,6 +51,11 @@ class BasicTopology:
         """Devices a message visits, ``src`` first and ``dst`` last."""
         raise NotImplementedError
 
+    def routes(self, src: int, dst: int) -> list[list[int]]:
+        """Every path a flow's packets are spread over (packet spraying); one path unless
+        a topology sprays (Graph with ``routing: spray``)."""
+        return [self.route(src, dst)]
+
     def link_params(self, src: int, dst: int) -> tuple[float, float]:
         """(bandwidth_gbps, latency_ns) of the directed link ``src -> dst``."""
         return self.bandwidth_gbps, self.latency_ns

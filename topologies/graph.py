@@ -13,14 +13,17 @@ without code (beyond ASTRA-sim, whose files never name it)::
         - [0, leaf0]
         - {between: [leaf0, spine0], bandwidth: 200, latency: 100}
         - {between: [3, leaf1], bandwidth: 25, directed: true}
-      routing: shortest_path # or ecmp
+      routing: shortest_path # or ecmp, or spray (packet backend: every packet of a flow
+                             # on the next equal path; other backends: as ecmp)
       routes:                # optional: these pairs take exactly this path
         - [0, leaf0, spine1, leaf1, 5]
 
 NPUs are ``0 .. npus_count-1``; switch ``k`` of ``switches`` is device ``npus_count + k``.
 Routing ``shortest_path`` takes, among the paths with the fewest links, the one whose device
 sequence is smallest (so it is deterministic and easy to predict); ``ecmp`` spreads
-(src, dst) pairs over all fewest-link paths by ``(src * npus_count + dst) mod #paths``.
+(src, dst) pairs over all fewest-link paths by ``(src * npus_count + dst) mod #paths``;
+``spray`` sprays each flow's packets evenly over all fewest-link paths on the packet backend
+(:meth:`GraphTopology.routes`) and acts as ``ecmp`` on the others, which move whole messages.
 The congestion-unaware backend charges a route ``sum(link latencies) + bytes / slowest link
 bandwidth``, which for uniform links is the reference's ``hops * latency + bytes / bandwidth``.
 """
@@ -34,7 +37,7 @@ import networkx as nx
 
 from topologies.base import BasicTopology
 
-ROUTING_MODES = ("shortest_path", "ecmp")
+ROUTING_MODES = ("shortest_path", "ecmp", "spray")
 
 
 class GraphSpecError(ValueError):
@@ -193,6 +196,13 @@ class GraphTopology(BasicTopology):
             pick = 0 if self.spec.routing == "shortest_path" else (src * self.npus_count + dst) % len(paths)
             path = self._routes[(src, dst)] = paths[pick]
         return path
+
+    def routes(self, src: int, dst: int) -> list[list[int]]:
+        """Every path a flow's packets take: all fewest-link paths when spraying (a fixed
+        route in ``routes`` still wins), else the one :meth:`route`."""
+        if self.spec.routing != "spray" or (src, dst) in {(r[0], r[-1]) for r in self.spec.routes}:
+            return [self.route(src, dst)]
+        return sorted(nx.all_shortest_paths(self._g, src, dst))
 
     def hops(self, src: int, dst: int) -> int:
         return len(self.route(src, dst)) - 1

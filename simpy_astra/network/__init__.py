@@ -33,27 +33,40 @@ class Network(Protocol):
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None: ...
 
     def link_stats(self) -> list[tuple[Any, Any, int, int]] | None:
-        """(from, to, bytes, busy ns) per directed link, or None for a backend without links."""
+        """(from, to, bytes, busy ns) per directed link, or None for a backend without links;
+        the packet backend appends (largest queue bytes, back-pressure stall ns)."""
 
 
-Builder = Callable[[simpy.Environment, list[BasicTopology], str], Network]
+#: (env, dimensions, network YAML path, the parsed network config or None) -> backend
+Builder = Callable[[simpy.Environment, list[BasicTopology], str, Any], Network]
 
 
-def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], source: str) -> Network:
+def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], source: str,
+                        config: Any = None) -> Network:
     from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 
     return CongestionUnawareNetwork(env, dims)
 
 
-def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str) -> Network:
+def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
+                      config: Any = None) -> Network:
     from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 
     return CongestionAwareNetwork(env, dims, source)
 
 
+def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None) -> Network:
+    from simpy_astra.network.packet import PacketNetwork
+
+    return PacketNetwork(env, dims, source,
+                         packet_size_bytes=getattr(config, "packet_size_bytes", None),
+                         switch_buffer_bytes=getattr(config, "switch_buffer_bytes", None))
+
+
 BACKENDS: dict[str, Builder] = {
     "congestion_unaware": _congestion_unaware,
     "congestion_aware": _congestion_aware,
+    "packet": _packet,  # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
 }
 
 __all__ = ["Network", "BACKENDS", "Handler", "MessageBoard"]

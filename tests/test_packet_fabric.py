@@ -1,0 +1,257 @@
+"""The packet backend against figures derived by hand (each test states its derivation).
+
+Rules (``simpy_astra/network/packet.py``): a message of S bytes is cut into packets of
+P = min(packet-size, S) bytes; a link serialises a packet in P/B and it propagates for the
+link's latency; a device forwards a packet once it has received it; an output port shares
+its link equally among the flows that have packets for it; nothing is dropped. B is in
+bytes/ns with GB = 2^30 bytes. Delivery happens at whole nanoseconds (rounded up), so exact
+figures are checked to within 2 ns, shared ones to within 1%.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import simpy
+
+from simpy_astra.network import BACKENDS
+from simpy_astra.network.packet import DEFAULT_PACKET_SIZE_BYTES, PacketNetwork
+from tests.sim_helpers import run_sim
+from topologies import Line, Ring, Switch
+from topologies.graph import GraphSpec, GraphTopology
+from workloads.chakra_et import make_node
+from workloads.chakra_schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE
+
+P = DEFAULT_PACKET_SIZE_BYTES
+S = 1 << 20  # 1 MiB: 256 packets
+
+
+def bytes_per_ns(gbps: float) -> float:
+    return gbps * 2**30 / 1e9
+
+
+class CountingEnvironment(simpy.Environment):
+    """Counts the events processed, to show what a run costs."""
+
+    steps = 0
+
+    def step(self) -> None:
+        self.steps += 1
+        super().step()
+
+
+def deliver_all(net: PacketNetwork, pairs: list[tuple[int, int]], size: int = S) -> dict[tuple[int, int], float]:
+    """Post every (src, dst) message at time 0 (tag 1) and run; returns delivery times."""
+    done: dict[tuple[int, int], float] = {}
+    env = net.env
+    for src, dst in pairs:
+        net.send(src, dst, 1, size, lambda pair: done.__setitem__(pair, env.now), (src, dst))
+        net.recv(dst, src, 1, size, None, None)
+    env.run()
+    assert len(done) == len(pairs)
+    return done
+
+
+def fat_tree(spines: int, routing: str, gbps: float = 100.0, lat: float = 100.0) -> GraphTopology:
+    """16 NPUs under 4 leaves of 4; every leaf wired to every spine; links ``gbps`` each way.
+    4 spines: non-blocking (4 NPU links down, 4 up per leaf); 2 spines: 2:1 oversubscribed."""
+    leaves = [f"leaf{i}" for i in range(4)]
+    tops = [f"spine{i}" for i in range(spines)]
+    links = [[n, leaves[n // 4]] for n in range(16)] + [[leaf, top] for leaf in leaves for top in tops]
+    spec = GraphSpec.parse({"switches": leaves + tops, "links": links, "routing": routing}, 16)
+    return GraphTopology(16, gbps, lat, spec)
+
+
+# ------------------------------------------------------------------------------ one message
+@pytest.mark.parametrize("hops", [1, 2, 5])
+def test_one_message_is_pipelined_across_hops(hops: int) -> None:
+    # Packet k (0-based) leaves NPU 0 at k*P/B and each hop adds P/B + latency for the packet
+    # that follows it; the last packet (k = S/P - 1) reaches hop h at
+    # (S/P - 1)*P/B + h*(P/B + lat) = h*lat + S/B + (h-1)*P/B.
+    lat, gbps = 500.0, 50.0
+    net = PacketNetwork(simpy.Environment(), [Line(8, gbps, lat)])
+    t = deliver_all(net, [(0, hops)])[(0, hops)]
+    b = bytes_per_ns(gbps)
+    expected = hops * lat + S / b + (hops - 1) * P / b
+    assert expected <= t <= expected + 2
+
+
+def test_store_and_forward_would_be_much_slower() -> None:
+    # The same 5 hops store-and-forward (the congestion-aware model) cost 5*(lat + S/B); the
+    # pipeline saves 4*(S - P)/B of it: check the packet figure is the pipelined one.
+    lat, b = 500.0, bytes_per_ns(50.0)
+    t = deliver_all(PacketNetwork(simpy.Environment(), [Line(8, 50.0, lat)]), [(0, 5)])[(0, 5)]
+    assert 5 * (lat + S / b) - t == pytest.approx(4 * (S - P) / b, abs=2)
+
+
+def test_message_smaller_than_a_packet_is_one_packet() -> None:
+    # One 1000-byte packet over 3 ring hops: 3*(lat + 1000/B)
+    size, lat, b = 1000, 100.0, bytes_per_ns(25.0)
+    t = deliver_all(PacketNetwork(simpy.Environment(), [Ring(8, 25.0, lat)]), [(0, 3)], size)[(0, 3)]
+    expected = 3 * (lat + size / b)
+    assert expected <= t <= expected + 2
+
+
+def test_an_uncontended_message_costs_the_same_events_whatever_its_size() -> None:
+    # Trains, not packets: 4 KiB (1 packet) and 1 GiB (262,144 packets) over 3 hops both cost
+    # the same handful of events (drain, delivery).
+    steps = []
+    for size in (P, 1 << 30):
+        env = CountingEnvironment()
+        deliver_all(PacketNetwork(env, [Line(4, 50.0, 500.0)]), [(0, 3)], size)
+        steps.append(env.steps)
+    assert steps[0] == steps[1] <= 3
+
+
+# ------------------------------------------------------------------------------ sharing
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_k_flows_share_one_bottleneck_fairly(k: int) -> None:
+    # NPUs 0..3 -> switch a -> (one link) -> switch b -> NPUs 4..7, every link B. k flows
+    # i -> 4+i start together; the a->b link carries all k, interleaving packets, so each
+    # gets B/k and all finish at about k*S/B (one after the other, the first would finish at
+    # S/B). With S = 8 MiB, pipeline and latencies (3*lat + 2*P/B = 452 ns) are 0.15% of
+    # k*S/B = 312,500 ns at k = 2.
+    lat, gbps, size = 100.0, 50.0, 8 << 20
+    links = [[i, "a"] for i in range(4)] + [["a", "b"]] + [["b", 4 + i] for i in range(4)]
+    topo = GraphTopology(8, gbps, lat, GraphSpec.parse({"switches": ["a", "b"], "links": links}, 8))
+    net = PacketNetwork(simpy.Environment(), [topo])
+    done = deliver_all(net, [(i, 4 + i) for i in range(k)], size)
+    bound = k * size / bytes_per_ns(gbps)
+    for t in done.values():
+        assert t == pytest.approx(bound, rel=0.01)
+
+
+def test_incast_through_a_switch() -> None:
+    # n NPUs send S to NPU n through one switch: the downlink switch -> n is shared by n
+    # flows, B/n each; every uplink could carry B but is held to B/n by credits, so the
+    # switch's port towards n keeps a full buffer. Each finishes at
+    # n*S/B + 2*lat + P/B (the last packet's second hop), within 2 ns.
+    n, lat, gbps = 6, 100.0, 50.0
+    net = PacketNetwork(simpy.Environment(), [Switch(n + 1, gbps, lat)])
+    done = deliver_all(net, [(i, n) for i in range(n)])
+    b = bytes_per_ns(gbps)
+    expected = n * S / b + 2 * lat + P / b
+    for t in done.values():
+        assert expected - 2 <= t <= expected + 2
+    stats = {(u, v): (nbytes, busy, queue, stall) for u, v, nbytes, busy, queue, stall in net.link_stats()}
+    switch = n + 1
+    assert stats[(switch, n)][:3] == (n * S, round(n * S / b), net.switch_buffer_bytes)
+    for i in range(n):  # held back by credits for all but the 1/n of the time it sent
+        assert stats[(i, switch)][3] == pytest.approx(n * S / b, abs=2)
+        assert stats[(i, switch)][2] == 0  # the NPU's own queue is not a switch buffer
+
+
+def test_permutation_on_a_non_blocking_fat_tree_runs_at_line_rate() -> None:
+    # 4 leaves x 4 NPUs, 4 spines: each leaf has 4 links up for its 4 NPUs. The shift
+    # permutation i -> i+4 sends every flow across the spines; sprayed over the 4 spines each
+    # leaf uplink carries 4 quarter-flows = B, so every flow runs at line rate:
+    # S/B + 4 hops' pipeline (4*lat + 3*P'/B with P' = P, each sprayed part being >= P).
+    lat, gbps = 100.0, 100.0
+    net = PacketNetwork(simpy.Environment(), [fat_tree(4, "spray", gbps, lat)])
+    done = deliver_all(net, [(i, (i + 4) % 16) for i in range(16)])
+    b = bytes_per_ns(gbps)
+    line_rate = S / b + 4 * lat + 3 * P / b
+    for t in done.values():
+        assert t == pytest.approx(line_rate, rel=0.01)
+    # shortest_path puts all 4 cross-leaf flows of a leaf on spine0: 4*S/B plus the same tail
+    slow = deliver_all(PacketNetwork(simpy.Environment(), [fat_tree(4, "shortest_path", gbps, lat)]),
+                       [(i, (i + 4) % 16) for i in range(16)])
+    assert max(slow.values()) == pytest.approx(4 * S / b + 4 * lat + 3 * P / b, rel=0.01)
+
+
+@pytest.mark.parametrize("routing", ["spray", "ecmp"])
+def test_all_to_all_on_a_2_to_1_oversubscribed_fat_tree_runs_at_half_rate(routing: str) -> None:
+    # 4 leaves x 4 NPUs, 2 spines: a leaf's 4 NPUs share 2 uplinks. In an all-to-all of S per
+    # pair, each NPU sends 12 S to other leaves; the 48 cross-leaf flows of a leaf get 2B/48
+    # each, i.e. B/2 per NPU for its cross-leaf traffic (half its line rate); its 3 intra-leaf
+    # flows share the other B/2 and end at 6 S/B. So the all-to-all ends at
+    # 12 S / (B/2) = 24 S/B (against 15 S/B at line rate). ECMP spreads (src, dst) by
+    # (16 src + dst) mod 2 = dst mod 2: 24 flows per uplink, as even as spraying.
+    gbps = 100.0
+    net = PacketNetwork(simpy.Environment(), [fat_tree(2, routing, gbps)])
+    done = deliver_all(net, [(s, d) for s in range(16) for d in range(16) if s != d])
+    b = bytes_per_ns(gbps)
+    assert max(done.values()) == pytest.approx(24 * S / b, rel=0.01)
+    intra = [t for (s, d), t in done.items() if s // 4 == d // 4]
+    assert max(intra) == pytest.approx(6 * S / b, rel=0.01)
+    uplinks = [row for row in net.link_stats() if str(row[0]).startswith("leaf") and str(row[1]).startswith("spine")]
+    assert {row[2] for row in uplinks} == {24 * S}  # every uplink carries half of its leaf's 48 S
+
+
+def test_small_buffer_caps_a_link_by_its_credit_loop() -> None:
+    # A credit returns one latency after its packet left the buffer: a link into a switch with
+    # a buffer of Q bytes carries at most Q / (2*lat + P/B). With Q = 2 packets, lat = 500 ns
+    # at 50 GB/s that is 8192/1076.3 = 7.6 B/ns (1/7 of B): the first hop paces the message,
+    # S/cap + pipeline tail (2*lat + P/B), to within 1%.
+    lat, gbps = 500.0, 50.0
+    net = PacketNetwork(simpy.Environment(), [Switch(2, gbps, lat)], switch_buffer_bytes=2 * P)
+    t = deliver_all(net, [(0, 1)])[(0, 1)]
+    b = bytes_per_ns(gbps)
+    cap = 2 * P / (2 * lat + P / b)
+    assert t == pytest.approx(S / cap + 2 * lat + P / b, rel=0.01)
+    stall = {(u, v): s for u, v, _, _, _, s in net.link_stats()}[(0, 2)]
+    assert stall > 0.8 * t  # waiting for credits nearly all the time
+
+
+# ------------------------------------------------------------------------------ whole runs
+def _collective(comm_type: int, size: int, npus: int = 16) -> list[list]:
+    return [[make_node(1, "coll", COMM_COLL_NODE, attrs={"comm_type": comm_type, "comm_size": size})]
+            for _ in range(npus)]
+
+
+MESH = {"topology": ["Line", "Line"], "npus_count": [4, 4], "bandwidth": [100.0, 100.0], "latency": [100.0, 100.0]}
+ONE_RING = {"all-reduce-implementation": ["oneRing"], "all-gather-implementation": ["oneRing"],
+            "reduce-scatter-implementation": ["oneRing"]}
+
+
+def test_halving_the_packet_size_barely_changes_a_mesh_ring_all_reduce(tmp_path: Path) -> None:
+    # A ring all-reduce of 24 MiB on the 4x4 mesh moves 1.5 MiB messages: the packet size only
+    # enters through (h-1)*P/B per message (76 ns for 2 extra hops at 4 KiB, 100 GB/s) against
+    # S/B = 14.6 us, so halving it changes the run by well under 1%.
+    finish = []
+    for packet in (4096, 2048):
+        network = dict(MESH, **{"packet-size": packet})
+        reports, _ = run_sim(tmp_path, _collective(ALL_REDUCE, 24 << 20), network, ONE_RING, backend="packet")
+        finish.append(max(r.finished_cycles for r in reports.values()))
+    assert finish[1] < finish[0]  # smaller packets pipeline a little better
+    assert (finish[0] - finish[1]) / finish[0] < 0.01
+
+
+def test_ring_all_reduce_on_a_mesh_is_close_to_the_analytical_figure(tmp_path: Path) -> None:
+    # No link carries two flows of a ring all-reduce on the mesh, so pipelined packets finish
+    # within 1% of the analytical backend, far below the store-and-forward figure.
+    finish = {}
+    for backend in ("congestion_unaware", "congestion_aware", "packet"):
+        reports, _ = run_sim(tmp_path, _collective(ALL_REDUCE, 24 << 20), MESH, ONE_RING, backend=backend)
+        finish[backend] = max(r.finished_cycles for r in reports.values())
+    assert finish["packet"] == pytest.approx(finish["congestion_unaware"], rel=0.01)
+    assert finish["congestion_aware"] > 1.1 * finish["packet"]
+
+
+def test_scenario_yaml_selects_the_packet_backend_and_json_has_queue_and_stall(tmp_path: Path) -> None:
+    from simpy_astra.cli import main
+
+    reports, _ = run_sim(tmp_path, _collective(ALL_TO_ALL, 1 << 20), MESH, backend="packet", run=False)
+    scenario = tmp_path / "s.yaml"
+    network = dict(MESH, **{"packet-size": 2048, "switch-buffer": 65536})
+    scenario.write_text(json.dumps({"workload": str(tmp_path / "wl" / "w"), "system": str(tmp_path / "sys.json"),
+                                    "network": network, "backend": "packet"}))
+    out = tmp_path / "out.json"
+    assert main(["run", str(scenario), "--quiet", "--json-out", str(out)]) == 0
+    links = json.loads(out.read_text())["links"]
+    assert {"from", "to", "bytes", "busy_ns", "max_queue_bytes", "stall_ns"} <= set(links[0])
+    assert max(row["max_queue_bytes"] for row in links) <= 65536
+    assert "packet" in BACKENDS
+
+
+@pytest.mark.parametrize("key, value", [("packet-size", 0), ("switch-buffer", "big")])
+def test_bad_packet_settings_are_input_errors(tmp_path: Path, key: str, value) -> None:
+    from simpy_astra.config import load_network_yaml
+    from simpy_astra.errors import InputError
+
+    path = tmp_path / "net.yml"
+    path.write_text(json.dumps(dict(MESH, **{key: value})))
+    with pytest.raises(InputError, match=key):
+        load_network_yaml(path)
