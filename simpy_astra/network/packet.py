@@ -75,6 +75,10 @@ DEFAULT_SWITCH_BUFFER_BYTES = 1 << 20
 _TOLERANCE = 1e-9
 
 
+def _first(pair: tuple) -> Any:
+    return pair[0]
+
+
 class Port:
     """A directed link ``src -> dst`` and the output port (buffer) that feeds it.
 
@@ -170,7 +174,7 @@ class _Flow:
     sets that rate; ``version`` makes a superseded drain event harmless."""
 
     __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "rate", "since", "cap", "bottleneck",
-                 "version")
+                 "version", "drain_ns", "timer_ns")
 
     def __init__(self, message: _Message, path: _Path, size_bytes: float, now: float) -> None:
         self.message = message
@@ -183,6 +187,8 @@ class _Flow:
         self.cap = min(path.credit_caps)
         self.bottleneck = 0
         self.version = 0
+        self.drain_ns = 0  # when the last byte leaves the source at the current rate
+        self.timer_ns: int | None = None  # when the pending drain event fires
 
 
 class PacketNetwork(CongestionAwareNetwork):
@@ -300,21 +306,35 @@ class PacketNetwork(CongestionAwareNetwork):
                 self._reshare(flow.ports)
 
     def _set_rate(self, flow: _Flow, rate: float) -> None:
-        """Account the bytes sent at the old rate, then schedule the drain at the new one."""
+        """Account the bytes sent at the old rate; the train now drains at ``rate``.
+
+        Its drain event is re-armed only if the drain comes earlier than the pending event:
+        a later drain (the train slowed down) lets the pending event fire and re-arm itself,
+        so a train that only slows down keeps one event."""
         now = self.env.now
         flow.left_bytes = max(0.0, flow.left_bytes - flow.rate * (now - flow.since))
         flow.since = now
         flow.rate = rate
-        flow.version += 1
-        version = flow.version
         # events at whole nanoseconds (the drain rounded up: at most 1 ns late), so the clock
         # the NPUs read stays an integer as with the other backends
-        delay_ns = math.ceil(now + flow.left_bytes / rate - 1e-9) - now
-        Timeout(self.env, max(0, delay_ns)).callbacks.append(lambda _e: self._drained(flow, version))
+        drain_ns = math.ceil(now + flow.left_bytes / rate - 1e-9)
+        flow.drain_ns = drain_ns
+        if flow.timer_ns is None or drain_ns < flow.timer_ns:
+            self._arm(flow, drain_ns)
+
+    def _arm(self, flow: _Flow, at_ns: int) -> None:
+        flow.version += 1
+        flow.timer_ns = at_ns
+        version = flow.version
+        Timeout(self.env, max(0, at_ns - self.env.now)).callbacks.append(lambda _e: self._drained(flow, version))
 
     def _drained(self, flow: _Flow, version: int) -> None:
-        """The train's last byte left the source: free its links; deliver when it arrives."""
+        """The train's last byte left the source (or it slowed down since this event was
+        armed: then re-arm): free its links; deliver when it arrives."""
         if flow.version != version:
+            return
+        if flow.drain_ns > self.env.now:
+            self._arm(flow, flow.drain_ns)
             return
         busy = []
         for port in flow.ports:
@@ -361,20 +381,25 @@ class PacketNetwork(CongestionAwareNetwork):
                             ports.add(port)
                             stack.append(port)
         spare = {p: p.bytes_per_ns for p in ports}
-        unfrozen = {p: len(p.flows) for p in ports}
+        unfrozen = {p: len(p.flows) for p in ports if p.flows}
         rates: dict[_Flow, float] = {}
         waiting = dict(flows)
+        # credit caps bind only below some link's speed (never with the default buffer)
+        capped = [f for f in flows if f.cap < f.path.min_bytes_per_ns]
         while waiting:
-            level = min(spare[p] / n for p, n in unfrozen.items() if n)
-            cap_level = min(f.cap for f in waiting)
+            shares = [(spare[p] / n, p) for p, n in unfrozen.items()]
+            level = min(shares, key=_first)[0]
             limit = level * (1 + _TOLERANCE)
             frozen: list[tuple[_Flow, int]] = []
-            if cap_level <= limit:
-                level = min(level, cap_level)
-                limit = level * (1 + _TOLERANCE)
-                frozen += [(f, f.path.credit_caps.index(f.cap)) for f in waiting if f.cap <= limit]
-            for p, n in unfrozen.items():
-                if n and spare[p] / n <= limit:
+            if capped:
+                cap_level = min((f.cap for f in capped if f in waiting), default=math.inf)
+                if cap_level <= limit:
+                    level = min(level, cap_level)
+                    limit = level * (1 + _TOLERANCE)
+                    frozen += [(f, f.path.credit_caps.index(f.cap)) for f in capped
+                               if f in waiting and f.cap <= limit]
+            for share, p in shares:
+                if share <= limit:
                     frozen += [(f, i) for f, i in p.flows.items() if f in waiting]
             for flow, hop in frozen:
                 if flow not in waiting:
@@ -384,7 +409,11 @@ class PacketNetwork(CongestionAwareNetwork):
                 flow.bottleneck = hop
                 for port in flow.ports:
                     spare[port] -= level
-                    unfrozen[port] -= 1
+                    left = unfrozen[port] - 1
+                    if left:
+                        unfrozen[port] = left
+                    else:
+                        del unfrozen[port]
         for flow, rate in rates.items():
             if abs(rate - flow.rate) > _TOLERANCE * rate:
                 self._set_rate(flow, rate)
