@@ -19,7 +19,7 @@ import simpy
 from simpy_astra.network import BACKENDS
 from simpy_astra.network.packet import DEFAULT_PACKET_SIZE_BYTES, PacketNetwork
 from tests.sim_helpers import run_sim
-from topologies import Line, Ring, Switch
+from topologies import FullyConnected, Line, Ring, Switch
 from topologies.graph import GraphSpec, GraphTopology
 from workloads.chakra_et import make_node
 from workloads.chakra_schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE
@@ -75,6 +75,21 @@ def test_one_message_is_pipelined_across_hops(hops: int) -> None:
     t = deliver_all(net, [(0, hops)])[(0, hops)]
     b = bytes_per_ns(gbps)
     expected = hops * lat + S / b + (hops - 1) * P / b
+    assert expected <= t <= expected + 2
+
+
+@pytest.mark.parametrize("dims, src, dst, hops", [
+    ([Ring(8, 50.0, 500.0)], 0, 6, 2),  # the shorter way round: 0 -> 7 -> 6
+    ([FullyConnected(8, 50.0, 500.0)], 0, 6, 1),
+    ([Switch(8, 50.0, 500.0)], 0, 6, 2),  # up to the switch, down to 6
+    ([Line(4, 50.0, 500.0), Line(4, 50.0, 500.0)], 0, 15, 6),  # XY: 3 hops in x, then 3 in y
+    ([Ring(4, 50.0, 500.0), Ring(4, 50.0, 500.0), Ring(4, 50.0, 500.0)], 0, 63, 3),  # one wrap per dim
+])
+def test_every_topology_pipelines_the_same_way(dims, src, dst, hops) -> None:
+    # Same derivation as above with each topology's hop count: h*lat + S/B + (h-1)*P/B.
+    t = deliver_all(PacketNetwork(simpy.Environment(), dims), [(src, dst)])[(src, dst)]
+    b = bytes_per_ns(50.0)
+    expected = hops * 500.0 + S / b + (hops - 1) * P / b
     assert expected <= t <= expected + 2
 
 

@@ -417,8 +417,8 @@ class PacketNetwork(CongestionAwareNetwork):
         for flow, rate in rates.items():
             if abs(rate - flow.rate) > _TOLERANCE * rate:
                 self._set_rate(flow, rate)
-        for port in ports:
-            port.load_bytes_per_ns = sum(f.rate for f in port.flows)
+        for port in ports:  # what the frozen rates took of each port
+            port.load_bytes_per_ns = port.bytes_per_ns - spare[port]
         self._mark(ports)
 
     def _mark(self, ports) -> None:
