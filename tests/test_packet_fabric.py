@@ -210,6 +210,17 @@ def test_small_buffer_caps_a_link_by_its_credit_loop() -> None:
     assert stall > 0.8 * t  # waiting for credits nearly all the time
 
 
+def test_default_buffer_never_caps_a_fast_link() -> None:
+    # 2000 GB/s with 1 us latency: the credit loop's bandwidth-delay product (4.3 MB) exceeds
+    # 1 MiB, but an unset switch-buffer is taken as sized for it, so the message runs at line
+    # rate: 2*lat + S/B + P/B, as the pipelined formula with h = 2.
+    lat, gbps = 1000.0, 2000.0
+    t = deliver_all(PacketNetwork(simpy.Environment(), [Switch(2, gbps, lat)]), [(0, 1)])[(0, 1)]
+    b = bytes_per_ns(gbps)
+    expected = 2 * lat + S / b + P / b
+    assert expected <= t <= expected + 2
+
+
 # ------------------------------------------------------------------------------ whole runs
 def _collective(comm_type: int, size: int, npus: int = 16) -> list[list]:
     return [[make_node(1, "coll", COMM_COLL_NODE, attrs={"comm_type": comm_type, "comm_size": size})]

@@ -48,8 +48,10 @@ Defaults, when the network YAML does not set them:
   than 1%);
 * ``switch-buffer: 1048576`` bytes (1 MiB) per output port -- the per-port share of a
   modern data-centre switch's 32-64 MiB shared buffer, and above the credit loop's
-  bandwidth-delay product of every link up to 500 GB/s with 1 us latency, so by default
-  credits never throttle a link and the buffer only shows in the queue statistics.
+  bandwidth-delay product of links up to 400 GB/s with 1 us latency. Lossless fabrics are
+  built so that credits never idle a link, so while the YAML does not set ``switch-buffer``
+  no credit loop caps a link (whatever its speed) and the buffer only shows in the queue
+  statistics; set it to study small buffers.
 
 Routing is the other backends' (dimension-order across stacked dimensions, each building
 block's route, Graph shortest path or ECMP per flow); a Graph with ``routing: spray``
@@ -148,7 +150,7 @@ class _Path:
 
     __slots__ = ("ports", "latency_ns", "min_bytes_per_ns", "inverse_sum", "credit_caps")
 
-    def __init__(self, ports: tuple[Port, ...], packet_bytes: int, buffer_bytes: int) -> None:
+    def __init__(self, ports: tuple[Port, ...], packet_bytes: int, buffer_bytes: float) -> None:
         self.ports = ports
         self.latency_ns = sum(p.latency_ns for p in ports)
         self.min_bytes_per_ns = min(p.bytes_per_ns for p in ports)
@@ -202,6 +204,8 @@ class PacketNetwork(CongestionAwareNetwork):
         self.packet_size_bytes = DEFAULT_PACKET_SIZE_BYTES if packet_size_bytes is None else packet_size_bytes
         self.switch_buffer_bytes = (DEFAULT_SWITCH_BUFFER_BYTES if switch_buffer_bytes is None
                                     else switch_buffer_bytes)
+        # the default buffer is sized for its link's credit loop: only a given one caps links
+        self._credit_buffer_bytes = math.inf if switch_buffer_bytes is None else switch_buffer_bytes
         if self.packet_size_bytes <= 0:
             raise ValueError(f"{source}: packet-size must be > 0 bytes (got {self.packet_size_bytes})")
         if self.switch_buffer_bytes < self.packet_size_bytes:
@@ -243,7 +247,7 @@ class PacketNetwork(CongestionAwareNetwork):
             here = grid.moved(here, dim, b)
         count = max(len(options) for options in per_dim)
         paths = tuple(_Path(tuple(p for options in per_dim for p in options[k % len(options)]),
-                            self.packet_size_bytes, self.switch_buffer_bytes) for k in range(count))
+                            self.packet_size_bytes, self._credit_buffer_bytes) for k in range(count))
         self._paths[(src, dst)] = paths
         return paths
 
