@@ -260,9 +260,7 @@ class Simulation:
         for npu in self.npus:
             if npu.memory is None or not npu.finished:
                 continue
-            for member in self.orbit_of(npu.npu_id):
-                memory = npu.memory if member == npu.npu_id else replace(npu.memory, npu_id=member)
-                memory.write_trace(f"{prefix}.{member}.json")
+            npu.memory.write_traces(prefix, tuple(self.orbit_of(npu.npu_id)))
 
     def _flush_reports(self) -> None:
         for report in sorted(self._pending_reports, key=lambda r: r.npu_id):
