@@ -74,7 +74,12 @@ def _require(module: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    import threading
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # only there can Python set handlers
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)
+                    if signal.getsignal(sig) is not signal.SIG_IGN}  # e.g. nohup: stays ignored
     try:
         for sig in previous:
             signal.signal(sig, _stop_once)

@@ -64,8 +64,8 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
     paths.append(_save(fig, plt, out_dir, "time.png"))
 
     fig, ax, plt = _bars(f"{spec.name}: compute vs exposed communication", f"{unit} (max over NPUs)", labels)
-    compute = [o.figures["compute_ns"] / scale for o in ok]
-    exposed = [o.figures["exposed_comm_ns"] / scale for o in ok]
+    compute = [(o.figures["compute_ns"] or 0) / scale for o in ok]  # empty in a hand-made row
+    exposed = [(o.figures["exposed_comm_ns"] or 0) / scale for o in ok]
     ax.bar(range(len(ok)), compute, label="compute (GPU time)", color="tab:blue")
     ax.bar(range(len(ok)), exposed, bottom=compute, label="exposed communication", color="tab:orange")
     ax.set_xlabel(axes_text)
