@@ -586,7 +586,8 @@ def test_points_of_two_network_backends_are_never_compared(tmp_path, capsys):
 
 # ---------------------------------------------------------------- the folder lock and signals
 SLEEPY_PLUGIN = '''
-"""Test plugin: points 1 and 2 finish at once, later ones sleep for ten minutes."""
+"""Test plugin: points 1 and 2 finish at once, later ones sleep for ten minutes; a stopped
+point marks that it is unwinding and takes a second to do so."""
 import glob, os, shutil, time
 from workloads import generated
 
@@ -596,7 +597,12 @@ STEP = {step!r}
 def _generate(params, prefix):
     with open(os.path.join(params["marks"], f"started-{{params['n']}}"), "w") as f:
         f.write(str(os.getpid()))
-    time.sleep(0 if params["n"] <= 2 else 600)
+    try:
+        time.sleep(0 if params["n"] <= 2 else 600)
+    except BaseException:  # stopped: say so, and take a while to unwind
+        open(os.path.join(params["marks"], f"stopping-{{params['n']}}"), "w").close()
+        time.sleep(1)
+        raise
     for src in glob.glob(STEP + ".*.et"):
         shutil.copy(src, prefix + src[len(STEP):])
 
@@ -617,7 +623,7 @@ class Running:
     env: dict[str, str]
 
     def worker_pids(self) -> set[int]:
-        return {int(p.read_text()) for p in self.marks.glob("started-*") if p.read_text()}
+        return {int(p.read_text()) for p in self.marks.glob("started-*")}
 
 
 def start_sleepy_sweep(tmp_path: Path) -> Running:
@@ -660,7 +666,9 @@ def assert_stopped_cleanly(r: Running) -> None:
     """Points 1 and 2 kept, 3 and 4 stopped, 5 and 6 never started; no worker and no temporary
     folder left behind."""
     assert kept(r.out) == {("1", "ok"), ("2", "ok")}
-    assert sorted(p.name for p in r.marks.iterdir()) == [f"started-{n}" for n in (1, 2, 3, 4)]
+    # 3 and 4 were stopped by SIGTERM and unwound (their with/finally blocks ran), not killed
+    assert sorted(p.name for p in r.marks.iterdir()) == [
+        *(f"started-{n}" for n in (1, 2, 3, 4)), "stopping-3", "stopping-4"]
     pids = r.worker_pids()
     assert len(pids) == 2 and os.getpid() not in pids
     deadline = time.monotonic() + 60  # workers unwind after SIGTERM; wait, do not time them
@@ -696,7 +704,10 @@ def test_a_second_sweep_on_the_same_folder_is_refused(tmp_path):
 def test_ctrl_c_stops_at_once_and_a_second_ctrl_c_prints_no_traceback(tmp_path):
     r = start_sleepy_sweep(tmp_path)
     r.proc.send_signal(signal.SIGINT)
-    r.proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while not list(r.marks.glob("stopping-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    r.proc.send_signal(signal.SIGINT)  # while the sweep waits for its workers to unwind
     _, err = r.proc.communicate(timeout=120)  # points 3 and 4 would take ten minutes
     assert r.proc.returncode == 130, err.decode()
     assert b"interrupted" in err and b"Traceback" not in err

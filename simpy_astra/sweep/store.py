@@ -97,6 +97,7 @@ class ResultsStore:
                              f"can write") from None
         self.lock = FolderLock(out_dir)  # before anything in the folder is read or written
         try:
+            self.files = spec.named_files()
             previous = self._check_manifest(spec)
             rows, torn = self._read_rows(previous)
             self.rows: dict[str, dict[str, str]] = rows
@@ -117,7 +118,7 @@ class ResultsStore:
 
     def _manifest(self, spec: SweepSpec) -> dict[str, Any]:
         return {"sweep": os.path.abspath(spec.path), "fingerprint": spec.fingerprint(),
-                "columns": self.columns, "files": spec.named_files()}
+                "columns": self.columns, "files": self.files}
 
     def _check_manifest(self, spec: SweepSpec) -> list[str]:
         """The columns results.csv was written with (this sweep's own for a new folder)."""
@@ -143,9 +144,8 @@ class ResultsStore:
                 f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
                 f"its base scenario or axes differ from {spec.path}); use another --out, or "
                 f"delete {self.out_dir} to start over")
-        files = spec.named_files()
         for path, digest in (theirs.get("files") or {}).items():
-            if path in files and files[path] != digest:
+            if path in self.files and self.files[path] != digest:
                 raise InputError(
                     f"--out {self.out_dir}: {path} changed since these results were made (its contents "
                     f"differ); restore it, or use another --out, or delete {self.out_dir} to start over")
