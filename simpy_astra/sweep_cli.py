@@ -16,11 +16,16 @@ import os
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
 
 from simpy_astra.errors import InputError
+
+if TYPE_CHECKING:
+    from simpy_astra.sweep.spec import Point, SweepSpec
+    from simpy_astra.sweep.store import ResultsStore
 
 EXIT_ALL_FAILED = 4
 EXIT_INTERRUPTED = 130
@@ -100,11 +105,8 @@ def _main(argv: list[str]) -> int:
     _require("simpleeval")
     if not args.no_plots:
         _require("matplotlib")
-    from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
-    from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
-    from simpy_astra.sweep.summary import print_summary
 
     spec = load_sweep(args.sweep)
     points = spec.points()
@@ -119,29 +121,38 @@ def _main(argv: list[str]) -> int:
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
     store = ResultsStore(args.out, spec, retry_failed=args.retry_failed)
-    try:
-        _write_point_scenarios(args.out, points)
-        todo = [p for p in points if not store.done(p.key)]
-        console = Console(stderr=True)
-        if not console.is_terminal:  # a log file: room for the whole table
-            console = Console(stderr=True, width=200)
-        where = f"cluster {args.cluster}" if args.cluster else f"{min(args.jobs, max(len(todo), 1))} local processes"
-        console.print(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
-                      f"{store.csv_path}, running {len(todo)} on {where}")
-
-        def label(p) -> str:  # what a failing point's error names: the sweep file and the coordinates
-            return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
-
-        t0 = time.perf_counter()
-        if args.cluster:
-            outcome = run_cluster(todo, args.cluster, lambda p, f: store.append(p.key, p.coordinates, f),
-                                  console, where=label)
-        else:
-            outcome = run_local(todo, min(args.jobs, max(len(todo), 1)),
-                                lambda p, f: store.append(p.key, p.coordinates, f), console,
-                                where=label, close_fds=(store.lock.fd,))
+    try:  # the folder stays locked until best.json and the plots are written too
+        return _run(args, spec, points, store)
     finally:
         store.close()
+
+
+def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
+    from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
+    from simpy_astra.sweep.runner import run_cluster, run_local
+    from simpy_astra.sweep.summary import print_summary
+
+    _write_point_scenarios(args.out, points)
+    todo = [p for p in points if not store.done(p.key)]
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a log file: room for the whole table
+        console = Console(stderr=True, width=200)
+    jobs = min(args.jobs, max(len(todo), 1))
+    where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
+    console.print(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
+                  f"{store.csv_path}, running {len(todo)} on {where}")
+
+    def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
+        return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
+
+    def save(p: Point, figures: dict[str, Any]) -> None:
+        store.append(p.key, p.coordinates, figures)
+
+    t0 = time.perf_counter()
+    if args.cluster:
+        outcome = run_cluster(todo, args.cluster, save, console, where=label)
+    else:
+        outcome = run_local(todo, jobs, save, console, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
     done = outcomes(spec, points, store.rows)
     summary = best_summary(spec, done, len(points), backends_of(points))
@@ -158,11 +169,10 @@ def _main(argv: list[str]) -> int:
         stopped = "terminated" if outcome.terminated else "interrupted"
         console.print(f"[yellow]{stopped}[/yellow]: {len(done)} of {len(points)} points saved in "
                       f"{store.csv_path}; run the same command again to finish the rest")
-        return EXIT_TERMINATED if stopped == "terminated" else EXIT_INTERRUPTED
+        return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
     if done and not any(o.ok for o in done):
-        first = done[0].figures["error"]
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
-              f"their errors), e.g. {first}", file=sys.stderr)
+              f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)
         return EXIT_ALL_FAILED
     console.print(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s")
     return 0

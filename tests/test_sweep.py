@@ -511,6 +511,7 @@ def test_a_failing_points_error_names_the_sweep_and_field_not_a_temporary_file(t
     ({"constraints": ["bandwidth << 100000 > 1"]}, ("constraints", "beyond 2**1024")),
     ({"constraints": ["round(bandwidth, -10**8) > 1"]}, ("constraints", "round() takes at most")),
     ({"constraints": ["bandwidth in (1, 2)"]}, ("constraints", "not allowed")),
+    ({"constraints": ["finish_ns < 'x'"]}, ("constraints", "cannot be evaluated", "TypeError")),
 ])
 def test_bad_expressions_are_refused_before_any_point_runs(tmp_path, capsys, extra, needles):
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [25, 50]}, **extra})

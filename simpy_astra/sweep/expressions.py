@@ -146,15 +146,21 @@ class Expression:
             raise InputError(f"{where}: '{self.text}' cannot be evaluated ({type(exc).__name__}: {exc})") \
                 from (exc if isinstance(exc, ArithmeticError) else None)
 
-    def number(self, values: dict[str, Any], where: str) -> float | None:
-        """The value as a number to rank by; None where this point's figures make it undefined
-        (a division by zero, an overflow), so one odd point cannot stop ranking the others."""
+    def value(self, values: dict[str, Any], where: str) -> Any:
+        """The value; None where this point's figures make it undefined (a division by zero, a
+        float overflow), so one odd point cannot stop ranking the others."""
         try:
-            value = self.evaluate(values, where)
+            return self.evaluate(values, where)
         except InputError as exc:
             if isinstance(exc.__cause__, ArithmeticError) and not isinstance(exc.__cause__, ExpressionLimit):
                 return None
             raise
+
+    def number(self, values: dict[str, Any], where: str) -> float | None:
+        """The value as a number to rank by (None where undefined, see :meth:`value`)."""
+        value = self.value(values, where)
+        if value is None:
+            return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InputError(f"{where}: '{self.text}' must give a number (got {value!r})")
         return None if isinstance(value, float) and math.isnan(value) else value

@@ -145,12 +145,15 @@ class SweepSpec:
         return out
 
     def check_expressions(self, point: Point) -> None:
-        """Evaluate ``minimise`` and ``report`` once on a stand-in result of ``point`` (every
-        figure 1): an expression that can never give a number is refused before any point runs."""
+        """Evaluate ``minimise``, ``report`` and the result constraints once on a stand-in result
+        of ``point`` (every figure 1): an expression that cannot be evaluated, or a ``minimise``
+        or ``report`` that can never give a number, is refused before any point runs."""
         values = {**point.names(self.axes), **dict.fromkeys(RESULT_NAMES, 1)}
         self.objective.number(values, f"{self.path}: minimise")
         for i, expr in enumerate(self.report):
             expr.number(values, f"{self.path}: report[{i}]")
+        for expr in self.result_constraints:
+            expr.value(values, f"{self.path}: constraints")
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)

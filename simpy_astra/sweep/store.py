@@ -235,6 +235,7 @@ class ResultsStore:
         self.rows[key] = row
 
     def close(self) -> None:
+        """Close results.csv and unlock the folder."""
         self._file.close()
         self.lock.release()
 
