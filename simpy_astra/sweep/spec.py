@@ -20,7 +20,11 @@ Schema::
     report: [finish_ns, peak_memory_gb]  # figures (or expressions) in the terminal table
 
 Expressions name an axis by the last part of its path with ``-`` as ``_`` (``dp``,
-``all_reduce_implementation``), or by its ``as:`` name; a named-bundle axis by its key.
+``all_reduce_implementation``), or by its ``as:`` name; a named-bundle axis by its key. They
+are checked before any point runs (``expressions.py``: allowed operations, bounded integers;
+``minimise`` and ``report`` must give numbers). Axis values must be finite (no .nan/.inf), a
+range may span at most ``MAX_POINTS`` values, and repeated values (``[50, 50.0]``) count once.
+A ``backend`` axis (or base field) splits best.json per backend (``best.py``).
 """
 
 from __future__ import annotations
