@@ -462,6 +462,19 @@ def test_editing_a_named_file_refuses_the_resume(tmp_path, capsys):
     assert (out / "results.csv").read_text() == before
 
 
+def test_a_folder_from_before_file_digests_resumes_and_records_them(tmp_path, capsys):
+    out = tmp_path / "out"
+    first = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}})
+    assert cli(capsys, first, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert str(STEP) + ".0.et" in manifest["files"]  # the ET traces of the workload prefix
+    del manifest["files"]
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    assert cli(capsys, bandwidth_sweep(tmp_path), "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    assert kept(out) == {("25", "ok"), ("50", "ok"), ("100", "ok")}
+    assert str(STEP) + ".0.et" in json.loads((out / "sweep.json").read_text())["files"]
+
+
 def test_duplicate_axis_values_give_one_row_each(tmp_path, capsys):
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {
         "network.bandwidth": [50, 100, 50, 50.0], "system.preferred-dataset-splits": {"values": [4, 4]}}})
