@@ -229,9 +229,12 @@ class ResultsStore:
     def append(self, key: str, coordinates: dict[str, Any], figures: dict[str, Any]) -> None:
         row = {"key": key, **{c: csv_value(v) for c, v in coordinates.items()},
                **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS)}}
-        self._writer.writerow(row)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._writer.writerow(row)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:  # e.g. the disk filled up: stop, with every earlier row saved
+            raise _cannot_write(self.csv_path, exc) from None
         self.rows[key] = row
 
     def close(self) -> None:

@@ -31,14 +31,16 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     ok = [o for o in done if o.ok]
     backends = summary.get("backends") or []
     # ranked within each network backend (best.py: points of two backends are not compared)
-    ranked = []
+    ranked, shown = [], 0
     for backend in backends if len(backends) > 1 else [None]:
         mine = [o for o in ok if backend is None or o.point.backend == backend]
         scores = {o.point.key: objective_of(spec, o) for o in mine}
-        ranked += sorted(mine, key=lambda o: (scores[o.point.key] is None, scores[o.point.key] or 0))[:top]
+        best = sorted(mine, key=lambda o: (scores[o.point.key] is None, scores[o.point.key] or 0))[:top]
+        ranked += best
+        shown = max(shown, len(best))
     per = " per backend" if len(backends) > 1 else ""
     table = Table(title=f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, "
-                        f"{summary['failed']} failed, {wall_s:.1f} s (best {min(top, len(ranked))}{per} by "
+                        f"{summary['failed']} failed, {wall_s:.1f} s (best {shown}{per} by "
                         f"{spec.objective.text})")
     rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
             for o in ranked]
