@@ -574,6 +574,27 @@ def test_an_unwritable_out_is_refused_in_one_line(tmp_path, capsys, make_out, ne
     one_error(err, "--out", str(out), *needles)
 
 
+def test_a_full_disk_stops_the_sweep_in_one_line_keeping_earlier_rows(tmp_path, capsys, monkeypatch):
+    real = csv.DictWriter.writerow
+    calls = []
+
+    def writerow(self, row):
+        if row.get("key") != "key":  # the header is written this way too
+            calls.append(row)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, row)
+
+    monkeypatch.setattr(csv.DictWriter, "writerow", writerow)
+    out = tmp_path / "out"
+    code, err = cli(capsys, bandwidth_sweep(tmp_path), "--out", str(out), "--jobs", "1", "--no-plots")
+    monkeypatch.undo()
+    assert code == 2
+    one_error(err.strip().splitlines()[-1], f"--out: cannot write {out / 'results.csv'} (No space left on device)")
+    assert [line for line in err.splitlines() if line.startswith("error")] == [err.strip().splitlines()[-1]]
+    assert kept(out) == {("25", "ok")}
+
+
 def test_points_of_two_network_backends_are_never_compared(tmp_path, capsys):
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {
         "network.bandwidth": [50, 100], "backend": ["congestion_unaware", "congestion_aware"]},
