@@ -98,15 +98,15 @@ class ResultsStore:
         self.lock = FolderLock(out_dir)  # before anything in the folder is read or written
         try:
             self.files = spec.named_files()
-            previous = self._check_manifest(spec)
-            rows, torn = self._read_rows(previous)
+            self._check_manifest(spec)
+            rows, header, torn = self._read_rows()
             self.rows: dict[str, dict[str, str]] = rows
             if retry_failed:
                 self.rows = {k: r for k, r in self.rows.items() if r.get("status") == "ok"}
-            if torn or len(self.rows) < len(rows) or not os.path.exists(self.csv_path) or \
-                    previous != self.columns:
-                self._rewrite()  # a torn last line, retried failures, a new file or a grown header
+            # the manifest first: a kill between the two leaves a folder the next start accepts
             self._write_manifest(spec)
+            if torn or len(self.rows) < len(rows) or header != self.columns:
+                self._rewrite()  # a torn last line, retried failures, a new file or a grown header
             self._file = open(self.csv_path, "a", newline="")
         except OSError as exc:
             self.lock.release()
@@ -120,14 +120,19 @@ class ResultsStore:
         return {"sweep": os.path.abspath(spec.path), "fingerprint": spec.fingerprint(),
                 "columns": self.columns, "files": self.files}
 
-    def _check_manifest(self, spec: SweepSpec) -> list[str]:
-        """The columns results.csv was written with (this sweep's own for a new folder)."""
+    def _grown(self, columns: list[str]) -> bool:
+        """Columns of a folder from before a result column was added: it resumes (its rows leave
+        the new column empty)."""
+        return set(columns) <= set(self.columns) and set(self.columns) - set(columns) <= set(RESULT_NAMES) \
+            and columns[:1] == ["key"]
+
+    def _check_manifest(self, spec: SweepSpec) -> None:
         manifest = os.path.join(self.out_dir, "sweep.json")
         if not os.path.exists(manifest):
             if os.path.exists(self.csv_path):
                 raise InputError(f"{self.csv_path}: results without {manifest} (it records which sweep they "
                                  f"belong to); move results.csv away or choose another --out")
-            return self.columns
+            return
         try:
             with open(manifest) as f:
                 theirs = json.load(f)
@@ -136,10 +141,7 @@ class ResultsStore:
         except (OSError, ValueError) as exc:
             raise InputError(f"{manifest}: cannot be read ({exc}); delete {self.out_dir} to start over, or "
                              f"choose another --out") from None
-        before = theirs.get("columns") or []
-        # a folder from before a result column was added resumes (its rows leave it empty)
-        grown = set(before) <= set(self.columns) and set(self.columns) - set(before) <= set(RESULT_NAMES)
-        if theirs.get("fingerprint") != spec.fingerprint() or not grown:
+        if theirs.get("fingerprint") != spec.fingerprint() or not self._grown(list(theirs.get("columns") or [])):
             raise InputError(
                 f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
                 f"its base scenario or axes differ from {spec.path}); use another --out, or "
@@ -149,7 +151,6 @@ class ResultsStore:
                 raise InputError(
                     f"--out {self.out_dir}: {path} changed since these results were made (its contents "
                     f"differ); restore it, or use another --out, or delete {self.out_dir} to start over")
-        return list(before)
 
     def _write_manifest(self, spec: SweepSpec) -> None:
         manifest = os.path.join(self.out_dir, "sweep.json")
@@ -157,10 +158,11 @@ class ResultsStore:
             json.dump(self._manifest(spec), f, indent=1)
         os.replace(manifest + ".tmp", manifest)
 
-    def _read_rows(self, columns: list[str]) -> tuple[dict[str, dict[str, str]], bool]:
-        """The rows of results.csv, and whether its last line was torn by a killed run."""
+    def _read_rows(self) -> tuple[dict[str, dict[str, str]], list[str] | None, bool]:
+        """The rows of results.csv, its header (None without a file), and whether its last line
+        was torn by a killed run."""
         if not os.path.exists(self.csv_path):
-            return {}, False
+            return {}, None, False
         try:
             with open(self.csv_path, newline="", encoding="utf-8") as f:
                 text = f.read()
@@ -171,11 +173,12 @@ class ResultsStore:
         torn = complete != text
         reader = csv.reader(io.StringIO(complete, newline=""))
         header = next(reader, None)
-        if header != columns:
+        if not header or header != self.columns and not self._grown(header):
             got = ",".join(header)[:60] if header else "an empty file"
             raise InputError(f"{self.csv_path}: header: does not match this sweep (expected "
-                             f"{','.join(columns)[:60]}..., got {got}); it was edited or truncated: "
+                             f"{','.join(self.columns)[:60]}..., got {got}); it was edited or truncated: "
                              f"restore it, or move it away to start over; it is left as it is")
+        columns = header
         rows: dict[str, dict[str, str]] = {}
         lines_of: dict[str, int] = {}
         for values in reader:
@@ -191,7 +194,7 @@ class ResultsStore:
                                  f"point then runs again); the file is left as it is")
             rows[key] = dict(zip(columns, values, strict=True))
             lines_of[key] = number
-        return rows, torn
+        return rows, header, torn
 
     @staticmethod
     def _row_problem(values: list[str], columns: list[str]) -> str | None:
