@@ -284,7 +284,7 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     """Values of one axis (duplicates dropped) and its optional ``as:`` name."""
     if not isinstance(raw, dict):
         values = list(raw) if isinstance(raw, list) else [raw]
-        return _unique([_finite(v, f"{where}: value {v}") for v in values]), None
+        return _unique([_finite(v, where) for v in values]), None
     alias = raw.get("as")
     forms = [k for k in ("values", "from", "powers_of_two", "named") if k in raw]
     if len(forms) != 1:
@@ -293,7 +293,7 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     form = forms[0]
     if form == "values":
         values = raw["values"] if isinstance(raw["values"], list) else [raw["values"]]
-        values = [_finite(v, f"{where}: values: {v}") for v in values]
+        values = [_finite(v, f"{where}: values") for v in values]
     elif form == "from":
         start, stop, step = raw.get("from"), raw.get("to"), raw.get("step", 1)
         for key, x in (("from", start), ("to", stop), ("step", step)):
