@@ -18,6 +18,7 @@ import json
 import re
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from simpy_astra.errors import InputError
 
@@ -33,20 +34,12 @@ class MemoryTracker:
     never_written: set[str] = field(default_factory=set)  # given a synthetic write at [0, 10]
 
     @staticmethod
-    def _pairs(values: tuple[str, ...], node_id: int, attr: str, source: str) -> list[tuple[str, int]]:
-        if len(values) % 2:
-            raise InputError(f"{source}: node {node_id}: attribute '{attr}' must list name, size pairs")
-        out = []
-        for i in range(0, len(values), 2):
-            # like C++ stoull: the leading integer counts ("65536000.0" is 65536000)
-            m = _LEADING_INT.match(values[i + 1])
-            if m is None:
-                raise InputError(f"{source}: node {node_id}: attribute '{attr}': tensor size "
-                                 f"'{values[i + 1]}' is not an integer")
-            size = int(m.group(1))
-            if size:
-                out.append((values[i], size))
-        return out
+    def _pairs(values: tuple[str, ...], node_id: int, attr: str, source: str) -> tuple[tuple[str, int], ...]:
+        """(name, bytes) pairs of a node's ``inputs``/``outputs`` list."""
+        pairs = _parse_pairs(values)
+        if isinstance(pairs, str):
+            raise InputError(f"{source}: node {node_id}: attribute '{attr}'{pairs}")
+        return pairs
 
     def record(self, node, start: int, end: int) -> None:
         """Account the reads and writes of ``node`` that ran over [start, end]."""
@@ -124,20 +117,54 @@ class MemoryTracker:
         assert sum(parts.values()) == peak
         return peak, parts
 
-    def write_trace(self, path: str) -> None:
-        """Chrome-trace JSON of tensor lifetimes and the memory counter (MB)."""
+    def write_traces(self, prefix: str, npus: tuple[int, ...]) -> None:
+        """``{prefix}.{npu}.json`` for each NPU listed (this one, or the members of its
+        folded orbit, which share its trace): Chrome-trace JSON of tensor lifetimes and the
+        memory counter (MB), serialised once and written under each NPU's id."""
+        text = self._trace_json()
+        for npu in npus:
+            with open(f"{prefix}.{npu}.json", "w") as f:
+                f.write(text.replace(_LIFETIME_PID, str(1_000_000 + npu)).replace(_COUNTER_PID, str(2_000_000 + npu)))
+
+    def _trace_json(self) -> str:
+        """The trace with placeholders for the two process ids that name the NPU."""
         events = []
         for tid, (name, (start, end)) in enumerate(sorted(self.writes.items())):
             stop = self.last_read_end.get(name, end)
             events.append({"name": name, "cat": "tensorLifetime", "ph": "X", "ts": start * 1e-3,
-                           "dur": max(stop - start, 0) * 1e-3, "pid": self.npu_id + 1_000_000,
+                           "dur": max(stop - start, 0) * 1e-3, "pid": _LIFETIME_PID_MARK,
                            "tid": tid, "args": {"size": self.sizes[name]}})
         for tick, usage in self.timeline():
             events.append({"name": "GPU Memory Usage (MB)", "cat": "GPU Memory", "ph": "C",
-                           "ts": tick * 1e-3, "pid": self.npu_id + 2_000_000,
+                           "ts": tick * 1e-3, "pid": _COUNTER_PID_MARK,
                            "args": {"Memory_MB": usage / (1024 * 1024)}})
-        with open(path, "w") as f:
-            f.write(json.dumps({"traceEvents": events}))  # dumps uses the C encoder, dump does not
+        return json.dumps({"traceEvents": events})  # dumps uses the C encoder, dump does not
+
+
+# process-id placeholders of a serialised trace: strings with a NUL, which json escapes and
+# no tensor name written by a generator contains
+_LIFETIME_PID_MARK = "\x00lifetime-pid"
+_COUNTER_PID_MARK = "\x00counter-pid"
+_LIFETIME_PID = json.dumps(_LIFETIME_PID_MARK)
+_COUNTER_PID = json.dumps(_COUNTER_PID_MARK)
+
+
+@lru_cache(maxsize=1 << 16)
+def _parse_pairs(values: tuple[str, ...]) -> tuple[tuple[str, int], ...] | str:
+    """Parsed once per distinct list (every NPU of a symmetric workload lists the same
+    tensors); returns what is wrong as text instead of raising, so errors are not cached."""
+    if len(values) % 2:
+        return " must list name, size pairs"
+    out = []
+    for i in range(0, len(values), 2):
+        # like C++ stoull: the leading integer counts ("65536000.0" is 65536000)
+        m = _LEADING_INT.match(values[i + 1])
+        if m is None:
+            return f": tensor size '{values[i + 1]}' is not an integer"
+        size = int(m.group(1))
+        if size:
+            out.append((values[i], size))
+    return tuple(out)
 
 
 CATEGORIES = ("weights", "gradients", "optimizer", "activations", "transient", "communication", "other")

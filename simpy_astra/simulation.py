@@ -83,14 +83,15 @@ class Simulation:
         net = inputs.network
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)
-        self.env = simpy.Environment()
+        self._env = simpy.Environment()
+        self._watching = False  # the stall watchdog runs (see env)
         specs = net.graph_specs or (None,) * net.num_dims
         dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
                 zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")
-        self.network: Network = BACKENDS[inputs.backend](self.env, dims, net.source, net)
+        self.network: Network = BACKENDS[inputs.backend](self._env, dims, net.source, net)
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
@@ -118,7 +119,7 @@ class Simulation:
                                self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
         for i in simulated:
             validate_graph(*traces[i])  # an orbit's members have the representative's graph
-            clock = NpuClock(self.env)
+            clock = NpuClock(self._env)
             system = SystemLayer(i, clock, self.network, cfg, self.network_dims, inputs.queues_per_dim,
                                  self.planner.customs.get)
             self.systems.append(system)
@@ -138,9 +139,11 @@ class Simulation:
         # every NPU is a SimPy process executing its graph; the run stops when all have
         # finished, whatever other processes a user added to ``env``
         for npu in self.npus:
-            npu.process = self.env.process(npu.execute())
-        self._finished_all = self.env.all_of([npu.process for npu in self.npus])
+            npu.process = self._env.process(npu.execute())
+        self._finished_all = self._env.all_of([npu.process for npu in self.npus])
         self._finished_all.callbacks.append(StopSimulation.callback)
+        self._stalled = self._env.event()  # the watchdog found the model stuck
+        self._stalled.callbacks.append(StopSimulation.callback)
 
     def _read(self, rank: int, caches: tuple[dict, dict, dict]) -> tuple[str, list]:
         path = f"{self.inputs.workload_prefix}.{rank}.et"
@@ -257,9 +260,7 @@ class Simulation:
         for npu in self.npus:
             if npu.memory is None or not npu.finished:
                 continue
-            for member in self.orbit_of(npu.npu_id):
-                memory = npu.memory if member == npu.npu_id else replace(npu.memory, npu_id=member)
-                memory.write_trace(f"{prefix}.{member}.json")
+            npu.memory.write_traces(prefix, tuple(self.orbit_of(npu.npu_id)))
 
     def _flush_reports(self) -> None:
         for report in sorted(self._pending_reports, key=lambda r: r.npu_id):
@@ -273,7 +274,7 @@ class Simulation:
             more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
             return "; ".join(items[:limit]) + more
 
-        now = self.env.now
+        now = self._env.now
         if stuck:
             head = (f"simulation stalled at {now} ns with {len(stuck)} of {self.total_npus} NPU(s) "
                     f"unfinished (no event left that could make progress): ")
@@ -285,6 +286,41 @@ class Simulation:
                 f"never posted): " + capped(unmatched, "messages"))
 
     # ------------------------------------------------------------------ co-simulation API
+    @property
+    def env(self) -> simpy.Environment:
+        """The run's SimPy environment, to add your own processes to.
+
+        Handing it out arms a stall watchdog: without user processes a run whose NPUs wait
+        for something that never comes ends when SimPy's queue runs dry, but a user process
+        that loops forever keeps the queue busy. The watchdog wakes at 1, 3, 7, 15, ... us;
+        when two wakes in a row find nothing of the model pending (no NPU event, every
+        message delivered) and no progress between them, it stops the run,
+        which then reports the stall (detected at the watchdog's time)."""
+        if not self._watching:
+            self._watching = True
+            self._env.process(self._watch_for_stall())
+        return self._env
+
+    def _watch_for_stall(self):
+        env = self._env
+        interval_ns = 1_000
+        seen = None
+        while not self._finished_all.triggered:
+            yield env.timeout(interval_ns)
+            now_state = self._quiet_state()
+            if now_state is not None and now_state == seen and not self._finished_all.triggered:
+                self._stalled.succeed()
+                return
+            seen = now_state
+            interval_ns *= 2
+
+    def _quiet_state(self) -> tuple[int, int] | None:
+        """(messages sent, nodes completed) when nothing of the model is pending, else None."""
+        board = self.network.board  # a message behind a link's queue is in flight too
+        if board.in_flight() or any(npu.clock.buckets for npu in self.npus):
+            return None
+        return board.messages_sent(), sum(npu.completed for npu in self.npus)
+
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
         """A simulation of a scenario YAML (see :mod:`simpy_astra.scenario`), not yet run."""
@@ -323,12 +359,13 @@ class Simulation:
         if not self._finished_all.processed:
             try:
                 with fast_collection():
-                    self.env.run(until=until)
+                    self._env.run(until=until)
             except Exception:
                 if self._failure is not None:  # SimPy re-raises a copy, maybe another NPU's
                     raise self._failure from None
                 raise
-        if until is not None and not self._finished_all.processed and self.env.peek() != float("inf"):
+        if (until is not None and not self._finished_all.processed and not self._stalled.processed
+                and self._env.peek() != float("inf")):
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
 

@@ -3,20 +3,43 @@
 Expands the sweep, runs the points not yet in DIR/results.csv (locally in parallel, or on a
 Dask cluster), then writes DIR/best.json, the plots and a summary table. See
 ``simpy_astra/sweep/spec.py`` for the YAML.
+
+Exit status: 0 done; 2 a bad input (one ``error:`` line naming the file and field, before any
+point runs); 4 every point failed (their errors are in results.csv); 130 stopped by Ctrl-C and
+143 by SIGTERM (finished points saved; the same command finishes the rest).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
 
 from simpy_astra.errors import InputError
 
+if TYPE_CHECKING:
+    from simpy_astra.sweep.spec import Point, SweepSpec
+    from simpy_astra.sweep.store import ResultsStore
+
+EXIT_ALL_FAILED = 4
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+def _stop_once(signum: int, frame) -> None:
+    """The first SIGINT/SIGTERM stops the sweep; later ones are ignored while it cleans up, so
+    a second Ctrl-C cannot cut the cleanup short with a traceback."""
+    from simpy_astra.sweep.runner import Terminated
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,13 +57,18 @@ def _parser() -> argparse.ArgumentParser:
 def _write_point_scenarios(out_dir: str, points) -> None:
     """DIR/points/KEY.yaml: each point as a scenario that ``simpy-astra run`` reproduces."""
     folder = os.path.join(out_dir, "points")
-    os.makedirs(folder, exist_ok=True)
-    for p in points:
-        path = os.path.join(folder, f"{p.key}.yaml")
-        if not os.path.exists(path):
-            with open(path, "w") as f:
-                f.write("".join(f"# {k}: {v}\n" for k, v in p.coordinates.items()))
-                yaml.safe_dump(p.scenario, f, sort_keys=False)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for p in points:
+            path = os.path.join(folder, f"{p.key}.yaml")
+            if not os.path.exists(path):
+                with open(path + ".tmp", "w") as f:
+                    f.write("".join(f"# {k}: {v}\n" for k, v in p.coordinates.items()))
+                    yaml.safe_dump(p.scenario, f, sort_keys=False)
+                os.replace(path + ".tmp", path)
+    except OSError as exc:
+        raise InputError(f"--out: cannot write {getattr(exc, 'filename', None) or folder} "
+                         f"({exc.strerror or exc}); choose a folder you can write") from None
 
 
 def _require(module: str) -> None:
@@ -51,22 +79,40 @@ def _require(module: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    import threading
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # only there can Python set handlers
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)
+                    if signal.getsignal(sig) is not signal.SIG_IGN}  # e.g. nohup: stays ignored
+    try:
+        for sig in previous:
+            signal.signal(sig, _stop_once)
+        return _main(argv)
+    except KeyboardInterrupt as exc:  # before or after the points ran: nothing half-written
+        terminated = type(exc).__name__ == "Terminated"
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
     _require("simpleeval")
     if not args.no_plots:
         _require("matplotlib")
-    from simpy_astra.sweep.best import best_summary, outcomes, write_best
-    from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
-    from simpy_astra.sweep.summary import print_summary
 
     spec = load_sweep(args.sweep)
     points = spec.points()
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
+    spec.check_expressions(points[0])
     if args.list:
         print(f"{len(points)} points")
         for p in points:
@@ -75,35 +121,58 @@ def main(argv: list[str]) -> int:
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
     store = ResultsStore(args.out, spec, retry_failed=args.retry_failed)
+    try:  # the folder stays locked until best.json and the plots are written too
+        return _run(args, spec, points, store)
+    finally:
+        store.close()
+
+
+def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
+    from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
+    from simpy_astra.sweep.runner import run_cluster, run_local
+    from simpy_astra.sweep.summary import print_summary
+
     _write_point_scenarios(args.out, points)
     todo = [p for p in points if not store.done(p.key)]
     console = Console(stderr=True)
     if not console.is_terminal:  # a log file: room for the whole table
         console = Console(stderr=True, width=200)
-    where = f"cluster {args.cluster}" if args.cluster else f"{min(args.jobs, max(len(todo), 1))} local processes"
+    jobs = min(args.jobs, max(len(todo), 1))
+    where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
     console.print(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
                   f"{store.csv_path}, running {len(todo)} on {where}")
+
+    def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
+        return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
+
+    def save(p: Point, figures: dict[str, Any]) -> None:
+        store.append(p.key, p.coordinates, figures)
+
     t0 = time.perf_counter()
-    try:
-        if args.cluster:
-            outcome = run_cluster(todo, args.cluster, lambda p, f: store.append(p.key, p.coordinates, f), console)
-        else:
-            outcome = run_local(todo, min(args.jobs, max(len(todo), 1)),
-                                lambda p, f: store.append(p.key, p.coordinates, f), console)
-    finally:
-        store.close()
+    if args.cluster:
+        outcome = run_cluster(todo, args.cluster, save, console, where=label)
+    else:
+        outcome = run_local(todo, jobs, save, console, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
     done = outcomes(spec, points, store.rows)
-    summary = best_summary(spec, done, len(points))
+    summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    if not args.no_plots:
+    if not args.no_plots and not outcome.interrupted:
         from simpy_astra.sweep.plots import write_plots
 
-        write_plots(spec, done, args.out, (summary["best"] or {}).get("key"))
+        try:
+            write_plots(spec, done, args.out, best_keys(summary))
+        except OSError as exc:
+            raise InputError(f"--out: cannot write the plots in {args.out} ({exc.strerror or exc})") from None
     print_summary(spec, done, summary, console, wall_s)
     if outcome.interrupted:
-        console.print(f"[yellow]interrupted[/yellow]: {len(done)} of {len(points)} points saved in "
+        stopped = "terminated" if outcome.terminated else "interrupted"
+        console.print(f"[yellow]{stopped}[/yellow]: {len(done)} of {len(points)} points saved in "
                       f"{store.csv_path}; run the same command again to finish the rest")
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
+    if done and not any(o.ok for o in done):
+        print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
+              f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)
+        return EXIT_ALL_FAILED
     console.print(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s")
     return 0

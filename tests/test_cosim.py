@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from simpy_astra.errors import StalledError
 from simpy_astra.simulation import Simulation
 from simpy_astra.units import network_gbps_to_bytes_per_ns
 from tests.sim_helpers import run_sim
@@ -128,3 +129,49 @@ def test_background_traffic_needs_a_non_negative_size(tmp_path: Path) -> None:
         sim.network.send_background(0, 1, -1)
     with pytest.raises(KeyError):
         sim.network.link(0, 7)
+
+
+def _stuck_receive(tmp_path: Path, backend: str):
+    """NPU 1 waits for a message NPU 0 never sends; NPU 0 computes for 1 us and finishes."""
+    from workloads.chakra_schema import COMP_NODE
+
+    comp = make_node(1, "c", COMP_NODE, duration_micros=1)
+    recv = make_node(1, "r", COMM_RECV_NODE, attrs={"comm_src": 0, "comm_dst": 1, "comm_size": 64, "comm_tag": 1})
+    net = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [ONE_BYTE_PER_NS_GBPS], "latency": [LAT]}
+    _r, sim = run_sim(tmp_path, [[comp], [recv]], net, backend=backend, run=False)
+    return sim
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_a_stall_is_reported_even_while_a_user_process_loops_forever(tmp_path: Path, backend: str) -> None:
+    sim = _stuck_receive(tmp_path, backend)
+    ticks = []
+
+    def monitor(env):
+        while True:  # never ends: only the watchdog can tell the model is stuck
+            ticks.append(env.now)
+            yield env.timeout(100)
+
+    sim.env.process(monitor(sim.env))
+    with pytest.raises(StalledError, match="NPU 1"):
+        sim.run()
+    # the watchdog wakes at 1 us (NPU 0's compute ends first: its event is older) and 3 us:
+    # both find nothing pending and no progress between them
+    assert sim.env.now == 3_000 and ticks[-1] == 3_000
+
+
+def test_the_watchdog_does_not_stop_a_long_quiet_compute(tmp_path: Path) -> None:
+    # one 50 us compute node: the model is busy (its clock has a pending bucket) while a
+    # monitor loops; the run must end at 50 us, not be stopped as a stall
+    from workloads.chakra_schema import COMP_NODE
+
+    comp = make_node(1, "c", COMP_NODE, duration_micros=50)
+    net = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [ONE_BYTE_PER_NS_GBPS], "latency": [LAT]}
+    _r, sim = run_sim(tmp_path, [[comp], [comp]], net, run=False, fold=False)
+
+    def monitor(env):
+        while True:
+            yield env.timeout(100)
+
+    sim.env.process(monitor(sim.env))
+    assert [r.finished_cycles for r in sim.run()] == [50_000, 50_000]

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def test_value_forms_named_bundles_and_list_broadcast(tmp_path):
     ({"network.bandwidth": {"powers_of_two": [0, 4]}}, [], "powers_of_two needs"),
     ({"network.bandwidth": [1]}, ["bw == 1"], r"unknown name\(s\) \['bw'\]"),
     ({"network.bandwidth": [1]}, ["__import__('os').system('true')"], "unknown name"),
-    ({"network.bandwidth": [1]}, ["bandwidth.__class__ == 1"], "cannot be evaluated"),
+    ({"network.bandwidth": [1]}, ["bandwidth.__class__ == 1"], r"uses .bandwidth.__class__., which is not allowed"),
     ({"network.bandwidth": [1], "system.bandwidth": [2]}, [], "several axes are called"),
     ({"workload.dp": [1, 2]}, [], "needs a generated workload"),
 ])
@@ -325,3 +326,447 @@ def test_cli_reports_a_bad_sweep_in_one_line(tmp_path, capsys):
     assert cli_main(["sweep", lab, "--list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[0] == "112 points" and "dp=1 tp=1 sp=64 pp=1 recompute=0 accounting=physical" in listed[1]
+
+
+# ================================================================ trustworthy in daily use (issue 16)
+# Every case: the exit status, one ``error:`` line naming the file and the field, and the exact
+# set of rows results.csv keeps.
+def cli(capsys, *argv: str) -> tuple[int, str]:
+    from simpy_astra.cli import main as cli_main
+
+    code = cli_main(["sweep", *argv])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+def one_error(err: str, *needles: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got: {err!r}"
+    assert lines[0].startswith("error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def kept(out: Path) -> set[tuple[str, ...]]:
+    """The rows results.csv keeps: (coordinates..., status); coordinates sit between key and finish_ns."""
+    rows = read_rows(out)
+    coords = list(rows[0])[1:list(rows[0]).index("finish_ns")] if rows else []
+    return {(*(r[c] for c in coords), r["status"]) for r in rows}
+
+
+# ---------------------------------------------------------------- results.csv is never rewritten
+@pytest.mark.parametrize("damage, needles", [
+    (lambda t: t.replace("finish_ns", "finish"), ("results.csv", "header", "does not match")),  # edited
+    (lambda t: t[:20], ("results.csv", "header", "does not match")),  # truncated inside the header
+    (lambda t: "", ("results.csv", "header", "an empty file")),  # truncated to nothing
+])
+def test_a_results_csv_with_a_foreign_header_is_refused_and_left_alone(tmp_path, capsys, damage, needles):
+    out = tmp_path / "out"
+    path = bandwidth_sweep(tmp_path)
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    damaged = damage((out / "results.csv").read_text())
+    (out / "results.csv").write_text(damaged)
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 2
+    one_error(err, str(out / "results.csv"), *needles)
+    assert (out / "results.csv").read_text() == damaged  # not rewritten, not emptied
+
+
+@pytest.mark.parametrize("corrupt, needles", [
+    (lambda row: row.replace(f",{DEFAULT_FINISH_NS},", ",12x45,", 1), ("line 3", "finish_ns", "'12x45'")),
+    (lambda row: row.replace(f",{DEFAULT_FINISH_NS},", ",nan,", 1), ("line 3", "finish_ns", "'nan'")),
+    (lambda row: row.rsplit(",ok,", 1)[0] + ",done,", ("line 3", "status", "'done'")),
+    (lambda row: row.replace(f",{DEFAULT_FINISH_NS},", ",,", 1), ("line 3", "finish_ns", "empty in a point marked ok")),
+    (lambda row: row.split(",", 3)[0] + ",50", ("line 3", "has 2 fields")),
+])
+def test_a_corrupt_results_row_is_refused_naming_line_and_field(tmp_path, capsys, corrupt, needles):
+    out = tmp_path / "out"
+    path = bandwidth_sweep(tmp_path)
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    lines = (out / "results.csv").read_text().splitlines()
+    assert lines[2].split(",")[1] == "50"
+    lines[2] = corrupt(lines[2])
+    text = "\n".join(lines) + "\n"
+    (out / "results.csv").write_text(text)
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 2
+    one_error(err, f"{out / 'results.csv'}: line 3: ", *needles)
+    assert (out / "results.csv").read_text() == text
+
+
+def test_a_repeated_results_row_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    path = bandwidth_sweep(tmp_path)
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    lines = (out / "results.csv").read_text().splitlines()
+    text = "\n".join([*lines, lines[1]]) + "\n"
+    (out / "results.csv").write_text(text)
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 2
+    one_error(err, "results.csv: line 5: key: ", "repeats line 2")
+    assert (out / "results.csv").read_text() == text
+
+
+def test_a_corrupt_workload_cache_entry_names_the_file(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(generated.GENERATORS, "copy_or_die", generated.GeneratorEntry(_copy_or_die, "1"))
+    base = yaml.safe_load(DEFAULT.read_text())
+    base["workload"] = {"generate": "copy_or_die", "die": 0}
+    path = write_sweep(tmp_path, {"base": base, "axes": {"network.bandwidth": [50]}})
+    assert cli(capsys, path, "--out", str(tmp_path / "a"), "--jobs", "1", "--no-plots")[0] == 0
+    (done,) = glob.glob(str(tmp_path / "cache" / "workloads" / "*" / "done.json"))
+    Path(done).write_text('{"generator": "copy_or')  # torn
+    code, err = cli(capsys, path, "--out", str(tmp_path / "b"), "--jobs", "1", "--no-plots")
+    assert code == 4  # the only point failed
+    one_error(err.strip().splitlines()[-1], "every point failed")
+    (row,) = read_rows(tmp_path / "b")
+    assert row["status"] == "error"
+    assert f"{done}: comm_groups: corrupt workload cache entry" in row["error"]
+    assert f"delete {os.path.dirname(done)}" in row["error"]
+
+
+# ---------------------------------------------------------------- what a resumed sweep may mix
+def test_results_without_their_manifest_are_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    path = bandwidth_sweep(tmp_path)
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    before = (out / "results.csv").read_text()
+    (out / "sweep.json").unlink()
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 2
+    one_error(err, f"{out / 'results.csv'}: results without {out / 'sweep.json'}")
+    assert (out / "results.csv").read_text() == before
+    (out / "sweep.json").write_text("{not json")
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 2
+    one_error(err, f"{out / 'sweep.json'}: cannot be read")
+    assert (out / "results.csv").read_text() == before
+
+
+def test_editing_a_named_file_refuses_the_resume(tmp_path, capsys):
+    net = tmp_path / "net.yml"
+    net.write_text("topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]\n")
+    scenario = yaml.safe_load(DEFAULT.read_text())
+    scenario.update(workload=str(STEP), network=str(net))
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    path = write_sweep(tmp_path, {"base": "scenario.yaml", "axes": {"system.preferred-dataset-splits": [2, 4]}})
+    out = tmp_path / "out"
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    before = (out / "results.csv").read_text()
+    net.write_text(net.read_text().replace("latency: [500]", "latency: [5000]"))  # same path, other network
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots", "--retry-failed")
+    assert code == 2
+    one_error(err, f"--out {out}: {net} changed since these results were made")
+    assert (out / "results.csv").read_text() == before
+
+
+def test_a_folder_from_before_file_digests_resumes_and_records_them(tmp_path, capsys):
+    out = tmp_path / "out"
+    first = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}})
+    assert cli(capsys, first, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert str(STEP) + ".0.et" in manifest["files"]  # the ET traces of the workload prefix
+    del manifest["files"]
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    assert cli(capsys, bandwidth_sweep(tmp_path), "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    assert kept(out) == {("25", "ok"), ("50", "ok"), ("100", "ok")}
+    assert str(STEP) + ".0.et" in json.loads((out / "sweep.json").read_text())["files"]
+
+
+def test_duplicate_axis_values_give_one_row_each(tmp_path, capsys):
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {
+        "network.bandwidth": [50, 100, 50, 50.0], "system.preferred-dataset-splits": {"values": [4, 4]}}})
+    assert len(load_sweep(path).points()) == 2
+    out = tmp_path / "out"
+    assert cli(capsys, path, "--out", str(out), "--jobs", "2", "--no-plots")[0] == 0
+    rows = read_rows(out)
+    assert sorted((r["network.bandwidth"], r["system.preferred-dataset-splits"]) for r in rows) == [
+        ("100", "4"), ("50", "4")]
+    assert len({r["key"] for r in rows}) == 2
+
+
+def test_a_sweep_whose_every_point_fails_exits_non_zero(tmp_path, capsys):
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"system.preferred-dataset-splits": [0, -1]}})
+    out = tmp_path / "out"
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "2", "--no-plots")
+    assert code == 4
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {path}: every point failed (2 of 2;")
+    assert kept(out) == {("0", "error"), ("-1", "error")}
+
+
+def test_a_failing_points_error_names_the_sweep_and_field_not_a_temporary_file(tmp_path, capsys):
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"system.preferred-dataset-splits": [0, 4],
+                                                                 "network.bandwidth": [50]}})
+    out = tmp_path / "out"
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    assert kept(out) == {("0", "50", "error"), ("4", "50", "ok")}
+    (row,) = [r for r in read_rows(out) if r["status"] == "error"]
+    assert row["error"].startswith(
+        f"InputError: {path}: point system.preferred-dataset-splits=0 network.bandwidth=50: system: field "
+        f"'preferred-dataset-splits' must be an integer >= 1")
+    assert "/simpy-astra-" not in row["error"] and "system.json" not in row["error"]
+
+
+# ---------------------------------------------------------------- refused before any point runs
+@pytest.mark.parametrize("extra, needles", [
+    ({"minimise": "network_bandwidth"}, ("minimise", "unknown name")),
+    ({"minimise": "finish_ns.real"}, ("minimise", "'finish_ns.real'", "not allowed")),
+    ({"minimise": "'fast'"}, ("minimise", "must give a number (got 'fast')")),
+    ({"minimise": "finish_ns +"}, ("minimise", "not a valid expression")),
+    ({"minimise": "(4000000**4000000)*(4000000**4000000)"}, ("minimise", "beyond 2**1024")),
+    ({"report": ["finish_ns", "ord(finish_ns)"]}, ("report[1]", "unknown name(s) ['ord']")),
+    ({"report": ["finish_ns < 'x'"]}, ("report[0]", "cannot be evaluated", "TypeError")),
+    ({"report": ["[finish_ns]"]}, ("report[0]", "'[finish_ns]'", "not allowed")),
+    ({"constraints": ["(4000000**4000000)*(4000000**4000000) > 1"]}, ("constraints", "beyond 2**1024")),
+    ({"constraints": ["bandwidth << 100000 > 1"]}, ("constraints", "beyond 2**1024")),
+    ({"constraints": ["round(bandwidth, -10**8) > 1"]}, ("constraints", "round() takes at most")),
+    ({"constraints": ["bandwidth in (1, 2)"]}, ("constraints", "not allowed")),
+    ({"constraints": ["finish_ns < 'x'"]}, ("constraints", "cannot be evaluated", "TypeError")),
+])
+def test_bad_expressions_are_refused_before_any_point_runs(tmp_path, capsys, extra, needles):
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [25, 50]}, **extra})
+    code, err = cli(capsys, path, "--out", str(tmp_path / "out"), "--no-plots")
+    assert code == 2
+    one_error(err, f"error: {path}: ", *needles)
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing written
+
+
+def test_a_constraint_that_would_take_hours_fails_at_once(tmp_path):
+    """In a child with a deadline: a regression must fail this test, not hang the suite."""
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [25, 50]},
+                                  "constraints": ["(4000000**4000000)*(4000000**4000000) > 1"]})
+    run = subprocess.run([sys.executable, "-m", "simpy_astra", "sweep", path, "--list"], cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    one_error(run.stderr, f"{path}: constraints: ", "beyond 2**1024")
+
+
+@pytest.mark.parametrize("axis, needles", [
+    ({"from": 1, "to": 10 ** 12, "step": 1}, ("more than 100,000 values",)),
+    ({"from": 1, "to": float("inf"), "step": 1}, ("to: ", "finite")),
+    ({"from": 1, "to": 8, "step": float("nan")}, ("step: ", "finite")),
+    ({"from": 1, "to": 8, "step": 1e-300}, ("more than 100,000 values",)),
+    ({"from": 1, "to": 8, "step": 0}, ("step: must be > 0",)),
+    ({"values": [50, float("nan")]}, ("nan is not a finite number",)),
+    ([50, float("inf")], ("inf is not a finite number",)),
+    ({"named": {"a": {"network.latency": float("-inf")}}}, ("named: a", "-inf is not a finite number")),
+    ({"powers_of_two": [1, 2 ** 80]}, ("powers_of_two needs",)),
+])
+def test_unbounded_or_non_finite_axes_are_refused(tmp_path, capsys, axis, needles):
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": axis}})
+    code, err = cli(capsys, path, "--out", str(tmp_path / "out"), "--no-plots")
+    assert code == 2
+    one_error(err, f"error: {path}: axes: network.bandwidth: ", *needles)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("make_out, needles", [
+    (lambda t: (t / "file").write_text("x") and t / "file", ("is a file, not a folder",)),
+    (lambda t: (t / "file").write_text("x") and t / "file" / "out", ("cannot create", "Not a directory")),
+])
+def test_an_unwritable_out_is_refused_in_one_line(tmp_path, capsys, make_out, needles):
+    out = make_out(tmp_path)
+    code, err = cli(capsys, bandwidth_sweep(tmp_path), "--out", str(out), "--no-plots")
+    assert code == 2
+    one_error(err, "--out", str(out), *needles)
+
+
+def test_a_full_disk_stops_the_sweep_in_one_line_keeping_earlier_rows(tmp_path, capsys, monkeypatch):
+    real = csv.DictWriter.writerow
+    calls = []
+
+    def writerow(self, row):
+        if row.get("key") != "key":  # the header is written this way too
+            calls.append(row)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, row)
+
+    monkeypatch.setattr(csv.DictWriter, "writerow", writerow)
+    out = tmp_path / "out"
+    code, err = cli(capsys, bandwidth_sweep(tmp_path), "--out", str(out), "--jobs", "1", "--no-plots")
+    monkeypatch.undo()
+    assert code == 2
+    one_error(err.strip().splitlines()[-1], f"--out: cannot write {out / 'results.csv'} (No space left on device)")
+    assert [line for line in err.splitlines() if line.startswith("error")] == [err.strip().splitlines()[-1]]
+    assert kept(out) == {("25", "ok")}
+
+
+def test_points_of_two_network_backends_are_never_compared(tmp_path, capsys):
+    path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {
+        "network.bandwidth": [50, 100], "backend": ["congestion_unaware", "congestion_aware"]},
+        "constraints": ["finish_ns > 0"]})
+    out = tmp_path / "out"
+    assert sweep_main([path, "--out", str(out), "--jobs", "2"]) == 0
+    assert kept(out) == {("50", "congestion_unaware", "ok"), ("100", "congestion_unaware", "ok"),
+                         ("50", "congestion_aware", "ok"), ("100", "congestion_aware", "ok")}
+    best = json.loads((out / "best.json").read_text())
+    assert best["best"] is None and best["best_under"] == {"finish_ns > 0": None}
+    assert best["backends"] == ["congestion_aware", "congestion_unaware"] and "not compared" in best["note"]
+    for backend, section in best["by_backend"].items():
+        assert section["best"]["backend"] == backend
+        assert section["best"]["coordinates"] == {"network.bandwidth": 100, "backend": backend}
+        assert section["best_under"]["finish_ns > 0"]["backend"] == backend
+    err = capsys.readouterr().err
+    assert "best (congestion_aware)" in err and "best (congestion_unaware)" in err
+    # one backend: one best, as before
+    one = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50, 100]}}, "one.yaml")
+    assert sweep_main([one, "--out", str(tmp_path / "one"), "--jobs", "1", "--no-plots"]) == 0
+    best = json.loads((tmp_path / "one" / "best.json").read_text())
+    assert best["best"]["coordinates"] == {"network.bandwidth": 100} and "by_backend" not in best
+
+
+# ---------------------------------------------------------------- the folder lock and signals
+SLEEPY_PLUGIN = '''
+"""Test plugin: points 1 and 2 finish at once, later ones sleep for ten minutes; a stopped
+point marks that it is unwinding and takes a second to do so."""
+import glob, os, shutil, time
+from workloads import generated
+
+STEP = {step!r}
+
+
+def _generate(params, prefix):
+    with open(os.path.join(params["marks"], f"started-{{params['n']}}"), "w") as f:
+        f.write(str(os.getpid()))
+    try:
+        time.sleep(0 if params["n"] <= 2 else 600)
+    except BaseException:  # stopped: say so, and take a while to unwind
+        open(os.path.join(params["marks"], f"stopping-{{params['n']}}"), "w").close()
+        time.sleep(1)
+        raise
+    for src in glob.glob(STEP + ".*.et"):
+        shutil.copy(src, prefix + src[len(STEP):])
+
+
+generated.GENERATORS["sleepy"] = generated.GeneratorEntry(_generate, "1")
+'''
+
+
+@dataclass
+class Running:
+    proc: subprocess.Popen
+    out: Path
+    marks: Path
+    tmp: Path  # the sweep's TMPDIR
+    cache: Path
+    path: str
+    cmd: list[str]
+    env: dict[str, str]
+
+    def worker_pids(self) -> set[int]:
+        return {int(p.read_text()) for p in self.marks.glob("started-*")}
+
+
+def start_sleepy_sweep(tmp_path: Path) -> Running:
+    """A sweep of 6 points on 2 workers, started as a user would, stopped once points 1 and 2
+    are saved and points 3 and 4 are running (and would run for ten minutes)."""
+    (tmp_path / "plug").mkdir()
+    (tmp_path / "plug" / "sleepy_plugin.py").write_text(SLEEPY_PLUGIN.format(step=str(STEP)))
+    marks, tmp, cache = tmp_path / "marks", tmp_path / "tmp", tmp_path / "cache"
+    for folder in (marks, tmp, cache):
+        folder.mkdir()
+    base = yaml.safe_load(DEFAULT.read_text())
+    base.update(workload={"generate": "sleepy", "n": 0, "marks": str(marks)}, plugins=["sleepy_plugin"])
+    path = write_sweep(tmp_path, {"base": base, "axes": {"workload.n": [1, 2, 3, 4, 5, 6]}})
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "simpy_astra", "sweep", path, "--out", str(out), "--jobs", "2", "--no-plots"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path / "plug")]),
+           "TMPDIR": str(tmp), "SIMPY_ASTRA_CACHE": str(cache)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    running = Running(proc, out, marks, tmp, cache, path, cmd, env)
+    deadline = time.monotonic() + 120  # a generous guard against a hang, not a speed check
+    while not ((marks / "started-3").exists() and (marks / "started-4").exists()
+               and (out / "results.csv").exists() and len(read_rows(out)) == 2):
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        assert time.monotonic() < deadline, "the sweep did not reach points 3 and 4"
+        time.sleep(0.05)
+    return running
+
+
+def gone(pid: int) -> bool:
+    """No such process, or only its exit status left (a zombie nobody reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def assert_stopped_cleanly(r: Running) -> None:
+    """Points 1 and 2 kept, 3 and 4 stopped, 5 and 6 never started; no worker and no temporary
+    folder left behind."""
+    assert kept(r.out) == {("1", "ok"), ("2", "ok")}
+    # 3 and 4 were stopped by SIGTERM and unwound (their with/finally blocks ran), not killed
+    assert sorted(p.name for p in r.marks.iterdir()) == [
+        *(f"started-{n}" for n in (1, 2, 3, 4)), "stopping-3", "stopping-4"]
+    pids = r.worker_pids()
+    assert len(pids) == 2 and os.getpid() not in pids
+    deadline = time.monotonic() + 60  # workers unwind after SIGTERM; wait, do not time them
+    while not all(gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(gone(p) for p in pids), f"workers {pids} outlived the sweep"
+    assert list(r.tmp.iterdir()) == []
+    assert [p.name for p in (r.cache / "workloads").iterdir() if p.name.startswith(".")] == []
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to find workers")
+
+
+@needs_proc
+def test_a_second_sweep_on_the_same_folder_is_refused(tmp_path):
+    r = start_sleepy_sweep(tmp_path)
+    try:
+        before = (r.out / "results.csv").read_bytes()
+        # a child with a deadline: without the lock it would run points 3 to 6 for ten minutes each
+        second = subprocess.run(r.cmd, cwd=ROOT, env=r.env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2
+        one_error(second.stderr, f"--out {r.out}: another sweep (pid {r.proc.pid}) is using this folder")
+        assert (r.out / "results.csv").read_bytes() == before
+        assert r.proc.poll() is None  # the first goes on
+    finally:
+        r.proc.terminate()
+        r.proc.communicate(timeout=120)
+    assert r.proc.returncode == 143
+    assert_stopped_cleanly(r)
+
+
+@needs_proc
+def test_ctrl_c_stops_at_once_and_a_second_ctrl_c_prints_no_traceback(tmp_path):
+    r = start_sleepy_sweep(tmp_path)
+    r.proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while not list(r.marks.glob("stopping-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    r.proc.send_signal(signal.SIGINT)  # while the sweep waits for its workers to unwind
+    _, err = r.proc.communicate(timeout=120)  # points 3 and 4 would take ten minutes
+    assert r.proc.returncode == 130, err.decode()
+    assert b"interrupted" in err and b"Traceback" not in err
+    assert_stopped_cleanly(r)
+
+
+@needs_proc
+def test_sigterm_stops_the_sweep_and_its_workers(tmp_path):
+    r = start_sleepy_sweep(tmp_path)
+    r.proc.terminate()
+    _, err = r.proc.communicate(timeout=120)
+    assert r.proc.returncode == 143, err.decode()
+    assert b"terminated" in err and b"Traceback" not in err
+    assert_stopped_cleanly(r)
+
+
+@needs_proc
+def test_kill_9_of_the_sweep_leaves_no_worker_and_no_temporary_folder(tmp_path):
+    r = start_sleepy_sweep(tmp_path)
+    r.proc.kill()
+    r.proc.communicate(timeout=120)
+    assert r.proc.returncode == -signal.SIGKILL
+    assert_stopped_cleanly(r)
+    # the lock died with the sweep (no worker inherited it): the folder can be taken again
+    from simpy_astra.sweep.store import FolderLock
+
+    FolderLock(str(r.out)).release()

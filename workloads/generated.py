@@ -122,8 +122,14 @@ def materialise(spec: dict[str, Any], where: str = "workload") -> GeneratedWorkl
                 pass
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    with open(done) as f:
-        groups_name = json.load(f)["comm_groups"]
+    try:
+        with open(done, encoding="utf-8") as f:
+            groups_name = json.load(f)["comm_groups"]
+        if groups_name is not None and not isinstance(groups_name, str):
+            raise ValueError(f"comm_groups is {groups_name!r}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
+        raise InputError(f"{done}: comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
+                         f"{exc}); delete {folder} to generate it again") from None
     return GeneratedWorkload(
         prefix=os.path.join(folder, name),
         comm_groups=os.path.join(folder, groups_name) if groups_name else None,

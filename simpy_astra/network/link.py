@@ -42,15 +42,29 @@ class Transmission(Put):
 
 class _OnWire:
     """The transmission being serialised: its item, bytes left at ``since``, and whether a
-    change of speed re-timed it (then its scheduled events are stale)."""
+    change of speed re-timed it (then its scheduled events are stale). Its bound methods
+    are the callbacks of its two events (no closure per hop)."""
 
-    __slots__ = ("item", "left", "since", "stale")
+    __slots__ = ("link", "item", "left", "since", "stale")
 
-    def __init__(self, item: Any, left: float, since: float) -> None:
+    def __init__(self, link: Link, item: Any, left: float, since: float) -> None:
+        self.link = link
         self.item = item
         self.left = left
         self.since = since
         self.stale = False
+
+    def arrived(self, _event: Timeout) -> None:
+        if not self.stale:
+            item = self.item
+            if item.__class__ is Transmission:
+                item.arrived(self.link)
+            else:
+                self.link._on_arrival(item)
+
+    def freed(self, _event: Timeout) -> None:
+        if not self.stale:
+            self.link._free(self)
 
 
 class Link(BaseResource):
@@ -138,7 +152,7 @@ class Link(BaseResource):
         if wire is None:
             self._trigger_put(None)
             return
-        fresh = _OnWire(wire.item, wire.left, self.env.now)
+        fresh = _OnWire(self, wire.item, wire.left, self.env.now)
         self._wire = fresh
         ser = wire.left / self._bytes_per_ns
         self._schedule(fresh, int(self.latency_ns + ser), int(ser))
@@ -163,20 +177,15 @@ class Link(BaseResource):
             ser = size / self._bytes_per_ns
             delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
         self.bytes += size
-        wire = self._wire = _OnWire(item, size, self.env.now)
-        self._schedule(wire, *delays)
+        env = self.env
+        wire = self._wire = _OnWire(self, item, size, env.now)
+        # arrival first, then link free: the order the reference schedules them in
+        Timeout(env, delays[0]).callbacks.append(wire.arrived)
+        Timeout(env, delays[1]).callbacks.append(wire.freed)
 
     def _schedule(self, wire: _OnWire, arrive_ns: int, free_ns: int) -> None:
-        env = self.env
-        # arrival first, then link free: the order the reference schedules them in
-        Timeout(env, arrive_ns).callbacks.append(lambda _e: None if wire.stale else self._arrive(wire.item))
-        Timeout(env, free_ns).callbacks.append(lambda _e: None if wire.stale else self._free(wire))
-
-    def _arrive(self, item: Any) -> None:
-        if item.__class__ is Transmission:
-            item.arrived(self)
-        else:
-            self._on_arrival(item)
+        Timeout(self.env, arrive_ns).callbacks.append(wire.arrived)
+        Timeout(self.env, free_ns).callbacks.append(wire.freed)
 
     def _free(self, wire: _OnWire) -> None:
         self._busy_done_ns += self.env.now - wire.since

@@ -27,9 +27,10 @@ class _Entry:
     it is also a SimPy callback (``entry(event)`` = it arrived), so a backend may hang it on
     the arrival event directly."""
 
-    __slots__ = ("ident", "order", "send_fn", "send_arg", "recv_fn", "recv_arg", "arrived")
+    __slots__ = ("board", "ident", "order", "send_fn", "send_arg", "recv_fn", "recv_arg", "arrived")
 
-    def __init__(self, ident: tuple, order: int) -> None:
+    def __init__(self, board: MessageBoard, ident: tuple, order: int) -> None:
+        self.board = board
         self.ident = ident
         self.order = order
         self.send_fn: Handler = None
@@ -41,6 +42,7 @@ class _Entry:
     def __call__(self, _event: simpy.Event | None = None) -> None:
         """This message reached its destination: the sender's callback first, then the
         receiver's if its receive was posted, else the arrival is remembered."""
+        self.board.delivered += 1
         if self.send_fn is not None:
             self.send_fn(self.send_arg)
         if self.recv_fn is not None:
@@ -61,6 +63,7 @@ class MessageBoard:
         self._sends_waiting: dict[tuple, deque[_Entry]] = {}  # sends without a receive yet
         self._recvs_waiting: dict[tuple, deque[_Entry]] = {}  # receives without a send yet
         self._posted = 0  # sends
+        self.delivered = 0  # sends that reached their destination
         self._created = 0  # entries, to list unmatched ones in the order they were posted
 
     def post_send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> _Entry:
@@ -72,7 +75,7 @@ class MessageBoard:
             if not waiting:
                 del self._recvs_waiting[ident]
         else:
-            entry = _Entry(ident, self._created)
+            entry = _Entry(self, ident, self._created)
             self._created += 1
             waiting = self._sends_waiting.get(ident)
             if waiting is None:
@@ -95,7 +98,7 @@ class MessageBoard:
                 call_later(self.env, 0, fn, arg)
                 return
         else:
-            entry = _Entry(ident, self._created)
+            entry = _Entry(self, ident, self._created)
             self._created += 1
             waiting = self._recvs_waiting.get(ident)
             if waiting is None:
@@ -116,6 +119,10 @@ class MessageBoard:
     def messages_sent(self) -> int:
         """How many sends were posted."""
         return self._posted
+
+    def in_flight(self) -> int:
+        """Sends posted that have not reached their destination yet."""
+        return self._posted - self.delivered
 
     def unmatched(self, describe: Callable[[Handler, Any], str | None] | None = None) -> list[str]:
         """Human-readable list of sends without receives and receives without sends.

@@ -1,4 +1,10 @@
-"""best.json: the point minimising the objective, overall and under each result constraint."""
+"""best.json: the point minimising the objective, overall and under each result constraint.
+
+Points measured by different network backends are never compared: congestion_aware models
+link contention and congestion_unaware does not, so a "best" across them would rank a
+fidelity choice, not a design. A sweep over several backends gets ``best: null`` and one
+``by_backend`` section per backend (its best, best_under, best_under_all), and a ``note``.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ def objective_of(spec: SweepSpec, o: Outcome) -> float | None:
     values = _values(spec, o)
     if any(values.get(n) is None for n in spec.objective.names):
         return None  # e.g. minimising peak memory in a run that does not track it
-    return spec.objective.evaluate(values, f"{spec.path}: minimise")
+    return spec.objective.number(values, f"{spec.path}: minimise")
 
 
 def satisfies(spec: SweepSpec, o: Outcome, constraint) -> bool:
@@ -53,26 +59,57 @@ def _entry(spec: SweepSpec, candidates: list[Outcome]) -> dict[str, Any] | None:
     if not scored:
         return None
     value, _, o = min(scored, key=lambda s: (s[0], s[1]))
-    return {"key": o.point.key, "objective": value, "coordinates": o.point.coordinates,
+    return {"key": o.point.key, "objective": value, "backend": o.point.backend,
+            "coordinates": o.point.coordinates,
             "figures": {k: v for k, v in o.figures.items() if k not in ("status", "error")}}
 
 
-def best_summary(spec: SweepSpec, done: list[Outcome], total_points: int) -> dict[str, Any]:
+def _section(spec: SweepSpec, ok: list[Outcome]) -> dict[str, Any]:
+    """best, best_under each result constraint, and best_under_all, among ``ok``."""
+    section: dict[str, Any] = {
+        "best": _entry(spec, ok),
+        "best_under": {c.text: _entry(spec, [o for o in ok if satisfies(spec, o, c)])
+                       for c in spec.result_constraints},
+    }
+    if len(spec.result_constraints) > 1:
+        section["best_under_all"] = _entry(
+            spec, [o for o in ok if all(satisfies(spec, o, c) for c in spec.result_constraints)])
+    return section
+
+
+def backends_of(points: list[Point]) -> list[str]:
+    return sorted({p.backend for p in points})
+
+
+def best_summary(spec: SweepSpec, done: list[Outcome], total_points: int,
+                 backends: list[str] | None = None) -> dict[str, Any]:
+    """``backends``: those of every point of the sweep (finished or not), so a sweep over two
+    backends never names one overall best, even before the second one's points finish."""
     ok = [o for o in done if o.ok]
-    under = {c.text: _entry(spec, [o for o in ok if satisfies(spec, o, c)]) for c in spec.result_constraints}
-    summary = {
+    backends = sorted(set(backends or ()) | {o.point.backend for o in done})
+    summary: dict[str, Any] = {
         "sweep": spec.name,
         "minimise": spec.objective.text,
         "points": total_points,
         "finished": len(done),
         "failed": len(done) - len(ok),
-        "best": _entry(spec, ok),
-        "best_under": under,
+        "backends": backends,
     }
-    if len(spec.result_constraints) > 1:
-        summary["best_under_all"] = _entry(
-            spec, [o for o in ok if all(satisfies(spec, o, c) for c in spec.result_constraints)])
+    if len(backends) <= 1:
+        summary.update(_section(spec, ok))
+        return summary
+    summary["note"] = ("points of different network backends are not compared (a fidelity choice, not "
+                       "a design choice): see by_backend")
+    summary["best"] = None
+    summary["best_under"] = {c.text: None for c in spec.result_constraints}
+    summary["by_backend"] = {b: _section(spec, [o for o in ok if o.point.backend == b]) for b in backends}
     return summary
+
+
+def best_keys(summary: dict[str, Any]) -> set[str]:
+    """The keys of the best points: one overall, or one per backend."""
+    sections = [summary, *(summary.get("by_backend") or {}).values()]
+    return {s["best"]["key"] for s in sections if s.get("best")}
 
 
 def write_best(out_dir: str, summary: dict[str, Any]) -> str:

@@ -1,12 +1,19 @@
 """Constraint and objective expressions: arithmetic and comparisons over named numbers.
 
-Expressions come from YAML files, so they are evaluated by ``simpleeval`` (a whitelist of
-operators, no attribute access, no calls besides a few math helpers) and never by ``eval``.
+Expressions come from YAML files, so they are evaluated by ``simpleeval`` and never by
+``eval``, and they are checked before any point runs: only arithmetic, comparisons, ``and``/
+``or``/``not``, ``x if c else y`` and the calls ``min``, ``max``, ``abs``, ``round`` are allowed
+(no attributes, subscripts or other calls). Every arithmetic operator is bounded, not only
+powers: an integer result may not exceed :data:`MAX_BITS` bits, so an expression such as
+``(4000000**4000000)*(4000000**4000000) > 1`` fails at once instead of hanging expansion.
 """
 
 from __future__ import annotations
 
 import ast
+import math
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +21,113 @@ from simpleeval import SimpleEval
 
 from simpy_astra.errors import InputError
 
-_FUNCTIONS = {"min": min, "max": max, "abs": abs, "round": round}
+MAX_BITS = 1024  # integers beyond 2**1024 (also the float range) are refused
+MAX_TEXT = 2000  # characters of one expression
+MAX_ROUND_DIGITS = 400
+
+
+class ExpressionLimit(ArithmeticError):
+    """An intermediate value of an expression outgrew :data:`MAX_BITS`."""
+
+
+def _num(x: Any) -> int | float:
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, int):
+        if x.bit_length() > MAX_BITS:
+            raise ExpressionLimit(f"a number beyond 2**{MAX_BITS}")
+        return x
+    if isinstance(x, float):
+        return x
+    raise TypeError(f"{x!r} is not a number")
+
+
+def _checked(result: Any) -> Any:
+    return _num(result)
+
+
+def _mult(a: Any, b: Any) -> int | float:
+    a, b = _num(a), _num(b)
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_BITS + 1:
+        raise ExpressionLimit(f"a product beyond 2**{MAX_BITS}")
+    return _checked(a * b)
+
+
+def _power(a: Any, b: Any) -> int | float:
+    a, b = _num(a), _num(b)
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and \
+            (b - 1) * (abs(a).bit_length() - 1) > MAX_BITS:
+        raise ExpressionLimit(f"a power beyond 2**{MAX_BITS}")
+    result = a ** b
+    if isinstance(result, complex):
+        raise ValueError(f"{a!r} ** {b!r} is not a real number")
+    return _checked(result)
+
+
+def _lshift(a: Any, b: Any) -> int:
+    a, b = _num(a), _num(b)
+    if not isinstance(a, int) or not isinstance(b, int):
+        raise TypeError("<< needs integers")
+    if b > MAX_BITS:
+        raise ExpressionLimit(f"a shift beyond 2**{MAX_BITS}")
+    return _checked(a << b)
+
+
+def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda a, b: _checked(fn(_num(a), _num(b)))
+
+
+def _unary(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda a: _checked(fn(_num(a)))
+
+
+OPERATORS: dict[type, Callable[..., Any]] = {
+    ast.Add: _binary(operator.add), ast.Sub: _binary(operator.sub), ast.Mult: _mult,
+    ast.Div: _binary(operator.truediv), ast.FloorDiv: _binary(operator.floordiv),
+    ast.Mod: _binary(operator.mod), ast.Pow: _power, ast.LShift: _lshift,
+    ast.RShift: _binary(operator.rshift), ast.BitOr: _binary(operator.or_),
+    ast.BitXor: _binary(operator.xor), ast.BitAnd: _binary(operator.and_),
+    ast.USub: _unary(operator.neg), ast.UAdd: _unary(operator.pos), ast.Invert: _unary(operator.invert),
+    ast.Not: operator.not_,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge,
+}
+
+
+def _round(x: Any, digits: Any = None) -> int | float:
+    if digits is None:
+        return round(_num(x))
+    if not isinstance(digits, int) or abs(digits) > MAX_ROUND_DIGITS:
+        raise ExpressionLimit(f"round() takes at most {MAX_ROUND_DIGITS} digits")
+    return round(_num(x), digits)
+
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "min": lambda *a: min(_num(x) for x in a), "max": lambda *a: max(_num(x) for x in a),
+    "abs": lambda x: _checked(abs(_num(x))), "round": _round,
+}
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
+            ast.Name, ast.Constant, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
+
+def _check_tree(tree: ast.AST, text: str, where: str) -> None:
+    """Refuse what the evaluator would only refuse (or choke on) once points have run."""
+    for node in ast.walk(tree):
+        what = None
+        if not isinstance(node, _ALLOWED) or type(node) not in OPERATORS and isinstance(
+                node, ast.operator | ast.unaryop | ast.cmpop):
+            what = f"'{ast.unparse(node) if isinstance(node, ast.expr) else type(node).__name__}'"
+        elif isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name) or node.func.id not in
+                                             _FUNCTIONS or node.keywords):
+            what = f"the call '{ast.unparse(node)}' (only {', '.join(_FUNCTIONS)} with plain arguments)"
+        elif isinstance(node, ast.Constant) and not (
+                isinstance(node.value, int | float | str) and
+                (not isinstance(node.value, int) or node.value.bit_length() <= MAX_BITS) and
+                (not isinstance(node.value, str) or len(node.value) <= 200)):
+            what = f"the constant {ast.unparse(node)[:40]}"
+        if what:
+            raise InputError(f"{where}: '{text}' uses {what}, which is not allowed; use numbers, names, "
+                             f"arithmetic, comparisons, and/or/not, if/else and {', '.join(_FUNCTIONS)}")
 
 
 @dataclass(frozen=True)
@@ -26,24 +139,49 @@ class Expression:
         missing = self.names - set(values)
         if missing:
             raise InputError(f"{where}: '{self.text}' needs {sorted(missing)}, which this point lacks")
-        evaluator = SimpleEval(names=values, functions=_FUNCTIONS)
+        evaluator = SimpleEval(names=values, functions=_FUNCTIONS, operators=OPERATORS)
         try:
             return evaluator.eval(self.text)
         except Exception as exc:  # noqa: BLE001 - any evaluation failure is the expression's fault
-            raise InputError(f"{where}: '{self.text}' cannot be evaluated ({exc})") from None
+            raise InputError(f"{where}: '{self.text}' cannot be evaluated ({type(exc).__name__}: {exc})") \
+                from (exc if isinstance(exc, ArithmeticError) else None)
+
+    def value(self, values: dict[str, Any], where: str) -> Any:
+        """The value; None where this point's figures make it undefined (a division by zero, a
+        float overflow), so one odd point cannot stop ranking the others."""
+        try:
+            return self.evaluate(values, where)
+        except InputError as exc:
+            if isinstance(exc.__cause__, ArithmeticError) and not isinstance(exc.__cause__, ExpressionLimit):
+                return None
+            raise
+
+    def number(self, values: dict[str, Any], where: str) -> float | None:
+        """The value as a number to rank by (None where undefined, see :meth:`value`)."""
+        value = self.value(values, where)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"{where}: '{self.text}' must give a number (got {value!r})")
+        return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def parse_expression(text: Any, where: str, known: set[str]) -> Expression:
-    """Check syntax and that every variable is one of ``known``; errors name the file and field."""
+    """Check syntax, allowed operations and that every variable is one of ``known``; errors name
+    the file and field."""
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{where}: must be an expression string such as 'dp*tp == 64' (got {text!r})")
+    if len(text) > MAX_TEXT:
+        raise InputError(f"{where}: the expression is {len(text)} characters long (at most {MAX_TEXT})")
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise InputError(f"{where}: '{text}' is not a valid expression ({exc.msg})") from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise InputError(f"{where}: '{text}' is not a valid expression "
+                         f"({getattr(exc, 'msg', None) or type(exc).__name__})") from None
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
     unknown = names - known
     if unknown:
         raise InputError(f"{where}: '{text}' uses unknown name(s) {sorted(unknown)}; "
                          f"known: {', '.join(sorted(known))}")
+    _check_tree(tree, text, where)
     return Expression(text.strip(), frozenset(names))

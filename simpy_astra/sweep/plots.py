@@ -49,7 +49,8 @@ def _bars(title: str, ylabel: str, labels: list[str]):
     return fig, ax, plt
 
 
-def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best_key: str | None) -> list[str]:
+def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[str]) -> list[str]:
+    """``best``: the best points' keys (one per network backend), drawn green."""
     ok = [o for o in done if o.ok]
     labels = [_label(o) for o in ok]
     axes_text = ", ".join(a.column for a in spec.axes)
@@ -57,14 +58,14 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best_key: st
 
     unit, scale = time_unit(max((o.figures["finish_ns"] for o in ok), default=0))
     fig, ax, plt = _bars(f"{spec.name}: time per point", f"finish ({unit}, max over NPUs)", labels)
-    colors = ["tab:green" if o.point.key == best_key else "tab:blue" for o in ok]
+    colors = ["tab:green" if o.point.key in best else "tab:blue" for o in ok]
     ax.bar(range(len(ok)), [o.figures["finish_ns"] / scale for o in ok], color=colors)
     ax.set_xlabel(axes_text + " (green: best)")
     paths.append(_save(fig, plt, out_dir, "time.png"))
 
     fig, ax, plt = _bars(f"{spec.name}: compute vs exposed communication", f"{unit} (max over NPUs)", labels)
-    compute = [o.figures["compute_ns"] / scale for o in ok]
-    exposed = [o.figures["exposed_comm_ns"] / scale for o in ok]
+    compute = [(o.figures["compute_ns"] or 0) / scale for o in ok]  # empty in a hand-made row
+    exposed = [(o.figures["exposed_comm_ns"] or 0) / scale for o in ok]
     ax.bar(range(len(ok)), compute, label="compute (GPU time)", color="tab:blue")
     ax.bar(range(len(ok)), exposed, bottom=compute, label="exposed communication", color="tab:orange")
     ax.set_xlabel(axes_text)

@@ -9,6 +9,7 @@ bad point never stops a sweep.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from typing import Any
@@ -20,11 +21,20 @@ from simpy_astra.statistics import COMM, GPU
 from simpy_astra.units import bytes_to_gib
 
 
-def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
+def _relabel(text: str, where: str) -> str:
+    """Errors name the temporary files a point is loaded from; name what the user wrote instead:
+    ``/tmp/simpy-astra-x/system.json: field 'f'`` -> ``SWEEP: point ...: system: field 'f'``."""
+    tmp = re.escape(os.path.realpath(tempfile.gettempdir())) + "|" + re.escape(tempfile.gettempdir())
+    text = re.sub(rf"(?:{tmp})/simpy-astra-point-[^/\s]+/scenario\.yaml", where, text)
+    return re.sub(rf"(?:{tmp})/simpy-astra-[^/\s]+/(\w+)\.(?:json|yml|yaml)", rf"{where}: \1", text)
+
+
+def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     """Figures of one point: max over NPUs of finish, exposed comm, compute, comm, peak memory;
     what the NPU with the largest peak holds at that instant (``peak_weights_gb``, ...); and the
     network's price (``cost_usd``, :mod:`simpy_astra.cost_model`; empty when the price table does
-    not cover the network)."""
+    not cover the network). ``where`` (the sweep file and the point's coordinates) replaces the
+    temporary scenario file's name in an error."""
     from simpy_astra.cost_model import network_cost
     from simpy_astra.scenario import load_scenario
     from simpy_astra.simulation import Simulation
@@ -56,6 +66,6 @@ def run_point(scenario: dict[str, Any]) -> dict[str, Any]:
             "error": "",
         }
     except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
-        text = " ".join(str(exc).split()) or "no message"
+        text = _relabel(" ".join(str(exc).split()) or "no message", where)
         return {"wall_s": round(time.perf_counter() - t0, 3), "status": "error",
                 "error": f"{type(exc).__name__}: {text}"}

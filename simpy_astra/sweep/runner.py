@@ -1,16 +1,28 @@
 """Run sweep points in parallel: a local process pool, or a Dask cluster with ``--cluster``.
 
 Both engines hand each finished point to ``on_result`` in the main process (which appends it
-to results.csv) as soon as it finishes. Ctrl-C (SIGINT) stops the sweep: queued points are
-cancelled, running ones are abandoned (workers are terminated locally, futures cancelled on
-a cluster), and everything that finished before stays saved. Local workers ignore SIGINT
-themselves so a terminal's Ctrl-C reaches only the main process's clean stop.
+to results.csv) as soon as it finishes. Ctrl-C (SIGINT) or SIGTERM stops the sweep at once:
+running workers are terminated *before* the pool is shut down (shutting down first forgets
+them on Python < 3.14, and they ran on), queued points are cancelled, and everything that
+finished before stays saved. Local workers ignore SIGINT themselves, so a terminal's Ctrl-C
+reaches only the main process's clean stop.
+
+No worker outlives the sweep, and none leaves a temporary folder, even if the sweep is
+killed with ``kill -9``: on Linux each worker asks the kernel for SIGTERM when its parent dies
+(``PR_SET_PDEATHSIG``; elsewhere a thread watches the parent), and a worker turns SIGTERM into
+an exception that unwinds the running point (its ``with`` blocks remove their folders) and then
+exits. Workers make their temporary files in one scratch folder per sweep, removed at the end.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import shutil
 import signal
+import sys
+import tempfile
+import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -32,12 +44,19 @@ from simpy_astra.sweep.point import run_point
 from simpy_astra.sweep.spec import Point
 
 ResultCallback = Callable[[Point, dict[str, Any]], None]
+EXIT_WORKER_STOPPED = 143  # 128 + SIGTERM
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass
 class RunOutcome:
     finished: int
     interrupted: bool
+    terminated: bool = False  # interrupted by SIGTERM rather than Ctrl-C
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM in the sweep's process, taken down the same path as Ctrl-C."""
 
 
 def _progress(console: Console) -> Progress:
@@ -46,20 +65,82 @@ def _progress(console: Console) -> Progress:
                     TextColumn("{task.fields[last]}"), console=console)
 
 
-def _ignore_sigint() -> None:
+# ------------------------------------------------------------------ inside a worker process
+class _Stop(BaseException):
+    """Raised in a worker by SIGTERM: unwinds the running point, then the worker exits."""
+
+
+_busy = False
+_scratch: str | None = None
+
+
+def _exit_worker() -> None:
+    if _scratch is not None:
+        shutil.rmtree(_scratch, ignore_errors=True)
+        try:
+            os.rmdir(os.path.dirname(_scratch))  # the sweep's scratch root, once every worker left
+        except OSError:
+            pass
+    os._exit(EXIT_WORKER_STOPPED)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one unwinding is enough
+    if _busy:
+        raise _Stop()
+    _exit_worker()
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM this worker when the sweep's process dies, however it dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass
+        else:
+            if os.getppid() != parent:  # it died before the request took effect
+                _exit_worker()
+            return
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _init_worker(parent: int, scratch_root: str, close_fds: tuple[int, ...]) -> None:
+    global _scratch
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    for fd in close_fds:  # e.g. the output folder's lock: it must die with the sweep, not with us
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _scratch = tempfile.mkdtemp(prefix=f"worker-{os.getpid()}-", dir=scratch_root)
+    tempfile.tempdir = _scratch
+    _die_with_parent(parent)
 
 
-def _terminate_workers(pool: ProcessPoolExecutor) -> None:
-    """Stop running points now (Python 3.14 has ``terminate_workers``; older ones do not)."""
-    terminate = getattr(pool, "terminate_workers", None)
-    if terminate is not None:
-        terminate()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.terminate()
+def _work(scenario: dict[str, Any], where: str) -> dict[str, Any]:
+    global _busy
+    try:
+        _busy = True
+        try:
+            return run_point(scenario, where)
+        finally:
+            _busy = False
+    except _Stop:  # wherever SIGTERM landed: the point's folders are gone, now leave
+        _exit_worker()
+        raise  # not reached
 
 
+# ------------------------------------------------------------------ in the sweep's process
 def _worker_context():
     """fork where the platform has it: workers start fast and inherit the parent's registered
     workload generators; the pool forks every worker before it starts its own thread."""
@@ -67,12 +148,29 @@ def _worker_context():
     return multiprocessing.get_context("fork" if "fork" in methods else None)
 
 
-def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console: Console) -> RunOutcome:
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the running workers, then shut the pool down, then wait until they are gone."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()  # SIGTERM: the worker unwinds its point and exits
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=10)
+
+
+def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console: Console,
+              where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = ()) -> RunOutcome:
     finished = 0
     completed = False
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_ignore_sigint)
+    scratch_root = tempfile.mkdtemp(prefix="simpy-astra-sweep-")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_init_worker,
+                               initargs=(os.getpid(), scratch_root, close_fds))
     try:
-        pending = {pool.submit(run_point, p.scenario): p for p in points}
+        pending = {pool.submit(_work, p.scenario, where(p)): p for p in points}
         with _progress(console) as progress:
             task = progress.add_task("sweep", total=len(points), last="")
             while pending:
@@ -91,18 +189,19 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console
                     finished += 1
                     progress.update(task, advance=1, last=_label(point, figures))
         completed = True
-    except KeyboardInterrupt:
-        return RunOutcome(finished, interrupted=True)
+    except KeyboardInterrupt as exc:
+        return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))
     finally:
         if completed:
             pool.shutdown(wait=True)
-        else:  # interrupted or failed: queued points are dropped, running ones stopped now
-            pool.shutdown(wait=False, cancel_futures=True)
-            _terminate_workers(pool)
+        else:  # interrupted or failed: running points stopped now, queued ones dropped
+            _stop_workers(pool)
+        shutil.rmtree(scratch_root, ignore_errors=True)
     return RunOutcome(finished, interrupted=False)
 
 
-def run_cluster(points: list[Point], address: str, on_result: ResultCallback, console: Console) -> RunOutcome:
+def run_cluster(points: list[Point], address: str, on_result: ResultCallback, console: Console,
+                where: Callable[[Point], str] = lambda p: p.key) -> RunOutcome:
     """The same points on a Dask cluster; workers need simpy-astra installed and the base
     scenario's files (ET traces, configs) at the same paths (a shared file system)."""
     try:
@@ -117,8 +216,8 @@ def run_cluster(points: list[Point], address: str, on_result: ResultCallback, co
     finished = 0
     futures: dict[Any, Point] = {}
     try:
-        futures = {client.submit(run_point, p.scenario, key=f"simpy-astra-point-{p.key}", pure=False): p
-                   for p in points}
+        futures = {client.submit(run_point, p.scenario, where(p), key=f"simpy-astra-point-{p.key}",
+                                 pure=False): p for p in points}
         with _progress(console) as progress:
             task = progress.add_task("sweep", total=len(points), last="")
             for future in as_completed(futures):
@@ -126,13 +225,14 @@ def run_cluster(points: list[Point], address: str, on_result: ResultCallback, co
                 try:
                     figures = future.result()
                 except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: recorded with the point
-                    figures = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+                    text = " ".join(str(exc).split()) or "no message"
+                    figures = {"status": "error", "error": f"{type(exc).__name__}: {text}"}
                 on_result(point, figures)
                 finished += 1
                 progress.update(task, advance=1, last=_label(point, figures))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         client.cancel(list(futures))
-        return RunOutcome(finished, interrupted=True)
+        return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))
     finally:
         client.close()
     return RunOutcome(finished, interrupted=False)

@@ -20,15 +20,21 @@ Schema::
     report: [finish_ns, peak_memory_gb]  # figures (or expressions) in the terminal table
 
 Expressions name an axis by the last part of its path with ``-`` as ``_`` (``dp``,
-``all_reduce_implementation``), or by its ``as:`` name; a named-bundle axis by its key.
+``all_reduce_implementation``), or by its ``as:`` name; a named-bundle axis by its key. They
+are checked before any point runs (``expressions.py``: allowed operations, bounded integers;
+``minimise`` and ``report`` must give numbers). Axis values must be finite (no .nan/.inf), a
+range may span at most ``MAX_POINTS`` values, and repeated values (``[50, 50.0]``) count once.
+A ``backend`` axis (or base field) splits best.json per backend (``best.py``).
 """
 
 from __future__ import annotations
 
 import copy
+import glob
 import hashlib
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +55,7 @@ DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb"
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
 FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
 MAX_POINTS = 100_000
+DEFAULT_BACKEND = "congestion_unaware"  # scenario.py's default
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,11 @@ class Point:
     def names(self, axes: list[Axis]) -> dict[str, Any]:
         return {a.name: self.coordinates[a.column] for a in axes}
 
+    @property
+    def backend(self) -> str:
+        """The network backend that measured this point (points of two backends are not compared)."""
+        return str(self.scenario.get("backend") or DEFAULT_BACKEND)
+
 
 @dataclass
 class SweepSpec:
@@ -91,6 +103,32 @@ class SweepSpec:
                           sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def named_files(self) -> dict[str, str]:
+        """Every file the base scenario or an axis names (configs, ET traces of a prefix, a
+        generator's input) -> a digest of its contents: editing one changes every figure, so
+        a resumed sweep must notice it, not only a changed path."""
+        found: set[str] = set()
+        sweep_dir = os.path.dirname(os.path.abspath(self.path))
+
+        def visit(value: Any, base_dir: str) -> None:
+            if isinstance(value, dict):
+                for v in value.values():
+                    visit(v, base_dir)
+            elif isinstance(value, list):
+                for v in value:
+                    visit(v, base_dir)
+            elif isinstance(value, str) and 0 < len(value) < 4096 and "\0" not in value:
+                path = os.path.abspath(os.path.join(base_dir, value))
+                if os.path.isfile(path):
+                    found.add(path)
+                else:
+                    found.update(glob.glob(glob.escape(path) + ".*.et"))
+
+        visit(self.base, os.getcwd())
+        for axis in self.axes:
+            visit(list(axis.bundles.values()) if axis.bundles is not None else list(axis.values), sweep_dir)
+        return {path: _digest(path) for path in sorted(found)}
+
     def points(self) -> list[Point]:
         total = 1
         for axis in self.axes:
@@ -98,13 +136,28 @@ class SweepSpec:
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        out = []
+        out, seen = [], set()
         for combo in itertools.product(*(a.values for a in self.axes)):
             coords = {a.column: v for a, v in zip(self.axes, combo, strict=True)}
             names = {a.name: v for a, v in zip(self.axes, combo, strict=True)}
+            key = point_key(coords)
+            if key in seen:
+                continue
+            seen.add(key)
             if all(f.evaluate(names, f"{self.path}: constraints") for f in self.point_filters):
-                out.append(Point(point_key(coords), coords, self._scenario_for(coords)))
+                out.append(Point(key, coords, self._scenario_for(coords)))
         return out
+
+    def check_expressions(self, point: Point) -> None:
+        """Evaluate ``minimise``, ``report`` and the result constraints once on a stand-in result
+        of ``point`` (every figure 1): an expression that cannot be evaluated, or a ``minimise``
+        or ``report`` that can never give a number, is refused before any point runs."""
+        values = {**point.names(self.axes), **dict.fromkeys(RESULT_NAMES, 1)}
+        self.objective.number(values, f"{self.path}: minimise")
+        for i, expr in enumerate(self.report):
+            expr.number(values, f"{self.path}: report[{i}]")
+        for expr in self.result_constraints:
+            expr.value(values, f"{self.path}: constraints")
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
@@ -114,6 +167,17 @@ class SweepSpec:
                     value = os.path.join(os.path.dirname(os.path.abspath(self.path)), value)  # a whole file
                 set_path(doc, dotted, value, f"{self.path}: axes: {axis.column}")
         return doc
+
+
+def _digest(path: str) -> str:
+    sha = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                sha.update(block)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return sha.hexdigest()[:16]
 
 
 def point_key(coords: dict[str, Any]) -> str:
@@ -181,10 +245,46 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
     return doc
 
 
+def _finite(value: Any, where: str) -> Any:
+    """``value`` unless it holds NaN or an infinity (YAML's .nan, .inf), which no field accepts."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where}: {value} is not a finite number; give finite values")
+    if isinstance(value, list):
+        for v in value:
+            _finite(v, where)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _finite(v, where)
+    return value
+
+
+def _same_key(value: Any) -> str:
+    """Values that set a field alike (50 and 50.0) give one point, not two rows."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _unique(values: list[Any]) -> list[Any]:
+    seen: set[str] = set()
+    out = []
+    for v in values:
+        key = _same_key(v)
+        if key not in seen:
+            seen.add(key)
+            out.append(v)
+    return out
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
 def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
-    """Values of one axis and its optional ``as:`` name."""
+    """Values of one axis (duplicates dropped) and its optional ``as:`` name."""
     if not isinstance(raw, dict):
-        return (list(raw) if isinstance(raw, list) else [raw]), None
+        values = list(raw) if isinstance(raw, list) else [raw]
+        return _unique([_finite(v, where) for v in values]), None
     alias = raw.get("as")
     forms = [k for k in ("values", "from", "powers_of_two", "named") if k in raw]
     if len(forms) != 1:
@@ -193,18 +293,28 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     form = forms[0]
     if form == "values":
         values = raw["values"] if isinstance(raw["values"], list) else [raw["values"]]
+        values = [_finite(v, f"{where}: values") for v in values]
     elif form == "from":
         start, stop, step = raw.get("from"), raw.get("to"), raw.get("step", 1)
-        if not all(isinstance(x, int | float) for x in (start, stop, step)) or step <= 0:
-            raise InputError(f"{where}: a range needs numbers from, to and a step > 0 (e.g. "
-                             f"{{from: 1, to: 8, step: 1}})")
-        count = int((stop - start) / step + 1e-9) + 1
+        for key, x in (("from", start), ("to", stop), ("step", step)):
+            if not _is_number(x) or not math.isfinite(x):
+                raise InputError(f"{where}: {key}: a range needs finite numbers from, to and a step > 0 "
+                                 f"(got {x!r}; e.g. {{from: 1, to: 8, step: 1}})")
+        if step <= 0:
+            raise InputError(f"{where}: step: must be > 0 (got {step!r}; e.g. {{from: 1, to: 8, step: 1}})")
+        span = (stop - start) / step
+        if not math.isfinite(span) or span + 1 > MAX_POINTS:
+            raise InputError(f"{where}: the range from {start} to {stop} in steps of {step} has more than "
+                             f"{MAX_POINTS:,} values; use a larger step or a narrower range")
+        count = int(span + 1e-9) + 1
         values = [start + i * step for i in range(max(count, 0))]
     elif form == "powers_of_two":
         bounds = raw["powers_of_two"]
-        if (not isinstance(bounds, list) or len(bounds) != 2 or not all(isinstance(b, int) for b in bounds)
-                or bounds[0] < 1 or bounds[1] < bounds[0]):
-            raise InputError(f"{where}: powers_of_two needs [low, high] with 1 <= low <= high, e.g. [1, 64]")
+        if (not isinstance(bounds, list) or len(bounds) != 2 or
+                not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
+                or bounds[0] < 1 or bounds[1] < bounds[0] or bounds[1] > 2 ** 62):
+            raise InputError(f"{where}: powers_of_two needs [low, high] with 1 <= low <= high <= 2**62, "
+                             f"e.g. [1, 64]")
         values, v = [], 1
         while v <= bounds[1]:
             if v >= bounds[0]:
@@ -214,7 +324,7 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
         return [], alias  # bundles are handled by the caller
     if not values:
         raise InputError(f"{where}: the axis has no values")
-    return values, alias
+    return _unique(values), alias
 
 
 def _parse_axis(column: str, raw: Any, where: str) -> Axis:
@@ -224,6 +334,8 @@ def _parse_axis(column: str, raw: Any, where: str) -> Axis:
         if not isinstance(bundles, dict) or not bundles or not all(
                 isinstance(b, dict) and b for b in bundles.values()):
             raise InputError(f"{where}: named needs NAME: {{dotted.path: value, ...}} entries")
+        for name, bundle in bundles.items():
+            _finite(bundle, f"{where}: named: {name}")
         return Axis(column, alias or column.replace("-", "_"), tuple(str(k) for k in bundles),
                     {str(k): dict(v) for k, v in bundles.items()})
     return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))

@@ -2,14 +2,23 @@
 
 Every finished point is one CSV row, written and flushed (and fsynced) as soon as the point
 finishes, so an interrupted sweep loses only the points that were running. ``sweep.json``
-records the sweep's fingerprint: a second start with the same folder runs only the points
-without a row, and refuses to mix in results of a different base scenario or different axes.
+records the sweep's fingerprint and a digest of every file it names: a second start with the
+same folder runs only the points without a row, and refuses to mix in results of a different
+base scenario, different axes or edited input files.
+
+The folder is locked (``fcntl.flock`` on ``DIR/sweep.lock``) while a sweep uses it: a second
+sweep on the same folder would otherwise replace results.csv under the first one, which would
+go on appending to the deleted file. The lock dies with the process, even under ``kill -9``.
+A results.csv this sweep cannot read (edited header, a corrupt row) is refused, never
+rewritten: only a torn last line (a killed run's half-written row) is dropped.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import math
 import os
 from typing import Any
 
@@ -17,6 +26,10 @@ from simpy_astra.errors import InputError
 from simpy_astra.sweep.spec import RESULT_NAMES, SweepSpec
 
 STATUS_COLUMNS = ("status", "error")
+STATUSES = ("ok", "error")
+LOCK_NAME = "sweep.lock"
+# the figure a finished point always has (what the plots and the default objective need)
+REQUIRED_OK = ("finish_ns",)
 
 
 def csv_value(value: Any) -> str:
@@ -27,50 +40,181 @@ def csv_value(value: Any) -> str:
     return json.dumps(value)
 
 
+def parse_figure(text: str) -> int | float | None:
+    """A results.csv figure: empty -> None, else an int or a finite float (ValueError otherwise)."""
+    if text == "":
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _cannot_write(path: str, exc: OSError) -> InputError:
+    return InputError(f"--out: cannot write {path} ({exc.strerror or exc}); choose a folder you can write")
+
+
+class FolderLock:
+    """An exclusive, non-blocking lock on the output folder for this process's lifetime."""
+
+    def __init__(self, out_dir: str) -> None:
+        import fcntl
+
+        self.path = os.path.join(out_dir, LOCK_NAME)
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise _cannot_write(self.path, exc) from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(self.fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(self.fd)
+            raise InputError(f"--out {out_dir}: another sweep (pid {holder}) is using this folder; wait for "
+                             f"it to finish or stop it, or choose another --out") from None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing the last descriptor releases the flock
+            self.fd = -1
+
+
 class ResultsStore:
     def __init__(self, out_dir: str, spec: SweepSpec, retry_failed: bool = False) -> None:
         self.out_dir = out_dir
         self.csv_path = os.path.join(out_dir, "results.csv")
         self.columns = ["key", *(a.column for a in spec.axes), *RESULT_NAMES, *STATUS_COLUMNS]
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise InputError(f"--out: {out_dir} is a file, not a folder; choose a folder")
         try:
             os.makedirs(out_dir, exist_ok=True)
         except OSError as exc:
-            raise InputError(f"--out: cannot create {out_dir} ({exc.strerror or exc})") from None
-        self._check_manifest(spec)
-        self.rows: dict[str, dict[str, str]] = self._read_rows()
-        if retry_failed:
-            self.rows = {k: r for k, r in self.rows.items() if r.get("status") == "ok"}
-        self._rewrite()  # drops a torn last line from a killed run, and retried failures
-        self._file = open(self.csv_path, "a", newline="")
+            raise InputError(f"--out: cannot create {out_dir} ({exc.strerror or exc}); choose a folder you "
+                             f"can write") from None
+        self.lock = FolderLock(out_dir)  # before anything in the folder is read or written
+        try:
+            self.files = spec.named_files()
+            self._check_manifest(spec)
+            rows, header, torn = self._read_rows()
+            self.rows: dict[str, dict[str, str]] = rows
+            if retry_failed:
+                self.rows = {k: r for k, r in self.rows.items() if r.get("status") == "ok"}
+            # the manifest first: a kill between the two leaves a folder the next start accepts
+            self._write_manifest(spec)
+            if torn or len(self.rows) < len(rows) or header != self.columns:
+                self._rewrite()  # a torn last line, retried failures, a new file or a grown header
+            self._file = open(self.csv_path, "a", newline="")
+        except OSError as exc:
+            self.lock.release()
+            raise _cannot_write(getattr(exc, "filename", None) or out_dir, exc) from None
+        except BaseException:
+            self.lock.release()
+            raise
         self._writer = csv.DictWriter(self._file, fieldnames=self.columns)
+
+    def _manifest(self, spec: SweepSpec) -> dict[str, Any]:
+        return {"sweep": os.path.abspath(spec.path), "fingerprint": spec.fingerprint(),
+                "columns": self.columns, "files": self.files}
+
+    def _grown(self, columns: list[str]) -> bool:
+        """Columns of a folder from before a result column was added: it resumes (its rows leave
+        the new column empty)."""
+        return set(columns) <= set(self.columns) and set(self.columns) - set(columns) <= set(RESULT_NAMES) \
+            and columns[:1] == ["key"]
 
     def _check_manifest(self, spec: SweepSpec) -> None:
         manifest = os.path.join(self.out_dir, "sweep.json")
-        mine = {"sweep": os.path.abspath(spec.path), "fingerprint": spec.fingerprint(),
-                "columns": self.columns}
-        if os.path.exists(manifest):
+        if not os.path.exists(manifest):
+            if os.path.exists(self.csv_path):
+                raise InputError(f"{self.csv_path}: results without {manifest} (it records which sweep they "
+                                 f"belong to); move results.csv away or choose another --out")
+            return
+        try:
             with open(manifest) as f:
                 theirs = json.load(f)
-            # a folder from before a result column was added resumes (its rows leave it empty)
-            grown = set(theirs.get("columns") or ()) <= set(self.columns) and \
-                set(self.columns) - set(theirs.get("columns") or ()) <= set(RESULT_NAMES)
-            if theirs.get("fingerprint") != mine["fingerprint"] or not grown:
+            if not isinstance(theirs, dict):
+                raise ValueError("not a mapping")
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{manifest}: cannot be read ({exc}); delete {self.out_dir} to start over, or "
+                             f"choose another --out") from None
+        if theirs.get("fingerprint") != spec.fingerprint() or not self._grown(list(theirs.get("columns") or [])):
+            raise InputError(
+                f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
+                f"its base scenario or axes differ from {spec.path}); use another --out, or "
+                f"delete {self.out_dir} to start over")
+        for path, digest in (theirs.get("files") or {}).items():
+            if path in self.files and self.files[path] != digest:
                 raise InputError(
-                    f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
-                    f"its base scenario or axes differ from {spec.path}); use another --out, or "
-                    f"delete {self.out_dir} to start over")
-        with open(manifest, "w") as f:
-            json.dump(mine, f, indent=1)
+                    f"--out {self.out_dir}: {path} changed since these results were made (its contents "
+                    f"differ); restore it, or use another --out, or delete {self.out_dir} to start over")
 
-    def _read_rows(self) -> dict[str, dict[str, str]]:
+    def _write_manifest(self, spec: SweepSpec) -> None:
+        manifest = os.path.join(self.out_dir, "sweep.json")
+        with open(manifest + ".tmp", "w") as f:
+            json.dump(self._manifest(spec), f, indent=1)
+        os.replace(manifest + ".tmp", manifest)
+
+    def _read_rows(self) -> tuple[dict[str, dict[str, str]], list[str] | None, bool]:
+        """The rows of results.csv, its header (None without a file), and whether its last line
+        was torn by a killed run."""
         if not os.path.exists(self.csv_path):
-            return {}
-        with open(self.csv_path, newline="") as f:
-            text = f.read()
+            return {}, None, False
+        try:
+            with open(self.csv_path, newline="", encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError:
+            raise InputError(f"{self.csv_path}: is not UTF-8 text; it was not written by a sweep (move it "
+                             f"away or choose another --out)") from None
         complete = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
-        reader = csv.DictReader(complete.splitlines())
-        return {row["key"]: row for row in reader
-                if row.get("key") and None not in row and None not in row.values()}
+        torn = complete != text
+        reader = csv.reader(io.StringIO(complete, newline=""))
+        header = next(reader, None)
+        if not header or header != self.columns and not self._grown(header):
+            got = ",".join(header)[:60] if header else "an empty file"
+            raise InputError(f"{self.csv_path}: header: does not match this sweep (expected "
+                             f"{','.join(self.columns)[:60]}..., got {got}); it was edited or truncated: "
+                             f"restore it, or move it away to start over; it is left as it is")
+        columns = header
+        rows: dict[str, dict[str, str]] = {}
+        lines_of: dict[str, int] = {}
+        for values in reader:
+            number = reader.line_num
+            if not values:
+                continue  # a blank line holds no point
+            problem = self._row_problem(values, columns)
+            key = values[0] if values else ""
+            if problem is None and key in rows:
+                problem = f"key: {key} repeats line {lines_of[key]}"
+            if problem:
+                raise InputError(f"{self.csv_path}: line {number}: {problem}; fix or delete that line (its "
+                                 f"point then runs again); the file is left as it is")
+            rows[key] = dict(zip(columns, values, strict=True))
+            lines_of[key] = number
+        return rows, header, torn
+
+    @staticmethod
+    def _row_problem(values: list[str], columns: list[str]) -> str | None:
+        if len(values) != len(columns):
+            return f"has {len(values)} fields, the header {len(columns)}"
+        row = dict(zip(columns, values, strict=True))
+        if not row["key"]:
+            return "key: is empty"
+        if row.get("status") not in STATUSES:
+            return f"status: must be ok or error (got {row.get('status')!r})"
+        for name in RESULT_NAMES:
+            try:
+                parse_figure(row.get(name, ""))
+            except ValueError:
+                return f"{name}: must be a finite number or empty (got {row[name]!r})"
+        if row["status"] == "ok":
+            missing = [n for n in REQUIRED_OK if n in row and row[n] == ""]
+            if missing:
+                return f"{missing[0]}: is empty in a point marked ok"
+        return None
 
     def _rewrite(self) -> None:
         tmp = self.csv_path + ".tmp"
@@ -78,6 +222,8 @@ class ResultsStore:
             writer = csv.DictWriter(f, fieldnames=self.columns)
             writer.writeheader()
             writer.writerows(self.rows.values())
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, self.csv_path)
 
     def done(self, key: str) -> bool:
@@ -86,13 +232,18 @@ class ResultsStore:
     def append(self, key: str, coordinates: dict[str, Any], figures: dict[str, Any]) -> None:
         row = {"key": key, **{c: csv_value(v) for c, v in coordinates.items()},
                **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS)}}
-        self._writer.writerow(row)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._writer.writerow(row)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:  # e.g. the disk filled up: stop, with every earlier row saved
+            raise _cannot_write(self.csv_path, exc) from None
         self.rows[key] = row
 
     def close(self) -> None:
+        """Close results.csv and unlock the folder."""
         self._file.close()
+        self.lock.release()
 
 
 def figures_of(row: dict[str, str]) -> dict[str, Any]:
@@ -100,6 +251,6 @@ def figures_of(row: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in RESULT_NAMES:
         text = row.get(name, "")
-        out[name] = None if text == "" else (float(text) if "." in text or "e" in text else int(text))
+        out[name] = parse_figure(text)
     out["status"], out["error"] = row.get("status", ""), row.get("error", "")
     return out

@@ -23,18 +23,27 @@ def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
     values = {**o.point.names(spec.axes), **o.figures}
     if any(values.get(n) is None for n in expr.names):
         return None
-    return expr.evaluate(values, f"{spec.path}: report")
+    return expr.number(values, f"{spec.path}: report")
 
 
 def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any], console: Console,
                   wall_s: float, top: int = 12) -> None:
     ok = [o for o in done if o.ok]
-    ranked = sorted(ok, key=lambda o: (objective_of(spec, o) is None, objective_of(spec, o) or 0))
+    backends = summary.get("backends") or []
+    # ranked within each network backend (best.py: points of two backends are not compared)
+    ranked, shown = [], 0
+    for backend in backends if len(backends) > 1 else [None]:
+        mine = [o for o in ok if backend is None or o.point.backend == backend]
+        scores = {o.point.key: objective_of(spec, o) for o in mine}
+        best = sorted(mine, key=lambda o: (scores[o.point.key] is None, scores[o.point.key] or 0))[:top]
+        ranked += best
+        shown = max(shown, len(best))
+    per = " per backend" if len(backends) > 1 else ""
     table = Table(title=f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, "
-                        f"{summary['failed']} failed, {wall_s:.1f} s (best {min(top, len(ranked))} by "
+                        f"{summary['failed']} failed, {wall_s:.1f} s (best {shown}{per} by "
                         f"{spec.objective.text})")
     rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
-            for o in ranked[:top]]
+            for o in ranked]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
     for i, col in enumerate(headers):
         # a narrow terminal wraps headers and folds long coordinates, but never cuts a figure short
@@ -51,9 +60,14 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         console.print(f"[red]failed[/red] {o.point.coordinates}: {o.figures['error']}")
     if len(failed) > 5:
         console.print(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
-    _winner(console, "best", summary["best"])
-    for text, entry in summary["best_under"].items():
-        _winner(console, f"best with {text}", entry)
+    sections = summary.get("by_backend") or {None: summary}
+    for backend, section in sections.items():
+        suffix = f" ({backend})" if backend else ""
+        _winner(console, f"best{suffix}", section["best"])
+        for text, entry in section["best_under"].items():
+            _winner(console, f"best{suffix} with {text}", entry)
+    if summary.get("note"):
+        console.print(summary["note"])
 
 
 def _winner(console: Console, title: str, entry: dict[str, Any] | None) -> None:
