@@ -281,3 +281,65 @@ def test_bad_packet_settings_are_input_errors(tmp_path: Path, key: str, value) -
     path.write_text(json.dumps(dict(MESH, **{key: value})))
     with pytest.raises(InputError, match=key):
         load_network_yaml(path)
+
+
+# ------------------------------------------------------------------------------ co-simulation
+def _one_link(gbps: float = 50.0, lat: float = 500.0) -> PacketNetwork:
+    return PacketNetwork(simpy.Environment(), [Line(2, gbps, lat)])
+
+
+def test_put_on_a_link_shares_it_with_a_message() -> None:
+    # A background put of S on link 0->1 alone: lat + S/B. Together with a message of S on the
+    # same link from t = 0, both interleave at B/2 and arrive at lat + 2S/B.
+    b, lat = bytes_per_ns(50.0), 500.0
+    net = _one_link()
+    alone = []
+    net.env.process(_put_and_note(net, S, alone))
+    net.env.run()
+    assert lat + S / b <= alone[0] <= lat + S / b + 2
+    net = _one_link()
+    shared: list = []
+    net.env.process(_put_and_note(net, S, shared))
+    t = deliver_all(net, [(0, 1)])[(0, 1)]
+    for got in (t, shared[0]):
+        assert lat + 2 * S / b <= got <= lat + 2 * S / b + 2
+
+
+def _put_and_note(net: PacketNetwork, size: int, out: list):
+    out.append((yield net.link(0, 1).put(size)))
+
+
+def test_halving_the_bandwidth_mid_message_re_times_its_remaining_bytes() -> None:
+    # At t1 = 5,000 ns, B*t1 bytes have left; the rest goes at B/2:
+    # t1 + 2*(S - B*t1)/B + lat.
+    b, lat, t1 = bytes_per_ns(50.0), 500.0, 5_000
+    net = _one_link()
+
+    def slow_down(env):
+        yield env.timeout(t1)
+        net.link(0, 1).set_bandwidth(25.0)
+
+    net.env.process(slow_down(net.env))
+    t = deliver_all(net, [(0, 1)])[(0, 1)]
+    expected = t1 + 2 * (S - b * t1) / b + lat
+    assert expected <= t <= expected + 2
+
+
+def test_an_outage_delays_a_message_by_its_length() -> None:
+    # Down from 2,000 to 12,000 ns: nothing moves for 10 us, so S/B + lat + 10,000; the link
+    # was busy S/B in all (busy time counts serialising only).
+    b, lat = bytes_per_ns(50.0), 500.0
+    net = _one_link()
+    link = net.link(0, 1)
+
+    def outage(env):
+        yield env.timeout(2_000)
+        link.take_down()
+        yield env.timeout(10_000)
+        link.bring_up()
+
+    net.env.process(outage(net.env))
+    t = deliver_all(net, [(0, 1)])[(0, 1)]
+    expected = S / b + lat + 10_000
+    assert expected <= t <= expected + 2
+    assert abs(link.busy_ns - S / b) <= 2

@@ -85,24 +85,35 @@ class Port:
     """A directed link ``src -> dst`` and the output port (buffer) that feeds it.
 
     ``flows`` are the trains crossing it now, each with the index of this port on its path;
-    ``load_bytes_per_ns`` their summed rates."""
+    ``load_bytes_per_ns`` their summed rates; ``capacity_bytes_per_ns`` its speed while up,
+    0 while down. Co-simulation may change it live, as a congestion-aware link:
+    :meth:`set_bandwidth`, :meth:`take_down`, :meth:`bring_up`, and ``yield port.put(n)``."""
 
-    __slots__ = ("env", "src", "dst", "bandwidth_gbps", "latency_ns", "bytes_per_ns", "flows",
-                 "load_bytes_per_ns", "carried_bytes", "max_queue_bytes", "_stall_done_ns", "_stalled_since")
+    __slots__ = ("env", "network", "src", "dst", "bandwidth_gbps", "latency_ns", "bytes_per_ns", "up",
+                 "capacity_bytes_per_ns", "flows", "paths", "load_bytes_per_ns", "carried_bytes", "max_queue_bytes",
+                 "_busy_done_ns", "_load_since", "_stall_done_ns", "_stalled_since", "_own_path")
 
-    def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float, latency_ns: float) -> None:
+    def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float, latency_ns: float,
+                 network: PacketNetwork | None = None) -> None:
         self.env = env
+        self.network = network
         self.src = src
         self.dst = dst
         self.bandwidth_gbps = bandwidth_gbps
         self.latency_ns = latency_ns
         self.bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
+        self.up = True
+        self.capacity_bytes_per_ns = self.bytes_per_ns
         self.flows: dict[_Flow, int] = {}
+        self.paths: list[_Path] = []  # every path through this link (re-timed on a change of speed)
         self.load_bytes_per_ns = 0.0
         self.carried_bytes = 0.0  # a sprayed message's share may be a fraction
         self.max_queue_bytes = 0
+        self._busy_done_ns = 0.0
+        self._load_since = 0.0
         self._stall_done_ns = 0.0
         self._stalled_since: float | None = None
+        self._own_path: _Path | None = None
 
     @property
     def bytes(self) -> int:
@@ -111,8 +122,73 @@ class Port:
 
     @property
     def busy_ns(self) -> int:
-        """Serialising time: every byte carried crosses the wire once at the link's speed."""
-        return round(self.carried_bytes / self.bytes_per_ns)
+        """Serialising time so far: the trains' summed rates over the link's speed, over time."""
+        return round(self._busy_done_ns + self._busy_open_ns())
+
+    def _busy_open_ns(self) -> float:
+        if not self.load_bytes_per_ns:
+            return 0.0
+        return (self.env.now - self._load_since) * self.load_bytes_per_ns / self.bytes_per_ns
+
+    def _set_load(self, load_bytes_per_ns: float) -> None:
+        self._busy_done_ns += self._busy_open_ns()
+        self._load_since = self.env.now
+        self.load_bytes_per_ns = load_bytes_per_ns
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.flows)
+
+    @property
+    def queue(self) -> list:
+        """The trains sharing the link now (they interleave: none waits behind another)."""
+        return list(self.flows)
+
+    # ------------------------------------------------------------------ live changes
+    def set_bandwidth(self, bandwidth_gbps: float) -> None:
+        """New speed for every byte not yet sent (from now): trains are re-shared."""
+        if bandwidth_gbps <= 0:
+            raise ValueError(f"link {self.src}->{self.dst}: bandwidth must be > 0 GB/s "
+                             f"(use take_down() to stop it)")
+        self._set_load(self.load_bytes_per_ns)  # account the busy time at the old speed
+        self.bandwidth_gbps = bandwidth_gbps
+        self.bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
+        if self.up:
+            self.capacity_bytes_per_ns = self.bytes_per_ns
+        for path in self.paths:
+            path.measure()
+        for flow in self.flows:
+            flow.cap = min(flow.path.credit_caps)
+        self._changed()
+
+    def take_down(self) -> None:
+        """Stop the wire: its trains (and what they hold back) wait for bring_up()."""
+        if self.up:
+            self._set_load(self.load_bytes_per_ns)
+            self.up = False
+            self.capacity_bytes_per_ns = 0.0
+            self._changed()
+
+    def bring_up(self) -> None:
+        if not self.up:
+            self.up = True
+            self.capacity_bytes_per_ns = self.bytes_per_ns
+            self._changed()
+
+    def put(self, size_bytes: int) -> simpy.Event:
+        """``size_bytes`` of background traffic over this one link, sharing it with the
+        trains on it; the event succeeds (value: the time) when the last byte arrived."""
+        if size_bytes < 0:
+            raise ValueError(f"a transmission carries 0 or more bytes, not {size_bytes}")
+        if self._own_path is None:
+            self._own_path = self.network._path((self,))
+        done = self.env.event()
+        self.network._start((self._own_path,), size_bytes, None, done)
+        return done
+
+    def _changed(self) -> None:
+        if self.flows and self.network is not None:
+            self.network._reshare([self])
 
     @property
     def stall_ns(self) -> int:
@@ -148,18 +224,28 @@ class _Path:
     """One path's ports and what is fixed per path: summed latency, the slowest link,
     ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
 
-    __slots__ = ("ports", "latency_ns", "min_bytes_per_ns", "inverse_sum", "credit_caps")
+    __slots__ = ("ports", "packet_bytes", "buffer_bytes", "latency_ns", "min_bytes_per_ns", "inverse_sum",
+                 "credit_caps")
 
     def __init__(self, ports: tuple[Port, ...], packet_bytes: int, buffer_bytes: float) -> None:
         self.ports = ports
+        self.packet_bytes = packet_bytes
+        self.buffer_bytes = buffer_bytes
         self.latency_ns = sum(p.latency_ns for p in ports)
+        self.measure()
+        for port in ports:
+            port.paths.append(self)
+
+    def measure(self) -> None:
+        """What depends on the links' speeds (again after one changed)."""
+        ports, packet_bytes = self.ports, self.packet_bytes
         self.min_bytes_per_ns = min(p.bytes_per_ns for p in ports)
         self.inverse_sum = sum(1.0 / p.bytes_per_ns for p in ports)
         # the device at the end of every hop but the last forwards: the link into it waits for
         # credits of its buffer, returned one latency after a packet leaves that buffer
         self.credit_caps = tuple(
-            buffer_bytes / (2 * p.latency_ns + packet_bytes / p.bytes_per_ns) if i < len(ports) - 1 else math.inf
-            for i, p in enumerate(ports))
+            self.buffer_bytes / (2 * p.latency_ns + packet_bytes / p.bytes_per_ns) if i < len(ports) - 1
+            else math.inf for i, p in enumerate(ports))
 
     def tail_ns(self, packet_bytes: float) -> float:
         """From the last byte leaving the source to its arrival: the latencies plus one packet
@@ -220,7 +306,7 @@ class PacketNetwork(CongestionAwareNetwork):
         port = self._links.get((u, v))
         if port is None:
             bandwidth_gbps, latency_ns = self.dims[dim].link_params(local_u, local_v)
-            port = self._links[(u, v)] = Port(self.env, u, v, bandwidth_gbps, latency_ns)
+            port = self._links[(u, v)] = Port(self.env, u, v, bandwidth_gbps, latency_ns, self)
         return port
 
     def _paths_between(self, src: int, dst: int) -> tuple[_Path, ...]:
@@ -246,10 +332,13 @@ class PacketNetwork(CongestionAwareNetwork):
             per_dim.append(options)
             here = grid.moved(here, dim, b)
         count = max(len(options) for options in per_dim)
-        paths = tuple(_Path(tuple(p for options in per_dim for p in options[k % len(options)]),
-                            self.packet_size_bytes, self._credit_buffer_bytes) for k in range(count))
+        paths = tuple(self._path(tuple(p for options in per_dim for p in options[k % len(options)]))
+                      for k in range(count))
         self._paths[(src, dst)] = paths
         return paths
+
+    def _path(self, ports: tuple[Port, ...]) -> _Path:
+        return _Path(ports, self.packet_size_bytes, self._credit_buffer_bytes)
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -279,7 +368,10 @@ class PacketNetwork(CongestionAwareNetwork):
 
     # ------------------------------------------------------------------ trains
     def _inject(self, src: int, dst: int, size: int, key: Any, done: simpy.Event | None) -> None:
-        paths = self._paths_between(src, dst)
+        self._start(self._paths_between(src, dst), size, key, done)
+
+    def _start(self, paths: tuple[_Path, ...], size: int, key: Any, done: simpy.Event | None) -> None:
+        """One message of ``size`` bytes sprayed evenly over ``paths`` (usually one)."""
         message = _Message(key, done, len(paths))
         now = self.env.now
         if size == 0:  # no packet to pipeline: only the latencies
@@ -299,12 +391,12 @@ class PacketNetwork(CongestionAwareNetwork):
             if idle:  # alone on every link: the slowest link or a credit loop sets the rate
                 rate, hop = flow.cap, flow.path.credit_caps.index(flow.cap)
                 for i, port in enumerate(flow.ports):
-                    if port.bytes_per_ns < rate * (1 - _TOLERANCE):
-                        rate, hop = port.bytes_per_ns, i
+                    if port.capacity_bytes_per_ns < rate * (1 - _TOLERANCE) or not port.capacity_bytes_per_ns:
+                        rate, hop = port.capacity_bytes_per_ns, i
                 flow.bottleneck = hop
                 self._set_rate(flow, rate)
                 for port in flow.ports:
-                    port.load_bytes_per_ns = rate
+                    port._set_load(rate)
                 self._mark(flow.ports)
             else:
                 self._reshare(flow.ports)
@@ -321,6 +413,9 @@ class PacketNetwork(CongestionAwareNetwork):
         flow.rate = rate
         # events at whole nanoseconds (the drain rounded up: at most 1 ns late), so the clock
         # the NPUs read stays an integer as with the other backends
+        if rate <= 0:  # a link on its path is down: no drain until it is up again
+            flow.drain_ns = math.inf
+            return
         drain_ns = math.ceil(now + flow.left_bytes / rate - 1e-9)
         flow.drain_ns = drain_ns
         if flow.timer_ns is None or drain_ns < flow.timer_ns:
@@ -338,7 +433,10 @@ class PacketNetwork(CongestionAwareNetwork):
         if flow.version != version:
             return
         if flow.drain_ns > self.env.now:
-            self._arm(flow, flow.drain_ns)
+            if flow.drain_ns == math.inf:
+                flow.timer_ns = None  # stopped: armed again when it moves
+            else:
+                self._arm(flow, flow.drain_ns)
             return
         busy = []
         for port in flow.ports:
@@ -346,7 +444,7 @@ class PacketNetwork(CongestionAwareNetwork):
             if port.flows:
                 busy.append(port)
             else:
-                port.load_bytes_per_ns = 0.0
+                port._set_load(0.0)
                 port._set_stalled(False)
         message = flow.message
         packet = min(self.packet_size_bytes, flow.size_bytes)
@@ -384,7 +482,7 @@ class PacketNetwork(CongestionAwareNetwork):
                         if port not in ports:
                             ports.add(port)
                             stack.append(port)
-        spare = {p: p.bytes_per_ns for p in ports}
+        spare = {p: p.capacity_bytes_per_ns for p in ports}
         unfrozen = {p: len(p.flows) for p in ports if p.flows}
         rates: dict[_Flow, float] = {}
         waiting = dict(flows)
@@ -422,7 +520,7 @@ class PacketNetwork(CongestionAwareNetwork):
             if abs(rate - flow.rate) > _TOLERANCE * rate:
                 self._set_rate(flow, rate)
         for port in ports:  # what the frozen rates took of each port
-            port.load_bytes_per_ns = port.bytes_per_ns - spare[port]
+            port._set_load(max(0.0, port.capacity_bytes_per_ns - spare[port]))
         self._mark(ports)
 
     def _mark(self, ports) -> None:
@@ -430,7 +528,7 @@ class PacketNetwork(CongestionAwareNetwork):
         buffer_bytes = self.switch_buffer_bytes
         packet = self.packet_size_bytes
         for port in ports:
-            saturated = port.load_bytes_per_ns >= port.bytes_per_ns * (1 - 1e-6)
+            saturated = port.load_bytes_per_ns >= port.capacity_bytes_per_ns * (1 - 1e-6)
             stalled = full = False
             transit = 0
             for flow, i in port.flows.items():
@@ -440,7 +538,7 @@ class PacketNetwork(CongestionAwareNetwork):
                     transit += 1
                     if flow.bottleneck == i:
                         upstream = flow.ports[i - 1]
-                        if upstream.load_bytes_per_ns < upstream.bytes_per_ns * (1 - 1e-6):
+                        if upstream.load_bytes_per_ns < upstream.capacity_bytes_per_ns * (1 - 1e-6):
                             full = True  # the upstream link could send more: credits hold it
             stalled = stalled and not saturated
             if stalled != (port._stalled_since is not None):
