@@ -11,7 +11,7 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
     network: configs/network.yml         # or inline {topology: [Ring], npus_count: [8], ...}
     remote_memory: configs/memory.json   # optional, default NO_MEMORY_EXPANSION
     comm_groups: configs/groups.json     # optional
-    backend: congestion_unaware          # optional
+    backend: congestion_unaware          # optional: or congestion_aware, packet
     num_queues_per_dim: 1                # optional
     injection_scale: 1.0                 # optional
     fold_symmetry: true                  # optional: simulate symmetric NPUs once (README)
