@@ -32,8 +32,15 @@ whatever its size; runtime grows with contention, not with bytes. The fair share
 flow (virtual output queues at every hop, no head-of-line blocking); round robin over
 *inputs* gives the same shares whenever each input of a port carries one flow.
 
+Approximations that this buys: a train occupies every link of its path from its start
+until its last byte leaves the source (the head's arrival offset, ``latency + P/B`` per hop,
+is charged in the delivery time but not in the sharing), and a change of sharing takes
+effect at once everywhere (no transient while a buffer fills). Links are :class:`Port`
+objects and switches are no SimPy processes of their own: a train needs neither, and each
+would cost events per packet or per hop.
+
 Statistics per directed link (:meth:`PacketNetwork.port_stats`): bytes carried, busy time
-(``bytes / B``: the wire serialises every byte once), the largest queue estimated at the port
+(the trains' summed rates over the link's speed, integrated), the largest queue estimated at the port
 that feeds it, and the time it was held back by credits (it had spare capacity while a flow
 on it waited for a full buffer downstream). The queue is the fluid estimate: a port that is
 the bottleneck of a flow arriving from an upstream link with spare capacity has a full
