@@ -286,6 +286,25 @@ def test_stage_accounting_on_a_reduced_model(tmp_path: Path) -> None:
         assert r.peak_memory == "8.16 MB" and weights + grads + acts + transient == 8_554_496
 
 
+def test_stage_accounting_tensor_lists_with_tp_and_sp(tmp_path: Path) -> None:
+    """dp2 tp2 sp2 under the lab STAGE's accounting, read statically off NPU 0's trace: no Adam
+    state, no communication buffers (collectives write nothing), ``wo`` and its gradient of
+    size 0, and the never-written weights are the tp shard of wqkv, w1, w2 per layer plus both
+    embeddings (which our generator, unlike STAGE's templates, does not split by tp)."""
+    d, dff, layers, vocab, tp = 256, 1024, 4, 1000, 2
+    generate(dict(model="gpt", dvocal=vocab, dmodel=d, dff=dff, head=4, num_stacks=layers, batch=8, seq=128,
+                  dp=2, tp=tp, sp=2, activation_recompute=1, memory_accounting="stage"), str(tmp_path / "w"))
+    sizes, written = inventory(str(tmp_path / "w.0.et"))
+    assert not any(n.startswith(("optim/", "comm/")) for n in sizes)
+    assert {n: v for n, v in sizes.items() if ".wo" in n} == {
+        **{f"weight/L{i}.wo": 0 for i in range(layers)}, **{f"grad/L{i}.wo.grad": 0 for i in range(layers)}}
+    assert total(sizes, lambda n: n.startswith("weight/") and n not in written) == (
+        layers * (3 * d * d + 2 * d * dff) // tp + 2 * vocab * d)
+    for node in read_et(str(tmp_path / "w.0.et"))[1]:
+        if node.type == 7:  # COMM_COLL_NODE
+            assert not (node.has_attr("outputs") and node.get_string_list("outputs"))
+
+
 # ---------------------------------------------------------------- the breakdown itself
 def test_breakdown_adds_up_to_the_peak_in_report_and_json(reference_dir: Path, tmp_path: Path) -> None:
     groups = generate(dict(SHAPE, model="gpt", dp=2, tp=2), str(tmp_path / "w"))

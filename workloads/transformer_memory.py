@@ -14,9 +14,10 @@ block weights; the all-gathered copies live from their gather to the last op rea
 
 ``stage``: the tensor lists of the STAGE the lab used, so peak memory is what that STAGE's
 traces give: its template generator (``main.py`` with the ``sharding_spreadsheets/module/
-fullset[_recomp]`` templates) at commits 0afba8f..8e6e087, before 93cacd6 "fix FSDP memory"
-(2025-04-28) added 4 B of Adam state per weight element. Read off its traces of the two lab
-points (issue 18; scenarios/sweeps/results/README.md lists what was run):
+fullset[_recomp]`` templates) before 93cacd6 "fix FSDP memory" (2025-04-28) added 4 B of Adam
+state per weight element. Read off its traces (commit 8e6e087; the tensor-list code is the same
+back to 0afba8f) of the two lab points (issue 18; scenarios/sweeps/results/README.md says what
+was run and what each gives):
 
 - a weight is 1 B per element with no optimizer state; nobody writes it, so it lives from time
   0 to the optimizer, which writes an updated copy nobody reads (live to the end);
