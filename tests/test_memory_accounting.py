@@ -5,8 +5,11 @@
   ``physical`` trace keeps (a static read of one NPU's ET file).
 - Activation memory per transformer layer against Korthikanti et al., "Reducing Activation
   Recomputation in Large Transformer Models" (MLSys 2023), Table 2, on eight configurations.
-- ``--memory-accounting stage`` against the STAGE reference cases' peak memory (st1, st4, st5,
-  st6: within 1%; they are exact).
+- ``--memory-accounting stage-3a7f49c`` against the STAGE reference cases' peak memory (st1,
+  st4, st5, st6: within 1%; they are exact).
+- ``--memory-accounting stage`` (the STAGE the lab used: its template generator before commit
+  93cacd6) on a reduced model against a hand-derived peak, and (slow) on the lab's two
+  published points.
 - The breakdown at the peak adds up to the tracker's peak, in the report and in --json-out.
 """
 
@@ -182,7 +185,8 @@ def test_stage_accounting_gives_stage_peak_memory(reference_dir: Path, tmp_path:
     """STAGE's own flags (st4 with its no-op --activation_recompute 1): our recompute still
     runs, but under stage accounting it holds no memory, as in STAGE's traces."""
     name = json.loads((reference_dir / f"cases/{case}.json").read_text())["meta"]["stage_cfg"]
-    groups = generate(dict(stage_params(reference_dir, name), memory_accounting="stage"), str(tmp_path / "w"))
+    groups = generate(dict(stage_params(reference_dir, name), memory_accounting="stage-3a7f49c"),
+                      str(tmp_path / "w"))
     spec, reports = run_case(reference_dir, case, tmp_path / "w", groups)
     for r in reports:
         expected = peak_of(spec["expected"][str(r.npu_id)]["peak_memory"])
@@ -190,28 +194,115 @@ def test_stage_accounting_gives_stage_peak_memory(reference_dir: Path, tmp_path:
         assert abs(sum(r.memory_breakdown.values()) - peak_of(r.peak_memory)) <= 0.005 * expected
 
 
-@pytest.mark.skipif(not os.environ.get("SIMPY_ASTRA_SLOW"), reason="about a minute: set SIMPY_ASTRA_SLOW=1")
-def test_stage_accounting_at_the_lab_llama_point(tmp_path: Path) -> None:
-    """The lab's llama70b at dp8 tp1 sp8 with recompute on System 1: STAGE 3a7f49c's own trace
-    (generated with STAGE's main.py, simulated here) peaks at 500.44 GB; so does ours."""
-    groups = generate(dict(model="gpt", dvocal=32000, dmodel=8192, dff=28672, head=64, num_stacks=80, batch=512,
-                           seq=1024, dp=8, tp=1, sp=8, activation_recompute=1, memory_accounting="stage"),
-                      str(tmp_path / "w"))
+LLAMA70B = dict(model="gpt", dvocal=32000, dmodel=8192, dff=28672, head=64, num_stacks=80, batch=512, seq=1024,
+                dp=8, tp=1, sp=8, activation_recompute=1)
+GPT175B = dict(model="gpt", dvocal=50257, dmodel=12288, dff=49152, head=96, num_stacks=96, batch=512, seq=1024,
+               dp=4, tp=8, sp=2, activation_recompute=1)
+
+
+def run_lab_point(tmp_path: Path, params: dict, system_no: int) -> list:
+    """Generate ``params`` and simulate it on the lab's System 1 or 2 (issue 18)."""
+    groups = generate(params, str(tmp_path / "w"))
+    peak_perf, mem_bw, link_bw = {1: (450, 3000, 100), 2: (45, 300, 2000)}[system_no]
     ring = ["ring"] * 3
     system = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 4,
               "preferred-dataset-splits": 10, "collective-optimization": "localBWAware", "track-local-mem": 1,
-              "local-mem-trace-filename": str(tmp_path / "mem"),
-              "roofline-enabled": 1, "peak-perf": 450, "local-mem-bw": 3000, "all-reduce-implementation": ring,
-              "all-gather-implementation": ring, "reduce-scatter-implementation": ring,
-              "all-to-all-implementation": ring}
+              "roofline-enabled": 1, "peak-perf": peak_perf, "local-mem-bw": mem_bw,
+              "all-reduce-implementation": ring, "all-gather-implementation": ring,
+              "reduce-scatter-implementation": ring, "all-to-all-implementation": ring}
     (tmp_path / "sys.json").write_text(json.dumps(system))
     (tmp_path / "net.yml").write_text("topology: [Ring, Ring, Ring]\nnpus_count: [4, 4, 4]\n"
-                                      "bandwidth: [100, 100, 100]\nlatency: [50, 50, 50]\n")
+                                      f"bandwidth: [{link_bw}, {link_bw}, {link_bw}]\nlatency: [50, 50, 50]\n")
     (tmp_path / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
     inputs = inputs_from_astra_flags(workload=str(tmp_path / "w"), system=str(tmp_path / "sys.json"),
                                      network=str(tmp_path / "net.yml"), remote_memory=str(tmp_path / "mem.json"),
                                      comm_groups=groups, backend="congestion_unaware")
-    assert {r.peak_memory for r in Simulation(inputs).run()} == {"500.44 GB"}
+    return Simulation(inputs).run()
+
+
+SLOW = pytest.mark.skipif(not os.environ.get("SIMPY_ASTRA_SLOW"), reason="about a minute: set SIMPY_ASTRA_SLOW=1")
+
+
+@SLOW
+def test_stage_3a7f49c_accounting_at_the_lab_llama_point(tmp_path: Path) -> None:
+    """The lab's llama70b at dp8 tp1 sp8 with recompute on System 1: STAGE 3a7f49c's own trace
+    (generated with STAGE's main.py, simulated here) peaks at 500.44 GB; so does ours."""
+    reports = run_lab_point(tmp_path, dict(LLAMA70B, memory_accounting="stage-3a7f49c"), 1)
+    assert {r.peak_memory for r in reports} == {"500.44 GB"}
+
+
+# The lab's STAGE (its template main.py at 8e6e087, --activation_recompute 1, the lab's flags
+# with --din/--dout for the vocabulary) traces, simulated here on the lab's systems, peak at
+# these bytes on every NPU (scenarios/sweeps/results/README.md):
+STAGE_TEMPLATE_PEAK = {"llama70b": 67_022_880_768, "gpt175b": 42_297_322_496}  # 62.42 GB, 39.39 GB
+# The published figures; they are met in decimal GB (1e9 B), not in ASTRA-sim's 2^30 B GB
+PUBLISHED_GB = {"llama70b": 67.0, "gpt175b": 42.74}
+
+
+@SLOW
+@pytest.mark.parametrize("point", ["llama70b", "gpt175b"])
+def test_stage_accounting_gives_the_lab_published_peaks(tmp_path: Path, point: str) -> None:
+    params, system_no = {"llama70b": (LLAMA70B, 1), "gpt175b": (GPT175B, 2)}[point]
+    reports = run_lab_point(tmp_path, dict(params, memory_accounting="stage"), system_no)
+    peak = max(peak_of(r.peak_memory) for r in reports)
+    assert abs(peak - STAGE_TEMPLATE_PEAK[point]) <= 0.02 * STAGE_TEMPLATE_PEAK[point], peak
+    assert abs(peak / 1e9 - PUBLISHED_GB[point]) <= 0.03 * PUBLISHED_GB[point], peak / 1e9
+
+
+def test_stage_accounting_on_a_reduced_model(tmp_path: Path) -> None:
+    """A 4-layer gpt at dp2 with recompute, in STAGE's template accounting, derived by hand:
+    1 B per weight element and no Adam state, no output projection (wo), collectives write
+    nothing. The peak falls in layer 0's backward, after its FFN weight gradients and before
+    its attention one: all weights, the gradients of layers 1..3, layer 0's FFN and the output
+    embedding; the input tokens, the embedding output, layer 0's attention checkpoint and the
+    six tensors its recomputed forward still holds; FFN dh and layer 1's input gradient."""
+    d, dff, layers, vocab, batch, seq, dp = 256, 1024, 4, 1000, 8, 128, 2
+    groups = generate(dict(model="gpt", dvocal=vocab, dmodel=d, dff=dff, head=4, num_stacks=layers, batch=batch,
+                           seq=seq, dp=dp, activation_recompute=1, memory_accounting="stage"), str(tmp_path / "w"))
+    ring = ["ring"]
+    system = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+              "preferred-dataset-splits": 4, "collective-optimization": "localBWAware", "track-local-mem": 1,
+              "roofline-enabled": 1, "peak-perf": 100, "local-mem-bw": 1000, "all-reduce-implementation": ring,
+              "all-gather-implementation": ring, "reduce-scatter-implementation": ring,
+              "all-to-all-implementation": ring}
+    (tmp_path / "sys.json").write_text(json.dumps(system))
+    (tmp_path / "net.yml").write_text("topology: [Ring]\nnpus_count: [2]\nbandwidth: [100]\nlatency: [50]\n")
+    (tmp_path / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+    inputs = inputs_from_astra_flags(workload=str(tmp_path / "w"), system=str(tmp_path / "sys.json"),
+                                     network=str(tmp_path / "net.yml"), remote_memory=str(tmp_path / "mem.json"),
+                                     comm_groups=groups, backend="congestion_unaware")
+    tokens = batch // dp * seq
+    hidden = tokens * d
+    per_layer = 3 * d * d + 2 * d * dff  # wqkv, w1, w2: no wo
+    weights = layers * per_layer + 2 * vocab * d
+    grads = (layers - 1) * per_layer + 2 * d * dff + vocab * d
+    acts = tokens * vocab + hidden + hidden + 6 * hidden
+    transient = tokens * dff + hidden
+    sizes, _ = inventory(str(tmp_path / "w.0.et"))
+    assert not any(n.startswith(("optim/", "comm/")) for n in sizes)
+    for r in Simulation(inputs).run():
+        assert r.memory_breakdown == dict(weights=weights, gradients=grads, optimizer=0, activations=acts,
+                                          transient=transient, communication=0, other=0)
+        assert r.peak_memory == "8.16 MB" and weights + grads + acts + transient == 8_554_496
+
+
+def test_stage_accounting_tensor_lists_with_tp_and_sp(tmp_path: Path) -> None:
+    """dp2 tp2 sp2 under the lab STAGE's accounting, read statically off NPU 0's trace: no Adam
+    state, no communication buffers (collectives write nothing), ``wo`` and its gradient of
+    size 0, and the never-written weights are the tp shard of wqkv, w1, w2 per layer plus both
+    embeddings (which our generator, unlike STAGE's templates, does not split by tp)."""
+    d, dff, layers, vocab, tp = 256, 1024, 4, 1000, 2
+    generate(dict(model="gpt", dvocal=vocab, dmodel=d, dff=dff, head=4, num_stacks=layers, batch=8, seq=128,
+                  dp=2, tp=tp, sp=2, activation_recompute=1, memory_accounting="stage"), str(tmp_path / "w"))
+    sizes, written = inventory(str(tmp_path / "w.0.et"))
+    assert not any(n.startswith(("optim/", "comm/")) for n in sizes)
+    assert {n: v for n, v in sizes.items() if ".wo" in n} == {
+        **{f"weight/L{i}.wo": 0 for i in range(layers)}, **{f"grad/L{i}.wo.grad": 0 for i in range(layers)}}
+    assert total(sizes, lambda n: n.startswith("weight/") and n not in written) == (
+        layers * (3 * d * d + 2 * d * dff) // tp + 2 * vocab * d)
+    for node in read_et(str(tmp_path / "w.0.et"))[1]:
+        if node.type == 7:  # COMM_COLL_NODE
+            assert not (node.has_attr("outputs") and node.get_string_list("outputs"))
 
 
 # ---------------------------------------------------------------- the breakdown itself

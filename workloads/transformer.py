@@ -72,8 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--phase", choices=PHASES, default=None)
     p.add_argument("--memory-accounting", "--memory_accounting", dest="memory_accounting",
                    choices=MEMORY_ACCOUNTINGS, default=None,
-                   help="physical (default): tensors live as in a real framework; stage: as in "
-                        "STAGE's traces, so peak memory is what STAGE's own traces give")
+                   help="physical (default): tensors live as in a real framework; stage: as in the "
+                        "traces of the STAGE the lab used (its template generator before commit "
+                        "93cacd6); stage-3a7f49c: as in STAGE 3a7f49c's traces (the reference cases')")
     p.add_argument("--output", required=True, help="PREFIX: writes PREFIX.{npu}.et and PREFIX.json")
     return p
 

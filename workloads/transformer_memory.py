@@ -12,8 +12,26 @@ optimizer, activations from the op that writes them to the last backward op that
 to their last reader. With ``weight_sharded`` (FSDP) each NPU keeps its 1/dp shard of the
 block weights; the all-gathered copies live from their gather to the last op reading them.
 
-``stage``: STAGE's own tensor lists (commit 3a7f49c, read off its st1..st6 traces and two
-lab points with ``workloads/chakra_et.read_et``), so peak memory is what STAGE's traces give:
+``stage``: the tensor lists of the STAGE the lab used, so peak memory is what that STAGE's
+traces give: its template generator (``main.py`` with the ``sharding_spreadsheets/module/
+fullset[_recomp]`` templates) before 93cacd6 "fix FSDP memory" (2025-04-28) added 4 B of Adam
+state per weight element. Read off its traces (commit 8e6e087; the tensor-list code is the same
+back to 0afba8f) of the two lab points (issue 18; scenarios/sweeps/results/README.md says what
+was run and what each gives):
+
+- a weight is 1 B per element with no optimizer state; nobody writes it, so it lives from time
+  0 to the optimizer, which writes an updated copy nobody reads (live to the end);
+- its attention has no output projection, so ``wo`` (and its gradient) hold no memory here;
+- a collective writes nothing: the op after it reads the collective's input under its name;
+- each weight's gradient lives from its weight-gradient op to the optimizer;
+- with activation recompute the backward keeps two checkpoints per layer, the outputs of the
+  attention and the FFN sub-blocks (the first forward's ``attn_res.y`` and ``ffn_res.y``);
+  what the recomputed forward writes lives until its backward reader (what nobody reads, such
+  as the recomputed block output, is not written).
+
+``stage-3a7f49c``: STAGE's own tensor lists at commit 3a7f49c (read off its st1..st6 traces and
+two lab points with ``workloads/chakra_et.read_et``), so peak memory is what STAGE 3a7f49c's
+traces give (the reference cases pin that commit):
 
 - a collective writes nothing, and the op after it reads a *separate* name nobody writes
   (STAGE's shortcut tensors: ``ffn.x0``, ``mha.o``, ``mha.do`` ...), so those live from time
@@ -30,7 +48,7 @@ lab points with ``workloads/chakra_et.read_et``), so peak memory is what STAGE's
   time is physical) but writes and reads nothing, and the backward reads the first forward's
   tensors, as in STAGE's traces.
 
-The kinds (``KIND_PREFIX``) let the tracker break the peak down; in ``stage`` mode the fused
+The kinds (``KIND_PREFIX``) let the tracker break the peak down; in ``stage-3a7f49c`` mode the fused
 weight is written as two tensors with the same lifetime (weight, 4x optimizer state).
 """
 
@@ -49,8 +67,10 @@ STAGE_OPTIMIZER_PER_WEIGHT = 4  # STAGE: 4 B of Adam state per weight element, f
 
 
 def account_memory(g: StageGraph, cfg: TransformerConfig) -> StageGraph:
-    if cfg.memory_accounting == "stage":
+    if cfg.memory_accounting == "stage-3a7f49c":
         _stage_lifetimes(g, cfg)
+    elif cfg.memory_accounting == "stage":
+        _stage_template(g, cfg)
     else:
         _physical(g, cfg)
     return g
@@ -103,7 +123,49 @@ def _fsdp_copies(g: StageGraph, cfg: TransformerConfig) -> None:
                          if _BLOCK_WEIGHT.match(t[0]) else t for t in op.inputs]
 
 
-# ---------------------------------------------------------------- stage
+# ---------------------------------------------------------------- stage (the lab's STAGE)
+_WO = re.compile(r"^L\d+\.wo(\.grad)?$")
+
+
+def _stage_template(g: StageGraph, cfg: TransformerConfig) -> None:
+    """STAGE's template generator before 93cacd6 (see the module docstring)."""
+    _physical(g, cfg)  # the kinds, and FSDP's gathered copies (not checked against STAGE)
+    # collectives write nothing: whoever reads a collective's output reads its input instead
+    alias: dict[str, Tensor] = {}
+    for op in g.ops:
+        if op.kind == COLL and op.outputs and op.inputs and not op.name.endswith(".weights.allgather_dp"):
+            for name, _ in op.outputs:
+                alias[name] = op.inputs[0]
+            op.outputs = []
+    for op in g.ops:
+        inputs = []
+        for name, size in op.inputs:
+            while name in alias:
+                name, size = alias[name]
+            if name.endswith(".adam_state"):
+                continue  # no optimizer state
+            if _WO.match(name):
+                size = 0  # no output projection
+            elif (cfg.activation_recompute and ".recompute." not in op.name
+                  and name.endswith(".attn_res.y") and ".recompute." in name):
+                name = name.replace(".recompute.", ".", 1)  # the first forward's checkpoint
+                g.kinds[name] = "act"
+            inputs.append((name, size))
+        if op.name.startswith("L") and op.name.endswith((".update", ".grad.accumulate")):
+            wo = sum(size for name, size in op.inputs if _WO.match(name))  # out of the layer's total
+            op.outputs = [(name, size - wo) for name, size in op.outputs]
+        op.inputs = inputs
+        op.outputs = [(name, 0 if _WO.match(name) else size) for name, size in op.outputs]
+    read = {name for op in g.ops for name, _ in op.inputs}
+    for op in g.ops:  # the recomputed forward writes only what its backward reads
+        if ".recompute." in op.name:
+            op.outputs = [t for t in op.outputs if t[0] in read]
+    written = {name: size for op in g.ops for name, size in op.outputs}
+    for op in g.ops:  # a reader names a tensor with the size its writer gave it
+        op.inputs = [(name, written.get(name, size)) for name, size in op.inputs]
+
+
+# ---------------------------------------------------------------- stage-3a7f49c
 _FORWARD = {"input_norm.y", "attn.qkv", "attn.q", "attn.k", "attn.v", "attn.context", "attn.o", "attn_res.y",
             "post_attn_norm.y", "ffn.h1", "ffn.h3", "ffn.act", "ffn.down", "ffn_res.y"}
 
