@@ -61,6 +61,8 @@ class SimulationInputs:
     #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.symmetry`); None = the
     #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set
     fold_symmetry: bool | None = None
+    #: warnings about the inputs (e.g. a comm-group file ASTRA-sim would ignore)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _describe_handler(fn, arg) -> str | None:
@@ -130,9 +132,10 @@ class Simulation:
             self.npus.append(npu)
             self._npu_by_id[i] = npu
         self.reports: list[NpuReport] = []
-        self.warnings: list[str] = list(inputs.system.ignored)
+        self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
+        self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
         self._concluded = False
         self._failure: Exception | None = None
         # every NPU is a SimPy process executing its graph; the run stops when all have
@@ -260,6 +263,7 @@ class Simulation:
             for member in self.orbit_of(npu.npu_id):
                 memory = npu.memory if member == npu.npu_id else replace(npu.memory, npu_id=member)
                 memory.write_trace(f"{prefix}.{member}.json")
+                self.written_files.append(f"{prefix}.{member}.json")
 
     def _flush_reports(self) -> None:
         for report in sorted(self._pending_reports, key=lambda r: r.npu_id):
@@ -351,6 +355,7 @@ class Simulation:
             self.unfolded_rerun = True
             self.reports = full.run()
             self.warnings = full.warnings
+            self.written_files = full.written_files
             return self.reports
         self._write_memory_traces()
         if stuck:

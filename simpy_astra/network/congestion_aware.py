@@ -143,6 +143,16 @@ class CongestionAwareNetwork:
         """Every directed link, in creation order."""
         return list(self._links.values())
 
+    def complete_links(self) -> None:
+        """Create every directed link of a stacked network: routes create only the links they
+        use, and a report must list the idle ones too (a one-dimension network has them all)."""
+        grid = self.grid
+        for dim, topo in enumerate(self.dims):
+            for base in range(grid.size):
+                if grid.coord(base, dim) == 0:
+                    for u, v in topo.links():
+                        self._link(self._device(dim, base, u), self._device(dim, base, v), dim, u, v)
+
     def _label(self, device: Any) -> Any:
         return self.dims[0].device_label(device) if len(self.dims) == 1 else device
 
