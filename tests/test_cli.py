@@ -76,3 +76,73 @@ def test_accepted_but_unused_flags_warn(capsys) -> None:
     err = capsys.readouterr().err
     assert code == 2  # the missing files still stop the run
     assert "warning: --compute-scale 2.0 is accepted but changes nothing" in err
+
+
+# ------------------------------------------------------------------ issue 16: the card's command, honest output
+def test_scenario_path_without_subcommand_runs_it(capsys) -> None:
+    code = main([str(ROOT / "scenarios" / "default.yaml"), "--quiet"])
+    assert code == 0
+    total = default_step_ns()
+    assert f"sys[7] finished, {total} cycles" in capsys.readouterr().out
+
+
+def test_run_help_points_at_documentation_that_exists(capsys) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = capsys.readouterr().out
+    assert "num_queues_per_dim" in text and "workload:" in text  # the schema itself
+    for doc in ("scenarios/README.md",):
+        assert doc not in text or (ROOT / doc).exists()
+
+
+def test_json_lists_every_link_and_names_switches_by_strings(tmp_path: Path, capsys, monkeypatch) -> None:
+    from workloads.chakra_et import make_node, write_et
+    from workloads.chakra_schema import COMM_COLL_NODE
+
+    monkeypatch.chdir(tmp_path)
+    # 2 x 4 NPUs: rings of 2 in dimension 0, a switch per group of 4 in dimension 1; the
+    # all-reduce runs on dimension 0 only, so every switch link carries nothing
+    for npu in range(8):
+        write_et(f"w.{npu}.et", [make_node(0, "ar", COMM_COLL_NODE, attrs={
+            "comm_type": 0, "comm_size": 4096, "involved_dim": [True, False], "is_cpu_op": False})])
+    Path("s.yaml").write_text(
+        "workload: w\nsystem: {preferred-dataset-splits: 1, all-reduce-implementation: [ring, ring]}\n"
+        "network: {topology: [Ring, Switch], npus_count: [2, 4], bandwidth: [50, 50], latency: [500, 500]}\n"
+        "backend: congestion_aware\n")
+    assert main(["s.yaml", "--quiet", "--json-out", "f.json"]) == 0
+    capsys.readouterr()
+    links = json.loads(Path("f.json").read_text())["links"]
+    devices = {d for lk in links for d in (lk["from"], lk["to"])}
+    assert all(isinstance(d, int | str) for d in devices)
+    switches = {d for d in devices if isinstance(d, str)}
+    assert len(switches) == 2 and all("switch" in d for d in switches)
+    assert len(links) == 4 * 2 + 2 * 4 * 2  # 4 rings of 2 (a link each way), 2 switches x 4 NPUs x 2
+    assert [lk for lk in links if lk["bytes"] == 0] == [lk for lk in links if isinstance(lk["to"], str)
+                                                        or isinstance(lk["from"], str)]
+
+
+def test_local_memory_traces_are_announced(tmp_path: Path, capsys, monkeypatch) -> None:
+    from workloads.chakra_et import make_node, write_et
+    from workloads.chakra_schema import COMP_NODE
+
+    monkeypatch.chdir(tmp_path)
+    Path("traces").mkdir()
+    a = make_node(1, "a", COMP_NODE, duration_micros=1, attrs={"inputs": ("string_list", []), "outputs": ["t1", "1024"]})
+    b = make_node(2, "b", COMP_NODE, deps=[1], duration_micros=1, attrs={"inputs": ["t1", "1024"],
+                                                                         "outputs": ("string_list", [])})
+    for npu in range(2):
+        write_et(f"w.{npu}.et", [a, b])
+    text = ("workload: w\nsystem: {preferred-dataset-splits: 1, track-local-mem: 1, "
+            "local-mem-trace-filename: traces/mem}\n"
+            "network: {topology: [Ring], npus_count: [2], bandwidth: [50], latency: [500]}\n")
+    Path("s.yaml").write_text(text)
+    assert main(["run", "--quiet", "s.yaml"]) == 0
+    err = capsys.readouterr().err
+    assert "note: wrote 2 local-memory trace(s)" in err and str(tmp_path / "traces" / "mem.0.json") in err
+    assert sorted(p.name for p in Path("traces").iterdir()) == ["mem.0.json", "mem.1.json"]
+    assert not list(Path().glob("local_mem_trace*"))
+    Path("s.yaml").write_text(text.replace("traces/mem", "missing/mem"))
+    assert main(["run", "--quiet", "s.yaml"]) == 2
+    assert "s.yaml: system: field 'local-mem-trace-filename'" in capsys.readouterr().err
