@@ -204,12 +204,9 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.trace_recorder import attach
 
         record = attach(sim, record_chunks=bool(trace_out))
-    if rich_summary:
-        from simpy_astra.reporting import run_with_progress
+    from simpy_astra.reporting import progress_wanted, run_with_progress
 
-        reports = run_with_progress(sim)
-    else:
-        reports = sim.run()
+    reports = run_with_progress(sim) if progress_wanted() else sim.run()
     wall = time.perf_counter() - t0
     sys.stdout.flush()
     for warning in sim.warnings:
@@ -234,11 +231,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
         write_chrome_trace(record, trace_out)
     if rich_summary:
-        from simpy_astra.reporting import print_summary
+        from simpy_astra.reporting import Output, print_summary
         from simpy_astra.timeline import print_timeline
 
-        print_summary(reports, wall, links, cost=cost)
-        print_timeline(record)
+        out = Output()
+        print_summary(reports, wall, links, out=out, cost=cost)
+        print_timeline(record, out=out)
     return 0
 
 

@@ -543,13 +543,47 @@ _UNMODELLED_KEYS = {
 }
 
 
+#: keys in ASTRA-sim's example files that its ``Sys`` never parses, with the value that
+#: matches what it does anyway (any other value suggests the user expects an effect)
+_UNPARSED_KEYS = {"boost-mode": 0, "intra-dimension-scheduling": "FIFO", "inter-dimension-scheduling": "Ascending"}
+#: every key a system JSON is read for (here or in ASTRA-sim)
+_SYSTEM_KEYS = frozenset((
+    "scheduling-policy", "collective-optimization", "local-reduction-delay", "active-chunks-per-dimension",
+    "L", "o", "g", "G", "endpoint-delay", "model-shared-bus", "preferred-dataset-splits", "peak-perf",
+    "local-mem-bw", "roofline-enabled", "trace-enabled", "replay-only", "track-local-mem",
+    "local-mem-trace-filename", "per-node-custom-implementation",
+    *(f"{stem}-implementation{custom}" for stem in COLLECTIVE_KEY_STEMS.values() for custom in ("", "-custom")),
+))
+
+
 def _ignored_keys(src: str, j: dict) -> list[str]:
-    """A warning per key that is accepted but changes nothing (zero/false values say nothing)."""
+    """A warning per key that is accepted but changes nothing (zero/false values say nothing),
+    and per key nobody reads (a misspelt ``peak-pref`` would silently keep the default)."""
     out = []
     for key, why in _UNMODELLED_KEYS.items():
         if key in j and j[key] not in (0, 0.0, False, "0", "false"):
             out.append(f"{src}: field '{key}' is accepted but changes nothing here: {why}")
+    for key, default in _UNPARSED_KEYS.items():
+        if key in j and j[key] != default:
+            out.append(f"{src}: field '{key}' is accepted but changes nothing: ASTRA-sim does not read "
+                       f"it either (it behaves as {key}: {_show(default)})")
+    for key in j:
+        if key not in _SYSTEM_KEYS and key not in _UNPARSED_KEYS:
+            close = [k for k in sorted(_SYSTEM_KEYS) if _similar(str(key), k)]
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            out.append(f"{src}: field '{key}' is not a system setting and is ignored (as in ASTRA-sim){hint}")
     return out
+
+
+def _similar(a: str, b: str) -> bool:
+    """Spellings one edit apart, or equal ignoring case and '-'/'_' (a likely typo)."""
+    if a.lower().replace("_", "-") == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.85
 
 
 def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConfig:

@@ -33,6 +33,7 @@ from simpy_astra.system_layer import (
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from topologies import build as build_topology
 from workloads.chakra_et import et_path, read_et, validate_graph
+from workloads.chakra_types import COMP_NODE
 
 FOLD_DEFAULT = True
 
@@ -133,6 +134,9 @@ class Simulation:
             self._npu_by_id[i] = npu
         self.reports: list[NpuReport] = []
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
+        unmodelled = self._compute_without_roofline()
+        if unmodelled:
+            self.warnings.append(unmodelled)
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
         self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
@@ -191,6 +195,24 @@ class Simulation:
             self.folding = find_folding(grid, cls, group_ids, with_dims if uses_dims else allowed)
         wanted = range(n) if self.folding is None else self.folding.representatives
         return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
+
+    def _compute_without_roofline(self) -> str | None:
+        """A warning when compute nodes carry FLOPs but no duration and the roofline is off.
+
+        Generated traces (transformer, GEMM without SCALE-Sim) describe compute by
+        ``num_ops``/``tensor_size`` and leave ``duration_micros`` at 0; replayed, each such node
+        takes 1 ns and the step time means nothing. Checked on one simulated NPU (cheap)."""
+        cfg = self.system_config
+        if cfg.roofline_enabled or cfg.replay_only or not self.npus:
+            return None
+        npu = self.npus[0]
+        comp = [n for n in npu.nodes.values() if n.type == COMP_NODE]
+        timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
+        if not timeless:
+            return None
+        return (f"{npu.source}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
+                f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
+                f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""

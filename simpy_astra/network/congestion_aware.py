@@ -25,9 +25,8 @@ message); routes are tuples of links computed once per (src, dst).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import simpy
 
 from simpy_astra.engine import Doorbell
@@ -35,6 +34,9 @@ from simpy_astra.grid import Grid
 from simpy_astra.network.link import Link
 from simpy_astra.network.messages import Handler, MessageBoard
 from topologies.base import BasicTopology
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class _Message:
@@ -158,6 +160,8 @@ class CongestionAwareNetwork:
 
     def physical_graph(self) -> nx.DiGraph:
         """Every device and directed link of the (possibly stacked) topology, as networkx."""
+        import networkx as nx
+
         g = nx.DiGraph()
         grid = self.grid
         g.add_nodes_from(range(grid.size), kind="npu")
