@@ -234,3 +234,19 @@ def test_long_runs_show_progress() -> None:
     quick = io.StringIO()
     run_with_progress(SimpleNamespace(npus=[npu], env=sim.env, run=lambda: []), stream=quick, after_s=0.5)
     assert quick.getvalue() == ""  # a short run prints nothing
+
+
+def test_default_scenario_imports_no_heavy_module() -> None:
+    """networkx (~0.2 s), rich (~0.05 s) and friends are imported only where used."""
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\n"
+            "from simpy_astra.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['run', {str(ROOT / 'scenarios' / 'default.yaml')!r}]) == 0\n"
+            "heavy = {'networkx', 'rich', 'matplotlib', 'numpy', 'dask', 'scalesim', 'xml'}\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
