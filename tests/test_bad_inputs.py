@@ -577,3 +577,11 @@ def test_inline_block_errors_name_the_scenario(capsys):
 
 def test_unknown_command_is_named(capsys):
     expect_cli_error(capsys, ["swep"], "swep", "neither a scenario YAML nor a command")
+
+
+def test_inline_comm_groups_with_number_keys(capsys):
+    ok = scenario(DEFAULT + "comm_groups: {1: [0, 1, 2, 3, 4, 5, 6, 7]}\n")
+    assert main(["run", "--quiet", ok]) == 0
+    capsys.readouterr()
+    bad = scenario(DEFAULT + "comm_groups: {1: [0, 99]}\n", name="bad.yaml")
+    expect_cli_error(capsys, ["run", bad], "bad.yaml: comm_groups: group '1'", "99")
