@@ -84,8 +84,13 @@ def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="simpy-astra run", description="Run a scenario YAML.")
-    p.add_argument("scenario", help="scenario YAML (see scenarios/README.md)")
+    from simpy_astra import scenario
+
+    p = argparse.ArgumentParser(
+        prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
+        epilog=scenario.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
+                                    "in the source tree, README 'Running')")
     p.add_argument("--network-backend", default=None, help="override the scenario's backend")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
@@ -100,6 +105,9 @@ def _print_report(report: NpuReport) -> None:
 
 def busiest_links(network) -> list | None:
     """Link statistics of backends that keep them, busiest first (None otherwise)."""
+    complete = getattr(network, "complete_links", None)
+    if complete is not None:  # idle links too: a zero-byte link is a finding, not noise
+        complete()
     stats = network.link_stats()
     if stats is None:
         return None
@@ -112,7 +120,7 @@ def busiest_links(network) -> list | None:
 def _link_fields(u, v, nbytes: int, busy_ns: int, max_queue_bytes: int | None = None,
                  stall_ns: int | None = None) -> dict:
     """One link's JSON record; the packet backend adds its largest queue and stall time."""
-    out = {"from": u, "to": v, "bytes": nbytes, "busy_ns": busy_ns}
+    out = {"from": device_name(u), "to": device_name(v), "bytes": nbytes, "busy_ns": busy_ns}
     if max_queue_bytes is not None:
         out["max_queue_bytes"] = max_queue_bytes
         out["stall_ns"] = stall_ns
@@ -128,7 +136,7 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
     if cost is not None:  # the network cost model (simpy_astra/cost_model.py)
         data["cost_usd"] = cost.total_usd
         data["cost"] = cost.as_dict()
-    if links is not None:  # congestion-aware and packet runs: every directed link, busiest first
+    if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
         data["links"] = [_link_fields(*stat) for stat in links]
     try:
         with open(path, "w") as f:
@@ -137,10 +145,64 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         raise InputError(f"--json-out: cannot write {path} ({exc.strerror or exc})") from None
 
 
+def device_name(device) -> int | str:
+    """An NPU by its id, a switch by a string (stacked dimensions' switches are tuples inside)."""
+    if isinstance(device, tuple) and len(device) == 4 and device[0] == "switch":
+        _, dim, base, local = device
+        return f"switch {local} of dim {dim} at NPU {base}"
+    return device if isinstance(device, int | str) else str(device)
+
+
+def _writable_file(path: str | None, flag: str) -> None:
+    """Refuse an output file that cannot be written, before the run (not after minutes of it)."""
+    if path is None:
+        return
+    if not path:
+        raise InputError(f"{flag}: must be a file path (got an empty string)")
+    if os.path.isdir(path):
+        raise InputError(f"{flag}: {path} is a directory; expected a file path")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        problem = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise InputError(f"{flag}: cannot write {path}: {folder} {problem}")
+    if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError(f"{flag}: cannot write {path}: permission denied")
+
+
+def _writable_dir(path: str | None, flag: str) -> None:
+    """A folder that exists and is writable, or can be made (its nearest existing parent is)."""
+    if path is None:
+        return
+    if not path:
+        raise InputError(f"{flag}: must be a folder path (got an empty string)")
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing.rstrip(os.sep)) or "."
+    if not os.path.isdir(existing):
+        raise InputError(f"{flag}: cannot write into {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{flag}: cannot write into {path}: permission denied on {existing}")
+
+
+def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None) -> None:
+    """Every file a run will write, checked before it starts; each error names the flag or field."""
+    _writable_file(json_out, "--json-out")
+    _writable_dir(csv_out, "--csv-out")
+    _writable_file(trace_out, "--trace-out")
+    cfg = inputs.system
+    if cfg.track_local_mem:
+        prefix = cfg.local_mem_trace_filename
+        folder = os.path.dirname(prefix) or "."
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+            raise InputError.at(cfg.source, "local-mem-trace-filename",
+                                f"is {prefix!r}, but folder {folder} does not exist or is not writable")
+
+
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
               trace_out: str | None = None, fold: str | None = None) -> int:
     from simpy_astra.simulation import Simulation
 
+    check_outputs(inputs, json_out, csv_out, trace_out)
     t0 = time.perf_counter()
     if fold is not None:
         inputs.fold_symmetry = fold == "on"
@@ -152,16 +214,18 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.trace_recorder import attach
 
         record = attach(sim, record_chunks=bool(trace_out))
-    if rich_summary:
-        from simpy_astra.reporting import run_with_progress
+    from simpy_astra.reporting import progress_wanted, run_with_progress
 
-        reports = run_with_progress(sim)
-    else:
-        reports = sim.run()
+    reports = run_with_progress(sim) if progress_wanted() else sim.run()
     wall = time.perf_counter() - t0
     sys.stdout.flush()
     for warning in sim.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if sim.written_files:  # the system config asked for them (track-local-mem): say where they went
+        first, last = sim.written_files[0], sim.written_files[-1]
+        shown = first if len(sim.written_files) == 1 else f"{first} .. {os.path.basename(last)}"
+        print(f"note: wrote {len(sim.written_files)} local-memory trace(s) {os.path.abspath(shown)} "
+              f"(local-mem-trace-filename in {inputs.system.source})", file=sys.stderr)
     links = busiest_links(sim.network)
     from simpy_astra.cost_model import network_cost
 
@@ -177,11 +241,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
         write_chrome_trace(record, trace_out)
     if rich_summary:
-        from simpy_astra.reporting import print_summary
+        from simpy_astra.reporting import Output, print_summary
         from simpy_astra.timeline import print_timeline
 
-        print_summary(reports, wall, links, cost=cost)
-        print_timeline(record)
+        out = Output()
+        print_summary(reports, wall, links, out=out, cost=cost)
+        print_timeline(record, out=out)
     return 0
 
 
@@ -192,6 +257,13 @@ def main(argv: list[str] | None = None) -> int:
             import importlib
 
             return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+        if argv and not argv[0].startswith("-") and argv[0] not in ("run", *SUBCOMMANDS):
+            first = argv[0]
+            if not (first.endswith((".yaml", ".yml")) or os.path.exists(first)):
+                raise InputError(f"{first}: neither a scenario YAML nor a command; use simpy-astra "
+                                 f"SCENARIO.yaml, run SCENARIO.yaml, {', '.join(SUBCOMMANDS)}, or "
+                                 f"ASTRA-sim's --workload-configuration=... flags")
+            argv = ["run", *argv]  # the card's form: python -m simpy_astra scenarios/default.yaml
         if argv and argv[0] == "run":
             args = _run_parser().parse_args(argv[1:])
             from simpy_astra.scenario import load_plugins, load_scenario

@@ -19,7 +19,6 @@ from simpy_astra.errors import InputError
 from simpy_astra.system_layer import CollectivePlan, LogicalDim, StreamCounter, SystemLayer
 from simpy_astra.tags import first_stream_id
 from workloads.chakra_et import EtError, read_et, validate_graph
-from workloads.msccl_xml import msccl_ranks, parse_msccl_xml
 
 if TYPE_CHECKING:
     from simpy_astra.npu import Npu
@@ -52,6 +51,8 @@ class CustomCollectives:
         for prefix in sorted(prefixes):
             if prefix.endswith(".xml"):
                 try:
+                    from workloads.msccl_xml import parse_msccl_xml  # XML parsing: only MSCCL users pay
+
                     self._xml[prefix] = parse_msccl_xml(prefix)
                 except EtError as exc:
                     self._xml[prefix] = exc
@@ -74,6 +75,8 @@ class CustomCollectives:
             key = (prefix, collective_bytes)
             ranks = self._msccl.get(key)
             if ranks is None:
+                from workloads.msccl_xml import msccl_ranks
+
                 ranks = self._msccl[key] = msccl_ranks(root, prefix, collective_bytes)
             if position not in ranks:
                 raise InputError(f"{prefix}: MSCCL-IR algorithm has no <gpu id=\"{position}\">")

@@ -207,10 +207,36 @@ def _load_json_object(src: str, what: str) -> dict[str, Any]:
     return data
 
 
+class ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading scalars as ASTRA-sim's yaml-cpp does.
+
+    yaml-cpp converts on demand, so ``5e1`` and ``1e-3`` are numbers where a number is read
+    (YAML 1.1 wants a dot and a signed exponent and PyYAML leaves them strings), and
+    ``2024-01-01`` stays the text the user wrote (PyYAML makes it a ``date``), so a
+    misplaced date is reported as written.
+    """
+
+
+ConfigLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"),
+)
+
+
+def parse_yaml(text: str) -> Any:
+    """YAML text as config files are read (:class:`ConfigLoader`); raises yaml.YAMLError."""
+    return yaml.load(text, Loader=ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def _load_yaml(src: str, what: str) -> Any:
     text = _read_text(src, what)
     try:
-        return yaml.safe_load(text)
+        return parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -219,6 +245,11 @@ def _load_yaml(src: str, what: str) -> Any:
                 f"{src}: invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
             ) from None
         raise InputError(f"{src}: invalid YAML: {problem}") from None
+
+
+def read_yaml_file(src: str, what: str) -> Any:
+    """A YAML file's data as config files are read; every failure is one InputError line."""
+    return _load_yaml(src, what)
 
 
 def _load_yaml_mapping(src: str, what: str, example: str) -> dict[Any, Any]:
@@ -313,7 +344,19 @@ _NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
 def load_network_yaml(path: PathLike) -> NetworkConfig:
     """Read a network YAML (``NetworkParser``): four equal-length lists, one entry per dim."""
     src = os.fspath(path)
-    data = _load_yaml_mapping(src, "network YAML", "topology: [ Ring ]")
+    return network_from_mapping(_load_yaml_mapping(src, "network YAML", "topology: [ Ring ]"), src)
+
+
+def _require_mapping(data: Any, src: str, what: str, example: str) -> dict[Any, Any]:
+    """``data`` if it is a mapping (an inline block of a scenario), else an error naming ``src``."""
+    if not isinstance(data, dict):
+        raise InputError(f"{src}: must be a mapping like '{example}' (got {_show(data)}); expected the {what}")
+    return data
+
+
+def network_from_mapping(data: Any, src: str) -> NetworkConfig:
+    """A network YAML's mapping (from a file, or inline in a scenario); errors name ``src``."""
+    data = _require_mapping(data, src, "network", "topology: [ Ring ]")
     lists: dict[str, list[Any]] = {}
     for key in _NETWORK_KEYS:
         if key not in data:
@@ -378,6 +421,14 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
 
     bandwidth = numbers("bandwidth", 0.0, True, "GB/s per link")
     latency = numbers("latency", 0.0, False, "ns per link")
+    for i, (bw, lat) in enumerate(zip(bandwidth, latency, strict=True)):
+        # times are 64-bit cycle counts (ns) in ASTRA-sim: a byte or a hop must fit
+        if lat > _UINT64_MAX:
+            raise InputError.at(src, f"latency[{i}]", f"is {lat:g} ns, beyond the 64-bit cycle counter "
+                                                      f"(at most {_UINT64_MAX} ns)")
+        if 1e9 / (bw * 2**30) > _UINT64_MAX:
+            raise InputError.at(src, f"bandwidth[{i}]", f"is {bw:g} GB/s: one byte would take more "
+                                                        f"ns than a 64-bit cycle counter holds")
     if "graph" in data and "Graph" not in topology:
         raise InputError.at(src, "graph", "is only read for a 'Graph' dimension; add Graph to topology "
                                           "or remove the graph mapping")
@@ -510,13 +561,47 @@ _UNMODELLED_KEYS = {
 }
 
 
+#: keys in ASTRA-sim's example files that its ``Sys`` never parses, with the value that
+#: matches what it does anyway (any other value suggests the user expects an effect)
+_UNPARSED_KEYS = {"boost-mode": 0, "intra-dimension-scheduling": "FIFO", "inter-dimension-scheduling": "Ascending"}
+#: every key a system JSON is read for (here or in ASTRA-sim)
+_SYSTEM_KEYS = frozenset((
+    "scheduling-policy", "collective-optimization", "local-reduction-delay", "active-chunks-per-dimension",
+    "L", "o", "g", "G", "endpoint-delay", "model-shared-bus", "preferred-dataset-splits", "peak-perf",
+    "local-mem-bw", "roofline-enabled", "trace-enabled", "replay-only", "track-local-mem",
+    "local-mem-trace-filename", "per-node-custom-implementation",
+    *(f"{stem}-implementation{custom}" for stem in COLLECTIVE_KEY_STEMS.values() for custom in ("", "-custom")),
+))
+
+
 def _ignored_keys(src: str, j: dict) -> list[str]:
-    """A warning per key that is accepted but changes nothing (zero/false values say nothing)."""
+    """A warning per key that is accepted but changes nothing (zero/false values say nothing),
+    and per key nobody reads (a misspelt ``peak-pref`` would silently keep the default)."""
     out = []
     for key, why in _UNMODELLED_KEYS.items():
         if key in j and j[key] not in (0, 0.0, False, "0", "false"):
             out.append(f"{src}: field '{key}' is accepted but changes nothing here: {why}")
+    for key, default in _UNPARSED_KEYS.items():
+        if key in j and j[key] != default:
+            out.append(f"{src}: field '{key}' is accepted but changes nothing: ASTRA-sim does not read "
+                       f"it either (it behaves as {key}: {_show(default)})")
+    for key in j:
+        if key not in _SYSTEM_KEYS and key not in _UNPARSED_KEYS:
+            close = [k for k in sorted(_SYSTEM_KEYS) if _similar(str(key), k)]
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            out.append(f"{src}: field '{key}' is not a system setting and is ignored (as in ASTRA-sim){hint}")
     return out
+
+
+def _similar(a: str, b: str) -> bool:
+    """Spellings one edit apart, or equal ignoring case and '-'/'_' (a likely typo)."""
+    if a.lower().replace("_", "-") == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.85
 
 
 def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConfig:
@@ -526,7 +611,12 @@ def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConf
     key is present; the product is truncated to an integer as in ASTRA-sim's ``int`` member.
     """
     src = os.fspath(path)
-    j = _load_json_object(src, "system JSON")
+    return system_from_mapping(_load_json_object(src, "system JSON"), src, injection_scale)
+
+
+def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> SystemConfig:
+    """A system JSON's object (from a file, or inline in a scenario); errors name ``src``."""
+    j = _require_mapping(j, src, "system config", "preferred-dataset-splits: 4")
     kw: dict[str, Any] = {"source": src}
 
     if "scheduling-policy" in j:
@@ -599,6 +689,12 @@ def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConf
     ):
         if key in j:
             kw[attr] = _json_switch(src, key, j[key])
+    if kw.get("roofline_enabled"):  # the roofline model divides by both
+        for key, attr in (("peak-perf", "peak_perf_tflops"), ("local-mem-bw", "local_mem_bw_gbps")):
+            if kw.get(attr, 0.0) <= 0:
+                got = f"got {_show(j[key])}" if key in j else "it is missing"
+                raise InputError.at(src, key, f"must be a number > 0 when roofline-enabled is 1 ({got}); "
+                                              f"the roofline model divides by it")
     if "local-mem-trace-filename" in j:
         kw["local_mem_trace_filename"] = _json_string(
             src, "local-mem-trace-filename", j["local-mem-trace-filename"], "the trace file prefix"
@@ -640,7 +736,12 @@ def load_remote_memory_json(path: PathLike) -> RemoteMemoryConfig:
     divisor, so it must be >= 1 for every type that performs accesses.
     """
     src = os.fspath(path)
-    j = _load_json_object(src, "remote-memory JSON")
+    return remote_memory_from_mapping(_load_json_object(src, "remote-memory JSON"), src)
+
+
+def remote_memory_from_mapping(j: Any, src: str) -> RemoteMemoryConfig:
+    """A remote-memory JSON's object (from a file, or inline in a scenario); errors name ``src``."""
+    j = _require_mapping(j, src, "remote-memory config", "memory-type: NO_MEMORY_EXPANSION")
     kw: dict[str, Any] = {"source": src}
     memory_type = RemoteMemoryConfig.memory_type
     if "memory-type" in j:
@@ -685,9 +786,31 @@ def load_comm_groups_json(path: PathLike | None, total_npus: int) -> dict[int, t
     if path is None or NO_GROUPS_MARKER in os.fspath(path):
         return {}
     src = os.fspath(path)
-    j = _load_json_object(src, "communicator-group JSON")
+    return comm_groups_from_mapping(_load_json_object(src, "communicator-group JSON"), src, total_npus)
+
+
+def ignored_comm_groups_warning(path: PathLike | None) -> str | None:
+    """The warning for a comm-group file ASTRA-sim (and so we) would not open, else None.
+
+    Any path containing "empty" means "no groups" there; only the literal default ``empty``
+    says so on purpose, so a real file such as ``groups_nonempty.json`` gets a warning.
+    """
+    if path is None or NO_GROUPS_MARKER not in os.fspath(path) or os.fspath(path) == NO_GROUPS_MARKER:
+        return None
+    return (f"{os.fspath(path)}: comm-group file ignored: ASTRA-sim reads any path containing "
+            f"'{NO_GROUPS_MARKER}' as 'no groups'; rename it (or its folder) to use its groups")
+
+
+def comm_groups_from_mapping(j: Any, src: str, total_npus: int) -> dict[int, tuple[int, ...]]:
+    """A comm-group JSON's object (from a file, or inline in a scenario); errors name ``src``."""
+    j = _require_mapping(j, src, "communicator groups", '"1": [0, 1]')
     groups: dict[int, tuple[int, ...]] = {}
     for key, members in j.items():
+        if isinstance(key, int) and not isinstance(key, bool):  # a YAML key written as a number
+            key = str(key)
+        if not isinstance(key, str):
+            raise InputError.at(src, _show(key), "is not a group id; keys must be decimal integers > 0",
+                                kind="group")
         if not re.fullmatch(r"[1-9][0-9]*", key) or int(key) > _INT32_MAX:
             raise InputError.at(
                 src,

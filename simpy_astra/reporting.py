@@ -1,101 +1,153 @@
-"""Rich console summary of a run (``run`` mode): one row per NPU and where time went."""
+"""Console summary of a run (``run`` mode): one row per NPU and where time went.
+
+On a terminal the tables are drawn with rich; otherwise (``2>file``, a pipe, CI) as plain
+aligned text that is never cut to a terminal width and costs no rich import (~0.05 s).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+import time
+from collections.abc import Sequence
+from typing import TextIO
 
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.statistics import COMM, GPU, NpuReport
 from simpy_astra.units import bytes_to_gib
 
 
+class Output:
+    """Where the summary goes: a rich console on a terminal, plain text anywhere else."""
+
+    def __init__(self, stream: TextIO | None = None, rich: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        if rich is None:
+            rich = self.stream.isatty()
+        self.console = None
+        if rich:
+            from rich.console import Console
+
+            self.console = Console(file=self.stream)
+
+    @property
+    def colour(self) -> bool:
+        """Whether colours are shown (a terminal without NO_COLOR)."""
+        return self.console is not None and not self.console.no_color and bool(self.console.color_system)
+
+    def line(self, text: str, markup: str | None = None) -> None:
+        """A line of text; ``markup`` is its rich-markup form for a colour terminal."""
+        if self.console is not None:
+            self.console.print(markup if markup is not None and self.colour else text,
+                               markup=markup is not None and self.colour, highlight=False)
+        else:
+            print(text, file=self.stream)
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        if self.console is not None:
+            from rich.table import Table
+
+            table = Table(title=title)
+            for col in columns:
+                table.add_column(col, justify="right", no_wrap=True)
+            for row in rows:
+                table.add_row(*row)
+            self.console.print(table)
+            return
+        widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows, strict=True)]
+        print(title, file=self.stream)
+        for cells in (columns, *rows):
+            print("  ".join(str(c).rjust(w) for c, w in zip(cells, widths, strict=True)), file=self.stream)
+
+
 def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = None,
-                  console: Console | None = None, cost=None) -> None:
-    console = console or Console(stderr=True)
-    table = Table(title=f"simpy-astra: {len(reports)} NPUs simulated in {wall_s:.2f} s")
-    for col in ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time", "Comm time", "overlap", "peak memory"):
-        table.add_column(col, justify="right")
+                  out: Output | None = None, cost=None) -> None:
+    out = out or Output()
     rows = sorted(reports, key=lambda r: r.npu_id)
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
-    for r in shown:
-        table.add_row(str(r.npu_id), f"{r.finished_cycles:,}", f"{r.exposed_comm_cycles:,}",
-                      f"{r.times.get(GPU, 0):,}", f"{r.times.get(COMM, 0):,}",
-                      f"{r.overlap or 0:,}", r.peak_memory or "-")
-    console.print(table)
+    out.table(f"simpy-astra: {len(reports)} NPUs simulated in {wall_s:.2f} s",
+              ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time", "Comm time", "overlap", "peak memory"),
+              [(str(r.npu_id), f"{r.finished_cycles:,}", f"{r.exposed_comm_cycles:,}",
+                f"{r.times.get(GPU, 0):,}", f"{r.times.get(COMM, 0):,}", f"{r.overlap or 0:,}",
+                r.peak_memory or "-") for r in shown])
     if len(rows) > len(shown):
-        console.print(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
-    print_memory_breakdown(shown, console)
+        out.line(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
+    print_memory_breakdown(shown, out)
     if links:
         packet = len(links[0]) > 4  # the packet backend adds largest queue and stall time
-        busiest = Table(title="busiest links")
-        for col in ("link", "bytes", "busy (ns)", "busy share") + (("max queue (B)", "stalled (ns)") if packet else ()):
-            busiest.add_column(col, justify="right")
         end = max((r.finished_cycles for r in reports), default=0) or 1
-        for u, v, nbytes, busy, *extra in links[:5]:
-            busiest.add_row(f"{u} -> {v}", f"{nbytes:,}", f"{busy:,}", f"{100 * busy / end:.1f}%",
-                            *(f"{x:,}" for x in extra))
-        console.print(busiest)
+        out.table("busiest links", ("link", "bytes", "busy (ns)", "busy share")
+                  + (("max queue (B)", "stalled (ns)") if packet else ()),
+                  [(f"{u} -> {v}", f"{nbytes:,}", f"{busy:,}", f"{100 * busy / end:.1f}%",
+                    *(f"{x:,}" for x in extra)) for u, v, nbytes, busy, *extra in links[:5]])
     if cost is not None:
-        print_cost(cost, console)
+        print_cost(cost, out)
 
 
-def print_cost(cost, console: Console) -> None:
+def print_cost(cost, out: Output) -> None:
     """The network's price (:mod:`simpy_astra.cost_model`): one row per kind of part and dimension."""
     if cost.error is not None:
-        console.print(f"network cost: unknown ({cost.error})")
+        out.line(f"network cost: unknown ({cost.error})")
         return
-    table = Table(title=f"network cost: ${cost.total_usd:,.2f}")
-    for col in ("dim", "tier", "part", "GB/s", "radix", "count", "cost ($)"):
-        table.add_column(col, justify="right")
-    for i in cost.items:
-        table.add_row(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:g}", str(i.radix), f"{i.count:,}",
-                      f"{i.cost_usd:,.2f}")
-    console.print(table)
+    out.table(f"network cost: ${cost.total_usd:,.2f}", ("dim", "tier", "part", "GB/s", "radix", "count", "cost ($)"),
+              [(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:g}", str(i.radix), f"{i.count:,}",
+                f"{i.cost_usd:,.2f}") for i in cost.items])
 
 
-def print_memory_breakdown(reports: list[NpuReport], console: Console) -> None:
+def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
     """What each NPU holds at its peak instant, in GB (2^30 B, as the reference prints)."""
     rows = [r for r in reports if r.memory_breakdown is not None]
     if not rows:
         return
     used = [c for c in CATEGORIES if any(r.memory_breakdown[c] for r in rows)] or ["weights"]
-    table = Table(title="memory at each NPU's peak (GB = 2^30 B)")
-    for col in ("NPU", *used, "peak"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        parts = r.memory_breakdown
-        table.add_row(str(r.npu_id), *(f"{bytes_to_gib(parts[c]):.2f}" for c in used),
-                      f"{bytes_to_gib(sum(parts.values())):.2f}")
-    console.print(table)
+    out.table("memory at each NPU's peak (GB = 2^30 B)", ("NPU", *used, "peak"),
+              [(str(r.npu_id), *(f"{bytes_to_gib(r.memory_breakdown[c]):.2f}" for c in used),
+                f"{bytes_to_gib(sum(r.memory_breakdown.values())):.2f}") for r in rows])
 
 
-def run_with_progress(sim, console: Console | None = None) -> list[NpuReport]:
-    """``sim.run()`` under a live progress bar of workload nodes completed (on stderr).
+def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, every_s: float = 0.5) -> list:
+    """``sim.run()`` with a progress line on stderr once the run has taken ``after_s``.
 
-    A background thread samples the NPUs' completion counters a few times a second, so the
-    simulation itself does no extra work for the display.
+    A background thread samples the NPUs' completion counters and the simulated clock, so the
+    simulation itself does no extra work for the display and a short run prints nothing. On
+    a terminal the line is redrawn in place; elsewhere (a log file) a line is written every
+    ``10 * every_s`` seconds. A run stuck inside one long event (a collective split a million
+    ways) still shows the wall time going on.
     """
-    console = console or Console(stderr=True)
-    if not console.is_terminal:
-        return sim.run()
+    stream = stream or sys.stderr
+    live = stream.isatty()
     total = sum(len(npu.nodes) for npu in sim.npus)
     stop = threading.Event()
-    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("nodes"),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
-        task = progress.add_task("run", total=total)
+    shown = [False]
 
-        def sample() -> None:
-            while not stop.wait(0.2):
-                progress.update(task, completed=sum(npu.completed for npu in sim.npus))
+    def sample() -> None:
+        start = time.monotonic()
+        if stop.wait(after_s):
+            return
+        period = every_s if live else 10 * every_s
+        while True:
+            done = sum(npu.completed for npu in sim.npus)
+            text = (f"simulating: {done:,} of {total:,} nodes done, simulated time {sim.env.now:,.0f} ns, "
+                    f"{time.monotonic() - start:.0f} s elapsed")
+            stream.write(f"\r{text}\x1b[K" if live else text + "\n")
+            stream.flush()
+            shown[0] = True
+            if stop.wait(period):
+                return
 
-        watcher = threading.Thread(target=sample, daemon=True)
-        watcher.start()
-        try:
-            return sim.run()
-        finally:
-            stop.set()
-            watcher.join()
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    try:
+        return sim.run()
+    finally:
+        stop.set()
+        watcher.join()
+        if shown[0] and live:
+            stream.write("\r\x1b[K")
+            stream.flush()
+
+
+def progress_wanted() -> bool:
+    """Progress lines unless SIMPY_ASTRA_PROGRESS=0."""
+    return os.environ.get("SIMPY_ASTRA_PROGRESS", "1").strip().lower() not in ("0", "off", "false", "no")

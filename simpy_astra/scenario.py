@@ -23,21 +23,30 @@ they do for ASTRA-sim.
 
 from __future__ import annotations
 
-import json
+import math
 import os
-import tempfile
-from typing import Any
-
-import yaml
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from simpy_astra.config import (
+    NetworkConfig,
+    RemoteMemoryConfig,
+    SystemConfig,
+    comm_groups_from_mapping,
+    ignored_comm_groups_warning,
     load_comm_groups_json,
     load_network_yaml,
     load_remote_memory_json,
     load_system_json,
+    network_from_mapping,
+    read_yaml_file,
+    remote_memory_from_mapping,
+    system_from_mapping,
 )
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import SimulationInputs
+
+T = TypeVar("T")
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
@@ -54,38 +63,60 @@ def inputs_from_astra_flags(workload: str, system: str, network: str, remote_mem
     """
     if queues_per_dim < 1:
         raise InputError(f"--num-queues-per-dim must be >= 1 (got {queues_per_dim})")
+    _check_injection_scale("--injection-scale", injection_scale)
     net = load_network_yaml(network)
+    return _inputs(workload, load_system_json(system, injection_scale=injection_scale), net,
+                   load_remote_memory_json(remote_memory), comm_groups, backend, queues_per_dim, num_passes)
+
+
+def _check_injection_scale(where: str, value: float) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{where}: must be a finite number >= 0 (got {value!r})")
+
+
+def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: RemoteMemoryConfig,
+            comm_groups: str | dict[int, tuple[int, ...]] | None, backend: str, queues_per_dim: int,
+            num_passes: int) -> SimulationInputs:
+    """The inputs of a run from parsed configs; comm groups as a path (read here) or parsed."""
+    memory.check_total_npus(net.total_npus)
+    warnings = []
+    if isinstance(comm_groups, dict):
+        groups = comm_groups
+    else:
+        groups = load_comm_groups_json(comm_groups, net.total_npus)
+        ignored = ignored_comm_groups_warning(comm_groups)
+        if ignored:
+            warnings.append(ignored)
     if workload.endswith(".txt"):
         from workloads.text_workload import text_workload_prefix
 
         workload = text_workload_prefix(workload, net.total_npus, num_passes)
     return SimulationInputs(
         workload_prefix=workload,
-        system=load_system_json(system, injection_scale=injection_scale),
+        system=system,
         network=net,
-        remote_memory=load_remote_memory_json(remote_memory),
-        comm_groups=load_comm_groups_json(comm_groups, net.total_npus),
+        remote_memory=memory,
+        comm_groups=groups,
         backend=backend,
         queues_per_dim=queues_per_dim,
+        warnings=warnings,
     )
 
 
-def _materialise(scenario: str, key: str, value: Any, suffix: str, tmpdir: str) -> str | None:
-    """A path for ``value``: resolved relative to the scenario, or an inline mapping written out."""
-    if value is None:
-        return None
-    base = os.path.dirname(os.path.abspath(scenario))
-    if isinstance(value, str):
-        return value if os.path.isabs(value) else os.path.join(base, value)
+def _path(scenario: str, value: str) -> str:
+    """A path written in a scenario, resolved relative to the scenario's folder."""
+    return value if os.path.isabs(value) else os.path.join(os.path.dirname(os.path.abspath(scenario)), value)
+
+
+def _block(scenario: str, key: str, value: Any, from_path: Callable[[str], T],
+           from_mapping: Callable[[Any, str], T]) -> T:
+    """One input of a scenario: a file path (read with its own name in errors) or an inline
+    mapping (errors name the scenario and the key, e.g. ``scenario.yaml: network``)."""
+    if isinstance(value, str) and value:
+        return from_path(_path(scenario, value))
     if isinstance(value, dict):
-        path = os.path.join(tmpdir, f"{key}{suffix}")
-        with open(path, "w") as f:
-            if suffix == ".yml":
-                yaml.safe_dump(value, f)
-            else:
-                json.dump(value, f)
-        return path
-    raise InputError(f"{scenario}: field '{key}' must be a file path or a mapping")
+        return from_mapping(value, f"{scenario}: {key}")
+    raise InputError.at(scenario, key, f"must be a file path or a mapping (got {value!r})")
 
 
 def load_plugins(modules: Any, where: str) -> None:
@@ -104,57 +135,74 @@ def load_plugins(modules: Any, where: str) -> None:
 
 
 def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
-    if not os.path.exists(path):
-        raise InputError(f"{path}: scenario file does not exist")
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from None
+    """Read a scenario YAML and every input it names or inlines; nothing is written but a
+    generated workload's cache entry. Errors name the scenario and the field as written."""
+    doc = read_yaml_file(path, "scenario YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a scenario must be a mapping with keys workload, system, network")
     unknown = set(doc) - SCENARIO_KEYS
     if unknown:
-        raise InputError(f"{path}: unknown field(s) {sorted(unknown)}; allowed: {sorted(SCENARIO_KEYS)}")
+        raise InputError(f"{path}: unknown field(s) {sorted(map(str, unknown))}; "
+                         f"allowed: {sorted(SCENARIO_KEYS)}")
     for key in ("workload", "system", "network"):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
+    queues = _positive_int(path, doc, "num_queues_per_dim")
+    injection_scale = _number(path, doc, "injection_scale", 1.0)
+    num_passes = _positive_int(path, doc, "num_passes")
+    chosen = backend or doc.get("backend", "congestion_unaware")
+    if not isinstance(chosen, str):
+        raise InputError.at(path, "backend", f"must be a backend name such as congestion_unaware (got {chosen!r})")
+    if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
+        raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
-    generated_groups = None
-    if isinstance(doc["workload"], dict):
-        if "generate" not in doc["workload"]:
+    net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
+    memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
+                    load_remote_memory_json, remote_memory_from_mapping)
+    groups: str | dict[int, tuple[int, ...]] | None = None
+    if doc.get("comm_groups") is not None:
+        value = doc["comm_groups"]
+        if isinstance(value, dict):
+            groups = comm_groups_from_mapping(value, f"{path}: comm_groups", net.total_npus)
+        elif isinstance(value, str) and value:
+            groups = _path(path, value)
+        else:
+            raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
+    system = _block(path, "system", doc["system"], lambda p: load_system_json(p, injection_scale=injection_scale),
+                    lambda d, src: system_from_mapping(d, src, injection_scale))
+
+    workload = doc["workload"]
+    if isinstance(workload, dict):
+        if "generate" not in workload:
             raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                              f"(or give an ET prefix)")
         from workloads.generated import materialise, resolve_paths
 
-        spec = resolve_paths(doc["workload"], os.path.dirname(os.path.abspath(path)))
+        spec = resolve_paths(workload, os.path.dirname(os.path.abspath(path)))
         made = materialise(spec, where=f"{path}: workload")
-        doc = {**doc, "workload": made.prefix}
-        generated_groups = made.comm_groups
-    with tempfile.TemporaryDirectory(prefix="simpy-astra-") as tmp:
-        workload = _materialise(path, "workload", doc["workload"], "", tmp)
-        system = _materialise(path, "system", doc["system"], ".json", tmp)
-        network = _materialise(path, "network", doc["network"], ".yml", tmp)
-        memory = _materialise(path, "remote_memory",
-                              doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}), ".json", tmp)
-        groups = _materialise(path, "comm_groups", doc.get("comm_groups"), ".json", tmp) or generated_groups
-        inputs = inputs_from_astra_flags(
-            workload, system, network, memory, groups,
-            backend=backend or doc.get("backend", "congestion_unaware"),
-            queues_per_dim=int(doc.get("num_queues_per_dim", 1)),
-            injection_scale=float(doc.get("injection_scale", 1.0)),
-            num_passes=_positive_int(path, doc, "num_passes"),
-        )
+        workload = made.prefix
+        if groups is None:
+            groups = made.comm_groups
+    elif isinstance(workload, str) and workload:
+        workload = _path(path, workload)
+    else:
+        raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
+                                              f"{{generate: ...}} mapping (got {workload!r})")
+    inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost
 
         inputs.network = with_cost(inputs.network, doc["cost"], path)
     if "fold_symmetry" in doc:
-        fold = doc["fold_symmetry"]
-        if not isinstance(fold, bool):
-            raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {fold!r})")
-        inputs.fold_symmetry = fold
+        inputs.fold_symmetry = doc["fold_symmetry"]
     return inputs
+
+
+def _number(path: str, doc: dict, key: str, default: float) -> float:
+    value = doc.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise InputError(f"{path}: field '{key}' must be a finite number >= 0 (got {value!r})")
+    return float(value)
 
 
 def _positive_int(path: str, doc: dict, key: str, default: int = 1) -> int:

@@ -33,6 +33,7 @@ from simpy_astra.system_layer import (
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from topologies import build as build_topology
 from workloads.chakra_et import et_path, read_et, validate_graph
+from workloads.chakra_types import COMP_NODE
 
 FOLD_DEFAULT = True
 
@@ -61,6 +62,8 @@ class SimulationInputs:
     #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.symmetry`); None = the
     #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set
     fold_symmetry: bool | None = None
+    #: warnings about the inputs (e.g. a comm-group file ASTRA-sim would ignore)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _describe_handler(fn, arg) -> str | None:
@@ -131,9 +134,13 @@ class Simulation:
             self.npus.append(npu)
             self._npu_by_id[i] = npu
         self.reports: list[NpuReport] = []
-        self.warnings: list[str] = list(inputs.system.ignored)
+        self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
+        unmodelled = self._compute_without_roofline()
+        if unmodelled:
+            self.warnings.append(unmodelled)
         self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
+        self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
         self._concluded = False
         self._failure: Exception | None = None
         # every NPU is a SimPy process executing its graph; the run stops when all have
@@ -191,6 +198,24 @@ class Simulation:
             self.folding = find_folding(grid, cls, group_ids, with_dims if uses_dims else allowed)
         wanted = range(n) if self.folding is None else self.folding.representatives
         return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
+
+    def _compute_without_roofline(self) -> str | None:
+        """A warning when compute nodes carry FLOPs but no duration and the roofline is off.
+
+        Generated traces (transformer, GEMM without SCALE-Sim) describe compute by
+        ``num_ops``/``tensor_size`` and leave ``duration_micros`` at 0; replayed, each such node
+        takes 1 ns and the step time means nothing. Checked on one simulated NPU (cheap)."""
+        cfg = self.system_config
+        if cfg.roofline_enabled or cfg.replay_only or not self.npus:
+            return None
+        npu = self.npus[0]
+        comp = [n for n in npu.nodes.values() if n.type == COMP_NODE]
+        timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
+        if not timeless:
+            return None
+        return (f"{npu.source}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
+                f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
+                f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""
@@ -260,7 +285,9 @@ class Simulation:
         for npu in self.npus:
             if npu.memory is None or not npu.finished:
                 continue
-            npu.memory.write_traces(prefix, tuple(self.orbit_of(npu.npu_id)))
+            orbit = tuple(self.orbit_of(npu.npu_id))
+            npu.memory.write_traces(prefix, orbit)
+            self.written_files += [f"{prefix}.{member}.json" for member in orbit]
 
     def _flush_reports(self) -> None:
         for report in sorted(self._pending_reports, key=lambda r: r.npu_id):
@@ -388,6 +415,7 @@ class Simulation:
             self.unfolded_rerun = True
             self.reports = full.run()
             self.warnings = full.warnings
+            self.written_files = full.written_files
             return self.reports
         self._write_memory_traces()
         if stuck:

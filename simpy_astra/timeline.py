@@ -13,9 +13,6 @@ from __future__ import annotations
 import heapq
 import json
 
-from rich.console import Console
-from rich.text import Text
-
 from simpy_astra.csv_reports import COMM_TYPES, merged
 from simpy_astra.errors import InputError
 from simpy_astra.trace_recorder import RunRecord
@@ -99,9 +96,11 @@ def write_chrome_trace(record: RunRecord, path: str) -> None:
 
 
 # --------------------------------------------------------------------------- terminal view
-# one letter per bucket in timeline_rows, and how print_timeline draws it
+# one letter per bucket in timeline_rows, and how print_timeline draws it: in colour, or
+# (no colour: a file, a pipe, NO_COLOR) with a glyph of its own per kind
 CODES = {"compute": "C", "overlap": "O", "comm": "X", "idle": "."}
 GLYPHS = {"C": ("█", "green"), "O": ("█", "yellow"), "X": ("█", "red"), ".": ("·", "dim")}
+PLAIN_GLYPHS = {"C": "#", "O": "=", "X": "x", ".": "."}
 
 
 def _coverage(intervals: list[tuple[int, int]], buckets: int, bucket_ns: float) -> list[float]:
@@ -153,21 +152,33 @@ def timeline_rows(record: RunRecord, width: int = 60) -> list[tuple[int, str]]:
     return sorted(rows)
 
 
-def print_timeline(record: RunRecord, console: Console | None = None, width: int = 60) -> None:
-    """Compact per-NPU timeline: green compute, yellow compute+comm, red exposed comm, dots idle."""
-    console = console or Console(stderr=True)
+def print_timeline(record: RunRecord, out=None, width: int = 60) -> None:
+    """Compact per-NPU timeline: compute, compute+comm, exposed comm, idle; colours on a
+    terminal, distinct glyphs (# = x .) without colour."""
+    from simpy_astra.reporting import Output
+
+    out = out or Output()
     rows = timeline_rows(record, width)
     if not rows:
         return
     end = max(e for rec in record.npus for _n, _s, e in rec.intervals)
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
-    console.print(f"timeline 0 .. {end:,} ns  ([green]█[/] compute  [yellow]█[/] compute+comm  "
-                  f"[red]█[/] exposed comm  [dim]·[/] idle)")
-    for npu_id, cells in shown:
-        line = Text(f"NPU {npu_id:>3} ")
-        for ch in cells:
-            glyph, style = GLYPHS[ch]
-            line.append(glyph, style=style)
-        console.print(line)
+    if out.colour:
+        out.line("", f"timeline 0 .. {end:,} ns  ([green]█[/] compute  [yellow]█[/] compute+comm  "
+                     f"[red]█[/] exposed comm  [dim]·[/] idle)")
+        from rich.text import Text
+
+        for npu_id, cells in shown:
+            line = Text(f"NPU {npu_id:>3} ")
+            for ch in cells:
+                glyph, style = GLYPHS[ch]
+                line.append(glyph, style=style)
+            out.console.print(line)
+    else:
+        g = PLAIN_GLYPHS
+        out.line(f"timeline 0 .. {end:,} ns  ({g['C']} compute  {g['O']} compute+comm  {g['X']} exposed comm  "
+                 f"{g['.']} idle)")
+        for npu_id, cells in shown:
+            out.line(f"NPU {npu_id:>3} " + "".join(g[ch] for ch in cells))
     if len(rows) > len(shown):
-        console.print(f"({len(rows) - len(shown)} NPUs not shown; --trace-out has all of them)")
+        out.line(f"({len(rows) - len(shown)} NPUs not shown; --trace-out has all of them)")

@@ -335,3 +335,253 @@ def test_long_chain_of_zero_time_nodes_finishes(capsys):
     code, out, err = run(capsys)
     assert code == 0, err
     assert "sys[0] finished" in out and "sys[1] finished" in out
+
+
+# ------------------------------------------------------------------ issue 16: every bad input, one line
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = (ROOT / "scenarios" / "default.yaml").read_text()
+STEP = ROOT / "scenarios" / "workloads" / "step_8npus_1MB" / "step"
+
+
+def scenario(text: str = DEFAULT, name: str = "scen.yaml") -> str:
+    """The default scenario, edited, in the working directory (its workload path made absolute)."""
+    Path(name).write_text(text.replace("workload: workloads/step_8npus_1MB/step", f"workload: {STEP}"))
+    return name
+
+
+def expect_cli_error(capsys, argv: list[str], *needles: str) -> str:
+    """Exit status 2 and exactly one ``error:`` line on stderr containing every needle."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert code == EXIT_INPUT_ERROR, (code, err)
+    line = error_line(err)
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    return line
+
+
+def test_directory_as_scenario(capsys):
+    Path("adir").mkdir()
+    expect_cli_error(capsys, ["run", "adir"], "adir", "is a directory")
+    expect_cli_error(capsys, ["adir"], "adir", "is a directory")
+
+
+def test_non_utf8_scenario(capsys):
+    Path("bad.yaml").write_bytes(b"name: \xff\xfe\n")
+    expect_cli_error(capsys, ["run", "bad.yaml"], "bad.yaml", "not UTF-8")
+
+
+def test_non_utf8_network_file(capsys):
+    write_workload({0: [comp(0)], 1: [comp(0)]})
+    write_configs()
+    Path("net.yml").write_bytes(b"topology: [ Ring ]\n# \xff\n")
+    expect_input_error(capsys, "net.yml", "not UTF-8")
+
+
+@pytest.mark.parametrize(("line", "field"), [
+    ("num_queues_per_dim: abc", "num_queues_per_dim"),
+    ("injection_scale: [1]", "injection_scale"),
+    ("num_passes: -1", "num_passes"),
+    ("backend: [x]", "backend"),
+])
+def test_scenario_field_type_errors(capsys, line, field):
+    path = scenario(DEFAULT + line + "\n")
+    line = expect_cli_error(capsys, ["run", path], f"{path}: field '{field}'")
+    assert "--num-queues-per-dim" not in line
+
+
+@pytest.mark.parametrize(("system", "field"), [
+    ("  roofline-enabled: 1\n  peak-perf: 0\n", "peak-perf"),
+    ("  roofline-enabled: 1\n  peak-perf: 100\n", "local-mem-bw"),
+])
+def test_roofline_needs_its_rates(capsys, system, field):
+    text = DEFAULT.replace("  local-mem-bw: 50\n", "" if field == "local-mem-bw" else "  local-mem-bw: 50\n")
+    path = scenario(text.replace("  preferred-dataset-splits: 4\n", "  preferred-dataset-splits: 4\n" + system))
+    # an inline block is named by the scenario file and its key, not by a temporary file
+    expect_cli_error(capsys, ["run", path], f"{path}: system: field '{field}'", "roofline")
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ("latency: [500.0]", "latency: [1e300]", "latency[0]"),
+    ("bandwidth: [50.0]", "bandwidth: [1e-300]", "bandwidth[0]"),
+])
+def test_network_times_beyond_64_bit_cycles(capsys, old, new, field):
+    path = scenario(DEFAULT.replace(old, new))
+    expect_cli_error(capsys, ["run", path], f"{path}: network: field '{field}'", "64-bit")
+
+
+def test_yaml_date_where_a_size_belongs(capsys):
+    path = scenario(DEFAULT.replace("preferred-dataset-splits: 4", "preferred-dataset-splits: 2024-01-01"))
+    expect_cli_error(capsys, ["run", path], f"{path}: system: field 'preferred-dataset-splits'", '"2024-01-01"')
+
+
+def test_scientific_numbers_in_network_yaml_are_numbers(capsys):
+    # yaml-cpp reads 5e1 and 1e-3 as numbers; YAML 1.1 (PyYAML) would leave them strings
+    path = scenario(DEFAULT.replace("latency: [500.0]", "latency: [5e2]").replace("bandwidth: [50.0]", "bandwidth: [5e1]"))
+    assert main(["run", "--quiet", path]) == 0
+    plain = scenario(name="plain.yaml")
+    assert main(["run", "--quiet", plain]) == 0
+    out = capsys.readouterr().out
+    half = len(out) // 2
+    assert out[:half] == out[half:]  # the same figures as 500.0 / 50.0
+    write_workload({0: [comp(0)], 1: [comp(0)]})
+    write_configs()
+    Path("net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 2 ]\nbandwidth: [ 1e-3 ]\nlatency: [ 5e1 ]\n")
+    code, _out, err = run(capsys)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(("flag", "value", "needle"), [
+    ("--json-out", "scen.yaml/x.json", "is not a folder"),
+    ("--json-out", "missing/x.json", "does not exist"),
+    ("--json-out", "", "empty"),
+    ("--csv-out", "scen.yaml/dir", "is not a folder"),
+    ("--trace-out", "missing/t.json", "does not exist"),
+])
+def test_unwritable_outputs_refused_before_the_run(capsys, flag, value, needle):
+    path = scenario()
+    line = expect_cli_error(capsys, ["run", path, flag, value], flag, needle)
+    assert line  # and nothing was simulated: no figures on stdout (checked by expect_cli_error's capture)
+
+
+def test_negative_message_size_in_et(capsys):
+    write_workload({0: [coll(0, size=-1024)], 1: [coll(0, size=-1024)]})
+    write_configs()
+    expect_input_error(capsys, "w.0.et", "node 0", "comm_size", "-1024")
+
+
+def test_negative_send_recv_size_in_et(capsys):
+    write_workload({0: [send(0, dst=1, size=-8)], 1: [recv(0, src=0, size=-8)]})
+    write_configs()
+    expect_input_error(capsys, "w.0.et", "comm_size", "-8")
+
+
+def _text(body: str, header: str = "DATA\n1\n") -> str:
+    Path("model.txt").write_text(header + body)
+    return "model.txt"
+
+
+@pytest.mark.parametrize(("header", "body", "needles"), [
+    ("DATA\n1\n", "l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCEX 1024 10\n", ("model.txt:3", "column 10", "ALLREDUCEX")),
+    ("DATA\n-1\n", "l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n", ("model.txt:2", "-1")),
+    ("DATA\n1\n", "l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE -1024 10\n", ("model.txt:3", "column 11", "-1024")),
+    ("DATA\n1\n", "l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 99999999999999999999 10\n", ("column 11", "64-bit")),
+    ("DATA\n1\n", "l0 -1 99999999999999999999 NONE 0 5 NONE 0 5 ALLREDUCE 8 10\n", ("column 3", "64-bit")),
+])
+def test_bad_text_workloads(capsys, tmp_path, monkeypatch, header, body, needles):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    write_configs()
+    path = _text(body, header)
+    code = main([f"--workload-configuration={path}", "--system-configuration=sys.json",
+                 "--network-configuration=net.yml", "--remote-memory-configuration=mem.json"])
+    _out, err = capsys.readouterr()
+    assert code == EXIT_INPUT_ERROR, err
+    line = error_line(err)
+    for needle in needles:
+        assert needle in line
+    # the converter refuses the same file, and writes nothing
+    expect_cli_error(capsys, ["convert", "text", "--input", path, "--output", "out/m", "--num-npus", "2",
+                              "--num-passes", "1"], needles[0])
+    assert not Path("out").exists()
+
+
+def test_text_workload_checked_even_when_cached(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    write_configs()
+    good = _text("l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
+    flags = ["--system-configuration=sys.json", "--network-configuration=net.yml",
+             "--remote-memory-configuration=mem.json"]
+    assert main([f"--workload-configuration={good}", *flags]) == 0
+    capsys.readouterr()
+    Path("model.txt").write_text("DATA\n1\nl0 -1 5 NONE 0 5 NONE 0 5 ALLGATHR 1024 10\n")
+    code = main(["--workload-configuration=model.txt", *flags])
+    assert code == EXIT_INPUT_ERROR
+    assert "ALLGATHR" in error_line(capsys.readouterr().err)
+
+
+def test_per_node_remote_memory_with_too_few_nodes(capsys):
+    write_workload({0: [comp(0)], 1: [comp(0)]})
+    write_configs()
+    Path("mem.json").write_text(json.dumps({"memory-type": "PER_NODE_MEMORY_EXPANSION", "num-nodes": 1,
+                                            "num-npus-per-node": 1, "remote-mem-bw": 10}))
+    expect_input_error(capsys, "mem.json", "field 'num-nodes'", "need 2 nodes")
+
+
+@pytest.mark.parametrize("argv", [
+    ["generate", "microbench", "--collective", "all_reduce", "--size", "1024", "--num-npus", "2", "--output", ""],
+    ["generate", "transformer", "--output", ""],
+    ["convert", "text", "--input", "model.txt", "--output", "", "--num-npus", "2", "--num-passes", "1"],
+    ["generate", "microbench", "--collective", "all_reduce", "--size", "1024", "--num-npus", "2",
+     "--output", "sub/"],
+])
+def test_empty_output_prefix(capsys, argv):
+    _text("l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
+    before = set(Path().iterdir())
+    expect_cli_error(capsys, argv, "--output", "prefix")
+    assert set(Path().iterdir()) == before  # no hidden .0.et files
+
+
+def test_microbench_size_beyond_64_bits(capsys):
+    expect_cli_error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size",
+                              str(2**63), "--num-npus", "2", "--output", "mb/x"], "--size", "64-bit")
+    assert not Path("mb").exists()
+
+
+def test_transformer_million_way_data_parallel_refused_before_writing(capsys):
+    expect_cli_error(capsys, ["generate", "transformer", "--dp", "1000000", "--batch", "1000000",
+                              "--output", "tr/t"], "'dp'", "1000000 NPUs")
+    assert not Path("tr").exists()
+
+
+def test_transformer_dimensions_beyond_64_bits(capsys):
+    expect_cli_error(capsys, ["generate", "transformer", "--dmodel", str(2**40), "--head", "1", "--kvhead", "1",
+                              "--dff", str(2**40), "--num-stacks", "1", "--output", "tr/t"], "64-bit")
+    assert not Path("tr").exists()
+
+
+def test_failed_generator_leaves_no_files(capsys, monkeypatch):
+    from workloads import microbench
+
+    calls = []
+    real = microbench.write_et
+
+    def fail_third(path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(microbench, "write_et", fail_third)
+    with pytest.raises(KeyboardInterrupt):
+        microbench.write_microbench("all_reduce", 1024, 4, "out/mb")
+    assert not Path("out").exists()
+
+
+def test_comm_group_path_containing_empty_is_ignored_with_a_warning(capsys):
+    write_workload({0: [comp(0)], 1: [comp(0)]})
+    write_configs()
+    Path("groups_nonempty.json").write_text('{"1": [0, 1]}')
+    code, _out, err = run(capsys, groups="groups_nonempty.json")
+    assert code == 0
+    assert "warning: groups_nonempty.json: comm-group file ignored" in err
+    code, _out, err = run(capsys, groups="empty")  # the default spelling says so on purpose
+    assert code == 0 and "warning" not in err
+
+
+def test_inline_block_errors_name_the_scenario(capsys):
+    path = scenario(DEFAULT.replace("npus_count: [8]", "npus_count: [one]"))
+    line = expect_cli_error(capsys, ["run", path], f"{path}: network: field 'npus_count[0]'")
+    assert "/tmp" not in line.split(path)[0] and "simpy-astra-" not in line
+
+
+def test_unknown_command_is_named(capsys):
+    expect_cli_error(capsys, ["swep"], "swep", "neither a scenario YAML nor a command")
+
+
+def test_inline_comm_groups_with_number_keys(capsys):
+    ok = scenario(DEFAULT + "comm_groups: {1: [0, 1, 2, 3, 4, 5, 6, 7]}\n")
+    assert main(["run", "--quiet", ok]) == 0
+    capsys.readouterr()
+    bad = scenario(DEFAULT + "comm_groups: {1: [0, 99]}\n", name="bad.yaml")
+    expect_cli_error(capsys, ["run", bad], "bad.yaml: comm_groups: group '1'", "99")

@@ -76,3 +76,177 @@ def test_accepted_but_unused_flags_warn(capsys) -> None:
     err = capsys.readouterr().err
     assert code == 2  # the missing files still stop the run
     assert "warning: --compute-scale 2.0 is accepted but changes nothing" in err
+
+
+# ------------------------------------------------------------------ issue 16: the card's command, honest output
+def test_scenario_path_without_subcommand_runs_it(capsys) -> None:
+    code = main([str(ROOT / "scenarios" / "default.yaml"), "--quiet"])
+    assert code == 0
+    total = default_step_ns()
+    assert f"sys[7] finished, {total} cycles" in capsys.readouterr().out
+
+
+def test_run_help_points_at_documentation_that_exists(capsys) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = capsys.readouterr().out
+    assert "num_queues_per_dim" in text and "workload:" in text  # the schema itself
+    for doc in ("scenarios/README.md",):
+        assert doc not in text or (ROOT / doc).exists()
+
+
+def test_json_lists_every_link_and_names_switches_by_strings(tmp_path: Path, capsys, monkeypatch) -> None:
+    from workloads.chakra_et import make_node, write_et
+    from workloads.chakra_schema import COMM_COLL_NODE
+
+    monkeypatch.chdir(tmp_path)
+    # 2 x 4 NPUs: rings of 2 in dimension 0, a switch per group of 4 in dimension 1; the
+    # all-reduce runs on dimension 0 only, so every switch link carries nothing
+    for npu in range(8):
+        write_et(f"w.{npu}.et", [make_node(0, "ar", COMM_COLL_NODE, attrs={
+            "comm_type": 0, "comm_size": 4096, "involved_dim": [True, False], "is_cpu_op": False})])
+    Path("s.yaml").write_text(
+        "workload: w\nsystem: {preferred-dataset-splits: 1, all-reduce-implementation: [ring, ring]}\n"
+        "network: {topology: [Ring, Switch], npus_count: [2, 4], bandwidth: [50, 50], latency: [500, 500]}\n"
+        "backend: congestion_aware\n")
+    assert main(["s.yaml", "--quiet", "--json-out", "f.json"]) == 0
+    capsys.readouterr()
+    links = json.loads(Path("f.json").read_text())["links"]
+    devices = {d for lk in links for d in (lk["from"], lk["to"])}
+    assert all(isinstance(d, int | str) for d in devices)
+    switches = {d for d in devices if isinstance(d, str)}
+    assert len(switches) == 2 and all("switch" in d for d in switches)
+    assert len(links) == 4 * 2 + 2 * 4 * 2  # 4 rings of 2 (a link each way), 2 switches x 4 NPUs x 2
+    assert [lk for lk in links if lk["bytes"] == 0] == [lk for lk in links if isinstance(lk["to"], str)
+                                                        or isinstance(lk["from"], str)]
+
+
+def test_local_memory_traces_are_announced(tmp_path: Path, capsys, monkeypatch) -> None:
+    from workloads.chakra_et import make_node, write_et
+    from workloads.chakra_schema import COMP_NODE
+
+    monkeypatch.chdir(tmp_path)
+    Path("traces").mkdir()
+    a = make_node(1, "a", COMP_NODE, duration_micros=1, attrs={"inputs": ("string_list", []), "outputs": ["t1", "1024"]})
+    b = make_node(2, "b", COMP_NODE, deps=[1], duration_micros=1, attrs={"inputs": ["t1", "1024"],
+                                                                         "outputs": ("string_list", [])})
+    for npu in range(2):
+        write_et(f"w.{npu}.et", [a, b])
+    text = ("workload: w\nsystem: {preferred-dataset-splits: 1, track-local-mem: 1, "
+            "local-mem-trace-filename: traces/mem}\n"
+            "network: {topology: [Ring], npus_count: [2], bandwidth: [50], latency: [500]}\n")
+    Path("s.yaml").write_text(text)
+    assert main(["run", "--quiet", "s.yaml"]) == 0
+    err = capsys.readouterr().err
+    assert "note: wrote 2 local-memory trace(s)" in err and str(tmp_path / "traces" / "mem.0.json") in err
+    assert sorted(p.name for p in Path("traces").iterdir()) == ["mem.0.json", "mem.1.json"]
+    assert not list(Path().glob("local_mem_trace*"))
+    Path("s.yaml").write_text(text.replace("traces/mem", "missing/mem"))
+    assert main(["run", "--quiet", "s.yaml"]) == 2
+    assert "s.yaml: system: field 'local-mem-trace-filename'" in capsys.readouterr().err
+
+
+def _small_transformer(roofline: bool) -> str:
+    system = "preferred-dataset-splits: 1, all-reduce-implementation: [ring], all-gather-implementation: [ring], " \
+             "reduce-scatter-implementation: [ring], all-to-all-implementation: [direct]"
+    if roofline:
+        system += ", roofline-enabled: 1, peak-perf: 900, local-mem-bw: 3000"
+    return ("workload: {generate: transformer, dp: 2, dmodel: 64, dff: 128, head: 2, kvhead: 2, num_stacks: 1, "
+            "seq: 16, batch: 2, dvocal: 100}\n"
+            f"system: {{{system}}}\n"
+            "network: {topology: [Ring], npus_count: [2], bandwidth: [50], latency: [500]}\n")
+
+
+def test_generated_trace_without_roofline_warns_with_the_fix(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    Path("s.yaml").write_text(_small_transformer(roofline=False))
+    assert main(["run", "--quiet", "s.yaml"]) == 0
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1
+    assert "compute nodes have FLOPs (num_ops) but no duration" in warnings[0]
+    assert "roofline-enabled: 1" in warnings[0] and "s.yaml: system" in warnings[0]
+    Path("s.yaml").write_text(_small_transformer(roofline=True))
+    assert main(["run", "--quiet", "s.yaml"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_ignored_system_keys_warn(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "scenarios" / "default.yaml").read_text().replace(
+        "workload: workloads/", f"workload: {ROOT}/scenarios/workloads/").replace(
+        "  local-mem-bw: 50\n", "  local-mem-bw: 50\n  peak-pref: 900\n  boost-mode: 1\n  boost-mode-x: 0\n")
+    Path("s.yaml").write_text(text)
+    assert main(["run", "--quiet", "s.yaml"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: s.yaml: system: field 'peak-pref' is not a system setting" in err
+    assert "did you mean 'peak-perf'?" in err
+    assert "warning: s.yaml: system: field 'boost-mode' is accepted but changes nothing" in err
+    assert "field 'boost-mode-x' is not a system setting" in err
+
+
+def test_summary_keeps_every_figure_when_stderr_is_not_a_terminal(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "scenarios" / "default.yaml").read_text().replace(
+        "workload: workloads/", f"workload: {ROOT}/scenarios/workloads/").replace(
+        "bandwidth: [50.0]", "bandwidth: [0.0000001]")
+    Path("s.yaml").write_text(text)
+    assert main(["run", "s.yaml"]) == 0
+    captured = capsys.readouterr()
+    finished = int(captured.out.splitlines()[0].split("finished, ")[1].split(" cycles")[0])
+    assert finished > 10**12  # 16+ characters with separators: rich cut these to "…" at 80 columns
+    rows = [ln for ln in captured.err.splitlines() if ln.strip()[:1].isdigit()]
+    assert sum(f"{finished:,}" in ln for ln in rows) == 8
+    assert "…" not in captured.err
+
+
+def test_timeline_without_colour_uses_distinct_glyphs(tmp_path: Path, capsys) -> None:
+    assert main(["run", str(ROOT / "scenarios" / "default.yaml")]) == 0
+    err = capsys.readouterr().err
+    import re
+
+    rows = [ln[len("NPU   0 "):] for ln in err.splitlines() if re.match(r"NPU +\d+ ", ln)]
+    assert len(rows) == 8 and all(len(r) == 60 for r in rows)
+    assert set(rows[0]) == {"#", "x"}  # compute, exposed communication: told apart without colour
+    assert "█" not in err and "(# compute  = compute+comm  x exposed comm  . idle)" in err
+
+
+def test_long_runs_show_progress() -> None:
+    import io
+    import time
+    from types import SimpleNamespace
+
+    from simpy_astra.reporting import run_with_progress
+
+    npu = SimpleNamespace(nodes=[0, 1, 2], completed=1)
+
+    def slow_run() -> list:
+        time.sleep(0.4)
+        return []
+
+    sim = SimpleNamespace(npus=[npu], env=SimpleNamespace(now=1234.0), run=slow_run)
+    log = io.StringIO()
+    assert run_with_progress(sim, stream=log, after_s=0.05, every_s=0.01) == []
+    lines = log.getvalue().splitlines()
+    assert lines and lines[0].startswith("simulating: 1 of 3 nodes done, simulated time 1,234 ns")
+    quick = io.StringIO()
+    run_with_progress(SimpleNamespace(npus=[npu], env=sim.env, run=lambda: []), stream=quick, after_s=0.5)
+    assert quick.getvalue() == ""  # a short run prints nothing
+
+
+def test_default_scenario_imports_no_heavy_module() -> None:
+    """networkx (~0.2 s), rich (~0.05 s) and friends are imported only where used."""
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\n"
+            "from simpy_astra.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['run', {str(ROOT / 'scenarios' / 'default.yaml')!r}]) == 0\n"
+            "heavy = {'networkx', 'rich', 'matplotlib', 'numpy', 'dask', 'scalesim', 'xml'}\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -405,6 +405,9 @@ def test_per_node_custom_yaml_errors(tmp_path: Path, text: str, expected: str) -
     assert "per_node.yml" in str(info.value) and expected in str(info.value)
 
 
+ROOFLINE_READY = {"preferred-dataset-splits": 1, "peak-perf": 900, "local-mem-bw": 1600}
+
+
 @pytest.mark.parametrize(
     ("key", "attr"),
     [
@@ -415,18 +418,18 @@ def test_per_node_custom_yaml_errors(tmp_path: Path, text: str, expected: str) -
     ],
 )
 def test_system_switches(tmp_path: Path, key: str, attr: str) -> None:
-    # ASTRA-sim: on iff the JSON value != 0
+    # ASTRA-sim: on iff the JSON value != 0 (the roofline needs its two rates, see below)
     for value, on in ((0, False), (1, True), (2, True), (0.0, False), (0.5, True)):
         cfg = load_system_json(
-            write(tmp_path, "system.json", json.dumps({"preferred-dataset-splits": 1, key: value}))
+            write(tmp_path, "system.json", json.dumps({**ROOFLINE_READY, key: value}))
         )
         assert getattr(cfg, attr) is on
     for value in (True, False):
-        message = system_raw(tmp_path, json.dumps({"preferred-dataset-splits": 1, key: value}))
+        message = system_raw(tmp_path, json.dumps({**ROOFLINE_READY, key: value}))
         assert f"field '{key}'" in message
         assert "use 0 or 1 (ASTRA-sim treats both true and false as on)" in message
     for value in ("0", None, [0]):
-        message = system_raw(tmp_path, json.dumps({"preferred-dataset-splits": 1, key: value}))
+        message = system_raw(tmp_path, json.dumps({**ROOFLINE_READY, key: value}))
         assert f"field '{key}' must be 0 or 1" in message
 
 

@@ -12,13 +12,11 @@ the generator's parsed configuration.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from simpy_astra.scenario import _materialise
 from simpy_astra.sweep.spec import load_sweep
 from workloads.transformer_config import config_from_params
 
@@ -47,6 +45,14 @@ LAB = {
 }
 
 
+def _inline_or_file(scenario: Path, block):
+    """A scenario's system or network block as data: inline, or the file it names."""
+    if isinstance(block, dict):
+        return block
+    text = (scenario.parent / block).read_text()
+    return json.loads(text) if block.endswith(".json") else yaml.safe_load(text)
+
+
 @pytest.mark.parametrize("name", sorted(LAB))
 def test_lab_sweep_is_the_lab_configuration(name: str) -> None:
     system, network, shape = LAB[name]
@@ -59,11 +65,8 @@ def test_lab_sweep_is_the_lab_configuration(name: str) -> None:
         "peak_memory_gb <= 80 and accounting == 'physical'", "peak_memory_gb <= 80 and accounting == 'stage'"]
     seen = set()
     for p in points:
-        with tempfile.TemporaryDirectory() as tmp:
-            sys_path = _materialise(str(path), "system", p.scenario["system"], ".json", tmp)
-            net_path = _materialise(str(path), "network", p.scenario["network"], ".yml", tmp)
-            assert json.loads(Path(sys_path).read_text()) == system
-            assert yaml.safe_load(Path(net_path).read_text()) == network
+        assert _inline_or_file(path, p.scenario["system"]) == system
+        assert _inline_or_file(path, p.scenario["network"]) == network
         w = dict(p.scenario["workload"])
         assert w.pop("generate") == "transformer"
         if w["tp"] > shape["head"] or shape["head"] % w["tp"]:

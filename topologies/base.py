@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx costs ~0.2 s to import: only graph views and Graph dimensions need it
+    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,8 @@ class BasicTopology:
 
     def graph(self) -> nx.DiGraph:
         """The physical topology as a directed graph with link attributes."""
+        import networkx as nx
+
         g = nx.DiGraph(name=self.name)
         g.add_nodes_from(range(self.npus_count), kind="npu")
         for u, v in self.links():

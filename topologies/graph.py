@@ -33,8 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
-
 from topologies.base import BasicTopology
 
 ROUTING_MODES = ("shortest_path", "ecmp", "spray")
@@ -164,6 +162,8 @@ class GraphTopology(BasicTopology):
 
     def __init__(self, npus_count: int, bandwidth_gbps: float, latency_ns: float, spec: GraphSpec) -> None:
         super().__init__(npus_count, bandwidth_gbps, latency_ns)
+        import networkx as nx  # here, not at module level: most runs have no Graph dimension
+
         self.spec = spec
         self._g = nx.DiGraph()
         self._g.add_nodes_from(range(npus_count + len(spec.switches)))
@@ -192,6 +192,8 @@ class GraphTopology(BasicTopology):
     def route(self, src: int, dst: int) -> list[int]:
         path = self._routes.get((src, dst))
         if path is None:
+            import networkx as nx
+
             paths = sorted(nx.all_shortest_paths(self._g, src, dst))
             pick = 0 if self.spec.routing == "shortest_path" else (src * self.npus_count + dst) % len(paths)
             path = self._routes[(src, dst)] = paths[pick]
@@ -202,6 +204,8 @@ class GraphTopology(BasicTopology):
         route in ``routes`` still wins), else the one :meth:`route`."""
         if self.spec.routing != "spray" or (src, dst) in {(r[0], r[-1]) for r in self.spec.routes}:
             return [self.route(src, dst)]
+        import networkx as nx
+
         return sorted(nx.all_shortest_paths(self._g, src, dst))
 
     def hops(self, src: int, dst: int) -> int:

@@ -23,6 +23,9 @@ from google.protobuf.message import DecodeError
 
 from workloads.chakra_schema import (
     ATTR_VALUE_FIELDS,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
     INTEGER_VALUE_FIELDS,
     LIST_VALUE_FIELDS,
     NODE_TYPE_NAMES,
@@ -445,10 +448,13 @@ def read_et(
     return metadata, nodes
 
 
+_MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
+
+
 def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
     """Check what ASTRA-sim's feeder needs of a node graph, with a precise message.
 
-    Rejects: no nodes, duplicate ids, a dependency on an id absent from the file, and a
+    Rejects: no nodes, a negative message size, duplicate ids, a dependency on an id absent from the file, and a
     dependency cycle (the simulator would hang or abort). Iterative (Kahn), so ~200k nodes
     need no recursion.
     """
@@ -456,6 +462,10 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
         raise EtError(f"{path}: no nodes (every rank needs at least one node)")
     index: dict[int, int] = {}
     for i, node in enumerate(nodes):
+        if node.type in _MESSAGE_TYPES:  # ASTRA-sim reads comm_size as uint64: -1 is 16 EiB
+            size = node.attrs.get("comm_size")
+            if size is not None and size[0] in INTEGER_VALUE_FIELDS and size[1] < 0:  # type: ignore[operator]
+                raise node.error(f"attribute 'comm_size' is {size[1]}; a message size must be >= 0 bytes", path)
         prev = index.setdefault(node.id, i)
         if prev != i:
             raise EtError(

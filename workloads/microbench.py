@@ -8,12 +8,12 @@ The traces match the ones ASTRA-sim's microbenchmark generator scripts write (sc
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from simpy_astra.errors import InputError
 from workloads.chakra_et import make_node, write_et
 from workloads.chakra_schema import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, REDUCE_SCATTER
+from workloads.trace_output import TraceFiles, check_npu_count, check_prefix
 
 COLLECTIVES: dict[str, int] = {
     "all_reduce": ALL_REDUCE,
@@ -23,6 +23,7 @@ COLLECTIVES: dict[str, int] = {
 }
 MICROBENCH_SCHEMA_VERSION = "0.0.4"
 
+INT64_MAX = 2**63 - 1  # comm_size is an int64 attribute
 KIB = 1024
 MIB = 1024 * 1024
 
@@ -40,21 +41,23 @@ def write_microbench(collective: str, size_bytes: int, num_npus: int, prefix: st
     """Write ``prefix.{npu}.et`` for every NPU: one collective node each."""
     if collective not in COLLECTIVES:
         raise InputError(f"--collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
-    if size_bytes < 1:
-        raise InputError(f"--size: must be a positive number of bytes (got {size_bytes})")
+    if not 1 <= size_bytes <= INT64_MAX:
+        raise InputError(f"--size: must be a number of bytes from 1 to {INT64_MAX} (Chakra's 64-bit "
+                         f"comm_size; got {size_bytes})")
     if num_npus < 1:
         raise InputError(f"--num-npus: must be >= 1 (got {num_npus})")
+    check_npu_count(num_npus, "--num-npus")
+    check_prefix(prefix)
     name = f"{collective}_{num_npus}npus_{size_label(size_bytes)}"
     attrs = {"is_cpu_op": False, "comm_type": COLLECTIVES[collective], "comm_size": size_bytes}
-    folder = os.path.dirname(prefix)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    for npu in range(num_npus):
-        node = make_node(npu, name, COMM_COLL_NODE, attrs=attrs)
-        try:
-            write_et(f"{prefix}.{npu}.et", [node], version=MICROBENCH_SCHEMA_VERSION)
-        except OSError as exc:
-            raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
+    with TraceFiles() as files:
+        files.makedirs(prefix)
+        for npu in range(num_npus):
+            node = make_node(npu, name, COMM_COLL_NODE, attrs=attrs)
+            try:
+                write_et(files.add(f"{prefix}.{npu}.et"), [node], version=MICROBENCH_SCHEMA_VERSION)
+            except OSError as exc:
+                raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
 
 
 def _int_param(params: dict[str, Any], key: str) -> int:

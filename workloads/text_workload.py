@@ -35,6 +35,7 @@ from workloads.chakra_schema import (
     COMP_NODE,
     REDUCE_SCATTER,
 )
+from workloads.trace_output import TraceFiles, check_npu_count, check_prefix
 
 # what Chakra's text converter stores in each file's metadata (the reference ETs carry this label)
 METADATA_SCHEMA_LABEL = "1.0.2-chakra.0.0.4"
@@ -45,7 +46,10 @@ COMM_TYPES: dict[str, int] = {
     "ALLGATHER": ALL_GATHER,
     "REDUCESCATTER": REDUCE_SCATTER,
 }
-"""Text comm type -> Chakra collective; any other word (``NONE`` included) maps to all-reduce."""
+"""Text comm type -> Chakra collective; ``NONE`` maps to all-reduce where a collective is always made."""
+NO_COMM = "NONE"
+#: Chakra's fields: sizes are int64 attributes, compute times the uint64 ``duration_micros``
+_INT64_MAX = 2**63 - 1
 
 LAYER_COLUMNS = 12
 PARALLELISMS = ("MICRO", "DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_DLRM",
@@ -95,6 +99,16 @@ def _parse_layer(path: str, line_no: int, line: str) -> TextLayer:
         except ValueError:
             raise InputError(f"{path}:{line_no}: column {index + 1} ({what}) of layer {cols[0]!r} is "
                              f"{cols[index]!r}; expected an integer") from None
+        if not 0 <= ints[index] <= _INT64_MAX:  # Chakra would wrap or crash writing it
+            raise InputError(f"{path}:{line_no}: column {index + 1} ({what}) of layer {cols[0]!r} is "
+                             f"{cols[index]}; expected an integer from 0 to {_INT64_MAX} (Chakra's 64-bit field)")
+    for index, what in ((3, "forward comm type"), (6, "input-gradient comm type"), (9, "weight-gradient comm type")):
+        if cols[index] != NO_COMM and cols[index] not in COMM_TYPES:
+            # Chakra turns any unknown word into an all-reduce: a typo would change the workload
+            close = [t for t in COMM_TYPES if t.startswith(cols[index][:6].upper())]
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise InputError(f"{path}:{line_no}: column {index + 1} ({what}) of layer {cols[0]!r} is "
+                             f"{cols[index]!r}; expected one of {', '.join([*COMM_TYPES, NO_COMM])}{hint}")
     return TextLayer(cols[0], ints[2], cols[3], ints[4], ints[5], cols[6], ints[7], ints[8], cols[9],
                      ints[10], cols[11], line_no)
 
@@ -131,6 +145,8 @@ def parse_text_workload(path: str) -> TextWorkload:
         declared = int(lines[1].strip())
     except (IndexError, ValueError):
         raise InputError(f"{path}:2: expected the number of layers (an integer)") from None
+    if declared < 0:
+        raise InputError(f"{path}:2: the number of layers is {declared}; expected an integer >= 0")
     layers = tuple(_parse_layer(path, no, line) for no, line in enumerate(lines[2:], start=3) if line.strip())
     if not layers:
         raise InputError(f"{path}: no layer lines after the two header lines")
@@ -323,10 +339,9 @@ def write_text_ets(input_path: str, prefix: str, num_npus: int, num_passes: int,
                    num_dims: int | None = None) -> TextWorkload:
     """Convert ``input_path`` and write ``prefix.{npu}.et`` for every NPU."""
     workload = parse_text_workload(input_path)
+    check_npu_count(num_npus, "--num-npus")
+    check_prefix(prefix)
     per_npu = convert_text_workload(workload, num_npus, num_passes, num_dims)
-    folder = os.path.dirname(prefix)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
     write_converted_ets(prefix, per_npu, workload)
     return workload
 
@@ -334,11 +349,13 @@ def write_text_ets(input_path: str, prefix: str, num_npus: int, num_passes: int,
 def write_converted_ets(prefix: str, per_npu: list[list], workload: TextWorkload) -> None:
     """``prefix.{npu}.et`` of converted nodes, with Chakra's text-converter metadata."""
     meta = {"schema": METADATA_SCHEMA_LABEL, "input_file": workload.text}
-    for npu, nodes in enumerate(per_npu):
-        try:
-            write_et(f"{prefix}.{npu}.et", nodes, version="", metadata_attrs=meta)
-        except OSError as exc:
-            raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
+    with TraceFiles() as files:
+        files.makedirs(prefix)
+        for npu, nodes in enumerate(per_npu):
+            try:
+                write_et(files.add(f"{prefix}.{npu}.et"), nodes, version="", metadata_attrs=meta)
+            except OSError as exc:
+                raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
 
 
 def generate(params: dict[str, Any], prefix: str) -> None:
@@ -348,6 +365,7 @@ def generate(params: dict[str, Any], prefix: str) -> None:
 
 def text_workload_prefix(path: str, num_npus: int, num_passes: int = 1, num_dims: int | None = None) -> str:
     """ET prefix of ``path`` converted for ``num_npus`` NPUs, cached by the file's content."""
+    parse_text_workload(path)  # a cached conversion is not re-read: check the file every time
     try:
         with open(path, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()

@@ -13,11 +13,11 @@ How the trace is made, file by file: ``transformer_config`` (knobs, presets, che
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any
 
 from simpy_astra.errors import InputError
+from workloads.trace_output import check_prefix
 from workloads.transformer_config import (
     MEMORY_ACCOUNTINGS,
     MODELS,
@@ -34,9 +34,7 @@ from workloads.transformer_writer import Units, write_trace
 
 def generate_config(cfg: TransformerConfig, prefix: str) -> str:
     """Write the trace of ``cfg`` under ``prefix``; returns the comm-group JSON path."""
-    folder = os.path.dirname(prefix)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
+    check_prefix(prefix)
     layout = Layout.build(cfg)
     graphs = [account_memory(build_stage(cfg, stage), cfg) for stage in range(cfg.pp)]
     return write_trace(prefix, graphs, layout, cfg.npus, Units(cfg.mixed_precision))
@@ -84,6 +82,7 @@ def main(argv: list[str]) -> int:
     prefix = args.pop("output")
     params = {k: v for k, v in args.items() if v is not None}
     cfg = config_from_params(params, "generate transformer")
+    check_prefix(prefix)
     start = time.perf_counter()
     groups = generate_config(cfg, prefix)
     took = time.perf_counter() - start

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from simpy_astra.errors import InputError
+from workloads.trace_output import MAX_TRACE_NPUS
 
 MODELS = ("gpt", "llama", "moe")
 PHASES = ("train", "prefill", "decode")
@@ -172,6 +173,9 @@ def check_config(cfg: TransformerConfig, where: str) -> None:
                  "batch", "micro_batch", "num_stacks", "experts", "kexperts"):
         if getattr(cfg, name) < 1:
             raise bad(name, f"must be at least 1 (got {getattr(cfg, name)})")
+    if cfg.npus > MAX_TRACE_NPUS:  # checked before any graph is built or file written
+        raise bad("dp", f"* tp * pp * sp = {cfg.npus} NPUs; at most {MAX_TRACE_NPUS} trace files are "
+                        f"written (lower the parallelism)")
     if cfg.model not in MODELS:
         raise bad("model", f"must be one of {', '.join(MODELS)} (got {cfg.model!r})")
     if cfg.memory_accounting not in MEMORY_ACCOUNTINGS:

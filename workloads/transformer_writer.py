@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 
+from simpy_astra.errors import InputError
 from workloads.chakra_et import encode_varint, make_node
 from workloads.chakra_schema import SCHEMA_VERSION, GlobalMetadata
+from workloads.trace_output import TraceFiles, check_free_space
 from workloads.transformer_graph import COLL, COMP, KIND_PREFIX, RECV, SEND, Layout, Op, StageGraph
 
 
@@ -109,14 +111,26 @@ def _attr_len(name: str, value: object) -> int:
         make_node(0, "", 0).SerializeToString())
 
 
-def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units) -> str:
-    """Write ``prefix.{rank}.et`` for every NPU and ``prefix.json`` (comm groups); returns the latter."""
+def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units,
+                where: str = "generate transformer") -> str:
+    """Write ``prefix.{rank}.et`` for every NPU and ``prefix.json`` (comm groups); returns the latter.
+
+    Every record is serialised, and the disk space checked, before the first file is written;
+    a failure or Ctrl-C while writing removes the files written so far."""
     assert all(op.kind in (COMP, COLL, SEND, RECV) for g in graphs for op in g.ops)
-    writers = [StageWriter(g, layout, units) for g in graphs]
-    for rank in range(npus):
-        with open(f"{prefix}.{rank}.et", "wb") as f:
-            f.write(writers[layout.stage_of(rank)].file_bytes(rank))
-    groups_path = f"{prefix}.json"
-    with open(groups_path, "w") as f:
-        json.dump({str(gid): ranks for gid, ranks in layout.groups.items()}, f)
+    try:
+        writers = [StageWriter(g, layout, units) for g in graphs]
+    except ValueError as exc:  # protobuf: an integer beyond its 64-bit field
+        raise InputError(f"{where}: the model's dimensions give a size or FLOP count beyond Chakra's "
+                         f"64-bit fields ({exc}); use smaller dmodel/dff/seq/batch") from None
+    per_stage = [len(w.file_bytes(stage * layout.stage_stride())) for stage, w in enumerate(writers)]
+    check_free_space(prefix, max(per_stage) * npus, "--output")
+    with TraceFiles() as files:
+        files.makedirs(prefix)
+        for rank in range(npus):
+            with open(files.add(f"{prefix}.{rank}.et"), "wb") as f:
+                f.write(writers[layout.stage_of(rank)].file_bytes(rank))
+        groups_path = files.add(f"{prefix}.json")
+        with open(groups_path, "w") as f:
+            json.dump({str(gid): ranks for gid, ranks in layout.groups.items()}, f)
     return groups_path

@@ -25,9 +25,8 @@ message); routes are tuples of links computed once per (src, dst).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import simpy
 
 from simpy_astra.engine import Doorbell
@@ -35,6 +34,9 @@ from simpy_astra.grid import Grid
 from simpy_astra.network.link import Link
 from simpy_astra.network.messages import Handler, MessageBoard
 from topologies.base import BasicTopology
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class _Message:
@@ -143,11 +145,23 @@ class CongestionAwareNetwork:
         """Every directed link, in creation order."""
         return list(self._links.values())
 
+    def complete_links(self) -> None:
+        """Create every directed link of a stacked network: routes create only the links they
+        use, and a report must list the idle ones too (a one-dimension network has them all)."""
+        grid = self.grid
+        for dim, topo in enumerate(self.dims):
+            for base in range(grid.size):
+                if grid.coord(base, dim) == 0:
+                    for u, v in topo.links():
+                        self._link(self._device(dim, base, u), self._device(dim, base, v), dim, u, v)
+
     def _label(self, device: Any) -> Any:
         return self.dims[0].device_label(device) if len(self.dims) == 1 else device
 
     def physical_graph(self) -> nx.DiGraph:
         """Every device and directed link of the (possibly stacked) topology, as networkx."""
+        import networkx as nx
+
         g = nx.DiGraph()
         grid = self.grid
         g.add_nodes_from(range(grid.size), kind="npu")

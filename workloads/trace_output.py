@@ -1,0 +1,94 @@
+"""Where generators write traces: a checked prefix, a bounded file count, nothing left on failure.
+
+A generator writes one ``PREFIX.{npu}.et`` per NPU; a slip of a flag (``--dp 1000000``, an
+empty ``--output``) would otherwise scatter hundreds of thousands of files or hidden ``.0.et``
+files into the working directory. These checks run before the first file is written, and
+:class:`TraceFiles` removes what a failed or interrupted generator had written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from types import TracebackType
+
+from simpy_astra.errors import InputError
+
+#: the most ET files (NPUs) one generator call writes; far beyond what one run can simulate
+MAX_TRACE_NPUS = 65536
+
+
+def check_prefix(prefix: str, where: str = "--output") -> None:
+    """``prefix`` names files ``PREFIX.{npu}.et`` in a folder that exists or can be made."""
+    base = os.path.basename(prefix)
+    if not prefix or not base or base in (".", ".."):
+        raise InputError(f"{where}: must be a file prefix such as traces/allreduce (got {prefix!r}); "
+                         f"it writes PREFIX.0.et, PREFIX.1.et, ...")
+    folder = os.path.dirname(prefix) or "."
+    parent = folder
+    while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent) or "."
+    if not os.path.isdir(parent):
+        raise InputError(f"{where}: cannot write under {folder!r}: {parent!r} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{where}: cannot write under {folder!r}: {parent!r} is not writable")
+
+
+def check_npu_count(npus: int, where: str) -> None:
+    """At most :data:`MAX_TRACE_NPUS` files, checked before anything is built or written."""
+    if npus > MAX_TRACE_NPUS:
+        raise InputError(f"{where}: {npus} NPUs would write {npus} trace files; at most {MAX_TRACE_NPUS} "
+                         f"are written (lower the parallelism)")
+
+
+def check_free_space(prefix: str, total_bytes: int, where: str = "--output") -> None:
+    """Refuse before writing when the traces would not fit on the disk."""
+    folder = os.path.dirname(prefix) or "."
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder) or "."
+    free = shutil.disk_usage(folder).free
+    if total_bytes > free:
+        raise InputError(f"{where}: the traces need about {total_bytes / 1e9:.1f} GB but {folder!r} has "
+                         f"{free / 1e9:.1f} GB free")
+
+
+class TraceFiles:
+    """Paths written inside a ``with`` block; all of them are removed if the block fails
+    (an error, Ctrl-C), so a generator never leaves half a trace set behind."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.made_dirs: list[str] = []
+
+    def makedirs(self, prefix: str) -> None:
+        """Create ``prefix``'s folder, remembering which folders are new."""
+        folder = os.path.dirname(prefix)
+        missing = []
+        while folder and not os.path.exists(folder):
+            missing.append(folder)
+            folder = os.path.dirname(folder)
+        for path in reversed(missing):
+            os.makedirs(path, exist_ok=True)
+            self.made_dirs.append(path)
+
+    def add(self, path: str) -> str:
+        self.paths.append(path)
+        return path
+
+    def __enter__(self) -> TraceFiles:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if kind is None:
+            return
+        for path in self.paths:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        for folder in reversed(self.made_dirs):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
