@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectives.base import CollectiveAlgorithm, ring_final_size
-from collectives.bidirectional_ring import BIDIRECTIONAL_RING
-from collectives.direct import DIRECT
-from collectives.double_binary_tree import DOUBLE_BINARY_TREE
-from collectives.halving_doubling import HALVING_DOUBLING
-from collectives.ring import RING
+from simpy_astra.collectives.base import CollectiveAlgorithm, ring_final_size
+from simpy_astra.collectives.bidirectional_ring import BIDIRECTIONAL_RING
+from simpy_astra.collectives.direct import DIRECT
+from simpy_astra.collectives.double_binary_tree import DOUBLE_BINARY_TREE
+from simpy_astra.collectives.halving_doubling import HALVING_DOUBLING
+from simpy_astra.collectives.ring import RING
 
 REGISTRY: dict[str, CollectiveAlgorithm] = {
     "ring": RING,

@@ -8,7 +8,13 @@ researcher's algorithm.
 
 from __future__ import annotations
 
-from collectives.base import ALL_REDUCE, AlgorithmRun, CollectiveAlgorithm, PhaseContext, ring_final_size
+from simpy_astra.collectives.base import (
+    ALL_REDUCE,
+    AlgorithmRun,
+    CollectiveAlgorithm,
+    PhaseContext,
+    ring_final_size,
+)
 
 
 def bidirectional_ring(ctx: PhaseContext) -> AlgorithmRun:

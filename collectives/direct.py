@@ -8,15 +8,15 @@ limits the window to K; ``oneDirect`` runs it over one ring of all NPUs.
 
 from __future__ import annotations
 
-from collectives.base import (
+from simpy_astra.collectives.base import (
     ALL_REDUCE,
     AlgorithmRun,
     CollectiveAlgorithm,
     PhaseContext,
     ring_final_size,
 )
-from collectives.packet_engine import packet_engine
-from collectives.ring import message_bytes
+from simpy_astra.collectives.packet_engine import packet_engine
+from simpy_astra.collectives.ring import message_bytes
 
 
 class RotatingPlan:

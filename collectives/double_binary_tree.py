@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectives.base import AlgorithmRun, CollectiveAlgorithm, PhaseContext
+from simpy_astra.collectives.base import AlgorithmRun, CollectiveAlgorithm, PhaseContext
 
 LEAF, INTERMEDIATE, ROOT = "leaf", "intermediate", "root"
 ROOT_MAX, ROOT_MIN = 0, 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from collectives.base import (
+from simpy_astra.collectives.base import (
     ALL_GATHER,
     ALL_REDUCE,
     REDUCE_SCATTER,
@@ -20,7 +20,7 @@ from collectives.base import (
     PhaseContext,
     ring_final_size,
 )
-from collectives.packet_engine import packet_engine
+from simpy_astra.collectives.packet_engine import packet_engine
 
 
 class ExchangePlan:

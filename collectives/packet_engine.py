@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
-from collectives.base import (
+from simpy_astra.collectives.base import (
     ALL_REDUCE,
     REDUCE_SCATTER,
     AlgorithmRun,

@@ -7,7 +7,7 @@ reduce-scatter and all-gather n-1, all-to-all n(n-1)/2 neighbour hops. Also used
 
 from __future__ import annotations
 
-from collectives.base import (
+from simpy_astra.collectives.base import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,
@@ -16,7 +16,7 @@ from collectives.base import (
     PhaseContext,
     ring_final_size,
 )
-from collectives.packet_engine import packet_engine
+from simpy_astra.collectives.packet_engine import packet_engine
 
 
 class NeighbourPlan:

@@ -5,7 +5,7 @@
 (run from this folder, or name the module with its package path).
 """
 
-from collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
+from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
 
 
 def simple_ring(ctx):

@@ -19,10 +19,10 @@ import os
 import sys
 import time
 
-from collectives.base import CollectiveError
+from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.statistics import NpuReport
-from workloads.chakra_et import EtError
+from simpy_astra.workloads.chakra_et import EtError
 
 EXIT_INTERNAL_ERROR = 1
 EXIT_INPUT_ERROR = 2

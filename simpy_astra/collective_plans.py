@@ -13,12 +13,12 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from collectives import resolve, subset_algorithm_name
+from simpy_astra.collectives import resolve, subset_algorithm_name
 from simpy_astra.config import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.system_layer import CollectivePlan, LogicalDim, StreamCounter, SystemLayer
 from simpy_astra.tags import first_stream_id
-from workloads.chakra_et import EtError, read_et, validate_graph
+from simpy_astra.workloads.chakra_et import EtError, read_et, validate_graph
 
 if TYPE_CHECKING:
     from simpy_astra.npu import Npu
@@ -51,7 +51,9 @@ class CustomCollectives:
         for prefix in sorted(prefixes):
             if prefix.endswith(".xml"):
                 try:
-                    from workloads.msccl_xml import parse_msccl_xml  # XML parsing: only MSCCL users pay
+                    from simpy_astra.workloads.msccl_xml import (
+                        parse_msccl_xml,  # XML parsing: only MSCCL users pay
+                    )
 
                     self._xml[prefix] = parse_msccl_xml(prefix)
                 except EtError as exc:
@@ -75,7 +77,7 @@ class CustomCollectives:
             key = (prefix, collective_bytes)
             ranks = self._msccl.get(key)
             if ranks is None:
-                from workloads.msccl_xml import msccl_ranks
+                from simpy_astra.workloads.msccl_xml import msccl_ranks
 
                 ranks = self._msccl[key] = msccl_ranks(root, prefix, collective_bytes)
             if position not in ranks:

@@ -21,15 +21,15 @@ from typing import Any
 
 import yaml
 
-from collectives import known_names as known_collective_names
-from collectives import resolve as resolve_collective
+from simpy_astra.collectives import known_names as known_collective_names
+from simpy_astra.collectives import resolve as resolve_collective
 from simpy_astra.cost_model import CostPrices, CostSpecError, tiers_for
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
-from topologies import REGISTRY as TOPOLOGY_REGISTRY
-from topologies import GraphSpec, GraphSpecError
-from topologies import build as build_topology
-from topologies import lookup as lookup_topology
+from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
+from simpy_astra.topologies import GraphSpec, GraphSpecError
+from simpy_astra.topologies import build as build_topology
+from simpy_astra.topologies import lookup as lookup_topology
 
 PathLike = str | os.PathLike[str]
 

@@ -10,7 +10,7 @@ import importlib
 from simpy_astra.errors import InputError
 
 FORMATS: dict[str, str] = {
-    "text": "workloads.text_workload",  # ASTRA-sim 1.0 layer files (Resnet50_DataParallel.txt, ...)
+    "text": "simpy_astra.workloads.text_workload",  # ASTRA-sim 1.0 layer files (Resnet50_DataParallel.txt, ...)
     "pytorch": "simpy_astra.convert_pytorch",  # PyTorch execution (+ Kineto) traces, via mlc-chakra
 }
 

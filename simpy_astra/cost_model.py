@@ -201,7 +201,7 @@ def tiers_for(net, prices: CostPrices | None = None) -> tuple[str, ...]:
 def network_cost(net, prices: CostPrices | None = None) -> NetworkCost:
     """Price ``net`` (a :class:`simpy_astra.config.NetworkConfig`); ``prices`` defaults to its
     own ``cost`` block."""
-    from topologies import build as build_topology
+    from simpy_astra.topologies import build as build_topology
 
     prices = prices if prices is not None else getattr(net, "cost", None)
     table = prices or CostPrices()

@@ -10,9 +10,9 @@ import importlib
 from simpy_astra.errors import InputError
 
 KINDS: dict[str, str] = {
-    "microbench": "workloads.microbench",
-    "transformer": "workloads.transformer",
-    "gemm": "workloads.gemm",  # SCALE-Sim compute times for GEMM layers (extra .[gemm])
+    "microbench": "simpy_astra.workloads.microbench",
+    "transformer": "simpy_astra.workloads.transformer",
+    "gemm": "simpy_astra.workloads.gemm",  # SCALE-Sim compute times for GEMM layers (extra .[gemm])
 }
 
 

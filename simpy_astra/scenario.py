@@ -88,7 +88,7 @@ def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: Rem
         if ignored:
             warnings.append(ignored)
     if workload.endswith(".txt"):
-        from workloads.text_workload import text_workload_prefix
+        from simpy_astra.workloads.text_workload import text_workload_prefix
 
         workload = text_workload_prefix(workload, net.total_npus, num_passes)
     return SimulationInputs(
@@ -176,7 +176,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         if "generate" not in workload:
             raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                              f"(or give an ET prefix)")
-        from workloads.generated import materialise, resolve_paths
+        from simpy_astra.workloads.generated import materialise, resolve_paths
 
         spec = resolve_paths(workload, os.path.dirname(os.path.abspath(path)))
         made = materialise(spec, where=f"{path}: workload")

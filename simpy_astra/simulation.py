@@ -30,10 +30,10 @@ from simpy_astra.symmetry import Folding, FoldSetup, KeyCache, find_folding, ran
 from simpy_astra.system_layer import (
     SystemLayer,
 )
+from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from topologies import build as build_topology
-from workloads.chakra_et import et_path, read_et, validate_graph
-from workloads.chakra_types import COMP_NODE
+from simpy_astra.workloads.chakra_et import et_path, read_et, validate_graph
+from simpy_astra.workloads.chakra_types import COMP_NODE
 
 FOLD_DEFAULT = True
 

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from collectives import resolve, subset_algorithm_name
+from simpy_astra.collectives import resolve, subset_algorithm_name
 from simpy_astra.grid import Grid
-from workloads.chakra_types import COMM_COLL_NODE, METADATA_NODE
+from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, METADATA_NODE
 
 GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
 

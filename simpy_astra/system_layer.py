@@ -17,16 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from collectives import REGISTRY, ImplementationChoice, resolve
-from collectives.base import (
+from simpy_astra.collectives import REGISTRY, ImplementationChoice, resolve
+from simpy_astra.collectives.base import (
     ALL_GATHER,
     ALL_REDUCE,
     ANTICLOCKWISE,
     CLOCKWISE,
     REDUCE_SCATTER,
 )
-from collectives.custom_et import custom_et
-from collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, TreeNode, build_tree
+from simpy_astra.collectives.custom_et import custom_et
+from simpy_astra.collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, TreeNode, build_tree
 from simpy_astra.errors import InputError
 from simpy_astra.grid import Grid
 from simpy_astra.phase_process import PhaseProcess, Signal

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.cli import EXIT_INPUT_ERROR, EXIT_STALLED, main
-from workloads.chakra_et import make_node, write_et
-from workloads.chakra_schema import (
+from simpy_astra.workloads.chakra_et import make_node, write_et
+from simpy_astra.workloads.chakra_schema import (
     COMM_COLL_NODE,
     COMM_RECV_NODE,
     COMM_SEND_NODE,
@@ -541,7 +541,7 @@ def test_transformer_dimensions_beyond_64_bits(capsys):
 
 
 def test_failed_generator_leaves_no_files(capsys, monkeypatch):
-    from workloads import microbench
+    from simpy_astra.workloads import microbench
 
     calls = []
     real = microbench.write_et

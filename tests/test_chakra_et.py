@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REFERENCE
-from workloads import chakra_schema as s
-from workloads.chakra_et import (
+from simpy_astra.workloads import chakra_schema as s
+from simpy_astra.workloads.chakra_et import (
     EtError,
     EtNode,
     count_et_files,
@@ -26,6 +25,7 @@ from workloads.chakra_et import (
     validate_graph,
     write_et,
 )
+from tests.conftest import REFERENCE
 
 REF_WORKLOADS = REFERENCE / "workloads"
 

@@ -17,10 +17,16 @@ import simpy
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
+from simpy_astra.topologies import FullyConnected, Line, Ring, Switch
+from simpy_astra.workloads.chakra_et import make_node
+from simpy_astra.workloads.chakra_schema import (
+    ALL_REDUCE,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+)
 from tests.sim_helpers import net, run_sim
-from topologies import FullyConnected, Line, Ring, Switch
-from workloads.chakra_et import make_node
-from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 E = 10
 AWARE = "congestion_aware"

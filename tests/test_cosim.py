@@ -14,9 +14,9 @@ import pytest
 from simpy_astra.errors import StalledError
 from simpy_astra.simulation import Simulation
 from simpy_astra.units import network_gbps_to_bytes_per_ns
+from simpy_astra.workloads.chakra_et import make_node
+from simpy_astra.workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE
 from tests.sim_helpers import run_sim
-from workloads.chakra_et import make_node
-from workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))

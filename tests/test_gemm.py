@@ -17,7 +17,7 @@ import yaml
 
 from simpy_astra.cli import main as cli_main
 from simpy_astra.errors import InputError
-from workloads import gemm
+from simpy_astra.workloads import gemm
 
 ROOT = Path(__file__).resolve().parents[1]
 DLRM_CSV = ROOT / "scenarios" / "gemm" / "dlrm_mlp.csv"
@@ -165,7 +165,7 @@ def test_dlrm_mlp_scenario_runs_end_to_end(tmp_path, scalesim_cache):
     npus = json.loads(out.read_text())["npus"]
     assert len(npus) == 16
     # every NPU computes each layer's forward, input- and weight-gradient GEMM for SCALE-Sim's cycles
-    from workloads.generated import materialise, resolve_paths
+    from simpy_astra.workloads.generated import materialise, resolve_paths
 
     prefix = materialise(resolve_paths(doc["workload"], str(tmp_path))).prefix
     lines = Path(prefix + ".txt").read_text().splitlines()[2:]

@@ -11,7 +11,7 @@ import yaml
 
 from simpy_astra.errors import InputError
 from simpy_astra.scenario import load_scenario
-from workloads import generated
+from simpy_astra.workloads import generated
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = ROOT / "scenarios" / "workloads" / "step_8npus_1MB" / "step"

@@ -14,11 +14,11 @@ import yaml
 
 from simpy_astra.config import load_network_yaml
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.chakra_et import make_node
+from simpy_astra.workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 from tests.conftest import REFERENCE
 from tests.sim_helpers import run, run_sim
 from tests.test_reference_parity import simulate_case
-from workloads.chakra_et import make_node
-from workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 GIB = 1 << 30
 
@@ -91,7 +91,7 @@ def _sends(pairs: list[tuple[int, int]], n: int = 4) -> list[list]:
 
 
 def test_routes_shortest_path_and_ecmp():
-    from topologies import GraphSpec, GraphTopology
+    from simpy_astra.topologies import GraphSpec, GraphTopology
 
     spec = GraphSpec.parse(FAT_TREE["graph"], 4)
     topo = GraphTopology(4, 100.0, 100.0, spec)

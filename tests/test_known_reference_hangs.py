@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.errors import StalledError
+from simpy_astra.workloads.chakra_et import make_node
+from simpy_astra.workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE
 from tests.sim_helpers import run
-from workloads.chakra_et import make_node
-from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE
 
 
 def test_double_binary_tree_on_three_rings_stops_with_a_report(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ import yaml
 from simpy_astra.errors import InputError
 from simpy_astra.scenario import load_scenario
 from simpy_astra.simulation import Simulation
+from simpy_astra.workloads.microbench import size_label, write_microbench
 from tests.conftest import REFERENCE
-from workloads.microbench import size_label, write_microbench
 
 ROOT = Path(__file__).resolve().parents[1]
 MICRO = REFERENCE / "workloads" / "microbench"
@@ -73,7 +73,7 @@ def test_scenario_generate_microbench_gives_reference_figures(reference_dir: Pat
     ({"collective": "all_reduce", "size": 8, "num_npus": 2, "dims": 1}, r"does not take \['dims'\]"),
 ])
 def test_bad_generator_parameters(params: dict, match: str, tmp_path: Path, monkeypatch) -> None:
-    from workloads.generated import materialise
+    from simpy_astra.workloads.generated import materialise
 
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     with pytest.raises(InputError, match=match):

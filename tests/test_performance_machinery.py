@@ -11,9 +11,15 @@ from pathlib import Path
 import pytest
 from simpy.core import StopSimulation
 
+from simpy_astra.workloads.chakra_et import make_node, read_et, write_et
+from simpy_astra.workloads.chakra_schema import (
+    ALL_REDUCE,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+)
 from tests.sim_helpers import net, run_sim
-from workloads.chakra_et import make_node, read_et, write_et
-from workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 
 def coll(size: int, pg: str | None = None) -> object:

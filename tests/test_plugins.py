@@ -72,7 +72,7 @@ def test_an_algorithm_from_a_user_module_runs_from_a_scenario(user_dir: Path) ->
 
 def test_a_plugin_module_registers_a_name(user_dir: Path) -> None:
     (user_dir / "my_plugin.py").write_text(textwrap.dedent("""
-        import collectives
+        from simpy_astra import collectives
         from my_algos import SIMPLE_RING
         collectives.register("simpleRing", SIMPLE_RING)
     """))
@@ -88,7 +88,7 @@ def test_a_plugin_module_registers_a_name(user_dir: Path) -> None:
 def test_a_topology_from_a_user_module(user_dir: Path) -> None:
     # a ring whose every message pays two hops of latency: one hop + LAT per ring step
     (user_dir / "my_topo.py").write_text(textwrap.dedent("""
-        from topologies.ring import Ring
+        from simpy_astra.topologies.ring import Ring
         class SlowRing(Ring):
             name = "SlowRing"
             def hops(self, src, dst):
@@ -116,8 +116,8 @@ def test_entry_points_name_algorithms(tmp_path: Path, user_dir: Path, monkeypatc
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: user-pkg\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[simpy_astra.collectives]\nsimpleRingEp = my_algos:SIMPLE_RING\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    from collectives import REGISTRY, resolve
     from simpy_astra import plugins
+    from simpy_astra.collectives import REGISTRY, resolve
 
     plugins._entry_points.cache_clear()
     try:

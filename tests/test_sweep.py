@@ -21,7 +21,7 @@ import yaml
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.spec import load_sweep
 from simpy_astra.sweep_cli import main as sweep_main
-from workloads import generated
+from simpy_astra.workloads import generated
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "scenarios" / "default.yaml"
@@ -207,8 +207,8 @@ def test_parallel_workers_share_one_cached_trace(copying_generator, tmp_path):
 
 def _activation_step(params: dict, prefix: str) -> None:
     """8 NPUs: a forward pass writes one activation of ``gib`` GiB, a backward pass reads it."""
-    from workloads.chakra_et import make_node, write_et
-    from workloads.chakra_schema import COMP_NODE
+    from simpy_astra.workloads.chakra_et import make_node, write_et
+    from simpy_astra.workloads.chakra_schema import COMP_NODE
 
     size = str(params["gib"] << 30)
     for rank in range(8):

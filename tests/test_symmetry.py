@@ -18,11 +18,11 @@ from simpy_astra.errors import InputError, StalledError
 from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.simulation import Simulation
 from simpy_astra.symmetry import Grid, delay_invariant_shifts
+from simpy_astra.topologies import build as build_topology
+from simpy_astra.workloads.chakra_et import make_node
+from simpy_astra.workloads.chakra_schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 from tests.sim_helpers import run_sim
 from tests.test_reference_parity import parse_lines
-from topologies import build as build_topology
-from workloads.chakra_et import make_node
-from workloads.chakra_schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 RING8 = {"topology": ["Ring"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0]}
 GRID2x2 = {"topology": ["Ring", "Ring"], "npus_count": [2, 2], "bandwidth": [50.0, 50.0],
@@ -67,7 +67,7 @@ def test_ring_and_switch_delays_rotate_a_line_does_not() -> None:
 
 
 def _line_graph(n: int):
-    from topologies.graph import GraphSpec
+    from simpy_astra.topologies.graph import GraphSpec
 
     return GraphSpec.parse({"links": [[i, i + 1] for i in range(n - 1)]}, n)
 

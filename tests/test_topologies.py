@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topologies import REGISTRY, FullyConnected, Line, Ring, Switch
+from simpy_astra.topologies import REGISTRY, FullyConnected, Line, Ring, Switch
 
 
 def test_ring_takes_the_shorter_way_and_ties_go_clockwise() -> None:

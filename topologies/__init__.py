@@ -7,12 +7,12 @@ file and one line in ``REGISTRY``; its name is what network YAML files write.
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology, CostPart
-from topologies.fully_connected import FullyConnected
-from topologies.graph import GraphSpec, GraphSpecError, GraphTopology
-from topologies.line import Line
-from topologies.ring import Ring
-from topologies.switch import Switch
+from simpy_astra.topologies.base import BasicTopology, CostPart
+from simpy_astra.topologies.fully_connected import FullyConnected
+from simpy_astra.topologies.graph import GraphSpec, GraphSpecError, GraphTopology
+from simpy_astra.topologies.line import Line
+from simpy_astra.topologies.ring import Ring
+from simpy_astra.topologies.switch import Switch
 
 REGISTRY: dict[str, type[BasicTopology]] = {
     "Ring": Ring,

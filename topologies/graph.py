@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topologies.base import BasicTopology
+from simpy_astra.topologies.base import BasicTopology
 
 ROUTING_MODES = ("shortest_path", "ecmp", "spray")
 

@@ -7,7 +7,7 @@ Not an ASTRA-sim building block; ASTRA-sim's files never name it.
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology, CostPart
+from simpy_astra.topologies.base import BasicTopology, CostPart
 
 
 class Line(BasicTopology):

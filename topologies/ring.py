@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topologies.base import BasicTopology, CostPart
+from simpy_astra.topologies.base import BasicTopology, CostPart
 
 
 class Ring(BasicTopology):

@@ -21,7 +21,7 @@ from typing import Final
 
 from google.protobuf.message import DecodeError
 
-from workloads.chakra_schema import (
+from simpy_astra.workloads.chakra_schema import (
     ATTR_VALUE_FIELDS,
     COMM_COLL_NODE,
     COMM_RECV_NODE,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 # the type numbers live in the protobuf-free chakra_types; re-exported here
-from workloads.chakra_types import (  # noqa: F401
+from simpy_astra.workloads.chakra_types import (  # noqa: F401
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,

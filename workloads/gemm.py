@@ -224,7 +224,7 @@ def scalesim_cycles(gemms: list[tuple[str, int, int, int]], array: ArraySpec) ->
     from importlib.metadata import version
 
     key = hashlib.sha256(repr((array, version("scalesim"))).encode()).hexdigest()[:20]
-    from workloads.generated import cache_root
+    from simpy_astra.workloads.generated import cache_root
 
     cache_path = os.path.join(cache_root(), "scalesim", f"{key}.json")
     known = _read_cache(cache_path)
@@ -363,7 +363,11 @@ def write_ets(text_path: str, prefix: str, num_npus: int, num_passes: int, clock
     microseconds, making every layer 1,000 times slower at 1 GHz)."""
     import dataclasses
 
-    from workloads.text_workload import convert_text_workload, parse_text_workload, write_converted_ets
+    from simpy_astra.workloads.text_workload import (
+        convert_text_workload,
+        parse_text_workload,
+        write_converted_ets,
+    )
 
     text = parse_text_workload(text_path)
     layers = tuple(dataclasses.replace(

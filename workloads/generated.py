@@ -57,13 +57,13 @@ def _lazy(module: str, function: str) -> Callable[[dict[str, Any], str], str | N
 
 # name -> generator; each generator module adds its own line here
 GENERATORS: dict[str, GeneratorEntry] = {
-    "microbench": GeneratorEntry(_lazy("workloads.microbench", "generate"), "1"),
-    "text": GeneratorEntry(_lazy("workloads.text_workload", "generate"), "1"),
+    "microbench": GeneratorEntry(_lazy("simpy_astra.workloads.microbench", "generate"), "1"),
+    "text": GeneratorEntry(_lazy("simpy_astra.workloads.text_workload", "generate"), "1"),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
-    "transformer": GeneratorEntry(_lazy("workloads.transformer", "generate"), "3"),  # bump when traces change
+    "transformer": GeneratorEntry(_lazy("simpy_astra.workloads.transformer", "generate"), "3"),  # bump when traces change
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...)
-    "gemm": GeneratorEntry(_lazy("workloads.gemm", "generate"), "1", path_params=("mnk",),
-                           prepare=_lazy("workloads.gemm", "prepare")),
+    "gemm": GeneratorEntry(_lazy("simpy_astra.workloads.gemm", "generate"), "1", path_params=("mnk",),
+                           prepare=_lazy("simpy_astra.workloads.gemm", "prepare")),
 }
 
 

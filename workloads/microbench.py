@@ -11,9 +11,15 @@ import argparse
 from typing import Any
 
 from simpy_astra.errors import InputError
-from workloads.chakra_et import make_node, write_et
-from workloads.chakra_schema import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, REDUCE_SCATTER
-from workloads.trace_output import TraceFiles, check_npu_count, check_prefix
+from simpy_astra.workloads.chakra_et import make_node, write_et
+from simpy_astra.workloads.chakra_schema import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    COMM_COLL_NODE,
+    REDUCE_SCATTER,
+)
+from simpy_astra.workloads.trace_output import TraceFiles, check_npu_count, check_prefix
 
 COLLECTIVES: dict[str, int] = {
     "all_reduce": ALL_REDUCE,

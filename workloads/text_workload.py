@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.errors import InputError
-from workloads.chakra_et import make_node, write_et
-from workloads.chakra_schema import (
+from simpy_astra.workloads.chakra_et import make_node, write_et
+from simpy_astra.workloads.chakra_schema import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,
@@ -35,7 +35,7 @@ from workloads.chakra_schema import (
     COMP_NODE,
     REDUCE_SCATTER,
 )
-from workloads.trace_output import TraceFiles, check_npu_count, check_prefix
+from simpy_astra.workloads.trace_output import TraceFiles, check_npu_count, check_prefix
 
 # what Chakra's text converter stores in each file's metadata (the reference ETs carry this label)
 METADATA_SCHEMA_LABEL = "1.0.2-chakra.0.0.4"
@@ -371,7 +371,7 @@ def text_workload_prefix(path: str, num_npus: int, num_passes: int = 1, num_dims
             digest = hashlib.sha256(f.read()).hexdigest()
     except OSError as exc:
         raise InputError(f"{path}: cannot read the text workload ({exc.strerror or exc})") from None
-    from workloads.generated import materialise
+    from simpy_astra.workloads.generated import materialise
 
     spec = {"generate": "text", "input": os.path.abspath(path), "sha256": digest, "num_npus": num_npus,
             "num_passes": num_passes, "num_dims": num_dims}

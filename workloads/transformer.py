@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from simpy_astra.errors import InputError
-from workloads.trace_output import check_prefix
-from workloads.transformer_config import (
+from simpy_astra.workloads.trace_output import check_prefix
+from simpy_astra.workloads.transformer_config import (
     MEMORY_ACCOUNTINGS,
     MODELS,
     PHASES,
@@ -26,10 +26,10 @@ from workloads.transformer_config import (
     TransformerConfig,
     config_from_params,
 )
-from workloads.transformer_graph import Layout
-from workloads.transformer_memory import account_memory
-from workloads.transformer_schedule import build_stage
-from workloads.transformer_writer import Units, write_trace
+from simpy_astra.workloads.transformer_graph import Layout
+from simpy_astra.workloads.transformer_memory import account_memory
+from simpy_astra.workloads.transformer_schedule import build_stage
+from simpy_astra.workloads.transformer_writer import Units, write_trace
 
 
 def generate_config(cfg: TransformerConfig, prefix: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from simpy_astra.errors import InputError
-from workloads.trace_output import MAX_TRACE_NPUS
+from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS
 
 MODELS = ("gpt", "llama", "moe")
 PHASES = ("train", "prefill", "decode")

@@ -18,8 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workloads.transformer_config import TransformerConfig
-from workloads.transformer_graph import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, StageGraph, Tensor
+from simpy_astra.workloads.transformer_config import TransformerConfig
+from simpy_astra.workloads.transformer_graph import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    REDUCE_SCATTER,
+    StageGraph,
+    Tensor,
+)
 
 NORM_OPS_PER_ELEMENT = 5  # mean, variance, normalise, scale, shift
 

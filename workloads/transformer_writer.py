@@ -11,10 +11,19 @@ from __future__ import annotations
 import json
 
 from simpy_astra.errors import InputError
-from workloads.chakra_et import encode_varint, make_node
-from workloads.chakra_schema import SCHEMA_VERSION, GlobalMetadata
-from workloads.trace_output import TraceFiles, check_free_space
-from workloads.transformer_graph import COLL, COMP, KIND_PREFIX, RECV, SEND, Layout, Op, StageGraph
+from simpy_astra.workloads.chakra_et import encode_varint, make_node
+from simpy_astra.workloads.chakra_schema import SCHEMA_VERSION, GlobalMetadata
+from simpy_astra.workloads.trace_output import TraceFiles, check_free_space
+from simpy_astra.workloads.transformer_graph import (
+    COLL,
+    COMP,
+    KIND_PREFIX,
+    RECV,
+    SEND,
+    Layout,
+    Op,
+    StageGraph,
+)
 
 
 class Units:

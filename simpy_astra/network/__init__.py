@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import simpy
 
 from simpy_astra.network.messages import Handler, MessageBoard
-from topologies.base import BasicTopology
+from simpy_astra.topologies.base import BasicTopology
 
 
 class Network(Protocol):

@@ -33,7 +33,7 @@ from simpy_astra.engine import Doorbell
 from simpy_astra.grid import Grid
 from simpy_astra.network.link import Link
 from simpy_astra.network.messages import Handler, MessageBoard
-from topologies.base import BasicTopology
+from simpy_astra.topologies.base import BasicTopology
 
 if TYPE_CHECKING:
     import networkx as nx

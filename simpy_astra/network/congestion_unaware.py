@@ -14,8 +14,8 @@ import simpy
 
 from simpy_astra.grid import Grid
 from simpy_astra.network.messages import Handler, MessageBoard
+from simpy_astra.topologies.base import BasicTopology
 from simpy_astra.units import network_gbps_to_bytes_per_ns
-from topologies.base import BasicTopology
 
 
 class CongestionUnawareNetwork:

@@ -226,7 +226,7 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
     if not isinstance(doc, dict) or "workload" not in doc:
         raise InputError(f"{where}: the base scenario must be a mapping with workload, system, network")
     if isinstance(doc.get("workload"), dict):  # a generator's input files, e.g. gemm's mnk CSV
-        from workloads.generated import resolve_paths
+        from simpy_astra.workloads.generated import resolve_paths
 
         doc["workload"] = resolve_paths(doc["workload"], base_dir)
     reached = {p.split(".")[0] for p in axis_paths if "." in p}
