@@ -18,11 +18,11 @@ import simpy
 
 from simpy_astra.network import BACKENDS
 from simpy_astra.network.packet import DEFAULT_PACKET_SIZE_BYTES, PacketNetwork
+from simpy_astra.topologies import FullyConnected, Line, Ring, Switch
+from simpy_astra.topologies.graph import GraphSpec, GraphTopology
+from simpy_astra.workloads.chakra_et import make_node
+from simpy_astra.workloads.chakra_schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE
 from tests.sim_helpers import run_sim
-from topologies import FullyConnected, Line, Ring, Switch
-from topologies.graph import GraphSpec, GraphTopology
-from workloads.chakra_et import make_node
-from workloads.chakra_schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE
 
 P = DEFAULT_PACKET_SIZE_BYTES
 S = 1 << 20  # 1 MiB: 256 packets

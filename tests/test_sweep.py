@@ -624,7 +624,7 @@ SLEEPY_PLUGIN = '''
 """Test plugin: points 1 and 2 finish at once, later ones sleep for ten minutes; a stopped
 point marks that it is unwinding and takes a second to do so."""
 import glob, os, shutil, time
-from workloads import generated
+from simpy_astra.workloads import generated
 
 STEP = {step!r}
 

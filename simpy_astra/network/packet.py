@@ -75,8 +75,8 @@ from simpy.events import Timeout
 
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.network.messages import Handler
+from simpy_astra.topologies.base import BasicTopology
 from simpy_astra.units import network_gbps_to_bytes_per_ns
-from topologies.base import BasicTopology
 
 DEFAULT_PACKET_SIZE_BYTES = 4096
 DEFAULT_SWITCH_BUFFER_BYTES = 1 << 20
