@@ -128,7 +128,7 @@ def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, e
         period = every_s if live else 10 * every_s
         while True:
             done = sum(npu.completed for npu in sim.npus)
-            text = (f"simulating: {done:,} of {total:,} nodes done, simulated time {sim.env.now:,.0f} ns, "
+            text = (f"simulating: {done:,} of {total:,} nodes done, simulated time {sim.now_ns:,.0f} ns, "
                     f"{time.monotonic() - start:.0f} s elapsed")
             stream.write(f"\r{text}\x1b[K" if live else text + "\n")
             stream.flush()

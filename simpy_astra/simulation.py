@@ -328,6 +328,11 @@ class Simulation:
             self._env.process(self._watch_for_stall())
         return self._env
 
+    @property
+    def now_ns(self) -> float:
+        """The simulated time (reading it arms nothing; safe from a display thread)."""
+        return self._env.now
+
     def _watch_for_stall(self):
         env = self._env
         interval_ns = 1_000
