@@ -226,7 +226,7 @@ def test_long_runs_show_progress() -> None:
         time.sleep(0.4)
         return []
 
-    sim = SimpleNamespace(npus=[npu], env=SimpleNamespace(now=1234.0), run=slow_run)
+    sim = SimpleNamespace(npus=[npu], now_ns=1234.0, run=slow_run)
     log = io.StringIO()
     assert run_with_progress(sim, stream=log, after_s=0.05, every_s=0.01) == []
     lines = log.getvalue().splitlines()
