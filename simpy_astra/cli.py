@@ -254,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in SUBCOMMANDS:
+            import gc
             import importlib
+
+            gc.enable()  # paused for start-up by __main__; these commands allocate as they go
 
             return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
         if argv and not argv[0].startswith("-") and argv[0] not in ("run", *SUBCOMMANDS):

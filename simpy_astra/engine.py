@@ -163,12 +163,17 @@ class _Bucket:
 
 @contextmanager
 def fast_collection() -> Iterator[None]:
-    """Fewer garbage-collector passes while a run allocates its short-lived events."""
+    """Fewer garbage-collector passes while a run allocates its short-lived events (the
+    collector runs during the run even if start-up paused it, as ``__main__`` does)."""
     gc.freeze()  # what exists now (graphs, configs) lives to the end: never scan it again
     thresholds = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
+    was_enabled = gc.isenabled()
+    gc.enable()
     try:
         yield
     finally:
+        if not was_enabled:
+            gc.disable()
         gc.set_threshold(*thresholds)
         gc.unfreeze()

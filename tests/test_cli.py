@@ -250,3 +250,32 @@ def test_default_scenario_imports_no_heavy_module() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_start_up_pauses_the_collector_and_the_run_resumes_it() -> None:
+    """``python -m simpy_astra`` reads its inputs with the cyclic collector paused (start-up
+    objects live as long as the run), collects during the run as usual, and leaves it on."""
+    import subprocess
+    import sys
+
+    code = ("import gc, io, contextlib, sys\n"
+            "from simpy_astra import engine\n"
+            "seen = []\n"
+            "real = engine.fast_collection\n"
+            "@contextlib.contextmanager\n"
+            "def spy():\n"
+            "    seen.append(('load', gc.isenabled()))\n"
+            "    with real():\n"
+            "        seen.append(('run', gc.isenabled()))\n"
+            "        yield\n"
+            "engine.fast_collection = spy\n"
+            "import simpy_astra.simulation as s\n"
+            "s.fast_collection = spy\n"
+            "import simpy_astra.__main__ as m\n"
+            f"sys.argv = ['simpy-astra', {str(ROOT / 'scenarios' / 'default.yaml')!r}]\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            "    assert m.main() == 0\n"
+            "print(seen, gc.isenabled())\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('load', False), ('run', True)] True"
