@@ -79,7 +79,10 @@ def _describe_handler(fn, arg) -> str | None:
 class Simulation:
     """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
 
-    def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None) -> None:
+    def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None,
+                 memory_traces: bool = True) -> None:
+        """``memory_traces=False``: track memory (peaks, breakdowns) as the system config asks,
+        but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not)."""
         self.inputs = inputs
         self.system_config = inputs.system
         self.on_report = on_report
@@ -99,7 +102,8 @@ class Simulation:
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
         self.peak_flops = tflops_to_flops(cfg.peak_perf_tflops)
-        self.local_mem_trace_prefix = cfg.local_mem_trace_filename if cfg.track_local_mem else None
+        self.local_mem_trace_prefix = (cfg.local_mem_trace_filename
+                                       if cfg.track_local_mem and memory_traces else None)
         self._check_et_count()
         # all file reading happens here, before time starts (custom collectives included)
         self.planner = CollectivePlanner(cfg, self.total_npus)

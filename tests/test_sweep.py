@@ -229,7 +229,12 @@ def test_peak_memory_and_the_cap_in_best_json(monkeypatch, tmp_path):
     path = write_sweep(tmp_path, {"base": base, "axes": {"workload.gib": [10, 50, 100]},
                                   "constraints": ["peak_memory_gb <= 80"], "minimise": "-peak_memory_gb"})
     out = tmp_path / "out"
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
     assert sweep_main([path, "--out", str(out), "--jobs", "2"]) == 0
+    # track-local-mem does not make the (parallel) points write local_mem_trace.*.json here
+    assert list(work.iterdir()) == []
     rows = {int(r["workload.gib"]): r for r in read_rows(out)}
     # the peak is the one live activation; both passes take 10 us
     assert {g: float(r["peak_memory_gb"]) for g, r in rows.items()} == {10: 10.0, 50: 50.0, 100: 100.0}

@@ -46,7 +46,9 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             with open(path, "w") as f:
                 yaml.safe_dump(scenario, f)
             inputs = load_scenario(path)
-        sim = Simulation(inputs)
+        # no local-memory trace files: every point (in parallel) would write the same names
+        # into the working folder; the rows keep each point's peak and its breakdown
+        sim = Simulation(inputs, memory_traces=False)
         reports = sim.run()
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
         cost = network_cost(inputs.network).total_usd
