@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simpy.events import Timeout
+
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.symmetry import Folding
@@ -31,6 +33,7 @@ class FoldedNetwork:
         self._moved: dict[tuple[int, int], int] = {}  # (npu, h) -> npu - h
         self._tags: dict[tuple[int, int], int] = {}  # (group tag block, h) -> tag offset
         self._sub = folding.grid.sub
+        self.recv = inner.board.post_recv  # a receive is only posted: one call less a message
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         inner = self.inner
@@ -47,7 +50,7 @@ class FoldedNetwork:
             if gid is not None:
                 tag += self._tag_offset(tag, gid, h)
         entry = inner.board.post_send(src, dst, tag, size, fn, arg)
-        inner.board.arrive_after(delay, entry)
+        Timeout(self.env, delay).callbacks.append(entry)  # the arrival (MessageBoard.arrive_after)
 
     def _tag_offset(self, tag: int, gid: int, h: int) -> int:
         """How much a group stream's tag changes in the representative's frame."""
@@ -60,6 +63,7 @@ class FoldedNetwork:
         return offset
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        """Replaced per instance by the board's ``post_recv`` (same arguments)."""
         self.inner.board.post_recv(dst, src, tag, size, fn, arg)
 
     def link_stats(self) -> None:
