@@ -357,3 +357,110 @@ def test_an_outage_delays_a_message_by_its_length() -> None:
     expected = S / b + lat + 10_000
     assert expected <= t <= expected + 2
     assert abs(link.busy_ns - S / b) <= 2
+
+
+# ------------------------------------------------------------------------------ buffers, inputs, processes
+
+
+def test_a_buffer_fills_at_in_minus_out_then_credits_hold_the_uplinks() -> None:
+    # Flows 0 -> 2 and 1 -> 2 meet at the switch's port towards 2 (two inputs, B/2 each).
+    # Each uplink is alone, so until the buffer Q = S/4 is full each runs at B: the buffer
+    # fills at 2B - B = B, full at t_f = Q/B. From then credits hold each uplink to B/2: the
+    # S - B*t_f left at each source drain at t_f + 2(S - B*t_f)/B = 2S/B - t_f, which frees
+    # the uplinks; each keeps Q/2 in the buffer, drained at B/2 in Q/B: the last bytes leave
+    # at 2S/B (the port was busy all along) and arrive 2*lat + P/B later. Uplinks are held
+    # back by credits from t_f to 2S/B - t_f: 2S/B - 2Q/B = 1.5 S/B.
+    b, lat, q = bytes_per_ns(50.0), 100.0, S // 4
+    net = PacketNetwork(simpy.Environment(), [Switch(3, 50.0, lat)], switch_buffer_bytes=q)
+    env = net.env
+    up, down = net.link(0, 3), net.link(3, 2)
+    t_f = q / b
+    samples = {}
+
+    def probe():
+        yield env.timeout(round(t_f / 2))
+        samples["filling"] = down.queued_bytes
+        yield env.timeout(round(2 * S / b - t_f / 2) - env.now)
+        samples["draining"] = (down.queued_bytes, up.busy, down.busy)
+
+    env.process(probe())
+    done = deliver_all(net, [(0, 2), (1, 2)])
+    assert samples["filling"] == pytest.approx(b * round(t_f / 2), rel=1e-3)  # (2B - B) * t
+    queued, up_busy, down_busy = samples["draining"]
+    assert queued == pytest.approx(q - b * (t_f / 2), rel=0.01)  # draining at B from Q
+    assert not up_busy and down_busy
+    expected = 2 * S / b + 2 * lat + P / b
+    for t in done.values():
+        assert expected <= t <= expected + 2
+    stats = {(u, v): (nbytes, busy, queue, stall) for u, v, nbytes, busy, queue, stall in net.link_stats()}
+    assert stats[(3, 2)][::2] == (2 * S, q) and stats[(3, 2)][3] == 0
+    assert stats[(3, 2)][1] == pytest.approx(2 * S / b, abs=2)
+    for src in (0, 1):
+        assert stats[(src, 3)][1] == pytest.approx(S / b, abs=2)  # busy: S bytes at B
+        assert stats[(src, 3)][3] == pytest.approx(2 * S / b - 2 * t_f, abs=3)
+
+
+@pytest.mark.parametrize("buffer_bytes, max_queue", [(S // 4, S // 4), (4 * S, S)])
+def test_the_largest_queue_is_the_buffer_when_the_bottleneck_outlasts_the_fill(buffer_bytes: int,
+                                                                                max_queue: int) -> None:
+    # As above, the port towards 2 fills at B. With Q = S/4 it is full at Q/B, long before
+    # the sources could drain (S/B): the largest queue is Q. With Q = 4S it never fills: both
+    # sources drain at B by S/B, leaving (2B - B) * S/B = S queued, the largest queue. Either
+    # way the port is busy from start to end: delivery at 2S/B + 2*lat + P/B.
+    b, lat = bytes_per_ns(50.0), 100.0
+    net = PacketNetwork(simpy.Environment(), [Switch(3, 50.0, lat)], switch_buffer_bytes=buffer_bytes)
+    done = deliver_all(net, [(0, 2), (1, 2)])
+    assert net.link(3, 2).max_queue_bytes == pytest.approx(max_queue, abs=64)
+    expected = 2 * S / b + 2 * lat + P / b
+    for t in done.values():
+        assert expected <= t <= expected + 2
+
+
+def test_an_output_port_serves_its_inputs_round_robin_not_its_flows() -> None:
+    # Two messages 0 -> 3 (input: link 0 -> switch) and one 1 -> 3 (input: link 1 -> switch)
+    # share the port towards 3. Round robin over inputs gives each input B/2: the 1 -> 3 flow
+    # B/2, the two 0 -> 3 flows B/4 each (per-flow sharing would give all three B/3 and end
+    # them together at 3S/B). So 1 -> 3 ends at 2S/B; then the two 0 -> 3 flows, having sent
+    # 2 * B/4 * 2S/B = S of their 2S, get B/2 each: S more bytes at B, ending at 3S/B. The port
+    # is busy all along, whatever the buffer does; arrivals 2*lat + P/B later.
+    b, lat = bytes_per_ns(50.0), 100.0
+    net = PacketNetwork(simpy.Environment(), [Switch(4, 50.0, lat)], switch_buffer_bytes=S // 4)
+    env, done = net.env, {}
+    for src, tag in ((0, 1), (0, 2), (1, 1)):
+        net.send(src, 3, tag, S, lambda key: done.__setitem__(key, env.now), (src, tag))
+        net.recv(3, src, tag, S, None, None)
+    env.run()
+    tail = 2 * lat + P / b
+    assert 2 * S / b + tail <= done[(1, 1)] <= 2 * S / b + tail + 2
+    for tag in (1, 2):
+        assert 3 * S / b + tail <= done[(0, tag)] <= 3 * S / b + tail + 2
+
+
+def test_links_are_simpy_resources_and_switches_are_processes() -> None:
+    # Every directed link is a SimPy BaseResource (the congestion-aware Link's base class
+    # too); the switch is a live SimPy process, woken by the network when trains start or
+    # end on its ports and by its own buffer timers.
+    from simpy.resources.base import BaseResource
+
+    from simpy_astra.network.link import Link, LinkResource
+
+    net = PacketNetwork(simpy.Environment(), [Switch(3, 50.0, 100.0)], switch_buffer_bytes=S // 4)
+    assert all(isinstance(link, BaseResource) and isinstance(link, LinkResource) for link in net.links())
+    assert issubclass(Link, LinkResource)
+    switch = net.switches[3]
+    assert isinstance(switch.process, simpy.Process) and switch.process.is_alive
+    deliver_all(net, [(0, 2), (1, 2)])
+    assert switch.wakes >= 3  # trains started, the buffer filled, the sources drained, ...
+    assert net.link(3, 2).max_queue_bytes == S // 4
+
+
+def test_contention_costs_events_not_bytes() -> None:
+    # Two flows into one port: a handful of events (start, fill, drains, empty, deliveries,
+    # the switch's wakes), the same for 1 MiB and 256 MiB per flow (a buffer of S/4 fills in
+    # both cases before the sources drain).
+    steps = []
+    for size in (S, 256 * S):
+        env = CountingEnvironment()
+        deliver_all(PacketNetwork(env, [Switch(3, 50.0, 100.0)], switch_buffer_bytes=S // 4), [(0, 2), (1, 2)], size)
+        steps.append(env.steps)
+    assert steps[0] == steps[1] < 40
