@@ -456,6 +456,8 @@ class PacketNetwork(CongestionAwareNetwork):
                              f"one packet ({self.packet_size_bytes} bytes)")
         self._paths: dict[tuple[int, int], tuple[_Path, ...]] = {}
         self.reshares = 0  # how often rates were re-shared among contending trains
+        self._pending: dict[Port, None] = {}  # links whose trains changed in this instant
+        self._flush_armed = False
         super().__init__(env, dims, source)
 
     # ------------------------------------------------------------------ topology
@@ -683,6 +685,9 @@ class PacketNetwork(CongestionAwareNetwork):
     def _reshare(self, seeds: list[Port]) -> None:
         """Re-solve the rates of every train that transitively shares a link with ``seeds``.
 
+        Changes of one instant are solved together, once, by an event at that instant
+        (:meth:`_flush`): no time passes in between, so nothing moves at the old rates.
+
         Each train is one unit of demand over its whole path, or two when it has a buffer
         that is not full (its hops before the buffer, and from the buffer on; a train whose
         source is drained is only the latter). The units get hierarchical max-min rates
@@ -693,6 +698,17 @@ class PacketNetwork(CongestionAwareNetwork):
         now upstream of its buffer is let go (it drains). Solve again until nothing changes."""
         if not seeds:
             return
+        pending = self._pending
+        for port in seeds:
+            pending[port] = None
+        if not self._flush_armed:  # one solve for every change of this instant (one event)
+            self._flush_armed = True
+            Timeout(self.env, 0).callbacks.append(self._flush)
+
+    def _flush(self, _event: Any) -> None:
+        self._flush_armed = False
+        seeds = list(self._pending)
+        self._pending.clear()
         self.reshares += 1
         now = self.env.now
         ports: set[Port] = set(seeds)
@@ -754,6 +770,9 @@ class PacketNetwork(CongestionAwareNetwork):
         units are all frozen left, and each input's part is split evenly among its unfrozen
         units; the smallest offer (or credit cap) freezes the units it was made to, at that
         rate, with the hop that made it; offers are recomputed where those units pass."""
+        if all(len(flow.ports) - flow.first == 1 for flow in flows):
+            self._one_hop_shares(flows)
+            return
         units: list[list] = []  # [flow, first hop, end hop, is_out, cap]
         inputs: dict[Port, dict[Any, list]] = {}  # port -> input -> [unfrozen, frozen sum, [(unit, hop)]]
         for flow in flows:
@@ -848,6 +867,29 @@ class PacketNetwork(CongestionAwareNetwork):
             if not flow.buf or flow.coupled:
                 if not unit[3]:
                     flow.r_out, flow.lim_out = rate[u], limit[u]
+
+    @staticmethod
+    def _one_hop_shares(flows) -> None:
+        """:meth:`_max_min` when every train has one link left (the last hop, no credit loop):
+        links do not interact, so each link's inputs share it evenly and each input's part
+        goes evenly to its trains."""
+        per_port: dict[Port, dict[Any, int]] = {}
+        for flow in flows:
+            i = flow.first
+            port = flow.ports[i]
+            key = flow.ports[i - 1] if i else None
+            counts = per_port.get(port)
+            if counts is None:
+                per_port[port] = {key: 1}
+            else:
+                counts[key] = counts.get(key, 0) + 1
+        for flow in flows:
+            i = flow.first
+            port = flow.ports[i]
+            counts = per_port[port]
+            rate = port.capacity_bytes_per_ns / len(counts) / counts[flow.ports[i - 1] if i else None]
+            flow.r_in = flow.r_out = rate
+            flow.lim_in = flow.lim_out = i
 
     def _apply(self, flows, ports, now: float) -> None:
         """Take the solved rates: re-arm drains, set the links' loads, mark the stalls and wake
