@@ -41,10 +41,10 @@ with credits gives every train constant rates: one on the hops before its buffer
 is filling or draining one), one from there on. A train costs one event when its last byte
 leaves the source, one for its delivery (``tail`` later: the last packet crossing the
 remaining hops), and, only when it is congested, the buffer's fill and empty instants.
-Rates are re-shared -- only among the trains that transitively share links with the one
-that changed -- when a train starts or ends, a buffer fills or empties, or a link changes
-speed. An uncontended message is two events whatever its size; runtime grows with
-contention, not with bytes. The switch process is woken (its event) when the trains or
+Rates are re-shared -- only among the trains that transitively share links with the ones
+that changed, and once for all the changes of one instant (one event) -- when a train starts
+or ends, a buffer fills or empties, or a link changes speed. An uncontended message is two
+events whatever its size; runtime grows with contention, not with bytes. The switch process is woken (its event) when the trains or
 rates on one of its ports change; it then sums the backlogs into the port's occupancy,
 records the largest, and arms a timer for the next fill or empty instant, at which it wakes
 again and has the network re-share.
