@@ -464,3 +464,28 @@ def test_contention_costs_events_not_bytes() -> None:
         deliver_all(PacketNetwork(env, [Switch(3, 50.0, 100.0)], switch_buffer_bytes=S // 4), [(0, 2), (1, 2)], size)
         steps.append(env.steps)
     assert steps[0] == steps[1] < 40
+
+
+def test_a_downlink_outage_fills_the_buffer_then_holds_the_uplink() -> None:
+    # One message 0 -> 1 through a 2-NPU switch; the switch's link to 1 is down from 2,000 to
+    # 12,000 ns. The uplink keeps sending at B into the switch's buffer (Q = 64 KiB) until it
+    # is full, Q/B after the outage began, then credits hold it until the link is back: held
+    # back 10,000 - Q/B. Then both run at B (the buffered Q stays ahead of the rest): the
+    # downlink, the bottleneck, idled exactly 10 us, so delivery is the lone message's
+    # 2*lat + S/B + P/B plus 10,000.
+    b, lat, q = bytes_per_ns(50.0), 100.0, 64 << 10
+    net = PacketNetwork(simpy.Environment(), [Switch(2, 50.0, lat)], switch_buffer_bytes=q)
+    down = net.link(2, 1)
+
+    def outage(env):
+        yield env.timeout(2_000)
+        down.take_down()
+        yield env.timeout(10_000)
+        down.bring_up()
+
+    net.env.process(outage(net.env))
+    t = deliver_all(net, [(0, 1)])[(0, 1)]
+    expected = 2 * lat + S / b + P / b + 10_000
+    assert expected <= t <= expected + 2
+    assert down.max_queue_bytes == q
+    assert net.link(0, 2).stall_ns == pytest.approx(10_000 - q / b, abs=2)

@@ -734,7 +734,7 @@ class PacketNetwork(CongestionAwareNetwork):
                 b = flow.buf
                 if not b:
                     k = flow.lim_in
-                    if k >= 1 and flow.r_in > 0 and not flow.ports[k].full:
+                    if k >= 1 and not flow.ports[k].full:
                         port = flow.ports[k]
                         flow.buf = k
                         flow.backlog_bytes = 0.0
