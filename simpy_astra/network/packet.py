@@ -44,17 +44,24 @@ remaining hops), and, only when it is congested, the buffer's fill and empty ins
 Rates are re-shared -- only among the trains that transitively share links with the ones
 that changed, and once for all the changes of one instant (one event) -- when a train starts
 or ends, a buffer fills or empties, or a link changes speed. An uncontended message is two
-events whatever its size; runtime grows with contention, not with bytes. The switch process is woken (its event) when the trains or
-rates on one of its ports change; it then sums the backlogs into the port's occupancy,
-records the largest, and arms a timer for the next fill or empty instant, at which it wakes
-again and has the network re-share.
+events whatever its size; runtime grows with contention, not with bytes. After every
+solve, the switch process of each port that holds a backlog is woken (its event): it sums
+the backlogs into the port's occupancy, records the largest, and arms a timer for the next
+fill or empty instant, at which it wakes again and hands the instant to the network, which
+re-shares.
 
 Approximations that this buys, and only these:
 
 * a train occupies every link of its path from its start (the head's arrival offset,
   ``latency + P/B`` per hop, is charged in the delivery time, not in the sharing);
 * a train has at most one buffer at a time: the one at its tightest port when it became
-  congested (a second, upstream bottleneck does not open a second buffer);
+  congested (the first such hop if several tie; none if the first link ties with it); a
+  second, upstream bottleneck opens no second buffer, and if its tightest port later moves
+  further on, its backlog stays where it is (the hops between carry its downstream rate);
+* a solve changes each train's state (whole, filling or draining a buffer, held by
+  credits) at most once and re-solves at most 6 times; a switch hands over at most 6
+  buffer instants of one port per simulated instant (guards against a state that solves
+  back to itself);
 * a full buffer's split between trains is frozen: each train that was filling it is held
   to its downstream rate (per-train credits) until its own rate downstream exceeds its
   rate upstream (then its backlog drains); space that a draining train frees is not handed
@@ -113,7 +120,8 @@ class Port(LinkResource):
     resource of unbounded capacity whose users are the trains crossing it.
 
     ``flows`` are those trains, each with the index of this port on its path (a train joins
-    with :meth:`request`, leaves with :meth:`release`); ``buffered`` the trains with a backlog
+    with :meth:`request`, leaves with :meth:`release`: plain calls, not SimPy events, which
+    would cost events per train and hop); ``buffered`` the trains with a backlog
     in this port's buffer, kept by ``switch`` (the :class:`SwitchProcess` of ``src``);
     ``load_bytes_per_ns`` the trains' summed rates; ``capacity_bytes_per_ns`` its speed while
     up, 0 while down. Co-simulation may change it live, as a congestion-aware link:
