@@ -580,7 +580,7 @@ class PacketNetwork(CongestionAwareNetwork):
                     self._arm_drain(flow, now)
                     for port in flow.ports:
                         port._set_load(rate)
-                    self._mark(flow.ports, (flow,))
+                    self._mark_credit_stall(flow)
                     continue
             self._reshare(flow.ports)
 
@@ -941,11 +941,12 @@ class PacketNetwork(CongestionAwareNetwork):
         for port in buffers:
             port.switch.notify(port)
 
-    def _mark(self, ports, flows) -> None:
-        """A lone train's links: held back only by a credit loop (its first link's)."""
-        for flow in flows:
-            lim = flow.lim_in
-            if lim < 0:
-                port = flow.ports[~lim]
+    @staticmethod
+    def _mark_credit_stall(flow: _Flow) -> None:
+        """A lone train held by the credit loop of hop ``~lim_in``: that link and those before
+        it had spare capacity while it waited for credits (as :meth:`_apply` marks them)."""
+        lim = flow.lim_in
+        if lim < 0:
+            for port in flow.ports[:~lim + 1]:
                 if port.load_bytes_per_ns < port.capacity_bytes_per_ns * (1 - 1e-6):
                     port._set_stalled(True)
