@@ -5,8 +5,9 @@
 Runs each selected reference case's inputs in-process with every backend (so Python start-up
 is not counted) and prints, per backend, the wall time and the simulated finish time (the
 latest NPU's finished cycles), then the geometric mean of each backend's wall time over the
-unaware one's. No assertion: this measures. The packet backend's finish times are its own
-(it pipelines packets and shares links fairly); the other two reproduce the reference.
+unaware one's. No assertion: this measures. The packet backend's finish times are its
+own (it pipelines packets, serves each port's inputs round robin, fills and drains
+buffers); the other two reproduce the reference.
 """
 
 from __future__ import annotations

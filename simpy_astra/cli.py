@@ -51,7 +51,7 @@ def _astra_parser() -> argparse.ArgumentParser:
     _add_plugin_flag(p)
     p.add_argument("--network-backend", default="congestion_unaware",
                    help="congestion_unaware (analytical), congestion_aware (links queue messages) or "
-                        "packet (packets pipelined, links shared fairly, credits)")
+                        "packet (packets pipelined, ports shared round robin over inputs, buffers and credits)")
     p.add_argument("--num-queues-per-dim", type=int, default=1)
     p.add_argument("--injection-scale", type=float, default=1.0)
     p.add_argument("--compute-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")

@@ -140,9 +140,12 @@ def test_k_flows_share_one_bottleneck_fairly(k: int) -> None:
 
 def test_incast_through_a_switch() -> None:
     # n NPUs send S to NPU n through one switch: the downlink switch -> n is shared by n
-    # flows, B/n each; every uplink could carry B but is held to B/n by credits, so the
-    # switch's port towards n keeps a full buffer. Each finishes at
-    # n*S/B + 2*lat + P/B (the last packet's second hop), within 2 ns.
+    # inputs (one flow each), B/n each, and is busy from start to end: each finishes at
+    # n*S/B + 2*lat + P/B (the last packet's second hop), within 2 ns. Meanwhile the uplinks
+    # first run at B, so the switch's buffer Q (1 MiB = S) towards n fills at n*B - B:
+    # full at t_f = Q/((n-1)B) = S/(5B). From then credits hold every uplink to B/n until its
+    # source is drained, at t_f + (S - B*t_f)*n/B = n*S/B - (n-1)*t_f; so each uplink is held
+    # back (stalled) for n*S/B - n*t_f = 4.8 S/B (events on whole ns: t_f rounded up, within 6 ns).
     n, lat, gbps = 6, 100.0, 50.0
     net = PacketNetwork(simpy.Environment(), [Switch(n + 1, gbps, lat)])
     done = deliver_all(net, [(i, n) for i in range(n)])
@@ -153,8 +156,9 @@ def test_incast_through_a_switch() -> None:
     stats = {(u, v): (nbytes, busy, queue, stall) for u, v, nbytes, busy, queue, stall in net.link_stats()}
     switch = n + 1
     assert stats[(switch, n)][:3] == (n * S, round(n * S / b), net.switch_buffer_bytes)
-    for i in range(n):  # held back by credits for all but the 1/n of the time it sent
-        assert stats[(i, switch)][3] == pytest.approx(n * S / b, abs=2)
+    t_fill = net.switch_buffer_bytes / ((n - 1) * b)
+    for i in range(n):
+        assert stats[(i, switch)][3] == pytest.approx(n * S / b - n * t_fill, abs=6)
         assert stats[(i, switch)][2] == 0  # the NPU's own queue is not a switch buffer
 
 
@@ -176,21 +180,31 @@ def test_permutation_on_a_non_blocking_fat_tree_runs_at_line_rate() -> None:
     assert max(slow.values()) == pytest.approx(4 * S / b + 4 * lat + 3 * P / b, rel=0.01)
 
 
-@pytest.mark.parametrize("routing", ["spray", "ecmp"])
-def test_all_to_all_on_a_2_to_1_oversubscribed_fat_tree_runs_at_half_rate(routing: str) -> None:
-    # 4 leaves x 4 NPUs, 2 spines: a leaf's 4 NPUs share 2 uplinks. In an all-to-all of S per
-    # pair, each NPU sends 12 S to other leaves; the 48 cross-leaf flows of a leaf get 2B/48
-    # each, i.e. B/2 per NPU for its cross-leaf traffic (half its line rate); its 3 intra-leaf
-    # flows share the other B/2 and end at 6 S/B. So the all-to-all ends at
-    # 12 S / (B/2) = 24 S/B (against 15 S/B at line rate). ECMP spreads (src, dst) by
-    # (16 src + dst) mod 2 = dst mod 2: 24 flows per uplink, as even as spraying.
+@pytest.mark.parametrize("routing, cross_end, intra_end", [("spray", 25, 5), ("ecmp", 26, 4)])
+def test_all_to_all_on_a_2_to_1_oversubscribed_fat_tree(routing: str, cross_end: int, intra_end: int) -> None:
+    # 4 leaves x 4 NPUs, 2 spines: a leaf's 4 NPUs share 2 uplinks; all-to-all of S per pair.
+    # An output port serves its inputs round robin. Spray: NPU d's downlink has 5 inputs (2
+    # spines carrying 12 half-flows each towards d, 3 intra-leaf NPUs with 1 flow each): B/5
+    # each, so a cross-leaf flow gets 2*(B/5)/12 = B/30 (the uplinks, B/4 per NPU input over
+    # 12 half-flows = B/24 per flow, are not the bottleneck) and the intra flows B/5 each
+    # (their NPU's link carries 12*B/30 + 3*B/5 = B): intra flows end at 5 S/B. Then every
+    # downlink serves only the spines, and the uplinks bound the cross flows at B/24 (B/2 per
+    # NPU, half its line rate): the S - 5 S/B * B/30 = 5S/6 left take 20 S/B, so the all-to-all
+    # ends at 25 S/B (per-flow sharing would give 24 S/B). ECMP picks spine dst mod 2: all 12
+    # cross flows towards d come in by one spine, so d's downlink has 4 inputs, B/4 each:
+    # cross flows B/48, intra B/4 (end at 4 S/B); then B/24 for the 11S/12 left: 26 S/B.
+    # Small buffers (2 packets, above the credit loop's 2*lat*B + P at lat = 10 ns) keep the
+    # fill transients small; the intra flows' ends are staggered by the order in which the
+    # 240 flows start at t = 0 and by the cross flows taking their share of the NPU links
+    # while buffers fill and drain (within 2%).
     gbps = 100.0
-    net = PacketNetwork(simpy.Environment(), [fat_tree(2, routing, gbps)])
+    net = PacketNetwork(simpy.Environment(), [fat_tree(2, routing, gbps, lat=10.0)], switch_buffer_bytes=2 * P)
     done = deliver_all(net, [(s, d) for s in range(16) for d in range(16) if s != d])
     b = bytes_per_ns(gbps)
-    assert max(done.values()) == pytest.approx(24 * S / b, rel=0.01)
+    assert max(done.values()) == pytest.approx(cross_end * S / b, rel=0.01)
     intra = [t for (s, d), t in done.items() if s // 4 == d // 4]
-    assert max(intra) == pytest.approx(6 * S / b, rel=0.01)
+    assert min(intra) == pytest.approx(intra_end * S / b, rel=0.01)
+    assert max(intra) == pytest.approx(intra_end * S / b, rel=0.02)
     uplinks = [row for row in net.link_stats() if str(row[0]).startswith("leaf") and str(row[1]).startswith("spine")]
     assert {row[2] for row in uplinks} == {24 * S}  # every uplink carries half of its leaf's 48 S
 
@@ -343,3 +357,135 @@ def test_an_outage_delays_a_message_by_its_length() -> None:
     expected = S / b + lat + 10_000
     assert expected <= t <= expected + 2
     assert abs(link.busy_ns - S / b) <= 2
+
+
+# ------------------------------------------------------------------------------ buffers, inputs, processes
+
+
+def test_a_buffer_fills_at_in_minus_out_then_credits_hold_the_uplinks() -> None:
+    # Flows 0 -> 2 and 1 -> 2 meet at the switch's port towards 2 (two inputs, B/2 each).
+    # Each uplink is alone, so until the buffer Q = S/4 is full each runs at B: the buffer
+    # fills at 2B - B = B, full at t_f = Q/B. From then credits hold each uplink to B/2: the
+    # S - B*t_f left at each source drain at t_f + 2(S - B*t_f)/B = 2S/B - t_f, which frees
+    # the uplinks; each keeps Q/2 in the buffer, drained at B/2 in Q/B: the last bytes leave
+    # at 2S/B (the port was busy all along) and arrive 2*lat + P/B later. Uplinks are held
+    # back by credits from t_f to 2S/B - t_f: 2S/B - 2Q/B = 1.5 S/B.
+    b, lat, q = bytes_per_ns(50.0), 100.0, S // 4
+    net = PacketNetwork(simpy.Environment(), [Switch(3, 50.0, lat)], switch_buffer_bytes=q)
+    env = net.env
+    up, down = net.link(0, 3), net.link(3, 2)
+    t_f = q / b
+    samples = {}
+
+    def probe():
+        yield env.timeout(round(t_f / 2))
+        samples["filling"] = down.queued_bytes
+        yield env.timeout(round(2 * S / b - t_f / 2) - env.now)
+        samples["draining"] = (down.queued_bytes, up.busy, down.busy)
+
+    env.process(probe())
+    done = deliver_all(net, [(0, 2), (1, 2)])
+    assert samples["filling"] == pytest.approx(b * round(t_f / 2), rel=1e-3)  # (2B - B) * t
+    queued, up_busy, down_busy = samples["draining"]
+    assert queued == pytest.approx(q - b * (t_f / 2), rel=0.01)  # draining at B from Q
+    assert not up_busy and down_busy
+    expected = 2 * S / b + 2 * lat + P / b
+    for t in done.values():
+        assert expected <= t <= expected + 2
+    stats = {(u, v): (nbytes, busy, queue, stall) for u, v, nbytes, busy, queue, stall in net.link_stats()}
+    assert stats[(3, 2)][::2] == (2 * S, q) and stats[(3, 2)][3] == 0
+    assert stats[(3, 2)][1] == pytest.approx(2 * S / b, abs=2)
+    for src in (0, 1):
+        assert stats[(src, 3)][1] == pytest.approx(S / b, abs=2)  # busy: S bytes at B
+        assert stats[(src, 3)][3] == pytest.approx(2 * S / b - 2 * t_f, abs=3)
+
+
+@pytest.mark.parametrize("buffer_bytes, max_queue", [(S // 4, S // 4), (4 * S, S)])
+def test_the_largest_queue_is_the_buffer_when_the_bottleneck_outlasts_the_fill(buffer_bytes: int,
+                                                                                max_queue: int) -> None:
+    # As above, the port towards 2 fills at B. With Q = S/4 it is full at Q/B, long before
+    # the sources could drain (S/B): the largest queue is Q. With Q = 4S it never fills: both
+    # sources drain at B by S/B, leaving (2B - B) * S/B = S queued, the largest queue. Either
+    # way the port is busy from start to end: delivery at 2S/B + 2*lat + P/B.
+    b, lat = bytes_per_ns(50.0), 100.0
+    net = PacketNetwork(simpy.Environment(), [Switch(3, 50.0, lat)], switch_buffer_bytes=buffer_bytes)
+    done = deliver_all(net, [(0, 2), (1, 2)])
+    assert net.link(3, 2).max_queue_bytes == pytest.approx(max_queue, abs=64)
+    expected = 2 * S / b + 2 * lat + P / b
+    for t in done.values():
+        assert expected <= t <= expected + 2
+
+
+def test_an_output_port_serves_its_inputs_round_robin_not_its_flows() -> None:
+    # Two messages 0 -> 3 (input: link 0 -> switch) and one 1 -> 3 (input: link 1 -> switch)
+    # share the port towards 3. Round robin over inputs gives each input B/2: the 1 -> 3 flow
+    # B/2, the two 0 -> 3 flows B/4 each (per-flow sharing would give all three B/3 and end
+    # them together at 3S/B). So 1 -> 3 ends at 2S/B; then the two 0 -> 3 flows, having sent
+    # 2 * B/4 * 2S/B = S of their 2S, get B/2 each: S more bytes at B, ending at 3S/B. The port
+    # is busy all along, whatever the buffer does; arrivals 2*lat + P/B later.
+    b, lat = bytes_per_ns(50.0), 100.0
+    net = PacketNetwork(simpy.Environment(), [Switch(4, 50.0, lat)], switch_buffer_bytes=S // 4)
+    env, done = net.env, {}
+    for src, tag in ((0, 1), (0, 2), (1, 1)):
+        net.send(src, 3, tag, S, lambda key: done.__setitem__(key, env.now), (src, tag))
+        net.recv(3, src, tag, S, None, None)
+    env.run()
+    tail = 2 * lat + P / b
+    assert 2 * S / b + tail <= done[(1, 1)] <= 2 * S / b + tail + 2
+    for tag in (1, 2):
+        assert 3 * S / b + tail <= done[(0, tag)] <= 3 * S / b + tail + 2
+
+
+def test_links_are_simpy_resources_and_switches_are_processes() -> None:
+    # Every directed link is a SimPy BaseResource (the congestion-aware Link's base class
+    # too); the switch is a live SimPy process, woken by the network when trains start or
+    # end on its ports and by its own buffer timers.
+    from simpy.resources.base import BaseResource
+
+    from simpy_astra.network.link import Link, LinkResource
+
+    net = PacketNetwork(simpy.Environment(), [Switch(3, 50.0, 100.0)], switch_buffer_bytes=S // 4)
+    assert all(isinstance(link, BaseResource) and isinstance(link, LinkResource) for link in net.links())
+    assert issubclass(Link, LinkResource)
+    switch = net.switches[3]
+    assert isinstance(switch.process, simpy.Process) and switch.process.is_alive
+    deliver_all(net, [(0, 2), (1, 2)])
+    assert switch.wakes >= 3  # trains started, the buffer filled, the sources drained, ...
+    assert net.link(3, 2).max_queue_bytes == S // 4
+
+
+def test_contention_costs_events_not_bytes() -> None:
+    # Two flows into one port: a handful of events (start, fill, drains, empty, deliveries,
+    # the switch's wakes), the same for 1 MiB and 256 MiB per flow (a buffer of S/4 fills in
+    # both cases before the sources drain).
+    steps = []
+    for size in (S, 256 * S):
+        env = CountingEnvironment()
+        deliver_all(PacketNetwork(env, [Switch(3, 50.0, 100.0)], switch_buffer_bytes=S // 4), [(0, 2), (1, 2)], size)
+        steps.append(env.steps)
+    assert steps[0] == steps[1] < 40
+
+
+def test_a_downlink_outage_fills_the_buffer_then_holds_the_uplink() -> None:
+    # One message 0 -> 1 through a 2-NPU switch; the switch's link to 1 is down from 2,000 to
+    # 12,000 ns. The uplink keeps sending at B into the switch's buffer (Q = 64 KiB) until it
+    # is full, Q/B after the outage began, then credits hold it until the link is back: held
+    # back 10,000 - Q/B. Then both run at B (the buffered Q stays ahead of the rest): the
+    # downlink, the bottleneck, idled exactly 10 us, so delivery is the lone message's
+    # 2*lat + S/B + P/B plus 10,000.
+    b, lat, q = bytes_per_ns(50.0), 100.0, 64 << 10
+    net = PacketNetwork(simpy.Environment(), [Switch(2, 50.0, lat)], switch_buffer_bytes=q)
+    down = net.link(2, 1)
+
+    def outage(env):
+        yield env.timeout(2_000)
+        down.take_down()
+        yield env.timeout(10_000)
+        down.bring_up()
+
+    net.env.process(outage(net.env))
+    t = deliver_all(net, [(0, 1)])[(0, 1)]
+    expected = 2 * lat + S / b + P / b + 10_000
+    assert expected <= t <= expected + 2
+    assert down.max_queue_bytes == q
+    assert net.link(0, 2).stall_ns == pytest.approx(10_000 - q / b, abs=2)

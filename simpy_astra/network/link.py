@@ -1,5 +1,10 @@
 """A directed link as a SimPy resource: one transmission on the wire at a time, FIFO.
 
+:class:`LinkResource` is what every backend's directed link shares (a SimPy
+:class:`~simpy.resources.base.BaseResource` with its ends, speed, latency and up/down
+state, and the checks of a change of speed); ``Link`` (congestion-aware backend) and the
+packet backend's :class:`~simpy_astra.network.packet.Port` build on it.
+
 ``Link`` is a :class:`simpy.resources.base.BaseResource` of capacity one. Its ``put`` queue
 holds what waits for the wire: the network's messages, and :class:`Transmission` requests
 that a user process makes with ``yield link.put(nbytes)`` (background traffic), in one FIFO.
@@ -67,7 +72,38 @@ class _OnWire:
             self.link._free(self)
 
 
-class Link(BaseResource):
+class LinkResource(BaseResource):
+    """What a directed link ``src -> dst`` is on every link-level backend: a SimPy resource
+    with ``bandwidth_gbps`` (``bytes_per_ns`` in bytes/ns, GB = 2^30 B), ``latency_ns`` and
+    ``up``. ``put(nbytes)`` is a :class:`Transmission` (background bytes over this link);
+    subclasses decide how the wire is shared (``capacity``: how many transmissions at once)."""
+
+    put = BoundClass(Transmission)
+
+    def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float,
+                 latency_ns: float, capacity: float) -> None:
+        super().__init__(env, capacity)
+        self.env = env
+        self.src = src
+        self.dst = dst
+        self.latency_ns = latency_ns
+        self.bandwidth_gbps = bandwidth_gbps
+        self.bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
+        self.up = True
+
+    def _new_bandwidth(self, bandwidth_gbps: float) -> None:
+        """Check and take a new speed (the subclass first accounts what the old one did)."""
+        if bandwidth_gbps <= 0:
+            raise ValueError(f"link {self.src}->{self.dst}: bandwidth must be > 0 GB/s "
+                             f"(use take_down() to stop it)")
+        self.bandwidth_gbps = bandwidth_gbps
+        self.bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.src}->{self.dst} {self.bandwidth_gbps} GB/s {self.latency_ns} ns>"
+
+
+class Link(LinkResource):
     """Directed link ``src -> dst`` with ``bandwidth_gbps`` and ``latency_ns``.
 
     Live statistics: ``bytes`` put on the wire, ``busy_ns`` (serialising time so far),
@@ -75,23 +111,15 @@ class Link(BaseResource):
     end; user transmissions succeed there instead."""
 
     PutQueue = deque
-    put = BoundClass(Transmission)
 
     def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float,
                  latency_ns: float, on_arrival: Callable[[Any], None]) -> None:
-        super().__init__(env, capacity=1)
-        self.env = env
-        self.src = src
-        self.dst = dst
-        self.latency_ns = latency_ns
-        self.bandwidth_gbps = bandwidth_gbps
-        self.up = True
+        super().__init__(env, src, dst, bandwidth_gbps, latency_ns, capacity=1)
         self.bytes = 0
         self._busy_done_ns: float = 0
         self._wire: _OnWire | None = None
         self._on_arrival = on_arrival
         self._delays: dict[int, tuple[int, int]] = {}
-        self._bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
 
     # ------------------------------------------------------------------ statistics
     @property
@@ -115,11 +143,9 @@ class Link(BaseResource):
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
         """New speed for every byte not yet on the wire (from now)."""
         if bandwidth_gbps <= 0:
-            raise ValueError(f"link {self.src}->{self.dst}: bandwidth must be > 0 GB/s "
-                             f"(use take_down() to stop it)")
+            self._new_bandwidth(bandwidth_gbps)  # raises
         self._pause()
-        self.bandwidth_gbps = bandwidth_gbps
-        self._bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
+        self._new_bandwidth(bandwidth_gbps)
         self._delays = {}
         self._resume()
 
@@ -140,7 +166,7 @@ class Link(BaseResource):
         if wire is None or not self.up:
             return
         now = self.env.now
-        wire.left = max(0.0, wire.left - (now - wire.since) * self._bytes_per_ns)
+        wire.left = max(0.0, wire.left - (now - wire.since) * self.bytes_per_ns)
         self._busy_done_ns += now - wire.since
         wire.since = now
         wire.stale = True
@@ -154,7 +180,7 @@ class Link(BaseResource):
             return
         fresh = _OnWire(self, wire.item, wire.left, self.env.now)
         self._wire = fresh
-        ser = wire.left / self._bytes_per_ns
+        ser = wire.left / self.bytes_per_ns
         self._schedule(fresh, int(self.latency_ns + ser), int(ser))
 
     # ------------------------------------------------------------------ carrying
@@ -174,7 +200,7 @@ class Link(BaseResource):
         size = item.size
         delays = self._delays.get(size)
         if delays is None:
-            ser = size / self._bytes_per_ns
+            ser = size / self.bytes_per_ns
             delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
         self.bytes += size
         env = self.env
@@ -191,6 +217,3 @@ class Link(BaseResource):
         self._busy_done_ns += self.env.now - wire.since
         self._wire = None
         self._trigger_put(None)
-
-    def __repr__(self) -> str:
-        return f"<Link {self.src}->{self.dst} {self.bandwidth_gbps} GB/s {self.latency_ns} ns>"
