@@ -339,20 +339,25 @@ def test_halving_the_bandwidth_mid_message_re_times_its_remaining_bytes() -> Non
     assert expected <= t <= expected + 2
 
 
+def _outage(net: PacketNetwork, link, start_ns: int, length_ns: int) -> None:
+    """A co-simulation process that takes ``link`` down at ``start_ns`` for ``length_ns``."""
+
+    def outage(env):
+        yield env.timeout(start_ns)
+        link.take_down()
+        yield env.timeout(length_ns)
+        link.bring_up()
+
+    net.env.process(outage(net.env))
+
+
 def test_an_outage_delays_a_message_by_its_length() -> None:
     # Down from 2,000 to 12,000 ns: nothing moves for 10 us, so S/B + lat + 10,000; the link
     # was busy S/B in all (busy time counts serialising only).
     b, lat = bytes_per_ns(50.0), 500.0
     net = _one_link()
     link = net.link(0, 1)
-
-    def outage(env):
-        yield env.timeout(2_000)
-        link.take_down()
-        yield env.timeout(10_000)
-        link.bring_up()
-
-    net.env.process(outage(net.env))
+    _outage(net, link, 2_000, 10_000)
     t = deliver_all(net, [(0, 1)])[(0, 1)]
     expected = S / b + lat + 10_000
     assert expected <= t <= expected + 2
@@ -476,14 +481,7 @@ def test_a_downlink_outage_fills_the_buffer_then_holds_the_uplink() -> None:
     b, lat, q = bytes_per_ns(50.0), 100.0, 64 << 10
     net = PacketNetwork(simpy.Environment(), [Switch(2, 50.0, lat)], switch_buffer_bytes=q)
     down = net.link(2, 1)
-
-    def outage(env):
-        yield env.timeout(2_000)
-        down.take_down()
-        yield env.timeout(10_000)
-        down.bring_up()
-
-    net.env.process(outage(net.env))
+    _outage(net, down, 2_000, 10_000)
     t = deliver_all(net, [(0, 1)])[(0, 1)]
     expected = 2 * lat + S / b + P / b + 10_000
     assert expected <= t <= expected + 2
