@@ -185,9 +185,13 @@ class Phase:
     def recv(self, src: int, size_bytes: int, tag: int | None = None) -> Signal:
         received = Signal(self.env)
         tag = self.stream.tag if tag is None else native_tag(tag)
-        # the message is here (in the network's event): resume who waits on it
-        self.network.recv(self.npu_id, src, tag, size_bytes, Signal.fire, received)
+        self.network.recv(self.npu_id, src, tag, size_bytes, self._received, received)
         return received
+
+    def _received(self, received: Signal) -> None:
+        """The message is here (in the network's event): resume who waits on it. A bound
+        method of the phase, so that a stall report can say which phase waits."""
+        received.fire()
 
     def endpoint(self, reduce_bytes: int = 0) -> Signal:
         back = Signal(self.env)

@@ -24,3 +24,5 @@ def test_double_binary_tree_on_three_rings_stops_with_a_report(tmp_path: Path) -
     text = str(info.value)
     assert "NPU 0" in text and "node 1 (COMM_COLL 'grad_ar'" in text
     assert "never sent" in text or "never received" in text
+    # a receive a collective waits on is named by its phase, not only by its NPU
+    assert "phase of chunk stream 0 waits for" in text
