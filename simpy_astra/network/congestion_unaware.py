@@ -28,8 +28,6 @@ class CongestionUnawareNetwork:
         self.dims = dims
         self.grid = Grid([d.npus_count for d in dims])
         self._cache: dict[tuple[int, int, int], int] = {}
-        # a receive is only posted on the board: go there directly (one call less a message)
-        self.recv = self.board.post_recv
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
         key = (src, dst, size)
@@ -52,7 +50,6 @@ class CongestionUnawareNetwork:
         Timeout(self.env, delay).callbacks.append(entry)  # the arrival (MessageBoard.arrive_after)
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
-        """Replaced per instance by the board's ``post_recv`` (same arguments)."""
         self.board.post_recv(dst, src, tag, size, fn, arg)
 
     def link_stats(self) -> None:

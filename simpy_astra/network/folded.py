@@ -33,7 +33,6 @@ class FoldedNetwork:
         self._moved: dict[tuple[int, int], int] = {}  # (npu, h) -> npu - h
         self._tags: dict[tuple[int, int], int] = {}  # (group tag block, h) -> tag offset
         self._sub = folding.grid.sub
-        self.recv = inner.board.post_recv  # a receive is only posted: one call less a message
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         inner = self.inner
@@ -63,7 +62,6 @@ class FoldedNetwork:
         return offset
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
-        """Replaced per instance by the board's ``post_recv`` (same arguments)."""
         self.inner.board.post_recv(dst, src, tag, size, fn, arg)
 
     def link_stats(self) -> None:
