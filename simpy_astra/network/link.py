@@ -91,11 +91,13 @@ class LinkResource(BaseResource):
         self.bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
         self.up = True
 
-    def _new_bandwidth(self, bandwidth_gbps: float) -> None:
-        """Check and take a new speed (the subclass first accounts what the old one did)."""
+    def _check_bandwidth(self, bandwidth_gbps: float) -> None:
         if bandwidth_gbps <= 0:
             raise ValueError(f"link {self.src}->{self.dst}: bandwidth must be > 0 GB/s "
                              f"(use take_down() to stop it)")
+
+    def _new_bandwidth(self, bandwidth_gbps: float) -> None:
+        """Take a new speed (checked; the subclass first accounts what the old one did)."""
         self.bandwidth_gbps = bandwidth_gbps
         self.bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
 
@@ -142,8 +144,7 @@ class Link(LinkResource):
     # ------------------------------------------------------------------ faults
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
         """New speed for every byte not yet on the wire (from now)."""
-        if bandwidth_gbps <= 0:
-            self._new_bandwidth(bandwidth_gbps)  # raises
+        self._check_bandwidth(bandwidth_gbps)
         self._pause()
         self._new_bandwidth(bandwidth_gbps)
         self._delays = {}
