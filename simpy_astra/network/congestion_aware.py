@@ -91,17 +91,27 @@ class CongestionAwareNetwork:
         link = self._links.get((u, v))
         if link is None:  # a 2-NPU ring names each pair twice: one link per direction
             bandwidth_gbps, latency_ns = self.dims[dim].link_params(local_u, local_v)
-            into_switch = local_v >= self.dims[dim].npus_count
-            link = self._links[(u, v)] = Link(self.env, u, v, bandwidth_gbps, latency_ns,
-                                              self.switch(v).receive if into_switch else self._arrived)
+            link = self._links[(u, v)] = self._new_link(u, v, bandwidth_gbps, latency_ns,
+                                                        into_switch=local_v >= self.dims[dim].npus_count,
+                                                        from_switch=local_u >= self.dims[dim].npus_count)
         return link
+
+    def _new_link(self, u: Any, v: Any, bandwidth_gbps: float, latency_ns: float, *,
+                  into_switch: bool, from_switch: bool) -> Link:
+        """This backend's directed link (a backend with other links overrides this)."""
+        return Link(self.env, u, v, bandwidth_gbps, latency_ns,
+                    self.switch(v).receive if into_switch else self._arrived)
 
     def switch(self, device: Any) -> SwitchProcess:
         """The switch process of ``device`` (started when a link first leads into it)."""
         sw = self.switches.get(device)
         if sw is None:
-            sw = self.switches[device] = SwitchProcess(self.env, device, self._arrived)
+            sw = self.switches[device] = self._new_switch(device)
         return sw
+
+    def _new_switch(self, device: Any) -> SwitchProcess:
+        """This backend's switch process (a backend with other switches overrides this)."""
+        return SwitchProcess(self.env, device, self._arrived)
 
     def _device(self, dim: int, base: int, local: int) -> Any:
         """Global id of device ``local`` of the ``dim`` instance at NPU ``base``: an NPU id,

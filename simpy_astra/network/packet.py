@@ -468,22 +468,17 @@ class PacketNetwork(CongestionAwareNetwork):
         super().__init__(env, dims, source)
 
     # ------------------------------------------------------------------ topology
-    def _link(self, u: Any, v: Any, dim: int, local_u: int, local_v: int) -> Port:  # type: ignore[override]
-        port = self._links.get((u, v))
-        if port is None:
-            bandwidth_gbps, latency_ns = self.dims[dim].link_params(local_u, local_v)
-            port = self._links[(u, v)] = Port(self.env, u, v, bandwidth_gbps, latency_ns, self)
-            if local_u >= self.dims[dim].npus_count:  # out of a switch: its process keeps the buffer
-                port.switch = self.switch(u)
+    def _new_link(self, u: Any, v: Any, bandwidth_gbps: float, latency_ns: float, *,  # type: ignore[override]
+                  into_switch: bool, from_switch: bool) -> Port:
+        port = Port(self.env, u, v, bandwidth_gbps, latency_ns, self)
+        if from_switch:  # out of a switch: its process keeps the buffer
+            port.switch = self.switch(u)  # type: ignore[assignment]
         return port
 
-    def switch(self, device: Any) -> SwitchProcess:  # type: ignore[override]
+    def _new_switch(self, device: Any) -> SwitchProcess:  # type: ignore[override]
         """The process of forwarding device ``device`` (a switch, or an NPU once a train
-        buffers at one of its ports)."""
-        sw = self.switches.get(device)
-        if sw is None:
-            sw = self.switches[device] = SwitchProcess(self.env, device, self)  # type: ignore[assignment]
-        return sw  # type: ignore[return-value]
+        buffers at one of its ports: :meth:`switch` starts it then)."""
+        return SwitchProcess(self.env, device, self)
     def _paths_between(self, src: int, dst: int) -> tuple[_Path, ...]:
         """Dimension-order routing, as the congestion-aware backend; a dimension that sprays
         gives several paths: path ``k`` takes alternative ``k mod m`` in every dimension."""
