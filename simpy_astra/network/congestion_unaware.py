@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import simpy
-from simpy.events import Timeout
 
 from simpy_astra.grid import Grid
 from simpy_astra.network.messages import Handler, MessageBoard
@@ -28,6 +27,7 @@ class CongestionUnawareNetwork:
         self.dims = dims
         self.grid = Grid([d.npus_count for d in dims])
         self._cache: dict[tuple[int, int, int], int] = {}
+        self._arrive_after = self.board.arrive_after
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
         key = (src, dst, size)
@@ -47,7 +47,7 @@ class CongestionUnawareNetwork:
         delay = self._cache.get((src, dst, size))
         if delay is None:
             delay = self.delay_ns(src, dst, size)
-        Timeout(self.env, delay).callbacks.append(entry)  # the arrival (MessageBoard.arrive_after)
+        self._arrive_after(delay, entry)
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpy.events import Timeout
-
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.symmetry import Folding
@@ -49,7 +47,7 @@ class FoldedNetwork:
             if gid is not None:
                 tag += self._tag_offset(tag, gid, h)
         entry = inner.board.post_send(src, dst, tag, size, fn, arg)
-        Timeout(self.env, delay).callbacks.append(entry)  # the arrival (MessageBoard.arrive_after)
+        inner.board.arrive_after(delay, entry)
 
     def _tag_offset(self, tag: int, gid: int, h: int) -> int:
         """How much a group stream's tag changes in the representative's frame."""
