@@ -27,6 +27,9 @@ from simpy_astra.workloads.chakra_et import EtError
 EXIT_INTERNAL_ERROR = 1
 EXIT_INPUT_ERROR = 2
 EXIT_STALLED = 3
+#: what a shell reports for a command stopped by SIGPIPE (128 + 13): the reader of our output
+#: (``| head``) closed it early, which is the reader's choice, not an error of ours
+EXIT_BROKEN_PIPE = 141
 
 # subcommand name -> module with ``main(argv) -> int`` (imported only when used)
 SUBCOMMANDS: dict[str, str] = {
@@ -303,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_STALLED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug, not a bad input: still one line, unless asked for more
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
@@ -314,3 +320,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what is still
+    buffered for the closed pipe does not print "Exception ignored ... BrokenPipeError"."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (replaced by a caller)
+        pass
+    finally:
+        os.close(devnull)

@@ -279,3 +279,18 @@ def test_start_up_pauses_the_collector_and_the_run_resumes_it() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[('load', False), ('run', True)] True"
+
+
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly() -> None:
+    """``simpy-astra ... | head -1``: when the reader closes the pipe, the run stops without
+    an "internal error" line or a traceback, with the status a shell gives SIGPIPE (141)."""
+    import subprocess
+    import sys
+
+    for argv in (["scenarios/default.yaml"], ["run", "scenarios/default.yaml", "--quiet"]):
+        child = subprocess.Popen([sys.executable, "-m", "simpy_astra", *argv], cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child.stdout.close()  # closed before the child prints its first line (start-up takes ~0.2 s)
+        stderr = child.stderr.read().decode()
+        assert child.wait(timeout=120) == 141, stderr
+        assert stderr == ""
