@@ -26,7 +26,7 @@ from simpy_astra.network.folded import FoldedNetwork
 from simpy_astra.npu import Npu, NpuServices
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
-from simpy_astra.symmetry import Folding, FoldSetup, KeyCache, find_folding, rank_key
+from simpy_astra.symmetry import Folding, FoldSetup, IdShifts, KeyCache, RankClasses, find_folding, rank_key
 from simpy_astra.system_layer import (
     SystemLayer,
 )
@@ -175,31 +175,39 @@ class Simulation:
             fold = FoldSetup.for_run(self.inputs.backend, self.system_config, self.inputs.remote_memory, dims)
         if fold is None:
             return {i: self._read(i, caches) for i in range(n)}
-        grid, allowed, with_dims, rotate_groups = fold.grid, fold.allowed, fold.with_dims, fold.rotate_groups
         groups = {gid: g.members for gid, g in self._shared_groups.items()}
         key_cache = KeyCache()
-        classes: dict[tuple, int] = {}
-        cls: list[int] = []
-        group_ids: list[tuple[int, ...]] = []
-        uses_dims = False
+        # ranks classed in each frame translations may be taken in
+        frames = [RankClasses(fold.grid)] + ([RankClasses(IdShifts(n))] if fold.id_shifts else [])
         kept: dict[int, tuple[str, list]] = {}
         for i in range(n):
             trace = self._read(i, caches)
-            key = rank_key(i, trace[1], grid, groups, self.planner.parse_process_groups, rotate_groups,
-                           key_cache)
-            if key is None or (key.uses_dims and all(a == {0} for a in with_dims)):
+            first_of_its_kind = False
+            for f in list(frames):
+                key = rank_key(i, trace[1], f.frame, groups, self.planner.parse_process_groups,
+                               fold.rotate_groups, key_cache)
+                # collectives on the dimension rings: only grid translations that rotate
+                # their algorithms can move them, never id shifts
+                if key is None or (key.uses_dims and (f.frame is not fold.grid
+                                                      or all(a == {0} for a in fold.with_dims))):
+                    frames.remove(f)
+                    continue
+                first_of_its_kind |= f.add(key)
+            if not frames:
                 kept[i] = trace  # cannot fold: keep this and read every other rank
-                cls = []
                 break
-            c = classes.setdefault(key.key, len(classes))
-            if c == len(classes) - 1:
+            if first_of_its_kind:
                 kept[i] = trace
-            cls.append(c)
-            group_ids.append(key.group_ids)
-            uses_dims = uses_dims or key.uses_dims
-        del classes
-        if cls:
-            self.folding = find_folding(grid, cls, group_ids, with_dims if uses_dims else allowed)
+        found = []
+        for f in frames:
+            f.classes.clear()  # the keys themselves are no longer needed
+            allows = ((lambda h, dims=f.uses_dims: fold.grid_allows(h, dims)) if f.frame is fold.grid
+                      else fold.id_shift_allowed)
+            folding = find_folding(f.frame, f.cls, f.group_ids, allows)
+            if folding is not None:
+                found.append(folding)
+        # the frame that leaves the fewest NPUs to simulate (the grid's on a tie)
+        self.folding = max(found, key=lambda f: len(f.translations), default=None)
         wanted = range(n) if self.folding is None else self.folding.representatives
         return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
 

@@ -1,7 +1,10 @@
 """Symmetry folding: find the network translations under which a run is the same on every NPU.
 
 NPU ids are points of the network's coordinate grid (dimension 0 varies fastest). A
-translation ``h`` moves NPU ``r`` to ``r + h`` (per-dimension addition, wrapping). If
+translation ``h`` moves NPU ``r`` to ``r + h``, in one of two frames: per-dimension addition,
+wrapping in each dimension (:class:`~simpy_astra.grid.Grid`), or addition of the ids modulo
+the NPU count, carrying from one dimension into the next (:class:`IdShifts`); the run folds
+in whichever frame leaves fewer NPUs to simulate. If
 
 * the congestion-unaware delay between any two NPUs is unchanged by ``h`` (rings, switches
   and fully connected dimensions are; an explicit graph usually is not), and
@@ -33,11 +36,34 @@ from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, METADATA_NODE
 GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
 
 
+class IdShifts:
+    """NPU ids as the integers modulo N: translation ``h`` moves NPU ``r`` to ``(r + h) mod N``.
+
+    Unlike a grid translation it carries into the next dimension: on a 4x4x4 torus +8 moves
+    (0,2,0) to (0,0,1). Communicator groups laid out by id stride, such as data-parallel groups
+    {j, j+8, .., j+56} beside tensor-parallel groups {8k, .., 8k+7}, are rotated by these
+    shifts (+8) where no grid translation but those along the last dimension keeps them."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def add(self, a: int, b: int) -> int:
+        return (a + b) % self.size
+
+    def sub(self, a: int, b: int) -> int:
+        return (a - b) % self.size
+
+
+#: how NPU ids are moved by a translation: per dimension, or as plain ids
+Frame = Grid | IdShifts
+
+
 @dataclass
 class Folding:
     """The result: which NPUs are simulated and how every NPU maps onto one of them."""
 
-    grid: Grid
+    #: the frame the translations below are taken in
+    frame: Frame
     #: NPU -> the representative that simulates it
     rep_of: list[int]
     #: NPU -> the translation (an NPU id, see :meth:`Grid.add`) from its representative to it
@@ -52,7 +78,7 @@ class Folding:
         return sorted(set(self.rep_of))
 
     def orbit(self, rep: int) -> list[int]:
-        return sorted(self.grid.add(rep, h) for h in self.translations)
+        return sorted(self.frame.add(rep, h) for h in self.translations)
 
 
 def delay_invariant_shifts(n: int, profile: Callable[[int, int], tuple[float, float]]) -> set[int]:
@@ -82,6 +108,31 @@ class FoldSetup:
     with_dims: list[set[int]]
     #: communicator-group subsets may be compared in ring order from each NPU
     rotate_groups: bool
+    #: id shifts (:class:`IdShifts`) are worth trying too: the grid has several dimensions
+    id_shifts: bool = False
+
+    def grid_allows(self, h: int, uses_dims: bool) -> bool:
+        """Whether grid translation ``h`` keeps every delay (and, when collectives run on the
+        dimension rings, their algorithms)."""
+        allowed = self.with_dims if uses_dims else self.allowed
+        return all(c in allowed[d] for d, c in enumerate(self.grid.coords(h)))
+
+    def id_shift_allowed(self, h: int) -> bool:
+        """Whether id shift ``h`` keeps every unaware delay (collectives on the dimension
+        rings are never moved by id shifts: a carry breaks a dimension's line).
+
+        A delay is decided in the lowest dimension in which two NPUs differ, by their two
+        coordinates there. Let ``j`` be the lowest dimension of ``h`` with a non-zero
+        coordinate ``h_j``: below it nothing moves. Two NPUs that first differ in ``j`` both
+        move by ``h_j`` there (no carry comes from below), so ``h_j`` must keep that
+        dimension's delays. Two NPUs that first differ in ``d > j`` share every lower
+        coordinate, hence the carry into ``d``: both move by ``h_d`` or both by ``h_d + 1``;
+        shifts that keep a dimension's delays are a subgroup, so holding both means holding
+        every shift of ``d``."""
+        coords = self.grid.coords(h)
+        j = next(d for d, c in enumerate(coords) if c)
+        return coords[j] in self.allowed[j] and all(
+            len(self.allowed[d]) == self.grid.dims[d] for d in range(j + 1, len(coords)))
 
     @classmethod
     def for_run(cls, backend: str, system: Any, remote_memory: Any, dims: list) -> FoldSetup | None:
@@ -111,20 +162,20 @@ class FoldSetup:
         # a group subset runs the configured algorithm if the list has one entry, else ring
         rotate_groups = all(resolve(subset_algorithm_name(names)).algorithm.rotation_symmetric
                             for names in system.implementations.values() if names)
-        return cls(Grid([t.npus_count for t in dims]), allowed, with_dims, rotate_groups)
+        return cls(Grid([t.npus_count for t in dims]), allowed, with_dims, rotate_groups, id_shifts=len(dims) > 1)
 
 
-def _group_key(members: tuple[int, ...], rank: int, grid: Grid, rotate: bool) -> tuple | None:
+def _group_key(members: tuple[int, ...], rank: int, frame: Frame, rotate: bool) -> tuple | None:
     """A communicator group as seen from ``rank``: member offsets, in ring order from ``rank``
     itself when the group's algorithms only see ring-position differences (``rotate``)."""
-    if len(members) == grid.size:
+    if len(members) == frame.size:
         return ("all",)  # runs on the network's dimensions, like the default communicator
     if rank not in members:
         return None
     if rotate:
         i = members.index(rank)
         members = members[i:] + members[:i]
-    return tuple(grid.sub(m, rank) for m in members)
+    return tuple(frame.sub(m, rank) for m in members)
 
 
 @dataclass
@@ -176,7 +227,7 @@ def _split_attrs(attrs: dict, cache: KeyCache):
     return hit
 
 
-def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...]],
+def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, ...]],
              parse_groups: Callable[[str], list[tuple[int, tuple[int, ...]]]],
              rotate_groups: bool, cache: KeyCache) -> RankKey | None:
     """The trace of ``rank`` with every NPU id made relative to ``rank``; None = cannot fold.
@@ -235,14 +286,14 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
                             return None
                         gkey = group_keys.get(group, ())
                         if gkey == ():
-                            gkey = group_keys[group] = _group_key(members, rank, grid, rotate_groups)
+                            gkey = group_keys[group] = _group_key(members, rank, frame, rotate_groups)
                         if gkey is None:
                             return None
                         items[pos] = (name, kind, "group", gkey)
                     else:
-                        if not 0 <= value < grid.size:
+                        if not 0 <= value < frame.size:
                             return None
-                        items[pos] = (name, kind, "rel", grid.sub(value, rank))
+                        items[pos] = (name, kind, "rel", frame.sub(value, rank))
                 akey = relative[id(attrs)] = tuple(items)
             if group is not None:
                 gids.append(group)
@@ -267,37 +318,59 @@ def rank_key(rank: int, nodes: list, grid: Grid, known: dict[int, tuple[int, ...
     return RankKey(tuple(out), tuple(gids), uses_dims)
 
 
-def find_folding(grid: Grid, cls: list[int], group_ids: list[tuple[int, ...]], allowed: list[set[int]]
-                 ) -> Folding | None:
-    """The largest translation group that maps every rank onto a rank of the same class.
+class RankClasses:
+    """Ranks, in id order, classed by their keys in one frame (equal keys, equal class)."""
 
-    ``cls[r]`` numbers rank ``r``'s key (equal keys, equal numbers); ``allowed`` are the
-    shifts per dimension that keep delays (and the dimension rings' algorithms, when
+    __slots__ = ("frame", "classes", "cls", "group_ids", "uses_dims")
+
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+        self.classes: dict[tuple, int] = {}
+        self.cls: list[int] = []  # rank -> its class number
+        self.group_ids: list[tuple[int, ...]] = []  # rank -> the group ids it uses, in node order
+        self.uses_dims = False  # some collective runs on the dimension rings
+
+    def add(self, key: RankKey) -> bool:
+        """Class the next rank by ``key``; True when it is the first of its class."""
+        c = self.classes.setdefault(key.key, len(self.classes))
+        self.cls.append(c)
+        self.group_ids.append(key.group_ids)
+        self.uses_dims = self.uses_dims or key.uses_dims
+        return c == len(self.classes) - 1
+
+
+def find_folding(frame: Frame, cls: list[int], group_ids: list[tuple[int, ...]],
+                 allows: Callable[[int], bool]) -> Folding | None:
+    """The largest translation group of ``frame`` that maps every rank onto a rank of the
+    same class.
+
+    ``cls[r]`` numbers rank ``r``'s key (equal keys, equal numbers); ``allows(h)`` says
+    whether translation ``h`` keeps every delay (and the dimension rings' algorithms, when
     collectives run on them). A rank and its image use groups with different ids but in the
     same places; lining their group ids up node by node gives the map that relabels tags."""
-    if len(set(cls)) == grid.size:
+    if len(set(cls)) == frame.size:
         return None
     translations = [0]
-    for h in range(1, grid.size):
+    for h in range(1, frame.size):
         if cls[h] != cls[0]:
             continue
-        if any(c not in allowed[d] for d, c in enumerate(grid.coords(h))):
+        if not allows(h):
             continue
-        if all(cls[grid.add(r, h)] == c for r, c in enumerate(cls)):
+        if all(cls[frame.add(r, h)] == c for r, c in enumerate(cls)):
             translations.append(h)
     if len(translations) == 1:
         return None
-    rep_of = [-1] * grid.size
-    shift_of = [0] * grid.size
+    rep_of = [-1] * frame.size
+    shift_of = [0] * frame.size
     group_map: dict[tuple[int, int], int] = {}
-    for r in range(grid.size):
+    for r in range(frame.size):
         if rep_of[r] >= 0:
             continue
         for h in translations:
-            s = grid.add(r, h)
+            s = frame.add(r, h)
             rep_of[s] = r
             shift_of[s] = h
             for g_member, g_rep in zip(group_ids[s], group_ids[r], strict=True):
                 if group_map.setdefault((g_member, h), g_rep) != g_rep:
                     return None  # one group seen as two in the representative's frame
-    return Folding(grid, rep_of, shift_of, translations, group_map)
+    return Folding(frame, rep_of, shift_of, translations, group_map)

@@ -17,7 +17,7 @@ import yaml
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.simulation import Simulation
-from simpy_astra.symmetry import Grid, delay_invariant_shifts
+from simpy_astra.symmetry import Grid, IdShifts, delay_invariant_shifts
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra_et import make_node
 from simpy_astra.workloads.chakra_schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
@@ -117,6 +117,55 @@ def test_groups_are_relabelled_between_frames(tmp_path: Path) -> None:
     assert len({r.finished_cycles for r in folded.values()}) == 1
 
 
+def test_id_shifts_fold_stride_groups_further_than_grid_translations(tmp_path: Path) -> None:
+    """4x2 rings (NPU = x + 4y), tp groups {0,1},{2,3},{4,5},{6,7}, dp groups {0,2,4,6},
+    {1,3,5,7}; every NPU all-reduces in its tp group, then in its dp group. Grid translations:
+    (0,1) = +4 rotates each dp ring by two places, but (2,0) sends the dp ring 0,2,4,6 to
+    2,0,6,4, not a rotation: 4 NPUs simulated. Id shifts: +2 moves tp group k to k+1 and
+    rotates each dp ring by one place: NPUs 0 and 1 simulate all 8, with unfolded figures."""
+    grid4x2 = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50.0, 50.0],
+               "latency": [500.0, 500.0]}
+    groups = {"1": [0, 1], "2": [2, 3], "3": [4, 5], "4": [6, 7], "5": [0, 2, 4, 6], "6": [1, 3, 5, 7]}
+    ranks = [[all_reduce(0, 1 << 20, str(1 + r // 2)), all_reduce(1, 1 << 20, str(5 + r % 2), deps=[0])]
+             for r in range(8)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    folded, sim = run_sim(tmp_path / "a", ranks, grid4x2, groups=groups, fold=True)
+    unfolded, _ = run_sim(tmp_path / "b", ranks, grid4x2, groups=groups, fold=False)
+    assert isinstance(sim.folding.frame, IdShifts) and sim.folding.translations == [0, 2, 4, 6]
+    assert [n.npu_id for n in sim.npus] == [0, 1] and not sim.unfolded_rerun
+    assert folded == unfolded
+
+
+@pytest.mark.parametrize(("topologies", "counts", "kept"), [
+    (["Ring", "Ring", "Ring"], [4, 4, 4], set(range(1, 64))),  # every shift: rings all the way up
+    (["Ring", "Switch"], [4, 3], set(range(1, 12))),
+    (["Line", "Ring"], [3, 4], {3, 6, 9}),  # whole steps of the ring only: the line never moves
+    (["Ring", "Line"], [4, 3], set()),  # a carry into the line would move it
+])
+def test_id_shifts_allowed_are_those_that_keep_every_unaware_delay(topologies, counts, kept) -> None:
+    """Checked pair by pair against the network's own delays: every shift allowed keeps
+    all of them, and (for these networks) every shift that keeps them is allowed."""
+    import simpy
+
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+    from simpy_astra.symmetry import FoldSetup
+
+    dims = [build_topology(t, n, 50.0, 500.0) for t, n in zip(topologies, counts, strict=True)]
+    net = CongestionUnawareNetwork(simpy.Environment(), dims)
+    grid = Grid(counts)
+    allowed = [delay_invariant_shifts(d.npus_count, d.path_profile) for d in dims]
+    setup = FoldSetup(grid, allowed, allowed, True, id_shifts=True)
+    n = grid.size
+
+    def keeps(h: int) -> bool:
+        return all(net.delay_ns((a + h) % n, (b + h) % n, 4096) == net.delay_ns(a, b, 4096)
+                   for a in range(n) for b in range(n) if a != b)
+
+    assert {h for h in range(1, n) if setup.id_shift_allowed(h)} == kept
+    assert {h for h in range(1, n) if keeps(h)} == kept
+
+
 def test_a_stalled_folded_run_is_reported_in_real_npu_ids(tmp_path: Path) -> None:
     ranks = [[recv(0, (r - 1) % 8, 64)] for r in range(8)]  # everybody waits, nobody sends
     with pytest.raises(StalledError) as exc:
@@ -141,9 +190,12 @@ FOLDS = {
     "grid_cu_all_reduce_1MB_fc8xsw4_natural-direct-halvingDoubling": 4,  # only dim 0 (8) rotates
     "grid_cu_all_reduce_1MB_ring8_halvingDoubling": 8,  # nothing rotates
     "text_cu_Resnet50_DataParallel_8npus_p1_fc8": 1,
-    # 4x4x4 torus, tp groups {8k..8k+7}, dp groups {j, j+8, .., j+56}: only shifts along z
-    # keep the dp rings' order ((0,2,0) sends 8 -> 16 = (0,0,1) but 16 -> (0,2,1) = 24)
-    "stage_cu_st5_l70b_dp8tp8_s8_ring4x4x4s": 16,
+    # 4x4x4 torus, tp groups {8k..8k+7}, dp groups {j, j+8, .., j+56}. Grid translations:
+    # only shifts along z keep the dp rings' order ((0,2,0) sends 8 -> 16 = (0,0,1) but
+    # 16 -> (0,2,1) = 24), 16 NPUs. Id shifts: +8 sends tp group k to k+1 in order, rotates
+    # every dp ring by one place, and keeps delays (y and z are rings: every shift there is
+    # kept), so the multiples of 8 fold 64 NPUs onto 0..7; +1 .. +7 move 7 out of tp group 0.
+    "stage_cu_st5_l70b_dp8tp8_s8_ring4x4x4s": 8,
     # halving-doubling pairs group members by index XOR: rank 0 and 8 partner each other in
     # their dp group, which no rotation keeps
     "stage_cu_st5_l70b_dp8tp8_s8_sw64s": 64,

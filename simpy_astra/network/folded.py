@@ -30,7 +30,7 @@ class FoldedNetwork:
         self._shift_of = folding.shift_of
         self._moved: dict[tuple[int, int], int] = {}  # (npu, h) -> npu - h
         self._tags: dict[tuple[int, int], int] = {}  # (group tag block, h) -> tag offset
-        self._sub = folding.grid.sub
+        self._sub = folding.frame.sub
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         inner = self.inner
