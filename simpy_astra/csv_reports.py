@@ -22,10 +22,9 @@ import os
 import re
 
 from simpy_astra.errors import InputError
-from simpy_astra.trace_recorder import RunRecord
-from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from simpy_astra.trace_recorder import COMM_TYPES, RunRecord, merged
+from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, COMP_NODE
 
-COMM_TYPES = frozenset((COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE))
 NODE_COLUMNS = ("npu", "node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns")
 PHASES = ("FWD", "BWD_IG", "BWD_WG")
 LAYER_COLUMNS = ("npu", "layer", "passes",
@@ -34,18 +33,6 @@ LAYER_COLUMNS = ("npu", "layer", "passes",
                  "fwd_exposed_comm_ns", "ig_exposed_comm_ns", "wg_exposed_comm_ns")
 _COMP_NAME = re.compile(r"^COMP_NODE_(.+)_(FWD|BWD_IG|BWD_WG)$")
 _COMM_NAME = re.compile(r"^COMM_COLL_NODE_(.+?)(_IG_COMM_)?_([A-Z]+)$")
-
-
-def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted, disjoint union of [start, end] intervals."""
-    out: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            if e > out[-1][1]:
-                out[-1][1] = e
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
 
 
 def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_starts: list[int]) -> int:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.memory_tracker import MemoryTracker, format_peak
 from simpy_astra.statistics import (
     COMM,
     CPU,
@@ -103,7 +102,11 @@ class Npu:
         self.gpu_ops_ns = 0
         self.cpu_ops_ns = 0
         self.stats = NpuStatistics(npu_id)
-        self.memory = MemoryTracker(npu_id) if self.config.track_local_mem else None
+        self.memory = None
+        if self.config.track_local_mem:  # imported here: most runs do not track memory
+            from simpy_astra.memory_tracker import MemoryTracker
+
+            self.memory = MemoryTracker(npu_id)
         self.groups: dict[int, Any] = {}
         self.slot_in_use: dict[int, int] = {}  # node id -> slot class, for nodes in flight
         self.report = None
@@ -397,6 +400,8 @@ class Npu:
         now = self.clock.env.now
         peak = breakdown = None
         if self.memory is not None:
+            from simpy_astra.memory_tracker import format_peak
+
             peak_bytes, breakdown = self.memory.peak_breakdown()
             peak = format_peak(peak_bytes)
         self.report = build_report(self.stats, now, self.gpu_ops_ns, self.config.roofline_enabled, peak,

@@ -13,7 +13,6 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.statistics import COMM, GPU, NpuReport
 from simpy_astra.units import bytes_to_gib
 
@@ -100,6 +99,8 @@ def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
     rows = [r for r in reports if r.memory_breakdown is not None]
     if not rows:
         return
+    from simpy_astra.memory_tracker import CATEGORIES
+
     used = [c for c in CATEGORIES if any(r.memory_breakdown[c] for r in rows)] or ["weights"]
     out.table("memory at each NPU's peak (GB = 2^30 B)", ("NPU", *used, "peak"),
               [(str(r.npu_id), *(f"{bytes_to_gib(r.memory_breakdown[c]):.2f}" for c in used),

@@ -13,9 +13,8 @@ from __future__ import annotations
 import heapq
 import json
 
-from simpy_astra.csv_reports import COMM_TYPES, merged
 from simpy_astra.errors import InputError
-from simpy_astra.trace_recorder import RunRecord
+from simpy_astra.trace_recorder import COMM_TYPES, RunRecord, merged
 from simpy_astra.workloads.chakra_types import COMP_NODE
 
 TID_COMPUTE, TID_CPU, TID_OTHER, TID_COMM_BASE, TID_CHUNK_BASE = 0, 1, 2, 100, 1000

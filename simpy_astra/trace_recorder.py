@@ -12,8 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE
+
 if TYPE_CHECKING:
     from simpy_astra.simulation import Simulation
+
+#: node types whose intervals are communication
+COMM_TYPES = frozenset((COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE))
+
+
+def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint union of [start, end] intervals."""
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
 
 
 @dataclass(frozen=True, slots=True)
