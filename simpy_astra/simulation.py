@@ -201,9 +201,7 @@ class Simulation:
         found = []
         for f in frames:
             f.classes.clear()  # the keys themselves are no longer needed
-            allows = ((lambda h, dims=f.uses_dims: fold.grid_allows(h, dims)) if f.frame is fold.grid
-                      else fold.id_shift_allowed)
-            folding = find_folding(f.frame, f.cls, f.group_ids, allows)
+            folding = find_folding(f.frame, f.cls, f.group_ids, fold.allows(f))
             if folding is not None:
                 found.append(folding)
         # the frame that leaves the fewest NPUs to simulate (the grid's on a tie)

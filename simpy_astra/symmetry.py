@@ -111,11 +111,13 @@ class FoldSetup:
     #: id shifts (:class:`IdShifts`) are worth trying too: the grid has several dimensions
     id_shifts: bool = False
 
-    def grid_allows(self, h: int, uses_dims: bool) -> bool:
-        """Whether grid translation ``h`` keeps every delay (and, when collectives run on the
-        dimension rings, their algorithms)."""
-        allowed = self.with_dims if uses_dims else self.allowed
-        return all(c in allowed[d] for d, c in enumerate(self.grid.coords(h)))
+    def allows(self, ranks: RankClasses) -> Callable[[int], bool]:
+        """Which translations of ``ranks``' frame keep every delay (and, when collectives
+        run on the dimension rings, their algorithms)."""
+        if ranks.frame is not self.grid:
+            return self.id_shift_allowed
+        allowed = self.with_dims if ranks.uses_dims else self.allowed
+        return lambda h: all(c in allowed[d] for d, c in enumerate(self.grid.coords(h)))
 
     def id_shift_allowed(self, h: int) -> bool:
         """Whether id shift ``h`` keeps every unaware delay (collectives on the dimension
