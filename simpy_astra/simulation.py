@@ -26,7 +26,17 @@ from simpy_astra.network.folded import FoldedNetwork
 from simpy_astra.npu import Npu, NpuServices
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
-from simpy_astra.symmetry import Folding, FoldSetup, IdShifts, KeyCache, RankClasses, find_folding, rank_key
+from simpy_astra.symmetry import (
+    Folding,
+    FoldSetup,
+    IdShifts,
+    KeyCache,
+    RankClasses,
+    RankKey,
+    find_folding,
+    find_id_shift_folding,
+    rank_key,
+)
 from simpy_astra.system_layer import (
     SystemLayer,
 )
@@ -177,35 +187,31 @@ class Simulation:
             return {i: self._read(i, caches) for i in range(n)}
         groups = {gid: g.members for gid, g in self._shared_groups.items()}
         key_cache = KeyCache()
-        # ranks classed in each frame translations may be taken in
-        frames = [RankClasses(fold.grid)] + ([RankClasses(IdShifts(n))] if fold.id_shifts else [])
+        parse_groups = self.planner.parse_process_groups
+        ranks = RankClasses(fold.grid)
         kept: dict[int, tuple[str, list]] = {}
         for i in range(n):
             trace = self._read(i, caches)
-            first_of_its_kind = False
-            for f in list(frames):
-                key = rank_key(i, trace[1], f.frame, groups, self.planner.parse_process_groups,
-                               fold.rotate_groups, key_cache)
-                # collectives on the dimension rings: only grid translations that rotate
-                # their algorithms can move them, never id shifts
-                if key is None or (key.uses_dims and (f.frame is not fold.grid
-                                                      or all(a == {0} for a in fold.with_dims))):
-                    frames.remove(f)
-                    continue
-                first_of_its_kind |= f.add(key)
-            if not frames:
+            key = rank_key(i, trace[1], fold.grid, groups, parse_groups, fold.rotate_groups, key_cache)
+            if key is None or (key.uses_dims and all(a == {0} for a in fold.with_dims)):
                 kept[i] = trace  # cannot fold: keep this and read every other rank
-                break
-            if first_of_its_kind:
+                return {i: kept[i] if i in kept else self._read(i, caches) for i in range(n)}
+            if ranks.add(key):
                 kept[i] = trace
-        found = []
-        for f in frames:
-            f.classes.clear()  # the keys themselves are no longer needed
-            folding = find_folding(f.frame, f.cls, f.group_ids, fold.allows(f))
-            if folding is not None:
-                found.append(folding)
-        # the frame that leaves the fewest NPUs to simulate (the grid's on a tie)
-        self.folding = max(found, key=lambda f: len(f.translations), default=None)
+        ranks.classes.clear()  # the keys themselves are no longer needed
+        self.folding = find_folding(fold.grid, ranks.cls, ranks.group_ids, fold.allows(ranks))
+        if fold.id_shifts and not ranks.uses_dims:
+            # id shifts only when they leave fewer NPUs: candidates fail on the first ranks
+            # they move, so this usually reads only a few traces again
+            ids = IdShifts(n)
+
+            def id_key(rank: int) -> RankKey | None:
+                trace = kept.get(rank) or self._read(rank, caches)
+                return rank_key(rank, trace[1], ids, groups, parse_groups, fold.rotate_groups, key_cache)
+
+            fewer = find_id_shift_folding(ids, n if self.folding is None else len(self.folding.representatives),
+                                          fold.id_shift_allowed, id_key)
+            self.folding = fewer or self.folding
         wanted = range(n) if self.folding is None else self.folding.representatives
         return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
 

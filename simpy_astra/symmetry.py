@@ -112,10 +112,8 @@ class FoldSetup:
     id_shifts: bool = False
 
     def allows(self, ranks: RankClasses) -> Callable[[int], bool]:
-        """Which translations of ``ranks``' frame keep every delay (and, when collectives
-        run on the dimension rings, their algorithms)."""
-        if ranks.frame is not self.grid:
-            return self.id_shift_allowed
+        """Which grid translations keep every delay (and, when collectives of ``ranks`` run
+        on the dimension rings, their algorithms)."""
         allowed = self.with_dims if ranks.uses_dims else self.allowed
         return lambda h: all(c in allowed[d] for d, c in enumerate(self.grid.coords(h)))
 
@@ -376,3 +374,41 @@ def find_folding(frame: Frame, cls: list[int], group_ids: list[tuple[int, ...]],
                 if group_map.setdefault((g_member, h), g_rep) != g_rep:
                     return None  # one group seen as two in the representative's frame
     return Folding(frame, rep_of, shift_of, translations, group_map)
+
+
+class _CannotFold(Exception):
+    """A rank's trace cannot be compared in this frame."""
+
+
+def find_id_shift_folding(frame: IdShifts, below: int, allowed: Callable[[int], bool],
+                          key_of: Callable[[int], RankKey | None]) -> Folding | None:
+    """The id-shift folding that leaves fewer than ``below`` NPUs; None if there is none.
+
+    The id shifts that keep a run form a subgroup of Z_N: the multiples of its smallest
+    member ``g``, a divisor of N, and the folded run simulates NPUs 0..g-1. So divisors
+    ``g < below`` are tried in increasing order; each needs ``key(r) == key(r - g)`` for every
+    rank, checked in rank order, and a candidate that does not fold usually fails on rank
+    ``g`` already. ``key_of(rank)`` gives a rank's key in ``frame`` (keys are worked out
+    once, in rank order, as the checks reach them)."""
+    n = frame.size
+    ranks = RankClasses(frame)
+
+    def cls(rank: int) -> int:
+        while len(ranks.cls) <= rank:
+            key = key_of(len(ranks.cls))
+            if key is None or key.uses_dims:  # collectives on the dimension rings: never id shifts
+                raise _CannotFold
+            ranks.add(key)
+        return ranks.cls[rank]
+
+    try:
+        for g in range(1, below):
+            if n % g or not allowed(g):
+                continue
+            if all(cls(r) == cls(r - g) for r in range(g, n)):
+                folding = find_folding(frame, ranks.cls, ranks.group_ids, allowed)
+                if folding is not None:
+                    return folding
+    except _CannotFold:
+        return None
+    return None

@@ -137,6 +137,28 @@ def test_id_shifts_fold_stride_groups_further_than_grid_translations(tmp_path: P
     assert folded == unfolded
 
 
+def test_id_shift_candidates_fail_on_the_first_ranks_they_move() -> None:
+    """64 ranks whose traces repeat every 8 (key r % 8) fold onto 0..7, after comparing
+    every rank; with a period of 16 and the grid already at 16 NPUs, the candidates 1, 2, 4
+    and 8 fail on ranks 1, 2, 4 and 8, so only ranks 0..8 are keyed, not all 64."""
+    from simpy_astra.symmetry import RankKey, find_id_shift_folding
+
+    for period, below, folds_to, keyed in ((8, 16, 8, 64), (16, 16, None, 9)):
+        asked: list[int] = []
+
+        def key_of(rank: int, period=period, asked=asked) -> RankKey:
+            asked.append(rank)
+            return RankKey((rank % period,), ())
+
+        folding = find_id_shift_folding(IdShifts(64), below, lambda _h: True, key_of)
+        assert asked == list(range(keyed))
+        if folds_to is None:
+            assert folding is None
+        else:
+            assert folding.representatives == list(range(folds_to))
+            assert folding.translations == list(range(0, 64, folds_to))
+
+
 @pytest.mark.parametrize(("topologies", "counts", "kept"), [
     (["Ring", "Ring", "Ring"], [4, 4, 4], set(range(1, 64))),  # every shift: rings all the way up
     (["Ring", "Switch"], [4, 3], set(range(1, 12))),
