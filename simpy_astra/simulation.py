@@ -195,7 +195,7 @@ class Simulation:
             key = rank_key(i, trace[1], fold.grid, groups, parse_groups, fold.rotate_groups, key_cache)
             if key is None or (key.uses_dims and all(a == {0} for a in fold.with_dims)):
                 kept[i] = trace  # cannot fold: keep this and read every other rank
-                return {i: kept[i] if i in kept else self._read(i, caches) for i in range(n)}
+                return {r: kept.get(r) or self._read(r, caches) for r in range(n)}
             if ranks.add(key):
                 kept[i] = trace
         ranks.classes.clear()  # the keys themselves are no longer needed
