@@ -94,6 +94,9 @@ class CollectiveAlgorithm:
     #: peers depend only on ring-position differences (``index +- k``), so rotating the
     #: ring rotates every phase; symmetry folding may then use rotations of that dimension
     rotation_symmetric: bool = False
+    #: peers are ``index XOR k`` (power-of-two groups), so relabelling positions by a XOR
+    #: relabels every phase; symmetry folding may then use XOR translations of NPU ids
+    xor_symmetric: bool = False
 
 
 def ring_final_size(kind: str, size: int, n: int) -> int:

@@ -74,4 +74,6 @@ HALVING_DOUBLING = CollectiveAlgorithm(
     halving_doubling,
     ring_final_size,
     kinds=frozenset({ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER}),
+    # with offsets 1, 2, 4, ... the peer index +- offset is index XOR offset
+    xor_symmetric=True,
 )

@@ -29,12 +29,15 @@ from simpy_astra.statistics import NpuReport
 from simpy_astra.symmetry import (
     Folding,
     FoldSetup,
+    Frame,
     IdShifts,
     KeyCache,
     RankClasses,
     RankKey,
+    XorIds,
     find_folding,
     find_id_shift_folding,
+    find_xor_folding,
     rank_key,
 )
 from simpy_astra.system_layer import (
@@ -188,32 +191,49 @@ class Simulation:
         groups = {gid: g.members for gid, g in self._shared_groups.items()}
         key_cache = KeyCache()
         parse_groups = self.planner.parse_process_groups
-        ranks = RankClasses(fold.grid)
         kept: dict[int, tuple[str, list]] = {}
-        for i in range(n):
+
+        def key_in(frame: Frame, group_order: str | None) -> Callable[[int], RankKey | None]:
+            """A rank's key in ``frame`` (its trace read again unless kept)."""
+            def key(rank: int) -> RankKey | None:
+                trace = kept.get(rank) or self._read(rank, caches)
+                return rank_key(rank, trace[1], frame, groups, parse_groups, group_order, key_cache)
+            return key
+
+        rotate = "rotate" if fold.rotate_groups else None
+        ranks = RankClasses(fold.grid)
+        grid_moves = any(a != {0} for a in fold.allowed)
+        for i in range(n if grid_moves else 0):
             trace = self._read(i, caches)
-            key = rank_key(i, trace[1], fold.grid, groups, parse_groups, fold.rotate_groups, key_cache)
-            if key is None or (key.uses_dims and all(a == {0} for a in fold.with_dims)):
+            key = rank_key(i, trace[1], fold.grid, groups, parse_groups, rotate, key_cache)
+            if key is None:  # in every frame
                 kept[i] = trace  # cannot fold: keep this and read every other rank
                 return {r: kept.get(r) or self._read(r, caches) for r in range(n)}
+            if key.uses_dims and all(a == {0} for a in fold.with_dims):
+                grid_moves = False  # no grid translation moves the dimension rings' algorithms
+                break
             if ranks.add(key):
                 kept[i] = trace
-        ranks.classes.clear()  # the keys themselves are no longer needed
-        self.folding = find_folding(fold.grid, ranks.cls, ranks.group_ids, fold.allows(ranks))
-        if fold.id_shifts and not ranks.uses_dims:
-            # id shifts only when they leave fewer NPUs: candidates fail on the first ranks
-            # they move, so this usually reads only a few traces again
-            ids = IdShifts(n)
-
-            def id_key(rank: int) -> RankKey | None:
-                trace = kept.get(rank) or self._read(rank, caches)
-                return rank_key(rank, trace[1], ids, groups, parse_groups, fold.rotate_groups, key_cache)
-
-            fewer = find_id_shift_folding(ids, n if self.folding is None else len(self.folding.representatives),
-                                          fold.id_shift_allowed, id_key)
+        if grid_moves:
+            ranks.classes.clear()  # the keys themselves are no longer needed
+            self.folding = find_folding(fold.grid, ranks.cls, ranks.group_ids, fold.allows(ranks))
+            if fold.id_shifts and not ranks.uses_dims:
+                # id shifts only when they leave fewer NPUs: candidates fail on the first
+                # ranks they move, so this usually reads only a few traces again
+                ids = IdShifts(n)
+                fewer = find_id_shift_folding(ids, self._left(), fold.id_shift_allowed, key_in(ids, rotate))
+                self.folding = fewer or self.folding
+        if fold.xor_allowed is not None and self._left() > 1:
+            xor = XorIds(n)
+            fewer = find_xor_folding(xor, self._left(), fold.xor_allows, fold.xor_dims,
+                                     key_in(xor, "xor" if fold.xor_groups else None))
             self.folding = fewer or self.folding
         wanted = range(n) if self.folding is None else self.folding.representatives
         return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
+
+    def _left(self) -> int:
+        """How many NPUs the folding found so far leaves to simulate."""
+        return self.total_npus if self.folding is None else len(self.folding.representatives)
 
     def _compute_without_roofline(self) -> str | None:
         """A warning when compute nodes carry FLOPs but no duration and the roofline is off.

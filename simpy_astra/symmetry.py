@@ -54,8 +54,22 @@ class IdShifts:
         return (a - b) % self.size
 
 
-#: how NPU ids are moved by a translation: per dimension, or as plain ids
-Frame = Grid | IdShifts
+class XorIds:
+    """NPU ids as bit strings (N a power of two): translation ``h`` moves NPU ``r`` to
+    ``r XOR h``. Halving-doubling pairs group positions by XOR, which no rotation keeps but
+    these relabellings do; on power-of-two dimensions they act on each coordinate alone."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def add(self, a: int, b: int) -> int:
+        return a ^ b
+
+    sub = add
+
+
+#: how NPU ids are moved by a translation: per dimension, as plain ids, or bit by bit
+Frame = Grid | IdShifts | XorIds
 
 
 @dataclass
@@ -97,6 +111,15 @@ def delay_invariant_shifts(n: int, profile: Callable[[int, int], tuple[float, fl
     return {0}
 
 
+def delay_invariant_xors(n: int, profile: Callable[[int, int], tuple[float, float]]) -> set[int] | None:
+    """Masks ``c`` of one dimension with ``profile(a^c, b^c) == profile(a, b)`` for all a != b
+    (a group under XOR); None unless ``n`` is a power of two."""
+    if n & (n - 1):
+        return None
+    return {c for c in range(n) if all(profile(a ^ c, b ^ c) == profile(a, b)
+                                       for a in range(n) for b in range(n) if a != b)}
+
+
 @dataclass
 class FoldSetup:
     """What folding needs to know before any trace is read."""
@@ -110,6 +133,19 @@ class FoldSetup:
     rotate_groups: bool
     #: id shifts (:class:`IdShifts`) are worth trying too: the grid has several dimensions
     id_shifts: bool = False
+    #: per dimension, the XOR masks that keep every unaware delay (None: no XOR translations,
+    #: some dimension is not a power of two)
+    xor_allowed: list[set[int]] | None = None
+    #: the algorithms configured on the dimensions commute with XOR (collectives may use them)
+    xor_dims: bool = False
+    #: communicator-group subsets may be compared in XOR order from each NPU
+    xor_groups: bool = False
+
+    def xor_allows(self, h: int) -> bool:
+        """Whether XOR translation ``h`` keeps every unaware delay: on power-of-two
+        dimensions it changes each coordinate on its own (no carries), so the two NPUs of a
+        pair still first differ in the same dimension, where its mask must keep delays."""
+        return all(c in self.xor_allowed[d] for d, c in enumerate(self.grid.coords(h)))
 
     def allows(self, ranks: RankClasses) -> Callable[[int], bool]:
         """Which grid translations keep every delay (and, when collectives of ``ranks`` run
@@ -146,9 +182,12 @@ class FoldSetup:
         if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
             return None
         allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
-        if all(a == {0} for a in allowed):
+        xors = [delay_invariant_xors(t.npus_count, t.path_profile) for t in dims]
+        xor_allowed = None if any(x is None for x in xors) else xors
+        if all(a == {0} for a in allowed) and (xor_allowed is None or all(x == {0} for x in xor_allowed)):
             return None
         with_dims = [set(a) for a in allowed]
+        xor_dims = True
         for names in system.implementations.values():
             for d, name in enumerate(names):
                 choice = resolve(name)
@@ -157,24 +196,36 @@ class FoldSetup:
                 if choice.spans_all_npus:  # one ring over NPU ids: only 1-D grids rotate it
                     if len(dims) > 1 or not choice.algorithm.rotation_symmetric:
                         with_dims = [{0} for _ in dims]
-                elif d < len(with_dims) and not choice.algorithm.rotation_symmetric:
-                    with_dims[d] = {0}
+                    xor_dims = False
+                elif d < len(with_dims):
+                    if not choice.algorithm.rotation_symmetric:
+                        with_dims[d] = {0}
+                    xor_dims = xor_dims and choice.algorithm.xor_symmetric
         # a group subset runs the configured algorithm if the list has one entry, else ring
-        rotate_groups = all(resolve(subset_algorithm_name(names)).algorithm.rotation_symmetric
-                            for names in system.implementations.values() if names)
-        return cls(Grid([t.npus_count for t in dims]), allowed, with_dims, rotate_groups, id_shifts=len(dims) > 1)
+        subsets = [resolve(subset_algorithm_name(names)).algorithm
+                   for names in system.implementations.values() if names]
+        return cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
+                   all(a.rotation_symmetric for a in subsets), id_shifts=len(dims) > 1,
+                   xor_allowed=xor_allowed, xor_dims=xor_dims,
+                   xor_groups=all(a.xor_symmetric for a in subsets))
 
 
-def _group_key(members: tuple[int, ...], rank: int, frame: Frame, rotate: bool) -> tuple | None:
+def _group_key(members: tuple[int, ...], rank: int, frame: Frame, order: str | None) -> tuple | None:
     """A communicator group as seen from ``rank``: member offsets, in ring order from ``rank``
-    itself when the group's algorithms only see ring-position differences (``rotate``)."""
+    itself when the group's algorithms only see ring-position differences (``order`` is
+    "rotate"), or with positions relabelled by XOR with ``rank``'s when they only see
+    position XORs ("xor"); in the listed order otherwise."""
     if len(members) == frame.size:
         return ("all",)  # runs on the network's dimensions, like the default communicator
     if rank not in members:
         return None
-    if rotate:
-        i = members.index(rank)
+    i = members.index(rank)
+    if order == "rotate":
         members = members[i:] + members[:i]
+    elif order == "xor":
+        if len(members) & (len(members) - 1):
+            return None  # XOR relabels positions of power-of-two groups only
+        members = tuple(members[k ^ i] for k in range(len(members)))
     return tuple(frame.sub(m, rank) for m in members)
 
 
@@ -229,7 +280,7 @@ def _split_attrs(attrs: dict, cache: KeyCache):
 
 def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, ...]],
              parse_groups: Callable[[str], list[tuple[int, tuple[int, ...]]]],
-             rotate_groups: bool, cache: KeyCache) -> RankKey | None:
+             group_order: str | None, cache: KeyCache) -> RankKey | None:
     """The trace of ``rank`` with every NPU id made relative to ``rank``; None = cannot fold.
 
     Two ranks have equal keys exactly when one's trace is the other's moved by the
@@ -286,7 +337,7 @@ def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, .
                             return None
                         gkey = group_keys.get(group, ())
                         if gkey == ():
-                            gkey = group_keys[group] = _group_key(members, rank, frame, rotate_groups)
+                            gkey = group_keys[group] = _group_key(members, rank, frame, group_order)
                         if gkey is None:
                             return None
                         items[pos] = (name, kind, "group", gkey)
@@ -412,3 +463,40 @@ def find_id_shift_folding(frame: IdShifts, below: int, allowed: Callable[[int], 
     except _CannotFold:
         return None
     return None
+
+
+def find_xor_folding(frame: XorIds, below: int, allowed: Callable[[int], bool], dims_ok: bool,
+                     key_of: Callable[[int], RankKey | None]) -> Folding | None:
+    """A XOR folding that leaves fewer than ``below`` NPUs; None if there is none.
+
+    The XOR translations that keep a run form a group; this takes the one spanned by the
+    single bits that keep it (each needs ``key(r ^ bit) == key(r)`` for every rank, checked
+    from rank 0, so a bit that does not keep the run usually fails on rank ``bit`` already).
+    ``key_of(rank)`` gives a rank's key in ``frame``; ``dims_ok``: collectives may run on the
+    dimension rings (their algorithms commute with XOR)."""
+    n = frame.size
+    classes: dict[tuple, int] = {}
+    cls: dict[int, int] = {}
+    group_ids: dict[int, tuple[int, ...]] = {}
+
+    def class_of(rank: int) -> int:
+        c = cls.get(rank)
+        if c is None:
+            key = key_of(rank)
+            if key is None or (key.uses_dims and not dims_ok):
+                raise _CannotFold
+            c = cls[rank] = classes.setdefault(key.key, len(classes))
+            group_ids[rank] = key.group_ids
+        return c
+
+    span = {0}
+    try:
+        for bit in (1 << b for b in range(n.bit_length() - 1)):
+            if allowed(bit) and bit not in span and all(class_of(r ^ bit) == class_of(r) for r in range(n)):
+                span |= {h ^ bit for h in span}
+    except _CannotFold:
+        return None
+    if len(span) == 1 or n // len(span) >= below:
+        return None
+    return find_folding(frame, [cls[r] for r in range(n)], [group_ids[r] for r in range(n)],
+                        lambda h: h in span)

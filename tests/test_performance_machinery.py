@@ -109,8 +109,8 @@ def test_rank_keys_from_shared_records_equal_keys_built_node_by_node(tmp_path: P
     write_et(str(tmp_path / "w.0.et"), [comp, coll(64), send])
     nodes = read_et(str(tmp_path / "w.0.et"), record_cache={})[1]
     grid = Grid([4])
-    fast = rank_key(0, nodes, grid, {}, lambda _t: [], True, KeyCache())
+    fast = rank_key(0, nodes, grid, {}, lambda _t: [], "rotate", KeyCache())
     for n in nodes:
         n.shared = ()
-    slow = rank_key(0, nodes, grid, {}, lambda _t: [], True, KeyCache())
+    slow = rank_key(0, nodes, grid, {}, lambda _t: [], "rotate", KeyCache())
     assert fast.key == slow.key and fast.uses_dims and slow.uses_dims  # the collective has no group

@@ -159,6 +159,42 @@ def test_id_shift_candidates_fail_on_the_first_ranks_they_move() -> None:
             assert folding.translations == list(range(0, 64, folds_to))
 
 
+def test_xor_masks_that_keep_delays() -> None:
+    """Ring of 8: XOR 4 is the rotation by 4, XOR 7 the reflection k -> 7-k, XOR 3 the two
+    together; XOR 1 sends 1<->2 (one hop) to 0<->3 (three), XOR 2 sends 1<->2 to 3<->0
+    (three), and 5 and 6 are those moved by 4. Ring of 4 and a switch: every mask. Line of
+    4: XOR 3 (the reversal 0123 -> 3210) only. Not a power of two: none at all."""
+    from simpy_astra.symmetry import delay_invariant_xors
+
+    def xors(name: str, n: int):
+        return delay_invariant_xors(n, build_topology(name, n, 50.0, 500.0).path_profile)
+
+    assert xors("Ring", 8) == {0, 3, 4, 7}
+    assert xors("Ring", 4) == {0, 1, 2, 3}
+    assert xors("Switch", 8) == set(range(8))
+    assert xors("Line", 4) == {0, 3}
+    assert xors("Ring", 6) is None
+
+
+def test_xor_candidates_fail_on_the_first_rank_they_move() -> None:
+    """64 ranks with all different traces: each bit fails comparing rank ``bit`` with rank
+    0, so 7 keys are worked out, not 64. With traces that differ only in bit 3 (key r & 8),
+    the other five bits span 32 translations: NPUs 0 and 8 simulate all 64."""
+    from simpy_astra.symmetry import RankKey, XorIds, find_xor_folding
+
+    for key_fn, keyed, reps in ((lambda r: (r,), [0, 1, 2, 4, 8, 16, 32], None),
+                                (lambda r: (r & 8,), list(range(64)), [0, 8])):
+        asked: set[int] = set()
+
+        def key_of(rank: int, key_fn=key_fn, asked=asked) -> RankKey:
+            asked.add(rank)
+            return RankKey(key_fn(rank), ())
+
+        folding = find_xor_folding(XorIds(64), 64, lambda _h: True, True, key_of)
+        assert sorted(asked) == keyed
+        assert (folding and folding.representatives) == (reps or None)
+
+
 @pytest.mark.parametrize(("topologies", "counts", "kept"), [
     (["Ring", "Ring", "Ring"], [4, 4, 4], set(range(1, 64))),  # every shift: rings all the way up
     (["Ring", "Switch"], [4, 3], set(range(1, 12))),
@@ -210,7 +246,16 @@ FOLDS = {
     "grid_cu_all_reduce_1MB_ring8_ring": 1,  # one all-reduce everywhere, ring rotates
     "grid_cu_all_reduce_1MB_ring4x4x4_ring": 1,
     "grid_cu_all_reduce_1MB_fc8xsw4_natural-direct-halvingDoubling": 4,  # only dim 0 (8) rotates
-    "grid_cu_all_reduce_1MB_ring8_halvingDoubling": 8,  # nothing rotates
+    # no rotation keeps halving-doubling's XOR pairs; XOR 4 keeps them and is the rotation by
+    # 4 on a ring of 8 (k^4 = k+4 mod 8), so it keeps delays too; XOR 1 and 2 do not (1<->2 is
+    # one hop, 0<->3 three). XOR 3 and 7 keep delays as well (reflections) but only single
+    # bits are tried, so that a run XOR cannot fold costs a handful of keys
+    "grid_cu_all_reduce_1MB_ring8_halvingDoubling": 4,
+    # a switch keeps every delay under any XOR, and halving-doubling commutes with XOR: 1
+    "grid_cu_all_reduce_1MB_sw16_halvingDoubling": 1,
+    # on a ring of 4 every XOR keeps delays (XOR 2 is the rotation by 2, XOR 1 and 3 are
+    # reflections), and XOR acts on each coordinate alone: 1 of 64
+    "grid_cu_all_reduce_1MB_ring4x4x4_halvingDoubling": 1,
     "text_cu_Resnet50_DataParallel_8npus_p1_fc8": 1,
     # 4x4x4 torus, tp groups {8k..8k+7}, dp groups {j, j+8, .., j+56}. Grid translations:
     # only shifts along z keep the dp rings' order ((0,2,0) sends 8 -> 16 = (0,0,1) but
@@ -219,8 +264,11 @@ FOLDS = {
     # kept), so the multiples of 8 fold 64 NPUs onto 0..7; +1 .. +7 move 7 out of tp group 0.
     "stage_cu_st5_l70b_dp8tp8_s8_ring4x4x4s": 8,
     # halving-doubling pairs group members by index XOR: rank 0 and 8 partner each other in
-    # their dp group, which no rotation keeps
-    "stage_cu_st5_l70b_dp8tp8_s8_sw64s": 64,
+    # their dp group, which no rotation keeps. XOR translations do: XOR with a bit below 8
+    # relabels positions inside each tp group {8k..8k+7} and sends dp group j to j^bit in
+    # place; a bit from 8 up sends tp group k to another in place and relabels positions
+    # inside each dp group {j, j+8, .., j+56} by XOR. A switch keeps every delay: 1 NPU.
+    "stage_cu_st5_l70b_dp8tp8_s8_sw64s": 1,
 }
 
 
