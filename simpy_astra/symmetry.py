@@ -287,8 +287,9 @@ def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, .
     translation between them: names, types, dependencies, durations and every attribute
     equal; node ids equal up to an order-preserving renumbering (converters number nodes
     across ranks, and ids only order nodes); peers and group members equal up to that
-    translation. ``known`` holds the communicator groups (id -> members); groups a METADATA
-    node defines are added to it, and a group defined twice differently stops folding."""
+    translation, their positions as ``group_order`` says (see :func:`_group_key`). ``known``
+    holds the communicator groups (id -> members); groups a METADATA node defines are added
+    to it, and a group defined twice differently stops folding."""
     ids = [n.id for n in nodes]
     base = min(ids, default=0)
     if ids == list(range(base, base + len(ids))):  # numbered in file order: shift, no lookup
