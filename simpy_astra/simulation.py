@@ -225,7 +225,7 @@ class Simulation:
                 self.folding = fewer or self.folding
         if fold.xor_allowed is not None and self._left() > 1:
             xor = XorIds(n)
-            fewer = find_xor_folding(xor, self._left(), fold.xor_allows, fold.xor_dims,
+            fewer = find_xor_folding(xor, self._left(), fold.xor_generators(), fold.xor_dims,
                                      key_in(xor, "xor" if fold.xor_groups else None))
             self.folding = fewer or self.folding
         wanted = range(n) if self.folding is None else self.folding.representatives

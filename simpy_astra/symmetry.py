@@ -141,11 +141,20 @@ class FoldSetup:
     #: communicator-group subsets may be compared in XOR order from each NPU
     xor_groups: bool = False
 
-    def xor_allows(self, h: int) -> bool:
-        """Whether XOR translation ``h`` keeps every unaware delay: on power-of-two
-        dimensions it changes each coordinate on its own (no carries), so the two NPUs of a
-        pair still first differ in the same dimension, where its mask must keep delays."""
-        return all(c in self.xor_allowed[d] for d, c in enumerate(self.grid.coords(h)))
+    def xor_generators(self) -> list[int]:
+        """XOR translations, each within one dimension, that generate all that keep every
+        unaware delay: on power-of-two dimensions a XOR changes each coordinate on its own
+        (no carries), so the two NPUs of a pair still first differ in the same dimension,
+        where its mask must keep delays; those masks form a group per dimension, of which a
+        few generate the rest (a switch: the single bits; a ring of 8: 3 and 4)."""
+        out = []
+        for d, masks in enumerate(self.xor_allowed):
+            span = {0}
+            for c in sorted(masks):
+                if c not in span:
+                    span |= {x ^ c for x in span}
+                    out.append(c * self.grid.strides[d])
+        return out
 
     def allows(self, ranks: RankClasses) -> Callable[[int], bool]:
         """Which grid translations keep every delay (and, when collectives of ``ranks`` run
@@ -466,15 +475,16 @@ def find_id_shift_folding(frame: IdShifts, below: int, allowed: Callable[[int], 
     return None
 
 
-def find_xor_folding(frame: XorIds, below: int, allowed: Callable[[int], bool], dims_ok: bool,
+def find_xor_folding(frame: XorIds, below: int, generators: list[int], dims_ok: bool,
                      key_of: Callable[[int], RankKey | None]) -> Folding | None:
     """A XOR folding that leaves fewer than ``below`` NPUs; None if there is none.
 
-    The XOR translations that keep a run form a group; this takes the one spanned by the
-    single bits that keep it (each needs ``key(r ^ bit) == key(r)`` for every rank, checked
-    from rank 0, so a bit that does not keep the run usually fails on rank ``bit`` already).
-    ``key_of(rank)`` gives a rank's key in ``frame``; ``dims_ok``: collectives may run on the
-    dimension rings (their algorithms commute with XOR)."""
+    The XOR translations that keep a run form a group; this takes the one spanned by those
+    of ``generators`` (XORs that keep every delay) that keep the run too. Each needs
+    ``key(r ^ h) == key(r)`` for every rank, checked from rank 0, so one that does not keep
+    the run usually fails on rank ``h`` already. ``key_of(rank)`` gives a rank's key in
+    ``frame``; ``dims_ok``: collectives may run on the dimension rings (their algorithms
+    commute with XOR)."""
     n = frame.size
     classes: dict[tuple, int] = {}
     cls: dict[int, int] = {}
@@ -492,9 +502,9 @@ def find_xor_folding(frame: XorIds, below: int, allowed: Callable[[int], bool], 
 
     span = {0}
     try:
-        for bit in (1 << b for b in range(n.bit_length() - 1)):
-            if allowed(bit) and bit not in span and all(class_of(r ^ bit) == class_of(r) for r in range(n)):
-                span |= {h ^ bit for h in span}
+        for g in generators:
+            if g not in span and all(class_of(r ^ g) == class_of(r) for r in range(n)):
+                span |= {h ^ g for h in span}
     except _CannotFold:
         return None
     if len(span) == 1 or n // len(span) >= below:
