@@ -223,7 +223,7 @@ class Simulation:
                 ids = IdShifts(n)
                 fewer = find_id_shift_folding(ids, self._left(), fold.id_shift_allowed, key_in(ids, rotate))
                 self.folding = fewer or self.folding
-        if fold.xor_allowed is not None and self._left() > 1:
+        if fold.xor_possible and self._left() > 1:
             xor = XorIds(n)
             fewer = find_xor_folding(xor, self._left(), fold.xor_generators(), fold.xor_dims,
                                      key_in(xor, "xor" if fold.xor_groups else None))

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from simpy_astra.collectives import resolve, subset_algorithm_name
@@ -112,12 +113,25 @@ def delay_invariant_shifts(n: int, profile: Callable[[int, int], tuple[float, fl
 
 
 def delay_invariant_xors(n: int, profile: Callable[[int, int], tuple[float, float]]) -> set[int] | None:
-    """Masks ``c`` of one dimension with ``profile(a^c, b^c) == profile(a, b)`` for all a != b
-    (a group under XOR); None unless ``n`` is a power of two."""
+    """Masks ``c`` of one dimension with ``profile(a^c, b^c) == profile(a, b)`` for all a != b;
+    None unless ``n`` is a power of two.
+
+    They form a group under XOR, so a mask already generated is not checked again, and a
+    dimension whose pairs all look alike (a switch) keeps every mask: one O(n^2) pass, as
+    for shifts, plus an early-failing check per other mask."""
     if n & (n - 1):
         return None
-    return {c for c in range(n) if all(profile(a ^ c, b ^ c) == profile(a, b)
-                                       for a in range(n) for b in range(n) if a != b)}
+    def pairs():
+        return ((a, b) for a in range(n) for b in range(n) if a != b)
+
+    first = profile(0, 1) if n > 1 else None
+    if all(profile(a, b) == first for a, b in pairs()):
+        return set(range(n))
+    group = {0}
+    for c in range(1, n):
+        if c not in group and all(profile(a ^ c, b ^ c) == profile(a, b) for a, b in pairs()):
+            group |= {x ^ c for x in group}
+    return group
 
 
 @dataclass
@@ -133,13 +147,23 @@ class FoldSetup:
     rotate_groups: bool
     #: id shifts (:class:`IdShifts`) are worth trying too: the grid has several dimensions
     id_shifts: bool = False
-    #: per dimension, the XOR masks that keep every unaware delay (None: no XOR translations,
-    #: some dimension is not a power of two)
-    xor_allowed: list[set[int]] | None = None
+    #: the network's dimensions (BasicTopology), for the XOR masks that keep their delays
+    dims: list = field(default_factory=list)
     #: the algorithms configured on the dimensions commute with XOR (collectives may use them)
     xor_dims: bool = False
     #: communicator-group subsets may be compared in XOR order from each NPU
     xor_groups: bool = False
+
+    @property
+    def xor_possible(self) -> bool:
+        """XOR translations exist: every dimension is a power of two."""
+        return bool(self.dims) and all(not t.npus_count & (t.npus_count - 1) for t in self.dims)
+
+    @cached_property
+    def xor_allowed(self) -> list[set[int]]:
+        """Per dimension, the XOR masks that keep every unaware delay (worked out on first
+        use: O(n^2) per dimension, paid only by runs that other frames did not fold fully)."""
+        return [delay_invariant_xors(t.npus_count, t.path_profile) for t in self.dims]
 
     def xor_generators(self) -> list[int]:
         """XOR translations, each within one dimension, that generate all that keep every
@@ -191,9 +215,8 @@ class FoldSetup:
         if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
             return None
         allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
-        xors = [delay_invariant_xors(t.npus_count, t.path_profile) for t in dims]
-        xor_allowed = None if any(x is None for x in xors) else xors
-        if all(a == {0} for a in allowed) and (xor_allowed is None or all(x == {0} for x in xor_allowed)):
+        xor_possible = all(not t.npus_count & (t.npus_count - 1) for t in dims)
+        if all(a == {0} for a in allowed) and not xor_possible:
             return None
         with_dims = [set(a) for a in allowed]
         xor_dims = True
@@ -215,7 +238,7 @@ class FoldSetup:
                    for names in system.implementations.values() if names]
         return cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                    all(a.rotation_symmetric for a in subsets), id_shifts=len(dims) > 1,
-                   xor_allowed=xor_allowed, xor_dims=xor_dims,
+                   dims=list(dims), xor_dims=xor_dims,
                    xor_groups=all(a.xor_symmetric for a in subsets))
 
 
