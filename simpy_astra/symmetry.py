@@ -153,11 +153,17 @@ class FoldSetup:
     xor_dims: bool = False
     #: communicator-group subsets may be compared in XOR order from each NPU
     xor_groups: bool = False
+    #: some configured algorithm commutes with XOR: XOR translations are tried only then
+    #: (without one they may only keep every group position, which rotations mostly already
+    #: do, and each try reads a few traces again)
+    xor_algorithms: bool = False
 
     @property
     def xor_possible(self) -> bool:
-        """XOR translations exist: every dimension is a power of two."""
-        return bool(self.dims) and all(not t.npus_count & (t.npus_count - 1) for t in self.dims)
+        """XOR translations are worth trying: an algorithm commutes with them and every
+        dimension is a power of two."""
+        return self.xor_algorithms and bool(self.dims) and all(
+            not t.npus_count & (t.npus_count - 1) for t in self.dims)
 
     @cached_property
     def xor_allowed(self) -> list[set[int]]:
@@ -215,16 +221,15 @@ class FoldSetup:
         if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
             return None
         allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
-        xor_possible = all(not t.npus_count & (t.npus_count - 1) for t in dims)
-        if all(a == {0} for a in allowed) and not xor_possible:
-            return None
         with_dims = [set(a) for a in allowed]
         xor_dims = True
+        xor_algorithms = False
         for names in system.implementations.values():
             for d, name in enumerate(names):
                 choice = resolve(name)
                 if choice is None:
                     return None
+                xor_algorithms = xor_algorithms or choice.algorithm.xor_symmetric
                 if choice.spans_all_npus:  # one ring over NPU ids: only 1-D grids rotate it
                     if len(dims) > 1 or not choice.algorithm.rotation_symmetric:
                         with_dims = [{0} for _ in dims]
@@ -236,10 +241,13 @@ class FoldSetup:
         # a group subset runs the configured algorithm if the list has one entry, else ring
         subsets = [resolve(subset_algorithm_name(names)).algorithm
                    for names in system.implementations.values() if names]
-        return cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
-                   all(a.rotation_symmetric for a in subsets), id_shifts=len(dims) > 1,
-                   dims=list(dims), xor_dims=xor_dims,
-                   xor_groups=all(a.xor_symmetric for a in subsets))
+        setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
+                    all(a.rotation_symmetric for a in subsets), id_shifts=len(dims) > 1,
+                    dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
+                    xor_algorithms=xor_algorithms)
+        if all(a == {0} for a in allowed) and not setup.xor_possible:
+            return None
+        return setup
 
 
 def _group_key(members: tuple[int, ...], rank: int, frame: Frame, order: str | None) -> tuple | None:

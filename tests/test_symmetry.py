@@ -165,7 +165,7 @@ def test_xor_generators_per_dimension() -> None:
     from simpy_astra.symmetry import FoldSetup
 
     dims = [build_topology("Ring", 8, 50.0, 500.0), build_topology("Switch", 4, 50.0, 500.0)]
-    setup = FoldSetup(Grid([8, 4]), [set()] * 2, [set()] * 2, False, dims=dims)
+    setup = FoldSetup(Grid([8, 4]), [set()] * 2, [set()] * 2, False, dims=dims, xor_algorithms=True)
     assert setup.xor_possible and setup.xor_allowed == [{0, 3, 4, 7}, {0, 1, 2, 3}]
     assert setup.xor_generators() == [3, 4, 8, 16]
 
