@@ -201,7 +201,7 @@ class Simulation:
             return key
 
         rotate = "rotate" if fold.rotate_groups else None
-        ranks = RankClasses(fold.grid)
+        ranks = RankClasses()
         grid_moves = any(a != {0} for a in fold.allowed)
         for i in range(n if grid_moves else 0):
             trace = self._read(i, caches)
@@ -212,11 +212,11 @@ class Simulation:
             if key.uses_dims and all(a == {0} for a in fold.with_dims):
                 grid_moves = False  # no grid translation moves the dimension rings' algorithms
                 break
-            if ranks.add(key):
+            if ranks.add(i, key):
                 kept[i] = trace
         if grid_moves:
             ranks.classes.clear()  # the keys themselves are no longer needed
-            self.folding = find_folding(fold.grid, ranks.cls, ranks.group_ids, fold.allows(ranks))
+            self.folding = find_folding(fold.grid, ranks, fold.allows(ranks))
             if fold.id_shifts and not ranks.uses_dims:
                 # id shifts only when they leave fewer NPUs: candidates fail on the first
                 # ranks they move, so this usually reads only a few traces again

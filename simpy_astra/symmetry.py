@@ -1,10 +1,11 @@
 """Symmetry folding: find the network translations under which a run is the same on every NPU.
 
 NPU ids are points of the network's coordinate grid (dimension 0 varies fastest). A
-translation ``h`` moves NPU ``r`` to ``r + h``, in one of two frames: per-dimension addition,
-wrapping in each dimension (:class:`~simpy_astra.grid.Grid`), or addition of the ids modulo
-the NPU count, carrying from one dimension into the next (:class:`IdShifts`); the run folds
-in whichever frame leaves fewer NPUs to simulate. If
+translation ``h`` moves NPU ``r`` to ``r + h``, in one of three frames: per-dimension
+addition, wrapping in each dimension (:class:`~simpy_astra.grid.Grid`); addition of the ids
+modulo the NPU count, carrying from one dimension into the next (:class:`IdShifts`); or
+``r XOR h`` on power-of-two networks (:class:`XorIds`). The run folds in whichever frame
+leaves fewer NPUs to simulate. If
 
 * the congestion-unaware delay between any two NPUs is unchanged by ``h`` (rings, switches
   and fully connected dimensions are; an explicit graph usually is not), and
@@ -81,7 +82,7 @@ class Folding:
     frame: Frame
     #: NPU -> the representative that simulates it
     rep_of: list[int]
-    #: NPU -> the translation (an NPU id, see :meth:`Grid.add`) from its representative to it
+    #: NPU -> the translation (an NPU id, see ``frame.add``) from its representative to it
     shift_of: list[int]
     #: translations in the symmetry group, 0 first
     translations: list[int]
@@ -145,8 +146,6 @@ class FoldSetup:
     with_dims: list[set[int]]
     #: communicator-group subsets may be compared in ring order from each NPU
     rotate_groups: bool
-    #: id shifts (:class:`IdShifts`) are worth trying too: the grid has several dimensions
-    id_shifts: bool = False
     #: the network's dimensions (BasicTopology), for the XOR masks that keep their delays
     dims: list = field(default_factory=list)
     #: the algorithms configured on the dimensions commute with XOR (collectives may use them)
@@ -157,6 +156,11 @@ class FoldSetup:
     #: (without one they may only keep every group position, which rotations mostly already
     #: do, and each try reads a few traces again)
     xor_algorithms: bool = False
+
+    @property
+    def id_shifts(self) -> bool:
+        """Id shifts (:class:`IdShifts`) differ from grid translations: several dimensions."""
+        return len(self.grid.dims) > 1
 
     @property
     def xor_possible(self) -> bool:
@@ -242,8 +246,7 @@ class FoldSetup:
         subsets = [resolve(subset_algorithm_name(names)).algorithm
                    for names in system.implementations.values() if names]
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
-                    all(a.rotation_symmetric for a in subsets), id_shifts=len(dims) > 1,
-                    dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
+                    all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
                     xor_algorithms=xor_algorithms)
         if all(a == {0} for a in allowed) and not setup.xor_possible:
             return None
@@ -411,36 +414,34 @@ def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, .
 
 
 class RankClasses:
-    """Ranks, in id order, classed by their keys in one frame (equal keys, equal class)."""
+    """Ranks classed by their keys in one frame (equal keys, equal class), in any order."""
 
-    __slots__ = ("frame", "classes", "cls", "group_ids", "uses_dims")
+    __slots__ = ("classes", "cls", "group_ids", "uses_dims")
 
-    def __init__(self, frame: Frame) -> None:
-        self.frame = frame
+    def __init__(self) -> None:
         self.classes: dict[tuple, int] = {}
-        self.cls: list[int] = []  # rank -> its class number
-        self.group_ids: list[tuple[int, ...]] = []  # rank -> the group ids it uses, in node order
+        self.cls: dict[int, int] = {}  # rank -> its class number
+        self.group_ids: dict[int, tuple[int, ...]] = {}  # rank -> the group ids it uses, in node order
         self.uses_dims = False  # some collective runs on the dimension rings
 
-    def add(self, key: RankKey) -> bool:
-        """Class the next rank by ``key``; True when it is the first of its class."""
-        c = self.classes.setdefault(key.key, len(self.classes))
-        self.cls.append(c)
-        self.group_ids.append(key.group_ids)
+    def add(self, rank: int, key: RankKey) -> bool:
+        """Class ``rank`` by ``key``; True when it is the first of its class."""
+        c = self.cls[rank] = self.classes.setdefault(key.key, len(self.classes))
+        self.group_ids[rank] = key.group_ids
         self.uses_dims = self.uses_dims or key.uses_dims
         return c == len(self.classes) - 1
 
 
-def find_folding(frame: Frame, cls: list[int], group_ids: list[tuple[int, ...]],
-                 allows: Callable[[int], bool]) -> Folding | None:
+def find_folding(frame: Frame, ranks: RankClasses, allows: Callable[[int], bool]) -> Folding | None:
     """The largest translation group of ``frame`` that maps every rank onto a rank of the
     same class.
 
-    ``cls[r]`` numbers rank ``r``'s key (equal keys, equal numbers); ``allows(h)`` says
+    ``ranks`` has classed every rank (equal keys, equal numbers); ``allows(h)`` says
     whether translation ``h`` keeps every delay (and the dimension rings' algorithms, when
     collectives run on them). A rank and its image use groups with different ids but in the
     same places; lining their group ids up node by node gives the map that relabels tags."""
-    if len(set(cls)) == frame.size:
+    cls, group_ids = ranks.cls, ranks.group_ids
+    if len(set(cls.values())) == frame.size:
         return None
     translations = [0]
     for h in range(1, frame.size):
@@ -448,7 +449,7 @@ def find_folding(frame: Frame, cls: list[int], group_ids: list[tuple[int, ...]],
             continue
         if not allows(h):
             continue
-        if all(cls[frame.add(r, h)] == c for r, c in enumerate(cls)):
+        if all(cls[frame.add(r, h)] == c for r, c in cls.items()):
             translations.append(h)
     if len(translations) == 1:
         return None
@@ -483,14 +484,14 @@ def find_id_shift_folding(frame: IdShifts, below: int, allowed: Callable[[int], 
     ``g`` already. ``key_of(rank)`` gives a rank's key in ``frame`` (keys are worked out
     once, in rank order, as the checks reach them)."""
     n = frame.size
-    ranks = RankClasses(frame)
+    ranks = RankClasses()
 
     def cls(rank: int) -> int:
         while len(ranks.cls) <= rank:
             key = key_of(len(ranks.cls))
             if key is None or key.uses_dims:  # collectives on the dimension rings: never id shifts
                 raise _CannotFold
-            ranks.add(key)
+            ranks.add(len(ranks.cls), key)
         return ranks.cls[rank]
 
     try:
@@ -498,7 +499,7 @@ def find_id_shift_folding(frame: IdShifts, below: int, allowed: Callable[[int], 
             if n % g or not allowed(g):
                 continue
             if all(cls(r) == cls(r - g) for r in range(g, n)):
-                folding = find_folding(frame, ranks.cls, ranks.group_ids, allowed)
+                folding = find_folding(frame, ranks, allowed)
                 if folding is not None:
                     return folding
     except _CannotFold:
@@ -517,19 +518,15 @@ def find_xor_folding(frame: XorIds, below: int, generators: list[int], dims_ok: 
     ``frame``; ``dims_ok``: collectives may run on the dimension rings (their algorithms
     commute with XOR)."""
     n = frame.size
-    classes: dict[tuple, int] = {}
-    cls: dict[int, int] = {}
-    group_ids: dict[int, tuple[int, ...]] = {}
+    ranks = RankClasses()
 
     def class_of(rank: int) -> int:
-        c = cls.get(rank)
-        if c is None:
+        if rank not in ranks.cls:
             key = key_of(rank)
             if key is None or (key.uses_dims and not dims_ok):
                 raise _CannotFold
-            c = cls[rank] = classes.setdefault(key.key, len(classes))
-            group_ids[rank] = key.group_ids
-        return c
+            ranks.add(rank, key)
+        return ranks.cls[rank]
 
     span = {0}
     try:
@@ -540,5 +537,4 @@ def find_xor_folding(frame: XorIds, below: int, generators: list[int], dims_ok: 
         return None
     if len(span) == 1 or n // len(span) >= below:
         return None
-    return find_folding(frame, [cls[r] for r in range(n)], [group_ids[r] for r in range(n)],
-                        lambda h: h in span)
+    return find_folding(frame, ranks, lambda h: h in span)

@@ -224,7 +224,7 @@ def test_id_shifts_allowed_are_those_that_keep_every_unaware_delay(topologies, c
     net = CongestionUnawareNetwork(simpy.Environment(), dims)
     grid = Grid(counts)
     allowed = [delay_invariant_shifts(d.npus_count, d.path_profile) for d in dims]
-    setup = FoldSetup(grid, allowed, allowed, True, id_shifts=True)
+    setup = FoldSetup(grid, allowed, allowed, True)
     n = grid.size
 
     def keeps(h: int) -> bool:

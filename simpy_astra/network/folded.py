@@ -33,8 +33,7 @@ class FoldedNetwork:
         self._sub = folding.frame.sub
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
-        inner = self.inner
-        delay = inner.delay_ns(src, dst, size)  # the real pair's (cached) delay
+        delay = self.inner.delay_ns(src, dst, size)  # the real pair's (cached) delay
         h = self._shift_of[dst]
         if h:
             key = (src, h)
@@ -46,8 +45,8 @@ class FoldedNetwork:
             gid = group_of_stream_tag(tag)
             if gid is not None:
                 tag += self._tag_offset(tag, gid, h)
-        entry = inner.board.post_send(src, dst, tag, size, fn, arg)
-        inner.board.arrive_after(delay, entry)
+        board = self.board
+        board.arrive_after(delay, board.post_send(src, dst, tag, size, fn, arg))
 
     def _tag_offset(self, tag: int, gid: int, h: int) -> int:
         """How much a group stream's tag changes in the representative's frame."""
@@ -60,7 +59,7 @@ class FoldedNetwork:
         return offset
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
-        self.inner.board.post_recv(dst, src, tag, size, fn, arg)
+        self.board.post_recv(dst, src, tag, size, fn, arg)
 
     def link_stats(self) -> None:
         return None
