@@ -1,4 +1,4 @@
-"""``python -m simpy_astra`` and the ``simpy-astra`` command: see :mod:`simpy_astra.cli`."""
+"""``python -m simpy_astra`` and the ``simpy-astra`` command: see :mod:`simpy_astra.cli.main`."""
 
 import gc
 import sys
@@ -15,7 +15,7 @@ def main() -> int:
     """
     gc.disable()
     try:
-        from simpy_astra.cli import main as cli_main
+        from simpy_astra.cli.main import main as cli_main
 
         return cli_main()
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.cli import EXIT_INPUT_ERROR, EXIT_STALLED, main
+from simpy_astra.cli.main import EXIT_INPUT_ERROR, EXIT_STALLED, main
 from simpy_astra.workloads.chakra_et import make_node, write_et
 from simpy_astra.workloads.chakra_schema import (
     COMM_COLL_NODE,

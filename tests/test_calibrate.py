@@ -12,7 +12,7 @@ import yaml
 
 from simpy_astra.calibration import model
 from simpy_astra.calibration.nccl_log import parse_log
-from simpy_astra.cli import main
+from simpy_astra.cli.main import main
 
 DATA = Path(__file__).resolve().parent / "data" / "nccl"
 A100 = DATA / "dgx-a100-superbench"

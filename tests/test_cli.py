@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from simpy_astra.cli import main
+from simpy_astra.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -218,7 +218,7 @@ def test_long_runs_show_progress() -> None:
     import time
     from types import SimpleNamespace
 
-    from simpy_astra.reporting import run_with_progress
+    from simpy_astra.report.console import run_with_progress
 
     npu = SimpleNamespace(nodes=[0, 1, 2], completed=1)
 
@@ -243,11 +243,11 @@ def test_default_scenario_imports_no_heavy_module() -> None:
     import sys
 
     code = ("import sys, io, contextlib\n"
-            "from simpy_astra.cli import main\n"
+            "from simpy_astra.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    assert main(['run', {str(ROOT / 'scenarios' / 'default.yaml')!r}]) == 0\n"
             "heavy = {'networkx', 'rich', 'matplotlib', 'numpy', 'dask', 'scalesim', 'xml',\n"
-            "         'simpy_astra.memory_tracker', 'simpy_astra.csv_reports'}\n"
+            "         'simpy_astra.memory_tracker', 'simpy_astra.report.csv_tables'}\n"
             "print(sorted(({m.split('.')[0] for m in sys.modules} | set(sys.modules)) & heavy))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.cli import main as cli_main
+from simpy_astra.cli.main import main as cli_main
 from simpy_astra.convert_pytorch import MISSING_EXTRA, group_ids, process_groups
 from simpy_astra.workloads.chakra_et import read_et
 

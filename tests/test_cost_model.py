@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simpy_astra.cli import main as cli_main
+from simpy_astra.cli.main import main as cli_main
 from simpy_astra.config import load_network_yaml
 from simpy_astra.cost_model import DEFAULT_PRICES, default_tiers, network_cost
 from simpy_astra.errors import InputError
@@ -111,7 +111,7 @@ def test_json_out_and_summary_report_the_cost(tmp_path, capsys):
 
 def test_sweep_results_have_cost_usd_and_best_under_budget(tmp_path):
     pytest.importorskip("simpleeval")
-    from simpy_astra.sweep_cli import main as sweep_main
+    from simpy_astra.cli.sweep import main as sweep_main
 
     sweep = ROOT / "scenarios" / "sweeps" / "cost_topology.yaml"
     out = tmp_path / "out"

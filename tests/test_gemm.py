@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simpy_astra.cli import main as cli_main
+from simpy_astra.cli.main import main as cli_main
 from simpy_astra.errors import InputError
 from simpy_astra.workloads import gemm
 
@@ -180,7 +180,7 @@ def test_dlrm_mlp_scenario_runs_end_to_end(tmp_path, scalesim_cache):
 @needs_scalesim
 def test_sweep_axis_over_array_sizes(tmp_path, scalesim_cache):
     pytest.importorskip("simpleeval")
-    from simpy_astra.sweep_cli import main as sweep_main
+    from simpy_astra.cli.sweep import main as sweep_main
 
     mnk = tmp_path / "test.csv"
     mnk.write_text(ONE_LAYER)

@@ -271,7 +271,7 @@ def test_ring_all_reduce_on_a_mesh_is_close_to_the_analytical_figure(tmp_path: P
 
 
 def test_scenario_yaml_selects_the_packet_backend_and_json_has_queue_and_stall(tmp_path: Path) -> None:
-    from simpy_astra.cli import main
+    from simpy_astra.cli.main import main
 
     reports, _ = run_sim(tmp_path, _collective(ALL_TO_ALL, 1 << 20), MESH, backend="packet", run=False)
     scenario = tmp_path / "s.yaml"

@@ -20,7 +20,7 @@ import yaml
 
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.spec import load_sweep
-from simpy_astra.sweep_cli import main as sweep_main
+from simpy_astra.cli.sweep import main as sweep_main
 from simpy_astra.workloads import generated
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,7 +320,7 @@ def test_unreachable_cluster_is_an_input_error(tmp_path):
 
 
 def test_cli_reports_a_bad_sweep_in_one_line(tmp_path, capsys):
-    from simpy_astra.cli import main as cli_main
+    from simpy_astra.cli.main import main as cli_main
 
     assert cli_main(["sweep", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip().endswith("missing.yaml does not exist")
@@ -337,7 +337,7 @@ def test_cli_reports_a_bad_sweep_in_one_line(tmp_path, capsys):
 # Every case: the exit status, one ``error:`` line naming the file and the field, and the exact
 # set of rows results.csv keeps.
 def cli(capsys, *argv: str) -> tuple[int, str]:
-    from simpy_astra.cli import main as cli_main
+    from simpy_astra.cli.main import main as cli_main
 
     code = cli_main(["sweep", *argv])
     err = capsys.readouterr().err

@@ -349,7 +349,7 @@ def test_memory_traces_are_written_for_every_npu_of_an_orbit(tmp_path: Path, mon
 
 
 def test_cli_switch_prints_the_same_lines_folded_and_not(capsys) -> None:
-    from simpy_astra.cli import main
+    from simpy_astra.cli.main import main
 
     scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml")
     out = {}

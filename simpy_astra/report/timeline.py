@@ -14,7 +14,7 @@ import heapq
 import json
 
 from simpy_astra.errors import InputError
-from simpy_astra.trace_recorder import COMM_TYPES, RunRecord, merged
+from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
 from simpy_astra.workloads.chakra_types import COMP_NODE
 
 TID_COMPUTE, TID_CPU, TID_OTHER, TID_COMM_BASE, TID_CHUNK_BASE = 0, 1, 2, 100, 1000
@@ -154,7 +154,7 @@ def timeline_rows(record: RunRecord, width: int = 60) -> list[tuple[int, str]]:
 def print_timeline(record: RunRecord, out=None, width: int = 60) -> None:
     """Compact per-NPU timeline: compute, compute+comm, exposed comm, idle; colours on a
     terminal, distinct glyphs (# = x .) without colour."""
-    from simpy_astra.reporting import Output
+    from simpy_astra.report.console import Output
 
     out = out or Output()
     rows = timeline_rows(record, width)

@@ -1,14 +1,7 @@
-"""Command line: ``simpy-astra run SCENARIO.yaml``, other subcommands, or ASTRA-sim's own flags.
+"""``simpy-astra run SCENARIO.yaml`` and the ASTRA-sim flag form: parse, simulate, report.
 
-Subcommands other than ``run`` live in their own modules, listed in ``SUBCOMMANDS``; each
-exposes ``main(argv: list[str]) -> int`` and may raise the input errors handled here.
-
-The ASTRA-sim form accepts the reference binary's flags, so existing scripts switch by
-changing the binary path::
-
-    python -m simpy_astra --workload-configuration=W --system-configuration=S \\
-        --network-configuration=N --remote-memory-configuration=M \\
-        [--comm-group-configuration=G] [--network-backend=congestion_unaware|congestion_aware|packet]
+Every output file is checked before the run starts; figures go to stdout in the reference's
+lines, the summary, timeline and progress to stderr.
 """
 
 from __future__ import annotations
@@ -19,26 +12,9 @@ import os
 import sys
 import time
 
-from simpy_astra.collectives.base import CollectiveError
-from simpy_astra.errors import InputError, StalledError
+from simpy_astra.errors import InputError
+from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
-from simpy_astra.workloads.chakra_et import EtError
-
-EXIT_INTERNAL_ERROR = 1
-EXIT_INPUT_ERROR = 2
-EXIT_STALLED = 3
-#: what a shell reports for a command stopped by SIGPIPE (128 + 13): the reader of our output
-#: (``| head``) closed it early, which is the reader's choice, not an error of ours
-EXIT_BROKEN_PIPE = 141
-
-# subcommand name -> module with ``main(argv) -> int`` (imported only when used)
-SUBCOMMANDS: dict[str, str] = {
-    "convert": "simpy_astra.convert_cli",  # ASTRA-sim 1.0 text workloads -> Chakra ET
-    "generate": "simpy_astra.generate_cli",  # microbenchmarks, transformer training/inference
-    "sweep": "simpy_astra.sweep_cli",  # design-space sweeps
-    "calibrate": "simpy_astra.calibrate_cli",  # fit a network to nccl-tests logs
-    "validate": "simpy_astra.validate_cli",  # nccl-tests logs against the simulator
-}
 
 
 def _astra_parser() -> argparse.ArgumentParser:
@@ -106,30 +82,6 @@ def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
 
 
-def busiest_links(network) -> list | None:
-    """Link statistics of backends that keep them, busiest first (None otherwise)."""
-    complete = getattr(network, "complete_links", None)
-    if complete is not None:  # idle links too: a zero-byte link is a finding, not noise
-        complete()
-    stats = network.link_stats()
-    if stats is None:
-        return None
-    def device_order(device) -> tuple:  # NPU ids, then named switches, then stacked ones
-        return (0, device, "") if isinstance(device, int) else (1, 0, str(device))
-
-    return sorted(stats, key=lambda s: (-s[3], -s[2], device_order(s[0]), device_order(s[1])))
-
-
-def _link_fields(u, v, nbytes: int, busy_ns: int, max_queue_bytes: int | None = None,
-                 stall_ns: int | None = None) -> dict:
-    """One link's JSON record; the packet backend adds its largest queue and stall time."""
-    out = {"from": device_name(u), "to": device_name(v), "bytes": nbytes, "busy_ns": busy_ns}
-    if max_queue_bytes is not None:
-        out["max_queue_bytes"] = max_queue_bytes
-        out["stall_ns"] = stall_ns
-    return out
-
-
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
                 cost=None) -> None:
     data: dict = {
@@ -140,20 +92,12 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         data["cost_usd"] = cost.total_usd
         data["cost"] = cost.as_dict()
     if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
-        data["links"] = [_link_fields(*stat) for stat in links]
+        data["links"] = [link_fields(*stat) for stat in links]
     try:
         with open(path, "w") as f:
             json.dump(data, f, indent=1)
     except OSError as exc:
         raise InputError(f"--json-out: cannot write {path} ({exc.strerror or exc})") from None
-
-
-def device_name(device) -> int | str:
-    """An NPU by its id, a switch by a string (stacked dimensions' switches are tuples inside)."""
-    if isinstance(device, tuple) and len(device) == 4 and device[0] == "switch":
-        _, dim, base, local = device
-        return f"switch {local} of dim {dim} at NPU {base}"
-    return device if isinstance(device, int | str) else str(device)
 
 
 def _writable_file(path: str | None, flag: str) -> None:
@@ -214,10 +158,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     sim = Simulation(inputs, on_report=_print_report)
     record = None  # node timings are recorded only for reports that need them
     if csv_out or trace_out or rich_summary:
-        from simpy_astra.trace_recorder import attach
+        from simpy_astra.report.recorder import attach
 
         record = attach(sim, record_chunks=bool(trace_out))
-    from simpy_astra.reporting import progress_wanted, run_with_progress
+    from simpy_astra.report.console import progress_wanted, run_with_progress
 
     reports = run_with_progress(sim) if progress_wanted() else sim.run()
     wall = time.perf_counter() - t0
@@ -236,16 +180,16 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if json_out:
         _write_json(json_out, reports, wall, links, cost)
     if record is not None and csv_out:
-        from simpy_astra.csv_reports import write_csv_reports
+        from simpy_astra.report.csv_tables import write_csv_reports
 
         write_csv_reports(record, csv_out)
     if record is not None and trace_out:
-        from simpy_astra.timeline import write_chrome_trace
+        from simpy_astra.report.timeline import write_chrome_trace
 
         write_chrome_trace(record, trace_out)
     if rich_summary:
-        from simpy_astra.reporting import Output, print_summary
-        from simpy_astra.timeline import print_timeline
+        from simpy_astra.report.console import Output, print_summary
+        from simpy_astra.report.timeline import print_timeline
 
         out = Output()
         print_summary(reports, wall, links, out=out, cost=cost)
@@ -253,82 +197,39 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv and argv[0] in SUBCOMMANDS:
-            import gc
-            import importlib
-
-            gc.enable()  # paused for start-up by __main__; these commands allocate as they go
-
-            return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
-        if argv and not argv[0].startswith("-") and argv[0] not in ("run", *SUBCOMMANDS):
-            first = argv[0]
-            if not (first.endswith((".yaml", ".yml")) or os.path.exists(first)):
-                raise InputError(f"{first}: neither a scenario YAML nor a command; use simpy-astra "
-                                 f"SCENARIO.yaml, run SCENARIO.yaml, {', '.join(SUBCOMMANDS)}, or "
-                                 f"ASTRA-sim's --workload-configuration=... flags")
-            argv = ["run", *argv]  # the card's form: python -m simpy_astra scenarios/default.yaml
-        if argv and argv[0] == "run":
-            args = _run_parser().parse_args(argv[1:])
-            from simpy_astra.scenario import load_plugins, load_scenario
-
-            load_plugins(args.plugin, "--plugin")
-            inputs = load_scenario(args.scenario, backend=args.network_backend)
-            return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
-                             trace_out=args.trace_out, fold=args.fold_symmetry)
-        args, _unknown = _astra_parser().parse_known_args(argv)  # ASTRA-sim ignores unknown flags
-        for flag, value in (("--compute-scale", args.compute_scale), ("--comm-scale", args.comm_scale)):
-            if value != 1.0:
-                print(f"warning: {flag} {value} is accepted but changes nothing (ASTRA-sim reads it "
-                      f"and does not use it either)", file=sys.stderr)
-        from simpy_astra.scenario import inputs_from_astra_flags, load_plugins
-
-        load_plugins(args.plugin, "--plugin")
-        inputs = inputs_from_astra_flags(
-            workload=args.workload_configuration,
-            system=args.system_configuration,
-            network=args.network_configuration,
-            remote_memory=args.remote_memory_configuration,
-            comm_groups=args.comm_group_configuration,
-            backend=args.network_backend,
-            queues_per_dim=args.num_queues_per_dim,
-            injection_scale=args.injection_scale,
-            num_passes=args.num_passes,
-        )
-        return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
-                         trace_out=args.trace_out, fold=args.fold_symmetry)
-    except (InputError, EtError, CollectiveError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT_ERROR
-    except StalledError as exc:
-        sys.stdout.flush()
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_STALLED
-    except BrokenPipeError:
-        _silence_stdout()
-        return EXIT_BROKEN_PIPE
-    except Exception as exc:  # a bug, not a bad input: still one line, unless asked for more
-        if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
-            raise
-        sys.stdout.flush()
-        text = " ".join(str(exc).split()) or "no message"
-        print(
-            f"error: internal error {type(exc).__name__}: {text} (this is a simpy-astra bug; "
-            f"set SIMPY_ASTRA_TRACEBACK=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL_ERROR
 
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so that the interpreter's final flush of what is still
-    buffered for the closed pipe does not print "Exception ignored ... BrokenPipeError"."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a file descriptor (replaced by a caller)
-        pass
-    finally:
-        os.close(devnull)
+def run_scenario(argv: list[str]) -> int:
+    """``run SCENARIO.yaml [flags]``."""
+    args = _run_parser().parse_args(argv)
+    from simpy_astra.scenario import load_plugins, load_scenario
+
+    load_plugins(args.plugin, "--plugin")
+    inputs = load_scenario(args.scenario, backend=args.network_backend)
+    return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
+                     trace_out=args.trace_out, fold=args.fold_symmetry)
+
+
+def run_astra_flags(argv: list[str]) -> int:
+    """The reference binary's flags (unknown ones are ignored, as ASTRA-sim does)."""
+    args, _unknown = _astra_parser().parse_known_args(argv)
+    for flag, value in (("--compute-scale", args.compute_scale), ("--comm-scale", args.comm_scale)):
+        if value != 1.0:
+            print(f"warning: {flag} {value} is accepted but changes nothing (ASTRA-sim reads it "
+                  f"and does not use it either)", file=sys.stderr)
+    from simpy_astra.scenario import inputs_from_astra_flags, load_plugins
+
+    load_plugins(args.plugin, "--plugin")
+    inputs = inputs_from_astra_flags(
+        workload=args.workload_configuration,
+        system=args.system_configuration,
+        network=args.network_configuration,
+        remote_memory=args.remote_memory_configuration,
+        comm_groups=args.comm_group_configuration,
+        backend=args.network_backend,
+        queues_per_dim=args.num_queues_per_dim,
+        injection_scale=args.injection_scale,
+        num_passes=args.num_passes,
+    )
+    return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
+                     trace_out=args.trace_out, fold=args.fold_symmetry)

@@ -22,7 +22,7 @@ import os
 import re
 
 from simpy_astra.errors import InputError
-from simpy_astra.trace_recorder import COMM_TYPES, RunRecord, merged
+from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
 from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, COMP_NODE
 
 NODE_COLUMNS = ("npu", "node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns")
