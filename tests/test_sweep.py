@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simpy_astra.cli.sweep import main as sweep_main
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.spec import load_sweep
-from simpy_astra.cli.sweep import main as sweep_main
 from simpy_astra.workloads import generated
 
 ROOT = Path(__file__).resolve().parents[1]
