@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from simpy_astra.scenario import inputs_from_astra_flags
+from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"

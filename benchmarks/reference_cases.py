@@ -40,7 +40,7 @@ DEFAULT_FILTER = r"^(ex_cu_|stage_cu_st[1-6]|knob_cu_)"
 def child(kind: str, spec: str) -> int:
     """Run one case or scenario in this process and print one JSON line of measurements."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
+    from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
     from simpy_astra.simulation import Simulation
 
     t0 = time.perf_counter()

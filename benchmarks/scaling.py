@@ -48,7 +48,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--fold", choices=("on", "off"), default=None, help="symmetry folding (default: on)")
     a = ap.parse_args()
-    from simpy_astra.scenario import load_scenario
+    from simpy_astra.config.scenario import load_scenario
 
     if a.fold is not None:
         os.environ["SIMPY_ASTRA_FOLD"] = "1" if a.fold == "on" else "0"  # inherited by the runs

@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import simpy
 from simpy.core import StopSimulation
 
 from simpy_astra.collective_plans import CollectivePlanner
-from simpy_astra.config import NetworkConfig, RemoteMemoryConfig, SystemConfig
+from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.engine import NpuClock, fast_collection
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.network import BACKENDS, Network
@@ -59,24 +59,6 @@ def fold_requested(inputs: SimulationInputs) -> bool:
     if env:
         return env not in ("0", "off", "false", "no")
     return FOLD_DEFAULT
-
-
-@dataclass
-class SimulationInputs:
-    """Everything one run needs, already parsed and validated."""
-
-    workload_prefix: str
-    system: SystemConfig
-    network: NetworkConfig
-    remote_memory: RemoteMemoryConfig
-    comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    backend: str = "congestion_unaware"
-    queues_per_dim: int = 1
-    #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.symmetry`); None = the
-    #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set
-    fold_symmetry: bool | None = None
-    #: warnings about the inputs (e.g. a comm-group file ASTRA-sim would ignore)
-    warnings: list[str] = field(default_factory=list)
 
 
 def _describe_handler(fn, arg) -> str | None:
@@ -391,8 +373,8 @@ class Simulation:
 
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
-        """A simulation of a scenario YAML (see :mod:`simpy_astra.scenario`), not yet run."""
-        from simpy_astra.scenario import load_scenario
+        """A simulation of a scenario YAML (see :mod:`simpy_astra.config.scenario`), not yet run."""
+        from simpy_astra.config.scenario import load_scenario
 
         return cls(load_scenario(path, backend), **kwargs)
 
@@ -401,7 +383,7 @@ class Simulation:
                          comm_groups: str = "empty", backend: str = "congestion_unaware",
                          **kwargs) -> Simulation:
         """A simulation of ASTRA-sim's input files (the reference binary's four flags)."""
-        from simpy_astra.scenario import inputs_from_astra_flags
+        from simpy_astra.config.scenario import inputs_from_astra_flags
 
         return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups,
                                            backend), **kwargs)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from simpy_astra.scenario import inputs_from_astra_flags
+from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
 from simpy_astra.workloads.chakra_et import write_et

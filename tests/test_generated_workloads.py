@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError
-from simpy_astra.scenario import load_scenario
 from simpy_astra.workloads import generated
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.memory_tracker import CATEGORIES, tensor_category
-from simpy_astra.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra_et import read_et
 from simpy_astra.workloads.transformer import generate

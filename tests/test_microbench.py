@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError
-from simpy_astra.scenario import load_scenario
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.microbench import size_label, write_microbench
 from tests.conftest import REFERENCE

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from simpy_astra.scenario import inputs_from_astra_flags
+from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra_et import read_et
 from simpy_astra.workloads.msccl_xml import read_msccl_xml

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.scenario import inputs_from_astra_flags
+from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from tests.conftest import REFERENCE
 

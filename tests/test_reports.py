@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.report.csv_tables import write_csv_reports
 from simpy_astra.report.recorder import attach
 from simpy_astra.report.timeline import timeline_rows, write_chrome_trace
-from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import union_length
 from simpy_astra.workloads.chakra_et import read_et

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.scenario import load_scenario
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.simulation import Simulation
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

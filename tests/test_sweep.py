@@ -106,7 +106,7 @@ def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path, c
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     # each point's scenario reproduces it with `simpy-astra run`
     assert len(list((out / "points").glob("*.yaml"))) == 3
-    from simpy_astra.scenario import load_scenario
+    from simpy_astra.config.scenario import load_scenario
     from simpy_astra.simulation import Simulation
 
     reports = Simulation(load_scenario(str(out / "points" / f"{at50['key']}.yaml"))).run()

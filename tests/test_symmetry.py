@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.simulation import Simulation
 from simpy_astra.symmetry import Grid, IdShifts, delay_invariant_shifts
 from simpy_astra.topologies import build as build_topology

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.errors import InputError
-from simpy_astra.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra_et import read_et
 from simpy_astra.workloads.text_workload import parse_text_workload, write_text_ets
@@ -150,7 +150,7 @@ def test_scenario_with_txt_workload_and_num_passes(reference_dir: Path, tmp_path
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
-    from simpy_astra.scenario import load_scenario
+    from simpy_astra.config.scenario import load_scenario
 
     case = json.loads((reference_dir / "cases" / "text_cu_DLRM_HybridParallel_8npus_p2_sw8.json").read_text())
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.errors import InputError
-from simpy_astra.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads import generated
 from simpy_astra.workloads.chakra_et import read_et

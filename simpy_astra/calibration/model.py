@@ -99,7 +99,7 @@ def simulate_collective(network: dict[str, Any], system: dict[str, Any], collect
     ``Simulation``, as ``simpy-astra run`` does. ``sendrecv`` (nccl-tests' ring of
     neighbour exchanges) has no microbenchmark generator, so its traces are written here.
     """
-    from simpy_astra.scenario import load_scenario
+    from simpy_astra.config.scenario import load_scenario
     from simpy_astra.simulation import Simulation
 
     with tempfile.TemporaryDirectory(prefix="simpy-astra-calib-") as tmp:

@@ -63,7 +63,7 @@ def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _run_parser() -> argparse.ArgumentParser:
-    from simpy_astra import scenario
+    from simpy_astra.config import scenario
 
     p = argparse.ArgumentParser(
         prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
@@ -202,7 +202,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 def run_scenario(argv: list[str]) -> int:
     """``run SCENARIO.yaml [flags]``."""
     args = _run_parser().parse_args(argv)
-    from simpy_astra.scenario import load_plugins, load_scenario
+    from simpy_astra.config.scenario import load_plugins, load_scenario
 
     load_plugins(args.plugin, "--plugin")
     inputs = load_scenario(args.scenario, backend=args.network_backend)
@@ -217,7 +217,7 @@ def run_astra_flags(argv: list[str]) -> int:
         if value != 1.0:
             print(f"warning: {flag} {value} is accepted but changes nothing (ASTRA-sim reads it "
                   f"and does not use it either)", file=sys.stderr)
-    from simpy_astra.scenario import inputs_from_astra_flags, load_plugins
+    from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
 
     load_plugins(args.plugin, "--plugin")
     inputs = inputs_from_astra_flags(

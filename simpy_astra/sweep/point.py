@@ -35,8 +35,8 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     network's price (``cost_usd``, :mod:`simpy_astra.cost_model`; empty when the price table does
     not cover the network). ``where`` (the sweep file and the point's coordinates) replaces the
     temporary scenario file's name in an error."""
+    from simpy_astra.config.scenario import load_scenario
     from simpy_astra.cost_model import network_cost
-    from simpy_astra.scenario import load_scenario
     from simpy_astra.simulation import Simulation
 
     t0 = time.perf_counter()

@@ -43,8 +43,8 @@ from simpy_astra.config import (
     remote_memory_from_mapping,
     system_from_mapping,
 )
+from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.errors import InputError
-from simpy_astra.simulation import SimulationInputs
 
 T = TypeVar("T")
 

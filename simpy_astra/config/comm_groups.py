@@ -1,0 +1,77 @@
+"""The communicator-group JSON (``{"group id": [NPU ids]}``) and when ASTRA-sim ignores it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from simpy_astra.config.readers import INT32_MAX, PathLike, load_json_object, require_mapping, show_value
+from simpy_astra.errors import InputError
+
+#: ASTRA-sim ignores any comm-group path containing this substring (its "no groups" default)
+NO_GROUPS_MARKER = "empty"
+
+
+def load_comm_groups_json(path: PathLike | None, total_npus: int) -> dict[int, tuple[int, ...]]:
+    """Read a communicator-group JSON: ``{"<group id>": [npu, ...], ...}``.
+
+    Member order is kept as written (native rings follow it). Like ASTRA-sim, a path that is
+    None or contains the substring "empty" anywhere (directories included) means "no groups"
+    and is not opened.
+    """
+    if path is None or NO_GROUPS_MARKER in os.fspath(path):
+        return {}
+    src = os.fspath(path)
+    return comm_groups_from_mapping(load_json_object(src, "communicator-group JSON"), src, total_npus)
+
+
+def ignored_comm_groups_warning(path: PathLike | None) -> str | None:
+    """The warning for a comm-group file ASTRA-sim (and so we) would not open, else None.
+
+    Any path containing "empty" means "no groups" there; only the literal default ``empty``
+    says so on purpose, so a real file such as ``groups_nonempty.json`` gets a warning.
+    """
+    if path is None or NO_GROUPS_MARKER not in os.fspath(path) or os.fspath(path) == NO_GROUPS_MARKER:
+        return None
+    return (f"{os.fspath(path)}: comm-group file ignored: ASTRA-sim reads any path containing "
+            f"'{NO_GROUPS_MARKER}' as 'no groups'; rename it (or its folder) to use its groups")
+
+
+def comm_groups_from_mapping(j: Any, src: str, total_npus: int) -> dict[int, tuple[int, ...]]:
+    """A comm-group JSON's object (from a file, or inline in a scenario); errors name ``src``."""
+    j = require_mapping(j, src, "communicator groups", '"1": [0, 1]')
+    groups: dict[int, tuple[int, ...]] = {}
+    for key, members in j.items():
+        if isinstance(key, int) and not isinstance(key, bool):  # a YAML key written as a number
+            key = str(key)
+        if not isinstance(key, str):
+            raise InputError.at(src, show_value(key), "is not a group id; keys must be decimal integers > 0",
+                                kind="group")
+        if not re.fullmatch(r"[1-9][0-9]*", key) or int(key) > INT32_MAX:
+            raise InputError.at(
+                src,
+                key,
+                "is not a group id; keys must be decimal integers > 0 (0 means all NPUs)",
+                kind="group",
+            )
+        if not isinstance(members, list) or not members:
+            raise InputError.at(
+                src, key, f"must be a non-empty list of NPU ids (got {show_value(members)})", kind="group"
+            )
+        seen: set[int] = set()
+        for npu in members:
+            if isinstance(npu, bool) or not isinstance(npu, int) or not 0 <= npu < total_npus:
+                raise InputError.at(
+                    src,
+                    key,
+                    f"lists {show_value(npu)}, which is not an NPU id; the network has {total_npus} "
+                    f"NPUs (0..{total_npus - 1})",
+                    kind="group",
+                )
+            if npu in seen:
+                raise InputError.at(src, key, f"lists NPU {npu} twice", kind="group")
+            seen.add(npu)
+        groups[int(key)] = tuple(members)
+    return groups

@@ -1,0 +1,28 @@
+"""The record of everything one run needs, parsed and validated: what the scenario YAML and
+the reference's flags both produce, and what :class:`simpy_astra.simulation.Simulation` takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simpy_astra.config.memory import RemoteMemoryConfig
+from simpy_astra.config.network import NetworkConfig
+from simpy_astra.config.system import SystemConfig
+
+
+@dataclass
+class SimulationInputs:
+    """Everything one run needs, already parsed and validated."""
+
+    workload_prefix: str
+    system: SystemConfig
+    network: NetworkConfig
+    remote_memory: RemoteMemoryConfig
+    comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    backend: str = "congestion_unaware"
+    queues_per_dim: int = 1
+    #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.symmetry`); None = the
+    #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set
+    fold_symmetry: bool | None = None
+    #: warnings about the inputs (e.g. a comm-group file ASTRA-sim would ignore)
+    warnings: list[str] = field(default_factory=list)

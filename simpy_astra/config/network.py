@@ -1,0 +1,185 @@
+"""The network YAML (ASTRA-sim's ``NetworkParser``): one entry per dimension, plus our extensions
+(Graph dimensions, packet-backend sizes, the cost block).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from simpy_astra.config.readers import UINT64_MAX, PathLike, load_yaml_mapping, require_mapping, show_value
+from simpy_astra.cost_model import CostPrices, CostSpecError, tiers_for
+from simpy_astra.errors import InputError
+from simpy_astra.plugins import PluginError
+from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
+from simpy_astra.topologies import GraphSpec, GraphSpecError
+from simpy_astra.topologies import build as build_topology
+from simpy_astra.topologies import lookup as lookup_topology
+
+TOPOLOGY_NAMES = tuple(TOPOLOGY_REGISTRY)  # ASTRA-sim's three building blocks, plus ours
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """The physical network: one entry per dimension in every tuple (dimension 0 first)."""
+
+    topology: tuple[str, ...]
+    npus_count: tuple[int, ...]
+    bandwidth_gbps: tuple[float, ...]  # per link and direction, GB = 2^30 bytes
+    latency_ns: tuple[float, ...]  # per link (hop); may be fractional
+    source: str = "<network>"
+    #: per dimension: the parsed ``graph`` mapping of a Graph dimension, else None
+    graph_specs: tuple[GraphSpec | None, ...] = ()
+    #: the ``cost:`` block's prices and tiers (:mod:`simpy_astra.cost_model`), None: defaults
+    cost: CostPrices | None = None
+    #: packet backend only (``packet-size``, ``switch-buffer``); None: the backend's defaults
+    packet_size_bytes: int | None = None
+    switch_buffer_bytes: int | None = None
+
+    @property
+    def num_dims(self) -> int:
+        return len(self.topology)
+
+    @property
+    def total_npus(self) -> int:
+        return math.prod(self.npus_count)
+
+
+_NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+
+
+def load_network_yaml(path: PathLike) -> NetworkConfig:
+    """Read a network YAML (``NetworkParser``): four equal-length lists, one entry per dim."""
+    src = os.fspath(path)
+    return network_from_mapping(load_yaml_mapping(src, "network YAML", "topology: [ Ring ]"), src)
+
+
+def network_from_mapping(data: Any, src: str) -> NetworkConfig:
+    """A network YAML's mapping (from a file, or inline in a scenario); errors name ``src``."""
+    data = require_mapping(data, src, "network", "topology: [ Ring ]")
+    lists: dict[str, list[Any]] = {}
+    for key in _NETWORK_KEYS:
+        if key not in data:
+            raise InputError.at(
+                src,
+                key,
+                "is missing; a network YAML needs topology, npus_count, bandwidth and "
+                "latency lists with one entry per dimension",
+            )
+        value = data[key]
+        if not isinstance(value, list) or not value:
+            raise InputError.at(
+                src,
+                key,
+                f"must be a non-empty list with one entry per dimension, e.g. [ 8 ] (got {show_value(value)})",
+            )
+        lists[key] = value
+    dims = len(lists["topology"])
+    for key in _NETWORK_KEYS[1:]:
+        if len(lists[key]) != dims:
+            raise InputError.at(
+                src,
+                key,
+                f"has {len(lists[key])} entries but topology has {dims}; all four lists "
+                f"need one entry per dimension",
+            )
+
+    topology: list[str] = []
+    for i, name in enumerate(lists["topology"]):
+        try:
+            known = isinstance(name, str) and lookup_topology(name) is not None
+        except PluginError as exc:
+            raise InputError.at(src, f"topology[{i}]", f"is {name}: {exc}") from None
+        if not known:
+            fix = ""
+            if isinstance(name, str):
+                fix = next(
+                    (f"; did you mean '{t}'?" for t in TOPOLOGY_NAMES if t.lower() == name.lower()), ""
+                )
+            raise InputError.at(
+                src,
+                f"topology[{i}]",
+                f"must be one of {', '.join(TOPOLOGY_NAMES)} (case-sensitive; got {show_value(name)}){fix}",
+            )
+        topology.append(name)
+
+    npus: list[int] = []
+    for i, n in enumerate(lists["npus_count"]):
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 1:
+            raise InputError.at(src, f"npus_count[{i}]", f"must be an integer > 1 (got {show_value(n)})")
+        npus.append(n)
+
+    def numbers(key: str, minimum: float, strict: bool, unit: str) -> tuple[float, ...]:
+        out = []
+        for i, v in enumerate(lists[key]):
+            ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            if not ok or (v <= minimum if strict else v < minimum):
+                rule = f"> {minimum:g}" if strict else f">= {minimum:g}"
+                raise InputError.at(src, f"{key}[{i}]", f"must be a number {rule} ({unit}; got {show_value(v)})")
+            out.append(float(v))
+        return tuple(out)
+
+    bandwidth = numbers("bandwidth", 0.0, True, "GB/s per link")
+    latency = numbers("latency", 0.0, False, "ns per link")
+    for i, (bw, lat) in enumerate(zip(bandwidth, latency, strict=True)):
+        # times are 64-bit cycle counts (ns) in ASTRA-sim: a byte or a hop must fit
+        if lat > UINT64_MAX:
+            raise InputError.at(src, f"latency[{i}]", f"is {lat:g} ns, beyond the 64-bit cycle counter "
+                                                      f"(at most {UINT64_MAX} ns)")
+        if 1e9 / (bw * 2**30) > UINT64_MAX:
+            raise InputError.at(src, f"bandwidth[{i}]", f"is {bw:g} GB/s: one byte would take more "
+                                                        f"ns than a 64-bit cycle counter holds")
+    if "graph" in data and "Graph" not in topology:
+        raise InputError.at(src, "graph", "is only read for a 'Graph' dimension; add Graph to topology "
+                                          "or remove the graph mapping")
+    specs: list[GraphSpec | None] = []
+    for i, name in enumerate(topology):
+        if name != "Graph":
+            specs.append(None)
+            continue
+        try:
+            spec = GraphSpec.parse(data.get("graph"), npus[i]) if "graph" in data else None
+            build_topology(name, npus[i], bandwidth[i], latency[i], spec)  # connectivity check
+        except GraphSpecError as exc:
+            raise InputError.at(src, exc.field, exc.problem) from None
+        specs.append(spec)
+    def byte_count(key: str) -> int | None:
+        """``packet-size`` / ``switch-buffer``: a whole number of bytes > 0, or absent."""
+        if key not in data:
+            return None
+        v = data[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise InputError.at(src, key, f"must be a whole number of bytes > 0 (got {show_value(v)})")
+        return v
+
+    packet_size, switch_buffer = byte_count("packet-size"), byte_count("switch-buffer")
+    if packet_size is not None and switch_buffer is not None and switch_buffer < packet_size:
+        raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet_size} bytes; "
+                                                  f"got {switch_buffer})")
+    net = NetworkConfig(
+        topology=tuple(topology),
+        npus_count=tuple(npus),
+        bandwidth_gbps=bandwidth,
+        latency_ns=latency,
+        source=src,
+        graph_specs=tuple(specs) if any(specs) else (),
+        packet_size_bytes=packet_size,
+        switch_buffer_bytes=switch_buffer,
+    )
+    if "cost" in data:  # beyond ASTRA-sim: prices for the network cost model
+        net = with_cost(net, data["cost"], src)
+    return net
+
+
+def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
+    """``net`` with a ``cost:`` block laid over the one it has; errors name ``src``."""
+    import dataclasses
+
+    try:
+        prices = CostPrices.parse(block).over(net.cost)
+        tiers_for(net, prices)
+    except CostSpecError as exc:
+        raise InputError.at(src, exc.field, exc.problem) from None
+    return dataclasses.replace(net, cost=prices)

@@ -1,0 +1,347 @@
+"""The system JSON: collective algorithms per dimension, scheduling, chunking, the roofline and
+memory models. Keys ASTRA-sim reads but does not model are reported, not silently dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simpy_astra.collectives import known_names as known_collective_names
+from simpy_astra.collectives import resolve as resolve_collective
+from simpy_astra.config.readers import (
+    INT32_MAX,
+    ConfigLoader,
+    PathLike,
+    as_c_float,
+    json_choice,
+    json_float,
+    json_int,
+    json_string,
+    json_switch,
+    load_json_object,
+    load_yaml_mapping,
+    require_mapping,
+    show_value,
+)
+from simpy_astra.errors import InputError
+from simpy_astra.plugins import PluginError
+
+SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
+
+
+COLLECTIVE_OPTIMIZATIONS = ("baseline", "localBWAware")
+
+
+#: collective kind -> stem of its system-JSON keys (``<stem>-implementation[-custom]``)
+COLLECTIVE_KEY_STEMS = {
+    "all_reduce": "all-reduce",
+    "reduce_scatter": "reduce-scatter",
+    "all_gather": "all-gather",
+    "all_to_all": "all-to-all",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemConfig:
+    """The system layer's knobs (``Sys::initialize_sys``), with ASTRA-sim's defaults.
+
+    ``scheduling_policy`` and ``collective_optimization`` are uninitialised members in
+    ASTRA-sim when their keys are absent; in practice the memory holds 0, i.e. LIFO and
+    baseline, so those are our defaults. ``preferred_dataset_splits`` has no usable default
+    (ASTRA-sim divides by its 0), hence no default here.
+    """
+
+    preferred_dataset_splits: int
+    scheduling_policy: str = "LIFO"
+    collective_optimization: str = "baseline"
+    endpoint_delay_ns: int = 10  # already multiplied by --injection-scale when the key is set
+    active_chunks_per_dimension: int = 1
+    #: collective kind ("all_reduce", ...) -> one native algorithm name per logical dimension
+    implementations: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: collective kind -> custom-collective ET path prefix (files ``{prefix}.{pos}.et``)
+    custom_implementations: dict[str, str] = field(default_factory=dict)
+    #: workload node id -> custom-collective ET path prefix (highest priority)
+    per_node_custom: dict[int, str] = field(default_factory=dict)
+    per_node_custom_file: str | None = None
+    local_reduction_delay: int = 1  # LogGP shared-bus model only
+    # LogGP parameters of the shared-bus model, rounded to C float as ASTRA-sim stores them
+    L: float = 0.0
+    o: float = 0.0
+    g: float = 0.0
+    G: float = 0.0
+    model_shared_bus: bool = False
+    peak_perf_tflops: float = 0.0  # TFLOP/s, 1e12
+    local_mem_bw_gbps: float = 0.0  # GB/s with GB = 1e9 bytes
+    roofline_enabled: bool = False
+    trace_enabled: bool = False
+    replay_only: bool = False
+    track_local_mem: bool = False
+    local_mem_trace_filename: str = "local_mem_trace"
+    source: str = "<system>"
+    #: one line per key that is accepted (ASTRA-sim reads it) but changes nothing here
+    ignored: tuple[str, ...] = ()
+
+
+ConfigLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"),
+)
+
+
+def parse_implementation(name: str) -> tuple[str, int | None]:
+    """(name without its window, window) of an accepted algorithm name: ``direct4`` ->
+    ("direct", 4). Names are resolved by :func:`collectives.resolve`, so algorithms
+    registered in ``collectives/`` are accepted too. Raises ValueError otherwise."""
+    try:
+        choice = resolve_collective(name) if isinstance(name, str) else None
+    except PluginError as exc:
+        raise ValueError(str(exc)) from None
+    if choice is None:
+        raise ValueError(f"unknown collective implementation {show_value(name)}; valid: "
+                         f"{', '.join(known_collective_names())} (K = window of 1-5 digits > 0, e.g. direct4)")
+    return (name if choice.window is None else name.rstrip("0123456789")), choice.window
+
+
+def _implementation_list(src: str, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise InputError.at(
+            src,
+            key,
+            f"must be a non-empty list with one algorithm per logical dimension, e.g. "
+            f'["ring"] (got {show_value(value)})',
+        )
+    for i, name in enumerate(value):
+        try:
+            parse_implementation(name)
+        except ValueError as exc:
+            raise InputError.at(src, f"{key}[{i}]", f"is invalid: {exc}") from None
+    return tuple(value)
+
+
+def _custom_path(src: str, key: str, value: Any) -> str:
+    if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], str) or not value[0]:
+        raise InputError.at(
+            src,
+            key,
+            f"must be a list with exactly one custom-collective ET path prefix, e.g. "
+            f'["dir/custom_allreduce"] (got {show_value(value)}); one ET covers all dimensions',
+        )
+    return value[0]
+
+
+def load_per_node_custom_yaml(path: PathLike) -> dict[int, str]:
+    """Read a per-node custom-collective YAML: ``{workload node id: ET path prefix}``."""
+    src = os.fspath(path)
+    data = load_yaml_mapping(src, "per-node custom-collective YAML", "7: path/to/custom_allreduce")
+    result: dict[int, str] = {}
+    for key, prefix in data.items():
+        node_id: int | None = None
+        if isinstance(key, int) and not isinstance(key, bool):
+            node_id = key
+        elif isinstance(key, str) and re.fullmatch(r"[0-9]+", key):
+            node_id = int(key)
+        if node_id is None or not 0 <= node_id <= INT32_MAX:
+            raise InputError.at(src, show_value(key), "is not a workload node id (an integer >= 0)", kind="key")
+        if not isinstance(prefix, str) or not prefix:
+            raise InputError.at(
+                src,
+                node_id,
+                f"must map to a custom-collective ET path prefix string (got {show_value(prefix)})",
+                kind="node",
+            )
+        result[node_id] = prefix
+    return result
+
+
+#: system-JSON keys ASTRA-sim reads that no model here uses, and why
+_UNMODELLED_KEYS = {
+    "L": "the LogGP shared-bus model is not simulated",
+    "o": "the LogGP shared-bus model is not simulated",
+    "g": "the LogGP shared-bus model is not simulated",
+    "G": "the LogGP shared-bus model is not simulated",
+    "model-shared-bus": "the LogGP shared-bus model is not simulated",
+    "local-reduction-delay": "it only applies to the LogGP shared-bus model, which is not simulated",
+    "trace-enabled": "it switches ASTRA-sim's debug logging; use --trace-out for a timeline",
+}
+
+
+#: keys in ASTRA-sim's example files that its ``Sys`` never parses, with the value that
+#: matches what it does anyway (any other value suggests the user expects an effect)
+_UNPARSED_KEYS = {"boost-mode": 0, "intra-dimension-scheduling": "FIFO", "inter-dimension-scheduling": "Ascending"}
+
+
+#: every key a system JSON is read for (here or in ASTRA-sim)
+_SYSTEM_KEYS = frozenset((
+    "scheduling-policy", "collective-optimization", "local-reduction-delay", "active-chunks-per-dimension",
+    "L", "o", "g", "G", "endpoint-delay", "model-shared-bus", "preferred-dataset-splits", "peak-perf",
+    "local-mem-bw", "roofline-enabled", "trace-enabled", "replay-only", "track-local-mem",
+    "local-mem-trace-filename", "per-node-custom-implementation",
+    *(f"{stem}-implementation{custom}" for stem in COLLECTIVE_KEY_STEMS.values() for custom in ("", "-custom")),
+))
+
+
+def _ignored_keys(src: str, j: dict) -> list[str]:
+    """A warning per key that is accepted but changes nothing (zero/false values say nothing),
+    and per key nobody reads (a misspelt ``peak-pref`` would silently keep the default)."""
+    out = []
+    for key, why in _UNMODELLED_KEYS.items():
+        if key in j and j[key] not in (0, 0.0, False, "0", "false"):
+            out.append(f"{src}: field '{key}' is accepted but changes nothing here: {why}")
+    for key, default in _UNPARSED_KEYS.items():
+        if key in j and j[key] != default:
+            out.append(f"{src}: field '{key}' is accepted but changes nothing: ASTRA-sim does not read "
+                       f"it either (it behaves as {key}: {show_value(default)})")
+    for key in j:
+        if key not in _SYSTEM_KEYS and key not in _UNPARSED_KEYS:
+            close = [k for k in sorted(_SYSTEM_KEYS) if _similar(str(key), k)]
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            out.append(f"{src}: field '{key}' is not a system setting and is ignored (as in ASTRA-sim){hint}")
+    return out
+
+
+def _similar(a: str, b: str) -> bool:
+    """Spellings one edit apart, or equal ignoring case and '-'/'_' (a likely typo)."""
+    if a.lower().replace("_", "-") == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.85
+
+
+def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConfig:
+    """Read a system JSON (``Sys::initialize_sys``); unknown keys are ignored, as there.
+
+    ``injection_scale`` (``--injection-scale``) multiplies ``endpoint-delay`` only when that
+    key is present; the product is truncated to an integer as in ASTRA-sim's ``int`` member.
+    """
+    src = os.fspath(path)
+    return system_from_mapping(load_json_object(src, "system JSON"), src, injection_scale)
+
+
+def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> SystemConfig:
+    """A system JSON's object (from a file, or inline in a scenario); errors name ``src``."""
+    j = require_mapping(j, src, "system config", "preferred-dataset-splits: 4")
+    kw: dict[str, Any] = {"source": src}
+
+    if "scheduling-policy" in j:
+        kw["scheduling_policy"] = json_choice(
+            src, "scheduling-policy", j["scheduling-policy"], SCHEDULING_POLICIES
+        )
+    if "collective-optimization" in j:
+        kw["collective_optimization"] = json_choice(
+            src, "collective-optimization", j["collective-optimization"], COLLECTIVE_OPTIMIZATIONS
+        )
+    if "local-reduction-delay" in j:
+        kw["local_reduction_delay"] = json_int(
+            src, "local-reduction-delay", j["local-reduction-delay"], minimum=0
+        )
+    if "active-chunks-per-dimension" in j:
+        kw["active_chunks_per_dimension"] = json_int(
+            src,
+            "active-chunks-per-dimension",
+            j["active-chunks-per-dimension"],
+            minimum=1,
+            hint="; with 0 no chunk would ever start",
+        )
+    for key in ("L", "o", "g", "G"):
+        if key in j:
+            kw[key] = as_c_float(src, key, json_float(src, key, j[key]))
+    if "endpoint-delay" in j:
+        delay = json_int(src, "endpoint-delay", j["endpoint-delay"], minimum=0)
+        scaled = delay * injection_scale
+        if not math.isfinite(scaled) or scaled < 0 or scaled > INT32_MAX:
+            raise InputError.at(
+                src,
+                "endpoint-delay",
+                f"times --injection-scale {injection_scale:g} gives {scaled:g}, not a valid "
+                f"delay in ns; use an injection scale >= 0",
+            )
+        kw["endpoint_delay_ns"] = int(scaled)
+    if "model-shared-bus" in j:
+        raw = j["model-shared-bus"]
+        bus = json_int(src, "model-shared-bus", raw, minimum=0)
+        if bus > 1:
+            raise InputError.at(
+                src,
+                "model-shared-bus",
+                f"must be 0 or 1 (got {show_value(raw)}); ASTRA-sim switches the bus model on only for 1",
+            )
+        kw["model_shared_bus"] = bus == 1
+    if "preferred-dataset-splits" not in j:
+        raise InputError.at(
+            src,
+            "preferred-dataset-splits",
+            "is missing; set it to the number of chunks per collective, e.g. 4 (ASTRA-sim "
+            "divides by it; custom collectives need 1)",
+        )
+    kw["preferred_dataset_splits"] = json_int(
+        src,
+        "preferred-dataset-splits",
+        j["preferred-dataset-splits"],
+        minimum=1,
+        hint="; set it to the number of chunks per collective (ASTRA-sim divides by it)",
+    )
+    if "peak-perf" in j:
+        kw["peak_perf_tflops"] = json_float(src, "peak-perf", j["peak-perf"])
+    if "local-mem-bw" in j:
+        kw["local_mem_bw_gbps"] = json_float(src, "local-mem-bw", j["local-mem-bw"])
+    for key, attr in (
+        ("roofline-enabled", "roofline_enabled"),
+        ("trace-enabled", "trace_enabled"),
+        ("replay-only", "replay_only"),
+        ("track-local-mem", "track_local_mem"),
+    ):
+        if key in j:
+            kw[attr] = json_switch(src, key, j[key])
+    if kw.get("roofline_enabled"):  # the roofline model divides by both
+        for key, attr in (("peak-perf", "peak_perf_tflops"), ("local-mem-bw", "local_mem_bw_gbps")):
+            if kw.get(attr, 0.0) <= 0:
+                got = f"got {show_value(j[key])}" if key in j else "it is missing"
+                raise InputError.at(src, key, f"must be a number > 0 when roofline-enabled is 1 ({got}); "
+                                              f"the roofline model divides by it")
+    if "local-mem-trace-filename" in j:
+        kw["local_mem_trace_filename"] = json_string(
+            src, "local-mem-trace-filename", j["local-mem-trace-filename"], "the trace file prefix"
+        )
+
+    kw["ignored"] = tuple(_ignored_keys(src, j))
+    implementations: dict[str, tuple[str, ...]] = {}
+    custom: dict[str, str] = {}
+    for kind, stem in COLLECTIVE_KEY_STEMS.items():
+        key = f"{stem}-implementation"
+        if key in j:
+            implementations[kind] = _implementation_list(src, key, j[key])
+        if key + "-custom" in j:
+            custom[kind] = _custom_path(src, key + "-custom", j[key + "-custom"])
+    kw["implementations"] = implementations
+    kw["custom_implementations"] = custom
+
+    if "per-node-custom-implementation" in j:
+        key = "per-node-custom-implementation"
+        yaml_path = json_string(src, key, j[key], "the path of a YAML file {node_id: path_prefix}")
+        if not Path(yaml_path).is_file():
+            raise InputError.at(
+                src,
+                key,
+                f"names {yaml_path}, which does not exist (relative paths resolve from {os.getcwd()})",
+            )
+        kw["per_node_custom"] = load_per_node_custom_yaml(yaml_path)
+        kw["per_node_custom_file"] = yaml_path
+
+    return SystemConfig(**kw)
