@@ -21,25 +21,11 @@ from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.engine import NpuClock, fast_collection
 from simpy_astra.errors import InputError, StalledError
+from simpy_astra.folding import FoldedNetwork, Folding, FoldSetup, OrbitReports, fold_requested, read_traces
 from simpy_astra.network import BACKENDS, Network
-from simpy_astra.network.folded import FoldedNetwork
 from simpy_astra.npu import Npu, NpuServices
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
-from simpy_astra.symmetry import (
-    Folding,
-    FoldSetup,
-    Frame,
-    IdShifts,
-    KeyCache,
-    RankClasses,
-    RankKey,
-    XorIds,
-    find_folding,
-    find_id_shift_folding,
-    find_xor_folding,
-    rank_key,
-)
 from simpy_astra.system_layer import (
     SystemLayer,
 )
@@ -47,18 +33,6 @@ from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.workloads.chakra_et import et_path, read_et, validate_graph
 from simpy_astra.workloads.chakra_types import COMP_NODE
-
-FOLD_DEFAULT = True
-
-
-def fold_requested(inputs: SimulationInputs) -> bool:
-    """Whether symmetry folding may be used: the inputs' switch, else SIMPY_ASTRA_FOLD, else on."""
-    if inputs.fold_symmetry is not None:
-        return inputs.fold_symmetry
-    env = os.environ.get("SIMPY_ASTRA_FOLD", "").strip().lower()
-    if env:
-        return env not in ("0", "off", "false", "no")
-    return FOLD_DEFAULT
 
 
 def _describe_handler(fn, arg) -> str | None:
@@ -137,7 +111,8 @@ class Simulation:
         unmodelled = self._compute_without_roofline()
         if unmodelled:
             self.warnings.append(unmodelled)
-        self._pending_reports: list[NpuReport] = []  # folded runs: copies waiting for their tick
+        # folded runs: a representative's report is every orbit member's
+        self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit)
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
         self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
         self._concluded = False
@@ -151,71 +126,24 @@ class Simulation:
         self._stalled = self._env.event()  # the watchdog found the model stuck
         self._stalled.callbacks.append(StopSimulation.callback)
 
-    def _read(self, rank: int, caches: tuple[dict, dict, dict]) -> tuple[str, list]:
-        path = f"{self.inputs.workload_prefix}.{rank}.et"
-        return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
-
     def _load_traces(self, dims: list) -> dict[int, tuple[str, list]]:
         """(path, decoded nodes) of every NPU that will be simulated; sets ``self.folding``.
 
-        Decoded records and attributes are shared between ranks. When folding may apply, each rank is
-        decoded once to compare it with the others and kept only if it is the first of its
-        kind: an orbit member is never simulated, so its nodes are dropped at once (a rank
-        that turns out to be needed after all is read again). Graphs are validated later,
+        Decoded records and attributes are shared between ranks. Graphs are validated later,
         for simulated NPUs only: a folded NPU's graph is its representative's, renumbered."""
         caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
-        n = self.total_npus
+        prefix = self.inputs.workload_prefix
+
+        def read(rank: int) -> tuple[str, list]:
+            path = et_path(prefix, rank)
+            return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
+
         fold = None
-        if fold_requested(self.inputs):
-            fold = FoldSetup.for_run(self.inputs.backend, self.system_config, self.inputs.remote_memory, dims)
-        if fold is None:
-            return {i: self._read(i, caches) for i in range(n)}
+        if fold_requested(self.inputs.fold_symmetry):
+            fold = FoldSetup.for_run(self.network, self.system_config, self.inputs.remote_memory, dims)
         groups = {gid: g.members for gid, g in self._shared_groups.items()}
-        key_cache = KeyCache()
-        parse_groups = self.planner.parse_process_groups
-        kept: dict[int, tuple[str, list]] = {}
-
-        def key_in(frame: Frame, group_order: str | None) -> Callable[[int], RankKey | None]:
-            """A rank's key in ``frame`` (its trace read again unless kept)."""
-            def key(rank: int) -> RankKey | None:
-                trace = kept.get(rank) or self._read(rank, caches)
-                return rank_key(rank, trace[1], frame, groups, parse_groups, group_order, key_cache)
-            return key
-
-        rotate = "rotate" if fold.rotate_groups else None
-        ranks = RankClasses()
-        grid_moves = any(a != {0} for a in fold.allowed)
-        for i in range(n if grid_moves else 0):
-            trace = self._read(i, caches)
-            key = rank_key(i, trace[1], fold.grid, groups, parse_groups, rotate, key_cache)
-            if key is None:  # in every frame
-                kept[i] = trace  # cannot fold: keep this and read every other rank
-                return {r: kept.get(r) or self._read(r, caches) for r in range(n)}
-            if key.uses_dims and all(a == {0} for a in fold.with_dims):
-                grid_moves = False  # no grid translation moves the dimension rings' algorithms
-                break
-            if ranks.add(i, key):
-                kept[i] = trace
-        if grid_moves:
-            ranks.classes.clear()  # the keys themselves are no longer needed
-            self.folding = find_folding(fold.grid, ranks, fold.allows(ranks))
-            if fold.id_shifts and not ranks.uses_dims:
-                # id shifts only when they leave fewer NPUs: candidates fail on the first
-                # ranks they move, so this usually reads only a few traces again
-                ids = IdShifts(n)
-                fewer = find_id_shift_folding(ids, self._left(), fold.id_shift_allowed, key_in(ids, rotate))
-                self.folding = fewer or self.folding
-        if fold.xor_possible and self._left() > 1:
-            xor = XorIds(n)
-            fewer = find_xor_folding(xor, self._left(), fold.xor_generators(), fold.xor_dims,
-                                     key_in(xor, "xor" if fold.xor_groups else None))
-            self.folding = fewer or self.folding
-        wanted = range(n) if self.folding is None else self.folding.representatives
-        return {i: kept[i] if i in kept else self._read(i, caches) for i in wanted}
-
-    def _left(self) -> int:
-        """How many NPUs the folding found so far leaves to simulate."""
-        return self.total_npus if self.folding is None else len(self.folding.representatives)
+        traces, self.folding = read_traces(self.total_npus, read, fold, groups, self.planner.parse_process_groups)
+        return traces
 
     def _compute_without_roofline(self) -> str | None:
         """A warning when compute nodes carry FLOPs but no duration and the roofline is off.
@@ -267,10 +195,10 @@ class Simulation:
     # ------------------------------------------------------------------ running
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
-        if self.folding is None:
+        if self._orbits is None:
             self._emit(npu.report)
         else:
-            self._finish_orbit(npu)
+            self._orbits.finished(npu.report)
 
     def failed(self, exc: Exception) -> None:
         """An NPU's process raised ``exc``: the first one is what the run reports."""
@@ -281,18 +209,6 @@ class Simulation:
         self.reports.append(report)
         if self.on_report is not None:
             self.on_report(report)
-
-    def _finish_orbit(self, npu: Npu) -> None:
-        """A representative finished: so did its whole orbit, with the same figures.
-
-        Reports of one tick are held until the clock moves on and then given out in NPU-id
-        order, the order an unfolded run of a symmetric workload finishes in."""
-        report = npu.report
-        pending = self._pending_reports
-        if pending and pending[0].finished_cycles != report.finished_cycles:
-            self._flush_reports()
-        for member in self.folding.orbit(npu.npu_id):
-            pending.append(report if member == npu.npu_id else replace(report, npu_id=member))
 
     def _write_memory_traces(self) -> None:
         """``{local-mem-trace-filename}.{npu}.json`` of every finished NPU (after the run: a
@@ -306,11 +222,6 @@ class Simulation:
             orbit = tuple(self.orbit_of(npu.npu_id))
             npu.memory.write_traces(prefix, orbit)
             self.written_files += [f"{prefix}.{member}.json" for member in orbit]
-
-    def _flush_reports(self) -> None:
-        for report in sorted(self._pending_reports, key=lambda r: r.npu_id):
-            self._emit(report)
-        self._pending_reports.clear()
 
     def _stall_report(self, stuck: list[Npu], unmatched: list[str], limit: int = 8) -> str:
         """One line: when it stopped, what each unfinished NPU waits on, unmatched messages."""
@@ -424,7 +335,8 @@ class Simulation:
         if self._concluded:
             return self.reports
         self._concluded = True
-        self._flush_reports()
+        if self._orbits is not None:
+            self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]
         unmatched = self.network.board.unmatched(_describe_handler)
         if self.folding is not None and (stuck or unmatched):

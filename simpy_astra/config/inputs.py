@@ -21,7 +21,7 @@ class SimulationInputs:
     comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
     backend: str = "congestion_unaware"
     queues_per_dim: int = 1
-    #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.symmetry`); None = the
+    #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.folding`); None = the
     #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set
     fold_symmetry: bool | None = None
     #: warnings about the inputs (e.g. a comm-group file ASTRA-sim would ignore)

@@ -27,6 +27,9 @@ class Network(Protocol):
     name: str
     env: simpy.Environment
     board: MessageBoard
+    #: a message's delay depends only on its two endpoints (no shared links): what symmetry
+    #: folding (:mod:`simpy_astra.folding`) needs; backends with links leave it False
+    pair_delays_only: bool
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None: ...
 

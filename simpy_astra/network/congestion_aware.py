@@ -72,6 +72,7 @@ class SwitchProcess:
 
 class CongestionAwareNetwork:
     name = "congestion_aware"
+    pair_delays_only = False  # messages share links
 
     def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>") -> None:
         self.env = env

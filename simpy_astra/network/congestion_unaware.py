@@ -20,6 +20,8 @@ from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 class CongestionUnawareNetwork:
     name = "congestion_unaware"
+    #: a message's delay depends on its two NPUs alone: symmetric NPUs may be folded
+    pair_delays_only = True
 
     def __init__(self, env: simpy.Environment, dims: list[BasicTopology]) -> None:
         self.env = env

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from simpy_astra.folding.frames import Folding
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.messages import Handler
-from simpy_astra.symmetry import Folding
 from simpy_astra.tags import group_of_stream_tag, moved_group_tag
 
 
 class FoldedNetwork:
+    """The unaware network of a folded run, as its representatives see it."""
+
     name = "congestion_unaware"
+    pair_delays_only = True
 
     def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
         self.inner = inner

@@ -1,0 +1,194 @@
+"""Rank keys: a rank's trace written relative to the rank (peers as offsets, groups as member
+offsets), so that two ranks are equivalent under a translation exactly when their keys are equal.
+
+Equivalence is decided on the decoded traces, exactly (no hashing shortcuts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simpy_astra.folding.frames import Frame
+from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, METADATA_NODE
+
+GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
+
+
+def _group_key(members: tuple[int, ...], rank: int, frame: Frame, order: str | None) -> tuple | None:
+    """A communicator group as seen from ``rank``: member offsets, in ring order from ``rank``
+    itself when the group's algorithms only see ring-position differences (``order`` is
+    "rotate"), or with positions relabelled by XOR with ``rank``'s when they only see
+    position XORs ("xor"); in the listed order otherwise."""
+    if len(members) == frame.size:
+        return ("all",)  # runs on the network's dimensions, like the default communicator
+    if rank not in members:
+        return None
+    i = members.index(rank)
+    if order == "rotate":
+        members = members[i:] + members[:i]
+    elif order == "xor":
+        if len(members) & (len(members) - 1):
+            return None  # XOR relabels positions of power-of-two groups only
+        members = tuple(members[k ^ i] for k in range(len(members)))
+    return tuple(frame.sub(m, rank) for m in members)
+
+
+@dataclass
+class RankKey:
+    """What must match between symmetric ranks, plus the group ids used (in node order)."""
+
+    key: tuple
+    group_ids: tuple[int, ...]
+    #: a collective runs on the network's dimension rings (no group, or a group of all NPUs)
+    uses_dims: bool = False
+
+
+class KeyCache:
+    """Attribute dictionaries are shared between ranks (decoded once per distinct bytes), so
+    their rank-independent part is worked out once per dictionary for all ranks."""
+
+    def __init__(self) -> None:
+        #: id(attrs) -> (items with None where an NPU id sits, those NPU-id fields as
+        #: (position, name, kind, value), the pg_name group id or None; -1 if not a number)
+        self.by_dict: dict[int, tuple[tuple, list[tuple[int, str, str, int]], int | None]] = {}
+        self.keep: list[dict] = []  # the dictionaries, so their ids stay theirs
+        #: id(node.shared) -> the key of a node without NPU ids, for records ranks repeat
+        self.by_record: dict[int, tuple] = {}
+
+
+def _split_attrs(attrs: dict, cache: KeyCache):
+    """An attribute dictionary's rank-independent items and the fields that hold NPU ids."""
+    hit = cache.by_dict.get(id(attrs))
+    if hit is not None:
+        return hit
+    items: list = []
+    ranked: list[tuple[int, str, str, int]] = []  # (position, name, kind, NPU id) moved per rank
+    group = None
+    for name, (kind, value) in attrs.items():
+        if name in ("comm_src", "comm_dst") and isinstance(value, int) and not isinstance(value, bool):
+            ranked.append((len(items), name, kind, value))
+            items.append(None)
+        elif name == "pg_name" and isinstance(value, str) and value not in ("", "0"):
+            try:
+                group = int(value)
+            except ValueError:
+                group = -1
+            ranked.append((len(items), name, kind, -1))
+            items.append(None)
+        else:
+            items.append((name, kind, value if not isinstance(value, list) else tuple(value)))
+    hit = cache.by_dict[id(attrs)] = (tuple(items), ranked, group)
+    cache.keep.append(attrs)
+    return hit
+
+
+def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, ...]],
+             parse_groups: Callable[[str], list[tuple[int, tuple[int, ...]]]],
+             group_order: str | None, cache: KeyCache) -> RankKey | None:
+    """The trace of ``rank`` with every NPU id made relative to ``rank``; None = cannot fold.
+
+    Two ranks have equal keys exactly when one's trace is the other's moved by the
+    translation between them: names, types, dependencies, durations and every attribute
+    equal; node ids equal up to an order-preserving renumbering (converters number nodes
+    across ranks, and ids only order nodes); peers and group members equal up to that
+    translation, their positions as ``group_order`` says (see :func:`_group_key`). ``known``
+    holds the communicator groups (id -> members); groups a METADATA node defines are added
+    to it, and a group defined twice differently stops folding."""
+    ids = [n.id for n in nodes]
+    base = min(ids, default=0)
+    if ids == list(range(base, base + len(ids))):  # numbered in file order: shift, no lookup
+        order = None
+    else:
+        order = {nid: i for i, nid in enumerate(sorted(ids))}
+    relative: dict[int, tuple] = {}  # id(attrs) -> relative items, for this rank
+    group_keys: dict[int, tuple | None] = {}
+    out = []
+    gids = []
+    uses_dims = False
+    split = _split_attrs
+    known_dicts = cache.by_dict
+    by_record = cache.by_record
+    for node in nodes:
+        attrs = node.attrs
+        if node.type == METADATA_NODE and node.inputs_values:
+            try:
+                for gid, members in parse_groups(node.inputs_values):
+                    if known.get(gid, members) != members:
+                        return None
+                    known[gid] = members
+            except (ValueError, KeyError, TypeError):
+                return None
+        hit = known_dicts.get(id(attrs))
+        static, ranked, group = split(attrs, cache) if hit is None else hit
+        if not ranked and order is None and not base and node.shared:
+            # no NPU id in it and ids as written: its key depends on the record alone
+            nkey = by_record.get(id(node.shared))
+            if nkey is None:
+                nkey = by_record[id(node.shared)] = (node.id, node.name, node.type, node.deps,
+                                                     node.duration_micros, node.inputs_values, static)
+                cache.keep.append(node.shared)
+            out.append(nkey)
+            if node.type == COMM_COLL_NODE:  # no group: it runs on the dimension rings
+                uses_dims = True
+            continue
+        if ranked:
+            akey = relative.get(id(attrs))
+            if akey is None:
+                items = list(static)
+                for pos, name, kind, value in ranked:
+                    if name == "pg_name":
+                        members = known.get(group)
+                        if members is None or group >= GROUP_ID_LIMIT:
+                            return None
+                        gkey = group_keys.get(group, ())
+                        if gkey == ():
+                            gkey = group_keys[group] = _group_key(members, rank, frame, group_order)
+                        if gkey is None:
+                            return None
+                        items[pos] = (name, kind, "group", gkey)
+                    else:
+                        if not 0 <= value < frame.size:
+                            return None
+                        items[pos] = (name, kind, "rel", frame.sub(value, rank))
+                akey = relative[id(attrs)] = tuple(items)
+            if group is not None:
+                gids.append(group)
+                uses_dims = uses_dims or group_keys.get(group) == ("all",)
+        else:
+            akey = static
+        if node.type == COMM_COLL_NODE and group is None:
+            uses_dims = True
+        deps = node.deps
+        if order is None:
+            nid = node.id - base
+            if base and deps:
+                deps = tuple(d - base for d in deps)
+        else:
+            nid = order[node.id]
+            if deps:
+                try:
+                    deps = tuple(order[d] for d in deps)
+                except KeyError:  # a dependency outside the file: validation will say so
+                    return None
+        out.append((nid, node.name, node.type, deps, node.duration_micros, node.inputs_values, akey))
+    return RankKey(tuple(out), tuple(gids), uses_dims)
+
+
+class RankClasses:
+    """Ranks classed by their keys in one frame (equal keys, equal class), in any order."""
+
+    __slots__ = ("classes", "cls", "group_ids", "uses_dims")
+
+    def __init__(self) -> None:
+        self.classes: dict[tuple, int] = {}
+        self.cls: dict[int, int] = {}  # rank -> its class number
+        self.group_ids: dict[int, tuple[int, ...]] = {}  # rank -> the group ids it uses, in node order
+        self.uses_dims = False  # some collective runs on the dimension rings
+
+    def add(self, rank: int, key: RankKey) -> bool:
+        """Class ``rank`` by ``key``; True when it is the first of its class."""
+        c = self.cls[rank] = self.classes.setdefault(key.key, len(self.classes))
+        self.group_ids[rank] = key.group_ids
+        self.uses_dims = self.uses_dims or key.uses_dims
+        return c == len(self.classes) - 1

@@ -1,0 +1,136 @@
+"""What folding needs to know before any trace is read: the translations each dimension's
+delays and configured algorithms allow, and whether folding can apply at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from simpy_astra.collectives import resolve, subset_algorithm_name
+from simpy_astra.folding.frames import delay_invariant_shifts, delay_invariant_xors
+from simpy_astra.folding.keys import RankClasses
+from simpy_astra.grid import Grid
+
+
+@dataclass
+class FoldSetup:
+    """What folding needs to know before any trace is read."""
+
+    grid: Grid
+    #: per dimension, the shifts that keep every unaware delay
+    allowed: list[set[int]]
+    #: ... that also rotate the algorithm configured there (when collectives use the dimensions)
+    with_dims: list[set[int]]
+    #: communicator-group subsets may be compared in ring order from each NPU
+    rotate_groups: bool
+    #: the network's dimensions (BasicTopology), for the XOR masks that keep their delays
+    dims: list = field(default_factory=list)
+    #: the algorithms configured on the dimensions commute with XOR (collectives may use them)
+    xor_dims: bool = False
+    #: communicator-group subsets may be compared in XOR order from each NPU
+    xor_groups: bool = False
+    #: some configured algorithm commutes with XOR: XOR translations are tried only then
+    #: (without one they may only keep every group position, which rotations mostly already
+    #: do, and each try reads a few traces again)
+    xor_algorithms: bool = False
+
+    @property
+    def id_shifts(self) -> bool:
+        """Id shifts (:class:`IdShifts`) differ from grid translations: several dimensions."""
+        return len(self.grid.dims) > 1
+
+    @property
+    def xor_possible(self) -> bool:
+        """XOR translations are worth trying: an algorithm commutes with them and every
+        dimension is a power of two."""
+        return self.xor_algorithms and bool(self.dims) and all(
+            not t.npus_count & (t.npus_count - 1) for t in self.dims)
+
+    @cached_property
+    def xor_allowed(self) -> list[set[int]]:
+        """Per dimension, the XOR masks that keep every unaware delay (worked out on first
+        use: O(n^2) per dimension, paid only by runs that other frames did not fold fully)."""
+        return [delay_invariant_xors(t.npus_count, t.path_profile) for t in self.dims]
+
+    def xor_generators(self) -> list[int]:
+        """XOR translations, each within one dimension, that generate all that keep every
+        unaware delay: on power-of-two dimensions a XOR changes each coordinate on its own
+        (no carries), so the two NPUs of a pair still first differ in the same dimension,
+        where its mask must keep delays; those masks form a group per dimension, of which a
+        few generate the rest (a switch: the single bits; a ring of 8: 3 and 4)."""
+        out = []
+        for d, masks in enumerate(self.xor_allowed):
+            span = {0}
+            for c in sorted(masks):
+                if c not in span:
+                    span |= {x ^ c for x in span}
+                    out.append(c * self.grid.strides[d])
+        return out
+
+    def allows(self, ranks: RankClasses) -> Callable[[int], bool]:
+        """Which grid translations keep every delay (and, when collectives of ``ranks`` run
+        on the dimension rings, their algorithms)."""
+        allowed = self.with_dims if ranks.uses_dims else self.allowed
+        return lambda h: all(c in allowed[d] for d, c in enumerate(self.grid.coords(h)))
+
+    def id_shift_allowed(self, h: int) -> bool:
+        """Whether id shift ``h`` keeps every unaware delay (collectives on the dimension
+        rings are never moved by id shifts: a carry breaks a dimension's line).
+
+        A delay is decided in the lowest dimension in which two NPUs differ, by their two
+        coordinates there. Let ``j`` be the lowest dimension of ``h`` with a non-zero
+        coordinate ``h_j``: below it nothing moves. Two NPUs that first differ in ``j`` both
+        move by ``h_j`` there (no carry comes from below), so ``h_j`` must keep that
+        dimension's delays. Two NPUs that first differ in ``d > j`` share every lower
+        coordinate, hence the carry into ``d``: both move by ``h_d`` or both by ``h_d + 1``;
+        shifts that keep a dimension's delays are a subgroup, so holding both means holding
+        every shift of ``d``."""
+        coords = self.grid.coords(h)
+        j = next(d for d, c in enumerate(coords) if c)
+        return coords[j] in self.allowed[j] and all(
+            len(self.allowed[d]) == self.grid.dims[d] for d in range(j + 1, len(coords)))
+
+    @classmethod
+    def for_run(cls, network: Any, system: Any, remote_memory: Any, dims: list) -> FoldSetup | None:
+        """None when folding cannot apply: it needs NPUs that interact only through messages
+        whose delays depend on the pair alone (a network that says so with
+        ``pair_delays_only``: the congestion-unaware one; links shared between messages would
+        couple orbits), no shared remote-memory server, and no custom collective files (their
+        rank maps are not moved by translations)."""
+        if not getattr(network, "pair_delays_only", False) or math.prod(t.npus_count for t in dims) < 2:
+            return None
+        if system.custom_implementations or system.per_node_custom:
+            return None
+        if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
+            return None
+        allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
+        with_dims = [set(a) for a in allowed]
+        xor_dims = True
+        xor_algorithms = False
+        for names in system.implementations.values():
+            for d, name in enumerate(names):
+                choice = resolve(name)
+                if choice is None:
+                    return None
+                xor_algorithms = xor_algorithms or choice.algorithm.xor_symmetric
+                if choice.spans_all_npus:  # one ring over NPU ids: only 1-D grids rotate it
+                    if len(dims) > 1 or not choice.algorithm.rotation_symmetric:
+                        with_dims = [{0} for _ in dims]
+                    xor_dims = False
+                elif d < len(with_dims):
+                    if not choice.algorithm.rotation_symmetric:
+                        with_dims[d] = {0}
+                    xor_dims = xor_dims and choice.algorithm.xor_symmetric
+        # a group subset runs the configured algorithm if the list has one entry, else ring
+        subsets = [resolve(subset_algorithm_name(names)).algorithm
+                   for names in system.implementations.values() if names]
+        setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
+                    all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
+                    xor_algorithms=xor_algorithms)
+        if all(a == {0} for a in allowed) and not setup.xor_possible:
+            return None
+        return setup
