@@ -10,7 +10,6 @@ then only simulates, on a plain ``simpy.Environment`` that user processes may sh
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -22,9 +21,11 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.engine import NpuClock, fast_collection
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import FoldedNetwork, Folding, FoldSetup, OrbitReports, fold_requested, read_traces
+from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
 from simpy_astra.npu import Npu, NpuServices
 from simpy_astra.remote_memory import RemoteMemory
+from simpy_astra.stall import describe_handler, stall_report, watch_for_stall
 from simpy_astra.statistics import NpuReport
 from simpy_astra.system_layer import (
     SystemLayer,
@@ -32,17 +33,6 @@ from simpy_astra.system_layer import (
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.workloads.chakra_et import et_path, read_et, validate_graph
-from simpy_astra.workloads.chakra_types import COMP_NODE
-
-
-def _describe_handler(fn, arg) -> str | None:
-    """Which workload node (or collective phase) a send/receive callback belongs to."""
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, Npu):
-        return f"NPU {owner.npu_id} {owner.describe(arg)}"
-    if owner is not None and hasattr(owner, "describe"):
-        return owner.describe()
-    return None
 
 
 class Simulation:
@@ -73,7 +63,7 @@ class Simulation:
         self.peak_flops = tflops_to_flops(cfg.peak_perf_tflops)
         self.local_mem_trace_prefix = (cfg.local_mem_trace_filename
                                        if cfg.track_local_mem and memory_traces else None)
-        self._check_et_count()
+        check_et_count(inputs.workload_prefix, self.total_npus, net.source)
         # all file reading happens here, before time starts (custom collectives included)
         self.planner = CollectivePlanner(cfg, self.total_npus)
         make_group = self.planner.make_group
@@ -108,7 +98,7 @@ class Simulation:
             self._npu_by_id[i] = npu
         self.reports: list[NpuReport] = []
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
-        unmodelled = self._compute_without_roofline()
+        unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
         # folded runs: a representative's report is every orbit member's
@@ -145,24 +135,6 @@ class Simulation:
         traces, self.folding = read_traces(self.total_npus, read, fold, groups, self.planner.parse_process_groups)
         return traces
 
-    def _compute_without_roofline(self) -> str | None:
-        """A warning when compute nodes carry FLOPs but no duration and the roofline is off.
-
-        Generated traces (transformer, GEMM without SCALE-Sim) describe compute by
-        ``num_ops``/``tensor_size`` and leave ``duration_micros`` at 0; replayed, each such node
-        takes 1 ns and the step time means nothing. Checked on one simulated NPU (cheap)."""
-        cfg = self.system_config
-        if cfg.roofline_enabled or cfg.replay_only or not self.npus:
-            return None
-        npu = self.npus[0]
-        comp = [n for n in npu.nodes.values() if n.type == COMP_NODE]
-        timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
-        if not timeless:
-            return None
-        return (f"{npu.source}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
-                f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
-                f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
-
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""
         if self.folding is None:
@@ -172,25 +144,6 @@ class Simulation:
     def orbit_of(self, npu_id: int) -> list[int]:
         """The NPUs a simulated NPU stands for (just itself unless folded)."""
         return [npu_id] if self.folding is None else self.folding.orbit(npu_id)
-
-    def _check_et_count(self) -> None:
-        """One ET file per NPU: ``PREFIX.0.et`` .. ``PREFIX.{n-1}.et``, and no more."""
-        prefix = self.inputs.workload_prefix
-        n = self.total_npus
-        network = self.inputs.network.source
-        found = 0
-        while os.path.exists(et_path(prefix, found)):
-            found += 1
-        if found < n:
-            where = "" if found else f"; relative paths resolve from {os.getcwd()}"
-            raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
-                             f"network {network} has {n} NPUs, so the workload needs one file per NPU, "
-                             f"{et_path(prefix, 0)} .. {et_path(prefix, n - 1)} "
-                             f"({found} consecutive file(s) found{where})")
-        if found > n:
-            extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
-            raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "
-                             f"{network} has {n} NPUs; remove {extra} or change npus_count")
 
     # ------------------------------------------------------------------ running
     def _npu_done(self, npu: Npu) -> None:
@@ -223,24 +176,6 @@ class Simulation:
             npu.memory.write_traces(prefix, orbit)
             self.written_files += [f"{prefix}.{member}.json" for member in orbit]
 
-    def _stall_report(self, stuck: list[Npu], unmatched: list[str], limit: int = 8) -> str:
-        """One line: when it stopped, what each unfinished NPU waits on, unmatched messages."""
-
-        def capped(items: list[str], what: str) -> str:
-            more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
-            return "; ".join(items[:limit]) + more
-
-        now = self._env.now
-        if stuck:
-            head = (f"simulation stalled at {now} ns with {len(stuck)} of {self.total_npus} NPU(s) "
-                    f"unfinished (no event left that could make progress): ")
-            text = head + capped([f"NPU {n.npu_id} {n.waiting_on()}" for n in stuck], "NPUs")
-            if unmatched:
-                text += ". Unmatched messages: " + capped(unmatched, "messages")
-            return text
-        return (f"simulation ended at {now} ns with unmatched messages (a send whose receive is "
-                f"never posted): " + capped(unmatched, "messages"))
-
     # ------------------------------------------------------------------ co-simulation API
     @property
     def env(self) -> simpy.Environment:
@@ -254,26 +189,13 @@ class Simulation:
         which then reports the stall (detected at the watchdog's time)."""
         if not self._watching:
             self._watching = True
-            self._env.process(self._watch_for_stall())
+            self._env.process(watch_for_stall(self._env, self._finished_all, self._stalled, self._quiet_state))
         return self._env
 
     @property
     def now_ns(self) -> float:
         """The simulated time (reading it arms nothing; safe from a display thread)."""
         return self._env.now
-
-    def _watch_for_stall(self):
-        env = self._env
-        interval_ns = 1_000
-        seen = None
-        while not self._finished_all.triggered:
-            yield env.timeout(interval_ns)
-            now_state = self._quiet_state()
-            if now_state is not None and now_state == seen and not self._finished_all.triggered:
-                self._stalled.succeed()
-                return
-            seen = now_state
-            interval_ns *= 2
 
     def _quiet_state(self) -> tuple[int, int] | None:
         """(messages sent, nodes completed) when nothing of the model is pending, else None."""
@@ -338,7 +260,7 @@ class Simulation:
         if self._orbits is not None:
             self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]
-        unmatched = self.network.board.unmatched(_describe_handler)
+        unmatched = self.network.board.unmatched(describe_handler)
         if self.folding is not None and (stuck or unmatched):
             # a folded run names NPUs by their representatives: diagnose on the unfolded run
             # (which raises for a stall); reports already given out are not given again
@@ -354,9 +276,9 @@ class Simulation:
             return self.reports
         self._write_memory_traces()
         if stuck:
-            raise StalledError(self._stall_report(stuck, unmatched))
+            raise StalledError(stall_report(self._env.now, self.total_npus, stuck, unmatched))
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
             # stand, but a message nobody received is almost always a workload bug
-            self.warnings.append(self._stall_report(stuck, unmatched))
+            self.warnings.append(stall_report(self._env.now, self.total_npus, stuck, unmatched))
         return self.reports

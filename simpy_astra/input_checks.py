@@ -1,0 +1,47 @@
+"""Checks across inputs, made once before time starts: each file alone was validated when it
+was read; these look at two of them together (a workload against the network, compute
+nodes against the system's roofline)."""
+
+from __future__ import annotations
+
+import os
+
+from simpy_astra.config.system import SystemConfig
+from simpy_astra.errors import InputError
+from simpy_astra.workloads.chakra_et import et_path
+from simpy_astra.workloads.chakra_types import COMP_NODE
+
+
+def check_et_count(prefix: str, n: int, network: str) -> None:
+    """One ET file per NPU: ``PREFIX.0.et`` .. ``PREFIX.{n-1}.et``, and no more."""
+    found = 0
+    while os.path.exists(et_path(prefix, found)):
+        found += 1
+    if found < n:
+        where = "" if found else f"; relative paths resolve from {os.getcwd()}"
+        raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
+                         f"network {network} has {n} NPUs, so the workload needs one file per NPU, "
+                         f"{et_path(prefix, 0)} .. {et_path(prefix, n - 1)} "
+                         f"({found} consecutive file(s) found{where})")
+    if found > n:
+        extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
+        raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "
+                         f"{network} has {n} NPUs; remove {extra} or change npus_count")
+
+
+def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
+    """A warning when compute nodes carry FLOPs but no duration and the roofline is off.
+
+    Generated traces (transformer, GEMM without SCALE-Sim) describe compute by
+    ``num_ops``/``tensor_size`` and leave ``duration_micros`` at 0; replayed, each such node
+    takes 1 ns and the step time means nothing. Checked on one simulated NPU (cheap)."""
+    if cfg.roofline_enabled or cfg.replay_only or not npus:
+        return None
+    npu = npus[0]
+    comp = [n for n in npu.nodes.values() if n.type == COMP_NODE]
+    timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
+    if not timeless:
+        return None
+    return (f"{npu.source}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
+            f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
+            f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
