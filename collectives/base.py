@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
+
+if TYPE_CHECKING:
+    from simpy_astra.collectives.logical import LogicalDim
 
 ALL_REDUCE = "all_reduce"
 REDUCE_SCATTER = "reduce_scatter"
@@ -89,8 +92,12 @@ class CollectiveAlgorithm:
     #: bytes a phase of ``kind`` on ``n`` members leaves when it started with ``size``
     final_size: Callable[[str, int, int], int]
     kinds: frozenset[str] = field(default_factory=lambda: frozenset(COLLECTIVE_KINDS))
-    #: "ring" (members in ring order) or "tree" (double binary tree)
-    topology: str = "ring"
+    #: the logical shape beyond the ring order, built from a dimension once per phase: returns
+    #: the extra arguments of ``run`` (None: ``run(ctx)`` alone; see
+    #: :mod:`simpy_astra.collectives.logical`)
+    logical: Callable[[LogicalDim], tuple] | None = None
+    #: may run on a communicator group that is a subset of the NPUs
+    group_subsets: bool = True
     #: peers depend only on ring-position differences (``index +- k``), so rotating the
     #: ring rotates every phase; symmetry folding may then use rotations of that dimension
     rotation_symmetric: bool = False

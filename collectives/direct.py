@@ -15,7 +15,7 @@ from simpy_astra.collectives.base import (
     PhaseContext,
     ring_final_size,
 )
-from simpy_astra.collectives.packet_engine import packet_engine
+from simpy_astra.collectives.injection import injection_slots
 from simpy_astra.collectives.ring import message_bytes
 
 
@@ -54,7 +54,7 @@ def direct(ctx: PhaseContext) -> AlgorithmRun:
     nz_budget = (n - 1) * parallel if ctx.local else parallel
     sends = 2 * (n - 1) if ctx.kind == ALL_REDUCE else n - 1
     plan = RotatingPlan(ctx, message_bytes(ctx.kind, ctx.size_bytes, n))
-    return packet_engine(
+    return injection_slots(
         ctx,
         plan,
         parallel=parallel,

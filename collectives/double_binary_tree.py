@@ -9,45 +9,8 @@ the size, as the reference does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from simpy_astra.collectives.base import AlgorithmRun, CollectiveAlgorithm, PhaseContext
-
-LEAF, INTERMEDIATE, ROOT = "leaf", "intermediate", "root"
-ROOT_MAX, ROOT_MIN = 0, 1
-
-
-@dataclass(frozen=True)
-class TreeNode:
-    role: str
-    parent: int | None
-    left: int | None
-    right: int | None
-
-
-def build_tree(n: int, flavour: int) -> dict[int, TreeNode]:
-    """Positions 0..n-1 (n a power of two) -> their role and neighbours in one tree."""
-    levels = n.bit_length() - 1  # levels of the complete subtree below the root
-    nodes: dict[int, TreeNode] = {}
-    base = 0 if flavour == ROOT_MAX else 1
-
-    def subtree(lo: int, depth: int, parent: int) -> int:
-        mid = lo + (1 << (depth - 1)) - 1
-        if depth == 1:
-            nodes[mid] = TreeNode(LEAF, parent, None, None)
-            return mid
-        left = subtree(lo, depth - 1, mid)
-        right = subtree(mid + 1, depth - 1, mid)
-        nodes[mid] = TreeNode(INTERMEDIATE, parent, left, right)
-        return mid
-
-    root = n - 1 if flavour == ROOT_MAX else 0
-    child = subtree(base, levels, root)
-    if flavour == ROOT_MAX:
-        nodes[root] = TreeNode(ROOT, None, child, None)
-    else:
-        nodes[root] = TreeNode(ROOT, None, None, child)
-    return nodes
+from simpy_astra.collectives.logical import LEAF, ROOT, TreeNode, alternating_trees
 
 
 def double_binary_tree(ctx: PhaseContext, node: TreeNode) -> AlgorithmRun:
@@ -87,5 +50,6 @@ def _same_size(kind: str, size: int, n: int) -> int:
 
 
 DOUBLE_BINARY_TREE = CollectiveAlgorithm(
-    "doubleBinaryTree", double_binary_tree, _same_size, topology="tree"
+    "doubleBinaryTree", double_binary_tree, _same_size, logical=alternating_trees,
+    group_subsets=False,  # the reference crashes on a communicator-group subset
 )

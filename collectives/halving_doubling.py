@@ -20,7 +20,7 @@ from simpy_astra.collectives.base import (
     PhaseContext,
     ring_final_size,
 )
-from simpy_astra.collectives.packet_engine import packet_engine
+from simpy_astra.collectives.injection import injection_slots
 
 
 class ExchangePlan:
@@ -64,7 +64,7 @@ class ExchangePlan:
 def halving_doubling(ctx: PhaseContext) -> AlgorithmRun:
     steps = math.log2(len(ctx.members))
     sends = int(2 * steps) if ctx.kind == ALL_REDUCE else int(steps)
-    return packet_engine(
+    return injection_slots(
         ctx, ExchangePlan(ctx), parallel=1, nz_budget=int(steps - 1), total_sends=sends
     )
 

@@ -16,7 +16,7 @@ from simpy_astra.collectives.base import (
     PhaseContext,
     ring_final_size,
 )
-from simpy_astra.collectives.packet_engine import packet_engine
+from simpy_astra.collectives.injection import injection_slots
 
 
 class NeighbourPlan:
@@ -48,7 +48,7 @@ def ring(ctx: PhaseContext) -> AlgorithmRun:
     else:
         sends = n - 1
     plan = NeighbourPlan(ctx, message_bytes(ctx.kind, ctx.size_bytes, n))
-    return packet_engine(ctx, plan, parallel=1, nz_budget=n - 1, total_sends=sends)
+    return injection_slots(ctx, plan, parallel=1, nz_budget=n - 1, total_sends=sends)
 
 
 RING = CollectiveAlgorithm("ring", ring, ring_final_size, rotation_symmetric=True)

@@ -9,19 +9,15 @@ the run is built, before time starts; a run itself does no I/O.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from simpy_astra.collectives import resolve, subset_algorithm_name
+from simpy_astra.collectives.custom.files import CustomCollectives
+from simpy_astra.collectives.logical import LogicalDim
 from simpy_astra.config import SystemConfig
 from simpy_astra.errors import InputError
-from simpy_astra.system_layer import CollectivePlan, LogicalDim, StreamCounter, SystemLayer
+from simpy_astra.system_layer import CollectivePlan, StreamCounter, SystemLayer
 from simpy_astra.tags import first_stream_id
-from simpy_astra.workloads.chakra_et import EtError, read_et, validate_graph
-
-if TYPE_CHECKING:
-    from simpy_astra.npu import Npu
 
 
 class CommunicatorGroup:
@@ -32,68 +28,6 @@ class CommunicatorGroup:
         self.members = members
         self.streams = StreamCounter(first_stream_id(group_id))
         self.plans: dict[tuple, CollectivePlan] = {}
-
-
-class CustomCollectives:
-    """Every custom-collective file the system config names, read before the run.
-
-    ``PREFIX.{k}.et`` for k = 0, 1, ... while such a file exists; an MSCCL-IR ``.xml`` file
-    parsed once, its per-rank graphs built per collective size when first asked for. A file
-    that could not be read is reported when a collective uses it, as before."""
-
-    def __init__(self, config: SystemConfig) -> None:
-        self.config = config
-        self._et: dict[str, tuple[list, str] | Exception] = {}
-        self._xml: dict[str, object] = {}
-        self._msccl: dict[tuple[str, int], dict[int, list]] = {}
-        self._validated: set[str] = set()
-        prefixes = {*config.custom_implementations.values(), *config.per_node_custom.values()}
-        for prefix in sorted(prefixes):
-            if prefix.endswith(".xml"):
-                try:
-                    from simpy_astra.workloads.msccl_xml import (
-                        parse_msccl_xml,  # XML parsing: only MSCCL users pay
-                    )
-
-                    self._xml[prefix] = parse_msccl_xml(prefix)
-                except EtError as exc:
-                    self._xml[prefix] = exc
-                continue
-            k = 0
-            while os.path.exists(path := f"{prefix}.{k}.et"):
-                try:
-                    self._et[path] = (read_et(path)[1], path)
-                except EtError as exc:
-                    self._et[path] = exc
-                k += 1
-
-    def get(self, prefix: str, position: int, collective_bytes: int) -> tuple[list, str]:
-        """Rank ``position``'s graph of a custom collective: ``PREFIX.{position}.et`` as in
-        ASTRA-sim, or rank ``position`` of an MSCCL-IR file when the path ends in ``.xml``."""
-        if prefix.endswith(".xml"):
-            root = self._xml[prefix]
-            if isinstance(root, Exception):
-                raise root
-            key = (prefix, collective_bytes)
-            ranks = self._msccl.get(key)
-            if ranks is None:
-                from simpy_astra.workloads.msccl_xml import msccl_ranks
-
-                ranks = self._msccl[key] = msccl_ranks(root, prefix, collective_bytes)
-            if position not in ranks:
-                raise InputError(f"{prefix}: MSCCL-IR algorithm has no <gpu id=\"{position}\">")
-            return ranks[position], prefix
-        path = f"{prefix}.{position}.et"
-        hit = self._et.get(path)
-        if hit is None:
-            raise InputError(f"{self.config.source}: custom collective file {path} does "
-                             f"not exist (paths resolve from the working directory)")
-        if isinstance(hit, Exception):
-            raise hit
-        if path not in self._validated:
-            validate_graph(path, hit[0])
-            self._validated.add(path)
-        return hit
 
 
 class CollectivePlanner:
@@ -144,10 +78,13 @@ class CollectivePlanner:
             return cfg.per_node_custom[node_id]
         return cfg.custom_implementations.get(kind)
 
-    def collective_plan(self, npu: Npu, kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
-        """Which algorithm(s) and which NPUs a collective node of ``npu`` runs on."""
+    def collective_plan(self, system: SystemLayer, groups: dict[int, CommunicatorGroup], source: str,
+                        kind: str, pg_name: str, node_id: int) -> tuple[CollectivePlan, str | None]:
+        """Which algorithm(s) and which NPUs a collective node runs on, for the NPU whose
+        system layer is ``system``, whose communicator groups are ``groups`` and whose trace
+        is ``source`` (for errors)."""
         custom = self._custom_for(kind, node_id)
-        system = npu.system
+        npu_id = system.npu_id
         if pg_name in ("", "0"):
             if custom is not None:
                 return CollectivePlan([], [], None, system.default_streams), custom
@@ -155,13 +92,13 @@ class CollectivePlanner:
         try:
             gid = int(pg_name)
         except ValueError:
-            raise InputError(f"{npu.source}: node {node_id}: pg_name '{pg_name}' is not a group id") from None
-        group = npu.groups.get(gid)
+            raise InputError(f"{source}: node {node_id}: pg_name '{pg_name}' is not a group id") from None
+        group = groups.get(gid)
         if group is None:
-            raise InputError(f"{npu.source}: node {node_id}: communicator group {gid} is not defined "
+            raise InputError(f"{source}: node {node_id}: communicator group {gid} is not defined "
                              f"(give --comm-group-configuration or a METADATA node)")
-        if npu.npu_id not in group.members:
-            raise InputError(f"{npu.source}: node {node_id}: NPU {npu.npu_id} is not a member of "
+        if npu_id not in group.members:
+            raise InputError(f"{source}: node {node_id}: NPU {npu_id} is not a member of "
                              f"communicator group {gid} {list(group.members)}")
         key = (kind, custom)
         plan = group.plans.get(key)
@@ -187,9 +124,9 @@ class CollectivePlanner:
         if kind not in choice.algorithm.kinds:
             raise InputError.at(self.config.source, key,
                                 f"is {names[0]}, which does not implement {kind}; use ring or direct")
-        if choice.algorithm.topology == "tree":
+        if not choice.algorithm.group_subsets:
             raise InputError.at(self.config.source, key,
-                                f"is doubleBinaryTree, which cannot run on communicator group "
+                                f"is {names[0]}, which cannot run on communicator group "
                                 f"{group.group_id} {list(members)} (a subset of the "
                                 f"{self.total_npus} NPUs; the reference crashes here); use ring or "
                                 f"direct for {kind}")

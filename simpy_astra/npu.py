@@ -100,7 +100,6 @@ class Npu:
         self.completed = 0  # nodes finished, read by the progress display
         self.finished = False
         self.gpu_ops_ns = 0
-        self.cpu_ops_ns = 0
         self.stats = NpuStatistics(npu_id)
         self.memory = None
         if self.config.track_local_mem:  # imported here: most runs do not track memory
@@ -264,9 +263,7 @@ class Npu:
     # ------------------------------------------------------------------ node kinds
     def _replay(self, node, slot: int) -> None:
         runtime = replay_duration_ns(node.duration_micros)
-        if slot == SLOT_CPU:
-            self.cpu_ops_ns += runtime
-        else:
+        if slot != SLOT_CPU:  # the reference counts GPU time only
             self.gpu_ops_ns += runtime
         self.clock.register(runtime, self.complete_soon, node.id)
 
@@ -306,7 +303,8 @@ class Npu:
             involved = [True, True, True, True]
         priority = node.get_int("comm_priority", 0)
         pg = node.get_str("pg_name", "")
-        plan, custom = self.services.planner.collective_plan(self, kind, pg, node.id)
+        plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
+                                                                   node.id)
         node_id = node.id
         try:
             self.system.generate_collective(kind, size, involved, plan, priority, custom,

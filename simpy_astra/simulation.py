@@ -87,7 +87,7 @@ class Simulation:
             validate_graph(*traces[i])  # an orbit's members have the representative's graph
             clock = NpuClock(self._env)
             system = SystemLayer(i, clock, self.network, cfg, self.network_dims, inputs.queues_per_dim,
-                                 self.planner.customs.get)
+                                 self.planner.customs.phase)
             self.systems.append(system)
             path, nodes = traces[i]
             npu = Npu(i, nodes, path, services, clock, system)

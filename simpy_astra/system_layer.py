@@ -25,10 +25,8 @@ from simpy_astra.collectives.base import (
     CLOCKWISE,
     REDUCE_SCATTER,
 )
-from simpy_astra.collectives.custom_et import custom_et
-from simpy_astra.collectives.double_binary_tree import ROOT_MAX, ROOT_MIN, TreeNode, build_tree
+from simpy_astra.collectives.logical import LogicalDim, dimension_ring
 from simpy_astra.errors import InputError
-from simpy_astra.grid import Grid
 from simpy_astra.phase_process import PhaseProcess, Signal
 from simpy_astra.tags import native_tag, stream_tag
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
@@ -38,56 +36,6 @@ if TYPE_CHECKING:
     from simpy_astra.engine import NpuClock
 
 LOCAL_RING_ENDPOINT_DELAY_NS = 10  # hard-wired in the reference for group-subset rings
-
-
-# --------------------------------------------------------------------------- logical topology
-@dataclass
-class LogicalDim:
-    """One logical dimension as seen from one NPU: its ring (or trees) of members."""
-
-    members: tuple[int, ...]
-    index: int
-    local: bool = False
-    #: double binary tree: next tree flavour to hand out (alternates per phase built)
-    tree_counter: int = 0
-    _trees: dict[int, dict] | None = None
-
-    @property
-    def size(self) -> int:
-        return len(self.members)
-
-    def next_tree(self) -> int:
-        flavour = ROOT_MAX if self.tree_counter % 2 == 0 else ROOT_MIN
-        self.tree_counter += 1
-        return flavour
-
-    def tree_node(self, flavour: int) -> TreeNode:
-        """This NPU's place in tree ``flavour``, with member positions mapped to NPU ids."""
-        if self._trees is None:
-            self._trees = {}
-        tree = self._trees.get(flavour)
-        if tree is None:
-            n = self.size
-            if n & (n - 1):
-                raise InputError(
-                    f"doubleBinaryTree needs a power-of-two number of NPUs per dimension (got {n})"
-                )
-            positions = build_tree(n, flavour)
-            tree = self._trees[flavour] = positions
-        node = tree[self.index]
-        m = self.members
-        return TreeNode(
-            node.role,
-            None if node.parent is None else m[node.parent],
-            None if node.left is None else m[node.left],
-            None if node.right is None else m[node.right],
-        )
-
-
-def dimension_ring(npu: int, dims: list[int], d: int) -> LogicalDim:
-    """Members of network dimension ``d`` that share all other coordinates with ``npu``."""
-    members, index = Grid(dims).line(npu, d)
-    return LogicalDim(members, index)
 
 
 @dataclass
@@ -382,9 +330,8 @@ class SystemLayer:
                                     f"is {splits}, but the custom {kind} collective '{custom}' needs 1 "
                                     f"(the reference never finishes a split custom collective)")
             rank_of, file_pos = self._custom_position(plan)
-            nodes, source = self.load_custom(custom, file_pos, size)
-            phase = Phase(self, kind, size, size, 0, CLOCKWISE, None, None, custom_et,
-                          (nodes, source, rank_of))
+            run, args = self.load_custom(custom, file_pos, size, rank_of)
+            phase = Phase(self, kind, size, size, 0, CLOCKWISE, None, None, run, args)
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), [phase], priority, dataset))
             return dataset
         dims_inv = plan.involved if plan.involved is not None else involved
@@ -415,10 +362,7 @@ class SystemLayer:
         dim = plan.dims[d]
         algo = choice.algorithm
         final = algo.final_size(kind, size, dim.size)
-        if algo.topology == "tree":
-            args = (dim.tree_node(dim.next_tree()),)
-        else:
-            args = ()
+        args = () if algo.logical is None else algo.logical(dim)
         return Phase(self, kind, size, final, queue[0], queue[1], dim, choice.window, algo.run, args)
 
     def _build_phases(self, kind: str, chunk: int, plan: CollectivePlan, involved: list[bool]) -> list[Phase]:

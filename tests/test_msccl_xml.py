@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from simpy_astra.collectives.custom.msccl_xml import read_msccl_xml
 from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra_et import read_et
-from simpy_astra.workloads.msccl_xml import read_msccl_xml
 
 EXAMPLE = "workloads/examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce"
 

@@ -351,7 +351,7 @@ class _Path:
     """One path's ports and what is fixed per path: summed latency, the slowest link,
     ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
 
-    __slots__ = ("ports", "packet_bytes", "buffer_bytes", "latency_ns", "min_bytes_per_ns", "inverse_sum",
+    __slots__ = ("ports", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
                  "credit_caps", "min_cap", "min_from")
 
     def __init__(self, ports: tuple[Port, ...], packet_bytes: int, buffer_bytes: float) -> None:
@@ -367,7 +367,6 @@ class _Path:
         """What depends on the links' speeds (again after one changed)."""
         ports, packet_bytes = self.ports, self.packet_bytes
         speeds = [p.bytes_per_ns for p in ports]
-        self.min_bytes_per_ns = min(speeds)
         self.inverse_sum = sum(1.0 / b for b in speeds)
         self.min_from = [min(speeds[i:]) for i in range(len(speeds))]
         # the device at the end of every hop but the last forwards: the link into it waits for
@@ -462,7 +461,6 @@ class PacketNetwork(CongestionAwareNetwork):
             raise ValueError(f"{source}: switch-buffer ({self.switch_buffer_bytes} bytes) must hold at least "
                              f"one packet ({self.packet_size_bytes} bytes)")
         self._paths: dict[tuple[int, int], tuple[_Path, ...]] = {}
-        self.reshares = 0  # how often rates were re-shared among contending trains
         self._pending: dict[Port, None] = {}  # links whose trains changed in this instant
         self._flush_armed = False
         super().__init__(env, dims, source)
@@ -711,7 +709,6 @@ class PacketNetwork(CongestionAwareNetwork):
         self._flush_armed = False
         seeds = list(self._pending)
         self._pending.clear()
-        self.reshares += 1
         now = self.env.now
         ports: set[Port] = set(seeds)
         flows: dict[_Flow, None] = {}

@@ -1,4 +1,5 @@
-"""The packet engine shared by ring, direct and halving-doubling algorithms.
+"""Injection slots shared by ring, direct and halving-doubling (ASTRA-sim's "packet engine";
+unrelated to the packet network backend).
 
 ASTRA-sim's native algorithms inject "packets" into a local queue; every injected packet
 comes back after the endpoint delay (plus a reduction delay when it carries data to
@@ -65,7 +66,7 @@ class ReduceBudget:
         raise CollectiveError(f"NPU {self.npu_id}: packet engine has nothing to inject")
 
 
-def packet_engine(ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget: int,
+def injection_slots(ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget: int,
                   total_sends: int, two_halves: int = 0) -> AlgorithmRun:
     """Run one phase. ``two_halves`` > 0 selects direct all-reduce's rule that the second
     half of the sends waits until ``two_halves`` first-half messages were received."""
