@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simpy_astra.workloads.chakra_et import make_node, write_et
-from simpy_astra.workloads.chakra_schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMP_NODE
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMP_NODE
 
 HERE = Path(__file__).resolve().parent
 

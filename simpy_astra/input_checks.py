@@ -8,8 +8,8 @@ import os
 
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.chakra_et import et_path
-from simpy_astra.workloads.chakra_types import COMP_NODE
+from simpy_astra.workloads.chakra import et_path
+from simpy_astra.workloads.chakra.types import COMP_NODE
 
 
 def check_et_count(prefix: str, n: int, network: str) -> None:

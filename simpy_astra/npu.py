@@ -27,7 +27,7 @@ from simpy_astra.statistics import (
 )
 from simpy_astra.tags import native_tag
 from simpy_astra.units import replay_duration_ns
-from simpy_astra.workloads.chakra_types import (
+from simpy_astra.workloads.chakra.types import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,

@@ -32,7 +32,7 @@ from simpy_astra.system_layer import (
 )
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from simpy_astra.workloads.chakra_et import et_path, read_et, validate_graph
+from simpy_astra.workloads.chakra import et_path, read_et, validate_graph
 
 
 class Simulation:

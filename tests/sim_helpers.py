@@ -10,7 +10,7 @@ import yaml
 from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
-from simpy_astra.workloads.chakra_et import write_et
+from simpy_astra.workloads.chakra import write_et
 
 BASE_SYSTEM = {
     "scheduling-policy": "LIFO",

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.cli.main import EXIT_INPUT_ERROR, EXIT_STALLED, main
-from simpy_astra.workloads.chakra_et import make_node, write_et
-from simpy_astra.workloads.chakra_schema import (
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.schema import (
     COMM_COLL_NODE,
     COMM_RECV_NODE,
     COMM_SEND_NODE,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.workloads import chakra_schema as s
-from simpy_astra.workloads.chakra_et import (
+from simpy_astra.workloads.chakra import schema as s
+from simpy_astra.workloads.chakra import (
     EtError,
     EtNode,
     count_et_files,
@@ -594,7 +594,7 @@ def test_schema_import_does_not_touch_default_pool() -> None:
     """Importing our schema next to mlc-chakra must not clash (fresh interpreter)."""
     code = (
         "from google.protobuf import descriptor_pool\n"
-        "import workloads.chakra_schema\n"
+        "import simpy_astra.workloads.chakra.schema\n"
         "try:\n"
         "    descriptor_pool.Default().FindMessageTypeByName('ChakraProtoMsg.Node')\n"
         "except KeyError:\n"

@@ -98,8 +98,8 @@ def test_run_help_points_at_documentation_that_exists(capsys) -> None:
 
 
 def test_json_lists_every_link_and_names_switches_by_strings(tmp_path: Path, capsys, monkeypatch) -> None:
-    from simpy_astra.workloads.chakra_et import make_node, write_et
-    from simpy_astra.workloads.chakra_schema import COMM_COLL_NODE
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE
 
     monkeypatch.chdir(tmp_path)
     # 2 x 4 NPUs: rings of 2 in dimension 0, a switch per group of 4 in dimension 1; the
@@ -124,8 +124,8 @@ def test_json_lists_every_link_and_names_switches_by_strings(tmp_path: Path, cap
 
 
 def test_local_memory_traces_are_announced(tmp_path: Path, capsys, monkeypatch) -> None:
-    from simpy_astra.workloads.chakra_et import make_node, write_et
-    from simpy_astra.workloads.chakra_schema import COMP_NODE
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMP_NODE
 
     monkeypatch.chdir(tmp_path)
     Path("traces").mkdir()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simpy_astra.workloads.chakra_et import make_node
-from simpy_astra.workloads.chakra_schema import (
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import (
     ALL_REDUCE,
     ALL_TO_ALL,
     COMM_COLL_NODE,
@@ -155,7 +155,7 @@ def test_bidirectional_ring_closed_form(tmp_path: Path) -> None:
 
 def test_remote_memory_per_npu_and_pool(tmp_path: Path) -> None:
     # access = latency + trunc(bytes / (bytes per ns)); a pool serves one access at a time
-    from simpy_astra.workloads.chakra_schema import MEM_LOAD_NODE
+    from simpy_astra.workloads.chakra.schema import MEM_LOAD_NODE
 
     load = make_node(1, "load", MEM_LOAD_NODE, attrs={"tensor_size": 1_000_003})
     access = 300 + 1_000_003 // 7
@@ -184,7 +184,7 @@ def test_groups_from_a_metadata_node(tmp_path: Path) -> None:
     # PyTorch-style metadata: inputs.values is the repr of a list holding a JSON string.
     # (The reference would stall here: the all-reduce is released by a zero-time METADATA node
     # with nothing else in flight; we issue it, see README "Where we differ".)
-    from simpy_astra.workloads.chakra_schema import METADATA_NODE
+    from simpy_astra.workloads.chakra.schema import METADATA_NODE
 
     size = 1 << 16
     msg = size // 2

@@ -18,8 +18,8 @@ from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
 from simpy_astra.topologies import FullyConnected, Line, Ring, Switch
-from simpy_astra.workloads.chakra_et import make_node
-from simpy_astra.workloads.chakra_schema import (
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import (
     ALL_REDUCE,
     COMM_COLL_NODE,
     COMM_RECV_NODE,

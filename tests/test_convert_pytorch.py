@@ -18,7 +18,7 @@ import pytest
 
 from simpy_astra.cli.main import main as cli_main
 from simpy_astra.convert_pytorch import MISSING_EXTRA, group_ids, process_groups
-from simpy_astra.workloads.chakra_et import read_et
+from simpy_astra.workloads.chakra import read_et
 
 SAMPLE_TGZ = Path(__file__).resolve().parent / "data" / "chakra" / "1.0.2-chakra.0.0.4.tgz"
 SAMPLE_NAME = "1.0.2-chakra.0.0.4.json"

@@ -14,8 +14,8 @@ import pytest
 from simpy_astra.errors import StalledError
 from simpy_astra.simulation import Simulation
 from simpy_astra.units import network_gbps_to_bytes_per_ns
-from simpy_astra.workloads.chakra_et import make_node
-from simpy_astra.workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
 from tests.sim_helpers import run_sim
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,7 @@ def test_background_traffic_needs_a_non_negative_size(tmp_path: Path) -> None:
 
 def _stuck_receive(tmp_path: Path, backend: str):
     """NPU 1 waits for a message NPU 0 never sends; NPU 0 computes for 1 us and finishes."""
-    from simpy_astra.workloads.chakra_schema import COMP_NODE
+    from simpy_astra.workloads.chakra.schema import COMP_NODE
 
     comp = make_node(1, "c", COMP_NODE, duration_micros=1)
     recv = make_node(1, "r", COMM_RECV_NODE, attrs={"comm_src": 0, "comm_dst": 1, "comm_size": 64, "comm_tag": 1})
@@ -163,7 +163,7 @@ def test_a_stall_is_reported_even_while_a_user_process_loops_forever(tmp_path: P
 def test_the_watchdog_does_not_stop_a_long_quiet_compute(tmp_path: Path) -> None:
     # one 50 us compute node: the model is busy (its clock has a pending bucket) while a
     # monitor loops; the run must end at 50 us, not be stopped as a stall
-    from simpy_astra.workloads.chakra_schema import COMP_NODE
+    from simpy_astra.workloads.chakra.schema import COMP_NODE
 
     comp = make_node(1, "c", COMP_NODE, duration_micros=50)
     net = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [ONE_BYTE_PER_NS_GBPS], "latency": [LAT]}

@@ -14,8 +14,8 @@ import yaml
 
 from simpy_astra.config import load_network_yaml
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.chakra_et import make_node
-from simpy_astra.workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 from tests.conftest import REFERENCE
 from tests.sim_helpers import run, run_sim
 from tests.test_reference_parity import simulate_case

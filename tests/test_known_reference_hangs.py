@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.errors import StalledError
-from simpy_astra.workloads.chakra_et import make_node
-from simpy_astra.workloads.chakra_schema import ALL_REDUCE, COMM_COLL_NODE
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import ALL_REDUCE, COMM_COLL_NODE
 from tests.sim_helpers import run
 
 

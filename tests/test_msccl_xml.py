@@ -8,7 +8,7 @@ from pathlib import Path
 from simpy_astra.collectives.custom.msccl_xml import read_msccl_xml
 from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.simulation import Simulation
-from simpy_astra.workloads.chakra_et import read_et
+from simpy_astra.workloads.chakra import read_et
 
 EXAMPLE = "workloads/examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce"
 

@@ -20,8 +20,8 @@ from simpy_astra.network import BACKENDS
 from simpy_astra.network.packet import DEFAULT_PACKET_SIZE_BYTES, PacketNetwork
 from simpy_astra.topologies import FullyConnected, Line, Ring, Switch
 from simpy_astra.topologies.graph import GraphSpec, GraphTopology
-from simpy_astra.workloads.chakra_et import make_node
-from simpy_astra.workloads.chakra_schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE
 from tests.sim_helpers import run_sim
 
 P = DEFAULT_PACKET_SIZE_BYTES

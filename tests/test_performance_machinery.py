@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from simpy.core import StopSimulation
 
-from simpy_astra.workloads.chakra_et import make_node, read_et, write_et
-from simpy_astra.workloads.chakra_schema import (
+from simpy_astra.workloads.chakra import make_node, read_et, write_et
+from simpy_astra.workloads.chakra.schema import (
     ALL_REDUCE,
     COMM_COLL_NODE,
     COMM_RECV_NODE,

@@ -20,7 +20,7 @@ from simpy_astra.report.recorder import attach
 from simpy_astra.report.timeline import timeline_rows, write_chrome_trace
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import union_length
-from simpy_astra.workloads.chakra_et import read_et
+from simpy_astra.workloads.chakra import read_et
 
 ROOT = Path(__file__).resolve().parents[1]
 RESNET_CASE = "text_cu_Resnet50_DataParallel_8npus_p2_sw8"

@@ -207,8 +207,8 @@ def test_parallel_workers_share_one_cached_trace(copying_generator, tmp_path):
 
 def _activation_step(params: dict, prefix: str) -> None:
     """8 NPUs: a forward pass writes one activation of ``gib`` GiB, a backward pass reads it."""
-    from simpy_astra.workloads.chakra_et import make_node, write_et
-    from simpy_astra.workloads.chakra_schema import COMP_NODE
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMP_NODE
 
     size = str(params["gib"] << 30)
     for rank in range(8):

@@ -20,8 +20,8 @@ from simpy_astra.folding import IdShifts, delay_invariant_shifts
 from simpy_astra.grid import Grid
 from simpy_astra.simulation import Simulation
 from simpy_astra.topologies import build as build_topology
-from simpy_astra.workloads.chakra_et import make_node
-from simpy_astra.workloads.chakra_schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 from tests.sim_helpers import run_sim
 from tests.test_reference_parity import parse_lines
 

@@ -16,7 +16,7 @@ import pytest
 from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
-from simpy_astra.workloads.chakra_et import read_et
+from simpy_astra.workloads.chakra import read_et
 from simpy_astra.workloads.text_workload import parse_text_workload, write_text_ets
 from tests.conftest import REFERENCE
 from tests.test_reference_parity import parse_lines

@@ -20,7 +20,7 @@ from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads import generated
-from simpy_astra.workloads.chakra_et import read_et
+from simpy_astra.workloads.chakra import read_et
 from simpy_astra.workloads.transformer import generate, main
 
 COMP, SEND, RECV, COLL = 4, 5, 6, 7

@@ -11,8 +11,8 @@ import argparse
 from typing import Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.chakra_et import make_node, write_et
-from simpy_astra.workloads.chakra_schema import (
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.schema import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,

@@ -30,7 +30,7 @@ was run and what each gives):
   as the recomputed block output, is not written).
 
 ``stage-3a7f49c``: STAGE's own tensor lists at commit 3a7f49c (read off its st1..st6 traces and
-two lab points with ``workloads/chakra_et.read_et``), so peak memory is what STAGE 3a7f49c's
+two lab points with ``workloads.chakra.read_et``), so peak memory is what STAGE 3a7f49c's
 traces give (the reference cases pin that commit):
 
 - a collective writes nothing, and the op after it reads a *separate* name nobody writes

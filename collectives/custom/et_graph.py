@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simpy_astra.collectives.base import AlgorithmRun, CollectiveError, PhaseContext
-from simpy_astra.workloads.chakra_types import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from simpy_astra.workloads.chakra.types import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 
 def custom_et(ctx: PhaseContext, nodes: Sequence[Any], source: str, rank_of: Sequence[int] | None) -> AlgorithmRun:

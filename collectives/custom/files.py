@@ -9,7 +9,7 @@ from collections.abc import Callable
 from simpy_astra.collectives.custom.et_graph import custom_et
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.chakra_et import EtError, read_et, validate_graph
+from simpy_astra.workloads.chakra import EtError, read_et, validate_graph
 
 
 class CustomCollectives:

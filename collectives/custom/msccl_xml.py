@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from simpy_astra.workloads.chakra_et import EtError, EtNode
+from simpy_astra.workloads.chakra import EtError, EtNode
 
 COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE = 4, 5, 6
 STEP_NODES = {

@@ -118,8 +118,8 @@ def simulate_collective(network: dict[str, Any], system: dict[str, Any], collect
 
 def _write_sendrecv(prefix: str, size_bytes: int, n: int) -> str:
     """Every rank sends ``size_bytes`` to rank+1 and receives as much from rank-1."""
-    from simpy_astra.workloads.chakra_et import make_node, write_et
-    from simpy_astra.workloads.chakra_schema import COMM_RECV_NODE, COMM_SEND_NODE
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
 
     for rank in range(n):
         send = make_node(1, "send", COMM_SEND_NODE, attrs={"comm_dst": (rank + 1) % n,

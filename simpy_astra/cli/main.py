@@ -18,7 +18,7 @@ import sys
 
 from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.workloads.chakra_et import EtError
+from simpy_astra.workloads.chakra import EtError
 
 EXIT_INTERNAL_ERROR = 1
 EXIT_INPUT_ERROR = 2

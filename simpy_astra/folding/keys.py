@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simpy_astra.folding.frames import Frame
-from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, METADATA_NODE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, METADATA_NODE
 
 GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
 

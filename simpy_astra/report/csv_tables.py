@@ -23,7 +23,7 @@ import re
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
-from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, COMP_NODE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMP_NODE
 
 NODE_COLUMNS = ("npu", "node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns")
 PHASES = ("FWD", "BWD_IG", "BWD_WG")

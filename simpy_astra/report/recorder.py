@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from simpy_astra.workloads.chakra_types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE
 
 if TYPE_CHECKING:
     from simpy_astra.simulation import Simulation

@@ -15,7 +15,7 @@ import json
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
-from simpy_astra.workloads.chakra_types import COMP_NODE
+from simpy_astra.workloads.chakra.types import COMP_NODE
 
 TID_COMPUTE, TID_CPU, TID_OTHER, TID_COMM_BASE, TID_CHUNK_BASE = 0, 1, 2, 100, 1000
 

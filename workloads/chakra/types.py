@@ -1,6 +1,6 @@
 """Chakra's node and collective type numbers (schema 0.0.4), without protobuf.
 
-What the simulator needs to know of a node's kind; :mod:`workloads.chakra_schema` builds the
+What the simulator needs to know of a node's kind; :mod:`workloads.chakra.schema` builds the
 protobuf messages and re-exports these.
 """
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-# the type numbers live in the protobuf-free chakra_types; re-exported here
-from simpy_astra.workloads.chakra_types import (  # noqa: F401
+# the type numbers live in the protobuf-free chakra.types; re-exported here
+from simpy_astra.workloads.chakra.types import (  # noqa: F401
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,
