@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.workloads.chakra import schema as s
 from simpy_astra.workloads.chakra import (
     EtError,
     EtNode,
@@ -25,6 +24,7 @@ from simpy_astra.workloads.chakra import (
     validate_graph,
     write_et,
 )
+from simpy_astra.workloads.chakra import schema as s
 from tests.conftest import REFERENCE
 
 REF_WORKLOADS = REFERENCE / "workloads"

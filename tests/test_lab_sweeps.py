@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from simpy_astra.sweep.spec import load_sweep
-from simpy_astra.workloads.transformer_config import config_from_params
+from simpy_astra.workloads.transformer.config import config_from_params
 
 ROOT = Path(__file__).resolve().parents[1]
 RING3 = ["ring", "ring", "ring"]

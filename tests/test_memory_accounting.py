@@ -25,7 +25,7 @@ from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.memory_tracker import CATEGORIES, tensor_category
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import read_et
-from simpy_astra.workloads.transformer import generate
+from simpy_astra.workloads.transformer.generator import generate
 
 UNITS = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
 

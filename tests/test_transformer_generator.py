@@ -21,7 +21,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads import generated
 from simpy_astra.workloads.chakra import read_et
-from simpy_astra.workloads.transformer import generate, main
+from simpy_astra.workloads.transformer.generator import generate, main
 
 COMP, SEND, RECV, COLL = 4, 5, 6, 7
 ALL_REDUCE, ALL_TO_ALL = 0, 6
@@ -181,7 +181,7 @@ def test_bad_parameters_name_the_field(tmp_path: Path, params: dict, field: str)
 
 def test_one_f_one_b_order() -> None:
     """Megatron's 1F1B: pp-s-1 warm-up forwards, then alternate, then drain the backwards."""
-    from simpy_astra.workloads.transformer_schedule import one_f_one_b
+    from simpy_astra.workloads.transformer.schedule import one_f_one_b
 
     assert one_f_one_b(0, 2, 3) == [("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("B", 2)]
     assert one_f_one_b(1, 2, 3) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]

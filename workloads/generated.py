@@ -42,6 +42,8 @@ class GeneratorEntry:
     version: str
     path_params: tuple[str, ...] = ()
     prepare: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
+    #: module whose ``main(argv) -> int`` is ``simpy-astra generate NAME`` (None: scenarios only)
+    command: str | None = None
 
 
 def _lazy(module: str, function: str) -> Callable[[dict[str, Any], str], str | None]:
@@ -55,15 +57,25 @@ def _lazy(module: str, function: str) -> Callable[[dict[str, Any], str], str | N
     return run
 
 
-# name -> generator; each generator module adds its own line here
+def _module(module: str, version: str, command: bool = True, **kwargs: Any) -> GeneratorEntry:
+    """A generator module's entry: ``generate(params, prefix)``, and ``main(argv)`` for
+    ``simpy-astra generate`` when ``command``."""
+    return GeneratorEntry(_lazy(module, "generate"), version, command=module if command else None, **kwargs)
+
+
+# name -> generator: the one registry, read by scenarios (``generate: NAME``) and by the
+# ``generate`` command; a new generator module adds its line here. Bump a version when its
+# traces change (old cache entries are then ignored).
 GENERATORS: dict[str, GeneratorEntry] = {
-    "microbench": GeneratorEntry(_lazy("simpy_astra.workloads.microbench", "generate"), "1"),
-    "text": GeneratorEntry(_lazy("simpy_astra.workloads.text_workload", "generate"), "1"),
+    "microbench": _module("simpy_astra.workloads.microbench", "1"),
+    # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
+    "text": _module("simpy_astra.workloads.text_workload", "1", command=False),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
-    "transformer": GeneratorEntry(_lazy("simpy_astra.workloads.transformer", "generate"), "3"),  # bump when traces change
-    # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...)
-    "gemm": GeneratorEntry(_lazy("simpy_astra.workloads.gemm", "generate"), "1", path_params=("mnk",),
-                           prepare=_lazy("simpy_astra.workloads.gemm", "prepare")),
+    "transformer": _module("simpy_astra.workloads.transformer.generator", "3"),
+    # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
+    # SCALE-Sim compute times for GEMM layers (extra .[gemm])
+    "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),
+                    prepare=_lazy("simpy_astra.workloads.gemm", "prepare")),
 }
 
 

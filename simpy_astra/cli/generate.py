@@ -1,6 +1,7 @@
 """``simpy-astra generate KIND ...``: write Chakra traces from parameters.
 
-Each kind is a module in ``workloads/`` exposing ``main(argv) -> int``; add a line to ``KINDS``.
+The kinds are the generators of :data:`simpy_astra.workloads.generated.GENERATORS` that have a
+command (a module exposing ``main(argv) -> int``); registering a generator there is all it takes.
 """
 
 from __future__ import annotations
@@ -8,17 +9,13 @@ from __future__ import annotations
 import importlib
 
 from simpy_astra.errors import InputError
-
-KINDS: dict[str, str] = {
-    "microbench": "simpy_astra.workloads.microbench",
-    "transformer": "simpy_astra.workloads.transformer",
-    "gemm": "simpy_astra.workloads.gemm",  # SCALE-Sim compute times for GEMM layers (extra .[gemm])
-}
+from simpy_astra.workloads.generated import GENERATORS
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in KINDS:
+    kinds = {name: entry.command for name, entry in GENERATORS.items() if entry.command}
+    if not argv or argv[0] not in kinds:
         got = argv[0] if argv else "nothing"
-        raise InputError(f"generate: unknown kind {got!r}; use one of {', '.join(KINDS)} "
+        raise InputError(f"generate: unknown kind {got!r}; use one of {', '.join(kinds)} "
                          f"(e.g. simpy-astra generate microbench --help)")
-    return importlib.import_module(KINDS[argv[0]]).main(argv[1:])
+    return importlib.import_module(kinds[argv[0]]).main(argv[1:])

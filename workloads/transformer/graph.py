@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from simpy_astra.workloads.transformer_config import TransformerConfig
+from simpy_astra.workloads.transformer.config import TransformerConfig
 
 # Chakra node types and collective kinds
 COMP, SEND, RECV, COLL = 4, 5, 6, 7

@@ -14,7 +14,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import encode_varint, make_node
 from simpy_astra.workloads.chakra.schema import SCHEMA_VERSION, GlobalMetadata
 from simpy_astra.workloads.trace_output import TraceFiles, check_free_space
-from simpy_astra.workloads.transformer_graph import (
+from simpy_astra.workloads.transformer.graph import (
     COLL,
     COMP,
     KIND_PREFIX,

@@ -19,7 +19,7 @@ MODELS = ("gpt", "llama", "moe")
 PHASES = ("train", "prefill", "decode")
 # how tensor lifetimes are written: "physical" (what a real framework keeps), "stage" (the
 # STAGE the lab used: its template generator before commit 93cacd6), or "stage-3a7f49c" (STAGE's
-# graph generator at 3a7f49c, the one the reference cases pin); see transformer_memory
+# graph generator at 3a7f49c, the one the reference cases pin); see transformer.memory
 MEMORY_ACCOUNTINGS = ("physical", "stage", "stage-3a7f49c")
 
 # Public model shapes (papers / model cards); seq is the training context length.

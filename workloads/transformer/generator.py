@@ -4,10 +4,10 @@ The knobs are STAGE's (``--dp 8 --tp 8 --dmodel 8192 ... --activation-recompute 
 work as well as dashes), or a ``--preset`` fills the model shape. Writes ``PREFIX.{npu}.et`` for
 ``dp*tp*pp*sp`` NPUs and the comm-group JSON ``PREFIX.json`` to pass as ``--comm-group-configuration``.
 
-How the trace is made, file by file: ``transformer_config`` (knobs, presets, checks),
-``transformer_layers`` (each layer's ops, FLOPs, tensors and collectives),
-``transformer_schedule`` (micro-batches, 1F1B pipeline, gradient sync, optimizer),
-``transformer_graph`` (NPU layout, comm groups), ``transformer_writer`` (ET files).
+How the trace is made, file by file: ``config`` (knobs, presets, checks),
+``layers`` (each layer's ops, FLOPs, tensors and collectives),
+``schedule`` (micro-batches, 1F1B pipeline, gradient sync, optimizer),
+``graph`` (NPU layout, comm groups), ``writer`` (ET files).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.trace_output import check_prefix
-from simpy_astra.workloads.transformer_config import (
+from simpy_astra.workloads.transformer.config import (
     MEMORY_ACCOUNTINGS,
     MODELS,
     PHASES,
@@ -26,10 +26,10 @@ from simpy_astra.workloads.transformer_config import (
     TransformerConfig,
     config_from_params,
 )
-from simpy_astra.workloads.transformer_graph import Layout
-from simpy_astra.workloads.transformer_memory import account_memory
-from simpy_astra.workloads.transformer_schedule import build_stage
-from simpy_astra.workloads.transformer_writer import Units, write_trace
+from simpy_astra.workloads.transformer.graph import Layout
+from simpy_astra.workloads.transformer.memory import account_memory
+from simpy_astra.workloads.transformer.schedule import build_stage
+from simpy_astra.workloads.transformer.writer import Units, write_trace
 
 
 def generate_config(cfg: TransformerConfig, prefix: str) -> str:

@@ -12,9 +12,9 @@ Adam state.
 
 from __future__ import annotations
 
-from simpy_astra.workloads.transformer_config import TransformerConfig
-from simpy_astra.workloads.transformer_graph import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, StageGraph, Tensor
-from simpy_astra.workloads.transformer_layers import Blocks, Shapes
+from simpy_astra.workloads.transformer.config import TransformerConfig
+from simpy_astra.workloads.transformer.graph import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, StageGraph, Tensor
+from simpy_astra.workloads.transformer.layers import Blocks, Shapes
 
 ADAM_STATE_PER_PARAM = 2  # first and second moments
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simpy_astra.workloads.transformer_config import TransformerConfig
-from simpy_astra.workloads.transformer_graph import (
+from simpy_astra.workloads.transformer.config import TransformerConfig
+from simpy_astra.workloads.transformer.graph import (
     ALL_GATHER,
     ALL_REDUCE,
     ALL_TO_ALL,

@@ -56,10 +56,10 @@ from __future__ import annotations
 
 import re
 
-from simpy_astra.workloads.transformer_config import TransformerConfig
-from simpy_astra.workloads.transformer_graph import COLL, RECV, StageGraph, Tensor
-from simpy_astra.workloads.transformer_layers import Blocks
-from simpy_astra.workloads.transformer_schedule import shapes_for
+from simpy_astra.workloads.transformer.config import TransformerConfig
+from simpy_astra.workloads.transformer.graph import COLL, RECV, StageGraph, Tensor
+from simpy_astra.workloads.transformer.layers import Blocks
+from simpy_astra.workloads.transformer.schedule import shapes_for
 
 _BLOCK_WEIGHT = re.compile(r"^L\d+\.(wqkv|wo|router|ffn\.w\d|experts\.w\d|weights_shard)$")
 _LAYER_OP = re.compile(r"^(?P<scope>mb\d+\.L(?P<layer>\d+))\.(?P<rest>.+)$")
