@@ -3,7 +3,7 @@
 :class:`LinkResource` is what every backend's directed link shares (a SimPy
 :class:`~simpy.resources.base.BaseResource` with its ends, speed, latency and up/down
 state, and the checks of a change of speed); ``Link`` (congestion-aware backend) and the
-packet backend's :class:`~simpy_astra.network.packet.Port` build on it.
+packet backend's :class:`~simpy_astra.network.packet.port.Port` build on it.
 
 ``Link`` is a :class:`simpy.resources.base.BaseResource` of capacity one. Its ``put`` queue
 holds what waits for the wire: the network's messages, and :class:`Transmission` requests

@@ -1,0 +1,104 @@
+"""Packet backend: messages cut into packets, pipelined across hops, links shared round robin
+over their inputs, output buffers that fill and drain, lossless credit back-pressure --
+simulated as packet trains, so that time costs events only when the sharing of a link or
+the state of a buffer changes, never per packet.
+
+What is modelled (beyond ASTRA-sim, whose congestion-aware model moves whole messages
+store-and-forward):
+
+* a message of ``S`` bytes is a train of packets of ``packet-size`` bytes (the last one
+  shorter); every directed link serialises one packet at a time at its bandwidth ``B`` and
+  the packet then propagates for the link's latency; a device forwards a packet as soon as it
+  has received it (per-packet store-and-forward, i.e. pipelined across hops), so one message
+  alone over ``h`` hops takes ``h*latency + S/B + (h-1)*P/B`` (``P = min(packet-size, S)``;
+  with unequal links ``sum(latency_i + P/B_i) + (S-P)/min(B_i)``);
+* every directed link is a :class:`Port`, a SimPy resource
+  (:class:`~simpy_astra.network.link.LinkResource`, shared with the congestion-aware
+  backend's links): a train joining the link is a request (:meth:`Port.request`), leaving it
+  a release (:meth:`Port.release`); ``yield port.put(n)`` is background traffic on it;
+* an output port serves its *inputs* (the links that feed it, and the device's own
+  injection) in round robin, and each input's share in turn its trains: an input with ``m``
+  trains among ``n`` inputs gives each ``B/(n*m)``; a train or an input that cannot use its
+  share (it is slower elsewhere) leaves the rest to the others (hierarchical max-min
+  fairness: a water-filling over inputs, then over each input's trains);
+* every output port of a forwarding device (a switch, or an NPU on a multi-hop route) has a
+  buffer of ``switch-buffer`` bytes, kept by that device's SimPy process
+  (:class:`SwitchProcess`, ``network.switches[device].process``). A train whose tightest port
+  is such a port, and whose upstream links could carry it faster, fills that buffer at
+  ``in - out``: upstream it runs at its own share of the upstream links, downstream at its
+  share of the port. When the buffer is full, credits hold the trains that were filling it
+  to their downstream rate (the one event of the fill instant, then a re-share); when a
+  train's backlog can leave faster than it arrives, the buffer drains, and the train is
+  whole again once its backlog is empty (one event). The largest queue per port is this
+  tracked occupancy;
+* the link into a buffer sends only against credits for it, returned one latency after a
+  packet leaves: a buffer smaller than the credit loop's bandwidth-delay product
+  ``B*(2*latency) + P`` caps that link at ``switch-buffer / (2*latency + P/B)``.
+
+How it is simulated: a flow (one message, or one of its sprayed parts) is a *train*. While
+the trains on a set of links and the states of their buffers do not change, round robin
+with credits gives every train constant rates: one on the hops before its buffer (if it
+is filling or draining one), one from there on. A train costs one event when its last byte
+leaves the source, one for its delivery (``tail`` later: the last packet crossing the
+remaining hops), and, only when it is congested, the buffer's fill and empty instants.
+Rates are re-shared -- only among the trains that transitively share links with the ones
+that changed, and once for all the changes of one instant (one event) -- when a train starts
+or ends, a buffer fills or empties, or a link changes speed. An uncontended message is two
+events whatever its size; runtime grows with contention, not with bytes. After every
+solve, the switch process of each port that holds a backlog is woken (its event): it sums
+the backlogs into the port's occupancy, records the largest, and arms a timer for the next
+fill or empty instant, at which it wakes again and hands the instant to the network, which
+re-shares.
+
+Approximations that this buys, and only these:
+
+* a train occupies every link of its path from its start (the head's arrival offset,
+  ``latency + P/B`` per hop, is charged in the delivery time, not in the sharing);
+* a train has at most one buffer at a time: the one at its tightest port when it became
+  congested (the first such hop if several tie; none if the first link ties with it); a
+  second, upstream bottleneck opens no second buffer, and if its tightest port later moves
+  further on, its backlog stays where it is (the hops between carry its downstream rate);
+* a solve changes each train's state (whole, filling or draining a buffer, held by
+  credits) at most once and re-solves at most 6 times; a switch hands over at most 6
+  buffer instants of one port per simulated instant (guards against a state that solves
+  back to itself);
+* a full buffer's split between trains is frozen: each train that was filling it is held
+  to its downstream rate (per-train credits) until its own rate downstream exceeds its
+  rate upstream (then its backlog drains); space that a draining train frees is not handed
+  to trains held by credits, and a train arriving at a full port is credit-paced at once;
+* events fall on whole nanoseconds (rounded up): a buffer may overshoot its size by the
+  bytes of under 1 ns, which the statistics clip.
+
+Statistics per directed link (:meth:`PacketNetwork.port_stats`): bytes carried, busy time
+(the trains' summed rates over the link's speed, integrated), the largest occupancy of the
+buffer of the port that feeds it (0 for a source NPU's own link: the message in its memory
+is not a queue), and the time it was held back by credits (it had spare capacity while a
+train on it waited for a full buffer downstream, or for credits of its own credit loop).
+
+Defaults, when the network YAML does not set them:
+
+* ``packet-size: 4096`` bytes -- the MTU of InfiniBand and RoCE fabrics (NVLink moves
+  smaller flits, but as the pipeline term ``(h-1)*P/B`` shows, the packet size only matters
+  for messages of a few packets; halving it changes a 4x4-mesh ring all-reduce by far less
+  than 1%);
+* ``switch-buffer: 1048576`` bytes (1 MiB) per output port -- the per-port share of a
+  modern data-centre switch's 32-64 MiB shared buffer, and above the credit loop's
+  bandwidth-delay product of links up to 400 GB/s with 1 us latency. Lossless fabrics are
+  built so that credits never idle a link, so while the YAML does not set ``switch-buffer``
+  no credit loop caps a link (whatever its speed); the buffer still fills and drains.
+
+Routing is the other backends' (dimension-order across stacked dimensions, each building
+block's route, Graph shortest path or ECMP per flow); a Graph with ``routing: spray``
+sprays each flow's packets evenly over all its fewest-link paths (one train per path).
+
+Module by module: ``trains`` (trains, their paths, the bounds of a solve), ``port`` (a
+directed link), ``switch`` (a forwarding device's process) and ``network`` (routing, the
+re-share, statistics).
+"""
+
+from simpy_astra.network.packet.network import PacketNetwork
+from simpy_astra.network.packet.port import Port
+from simpy_astra.network.packet.switch import SwitchProcess
+from simpy_astra.network.packet.trains import DEFAULT_PACKET_SIZE_BYTES, DEFAULT_SWITCH_BUFFER_BYTES
+
+__all__ = ["DEFAULT_PACKET_SIZE_BYTES", "DEFAULT_SWITCH_BUFFER_BYTES", "PacketNetwork", "Port", "SwitchProcess"]

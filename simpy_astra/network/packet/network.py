@@ -1,0 +1,532 @@
+"""The packet backend's network: routes messages as trains over ports, re-shares rates among the
+trains that changed, and drives the switch processes (the model is described in
+:mod:`simpy_astra.network.packet`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import simpy
+from simpy.events import Timeout
+
+from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+from simpy_astra.network.link import Transmission
+from simpy_astra.network.messages import Handler
+from simpy_astra.network.packet.port import Port
+from simpy_astra.network.packet.switch import SwitchProcess
+from simpy_astra.network.packet.trains import (
+    DEFAULT_PACKET_SIZE_BYTES,
+    DEFAULT_SWITCH_BUFFER_BYTES,
+    EMPTY_BYTES,
+    MAX_ROUNDS,
+    TOLERANCE,
+    PacketMessage,
+    Train,
+    TrainPath,
+    limit_hop,
+)
+from simpy_astra.topologies.base import BasicTopology
+
+
+class PacketNetwork(CongestionAwareNetwork):
+    """The packet backend (see the module docstring). Topology, routes and device naming are
+    the congestion-aware backend's; links are :class:`Port` resources instead of FIFO links,
+    and forwarding devices are :class:`SwitchProcess` processes that keep the buffers."""
+
+    name = "packet"
+
+    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>",
+                 packet_size_bytes: int | None = None, switch_buffer_bytes: int | None = None) -> None:
+        self.packet_size_bytes = DEFAULT_PACKET_SIZE_BYTES if packet_size_bytes is None else packet_size_bytes
+        self.switch_buffer_bytes = (DEFAULT_SWITCH_BUFFER_BYTES if switch_buffer_bytes is None
+                                    else switch_buffer_bytes)
+        # the default buffer is sized for its link's credit loop: only a given one caps links
+        self._credit_buffer_bytes = math.inf if switch_buffer_bytes is None else switch_buffer_bytes
+        if self.packet_size_bytes <= 0:
+            raise ValueError(f"{source}: packet-size must be > 0 bytes (got {self.packet_size_bytes})")
+        if self.switch_buffer_bytes < self.packet_size_bytes:
+            raise ValueError(f"{source}: switch-buffer ({self.switch_buffer_bytes} bytes) must hold at least "
+                             f"one packet ({self.packet_size_bytes} bytes)")
+        self._paths: dict[tuple[int, int], tuple[TrainPath, ...]] = {}
+        self._pending: dict[Port, None] = {}  # links whose trains changed in this instant
+        self._flush_armed = False
+        super().__init__(env, dims, source)
+
+    # ------------------------------------------------------------------ topology
+    def _new_link(self, u: Any, v: Any, bandwidth_gbps: float, latency_ns: float, *,  # type: ignore[override]
+                  into_switch: bool, from_switch: bool) -> Port:
+        port = Port(self.env, u, v, bandwidth_gbps, latency_ns, self)
+        if from_switch:  # out of a switch: its process keeps the buffer
+            port.switch = self.switch(u)  # type: ignore[assignment]
+        return port
+
+    def _new_switch(self, device: Any) -> SwitchProcess:  # type: ignore[override]
+        """The process of forwarding device ``device`` (a switch, or an NPU once a train
+        buffers at one of its ports: :meth:`switch` starts it then)."""
+        return SwitchProcess(self.env, device, self)
+    def _paths_between(self, src: int, dst: int) -> tuple[TrainPath, ...]:
+        """Dimension-order routing, as the congestion-aware backend; a dimension that sprays
+        gives several paths: path ``k`` takes alternative ``k mod m`` in every dimension."""
+        paths = self._paths.get((src, dst))
+        if paths is not None:
+            return paths
+        if src == dst:
+            raise ValueError(f"NPU {src} cannot send to itself")
+        per_dim: list[list[list[Port]]] = []
+        here, grid = src, self.grid
+        for dim, topo in enumerate(self.dims):
+            a, b = grid.coord(here, dim), grid.coord(dst, dim)
+            if a == b:
+                continue
+            base = grid.moved(here, dim, 0)
+            options = []
+            for local in topo.routes(a, b):
+                devices = [self._device(dim, base, k) for k in local]
+                options.append([self._link(devices[i], devices[i + 1], dim, local[i], local[i + 1])
+                                for i in range(len(devices) - 1)])
+            per_dim.append(options)
+            here = grid.moved(here, dim, b)
+        count = max(len(options) for options in per_dim)
+        paths = tuple(self._path(tuple(p for options in per_dim for p in options[k % len(options)]))
+                      for k in range(count))
+        self._paths[(src, dst)] = paths
+        return paths
+
+    def _path(self, ports: tuple[Port, ...]) -> TrainPath:
+        return TrainPath(ports, self.packet_size_bytes, self._credit_buffer_bytes)
+
+    # ------------------------------------------------------------------ public interface
+    def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        key = self.board.post_send(src, dst, tag, size, fn, arg)
+        self._inject(src, dst, size, key, None)
+
+    def send_background(self, src: int, dst: int, size_bytes: int) -> simpy.Event:
+        """``size_bytes`` from ``src`` to ``dst`` sharing the links with the workload, matched
+        by no receive; the event succeeds (value: the time) when the last packet arrived."""
+        if size_bytes < 0:
+            raise ValueError(f"background message of {size_bytes} bytes")
+        done = self.env.event()
+        self._inject(src, dst, size_bytes, None, done)
+        return done
+
+    def link_stats(self) -> list[tuple[Any, Any, int, int, int, int]]:
+        """(from, to, bytes, busy ns, largest queue in bytes, back-pressure stall ns) for every
+        directed link; devices of a one-dimensional network by their labels."""
+        label = self._label
+        return [(label(p.src), label(p.dst), p.bytes, p.busy_ns, p.max_queue_bytes, p.stall_ns)
+                for p in self._links.values()]
+
+    def port_stats(self) -> list[dict[str, Any]]:
+        """:meth:`link_stats` as named fields."""
+        return [{"from": u, "to": v, "bytes": b, "busy_ns": t, "max_queue_bytes": q, "stall_ns": s}
+                for u, v, b, t, q, s in self.link_stats()]
+
+    # ------------------------------------------------------------------ trains
+    def _inject(self, src: int, dst: int, size: int, key: Any, done: simpy.Event | None) -> None:
+        self._start(self._paths_between(src, dst), size, key, done)
+
+    def start_put(self, port: Port, request: Transmission) -> None:
+        if port._own_path is None:
+            port._own_path = self._path((port,))
+        self._start((port._own_path,), request.size, None, request)
+
+    def _start(self, paths: tuple[TrainPath, ...], size: int, key: Any, done: simpy.Event | None) -> None:
+        """One message of ``size`` bytes sprayed evenly over ``paths`` (usually one)."""
+        message = PacketMessage(key, done, len(paths))
+        now = self.env.now
+        if size == 0:  # no packet to pipeline: only the latencies
+            message.parts = 1
+            message.deliver_ns = now + paths[0].latency_ns
+            self._schedule_delivery(message)
+            return
+        share = size / len(paths)
+        for path in paths:
+            flow = Train(message, path, share, now)
+            idle = True
+            for i, port in enumerate(flow.ports):
+                port.carried_bytes += share
+                if port.flows:
+                    idle = False
+                port.request(flow, i)
+            if idle:  # alone on every link: the slowest link or a credit loop sets the rate
+                rate, hop = path.min_cap, ~path.credit_caps.index(path.min_cap)
+                for i, port in enumerate(flow.ports):
+                    if port.capacity_bytes_per_ns < rate * (1 - TOLERANCE) or not port.capacity_bytes_per_ns:
+                        rate, hop = port.capacity_bytes_per_ns, i
+                if hop <= 0:  # the first link or a credit loop: no buffer fills
+                    flow.lim_in = hop
+                    flow.in_rate = flow.out_rate = rate
+                    self._arm_drain(flow, now)
+                    for port in flow.ports:
+                        port._set_load(rate)
+                    self._mark_credit_stall(flow)
+                    continue
+            self.reshare(flow.ports)
+
+    # ------------------------------------------------------------------ events of a train
+    def _arm_drain(self, flow: Train, now: float) -> None:
+        """(Re-)arm the train's source-drain event for its current ``in_rate``.
+
+        It is re-armed only if the drain comes earlier than the pending event: a later drain
+        (the train slowed down) lets the pending event fire and re-arm itself, so a train
+        that only slows down keeps one event."""
+        rate = flow.in_rate
+        # events at whole nanoseconds (the drain rounded up: at most 1 ns late), so the clock
+        # the NPUs read stays an integer as with the other backends
+        if rate <= 0:  # a link on its path is down: no drain until it is up again
+            flow.drain_ns = math.inf
+            return
+        drain_ns = math.ceil(flow.since + flow.left_bytes / rate - 1e-9)
+        flow.drain_ns = drain_ns
+        if flow.timer_ns is None or drain_ns < flow.timer_ns:
+            flow.version += 1
+            flow.timer_ns = drain_ns
+            version = flow.version
+            Timeout(self.env, max(0, drain_ns - now)).callbacks.append(lambda _e: self._drained(flow, version))
+
+    def _drained(self, flow: Train, version: int) -> None:
+        """The train's last byte left the source (or it slowed down since this event was
+        armed: then re-arm): free the links before its buffer; done if nothing is buffered."""
+        if flow.version != version:
+            return
+        now = self.env.now
+        if flow.drain_ns > now:
+            flow.timer_ns = None
+            if flow.drain_ns != math.inf:
+                self._arm_drain(flow, now)
+            return
+        flow.timer_ns = None
+        flow.advance(now)
+        flow.left_bytes = 0.0
+        b = flow.buf
+        if not b or flow.backlog_bytes <= EMPTY_BYTES:
+            busy = self._finish(flow, 0)
+        else:  # the rest waits in the buffer of hop b: the links before it are free
+            busy = []
+            for port in flow.ports[:b]:
+                port.release(flow)
+                if port.flows:
+                    busy.append(port)
+            flow.first = b
+            flow.in_rate = 0.0
+            busy.append(flow.ports[b])
+        if busy:
+            self.reshare(busy)
+
+    def _finish(self, flow: Train, hop: int) -> list[Port]:
+        """The train's last byte left the source (``hop`` 0) or the buffer of ``hop``: free
+        its links and schedule its delivery; returns the freed links that others still use."""
+        busy = []
+        for port in flow.ports[flow.first:]:
+            port.release(flow)
+            if port.flows:
+                busy.append(port)
+        if flow.buf:
+            flow.ports[flow.buf].buffered.pop(flow, None)
+        flow.version += 1  # a pending drain event is void
+        message = flow.message
+        packet = min(self.packet_size_bytes, flow.size_bytes)
+        message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(packet, hop))
+        message.parts -= 1
+        if message.parts == 0:
+            self._schedule_delivery(message)
+        return busy
+
+    def _schedule_delivery(self, message: PacketMessage) -> None:
+        # whole nanoseconds, as the other backends deliver (never before the last byte arrived)
+        at_ns = math.ceil(message.deliver_ns - 1e-6)
+        Timeout(self.env, max(0, at_ns - self.env.now)).callbacks.append(lambda _e: self._deliver(message))
+
+    def _deliver(self, message: PacketMessage) -> None:
+        if message.key is not None:
+            self.board.arrived(message.key)
+        else:
+            message.done.succeed(self.env.now)
+
+    def buffer_instant(self, port: Port) -> None:
+        """The switch process of ``port`` found its buffer full, or a train's backlog empty:
+        a full buffer holds the trains filling it to their downstream rate (credits); an empty
+        backlog makes its train whole again, or ends it if its source is drained."""
+        now = self.env.now
+        seeds = [port]
+        for flow in list(port.buffered):
+            flow.advance(now)
+            if flow.backlog_bytes <= EMPTY_BYTES and (flow.left_bytes <= 0 or flow.out_rate >= flow.in_rate):
+                if flow.left_bytes <= 0:
+                    seeds += self._finish(flow, flow.buf)
+                else:
+                    del port.buffered[flow]
+                    flow.buf = 0
+                    flow.coupled = False
+                    flow.backlog_bytes = 0.0
+        if port.full:
+            for flow in port.buffered:
+                if flow.left_bytes > 0 and flow.in_rate > flow.out_rate * (1 + TOLERANCE):
+                    flow.coupled = True
+        port.full = port.full and bool(port.buffered)
+        self.reshare([p for p in seeds if p.flows])
+        if port.buffered and port.switch is not None:
+            port.switch.notify(port)  # look again after the change, even if nothing was re-shared
+
+    # ------------------------------------------------------------------ sharing
+    def reshare(self, seeds: list[Port]) -> None:
+        """Re-solve the rates of every train that transitively shares a link with ``seeds``.
+
+        Changes of one instant are solved together, once, by an event at that instant
+        (:meth:`_flush`): no time passes in between, so nothing moves at the old rates.
+
+        Each train is one unit of demand over its whole path, or two when it has a buffer
+        that is not full (its hops before the buffer, and from the buffer on; a train whose
+        source is drained is only the latter). The units get hierarchical max-min rates
+        (:meth:`_max_min`). Then: a whole train held by a port whose buffer is not full,
+        with a faster way there, opens that buffer (it will fill); a train whose backlog is
+        empty and that arrives no faster than it leaves becomes whole again; a filling train
+        at a full buffer is held by credits (coupled); a coupled train whose tightest port is
+        now upstream of its buffer is let go (it drains). Solve again until nothing changes."""
+        if not seeds:
+            return
+        pending = self._pending
+        for port in seeds:
+            pending[port] = None
+        if not self._flush_armed:  # one solve for every change of this instant (one event)
+            self._flush_armed = True
+            Timeout(self.env, 0).callbacks.append(self._flush)
+
+    def _flush(self, _event: Any) -> None:
+        self._flush_armed = False
+        seeds = list(self._pending)
+        self._pending.clear()
+        now = self.env.now
+        ports: set[Port] = set(seeds)
+        flows: dict[Train, None] = {}
+        stack = list(seeds)
+        while stack:
+            for flow in stack.pop().flows:
+                if flow not in flows:
+                    flows[flow] = None
+                    for port in flow.ports[flow.first:]:
+                        if port not in ports:
+                            ports.add(port)
+                            stack.append(port)
+        for flow in flows:
+            flow.advance(now)
+        changed_once: set[Train] = set()
+        for _round in range(MAX_ROUNDS):
+            self._max_min(flows)
+            changed = False
+            for flow in flows:
+                if flow.left_bytes <= 0 or flow in changed_once:
+                    continue
+                b = flow.buf
+                if not b:
+                    k = flow.lim_in
+                    if k >= 1 and not flow.ports[k].full:
+                        port = flow.ports[k]
+                        flow.buf = k
+                        flow.backlog_bytes = 0.0
+                        port.buffered[flow] = None
+                        if port.switch is None:
+                            port.switch = self.switch(port.src)
+                    else:
+                        continue
+                elif flow.coupled:
+                    if limit_hop(flow.lim_in) >= b:
+                        continue
+                    flow.coupled = False
+                elif flow.backlog_bytes <= EMPTY_BYTES and flow.r_in <= flow.r_out * (1 + TOLERANCE):
+                    del flow.ports[b].buffered[flow]
+                    flow.buf = 0
+                elif flow.r_in > flow.r_out * (1 + TOLERANCE) and flow.ports[b].full:
+                    flow.coupled = True
+                else:
+                    continue
+                changed_once.add(flow)
+                changed = True
+            if not changed:
+                break
+        self._apply(flows, ports, now)
+
+    def _max_min(self, flows) -> None:
+        """Hierarchical max-min rates for the trains' units (results in ``r_in``/``lim_in``
+        for the unit over the hops before the buffer, or the whole path, and ``r_out``/
+        ``lim_out`` for the unit from the buffer on).
+
+        Progressive filling: every port offers each of its inputs (the link a unit arrives
+        on, or None for the device's own injection) an equal part of what the inputs whose
+        units are all frozen left, and each input's part is split evenly among its unfrozen
+        units; the smallest offer (or credit cap) freezes the units it was made to, at that
+        rate, with the hop that made it; offers are recomputed where those units pass."""
+        if all(len(flow.ports) - flow.first == 1 for flow in flows):
+            self._one_hop_shares(flows)
+            return
+        units: list[list] = []  # [flow, first hop, end hop, is_out, cap]
+        inputs: dict[Port, dict[Any, list]] = {}  # port -> input -> [unfrozen, frozen sum, [(unit, hop)]]
+        for flow in flows:
+            h = len(flow.ports)
+            b = flow.buf
+            caps = flow.path.credit_caps
+            if flow.left_bytes <= 0:
+                spans = ((b, h, True),)
+            elif not b or flow.coupled:
+                spans = ((0, h, False),)
+            else:
+                spans = ((0, b, False), (b, h, True))
+            for a, e, is_out in spans:
+                cap = min(caps[a:e]) if flow.path.min_cap != math.inf else math.inf
+                u = len(units)
+                units.append([flow, a, e, is_out, cap])
+                fp = flow.ports
+                for i in range(a, e):
+                    port = fp[i]
+                    key = fp[i - 1] if i else None
+                    by_input = inputs.get(port)
+                    if by_input is None:
+                        by_input = inputs[port] = {}
+                    slot = by_input.get(key)
+                    if slot is None:
+                        slot = by_input[key] = [0, 0.0, []]
+                    slot[0] += 1
+                    slot[2].append((u, i))
+        state = {p: [p.capacity_bytes_per_ns, len(by_input)] for p, by_input in inputs.items()}  # spare, open
+        offers: dict[Port, float] = {}
+
+        def offer(port: Port) -> float:
+            spare, n_open = state[port]
+            share = spare / n_open
+            return min((share - slot[1]) / slot[0] for slot in inputs[port].values() if slot[0])
+
+        for port in inputs:
+            offers[port] = offer(port)
+        capped = [u for u, unit in enumerate(units) if unit[4] != math.inf]
+        rate: list[float | None] = [None] * len(units)
+        limit = [0] * len(units)
+        waiting = len(units)
+        while waiting:
+            level = min(offers.values()) if offers else math.inf
+            if capped:
+                cap_level = min((units[u][4] for u in capped if rate[u] is None), default=math.inf)
+                level = min(level, cap_level)
+            level = max(level, 0.0)
+            top = level * (1 + TOLERANCE) + 1e-15
+            hits: dict[int, int] = {}
+            for port, value in offers.items():
+                if value <= top:
+                    spare, n_open = state[port]
+                    share = spare / n_open
+                    for slot in inputs[port].values():
+                        if slot[0] and (share - slot[1]) / slot[0] <= top:
+                            for u, i in slot[2]:
+                                if rate[u] is None and (u not in hits or i < hits[u]):
+                                    hits[u] = i
+            for u in capped:
+                if rate[u] is None and u not in hits and units[u][4] <= top:
+                    flow, a, e = units[u][0], units[u][1], units[u][2]
+                    hits[u] = ~flow.path.credit_caps.index(units[u][4], a, e)
+            dirty: set[Port] = set()
+            for u, hop in hits.items():
+                rate[u] = level
+                limit[u] = hop
+                waiting -= 1
+                flow, a, e = units[u][0], units[u][1], units[u][2]
+                fp = flow.ports
+                for i in range(a, e):
+                    port = fp[i]
+                    slot = inputs[port][fp[i - 1] if i else None]
+                    slot[0] -= 1
+                    slot[1] += level
+                    if not slot[0]:
+                        st = state[port]
+                        st[0] -= slot[1]
+                        st[1] -= 1
+                    dirty.add(port)
+            for port in dirty:
+                if state[port][1]:
+                    offers[port] = offer(port)
+                else:
+                    offers.pop(port, None)
+        for u, unit in enumerate(units):
+            flow = unit[0]
+            if unit[3]:
+                flow.r_out, flow.lim_out = rate[u], limit[u]
+            else:
+                flow.r_in, flow.lim_in = rate[u], limit[u]
+            if not flow.buf or flow.coupled:
+                if not unit[3]:
+                    flow.r_out, flow.lim_out = rate[u], limit[u]
+
+    @staticmethod
+    def _one_hop_shares(flows) -> None:
+        """:meth:`_max_min` when every train has one link left (the last hop, no credit loop):
+        links do not interact, so each link's inputs share it evenly and each input's part
+        goes evenly to its trains."""
+        per_port: dict[Port, dict[Any, int]] = {}
+        for flow in flows:
+            i = flow.first
+            port = flow.ports[i]
+            key = flow.ports[i - 1] if i else None
+            counts = per_port.get(port)
+            if counts is None:
+                per_port[port] = {key: 1}
+            else:
+                counts[key] = counts.get(key, 0) + 1
+        for flow in flows:
+            i = flow.first
+            port = flow.ports[i]
+            counts = per_port[port]
+            rate = port.capacity_bytes_per_ns / len(counts) / counts[flow.ports[i - 1] if i else None]
+            flow.r_in = flow.r_out = rate
+            flow.lim_in = flow.lim_out = i
+
+    def _apply(self, flows, ports, now: float) -> None:
+        """Take the solved rates: re-arm drains, set the links' loads, mark the stalls and wake
+        the switch processes of the buffers involved."""
+        load = dict.fromkeys(ports, 0.0)
+        held: set[Port] = set()  # links a unit of which is held back by a port further on
+        buffers: dict[Port, None] = {}
+        for flow in flows:
+            fp = flow.ports
+            h = len(fp)
+            b = flow.buf
+            if flow.left_bytes > 0:
+                old_in = flow.in_rate
+                flow.in_rate = flow.r_in
+                flow.out_rate = flow.r_out if b else flow.r_in
+                if abs(flow.in_rate - old_in) > TOLERANCE * flow.in_rate or flow.timer_ns is None:
+                    self._arm_drain(flow, now)
+            else:
+                flow.in_rate = 0.0
+                flow.out_rate = flow.r_out
+            # hops before ``split`` carry the train's input rate, from there on its output rate
+            split = b if b and (not flow.coupled or flow.left_bytes <= 0) else h
+            for i in range(flow.first, h):
+                port = fp[i]
+                if i < split:
+                    r, lim = flow.in_rate, flow.lim_in
+                else:
+                    r, lim = flow.out_rate, flow.lim_out
+                load[port] += r
+                hop = limit_hop(lim)
+                if hop > i or (lim < 0 and hop == i):
+                    held.add(port)
+            if b:
+                buffers[fp[b]] = None
+        for port in ports:
+            port._set_load(load[port])
+            saturated = port.load_bytes_per_ns >= port.capacity_bytes_per_ns * (1 - 1e-6)
+            stalled = port in held and not saturated and bool(port.flows)
+            if stalled != (port._stalled_since is not None):
+                port._set_stalled(stalled)
+        for port in buffers:
+            port.switch.notify(port)
+
+    @staticmethod
+    def _mark_credit_stall(flow: Train) -> None:
+        """A lone train held by the credit loop of hop ``~lim_in``: that link and those before
+        it had spare capacity while it waited for credits (as :meth:`_apply` marks them)."""
+        lim = flow.lim_in
+        if lim < 0:
+            for port in flow.ports[:~lim + 1]:
+                if port.load_bytes_per_ns < port.capacity_bytes_per_ns * (1 - 1e-6):
+                    port._set_stalled(True)

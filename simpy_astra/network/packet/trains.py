@@ -1,0 +1,144 @@
+"""Packet trains and their paths: the records the packet backend's sharing works on, and the
+constants that bound it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import simpy
+
+
+class PathLink(Protocol):
+    """What a path reads of each of its links (a :class:`~simpy_astra.network.packet.port.Port`)."""
+
+    latency_ns: float
+    bytes_per_ns: float
+    paths: list[TrainPath]
+
+
+
+DEFAULT_PACKET_SIZE_BYTES = 4096
+
+
+DEFAULT_SWITCH_BUFFER_BYTES = 1 << 20
+
+
+#: relative tolerance under which a port counts as saturated / two fair shares as equal
+TOLERANCE = 1e-9
+
+
+#: a backlog of at most this many bytes is empty (floating-point dust)
+EMPTY_BYTES = 1e-3
+
+
+#: how often one re-share may re-solve after trains opened, joined or froze buffers
+MAX_ROUNDS = 6
+
+
+class PacketMessage:
+    """One message: its board key (None for background traffic, then ``done`` succeeds),
+    how many of its trains are still draining, and the latest delivery among those done."""
+
+    __slots__ = ("key", "done", "parts", "deliver_ns")
+
+    def __init__(self, key: Any, done: simpy.Event | None, parts: int) -> None:
+        self.key = key
+        self.done = done
+        self.parts = parts
+        self.deliver_ns = 0.0
+
+
+class TrainPath:
+    """One path's ports and what is fixed per path: summed latency, the slowest link,
+    ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
+
+    __slots__ = ("ports", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
+                 "credit_caps", "min_cap", "min_from")
+
+    def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float) -> None:
+        self.ports = ports
+        self.packet_bytes = packet_bytes
+        self.buffer_bytes = buffer_bytes
+        self.latency_ns = sum(p.latency_ns for p in ports)
+        self.measure()
+        for port in ports:
+            port.paths.append(self)
+
+    def measure(self) -> None:
+        """What depends on the links' speeds (again after one changed)."""
+        ports, packet_bytes = self.ports, self.packet_bytes
+        speeds = [p.bytes_per_ns for p in ports]
+        self.inverse_sum = sum(1.0 / b for b in speeds)
+        self.min_from = [min(speeds[i:]) for i in range(len(speeds))]
+        # the device at the end of every hop but the last forwards: the link into it waits for
+        # credits of its buffer, returned one latency after a packet leaves that buffer
+        self.credit_caps = tuple(
+            self.buffer_bytes / (2 * p.latency_ns + packet_bytes / p.bytes_per_ns) if i < len(ports) - 1
+            else math.inf for i, p in enumerate(ports))
+        self.min_cap = min(self.credit_caps)
+
+    def tail_ns(self, packet_bytes: float, hop: int = 0) -> float:
+        """From the last byte leaving the source (``hop`` 0), or the buffer of hop ``hop``, to
+        its arrival: the latencies plus one packet serialised on every hop but the slowest from
+        ``hop`` on (whose packet is part of the drain). Hops before ``hop`` count too: the
+        fluid trains start serving every hop at once, the packets reach it a hop later."""
+        return self.latency_ns + packet_bytes * (self.inverse_sum - 1.0 / self.min_from[hop])
+
+
+class Train:
+    """A train: one message's bytes (or its share on one sprayed path) on one path.
+
+    ``left_bytes`` is what had not left the source at ``since``; ``buf`` the hop whose
+    port's buffer holds its ``backlog_bytes`` (0: none); ``in_rate`` its bytes per ns on the
+    hops before ``buf`` (on every hop when ``buf`` is 0), ``out_rate`` from ``buf`` on;
+    ``coupled``: its buffer is full, so credits hold ``in_rate`` to ``out_rate``; ``first``
+    the first hop it still holds (``buf`` once its source is drained); ``version`` makes a
+    superseded drain event harmless."""
+
+    __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since", "in_rate",
+                 "out_rate", "buf", "coupled", "first", "r_in", "lim_in", "r_out", "lim_out", "version",
+                 "drain_ns", "timer_ns")
+
+    def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
+        self.message = message
+        self.path = path
+        self.ports = path.ports
+        self.size_bytes = size_bytes
+        self.left_bytes = size_bytes
+        self.backlog_bytes = 0.0
+        self.since = now
+        self.in_rate = self.out_rate = 0.0
+        self.buf = 0
+        self.coupled = False
+        self.first = 0
+        self.r_in = self.r_out = 0.0  # the current solution's rates and the hops that set them
+        self.lim_in = self.lim_out = 0
+        self.version = 0
+        self.drain_ns = 0  # when the last byte leaves the source at the current rate
+        self.timer_ns: int | None = None  # when the pending drain event fires
+
+    def backlog_at(self, now: float) -> float:
+        if not self.buf:
+            return 0.0
+        dt = now - self.since
+        sent = min(self.left_bytes, self.in_rate * dt) if self.left_bytes > 0 else 0.0
+        return max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
+
+    def advance(self, now: float) -> None:
+        """Account what moved since ``since`` at the current rates."""
+        dt = now - self.since
+        if dt <= 0:
+            return
+        left = self.left_bytes
+        sent = min(left, self.in_rate * dt) if left > 0 else 0.0
+        self.left_bytes = left - sent
+        if self.buf:
+            self.backlog_bytes = max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
+        self.since = now
+
+
+def limit_hop(lim: int) -> int:
+    """The hop of a freezing limit (a credit loop's limit is stored as ``~hop``)."""
+    return lim if lim >= 0 else ~lim
