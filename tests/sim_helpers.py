@@ -38,8 +38,9 @@ def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = N
             backend: str = "congestion_unaware",
             fold: bool | None = None, run: bool = True) -> tuple[dict[int, NpuReport], Simulation]:
     """:func:`run`, also returning the finished :class:`Simulation` (for link statistics);
-    ``run=False`` returns it unstarted (and no reports)."""
-    sysconf = dict(BASE_SYSTEM, **(system or {}))
+    ``run=False`` returns it unstarted (and no reports). A ``system`` value of None removes
+    that key of :data:`BASE_SYSTEM`."""
+    sysconf = {k: v for k, v in dict(BASE_SYSTEM, **(system or {})).items() if v is not None}
     (tmp / "sys.json").write_text(json.dumps(sysconf))
     (tmp / "net.yml").write_text(yaml.safe_dump(network))
     (tmp / "mem.json").write_text(json.dumps(memory or {"memory-type": "NO_MEMORY_EXPANSION"}))
