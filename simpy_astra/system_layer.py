@@ -1,7 +1,7 @@
 """Per-NPU system layer: collectives become chunks, chunks become phases on queues.
 
 This follows ASTRA-sim's ``Sys``: a collective of S bytes is cut into chunks
-(``preferred-dataset-splits``); each chunk is a *stream* with a list of phases, one per
+(``preferred-chunks_left-splits``); each chunk is a *stream* with a list of phases, one per
 active logical dimension (reduce-scatter/all-gather around the last dimension for
 ``localBWAware`` all-reduce). A phase waits in its dimension queue until fewer than
 ``ceil(active-chunks-per-dimension / queues-per-dim)`` streams run there, then its
@@ -49,8 +49,8 @@ class CollectivePlan:
 
 
 # --------------------------------------------------------------------------- streams
-class DataSet:
-    """One collective on one NPU: done when all of its chunks finished."""
+class ChunkCounter:
+    """One collective on one NPU (ASTRA-sim's ``DataSet``): done when all of its chunks finished."""
 
     __slots__ = ("total", "finished", "on_done")
 
@@ -72,20 +72,20 @@ class Phase:
     own events; the stream moves on when the algorithm returns."""
 
     __slots__ = (
-        "sys", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
+        "system", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
         "index", "window", "local", "npu_id", "algorithm", "args", "env", "clock", "network",
         "_endpoint_ns",
     )
 
-    def __init__(self, sys: SystemLayer, kind: str, size_bytes: int, final_bytes: int,
+    def __init__(self, system: SystemLayer, kind: str, size_bytes: int, final_bytes: int,
                  queue_id: int, direction: int, dim: LogicalDim | None, window: int | None,
                  algorithm: Callable, args: tuple) -> None:
-        self.sys = sys
-        self.env = sys.clock.env
-        self.clock = sys.clock
-        self.network = sys.network
+        self.system = system
+        self.env = system.clock.env
+        self.clock = system.clock
+        self.network = system.network
         self.stream: Stream | None = None
-        self.npu_id = sys.npu_id
+        self.npu_id = system.npu_id
         self.kind = kind
         self.size_bytes = size_bytes
         self.final_bytes = final_bytes
@@ -94,7 +94,7 @@ class Phase:
         self.members = dim.members if dim else ()
         self.index = dim.index if dim else 0
         self.local = dim.local if dim else False
-        self._endpoint_ns = LOCAL_RING_ENDPOINT_DELAY_NS if self.local else sys.endpoint_delay_ns
+        self._endpoint_ns = LOCAL_RING_ENDPOINT_DELAY_NS if self.local else system.endpoint_delay_ns
         self.window = window
         self.algorithm = algorithm
         self.args = args
@@ -103,12 +103,12 @@ class Phase:
     def start(self) -> None:
         run = PhaseProcess(self.env, self.algorithm(self, *self.args))
         if run.fired:
-            self.sys.proceed(self.stream)
+            self.system.proceed(self.stream)
         else:
             run.wait_in_place(self._ended)
 
     def _ended(self, _value: Any) -> None:
-        self.sys.proceed(self.stream)
+        self.system.proceed(self.stream)
 
     def describe(self) -> str:
         """For stall reports: which NPU, collective and chunk this phase belongs to."""
@@ -151,7 +151,7 @@ class Phase:
         return back
 
     def _reduce(self, back: Signal) -> None:
-        self.clock.register(self.sys.reduction_ns(back.result), Signal.fire, back)
+        self.clock.register(self.system.reduction_ns(back.result), Signal.fire, back)
 
     def wait(self, delay_ns: int) -> Signal:
         later = Signal(self.env)
@@ -169,9 +169,9 @@ class Stream:
     """One chunk of a collective moving through its phases."""
 
     __slots__ = ("stream_id", "tag", "priority", "phases", "next_phase", "queue_id",
-                 "initialized", "dataset", "current")
+                 "initialized", "chunks_left", "current")
 
-    def __init__(self, stream_id: int, phases: list[Phase], priority: int, dataset: DataSet) -> None:
+    def __init__(self, stream_id: int, phases: list[Phase], priority: int, chunks_left: ChunkCounter) -> None:
         self.stream_id = stream_id
         self.tag = stream_tag(stream_id)
         self.priority = priority
@@ -179,7 +179,7 @@ class Stream:
         self.next_phase = 0
         self.queue_id = -1
         self.initialized = False
-        self.dataset = dataset
+        self.chunks_left = chunks_left
         self.current: Phase | None = None
         for p in phases:
             p.stream = self
@@ -311,7 +311,7 @@ class SystemLayer:
     # -- collectives
     def generate_collective(self, kind: str, size: int, involved: list[bool], plan: CollectivePlan,
                             explicit_priority: int, custom: str | None,
-                            on_done: Callable[[], None]) -> DataSet:
+                            on_done: Callable[[], None]) -> ChunkCounter:
         splits = self.config.preferred_dataset_splits
         chunk = size // splits
         if kind != ALL_GATHER and self.total_npus > chunk:
@@ -319,21 +319,21 @@ class SystemLayer:
             size = splits * chunk
         if chunk == 0:  # an all_gather smaller than the split count
             raise InputError(f"comm_size {size} of this {kind} is smaller than {self.config.source}'s "
-                             f"'preferred-dataset-splits' {splits}, so its chunks would be 0 bytes (the "
+                             f"'preferred-chunks_left-splits' {splits}, so its chunks would be 0 bytes (the "
                              f"reference loops forever); use comm_size >= {splits} or fewer splits")
         count = math.ceil(size / chunk)
-        dataset = DataSet(count, on_done)
+        chunks_left = ChunkCounter(count, on_done)
         priority = self.next_priority(explicit_priority)
         if custom is not None:
             if count != 1:
-                raise InputError.at(self.config.source, "preferred-dataset-splits",
+                raise InputError.at(self.config.source, "preferred-chunks_left-splits",
                                     f"is {splits}, but the custom {kind} collective '{custom}' needs 1 "
                                     f"(the reference never finishes a split custom collective)")
             rank_of, file_pos = self._custom_position(plan)
             run, args = self.load_custom(custom, file_pos, size, rank_of)
             phase = Phase(self, kind, size, size, 0, CLOCKWISE, None, None, run, args)
-            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), [phase], priority, dataset))
-            return dataset
+            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), [phase], priority, chunks_left))
+            return chunks_left
         dims_inv = plan.involved if plan.involved is not None else involved
         n = 0
         while size > 0:
@@ -343,9 +343,9 @@ class SystemLayer:
             if not phases:
                 raise InputError(f"a {kind} of {chunk}-byte chunks has no dimension to run on "
                                  f"(every involved dimension has one NPU); the reference never finishes it")
-            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), phases, priority, dataset))
-        dataset.total = n
-        return dataset
+            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), phases, priority, chunks_left))
+        chunks_left.total = n
+        return chunks_left
 
     def _custom_position(self, plan: CollectivePlan) -> tuple[Any, int]:
         """(rank map of the algorithm file, which rank file to load) for a custom collective.
@@ -425,7 +425,7 @@ class SystemLayer:
         previous = stream.queue_id
         last = stream.next_phase == len(stream.phases)
         if last:
-            stream.dataset.stream_finished()
+            stream.chunks_left.stream_finished()
             stream.phases = ()  # break the stream <-> phase cycles: reference counting frees them
             stream.current = None
         if previous >= 0:
