@@ -1,7 +1,7 @@
 """Per-NPU system layer: collectives become chunks, chunks become phases on queues.
 
 This follows ASTRA-sim's ``Sys``: a collective of S bytes is cut into chunks
-(``preferred-chunks_left-splits``); each chunk is a *stream* with a list of phases, one per
+(``preferred-dataset-splits``); each chunk is a *stream* with a list of phases, one per
 active logical dimension (reduce-scatter/all-gather around the last dimension for
 ``localBWAware`` all-reduce). A phase waits in its dimension queue until fewer than
 ``ceil(active-chunks-per-dimension / queues-per-dim)`` streams run there, then its
@@ -319,14 +319,14 @@ class SystemLayer:
             size = splits * chunk
         if chunk == 0:  # an all_gather smaller than the split count
             raise InputError(f"comm_size {size} of this {kind} is smaller than {self.config.source}'s "
-                             f"'preferred-chunks_left-splits' {splits}, so its chunks would be 0 bytes (the "
+                             f"'preferred-dataset-splits' {splits}, so its chunks would be 0 bytes (the "
                              f"reference loops forever); use comm_size >= {splits} or fewer splits")
         count = math.ceil(size / chunk)
         chunks_left = ChunkCounter(count, on_done)
         priority = self.next_priority(explicit_priority)
         if custom is not None:
             if count != 1:
-                raise InputError.at(self.config.source, "preferred-chunks_left-splits",
+                raise InputError.at(self.config.source, "preferred-dataset-splits",
                                     f"is {splits}, but the custom {kind} collective '{custom}' needs 1 "
                                     f"(the reference never finishes a split custom collective)")
             rank_of, file_pos = self._custom_position(plan)
