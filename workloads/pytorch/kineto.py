@@ -72,6 +72,13 @@ def _host_of_cpu_ops(trace: HostTrace, cpu_ops: list[dict[str, Any]]) -> dict[An
     return found
 
 
+def _kernel_attrs(rf_id: object) -> list[dict[str, Any]]:
+    """The attributes every host-trace node carries (mlc-chakra's converter reads them)."""
+    values = {"rf_id": rf_id if isinstance(rf_id, int) else 0, "fw_parent": 0, "seq_id": -1, "scope": 0,
+              "tid": 0, "fw_tid": 0, "op_schema": ""}
+    return [{"name": k, "type": "string" if k == "op_schema" else "int64", "value": v} for k, v in values.items()]
+
+
 def link(trace: HostTrace, device_path: str) -> dict[str, Any]:
     """The host trace of ``trace`` with the device trace's kernels as nodes (see module doc)."""
     events = load_kineto(device_path)
@@ -100,7 +107,7 @@ def link(trace: HostTrace, device_path: str) -> dict[str, Any]:
             "id": next_id, "name": str(kernel.get("name", "kernel")), "ctrl_deps": host_id,
             "inputs": launcher.raw.get("inputs", {"values": [], "shapes": [], "types": []}),
             "outputs": launcher.raw.get("outputs", {"values": [], "shapes": [], "types": []}),
-            "attrs": [], "cat": kernel.get("cat"), "ts": int(kernel.get("ts", 0)),
+            "attrs": _kernel_attrs(launcher.attrs.get("rf_id", 0)), "cat": kernel.get("cat"), "ts": int(kernel.get("ts", 0)),
             "exclusive_dur": int(round(float(kernel.get("dur", 0)))),
             "inclusive_dur": int(round(float(kernel.get("dur", 0)))),
             "stream": int(args.get("stream", 0) or 0),
