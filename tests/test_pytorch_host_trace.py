@@ -59,12 +59,13 @@ def comms(name: str, in_nelems: int | None, dtype: str, pg: str) -> dict:
     return attrs
 
 
-def host_trace(rank: int = 0, allreduce_nelems: int | None = 1024, extra_allgather: bool = False) -> dict:
+def host_trace(rank: int = 0, allreduce_nelems: int | None = 1024, extra_allgather: bool = False,
+               p2p: bool = True) -> dict:
     """Rank ``rank`` of a 2-rank job: a matmul, an all-reduce on group 'tp' of its output,
-    a wait, a relu reading the all-reduced tensor, an all-gather on the world group, and a
-    send to / receive from the other rank."""
+    a wait, a relu reading the all-reduced tensor, an all-gather on the world group, and (with
+    ``p2p``) a send to / receive from the other rank."""
     peer = 1 - rank
-    p2p = "send" if rank == 0 else "recv"
+    kind = "send" if rank == 0 else "recv"
     nodes = [
         op(1, "[pytorch|profiler|execution_trace|thread]", 0),
         op(2, "## process_group:init ##", 1, [json.dumps(GROUPS)]),
@@ -78,10 +79,12 @@ def host_trace(rank: int = 0, allreduce_nelems: int | None = 1024, extra_allgath
         op(9, "c10d::allgather_", 1, [tensor(102, 1024, 4)], [tensor(103, 2048, 4)]),
         op(10, "record_param_comms", 9, [tensor(102, 1024, 4), 8, rank, "all_gather"], [tensor(103, 2048, 4)],
            comms("all_gather", 1024, "Float", "0")),
-        op(11, f"c10d::{p2p}", 1, [tensor(104, 256, 2)], [tensor(104, 256, 2)]),
-        op(12, "record_param_comms", 11, [tensor(104, 256, 2), 9, peer, p2p], [tensor(104, 256, 2)],
-           comms(p2p, 256, "Half", "0")),
+        op(11, f"c10d::{kind}", 1, [tensor(104, 256, 2)], [tensor(104, 256, 2)]),
+        op(12, "record_param_comms", 11, [tensor(104, 256, 2), 9, peer, kind], [tensor(104, 256, 2)],
+           comms(kind, 256, "Half", "0")),
     ]
+    if not p2p:
+        nodes = nodes[:-2]
     if extra_allgather:
         nodes.append(op(13, "c10d::allgather_", 1, [tensor(105, 8, 4)], [tensor(106, 16, 4)]))
         nodes.append(op(14, "record_param_comms", 13, [tensor(105, 8, 4), 10, rank, "all_gather"],
@@ -129,8 +132,9 @@ def test_host_only_trace_has_its_collectives_with_recorded_sizes(tmp_path):
     assert '"pg_name": "1"' in nodes[2].inputs_values
 
 
-def kineto(gemm_us: float = 125.4, nccl_nelems: int = 1024) -> dict:
-    """Rank 0's Kineto trace: the matmul's GEMM kernel and the all-reduce's NCCL kernel."""
+def kineto(gemm_us: float = 125.4, nccl_nelems: int = 1024, all_gather: bool = False) -> dict:
+    """Rank 0's Kineto trace: the matmul's GEMM kernel, the all-reduce's NCCL kernel and (with
+    ``all_gather``) the all-gather's."""
     def cpu(name, rf, ext, ts):
         return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": 5,
                 "args": {"External id": ext, "Record function id": rf}}
@@ -148,7 +152,13 @@ def kineto(gemm_us: float = 125.4, nccl_nelems: int = 1024) -> dict:
          "unsigned long, ncclWork*)", "ts": 210, "dur": 40.0,
          "args": {"correlation": 600, "External id": 60, "stream": 20, "In msg nelems": nccl_nelems,
                   "Out msg nelems": nccl_nelems, "dtype": "BFloat16", "Process Group Name": "tp"}},
-    ]}
+    ] + ([
+        cpu("record_param_comms", 10, 100, 300), launch(1000, 100, 301),
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, "
+         "ncclWork*)", "ts": 310, "dur": 30.0,
+         "args": {"correlation": 1000, "External id": 100, "stream": 20, "In msg nelems": 1024,
+                  "Out msg nelems": 2048, "dtype": "Float", "Process Group Name": "0"}},
+    ] if all_gather else [])}
 
 
 def test_host_and_kineto_link_with_our_linker(tmp_path, monkeypatch):
@@ -175,12 +185,24 @@ def test_kernel_that_disagrees_on_size_is_one_line_error(tmp_path, monkeypatch, 
     assert "1024 B" in err and "\n" not in err
 
 
+def test_mlc_chakra_is_not_used_where_it_would_drop_communication(tmp_path, monkeypatch):
+    """A send (mlc-chakra writes it without its peer) or a collective without a linked kernel
+    (mlc-chakra would drop it): our writer takes the linked trace."""
+    monkeypatch.setattr(mlc, "available", lambda: True)
+    host = write(tmp_path / "host.json", host_trace())  # a send; an all-gather without kernel
+    device = write(tmp_path / "kineto.json", kineto())
+    assert convert(str(host), str(device), str(tmp_path / "pt"), 0)[2] == {0: "own linker + host trace"}
+    host = write(tmp_path / "host.json", host_trace(p2p=False))
+    assert convert(str(host), str(device), str(tmp_path / "pt"), 0)[2] == {0: "own linker + host trace"}
+
+
 @pytest.mark.skipif(not mlc.available(), reason="mlc-chakra is not installed (pip install 'simpy-astra[pytorch]')")
 def test_linked_trace_goes_to_mlc_chakra_and_agrees_with_ours(tmp_path, monkeypatch):
-    """Where both apply (a linked trace): mlc-chakra's converter, fed by our linker, writes the
-    same collectives (type, bytes, group) and the same kernel time as our writer."""
-    host = write(tmp_path / "host.json", host_trace())
-    device = write(tmp_path / "kineto.json", kineto())
+    """Where both apply (a linked trace, every collective with its kernel): mlc-chakra's
+    converter, fed by our linker, writes the same collectives (type, bytes, group, order) and
+    the same kernel time as our writer."""
+    host = write(tmp_path / "host.json", host_trace(p2p=False))
+    device = write(tmp_path / "kineto.json", kineto(all_gather=True))
     _, _, paths = convert(str(host), str(device), str(tmp_path / "mlc"), 0)
     assert paths == {0: "own linker + mlc-chakra"}
     theirs = list(by_id(tmp_path / "mlc.0.et").values())
@@ -192,9 +214,8 @@ def test_linked_trace_goes_to_mlc_chakra_and_agrees_with_ours(tmp_path, monkeypa
         return [(attr(n, "comm_type"), attr(n, "comm_size"), attr(n, "pg_name")) for n in nodes
                 if n.type == COMM_COLL_NODE]
 
-    # mlc-chakra sees the all-reduce only through its kernel (the all-gather has none here)
-    assert colls(theirs) == [(ALL_REDUCE, 2048, "1")]
-    assert colls(ours)[:1] == colls(theirs)
+    # 1024 BFloat16 = 2048 B on 'tp' (group 1); 1024 floats = 4096 B on the world group
+    assert colls(theirs) == colls(ours) == [(ALL_REDUCE, 2048, "1"), (ALL_GATHER, 4096, "0")]
     assert sum(n.duration_micros for n in theirs if n.type == COMP_NODE) == 125
     assert sum(n.duration_micros for n in ours if n.type == COMP_NODE) == 125
 

@@ -10,10 +10,12 @@ Which path a rank takes (the CLI prints it):
   host-only trace it would write no communication at all.
 - ``own linker + mlc-chakra``: with ``--device`` our linker (:mod:`.kineto`) joins host and
   Kineto traces (mlc-chakra's needs PARAM's et_replay, not on PyPI) and, when mlc-chakra is
-  installed (extra ``.[pytorch]``), mlc-chakra's converter writes the ET from the linked trace:
-  GPU kernels with their durations, collectives from NCCL kernels. A ``--host`` trace that is
-  already linked (it holds kernel nodes) goes to mlc-chakra directly.
-- ``own linker + host trace``: the same without mlc-chakra: our writer, with kernel durations as
+  installed (extra ``.[pytorch]``) and every communication is a collective whose NCCL kernel
+  was linked, mlc-chakra's converter writes the ET from the linked trace: GPU kernels with their
+  durations, collectives from NCCL kernels. A ``--host`` trace that is already linked (it holds
+  kernel nodes) goes to mlc-chakra directly.
+- ``own linker + host trace``: otherwise (no mlc-chakra, a collective Kineto missed, a send or
+  receive, which mlc-chakra writes without its peer): our writer, with kernel durations as
   compute times and each NCCL kernel confirming its collective's size.
 
 Process groups (``## process_group:init ##``) get integer ids: the world group is 0 (all NPUs),
@@ -36,7 +38,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra_et import write_et
 from simpy_astra.workloads.pytorch import mlc
 from simpy_astra.workloads.pytorch.collectives import Collective
-from simpy_astra.workloads.pytorch.graph import build_rank_graph
+from simpy_astra.workloads.pytorch.graph import build_rank_graph, comm_kernels
 from simpy_astra.workloads.pytorch.host_trace import HostTrace, group_ids, load_host_trace, process_groups
 from simpy_astra.workloads.pytorch.kineto import link
 
@@ -81,7 +83,7 @@ def convert_rank(host: str, device: str | None, rank: int, prefix: str,
         trace.path = host  # errors name the user's file
     graph = build_rank_graph(trace, rank, names, members)  # also checks every collective
     out = f"{prefix}.{rank}.et"
-    if trace.kernels and mlc.available():
+    if mlc_applies(trace, graph.collectives) and mlc.available():
         raw = os.path.join(workdir, f"raw.{rank}.et")
         mlc.convert_json(linked_path, raw)
         if any(str(gid) != name for name, gid in names.items()):
@@ -91,6 +93,15 @@ def convert_rank(host: str, device: str | None, rank: int, prefix: str,
         return trace, graph.collectives, members, PATH_MLC
     write_et(out, graph.nodes)
     return trace, graph.collectives, members, PATH_OWN_LINKED if trace.kernels else PATH_HOST
+
+
+def mlc_applies(trace: HostTrace, comms: list[Collective]) -> bool:
+    """mlc-chakra writes a communication only for a linked NCCL kernel, and a send or receive
+    without its peer rank: it applies when the trace is linked and every communication is a
+    collective whose kernel was linked; otherwise it would drop communication, so we write."""
+    if not trace.kernels:
+        return False
+    return all(c.kind == "coll" and comm_kernels(trace, c) for c in comms)
 
 
 def check_ranks_agree(ranks: dict[int, tuple[HostTrace, list[Collective]]],

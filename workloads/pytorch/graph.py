@@ -132,18 +132,23 @@ def _compute_us(trace: HostTrace, op: HostNode, kernels: dict[int, list[Kernel]]
     return int(round(total))
 
 
+def comm_kernels(trace: HostTrace, c: Collective) -> list[Kernel]:
+    """The NCCL kernels linked to a communication (launched by its record or the ``nccl:`` op in it)."""
+    node = trace.nodes[c.node_id]
+    return [k for nid in [node.id, *node.children] for k in trace.kernels.get(nid, []) if k.collective]
+
+
 def _confirm_size(trace: HostTrace, c: Collective, kernels: dict[int, list[Kernel]] | None) -> None:
     """A linked NCCL kernel that records its message must agree with the host's size."""
     if not kernels:
         return
     from simpy_astra.workloads.pytorch.collectives import DTYPE_BYTES
 
-    node = trace.nodes[c.node_id]
-    for nid in [node.id, *node.children]:
-        for k in kernels.get(nid, []):
-            if k.collective and k.in_nelems is not None and k.dtype in DTYPE_BYTES:
-                got = k.in_nelems * DTYPE_BYTES[k.dtype]
-                if got != c.size_bytes:
-                    raise trace.error(node, f"collective '{c.name}' is {c.size_bytes} B on the host but its "
-                                            f"kernel '{k.name}' moves {got} B ({k.in_nelems} x {k.dtype}); "
-                                            f"expected the traces of one run")
+    for k in comm_kernels(trace, c):
+        if k.in_nelems is not None and k.dtype in DTYPE_BYTES:
+            got = k.in_nelems * DTYPE_BYTES[k.dtype]
+            if got != c.size_bytes:
+                raise trace.error(trace.nodes[c.node_id],
+                                  f"collective '{c.name}' is {c.size_bytes} B on the host but its kernel "
+                                  f"'{k.name}' moves {got} B ({k.in_nelems} x {k.dtype}); expected the traces "
+                                  f"of one run")
