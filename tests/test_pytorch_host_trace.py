@@ -283,3 +283,39 @@ def test_collective_without_sizes_names_the_node(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (f"error: {host}: node '5 (record_param_comms)': collective 'allreduce' has no size: expected "
                    f"attributes 'in_msg_nelems' and 'dtype' (PyTorch 2.3+) or input tensors")
+
+
+def test_c10d_collective_without_record_param_comms_is_read_from_its_tensors(tmp_path):
+    """A backend that records no record_param_comms: the c10d:: operator's tensors give the size
+    (allreduce_ of 256 floats: 1024 B; allgather_ of 2 x 8 floats from 8 floats in: 32 B)."""
+    trace = host_trace(p2p=False)
+    trace["nodes"] = [n for n in trace["nodes"] if n["name"] not in ("record_param_comms", "nccl:all_reduce")]
+    replaced = {4: op(4, "c10d::allreduce_", 1, [[tensor(100, 256, 4)]], [[tensor(100, 256, 4)]]),
+                9: op(9, "c10d::allgather_", 1, [[[tensor(107, 8, 4), tensor(108, 8, 4)]],
+                                                 [tensor(102, 8, 4)], "<Object>", -1])}
+    trace["nodes"] = [replaced.get(n["id"], n) for n in trace["nodes"]]
+    host = write(tmp_path / "host.json", trace)
+    convert(str(host), None, str(tmp_path / "pt"), 0)
+    nodes = by_id(tmp_path / "pt.0.et")
+    assert {i: n.type for i, n in nodes.items()} == {2: METADATA_NODE, 3: COMP_NODE, 4: COMM_COLL_NODE,
+                                                     8: COMP_NODE, 9: COMM_COLL_NODE}
+    assert (attr(nodes[4], "comm_type"), attr(nodes[4], "comm_size")) == (ALL_REDUCE, 1024)
+    assert (attr(nodes[9], "comm_type"), attr(nodes[9], "comm_size")) == (ALL_GATHER, 32)
+
+
+def test_device_trace_of_another_run_is_one_line_error(tmp_path, capsys):
+    host = write(tmp_path / "host.json", host_trace())
+    events = kineto()["traceEvents"]
+    for e in events:
+        if e["cat"] == "cpu_op":
+            e["args"]["Record function id"] += 1000
+            e["name"] = "other::" + e["name"]
+    device = write(tmp_path / "kineto.json", {"traceEvents": events})
+    assert cli_main(["convert", "pytorch", "--host", str(host), "--device", str(device),
+                     "--output", str(tmp_path / "pt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {device}: no operator of the device trace matches one of {host}")
+    write(tmp_path / "kineto.json", "[1, 2")
+    assert cli_main(["convert", "pytorch", "--host", str(host), "--device", str(device),
+                     "--output", str(tmp_path / "pt")]) == 2
+    assert capsys.readouterr().err.strip().startswith(f"error: {device}: is not JSON")
