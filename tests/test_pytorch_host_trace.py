@@ -319,3 +319,26 @@ def test_device_trace_of_another_run_is_one_line_error(tmp_path, capsys):
     assert cli_main(["convert", "pytorch", "--host", str(host), "--device", str(device),
                      "--output", str(tmp_path / "pt")]) == 2
     assert capsys.readouterr().err.strip().startswith(f"error: {device}: is not JSON")
+
+
+def test_kineto_without_record_function_ids_joins_by_call_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(mlc, "available", lambda: False)
+    events = kineto()["traceEvents"]
+    for e in events:
+        e["args"].pop("Record function id", None)
+    host = write(tmp_path / "host.json", host_trace())
+    device = write(tmp_path / "kineto.json", {"traceEvents": events})
+    convert(str(host), str(device), str(tmp_path / "pt"), 0)
+    assert by_id(tmp_path / "pt.0.et")[3].duration_micros == 125  # aten::mm's GEMM, first call of its name
+
+
+def test_collective_on_an_undescribed_group_names_the_node(tmp_path, capsys):
+    trace = host_trace()
+    for node in trace["nodes"]:
+        if node["id"] == 10:
+            node["attrs"] = [a if a["name"] != "pg_name" else dict(a, value="ep") for a in node["attrs"]]
+    host = write(tmp_path / "host.json", trace)
+    assert cli_main(["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {host}: node '10 (record_param_comms)': process group 'ep' of collective 'all_gather' is not "
+        f"listed by '## process_group:init ##'; expected a group the trace describes")

@@ -44,8 +44,10 @@ COLLECTIVE_TYPES: dict[str, int] = {
     "broadcast": BROADCAST, "reduce": REDUCE, "gather": GATHER, "scatter": SCATTER,
 }
 POINT_TO_POINT = ("send", "recv")
-#: host records that are no transfer: the wait marks where the host needs the results
-NOT_TRANSFERS = ("wait", "barrier", "init", "")
+#: host records that move no tensor of their own: the wait marks where the host needs the
+#: results; a barrier is NCCL's one-element all-reduce, which PyTorch records inside it; the
+#: "coalesced" record closes a group whose collectives are recorded one by one
+NOT_TRANSFERS = ("wait", "barrier", "init", "coalesced", "")
 
 
 @dataclass

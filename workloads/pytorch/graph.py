@@ -91,6 +91,10 @@ def build_rank_graph(trace: HostTrace, rank: int, names: dict[str, int],
             _confirm_size(trace, c, kernels)
             deps = ([last_comp] if last_comp is not None else []) + producers(c.inputs)
             deps += [last_comm] if last_comm is not None else []
+            if c.pg_name not in names and not c.pg_name.isdigit():
+                raise trace.error(trace.nodes[c.node_id],
+                                  f"process group '{c.pg_name}' of collective '{c.name}' is not listed by "
+                                  f"'## process_group:init ##'; expected a group the trace describes")
             pg = str(names.get(c.pg_name, c.pg_name))
             if c.kind == "coll":
                 attrs: dict[str, object] = {"comm_type": c.comm_type, "comm_size": c.size_bytes, "pg_name": pg}

@@ -58,7 +58,8 @@ def _host_of_cpu_ops(trace: HostTrace, cpu_ops: list[dict[str, Any]]) -> dict[An
             found[_args(op).get("External id")] = by_rf[rf]
         else:
             unmatched.append(op)
-    if unmatched:  # no record-function ids: the k-th call of a name is the k-th of that name
+    has_ids = any(isinstance(_args(op).get("Record function id"), int) for op in cpu_ops)
+    if unmatched and not has_ids:  # no record-function ids: the k-th call of a name is the k-th of that name
         calls: dict[str, list[int]] = {}
         for node in trace.nodes.values():
             calls.setdefault(node.name, []).append(node.id)
