@@ -254,6 +254,7 @@ def test_ranks_that_disagree_are_named(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {folder / 'rank_1.json'}: node '5 (record_param_comms)': collective #1 of "
                           f"group 1 is allreduce of 4096 B, but rank 0")
+    assert not list(tmp_path.glob("job*"))  # no half-written set of traces
     write(folder / "rank_1.json", host_trace(1, extra_allgather=True))
     assert cli_main(["convert", "pytorch", "--host", str(folder), "--output", str(tmp_path / "job")]) == 2
     err = capsys.readouterr().err.strip()

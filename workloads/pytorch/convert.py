@@ -41,6 +41,7 @@ from simpy_astra.workloads.pytorch.collectives import Collective
 from simpy_astra.workloads.pytorch.graph import build_rank_graph, comm_kernels
 from simpy_astra.workloads.pytorch.host_trace import HostTrace, group_ids, load_host_trace, process_groups
 from simpy_astra.workloads.pytorch.kineto import link
+from simpy_astra.workloads.trace_output import TraceFiles, check_prefix
 
 PATH_HOST = "host trace"
 PATH_OWN_LINKED = "own linker + host trace"
@@ -155,27 +156,28 @@ def convert(host: str, device: str | None, prefix: str,
         if rank is None:
             rank = _rank_of(host) if _rank_of(host) is not None else 0
         hosts, devices = {rank: host}, ({rank: device} if device is not None else {})
-    folder = os.path.dirname(prefix)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
+    check_prefix(prefix)
     groups: dict[int, list[int]] = {}
     done: dict[int, tuple[HostTrace, list[Collective]]] = {}
     paths: dict[int, str] = {}
     all_names: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="simpy-astra-pytorch-") as work:
+    groups_path = None
+    # a rank that fails (or ranks that disagree) leave no half-written set of traces behind
+    with TraceFiles() as files, tempfile.TemporaryDirectory(prefix="simpy-astra-pytorch-") as work:
+        files.makedirs(prefix)
         for r, path in sorted(hosts.items()):
+            files.add(f"{prefix}.{r}.et")
             trace, colls, members, taken = convert_rank(path, devices.get(r), r, prefix, work)
             done[r], paths[r] = (trace, colls), taken
             all_names.update(group_ids(process_groups(trace))[0])
             for gid, ranks in members.items():
                 if groups.setdefault(gid, ranks) != ranks:
                     raise InputError(f"{path}: ranks disagree on process group {gid}: {groups[gid]} vs {ranks}")
-    check_ranks_agree(done, groups, all_names)
-    groups_path = None
-    if groups:
-        groups_path = f"{prefix}.json"
-        with open(groups_path, "w") as f:
-            json.dump({str(k): v for k, v in sorted(groups.items())}, f, indent=1)
+        check_ranks_agree(done, groups, all_names)
+        if groups:
+            groups_path = files.add(f"{prefix}.json")
+            with open(groups_path, "w") as f:
+                json.dump({str(k): v for k, v in sorted(groups.items())}, f, indent=1)
     return sorted(hosts), groups_path, paths
 
 
