@@ -343,3 +343,36 @@ def test_collective_on_an_undescribed_group_names_the_node(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         f"error: {host}: node '10 (record_param_comms)': process group 'ep' of collective 'all_gather' is not "
         f"listed by '## process_group:init ##'; expected a group the trace describes")
+
+
+def test_operator_with_kernels_and_a_collective_keeps_its_compute(tmp_path, monkeypatch):
+    """c10d::allreduce_ also launched a 3 us copy kernel: a compute node (its id) of 3 us comes
+    before the all-reduce, which waits for it."""
+    monkeypatch.setattr(mlc, "available", lambda: False)
+    events = kineto()["traceEvents"] + [
+        {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "ts": 190, "dur": 30,
+         "args": {"External id": 40, "Record function id": 4}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "ts": 191, "dur": 1,
+         "args": {"correlation": 400, "External id": 40}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "ts": 195, "dur": 3.0,
+         "args": {"correlation": 400, "External id": 40, "stream": 7}}]
+    host = write(tmp_path / "host.json", host_trace())
+    device = write(tmp_path / "kineto.json", {"traceEvents": events})
+    convert(str(host), str(device), str(tmp_path / "pt"), 0)
+    nodes = by_id(tmp_path / "pt.0.et")
+    assert {i: n.type for i, n in nodes.items()} == {**EXPECTED_TYPES, 4: COMP_NODE}
+    assert nodes[4].duration_micros == 3 and nodes[4].deps == (3,) and nodes[5].deps[0] == 4
+
+
+def test_folders_of_host_and_kineto_traces_pair_by_rank(tmp_path, monkeypatch):
+    monkeypatch.setattr(mlc, "available", lambda: False)
+    hosts, devices = tmp_path / "et", tmp_path / "kineto"
+    hosts.mkdir()
+    devices.mkdir()
+    for rank, gemm_us in ((0, 125.4), (1, 80.0)):
+        write(hosts / f"rank_{rank}.json", host_trace(rank))
+        write(devices / f"kineto_rank_{rank}.json", kineto(gemm_us))
+    _, _, paths = convert(str(hosts), str(devices), str(tmp_path / "job"))
+    assert paths == {0: "own linker + host trace", 1: "own linker + host trace"}
+    assert by_id(tmp_path / "job.0.et")[3].duration_micros == 125
+    assert by_id(tmp_path / "job.1.et")[3].duration_micros == 80

@@ -1,7 +1,8 @@
 """The Chakra nodes of one rank, built from its host trace (and its Kineto kernels, if linked).
 
 One node per operator a thread called directly (what it called runs inside it): a compute node,
-or one communication node per collective inside it. Edges keep the order the trace ran in:
+or one communication node per collective inside it (after a compute node for the operator's
+own GPU kernels, if a device trace gave it any). Edges keep the order the trace ran in:
 - compute nodes follow each other (the host issued them one after another);
 - a collective waits for the operator issued before it (control), for the producers of its
   input tensors (data) and for the previous collective (NCCL runs them in issue order);
@@ -83,6 +84,12 @@ def build_rank_graph(trace: HostTrace, rank: int, names: dict[str, int],
             for t in op.tensors("outputs"):
                 writer[t.tensor_id] = op.id
             continue
+        busy_us = _compute_us(trace, op, kernels) if kernels else 0
+        if busy_us:  # e.g. a backward step whose gradient hook launches an all-reduce
+            deps = ([last_comp] if last_comp is not None else []) + waited
+            nodes.append(make_node(op.id, op.name, COMP_NODE, deps=_unique(deps), duration_micros=busy_us))
+            waited = []
+            last_comp = op.id
         for c in colls:
             if c.kind == "wait":
                 waited += pending
