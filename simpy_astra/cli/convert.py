@@ -11,7 +11,7 @@ from simpy_astra.errors import InputError
 
 FORMATS: dict[str, str] = {
     "text": "simpy_astra.workloads.text_workload",  # ASTRA-sim 1.0 layer files (Resnet50_DataParallel.txt, ...)
-    "pytorch": "simpy_astra.convert_pytorch",  # PyTorch execution (+ Kineto) traces, via mlc-chakra
+    "pytorch": "simpy_astra.workloads.pytorch.convert",  # PyTorch host (+ Kineto) traces, with their collectives
 }
 
 
