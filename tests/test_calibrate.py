@@ -76,13 +76,42 @@ def test_command_line_names_the_collective(tmp_path):
     header = rows.replace("count    type     time", "count    type   redop    root     time")
     path = tmp_path / "ag.log"
     path.write_text(header)
-    with pytest.raises(Exception, match="pass --collective"):
+    with pytest.raises(Exception, match="fit all_gather and all_to_all alike.*pass --collective"):
         parse_log(str(path))
     path.write_text("$ mpirun -np 8 ./build/all_gather_perf -b 1 -e 8G -f 2 -g 1\n" + header)
     assert parse_log(str(path)).collective == "all_gather"
     path.write_text("# Collective test starting: all_gather_perf\n" + header)
     assert parse_log(str(path)).collective == "all_gather"
     assert parse_log(str(path), collective="all_gather").ranks == 8
+
+
+@pytest.mark.parametrize("name, collective, ranks", [
+    ("dgx-a100-superbench/all_reduce.log", "all_reduce", 8),
+    ("dgx-a100-superbench/all_gather.log", "all_gather", 8),
+    ("dgx-a100-superbench/reduce_scatter.log", "reduce_scatter", 8),
+    ("dgx-a100-superbench/alltoall.log", "all_to_all", 8),
+    ("oci-a100-2node-roce/all_reduce.log", "all_reduce", 16),
+    ("hgx-h100-2node-ib/all_reduce.log", "all_reduce", 16),
+])
+def test_collective_from_the_table_alone(tmp_path, name, collective, ranks):
+    # every public log without its command line (and without its Rank lines): the redop
+    # column, size / (count x type) and busbw / algbw decide it
+    text = (DATA / name).read_text().splitlines()
+    kept = [x for x in text if "_perf" not in x and "Collective test" not in x]
+    (tmp_path / "a.log").write_text("\n".join(kept) + "\n")
+    (tmp_path / "b.log").write_text("\n".join(x for x in kept if "Rank" not in x) + "\n")
+    for variant in ("a.log", "b.log"):
+        log = parse_log(str(tmp_path / variant))
+        assert (log.collective, log.ranks) == (collective, ranks)
+
+
+def test_rooted_table_is_named_not_guessed(tmp_path):
+    # a broadcast/reduce table prints its root rank: refused by name, not taken for sendrecv
+    text = re.sub(r"(\s+sum\s+)-1(\s)", r"\g<1>0\2", (DATA / "oci-a100-2node-roce" / "all_reduce.log").read_text())
+    kept = "\n".join(x for x in text.splitlines() if "_perf" not in x)
+    (tmp_path / "r.log").write_text(kept)
+    with pytest.raises(Exception, match=r"r\.log:\d+: this table has a root rank \(0\)"):
+        parse_log(str(tmp_path / "r.log"))
 
 
 def test_ranks_from_threads_and_processes(tmp_path):
