@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-size", type=int, default=1 << 20,
                    help="fit sizes from this many bytes up (default 1 MiB)")
     p.add_argument("--in-place", action="store_true", help="fit the in-place times (default out-of-place)")
+    p.add_argument("--hold-out-every", type=int, default=0, metavar="N",
+                   help="leave every N-th size of each log out of the fit, for validate --holdout")
     return p
 
 
@@ -42,6 +44,7 @@ def main(argv: list[str]) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from simpy_astra.calibration.holdout import fit_record, held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
     from simpy_astra.calibration.model import calibrate
     from simpy_astra.calibration.nccl_log import parse_logs
@@ -54,7 +57,9 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out)
-    cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place)
+    held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
+    cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place,
+                    backend=args.backend, held_out=held_out)
 
     console = Console()
     for log in logs:
@@ -95,7 +100,9 @@ def main(argv: list[str]) -> int:
         with open(info_path, "w") as f:
             json.dump({
                 "logs": [{"path": log.path, "sha256_16": _digest(log.path), "collective": log.collective,
-                          "gpus": log.ranks, "sizes": len(log.rows)} for log in logs],
+                          "gpus": log.ranks, "sizes": len(log.rows), **rec}
+                         for log, rec in zip(logs, fit_record(logs, held_out, args.min_size), strict=True)],
+                "backend": args.backend,
                 "min_size_bytes": args.min_size,
                 "times": "in-place" if args.in_place else "out-of-place",
                 "given": {"bandwidth": network["bandwidth"], "latency": network["latency"]},
