@@ -345,3 +345,49 @@ def test_holdout_record_must_come_from_calibrate(tmp_path, capsys):
     line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
                               "--system", str(sys_), "--out", str(tmp_path / "o"), "--holdout", str(bad)])
     assert "c.json" in line and "logs" in line
+
+
+def _holdout_run(tmp_path: Path, fit_logs: list[Path], test_logs: list[Path], network: Path,
+                 *extra: str) -> tuple[dict, dict[tuple[str, str], dict]]:
+    """calibrate on ``fit_logs`` (every other size held out), validate --holdout ``test_logs``."""
+    out = tmp_path / "cal"
+    assert main(["calibrate", *map(str, fit_logs), "--network", str(network), "--out", str(out),
+                 "--hold-out-every", "2", *extra]) == 0
+    assert main(["validate", *map(str, test_logs), "--network", str(out / "network.yml"), "--system",
+                 str(out / "system.json"), "--out", str(out), "--holdout", str(out / "calibration.json"),
+                 *extra]) == 0
+    rows = json.loads((out / "validate.json").read_text())["holdout"]
+    key = {(f"{Path(h['log']).parent.name}/{Path(h['log']).name}", h["role"]): h for h in rows}
+    return json.loads((out / "calibration.json").read_text()), key
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_two_level_fit_predicts_the_multi_node_held_out_sizes(tmp_path, backend):
+    # [Switch 8, Switch 2]: NVSwitch from the one-node DGX A100 log, RoCE from the two-node
+    # OCI A100 log (same GPU, same NVSwitch generation); the OCI sizes left out are predicted
+    oci = DATA / "oci-a100-2node-roce"
+    cal, rows = _holdout_run(tmp_path, [A100 / "all_reduce.log", oci / "all_reduce.log"],
+                             [oci / "all_reduce.log"], oci / "network.yml", "--backend", backend)
+    assert cal["dimension_groups"] == [[0], [1]]  # each dimension its own values
+    assert cal["backend"] == backend
+    held = rows[("oci-a100-2node-roce/all_reduce.log", "held out")]
+    assert held["points"] == 7
+    assert held["geomean"] < 0.08  # the issue's bar; measured 4.7% (README)
+    # the worst is NCCL's switch at 1 GiB+ (one straight line cannot follow it)
+    assert held["worst_size"] >= 1 << 30
+
+
+@pytest.mark.parametrize("backend, link_ratio", [("congestion_aware", 2.0), ("packet", 1.0)])
+def test_other_backends_calibrate_and_validate(tmp_path, backend, link_ratio):
+    # congestion_aware stores and forwards whole messages through the switch (two links, two
+    # serialisations), so its fitted link bandwidth is twice the unaware one for the same bus
+    # bandwidth; the packet backend cuts through (the same value); the errors match
+    cal, rows = _holdout_run(tmp_path, [A100 / "all_reduce.log"], sorted(A100.glob("*.log")),
+                             A100 / "network.yml", "--backend", backend)
+    unaware = model.calibrate([parse_log(str(A100 / "all_reduce.log"))], yaml.safe_load((A100 / "network.yml").read_text()),
+                              model.default_system({"npus_count": [8]}),
+                              held_out=frozenset((str(A100 / "all_reduce.log"), line)
+                                                 for line in cal["logs"][0]["held_out_lines"]))
+    assert cal["fitted"]["bandwidth"][0] == pytest.approx(link_ratio * unaware.network["bandwidth"][0], rel=0.01)
+    for (name, _role), h in rows.items():
+        assert h["geomean"] < 0.10, (name, h)
