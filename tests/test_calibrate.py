@@ -391,3 +391,22 @@ def test_other_backends_calibrate_and_validate(tmp_path, backend, link_ratio):
     assert cal["fitted"]["bandwidth"][0] == pytest.approx(link_ratio * unaware.network["bandwidth"][0], rel=0.01)
     for (name, _role), h in rows.items():
         assert h["geomean"] < 0.10, (name, h)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--hold-out-every", "1"], "--hold-out-every must be 0 (fit every size) or at least 2 (got 1)"),
+    (["--hold-out-every", "-3"], "--hold-out-every must be 0"),
+])
+def test_bad_hold_out_flags_are_one_line(tmp_path, capsys, argv, expected):
+    line = _error_of(capsys, ["calibrate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--out", str(tmp_path / "o"), *argv])
+    assert expected in line
+
+
+def test_missing_holdout_record_is_one_line(tmp_path, capsys):
+    sys_ = tmp_path / "s.json"
+    sys_.write_text("{}")
+    line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--system", str(sys_), "--out", str(tmp_path / "o"),
+                              "--holdout", str(tmp_path / "nope.json")])
+    assert "nope.json: cannot read the calibration record" in line
