@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--in-place", action="store_true", help="fit the in-place times (default out-of-place)")
     p.add_argument("--hold-out-every", type=int, default=0, metavar="N",
                    help="leave every N-th size of each log out of the fit, for validate --holdout")
+    p.add_argument("--fit-algorithms", action="store_true",
+                   help="choose each logged collective's algorithm by the fit (see README)")
     return p
 
 
@@ -58,6 +60,12 @@ def main(argv: list[str]) -> int:
     system = load_system(args.system, network)
     output_dir(args.out)
     held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
+    algorithms = None
+    if args.fit_algorithms:
+        from simpy_astra.calibration.algorithms import fit_algorithms
+
+        system, algorithms = fit_algorithms(logs, network, system, args.min_size, args.in_place,
+                                            args.backend, held_out)
     cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place,
                     backend=args.backend, held_out=held_out)
 
@@ -76,6 +84,8 @@ def main(argv: list[str]) -> int:
                       f"{network['bandwidth'][d]:g} -> {cal.network['bandwidth'][d]:g}",
                       f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
     console.print(table)
+    for coll, choice in (algorithms or {}).items():
+        console.print(f"{coll}: {choice['implementation']}, {choice['source']}")
     console.print(f"endpoint delay {cal.system['endpoint-delay']} ns, "
                   f"{cal.system['preferred-dataset-splits']} chunk(s) per collective (kept)")
     if cal.uncovered_dims:
@@ -103,6 +113,7 @@ def main(argv: list[str]) -> int:
                           "gpus": log.ranks, "sizes": len(log.rows), **rec}
                          for log, rec in zip(logs, fit_record(logs, held_out, args.min_size), strict=True)],
                 "backend": args.backend,
+                "algorithms": algorithms,
                 "min_size_bytes": args.min_size,
                 "times": "in-place" if args.in_place else "out-of-place",
                 "given": {"bandwidth": network["bandwidth"], "latency": network["latency"]},
