@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave every N-th size of each log out of the fit, for validate --holdout")
     p.add_argument("--fit-algorithms", action="store_true",
                    help="choose each logged collective's algorithm by the fit (see README)")
+    p.add_argument("--protocol-regimes", action="store_true",
+                   help="find where NCCL switches protocol in the logs; fit each side (regimes.json)")
     return p
 
 
@@ -70,6 +72,15 @@ def main(argv: list[str]) -> int:
                     backend=args.backend, held_out=held_out)
 
     console = Console()
+    regimes = None
+    if args.protocol_regimes:
+        from simpy_astra.calibration.regimes import fit_regimes
+
+        regimes = fit_regimes(logs, network, system, cal, args.min_size, args.in_place, args.backend, held_out)
+        sw = (regimes or {}).get("switch")
+        console.print(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
+                      f"bytes ({100 * sw['jump']:+.0f}%); regimes.json fits each side" if sw else
+                      "protocol switch: none seen in the logs (no regimes.json)")
     for log in logs:
         skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
         if log.tables > 1:
@@ -125,6 +136,10 @@ def main(argv: list[str]) -> int:
                 "geomean_error": round(gm_abs_error(cal.sim_errors), 6),
             }, f, indent=1)
             f.write("\n")
+        if regimes is not None:
+            with open(os.path.join(args.out, "regimes.json"), "w") as f:
+                json.dump(regimes, f, indent=1)
+                f.write("\n")
     except OSError as exc:
         raise InputError(f"--out: cannot write into {args.out} ({exc.strerror or exc})") from None
     console.print(f"wrote {net_path}, {sys_path} and {info_path} in {time.perf_counter() - t0:.1f} s")

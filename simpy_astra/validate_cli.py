@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--in-place", action="store_true", help="compare the in-place times")
     p.add_argument("--holdout", default=None, metavar="CALIBRATION_JSON",
                    help="calibrate's calibration.json: report fitted and held-out sizes apart")
+    p.add_argument("--regimes", default=None, metavar="REGIMES_JSON",
+                   help="calibrate --protocol-regimes' regimes.json: each size with its side's network")
     return p
 
 
@@ -51,7 +53,10 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out)
-    results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend)
+    from simpy_astra.calibration.regimes import load_regimes
+
+    results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
+                            network_for=load_regimes(args.regimes) if args.regimes else None)
     holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
     console = Console()
     if not console.is_terminal:

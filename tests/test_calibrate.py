@@ -431,3 +431,40 @@ def test_algorithms_are_fitted_where_the_logs_decide_them(tmp_path):
     # ring all-reduce is more than 1% worse jointly (measured: 11.9% against 5.5% error factor)
     factors = why["all_reduce"]["geomean_error_factor"]
     assert factors["halvingDoubling"] < factors["ring"] < factors["doubleBinaryTree"]
+
+
+def test_protocol_switch_is_found_in_the_log_and_fitted_per_side(tmp_path):
+    # the OCI two-node all-reduce: busbw 156-165 GB/s up to 512 MiB, 219-238 GB/s from 1 GiB
+    # (NCCL changes algorithm); one simulated line misses it by +40%, a fit per side does not
+    oci = DATA / "oci-a100-2node-roce"
+    out = tmp_path / "cal"
+    assert main(["calibrate", str(oci / "all_reduce.log"), "--network", str(oci / "network.yml"),
+                 "--out", str(out), "--hold-out-every", "2", "--protocol-regimes"]) == 0
+    regimes = json.loads((out / "regimes.json").read_text())
+    assert regimes["switch"]["from_bytes"] == 1 << 30  # the first fitted size above the switch
+    assert regimes["switch"]["last_below_bytes"] == 1 << 28  # 512 MiB is held out
+    assert [r["from_bytes"] for r in regimes["regimes"]] == [0, 1 << 30]
+    assert main(["validate", str(oci / "all_reduce.log"), "--network", str(out / "network.yml"), "--system",
+                 str(out / "system.json"), "--out", str(out), "--holdout", str(out / "calibration.json"),
+                 "--regimes", str(out / "regimes.json")]) == 0
+    held = next(h for h in json.loads((out / "validate.json").read_text())["holdout"] if h["role"] == "held out")
+    assert held["geomean"] < 0.04  # measured 2.3% (4.7% and +40% at 8 GiB without regimes)
+    assert abs(held["worst_error"]) < 0.08
+
+
+def test_no_protocol_switch_on_the_dgx_all_reduce(tmp_path, capsys):
+    out = tmp_path / "cal"
+    assert main(["calibrate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                 "--out", str(out), "--protocol-regimes"]) == 0
+    assert "protocol switch: none seen in the logs" in capsys.readouterr().out
+    assert not (out / "regimes.json").exists()
+
+
+def test_bad_regimes_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "r.json"
+    bad.write_text('{"regimes": [{"from_bytes": 0}]}')
+    sys_ = tmp_path / "s.json"
+    sys_.write_text("{}")
+    line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--system", str(sys_), "--out", str(tmp_path / "o"), "--regimes", str(bad)])
+    assert "r.json" in line and "regimes" in line

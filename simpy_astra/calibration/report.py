@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,7 +86,10 @@ class Summary:
 
 
 def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
-                  in_place: bool = False, backend: str = "congestion_unaware") -> list[LogResult]:
+                  in_place: bool = False, backend: str = "congestion_unaware",
+                  network_for: Callable[[int], dict[str, Any]] | None = None) -> list[LogResult]:
+    """Every logged size simulated; ``network_for`` (size -> network) overrides ``network``
+    per size, for the protocol regimes ``calibrate --protocol-regimes`` fits."""
     results = []
     for log in logs:
         counts = span(network, log.ranks, log.path)
@@ -100,6 +104,8 @@ def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
                 res.points.append(Point(row.line, row.size_bytes, measured, None,
                                         "fewer bytes than GPUs: not simulated"))
                 continue
+            if network_for is not None:
+                net = sub_network(network_for(row.size_bytes), counts)
             try:
                 t_ns = simulate_collective(net, sys_, log.collective, size, log.ranks, backend)
             except InputError as exc:  # e.g. an all-gather smaller than the dataset splits
