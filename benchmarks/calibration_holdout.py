@@ -28,7 +28,7 @@ OCI = DATA / "oci-a100-2node-roce"
 H100 = DATA / "hgx-h100-2node-ib"
 A100_LOGS = [A100 / f"{n}.log" for n in ("all_reduce", "all_gather", "reduce_scatter", "alltoall")]
 
-#: (name, logs fitted on, every N-th size held out, logs tested, network, backend)
+#: (name, logs fitted on, every N-th size held out, logs tested, network, backend[, calibrate flags])
 EXPERIMENTS = [
     ("DGX A100: all-reduce -> other collectives", [A100_LOGS[0]], 0, A100_LOGS, A100 / "network.yml",
      "congestion_unaware"),
@@ -44,6 +44,14 @@ EXPERIMENTS = [
     ("DGX A100, packet", [A100_LOGS[0]], 0, A100_LOGS, A100 / "network.yml", "packet"),
     ("two-level A100, congestion_aware", [A100_LOGS[0], OCI / "all_reduce.log"], 2,
      [OCI / "all_reduce.log"], OCI / "network.yml", "congestion_aware"),
+    ("DGX A100: half of all four logs, algorithms fitted", A100_LOGS, 2, A100_LOGS, A100 / "network.yml",
+     "congestion_unaware", ("--fit-algorithms",)),
+    ("OCI alone, protocol regimes", [OCI / "all_reduce.log"], 2, [OCI / "all_reduce.log"], OCI / "network.yml",
+     "congestion_unaware", ("--protocol-regimes",)),
+    ("two-level A100, protocol regimes", [A100_LOGS[0], OCI / "all_reduce.log"], 2,
+     [*A100_LOGS, OCI / "all_reduce.log"], OCI / "network.yml", "congestion_unaware", ("--protocol-regimes",)),
+    ("HGX H100 alone, protocol regimes", [H100 / "all_reduce.log"], 2, [H100 / "all_reduce.log"],
+     H100 / "network.yml", "congestion_unaware", ("--protocol-regimes",)),
 ]
 
 
@@ -55,14 +63,16 @@ def _size(n: int) -> str:
 
 
 def run(name: str, fit: list[Path], every: int, test: list[Path], network: Path, backend: str,
-        out: str) -> list[str]:
+        flags: tuple[str, ...] = (), *, out: str) -> list[str]:
     from simpy_astra.cli import main
 
     quiet = io.StringIO()
     with contextlib.redirect_stdout(quiet):
         assert main(["calibrate", *map(str, fit), "--network", str(network), "--out", out,
-                     "--hold-out-every", str(every), "--backend", backend]) == 0
-        assert main(["validate", *map(str, test), "--network", os.path.join(out, "network.yml"),
+                     "--hold-out-every", str(every), "--backend", backend, *flags]) == 0
+        regimes = os.path.join(out, "regimes.json")
+        extra = ["--regimes", regimes] if os.path.exists(regimes) else []
+        assert main(["validate", *extra, *map(str, test), "--network", os.path.join(out, "network.yml"),
                      "--system", os.path.join(out, "system.json"), "--out", out, "--holdout",
                      os.path.join(out, "calibration.json"), "--backend", backend]) == 0
     rows = json.loads(Path(out, "validate.json").read_text())["holdout"]
@@ -89,7 +99,7 @@ def main() -> int:
             out = os.path.join(tmp, str(i))
             for line in run(*exp, out=out):
                 print(line)
-            if args.plot and exp[0].startswith("two-level A100: DGX"):
+            if args.plot and exp[0] == "two-level A100, protocol regimes":
                 shutil.copy(os.path.join(out, "validate.png"), args.plot)
     return 0
 
