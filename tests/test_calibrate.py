@@ -361,7 +361,7 @@ def _holdout_run(tmp_path: Path, fit_logs: list[Path], test_logs: list[Path], ne
     return json.loads((out / "calibration.json").read_text()), key
 
 
-@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware", "packet"])
 def test_two_level_fit_predicts_the_multi_node_held_out_sizes(tmp_path, backend):
     # [Switch 8, Switch 2]: NVSwitch from the one-node DGX A100 log, RoCE from the two-node
     # OCI A100 log (same GPU, same NVSwitch generation); the OCI sizes left out are predicted
