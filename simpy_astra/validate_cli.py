@@ -38,6 +38,7 @@ def main(argv: list[str]) -> int:
 
     from simpy_astra.calibration.holdout import holdout_lines, report_holdout
     from simpy_astra.calibration.nccl_log import parse_logs
+    from simpy_astra.calibration.regimes import load_regimes
     from simpy_astra.calibration.report import (
         output_dir,
         print_table,
@@ -53,8 +54,6 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out)
-    from simpy_astra.calibration.regimes import load_regimes
-
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
                             network_for=load_regimes(args.regimes) if args.regimes else None)
     holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
