@@ -106,6 +106,20 @@ def test_collective_from_the_table_alone(tmp_path, name, collective, ranks):
         assert (log.collective, log.ranks) == (collective, ranks)
 
 
+@pytest.mark.parametrize("name, collective", [
+    ("all_reduce.log", "all_reduce"), ("reduce_scatter.log", "reduce_scatter"),
+])
+def test_new_style_sum_tables_from_the_numbers(tmp_path, name, collective):
+    # nccl-tests >= 2.x prints a root column (-1): 'sum' with size = count x type is an
+    # all-reduce, with size = n x count x type a reduce-scatter
+    text = re.sub(r"(\s+sum\s+)", r"\g<1>-1  ", (A100 / name).read_text())
+    text = text.replace("type   redop     time", "type   redop    root     time")
+    (tmp_path / "n.log").write_text(text)
+    log = parse_log(str(tmp_path / "n.log"))
+    assert (log.collective, log.ranks) == (collective, 8)
+    assert log.rows[-1].root == -1
+
+
 def test_rooted_table_is_named_not_guessed(tmp_path):
     # a broadcast/reduce table prints its root rank: refused by name, not taken for sendrecv
     text = re.sub(r"(\s+sum\s+)-1(\s)", r"\g<1>0\2", (DATA / "oci-a100-2node-roce" / "all_reduce.log").read_text())
