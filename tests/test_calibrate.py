@@ -120,6 +120,12 @@ def test_new_style_sum_tables_from_the_numbers(tmp_path, name, collective):
     assert log.rows[-1].root == -1
 
 
+def test_real_broadcast_log_is_refused_by_name():
+    # SuperBench's broadcast log: no command line, a root column of 0, busbw = algbw
+    with pytest.raises(Exception, match=r"broadcast\.log:50: this table has a root rank \(0\)"):
+        parse_log(str(A100 / "not-simulated" / "broadcast.log"))
+
+
 def test_rooted_table_is_named_not_guessed(tmp_path):
     # a broadcast/reduce table prints its root rank: refused by name, not taken for sendrecv
     text = re.sub(r"(\s+sum\s+)-1(\s)", r"\g<1>0\2", (DATA / "oci-a100-2node-roce" / "all_reduce.log").read_text())
