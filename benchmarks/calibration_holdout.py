@@ -44,6 +44,8 @@ EXPERIMENTS = [
     ("DGX A100, packet", [A100_LOGS[0]], 0, A100_LOGS, A100 / "network.yml", "packet"),
     ("two-level A100, congestion_aware", [A100_LOGS[0], OCI / "all_reduce.log"], 2,
      [OCI / "all_reduce.log"], OCI / "network.yml", "congestion_aware"),
+    ("DGX A100: all-reduce + all-gather -> reduce-scatter, all-to-all", A100_LOGS[:2], 0, A100_LOGS,
+     A100 / "network.yml", "congestion_unaware", ("--fit-algorithms",)),
     ("DGX A100: half of all four logs, algorithms fitted", A100_LOGS, 2, A100_LOGS, A100 / "network.yml",
      "congestion_unaware", ("--fit-algorithms",)),
     ("OCI alone, protocol regimes", [OCI / "all_reduce.log"], 2, [OCI / "all_reduce.log"], OCI / "network.yml",

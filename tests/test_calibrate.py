@@ -488,3 +488,18 @@ def test_bad_regimes_file_is_one_line(tmp_path, capsys):
     line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
                               "--system", str(sys_), "--out", str(tmp_path / "o"), "--regimes", str(bad)])
     assert "r.json" in line and "regimes" in line
+
+
+def test_two_collectives_predict_the_other_two(tmp_path):
+    # fit the parts, predict the whole: all-reduce and all-gather logs (algorithms fitted)
+    # predict the DGX reduce-scatter and all-to-all within the 5%
+    out = tmp_path / "cal"
+    assert main(["calibrate", str(A100 / "all_reduce.log"), str(A100 / "all_gather.log"), "--network",
+                 str(A100 / "network.yml"), "--out", str(out), "--fit-algorithms"]) == 0
+    logs = sorted(str(p) for p in A100.glob("*.log"))
+    assert main(["validate", *logs, "--network", str(out / "network.yml"), "--system", str(out / "system.json"),
+                 "--out", str(out), "--holdout", str(out / "calibration.json")]) == 0
+    rows = {(Path(h["log"]).name, h["role"]): h for h in json.loads((out / "validate.json").read_text())["holdout"]}
+    assert rows[("reduce_scatter.log", "held out")]["geomean"] < 0.05  # measured 4.1%
+    assert rows[("alltoall.log", "held out")]["geomean"] < 0.05  # measured 2.9%
+    assert rows[("all_gather.log", "fitted")]["geomean"] < 0.05
