@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -76,13 +77,62 @@ def test_command_line_names_the_collective(tmp_path):
     header = rows.replace("count    type     time", "count    type   redop    root     time")
     path = tmp_path / "ag.log"
     path.write_text(header)
-    with pytest.raises(Exception, match="pass --collective"):
+    with pytest.raises(Exception, match="fit all_gather and all_to_all alike.*pass --collective"):
         parse_log(str(path))
     path.write_text("$ mpirun -np 8 ./build/all_gather_perf -b 1 -e 8G -f 2 -g 1\n" + header)
     assert parse_log(str(path)).collective == "all_gather"
     path.write_text("# Collective test starting: all_gather_perf\n" + header)
     assert parse_log(str(path)).collective == "all_gather"
     assert parse_log(str(path), collective="all_gather").ranks == 8
+
+
+@pytest.mark.parametrize("name, collective, ranks", [
+    ("dgx-a100-superbench/all_reduce.log", "all_reduce", 8),
+    ("dgx-a100-superbench/all_gather.log", "all_gather", 8),
+    ("dgx-a100-superbench/reduce_scatter.log", "reduce_scatter", 8),
+    ("dgx-a100-superbench/alltoall.log", "all_to_all", 8),
+    ("oci-a100-2node-roce/all_reduce.log", "all_reduce", 16),
+    ("hgx-h100-2node-ib/all_reduce.log", "all_reduce", 16),
+])
+def test_collective_from_the_table_alone(tmp_path, name, collective, ranks):
+    # every public log without its command line (and without its Rank lines): the redop
+    # column, size / (count x type) and busbw / algbw decide it
+    text = (DATA / name).read_text().splitlines()
+    kept = [x for x in text if "_perf" not in x and "Collective test" not in x]
+    (tmp_path / "a.log").write_text("\n".join(kept) + "\n")
+    (tmp_path / "b.log").write_text("\n".join(x for x in kept if "Rank" not in x) + "\n")
+    for variant in ("a.log", "b.log"):
+        log = parse_log(str(tmp_path / variant))
+        assert (log.collective, log.ranks) == (collective, ranks)
+
+
+@pytest.mark.parametrize("name, collective", [
+    ("all_reduce.log", "all_reduce"), ("reduce_scatter.log", "reduce_scatter"),
+])
+def test_new_style_sum_tables_from_the_numbers(tmp_path, name, collective):
+    # nccl-tests >= 2.x prints a root column (-1): 'sum' with size = count x type is an
+    # all-reduce, with size = n x count x type a reduce-scatter
+    text = re.sub(r"(\s+sum\s+)", r"\g<1>-1  ", (A100 / name).read_text())
+    text = text.replace("type   redop     time", "type   redop    root     time")
+    (tmp_path / "n.log").write_text(text)
+    log = parse_log(str(tmp_path / "n.log"))
+    assert (log.collective, log.ranks) == (collective, 8)
+    assert log.rows[-1].root == -1
+
+
+def test_real_broadcast_log_is_refused_by_name():
+    # SuperBench's broadcast log: no command line, a root column of 0, busbw = algbw
+    with pytest.raises(Exception, match=r"broadcast\.log:50: this table has a root rank \(0\)"):
+        parse_log(str(A100 / "not-simulated" / "broadcast.log"))
+
+
+def test_rooted_table_is_named_not_guessed(tmp_path):
+    # a broadcast/reduce table prints its root rank: refused by name, not taken for sendrecv
+    text = re.sub(r"(\s+sum\s+)-1(\s)", r"\g<1>0\2", (DATA / "oci-a100-2node-roce" / "all_reduce.log").read_text())
+    kept = "\n".join(x for x in text.splitlines() if "_perf" not in x)
+    (tmp_path / "r.log").write_text(kept)
+    with pytest.raises(Exception, match=r"r\.log:\d+: this table has a root rank \(0\)"):
+        parse_log(str(tmp_path / "r.log"))
 
 
 def test_ranks_from_threads_and_processes(tmp_path):
@@ -271,3 +321,185 @@ def test_calibration_is_deterministic_and_fast_on_8_gpus(tmp_path):
     assert cal1 == cal2 and summary1 == summary2
     for name in ("network.yml", "system.json"):
         assert (tmp_path / "a" / SETS[0] / name).read_bytes() == (tmp_path / "b" / SETS[0] / name).read_bytes()
+
+
+# ---------------------------------------------------------------------------- held out
+def test_holdout_keeps_fitting_and_testing_apart(tmp_path, capsys):
+    # fit on every other all-reduce size from 1 MiB up; validate --holdout scores the rest and
+    # the other collectives as predictions, never mixed with the fitted rows
+    out = tmp_path / "cal"
+    assert main(["calibrate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                 "--out", str(out), "--hold-out-every", "2"]) == 0
+    rec = json.loads((out / "calibration.json").read_text())
+    ar = rec["logs"][0]
+    assert len(ar["fitted_lines"]) == 7 and len(ar["held_out_lines"]) == 7
+    assert not set(ar["fitted_lines"]) & set(ar["held_out_lines"])
+    assert rec["fit_points"] == 7
+    logs = sorted(str(p) for p in A100.glob("*.log"))
+    assert main(["validate", *logs, "--network", str(out / "network.yml"), "--system", str(out / "system.json"),
+                 "--out", str(out), "--holdout", str(out / "calibration.json")]) == 0
+    printed = capsys.readouterr().out
+    rows = json.loads((out / "validate.json").read_text())["holdout"]
+    roles = {(os.path.basename(h["log"]), h["role"]): h for h in rows}
+    assert set(roles) == {("all_reduce.log", "fitted"), ("all_reduce.log", "held out"),
+                          ("all_gather.log", "held out"), ("reduce_scatter.log", "held out"),
+                          ("alltoall.log", "held out")}
+    assert roles[("all_reduce.log", "held out")]["points"] == 7
+    assert roles[("all_gather.log", "held out")]["points"] == 14
+    # measured on these logs (README, "Held out"): the prediction of the unseen all-reduce
+    # sizes, reduce-scatter and all-to-all within 7%, all-gather's NCCL-side gap within 10%
+    assert roles[("all_reduce.log", "held out")]["geomean"] < 0.05
+    assert roles[("reduce_scatter.log", "held out")]["geomean"] < 0.05
+    assert roles[("alltoall.log", "held out")]["geomean"] < 0.07
+    assert roles[("all_gather.log", "held out")]["geomean"] < 0.10
+    assert "HELD OUT dgx-a100-superbench/all_gather.log: all_gather on 8 GPUs, 14 sizes" in printed
+    csv_roles = {line.rsplit(",", 1)[1] for line in (out / "validate.csv").read_text().splitlines()[1:]}
+    assert csv_roles == {"fitted", "held out"}
+
+
+def test_holdout_record_must_come_from_calibrate(tmp_path, capsys):
+    bad = tmp_path / "c.json"
+    bad.write_text('{"logs": 3}')
+    sys_ = tmp_path / "s.json"
+    sys_.write_text("{}")
+    line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--system", str(sys_), "--out", str(tmp_path / "o"), "--holdout", str(bad)])
+    assert "c.json" in line and "logs" in line
+
+
+def _holdout_run(tmp_path: Path, fit_logs: list[Path], test_logs: list[Path], network: Path,
+                 *extra: str) -> tuple[dict, dict[tuple[str, str], dict]]:
+    """calibrate on ``fit_logs`` (every other size held out), validate --holdout ``test_logs``."""
+    out = tmp_path / "cal"
+    assert main(["calibrate", *map(str, fit_logs), "--network", str(network), "--out", str(out),
+                 "--hold-out-every", "2", *extra]) == 0
+    assert main(["validate", *map(str, test_logs), "--network", str(out / "network.yml"), "--system",
+                 str(out / "system.json"), "--out", str(out), "--holdout", str(out / "calibration.json"),
+                 *extra]) == 0
+    rows = json.loads((out / "validate.json").read_text())["holdout"]
+    key = {(f"{Path(h['log']).parent.name}/{Path(h['log']).name}", h["role"]): h for h in rows}
+    return json.loads((out / "calibration.json").read_text()), key
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware", "packet"])
+def test_two_level_fit_predicts_the_multi_node_held_out_sizes(tmp_path, backend):
+    # [Switch 8, Switch 2]: NVSwitch from the one-node DGX A100 log, RoCE from the two-node
+    # OCI A100 log (same GPU, same NVSwitch generation); the OCI sizes left out are predicted
+    oci = DATA / "oci-a100-2node-roce"
+    cal, rows = _holdout_run(tmp_path, [A100 / "all_reduce.log", oci / "all_reduce.log"],
+                             [oci / "all_reduce.log"], oci / "network.yml", "--backend", backend)
+    assert cal["dimension_groups"] == [[0], [1]]  # each dimension its own values
+    assert cal["backend"] == backend
+    held = rows[("oci-a100-2node-roce/all_reduce.log", "held out")]
+    assert held["points"] == 7
+    assert held["geomean"] < 0.08  # the issue's bar; measured 4.7% (README)
+    # the worst is NCCL's switch at 1 GiB+ (one straight line cannot follow it)
+    assert held["worst_size"] >= 1 << 30
+
+
+@pytest.mark.parametrize("backend, link_ratio", [("congestion_aware", 2.0), ("packet", 1.0)])
+def test_other_backends_calibrate_and_validate(tmp_path, backend, link_ratio):
+    # congestion_aware stores and forwards whole messages through the switch (two links, two
+    # serialisations), so its fitted link bandwidth is twice the unaware one for the same bus
+    # bandwidth; the packet backend cuts through (the same value); the errors match
+    cal, rows = _holdout_run(tmp_path, [A100 / "all_reduce.log"], sorted(A100.glob("*.log")),
+                             A100 / "network.yml", "--backend", backend)
+    unaware = model.calibrate([parse_log(str(A100 / "all_reduce.log"))], yaml.safe_load((A100 / "network.yml").read_text()),
+                              model.default_system({"npus_count": [8]}),
+                              held_out=frozenset((str(A100 / "all_reduce.log"), line)
+                                                 for line in cal["logs"][0]["held_out_lines"]))
+    assert cal["fitted"]["bandwidth"][0] == pytest.approx(link_ratio * unaware.network["bandwidth"][0], rel=0.01)
+    for (name, _role), h in rows.items():
+        assert h["geomean"] < 0.10, (name, h)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--hold-out-every", "1"], "--hold-out-every must be 0 (fit every size) or at least 2 (got 1)"),
+    (["--hold-out-every", "-3"], "--hold-out-every must be 0"),
+])
+def test_bad_hold_out_flags_are_one_line(tmp_path, capsys, argv, expected):
+    line = _error_of(capsys, ["calibrate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--out", str(tmp_path / "o"), *argv])
+    assert expected in line
+
+
+def test_missing_holdout_record_is_one_line(tmp_path, capsys):
+    sys_ = tmp_path / "s.json"
+    sys_.write_text("{}")
+    line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--system", str(sys_), "--out", str(tmp_path / "o"),
+                              "--holdout", str(tmp_path / "nope.json")])
+    assert "nope.json: cannot read the calibration record" in line
+
+
+def test_algorithms_are_fitted_where_the_logs_decide_them(tmp_path):
+    # one collective alone is reproduced by any algorithm (latency and bandwidth rescale);
+    # the four DGX logs on one network pick NCCL-like ones: the documented defaults
+    from simpy_astra.calibration.algorithms import fit_algorithms
+
+    net = yaml.safe_load((A100 / "network.yml").read_text())
+    sys_ = model.default_system(net)
+    alone, why = fit_algorithms([parse_log(str(A100 / "all_reduce.log"))], net, sys_)
+    assert alone == sys_
+    assert why["all_reduce"]["source"].startswith("kept: the logs do not tell it from ring")
+    assert why["all_gather"]["source"] == "default (no log of it)"
+    logs = [parse_log(str(p)) for p in sorted(A100.glob("*.log"))]
+    joint, why = fit_algorithms(logs, net, sys_)
+    assert joint == sys_
+    for coll in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        assert why[coll]["source"].startswith("fitted: the logs favour it over"), why[coll]
+    # ring all-reduce is more than 1% worse jointly (measured: 11.9% against 5.5% error factor)
+    factors = why["all_reduce"]["geomean_error_factor"]
+    assert factors["halvingDoubling"] < factors["ring"] < factors["doubleBinaryTree"]
+
+
+def test_protocol_switch_is_found_in_the_log_and_fitted_per_side(tmp_path):
+    # the OCI two-node all-reduce: busbw 156-165 GB/s up to 512 MiB, 219-238 GB/s from 1 GiB
+    # (NCCL changes algorithm); one simulated line misses it by +40%, a fit per side does not
+    oci = DATA / "oci-a100-2node-roce"
+    out = tmp_path / "cal"
+    assert main(["calibrate", str(oci / "all_reduce.log"), "--network", str(oci / "network.yml"),
+                 "--out", str(out), "--hold-out-every", "2", "--protocol-regimes"]) == 0
+    regimes = json.loads((out / "regimes.json").read_text())
+    assert regimes["switch"]["from_bytes"] == 1 << 30  # the first fitted size above the switch
+    assert regimes["switch"]["last_below_bytes"] == 1 << 28  # 512 MiB is held out
+    assert [r["from_bytes"] for r in regimes["regimes"]] == [0, 1 << 30]
+    assert main(["validate", str(oci / "all_reduce.log"), "--network", str(out / "network.yml"), "--system",
+                 str(out / "system.json"), "--out", str(out), "--holdout", str(out / "calibration.json"),
+                 "--regimes", str(out / "regimes.json")]) == 0
+    held = next(h for h in json.loads((out / "validate.json").read_text())["holdout"] if h["role"] == "held out")
+    assert held["geomean"] < 0.04  # measured 2.3% (4.7% and +40% at 8 GiB without regimes)
+    assert abs(held["worst_error"]) < 0.08
+
+
+def test_no_protocol_switch_on_the_dgx_all_reduce(tmp_path, capsys):
+    out = tmp_path / "cal"
+    assert main(["calibrate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                 "--out", str(out), "--protocol-regimes"]) == 0
+    assert "protocol switch: none seen in the logs" in capsys.readouterr().out
+    assert not (out / "regimes.json").exists()
+
+
+def test_bad_regimes_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "r.json"
+    bad.write_text('{"regimes": [{"from_bytes": 0}]}')
+    sys_ = tmp_path / "s.json"
+    sys_.write_text("{}")
+    line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                              "--system", str(sys_), "--out", str(tmp_path / "o"), "--regimes", str(bad)])
+    assert "r.json" in line and "regimes" in line
+
+
+def test_two_collectives_predict_the_other_two(tmp_path):
+    # fit the parts, predict the whole: all-reduce and all-gather logs (algorithms fitted)
+    # predict the DGX reduce-scatter and all-to-all within the issue's 5%
+    out = tmp_path / "cal"
+    assert main(["calibrate", str(A100 / "all_reduce.log"), str(A100 / "all_gather.log"), "--network",
+                 str(A100 / "network.yml"), "--out", str(out), "--fit-algorithms"]) == 0
+    logs = sorted(str(p) for p in A100.glob("*.log"))
+    assert main(["validate", *logs, "--network", str(out / "network.yml"), "--system", str(out / "system.json"),
+                 "--out", str(out), "--holdout", str(out / "calibration.json")]) == 0
+    rows = {(Path(h["log"]).name, h["role"]): h for h in json.loads((out / "validate.json").read_text())["holdout"]}
+    assert rows[("reduce_scatter.log", "held out")]["geomean"] < 0.05  # measured 4.1%
+    assert rows[("alltoall.log", "held out")]["geomean"] < 0.05  # measured 2.9%
+    assert rows[("all_gather.log", "fitted")]["geomean"] < 0.05

@@ -1,6 +1,9 @@
 """Calibrate a network to a real cluster from NVIDIA nccl-tests logs, and validate it.
 
 ``nccl_log`` reads the logs, ``model`` drives the simulator (one adapter function) and
-fits the parameters, ``report`` prints measured against simulated and draws the plot.
+fits the parameters, ``report`` prints measured against simulated and draws the plot,
+``holdout`` keeps the fitted rows and the predicted ones apart, ``algorithms`` picks each
+collective's algorithm where several collectives' logs decide it, ``regimes`` finds NCCL's
+protocol switch in the logs and fits each side.
 The commands are ``simpy_astra/calibrate_cli.py`` and ``simpy_astra/validate_cli.py``.
 """

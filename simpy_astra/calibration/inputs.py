@@ -25,6 +25,9 @@ def log_parser(command: str, description: str, network_help: str, system_help: s
     p.add_argument("--out", required=True, help=out_help)
     p.add_argument("--collective", default=None,
                    help="the collective of every log, when the logs do not name it")
+    p.add_argument("--backend", default="congestion_unaware",
+                   choices=["congestion_unaware", "congestion_aware", "packet"],
+                   help="network backend to simulate with (default congestion_unaware)")
     return p
 
 

@@ -40,6 +40,8 @@ MAX_VERTICES = 100_000
 #: bytes per GB in the network YAML (``simpy_astra/units.py``: bandwidth is GiB/s)
 YAML_GB = 2**30
 MIB = 1 << 20
+#: the network backends ``calibrate`` and ``validate`` can drive (scenario key ``backend``)
+BACKENDS = ("congestion_unaware", "congestion_aware", "packet")
 
 #: the system knobs calibrate sets when --system does not (README, "Calibrating to a cluster")
 DEFAULT_SYSTEM: dict[str, Any] = {
@@ -90,7 +92,7 @@ def comm_size(collective: str, nccl_size: int, ranks: int) -> int:
 
 
 def simulate_collective(network: dict[str, Any], system: dict[str, Any], collective: str,
-                        size_bytes: int, num_npus: int) -> int:
+                        size_bytes: int, num_npus: int, backend: str = "congestion_unaware") -> int:
     """Simulated time in ns of one ``collective`` of ``size_bytes`` (ASTRA-sim's comm_size) on
     ``num_npus`` NPUs, given the network YAML and system JSON as mappings.
 
@@ -110,7 +112,8 @@ def simulate_collective(network: dict[str, Any], system: dict[str, Any], collect
                         "num_npus": num_npus}
         path = os.path.join(tmp, "scenario.yaml")
         with open(path, "w") as f:
-            yaml.safe_dump({"workload": workload, "system": system, "network": network}, f)
+            yaml.safe_dump({"workload": workload, "system": system, "network": network,
+                            "backend": backend}, f)
         inputs = load_scenario(path)
         reports = Simulation(inputs).run()
     return max(r.finished_cycles for r in reports)
@@ -203,7 +206,8 @@ class LinearModel:
         return t
 
 
-def probe(network: dict[str, Any], system: dict[str, Any], collective: str, ranks: int) -> LinearModel:
+def probe(network: dict[str, Any], system: dict[str, Any], collective: str, ranks: int,
+          backend: str = "congestion_unaware") -> LinearModel:
     """Linearise the simulated time around the given parameters: 4 + 2 x dims simulations.
 
     Exact wherever the time is linear in the parameters (one chunk per collective, or one
@@ -219,7 +223,7 @@ def probe(network: dict[str, Any], system: dict[str, Any], collective: str, rank
     def sim(latency: list[float], bandwidth: list[float], endpoint: float, s: int) -> int:
         net = dict(network, latency=latency, bandwidth=bandwidth)
         sys_ = dict(system, **{"endpoint-delay": int(round(endpoint))})
-        return simulate_collective(net, sys_, collective, s, ranks)
+        return simulate_collective(net, sys_, collective, s, ranks, backend)
 
     t0 = sim(lat, bw, e0, size)
     slope = (t0 - sim(lat, bw, e0, size // 2)) / (size - size // 2)
@@ -434,10 +438,14 @@ class Calibration:
     uncovered_dims: list[int]
 
 
-def observations_of(logs: list, in_place: bool = False) -> list[Observation]:
+def observations_of(logs: list, in_place: bool = False,
+                    held_out: frozenset[tuple[str, int]] = frozenset()) -> list[Observation]:
+    """The rows to fit, in ns; rows named in ``held_out`` as (log path, line) are left out."""
     out = []
     for log in logs:
         for row in log.rows:
+            if (log.path, row.line) in held_out:
+                continue
             t = row.inplace_time_us if in_place else row.time_us
             if t is None:
                 raise InputError(f"{log.path}:{row.line}: no in-place time; drop --in-place")
@@ -446,10 +454,17 @@ def observations_of(logs: list, in_place: bool = False) -> list[Observation]:
 
 
 def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_size: int = MIB,
-              in_place: bool = False, max_rounds: int = 4) -> Calibration:
-    """Fit the network's latencies and bandwidths to ``logs`` (parsed nccl-tests logs)."""
+              in_place: bool = False, max_rounds: int = 4, backend: str = "congestion_unaware",
+              held_out: frozenset[tuple[str, int]] = frozenset()) -> Calibration:
+    """Fit the network's latencies and bandwidths to ``logs`` (parsed nccl-tests logs).
+
+    ``held_out`` rows (log path, line) are kept out of the fit so that ``validate`` can test
+    the prediction on them. With ``backend`` other than congestion_unaware the time is not
+    exactly linear (queues), which the re-probing at the fitted point absorbs."""
     check_network(network, "--network")
-    observations = observations_of(logs, in_place)
+    if backend not in BACKENDS:
+        raise InputError(f"--backend: {backend!r} is not one of {', '.join(BACKENDS)}")
+    observations = observations_of(logs, in_place, held_out)
     spans = {(log.collective, log.ranks): span(network, log.ranks, log.path) for log in logs}
     current = copy.deepcopy(network)
     simulations = 0
@@ -461,7 +476,7 @@ def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_s
         models = {}
         for (coll, ranks), counts in sorted(spans.items()):
             sub = sub_network(current, counts)
-            models[(coll, ranks)] = probe(sub, sub_system(system, len(counts)), coll, ranks)
+            models[(coll, ranks)] = probe(sub, sub_system(system, len(counts)), coll, ranks, backend)
             simulations += 4 + 2 * len(counts)
         fitted = fit(current, system, observations, models, min_size)
         current = dict(current, latency=fitted.latency_ns, bandwidth=fitted.bandwidth_gbps)
@@ -471,7 +486,8 @@ def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_s
         for o, model_err in zip(used, fitted.model_errors, strict=True):
             counts = spans[(o.collective, o.ranks)]
             t = simulate_collective(sub_network(current, counts), sub_system(system, len(counts)),
-                                    o.collective, comm_size(o.collective, o.nccl_size, o.ranks), o.ranks)
+                                    o.collective, comm_size(o.collective, o.nccl_size, o.ranks), o.ranks,
+                                    backend)
             simulations += 1
             sim_errors.append(t / o.time_ns - 1)
             agrees = agrees and abs((1 + sim_errors[-1]) / (1 + model_err) - 1) < 0.005

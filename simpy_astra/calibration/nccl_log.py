@@ -70,6 +70,7 @@ class Row:
     inplace_time_us: float | None = None
     inplace_algbw: float | None = None
     inplace_busbw: float | None = None
+    root: int | None = None  # the root column (-1 for rootless collectives), when printed
 
 
 @dataclass
@@ -135,12 +136,13 @@ def _parse_row(path: str, lineno: int, words: list[str], cols: _Columns) -> Row:
         redop = rest.pop(0).lower()
     elif rest and not _NUM.match(rest[0]) and rest[0].upper() != "N/A":
         raise _err(path, lineno, f"unknown reduction op {rest[0]!r}")
+    root = None
     if cols.root:
         if not rest:
             raise _err(path, lineno, "truncated result row (no root column)")
         if not _INT.match(rest[0]):
             raise _err(path, lineno, f"expected the root rank, got {rest[0]!r}")
-        rest.pop(0)
+        root = int(rest.pop(0))
     values: list[float | None] = []
     for w in rest[:8]:
         if _NUM.match(w):
@@ -163,7 +165,7 @@ def _parse_row(path: str, lineno: int, words: list[str], cols: _Columns) -> Row:
         if t is not None and t <= 0 and size > 0:
             raise _err(path, lineno, f"{what} time is {t:g} us for {size} bytes; a real run "
                                      f"takes time (was the log cut or edited?)")
-    return Row(lineno, size, count, dtype, redop, time_us, algbw, busbw, *inplace)
+    return Row(lineno, size, count, dtype, redop, time_us, algbw, busbw, *inplace, root=root)
 
 
 def _collective_from_program(stem: str, path: str, lineno: int) -> str:
@@ -184,6 +186,10 @@ def _infer(path: str, rows: list[Row], ranks: int | None, has_redop_column: bool
                                        "command line, no 'Collective test starting' line, no row "
                                        "with a readable bandwidth); pass --collective")
     r = max(sample, key=lambda r: r.size_bytes)
+    if r.root is not None and r.root >= 0:  # rootless collectives print -1
+        raise _err(path, r.line, f"this table has a root rank ({r.root}): broadcast, reduce, gather "
+                                 f"or scatter, which calibrate does not simulate; it reads "
+                                 f"{', '.join(p + '_perf' for p in PROGRAMS)}")
     factor = r.busbw / r.algbw
     type_bytes = TYPE_BYTES.get(r.dtype)
     per_rank = r.size_bytes / (r.count * type_bytes) if type_bytes and r.count else None
@@ -213,9 +219,14 @@ def _infer(path: str, rows: list[Row], ranks: int | None, has_redop_column: bool
                 candidates += [("all_gather", n), ("all_to_all", n)]
     if len(candidates) == 1:
         return candidates[0]
+    if candidates:
+        fits = (" and ".join(c for c, _n in candidates) + " alike (nccl-tests prints the same size, "
+                "count, redop and busbw factor for them)")
+    else:
+        fits = f"no collective on {ranks or 'any number of'} GPUs (busbw/algbw {factor:.3f})"
     raise _err(path, r.line, "cannot tell which collective this table holds (no command line or "
-                             "'Collective test starting' line, and the numbers fit "
-                             f"{len(candidates) or 'no'} collectives); pass --collective")
+                             f"'Collective test starting' line, and the numbers fit {fits}); "
+                             "pass --collective")
 
 
 def parse_log(path: str, collective: str | None = None) -> NcclLog:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ class Point:
     measured_us: float
     simulated_us: float | None  # None: the simulator cannot run this size (see ``note``)
     note: str = ""
+    held_out: bool | None = None  # None: no calibration record given; True: not fitted on
 
     @property
     def error(self) -> float | None:
@@ -84,7 +86,10 @@ class Summary:
 
 
 def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
-                  in_place: bool = False) -> list[LogResult]:
+                  in_place: bool = False, backend: str = "congestion_unaware",
+                  network_for: Callable[[int], dict[str, Any]] | None = None) -> list[LogResult]:
+    """Every logged size simulated; ``network_for`` (size -> network) overrides ``network``
+    per size, for the protocol regimes ``calibrate --protocol-regimes`` fits."""
     results = []
     for log in logs:
         counts = span(network, log.ranks, log.path)
@@ -99,8 +104,10 @@ def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
                 res.points.append(Point(row.line, row.size_bytes, measured, None,
                                         "fewer bytes than GPUs: not simulated"))
                 continue
+            if network_for is not None:
+                net = sub_network(network_for(row.size_bytes), counts)
             try:
-                t_ns = simulate_collective(net, sys_, log.collective, size, log.ranks)
+                t_ns = simulate_collective(net, sys_, log.collective, size, log.ranks, backend)
             except InputError as exc:  # e.g. an all-gather smaller than the dataset splits
                 res.points.append(Point(row.line, row.size_bytes, measured, None, str(exc)))
                 continue
@@ -176,44 +183,70 @@ def write_csv(results: list[LogResult], path: str) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["log", "line", "collective", "gpus", "size_bytes", "measured_us", "simulated_us",
-                    "error", "measured_busbw", "simulated_busbw"])
+                    "error", "measured_busbw", "simulated_busbw", "role"])
         for r in results:
             for p in r.points:
                 sim = "" if p.simulated_us is None else f"{p.simulated_us:.3f}"
                 err = "" if p.error is None else f"{p.error:.5f}"
                 sbw = "" if p.simulated_us is None else f"{r.busbw(p.simulated_us, p.size_bytes):.3f}"
                 w.writerow([r.path, p.line, r.collective, r.ranks, p.size_bytes, p.measured_us, sim, err,
-                            f"{r.busbw(p.measured_us, p.size_bytes):.3f}", sbw])
+                            f"{r.busbw(p.measured_us, p.size_bytes):.3f}", sbw, _role(p)])
+
+
+def _role(p: Point) -> str:
+    return "" if p.held_out is None else "held out" if p.held_out else "fitted"
 
 
 def write_plot(results: list[LogResult], path: str, title: str) -> None:
-    """busbw against size (log axis): measured as markers, simulated as lines, per log."""
+    """busbw against size (log axis), one panel per log: measured as markers (hollow where the
+    calibration never saw the size, filled where it was fitted on), simulated as a line, so a
+    figure shows at a glance what was predicted and what was only reproduced."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401 - the formatter below
 
-    fig, ax = plt.subplots(figsize=(8, 5))
+    cols = min(len(results), 2)
+    rows = (len(results) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.2 * rows), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    marked = any(p.held_out is not None for r in results for p in r.points)
     for i, r in enumerate(results):
+        ax = axes[i // cols][i % cols]
         color = colors[i % len(colors)]
-        label = f"{r.collective} ({r.ranks} GPUs)"
-        meas = [(p.size_bytes, r.busbw(p.measured_us, p.size_bytes)) for p in r.points]
+        fitted = [(p.size_bytes, r.busbw(p.measured_us, p.size_bytes)) for p in r.points if not p.held_out]
+        held = [(p.size_bytes, r.busbw(p.measured_us, p.size_bytes)) for p in r.points if p.held_out]
         sim = [(p.size_bytes, r.busbw(p.simulated_us, p.size_bytes)) for p in r.points
                if p.simulated_us is not None]
-        ax.plot(*zip(*meas, strict=True), "o", color=color, markersize=4, label=f"{label} measured")
+        if fitted:
+            ax.plot(*zip(*fitted, strict=True), "o", color=color, markersize=4,
+                    label="measured, fitted on" if marked else "measured")
+        if held:
+            ax.plot(*zip(*held, strict=True), "o", markerfacecolor="white", markeredgecolor=color,
+                    markersize=5, label="measured, held out")
         if sim:
-            ax.plot(*zip(*sim, strict=True), "-", color=color, linewidth=1.5, label=f"{label} simulated")
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
-        lambda v, _pos: human_size(int(v)).replace(" ", "") if v >= 1 else ""))
-    ax.set_xlabel("size (bytes, as nccl-tests prints it)")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.axvline(MIB, color="grey", linestyle=":", linewidth=1)
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+            ax.plot(*zip(*sim, strict=True), "-", color=color, linewidth=1.5, label="simulated")
+        large = [p for p in r.points if p.error is not None and p.size_bytes >= MIB]
+        pred = [p.error for p in large if p.held_out]
+        name = os.path.basename(r.path)
+        note = f"held out: geomean {_pct(gm_abs_error(pred))}" if pred else \
+            f"geomean {_pct(gm_abs_error([p.error for p in large]))}"
+        state = "HELD OUT" if marked and all(p.held_out for p in r.points) else \
+            "partly held out" if pred else ""
+        ax.set_title(f"{r.collective}, {r.ranks} GPUs ({name}) {state}\n{note} from 1 MiB", fontsize=8)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda v, _pos: human_size(int(v)).replace(" ", "") if v >= 1 else ""))
+        ax.set_xlabel("size (bytes, as nccl-tests prints it)", fontsize=8)
+        ax.set_ylabel("bus bandwidth (GB/s)", fontsize=8)
+        ax.axvline(MIB, color="grey", linestyle=":", linewidth=1)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7, loc="upper left")
+    for j in range(len(results), rows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -29,6 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-size", type=int, default=1 << 20,
                    help="fit sizes from this many bytes up (default 1 MiB)")
     p.add_argument("--in-place", action="store_true", help="fit the in-place times (default out-of-place)")
+    p.add_argument("--hold-out-every", type=int, default=0, metavar="N",
+                   help="leave every N-th size of each log out of the fit, for validate --holdout")
+    p.add_argument("--fit-algorithms", action="store_true",
+                   help="choose each logged collective's algorithm by the fit (see README)")
+    p.add_argument("--protocol-regimes", action="store_true",
+                   help="find where NCCL switches protocol in the logs; fit each side (regimes.json)")
     return p
 
 
@@ -42,6 +48,7 @@ def main(argv: list[str]) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from simpy_astra.calibration.holdout import fit_record, held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
     from simpy_astra.calibration.model import calibrate
     from simpy_astra.calibration.nccl_log import parse_logs
@@ -54,9 +61,26 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out)
-    cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place)
+    held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
+    algorithms = None
+    if args.fit_algorithms:
+        from simpy_astra.calibration.algorithms import fit_algorithms
+
+        system, algorithms = fit_algorithms(logs, network, system, args.min_size, args.in_place,
+                                            args.backend, held_out)
+    cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place,
+                    backend=args.backend, held_out=held_out)
 
     console = Console()
+    regimes = None
+    if args.protocol_regimes:
+        from simpy_astra.calibration.regimes import fit_regimes
+
+        regimes = fit_regimes(logs, network, system, cal, args.min_size, args.in_place, args.backend, held_out)
+        sw = (regimes or {}).get("switch")
+        console.print(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
+                      f"bytes ({100 * sw['jump']:+.0f}%); regimes.json fits each side" if sw else
+                      "protocol switch: none seen in the logs (no regimes.json)")
     for log in logs:
         skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
         if log.tables > 1:
@@ -71,6 +95,8 @@ def main(argv: list[str]) -> int:
                       f"{network['bandwidth'][d]:g} -> {cal.network['bandwidth'][d]:g}",
                       f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
     console.print(table)
+    for coll, choice in (algorithms or {}).items():
+        console.print(f"{coll}: {choice['implementation']}, {choice['source']}")
     console.print(f"endpoint delay {cal.system['endpoint-delay']} ns, "
                   f"{cal.system['preferred-dataset-splits']} chunk(s) per collective (kept)")
     if cal.uncovered_dims:
@@ -95,7 +121,10 @@ def main(argv: list[str]) -> int:
         with open(info_path, "w") as f:
             json.dump({
                 "logs": [{"path": log.path, "sha256_16": _digest(log.path), "collective": log.collective,
-                          "gpus": log.ranks, "sizes": len(log.rows)} for log in logs],
+                          "gpus": log.ranks, "sizes": len(log.rows), **rec}
+                         for log, rec in zip(logs, fit_record(logs, held_out, args.min_size), strict=True)],
+                "backend": args.backend,
+                "algorithms": algorithms,
                 "min_size_bytes": args.min_size,
                 "times": "in-place" if args.in_place else "out-of-place",
                 "given": {"bandwidth": network["bandwidth"], "latency": network["latency"]},
@@ -107,6 +136,10 @@ def main(argv: list[str]) -> int:
                 "geomean_error": round(gm_abs_error(cal.sim_errors), 6),
             }, f, indent=1)
             f.write("\n")
+        if regimes is not None:
+            with open(os.path.join(args.out, "regimes.json"), "w") as f:
+                json.dump(regimes, f, indent=1)
+                f.write("\n")
     except OSError as exc:
         raise InputError(f"--out: cannot write into {args.out} ({exc.strerror or exc})") from None
     console.print(f"wrote {net_path}, {sys_path} and {info_path} in {time.perf_counter() - t0:.1f} s")

@@ -22,6 +22,10 @@ def _parser() -> argparse.ArgumentParser:
                    system_help="system JSON (e.g. calibrate's DIR/system.json)",
                    out_help="folder for validate.png, validate.csv, validate.json", system_required=True)
     p.add_argument("--in-place", action="store_true", help="compare the in-place times")
+    p.add_argument("--holdout", default=None, metavar="CALIBRATION_JSON",
+                   help="calibrate's calibration.json: report fitted and held-out sizes apart")
+    p.add_argument("--regimes", default=None, metavar="REGIMES_JSON",
+                   help="calibrate --protocol-regimes' regimes.json: each size with its side's network")
     return p
 
 
@@ -32,7 +36,9 @@ def main(argv: list[str]) -> int:
     require_matplotlib("validate")
     from rich.console import Console
 
+    from simpy_astra.calibration.holdout import holdout_lines, report_holdout
     from simpy_astra.calibration.nccl_log import parse_logs
+    from simpy_astra.calibration.regimes import load_regimes
     from simpy_astra.calibration.report import (
         output_dir,
         print_table,
@@ -48,7 +54,9 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out)
-    results = simulate_logs(logs, network, system, in_place=args.in_place)
+    results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
+                            network_for=load_regimes(args.regimes) if args.regimes else None)
+    holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 110))
@@ -56,13 +64,16 @@ def main(argv: list[str]) -> int:
     summaries = summarise(results)
     for s in summaries:
         print(summary_line(s))
+    for line in holdout_lines(holdout or []):
+        print(line)
     png = os.path.join(args.out, "validate.png")
     shape = " x ".join(f"{t} {n}" for t, n in zip(network["topology"], network["npus_count"], strict=True))
     write_plot(results, png, f"{shape}: measured (markers) vs simulated (lines)")
     write_csv(results, os.path.join(args.out, "validate.csv"))
     with open(os.path.join(args.out, "validate.json"), "w") as f:
         json.dump({"summaries": [s.as_dict() for s in summaries],
-                   "network": os.path.abspath(args.network), "system": os.path.abspath(args.system)},
+                   "network": os.path.abspath(args.network), "system": os.path.abspath(args.system),
+                   "backend": args.backend, "holdout": [h.as_dict() for h in holdout or []]},
                   f, indent=1)
         f.write("\n")
     print(f"wrote {png} (and validate.csv, validate.json) in {time.perf_counter() - t0:.1f} s")

@@ -1,0 +1,133 @@
+"""Keep fitting and testing apart: which logged sizes a calibration saw, and the errors on the rest.
+
+A prediction is only worth what it scores on rows the fit never saw. ``calibrate`` records
+every row it fitted in ``calibration.json`` (per log: its checksum and the line numbers), and
+can hold out every N-th size of each log (``--hold-out-every N``); ``validate --holdout
+calibration.json`` then marks each simulated row fitted or held out and reports, per log and
+role, the geomean |error| from 1 MiB and the worst size, so a figure from the fit is never
+read as a prediction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from simpy_astra.calibration.model import MIB
+from simpy_astra.errors import InputError
+
+
+def digest(path: str) -> str:
+    """The first 16 hex digits of the file's SHA-256: a log is recognised by content, not name."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def held_out_rows(logs: list, every: int, min_size: int) -> frozenset[tuple[str, int]]:
+    """(path, line) of every ``every``-th size of each log from ``min_size`` up, starting with
+    the second: with 2, a log of 1, 2, 4, ... MiB fits 1, 4, 16 MiB and predicts 2, 8, 32 MiB,
+    so every held-out size lies between fitted ones and the largest decides nothing alone."""
+    if every == 0:
+        return frozenset()
+    if every < 2:
+        raise InputError(f"--hold-out-every must be 0 (fit every size) or at least 2 (got {every})")
+    out = set()
+    for log in logs:
+        large = [r for r in log.rows if r.size_bytes >= min_size]
+        out.update((log.path, r.line) for i, r in enumerate(large) if i % every == every - 1)
+    return frozenset(out)
+
+
+def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) -> list[dict[str, Any]]:
+    """Per log, the lines the fit used (``fitted_lines``) and the ones it was denied."""
+    out = []
+    for log in logs:
+        fitted = [r.line for r in log.rows if r.size_bytes >= min_size and (log.path, r.line) not in held_out]
+        denied = [r.line for r in log.rows if (log.path, r.line) in held_out]
+        out.append({"path": log.path, "sha256_16": digest(log.path), "fitted_lines": fitted,
+                    "held_out_lines": denied})
+    return out
+
+
+def load_fitted_lines(path: str) -> dict[str, set[int]]:
+    """checksum -> fitted line numbers, from a ``calibration.json`` written by ``calibrate``."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as exc:
+        raise InputError.at(path, None, f"cannot read the calibration record ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise InputError.at(path, None, f"not JSON ({exc})") from None
+    logs = doc.get("logs") if isinstance(doc, dict) else None
+    if not isinstance(logs, list) or not all(isinstance(x, dict) and "sha256_16" in x for x in logs):
+        raise InputError.at(path, "logs", "expected calibrate's list of fitted logs (write it with "
+                                          "simpy-astra calibrate)")
+    out: dict[str, set[int]] = {}
+    for entry in logs:
+        lines = entry.get("fitted_lines")
+        if not isinstance(lines, list):
+            raise InputError.at(path, "fitted_lines", "missing: this calibration.json predates held-out "
+                                                      "records; calibrate again")
+        out.setdefault(entry["sha256_16"], set()).update(int(x) for x in lines)
+    return out
+
+
+def mark(results: list, logs: list, fitted: dict[str, set[int]]) -> None:
+    """Set each point's ``held_out``: True unless the calibration fitted exactly that row."""
+    for res, log in zip(results, logs, strict=True):
+        lines = fitted.get(digest(log.path), set())
+        for p in res.points:
+            p.held_out = p.line not in lines
+
+
+@dataclass
+class HoldoutRow:
+    """One log's points of one role: how well they are matched, and where worst."""
+
+    log: str
+    collective: str
+    ranks: int
+    role: str  # "fitted" or "held out"
+    points: int  # sizes >= min_size with a simulated time
+    geomean: float  # of |error|, floored like validate's (report.gm_abs_error)
+    worst_size: int
+    worst_error: float  # signed
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def holdout_rows(results: list, min_size: int = MIB) -> list[HoldoutRow]:
+    from simpy_astra.calibration.report import gm_abs_error
+
+    out = []
+    for r in results:
+        for role, flag in (("fitted", False), ("held out", True)):
+            pts = [p for p in r.points if p.held_out is flag and p.error is not None and p.size_bytes >= min_size]
+            if not pts:
+                continue
+            worst = max(pts, key=lambda p: abs(p.error))
+            out.append(HoldoutRow(r.path, r.collective, r.ranks, role, len(pts),
+                                  gm_abs_error([p.error for p in pts]), worst.size_bytes, worst.error))
+    return out
+
+
+def holdout_lines(rows: list[HoldoutRow]) -> list[str]:
+    """One line per log and role, held-out ones first within a log."""
+    import os
+
+    from simpy_astra.calibration.report import human_size
+
+    return [f"{'HELD OUT' if h.role == 'held out' else 'fitted  '} {os.path.basename(os.path.dirname(h.log))}/"
+            f"{os.path.basename(h.log)}: {h.collective} on {h.ranks} GPUs, {h.points} sizes >= 1 MiB: "
+            f"geomean error {100 * h.geomean:.1f}%, worst {human_size(h.worst_size)} "
+            f"({100 * h.worst_error:+.1f}%)"
+            for h in sorted(rows, key=lambda h: (h.log, h.role != "held out"))]
+
+
+def report_holdout(results: list, logs: list, calibration_json: str) -> list[HoldoutRow]:
+    """``validate --holdout``: mark the points from the calibration record, then score each role."""
+    mark(results, logs, load_fitted_lines(calibration_json))
+    return holdout_rows(results)
