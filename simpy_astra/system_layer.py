@@ -237,6 +237,9 @@ class SystemLayer:
 
     def __init__(self, npu_id: int, clock: NpuClock, network: Any, config: SystemConfig,
                  network_dims: list[int], queues_per_dim: int, load_custom: Callable) -> None:
+        """``load_custom(prefix, position, collective_bytes, rank_of) -> (run, args)``: the phase
+        a custom collective's file gives this rank (read before time starts; see
+        :class:`simpy_astra.collectives.custom.files.CustomCollectives`)."""
         self.npu_id = npu_id
         self.clock = clock
         self.network = network
