@@ -21,8 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from simpy_astra.config.scenario import inputs_from_astra_flags
-from simpy_astra.simulation import Simulation
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tree this script belongs to
+
+from simpy_astra.config.scenario import inputs_from_astra_flags  # noqa: E402
+from simpy_astra.simulation import Simulation  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 BACKENDS = ("congestion_unaware", "congestion_aware", "packet")
