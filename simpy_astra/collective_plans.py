@@ -1,9 +1,11 @@
-"""Where a collective node runs: communicator groups, plans, and custom-collective files.
+"""Where a collective node runs: communicator groups and plans.
 
 A plan says, per logical dimension, which algorithm runs on which ring of NPUs (for the
 default communicator the network's dimensions; for a communicator group one ring of its
 members). Custom collectives (ASTRA-sim's per-rank ET files, or MSCCL-IR XML) are read when
-the run is built, before time starts; a run itself does no I/O.
+the run is built, before time starts (:mod:`simpy_astra.collectives.custom`); a run itself does
+no I/O. The planner is asked by an NPU with its system layer and its groups, and knows nothing
+else of the NPU.
 """
 
 from __future__ import annotations
