@@ -241,6 +241,8 @@ def read_et(
     return metadata, nodes
 
 
+#: the longest duration whose nanoseconds still fit ASTRA-sim's 64-bit cycle counter
+_MAX_DURATION_MICROS: Final = (2**64 - 1) // 1000
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
 
 
@@ -259,6 +261,9 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
             size = node.attrs.get("comm_size")
             if size is not None and size[0] in INTEGER_VALUE_FIELDS and size[1] < 0:  # type: ignore[operator]
                 raise node.error(f"attribute 'comm_size' is {size[1]}; a message size must be >= 0 bytes", path)
+        if node.duration_micros > _MAX_DURATION_MICROS:  # ASTRA-sim's cycle counter is a uint64 of ns
+            raise node.error(f"duration_micros is {node.duration_micros} us, beyond the 64-bit cycle counter "
+                             f"(at most {_MAX_DURATION_MICROS} us, about 584 years)", path)
         prev = index.setdefault(node.id, i)
         if prev != i:
             raise EtError(
