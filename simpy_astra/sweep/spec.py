@@ -39,8 +39,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from simpy_astra.config.readers import read_yaml_file, short_path, unknown_key_warnings
 from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.sweep.expressions import Expression, parse_expression
@@ -96,6 +95,8 @@ class SweepSpec:
     objective: Expression | None = None
     report: list[Expression] = field(default_factory=list)
     memory_cap_gb: float | None = None
+    #: one line per key of the sweep YAML no reader uses (printed before the points run)
+    warnings: list[str] = field(default_factory=list)
 
     def fingerprint(self) -> str:
         """What gives a coordinate its meaning; results from a different one cannot be mixed."""
@@ -153,7 +154,12 @@ class SweepSpec:
         of ``point`` (every figure 1): an expression that cannot be evaluated, or a ``minimise``
         or ``report`` that can never give a number, is refused before any point runs."""
         values = {**point.names(self.axes), **dict.fromkeys(RESULT_NAMES, 1)}
-        self.objective.number(values, f"{self.path}: minimise")
+        where = f"{self.path}: minimise"
+        if all(self.objective.number({**values, **dict.fromkeys(RESULT_NAMES, stand_in)}, where) is None
+               for stand_in in (1, 2, 3.5, 1e6)):
+            raise InputError(f"{where}: '{self.objective.text}' gives no number for any figures (e.g. a "
+                             f"division by zero), so no point could be ranked; write an expression over "
+                             f"{', '.join(DEFAULT_REPORT[:3])}")
         for i, expr in enumerate(self.report):
             expr.number(values, f"{self.path}: report[{i}]")
         for expr in self.result_constraints:
@@ -201,14 +207,12 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
     node[parts[-1]] = value
 
 
-def _load_yaml(path: str, where: str) -> Any:
-    if not os.path.exists(path):
-        raise InputError(f"{where}: file {path} does not exist")
-    try:
-        with open(path) as f:
-            return yaml.safe_load(f)  # JSON is YAML too
-    except yaml.YAMLError as exc:
-        raise InputError(f"{where}: {path} is not valid YAML/JSON ({exc})") from None
+def _load_yaml(path: str, where: str, what: str) -> Any:
+    """A YAML (or JSON: JSON is YAML too) file read as ``run`` reads it (YAML 1.2, duplicate keys,
+    depth and alias bounds); a missing file names where the sweep names it."""
+    if path and not os.path.lexists(path) and len(path) < 4096 and "\0" not in path:
+        raise InputError(f"{short_path(where)}: file {short_path(path)} does not exist")
+    return read_yaml_file(path, what)
 
 
 def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, Any]:
@@ -217,7 +221,7 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
     where = f"{spec_path}: base"
     if isinstance(raw, str):
         scenario_path = raw if os.path.isabs(raw) else os.path.join(os.path.dirname(spec_path), raw)
-        doc = _load_yaml(scenario_path, where)
+        doc = _load_yaml(scenario_path, where, "base scenario")
         base_dir = os.path.dirname(os.path.abspath(scenario_path))
     elif isinstance(raw, dict):
         doc, base_dir = copy.deepcopy(raw), os.path.dirname(os.path.abspath(spec_path))
@@ -239,10 +243,34 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
             if key == "workload":
                 raise InputError(f"{spec_path}: axes: 'workload.*' needs a generated workload in the base "
                                  f"(workload: {{generate: NAME, ...}}), not the ET prefix {value}")
-            doc[key] = _load_yaml(path, f"{where}: {key}")
+            doc[key] = _load_yaml(path, f"{where}: {key}", f"{key} file")
         else:
             doc[key] = path
     return doc
+
+
+def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
+    """An axis must name a field some reader uses: a misspelt ``network.bandwith`` would give
+    points that all run the same scenario."""
+    from simpy_astra.config.network import KNOWN_NETWORK_KEYS
+    from simpy_astra.config.readers import nearest_key
+    from simpy_astra.config.scenario import SCENARIO_KEYS
+    from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
+
+    parts = dotted.split(".")
+    known: set[str] = set(SCENARIO_KEYS)
+    fields = {"system": KNOWN_SYSTEM_KEYS, "network": KNOWN_NETWORK_KEYS}
+    if parts[0] in fields and len(parts) > 1:
+        present = base.get(parts[0])
+        known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
+        wrong, prefix = parts[1], parts[0] + "."
+    else:
+        wrong, prefix = parts[0], ""
+    if wrong not in known:
+        near = nearest_key(wrong, known)
+        hint = f"; did you mean '{prefix}{near}'?" if near else ""
+        raise InputError(f"{where}: '{dotted}' names no field of the scenario (every point would run "
+                         f"the same){hint}")
 
 
 def _finite(value: Any, where: str) -> Any:
@@ -284,6 +312,8 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     """Values of one axis (duplicates dropped) and its optional ``as:`` name."""
     if not isinstance(raw, dict):
         values = list(raw) if isinstance(raw, list) else [raw]
+        if not values:
+            raise InputError(f"{where}: the axis has no values; give at least one, e.g. [50, 100]")
         return _unique([_finite(v, where) for v in values]), None
     alias = raw.get("as")
     forms = [k for k in ("values", "from", "powers_of_two", "named") if k in raw]
@@ -294,6 +324,8 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     if form == "values":
         values = raw["values"] if isinstance(raw["values"], list) else [raw["values"]]
         values = [_finite(v, f"{where}: values") for v in values]
+        if not values:
+            raise InputError(f"{where}: values: the axis has no values; give at least one, e.g. [50, 100]")
     elif form == "from":
         start, stop, step = raw.get("from"), raw.get("to"), raw.get("step", 1)
         for key, x in (("from", start), ("to", stop), ("step", step)):
@@ -342,12 +374,10 @@ def _parse_axis(column: str, raw: Any, where: str) -> Axis:
 
 
 def load_sweep(path: str) -> SweepSpec:
-    doc = _load_yaml(path, path)
+    doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a sweep must be a mapping with base and axes")
-    unknown = set(doc) - SPEC_KEYS
-    if unknown:
-        raise InputError(f"{path}: unknown field(s) {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
+    warnings = unknown_key_warnings(path, doc, SPEC_KEYS, "sweep")
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
     raw_axes = doc.get("axes") or {}
@@ -364,8 +394,18 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
+    twice = sorted({p for p in axis_paths if axis_paths.count(p) > 1})
+    if twice:
+        raise InputError(f"{path}: axes: {twice[0]} is set by two axes (the later would silently win); "
+                         f"keep one, or fold both into one 'named' axis")
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
-                     base=_resolve_base(doc["base"], path, axis_paths), axes=axes)
+                     base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
+    from simpy_astra.config.scenario import SCENARIO_KEYS
+
+    spec.warnings += unknown_key_warnings(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
+    for axis in axes:
+        for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
+            _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")
@@ -382,7 +422,8 @@ def load_sweep(path: str) -> SweepSpec:
                    for i, text in enumerate(raw_report)]
     if doc.get("memory_cap_gb") is not None:
         cap = doc["memory_cap_gb"]
-        if not isinstance(cap, int | float) or cap <= 0:
-            raise InputError(f"{path}: field 'memory_cap_gb' must be a positive number of GB")
+        if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap) or cap <= 0:
+            raise InputError(f"{path}: field 'memory_cap_gb' must be a finite number of GB > 0 "
+                             f"(got {cap!r})")
         spec.memory_cap_gb = float(cap)
     return spec
