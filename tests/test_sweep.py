@@ -803,6 +803,17 @@ def test_a_closed_pipe_still_leaves_best_json(tmp_path, streams):
     assert len(read_rows(out)) == 3
 
 
+def test_a_minimise_that_ranks_no_finished_point_is_not_success(tmp_path, capsys):
+    """Stand-in figures give a number, the real ones do not: the sweep must not end with exit 0
+    and a best.json without a best."""
+    path = bandwidth_sweep(tmp_path, minimise="1 / 0 if finish_ns > 1000 else finish_ns")
+    code, err = cli(capsys, path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots")
+    assert code == 2
+    line = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+    assert len(line) == 1 and "minimise" in line[0] and "no number" in line[0] and path in line[0]
+    assert json.loads((tmp_path / "out" / "best.json").read_text())["best"] is None
+
+
 @pytest.mark.parametrize("first, second", [("finish_ns", "compute_ns"), ("status", "error"),
                                            ("exposed_comm_ns", "comm_ns")])
 def test_a_results_csv_with_two_columns_swapped_is_refused(tmp_path, capsys, first, second):

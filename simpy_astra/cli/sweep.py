@@ -5,7 +5,7 @@ Dask cluster), then writes DIR/best.json, the plots and a summary table. See
 ``simpy_astra/sweep/spec.py`` for the YAML.
 
 Exit status: 0 done; 2 a bad input (one ``error:`` line naming the file and field, before any
-point runs); 4 every point failed (their errors are in results.csv); 130 stopped by Ctrl-C and
+point runs; or, after them, a ``minimise`` that gave no point a number); 4 every point failed (their errors are in results.csv); 130 stopped by Ctrl-C and
 143 by SIGTERM (finished points saved; the same command finishes the rest).
 """
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from simpy_astra.sweep.store import ResultsStore
 
 EXIT_ALL_FAILED = 4
+EXIT_NO_BEST = 2  # the minimise expression (an input) ranks nothing
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -231,6 +232,13 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         console.print(f"[yellow]{stopped}[/yellow]: {len(done)} of {len(points)} points saved in "
                       f"{store.csv_path}; run the same command again to finish the rest")
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
+    ok = [o for o in done if o.ok]
+    if ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
+        print(f"error: {args.sweep}: minimise: '{spec.objective.text}' gave no number for any of the "
+              f"{len(ok)} finished points (a figure it uses is empty, e.g. cost_usd without a price for "
+              f"the network, or it divides by zero), so best.json names no best; minimise a figure every "
+              f"point has, e.g. finish_ns", file=sys.stderr)
+        return EXIT_NO_BEST
     if done and not any(o.ok for o in done):
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
               f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)
