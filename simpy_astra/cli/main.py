@@ -39,12 +39,12 @@ SUBCOMMANDS: dict[str, str] = {
 
 #: what ``--help`` (and no arguments) lists first: every command, one line each
 COMMAND_LINES = (
-    ("run", "SCENARIO.yaml [--network-backend B] [--json-out F]", "simulate a scenario (the default command)"),
-    ("sweep", "SWEEP.yaml --out DIR", "run a design-space sweep; writes results.csv and best.json"),
-    ("generate", "microbench|transformer|gemm ...", "write Chakra ET traces from parameters"),
-    ("convert", "text|pytorch ...", "convert ASTRA-sim 1.0 text workloads or PyTorch traces to Chakra ET"),
-    ("calibrate", "LOG... --network N.yml --out DIR", "fit a network YAML to nccl-tests logs"),
-    ("validate", "LOG... --network N.yml --system S.json", "compare nccl-tests logs with the simulator"),
+    ("run", "SCENARIO.yaml", "simulate a scenario (the default)"),
+    ("sweep", "SWEEP.yaml --out DIR", "design-space sweep: results, best point"),
+    ("generate", "microbench|transformer|gemm", "write Chakra ET traces from parameters"),
+    ("convert", "text|pytorch", "text or PyTorch workloads to Chakra ET"),
+    ("calibrate", "LOG... --network N.yml", "fit a network to nccl-tests logs"),
+    ("validate", "LOG... --network N.yml", "nccl-tests logs against the simulator"),
 )
 #: the flag that prints the traceback of an exception in the user's own code (a plugin)
 DEBUG_FLAG = "--debug"
