@@ -1092,3 +1092,18 @@ def test_console_tables_wrap_their_headers_at_80_columns():
     assert "1,142,780" in text and "1.25 GB" in text  # figures whole
     for word in ("finished", "exposed", "comm", "GPU", "time", "overlap", "peak", "memory"):
         assert word in text
+
+
+@pytest.mark.parametrize("flag", ["--json-out", "--csv-out", "--trace-out"])
+def test_output_names_too_long_for_the_os_are_refused_before_the_run(capsys, flag):
+    path = scenario()
+    code = main(["run", path, flag, "o" * 300])
+    out, err = capsys.readouterr()
+    assert code == EXIT_INPUT_ERROR and out == ""  # nothing simulated
+    line = error_line(err)
+    assert flag in line and "not a path the system accepts" in line and len(line) < 400
+
+
+def test_sweep_out_name_too_long(capsys):
+    sweep = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: [1, 2]}}\n")
+    expect_cli_error(capsys, ["sweep", sweep, "--out", "d" * 300, "--no-plots"], "--out")

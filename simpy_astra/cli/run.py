@@ -106,12 +106,23 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         raise InputError(f"--json-out: cannot write {path} ({exc.strerror or exc})") from None
 
 
+def _name_fits(path: str, flag: str) -> None:
+    """A path the OS accepts: no name over 255 bytes, no NUL (else the run would fail at the end)."""
+    from simpy_astra.config.readers import short_path
+
+    if "\0" in path or any(len(os.fsencode(part)) > 255 for part in path.split(os.sep)) \
+            or len(os.fsencode(os.path.abspath(path))) >= 4096:
+        raise InputError(f"{flag}: {short_path(path)} is not a path the system accepts (a name over 255 "
+                         f"bytes, a path over 4096, or a NUL character)")
+
+
 def _writable_file(path: str | None, flag: str) -> None:
     """Refuse an output file that cannot be written, before the run (not after minutes of it)."""
     if path is None:
         return
     if not path:
         raise InputError(f"{flag}: must be a file path (got an empty string)")
+    _name_fits(path, flag)
     if os.path.isdir(path):
         raise InputError(f"{flag}: {path} is a directory; expected a file path")
     folder = os.path.dirname(path) or "."
@@ -128,6 +139,7 @@ def _writable_dir(path: str | None, flag: str) -> None:
         return
     if not path:
         raise InputError(f"{flag}: must be a folder path (got an empty string)")
+    _name_fits(path, flag)
     existing = path
     while not os.path.exists(existing):
         existing = os.path.dirname(existing.rstrip(os.sep)) or "."
