@@ -1107,3 +1107,12 @@ def test_output_names_too_long_for_the_os_are_refused_before_the_run(capsys, fla
 def test_sweep_out_name_too_long(capsys):
     sweep = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: [1, 2]}}\n")
     expect_cli_error(capsys, ["sweep", sweep, "--out", "d" * 300, "--no-plots"], "--out")
+
+
+@pytest.mark.parametrize("passes", ["1000000000", "2000000"])
+def test_text_workload_passes_that_would_exhaust_memory(capsys, tmp_path, monkeypatch, passes):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    write_configs()
+    path = _text("l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
+    expect_input_error(capsys, "--num-passes", "at most 1,000,000",
+                       extra=(f"--workload-configuration={path}", f"--num-passes={passes}"))

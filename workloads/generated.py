@@ -130,6 +130,8 @@ def as_fields(message: str, where: str) -> str:
     ``--size: must be ...`` -> ``scenario.yaml: workload.size: must be ...``, so the user is
     not sent to a flag they never gave."""
     scenario, _, key = where.rpartition(": ")
+    if not key.isidentifier():  # ``where`` is a file (a text workload's), not a scenario field
+        return message
     prefix = f"{scenario}: " if scenario else ""
     text = re.sub(r"^(?:workload: generate: \w+|workload|generate \w+):\s*", "", message)
     text = re.sub(r"^'(\w+)' ", r"--\1: ", text)

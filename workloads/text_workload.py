@@ -315,6 +315,10 @@ _BUILDERS: dict[str, Callable[[TextWorkload, _Emitter, list[_LayerNodes], int], 
 }
 
 
+#: layers x passes one conversion builds per NPU (a node graph of ~6 nodes each, held in memory)
+MAX_LAYER_PASSES = 1_000_000
+
+
 def convert_text_workload(workload: TextWorkload, num_npus: int, num_passes: int,
                           num_dims: int | None = None) -> list[list]:
     """Per-NPU lists of Chakra ``Node`` messages, as Chakra's text converter would write them.
@@ -326,6 +330,10 @@ def convert_text_workload(workload: TextWorkload, num_npus: int, num_passes: int
         raise InputError(f"--num-npus must be >= 1 (got {num_npus})")
     if num_passes < 1:
         raise InputError(f"--num-passes must be >= 1 (got {num_passes})")
+    if num_passes * len(workload.layers) > MAX_LAYER_PASSES:  # each is ~6 nodes on every NPU
+        raise InputError(f"--num-passes (num_passes in a scenario): {num_passes} passes of "
+                         f"{len(workload.layers)} layers would build {num_passes * len(workload.layers):,} "
+                         f"layer instances per NPU; at most {MAX_LAYER_PASSES:,} fit in memory")
     if num_dims is not None and num_dims < 1:
         raise InputError(f"--num-dims must be >= 1 (got {num_dims})")
     emitter = _Emitter(num_dims)
