@@ -65,6 +65,15 @@ def _theirs(filename: str) -> bool:
     return not path.startswith((*mine, stdlib))
 
 
+def is_users_file(filename: str) -> bool:
+    """A file of the user's own code: not ours, not the standard library, not an installed
+    package (a bug in simpy or networkx is not the user's either)."""
+    import os
+
+    parts = os.path.abspath(filename).split(os.sep)
+    return _theirs(filename) and "site-packages" not in parts and "dist-packages" not in parts
+
+
 def import_module(name: str) -> Any:
     """Import a user module by name (the working directory is searched first). Whatever the
     module does while importing (raise, have a syntax error, call sys.exit) is reported as the

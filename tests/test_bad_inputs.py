@@ -1116,3 +1116,13 @@ def test_text_workload_passes_that_would_exhaust_memory(capsys, tmp_path, monkey
     path = _text("l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n")
     expect_input_error(capsys, "--num-passes", "at most 1,000,000",
                        extra=(f"--workload-configuration={path}", f"--num-passes={passes}"))
+
+
+def test_a_plugin_topology_failing_mid_run_is_reported_as_the_users(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(os.getcwd())
+    Path("plug_topo.py").write_text("from simpy_astra.topologies.ring import Ring\n\n"
+                                    "class BadRing(Ring):\n    def hops(self, src, dst):\n"
+                                    "        raise ValueError('no route')\n")
+    path = scenario(DEFAULT.replace("topology: [Ring]", "topology: ['plug_topo:BadRing']"))
+    line = expect_cli_error(capsys, ["run", path], "ValueError", "no route", "plug_topo.py:5")
+    assert "simpy-astra bug" not in line

@@ -106,6 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
         sys.stdout.flush()
+        if _raised_in_users_code(exc):  # e.g. a plugin topology's method, called mid-run
+            from simpy_astra.plugins import user_code_problem
+
+            if debug:
+                import traceback
+
+                traceback.print_exception(exc, file=sys.stderr)
+            print(f"error: {user_code_problem('your code', exc)}", file=sys.stderr)
+            return EXIT_INPUT_ERROR
         text = " ".join(str(exc).split()) or "no message"
         print(
             f"error: internal error {type(exc).__name__}: {text} (this is a simpy-astra bug; "
@@ -113,6 +122,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
+
+
+def _raised_in_users_code(exc: BaseException) -> bool:
+    """Whether the innermost frame of ``exc`` is the user's own code (a plugin module), not
+    simpy-astra, the standard library or an installed package."""
+    import traceback
+
+    from simpy_astra.plugins import is_users_file
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and is_users_file(frames[-1].filename)
 
 
 def _print_users_traceback(exc: BaseException, debug: bool) -> None:
