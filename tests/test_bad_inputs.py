@@ -1126,3 +1126,12 @@ def test_a_plugin_topology_failing_mid_run_is_reported_as_the_users(capsys, monk
     path = scenario(DEFAULT.replace("topology: [Ring]", "topology: ['plug_topo:BadRing']"))
     line = expect_cli_error(capsys, ["run", path], "ValueError", "no route", "plug_topo.py:5")
     assert "simpy-astra bug" not in line
+
+
+@pytest.mark.parametrize("axis, needle", [
+    ("{from: 1, to: 10, stpe: 5}", "did you mean 'step'"),
+    ("{values: [1, 2], as: bw, valeus: [3]}", "did you mean 'values'"),
+])
+def test_a_mistyped_axis_key(capsys, axis, needle):
+    path = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: {axis}}}\n")
+    expect_cli_error(capsys, ["sweep", path, "--list", "--no-plots"], path, "network.bandwidth", needle)

@@ -54,6 +54,8 @@ DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb"
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
 FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
 MAX_POINTS = 100_000
+#: the keys of an axis written as a mapping
+AXIS_KEYS = ("values", "from", "to", "step", "powers_of_two", "named", "as")
 DEFAULT_BACKEND = "congestion_unaware"  # scenario.py's default
 
 
@@ -316,6 +318,13 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
             raise InputError(f"{where}: the axis has no values; give at least one, e.g. [50, 100]")
         return _unique([_finite(v, where) for v in values]), None
     alias = raw.get("as")
+    for key in raw:
+        if key not in AXIS_KEYS:  # a mistyped 'stpe' would silently keep the step of 1
+            from simpy_astra.config.readers import nearest_key
+
+            near = nearest_key(str(key), AXIS_KEYS)
+            raise InputError(f"{where}: '{key}' is not an axis key"
+                             + (f"; did you mean '{near}'?" if near else f" (known: {', '.join(AXIS_KEYS)})"))
     forms = [k for k in ("values", "from", "powers_of_two", "named") if k in raw]
     if len(forms) != 1:
         raise InputError(f"{where}: give exactly one of values, from/to/step, powers_of_two, named "
