@@ -914,6 +914,15 @@ def test_compute_durations_past_the_cycle_counter(capsys, micros):
     expect_input_error(capsys, "w.0.et", "node 1", "duration_micros", "64-bit")
 
 
+def test_compute_durations_adding_up_past_the_cycle_counter(capsys):
+    write_configs()
+    half = (2**64 - 1) // 1000 // 2 + 1
+    nodes = [make_node(1, "a", COMP_NODE, duration_micros=half),
+             make_node(2, "b", COMP_NODE, deps=[1], duration_micros=half)]
+    write_workload({0: nodes, 1: [comp(1)]})
+    expect_input_error(capsys, "w.0.et", "add up to", "64-bit")
+
+
 @pytest.mark.parametrize("header, body", [
     ("DATA\n2\n", "l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n"),
     ("DATA\n1\n", "l0 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\nl1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 10\n"),

@@ -270,6 +270,10 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
                 f"{path}: node {node.id}: duplicate node id (records {prev + 1} and {i + 1}; "
                 "ids must be unique)"
             )
+    total_micros = sum(node.duration_micros for node in nodes)
+    if total_micros > _MAX_DURATION_MICROS:  # every node fits, the run's finish would not
+        raise EtError(f"{path}: the nodes' duration_micros add up to {total_micros} us, beyond the 64-bit "
+                      f"cycle counter (at most {_MAX_DURATION_MICROS} us, about 584 years)")
     indegree = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):
