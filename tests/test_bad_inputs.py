@@ -1019,6 +1019,7 @@ def test_a_memory_cap_that_is_not_a_number(capsys, cap):
     ("[5e1, 50]", 1),
     ("{from: 1e1, to: 5e1, step: 1e1}", 5),
     ("{from: 10, to: 100, step: 5e1}", 2),
+    ("{powers_of_two: [1e0, 6.4e1]}", 7),
 ])
 def test_scientific_numbers_in_sweeps(capsys, axis, points):
     path = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: {axis}}}\n")

@@ -351,6 +351,8 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
         values = [start + i * step for i in range(max(count, 0))]
     elif form == "powers_of_two":
         bounds = raw["powers_of_two"]
+        if isinstance(bounds, list):  # 6.4e1 is 64 (YAML reads scientific numbers as floats)
+            bounds = [int(b) if isinstance(b, float) and b.is_integer() and abs(b) < 2**63 else b for b in bounds]
         if (not isinstance(bounds, list) or len(bounds) != 2 or
                 not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
                 or bounds[0] < 1 or bounds[1] < bounds[0] or bounds[1] > 2 ** 62):
