@@ -30,7 +30,8 @@ class ArgumentParser(argparse.ArgumentParser):
         argv = list(sys.argv[1:] if args is None else args)
         known = self.known_flags()
         # a mistyped flag first: it is why a required flag looks missing
-        wrong = [a for a in argv if a.startswith("--") and a != "--" and a.split("=", 1)[0] not in known]
+        wrong = [a for a in argv if a.startswith("-") and a not in ("-", "--") and not a[1:2].isdigit()
+                 and a[1:2] != "." and a.split("=", 1)[0] not in known]
         if wrong:
             self.error(unknown_flag_problem(wrong[0], known))
         parsed, extra = self.parse_known_args(argv, namespace)
