@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from simpy_astra.collectives.base import CollectiveAlgorithm, ring_final_size
+from simpy_astra.collectives.base import CollectiveAlgorithm, CollectiveError, ring_final_size
 from simpy_astra.collectives.bidirectional_ring import BIDIRECTIONAL_RING
 from simpy_astra.collectives.direct import DIRECT
 from simpy_astra.collectives.double_binary_tree import DOUBLE_BINARY_TREE
@@ -45,24 +45,63 @@ class ImplementationChoice:
     window: int | None = None
 
 
+def _is_generator_function(fn: object) -> bool:
+    """``fn(ctx)`` makes a generator: a generator function (or a partial of one). Anything
+    else that is merely callable (``os:system``, a class) must not be called with a context."""
+    import functools
+    import inspect
+
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.isgeneratorfunction(fn)
+
+
 def register(name: str, algorithm) -> CollectiveAlgorithm:
     """Make ``name`` select ``algorithm`` (a CollectiveAlgorithm, or a generator function
     ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one."""
     if not isinstance(algorithm, CollectiveAlgorithm):
-        if not callable(algorithm):
-            raise TypeError(f"collective '{name}': {algorithm!r} is neither a CollectiveAlgorithm "
-                            f"nor a generator function")
+        if not _is_generator_function(algorithm):
+            kind = type(algorithm).__name__
+            raise TypeError(f"collective '{name}' is a {kind}, not an algorithm: expected a "
+                            f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
+    import dataclasses
+
+    algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run))
     REGISTRY[name] = algorithm
     return algorithm
 
 
+def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
+    """``run`` with the exceptions it raises reported as the user's code's (a plugin's bug
+    is theirs, with their traceback under --debug), not as a simpy-astra bug."""
+    import functools
+
+    from simpy_astra.plugins import PluginError, user_code_problem
+
+    @functools.wraps(run)
+    def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        try:
+            return (yield from run(*args, **kwargs))
+        except (CollectiveError, GeneratorExit):
+            raise
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
+            raise PluginError(user_code_problem(f"collective algorithm '{name}'", exc), exc) from None
+
+    return wrapped
+
+
 def _plugin(name: str) -> CollectiveAlgorithm | None:
     """An algorithm named ``module:attribute`` or by an installed entry point (then cached)."""
-    from simpy_astra.plugins import COLLECTIVES_GROUP, from_entry_point, import_object
+    from simpy_astra.plugins import COLLECTIVES_GROUP, PluginError, from_entry_point, import_object
 
     found = import_object(name) if ":" in name else from_entry_point(COLLECTIVES_GROUP, name)
-    return None if found is None else register(name, found)
+    if found is None:
+        return None
+    try:
+        return register(name, found)
+    except TypeError as exc:
+        raise PluginError(str(exc)) from None
 
 
 def resolve(name: str) -> ImplementationChoice | None:

@@ -22,20 +22,79 @@ TOPOLOGIES_GROUP = "simpy_astra.topologies"
 
 
 class PluginError(ValueError):
-    """A plugin name that cannot be imported or is not what it must be (one line)."""
+    """A plugin name that cannot be imported or is not what it must be (one line).
+
+    ``original`` is the exception the user's own code raised, if that is the cause: the CLI
+    prints its traceback with ``--debug`` (it is the user's bug, not ours)."""
+
+    def __init__(self, message: str, original: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.original = original
+
+
+def user_code_problem(what: str, exc: BaseException) -> str:
+    """One line for an exception the user's code raised: what raised it, where, and how to see
+    the traceback (``what``: "plugin module 'my_algos'", "collective 'pkg.mod:fn'", ...)."""
+    import traceback
+
+    if isinstance(exc, SyntaxError):
+        at, message = f"{exc.filename}:{exc.lineno}", exc.msg
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if _theirs(f.filename)]
+        at = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "unknown place"
+        message = " ".join(str(exc).split()) or "no message"
+    if isinstance(exc, SystemExit):
+        return (f"{what} called sys.exit({exc.code!r}) (at {at}); a plugin must raise an exception "
+                f"(or return), not end the run")
+    return (f"{what} raised {type(exc).__name__}: {message} (at {at}); this is an error in that "
+            f"code, not in simpy-astra: --debug shows its traceback")
+
+
+def _theirs(filename: str) -> bool:
+    """A traceback frame in the user's code: not the import machinery, not simpy-astra's own
+    modules (its top-level folders included), not the standard library."""
+    import os
+    import sysconfig
+
+    if filename.startswith("<"):
+        return False
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    mine = [os.path.join(ours, name) + os.sep for name in ("simpy_astra", "collectives", "topologies", "workloads")]
+    stdlib = sysconfig.get_paths()["stdlib"] + os.sep
+    path = os.path.abspath(filename)
+    return not path.startswith((*mine, stdlib))
+
+
+def is_users_file(filename: str) -> bool:
+    """A file of the user's own code: not ours, not the standard library, not an installed
+    package (a bug in simpy or networkx is not the user's either)."""
+    import os
+
+    parts = os.path.abspath(filename).split(os.sep)
+    return _theirs(filename) and "site-packages" not in parts and "dist-packages" not in parts
 
 
 def import_module(name: str) -> Any:
-    """Import a user module by name (the working directory is searched first)."""
+    """Import a user module by name (the working directory is searched first). Whatever the
+    module does while importing (raise, have a syntax error, call sys.exit) is reported as the
+    module's error."""
     import os
     import sys
 
+    if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
+        raise PluginError(f"{name!r} is not a module name; write it as package.module")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         return importlib.import_module(name)
-    except ImportError as exc:
-        raise PluginError(f"cannot import plugin module '{name}' ({exc})") from None
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing and (name == missing or name.startswith(missing + ".")):
+            raise PluginError(f"cannot import plugin module '{name}' (no module named '{missing}'; it is "
+                              f"searched in the working folder and the Python path)") from None
+        raise PluginError(user_code_problem(f"plugin module '{name}'", exc), exc) from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed, say so
+        raise PluginError(user_code_problem(f"plugin module '{name}'", exc), exc) from None
 
 
 def import_object(spec: str) -> Any:
@@ -48,6 +107,8 @@ def import_object(spec: str) -> Any:
         return getattr(module, attr)
     except AttributeError:
         raise PluginError(f"module '{module_name}' has no attribute '{attr}'") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a module __getattr__ of theirs
+        raise PluginError(user_code_problem(f"'{spec}'", exc), exc) from None
 
 
 @cache
@@ -62,8 +123,8 @@ def from_entry_point(group: str, name: str) -> Any | None:
         return None
     try:
         return ep.load()
-    except Exception as exc:  # a broken third-party package: say which one
-        raise PluginError(f"entry point '{name}' of {group} ({ep.value}) fails to load: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken third-party package: say which one
+        raise PluginError(user_code_problem(f"entry point '{name}' of {group} ({ep.value})", exc), exc) from None
 
 
 def entry_point_names(group: str) -> list[str]:

@@ -42,10 +42,14 @@ def test_astra_sim_flags(tmp_path: Path, capsys, monkeypatch) -> None:
     (tmp_path / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
     (tmp_path / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
     monkeypatch.chdir(tmp_path)
-    code = main([f"--workload-configuration={scenario}/workloads/step_8npus_1MB/step",
-                 "--system-configuration=sys.json", "--network-configuration=net.yml",
-                 "--remote-memory-configuration=mem.json", "--network-backend=congestion_unaware",
-                 "--some-flag-astra-sim-ignores=1"])
+    flags = [f"--workload-configuration={scenario}/workloads/step_8npus_1MB/step",
+             "--system-configuration=sys.json", "--network-configuration=net.yml",
+             "--remote-memory-configuration=mem.json", "--network-backend=congestion_unaware"]
+    # ASTRA-sim ignores a flag it does not know; a mistyped one would then silently keep its
+    # default, so here it is an error naming the flag (issue 27)
+    assert main([*flags, "--some-flag-astra-sim-ignores=1"]) == 2
+    assert "error: simpy-astra: --some-flag-astra-sim-ignores: unknown flag" in capsys.readouterr().err
+    code = main(flags)
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
     assert sum(line.endswith(f"finished, {default_step_ns()} cycles, exposed communication "

@@ -53,7 +53,7 @@ def test_generated_once_per_parameters_and_run(copying_generator, tmp_path):
 
 
 def test_unknown_generator_is_an_input_error(copying_generator, tmp_path):
-    with pytest.raises(InputError, match=r"workload: 'generate: nope' is not a known generator .*copy"):
+    with pytest.raises(InputError, match=r"workload\.generate: must name a generator, one of .*copy.*\(got 'nope'\)"):
         load_scenario(_scenario(tmp_path, {"generate": "nope"}))
     with pytest.raises(InputError, match="needs 'generate: NAME'"):
         load_scenario(_scenario(tmp_path, {"preset": "x"}))

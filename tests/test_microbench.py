@@ -69,7 +69,7 @@ def test_scenario_generate_microbench_gives_reference_figures(reference_dir: Pat
 
 @pytest.mark.parametrize("params, match", [
     ({"collective": "broadcast", "size": 8, "num_npus": 2}, "'broadcast' is not one of"),
-    ({"collective": "all_reduce", "size": "1MB", "num_npus": 2}, "needs 'size' as an integer"),
+    ({"collective": "all_reduce", "size": "1MB", "num_npus": 2}, r"workload\.size: must be an integer \(got '1MB'\)"),
     ({"collective": "all_reduce", "size": 8, "num_npus": 2, "dims": 1}, r"does not take \['dims'\]"),
 ])
 def test_bad_generator_parameters(params: dict, match: str, tmp_path: Path, monkeypatch) -> None:

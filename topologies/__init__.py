@@ -22,6 +22,7 @@ REGISTRY: dict[str, type[BasicTopology]] = {
     "Line": Line,
     "Graph": GraphTopology,  # needs the network YAML's `graph` mapping
 }
+_OURS = frozenset(REGISTRY.values())
 
 
 def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
@@ -59,7 +60,15 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
         if graph is None:
             raise GraphSpecError("graph", "is missing; topology Graph needs a graph mapping")
         return GraphTopology(npus_count, bandwidth_gbps, latency_ns, graph)
-    return lookup(name)(npus_count, bandwidth_gbps, latency_ns)
+    topology = lookup(name)
+    if topology in _OURS:
+        return topology(npus_count, bandwidth_gbps, latency_ns)
+    try:  # a plugin's class: what it raises is its author's error, reported as such
+        return topology(npus_count, bandwidth_gbps, latency_ns)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001
+        from simpy_astra.plugins import PluginError, user_code_problem
+
+        raise PluginError(user_code_problem(f"topology '{name}'", exc), exc) from None
 
 
 __all__ = ["register", "lookup", "BasicTopology", "CostPart", "Ring", "FullyConnected", "Switch", "Line",

@@ -37,7 +37,6 @@ tutorial read; ``--include-prefetch`` takes v3's ``Total Cycles (incl. prefetch)
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import os
@@ -46,6 +45,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
 
 STRATEGIES = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
@@ -406,7 +406,7 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     def integer(key: str, default: int) -> int:
         value = params.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"workload: generate gemm needs '{key}' as an integer (got {value!r})")
+            raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r})")
         return value
 
     if "num_npus" not in params or "parallel" not in params:
@@ -418,13 +418,13 @@ def generate(params: dict[str, Any], prefix: str) -> None:
                      integer("num_packages", 1), integer("datatype_size", 2))
     clock = params.get("clock_ghz", 1.0)
     if isinstance(clock, bool) or not isinstance(clock, int | float) or clock <= 0:
-        raise InputError(f"workload: generate gemm needs 'clock_ghz' as a number > 0 (got {clock!r})")
+        raise InputError(f"--clock-ghz: must be a number > 0 (got {clock!r})")
     write(workload, prefix, num_npus, "et", integer("num_passes", 1), float(clock))
 
 
 def main(argv: list[str]) -> int:
     """``simpy-astra generate gemm --mnk LAYERS.csv --parallel S --num-npus N --array RxC ...``."""
-    p = argparse.ArgumentParser(prog="simpy-astra generate gemm",
+    p = ArgumentParser(prog="simpy-astra generate gemm",
                                 description="Time GEMM layers with SCALE-Sim and write the training workload "
                                             "(the ISCA'22 ASTRA-sim tutorial's generator).")
     p.add_argument("--mnk", required=True, help="CSV with the header Layer,m,n,k")

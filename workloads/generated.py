@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -81,7 +82,8 @@ GENERATORS: dict[str, GeneratorEntry] = {
 
 def resolve_paths(spec: dict[str, Any], base_dir: str) -> dict[str, Any]:
     """``spec`` with its generator's file parameters made absolute from ``base_dir``."""
-    entry = GENERATORS.get(spec.get("generate"))
+    name = spec.get("generate")
+    entry = GENERATORS.get(name) if isinstance(name, str) else None
     if entry is None:
         return spec
     out = dict(spec)
@@ -112,10 +114,36 @@ def materialise(spec: dict[str, Any], where: str = "workload") -> GeneratedWorkl
     """Generate (or find in the cache) the workload a ``{generate: NAME, ...}`` mapping names."""
     params = dict(spec)
     name = params.pop("generate", None)
-    if name not in GENERATORS:
+    if not isinstance(name, str) or name not in GENERATORS:
         known = ", ".join(sorted(GENERATORS)) or "none registered"
-        raise InputError(f"{where}: 'generate: {name}' is not a known generator (known: {known})")
-    entry = GENERATORS[name]
+        raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
+    try:
+        return _materialise(name, GENERATORS[name], params, where)
+    except InputError as exc:
+        raise InputError(as_fields(exc.message, where)) from None
+    except (TypeError, ValueError, OverflowError) as exc:  # a parameter of a type no check foresaw
+        raise InputError(f"{where}: generate {name}: invalid parameters ({type(exc).__name__}: {exc})") from None
+
+
+def as_fields(message: str, where: str) -> str:
+    """A generator's error (worded for ``simpy-astra generate``'s flags) in a scenario's terms:
+    ``--size: must be ...`` -> ``scenario.yaml: workload.size: must be ...``, so the user is
+    not sent to a flag they never gave."""
+    scenario, _, key = where.rpartition(": ")
+    if not key.isidentifier():  # ``where`` is a file (a text workload's), not a scenario field
+        return message
+    prefix = f"{scenario}: " if scenario else ""
+    text = re.sub(r"^(?:workload: generate: \w+|workload|generate \w+):\s*", "", message)
+    text = re.sub(r"^'(\w+)' ", r"--\1: ", text)
+    text = re.sub(r"--([a-z][a-z0-9_-]*)", lambda m: f"{key}.{m.group(1).replace('-', '_')}", text)
+    if text.startswith(f"{key}."):
+        return prefix + text
+    if text.startswith("/") or (scenario and text.startswith(scenario)) or re.match(r"^[^ ]+\.\w+:", text):
+        return text  # names its own file (an input of the generator, the cache entry)
+    return f"{where}: {text}"
+
+
+def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where: str) -> GeneratedWorkload:
     if entry.prepare is not None:
         params = entry.prepare(params, where)
     folder = os.path.join(cache_root(), "workloads", f"{name}-{cache_key(name, entry.version, params)}")

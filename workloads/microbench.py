@@ -7,9 +7,9 @@ The traces match the ones ASTRA-sim's microbenchmark generator scripts write (sc
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import (
@@ -69,7 +69,7 @@ def write_microbench(collective: str, size_bytes: int, num_npus: int, prefix: st
 def _int_param(params: dict[str, Any], key: str) -> int:
     value = params.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"workload: generate microbench needs '{key}' as an integer (got {value!r})")
+        raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r})")
     return value
 
 
@@ -77,15 +77,18 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     """Scenario generator: ``{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 8}``."""
     unknown = set(params) - {"collective", "size", "num_npus"}
     if unknown:
-        raise InputError(f"workload: generate microbench does not take {sorted(unknown)}; "
+        raise InputError(f"workload: generate microbench does not take {sorted(map(str, unknown))}; "
                          f"use collective, size, num_npus")
-    write_microbench(str(params.get("collective")), _int_param(params, "size"),
+    collective = params.get("collective")
+    if not isinstance(collective, str):
+        raise InputError(f"--collective: must be one of {', '.join(COLLECTIVES)} (got {collective!r})")
+    write_microbench(collective, _int_param(params, "size"),
                      _int_param(params, "num_npus"), prefix)
 
 
 def main(argv: list[str]) -> int:
     """``simpy-astra generate microbench --collective C --size BYTES --num-npus N --output PREFIX``."""
-    p = argparse.ArgumentParser(prog="simpy-astra generate microbench",
+    p = ArgumentParser(prog="simpy-astra generate microbench",
                                 description="Write a one-collective Chakra ET per NPU.")
     p.add_argument("--collective", required=True, choices=sorted(COLLECTIVES))
     p.add_argument("--size", type=int, required=True, help="collective size in bytes")

@@ -18,13 +18,13 @@ collective is left out. Inputs on which Chakra would crash are :class:`InputErro
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import (
@@ -150,6 +150,9 @@ def parse_text_workload(path: str) -> TextWorkload:
     layers = tuple(_parse_layer(path, no, line) for no, line in enumerate(lines[2:], start=3) if line.strip())
     if not layers:
         raise InputError(f"{path}: no layer lines after the two header lines")
+    if declared != len(layers):  # Chakra's converter reads `declared` lines: the rest is lost or missing
+        raise InputError(f"{path}:2: the header says {declared} layers but {len(layers)} layer lines "
+                         f"follow; make the number on line 2 match the layer lines")
     if last_bottom is not None and not 0 <= last_bottom < len(layers):
         raise InputError(f"{path}:1: last bottom layer {last_bottom} is not a layer index (0..{len(layers) - 1})")
     return TextWorkload(path, text, parallelism, declared, last_bottom, layers)
@@ -312,6 +315,10 @@ _BUILDERS: dict[str, Callable[[TextWorkload, _Emitter, list[_LayerNodes], int], 
 }
 
 
+#: layers x passes one conversion builds per NPU (a node graph of ~6 nodes each, held in memory)
+MAX_LAYER_PASSES = 1_000_000
+
+
 def convert_text_workload(workload: TextWorkload, num_npus: int, num_passes: int,
                           num_dims: int | None = None) -> list[list]:
     """Per-NPU lists of Chakra ``Node`` messages, as Chakra's text converter would write them.
@@ -323,6 +330,10 @@ def convert_text_workload(workload: TextWorkload, num_npus: int, num_passes: int
         raise InputError(f"--num-npus must be >= 1 (got {num_npus})")
     if num_passes < 1:
         raise InputError(f"--num-passes must be >= 1 (got {num_passes})")
+    if num_passes * len(workload.layers) > MAX_LAYER_PASSES:  # each is ~6 nodes on every NPU
+        raise InputError(f"--num-passes (num_passes in a scenario): {num_passes} passes of "
+                         f"{len(workload.layers)} layers would build {num_passes * len(workload.layers):,} "
+                         f"layer instances per NPU; at most {MAX_LAYER_PASSES:,} fit in memory")
     if num_dims is not None and num_dims < 1:
         raise InputError(f"--num-dims must be >= 1 (got {num_dims})")
     emitter = _Emitter(num_dims)
@@ -380,7 +391,7 @@ def text_workload_prefix(path: str, num_npus: int, num_passes: int = 1, num_dims
 
 def main(argv: list[str]) -> int:
     """``simpy-astra convert text --input F --output PREFIX --num-npus N --num-passes P [--num-dims D]``."""
-    p = argparse.ArgumentParser(prog="simpy-astra convert text",
+    p = ArgumentParser(prog="simpy-astra convert text",
                                 description="Convert an ASTRA-sim 1.0 text workload to Chakra ETs "
                                             "(same traces as Chakra's text converter).")
     p.add_argument("--input", required=True, help="ASTRA-sim 1.0 text workload (.txt)")

@@ -16,6 +16,9 @@ from simpy_astra.errors import InputError
 
 #: the most ET files (NPUs) one generator call writes; far beyond what one run can simulate
 MAX_TRACE_NPUS = 65536
+#: Linux's limits on one file name and on a whole path, in bytes
+NAME_MAX = 255
+PATH_MAX = 4096
 
 
 def check_prefix(prefix: str, where: str = "--output") -> None:
@@ -24,6 +27,16 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
     if not prefix or not base or base in (".", ".."):
         raise InputError(f"{where}: must be a file prefix such as traces/allreduce (got {prefix!r}); "
                          f"it writes PREFIX.0.et, PREFIX.1.et, ...")
+    if "\0" in prefix:
+        raise InputError(f"{where}: must not contain a NUL character (got {prefix!r})")
+    long_part = next((part for part in prefix.split(os.sep) if len(os.fsencode(part)) + 9 > NAME_MAX), None)
+    if long_part is not None:
+        raise InputError(f"{where}: the name {long_part[:40]!r}... is {len(long_part)} characters; a file or "
+                         f"folder name may have at most {NAME_MAX - 9} here (the system's limit, with "
+                         f"'.NNNNN.et' added)")
+    if len(os.fsencode(os.path.abspath(prefix))) + 9 >= PATH_MAX:
+        raise InputError(f"{where}: the path is {len(prefix)} characters; at most about {PATH_MAX - 9} fit "
+                         f"the system's limit")
     folder = os.path.dirname(prefix) or "."
     parent = folder
     while not os.path.exists(parent) and os.path.dirname(parent) != parent:
@@ -68,7 +81,11 @@ class TraceFiles:
             missing.append(folder)
             folder = os.path.dirname(folder)
         for path in reversed(missing):
-            os.makedirs(path, exist_ok=True)
+            try:
+                os.makedirs(path, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"--output: cannot create the folder {path!r} "
+                                 f"({exc.strerror or exc})") from None
             self.made_dirs.append(path)
 
     def add(self, path: str) -> str:

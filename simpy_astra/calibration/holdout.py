@@ -58,7 +58,7 @@ def load_fitted_lines(path: str) -> dict[str, set[int]]:
             doc = json.load(f)
     except OSError as exc:
         raise InputError.at(path, None, f"cannot read the calibration record ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError.at(path, None, f"not JSON ({exc})") from None
     logs = doc.get("logs") if isinstance(doc, dict) else None
     if not isinstance(logs, list) or not all(isinstance(x, dict) and "sha256_16" in x for x in logs):

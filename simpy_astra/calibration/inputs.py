@@ -8,17 +8,17 @@ import os
 import tempfile
 from typing import Any
 
-import yaml
-
 from simpy_astra.calibration.model import check_network, default_system
+from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config import load_network_yaml, load_system_json
+from simpy_astra.config.readers import load_json, read_yaml_file
 from simpy_astra.errors import InputError
 
 
 def log_parser(command: str, description: str, network_help: str, system_help: str, out_help: str,
                system_required: bool) -> argparse.ArgumentParser:
     """The flags ``calibrate`` and ``validate`` share: logs, network, system, out, collective."""
-    p = argparse.ArgumentParser(prog=f"simpy-astra {command}", description=description)
+    p = ArgumentParser(prog=f"simpy-astra {command}", description=description)
     p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
     p.add_argument("--network", required=True, help=network_help)
     p.add_argument("--system", required=system_required, default=None, help=system_help)
@@ -33,8 +33,7 @@ def log_parser(command: str, description: str, network_help: str, system_help: s
 
 def load_network(path: str) -> dict[str, Any]:
     load_network_yaml(path)  # the simulator's own checks and messages
-    with open(path) as f:
-        network = yaml.safe_load(f)
+    network = read_yaml_file(path, "network YAML")  # read as the simulator reads it (YAML 1.2)
     check_network(network, path)
     return network
 
@@ -45,11 +44,7 @@ def load_system(path: str | None, network: dict[str, Any]) -> dict[str, Any]:
         return default_system(network)
     if not os.path.exists(path):
         load_system_json(path)  # raises the simulator's own missing-file message
-    try:
-        with open(path) as f:
-            given = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise InputError.at(path, None, f"not a readable JSON object ({exc})") from None
+    given = load_json(path, "system JSON")  # duplicate keys, depth: the simulator's own checks
     if not isinstance(given, dict):
         raise InputError.at(path, None, "a system JSON must be an object of ASTRA-sim system keys")
     merged = {**default_system(network), **given}

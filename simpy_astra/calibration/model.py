@@ -31,8 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
 
 #: above this many candidate vertices the fit iterates instead (three or more dimension groups)
@@ -43,7 +42,7 @@ MIB = 1 << 20
 #: the network backends ``calibrate`` and ``validate`` can drive (scenario key ``backend``)
 BACKENDS = ("congestion_unaware", "congestion_aware", "packet")
 
-#: the system knobs calibrate sets when --system does not (README, "Calibrating to a cluster")
+#: the system knobs calibrate sets when --system does not (docs/calibration.md, "Calibrating to a real cluster")
 DEFAULT_SYSTEM: dict[str, Any] = {
     "scheduling-policy": "LIFO",
     "collective-optimization": "localBWAware",
@@ -57,7 +56,7 @@ DEFAULT_SYSTEM: dict[str, Any] = {
 
 
 def default_implementations(npus_count: list[int]) -> dict[str, list[str]]:
-    """Algorithms whose latency structure matches NCCL's (README explains the choice).
+    """Algorithms whose latency structure matches NCCL's (docs/calibration.md explains the choice).
 
     All-reduce: halving-doubling (bandwidth-optimal like a ring, but log2(n) steps, close to
     NCCL's tree for small sizes) where a dimension is a power of two, else ring. All-gather
@@ -112,7 +111,7 @@ def simulate_collective(network: dict[str, Any], system: dict[str, Any], collect
                         "num_npus": num_npus}
         path = os.path.join(tmp, "scenario.yaml")
         with open(path, "w") as f:
-            yaml.safe_dump({"workload": workload, "system": system, "network": network,
+            dump_yaml({"workload": workload, "system": system, "network": network,
                             "backend": backend}, f)
         inputs = load_scenario(path)
         reports = Simulation(inputs).run()

@@ -90,7 +90,7 @@ def load_regimes(path: str):
             doc = json.load(f)
     except OSError as exc:
         raise InputError.at(path, None, f"cannot read the regimes ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError.at(path, None, f"not JSON ({exc})") from None
     regimes = doc.get("regimes") if isinstance(doc, dict) else None
     if not isinstance(regimes, list) or not regimes or not all(

@@ -19,7 +19,7 @@ from simpy_astra.calibration.model import (
 )
 from simpy_astra.errors import InputError
 
-#: errors below this count as this much in the geometric mean (README: "Error figures")
+#: errors below this count as this much in the geometric mean (docs/calibration.md: "Error figures")
 ERROR_FLOOR = 0.01
 
 

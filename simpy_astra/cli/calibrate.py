@@ -2,7 +2,7 @@
 
 Reads nccl-tests logs, fits the network's per-dimension latency and bandwidth so that the
 simulator reproduces the logged times, and writes DIR/network.yml, DIR/system.json and
-DIR/calibration.json (what was fitted, from what, and how well). See README, "Calibrating
+DIR/calibration.json (what was fitted, from what, and how well). See docs/calibration.md, "Calibrating
 to a real cluster", and ``simpy_astra/calibration/``.
 """
 
@@ -14,8 +14,7 @@ import json
 import os
 import time
 
-import yaml
-
+from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
 
 
@@ -24,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = log_parser("calibrate", "Fit a network to nccl-tests logs.",
                    network_help="network YAML: topology and starting values",
-                   system_help="system JSON (default: calibrate's, see README)",
+                   system_help="system JSON (default: calibrate's, see docs/calibration.md)",
                    out_help="folder for network.yml, system.json, calibration.json", system_required=False)
     p.add_argument("--min-size", type=int, default=1 << 20,
                    help="fit sizes from this many bytes up (default 1 MiB)")
@@ -32,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hold-out-every", type=int, default=0, metavar="N",
                    help="leave every N-th size of each log out of the fit, for validate --holdout")
     p.add_argument("--fit-algorithms", action="store_true",
-                   help="choose each logged collective's algorithm by the fit (see README)")
+                   help="choose each logged collective's algorithm by the fit (see docs/calibration.md)")
     p.add_argument("--protocol-regimes", action="store_true",
                    help="find where NCCL switches protocol in the logs; fit each side (regimes.json)")
     return p
@@ -114,7 +113,7 @@ def main(argv: list[str]) -> int:
         with open(net_path, "w") as f:
             f.write("# calibrated by simpy-astra calibrate from "
                     + ", ".join(os.path.basename(p) for p in args.logs) + "\n")
-            yaml.safe_dump(cal.network, f, sort_keys=False)
+            dump_yaml(cal.network, f, sort_keys=False)
         with open(sys_path, "w") as f:
             json.dump(cal.system, f, indent=2)
             f.write("\n")

@@ -18,6 +18,7 @@ import sys
 
 from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.errors import InputError, StalledError
+from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.chakra import EtError
 
 EXIT_INTERNAL_ERROR = 1
@@ -36,9 +37,40 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "simpy_astra.cli.validate",  # nccl-tests logs against the simulator
 }
 
+#: what ``--help`` (and no arguments) lists first: every command, one line each
+COMMAND_LINES = (
+    ("run", "SCENARIO.yaml", "simulate a scenario (the default)"),
+    ("sweep", "SWEEP.yaml --out DIR", "design-space sweep: results, best point"),
+    ("generate", "microbench|transformer|gemm", "write Chakra ET traces from parameters"),
+    ("convert", "text|pytorch", "text or PyTorch workloads to Chakra ET"),
+    ("calibrate", "LOG... --network N.yml", "fit a network to nccl-tests logs"),
+    ("validate", "LOG... --network N.yml", "nccl-tests logs against the simulator"),
+)
+#: the flag that prints the traceback of an exception in the user's own code (a plugin)
+DEBUG_FLAG = "--debug"
+
+
+def overview() -> str:
+    """The command list, then the ASTRA-sim flag form: what a first-time user needs to start."""
+    width = max(len(f"{name} {args}") for name, args, _ in COMMAND_LINES)
+    lines = ["usage: simpy-astra COMMAND [ARGS] | simpy-astra SCENARIO.yaml | simpy-astra FLAGS (ASTRA-sim's form, below)",
+             "", "Simulate distributed ML training (ASTRA-sim 2.0 compatible).", "", "commands:"]
+    lines += [f"  {f'{name} {args}':<{width}}  {what}" for name, args, what in COMMAND_LINES]
+    lines += ["", "Each command has its own --help (simpy-astra run --help lists the scenario fields).",
+              f"{DEBUG_FLAG} (any command): show the traceback of an error raised by your own plugin code.",
+              "", "ASTRA-sim's flag form (its binary's flags, so scripts switch by changing the path):", ""]
+    from simpy_astra.cli.run import astra_help
+
+    return "\n".join(lines) + "\n" + astra_help()
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in argv
+    argv = [a for a in argv if a != DEBUG_FLAG]
+    if not argv or argv[0] in ("-h", "--help"):
+        print(overview(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else EXIT_INPUT_ERROR
     try:
         if argv and argv[0] in SUBCOMMANDS:
             import gc
@@ -59,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "run":
             return run_scenario(argv[1:])
         return run_astra_flags(argv)
-    except (InputError, EtError, CollectiveError) as exc:
+    except (InputError, EtError, CollectiveError, PluginError) as exc:
+        _print_users_traceback(exc, debug)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR
     except StalledError as exc:
@@ -73,6 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
         sys.stdout.flush()
+        if _raised_in_users_code(exc):  # e.g. a plugin topology's method, called mid-run
+            from simpy_astra.plugins import user_code_problem
+
+            if debug:
+                import traceback
+
+                traceback.print_exception(exc, file=sys.stderr)
+            print(f"error: {user_code_problem('your code', exc)}", file=sys.stderr)
+            return EXIT_INPUT_ERROR
         text = " ".join(str(exc).split()) or "no message"
         print(
             f"error: internal error {type(exc).__name__}: {text} (this is a simpy-astra bug; "
@@ -80,6 +122,33 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
+
+
+def _raised_in_users_code(exc: BaseException) -> bool:
+    """Whether the innermost frame of ``exc`` is the user's own code (a plugin module), not
+    simpy-astra, the standard library or an installed package."""
+    import traceback
+
+    from simpy_astra.plugins import is_users_file
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and is_users_file(frames[-1].filename)
+
+
+def _print_users_traceback(exc: BaseException, debug: bool) -> None:
+    """With --debug: the traceback of the user's code behind ``exc`` (a plugin that raised),
+    found on its chain of causes; without: nothing (the one error line says where)."""
+    if not debug:
+        return
+    seen: BaseException | None = exc
+    while seen is not None:
+        original = getattr(seen, "original", None)
+        if original is not None:
+            import traceback
+
+            traceback.print_exception(original, file=sys.stderr)
+            return
+        seen = seen.__cause__ or seen.__context__
 
 
 def _silence_stdout() -> None:

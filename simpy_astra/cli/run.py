@@ -12,13 +12,14 @@ import os
 import sys
 import time
 
+from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
 
 
 def _astra_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="simpy-astra",
         description="Simulate a distributed training workload (ASTRA-sim 2.0 compatible flags).",
     )
@@ -31,7 +32,7 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-backend", default="congestion_unaware",
                    help="congestion_unaware (analytical), congestion_aware (links queue messages) or "
                         "packet (packets pipelined, ports shared round robin over inputs, buffers and credits)")
-    p.add_argument("--num-queues-per-dim", type=int, default=1)
+    p.add_argument("--num-queues-per-dim", type=int, default=1, help="queues per dimension (1 to 4096)")
     p.add_argument("--injection-scale", type=float, default=1.0)
     p.add_argument("--compute-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
     p.add_argument("--comm-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
@@ -45,10 +46,15 @@ def _astra_parser() -> argparse.ArgumentParser:
     return p
 
 
+def astra_help() -> str:
+    """The ASTRA-sim flag form's help (for the top-level ``--help``)."""
+    return _astra_parser().format_help()
+
+
 def _add_report_flags(p: argparse.ArgumentParser) -> None:
     """Report files, and the one engine switch that depends on them."""
     p.add_argument("--fold-symmetry", choices=("on", "off"), default=None,
-                   help="simulate each orbit of symmetric NPUs once (default on; see README, "
+                   help="simulate each orbit of symmetric NPUs once (default on; see docs/performance.md, "
                         "'Symmetry folding'); --csv-out and --trace-out switch it off")
     p.add_argument("--csv-out", default=None, metavar="DIR",
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
@@ -65,7 +71,7 @@ def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
 def _run_parser() -> argparse.ArgumentParser:
     from simpy_astra.config import scenario
 
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
         epilog=scenario.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
@@ -100,12 +106,23 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         raise InputError(f"--json-out: cannot write {path} ({exc.strerror or exc})") from None
 
 
+def _name_fits(path: str, flag: str) -> None:
+    """A path the OS accepts: no name over 255 bytes, no NUL (else the run would fail at the end)."""
+    from simpy_astra.config.readers import short_path
+
+    if "\0" in path or any(len(os.fsencode(part)) > 255 for part in path.split(os.sep)) \
+            or len(os.fsencode(os.path.abspath(path))) >= 4096:
+        raise InputError(f"{flag}: {short_path(path)} is not a path the system accepts (a name over 255 "
+                         f"bytes, a path over 4096, or a NUL character)")
+
+
 def _writable_file(path: str | None, flag: str) -> None:
     """Refuse an output file that cannot be written, before the run (not after minutes of it)."""
     if path is None:
         return
     if not path:
         raise InputError(f"{flag}: must be a file path (got an empty string)")
+    _name_fits(path, flag)
     if os.path.isdir(path):
         raise InputError(f"{flag}: {path} is a directory; expected a file path")
     folder = os.path.dirname(path) or "."
@@ -122,6 +139,7 @@ def _writable_dir(path: str | None, flag: str) -> None:
         return
     if not path:
         raise InputError(f"{flag}: must be a folder path (got an empty string)")
+    _name_fits(path, flag)
     existing = path
     while not os.path.exists(existing):
         existing = os.path.dirname(existing.rstrip(os.sep)) or "."
@@ -211,8 +229,13 @@ def run_scenario(argv: list[str]) -> int:
 
 
 def run_astra_flags(argv: list[str]) -> int:
-    """The reference binary's flags (unknown ones are ignored, as ASTRA-sim does)."""
-    args, _unknown = _astra_parser().parse_known_args(argv)
+    """The reference binary's flags. An unknown flag is an error (ASTRA-sim ignores it, so a
+    mistyped ``--netwrok-backend=packet`` would silently run the default backend)."""
+    args = _astra_parser().parse_args(argv)
+    for flag in ("workload", "system", "network", "remote_memory"):
+        if not getattr(args, f"{flag}_configuration"):
+            raise InputError(f"--{flag.replace('_', '-')}-configuration: must be a file path (got an empty "
+                             f"string)")
     for flag, value in (("--compute-scale", args.compute_scale), ("--comm-scale", args.comm_scale)):
         if value != 1.0:
             print(f"warning: {flag} {value} is accepted but changes nothing (ASTRA-sim reads it "

@@ -5,7 +5,7 @@ Dask cluster), then writes DIR/best.json, the plots and a summary table. See
 ``simpy_astra/sweep/spec.py`` for the YAML.
 
 Exit status: 0 done; 2 a bad input (one ``error:`` line naming the file and field, before any
-point runs); 4 every point failed (their errors are in results.csv); 130 stopped by Ctrl-C and
+point runs; or, after them, a ``minimise`` that gave no point a number); 4 every point failed (their errors are in results.csv); 130 stopped by Ctrl-C and
 143 by SIGTERM (finished points saved; the same command finishes the rest).
 """
 
@@ -18,9 +18,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from rich.console import Console
 
+from simpy_astra.cli.args import ArgumentParser
+from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from simpy_astra.sweep.store import ResultsStore
 
 EXIT_ALL_FAILED = 4
+EXIT_NO_BEST = 2  # the minimise expression (an input) ranks nothing
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -42,8 +44,46 @@ def _stop_once(signum: int, frame) -> None:
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
+class _ReaderMayLeave:
+    """A text stream whose reader may close it (``sweep ... 2>&1 | head -1``): once the pipe is
+    closed, what is written goes nowhere, and the sweep goes on to write results.csv and
+    best.json instead of dying of a BrokenPipeError half-way (or exit 120 at the final flush)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.closed_by_reader = False
+
+    def _gone(self) -> None:
+        self.closed_by_reader = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:  # the interpreter's own final flush of this descriptor must not fail either
+            os.dup2(devnull, self._stream.fileno())
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        if not self.closed_by_reader:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_by_reader:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
+    p = ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
     p.add_argument("sweep", help="sweep YAML (base scenario, axes, constraints, minimise)")
     p.add_argument("--out", help="output folder; starting again resumes it (required unless --list)")
     p.add_argument("--list", action="store_true", help="print the points (key and coordinates) and stop")
@@ -64,7 +104,7 @@ def _write_point_scenarios(out_dir: str, points) -> None:
             if not os.path.exists(path):
                 with open(path + ".tmp", "w") as f:
                     f.write("".join(f"# {k}: {v}\n" for k, v in p.coordinates.items()))
-                    yaml.safe_dump(p.scenario, f, sort_keys=False)
+                    dump_yaml(p.scenario, f, sort_keys=False)
                 os.replace(path + ".tmp", path)
     except OSError as exc:
         raise InputError(f"--out: cannot write {getattr(exc, 'filename', None) or folder} "
@@ -85,17 +125,37 @@ def main(argv: list[str]) -> int:
     if threading.current_thread() is threading.main_thread():  # only there can Python set handlers
         previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)
                     if signal.getsignal(sig) is not signal.SIG_IGN}  # e.g. nohup: stays ignored
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)
+    stopped = False
     try:
         for sig in previous:
             signal.signal(sig, _stop_once)
-        return _main(argv)
+        code = _main(argv)
+        stopped = code in (EXIT_INTERRUPTED, EXIT_TERMINATED)
+        return code
     except KeyboardInterrupt as exc:  # before or after the points ran: nothing half-written
+        stopped = True
         terminated = type(exc).__name__ == "Terminated"
         print("terminated" if terminated else "interrupted", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # a reader that left is noticed here, not at the interpreter's exit
+        sys.stdout, sys.stderr = streams
+        if not stopped or not _is_main_program():
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        # else: a stopped sweep keeps ignoring Ctrl-C until the process is gone, so a second
+        # one during the interpreter's shutdown cannot kill it by SIGINT or print a traceback
+
+
+def _is_main_program() -> bool:
+    """Whether this process is ``python -m simpy_astra`` / ``simpy-astra`` (which exits right
+    after ``main``), not a caller that goes on and needs its own Ctrl-C back."""
+    main = sys.modules.get("__main__")
+    return getattr(main, "__spec__", None) is not None and main.__spec__.name == "simpy_astra.__main__" \
+        or os.path.basename(sys.argv[0] if sys.argv else "") == "simpy-astra"
 
 
 def _main(argv: list[str]) -> int:
@@ -109,6 +169,8 @@ def _main(argv: list[str]) -> int:
     from simpy_astra.sweep.store import ResultsStore
 
     spec = load_sweep(args.sweep)
+    for warning in spec.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     points = spec.points()
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
@@ -170,6 +232,13 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         console.print(f"[yellow]{stopped}[/yellow]: {len(done)} of {len(points)} points saved in "
                       f"{store.csv_path}; run the same command again to finish the rest")
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
+    ok = [o for o in done if o.ok]
+    if ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
+        print(f"error: {args.sweep}: minimise: '{spec.objective.text}' gave no number for any of the "
+              f"{len(ok)} finished points (a figure it uses is empty, e.g. cost_usd without a price for "
+              f"the network, or it divides by zero), so best.json names no best; minimise a figure every "
+              f"point has, e.g. finish_ns", file=sys.stderr)
+        return EXIT_NO_BEST
     if done and not any(o.ok for o in done):
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
               f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.config.readers import (
@@ -15,8 +15,12 @@ from simpy_astra.config.readers import (
     load_json_object,
     require_mapping,
     show_value,
+    unknown_key_warnings,
 )
 from simpy_astra.errors import InputError
+
+#: every key a remote-memory JSON is read for
+MEMORY_KEYS = ("memory-type", "num-nodes", "num-npus-per-node", "remote-mem-latency", "remote-mem-bw")
 
 MEMORY_TYPES = (
     "NO_MEMORY_EXPANSION",
@@ -40,6 +44,8 @@ class RemoteMemoryConfig:
     num_nodes: int = 0  # PER_NODE_MEMORY_EXPANSION only
     num_npus_per_node: int = 0  # PER_NODE_MEMORY_EXPANSION only
     source: str = "<remote memory>"
+    #: one line per key no reader uses (a misspelt ``remote-mem-bandwidth``)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def check_total_npus(self, total_npus: int) -> None:
         """Every NPU must map to a node (``npu // num_npus_per_node < num_nodes``).
@@ -102,4 +108,5 @@ def remote_memory_from_mapping(j: Any, src: str) -> RemoteMemoryConfig:
             f"must be at least 1 B/ns for {memory_type} (got {got}); it is an integer "
             f"divisor, fractions are truncated",
         )
+    kw["warnings"] = tuple(unknown_key_warnings(src, j, MEMORY_KEYS, "remote-memory"))
     return RemoteMemoryConfig(**kw)

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.readers import UINT64_MAX, PathLike, load_yaml_mapping, require_mapping, show_value
+from simpy_astra.config.readers import (
+    UINT64_MAX,
+    PathLike,
+    load_yaml_mapping,
+    require_mapping,
+    show_value,
+    unknown_key_warnings,
+)
 from simpy_astra.cost_model import CostPrices, CostSpecError, tiers_for
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
@@ -37,6 +44,8 @@ class NetworkConfig:
     #: packet backend only (``packet-size``, ``switch-buffer``); None: the backend's defaults
     packet_size_bytes: int | None = None
     switch_buffer_bytes: int | None = None
+    #: one line per key no reader uses (a misspelt ``bandwith``), printed with the run's warnings
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def num_dims(self) -> int:
@@ -48,6 +57,8 @@ class NetworkConfig:
 
 
 _NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+#: every key a network YAML is read for: ASTRA-sim's four lists, then our extensions
+KNOWN_NETWORK_KEYS = (*_NETWORK_KEYS, "graph", "packet-size", "switch-buffer", "cost")
 
 
 def load_network_yaml(path: PathLike) -> NetworkConfig:
@@ -167,6 +178,7 @@ def network_from_mapping(data: Any, src: str) -> NetworkConfig:
         graph_specs=tuple(specs) if any(specs) else (),
         packet_size_bytes=packet_size,
         switch_buffer_bytes=switch_buffer,
+        warnings=tuple(unknown_key_warnings(src, data, KNOWN_NETWORK_KEYS, "network")),
     )
     if "cost" in data:  # beyond ASTRA-sim: prices for the network cost model
         net = with_cost(net, data["cost"], src)

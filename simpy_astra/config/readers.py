@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +40,43 @@ def show_value(value: Any) -> str:
 
 
 def read_text(src: str, what: str) -> str:
+    """A config file's text; a missing, unreadable, non-UTF-8 or oddly named file is one line."""
+    if not src:
+        raise InputError(f"<empty path>: expected the path of the {what} file (got an empty string)")
     path = Path(src)
-    if not path.exists():
-        raise InputError(f"{src}: {what} file does not exist (relative paths resolve from {os.getcwd()})")
-    if path.is_dir():
-        raise InputError(f"{src}: is a directory; expected the {what} file")
     try:
+        if not path.exists():
+            raise InputError(f"{short_path(src)}: {what} file does not exist (relative paths resolve "
+                             f"from {os.getcwd()})")
+        if path.is_dir():
+            raise InputError(f"{short_path(src)}: is a directory; expected the {what} file")
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{src}: is not UTF-8 text (byte {exc.start}); expected the {what} file") from None
-    except OSError as exc:
-        raise InputError(f"{src}: cannot be read ({exc.strerror})") from None
+        raise InputError(f"{short_path(src)}: is not UTF-8 text (byte {exc.start}); expected the {what} "
+                         f"file") from None
+    except (OSError, ValueError) as exc:  # too long a name, a NUL byte, no permission, ...
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(f"{short_path(src)}: cannot be read ({why}); expected the {what} file") from None
+
+
+def short_path(src: str) -> str:
+    """A path fit for a one-line message (a 5000-character name is cut in the middle)."""
+    return src if len(src) <= 120 else f"{src[:60]}...{src[-57:]}"
+
+
+#: deepest nesting accepted in a config file: real configs need 4-5 levels, and deeper data
+#: would exhaust Python's recursion in the readers
+MAX_NESTING = 100
+#: values a YAML document may expand to through aliases (``*a``): a few aliases of aliases
+#: (the "billion laughs") would otherwise expand to billions of values
+MAX_ALIAS_EXPANSION = 100_000
 
 
 class _NonFiniteNumber(Exception):
+    pass
+
+
+class _DuplicateKey(Exception):
     pass
 
 
@@ -59,14 +84,54 @@ def _reject_constant(name: str) -> float:
     raise _NonFiniteNumber(name)
 
 
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def nesting_depth(data: Any) -> int:
+    """How deep lists and mappings nest in ``data`` (a scalar: 0), without recursion; stops
+    counting past :data:`MAX_NESTING`."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = list(value.values())
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def load_json(src: str, what: str) -> Any:
     text = read_text(src, what)
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
     except json.JSONDecodeError as exc:
         raise InputError(f"{src}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except _NonFiniteNumber as exc:
         raise InputError(f"{src}: invalid JSON: {exc} is not a JSON number; write a finite number") from None
+    except _DuplicateKey as exc:
+        raise InputError(f"{src}: field '{exc}' appears twice; keep one (readers disagree on which "
+                         f"one wins)") from None
+    except RecursionError:  # nested thousands deep
+        data = None
+        too_deep = True
+    else:
+        too_deep = nesting_depth(data) > MAX_NESTING
+    if too_deep:
+        raise InputError(f"{src}: lists and objects nest more than {MAX_NESTING} levels deep; a {what} "
+                         f"needs only a few")
+    return data
 
 
 def load_json_object(src: str, what: str) -> dict[str, Any]:
@@ -80,13 +145,105 @@ def load_json_object(src: str, what: str) -> dict[str, Any]:
 
 
 class ConfigLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, reading scalars as ASTRA-sim's yaml-cpp does.
+    """YAML 1.2 core schema, as ASTRA-sim's yaml-cpp reads it (PyYAML implements YAML 1.1).
 
-    yaml-cpp converts on demand, so ``5e1`` and ``1e-3`` are numbers where a number is read
-    (YAML 1.1 wants a dot and a signed exponent and PyYAML leaves them strings), and
-    ``2024-01-01`` stays the text the user wrote (PyYAML makes it a ``date``), so a
-    misplaced date is reported as written.
+    So ``0764`` is 764 (not octal 500), ``1:30`` and ``2024-01-01`` stay the text written (not
+    90 and a date), ``yes``/``on`` are text (not true), and ``5e1`` is a number. Only the core
+    tags exist (``!!binary``, ``!!set``, ``!!timestamp`` are errors), a key given twice is an
+    error, nesting is bounded (:data:`MAX_NESTING`) and so is what aliases expand to
+    (:data:`MAX_ALIAS_EXPANSION`), so no file can crash or stall the reader.
     """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> values it expands to
+        self._aliases = False
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if self._depth >= MAX_NESTING:
+            raise yaml.composer.ComposerError(
+                None, None, f"lists and mappings nest more than {MAX_NESTING} levels deep", event.start_mark)
+        is_alias = isinstance(event, yaml.events.AliasEvent)
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if is_alias:
+            self._aliases = True
+            if id(node) not in self._sizes:
+                raise yaml.composer.ComposerError(
+                    None, None, f"alias *{event.anchor} refers to a node that contains it", event.start_mark)
+            return node
+        if isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._sizes.get(id(child), 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
+        else:
+            size = 1
+        if self._aliases and size > MAX_ALIAS_EXPANSION:
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases (*name) expand to more than {MAX_ALIAS_EXPANSION:,} values; write "
+                            f"the values out or use fewer aliases", node.start_mark)
+        self._sizes[id(node)] = size
+        return node
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}  # key -> line it is first given on
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key '{key}' (first given on line {seen[key]}); keep one",
+                            key_node.start_mark)
+                    seen[key] = key_node.start_mark.line + 1
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: Any) -> int:
+        text = self.construct_scalar(node)
+        sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
+        if digits.startswith("0o"):
+            return sign * int(digits[2:], 8)
+        if digits.startswith("0x"):
+            return sign * int(digits[2:], 16)
+        return sign * int(digits, 10)
+
+
+_CORE = "tag:yaml.org,2002:"
+ConfigLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    ("float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+              r"|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$", list("-+.0123456789")),
+):
+    ConfigLoader.add_implicit_resolver(_CORE + _tag, re.compile(_pattern), _first)
+ConfigLoader.yaml_constructors = {
+    tag: make for tag, make in yaml.SafeLoader.yaml_constructors.items()
+    if tag is None or tag.removeprefix(_CORE) in ("null", "bool", "float", "str", "seq", "map")
+}
+ConfigLoader.add_constructor(_CORE + "int", ConfigLoader.construct_yaml_int)
+
+
+class ConfigDumper(yaml.SafeDumper):
+    """Writes YAML that :class:`ConfigLoader` reads back as written: a string that YAML 1.2
+    reads as a number (``5e1``, ``0o17``) is quoted, one that only YAML 1.1 would (``yes``) is not."""
+
+
+ConfigDumper.yaml_implicit_resolvers = ConfigLoader.yaml_implicit_resolvers
+
+
+def dump_yaml(data: Any, stream: Any = None, **options: Any) -> Any:
+    """``yaml.safe_dump`` for files simpy-astra reads again (scenarios of sweep points, fitted
+    networks), in the schema it reads them with."""
+    return yaml.dump(data, stream, Dumper=ConfigDumper, **options)
 
 
 def parse_yaml(text: str) -> Any:
@@ -106,6 +263,8 @@ def load_yaml(src: str, what: str) -> Any:
                 f"{src}: invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
             ) from None
         raise InputError(f"{src}: invalid YAML: {problem}") from None
+    except (RecursionError, ValueError) as exc:  # a guard above missed a case; still the file's fault
+        raise InputError(f"{src}: cannot be read as YAML ({type(exc).__name__}: {exc})") from None
 
 
 def read_yaml_file(src: str, what: str) -> Any:
@@ -139,7 +298,7 @@ def json_int(
     if number < minimum:
         raise InputError.at(src, key, f"must be an integer >= {minimum} (got {show_value(value)}){hint}")
     if number > maximum:
-        raise InputError.at(src, key, f"must be at most {maximum} (got {show_value(value)})")
+        raise InputError.at(src, key, f"must be at most {maximum} (got {show_value(value)}){hint}")
     return number
 
 
@@ -202,3 +361,31 @@ def require_mapping(data: Any, src: str, what: str, example: str) -> dict[Any, A
     if not isinstance(data, dict):
         raise InputError(f"{src}: must be a mapping like '{example}' (got {show_value(data)}); expected the {what}")
     return data
+
+
+def nearest_key(key: str, known: Iterable[str]) -> str | None:
+    """The known key ``key`` most likely misspells (``bandwith`` -> ``bandwidth``,
+    ``packet_size`` -> ``packet-size``), or None when none is close."""
+    import difflib  # only when a key is unknown: the default run never needs it
+
+    known = sorted(known)
+    folded = {k.lower().replace("_", "-"): k for k in known}
+    spelled = key.lower().replace("_", "-")
+    if spelled in folded:
+        return folded[spelled]
+    close = difflib.get_close_matches(spelled, list(folded), n=1, cutoff=0.6)
+    return folded[close[0]] if close else None
+
+
+def unknown_key_warnings(src: str, data: dict[Any, Any], known: Iterable[str], what: str) -> list[str]:
+    """One warning per key of ``data`` no reader uses, naming the nearest known key: a misspelt
+    key would otherwise silently keep its default."""
+    known = set(known)
+    out = []
+    for key in data:
+        if key in known:
+            continue
+        near = nearest_key(str(key), known)
+        hint = f"; did you mean '{near}'?" if near else f"; known: {', '.join(sorted(known))}"
+        out.append(f"{src}: field '{key}' is not a {what} field and is ignored{hint}")
+    return out

@@ -14,7 +14,7 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
     backend: congestion_unaware          # optional: or congestion_aware, packet
     num_queues_per_dim: 1                # optional
     injection_scale: 1.0                 # optional
-    fold_symmetry: true                  # optional: simulate symmetric NPUs once (README)
+    fold_symmetry: true                  # optional: simulate symmetric NPUs once (docs/performance.md)
     cost: {tiers: [node, pod], link: {pod: 10}}   # optional: network prices (cost_model.py)
 
 Paths *inside* system configs (custom collectives) resolve from the working directory, as
@@ -44,6 +44,7 @@ from simpy_astra.config import (
     system_from_mapping,
 )
 from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.config.readers import unknown_key_warnings
 from simpy_astra.errors import InputError
 
 T = TypeVar("T")
@@ -51,6 +52,29 @@ T = TypeVar("T")
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
                  "fold_symmetry", "plugins", "cost"}
+
+
+#: queues per dimension beyond which a run only exhausts memory (each is a Python object per
+#: NPU and dimension); ASTRA-sim's examples use 1 to 4
+MAX_QUEUES_PER_DIM = 4096
+
+
+def check_backend(where: str, backend: Any) -> str:
+    """``backend`` if a network backend has that name; errors name ``where`` (the flag, or the
+    scenario's field), so a scenario's typo is not reported as a flag the user never gave."""
+    from simpy_astra.network import BACKENDS
+
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        got = "an empty string" if backend == "" else repr(backend)
+        raise InputError(f"{where}: must be one of {', '.join(BACKENDS)} (got {got})")
+    return backend
+
+
+def check_queues(where: str, queues: Any) -> int:
+    if isinstance(queues, bool) or not isinstance(queues, int) or not 1 <= queues <= MAX_QUEUES_PER_DIM:
+        raise InputError(f"{where}: must be an integer from 1 to {MAX_QUEUES_PER_DIM} (got {queues!r}); "
+                         f"ASTRA-sim's examples use 1")
+    return queues
 
 
 def inputs_from_astra_flags(workload: str, system: str, network: str, remote_memory: str,
@@ -61,8 +85,8 @@ def inputs_from_astra_flags(workload: str, system: str, network: str, remote_mem
     A ``.txt`` workload is an ASTRA-sim 1.0 text file: it is converted (and cached) for the
     network's NPU count and ``num_passes`` training iterations first.
     """
-    if queues_per_dim < 1:
-        raise InputError(f"--num-queues-per-dim must be >= 1 (got {queues_per_dim})")
+    check_queues("--num-queues-per-dim", queues_per_dim)
+    check_backend("--network-backend", backend)
     _check_injection_scale("--injection-scale", injection_scale)
     net = load_network_yaml(network)
     return _inputs(workload, load_system_json(system, injection_scale=injection_scale), net,
@@ -79,7 +103,7 @@ def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: Rem
             num_passes: int) -> SimulationInputs:
     """The inputs of a run from parsed configs; comm groups as a path (read here) or parsed."""
     memory.check_total_npus(net.total_npus)
-    warnings = []
+    warnings = [*net.warnings, *memory.warnings]
     if isinstance(comm_groups, dict):
         groups = comm_groups
     else:
@@ -140,19 +164,17 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     doc = read_yaml_file(path, "scenario YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a scenario must be a mapping with keys workload, system, network")
-    unknown = set(doc) - SCENARIO_KEYS
-    if unknown:
-        raise InputError(f"{path}: unknown field(s) {sorted(map(str, unknown))}; "
-                         f"allowed: {sorted(SCENARIO_KEYS)}")
+    unknown = unknown_key_warnings(path, doc, SCENARIO_KEYS, "scenario")
     for key in ("workload", "system", "network"):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
-    queues = _positive_int(path, doc, "num_queues_per_dim")
+    queues = check_queues(f"{path}: field 'num_queues_per_dim'", doc.get("num_queues_per_dim", 1))
     injection_scale = _number(path, doc, "injection_scale", 1.0)
     num_passes = _positive_int(path, doc, "num_passes")
-    chosen = backend or doc.get("backend", "congestion_unaware")
-    if not isinstance(chosen, str):
-        raise InputError.at(path, "backend", f"must be a backend name such as congestion_unaware (got {chosen!r})")
+    if backend is not None:
+        chosen = check_backend("--network-backend", backend)
+    else:
+        chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", "congestion_unaware"))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
@@ -189,6 +211,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
+    inputs.warnings[:0] = unknown
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost
 

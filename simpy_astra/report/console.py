@@ -48,8 +48,10 @@ class Output:
             from rich.table import Table
 
             table = Table(title=title)
-            for col in columns:
-                table.add_column(col, justify="right", no_wrap=True)
+            for i, col in enumerate(columns):
+                # headers wrap at spaces on a narrow terminal; a figure is never cut or broken
+                widest = max([len(str(row[i])) for row in rows] + [len(w) for w in str(col).split()] + [1])
+                table.add_column(col, justify="right", overflow="fold", min_width=widest)
             for row in rows:
                 table.add_row(*row)
             self.console.print(table)

@@ -14,8 +14,7 @@ import tempfile
 import time
 from typing import Any
 
-import yaml
-
+from simpy_astra.config.readers import dump_yaml
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.statistics import COMM, GPU
 from simpy_astra.units import bytes_to_gib
@@ -44,7 +43,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="simpy-astra-point-") as tmp:
             path = os.path.join(tmp, "scenario.yaml")
             with open(path, "w") as f:
-                yaml.safe_dump(scenario, f)
+                dump_yaml(scenario, f)
             inputs = load_scenario(path)
         # no local-memory trace files: every point (in parallel) would write the same names
         # into the working folder; the rows keep each point's peak and its breakdown

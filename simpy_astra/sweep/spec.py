@@ -39,8 +39,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from simpy_astra.config.readers import read_yaml_file, short_path, unknown_key_warnings
 from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.sweep.expressions import Expression, parse_expression
@@ -55,6 +54,8 @@ DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb"
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
 FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
 MAX_POINTS = 100_000
+#: the keys of an axis written as a mapping
+AXIS_KEYS = ("values", "from", "to", "step", "powers_of_two", "named", "as")
 DEFAULT_BACKEND = "congestion_unaware"  # scenario.py's default
 
 
@@ -96,6 +97,8 @@ class SweepSpec:
     objective: Expression | None = None
     report: list[Expression] = field(default_factory=list)
     memory_cap_gb: float | None = None
+    #: one line per key of the sweep YAML no reader uses (printed before the points run)
+    warnings: list[str] = field(default_factory=list)
 
     def fingerprint(self) -> str:
         """What gives a coordinate its meaning; results from a different one cannot be mixed."""
@@ -153,7 +156,12 @@ class SweepSpec:
         of ``point`` (every figure 1): an expression that cannot be evaluated, or a ``minimise``
         or ``report`` that can never give a number, is refused before any point runs."""
         values = {**point.names(self.axes), **dict.fromkeys(RESULT_NAMES, 1)}
-        self.objective.number(values, f"{self.path}: minimise")
+        where = f"{self.path}: minimise"
+        if all(self.objective.number({**values, **dict.fromkeys(RESULT_NAMES, stand_in)}, where) is None
+               for stand_in in (1, 2, 3.5, 1e6)):
+            raise InputError(f"{where}: '{self.objective.text}' gives no number for any figures (e.g. a "
+                             f"division by zero), so no point could be ranked; write an expression over "
+                             f"{', '.join(DEFAULT_REPORT[:3])}")
         for i, expr in enumerate(self.report):
             expr.number(values, f"{self.path}: report[{i}]")
         for expr in self.result_constraints:
@@ -201,14 +209,12 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
     node[parts[-1]] = value
 
 
-def _load_yaml(path: str, where: str) -> Any:
-    if not os.path.exists(path):
-        raise InputError(f"{where}: file {path} does not exist")
-    try:
-        with open(path) as f:
-            return yaml.safe_load(f)  # JSON is YAML too
-    except yaml.YAMLError as exc:
-        raise InputError(f"{where}: {path} is not valid YAML/JSON ({exc})") from None
+def _load_yaml(path: str, where: str, what: str) -> Any:
+    """A YAML (or JSON: JSON is YAML too) file read as ``run`` reads it (YAML 1.2, duplicate keys,
+    depth and alias bounds); a missing file names where the sweep names it."""
+    if path and not os.path.lexists(path) and len(path) < 4096 and "\0" not in path:
+        raise InputError(f"{short_path(where)}: file {short_path(path)} does not exist")
+    return read_yaml_file(path, what)
 
 
 def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, Any]:
@@ -217,7 +223,7 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
     where = f"{spec_path}: base"
     if isinstance(raw, str):
         scenario_path = raw if os.path.isabs(raw) else os.path.join(os.path.dirname(spec_path), raw)
-        doc = _load_yaml(scenario_path, where)
+        doc = _load_yaml(scenario_path, where, "base scenario")
         base_dir = os.path.dirname(os.path.abspath(scenario_path))
     elif isinstance(raw, dict):
         doc, base_dir = copy.deepcopy(raw), os.path.dirname(os.path.abspath(spec_path))
@@ -239,10 +245,34 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
             if key == "workload":
                 raise InputError(f"{spec_path}: axes: 'workload.*' needs a generated workload in the base "
                                  f"(workload: {{generate: NAME, ...}}), not the ET prefix {value}")
-            doc[key] = _load_yaml(path, f"{where}: {key}")
+            doc[key] = _load_yaml(path, f"{where}: {key}", f"{key} file")
         else:
             doc[key] = path
     return doc
+
+
+def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
+    """An axis must name a field some reader uses: a misspelt ``network.bandwith`` would give
+    points that all run the same scenario."""
+    from simpy_astra.config.network import KNOWN_NETWORK_KEYS
+    from simpy_astra.config.readers import nearest_key
+    from simpy_astra.config.scenario import SCENARIO_KEYS
+    from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
+
+    parts = dotted.split(".")
+    known: set[str] = set(SCENARIO_KEYS)
+    fields = {"system": KNOWN_SYSTEM_KEYS, "network": KNOWN_NETWORK_KEYS}
+    if parts[0] in fields and len(parts) > 1:
+        present = base.get(parts[0])
+        known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
+        wrong, prefix = parts[1], parts[0] + "."
+    else:
+        wrong, prefix = parts[0], ""
+    if wrong not in known:
+        near = nearest_key(wrong, known)
+        hint = f"; did you mean '{prefix}{near}'?" if near else ""
+        raise InputError(f"{where}: '{dotted}' names no field of the scenario (every point would run "
+                         f"the same){hint}")
 
 
 def _finite(value: Any, where: str) -> Any:
@@ -284,8 +314,17 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     """Values of one axis (duplicates dropped) and its optional ``as:`` name."""
     if not isinstance(raw, dict):
         values = list(raw) if isinstance(raw, list) else [raw]
+        if not values:
+            raise InputError(f"{where}: the axis has no values; give at least one, e.g. [50, 100]")
         return _unique([_finite(v, where) for v in values]), None
     alias = raw.get("as")
+    for key in raw:
+        if key not in AXIS_KEYS:  # a mistyped 'stpe' would silently keep the step of 1
+            from simpy_astra.config.readers import nearest_key
+
+            near = nearest_key(str(key), AXIS_KEYS)
+            raise InputError(f"{where}: '{key}' is not an axis key"
+                             + (f"; did you mean '{near}'?" if near else f" (known: {', '.join(AXIS_KEYS)})"))
     forms = [k for k in ("values", "from", "powers_of_two", "named") if k in raw]
     if len(forms) != 1:
         raise InputError(f"{where}: give exactly one of values, from/to/step, powers_of_two, named "
@@ -294,6 +333,8 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     if form == "values":
         values = raw["values"] if isinstance(raw["values"], list) else [raw["values"]]
         values = [_finite(v, f"{where}: values") for v in values]
+        if not values:
+            raise InputError(f"{where}: values: the axis has no values; give at least one, e.g. [50, 100]")
     elif form == "from":
         start, stop, step = raw.get("from"), raw.get("to"), raw.get("step", 1)
         for key, x in (("from", start), ("to", stop), ("step", step)):
@@ -310,6 +351,8 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
         values = [start + i * step for i in range(max(count, 0))]
     elif form == "powers_of_two":
         bounds = raw["powers_of_two"]
+        if isinstance(bounds, list):  # 6.4e1 is 64 (YAML reads scientific numbers as floats)
+            bounds = [int(b) if isinstance(b, float) and b.is_integer() and abs(b) < 2**63 else b for b in bounds]
         if (not isinstance(bounds, list) or len(bounds) != 2 or
                 not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
                 or bounds[0] < 1 or bounds[1] < bounds[0] or bounds[1] > 2 ** 62):
@@ -342,12 +385,10 @@ def _parse_axis(column: str, raw: Any, where: str) -> Axis:
 
 
 def load_sweep(path: str) -> SweepSpec:
-    doc = _load_yaml(path, path)
+    doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a sweep must be a mapping with base and axes")
-    unknown = set(doc) - SPEC_KEYS
-    if unknown:
-        raise InputError(f"{path}: unknown field(s) {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
+    warnings = unknown_key_warnings(path, doc, SPEC_KEYS, "sweep")
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
     raw_axes = doc.get("axes") or {}
@@ -364,8 +405,18 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
+    twice = sorted({p for p in axis_paths if axis_paths.count(p) > 1})
+    if twice:
+        raise InputError(f"{path}: axes: {twice[0]} is set by two axes (the later would silently win); "
+                         f"keep one, or fold both into one 'named' axis")
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
-                     base=_resolve_base(doc["base"], path, axis_paths), axes=axes)
+                     base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
+    from simpy_astra.config.scenario import SCENARIO_KEYS
+
+    spec.warnings += unknown_key_warnings(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
+    for axis in axes:
+        for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
+            _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")
@@ -382,7 +433,8 @@ def load_sweep(path: str) -> SweepSpec:
                    for i, text in enumerate(raw_report)]
     if doc.get("memory_cap_gb") is not None:
         cap = doc["memory_cap_gb"]
-        if not isinstance(cap, int | float) or cap <= 0:
-            raise InputError(f"{path}: field 'memory_cap_gb' must be a positive number of GB")
+        if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap) or cap <= 0:
+            raise InputError(f"{path}: field 'memory_cap_gb' must be a finite number of GB > 0 "
+                             f"(got {cap!r})")
         spec.memory_cap_gb = float(cap)
     return spec

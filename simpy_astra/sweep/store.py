@@ -122,9 +122,22 @@ class ResultsStore:
 
     def _grown(self, columns: list[str]) -> bool:
         """Columns of a folder from before a result column was added: it resumes (its rows leave
-        the new column empty)."""
+        the new column empty). The order must be ours too: a header with two columns swapped
+        would otherwise relabel every row's values (ranking best.json by the wrong figure)."""
         return set(columns) <= set(self.columns) and set(self.columns) - set(columns) <= set(RESULT_NAMES) \
-            and columns[:1] == ["key"]
+            and columns == [c for c in self.columns if c in set(columns)]
+
+    def _misplaced(self, header: list[str]) -> str:
+        """What is wrong with ``header``, named by column: the first one out of place."""
+        expected = [c for c in self.columns if c in set(header)]
+        for i, (got, want) in enumerate(zip(header, expected, strict=False)):
+            if got != want:
+                return f"column {i + 1} is '{got}' where this sweep writes '{want}'"
+        extra = sorted(set(header) - set(self.columns))
+        if extra:
+            return f"column '{extra[0]}' is not one this sweep writes"
+        missing = [c for c in self.columns if c not in set(header) and c not in RESULT_NAMES]
+        return f"column '{missing[0]}' is missing" if missing else "the columns differ"
 
     def _check_manifest(self, spec: SweepSpec) -> None:
         manifest = os.path.join(self.out_dir, "sweep.json")
@@ -174,10 +187,9 @@ class ResultsStore:
         reader = csv.reader(io.StringIO(complete, newline=""))
         header = next(reader, None)
         if not header or header != self.columns and not self._grown(header):
-            got = ",".join(header)[:60] if header else "an empty file"
-            raise InputError(f"{self.csv_path}: header: does not match this sweep (expected "
-                             f"{','.join(self.columns)[:60]}..., got {got}); it was edited or truncated: "
-                             f"restore it, or move it away to start over; it is left as it is")
+            got = self._misplaced(header) if header else "an empty file"
+            raise InputError(f"{self.csv_path}: header: does not match this sweep ({got}); it was edited "
+                             f"or truncated: restore it, or move it away to start over; it is left as it is")
         columns = header
         rows: dict[str, dict[str, str]] = {}
         lines_of: dict[str, int] = {}

@@ -241,6 +241,8 @@ def read_et(
     return metadata, nodes
 
 
+#: the longest duration whose nanoseconds still fit ASTRA-sim's 64-bit cycle counter
+_MAX_DURATION_MICROS: Final = (2**64 - 1) // 1000
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
 
 
@@ -254,17 +256,25 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
     if not nodes:
         raise EtError(f"{path}: no nodes (every rank needs at least one node)")
     index: dict[int, int] = {}
+    total_micros = 0
     for i, node in enumerate(nodes):
         if node.type in _MESSAGE_TYPES:  # ASTRA-sim reads comm_size as uint64: -1 is 16 EiB
             size = node.attrs.get("comm_size")
             if size is not None and size[0] in INTEGER_VALUE_FIELDS and size[1] < 0:  # type: ignore[operator]
                 raise node.error(f"attribute 'comm_size' is {size[1]}; a message size must be >= 0 bytes", path)
+        total_micros += node.duration_micros
+        if node.duration_micros > _MAX_DURATION_MICROS:  # ASTRA-sim's cycle counter is a uint64 of ns
+            raise node.error(f"duration_micros is {node.duration_micros} us, beyond the 64-bit cycle counter "
+                             f"(at most {_MAX_DURATION_MICROS} us, about 584 years)", path)
         prev = index.setdefault(node.id, i)
         if prev != i:
             raise EtError(
                 f"{path}: node {node.id}: duplicate node id (records {prev + 1} and {i + 1}; "
                 "ids must be unique)"
             )
+    if total_micros > _MAX_DURATION_MICROS:  # every node fits, the run's finish would not
+        raise EtError(f"{path}: the nodes' duration_micros add up to {total_micros} us, beyond the 64-bit "
+                      f"cycle counter (at most {_MAX_DURATION_MICROS} us, about 584 years)")
     indegree = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):

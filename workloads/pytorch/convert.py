@@ -27,13 +27,13 @@ order or size are reported by file and node.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import shutil
 import tempfile
 
+from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import write_et
 from simpy_astra.workloads.pytorch import mlc
@@ -182,7 +182,7 @@ def convert(host: str, device: str | None, prefix: str,
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="simpy-astra convert pytorch",
+    p = ArgumentParser(prog="simpy-astra convert pytorch",
                                 description="Convert PyTorch execution traces (optionally with Kineto traces) "
                                             "to Chakra ETs, collectives included.")
     p.add_argument("--host", required=True, help="PyTorch execution trace (JSON), or a directory of them")

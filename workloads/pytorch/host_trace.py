@@ -132,7 +132,7 @@ def load_host_trace(path: str) -> HostTrace:
             data = json.load(f)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the host trace ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError(f"{path}: is not JSON ({exc}); expected a PyTorch execution trace "
                          f"(ExecutionTraceObserver output)") from None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or "schema" not in data:

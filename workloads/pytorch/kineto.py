@@ -34,7 +34,7 @@ def load_kineto(path: str) -> list[dict[str, Any]]:
             data = json.load(f)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the device trace ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError(f"{path}: is not JSON ({exc}); expected a Kineto trace (torch.profiler)") from None
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):

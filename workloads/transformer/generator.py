@@ -16,6 +16,7 @@ import argparse
 import time
 from typing import Any
 
+from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.config import (
@@ -50,7 +51,7 @@ _INT_FLAGS = ("dp", "tp", "pp", "sp", "ep", "dvocal", "dmodel", "dff", "head", "
 _BOOL_FLAGS = ("weight_sharded", "activation_recompute", "tpsp", "mixed_precision")
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(ArgumentParser):
     def error(self, message: str):  # noqa: ANN201 - argparse's signature
         raise InputError(f"generate transformer: {message}")
 

@@ -1,0 +1,151 @@
+"""The README is a short front page, and every command it and ``docs/`` show still works.
+
+A command shown with placeholders (``SCENARIO.yaml``, ``[--jobs N]``) or the reader's own files
+is checked against its command's ``--help``: the command exists and knows every flag shown. A
+concrete command runs, in a scratch folder that sees the checkout's files, unless it is listed
+in ``LONG`` with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+FRESH_MACHINE = (
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
+    "python -m simpy_astra run scenarios/default.yaml",
+    'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && python -m pytest -q',
+)
+#: commands too long for the test suite (prefix -> why); they are still checked against --help
+LONG = {
+    "python -m simpy_astra sweep scenarios/sweeps/lab_": "a lab sweep runs for an hour",
+    "python -m simpy_astra sweep scenarios/sweeps/cost_topology.yaml": "dozens of points",
+    "python -m simpy_astra sweep scenarios/sweeps/gemm_arrays.yaml": "needs SCALE-Sim, many points",
+    "python -m simpy_astra sweep scenarios/sweeps/mesh_backends.yaml": "packet-level points",
+    "python -m simpy_astra generate transformer --preset llama2-70b": "thousands of trace files",
+    "python -m simpy_astra generate gemm": "needs SCALE-Sim (extra .[gemm])",
+    "python -m simpy_astra run scenarios/gemm": "needs SCALE-Sim (extra .[gemm])",
+    "python -m simpy_astra run scenarios/transformer": "a 16-NPU transformer step",
+}
+#: the reader's own files, which commands name as examples (not in the checkout on purpose)
+YOUR_FILES = re.compile(r"Resnet50_DataParallel\.txt|et_rank0\.json|kineto_rank0\.json|traces/|kineto/|"
+                        r"\.log\b|all_reduce\.log|one_node/|two_nodes/|net\.yml|sys\.json|cal/")
+#: words in capitals that are values, not placeholders
+VALUES = {"DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA"}
+
+
+def shown_commands(path: Path) -> list[tuple[int, str]]:
+    """(line, command) of every ``python -m simpy_astra`` command in a code block of ``path``:
+    4-space indented blocks and fenced shell blocks, continuation lines joined, comments cut."""
+    out: list[tuple[int, str]] = []
+    fenced = False
+    lines = path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            i += 1
+            continue
+        code = line.strip() if fenced else (line[4:] if line.startswith("    ") else None)
+        start = i
+        if code is not None:
+            while code.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                code = code[:-1].rstrip() + " " + lines[i].strip()
+            code = re.sub(r"\s+#.*$", "", code).strip()
+            if "python -m simpy_astra" in code:
+                out.append((start + 1, code))
+        i += 1
+    return out
+
+
+def all_commands() -> list[tuple[str, int, str]]:
+    return [(p.relative_to(ROOT).as_posix(), n, c) for p in (README, *DOCS) for n, c in shown_commands(p)]
+
+
+def is_synopsis(command: str) -> bool:
+    words = [w for w in re.split(r"[\s=/.,]+", command) if w]
+    return bool(re.search(r"\[|\.\.\.|\*| \| |<", command)) or any(
+        re.fullmatch(r"[A-Z][A-Z0-9_]*", w) and w not in VALUES for w in words)
+
+
+@cache
+def help_text(words: tuple[str, ...]) -> str:
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", *words, "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (words, done.stderr)
+    return done.stdout
+
+
+def command_words(argv: list[str]) -> tuple[str, ...]:
+    """The (sub)command of ``argv`` (after ``python -m simpy_astra``): ``generate microbench``."""
+    if not argv or argv[0].startswith("-") or argv[0].endswith((".yaml", ".yml")):
+        return ()
+    if argv[0] in ("generate", "convert") and len(argv) > 1:
+        return tuple(argv[:2])
+    return (argv[0],)
+
+
+def check_flags(command: str) -> None:
+    argv = shlex.split(command.split("python -m simpy_astra", 1)[1].replace("[", " ").replace("]", " ")
+                       .replace("|", " "))
+    words = command_words(argv)
+    text = help_text(words)
+    for flag in {a.split("=")[0] for a in argv if a.startswith("--")}:
+        assert re.search(rf"{re.escape(flag)}\b", text), f"{flag} is not a flag of '{' '.join(words)}'"
+
+
+def test_readme_is_a_short_front_page_with_the_two_commands_first():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 300, len(lines)
+    code = [ln[4:] for ln in lines if ln.startswith("    ")]
+    assert tuple(code[:2]) == FRESH_MACHINE
+
+
+def test_the_readme_links_every_guide_and_every_link_resolves():
+    text = README.read_text()
+    for page in DOCS:
+        assert f"(docs/{page.name})" in text, f"the README does not link docs/{page.name}"
+    for path in (README, *DOCS):
+        for target in re.findall(r"\]\(([^)\s#]+)(?:#[^)]*)?\)", path.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            assert (path.parent / target).exists(), f"{path.name}: link {target} resolves to nothing"
+
+
+def test_the_guides_the_issue_names_exist():
+    names = {p.stem for p in DOCS}
+    assert {"backends", "cosimulation", "collectives", "sweeps", "calibration", "generators",
+            "performance"} <= names
+
+
+@pytest.mark.parametrize(("doc", "line", "command"), all_commands(),
+                         ids=[f"{d}:{n}" for d, n, _ in all_commands()])
+def test_every_command_shown_still_runs(tmp_path, doc, line, command):
+    if "pip install" in command:
+        return  # the fresh-machine commands install; the suite itself is that command's test
+    check_flags(command)
+    if is_synopsis(command) or YOUR_FILES.search(command):
+        return
+    if any(command.startswith(prefix) for prefix in LONG):
+        return
+    for entry in ROOT.iterdir():  # the checkout's files, but outputs land in the scratch folder
+        if not entry.name.startswith("."):
+            (tmp_path / entry.name).symlink_to(entry)
+    argv = shlex.split(command)
+    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / ".cache"), "SIMPY_ASTRA_PROGRESS": "0",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, f"{doc}:{line}: {command}\n{done.stderr[-2000:]}"
