@@ -217,3 +217,23 @@ def test_cli_says_before_time_starts_why_a_large_run_does_not_fold(tmp_path: Pat
     assert len(err) == 1 and err[0].startswith("note: symmetry folding off: translation +1 fails at rank 4")
     assert err[0].endswith("simulating 64 of 64 NPUs")
     assert json.loads(out.read_text())["peak_rss_mb"] > 10
+
+
+def test_a_lazily_generated_trace_beyond_64_bits_is_an_input_error(tmp_path: Path, monkeypatch) -> None:
+    """The rank summary is written without serialising a record, so a model too large for
+    Chakra's fields is refused when the first rank is written, as the full generator does."""
+    import pytest
+
+    from simpy_astra.errors import InputError
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "big.yaml"
+    doc = yaml.safe_load(Path(_scenario(tmp_path, 2, 1, 1)).read_text())
+    doc["workload"].update(dmodel=2**40, dff=2**40, head=1, kvhead=1, num_stacks=1)
+    doc["network"] = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [200.0], "latency": [500.0]}
+    for key in ("all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
+                "all-to-all-implementation"):
+        doc["system"][key] = doc["system"][key][:1]
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match="64-bit"):
+        Simulation(load_scenario(str(path)))

@@ -167,8 +167,12 @@ def write_rank_files(prefix: str, graphs: list[StageGraph], layout: Layout, unit
     import os
 
     writers: dict[int, StageWriter] = {}
-    for stage in sorted({layout.stage_of(r) for r in ranks}):
-        writers[stage] = StageWriter(graphs[stage], layout, units)
+    try:
+        for stage in sorted({layout.stage_of(r) for r in ranks}):
+            writers[stage] = StageWriter(graphs[stage], layout, units)
+    except ValueError as exc:  # protobuf: an integer beyond its 64-bit field
+        raise InputError(f"workload: generate: transformer: the model's dimensions give a size or FLOP "
+                         f"count beyond Chakra's 64-bit fields ({exc}); use smaller dmodel/dff/seq/batch") from None
     per_stage = {stage: len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()}
     check_free_space(prefix, sum(per_stage[layout.stage_of(r)] for r in ranks), "workload cache")
     for rank in ranks:
