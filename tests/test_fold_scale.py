@@ -237,3 +237,20 @@ def test_a_lazily_generated_trace_beyond_64_bits_is_an_input_error(tmp_path: Pat
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError, match="64-bit"):
         Simulation(load_scenario(str(path)))
+
+
+def test_a_network_that_does_not_follow_the_parallel_axes_folds_partly_and_says_so(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """dp4 x tp2 x pp2 on rings [2, 4, 2] (NPU = x + 2y + 8z; dp index x + 2(y mod 2), tp y // 2).
+    A shift of x reverses pairs of the dp ring (0123 -> 1032: not a rotation), y + 1 sends the
+    dp group {0..3} to {2..5} (not a group); y + 2 (+4) moves every group onto one: 16 / 2 = 8
+    NPUs, where the two programs (stages) would allow 2; the note says it is partial."""
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = Path(_scenario(tmp_path, 4, 2, 2))
+    doc = yaml.safe_load(path.read_text())
+    doc["network"]["npus_count"] = [2, 4, 2]
+    path.write_text(yaml.safe_dump(doc))
+    sim = Simulation(load_scenario(str(path)))
+    assert len(sim.npus) == 8 and sim.folding.translations == [0, 4]
+    assert sim.fold_note.startswith("symmetry folding partial (2 programs): ")
+    assert sim.fold_note.endswith("simulating 8 of 16 NPUs")

@@ -55,6 +55,9 @@ class FoldOutcome:
     why: list[str] | None = None
     #: kinds of rank in the grid frame (distinct keys): a folding leaving more NPUs is partial
     kinds: int | None = None
+    #: kinds of program, when known (a generator's rank summary: its classes); no folding
+    #: leaves fewer NPUs, so one leaving more is partial too
+    programs: int | None = None
 
     def __post_init__(self) -> None:
         if self.why is None:
@@ -69,6 +72,11 @@ class FoldOutcome:
         if self.kinds is not None and simulated > self.kinds:
             return (f"symmetry folding partial ({self.kinds:,} kinds of rank): {reason}; simulating "
                     f"{simulated:,} of {total_npus:,} NPUs")
+        if self.programs is not None and simulated > self.programs:
+            return (f"symmetry folding partial ({self.programs:,} programs): shifts of the network's "
+                    f"dimensions map only some ranks of one program onto each other, as their groups "
+                    f"and peers lie (do npus_count's dimensions follow the workload's parallel axes?); "
+                    f"simulating {simulated:,} of {total_npus:,} NPUs")
         return None
 
 
@@ -202,6 +210,7 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
     if fold is not None:
         found = fold_from_summary(source, fold, groups)
         outcome.folding, outcome.why, outcome.kinds = found.folding, found.why, found.kinds
+        outcome.programs = len(set(source.classes))
     wanted = range(total_npus) if outcome.folding is None else outcome.folding.representatives
     source.ensure(wanted)
     return {i: read(i) for i in wanted}, outcome.folding
