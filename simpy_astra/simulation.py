@@ -20,7 +20,15 @@ from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.engine import NpuClock, fast_collection
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import FoldedNetwork, Folding, FoldSetup, OrbitReports, fold_requested, read_traces
+from simpy_astra.folding import (
+    FoldedNetwork,
+    Folding,
+    FoldOutcome,
+    FoldSetup,
+    OrbitReports,
+    fold_requested,
+    load_traces,
+)
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
 from simpy_astra.npu import Npu, NpuServices
@@ -32,7 +40,7 @@ from simpy_astra.system_layer import (
 )
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from simpy_astra.workloads.chakra import et_path, read_et, validate_graph
+from simpy_astra.workloads.chakra import validate_graph
 
 
 class Simulation:
@@ -73,6 +81,8 @@ class Simulation:
             for m in dict.fromkeys(group.members):
                 self._member_of.setdefault(m, []).append(gid)
         self.folding: Folding | None = None
+        #: why the run folds less than it might, in one line (None: fully folded, or not asked)
+        self.fold_note: str | None = None
         traces = self._load_traces(dims)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
         if self.folding is not None:
@@ -117,22 +127,21 @@ class Simulation:
         self._stalled.callbacks.append(StopSimulation.callback)
 
     def _load_traces(self, dims: list) -> dict[int, tuple[str, list]]:
-        """(path, decoded nodes) of every NPU that will be simulated; sets ``self.folding``.
+        """(path, decoded nodes) of every NPU that will be simulated; sets ``self.folding``
+        and ``self.fold_note`` (:func:`~simpy_astra.folding.load_traces`).
 
-        Decoded records and attributes are shared between ranks. Graphs are validated later,
-        for simulated NPUs only: a folded NPU's graph is its representative's, renumbered."""
-        caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
-        prefix = self.inputs.workload_prefix
-
-        def read(rank: int) -> tuple[str, list]:
-            path = et_path(prefix, rank)
-            return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
-
+        Graphs are validated later, for simulated NPUs only: a folded NPU's graph is its
+        representative's, renumbered."""
+        outcome = FoldOutcome()
         fold = None
         if fold_requested(self.inputs.fold_symmetry):
-            fold = FoldSetup.for_run(self.network, self.system_config, self.inputs.remote_memory, dims)
+            fold = FoldSetup.for_run(self.network, self.system_config, self.inputs.remote_memory, dims,
+                                     outcome.why)
         groups = {gid: g.members for gid, g in self._shared_groups.items()}
-        traces, self.folding = read_traces(self.total_npus, read, fold, groups, self.planner.parse_process_groups)
+        traces, self.folding = load_traces(self.inputs.workload_prefix, self.total_npus, fold, groups,
+                                           self.planner.parse_process_groups, outcome)
+        if fold is not None or outcome.why:
+            self.fold_note = outcome.note(self.total_npus)
         return traces
 
     def npu_for(self, npu_id: int) -> Npu:

@@ -35,6 +35,21 @@ def group_of_stream_tag(tag: int) -> int | None:
     return (tag - COLLECTIVE_TAG_BASE) // GROUP_STREAM_ID_BASE
 
 
+#: group ``g``'s stream tags are group ``g + GROUP_TAG_PERIOD``'s: stream ids wrap in the tag space
+GROUP_TAG_PERIOD = NATIVE_TAG_SPACE // GROUP_STREAM_ID_BASE
+
+
+def group_residue_of_stream_tag(tag: int) -> int | None:
+    """``g mod GROUP_TAG_PERIOD`` for a stream tag of group ``g`` (0 also for the default
+    communicator's), None for workload tags. Group ids from 500 on share tags with lower ones
+    (ids wrap), so a tag names a residue class of groups, not one group."""
+    if tag < COLLECTIVE_TAG_BASE:
+        return None
+    return (tag - COLLECTIVE_TAG_BASE) // GROUP_STREAM_ID_BASE
+
+
 def moved_group_tag(tag: int, group_id: int, image_group_id: int) -> int:
-    """A group stream's tag once its group is replaced by ``image_group_id``."""
-    return tag + (image_group_id - group_id) * GROUP_STREAM_ID_BASE
+    """A group stream's tag once its group is replaced by ``image_group_id`` (wrapping as
+    stream ids do)."""
+    moved = tag - COLLECTIVE_TAG_BASE + (image_group_id - group_id) * GROUP_STREAM_ID_BASE
+    return moved % NATIVE_TAG_SPACE + COLLECTIVE_TAG_BASE

@@ -35,6 +35,12 @@ class BasicTopology:
     """
 
     name = "basic"
+    #: what the unaware delays are known to keep, so folding need not check every pair
+    #: (O(n^2), minutes for a dimension of 16,384): "uniform" (every pair alike: a switch),
+    #: "rotate" (a pair's delay depends on ``(dst - src) mod n`` alone: a ring), None
+    #: (checked pair by pair). A subclass that changes ``hops`` or ``path_profile`` must
+    #: reset it unless its delays still have that symmetry.
+    delay_symmetry: str | None = None
 
     def __init__(self, npus_count: int, bandwidth_gbps: float, latency_ns: float) -> None:
         self.npus_count = npus_count

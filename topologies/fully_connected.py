@@ -7,6 +7,7 @@ from simpy_astra.topologies.base import BasicTopology, CostPart
 
 class FullyConnected(BasicTopology):
     name = "FullyConnected"
+    delay_symmetry = "uniform"  # see BasicTopology
 
     def hops(self, src: int, dst: int) -> int:
         return 1

@@ -7,6 +7,7 @@ from simpy_astra.topologies.base import BasicTopology, CostPart
 
 class Ring(BasicTopology):
     name = "Ring"
+    delay_symmetry = "rotate"  # see BasicTopology
 
     def hops(self, src: int, dst: int) -> int:
         cw = (dst - src) % self.npus_count

@@ -7,6 +7,7 @@ from simpy_astra.topologies.base import BasicTopology, CostPart
 
 class Switch(BasicTopology):
     name = "Switch"
+    delay_symmetry = "uniform"  # see BasicTopology
 
     @property
     def switch_id(self) -> int:

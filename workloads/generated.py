@@ -13,6 +13,13 @@ and returns the path of a comm-group JSON it wrote, or None. Generated traces ar
 generator name, its ``VERSION`` and the parameters, so a sweep generates each trace once, and
 parallel workers that race on the same trace each build it in a private folder and the first
 rename wins.
+
+A generator that can write single ranks (``summary`` and ``ranks``) is materialised lazily
+for a run: its folder first holds the comm groups and a *rank summary* (``PREFIX.ranks.json``,
+see :class:`LazyTraces`), from which folding is decided without reading any trace; then only
+the ranks the run simulates are written. The cache grows with the NPUs simulated, not with
+the cluster; the other ranks are written on demand (``--fold-symmetry off``, or
+:func:`materialise` with ``lazy=False``, for export).
 """
 
 from __future__ import annotations
@@ -45,15 +52,20 @@ class GeneratorEntry:
     prepare: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
     #: module whose ``main(argv) -> int`` is ``simpy-astra generate NAME`` (None: scenarios only)
     command: str | None = None
+    #: ``summary(params, prefix) -> groups path or None``: writes the comm groups and the rank
+    #: summary (``PREFIX.ranks.json``), no trace; with ``ranks`` the generator can be lazy
+    summary: Callable[[dict[str, Any], str], str | None] | None = None
+    #: ``ranks(params, prefix, ranks)``: writes ``PREFIX.{rank}.et`` for just those ranks
+    ranks: Callable[[dict[str, Any], str, list[int]], None] | None = None
 
 
-def _lazy(module: str, function: str) -> Callable[[dict[str, Any], str], str | None]:
+def _lazy(module: str, function: str) -> Callable[..., Any]:
     """A generator that imports its module on first use (keeps scenario loading light)."""
 
-    def run(params: dict[str, Any], prefix: str) -> str | None:
+    def run(params: dict[str, Any], prefix: str, *more: Any) -> Any:
         import importlib
 
-        return getattr(importlib.import_module(module), function)(params, prefix)
+        return getattr(importlib.import_module(module), function)(params, prefix, *more)
 
     return run
 
@@ -72,7 +84,10 @@ GENERATORS: dict[str, GeneratorEntry] = {
     # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
     "text": _module("simpy_astra.workloads.text_workload", "1", command=False),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
-    "transformer": _module("simpy_astra.workloads.transformer.generator", "3"),
+    # 4: cache folders hold a rank summary and only the ranks runs needed (3: every rank)
+    "transformer": _module("simpy_astra.workloads.transformer.generator", "4",
+                           summary=_lazy("simpy_astra.workloads.transformer.generator", "write_summary"),
+                           ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks")),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),
@@ -110,15 +125,18 @@ def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def materialise(spec: dict[str, Any], where: str = "workload") -> GeneratedWorkload:
-    """Generate (or find in the cache) the workload a ``{generate: NAME, ...}`` mapping names."""
+def materialise(spec: dict[str, Any], where: str = "workload", lazy: bool = False) -> GeneratedWorkload:
+    """Generate (or find in the cache) the workload a ``{generate: NAME, ...}`` mapping names.
+
+    ``lazy``: for a generator that writes single ranks, write only the comm groups and the
+    rank summary now; a run writes the ranks it needs (:class:`LazyTraces`)."""
     params = dict(spec)
     name = params.pop("generate", None)
     if not isinstance(name, str) or name not in GENERATORS:
         known = ", ".join(sorted(GENERATORS)) or "none registered"
         raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
     try:
-        return _materialise(name, GENERATORS[name], params, where)
+        return _materialise(name, GENERATORS[name], params, where, lazy)
     except InputError as exc:
         raise InputError(as_fields(exc.message, where)) from None
     except (TypeError, ValueError, OverflowError) as exc:  # a parameter of a type no check foresaw
@@ -143,7 +161,8 @@ def as_fields(message: str, where: str) -> str:
     return f"{where}: {text}"
 
 
-def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where: str) -> GeneratedWorkload:
+def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where: str,
+                 lazy: bool) -> GeneratedWorkload:
     if entry.prepare is not None:
         params = entry.prepare(params, where)
     folder = os.path.join(cache_root(), "workloads", f"{name}-{cache_key(name, entry.version, params)}")
@@ -152,7 +171,8 @@ def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where
         os.makedirs(os.path.dirname(folder), exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=os.path.dirname(folder))
         try:
-            groups = entry.fn(params, os.path.join(tmp, name))
+            fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
+            groups = fn(params, os.path.join(tmp, name))
             with open(os.path.join(tmp, "done.json"), "w") as f:
                 json.dump({"generator": name, "params": params,
                            "comm_groups": os.path.basename(groups) if groups else None}, f)
@@ -170,7 +190,69 @@ def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where
     except (OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
         raise InputError(f"{done}: comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
                          f"{exc}); delete {folder} to generate it again") from None
+    prefix = os.path.join(folder, name)
+    if not lazy:
+        source = lazy_traces(prefix)
+        if source is not None:
+            source.ensure(range(source.npus))
     return GeneratedWorkload(
-        prefix=os.path.join(folder, name),
+        prefix=prefix,
         comm_groups=os.path.join(folder, groups_name) if groups_name else None,
     )
+
+
+#: beside a lazily generated trace's ET files: ``PREFIX.ranks.json``
+SUMMARY_SUFFIX = ".ranks.json"
+
+
+class LazyTraces:
+    """A generated trace whose ranks are written when first needed, and its rank summary.
+
+    The summary gives each rank a class (ranks of one class have the same trace but for the
+    communicator groups and peers they name: a pipeline stage) and the values of its class's
+    slots, in the order its trace first names them: a group id (kind "g") or a peer NPU
+    ("p"). Two ranks whose summaries agree once made relative to each rank have traces that
+    agree the same way, so folding is decided from the summary alone
+    (:func:`simpy_astra.folding.summary_key`)."""
+
+    def __init__(self, prefix: str, doc: dict[str, Any]) -> None:
+        self.prefix = prefix
+        self.generator: str = doc["generator"]
+        self.params: dict[str, Any] = doc["params"]
+        self.npus: int = int(doc["npus"])
+        self.classes: list[int] = doc["classes"]
+        #: per class, the kind of each slot ("g" group, "p" peer)
+        self.kinds: list[str] = doc["kinds"]
+        #: per rank, the value of each of its class's slots
+        self.slots: list[list[int]] = doc["slots"]
+        if len(self.classes) != self.npus or len(self.slots) != self.npus or self.generator not in GENERATORS:
+            raise ValueError("the summary does not list every rank, or names no known generator")
+
+    def ensure(self, ranks) -> None:
+        """Write the ET files of ``ranks`` that do not exist yet."""
+        missing = [r for r in ranks if not os.path.exists(f"{self.prefix}.{r}.et")]
+        if missing:
+            write = GENERATORS[self.generator].ranks
+            assert write is not None
+            write(self.params, self.prefix, missing)
+
+
+def lazy_traces(prefix: str) -> LazyTraces | None:
+    """The lazily generated trace at ``prefix``, or None (plain ET files)."""
+    path = prefix + SUMMARY_SUFFIX
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return LazyTraces(prefix, json.load(f))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: corrupt rank summary ({type(exc).__name__}: {exc}); delete "
+                         f"{os.path.dirname(path)} to generate it again") from None
+
+
+def write_summary(prefix: str, generator: str, params: dict[str, Any], classes: list[int],
+                  kinds: list[str], slots: list[list[int]]) -> None:
+    """Write ``PREFIX.ranks.json`` (read back by :func:`lazy_traces`)."""
+    with open(prefix + SUMMARY_SUFFIX, "w") as f:
+        json.dump({"generator": generator, "params": params, "npus": len(classes), "classes": classes,
+                   "kinds": kinds, "slots": slots}, f, separators=(",", ":"))

@@ -88,11 +88,20 @@ def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, bytes on macOS)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
                 cost=None) -> None:
     data: dict = {
         "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
         "simulator_wall_s": round(wall_s, 3),
+        "peak_rss_mb": peak_rss_mb(),
     }
     if cost is not None:  # the network cost model (simpy_astra/cost_model.py)
         data["cost_usd"] = cost.total_usd
@@ -174,6 +183,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
         inputs.fold_symmetry = False
     sim = Simulation(inputs, on_report=_print_report)
+    from simpy_astra.folding import NOTE_FROM_NPUS
+
+    if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
+        print(f"note: {sim.fold_note}", file=sys.stderr, flush=True)
     record = None  # node timings are recorded only for reports that need them
     if csv_out or trace_out or rich_summary:
         from simpy_astra.report.recorder import attach

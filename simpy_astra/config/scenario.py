@@ -201,7 +201,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         from simpy_astra.workloads.generated import materialise, resolve_paths
 
         spec = resolve_paths(workload, os.path.dirname(os.path.abspath(path)))
-        made = materialise(spec, where=f"{path}: workload")
+        made = materialise(spec, where=f"{path}: workload", lazy=True)  # a run writes the ranks it needs
         workload = made.prefix
         if groups is None:
             groups = made.comm_groups

@@ -11,7 +11,8 @@ translation ``h`` moves NPU ``r`` to ``r + h`` in one of three frames (``frames`
 then NPU ``r + h`` does at every tick what NPU ``r`` does, with ids moved by ``h``. The
 translations with that property form a group ``H`` (``search``); each orbit ``r + H`` is
 simulated once, by its lowest id, and every other member reports its representative's
-figures (``run``). Messages to a non-representative are delivered to its representative in
+figures (``run``); a generated workload's rank summary stands in for its traces, so only
+the representatives' traces are written and read. Messages to a non-representative are delivered to its representative in
 the representative's frame (``network``). Whether folding may apply at all, and which
 translations each dimension's delays and algorithms allow, is decided before any trace is
 read (``setup``); a collective algorithm states the frames it commutes with
@@ -27,14 +28,22 @@ from simpy_astra.folding.frames import (
     delay_invariant_shifts,
     delay_invariant_xors,
 )
-from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key
-from simpy_astra.folding.network import FoldedNetwork
-from simpy_astra.folding.run import OrbitReports, fold_requested, read_traces
+from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, summary_key
+from simpy_astra.folding.network import FoldedNetwork, tag_clash
+from simpy_astra.folding.run import (
+    NOTE_FROM_NPUS,
+    FoldOutcome,
+    OrbitReports,
+    fold_requested,
+    load_traces,
+    read_traces,
+)
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
 from simpy_astra.folding.setup import FoldSetup
 
 __all__ = [
-    "FoldSetup", "FoldedNetwork", "Folding", "Frame", "IdShifts", "KeyCache", "OrbitReports", "RankClasses",
-    "RankKey", "XorIds", "delay_invariant_shifts", "delay_invariant_xors", "find_folding",
-    "find_id_shift_folding", "find_xor_folding", "fold_requested", "rank_key", "read_traces",
+    "NOTE_FROM_NPUS", "FoldOutcome", "FoldSetup", "FoldedNetwork", "Folding", "Frame", "IdShifts", "KeyCache",
+    "OrbitReports", "RankClasses", "RankKey", "XorIds", "delay_invariant_shifts", "delay_invariant_xors",
+    "find_folding", "find_id_shift_folding", "find_xor_folding", "fold_requested", "load_traces", "rank_key",
+    "read_traces", "summary_key", "tag_clash",
 ]

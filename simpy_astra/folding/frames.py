@@ -9,7 +9,7 @@ dimension from the topology's path profile.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simpy_astra.grid import Grid
 
@@ -64,6 +64,8 @@ class Folding:
     translations: list[int]
     #: (group id used by an NPU, its shift) -> the id its representative uses in that place
     group_map: dict[tuple[int, int], int]
+    #: communicator group id -> members (the run's groups; group tags are told apart by them)
+    groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def representatives(self) -> list[int]:
@@ -109,3 +111,30 @@ def delay_invariant_xors(n: int, profile: Callable[[int, int], tuple[float, floa
         if c not in group and all(profile(a ^ c, b ^ c) == profile(a, b) for a, b in pairs()):
             group |= {x ^ c for x in group}
     return group
+
+
+def dimension_shifts(topology) -> set[int]:
+    """:func:`delay_invariant_shifts` of one network dimension, without the O(n^2) check
+    when its topology states its delays' symmetry (``delay_symmetry``: a ring's depend on
+    the position difference alone, a switch's and a fully connected dimension's on nothing)."""
+    if getattr(topology, "delay_symmetry", None) in ("uniform", "rotate"):
+        return set(range(topology.npus_count))
+    return delay_invariant_shifts(topology.npus_count, topology.path_profile)
+
+
+def dimension_xors(topology) -> set[int] | None:
+    """:func:`delay_invariant_xors` of one network dimension, stated rather than checked for
+    the topologies that say how their delays behave: a switch keeps every mask; a ring of
+    ``n >= 8`` (a power of two) keeps 0, ``n/2`` (a rotation by half: both NPUs of a pair
+    move by +-n/2, distances stay), ``n-1`` (the reflection k -> n-1-k) and their product
+    ``n/2-1``; any other mask changes some pair's distance (checked against the pairwise
+    test for every ring of 8 to 256 NPUs in ``tests/test_fold_scale.py``)."""
+    n = topology.npus_count
+    if n & (n - 1):
+        return None
+    symmetry = getattr(topology, "delay_symmetry", None)
+    if symmetry == "uniform":
+        return set(range(n))
+    if symmetry == "rotate" and n >= 8:
+        return {0, n // 2 - 1, n // 2, n - 1}
+    return delay_invariant_xors(n, topology.path_profile)

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from simpy_astra.folding.frames import Frame
 from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, METADATA_NODE
 
-GROUP_ID_LIMIT = 500  # group stream ids (gid * 1e6) must stay below the collective tag space
-
 
 def _group_key(members: tuple[int, ...], rank: int, frame: Frame, order: str | None) -> tuple | None:
     """A communicator group as seen from ``rank``: member offsets, in ring order from ``rank``
@@ -139,7 +137,7 @@ def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, .
                 for pos, name, kind, value in ranked:
                     if name == "pg_name":
                         members = known.get(group)
-                        if members is None or group >= GROUP_ID_LIMIT:
+                        if members is None:
                             return None
                         gkey = group_keys.get(group, ())
                         if gkey == ():
@@ -192,3 +190,32 @@ class RankClasses:
         self.group_ids[rank] = key.group_ids
         self.uses_dims = self.uses_dims or key.uses_dims
         return c == len(self.classes) - 1
+
+
+def summary_key(rank: int, cls: int, kinds: str, slots: list[int], frame: Frame,
+                known: dict[int, tuple[int, ...]], group_order: str | None) -> RankKey | None:
+    """A rank's key from a generator's rank summary (``LazyTraces``), not from its trace.
+
+    A summarised rank's trace is its class's records with, per slot, a group id or a peer
+    filled in; so two ranks' full keys (:func:`rank_key`) are equal when their classes and
+    their slots made relative to each rank are, and the group ids in slot order line up as
+    the node-by-node ones do. None = cannot fold (an unknown group, a peer out of range)."""
+    out: list = [cls]
+    gids = []
+    uses_dims = False
+    for kind, value in zip(kinds, slots, strict=True):
+        if kind == "g":
+            members = known.get(value)
+            if members is None:
+                return None
+            gkey = _group_key(members, rank, frame, group_order)
+            if gkey is None:
+                return None
+            uses_dims = uses_dims or gkey == ("all",)
+            gids.append(value)
+            out.append(gkey)
+        else:
+            if not 0 <= value < frame.size:
+                return None
+            out.append(frame.sub(value, rank))
+    return RankKey(tuple(out), tuple(gids), uses_dims)

@@ -3,7 +3,9 @@
 A message from ``src`` to a non-representative ``dst = rep + h`` is, by the symmetry, the
 message ``rep`` receives from ``src - h`` in the same run moved by ``h``; so it is posted to
 ``rep`` from ``src - h``, with a communicator-group tag moved back by ``h`` too (group ids
-differ between frames, stream counters do not). Its delay is the real pair's delay, which
+differ between frames, stream counters do not). Group ids 500 apart share tags (stream ids
+wrap, :mod:`simpy_astra.tags`), so a tag names a residue class of groups; the one meant is
+the class member the pair belongs to (:func:`tag_clash` refuses runs where two would be). Its delay is the real pair's delay, which
 the symmetry guarantees equals the moved pair's. Receives are always posted by a
 representative in its own frame and need no mapping.
 """
@@ -15,7 +17,12 @@ from typing import Any
 from simpy_astra.folding.frames import Folding
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.messages import Handler
-from simpy_astra.tags import group_of_stream_tag, moved_group_tag
+from simpy_astra.tags import (
+    COLLECTIVE_TAG_BASE,
+    GROUP_TAG_PERIOD,
+    group_residue_of_stream_tag,
+    moved_group_tag,
+)
 
 
 class FoldedNetwork:
@@ -32,37 +39,71 @@ class FoldedNetwork:
         self._rep_of = folding.rep_of
         self._shift_of = folding.shift_of
         self._moved: dict[tuple[int, int], int] = {}  # (npu, h) -> npu - h
-        self._tags: dict[tuple[int, int], int] = {}  # (group tag block, h) -> tag offset
+        #: (group id residue, h) -> every (group, its image) with that residue under h
+        self._by_residue: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for (gid, h), image in folding.group_map.items():
+            if h:
+                self._by_residue.setdefault((gid % GROUP_TAG_PERIOD, h), []).append((gid, image))
+        self._members = {gid: frozenset(m) for gid, m in folding.groups.items()}
+        self._picked: dict[tuple[int, int, int, int], tuple[int, int]] = {}  # (a group, h, src, dst)
         self._sub = folding.frame.sub
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         delay = self.inner.delay_ns(src, dst, size)  # the real pair's (cached) delay
         h = self._shift_of[dst]
         if h:
+            if tag >= COLLECTIVE_TAG_BASE:
+                tag = self._moved_tag(tag, src, dst, h)
             key = (src, h)
             moved = self._moved.get(key)
             if moved is None:
                 moved = self._moved[key] = self._sub(src, h)
             src = moved
             dst = self._rep_of[dst]
-            gid = group_of_stream_tag(tag)
-            if gid is not None:
-                tag += self._tag_offset(tag, gid, h)
         board = self.board
         board.arrive_after(delay, board.post_send(src, dst, tag, size, fn, arg))
 
-    def _tag_offset(self, tag: int, gid: int, h: int) -> int:
-        """How much a group stream's tag changes in the representative's frame."""
-        key = (gid, h)
-        offset = self._tags.get(key)
-        if offset is None:
-            image = self.folding.group_map.get(key)
-            # no entry: not a group's stream (a default-communicator id past 1e6) -> unchanged
-            offset = self._tags[key] = 0 if image is None else moved_group_tag(tag, gid, image) - tag
-        return offset
+    def _moved_tag(self, tag: int, src: int, dst: int, h: int) -> int:
+        """A collective tag between ``src`` and ``dst`` as the representative's frame numbers it."""
+        found = self._by_residue.get((group_residue_of_stream_tag(tag), h))
+        if not found:  # not a group's stream (the default communicator's): unchanged
+            return tag
+        if len(found) > 1:  # groups 500 apart: the one both NPUs are in
+            key = (found[0][0], h, src, dst)
+            pick = self._picked.get(key)
+            if pick is None:
+                members = self._members
+                pick = self._picked[key] = next(
+                    ((g, i) for g, i in found if src in members.get(g, ()) and dst in members.get(g, ())), found[0])
+            gid, image = pick
+        else:
+            gid, image = found[0]
+        return moved_group_tag(tag, gid, image)
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)
 
     def link_stats(self) -> None:
         return None
+
+
+def tag_clash(folding: Folding, uses_dims: bool) -> str | None:
+    """Why group tags could not be told apart in a folded run, or None.
+
+    Groups whose ids differ by a multiple of 500 share message tags; :class:`FoldedNetwork`
+    tells them apart by the pair of NPUs, which needs no two of them to share two members,
+    and a group whose id is a multiple of 500 shares tags with the default communicator."""
+    by_residue: dict[int, list[int]] = {}
+    for gid in sorted({g for g, _ in folding.group_map}):
+        by_residue.setdefault(gid % GROUP_TAG_PERIOD, []).append(gid)
+    if uses_dims and by_residue.get(0):
+        return (f"communicator group {by_residue[0][0]} shares message tags with the default "
+                f"communicator (ids wrap every {GROUP_TAG_PERIOD})")
+    for gids in by_residue.values():
+        sets = [frozenset(folding.groups.get(g, ())) for g in gids]
+        for i, a in enumerate(sets):
+            for j in range(i + 1, len(sets)):
+                if len(a & sets[j]) > 1:
+                    return (f"communicator groups {gids[i]} and {gids[j]} share members and message "
+                            f"tags (ids wrap every {GROUP_TAG_PERIOD})")
+    return None

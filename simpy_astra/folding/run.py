@@ -1,29 +1,39 @@
 """Folding at the level of a run: which traces to read, and the figures of orbit members.
 
-:func:`read_traces` decides the folding while it reads the traces (through a reader it is
-given, so it knows nothing of files), and :class:`OrbitReports` gives every orbit member its
-representative's figures when the representative finishes. A folded run that does not finish
-cleanly is diagnosed by running it again unfolded (:class:`~simpy_astra.simulation.Simulation`
-does that, as only it can build a run).
+:func:`load_traces` decides the folding, from a generator's rank summary when the workload
+has one (no trace is read, and only the representatives' traces are written and read) or
+else from the traces themselves (:func:`read_traces`, through a reader it is given, so it
+knows nothing of files); it also words, in one line, why a run folds less than it might.
+:class:`OrbitReports` gives every orbit member its representative's figures when the
+representative finishes. A folded run that does not finish cleanly is diagnosed by running
+it again unfolded (:class:`~simpy_astra.simulation.Simulation` does that, as only it can
+build a run).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from simpy_astra.folding.frames import Folding, Frame, IdShifts, XorIds
-from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key
+from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, summary_key
+from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
 from simpy_astra.folding.setup import FoldSetup
 from simpy_astra.statistics import NpuReport
 
 FOLD_DEFAULT = True
 
+#: a run that simulates at least this many NPUs says, before it starts, why it did not fold
+#: further (smaller runs cost little either way, and stay quiet)
+NOTE_FROM_NPUS = 64
+
 #: rank -> (trace path, decoded nodes)
 TraceReader = Callable[[int], tuple[str, list]]
+#: (frame, group order) -> (rank -> its key in that frame, None = cannot fold)
+KeySource = Callable[[Frame, "str | None"], Callable[[int], "RankKey | None"]]
 
 
 def fold_requested(fold_symmetry: bool | None) -> bool:
@@ -36,63 +46,174 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
     return FOLD_DEFAULT
 
 
+@dataclass
+class FoldOutcome:
+    """What the search found and, when it fell short, why (for the one-line note)."""
+
+    folding: Folding | None = None
+    #: the first reason a frame did not fold (further), in words
+    why: list[str] | None = None
+    #: kinds of rank in the grid frame (distinct keys): a folding leaving more NPUs is partial
+    kinds: int | None = None
+    #: kinds of program, when known (a generator's rank summary: its classes); no folding
+    #: leaves fewer NPUs, so one leaving more is partial too
+    programs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.why is None:
+            self.why = []
+
+    def note(self, total_npus: int) -> str | None:
+        """One line for a run that folds less than it might; None when it folds fully."""
+        simulated = total_npus if self.folding is None else len(self.folding.representatives)
+        reason = self.why[0] if self.why else "no translation keeps the run"
+        if self.folding is None:
+            return f"symmetry folding off: {reason}; simulating {simulated:,} of {total_npus:,} NPUs"
+        if self.kinds is not None and simulated > self.kinds:
+            return (f"symmetry folding partial ({self.kinds:,} kinds of rank): {reason}; simulating "
+                    f"{simulated:,} of {total_npus:,} NPUs")
+        if self.programs is not None and simulated > self.programs:
+            return (f"symmetry folding partial ({self.programs:,} programs): shifts of the network's "
+                    f"dimensions map only some ranks of one program onto each other, as their groups "
+                    f"and peers lie (do npus_count's dimensions follow the workload's parallel axes?); "
+                    f"simulating {simulated:,} of {total_npus:,} NPUs")
+        return None
+
+
+def search(n: int, fold: FoldSetup, key_in: KeySource, groups: dict[int, tuple[int, ...]],
+           keep: Callable[[int], None] | None = None) -> FoldOutcome:
+    """The folding of ``n`` ranks whose keys ``key_in`` gives, frames tried cheapest first:
+    the grid, then id shifts, then XOR, each only when it could leave fewer NPUs than the
+    folding found so far. ``keep(rank)`` is told of each rank that is the first of its kind
+    in the grid frame (the trace reader keeps those: representatives come from them)."""
+    out = FoldOutcome()
+    why = out.why
+
+    def left() -> int:
+        return n if out.folding is None else len(out.folding.representatives)
+
+    rotate = "rotate" if fold.rotate_groups else None
+    ranks = RankClasses()
+    grid_moves = any(a != {0} for a in fold.allowed)
+    if not grid_moves:
+        why.append("no shift of any network dimension keeps its delays")
+    grid_key = key_in(fold.grid, rotate)
+    for i in range(n if grid_moves else 0):
+        key = grid_key(i)
+        if key is None:  # in every frame
+            why[:] = [f"rank {i}'s trace names a group or peer that cannot be compared across ranks"]
+            return out
+        if key.uses_dims and all(a == {0} for a in fold.with_dims):
+            why.append("collectives on the network's dimensions use an algorithm that does not "
+                       "commute with their shifts")
+            grid_moves = False  # no grid translation moves the dimension rings' algorithms
+            break
+        if ranks.add(i, key) and keep is not None:
+            keep(i)
+    if grid_moves:
+        out.kinds = len(ranks.classes)
+        ranks.classes.clear()  # the keys themselves are no longer needed
+        out.folding = find_folding(fold.grid, ranks, fold.allows(ranks), why)
+        if fold.id_shifts and not ranks.uses_dims:
+            # id shifts only when they leave fewer NPUs: candidates fail on the first
+            # ranks they move, so this usually reads only a few traces again
+            ids = IdShifts(n)
+            fewer = find_id_shift_folding(ids, left(), fold.id_shift_allowed, key_in(ids, rotate))
+            out.folding = fewer or out.folding
+    if fold.xor_possible and left() > 1:
+        xor = XorIds(n)
+        fewer = find_xor_folding(xor, left(), fold.xor_generators(), fold.xor_dims,
+                                 key_in(xor, "xor" if fold.xor_groups else None))
+        out.folding = fewer or out.folding
+    if out.folding is not None:
+        out.folding.groups = groups
+        clash = tag_clash(out.folding, ranks.uses_dims)
+        if clash is not None:
+            why[:] = [clash]
+            out.folding = None
+    return out
+
+
 def read_traces(total_npus: int, read: TraceReader, fold: FoldSetup | None,
                 groups: dict[int, tuple[int, ...]], parse_groups: Callable[[str], Any],
+                outcome: FoldOutcome | None = None,
                 ) -> tuple[dict[int, tuple[str, list]], Folding | None]:
     """(path, decoded nodes) of every NPU that will be simulated, and the folding found.
 
     When folding may apply (``fold`` is not None), each rank is decoded once to compare it
     with the others and kept only if it is the first of its kind: an orbit member is never
     simulated, so its nodes are dropped at once (a rank that turns out to be needed after all
-    is read again). Frames are tried cheapest first: the grid, then id shifts, then XOR, each
-    only when it could leave fewer NPUs than the folding found so far."""
+    is read again). ``outcome``, if given, receives what :func:`search` found."""
     n = total_npus
     if fold is None:
         return {i: read(i) for i in range(n)}, None
     key_cache = KeyCache()
     kept: dict[int, tuple[str, list]] = {}
-    folding: Folding | None = None
-
-    def left() -> int:
-        return n if folding is None else len(folding.representatives)
+    last: dict[int, tuple[str, list]] = {}  # the trace just keyed, which ``keep`` may keep
 
     def key_in(frame: Frame, group_order: str | None) -> Callable[[int], RankKey | None]:
         """A rank's key in ``frame`` (its trace read again unless kept)."""
         def key(rank: int) -> RankKey | None:
             trace = kept.get(rank) or read(rank)
+            last.clear()
+            last[rank] = trace
             return rank_key(rank, trace[1], frame, groups, parse_groups, group_order, key_cache)
         return key
 
-    rotate = "rotate" if fold.rotate_groups else None
-    ranks = RankClasses()
-    grid_moves = any(a != {0} for a in fold.allowed)
-    for i in range(n if grid_moves else 0):
-        trace = read(i)
-        key = rank_key(i, trace[1], fold.grid, groups, parse_groups, rotate, key_cache)
-        if key is None:  # in every frame
-            kept[i] = trace  # cannot fold: keep this and read every other rank
-            return {r: kept.get(r) or read(r) for r in range(n)}, None
-        if key.uses_dims and all(a == {0} for a in fold.with_dims):
-            grid_moves = False  # no grid translation moves the dimension rings' algorithms
-            break
-        if ranks.add(i, key):
-            kept[i] = trace
-    if grid_moves:
-        ranks.classes.clear()  # the keys themselves are no longer needed
-        folding = find_folding(fold.grid, ranks, fold.allows(ranks))
-        if fold.id_shifts and not ranks.uses_dims:
-            # id shifts only when they leave fewer NPUs: candidates fail on the first
-            # ranks they move, so this usually reads only a few traces again
-            ids = IdShifts(n)
-            fewer = find_id_shift_folding(ids, left(), fold.id_shift_allowed, key_in(ids, rotate))
-            folding = fewer or folding
-    if fold.xor_possible and left() > 1:
-        xor = XorIds(n)
-        fewer = find_xor_folding(xor, left(), fold.xor_generators(), fold.xor_dims,
-                                 key_in(xor, "xor" if fold.xor_groups else None))
-        folding = fewer or folding
+    found = search(n, fold, key_in, groups, keep=lambda rank: kept.__setitem__(rank, last[rank]))
+    if outcome is not None:
+        outcome.folding, outcome.why, outcome.kinds = found.folding, found.why, found.kinds
+    folding = found.folding
     wanted = range(n) if folding is None else folding.representatives
-    return {i: kept[i] if i in kept else read(i) for i in wanted}, folding
+    return {i: kept.get(i) or last.get(i) or read(i) for i in wanted}, folding
+
+
+def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int, ...]]) -> FoldOutcome:
+    """The folding of a lazily generated workload, from its rank summary alone
+    (:class:`~simpy_astra.workloads.generated.LazyTraces`): no trace is read."""
+    classes, kinds, slots = source.classes, source.kinds, source.slots
+
+    def key_in(frame: Frame, group_order: str | None) -> Callable[[int], RankKey | None]:
+        def key(rank: int) -> RankKey | None:
+            c = classes[rank]
+            return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_order)
+        return key
+
+    return search(source.npus, fold, key_in, groups)
+
+
+def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: dict[int, tuple[int, ...]],
+                parse_groups: Callable[[str], Any], outcome: FoldOutcome,
+                ) -> tuple[dict[int, tuple[str, list]], Folding | None]:
+    """(path, decoded nodes) of every NPU a run simulates, and the folding found.
+
+    A lazily generated workload (it has a rank summary) is folded from the summary, and only
+    the ranks simulated are written (if not yet) and read; otherwise every ET file is read
+    (:func:`read_traces`). Decoded records and attributes are shared between ranks."""
+    from simpy_astra.workloads.chakra import et_path, read_et
+    from simpy_astra.workloads.generated import lazy_traces
+
+    caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
+
+    def read(rank: int) -> tuple[str, list]:
+        path = et_path(prefix, rank)
+        return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
+
+    source = lazy_traces(prefix)
+    if source is None:
+        return read_traces(total_npus, read, fold, groups, parse_groups, outcome)
+    if source.npus != total_npus:
+        from simpy_astra.errors import InputError
+
+        raise InputError(f"{prefix}: the generated workload has {source.npus} NPUs but the network has "
+                         f"{total_npus}; make the generator's parallelism match npus_count")
+    if fold is not None:
+        found = fold_from_summary(source, fold, groups)
+        outcome.folding, outcome.why, outcome.kinds = found.folding, found.why, found.kinds
+        outcome.programs = len(set(source.classes))
+    wanted = range(total_npus) if outcome.folding is None else outcome.folding.representatives
+    source.ensure(wanted)
+    return {i: read(i) for i in wanted}, outcome.folding
 
 
 class OrbitReports:

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from simpy_astra.collectives import resolve, subset_algorithm_name
-from simpy_astra.folding.frames import delay_invariant_shifts, delay_invariant_xors
+from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
 from simpy_astra.grid import Grid
 
@@ -54,7 +54,7 @@ class FoldSetup:
     def xor_allowed(self) -> list[set[int]]:
         """Per dimension, the XOR masks that keep every unaware delay (worked out on first
         use: O(n^2) per dimension, paid only by runs that other frames did not fold fully)."""
-        return [delay_invariant_xors(t.npus_count, t.path_profile) for t in self.dims]
+        return [dimension_xors(t) for t in self.dims]
 
     def xor_generators(self) -> list[int]:
         """XOR translations, each within one dimension, that generate all that keep every
@@ -95,19 +95,26 @@ class FoldSetup:
             len(self.allowed[d]) == self.grid.dims[d] for d in range(j + 1, len(coords)))
 
     @classmethod
-    def for_run(cls, network: Any, system: Any, remote_memory: Any, dims: list) -> FoldSetup | None:
+    def for_run(cls, network: Any, system: Any, remote_memory: Any, dims: list,
+                why: list[str] | None = None) -> FoldSetup | None:
         """None when folding cannot apply: it needs NPUs that interact only through messages
         whose delays depend on the pair alone (a network that says so with
         ``pair_delays_only``: the congestion-unaware one; links shared between messages would
         couple orbits), no shared remote-memory server, and no custom collective files (their
-        rank maps are not moved by translations)."""
-        if not getattr(network, "pair_delays_only", False) or math.prod(t.npus_count for t in dims) < 2:
+        rank maps are not moved by translations). ``why`` receives the reason, in words."""
+        def no(reason: str) -> None:
+            if why is not None:
+                why.append(reason)
+
+        if math.prod(t.npus_count for t in dims) < 2:
             return None
+        if not getattr(network, "pair_delays_only", False):
+            return no(f"the {getattr(network, 'name', 'chosen')} backend couples NPUs through shared links")
         if system.custom_implementations or system.per_node_custom:
-            return None
+            return no("custom collective files name ranks that translations do not move")
         if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
-            return None
-        allowed = [delay_invariant_shifts(t.npus_count, t.path_profile) for t in dims]
+            return no(f"remote memory {remote_memory.memory_type} is shared between NPUs")
+        allowed = [dimension_shifts(t) for t in dims]
         with_dims = [set(a) for a in allowed]
         xor_dims = True
         xor_algorithms = False
@@ -115,7 +122,7 @@ class FoldSetup:
             for d, name in enumerate(names):
                 choice = resolve(name)
                 if choice is None:
-                    return None
+                    return no(f"collective algorithm {name!r} states no symmetry")
                 xor_algorithms = xor_algorithms or choice.algorithm.xor_symmetric
                 if choice.spans_all_npus:  # one ring over NPU ids: only 1-D grids rotate it
                     if len(dims) > 1 or not choice.algorithm.rotation_symmetric:
@@ -132,5 +139,5 @@ class FoldSetup:
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
                     xor_algorithms=xor_algorithms)
         if all(a == {0} for a in allowed) and not setup.xor_possible:
-            return None
+            return no("no shift of any network dimension keeps its delays")
         return setup

@@ -13,6 +13,7 @@ How the trace is made, file by file: ``config`` (knobs, presets, checks),
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from typing import Any
 
@@ -30,7 +31,13 @@ from simpy_astra.workloads.transformer.config import (
 from simpy_astra.workloads.transformer.graph import Layout
 from simpy_astra.workloads.transformer.memory import account_memory
 from simpy_astra.workloads.transformer.schedule import build_stage
-from simpy_astra.workloads.transformer.writer import Units, write_trace
+from simpy_astra.workloads.transformer.writer import (
+    StageWriter,
+    Units,
+    write_groups,
+    write_rank_files,
+    write_trace,
+)
 
 
 def generate_config(cfg: TransformerConfig, prefix: str) -> str:
@@ -44,6 +51,56 @@ def generate_config(cfg: TransformerConfig, prefix: str) -> str:
 def generate(params: dict[str, Any], prefix: str) -> str:
     """Registry entry (``workloads.generated``): params use the flag names with underscores."""
     return generate_config(config_from_params(params, "workload: generate: transformer"), prefix)
+
+
+#: the stage graphs last built (params as JSON -> config, layout, graphs): a cold run builds
+#: them for the rank summary and writes the ranks it simulates from the same ones
+_built: dict[str, tuple[TransformerConfig, Layout, list]] = {}
+
+
+def _build(params: dict[str, Any]) -> tuple[TransformerConfig, Layout, list]:
+    key = json.dumps(params, sort_keys=True)
+    if key not in _built:
+        _built.clear()
+        cfg = config_from_params(params, "workload: generate: transformer")
+        graphs = [account_memory(build_stage(cfg, stage), cfg) for stage in range(cfg.pp)]
+        _built[key] = (cfg, Layout.build(cfg), graphs)
+    return _built[key]
+
+
+def write_summary(params: dict[str, Any], prefix: str) -> str:
+    """Lazy registry entry: the comm groups and the rank summary, no trace.
+
+    A rank's trace is its stage's graph with, per slot, its group in one parallel dimension
+    (collectives) or its peer in one stage offset (sends/receives) filled in
+    (:class:`~simpy_astra.workloads.transformer.writer.StageWriter`), so its class is its stage
+    and its slots are those groups and peers in the order the stage's ops first use them."""
+    from simpy_astra.workloads.generated import write_summary as write
+
+    check_prefix(prefix)
+    cfg, layout, graphs = _build(params)
+    slot_keys = [list(dict.fromkeys(StageWriter.slot_key(op) for op in g.ops if StageWriter.has_slot(op)))
+                 for g in graphs]
+    kinds = ["".join("g" if k[0] == "coll" else "p" for k in keys) for keys in slot_keys]
+    stride = layout.stage_stride()
+    classes, slots = [], []
+    for rank in range(cfg.npus):
+        stage = layout.stage_of(rank)
+        classes.append(stage)
+        slots.append([layout.group_of[(k[1], rank)] if k[0] == "coll" else rank + k[2] * stride
+                      for k in slot_keys[stage]])
+    write(prefix, "transformer", params, classes, kinds, slots)
+    return write_groups(prefix, layout)
+
+
+def write_ranks(params: dict[str, Any], prefix: str, ranks: list[int]) -> None:
+    """Lazy registry entry: ``PREFIX.{rank}.et`` of just ``ranks`` (the bytes a full
+    generation writes for them), building writers only for their stages."""
+    cfg, layout, graphs = _build(params)
+    try:
+        write_rank_files(prefix, graphs, layout, Units(cfg.mixed_precision), ranks)
+    finally:
+        _built.clear()  # the graphs are not needed once the simulated ranks are written
 
 
 _INT_FLAGS = ("dp", "tp", "pp", "sp", "ep", "dvocal", "dmodel", "dff", "head", "kvhead", "seq", "batch",

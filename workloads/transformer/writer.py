@@ -89,6 +89,14 @@ class StageWriter:
     def _slot_key(op: Op) -> tuple:
         return ("coll", op.dim) if op.kind == COLL else ("p2p", op.kind, op.peer_stage)
 
+    #: public names for the rank summary (workloads.generated.LazyTraces)
+    slot_key = _slot_key
+
+    @staticmethod
+    def has_slot(op: Op) -> bool:
+        """The op's record depends on the rank (a group or a peer is filled in)."""
+        return op.kind != COMP
+
     def _records(self, key: tuple, rank: int) -> list[bytes]:
         """Records of every op of one slot key for ``rank`` (shared by ranks of one group/peer)."""
         if key[0] == "coll":
@@ -143,3 +151,37 @@ def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int
         with open(groups_path, "w") as f:
             json.dump({str(gid): ranks for gid, ranks in layout.groups.items()}, f)
     return groups_path
+
+
+def write_groups(prefix: str, layout: Layout) -> str:
+    """``prefix.json``: the comm groups (as :func:`write_trace` writes them); returns its path."""
+    with open(f"{prefix}.json", "w") as f:
+        json.dump({str(gid): ranks for gid, ranks in layout.groups.items()}, f)
+    return f"{prefix}.json"
+
+
+def write_rank_files(prefix: str, graphs: list[StageGraph], layout: Layout, units: Units,
+                     ranks: list[int]) -> None:
+    """``prefix.{rank}.et`` for ``ranks`` only; each file appears whole (written aside, then
+    renamed), so runs that need the same rank at once both find a complete file."""
+    import os
+
+    writers: dict[int, StageWriter] = {}
+    try:
+        for stage in sorted({layout.stage_of(r) for r in ranks}):
+            writers[stage] = StageWriter(graphs[stage], layout, units)
+    except ValueError as exc:  # protobuf: an integer beyond its 64-bit field
+        raise InputError(f"workload: generate: transformer: the model's dimensions give a size or FLOP "
+                         f"count beyond Chakra's 64-bit fields ({exc}); use smaller dmodel/dff/seq/batch") from None
+    per_stage = {stage: len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()}
+    check_free_space(prefix, sum(per_stage[layout.stage_of(r)] for r in ranks), "workload cache")
+    for rank in ranks:
+        path = f"{prefix}.{rank}.et"
+        aside = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(aside, "wb") as f:
+                f.write(writers[layout.stage_of(rank)].file_bytes(rank))
+            os.replace(aside, path)
+        finally:
+            if os.path.exists(aside):
+                os.remove(aside)
