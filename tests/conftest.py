@@ -1,4 +1,4 @@
-"""Shared fixtures: where the ASTRA-sim reference data lives."""
+"""Shared fixtures: where the ASTRA-sim reference data lives; registries restored after each test."""
 
 from __future__ import annotations
 
@@ -14,3 +14,16 @@ def reference_dir() -> Path:
     if not (REFERENCE / "cases").is_dir():
         pytest.skip(f"reference data not found at {REFERENCE} (clone the project next to ../shared)")
     return REFERENCE
+
+
+@pytest.fixture(autouse=True)
+def _registries_restored():
+    """Algorithms and topologies a test registers (plugins, ``pkg.mod:name`` configs, which
+    register what they load) are gone after it: no test sees another's registrations."""
+    from simpy_astra import collectives, topologies
+
+    saved = dict(collectives.REGISTRY), dict(topologies.REGISTRY)
+    yield
+    for registry, before in zip((collectives.REGISTRY, topologies.REGISTRY), saved, strict=True):
+        registry.clear()
+        registry.update(before)

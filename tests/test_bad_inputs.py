@@ -903,6 +903,19 @@ def test_an_axis_listed_twice(capsys):
     path = sweep_file(f"base: {BASE}\naxes:\n  network.bandwidth: [1, 2]\n"
                       f"  m: {{named: {{a: {{network.bandwidth: 3}}}}}}\n")
     expect_cli_error(capsys, ["sweep", path, "--list", "--no-plots"], path, "network.bandwidth", "two axes")
+    path = sweep_file(f"base: {BASE}\naxes:\n  m: {{named: {{a: {{network.bandwidth: 3}}, b: {{network.bandwidth: 4}}}}}}\n"
+                      f"  m2: {{named: {{c: {{network.bandwidth: 5}}}}}}\n")
+    expect_cli_error(capsys, ["sweep", path, "--list", "--no-plots"], path, "network.bandwidth", "two axes")
+
+
+def test_a_plain_axis_may_fill_what_an_earlier_named_bundle_shapes(capsys):
+    """The one overlap allowed: a bundle sets a field's shape, a later plain axis fills it
+    (scenarios/sweeps/cost_topology.yaml): 2 bundles x 2 values = 4 points."""
+    path = sweep_file(f"base: {BASE}\naxes:\n  m: {{named: {{a: {{network.bandwidth: [0]}}, b: {{network.bandwidth: [0]}}}}}}\n"
+                      f"  network.bandwidth: [10, 20]\n")
+    assert main(["sweep", path, "--list", "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("4 points") and "m=b bandwidth=20" in out
 
 
 # -- silent wrong success: durations past the cycle counter, text workload counts

@@ -384,6 +384,27 @@ def _parse_axis(column: str, raw: Any, where: str) -> Axis:
     return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))
 
 
+def _check_overlaps(path: str, axes: list[Axis]) -> None:
+    """Refuse two axes that set one field when the later would make the earlier's values
+    vanish. A plain axis after a named bundle that sets the same field is the one allowed
+    overlap: the bundle gives the field its shape (a placeholder per dimension) and the plain
+    axis fills it (a scalar on a per-dimension list fills every element), as
+    ``scenarios/sweeps/cost_topology.yaml`` does."""
+    set_by_bundles: set[str] = set()
+    set_by_plain: set[str] = set()
+    for axis in axes:
+        if axis.bundles:
+            fields = {k for b in axis.bundles.values() for k in b}
+            clash = sorted(fields & (set_by_plain | set_by_bundles))
+            set_by_bundles |= fields
+        else:
+            clash = [axis.column] if axis.column in set_by_plain else []
+            set_by_plain.add(axis.column)
+        if clash:
+            raise InputError(f"{path}: axes: {clash[0]} is set by two axes (the later would silently win); "
+                             f"keep one, or fold both into one 'named' axis")
+
+
 def load_sweep(path: str) -> SweepSpec:
     doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
@@ -405,10 +426,7 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
-    twice = sorted({p for p in axis_paths if axis_paths.count(p) > 1})
-    if twice:
-        raise InputError(f"{path}: axes: {twice[0]} is set by two axes (the later would silently win); "
-                         f"keep one, or fold both into one 'named' axis")
+    _check_overlaps(path, axes)
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
                      base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
     from simpy_astra.config.scenario import SCENARIO_KEYS
