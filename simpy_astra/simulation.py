@@ -4,7 +4,8 @@ This is the only module that knows every layer; each layer below it sees just th
 interface it needs (a collective sees a PhaseContext, an NPU sees its NpuServices and system
 layer, the system layer sees ``network.send/recv``). Building a :class:`Simulation` reads
 every input (traces, custom collectives) and folds symmetric NPUs; :meth:`Simulation.run`
-then only simulates, on a plain ``simpy.Environment`` that user processes may share.
+then only simulates, on a plain ``simpy.Environment`` (the user's own, if given) that user
+processes may share.
 """
 
 from __future__ import annotations
@@ -12,20 +13,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import simpy
 from simpy.core import StopSimulation
 
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.engine import NpuClock, fast_collection
+from simpy_astra.engine import NpuClock, fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import FoldedNetwork, Folding, FoldSetup, OrbitReports, fold_requested, read_traces
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
-from simpy_astra.network import BACKENDS, Network
+from simpy_astra.network import BACKENDS, Network, no_links
 from simpy_astra.npu import Npu, NpuServices
+from simpy_astra.observe import Observation, Observer
 from simpy_astra.remote_memory import RemoteMemory
-from simpy_astra.stall import describe_handler, stall_report, watch_for_stall
+from simpy_astra.stall import describe_handler, describe_held, held_messages, stall_report, watch_for_stall
 from simpy_astra.statistics import NpuReport
 from simpy_astra.system_layer import (
     SystemLayer,
@@ -39,17 +42,24 @@ class Simulation:
     """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
 
     def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None,
-                 memory_traces: bool = True) -> None:
+                 memory_traces: bool = True, env: simpy.Environment | None = None,
+                 stall_patience_ns: float = 0) -> None:
         """``memory_traces=False``: track memory (peaks, breakdowns) as the system config asks,
-        but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not)."""
+        but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not).
+
+        ``env``: run on this SimPy environment (yours, with your processes) instead of a new
+        one; the NPUs start at its current time. ``stall_patience_ns``: how long the model
+        must stay quiet and unchanged (e.g. behind a link that is down) before the watchdog
+        calls it a stall while user processes keep running (see :mod:`simpy_astra.stall`)."""
         self.inputs = inputs
         self.system_config = inputs.system
         self.on_report = on_report
         net = inputs.network
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)
-        self._env = simpy.Environment()
-        self._watching = False  # the stall watchdog runs (see env)
+        self._env = simpy.Environment() if env is None else env
+        self.stall_patience_ns = stall_patience_ns
+        self._observing: Observer | None = None
         specs = net.graph_specs or (None,) * net.num_dims
         dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
                 zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
@@ -111,10 +121,20 @@ class Simulation:
         # finished, whatever other processes a user added to ``env``
         for npu in self.npus:
             npu.process = self._env.process(npu.execute())
+            if self.folding is not None:
+                npu.stands_for = self.orbit_of(npu.npu_id)
+        #: fires (value: the time) when every NPU has finished; processed in that instant, so
+        #: a process that waits on it goes on before ``run()`` returns
+        self.finished = self._env.event()
+        self._running = False  # run() is running the environment (it stops at ``finished``)
         self._finished_all = self._env.all_of([npu.process for npu in self.npus])
-        self._finished_all.callbacks.append(StopSimulation.callback)
+        self._finished_all.callbacks.append(self._all_finished)
         self._stalled = self._env.event()  # the watchdog found the model stuck
         self._stalled.callbacks.append(StopSimulation.callback)
+        # the watchdog always runs: user processes may share the environment however it was
+        # obtained, and it costs a handful of wake-ups per run
+        self._env.process(watch_for_stall(self._env, self._finished_all, self._stalled, self._quiet_state,
+                                          lambda: self.stall_patience_ns))
 
     def _load_traces(self, dims: list) -> dict[int, tuple[str, list]]:
         """(path, decoded nodes) of every NPU that will be simulated; sets ``self.folding``.
@@ -146,6 +166,14 @@ class Simulation:
         return [npu_id] if self.folding is None else self.folding.orbit(npu_id)
 
     # ------------------------------------------------------------------ running
+    def _all_finished(self, event: simpy.Event) -> None:
+        """Every NPU's process ended: ``finished`` fires now; ``run()`` stops here."""
+        if not event.ok:
+            return  # an NPU failed: SimPy raises it, and run() reports it
+        process_in_place(self.finished, self._env.now)
+        if self._running:
+            raise StopSimulation(None)
+
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
         if self._orbits is None:
@@ -181,15 +209,10 @@ class Simulation:
     def env(self) -> simpy.Environment:
         """The run's SimPy environment, to add your own processes to.
 
-        Handing it out arms a stall watchdog: without user processes a run whose NPUs wait
-        for something that never comes ends when SimPy's queue runs dry, but a user process
-        that loops forever keeps the queue busy. The watchdog wakes at 1, 3, 7, 15, ... us;
-        when two wakes in a row find nothing of the model pending (no NPU event, every
-        message delivered) and no progress between them, it stops the run,
-        which then reports the stall (detected at the watchdog's time)."""
-        if not self._watching:
-            self._watching = True
-            self._env.process(watch_for_stall(self._env, self._finished_all, self._stalled, self._quiet_state))
+        A stall watchdog always runs beside the NPUs (:func:`~simpy_astra.stall.watch_for_stall`):
+        a user process that loops forever keeps SimPy's queue busy, yet a run whose NPUs wait
+        for something that never comes (a receive nobody sends, a message behind a link that
+        stays down, a failed NPU) stops and reports the stall, at the watchdog's time."""
         return self._env
 
     @property
@@ -197,12 +220,22 @@ class Simulation:
         """The simulated time (reading it arms nothing; safe from a display thread)."""
         return self._env.now
 
-    def _quiet_state(self) -> tuple[int, int] | None:
-        """(messages sent, nodes completed) when nothing of the model is pending, else None."""
-        board = self.network.board  # a message behind a link's queue is in flight too
-        if board.in_flight() or any(npu.clock.buckets for npu in self.npus):
+    def _quiet_state(self) -> tuple[int, int, int] | None:
+        """(messages sent, delivered, nodes completed) when nothing of the model is pending
+        (no NPU event, no collective phase waiting on a timeout; every message delivered or
+        held by a link that is down), else None."""
+        if any(npu.clock.buckets for npu in self.npus):
             return None
-        return board.messages_sent(), sum(npu.completed for npu in self.npus)
+        for npu in self.npus:  # a phase waiting on a SimPy event already triggered (a timeout)
+            for phase in npu.system.running_phases():
+                target = phase.target
+                if target is not None and target.triggered and not target.processed:
+                    return None
+        board = self.network.board  # a message queued behind a working link is in flight too
+        in_flight = board.in_flight()
+        if in_flight and in_flight > sum(1 for key, _link in held_messages(self.network) if key is not None):
+            return None
+        return board.messages_sent(), board.delivered, sum(npu.completed for npu in self.npus)
 
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
@@ -234,12 +267,48 @@ class Simulation:
         completes; already triggered if it has."""
         return self.npu_for(npu_id).node_finished(node_id)
 
+    def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
+        """Call ``callback(observation)`` at every milestone of ``kind`` (message_sent,
+        message_delivered, link_start, link_end, collective_start, collective_end, node_end;
+        see :mod:`simpy_astra.observe`). Nothing is watched until someone subscribes."""
+        self._observer().on(kind, callback)
+
+    def stream(self, kind: str) -> simpy.Store:
+        """A :class:`simpy.Store` of the :class:`~simpy_astra.observe.Observation` s of
+        ``kind``, for a process to read with ``yield store.get()``."""
+        return self._observer().stream(kind)
+
+    def _observer(self) -> Observer:
+        if self._observing is None:
+            self._observing = Observer(self)
+        return self._observing
+
+    def running_phases(self, npu_id: int) -> list[simpy.Process]:
+        """The collective phases running on NPU ``npu_id`` now (SimPy processes: e.g. to
+        ``interrupt()`` one)."""
+        return self.npu_for(npu_id).system.running_phases()
+
+    def fail_switch(self, device: Any) -> None:
+        """Fail switch ``device`` for good (now): every link into or out of it goes down and
+        stays down, so what crosses it can never be delivered; the run then ends in a stall
+        report naming the links (``which is failed``). Link-level backends only."""
+        links = getattr(self.network, "links", None)
+        if links is None:
+            raise no_links(self.network.name)
+        touched = [link for link in links() if device in (link.src, link.dst)]
+        if not touched:
+            raise KeyError(f"no link leads into or out of device {device!r}")
+        for link in touched:
+            link.failed = True
+            link.take_down()
+
     def run(self, until: float | None = None) -> list[NpuReport]:
         """Run until every NPU has finished (user processes that never end do not keep it
         going) or, with ``until``, until that time at the latest; call again to go on.
 
         Returns the reports of the NPUs that finished so far."""
-        if not self._finished_all.processed:
+        if not self.finished.processed and not self._stalled.triggered:
+            self._running = True
             try:
                 with fast_collection():
                     self._env.run(until=until)
@@ -247,7 +316,9 @@ class Simulation:
                 if self._failure is not None:  # SimPy re-raises a copy, maybe another NPU's
                     raise self._failure from None
                 raise
-        if (until is not None and not self._finished_all.processed and not self._stalled.processed
+            finally:
+                self._running = False
+        if (until is not None and not self.finished.processed and not self._stalled.processed
                 and self._env.peek() != float("inf")):
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
@@ -261,6 +332,7 @@ class Simulation:
             self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]
         unmatched = self.network.board.unmatched(describe_handler)
+        held = [describe_held(key, link) for key, link in held_messages(self.network)] if stuck else []
         if self.folding is not None and (stuck or unmatched):
             # a folded run names NPUs by their representatives: diagnose on the unfolded run
             # (which raises for a stall); reports already given out are not given again
@@ -276,7 +348,7 @@ class Simulation:
             return self.reports
         self._write_memory_traces()
         if stuck:
-            raise StalledError(stall_report(self._env.now, self.total_npus, stuck, unmatched))
+            raise StalledError(stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held))
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
             # stand, but a message nobody received is almost always a workload bug

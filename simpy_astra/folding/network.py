@@ -66,3 +66,9 @@ class FoldedNetwork:
 
     def link_stats(self) -> None:
         return None
+
+    def link(self, u: Any, v: Any) -> Any:
+        """No links: says which backends have them."""
+        from simpy_astra.network import no_links
+
+        raise no_links(self.name)

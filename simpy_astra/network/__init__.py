@@ -40,6 +40,13 @@ class Network(Protocol):
         the packet backend appends (largest queue bytes, back-pressure stall ns)."""
 
 
+def no_links(backend: str) -> AttributeError:
+    """What ``network.link(u, v)`` says on a backend without links (one line)."""
+    return AttributeError(f"the {backend} backend has no links (its delays are closed forms); links exist in "
+                          f"the congestion_aware and packet backends (backend: congestion_aware in the "
+                          f"scenario, --network-backend congestion_aware on the command line)")
+
+
 #: (env, dimensions, network YAML path, the parsed network config or None) -> backend
 Builder = Callable[[simpy.Environment, list[BasicTopology], str, Any], Network]
 
@@ -72,4 +79,4 @@ BACKENDS: dict[str, Builder] = {
     "packet": _packet,  # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
 }
 
-__all__ = ["Network", "BACKENDS", "Handler", "MessageBoard"]
+__all__ = ["Network", "BACKENDS", "Handler", "MessageBoard", "no_links"]
