@@ -25,17 +25,37 @@ class PluginError(ValueError):
     """A plugin name that cannot be imported or is not what it must be (one line)."""
 
 
+#: folders searched for user modules after the working directory: those of the scenarios
+#: read so far (a scenario's ``plugins`` sit beside it, wherever it is run from)
+SEARCH_FOLDERS: list[str] = []
+
+
+def search_also(folder: str) -> None:
+    """Import user modules from ``folder`` too (after the working directory)."""
+    import os
+
+    folder = os.path.abspath(folder)
+    if folder not in SEARCH_FOLDERS:
+        SEARCH_FOLDERS.append(folder)
+
+
 def import_module(name: str) -> Any:
-    """Import a user module by name (the working directory is searched first)."""
+    """Import a user module by name: from the working directory first, then from the folders
+    of :data:`SEARCH_FOLDERS` (a scenario's own folder), then the installed packages."""
     import os
     import sys
 
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    for folder in SEARCH_FOLDERS:
+        if folder not in sys.path:
+            sys.path.insert(1, folder)
     try:
         return importlib.import_module(name)
     except ImportError as exc:
-        raise PluginError(f"cannot import plugin module '{name}' ({exc})") from None
+        where = ", ".join(["the working directory", *SEARCH_FOLDERS])
+        raise PluginError(f"cannot import plugin module '{name}' ({exc}; searched {where} and the "
+                          f"installed packages)") from None
 
 
 def import_object(spec: str) -> Any:
