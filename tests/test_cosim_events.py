@@ -283,6 +283,15 @@ def test_a_users_environment_and_sim_finished(tmp_path: Path) -> None:
     assert log[-1] == ("later", quiet[0] + 1_000)
 
 
+def test_every_constructor_takes_a_users_environment() -> None:
+    env = simpy.Environment()
+    sim = Simulation.from_scenario(str(ROOT / "examples" / "cosim_ring.yaml"), env=env)
+    assert sim.env is env
+    quiet = max(r.finished_cycles for r in Simulation.from_scenario(str(ROOT / "examples" / "cosim_ring.yaml")).run())
+    env.run(until=sim.finished)
+    assert env.now == quiet == max(r.finished_cycles for r in sim.run())
+
+
 def test_a_users_env_run_until_finished(tmp_path: Path) -> None:
     env = simpy.Environment()
     sim = _compute_then_send(tmp_path, env=env)
