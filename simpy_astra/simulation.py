@@ -340,7 +340,8 @@ class Simulation:
             on_report = self.on_report
             full = Simulation(replace(self.inputs, fold_symmetry=False),
                               None if on_report is None else
-                              lambda r: None if r.npu_id in given else on_report(r))
+                              lambda r: None if r.npu_id in given else on_report(r),
+                              stall_patience_ns=self.stall_patience_ns)
             self.unfolded_rerun = True
             self.reports = full.run()
             self.warnings = full.warnings
