@@ -13,8 +13,9 @@ their values, as a SimPy process is:
 
 A phase is a :class:`PhaseProcess`, a :class:`simpy.Process` subclass: ``is_alive``,
 ``target``, ``value``, ``triggered``/``processed`` and :meth:`~PhaseProcess.interrupt` work
-as for any process (an :class:`simpy.Interrupt` is thrown into the generator in an event of
-its own, as SimPy does). Beside its NPU's process: when the collective's last phase ends,
+as for any process (an :class:`simpy.Interrupt` is thrown into the generator in an event
+of its own, as SimPy does; one the algorithm does not catch ends the run with that error, as an
+unhandled failed process does in SimPy). Beside its NPU's process: when the collective's last phase ends,
 the NPU's process is woken to complete the node. ``ctx.spawn(generator)`` starts a
 sub-process of the phase at once (a :class:`PhaseProcess` too).
 """
