@@ -40,16 +40,16 @@ def search_also(folder: str) -> None:
 
 
 def import_module(name: str) -> Any:
-    """Import a user module by name: from the working directory first, then from the folders
-    of :data:`SEARCH_FOLDERS` (a scenario's own folder), then the installed packages."""
+    """Import a user module by name: from the working directory first, then the installed
+    packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder)."""
     import os
     import sys
 
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    for folder in SEARCH_FOLDERS:
+    for folder in SEARCH_FOLDERS:  # last: a scenario's folder never shadows an installed package
         if folder not in sys.path:
-            sys.path.insert(1, folder)
+            sys.path.append(folder)
     try:
         return importlib.import_module(name)
     except ImportError as exc:
