@@ -42,6 +42,27 @@ class CollectivePlanner:
         self.customs = CustomCollectives(config)
         self._pg_texts: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
         self._group_views: dict[tuple[int, tuple[int, ...]], CommunicatorGroup] = {}
+        #: the comm-group file's groups (shared views) and, per NPU, the ids it is a member of
+        self._file_groups: dict[int, CommunicatorGroup] = {}
+        self._member_of: dict[int, list[int]] = {}
+
+    def add_file_groups(self, comm_groups: dict[int, tuple[int, ...]]) -> None:
+        """The groups of the comm-group file (checked against the NPU count)."""
+        for gid, members in comm_groups.items():
+            group = self._file_groups[gid] = self.make_group(gid, members)
+            for m in dict.fromkeys(group.members):
+                self._member_of.setdefault(m, []).append(gid)
+
+    def file_group_members(self) -> dict[int, tuple[int, ...]]:
+        """Group id -> members, for every group of the comm-group file."""
+        return {gid: g.members for gid, g in self._file_groups.items()}
+
+    def file_groups_of(self, npu_id: int) -> dict[int, CommunicatorGroup]:
+        """NPU ``npu_id``'s views of the file's groups: its own where it is a member."""
+        views = dict(self._file_groups)
+        for gid in self._member_of.get(npu_id, ()):
+            views[gid] = self.make_group(gid, self._file_groups[gid].members, npu_id)
+        return views
 
     def make_group(self, group_id: int, members, npu_id: int | None = None) -> CommunicatorGroup:
         """NPU ``npu_id``'s view of a communicator group.

@@ -12,6 +12,12 @@ the NPU's :class:`Bell`, and the process completes the node and issues what that
 that instant, where the reference does it, so the order of same-time events (which decides
 the figures) is kept exactly. A collective phase is a process of its own, resumed by its
 own events (:mod:`simpy_astra.phase_process`).
+
+**SimPy internals.** This is the one module that sets SimPy's private event fields
+(``_ok``, ``_value``): :class:`Bell`, :class:`Signal` and :func:`process_in_place` give an
+event its outcome and run its callbacks in the instant, as ``Environment.step`` would, where
+``Event.succeed`` would queue it behind the instant's other events (and so change the
+reference's order). Checked against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<5``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,83 @@ Callback = Callable[[Any], None]
 #: 700): a run allocates millions of short-lived objects freed by reference counting, so
 #: frequent cycle searches cost ~10% of the run for nothing
 GC_YOUNG_THRESHOLD = 50_000
+
+
+def process_in_place(event: Event, value: Any = None) -> None:
+    """Trigger ``event`` with ``value`` and process it now: callbacks run in order, as
+    ``Environment.step`` would run them (``event.processed`` is True afterwards)."""
+    event._ok = True
+    event._value = value
+    callbacks = event.callbacks
+    event.callbacks = None
+    if callbacks:
+        for callback in callbacks:
+            callback(event)
+
+
+class Signal(Event):
+    """An event of a collective phase's own (a message arrived, an endpoint delay elapsed, ...).
+
+    :meth:`fire` resumes the phase generators waiting on it *in place* (``resume``/``more``:
+    :class:`~simpy_astra.phase_process.PhaseProcess` steps), in the instant and order the
+    reference runs its collective state machines. It is a SimPy event all the same: fired
+    with nobody else waiting it is processed at once (``triggered`` and ``processed``, its
+    ``value`` set), so yielding it later, ``env.all_of([...])`` and conditions see it done;
+    a SimPy process or condition that waits on it (its ``callbacks``) is resumed by SimPy, one
+    queue entry later, as ``succeed`` does."""
+
+    # defaults on the class: a phase makes one of these per message, and setting them per
+    # instance would double what creating one costs
+    fired = False
+    result: Any = None
+    resume: Callable[[Any], None] | None = None
+    more: list[Callable[[Any], None]] | None = None
+
+    def wait_in_place(self, resume: Callable[[Any], None]) -> None:
+        if self.resume is None:
+            self.resume = resume
+        else:
+            self.more = (self.more or []) + [resume]
+
+    def stop_waiting(self, resume: Callable[[Any], None]) -> None:
+        """Forget ``resume`` (an interrupted process no longer waits on this event)."""
+        if self.resume == resume:
+            self.resume = None
+            if self.more:
+                self.resume = self.more.pop(0)
+        elif self.more and resume in self.more:
+            self.more.remove(resume)
+
+    def fire(self, value: Any = None) -> None:
+        if self.fired:
+            return
+        self.fired = True
+        self.result = value
+        self._ok = True  # triggered before anyone resumes: what they see of it is consistent
+        self._value = value
+        resume = self.resume
+        if resume is not None:
+            self.resume = None
+            resume(value)
+            more = self.more
+            if more:
+                self.more = None
+                for r in more:
+                    r(value)
+        if self.callbacks:
+            self.env.schedule(self)  # SimPy processes and conditions: processed as succeed() would
+        else:  # nobody else waits: processed now (cheaper than queueing an empty event)
+            self.callbacks = None
+
+    def settle(self) -> None:
+        """Fire with nobody waiting in place (a native algorithm's send that arrived)."""
+        self.fired = True
+        self._ok = True
+        self._value = None
+        if self.callbacks:
+            self.env.schedule(self)
+        else:
+            self.callbacks = None
 
 
 def call_later(env: simpy.Environment, delay_ns: int, fn: Callback, arg: Any = None) -> Timeout:
@@ -133,6 +216,19 @@ class NpuClock(Doorbell):
             items = self.buckets[tick] = []
             Timeout(env, delay_ns).callbacks.append(_Bucket(self, tick, items))
         items.append((fn, arg))
+
+
+class DeadClock(NpuClock):
+    """The clock of a failed NPU (``Npu.fail`` turns its clock into one): nothing it is asked
+    to do happens, and nothing wakes the NPU's process any more."""
+
+    __slots__ = ()
+
+    def register(self, delay_ns: int, fn: Callback, arg: Any = None) -> None:
+        pass
+
+    def ring(self, work: Callback, arg: Any = None) -> None:
+        pass
 
 
 def _run_work(bell: Bell) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -228,3 +229,16 @@ def format_peak(peak_bytes: int) -> str:
         k += 1
     value = _f32(_f32(float(peak_bytes)) / _f32(float(1024**k)))
     return f"{value:.2f} {units[k]}"
+
+
+def write_memory_traces(npus: list, prefix: str, orbit_of: Callable[[int], list[int]]) -> list[str]:
+    """``{prefix}.{npu}.json`` of every finished NPU that tracked memory (after the run: a run
+    does no I/O); a folded orbit member's is its representative's, renamed. Returns the files."""
+    written: list[str] = []
+    for npu in npus:
+        if npu.memory is None or not npu.finished:
+            continue
+        orbit = tuple(orbit_of(npu.npu_id))
+        npu.memory.write_traces(prefix, orbit)
+        written += [f"{prefix}.{member}.json" for member in orbit]
+    return written

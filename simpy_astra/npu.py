@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
@@ -77,8 +77,33 @@ class NpuServices:
     failed: Callable[[Exception], None]
 
 
+class _Silent:
+    """The network and clock a failed NPU is left with: what it asks of them never happens."""
+
+    __slots__ = ()
+
+    def send(self, *_args: Any) -> None:
+        pass
+
+    def recv(self, *_args: Any) -> None:
+        pass
+
+
+def _nothing(_arg: Any) -> None:
+    """A bucket item moved elsewhere (a straggler's compute re-timed)."""
+
+
 class Npu:
     """Workload layer of one NPU (ASTRA-sim's ``Workload`` + ``HardwareResource``)."""
+
+    #: a straggler (:meth:`slow_down`, :meth:`pause`): compute nodes are re-timed on issue
+    straggling = False
+    compute_factor = 1.0
+    paused_until_ns: float = 0
+    #: when it failed (:meth:`fail`), or None
+    failed_ns: float | None = None
+    #: the NPUs this one stands for in a folded run (set by the Simulation), else None
+    stands_for: list[int] | None = None
 
     def __init__(self, npu_id: int, nodes: list, source: str, services: NpuServices, clock: NpuClock,
                  system: SystemLayer) -> None:
@@ -262,10 +287,12 @@ class Npu:
 
     # ------------------------------------------------------------------ node kinds
     def _replay(self, node, slot: int) -> None:
-        runtime = replay_duration_ns(node.duration_micros)
+        runtime = delay = replay_duration_ns(node.duration_micros)
+        if self.straggling:
+            runtime, delay = self._straggled(runtime)
         if slot != SLOT_CPU:  # the reference counts GPU time only
             self.gpu_ops_ns += runtime
-        self.clock.register(runtime, self.complete_soon, node.id)
+        self.clock.register(delay, self.complete_soon, node.id)
 
     def _roofline(self, node) -> None:
         num_ops = float(node.get_int("num_ops"))
@@ -278,13 +305,15 @@ class Npu:
         cfg = self.services
         intensity = num_ops / tensor_size
         perf = min(cfg.local_mem_bytes_per_s * intensity, cfg.peak_flops)
-        runtime = int(num_ops / perf * 1e9)
+        runtime = delay = int(num_ops / perf * 1e9)
+        if self.straggling:
+            runtime, delay = self._straggled(runtime)
         self.gpu_ops_ns += runtime
         self.stats.roofline[node.id] = RooflineOp(
             intensity, perf / cfg.peak_flops, (perf / intensity) / cfg.local_mem_bytes_per_s,
             perf < cfg.peak_flops,
         )
-        self.clock.register(runtime, self.complete_soon, node.id)
+        self.clock.register(delay, self.complete_soon, node.id)
 
     def _collective(self, node) -> None:
         comm_type = node.get_int("comm_type")
@@ -351,6 +380,101 @@ class Npu:
             raise InputError(f"{self.source}: node {node.id}: METADATA inputs.values is not a "
                              f"process-group list ({exc})") from None
 
+    # ------------------------------------------------------------------ stragglers and failures
+    def slow_down(self, factor: float, at_ns: float | None = None) -> None:
+        """From ``at_ns`` (now if None) on, this NPU computes ``factor`` times slower: a
+        compute node issued then takes ``trunc(runtime * factor)``; one in progress does the
+        rest of its work at the new speed (ends at ``t + trunc(left * factor)``). Compute
+        only: communication is the network's (slow a link with ``set_bandwidth``)."""
+        if factor <= 0:
+            raise ValueError(f"NPU {self.npu_id}: slow-down factor must be > 0 (got {factor})")
+        self._at(at_ns, self._slow_now, factor)
+
+    def pause(self, duration_ns: float, at_ns: float | None = None) -> None:
+        """From ``at_ns`` (now if None), this NPU's compute stops for ``duration_ns``: a
+        compute node in progress ends ``duration_ns`` later, one issued during the pause
+        starts when it ends. Communication goes on (the network and collectives' endpoint
+        work are not the NPU's compute units)."""
+        if duration_ns < 0:
+            raise ValueError(f"NPU {self.npu_id}: a pause lasts 0 ns or more (got {duration_ns})")
+        self._at(at_ns, self._pause_now, duration_ns)
+
+    def fail(self, at_ns: float | None = None) -> None:
+        """From ``at_ns`` (now if None) on, this NPU is dead: nothing of it happens any more
+        (its pending events, nodes, collective phases, sends and receives); messages it sent
+        before still arrive. It never finishes, so the run ends in a stall report that names
+        it as failed."""
+        self._at(at_ns, self._fail_now, None)
+
+    def _at(self, at_ns: float | None, fn: Callable[[Any], None], arg: Any) -> None:
+        if self.stands_for is not None and len(self.stands_for) > 1:
+            raise ValueError(f"NPU {self.npu_id} stands for NPUs {self.stands_for} in this folded run: "
+                             f"a straggler or failure needs its own NPU (fold_symmetry: false)")
+        env = self.clock.env
+        if at_ns is None or at_ns <= env.now:
+            fn(arg)
+        else:
+            env.timeout(at_ns - env.now).callbacks.append(lambda _event: fn(arg))
+
+    def _straggled(self, runtime: int) -> tuple[int, int]:
+        """(compute time, delay to completion) of a compute node issued now."""
+        runtime = int(runtime * self.compute_factor)
+        return runtime, runtime + max(0, self.paused_until_ns - self.clock.env.now)
+
+    def _computing(self) -> list[tuple[float, list, int]]:
+        """(tick, bucket, index) of every compute node in progress (its completion item)."""
+        found = []
+        complete_soon = self.complete_soon
+        for tick, items in self.clock.buckets.items():
+            for i, (fn, arg) in enumerate(items):
+                if fn == complete_soon and self.nodes[arg].type == COMP_NODE:
+                    found.append((tick, items, i))
+        return found
+
+    def _move(self, items: list, i: int, delay_ns: int) -> None:
+        fn, arg = items[i]
+        items[i] = (_nothing, None)
+        self.clock.register(delay_ns, fn, arg)
+
+    def _slow_now(self, factor: float) -> None:
+        now = self.clock.env.now
+        old = self.compute_factor
+        self.straggling = True
+        self.compute_factor = factor
+        for tick, items, i in self._computing():
+            start = max(now, self.paused_until_ns)
+            left = tick - start  # compute time still to do, at the old speed
+            if left <= 0:
+                continue
+            new_left = int(left / old * factor)
+            if self.slot_in_use.get(items[i][1]) != SLOT_CPU:
+                self.gpu_ops_ns += new_left - int(left)
+            self._move(items, i, int(start - now) + new_left)
+
+    def _pause_now(self, duration_ns: float) -> None:
+        now = self.clock.env.now
+        self.straggling = True
+        for tick, items, i in self._computing():
+            self._move(items, i, int(tick - now + duration_ns))
+        self.paused_until_ns = max(self.paused_until_ns, now + duration_ns)
+
+    def _fail_now(self, _arg: Any) -> None:
+        from simpy_astra.engine import DeadClock
+
+        if self.failed_ns is not None or self.finished:
+            return
+        self.failed_ns = self.clock.env.now
+        for items in self.clock.buckets.values():
+            items.clear()
+        self.clock.__class__ = DeadClock  # rings and registrations of this NPU do nothing now
+        silent = _Silent()
+        self.services = replace(self.services, network=silent)
+        self.system.network = silent
+        for queue in self.system.active:
+            for stream in queue:
+                for phase in stream.phases:
+                    phase.network = silent
+
     # ------------------------------------------------------------------ completion
     def _finish_now(self, node, slot: int) -> None:
         """Synchronous completion (children wait for the next issue pass)."""
@@ -408,6 +532,8 @@ class Npu:
 
     def waiting_on(self, limit: int = 4) -> str:
         """Why this NPU has not finished (for stall reports), e.g. "waits on node 3 (...)"."""
+        if self.failed_ns is not None:
+            return f"failed at {self.failed_ns} ns ({self.completed} node(s) completed before)"
         pending = sum(1 for left in self.parents_left.values() if left > 0)
         ready = sorted(nid for heap in self.ready for nid in heap)
         in_flight = sorted(self.stats.starts)

@@ -1,91 +1,71 @@
-"""How collective algorithms run: generators that yield SimPy events, as processes of their own.
+"""How collective algorithms run: generators that yield SimPy events, as SimPy processes.
 
 An algorithm is a generator function ``algo(ctx)``. It yields events and is resumed with
 their values, as a SimPy process is:
 
-* the phase's own events (:class:`Signal`: ``ctx.recv``, ``ctx.send``, ``ctx.endpoint``,
-  ``ctx.wait``, ``ctx.spawn``) resume it *in place*, in the instant and order in which they
-  happen, exactly where ASTRA-sim runs its collective state machines (a SimPy process is
-  resumed inside the processing of its event too, but starts one queue entry late);
+* the phase's own events (:class:`~simpy_astra.engine.Signal`: ``ctx.recv``, ``ctx.send``,
+  ``ctx.endpoint``, ``ctx.wait``, ``ctx.spawn``) resume it *in place*, in the instant and
+  order in which they happen, exactly where ASTRA-sim runs its collective state machines
+  (``env.process`` would start it one queue entry late and resume it one entry late);
 * any other SimPy event (``env.timeout(t)``, ``env.all_of([...])``, a user's event) resumes
-  it when SimPy processes that event, as it resumes any process.
+  it when SimPy processes that event, as it resumes any process; a failed event is thrown
+  into the generator.
 
-A phase is a process of its own, beside its NPU's process: when the collective's last phase
-ends, the NPU's process is woken to complete the node. ``ctx.spawn(generator)`` starts a
-sub-process of the phase at once; it is itself an event, fired with the generator's return
-value.
+A phase is a :class:`PhaseProcess`, a :class:`simpy.Process` subclass: ``is_alive``,
+``target``, ``value``, ``triggered``/``processed`` and :meth:`~PhaseProcess.interrupt` work
+as for any process (an :class:`simpy.Interrupt` is thrown into the generator in an event
+of its own, as SimPy does; one the algorithm does not catch ends the run with that error, as an
+unhandled failed process does in SimPy). Beside its NPU's process: when the collective's last phase ends,
+the NPU's process is woken to complete the node. ``ctx.spawn(generator)`` starts a
+sub-process of the phase at once (a :class:`PhaseProcess` too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import Any
 
 import simpy
 from simpy.events import Event
 
+from simpy_astra.engine import Signal
 
-class Signal(Event):
-    """An event of a phase's own (a message arrived, an endpoint delay elapsed, ...).
-
-    :meth:`fire` resumes the phase generators waiting on it at once; a separate SimPy
-    process that waits on it (having yielded it before it fired) is resumed by SimPy."""
-
-    # defaults on the class: a phase makes one of these per message, and setting them per
-    # instance would double what creating one costs
-    fired = False
-    result: Any = None
-    resume: Callable[[Any], None] | None = None
-    more: list[Callable[[Any], None]] | None = None
-
-    def wait_in_place(self, resume: Callable[[Any], None]) -> None:
-        if self.resume is None:
-            self.resume = resume
-        else:
-            self.more = (self.more or []) + [resume]
-
-    def fire(self, value: Any = None) -> None:
-        self.fired = True
-        self.result = value
-        resume = self.resume
-        if resume is not None:
-            self.resume = None
-            resume(value)
-            more = self.more
-            if more:
-                self.more = None
-                for r in more:
-                    r(value)
-        if self.callbacks:
-            self.succeed(value)
+__all__ = ["PhaseProcess", "Signal"]
 
 
-class PhaseProcess(Signal):
+class PhaseProcess(Signal, simpy.Process):
     """Runs ``generator`` as a process that starts now (not one queue entry later, as
     ``env.process`` would) and is resumed by the events it yields in the instant they
     happen; an event itself, fired with the generator's return value."""
 
     def __init__(self, env: simpy.Environment, generator: Generator) -> None:
-        super().__init__(env)
-        if not hasattr(generator, "send"):
+        if not hasattr(generator, "throw"):
             raise TypeError(f"a collective algorithm must be a generator function (got {generator!r})")
-        self.gen = generator
+        self.env = env
+        self.callbacks = []
+        self._generator = generator
+        self._target: Event | None = None
         self.step(None)
 
-    def step(self, value: Any) -> None:
-        """Resume the generator with ``value`` and run it up to its next wait."""
-        gen = self.gen
+    def step(self, value: Any, error: BaseException | None = None) -> None:
+        """Resume the generator with ``value`` (or throw ``error`` into it) and run it up to
+        its next wait."""
+        gen = self._generator
         while True:
             try:
-                event = gen.send(value)
+                if error is None:
+                    event = gen.send(value)
+                else:
+                    event, error = gen.throw(error), None
             except StopIteration as stop:
-                self.gen = None
+                self._target = None
                 self.fire(stop.value)
                 return
             if event.__class__ is Signal or isinstance(event, Signal):
                 if event.fired:
                     value = event.result
                     continue
+                self._target = event
                 if event.resume is None:
                     event.resume = self.step
                 else:
@@ -95,10 +75,48 @@ class PhaseProcess(Signal):
                 raise TypeError(f"a collective algorithm yielded {event!r}; yield SimPy events "
                                 f"(ctx.recv(...), ctx.endpoint(...), env.timeout(...), ...)")
             if event.callbacks is None:  # already processed by SimPy
-                value = event.value
+                if event.ok:
+                    value = event.value
+                else:
+                    event.defused = True
+                    error = type(event.value)(*event.value.args)
                 continue
+            self._target = event
             event.callbacks.append(self._processed)
             return
 
     def _processed(self, event: Event) -> None:
-        self.step(event.value)
+        if event.ok:
+            self.step(event.value)
+        else:  # SimPy's rule: a failed event is thrown into the process that waits on it
+            event.defused = True
+            self.step(None, type(event.value)(*event.value.args))
+
+    @property
+    def is_alive(self) -> bool:
+        return not self.fired
+
+    def interrupt(self, cause: Any = None) -> None:
+        """Throw :class:`simpy.Interrupt` (``cause``) into the phase, in an event of its own
+        at the current time, as :meth:`simpy.Process.interrupt` does; the phase stops waiting
+        on its target. An interrupt that finds the phase ended is ignored, as in SimPy."""
+        if self.fired:
+            raise RuntimeError(f"{self!r} has terminated and cannot be interrupted.")
+        if self._generator.gi_running:
+            raise RuntimeError("A process is not allowed to interrupt itself.")
+        event = self.env.event()
+        event.callbacks.append(lambda _e: self._interrupted(cause))
+        event.succeed()
+
+    def _interrupted(self, cause: Any) -> None:
+        if self.fired:
+            return
+        target, self._target = self._target, None
+        if isinstance(target, Signal):
+            target.stop_waiting(self.step)
+        elif target is not None and target.callbacks is not None and self._processed in target.callbacks:
+            target.callbacks.remove(self._processed)
+        self.step(None, simpy.Interrupt(cause))
+
+    def _desc(self) -> str:
+        return f"PhaseProcess({getattr(self._generator, '__name__', '?')})"

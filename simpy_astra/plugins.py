@@ -74,10 +74,25 @@ def is_users_file(filename: str) -> bool:
     return _theirs(filename) and "site-packages" not in parts and "dist-packages" not in parts
 
 
+#: folders searched for user modules after the working directory: those of the scenarios
+#: read so far (a scenario's ``plugins`` sit beside it, wherever it is run from)
+SEARCH_FOLDERS: list[str] = []
+
+
+def search_also(folder: str) -> None:
+    """Import user modules from ``folder`` too (after the working directory)."""
+    import os
+
+    folder = os.path.abspath(folder)
+    if folder not in SEARCH_FOLDERS:
+        SEARCH_FOLDERS.append(folder)
+
+
 def import_module(name: str) -> Any:
-    """Import a user module by name (the working directory is searched first). Whatever the
-    module does while importing (raise, have a syntax error, call sys.exit) is reported as the
-    module's error."""
+    """Import a user module by name: from the working directory first, then the installed
+    packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder). Whatever
+    the module does while importing (raise, have a syntax error, call sys.exit) is reported as
+    the module's error."""
     import os
     import sys
 
@@ -85,13 +100,17 @@ def import_module(name: str) -> Any:
         raise PluginError(f"{name!r} is not a module name; write it as package.module")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    for folder in SEARCH_FOLDERS:  # last: a scenario's folder never shadows an installed package
+        if folder not in sys.path:
+            sys.path.append(folder)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if missing and (name == missing or name.startswith(missing + ".")):
-            raise PluginError(f"cannot import plugin module '{name}' (no module named '{missing}'; it is "
-                              f"searched in the working folder and the Python path)") from None
+            where = ", ".join(["the working directory", *SEARCH_FOLDERS])
+            raise PluginError(f"cannot import plugin module '{name}' (no module named '{missing}'; "
+                              f"searched {where} and the installed packages)") from None
         raise PluginError(user_code_problem(f"plugin module '{name}'", exc), exc) from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed, say so
         raise PluginError(user_code_problem(f"plugin module '{name}'", exc), exc) from None

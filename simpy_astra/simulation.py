@@ -4,7 +4,8 @@ This is the only module that knows every layer; each layer below it sees just th
 interface it needs (a collective sees a PhaseContext, an NPU sees its NpuServices and system
 layer, the system layer sees ``network.send/recv``). Building a :class:`Simulation` reads
 every input (traces, custom collectives) and folds symmetric NPUs; :meth:`Simulation.run`
-then only simulates, on a plain ``simpy.Environment`` that user processes may share.
+then only simulates, on a plain ``simpy.Environment`` (the user's own, if given) that user
+processes may share.
 """
 
 from __future__ import annotations
@@ -12,32 +13,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cached_property
+from typing import Any
 
 import simpy
 from simpy.core import StopSimulation
 
+from simpy_astra import stall
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.engine import NpuClock, fast_collection
+from simpy_astra.engine import NpuClock, fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import (
-    FoldedNetwork,
-    Folding,
-    FoldOutcome,
-    FoldSetup,
-    OrbitReports,
-    fold_requested,
-    load_traces,
-)
+from simpy_astra.folding import FoldedNetwork, Folding, OrbitReports, fold_run
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
+from simpy_astra.network.faults import fail_device
 from simpy_astra.npu import Npu, NpuServices
+from simpy_astra.observe import Observation, Observer
 from simpy_astra.remote_memory import RemoteMemory
-from simpy_astra.stall import describe_handler, stall_report, watch_for_stall
 from simpy_astra.statistics import NpuReport
-from simpy_astra.system_layer import (
-    SystemLayer,
-)
+from simpy_astra.system_layer import SystemLayer
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.workloads.chakra import validate_graph
@@ -47,17 +42,23 @@ class Simulation:
     """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
 
     def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None,
-                 memory_traces: bool = True) -> None:
+                 memory_traces: bool = True, env: simpy.Environment | None = None,
+                 stall_patience_ns: float = 0) -> None:
         """``memory_traces=False``: track memory (peaks, breakdowns) as the system config asks,
-        but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not)."""
+        but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not).
+
+        ``env``: run on this SimPy environment (yours, with your processes) instead of a new
+        one; the NPUs start at its current time. ``stall_patience_ns``: how long the model
+        must stay quiet and unchanged (e.g. behind a link that is down) before the watchdog
+        calls it a stall while user processes keep running (see :mod:`simpy_astra.stall`)."""
         self.inputs = inputs
         self.system_config = inputs.system
         self.on_report = on_report
         net = inputs.network
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)
-        self._env = simpy.Environment()
-        self._watching = False  # the stall watchdog runs (see env)
+        self._env = simpy.Environment() if env is None else env
+        self.stall_patience_ns = stall_patience_ns
         specs = net.graph_specs or (None,) * net.num_dims
         dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
                 zip(net.topology, net.npus_count, net.bandwidth_gbps, net.latency_ns, specs, strict=True)]
@@ -74,16 +75,13 @@ class Simulation:
         check_et_count(inputs.workload_prefix, self.total_npus, net.source)
         # all file reading happens here, before time starts (custom collectives included)
         self.planner = CollectivePlanner(cfg, self.total_npus)
-        make_group = self.planner.make_group
-        self._shared_groups = {gid: make_group(gid, members) for gid, members in inputs.comm_groups.items()}
-        self._member_of: dict[int, list[int]] = {}
-        for gid, group in self._shared_groups.items():
-            for m in dict.fromkeys(group.members):
-                self._member_of.setdefault(m, []).append(gid)
+        self.planner.add_file_groups(inputs.comm_groups)
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)
         self.fold_note: str | None = None
-        traces = self._load_traces(dims)
+        groups = self.planner.file_group_members()
+        traces, self.folding, self.fold_note = fold_run(inputs, self.network, dims, groups,
+                                                        self.planner.parse_process_groups)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
         if self.folding is not None:
             self.network = FoldedNetwork(self.network, self.folding)
@@ -101,9 +99,7 @@ class Simulation:
             self.systems.append(system)
             path, nodes = traces[i]
             npu = Npu(i, nodes, path, services, clock, system)
-            npu.groups.update(self._shared_groups)
-            for gid in self._member_of.get(i, ()):
-                npu.groups[gid] = make_group(gid, self._shared_groups[gid].members, i)
+            npu.groups.update(self.planner.file_groups_of(i))
             self.npus.append(npu)
             self._npu_by_id[i] = npu
         self.reports: list[NpuReport] = []
@@ -121,28 +117,21 @@ class Simulation:
         # finished, whatever other processes a user added to ``env``
         for npu in self.npus:
             npu.process = self._env.process(npu.execute())
+            if self.folding is not None:
+                npu.stands_for = self.orbit_of(npu.npu_id)
+        #: fires (value: the time) when every NPU has finished; processed in that instant, so
+        #: a process that waits on it goes on before ``run()`` returns
+        self.finished = self._env.event()
+        self._running = False  # run() is running the environment (it stops at ``finished``)
         self._finished_all = self._env.all_of([npu.process for npu in self.npus])
-        self._finished_all.callbacks.append(StopSimulation.callback)
+        self._finished_all.callbacks.append(self._all_finished)
         self._stalled = self._env.event()  # the watchdog found the model stuck
         self._stalled.callbacks.append(StopSimulation.callback)
-
-    def _load_traces(self, dims: list) -> dict[int, tuple[str, list]]:
-        """(path, decoded nodes) of every NPU that will be simulated; sets ``self.folding``
-        and ``self.fold_note`` (:func:`~simpy_astra.folding.load_traces`).
-
-        Graphs are validated later, for simulated NPUs only: a folded NPU's graph is its
-        representative's, renumbered."""
-        outcome = FoldOutcome()
-        fold = None
-        if fold_requested(self.inputs.fold_symmetry):
-            fold = FoldSetup.for_run(self.network, self.system_config, self.inputs.remote_memory, dims,
-                                     outcome.why)
-        groups = {gid: g.members for gid, g in self._shared_groups.items()}
-        traces, self.folding = load_traces(self.inputs.workload_prefix, self.total_npus, fold, groups,
-                                           self.planner.parse_process_groups, outcome)
-        if fold is not None or outcome.why:
-            self.fold_note = outcome.note(self.total_npus)
-        return traces
+        # the watchdog always runs: user processes may share the environment however it was
+        # obtained, and it costs a handful of wake-ups per run
+        self._env.process(stall.watch_for_stall(self._env, self._finished_all, self._stalled,
+                                                lambda: stall.quiet_state(self.network, self.npus),
+                                                lambda: self.stall_patience_ns))
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""
@@ -155,6 +144,14 @@ class Simulation:
         return [npu_id] if self.folding is None else self.folding.orbit(npu_id)
 
     # ------------------------------------------------------------------ running
+    def _all_finished(self, event: simpy.Event) -> None:
+        """Every NPU's process ended: ``finished`` fires now; ``run()`` stops here."""
+        if not event.ok:
+            return  # an NPU failed: SimPy raises it, and run() reports it
+        process_in_place(self.finished, self._env.now)
+        if self._running:
+            raise StopSimulation(None)
+
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
         if self._orbits is None:
@@ -172,46 +169,21 @@ class Simulation:
         if self.on_report is not None:
             self.on_report(report)
 
-    def _write_memory_traces(self) -> None:
-        """``{local-mem-trace-filename}.{npu}.json`` of every finished NPU (after the run: a
-        run does no I/O); a folded orbit member's is its representative's, renamed."""
-        prefix = self.local_mem_trace_prefix
-        if not prefix:
-            return
-        for npu in self.npus:
-            if npu.memory is None or not npu.finished:
-                continue
-            orbit = tuple(self.orbit_of(npu.npu_id))
-            npu.memory.write_traces(prefix, orbit)
-            self.written_files += [f"{prefix}.{member}.json" for member in orbit]
-
     # ------------------------------------------------------------------ co-simulation API
     @property
     def env(self) -> simpy.Environment:
         """The run's SimPy environment, to add your own processes to.
 
-        Handing it out arms a stall watchdog: without user processes a run whose NPUs wait
-        for something that never comes ends when SimPy's queue runs dry, but a user process
-        that loops forever keeps the queue busy. The watchdog wakes at 1, 3, 7, 15, ... us;
-        when two wakes in a row find nothing of the model pending (no NPU event, every
-        message delivered) and no progress between them, it stops the run,
-        which then reports the stall (detected at the watchdog's time)."""
-        if not self._watching:
-            self._watching = True
-            self._env.process(watch_for_stall(self._env, self._finished_all, self._stalled, self._quiet_state))
+        A stall watchdog always runs beside the NPUs (:func:`~simpy_astra.stall.watch_for_stall`):
+        a user process that loops forever keeps SimPy's queue busy, yet a run whose NPUs wait
+        for something that never comes (a receive nobody sends, a message behind a link that
+        stays down, a failed NPU) stops and reports the stall, at the watchdog's time."""
         return self._env
 
     @property
     def now_ns(self) -> float:
         """The simulated time (reading it arms nothing; safe from a display thread)."""
         return self._env.now
-
-    def _quiet_state(self) -> tuple[int, int] | None:
-        """(messages sent, nodes completed) when nothing of the model is pending, else None."""
-        board = self.network.board  # a message behind a link's queue is in flight too
-        if board.in_flight() or any(npu.clock.buckets for npu in self.npus):
-            return None
-        return board.messages_sent(), sum(npu.completed for npu in self.npus)
 
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
@@ -243,12 +215,38 @@ class Simulation:
         completes; already triggered if it has."""
         return self.npu_for(npu_id).node_finished(node_id)
 
+    def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
+        """Call ``callback(observation)`` at every milestone of ``kind`` (message_sent,
+        message_delivered, link_start, link_end, collective_start, collective_end, node_end;
+        see :mod:`simpy_astra.observe`). Nothing is watched until someone subscribes."""
+        self.observer.on(kind, callback)
+
+    def stream(self, kind: str) -> simpy.Store:
+        """A :class:`simpy.Store` of the :class:`~simpy_astra.observe.Observation` s of
+        ``kind``, for a process to read with ``yield store.get()``."""
+        return self.observer.stream(kind)
+
+    @cached_property
+    def observer(self) -> Observer:
+        """Made on first use: a run nobody observes wraps nothing."""
+        return Observer(self)
+
+    def running_phases(self, npu_id: int) -> list[simpy.Process]:
+        """The collective phases running on NPU ``npu_id`` now (SimPy processes: e.g. to
+        ``interrupt()`` one)."""
+        return self.npu_for(npu_id).system.running_phases()
+
+    def fail_switch(self, device: Any) -> None:
+        """Fail switch ``device`` for good, now (:func:`~simpy_astra.network.faults.fail_device`)."""
+        fail_device(self.network, device)
+
     def run(self, until: float | None = None) -> list[NpuReport]:
         """Run until every NPU has finished (user processes that never end do not keep it
         going) or, with ``until``, until that time at the latest; call again to go on.
 
         Returns the reports of the NPUs that finished so far."""
-        if not self._finished_all.processed:
+        if not self.finished.processed and not self._stalled.triggered:
+            self._running = True
             try:
                 with fast_collection():
                     self._env.run(until=until)
@@ -256,7 +254,9 @@ class Simulation:
                 if self._failure is not None:  # SimPy re-raises a copy, maybe another NPU's
                     raise self._failure from None
                 raise
-        if (until is not None and not self._finished_all.processed and not self._stalled.processed
+            finally:
+                self._running = False
+        if (until is not None and not self.finished.processed and not self._stalled.processed
                 and self._env.peek() != float("inf")):
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
@@ -269,7 +269,8 @@ class Simulation:
         if self._orbits is not None:
             self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]
-        unmatched = self.network.board.unmatched(describe_handler)
+        unmatched = self.network.board.unmatched(stall.describe_handler)
+        held = [stall.describe_held(key, link) for key, link in stall.held_messages(self.network)] if stuck else []
         if self.folding is not None and (stuck or unmatched):
             # a folded run names NPUs by their representatives: diagnose on the unfolded run
             # (which raises for a stall); reports already given out are not given again
@@ -277,17 +278,21 @@ class Simulation:
             on_report = self.on_report
             full = Simulation(replace(self.inputs, fold_symmetry=False),
                               None if on_report is None else
-                              lambda r: None if r.npu_id in given else on_report(r))
+                              lambda r: None if r.npu_id in given else on_report(r),
+                              stall_patience_ns=self.stall_patience_ns)
             self.unfolded_rerun = True
             self.reports = full.run()
             self.warnings = full.warnings
             self.written_files = full.written_files
             return self.reports
-        self._write_memory_traces()
+        if self.local_mem_trace_prefix:  # the tracker is imported only by runs that track memory
+            from simpy_astra.memory_tracker import write_memory_traces
+
+            self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:
-            raise StalledError(stall_report(self._env.now, self.total_npus, stuck, unmatched))
+            raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held))
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
             # stand, but a message nobody received is almost always a workload bug
-            self.warnings.append(stall_report(self._env.now, self.total_npus, stuck, unmatched))
+            self.warnings.append(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched))
         return self.reports

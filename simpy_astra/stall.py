@@ -3,7 +3,9 @@ received, and the handler a waiting message belongs to."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
+from typing import Any
 
 import simpy
 
@@ -20,8 +22,47 @@ def describe_handler(fn, arg) -> str | None:
     return None
 
 
-def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str], limit: int = 8) -> str:
-    """One line: when it stopped, what each unfinished NPU waits on, unmatched messages."""
+def held_messages(network: Any) -> list[tuple[Any, Any]]:
+    """(board key or None for background bytes, link) of every message held by a link that
+    is down: it cannot move until the link comes up, so it is not "in flight" for the
+    watchdog. Backends without links hold nothing."""
+    links = getattr(network, "links", None)
+    if links is None:
+        return []
+    held: dict[int, tuple[Any, Any]] = {}
+    for link in links():
+        if link.up:
+            continue
+        wire = getattr(link, "_wire", None)  # the aware backend's message being serialised
+        items = ([] if wire is None else [wire.item]) + list(link.queue)
+        for item in items:
+            message = getattr(item, "message", item)  # a packet train carries one message's bytes
+            key = getattr(message, "key", None)
+            if key is not None or hasattr(message, "key"):
+                held.setdefault(id(message), (key, link))
+    return list(held.values())
+
+
+def describe_held(key: Any, link: Any) -> str:
+    """``NPU 0 all_reduce phase ... sent 1024 B to NPU 1 (tag 5): held by link 0->1, which is
+    down; NPU 1 node 3 (...) waits for it``."""
+    state = "failed" if getattr(link, "failed", False) else "down"
+    where = f"held by link {link.src}->{link.dst}, which is {state}"
+    if key is None:
+        return f"background bytes {where}"
+    tag, src, dst, size = key.ident
+    sender = describe_handler(key.send_fn, key.send_arg) if key.send_fn is not None else None
+    text = f"{sender or f'NPU {src}'} sent {size} B to NPU {dst} (tag {tag}): {where}"
+    if key.recv_fn is not None:
+        receiver = describe_handler(key.recv_fn, key.recv_arg)
+        text += f"; {receiver or f'NPU {dst}'} waits for it"
+    return text
+
+
+def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str], limit: int = 8,
+                 held: list[str] | None = None) -> str:
+    """One line: when it stopped, what each unfinished NPU waits on (or that it failed),
+    messages held by links that are down, unmatched messages."""
 
     def capped(items: list[str], what: str) -> str:
         more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
@@ -31,6 +72,8 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
         head = (f"simulation stalled at {now} ns with {len(stuck)} of {total_npus} NPU(s) "
                 f"unfinished (no event left that could make progress): ")
         text = head + capped([f"NPU {n.npu_id} {n.waiting_on()}" for n in stuck], "NPUs")
+        if held:
+            text += ". Messages that cannot move: " + capped(held, "messages")
         if unmatched:
             text += ". Unmatched messages: " + capped(unmatched, "messages")
         return text
@@ -38,20 +81,65 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
             f"never posted): " + capped(unmatched, "messages"))
 
 
+#: the watchdog's first wake-up; its interval doubles up to MAX_WATCH_INTERVAL_NS
+FIRST_WATCH_INTERVAL_NS = 1_000
+#: the watchdog's longest interval (1 s of simulated time): the clock grows linearly beyond
+#: it, so a run the watchdog keeps alive can never overflow it
+MAX_WATCH_INTERVAL_NS = 1_000_000_000
+
+
 def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simpy.Event,
-                    quiet_state: Callable[[], tuple | None]) -> Generator[simpy.Event, None, None]:
+                    quiet_state: Callable[[], tuple | None],
+                    patience_ns: Callable[[], float] = lambda: 0) -> Generator[simpy.Event, None, None]:
     """A process that triggers ``stalled`` when the model can no longer progress.
 
-    It wakes at 1, 3, 7, 15, ... us; when two wakes in a row find nothing of the model
-    pending (``quiet_state`` not None) and the same progress counters, nothing will happen
-    any more, whatever user processes keep SimPy's queue busy."""
-    interval_ns = 1_000
+    It wakes at 1, 3, 7, 15, ... us (then every second at most, so the clock it keeps going
+    grows linearly and never overflows). The model is quiet when ``quiet_state`` is not
+    None: no NPU event pending, every message delivered or held by a link that is down. A
+    quiet model with nothing else on SimPy's queue has stalled. With user processes on the
+    queue, it has stalled when two wakes in a row find it quiet with the same progress
+    counters, at least ``patience_ns()`` after the first of them: a link kept down for that
+    long (and for as long as the run had lasted), with nothing else of the model moving,
+    counts as down for good."""
+    interval_ns = FIRST_WATCH_INTERVAL_NS
     seen = None
+    quiet_since = 0.0
     while not finished.triggered:
         yield env.timeout(interval_ns)
-        now_state = quiet_state()
-        if now_state is not None and now_state == seen and not finished.triggered:
-            stalled.succeed()
+        if finished.triggered:
             return
+        now_state = quiet_state()
+        if now_state is not None:
+            if env.peek() == math.inf:
+                break
+            if now_state == seen and env.now - quiet_since >= patience_ns():
+                break
+            if now_state != seen:
+                quiet_since = env.now
         seen = now_state
-        interval_ns *= 2
+        interval_ns = min(2 * interval_ns, MAX_WATCH_INTERVAL_NS)
+        if now_state is not None:  # do not oversleep the patience
+            left_ns = quiet_since + patience_ns() - env.now
+            if 0 < left_ns < interval_ns:
+                interval_ns = left_ns
+    else:
+        return
+    stalled.succeed()
+
+
+def quiet_state(network: Any, npus: list) -> tuple[int, int, int] | None:
+    """(messages sent, delivered, nodes completed) when nothing of the model is pending
+    (no NPU event, no collective phase waiting on a timeout; every message delivered or
+    held by a link that is down), else None."""
+    if any(npu.clock.buckets for npu in npus):
+        return None
+    for npu in npus:  # a phase waiting on a SimPy event already triggered (a timeout)
+        for phase in npu.system.running_phases():
+            target = phase.target
+            if target is not None and target.triggered and not target.processed:
+                return None
+    board = network.board  # a message queued behind a working link is in flight too
+    in_flight = board.in_flight()
+    if in_flight and in_flight > sum(1 for key, _link in held_messages(network) if key is not None):
+        return None
+    return board.messages_sent(), board.delivered, sum(npu.completed for npu in npus)

@@ -68,13 +68,14 @@ class ChunkCounter:
 class Phase:
     """One phase of one chunk; implements :class:`collectives.base.PhaseContext`.
 
-    Its algorithm runs as a :class:`~simpy_astra.phase_process.PhaseProcess`, resumed by its
-    own events; the stream moves on when the algorithm returns."""
+    Its algorithm runs as a :class:`~simpy_astra.phase_process.PhaseProcess` (``process``, a
+    :class:`simpy.Process`), resumed by its own events; the stream moves on when the
+    algorithm returns."""
 
     __slots__ = (
         "system", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
         "index", "window", "local", "npu_id", "algorithm", "args", "env", "clock", "network",
-        "_endpoint_ns",
+        "_endpoint_ns", "process",
     )
 
     def __init__(self, system: SystemLayer, kind: str, size_bytes: int, final_bytes: int,
@@ -98,10 +99,11 @@ class Phase:
         self.window = window
         self.algorithm = algorithm
         self.args = args
+        self.process: PhaseProcess | None = None  # the algorithm's process once started
 
     # -- driven by the system layer
     def start(self) -> None:
-        run = PhaseProcess(self.env, self.algorithm(self, *self.args))
+        run = self.process = PhaseProcess(self.env, self.algorithm(self, *self.args))
         if run.fired:
             self.system.proceed(self.stream)
         else:
@@ -125,10 +127,10 @@ class Phase:
     def _sent(self, arrived: Signal) -> None:
         """A send arrived (in the network's event): fire its event if someone waits on it;
         native algorithms never do, and then it costs nothing."""
-        if arrived.resume is not None or arrived.callbacks:
+        if arrived.resume is not None:
             arrived.fire()
         else:
-            arrived.fired = True
+            arrived.settle()
 
     def recv(self, src: int, size_bytes: int, tag: int | None = None) -> Signal:
         received = Signal(self.env)
@@ -262,6 +264,12 @@ class SystemLayer:
         self.running = [0] * n_queues
         self._default_plans: dict[str, CollectivePlan] = {}
         self.recorder = None  # trace_recorder.NpuRecorder when chunk timelines are requested
+
+    def running_phases(self) -> list[PhaseProcess]:
+        """The processes of this NPU's collective phases running now (to interrupt one)."""
+        return [s.current.process for queue in self.active for s in queue
+                if s.initialized and s.current is not None and s.current.process is not None
+                and s.current.process.is_alive]
 
     # -- helpers
     def reduction_ns(self, size_bytes: int) -> int:

@@ -36,10 +36,10 @@ def run(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
 def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = None,
             memory: dict | None = None, groups: dict | None = None,
             backend: str = "congestion_unaware",
-            fold: bool | None = None, run: bool = True) -> tuple[dict[int, NpuReport], Simulation]:
+            fold: bool | None = None, run: bool = True, **sim_kwargs) -> tuple[dict[int, NpuReport], Simulation]:
     """:func:`run`, also returning the finished :class:`Simulation` (for link statistics);
     ``run=False`` returns it unstarted (and no reports). A ``system`` value of None removes
-    that key of :data:`BASE_SYSTEM`."""
+    that key of :data:`BASE_SYSTEM`; ``sim_kwargs`` go to :class:`Simulation` (``env=``, ...)."""
     sysconf = {k: v for k, v in dict(BASE_SYSTEM, **(system or {})).items() if v is not None}
     (tmp / "sys.json").write_text(json.dumps(sysconf))
     (tmp / "net.yml").write_text(yaml.safe_dump(network))
@@ -57,7 +57,7 @@ def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = N
         comm_groups=groups_path if groups is not None else "empty", backend=backend,
     )
     inputs.fold_symmetry = fold
-    sim = Simulation(inputs)
+    sim = Simulation(inputs, **sim_kwargs)
     if not run:
         return {}, sim
     return {r.npu_id: r for r in sim.run()}, sim

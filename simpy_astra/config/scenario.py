@@ -177,6 +177,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", "congestion_unaware"))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
+    from simpy_astra.plugins import search_also
+
+    search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),

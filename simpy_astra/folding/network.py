@@ -86,6 +86,12 @@ class FoldedNetwork:
     def link_stats(self) -> None:
         return None
 
+    def link(self, u: Any, v: Any) -> Any:
+        """No links: says which backends have them."""
+        from simpy_astra.network.faults import no_links
+
+        raise no_links(self.name)
+
 
 def tag_clash(folding: Folding, uses_dims: bool) -> str | None:
     """Why group tags could not be told apart in a folded run, or None.

@@ -12,6 +12,7 @@ build a run).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -239,3 +240,20 @@ class OrbitReports:
         for report in sorted(self._pending, key=lambda r: r.npu_id):
             self.emit(report)
         self._pending.clear()
+
+
+def fold_run(inputs: Any, network: Any, dims: list, groups: dict[int, tuple[int, ...]],
+             parse_groups: Callable[[str], Any]) -> tuple[dict[int, tuple[str, list]], Folding | None, str | None]:
+    """A run's traces, its folding, and why it folds less than it might (one line, or None).
+
+    Folding is tried when the inputs ask for it (:func:`fold_requested`) and can apply
+    (:meth:`FoldSetup.for_run`); ``inputs`` is the run's
+    :class:`~simpy_astra.config.inputs.SimulationInputs`."""
+    total_npus = math.prod(t.npus_count for t in dims)
+    outcome = FoldOutcome()
+    fold = None
+    if fold_requested(inputs.fold_symmetry):
+        fold = FoldSetup.for_run(network, inputs.system, inputs.remote_memory, dims, outcome.why)
+    traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome)
+    note = outcome.note(total_npus) if fold is not None or outcome.why else None
+    return traces, folding, note

@@ -57,3 +57,9 @@ class CongestionUnawareNetwork:
     def link_stats(self) -> None:
         """No links: delays are closed forms."""
         return None
+
+    def link(self, u: Any, v: Any) -> Any:
+        """No links: says which backends have them."""
+        from simpy_astra.network.faults import no_links
+
+        raise no_links(self.name)
