@@ -103,15 +103,8 @@ class BasicTopology:
         return parts
 
     def graph(self) -> nx.DiGraph:
-        """The physical topology as a directed graph with link attributes."""
-        import networkx as nx
+        """This building block alone as a directed graph with link attributes (the
+        network's own graph, :class:`simpy_astra.network.fabric.Fabric`, of one dimension)."""
+        from simpy_astra.network.fabric import Fabric
 
-        g = nx.DiGraph(name=self.name)
-        g.add_nodes_from(range(self.npus_count), kind="npu")
-        for u, v in self.links():
-            for node in (u, v):
-                if node not in g:
-                    g.add_node(node, kind="switch", label=self.device_label(node))
-            bw, lat = self.link_params(u, v)
-            g.add_edge(u, v, bandwidth_gbps=bw, latency_ns=lat)
-        return g
+        return Fabric([self]).graph()
