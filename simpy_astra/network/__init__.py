@@ -58,18 +58,35 @@ def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], sourc
                         config: Any = None) -> Network:
     from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 
+    _no_models(config, "congestion_unaware")
+
     return CongestionUnawareNetwork(env, dims)
 
 
 def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
                       config: Any = None) -> Network:
     from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+    from simpy_astra.network.models import lookup_link, lookup_switch
 
-    return CongestionAwareNetwork(env, dims, source)
+    link, switch = getattr(config, "link_model", None), getattr(config, "switch_model", None)
+    return CongestionAwareNetwork(env, dims, source, link_model=lookup_link(link) if link else None,
+                                  switch_model=lookup_switch(switch) if switch else None)
+
+
+def _no_models(config: Any, backend: str) -> None:
+    """Element models replace the congestion-aware backend's links and switches only."""
+    for key in ("link_model", "switch_model"):
+        if getattr(config, key, None):
+            from simpy_astra.errors import InputError
+
+            raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
+                                f"is read by the congestion_aware backend only, not {backend}")
 
 
 def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None) -> Network:
     from simpy_astra.network.packet import PacketNetwork
+
+    _no_models(config, "packet")
 
     return PacketNetwork(env, dims, source,
                          packet_size_bytes=getattr(config, "packet_size_bytes", None),

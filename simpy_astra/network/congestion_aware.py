@@ -42,17 +42,21 @@ from simpy_astra.topologies.base import BasicTopology
 
 class _Message:
     """One message in flight: its board key (None for background traffic), route (links),
-    the index of the hop it is on, its size, and for background traffic the event to
-    succeed on delivery."""
+    the index of the hop it is on, its size, for background traffic the event to succeed
+    on delivery, its ``priority`` class (0: highest, the workload's) and ``ecn`` (a link
+    model marked it)."""
 
-    __slots__ = ("key", "route", "hop", "size", "done")
+    __slots__ = ("key", "route", "hop", "size", "done", "priority", "ecn")
 
-    def __init__(self, key: Any, route: tuple, size: int, done: simpy.Event | None = None) -> None:
+    def __init__(self, key: Any, route: tuple, size: int, done: simpy.Event | None = None,
+                 priority: int = 0) -> None:
         self.key = key
         self.route = route
         self.hop = 0
         self.size = size
         self.done = done
+        self.priority = priority
+        self.ecn = False
 
 
 class SwitchProcess:
@@ -74,17 +78,22 @@ class SwitchProcess:
 class CongestionAwareNetwork(LinkLevelNetwork):
     name = "congestion_aware"
 
-    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>") -> None:
+    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>",
+                 link_model: type | None = None, switch_model: type | None = None) -> None:
+        """``link_model`` / ``switch_model``: classes that replace :class:`Link` and
+        :class:`SwitchProcess` (the contract: ``simpy_astra/network/README.md``)."""
         self._routes: dict[tuple[int, int], tuple[Link, ...]] = {}
+        self.link_model = Link if link_model is None else link_model
+        self.switch_model = SwitchProcess if switch_model is None else switch_model
         super().__init__(env, dims, source)
 
     def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
                   into_switch: bool, from_switch: bool) -> Link:
-        return Link(self.env, u, v, bandwidth_gbps, latency_ns,
-                    self.switch(v).receive if into_switch else self._arrived)
+        return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns,
+                               self.switch(v).receive if into_switch else self._arrived)
 
     def _new_switch(self, device: DeviceId) -> SwitchProcess:
-        return SwitchProcess(self.env, device, self._arrived)
+        return self.switch_model(self.env, device, self._arrived)
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -94,15 +103,16 @@ class CongestionAwareNetwork(LinkLevelNetwork):
             route = self.route(src, dst)
         route[0].offer(_Message(key, route, size))
 
-    def send_background(self, src: int, dst: int, size_bytes: int) -> simpy.Event:
+    def send_background(self, src: int, dst: int, size_bytes: int, priority: int = 0) -> simpy.Event:
         """Background traffic: ``size_bytes`` from NPU ``src`` to ``dst`` along the usual
         route, queued with the workload's messages, matched by no receive. The event
-        succeeds (value: the time) when the last byte reached ``dst``."""
+        succeeds (value: the time) when the last byte reached ``dst``. ``priority``: its
+        class for link models that have classes (0 is the workload's)."""
         if size_bytes < 0:
             raise ValueError(f"background message of {size_bytes} bytes")
         done = self.env.event()
         route = self._routes.get((src, dst)) or self.route(src, dst)
-        route[0].offer(_Message(None, route, size_bytes, done))
+        route[0].offer(_Message(None, route, size_bytes, done, priority))
         return done
 
     def route(self, src: int, dst: int) -> tuple[Link, ...]:
