@@ -165,8 +165,6 @@ class Observer:
         for kind in ("link_start", "link_end"):
             subs.setdefault(kind, [])
         start, end = self._emitter("link_start"), self._emitter("link_end")
-        if hasattr(network, "complete_links"):
-            network.complete_links()  # a stacked network creates links lazily: observe them all
         for link in network.links():
             if isinstance(link, Link):  # a user's own put() (a Transmission) is not observed
                 def begin(item, _orig=link._start, _link=link) -> None:
@@ -179,7 +177,7 @@ class Observer:
                     _orig(item)
 
                 link._start, link._on_arrival = begin, arrive
-            else:  # a packet port: trains join and leave it
+            elif hasattr(link, "request") and hasattr(link, "release"):  # a packet port: trains join and leave it
                 def join(flow, hop, _orig=link.request, _link=link) -> None:
                     start(Observation("link_start", env.now, size_bytes=flow.size_bytes, what=_link))
                     _orig(flow, hop)

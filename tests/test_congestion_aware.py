@@ -92,7 +92,7 @@ def test_ring_store_and_forward_per_hop(tmp_path: Path, dst: int, hops: int) -> 
     ranks[dst] = [recv(0, SIZE)]
     reports, sim = run(tmp_path, ranks, net("Ring", n, BW, LAT))
     assert reports[0].finished_cycles == hops * hop(LAT, SIZE, BW)
-    used = {(u, v) for u, v, b, _ in sim.network.link_stats() if b}
+    used = {(s.src, s.dst) for s in sim.network.link_stats() if s.bytes}
     step = 1 if hops == dst else -1  # clockwise unless anticlockwise is strictly shorter
     assert used == {(k * step % n, (k + 1) * step % n) for k in range(hops)}
 
@@ -107,7 +107,7 @@ def test_two_messages_share_the_switch_downlink(tmp_path: Path) -> None:
     assert reports[0].finished_cycles == d + d
     assert reports[1].finished_cycles == d + s + d
     assert reports[2].finished_cycles == d + s + d
-    stats = {(u, v): (b, busy) for u, v, b, busy in sim.network.link_stats()}
+    stats = {(s.src, s.dst): (s.bytes, s.busy_ns) for s in sim.network.link_stats()}
     assert stats[(0, 3)] == stats[(1, 3)] == (SIZE, s)
     assert stats[(3, 2)] == (2 * SIZE, 2 * s)
     assert stats[(2, 3)] == stats[(3, 0)] == stats[(3, 1)] == (0, 0)
@@ -137,7 +137,7 @@ def test_second_message_on_a_link_waits_for_the_first_serialisation() -> None:
 
 def test_two_npu_ring_keeps_one_link_per_direction() -> None:
     network = CongestionAwareNetwork(simpy.Environment(), [Ring(2, BW, LAT)])
-    assert sorted((u, v) for u, v, _, _ in network.link_stats()) == [(0, 1), (1, 0)]
+    assert sorted((s.src, s.dst) for s in network.link_stats()) == [(0, 1), (1, 0)]
     d, s = hop(LAT, SIZE, BW), ser(SIZE, BW)
     got = _deliveries(Ring(2, BW, LAT), [(0, 1, SIZE), (0, 1, SIZE), (1, 0, SIZE)])
     assert sorted(got) == [(0, d), (1, s + d), (2, d)]
@@ -170,10 +170,10 @@ def _mesh_network(shape: list[int], kind: str = "Line", gbps: float = 50.0, lat:
 
 def test_mesh_degrees_and_xy_route() -> None:
     net4 = _mesh_network([4, 4])
-    degrees = dict(net4.physical_graph().out_degree())
+    degrees = dict(net4.graph.out_degree())
     corners, edges = {0, 3, 12, 15}, {1, 2, 4, 7, 8, 11, 13, 14}
     assert all(degrees[n] == (2 if n in corners else 3 if n in edges else 4) for n in range(16))
-    route = [(lk.src, lk.dst) for lk in net4._route(1, 7)]
+    route = [(lk.src, lk.dst) for lk in net4.route(1, 7)]
     assert route == [(1, 2), (2, 3), (3, 7)]  # X first, then Y
 
 
@@ -185,14 +185,14 @@ def test_xy_route_on_a_3x3_mesh_pays_every_hop(tmp_path: Path) -> None:
     ranks[8] = [recv(0, SIZE)]
     reports, sim = run(tmp_path, ranks, network)
     assert reports[8].finished_cycles == 4 * hop(500, SIZE, 50)  # (0,0) -> (2,0) -> (2,2)
-    used = sorted((u, v) for u, v, b, _ in sim.network.link_stats() if b)
+    used = sorted((s.src, s.dst) for s in sim.network.link_stats() if s.bytes)
     assert used == [(0, 1), (1, 2), (2, 5), (5, 8)]
 
 
 def test_torus_wraps_around_in_each_dimension(tmp_path: Path) -> None:
     torus = _mesh_network([4, 4], kind="Ring")
-    assert [(lk.src, lk.dst) for lk in torus._route(0, 15)] == [(0, 3), (3, 15)]
-    assert [(lk.src, lk.dst) for lk in torus._route(0, 2)] == [(0, 1), (1, 2)]  # tie: clockwise
+    assert [(lk.src, lk.dst) for lk in torus.route(0, 15)] == [(0, 3), (3, 15)]
+    assert [(lk.src, lk.dst) for lk in torus.route(0, 2)] == [(0, 1), (1, 2)]  # tie: clockwise
 
 
 def test_two_flows_share_a_mesh_link(tmp_path: Path) -> None:

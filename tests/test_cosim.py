@@ -41,7 +41,7 @@ def test_monitor_samples_add_up_to_the_link_statistics() -> None:
     assert link.bytes == 2 * (N - 1) * MSG
     assert link.busy_ns == 2 * (N - 1) * SER == 29_292
     assert sum(samples) == link.busy_ns
-    stats = {(u, v): busy for u, v, _b, busy in sim.network.link_stats()}
+    stats = {(s.src, s.dst): s.busy_ns for s in sim.network.link_stats()}
     assert stats[(0, 1)] == sum(samples)
     assert all(0 <= s <= 1000 for s in samples)
     # the monitor never ends, yet the run stopped when the NPUs finished, not later

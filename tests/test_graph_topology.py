@@ -132,13 +132,13 @@ def test_aware_ecmp_and_given_routes_avoid_the_shared_spine(tmp_path):
     (tmp_path / "b").mkdir()
     reports, sim = run_sim(tmp_path / "b", _sends([(0, 2), (1, 3)]), given, backend="congestion_aware")
     assert reports[2].finished_cycles == reports[3].finished_cycles == alone
-    used = {(u, v) for u, v, nbytes, _ in sim.network.link_stats() if nbytes}
+    used = {(s.src, s.dst) for s in sim.network.link_stats() if s.bytes}
     assert ("leaf0", "spine1") in used and ("leaf0", "spine0") in used  # switches by name
 
 
 def test_physical_graph_carries_each_links_own_speed(tmp_path):
     _, sim = run_sim(tmp_path, _sends([(0, 2)]), FAT_TREE, backend="congestion_aware")
-    g = sim.network.physical_graph()
+    g = sim.network.graph
     assert g.edges[0, 4]["bandwidth_gbps"] == 100.0 and g.edges[4, 6]["latency_ns"] == 200.0
     assert g.nodes[6]["label"] == "spine0" and g.out_degree(4) == 4  # leaf0: two NPUs, two spines
 

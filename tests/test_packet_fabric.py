@@ -153,7 +153,7 @@ def test_incast_through_a_switch() -> None:
     expected = n * S / b + 2 * lat + P / b
     for t in done.values():
         assert expected - 2 <= t <= expected + 2
-    stats = {(u, v): (nbytes, busy, queue, stall) for u, v, nbytes, busy, queue, stall in net.link_stats()}
+    stats = {(s.src, s.dst): (s.bytes, s.busy_ns, s.max_queue_bytes, s.stall_ns) for s in net.link_stats()}
     switch = n + 1
     assert stats[(switch, n)][:3] == (n * S, round(n * S / b), net.switch_buffer_bytes)
     t_fill = net.switch_buffer_bytes / ((n - 1) * b)
@@ -205,8 +205,8 @@ def test_all_to_all_on_a_2_to_1_oversubscribed_fat_tree(routing: str, cross_end:
     intra = [t for (s, d), t in done.items() if s // 4 == d // 4]
     assert min(intra) == pytest.approx(intra_end * S / b, rel=0.01)
     assert max(intra) == pytest.approx(intra_end * S / b, rel=0.02)
-    uplinks = [row for row in net.link_stats() if str(row[0]).startswith("leaf") and str(row[1]).startswith("spine")]
-    assert {row[2] for row in uplinks} == {24 * S}  # every uplink carries half of its leaf's 48 S
+    uplinks = [s for s in net.link_stats() if str(s.src).startswith("leaf") and str(s.dst).startswith("spine")]
+    assert {s.bytes for s in uplinks} == {24 * S}  # every uplink carries half of its leaf's 48 S
 
 
 def test_small_buffer_caps_a_link_by_its_credit_loop() -> None:
@@ -220,7 +220,7 @@ def test_small_buffer_caps_a_link_by_its_credit_loop() -> None:
     b = bytes_per_ns(gbps)
     cap = 2 * P / (2 * lat + P / b)
     assert t == pytest.approx(S / cap + 2 * lat + P / b, rel=0.01)
-    stall = {(u, v): s for u, v, _, _, _, s in net.link_stats()}[(0, 2)]
+    stall = {(s.src, s.dst): s.stall_ns for s in net.link_stats()}[(0, 2)]
     assert stall > 0.8 * t  # waiting for credits nearly all the time
 
 
@@ -397,7 +397,7 @@ def test_a_buffer_fills_at_in_minus_out_then_credits_hold_the_uplinks() -> None:
     expected = 2 * S / b + 2 * lat + P / b
     for t in done.values():
         assert expected <= t <= expected + 2
-    stats = {(u, v): (nbytes, busy, queue, stall) for u, v, nbytes, busy, queue, stall in net.link_stats()}
+    stats = {(s.src, s.dst): (s.bytes, s.busy_ns, s.max_queue_bytes, s.stall_ns) for s in net.link_stats()}
     assert stats[(3, 2)][::2] == (2 * S, q) and stats[(3, 2)][3] == 0
     assert stats[(3, 2)][1] == pytest.approx(2 * S / b, abs=2)
     for src in (0, 1):

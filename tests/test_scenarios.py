@@ -35,7 +35,7 @@ def test_fat_tree_ecmp_spreads_what_shortest_path_piles_on_one_spine(tmp_path: P
     shortest = max(r.finished_cycles for r in sim.run())
     assert unaware < ecmp < shortest
     # every cross-leaf byte crossed spine0; spine1 carried nothing
-    spine_bytes = {(u, v): b for u, v, b, _ in sim.network.link_stats() if "spine" in f"{u}{v}"}
+    spine_bytes = {(s.src, s.dst): s.bytes for s in sim.network.link_stats() if "spine" in f"{s.src}{s.dst}"}
     assert all(b == 0 for (u, v), b in spine_bytes.items() if "spine1" in (u, v))
     # leaf0's 4 NPUs each send a 256 KiB share (4 MiB / 16) to each of the 12 NPUs elsewhere
     assert spine_bytes[("leaf0", "spine0")] == 4 * 12 * (4 << 20) // 16

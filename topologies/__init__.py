@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from simpy_astra.topologies.base import BasicTopology, CostPart
 from simpy_astra.topologies.fully_connected import FullyConnected
-from simpy_astra.topologies.graph import GraphSpec, GraphSpecError, GraphTopology
+from simpy_astra.topologies.graph import GraphSpec, GraphSpecError, GraphTopology, from_networkx
 from simpy_astra.topologies.line import Line
 from simpy_astra.topologies.ring import Ring
 from simpy_astra.topologies.switch import Switch
@@ -72,5 +72,5 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
 
 
 __all__ = ["register", "lookup", "BasicTopology", "CostPart", "Ring", "FullyConnected", "Switch", "Line",
-           "GraphTopology", "GraphSpec",
+           "GraphTopology", "GraphSpec", "from_networkx",
            "GraphSpecError", "REGISTRY", "build"]

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # networkx costs ~0.2 s to import: only graph views and Graph dimensions need it
-    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -107,17 +103,3 @@ class BasicTopology:
         parts += [CostPart("switch", bw, c, radix) for (bw, radix), c in sorted(switches.items())]
         parts += [CostPart("nic", bw, c) for bw, c in sorted(nics.items())]
         return parts
-
-    def graph(self) -> nx.DiGraph:
-        """The physical topology as a directed graph with link attributes."""
-        import networkx as nx
-
-        g = nx.DiGraph(name=self.name)
-        g.add_nodes_from(range(self.npus_count), kind="npu")
-        for u, v in self.links():
-            for node in (u, v):
-                if node not in g:
-                    g.add_node(node, kind="switch", label=self.device_label(node))
-            bw, lat = self.link_params(u, v)
-            g.add_edge(u, v, bandwidth_gbps=bw, latency_ns=lat)
-        return g

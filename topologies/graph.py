@@ -215,3 +215,33 @@ class GraphTopology(BasicTopology):
         path = self.route(src, dst)
         params = [self._params[(u, v)] for u, v in zip(path, path[1:], strict=False)]
         return sum(lat for _, lat in params), min(bw for bw, _ in params)
+
+
+def from_networkx(g: Any, bandwidth_gbps: float = 50.0, latency_ns: float = 500.0,
+                  routing: str = "shortest_path") -> GraphTopology:
+    """A ``networkx.DiGraph`` handed in from Python as a one-dimension network.
+
+    Its NPUs are the nodes ``0..N-1`` (every node that is an int in that range and not marked
+    ``kind: switch``); every other node is a switch, named ``str(node)``. Each directed edge
+    is a link with its ``bandwidth_gbps`` and ``latency_ns`` attributes (the defaults given
+    here if it has none); an undirected pair needs both edges, as in a DiGraph."""
+    nodes = list(g.nodes)
+    npus = sorted(n for n in nodes if isinstance(n, int) and not isinstance(n, bool)
+                  and g.nodes[n].get("kind", "npu") != "switch")
+    if not npus or npus != list(range(len(npus))):
+        raise GraphSpecError("graph", f"NPUs must be the nodes 0..N-1 (got {npus[:8]}...)")
+    switches = [n for n in nodes if n not in set(npus)]
+    names = {n: str(n) for n in switches}
+    if len(set(names.values())) != len(names):
+        raise GraphSpecError("graph", "has two switches with the same name")
+    links = []
+    for u, v, data in g.edges(data=True):
+        link: dict[str, Any] = {"between": [names.get(u, u), names.get(v, v)], "directed": True}
+        if "bandwidth_gbps" in data:
+            link["bandwidth"] = data["bandwidth_gbps"]
+        if "latency_ns" in data:
+            link["latency"] = data["latency_ns"]
+        links.append(link)
+    spec = GraphSpec.parse({"switches": [names[s] for s in switches], "links": links, "routing": routing},
+                           len(npus))
+    return GraphTopology(len(npus), bandwidth_gbps, latency_ns, spec)

@@ -107,7 +107,7 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         data["cost_usd"] = cost.total_usd
         data["cost"] = cost.as_dict()
     if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
-        data["links"] = [link_fields(*stat) for stat in links]
+        data["links"] = [link_fields(stat) for stat in links]
     try:
         with open(path, "w") as f:
             json.dump(data, f, indent=1)

@@ -46,6 +46,10 @@ class NetworkConfig:
     switch_buffer_bytes: int | None = None
     #: one line per key no reader uses (a misspelt ``bandwith``), printed with the run's warnings
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    #: congestion-aware backend only (``link-model``, ``switch-model``): the element classes
+    #: (:mod:`simpy_astra.network.models`) by the names the YAML gives; None: the built-in ones
+    link_model: str | None = None
+    switch_model: str | None = None
 
     @property
     def num_dims(self) -> int:
@@ -58,7 +62,7 @@ class NetworkConfig:
 
 _NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
 #: every key a network YAML is read for: ASTRA-sim's four lists, then our extensions
-KNOWN_NETWORK_KEYS = (*_NETWORK_KEYS, "graph", "packet-size", "switch-buffer", "cost")
+KNOWN_NETWORK_KEYS = (*_NETWORK_KEYS, "graph", "packet-size", "switch-buffer", "cost", "link-model", "switch-model")
 
 
 def load_network_yaml(path: PathLike) -> NetworkConfig:
@@ -169,6 +173,22 @@ def network_from_mapping(data: Any, src: str) -> NetworkConfig:
     if packet_size is not None and switch_buffer is not None and switch_buffer < packet_size:
         raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet_size} bytes; "
                                                   f"got {switch_buffer})")
+    def model(key: str) -> str | None:
+        """``link-model`` / ``switch-model``: a name that resolves to a class, or absent."""
+        if key not in data:
+            return None
+        name = data[key]
+        if not isinstance(name, str) or not name:
+            raise InputError.at(src, key, f"must be a model name or package.module:Class (got {show_value(name)})")
+        from simpy_astra.network.models import lookup_link, lookup_switch
+
+        try:
+            (lookup_link if key == "link-model" else lookup_switch)(name)
+        except PluginError as exc:
+            raise InputError.at(src, key, str(exc)) from None
+        return name
+
+    link_model, switch_model = model("link-model"), model("switch-model")
     net = NetworkConfig(
         topology=tuple(topology),
         npus_count=tuple(npus),
@@ -179,6 +199,8 @@ def network_from_mapping(data: Any, src: str) -> NetworkConfig:
         packet_size_bytes=packet_size,
         switch_buffer_bytes=switch_buffer,
         warnings=tuple(unknown_key_warnings(src, data, KNOWN_NETWORK_KEYS, "network")),
+        link_model=link_model,
+        switch_model=switch_model,
     )
     if "cost" in data:  # beyond ASTRA-sim: prices for the network cost model
         net = with_cost(net, data["cost"], src)

@@ -12,7 +12,7 @@ representative in its own frame and need no mapping.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simpy_astra.folding.frames import Folding
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
@@ -23,6 +23,9 @@ from simpy_astra.tags import (
     group_residue_of_stream_tag,
     moved_group_tag,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class FoldedNetwork:
@@ -82,6 +85,11 @@ class FoldedNetwork:
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The whole network's graph (every NPU, not only the representatives)."""
+        return self.inner.graph
 
     def link_stats(self) -> None:
         return None

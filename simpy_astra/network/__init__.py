@@ -8,12 +8,16 @@ is one module here plus one :data:`BACKENDS` entry (``--network-backend NAME``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
+from simpy_astra.network.fabric import DeviceId, LinkStats
 from simpy_astra.network.messages import Handler, MessageBoard
 from simpy_astra.topologies.base import BasicTopology
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class Network(Protocol):
@@ -35,9 +39,15 @@ class Network(Protocol):
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None: ...
 
-    def link_stats(self) -> list[tuple[Any, Any, int, int]] | None:
-        """(from, to, bytes, busy ns) per directed link, or None for a backend without links;
-        the packet backend appends (largest queue bytes, back-pressure stall ns)."""
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The physical network as one ``networkx.DiGraph`` (NPUs ``0..N-1``, switches with
+        ``kind: switch``, edges with ``bandwidth_gbps`` and ``latency_ns``; on a link-level
+        backend the live link as ``"link"``). Backends without links build it on request."""
+        ...
+
+    def link_stats(self) -> list[LinkStats] | None:
+        """One :class:`LinkStats` per directed link, or None for a backend without links."""
 
 
 #: (env, dimensions, network YAML path, the parsed network config or None) -> backend
@@ -48,18 +58,35 @@ def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], sourc
                         config: Any = None) -> Network:
     from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 
+    _no_models(config, "congestion_unaware")
+
     return CongestionUnawareNetwork(env, dims)
 
 
 def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
                       config: Any = None) -> Network:
     from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+    from simpy_astra.network.models import lookup_link, lookup_switch
 
-    return CongestionAwareNetwork(env, dims, source)
+    link, switch = getattr(config, "link_model", None), getattr(config, "switch_model", None)
+    return CongestionAwareNetwork(env, dims, source, link_model=lookup_link(link) if link else None,
+                                  switch_model=lookup_switch(switch) if switch else None)
+
+
+def _no_models(config: Any, backend: str) -> None:
+    """Element models replace the congestion-aware backend's links and switches only."""
+    for key in ("link_model", "switch_model"):
+        if getattr(config, key, None):
+            from simpy_astra.errors import InputError
+
+            raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
+                                f"is read by the congestion_aware backend only, not {backend}")
 
 
 def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None) -> Network:
     from simpy_astra.network.packet import PacketNetwork
+
+    _no_models(config, "packet")
 
     return PacketNetwork(env, dims, source,
                          packet_size_bytes=getattr(config, "packet_size_bytes", None),
@@ -72,4 +99,4 @@ BACKENDS: dict[str, Builder] = {
     "packet": _packet,  # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
 }
 
-__all__ = ["Network", "BACKENDS", "Handler", "MessageBoard"]
+__all__ = ["Network", "BACKENDS", "DeviceId", "Handler", "LinkStats", "MessageBoard"]

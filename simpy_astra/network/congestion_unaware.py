@@ -8,14 +8,17 @@ whose links differ, charges its route's summed latency and its slowest link's ba
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.grid import Grid
+from simpy_astra.network.fabric import Fabric
 from simpy_astra.network.messages import Handler, MessageBoard
 from simpy_astra.topologies.base import BasicTopology
 from simpy_astra.units import network_gbps_to_bytes_per_ns
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class CongestionUnawareNetwork:
@@ -27,7 +30,8 @@ class CongestionUnawareNetwork:
         self.env = env
         self.board = MessageBoard(env)
         self.dims = dims
-        self.grid = Grid([d.npus_count for d in dims])
+        self.fabric = Fabric(dims)  # cheap: its graph (networkx) is built only if asked for
+        self.grid = self.fabric.grid
         self._cache: dict[tuple[int, int, int], int] = {}
         self._arrive_after = self.board.arrive_after
 
@@ -53,6 +57,11 @@ class CongestionUnawareNetwork:
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The physical network as networkx (built, and networkx imported, on first use)."""
+        return self.fabric.graph()
 
     def link_stats(self) -> None:
         """No links: delays are closed forms."""

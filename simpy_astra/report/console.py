@@ -76,12 +76,13 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
         out.line(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
     print_memory_breakdown(shown, out)
     if links:
-        packet = len(links[0]) > 4  # the packet backend adds largest queue and stall time
+        packet = links[0].max_queue_bytes is not None  # the packet backend adds queue and stall time
         end = max((r.finished_cycles for r in reports), default=0) or 1
         out.table("busiest links", ("link", "bytes", "busy (ns)", "busy share")
                   + (("max queue (B)", "stalled (ns)") if packet else ()),
-                  [(f"{u} -> {v}", f"{nbytes:,}", f"{busy:,}", f"{100 * busy / end:.1f}%",
-                    *(f"{x:,}" for x in extra)) for u, v, nbytes, busy, *extra in links[:5]])
+                  [(f"{s.src} -> {s.dst}", f"{s.bytes:,}", f"{s.busy_ns:,}", f"{100 * s.busy_ns / end:.1f}%",
+                    *((f"{s.max_queue_bytes:,}", f"{s.stall_ns:,}") if packet else ()))
+                   for s in links[:5]])
     if cost is not None:
         print_cost(cost, out)
 

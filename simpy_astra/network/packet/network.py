@@ -11,8 +11,9 @@ from typing import Any
 import simpy
 from simpy.events import Timeout
 
-from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+from simpy_astra.network.fabric import DeviceId, LinkStats
 from simpy_astra.network.link import Transmission
+from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.packet.port import Port
 from simpy_astra.network.packet.switch import SwitchProcess
@@ -30,10 +31,11 @@ from simpy_astra.network.packet.trains import (
 from simpy_astra.topologies.base import BasicTopology
 
 
-class PacketNetwork(CongestionAwareNetwork):
-    """The packet backend (see the module docstring). Topology, routes and device naming are
-    the congestion-aware backend's; links are :class:`Port` resources instead of FIFO links,
-    and forwarding devices are :class:`SwitchProcess` processes that keep the buffers."""
+class PacketNetwork(LinkLevelNetwork):
+    """The packet backend (see the module docstring). Devices, links and routes are the
+    :class:`~simpy_astra.network.fabric.Fabric`'s, as on the congestion-aware backend; links
+    are :class:`Port` resources, and forwarding devices are :class:`SwitchProcess` processes
+    that keep the buffers."""
 
     name = "packet"
 
@@ -55,43 +57,27 @@ class PacketNetwork(CongestionAwareNetwork):
         super().__init__(env, dims, source)
 
     # ------------------------------------------------------------------ topology
-    def _new_link(self, u: Any, v: Any, bandwidth_gbps: float, latency_ns: float, *,  # type: ignore[override]
+    def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
                   into_switch: bool, from_switch: bool) -> Port:
         port = Port(self.env, u, v, bandwidth_gbps, latency_ns, self)
         if from_switch:  # out of a switch: its process keeps the buffer
-            port.switch = self.switch(u)  # type: ignore[assignment]
+            port.switch = self.switch(u)
         return port
 
-    def _new_switch(self, device: Any) -> SwitchProcess:  # type: ignore[override]
+    def _new_switch(self, device: DeviceId) -> SwitchProcess:
         """The process of forwarding device ``device`` (a switch, or an NPU once a train
         buffers at one of its ports: :meth:`switch` starts it then)."""
         return SwitchProcess(self.env, device, self)
+
     def _paths_between(self, src: int, dst: int) -> tuple[TrainPath, ...]:
-        """Dimension-order routing, as the congestion-aware backend; a dimension that sprays
-        gives several paths: path ``k`` takes alternative ``k mod m`` in every dimension."""
+        """The fabric's dimension-order route as train paths; a dimension that sprays gives
+        several: path ``k`` takes alternative ``k mod m`` in every dimension."""
         paths = self._paths.get((src, dst))
-        if paths is not None:
-            return paths
-        if src == dst:
-            raise ValueError(f"NPU {src} cannot send to itself")
-        per_dim: list[list[list[Port]]] = []
-        here, grid = src, self.grid
-        for dim, topo in enumerate(self.dims):
-            a, b = grid.coord(here, dim), grid.coord(dst, dim)
-            if a == b:
-                continue
-            base = grid.moved(here, dim, 0)
-            options = []
-            for local in topo.routes(a, b):
-                devices = [self._device(dim, base, k) for k in local]
-                options.append([self._link(devices[i], devices[i + 1], dim, local[i], local[i + 1])
-                                for i in range(len(devices) - 1)])
-            per_dim.append(options)
-            here = grid.moved(here, dim, b)
-        count = max(len(options) for options in per_dim)
-        paths = tuple(self._path(tuple(p for options in per_dim for p in options[k % len(options)]))
-                      for k in range(count))
-        self._paths[(src, dst)] = paths
+        if paths is None:
+            links = self._links
+            paths = self._paths[(src, dst)] = tuple(
+                self._path(tuple(links[(p[i], p[i + 1])] for i in range(len(p) - 1)))
+                for p in self.fabric.device_paths(src, dst, spray=True))
         return paths
 
     def _path(self, ports: tuple[Port, ...]) -> TrainPath:
@@ -111,17 +97,14 @@ class PacketNetwork(CongestionAwareNetwork):
         self._inject(src, dst, size_bytes, None, done)
         return done
 
-    def link_stats(self) -> list[tuple[Any, Any, int, int, int, int]]:
-        """(from, to, bytes, busy ns, largest queue in bytes, back-pressure stall ns) for every
-        directed link; devices of a one-dimensional network by their labels."""
-        label = self._label
-        return [(label(p.src), label(p.dst), p.bytes, p.busy_ns, p.max_queue_bytes, p.stall_ns)
-                for p in self._links.values()]
+    def _stats(self, link: Port, src: Any, dst: Any) -> LinkStats:
+        """Bytes, busy ns, largest queue in bytes and back-pressure stall ns of a port."""
+        return LinkStats(src, dst, link.bytes, link.busy_ns, link.max_queue_bytes, link.stall_ns)
 
     def port_stats(self) -> list[dict[str, Any]]:
         """:meth:`link_stats` as named fields."""
-        return [{"from": u, "to": v, "bytes": b, "busy_ns": t, "max_queue_bytes": q, "stall_ns": s}
-                for u, v, b, t, q, s in self.link_stats()]
+        return [{"from": s.src, "to": s.dst, "bytes": s.bytes, "busy_ns": s.busy_ns,
+                 "max_queue_bytes": s.max_queue_bytes, "stall_ns": s.stall_ns} for s in self.link_stats()]
 
     # ------------------------------------------------------------------ trains
     def _inject(self, src: int, dst: int, size: int, key: Any, done: simpy.Event | None) -> None:

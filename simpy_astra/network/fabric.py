@@ -1,0 +1,189 @@
+"""The physical network of every backend: devices, directed links and dimension-order routes.
+
+One :class:`Fabric` per run, shared by the backends instead of each deriving it again:
+
+* **devices** are plain ints (:data:`DeviceId`): NPUs ``0..N-1``, switches from ``N`` on. A
+  one-dimensional network keeps its topology's numbering (ASTRA-sim's: the switch of an
+  8-NPU Switch is 8, Graph switches follow the NPUs in the YAML's order); a stacked
+  network numbers the switches of dimension 0's instances first, then dimension 1's, ...
+  Reports name a device by :meth:`Fabric.label` (Graph switches by name);
+* **links** (:meth:`Fabric.edges`) are every dimension instance's directed links, with
+  that dimension's bandwidth and latency (a Graph link its own);
+* **routes** (:meth:`Fabric.device_paths`) cross dimension 0 first, then 1, ... (XY on a
+  mesh), each dimension by its topology's own route; computed once per pair and cached;
+* the **graph** (:meth:`Fabric.graph`) is all of it as one ``networkx.DiGraph``: nodes
+  with ``kind`` (``npu`` or ``switch``) and ``label``, edges with ``bandwidth_gbps``,
+  ``latency_ns`` and ``dim``. It is built on first request only: networkx takes about
+  0.3 s to import, which the closed-form backend must not pay unless someone asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from simpy_astra.grid import Grid
+from simpy_astra.topologies.base import BasicTopology
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: a device of the network: an NPU ``0..N-1`` or a switch ``N..``
+DeviceId = int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStats:
+    """What one directed link did in a run. ``src``/``dst`` are the devices' labels (ints
+    for NPUs, names for named switches); the packet backend adds its largest queue and the
+    time credits held it back (None on the other backends)."""
+
+    src: int | str
+    dst: int | str
+    bytes: int
+    busy_ns: float
+    max_queue_bytes: int | None = None
+    stall_ns: float | None = None
+
+
+class Fabric:
+    """Devices, links and routes of a (stacked) topology; see the module docstring."""
+
+    def __init__(self, dims: list[BasicTopology]) -> None:
+        if not dims:
+            raise ValueError("a network needs at least one dimension")
+        self.dims = dims
+        self.grid = Grid([d.npus_count for d in dims])
+        self.npus_count = self.grid.size
+        self._switch_base: list[int] | None = None  # first global id of each dimension's switches
+        self._per_instance: list[int] = []  # switches in one instance of each dimension
+        self._paths: dict[tuple[int, int, bool], list[list[DeviceId]]] = {}
+        self._graph: nx.DiGraph | None = None
+
+    # ------------------------------------------------------------------ devices
+    def _switch_layout(self) -> list[int]:
+        if self._switch_base is None:
+            base, out = self.npus_count, []
+            self._per_instance = [self.switches_per_instance(topo) for topo in self.dims]
+            for topo, per in zip(self.dims, self._per_instance, strict=True):
+                out.append(base)
+                base += self.instances(topo) * per
+            self._switch_base = out
+        return self._switch_base
+
+    def instances(self, topo: BasicTopology) -> int:
+        """How many copies of a dimension the stack holds (one per other coordinates)."""
+        return self.npus_count // topo.npus_count
+
+    @staticmethod
+    def switches_per_instance(topo: BasicTopology) -> int:
+        devices = max((max(u, v) for u, v in topo.links()), default=topo.npus_count - 1) + 1
+        return devices - topo.npus_count
+
+    def device(self, dim: int, base: int, local: int) -> DeviceId:
+        """Global id of device ``local`` of the ``dim`` instance through NPU ``base``."""
+        grid = self.grid
+        n = grid.dims[dim]
+        if local < n:
+            return grid.moved(base, dim, local)
+        if len(self.dims) == 1:
+            return local
+        stride = grid.strides[dim]
+        first = grid.moved(base, dim, 0)
+        instance = first % stride + (first // (stride * n)) * stride
+        first_id = self._switch_layout()[dim]
+        return first_id + instance * self._per_instance[dim] + local - n
+
+    def is_switch(self, device: DeviceId) -> bool:
+        return device >= self.npus_count
+
+    def label(self, device: DeviceId) -> int | str:
+        """How reports name a device: NPUs by id, switches of one dimension by their
+        topology's label, switches of a stacked network by where they are."""
+        if device < self.npus_count:
+            return device
+        if len(self.dims) == 1:
+            return self.dims[0].device_label(device)
+        layout = self._switch_layout()
+        dim = max(d for d, first in enumerate(layout) if first <= device)
+        topo = self.dims[dim]
+        per = self._per_instance[dim]
+        instance, k = divmod(device - layout[dim], per)
+        stride, n = self.grid.strides[dim], topo.npus_count
+        base = instance % stride + (instance // stride) * stride * n
+        return f"switch {topo.device_label(n + k)} of dim {dim} at NPU {base}"
+
+    # ------------------------------------------------------------------ links
+    def edges(self) -> Iterator[tuple[DeviceId, DeviceId, int, float, float]]:
+        """Every directed link once as (from, to, dimension, bandwidth GB/s, latency ns):
+        dimension by dimension, instance by instance, in the topology's link order."""
+        grid = self.grid
+        seen: set[tuple[DeviceId, DeviceId]] = set()
+        for dim, topo in enumerate(self.dims):
+            local_links = [(u, v, *topo.link_params(u, v)) for u, v in topo.links()]
+            for base in range(grid.size):
+                if grid.coord(base, dim):
+                    continue  # one instance of this dimension per base NPU (coordinate 0)
+                for u, v, bandwidth_gbps, latency_ns in local_links:
+                    gu, gv = self.device(dim, base, u), self.device(dim, base, v)
+                    if (gu, gv) not in seen:  # a 2-NPU ring names each pair twice
+                        seen.add((gu, gv))
+                        yield gu, gv, dim, bandwidth_gbps, latency_ns
+
+    # ------------------------------------------------------------------ routes
+    def device_paths(self, src: int, dst: int, spray: bool = False) -> list[list[DeviceId]]:
+        """The devices a message from NPU ``src`` to ``dst`` visits, in dimension order.
+
+        One path, unless ``spray`` and a dimension sprays (Graph ``routing: spray``): then
+        path ``k`` takes alternative ``k mod m`` of every dimension with ``m`` of them."""
+        key = (src, dst, spray)
+        paths = self._paths.get(key)
+        if paths is not None:
+            return paths
+        if src == dst:
+            raise ValueError(f"NPU {src} cannot send to itself")
+        legs: list[list[list[DeviceId]]] = []
+        here, grid = src, self.grid
+        for dim, topo in enumerate(self.dims):
+            a, b = grid.coord(here, dim), grid.coord(dst, dim)
+            if a == b:
+                continue
+            base = grid.moved(here, dim, 0)
+            options = topo.routes(a, b) if spray else [topo.route(a, b)]
+            legs.append([[self.device(dim, base, k) for k in local] for local in options])
+            here = grid.moved(here, dim, b)
+        count = max(len(options) for options in legs)
+        paths = []
+        for k in range(count):
+            path = [src]
+            for options in legs:
+                path += options[k % len(options)][1:]
+            paths.append(path)
+        self._paths[key] = paths
+        return paths
+
+    # ------------------------------------------------------------------ the graph
+    def graph(self, links: dict[tuple[DeviceId, DeviceId], Any] | None = None,
+              switches: dict[DeviceId, Any] | None = None) -> nx.DiGraph:
+        """The whole network as one ``networkx.DiGraph`` (built once). A link-level backend
+        passes its live ``links`` and ``switches``: they become ``G.edges[u, v]["link"]``
+        and ``G.nodes[s]["device"]``."""
+        g = self._graph
+        if g is None:
+            import networkx as nx
+
+            g = self._graph = nx.DiGraph()
+            g.add_nodes_from(range(self.npus_count), kind="npu")
+            for u, v, dim, bandwidth_gbps, latency_ns in self.edges():
+                for node in (u, v):
+                    if node not in g:
+                        g.add_node(node, kind="switch", label=self.label(node))
+                g.add_edge(u, v, dim=dim, bandwidth_gbps=bandwidth_gbps, latency_ns=latency_ns)
+        if links:
+            for (u, v), link in links.items():
+                g.edges[u, v]["link"] = link
+        if switches:
+            for s, proc in switches.items():
+                g.nodes[s]["device"] = proc
+        return g

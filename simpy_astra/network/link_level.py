@@ -1,0 +1,92 @@
+"""What the link-level backends (congestion-aware, packet) share, so neither derives from the
+other: the :class:`~simpy_astra.network.fabric.Fabric`, one live link per directed edge of
+its graph (made at start, in the fabric's edge order), one process per switch, the message
+board, and the statistics and look-ups callers use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from simpy_astra.network.fabric import DeviceId, Fabric, LinkStats
+from simpy_astra.network.link import LinkResource
+from simpy_astra.network.messages import Handler, MessageBoard
+from simpy_astra.topologies.base import BasicTopology
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+class LinkLevelNetwork:
+    """A backend whose messages cross live links; subclasses say what a link and a switch are
+    (:meth:`_new_link`, :meth:`_new_switch`) and how a message moves (``send``)."""
+
+    name = "link_level"
+    pair_delays_only = False  # messages share links
+
+    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>") -> None:
+        self.env = env
+        self.board = MessageBoard(env)
+        self.dims = dims
+        self.source = source
+        self.fabric = Fabric(dims)
+        self.grid = self.fabric.grid
+        self.switches: dict[DeviceId, Any] = {}
+        self._links: dict[tuple[DeviceId, DeviceId], Any] = {}
+        self._by_label: dict[tuple[Any, Any], Any] | None = None
+        is_switch = self.fabric.is_switch
+        for u, v, _dim, bandwidth_gbps, latency_ns in self.fabric.edges():
+            self._links[(u, v)] = self._new_link(u, v, bandwidth_gbps, latency_ns,
+                                                 into_switch=is_switch(v), from_switch=is_switch(u))
+
+    def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
+                  into_switch: bool, from_switch: bool) -> LinkResource:
+        raise NotImplementedError
+
+    def _new_switch(self, device: DeviceId) -> Any:
+        raise NotImplementedError
+
+    def switch(self, device: DeviceId) -> Any:
+        """The process of forwarding device ``device`` (started when first needed)."""
+        sw = self.switches.get(device)
+        if sw is None:
+            sw = self.switches[device] = self._new_switch(device)
+        return sw
+
+    # ------------------------------------------------------------------ what callers use
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The network as one ``networkx.DiGraph`` with the live links on its edges
+        (``G.edges[u, v]["link"]``) and switch processes on their nodes (``"device"``)."""
+        return self.fabric.graph(self._links, self.switches)
+
+    def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        self.board.post_recv(dst, src, tag, size, fn, arg)
+
+    def link(self, u: Any, v: Any) -> Any:
+        """The directed link from device ``u`` to ``v``, by id or by label (a Graph switch's
+        name, e.g. ``network.link("leaf0", "spine0")``)."""
+        found = self._links.get((u, v))
+        if found is not None:
+            return found
+        if self._by_label is None:
+            label = self.fabric.label
+            self._by_label = {(label(a), label(b)): lk for (a, b), lk in self._links.items()}
+        found = self._by_label.get((u, v))
+        if found is None:
+            raise KeyError(f"no link {u} -> {v} in this network")
+        return found
+
+    def links(self) -> list[Any]:
+        """Every directed link, in the fabric's edge order."""
+        return list(self._links.values())
+
+    def link_stats(self) -> list[LinkStats]:
+        """One :class:`LinkStats` per directed link, devices by their labels."""
+        label = self.fabric.label
+        return [self._stats(lk, label(u), label(v)) for (u, v), lk in self._links.items()]
+
+    def _stats(self, link: Any, src: Any, dst: Any) -> LinkStats:
+        return LinkStats(src, dst, link.bytes, link.busy_ns)
