@@ -55,7 +55,8 @@ def main(argv: list[str]) -> int:
     system = load_system(args.system, network)
     output_dir(args.out)
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
-                            network_for=load_regimes(args.regimes) if args.regimes else None)
+                            network_for=load_regimes(args.regimes) if args.regimes else None,
+                            gpu_memory_gbps=args.gpu_memory_bw)
     holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
     console = Console()
     if not console.is_terminal:

@@ -1,0 +1,58 @@
+"""The local copy an out-of-place nccl-tests all-gather or all-to-all makes of each rank's own chunk.
+
+An out-of-place all-gather must place each rank's own input (size/n bytes) into its slot of
+the output buffer, and nccl-tests' all-to-all sends each rank's own block to itself: in
+both the rank's own chunk reaches its output through the GPU's memory, not the network,
+which ASTRA-sim's collectives (and so the simulated time) do not include. The other
+collectives need no such copy: an all-reduce or reduce-scatter writes its result while it
+reduces, and in-place runs have the chunk where it belongs. The DGX A100 logs show it: the
+out-of-place all-gather is 3-6% slower than its in-place column from 64 MiB up, while the
+all-reduce's and reduce-scatter's columns agree within 1% (docs/calibration.md).
+
+The copy is charged as one read and one write of size/n bytes at the GPU's peak memory
+bandwidth, from the vendor's datasheet (found by the device names nccl-tests prints),
+or ``--gpu-memory-bw`` where the name is not known; it is a stated hardware figure, not a
+fitted one, since a log of one collective cannot separate it from the link bandwidth.
+"""
+
+from __future__ import annotations
+
+#: (substring of the device name nccl-tests prints, peak memory bandwidth in GB/s = 1e9 B/s),
+#: from NVIDIA's datasheets; the first match wins, so more specific names come first
+GPU_MEMORY_GBPS: tuple[tuple[str, float], ...] = (
+    ("A100-SXM4-80GB", 2039.0),
+    ("A100 80GB PCIe", 1935.0),
+    ("A100-SXM4-40GB", 1555.0),
+    ("A100-PCIE-40GB", 1555.0),
+    ("H100 80GB HBM3", 3350.0),  # H100 SXM5
+    ("H100 PCIe", 2000.0),
+    ("H100 NVL", 3900.0),
+    ("H200", 4800.0),
+    ("V100-SXM2", 900.0),
+)
+
+#: collectives whose out-of-place nccl-tests run copies each rank's own chunk locally
+COPYING_COLLECTIVES = ("all_gather", "all_to_all")
+
+
+def memory_gbps(devices: list[str], override_gbps: float | None = None) -> float | None:
+    """The GPU memory bandwidth (GB/s) for a log: ``override_gbps`` if given, else the
+    datasheet value of its devices when all of them are one known model, else None."""
+    if override_gbps is not None:
+        return override_gbps
+    found = set()
+    for name in devices:
+        match = next((gbps for key, gbps in GPU_MEMORY_GBPS if key.lower() in name.lower()), None)
+        if match is None:
+            return None
+        found.add(match)
+    return found.pop() if len(found) == 1 else None
+
+
+def own_chunk_copy_ns(collective: str, nccl_size_bytes: int, ranks: int, memory_bw_gbps: float | None,
+                      in_place: bool) -> float:
+    """Time in ns to copy a rank's own chunk (read and write) when nccl-tests' run does so."""
+    if in_place or memory_bw_gbps is None or collective not in COPYING_COLLECTIVES:
+        return 0.0
+    chunk_bytes = nccl_size_bytes / ranks
+    return 2 * chunk_bytes / memory_bw_gbps  # bytes / (1e9 B/s) = ns
