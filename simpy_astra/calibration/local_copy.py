@@ -7,7 +7,7 @@ which ASTRA-sim's collectives (and so the simulated time) do not include. The ot
 collectives need no such copy: an all-reduce or reduce-scatter writes its result while it
 reduces, and in-place runs have the chunk where it belongs. The DGX A100 logs show it: the
 out-of-place all-gather is 3-6% slower than its in-place column from 64 MiB up, while the
-all-reduce's and reduce-scatter's columns agree within 1% (docs/calibration.md).
+all-reduce's and reduce-scatter's columns agree within 1.5% (docs/calibration.md).
 
 The copy is charged as one read and one write of size/n bytes at the GPU's peak memory
 bandwidth, from the vendor's datasheet (found by the device names nccl-tests prints),
