@@ -557,3 +557,21 @@ def test_all_reduce_alone_predicts_the_other_collectives_within_5_percent(tmp_pa
         assert geomean < 0.05, (name, geomean)
     without = _all_reduce_fit_held_out(tmp_path / "no-copy", "--gpu-memory-bw", "1e12")  # no copy time
     assert without["all_gather.log"] > 0.07 and without["alltoall.log"] > 0.05
+
+
+def test_validate_says_how_the_copy_is_priced(tmp_path, capsys):
+    # a GPU the datasheet table does not know: the copy is left out and the output says so;
+    # --gpu-memory-bw prices it; a rate that is not positive is one line
+    unknown = tmp_path / "all_gather.log"
+    unknown.write_text((A100 / "all_gather.log").read_text().replace("A100-SXM4-40GB", "Mystery-GPU"))
+    sys_ = tmp_path / "s.json"
+    sys_.write_text("{}")
+    base = ["validate", str(unknown), "--network", str(A100 / "network.yml"), "--system", str(sys_),
+            "--out", str(tmp_path / "o")]
+    assert main(base) == 0
+    assert "own-chunk copy of all_gather.log: not modelled (GPU Mystery-GPU" in capsys.readouterr().out
+    assert main([*base, "--gpu-memory-bw", "1555"]) == 0
+    assert "own-chunk copy of all_gather.log: at 1555 GB/s (--gpu-memory-bw)" in capsys.readouterr().out
+    for bad in ("0", "-5", "inf"):
+        line = _error_of(capsys, [*base, "--gpu-memory-bw", bad])
+        assert "--gpu-memory-bw must be a positive number of GB/s" in line

@@ -17,6 +17,10 @@ fitted one, since a log of one collective cannot separate it from the link bandw
 
 from __future__ import annotations
 
+import os
+
+from simpy_astra.errors import InputError
+
 #: (substring of the device name nccl-tests prints, peak memory bandwidth in GB/s = 1e9 B/s),
 #: from NVIDIA's datasheets; the first match wins, so more specific names come first
 GPU_MEMORY_GBPS: tuple[tuple[str, float], ...] = (
@@ -56,3 +60,30 @@ def own_chunk_copy_ns(collective: str, nccl_size_bytes: int, ranks: int, memory_
         return 0.0
     chunk_bytes = nccl_size_bytes / ranks
     return 2 * chunk_bytes / memory_bw_gbps  # bytes / (1e9 B/s) = ns
+
+
+def check_memory_bw(value_gbps: float | None) -> None:
+    """``--gpu-memory-bw`` must be a positive, finite rate: it divides the copied bytes."""
+    if value_gbps is not None and not (0 < value_gbps < float("inf")):
+        raise InputError(f"--gpu-memory-bw must be a positive number of GB/s (got {value_gbps:g})")
+
+
+def copy_notes(logs: list, override_gbps: float | None, in_place: bool) -> list[str]:
+    """One line per copying log saying at what rate its own-chunk copy is priced, or why it is
+    not, so that a figure that depends on it is never read without it."""
+    if in_place:
+        return []
+    notes = []
+    for log in logs:
+        if log.collective not in COPYING_COLLECTIVES:
+            continue
+        rate = memory_gbps(log.devices, override_gbps)
+        where = os.path.basename(log.path)
+        if rate is None:
+            names = ", ".join(sorted(set(log.devices))) or "not printed"
+            notes.append(f"own-chunk copy of {where}: not modelled (GPU {names} not in the datasheet "
+                         f"table; give --gpu-memory-bw GB/s)")
+        else:
+            source = "--gpu-memory-bw" if override_gbps is not None else f"{log.devices[0]} datasheet"
+            notes.append(f"own-chunk copy of {where}: at {rate:g} GB/s ({source})")
+    return notes

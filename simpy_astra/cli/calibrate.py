@@ -49,13 +49,19 @@ def main(argv: list[str]) -> int:
 
     from simpy_astra.calibration.holdout import fit_record, held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
-    from simpy_astra.calibration.local_copy import COPYING_COLLECTIVES, memory_gbps
+    from simpy_astra.calibration.local_copy import (
+        COPYING_COLLECTIVES,
+        check_memory_bw,
+        copy_notes,
+        memory_gbps,
+    )
     from simpy_astra.calibration.model import calibrate
     from simpy_astra.calibration.nccl_log import parse_logs
     from simpy_astra.calibration.report import gm_abs_error, output_dir
 
     if args.min_size < 1:
         raise InputError(f"--min-size must be >= 1 byte (got {args.min_size})")
+    check_memory_bw(args.gpu_memory_bw)
     t0 = time.perf_counter()
     logs = parse_logs(args.logs, args.collective)
     network = load_network(args.network)
@@ -88,6 +94,8 @@ def main(argv: list[str]) -> int:
             skipped += f", rows of {log.tables} tables (runs) together"
         console.print(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
                       f"{skipped}")
+    for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
+        console.print(note)
     table = Table(title="calibrated network")
     for col in ("dim", "topology", "NPUs", "bandwidth GB/s", "latency ns"):
         table.add_column(col, justify="right" if col != "topology" else "left")
