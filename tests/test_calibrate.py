@@ -346,12 +346,12 @@ def test_holdout_keeps_fitting_and_testing_apart(tmp_path, capsys):
                           ("alltoall.log", "held out")}
     assert roles[("all_reduce.log", "held out")]["points"] == 7
     assert roles[("all_gather.log", "held out")]["points"] == 14
-    # measured on these logs (README, "Held out"): the prediction of the unseen all-reduce
-    # sizes, reduce-scatter and all-to-all within 7%, all-gather's NCCL-side gap within 10%
+    # measured on these logs (docs/calibration.md, "Held out"): the unseen all-reduce sizes
+    # 3.4%, reduce-scatter 3.4%, all-to-all 3.1%, all-gather 5.2% (half the sizes fitted)
     assert roles[("all_reduce.log", "held out")]["geomean"] < 0.05
     assert roles[("reduce_scatter.log", "held out")]["geomean"] < 0.05
-    assert roles[("alltoall.log", "held out")]["geomean"] < 0.07
-    assert roles[("all_gather.log", "held out")]["geomean"] < 0.10
+    assert roles[("alltoall.log", "held out")]["geomean"] < 0.05
+    assert roles[("all_gather.log", "held out")]["geomean"] < 0.07
     assert "HELD OUT dgx-a100-superbench/all_gather.log: all_gather on 8 GPUs, 14 sizes" in printed
     csv_roles = {line.rsplit(",", 1)[1] for line in (out / "validate.csv").read_text().splitlines()[1:]}
     assert csv_roles == {"fitted", "held out"}
@@ -448,7 +448,7 @@ def test_algorithms_are_fitted_where_the_logs_decide_them(tmp_path):
     assert joint == sys_
     for coll in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         assert why[coll]["source"].startswith("fitted: the logs favour it over"), why[coll]
-    # ring all-reduce is more than 1% worse jointly (measured: 11.9% against 5.5% error factor)
+    # ring all-reduce is more than 1% worse jointly (measured: 10.1% against 5.5% error factor)
     factors = why["all_reduce"]["geomean_error_factor"]
     assert factors["halvingDoubling"] < factors["ring"] < factors["doubleBinaryTree"]
 
@@ -500,6 +500,78 @@ def test_two_collectives_predict_the_other_two(tmp_path):
     assert main(["validate", *logs, "--network", str(out / "network.yml"), "--system", str(out / "system.json"),
                  "--out", str(out), "--holdout", str(out / "calibration.json")]) == 0
     rows = {(Path(h["log"]).name, h["role"]): h for h in json.loads((out / "validate.json").read_text())["holdout"]}
-    assert rows[("reduce_scatter.log", "held out")]["geomean"] < 0.05  # measured 4.1%
-    assert rows[("alltoall.log", "held out")]["geomean"] < 0.05  # measured 2.9%
+    assert rows[("reduce_scatter.log", "held out")]["geomean"] < 0.05  # measured 2.9%
+    assert rows[("alltoall.log", "held out")]["geomean"] < 0.05  # measured 3.0%
     assert rows[("all_gather.log", "fitted")]["geomean"] < 0.05
+
+
+# ------------------------------------------------------------- the own chunk's local copy
+def test_own_chunk_copy_is_priced_only_where_nccl_tests_makes_it():
+    from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
+
+    a100 = parse_log(str(A100 / "all_gather.log"))
+    assert memory_gbps(a100.devices) == 1555.0  # A100-SXM4-40GB datasheet
+    assert memory_gbps(parse_log(str(DATA / "hgx-h100-2node-ib" / "all_reduce.log")).devices) == 3350.0
+    assert memory_gbps(["Some GPU"]) is None  # unknown: not modelled unless --gpu-memory-bw
+    assert memory_gbps(["A100-SXM4-40GB", "A100-SXM4-80GB"]) is None  # a mix: no one figure
+    assert memory_gbps(["Some GPU"], 1000.0) == 1000.0
+    gib = 1 << 30
+    assert own_chunk_copy_ns("all_gather", 8 * gib, 8, 1555.0, False) == pytest.approx(2 * gib / 1555.0)
+    assert own_chunk_copy_ns("all_to_all", 8 * gib, 8, 1555.0, False) == pytest.approx(2 * gib / 1555.0)
+    for coll in ("all_reduce", "reduce_scatter", "sendrecv"):
+        assert own_chunk_copy_ns(coll, 8 * gib, 8, 1555.0, False) == 0.0
+    assert own_chunk_copy_ns("all_gather", 8 * gib, 8, 1555.0, True) == 0.0  # in place: no copy
+    assert own_chunk_copy_ns("all_gather", 8 * gib, 8, None, False) == 0.0
+
+
+def test_the_logs_show_the_out_of_place_copy():
+    # the evidence for the term (docs/calibration.md): from 64 MiB, the out-of-place all-gather
+    # is 3-6% slower than its in-place column, while all-reduce and reduce-scatter, which write
+    # their result as they reduce, agree within 1.5%
+    def ratios(name: str) -> list[float]:
+        log = parse_log(str(A100 / name))
+        return [r.time_us / r.inplace_time_us for r in log.rows if r.size_bytes >= 64 << 20]
+
+    assert all(1.029 < q < 1.07 for q in ratios("all_gather.log"))
+    assert all(abs(q - 1) < 0.015 for q in ratios("all_reduce.log") + ratios("reduce_scatter.log"))
+
+
+def _all_reduce_fit_held_out(out: Path, *extra: str) -> dict[str, float]:
+    """Fit the DGX all-reduce (every size), validate all four logs: held-out geomean per log."""
+    assert main(["calibrate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                 "--out", str(out), *extra]) == 0
+    assert main(["validate", *map(str, sorted(A100.glob("*.log"))), "--network", str(out / "network.yml"),
+                 "--system", str(out / "system.json"), "--out", str(out), "--holdout",
+                 str(out / "calibration.json"), *extra]) == 0
+    rows = json.loads((out / "validate.json").read_text())["holdout"]
+    return {Path(h["log"]).name: h["geomean"] for h in rows if h["role"] == "held out"}
+
+
+def test_all_reduce_alone_predicts_the_other_collectives_within_5_percent(tmp_path):
+    # issue 29's target: fitted on the DGX A100 all-reduce only, the node's other collectives
+    # predicted within 5% geomean |error| from 1 MiB (measured: all-gather 4.6%, reduce-scatter
+    # 3.3%, all-to-all 3.0%); without the own-chunk copy, all-gather 7.7% and all-to-all 5.3%
+    held = _all_reduce_fit_held_out(tmp_path / "copy")
+    assert set(held) == {"all_gather.log", "reduce_scatter.log", "alltoall.log"}
+    for name, geomean in held.items():
+        assert geomean < 0.05, (name, geomean)
+    without = _all_reduce_fit_held_out(tmp_path / "no-copy", "--gpu-memory-bw", "1e12")  # no copy time
+    assert without["all_gather.log"] > 0.07 and without["alltoall.log"] > 0.05
+
+
+def test_validate_says_how_the_copy_is_priced(tmp_path, capsys):
+    # a GPU the datasheet table does not know: the copy is left out and the output says so;
+    # --gpu-memory-bw prices it; a rate that is not positive is one line
+    unknown = tmp_path / "all_gather.log"
+    unknown.write_text((A100 / "all_gather.log").read_text().replace("A100-SXM4-40GB", "Mystery-GPU"))
+    sys_ = tmp_path / "s.json"
+    sys_.write_text("{}")
+    base = ["validate", str(unknown), "--network", str(A100 / "network.yml"), "--system", str(sys_),
+            "--out", str(tmp_path / "o")]
+    assert main(base) == 0
+    assert "own-chunk copy of all_gather.log: not modelled (GPU Mystery-GPU" in capsys.readouterr().out
+    assert main([*base, "--gpu-memory-bw", "1555"]) == 0
+    assert "own-chunk copy of all_gather.log: at 1555 GB/s (--gpu-memory-bw)" in capsys.readouterr().out
+    for bad in ("0", "-5", "inf"):
+        line = _error_of(capsys, [*base, "--gpu-memory-bw", bad])
+        assert "--gpu-memory-bw must be a positive number of GB/s" in line

@@ -38,7 +38,8 @@ def _per_dim(name: str, npus_count: list[int]) -> list[str]:
 
 def fit_algorithms(logs: list, network: dict[str, Any], system: dict[str, Any], min_size: int = MIB,
                    in_place: bool = False, backend: str = "congestion_unaware",
-                   held_out: frozenset[tuple[str, int]] = frozenset()) -> tuple[dict[str, Any], dict[str, dict]]:
+                   held_out: frozenset[tuple[str, int]] = frozenset(),
+                   gpu_memory_gbps: float | None = None) -> tuple[dict[str, Any], dict[str, dict]]:
     """The system with each logged collective's best algorithm, and per collective what was
     chosen and why (``{"implementation": [...], "source": "fitted" | "default ..."}``)."""
     counts = [int(n) for n in network["npus_count"]]
@@ -46,7 +47,8 @@ def fit_algorithms(logs: list, network: dict[str, Any], system: dict[str, Any], 
 
     def score(sys_: dict[str, Any]) -> float | None:
         try:
-            cal = calibrate(logs, network, sys_, min_size, in_place, backend=backend, held_out=held_out)
+            cal = calibrate(logs, network, sys_, min_size, in_place, backend=backend, held_out=held_out,
+                            gpu_memory_gbps=gpu_memory_gbps)
         except InputError:  # e.g. an algorithm that cannot run this collective on this topology
             return None
         return geomean_error(cal.sim_errors)

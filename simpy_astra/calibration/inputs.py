@@ -28,6 +28,10 @@ def log_parser(command: str, description: str, network_help: str, system_help: s
     p.add_argument("--backend", default="congestion_unaware",
                    choices=["congestion_unaware", "congestion_aware", "packet"],
                    help="network backend to simulate with (default congestion_unaware)")
+    p.add_argument("--gpu-memory-bw", type=float, default=None, metavar="GBPS",
+                   help="GPU memory bandwidth in GB/s (1e9 B/s) for the local copy out-of-place "
+                        "all-gathers and all-to-alls make (default: the datasheet value of the "
+                        "logged GPU model; none if unknown)")
     return p
 
 

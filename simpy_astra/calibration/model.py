@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
 
@@ -252,6 +253,7 @@ class Observation:
     ranks: int
     nccl_size: int
     time_ns: float
+    copy_ns: float = 0.0  # the rank's own chunk copied locally (calibration/local_copy.py), not simulated
 
 
 @dataclass
@@ -404,7 +406,7 @@ def fit(network: dict[str, Any], system: dict[str, Any], observations: list[Obse
     for o in used:
         m = models[(o.collective, o.ranks)]
         s = comm_size(o.collective, o.nccl_size, o.ranks)
-        fixed = m.c + m.e * e0 + m.r * s
+        fixed = m.c + m.e * e0 + m.r * s + o.copy_ns
         row = [sum(m.l[d] * lat_unit[d] for d in g if d < m.dims) for g in groups]
         row += [sum(s * m.b[d] / (bw0[d] * YAML_GB / 1e9) for d in g if d < m.dims) for g in groups]
         rows.append([v / o.time_ns for v in row])
@@ -420,6 +422,7 @@ def fit(network: dict[str, Any], system: dict[str, Any], observations: list[Obse
     for o in used:
         m = models[(o.collective, o.ranks)]
         t = m.time_ns(comm_size(o.collective, o.nccl_size, o.ranks), latency[:m.dims], bandwidth[:m.dims], e0)
+        t += o.copy_ns
         errors.append(t / o.time_ns - 1)
     return FitResult(latency, bandwidth, int(e0), groups, len(used), geomean_error(errors), errors)
 
@@ -438,24 +441,33 @@ class Calibration:
 
 
 def observations_of(logs: list, in_place: bool = False,
-                    held_out: frozenset[tuple[str, int]] = frozenset()) -> list[Observation]:
-    """The rows to fit, in ns; rows named in ``held_out`` as (log path, line) are left out."""
+                    held_out: frozenset[tuple[str, int]] = frozenset(),
+                    gpu_memory_gbps: float | None = None) -> list[Observation]:
+    """The rows to fit, in ns; rows named in ``held_out`` as (log path, line) are left out.
+    Each carries the local copy of the rank's own chunk its run made (``local_copy``)."""
     out = []
     for log in logs:
+        mem_gbps = memory_gbps(log.devices, gpu_memory_gbps)
         for row in log.rows:
             if (log.path, row.line) in held_out:
                 continue
             t = row.inplace_time_us if in_place else row.time_us
             if t is None:
                 raise InputError(f"{log.path}:{row.line}: no in-place time; drop --in-place")
-            out.append(Observation(log.path, row.line, log.collective, log.ranks, row.size_bytes, t * 1000.0))
+            copy_ns = own_chunk_copy_ns(log.collective, row.size_bytes, log.ranks, mem_gbps, in_place)
+            out.append(Observation(log.path, row.line, log.collective, log.ranks, row.size_bytes, t * 1000.0,
+                                   copy_ns))
     return out
 
 
 def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_size: int = MIB,
               in_place: bool = False, max_rounds: int = 4, backend: str = "congestion_unaware",
-              held_out: frozenset[tuple[str, int]] = frozenset()) -> Calibration:
+              held_out: frozenset[tuple[str, int]] = frozenset(),
+              gpu_memory_gbps: float | None = None) -> Calibration:
     """Fit the network's latencies and bandwidths to ``logs`` (parsed nccl-tests logs).
+
+    ``gpu_memory_gbps`` overrides the datasheet memory bandwidth of the logs' GPUs, which
+    prices the local copy out-of-place all-gathers and all-to-alls make (``local_copy``).
 
     ``held_out`` rows (log path, line) are kept out of the fit so that ``validate`` can test
     the prediction on them. With ``backend`` other than congestion_unaware the time is not
@@ -463,7 +475,7 @@ def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_s
     check_network(network, "--network")
     if backend not in BACKENDS:
         raise InputError(f"--backend: {backend!r} is not one of {', '.join(BACKENDS)}")
-    observations = observations_of(logs, in_place, held_out)
+    observations = observations_of(logs, in_place, held_out, gpu_memory_gbps)
     spans = {(log.collective, log.ranks): span(network, log.ranks, log.path) for log in logs}
     current = copy.deepcopy(network)
     simulations = 0
@@ -486,7 +498,7 @@ def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_s
             counts = spans[(o.collective, o.ranks)]
             t = simulate_collective(sub_network(current, counts), sub_system(system, len(counts)),
                                     o.collective, comm_size(o.collective, o.nccl_size, o.ranks), o.ranks,
-                                    backend)
+                                    backend) + o.copy_ns
             simulations += 1
             sim_errors.append(t / o.time_ns - 1)
             agrees = agrees and abs((1 + sim_errors[-1]) / (1 + model_err) - 1) < 0.005

@@ -58,7 +58,8 @@ def find_switch(cal: Calibration, min_size: int = MIB) -> Switch | None:
 
 def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], single: Calibration,
                 min_size: int = MIB, in_place: bool = False, backend: str = "congestion_unaware",
-                held_out: frozenset[tuple[str, int]] = frozenset()) -> dict[str, Any] | None:
+                held_out: frozenset[tuple[str, int]] = frozenset(),
+                gpu_memory_gbps: float | None = None) -> dict[str, Any] | None:
     """Both sides of the switch :func:`find_switch` sees, each fitted alone; None if none."""
     switch = find_switch(single, min_size)
     if switch is None:
@@ -66,9 +67,10 @@ def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], sin
     above = frozenset((log.path, r.line) for log in logs for r in log.rows if r.size_bytes >= switch.size_bytes)
     below = frozenset((log.path, r.line) for log in logs for r in log.rows if r.size_bytes < switch.size_bytes)
     try:
-        low = calibrate(logs, network, system, min_size, in_place, backend=backend, held_out=held_out | above)
+        low = calibrate(logs, network, system, min_size, in_place, backend=backend, held_out=held_out | above,
+                        gpu_memory_gbps=gpu_memory_gbps)
         high = calibrate(logs, network, system, switch.size_bytes, in_place, backend=backend,
-                         held_out=held_out | below)
+                         held_out=held_out | below, gpu_memory_gbps=gpu_memory_gbps)
     except InputError:  # too few sizes on one side for its unknowns
         return None
     return {

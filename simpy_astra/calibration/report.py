@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
 from simpy_astra.calibration.model import (
     MIB,
     comm_size,
@@ -87,11 +88,15 @@ class Summary:
 
 def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
                   in_place: bool = False, backend: str = "congestion_unaware",
-                  network_for: Callable[[int], dict[str, Any]] | None = None) -> list[LogResult]:
+                  network_for: Callable[[int], dict[str, Any]] | None = None,
+                  gpu_memory_gbps: float | None = None) -> list[LogResult]:
     """Every logged size simulated; ``network_for`` (size -> network) overrides ``network``
-    per size, for the protocol regimes ``calibrate --protocol-regimes`` fits."""
+    per size, for the protocol regimes ``calibrate --protocol-regimes`` fits. The local copy
+    of each rank's own chunk an out-of-place run makes is added as calibrate fits it
+    (``local_copy``; ``gpu_memory_gbps`` overrides the datasheet bandwidth)."""
     results = []
     for log in logs:
+        mem_gbps = memory_gbps(log.devices, gpu_memory_gbps)
         counts = span(network, log.ranks, log.path)
         net, sys_ = sub_network(network, counts), sub_system(system, len(counts))
         res = LogResult(log.path, log.collective, log.ranks)
@@ -111,6 +116,7 @@ def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
             except InputError as exc:  # e.g. an all-gather smaller than the dataset splits
                 res.points.append(Point(row.line, row.size_bytes, measured, None, str(exc)))
                 continue
+            t_ns += own_chunk_copy_ns(log.collective, row.size_bytes, log.ranks, mem_gbps, in_place)
             res.points.append(Point(row.line, row.size_bytes, measured, t_ns / 1e3))
         results.append(res)
     return results

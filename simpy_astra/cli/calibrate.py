@@ -49,12 +49,19 @@ def main(argv: list[str]) -> int:
 
     from simpy_astra.calibration.holdout import fit_record, held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
+    from simpy_astra.calibration.local_copy import (
+        COPYING_COLLECTIVES,
+        check_memory_bw,
+        copy_notes,
+        memory_gbps,
+    )
     from simpy_astra.calibration.model import calibrate
     from simpy_astra.calibration.nccl_log import parse_logs
     from simpy_astra.calibration.report import gm_abs_error, output_dir
 
     if args.min_size < 1:
         raise InputError(f"--min-size must be >= 1 byte (got {args.min_size})")
+    check_memory_bw(args.gpu_memory_bw)
     t0 = time.perf_counter()
     logs = parse_logs(args.logs, args.collective)
     network = load_network(args.network)
@@ -66,16 +73,17 @@ def main(argv: list[str]) -> int:
         from simpy_astra.calibration.algorithms import fit_algorithms
 
         system, algorithms = fit_algorithms(logs, network, system, args.min_size, args.in_place,
-                                            args.backend, held_out)
+                                            args.backend, held_out, args.gpu_memory_bw)
     cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place,
-                    backend=args.backend, held_out=held_out)
+                    backend=args.backend, held_out=held_out, gpu_memory_gbps=args.gpu_memory_bw)
 
     console = Console()
     regimes = None
     if args.protocol_regimes:
         from simpy_astra.calibration.regimes import fit_regimes
 
-        regimes = fit_regimes(logs, network, system, cal, args.min_size, args.in_place, args.backend, held_out)
+        regimes = fit_regimes(logs, network, system, cal, args.min_size, args.in_place, args.backend, held_out,
+                              args.gpu_memory_bw)
         sw = (regimes or {}).get("switch")
         console.print(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
                       f"bytes ({100 * sw['jump']:+.0f}%); regimes.json fits each side" if sw else
@@ -86,6 +94,8 @@ def main(argv: list[str]) -> int:
             skipped += f", rows of {log.tables} tables (runs) together"
         console.print(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
                       f"{skipped}")
+    for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
+        console.print(note)
     table = Table(title="calibrated network")
     for col in ("dim", "topology", "NPUs", "bandwidth GB/s", "latency ns"):
         table.add_column(col, justify="right" if col != "topology" else "left")
@@ -120,7 +130,10 @@ def main(argv: list[str]) -> int:
         with open(info_path, "w") as f:
             json.dump({
                 "logs": [{"path": log.path, "sha256_16": _digest(log.path), "collective": log.collective,
-                          "gpus": log.ranks, "sizes": len(log.rows), **rec}
+                          "gpus": log.ranks, "sizes": len(log.rows),
+                          "own_chunk_copy_memory_GBps": (memory_gbps(log.devices, args.gpu_memory_bw)
+                                                         if log.collective in COPYING_COLLECTIVES
+                                                         and not args.in_place else None), **rec}
                          for log, rec in zip(logs, fit_record(logs, held_out, args.min_size), strict=True)],
                 "backend": args.backend,
                 "algorithms": algorithms,

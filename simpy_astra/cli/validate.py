@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
     from rich.console import Console
 
     from simpy_astra.calibration.holdout import holdout_lines, report_holdout
+    from simpy_astra.calibration.local_copy import check_memory_bw, copy_notes
     from simpy_astra.calibration.nccl_log import parse_logs
     from simpy_astra.calibration.regimes import load_regimes
     from simpy_astra.calibration.report import (
@@ -50,12 +51,14 @@ def main(argv: list[str]) -> int:
     )
 
     t0 = time.perf_counter()
+    check_memory_bw(args.gpu_memory_bw)
     logs = parse_logs(args.logs, args.collective)
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out)
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
-                            network_for=load_regimes(args.regimes) if args.regimes else None)
+                            network_for=load_regimes(args.regimes) if args.regimes else None,
+                            gpu_memory_gbps=args.gpu_memory_bw)
     holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
     console = Console()
     if not console.is_terminal:
@@ -66,6 +69,8 @@ def main(argv: list[str]) -> int:
         print(summary_line(s))
     for line in holdout_lines(holdout or []):
         print(line)
+    for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
+        print(note)
     png = os.path.join(args.out, "validate.png")
     shape = " x ".join(f"{t} {n}" for t, n in zip(network["topology"], network["npus_count"], strict=True))
     write_plot(results, png, f"{shape}: measured (markers) vs simulated (lines)")
