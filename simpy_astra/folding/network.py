@@ -19,7 +19,9 @@ from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.tags import (
     COLLECTIVE_TAG_BASE,
+    GROUP_STREAM_ID_BASE,
     GROUP_TAG_PERIOD,
+    NATIVE_TAG_SPACE,
     group_residue_of_stream_tag,
     moved_group_tag,
 )
@@ -49,6 +51,9 @@ class FoldedNetwork:
                 self._by_residue.setdefault((gid % GROUP_TAG_PERIOD, h), []).append((gid, image))
         self._members = {gid: frozenset(m) for gid, m in folding.groups.items()}
         self._picked: dict[tuple[int, int, int, int], tuple[int, int]] = {}  # (a group, h, src, dst)
+        #: (group residue, h) -> how far the residue's stream tags move, where one group (or
+        #: none) has that residue: the per-message path is then arithmetic, no lookup of pairs
+        self._delta: dict[tuple[int, int], int] = {}
         self._sub = folding.frame.sub
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -56,7 +61,11 @@ class FoldedNetwork:
         h = self._shift_of[dst]
         if h:
             if tag >= COLLECTIVE_TAG_BASE:
-                tag = self._moved_tag(tag, src, dst, h)
+                delta = self._delta.get(((tag - COLLECTIVE_TAG_BASE) // GROUP_STREAM_ID_BASE, h))
+                if delta is None:
+                    tag = self._moved_tag(tag, src, dst, h)
+                elif delta:
+                    tag = (tag - COLLECTIVE_TAG_BASE + delta) % NATIVE_TAG_SPACE + COLLECTIVE_TAG_BASE
             key = (src, h)
             moved = self._moved.get(key)
             if moved is None:
@@ -68,8 +77,10 @@ class FoldedNetwork:
 
     def _moved_tag(self, tag: int, src: int, dst: int, h: int) -> int:
         """A collective tag between ``src`` and ``dst`` as the representative's frame numbers it."""
-        found = self._by_residue.get((group_residue_of_stream_tag(tag), h))
+        residue = group_residue_of_stream_tag(tag)
+        found = self._by_residue.get((residue, h))
         if not found:  # not a group's stream (the default communicator's): unchanged
+            self._delta[residue, h] = 0
             return tag
         if len(found) > 1:  # groups 500 apart: the one both NPUs are in
             key = (found[0][0], h, src, dst)
@@ -81,6 +92,7 @@ class FoldedNetwork:
             gid, image = pick
         else:
             gid, image = found[0]
+            self._delta[residue, h] = (image - gid) * GROUP_STREAM_ID_BASE
         return moved_group_tag(tag, gid, image)
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
