@@ -41,7 +41,8 @@ class JobNetwork:
 
 @dataclass
 class JobResult:
-    """One job's figures: when its last NPU finished, and its largest exposed communication."""
+    """One job's figures: when its last NPU finished, and its largest exposed communication
+    (counted from the job's start: an NPU waiting for ``start_ns`` is not communicating)."""
 
     name: str
     npus: tuple[int, ...]
@@ -52,10 +53,17 @@ class JobResult:
     alone_cycles: int | None = None
 
     @property
+    def duration_ns(self) -> int:
+        """From the job's start to its last NPU's finish."""
+        return self.finished_cycles - self.start_ns
+
+    @property
     def slowdown(self) -> float | None:
+        """Shared duration / alone duration (both from the job's start)."""
         if self.alone_cycles is None:
             return None
-        return self.finished_cycles / self.alone_cycles if self.alone_cycles else float("inf")
+        alone = self.alone_cycles - self.start_ns
+        return self.duration_ns / alone if alone else float("inf")
 
     def line(self) -> str:
         return f"job {self.name} finished, {self.finished_cycles} cycles"
@@ -78,8 +86,18 @@ def job_results(jobs: list[JobInputs], reports: list[NpuReport]) -> list[JobResu
     for job in jobs:
         mine = [by_npu[n] for n in job.npus if n in by_npu]
         out.append(JobResult(job.name, job.npus, max((r.finished_cycles for r in mine), default=0),
-                             max((r.exposed_comm_cycles for r in mine), default=0), job.start_ns))
+                             max((r.exposed_comm_cycles for r in mine), default=0) - job.start_ns, job.start_ns))
     return out
+
+
+def finish_alone(inputs: Any, job: JobInputs) -> int:
+    """When ``job`` finishes run alone on the same network and backend (``--isolation``)."""
+    from dataclasses import replace
+
+    from simpy_astra.simulation import Simulation
+
+    reports = Simulation(replace(inputs, jobs=[job], warnings=[]), memory_traces=False).run()
+    return max((r.finished_cycles for r in reports), default=0)
 
 
 class LinkBytesByJob:

@@ -38,6 +38,10 @@ from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.workloads.chakra import validate_graph
 
 
+def _waited(_arg: Any) -> None:
+    """A late job's start came (its clock item only kept the NPU from looking stalled)."""
+
+
 class Simulation:
     """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
 
@@ -227,7 +231,9 @@ class Simulation:
             raise StopSimulation(None)
 
     def _start_later(self, npu: Npu, delay_ns: int):
-        """An NPU's process that starts its graph ``delay_ns`` from now (a job's ``start_ns``)."""
+        """An NPU's process that starts its graph ``delay_ns`` from now (a job's ``start_ns``);
+        an item in its clock until then tells the stall watchdog that it has something to do."""
+        npu.clock.register(delay_ns, _waited, None)
         yield self._env.timeout(delay_ns)
         return (yield from npu.execute())
 
