@@ -323,3 +323,47 @@ def test_bad_npu_groups_are_one_line_errors(tmp_path: Path, capsys, groups, expe
         "workload": a, "system": dict(BASE_SYSTEM, **{"npu-groups": groups}),
         "network": {"topology": ["Ring"], "npus_count": [8], "bandwidth": [GBPS], "latency": [L]}}))
     assert expected in _error(capsys, str(path))
+
+
+# ------------------------------------------------------------------------------ sweeps
+def test_job_placement_and_npu_groups_are_sweep_axes(tmp_path: Path) -> None:
+    # Axes index into lists: jobs.1.placement places job b (a takes NPUs 0-3 first, so b is
+    # on 4-7 contiguous, or on 4 of them at random); system.npu-groups.0.peak-perf re-times
+    # the compute of NPUs 0-1 (job a's ranks 0-1). With b contiguous (no shared link on the
+    # switch) the point finishes at trunc(1e12 / peak * 1e9) + T, T the aware all-reduce.
+    from simpy_astra.sweep.point import run_point
+    from simpy_astra.sweep.spec import load_sweep
+
+    num_ops = 10**12
+    node = [make_node(0, "gemm", COMP_NODE, attrs={"num_ops": num_ops, "tensor_size": 1}), all_reduce(deps=[0])]
+    write_workload(tmp_path, "dp", [node] * 4)
+    system = dict(BASE_SYSTEM, **{"roofline-enabled": 1, "peak-perf": 1000,
+                                  "npu-groups": [{"npus": [0, 1], "peak-perf": 1000}]})
+    base = {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [GBPS], "latency": [L]},
+            "backend": "congestion_aware", "system": system,
+            "jobs": [{"name": "a", "workload": "dp/w", "placement": "contiguous"},
+                     {"name": "b", "workload": "dp/w", "placement": "contiguous"}]}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({
+        "base": "base.yaml",
+        "axes": {"jobs.1.placement": ["contiguous", "random"], "system.npu-groups.0.peak-perf": [250, 1000]}}))
+    points = load_sweep(str(tmp_path / "sweep.yaml")).points()
+    assert len(points) == 4
+    assert {p.scenario["jobs"][1]["placement"] for p in points} == {"contiguous", "random"}
+    assert all(p.scenario["jobs"][0]["workload"] == str(tmp_path / "dp" / "w") for p in points)
+    t_ar = ring_all_reduce_ns(4, 2 * (L + MSG / bytes_per_ns(GBPS)))
+    for p in points:
+        if p.scenario["jobs"][1]["placement"] != "contiguous":
+            continue
+        peak = p.coordinates["system.npu-groups.0.peak-perf"]
+        row = run_point(p.scenario)
+        assert row["status"] == "ok", row
+        assert row["finish_ns"] == int(num_ops / (peak * 1e12) * 1e9) + t_ar
+
+
+def test_a_sweep_index_past_a_list_is_an_input_error(tmp_path: Path) -> None:
+    from simpy_astra.errors import InputError
+    from simpy_astra.sweep.spec import set_path
+
+    with pytest.raises(InputError, match=r"'jobs' is a list of 2, so 'jobs.2.npus' needs an index 0..1"):
+        set_path({"jobs": [{}, {}]}, "jobs.2.npus", [0], "sweep.yaml: axes: jobs.2.npus")
