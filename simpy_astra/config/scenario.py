@@ -251,7 +251,10 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                 raise InputError(f"{where}: as a mapping needs 'generate: NAME' (or give an ET prefix)")
             from simpy_astra.workloads.generated import materialise, resolve_paths
 
-            made = materialise(resolve_paths(value, folder), where=where, lazy=True)
+            try:  # worded for a scenario's workload: field, then named as the job's
+                made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True)
+            except InputError as exc:
+                raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
             return made.prefix, made.comm_groups
         if isinstance(value, str) and value:
             return _path(path, value), None
