@@ -140,4 +140,5 @@ class LinkBytesByJob:
     def by_label(self) -> dict[tuple[Any, Any], dict[str, int]]:
         """(from, to) device labels -> job -> bytes, for the links any job used."""
         label = self.network.fabric.label
-        return {(label(lk.src), label(lk.dst)): dict(c) for lk, c in self.bytes.items() if c}
+        return {(label(lk.src), label(lk.dst)): {job: round(n) for job, n in c.items()}
+                for lk, c in self.bytes.items() if c}  # packet trains may carry a fraction each

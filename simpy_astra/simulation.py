@@ -156,6 +156,21 @@ class Simulation:
             self.npus.append(npu)
             self._npu_by_id[i] = npu
 
+    def _check_capacities(self) -> None:
+        """A warning per NPU whose tracked peak memory exceeds its ``npu-groups`` capacity."""
+        systems = {None: self.inputs.system} if self.jobs is None else {j.name: j.system for j in self.jobs}
+        if not any(cfg.npu_groups for cfg in systems.values()):
+            return
+        for npu in self.npus:
+            if npu.memory is None:
+                continue
+            cfg = systems[npu.job]
+            capacity = cfg.memory_capacity_of(npu.device_id)
+            peak = npu.memory.peak_bytes()
+            if capacity is not None and peak > capacity:
+                self.warnings.append(f"NPU {npu.device_id}: peak memory {peak:,} bytes exceeds its memory-capacity "
+                                     f"{capacity:,} bytes (npu-groups in {cfg.source})")
+
     def _services_for(self, services: NpuServices, hw: Any) -> NpuServices:
         """An NPU's services with its own hardware (``npu-groups``)."""
         return replace(services, config=hw, local_mem_bytes_per_s=local_mem_gbps_to_bytes_per_s(hw.local_mem_bw_gbps),
@@ -372,6 +387,7 @@ class Simulation:
             self.warnings = full.warnings
             self.written_files = full.written_files
             return self.reports
+        self._check_capacities()
         if self.local_mem_trace_prefix:  # the tracker is imported only by runs that track memory
             from simpy_astra.memory_tracker import write_memory_traces
 

@@ -367,3 +367,22 @@ def test_a_sweep_index_past_a_list_is_an_input_error(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match=r"'jobs' is a list of 2, so 'jobs.2.npus' needs an index 0..1"):
         set_path({"jobs": [{}, {}]}, "jobs.2.npus", [0], "sweep.yaml: axes: jobs.2.npus")
+
+
+
+def test_a_peak_over_the_groups_memory_capacity_is_a_warning(tmp_path: Path) -> None:
+    # A tiny data-parallel transformer step with memory tracked: NPU 1's group has 1 byte of
+    # memory, so its (positive) peak exceeds it; NPU 0's group has 1 TB and stays silent.
+    system = dict(BASE_SYSTEM, **{"roofline-enabled": 1, "peak-perf": 100, "track-local-mem": 1,
+                                  "local-mem-trace-filename": str(tmp_path / "mem"), "npu-groups": [
+                                      {"npus": [0], "memory-capacity": 1e12}, {"npus": [1], "memory-capacity": 1}]})
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump({
+        "workload": {"generate": "transformer", "model": "llama", "dp": 2, "dmodel": 256, "dff": 512, "head": 4,
+                     "kvhead": 4, "num_stacks": 1, "seq": 128, "batch": 2, "micro_batch": 2},
+        "system": system, "network": {"topology": ["Ring"], "npus_count": [2], "bandwidth": [GBPS], "latency": [L]}}))
+    sim = Simulation(load_scenario(str(path)), memory_traces=False)
+    sim.run()
+    over = [w for w in sim.warnings if "exceeds its memory-capacity" in w]
+    assert len(over) == 1 and over[0].startswith("NPU 1: peak memory ")
+    assert over[0].endswith("exceeds its memory-capacity 1 bytes (npu-groups in " + str(path) + ": system)")
