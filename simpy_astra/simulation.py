@@ -91,6 +91,12 @@ class Simulation:
             self._build_one_job(inputs, dims, cfg, net.source)
         self.reports: list[NpuReport] = []
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
+        if self.jobs is not None:  # each job's own system file says what it ignores, once
+            seen = {inputs.system.source}
+            for job in self.jobs:
+                if job.system.source not in seen:
+                    seen.add(job.system.source)
+                    self.warnings.extend(job.system.ignored)
         if self.jobs is not None and self.network.link_stats() is None:
             self.warnings.append(f"the {self.network.name} backend has no shared links: the jobs do not "
                                  f"interfere there (use congestion_aware or packet)")
