@@ -386,3 +386,23 @@ def test_a_peak_over_the_groups_memory_capacity_is_a_warning(tmp_path: Path) -> 
     over = [w for w in sim.warnings if "exceeds its memory-capacity" in w]
     assert len(over) == 1 and over[0].startswith("NPU 1: peak memory ")
     assert over[0].endswith("exceeds its memory-capacity 1 bytes (npu-groups in " + str(path) + ": system)")
+
+
+def test_a_jobs_communicator_groups_are_in_its_own_ranks(tmp_path: Path) -> None:
+    # Job b's group 1 is its ranks 0 and 1, which run on NPUs 5 and 4; ranks 2-3 compute
+    # 5 us. A 2-rank ring all-reduce of 2 s bytes sends s-byte messages over 2 switch hops:
+    # T = E + 2(d + E) + R, d = 2(L + s/B); job a (4 ranks, NPUs 0-3) is untouched by it.
+    a = write_workload(tmp_path, "a", [[all_reduce()]] * 4)
+    grouped = make_node(1, "ar", COMM_COLL_NODE, attrs={"comm_type": ALL_REDUCE, "comm_size": 2 * MSG,
+                                                       "pg_name": "1"})
+    idle = make_node(1, "c", COMP_NODE, duration_micros=5)
+    b = write_workload(tmp_path, "b", [[grouped], [grouped], [idle], [idle]])
+    path = scenario(tmp_path, [{"name": "a", "workload": a, "npus": [0, 1, 2, 3]},
+                               {"name": "b", "workload": b, "npus": [5, 4, 7, 6], "comm_groups": {"1": [0, 1]}}])
+    finish, sim = run(path)
+    d = 2 * (L + MSG / bytes_per_ns(GBPS))
+    assert finish["b"] == E + 2 * (d + E) + reduce_ns(MSG)
+    assert finish["a"] == ring_all_reduce_ns(4, d)
+    by_job = sim.link_bytes_by_job.by_label()
+    assert by_job[(5, 8)] == by_job[(4, 8)] == {"b": 2 * MSG}  # 2(n-1) messages up to switch 8
+    assert (7, 8) not in by_job and (6, 8) not in by_job
