@@ -294,6 +294,8 @@ def test_overlapping_jobs_name_both_and_the_npu(tmp_path: Path, capsys) -> None:
     (lambda j: (j[1].pop("npus"), j[1].update(placement="diagonal")),
      "jobs[1].placement: must be one of contiguous, strided, random (got 'diagonal')"),
     (lambda j: j[1].update(name="a"), "jobs[1].name: 'a' is also the name of jobs[0]"),
+    (lambda j: j[1].update(placement="strided"), "jobs[1]: give npus or placement, not both"),
+    (lambda j: j[0].update(start_ns=-1), "jobs[0].start_ns: must be a number of ns >= 0 (got -1)"),
 ])
 def test_bad_jobs_are_one_line_errors(tmp_path: Path, capsys, jobs_edit, expected) -> None:
     a = write_workload(tmp_path, "a", [[all_reduce()]] * 4)
@@ -406,3 +408,12 @@ def test_a_jobs_communicator_groups_are_in_its_own_ranks(tmp_path: Path) -> None
     by_job = sim.link_bytes_by_job.by_label()
     assert by_job[(5, 8)] == by_job[(4, 8)] == {"b": 2 * MSG}  # 2(n-1) messages up to switch 8
     assert (7, 8) not in by_job and (6, 8) not in by_job
+
+
+def test_a_job_without_a_system_needs_the_scenarios(tmp_path: Path, capsys) -> None:
+    a = write_workload(tmp_path, "a", [[all_reduce()]] * 4)
+    path = scenario(tmp_path, [{"name": "a", "workload": a, "npus": [0, 1, 2, 3]}])
+    doc = yaml.safe_load(Path(path).read_text())
+    del doc["system"]
+    Path(path).write_text(yaml.safe_dump(doc))
+    assert "jobs[0].system: is missing, and the scenario has no system for it" in _error(capsys, path)
