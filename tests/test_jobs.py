@@ -417,3 +417,19 @@ def test_a_job_without_a_system_needs_the_scenarios(tmp_path: Path, capsys) -> N
     del doc["system"]
     Path(path).write_text(yaml.safe_dump(doc))
     assert "jobs[0].system: is missing, and the scenario has no system for it" in _error(capsys, path)
+
+
+def test_a_stalled_job_is_reported_by_its_physical_npus(tmp_path: Path, capsys) -> None:
+    # Job b's rank 0 (NPU 6) waits for a message its rank 1 never sends: exit 3, NPU 6 named.
+    from simpy_astra.cli.main import EXIT_STALLED
+    from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE
+
+    a = write_workload(tmp_path, "a", [[all_reduce()]] * 2)
+    recv = make_node(1, "recv", COMM_RECV_NODE, attrs={"comm_src": 1, "comm_size": 64, "comm_tag": 3})
+    idle = make_node(1, "c", COMP_NODE, duration_micros=1)
+    b = write_workload(tmp_path, "b", [[recv], [idle]])
+    path = scenario(tmp_path, [{"name": "a", "workload": a, "npus": [0, 1]},
+                               {"name": "b", "workload": b, "npus": [6, 7]}])
+    assert main(["run", path, "--quiet"]) == EXIT_STALLED
+    err = capsys.readouterr().err
+    assert "NPU 6 " in err and "NPU 0 " not in err
