@@ -104,10 +104,14 @@ class Npu:
     failed_ns: float | None = None
     #: the NPUs this one stands for in a folded run (set by the Simulation), else None
     stands_for: list[int] | None = None
+    #: the job this NPU runs in a multi-job run (its name), else None
+    job: str | None = None
 
     def __init__(self, npu_id: int, nodes: list, source: str, services: NpuServices, clock: NpuClock,
                  system: SystemLayer) -> None:
         self.npu_id = npu_id
+        #: the physical NPU it is: ``npu_id`` (its job's rank) unless a job placed it elsewhere
+        self.device_id = npu_id
         self.services = services
         self.source = source
         self.clock = clock

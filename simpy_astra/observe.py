@@ -108,7 +108,7 @@ class Observer:
     def _install_node(self) -> None:
         emit, env = self._emitter("node_end"), self.env
         for npu in self.sim.npus:
-            def release(node, slot, now, _orig=npu._release, _npu=npu.npu_id) -> None:
+            def release(node, slot, now, _orig=npu._release, _npu=npu.device_id) -> None:
                 _orig(node, slot, now)
                 emit(Observation("node_end", env.now, _npu, what=node.id))
 
@@ -122,9 +122,11 @@ class Observer:
         for kind in ("collective_start", "collective_end"):
             subs.setdefault(kind, [])
         start, end = self._emitter("collective_start"), self._emitter("collective_end")
-        for system in self.sim.systems:
+        for npu in self.sim.npus:  # physical NPU ids (a job's system layer knows its rank only)
+            system = npu.system
+
             def generate(kind, size, involved, plan, priority, custom, on_done, _orig=system.generate_collective,
-                         _npu=system.npu_id):
+                         _npu=npu.device_id):
                 start(Observation("collective_start", env.now, _npu, size_bytes=size, what=kind))
 
                 def done() -> None:

@@ -38,6 +38,10 @@ from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.workloads.chakra import validate_graph
 
 
+def _waited(_arg: Any) -> None:
+    """A late job's start came (its clock item only kept the NPU from looking stalled)."""
+
+
 class Simulation:
     """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
 
@@ -72,38 +76,30 @@ class Simulation:
         self.peak_flops = tflops_to_flops(cfg.peak_perf_tflops)
         self.local_mem_trace_prefix = (cfg.local_mem_trace_filename
                                        if cfg.track_local_mem and memory_traces else None)
-        check_et_count(inputs.workload_prefix, self.total_npus, net.source)
-        # all file reading happens here, before time starts (custom collectives included)
-        self.planner = CollectivePlanner(cfg, self.total_npus)
-        self.planner.add_file_groups(inputs.comm_groups)
+        #: the jobs of a multi-job run (:mod:`simpy_astra.jobs`), None for one workload
+        self.jobs = inputs.jobs
+        self.link_bytes_by_job = None
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)
         self.fold_note: str | None = None
-        groups = self.planner.file_group_members()
-        traces, self.folding, self.fold_note = fold_run(inputs, self.network, dims, groups,
-                                                        self.planner.parse_process_groups)
-        simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
-        if self.folding is not None:
-            self.network = FoldedNetwork(self.network, self.folding)
-        # the simulated NPUs (every NPU unless folded), with their clocks and system layers
         self.npus: list[Npu] = []
         self.systems: list[SystemLayer] = []
         self._npu_by_id: dict[int, Npu] = {}
-        services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
-                               self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
-        for i in simulated:
-            validate_graph(*traces[i])  # an orbit's members have the representative's graph
-            clock = NpuClock(self._env)
-            system = SystemLayer(i, clock, self.network, cfg, self.network_dims, inputs.queues_per_dim,
-                                 self.planner.customs.phase)
-            self.systems.append(system)
-            path, nodes = traces[i]
-            npu = Npu(i, nodes, path, services, clock, system)
-            npu.groups.update(self.planner.file_groups_of(i))
-            self.npus.append(npu)
-            self._npu_by_id[i] = npu
+        if self.jobs is not None:
+            self._build_jobs(inputs, dims)
+        else:
+            self._build_one_job(inputs, dims, cfg, net.source)
         self.reports: list[NpuReport] = []
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
+        if self.jobs is not None:  # each job's own system file says what it ignores, once
+            seen = {inputs.system.source}
+            for job in self.jobs:
+                if job.system.source not in seen:
+                    seen.add(job.system.source)
+                    self.warnings.extend(job.system.ignored)
+        if self.jobs is not None and self.network.link_stats() is None:
+            self.warnings.append(f"the {self.network.name} backend has no shared links: the jobs do not "
+                                 f"interfere there (use congestion_aware or packet)")
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
@@ -115,8 +111,10 @@ class Simulation:
         self._failure: Exception | None = None
         # every NPU is a SimPy process executing its graph; the run stops when all have
         # finished, whatever other processes a user added to ``env``
+        starts = getattr(self, "_start_ns", None)
         for npu in self.npus:
-            npu.process = self._env.process(npu.execute())
+            late = starts.get(npu.device_id) if starts else None
+            npu.process = self._env.process(npu.execute() if not late else self._start_later(npu, late))
             if self.folding is not None:
                 npu.stands_for = self.orbit_of(npu.npu_id)
         #: fires (value: the time) when every NPU has finished; processed in that instant, so
@@ -132,6 +130,107 @@ class Simulation:
         self._env.process(stall.watch_for_stall(self._env, self._finished_all, self._stalled,
                                                 lambda: stall.quiet_state(self.network, self.npus),
                                                 lambda: self.stall_patience_ns))
+
+    def _build_one_job(self, inputs: SimulationInputs, dims: list, cfg: Any, source: str) -> None:
+        """One workload on every NPU (ranks are NPU ids): the reference's run."""
+        check_et_count(inputs.workload_prefix, self.total_npus, source)
+        # all file reading happens here, before time starts (custom collectives included)
+        self.planner = CollectivePlanner(cfg, self.total_npus)
+        self.planner.add_file_groups(inputs.comm_groups)
+        groups = self.planner.file_group_members()
+        if cfg.npu_groups:  # NPUs that differ are not symmetric
+            inputs = replace(inputs, fold_symmetry=False)
+        traces, self.folding, self.fold_note = fold_run(inputs, self.network, dims, groups,
+                                                        self.planner.parse_process_groups)
+        simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
+        if self.folding is not None:
+            self.network = FoldedNetwork(self.network, self.folding)
+        # the simulated NPUs (every NPU unless folded), with their clocks and system layers
+        services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
+                               self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
+        for i in simulated:
+            validate_graph(*traces[i])  # an orbit's members have the representative's graph
+            clock = NpuClock(self._env)
+            hw = cfg.hardware_of(i) if cfg.npu_groups else cfg
+            system = SystemLayer(i, clock, self.network, hw, self.network_dims, inputs.queues_per_dim,
+                                 self.planner.customs.phase)
+            self.systems.append(system)
+            path, nodes = traces[i]
+            npu = Npu(i, nodes, path, services if hw is cfg else self._services_for(services, hw), clock,
+                      system)
+            npu.groups.update(self.planner.file_groups_of(i))
+            self.npus.append(npu)
+            self._npu_by_id[i] = npu
+
+    def _check_capacities(self) -> None:
+        """A warning per NPU whose tracked peak memory exceeds its ``npu-groups`` capacity."""
+        systems = {None: self.inputs.system} if self.jobs is None else {j.name: j.system for j in self.jobs}
+        if not any(cfg.npu_groups for cfg in systems.values()):
+            return
+        for npu in self.npus:
+            if npu.memory is None:
+                continue
+            cfg = systems[npu.job]
+            capacity = cfg.memory_capacity_of(npu.device_id)
+            peak = npu.memory.peak_bytes()
+            if capacity is not None and peak > capacity:
+                self.warnings.append(f"NPU {npu.device_id}: peak memory {peak:,} bytes exceeds its memory-capacity "
+                                     f"{capacity:,} bytes (npu-groups in {cfg.source})")
+
+    def _services_for(self, services: NpuServices, hw: Any) -> NpuServices:
+        """An NPU's services with its own hardware (``npu-groups``)."""
+        return replace(services, config=hw, local_mem_bytes_per_s=local_mem_gbps_to_bytes_per_s(hw.local_mem_bw_gbps),
+                       peak_flops=tflops_to_flops(hw.peak_perf_tflops))
+
+    def _build_jobs(self, inputs: SimulationInputs, dims: list) -> None:
+        """Several jobs, each on its own NPUs with its own ranks, groups and system config; a
+        job's network view (:class:`~simpy_astra.jobs.JobNetwork`) maps its ranks to NPUs.
+        Folding is off: it assumes one workload on every NPU."""
+        from simpy_astra.folding.run import FoldOutcome, load_traces
+        from simpy_astra.jobs import JobNetwork, LinkBytesByJob
+
+        assert inputs.jobs is not None
+        self.local_mem_trace_prefix = None  # one file per NPU id: jobs' rank ids would collide
+        placed: dict[int, tuple[Any, int]] = {}  # physical NPU -> (job, rank)
+        built: dict[int, Npu] = {}
+        for job in inputs.jobs:
+            n = job.num_ranks
+            cfg = job.system
+            job_dims = self.network_dims if n == self.total_npus else [n]
+            identity = job.npus == tuple(range(self.total_npus))
+            network = self.network if identity else JobNetwork(self.network, job.npus)
+            planner = CollectivePlanner(cfg, n)
+            planner.add_file_groups(job.comm_groups)
+            if job is inputs.jobs[0]:
+                self.planner = planner
+            traces, _ = load_traces(job.workload_prefix, n, None, planner.file_group_members(),
+                                    planner.parse_process_groups, FoldOutcome())
+            services = NpuServices(cfg, n, network, self.remote_memory, planner,
+                                   local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps),
+                                   tflops_to_flops(cfg.peak_perf_tflops), self._npu_done, self.failed)
+            for rank in range(n):
+                device = job.npus[rank]
+                validate_graph(*traces[rank])
+                hw = cfg.hardware_of(device) if cfg.npu_groups else cfg
+                clock = NpuClock(self._env)
+                system = SystemLayer(rank, clock, network, hw, job_dims, inputs.queues_per_dim,
+                                     planner.customs.phase)
+                path, nodes = traces[rank]
+                npu = Npu(rank, nodes, path, services if hw is cfg else self._services_for(services, hw), clock,
+                          system)
+                npu.device_id = device
+                npu.job = job.name
+                npu.groups.update(planner.file_groups_of(rank))
+                built[device] = npu
+                placed[device] = (job, rank)
+        for device in sorted(built):  # processes start in NPU-id order
+            npu = built[device]
+            self.npus.append(npu)
+            self.systems.append(npu.system)
+            self._npu_by_id[device] = npu
+        if self.network.link_stats() is not None:
+            self.link_bytes_by_job = LinkBytesByJob(self.network, {d: j.name for d, (j, _) in placed.items()})
+        self._start_ns = {d: j.start_ns for d, (j, _) in placed.items() if j.start_ns}
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""
@@ -152,9 +251,18 @@ class Simulation:
         if self._running:
             raise StopSimulation(None)
 
+    def _start_later(self, npu: Npu, delay_ns: int):
+        """An NPU's process that starts its graph ``delay_ns`` from now (a job's ``start_ns``);
+        an item in its clock until then tells the stall watchdog that it has something to do."""
+        npu.clock.register(delay_ns, _waited, None)
+        yield self._env.timeout(delay_ns)
+        return (yield from npu.execute())
+
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
-        if self._orbits is None:
+        if self.jobs is not None:  # reports name physical NPUs
+            self._emit(replace(npu.report, npu_id=npu.device_id))
+        elif self._orbits is None:
             self._emit(npu.report)
         else:
             self._orbits.finished(npu.report)
@@ -285,6 +393,7 @@ class Simulation:
             self.warnings = full.warnings
             self.written_files = full.written_files
             return self.reports
+        self._check_capacities()
         if self.local_mem_trace_prefix:  # the tracker is imported only by runs that track memory
             from simpy_astra.memory_tracker import write_memory_traces
 

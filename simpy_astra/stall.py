@@ -16,7 +16,7 @@ def describe_handler(fn, arg) -> str | None:
     """Which workload node (or collective phase) a send/receive callback belongs to."""
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, Npu):
-        return f"NPU {owner.npu_id} {owner.describe(arg)}"
+        return f"NPU {owner.device_id} {owner.describe(arg)}"
     if owner is not None and hasattr(owner, "describe"):
         return owner.describe()
     return None
@@ -71,7 +71,7 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
     if stuck:
         head = (f"simulation stalled at {now} ns with {len(stuck)} of {total_npus} NPU(s) "
                 f"unfinished (no event left that could make progress): ")
-        text = head + capped([f"NPU {n.npu_id} {n.waiting_on()}" for n in stuck], "NPUs")
+        text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs")
         if held:
             text += ". Messages that cannot move: " + capped(held, "messages")
         if unmatched:

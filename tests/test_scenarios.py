@@ -52,3 +52,20 @@ def test_torus_ring_all_reduce_has_no_contention() -> None:
 @pytest.mark.parametrize("name", ["default"])
 def test_default_scenario_runs_on_both_backends(name: str) -> None:
     assert finish_times(name, "congestion_unaware") == finish_times(name, "congestion_aware")
+
+
+def test_two_llm_jobs_on_a_fat_tree_share_the_spine_and_slow_each_other_down() -> None:
+    # Strided placement puts both jobs under every leaf and shortest_path routes every
+    # cross-leaf byte through spine0, so each leaf's uplink carries both jobs' bytes, half
+    # each (the jobs are the same model); on the packet backend that costs each job time.
+    from simpy_astra.jobs import finish_alone, job_results
+
+    inputs = load_scenario(str(SCENARIOS / "two_llm_jobs_fat_tree.yaml"))
+    sim = Simulation(inputs)
+    jobs = job_results(sim.jobs, sim.run())
+    assert [j.npus for j in jobs] == [tuple(range(0, 16, 2)), tuple(range(1, 16, 2))]
+    up = sim.link_bytes_by_job.by_label()[("leaf0", "spine0")]
+    assert up["a"] == up["b"] > 0
+    for job, spec in zip(jobs, sim.jobs, strict=True):
+        job.alone_cycles = finish_alone(inputs, spec)
+        assert job.slowdown > 1.2

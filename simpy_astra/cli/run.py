@@ -79,6 +79,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-backend", default=None, help="override the scenario's backend")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
+    p.add_argument("--isolation", action="store_true",
+                   help="multi-job scenarios: also run each job alone on the same network and report "
+                        "its slowdown (shared / alone)")
     _add_plugin_flag(p)
     _add_report_flags(p)
     return p
@@ -97,7 +100,7 @@ def peak_rss_mb() -> float:
 
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
-                cost=None) -> None:
+                cost=None, jobs: list | None = None, link_jobs: dict | None = None) -> None:
     data: dict = {
         "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
         "simulator_wall_s": round(wall_s, 3),
@@ -106,8 +109,13 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
     if cost is not None:  # the network cost model (simpy_astra/cost_model.py)
         data["cost_usd"] = cost.total_usd
         data["cost"] = cost.as_dict()
+    if jobs is not None:  # multi-job runs: per job (simpy_astra/jobs.py)
+        data["jobs"] = {j.name: j.as_dict() for j in jobs}
     if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
         data["links"] = [link_fields(stat) for stat in links]
+        if link_jobs is not None:
+            for record, stat in zip(data["links"], links, strict=True):
+                record["bytes_by_job"] = link_jobs.get((stat.src, stat.dst), {})
     try:
         with open(path, "w") as f:
             json.dump(data, f, indent=1)
@@ -173,10 +181,12 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
 
 
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
-              trace_out: str | None = None, fold: str | None = None) -> int:
+              trace_out: str | None = None, fold: str | None = None, isolation: bool = False) -> int:
     from simpy_astra.simulation import Simulation
 
     check_outputs(inputs, json_out, csv_out, trace_out)
+    if isolation and inputs.jobs is None:
+        raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
     t0 = time.perf_counter()
     if fold is not None:
         inputs.fold_symmetry = fold == "on"
@@ -184,6 +194,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         inputs.fold_symmetry = False
     sim = Simulation(inputs, on_report=_print_report)
     from simpy_astra.folding import NOTE_FROM_NPUS
+    from simpy_astra.folding.run import fold_requested
+
+    if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
+        print("note: symmetry folding is off: several jobs share the network", file=sys.stderr, flush=True)
 
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
         print(f"note: {sim.fold_note}", file=sys.stderr, flush=True)
@@ -195,6 +209,17 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     from simpy_astra.report.console import progress_wanted, run_with_progress
 
     reports = run_with_progress(sim) if progress_wanted() else sim.run()
+    jobs = link_jobs = None
+    if sim.jobs is not None:
+        from simpy_astra.jobs import finish_alone, job_results
+
+        jobs = job_results(sim.jobs, reports)
+        print("\n".join(j.line() for j in jobs))
+        if isolation:
+            for result, job in zip(jobs, sim.jobs, strict=True):
+                result.alone_cycles = finish_alone(inputs, job)
+        if sim.link_bytes_by_job is not None:
+            link_jobs = sim.link_bytes_by_job.by_label()
     wall = time.perf_counter() - t0
     sys.stdout.flush()
     for warning in sim.warnings:
@@ -209,7 +234,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
     cost = network_cost(inputs.network)
     if json_out:
-        _write_json(json_out, reports, wall, links, cost)
+        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs)
     if record is not None and csv_out:
         from simpy_astra.report.csv_tables import write_csv_reports
 
@@ -223,7 +248,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.report.timeline import print_timeline
 
         out = Output()
-        print_summary(reports, wall, links, out=out, cost=cost)
+        print_summary(reports, wall, links, out=out, cost=cost, jobs=jobs, link_jobs=link_jobs)
         print_timeline(record, out=out)
     return 0
 
@@ -238,7 +263,7 @@ def run_scenario(argv: list[str]) -> int:
     load_plugins(args.plugin, "--plugin")
     inputs = load_scenario(args.scenario, backend=args.network_backend)
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry)
+                     trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation)
 
 
 def run_astra_flags(argv: list[str]) -> int:

@@ -4,10 +4,14 @@ the reference's flags both produce, and what :class:`simpy_astra.simulation.Simu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from simpy_astra.config.memory import RemoteMemoryConfig
 from simpy_astra.config.network import NetworkConfig
 from simpy_astra.config.system import SystemConfig
+
+if TYPE_CHECKING:
+    from simpy_astra.config.jobs import JobInputs
 
 
 @dataclass
@@ -26,3 +30,6 @@ class SimulationInputs:
     fold_symmetry: bool | None = None
     #: warnings about the inputs (e.g. a comm-group file ASTRA-sim would ignore)
     warnings: list[str] = field(default_factory=list)
+    #: several jobs on the network (:mod:`simpy_astra.config.jobs`); None: one job, the
+    #: workload above on every NPU
+    jobs: list[JobInputs] | None = None

@@ -16,6 +16,11 @@ Schema (paths are relative to the scenario file; an inline mapping may replace a
     injection_scale: 1.0                 # optional
     fold_symmetry: true                  # optional: simulate symmetric NPUs once (docs/performance.md)
     cost: {tiers: [node, pod], link: {pod: 10}}   # optional: network prices (cost_model.py)
+    jobs:                                # instead of workload: several jobs on one network
+      - {name: a, workload: {generate: microbench, ...}, npus: [0, 1, 2, 3]}
+      - {name: b, workload: traces/b, placement: strided, start_ns: 1000000}
+        # per job: npus (physical NPU of each rank) or placement (contiguous | strided |
+        # random, with seed), and optionally system, comm_groups, start_ns (docs/jobs.md)
 
 Paths *inside* system configs (custom collectives) resolve from the working directory, as
 they do for ASTRA-sim.
@@ -51,7 +56,7 @@ T = TypeVar("T")
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
-                 "fold_symmetry", "plugins", "cost"}
+                 "fold_symmetry", "plugins", "cost", "jobs"}
 
 
 #: queues per dimension beyond which a run only exhausts memory (each is a Python object per
@@ -103,6 +108,7 @@ def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: Rem
             num_passes: int) -> SimulationInputs:
     """The inputs of a run from parsed configs; comm groups as a path (read here) or parsed."""
     memory.check_total_npus(net.total_npus)
+    system.check_npu_groups(net.total_npus)
     warnings = [*net.warnings, *memory.warnings]
     if isinstance(comm_groups, dict):
         groups = comm_groups
@@ -165,7 +171,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a scenario must be a mapping with keys workload, system, network")
     unknown = unknown_key_warnings(path, doc, SCENARIO_KEYS, "scenario")
-    for key in ("workload", "system", "network"):
+    if "jobs" in doc and "workload" in doc:
+        raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
+    for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
     queues = check_queues(f"{path}: field 'num_queues_per_dim'", doc.get("num_queues_per_dim", 1))
@@ -193,9 +201,14 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
             groups = _path(path, value)
         else:
             raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
-    system = _block(path, "system", doc["system"], lambda p: load_system_json(p, injection_scale=injection_scale),
-                    lambda d, src: system_from_mapping(d, src, injection_scale))
+    def read_system(value: Any, key: str) -> SystemConfig:
+        return _block(path, key, value, lambda p: load_system_json(p, injection_scale=injection_scale),
+                      lambda d, src: system_from_mapping(d, src, injection_scale))
 
+    system = read_system(doc["system"], "system") if doc.get("system") is not None else None
+    if "jobs" in doc:
+        return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown)
+    assert system is not None
     workload = doc["workload"]
     if isinstance(workload, dict):
         if "generate" not in workload:
@@ -216,6 +229,54 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     inputs.warnings[:0] = unknown
     if doc.get("cost") is not None:  # over the network YAML's own cost block
+        from simpy_astra.config import with_cost
+
+        inputs.network = with_cost(inputs.network, doc["cost"], path)
+    if "fold_symmetry" in doc:
+        inputs.fold_symmetry = doc["fold_symmetry"]
+    return inputs
+
+
+def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
+                 read_system: Callable[[Any, str], SystemConfig], net: NetworkConfig,
+                 memory: RemoteMemoryConfig, backend: str, queues: int, unknown: list[str]) -> SimulationInputs:
+    """The inputs of a multi-job scenario (:mod:`simpy_astra.config.jobs`)."""
+    from simpy_astra.config.jobs import read_jobs
+
+    folder = os.path.dirname(os.path.abspath(path))
+
+    def workload_of(value: Any, where: str) -> tuple[str, Any]:
+        if isinstance(value, dict):
+            if "generate" not in value:
+                raise InputError(f"{where}: as a mapping needs 'generate: NAME' (or give an ET prefix)")
+            from simpy_astra.workloads.generated import materialise, resolve_paths
+
+            try:  # worded for a scenario's workload: field, then named as the job's
+                made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True)
+            except InputError as exc:
+                raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
+            return made.prefix, made.comm_groups
+        if isinstance(value, str) and value:
+            return _path(path, value), None
+        raise InputError(f"{where}: must be an ET prefix or a {{generate: ...}} mapping (got {value!r})")
+
+    def groups_of(value: Any, where: str, ranks: int) -> dict[int, tuple[int, ...]]:
+        if isinstance(value, dict):
+            return comm_groups_from_mapping(value, where, ranks)
+        if isinstance(value, str) and value:
+            return load_comm_groups_json(_path(path, value), ranks)
+        raise InputError(f"{where}: must be a file path or a mapping (got {value!r})")
+
+    warnings = [*unknown, *net.warnings, *memory.warnings]
+    memory.check_total_npus(net.total_npus)
+    jobs = read_jobs(path, doc["jobs"], net.total_npus, system, workload_of,
+                     lambda value, where: read_system(value, where.removeprefix(f"{path}: ")), groups_of, warnings)
+    for job in jobs:
+        job.system.check_npu_groups(net.total_npus)
+    inputs = SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
+                              remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
+                              jobs=jobs)
+    if doc.get("cost") is not None:
         from simpy_astra.config import with_cost
 
         inputs.network = with_cost(inputs.network, doc["cost"], path)

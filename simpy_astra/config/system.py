@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,20 @@ COLLECTIVE_KEY_STEMS = {
 }
 
 
+@dataclass(frozen=True)
+class NpuGroup:
+    """NPUs with their own hardware (``npu-groups`` in a system JSON): a mixed cluster, or a
+    job spanning two GPU generations. None keeps the system's scalar value."""
+
+    npus: tuple[int, ...]
+    peak_perf_tflops: float | None = None
+    local_mem_bw_gbps: float | None = None
+    memory_capacity_bytes: int | None = None
+
+
+NPU_GROUP_KEYS = ("npus", "peak-perf", "local-mem-bw", "memory-capacity")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SystemConfig:
     """The system layer's knobs (``Sys::initialize_sys``), with ASTRA-sim's defaults.
@@ -90,6 +104,32 @@ class SystemConfig:
     source: str = "<system>"
     #: one line per key that is accepted (ASTRA-sim reads it) but changes nothing here
     ignored: tuple[str, ...] = ()
+    #: NPUs whose hardware differs from the scalars above (physical NPU ids)
+    npu_groups: tuple[NpuGroup, ...] = ()
+
+    def hardware_of(self, npu: int) -> SystemConfig:
+        """This config as NPU ``npu`` sees it: its group's peak-perf and local-mem-bw, if any."""
+        for group in self.npu_groups:
+            if npu in group.npus:
+                return replace(self, npu_groups=(), **{k: v for k, v in (
+                    ("peak_perf_tflops", group.peak_perf_tflops),
+                    ("local_mem_bw_gbps", group.local_mem_bw_gbps)) if v is not None})
+        return self
+
+    def memory_capacity_of(self, npu: int) -> int | None:
+        """NPU ``npu``'s memory capacity in bytes, if its group gives one."""
+        for group in self.npu_groups:
+            if npu in group.npus:
+                return group.memory_capacity_bytes
+        return None
+
+    def check_npu_groups(self, total_npus: int) -> None:
+        """Every ``npu-groups`` id names an NPU of the network (known once the network is read)."""
+        for i, group in enumerate(self.npu_groups):
+            for n in group.npus:
+                if not 0 <= n < total_npus:
+                    raise InputError.at(self.source, f"npu-groups[{i}].npus",
+                                        f"names NPU {n}, but the network has NPUs 0..{total_npus - 1}")
 
 
 def parse_implementation(name: str) -> tuple[str, int | None]:
@@ -179,7 +219,7 @@ _SYSTEM_KEYS = frozenset((
     "scheduling-policy", "collective-optimization", "local-reduction-delay", "active-chunks-per-dimension",
     "L", "o", "g", "G", "endpoint-delay", "model-shared-bus", "preferred-dataset-splits", "peak-perf",
     "local-mem-bw", "roofline-enabled", "trace-enabled", "replay-only", "track-local-mem",
-    "local-mem-trace-filename", "per-node-custom-implementation",
+    "local-mem-trace-filename", "per-node-custom-implementation", "npu-groups",
     *(f"{stem}-implementation{custom}" for stem in COLLECTIVE_KEY_STEMS.values() for custom in ("", "-custom")),
 ))
 
@@ -304,6 +344,8 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
             src, "local-mem-trace-filename", j["local-mem-trace-filename"], "the trace file prefix"
         )
 
+    if "npu-groups" in j:
+        kw["npu_groups"] = _npu_groups(src, j["npu-groups"], bool(kw.get("roofline_enabled")))
     kw["ignored"] = tuple(_ignored_keys(src, j))
     implementations: dict[str, tuple[str, ...]] = {}
     custom: dict[str, str] = {}
@@ -329,3 +371,42 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
         kw["per_node_custom_file"] = yaml_path
 
     return SystemConfig(**kw)
+
+
+def _npu_groups(src: str, value: Any, roofline: bool) -> tuple[NpuGroup, ...]:
+    """``npu-groups``: a list of {npus: [ids], peak-perf, local-mem-bw, memory-capacity}; an
+    NPU may be in one group only (two would leave its hardware ambiguous)."""
+    if not isinstance(value, list) or not value:
+        raise InputError.at(src, "npu-groups", f"must be a non-empty list of {{npus: [ids], peak-perf, "
+                                               f"local-mem-bw, memory-capacity}} (got {show_value(value)})")
+    groups = []
+    seen: dict[int, int] = {}
+    for i, item in enumerate(value):
+        key = f"npu-groups[{i}]"
+        if not isinstance(item, dict):
+            raise InputError.at(src, key, f"must be a mapping with npus and hardware keys (got {show_value(item)})")
+        for k in item:
+            if k not in NPU_GROUP_KEYS:
+                raise InputError.at(src, f"{key}.{k}", f"is not an npu-groups key; use {', '.join(NPU_GROUP_KEYS)}")
+        ids = item.get("npus")
+        if not isinstance(ids, list) or not ids or not all(
+                isinstance(n, int) and not isinstance(n, bool) for n in ids):
+            raise InputError.at(src, f"{key}.npus", f"must be a non-empty list of NPU ids (got {show_value(ids)})")
+        for n in ids:
+            if n in seen:
+                raise InputError.at(src, f"{key}.npus", f"names NPU {n}, which npu-groups[{seen[n]}] "
+                                                        f"also names; an NPU is in one group")
+            seen[n] = i
+        perf = bw = cap = None
+        if "peak-perf" in item:
+            perf = json_float(src, f"{key}.peak-perf", item["peak-perf"])
+        if "local-mem-bw" in item:
+            bw = json_float(src, f"{key}.local-mem-bw", item["local-mem-bw"])
+        if roofline:
+            for k, v in (("peak-perf", perf), ("local-mem-bw", bw)):
+                if v is not None and v <= 0:
+                    raise InputError.at(src, f"{key}.{k}", "must be a number > 0 when roofline-enabled is 1")
+        if "memory-capacity" in item:
+            cap = int(json_float(src, f"{key}.memory-capacity", item["memory-capacity"]))
+        groups.append(NpuGroup(tuple(ids), perf, bw, cap))
+    return tuple(groups)

@@ -63,7 +63,10 @@ class Output:
 
 
 def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = None,
-                  out: Output | None = None, cost=None) -> None:
+                  out: Output | None = None, cost=None, jobs: list | None = None,
+                  link_jobs: dict | None = None) -> None:
+    """``jobs``: per-job results of a multi-job run (:class:`~simpy_astra.jobs.JobResult`);
+    ``link_jobs``: (from, to) -> job -> bytes, shown beside the busiest links."""
     out = out or Output()
     rows = sorted(reports, key=lambda r: r.npu_id)
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
@@ -75,16 +78,42 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
     if len(rows) > len(shown):
         out.line(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
     print_memory_breakdown(shown, out)
+    if jobs:
+        print_jobs(jobs, out)
     if links:
         packet = links[0].max_queue_bytes is not None  # the packet backend adds queue and stall time
         end = max((r.finished_cycles for r in reports), default=0) or 1
+        by_job = link_jobs is not None
         out.table("busiest links", ("link", "bytes", "busy (ns)", "busy share")
-                  + (("max queue (B)", "stalled (ns)") if packet else ()),
+                  + (("max queue (B)", "stalled (ns)") if packet else ()) + (("bytes by job",) if by_job else ()),
                   [(f"{s.src} -> {s.dst}", f"{s.bytes:,}", f"{s.busy_ns:,}", f"{100 * s.busy_ns / end:.1f}%",
-                    *((f"{s.max_queue_bytes:,}", f"{s.stall_ns:,}") if packet else ()))
+                    *((f"{s.max_queue_bytes:,}", f"{s.stall_ns:,}") if packet else ()),
+                    *((_job_bytes(link_jobs.get((s.src, s.dst), {})),) if by_job else ()))
                    for s in links[:5]])
     if cost is not None:
         print_cost(cost, out)
+
+
+def _job_bytes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{job} {n:,}" for job, n in counts.items()) or "-"
+
+
+def print_jobs(jobs: list, out: Output) -> None:
+    """One row per job: where it ran, when it finished, and (``--isolation``) its slowdown."""
+    alone = any(j.alone_cycles is not None for j in jobs)
+    out.table("jobs", ("job", "NPUs", "start (ns)", "finished (ns)", "exposed comm (ns)")
+              + (("alone (ns)", "slowdown") if alone else ()),
+              [(j.name, _npu_list(j.npus), f"{j.start_ns:,}", f"{j.finished_cycles:,}", f"{j.exposed_comm_cycles:,}",
+                *((f"{j.alone_cycles:,}", f"{j.slowdown:.3f}x") if alone else ())) for j in jobs])
+
+
+def _npu_list(npus: Sequence[int]) -> str:
+    """``0-3`` for a run of ids, else the ids (shortened past 8)."""
+    ids = list(npus)
+    if ids == list(range(ids[0], ids[0] + len(ids))) and len(ids) > 2:
+        return f"{ids[0]}-{ids[-1]}"
+    text = ",".join(map(str, ids[:8]))
+    return text + (",..." if len(ids) > 8 else "")
 
 
 def print_cost(cost, out: Output) -> None:

@@ -119,7 +119,7 @@ def attach(sim: Simulation, record_chunks: bool = False) -> RunRecord:
     """Switch recording on for ``sim`` (before ``sim.run()``); chunks only when asked (traces)."""
     record = RunRecord(sim)
     for npu, system in zip(sim.npus, sim.systems, strict=True):
-        recorder = NpuRecorder(npu.npu_id, record_chunks)
+        recorder = NpuRecorder(npu.device_id, record_chunks)
         npu.recorder = recorder
         if record_chunks:
             system.recorder = recorder

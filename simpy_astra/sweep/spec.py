@@ -194,19 +194,36 @@ def point_key(coords: dict[str, Any]) -> str:
 
 
 def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
-    """``doc[a][b][c] = value`` for ``a.b.c``; a scalar on a list field fills every element."""
+    """``doc[a][b][c] = value`` for ``a.b.c``; a scalar on a list field fills every element.
+    A number indexes a list: ``jobs.1.npus``, ``system.npu-groups.0.peak-perf``."""
     parts = dotted.split(".")
-    node = doc
+    node: Any = doc
     for i, part in enumerate(parts[:-1]):
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
+        if isinstance(node, list):
+            child = node[_index(node, part, parts, i, dotted, where)]
+        else:
+            child = node.setdefault(part, {})
+        if not isinstance(child, dict | list):
             raise InputError(f"{where}: '{'.'.join(parts[:i + 1])}' is {child!r}, not a mapping, so "
                              f"'{dotted}' cannot be set")
         node = child
-    current = node.get(parts[-1])
+    last: Any = parts[-1]
+    if isinstance(node, list):
+        last = _index(node, last, parts, len(parts) - 1, dotted, where)
+        current = node[last]
+    else:
+        current = node.get(last)
     if isinstance(current, list) and not isinstance(value, list):
         value = [value] * len(current)  # e.g. one bandwidth for every network dimension
-    node[parts[-1]] = value
+    node[last] = value
+
+
+def _index(items: list, part: str, parts: list[str], i: int, dotted: str, where: str) -> int:
+    """``part`` as an index into the list ``'.'.join(parts[:i])``."""
+    if not part.isdigit() or int(part) >= len(items):
+        raise InputError(f"{where}: '{'.'.join(parts[:i])}' is a list of {len(items)}, so '{dotted}' needs "
+                         f"an index 0..{len(items) - 1} after it (got '{part}')")
+    return int(part)
 
 
 def _load_yaml(path: str, where: str, what: str) -> Any:
@@ -229,8 +246,10 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
         doc, base_dir = copy.deepcopy(raw), os.path.dirname(os.path.abspath(spec_path))
     else:
         raise InputError(f"{where}: give a scenario file path or an inline scenario mapping")
-    if not isinstance(doc, dict) or "workload" not in doc:
-        raise InputError(f"{where}: the base scenario must be a mapping with workload, system, network")
+    if not isinstance(doc, dict) or ("workload" not in doc and "jobs" not in doc):
+        raise InputError(f"{where}: the base scenario must be a mapping with workload (or jobs), system, network")
+    if isinstance(doc.get("jobs"), list):  # each job's workload and system, as above for the scenario's
+        _resolve_jobs(doc["jobs"], base_dir)
     if isinstance(doc.get("workload"), dict):  # a generator's input files, e.g. gemm's mnk CSV
         from simpy_astra.workloads.generated import resolve_paths
 
@@ -249,6 +268,26 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
         else:
             doc[key] = path
     return doc
+
+
+def _resolve_jobs(jobs: list, base_dir: str) -> None:
+    """A base scenario's jobs with absolute paths (a point runs from a temporary folder); a
+    job's system file is inlined so that ``jobs.N.system.KEY`` may be an axis."""
+    from simpy_astra.workloads.generated import resolve_paths
+
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        workload = job.get("workload")
+        if isinstance(workload, dict):
+            job["workload"] = resolve_paths(workload, base_dir)
+        elif isinstance(workload, str) and not os.path.isabs(workload):
+            job["workload"] = os.path.join(base_dir, workload)
+        for key in ("system", "comm_groups"):
+            value = job.get(key)
+            if isinstance(value, str):
+                path = value if os.path.isabs(value) else os.path.join(base_dir, value)
+                job[key] = _load_yaml(path, f"job {job.get('name')}: {key}", f"{key} file") if key == "system" else path
 
 
 def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:

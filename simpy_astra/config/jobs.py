@@ -1,0 +1,168 @@
+"""Several training jobs on one network: a scenario's ``jobs:`` list, read and checked.
+
+Each job keeps its own rank numbering (its traces name ranks ``0..n-1``), communicator
+groups and system settings; ``npus`` (or a ``placement``) says which physical NPU each rank
+runs on. The only place a job rank becomes a physical NPU id is the job's network view
+(:class:`simpy_astra.jobs.JobNetwork`), so the system layer and the collectives never learn
+that other jobs exist.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpy_astra.config.system import SystemConfig
+from simpy_astra.errors import InputError
+
+PLACEMENTS = ("contiguous", "strided", "random")
+
+JOB_KEYS = {"name", "workload", "npus", "placement", "seed", "system", "comm_groups", "start_ns"}
+
+
+@dataclass
+class JobInputs:
+    """One job of a multi-job run, parsed and placed."""
+
+    name: str
+    workload_prefix: str
+    system: SystemConfig
+    #: physical NPU of each rank: ``npus[rank]``
+    npus: tuple[int, ...]
+    #: communicator groups in the job's own ranks
+    comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: when the job's NPUs start their graphs
+    start_ns: int = 0
+
+    @property
+    def num_ranks(self) -> int:
+        return len(self.npus)
+
+
+def rank_count(prefix: str) -> int:
+    """How many ranks a workload has: a generated one's summary, else its consecutive ET files."""
+    from simpy_astra.workloads.chakra import et_path
+    from simpy_astra.workloads.generated import lazy_traces
+
+    lazy = lazy_traces(prefix)
+    if lazy is not None:
+        return lazy.npus
+    found = 0
+    while os.path.exists(et_path(prefix, found)):
+        found += 1
+    return found
+
+
+def place(where: str, placement: Any, ranks: int, free: list[int], seed: Any) -> tuple[int, ...]:
+    """Physical NPUs for ``ranks`` ranks among the ``free`` ones (ascending ids).
+
+    contiguous: the first ``ranks`` free NPUs; strided: every k-th free NPU from the first,
+    k = free // ranks (two 4-rank jobs on 8 NPUs get the even and the odd ones); random:
+    ``ranks`` free NPUs drawn with ``random.Random(seed)`` (rank order as drawn)."""
+    if placement not in PLACEMENTS:
+        raise InputError(f"{where}.placement: must be one of {', '.join(PLACEMENTS)} (got {placement!r})")
+    if ranks > len(free):
+        raise InputError(f"{where}.placement: the job has {ranks} ranks but only {len(free)} NPUs are free")
+    if placement == "contiguous":
+        return tuple(free[:ranks])
+    if placement == "strided":
+        stride = len(free) // ranks
+        return tuple(free[i * stride] for i in range(ranks))
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"{where}.seed: must be an integer (got {seed!r})")
+    return tuple(random.Random(seed).sample(free, ranks))
+
+
+def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConfig | None,
+              workload_of: Callable[[Any, str], tuple[str, Any]],
+              system_of: Callable[[Any, str], SystemConfig],
+              groups_of: Callable[[Any, str, int], dict[int, tuple[int, ...]]],
+              warnings: list[str]) -> list[JobInputs]:
+    """A scenario's ``jobs:`` list. ``workload_of(value, where) -> (prefix, comm groups or
+    None)`` and ``system_of(value, where)`` read a job's workload and system as the scenario
+    reads its own; ``groups_of(value, where, ranks)`` reads communicator groups. Explicit
+    ``npus`` are taken first, then placements fill the NPUs left, in the jobs' order; unknown
+    keys add to ``warnings``."""
+    from simpy_astra.config.readers import unknown_key_warnings
+
+    if not isinstance(value, list) or not value:
+        raise InputError(f"{path}: jobs: must be a non-empty list of jobs, each with name, workload and "
+                         f"npus or placement")
+    names: dict[str, int] = {}
+    parsed: list[dict[str, Any]] = []
+    for i, job in enumerate(value):
+        where = f"{path}: jobs[{i}]"
+        if not isinstance(job, dict):
+            raise InputError(f"{where}: must be a mapping with name, workload and npus or placement")
+        warnings.extend(unknown_key_warnings(f"{path}: jobs[{i}]", job, JOB_KEYS, "job"))
+        name = job.get("name", f"job{i}")
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{where}.name: must be a non-empty string (got {name!r})")
+        if name in names:
+            raise InputError(f"{where}.name: '{name}' is also the name of jobs[{names[name]}]; job names "
+                             f"must differ")
+        names[name] = i
+        if "workload" not in job:
+            raise InputError(f"{where}.workload: is missing (an ET prefix or a {{generate: ...}} mapping)")
+        prefix, groups = workload_of(job["workload"], f"{where}.workload")
+        ranks = rank_count(prefix)
+        if ranks == 0:
+            raise InputError(f"{where}.workload: no ET files {prefix}.0.et ... (relative paths resolve "
+                             f"from the scenario's folder)")
+        start = job.get("start_ns", 0)
+        if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
+            raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")
+        if job.get("system") is not None:
+            system = system_of(job["system"], f"{where}.system")
+        elif default_system is not None:
+            system = default_system
+        else:
+            raise InputError(f"{where}.system: is missing, and the scenario has no system for it")
+        if job.get("comm_groups") is not None:
+            groups = job["comm_groups"]
+        comm = groups_of(groups, f"{where}.comm_groups", ranks) if groups is not None else {}
+        parsed.append({"where": where, "name": name, "prefix": prefix, "ranks": ranks, "system": system,
+                       "groups": comm, "start": int(start), "job": job})
+    owner: dict[int, str] = {}
+    npus: list[tuple[int, ...] | None] = []
+    for p in parsed:
+        job, where = p["job"], p["where"]
+        if "npus" in job and "placement" in job:
+            raise InputError(f"{where}: give npus or placement, not both")
+        if "npus" not in job:
+            npus.append(None)
+            continue
+        ids = job["npus"]
+        if not isinstance(ids, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in ids):
+            raise InputError(f"{where}.npus: must be a list of NPU ids, one per rank (got {ids!r})")
+        if len(ids) != p["ranks"]:
+            raise InputError(f"{where}.npus: lists {len(ids)} NPUs but the workload {p['prefix']} has "
+                             f"{p['ranks']} ranks; give one NPU per rank")
+        for n in ids:
+            _claim(where, p["name"], n, total_npus, owner)
+        npus.append(tuple(ids))
+    for k, p in enumerate(parsed):
+        if npus[k] is not None:
+            continue
+        job, where = p["job"], p["where"]
+        free = [n for n in range(total_npus) if n not in owner]
+        ids = place(where, job.get("placement", "contiguous"), p["ranks"], free, job.get("seed", 0))
+        for n in ids:
+            _claim(where, p["name"], n, total_npus, owner)
+        npus[k] = ids
+    return [JobInputs(p["name"], p["prefix"], p["system"], ids, p["groups"], p["start"])
+            for p, ids in zip(parsed, npus, strict=True) if ids is not None]
+
+
+def _claim(where: str, name: str, npu: int, total_npus: int, owner: dict[int, str]) -> None:
+    """NPU ``npu`` runs job ``name``: in range, and no other job's."""
+    if not 0 <= npu < total_npus:
+        raise InputError(f"{where}.npus: NPU {npu} does not exist (the network has NPUs 0..{total_npus - 1})")
+    if npu in owner:
+        raise InputError(f"{where}.npus: NPU {npu} is already used by job '{owner[npu]}'; jobs '{owner[npu]}' "
+                         f"and '{name}' overlap")
+    owner[npu] = name
