@@ -12,9 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import simpy
+
+from simpy_astra.collective_plans import CollectivePlanner
+from simpy_astra.engine import NpuClock
+from simpy_astra.folding.run import FoldOutcome, load_traces
 from simpy_astra.network.messages import Handler
+from simpy_astra.npu import Npu, NpuServices
+from simpy_astra.system_layer import SystemLayer
+from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
+from simpy_astra.workloads.chakra import validate_graph
 
 if TYPE_CHECKING:
+    from simpy_astra.config.inputs import SimulationInputs
     from simpy_astra.config.jobs import JobInputs
     from simpy_astra.statistics import NpuReport
 
@@ -90,16 +100,6 @@ def job_results(jobs: list[JobInputs], reports: list[NpuReport]) -> list[JobResu
     return out
 
 
-def finish_alone(inputs: Any, job: JobInputs) -> int:
-    """When ``job`` finishes run alone on the same network and backend (``--isolation``)."""
-    from dataclasses import replace
-
-    from simpy_astra.simulation import Simulation
-
-    reports = Simulation(replace(inputs, jobs=[job], warnings=[]), memory_traces=False).run()
-    return max((r.finished_cycles for r in reports), default=0)
-
-
 class LinkBytesByJob:
     """Bytes each job put on each directed link (link-level backends), counted as a message
     starts on a link; a message belongs to the job that owns its source NPU. Installed only
@@ -142,3 +142,77 @@ class LinkBytesByJob:
         label = self.network.fabric.label
         return {(label(lk.src), label(lk.dst)): {job: round(n) for job, n in c.items()}
                 for lk, c in self.bytes.items() if c}  # packet trains may carry a fraction each
+
+
+def build_jobs(sim: Any, inputs: SimulationInputs) -> dict[int, int]:
+    """Build every job's NPUs into ``sim`` (in NPU-id order), each on its own NPUs with its own
+    ranks, groups and system config, talking through its :class:`JobNetwork`; returns the
+    NPUs whose job starts later (NPU -> ``start_ns``). Folding is off: it assumes one
+    workload on every NPU."""
+    assert inputs.jobs is not None
+    sim.local_mem_trace_prefix = None  # one file per NPU id: jobs' rank ids would collide
+    owner: dict[int, JobInputs] = {}  # physical NPU -> its job
+    built: dict[int, Npu] = {}
+    for job in inputs.jobs:
+        n = job.num_ranks
+        cfg = job.system
+        job_dims = sim.network_dims if n == sim.total_npus else [n]
+        identity = job.npus == tuple(range(sim.total_npus))
+        network = sim.network if identity else JobNetwork(sim.network, job.npus)
+        planner = CollectivePlanner(cfg, n)
+        planner.add_file_groups(job.comm_groups)
+        if job is inputs.jobs[0]:
+            sim.planner = planner
+        traces, _ = load_traces(job.workload_prefix, n, None, planner.file_group_members(),
+                                planner.parse_process_groups, FoldOutcome())
+        services = NpuServices(cfg, n, network, sim.remote_memory, planner,
+                               local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps),
+                               tflops_to_flops(cfg.peak_perf_tflops), sim._npu_done, sim.failed)
+        for rank in range(n):
+            device = job.npus[rank]
+            validate_graph(*traces[rank])
+            hw = cfg.hardware_of(device) if cfg.npu_groups else cfg
+            clock = NpuClock(sim.env)
+            system = SystemLayer(rank, clock, network, hw, job_dims, inputs.queues_per_dim, planner.customs.phase)
+            path, nodes = traces[rank]
+            npu = Npu(rank, nodes, path, services if hw is cfg else services.for_hardware(hw), clock, system)
+            npu.device_id = device
+            npu.job = job.name
+            npu.groups.update(planner.file_groups_of(rank))
+            built[device] = npu
+            owner[device] = job
+    for device in sorted(built):  # processes start in NPU-id order
+        npu = built[device]
+        sim.npus.append(npu)
+        sim.systems.append(npu.system)
+        sim._npu_by_id[device] = npu
+    if sim.network.link_stats() is not None:
+        sim.link_bytes_by_job = LinkBytesByJob(sim.network, {d: j.name for d, j in owner.items()})
+    return {d: j.start_ns for d, j in owner.items() if j.start_ns}
+
+
+def job_warnings(inputs: SimulationInputs, network: Any) -> list[str]:
+    """What each job's own system file ignores (once per file), and that jobs do not
+    interfere on a backend without shared links."""
+    out: list[str] = []
+    seen = {inputs.system.source}
+    for job in inputs.jobs or ():
+        if job.system.source not in seen:
+            seen.add(job.system.source)
+            out.extend(job.system.ignored)
+    if network.link_stats() is None:
+        out.append(f"the {network.name} backend has no shared links: the jobs do not "
+                   f"interfere there (use congestion_aware or packet)")
+    return out
+
+
+def _waited(_arg: Any) -> None:
+    """A late job's start came (its clock item only kept the NPU from looking stalled)."""
+
+
+def start_later(env: simpy.Environment, npu: Npu, delay_ns: int):
+    """An NPU's process that starts its graph ``delay_ns`` from now (its job's ``start_ns``);
+    an item in its clock until then tells the stall watchdog that it has something to do."""
+    npu.clock.register(delay_ns, _waited, None)
+    yield env.timeout(delay_ns)
+    return (yield from npu.execute())

@@ -242,3 +242,21 @@ def write_memory_traces(npus: list, prefix: str, orbit_of: Callable[[int], list[
         npu.memory.write_traces(prefix, orbit)
         written += [f"{prefix}.{member}.json" for member in orbit]
     return written
+
+
+def capacity_warnings(npus: list, configs: dict) -> list[str]:
+    """One warning per NPU whose tracked peak memory exceeds its ``npu-groups`` memory
+    capacity; ``configs`` maps each NPU's job (None in a one-workload run) to its system."""
+    if not any(cfg.npu_groups for cfg in configs.values()):
+        return []
+    out = []
+    for npu in npus:
+        if npu.memory is None:
+            continue
+        cfg = configs[npu.job]
+        capacity = cfg.memory_capacity_of(npu.device_id)
+        peak = npu.memory.peak_bytes()
+        if capacity is not None and peak > capacity:
+            out.append(f"NPU {npu.device_id}: peak memory {peak:,} bytes exceeds its memory-capacity "
+                       f"{capacity:,} bytes (npu-groups in {cfg.source})")
+    return out

@@ -26,7 +26,7 @@ from simpy_astra.statistics import (
     build_report,
 )
 from simpy_astra.tags import native_tag
-from simpy_astra.units import replay_duration_ns
+from simpy_astra.units import local_mem_gbps_to_bytes_per_s, replay_duration_ns, tflops_to_flops
 from simpy_astra.workloads.chakra.types import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -75,6 +75,12 @@ class NpuServices:
     finished: Callable[[Npu], None]
     #: called with the error an NPU's process raises
     failed: Callable[[Exception], None]
+
+    def for_hardware(self, hw: SystemConfig) -> NpuServices:
+        """These services for an NPU with its own hardware (``npu-groups``): its config, memory
+        bandwidth and peak compute."""
+        return replace(self, config=hw, local_mem_bytes_per_s=local_mem_gbps_to_bytes_per_s(hw.local_mem_bw_gbps),
+                       peak_flops=tflops_to_flops(hw.peak_perf_tflops))
 
 
 class _Silent:

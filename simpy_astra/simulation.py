@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from functools import cached_property
 from typing import Any
 
 import simpy
@@ -22,14 +21,13 @@ from simpy.core import StopSimulation
 from simpy_astra import stall
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import NpuClock, fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import FoldedNetwork, Folding, OrbitReports, fold_run
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
-from simpy_astra.network.faults import fail_device
 from simpy_astra.npu import Npu, NpuServices
-from simpy_astra.observe import Observation, Observer
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
 from simpy_astra.system_layer import SystemLayer
@@ -38,11 +36,7 @@ from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.workloads.chakra import validate_graph
 
 
-def _waited(_arg: Any) -> None:
-    """A late job's start came (its clock item only kept the NPU from looking stalled)."""
-
-
-class Simulation:
+class Simulation(CoSimulation):
     """A run, built and ready: ``sim.env`` is its SimPy environment, ``sim.run()`` runs it."""
 
     def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None,
@@ -85,21 +79,16 @@ class Simulation:
         self.npus: list[Npu] = []
         self.systems: list[SystemLayer] = []
         self._npu_by_id: dict[int, Npu] = {}
-        if self.jobs is not None:
-            self._build_jobs(inputs, dims)
-        else:
-            self._build_one_job(inputs, dims, cfg, net.source)
         self.reports: list[NpuReport] = []
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
-        if self.jobs is not None:  # each job's own system file says what it ignores, once
-            seen = {inputs.system.source}
-            for job in self.jobs:
-                if job.system.source not in seen:
-                    seen.add(job.system.source)
-                    self.warnings.extend(job.system.ignored)
-        if self.jobs is not None and self.network.link_stats() is None:
-            self.warnings.append(f"the {self.network.name} backend has no shared links: the jobs do not "
-                                 f"interfere there (use congestion_aware or packet)")
+        starts: dict[int, int] = {}  # NPU -> when its job starts, if later than now
+        if self.jobs is not None:
+            from simpy_astra.jobs import build_jobs, job_warnings, start_later
+
+            starts = build_jobs(self, inputs)
+            self.warnings += job_warnings(inputs, self.network)
+        else:
+            self._build_one_job(inputs, dims, cfg, net.source)
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
@@ -111,10 +100,9 @@ class Simulation:
         self._failure: Exception | None = None
         # every NPU is a SimPy process executing its graph; the run stops when all have
         # finished, whatever other processes a user added to ``env``
-        starts = getattr(self, "_start_ns", None)
         for npu in self.npus:
             late = starts.get(npu.device_id) if starts else None
-            npu.process = self._env.process(npu.execute() if not late else self._start_later(npu, late))
+            npu.process = self._env.process(start_later(self._env, npu, late) if late else npu.execute())
             if self.folding is not None:
                 npu.stands_for = self.orbit_of(npu.npu_id)
         #: fires (value: the time) when every NPU has finished; processed in that instant, so
@@ -156,81 +144,11 @@ class Simulation:
                                  self.planner.customs.phase)
             self.systems.append(system)
             path, nodes = traces[i]
-            npu = Npu(i, nodes, path, services if hw is cfg else self._services_for(services, hw), clock,
+            npu = Npu(i, nodes, path, services if hw is cfg else services.for_hardware(hw), clock,
                       system)
             npu.groups.update(self.planner.file_groups_of(i))
             self.npus.append(npu)
             self._npu_by_id[i] = npu
-
-    def _check_capacities(self) -> None:
-        """A warning per NPU whose tracked peak memory exceeds its ``npu-groups`` capacity."""
-        systems = {None: self.inputs.system} if self.jobs is None else {j.name: j.system for j in self.jobs}
-        if not any(cfg.npu_groups for cfg in systems.values()):
-            return
-        for npu in self.npus:
-            if npu.memory is None:
-                continue
-            cfg = systems[npu.job]
-            capacity = cfg.memory_capacity_of(npu.device_id)
-            peak = npu.memory.peak_bytes()
-            if capacity is not None and peak > capacity:
-                self.warnings.append(f"NPU {npu.device_id}: peak memory {peak:,} bytes exceeds its memory-capacity "
-                                     f"{capacity:,} bytes (npu-groups in {cfg.source})")
-
-    def _services_for(self, services: NpuServices, hw: Any) -> NpuServices:
-        """An NPU's services with its own hardware (``npu-groups``)."""
-        return replace(services, config=hw, local_mem_bytes_per_s=local_mem_gbps_to_bytes_per_s(hw.local_mem_bw_gbps),
-                       peak_flops=tflops_to_flops(hw.peak_perf_tflops))
-
-    def _build_jobs(self, inputs: SimulationInputs, dims: list) -> None:
-        """Several jobs, each on its own NPUs with its own ranks, groups and system config; a
-        job's network view (:class:`~simpy_astra.jobs.JobNetwork`) maps its ranks to NPUs.
-        Folding is off: it assumes one workload on every NPU."""
-        from simpy_astra.folding.run import FoldOutcome, load_traces
-        from simpy_astra.jobs import JobNetwork, LinkBytesByJob
-
-        assert inputs.jobs is not None
-        self.local_mem_trace_prefix = None  # one file per NPU id: jobs' rank ids would collide
-        placed: dict[int, tuple[Any, int]] = {}  # physical NPU -> (job, rank)
-        built: dict[int, Npu] = {}
-        for job in inputs.jobs:
-            n = job.num_ranks
-            cfg = job.system
-            job_dims = self.network_dims if n == self.total_npus else [n]
-            identity = job.npus == tuple(range(self.total_npus))
-            network = self.network if identity else JobNetwork(self.network, job.npus)
-            planner = CollectivePlanner(cfg, n)
-            planner.add_file_groups(job.comm_groups)
-            if job is inputs.jobs[0]:
-                self.planner = planner
-            traces, _ = load_traces(job.workload_prefix, n, None, planner.file_group_members(),
-                                    planner.parse_process_groups, FoldOutcome())
-            services = NpuServices(cfg, n, network, self.remote_memory, planner,
-                                   local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps),
-                                   tflops_to_flops(cfg.peak_perf_tflops), self._npu_done, self.failed)
-            for rank in range(n):
-                device = job.npus[rank]
-                validate_graph(*traces[rank])
-                hw = cfg.hardware_of(device) if cfg.npu_groups else cfg
-                clock = NpuClock(self._env)
-                system = SystemLayer(rank, clock, network, hw, job_dims, inputs.queues_per_dim,
-                                     planner.customs.phase)
-                path, nodes = traces[rank]
-                npu = Npu(rank, nodes, path, services if hw is cfg else self._services_for(services, hw), clock,
-                          system)
-                npu.device_id = device
-                npu.job = job.name
-                npu.groups.update(planner.file_groups_of(rank))
-                built[device] = npu
-                placed[device] = (job, rank)
-        for device in sorted(built):  # processes start in NPU-id order
-            npu = built[device]
-            self.npus.append(npu)
-            self.systems.append(npu.system)
-            self._npu_by_id[device] = npu
-        if self.network.link_stats() is not None:
-            self.link_bytes_by_job = LinkBytesByJob(self.network, {d: j.name for d, (j, _) in placed.items()})
-        self._start_ns = {d: j.start_ns for d, (j, _) in placed.items() if j.start_ns}
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""
@@ -250,13 +168,6 @@ class Simulation:
         process_in_place(self.finished, self._env.now)
         if self._running:
             raise StopSimulation(None)
-
-    def _start_later(self, npu: Npu, delay_ns: int):
-        """An NPU's process that starts its graph ``delay_ns`` from now (a job's ``start_ns``);
-        an item in its clock until then tells the stall watchdog that it has something to do."""
-        npu.clock.register(delay_ns, _waited, None)
-        yield self._env.timeout(delay_ns)
-        return (yield from npu.execute())
 
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
@@ -310,44 +221,6 @@ class Simulation:
         return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups,
                                            backend), **kwargs)
 
-    def npu(self, npu_id: int) -> Npu:
-        """The simulated NPU ``npu_id`` (its representative's, in a folded run)."""
-        return self.npu_for(npu_id)
-
-    def npu_finished(self, npu_id: int) -> simpy.Process:
-        """The NPU's SimPy process: an event that fires when its graph has finished."""
-        return self.npu_for(npu_id).process
-
-    def node_finished(self, npu_id: int, node_id: int) -> simpy.Event:
-        """An event that fires (value: the time) when node ``node_id`` of NPU ``npu_id``
-        completes; already triggered if it has."""
-        return self.npu_for(npu_id).node_finished(node_id)
-
-    def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
-        """Call ``callback(observation)`` at every milestone of ``kind`` (message_sent,
-        message_delivered, link_start, link_end, collective_start, collective_end, node_end;
-        see :mod:`simpy_astra.observe`). Nothing is watched until someone subscribes."""
-        self.observer.on(kind, callback)
-
-    def stream(self, kind: str) -> simpy.Store:
-        """A :class:`simpy.Store` of the :class:`~simpy_astra.observe.Observation` s of
-        ``kind``, for a process to read with ``yield store.get()``."""
-        return self.observer.stream(kind)
-
-    @cached_property
-    def observer(self) -> Observer:
-        """Made on first use: a run nobody observes wraps nothing."""
-        return Observer(self)
-
-    def running_phases(self, npu_id: int) -> list[simpy.Process]:
-        """The collective phases running on NPU ``npu_id`` now (SimPy processes: e.g. to
-        ``interrupt()`` one)."""
-        return self.npu_for(npu_id).system.running_phases()
-
-    def fail_switch(self, device: Any) -> None:
-        """Fail switch ``device`` for good, now (:func:`~simpy_astra.network.faults.fail_device`)."""
-        fail_device(self.network, device)
-
     def run(self, until: float | None = None) -> list[NpuReport]:
         """Run until every NPU has finished (user processes that never end do not keep it
         going) or, with ``until``, until that time at the latest; call again to go on.
@@ -393,7 +266,11 @@ class Simulation:
             self.warnings = full.warnings
             self.written_files = full.written_files
             return self.reports
-        self._check_capacities()
+        if self.inputs.system.npu_groups or self.jobs:  # the tracker is imported only when asked
+            from simpy_astra.memory_tracker import capacity_warnings
+
+            configs = {None: self.inputs.system} if self.jobs is None else {j.name: j.system for j in self.jobs}
+            self.warnings += capacity_warnings(self.npus, configs)
         if self.local_mem_trace_prefix:  # the tracker is imported only by runs that track memory
             from simpy_astra.memory_tracker import write_memory_traces
 

@@ -211,7 +211,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     reports = run_with_progress(sim) if progress_wanted() else sim.run()
     jobs = link_jobs = None
     if sim.jobs is not None:
-        from simpy_astra.jobs import finish_alone, job_results
+        from simpy_astra.isolation import finish_alone
+        from simpy_astra.jobs import job_results
 
         jobs = job_results(sim.jobs, reports)
         print("\n".join(j.line() for j in jobs))
@@ -294,3 +295,4 @@ def run_astra_flags(argv: list[str]) -> int:
     )
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry)
+

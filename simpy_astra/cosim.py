@@ -1,0 +1,66 @@
+"""What a co-simulation user may ask of a built run, beyond running it: its NPUs and their
+SimPy processes and events, observation hooks and streams, the collective phases running
+now, and faults. :class:`~simpy_astra.simulation.Simulation` has these; they are apart
+from its wiring so that the public surface reads in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from simpy_astra.network.faults import fail_device
+from simpy_astra.observe import Observation, Observer
+
+if TYPE_CHECKING:
+    from simpy_astra.npu import Npu
+
+
+class CoSimulation:
+    """The co-simulation API of a run (mixed into ``Simulation``, which provides ``npu_for``
+    and ``network``)."""
+
+    network: Any
+
+    def npu_for(self, npu_id: int) -> Npu:
+        raise NotImplementedError
+
+    def npu(self, npu_id: int) -> Npu:
+        """The simulated NPU ``npu_id`` (its representative's, in a folded run)."""
+        return self.npu_for(npu_id)
+
+    def npu_finished(self, npu_id: int) -> simpy.Process:
+        """The NPU's SimPy process: an event that fires when its graph has finished."""
+        return self.npu_for(npu_id).process
+
+    def node_finished(self, npu_id: int, node_id: int) -> simpy.Event:
+        """An event that fires (value: the time) when node ``node_id`` of NPU ``npu_id``
+        completes; already triggered if it has."""
+        return self.npu_for(npu_id).node_finished(node_id)
+
+    def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
+        """Call ``callback(observation)`` at every milestone of ``kind`` (message_sent,
+        message_delivered, link_start, link_end, collective_start, collective_end, node_end;
+        see :mod:`simpy_astra.observe`). Nothing is watched until someone subscribes."""
+        self.observer.on(kind, callback)
+
+    def stream(self, kind: str) -> simpy.Store:
+        """A :class:`simpy.Store` of the :class:`~simpy_astra.observe.Observation` s of
+        ``kind``, for a process to read with ``yield store.get()``."""
+        return self.observer.stream(kind)
+
+    @cached_property
+    def observer(self) -> Observer:
+        """Made on first use: a run nobody observes wraps nothing."""
+        return Observer(self)
+
+    def running_phases(self, npu_id: int) -> list[simpy.Process]:
+        """The collective phases running on NPU ``npu_id`` now (SimPy processes: e.g. to
+        ``interrupt()`` one)."""
+        return self.npu_for(npu_id).system.running_phases()
+
+    def fail_switch(self, device: Any) -> None:
+        """Fail switch ``device`` for good, now (:func:`~simpy_astra.network.faults.fail_device`)."""
+        fail_device(self.network, device)
