@@ -49,16 +49,8 @@ SCENARIOS = {
     "late_join": (lambda: [Switch(3, BW, LAT)], lambda: [Flow(1, 0, 2 * S), Flow(2, 0, S, start_ns=3000.0)]),
 }
 
-#: where flows of different hop counts share a transit input the trains split that input's
-#: share evenly among its flows, while a FIFO input serves them in proportion to their
-#: arrival rates (issue 24, item 3): all pairs on the ring are 10.7% late (measured), the
-#: other scenarios within 1-4.4%
-MIXED_HOPS = {"ring_all_pairs"}
 
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="even split per input (issue 24 item 3)"))
-    if n in MIXED_HOPS else n for n in SCENARIOS])
+@pytest.mark.parametrize("name", list(SCENARIOS))
 def test_each_flow_within_5_percent_of_the_per_packet_simulator(name: str) -> None:
     dims, flows = SCENARIOS[name]
     want = simulate(dims(), flows())
