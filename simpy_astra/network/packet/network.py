@@ -222,7 +222,27 @@ class PacketNetwork(LinkLevelNetwork):
     def _arm_hops(self, flow: Train, now: float) -> None:
         """(Re-)arm the event of the next buffer along the train's path that its bytes leave
         faster than they reach it and that empties: then that hop passes on no more than
-        arrives (or, crossed by every byte, is let go), and the rates are shared again."""
+        arrives (or, crossed by every byte, is let go), and the rates are shared again.
+
+        As for the source's drain, a later instant than the pending one lets the pending
+        event fire and re-arm itself, so re-shares that move it later cost no event."""
+        soonest = self._next_empty(flow)
+        if soonest == math.inf:
+            flow.hop_ns = None
+            flow.hop_version += 1
+            return
+        at_ns = math.ceil(now + soonest - 1e-9)
+        if flow.hop_ns is not None and now <= flow.hop_ns <= at_ns:
+            return
+        flow.hop_ns = at_ns
+        flow.hop_version += 1
+        version = flow.hop_version
+        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._hop_emptied(flow, version))
+
+    @staticmethod
+    def _next_empty(flow: Train) -> float:
+        """How long until the first of the train's queues at its hops from the buffer on runs
+        out at the current rates (inf: none does)."""
         hop_out = flow.hop_out
         soonest = math.inf
         start = max(flow.buf, flow.first)
@@ -237,20 +257,37 @@ class PacketNetwork(LinkLevelNetwork):
             net = hop_out[k][0] - inflow
             if net > 0:
                 soonest = min(soonest, queue / net)
-        if soonest == math.inf:
-            flow.hop_version += 1
-            return
-        at_ns = math.ceil(now + soonest - 1e-9)
-        flow.hop_version += 1
-        version = flow.hop_version
-        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._hop_emptied(flow, version))
+        return soonest
+
+    @staticmethod
+    def _ran_out(flow: Train) -> bool:
+        """Whether a queue the train was draining at one of its hops is empty now (or all its
+        bytes crossed its first hop), so that its rates must be shared again."""
+        hop_out = flow.hop_out
+        start = max(flow.buf, flow.first)
+        if flow.left_bytes <= 0 and flow.crossed[start] >= flow.size_bytes - EMPTY_BYTES:
+            return True
+        for k in range(start, len(hop_out)):
+            if flow.queue(k) <= EMPTY_BYTES:
+                if k == start:
+                    inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
+                else:
+                    inflow = hop_out[k - 1][0]
+                if hop_out[k][0] > inflow * (1 + TOLERANCE):
+                    return True
+        return False
 
     def _hop_emptied(self, flow: Train, version: int) -> None:
         if flow.hop_version != version or flow.hop_out is None:
             return
-        flow.advance(self.env.now)
+        now = self.env.now
+        flow.hop_ns = None
+        flow.advance(now)
         if flow.left_bytes <= 0 and flow.crossed[-1] >= flow.size_bytes - EMPTY_BYTES:
             self.reshare(self._finish(flow, flow.buf))  # its last byte crossed the last hop
+            return
+        if not self._ran_out(flow):  # armed for a rate that has since dropped: nothing changed
+            self._arm_hops(flow, now)
             return
         busy = self._release_crossed(flow)
         busy += [p for p in flow.ports[flow.first:] if p.flows]
@@ -427,6 +464,8 @@ class PacketNetwork(LinkLevelNetwork):
                 for i in range(max(1, first), h):
                     if drained and flow.queue(i) > EMPTY_BYTES:
                         weights[i] = max(MIN_WEIGHT, flow.drain_weights[i - b])
+                    elif flow.coupled:  # held back at its source by credits, not cut on its way:
+                        weights[i] = max(MIN_WEIGHT, rates[0])  # it arrives as it is injected
                     elif i > first:
                         weights[i] = max(MIN_WEIGHT, rates[i - 1 - first])
                     else:
@@ -443,7 +482,7 @@ class PacketNetwork(LinkLevelNetwork):
                 if kind and rates is not None:
                     for i in range(a, e):
                         cap, cap_limit = caps[i], ~i
-                        if flow.queue(i) <= EMPTY_BYTES:  # nothing waits here: no more than arrives
+                        if not self._waits(flow, i):  # nothing waits here: no more than arrives
                             arrive = rates[i - 1 - first] if i > first else 0.0
                             if arrive < cap:
                                 cap, cap_limit = arrive, i
@@ -478,10 +517,19 @@ class PacketNetwork(LinkLevelNetwork):
             upstream = flow.r_in if flow.left_bytes > 0 else 0.0
             for i in range(start, len(hop_out)):
                 r, lim = hop_out[i]
-                if r > upstream and flow.queue(i) <= EMPTY_BYTES:
+                if r > upstream and not self._waits(flow, i):
                     hop_out[i] = (upstream, i)
                 upstream = hop_out[i][0]
             flow.r_out, flow.lim_out = hop_out[-1]
+
+    @staticmethod
+    def _waits(flow: Train, hop: int) -> bool:
+        """Whether bytes of the buffered train wait at ``hop``'s port, so that it may pass on
+        more than reaches it: its buffer while its source sends (its backlog is counted there),
+        and, once the source is drained, every hop whose queue is not empty."""
+        if flow.left_bytes > 0:
+            return hop == flow.buf
+        return flow.queue(hop) > EMPTY_BYTES
 
     @staticmethod
     def _arrivals(flows) -> dict[Train, list[float]] | None:
@@ -506,8 +554,7 @@ class PacketNetwork(LinkLevelNetwork):
         routes = []
         for flow in order:
             first, fp, b = flow.first, flow.ports, flow.buf
-            held = tuple(bool(b) and i >= b and flow.crossed is not None and flow.queue(i) > EMPTY_BYTES
-                         for i in range(first, len(fp)))
+            held = tuple(bool(b) and i >= b and PacketNetwork._waits(flow, i) for i in range(first, len(fp)))
             if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
                 weights = tuple(max(MIN_WEIGHT, flow.drain_weights[i - b]) if w else (None if i > first else MIN_WEIGHT)
                                 for i, w in zip(range(first, len(fp)), held, strict=True))
@@ -515,7 +562,10 @@ class PacketNetwork(LinkLevelNetwork):
                 weights = (None,) * len(held)
             routes.append(Route(fp[first:], tuple(fp[i - 1] if i else None for i in range(first, len(fp))),
                                 held, weights))
-        rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports})
+        rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
+                              [f.arrivals[f.first:] if f.arrivals is not None else None for f in order])
+        for flow, got in zip(order, rates, strict=True):
+            flow.arrivals = [0.0] * flow.first + got
         return dict(zip(order, rates, strict=True))
 
     @staticmethod
@@ -586,9 +636,10 @@ class PacketNetwork(LinkLevelNetwork):
                     held.add(port)
             if b:
                 buffers[fp[b]] = None
-                if flow.hop_out is not None:
+                if flow.hop_out is not None and flow.left_bytes <= 0:
                     self._arm_hops(flow, now)
                 else:
+                    flow.hop_ns = None
                     flow.hop_version += 1
         for port in ports:
             port._set_load(load[port])

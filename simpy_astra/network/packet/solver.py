@@ -25,9 +25,12 @@ from typing import NamedTuple
 #: relative tolerance under which a port counts as saturated / two fair shares as equal
 TOLERANCE = 1e-9
 
-#: sweeps of :func:`fifo_arrivals` at most, and the relative change that ends them earlier
-ARRIVAL_SWEEPS = 40
-ARRIVAL_SETTLED = 1e-6
+#: sweeps of :func:`fifo_arrivals` at most, the relative change that ends them earlier, and
+#: the significant digits its rates are rounded to (weights need few, and flows placed alike
+#: then weigh exactly alike, so that their events fall on the same instants)
+ARRIVAL_SWEEPS = 60
+ARRIVAL_SETTLED = 1e-10
+ARRIVAL_DIGITS = 9
 
 #: the weight below which an arrival counts as none (a weight of 0 would take no share at all)
 MIN_WEIGHT = 1e-12
@@ -72,22 +75,29 @@ def _water_fill(capacity: float, demands: list[float]) -> list[float]:
     return shares
 
 
-def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float]) -> list[list[float]]:
+def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
+                  start: Sequence[Sequence[float] | None] | None = None) -> list[list[float]]:
     """Each route's rate on each of its links when every port serves its inputs round robin
     (max-min over the inputs' demands), each transit input is a FIFO (an oversubscribed one
     cuts its flows' rates in the same proportion; a backlogged one serves its share in
     proportion to the weights), sources inject without limit and buffers are unbounded.
 
     Solved by sweeps to a fixed point: a hop's rate depends on the hop before it, and on a
-    cycle of routes (a ring) on itself."""
+    cycle of routes (a ring) on itself. Each sweep computes every hop from the previous
+    sweep's rates (not from rates of the same sweep), so that routes placed alike get alike
+    rates whatever their order; ``start`` (per route, or None) is where the sweeps begin,
+    e.g. the last solution, which is usually close."""
     # port -> input -> [(route, hop)]; injection is the input None
     slots: dict[Hashable, dict[Hashable, list[tuple[int, int]]]] = {}
     for r, route in enumerate(routes):
         for k, (port, key) in enumerate(zip(route.ports, route.inputs, strict=True)):
             slots.setdefault(port, {}).setdefault(key, []).append((r, k))
-    rates = [[capacity[p] for p in route.ports] for route in routes]
+    rates = [list(first) if first is not None and len(first) == len(route.ports)
+             else [capacity[p] for p in route.ports]
+             for route, first in zip(routes, start or [None] * len(routes), strict=True)]
     for _sweep in range(ARRIVAL_SWEEPS):
         moved = 0.0
+        previous = [list(r) for r in rates]
         for port, by_input in slots.items():
             keys = list(by_input)
             demands: list[float] = []
@@ -100,7 +110,7 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float]) -
                     route = routes[r]
                     weight = route.weights[k]
                     if weight is None:
-                        weight = rates[r][k - 1] if k else math.inf  # at k 0: the source always has bytes
+                        weight = previous[r][k - 1] if k else math.inf  # at k 0: the source always has bytes
                     got.append(max(weight, MIN_WEIGHT))
                     held.append(route.backlogged[k])
                 waiting = any(held)
@@ -124,13 +134,13 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float]) -
                         scale = (share - passing) / (total - passing)
                         new = [a * scale if h else a for a, h in zip(got, held, strict=True)]
                 for (r, k), value in zip(members, new, strict=True):
-                    old = rates[r][k]
+                    old = previous[r][k]
                     if old != value:
                         moved = max(moved, abs(old - value) / max(old, value))
-                        rates[r][k] = value
+                    rates[r][k] = value
         if moved <= ARRIVAL_SETTLED:
             break
-    return rates
+    return [[float(f"{v:.{ARRIVAL_DIGITS}g}") for v in r] for r in rates]
 
 
 def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[list[float], list[int]]:
