@@ -247,8 +247,8 @@ class PacketNetwork(LinkLevelNetwork):
         soonest = math.inf
         start = max(flow.buf, flow.first)
         for k in range(start, len(hop_out)):
-            queue = flow.queue(k)
-            if queue <= EMPTY_BYTES:
+            queue = flow.queue(k) - PacketNetwork._floor(flow, k)
+            if queue <= 0:
                 continue
             if k == start:
                 inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
@@ -260,6 +260,16 @@ class PacketNetwork(LinkLevelNetwork):
         return soonest
 
     @staticmethod
+    def _floor(flow: Train, hop: int) -> float:
+        """The queue under which a drained train's hop no longer counts as waiting: empty at its
+        first hop (nothing more arrives there), one packet further on, where bytes still arrive
+        (without that margin a hop would flip between draining its queue and passing on what
+        arrives, one re-share each, ever faster)."""
+        if hop <= flow.first:
+            return EMPTY_BYTES
+        return min(flow.path.packet_bytes, flow.size_bytes)
+
+    @staticmethod
     def _ran_out(flow: Train) -> bool:
         """Whether a queue the train was draining at one of its hops is empty now (or all its
         bytes crossed its first hop), so that its rates must be shared again."""
@@ -268,7 +278,7 @@ class PacketNetwork(LinkLevelNetwork):
         if flow.left_bytes <= 0 and flow.crossed[start] >= flow.size_bytes - EMPTY_BYTES:
             return True
         for k in range(start, len(hop_out)):
-            if flow.queue(k) <= EMPTY_BYTES:
+            if flow.queue(k) <= PacketNetwork._floor(flow, k) + EMPTY_BYTES:
                 if k == start:
                     inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
                 else:
@@ -529,7 +539,7 @@ class PacketNetwork(LinkLevelNetwork):
         and, once the source is drained, every hop whose queue is not empty."""
         if flow.left_bytes > 0:
             return hop == flow.buf
-        return flow.queue(hop) > EMPTY_BYTES
+        return flow.queue(hop) > PacketNetwork._floor(flow, hop) + EMPTY_BYTES
 
     @staticmethod
     def _arrivals(flows) -> dict[Train, list[float]] | None:

@@ -87,39 +87,36 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     sweep's rates (not from rates of the same sweep), so that routes placed alike get alike
     rates whatever their order; ``start`` (per route, or None) is where the sweeps begin,
     e.g. the last solution, which is usually close."""
-    # port -> input -> [(route, hop)]; injection is the input None
-    slots: dict[Hashable, dict[Hashable, list[tuple[int, int]]]] = {}
+    # port -> [(input, [(route, hop)], [fixed weight or None], [backlogged])]; injection: input None
+    grouped: dict[Hashable, dict[Hashable, list[tuple[int, int]]]] = {}
     for r, route in enumerate(routes):
         for k, (port, key) in enumerate(zip(route.ports, route.inputs, strict=True)):
-            slots.setdefault(port, {}).setdefault(key, []).append((r, k))
+            grouped.setdefault(port, {}).setdefault(key, []).append((r, k))
+    slots = {port: [(key, members, [routes[r].weights[k] for r, k in members],
+                     [routes[r].backlogged[k] for r, k in members]) for key, members in by_input.items()]
+             for port, by_input in grouped.items()}
     rates = [list(first) if first is not None and len(first) == len(route.ports)
              else [capacity[p] for p in route.ports]
              for route, first in zip(routes, start or [None] * len(routes), strict=True)]
+    dirty = set(slots)  # ports whose arrivals changed in the last sweep (at first: all)
     for _sweep in range(ARRIVAL_SWEEPS):
         moved = 0.0
-        previous = [list(r) for r in rates]
-        for port, by_input in slots.items():
-            keys = list(by_input)
+        updates: list[tuple[int, int, float]] = []
+        for port, inputs in slots.items():
+            if port not in dirty:
+                continue
             demands: list[float] = []
             arrivals: list[list[float]] = []
-            backlogged: list[list[bool]] = []
-            for key in keys:
+            for key, members, fixed, held in inputs:
                 got = []
-                held = []
-                for r, k in by_input[key]:
-                    route = routes[r]
-                    weight = route.weights[k]
+                for (r, k), weight in zip(members, fixed, strict=True):
                     if weight is None:
-                        weight = previous[r][k - 1] if k else math.inf  # at k 0: the source always has bytes
+                        weight = rates[r][k - 1] if k else math.inf  # at k 0: the source always has bytes
                     got.append(max(weight, MIN_WEIGHT))
-                    held.append(route.backlogged[k])
-                waiting = any(held)
                 arrivals.append(got)
-                backlogged.append(held)
-                demands.append(math.inf if waiting or key is None else sum(got))
+                demands.append(math.inf if key is None or any(held) else sum(got))
             shares = _water_fill(capacity[port], demands)
-            for key, got, share, held in zip(keys, arrivals, shares, backlogged, strict=True):
-                members = by_input[key]
+            for (key, members, _fixed, held), got, share in zip(inputs, arrivals, shares, strict=True):
                 if key is None:  # the source's round robin over its flows
                     new = [share / len(members)] * len(members)
                 else:
@@ -134,11 +131,18 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
                         scale = (share - passing) / (total - passing)
                         new = [a * scale if h else a for a, h in zip(got, held, strict=True)]
                 for (r, k), value in zip(members, new, strict=True):
-                    old = previous[r][k]
+                    old = rates[r][k]
                     if old != value:
                         moved = max(moved, abs(old - value) / max(old, value))
-                    rates[r][k] = value
-        if moved <= ARRIVAL_SETTLED:
+                        updates.append((r, k, value))
+        # every hop computed from the last sweep's rates, then all set at once (Jacobi)
+        dirty = set()
+        for r, k, value in updates:
+            rates[r][k] = value
+            ports = routes[r].ports
+            if k + 1 < len(ports):
+                dirty.add(ports[k + 1])
+        if moved <= ARRIVAL_SETTLED or not dirty:
             break
     return [[float(f"{v:.{ARRIVAL_DIGITS}g}") for v in r] for r in rates]
 
