@@ -496,7 +496,7 @@ class PacketNetwork(LinkLevelNetwork):
                             arrive = rates[i - 1 - first] if i > first else 0.0
                             if arrive < cap:
                                 cap, cap_limit = arrive, i
-                        units.append(Unit((fp[i],), (fp[i - 1] if i else None,), (weights[i],), i, cap, cap_limit))
+                        units.append(Unit((fp[i],), (path.inputs[i],), (weights[i],), i, cap, cap_limit))
                         owners.append((flow, 2, i))
                     continue
                 if path.min_cap != math.inf:
@@ -504,7 +504,7 @@ class PacketNetwork(LinkLevelNetwork):
                     cap_limit = ~caps.index(cap, a, e)
                 else:
                     cap, cap_limit = math.inf, 0
-                units.append(Unit(fp[a:e], tuple(fp[i - 1] if i else None for i in range(a, e)),
+                units.append(Unit(fp[a:e], path.inputs[a:e],
                                   tuple(weights[a:e]), a, cap, cap_limit))
                 owners.append((flow, kind, a))
         rate, limit = max_min(units, {p: p.capacity_bytes_per_ns for unit in units for p in unit.ports})
@@ -564,14 +564,18 @@ class PacketNetwork(LinkLevelNetwork):
         routes = []
         for flow in order:
             first, fp, b = flow.first, flow.ports, flow.buf
-            held = tuple(bool(b) and i >= b and PacketNetwork._waits(flow, i) for i in range(first, len(fp)))
-            if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
-                weights = tuple(max(MIN_WEIGHT, flow.drain_weights[i - b]) if w else (None if i > first else MIN_WEIGHT)
-                                for i, w in zip(range(first, len(fp)), held, strict=True))
+            n = len(fp) - first
+            if not b:  # (most trains: nothing held anywhere, every weight what arrives)
+                held, weights = (False,) * n, (None,) * n
             else:
-                weights = (None,) * len(held)
-            routes.append(Route(fp[first:], tuple(fp[i - 1] if i else None for i in range(first, len(fp))),
-                                held, weights))
+                held = tuple(i >= b and PacketNetwork._waits(flow, i) for i in range(first, len(fp)))
+                if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
+                    weights = tuple(max(MIN_WEIGHT, flow.drain_weights[i - b]) if w
+                                    else (None if i > first else MIN_WEIGHT)
+                                    for i, w in zip(range(first, len(fp)), held, strict=True))
+                else:
+                    weights = (None,) * n
+            routes.append(Route(fp[first:], flow.path.inputs[first:], held, weights))
         rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
                               [f.arrivals[f.first:] if f.arrivals is not None else None for f in order])
         for flow, got in zip(order, rates, strict=True):

@@ -47,14 +47,17 @@ class PacketMessage:
 
 
 class TrainPath:
-    """One path's ports and what is fixed per path: summed latency, the slowest link,
+    """One path's ports, the input each is entered from, and what is fixed per path: summed
+    latency, the slowest link,
     ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
 
-    __slots__ = ("ports", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
+    __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
                  "credit_caps", "min_cap", "min_from")
 
     def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float) -> None:
         self.ports = ports
+        # the input each hop is entered from: the link before it (None: the source's injection)
+        self.inputs = (None,) + ports[:-1]
         self.packet_bytes = packet_bytes
         self.buffer_bytes = buffer_bytes
         self.latency_ns = sum(p.latency_ns for p in ports)
