@@ -53,6 +53,7 @@ class PacketNetwork(LinkLevelNetwork):
                              f"one packet ({self.packet_size_bytes} bytes)")
         self._paths: dict[tuple[int, int], tuple[TrainPath, ...]] = {}
         self._pending: dict[Port, None] = {}  # links whose trains changed in this instant
+        self._seeds: list[Port] = []  # those of the instant being solved
         self._flush_armed = False
         super().__init__(env, dims, source)
 
@@ -385,6 +386,7 @@ class PacketNetwork(LinkLevelNetwork):
     def _flush(self, _event: Any) -> None:
         self._flush_armed = False
         seeds = list(self._pending)
+        self._seeds = seeds
         self._pending.clear()
         now = self.env.now
         ports: set[Port] = set(seeds)
@@ -541,8 +543,7 @@ class PacketNetwork(LinkLevelNetwork):
             return hop == flow.buf
         return flow.queue(hop) > PacketNetwork._floor(flow, hop) + EMPTY_BYTES
 
-    @staticmethod
-    def _arrivals(flows) -> dict[Train, list[float]] | None:
+    def _arrivals(self, flows) -> dict[Train, list[float]] | None:
         """Each train's rate on each link it still holds as FIFO inputs pass it on
         (:func:`~.solver.fifo_arrivals`), or None if no transit input holds two trains (then
         no input has a split to weigh, and every weight is 1)."""
@@ -576,8 +577,15 @@ class PacketNetwork(LinkLevelNetwork):
                 else:
                     weights = (None,) * n
             routes.append(Route(fp[first:], flow.path.inputs[first:], held, weights))
+        # from the last solution: only the links of this instant's changes, and of trains
+        # whose route changed since, need computing again (and what that moves)
+        changed = set(self._seeds)
+        for flow, route in zip(order, routes, strict=True):
+            if flow.arrivals is None or route != flow.route:
+                changed.update(route.ports)
+                flow.route = route
         rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
-                              [f.arrivals[f.first:] if f.arrivals is not None else None for f in order])
+                              [f.arrivals[f.first:] if f.arrivals is not None else None for f in order], changed)
         for flow, got in zip(order, rates, strict=True):
             flow.arrivals = [0.0] * flow.first + got
         return dict(zip(order, rates, strict=True))

@@ -19,7 +19,7 @@ input's part goes to its units in proportion to those arrival rates (their weigh
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 #: relative tolerance under which a port counts as saturated / two fair shares as equal
@@ -76,7 +76,8 @@ def _water_fill(capacity: float, demands: list[float]) -> list[float]:
 
 
 def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
-                  start: Sequence[Sequence[float] | None] | None = None) -> list[list[float]]:
+                  start: Sequence[Sequence[float] | None] | None = None,
+                  changed: Collection[Hashable] | None = None) -> list[list[float]]:
     """Each route's rate on each of its links when every port serves its inputs round robin
     (max-min over the inputs' demands), each transit input is a FIFO (an oversubscribed one
     cuts its flows' rates in the same proportion; a backlogged one serves its share in
@@ -86,7 +87,9 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     cycle of routes (a ring) on itself. Each sweep computes every hop from the previous
     sweep's rates (not from rates of the same sweep), so that routes placed alike get alike
     rates whatever their order; ``start`` (per route, or None) is where the sweeps begin,
-    e.g. the last solution, which is usually close."""
+    e.g. the last solution, which is usually close. If it is that solution, ``changed`` may
+    name the ports whose members or capacity changed since (every route without a start
+    must cross one): the first sweep computes only those, and later ones what they changed."""
     # port -> [(input, [(route, hop)], [fixed weight or None], [backlogged])]; injection: input None
     grouped: dict[Hashable, dict[Hashable, list[tuple[int, int]]]] = {}
     for r, route in enumerate(routes):
@@ -98,7 +101,7 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     rates = [list(first) if first is not None and len(first) == len(route.ports)
              else [capacity[p] for p in route.ports]
              for route, first in zip(routes, start or [None] * len(routes), strict=True)]
-    dirty = set(slots)  # ports whose arrivals changed in the last sweep (at first: all)
+    dirty = set(slots) if changed is None else set(changed)  # ports whose arrivals changed
     for _sweep in range(ARRIVAL_SWEEPS):
         moved = 0.0
         updates: list[tuple[int, int, float]] = []

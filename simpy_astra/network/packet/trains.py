@@ -105,7 +105,7 @@ class Train:
 
     __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since", "in_rate",
                  "out_rate", "buf", "coupled", "first", "drain_weights", "cut", "hop_out", "crossed", "r_in",
-                 "lim_in", "r_out", "lim_out", "version", "hop_version", "hop_ns", "drain_ns", "timer_ns", "arrivals")
+                 "lim_in", "r_out", "lim_out", "version", "hop_version", "hop_ns", "drain_ns", "timer_ns", "arrivals", "route")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -129,6 +129,7 @@ class Train:
         self.hop_version = 0
         self.hop_ns: int | None = None  # when the pending hop event fires
         self.arrivals: list[float] | None = None  # the last FIFO arrival rates per hop (a warm start)
+        self.route: Any = None  # the solver.Route those were computed for
         self.drain_ns = 0  # when the last byte leaves the source at the current rate
         self.timer_ns: int | None = None  # when the pending drain event fires
 
