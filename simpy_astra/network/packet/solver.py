@@ -102,6 +102,7 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
              else [capacity[p] for p in route.ports]
              for route, first in zip(routes, start or [None] * len(routes), strict=True)]
     dirty = set(slots) if changed is None else set(changed)  # ports whose arrivals changed
+    touched = {r for r, first in enumerate(start or [None] * len(routes)) if first is None}
     for _sweep in range(ARRIVAL_SWEEPS):
         moved = 0.0
         updates: list[tuple[int, int, float]] = []
@@ -142,12 +143,15 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
         dirty = set()
         for r, k, value in updates:
             rates[r][k] = value
+            touched.add(r)
             ports = routes[r].ports
             if k + 1 < len(ports):
                 dirty.add(ports[k + 1])
         if moved <= ARRIVAL_SETTLED or not dirty:
             break
-    return [[float(f"{v:.{ARRIVAL_DIGITS}g}") for v in r] for r in rates]
+    for r in touched:  # (the others kept their start, rounded already)
+        rates[r] = [float(f"{v:.{ARRIVAL_DIGITS}g}") for v in rates[r]]
+    return rates
 
 
 def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[list[float], list[int]]:
