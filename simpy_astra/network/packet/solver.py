@@ -93,22 +93,36 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     # port -> [(input, [(route, hop)], [fixed weight or None], [backlogged])]; injection: input None
     grouped: dict[Hashable, dict[Hashable, list[tuple[int, int]]]] = {}
     for r, route in enumerate(routes):
-        for k, (port, key) in enumerate(zip(route.ports, route.inputs, strict=True)):
-            grouped.setdefault(port, {}).setdefault(key, []).append((r, k))
-    slots = {port: [(key, members, [routes[r].weights[k] for r, k in members],
-                     [routes[r].backlogged[k] for r, k in members]) for key, members in by_input.items()]
-             for port, by_input in grouped.items()}
+        k = 0
+        for port, key in zip(route.ports, route.inputs, strict=True):
+            by_input = grouped.get(port)
+            if by_input is None:
+                grouped[port] = {key: [(r, k)]}
+            else:
+                members = by_input.get(key)
+                if members is None:
+                    by_input[key] = [(r, k)]
+                else:
+                    members.append((r, k))
+            k += 1
+    slots: dict[Hashable, list] = {}  # port -> [(input, members, fixed weights, backlogged)], as needed
     rates = [list(first) if first is not None and len(first) == len(route.ports)
              else [capacity[p] for p in route.ports]
              for route, first in zip(routes, start or [None] * len(routes), strict=True)]
-    dirty = set(slots) if changed is None else set(changed)  # ports whose arrivals changed
+    dirty = set(grouped) if changed is None else set(changed)  # ports whose arrivals changed
     touched = {r for r, first in enumerate(start or [None] * len(routes)) if first is None}
+    order = list(grouped)  # (a fixed order: the same result whatever the set's)
     for _sweep in range(ARRIVAL_SWEEPS):
         moved = 0.0
         updates: list[tuple[int, int, float]] = []
-        for port, inputs in slots.items():
+        for port in order:
             if port not in dirty:
                 continue
+            inputs = slots.get(port)
+            if inputs is None:
+                inputs = slots[port] = [
+                    (key, members, [routes[r].weights[k] for r, k in members],
+                     [routes[r].backlogged[k] for r, k in members]) for key, members in grouped[port].items()]
             demands: list[float] = []
             arrivals: list[list[float]] = []
             for key, members, fixed, held in inputs:
