@@ -29,8 +29,8 @@ TOLERANCE = 1e-9
 #: the significant digits its rates are rounded to (weights need few, and flows placed alike
 #: then weigh exactly alike, so that their events fall on the same instants)
 ARRIVAL_SWEEPS = 60
-ARRIVAL_SETTLED = 1e-10
-ARRIVAL_DIGITS = 9
+ARRIVAL_SETTLED = 1e-7
+ARRIVAL_DIGITS = 6
 
 #: the weight below which an arrival counts as none (a weight of 0 would take no share at all)
 MIN_WEIGHT = 1e-12
