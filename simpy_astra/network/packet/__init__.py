@@ -72,7 +72,13 @@ Approximations that this buys, and only these:
   it); the bytes it has waiting further on are tracked per hop only to set its rates there;
 * a drained backlog is weighed in its FIFO by the rates it came in at before its source
   drained; the weights are the rates FIFO inputs with unbounded buffers would pass on,
-  whatever the credits do;
+  whatever the credits do, except that a train held by credits weighs what it is injected
+  at, and where no path has more than two hops every weight is equal (a transit input then
+  carries trains one source injected at equal rates; a drained backlog's weight is not
+  told apart);
+* once its source is drained, a train's hop beyond its first counts as draining a queue
+  only while more than a packet of it waits there (below, it passes on what arrives): the
+  margin keeps a hop from flipping between the two at ever closer instants;
 * a solve changes each train's state (whole, filling or draining a buffer, held by
   credits) at most once and re-solves at most 6 times; a switch hands over at most 6
   buffer instants of one port per simulated instant (guards against a state that solves
