@@ -29,11 +29,14 @@ TOLERANCE = 1e-9
 #: the significant digits its rates are rounded to (weights need few, and flows placed alike
 #: then weigh exactly alike, so that their events fall on the same instants)
 ARRIVAL_SWEEPS = 60
-ARRIVAL_SETTLED = 1e-7
+ARRIVAL_SETTLED = 1e-9
 ARRIVAL_DIGITS = 6
 
 #: the weight below which an arrival counts as none (a weight of 0 would take no share at all)
 MIN_WEIGHT = 1e-12
+
+
+SWEEPS: list = []
 
 
 class Route(NamedTuple):
@@ -84,9 +87,10 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     proportion to the weights), sources inject without limit and buffers are unbounded.
 
     Solved by sweeps to a fixed point: a hop's rate depends on the hop before it, and on a
-    cycle of routes (a ring) on itself. Each sweep computes every hop from the previous
-    sweep's rates (not from rates of the same sweep), so that routes placed alike get alike
-    rates whatever their order; ``start`` (per route, or None) is where the sweeps begin,
+    cycle of routes (a ring) on itself. A sweep uses the rates it has just computed (Gauss-
+    Seidel: a chain of hops settles in few sweeps); it settles far below the rounding of the
+    result, so routes placed alike get alike rates whatever their order; ``start`` (per
+    route, or None) is where the sweeps begin,
     e.g. the last solution, which is usually close. If it is that solution, ``changed`` may
     name the ports whose members or capacity changed since (every route without a start
     must cross one): the first sweep computes only those, and later ones what they changed."""
@@ -114,7 +118,7 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     order = list(grouped)  # (a fixed order: the same result whatever the set's)
     for _sweep in range(ARRIVAL_SWEEPS):
         moved = 0.0
-        updates: list[tuple[int, int, float]] = []
+        later: set[Hashable] = set()
         for port in order:
             if port not in dirty:
                 continue
@@ -152,17 +156,16 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
                     old = rates[r][k]
                     if old != value:
                         moved = max(moved, abs(old - value) / max(old, value))
-                        updates.append((r, k, value))
+                        rates[r][k] = value  # (Gauss-Seidel: later ports this sweep see it)
+                        touched.add(r)
+                        ports = routes[r].ports
+                        if k + 1 < len(ports):
+                            later.add(ports[k + 1])
         # every hop computed from the last sweep's rates, then all set at once (Jacobi)
-        dirty = set()
-        for r, k, value in updates:
-            rates[r][k] = value
-            touched.add(r)
-            ports = routes[r].ports
-            if k + 1 < len(ports):
-                dirty.add(ports[k + 1])
+        dirty = later
         if moved <= ARRIVAL_SETTLED or not dirty:
             break
+    SWEEPS.append((_sweep, moved))
     for r in touched:  # (the others kept their start, rounded already)
         rates[r] = [float(f"{v:.{ARRIVAL_DIGITS}g}") for v in rates[r]]
     return rates
