@@ -405,6 +405,30 @@ def test_a_buffer_fills_at_in_minus_out_then_credits_hold_the_uplinks() -> None:
         assert stats[(src, 3)][3] == pytest.approx(2 * S / b - 2 * t_f, abs=3)
 
 
+def test_unequal_flows_behind_a_full_buffer_follow_the_derivation() -> None:
+    # Flows 0 -> 2 (S) and 1 -> 2 (2S) meet at the switch's port towards 2, buffer Q = S/4.
+    # Until it is full (t_f = Q/B, filling at 2B - B) each uplink runs at B; then credits hold
+    # each to its input's B/2. Flow 0's source drains at 2S/B - t_f, its Q/2 then leaves at
+    # B/2 by 2S/B. Flow 1 is held to B/2 until then (its backlog Q/2 neither grows nor
+    # drains), then runs alone at B: S + Q/2 had left its source, the other S - Q/2 follow at
+    # B, and its Q/2 leaves last, at 3S/B (the port was busy all along). Uplink 0 is held back
+    # from t_f to 2S/B - t_f, uplink 1 from t_f to 2S/B; the port's queue peaks at Q.
+    b, lat, q = bytes_per_ns(50.0), 100.0, S // 4
+    net = PacketNetwork(simpy.Environment(), [Switch(3, 50.0, lat)], switch_buffer_bytes=q)
+    env, done = net.env, {}
+    for src, size in ((0, S), (1, 2 * S)):
+        net.send(src, 2, 1, size, lambda key: done.__setitem__(key, env.now), src)
+        net.recv(2, src, 1, size, None, None)
+    env.run()
+    tail, t_f = 2 * lat + P / b, q / b
+    assert 2 * S / b + tail <= done[0] <= 2 * S / b + tail + 2
+    assert 3 * S / b + tail <= done[1] <= 3 * S / b + tail + 2
+    stats = {(s.src, s.dst): s for s in net.link_stats()}
+    assert stats[(0, 3)].stall_ns == pytest.approx(2 * S / b - 2 * t_f, abs=3)
+    assert stats[(1, 3)].stall_ns == pytest.approx(2 * S / b - t_f, abs=3)
+    assert stats[(3, 2)].max_queue_bytes == q and stats[(3, 2)].stall_ns == 0
+
+
 @pytest.mark.parametrize("buffer_bytes, max_queue", [(S // 4, S // 4), (4 * S, S)])
 def test_the_largest_queue_is_the_buffer_when_the_bottleneck_outlasts_the_fill(buffer_bytes: int,
                                                                                 max_queue: int) -> None:

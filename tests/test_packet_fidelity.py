@@ -1,7 +1,8 @@
 """The packet backend's trains against a per-packet simulator (``tests/packet_reference.py``):
 output ports serving their inputs round robin, each transit input FIFO, 4 KiB packets,
 100 ns links, unbounded buffers (the backend gets buffers too large to fill). Each flow's
-delivery time must be within 5% of the per-packet one.
+delivery time must be within 5% of the per-packet one, with 256 KiB messages, and with
+128 KiB ones where the multi-hop start-up allows.
 """
 
 from __future__ import annotations
@@ -33,35 +34,53 @@ def backend_times(dims, flows: list[Flow]) -> list[float]:
     return out
 
 
-def _ring_all_pairs(n: int) -> list[Flow]:
-    return [Flow(s, d, S) for s in range(n) for d in range(n) if s != d]
+def _all_pairs(n: int, size: int) -> list[Flow]:
+    return [Flow(s, d, size) for s in range(n) for d in range(n) if s != d]
 
 
+#: name -> (the dimensions, the flows for a message size)
 SCENARIOS = {
-    "incast": (lambda: [Switch(5, BW, LAT)], lambda: [Flow(k, 0, S) for k in range(1, 5)]),
-    "unequal_incast": (lambda: [Switch(4, BW, LAT)], lambda: [Flow(1, 0, S), Flow(2, 0, 2 * S), Flow(3, 0, 4 * S)]),
-    "parking_lot": (lambda: [Line(4, BW, LAT)], lambda: [Flow(0, 3, S), Flow(1, 3, S), Flow(2, 3, S)]),
-    "all_to_all_switch": (lambda: [Switch(4, BW, LAT)],
-                          lambda: [Flow(s, d, S) for s in range(4) for d in range(4) if s != d]),
+    "incast": (lambda: [Switch(5, BW, LAT)], lambda s: [Flow(k, 0, s) for k in range(1, 5)]),
+    "unequal_incast": (lambda: [Switch(4, BW, LAT)], lambda s: [Flow(1, 0, s), Flow(2, 0, 2 * s), Flow(3, 0, 4 * s)]),
+    "parking_lot": (lambda: [Line(4, BW, LAT)], lambda s: [Flow(0, 3, s), Flow(1, 3, s), Flow(2, 3, s)]),
+    "all_to_all_switch": (lambda: [Switch(4, BW, LAT)], lambda s: _all_pairs(4, s)),
     # flows of 4, 2 and 1 hops (clockwise) that all end on the link 3 -> 4
-    "ring_mixed_hops": (lambda: [Ring(8, BW, LAT)], lambda: [Flow(0, 4, S), Flow(2, 4, S), Flow(3, 4, S)]),
-    "ring_all_pairs": (lambda: [Ring(8, BW, LAT)], lambda: _ring_all_pairs(8)),
-    "late_join": (lambda: [Switch(3, BW, LAT)], lambda: [Flow(1, 0, 2 * S), Flow(2, 0, S, start_ns=3000.0)]),
+    "ring_mixed_hops": (lambda: [Ring(8, BW, LAT)], lambda s: [Flow(0, 4, s), Flow(2, 4, s), Flow(3, 4, s)]),
+    # 1- to 4-hop flows share every transit input: a FIFO serves them in proportion to
+    # their arrival rates (a 2-hop flow arriving at its injection share, 4-hop flows cut)
+    "ring_all_pairs": (lambda: [Ring(8, BW, LAT)], lambda s: _all_pairs(8, s)),
+    "ring_all_pairs_16": (lambda: [Ring(16, BW, LAT)], lambda s: _all_pairs(16, s)),
+    "ring_shift": (lambda: [Ring(8, BW, LAT)], lambda s: [Flow(k, (k + 2) % 8, s) for k in range(8)]),
+    "late_join": (lambda: [Switch(3, BW, LAT)], lambda s: [Flow(1, 0, 2 * s), Flow(2, 0, s, start_ns=3000.0)]),
 }
 
-#: where flows of different hop counts share a transit input the trains split that input's
-#: share evenly among its flows, while a FIFO input serves them in proportion to their
-#: arrival rates (issue 24, item 3): all pairs on the ring are 10.7% late (measured), the
-#: other scenarios within 1-4.4%
-MIXED_HOPS = {"ring_all_pairs"}
+
+def worst_error(name: str, size: int) -> tuple[float, list[float], list[float]]:
+    """The largest relative difference of a flow's delivery time, backend against per packet."""
+    dims, flows = SCENARIOS[name]
+    want = simulate(dims(), flows(size))
+    got = backend_times(dims(), flows(size))
+    return max(abs(g - w) / w for g, w in zip(got, want, strict=True)), got, want
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_each_flow_within_5_percent_of_the_per_packet_simulator(name: str) -> None:
+    worst, got, want = worst_error(name, S)
+    assert worst <= 0.05, f"{name}: worst flow off by {worst:.1%} (backend {got}, per packet {want})"
+
+
+#: at 128 KiB the start-up rule (a train holds every link of its path from its first
+#: instant; the head's way, h*latency + (h-1)*P/B, is charged in its delivery) is more than
+#: 5% off where flows of different hop counts meet at a port: the longer flows take that
+#: port's share before their first packet is there (measured: parking lot 6.8%, mixed-hop
+#: ring 9.1%; the others within 4.5%). Not modelled yet (a train would reach hop k after
+#: k packet times and latencies, with the bytes in flight tracked per hop).
+START_UP = {"parking_lot", "ring_mixed_hops"}
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="even split per input (issue 24 item 3)"))
-    if n in MIXED_HOPS else n for n in SCENARIOS])
-def test_each_flow_within_5_percent_of_the_per_packet_simulator(name: str) -> None:
-    dims, flows = SCENARIOS[name]
-    want = simulate(dims(), flows())
-    got = backend_times(dims(), flows())
-    worst = max(abs(g - w) / w for g, w in zip(got, want, strict=True))
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="multi-hop start-up (issue 24 item 3)"))
+    if n in START_UP else n for n in SCENARIOS])
+def test_each_flow_within_5_percent_at_128_kib(name: str) -> None:
+    worst, got, want = worst_error(name, 128 * 1024)
     assert worst <= 0.05, f"{name}: worst flow off by {worst:.1%} (backend {got}, per packet {want})"

@@ -16,13 +16,13 @@ from simpy_astra.network.link import Transmission
 from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.packet.port import Port
+from simpy_astra.network.packet.solver import MIN_WEIGHT, TOLERANCE, Route, Unit, fifo_arrivals, max_min
 from simpy_astra.network.packet.switch import SwitchProcess
 from simpy_astra.network.packet.trains import (
     DEFAULT_PACKET_SIZE_BYTES,
     DEFAULT_SWITCH_BUFFER_BYTES,
     EMPTY_BYTES,
     MAX_ROUNDS,
-    TOLERANCE,
     PacketMessage,
     Train,
     TrainPath,
@@ -53,6 +53,7 @@ class PacketNetwork(LinkLevelNetwork):
                              f"one packet ({self.packet_size_bytes} bytes)")
         self._paths: dict[tuple[int, int], tuple[TrainPath, ...]] = {}
         self._pending: dict[Port, None] = {}  # links whose trains changed in this instant
+        self._seeds: list[Port] = []  # those of the instant being solved
         self._flush_armed = False
         super().__init__(env, dims, source)
 
@@ -193,10 +194,115 @@ class PacketNetwork(LinkLevelNetwork):
                 if port.flows:
                     busy.append(port)
             flow.first = b
+            hop_out = flow.hop_out  # what reached each hop from the buffer on, at the last rates
+            flow.drain_weights = (flow.in_rate,) + tuple(
+                hop_out[k][0] if hop_out is not None else flow.out_rate for k in range(b, len(flow.ports) - 1))
             flow.in_rate = 0.0
             busy.append(flow.ports[b])
+            busy += self._release_crossed(flow)
         if busy:
             self.reshare(busy)
+
+    @staticmethod
+    def _release_crossed(flow: Train) -> list[Port]:
+        """A drained train lets go of its leading hops that all its bytes have crossed (the
+        last hop stays until it is delivered); returns the freed links others still use."""
+        crossed = flow.crossed
+        if crossed is None or flow.left_bytes > 0:
+            return []
+        busy = []
+        last = len(flow.ports) - 1
+        while flow.first < last and crossed[flow.first] >= flow.size_bytes - EMPTY_BYTES:
+            port = flow.ports[flow.first]
+            port.release(flow)
+            if port.flows:
+                busy.append(port)
+            flow.first += 1
+        return busy
+
+    def _arm_hops(self, flow: Train, now: float) -> None:
+        """(Re-)arm the event of the next buffer along the train's path that its bytes leave
+        faster than they reach it and that empties: then that hop passes on no more than
+        arrives (or, crossed by every byte, is let go), and the rates are shared again.
+
+        As for the source's drain, a later instant than the pending one lets the pending
+        event fire and re-arm itself, so re-shares that move it later cost no event."""
+        soonest = self._next_empty(flow)
+        if soonest == math.inf:
+            flow.hop_ns = None
+            flow.hop_version += 1
+            return
+        at_ns = math.ceil(now + soonest - 1e-9)
+        if flow.hop_ns is not None and now <= flow.hop_ns <= at_ns:
+            return
+        flow.hop_ns = at_ns
+        flow.hop_version += 1
+        version = flow.hop_version
+        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._hop_emptied(flow, version))
+
+    @staticmethod
+    def _next_empty(flow: Train) -> float:
+        """How long until the first of the train's queues at its hops from the buffer on runs
+        out at the current rates (inf: none does)."""
+        hop_out = flow.hop_out
+        soonest = math.inf
+        start = max(flow.buf, flow.first)
+        for k in range(start, len(hop_out)):
+            queue = flow.queue(k) - PacketNetwork._floor(flow, k)
+            if queue <= 0:
+                continue
+            if k == start:
+                inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
+            else:
+                inflow = hop_out[k - 1][0]
+            net = hop_out[k][0] - inflow
+            if net > 0:
+                soonest = min(soonest, queue / net)
+        return soonest
+
+    @staticmethod
+    def _floor(flow: Train, hop: int) -> float:
+        """The queue under which a drained train's hop no longer counts as waiting: empty at its
+        first hop (nothing more arrives there), one packet further on, where bytes still arrive
+        (without that margin a hop would flip between draining its queue and passing on what
+        arrives, one re-share each, ever faster)."""
+        if hop <= flow.first:
+            return EMPTY_BYTES
+        return min(flow.path.packet_bytes, flow.size_bytes)
+
+    @staticmethod
+    def _ran_out(flow: Train) -> bool:
+        """Whether a queue the train was draining at one of its hops is empty now (or all its
+        bytes crossed its first hop), so that its rates must be shared again."""
+        hop_out = flow.hop_out
+        start = max(flow.buf, flow.first)
+        if flow.left_bytes <= 0 and flow.crossed[start] >= flow.size_bytes - EMPTY_BYTES:
+            return True
+        for k in range(start, len(hop_out)):
+            if flow.queue(k) <= PacketNetwork._floor(flow, k) + EMPTY_BYTES:
+                if k == start:
+                    inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
+                else:
+                    inflow = hop_out[k - 1][0]
+                if hop_out[k][0] > inflow * (1 + TOLERANCE):
+                    return True
+        return False
+
+    def _hop_emptied(self, flow: Train, version: int) -> None:
+        if flow.hop_version != version or flow.hop_out is None:
+            return
+        now = self.env.now
+        flow.hop_ns = None
+        flow.advance(now)
+        if flow.left_bytes <= 0 and flow.crossed[-1] >= flow.size_bytes - EMPTY_BYTES:
+            self.reshare(self._finish(flow, flow.buf))  # its last byte crossed the last hop
+            return
+        if not self._ran_out(flow):  # armed for a rate that has since dropped: nothing changed
+            self._arm_hops(flow, now)
+            return
+        busy = self._release_crossed(flow)
+        busy += [p for p in flow.ports[flow.first:] if p.flows]
+        self.reshare(busy)
 
     def _finish(self, flow: Train, hop: int) -> list[Port]:
         """The train's last byte left the source (``hop`` 0) or the buffer of ``hop``: free
@@ -209,6 +315,7 @@ class PacketNetwork(LinkLevelNetwork):
         if flow.buf:
             flow.ports[flow.buf].buffered.pop(flow, None)
         flow.version += 1  # a pending drain event is void
+        flow.hop_version += 1  # and so is a pending hop event
         message = flow.message
         packet = min(self.packet_size_bytes, flow.size_bytes)
         message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(packet, hop))
@@ -241,9 +348,8 @@ class PacketNetwork(LinkLevelNetwork):
                     seeds += self._finish(flow, flow.buf)
                 else:
                     del port.buffered[flow]
-                    flow.buf = 0
+                    flow.close_buffer()
                     flow.coupled = False
-                    flow.backlog_bytes = 0.0
         if port.full:
             for flow in port.buffered:
                 if flow.left_bytes > 0 and flow.in_rate > flow.out_rate * (1 + TOLERANCE):
@@ -280,6 +386,7 @@ class PacketNetwork(LinkLevelNetwork):
     def _flush(self, _event: Any) -> None:
         self._flush_armed = False
         seeds = list(self._pending)
+        self._seeds = seeds
         self._pending.clear()
         now = self.env.now
         ports: set[Port] = set(seeds)
@@ -305,10 +412,11 @@ class PacketNetwork(LinkLevelNetwork):
                 b = flow.buf
                 if not b:
                     k = flow.lim_in
+                    if k >= 1 and flow.cut:  # where FIFO inputs first cut it, if they do
+                        k = flow.cut
                     if k >= 1 and not flow.ports[k].full:
                         port = flow.ports[k]
-                        flow.buf = k
-                        flow.backlog_bytes = 0.0
+                        flow.open_buffer(k)
                         port.buffered[flow] = None
                         if port.switch is None:
                             port.switch = self.switch(port.src)
@@ -320,7 +428,7 @@ class PacketNetwork(LinkLevelNetwork):
                     flow.coupled = False
                 elif flow.backlog_bytes <= EMPTY_BYTES and flow.r_in <= flow.r_out * (1 + TOLERANCE):
                     del flow.ports[b].buffered[flow]
-                    flow.buf = 0
+                    flow.close_buffer()
                 elif flow.r_in > flow.r_out * (1 + TOLERANCE) and flow.ports[b].full:
                     flow.coupled = True
                 else:
@@ -334,133 +442,192 @@ class PacketNetwork(LinkLevelNetwork):
     def _max_min(self, flows) -> None:
         """Hierarchical max-min rates for the trains' units (results in ``r_in``/``lim_in``
         for the unit over the hops before the buffer, or the whole path, and ``r_out``/
-        ``lim_out`` for the unit from the buffer on).
+        ``lim_out`` for the unit from the buffer on), by :func:`~.solver.max_min`.
 
-        Progressive filling: every port offers each of its inputs (the link a unit arrives
-        on, or None for the device's own injection) an equal part of what the inputs whose
-        units are all frozen left, and each input's part is split evenly among its unfrozen
-        units; the smallest offer (or credit cap) freezes the units it was made to, at that
-        rate, with the hop that made it; offers are recomputed where those units pass."""
+        Where a transit input holds two trains, they are weighed as a FIFO input serves them
+        (in proportion to the rates they arrive at, from :func:`~.solver.fifo_arrivals`,
+        or for a backlog to the rate it came in at), and a buffered train's hops from its
+        buffer on are units of their own (``hop_out``): a FIFO cuts a flow at every
+        oversubscribed input it crosses, so the links between carry what it really moves
+        there. A hop whose buffer holds none of the train's bytes passes on no more than
+        reaches it. Elsewhere every weight is 1 (even splits) and the hops from the buffer
+        on are one unit."""
         if all(len(flow.ports) - flow.first == 1 for flow in flows):
             self._one_hop_shares(flows)
             return
-        units: list[list] = []  # [flow, first hop, end hop, is_out, cap]
-        inputs: dict[Port, dict[Any, list]] = {}  # port -> input -> [unfrozen, frozen sum, [(unit, hop)]]
+        arrivals = self._arrivals(flows)
+        units: list[Unit] = []
+        owners: list[tuple[Train, int, int]] = []  # (train, 0: in / whole, 1: out, 2: one hop of out; hop)
         for flow in flows:
-            h = len(flow.ports)
+            flow.hop_out = None
+            fp = flow.ports
+            h = len(fp)
             b = flow.buf
-            caps = flow.path.credit_caps
-            if flow.left_bytes <= 0:
-                spans = ((b, h, True),)
+            first = flow.first
+            path = flow.path
+            caps = path.credit_caps
+            rates = arrivals.get(flow) if arrivals is not None else None
+            drained = flow.left_bytes <= 0
+            if rates is None:
+                weights = [1.0] * h
+                flow.cut = 0
+            else:  # the rate on the link before each hop (hop 0: the source's round robin)
+                weights = [1.0] * h
+                for i in range(max(1, first), h):
+                    if drained and flow.queue(i) > EMPTY_BYTES:
+                        weights[i] = max(MIN_WEIGHT, flow.drain_weights[i - b])
+                    elif flow.coupled:  # held back at its source by credits, not cut on its way:
+                        weights[i] = max(MIN_WEIGHT, rates[0])  # it arrives as it is injected
+                    elif i > first:
+                        weights[i] = max(MIN_WEIGHT, rates[i - 1 - first])
+                    else:
+                        weights[i] = MIN_WEIGHT
+                top = rates[0] * (1 - 1e-6)
+                flow.cut = 0 if drained else next((k for k in range(1, len(rates)) if rates[k] < top), 0)
+            if drained:
+                spans = ((first, h, 1),)
             elif not b or flow.coupled:
-                spans = ((0, h, False),)
+                spans = ((0, h, 0),)
             else:
-                spans = ((0, b, False), (b, h, True))
-            for a, e, is_out in spans:
-                cap = min(caps[a:e]) if flow.path.min_cap != math.inf else math.inf
-                u = len(units)
-                units.append([flow, a, e, is_out, cap])
-                fp = flow.ports
-                for i in range(a, e):
-                    port = fp[i]
-                    key = fp[i - 1] if i else None
-                    by_input = inputs.get(port)
-                    if by_input is None:
-                        by_input = inputs[port] = {}
-                    slot = by_input.get(key)
-                    if slot is None:
-                        slot = by_input[key] = [0, 0.0, []]
-                    slot[0] += 1
-                    slot[2].append((u, i))
-        state = {p: [p.capacity_bytes_per_ns, len(by_input)] for p, by_input in inputs.items()}  # spare, open
-        offers: dict[Port, float] = {}
-
-        def offer(port: Port) -> float:
-            spare, n_open = state[port]
-            share = spare / n_open
-            return min((share - slot[1]) / slot[0] for slot in inputs[port].values() if slot[0])
-
-        for port in inputs:
-            offers[port] = offer(port)
-        capped = [u for u, unit in enumerate(units) if unit[4] != math.inf]
-        rate: list[float | None] = [None] * len(units)
-        limit = [0] * len(units)
-        waiting = len(units)
-        while waiting:
-            level = min(offers.values()) if offers else math.inf
-            if capped:
-                cap_level = min((units[u][4] for u in capped if rate[u] is None), default=math.inf)
-                level = min(level, cap_level)
-            level = max(level, 0.0)
-            top = level * (1 + TOLERANCE) + 1e-15
-            hits: dict[int, int] = {}
-            for port, value in offers.items():
-                if value <= top:
-                    spare, n_open = state[port]
-                    share = spare / n_open
-                    for slot in inputs[port].values():
-                        if slot[0] and (share - slot[1]) / slot[0] <= top:
-                            for u, i in slot[2]:
-                                if rate[u] is None and (u not in hits or i < hits[u]):
-                                    hits[u] = i
-            for u in capped:
-                if rate[u] is None and u not in hits and units[u][4] <= top:
-                    flow, a, e = units[u][0], units[u][1], units[u][2]
-                    hits[u] = ~flow.path.credit_caps.index(units[u][4], a, e)
-            dirty: set[Port] = set()
-            for u, hop in hits.items():
-                rate[u] = level
-                limit[u] = hop
-                waiting -= 1
-                flow, a, e = units[u][0], units[u][1], units[u][2]
-                fp = flow.ports
-                for i in range(a, e):
-                    port = fp[i]
-                    slot = inputs[port][fp[i - 1] if i else None]
-                    slot[0] -= 1
-                    slot[1] += level
-                    if not slot[0]:
-                        st = state[port]
-                        st[0] -= slot[1]
-                        st[1] -= 1
-                    dirty.add(port)
-            for port in dirty:
-                if state[port][1]:
-                    offers[port] = offer(port)
+                spans = ((0, b, 0), (b, h, 1))
+            for a, e, kind in spans:
+                if kind and rates is not None:
+                    for i in range(a, e):
+                        cap, cap_limit = caps[i], ~i
+                        if not self._waits(flow, i):  # nothing waits here: no more than arrives
+                            arrive = rates[i - 1 - first] if i > first else 0.0
+                            if arrive < cap:
+                                cap, cap_limit = arrive, i
+                        units.append(Unit((fp[i],), (path.inputs[i],), (weights[i],), i, cap, cap_limit))
+                        owners.append((flow, 2, i))
+                    continue
+                if path.min_cap != math.inf:
+                    cap = min(caps[a:e])
+                    cap_limit = ~caps.index(cap, a, e)
                 else:
-                    offers.pop(port, None)
-        for u, unit in enumerate(units):
-            flow = unit[0]
-            if unit[3]:
-                flow.r_out, flow.lim_out = rate[u], limit[u]
+                    cap, cap_limit = math.inf, 0
+                units.append(Unit(fp[a:e], path.inputs[a:e],
+                                  tuple(weights[a:e]), a, cap, cap_limit))
+                owners.append((flow, kind, a))
+        rate, limit = max_min(units, {p: p.capacity_bytes_per_ns for unit in units for p in unit.ports})
+        split: list[Train] = []
+        for (flow, kind, hop), r, lim in zip(owners, rate, limit, strict=True):
+            if kind == 2:
+                if flow.hop_out is None:
+                    flow.hop_out = [(0.0, 0)] * len(flow.ports)
+                    split.append(flow)
+                flow.hop_out[hop] = (r, lim)
+            elif kind:
+                flow.r_out, flow.lim_out = r, lim
             else:
-                flow.r_in, flow.lim_in = rate[u], limit[u]
-            if not flow.buf or flow.coupled:
-                if not unit[3]:
-                    flow.r_out, flow.lim_out = rate[u], limit[u]
+                flow.r_in, flow.lim_in = r, lim
+                if not flow.buf or flow.coupled:
+                    flow.r_out, flow.lim_out = r, lim
+        for flow in split:  # a hop where nothing waits passes on no more than the hop before it
+            hop_out = flow.hop_out
+            start = max(flow.buf, flow.first)
+            upstream = flow.r_in if flow.left_bytes > 0 else 0.0
+            for i in range(start, len(hop_out)):
+                r, lim = hop_out[i]
+                if r > upstream and not self._waits(flow, i):
+                    hop_out[i] = (upstream, i)
+                upstream = hop_out[i][0]
+            flow.r_out, flow.lim_out = hop_out[-1]
+
+    @staticmethod
+    def _waits(flow: Train, hop: int) -> bool:
+        """Whether bytes of the buffered train wait at ``hop``'s port, so that it may pass on
+        more than reaches it: its buffer while its source sends (its backlog is counted there),
+        and, once the source is drained, every hop whose queue is not empty."""
+        if flow.left_bytes > 0:
+            return hop == flow.buf
+        return flow.queue(hop) > PacketNetwork._floor(flow, hop) + EMPTY_BYTES
+
+    def _arrivals(self, flows) -> dict[Train, list[float]] | None:
+        """Each train's rate on each link it still holds as FIFO inputs pass it on
+        (:func:`~.solver.fifo_arrivals`), or None if no transit input holds two trains (then
+        no input has a split to weigh, and every weight is 1; so too if no path has more than
+        two hops: a transit input then carries trains just injected by one source, which
+        round robin gives equal rates, so its split is even as it is; a drained train's
+        backlog there is weighed like the others, an approximation that buys st5's 64-NPU
+        switch its speed back)."""
+        if all(len(flow.ports) <= 2 for flow in flows):
+            return None
+        seen: set[tuple[Port, Port]] = set()
+        shared = False
+        for flow in flows:
+            fp = flow.ports
+            for i in range(max(1, flow.first), len(fp)):
+                pair = (fp[i], fp[i - 1])
+                if pair in seen:
+                    shared = True
+                    break
+                seen.add(pair)
+            if shared:
+                break
+        if not shared:
+            return None
+        order = list(flows)
+        routes = []
+        for flow in order:
+            first, fp, b = flow.first, flow.ports, flow.buf
+            n = len(fp) - first
+            if not b:  # (most trains: nothing held anywhere, every weight what arrives)
+                held, weights = (False,) * n, (None,) * n
+            else:
+                held = tuple(i >= b and PacketNetwork._waits(flow, i) for i in range(first, len(fp)))
+                if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
+                    weights = tuple(max(MIN_WEIGHT, flow.drain_weights[i - b]) if w
+                                    else (None if i > first else MIN_WEIGHT)
+                                    for i, w in zip(range(first, len(fp)), held, strict=True))
+                else:
+                    weights = (None,) * n
+            routes.append(Route(fp[first:], flow.path.inputs[first:], held, weights))
+        # from the last solution: only the links of this instant's changes, and of trains
+        # whose route changed since, need computing again (and what that moves)
+        changed = set(self._seeds)
+        for flow, route in zip(order, routes, strict=True):
+            if flow.arrivals is None or route != flow.route:
+                changed.update(route.ports)
+                flow.route = route
+        rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
+                              [f.arrivals[f.first:] if f.arrivals is not None else None for f in order], changed)
+        for flow, got in zip(order, rates, strict=True):
+            flow.arrivals = [0.0] * flow.first + got
+        return dict(zip(order, rates, strict=True))
 
     @staticmethod
     def _one_hop_shares(flows) -> None:
         """:meth:`_max_min` when every train has one link left (the last hop, no credit loop):
         links do not interact, so each link's inputs share it evenly and each input's part
-        goes evenly to its trains."""
-        per_port: dict[Port, dict[Any, int]] = {}
+        goes to its trains in proportion to the rates their backlogs arrived at (FIFO; a
+        train still at its source is alone in its injection input's even split)."""
+        per_port: dict[Port, dict[Any, list]] = {}  # port -> input -> [count, weight sum]
         for flow in flows:
             i = flow.first
             port = flow.ports[i]
             key = flow.ports[i - 1] if i else None
+            weight = max(MIN_WEIGHT, flow.drain_weights[i - flow.buf]) if i else 1.0
             counts = per_port.get(port)
             if counts is None:
-                per_port[port] = {key: 1}
+                per_port[port] = {key: [1, weight]}
             else:
-                counts[key] = counts.get(key, 0) + 1
+                slot = counts.get(key)
+                if slot is None:
+                    counts[key] = [1, weight]
+                else:
+                    slot[0] += 1
+                    slot[1] += weight
         for flow in flows:
             i = flow.first
             port = flow.ports[i]
             counts = per_port[port]
-            rate = port.capacity_bytes_per_ns / len(counts) / counts[flow.ports[i - 1] if i else None]
+            slot = counts[flow.ports[i - 1] if i else None]
+            weight = max(MIN_WEIGHT, flow.drain_weights[i - flow.buf]) if i else 1.0
+            rate = port.capacity_bytes_per_ns / len(counts) * weight / slot[1]
             flow.r_in = flow.r_out = rate
             flow.lim_in = flow.lim_out = i
+            flow.hop_out = None
 
     def _apply(self, flows, ports, now: float) -> None:
         """Take the solved rates: re-arm drains, set the links' loads, mark the stalls and wake
@@ -487,6 +654,8 @@ class PacketNetwork(LinkLevelNetwork):
                 port = fp[i]
                 if i < split:
                     r, lim = flow.in_rate, flow.lim_in
+                elif flow.hop_out is not None:
+                    r, lim = flow.hop_out[i]
                 else:
                     r, lim = flow.out_rate, flow.lim_out
                 load[port] += r
@@ -495,6 +664,11 @@ class PacketNetwork(LinkLevelNetwork):
                     held.add(port)
             if b:
                 buffers[fp[b]] = None
+                if flow.hop_out is not None and flow.left_bytes <= 0:
+                    self._arm_hops(flow, now)
+                else:
+                    flow.hop_ns = None
+                    flow.hop_version += 1
         for port in ports:
             port._set_load(load[port])
             saturated = port.load_bytes_per_ns >= port.capacity_bytes_per_ns * (1 - 1e-6)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import simpy
 from simpy.events import Timeout
 
-from simpy_astra.network.packet.trains import EMPTY_BYTES, MAX_ROUNDS, TOLERANCE
+from simpy_astra.network.packet.solver import TOLERANCE
+from simpy_astra.network.packet.trains import EMPTY_BYTES, MAX_ROUNDS
 
 if TYPE_CHECKING:
     from simpy_astra.network.packet.port import Port

@@ -25,10 +25,6 @@ DEFAULT_PACKET_SIZE_BYTES = 4096
 DEFAULT_SWITCH_BUFFER_BYTES = 1 << 20
 
 
-#: relative tolerance under which a port counts as saturated / two fair shares as equal
-TOLERANCE = 1e-9
-
-
 #: a backlog of at most this many bytes is empty (floating-point dust)
 EMPTY_BYTES = 1e-3
 
@@ -51,14 +47,17 @@ class PacketMessage:
 
 
 class TrainPath:
-    """One path's ports and what is fixed per path: summed latency, the slowest link,
+    """One path's ports, the input each is entered from, and what is fixed per path: summed
+    latency, the slowest link,
     ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
 
-    __slots__ = ("ports", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
+    __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
                  "credit_caps", "min_cap", "min_from")
 
     def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float) -> None:
         self.ports = ports
+        # the input each hop is entered from: the link before it (None: the source's injection)
+        self.inputs = (None,) + ports[:-1]
         self.packet_bytes = packet_bytes
         self.buffer_bytes = buffer_bytes
         self.latency_ns = sum(p.latency_ns for p in ports)
@@ -92,14 +91,21 @@ class Train:
 
     ``left_bytes`` is what had not left the source at ``since``; ``buf`` the hop whose
     port's buffer holds its ``backlog_bytes`` (0: none); ``in_rate`` its bytes per ns on the
-    hops before ``buf`` (on every hop when ``buf`` is 0), ``out_rate`` from ``buf`` on;
-    ``coupled``: its buffer is full, so credits hold ``in_rate`` to ``out_rate``; ``first``
-    the first hop it still holds (``buf`` once its source is drained); ``version`` makes a
-    superseded drain event harmless."""
+    hops before ``buf`` (on every hop when ``buf`` is 0), ``out_rate`` from ``buf`` on (on
+    the last hop, what is delivered, when the hops from ``buf`` on have rates of their own:
+    ``hop_out``, per hop of the path, set where FIFO inputs cut it at several hops);
+    ``crossed`` (while buffered) the bytes that crossed each hop from ``buf`` on, so that
+    its backlog is known per buffer it really sits in; ``coupled``: its buffer is full, so
+    credits hold ``in_rate`` to ``out_rate``; ``first`` the first hop it still holds (``buf``
+    once its source is drained, later ones as its bytes cross them); ``drain_weights`` once
+    its source is drained, the rate its bytes came in at on each hop from ``buf`` on (their
+    weights in the FIFOs that hold them: a FIFO holds a flow's bytes in the proportion they
+    arrived in); ``version`` and ``hop_version`` make superseded drain and hop events
+    harmless."""
 
     __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since", "in_rate",
-                 "out_rate", "buf", "coupled", "first", "r_in", "lim_in", "r_out", "lim_out", "version",
-                 "drain_ns", "timer_ns")
+                 "out_rate", "buf", "coupled", "first", "drain_weights", "cut", "hop_out", "crossed", "r_in",
+                 "lim_in", "r_out", "lim_out", "version", "hop_version", "hop_ns", "drain_ns", "timer_ns", "arrivals", "route")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -113,9 +119,17 @@ class Train:
         self.buf = 0
         self.coupled = False
         self.first = 0
+        self.drain_weights: tuple[float, ...] = ()
+        self.cut = 0  # the first hop at which FIFO inputs would cut its rate (0: none)
+        self.hop_out: list[tuple[float, int]] | None = None  # (rate, limit) per hop, from ``buf`` on
+        self.crossed: list[float] | None = None  # bytes across each hop, from ``buf`` on
         self.r_in = self.r_out = 0.0  # the current solution's rates and the hops that set them
         self.lim_in = self.lim_out = 0
         self.version = 0
+        self.hop_version = 0
+        self.hop_ns: int | None = None  # when the pending hop event fires
+        self.arrivals: list[float] | None = None  # the last FIFO arrival rates per hop (a warm start)
+        self.route: Any = None  # the solver.Route those were computed for
         self.drain_ns = 0  # when the last byte leaves the source at the current rate
         self.timer_ns: int | None = None  # when the pending drain event fires
 
@@ -125,6 +139,13 @@ class Train:
         dt = now - self.since
         sent = min(self.left_bytes, self.in_rate * dt) if self.left_bytes > 0 else 0.0
         return max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
+
+    def queue(self, hop: int) -> float:
+        """Its bytes waiting in the buffer of hop ``hop`` (at ``since``): crossed the hop before,
+        not this one."""
+        crossed = self.crossed
+        upstream = self.size_bytes - self.left_bytes if hop == self.buf else crossed[hop - 1]
+        return max(0.0, upstream - crossed[hop])
 
     def advance(self, now: float) -> None:
         """Account what moved since ``since`` at the current rates."""
@@ -136,7 +157,26 @@ class Train:
         self.left_bytes = left - sent
         if self.buf:
             self.backlog_bytes = max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
+            crossed = self.crossed
+            if crossed is not None:
+                hop_out = self.hop_out
+                upstream = self.size_bytes - self.left_bytes
+                for k in range(max(self.buf, self.first), len(crossed)):
+                    rate = hop_out[k][0] if hop_out is not None else self.out_rate
+                    crossed[k] = upstream = min(upstream, crossed[k] + rate * dt)
         self.since = now
+
+    def open_buffer(self, hop: int) -> None:
+        """Its buffer is now at hop ``hop``, empty: every hop from there has carried what left."""
+        self.buf = hop
+        self.backlog_bytes = 0.0
+        self.crossed = [self.size_bytes - self.left_bytes] * len(self.ports)
+
+    def close_buffer(self) -> None:
+        self.buf = 0
+        self.backlog_bytes = 0.0
+        self.crossed = None
+        self.hop_out = None
 
 
 def limit_hop(lim: int) -> int:

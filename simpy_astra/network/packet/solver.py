@@ -1,0 +1,275 @@
+"""The packet backend's rate solver: pure functions over small records, so that the sharing
+rule can be read and tested apart from the trains and the SimPy processes that use it.
+
+The rule is that of an output port with a FIFO per input: the port serves its inputs (the
+links that feed it, and the device's own injection) round robin, and a transit input, being
+one FIFO, serves its flows in proportion to how fast they arrive -- not evenly. A flow
+that reaches an input already cut upstream (a long flow) gets less of it than one that
+arrives at its injection share (a short one). The injection input interleaves its flows
+evenly (a NIC's round robin over its messages).
+
+Two steps: :func:`fifo_arrivals` estimates each flow's rate on every link of its path as
+FIFO inputs with unbounded buffers pass it on (each hop's rate is what the upstream link
+delivers, cut in proportion where an input is oversubscribed), to a fixed point over the
+whole component (routes may form a cycle, as on a ring); :func:`max_min` then gives the
+trains' units (a span of hops moving at one rate) hierarchical max-min rates in which an
+input's part goes to its units in proportion to those arrival rates (their weights).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Hashable, Mapping, Sequence
+from typing import NamedTuple
+
+#: relative tolerance under which a port counts as saturated / two fair shares as equal
+TOLERANCE = 1e-9
+
+#: sweeps of :func:`fifo_arrivals` at most, the relative change that ends them earlier, and
+#: the significant digits its rates are rounded to (weights need few, and flows placed alike
+#: then weigh exactly alike, so that their events fall on the same instants)
+ARRIVAL_SWEEPS = 60
+ARRIVAL_SETTLED = 1e-9
+ARRIVAL_DIGITS = 6
+
+#: the weight below which an arrival counts as none (a weight of 0 would take no share at all)
+MIN_WEIGHT = 1e-12
+
+
+SWEEPS: list = []
+
+
+class Route(NamedTuple):
+    """What :func:`fifo_arrivals` needs of a train: the links it still crosses, the input each
+    is entered from (``None`` for the source's injection), which of those inputs hold a
+    backlog of it (they take what they are offered, even beyond what arrives), and its
+    weight in each input (``None``: the rate it arrives at; a backlog's weight is the rate
+    it came in at, since a FIFO holds a flow's bytes in that proportion). A route that does
+    not start at its source starts at a backlog, whose weight must be given."""
+
+    ports: tuple[Hashable, ...]
+    inputs: tuple[Hashable, ...]
+    backlogged: tuple[bool, ...]
+    weights: tuple[float | None, ...]
+
+
+class Unit(NamedTuple):
+    """A span of hops moving at one rate: its links, the input each is entered from, the
+    unit's weight within each of those inputs, the path hop of its first link, and the
+    tightest credit-loop cap over the span with its limit code (``~hop``)."""
+
+    ports: tuple[Hashable, ...]
+    inputs: tuple[Hashable, ...]
+    weights: tuple[float, ...]
+    first_hop: int
+    cap: float
+    cap_limit: int
+
+
+def _water_fill(capacity: float, demands: list[float]) -> list[float]:
+    """Max-min shares of ``capacity`` for ``demands`` (``inf``: takes all it is given)."""
+    shares = [0.0] * len(demands)
+    order = sorted(range(len(demands)), key=demands.__getitem__)
+    left, n = capacity, len(demands)
+    for k, i in enumerate(order):
+        give = min(demands[i], left / (n - k))
+        shares[i] = give
+        left -= give
+    return shares
+
+
+def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
+                  start: Sequence[Sequence[float] | None] | None = None,
+                  changed: Collection[Hashable] | None = None) -> list[list[float]]:
+    """Each route's rate on each of its links when every port serves its inputs round robin
+    (max-min over the inputs' demands), each transit input is a FIFO (an oversubscribed one
+    cuts its flows' rates in the same proportion; a backlogged one serves its share in
+    proportion to the weights), sources inject without limit and buffers are unbounded.
+
+    Solved by sweeps to a fixed point: a hop's rate depends on the hop before it, and on a
+    cycle of routes (a ring) on itself. A sweep uses the rates it has just computed (Gauss-
+    Seidel: a chain of hops settles in few sweeps); it settles far below the rounding of the
+    result, so routes placed alike get alike rates whatever their order; ``start`` (per
+    route, or None) is where the sweeps begin,
+    e.g. the last solution, which is usually close. If it is that solution, ``changed`` may
+    name the ports whose members or capacity changed since (every route without a start
+    must cross one): the first sweep computes only those, and later ones what they changed."""
+    # port -> [(input, [(route, hop)], [fixed weight or None], [backlogged])]; injection: input None
+    grouped: dict[Hashable, dict[Hashable, list[tuple[int, int]]]] = {}
+    for r, route in enumerate(routes):
+        k = 0
+        for port, key in zip(route.ports, route.inputs, strict=True):
+            by_input = grouped.get(port)
+            if by_input is None:
+                grouped[port] = {key: [(r, k)]}
+            else:
+                members = by_input.get(key)
+                if members is None:
+                    by_input[key] = [(r, k)]
+                else:
+                    members.append((r, k))
+            k += 1
+    slots: dict[Hashable, list] = {}  # port -> [(input, members, fixed weights, backlogged)], as needed
+    rates = [list(first) if first is not None and len(first) == len(route.ports)
+             else [capacity[p] for p in route.ports]
+             for route, first in zip(routes, start or [None] * len(routes), strict=True)]
+    dirty = set(grouped) if changed is None else set(changed)  # ports whose arrivals changed
+    touched = {r for r, first in enumerate(start or [None] * len(routes)) if first is None}
+    order = list(grouped)  # (a fixed order: the same result whatever the set's)
+    for _sweep in range(ARRIVAL_SWEEPS):
+        moved = 0.0
+        later: set[Hashable] = set()
+        for port in order:
+            if port not in dirty:
+                continue
+            inputs = slots.get(port)
+            if inputs is None:
+                inputs = slots[port] = [
+                    (key, members, [routes[r].weights[k] for r, k in members],
+                     [routes[r].backlogged[k] for r, k in members]) for key, members in grouped[port].items()]
+            demands: list[float] = []
+            arrivals: list[list[float]] = []
+            for key, members, fixed, held in inputs:
+                got = []
+                for (r, k), weight in zip(members, fixed, strict=True):
+                    if weight is None:
+                        weight = rates[r][k - 1] if k else math.inf  # at k 0: the source always has bytes
+                    got.append(max(weight, MIN_WEIGHT))
+                arrivals.append(got)
+                demands.append(math.inf if key is None or any(held) else sum(got))
+            shares = _water_fill(capacity[port], demands)
+            for (key, members, _fixed, held), got, share in zip(inputs, arrivals, shares, strict=True):
+                if key is None:  # the source's round robin over its flows
+                    new = [share / len(members)] * len(members)
+                else:
+                    total = sum(got)
+                    scale = share / total if total > 0 else 0.0
+                    if scale <= 1.0 or all(held):
+                        new = [a * scale for a in got]
+                    elif not any(held):
+                        new = got
+                    else:  # what a flow without a backlog leaves at is what arrives; the backlogs get the rest
+                        passing = sum(a for a, h in zip(got, held, strict=True) if not h)
+                        scale = (share - passing) / (total - passing)
+                        new = [a * scale if h else a for a, h in zip(got, held, strict=True)]
+                for (r, k), value in zip(members, new, strict=True):
+                    old = rates[r][k]
+                    if old != value:
+                        moved = max(moved, abs(old - value) / max(old, value))
+                        rates[r][k] = value  # (Gauss-Seidel: later ports this sweep see it)
+                        touched.add(r)
+                        ports = routes[r].ports
+                        if k + 1 < len(ports):
+                            later.add(ports[k + 1])
+        # every hop computed from the last sweep's rates, then all set at once (Jacobi)
+        dirty = later
+        if moved <= ARRIVAL_SETTLED or not dirty:
+            break
+    SWEEPS.append((_sweep, moved))
+    for r in touched:  # (the others kept their start, rounded already)
+        rates[r] = [float(f"{v:.{ARRIVAL_DIGITS}g}") for v in rates[r]]
+    return rates
+
+
+def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[list[float], list[int]]:
+    """Hierarchical max-min rates for ``units`` and the limit that set each: the path hop
+    of the port that froze it, or ``~hop`` of the credit loop that capped it.
+
+    Progressive filling: every port offers each of its inputs an equal part of what the
+    inputs whose units are all frozen left, and each input's part is split among its
+    unfrozen units in proportion to their weights (a FIFO input); the smallest offer (or
+    credit cap) freezes the units it was made to, at that rate, with the hop that made it;
+    offers are recomputed where those units pass. A unit freezing below its offer only raises
+    the others' offers, so each freeze is final."""
+    # port -> input -> [unfrozen weight, frozen rate sum, [(unit, hop, weight)], unfrozen count,
+    #                   the weight every member has (None if they differ)]
+    inputs: dict[Hashable, dict[Hashable, list]] = {}
+    for u, unit in enumerate(units):
+        hop = unit.first_hop
+        for port, key, weight in zip(unit.ports, unit.inputs, unit.weights, strict=True):
+            by_input = inputs.get(port)
+            if by_input is None:
+                by_input = inputs[port] = {}
+            slot = by_input.get(key)
+            if slot is None:
+                by_input[key] = [weight, 0.0, [(u, hop, weight)], 1, weight]
+            else:
+                slot[0] += weight
+                slot[2].append((u, hop, weight))
+                slot[3] += 1
+                if slot[4] != weight:
+                    slot[4] = None
+            hop += 1
+    state = {p: [capacity[p], len(by_input)] for p, by_input in inputs.items()}  # spare, open inputs
+    rate: list[float | None] = [None] * len(units)
+    limit = [0] * len(units)
+
+    def per_weight(slot: list, share: float) -> float:
+        """What one unit of weight is offered in ``slot`` (an even split if all weigh the same)."""
+        if slot[4] is not None:
+            return (share - slot[1]) / slot[3] / slot[4]
+        return (share - slot[1]) / slot[0]
+
+    def offer(port: Hashable) -> float:
+        spare, n_open = state[port]
+        share = spare / n_open
+        best = math.inf
+        for slot in inputs[port].values():
+            if slot[3]:
+                if slot[4] is not None:
+                    value = (share - slot[1]) / slot[3]
+                else:
+                    value = (share - slot[1]) / slot[0] * min(w for u, _h, w in slot[2] if rate[u] is None)
+                best = min(best, value)
+        return best
+
+    offers = {port: offer(port) for port in inputs}
+    capped = [u for u, unit in enumerate(units) if unit.cap != math.inf]
+    waiting = len(units)
+    while waiting:
+        level = min(offers.values()) if offers else math.inf
+        if capped:
+            level = min(level, min((units[u].cap for u in capped if rate[u] is None), default=math.inf))
+        level = max(level, 0.0)
+        top = level * (1 + TOLERANCE) + 1e-15
+        hits: dict[int, int] = {}
+        for port, value in offers.items():
+            if value <= top:
+                spare, n_open = state[port]
+                share = spare / n_open
+                for slot in inputs[port].values():
+                    if not slot[3]:
+                        continue
+                    each = per_weight(slot, share)
+                    for u, hop, weight in slot[2]:
+                        if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u]):
+                            hits[u] = hop
+        for u in capped:
+            if rate[u] is None and u not in hits and units[u].cap <= top:
+                hits[u] = units[u].cap_limit
+        dirty: set[Hashable] = set()
+        for u, hop in hits.items():
+            rate[u] = level
+            limit[u] = hop
+            waiting -= 1
+            unit = units[u]
+            for port, key, weight in zip(unit.ports, unit.inputs, unit.weights, strict=True):
+                slot = inputs[port][key]
+                slot[1] += level
+                slot[3] -= 1
+                if slot[3]:
+                    slot[0] -= weight
+                    if slot[4] is None and slot[0] <= weight * 1e-6:  # rounding: sum again
+                        slot[0] = sum(w for v, _h, w in slot[2] if rate[v] is None)
+                else:
+                    slot[0] = 0.0
+                    st = state[port]
+                    st[0] -= slot[1]
+                    st[1] -= 1
+                dirty.add(port)
+        for port in dirty:
+            if state[port][1]:
+                offers[port] = offer(port)
+            else:
+                offers.pop(port, None)
+    return rate, limit  # type: ignore[return-value]
