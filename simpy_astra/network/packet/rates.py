@@ -1,0 +1,214 @@
+"""How the trains of one instant get their rates: each train becomes units for the max-min
+solver (the hops before its buffer, the hops from it on, or single hops where a FIFO input
+cuts it), weighed as FIFO inputs serve them, and the solved rates are written back to the
+train (``r_in``/``lim_in``, ``r_out``/``lim_out``, ``hop_out``). Pure solving lives in
+:mod:`~simpy_astra.network.packet.solver`; keeping buffers and timers is the network's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simpy_astra.network.packet.port import Port
+from simpy_astra.network.packet.solver import MIN_WEIGHT, Route, Unit, fifo_arrivals, max_min
+from simpy_astra.network.packet.trains import EMPTY_BYTES, Train
+
+
+def floor_bytes(flow: Train, hop: int) -> float:
+    """The queue under which a drained train's hop no longer counts as waiting: empty at its
+    first hop (nothing more arrives there), one packet further on, where bytes still arrive
+    (without that margin a hop would flip between draining its queue and passing on what
+    arrives, one re-share each, ever faster)."""
+    if hop <= flow.first:
+        return EMPTY_BYTES
+    return min(flow.path.packet_bytes, flow.size_bytes)
+
+
+def train_rates(flows, seeds: list[Port]) -> None:
+    """Hierarchical max-min rates for the trains' units (results in ``r_in``/``lim_in``
+    for the unit over the hops before the buffer, or the whole path, and ``r_out``/
+    ``lim_out`` for the unit from the buffer on), by :func:`~.solver.max_min`.
+
+    Where a transit input holds two trains, they are weighed as a FIFO input serves them
+    (in proportion to the rates they arrive at, from :func:`~.solver.fifo_arrivals`,
+    or for a backlog to the rate it came in at), and a buffered train's hops from its
+    buffer on are units of their own (``hop_out``): a FIFO cuts a flow at every
+    oversubscribed input it crosses, so the links between carry what it really moves
+    there. A hop whose buffer holds none of the train's bytes passes on no more than
+    reaches it. Elsewhere every weight is 1 (even splits) and the hops from the buffer
+    on are one unit."""
+    if all(len(flow.ports) - flow.first == 1 for flow in flows):
+        one_hop_shares(flows)
+        return
+    arrivals = arrival_rates(flows, seeds)
+    units: list[Unit] = []
+    owners: list[tuple[Train, int, int]] = []  # (train, 0: in / whole, 1: out, 2: one hop of out; hop)
+    for flow in flows:
+        flow.hop_out = None
+        fp = flow.ports
+        h = len(fp)
+        b = flow.buf
+        first = flow.first
+        path = flow.path
+        caps = path.credit_caps
+        rates = arrivals.get(flow) if arrivals is not None else None
+        drained = flow.left_bytes <= 0
+        if rates is None:
+            weights = [1.0] * h
+            flow.cut = 0
+        else:  # the rate on the link before each hop (hop 0: the source's round robin)
+            weights = [1.0] * h
+            for i in range(max(1, first), h):
+                if drained and flow.queue(i) > EMPTY_BYTES:
+                    weights[i] = max(MIN_WEIGHT, flow.drain_weights[i - b])
+                elif flow.coupled:  # held back at its source by credits, not cut on its way:
+                    weights[i] = max(MIN_WEIGHT, rates[0])  # it arrives as it is injected
+                elif i > first:
+                    weights[i] = max(MIN_WEIGHT, rates[i - 1 - first])
+                else:
+                    weights[i] = MIN_WEIGHT
+            top = rates[0] * (1 - 1e-6)
+            flow.cut = 0 if drained else next((k for k in range(1, len(rates)) if rates[k] < top), 0)
+        if drained:
+            spans = ((first, h, 1),)
+        elif not b or flow.coupled:
+            spans = ((0, h, 0),)
+        else:
+            spans = ((0, b, 0), (b, h, 1))
+        for a, e, kind in spans:
+            if kind and rates is not None:
+                for i in range(a, e):
+                    cap, cap_limit = caps[i], ~i
+                    if not waits(flow, i):  # nothing waits here: no more than arrives
+                        arrive = rates[i - 1 - first] if i > first else 0.0
+                        if arrive < cap:
+                            cap, cap_limit = arrive, i
+                    units.append(Unit((fp[i],), (path.inputs[i],), (weights[i],), i, cap, cap_limit))
+                    owners.append((flow, 2, i))
+                continue
+            if path.min_cap != math.inf:
+                cap = min(caps[a:e])
+                cap_limit = ~caps.index(cap, a, e)
+            else:
+                cap, cap_limit = math.inf, 0
+            units.append(Unit(fp[a:e], path.inputs[a:e],
+                              tuple(weights[a:e]), a, cap, cap_limit))
+            owners.append((flow, kind, a))
+    rate, limit = max_min(units, {p: p.capacity_bytes_per_ns for unit in units for p in unit.ports})
+    split: list[Train] = []
+    for (flow, kind, hop), r, lim in zip(owners, rate, limit, strict=True):
+        if kind == 2:
+            if flow.hop_out is None:
+                flow.hop_out = [(0.0, 0)] * len(flow.ports)
+                split.append(flow)
+            flow.hop_out[hop] = (r, lim)
+        elif kind:
+            flow.r_out, flow.lim_out = r, lim
+        else:
+            flow.r_in, flow.lim_in = r, lim
+            if not flow.buf or flow.coupled:
+                flow.r_out, flow.lim_out = r, lim
+    for flow in split:  # a hop where nothing waits passes on no more than the hop before it
+        hop_out = flow.hop_out
+        start = max(flow.buf, flow.first)
+        upstream = flow.r_in if flow.left_bytes > 0 else 0.0
+        for i in range(start, len(hop_out)):
+            r, lim = hop_out[i]
+            if r > upstream and not waits(flow, i):
+                hop_out[i] = (upstream, i)
+            upstream = hop_out[i][0]
+        flow.r_out, flow.lim_out = hop_out[-1]
+
+def waits(flow: Train, hop: int) -> bool:
+    """Whether bytes of the buffered train wait at ``hop``'s port, so that it may pass on
+    more than reaches it: its buffer while its source sends (its backlog is counted there),
+    and, once the source is drained, every hop whose queue is not empty."""
+    if flow.left_bytes > 0:
+        return hop == flow.buf
+    return flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES
+
+def arrival_rates(flows, seeds: list[Port]) -> dict[Train, list[float]] | None:
+    """Each train's rate on each link it still holds as FIFO inputs pass it on
+    (:func:`~.solver.fifo_arrivals`), or None if no transit input holds two trains (then
+    no input has a split to weigh, and every weight is 1; so too if no path has more than
+    two hops: a transit input then carries trains just injected by one source, which
+    round robin gives equal rates, so its split is even as it is; a drained train's
+    backlog there is weighed like the others, an approximation that buys st5's 64-NPU
+    switch its speed back)."""
+    if all(len(flow.ports) <= 2 for flow in flows):
+        return None
+    seen: set[tuple[Port, Port]] = set()
+    shared = False
+    for flow in flows:
+        fp = flow.ports
+        for i in range(max(1, flow.first), len(fp)):
+            pair = (fp[i], fp[i - 1])
+            if pair in seen:
+                shared = True
+                break
+            seen.add(pair)
+        if shared:
+            break
+    if not shared:
+        return None
+    order = list(flows)
+    routes = []
+    for flow in order:
+        first, fp, b = flow.first, flow.ports, flow.buf
+        n = len(fp) - first
+        if not b:  # (most trains: nothing held anywhere, every weight what arrives)
+            held, weights = (False,) * n, (None,) * n
+        else:
+            held = tuple(i >= b and waits(flow, i) for i in range(first, len(fp)))
+            if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
+                weights = tuple(max(MIN_WEIGHT, flow.drain_weights[i - b]) if w
+                                else (None if i > first else MIN_WEIGHT)
+                                for i, w in zip(range(first, len(fp)), held, strict=True))
+            else:
+                weights = (None,) * n
+        routes.append(Route(fp[first:], flow.path.inputs[first:], held, weights))
+    # from the last solution: only the links of this instant's changes, and of trains
+    # whose route changed since, need computing again (and what that moves)
+    changed = set(seeds)
+    for flow, route in zip(order, routes, strict=True):
+        if flow.arrivals is None or route != flow.route:
+            changed.update(route.ports)
+            flow.route = route
+    rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
+                          [f.arrivals[f.first:] if f.arrivals is not None else None for f in order], changed)
+    for flow, got in zip(order, rates, strict=True):
+        flow.arrivals = [0.0] * flow.first + got
+    return dict(zip(order, rates, strict=True))
+
+def one_hop_shares(flows) -> None:
+    """`train_rates` when every train has one link left (the last hop, no credit loop):
+    links do not interact, so each link's inputs share it evenly and each input's part
+    goes to its trains in proportion to the rates their backlogs arrived at (FIFO; a
+    train still at its source is alone in its injection input's even split)."""
+    per_port: dict[Port, dict[Any, list]] = {}  # port -> input -> [count, weight sum]
+    for flow in flows:
+        i = flow.first
+        port = flow.ports[i]
+        key = flow.ports[i - 1] if i else None
+        weight = max(MIN_WEIGHT, flow.drain_weights[i - flow.buf]) if i else 1.0
+        counts = per_port.get(port)
+        if counts is None:
+            per_port[port] = {key: [1, weight]}
+        else:
+            slot = counts.get(key)
+            if slot is None:
+                counts[key] = [1, weight]
+            else:
+                slot[0] += 1
+                slot[1] += weight
+    for flow in flows:
+        i = flow.first
+        port = flow.ports[i]
+        counts = per_port[port]
+        slot = counts[flow.ports[i - 1] if i else None]
+        weight = max(MIN_WEIGHT, flow.drain_weights[i - flow.buf]) if i else 1.0
+        rate = port.capacity_bytes_per_ns / len(counts) * weight / slot[1]
+        flow.r_in = flow.r_out = rate
+        flow.lim_in = flow.lim_out = i
+        flow.hop_out = None
