@@ -23,7 +23,7 @@ reference's order). Checked against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,6 +49,19 @@ def process_in_place(event: Event, value: Any = None) -> None:
     if callbacks:
         for callback in callbacks:
             callback(event)
+
+
+def start_in_place(env: simpy.Environment, generator: Generator[Event, Any, Any]) -> simpy.Process:
+    """``env.process(generator)``, with the generator run to its first ``yield`` now rather
+    than one queue entry later: an element that must act in the instant work is offered
+    (a link) waits from the moment it exists. The process's start event stays on the
+    queue, emptied, so processing it does nothing."""
+    process = env.process(generator)
+    start = process.target
+    callbacks, start.callbacks = start.callbacks, []
+    for callback in callbacks:
+        callback(start)
+    return process
 
 
 class Signal(Event):

@@ -21,14 +21,16 @@ included (it is re-timed for its remaining bytes).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import simpy
 from simpy.core import BoundClass
-from simpy.events import Timeout
+from simpy.events import Event, Timeout
+from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource, Put
 
+from simpy_astra.engine import process_in_place, start_in_place
 from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 
@@ -46,11 +48,12 @@ class Transmission(Put):
 
 
 class _OnWire:
-    """The transmission being serialised: its item, bytes left at ``since``, and whether a
-    change of speed re-timed it (then its scheduled events are stale). Its bound methods
-    are the callbacks of its two events (no closure per hop)."""
+    """The transmission being serialised: its item, bytes left at ``since``, its "link free"
+    timeout (what the link's process waits on), and whether a change of speed re-timed it
+    (then its scheduled events are stale). Its bound method is the callback of its arrival
+    (no closure per hop)."""
 
-    __slots__ = ("link", "item", "left", "since", "stale")
+    __slots__ = ("link", "item", "left", "since", "stale", "free")
 
     def __init__(self, link: Link, item: Any, left: float, since: float) -> None:
         self.link = link
@@ -58,6 +61,7 @@ class _OnWire:
         self.left = left
         self.since = since
         self.stale = False
+        self.free: Timeout | None = None
 
     def arrived(self, _event: Timeout) -> None:
         if not self.stale:
@@ -66,10 +70,6 @@ class _OnWire:
                 item.arrived(self.link)
             else:
                 self.link._on_arrival(item)
-
-    def freed(self, _event: Timeout) -> None:
-        if not self.stale:
-            self.link._free(self)
 
 
 class LinkResource(BaseResource):
@@ -106,7 +106,8 @@ class LinkResource(BaseResource):
 
 
 class Link(LinkResource):
-    """Directed link ``src -> dst`` with ``bandwidth_gbps`` and ``latency_ns``.
+    """Directed link ``src -> dst`` with ``bandwidth_gbps`` and ``latency_ns``, served by its
+    own SimPy process (``process``, running :meth:`run`).
 
     Live statistics: ``bytes`` put on the wire, ``busy_ns`` (serialising time so far),
     ``queue`` (what waits). ``on_arrival(item)`` receives the network's messages at the far
@@ -120,8 +121,11 @@ class Link(LinkResource):
         self.bytes = 0
         self._busy_done_ns: float = 0
         self._wire: _OnWire | None = None
+        self._idle: Event | None = None  # what the process waits on while nothing is on the wire
         self._on_arrival = on_arrival
         self._delays: dict[int, tuple[int, int]] = {}
+        # started now, so it is idle (and an offer starts at once) from the link's first instant
+        self.process = start_in_place(env, self.run())
 
     # ------------------------------------------------------------------ statistics
     @property
@@ -134,12 +138,51 @@ class Link(LinkResource):
         return self._wire is not None
 
     @property
+    def on_wire(self) -> Any | None:
+        """The message or transmission being serialised (held while the link is down)."""
+        wire = self._wire
+        return None if wire is None else wire.item
+
+    @property
     def busy_ns(self) -> float:
         """Time spent serialising so far (an integer once every transmission ended)."""
         wire = self._wire
         if wire is None or not self.up:
             return self._busy_done_ns
         return self._busy_done_ns + (self.env.now - wire.since)
+
+    # ------------------------------------------------------------------ the process
+    def run(self) -> Generator[Event, Any, None]:
+        """The link's behaviour, forever: take the next item (waiting, while there is none or
+        the link is down, for an offer, a ``put`` or ``bring_up`` to hand one over); start
+        it (its arrival is a callback timeout, scheduled before "link free", the order the
+        reference schedules them in); wait until its last byte is on the wire."""
+        env = self.env
+        queue = self.put_queue
+        while True:
+            if queue and self.up:
+                item = queue.popleft()
+            else:
+                self._idle = Event(env)
+                item = yield self._idle  # handed over in place by _hand_over
+            self._start(item)  # (observe.py wraps it on the instance: read the wire back)
+            wire = self._wire
+            while True:
+                try:
+                    yield wire.free if self.up else Event(env)  # down: until bring_up re-times it
+                    break
+                except Interrupt:  # re-timed: wait for the transmission's new end instead
+                    wire = self._wire
+            self._busy_done_ns += env.now - wire.since
+            self._wire = None
+
+    def _hand_over(self, item: Any) -> None:
+        """Give the idle process ``item`` in this instant and place (not ``succeed``, which
+        would queue the wake-up behind the instant's other events): it starts ``item``
+        before this returns, as the reference starts a message on a free link."""
+        idle = self._idle
+        self._idle = None
+        process_in_place(idle, item)
 
     # ------------------------------------------------------------------ faults
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
@@ -148,18 +191,20 @@ class Link(LinkResource):
         self._pause()
         self._new_bandwidth(bandwidth_gbps)
         self._delays = {}
-        self._resume()
+        self._retime()
 
     def take_down(self) -> None:
         """Stop the wire: the transmission on it and everything queued wait for bring_up()."""
         if self.up:
             self._pause()
             self.up = False
+            if self._wire is not None:
+                self.process.interrupt("link down")  # its "link free" is stale now
 
     def bring_up(self) -> None:
         if not self.up:
             self.up = True
-            self._resume()
+            self._retime()
 
     def _pause(self) -> None:
         """Account the current transmission's progress so far and cancel its events."""
@@ -172,30 +217,35 @@ class Link(LinkResource):
         wire.since = now
         wire.stale = True
 
-    def _resume(self) -> None:
+    def _retime(self) -> None:
+        """Carry on at the current speed: the paused transmission's remaining bytes get new
+        events (and the process is told to wait for them), or an idle link takes what queued."""
         if not self.up:
             return  # bring_up() resumes
         wire = self._wire
         if wire is None:
-            self._trigger_put(None)
+            if self._idle is not None and self.put_queue:
+                self._hand_over(self.put_queue.popleft())
             return
         fresh = _OnWire(self, wire.item, wire.left, self.env.now)
         self._wire = fresh
         ser = wire.left / self.bytes_per_ns
         self._schedule(fresh, int(self.latency_ns + ser), int(ser))
+        self.process.interrupt("re-timed")
 
     # ------------------------------------------------------------------ carrying
     def offer(self, item: Any) -> None:
-        """The network's way in (no request event per hop): start now or wait in line."""
-        if self._wire is None and self.up:
-            self._start(item)
+        """The network's way in (no request event per hop): an idle link starts it now,
+        a busy one queues it."""
+        if self._idle is not None and self.up:
+            self._hand_over(item)
         else:
             self.put_queue.append(item)
 
     def _trigger_put(self, _event: Any) -> None:
-        queue = self.put_queue
-        while queue and self._wire is None and self.up:
-            self._start(queue.popleft())
+        """A ``put`` joined the queue: an idle link starts the first in line now."""
+        if self._idle is not None and self.up and self.put_queue:
+            self._hand_over(self.put_queue.popleft())
 
     def _start(self, item: Any) -> None:
         size = item.size
@@ -204,17 +254,10 @@ class Link(LinkResource):
             ser = size / self.bytes_per_ns
             delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
         self.bytes += size
-        env = self.env
-        wire = self._wire = _OnWire(self, item, size, env.now)
-        # arrival first, then link free: the order the reference schedules them in
-        Timeout(env, delays[0]).callbacks.append(wire.arrived)
-        Timeout(env, delays[1]).callbacks.append(wire.freed)
+        wire = self._wire = _OnWire(self, item, size, self.env.now)
+        self._schedule(wire, *delays)
 
     def _schedule(self, wire: _OnWire, arrive_ns: int, free_ns: int) -> None:
+        # arrival first, then link free: the order the reference schedules them in
         Timeout(self.env, arrive_ns).callbacks.append(wire.arrived)
-        Timeout(self.env, free_ns).callbacks.append(wire.freed)
-
-    def _free(self, wire: _OnWire) -> None:
-        self._busy_done_ns += self.env.now - wire.since
-        self._wire = None
-        self._trigger_put(None)
+        wire.free = Timeout(self.env, free_ns)
