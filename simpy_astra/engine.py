@@ -41,14 +41,19 @@ GC_YOUNG_THRESHOLD = 50_000
 
 def process_in_place(event: Event, value: Any = None) -> None:
     """Trigger ``event`` with ``value`` and process it now: callbacks run in order, as
-    ``Environment.step`` would run them (``event.processed`` is True afterwards)."""
+    ``Environment.step`` would run them (``event.processed`` is True afterwards). A process
+    it resumes runs nested in the caller's step; the caller's process (if any) is the
+    active one again afterwards."""
     event._ok = True
     event._value = value
     callbacks = event.callbacks
     event.callbacks = None
     if callbacks:
+        env = event.env
+        active = env._active_proc
         for callback in callbacks:
             callback(event)
+        env._active_proc = active
 
 
 def start_in_place(env: simpy.Environment, generator: Generator[Event, Any, Any]) -> simpy.Process:

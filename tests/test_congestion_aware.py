@@ -260,6 +260,20 @@ def test_a_speed_up_mid_transmission_frees_the_link_earlier() -> None:
     assert link.busy_ns == 7_500
 
 
+def test_an_offer_from_a_process_starts_the_idle_link_and_keeps_that_process_active() -> None:
+    env, got = simpy.Environment(), []
+    link = _link(env, got)
+
+    def sender(env):
+        yield env.timeout(5)
+        link.offer(_Item(1000))  # the link's process runs nested, in this instant and place
+        assert link.on_wire.size == 1000 and env.active_process is me
+
+    me = env.process(sender(env))
+    env.run()
+    assert got == [(1000, 1105)]
+
+
 def test_down_and_up_in_one_instant_loses_no_time() -> None:
     env, got = simpy.Environment(), []
     link = _link(env, got)

@@ -163,18 +163,27 @@ class Link(LinkResource):
             if queue and self.up:
                 item = queue.popleft()
             else:
-                self._idle = Event(env)
-                item = yield self._idle  # handed over in place by _hand_over
+                self._idle = idle = Event(env)
+                item = yield idle  # handed over in place by offer, put or bring_up
             self._start(item)  # (observe.py wraps it on the instance: read the wire back)
             wire = self._wire
-            while True:
-                try:
-                    yield wire.free if self.up else Event(env)  # down: until bring_up re-times it
-                    break
-                except Interrupt:  # re-timed: wait for the transmission's new end instead
-                    wire = self._wire
+            try:
+                yield wire.free
+            except Interrupt:
+                wire = yield from self._retimed()
             self._busy_done_ns += env.now - wire.since
             self._wire = None
+
+    def _retimed(self) -> Generator[Event, Any, _OnWire]:
+        """Wait for the end of a transmission whose speed changed (interrupted again by each
+        further change); returns its last wire."""
+        while True:
+            wire = self._wire
+            try:
+                yield wire.free if self.up else Event(self.env)  # down: until bring_up
+                return wire
+            except Interrupt:
+                pass
 
     def _hand_over(self, item: Any) -> None:
         """Give the idle process ``item`` in this instant and place (not ``succeed``, which
@@ -227,18 +236,21 @@ class Link(LinkResource):
             if self._idle is not None and self.put_queue:
                 self._hand_over(self.put_queue.popleft())
             return
-        fresh = _OnWire(self, wire.item, wire.left, self.env.now)
-        self._wire = fresh
+        env = self.env
+        fresh = self._wire = _OnWire(self, wire.item, wire.left, env.now)
         ser = wire.left / self.bytes_per_ns
-        self._schedule(fresh, int(self.latency_ns + ser), int(ser))
+        Timeout(env, int(self.latency_ns + ser)).callbacks.append(fresh.arrived)  # as in _start
+        fresh.free = Timeout(env, int(ser))
         self.process.interrupt("re-timed")
 
     # ------------------------------------------------------------------ carrying
     def offer(self, item: Any) -> None:
         """The network's way in (no request event per hop): an idle link starts it now,
         a busy one queues it."""
-        if self._idle is not None and self.up:
-            self._hand_over(item)
+        idle = self._idle
+        if idle is not None and self.up:
+            self._idle = None  # (_hand_over, inlined: once per message hop)
+            process_in_place(idle, item)
         else:
             self.put_queue.append(item)
 
@@ -254,10 +266,8 @@ class Link(LinkResource):
             ser = size / self.bytes_per_ns
             delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
         self.bytes += size
-        wire = self._wire = _OnWire(self, item, size, self.env.now)
-        self._schedule(wire, *delays)
-
-    def _schedule(self, wire: _OnWire, arrive_ns: int, free_ns: int) -> None:
+        env = self.env
+        wire = self._wire = _OnWire(self, item, size, env.now)
         # arrival first, then link free: the order the reference schedules them in
-        Timeout(self.env, arrive_ns).callbacks.append(wire.arrived)
-        wire.free = Timeout(self.env, free_ns)
+        Timeout(env, delays[0]).callbacks.append(wire.arrived)
+        wire.free = Timeout(env, delays[1])
