@@ -1,4 +1,5 @@
-"""A directed link as a SimPy resource: one transmission on the wire at a time, FIFO.
+"""A directed link as a SimPy resource and a SimPy process: one transmission on the wire at a
+time, FIFO.
 
 :class:`LinkResource` is what every backend's directed link shares (a SimPy
 :class:`~simpy.resources.base.BaseResource` with its ends, speed, latency and up/down
@@ -6,16 +7,29 @@ state, and the checks of a change of speed); ``Link`` (congestion-aware backend)
 packet backend's :class:`~simpy_astra.network.packet.port.Port` build on it.
 
 ``Link`` is a :class:`simpy.resources.base.BaseResource` of capacity one. Its ``put`` queue
-holds what waits for the wire: the network's messages, and :class:`Transmission` requests
-that a user process makes with ``yield link.put(nbytes)`` (background traffic), in one FIFO.
-A transmission of ``S`` bytes starting at ``t`` holds the wire for ``trunc(S / B)`` and
-arrives at the far end at ``t + trunc(latency + S / B)`` (``B`` in bytes/ns, GB = 2^30 B),
-as ASTRA-sim's congestion-aware links do; on both instants a SimPy event fires: arrival
-first, then "link free" (the reference schedules them in that order).
+holds what waits for the wire: the network's messages (:meth:`Link.offer`), and
+:class:`Transmission` requests that a user process makes with ``yield link.put(nbytes)``
+(background traffic), in one FIFO. Its own process (``link.process``, :meth:`Link.run`, as
+ns.py's ``Port``) serves the queue: it takes the next item, schedules its arrival, and
+yields ``env.timeout(trunc(S / B))`` while the ``S`` bytes are serialised. A transmission
+starting at ``t`` arrives at the far end at ``t + trunc(latency + S / B)`` (``B`` in
+bytes/ns, GB = 2^30 B), as ASTRA-sim's congestion-aware links do; the arrival is a
+callback timeout (it hands the item on: no process step per hop) scheduled before the
+"link free" timeout the process waits on, the order the reference schedules them in.
+
+**Exact order.** A SimPy process resumes as the callback of the event it waits on, so
+"link free" resumes the process in the queue position the reference frees its link in. An
+idle link waits on an event of its own that :meth:`Link.offer` (or a ``put``, or
+``bring_up``) processes in place (:func:`~simpy_astra.engine.process_in_place`, not
+``succeed``, which would queue it): the process starts the item before ``offer`` returns,
+in the instant and place the reference starts it; and the process is started at
+construction (:func:`~simpy_astra.engine.start_in_place`), so a link is idle from its first
+instant. Those two engine calls are the link's only in-place wake-ups.
 
 The link's speed is live: :meth:`set_bandwidth`, :meth:`take_down` and :meth:`bring_up`
 act on every byte not yet on the wire, those of the transmission being serialised
-included (it is re-timed for its remaining bytes).
+included (it is re-timed for its remaining bytes: its old events go stale and the process,
+interrupted, waits for the new "link free").
 """
 
 from __future__ import annotations
