@@ -61,31 +61,6 @@ class Transmission(Put):
         self.succeed(link.env.now)
 
 
-class _OnWire:
-    """The transmission being serialised: its item, bytes left at ``since``, its "link free"
-    timeout (what the link's process waits on), and whether a change of speed re-timed it
-    (then its scheduled events are stale). Its bound method is the callback of its arrival
-    (no closure per hop)."""
-
-    __slots__ = ("link", "item", "left", "since", "stale", "free")
-
-    def __init__(self, link: Link, item: Any, left: float, since: float) -> None:
-        self.link = link
-        self.item = item
-        self.left = left
-        self.since = since
-        self.stale = False
-        self.free: Timeout | None = None
-
-    def arrived(self, _event: Timeout) -> None:
-        if not self.stale:
-            item = self.item
-            if item.__class__ is Transmission:
-                item.arrived(self.link)
-            else:
-                self.link._on_arrival(item)
-
-
 class LinkResource(BaseResource):
     """What a directed link ``src -> dst`` is on every link-level backend: a SimPy resource
     with ``bandwidth_gbps`` (``bytes_per_ns`` in bytes/ns, GB = 2^30 B), ``latency_ns`` and
@@ -134,9 +109,17 @@ class Link(LinkResource):
         super().__init__(env, src, dst, bandwidth_gbps, latency_ns, capacity=1)
         self.bytes = 0
         self._busy_done_ns: float = 0
-        self._wire: _OnWire | None = None
+        # the transmission on the wire (one at a time, so the link holds it, not an object
+        # per hop): its item, bytes left at ``_since``, and its two events
+        self._item: Any = None
+        self._left: float = 0
+        self._since: float = 0
+        self._arrival: Timeout | None = None
+        self._free: Timeout | None = None
+        self._stale: set[Timeout] = set()  # arrivals a change of speed re-timed: ignored
         self._idle: Event | None = None  # what the process waits on while nothing is on the wire
         self._on_arrival = on_arrival
+        self._arrived_callback = self._arrived  # bound once: the callback of every arrival
         self._delays: dict[int, tuple[int, int]] = {}
         # started now, so it is idle (and an offer starts at once) from the link's first instant
         self.process = start_in_place(env, self.run())
@@ -149,21 +132,19 @@ class Link(LinkResource):
 
     @property
     def busy(self) -> bool:
-        return self._wire is not None
+        return self._item is not None
 
     @property
     def on_wire(self) -> Any | None:
         """The message or transmission being serialised (held while the link is down)."""
-        wire = self._wire
-        return None if wire is None else wire.item
+        return self._item
 
     @property
     def busy_ns(self) -> float:
         """Time spent serialising so far (an integer once every transmission ended)."""
-        wire = self._wire
-        if wire is None or not self.up:
+        if self._item is None or not self.up:
             return self._busy_done_ns
-        return self._busy_done_ns + (self.env.now - wire.since)
+        return self._busy_done_ns + (self.env.now - self._since)
 
     # ------------------------------------------------------------------ the process
     def run(self) -> Generator[Event, Any, None]:
@@ -179,23 +160,21 @@ class Link(LinkResource):
             else:
                 self._idle = idle = Event(env)
                 item = yield idle  # handed over in place by offer, put or bring_up
-            self._start(item)  # (observe.py wraps it on the instance: read the wire back)
-            wire = self._wire
+            self._start(item)
             try:
-                yield wire.free
+                yield self._free
             except Interrupt:
-                wire = yield from self._retimed()
-            self._busy_done_ns += env.now - wire.since
-            self._wire = None
+                yield from self._retimed()
+            self._busy_done_ns += env.now - self._since
+            self._item = None
 
-    def _retimed(self) -> Generator[Event, Any, _OnWire]:
+    def _retimed(self) -> Generator[Event, Any, None]:
         """Wait for the end of a transmission whose speed changed (interrupted again by each
-        further change); returns its last wire."""
+        further change)."""
         while True:
-            wire = self._wire
             try:
-                yield wire.free if self.up else Event(self.env)  # down: until bring_up
-                return wire
+                yield self._free if self.up else Event(self.env)  # down: until bring_up
+                return
             except Interrupt:
                 pass
 
@@ -221,7 +200,7 @@ class Link(LinkResource):
         if self.up:
             self._pause()
             self.up = False
-            if self._wire is not None:
+            if self._item is not None:
                 self.process.interrupt("link down")  # its "link free" is stale now
 
     def bring_up(self) -> None:
@@ -230,31 +209,29 @@ class Link(LinkResource):
             self._retime()
 
     def _pause(self) -> None:
-        """Account the current transmission's progress so far and cancel its events."""
-        wire = self._wire
-        if wire is None or not self.up:
+        """Account the current transmission's progress so far; its arrival goes stale."""
+        if self._item is None or not self.up:
             return
         now = self.env.now
-        wire.left = max(0.0, wire.left - (now - wire.since) * self.bytes_per_ns)
-        self._busy_done_ns += now - wire.since
-        wire.since = now
-        wire.stale = True
+        self._left = max(0.0, self._left - (now - self._since) * self.bytes_per_ns)
+        self._busy_done_ns += now - self._since
+        self._since = now
+        self._stale.add(self._arrival)
 
     def _retime(self) -> None:
         """Carry on at the current speed: the paused transmission's remaining bytes get new
         events (and the process is told to wait for them), or an idle link takes what queued."""
         if not self.up:
             return  # bring_up() resumes
-        wire = self._wire
-        if wire is None:
+        item = self._item
+        if item is None:
             if self._idle is not None and self.put_queue:
                 self._hand_over(self.put_queue.popleft())
             return
         env = self.env
-        fresh = self._wire = _OnWire(self, wire.item, wire.left, env.now)
-        ser = wire.left / self.bytes_per_ns
-        Timeout(env, int(self.latency_ns + ser)).callbacks.append(fresh.arrived)  # as in _start
-        fresh.free = Timeout(env, int(ser))
+        self._since = env.now
+        ser = self._left / self.bytes_per_ns
+        self._schedule(item, int(self.latency_ns + ser), int(ser))
         self.process.interrupt("re-timed")
 
     # ------------------------------------------------------------------ carrying
@@ -274,6 +251,7 @@ class Link(LinkResource):
             self._hand_over(self.put_queue.popleft())
 
     def _start(self, item: Any) -> None:
+        """Put ``item`` on the wire now (observe.py wraps this on the instance)."""
         size = item.size
         delays = self._delays.get(size)
         if delays is None:
@@ -281,7 +259,28 @@ class Link(LinkResource):
             delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
         self.bytes += size
         env = self.env
-        wire = self._wire = _OnWire(self, item, size, env.now)
+        self._item = item
+        self._left = size
+        self._since = env.now
         # arrival first, then link free: the order the reference schedules them in
-        Timeout(env, delays[0]).callbacks.append(wire.arrived)
-        wire.free = Timeout(env, delays[1])
+        arrival = self._arrival = Timeout(env, delays[0], item)
+        arrival.callbacks.append(self._arrived_callback)
+        self._free = Timeout(env, delays[1])
+
+    def _schedule(self, item: Any, arrive_ns: int, free_ns: int) -> None:
+        """The events of a re-timed transmission (as :meth:`_start` schedules them)."""
+        arrival = self._arrival = Timeout(self.env, arrive_ns, item)
+        arrival.callbacks.append(self._arrived_callback)
+        self._free = Timeout(self.env, free_ns)
+
+    def _arrived(self, event: Timeout) -> None:
+        """An arrival's callback: hand the item (the event's value) on at the far end."""
+        stale = self._stale
+        if stale and event in stale:  # re-timed: its new arrival is another event
+            stale.remove(event)
+            return
+        item = event.value
+        if item.__class__ is Transmission:
+            item.arrived(self)
+        else:
+            self._on_arrival(item)
