@@ -17,7 +17,8 @@ own events (:mod:`simpy_astra.phase_process`).
 (``_ok``, ``_value``): :class:`Bell`, :class:`Signal` and :func:`process_in_place` give an
 event its outcome and run its callbacks in the instant, as ``Environment.step`` would, where
 ``Event.succeed`` would queue it behind the instant's other events (and so change the
-reference's order). Checked against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<5``).
+reference's order); :func:`wait_instead` moves a waiting process (its ``_target`` and
+``_resume``) to another event. Checked against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<5``).
 """
 
 from __future__ import annotations
@@ -67,6 +68,16 @@ def start_in_place(env: simpy.Environment, generator: Generator[Event, Any, Any]
     for callback in callbacks:
         callback(start)
     return process
+
+
+def wait_instead(process: simpy.Process, event: Event) -> None:
+    """Have ``process``, waiting on an event that nothing triggers, wait on ``event`` instead,
+    without a step of its generator: what it waited for (an item to start) was done for it
+    in place; it resumes, as the callback of ``event``, where ``event`` is processed."""
+    resume = process._resume
+    process._target.callbacks.remove(resume)
+    event.callbacks.append(resume)
+    process._target = event
 
 
 class Signal(Event):

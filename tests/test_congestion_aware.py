@@ -266,8 +266,9 @@ def test_an_offer_from_a_process_starts_the_idle_link_and_keeps_that_process_act
 
     def sender(env):
         yield env.timeout(5)
-        link.offer(_Item(1000))  # the link's process runs nested, in this instant and place
-        assert link.on_wire.size == 1000 and env.active_process is me
+        link.offer(_Item(1000))  # on the wire in this instant and place; the link's process
+        assert link.on_wire.size == 1000 and env.active_process is me  # waits for its end
+        assert link.process.target is not None and link.process.is_alive
 
     me = env.process(sender(env))
     env.run()
