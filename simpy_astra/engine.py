@@ -17,13 +17,14 @@ own events (:mod:`simpy_astra.phase_process`).
 (``_ok``, ``_value``): :class:`Bell`, :class:`Signal` and :func:`process_in_place` give an
 event its outcome and run its callbacks in the instant, as ``Environment.step`` would, where
 ``Event.succeed`` would queue it behind the instant's other events (and so change the
-reference's order). Checked against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<5``).
+reference's order); :func:`wait_instead` moves a waiting process (its ``_target`` and
+``_resume``) to another event. Checked against SimPy 4.1 (``setup.cfg`` pins ``simpy>=4.1,<5``).
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,14 +42,42 @@ GC_YOUNG_THRESHOLD = 50_000
 
 def process_in_place(event: Event, value: Any = None) -> None:
     """Trigger ``event`` with ``value`` and process it now: callbacks run in order, as
-    ``Environment.step`` would run them (``event.processed`` is True afterwards)."""
+    ``Environment.step`` would run them (``event.processed`` is True afterwards). A process
+    it resumes runs nested in the caller's step; the caller's process (if any) is the
+    active one again afterwards."""
     event._ok = True
     event._value = value
     callbacks = event.callbacks
     event.callbacks = None
     if callbacks:
+        env = event.env
+        active = env._active_proc
         for callback in callbacks:
             callback(event)
+        env._active_proc = active
+
+
+def start_in_place(env: simpy.Environment, generator: Generator[Event, Any, Any]) -> simpy.Process:
+    """``env.process(generator)``, with the generator run to its first ``yield`` now rather
+    than one queue entry later: an element that must act in the instant work is offered
+    (a link) waits from the moment it exists. The process's start event stays on the
+    queue, emptied, so processing it does nothing."""
+    process = env.process(generator)
+    start = process.target
+    callbacks, start.callbacks = start.callbacks, []
+    for callback in callbacks:
+        callback(start)
+    return process
+
+
+def wait_instead(process: simpy.Process, event: Event) -> None:
+    """Have ``process``, waiting on an event that nothing triggers, wait on ``event`` instead,
+    without a step of its generator: what it waited for (an item to start) was done for it
+    in place; it resumes, as the callback of ``event``, where ``event`` is processed."""
+    resume = process._resume
+    process._target.callbacks.remove(resume)
+    event.callbacks.append(resume)
+    process._target = event
 
 
 class Signal(Event):

@@ -33,8 +33,8 @@ def held_messages(network: Any) -> list[tuple[Any, Any]]:
     for link in links():
         if link.up:
             continue
-        wire = getattr(link, "_wire", None)  # the aware backend's message being serialised
-        items = ([] if wire is None else [wire.item]) + list(link.queue)
+        on_wire = getattr(link, "on_wire", None)  # the aware backend's message being serialised
+        items = ([] if on_wire is None else [on_wire]) + list(link.queue)
         for item in items:
             message = getattr(item, "message", item)  # a packet train carries one message's bytes
             key = getattr(message, "key", None)

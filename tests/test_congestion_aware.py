@@ -15,6 +15,7 @@ import pytest
 import simpy
 
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+from simpy_astra.network.link import Link
 from simpy_astra.simulation import Simulation
 from simpy_astra.statistics import NpuReport
 from simpy_astra.topologies import FullyConnected, Line, Ring, Switch
@@ -206,3 +207,87 @@ def test_two_flows_share_a_mesh_link(tmp_path: Path) -> None:
     assert ser(big, 50) > first_hop  # the small message reaches NPU 1 while the link is busy
     assert reports[0].finished_cycles == ser(big, 50) + hop(500, small, 50)
     assert reports[1].finished_cycles == hop(500, big, 50)
+
+
+# ------------------------------------------------------------------------------ the link's process
+ONE_BYTE_PER_NS_GBPS = 1e9 / 2**30  # GB = 2^30 B: exactly 1 byte/ns
+
+
+class _Item:
+    """What the network offers a link: only ``size`` matters to a FIFO link."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def _link(env: simpy.Environment, got: list) -> Link:
+    """Link 0 -> 1 at 1 B/ns and 100 ns that records (size, arrival ns) of each item."""
+    return Link(env, 0, 1, ONE_BYTE_PER_NS_GBPS, 100, lambda item: got.append((item.size, env.now)))
+
+
+def test_the_link_is_a_process_serving_offers_and_puts_in_one_fifo() -> None:
+    env, got = simpy.Environment(), []
+    link = _link(env, got)
+    assert isinstance(link.process, simpy.Process) and link.process.is_alive
+    link.offer(_Item(1000))  # idle: on the wire at once, before the run starts
+    assert link.busy and link.on_wire.size == 1000 and link.bytes == 1000 and not link.queue
+    link.offer(_Item(500))
+
+    def user(env):
+        got.append(("put", (yield link.put(200))))
+
+    env.process(user(env))  # its put joins the queue behind the 500 B
+    env.run()
+    assert got == [(1000, 1100), (500, 1600), ("put", 1800)]
+    assert link.bytes == 1700 and link.busy_ns == 1700 and not link.busy
+    assert link.process.is_alive  # idle again, waiting for the next item
+
+
+def test_a_speed_up_mid_transmission_frees_the_link_earlier() -> None:
+    env, got = simpy.Environment(), []
+    link = _link(env, got)
+    link.offer(_Item(10_000))
+    link.offer(_Item(1_000))
+
+    def faster(env):
+        yield env.timeout(4_000)
+        link.set_bandwidth(2 * ONE_BYTE_PER_NS_GBPS)
+
+    env.process(faster(env))
+    env.run()
+    # 6,000 B left at 2 B/ns: free at 7,000 (not 10,000), where the next item starts
+    assert got == [(10_000, 7_100), (1_000, 7_600)]
+    assert link.busy_ns == 7_500
+
+
+def test_an_offer_from_a_process_starts_the_idle_link_and_keeps_that_process_active() -> None:
+    env, got = simpy.Environment(), []
+    link = _link(env, got)
+
+    def sender(env):
+        yield env.timeout(5)
+        link.offer(_Item(1000))  # on the wire in this instant and place; the link's process
+        assert link.on_wire.size == 1000 and env.active_process is me  # waits for its end
+        assert link.process.target is not None and link.process.is_alive
+
+    me = env.process(sender(env))
+    env.run()
+    assert got == [(1000, 1105)]
+
+
+def test_down_and_up_in_one_instant_loses_no_time() -> None:
+    env, got = simpy.Environment(), []
+    link = _link(env, got)
+    link.offer(_Item(10_000))
+    link.offer(_Item(1_000))
+
+    def blip(env):
+        yield env.timeout(4_000)
+        link.take_down()
+        assert link.on_wire.size == 10_000 and not link.up  # held on the wire
+        link.bring_up()
+
+    env.process(blip(env))
+    env.run()
+    assert got == [(10_000, 10_100), (1_000, 11_100)]
+    assert link.busy_ns == 11_000

@@ -7,7 +7,8 @@ As in ASTRA-sim's ``congestion_aware`` library, which handles one-dimensional ne
 * a message starting on a link at ``t`` schedules, on the global queue and in this order,
   "arrived at the next device" at ``t + trunc(latency + bytes / B')`` and "link free" at
   ``t + trunc(bytes / B')`` (``B'`` in bytes/ns, GB = 2^30 B);
-* "link free" marks the link free and starts the next queued message;
+* "link free" marks the link free and starts the next queued message (here: the link's
+  SimPy process, waiting on that timeout, resumes and takes the next message);
 * arriving at a switch (its SimPy process, :class:`SwitchProcess`) or an intermediate NPU
   offers the message to the next link in that instant; arriving at the destination
   completes it (send/receive matching in :class:`MessageBoard`).
@@ -20,8 +21,9 @@ Graph dimension (``topologies/graph.py``) gives every link its own bandwidth and
 Devices, links and routes are the :class:`~simpy_astra.network.fabric.Fabric`'s (shared
 with the packet backend through :class:`~simpy_astra.network.link_level.LinkLevelNetwork`).
 Every directed link is a :class:`~simpy_astra.network.link.Link`, a SimPy resource with
-live statistics and speed (``network.link(u, v)``, ``network.graph.edges[u, v]["link"]``);
-every switch is a SimPy process. A message is one small :class:`_Message` handed from link
+live statistics and speed served by its own SimPy process (``link.process``;
+``network.link(u, v)``, ``network.graph.edges[u, v]["link"]``); every switch is a SimPy
+process. A message is one small :class:`_Message` handed from link
 to link (no SimPy process per message); routes are tuples of links computed once per
 (src, dst).
 """
