@@ -15,13 +15,10 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from simpy_astra.collective_plans import CollectivePlanner
-from simpy_astra.engine import NpuClock
 from simpy_astra.folding.run import FoldOutcome, load_traces
 from simpy_astra.network.messages import Handler
 from simpy_astra.npu import Npu, NpuServices
-from simpy_astra.system_layer import SystemLayer
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from simpy_astra.workloads.chakra import validate_graph
 
 if TYPE_CHECKING:
     from simpy_astra.config.inputs import SimulationInputs
@@ -170,15 +167,8 @@ def build_jobs(sim: Any, inputs: SimulationInputs) -> dict[int, int]:
                                tflops_to_flops(cfg.peak_perf_tflops), sim._npu_done, sim.failed)
         for rank in range(n):
             device = job.npus[rank]
-            validate_graph(*traces[rank])
-            hw = cfg.hardware_of(device) if cfg.npu_groups else cfg
-            clock = NpuClock(sim.env)
-            system = SystemLayer(rank, clock, network, hw, job_dims, inputs.queues_per_dim, planner.customs.phase)
-            path, nodes = traces[rank]
-            npu = Npu(rank, nodes, path, services if hw is cfg else services.for_hardware(hw), clock, system)
-            npu.device_id = device
+            npu = services.build_npu(rank, device, traces[rank], job_dims, inputs.queues_per_dim, sim.env)
             npu.job = job.name
-            npu.groups.update(planner.file_groups_of(rank))
             built[device] = npu
             owner[device] = job
     for device in sorted(built):  # processes start in NPU-id order

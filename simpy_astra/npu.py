@@ -14,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import simpy
+
+from simpy_astra.engine import NpuClock
 from simpy_astra.errors import InputError
 from simpy_astra.statistics import (
     COMM,
@@ -25,8 +28,10 @@ from simpy_astra.statistics import (
     RooflineOp,
     build_report,
 )
+from simpy_astra.system_layer import SystemLayer
 from simpy_astra.tags import native_tag
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, replay_duration_ns, tflops_to_flops
+from simpy_astra.workloads.chakra import validate_graph
 from simpy_astra.workloads.chakra.types import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -47,10 +52,8 @@ from simpy_astra.workloads.chakra.types import (
 if TYPE_CHECKING:
     from simpy_astra.collective_plans import CollectivePlanner
     from simpy_astra.config import SystemConfig
-    from simpy_astra.engine import NpuClock
     from simpy_astra.network import Network
     from simpy_astra.remote_memory import RemoteMemory
-    from simpy_astra.system_layer import SystemLayer
 
 # hardware slot classes
 SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE = 0, 1, 2, 3
@@ -81,6 +84,21 @@ class NpuServices:
         bandwidth and peak compute."""
         return replace(self, config=hw, local_mem_bytes_per_s=local_mem_gbps_to_bytes_per_s(hw.local_mem_bw_gbps),
                        peak_flops=tflops_to_flops(hw.peak_perf_tflops))
+
+    def build_npu(self, rank: int, device: int, trace: tuple[str, list], dims: list[int], queues_per_dim: Any,
+                  env: simpy.Environment) -> Npu:
+        """Rank ``rank`` of the run (or of a job) on physical NPU ``device``: its graph checked,
+        its clock, its system layer on this run's network, its hardware (its ``npu-groups``
+        entry, if any) and its file communicator groups. The one place an NPU is assembled."""
+        validate_graph(*trace)
+        hw = self.config.hardware_of(device)
+        clock = NpuClock(env)
+        system = SystemLayer(rank, clock, self.network, hw, dims, queues_per_dim, self.planner.customs.phase)
+        path, nodes = trace
+        npu = Npu(rank, nodes, path, self if hw is self.config else self.for_hardware(hw), clock, system)
+        npu.device_id = device
+        npu.groups.update(self.planner.file_groups_of(rank))
+        return npu
 
 
 class _Silent:

@@ -22,7 +22,7 @@ from simpy_astra import stall
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
-from simpy_astra.engine import NpuClock, fast_collection, process_in_place
+from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import FoldedNetwork, Folding, OrbitReports, fold_run
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
@@ -33,7 +33,6 @@ from simpy_astra.statistics import NpuReport
 from simpy_astra.system_layer import SystemLayer
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from simpy_astra.workloads.chakra import validate_graph
 
 
 class Simulation(CoSimulation):
@@ -136,17 +135,9 @@ class Simulation(CoSimulation):
         # the simulated NPUs (every NPU unless folded), with their clocks and system layers
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
                                self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
-        for i in simulated:
-            validate_graph(*traces[i])  # an orbit's members have the representative's graph
-            clock = NpuClock(self._env)
-            hw = cfg.hardware_of(i) if cfg.npu_groups else cfg
-            system = SystemLayer(i, clock, self.network, hw, self.network_dims, inputs.queues_per_dim,
-                                 self.planner.customs.phase)
-            self.systems.append(system)
-            path, nodes = traces[i]
-            npu = Npu(i, nodes, path, services if hw is cfg else services.for_hardware(hw), clock,
-                      system)
-            npu.groups.update(self.planner.file_groups_of(i))
+        for i in simulated:  # an orbit's members have the representative's graph
+            npu = services.build_npu(i, i, traces[i], self.network_dims, inputs.queues_per_dim, self._env)
+            self.systems.append(npu.system)
             self.npus.append(npu)
             self._npu_by_id[i] = npu
 

@@ -107,21 +107,24 @@ class SystemConfig:
     #: NPUs whose hardware differs from the scalars above (physical NPU ids)
     npu_groups: tuple[NpuGroup, ...] = ()
 
+    def group_of(self, npu: int) -> NpuGroup | None:
+        """The ``npu-groups`` entry naming NPU ``npu``, if any."""
+        return next((group for group in self.npu_groups if npu in group.npus), None)
+
     def hardware_of(self, npu: int) -> SystemConfig:
-        """This config as NPU ``npu`` sees it: its group's peak-perf and local-mem-bw, if any."""
-        for group in self.npu_groups:
-            if npu in group.npus:
-                return replace(self, npu_groups=(), **{k: v for k, v in (
-                    ("peak_perf_tflops", group.peak_perf_tflops),
-                    ("local_mem_bw_gbps", group.local_mem_bw_gbps)) if v is not None})
-        return self
+        """This config as NPU ``npu`` sees it: its group's peak-perf and local-mem-bw, if any
+        (``self`` when no group names it)."""
+        group = self.group_of(npu)
+        if group is None:
+            return self
+        return replace(self, npu_groups=(), **{k: v for k, v in (
+            ("peak_perf_tflops", group.peak_perf_tflops),
+            ("local_mem_bw_gbps", group.local_mem_bw_gbps)) if v is not None})
 
     def memory_capacity_of(self, npu: int) -> int | None:
         """NPU ``npu``'s memory capacity in bytes, if its group gives one."""
-        for group in self.npu_groups:
-            if npu in group.npus:
-                return group.memory_capacity_bytes
-        return None
+        group = self.group_of(npu)
+        return None if group is None else group.memory_capacity_bytes
 
     def check_npu_groups(self, total_npus: int) -> None:
         """Every ``npu-groups`` id names an NPU of the network (known once the network is read)."""
