@@ -16,7 +16,7 @@ from simpy_astra.network.link import Transmission
 from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.packet.port import Port
-from simpy_astra.network.packet.rates import floor_bytes, train_rates
+from simpy_astra.network.packet.rates import Solutions, floor_bytes, train_rates
 from simpy_astra.network.packet.solver import TOLERANCE
 from simpy_astra.network.packet.switch import SwitchProcess
 from simpy_astra.network.packet.trains import (
@@ -56,6 +56,7 @@ class PacketNetwork(LinkLevelNetwork):
         self._pending: dict[Port, None] = {}  # links whose trains changed in this instant
         self._seeds: list[Port] = []  # those of the instant being solved
         self._flush_armed = False
+        self._solutions = Solutions()  # solved sharing, by the set of trains' routes
         super().__init__(env, dims, source)
 
     # ------------------------------------------------------------------ topology
@@ -351,6 +352,12 @@ class PacketNetwork(LinkLevelNetwork):
             port.switch.notify(port)  # look again after the change, even if nothing was re-shared
 
     # ------------------------------------------------------------------ sharing
+    def speed_changed(self, port: Port) -> None:
+        """A link changed speed (or went down or up): solutions kept for the old speeds go."""
+        self._solutions.clear()
+        if port.flows:
+            self.reshare([port])
+
     def reshare(self, seeds: list[Port]) -> None:
         """Re-solve the rates of every train that transitively shares a link with ``seeds``.
 
@@ -395,7 +402,7 @@ class PacketNetwork(LinkLevelNetwork):
             flow.advance(now)
         changed_once: set[Train] = set()
         for _round in range(MAX_ROUNDS):
-            train_rates(flows, self._seeds)
+            train_rates(flows, self._seeds, self._solutions)
             changed = False
             for flow in flows:
                 if flow.left_bytes <= 0 or flow in changed_once:

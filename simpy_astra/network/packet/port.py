@@ -21,8 +21,8 @@ class PortOwner(Protocol):
     def start_put(self, port: Port, request: Transmission) -> None:
         """Start a queued background transfer (``yield port.put(n)``) as a train."""
 
-    def reshare(self, seeds: list[Port]) -> None:
-        """Share the rates again among the trains on ``seeds`` (the port's speed changed)."""
+    def speed_changed(self, port: Port) -> None:
+        """The port's speed changed: share the rates again among its trains."""
 
 
 class BufferKeeper(Protocol):
@@ -162,5 +162,5 @@ class Port(LinkResource):
             self._changed()
 
     def _changed(self) -> None:
-        if self.flows and self.network is not None:
-            self.network.reshare([self])
+        if self.network is not None:
+            self.network.speed_changed(self)

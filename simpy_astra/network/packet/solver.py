@@ -36,8 +36,6 @@ ARRIVAL_DIGITS = 6
 MIN_WEIGHT = 1e-12
 
 
-SWEEPS: list = []
-
 
 class Route(NamedTuple):
     """What :func:`fifo_arrivals` needs of a train: the links it still crosses, the input each
@@ -165,7 +163,6 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
         dirty = later
         if moved <= ARRIVAL_SETTLED or not dirty:
             break
-    SWEEPS.append((_sweep, moved))
     for r in touched:  # (the others kept their start, rounded already)
         rates[r] = [float(f"{v:.{ARRIVAL_DIGITS}g}") for v in rates[r]]
     return rates

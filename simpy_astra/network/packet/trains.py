@@ -128,7 +128,7 @@ class Train:
         self.version = 0
         self.hop_version = 0
         self.hop_ns: int | None = None  # when the pending hop event fires
-        self.arrivals: list[float] | None = None  # the last FIFO arrival rates per hop (a warm start)
+        self.arrivals: tuple[float, ...] | None = None  # the last FIFO arrival rates per hop (a warm start)
         self.route: Any = None  # the solver.Route those were computed for
         self.drain_ns = 0  # when the last byte leaves the source at the current rate
         self.timer_ns: int | None = None  # when the pending drain event fires
