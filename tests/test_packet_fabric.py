@@ -339,6 +339,36 @@ def test_halving_the_bandwidth_mid_message_re_times_its_remaining_bytes() -> Non
     assert expected <= t <= expected + 2
 
 
+def test_a_solution_kept_for_a_set_of_trains_is_not_reused_at_a_new_speed() -> None:
+    # Line 0-1-2, flows 0 -> 2 and 1 -> 2 share link 1->2 from its two inputs: B/2 each, so
+    # 0 -> 2 arrives at 2S/B + 2*lat + P/B. The same two flows again at T, after link 1->2
+    # went to B/2: B/4 each, arriving at T + 4S/B + 2*lat + P/B (1/B + 2/B over the hops,
+    # less the slowest's 2/B). A sharing kept from the first round would give the first
+    # round's time again.
+    b, lat, t_again = bytes_per_ns(50.0), 100.0, 1_000_000
+    net = PacketNetwork(simpy.Environment(), [Line(3, 50.0, lat)])
+    env, got = net.env, {}
+
+    def round_of_two(at_ns: int, name: str):
+        yield env.timeout(at_ns)
+        first = net.send_background(0, 2, S)
+        net.send_background(1, 2, S)
+        got[name] = (yield first)
+
+    def slow_down():
+        yield env.timeout(t_again - 1)
+        net.link(1, 2).set_bandwidth(25.0)
+
+    env.process(round_of_two(0, "before"))
+    env.process(slow_down())
+    env.process(round_of_two(t_again, "after"))
+    env.run()
+    before = 2 * S / b + 2 * lat + P / b
+    after = t_again + 4 * S / b + 2 * lat + P / b
+    assert before <= got["before"] <= before + 2
+    assert after <= got["after"] <= after + 2
+
+
 def _outage(net: PacketNetwork, link, start_ns: int, length_ns: int) -> None:
     """A co-simulation process that takes ``link`` down at ``start_ns`` for ``length_ns``."""
 
