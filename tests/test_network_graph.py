@@ -84,8 +84,7 @@ def test_every_backend_gives_the_graph_counted_by_hand(case: str, backend: str) 
             link = data["link"]
             assert isinstance(link, LinkResource) and (link.src, link.dst) == (u, v)
             assert link.bandwidth_gbps == data["bandwidth_gbps"]
-            if backend == "congestion_aware":  # the built-in link is a process too (issue 24)
-                assert isinstance(link.process, simpy.Process) and link.process.is_alive
+            assert isinstance(link.process, simpy.Process) and link.process.is_alive  # (issue 24)
         for s in (n for n, k in kinds.items() if k == "switch"):
             assert isinstance(g.nodes[s]["device"].process, simpy.Process)
         stats = network.link_stats()

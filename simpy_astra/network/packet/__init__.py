@@ -15,7 +15,9 @@ store-and-forward):
 * every directed link is a :class:`Port`, a SimPy resource
   (:class:`~simpy_astra.network.link.LinkResource`, shared with the congestion-aware
   backend's links): a train joining the link is a request (:meth:`Port.request`), leaving it
-  a release (:meth:`Port.release`); ``yield port.put(n)`` is background traffic on it;
+  a release (:meth:`Port.release`); ``yield port.put(n)`` is background traffic on it. Each
+  port is a SimPy process too (``port.process``): it takes the ``put()`` requests queued on
+  it and starts each as a train, and after a change of speed has its trains re-shared;
 * an output port serves its *inputs* (the links that feed it, and the device's own
   injection) in round robin; the injection input interleaves its trains evenly, and a
   transit input, being one FIFO, serves its trains in proportion to the rates they arrive

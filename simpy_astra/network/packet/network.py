@@ -35,7 +35,7 @@ from simpy_astra.topologies.base import BasicTopology
 class PacketNetwork(LinkLevelNetwork):
     """The packet backend (see the module docstring). Devices, links and routes are the
     :class:`~simpy_astra.network.fabric.Fabric`'s, as on the congestion-aware backend; links
-    are :class:`Port` resources, and forwarding devices are :class:`SwitchProcess` processes
+    are :class:`Port` resources (each with its process), and forwarding devices are :class:`SwitchProcess` processes
     that keep the buffers."""
 
     name = "packet"
@@ -353,10 +353,9 @@ class PacketNetwork(LinkLevelNetwork):
 
     # ------------------------------------------------------------------ sharing
     def speed_changed(self, port: Port) -> None:
-        """A link changed speed (or went down or up): solutions kept for the old speeds go."""
+        """A link changed speed (or went down or up): solutions kept for the old speeds go now
+        (the port's process then has its trains re-shared, in this instant)."""
         self._solutions.clear()
-        if port.flows:
-            self.reshare([port])
 
     def reshare(self, seeds: list[Port]) -> None:
         """Re-solve the rates of every train that transitively shares a link with ``seeds``.

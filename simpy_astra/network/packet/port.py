@@ -1,4 +1,5 @@
-"""A directed link of the packet backend: a SimPy resource whose users are packet trains.
+"""A directed link of the packet backend: a SimPy resource whose users are packet trains, and a
+SimPy process that serves its ``put()`` queue and its changes of speed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ class PortOwner(Protocol):
         """Start a queued background transfer (``yield port.put(n)``) as a train."""
 
     def speed_changed(self, port: Port) -> None:
-        """The port's speed changed: share the rates again among its trains."""
+        """The port's speed changed: what was solved for the old speed is void from now."""
+
+    def reshare(self, seeds: list[Port]) -> None:
+        """Share the rates again among the trains on ``seeds``."""
 
 
 class BufferKeeper(Protocol):
@@ -42,7 +46,14 @@ class Port(LinkResource):
     in this port's buffer, kept by ``switch`` (the :class:`SwitchProcess` of ``src``);
     ``load_bytes_per_ns`` the trains' summed rates; ``capacity_bytes_per_ns`` its speed while
     up, 0 while down. Co-simulation may change it live, as a congestion-aware link:
-    :meth:`set_bandwidth`, :meth:`take_down`, :meth:`bring_up`, and ``yield port.put(n)``."""
+    :meth:`set_bandwidth`, :meth:`take_down`, :meth:`bring_up`, and ``yield port.put(n)``.
+
+    Its process (``process``, :meth:`run`) takes what is queued on it: each ``put()`` request,
+    started as a train of its own on this link, and each change of speed, after which it has
+    its trains' rates shared again. The network's messages do not queue here: a train's rate
+    on every link is solved for all links at once, and its events (its last byte leaving,
+    its delivery) are the train's own, so a process step per train and link would buy
+    nothing but events."""
 
     def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float, latency_ns: float,
                  network: PortOwner | None = None) -> None:
@@ -66,6 +77,30 @@ class Port(LinkResource):
         self._timer_version = 0
         self._instant_ns: float | None = None  # when the switch last handed a buffer instant over
         self._instants = 0
+        self._work = env.event()  # succeeds when a put() queued or the speed changed
+        self._speed_changed = False
+        self.process = env.process(self.run())
+
+    # ------------------------------------------------------------------ the process
+    def run(self):
+        """The port's behaviour, forever: wait for work; start every queued ``put()`` as a
+        train on this link (it shares the link from now; the request succeeds when its last
+        byte arrived); after a change of speed, have the trains on it re-shared (they moved
+        at the old rates until this instant)."""
+        queue = self.put_queue
+        while True:
+            yield self._work
+            self._work = self.env.event()
+            while queue:
+                self.network.start_put(self, queue.pop(0))
+            if self._speed_changed:
+                self._speed_changed = False
+                if self.flows:
+                    self.network.reshare([self])
+
+    def _call(self) -> None:
+        if not self._work.triggered:
+            self._work.succeed()
 
     # ------------------------------------------------------------------ the resource
     def request(self, flow: Train, hop: int) -> None:
@@ -80,11 +115,9 @@ class Port(LinkResource):
             self._set_stalled(False)
 
     def _trigger_put(self, _get_event: Any) -> None:
-        """A user's ``put(n)`` (a :class:`Transmission`): its bytes become a train on this
-        one link, sharing it; the event succeeds when the last byte arrived."""
-        queue = self.put_queue
-        while queue:
-            self.network.start_put(self, queue.pop(0))
+        """A user's ``put(n)`` (a :class:`Transmission`) queued: the process starts it."""
+        if self.put_queue:
+            self._call()
 
     # ------------------------------------------------------------------ statistics
     @property
@@ -164,3 +197,5 @@ class Port(LinkResource):
     def _changed(self) -> None:
         if self.network is not None:
             self.network.speed_changed(self)
+        self._speed_changed = True
+        self._call()
