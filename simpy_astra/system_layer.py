@@ -125,12 +125,20 @@ class Phase:
         return arrived
 
     def _sent(self, arrived: Signal) -> None:
-        """A send arrived (in the network's event): fire its event if someone waits on it;
-        native algorithms never do, and then it costs nothing."""
+        """A send arrived (in the network's event): fire its event if someone waits on it in
+        place; native algorithms never do, and then it is only marked done, as a processed
+        SimPy event (or scheduled, if a SimPy process or condition waits on it). Inlined: it
+        runs once per message, 4.8 M times in st7."""
         if arrived.resume is not None:
             arrived.fire()
+            return
+        arrived.fired = True
+        arrived._ok = True
+        arrived._value = None
+        if arrived.callbacks:
+            self.env.schedule(arrived)
         else:
-            arrived.settle()
+            arrived.callbacks = None
 
     def recv(self, src: int, size_bytes: int, tag: int | None = None) -> Signal:
         received = Signal(self.env)
