@@ -37,8 +37,10 @@ class Solutions:
     So too the units of a whole train at its source, by its path and arrival rates. The
     network forgets them all when a link's speed changes."""
 
-    #: sets remembered at most (then forgotten all at once: a bound, not a policy)
-    LIMIT = 4096
+    #: entries kept per table at most, then all forgotten at once: a bound on memory (a set
+    #: of a hundred trains is a few tens of kB), not a policy; st5's 4x4x4 ring keeps 45
+    #: arrival sets, 104 max-min sets and 336 whole trains' units
+    LIMIT = 1024
 
     __slots__ = ("arrivals", "shares", "whole")
 
