@@ -11,6 +11,7 @@ figures are checked to within 2 ns, shared ones to within 1%.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -341,19 +342,20 @@ def test_halving_the_bandwidth_mid_message_re_times_its_remaining_bytes() -> Non
 
 
 def test_a_solution_kept_for_a_set_of_trains_is_not_reused_at_a_new_speed() -> None:
-    # Line 0-1-2, flows 0 -> 2 and 1 -> 2 share link 1->2 from its two inputs: B/2 each, so
-    # 0 -> 2 arrives at 2S/B + 2*lat + P/B. The same two flows again at T, after link 1->2
-    # went to B/2: B/4 each, arriving at T + 4S/B + 2*lat + P/B (1/B + 2/B over the hops,
-    # less the slowest's 2/B). A sharing kept from the first round would give the first
-    # round's time again.
-    b, lat, t_again = bytes_per_ns(50.0), 100.0, 1_000_000
+    # Line 0-1-2, flows 0 -> 2 and 1 -> 2 of S = 128 KiB share link 1->2 from its two inputs, as in
+    # test_a_longer_flow_takes_a_ports_share_once_its_head_is_there: 0 -> 2 arrives at
+    # t_j + (2S - 1.5*B*t_j)/B + 2*lat + P/B. The same two flows again at T, after link 1->2
+    # went to B/2 (every rate on it halves, the head's way t_j does not): T + t_j +
+    # (2S - 0.75*B*t_j)/(B/2) + 2*lat + P/B (1/B + 2/B over the hops, less the slowest's
+    # 2/B). A sharing kept from the first round would give the first round's time again.
+    b, lat, t_again, size = bytes_per_ns(50.0), 100.0, 1_000_000, 128 << 10
     net = PacketNetwork(simpy.Environment(), [Line(3, 50.0, lat)])
     env, got = net.env, {}
 
     def round_of_two(at_ns: int, name: str):
         yield env.timeout(at_ns)
-        first = net.send_background(0, 2, S)
-        net.send_background(1, 2, S)
+        first = net.send_background(0, 2, size)
+        net.send_background(1, 2, size)
         got[name] = (yield first)
 
     def slow_down():
@@ -364,10 +366,39 @@ def test_a_solution_kept_for_a_set_of_trains_is_not_reused_at_a_new_speed() -> N
     env.process(slow_down())
     env.process(round_of_two(t_again, "after"))
     env.run()
-    before = 2 * S / b + 2 * lat + P / b
-    after = t_again + 4 * S / b + 2 * lat + P / b
+    t_j = math.ceil(lat + P / b)
+    before = t_j + (2 * size - 1.5 * b * t_j) / b + 2 * lat + P / b
+    after = t_again + t_j + (2 * size - 0.75 * b * t_j) / (b / 2) + 2 * lat + P / b
     assert before <= got["before"] <= before + 2
     assert after <= got["after"] <= after + 2
+
+
+def test_a_longer_flow_takes_a_ports_share_once_its_head_is_there() -> None:
+    # Line 0-1-2: A = 0 -> 2 (two hops) and Y = 1 -> 2 (one hop), S = 128 KiB each (A's
+    # head's way, lat + P/B, is 6.7% of S/B: above START_UP_SHARE), start together and meet at
+    # the port 1->2 (two inputs: link 0->1 and NPU 1's own). A's head reaches it only
+    # o_1 = lat + P/B after the start (an event at t_j = o_1 rounded up to a whole ns): until
+    # then Y has the link alone, at B, and A runs at B on link 0->1. From t_j each input gets
+    # B/2. A is limited there, so what it sent faster waits in that port's buffer, all but
+    # what the hop passes on at B/2 in A's time so far (B/2 * t_j: the bytes in flight in its
+    # head's time, which its delivery charges as 2*lat + P/B). So:
+    #   Y: S - B*t_j left at B/2, done at t_j + 2(S - B*t_j)/B, one latency later there;
+    #   A: the link is busy from 0, carrying Y's S and A's S - B*t_j/2 at B: its last byte
+    #      leaves at t_j + (2S - 1.5*B*t_j)/B (alone at B after Y is done), and arrives
+    #      2*lat + P/B later.
+    # (Before, A held link 1->2 from t = 0: both at B/2 from the start, Y done one latency
+    # after 2S/B and A at 2S/B + 2*lat + P/B.)
+    b, lat, size = bytes_per_ns(50.0), 100.0, 128 << 10
+    net = PacketNetwork(simpy.Environment(), [Line(3, 50.0, lat)])
+    long, short = net.send_background(0, 2, size), net.send_background(1, 2, size)
+    net.env.run()
+    t_j = math.ceil(lat + P / b)
+    y = t_j + 2 * (size - b * t_j) / b + lat
+    a = t_j + (2 * size - 1.5 * b * t_j) / b + 2 * lat + P / b
+    assert y <= short.value <= y + 2
+    assert a <= long.value <= a + 2
+    # the port 1->2 is busy from start to end: its busy time is the bytes it carried at B
+    assert net.link(1, 2).busy_ns == pytest.approx(2 * size / b, abs=2)
 
 
 def _outage(net: PacketNetwork, link, start_ns: int, length_ns: int) -> None:

@@ -1,8 +1,7 @@
 """The packet backend's trains against a per-packet simulator (``tests/packet_reference.py``):
 output ports serving their inputs round robin, each transit input FIFO, 4 KiB packets,
 100 ns links, unbounded buffers (the backend gets buffers too large to fill). Each flow's
-delivery time must be within 5% of the per-packet one, with 256 KiB messages, and with
-128 KiB ones where the multi-hop start-up allows.
+delivery time must be within 5% of the per-packet one, with 256 KiB and 128 KiB messages.
 """
 
 from __future__ import annotations
@@ -69,18 +68,10 @@ def test_each_flow_within_5_percent_of_the_per_packet_simulator(name: str) -> No
     assert worst <= 0.05, f"{name}: worst flow off by {worst:.1%} (backend {got}, per packet {want})"
 
 
-#: at 128 KiB the start-up rule (a train holds every link of its path from its first
-#: instant; the head's way, h*latency + (h-1)*P/B, is charged in its delivery) is more than
-#: 5% off where flows of different hop counts meet at a port: the longer flows take that
-#: port's share before their first packet is there (measured: parking lot 6.8%, mixed-hop
-#: ring 9.1%; the others within 4.5%). Not modelled yet (a train would reach hop k after
-#: k packet times and latencies, with the bytes in flight tracked per hop).
-START_UP = {"parking_lot", "ring_mixed_hops"}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="multi-hop start-up (issue 24 item 3)"))
-    if n in START_UP else n for n in SCENARIOS])
+@pytest.mark.parametrize("name", list(SCENARIOS))
 def test_each_flow_within_5_percent_at_128_kib(name: str) -> None:
+    # at 128 KiB the head's way (h*latency + (h-1)*P/B) is a larger part of a flow's time:
+    # where flows of different hop counts meet at a port, the longer ones must not take its
+    # share before their first packet is there (a train joins hop k when its head gets there)
     worst, got, want = worst_error(name, 128 * 1024)
     assert worst <= 0.05, f"{name}: worst flow off by {worst:.1%} (backend {got}, per packet {want})"

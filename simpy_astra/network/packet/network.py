@@ -197,8 +197,10 @@ class PacketNetwork(LinkLevelNetwork):
                     busy.append(port)
             flow.first = b
             hop_out = flow.hop_out  # what reached each hop from the buffer on, at the last rates
+            last = flow.reach - 1  # (a hop its head has yet to reach will get what the last one passes on)
             flow.drain_weights = (flow.in_rate,) + tuple(
-                hop_out[k][0] if hop_out is not None else flow.out_rate for k in range(b, len(flow.ports) - 1))
+                hop_out[min(k, last)][0] if hop_out is not None else flow.out_rate
+                for k in range(b, len(flow.ports) - 1))
             flow.in_rate = 0.0
             busy.append(flow.ports[b])
             busy += self._release_crossed(flow)
@@ -213,7 +215,7 @@ class PacketNetwork(LinkLevelNetwork):
         if crossed is None or flow.left_bytes > 0:
             return []
         busy = []
-        last = len(flow.ports) - 1
+        last = flow.reach - 1
         while flow.first < last and crossed[flow.first] >= flow.size_bytes - EMPTY_BYTES:
             port = flow.ports[flow.first]
             port.release(flow)
@@ -249,7 +251,7 @@ class PacketNetwork(LinkLevelNetwork):
         hop_out = flow.hop_out
         soonest = math.inf
         start = max(flow.buf, flow.first)
-        for k in range(start, len(hop_out)):
+        for k in range(start, flow.reach):
             queue = flow.queue(k) - floor_bytes(flow, k)
             if queue <= 0:
                 continue
@@ -270,7 +272,7 @@ class PacketNetwork(LinkLevelNetwork):
         start = max(flow.buf, flow.first)
         if flow.left_bytes <= 0 and flow.crossed[start] >= flow.size_bytes - EMPTY_BYTES:
             return True
-        for k in range(start, len(hop_out)):
+        for k in range(start, flow.reach):
             if flow.queue(k) <= floor_bytes(flow, k) + EMPTY_BYTES:
                 if k == start:
                     inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
@@ -286,8 +288,9 @@ class PacketNetwork(LinkLevelNetwork):
         now = self.env.now
         flow.hop_ns = None
         flow.advance(now)
-        if flow.left_bytes <= 0 and flow.crossed[-1] >= flow.size_bytes - EMPTY_BYTES:
-            self.reshare(self._finish(flow, flow.buf))  # its last byte crossed the last hop
+        if flow.left_bytes <= 0 and flow.crossed[flow.reach - 1] >= flow.size_bytes - EMPTY_BYTES:
+            # its last byte crossed the last hop it has reached (the rest is its head's way)
+            self.reshare(self._finish(flow, flow.buf))
             return
         if not self._ran_out(flow):  # armed for a rate that has since dropped: nothing changed
             self._arm_hops(flow, now)
@@ -308,6 +311,7 @@ class PacketNetwork(LinkLevelNetwork):
             flow.ports[flow.buf].buffered.pop(flow, None)
         flow.version += 1  # a pending drain event is void
         flow.hop_version += 1  # and so is a pending hop event
+        flow.join_version += 1  # and a pending join event
         message = flow.message
         packet = min(self.packet_size_bytes, flow.size_bytes)
         message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(packet, hop))
@@ -399,6 +403,7 @@ class PacketNetwork(LinkLevelNetwork):
                             stack.append(port)
         for flow in flows:
             flow.advance(now)
+            flow.join(now)
         changed_once: set[Train] = set()
         for _round in range(MAX_ROUNDS):
             train_rates(flows, self._seeds, self._solutions)
@@ -442,19 +447,26 @@ class PacketNetwork(LinkLevelNetwork):
         load = dict.fromkeys(ports, 0.0)
         held: set[Port] = set()  # links a unit of which is held back by a port further on
         buffers: dict[Port, None] = {}
+        ahead: list[tuple[Train, float]] = []  # trains whose head has hops to reach, and their rate
         for flow in flows:
             fp = flow.ports
-            h = len(fp)
+            h = flow.reach
             b = flow.buf
             if flow.left_bytes > 0:
                 old_in = flow.in_rate
                 flow.in_rate = flow.r_in
                 flow.out_rate = flow.r_out if b else flow.r_in
+                if flow.opened:  # (a buffer opened in this re-share)
+                    flow.place_backlog(now)
                 if abs(flow.in_rate - old_in) > TOLERANCE * flow.in_rate or flow.timer_ns is None:
                     self._arm_drain(flow, now)
             else:
                 flow.in_rate = 0.0
                 flow.out_rate = flow.r_out
+            if flow.reached:  # hops it reached: the bytes credited to them count as carried
+                for i in range(flow.reached, h):
+                    fp[i]._busy_done_ns += flow.credited(i) / fp[i].bytes_per_ns
+                flow.reached = 0
             # hops before ``split`` carry the train's input rate, from there on its output rate
             split = b if b and (not flow.coupled or flow.left_bytes <= 0) else h
             for i in range(flow.first, h):
@@ -469,6 +481,8 @@ class PacketNetwork(LinkLevelNetwork):
                 hop = limit_hop(lim)
                 if hop > i or (lim < 0 and hop == i):
                     held.add(port)
+            if h < len(fp):
+                ahead.append((flow, r))
             if b:
                 buffers[fp[b]] = None
                 if flow.hop_out is not None and flow.left_bytes <= 0:
@@ -476,6 +490,9 @@ class PacketNetwork(LinkLevelNetwork):
                 else:
                     flow.hop_ns = None
                     flow.hop_version += 1
+        room = dict(load)  # (and trains that reach a hop without an event, at their rates)
+        for flow, r in ahead:  # (after every reached hop's load is known)
+            self._arm_join(flow, r, room, now)
         for port in ports:
             port._set_load(load[port])
             saturated = port.load_bytes_per_ns >= port.capacity_bytes_per_ns * (1 - 1e-6)
@@ -484,6 +501,47 @@ class PacketNetwork(LinkLevelNetwork):
                 port._set_stalled(stalled)
         for port in buffers:
             port.switch.notify(port)
+
+    def _arm_join(self, flow: Train, rate: float, load: dict[Port, float], now: float) -> None:
+        """(Re-)arm the event of the next hop the train's head reaches where its joining
+        may change the sharing: that hop's port would be saturated by the train's ``rate``
+        (what its last reached hop passes on) on top of ``load`` (then its round robin may
+        bind), or its credit loop is slower.
+
+        Where it is not (an idle link, or one with room to spare), no port binds anew once
+        it joins, so the current rates stay the max-min ones: it joins at the next re-share
+        without an event; its rate is added to that port's ``load`` (here, not the port's
+        own), so that other trains heading there see it. A train alone on its path costs no
+        event."""
+        fp = flow.ports
+        caps = flow.path.credit_caps
+        at = None
+        for k in range(flow.reach, len(fp)):
+            port = fp[k]
+            if (load[port] + rate >= port.capacity_bytes_per_ns * (1 - 1e-6)
+                    or caps[k] < rate * (1 - TOLERANCE)):
+                at = k
+                break
+            load[port] += rate
+        if at is None:
+            if flow.join_ns is not None:
+                flow.join_ns = None
+                flow.join_version += 1
+            return
+        at_ns = flow.join_at(at)
+        if flow.join_ns == at_ns:
+            return
+        flow.join_ns = at_ns
+        flow.join_version += 1
+        version = flow.join_version
+        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._joined(flow, version))
+
+    def _joined(self, flow: Train, version: int) -> None:
+        """The train's head reached a hop where that changes the sharing: re-share."""
+        if flow.join_version != version:
+            return
+        flow.join_ns = None
+        self.reshare([flow.ports[flow.first]])
 
     @staticmethod
     def _mark_credit_stall(flow: Train) -> None:

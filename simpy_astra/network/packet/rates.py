@@ -74,7 +74,7 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
     there. A hop whose buffer holds none of the train's bytes passes on no more than
     reaches it. Elsewhere every weight is 1 (even splits) and the hops from the buffer
     on are one unit."""
-    if all(len(flow.ports) - flow.first == 1 for flow in flows):
+    if all(flow.reach - flow.first == 1 for flow in flows):
         one_hop_shares(flows)
         return
     arrivals = arrival_rates(flows, seeds, solutions)
@@ -87,7 +87,7 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         if flow.buf or flow.first or flow.coupled or flow.left_bytes <= 0:
             made, flow.cut = units_of(flow, rates)
         else:  # (most trains: whole, at their source; their units depend on path and arrivals)
-            key = (flow.path, rates)
+            key = (flow.path, flow.reach, rates)
             got = whole.get(key)
             if got is None:
                 got = units_of(flow, rates)
@@ -122,12 +122,12 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         hop_out = flow.hop_out
         start = max(flow.buf, flow.first)
         upstream = flow.r_in if flow.left_bytes > 0 else 0.0
-        for i in range(start, len(hop_out)):
+        for i in range(start, flow.reach):
             r, lim = hop_out[i]
             if r > upstream and not waits(flow, i):
                 hop_out[i] = (upstream, i)
             upstream = hop_out[i][0]
-        flow.r_out, flow.lim_out = hop_out[-1]
+        flow.r_out, flow.lim_out = hop_out[flow.reach - 1]
 
 def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[Unit, int, int]], int]:
     """The train's units for :func:`~.solver.max_min`, each with its kind (0: the hops before
@@ -135,7 +135,7 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
     first hop, and the first hop at which FIFO inputs cut its rate (0: none), given its FIFO
     arrival ``rates`` per hop it holds (None: every weight 1)."""
     fp = flow.ports
-    h = len(fp)
+    h = flow.reach  # (the hops its head has reached)
     b = flow.buf
     first = flow.first
     path = flow.path
@@ -197,13 +197,13 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     round robin gives equal rates, so its split is even as it is; a drained train's
     backlog there is weighed like the others, an approximation that buys st5's 64-NPU
     switch its speed back)."""
-    if all(len(flow.ports) <= 2 for flow in flows):
+    if all(flow.reach <= 2 for flow in flows):
         return None
     seen: set[tuple[Port, Port]] = set()
     shared = False
     for flow in flows:
         fp = flow.ports
-        for i in range(max(1, flow.first), len(fp)):
+        for i in range(max(1, flow.first), flow.reach):
             pair = (fp[i], fp[i - 1])
             if pair in seen:
                 shared = True
@@ -216,19 +216,19 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     order = list(flows)
     routes = []
     for flow in order:
-        first, fp, b = flow.first, flow.ports, flow.buf
-        n = len(fp) - first
+        first, fp, b, h = flow.first, flow.ports, flow.buf, flow.reach
+        n = h - first
         if not b:  # (most trains: nothing held anywhere, every weight what arrives)
             held, weights = (False,) * n, (None,) * n
         else:
-            held = tuple(i >= b and waits(flow, i) for i in range(first, len(fp)))
+            held = tuple(i >= b and waits(flow, i) for i in range(first, h))
             if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
                 weights = tuple(max(MIN_WEIGHT, flow.drain_weights[i - b]) if w
                                 else (None if i > first else MIN_WEIGHT)
-                                for i, w in zip(range(first, len(fp)), held, strict=True))
+                                for i, w in zip(range(first, h), held, strict=True))
             else:
                 weights = (None,) * n
-        routes.append(Route(fp[first:], flow.path.inputs[first:], held, weights))
+        routes.append(Route(fp[first:h], flow.path.inputs[first:h], held, weights))
     key = frozenset(Counter(routes).items())
     solved = solutions.arrivals.get(key)
     if solved is None:
