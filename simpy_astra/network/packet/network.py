@@ -403,7 +403,8 @@ class PacketNetwork(LinkLevelNetwork):
                             stack.append(port)
         for flow in flows:
             flow.advance(now)
-            flow.join(now)
+            if flow.reach < len(flow.ports):  # (its head has hops to reach)
+                flow.join(now)
         changed_once: set[Train] = set()
         for _round in range(MAX_ROUNDS):
             train_rates(flows, self._seeds, self._solutions)
