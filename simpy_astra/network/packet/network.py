@@ -35,8 +35,8 @@ from simpy_astra.topologies.base import BasicTopology
 class PacketNetwork(LinkLevelNetwork):
     """The packet backend (see the module docstring). Devices, links and routes are the
     :class:`~simpy_astra.network.fabric.Fabric`'s, as on the congestion-aware backend; links
-    are :class:`Port` resources (each with its process), and forwarding devices are :class:`SwitchProcess` processes
-    that keep the buffers."""
+    are :class:`Port` resources (each with its process), and forwarding devices are
+    :class:`SwitchProcess` processes that keep the buffers."""
 
     name = "packet"
 
