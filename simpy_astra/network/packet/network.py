@@ -491,9 +491,10 @@ class PacketNetwork(LinkLevelNetwork):
                 else:
                     flow.hop_ns = None
                     flow.hop_version += 1
-        room = dict(load)  # (and trains that reach a hop without an event, at their rates)
-        for flow, r in ahead:  # (after every reached hop's load is known)
-            self._arm_join(flow, r, room, now)
+        if ahead:  # (after every reached hop's load is known)
+            room = dict(load)  # (and trains that reach a hop without an event, at their rates)
+            for flow, r in ahead:
+                self._arm_join(flow, r, room, now)
         for port in ports:
             port._set_load(load[port])
             saturated = port.load_bytes_per_ns >= port.capacity_bytes_per_ns * (1 - 1e-6)
