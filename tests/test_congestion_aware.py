@@ -243,18 +243,24 @@ def test_the_link_is_a_process_serving_offers_and_puts_in_one_fifo() -> None:
     assert link.process.is_alive  # idle again, waiting for the next item
 
 
-def test_a_speed_up_mid_transmission_frees_the_link_earlier() -> None:
+def _two_items_changed_at(at_ns: int, change) -> tuple[Link, list]:
+    """10,000 B then 1,000 B offered to one link at t = 0; ``change(link)`` at ``at_ns``."""
     env, got = simpy.Environment(), []
     link = _link(env, got)
     link.offer(_Item(10_000))
     link.offer(_Item(1_000))
 
-    def faster(env):
-        yield env.timeout(4_000)
-        link.set_bandwidth(2 * ONE_BYTE_PER_NS_GBPS)
+    def later(env):
+        yield env.timeout(at_ns)
+        change(link)
 
-    env.process(faster(env))
+    env.process(later(env))
     env.run()
+    return link, got
+
+
+def test_a_speed_up_mid_transmission_frees_the_link_earlier() -> None:
+    link, got = _two_items_changed_at(4_000, lambda link: link.set_bandwidth(2 * ONE_BYTE_PER_NS_GBPS))
     # 6,000 B left at 2 B/ns: free at 7,000 (not 10,000), where the next item starts
     assert got == [(10_000, 7_100), (1_000, 7_600)]
     assert link.busy_ns == 7_500
@@ -276,18 +282,11 @@ def test_an_offer_from_a_process_starts_the_idle_link_and_keeps_that_process_act
 
 
 def test_down_and_up_in_one_instant_loses_no_time() -> None:
-    env, got = simpy.Environment(), []
-    link = _link(env, got)
-    link.offer(_Item(10_000))
-    link.offer(_Item(1_000))
-
-    def blip(env):
-        yield env.timeout(4_000)
+    def blip(link):
         link.take_down()
         assert link.on_wire.size == 10_000 and not link.up  # held on the wire
         link.bring_up()
 
-    env.process(blip(env))
-    env.run()
+    link, got = _two_items_changed_at(4_000, blip)
     assert got == [(10_000, 10_100), (1_000, 11_100)]
     assert link.busy_ns == 11_000
