@@ -134,6 +134,17 @@ class Signal(Event):
         else:  # nobody else waits: processed now (cheaper than queueing an empty event)
             self.callbacks = None
 
+    def settle(self) -> None:
+        """Fire with nobody waiting in place (a native algorithm's send that arrived): marked
+        done as a processed SimPy event, or scheduled if a SimPy process or condition waits."""
+        self.fired = True
+        self._ok = True
+        self._value = None
+        if self.callbacks:
+            self.env.schedule(self)
+        else:
+            self.callbacks = None
+
 
 def call_later(env: simpy.Environment, delay_ns: int, fn: Callback, arg: Any = None) -> Timeout:
     """Run ``fn(arg)`` ``delay_ns`` from now, as its own entry on SimPy's queue."""
