@@ -148,7 +148,10 @@ class Npu:
         self.ready_count = 0
         self.deferred: list[int] = []
         self.in_pass = False
-        self.busy = [False, False, False]
+        self.busy = [False, False, False, False]  # SLOT_NONE's entry is never set
+        #: communication streams a trace names (``comm_stream``): each its own slot from 4 on
+        self.streams: dict[str, int] = {}
+        self.slot_classes = (SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE)
         self.ongoing = 0
         self.completed = 0  # nodes finished, read by the progress display
         self.finished = False
@@ -183,7 +186,21 @@ class Npu:
             return SLOT_GPU
         if t == COMM_RECV_NODE:
             return SLOT_NONE
+        if t in (COMM_COLL_NODE, COMM_SEND_NODE) and node.has_attr("comm_stream"):
+            return self._stream_slot(node.get_str("comm_stream"))
         return SLOT_COMM
+
+    def _stream_slot(self, name: str) -> int:
+        """The slot of communication stream ``name``: nodes of one stream run one at a time in
+        id order, as NCCL calls on one CUDA stream; different streams run side by side (ASTRA-sim's
+        inputs name none: all their communication shares one slot)."""
+        slot = self.streams.get(name)
+        if slot is None:
+            slot = self.streams[name] = len(self.ready)
+            self.ready.append([])
+            self.busy.append(False)
+            self.slot_classes = (*self.slot_classes, slot)
+        return slot
 
     def _make_ready(self, node_id: int) -> None:
         if self.in_pass:
@@ -240,7 +257,7 @@ class Npu:
             while True:
                 best = -1
                 best_id = None
-                for cls in (SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE):
+                for cls in self.slot_classes:
                     heap = ready[cls]
                     if heap and (cls == SLOT_NONE or not busy[cls]) and (best_id is None or heap[0] < best_id):
                         best, best_id = cls, heap[0]

@@ -46,6 +46,8 @@ class Op:
     dim: str = ""  # collectives: the parallel dimension whose group runs it
     peer_stage: int = 0  # send/recv: +1 next stage, -1 previous stage
     tag: int = 0
+    duration_us: int = 0  # a compute op with a known time (replayed), else timed by num_ops
+    stream: str = ""  # communication: the stream it runs on beside others (``comm_stream``)
 
 
 @dataclass

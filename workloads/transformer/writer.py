@@ -52,15 +52,20 @@ def _string_list(tensors: list[tuple[str, int]], units: Units, kinds: dict[str, 
 def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> bytes:
     """The node without its rank-dependent attribute (group or peer)."""
     attrs: dict[str, object] = {}
-    if op.kind == COMP:
+    if op.kind == COMP and op.duration_us:
+        attrs = {"op_type": op.op_type}
+    elif op.kind == COMP:
         attrs = {"num_ops": op.num_ops, "tensor_size": op.tensor_size * units.element, "op_type": op.op_type}
     elif op.kind == COLL:
         attrs = {"comm_size": op.comm_size * units.element, "comm_type": op.comm_type, "is_cpu_op": 0}
     else:
         attrs = {"comm_size": op.comm_size * units.element, "comm_tag": op.tag, "is_cpu_op": 0}
+    if op.stream:
+        attrs["comm_stream"] = op.stream
     attrs["inputs"] = _string_list(op.inputs, units, kinds)
     attrs["outputs"] = _string_list(op.outputs, units, kinds)
-    return make_node(node_id, op.name, op.kind, deps=op.deps, attrs=attrs).SerializeToString()
+    return make_node(node_id, op.name, op.kind, deps=op.deps, duration_micros=op.duration_us,
+                     attrs=attrs).SerializeToString()
 
 
 class StageWriter:
