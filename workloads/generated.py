@@ -88,6 +88,10 @@ GENERATORS: dict[str, GeneratorEntry] = {
     "transformer": _module("simpy_astra.workloads.transformer.generator", "4",
                            summary=_lazy("simpy_astra.workloads.transformer.generator", "write_summary"),
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks")),
+    # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
+    "megatron": _module("simpy_astra.workloads.megatron.generator", "1",
+                        summary=_lazy("simpy_astra.workloads.megatron.generator", "write_summary"),
+                        ranks=_lazy("simpy_astra.workloads.megatron.generator", "write_ranks")),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),

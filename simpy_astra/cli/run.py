@@ -100,8 +100,10 @@ def peak_rss_mb() -> float:
 
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
-                cost=None, jobs: list | None = None, link_jobs: dict | None = None) -> None:
+                cost=None, jobs: list | None = None, link_jobs: dict | None = None, training=None) -> None:
     data: dict = {
+        # the step's time: when the last NPU finished
+        "iteration_time_ns": max((r.finished_cycles for r in reports), default=0),
         "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
         "simulator_wall_s": round(wall_s, 3),
         "peak_rss_mb": peak_rss_mb(),
@@ -109,6 +111,8 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
     if cost is not None:  # the network cost model (simpy_astra/cost_model.py)
         data["cost_usd"] = cost.total_usd
         data["cost"] = cost.as_dict()
+    if training is not None:  # a generated training job's own figures (Megatron's TFLOP/s, MFU)
+        data["training"] = training.as_dict()
     if jobs is not None:  # multi-job runs: per job (simpy_astra/jobs.py)
         data["jobs"] = {j.name: j.as_dict() for j in jobs}
     if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
@@ -234,8 +238,13 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     from simpy_astra.cost_model import network_cost
 
     cost = network_cost(inputs.network)
+    training = None
+    if inputs.training is not None and reports:
+        training = inputs.training(max(r.finished_cycles for r in reports))
+        for line in training.lines():
+            print(line, file=sys.stderr)
     if json_out:
-        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs)
+        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training)
     if record is not None and csv_out:
         from simpy_astra.report.csv_tables import write_csv_reports
 

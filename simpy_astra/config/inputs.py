@@ -4,7 +4,7 @@ the reference's flags both produce, and what :class:`simpy_astra.simulation.Simu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from simpy_astra.config.memory import RemoteMemoryConfig
 from simpy_astra.config.network import NetworkConfig
@@ -33,3 +33,6 @@ class SimulationInputs:
     #: several jobs on the network (:mod:`simpy_astra.config.jobs`); None: one job, the
     #: workload above on every NPU
     jobs: list[JobInputs] | None = None
+    #: a generated training job that reports its own figures (``figures(iteration_time_ns)``
+    #: -> an object with ``lines()`` and ``as_dict()``), e.g. Megatron's TFLOP/s and MFU
+    training: Any = None

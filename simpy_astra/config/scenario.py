@@ -56,7 +56,7 @@ T = TypeVar("T")
 
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
-                 "fold_symmetry", "plugins", "cost", "jobs"}
+                 "fold_symmetry", "plugins", "cost", "jobs", "cluster"}
 
 
 #: queues per dimension beyond which a run only exhausts memory (each is a Python object per
@@ -173,6 +173,16 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     unknown = unknown_key_warnings(path, doc, SCENARIO_KEYS, "scenario")
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
+    cluster = None
+    if doc.get("cluster") is not None:  # a preset builds system, network and backend
+        from simpy_astra.config.cluster import load_cluster
+
+        if "jobs" in doc:
+            raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
+        cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
+        stage_gpus = _stage_gpus(doc.get("workload"), cluster, f"{path}: workload")
+        doc = {"system": cluster.system_mapping(stage_gpus), "network": cluster.network_mapping(stage_gpus),
+               "backend": "congestion_unaware", **doc}
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
@@ -210,12 +220,18 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown)
     assert system is not None
     workload = doc["workload"]
+    training = None
     if isinstance(workload, dict):
         if "generate" not in workload:
             raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                              f"(or give an ET prefix)")
         from simpy_astra.workloads.generated import materialise, resolve_paths
 
+        if workload.get("generate") == "megatron" and cluster is not None:
+            if net.total_npus != cluster.gpus:
+                raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {cluster.gpus}")
+            workload = {**workload, "gpus": cluster.gpus, "gpu": cluster.gpu}
+            training = _training(workload, f"{path}: workload")
         spec = resolve_paths(workload, os.path.dirname(os.path.abspath(path)))
         made = materialise(spec, where=f"{path}: workload", lazy=True)  # a run writes the ranks it needs
         workload = made.prefix
@@ -227,6 +243,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
+    inputs.training = training
     inputs.warnings[:0] = unknown
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost
@@ -235,6 +252,28 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if "fold_symmetry" in doc:
         inputs.fold_symmetry = doc["fold_symmetry"]
     return inputs
+
+
+def _stage_gpus(workload: Any, cluster: Any, where: str) -> int | None:
+    """GPUs of one pipeline stage of a Megatron workload (how the cluster's nodes are laid out
+    as network dimensions), else None."""
+    if not (isinstance(workload, dict) and workload.get("generate") == "megatron"):
+        return None
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    job = parse(workload.get("args"), cluster.gpus, where)
+    return job.tp * job.cp * job.dp
+
+
+def _training(spec: dict, where: str):
+    """The report of a generated Megatron job: its figures from the iteration time."""
+    from functools import partial
+
+    from simpy_astra.workloads.megatron.generator import job_and_gpu
+    from simpy_astra.workloads.megatron.report import figures
+
+    params = {k: v for k, v in spec.items() if k != "generate"}
+    return partial(figures, *job_and_gpu(params, where))
 
 
 def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,

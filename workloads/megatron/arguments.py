@@ -1,0 +1,350 @@
+"""Megatron-LM's ``pretrain_gpt.py`` arguments, as users write them in launch scripts.
+
+Both the 2021 names (``--checkpoint-activations``, ``--DDP-impl``,
+``--num-layers-per-virtual-pipeline-stage``, ``--batch-size``) and today's
+(``--recompute-granularity``, ``--use-distributed-optimizer``, ...) are read. Arguments that
+cannot change the time of a step (paths, logging, learning rate, initialisation, data) are
+accepted without a word; a timing argument this simulator does not model is refused naming it,
+never ignored. The data-parallel size is not an argument: it follows from the GPU count as
+in Megatron (``gpus / (tp x pp x cp)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+from dataclasses import dataclass
+
+from simpy_astra.errors import InputError
+
+#: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
+GPT2_VOCAB = 50257
+
+#: arguments (or prefixes) that cannot change a training step's time
+NO_TIMING_EFFECT = (
+    "--data-path", "--vocab-file", "--merge-file", "--tokenizer-", "--split", "--data-",
+    "--train-data-path", "--valid-data-path", "--test-data-path", "--mock-data", "--num-workers",
+    "--log", "--tensorboard", "--wandb", "--timing-log", "--save", "--load", "--no-load",
+    "--finetune", "--pretrained-checkpoint", "--use-checkpoint", "--ckpt-", "--async-save",
+    "--exit-", "--eval-", "--train-iters", "--train-samples", "--lr", "--min-lr", "--warmup",
+    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--clip-grad", "--adam-",
+    "--sgd-momentum", "--optimizer", "--loss-scale", "--initial-loss-scale", "--min-loss-scale",
+    "--hysteresis", "--seed", "--init-method", "--attention-dropout", "--hidden-dropout",
+    "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
+    "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
+    "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler",
+    "--use-checkpoint-args", "--rampup-batch-size", "--fp16-lm-cross-entropy",
+    "--attention-softmax-in-fp32", "--accumulate-allreduce-grads-in-fp32",
+    "--empty-unused-memory-level", "--no-persist-layer-norm", "--apply-query-key-layer-scaling",
+    "--no-query-key-layer-scaling", "--position-embedding-type", "--use-rotary-position-embeddings",
+    "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
+    "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
+    "--transformer-impl", "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
+    "--bias-swiglu-fusion", "--no-bias-swiglu-fusion", "--profile", "--record-memory-history",
+    "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
+    "--distribute-checkpointed-activations", "--distribute-saved-activations", "--DDP-bucket",
+    "--ddp-bucket-size", "--yaml-cfg", "--kv-lora", "--qk-layernorm", "--attention-backend",
+    "--no-rope-fusion", "--cross-entropy-loss-fusion", "--disable-bias-linear", "--add-bias-linear",
+    "--max-position-embeddings", "--fp8-margin", "--fp8-interval", "--fp8-amax-",
+    "--untie-embeddings-and-output-weights", "--group-query-attention", "--no-masked-softmax-fusion-check",
+)
+
+#: timing arguments this simulator knows exist and does not model yet (refused by name)
+NOT_MODELLED = {
+    "--num-experts": "mixture-of-experts layers",
+    "--expert-model-parallel-size": "expert parallelism",
+    "--moe-router-topk": "mixture-of-experts layers",
+    "--encoder-num-layers": "encoder-decoder models",
+    "--decoder-num-layers": "encoder-decoder models",
+    "--pipeline-model-parallel-split-rank": "encoder-decoder pipelines",
+    "--cpu-offloading": "activation offloading to the host",
+    "--sequence-parallel-size": "DeepSpeed-Ulysses sequence parallelism",
+}
+
+
+@dataclass(frozen=True)
+class MegatronJob:
+    """One ``pretrain_gpt.py`` launch: the model, its parallel layout and how it runs."""
+
+    gpus: int
+    num_layers: int
+    hidden: int
+    heads: int
+    kv_heads: int  # query groups (= heads without grouped-query attention)
+    head_dim: int
+    ffn_hidden: int
+    swiglu: bool
+    seq: int
+    vocab: int  # padded as Megatron pads it
+    tied_embeddings: bool
+    micro_batch: int
+    global_batch: int
+    tp: int
+    pp: int
+    cp: int
+    dp: int
+    virtual_stages: int  # model chunks per pipeline stage (1: plain 1F1B)
+    precision: str  # "fp16" | "bf16" | "fp32"
+    fp8: bool
+    recompute: str  # "none" | "full" | "selective"
+    recompute_method: str  # "uniform" | "block"
+    recompute_layers: int
+    sequence_parallel: bool
+    distributed_optimizer: bool
+    ddp: str  # "local" | "torch"
+    overlap_grad_reduce: bool
+    overlap_param_gather: bool
+    tp_comm_overlap: bool
+    async_tp_allreduce: bool  # input-gradient all-reduce overlapped with the weight-gradient GEMM
+    gradient_accumulation_fusion: bool
+    flash_attention: bool
+    masked_softmax_fusion: bool
+    bias_gelu_fusion: bool
+    bias_dropout_fusion: bool
+    scatter_gather: bool  # pipeline sends of 1/tp of the activation, then an all-gather
+    legacy: bool  # a 2021 Megatron-LM (it has --DDP-impl)
+    args: str
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per data-parallel replica in one step."""
+        return self.global_batch // (self.micro_batch * self.dp)
+
+    @property
+    def element_bytes(self) -> int:
+        return 4 if self.precision == "fp32" else 2
+
+    @property
+    def layers_per_chunk(self) -> int:
+        return self.num_layers // (self.pp * self.virtual_stages)
+
+    def parameters(self) -> int:
+        """Parameters of the whole model (embeddings, layers, final norm)."""
+        h, kv = self.hidden, self.kv_heads * self.head_dim
+        attn = h * (self.heads * self.head_dim + 2 * kv) + self.heads * self.head_dim * h
+        mlp = (3 if self.swiglu else 2) * h * self.ffn_hidden
+        biases = self.heads * self.head_dim + 2 * kv + h + (2 if self.swiglu else 1) * self.ffn_hidden + h
+        per_layer = attn + mlp + biases + 4 * h  # two layer norms
+        emb = self.vocab * h * (1 if self.tied_embeddings else 2) + self.seq * h
+        return self.num_layers * per_layer + emb + 2 * h
+
+    def model_flops(self) -> float:
+        """FLOPs of one step as the SC'21 paper counts them, recomputation included when full
+        recomputation is on (four passes over the layers, three over the logits):
+        ``96 B s l h^2 (1 + s/6h + V/16lh)`` for its GPT. Other shapes (SwiGLU, grouped-query
+        attention, another FFN width) are counted from their matrix products the same way."""
+        return self._flops(4 if self.recompute == "full" else 3)
+
+    def model_flops_no_recompute(self) -> float:
+        """Three passes everywhere, ``72 B s l h^2 (1 + s/6h + V/12lh)`` (MFU's numerator)."""
+        return self._flops(3)
+
+    def _flops(self, layer_passes: int) -> float:
+        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        matmuls = 2 * (h * (q + 2 * kv) + q * h + (3 if self.swiglu else 2) * h * self.ffn_hidden)
+        attention = 2 * 2 * self.seq * q  # score and context products, per token
+        per_token = self.num_layers * (matmuls + attention) * layer_passes + 3 * 2 * h * self.vocab
+        return float(self.global_batch * self.seq * per_token)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: ANN201 - argparse's signature
+        raise InputError(f"megatron args: {message}")
+
+
+def _bool(parser: argparse.ArgumentParser, *names: str, help: str) -> None:  # noqa: A002
+    parser.add_argument(*names, action="store_true", default=False, help=help)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The modelled arguments (``simpy-astra generate megatron --help`` prints them)."""
+    p = _Parser(prog="simpy-astra generate megatron", allow_abbrev=False, add_help=False,
+                description="Megatron-LM pretrain_gpt.py arguments that change a step's time.")
+    i = p.add_argument
+    i("--num-layers", type=int, required=True, help="transformer layers")
+    i("--hidden-size", type=int, required=True, help="model width h")
+    i("--num-attention-heads", type=int, required=True, help="attention heads")
+    i("--kv-channels", type=int, default=None, help="width of one head (default h / heads)")
+    i("--num-query-groups", type=int, default=None, help="key/value heads with --group-query-attention")
+    i("--ffn-hidden-size", type=int, default=None, help="MLP width (default 4h; 8h/3 rounded with --swiglu)")
+    _bool(p, "--swiglu", help="SwiGLU MLP (three weight matrices)")
+    i("--seq-length", "--encoder-seq-length", dest="seq_length", type=int, required=True,
+      help="tokens per sample")
+    i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
+    i("--make-vocab-size-divisible-by", type=int, default=128,
+      help="vocabulary padded to a multiple of this x tp (default 128)")
+    i("--micro-batch-size", "--batch-size", dest="micro_batch_size", type=int, required=True,
+      help="samples per micro-batch per data-parallel replica")
+    i("--global-batch-size", type=int, default=None, help="samples per step (default micro-batch x dp)")
+    i("--tensor-model-parallel-size", type=int, default=1, help="tensor parallelism tp")
+    i("--pipeline-model-parallel-size", type=int, default=1, help="pipeline stages pp")
+    i("--context-parallel-size", type=int, default=1, help="context parallelism cp")
+    i("--num-layers-per-virtual-pipeline-stage", type=int, default=None,
+      help="interleaved 1F1B: layers per model chunk (2021 name)")
+    i("--virtual-pipeline-model-parallel-size", type=int, default=None,
+      help="interleaved 1F1B: model chunks per stage")
+    _bool(p, "--fp16", help="fp16 weights, activations and messages")
+    _bool(p, "--bf16", help="bf16 (gradients reduced in fp32)")
+    i("--fp8-format", default=None, choices=("e4m3", "hybrid"), help="fp8 GEMMs (Transformer Engine)")
+    _bool(p, "--checkpoint-activations", help="full recomputation of every layer (2021 name)")
+    i("--checkpoint-num-layers", type=int, default=1, help="layers per checkpoint (2021 name)")
+    i("--recompute-granularity", choices=("full", "selective"), default=None,
+      help="full: recompute whole layers; selective: the attention core only")
+    i("--recompute-method", choices=("uniform", "block"), default=None,
+      help="which layers full recomputation covers")
+    i("--recompute-num-layers", type=int, default=None, help="layers per recompute unit / block")
+    _bool(p, "--recompute-activations", help="selective recomputation (older name)")
+    _bool(p, "--sequence-parallel", help="layer norm and dropout split over tp (reduce-scatter + all-gather)")
+    i("--DDP-impl", dest="ddp_impl", choices=("local", "torch"), default=None,
+      help="2021: local syncs after the backward, torch overlaps buckets with it")
+    _bool(p, "--use-distributed-optimizer", help="gradients reduce-scattered, parameters all-gathered")
+    _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
+    _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
+    _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
+    _bool(p, "--no-async-tensor-model-parallel-allreduce",
+          help="input-gradient all-reduce not overlapped with the weight-gradient GEMM")
+    _bool(p, "--no-gradient-accumulation-fusion", help="weight gradients added to main_grad by a kernel")
+    _bool(p, "--gradient-accumulation-fusion", help="(default) fused into the weight-gradient GEMM")
+    _bool(p, "--use-flash-attn", help="fused attention kernel (FlashAttention)")
+    _bool(p, "--no-masked-softmax-fusion", help="scale, mask and softmax as separate kernels")
+    _bool(p, "--no-bias-gelu-fusion", help="bias and GeLU as separate kernels")
+    _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
+    _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
+    _bool(p, "--untie-embeddings-and-output-weights", help="separate output layer (no embedding all-reduce)")
+    _bool(p, "--group-query-attention", help="grouped-query attention (with --num-query-groups)")
+    return p
+
+
+def _ignorable(flag: str) -> bool:
+    return any(flag == name or (name.endswith(("-", "_")) and flag.startswith(name)) or
+               flag.startswith(name + "-") or flag == name for name in NO_TIMING_EFFECT)
+
+
+def _split(args: str | list[str], where: str) -> list[str]:
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        return args
+    if not isinstance(args, str) or not args.strip():
+        raise InputError(f"{where}: args: must be the pretrain_gpt.py arguments as one string "
+                         f"(got {args!r})")
+    try:
+        return shlex.split(args)
+    except ValueError as exc:
+        raise InputError(f"{where}: args: cannot be split into arguments ({exc})") from None
+
+
+def parse(args: str | list[str], gpus: int, where: str = "megatron") -> MegatronJob:
+    """The job that ``args`` launch on ``gpus`` GPUs; errors name ``where`` and the argument."""
+    tokens = _split(args, where)
+    known, rest = parser().parse_known_args(tokens)
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        flag = token.split("=", 1)[0]
+        if not flag.startswith("--"):
+            raise InputError(f"{where}: args: {token!r} follows no argument this simulator reads")
+        if flag in NOT_MODELLED:
+            raise InputError(f"{where}: args: {flag}: {NOT_MODELLED[flag]} are not modelled; remove it "
+                             f"(see simpy-astra generate megatron --help)")
+        if not _ignorable(flag):
+            raise InputError(f"{where}: args: {flag} is not an argument this simulator knows; if it "
+                             f"changes the step's time it is not modelled (see simpy-astra generate "
+                             f"megatron --help)")
+        i += 1
+        while "=" not in token and i < len(rest) and not rest[i].startswith("--"):
+            i += 1  # the ignored argument's values
+    return _job(known, gpus, where, " ".join(tokens))
+
+
+def _positive(where: str, name: str, value: int | None) -> int:
+    if value is None or value < 1:
+        raise InputError(f"{where}: args: --{name}: must be a positive integer (got {value})")
+    return value
+
+
+def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob:
+    for name in ("num_layers", "hidden_size", "num_attention_heads", "seq_length", "micro_batch_size",
+                 "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                 "make_vocab_size_divisible_by"):
+        _positive(where, name.replace("_", "-"), getattr(a, name))
+    tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
+    if gpus % (tp * pp * cp):
+        raise InputError(f"{where}: gpus: {gpus} GPUs are not a multiple of tp x pp x cp = {tp * pp * cp} "
+                         f"(Megatron's data-parallel size is gpus / (tp x pp x cp))")
+    dp = gpus // (tp * pp * cp)
+    h, heads = a.hidden_size, a.num_attention_heads
+    head_dim = a.kv_channels or h // heads
+    if not a.kv_channels and h % heads:
+        raise InputError(f"{where}: args: --hidden-size {h} is not a multiple of --num-attention-heads {heads}")
+    kv_heads = a.num_query_groups if (a.group_query_attention or a.num_query_groups) and a.num_query_groups else heads
+    if heads % tp or kv_heads % tp and kv_heads >= tp:
+        raise InputError(f"{where}: args: --num-attention-heads {heads} (and query groups {kv_heads}) "
+                         f"must divide by --tensor-model-parallel-size {tp}")
+    if a.ffn_hidden_size:
+        ffn = a.ffn_hidden_size
+    elif a.swiglu:
+        ffn = int(4 * h * 2 / 3 / 64 + 0.999) * 64  # Megatron: 8h/3 rounded up to a multiple of 64
+    else:
+        ffn = 4 * h
+    vocab = a.vocab_size or GPT2_VOCAB
+    multiple = a.make_vocab_size_divisible_by * tp
+    vocab = math.ceil(vocab / multiple) * multiple
+    global_batch = a.global_batch_size or a.micro_batch_size * dp
+    if global_batch % (a.micro_batch_size * dp):
+        raise InputError(f"{where}: args: --global-batch-size {global_batch} is not divisible by "
+                         f"--micro-batch-size x data-parallel size = {a.micro_batch_size} x {dp}")
+    virtual = 1
+    if a.num_layers_per_virtual_pipeline_stage:
+        per = a.num_layers_per_virtual_pipeline_stage
+        if a.num_layers % (pp * per):
+            raise InputError(f"{where}: args: --num-layers-per-virtual-pipeline-stage {per}: --num-layers "
+                             f"{a.num_layers} must divide into pp x {per}")
+        virtual = a.num_layers // (pp * per)
+    elif a.virtual_pipeline_model_parallel_size:
+        virtual = a.virtual_pipeline_model_parallel_size
+    if a.num_layers % (pp * virtual):
+        raise InputError(f"{where}: args: --num-layers {a.num_layers} must divide by pp x model chunks "
+                         f"= {pp} x {virtual}")
+    micro_batches = global_batch // (a.micro_batch_size * dp)
+    if virtual > 1 and (pp < 2 or micro_batches % pp):
+        raise InputError(f"{where}: args: interleaved 1F1B needs pp > 1 and micro-batches per replica "
+                         f"({micro_batches}) divisible by pp ({pp}), as Megatron requires")
+    if a.fp16 and a.bf16:
+        raise InputError(f"{where}: args: give --fp16 or --bf16, not both")
+    precision = "fp16" if a.fp16 else "bf16" if a.bf16 else "fp32"
+    if a.checkpoint_activations:
+        recompute, method, layers = "full", "uniform", a.checkpoint_num_layers
+    elif a.recompute_granularity:
+        recompute = a.recompute_granularity
+        method, layers = a.recompute_method or "uniform", a.recompute_num_layers or 1
+    elif a.recompute_activations:
+        recompute, method, layers = "selective", "uniform", 1
+    else:
+        recompute, method, layers = "none", "uniform", 0
+    if recompute == "full" and a.recompute_granularity == "full" and not a.recompute_method:
+        raise InputError(f"{where}: args: --recompute-granularity full needs --recompute-method "
+                         f"uniform|block, as Megatron requires")
+    legacy = a.ddp_impl is not None
+    if a.sequence_parallel and tp == 1:
+        sequence_parallel = False
+    else:
+        sequence_parallel = a.sequence_parallel
+    distributed = a.use_distributed_optimizer
+    if (a.overlap_grad_reduce or a.overlap_param_gather) and legacy:
+        raise InputError(f"{where}: args: --overlap-grad-reduce/--overlap-param-gather do not exist with "
+                         f"--DDP-impl (a 2021 Megatron-LM)")
+    return MegatronJob(
+        gpus=gpus, num_layers=a.num_layers, hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        ffn_hidden=ffn, swiglu=a.swiglu, seq=a.seq_length, vocab=vocab,
+        tied_embeddings=not a.untie_embeddings_and_output_weights, micro_batch=a.micro_batch_size,
+        global_batch=global_batch, tp=tp, pp=pp, cp=cp, dp=dp, virtual_stages=virtual,
+        precision=precision, fp8=a.fp8_format is not None, recompute=recompute, recompute_method=method,
+        recompute_layers=layers, sequence_parallel=sequence_parallel, distributed_optimizer=distributed,
+        ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
+        overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1,
+        async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
+        gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
+        flash_attention=a.use_flash_attn, masked_softmax_fusion=not a.no_masked_softmax_fusion,
+        bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
+        scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
+    )

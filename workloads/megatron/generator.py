@@ -1,0 +1,118 @@
+"""``simpy-astra generate megatron``: a Megatron-LM training step as Chakra traces.
+
+A scenario names it as ``workload: {generate: megatron, args: "<pretrain_gpt.py arguments>"}``
+beside a ``cluster:``, which gives the GPU count (Megatron's data-parallel size follows from
+it) and the GPU whose kernels are timed. Each compute node carries its time
+(:mod:`~simpy_astra.workloads.megatron.layers`), each communication node its NCCL stream.
+
+Generator parameters: ``args`` (a string or list), ``gpus``, ``gpu`` (the
+:class:`~simpy_astra.workloads.megatron.kernels.Gpu` fields; a scenario's cluster fills both).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron.arguments import MegatronJob, parse
+from simpy_astra.workloads.megatron.kernels import Gpu
+from simpy_astra.workloads.megatron.schedule import Layout, build_stage
+from simpy_astra.workloads.trace_output import check_prefix
+from simpy_astra.workloads.transformer.writer import (
+    StageWriter,
+    Units,
+    write_groups,
+    write_rank_files,
+    write_trace,
+)
+
+WHERE = "workload: generate: megatron"
+
+
+def job_and_gpu(params: dict[str, Any], where: str = WHERE) -> tuple[MegatronJob, Gpu]:
+    unknown = sorted(set(params) - {"args", "gpus", "gpu"})
+    if unknown:
+        raise InputError(f"{where}: unknown parameter {unknown[0]!r} (give args; a scenario's cluster: "
+                         f"gives gpus and gpu)")
+    gpus, gpu = params.get("gpus"), params.get("gpu")
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1 or not isinstance(gpu, dict):
+        raise InputError(f"{where}: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: N}}); "
+                         f"it gives the GPU count and the GPU")
+    return parse(params.get("args"), gpus, where), Gpu(**gpu)
+
+
+_built: dict[str, tuple[MegatronJob, Layout, list]] = {}
+
+
+def _build(params: dict[str, Any]) -> tuple[MegatronJob, Layout, list]:
+    key = json.dumps(params, sort_keys=True)
+    if key not in _built:
+        _built.clear()
+        job, gpu = job_and_gpu(params)
+        graphs = [build_stage(job, gpu, stage) for stage in range(job.pp)]
+        _built[key] = (job, Layout.build(job), graphs)
+    return _built[key]
+
+
+def generate(params: dict[str, Any], prefix: str) -> str:
+    check_prefix(prefix)
+    job, layout, graphs = _build(params)
+    return write_trace(prefix, graphs, layout, job.gpus, Units(False), where="generate megatron")
+
+
+def write_summary(params: dict[str, Any], prefix: str) -> str:
+    """Lazy entry: comm groups and the rank summary (a rank's class is its pipeline stage)."""
+    from simpy_astra.workloads.generated import write_summary as write
+
+    check_prefix(prefix)
+    job, layout, graphs = _build(params)
+    slot_keys = [list(dict.fromkeys(StageWriter.slot_key(op) for op in g.ops if StageWriter.has_slot(op)))
+                 for g in graphs]
+    kinds = ["".join("g" if k[0] == "coll" else "p" for k in keys) for keys in slot_keys]
+    stride = layout.stage_stride()
+    classes, slots = [], []
+    for rank in range(job.gpus):
+        stage = layout.stage_of(rank)
+        classes.append(stage)
+        slots.append([layout.group_of[(k[1], rank)] if k[0] == "coll" else rank + k[2] * stride
+                      for k in slot_keys[stage]])
+    write(prefix, "megatron", params, classes, kinds, slots)
+    return write_groups(prefix, layout)
+
+
+def write_ranks(params: dict[str, Any], prefix: str, ranks: list[int]) -> None:
+    job, layout, graphs = _build(params)
+    try:
+        write_rank_files(prefix, graphs, layout, Units(False), ranks)
+    finally:
+        _built.clear()
+
+
+def main(argv: list[str]) -> int:
+    """``generate megatron --gpus N [--preset P] --output PREFIX -- ARGS...``."""
+    import argparse
+
+    from simpy_astra.cli.args import ArgumentParser
+    from simpy_astra.config.cluster import load_cluster, presets
+    from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
+
+    own, _, rest = (argv[: argv.index("--")], None, argv[argv.index("--") + 1:]) if "--" in argv else (argv, None, [])
+    p = ArgumentParser(prog="simpy-astra generate megatron", formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Write a Megatron-LM training step as Chakra traces: "
+                                   "generate megatron --gpus N --output PREFIX -- <pretrain_gpt.py arguments>",
+                       epilog="Megatron-LM arguments that are modelled (others that change timing are "
+                              "refused by name; paths, logging, learning rate and the like are accepted):\n\n"
+                              + megatron_parser().format_help().split("\n", 2)[2])
+    p.add_argument("--gpus", type=int, required=True, help="GPUs of the job (dp = gpus / (tp x pp x cp))")
+    p.add_argument("--preset", default="dgx-a100-80gb", help=f"cluster preset whose GPU times the kernels: "
+                                                              f"{', '.join(presets())} (default dgx-a100-80gb)")
+    p.add_argument("--output", required=True, help="PREFIX: writes PREFIX.{rank}.et and PREFIX.json")
+    args = p.parse_args(own)
+    if not rest:
+        raise InputError("generate megatron: give the Megatron-LM arguments after --")
+    cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
+    params = {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}
+    groups = generate(params, args.output)
+    print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")
+    return 0

@@ -1,0 +1,91 @@
+"""How long one GPU kernel takes: GEMMs by shape, memory-bound kernels by bytes moved.
+
+A roofline at peak is wrong by 1.5-2.5x for transformer training: real GEMMs lose to tile and
+wave quantisation over the SMs, to the pipeline fill of a short reduction dimension and to
+the memory system for skinny shapes, and a large share of a layer's time is kernels that only
+stream memory (softmax, dropout, layer norm, GeLU, bias, residual adds). This module prices
+each of those from the GPU's datasheet figures (:class:`Gpu`) and two sustained efficiencies:
+
+- ``tensor_efficiency``: the fraction of tensor-core peak one SM sustains in a GEMM's main
+  loop on a large tile (clock throttling under load, instruction issue, synchronisation).
+- ``memory_efficiency``: the fraction of HBM bandwidth a streaming kernel sustains.
+
+A GEMM ``C[m, n] = A[m, k] B[k, n]`` (``batch`` times) is cut into output tiles; each SM runs
+one tile at a time, so the tiles run in ``ceil(tiles / SMs)`` waves. A tile of ``tm x tn``
+streams ``(tm + tn)`` operand elements per step of k from L2, so its rate is the smaller of
+the SM's tensor rate and its L2 bandwidth times the tile's intensity; its main loop also pays
+a fixed fill and drain of ``GEMM_PIPELINE_K`` steps of k. The library picks the tile with the
+least time (as cuBLAS's heuristics do); the whole GEMM is never faster than moving its
+operands through HBM once. Every kernel also pays ``launch_us`` (the gap between back-to-back
+kernels on one stream).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: output tile shapes a GEMM library chooses among (CUTLASS / cuBLAS tensor-core tiles)
+GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+
+#: steps of k a tile's software pipeline spends filling and draining (multistage kernels keep
+#: 3-4 stages of 32 elements of k in flight: CUTLASS's Ampere default is 3 stages x 32)
+GEMM_PIPELINE_K = 96
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU's figures; every field is a datasheet value except the two efficiencies."""
+
+    name: str
+    sms: int
+    #: dense tensor-core peak for fp16/bf16, TFLOP/s
+    tensor_tflops: float
+    #: dense fp8 peak (0: no fp8), TFLOP/s
+    fp8_tflops: float
+    hbm_gbps: float  # GB/s (10^9 B/s)
+    hbm_gib: float  # memory capacity
+    l2_gbps: float  # L2 bandwidth to the SMs, GB/s
+    tensor_efficiency: float
+    memory_efficiency: float
+    launch_us: float
+
+    def peak_flops(self, fp8: bool = False) -> float:
+        return (self.fp8_tflops if fp8 and self.fp8_tflops else self.tensor_tflops) * 1e12
+
+
+def gemm_seconds(gpu: Gpu, m: int, n: int, k: int, batch: int = 1, element_bytes: int = 2,
+                 fp8: bool = False) -> float:
+    """Time of ``batch`` GEMMs of ``m x k`` by ``k x n`` on ``gpu``."""
+    if min(m, n, k, batch) <= 0:
+        return 0.0
+    per_sm_flops = gpu.peak_flops(fp8) * gpu.tensor_efficiency / gpu.sms
+    l2_per_sm = gpu.l2_gbps * 1e9 / gpu.sms
+    best = math.inf
+    for tm, tn in GEMM_TILES:
+        intensity = 2 * tm * tn / ((tm + tn) * element_bytes)  # FLOP per byte read from L2
+        rate = min(per_sm_flops, l2_per_sm * intensity)
+        tile_s = 2.0 * tm * tn * (k + GEMM_PIPELINE_K) / rate
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        waves = math.ceil(tiles / gpu.sms)
+        best = min(best, waves * tile_s)
+    moved = (m * k + k * n + m * n) * batch * element_bytes
+    return max(best, streaming_seconds(gpu, moved, launch=False)) + gpu.launch_us * 1e-6
+
+
+def streaming_seconds(gpu: Gpu, moved_bytes: float, launch: bool = True) -> float:
+    """Time of a kernel that reads and writes ``moved_bytes`` of HBM in all (memory bound)."""
+    t = moved_bytes / (gpu.hbm_gbps * 1e9 * gpu.memory_efficiency)
+    return t + (gpu.launch_us * 1e-6 if launch else 0.0)
+
+
+def flash_attention_seconds(gpu: Gpu, batch_heads: int, q_len: int, kv_len: int, head_dim: int,
+                            causal: bool, backward: bool) -> float:
+    """A fused attention kernel (FlashAttention): the score and context products run as GEMMs
+    tile by tile in on-chip memory, the s x s matrix is never written. Forward: two products
+    (QK^T, PV); backward: five (recomputed QK^T, dV, dP, dQ, dK). A causal mask skips the
+    tiles above the diagonal (half the work)."""
+    products = 5 if backward else 2
+    one = gemm_seconds(gpu, q_len, kv_len, head_dim, batch_heads) - gpu.launch_us * 1e-6
+    work = products * one * (0.5 if causal else 1.0)
+    return work + gpu.launch_us * 1e-6

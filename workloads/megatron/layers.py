@@ -1,0 +1,328 @@
+"""One micro-batch through one model chunk on one GPU, as Megatron-LM's kernels run it.
+
+A chunk's forward, recomputation and backward are each a list of :class:`Step`: a compute
+step is the kernels between two tensor-parallel collectives (their times summed, and split
+by kind: ``gemm``, ``attention``, ``elementwise``); a collective step is one NCCL call on
+the tensor-parallel communicator. Every count is per GPU: ``T`` tokens of the micro-batch on
+this GPU (``b s / cp``), the layer's weights split over ``tp``, and with sequence parallelism
+the layer norms, dropouts and residual adds on ``T / tp`` tokens.
+
+Bytes per element of the memory-bound kernels (fp16/bf16 tensors, 1-byte dropout masks),
+forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5, fused bias-GeLU 4 / 6
+(unfused 8 / 10), SwiGLU 6 / 10, fused scale-mask-softmax 4 / 6 (unfused: scale, mask and
+softmax each read and write, 12 / 10), attention dropout 5 / 5, the context's transpose 4 / 4.
+A bias's gradient reads the output gradient once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simpy_astra.workloads.megatron.arguments import MegatronJob
+from simpy_astra.workloads.megatron.kernels import (
+    Gpu,
+    flash_attention_seconds,
+    gemm_seconds,
+    streaming_seconds,
+)
+
+# Chakra collective kinds
+ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = 0, 2, 7
+
+
+@dataclass
+class Step:
+    """A compute step (``seconds`` by kind) or a tensor-parallel collective (``comm_type``,
+    ``size_bytes``). ``overlap``: a collective that runs beside the next compute step instead
+    of before it (the compute after both waits for both)."""
+
+    label: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    comm_type: int = -1
+    size_bytes: int = 0
+    overlap: bool = False
+    dim: str = "tp"
+    #: a marker (no time): the weight gradients of ``params`` parameters are complete here
+    grads_ready: int = 0
+
+    @property
+    def is_comm(self) -> bool:
+        return self.comm_type >= 0
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.seconds.values())
+
+
+class _Builder:
+    """Collects compute time into the current step until a collective closes it."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.current = Step("")
+
+    def add(self, kind: str, seconds: float) -> None:
+        self.current.seconds[kind] = self.current.seconds.get(kind, 0.0) + seconds
+
+    def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
+        if size_bytes <= 0:
+            return
+        self.close(label + ".before")
+        self.steps.append(Step(label, comm_type=comm_type, size_bytes=size_bytes, overlap=overlap, dim=dim))
+
+    def grads(self, params: int) -> None:
+        """Mark that ``params`` parameters' gradients are complete at this point."""
+        if params <= 0:
+            return
+        self.close("grads.before")
+        self.steps.append(Step("grads", grads_ready=params))
+
+    def close(self, label: str) -> None:
+        if self.current.seconds:
+            self.current.label = label
+            self.steps.append(self.current)
+        self.current = Step("")
+
+    def done(self, label: str) -> list[Step]:
+        self.close(label)
+        return self.steps
+
+
+class ChunkModel:
+    """Steps of one micro-batch through ``layers`` transformer layers (plus the embedding on
+    the first chunk of the first stage, the logits and loss on the last one)."""
+
+    def __init__(self, job: MegatronJob, gpu: Gpu):
+        self.job = job
+        self.gpu = gpu
+        self.e = job.element_bytes
+        self.tokens = job.micro_batch * job.seq // job.cp  # T
+        tp = job.tp
+        self.norm_tokens = self.tokens // tp if job.sequence_parallel else self.tokens
+        self.q_width = job.heads * job.head_dim // tp
+        self.kv_width = max(1, job.kv_heads // tp) * job.head_dim
+        self.ffn = job.ffn_hidden // tp
+        self.heads = job.heads // tp
+
+    # ------------------------------------------------------------------ kernels
+    def _gemm(self, m: int, n: int, k: int, batch: int = 1) -> float:
+        return gemm_seconds(self.gpu, m, n, k, batch, self.e, fp8=self.job.fp8)
+
+    def _stream(self, elements: float, bytes_per_element: float) -> float:
+        return streaming_seconds(self.gpu, elements * bytes_per_element * self.e / 2)
+
+    def _linear_fwd(self, b: _Builder, n_in: int, n_out: int) -> None:
+        b.add("gemm", self._gemm(self.tokens, n_out, n_in))
+
+    def _linear_bwd(self, b: _Builder, n_in: int, n_out: int, bias: bool = True) -> None:
+        """Input gradient (dgrad) and weight gradient (wgrad) of one linear layer."""
+        b.add("gemm", self._gemm(self.tokens, n_in, n_out))
+        b.add("gemm", self._gemm(n_in, n_out, self.tokens))
+        self._accumulate(b, n_in * n_out)
+        if bias:
+            b.add("elementwise", self._stream(self.tokens * n_out, 2))
+
+    def _accumulate(self, b: _Builder, params: int) -> None:
+        """Weight gradients added into the gradient buffer: a kernel per weight unless the
+        weight-gradient GEMM accumulates into it (gradient accumulation fusion)."""
+        if self.job.gradient_accumulation_fusion:
+            return
+        grad_bytes = 4 if self.job.precision == "bf16" else self.e
+        b.add("elementwise", streaming_seconds(self.gpu, params * (2 * grad_bytes + self.e)))
+
+    # ------------------------------------------------------------------ attention core
+    def _attention(self, b: _Builder, backward: bool) -> None:
+        job, t = self.job, self.tokens
+        mb = job.micro_batch
+        q_len, kv_len = job.seq // job.cp, job.seq
+        bh = mb * self.heads
+        if job.cp > 1:  # keys and values of the other context ranks, exchanged beside the products
+            kv = t * 2 * self.kv_width * self.e
+            if backward:
+                b.comm("attn.cp.reducescatter", REDUCE_SCATTER, kv * job.cp, overlap=True, dim="cp")
+            else:
+                b.comm("attn.cp.allgather", ALL_GATHER, kv, overlap=True, dim="cp")
+        if job.flash_attention:
+            b.add("attention", flash_attention_seconds(self.gpu, bh, q_len, kv_len, job.head_dim,
+                                                       causal=True, backward=backward))
+            return
+        scores = bh * q_len * kv_len
+        if not backward:
+            b.add("attention", self._gemm(q_len, kv_len, job.head_dim, bh))
+            b.add("elementwise", self._stream(scores, 4 if job.masked_softmax_fusion else 12))
+            b.add("elementwise", self._stream(scores, 5))  # dropout
+            b.add("attention", self._gemm(q_len, job.head_dim, kv_len, bh))
+            b.add("elementwise", self._stream(t * self.q_width, 4))  # context transpose
+        else:
+            b.add("elementwise", self._stream(t * self.q_width, 4))
+            b.add("attention", 2 * self._gemm(q_len, kv_len, job.head_dim, bh))  # d(probs), d(V)
+            b.add("elementwise", self._stream(scores, 5))
+            b.add("elementwise", self._stream(scores, 6 if job.masked_softmax_fusion else 10))
+            b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh))  # d(Q), d(K)
+
+    # ------------------------------------------------------------------ a layer
+    def _tp_in(self, b: _Builder, label: str) -> None:
+        """Before a column-parallel GEMM: the sequence-parallel all-gather of its input."""
+        if self.job.sequence_parallel:
+            b.comm(label, ALL_GATHER, self.norm_tokens * self.job.hidden * self.e,
+                   overlap=self.job.tp_comm_overlap)
+
+    def _tp_out(self, b: _Builder, label: str) -> None:
+        """After a row-parallel GEMM: the all-reduce (reduce-scatter with sequence
+        parallelism) of its partial output."""
+        job = self.job
+        if job.tp == 1:
+            return
+        size = self.tokens * job.hidden * self.e
+        if job.sequence_parallel:
+            b.comm(label, REDUCE_SCATTER, size, overlap=job.tp_comm_overlap)
+        else:
+            b.comm(label, ALL_REDUCE, size, overlap=job.tp_comm_overlap)
+
+    def layer_forward(self, b: _Builder, attention_core: bool = True) -> None:
+        job, h, n = self.job, self.job.hidden, self.norm_tokens
+        b.add("elementwise", self._stream(n * h, 4))  # input layer norm
+        self._tp_in(b, "attn.allgather")
+        self._linear_fwd(b, h, self.q_width + 2 * self.kv_width)
+        if attention_core:
+            self._attention(b, backward=False)
+        self._linear_fwd(b, self.q_width, h)
+        self._tp_out(b, "attn.allreduce")
+        b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
+        b.add("elementwise", self._stream(n * h, 4))  # post-attention layer norm
+        self._tp_in(b, "mlp.allgather")
+        if job.swiglu:
+            self._linear_fwd(b, h, 2 * self.ffn)
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 6))
+        else:
+            self._linear_fwd(b, h, self.ffn)
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 4 if job.bias_gelu_fusion else 8))
+        self._linear_fwd(b, self.ffn, h)
+        self._tp_out(b, "mlp.allreduce")
+        b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
+
+    def layer_backward(self, b: _Builder) -> None:
+        """The backward of one layer. The input gradient of a column-parallel GEMM is
+        all-reduced over tp (reduce-scattered with sequence parallelism); with the async
+        all-reduce it runs beside that GEMM's weight-gradient GEMM."""
+        job, h, n = self.job, self.job.hidden, self.norm_tokens
+        b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
+        self._tp_in(b, "mlp.bwd.allgather")  # output gradient of the row-parallel GEMM (SP)
+        self._linear_bwd(b, self.ffn, h)
+        if job.swiglu:
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 10))
+            self._input_grad(b, h, 2 * self.ffn, "mlp.bwd.allreduce")
+        else:
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 6 if job.bias_gelu_fusion else 10))
+            self._input_grad(b, h, self.ffn, "mlp.bwd.allreduce")
+        b.add("elementwise", self._stream(n * h, 6))  # layer norm
+        b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
+        self._tp_in(b, "attn.bwd.allgather")
+        self._linear_bwd(b, self.q_width, h)
+        self._attention(b, backward=True)
+        self._input_grad(b, h, self.q_width + 2 * self.kv_width, "attn.bwd.allreduce")
+        b.add("elementwise", self._stream(n * h, 6))  # input layer norm
+
+    def _input_grad(self, b: _Builder, n_in: int, n_out: int, label: str) -> None:
+        job = self.job
+        b.add("gemm", self._gemm(self.tokens, n_in, n_out))  # dgrad
+        wgrad = self._gemm(n_in, n_out, self.tokens)
+        b.add("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
+        if job.tp == 1:
+            b.add("gemm", wgrad)
+            self._accumulate(b, n_in * n_out)
+            return
+        size = self.tokens * job.hidden * self.e
+        kind = REDUCE_SCATTER if job.sequence_parallel else ALL_REDUCE
+        overlap = job.async_tp_allreduce or job.tp_comm_overlap
+        b.comm(label, kind, size, overlap=overlap)
+        b.add("gemm", wgrad)
+        self._accumulate(b, n_in * n_out)
+
+    # ------------------------------------------------------------------ embedding and loss
+    def embedding_forward(self, b: _Builder) -> None:
+        h = self.job.hidden
+        b.add("elementwise", self._stream(self.tokens * h, 4 + 7))  # gather, add positions, dropout
+        if self.job.tp > 1 and not self.job.sequence_parallel:
+            b.comm("embedding.allreduce", ALL_REDUCE, self.tokens * h * self.e)
+        elif self.job.sequence_parallel:
+            b.comm("embedding.reducescatter", REDUCE_SCATTER, self.tokens * h * self.e)
+
+    def embedding_backward(self, b: _Builder) -> None:
+        job, h = self.job, self.job.hidden
+        b.add("elementwise", self._stream(self.tokens * h, 5))
+        b.add("elementwise", streaming_seconds(self.gpu, job.vocab // job.tp * h * 4))  # zeroed gradient
+        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * h * (self.e + 8)))  # scatter-add
+
+    def loss_forward(self, b: _Builder) -> None:
+        job, h, v = self.job, self.job.hidden, self.job.vocab // self.job.tp
+        b.add("elementwise", self._stream(self.norm_tokens * h, 4))  # final layer norm
+        self._tp_in(b, "logits.allgather")
+        b.add("gemm", self._gemm(self.tokens, v, h))
+        # vocab-parallel cross entropy in fp32: cast, max, exp and sum, log: about 30 B a logit
+        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * v * 30))
+        if job.tp > 1:
+            for what in ("max", "sum", "target"):
+                b.comm(f"loss.{what}.allreduce", ALL_REDUCE, self.tokens * 4)
+
+    def loss_backward(self, b: _Builder) -> None:
+        job, h, v = self.job, self.job.hidden, self.job.vocab // self.job.tp
+        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * v * 14))  # softmax - one-hot
+        b.add("gemm", self._gemm(self.tokens, h, v))
+        b.add("gemm", self._gemm(h, v, self.tokens))
+        self._accumulate(b, h * v)
+        if job.tp > 1:
+            size = self.tokens * h * self.e
+            if job.sequence_parallel:
+                b.comm("logits.bwd.reducescatter", REDUCE_SCATTER, size)
+            else:
+                b.comm("logits.bwd.allreduce", ALL_REDUCE, size)
+        b.add("elementwise", self._stream(self.norm_tokens * h, 6))
+
+    # ------------------------------------------------------------------ a chunk
+    def forward(self, layers: int, first: bool, last: bool, attention_core: bool = True) -> list[Step]:
+        b = _Builder()
+        if first:
+            self.embedding_forward(b)
+        for _ in range(layers):
+            self.layer_forward(b, attention_core)
+        if last:
+            self.loss_forward(b)
+        return b.done("forward")
+
+    def recompute(self, layers: int, first: bool) -> list[Step]:
+        """What the backward recomputes before it runs (``layers`` whole layers for full
+        recomputation; for selective, the attention core of every layer)."""
+        b = _Builder()
+        job = self.job
+        if job.recompute == "full":
+            if first:
+                self.embedding_forward(b)
+            for _ in range(layers):
+                self.layer_forward(b)
+        elif job.recompute == "selective" and not job.flash_attention:
+            for _ in range(self.job.layers_per_chunk):
+                self._attention(b, backward=False)
+        return b.done("recompute")
+
+    def backward(self, layers: int, first: bool, last: bool) -> list[Step]:
+        b = _Builder()
+        if last:
+            self.loss_backward(b)
+        if last:
+            b.grads(self.job.hidden * self.job.vocab // self.job.tp if not self.job.tied_embeddings or
+                    self.job.pp == 1 else 0)
+        for _ in range(layers):
+            self.layer_backward(b)
+            b.grads(self.layer_parameters())
+        if first:
+            self.embedding_backward(b)
+            b.grads(self.job.hidden * (self.job.vocab // self.job.tp + self.job.seq))
+        return b.done("backward")
+
+    def layer_parameters(self) -> int:
+        """Parameters of one layer on one GPU."""
+        job, h = self.job, self.job.hidden
+        qkv = h * (self.q_width + 2 * self.kv_width)
+        mlp = (3 if job.swiglu else 2) * h * self.ffn
+        return qkv + self.q_width * h + mlp + 4 * h

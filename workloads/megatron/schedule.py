@@ -1,0 +1,295 @@
+"""One training step of one pipeline stage, in the order Megatron-LM's schedules run it.
+
+The compute stream runs the tasks of :func:`one_f_one_b` or :func:`interleaved` one after the
+other; a task is one micro-batch through one model chunk, forward or backward (the backward
+first recomputes what the recompute mode says). Communication runs on NCCL streams of its
+own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``dp``,
+``pp``), concurrent with compute and with each other:
+
+- tensor-parallel collectives are waited for by the compute after them (the async input-
+  gradient all-reduce and ``--tp-comm-overlap`` run beside the next GEMMs instead);
+- pipeline receives are posted at once; the compute that reads one waits for it, and a send
+  is waited for by the next task (Megatron's point-to-point calls are synchronous);
+- data-parallel gradient sync: with ``--DDP-impl torch`` or ``--overlap-grad-reduce``, a
+  bucket's collective starts as soon as the last micro-batch's backward has produced its
+  gradients and runs beside the rest of the backward; otherwise one collective after the
+  last backward. The distributed optimizer reduce-scatters the gradients and all-gathers the
+  updated parameters (before the first forward that reads them with
+  ``--overlap-param-gather``, else after the optimizer step);
+- with tied embeddings and pp > 1, the first and last stage all-reduce the word embedding's
+  gradient before the optimizer step.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from simpy_astra.workloads.megatron.arguments import MegatronJob
+from simpy_astra.workloads.megatron.kernels import Gpu, streaming_seconds
+from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel, Step
+from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
+
+#: Adam's step per parameter: gradient read, fp32 master weight read and written, two moments
+#: read and written, the half-precision copy written, and the gradient read again for the
+#: norm (clipping) and the loss-scale check: 4 + 8 + 16 + 2 + 4 + 4 bytes
+ADAM_BYTES_PER_PARAM = 38
+#: torch DDP's default bucket (25 MB) and Megatron's DDP bucket (40 M parameters)
+TORCH_BUCKET_BYTES = 25 * 1024 * 1024
+MEGATRON_BUCKET_PARAMS = 40_000_000
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Megatron's rank order (tp fastest, then cp, dp, pp) and its communicator groups:
+    ``tp``, ``cp``, ``dp`` (the gradient-sync group: data- and context-parallel ranks of one
+    model shard) and ``emb`` (first and last stage, for the tied embedding)."""
+
+    sizes: dict[str, int]
+    groups: dict[int, list[int]]
+    group_of: dict[tuple[str, int], int]
+
+    @classmethod
+    def build(cls, job: MegatronJob) -> Layout:
+        tp, cp, dp, pp = job.tp, job.cp, job.dp, job.pp
+        groups: dict[int, list[int]] = {}
+        group_of: dict[tuple[str, int], int] = {}
+
+        def rank(t: int, c: int, d: int, p: int) -> int:
+            return t + tp * (c + cp * (d + dp * p))
+
+        def add(dim: str, members: list[int]) -> None:
+            if len(members) < 2:
+                return
+            gid = len(groups) + 1
+            groups[gid] = members
+            for r in members:
+                group_of[(dim, r)] = gid
+
+        for c, d, p in itertools.product(range(cp), range(dp), range(pp)):
+            add("tp", [rank(t, c, d, p) for t in range(tp)])
+        for t, d, p in itertools.product(range(tp), range(dp), range(pp)):
+            add("cp", [rank(t, c, d, p) for c in range(cp)])
+        for t, p in itertools.product(range(tp), range(pp)):
+            add("dp", [rank(t, c, d, p) for d in range(dp) for c in range(cp)])
+        if pp > 1 and job.tied_embeddings:
+            for t, c, d in itertools.product(range(tp), range(cp), range(dp)):
+                add("emb", [rank(t, c, d, 0), rank(t, c, d, pp - 1)])
+        return cls({"tp": tp, "cp": cp, "dp": dp, "pp": pp}, groups, group_of)
+
+    def stage_stride(self) -> int:
+        return self.sizes["tp"] * self.sizes["cp"] * self.sizes["dp"]
+
+    def stage_of(self, rank: int) -> int:
+        return rank // self.stage_stride()
+
+
+def one_f_one_b(stage: int, pp: int, micro_batches: int) -> list[tuple[str, int, int]]:
+    """PipeDream-Flush (1F1B): ``pp - stage - 1`` warm-up forwards, then one forward and one
+    backward in turn, then the cool-down backwards. Tasks are (F|B, micro-batch, chunk)."""
+    warmup = min(pp - stage - 1, micro_batches)
+    order = [("F", m, 0) for m in range(warmup)]
+    for i in range(micro_batches - warmup):
+        order += [("F", warmup + i, 0), ("B", i, 0)]
+    order += [("B", m, 0) for m in range(micro_batches - warmup, micro_batches)]
+    return order
+
+
+def interleaved(stage: int, pp: int, micro_batches: int, chunks: int) -> list[tuple[str, int, int]]:
+    """Megatron's interleaved 1F1B: each stage holds ``chunks`` model chunks; micro-batches
+    go through the chunks in groups of ``pp``; ``(pp - stage - 1) * 2 + (chunks - 1) * pp``
+    warm-up forwards (all of them when there are exactly ``pp`` micro-batches)."""
+    total = micro_batches * chunks
+    group = pp * chunks
+
+    def task(kind: str, k: int) -> tuple[str, int, int]:
+        chunk = (k % group) // pp
+        if kind == "B":
+            chunk = chunks - 1 - chunk
+        return (kind, (k // group) * pp + k % pp, chunk)
+
+    warmup = total if micro_batches == pp else min((pp - stage - 1) * 2 + (chunks - 1) * pp, total)
+    order = [task("F", k) for k in range(warmup)]
+    for i in range(total - warmup):
+        order += [task("F", warmup + i), task("B", i)]
+    order += [task("B", k) for k in range(total - warmup, total)]
+    return order
+
+
+class StageSchedule:
+    """The op graph of one pipeline stage (every GPU of the stage runs it)."""
+
+    def __init__(self, job: MegatronJob, gpu: Gpu, stage: int):
+        self.job = job
+        self.gpu = gpu
+        self.stage = stage
+        self.g = StageGraph(stage)
+        self.model = ChunkModel(job, gpu)
+        self.tail: list[int] = []  # what the next compute step waits for
+        self.beside: list[int] = []  # collectives running beside the next compute step
+        self.grad_bytes = 4 if job.precision in ("bf16", "fp32") else 2
+        self.dp_syncs: list[int] = []
+        self.bucket_params = 0
+        self.param_gathers: dict[int, int] = {}
+        self.chunks = job.virtual_stages
+        self.cache: dict[tuple, list[Step]] = {}
+
+    # ------------------------------------------------------------------ ops
+    def compute(self, name: str, seconds: dict[str, float]) -> None:
+        kind = max(seconds, key=seconds.__getitem__)
+        op = Op(name, COMP, list(self.tail), [], [], op_type=kind,
+                duration_us=max(1, round(sum(seconds.values()) * 1e6)))
+        self.tail = [self.g.add(op), *self.beside]
+        self.beside = []
+
+    def collective(self, name: str, comm_type: int, dim: str, size: int, block: bool = True,
+                   deps: list[int] | None = None) -> int:
+        op = Op(name, COLL, list(self.tail if deps is None else deps), [], [], comm_type=comm_type,
+                comm_size=size, dim=dim, stream=dim if dim != "emb" else "dp")
+        gid = self.g.add(op)
+        if block:
+            self.tail = [gid]
+        return gid
+
+    def _tag(self, mb: int, boundary: int, backward: bool) -> int:
+        """Unique per (micro-batch, chunk boundary, direction), equal on both ends."""
+        return 1 + 2 * (mb * self.job.pp * self.chunks + boundary) + int(backward)
+
+    def send(self, name: str, size: int, peer: int, tag: int) -> None:
+        op = Op(name, SEND, list(self.tail), [], [], comm_size=size, peer_stage=peer, tag=tag, stream="pp")
+        self.tail = [self.g.add(op)]
+
+    def recv(self, name: str, size: int, peer: int, tag: int) -> None:
+        op = Op(name, RECV, [], [], [], comm_size=size, peer_stage=peer, tag=tag)
+        self.tail.append(self.g.add(op))
+        job = self.job
+        if job.legacy and job.scatter_gather and job.tp > 1 and not job.sequence_parallel:
+            self.collective(f"{name}.allgather", ALL_GATHER, "tp", size)  # rebuild the activation
+
+    def steps(self, prefix: str, steps: list[Step], sync_grads: bool) -> None:
+        for i, step in enumerate(steps):
+            name = f"{prefix}.{i}.{step.label}"
+            if step.grads_ready:
+                if sync_grads:
+                    self._grads_ready(name, step.grads_ready)
+            elif step.is_comm:
+                gid = self.collective(name, step.comm_type, step.dim, step.size_bytes, block=not step.overlap)
+                if step.overlap:
+                    self.beside.append(gid)
+            else:
+                self.compute(name, step.seconds)
+        if self.beside:  # nothing after it to run beside: the next task waits for it
+            self.tail += self.beside
+            self.beside = []
+
+    # ------------------------------------------------------------------ gradient sync
+    def _sync_kind(self) -> int:
+        return REDUCE_SCATTER if self.job.distributed_optimizer else ALL_REDUCE
+
+    def _grads_ready(self, name: str, params: int) -> None:
+        """In the last micro-batch's backward, with overlapped sync: a full bucket starts."""
+        self.bucket_params += params
+        limit = (TORCH_BUCKET_BYTES // self.grad_bytes if self.job.ddp == "torch" and self.job.legacy
+                 else MEGATRON_BUCKET_PARAMS)
+        if self.bucket_params >= limit:
+            self._flush_bucket(name)
+
+    def _flush_bucket(self, name: str) -> None:
+        if self.bucket_params and self.job.dp * self.job.cp > 1:
+            self.dp_syncs.append(self.collective(f"{name}.dp.sync", self._sync_kind(), "dp",
+                                                 self.bucket_params * self.grad_bytes, block=False))
+        self.bucket_params = 0
+
+    # ------------------------------------------------------------------ parameters
+    def chunk_params(self, chunk: int) -> int:
+        job, model = self.job, self.model
+        params = job.layers_per_chunk * model.layer_parameters()
+        global_chunk = chunk * job.pp + self.stage
+        if global_chunk == 0:
+            params += job.hidden * (job.vocab // job.tp + job.seq)
+        if global_chunk == job.pp * self.chunks - 1 and (job.pp > 1 or not job.tied_embeddings):
+            params += job.hidden * job.vocab // job.tp
+        return params
+
+    def stage_params(self) -> int:
+        return sum(self.chunk_params(c) for c in range(self.chunks))
+
+    # ------------------------------------------------------------------ the step
+    def _chunk_steps(self, kind: str, chunk: int) -> list[Step]:
+        job = self.job
+        global_chunk = chunk * job.pp + self.stage
+        first, last = global_chunk == 0, global_chunk == job.pp * self.chunks - 1
+        key = (kind, first, last)
+        if key not in self.cache:
+            layers = job.layers_per_chunk
+            if kind == "F":
+                steps = self.model.forward(layers, first, last,
+                                           attention_core=True)
+            else:
+                recomputed = layers if job.recompute_method == "uniform" else min(job.recompute_layers, layers)
+                steps = self.model.recompute(recomputed, first) + self.model.backward(layers, first, last)
+            self.cache[key] = steps
+        return self.cache[key]
+
+    def build(self) -> StageGraph:
+        job = self.job
+        pp, chunks = job.pp, self.chunks
+        overlapped_sync = job.overlap_grad_reduce
+        if job.distributed_optimizer and job.overlap_param_gather and job.dp * job.cp > 1:
+            for c in range(chunks):  # prefetched: each chunk's first forward waits for its gather
+                self.param_gathers[c] = self.collective(f"chunk{c}.params.allgather", ALL_GATHER, "dp",
+                                                        self.chunk_params(c) * job.element_bytes
+                                                        // (job.dp * job.cp), block=False, deps=[])
+        act = job.micro_batch * job.seq // job.cp * job.hidden * job.element_bytes
+        if job.sequence_parallel or (job.legacy and job.scatter_gather):
+            act //= job.tp
+        order = (one_f_one_b(self.stage, pp, job.micro_batches) if chunks == 1
+                 else interleaved(self.stage, pp, job.micro_batches, chunks))
+        started: set[int] = set()
+        for kind, mb, chunk in order:
+            g = chunk * pp + self.stage  # global chunk: the model's chunks in order over stages
+            first, last = g == 0, g == pp * chunks - 1
+            nxt = 1 if self.stage < pp - 1 else -(pp - 1)
+            prv = -1 if self.stage > 0 else pp - 1
+            p = f"{kind}{mb}.c{chunk}"
+            if kind == "F":
+                if chunk not in started and chunk in self.param_gathers:
+                    self.tail.append(self.param_gathers[chunk])
+                started.add(chunk)
+                if not first:
+                    self.recv(f"{p}.recv_activation", act, prv, self._tag(mb, g - 1, False))
+                self.steps(p, self._chunk_steps("F", chunk), False)
+                if not last:
+                    self.send(f"{p}.send_activation", act, nxt, self._tag(mb, g, False))
+            else:
+                if not last:
+                    self.recv(f"{p}.recv_gradient", act, nxt, self._tag(mb, g, True))
+                final = mb == job.micro_batches - 1
+                self.steps(p, self._chunk_steps("B", chunk), overlapped_sync and final)
+                if overlapped_sync and final:
+                    self._flush_bucket(f"{p}")
+                if not first:
+                    self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True))
+        self._finish_step()
+        return self.g
+
+    def _finish_step(self) -> None:
+        job = self.job
+        params = self.stage_params()
+        replicas = job.dp * job.cp
+        if not job.overlap_grad_reduce and replicas > 1:
+            self.collective("grads.dp.sync", self._sync_kind(), "dp", params * self.grad_bytes)
+        self.tail += self.dp_syncs
+        if job.pp > 1 and job.tied_embeddings and self.stage in (0, job.pp - 1):
+            self.collective("embedding.grads.allreduce", ALL_REDUCE, "emb",
+                            job.hidden * job.vocab // job.tp * self.grad_bytes)
+        shard = params // replicas if job.distributed_optimizer else params
+        extra = 6 if job.precision == "fp16" and self.grad_bytes == 2 else 0  # fp16 grads made fp32
+        self.compute("optimizer.step", {"optimizer": streaming_seconds(
+            self.gpu, shard * (ADAM_BYTES_PER_PARAM + extra))})
+        if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
+            self.collective("params.dp.allgather", ALL_GATHER, "dp", shard * job.element_bytes)
+
+
+def build_stage(job: MegatronJob, gpu: Gpu, stage: int) -> StageGraph:
+    return StageSchedule(job, gpu, stage).build()
