@@ -1,0 +1,111 @@
+"""Megatron-LM's SC'21 weak-scaling table (../shared/realtables/SC21_TABLE1.md), predicted.
+
+Each row runs as a user would run it: a scenario of ``workload: {generate: megatron, args}``
+and ``cluster: {preset: dgx-a100-80gb, gpus, inter_node_gbps: 1600}`` and nothing else, through
+``python -m simpy_astra run FILE --json-out OUT --quiet``. Prints published against predicted
+seconds per iteration and TFLOP/s per GPU, the error per row, the mean |error| and the
+Spearman rank correlation of the TFLOP/s trend.
+
+    python benchmarks/megatron_sc21.py [--table PATH] [--rows 1,2,3] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TABLE = os.path.join(HERE, "..", "..", "shared", "realtables", "SC21_TABLE1.md")
+
+
+def read_table(path: str) -> list[dict]:
+    """The ten rows: model, GPUs, published TFLOP/s and implied s/iter, and the scenario args."""
+    text = open(path, encoding="utf-8").read()
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 18 and re.fullmatch(r"[\d.]+B", cells[0]):
+            rows.append({"model": cells[0], "gpus": int(cells[8].split()[0].replace(",", "")),
+                         "tflops": float(cells[14]), "seconds": float(cells[17])})
+    section = text.split("`args` for every row", 1)[1]
+    block = section.split("```", 2)[1]
+    args = [a.strip() for a in block.strip().splitlines() if a.strip()]
+    if len(args) != len(rows):
+        raise SystemExit(f"{path}: {len(rows)} table rows but {len(args)} argument lines")
+    for row, a in zip(rows, args, strict=True):
+        row["args"] = a
+    return rows
+
+
+def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, float]:
+    """Run one row as a scenario (``gpu``: GPU figures overriding the preset's)."""
+    scenario = os.path.join(folder, f"{row['model']}.yaml")
+    out = os.path.join(folder, f"{row['model']}.json")
+    with open(scenario, "w") as f:
+        f.write(f'workload:\n  generate: megatron\n  args: "{row["args"]}"\n'
+                f"cluster:\n  preset: dgx-a100-80gb\n  gpus: {row['gpus']}\n  inter_node_gbps: 1600\n")
+        if gpu:
+            f.write(f"  gpu: {json.dumps(gpu)}\n")
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", scenario, "--json-out", out, "--quiet"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        raise SystemExit(f"{row['model']}: exit {done.returncode}: {done.stderr.strip()}")
+    wall = time.perf_counter() - start
+    with open(out) as f:
+        return json.load(f), wall
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    def ranks(v: list[float]) -> list[float]:
+        order = sorted(range(len(v)), key=v.__getitem__)
+        r = [0.0] * len(v)
+        for i, j in enumerate(order):
+            r[j] = float(i)
+        return r
+
+    rx, ry = ranks(xs), ranks(ys)
+    n = len(xs)
+    d2 = sum((a - b) ** 2 for a, b in zip(rx, ry, strict=True))
+    return 1 - 6 * d2 / (n * (n * n - 1)) if n > 1 else 1.0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--table", default=DEFAULT_TABLE)
+    p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
+    p.add_argument("--json", default=None, help="write the rows and scores here")
+    a = p.parse_args()
+    rows = read_table(a.table)
+    chosen = [int(r) - 1 for r in a.rows.split(",")] if a.rows else range(len(rows))
+    results = []
+    print(f"{'model':>8} {'GPUs':>5} {'pub s':>7} {'sim s':>7} {'error':>7} {'pub TF':>6} {'sim TF':>6} "
+          f"{'MFU':>5} {'wall s':>6}")
+    with tempfile.TemporaryDirectory() as folder:
+        for i in chosen:
+            row = rows[i]
+            data, wall = predict(row, folder)
+            t = data["iteration_time_ns"] / 1e9
+            err = t / row["seconds"] - 1
+            tf = data["training"]["tflops_per_gpu"]
+            results.append({**row, "predicted_s": t, "error": err, "predicted_tflops": tf, "wall_s": wall})
+            print(f"{row['model']:>8} {row['gpus']:>5} {row['seconds']:>7.3f} {t:>7.3f} {err:>+7.1%} "
+                  f"{row['tflops']:>6.0f} {tf:>6.1f} {data['training']['mfu']:>5.1%} {wall:>6.1f}", flush=True)
+    errors = [abs(r["error"]) for r in results]
+    rho = spearman([r["tflops"] for r in results], [r["predicted_tflops"] for r in results])
+    print(f"mean |error| {sum(errors) / len(errors):.1%}, worst {max(errors):.1%}, "
+          f"Spearman rho of TFLOP/s per GPU {rho:.2f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": results, "mean_abs_error": sum(errors) / len(errors), "spearman": rho}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
