@@ -56,8 +56,8 @@ def test_gpt2_vocabulary_is_padded_as_megatron_pads_it(tp, padded):
 def test_arguments_without_timing_effect_are_accepted_and_unmodelled_ones_refused():
     base = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1"
     parse(base + " --lr 0.0001 --data-path /x/y --log-interval 5 --save ckpt --split 969,30,1 --seed 7", 2)
-    with pytest.raises(InputError, match=r"--num-experts: mixture-of-experts layers are not modelled"):
-        parse(base + " --num-experts 8", 2)
+    with pytest.raises(InputError, match=r"--multi-latent-attention is not modelled \(multi-latent attention\)"):
+        parse(base + " --multi-latent-attention", 2)
     with pytest.raises(InputError, match=r"--frobnicate-kernels is not an argument"):
         parse(base + " --frobnicate-kernels 3", 2)
     with pytest.raises(InputError, match=r"not a multiple of tp x pp x cp"):
@@ -119,9 +119,9 @@ def _stage_times(args: str, gpus: int) -> tuple[float, float]:
 
     job = parse(args, gpus)
     model = ChunkModel(job, load_cluster({"preset": "dgx-a100-80gb", "gpus": gpus}, "c").gpu_model())
-    n = job.layers_per_chunk
-    fwd = sum(s.total_s for s in model.forward(n, False, False))
-    bwd = sum(s.total_s for s in model.backward(n, False, False))
+    dense = (False,) * job.layers_per_chunk
+    fwd = sum(s.total_s for s in model.forward(dense, False, False))
+    bwd = sum(s.total_s for s in model.backward(dense, False, False))
     return fwd, bwd
 
 
@@ -192,8 +192,9 @@ def test_overlapped_gradient_sync(tmp_path, slow):
 # ---------------------------------------------------------------------------------- presets
 def test_cluster_preset_builds_the_network_and_refuses_bad_values():
     c = load_cluster({"preset": "dgx-a100-80gb", "gpus": 1536, "inter_node_gbps": 1600}, "s.yaml: cluster")
-    net = c.network_mapping(stage_gpus=192)
+    net = c.network_mapping([8, 1, 1, 24, 8])  # tp, cp, ep, dp, pp
     assert net["npus_count"] == [8, 24, 8]
+    assert c.network_mapping([4, 1, 1, 4, 96])["npus_count"] == [4, 2, 2, 96]  # dp straddles the node
     # one 200 Gb/s NIC per GPU, 94% of it sustained, in GiB/s
     assert net["bandwidth"][1] == pytest.approx(1600 / 8 / 8 * 1e9 * 0.94 / 2**30, rel=1e-6)
     assert c.network_mapping()["npus_count"] == [8, 192]
@@ -225,3 +226,39 @@ def test_sc21_table_rows_that_run_in_seconds(tmp_path):
     assert max(abs(e) for e in errors) <= 0.20, errors
     assert sum(abs(e) for e in errors) / len(errors) <= 0.10, errors
     assert math.isfinite(sum(errors))
+
+
+# ---------------------------------------------------------------------------------- experts
+MOE = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+       "--tensor-model-parallel-size 2 --bf16 --vocab-size 128 --swiglu --ffn-hidden-size 2816")
+
+
+def test_one_expert_top1_is_the_dense_model_plus_its_router():
+    """With one expert and top-1 routing every token goes through one MLP of the dense width:
+    the FLOPs are the dense model's plus the router's 2 h E per token and pass."""
+    dense = parse(MOE, 8)
+    moe = parse(MOE + " --num-experts 1 --moe-router-topk 1", 8)
+    tokens = dense.global_batch * dense.seq
+    assert moe.model_flops() - dense.model_flops() == pytest.approx(tokens * 4 * 3 * 2 * 1024 * 1)
+    assert moe.parameters() - dense.parameters() == 4 * 1024  # the routers' weights
+
+
+def test_experts_split_over_consecutive_data_parallel_ranks():
+    from simpy_astra.workloads.megatron.schedule import Layout
+
+    job = parse(MOE + " --num-experts 4 --expert-model-parallel-size 2", 8)  # tp2 x dp4, rank = t + 2 d
+    layout = Layout.build(job)
+    ep = sorted(members for gid, members in layout.groups.items() if layout.group_of[("ep", members[0])] == gid)
+    assert ep == [[0, 2], [1, 3], [4, 6], [5, 7]]  # d = e + 2 o: e varies within a group
+    assert layout.groups[layout.group_of[("edp", 0)]] == [0, 4]  # same experts: o varies
+    assert Layout.blocks(job) == [2, 1, 2, 2, 1]
+    with pytest.raises(InputError, match="must divide --num-experts 3"):
+        parse(MOE + " --num-experts 3 --expert-model-parallel-size 2", 8)
+
+
+def test_a_mixture_of_experts_step_runs_and_costs_more_than_its_active_dense_model(tmp_path):
+    """Top-2 of 4 experts of the dense width: twice the MLP work per token, plus the
+    all-to-alls; more than the dense step, less than twice it."""
+    dense = _run(tmp_path, MOE, 8)
+    moe = _run(tmp_path, MOE + " --num-experts 4 --expert-model-parallel-size 2 --moe-router-topk 2", 8)
+    assert dense < moe < 2 * dense

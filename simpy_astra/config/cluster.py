@@ -55,31 +55,53 @@ class Cluster:
 
         return Gpu(**self.gpu)
 
-    def node_dims(self, stage_gpus: int | None = None) -> list[int]:
-        """How the nodes are written as network dimensions: one ``Switch`` of all nodes, or,
-        for a pipeline whose stages fill whole nodes (``stage_gpus`` a multiple of a node),
-        ``[nodes per stage, stages]``. Both are the same fat tree in the congestion-unaware
-        model (a message between two nodes costs the same either way; a stage's collectives
-        and a stage-to-stage send each stay in one dimension); the second lets folding see
-        that the data-parallel replicas of a stage are alike."""
-        per_node = int(self.node["gpus"])
-        if self.nodes == 1:
-            return []
-        if stage_gpus and stage_gpus % per_node == 0 and 1 < stage_gpus // per_node < self.nodes:
-            return [stage_gpus // per_node, self.gpus // stage_gpus]
-        return [self.nodes]
+    def dims(self, blocks: list[int] | None = None) -> tuple[list[int], int]:
+        """The network's dimensions (sizes, and how many of them are inside a node).
 
-    def network_mapping(self, stage_gpus: int | None = None) -> dict[str, Any]:
+        Without ``blocks``: a node's GPUs on one NVSwitch dimension, all nodes on one more.
+        ``blocks`` are the job's parallel dimensions in rank order, fastest first (Megatron:
+        tp, cp, dp, pp): each becomes a dimension of its own where it falls inside a node or
+        across whole nodes (one that straddles the node boundary is split there). In the
+        congestion-unaware model both are the same machine (a message costs NVLink's or the
+        rail's bandwidth and latency either way, and each parallel group's collectives stay in
+        its dimensions); the second lets folding see that GPUs of one role are alike."""
+        per_node = int(self.node["gpus"])
+        plain = ([per_node, self.nodes] if self.nodes > 1 else [per_node]), 1
+        if not blocks or math.prod(blocks) != self.gpus:
+            return plain
+        sizes: list[int] = []
+        inside = 1
+        for b in (b for b in blocks if b > 1):
+            if inside < per_node:
+                room = per_node // inside
+                take = math.gcd(b, room)
+                if take != min(b, room):
+                    return plain  # a block that does not tile the node
+                if take > 1:
+                    sizes.append(take)
+                inside *= take
+                b //= take
+            if b > 1:
+                if inside < per_node:
+                    return plain
+                sizes.append(b)
+        if inside != per_node:
+            return plain
+        return sizes, sum(1 for _ in _prefix_within(sizes, per_node))
+
+    def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         per_node = int(self.node["gpus"])
         rail_gib_s = (self.node["inter_node_gbps"] / per_node / 8 * 1e9 * self.node["inter_node_efficiency"]
                       / 2**30)
-        nodes = self.node_dims(stage_gpus)
-        return {"topology": ["Switch"] * (1 + len(nodes)), "npus_count": [per_node, *nodes],
-                "bandwidth": [self.node["nvlink_gib_s"]] + [round(rail_gib_s, 6)] * len(nodes),
-                "latency": [self.node["nvlink_latency_ns"]] + [self.node["inter_node_latency_ns"]] * len(nodes)}
+        sizes, inside = self.dims(blocks)
+        nvlink = (self.node["nvlink_gib_s"], self.node["nvlink_latency_ns"])
+        rail = (round(rail_gib_s, 6), self.node["inter_node_latency_ns"])
+        links = [nvlink if d < inside else rail for d in range(len(sizes))]
+        return {"topology": ["Switch"] * len(sizes), "npus_count": sizes,
+                "bandwidth": [bw for bw, _ in links], "latency": [lat for _, lat in links]}
 
-    def system_mapping(self, stage_gpus: int | None = None) -> dict[str, Any]:
-        dims = [int(self.node["gpus"]), *self.node_dims(stage_gpus)]
+    def system_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
+        dims = self.dims(blocks)[0]
         all_reduce = ["halvingDoubling" if n & (n - 1) == 0 else "ring" for n in dims]
         return {
             "scheduling-policy": "FIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
@@ -89,6 +111,16 @@ class Cluster:
             "reduce-scatter-implementation": ["ring"] * len(dims),
             "all-to-all-implementation": ["direct1"] * len(dims),
         }
+
+
+def _prefix_within(sizes: list[int], per_node: int):
+    """The leading sizes whose product is one node."""
+    product = 1
+    for size in sizes:
+        if product >= per_node:
+            return
+        product *= size
+        yield size
 
 
 def _positive(where: str, key: str, value: Any, integer: bool = False) -> Any:

@@ -180,8 +180,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         if "jobs" in doc:
             raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
         cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
-        stage_gpus = _stage_gpus(doc.get("workload"), cluster, f"{path}: workload")
-        doc = {"system": cluster.system_mapping(stage_gpus), "network": cluster.network_mapping(stage_gpus),
+        blocks = _rank_blocks(doc.get("workload"), cluster, f"{path}: workload")
+        doc = {"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
                "backend": "congestion_unaware", **doc}
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
@@ -254,15 +254,15 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     return inputs
 
 
-def _stage_gpus(workload: Any, cluster: Any, where: str) -> int | None:
-    """GPUs of one pipeline stage of a Megatron workload (how the cluster's nodes are laid out
-    as network dimensions), else None."""
+def _rank_blocks(workload: Any, cluster: Any, where: str) -> list[int] | None:
+    """A Megatron workload's parallel dimensions in rank order (how the cluster's GPUs are
+    written as network dimensions), else None."""
     if not (isinstance(workload, dict) and workload.get("generate") == "megatron"):
         return None
     from simpy_astra.workloads.megatron.arguments import parse
+    from simpy_astra.workloads.megatron.schedule import Layout
 
-    job = parse(workload.get("args"), cluster.gpus, where)
-    return job.tp * job.cp * job.dp
+    return Layout.blocks(parse(workload.get("args"), cluster.gpus, where))
 
 
 def _training(spec: dict, where: str):

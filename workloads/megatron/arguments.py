@@ -40,21 +40,46 @@ NO_TIMING_EFFECT = (
     "--no-query-key-layer-scaling", "--position-embedding-type", "--use-rotary-position-embeddings",
     "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
-    "--transformer-impl", "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
+    "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
     "--bias-swiglu-fusion", "--no-bias-swiglu-fusion", "--profile", "--record-memory-history",
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
     "--distribute-checkpointed-activations", "--distribute-saved-activations", "--DDP-bucket",
     "--ddp-bucket-size", "--yaml-cfg", "--kv-lora", "--qk-layernorm", "--attention-backend",
     "--no-rope-fusion", "--cross-entropy-loss-fusion", "--disable-bias-linear", "--add-bias-linear",
     "--max-position-embeddings", "--fp8-margin", "--fp8-interval", "--fp8-amax-",
-    "--untie-embeddings-and-output-weights", "--group-query-attention", "--no-masked-softmax-fusion-check",
+    "--use-checkpoint-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--ckpt-format", "--non-persistent-",
+    "--no-save-", "--no-initialization", "--tensorboard-", "--vocab-extra-ids", "--tokenizer",
+    "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
+    "--use-dist-ckpt", "--retro-", "--seq-length-", "--lr-", "--trace-", "--profile-",
+    "--structured-logs", "--straggler-", "--log-", "--result-rejected-", "--inprocess-", "--rerun-",
+    "--error-injection-", "--enable-ft-package", "--calc-ft-timeouts", "--legacy-tokenizer",
+    "--distributed-timeout-minutes", "--use-tp-pp-dp-mapping",
+)
+
+#: timing arguments whose effect on a step is under about 1% of it, accepted and not modelled
+#: (``generate megatron --help`` lists them)
+SMALL_EFFECT = (
+    "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "--align-grad-reduce",
+    "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
+    "--nccl-communicator-config-path", "--calculate-per-token-loss", "--hidden-dropout",
+    "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
+    "--cp-comm-type", "--overlap-p2p-communication", "--no-overlap-p2p-communication",
+    "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
+    "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
+    "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
+    "--num-distributed-optimizer-instances", "--use-precision-aware-optimizer",
+    "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+    "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
+    "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
+    "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
+    "--moe-router-fusion", "--moe-per-layer-logging", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
+    "--moe-use-legacy-grouped-gemm", "--moe-shared-expert-overlap",
 )
 
 #: timing arguments this simulator knows exist and does not model yet (refused by name)
 NOT_MODELLED = {
-    "--num-experts": "mixture-of-experts layers",
-    "--expert-model-parallel-size": "expert parallelism",
-    "--moe-router-topk": "mixture-of-experts layers",
+    "--multi-latent-attention": "multi-latent attention",
+    "--moe-expert-capacity-factor": "dropped tokens (an expert capacity)",
     "--encoder-num-layers": "encoder-decoder models",
     "--decoder-num-layers": "encoder-decoder models",
     "--pipeline-model-parallel-split-rank": "encoder-decoder pipelines",
@@ -103,6 +128,13 @@ class MegatronJob:
     bias_gelu_fusion: bool
     bias_dropout_fusion: bool
     scatter_gather: bool  # pipeline sends of 1/tp of the activation, then an all-gather
+    experts: int  # 0: dense MLPs
+    ep: int  # expert parallelism (inside the data-parallel ranks)
+    etp: int  # expert tensor parallelism (tp or 1)
+    topk: int
+    moe_ffn: int
+    shared_ffn: int  # shared expert beside the routed ones (0: none)
+    moe_every: int  # every moe_every-th layer is a mixture of experts
     legacy: bool  # a 2021 Megatron-LM (it has --DDP-impl)
     args: str
 
@@ -110,6 +142,13 @@ class MegatronJob:
     def micro_batches(self) -> int:
         """Micro-batches per data-parallel replica in one step."""
         return self.global_batch // (self.micro_batch * self.dp)
+
+    def is_moe(self, layer: int) -> bool:
+        return self.experts > 0 and layer % self.moe_every == 0
+
+    @property
+    def moe_layers(self) -> int:
+        return sum(1 for layer in range(self.num_layers) if self.is_moe(layer))
 
     @property
     def element_bytes(self) -> int:
@@ -123,11 +162,13 @@ class MegatronJob:
         """Parameters of the whole model (embeddings, layers, final norm)."""
         h, kv = self.hidden, self.kv_heads * self.head_dim
         attn = h * (self.heads * self.head_dim + 2 * kv) + self.heads * self.head_dim * h
-        mlp = (3 if self.swiglu else 2) * h * self.ffn_hidden
+        w = 3 if self.swiglu else 2
+        mlp = w * h * self.ffn_hidden
         biases = self.heads * self.head_dim + 2 * kv + h + (2 if self.swiglu else 1) * self.ffn_hidden + h
         per_layer = attn + mlp + biases + 4 * h  # two layer norms
+        moe = self.experts * w * h * self.moe_ffn + h * self.experts + w * h * self.shared_ffn
         emb = self.vocab * h * (1 if self.tied_embeddings else 2) + self.seq * h
-        return self.num_layers * per_layer + emb + 2 * h
+        return self.num_layers * per_layer + self.moe_layers * (moe - mlp) + emb + 2 * h
 
     def model_flops(self) -> float:
         """FLOPs of one step as the SC'21 paper counts them, recomputation included when full
@@ -142,9 +183,13 @@ class MegatronJob:
 
     def _flops(self, layer_passes: int) -> float:
         h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
-        matmuls = 2 * (h * (q + 2 * kv) + q * h + (3 if self.swiglu else 2) * h * self.ffn_hidden)
+        w = 3 if self.swiglu else 2
+        mlp = 2 * w * h * self.ffn_hidden
+        matmuls = 2 * (h * (q + 2 * kv) + q * h) + mlp
         attention = 2 * 2 * self.seq * q  # score and context products, per token
-        per_token = self.num_layers * (matmuls + attention) * layer_passes + 3 * 2 * h * self.vocab
+        moe = 2 * (self.topk * w * h * self.moe_ffn + h * self.experts + w * h * self.shared_ffn)
+        layers = self.num_layers * (matmuls + attention) + self.moe_layers * (moe - mlp)
+        per_token = layers * layer_passes + 3 * 2 * h * self.vocab
         return float(self.global_batch * self.seq * per_token)
 
 
@@ -160,7 +205,8 @@ def _bool(parser: argparse.ArgumentParser, *names: str, help: str) -> None:  # n
 def parser() -> argparse.ArgumentParser:
     """The modelled arguments (``simpy-astra generate megatron --help`` prints them)."""
     p = _Parser(prog="simpy-astra generate megatron", allow_abbrev=False, add_help=False,
-                description="Megatron-LM pretrain_gpt.py arguments that change a step's time.")
+                usage=argparse.SUPPRESS, description="Megatron-LM pretrain_gpt.py arguments that change a "
+                                                     "step's time.")
     i = p.add_argument
     i("--num-layers", type=int, required=True, help="transformer layers")
     i("--hidden-size", type=int, required=True, help="model width h")
@@ -207,12 +253,23 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--no-gradient-accumulation-fusion", help="weight gradients added to main_grad by a kernel")
     _bool(p, "--gradient-accumulation-fusion", help="(default) fused into the weight-gradient GEMM")
     _bool(p, "--use-flash-attn", help="fused attention kernel (FlashAttention)")
+    i("--transformer-impl", choices=("local", "transformer_engine"), default=None,
+      help="transformer_engine: fused attention (flash / cuDNN) unless --attention-backend unfused")
+    i("--attention-backend", choices=("flash", "fused", "unfused", "local", "auto"), default=None,
+      help="Megatron-Core's attention kernel choice")
     _bool(p, "--no-masked-softmax-fusion", help="scale, mask and softmax as separate kernels")
     _bool(p, "--no-bias-gelu-fusion", help="bias and GeLU as separate kernels")
     _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
     _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
     _bool(p, "--untie-embeddings-and-output-weights", help="separate output layer (no embedding all-reduce)")
     _bool(p, "--group-query-attention", help="grouped-query attention (with --num-query-groups)")
+    i("--num-experts", type=int, default=None, help="mixture of experts: experts per MoE layer")
+    i("--expert-model-parallel-size", type=int, default=1, help="experts split over this many data-parallel ranks")
+    i("--expert-tensor-parallel-size", type=int, default=None, help="tp of each expert: tp (default) or 1")
+    i("--moe-router-topk", type=int, default=2, help="experts per token (default 2)")
+    i("--moe-ffn-hidden-size", type=int, default=None, help="an expert's MLP width (default --ffn-hidden-size)")
+    i("--moe-shared-expert-intermediate-size", type=int, default=None, help="a shared expert's MLP width")
+    i("--moe-layer-freq", type=int, default=1, help="every N-th layer is a mixture of experts (default 1)")
     return p
 
 
@@ -244,9 +301,9 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron") -> Megatron
         if not flag.startswith("--"):
             raise InputError(f"{where}: args: {token!r} follows no argument this simulator reads")
         if flag in NOT_MODELLED:
-            raise InputError(f"{where}: args: {flag}: {NOT_MODELLED[flag]} are not modelled; remove it "
+            raise InputError(f"{where}: args: {flag} is not modelled ({NOT_MODELLED[flag]}); remove it "
                              f"(see simpy-astra generate megatron --help)")
-        if not _ignorable(flag):
+        if not _ignorable(flag) and flag not in SMALL_EFFECT:
             raise InputError(f"{where}: args: {flag} is not an argument this simulator knows; if it "
                              f"changes the step's time it is not modelled (see simpy-astra generate "
                              f"megatron --help)")
@@ -254,6 +311,14 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron") -> Megatron
         while "=" not in token and i < len(rest) and not rest[i].startswith("--"):
             i += 1  # the ignored argument's values
     return _job(known, gpus, where, " ".join(tokens))
+
+
+def _fused_attention(a: argparse.Namespace) -> bool:
+    """FlashAttention (``--use-flash-attn``), or Transformer Engine's attention, which picks
+    a fused kernel unless told to run the unfused one."""
+    if a.attention_backend is not None:
+        return a.attention_backend in ("flash", "fused", "auto")
+    return a.use_flash_attn or a.transformer_impl == "transformer_engine"
 
 
 def _positive(where: str, name: str, value: int | None) -> int:
@@ -333,7 +398,23 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     if (a.overlap_grad_reduce or a.overlap_param_gather) and legacy:
         raise InputError(f"{where}: args: --overlap-grad-reduce/--overlap-param-gather do not exist with "
                          f"--DDP-impl (a 2021 Megatron-LM)")
+    experts = a.num_experts or 0
+    ep = a.expert_model_parallel_size
+    etp = a.expert_tensor_parallel_size or tp
+    if experts:
+        if ep < 1 or experts % ep or dp % ep:
+            raise InputError(f"{where}: args: --expert-model-parallel-size {ep} must divide --num-experts "
+                             f"{experts} and the data-parallel size {dp}")
+        if etp not in (1, tp):
+            raise InputError(f"{where}: args: --expert-tensor-parallel-size {etp}: only 1 or tp ({tp}) is modelled")
+        if not 1 <= a.moe_router_topk <= experts or a.moe_layer_freq < 1:
+            raise InputError(f"{where}: args: --moe-router-topk must be 1..--num-experts and --moe-layer-freq >= 1")
+    elif ep > 1:
+        raise InputError(f"{where}: args: --expert-model-parallel-size {ep} needs --num-experts")
     return MegatronJob(
+        experts=experts, ep=ep if experts else 1, etp=etp, topk=a.moe_router_topk,
+        moe_ffn=a.moe_ffn_hidden_size or ffn, shared_ffn=a.moe_shared_expert_intermediate_size or 0,
+        moe_every=a.moe_layer_freq,
         gpus=gpus, num_layers=a.num_layers, hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         ffn_hidden=ffn, swiglu=a.swiglu, seq=a.seq_length, vocab=vocab,
         tied_embeddings=not a.untie_embeddings_and_output_weights, micro_batch=a.micro_batch_size,
@@ -344,7 +425,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
-        flash_attention=a.use_flash_attn, masked_softmax_fusion=not a.no_masked_softmax_fusion,
+        flash_attention=_fused_attention(a), masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
     )

@@ -92,18 +92,24 @@ def write_ranks(params: dict[str, Any], prefix: str, ranks: list[int]) -> None:
 def main(argv: list[str]) -> int:
     """``generate megatron --gpus N [--preset P] --output PREFIX -- ARGS...``."""
     import argparse
+    import textwrap
 
     from simpy_astra.cli.args import ArgumentParser
     from simpy_astra.config.cluster import load_cluster, presets
+    from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT
     from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
 
     own, _, rest = (argv[: argv.index("--")], None, argv[argv.index("--") + 1:]) if "--" in argv else (argv, None, [])
+    intro = textwrap.fill("Megatron-LM arguments that are modelled are listed below. Other arguments that "
+                          "change a step's time are refused by name; paths, logging, learning rate and the "
+                          "like are accepted. These are accepted and change under 1% of a step: "
+                          + ", ".join(SMALL_EFFECT) + ".", 79, break_on_hyphens=False)
+    modelled = megatron_parser().format_help().split("\n", 2)[2]
     p = ArgumentParser(prog="simpy-astra generate megatron", formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Write a Megatron-LM training step as Chakra traces: "
-                                   "generate megatron --gpus N --output PREFIX -- <pretrain_gpt.py arguments>",
-                       epilog="Megatron-LM arguments that are modelled (others that change timing are "
-                              "refused by name; paths, logging, learning rate and the like are accepted):\n\n"
-                              + megatron_parser().format_help().split("\n", 2)[2])
+                       description=textwrap.fill("Write a Megatron-LM training step as Chakra traces: generate "
+                                                 "megatron --gpus N --output PREFIX -- <pretrain_gpt.py "
+                                                 "arguments>", 79),
+                       epilog=f"{intro}\n\nMegatron-LM arguments (after --):\n{modelled.split(chr(10), 1)[1]}")
     p.add_argument("--gpus", type=int, required=True, help="GPUs of the job (dp = gpus / (tp x pp x cp))")
     p.add_argument("--preset", default="dgx-a100-80gb", help=f"cluster preset whose GPU times the kernels: "
                                                               f"{', '.join(presets())} (default dgx-a100-80gb)")

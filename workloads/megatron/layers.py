@@ -27,7 +27,7 @@ from simpy_astra.workloads.megatron.kernels import (
 )
 
 # Chakra collective kinds
-ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = 0, 2, 7
+ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
 
 
 @dataclass
@@ -70,12 +70,13 @@ class _Builder:
         self.close(label + ".before")
         self.steps.append(Step(label, comm_type=comm_type, size_bytes=size_bytes, overlap=overlap, dim=dim))
 
-    def grads(self, params: int) -> None:
-        """Mark that ``params`` parameters' gradients are complete at this point."""
+    def grads(self, params: int, dim: str = "dp") -> None:
+        """Mark that ``params`` parameters' gradients are complete at this point; ``dim`` is
+        the group that syncs them (``edp`` for experts' weights)."""
         if params <= 0:
             return
         self.close("grads.before")
-        self.steps.append(Step("grads", grads_ready=params))
+        self.steps.append(Step("grads", grads_ready=params, dim=dim))
 
     def close(self, label: str) -> None:
         if self.current.seconds:
@@ -111,11 +112,19 @@ class ChunkModel:
     def _stream(self, elements: float, bytes_per_element: float) -> float:
         return streaming_seconds(self.gpu, elements * bytes_per_element * self.e / 2)
 
+    def _fp8_cast(self, b: _Builder, elements: int) -> None:
+        """FP8 GEMMs read their activation (or its gradient) cast to fp8 first: one kernel that
+        reads 2 B and writes 1 B an element (Transformer Engine casts weights once a step)."""
+        if self.job.fp8:
+            b.add("elementwise", streaming_seconds(self.gpu, elements * 3))
+
     def _linear_fwd(self, b: _Builder, n_in: int, n_out: int) -> None:
+        self._fp8_cast(b, self.tokens * n_in)
         b.add("gemm", self._gemm(self.tokens, n_out, n_in))
 
     def _linear_bwd(self, b: _Builder, n_in: int, n_out: int, bias: bool = True) -> None:
         """Input gradient (dgrad) and weight gradient (wgrad) of one linear layer."""
+        self._fp8_cast(b, self.tokens * n_out)
         b.add("gemm", self._gemm(self.tokens, n_in, n_out))
         b.add("gemm", self._gemm(n_in, n_out, self.tokens))
         self._accumulate(b, n_in * n_out)
@@ -179,7 +188,7 @@ class ChunkModel:
         else:
             b.comm(label, ALL_REDUCE, size, overlap=job.tp_comm_overlap)
 
-    def layer_forward(self, b: _Builder, attention_core: bool = True) -> None:
+    def layer_forward(self, b: _Builder, attention_core: bool = True, moe: bool = False) -> None:
         job, h, n = self.job, self.job.hidden, self.norm_tokens
         b.add("elementwise", self._stream(n * h, 4))  # input layer norm
         self._tp_in(b, "attn.allgather")
@@ -191,30 +200,93 @@ class ChunkModel:
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
         b.add("elementwise", self._stream(n * h, 4))  # post-attention layer norm
         self._tp_in(b, "mlp.allgather")
-        if job.swiglu:
-            self._linear_fwd(b, h, 2 * self.ffn)
-            b.add("elementwise", self._stream(self.tokens * self.ffn, 6))
+        if moe:
+            self._moe_forward(b)
         else:
-            self._linear_fwd(b, h, self.ffn)
-            b.add("elementwise", self._stream(self.tokens * self.ffn, 4 if job.bias_gelu_fusion else 8))
-        self._linear_fwd(b, self.ffn, h)
+            self._mlp_forward(b, self.ffn)
         self._tp_out(b, "mlp.allreduce")
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
 
-    def layer_backward(self, b: _Builder) -> None:
+    def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> None:
+        job, h = self.job, self.job.hidden
+        t = self.tokens if tokens is None else tokens
+        if job.swiglu:
+            b.add("gemm", self._gemm(t, 2 * ffn, h))
+            b.add("elementwise", self._stream(t * ffn, 6))
+        else:
+            b.add("gemm", self._gemm(t, ffn, h))
+            b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
+        b.add("gemm", self._gemm(t, h, ffn))
+
+    # ------------------------------------------------------------------ mixture of experts
+    def _routed(self) -> tuple[int, int, int]:
+        """(token copies this GPU's experts process, local experts, an expert's width here):
+        routing is taken as balanced, so each of the ep ranks gets its experts' share of
+        ``T x topk`` copies; with expert tp = 1 the tp ranks split the tokens instead."""
+        job = self.job
+        copies = self.tokens * job.topk // (job.tp if job.etp == 1 else 1)
+        return max(1, copies), job.experts // job.ep, job.moe_ffn // job.etp
+
+    def _moe_forward(self, b: _Builder) -> None:
+        job, h, e = self.job, self.job.hidden, self.e
+        copies, local, ffn = self._routed()
+        b.add("gemm", self._gemm(self.tokens, job.experts, h))  # router
+        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * job.experts * 12))  # softmax, top-k
+        b.add("elementwise", self._stream(copies * h, 4))  # permute
+        if job.ep > 1:
+            b.comm("moe.dispatch.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
+        for _ in range(local):
+            self._mlp_forward(b, ffn, max(1, copies // local))
+        if job.ep > 1:
+            b.comm("moe.combine.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
+        b.add("elementwise", self._stream(copies * h, 6))  # unpermute and weigh
+        if job.shared_ffn:
+            self._mlp_forward(b, job.shared_ffn // job.tp)
+
+    def _mlp_backward_gemms(self, b: _Builder, ffn: int, tokens: int) -> None:
+        """An MLP's backward without its input-gradient collective (experts, shared expert)."""
+        job, h = self.job, self.job.hidden
+        w = 2 if job.swiglu else 1
+        for n_in, n_out in ((ffn, h), (h, w * ffn)):
+            b.add("gemm", self._gemm(tokens, n_in, n_out))
+            b.add("gemm", self._gemm(n_in, n_out, tokens))
+            self._accumulate(b, n_in * n_out)
+        b.add("elementwise", self._stream(tokens * ffn, 10 if job.swiglu else 6))
+
+    def _moe_backward(self, b: _Builder) -> None:
+        job, h, e = self.job, self.job.hidden, self.e
+        copies, local, ffn = self._routed()
+        if job.shared_ffn:
+            self._mlp_backward_gemms(b, job.shared_ffn // job.tp, self.tokens)
+        b.add("elementwise", self._stream(copies * h, 6))  # unpermute's backward
+        if job.ep > 1:
+            b.comm("moe.combine.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
+        for _ in range(local):
+            self._mlp_backward_gemms(b, ffn, max(1, copies // local))
+        if job.ep > 1:
+            b.comm("moe.dispatch.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
+        b.add("elementwise", self._stream(copies * h, 4))  # permute's backward
+        b.add("gemm", 2 * self._gemm(self.tokens, job.experts, h))  # router dgrad, wgrad
+
+    def moe_parameters(self) -> tuple[int, int]:
+        """(dense, expert) parameters an MoE layer adds over a dense one's attention, per GPU."""
+        job, h = self.job, self.job.hidden
+        _, local, ffn = self._routed()
+        w = 3 if job.swiglu else 2
+        return h * job.experts + w * h * job.shared_ffn // job.tp, local * w * h * ffn
+
+    def layer_backward(self, b: _Builder, moe: bool = False) -> None:
         """The backward of one layer. The input gradient of a column-parallel GEMM is
         all-reduced over tp (reduce-scattered with sequence parallelism); with the async
         all-reduce it runs beside that GEMM's weight-gradient GEMM."""
-        job, h, n = self.job, self.job.hidden, self.norm_tokens
+        h, n = self.job.hidden, self.norm_tokens
         b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
         self._tp_in(b, "mlp.bwd.allgather")  # output gradient of the row-parallel GEMM (SP)
-        self._linear_bwd(b, self.ffn, h)
-        if job.swiglu:
-            b.add("elementwise", self._stream(self.tokens * self.ffn, 10))
-            self._input_grad(b, h, 2 * self.ffn, "mlp.bwd.allreduce")
+        if moe:
+            self._moe_backward(b)
+            self._input_grad_collective(b, "mlp.bwd.allreduce")
         else:
-            b.add("elementwise", self._stream(self.tokens * self.ffn, 6 if job.bias_gelu_fusion else 10))
-            self._input_grad(b, h, self.ffn, "mlp.bwd.allreduce")
+            self._mlp_backward(b)
         b.add("elementwise", self._stream(n * h, 6))  # layer norm
         b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
         self._tp_in(b, "attn.bwd.allgather")
@@ -223,8 +295,25 @@ class ChunkModel:
         self._input_grad(b, h, self.q_width + 2 * self.kv_width, "attn.bwd.allreduce")
         b.add("elementwise", self._stream(n * h, 6))  # input layer norm
 
+    def _input_grad_collective(self, b: _Builder, label: str) -> None:
+        job = self.job
+        if job.tp > 1:
+            kind = REDUCE_SCATTER if job.sequence_parallel else ALL_REDUCE
+            b.comm(label, kind, self.tokens * job.hidden * self.e)
+
+    def _mlp_backward(self, b: _Builder) -> None:
+        job, h = self.job, self.job.hidden
+        self._linear_bwd(b, self.ffn, h)
+        if job.swiglu:
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 10))
+            self._input_grad(b, h, 2 * self.ffn, "mlp.bwd.allreduce")
+        else:
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 6 if job.bias_gelu_fusion else 10))
+            self._input_grad(b, h, self.ffn, "mlp.bwd.allreduce")
+
     def _input_grad(self, b: _Builder, n_in: int, n_out: int, label: str) -> None:
         job = self.job
+        self._fp8_cast(b, self.tokens * n_out)
         b.add("gemm", self._gemm(self.tokens, n_in, n_out))  # dgrad
         wgrad = self._gemm(n_in, n_out, self.tokens)
         b.add("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
@@ -280,49 +369,58 @@ class ChunkModel:
         b.add("elementwise", self._stream(self.norm_tokens * h, 6))
 
     # ------------------------------------------------------------------ a chunk
-    def forward(self, layers: int, first: bool, last: bool, attention_core: bool = True) -> list[Step]:
+    def forward(self, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
+        """One micro-batch's forward through the chunk's layers (``moe``: which are MoE)."""
         b = _Builder()
         if first:
             self.embedding_forward(b)
-        for _ in range(layers):
-            self.layer_forward(b, attention_core)
+        for is_moe in moe:
+            self.layer_forward(b, moe=is_moe)
         if last:
             self.loss_forward(b)
         return b.done("forward")
 
-    def recompute(self, layers: int, first: bool) -> list[Step]:
-        """What the backward recomputes before it runs (``layers`` whole layers for full
-        recomputation; for selective, the attention core of every layer)."""
+    def recompute(self, moe: tuple[bool, ...], first: bool) -> list[Step]:
+        """What the backward recomputes before it runs: the layers ``moe`` lists, whole (full
+        recomputation), or the attention core of each (selective)."""
         b = _Builder()
         job = self.job
         if job.recompute == "full":
             if first:
                 self.embedding_forward(b)
-            for _ in range(layers):
-                self.layer_forward(b)
+            for is_moe in moe:
+                self.layer_forward(b, moe=is_moe)
         elif job.recompute == "selective" and not job.flash_attention:
-            for _ in range(self.job.layers_per_chunk):
+            for _ in moe:
                 self._attention(b, backward=False)
         return b.done("recompute")
 
-    def backward(self, layers: int, first: bool, last: bool) -> list[Step]:
+    def backward(self, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
         b = _Builder()
+        job = self.job
         if last:
-            self.loss_backward(b)
-        if last:
-            b.grads(self.job.hidden * self.job.vocab // self.job.tp if not self.job.tied_embeddings or
-                    self.job.pp == 1 else 0)
-        for _ in range(layers):
-            self.layer_backward(b)
-            b.grads(self.layer_parameters())
+            b.grads(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp == 1 else 0)
+        for is_moe in moe:
+            self.layer_backward(b, moe=is_moe)
+            for params, dim in self.layer_grads(is_moe):
+                b.grads(params, dim)
         if first:
             self.embedding_backward(b)
-            b.grads(self.job.hidden * (self.job.vocab // self.job.tp + self.job.seq))
+            b.grads(job.hidden * (job.vocab // job.tp + job.seq))
         return b.done("backward")
 
     def layer_parameters(self) -> int:
-        """Parameters of one layer on one GPU."""
+        """Parameters of one dense layer on one GPU."""
         job, h = self.job, self.job.hidden
         qkv = h * (self.q_width + 2 * self.kv_width)
         mlp = (3 if job.swiglu else 2) * h * self.ffn
         return qkv + self.q_width * h + mlp + 4 * h
+
+    def layer_grads(self, moe: bool) -> list[tuple[int, str]]:
+        """(parameters, the group that syncs their gradients) of one layer on one GPU: an MoE
+        layer's experts are synced over the expert-data-parallel group ``edp``."""
+        if not moe:
+            return [(self.layer_parameters(), "dp")]
+        dense, experts = self.moe_parameters()
+        mlp = (3 if self.job.swiglu else 2) * self.job.hidden * self.ffn
+        return [(self.layer_parameters() - mlp + dense, "dp"), (experts, "edp")]

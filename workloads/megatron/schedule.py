@@ -41,9 +41,11 @@ MEGATRON_BUCKET_PARAMS = 40_000_000
 
 @dataclass(frozen=True)
 class Layout:
-    """Megatron's rank order (tp fastest, then cp, dp, pp) and its communicator groups:
-    ``tp``, ``cp``, ``dp`` (the gradient-sync group: data- and context-parallel ranks of one
-    model shard) and ``emb`` (first and last stage, for the tied embedding)."""
+    """Megatron's rank order (tp fastest, then cp, dp, pp; experts over consecutive
+    data-parallel ranks) and its communicator groups: ``tp``, ``cp``, ``dp`` (the gradient-sync
+    group: data- and context-parallel ranks of one model shard), ``emb`` (first and last stage,
+    for the tied embedding), ``ep`` (the experts' all-to-all) and ``edp`` (the ranks that hold
+    the same experts, which sync their gradients)."""
 
     sizes: dict[str, int]
     groups: dict[int, list[int]]
@@ -75,7 +77,18 @@ class Layout:
         if pp > 1 and job.tied_embeddings:
             for t, c, d in itertools.product(range(tp), range(cp), range(dp)):
                 add("emb", [rank(t, c, d, 0), rank(t, c, d, pp - 1)])
+        ep = job.ep
+        if job.experts:  # experts split over consecutive data-parallel ranks
+            for t, c, o, p in itertools.product(range(tp), range(cp), range(dp // ep), range(pp)):
+                add("ep", [rank(t, c, e + ep * o, p) for e in range(ep)])
+            for t, e, p in itertools.product(range(tp), range(ep), range(pp)):
+                add("edp", [rank(t, c, e + ep * o, p) for o in range(dp // ep) for c in range(cp)])
         return cls({"tp": tp, "cp": cp, "dp": dp, "pp": pp}, groups, group_of)
+
+    @staticmethod
+    def blocks(job: MegatronJob) -> list[int]:
+        """The parallel dimensions in rank order, fastest first."""
+        return [job.tp, job.cp, job.ep, job.dp // job.ep, job.pp]
 
     def stage_stride(self) -> int:
         return self.sizes["tp"] * self.sizes["cp"] * self.sizes["dp"]
@@ -129,7 +142,7 @@ class StageSchedule:
         self.beside: list[int] = []  # collectives running beside the next compute step
         self.grad_bytes = 4 if job.precision in ("bf16", "fp32") else 2
         self.dp_syncs: list[int] = []
-        self.bucket_params = 0
+        self.bucket_params: dict[str, int] = {"dp": 0, "edp": 0}
         self.param_gathers: dict[int, int] = {}
         self.chunks = job.virtual_stages
         self.cache: dict[tuple, list[Step]] = {}
@@ -171,7 +184,7 @@ class StageSchedule:
             name = f"{prefix}.{i}.{step.label}"
             if step.grads_ready:
                 if sync_grads:
-                    self._grads_ready(name, step.grads_ready)
+                    self._grads_ready(name, step.grads_ready, step.dim)
             elif step.is_comm:
                 gid = self.collective(name, step.comm_type, step.dim, step.size_bytes, block=not step.overlap)
                 if step.overlap:
@@ -186,24 +199,44 @@ class StageSchedule:
     def _sync_kind(self) -> int:
         return REDUCE_SCATTER if self.job.distributed_optimizer else ALL_REDUCE
 
-    def _grads_ready(self, name: str, params: int) -> None:
+    def _replicas(self, dim: str) -> int:
+        job = self.job
+        return job.dp * job.cp // (job.ep if dim == "edp" else 1)
+
+    def _grads_ready(self, name: str, params: int, dim: str) -> None:
         """In the last micro-batch's backward, with overlapped sync: a full bucket starts."""
-        self.bucket_params += params
+        self.bucket_params[dim] += params
         limit = (TORCH_BUCKET_BYTES // self.grad_bytes if self.job.ddp == "torch" and self.job.legacy
                  else MEGATRON_BUCKET_PARAMS)
-        if self.bucket_params >= limit:
-            self._flush_bucket(name)
+        if self.bucket_params[dim] >= limit:
+            self._flush_bucket(name, dim)
 
-    def _flush_bucket(self, name: str) -> None:
-        if self.bucket_params and self.job.dp * self.job.cp > 1:
-            self.dp_syncs.append(self.collective(f"{name}.dp.sync", self._sync_kind(), "dp",
-                                                 self.bucket_params * self.grad_bytes, block=False))
-        self.bucket_params = 0
+    def _flush_bucket(self, name: str, dim: str) -> None:
+        if self.bucket_params[dim] and self._replicas(dim) > 1:
+            self.dp_syncs.append(self.collective(f"{name}.{dim}.sync", self._sync_kind(), dim,
+                                                 self.bucket_params[dim] * self.grad_bytes, block=False))
+        self.bucket_params[dim] = 0
 
     # ------------------------------------------------------------------ parameters
-    def chunk_params(self, chunk: int) -> int:
+    def _moe_flags(self, chunk: int) -> tuple[bool, ...]:
+        """Which of the chunk's layers are mixtures of experts."""
+        job = self.job
+        first_layer = (chunk * job.pp + self.stage) * job.layers_per_chunk
+        return tuple(job.is_moe(first_layer + i) for i in range(job.layers_per_chunk))
+
+    def chunk_grads(self, chunk: int) -> dict[str, int]:
+        """Parameters of the chunk by the group that syncs their gradients."""
+        out = {"dp": self.chunk_params(chunk, dense_only=True), "edp": 0}
+        for is_moe in self._moe_flags(chunk):
+            if is_moe:
+                out["edp"] += sum(n for n, d in self.model.layer_grads(True) if d == "edp")
+        return out
+
+    def chunk_params(self, chunk: int, dense_only: bool = False) -> int:
         job, model = self.job, self.model
-        params = job.layers_per_chunk * model.layer_parameters()
+        params = 0
+        for is_moe in self._moe_flags(chunk):
+            params += sum(n for n, d in model.layer_grads(is_moe) if not dense_only or d == "dp")
         global_chunk = chunk * job.pp + self.stage
         if global_chunk == 0:
             params += job.hidden * (job.vocab // job.tp + job.seq)
@@ -219,15 +252,14 @@ class StageSchedule:
         job = self.job
         global_chunk = chunk * job.pp + self.stage
         first, last = global_chunk == 0, global_chunk == job.pp * self.chunks - 1
-        key = (kind, first, last)
+        moe = self._moe_flags(chunk)
+        key = (kind, first, last, moe)
         if key not in self.cache:
-            layers = job.layers_per_chunk
             if kind == "F":
-                steps = self.model.forward(layers, first, last,
-                                           attention_core=True)
+                steps = self.model.forward(moe, first, last)
             else:
-                recomputed = layers if job.recompute_method == "uniform" else min(job.recompute_layers, layers)
-                steps = self.model.recompute(recomputed, first) + self.model.backward(layers, first, last)
+                recomputed = moe if job.recompute_method == "uniform" else moe[:job.recompute_layers]
+                steps = self.model.recompute(recomputed, first) + self.model.backward(moe, first, last)
             self.cache[key] = steps
         return self.cache[key]
 
@@ -267,7 +299,8 @@ class StageSchedule:
                 final = mb == job.micro_batches - 1
                 self.steps(p, self._chunk_steps("B", chunk), overlapped_sync and final)
                 if overlapped_sync and final:
-                    self._flush_bucket(f"{p}")
+                    for dim in ("dp", "edp"):
+                        self._flush_bucket(p, dim)
                 if not first:
                     self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True))
         self._finish_step()
@@ -277,8 +310,11 @@ class StageSchedule:
         job = self.job
         params = self.stage_params()
         replicas = job.dp * job.cp
-        if not job.overlap_grad_reduce and replicas > 1:
-            self.collective("grads.dp.sync", self._sync_kind(), "dp", params * self.grad_bytes)
+        if not job.overlap_grad_reduce:
+            for dim in ("dp", "edp"):
+                grads = sum(self.chunk_grads(c)[dim] for c in range(self.chunks))
+                if grads and self._replicas(dim) > 1:
+                    self.collective(f"grads.{dim}.sync", self._sync_kind(), dim, grads * self.grad_bytes)
         self.tail += self.dp_syncs
         if job.pp > 1 and job.tied_embeddings and self.stage in (0, job.pp - 1):
             self.collective("embedding.grads.allreduce", ALL_REDUCE, "emb",
