@@ -262,3 +262,23 @@ def test_a_mixture_of_experts_step_runs_and_costs_more_than_its_active_dense_mod
     dense = _run(tmp_path, MOE, 8)
     moe = _run(tmp_path, MOE + " --num-experts 4 --expert-model-parallel-size 2 --moe-router-topk 2", 8)
     assert dense < moe < 2 * dense
+
+
+def test_the_last_chunk_adds_the_logit_layers_three_gemms():
+    """The logit layer runs forward (T x V/tp by h), and in the backward its input gradient and
+    its weight gradient: three GEMMs more in the last chunk than in a middle one (the paper's
+    3 x 2 h V FLOPs per token)."""
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+
+    job = parse(PIPE, 4)
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 4}, "c").gpu_model()
+    model = ChunkModel(job, gpu)
+    dense = (False,) * job.layers_per_chunk
+
+    def gemm_s(last: bool) -> float:
+        steps = model.forward(dense, False, last) + model.backward(dense, False, last)
+        return sum(s.seconds.get("gemm", 0.0) for s in steps)
+
+    t, v, h = job.micro_batch * job.seq, job.vocab, job.hidden
+    logits = gemm_seconds(gpu, t, v, h) + gemm_seconds(gpu, t, h, v) + gemm_seconds(gpu, h, v, t)
+    assert gemm_s(True) - gemm_s(False) == pytest.approx(logits, rel=1e-9)

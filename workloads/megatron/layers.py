@@ -399,6 +399,7 @@ class ChunkModel:
         b = _Builder()
         job = self.job
         if last:
+            self.loss_backward(b)
             b.grads(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp == 1 else 0)
         for is_moe in moe:
             self.layer_backward(b, moe=is_moe)

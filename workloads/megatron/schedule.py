@@ -180,17 +180,30 @@ class StageSchedule:
             self.collective(f"{name}.allgather", ALL_GATHER, "tp", size)  # rebuild the activation
 
     def steps(self, prefix: str, steps: list[Step], sync_grads: bool) -> None:
+        """Ops for ``steps``: compute steps that only a gradient marker separates run as one
+        node unless that marker starts a bucket's sync (``sync_grads``)."""
+        pending: dict[str, float] = {}
+        name = prefix
         for i, step in enumerate(steps):
+            if step.grads_ready and not sync_grads:
+                continue
+            if not step.is_comm and not step.grads_ready:
+                for kind, seconds in step.seconds.items():
+                    pending[kind] = pending.get(kind, 0.0) + seconds
+                name = f"{prefix}.{i}.{step.label}"
+                continue
+            if pending:
+                self.compute(name, pending)
+                pending = {}
             name = f"{prefix}.{i}.{step.label}"
             if step.grads_ready:
-                if sync_grads:
-                    self._grads_ready(name, step.grads_ready, step.dim)
-            elif step.is_comm:
+                self._grads_ready(name, step.grads_ready, step.dim)
+            else:
                 gid = self.collective(name, step.comm_type, step.dim, step.size_bytes, block=not step.overlap)
                 if step.overlap:
                     self.beside.append(gid)
-            else:
-                self.compute(name, step.seconds)
+        if pending:
+            self.compute(name, pending)
         if self.beside:  # nothing after it to run beside: the next task waits for it
             self.tail += self.beside
             self.beside = []
