@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from simpy_astra.config.cluster import load_cluster
+from simpy_astra.config.cluster import Gpu, load_cluster
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron.arguments import parse
-from simpy_astra.workloads.megatron.kernels import GEMM_PIPELINE_K, Gpu, gemm_seconds, streaming_seconds
+from simpy_astra.workloads.megatron.kernels import GEMM_PIPELINE_K, gemm_seconds, streaming_seconds
 from simpy_astra.workloads.megatron.schedule import interleaved, one_f_one_b
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

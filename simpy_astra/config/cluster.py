@@ -10,9 +10,10 @@ NVLink bandwidth and latency fitted by ``calibrate`` on an nccl-tests log, and t
 NICs. Any ``node`` value may be overridden at the top level of ``cluster:``
 (``inter_node_gbps``, ``gpus_per_node``...), any GPU value under ``gpu:``.
 
-The network is ASTRA-sim's two-level view of a rail-optimised cluster: dimension 0 the
-GPUs of a node on NVSwitch, dimension 1 the nodes, each GPU on its own rail (its NIC's share
-of the node's scale-out bandwidth). Collectives use what ``calibrate`` picks for such logs
+The network is ASTRA-sim's view of a rail-optimised cluster: the GPUs of a node on NVSwitch,
+then the nodes, each GPU on its own rail (its NIC's share of the node's scale-out bandwidth,
+at the efficiency NCCL sustains); :meth:`Cluster.dims` writes both levels as dimensions in
+the job's rank order so that folding applies. Collectives use what ``calibrate`` picks for such logs
 (halving-doubling all-reduce on power-of-two dimensions, else ring; ring all-gather and
 reduce-scatter; direct all-to-all), one chunk per collective and NCCL's fused reduction
 (no separate local-memory pass); compute nodes carry their own times (no roofline).
@@ -35,6 +36,28 @@ NODE_KEYS = ("gpus", "nvlink_gib_s", "nvlink_latency_ns", "inter_node_gbps", "in
              "inter_node_latency_ns")
 
 
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU's figures (a preset's ``gpu:``); every field is a datasheet value except the
+    two sustained efficiencies (:mod:`simpy_astra.workloads.megatron.kernels`)."""
+
+    name: str
+    sms: int
+    #: dense tensor-core peak for fp16/bf16, TFLOP/s
+    tensor_tflops: float
+    #: dense fp8 peak (0: no fp8), TFLOP/s
+    fp8_tflops: float
+    hbm_gbps: float  # GB/s (10^9 B/s)
+    hbm_gib: float  # memory capacity
+    l2_gbps: float  # L2 bandwidth to the SMs, GB/s
+    tensor_efficiency: float
+    memory_efficiency: float
+    launch_us: float
+
+    def peak_flops(self, fp8: bool = False) -> float:
+        return (self.fp8_tflops if fp8 and self.fp8_tflops else self.tensor_tflops) * 1e12
+
+
 def presets() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(PRESET_DIR) if f.endswith(".yaml"))
 
@@ -50,9 +73,7 @@ class Cluster:
     def nodes(self) -> int:
         return self.gpus // int(self.node["gpus"])
 
-    def gpu_model(self):
-        from simpy_astra.workloads.megatron.kernels import Gpu
-
+    def gpu_model(self) -> Gpu:
         return Gpu(**self.gpu)
 
     def dims(self, blocks: list[int] | None = None) -> tuple[list[int], int]:
@@ -150,8 +171,6 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             raise InputError(f"{where}.preset: {name!r} is not a preset ({', '.join(presets())}) nor a "
                              f"YAML file")
     doc = read_yaml_file(path, "cluster preset")
-    from simpy_astra.workloads.megatron.kernels import Gpu
-
     gpu_fields = [f.name for f in fields(Gpu)]
     if not isinstance(doc, dict) or not isinstance(doc.get("gpu"), dict) or not isinstance(doc.get("node"), dict):
         raise InputError(f"{path}: a cluster preset needs mappings 'gpu' and 'node'")

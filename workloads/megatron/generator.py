@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from simpy_astra.config.cluster import Gpu
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron.arguments import MegatronJob, parse
-from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
