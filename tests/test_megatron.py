@@ -282,3 +282,47 @@ def test_the_last_chunk_adds_the_logit_layers_three_gemms():
     t, v, h = job.micro_batch * job.seq, job.vocab, job.hidden
     logits = gemm_seconds(gpu, t, v, h) + gemm_seconds(gpu, t, h, v) + gemm_seconds(gpu, h, v, t)
     assert gemm_s(True) - gemm_s(False) == pytest.approx(logits, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------- streams
+#: 2 x 2 NPUs; groups 1, 2 along dimension 0, groups 3, 4 along dimension 1
+GRID = {"topology": ["Ring", "Ring"], "npus_count": [2, 2], "bandwidth": [50.0, 50.0], "latency": [500.0, 500.0]}
+GROUPS = {"1": [0, 1], "2": [2, 3], "3": [0, 2], "4": [1, 3]}
+
+
+def _two_all_reduces(rank: int, streams: tuple, across: bool) -> list:
+    """A 1 MiB all-reduce on the rank's dimension-0 group, then one on its dimension-1 group
+    (``across``) or on the dimension-0 group again; ``streams`` name their comm_stream."""
+    from simpy_astra.workloads.chakra import make_node
+
+    groups = [1 + rank // 2, 3 + rank % 2 if across else 1 + rank // 2]
+    nodes = []
+    for i, (stream, group) in enumerate(zip(streams, groups, strict=False)):
+        attrs = {"comm_type": 0, "comm_size": 1 << 20, "is_cpu_op": 0, "pg_name": str(group)}
+        if stream:
+            attrs["comm_stream"] = stream
+        nodes.append(make_node(i, f"ar{i}", 7, attrs=attrs))
+    return nodes
+
+
+def test_collectives_on_two_streams_run_side_by_side(tmp_path):
+    """One 1 MiB all-reduce on a dimension-0 pair takes t1. Two, with the presets' system
+    (8 collectives at once per dimension queue): on ASTRA-sim's one communication slot (no
+    comm_stream) they run one after the other, 2 t1; on two streams at once, t1; on one stream
+    in turn, 2 t1. ASTRA-sim's own setting (one at a time per queue) runs them in turn."""
+    from simpy_astra.config.cluster import STREAMS_AT_ONCE
+    from tests.sim_helpers import run
+
+    def finish(streams: tuple, across: bool, at_once: int = STREAMS_AT_ONCE) -> int:
+        folder = tmp_path / f"{streams}{across}{at_once}".replace("'", "").replace(" ", "")
+        folder.mkdir()
+        ranks = [_two_all_reduces(r, streams, across) for r in range(4)]
+        system = {"active-chunks-per-dimension": at_once}
+        return max(r.finished_cycles for r in run(folder, ranks, GRID, system, groups=GROUPS).values())
+
+    one = finish((None,), False)
+    assert finish((None, None), True) == 2 * one
+    assert finish(("tp", "dp"), True) == one
+    assert finish(("tp", "dp"), False) == one
+    assert finish(("tp", "tp"), True) == 2 * one
+    assert finish(("tp", "dp"), True, at_once=1) == 2 * one

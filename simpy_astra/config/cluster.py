@@ -16,7 +16,9 @@ at the efficiency NCCL sustains); :meth:`Cluster.dims` writes both levels as dim
 the job's rank order so that folding applies. Collectives use what ``calibrate`` picks for such logs
 (halving-doubling all-reduce on power-of-two dimensions, else ring; ring all-gather and
 reduce-scatter; direct all-to-all), one chunk per collective and NCCL's fused reduction
-(no separate local-memory pass); compute nodes carry their own times (no roofline).
+(no separate local-memory pass); collectives of different NCCL streams run side by side in a
+dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own times (no
+roofline).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any
 from simpy_astra.config.readers import read_yaml_file
 from simpy_astra.errors import InputError
 
+#: collectives of different streams that run at once in one dimension's queue
+STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbps", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns"}
@@ -126,7 +130,10 @@ class Cluster:
         all_reduce = ["halvingDoubling" if n & (n - 1) == 0 else "ring" for n in dims]
         return {
             "scheduling-policy": "FIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
-            "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1, "local-mem-bw": 1000000,
+            # a collective is one chunk; up to 8 collectives (one per NCCL stream) run at once in a
+            # dimension's queue, as NCCL runs communicators side by side
+            "active-chunks-per-dimension": STREAMS_AT_ONCE, "preferred-dataset-splits": 1,
+            "local-mem-bw": 1000000,
             "peak-perf": self.gpu["tensor_tflops"], "roofline-enabled": 0,
             "all-reduce-implementation": all_reduce, "all-gather-implementation": ["ring"] * len(dims),
             "reduce-scatter-implementation": ["ring"] * len(dims),

@@ -118,6 +118,7 @@ def main(argv: list[str]) -> int:
     if not rest:
         raise InputError("generate megatron: give the Megatron-LM arguments after --")
     cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
+    parse(rest, args.gpus, "generate megatron")  # errors worded for the command line
     params = {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}
     groups = generate(params, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")
