@@ -344,3 +344,19 @@ def test_memory_per_gpu_follows_korthikanti():
     # full recomputation keeps each layer's input (2 s b h) and one layer's working set
     assert memory_bytes(full) == pytest.approx(job.parameters() * 16 + 2 * 2 * s * b * h
                                                + s * b * h * (34 + 5 * a * s / h))
+
+
+def test_compute_beside_a_collective_runs_on_the_sms_left_to_it(tmp_path):
+    """Two tensor-parallel GPUs on a free network: with --tp-comm-overlap every compute step
+    after the first of a layer runs beside a collective, on 108 - 16 of the A100's 108 SMs;
+    without it nothing runs beside compute. The GEMM-only share of the difference is bounded
+    by 108/92 - 1 of the step."""
+    from simpy_astra.workloads.megatron.kernels import COMM_SMS, sharing_sms
+
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 2}, "c").gpu_model()
+    assert sharing_sms(gpu, 1.0) == pytest.approx(108 / (108 - COMM_SMS))
+    free = {"nvlink_gib_s": 1e9, "nvlink_latency_ns": 1e-6}
+    base = DP.replace("--vocab-size 128", "--vocab-size 128 --tensor-model-parallel-size 2 --sequence-parallel")
+    plain = _run(tmp_path, base + " --no-async-tensor-model-parallel-allreduce", 2, free)
+    overlapped = _run(tmp_path, base + " --tp-comm-overlap", 2, free)
+    assert plain < overlapped < plain * 108 / (108 - COMM_SMS)

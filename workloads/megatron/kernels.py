@@ -29,6 +29,11 @@ from simpy_astra.config.cluster import Gpu
 #: output tile shapes a GEMM library chooses among (CUTLASS / cuBLAS tensor-core tiles)
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
 
+#: SMs that communication kernels hold while a collective runs beside compute: NCCL runs one
+#: CTA per channel (16 channels is its usual count on NVSwitch) and Transformer Engine's
+#: userbuffers overlap takes 16 SMs by default; the compute beside it has the rest
+COMM_SMS = 16
+
 #: steps of k a tile's software pipeline spends filling and draining (multistage kernels keep
 #: 3-4 stages of 32 elements of k in flight: CUTLASS's Ampere default is 3 stages x 32)
 GEMM_PIPELINE_K = 96
@@ -50,6 +55,12 @@ def gemm_seconds(gpu: Gpu, m: int, n: int, k: int, batch: int = 1, element_bytes
         best = min(best, waves * tile_s)
     moved = (m * k + k * n + m * n) * batch * element_bytes
     return max(best, streaming_seconds(gpu, moved, launch=False)) + gpu.launch_us * 1e-6
+
+
+def sharing_sms(gpu: Gpu, seconds: float) -> float:
+    """Compute that runs beside a collective's kernels: the SMs they hold are not the
+    compute's (as if the compute ran on ``sms - COMM_SMS`` SMs)."""
+    return seconds * gpu.sms / max(1, gpu.sms - COMM_SMS)
 
 
 def streaming_seconds(gpu: Gpu, moved_bytes: float, launch: bool = True) -> float:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from simpy_astra.config.cluster import Gpu
 from simpy_astra.workloads.megatron.arguments import MegatronJob
-from simpy_astra.workloads.megatron.kernels import streaming_seconds
+from simpy_astra.workloads.megatron.kernels import sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel, Step
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
 
@@ -150,9 +150,13 @@ class StageSchedule:
 
     # ------------------------------------------------------------------ ops
     def compute(self, name: str, seconds: dict[str, float]) -> None:
+        """A compute node; beside a collective (``self.beside``) it runs on the SMs the
+        communication kernels leave it."""
         kind = max(seconds, key=seconds.__getitem__)
-        op = Op(name, COMP, list(self.tail), [], [], op_type=kind,
-                duration_us=max(1, round(sum(seconds.values()) * 1e6)))
+        total = sum(seconds.values())
+        if self.beside:
+            total = sharing_sms(self.gpu, total)
+        op = Op(name, COMP, list(self.tail), [], [], op_type=kind, duration_us=max(1, round(total * 1e6)))
         self.tail = [self.g.add(op), *self.beside]
         self.beside = []
 
