@@ -73,6 +73,7 @@ class Simulation(CoSimulation):
         self.jobs = inputs.jobs
         #: communicator group id -> parallel dimension, where the generator said (breakdowns)
         self.group_names: dict[int, str] = dict(inputs.group_names)
+        self.p2p_name = inputs.p2p_name
         self.link_bytes_by_job = None
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)

@@ -164,8 +164,8 @@ def test_dimensions_of_generated_workloads() -> None:
     record = attach(sim)
     reports = sim.run()
     b = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports})[0]
-    assert {"comm.dp", "comm.tp", "comm.sp", "compute.gemm", "compute.attention", "bubble"} <= set(b.parts)
-    assert not [p for p in b.parts if p.startswith("comm.group")]
+    assert {"comm.dp", "comm.tp", "comm.sp", "comm.pp", "compute.gemm", "compute.attention", "bubble"} <= set(b.parts)
+    assert not [p for p in b.parts if p.startswith("comm.group") or p == "comm.p2p"]
 
 
 def test_megatron_parts(tmp_path: Path) -> None:
@@ -215,3 +215,34 @@ def test_parts_sum_to_finish_time_in_reference_cases(path: Path, reference_dir: 
     _check_sums(record, reports, breakdowns)
     for npu, figures in case["expected"].items():  # recording changed no figure
         assert reports[int(npu)].finished_cycles == figures["finished_cycles"]
+
+
+# ------------------------------------------------------------------------------ where a user looks
+def test_json_and_console_show_the_breakdown(tmp_path: Path) -> None:
+    """``--json-out`` has every NPU's parts (summing to its finish time); the console ends with
+    the critical NPU's parts and their spread, within 80 columns, plain and drawn by rich."""
+    import io
+    import subprocess
+    import sys
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.console import Output, print_breakdown
+
+    out = tmp_path / "figures.json"
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(ROOT / "scenarios" / "default.yaml"),
+                           "--json-out", str(out)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    data = json.loads(out.read_text())
+    for figures in data["npus"].values():
+        assert figures["breakdown_ns"] == {"compute.other": 25_000, "comm.all": 117_780}
+        assert sum(figures["breakdown_ns"].values()) == figures["finished_cycles"]
+    table = done.stderr[done.stderr.index("where the time went"):].splitlines()
+    assert table[0] == "where the time went (ns): NPU 0 (last to finish), and over 8 NPUs"
+    assert table[-1].split() == ["finish", "142,780", "100.0%", "142,780", "142,780", "142,780"]
+    assert max(map(len, table)) <= 80
+    # the widest figures and part names the generators write, drawn by rich
+    parts = {"compute.gemm": 1, "compute.attention": 2, "compute.elementwise": 3, "compute.optimizer": 4,
+             "comm.tp": 5, "comm.edp": 6, "comm.pp": 7, "bubble": 8}
+    wide = {i: Breakdown(987_654_321_000 + i, dict(parts, idle=987_654_321_000 + i - 36)) for i in range(512)}
+    text = io.StringIO()
+    print_breakdown(wide, Output(text, rich=True))
+    assert "NPU 511" in text.getvalue() and max(map(len, text.getvalue().splitlines())) <= 80

@@ -100,11 +100,16 @@ def peak_rss_mb() -> float:
 
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
-                cost=None, jobs: list | None = None, link_jobs: dict | None = None, training=None) -> None:
+                cost=None, jobs: list | None = None, link_jobs: dict | None = None, training=None,
+                breakdowns: dict | None = None) -> None:
+    npus = {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)}
+    for npu_id, b in (breakdowns or {}).items():  # where each NPU's time went (report/breakdown.py)
+        if str(npu_id) in npus:
+            npus[str(npu_id)]["breakdown_ns"] = b.ordered()
     data: dict = {
         # the step's time: when the last NPU finished
         "iteration_time_ns": max((r.finished_cycles for r in reports), default=0),
-        "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
+        "npus": npus,
         "simulator_wall_s": round(wall_s, 3),
         "peak_rss_mb": peak_rss_mb(),
     }
@@ -206,7 +211,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
         print(f"note: {sim.fold_note}", file=sys.stderr, flush=True)
     record = None  # node timings are recorded only for reports that need them
-    if csv_out or trace_out or rich_summary:
+    if csv_out or trace_out or rich_summary or json_out:
         from simpy_astra.report.recorder import attach
 
         record = attach(sim, record_chunks=bool(trace_out))
@@ -243,23 +248,29 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         training = inputs.training(max(r.finished_cycles for r in reports))
         for line in training.lines():
             print(line, file=sys.stderr)
+    breakdowns = None
+    if record is not None:
+        from simpy_astra.report.breakdown import npu_breakdowns
+
+        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports})
     if json_out:
-        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training)
+        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training, breakdowns)
     if record is not None and csv_out:
         from simpy_astra.report.csv_tables import write_csv_reports
 
-        write_csv_reports(record, csv_out)
+        write_csv_reports(record, csv_out, breakdowns)
     if record is not None and trace_out:
         from simpy_astra.report.timeline import write_chrome_trace
 
         write_chrome_trace(record, trace_out)
     if rich_summary:
-        from simpy_astra.report.console import Output, print_summary
+        from simpy_astra.report.console import Output, print_breakdown, print_summary
         from simpy_astra.report.timeline import print_timeline
 
         out = Output()
         print_summary(reports, wall, links, out=out, cost=cost, jobs=jobs, link_jobs=link_jobs)
         print_timeline(record, out=out)
+        print_breakdown(breakdowns, out)
     return 0
 
 

@@ -39,3 +39,5 @@ class SimulationInputs:
     #: communicator group id -> the parallel dimension it belongs to (``tp``, ``dp``...), where
     #: the workload's generator says (the transformer's groups); read by time breakdowns only
     group_names: dict[int, str] = field(default_factory=dict)
+    #: the dimension of sends and receives that name no ``comm_stream`` (the transformer's: ``pp``)
+    p2p_name: str = "p2p"

@@ -250,6 +250,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     inputs.training = training
     inputs.group_names = group_names
+    if group_names:  # the transformer generator's sends and receives run between pipeline stages
+        inputs.p2p_name = "pp"
     inputs.warnings[:0] = unknown
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost

@@ -13,8 +13,8 @@ to exactly one part, by this precedence over the nodes in flight then:
    many overlap. ``<dim>`` is the parallel dimension: the node's ``comm_stream`` (Megatron:
    ``tp``, ``dp``, ``pp``, ``cp``, ``ep``, ``edp``), else the name of its communicator group
    where the run knows it (the transformer generator's ``dp``, ``tp``, ``sp``, ``ep``,
-   ``edp``), else ``group <pg_name>``, ``all`` (the default communicator) or ``p2p`` (a send
-   naming no stream).
+   ``edp``), else ``group <pg_name>``, ``all`` (the default communicator) or, for a send naming
+   no stream, ``pp`` in a transformer run and ``p2p`` elsewhere.
 4. ``bubble``: only receives are in flight: the NPU waits on a peer (a pipeline stage's send).
 5. ``idle``: nothing is in flight (a late job start, zero-time nodes).
 
@@ -59,13 +59,13 @@ def _string_attr(node, name: str) -> str:
     return str(found[1])
 
 
-def comm_dimension(node, group_names: dict[int, str] | None = None) -> str:
+def comm_dimension(node, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> str:
     """The parallel dimension a communication node's exposed time is charged to."""
     stream = _string_attr(node, "comm_stream")
     if stream:
         return stream
     if node.type != COMM_COLL_NODE:
-        return "p2p"
+        return p2p_name
     pg = _string_attr(node, "pg_name")
     if pg in ("", "0"):
         return "all"
@@ -74,7 +74,7 @@ def comm_dimension(node, group_names: dict[int, str] | None = None) -> str:
     return f"group {pg}"
 
 
-def node_part(node, group_names: dict[int, str] | None = None) -> tuple[int, str] | None:
+def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> tuple[int, str] | None:
     """(class, part name) of a node, or None for a node that fills no part (metadata, invalid)."""
     t = node.type
     if t == COMP_NODE:
@@ -89,7 +89,7 @@ def node_part(node, group_names: dict[int, str] | None = None) -> tuple[int, str
     if t == COMM_RECV_NODE:
         return BUBBLE, "bubble"
     if t in (COMM_COLL_NODE, COMM_SEND_NODE):
-        return COMM, f"comm.{comm_dimension(node, group_names)}"
+        return COMM, f"comm.{comm_dimension(node, group_names, p2p_name)}"
     return None
 
 
@@ -164,6 +164,7 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None) -> dict[int,
     time (the reports'); by default the NPU's last node end."""
     sim = record.sim
     names = getattr(sim, "group_names", None) or {}
+    p2p_name = getattr(sim, "p2p_name", "p2p")
     out: dict[int, Breakdown] = {}
     for rec in record.npus:
         nodes = sim.npu_for(rec.npu_id).nodes
@@ -171,7 +172,7 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None) -> dict[int,
 
         def part_of(nid: int, nodes=nodes, cache=cache):
             if nid not in cache:
-                cache[nid] = node_part(nodes[nid], names)
+                cache[nid] = node_part(nodes[nid], names, p2p_name)
             return cache[nid]
 
         last = max((e for _n, _s, e in rec.intervals), default=0)
