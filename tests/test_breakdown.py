@@ -246,3 +246,31 @@ def test_json_and_console_show_the_breakdown(tmp_path: Path) -> None:
     text = io.StringIO()
     print_breakdown(wide, Output(text, rich=True))
     assert "NPU 511" in text.getvalue() and max(map(len, text.getvalue().splitlines())) <= 80
+
+
+def test_plots_have_axes_legend_and_labels(tmp_path: Path) -> None:
+    """``--plots DIR``: two PNGs; the figures behind them label their axes and name every part."""
+    import subprocess
+    import sys
+
+    from simpy_astra.report.plots import breakdown_figure, timeline_figure
+
+    stage0 = [comp(0, 10), send(1, 1, 1 << 20, 1, [0]), recv(2, 1, 1 << 20, 2), comp(3, 20, [2])]
+    stage1 = [recv(0, 0, 1 << 20, 1), comp(1, 30, [0]), comp(2, 40, [1]), send(3, 0, 1 << 20, 2, [2])]
+    _, sim = run_sim(tmp_path, [stage0, stage1], net("Ring", 2), fold=False, run=False)
+    record = attach(sim)
+    sim.run()
+    breakdowns = npu_breakdowns(record, segments=True)
+    assert breakdowns[0].segments == [(0, 10_000, "compute.other"), (10_000, 10_000 + MIB_NS, "comm.p2p"),
+                                      (10_000 + MIB_NS, 80_000 + 2 * MIB_NS, "bubble"),
+                                      (80_000 + 2 * MIB_NS, 100_000 + 2 * MIB_NS, "compute.other")]
+    for fig, xlabel in ((breakdown_figure(breakdowns), "NPU"), (timeline_figure(breakdowns), "time (us)")):
+        ax = fig.axes[0]
+        assert ax.get_xlabel() == xlabel and ax.get_title()
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute.other", "comm.p2p", "bubble"]
+    assert breakdown_figure(breakdowns).axes[0].get_ylabel() == "time (us)"
+    out = tmp_path / "plots"
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(ROOT / "scenarios" / "default.yaml"), "--quiet",
+                    "--plots", str(out)], check=True, capture_output=True, cwd=tmp_path)
+    for name in ("breakdown.png", "timeline.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -100,6 +100,8 @@ class Breakdown:
     finish_ns: int
     parts: dict[str, int] = field(default_factory=dict)
     shares: dict[int, int] = field(default_factory=dict)  # node id -> ns charged to it
+    #: (start ns, end ns, part) in time order, neighbours of one part merged (when asked for)
+    segments: list[tuple[int, int, str]] | None = None
 
     @property
     def exposed_comm_ns(self) -> int:
@@ -118,11 +120,11 @@ def part_rank(name: str) -> tuple[int, int, str]:
     return cls, known, name
 
 
-def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int) -> Breakdown:
+def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False) -> Breakdown:
     """Split [0, ``finish_ns``] by the precedence above.
 
     ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
-    (class, part name) or None."""
+    (class, part name) or None; ``segments``: also keep which part each stretch of time went to."""
     spans = []
     for nid, s, e in intervals:
         if e > s:
@@ -132,8 +134,8 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int) -> Bre
     spans.sort()
     times = sorted({0, finish_ns, *(s for s, *_ in spans), *(e for _s, _n, e, *_ in spans)})
     heaps: list[list[tuple[int, int, int, str]]] = [[], [], [], []]
-    out = Breakdown(finish_ns)
-    parts, shares = out.parts, out.shares
+    out = Breakdown(finish_ns, segments=[] if segments else None)
+    parts, shares, spans_out = out.parts, out.shares, out.segments
     i = 0
     for t0, t1 in zip(times, times[1:], strict=False):
         if t0 >= finish_ns:
@@ -149,19 +151,24 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int) -> Bre
             if heap:
                 owner = heap[0]
                 break
-        dt = min(t1, finish_ns) - t0
-        if owner is None:
-            parts[IDLE] = parts.get(IDLE, 0) + dt
-        else:
-            parts[owner[3]] = parts.get(owner[3], 0) + dt
+        end = min(t1, finish_ns)
+        dt = end - t0
+        name = IDLE if owner is None else owner[3]
+        parts[name] = parts.get(name, 0) + dt
+        if owner is not None:
             shares[owner[1]] = shares.get(owner[1], 0) + dt
+        if spans_out is not None:
+            if spans_out and spans_out[-1][2] == name:
+                spans_out[-1] = (spans_out[-1][0], end, name)
+            else:
+                spans_out.append((t0, end, name))
     return out
 
 
-def npu_breakdowns(record, finish_ns: dict[int, int] | None = None) -> dict[int, Breakdown]:
+def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False) -> dict[int, Breakdown]:
     """Every NPU's breakdown from a finished :class:`~simpy_astra.report.recorder.RunRecord`;
     in a folded run each orbit member has its representative's. ``finish_ns``: NPU -> finish
-    time (the reports'); by default the NPU's last node end."""
+    time (the reports'); by default the NPU's last node end; ``segments``: keep the timeline."""
     sim = record.sim
     names = getattr(sim, "group_names", None) or {}
     p2p_name = getattr(sim, "p2p_name", "p2p")
@@ -177,7 +184,7 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None) -> dict[int,
 
         last = max((e for _n, _s, e in rec.intervals), default=0)
         finish = finish_ns.get(rec.npu_id, last) if finish_ns else last
-        result = sweep(rec.intervals, part_of, max(finish, last))
+        result = sweep(rec.intervals, part_of, max(finish, last), segments)
         for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
             out[member] = result
     return out
