@@ -71,6 +71,9 @@ class Simulation(CoSimulation):
                                        if cfg.track_local_mem and memory_traces else None)
         #: the jobs of a multi-job run (:mod:`simpy_astra.jobs`), None for one workload
         self.jobs = inputs.jobs
+        #: communicator group id -> parallel dimension, where the generator said (breakdowns)
+        self.group_names: dict[int, str] = dict(inputs.group_names)
+        self.p2p_name = inputs.p2p_name
         self.link_bytes_by_job = None
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)

@@ -60,6 +60,8 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
                    help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks")
+    p.add_argument("--plots", default=None, metavar="DIR",
+                   help="write breakdown.png (each NPU's time by part) and timeline.png into DIR (matplotlib)")
 
 
 def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -100,11 +102,16 @@ def peak_rss_mb() -> float:
 
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
-                cost=None, jobs: list | None = None, link_jobs: dict | None = None, training=None) -> None:
+                cost=None, jobs: list | None = None, link_jobs: dict | None = None, training=None,
+                breakdowns: dict | None = None) -> None:
+    npus = {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)}
+    for npu_id, b in (breakdowns or {}).items():  # where each NPU's time went (report/breakdown.py)
+        if str(npu_id) in npus:
+            npus[str(npu_id)]["breakdown_ns"] = b.ordered()
     data: dict = {
         # the step's time: when the last NPU finished
         "iteration_time_ns": max((r.finished_cycles for r in reports), default=0),
-        "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
+        "npus": npus,
         "simulator_wall_s": round(wall_s, 3),
         "peak_rss_mb": peak_rss_mb(),
     }
@@ -170,10 +177,12 @@ def _writable_dir(path: str | None, flag: str) -> None:
         raise InputError(f"{flag}: cannot write into {path}: permission denied on {existing}")
 
 
-def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None) -> None:
+def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None,
+                  plots: str | None = None) -> None:
     """Every file a run will write, checked before it starts; each error names the flag or field."""
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
+    _writable_dir(plots, "--plots")
     _writable_file(trace_out, "--trace-out")
     cfg = inputs.system
     if cfg.track_local_mem:
@@ -185,10 +194,11 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
 
 
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
-              trace_out: str | None = None, fold: str | None = None, isolation: bool = False) -> int:
+              trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
+              plots: str | None = None) -> int:
     from simpy_astra.simulation import Simulation
 
-    check_outputs(inputs, json_out, csv_out, trace_out)
+    check_outputs(inputs, json_out, csv_out, trace_out, plots)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
     t0 = time.perf_counter()
@@ -206,7 +216,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
         print(f"note: {sim.fold_note}", file=sys.stderr, flush=True)
     record = None  # node timings are recorded only for reports that need them
-    if csv_out or trace_out or rich_summary:
+    if csv_out or trace_out or rich_summary or json_out or plots:
         from simpy_astra.report.recorder import attach
 
         record = attach(sim, record_chunks=bool(trace_out))
@@ -243,23 +253,33 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         training = inputs.training(max(r.finished_cycles for r in reports))
         for line in training.lines():
             print(line, file=sys.stderr)
+    breakdowns = None
+    if record is not None:
+        from simpy_astra.report.breakdown import npu_breakdowns
+
+        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, segments=bool(plots))
     if json_out:
-        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training)
+        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training, breakdowns)
     if record is not None and csv_out:
         from simpy_astra.report.csv_tables import write_csv_reports
 
-        write_csv_reports(record, csv_out)
+        write_csv_reports(record, csv_out, breakdowns)
     if record is not None and trace_out:
         from simpy_astra.report.timeline import write_chrome_trace
 
         write_chrome_trace(record, trace_out)
+    if breakdowns is not None and plots:
+        from simpy_astra.report.plots import write_plots
+
+        write_plots(breakdowns, plots)
     if rich_summary:
-        from simpy_astra.report.console import Output, print_summary
+        from simpy_astra.report.console import Output, print_breakdown, print_summary
         from simpy_astra.report.timeline import print_timeline
 
         out = Output()
         print_summary(reports, wall, links, out=out, cost=cost, jobs=jobs, link_jobs=link_jobs)
         print_timeline(record, out=out)
+        print_breakdown(breakdowns, out)
     return 0
 
 
@@ -273,7 +293,8 @@ def run_scenario(argv: list[str]) -> int:
     load_plugins(args.plugin, "--plugin")
     inputs = load_scenario(args.scenario, backend=args.network_backend)
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation)
+                     trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
+                     plots=args.plots)
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -303,5 +324,5 @@ def run_astra_flags(argv: list[str]) -> int:
         num_passes=args.num_passes,
     )
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry)
+                     trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots)
 

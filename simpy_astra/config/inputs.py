@@ -36,3 +36,8 @@ class SimulationInputs:
     #: a generated training job that reports its own figures (``figures(iteration_time_ns)``
     #: -> an object with ``lines()`` and ``as_dict()``), e.g. Megatron's TFLOP/s and MFU
     training: Any = None
+    #: communicator group id -> the parallel dimension it belongs to (``tp``, ``dp``...), where
+    #: the workload's generator says (the transformer's groups); read by time breakdowns only
+    group_names: dict[int, str] = field(default_factory=dict)
+    #: the dimension of sends and receives that name no ``comm_stream`` (the transformer's: ``pp``)
+    p2p_name: str = "p2p"

@@ -221,6 +221,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     assert system is not None
     workload = doc["workload"]
     training = None
+    group_names: dict[int, str] = {}
     if isinstance(workload, dict):
         if "generate" not in workload:
             raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
@@ -237,6 +238,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         workload = made.prefix
         if groups is None:
             groups = made.comm_groups
+            if spec.get("generate") == "transformer":  # its groups' dimensions, for breakdowns
+                from simpy_astra.workloads.transformer.generator import group_dimensions
+
+                group_names = group_dimensions({k: v for k, v in spec.items() if k != "generate"})
     elif isinstance(workload, str) and workload:
         workload = _path(path, workload)
     else:
@@ -244,6 +249,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
                                               f"{{generate: ...}} mapping (got {workload!r})")
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     inputs.training = training
+    inputs.group_names = group_names
+    if group_names:  # the transformer generator's sends and receives run between pipeline stages
+        inputs.p2p_name = "pp"
     inputs.warnings[:0] = unknown
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost

@@ -184,3 +184,46 @@ def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, e
 def progress_wanted() -> bool:
     """Progress lines unless SIMPY_ASTRA_PROGRESS=0."""
     return os.environ.get("SIMPY_ASTRA_PROGRESS", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+#: (unit, ns per unit) for breakdown tables: the largest in which the largest figure is >= 1,000
+_TIME_UNITS = (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 1))
+
+
+def _time_unit(largest_ns: float) -> tuple[str, int]:
+    for name, scale in _TIME_UNITS:
+        if largest_ns >= 1_000 * scale:
+            return name, scale
+    return _TIME_UNITS[-1]
+
+
+def print_breakdown(breakdowns: dict, out: Output) -> None:
+    """Where the critical NPU's time went (the last to finish), and each part's spread over
+    every NPU (min / median / max); ``breakdowns``: NPU -> :class:`~simpy_astra.report.breakdown.Breakdown`.
+    Figures in one unit so the table fits 80 columns."""
+    from simpy_astra.report.breakdown import spread
+
+    if not breakdowns:
+        return
+    critical = min(breakdowns, key=lambda i: (-breakdowns[i].finish_ns, i))
+    mine = breakdowns[critical]
+    spreads = spread(breakdowns)
+    unit, scale = _time_unit(max([mine.finish_ns, *(hi for _lo, _mid, hi in spreads.values())]))
+
+    def fmt(ns: float) -> str:
+        return f"{ns / scale:,.1f}" if scale > 1 else f"{ns:,.0f}"
+
+    total = mine.finish_ns or 1
+    rows = [(name, fmt(mine.parts.get(name, 0)), f"{100 * mine.parts.get(name, 0) / total:.1f}%",
+             fmt(lo), fmt(mid), fmt(hi)) for name, (lo, mid, hi) in spreads.items()]
+    rows.append(("finish", fmt(mine.finish_ns), "100.0%", *(fmt(v) for v in _finish_spread(breakdowns))))
+    npus = "NPU" if len(breakdowns) == 1 else f"{len(breakdowns)} NPUs"
+    out.table(f"where the time went ({unit}): NPU {critical} (last to finish), and over {npus}",
+              ("part", f"NPU {critical}", "share", "min", "median", "max"), rows)
+
+
+def _finish_spread(breakdowns: dict) -> tuple[int, float, int]:
+    import statistics
+
+    finishes = [b.finish_ns for b in breakdowns.values()]
+    return min(finishes), statistics.median(finishes), max(finishes)

@@ -1,9 +1,13 @@
 """Per-run CSVs: ``nodes.csv`` (one row per workload node) and ``layers.csv`` (text workloads).
 
-Exposed communication of a communication node = the part of its [start, end] interval during
-which its NPU ran no compute node; this is the time the NPU spent only waiting on it. Two
-collectives running at once with no compute are both charged for that time, so summing the
-column can exceed the NPU's reported ``exposed communication``.
+Exposed communication of a communication node (``exposed_comm_ns``) = the part of its [start,
+end] interval during which its NPU ran no compute node; two collectives running at once with no
+compute are both charged for that time, so this column can sum past the step's length.
+``exposed_share_ns`` charges each instant once, by the precedence of
+:mod:`simpy_astra.report.breakdown` (compute > memory > collectives and sends, the earliest
+started first > receives alone): per NPU it sums to the ``comm.*`` parts of its breakdown.
+``bubble_share_ns`` is a receive's share of the time only receives were in flight; it sums to
+the NPU's ``bubble`` part.
 
 ``layers.csv`` resembles ASTRA-sim 1.0's ``EndToEnd.csv``: for workloads converted from the 1.0
 text format (node names ``COMP_NODE_<layer>_<FWD|BWD_IG|BWD_WG>`` and
@@ -23,9 +27,10 @@ import re
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
-from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMP_NODE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMP_NODE
 
-NODE_COLUMNS = ("npu", "node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns")
+NODE_COLUMNS = ("npu", "node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns",
+                "exposed_share_ns", "bubble_share_ns")
 PHASES = ("FWD", "BWD_IG", "BWD_WG")
 LAYER_COLUMNS = ("npu", "layer", "passes",
                  "fwd_compute_ns", "ig_compute_ns", "wg_compute_ns",
@@ -47,17 +52,25 @@ def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_start
     return end - start - covered
 
 
-def node_rows(record: RunRecord) -> list[tuple]:
-    """Rows of ``nodes.csv`` in (npu, start, node id) order."""
+def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
+    """Rows of ``nodes.csv`` in (npu, start, node id) order; ``breakdowns``: NPU ->
+    :class:`~simpy_astra.report.breakdown.Breakdown` (made from ``record`` if not given)."""
+    if breakdowns is None:
+        from simpy_astra.report.breakdown import npu_breakdowns
+
+        breakdowns = npu_breakdowns(record)
     rows = []
     for rec in record.npus:
+        shares = breakdowns[rec.npu_id].shares
         nodes = record.sim.npu_for(rec.npu_id).nodes
         compute = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type == COMP_NODE])
         starts = [s for s, _ in compute]
         for nid, s, e in sorted(rec.intervals, key=lambda t: (t[1], t[0])):
             node = nodes[nid]
             exposed = uncovered_ns(s, e, compute, starts) if node.type in COMM_TYPES else 0
-            rows.append((rec.npu_id, nid, node.name, node.type_label, s, e, e - s, exposed))
+            share = shares.get(nid, 0) if node.type in COMM_TYPES else 0
+            bubble, share = (share, 0) if node.type == COMM_RECV_NODE else (0, share)
+            rows.append((rec.npu_id, nid, node.name, node.type_label, s, e, e - s, exposed, share, bubble))
     return rows
 
 
@@ -71,7 +84,7 @@ def layer_rows(record: RunRecord, rows: list[tuple] | None = None) -> list[tuple
     for npu_id, npu_rows in sorted(by_npu.items()):
         nodes = record.sim.npu_for(npu_id).nodes
         totals: dict[str, dict[str, int]] = {}
-        for _npu, nid, name, _label, _s, _e, duration, exposed in npu_rows:
+        for _npu, nid, name, _label, _s, _e, duration, exposed, *_shares in npu_rows:
             node = nodes[nid]
             if node.type == COMP_NODE:
                 m = _COMP_NAME.match(name)
@@ -113,12 +126,12 @@ def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
         writer.writerows(rows)
 
 
-def write_csv_reports(record: RunRecord, folder: str) -> list[str]:
+def write_csv_reports(record: RunRecord, folder: str, breakdowns: dict | None = None) -> list[str]:
     """Write ``nodes.csv`` (and ``layers.csv`` for text workloads) into ``folder``; returns the paths."""
     record.require_every_npu("nodes.csv")
     try:
         os.makedirs(folder, exist_ok=True)
-        rows = node_rows(record)
+        rows = node_rows(record, breakdowns)
         paths = [os.path.join(folder, "nodes.csv")]
         _write(paths[0], NODE_COLUMNS, rows)
         layers = layer_rows(record, rows)

@@ -68,6 +68,12 @@ def _build(params: dict[str, Any]) -> tuple[TransformerConfig, Layout, list]:
     return _built[key]
 
 
+def group_dimensions(params: dict[str, Any]) -> dict[int, str]:
+    """Comm-group id -> its parallel dimension (``dp``, ``tp``, ``sp``, ``ep``, ``edp``)."""
+    layout = Layout.build(config_from_params(params, "workload: generate: transformer"))
+    return {gid: dim for (dim, _rank), gid in layout.group_of.items()}
+
+
 def write_summary(params: dict[str, Any], prefix: str) -> str:
     """Lazy registry entry: the comm groups and the rank summary, no trace.
 

@@ -1,0 +1,200 @@
+"""Where each NPU's time went: [0, finish] split into disjoint parts that sum to its finish time.
+
+Built from the node intervals a run records (:mod:`simpy_astra.report.recorder`) by one sweep
+over their starts and ends; nothing in the simulation changes. At each instant the time goes
+to exactly one part, by this precedence over the nodes in flight then:
+
+1. ``compute.<kind>``: a compute node runs. ``<kind>`` is its ``op_type`` attribute (Megatron
+   writes ``gemm``, ``attention``, ``elementwise``, ``optimizer``; STAGE's letters, which the
+   transformer generator writes, are read as these: ``M`` gemm, ``CUSTOM`` attention, ``A``,
+   ``E`` and ``SLICE`` elementwise), ``cpu`` for a CPU op without one, else ``other``.
+2. ``memory``: a remote or local memory node (MEM_LOAD / MEM_STORE) runs.
+3. ``comm.<dim>``: a collective or a send runs: exposed communication, charged once however
+   many overlap. ``<dim>`` is the parallel dimension: the node's ``comm_stream`` (Megatron:
+   ``tp``, ``dp``, ``pp``, ``cp``, ``ep``, ``edp``), else the name of its communicator group
+   where the run knows it (the transformer generator's ``dp``, ``tp``, ``sp``, ``ep``,
+   ``edp``), else ``group <pg_name>``, ``all`` (the default communicator) or, for a send naming
+   no stream, ``pp`` in a transformer run and ``p2p`` elsewhere.
+4. ``bubble``: only receives are in flight: the NPU waits on a peer (a pipeline stage's send).
+5. ``idle``: nothing is in flight (a late job start, zero-time nodes).
+
+Within a class the instant goes to the node in flight that started first (lowest node id
+on a tie); that node's *share* is what ``nodes.csv`` lists, so the shares of an NPU's
+communication nodes sum to its ``comm.*`` parts and those of its receives to its bubble. This
+``exposed communication`` differs from ASTRA-sim's figure of the same name (finish time
+minus GPU compute time), which the reference lines keep.
+"""
+
+from __future__ import annotations
+
+import heapq
+import statistics
+from dataclasses import dataclass, field
+
+from simpy_astra.workloads.chakra.types import (
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+    MEM_LOAD_NODE,
+    MEM_STORE_NODE,
+)
+
+COMPUTE, MEMORY, COMM, BUBBLE = 0, 1, 2, 3  # classes, highest precedence first
+IDLE = "idle"
+#: STAGE's op types (the transformer generator's ``op_type``) as kinds of compute
+STAGE_OP_TYPES = {"M": "gemm", "CUSTOM": "attention", "A": "elementwise", "E": "elementwise",
+                  "SLICE": "elementwise"}
+#: the order parts are listed in: compute kinds, memory, communication dimensions, bubble, idle
+KNOWN_ORDER = ("compute.gemm", "compute.attention", "compute.elementwise", "compute.optimizer",
+               "compute.other", "compute.cpu", "memory", "comm.tp", "comm.sp", "comm.cp", "comm.ep",
+               "comm.dp", "comm.edp", "comm.pp")
+
+
+def _string_attr(node, name: str) -> str:
+    """A string attribute's value, or "" when absent or of another kind (never an error)."""
+    found = node.attrs.get(name)
+    if found is None or found[0] != "string_val":
+        return ""
+    return str(found[1])
+
+
+def comm_dimension(node, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> str:
+    """The parallel dimension a communication node's exposed time is charged to."""
+    stream = _string_attr(node, "comm_stream")
+    if stream:
+        return stream
+    if node.type != COMM_COLL_NODE:
+        return p2p_name
+    pg = _string_attr(node, "pg_name")
+    if pg in ("", "0"):
+        return "all"
+    if group_names and pg.isdigit() and int(pg) in group_names:
+        return group_names[int(pg)]
+    return f"group {pg}"
+
+
+def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> tuple[int, str] | None:
+    """(class, part name) of a node, or None for a node that fills no part (metadata, invalid)."""
+    t = node.type
+    if t == COMP_NODE:
+        kind = _string_attr(node, "op_type")
+        kind = STAGE_OP_TYPES.get(kind, kind)
+        if not kind:
+            found = node.attrs.get("is_cpu_op")
+            kind = "cpu" if found is not None and found[1] else "other"
+        return COMPUTE, f"compute.{kind}"
+    if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
+        return MEMORY, "memory"
+    if t == COMM_RECV_NODE:
+        return BUBBLE, "bubble"
+    if t in (COMM_COLL_NODE, COMM_SEND_NODE):
+        return COMM, f"comm.{comm_dimension(node, group_names, p2p_name)}"
+    return None
+
+
+@dataclass
+class Breakdown:
+    """One NPU's parts (ns, summing to ``finish_ns``) and each node's share of them."""
+
+    finish_ns: int
+    parts: dict[str, int] = field(default_factory=dict)
+    shares: dict[int, int] = field(default_factory=dict)  # node id -> ns charged to it
+    #: (start ns, end ns, part) in time order, neighbours of one part merged (when asked for)
+    segments: list[tuple[int, int, str]] | None = None
+
+    @property
+    def exposed_comm_ns(self) -> int:
+        return sum(v for k, v in self.parts.items() if k.startswith("comm."))
+
+    def ordered(self) -> dict[str, int]:
+        """The parts in :data:`KNOWN_ORDER` (others after their class), bubble and idle last."""
+        return dict(sorted(self.parts.items(), key=lambda kv: part_rank(kv[0])))
+
+
+def part_rank(name: str) -> tuple[int, int, str]:
+    """Sort key of a part name: class, then the known order, then by name."""
+    cls = (0 if name.startswith("compute.") else 1 if name == "memory" else 2 if name.startswith("comm.")
+           else 3 if name == "bubble" else 4)
+    known = KNOWN_ORDER.index(name) if name in KNOWN_ORDER else len(KNOWN_ORDER)
+    return cls, known, name
+
+
+def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False) -> Breakdown:
+    """Split [0, ``finish_ns``] by the precedence above.
+
+    ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
+    (class, part name) or None; ``segments``: also keep which part each stretch of time went to."""
+    spans = []
+    for nid, s, e in intervals:
+        if e > s:
+            part = part_of(nid)
+            if part is not None:
+                spans.append((s, nid, e, part[0], part[1]))
+    spans.sort()
+    times = sorted({0, finish_ns, *(s for s, *_ in spans), *(e for _s, _n, e, *_ in spans)})
+    heaps: list[list[tuple[int, int, int, str]]] = [[], [], [], []]
+    out = Breakdown(finish_ns, segments=[] if segments else None)
+    parts, shares, spans_out = out.parts, out.shares, out.segments
+    i = 0
+    for t0, t1 in zip(times, times[1:], strict=False):
+        if t0 >= finish_ns:
+            break
+        while i < len(spans) and spans[i][0] <= t0:
+            s, nid, e, cls, name = spans[i]
+            heapq.heappush(heaps[cls], (s, nid, e, name))
+            i += 1
+        owner = None
+        for heap in heaps:
+            while heap and heap[0][2] <= t0:
+                heapq.heappop(heap)
+            if heap:
+                owner = heap[0]
+                break
+        end = min(t1, finish_ns)
+        dt = end - t0
+        name = IDLE if owner is None else owner[3]
+        parts[name] = parts.get(name, 0) + dt
+        if owner is not None:
+            shares[owner[1]] = shares.get(owner[1], 0) + dt
+        if spans_out is not None:
+            if spans_out and spans_out[-1][2] == name:
+                spans_out[-1] = (spans_out[-1][0], end, name)
+            else:
+                spans_out.append((t0, end, name))
+    return out
+
+
+def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False) -> dict[int, Breakdown]:
+    """Every NPU's breakdown from a finished :class:`~simpy_astra.report.recorder.RunRecord`;
+    in a folded run each orbit member has its representative's. ``finish_ns``: NPU -> finish
+    time (the reports'); by default the NPU's last node end; ``segments``: keep the timeline."""
+    sim = record.sim
+    names = getattr(sim, "group_names", None) or {}
+    p2p_name = getattr(sim, "p2p_name", "p2p")
+    out: dict[int, Breakdown] = {}
+    for rec in record.npus:
+        nodes = sim.npu_for(rec.npu_id).nodes
+        cache: dict[int, tuple[int, str] | None] = {}
+
+        def part_of(nid: int, nodes=nodes, cache=cache):
+            if nid not in cache:
+                cache[nid] = node_part(nodes[nid], names, p2p_name)
+            return cache[nid]
+
+        last = max((e for _n, _s, e in rec.intervals), default=0)
+        finish = finish_ns.get(rec.npu_id, last) if finish_ns else last
+        result = sweep(rec.intervals, part_of, max(finish, last), segments)
+        for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
+            out[member] = result
+    return out
+
+
+def spread(breakdowns: dict[int, Breakdown]) -> dict[str, tuple[int, float, int]]:
+    """Per part, (min, median, max) over every NPU (an NPU without the part counts 0)."""
+    names = sorted({p for b in breakdowns.values() for p in b.parts}, key=part_rank)
+    out = {}
+    for name in names:
+        values = [b.parts.get(name, 0) for b in breakdowns.values()]
+        out[name] = (min(values), statistics.median(values), max(values))
+    return out

@@ -1,0 +1,136 @@
+"""``--plots DIR``: breakdown.png (where each NPU's time went, stacked) and timeline.png (a Gantt
+chart of the run, each part in its own colour).
+
+breakdown.png has a bar per NPU; past :data:`MAX_BARS` NPUs, a bar per distinct breakdown
+(labelled by its first NPU and how many share it: symmetric NPUs, e.g. a pipeline stage's
+ranks, have one). timeline.png has a row per distinct breakdown (at most :data:`MAX_ROWS`,
+the last to finish first dropped last): in a symmetric job, one row per pipeline stage of a
+replica. matplotlib runs on the Agg backend (files only, no display needed).
+"""
+
+from __future__ import annotations
+
+import os
+
+from simpy_astra.errors import InputError
+from simpy_astra.report.breakdown import Breakdown, part_rank
+
+MAX_BARS = 64
+MAX_ROWS = 16
+#: fixed colours for the parts the generators name (others take tab20's in turn)
+COLOURS = {
+    "compute.gemm": "#2ca02c", "compute.attention": "#98df8a", "compute.elementwise": "#bcbd22",
+    "compute.optimizer": "#17becf", "compute.other": "#66c2a5", "compute.cpu": "#9edae5",
+    "memory": "#9467bd",
+    "comm.tp": "#d62728", "comm.sp": "#ff9896", "comm.cp": "#e377c2", "comm.ep": "#8c564b",
+    "comm.dp": "#1f77b4", "comm.edp": "#aec7e8", "comm.pp": "#ff7f0e", "comm.all": "#c44e52",
+    "comm.p2p": "#ffbb78",
+    "bubble": "#7f7f7f", "idle": "#e5e5e5",
+}
+TIME_UNITS = (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 1))
+
+
+def _unit(largest_ns: float) -> tuple[str, int]:
+    return next(((n, s) for n, s in TIME_UNITS if largest_ns >= s), TIME_UNITS[-1])
+
+
+def _colours(names: list[str]) -> dict[str, str]:
+    import matplotlib
+
+    spare = iter(matplotlib.colormaps["tab20"].colors * 4)
+    return {n: COLOURS.get(n) or matplotlib.colors.to_hex(next(spare)) for n in names}
+
+
+def _distinct(breakdowns: dict[int, Breakdown]) -> list[tuple[int, int, Breakdown]]:
+    """(first NPU, how many, breakdown) per distinct breakdown, in NPU order."""
+    groups: dict[tuple, list[int]] = {}
+    for npu in sorted(breakdowns):
+        b = breakdowns[npu]
+        groups.setdefault((b.finish_ns, tuple(sorted(b.parts.items()))), []).append(npu)
+    return [(npus[0], len(npus), breakdowns[npus[0]]) for npus in groups.values()]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = ""):
+    """The stacked bars of breakdown.png (a matplotlib Figure)."""
+    plt = _pyplot()
+
+    if len(breakdowns) <= MAX_BARS:
+        bars = [(str(npu), breakdowns[npu]) for npu in sorted(breakdowns)]
+        xlabel = "NPU"
+    else:
+        bars = [(f"{npu}" + (f" (x{n})" if n > 1 else ""), b) for npu, n, b in _distinct(breakdowns)]
+        xlabel = "NPU (xN: N NPUs with this breakdown)"
+    names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
+    colours = _colours(names)
+    unit, scale = _unit(max(b.finish_ns for _l, b in bars))
+    fig, ax = plt.subplots(figsize=(min(max(6.0, 0.3 * len(bars) + 3), 30.0), 5.0))
+    bottoms = [0.0] * len(bars)
+    for name in names:
+        heights = [b.parts.get(name, 0) / scale for _l, b in bars]
+        ax.bar(range(len(bars)), heights, bottom=bottoms, color=colours[name], label=name, width=0.8)
+        bottoms = [lo + h for lo, h in zip(bottoms, heights, strict=True)]
+    ax.set_xticks(range(len(bars)))
+    ax.set_xticklabels([label for label, _b in bars], rotation=90 if len(bars) > 16 else 0, fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"time ({unit})")
+    ax.set_title(title or "where each NPU's time went")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def timeline_figure(breakdowns: dict[int, Breakdown], title: str = ""):
+    """The Gantt chart of timeline.png; ``breakdowns`` made with ``segments=True``."""
+    plt = _pyplot()
+    from matplotlib.patches import Patch
+
+    rows = _distinct(breakdowns)
+    if len(rows) > MAX_ROWS:  # keep the slowest
+        rows = sorted(sorted(rows, key=lambda r: -r[2].finish_ns)[:MAX_ROWS])
+    names = sorted({p for _n, _c, b in rows for p in b.parts}, key=part_rank)
+    colours = _colours(names)
+    unit, scale = _unit(max(b.finish_ns for _n, _c, b in rows))
+    fig, ax = plt.subplots(figsize=(12.0, 1.0 + 0.45 * len(rows)))
+    for y, (_npu, _count, b) in enumerate(rows):
+        segments = b.segments or []
+        ax.broken_barh([(s / scale, (e - s) / scale) for s, e, _n in segments], (y - 0.4, 0.8),
+                       facecolors=[colours[n] for _s, _e, n in segments], linewidth=0)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"NPU {npu}" + (f" (x{n})" if n > 1 else "") for npu, n, _b in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_title(title or "one iteration: each NPU's time by part (xN: N NPUs alike)")
+    ax.legend(handles=[Patch(color=colours[n], label=n) for n in names], loc="center left",
+              bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _save(fig, path: str) -> None:
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+
+
+def write_plots(breakdowns: dict[int, Breakdown], folder: str) -> list[str]:
+    """breakdown.png and timeline.png in ``folder``; returns their paths."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise InputError("--plots: needs matplotlib (pip install 'simpy-astra[plots]' or matplotlib)") from None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        paths = [os.path.join(folder, "breakdown.png"), os.path.join(folder, "timeline.png")]
+        _save(breakdown_figure(breakdowns), paths[0])
+        _save(timeline_figure(breakdowns), paths[1])
+    except OSError as exc:
+        raise InputError(f"--plots: cannot write into {folder} ({exc.strerror or exc})") from None
+    return paths

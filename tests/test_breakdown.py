@@ -1,0 +1,276 @@
+"""Where the time goes: each NPU's [0, finish] split into parts, derived by hand for small runs.
+
+Message time on a 50 GB/s, 500 ns ring: 500 + bytes / (50 * 2^30 / 1e9) ns, so 1 MiB takes
+20,031 ns. Every scenario that runs in seconds and a sample of the reference cases check that
+the parts sum to each NPU's finish time exactly and that ``nodes.csv``'s share columns sum to
+the communication and bubble parts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.config.scenario import inputs_from_astra_flags
+from simpy_astra.report.breakdown import COMM, COMPUTE, MEMORY, npu_breakdowns, spread, sweep
+from simpy_astra.report.csv_tables import node_rows
+from simpy_astra.report.recorder import attach
+from simpy_astra.simulation import Simulation
+from simpy_astra.workloads.chakra import make_node
+from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from tests.sim_helpers import net, run_sim
+
+ROOT = Path(__file__).resolve().parents[1]
+MIB_NS = 20_031  # 1 MiB on a 50 GB/s, 500 ns link
+SLOW_SCENARIOS = {"gemm_dlrm_mlp.yaml", "megatron_gpt_145b_sc21.yaml"}  # a minute; 15 s (a small one below)
+
+
+def comp(nid: int, micros: int, deps=(), op_type: str | None = None):
+    attrs = {"op_type": op_type} if op_type else None
+    return make_node(nid, f"comp{nid}", COMP_NODE, deps=deps, duration_micros=micros, attrs=attrs)
+
+
+def send(nid: int, dst: int, size: int, tag: int, deps=()):
+    return make_node(nid, f"send{nid}", COMM_SEND_NODE, deps=deps,
+                     attrs={"comm_dst": dst, "comm_size": size, "comm_tag": tag, "is_cpu_op": False})
+
+
+def recv(nid: int, src: int, size: int, tag: int, deps=()):
+    return make_node(nid, f"recv{nid}", COMM_RECV_NODE, deps=deps,
+                     attrs={"comm_src": src, "comm_size": size, "comm_tag": tag, "is_cpu_op": False})
+
+
+def all_reduce(nid: int, size: int, stream: str | None = None, deps=()):
+    attrs = {"comm_type": 0, "comm_size": size, "is_cpu_op": False}
+    if stream:
+        attrs["comm_stream"] = stream
+    return make_node(nid, f"ar{nid}", COMM_COLL_NODE, deps=deps, attrs=attrs)
+
+
+def _run(tmp: Path, ranks: list[list], npus: int = 2):
+    """(breakdowns by NPU, node intervals by NPU, nodes.csv rows, reports) of an unfolded run."""
+    _, sim = run_sim(tmp, ranks, net("Ring", npus), fold=False, run=False)
+    record = attach(sim)
+    reports = {r.npu_id: r for r in sim.run()}
+    breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()})
+    spans = {rec.npu_id: {nid: (s, e) for nid, s, e in rec.intervals} for rec in record.npus}
+    _check_sums(record, reports, breakdowns)
+    return breakdowns, spans, node_rows(record, breakdowns), reports
+
+
+def _check_sums(record, reports: dict, breakdowns: dict) -> None:
+    """Parts sum to the finish time; nodes.csv's shares sum to the comm parts and the bubble."""
+    for npu_id, report in reports.items():
+        b = breakdowns[npu_id]
+        assert sum(b.parts.values()) == report.finished_cycles == b.finish_ns, npu_id
+        assert all(v > 0 for v in b.parts.values())
+    exposed: dict[int, int] = {}
+    bubble: dict[int, int] = {}
+    for row in node_rows(record, breakdowns):
+        exposed[row[0]] = exposed.get(row[0], 0) + row[8]
+        bubble[row[0]] = bubble.get(row[0], 0) + row[9]
+    for rec in record.npus:
+        b = breakdowns[rec.npu_id]
+        assert exposed.get(rec.npu_id, 0) == b.exposed_comm_ns
+        assert bubble.get(rec.npu_id, 0) == b.parts.get("bubble", 0)
+
+
+# ------------------------------------------------------------------------------ the sweep itself
+def test_precedence_compute_memory_comm_bubble_idle() -> None:
+    """Hand-made intervals: each instant to the highest class in flight, then the earliest start."""
+    parts = {1: (COMPUTE, "compute.gemm"), 2: (MEMORY, "memory"), 3: (COMM, "comm.dp"),
+             4: (COMM, "comm.tp"), 5: (3, "bubble")}
+    # 0-10 gemm; 5-30 memory; 0-50 dp; 20-70 tp; 0-90 recv; 90-100 nothing
+    intervals = [(1, 0, 10), (2, 5, 30), (3, 0, 50), (4, 20, 70), (5, 0, 90)]
+    b = sweep(intervals, parts.get, 100)
+    assert b.parts == {"compute.gemm": 10, "memory": 20, "comm.dp": 20, "comm.tp": 20, "bubble": 20, "idle": 10}
+    assert b.shares == {1: 10, 2: 20, 3: 20, 4: 20, 5: 20}
+    # two collectives started at once: the lower node id is charged while it runs
+    b = sweep([(7, 0, 30), (6, 0, 20)], {6: (COMM, "comm.a"), 7: (COMM, "comm.b")}.get, 30)
+    assert b.parts == {"comm.a": 20, "comm.b": 10}
+
+
+# ------------------------------------------------------------------------------ small runs by hand
+def test_two_overlapping_collectives_on_different_streams(tmp_path: Path) -> None:
+    """dp (1 MiB) from 0, tp (64 KiB) from 10 us after a compute, on their own streams: both in
+    flight from 10 us. dp is charged while it runs (the compute hides its first 10 us), tp only
+    for what outlasts it (here its chunks queue behind dp's on the ring's one active chunk)."""
+    rank = [comp(0, 10), all_reduce(1, 1 << 20, "dp"), all_reduce(2, 1 << 16, "tp", deps=[0])]
+    breakdowns, spans, rows, reports = _run(tmp_path, [rank, rank])
+    for npu in (0, 1):
+        (dp_start, dp_end), (tp_start, tp_end) = spans[npu][1], spans[npu][2]
+        assert dp_start == 0 and tp_start == 10_000 < dp_end < tp_end  # in flight together
+        b = breakdowns[npu]
+        assert b.parts == {"compute.other": 10_000, "comm.dp": dp_end - 10_000, "comm.tp": tp_end - dp_end}
+        assert {row[1]: row[8] for row in rows if row[0] == npu} == {0: 0, 1: dp_end - 10_000, 2: tp_end - dp_end}
+        # the per-node exposed column charges both for their overlap
+        exposed = {row[1]: row[7] for row in rows if row[0] == npu}
+        assert exposed[1] + exposed[2] == b.exposed_comm_ns + (dp_end - 10_000)
+        assert reports[npu].finished_cycles == tp_end
+
+
+def test_two_stage_pipeline_bubble_is_the_other_stage_forward_and_backward(tmp_path: Path) -> None:
+    """One micro-batch: stage 0 forwards (10 us), sends 1 MiB, waits while stage 1 forwards
+    (30 us) and backwards (40 us) and the gradient comes back, then backwards (20 us)."""
+    f0, f1, b1, b0 = 10_000, 30_000, 40_000, 20_000
+    stage0 = [comp(0, 10), send(1, 1, 1 << 20, 1, [0]), recv(2, 1, 1 << 20, 2), comp(3, 20, [2])]
+    stage1 = [recv(0, 0, 1 << 20, 1), comp(1, 30, [0]), comp(2, 40, [1]), send(3, 0, 1 << 20, 2, [2])]
+    breakdowns, _spans, _rows, reports = _run(tmp_path, [stage0, stage1])
+    assert breakdowns[0].parts == {"compute.other": f0 + b0, "comm.p2p": MIB_NS, "bubble": f1 + b1 + MIB_NS}
+    assert breakdowns[1].parts == {"compute.other": f1 + b1, "comm.p2p": MIB_NS, "bubble": f0 + MIB_NS}
+    assert reports[0].finished_cycles == f0 + MIB_NS + f1 + b1 + MIB_NS + b0
+
+
+def test_compute_hides_a_collective(tmp_path: Path) -> None:
+    """A GEMM of 5 us beside a 1 MiB all-reduce: the all-reduce is exposed once the GEMM ends;
+    an attention kernel after the all-reduce is its own kind."""
+    rank = [comp(0, 5, op_type="gemm"), all_reduce(1, 1 << 20), comp(2, 7, deps=[1], op_type="attention")]
+    breakdowns, spans, rows, _reports = _run(tmp_path, [rank] * 4, npus=4)
+    ar_end = spans[0][1][1]
+    assert breakdowns[0].parts == {"compute.gemm": 5_000, "comm.all": ar_end - 5_000, "compute.attention": 7_000}
+    assert [row[8] for row in rows if row[0] == 0 and row[1] == 1] == [ar_end - 5_000]
+
+
+def test_spread_counts_a_missing_part_as_zero(tmp_path: Path) -> None:
+    stage0 = [comp(0, 10), send(1, 1, 1 << 20, 1, [0])]
+    stage1 = [recv(0, 0, 1 << 20, 1)]
+    breakdowns, *_ = _run(tmp_path, [stage0, stage1])
+    got = spread(breakdowns)
+    assert got["compute.other"] == (0, 5_000, 10_000)
+    assert got["bubble"] == (0, (10_000 + MIB_NS) / 2, 10_000 + MIB_NS)
+
+
+# ------------------------------------------------------------------------------ every scenario
+def _scenarios() -> list:
+    return [pytest.param(p, id=p.name) for p in sorted((ROOT / "scenarios").glob("*.yaml"))
+            if p.name not in SLOW_SCENARIOS]
+
+
+@pytest.mark.parametrize("path", _scenarios())
+def test_parts_sum_to_finish_time_in_every_scenario(path: Path) -> None:
+    sim = Simulation.from_scenario(str(path))
+    record = attach(sim)
+    reports = {r.npu_id: r for r in sim.run()}
+    breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()})
+    assert set(breakdowns) == set(reports)
+    _check_sums(record, reports, breakdowns)
+
+
+def test_dimensions_of_generated_workloads() -> None:
+    """Megatron names its streams; the transformer's groups are named by its layout."""
+    sim = Simulation.from_scenario(str(ROOT / "scenarios" / "transformer_llama_16npus.yaml"))
+    record = attach(sim)
+    reports = sim.run()
+    b = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports})[0]
+    assert {"comm.dp", "comm.tp", "comm.sp", "comm.pp", "compute.gemm", "compute.attention", "bubble"} <= set(b.parts)
+    assert not [p for p in b.parts if p.startswith("comm.group") or p == "comm.p2p"]
+
+
+def test_megatron_parts(tmp_path: Path) -> None:
+    scenario = tmp_path / "mg.yaml"
+    scenario.write_text(
+        "cluster: {preset: dgx-a100-80gb, gpus: 16}\n"
+        "workload: {generate: megatron, args: \"--num-layers 4 --hidden-size 1024 --num-attention-heads 16 "
+        "--seq-length 1024 --micro-batch-size 1 --global-batch-size 8 --tensor-model-parallel-size 2 "
+        "--pipeline-model-parallel-size 2 --bf16\"}\n")
+    sim = Simulation.from_scenario(str(scenario))
+    sim_inputs_fold = sim.folding is not None
+    record = attach(sim)
+    reports = {r.npu_id: r for r in sim.run()}
+    breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()})
+    _check_sums(record, reports, breakdowns)
+    first = breakdowns[0].parts
+    assert {"compute.gemm", "compute.optimizer", "comm.tp", "comm.dp", "comm.pp", "bubble"} <= set(first)
+    assert sim_inputs_fold or len(breakdowns) == 16
+
+
+# ------------------------------------------------------------------------------ reference cases
+def _reference_sample() -> list:
+    folder = ROOT.parent / "shared" / "reference" / "cases"
+    if not folder.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason="no reference data"))]
+    cases = [p for p in sorted(folder.glob("*.json")) if not json.loads(p.read_text()).get("expect_error")]
+    cases = [p for p in cases if "_st7_" not in p.stem]  # not the slow 80-layer STAGE cases
+    return [pytest.param(p, id=p.stem) for p in cases[::23]]
+
+
+@pytest.mark.parametrize("path", _reference_sample())
+def test_parts_sum_to_finish_time_in_reference_cases(path: Path, reference_dir: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    case = json.loads(path.read_text())
+    for entry in reference_dir.iterdir():
+        (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.chdir(tmp_path)
+    inputs = inputs_from_astra_flags(
+        workload=case["workload"], system=case["system"], network=case["network"],
+        remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
+        backend=case["backend"])
+    sim = Simulation(inputs)
+    record = attach(sim)
+    reports = {r.npu_id: r for r in sim.run()}
+    breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()})
+    assert set(breakdowns) == set(reports)
+    _check_sums(record, reports, breakdowns)
+    for npu, figures in case["expected"].items():  # recording changed no figure
+        assert reports[int(npu)].finished_cycles == figures["finished_cycles"]
+
+
+# ------------------------------------------------------------------------------ where a user looks
+def test_json_and_console_show_the_breakdown(tmp_path: Path) -> None:
+    """``--json-out`` has every NPU's parts (summing to its finish time); the console ends with
+    the critical NPU's parts and their spread, within 80 columns, plain and drawn by rich."""
+    import io
+    import subprocess
+    import sys
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.console import Output, print_breakdown
+
+    out = tmp_path / "figures.json"
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(ROOT / "scenarios" / "default.yaml"),
+                           "--json-out", str(out)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    data = json.loads(out.read_text())
+    for figures in data["npus"].values():
+        assert figures["breakdown_ns"] == {"compute.other": 25_000, "comm.all": 117_780}
+        assert sum(figures["breakdown_ns"].values()) == figures["finished_cycles"]
+    table = done.stderr[done.stderr.index("where the time went"):].splitlines()
+    assert table[0] == "where the time went (ns): NPU 0 (last to finish), and over 8 NPUs"
+    assert table[-1].split() == ["finish", "142,780", "100.0%", "142,780", "142,780", "142,780"]
+    assert max(map(len, table)) <= 80
+    # the widest figures and part names the generators write, drawn by rich
+    parts = {"compute.gemm": 1, "compute.attention": 2, "compute.elementwise": 3, "compute.optimizer": 4,
+             "comm.tp": 5, "comm.edp": 6, "comm.pp": 7, "bubble": 8}
+    wide = {i: Breakdown(987_654_321_000 + i, dict(parts, idle=987_654_321_000 + i - 36)) for i in range(512)}
+    text = io.StringIO()
+    print_breakdown(wide, Output(text, rich=True))
+    assert "NPU 511" in text.getvalue() and max(map(len, text.getvalue().splitlines())) <= 80
+
+
+def test_plots_have_axes_legend_and_labels(tmp_path: Path) -> None:
+    """``--plots DIR``: two PNGs; the figures behind them label their axes and name every part."""
+    import subprocess
+    import sys
+
+    from simpy_astra.report.plots import breakdown_figure, timeline_figure
+
+    stage0 = [comp(0, 10), send(1, 1, 1 << 20, 1, [0]), recv(2, 1, 1 << 20, 2), comp(3, 20, [2])]
+    stage1 = [recv(0, 0, 1 << 20, 1), comp(1, 30, [0]), comp(2, 40, [1]), send(3, 0, 1 << 20, 2, [2])]
+    _, sim = run_sim(tmp_path, [stage0, stage1], net("Ring", 2), fold=False, run=False)
+    record = attach(sim)
+    sim.run()
+    breakdowns = npu_breakdowns(record, segments=True)
+    assert breakdowns[0].segments == [(0, 10_000, "compute.other"), (10_000, 10_000 + MIB_NS, "comm.p2p"),
+                                      (10_000 + MIB_NS, 80_000 + 2 * MIB_NS, "bubble"),
+                                      (80_000 + 2 * MIB_NS, 100_000 + 2 * MIB_NS, "compute.other")]
+    for fig, xlabel in ((breakdown_figure(breakdowns), "NPU"), (timeline_figure(breakdowns), "time (us)")):
+        ax = fig.axes[0]
+        assert ax.get_xlabel() == xlabel and ax.get_title()
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute.other", "comm.p2p", "bubble"]
+    assert breakdown_figure(breakdowns).axes[0].get_ylabel() == "time (us)"
+    out = tmp_path / "plots"
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(ROOT / "scenarios" / "default.yaml"), "--quiet",
+                    "--plots", str(out)], check=True, capture_output=True, cwd=tmp_path)
+    for name in ("breakdown.png", "timeline.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
