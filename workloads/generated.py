@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra import files
 from simpy_astra.errors import InputError
 
 
@@ -183,11 +184,10 @@ def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     try:
-        with open(done, encoding="utf-8") as f:
-            groups_name = json.load(f)["comm_groups"]
+        groups_name = json.loads(files.read_text(done, "workload cache entry"))["comm_groups"]
         if groups_name is not None and not isinstance(groups_name, str):
             raise ValueError(f"comm_groups is {groups_name!r}")
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
+    except (InputError, OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
         raise InputError(f"{done}: comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
                          f"{exc}); delete {folder} to generate it again") from None
     prefix = os.path.join(folder, name)
@@ -243,9 +243,8 @@ def lazy_traces(prefix: str) -> LazyTraces | None:
     if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            return LazyTraces(prefix, json.load(f))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return LazyTraces(prefix, json.loads(files.read_text(path, "rank summary")))
+    except (InputError, OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{path}: corrupt rank summary ({type(exc).__name__}: {exc}); delete "
                          f"{os.path.dirname(path)} to generate it again") from None
 

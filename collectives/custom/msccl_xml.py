@@ -23,6 +23,7 @@ example converted from the same XML).
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 
 from simpy_astra.workloads.chakra import EtError, EtNode
@@ -51,10 +52,15 @@ def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAUL
 
 def parse_msccl_xml(path: str) -> ET.Element:
     """The ``<algo>`` element of an MSCCL-IR file (the only step that reads the file)."""
+    from simpy_astra import files
+    from simpy_astra.errors import InputError
+
+    if not os.path.exists(path):
+        raise EtError(f"{path}: MSCCL-IR file does not exist")
     try:
-        root = ET.parse(path).getroot()
-    except FileNotFoundError:
-        raise EtError(f"{path}: MSCCL-IR file does not exist") from None
+        root = ET.fromstring(files.read_bytes(path, "MSCCL-IR XML file"))
+    except InputError as exc:
+        raise EtError(str(exc)) from None
     except ET.ParseError as exc:
         raise EtError(f"{path}: not valid XML ({exc})") from None
     if root.tag != "algo":

@@ -231,11 +231,9 @@ def _infer(path: str, rows: list[Row], ranks: int | None, has_redop_column: bool
 
 def parse_log(path: str, collective: str | None = None) -> NcclLog:
     """Read one nccl-tests log; ``collective`` overrides what the log says."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise InputError.at(path, None, f"cannot read the log ({exc.strerror or exc})") from None
+    from simpy_astra import files
+
+    lines = files.read_text(path, "nccl-tests log", files.LOG_LIMIT_BYTES, errors="replace").splitlines()
     named: tuple[str, int] | None = None  # (collective, line) from a command line or header
     ranks: set[int] = set()
     devices: list[str] = []

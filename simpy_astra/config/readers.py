@@ -40,23 +40,23 @@ def show_value(value: Any) -> str:
 
 
 def read_text(src: str, what: str) -> str:
-    """A config file's text; a missing, unreadable, non-UTF-8 or oddly named file is one line."""
+    """A config file's text; a missing, unreadable, non-UTF-8, oddly named or non-regular file
+    (a FIFO, a device) is one line. Read through :mod:`simpy_astra.files`, the one door."""
+    from simpy_astra import files
+
     if not src:
         raise InputError(f"<empty path>: expected the path of the {what} file (got an empty string)")
     path = Path(src)
     try:
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise InputError(f"{short_path(src)}: {what} file does not exist (relative paths resolve "
                              f"from {os.getcwd()})")
         if path.is_dir():
             raise InputError(f"{short_path(src)}: is a directory; expected the {what} file")
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{short_path(src)}: is not UTF-8 text (byte {exc.start}); expected the {what} "
-                         f"file") from None
     except (OSError, ValueError) as exc:  # too long a name, a NUL byte, no permission, ...
         why = getattr(exc, "strerror", None) or str(exc)
         raise InputError(f"{short_path(src)}: cannot be read ({why}); expected the {what} file") from None
+    return files.read_text(src, f"{what} file", files.CONFIG_LIMIT_BYTES)
 
 
 def short_path(src: str) -> str:

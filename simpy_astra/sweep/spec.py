@@ -178,13 +178,12 @@ class SweepSpec:
 
 
 def _digest(path: str) -> str:
+    from simpy_astra import files
+
     sha = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                sha.update(block)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with files.open_input(path, "input file", files.TRACE_LIMIT_BYTES) as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
     return sha.hexdigest()[:16]
 
 

@@ -61,17 +61,21 @@ def _decode_raw_attr(raw: bytes, intern=sys.intern) -> tuple[str, AttrValue]:
 
 
 def _read_bytes(path: str) -> bytes:
+    from simpy_astra import files
+    from simpy_astra.errors import InputError
+
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        st = os.stat(path)
     except FileNotFoundError:
         raise EtError(f"workload file: {path} does not exist") from None
-    except IsADirectoryError:
+    except (OSError, ValueError):
+        st = None  # the door names the problem
+    if st is not None and os.path.isdir(path):
         raise EtError(f"workload file: {path} is a directory, expected a Chakra ET file") from None
-    except PermissionError:
-        raise EtError(f"workload file: {path} exists but is not readable") from None
-    except OSError as exc:
-        raise EtError(f"workload file: {path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        return files.read_bytes(path, "Chakra ET file", files.TRACE_LIMIT_BYTES)
+    except InputError as exc:
+        raise EtError(f"workload file: {exc}") from None
 
 
 def _record_label(index: int, last_id: int | None) -> str:

@@ -127,11 +127,11 @@ def _collect_tensors(value: Any, found: list[Tensor]) -> None:
 
 def load_host_trace(path: str) -> HostTrace:
     """Read and check a host trace: JSON, a known schema, nodes with ids, names and callers."""
+    from simpy_astra import files
+
+    text = files.read_text(path, "PyTorch host trace", files.TRACE_LIMIT_BYTES)
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the host trace ({exc.strerror or exc})") from None
+        data = json.loads(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError(f"{path}: is not JSON ({exc}); expected a PyTorch execution trace "
                          f"(ExecutionTraceObserver output)") from None
