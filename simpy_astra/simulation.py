@@ -18,7 +18,7 @@ from typing import Any
 import simpy
 from simpy.core import StopSimulation
 
-from simpy_astra import stall
+from simpy_astra import stall, stopping
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
@@ -220,7 +220,7 @@ class Simulation(CoSimulation):
         if not self.finished.processed and not self._stalled.triggered:
             self._running = True
             try:
-                with fast_collection():
+                with fast_collection(), stopping.engine(self._env):
                     self._env.run(until=until)
             except Exception:
                 if self._failure is not None:  # SimPy re-raises a copy, maybe another NPU's
