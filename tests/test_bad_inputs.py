@@ -408,9 +408,9 @@ def test_roofline_needs_its_rates(capsys, system, field):
     ("latency: [500.0]", "latency: [1e300]", "latency[0]"),
     ("bandwidth: [50.0]", "bandwidth: [1e-300]", "bandwidth[0]"),
 ])
-def test_network_times_beyond_64_bit_cycles(capsys, old, new, field):
+def test_network_times_beyond_the_horizon(capsys, old, new, field):
     path = scenario(DEFAULT.replace(old, new))
-    expect_cli_error(capsys, ["run", path], f"{path}: network: field '{field}'", "64-bit")
+    expect_cli_error(capsys, ["run", path], f"{path}: network: field '{field}'", "past the horizon")
 
 
 def test_yaml_date_where_a_size_belongs(capsys):
@@ -924,16 +924,16 @@ def test_compute_durations_past_the_cycle_counter(capsys, micros):
     write_configs()
     node = make_node(1, "long", COMP_NODE, duration_micros=micros)
     write_workload({0: [node], 1: [comp(1)]})
-    expect_input_error(capsys, "w.0.et", "node 1", "duration_micros", "64-bit")
+    expect_input_error(capsys, "w.0.et", "node 1", "duration_micros", "past the horizon")
 
 
 def test_compute_durations_adding_up_past_the_cycle_counter(capsys):
     write_configs()
-    half = (2**64 - 1) // 1000 // 2 + 1
+    half = (2**63 - 1) // 1000 // 2 + 1
     nodes = [make_node(1, "a", COMP_NODE, duration_micros=half),
              make_node(2, "b", COMP_NODE, deps=[1], duration_micros=half)]
     write_workload({0: nodes, 1: [comp(1)]})
-    expect_input_error(capsys, "w.0.et", "add up to", "64-bit")
+    expect_input_error(capsys, "w.0.et", "add up to", "past the horizon")
 
 
 @pytest.mark.parametrize("header, body", [

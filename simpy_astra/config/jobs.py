@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra import horizon
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 
@@ -116,6 +117,7 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         start = job.get("start_ns", 0)
         if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
             raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")
+        horizon.check_ns(start, where, "start_ns")
         if job.get("system") is not None:
             system = system_of(job["system"], f"{where}.system")
         elif default_system is not None:

@@ -20,6 +20,7 @@ from typing import Final
 
 from google.protobuf.message import DecodeError
 
+from simpy_astra.horizon import HORIZON_MICROS
 from simpy_astra.workloads.chakra.node import AttrValue, EtError, EtNode
 from simpy_astra.workloads.chakra.schema import (
     COMM_COLL_NODE,
@@ -246,7 +247,7 @@ def read_et(
 
 
 #: the longest duration whose nanoseconds still fit ASTRA-sim's 64-bit cycle counter
-_MAX_DURATION_MICROS: Final = (2**64 - 1) // 1000
+_MAX_DURATION_MICROS: Final = HORIZON_MICROS
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
 
 
@@ -268,8 +269,9 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
                 raise node.error(f"attribute 'comm_size' is {size[1]}; a message size must be >= 0 bytes", path)
         total_micros += node.duration_micros
         if node.duration_micros > _MAX_DURATION_MICROS:  # ASTRA-sim's cycle counter is a uint64 of ns
-            raise node.error(f"duration_micros is {node.duration_micros} us, beyond the 64-bit cycle counter "
-                             f"(at most {_MAX_DURATION_MICROS} us, about 584 years)", path)
+            raise node.error(f"duration_micros is {node.duration_micros} us, past the horizon "
+                             f"(at most {_MAX_DURATION_MICROS} us, about 292 years: simulated time must fit "
+                             f"2^63 ns)", path)
         prev = index.setdefault(node.id, i)
         if prev != i:
             raise EtError(
@@ -277,8 +279,9 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
                 "ids must be unique)"
             )
     if total_micros > _MAX_DURATION_MICROS:  # every node fits, the run's finish would not
-        raise EtError(f"{path}: the nodes' duration_micros add up to {total_micros} us, beyond the 64-bit "
-                      f"cycle counter (at most {_MAX_DURATION_MICROS} us, about 584 years)")
+        raise EtError(f"{path}: the nodes' duration_micros add up to {total_micros} us, past the "
+                      f"horizon (at most {_MAX_DURATION_MICROS} us, about 292 years: simulated time must fit "
+                      f"2^63 ns)")
     indegree = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):
