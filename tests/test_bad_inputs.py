@@ -856,9 +856,9 @@ def test_unknown_remote_memory_keys_warn(capsys, memory, needles):
     ("backnd: packet", ("'backnd'", "did you mean 'backend'")),
     ("num-passes: 2", ("'num-passes'", "did you mean 'num_passes'")),
 ])
-def test_unknown_scenario_keys_warn(capsys, extra, needles):
+def test_unknown_scenario_keys_are_errors(capsys, extra, needles):
     path = scenario(DEFAULT + extra + "\n")
-    warned_run(capsys, ["run", "--quiet", path], path, *needles)
+    expect_cli_error(capsys, ["run", "--quiet", path], path, "not a scenario field", *needles)
 
 
 def test_unknown_inline_network_and_system_keys_warn(capsys):
@@ -868,11 +868,10 @@ def test_unknown_inline_network_and_system_keys_warn(capsys):
     warned_run(capsys, ["run", "--quiet", path], "peak-pref", "did you mean 'peak-perf'")
 
 
-def test_unknown_sweep_keys_warn(capsys):
+def test_unknown_sweep_keys_are_errors(capsys):
     path = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: [1, 2]}}\nminimize: finish_ns\n")
-    assert main(["sweep", path, "--list", "--no-plots"]) == 0
-    err = capsys.readouterr().err
-    assert "warning:" in err and "'minimize'" in err and "did you mean 'minimise'" in err
+    expect_cli_error(capsys, ["sweep", path, "--list", "--no-plots"], path, "'minimize'",
+                     "not a sweep field", "did you mean 'minimise'")
 
 
 # -- silent wrong success: a key given twice is an error

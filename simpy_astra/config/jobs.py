@@ -86,9 +86,9 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
     """A scenario's ``jobs:`` list. ``workload_of(value, where) -> (prefix, comm groups or
     None)`` and ``system_of(value, where)`` read a job's workload and system as the scenario
     reads its own; ``groups_of(value, where, ranks)`` reads communicator groups. Explicit
-    ``npus`` are taken first, then placements fill the NPUs left, in the jobs' order; unknown
-    keys add to ``warnings``."""
-    from simpy_astra.config.readers import unknown_key_warnings
+    ``npus`` are taken first, then placements fill the NPUs left, in the jobs' order; an unknown
+    key is an error naming the nearest known one."""
+    from simpy_astra.config.readers import refuse_unknown_keys
 
     if not isinstance(value, list) or not value:
         raise InputError(f"{path}: jobs: must be a non-empty list of jobs, each with name, workload and "
@@ -99,10 +99,14 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         where = f"{path}: jobs[{i}]"
         if not isinstance(job, dict):
             raise InputError(f"{where}: must be a mapping with name, workload and npus or placement")
-        warnings.extend(unknown_key_warnings(f"{path}: jobs[{i}]", job, JOB_KEYS, "job"))
+        refuse_unknown_keys(f"{path}: jobs[{i}]", job, JOB_KEYS, "job")
         name = job.get("name", f"job{i}")
         if not isinstance(name, str) or not name:
             raise InputError(f"{where}.name: must be a non-empty string (got {name!r})")
+        if not name.isprintable() or name != name.strip():
+            # a newline would forge a line of output (a fake "sys[0] finished")
+            raise InputError(f"{where}.name: must be printable text without newlines, control "
+                             f"characters or surrounding spaces (got {name!r})")
         if name in names:
             raise InputError(f"{where}.name: '{name}' is also the name of jobs[{names[name]}]; job names "
                              f"must differ")
