@@ -230,3 +230,39 @@ def make_folder(path: Any, what: str) -> None:
         raise InputError(f"{what}: cannot create folder {show(path)} ({os_problem(exc)})") from None
     if not os.path.isdir(path):
         raise InputError(f"{what}: {show(path)} is not a folder")
+
+
+def numbered_files(prefix: str, suffix: str = ".et") -> dict[int, str]:
+    """Rank -> path of every ``PREFIX.{rank}{suffix}`` in the prefix's folder (one listing, so
+    a folder of 100k ranks costs one scan, not one stat per rank)."""
+    import re
+
+    folder = os.path.dirname(prefix) or "."
+    pattern = re.compile(re.escape(os.path.basename(prefix)) + r"\.(0|[1-9][0-9]*)" + re.escape(suffix))
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{show(folder)}: cannot list the folder of {show(prefix)}.*{suffix} "
+                         f"({os_problem(exc)})") from None
+    out = {}
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m:
+            out[int(m.group(1))] = os.path.join(os.path.dirname(prefix), name)
+    return out
+
+
+def check_no_gaps(ranks: dict[int, str], prefix: str, where: str, suffix: str = ".et") -> int:
+    """The number of ranks, which must be 0..N-1 with none missing; else one line naming the
+    first missing ones (a job read up to its first gap would silently be a smaller job)."""
+    if not ranks:
+        return 0
+    missing = sorted(set(range(max(ranks) + 1)) - set(ranks))
+    if missing:
+        shown = ", ".join(f"{prefix}.{r}{suffix}" for r in missing[:4]) + (" ..." if len(missing) > 4 else "")
+        raise InputError(f"{where}: {shown} missing: the workload has ranks up to {max(ranks)} "
+                         f"({len(ranks)} files), so it needs every rank 0..{max(ranks)}; add the missing "
+                         f"file(s) or remove the later ones")
+    return len(ranks)

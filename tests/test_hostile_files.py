@@ -178,3 +178,24 @@ def test_pytorch_host_folder_with_a_symlink_loop_is_refused(tmp_path, capsys):
     os.symlink(host / "rank1.json", host / "rank1.json")
     _one_error(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "job")],
                "rank1.json", "symlink loop")
+
+
+def _job_scenario(folder: Path, ranks: tuple[int, ...]) -> Path:
+    scenario = _scenario(folder, 4)
+    for rank in range(4):
+        if rank not in ranks:
+            (folder / f"w.{rank}.et").unlink()
+    text = [line for line in scenario.read_text().splitlines() if not line.startswith("workload:")]
+    scenario.write_text("\n".join(text) + f"\njobs:\n  - {{name: a, workload: {folder / 'w'}, placement: contiguous}}\n")
+    return scenario
+
+
+def test_job_whose_ranks_have_a_gap_is_refused(tmp_path, capsys):
+    scenario = _job_scenario(tmp_path, (0, 1, 3))
+    _one_error(capsys, ["run", str(scenario), "--quiet"], "jobs[0].workload", "w.2.et missing")
+
+
+def test_single_job_with_a_rank_after_a_gap_is_refused(tmp_path, capsys):
+    scenario = _scenario(tmp_path, 2)
+    (tmp_path / "w.3.et").write_bytes((tmp_path / "w.1.et").read_bytes())
+    _one_error(capsys, ["run", str(scenario), "--quiet"], "w.2.et", "gap")

@@ -10,7 +10,6 @@ that other jobs exist.
 from __future__ import annotations
 
 import math
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,18 +43,16 @@ class JobInputs:
         return len(self.npus)
 
 
-def rank_count(prefix: str) -> int:
-    """How many ranks a workload has: a generated one's summary, else its consecutive ET files."""
-    from simpy_astra.workloads.chakra import et_path
+def rank_count(prefix: str, where: str = "workload") -> int:
+    """How many ranks a workload has: a generated one's summary, else its ET files, which must
+    be ranks 0..N-1 with no gap (``gap.0.et gap.1.et gap.3.et`` is an error, not 2 ranks)."""
+    from simpy_astra import files
     from simpy_astra.workloads.generated import lazy_traces
 
     lazy = lazy_traces(prefix)
     if lazy is not None:
         return lazy.npus
-    found = 0
-    while os.path.exists(et_path(prefix, found)):
-        found += 1
-    return found
+    return files.check_no_gaps(files.numbered_files(prefix), prefix, where)
 
 
 def place(where: str, placement: Any, ranks: int, free: list[int], seed: Any) -> tuple[int, ...]:
@@ -114,7 +111,7 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         if "workload" not in job:
             raise InputError(f"{where}.workload: is missing (an ET prefix or a {{generate: ...}} mapping)")
         prefix, groups = workload_of(job["workload"], f"{where}.workload")
-        ranks = rank_count(prefix)
+        ranks = rank_count(prefix, f"{where}.workload")
         if ranks == 0:
             raise InputError(f"{where}.workload: no ET files {prefix}.0.et ... (relative paths resolve "
                              f"from the scenario's folder)")
