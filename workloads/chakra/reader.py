@@ -237,6 +237,13 @@ def read_et(
                     cache[raw] = entry
                 if entry[0] not in attrs:
                     attrs[entry[0]] = entry[1]
+                elif attrs[entry[0]] != entry[1]:  # which one wins differs between readers
+                    raise EtError(f"{path}: node {msg.id}: attribute '{entry[0]}' is given twice, as "
+                                  f"{attrs[entry[0]][1]!r} and {entry[1][1]!r}; keep one")
+            for name in _NON_NEGATIVE_ATTRS:  # checked once per distinct attribute list
+                value = attrs.get(name)
+                if value is not None and value[0] in INTEGER_VALUE_FIELDS and value[1] < 0:  # type: ignore[operator]
+                    raise EtError(f"{path}: node {msg.id}: attribute '{name}' is {value[1]}; it must be >= 0")
         fields = records[record] = (msg.id, intern(msg.name), msg.type, deps, msg.duration_micros,
                                     msg.inputs.values, attrs)
         append(make(*fields, path, fields))
@@ -248,6 +255,9 @@ def read_et(
 
 #: the longest duration whose nanoseconds still fit ASTRA-sim's 64-bit cycle counter
 _MAX_DURATION_MICROS: Final = HORIZON_MICROS
+#: integer attributes that count bytes or operations: a negative one is an error, not a
+#: negative delay deep in the run (``comm_size`` is checked per message node below)
+_NON_NEGATIVE_ATTRS: Final = ("tensor_size", "num_ops")
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
 
 
