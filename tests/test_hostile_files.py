@@ -199,3 +199,20 @@ def test_single_job_with_a_rank_after_a_gap_is_refused(tmp_path, capsys):
     scenario = _scenario(tmp_path, 2)
     (tmp_path / "w.3.et").write_bytes((tmp_path / "w.1.et").read_bytes())
     _one_error(capsys, ["run", str(scenario), "--quiet"], "w.2.et", "gap")
+
+
+# ----------------------------------------------------------------------- environment
+@pytest.mark.parametrize("cache", [os.devnull, "FILE", "FILE/sub"])
+def test_unusable_cache_is_one_line_naming_it(tmp_path, capsys, monkeypatch, cache):
+    (tmp_path / "FILE").write_text("x")
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", cache.replace("FILE", str(tmp_path / "FILE")))
+    scenario = _scenario(tmp_path)
+    text = [line for line in scenario.read_text().splitlines() if not line.startswith("workload:")]
+    scenario.write_text("\n".join(text) + "\nworkload: {generate: microbench, collective: all_reduce, "
+                                          "size: 1024, num_npus: 2}\n")
+    _one_error(capsys, ["run", str(scenario), "--quiet"], "workload cache", "SIMPY_ASTRA_CACHE")
+
+
+def test_fold_switch_that_is_not_on_or_off_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_FOLD", "banana")
+    _one_error(capsys, ["run", str(_scenario(tmp_path)), "--quiet"], "SIMPY_ASTRA_FOLD", "'banana'")
