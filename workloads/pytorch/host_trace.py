@@ -58,6 +58,8 @@ class HostNode:
     raw: dict[str, Any]
     attrs: dict[str, Any] = field(default_factory=dict)
     children: list[int] = field(default_factory=list)
+    #: the trace file it is in (for errors)
+    source: str = ""
 
     @property
     def op_schema(self) -> str:
@@ -75,6 +77,10 @@ class HostNode:
         for value, kind in zip(self.values(side), self.types(side), strict=False):
             if "Tensor" in kind:
                 _collect_tensors(value, found)
+        for t in found:  # sizes become Chakra's 64-bit comm_size: none negative, none past it
+            if t.numel < 0 or t.elem_bytes < 0 or t.size_bytes >= 2**63:
+                raise InputError(f"{self.source}: node '{self.id} ({self.name})': {side} tensor {t.tensor_id} has numel "
+                                 f"{t.numel} of {t.elem_bytes} bytes; a tensor has 0 .. 2^63-1 bytes")
         return found
 
 
@@ -114,6 +120,29 @@ class HostTrace:
             out.append(self.nodes[nid])
             stack.extend(self.nodes[nid].children)
         return sorted(out, key=lambda n: n.id)
+
+
+def _check_no_caller_cycle(path: str, nodes: dict[int, HostNode]) -> None:
+    """Every node's chain of callers (``ctrl_deps``) ends at a node outside the trace's
+    operators (a thread's root); a cycle would make the call tree endless."""
+    state: dict[int, int] = {}  # 1: on the chain being walked, 2: known to end
+    for start in nodes:
+        chain = []
+        nid = start
+        while nid in nodes and nid not in state:
+            state[nid] = 1
+            chain.append(nid)
+            parent = nodes[nid].parent
+            if parent == nid:
+                break
+            nid = parent
+        if nid in nodes and state.get(nid) == 1 and nodes[nid].parent != nid:
+            cycle = chain[chain.index(nid):]
+            raise InputError(f"{path}: node '{nid} ({nodes[nid].name})': its ctrl_deps (caller) chain "
+                             f"comes back to it ({' -> '.join(map(str, [*cycle[:6], nid]))}); expected a call "
+                             f"tree")
+        for n in chain:
+            state[n] = 2
 
 
 def _collect_tensors(value: Any, found: list[Tensor]) -> None:
@@ -158,10 +187,11 @@ def load_host_trace(path: str) -> HostTrace:
                 name, float(raw.get("exclusive_dur", raw.get("dur", 0)) or 0), "nccl" in name.lower(),
                 raw.get("in_msg_nelems"), raw.get("msg_dtype")))
             continue
-        nodes[nid] = HostNode(nid, raw["name"], parent if isinstance(parent, int) else 0, raw, attrs)
+        nodes[nid] = HostNode(nid, raw["name"], parent if isinstance(parent, int) else 0, raw, attrs, source=path)
     for node in sorted(nodes.values(), key=lambda n: n.id):
         if node.parent in nodes and node.parent != node.id:
             nodes[node.parent].children.append(node.id)
+    _check_no_caller_cycle(path, nodes)
     ordered = {nid: nodes[nid] for nid in sorted(nodes)}
     meta = {k: v for k, v in data.items() if k != "nodes"}
     trace = HostTrace(path, schema, ordered, kernels, meta)
