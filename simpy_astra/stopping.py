@@ -62,6 +62,20 @@ def _stop_step(*_args: Any) -> None:
     raise Stopped(_signals[0])
 
 
+def stop_engines(make: Callable[[], BaseException]) -> bool:
+    """Make every running engine raise ``make()`` before its next event (for a handler of its
+    own, e.g. a sweep worker's SIGTERM); False when no engine runs."""
+    if not _engines:
+        return False
+
+    def stop(*_args: Any) -> None:
+        raise make()
+
+    for env in _engines:
+        env.step = stop
+    return True
+
+
 def _handler(signum: int, _frame: Any) -> None:
     _signals.append(signum)
     if len(_signals) >= 3:  # stuck where not even an exception reaches: leave now

@@ -33,6 +33,7 @@ ALGOS = textwrap.dedent(f'''
     def _ready():
         if not getattr(sys, "_said_ready", False):
             sys._said_ready = True
+            open("ready", "w").close()  # a sweep's worker may not show its stderr
             print("{READY}", file=sys.stderr, flush=True)
 
     def spin(ctx):
@@ -70,18 +71,26 @@ def _scenario(folder: Path, algorithm: str) -> Path:
     return path
 
 
-def _stop(argv: list[str], cwd: Path, signum: int) -> tuple[int, list[str]]:
+def _stop(argv: list[str], cwd: Path, signum: int, marker: bool = False) -> tuple[int, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(cwd), "SIMPY_ASTRA_PROGRESS": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "simpy_astra", *argv], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        seen = []
-        for line in proc.stderr:  # blocks until the user's code runs: no sleep
-            seen.append(line)
-            if line.strip() == READY:
-                break
+        if marker:  # the user's code runs in a worker: wait for the file it writes
+            import time
+
+            deadline = time.monotonic() + 300  # a guard against a hang, not a speed check
+            while not (cwd / "ready").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                time.sleep(0.05)
         else:
-            pytest.fail(f"the command ended before its code ran: {''.join(seen)}")
+            seen = []
+            for line in proc.stderr:  # blocks until the user's code runs: no sleep
+                seen.append(line)
+                if line.strip() == READY:
+                    break
+            else:
+                pytest.fail(f"the command ended before its code ran: {''.join(seen)}")
         proc.send_signal(signum)
         rest = proc.stderr.read()
         code = proc.wait(timeout=300)
@@ -134,3 +143,17 @@ def test_outside_the_engine_a_stop_is_one_line_too(tmp_path):
     scenario = _scenario(tmp_path, "spin")
     got, lines = _stop(["run", str(scenario), "--plugin", "slow_plugin"], tmp_path, signal.SIGTERM)
     assert got == EXIT_TERMINATED and len(lines) == 1 and "stopped by SIGTERM" in lines[0], lines
+
+
+def test_a_sweep_whose_points_loop_stops_on_ctrl_c(tmp_path):
+    import yaml
+
+    scenario = _scenario(tmp_path, "spin")
+    base = yaml.safe_load(scenario.read_text())
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": base, "axes": {"network.bandwidth": [[10], [20]]}}))
+    got, lines = _stop(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "2", "--no-plots"],
+                       tmp_path, signal.SIGINT, marker=True)
+    assert got == EXIT_INTERRUPTED, lines
+    assert any(line.startswith("interrupted") for line in lines), lines
+    assert not any("Traceback" in line for line in lines), lines
