@@ -138,3 +138,20 @@ def test_api_arguments_are_checked_at_the_boundary(tmp_path, call, words):
     with pytest.raises(ValueError) as info:
         call(_sim(tmp_path))
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("args, words", [
+    ((0, 99, 1024), "dst NPU 99 does not exist"),
+    ((0, 0, 1024), "both NPU 0"),
+    ((0, 1, 2**63), "0 .. 2^63-1"),
+    ((0, 1, float("nan")), "0 .. 2^63-1"),
+])
+@pytest.mark.parametrize("backend", ["congestion_aware", "packet"])
+def test_background_traffic_arguments_are_checked(tmp_path, args, words, backend):
+    from simpy_astra.config.scenario import load_scenario
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation(load_scenario(str(_scenario(tmp_path)), backend=backend))
+    with pytest.raises(ValueError) as info:
+        sim.network.send_background(*args)
+    assert words in str(info.value)

@@ -110,8 +110,7 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         route, queued with the workload's messages, matched by no receive. The event
         succeeds (value: the time) when the last byte reached ``dst``. ``priority``: its
         class for link models that have classes (0 is the workload's)."""
-        if size_bytes < 0:
-            raise ValueError(f"background message of {size_bytes} bytes")
+        self._check_background(src, dst, size_bytes)
         done = self.env.event()
         route = self._routes.get((src, dst)) or self.route(src, dst)
         route[0].offer(_Message(None, route, size_bytes, done, priority))
