@@ -75,3 +75,50 @@ def test_users_collective_mistakes_are_theirs(user_dir: Path, capsys, name, word
     assert len(err) == 1 and "simpy-astra bug" not in err[0], err
     for word in words:
         assert word in err[0], (word, err[0])
+
+
+TOPOS = textwrap.dedent('''
+    from simpy_astra.topologies.ring import Ring
+
+    class NegativeHops(Ring):
+        def hops(self, src, dst):
+            return -1
+
+    class TextHops(Ring):
+        def hops(self, src, dst):
+            return "two"
+
+    class NanLatency(Ring):
+        def path_profile(self, src, dst):
+            return float("nan"), 50.0
+
+    class WrongEnd(Ring):
+        def route(self, src, dst):
+            return [src, (dst + 1) % self.npus_count]
+
+    class NegativeLink(Ring):
+        def link_params(self, src, dst):
+            return -5.0, 500.0
+''')
+
+
+@pytest.mark.parametrize("topology, backend, words", [
+    ("NegativeHops", "congestion_unaware", ("hops(", "returned -1", "integer >= 1")),
+    ("TextHops", "congestion_unaware", ("returned 'two'",)),
+    ("NanLatency", "congestion_unaware", ("path_profile(", "returned (nan, 50.0)")),
+    ("WrongEnd", "congestion_aware", ("route(", "device ids from")),
+    ("NegativeLink", "packet", ("link_params(", "returned (-5.0, 500.0)")),
+])
+def test_users_topology_answers_are_checked(user_dir: Path, capsys, topology, backend, words):
+    (user_dir / "bad_topos.py").write_text(TOPOS)
+    system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+    path = user_dir / "s.yaml"
+    path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: {backend}\n"
+                    f"network: {{topology: ['bad_topos:{topology}'], npus_count: [4], bandwidth: [50], "
+                    f"latency: [500]}}\nremote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    code = main(["run", str(path), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and "simpy-astra bug" not in err[0] and f"'bad_topos:{topology}'" in err[0], err
+    for word in words:
+        assert word in err[0], (word, err[0])
