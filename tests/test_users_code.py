@@ -122,3 +122,42 @@ def test_users_topology_answers_are_checked(user_dir: Path, capsys, topology, ba
     assert len(err) == 1 and "simpy-astra bug" not in err[0] and f"'bad_topos:{topology}'" in err[0], err
     for word in words:
         assert word in err[0], (word, err[0])
+
+
+LINKS = textwrap.dedent('''
+    from simpy_astra.network.models import ProcessLink
+
+    class HalfNs(ProcessLink):
+        def run(self):
+            env = self.env
+            while True:
+                item = self.dequeue()
+                if item is None:
+                    self._wake = env.event()
+                    item = yield self._wake
+                yield env.timeout(0.5)
+                self.arrive(item)
+
+    class BlackHole(ProcessLink):
+        def offer(self, item):
+            pass  # never delivers
+''')
+
+
+@pytest.mark.parametrize("model, code, words", [
+    ("HalfNs", EXIT_INPUT_ERROR, ("link model 'bad_links:HalfNs'", "whole nanoseconds")),
+    ("BlackHole", 3, ("stalled", "NPU 0 waits")),
+])
+def test_users_link_model_is_held_to_its_contract(user_dir: Path, capsys, model, code, words):
+    (user_dir / "bad_links.py").write_text(LINKS)
+    system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+    path = user_dir / "s.yaml"
+    path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50], latency: [500], "
+                    f"link-model: 'bad_links:{model}'}}\nremote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    got = main(["run", str(path), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert got == code, err
+    assert len(err) == 1, err
+    for word in words:
+        assert word in err[0], (word, err[0])
