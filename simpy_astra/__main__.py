@@ -17,9 +17,32 @@ def main() -> int:
     try:
         from simpy_astra.cli.main import main as cli_main
 
-        return cli_main()
+        code = cli_main()
+    except KeyboardInterrupt:  # Ctrl-C before the command's own handler was installed
+        from simpy_astra.stopping import Stopped
+
+        print(Stopped().line(), file=sys.stderr)
+        code = Stopped().exit_code
     finally:
         gc.enable()
+    _leave_if_stopped(code)
+    return code
+
+
+def _leave_if_stopped(code: int) -> None:
+    """A stopped command leaves at once (its outputs are complete or absent), without closing
+    the user's generators: one that catches GeneratorExit would print a warning per NPU."""
+    from simpy_astra.stopping import EXIT_INTERRUPTED, EXIT_TERMINATED
+
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from simpy_astra.workloads.chakra.types import COMP_NODE
 def check_et_count(prefix: str, n: int, network: str) -> None:
     """One ET file per NPU: ``PREFIX.0.et`` .. ``PREFIX.{n-1}.et``, and no more (a lazily
     generated workload writes its files when a run needs them, and checks its NPU count then)."""
+    from simpy_astra import files
     from simpy_astra.workloads.generated import SUMMARY_SUFFIX
 
     if os.path.exists(prefix + SUMMARY_SUFFIX):
@@ -28,6 +29,12 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
                          f"network {network} has {n} NPUs, so the workload needs one file per NPU, "
                          f"{et_path(prefix, 0)} .. {et_path(prefix, n - 1)} "
                          f"({found} consecutive file(s) found{where})")
+    if found == n:  # a later rank after a gap (PREFIX.{n+1}.et) would be silently left out
+        later = sorted(r for r in files.numbered_files(prefix) if r > n)
+        if later:
+            raise InputError(f"{et_path(prefix, n)}: missing, but {et_path(prefix, later[0])} exists: the "
+                             f"network {network} has {n} NPUs and the workload's files have a gap; remove "
+                             f"the later file(s) or add the missing ones")
     if found > n:
         extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
         raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "

@@ -122,9 +122,11 @@ class MemoryTracker:
         """``{prefix}.{npu}.json`` for each NPU listed (this one, or the members of its
         folded orbit, which share its trace): Chrome-trace JSON of tensor lifetimes and the
         memory counter (MB), serialised once and written under each NPU's id."""
+        from simpy_astra import files
+
         text = self._trace_json()
         for npu in npus:
-            with open(f"{prefix}.{npu}.json", "w") as f:
+            with files.open_output(f"{prefix}.{npu}.json", "local-mem-trace-filename") as f:
                 f.write(text.replace(_LIFETIME_PID, str(1_000_000 + npu)).replace(_COUNTER_PID, str(2_000_000 + npu)))
 
     def _trace_json(self) -> str:

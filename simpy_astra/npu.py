@@ -18,6 +18,7 @@ import simpy
 
 from simpy_astra.engine import NpuClock
 from simpy_astra.errors import InputError
+from simpy_astra.horizon import api_number
 from simpy_astra.statistics import (
     COMM,
     CPU,
@@ -431,8 +432,7 @@ class Npu:
         compute node issued then takes ``trunc(runtime * factor)``; one in progress does the
         rest of its work at the new speed (ends at ``t + trunc(left * factor)``). Compute
         only: communication is the network's (slow a link with ``set_bandwidth``)."""
-        if factor <= 0:
-            raise ValueError(f"NPU {self.npu_id}: slow-down factor must be > 0 (got {factor})")
+        api_number(factor, f"NPU {self.npu_id}: slow-down factor", positive=True)
         self._at(at_ns, self._slow_now, factor)
 
     def pause(self, duration_ns: float, at_ns: float | None = None) -> None:
@@ -440,8 +440,7 @@ class Npu:
         compute node in progress ends ``duration_ns`` later, one issued during the pause
         starts when it ends. Communication goes on (the network and collectives' endpoint
         work are not the NPU's compute units)."""
-        if duration_ns < 0:
-            raise ValueError(f"NPU {self.npu_id}: a pause lasts 0 ns or more (got {duration_ns})")
+        api_number(duration_ns, f"NPU {self.npu_id}: pause duration_ns")
         self._at(at_ns, self._pause_now, duration_ns)
 
     def fail(self, at_ns: float | None = None) -> None:
@@ -456,6 +455,8 @@ class Npu:
             raise ValueError(f"NPU {self.npu_id} stands for NPUs {self.stands_for} in this folded run: "
                              f"a straggler or failure needs its own NPU (fold_symmetry: false)")
         env = self.clock.env
+        if at_ns is not None:
+            api_number(at_ns, f"NPU {self.npu_id}: at_ns")
         if at_ns is None or at_ns <= env.now:
             fn(arg)
         else:

@@ -28,9 +28,25 @@ from typing import Any
 import simpy
 from simpy.events import Event
 
+from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine import Signal
 
 __all__ = ["PhaseProcess", "Signal"]
+
+
+def describe(algorithm: Any) -> str:
+    """The user's function behind a generator (the innermost one it delegates to) or a
+    function (unwrapped), and where it is: ``'simple_ring' (my_algos.py:12)``."""
+    import inspect
+
+    while getattr(algorithm, "gi_yieldfrom", None) is not None:
+        algorithm = algorithm.gi_yieldfrom
+    if not inspect.isgenerator(algorithm):
+        algorithm = inspect.unwrap(algorithm)
+    code = getattr(algorithm, "gi_code", None) or getattr(algorithm, "__code__", None)
+    if code is None:
+        return repr(algorithm)
+    return f"'{algorithm.__qualname__}' ({code.co_filename}:{code.co_firstlineno})"
 
 
 class PhaseProcess(Signal, simpy.Process):
@@ -72,8 +88,9 @@ class PhaseProcess(Signal, simpy.Process):
                     event.wait_in_place(self.step)
                 return
             if not isinstance(event, Event):
-                raise TypeError(f"a collective algorithm yielded {event!r}; yield SimPy events "
-                                f"(ctx.recv(...), ctx.endpoint(...), env.timeout(...), ...)")
+                raise CollectiveError(f"collective algorithm {describe(gen)} yielded {event!r}; a collective "
+                                      f"yields SimPy events (ctx.recv(...), ctx.endpoint(...), "
+                                      f"env.timeout(...), ...)")
             if event.callbacks is None:  # already processed by SimPy
                 if event.ok:
                     value = event.value

@@ -18,13 +18,14 @@ from typing import Any
 import simpy
 from simpy.core import StopSimulation
 
-from simpy_astra import stall
+from simpy_astra import horizon, stall, stopping
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import FoldedNetwork, Folding, OrbitReports, fold_run
+from simpy_astra.horizon import HORIZON_NS, HORIZON_TEXT
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
 from simpy_astra.npu import Npu, NpuServices
@@ -146,6 +147,8 @@ class Simulation(CoSimulation):
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""
+        if isinstance(npu_id, bool) or not isinstance(npu_id, int) or not 0 <= npu_id < self.total_npus:
+            raise ValueError(f"NPU {npu_id!r} does not exist (the run has NPUs 0..{self.total_npus - 1})")
         if self.folding is None:
             return self._npu_by_id[npu_id]
         return self._npu_by_id[self.folding.rep_of[npu_id]]
@@ -165,6 +168,13 @@ class Simulation(CoSimulation):
 
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
+        if self._env.now > HORIZON_NS:  # sizes over bandwidths add up past what time can hold
+            net = self.inputs.network
+            raise InputError(
+                f"{net.source}: NPU {npu.npu_id} would finish at {self._env.now:.4g} ns, past the horizon "
+                f"({HORIZON_TEXT}); the network's bandwidth {list(net.bandwidth_gbps)} GB/s and latency "
+                f"{list(net.latency_ns)} ns with the workload's sizes take longer: raise the bandwidth or "
+                f"shrink the sizes")
         if self.jobs is not None:  # reports name physical NPUs
             self._emit(replace(npu.report, npu_id=npu.device_id))
         elif self._orbits is None:
@@ -220,10 +230,12 @@ class Simulation(CoSimulation):
         going) or, with ``until``, until that time at the latest; call again to go on.
 
         Returns the reports of the NPUs that finished so far."""
+        if until is not None:
+            horizon.api_number(until, "run(until=...)")
         if not self.finished.processed and not self._stalled.triggered:
             self._running = True
             try:
-                with fast_collection():
+                with fast_collection(), stopping.engine(self._env):
                     self._env.run(until=until)
             except Exception:
                 if self._failure is not None:  # SimPy re-raises a copy, maybe another NPU's

@@ -9,6 +9,7 @@ from typing import Any
 
 import simpy
 
+from simpy_astra.horizon import HORIZON_NS
 from simpy_astra.npu import Npu
 
 
@@ -83,8 +84,10 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
 
 #: the watchdog's first wake-up; its interval doubles up to MAX_WATCH_INTERVAL_NS
 FIRST_WATCH_INTERVAL_NS = 1_000
-#: the watchdog's longest interval (1 s of simulated time): the clock grows linearly beyond
-#: it, so a run the watchdog keeps alive can never overflow it
+#: the watchdog's longest interval while the clock is below it (1 s of simulated time); past
+#: it, an interval may be as long as the clock reads, so a run whose events lie 1e17 ns apart
+#: costs the watchdog about one wake per doubling of the clock, not one per simulated second,
+#: and a run the watchdog alone keeps alive only doubles its clock per wake, up to the horizon
 MAX_WATCH_INTERVAL_NS = 1_000_000_000
 
 
@@ -93,8 +96,9 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
                     patience_ns: Callable[[], float] = lambda: 0) -> Generator[simpy.Event, None, None]:
     """A process that triggers ``stalled`` when the model can no longer progress.
 
-    It wakes at 1, 3, 7, 15, ... us (then every second at most, so the clock it keeps going
-    grows linearly and never overflows). The model is quiet when ``quiet_state`` is not
+    It wakes at 1, 3, 7, 15, ... us (then every second at most until the clock reads a second,
+    then at most as far ahead as the clock reads: its cost does not depend on how far apart the
+    model's events are, and it never looks past the horizon, :data:`~simpy_astra.horizon.HORIZON_NS`). The model is quiet when ``quiet_state`` is not
     None: no NPU event pending, every message delivered or held by a link that is down. A
     quiet model with nothing else on SimPy's queue has stalled. With user processes on the
     queue, it has stalled when two wakes in a row find it quiet with the same progress
@@ -105,6 +109,10 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
     seen = None
     quiet_since = 0.0
     while not finished.triggered:
+        interval_ns = min(interval_ns, HORIZON_NS - int(env.now))
+        if interval_ns <= 0:  # at the horizon: no later time to look at
+            yield finished
+            return
         yield env.timeout(interval_ns)
         if finished.triggered:
             return
@@ -117,7 +125,7 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
             if now_state != seen:
                 quiet_since = env.now
         seen = now_state
-        interval_ns = min(2 * interval_ns, MAX_WATCH_INTERVAL_NS)
+        interval_ns = min(2 * interval_ns, max(MAX_WATCH_INTERVAL_NS, int(env.now)))
         if now_state is not None:  # do not oversleep the patience
             left_ns = quiet_since + patience_ns() - env.now
             if 0 < left_ns < interval_ns:

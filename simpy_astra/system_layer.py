@@ -24,6 +24,7 @@ from simpy_astra.collectives.base import (
     ANTICLOCKWISE,
     CLOCKWISE,
     REDUCE_SCATTER,
+    CollectiveError,
 )
 from simpy_astra.collectives.logical import LogicalDim, dimension_ring
 from simpy_astra.errors import InputError
@@ -103,9 +104,14 @@ class Phase:
 
     # -- driven by the system layer
     def start(self) -> None:
-        run = self.process = PhaseProcess(self.env, self.algorithm(self, *self.args))
-        if run.fired:
-            self.system.proceed(self.stream)
+        generator = self.algorithm(self, *self.args)
+        run = self.process = PhaseProcess(self.env, generator)
+        if run.fired:  # a phase takes time: no native algorithm ends before its first wait
+            from simpy_astra.phase_process import describe
+
+            raise CollectiveError(f"collective algorithm {describe(self.algorithm)} returned before it yielded "
+                                  f"anything; a collective phase waits for at least one event (yield "
+                                  f"ctx.endpoint(), ctx.recv(...), ...)")
         else:
             run.wait_in_place(self._ended)
 
@@ -118,7 +124,21 @@ class Phase:
         return f"NPU {self.npu_id} {self.kind} phase of chunk stream {stream}"
 
     # -- PhaseContext
+    def _check_peer(self, what: str, peer: int, size_bytes: int) -> None:
+        """A peer that exists and a size >= 0 (no wrap-around to another NPU, no negative bytes)."""
+        npus = self.system.total_npus
+        if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < npus or peer == self.npu_id:
+            problem = "is this NPU itself" if peer == self.npu_id else f"does not exist (NPUs 0..{npus - 1})"
+            raise CollectiveError(f"NPU {self.npu_id}: a collective's ctx.{what}({peer!r}, ...): the peer "
+                                  f"{problem}; name another NPU of ctx.members")
+        if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
+            raise CollectiveError(f"NPU {self.npu_id}: a collective's ctx.{what}(..., {size_bytes!r}): a "
+                                  f"message size is an integer number of bytes >= 0")
+
     def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
+        if dst.__class__ is not int or size_bytes.__class__ is not int or size_bytes < 0 \
+                or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
+            self._check_peer("send", dst, size_bytes)
         arrived = Signal(self.env)
         tag = self.stream.tag if tag is None else native_tag(tag)
         self.network.send(self.npu_id, dst, tag, size_bytes, self._sent, arrived)
@@ -135,6 +155,9 @@ class Phase:
             arrived.settle()
 
     def recv(self, src: int, size_bytes: int, tag: int | None = None) -> Signal:
+        if src.__class__ is not int or size_bytes.__class__ is not int or size_bytes < 0 \
+                or not 0 <= src < self.system.total_npus or src == self.npu_id:
+            self._check_peer("recv", src, size_bytes)
         received = Signal(self.env)
         tag = self.stream.tag if tag is None else native_tag(tag)
         self.network.recv(self.npu_id, src, tag, size_bytes, self._received, received)

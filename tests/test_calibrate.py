@@ -429,7 +429,7 @@ def test_missing_holdout_record_is_one_line(tmp_path, capsys):
     line = _error_of(capsys, ["validate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
                               "--system", str(sys_), "--out", str(tmp_path / "o"),
                               "--holdout", str(tmp_path / "nope.json")])
-    assert "nope.json: cannot read the calibration record" in line
+    assert "nope.json: does not exist" in line and "calibration record" in line
 
 
 def test_algorithms_are_fitted_where_the_logs_decide_them(tmp_path):
@@ -575,3 +575,26 @@ def test_validate_says_how_the_copy_is_priced(tmp_path, capsys):
     for bad in ("0", "-5", "inf"):
         line = _error_of(capsys, [*base, "--gpu-memory-bw", bad])
         assert "--gpu-memory-bw must be a positive number of GB/s" in line
+
+
+# -- issue 40: a row that cannot be read is an error naming its line, never dropped in silence
+def _row_edit(size: int, edit):
+    return lambda text: _edit_row(text, size, edit)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_row_edit(1048576, lambda w: " ".join(["-1048576", "-262144", *w[2:]])), "must be >= 0"),
+    (_row_edit(1048576, lambda w: " ".join(["1M", *w[1:]])), "size '1M'"),
+    (_row_edit(1048576, lambda w: " ".join(["1048576.5", *w[1:]])), "whole numbers"),
+    (_row_edit(1048576, lambda w: " ".join([*w[:2], "floaty", *w[3:]])), "unknown data type 'floaty'"),
+    (_row_edit(1048576, lambda w: " ".join([*w[:4], "1e300", *w[5:]])), "time is 1e+300 us"),
+    (_row_edit(1048576, lambda w: " ".join([*w[:7], "3", *w[8:]])), "wrong values"),
+    (lambda text: text + "\n" + next(x for x in text.splitlines() if x.split()[:1] == ["1048576"])
+     .replace(next(x for x in text.splitlines() if x.split()[:1] == ["1048576"]).split()[4], "999.9"),
+     "also on line"),
+])
+def test_nccl_rows_are_read_or_refused(tmp_path, capsys, edit, words):
+    log = _bad(tmp_path, edit((A100 / "all_reduce.log").read_text()))
+    line = _error_of(capsys, ["calibrate", log, "--network", str(A100 / "network.yml"),
+                              "--out", str(tmp_path / "o")])
+    assert "bad.log:" in line and words in line, line

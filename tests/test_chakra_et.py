@@ -286,18 +286,34 @@ def test_strings_only_from_strings(tmp_path: Path) -> None:
         node.get_int("n")
 
 
-def test_first_attribute_of_a_name_wins(tmp_path: Path) -> None:
+def test_an_attribute_given_twice_with_different_values_is_an_error(tmp_path: Path) -> None:
+    # ASTRA-sim takes the first silently; which one a reader takes differs (issue 40)
     msg = make_node(5, "ar", s.COMM_COLL_NODE)
     msg.attr.append(make_attr("comm_size", 100))
     msg.attr.append(make_attr("comm_size", 200))
-    msg.attr.append(make_attr("pg_name", 7))
-    msg.attr.append(make_attr("pg_name", "7"))
     path = str(tmp_path / "w.0.et")
     write_et(path, [msg])
-    node = read_et(path)[1][0]
-    assert node.get_int("comm_size") == 100
-    with pytest.raises(EtError, match="pg_name"):
-        node.get_str("pg_name")  # the first pg_name is an integer: an error, like ASTRA-sim
+    with pytest.raises(EtError, match="node 5: attribute 'comm_size' is given twice, as 100 and 200"):
+        read_et(path)
+
+
+def test_an_attribute_repeated_with_the_same_value_reads(tmp_path: Path) -> None:
+    msg = make_node(5, "ar", s.COMM_COLL_NODE)
+    msg.attr.append(make_attr("comm_size", 100))
+    msg.attr.append(make_attr("comm_size", 100))
+    path = str(tmp_path / "w.0.et")
+    write_et(path, [msg])
+    assert read_et(path)[1][0].get_int("comm_size") == 100
+
+
+@pytest.mark.parametrize("name", ["tensor_size", "num_ops"])
+def test_negative_counts_are_errors(tmp_path: Path, name: str) -> None:
+    msg = make_node(3, "c", s.COMP_NODE)
+    msg.attr.append(make_attr(name, -4096))
+    path = str(tmp_path / "w.0.et")
+    write_et(path, [msg])
+    with pytest.raises(EtError, match=f"node 3: attribute '{name}' is -4096; it must be >= 0"):
+        read_et(path)
 
 
 def test_missing_attributes_and_defaults(tmp_path: Path) -> None:

@@ -376,3 +376,26 @@ def test_folders_of_host_and_kineto_traces_pair_by_rank(tmp_path, monkeypatch):
     assert paths == {0: "own linker + host trace", 1: "own linker + host trace"}
     assert by_id(tmp_path / "job.0.et")[3].duration_micros == 125
     assert by_id(tmp_path / "job.1.et")[3].duration_micros == 80
+
+
+# -- issue 40: every number of a trace checked; a caller cycle is an error, not endless
+@pytest.mark.parametrize("numel, words", [(-5, "numel -5"), (2**63, "0 .. 2^63-1 bytes")])
+def test_tensor_sizes_out_of_range_are_refused(tmp_path, capsys, numel, words):
+    trace = host_trace()
+    trace["nodes"][4]["inputs"]["values"][0] = tensor(100, numel, 2)
+    trace["nodes"][3]["inputs"]["values"][0] = tensor(100, numel, 2)
+    path = write(tmp_path / "rank0.json", trace)
+    assert cli_main(["convert", "pytorch", "--host", str(path), "--output", str(tmp_path / "job")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "rank0.json" in err[0] and words in err[0], err
+    assert not list(tmp_path.glob("job*"))
+
+
+def test_a_ctrl_deps_cycle_is_refused(tmp_path, capsys):
+    trace = host_trace()
+    trace["nodes"][2]["ctrl_deps"] = 4  # mm called by allreduce_, which mm calls
+    trace["nodes"][3]["ctrl_deps"] = 3
+    path = write(tmp_path / "rank0.json", trace)
+    assert cli_main(["convert", "pytorch", "--host", str(path), "--output", str(tmp_path / "job")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ctrl_deps" in err[0] and "comes back to it" in err[0], err

@@ -325,9 +325,8 @@ def test_cli_reports_a_bad_sweep_in_one_line(tmp_path, capsys):
     assert cli_main(["sweep", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip().endswith("missing.yaml does not exist")
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}, "minimize": "x"})
-    assert cli_main(["sweep", path, "--list", "--no-plots"]) == 0  # an unknown key warns (issue 27)
-    assert "field 'minimize' is not a sweep field and is ignored; did you mean 'minimise'?" in \
-        capsys.readouterr().err
+    assert cli_main(["sweep", path, "--list", "--no-plots"]) == 2  # an unknown key is an error (issue 40)
+    assert "field 'minimize' is not a sweep field; did you mean 'minimise'?" in capsys.readouterr().err
     lab = str(ROOT / "scenarios" / "sweeps" / "lab_gpt175b_system2.yaml")
     assert cli_main(["sweep", lab, "--list"]) == 0
     listed = capsys.readouterr().out.splitlines()

@@ -64,11 +64,75 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
     if topology in _OURS:
         return topology(npus_count, bandwidth_gbps, latency_ns)
     try:  # a plugin's class: what it raises is its author's error, reported as such
-        return topology(npus_count, bandwidth_gbps, latency_ns)
+        return _checked(topology, name)(npus_count, bandwidth_gbps, latency_ns)
     except (Exception, SystemExit) as exc:  # noqa: BLE001
         from simpy_astra.plugins import PluginError, user_code_problem
 
         raise PluginError(user_code_problem(f"topology '{name}'", exc), exc) from None
+
+
+_CHECKED: dict[type, type] = {}
+
+
+def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
+    """``topology`` (the user's class) with every answer it gives the backends checked: a hop
+    count, a route, a bandwidth or latency that is negative, not finite, not a number or ends
+    at the wrong NPU is the user's error naming the method and what it returned, not an
+    internal error or a hang deep in a backend."""
+    if topology in _CHECKED:
+        return _CHECKED[topology]
+    import math
+
+    from simpy_astra.plugins import PluginError
+
+    def wrong(method: str, args: tuple, value: object, expected: str) -> PluginError:
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        return PluginError(f"topology '{name}': {method}{args} returned {shown}; expected {expected}")
+
+    def number(value: object, positive: bool) -> bool:
+        return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                and (value > 0 if positive else value >= 0))
+
+    class Checked(topology):  # type: ignore[valid-type, misc]
+        def hops(self, src: int, dst: int) -> int:
+            value = super().hops(src, dst)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise wrong("hops", (src, dst), value, "an integer >= 1 (links crossed)")
+            return value
+
+        def route(self, src: int, dst: int) -> list[int]:
+            value = super().route(src, dst)
+            if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
+                    or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
+                raise wrong("route", (src, dst), value, f"a list of device ids from {src} to {dst}")
+            return value
+
+        def link_params(self, src: int, dst: int) -> tuple[float, float]:
+            value = super().link_params(src, dst)
+            if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], True)
+                    and number(value[1], False)):
+                raise wrong("link_params", (src, dst), value, "(bandwidth GB/s > 0, latency ns >= 0), finite")
+            return value
+
+        def path_profile(self, src: int, dst: int) -> tuple[float, float]:
+            value = super().path_profile(src, dst)
+            if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], False)
+                    and number(value[1], True)):
+                raise wrong("path_profile", (src, dst), value, "(latency ns >= 0, bandwidth GB/s > 0), finite")
+            return value
+
+        def links(self) -> list[tuple[int, int]]:
+            value = super().links()
+            if not isinstance(value, list | tuple) or not all(
+                    isinstance(e, tuple | list) and len(e) == 2 and all(isinstance(d, int) and d >= 0 for d in e)
+                    for e in value):
+                raise wrong("links", (), value, "a list of (device, device) pairs")
+            return value
+
+    Checked.__name__ = Checked.__qualname__ = topology.__name__
+    Checked.__module__ = topology.__module__
+    _CHECKED[topology] = Checked
+    return Checked
 
 
 __all__ = ["register", "lookup", "BasicTopology", "CostPart", "Ring", "FullyConnected", "Switch", "Line",

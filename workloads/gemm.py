@@ -142,11 +142,12 @@ LAYOUT_HEADER = ("Layer name,IFMAP Height Intraline Factor,IFMAP Width Intraline
 def read_mnk(path: str) -> list[GemmLayer]:
     """The tutorial's CSV: a ``Layer,m,n,k`` header, then one GEMM per line (a fifth per-layer
     parallelism column, HYBRID_CUSTOMIZED's, is ignored: ``--parallel`` decides)."""
-    try:
-        with open(path, newline="") as f:
-            rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the m,n,k file ({exc.strerror or exc})") from None
+    import io
+
+    from simpy_astra import files
+
+    text = files.read_text(path, "m,n,k file")
+    rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
     if not rows or [c.strip().lower() for c in rows[0][:4]] != ["layer", "m", "n", "k"]:
         raise InputError(f"{path}:1: expected the header 'Layer,m,n,k'")
     layers = []
@@ -392,11 +393,12 @@ def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
     mnk = params.get("mnk")
     if not isinstance(mnk, str):
         raise InputError(f"{where}: generate gemm needs 'mnk: LAYERS.csv' (the Layer,m,n,k file)")
+    from simpy_astra import files
+
     try:
-        with open(mnk, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError as exc:
-        raise InputError(f"{where}: mnk: cannot read {mnk} ({exc.strerror or exc})") from None
+        digest = hashlib.sha256(files.read_bytes(mnk, "m,n,k file")).hexdigest()
+    except InputError as exc:
+        raise InputError(f"{where}: mnk: {exc}") from None
     return {**params, "mnk_sha256": digest}
 
 

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra import files
 from simpy_astra.errors import InputError
 
 
@@ -165,6 +166,26 @@ def as_fields(message: str, where: str) -> str:
     return f"{where}: {text}"
 
 
+def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], folder: str) -> None:
+    """Run the generator into a temporary folder beside ``folder``, renamed into place when
+    complete (a killed run leaves no half entry)."""
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=parent)
+    try:
+        fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
+        groups = fn(params, os.path.join(tmp, name))
+        with open(os.path.join(tmp, "done.json"), "w") as f:
+            json.dump({"generator": name, "params": params,
+                       "comm_groups": os.path.basename(groups) if groups else None}, f)
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # another worker finished the same trace first
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where: str,
                  lazy: bool) -> GeneratedWorkload:
     if entry.prepare is not None:
@@ -172,26 +193,17 @@ def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where
     folder = os.path.join(cache_root(), "workloads", f"{name}-{cache_key(name, entry.version, params)}")
     done = os.path.join(folder, "done.json")
     if not os.path.exists(done):
-        os.makedirs(os.path.dirname(folder), exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=os.path.dirname(folder))
         try:
-            fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
-            groups = fn(params, os.path.join(tmp, name))
-            with open(os.path.join(tmp, "done.json"), "w") as f:
-                json.dump({"generator": name, "params": params,
-                           "comm_groups": os.path.basename(groups) if groups else None}, f)
-            try:
-                os.rename(tmp, folder)
-            except OSError:  # another worker finished the same trace first
-                pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _generate_into(name, entry, params, folder)
+        except OSError as exc:  # the cache's disk or folder, not the user's workload
+            raise InputError(f"workload cache {files.show(os.path.dirname(folder))}: cannot write "
+                             f"({files.os_problem(exc)}); set SIMPY_ASTRA_CACHE to a folder you can "
+                             f"write, with space for the traces") from None
     try:
-        with open(done, encoding="utf-8") as f:
-            groups_name = json.load(f)["comm_groups"]
+        groups_name = json.loads(files.read_text(done, "workload cache entry"))["comm_groups"]
         if groups_name is not None and not isinstance(groups_name, str):
             raise ValueError(f"comm_groups is {groups_name!r}")
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
+    except (InputError, OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
         raise InputError(f"{done}: comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
                          f"{exc}); delete {folder} to generate it again") from None
     prefix = os.path.join(folder, name)
@@ -247,9 +259,8 @@ def lazy_traces(prefix: str) -> LazyTraces | None:
     if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            return LazyTraces(prefix, json.load(f))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return LazyTraces(prefix, json.loads(files.read_text(path, "rank summary")))
+    except (InputError, OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{path}: corrupt rank summary ({type(exc).__name__}: {exc}); delete "
                          f"{os.path.dirname(path)} to generate it again") from None
 

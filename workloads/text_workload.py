@@ -115,11 +115,11 @@ def _parse_layer(path: str, line_no: int, line: str) -> TextLayer:
 
 def parse_text_workload(path: str) -> TextWorkload:
     """Read an ASTRA-sim 1.0 text workload; every malformed line is an InputError naming it."""
+    from simpy_astra import files
+
+    data = files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)
     try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the text workload ({exc.strerror or exc})") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file; expected an ASTRA-sim 1.0 text workload") from None
     lines = text.splitlines()
@@ -377,11 +377,9 @@ def generate(params: dict[str, Any], prefix: str) -> None:
 def text_workload_prefix(path: str, num_npus: int, num_passes: int = 1, num_dims: int | None = None) -> str:
     """ET prefix of ``path`` converted for ``num_npus`` NPUs, cached by the file's content."""
     parse_text_workload(path)  # a cached conversion is not re-read: check the file every time
-    try:
-        with open(path, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the text workload ({exc.strerror or exc})") from None
+    from simpy_astra import files
+
+    digest = hashlib.sha256(files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)).hexdigest()
     from simpy_astra.workloads.generated import materialise
 
     spec = {"generate": "text", "input": os.path.abspath(path), "sha256": digest, "num_npus": num_npus,

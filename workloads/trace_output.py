@@ -89,6 +89,11 @@ class TraceFiles:
             self.made_dirs.append(path)
 
     def add(self, path: str) -> str:
+        """Remember ``path`` (removed if the block fails); a FIFO, device or one of the run's
+        inputs in its place is refused before anything is written."""
+        from simpy_astra import files
+
+        files.check_output(path, "--output")
         self.paths.append(path)
         return path
 

@@ -23,6 +23,7 @@ example converted from the same XML).
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 
 from simpy_astra.workloads.chakra import EtError, EtNode
@@ -36,11 +37,21 @@ STEP_NODES = {
 DEFAULT_REDUCE_MICROS = 7
 
 
-def _int(elem: ET.Element, key: str, path: str) -> int:
+def _int(elem: ET.Element, key: str, path: str, default: int | None = None, minimum: int | None = 0,
+         where: str = "") -> int:
+    """An integer attribute, at least ``minimum`` (None: any); ``default`` when absent (None:
+    required). Every number of the file is read here, so none is trusted unchecked."""
+    text = elem.attrib.get(key)
+    if text is None and default is not None:
+        return default
     try:
-        return int(elem.attrib[key])
-    except (KeyError, ValueError):
-        raise EtError(f"{path}: <{elem.tag}> needs an integer attribute '{key}'") from None
+        value = int(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise EtError(f"{path}: {where}<{elem.tag}> needs an integer attribute '{key}' "
+                      f"(got {text!r})") from None
+    if minimum is not None and value < minimum:
+        raise EtError(f"{path}: {where}<{elem.tag}> attribute '{key}' is {value}; it must be >= {minimum}")
+    return value
 
 
 def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAULT_REDUCE_MICROS
@@ -51,10 +62,15 @@ def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAUL
 
 def parse_msccl_xml(path: str) -> ET.Element:
     """The ``<algo>`` element of an MSCCL-IR file (the only step that reads the file)."""
+    from simpy_astra import files
+    from simpy_astra.errors import InputError
+
+    if not os.path.exists(path):
+        raise EtError(f"{path}: MSCCL-IR file does not exist")
     try:
-        root = ET.parse(path).getroot()
-    except FileNotFoundError:
-        raise EtError(f"{path}: MSCCL-IR file does not exist") from None
+        root = ET.fromstring(files.read_bytes(path, "MSCCL-IR XML file"))
+    except InputError as exc:
+        raise EtError(str(exc)) from None
     except ET.ParseError as exc:
         raise EtError(f"{path}: not valid XML ({exc})") from None
     if root.tag != "algo":
@@ -65,23 +81,35 @@ def parse_msccl_xml(path: str) -> ET.Element:
 def msccl_ranks(root: ET.Element, path: str, collective_bytes: int,
                 reduce_micros: int = DEFAULT_REDUCE_MICROS) -> dict[int, list[EtNode]]:
     """Rank -> its graph for a collective of ``collective_bytes`` from a parsed ``<algo>``."""
-    chunk = collective_bytes // _int(root, "nchunksperloop", path)
+    chunk = collective_bytes // _int(root, "nchunksperloop", path, minimum=1)
+    gpus = list(root.iter("gpu"))
     ranks: dict[int, list[EtNode]] = {}
-    for gpu in root.iter("gpu"):
+    for gpu in gpus:
+        rank = _int(gpu, "id", path)
+        if rank in ranks:
+            raise EtError(f"{path}: <gpu id=\"{rank}\"> appears twice; each GPU is described once")
+        ranks[rank] = []
+    for gpu in gpus:
         rank = _int(gpu, "id", path)
         nodes: list[EtNode] = []
         last_of_step: dict[tuple[int, int], int] = {}  # (tb, step) -> its last node id
         cross: list[tuple[int, tuple[int, int], int]] = []  # (node id, (tb, step) it waits for, step)
         for tb in gpu.iter("tb"):
-            tb_id, channel = _int(tb, "id", path), int(tb.attrib.get("chan", 0))
-            peers = {"send": int(tb.attrib.get("send", -1)), "recv": int(tb.attrib.get("recv", -1))}
+            where = f"gpu {rank}: "
+            tb_id, channel = _int(tb, "id", path, where=where), _int(tb, "chan", path, 0, where=where)
+            peers = {what: _int(tb, what, path, -1, minimum=-1, where=where) for what in ("send", "recv")}
+            for what, peer in peers.items():
+                if peer == rank or (peer >= 0 and peer not in ranks):
+                    raise EtError(f"{path}: gpu {rank} tb {tb_id}: '{what}' peer is {peer}, "
+                                  + ("the GPU itself" if peer == rank else
+                                     f"which is not a GPU of the file ({len(ranks)} GPUs)"))
             previous: int | None = None
             for step in tb.iter("step"):
-                s, kind = _int(step, "s", path), step.attrib.get("type", "")
+                s, kind = _int(step, "s", path, where=where), step.attrib.get("type", "")
                 if kind not in STEP_NODES:
                     raise EtError(f"{path}: gpu {rank} tb {tb_id} step {s}: unknown step type "
                                   f"'{kind}' (known: {', '.join(STEP_NODES)})")
-                size = _int(step, "cnt", path) * chunk
+                size = _int(step, "cnt", path, where=f"gpu {rank} tb {tb_id} step {s}: ") * chunk
                 first = len(nodes)
                 for what in STEP_NODES[kind]:
                     nid = len(nodes)
@@ -99,9 +127,9 @@ def msccl_ranks(root: ET.Element, path: str, collective_bytes: int,
                         node_type = COMM_SEND_NODE if what == "send" else COMM_RECV_NODE
                         nodes.append(EtNode(nid, name, node_type, deps, 0, "", attrs, path))
                     previous = nid
-                depid = int(step.attrib.get("depid", -1))
+                depid = _int(step, "depid", path, -1, minimum=-1, where=where)
                 if depid >= 0 and len(nodes) > first:
-                    cross.append((first, (depid, int(step.attrib.get("deps", -1))), s))
+                    cross.append((first, (depid, _int(step, "deps", path, -1, minimum=-1, where=where)), s))
                 if previous is not None:
                     last_of_step[(tb_id, s)] = previous
         for nid, key, s in cross:  # resolved after every thread block is known

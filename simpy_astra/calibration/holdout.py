@@ -21,8 +21,9 @@ from simpy_astra.errors import InputError
 
 def digest(path: str) -> str:
     """The first 16 hex digits of the file's SHA-256: a log is recognised by content, not name."""
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
+    from simpy_astra import files
+
+    return hashlib.sha256(files.read_bytes(path, "nccl-tests log", files.LOG_LIMIT_BYTES)).hexdigest()[:16]
 
 
 def held_out_rows(logs: list, every: int, min_size: int) -> frozenset[tuple[str, int]]:
@@ -53,11 +54,11 @@ def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) 
 
 def load_fitted_lines(path: str) -> dict[str, set[int]]:
     """checksum -> fitted line numbers, from a ``calibration.json`` written by ``calibrate``."""
+    from simpy_astra import files
+
+    text = files.read_text(path, "calibration record")
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as exc:
-        raise InputError.at(path, None, f"cannot read the calibration record ({exc.strerror or exc})") from None
+        doc = json.loads(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError.at(path, None, f"not JSON ({exc})") from None
     logs = doc.get("logs") if isinstance(doc, dict) else None

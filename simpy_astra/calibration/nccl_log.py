@@ -53,6 +53,10 @@ _STARTING = re.compile(r"Collective test starting:\s*(\w+?)_perf")
 _RANK_LINE = re.compile(r"^\s*Rank\s+(\d+)\b.*\bdevice\b", re.IGNORECASE)
 _INT = re.compile(r"^-?\d+$")
 _NUM = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+#: what a size column could hold if mistyped or edited: 1M, 1.5, -1024, 4KiB (never silently skipped)
+_SIZE_LIKE = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGTkmgt]i?[Bb]?|[Bb])?$")
+#: the longest time a row may report (about 31 years): beyond it a figure is an edit, not a run
+MAX_TIME_US = 1e15
 
 
 @dataclass(frozen=True)
@@ -125,11 +129,15 @@ def _err(path: str, lineno: int, problem: str) -> InputError:
 
 def _parse_row(path: str, lineno: int, words: list[str], cols: _Columns) -> Row:
     size, count = int(words[0]), int(words[1])
+    if size < 0 or count < 0:
+        raise _err(path, lineno, f"size {size} and count {count} must be >= 0")
     if len(words) < 3:
         raise _err(path, lineno, "truncated result row (it ends after the count column)")
     dtype = words[2]
     if _NUM.match(dtype):
         raise _err(path, lineno, f"expected a data type after the count column, got {dtype!r}")
+    if dtype not in TYPE_BYTES:
+        raise _err(path, lineno, f"unknown data type {dtype!r} (known: {', '.join(TYPE_BYTES)})")
     rest = words[3:]
     redop = None
     if rest and rest[0].lower() in REDOPS:
@@ -161,7 +169,14 @@ def _parse_row(path: str, lineno: int, words: list[str], cols: _Columns) -> Row:
             raise _err(path, lineno, "truncated result row: the in-place columns stop after "
                                      f"{len(values) - 4} of time, algbw, busbw")
         inplace = values[4:7]
+    for what, wrong in (("out-of-place", values[3] if len(values) > 3 else None),
+                        ("in-place", values[7] if len(values) > 7 else None)):
+        if wrong:  # nccl-tests' #wrong column: the data came back corrupt
+            raise _err(path, lineno, f"{what} results have {wrong:g} wrong values (nccl-tests' #wrong "
+                                     f"column); a run with errors does not calibrate anything")
     for what, t in (("out-of-place", time_us), ("in-place", inplace[0])):
+        if t is not None and not 0 <= t <= MAX_TIME_US:
+            raise _err(path, lineno, f"{what} time is {t:g} us; expected 0 .. {MAX_TIME_US:g} us")
         if t is not None and t <= 0 and size > 0:
             raise _err(path, lineno, f"{what} time is {t:g} us for {size} bytes; a real run "
                                      f"takes time (was the log cut or edited?)")
@@ -231,11 +246,9 @@ def _infer(path: str, rows: list[Row], ranks: int | None, has_redop_column: bool
 
 def parse_log(path: str, collective: str | None = None) -> NcclLog:
     """Read one nccl-tests log; ``collective`` overrides what the log says."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise InputError.at(path, None, f"cannot read the log ({exc.strerror or exc})") from None
+    from simpy_astra import files
+
+    lines = files.read_text(path, "nccl-tests log", files.LOG_LIMIT_BYTES, errors="replace").splitlines()
     named: tuple[str, int] | None = None  # (collective, line) from a command line or header
     ranks: set[int] = set()
     devices: list[str] = []
@@ -243,6 +256,7 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
     rows: list[Row] = []
     zero_sizes = 0
     tables = 0
+    seen_sizes: dict[tuple, Row] = {}
     for lineno, raw in enumerate(lines, start=1):
         text = _clean(raw)
         if not text:
@@ -270,9 +284,19 @@ def parse_log(path: str, collective: str | None = None) -> NcclLog:
             cols = header
             continue
         words = text.split()
+        if cols is not None and len(words) >= 2 and not _looks_like_row(words) \
+                and _SIZE_LIKE.match(words[0]) and _SIZE_LIKE.match(words[1]):
+            raise _err(path, lineno, f"size {words[0]!r} and count {words[1]!r}: a result row gives "
+                                     f"both as whole numbers of bytes and elements (was the log edited?)")
         if cols is None or not _looks_like_row(words):
             continue
         row = _parse_row(path, lineno, words, cols)
+        earlier = seen_sizes.get((tables, row.size_bytes, row.count, row.dtype, row.redop)) if row.size_bytes else None
+        if earlier is not None and earlier.time_us != row.time_us:
+            raise _err(path, lineno, f"size {row.size_bytes} is also on line {earlier.line} of this table, "
+                                     f"with another time ({earlier.time_us:g} vs {row.time_us:g} us); keep one "
+                                     f"run per size")
+        seen_sizes[(tables, row.size_bytes, row.count, row.dtype, row.redop)] = row
         if row.size_bytes == 0:
             zero_sizes += 1
             continue

@@ -87,11 +87,11 @@ def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], sin
 
 def load_regimes(path: str):
     """``validate --regimes``: a function from nccl-tests size to the network of its side."""
+    from simpy_astra import files
+
+    text = files.read_text(path, "regimes JSON")
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as exc:
-        raise InputError.at(path, None, f"cannot read the regimes ({exc.strerror or exc})") from None
+        doc = json.loads(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError.at(path, None, f"not JSON ({exc})") from None
     regimes = doc.get("regimes") if isinstance(doc, dict) else None

@@ -186,7 +186,9 @@ def print_table(results: list[LogResult], console) -> None:
 def write_csv(results: list[LogResult], path: str) -> None:
     import csv
 
-    with open(path, "w", newline="") as f:
+    from simpy_astra import files
+
+    with files.open_output(path, "--out", newline="") as f:
         w = csv.writer(f)
         w.writerow(["log", "line", "collective", "gpus", "size_bytes", "measured_us", "simulated_us",
                     "error", "measured_busbw", "simulated_busbw", "role"])
@@ -254,12 +256,21 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from simpy_astra import files
+
+    with files.open_output(path, "--out", "wb") as f:
+        fig.savefig(f, dpi=110, format="png")
     plt.close(fig)
 
 
-def output_dir(path: str) -> None:
+def output_dir(path: str, names: tuple[str, ...] = ()) -> None:
+    """``--out``, made if missing, and the files ``names`` in it checked before any work
+    (a FIFO, a device or one of the inputs in their place is refused, not written at the end)."""
+    from simpy_astra import files
+
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--out: cannot create {path} ({exc.strerror or exc})") from None
+    for name in names:
+        files.check_output(os.path.join(path, name), "--out")

@@ -38,8 +38,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _digest(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
+    from simpy_astra import files
+
+    return hashlib.sha256(files.read_bytes(path, "input file", files.LOG_LIMIT_BYTES)).hexdigest()[:16]
 
 
 def main(argv: list[str]) -> int:
@@ -66,7 +67,8 @@ def main(argv: list[str]) -> int:
     logs = parse_logs(args.logs, args.collective)
     network = load_network(args.network)
     system = load_system(args.system, network)
-    output_dir(args.out)
+    output_dir(args.out, ("network.yml", "system.json", "calibration.json",
+                          *(("regimes.json",) if args.protocol_regimes else ())))
     held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
     algorithms = None
     if args.fit_algorithms:
@@ -116,18 +118,20 @@ def main(argv: list[str]) -> int:
                   f"{100 * sum(abs(e) for e in cal.sim_errors) / len(cal.sim_errors):.1f}% "
                   f"({cal.simulations} simulations, {cal.rounds} round(s))")
 
+    from simpy_astra import files
+
     net_path = os.path.join(args.out, "network.yml")
     sys_path = os.path.join(args.out, "system.json")
     info_path = os.path.join(args.out, "calibration.json")
     try:
-        with open(net_path, "w") as f:
+        with files.open_output(net_path, "--out") as f:
             f.write("# calibrated by simpy-astra calibrate from "
                     + ", ".join(os.path.basename(p) for p in args.logs) + "\n")
             dump_yaml(cal.network, f, sort_keys=False)
-        with open(sys_path, "w") as f:
+        with files.open_output(sys_path, "--out") as f:
             json.dump(cal.system, f, indent=2)
             f.write("\n")
-        with open(info_path, "w") as f:
+        with files.open_output(info_path, "--out") as f:
             json.dump({
                 "logs": [{"path": log.path, "sha256_16": _digest(log.path), "collective": log.collective,
                           "gpus": log.ranks, "sizes": len(log.rows),
@@ -149,7 +153,7 @@ def main(argv: list[str]) -> int:
             }, f, indent=1)
             f.write("\n")
         if regimes is not None:
-            with open(os.path.join(args.out, "regimes.json"), "w") as f:
+            with files.open_output(os.path.join(args.out, "regimes.json"), "--out") as f:
                 json.dump(regimes, f, indent=1)
                 f.write("\n")
     except OSError as exc:

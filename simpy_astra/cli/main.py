@@ -71,6 +71,31 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(overview(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else EXIT_INPUT_ERROR
+    from simpy_astra import files, stopping
+
+    files.forget_inputs()  # an output may not be one of this command's inputs
+    restore_signals = stopping.install()
+    try:
+        return _main(argv, debug)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, wherever it landed: one line
+        stopped = exc if isinstance(exc, stopping.Stopped) else stopping.Stopped()
+        _flush_quietly()
+        print(stopped.line(), file=sys.stderr)
+        return stopped.exit_code
+    finally:
+        restore_signals()
+
+
+def _flush_quietly() -> None:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _main(argv: list[str], debug: bool) -> int:
+    from simpy_astra import stopping
+
     try:
         if argv and argv[0] in SUBCOMMANDS:
             import gc
@@ -91,6 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "run":
             return run_scenario(argv[1:])
         return run_astra_flags(argv)
+    except (InputError, EtError, CollectiveError, PluginError, StalledError, Exception) as exc:
+        if stopping.requested() is not None:  # whatever the stop broke on its way out
+            raise stopping.Stopped(stopping.requested()) from None
+        return _report(exc, debug)
+
+
+def _report(exc: Exception, debug: bool) -> int:
+    """One line for an exception, and the exit status it means."""
+    try:
+        raise exc
     except (InputError, EtError, CollectiveError, PluginError) as exc:
         _print_users_traceback(exc, debug)
         print(f"error: {exc}", file=sys.stderr)

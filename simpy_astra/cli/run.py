@@ -127,11 +127,10 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         if link_jobs is not None:
             for record, stat in zip(data["links"], links, strict=True):
                 record["bytes_by_job"] = link_jobs.get((stat.src, stat.dst), {})
-    try:
-        with open(path, "w") as f:
-            json.dump(data, f, indent=1)
-    except OSError as exc:
-        raise InputError(f"--json-out: cannot write {path} ({exc.strerror or exc})") from None
+    from simpy_astra import files
+
+    with files.open_output(path, "--json-out") as f:
+        json.dump(data, f, indent=1)
 
 
 def _name_fits(path: str, flag: str) -> None:
@@ -151,14 +150,9 @@ def _writable_file(path: str | None, flag: str) -> None:
     if not path:
         raise InputError(f"{flag}: must be a file path (got an empty string)")
     _name_fits(path, flag)
-    if os.path.isdir(path):
-        raise InputError(f"{flag}: {path} is a directory; expected a file path")
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        problem = "is not a folder" if os.path.exists(folder) else "does not exist"
-        raise InputError(f"{flag}: cannot write {path}: {folder} {problem}")
-    if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise InputError(f"{flag}: cannot write {path}: permission denied")
+    from simpy_astra import files
+
+    files.check_output(path, flag)  # a FIFO, a device, one of the run's inputs, a missing folder
 
 
 def _writable_dir(path: str | None, flag: str) -> None:
@@ -179,7 +173,18 @@ def _writable_dir(path: str | None, flag: str) -> None:
 
 def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None,
                   plots: str | None = None) -> None:
-    """Every file a run will write, checked before it starts; each error names the flag or field."""
+    """Every file a run will write, checked before it starts; each error names the flag or field.
+    An output that is one of the run's inputs is refused (an ET rank counts although a folded
+    run reads only some of them)."""
+    import re
+
+    prefixes = {os.path.realpath(p) for p in (inputs.workload_prefix, *(j.workload_prefix for j in inputs.jobs or ()))
+                if p}
+    for path, flag in ((json_out, "--json-out"), (trace_out, "--trace-out")):
+        m = re.fullmatch(r"(.*)\.\d+\.et", os.path.realpath(path)) if path else None
+        if m and m.group(1) in prefixes:
+            raise InputError(f"{flag}: {path} is one of this run's inputs (a workload ET rank); write the "
+                             f"output to another path")
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")

@@ -111,6 +111,33 @@ def _write_point_scenarios(out_dir: str, points) -> None:
                          f"({exc.strerror or exc}); choose a folder you can write") from None
 
 
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _unchanged(stamps: dict[str, tuple[int, int] | None], digests: dict[str, str], results: str) -> None:
+    """Every input the sweep started from still has the contents it had (a cheap stat first,
+    the content hash only when the stat moved); else the sweep stops naming the file, before a
+    row made from other inputs is saved beside the earlier ones."""
+    from simpy_astra.sweep.spec import _digest
+
+    for path, stamp in stamps.items():
+        if _stamp(path) == stamp:
+            continue
+        try:
+            same = _digest(path) == digests[path]
+        except InputError:
+            same = False
+        if not same:
+            raise InputError(f"{path}: changed while the sweep ran (the rows in {results} were made from "
+                             f"its earlier contents); restore it, or start the sweep again with another --out")
+        stamps[path] = _stamp(path)
+
+
 def _require(module: str) -> None:
     import importlib.util
 
@@ -207,7 +234,10 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
 
+    stamps = {path: _stamp(path) for path in store.files}
+
     def save(p: Point, figures: dict[str, Any]) -> None:
+        _unchanged(stamps, store.files, store.csv_path)  # else the row may be from other inputs
         store.append(p.key, p.coordinates, figures)
 
     t0 = time.perf_counter()

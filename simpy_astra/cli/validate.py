@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
     logs = parse_logs(args.logs, args.collective)
     network = load_network(args.network)
     system = load_system(args.system, network)
-    output_dir(args.out)
+    output_dir(args.out, ("validate.png", "validate.csv", "validate.json"))
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
                             network_for=load_regimes(args.regimes) if args.regimes else None,
                             gpu_memory_gbps=args.gpu_memory_bw)
@@ -75,7 +75,9 @@ def main(argv: list[str]) -> int:
     shape = " x ".join(f"{t} {n}" for t, n in zip(network["topology"], network["npus_count"], strict=True))
     write_plot(results, png, f"{shape}: measured (markers) vs simulated (lines)")
     write_csv(results, os.path.join(args.out, "validate.csv"))
-    with open(os.path.join(args.out, "validate.json"), "w") as f:
+    from simpy_astra import files
+
+    with files.open_output(os.path.join(args.out, "validate.json"), "--out") as f:
         json.dump({"summaries": [s.as_dict() for s in summaries],
                    "network": os.path.abspath(args.network), "system": os.path.abspath(args.system),
                    "backend": args.backend, "holdout": [h.as_dict() for h in holdout or []]},

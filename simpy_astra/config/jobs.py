@@ -10,12 +10,12 @@ that other jobs exist.
 from __future__ import annotations
 
 import math
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra import horizon
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 
@@ -43,18 +43,16 @@ class JobInputs:
         return len(self.npus)
 
 
-def rank_count(prefix: str) -> int:
-    """How many ranks a workload has: a generated one's summary, else its consecutive ET files."""
-    from simpy_astra.workloads.chakra import et_path
+def rank_count(prefix: str, where: str = "workload") -> int:
+    """How many ranks a workload has: a generated one's summary, else its ET files, which must
+    be ranks 0..N-1 with no gap (``gap.0.et gap.1.et gap.3.et`` is an error, not 2 ranks)."""
+    from simpy_astra import files
     from simpy_astra.workloads.generated import lazy_traces
 
     lazy = lazy_traces(prefix)
     if lazy is not None:
         return lazy.npus
-    found = 0
-    while os.path.exists(et_path(prefix, found)):
-        found += 1
-    return found
+    return files.check_no_gaps(files.numbered_files(prefix), prefix, where)
 
 
 def place(where: str, placement: Any, ranks: int, free: list[int], seed: Any) -> tuple[int, ...]:
@@ -85,9 +83,9 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
     """A scenario's ``jobs:`` list. ``workload_of(value, where) -> (prefix, comm groups or
     None)`` and ``system_of(value, where)`` read a job's workload and system as the scenario
     reads its own; ``groups_of(value, where, ranks)`` reads communicator groups. Explicit
-    ``npus`` are taken first, then placements fill the NPUs left, in the jobs' order; unknown
-    keys add to ``warnings``."""
-    from simpy_astra.config.readers import unknown_key_warnings
+    ``npus`` are taken first, then placements fill the NPUs left, in the jobs' order; an unknown
+    key is an error naming the nearest known one."""
+    from simpy_astra.config.readers import refuse_unknown_keys
 
     if not isinstance(value, list) or not value:
         raise InputError(f"{path}: jobs: must be a non-empty list of jobs, each with name, workload and "
@@ -98,10 +96,14 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         where = f"{path}: jobs[{i}]"
         if not isinstance(job, dict):
             raise InputError(f"{where}: must be a mapping with name, workload and npus or placement")
-        warnings.extend(unknown_key_warnings(f"{path}: jobs[{i}]", job, JOB_KEYS, "job"))
+        refuse_unknown_keys(f"{path}: jobs[{i}]", job, JOB_KEYS, "job")
         name = job.get("name", f"job{i}")
         if not isinstance(name, str) or not name:
             raise InputError(f"{where}.name: must be a non-empty string (got {name!r})")
+        if not name.isprintable() or name != name.strip():
+            # a newline would forge a line of output (a fake "sys[0] finished")
+            raise InputError(f"{where}.name: must be printable text without newlines, control "
+                             f"characters or surrounding spaces (got {name!r})")
         if name in names:
             raise InputError(f"{where}.name: '{name}' is also the name of jobs[{names[name]}]; job names "
                              f"must differ")
@@ -109,13 +111,14 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         if "workload" not in job:
             raise InputError(f"{where}.workload: is missing (an ET prefix or a {{generate: ...}} mapping)")
         prefix, groups = workload_of(job["workload"], f"{where}.workload")
-        ranks = rank_count(prefix)
+        ranks = rank_count(prefix, f"{where}.workload")
         if ranks == 0:
             raise InputError(f"{where}.workload: no ET files {prefix}.0.et ... (relative paths resolve "
                              f"from the scenario's folder)")
         start = job.get("start_ns", 0)
         if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
             raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")
+        horizon.check_ns(start, where, "start_ns")
         if job.get("system") is not None:
             system = system_of(job["system"], f"{where}.system")
         elif default_system is not None:

@@ -18,6 +18,7 @@ from simpy_astra.config.readers import (
     unknown_key_warnings,
 )
 from simpy_astra.errors import InputError
+from simpy_astra.horizon import HORIZON_NS
 
 #: every key a remote-memory JSON is read for
 MEMORY_KEYS = ("memory-type", "num-nodes", "num-npus-per-node", "remote-mem-latency", "remote-mem-bw")
@@ -94,7 +95,7 @@ def remote_memory_from_mapping(j: Any, src: str) -> RemoteMemoryConfig:
             )
     if "remote-mem-latency" in j:
         kw["latency_ns"] = json_int(
-            src, "remote-mem-latency", j["remote-mem-latency"], minimum=0, maximum=UINT64_MAX
+            src, "remote-mem-latency", j["remote-mem-latency"], minimum=0, maximum=HORIZON_NS
         )
     if "remote-mem-bw" in j:
         kw["bandwidth_bytes_per_ns"] = json_int(

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra import horizon
 from simpy_astra.config.readers import (
-    UINT64_MAX,
     PathLike,
     load_yaml_mapping,
     require_mapping,
@@ -24,6 +24,7 @@ from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
 from simpy_astra.topologies import GraphSpec, GraphSpecError
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.topologies import lookup as lookup_topology
+from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 TOPOLOGY_NAMES = tuple(TOPOLOGY_REGISTRY)  # ASTRA-sim's three building blocks, plus ours
 
@@ -139,13 +140,9 @@ def network_from_mapping(data: Any, src: str) -> NetworkConfig:
     bandwidth = numbers("bandwidth", 0.0, True, "GB/s per link")
     latency = numbers("latency", 0.0, False, "ns per link")
     for i, (bw, lat) in enumerate(zip(bandwidth, latency, strict=True)):
-        # times are 64-bit cycle counts (ns) in ASTRA-sim: a byte or a hop must fit
-        if lat > UINT64_MAX:
-            raise InputError.at(src, f"latency[{i}]", f"is {lat:g} ns, beyond the 64-bit cycle counter "
-                                                      f"(at most {UINT64_MAX} ns)")
-        if 1e9 / (bw * 2**30) > UINT64_MAX:
-            raise InputError.at(src, f"bandwidth[{i}]", f"is {bw:g} GB/s: one byte would take more "
-                                                        f"ns than a 64-bit cycle counter holds")
+        # simulated time must fit the horizon (2^63 ns): a hop, and a byte, must
+        horizon.check_ns(lat, src, f"latency[{i}]", " per hop")
+        horizon.check_bandwidth(network_gbps_to_bytes_per_ns(bw), src, f"bandwidth[{i}]")
     if "graph" in data and "Graph" not in topology:
         raise InputError.at(src, "graph", "is only read for a 'Graph' dimension; add Graph to topology "
                                           "or remove the graph mapping")

@@ -40,23 +40,23 @@ def show_value(value: Any) -> str:
 
 
 def read_text(src: str, what: str) -> str:
-    """A config file's text; a missing, unreadable, non-UTF-8 or oddly named file is one line."""
+    """A config file's text; a missing, unreadable, non-UTF-8, oddly named or non-regular file
+    (a FIFO, a device) is one line. Read through :mod:`simpy_astra.files`, the one door."""
+    from simpy_astra import files
+
     if not src:
         raise InputError(f"<empty path>: expected the path of the {what} file (got an empty string)")
     path = Path(src)
     try:
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise InputError(f"{short_path(src)}: {what} file does not exist (relative paths resolve "
                              f"from {os.getcwd()})")
         if path.is_dir():
             raise InputError(f"{short_path(src)}: is a directory; expected the {what} file")
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{short_path(src)}: is not UTF-8 text (byte {exc.start}); expected the {what} "
-                         f"file") from None
     except (OSError, ValueError) as exc:  # too long a name, a NUL byte, no permission, ...
         why = getattr(exc, "strerror", None) or str(exc)
         raise InputError(f"{short_path(src)}: cannot be read ({why}); expected the {what} file") from None
+    return files.read_text(src, f"{what} file", files.CONFIG_LIMIT_BYTES)
 
 
 def short_path(src: str) -> str:
@@ -194,6 +194,10 @@ class ConfigLoader(yaml.SafeLoader):
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}  # key -> line it is first given on
             for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value == "<<" and key_node.style is None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, "a YAML merge key (<<) is not supported; write the fields out "
+                                    "(aliases such as *name work)", key_node.start_mark)
                 key = self.construct_object(key_node, deep=True)
                 try:
                     if key in seen:
@@ -375,6 +379,22 @@ def nearest_key(key: str, known: Iterable[str]) -> str | None:
         return folded[spelled]
     close = difflib.get_close_matches(spelled, list(folded), n=1, cutoff=0.6)
     return folded[close[0]] if close else None
+
+
+def refuse_unknown_keys(src: str, data: dict[Any, Any], known: Iterable[str], what: str) -> None:
+    """Our own formats (scenario, job, sweep) are strict: a key no reader uses is an error
+    naming the nearest known key (a misspelt ``netwrok`` or ``axis`` would otherwise run on
+    defaults). A YAML merge key (``<<``) is refused by name: the reader does not expand it."""
+    known = set(known)
+    for key in data:
+        if key in known:
+            continue
+        if key == "<<":
+            raise InputError(f"{src}: field '<<' is a YAML merge key, which {what} files do not support; "
+                             f"write the fields out (aliases such as *name work)")
+        near = nearest_key(str(key), known)
+        hint = f"did you mean '{near}'?" if near else f"known: {', '.join(sorted(known))}"
+        raise InputError(f"{src}: field '{key}' is not a {what} field; {hint}")
 
 
 def unknown_key_warnings(src: str, data: dict[Any, Any], known: Iterable[str], what: str) -> list[str]:

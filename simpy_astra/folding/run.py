@@ -42,9 +42,15 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
     if fold_symmetry is not None:
         return fold_symmetry
     env = os.environ.get("SIMPY_ASTRA_FOLD", "").strip().lower()
-    if env:
-        return env not in ("0", "off", "false", "no")
-    return FOLD_DEFAULT
+    if not env:
+        return FOLD_DEFAULT
+    if env in ("0", "off", "false", "no"):
+        return False
+    if env in ("1", "on", "true", "yes"):
+        return True
+    from simpy_astra.errors import InputError
+
+    raise InputError(f"SIMPY_ASTRA_FOLD: must be 1/on or 0/off (got {env!r}); unset it for the default (on)")
 
 
 @dataclass

@@ -30,6 +30,7 @@ to link (no SimPy process per message); routes are tuples of links computed once
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import simpy
@@ -77,6 +78,21 @@ class SwitchProcess:
         self._doorbell.ring(self._forward, msg)
 
 
+def _at_whole_ns(env: simpy.Environment, deliver: Callable[[Any], None], model: type) -> Callable[[Any], None]:
+    """``deliver`` for a user's link model, refusing a delivery off whole nanoseconds (the
+    contract; a 0.5 ns model would print fractional cycles as if they were figures)."""
+    from simpy_astra.plugins import PluginError
+
+    def checked(item: Any) -> None:
+        now = env.now
+        if now != int(now):
+            raise PluginError(f"link model '{model.__module__}:{model.__qualname__}' delivered a message at "
+                              f"{now} ns; a link delivers at whole nanoseconds (truncate its delays)")
+        deliver(item)
+
+    return checked
+
+
 class CongestionAwareNetwork(LinkLevelNetwork):
     name = "congestion_aware"
 
@@ -91,8 +107,10 @@ class CongestionAwareNetwork(LinkLevelNetwork):
 
     def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
                   into_switch: bool, from_switch: bool) -> Link:
-        return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns,
-                               self.switch(v).receive if into_switch else self._arrived)
+        deliver = self.switch(v).receive if into_switch else self._arrived
+        if not self.link_model.__module__.startswith("simpy_astra."):  # a user's model: hold it to the contract
+            deliver = _at_whole_ns(self.env, deliver, self.link_model)
+        return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver)
 
     def _new_switch(self, device: DeviceId) -> SwitchProcess:
         return self.switch_model(self.env, device, self._arrived)
@@ -110,8 +128,7 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         route, queued with the workload's messages, matched by no receive. The event
         succeeds (value: the time) when the last byte reached ``dst``. ``priority``: its
         class for link models that have classes (0 is the workload's)."""
-        if size_bytes < 0:
-            raise ValueError(f"background message of {size_bytes} bytes")
+        self._check_background(src, dst, size_bytes)
         done = self.env.event()
         route = self._routes.get((src, dst)) or self.route(src, dst)
         route[0].offer(_Message(None, route, size_bytes, done, priority))

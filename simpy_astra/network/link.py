@@ -83,6 +83,12 @@ class LinkResource(BaseResource):
         self.up = True
 
     def _check_bandwidth(self, bandwidth_gbps: float) -> None:
+        from simpy_astra.horizon import HORIZON_NS, api_number
+
+        api_number(bandwidth_gbps, f"link {self.src}->{self.dst}: bandwidth_gbps", positive=True, time=False)
+        if 1 / network_gbps_to_bytes_per_ns(bandwidth_gbps) > HORIZON_NS:
+            raise ValueError(f"link {self.src}->{self.dst}: bandwidth {bandwidth_gbps:g} GB/s is so low that "
+                             f"one byte would take past the horizon (2^63 ns)")
         if bandwidth_gbps <= 0:
             raise ValueError(f"link {self.src}->{self.dst}: bandwidth must be > 0 GB/s "
                              f"(use take_down() to stop it)")

@@ -55,6 +55,18 @@ class LinkLevelNetwork:
             sw = self.switches[device] = self._new_switch(device)
         return sw
 
+    def _check_background(self, src: Any, dst: Any, size_bytes: Any) -> None:
+        """``send_background``'s arguments at the API's boundary: NPUs that exist and differ,
+        a size of 0 .. 2^63-1 bytes (ValueError otherwise, never a wrap or a silent delivery)."""
+        npus = self.fabric.npus_count
+        for name, npu in (("src", src), ("dst", dst)):
+            if isinstance(npu, bool) or not isinstance(npu, int) or not 0 <= npu < npus:
+                raise ValueError(f"send_background: {name} NPU {npu!r} does not exist (NPUs 0..{npus - 1})")
+        if src == dst:
+            raise ValueError(f"send_background: src and dst are both NPU {src}")
+        if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or not 0 <= size_bytes < 2**63:
+            raise ValueError(f"send_background: size_bytes must be an integer 0 .. 2^63-1 (got {size_bytes!r})")
+
     # ------------------------------------------------------------------ what callers use
     @property
     def graph(self) -> nx.DiGraph:

@@ -120,7 +120,9 @@ def layer_rows(record: RunRecord, rows: list[tuple] | None = None) -> list[tuple
 
 
 def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
-    with open(path, "w", newline="") as f:
+    from simpy_astra import files
+
+    with files.open_output(path, "--csv-out", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(rows)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import json
 
-from simpy_astra.errors import InputError
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
 from simpy_astra.workloads.chakra.types import COMP_NODE
 
@@ -87,11 +86,10 @@ def trace_events(record: RunRecord) -> list[dict]:
 
 def write_chrome_trace(record: RunRecord, path: str) -> None:
     record.require_every_npu("a Chrome trace")
-    try:
-        with open(path, "w") as f:
-            json.dump({"traceEvents": trace_events(record), "displayTimeUnit": "ns"}, f, separators=(",", ":"))
-    except OSError as exc:
-        raise InputError(f"--trace-out: cannot write {path} ({exc.strerror or exc})") from None
+    from simpy_astra import files
+
+    with files.open_output(path, "--trace-out") as f:
+        json.dump({"traceEvents": trace_events(record), "displayTimeUnit": "ns"}, f, separators=(",", ":"))
 
 
 # --------------------------------------------------------------------------- terminal view

@@ -13,7 +13,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from simpy_astra.errors import InputError
 from simpy_astra.sweep.spec import Point, SweepSpec
 from simpy_astra.sweep.store import figures_of
 
@@ -114,10 +113,8 @@ def best_keys(summary: dict[str, Any]) -> set[str]:
 
 def write_best(out_dir: str, summary: dict[str, Any]) -> str:
     path = os.path.join(out_dir, "best.json")
-    try:
-        with open(path + ".tmp", "w") as f:
-            json.dump(summary, f, indent=1)
-        os.replace(path + ".tmp", path)
-    except OSError as exc:
-        raise InputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
+    from simpy_astra import files
+
+    with files.open_output(path, "--out") as f:
+        json.dump(summary, f, indent=1)
     return path

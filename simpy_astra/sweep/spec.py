@@ -39,7 +39,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.readers import read_yaml_file, short_path, unknown_key_warnings
+from simpy_astra.config.readers import read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.sweep.expressions import Expression, parse_expression
@@ -178,13 +178,12 @@ class SweepSpec:
 
 
 def _digest(path: str) -> str:
+    from simpy_astra import files
+
     sha = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                sha.update(block)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with files.open_input(path, "input file", files.TRACE_LIMIT_BYTES) as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
     return sha.hexdigest()[:16]
 
 
@@ -448,7 +447,8 @@ def load_sweep(path: str) -> SweepSpec:
     doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a sweep must be a mapping with base and axes")
-    warnings = unknown_key_warnings(path, doc, SPEC_KEYS, "sweep")
+    refuse_unknown_keys(path, doc, SPEC_KEYS, "sweep")
+    warnings: list[str] = []
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
     raw_axes = doc.get("axes") or {}
@@ -470,7 +470,7 @@ def load_sweep(path: str) -> SweepSpec:
                      base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
     from simpy_astra.config.scenario import SCENARIO_KEYS
 
-    spec.warnings += unknown_key_warnings(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
+    refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
             _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")

@@ -20,6 +20,7 @@ from typing import Final
 
 from google.protobuf.message import DecodeError
 
+from simpy_astra.horizon import HORIZON_MICROS
 from simpy_astra.workloads.chakra.node import AttrValue, EtError, EtNode
 from simpy_astra.workloads.chakra.schema import (
     COMM_COLL_NODE,
@@ -61,17 +62,21 @@ def _decode_raw_attr(raw: bytes, intern=sys.intern) -> tuple[str, AttrValue]:
 
 
 def _read_bytes(path: str) -> bytes:
+    from simpy_astra import files
+    from simpy_astra.errors import InputError
+
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        st = os.stat(path)
     except FileNotFoundError:
         raise EtError(f"workload file: {path} does not exist") from None
-    except IsADirectoryError:
+    except (OSError, ValueError):
+        st = None  # the door names the problem
+    if st is not None and os.path.isdir(path):
         raise EtError(f"workload file: {path} is a directory, expected a Chakra ET file") from None
-    except PermissionError:
-        raise EtError(f"workload file: {path} exists but is not readable") from None
-    except OSError as exc:
-        raise EtError(f"workload file: {path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        return files.read_bytes(path, "Chakra ET file", files.TRACE_LIMIT_BYTES)
+    except InputError as exc:
+        raise EtError(f"workload file: {exc}") from None
 
 
 def _record_label(index: int, last_id: int | None) -> str:
@@ -232,6 +237,13 @@ def read_et(
                     cache[raw] = entry
                 if entry[0] not in attrs:
                     attrs[entry[0]] = entry[1]
+                elif attrs[entry[0]] != entry[1]:  # which one wins differs between readers
+                    raise EtError(f"{path}: node {msg.id}: attribute '{entry[0]}' is given twice, as "
+                                  f"{attrs[entry[0]][1]!r} and {entry[1][1]!r}; keep one")
+            for name in _NON_NEGATIVE_ATTRS:  # checked once per distinct attribute list
+                value = attrs.get(name)
+                if value is not None and value[0] in INTEGER_VALUE_FIELDS and value[1] < 0:  # type: ignore[operator]
+                    raise EtError(f"{path}: node {msg.id}: attribute '{name}' is {value[1]}; it must be >= 0")
         fields = records[record] = (msg.id, intern(msg.name), msg.type, deps, msg.duration_micros,
                                     msg.inputs.values, attrs)
         append(make(*fields, path, fields))
@@ -242,7 +254,10 @@ def read_et(
 
 
 #: the longest duration whose nanoseconds still fit ASTRA-sim's 64-bit cycle counter
-_MAX_DURATION_MICROS: Final = (2**64 - 1) // 1000
+_MAX_DURATION_MICROS: Final = HORIZON_MICROS
+#: integer attributes that count bytes or operations: a negative one is an error, not a
+#: negative delay deep in the run (``comm_size`` is checked per message node below)
+_NON_NEGATIVE_ATTRS: Final = ("tensor_size", "num_ops")
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
 
 
@@ -264,8 +279,9 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
                 raise node.error(f"attribute 'comm_size' is {size[1]}; a message size must be >= 0 bytes", path)
         total_micros += node.duration_micros
         if node.duration_micros > _MAX_DURATION_MICROS:  # ASTRA-sim's cycle counter is a uint64 of ns
-            raise node.error(f"duration_micros is {node.duration_micros} us, beyond the 64-bit cycle counter "
-                             f"(at most {_MAX_DURATION_MICROS} us, about 584 years)", path)
+            raise node.error(f"duration_micros is {node.duration_micros} us, past the horizon "
+                             f"(at most {_MAX_DURATION_MICROS} us, about 292 years: simulated time must fit "
+                             f"2^63 ns)", path)
         prev = index.setdefault(node.id, i)
         if prev != i:
             raise EtError(
@@ -273,8 +289,9 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
                 "ids must be unique)"
             )
     if total_micros > _MAX_DURATION_MICROS:  # every node fits, the run's finish would not
-        raise EtError(f"{path}: the nodes' duration_micros add up to {total_micros} us, beyond the 64-bit "
-                      f"cycle counter (at most {_MAX_DURATION_MICROS} us, about 584 years)")
+        raise EtError(f"{path}: the nodes' duration_micros add up to {total_micros} us, past the "
+                      f"horizon (at most {_MAX_DURATION_MICROS} us, about 292 years: simulated time must fit "
+                      f"2^63 ns)")
     indegree = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):

@@ -159,7 +159,8 @@ def _from_c10d(trace: HostTrace, node: HostNode) -> Collective | None:
     tensors = node.tensors("inputs")
     if key == "allgather" and len(values) >= 2 and "Tensor" in kinds[1]:
         tensors = HostNode(node.id, node.name, node.parent,
-                           {"inputs": {"values": [values[1]], "types": [kinds[1]]}}).tensors()
+                           {"inputs": {"values": [values[1]], "types": [kinds[1]]}},
+                           source=node.source).tensors()
     size = _size_bytes(trace, node, node.name, None, None, tensors)
     if key in POINT_TO_POINT:
         peer = _schema_int(node, "dst" if key == "send" else "src")

@@ -54,11 +54,20 @@ def _rank_of(path: str) -> int | None:
 
 
 def _by_rank(folder: str, flag: str) -> dict[int, str]:
+    """Rank -> trace of every ``*.json`` in ``folder``: ranks 0..N-1, none missing, each a
+    readable regular file (a symlink loop or a FIFO is an error, not a file skipped)."""
+    from simpy_astra import files as door
+
     files: dict[int, str] = {}
-    for name in sorted(os.listdir(folder)):
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise InputError(f"{flag}: cannot list {folder} ({door.os_problem(exc)})") from None
+    for name in names:
         path = os.path.join(folder, name)
-        if not name.endswith(".json") or not os.path.isfile(path):
+        if not name.endswith(".json"):
             continue
+        door.check_input(path, f"{flag} trace")
         rank = _rank_of(name)
         if rank is None:
             raise InputError(f"{flag}: {path} has no rank number in its name (e.g. rank_0.json)")
@@ -68,6 +77,16 @@ def _by_rank(folder: str, flag: str) -> dict[int, str]:
     if not files:
         raise InputError(f"{flag}: {folder} holds no .json traces")
     return files
+
+
+def _no_gaps(files: dict[int, str], folder: str, flag: str) -> None:
+    """Every rank 0..N-1 present: a job converted without rank 1 would not be the job."""
+    missing = sorted(set(range(max(files) + 1)) - set(files))
+    if missing:
+        shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+        raise InputError(f"{flag}: {folder} has no trace for rank(s) {shown} (it holds {len(files)} "
+                         f"traces, ranks {min(files)}..{max(files)}); expected ranks 0..N-1, or pick one "
+                         f"with --rank")
 
 
 def convert_rank(host: str, device: str | None, rank: int, prefix: str,
@@ -152,6 +171,8 @@ def convert(host: str, device: str | None, prefix: str,
             hosts = {rank: hosts[rank]} if rank in hosts else {}
             if not hosts:
                 raise InputError(f"--rank {rank}: {host} has no trace for that rank")
+        else:
+            _no_gaps(hosts, host, "--host")
     else:
         if rank is None:
             rank = _rank_of(host) if _rank_of(host) is not None else 0

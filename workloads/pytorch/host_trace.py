@@ -58,6 +58,8 @@ class HostNode:
     raw: dict[str, Any]
     attrs: dict[str, Any] = field(default_factory=dict)
     children: list[int] = field(default_factory=list)
+    #: the trace file it is in (for errors)
+    source: str = ""
 
     @property
     def op_schema(self) -> str:
@@ -75,6 +77,10 @@ class HostNode:
         for value, kind in zip(self.values(side), self.types(side), strict=False):
             if "Tensor" in kind:
                 _collect_tensors(value, found)
+        for t in found:  # sizes become Chakra's 64-bit comm_size: none negative, none past it
+            if t.numel < 0 or t.elem_bytes < 0 or t.size_bytes >= 2**63:
+                raise InputError(f"{self.source}: node '{self.id} ({self.name})': {side} tensor {t.tensor_id} has numel "
+                                 f"{t.numel} of {t.elem_bytes} bytes; a tensor has 0 .. 2^63-1 bytes")
         return found
 
 
@@ -116,6 +122,29 @@ class HostTrace:
         return sorted(out, key=lambda n: n.id)
 
 
+def _check_no_caller_cycle(path: str, nodes: dict[int, HostNode]) -> None:
+    """Every node's chain of callers (``ctrl_deps``) ends at a node outside the trace's
+    operators (a thread's root); a cycle would make the call tree endless."""
+    state: dict[int, int] = {}  # 1: on the chain being walked, 2: known to end
+    for start in nodes:
+        chain = []
+        nid = start
+        while nid in nodes and nid not in state:
+            state[nid] = 1
+            chain.append(nid)
+            parent = nodes[nid].parent
+            if parent == nid:
+                break
+            nid = parent
+        if nid in nodes and state.get(nid) == 1 and nodes[nid].parent != nid:
+            cycle = chain[chain.index(nid):]
+            raise InputError(f"{path}: node '{nid} ({nodes[nid].name})': its ctrl_deps (caller) chain "
+                             f"comes back to it ({' -> '.join(map(str, [*cycle[:6], nid]))}); expected a call "
+                             f"tree")
+        for n in chain:
+            state[n] = 2
+
+
 def _collect_tensors(value: Any, found: list[Tensor]) -> None:
     if (isinstance(value, list) and len(value) >= 5 and all(isinstance(v, int) for v in value[:5])
             and not isinstance(value[0], bool)):
@@ -127,11 +156,11 @@ def _collect_tensors(value: Any, found: list[Tensor]) -> None:
 
 def load_host_trace(path: str) -> HostTrace:
     """Read and check a host trace: JSON, a known schema, nodes with ids, names and callers."""
+    from simpy_astra import files
+
+    text = files.read_text(path, "PyTorch host trace", files.TRACE_LIMIT_BYTES)
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the host trace ({exc.strerror or exc})") from None
+        data = json.loads(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError(f"{path}: is not JSON ({exc}); expected a PyTorch execution trace "
                          f"(ExecutionTraceObserver output)") from None
@@ -158,10 +187,11 @@ def load_host_trace(path: str) -> HostTrace:
                 name, float(raw.get("exclusive_dur", raw.get("dur", 0)) or 0), "nccl" in name.lower(),
                 raw.get("in_msg_nelems"), raw.get("msg_dtype")))
             continue
-        nodes[nid] = HostNode(nid, raw["name"], parent if isinstance(parent, int) else 0, raw, attrs)
+        nodes[nid] = HostNode(nid, raw["name"], parent if isinstance(parent, int) else 0, raw, attrs, source=path)
     for node in sorted(nodes.values(), key=lambda n: n.id):
         if node.parent in nodes and node.parent != node.id:
             nodes[node.parent].children.append(node.id)
+    _check_no_caller_cycle(path, nodes)
     ordered = {nid: nodes[nid] for nid in sorted(nodes)}
     meta = {k: v for k, v in data.items() if k != "nodes"}
     trace = HostTrace(path, schema, ordered, kernels, meta)

@@ -29,11 +29,11 @@ LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
 
 def load_kineto(path: str) -> list[dict[str, Any]]:
     """The ``traceEvents`` of a Kineto JSON trace."""
+    from simpy_astra import files
+
+    text = files.read_text(path, "Kineto device trace", files.TRACE_LIMIT_BYTES)
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the device trace ({exc.strerror or exc})") from None
+        data = json.loads(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise InputError(f"{path}: is not JSON ({exc}); expected a Kineto trace (torch.profiler)") from None
     events = data.get("traceEvents") if isinstance(data, dict) else None

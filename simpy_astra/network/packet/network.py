@@ -94,8 +94,7 @@ class PacketNetwork(LinkLevelNetwork):
     def send_background(self, src: int, dst: int, size_bytes: int) -> simpy.Event:
         """``size_bytes`` from ``src`` to ``dst`` sharing the links with the workload, matched
         by no receive; the event succeeds (value: the time) when the last packet arrived."""
-        if size_bytes < 0:
-            raise ValueError(f"background message of {size_bytes} bytes")
+        self._check_background(src, dst, size_bytes)
         done = self.env.event()
         self._inject(src, dst, size_bytes, None, done)
         return done

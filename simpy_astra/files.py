@@ -1,0 +1,268 @@
+"""The one door through which simpy-astra opens files: every input it reads, every output it writes.
+
+A FIFO, a device, a socket or a symlink to one (``/dev/zero``) is refused before it is opened,
+so no input can block a run or grow its memory without bound; a symlink loop is an error, not
+a file skipped. Reads are bounded by what the format can need (:data:`CONFIG_LIMIT_BYTES`,
+:data:`TRACE_LIMIT_BYTES`, :data:`LOG_LIMIT_BYTES`). An output may not be one of the run's
+inputs (each input read is remembered by device and inode), and is written to a temporary file
+beside it that replaces the target only once complete, so a stopped or failed run leaves
+nothing half-written. ``os.devnull`` is the one non-regular file accepted as an output. Every
+OS error (missing, permission, full disk, not a folder) becomes one :class:`InputError` line
+naming the path and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from typing import IO, Any
+
+from simpy_astra.errors import InputError
+
+#: configuration files (JSON, YAML, XML, sweep specs): real ones are kilobytes, a Graph
+#: network of 100k nodes a few tens of megabytes
+CONFIG_LIMIT_BYTES = 256 * 2**20
+#: Chakra ET traces and PyTorch traces: big, but within what one process can hold
+TRACE_LIMIT_BYTES = 8 * 2**30
+#: text logs and ASTRA-sim 1.0 text workloads
+LOG_LIMIT_BYTES = 1 * 2**30
+
+#: (device, inode, mtime_ns, size) -> path of every input read by this process (an output
+#: that is one of them is refused; mtime and size keep a reused inode from matching)
+_inputs: dict[tuple[int, int, int, int], str] = {}
+
+
+def forget_inputs() -> None:
+    """Start a new command: no input read yet."""
+    _inputs.clear()
+
+
+def _key(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def show(path: Any) -> str:
+    """A path fit for a one-line message (a 5000-character name is cut in the middle)."""
+    text = os.fsdecode(path) if isinstance(path, bytes) else str(path)
+    text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    return text if len(text) <= 120 else f"{text[:60]}...{text[-57:]}"
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def os_problem(exc: BaseException) -> str:
+    """An OS error in words a user can act on."""
+    import errno
+
+    code = getattr(exc, "errno", None)
+    words = {
+        errno.ENOENT: "does not exist (relative paths resolve from " + os.getcwd() + ")",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.ENOTDIR: "a part of the path is not a folder",
+        errno.ELOOP: "is a symlink loop (too many levels of symbolic links)",
+        errno.ENAMETOOLONG: "the name is too long",
+        errno.ENOSPC: "no space left on the device; free some space or choose another path",
+        errno.EDQUOT: "disk quota exceeded; free some space or choose another path",
+        errno.EROFS: "the file system is read-only; choose another path",
+        errno.EISDIR: "is a directory",
+        errno.EIO: "input/output error",
+    }
+    if code in words:
+        return words[code]
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def check_input(path: Any, what: str) -> os.stat_result:
+    """The stat of an input file, which must be a regular file (a symlink to one is fine)."""
+    if path is None or path == "":
+        raise InputError(f"<empty path>: expected the path of the {what} (got an empty string)")
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise InputError(f"{show(path)}: {os_problem(exc)}; expected the {what}") from None
+    kind = _kind(st.st_mode)
+    if kind is not None:
+        raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
+    return st
+
+
+@contextlib.contextmanager
+def open_input(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> Iterator[IO[bytes]]:
+    """A regular file opened for binary reading (never blocks on a FIFO: it is refused before
+    it is opened, and opening does not wait); larger than ``limit`` bytes is an error."""
+    check_input(path, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{show(path)}: cannot be read ({os_problem(exc)}); expected the {what}") from None
+    try:
+        st = os.fstat(fd)  # what was opened, not what the name pointed to a moment ago
+        kind = _kind(st.st_mode)
+        if kind is not None:
+            raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
+        if st.st_size > limit:
+            raise InputError(f"{show(path)}: is {st.st_size:,} bytes, more than a {what} can need "
+                             f"({limit:,}); check the path")
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    _inputs[_key(st)] = str(path)
+    with f:
+        try:
+            yield f
+        except OSError as exc:
+            raise InputError(f"{show(path)}: cannot be read ({os_problem(exc)}); expected the {what}") from None
+
+
+def read_bytes(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them (a file that grows past it while read,
+    or a ``/proc`` file that never ends, is an error)."""
+    with open_input(path, what, limit) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{show(path)}: is more than {limit:,} bytes, more than a {what} can need; "
+                         f"check the path")
+    return data
+
+
+def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding: str = "utf-8-sig",
+              errors: str = "strict") -> str:
+    """A regular file's text (UTF-8, a leading BOM dropped); bytes that are not UTF-8 are one line."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode(encoding, errors)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{show(path)}: is not UTF-8 text (byte {exc.start}); expected the {what}") from None
+
+
+def remember_input(path: Any) -> None:
+    """Count ``path`` among the run's inputs although it is not read (yet): e.g. the ET ranks a
+    folded run never opens. Missing files are ignored."""
+    with contextlib.suppress(OSError, ValueError):
+        _inputs[_key(os.stat(path))] = str(path)
+
+
+def check_output(path: Any, what: str) -> None:
+    """Refuse, before anything is written, an output path that cannot be written or must not be:
+    not a regular file (a FIFO would block), one of the run's inputs, a missing folder."""
+    if path is None or path == "":
+        raise InputError(f"{what}: must be a file path (got an empty string)")
+    text = os.fsdecode(path)
+    if "\0" in text or any(len(os.fsencode(part)) > 255 for part in text.split(os.sep)):
+        raise InputError(f"{what}: {show(path)} is not a path the system accepts (a name over 255 bytes "
+                         f"or a NUL character)")
+    if text == os.devnull:
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise InputError(f"{what}: cannot write {show(path)} ({os_problem(exc)})") from None
+    if st is not None:
+        kind = _kind(st.st_mode)
+        if kind is not None:
+            raise InputError(f"{what}: {show(path)} is {kind}; expected a regular file to write")
+        source = _inputs.get(_key(st))
+        if source is not None:
+            raise InputError(f"{what}: {show(path)} is one of this run's inputs ({show(source)}); "
+                             f"write the output to another path")
+    folder = os.path.dirname(text) or "."
+    if not os.path.isdir(folder):
+        problem = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise InputError(f"{what}: cannot write {show(path)}: {show(folder)} {problem}")
+    if not os.access(folder, os.W_OK | os.X_OK) or (st is not None and not os.access(path, os.W_OK)):
+        raise InputError(f"{what}: cannot write {show(path)}: permission denied")
+
+
+@contextlib.contextmanager
+def open_output(path: Any, what: str, mode: str = "w", **options: Any) -> Iterator[IO[Any]]:
+    """An output file, written whole or not at all: the text goes to a temporary file beside
+    ``path`` that replaces it once the block ends without error (an interrupted or failed
+    write leaves the old file, or none). ``what`` names the flag or field the path came from."""
+    check_output(path, what)
+    if "b" not in mode:
+        options.setdefault("encoding", "utf-8")
+    if os.fsdecode(path) == os.devnull:
+        with open(path, mode, **options) as f:
+            yield f
+        return
+    text = os.fsdecode(path)
+    tmp = os.path.join(os.path.dirname(text), f".{os.path.basename(text)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, mode, **options) as f:
+            yield f
+        os.replace(tmp, path)
+    except OSError as exc:
+        _remove(tmp)
+        raise InputError(f"{what}: cannot write {show(path)} ({os_problem(exc)})") from None
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def make_folder(path: Any, what: str) -> None:
+    """``mkdir -p`` whose failure (a file in the way, permission, full disk) is one line."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{what}: cannot create folder {show(path)} ({os_problem(exc)})") from None
+    if not os.path.isdir(path):
+        raise InputError(f"{what}: {show(path)} is not a folder")
+
+
+def numbered_files(prefix: str, suffix: str = ".et") -> dict[int, str]:
+    """Rank -> path of every ``PREFIX.{rank}{suffix}`` in the prefix's folder (one listing, so
+    a folder of 100k ranks costs one scan, not one stat per rank)."""
+    import re
+
+    folder = os.path.dirname(prefix) or "."
+    pattern = re.compile(re.escape(os.path.basename(prefix)) + r"\.(0|[1-9][0-9]*)" + re.escape(suffix))
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{show(folder)}: cannot list the folder of {show(prefix)}.*{suffix} "
+                         f"({os_problem(exc)})") from None
+    out = {}
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m:
+            out[int(m.group(1))] = os.path.join(os.path.dirname(prefix), name)
+    return out
+
+
+def check_no_gaps(ranks: dict[int, str], prefix: str, where: str, suffix: str = ".et") -> int:
+    """The number of ranks, which must be 0..N-1 with none missing; else one line naming the
+    first missing ones (a job read up to its first gap would silently be a smaller job)."""
+    if not ranks:
+        return 0
+    missing = sorted(set(range(max(ranks) + 1)) - set(ranks))
+    if missing:
+        shown = ", ".join(f"{prefix}.{r}{suffix}" for r in missing[:4]) + (" ..." if len(missing) > 4 else "")
+        raise InputError(f"{where}: {shown} missing: the workload has ranks up to {max(ranks)} "
+                         f"({len(ranks)} files), so it needs every rank 0..{max(ranks)}; add the missing "
+                         f"file(s) or remove the later ones")
+    return len(ranks)

@@ -1,0 +1,54 @@
+"""The horizon: how far simulated time may go, and the one check every time-like input meets.
+
+Simulated time is an integer count of ns that must fit a signed 64-bit integer: ``HORIZON_NS``
+= 2^63 - 1 ns, about 292 years. ASTRA-sim's cycle counter is an unsigned 64-bit integer; we
+keep one bit so that a time plus a delay below the horizon never wraps. Every duration,
+latency, start time, and the time one byte takes at a link's bandwidth, is checked against it
+when it is read, and a value past it is refused naming the field. (Times below the horizon
+cost nothing extra: the stall watchdog's wake-ups grow with the clock, see
+:mod:`simpy_astra.stall`.)
+"""
+
+from __future__ import annotations
+
+import math
+
+from simpy_astra.errors import InputError
+
+HORIZON_NS = 2**63 - 1
+#: the longest node duration (ET ``duration_micros``) whose ns fit the horizon
+HORIZON_MICROS = HORIZON_NS // 1000
+#: in words, for messages
+HORIZON_TEXT = f"{HORIZON_NS} ns, about 292 years: simulated time must fit 2^63 ns"
+
+
+def within(value_ns: float) -> bool:
+    """Whether ``value_ns`` is a finite time within the horizon."""
+    return math.isfinite(value_ns) and value_ns <= HORIZON_NS
+
+
+def check_ns(value_ns: float, where: str, field: str, what: str = "") -> None:
+    """Refuse a time past the horizon: ``<where>: field '<field>' is <v> ns, past the horizon``."""
+    if not within(value_ns):
+        shown = f"{value_ns:g}" if isinstance(value_ns, float) else str(value_ns)
+        raise InputError.at(where, field, f"is {shown} ns{what}, past the horizon ({HORIZON_TEXT})")
+
+
+def check_bandwidth(bytes_per_ns: float, where: str, field: str, largest_bytes: int = 1) -> None:
+    """Refuse a bandwidth at which ``largest_bytes`` would take longer than the horizon."""
+    if bytes_per_ns <= 0 or not within(largest_bytes / bytes_per_ns):
+        raise InputError.at(where, field, f"is so low that {largest_bytes:,} byte(s) would take past the "
+                                          f"horizon ({HORIZON_TEXT}); raise it")
+
+
+def api_number(value: object, name: str, *, positive: bool = False, time: bool = True) -> float:
+    """An argument of the Python API (a time, a duration, a factor, a bandwidth): a real number,
+    finite, >= 0 (> 0 with ``positive``) and, for a time, within the horizon; else ValueError
+    naming the argument. No silent ignore (nan), no wrap-around, no string taken as a number."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (positive and value == 0):
+        rule = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be a finite number {rule} (got {value!r})")
+    if time and value > HORIZON_NS:
+        raise ValueError(f"{name} is {value:g} ns, past the horizon ({HORIZON_TEXT})")
+    return value

@@ -1,0 +1,140 @@
+"""One handler for Ctrl-C (SIGINT) and SIGTERM: every command stops within a second, with one
+line and a documented exit status (130 for SIGINT, 143 for SIGTERM, as a shell reports a
+process killed by them), and no traceback.
+
+Outside a simulation the handler raises :class:`Stopped` where the program is. Inside one it
+raises nothing in place: SimPy's ``Process._resume`` catches ``BaseException``, so an exception
+raised in a process's code would fail that one process (and a user collective that loops could
+catch it); instead the handler replaces the running environment's ``step`` so that the engine's
+own loop raises :class:`Stopped` before the next event. No per-event check costs anything until
+then. Code stuck inside one event (a user generator that never yields) is interrupted in place
+a second later; a third signal ends the process at once.
+
+Outputs are written whole or not at all (:func:`simpy_astra.files.open_output`), and
+generators remove the traces they had written (:class:`~simpy_astra.workloads.trace_output.TraceFiles`),
+so a stopped command leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
+#: how long code stuck inside one event may go on after the first signal
+GRACE_S = 1.0
+
+
+class Stopped(KeyboardInterrupt):
+    """The user stopped the command (a ``KeyboardInterrupt``, so ``except Exception`` in user
+    code cannot swallow it)."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_TERMINATED if self.signum == signal.SIGTERM else EXIT_INTERRUPTED
+
+    def line(self) -> str:
+        name = "SIGTERM" if self.signum == signal.SIGTERM else "SIGINT (Ctrl-C)"
+        return (f"interrupted: stopped by {name}; files not yet written were not written "
+                f"(exit status {self.exit_code})")
+
+
+_signals: list[int] = []  # signals received since install()
+_engines: list[Any] = []  # SimPy environments running now (innermost last)
+_timer: list[threading.Timer] = []
+
+
+def requested() -> int | None:
+    """The first signal received, or None."""
+    return _signals[0] if _signals else None
+
+
+def _stop_step(*_args: Any) -> None:
+    raise Stopped(_signals[0])
+
+
+def stop_engines(make: Callable[[], BaseException]) -> bool:
+    """Make every running engine raise ``make()`` before its next event (for a handler of its
+    own, e.g. a sweep worker's SIGTERM); False when no engine runs."""
+    if not _engines:
+        return False
+
+    def stop(*_args: Any) -> None:
+        raise make()
+
+    for env in _engines:
+        env.step = stop
+    return True
+
+
+def _handler(signum: int, _frame: Any) -> None:
+    _signals.append(signum)
+    if len(_signals) >= 3:  # stuck where not even an exception reaches: leave now
+        os._exit(Stopped(_signals[0]).exit_code)
+    if _engines and len(_signals) == 1:
+        for env in _engines:  # the engine's loop raises before its next event
+            env.step = _stop_step
+        timer = threading.Timer(GRACE_S, _resend, (signum,))
+        timer.daemon = True
+        _timer.append(timer)
+        timer.start()
+        return
+    raise Stopped(_signals[0])
+
+
+def _resend(signum: int) -> None:
+    """Still inside the engine a second after the signal: one event never ends; interrupt it."""
+    if _engines:
+        with contextlib.suppress(OSError):
+            os.kill(os.getpid(), signum)
+
+
+def install() -> Callable[[], None]:
+    """Handle SIGINT and SIGTERM (those not ignored, e.g. by nohup) until the returned function
+    is called; only the main thread can. Forgets signals received before."""
+    _signals.clear()
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        old = signal.getsignal(sig)
+        if old is not signal.SIG_IGN:
+            previous[sig] = old
+            signal.signal(sig, _handler)
+
+    def restore() -> None:
+        _cancel_timer()
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+def _cancel_timer() -> None:
+    while _timer:
+        _timer.pop().cancel()
+
+
+@contextlib.contextmanager
+def engine(env: Any) -> Iterator[None]:
+    """Around ``env.run``: a signal stops the run from the engine's loop, whatever the
+    processes' code catches."""
+    if _signals:
+        raise Stopped(_signals[0])
+    _engines.append(env)
+    try:
+        yield
+    finally:
+        _engines.remove(env)
+        env.__dict__.pop("step", None)
+        if not _engines:
+            _cancel_timer()

@@ -1,0 +1,218 @@
+"""Files that are not regular files, outputs over inputs, and folders of ranks with gaps.
+
+Every input and output goes through :mod:`simpy_astra.files`; each case builds a tiny input in
+``tmp_path``, runs the CLI in-process (a FIFO that blocked would hang the test, so each case
+also proves the refusal comes before any open) and asserts exit 2 and the words of the line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from simpy_astra import files
+from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+from simpy_astra.errors import InputError
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE, COMP_NODE
+
+SYSTEM = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+          "preferred-dataset-splits": 1, "all-reduce-implementation": ["ring"],
+          "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+          "all-to-all-implementation": ["ring"], "collective-optimization": "baseline"}
+
+
+def _scenario(folder: Path, npus: int = 2) -> Path:
+    for rank in range(npus):
+        write_et(str(folder / f"w.{rank}.et"), [
+            make_node(0, "c", COMP_NODE, duration_micros=5),
+            make_node(1, "ar", COMM_COLL_NODE, deps=[0], attrs={"comm_type": 0, "comm_size": 1024,
+                                                                 "is_cpu_op": False})])
+    path = folder / "s.yaml"
+    path.write_text(f"workload: {folder / 'w'}\nsystem: {json.dumps(SYSTEM)}\n"
+                    f"network: {{topology: [Ring], npus_count: [{npus}], bandwidth: [50], latency: [500]}}\n"
+                    f"remote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    return path
+
+
+def _one_error(capsys, argv: list[str], *words: str) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    for word in words:
+        assert word in err[0], (word, err[0])
+    return err[0]
+
+
+# ----------------------------------------------------------------------- inputs that are not files
+@pytest.mark.parametrize("make, words", [
+    (lambda p: os.mkfifo(p), "FIFO"),
+    (lambda p: os.symlink("/dev/zero", p), "character device"),
+    (lambda p: os.symlink(p, p), "symlink loop"),
+])
+def test_scenario_that_is_not_a_regular_file_is_refused(tmp_path, capsys, make, words):
+    path = str(tmp_path / "f.yaml")
+    make(path)
+    _one_error(capsys, ["run", path], "f.yaml", words)
+
+
+@pytest.mark.parametrize("field", ["system", "network", "remote_memory"])
+def test_config_fifo_named_by_a_scenario_is_refused(tmp_path, capsys, field):
+    scenario = _scenario(tmp_path)
+    fifo = tmp_path / f"{field}.cfg"
+    os.mkfifo(fifo)
+    text = [line for line in scenario.read_text().splitlines() if not line.startswith(f"{field}:")]
+    scenario.write_text("\n".join([*text, f"{field}: {fifo}"]) + "\n")
+    _one_error(capsys, ["run", str(scenario), "--quiet"], str(fifo), "FIFO")
+
+
+def test_et_rank_fifo_is_refused(tmp_path, capsys):
+    scenario = _scenario(tmp_path)
+    (tmp_path / "w.1.et").unlink()
+    os.mkfifo(tmp_path / "w.1.et")
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--fold-symmetry", "off"], "w.1.et", "FIFO")
+
+
+def test_text_workload_and_msccl_fifo_are_refused(tmp_path):
+    from simpy_astra.collectives.custom.msccl_xml import parse_msccl_xml
+    from simpy_astra.workloads.chakra import EtError
+    from simpy_astra.workloads.text_workload import parse_text_workload
+
+    fifo = tmp_path / "x"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="FIFO"):
+        parse_text_workload(str(fifo))
+    with pytest.raises(EtError, match="FIFO"):
+        parse_msccl_xml(str(fifo))
+
+
+def test_nccl_log_fifo_is_refused(tmp_path, capsys):
+    fifo = tmp_path / "log.txt"
+    os.mkfifo(fifo)
+    net = tmp_path / "n.yml"
+    net.write_text("topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]\n")
+    _one_error(capsys, ["calibrate", str(fifo), "--network", str(net), "--out", str(tmp_path / "o")],
+               "log.txt", "FIFO")
+
+
+def test_reads_are_bounded(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * 2000)
+    with pytest.raises(InputError, match="more than a scenario can need"):
+        files.read_bytes(big, "scenario", limit=1000)
+
+
+# ----------------------------------------------------------------------- outputs
+@pytest.mark.parametrize("flag", ["--json-out", "--trace-out"])
+def test_fifo_as_output_is_refused_before_the_run(tmp_path, capsys, flag):
+    scenario = _scenario(tmp_path)
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    _one_error(capsys, ["run", str(scenario), "--quiet", flag, str(fifo)], flag, "FIFO")
+
+
+def test_fifo_inside_csv_out_folder_is_refused(tmp_path, capsys):
+    scenario = _scenario(tmp_path)
+    (tmp_path / "csv").mkdir()
+    os.mkfifo(tmp_path / "csv" / "nodes.csv")
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--csv-out", str(tmp_path / "csv")],
+               "nodes.csv", "FIFO")
+
+
+@pytest.mark.parametrize("flag, target", [("--json-out", "s.yaml"), ("--trace-out", "s.yaml"),
+                                          ("--json-out", "w.1.et")])
+def test_output_that_is_an_input_is_refused(tmp_path, capsys, flag, target):
+    scenario = _scenario(tmp_path)
+    before = (tmp_path / target).read_bytes()
+    _one_error(capsys, ["run", str(scenario), "--quiet", flag, str(tmp_path / target)],
+               flag, "one of this run's inputs")
+    assert (tmp_path / target).read_bytes() == before
+
+
+def test_generate_into_a_fifo_rank_file_is_refused(tmp_path, capsys):
+    os.mkfifo(tmp_path / "mb.0.et")
+    _one_error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                        "--num-npus", "2", "--output", str(tmp_path / "mb")], "mb.0.et", "FIFO")
+
+
+def test_output_written_whole_or_not_at_all(tmp_path):
+    out = tmp_path / "o.json"
+    out.write_text("old")
+    with pytest.raises(RuntimeError), files.open_output(out, "--json-out") as f:
+        f.write("half")
+        raise RuntimeError("stopped")
+    assert out.read_text() == "old" and os.listdir(tmp_path) == ["o.json"]
+
+
+def test_devnull_is_an_accepted_output(tmp_path, capsys):
+    scenario = _scenario(tmp_path)
+    assert main(["run", str(scenario), "--quiet", "--json-out", os.devnull]) == 0
+
+
+def test_full_disk_is_one_line_naming_the_path(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with pytest.raises(InputError, match="character device"):
+        files.check_output("/dev/full", "--json-out")
+
+
+# ----------------------------------------------------------------------- folders of ranks
+def test_pytorch_host_folder_with_a_gap_is_refused(tmp_path, capsys):
+    host = tmp_path / "host"
+    host.mkdir()
+    for rank in (0, 2):
+        (host / f"rank{rank}.json").write_text("{}")
+    _one_error(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "job")],
+               "--host", "rank(s) 1")
+    assert not list(tmp_path.glob("job*"))
+
+
+def test_pytorch_host_folder_with_a_symlink_loop_is_refused(tmp_path, capsys):
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "rank0.json").write_text("{}")
+    os.symlink(host / "rank1.json", host / "rank1.json")
+    _one_error(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "job")],
+               "rank1.json", "symlink loop")
+
+
+def _job_scenario(folder: Path, ranks: tuple[int, ...]) -> Path:
+    scenario = _scenario(folder, 4)
+    for rank in range(4):
+        if rank not in ranks:
+            (folder / f"w.{rank}.et").unlink()
+    text = [line for line in scenario.read_text().splitlines() if not line.startswith("workload:")]
+    scenario.write_text("\n".join(text) + f"\njobs:\n  - {{name: a, workload: {folder / 'w'}, placement: contiguous}}\n")
+    return scenario
+
+
+def test_job_whose_ranks_have_a_gap_is_refused(tmp_path, capsys):
+    scenario = _job_scenario(tmp_path, (0, 1, 3))
+    _one_error(capsys, ["run", str(scenario), "--quiet"], "jobs[0].workload", "w.2.et missing")
+
+
+def test_single_job_with_a_rank_after_a_gap_is_refused(tmp_path, capsys):
+    scenario = _scenario(tmp_path, 2)
+    (tmp_path / "w.3.et").write_bytes((tmp_path / "w.1.et").read_bytes())
+    _one_error(capsys, ["run", str(scenario), "--quiet"], "w.2.et", "gap")
+
+
+# ----------------------------------------------------------------------- environment
+@pytest.mark.parametrize("cache", [os.devnull, "FILE", "FILE/sub"])
+def test_unusable_cache_is_one_line_naming_it(tmp_path, capsys, monkeypatch, cache):
+    (tmp_path / "FILE").write_text("x")
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", cache.replace("FILE", str(tmp_path / "FILE")))
+    scenario = _scenario(tmp_path)
+    text = [line for line in scenario.read_text().splitlines() if not line.startswith("workload:")]
+    scenario.write_text("\n".join(text) + "\nworkload: {generate: microbench, collective: all_reduce, "
+                                          "size: 1024, num_npus: 2}\n")
+    _one_error(capsys, ["run", str(scenario), "--quiet"], "workload cache", "SIMPY_ASTRA_CACHE")
+
+
+def test_fold_switch_that_is_not_on_or_off_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_FOLD", "banana")
+    _one_error(capsys, ["run", str(_scenario(tmp_path)), "--quiet"], "SIMPY_ASTRA_FOLD", "'banana'")

@@ -1,0 +1,159 @@
+"""Ctrl-C and SIGTERM: one line, exit 130 or 143, no traceback, whatever user code catches.
+
+Each case starts the real command in a child process, waits until the user's code says it
+is running (a line on stderr, not a sleep), sends a real signal and waits for the exit.
+Nothing depends on timing: the generous timeout only guards against a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.stopping import EXIT_INTERRUPTED, EXIT_TERMINATED
+
+ROOT = Path(__file__).resolve().parents[1]
+READY = "READY"
+SYSTEM = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+          "preferred-dataset-splits": 1, "all-gather-implementation": ["ring"],
+          "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["ring"],
+          "collective-optimization": "baseline"}
+
+#: user collectives: one that yields forever and swallows everything, one that never yields
+ALGOS = textwrap.dedent(f'''
+    import sys
+
+    def _ready():
+        if not getattr(sys, "_said_ready", False):
+            sys._said_ready = True
+            open("ready", "w").close()  # a sweep's worker may not show its stderr
+            print("{READY}", file=sys.stderr, flush=True)
+
+    def spin(ctx):
+        _ready()
+        while True:
+            try:
+                yield ctx.endpoint()
+            except BaseException:
+                pass
+
+    def busy(ctx):
+        _ready()
+        while True:
+            try:
+                pass
+            except BaseException:
+                pass
+        yield ctx.endpoint()
+''')
+
+
+def _scenario(folder: Path, algorithm: str) -> Path:
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE
+
+    for rank in range(4):
+        write_et(str(folder / f"w.{rank}.et"), [make_node(0, "ar", COMM_COLL_NODE, attrs={
+            "comm_type": 0, "comm_size": 4096, "is_cpu_op": False})])
+    (folder / "user_algos.py").write_text(ALGOS)
+    system = {**SYSTEM, "all-reduce-implementation": [f"user_algos:{algorithm}"]}
+    path = folder / "s.yaml"
+    path.write_text(f"workload: {folder / 'w'}\nsystem: {json.dumps(system)}\n"
+                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50], latency: [500]}}\n"
+                    f"remote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    return path
+
+
+def _stop(argv: list[str], cwd: Path, signum: int, marker: bool = False) -> tuple[int, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(cwd), "SIMPY_ASTRA_PROGRESS": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "simpy_astra", *argv], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        if marker:  # the user's code runs in a worker: wait for the file it writes
+            import time
+
+            deadline = time.monotonic() + 300  # a guard against a hang, not a speed check
+            while not (cwd / "ready").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                time.sleep(0.05)
+        else:
+            seen = []
+            for line in proc.stderr:  # blocks until the user's code runs: no sleep
+                seen.append(line)
+                if line.strip() == READY:
+                    break
+            else:
+                pytest.fail(f"the command ended before its code ran: {''.join(seen)}")
+        proc.send_signal(signum)
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return code, [line for line in rest.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("signum, code, words", [
+    (signal.SIGINT, EXIT_INTERRUPTED, "stopped by SIGINT (Ctrl-C)"),
+    (signal.SIGTERM, EXIT_TERMINATED, "stopped by SIGTERM"),
+])
+def test_a_looping_user_collective_cannot_swallow_the_stop(tmp_path, signum, code, words):
+    scenario = _scenario(tmp_path, "spin")
+    got, lines = _stop(["run", str(scenario), "--quiet", "--json-out", "out.json"], tmp_path, signum)
+    assert got == code, lines
+    assert len(lines) == 1 and lines[0].startswith("interrupted: ") and words in lines[0], lines
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_code_that_never_yields_is_stopped_too(tmp_path):
+    scenario = _scenario(tmp_path, "busy")
+    got, lines = _stop(["run", str(scenario), "--quiet"], tmp_path, signal.SIGINT)
+    assert got == EXIT_INTERRUPTED, lines
+    assert len(lines) == 1 and "stopped by SIGINT" in lines[0], lines
+
+
+def test_the_astra_flag_form_stops_the_same_way(tmp_path):
+    _scenario(tmp_path, "spin")
+    system = {**SYSTEM, "all-reduce-implementation": ["user_algos:spin"]}
+    (tmp_path / "sys.json").write_text(json.dumps(system))
+    (tmp_path / "net.yml").write_text("topology: [Ring]\nnpus_count: [4]\nbandwidth: [50]\nlatency: [500]\n")
+    (tmp_path / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+    got, lines = _stop(["--workload-configuration=w", "--system-configuration=sys.json",
+                        "--network-configuration=net.yml", "--remote-memory-configuration=mem.json"],
+                       tmp_path, signal.SIGINT)
+    assert got == EXIT_INTERRUPTED and len(lines) == 1 and "stopped by SIGINT" in lines[0], lines
+
+
+def test_outside_the_engine_a_stop_is_one_line_too(tmp_path):
+    # a plugin module that loops while it is imported: the command is not simulating yet
+    (tmp_path / "slow_plugin.py").write_text(textwrap.dedent(f'''
+        import sys
+        print("{READY}", file=sys.stderr, flush=True)
+        while True:
+            pass
+    '''))
+    scenario = _scenario(tmp_path, "spin")
+    got, lines = _stop(["run", str(scenario), "--plugin", "slow_plugin"], tmp_path, signal.SIGTERM)
+    assert got == EXIT_TERMINATED and len(lines) == 1 and "stopped by SIGTERM" in lines[0], lines
+
+
+def test_a_sweep_whose_points_loop_stops_on_ctrl_c(tmp_path):
+    import yaml
+
+    scenario = _scenario(tmp_path, "spin")
+    base = yaml.safe_load(scenario.read_text())
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": base, "axes": {"network.bandwidth": [[10], [20]]}}))
+    got, lines = _stop(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "2", "--no-plots"],
+                       tmp_path, signal.SIGINT, marker=True)
+    assert got == EXIT_INTERRUPTED, lines
+    assert any(line.startswith("interrupted") for line in lines), lines
+    assert not any("Traceback" in line for line in lines), lines

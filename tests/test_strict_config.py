@@ -1,0 +1,88 @@
+"""Our own formats are strict: an unknown scenario, job or sweep key is an error naming the
+nearest known one, a YAML merge key is refused by name, and a job name that would break the
+output's lines is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+from simpy_astra.config.scenario import SCENARIO_KEYS
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.schema import COMP_NODE
+
+SYSTEM = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+          "preferred-dataset-splits": 1, "all-reduce-implementation": ["ring"],
+          "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+          "all-to-all-implementation": ["ring"], "collective-optimization": "baseline"}
+NETWORK = "network: {topology: [Ring], npus_count: [2], bandwidth: [50], latency: [500]}\n"
+
+
+def _scenario(folder: Path, body: str) -> Path:
+    for rank in range(2):
+        write_et(str(folder / f"w.{rank}.et"), [make_node(0, "c", COMP_NODE, duration_micros=5)])
+    path = folder / "s.yaml"
+    path.write_text(f"system: {json.dumps(SYSTEM)}\nremote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n" + body)
+    return path
+
+
+def _one_error(capsys, argv, *words) -> None:
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    for word in words:
+        assert word in err[0], (word, err[0])
+
+
+@pytest.mark.parametrize("body, words", [
+    (f"workload: W\n{NETWORK.replace('network', 'netwrok')}", ("'netwrok'", "did you mean 'network'")),
+    (f"workload: W\n{NETWORK}fold_symetry: false\n", ("'fold_symetry'", "did you mean 'fold_symmetry'")),
+    (f"workload: W\n{NETWORK}zzzz: 1\n", ("'zzzz'", "not a scenario field", "known: ")),
+])
+def test_unknown_scenario_key_is_an_error(tmp_path, capsys, body, words):
+    path = _scenario(tmp_path, body.replace("W", str(tmp_path / "w")))
+    _one_error(capsys, ["run", str(path), "--quiet"], *words)
+
+
+def test_unknown_job_key_is_an_error(tmp_path, capsys):
+    path = _scenario(tmp_path, f"{NETWORK}jobs:\n  - {{name: a, workload: {tmp_path / 'w'}, npus: [0, 1], "
+                               f"start: 5}}\n")
+    _one_error(capsys, ["run", str(path), "--quiet"], "jobs[0]", "'start'", "not a job field")
+
+
+@pytest.mark.parametrize("name", ["a\\nsys[0] finished, 1 cycles", "a\\tb", "a\\u0007", " a"])
+def test_job_name_that_would_break_the_output_is_refused(tmp_path, capsys, name):
+    path = _scenario(tmp_path, f'{NETWORK}jobs:\n  - {{name: "{name}", workload: {tmp_path / "w"}, '
+                               f'npus: [0, 1]}}\n')
+    _one_error(capsys, ["run", str(path), "--quiet"], "jobs[0].name", "printable")
+
+
+@pytest.mark.parametrize("key, near", [("axis", "axes"), ("minimize", "minimise")])
+def test_unknown_sweep_key_is_an_error(tmp_path, capsys, key, near):
+    base = _scenario(tmp_path, f"workload: {tmp_path / 'w'}\n{NETWORK}")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"base: {base}\naxes: {{network.bandwidth: [1, 2]}}\n{key}: x\n")
+    _one_error(capsys, ["sweep", str(sweep), "--list"], f"'{key}'", "not a sweep field", f"did you mean '{near}'")
+
+
+def test_unknown_key_in_a_sweep_base_is_an_error(tmp_path, capsys):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"base:\n  workload: {tmp_path / 'w'}\n  {NETWORK.replace('network', 'netwrk')}"
+                     f"axes: {{backend: [congestion_unaware]}}\n")
+    _one_error(capsys, ["sweep", str(sweep), "--list"], "base", "'netwrk'", "did you mean 'network'")
+
+
+@pytest.mark.parametrize("text", [
+    "base: &b {topology: [Ring], npus_count: [2]}\nnetwork:\n  <<: *b\n  bandwidth: [50]\n  latency: [500]\n",
+])
+def test_yaml_merge_key_is_refused_by_name(tmp_path, capsys, text):
+    path = _scenario(tmp_path, f"workload: {tmp_path / 'w'}\n" + text)
+    _one_error(capsys, ["run", str(path), "--quiet"], "merge key (<<)", "line ")
+
+
+def test_known_keys_include_the_cluster_field_being_added():
+    assert {"workload", "network", "jobs", "cluster"} <= SCENARIO_KEYS

@@ -1,0 +1,163 @@
+"""A user collective that yields or returns the wrong thing, names a peer that does not exist
+or sends a negative size is reported as the user's error (exit 2), naming their function or
+the call, never as a simpy-astra bug."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE
+
+SYSTEM = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+          "preferred-dataset-splits": 1, "all-gather-implementation": ["ring"],
+          "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["ring"],
+          "collective-optimization": "baseline"}
+
+ALGOS = textwrap.dedent('''
+    def yields_none(ctx):
+        yield None
+
+    def yields_int(ctx):
+        yield 5
+
+    def returns_at_once(ctx):
+        return
+        yield
+
+    def sends_negative(ctx):
+        right = ctx.members[(ctx.index + 1) % len(ctx.members)]
+        ctx.send(right, -4096)
+        yield ctx.endpoint()
+
+    def sends_to_99(ctx):
+        ctx.send(99, 10)
+        yield ctx.endpoint()
+
+    def sends_to_itself(ctx):
+        ctx.send(ctx.members[ctx.index], 10)
+        yield ctx.endpoint()
+''')
+
+
+@pytest.fixture
+def user_dir(tmp_path, monkeypatch):
+    (tmp_path / "bad_algos.py").write_text(ALGOS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for rank in range(4):
+        write_et(str(tmp_path / f"w.{rank}.et"), [make_node(0, "ar", COMM_COLL_NODE, attrs={
+            "comm_type": 0, "comm_size": 4096, "is_cpu_op": False})])
+    return tmp_path
+
+
+@pytest.mark.parametrize("name, words", [
+    ("yields_none", ("'yields_none'", "bad_algos.py", "yielded None")),
+    ("yields_int", ("'yields_int'", "yielded 5")),
+    ("returns_at_once", ("'returns_at_once'", "returned before it yielded anything")),
+    ("sends_negative", ("ctx.send(..., -4096)", "bytes >= 0")),
+    ("sends_to_99", ("ctx.send(99, ...)", "does not exist (NPUs 0..3)")),
+    ("sends_to_itself", ("is this NPU itself",)),
+])
+def test_users_collective_mistakes_are_theirs(user_dir: Path, capsys, name, words):
+    system = {**SYSTEM, "all-reduce-implementation": [f"bad_algos:{name}"]}
+    path = user_dir / "s.yaml"
+    path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\n"
+                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50], latency: [500]}}\n"
+                    f"remote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    code = main(["run", str(path), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and "simpy-astra bug" not in err[0], err
+    for word in words:
+        assert word in err[0], (word, err[0])
+
+
+TOPOS = textwrap.dedent('''
+    from simpy_astra.topologies.ring import Ring
+
+    class NegativeHops(Ring):
+        def hops(self, src, dst):
+            return -1
+
+    class TextHops(Ring):
+        def hops(self, src, dst):
+            return "two"
+
+    class NanLatency(Ring):
+        def path_profile(self, src, dst):
+            return float("nan"), 50.0
+
+    class WrongEnd(Ring):
+        def route(self, src, dst):
+            return [src, (dst + 1) % self.npus_count]
+
+    class NegativeLink(Ring):
+        def link_params(self, src, dst):
+            return -5.0, 500.0
+''')
+
+
+@pytest.mark.parametrize("topology, backend, words", [
+    ("NegativeHops", "congestion_unaware", ("hops(", "returned -1", "integer >= 1")),
+    ("TextHops", "congestion_unaware", ("returned 'two'",)),
+    ("NanLatency", "congestion_unaware", ("path_profile(", "returned (nan, 50.0)")),
+    ("WrongEnd", "congestion_aware", ("route(", "device ids from")),
+    ("NegativeLink", "packet", ("link_params(", "returned (-5.0, 500.0)")),
+])
+def test_users_topology_answers_are_checked(user_dir: Path, capsys, topology, backend, words):
+    (user_dir / "bad_topos.py").write_text(TOPOS)
+    system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+    path = user_dir / "s.yaml"
+    path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: {backend}\n"
+                    f"network: {{topology: ['bad_topos:{topology}'], npus_count: [4], bandwidth: [50], "
+                    f"latency: [500]}}\nremote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    code = main(["run", str(path), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and "simpy-astra bug" not in err[0] and f"'bad_topos:{topology}'" in err[0], err
+    for word in words:
+        assert word in err[0], (word, err[0])
+
+
+LINKS = textwrap.dedent('''
+    from simpy_astra.network.models import ProcessLink
+
+    class HalfNs(ProcessLink):
+        def run(self):
+            env = self.env
+            while True:
+                item = self.dequeue()
+                if item is None:
+                    self._wake = env.event()
+                    item = yield self._wake
+                yield env.timeout(0.5)
+                self.arrive(item)
+
+    class BlackHole(ProcessLink):
+        def offer(self, item):
+            pass  # never delivers
+''')
+
+
+@pytest.mark.parametrize("model, code, words", [
+    ("HalfNs", EXIT_INPUT_ERROR, ("link model 'bad_links:HalfNs'", "whole nanoseconds")),
+    ("BlackHole", 3, ("stalled", "NPU 0 waits")),
+])
+def test_users_link_model_is_held_to_its_contract(user_dir: Path, capsys, model, code, words):
+    (user_dir / "bad_links.py").write_text(LINKS)
+    system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+    path = user_dir / "s.yaml"
+    path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50], latency: [500], "
+                    f"link-model: 'bad_links:{model}'}}\nremote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    got = main(["run", str(path), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert got == code, err
+    assert len(err) == 1, err
+    for word in words:
+        assert word in err[0], (word, err[0])
