@@ -56,7 +56,6 @@ T = TypeVar("T")
 
 #: every top-level scenario field; any other key is an error naming the nearest of these
 #: (``refuse_unknown_keys``). A new field is added here by the change that reads it.
-#: ``cluster`` (a cluster preset with overrides) is being added by a concurrent change.
 SCENARIO_KEYS = {"workload", "system", "network", "remote_memory", "comm_groups", "backend",
                  "num_queues_per_dim", "injection_scale", "name", "description", "num_passes",
                  "fold_symmetry", "plugins", "cost", "jobs", "cluster"}
