@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -636,9 +637,11 @@ STEP = {step!r}
 
 
 def _generate(params, prefix):
-    with open(os.path.join(params["marks"], f"started-{{params['n']}}"), "w") as f:
-        f.write(str(os.getpid()))
-    try:
+    try:  # started-N appears whole (renamed into place) and only once a stop would be marked
+        started = os.path.join(params["marks"], f"started-{{params['n']}}")
+        with open(started + ".part", "w") as f:
+            f.write(str(os.getpid()))
+        os.replace(started + ".part", started)
         time.sleep(0 if params["n"] <= 2 else 600)
     except BaseException:  # stopped: say so, and take a while to unwind
         open(os.path.join(params["marks"], f"stopping-{{params['n']}}"), "w").close()
@@ -755,17 +758,62 @@ def test_ctrl_c_stops_at_once_and_a_second_ctrl_c_prints_no_traceback(tmp_path):
     assert_stopped_cleanly(r)
 
 
+def read_stderr_until(r: Running, needle: bytes) -> tuple[threading.Event, list[bytes]]:
+    """Read the sweep's stderr in a thread; the event is set once a line contains ``needle``
+    (the sweep itself says which phase it is in: no sleeping for a guessed time)."""
+    seen, lines = threading.Event(), []
+
+    def read() -> None:
+        for line in r.proc.stderr:
+            lines.append(line)
+            if needle in line:
+                seen.set()
+        seen.set()  # the stream ended: stop waiting either way
+
+    threading.Thread(target=read, daemon=True).start()
+    return seen, lines
+
+
 @needs_proc
-@pytest.mark.parametrize("gap_s", [0.04, 0.06])
-def test_a_second_ctrl_c_soon_after_the_first_is_as_clean_as_one(tmp_path, gap_s):
+@pytest.mark.parametrize("phase", ["at once", "after the summary"])
+def test_a_second_ctrl_c_soon_after_the_first_is_as_clean_as_one(tmp_path, phase):
+    """The second Ctrl-C lands right behind the first (before the handler has run, or while the
+    pool is being stopped), or after the sweep has printed its summary and is shutting the
+    interpreter down (where Python < 3.12 raced the pool's manager thread into ``OSError: [Errno 9]
+    Bad file descriptor``). While the workers unwind: the test above."""
     r = start_sleepy_sweep(tmp_path)
+    seen, lines = read_stderr_until(r, b"interrupted")
     r.proc.send_signal(signal.SIGINT)
-    time.sleep(gap_s)
-    r.proc.send_signal(signal.SIGINT)
-    _, err = r.proc.communicate(timeout=120)
+    if phase == "after the summary":
+        assert seen.wait(120), "the sweep never said it was interrupted"  # a guard against a hang
+    try:
+        r.proc.send_signal(signal.SIGINT)
+    except ProcessLookupError:  # already gone: nothing left to interrupt
+        pass
+    r.proc.wait(timeout=120)
+    seen.wait(120)
+    err = b"".join(lines)
     assert r.proc.returncode == 130, err.decode()  # not killed by SIGINT (-2)
     assert b"interrupted" in err and b"Traceback" not in err and b"Exception ignored" not in err
     assert_stopped_cleanly(r)
+
+
+def test_a_stopped_pool_leaves_no_manager_thread_for_the_interpreter_exit():
+    """Python < 3.12 wakes a pool's manager thread at exit without its lock; if the thread is
+    still closing its pipe then, the exit prints ``OSError: [Errno 9] Bad file descriptor``.
+    Stopping the workers therefore waits for that thread too."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from simpy_astra.sweep.runner import _stop_workers, _worker_context
+
+    pool = ProcessPoolExecutor(max_workers=2, mp_context=_worker_context())
+    futures = [pool.submit(time.sleep, 600) for _ in range(3)]
+    while not any(f.running() for f in futures):
+        time.sleep(0.01)
+    manager, wakeup = pool._executor_manager_thread, pool._executor_manager_thread_wakeup
+    _stop_workers(pool)
+    assert not manager.is_alive()
+    assert wakeup._closed  # what the interpreter's exit checks before writing to the pipe
 
 
 @needs_proc

@@ -149,8 +149,14 @@ def _worker_context():
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Terminate the running workers, then shut the pool down, then wait until they are gone."""
+    """Terminate the running workers, then shut the pool down, then wait until they and the
+    pool's manager thread are gone.
+
+    The manager thread must be joined here: on Python < 3.12 the interpreter's exit wakes every
+    manager thread still registered without the pool's lock, and a thread that closes its wake-up
+    pipe at that moment makes the exit print ``OSError: [Errno 9] Bad file descriptor``."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     for process in processes:
         if process.is_alive():
             process.terminate()  # SIGTERM: the worker unwinds its point and exits
@@ -160,16 +166,19 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=10)
+    if manager is not None:
+        manager.join(timeout=30)  # its workers are gone: it notices, closes its pipes and ends
 
 
 def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console: Console,
               where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = ()) -> RunOutcome:
     finished = 0
     completed = False
+    pool: ProcessPoolExecutor | None = None
     scratch_root = tempfile.mkdtemp(prefix="simpy-astra-sweep-")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_init_worker,
-                               initargs=(os.getpid(), scratch_root, close_fds))
     try:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_init_worker,
+                                   initargs=(os.getpid(), scratch_root, close_fds))
         pending = {pool.submit(_work, p.scenario, where(p)): p for p in points}
         with _progress(console) as progress:
             task = progress.add_task("sweep", total=len(points), last="")
@@ -192,7 +201,9 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console
     except KeyboardInterrupt as exc:
         return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))
     finally:
-        if completed:
+        if pool is None:  # stopped before the pool existed
+            pass
+        elif completed:
             pool.shutdown(wait=True)
         else:  # interrupted or failed: running points stopped now, queued ones dropped
             _stop_workers(pool)
