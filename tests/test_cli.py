@@ -79,7 +79,7 @@ def test_accepted_but_unused_flags_warn(capsys) -> None:
                  "--compute-scale=2"])
     err = capsys.readouterr().err
     assert code == 2  # the missing files still stop the run
-    assert "warning: --compute-scale 2.0 is accepted but changes nothing" in err
+    assert "warning: --compute-scale 2 is accepted but changes nothing" in err
 
 
 # ------------------------------------------------------------------ issue 16: the card's command, honest output

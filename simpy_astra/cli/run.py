@@ -12,10 +12,46 @@ import os
 import sys
 import time
 
-from simpy_astra.cli.args import ArgumentParser
+from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
+
+#: ASTRA-sim's flags that a script may pass and that change nothing here: flag -> (metavar,
+#: what it does there and why it does nothing here)
+IGNORED_ASTRA_FLAGS: dict[str, tuple[str, str]] = {
+    "--compute-scale": ("X", "ASTRA-sim reads it and does not use it either"),
+    "--comm-scale": ("X", "ASTRA-sim stores it and does not use it either"),
+    "--rendezvous-protocol": ("true|false", "ASTRA-sim's rendezvous handshake before each send is not "
+                                            "modelled: sends go eagerly"),
+    "--logging-configuration": ("FILE", "ASTRA-sim's spdlog TOML; messages here go to stderr"),
+    "--logging-folder": ("FOLDER", "ASTRA-sim writes log.log and err.log there; messages here go to "
+                                   "stderr"),
+}
+
+
+def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
+    """One line per ignored ASTRA-sim flag the command line gave (a scale of 1 and a rendezvous
+    of false change nothing in ASTRA-sim either, and are not worth a line)."""
+    lines = []
+    for flag, (_, what) in IGNORED_ASTRA_FLAGS.items():
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is None:
+            continue
+        if flag.endswith("-scale"):
+            try:
+                if float(value) == 1.0:
+                    continue
+            except ValueError:
+                raise InputError(f"{flag}: must be a number (got {value!r})") from None
+        if flag == "--rendezvous-protocol" and value.strip().lower() in ("false", "0"):
+            continue
+        if flag == "--rendezvous-protocol":
+            lines.append(f"warning: {flag} {value} is accepted but not modelled: sends go eagerly, so "
+                         f"the figures lack ASTRA-sim's handshake delay")
+        else:
+            lines.append(f"warning: {flag} {value} is accepted but changes nothing ({what})")
+    return lines
 
 
 def _astra_parser() -> argparse.ArgumentParser:
@@ -29,21 +65,36 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
     _add_plugin_flag(p)
-    p.add_argument("--network-backend", default="congestion_unaware",
-                   help="congestion_unaware (analytical), congestion_aware (links queue messages) or "
-                        "packet (packets pipelined, ports shared round robin over inputs, buffers and credits)")
-    p.add_argument("--num-queues-per-dim", type=int, default=1, help="queues per dimension (1 to 4096)")
-    p.add_argument("--injection-scale", type=float, default=1.0)
-    p.add_argument("--compute-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
-    p.add_argument("--comm-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
-    p.add_argument("--rendezvous-protocol", default="false")
-    p.add_argument("--logging-configuration", default="empty")
-    p.add_argument("--logging-folder", default="log")
+    p.add_argument("--network-backend", default="congestion_unaware", metavar="NAME",
+                   help=backends_help("default congestion_unaware"))
+    p.add_argument("--num-queues-per-dim", type=int, default=1,
+                   help="queues per dimension (1 to 4096; default 1)")
+    p.add_argument("--injection-scale", type=float, default=1.0,
+                   help="multiplies the system JSON's endpoint-delay when that key is present (as in "
+                        "ASTRA-sim; default 1)")
+    for flag, (metavar, what) in IGNORED_ASTRA_FLAGS.items():
+        p.add_argument(flag, default=None, metavar=metavar, help=f"accepted and ignored, with a warning: {what}")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--num-passes", type=int, default=1,
                    help="training iterations when the workload is an ASTRA-sim 1.0 .txt file")
     _add_report_flags(p)
     return p
+
+
+#: one line on each network backend (docs/backends.md has more); plug-in backends are listed by name
+BACKEND_LINES = {
+    "congestion_unaware": "analytical: closed-form delays, as ASTRA-sim's analytical backend",
+    "congestion_aware": "links queue messages, store-and-forward switches",
+    "packet": "packets pipelined across hops, ports shared round robin, buffers and credits",
+}
+
+
+def backends_help(default: str) -> str:
+    """``--network-backend``'s help: every registered backend and what it models."""
+    from simpy_astra.network import BACKENDS
+
+    return "; ".join(f"{name} ({BACKEND_LINES[name]})" if name in BACKEND_LINES else name
+                     for name in BACKENDS) + f" ({default})"
 
 
 def astra_help() -> str:
@@ -73,10 +124,12 @@ def _run_parser() -> argparse.ArgumentParser:
 
     p = ArgumentParser(
         prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
-        epilog=scenario.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=plain(scenario.__doc__ or "").replace("::\n", ":\n"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
                                     "in the source tree, README 'Running')")
-    p.add_argument("--network-backend", default=None, help="override the scenario's backend")
+    p.add_argument("--network-backend", default=None, metavar="NAME",
+                   help=backends_help("default: the scenario's backend field, else congestion_unaware"))
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
     p.add_argument("--isolation", action="store_true",
@@ -275,10 +328,8 @@ def run_astra_flags(argv: list[str]) -> int:
         if not getattr(args, f"{flag}_configuration"):
             raise InputError(f"--{flag.replace('_', '-')}-configuration: must be a file path (got an empty "
                              f"string)")
-    for flag, value in (("--compute-scale", args.compute_scale), ("--comm-scale", args.comm_scale)):
-        if value != 1.0:
-            print(f"warning: {flag} {value} is accepted but changes nothing (ASTRA-sim reads it "
-                  f"and does not use it either)", file=sys.stderr)
+    for line in ignored_flag_warnings(args):
+        print(line, file=sys.stderr)
     from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
 
     load_plugins(args.plugin, "--plugin")
