@@ -114,6 +114,23 @@ def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path, c
     assert max(r.finished_cycles for r in reports) == DEFAULT_FINISH_NS
 
 
+def test_a_piped_sweep_prints_plain_lines_one_per_point(tmp_path, capsys):
+    """stderr is no terminal here (a log file, ``2>&1 | grep``): no box drawing, nothing
+    wrapped, however long the folder's name, and a line per finished point."""
+    out = tmp_path / ("a-folder-name-long-enough-to-pass-eighty-columns-" * 2) / "out"
+    code, err = cli(capsys, bandwidth_sweep(tmp_path), "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0
+    lines = err.splitlines()
+    assert not set(err) & set("─│┃━┏┓└┘┡┩╇")
+    assert lines[0] == f"sweep sweep: 3 points, 0 already in {out}/results.csv, running 3 on 1 local processes"
+    done = [ln for ln in lines if ln.startswith("sweep: ")]
+    # the default scenario at 50 GB/s: 142,780 ns (the reference's figure)
+    assert done[1] == f"sweep: 2 of 3 points done; 50: {DEFAULT_FINISH_NS:,} ns" and len(done) == 3
+    assert lines[-1].startswith(f"wrote {out}/results.csv and {out}/best.json in ")
+    row = next(ln for ln in lines if ln.split()[:1] == ["50"])
+    assert row.split()[1] == f"{DEFAULT_FINISH_NS:,}"
+
+
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
     out = tmp_path / "out"
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"system.preferred-dataset-splits": [0, 4]}})

@@ -18,8 +18,6 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
@@ -191,19 +189,18 @@ def _main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
+    from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
     from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.summary import print_summary
 
     _write_point_scenarios(args.out, points)
     todo = [p for p in points if not store.done(p.key)]
-    console = Console(stderr=True)
-    if not console.is_terminal:  # a log file: room for the whole table
-        console = Console(stderr=True, width=200)
+    out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
     jobs = min(args.jobs, max(len(todo), 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
-    console.print(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
-                  f"{store.csv_path}, running {len(todo)} on {where}")
+    out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
+             f"{store.csv_path}, running {len(todo)} on {where}")
 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
@@ -213,9 +210,9 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
 
     t0 = time.perf_counter()
     if args.cluster:
-        outcome = run_cluster(todo, args.cluster, save, console, where=label)
+        outcome = run_cluster(todo, args.cluster, save, out, where=label)
     else:
-        outcome = run_local(todo, jobs, save, console, where=label, close_fds=(store.lock.fd,))
+        outcome = run_local(todo, jobs, save, out, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
     done = outcomes(spec, points, store.rows)
     summary = best_summary(spec, done, len(points), backends_of(points))
@@ -227,11 +224,12 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
             write_plots(spec, done, args.out, best_keys(summary))
         except OSError as exc:
             raise InputError(f"--out: cannot write the plots in {args.out} ({exc.strerror or exc})") from None
-    print_summary(spec, done, summary, console, wall_s)
+    print_summary(spec, done, summary, out, wall_s)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"
-        console.print(f"[yellow]{stopped}[/yellow]: {len(done)} of {len(points)} points saved in "
-                      f"{store.csv_path}; run the same command again to finish the rest")
+        rest = (f": {len(done)} of {len(points)} points saved in {store.csv_path}; run the same command "
+                f"again to finish the rest")
+        out.line(stopped + rest, f"[yellow]{stopped}[/yellow]" + rest.replace("[", "\\["))
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
     ok = [o for o in done if o.ok]
     if ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
@@ -244,5 +242,5 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
               f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)
         return EXIT_ALL_FAILED
-    console.print(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s")
+    out.line(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s")
     return 0
