@@ -89,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"local worker processes (default: the CPU count, {os.cpu_count() or 1} here)")
     p.add_argument("--cluster", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
     p.add_argument("--retry-failed", action="store_true", help="run failed points again")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-plots", action="store_true",
+                   help="skip the PNG plots (skipped anyway, with a note, without matplotlib)")
     return p
 
 
@@ -114,7 +115,8 @@ def _require(module: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise InputError(f"sweep needs the '{module}' package: pip install 'simpy-astra[sweep]'")
+        raise InputError(f"sweep needs the '{module}' package, which simpy-astra installs: pip install "
+                         f"'{module}' (or reinstall simpy-astra)")
 
 
 def main(argv: list[str]) -> int:
@@ -161,9 +163,7 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
-    _require("simpleeval")
-    if not args.no_plots:
-        _require("matplotlib")
+    _require("simpleeval")  # a core dependency; checked in case an install left it out
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
 
@@ -217,7 +217,11 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     done = outcomes(spec, points, store.rows)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    if not args.no_plots and not outcome.interrupted:
+    import importlib.util
+
+    plots = not args.no_plots and not outcome.interrupted
+    skipped_plots = plots and importlib.util.find_spec("matplotlib") is None  # results need none
+    if plots and not skipped_plots:
         from simpy_astra.sweep.plots import write_plots
 
         try:
@@ -242,5 +246,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
               f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)
         return EXIT_ALL_FAILED
-    out.line(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s")
+    out.line(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s"
+             + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"
+                if skipped_plots else ""))
     return 0
