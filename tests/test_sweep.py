@@ -486,6 +486,44 @@ def test_editing_a_named_file_refuses_the_resume(tmp_path, capsys):
     assert (out / "results.csv").read_text() == before
 
 
+def test_an_edited_plugin_module_refuses_the_resume_naming_it(tmp_path, capsys, monkeypatch):
+    """The points load examples/my_algos.py (``my_algos:simple_ring``): editing it changes what
+    the points compute, so a resume must not reuse their rows (issue 39: '2 already in
+    results.csv, running 0')."""
+    monkeypatch.chdir(tmp_path)  # user modules are imported from the working directory
+    shutil.copy(ROOT / "examples" / "my_algos.py", tmp_path / "my_algos.py")
+    base = yaml.safe_load(DEFAULT.read_text())
+    base["workload"] = str(STEP)
+    base["system"]["all-reduce-implementation"] = ["my_algos:simple_ring"]
+    path = write_sweep(tmp_path, {"base": base, "axes": {"network.bandwidth": [50, 100]}})
+    out = tmp_path / "out"
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    assert kept(out) == {("50", "ok"), ("100", "ok")}
+    plugin = str(tmp_path / "my_algos.py")
+    assert plugin in json.loads((out / "sweep.json").read_text())["files"]
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0 and "2 already in" in err  # unchanged: nothing runs again
+    (tmp_path / "my_algos.py").write_text((tmp_path / "my_algos.py").read_text() + "\nSTEPS = 2\n")
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 2
+    one_error(err, f"--out {out}: {plugin} changed since these results were made")
+
+
+def test_plugins_listed_in_the_scenario_are_part_of_the_points_identity(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_plugin.py").write_text("X = 1\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "topo.py").write_text("Y = 2\n")
+    base = yaml.safe_load(DEFAULT.read_text())
+    base.update(workload=str(STEP), plugins=["my_plugin", "simpy_astra.collectives"])
+    path = write_sweep(tmp_path, {"base": base, "axes": {"network.topology": [["Ring"], ["pkg.topo:Torus"]]}})
+    files = load_sweep(path).plugin_files()
+    # ours (simpy_astra.collectives) are not the user's: their version is the package's
+    assert files == {str(tmp_path / "my_plugin.py"), str(tmp_path / "pkg" / "__init__.py"),
+                     str(tmp_path / "pkg" / "topo.py")}
+
+
 def test_a_folder_from_before_file_digests_resumes_and_records_them(tmp_path, capsys):
     out = tmp_path / "out"
     first = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}})
