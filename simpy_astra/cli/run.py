@@ -153,9 +153,15 @@ def peak_rss_mb() -> float:
 
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
-                cost=None, jobs: list | None = None, link_jobs: dict | None = None) -> None:
+                cost=None, jobs: list | None = None, link_jobs: dict | None = None,
+                identity: dict | None = None) -> None:
+    """Every figure, and what made them (``identity``: version, backend, input digests)."""
+    from simpy_astra.report.identity import NAMES_NOTE, with_ns_names
+
     data: dict = {
-        "npus": {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)},
+        **(identity or {}),
+        "units": NAMES_NOTE,
+        "npus": {str(r.npu_id): with_ns_names(r.as_dict()) for r in sorted(reports, key=lambda r: r.npu_id)},
         "simulator_wall_s": round(wall_s, 3),
         "peak_rss_mb": peak_rss_mb(),
     }
@@ -163,7 +169,7 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
         data["cost_usd"] = cost.total_usd
         data["cost"] = cost.as_dict()
     if jobs is not None:  # multi-job runs: per job (simpy_astra/jobs.py)
-        data["jobs"] = {j.name: j.as_dict() for j in jobs}
+        data["jobs"] = {j.name: with_ns_names(j.as_dict()) for j in jobs}
     if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
         data["links"] = [link_fields(stat) for stat in links]
         if link_jobs is not None:
@@ -234,7 +240,10 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
 
 
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
-              trace_out: str | None = None, fold: str | None = None, isolation: bool = False) -> int:
+              trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
+              given: tuple[str, ...] = (), plugins: tuple[str, ...] = ()) -> int:
+    """Run ``inputs`` and report; ``given``: the input files the command line named and
+    ``plugins`` the modules it loaded (their digests go into ``--json-out``)."""
     from simpy_astra.simulation import Simulation
 
     check_outputs(inputs, json_out, csv_out, trace_out)
@@ -288,7 +297,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
     cost = network_cost(inputs.network)
     if json_out:
-        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs)
+        from simpy_astra import __version__
+        from simpy_astra.report.identity import inputs_of
+
+        identity = {"simpy_astra_version": __version__, "backend": inputs.backend,
+                    "inputs": inputs_of(inputs, given, plugins)}
+        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, identity)
     if record is not None and csv_out:
         from simpy_astra.report.csv_tables import write_csv_reports
 
@@ -317,7 +331,8 @@ def run_scenario(argv: list[str]) -> int:
     load_plugins(args.plugin, "--plugin")
     inputs = load_scenario(args.scenario, backend=args.network_backend)
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation)
+                     trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
+                     given=(args.scenario,), plugins=tuple(args.plugin))
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -344,6 +359,8 @@ def run_astra_flags(argv: list[str]) -> int:
         injection_scale=args.injection_scale,
         num_passes=args.num_passes,
     )
+    given = (args.workload_configuration, args.system_configuration, args.network_configuration,
+             args.remote_memory_configuration, args.comm_group_configuration)
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry)
+                     trace_out=args.trace_out, fold=args.fold_symmetry, given=given, plugins=tuple(args.plugin))
 
