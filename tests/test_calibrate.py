@@ -6,7 +6,6 @@ import csv
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -325,10 +324,11 @@ def test_fit_on_all_reduce_predicts_every_logged_collective(tmp_path, capsys, fo
     assert {s["collective"] for s in summaries} == expected
 
 
-def test_calibration_is_deterministic_and_fast_on_8_gpus(tmp_path):
-    t0 = time.perf_counter()
+def test_calibration_is_deterministic_and_fast_on_8_gpus(tmp_path, capsys):
     cal1, summary1 = _calibrate_and_validate(tmp_path / "a", SETS[0])
-    assert time.perf_counter() - t0 < 60
+    # fast by construction, not by the clock: one dimension is probed with 4 + 2 x 1 runs, then
+    # the 14 sizes >= 1 MiB are simulated once (docs/calibration.md: about 20 simulations)
+    assert "(20 simulations, 1 round(s))" in capsys.readouterr().out
     cal2, summary2 = _calibrate_and_validate(tmp_path / "b", SETS[0])
     assert cal1 == cal2 and summary1 == summary2
     for name in ("network.yml", "system.json"):

@@ -226,12 +226,15 @@ def test_long_runs_show_progress() -> None:
 
     npu = SimpleNamespace(nodes=[0, 1, 2], completed=1)
 
-    def slow_run() -> list:
-        time.sleep(0.4)
+    log = io.StringIO()
+
+    def slow_run() -> list:  # runs until the progress line is out: as long as that takes here
+        deadline = time.monotonic() + 60  # a guard against a hang, not a speed check
+        while not log.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return []
 
     sim = SimpleNamespace(npus=[npu], now_ns=1234.0, run=slow_run)
-    log = io.StringIO()
     assert run_with_progress(sim, stream=log, after_s=0.05, every_s=0.01) == []
     lines = log.getvalue().splitlines()
     assert lines and lines[0].startswith("simulating: 1 of 3 nodes done, simulated time 1,234 ns")
