@@ -152,6 +152,33 @@ def test_local_memory_traces_are_announced(tmp_path: Path, capsys, monkeypatch) 
     assert "s.yaml: system: field 'local-mem-trace-filename'" in capsys.readouterr().err
 
 
+def test_trace_dir_takes_the_local_memory_traces(tmp_path: Path, capsys, monkeypatch) -> None:
+    """--trace-dir: the traces of track-local-mem go there (made if missing), not into the
+    working directory; an absolute local-mem-trace-filename stays where it says."""
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMP_NODE
+
+    monkeypatch.chdir(tmp_path)
+    a = make_node(1, "a", COMP_NODE, duration_micros=1, attrs={"inputs": ("string_list", []), "outputs": ["t1", "1024"]})
+    for npu in range(2):
+        write_et(f"w.{npu}.et", [a])
+    text = ("workload: w\nsystem: {preferred-dataset-splits: 1, track-local-mem: 1}\n"
+            "network: {topology: [Ring], npus_count: [2], bandwidth: [50], latency: [500]}\n")
+    Path("s.yaml").write_text(text)
+    assert main(["run", "--quiet", "s.yaml", "--trace-dir", "out/mem"]) == 0
+    err = capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out" / "mem").iterdir()) == ["local_mem_trace.0.json",
+                                                                            "local_mem_trace.1.json"]
+    assert str(tmp_path / "out" / "mem" / "local_mem_trace.0.json") in err
+    assert not list(tmp_path.glob("local_mem_trace*"))
+    Path("s.yaml").write_text(text.replace("track-local-mem: 1", f"track-local-mem: 1, local-mem-trace-filename: "
+                                                                 f"{tmp_path}/abs/m"))
+    (tmp_path / "abs").mkdir()
+    assert main(["run", "--quiet", "s.yaml", "--trace-dir", "out/other"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in (tmp_path / "abs").iterdir()) == ["m.0.json", "m.1.json"]
+
+
 def _small_transformer(roofline: bool) -> str:
     system = "preferred-dataset-splits: 1, all-reduce-implementation: [ring], all-gather-implementation: [ring], " \
              "reduce-scatter-implementation: [ring], all-to-all-implementation: [direct]"

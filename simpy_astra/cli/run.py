@@ -111,6 +111,10 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
                    help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks")
+    p.add_argument("--trace-dir", default=None, metavar="DIR",
+                   help="folder for the local-memory traces a system's track-local-mem writes: a relative "
+                        "local-mem-trace-filename is taken inside DIR, made if missing (default: the "
+                        "working directory, as in ASTRA-sim)")
 
 
 def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -239,13 +243,31 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
                                 f"is {prefix!r}, but folder {folder} does not exist or is not writable")
 
 
+def _in_trace_dir(inputs, trace_dir: str) -> None:
+    """``--trace-dir``: a relative local-mem-trace-filename moves into ``trace_dir`` (checked,
+    and made when the run will write there, before time starts)."""
+    import dataclasses
+
+    _writable_dir(trace_dir, "--trace-dir")
+    prefix = inputs.system.local_mem_trace_filename
+    if not os.path.isabs(prefix):
+        inputs.system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
+    if inputs.system.track_local_mem:
+        try:
+            os.makedirs(os.path.dirname(inputs.system.local_mem_trace_filename) or ".", exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"--trace-dir: cannot make {trace_dir} ({exc.strerror or exc})") from None
+
+
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
               trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
-              given: tuple[str, ...] = (), plugins: tuple[str, ...] = ()) -> int:
+              given: tuple[str, ...] = (), plugins: tuple[str, ...] = (), trace_dir: str | None = None) -> int:
     """Run ``inputs`` and report; ``given``: the input files the command line named and
     ``plugins`` the modules it loaded (their digests go into ``--json-out``)."""
     from simpy_astra.simulation import Simulation
 
+    if trace_dir is not None:
+        _in_trace_dir(inputs, trace_dir)
     check_outputs(inputs, json_out, csv_out, trace_out)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
@@ -332,7 +354,7 @@ def run_scenario(argv: list[str]) -> int:
     inputs = load_scenario(args.scenario, backend=args.network_backend)
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
-                     given=(args.scenario,), plugins=tuple(args.plugin))
+                     given=(args.scenario,), plugins=tuple(args.plugin), trace_dir=args.trace_dir)
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -362,5 +384,6 @@ def run_astra_flags(argv: list[str]) -> int:
     given = (args.workload_configuration, args.system_configuration, args.network_configuration,
              args.remote_memory_configuration, args.comm_group_configuration)
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry, given=given, plugins=tuple(args.plugin))
+                     trace_out=args.trace_out, fold=args.fold_symmetry, given=given, plugins=tuple(args.plugin),
+                     trace_dir=args.trace_dir)
 
