@@ -196,3 +196,23 @@ def test_text_columns_fold_before_a_figure_column_is_left_out(monkeypatch):
     text = stream.getvalue()
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "33,884" in text and "0.05" in text and "not shown" not in text
+
+
+def test_notes_wrap_on_an_80_column_terminal_and_stay_one_line_in_a_pipe(monkeypatch):
+    import io
+
+    from simpy_astra.report.console import say
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    note = ("note: symmetry folding off: the congestion_aware backend couples NPUs through shared links; "
+            "simulating 64 of 64 NPUs")  # scenarios/torus3d_all_reduce.yaml's, 115 characters
+    monkeypatch.setenv("COLUMNS", "80")
+    tty, pipe = Terminal(), io.StringIO()
+    say(note, tty)
+    say(note, pipe)
+    lines = tty.getvalue().splitlines()
+    assert len(lines) == 2 and max(map(len, lines)) <= 80 and " ".join(" ".join(lines).split()) == note
+    assert pipe.getvalue() == note + "\n"

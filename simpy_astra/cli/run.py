@@ -14,6 +14,7 @@ import time
 
 from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
+from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
 
@@ -281,10 +282,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     from simpy_astra.folding.run import fold_requested
 
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
-        print("note: symmetry folding is off: several jobs share the network", file=sys.stderr, flush=True)
+        say("note: symmetry folding is off: several jobs share the network")
 
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
-        print(f"note: {sim.fold_note}", file=sys.stderr, flush=True)
+        say(f"note: {sim.fold_note}")
     record = None  # node timings are recorded only for reports that need them
     if csv_out or trace_out or rich_summary:
         from simpy_astra.report.recorder import attach
@@ -308,12 +309,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     wall = time.perf_counter() - t0
     sys.stdout.flush()
     for warning in sim.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     if sim.written_files:  # the system config asked for them (track-local-mem): say where they went
         first, last = sim.written_files[0], sim.written_files[-1]
         shown = first if len(sim.written_files) == 1 else f"{first} .. {os.path.basename(last)}"
-        print(f"note: wrote {len(sim.written_files)} local-memory trace(s) {os.path.abspath(shown)} "
-              f"(local-mem-trace-filename in {inputs.system.source})", file=sys.stderr)
+        say(f"note: wrote {len(sim.written_files)} local-memory trace(s) {os.path.abspath(shown)} "
+            f"(local-mem-trace-filename in {inputs.system.source})")
     links = busiest_links(sim.network)
     from simpy_astra.cost_model import network_cost
 
@@ -366,7 +367,7 @@ def run_astra_flags(argv: list[str]) -> int:
             raise InputError(f"--{flag.replace('_', '-')}-configuration: must be a file path (got an empty "
                              f"string)")
     for line in ignored_flag_warnings(args):
-        print(line, file=sys.stderr)
+        say(line)
     from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
 
     load_plugins(args.plugin, "--plugin")

@@ -17,6 +17,23 @@ from simpy_astra.statistics import COMM, GPU, NpuReport
 from simpy_astra.units import bytes_to_gib
 
 
+def say(text: str, stream: TextIO | None = None) -> None:
+    """A note or warning line: wrapped to the terminal's width on a terminal (later lines
+    indented), one line however long in a pipe or a file (so that logs can be grepped)."""
+    stream = stream or sys.stderr
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if terminal:
+        import shutil
+        import textwrap
+
+        text = textwrap.fill(text, shutil.get_terminal_size().columns, subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+    print(text, file=stream, flush=True)
+
+
 class Output:
     """Where the summary goes: a rich console on a terminal, plain text anywhere else."""
 
