@@ -116,6 +116,32 @@ def import_module(name: str) -> Any:
         raise PluginError(user_code_problem(f"plugin module '{name}'", exc), exc) from None
 
 
+def module_files(name: str, also: list[str] = ()) -> list[str]:
+    """The source files of user module ``name`` as :func:`import_module` would find it (the
+    working directory, the installed packages, :data:`SEARCH_FOLDERS` and ``also``), found
+    without running it: its file, or every ``.py`` file of a package. Empty when it is not
+    found, or is not the user's own code (an installed package, one of ours)."""
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
+        return []
+    extra = [os.getcwd(), *SEARCH_FOLDERS, *also]
+    search: list[str] | None = [extra[0], *sys.path, *(f for f in extra[1:] if f not in sys.path)]
+    files: list[str] = []
+    parts = name.split(".")
+    for i in range(len(parts)):  # each package on the way is run on import too: its __init__
+        spec = PathFinder.find_spec(".".join(parts[: i + 1]), search) if search is not None else None
+        if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+            return []
+        files.append(spec.origin)
+        search = list(spec.submodule_search_locations or []) or None
+    for folder in spec.submodule_search_locations or []:  # a package named itself: all of it
+        files += [os.path.join(d, f) for d, _, names in os.walk(folder) for f in names if f.endswith(".py")]
+    return sorted({os.path.abspath(f) for f in files if is_users_file(f)})
+
+
 def import_object(spec: str) -> Any:
     """``package.module:attribute`` -> the attribute."""
     module_name, _, attr = spec.partition(":")

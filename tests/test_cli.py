@@ -79,7 +79,7 @@ def test_accepted_but_unused_flags_warn(capsys) -> None:
                  "--compute-scale=2"])
     err = capsys.readouterr().err
     assert code == 2  # the missing files still stop the run
-    assert "warning: --compute-scale 2.0 is accepted but changes nothing" in err
+    assert "warning: --compute-scale 2 is accepted but changes nothing" in err
 
 
 # ------------------------------------------------------------------ issue 16: the card's command, honest output
@@ -150,6 +150,33 @@ def test_local_memory_traces_are_announced(tmp_path: Path, capsys, monkeypatch) 
     Path("s.yaml").write_text(text.replace("traces/mem", "missing/mem"))
     assert main(["run", "--quiet", "s.yaml"]) == 2
     assert "s.yaml: system: field 'local-mem-trace-filename'" in capsys.readouterr().err
+
+
+def test_trace_dir_takes_the_local_memory_traces(tmp_path: Path, capsys, monkeypatch) -> None:
+    """--trace-dir: the traces of track-local-mem go there (made if missing), not into the
+    working directory; an absolute local-mem-trace-filename stays where it says."""
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMP_NODE
+
+    monkeypatch.chdir(tmp_path)
+    a = make_node(1, "a", COMP_NODE, duration_micros=1, attrs={"inputs": ("string_list", []), "outputs": ["t1", "1024"]})
+    for npu in range(2):
+        write_et(f"w.{npu}.et", [a])
+    text = ("workload: w\nsystem: {preferred-dataset-splits: 1, track-local-mem: 1}\n"
+            "network: {topology: [Ring], npus_count: [2], bandwidth: [50], latency: [500]}\n")
+    Path("s.yaml").write_text(text)
+    assert main(["run", "--quiet", "s.yaml", "--trace-dir", "out/mem"]) == 0
+    err = capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out" / "mem").iterdir()) == ["local_mem_trace.0.json",
+                                                                            "local_mem_trace.1.json"]
+    assert str(tmp_path / "out" / "mem" / "local_mem_trace.0.json") in err
+    assert not list(tmp_path.glob("local_mem_trace*"))
+    Path("s.yaml").write_text(text.replace("track-local-mem: 1", f"track-local-mem: 1, local-mem-trace-filename: "
+                                                                 f"{tmp_path}/abs/m"))
+    (tmp_path / "abs").mkdir()
+    assert main(["run", "--quiet", "s.yaml", "--trace-dir", "out/other"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in (tmp_path / "abs").iterdir()) == ["m.0.json", "m.1.json"]
 
 
 def _small_transformer(roofline: bool) -> str:
@@ -226,12 +253,15 @@ def test_long_runs_show_progress() -> None:
 
     npu = SimpleNamespace(nodes=[0, 1, 2], completed=1)
 
-    def slow_run() -> list:
-        time.sleep(0.4)
+    log = io.StringIO()
+
+    def slow_run() -> list:  # runs until the progress line is out: as long as that takes here
+        deadline = time.monotonic() + 60  # a guard against a hang, not a speed check
+        while not log.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return []
 
     sim = SimpleNamespace(npus=[npu], now_ns=1234.0, run=slow_run)
-    log = io.StringIO()
     assert run_with_progress(sim, stream=log, after_s=0.05, every_s=0.01) == []
     lines = log.getvalue().splitlines()
     assert lines and lines[0].startswith("simulating: 1 of 3 nodes done, simulated time 1,234 ns")

@@ -38,7 +38,7 @@ LONG = {
     "python -m simpy_astra run scenarios/transformer": "a 16-NPU transformer step",
 }
 #: the reader's own files, which commands name as examples (not in the checkout on purpose)
-YOUR_FILES = re.compile(r"Resnet50_DataParallel\.txt|et_rank0\.json|kineto_rank0\.json|traces/|kineto/|"
+YOUR_FILES = re.compile(r"(?<!text/)Resnet50_DataParallel\.txt|et_rank0\.json|kineto_rank0\.json|traces/|kineto/|"
                         r"\.log\b|all_reduce\.log|one_node/|two_nodes/|net\.yml|sys\.json|cal/")
 #: words in capitals that are values, not placeholders
 VALUES = {"DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA"}
@@ -149,3 +149,33 @@ def test_every_command_shown_still_runs(tmp_path, doc, line, command):
     done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, f"{doc}:{line}: {command}\n{done.stderr[-2000:]}"
+
+
+def test_the_readmes_default_scenario_sentence_matches_its_trace():
+    """'20 us of compute, ... a 5 us optimizer step (25,000 ns of GPU time)': the numbers are
+    the durations in the default scenario's trace (issue 39: the README left out the step)."""
+    from simpy_astra.workloads.chakra import read_et
+
+    text = " ".join(README.read_text().split())
+    compute = int(re.search(r"(\d+) us of compute", text).group(1))
+    optimizer = int(re.search(r"(\d+) us optimizer step", text).group(1))
+    gpu_ns = int(re.search(r"([\d,]+) ns of GPU time", text).group(1).replace(",", ""))
+    _, nodes = read_et(str(ROOT / "scenarios" / "workloads" / "step_8npus_1MB" / "step.0.et"))
+    durations = {n.name: n.duration_micros for n in nodes if n.duration_micros}
+    assert durations == {"forward_backward": compute, "optimizer_step": optimizer}
+    assert gpu_ns == (compute + optimizer) * 1000 == 25_000  # the run's "GPU time: 25000" (test_cli)
+
+
+def test_a_pointer_to_a_section_names_the_file_that_has_it():
+    """A comment '(docs/performance.md, "Scaling out")' in a scenario: that file has that heading
+    (issue 39: the GPT-3 scenario sent readers to the README for a section in performance.md)."""
+    pointers = []
+    for path in [*(ROOT / "scenarios").rglob("*.yaml"), *(ROOT / "simpy_astra").rglob("*.py")]:
+        for m in re.finditer(r'\((README|docs/[\w-]+\.md)[,:] "([^"]+)"\)', path.read_text()):
+            pointers.append((path, "README.md" if m.group(1) == "README" else m.group(1), m.group(2)))
+    assert pointers  # at least the GPT-3 scale scenario's
+    for path, doc, section in pointers:
+        text = (ROOT / doc).read_text()  # a heading, or a paragraph's bold lead ("**Error figures.**")
+        headings = [ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("#")]
+        headings += re.findall(r"^\*\*([^*]+)\*\*", text, re.M)
+        assert any(h.startswith(section) for h in headings), f"{path}: {doc} has no section '{section}'"

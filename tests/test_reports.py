@@ -153,3 +153,66 @@ def test_layers_csv_of_a_micro_text_workload(reference_dir: Path, tmp_path: Path
     assert [(r["npu"], r["layer"], r["passes"], r["wg_comm_ns"], r["wg_exposed_comm_ns"]) for r in rows] == \
            [(npu, "conv1", "2", str(f["comm_time"]), str(f["exposed_comm_cycles"]))
             for npu, f in case["expected"].items()]
+
+
+def test_a_table_on_an_80_column_terminal_never_cuts_a_number(monkeypatch):
+    """The two-job run's busiest links (scenarios/two_llm_jobs_fat_tree.yaml on the packet
+    backend, as printed at 200 columns): at 80 columns every figure shown is whole and the
+    column that does not fit is named, not cut (issue 39: 'stalled (ns)' showed '1,362,26')."""
+    import io
+
+    from simpy_astra.report.console import Output
+
+    monkeypatch.setenv("COLUMNS", "80")
+    stream = io.StringIO()
+    out = Output(stream, rich=True)
+    assert out.console.width == 80
+    columns = ("link", "bytes", "busy (ns)", "busy share", "max queue (B)", "stalled (ns)", "bytes by job")
+    rows = [(f"leaf{i} -> spine0", "1,388,314,624", "12,954,691", "85.7%", "1,048,576", "1,362,262",
+             "a 694,157,312, b 694,157,312") for i in range(4)]
+    out.table("busiest links", columns, rows)
+    text = stream.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for figure in ("1,388,314,624", "12,954,691", "85.7%", "1,048,576", "1,362,262"):
+        assert text.count(figure) == 4, figure
+    assert "not shown at 80 columns: bytes by job" in " ".join(text.split())
+    # at 200 columns all of it, on one line per row
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = io.StringIO()
+    Output(wide, rich=True).table("busiest links", columns, rows)
+    assert wide.getvalue().count("a 694,157,312, b 694,157,312") == 4
+
+
+def test_text_columns_fold_before_a_figure_column_is_left_out(monkeypatch):
+    import io
+
+    from simpy_astra.report.console import Output
+
+    monkeypatch.setenv("COLUMNS", "80")
+    stream = io.StringIO()
+    columns = ("network.bandwidth", "system.all-reduce-implementation", "backend", "finish_ns", "wall_s")
+    rows = [("200", "halvingDoubling", "congestion_unaware", "33,884", "0.05")]
+    Output(stream, rich=True).table("sweep", columns, rows, align=("left", "left", "left", "right", "right"))
+    text = stream.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "33,884" in text and "0.05" in text and "not shown" not in text
+
+
+def test_notes_wrap_on_an_80_column_terminal_and_stay_one_line_in_a_pipe(monkeypatch):
+    import io
+
+    from simpy_astra.report.console import say
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    note = ("note: symmetry folding off: the congestion_aware backend couples NPUs through shared links; "
+            "simulating 64 of 64 NPUs")  # scenarios/torus3d_all_reduce.yaml's, 115 characters
+    monkeypatch.setenv("COLUMNS", "80")
+    tty, pipe = Terminal(), io.StringIO()
+    say(note, tty)
+    say(note, pipe)
+    lines = tty.getvalue().splitlines()
+    assert len(lines) == 2 and max(map(len, lines)) <= 80 and " ".join(" ".join(lines).split()) == note
+    assert pipe.getvalue() == note + "\n"

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,23 @@ def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path, c
 
     reports = Simulation(load_scenario(str(out / "points" / f"{at50['key']}.yaml"))).run()
     assert max(r.finished_cycles for r in reports) == DEFAULT_FINISH_NS
+
+
+def test_a_piped_sweep_prints_plain_lines_one_per_point(tmp_path, capsys):
+    """stderr is no terminal here (a log file, ``2>&1 | grep``): no box drawing, nothing
+    wrapped, however long the folder's name, and a line per finished point."""
+    out = tmp_path / ("a-folder-name-long-enough-to-pass-eighty-columns-" * 2) / "out"
+    code, err = cli(capsys, bandwidth_sweep(tmp_path), "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0
+    lines = err.splitlines()
+    assert not set(err) & set("─│┃━┏┓└┘┡┩╇")
+    assert lines[0] == f"sweep sweep: 3 points, 0 already in {out}/results.csv, running 3 on 1 local processes"
+    done = [ln for ln in lines if ln.startswith("sweep: ")]
+    # the default scenario at 50 GB/s: 142,780 ns (the reference's figure)
+    assert done[1] == f"sweep: 2 of 3 points done; 50: {DEFAULT_FINISH_NS:,} ns" and len(done) == 3
+    assert lines[-1].startswith(f"wrote {out}/results.csv and {out}/best.json in ")
+    row = next(ln for ln in lines if ln.split()[:1] == ["50"])
+    assert row.split()[1] == f"{DEFAULT_FINISH_NS:,}"
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
@@ -467,6 +485,44 @@ def test_editing_a_named_file_refuses_the_resume(tmp_path, capsys):
     assert (out / "results.csv").read_text() == before
 
 
+def test_an_edited_plugin_module_refuses_the_resume_naming_it(tmp_path, capsys, monkeypatch):
+    """The points load examples/my_algos.py (``my_algos:simple_ring``): editing it changes what
+    the points compute, so a resume must not reuse their rows (issue 39: '2 already in
+    results.csv, running 0')."""
+    monkeypatch.chdir(tmp_path)  # user modules are imported from the working directory
+    shutil.copy(ROOT / "examples" / "my_algos.py", tmp_path / "my_algos.py")
+    base = yaml.safe_load(DEFAULT.read_text())
+    base["workload"] = str(STEP)
+    base["system"]["all-reduce-implementation"] = ["my_algos:simple_ring"]
+    path = write_sweep(tmp_path, {"base": base, "axes": {"network.bandwidth": [50, 100]}})
+    out = tmp_path / "out"
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    assert kept(out) == {("50", "ok"), ("100", "ok")}
+    plugin = str(tmp_path / "my_algos.py")
+    assert plugin in json.loads((out / "sweep.json").read_text())["files"]
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0 and "2 already in" in err  # unchanged: nothing runs again
+    (tmp_path / "my_algos.py").write_text((tmp_path / "my_algos.py").read_text() + "\nSTEPS = 2\n")
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 2
+    one_error(err, f"--out {out}: {plugin} changed since these results were made")
+
+
+def test_plugins_listed_in_the_scenario_are_part_of_the_points_identity(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_plugin.py").write_text("X = 1\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "topo.py").write_text("Y = 2\n")
+    base = yaml.safe_load(DEFAULT.read_text())
+    base.update(workload=str(STEP), plugins=["my_plugin", "simpy_astra.collectives"])
+    path = write_sweep(tmp_path, {"base": base, "axes": {"network.topology": [["Ring"], ["pkg.topo:Torus"]]}})
+    files = load_sweep(path).plugin_files()
+    # ours (simpy_astra.collectives) are not the user's: their version is the package's
+    assert files == {str(tmp_path / "my_plugin.py"), str(tmp_path / "pkg" / "__init__.py"),
+                     str(tmp_path / "pkg" / "topo.py")}
+
+
 def test_a_folder_from_before_file_digests_resumes_and_records_them(tmp_path, capsys):
     out = tmp_path / "out"
     first = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}})
@@ -635,9 +691,11 @@ STEP = {step!r}
 
 
 def _generate(params, prefix):
-    with open(os.path.join(params["marks"], f"started-{{params['n']}}"), "w") as f:
-        f.write(str(os.getpid()))
-    try:
+    try:  # started-N appears whole (renamed into place) and only once a stop would be marked
+        started = os.path.join(params["marks"], f"started-{{params['n']}}")
+        with open(started + ".part", "w") as f:
+            f.write(str(os.getpid()))
+        os.replace(started + ".part", started)
         time.sleep(0 if params["n"] <= 2 else 600)
     except BaseException:  # stopped: say so, and take a while to unwind
         open(os.path.join(params["marks"], f"stopping-{{params['n']}}"), "w").close()
@@ -754,17 +812,62 @@ def test_ctrl_c_stops_at_once_and_a_second_ctrl_c_prints_no_traceback(tmp_path):
     assert_stopped_cleanly(r)
 
 
+def read_stderr_until(r: Running, needle: bytes) -> tuple[threading.Event, list[bytes]]:
+    """Read the sweep's stderr in a thread; the event is set once a line contains ``needle``
+    (the sweep itself says which phase it is in: no sleeping for a guessed time)."""
+    seen, lines = threading.Event(), []
+
+    def read() -> None:
+        for line in r.proc.stderr:
+            lines.append(line)
+            if needle in line:
+                seen.set()
+        seen.set()  # the stream ended: stop waiting either way
+
+    threading.Thread(target=read, daemon=True).start()
+    return seen, lines
+
+
 @needs_proc
-@pytest.mark.parametrize("gap_s", [0.04, 0.06])
-def test_a_second_ctrl_c_soon_after_the_first_is_as_clean_as_one(tmp_path, gap_s):
+@pytest.mark.parametrize("phase", ["at once", "after the summary"])
+def test_a_second_ctrl_c_soon_after_the_first_is_as_clean_as_one(tmp_path, phase):
+    """The second Ctrl-C lands right behind the first (before the handler has run, or while the
+    pool is being stopped), or after the sweep has printed its summary and is shutting the
+    interpreter down (where Python < 3.12 raced the pool's manager thread into ``OSError: [Errno 9]
+    Bad file descriptor``). While the workers unwind: the test above."""
     r = start_sleepy_sweep(tmp_path)
+    seen, lines = read_stderr_until(r, b"interrupted")
     r.proc.send_signal(signal.SIGINT)
-    time.sleep(gap_s)
-    r.proc.send_signal(signal.SIGINT)
-    _, err = r.proc.communicate(timeout=120)
+    if phase == "after the summary":
+        assert seen.wait(120), "the sweep never said it was interrupted"  # a guard against a hang
+    try:
+        r.proc.send_signal(signal.SIGINT)
+    except ProcessLookupError:  # already gone: nothing left to interrupt
+        pass
+    r.proc.wait(timeout=120)
+    seen.wait(120)
+    err = b"".join(lines)
     assert r.proc.returncode == 130, err.decode()  # not killed by SIGINT (-2)
     assert b"interrupted" in err and b"Traceback" not in err and b"Exception ignored" not in err
     assert_stopped_cleanly(r)
+
+
+def test_a_stopped_pool_leaves_no_manager_thread_for_the_interpreter_exit():
+    """Python < 3.12 wakes a pool's manager thread at exit without its lock; if the thread is
+    still closing its pipe then, the exit prints ``OSError: [Errno 9] Bad file descriptor``.
+    Stopping the workers therefore waits for that thread too."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from simpy_astra.sweep.runner import _stop_workers, _worker_context
+
+    pool = ProcessPoolExecutor(max_workers=2, mp_context=_worker_context())
+    futures = [pool.submit(time.sleep, 600) for _ in range(3)]
+    while not any(f.running() for f in futures):
+        time.sleep(0.01)
+    manager, wakeup = pool._executor_manager_thread, pool._executor_manager_thread_wakeup
+    _stop_workers(pool)
+    assert not manager.is_alive()
+    assert wakeup._closed  # what the interpreter's exit checks before writing to the pipe
 
 
 @needs_proc

@@ -62,11 +62,3 @@ def load_system(path: str | None, network: dict[str, Any]) -> dict[str, Any]:
         except InputError as exc:
             raise InputError(str(exc).replace(probe, path)) from None
     return merged
-
-
-def require_matplotlib(command: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        raise InputError(f"{command} draws its plot with matplotlib, which is not installed: "
-                         f"pip install 'simpy-astra[calibrate]'")

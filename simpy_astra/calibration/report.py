@@ -157,30 +157,27 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def print_table(results: list[LogResult], console) -> None:
-    from rich.table import Table
-
-    table = Table(title="measured (nccl-tests) against simulated", show_lines=False)
-    for col, kw in (("collective", {}), ("GPUs", {"justify": "right"}), ("size", {"justify": "right"}),
-                    ("measured us", {"justify": "right"}), ("simulated us", {"justify": "right"}),
-                    ("error", {"justify": "right"}), ("busbw meas.", {"justify": "right"}),
-                    ("busbw sim.", {"justify": "right"})):
-        table.add_column(col, **kw)
-    for i, r in enumerate(results):
-        if i:
-            table.add_section()
+def print_table(results: list[LogResult], out) -> None:
+    """Measured against simulated, one row per size (``out``: a report Output; errors in colour
+    on a colour terminal)."""
+    columns = ("collective", "GPUs", "size", "measured us", "simulated us", "error", "busbw meas.", "busbw sim.")
+    rows, sections = [], []
+    for r in results:
+        sections.append(len(rows))
         for p in r.points:
             err = p.error
             if err is None:
                 cells = ["-", "-", p.note[:40]]
             else:
+                text = f"{100 * err:+.1f}%"
                 style = "green" if abs(err) < 0.1 else "yellow" if abs(err) < 0.25 else "red"
-                cells = [f"{p.simulated_us:,.2f}", f"[{style}]{100 * err:+.1f}%[/{style}]",
+                cells = [f"{p.simulated_us:,.2f}", f"[{style}]{text}[/{style}]" if out.colour else text,
                          f"{r.busbw(p.measured_us, p.size_bytes):.2f}"]
             sim_bw = "" if p.simulated_us is None else f"{r.busbw(p.simulated_us, p.size_bytes):.2f}"
-            table.add_row(r.collective, str(r.ranks), human_size(p.size_bytes), f"{p.measured_us:,.2f}",
-                          *cells, sim_bw)
-    console.print(table)
+            rows.append([r.collective, str(r.ranks), human_size(p.size_bytes), f"{p.measured_us:,.2f}",
+                         *cells, sim_bw])
+    out.table("measured (nccl-tests) against simulated", columns, rows,
+              align=("left", *["right"] * (len(columns) - 1)), sections=sections[1:])
 
 
 def write_csv(results: list[LogResult], path: str) -> None:

@@ -24,7 +24,7 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise InputError(f"{self.prog}: {self.error_for_flag(message)} (see {self.prog} --help)")
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # noqa: ANN401
         argv = list(sys.argv[1:] if args is None else args)
@@ -42,6 +42,16 @@ class ArgumentParser(argparse.ArgumentParser):
     def known_flags(self) -> list[str]:
         return [flag for action in self._actions for flag in action.option_strings]
 
+    def error_for_flag(self, problem: str) -> str:
+        """A suggestion of an unlisted spelling (``--micro_batch``) names the listed one."""
+        listed = {a.dest: a.option_strings[0] for a in self._actions
+                  if a.option_strings and a.help is not argparse.SUPPRESS}
+        for action in self._actions:
+            for flag in action.option_strings:
+                if action.help is argparse.SUPPRESS and action.dest in listed and problem.endswith(f" {flag}?"):
+                    return problem[: -len(flag) - 1] + listed[action.dest] + "?"
+        return problem
+
 
 def unknown_flag_problem(given: str, known: list[str]) -> str:
     """``--netwrok-backend=packet`` -> "--netwrok-backend: unknown flag; did you mean
@@ -56,3 +66,39 @@ def unknown_flag_problem(given: str, known: list[str]) -> str:
     near = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
     hint = f"; did you mean {near[0]}?" if near else ""
     return f"{flag}: unknown flag{hint}"
+
+
+def plain(text: str) -> str:
+    """Docstring text as a terminal shows it: RST's ````literal```` marks dropped."""
+    return text.replace("``", "")
+
+
+def module_summary(module: str) -> str:
+    """The first line of ``module``'s docstring, read without importing it (``--help`` stays
+    fast and works without the module's optional dependencies); a leading
+    ````simpy-astra ...````: is dropped, since the list it goes in already names the command."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    try:
+        with open(spec.origin, encoding="utf-8") as f:  # type: ignore[union-attr]
+            doc = ast.get_docstring(ast.parse(f.read())) or ""
+    except (AttributeError, OSError, SyntaxError, TypeError):
+        return ""
+    first = doc.strip().split("\n")[0]
+    if first.startswith("``simpy-astra") and "``: " in first:
+        first = first.split("``: ", 1)[1]
+    return plain(first)
+
+
+def kinds_help(command: str, noun: str, kinds: dict[str, str]) -> str:
+    """``generate --help`` / ``convert --help``: each kind (name -> module) with what it does."""
+    import textwrap
+
+    width = max(map(len, kinds))
+    lines = [f"usage: simpy-astra {command} {noun.upper()} [FLAGS]", "", f"{noun}s:"]
+    lines += [textwrap.fill(module_summary(module), 80, initial_indent=f"  {name:<{width}}  ",
+                            subsequent_indent=" " * (width + 4), break_on_hyphens=False) for name, module in kinds.items()]
+    lines += ["", f"Each {noun} has its own --help (e.g. simpy-astra {command} {next(iter(kinds))} --help)."]
+    return "\n".join(lines)

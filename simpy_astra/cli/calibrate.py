@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import json
 import os
+import sys
 import time
 
 from simpy_astra.config.readers import dump_yaml
@@ -45,9 +46,6 @@ def _digest(path: str) -> str:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    from rich.console import Console
-    from rich.table import Table
-
     from simpy_astra.calibration.holdout import fit_record, held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
     from simpy_astra.calibration.local_copy import (
@@ -59,6 +57,7 @@ def main(argv: list[str]) -> int:
     from simpy_astra.calibration.model import calibrate
     from simpy_astra.calibration.nccl_log import parse_logs
     from simpy_astra.calibration.report import gm_abs_error, output_dir
+    from simpy_astra.report.console import Output
 
     if args.min_size < 1:
         raise InputError(f"--min-size must be >= 1 byte (got {args.min_size})")
@@ -79,7 +78,7 @@ def main(argv: list[str]) -> int:
     cal = calibrate(logs, network, system, min_size=args.min_size, in_place=args.in_place,
                     backend=args.backend, held_out=held_out, gpu_memory_gbps=args.gpu_memory_bw)
 
-    console = Console()
+    out = Output(sys.stdout)  # a table on a terminal; plain lines, never wrapped, in a pipe or file
     regimes = None
     if args.protocol_regimes:
         from simpy_astra.calibration.regimes import fit_regimes
@@ -87,36 +86,35 @@ def main(argv: list[str]) -> int:
         regimes = fit_regimes(logs, network, system, cal, args.min_size, args.in_place, args.backend, held_out,
                               args.gpu_memory_bw)
         sw = (regimes or {}).get("switch")
-        console.print(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
-                      f"bytes ({100 * sw['jump']:+.0f}%); regimes.json fits each side" if sw else
-                      "protocol switch: none seen in the logs (no regimes.json)")
+        out.line(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
+                 f"bytes ({100 * sw['jump']:+.0f}%); regimes.json fits each side" if sw else
+                 "protocol switch: none seen in the logs (no regimes.json)")
     for log in logs:
         skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
         if log.tables > 1:
             skipped += f", rows of {log.tables} tables (runs) together"
-        console.print(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
-                      f"{skipped}")
+        out.line(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
+                 f"{skipped}")
     for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
-        console.print(note)
-    table = Table(title="calibrated network")
-    for col in ("dim", "topology", "NPUs", "bandwidth GB/s", "latency ns"):
-        table.add_column(col, justify="right" if col != "topology" else "left")
-    for d, topo in enumerate(network["topology"]):
-        table.add_row(str(d), topo, str(network["npus_count"][d]),
-                      f"{network['bandwidth'][d]:g} -> {cal.network['bandwidth'][d]:g}",
-                      f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
-    console.print(table)
+        out.line(note)
+    # the network YAML's bandwidth unit: ASTRA-sim moves bandwidth * 2^30 bytes a second
+    out.table("calibrated network", ("dim", "topology", "NPUs", "bandwidth GiB/s", "latency ns"),
+              [(str(d), topo, str(network["npus_count"][d]),
+                f"{network['bandwidth'][d]:g} -> {cal.network['bandwidth'][d]:g}",
+                f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
+               for d, topo in enumerate(network["topology"])],
+              align=("right", "left", "right", "right", "right"))
     for coll, choice in (algorithms or {}).items():
-        console.print(f"{coll}: {choice['implementation']}, {choice['source']}")
-    console.print(f"endpoint delay {cal.system['endpoint-delay']} ns, "
-                  f"{cal.system['preferred-dataset-splits']} chunk(s) per collective (kept)")
+        out.line(f"{coll}: {choice['implementation']}, {choice['source']}")
+    out.line(f"endpoint delay {cal.system['endpoint-delay']} ns, "
+             f"{cal.system['preferred-dataset-splits']} chunk(s) per collective (kept)")
     if cal.uncovered_dims:
-        console.print(f"[yellow]warning[/yellow]: no log spans dimension(s) {cal.uncovered_dims}; "
-                      f"their values are the given ones")
-    console.print(f"fitted on {cal.fit.used_points} sizes >= {args.min_size} bytes: simulated with the "
-                  f"fitted values, geomean error {100 * gm_abs_error(cal.sim_errors):.1f}%, mean |error| "
-                  f"{100 * sum(abs(e) for e in cal.sim_errors) / len(cal.sim_errors):.1f}% "
-                  f"({cal.simulations} simulations, {cal.rounds} round(s))")
+        text = f"no log spans dimension(s) {cal.uncovered_dims}; their values are the given ones"
+        out.line(f"warning: {text}", f"[yellow]warning[/yellow]: {text}")
+    out.line(f"fitted on {cal.fit.used_points} sizes >= {args.min_size} bytes: simulated with the "
+             f"fitted values, geomean error {100 * gm_abs_error(cal.sim_errors):.1f}%, mean |error| "
+             f"{100 * sum(abs(e) for e in cal.sim_errors) / len(cal.sim_errors):.1f}% "
+             f"({cal.simulations} simulations, {cal.rounds} round(s))")
 
     from simpy_astra import files
 
@@ -158,5 +156,5 @@ def main(argv: list[str]) -> int:
                 f.write("\n")
     except OSError as exc:
         raise InputError(f"--out: cannot write into {args.out} ({exc.strerror or exc})") from None
-    console.print(f"wrote {net_path}, {sys_path} and {info_path} in {time.perf_counter() - t0:.1f} s")
+    out.line(f"wrote {net_path}, {sys_path} and {info_path} in {time.perf_counter() - t0:.1f} s")
     return 0

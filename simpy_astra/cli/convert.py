@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 
+from simpy_astra.cli.args import kinds_help
 from simpy_astra.errors import InputError
 
 FORMATS: dict[str, str] = {
@@ -16,6 +17,9 @@ FORMATS: dict[str, str] = {
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(kinds_help("convert", "format", FORMATS))
+        return 0
     if not argv or argv[0] not in FORMATS:
         got = argv[0] if argv else "nothing"
         raise InputError(f"convert: unknown format {got!r}; use one of {', '.join(FORMATS)} "

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import importlib
 
+from simpy_astra.cli.args import kinds_help
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.generated import GENERATORS
 
 
 def main(argv: list[str]) -> int:
     kinds = {name: entry.command for name, entry in GENERATORS.items() if entry.command}
+    if argv[:1] in (["-h"], ["--help"]):
+        print(kinds_help("generate", "kind", kinds))
+        return 0
     if not argv or argv[0] not in kinds:
         got = argv[0] if argv else "nothing"
         raise InputError(f"generate: unknown kind {got!r}; use one of {', '.join(kinds)} "

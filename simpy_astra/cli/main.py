@@ -53,15 +53,27 @@ DEBUG_FLAG = "--debug"
 def overview() -> str:
     """The command list, then the ASTRA-sim flag form: what a first-time user needs to start."""
     width = max(len(f"{name} {args}") for name, args, _ in COMMAND_LINES)
-    lines = ["usage: simpy-astra COMMAND [ARGS] | simpy-astra SCENARIO.yaml | simpy-astra FLAGS (ASTRA-sim's form, below)",
+    lines = ["usage: simpy-astra COMMAND [ARGS]", "       simpy-astra SCENARIO.yaml",
+             "       simpy-astra FLAGS (ASTRA-sim's form, below)",
              "", "Simulate distributed ML training (ASTRA-sim 2.0 compatible).", "", "commands:"]
     lines += [f"  {f'{name} {args}':<{width}}  {what}" for name, args, what in COMMAND_LINES]
-    lines += ["", "Each command has its own --help (simpy-astra run --help lists the scenario fields).",
-              f"{DEBUG_FLAG} (any command): show the traceback of an error raised by your own plugin code.",
-              "", "ASTRA-sim's flag form (its binary's flags, so scripts switch by changing the path):", ""]
+    lines += ["", "Each command has its own --help: run --help lists the scenario fields and the",
+              "network backends; generate --help and convert --help list their kinds.",
+              f"{DEBUG_FLAG} (any command): the traceback of an error raised by your plugin code.",
+              "--version: print the version and stop.",
+              "", "ASTRA-sim's flag form (its binary's flags: scripts switch by changing the path):", ""]
     from simpy_astra.cli.run import astra_help
 
     return "\n".join(lines) + "\n" + astra_help()
+
+
+def version_line() -> str:
+    """``simpy-astra --version``: ours, the ASTRA-sim release whose figures we print, and Python."""
+    import platform
+
+    from simpy_astra import __version__
+
+    return f"simpy-astra {__version__} (ASTRA-sim 2.0 compatible; Python {platform.python_version()})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,6 +109,12 @@ def _main(argv: list[str], debug: bool) -> int:
     from simpy_astra import stopping
 
     try:
+        if not argv or argv[0] in ("-h", "--help"):
+            print(overview(), file=sys.stdout if argv else sys.stderr)
+            return 0 if argv else EXIT_INPUT_ERROR
+        if argv[0] == "--version":
+            print(version_line())
+            return 0
         if argv and argv[0] in SUBCOMMANDS:
             import gc
             import importlib

@@ -12,10 +12,47 @@ import os
 import sys
 import time
 
-from simpy_astra.cli.args import ArgumentParser
+from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
+from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
+
+#: ASTRA-sim's flags that a script may pass and that change nothing here: flag -> (metavar,
+#: what it does there and why it does nothing here)
+IGNORED_ASTRA_FLAGS: dict[str, tuple[str, str]] = {
+    "--compute-scale": ("X", "ASTRA-sim reads it and does not use it either"),
+    "--comm-scale": ("X", "ASTRA-sim stores it and does not use it either"),
+    "--rendezvous-protocol": ("true|false", "ASTRA-sim's rendezvous handshake before each send is not "
+                                            "modelled: sends go eagerly"),
+    "--logging-configuration": ("FILE", "ASTRA-sim's spdlog TOML; messages here go to stderr"),
+    "--logging-folder": ("FOLDER", "ASTRA-sim writes log.log and err.log there; messages here go to "
+                                   "stderr"),
+}
+
+
+def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
+    """One line per ignored ASTRA-sim flag the command line gave (a scale of 1 and a rendezvous
+    of false change nothing in ASTRA-sim either, and are not worth a line)."""
+    lines = []
+    for flag, (_, what) in IGNORED_ASTRA_FLAGS.items():
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is None:
+            continue
+        if flag.endswith("-scale"):
+            try:
+                if float(value) == 1.0:
+                    continue
+            except ValueError:
+                raise InputError(f"{flag}: must be a number (got {value!r})") from None
+        if flag == "--rendezvous-protocol" and value.strip().lower() in ("false", "0"):
+            continue
+        if flag == "--rendezvous-protocol":
+            lines.append(f"warning: {flag} {value} is accepted but not modelled: sends go eagerly, so "
+                         f"the figures lack ASTRA-sim's handshake delay")
+        else:
+            lines.append(f"warning: {flag} {value} is accepted but changes nothing ({what})")
+    return lines
 
 
 def _astra_parser() -> argparse.ArgumentParser:
@@ -29,21 +66,36 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
     _add_plugin_flag(p)
-    p.add_argument("--network-backend", default="congestion_unaware",
-                   help="congestion_unaware (analytical), congestion_aware (links queue messages) or "
-                        "packet (packets pipelined, ports shared round robin over inputs, buffers and credits)")
-    p.add_argument("--num-queues-per-dim", type=int, default=1, help="queues per dimension (1 to 4096)")
-    p.add_argument("--injection-scale", type=float, default=1.0)
-    p.add_argument("--compute-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
-    p.add_argument("--comm-scale", type=float, default=1.0, help="accepted, unused (as in ASTRA-sim)")
-    p.add_argument("--rendezvous-protocol", default="false")
-    p.add_argument("--logging-configuration", default="empty")
-    p.add_argument("--logging-folder", default="log")
+    p.add_argument("--network-backend", default="congestion_unaware", metavar="NAME",
+                   help=backends_help("default congestion_unaware"))
+    p.add_argument("--num-queues-per-dim", type=int, default=1,
+                   help="queues per dimension (1 to 4096; default 1)")
+    p.add_argument("--injection-scale", type=float, default=1.0,
+                   help="multiplies the system JSON's endpoint-delay when that key is present (as in "
+                        "ASTRA-sim; default 1)")
+    for flag, (metavar, what) in IGNORED_ASTRA_FLAGS.items():
+        p.add_argument(flag, default=None, metavar=metavar, help=f"accepted and ignored, with a warning: {what}")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--num-passes", type=int, default=1,
                    help="training iterations when the workload is an ASTRA-sim 1.0 .txt file")
     _add_report_flags(p)
     return p
+
+
+#: one line on each network backend (docs/backends.md has more); plug-in backends are listed by name
+BACKEND_LINES = {
+    "congestion_unaware": "analytical: closed-form delays, as ASTRA-sim's analytical backend",
+    "congestion_aware": "links queue messages, store-and-forward switches",
+    "packet": "packets pipelined across hops, ports shared round robin, buffers and credits",
+}
+
+
+def backends_help(default: str) -> str:
+    """``--network-backend``'s help: every registered backend and what it models."""
+    from simpy_astra.network import BACKENDS
+
+    return "; ".join(f"{name} ({BACKEND_LINES[name]})" if name in BACKEND_LINES else name
+                     for name in BACKENDS) + f" ({default})"
 
 
 def astra_help() -> str:
@@ -62,6 +114,10 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
                    help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks")
     p.add_argument("--plots", default=None, metavar="DIR",
                    help="write breakdown.png (each NPU's time by part) and timeline.png into DIR (matplotlib)")
+    p.add_argument("--trace-dir", default=None, metavar="DIR",
+                   help="folder for the local-memory traces a system's track-local-mem writes: a relative "
+                        "local-mem-trace-filename is taken inside DIR, made if missing (default: the "
+                        "working directory, as in ASTRA-sim)")
 
 
 def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -75,10 +131,12 @@ def _run_parser() -> argparse.ArgumentParser:
 
     p = ArgumentParser(
         prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
-        epilog=scenario.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=plain(scenario.__doc__ or "").replace("::\n", ":\n"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
                                     "in the source tree, README 'Running')")
-    p.add_argument("--network-backend", default=None, help="override the scenario's backend")
+    p.add_argument("--network-backend", default=None, metavar="NAME",
+                   help=backends_help("default: the scenario's backend field, else congestion_unaware"))
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
     p.add_argument("--isolation", action="store_true",
@@ -103,12 +161,17 @@ def peak_rss_mb() -> float:
 
 def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
                 cost=None, jobs: list | None = None, link_jobs: dict | None = None, training=None,
-                breakdowns: dict | None = None) -> None:
-    npus = {str(r.npu_id): r.as_dict() for r in sorted(reports, key=lambda r: r.npu_id)}
+                breakdowns: dict | None = None, identity: dict | None = None) -> None:
+    """Every figure, and what made them (``identity``: version, backend, input digests)."""
+    from simpy_astra.report.identity import NAMES_NOTE, with_ns_names
+
+    npus = {str(r.npu_id): with_ns_names(r.as_dict()) for r in sorted(reports, key=lambda r: r.npu_id)}
     for npu_id, b in (breakdowns or {}).items():  # where each NPU's time went (report/breakdown.py)
         if str(npu_id) in npus:
             npus[str(npu_id)]["breakdown_ns"] = b.ordered()
     data: dict = {
+        **(identity or {}),
+        "units": NAMES_NOTE,
         # the step's time: when the last NPU finished
         "iteration_time_ns": max((r.finished_cycles for r in reports), default=0),
         "npus": npus,
@@ -121,7 +184,7 @@ def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list 
     if training is not None:  # a generated training job's own figures (Megatron's TFLOP/s, MFU)
         data["training"] = training.as_dict()
     if jobs is not None:  # multi-job runs: per job (simpy_astra/jobs.py)
-        data["jobs"] = {j.name: j.as_dict() for j in jobs}
+        data["jobs"] = {j.name: with_ns_names(j.as_dict()) for j in jobs}
     if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
         data["links"] = [link_fields(stat) for stat in links]
         if link_jobs is not None:
@@ -198,11 +261,32 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
                                 f"is {prefix!r}, but folder {folder} does not exist or is not writable")
 
 
+def _in_trace_dir(inputs, trace_dir: str) -> None:
+    """``--trace-dir``: a relative local-mem-trace-filename moves into ``trace_dir`` (checked,
+    and made when the run will write there, before time starts)."""
+    import dataclasses
+
+    _writable_dir(trace_dir, "--trace-dir")
+    prefix = inputs.system.local_mem_trace_filename
+    if not os.path.isabs(prefix):
+        inputs.system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
+    if inputs.system.track_local_mem:
+        try:
+            os.makedirs(os.path.dirname(inputs.system.local_mem_trace_filename) or ".", exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"--trace-dir: cannot make {trace_dir} ({exc.strerror or exc})") from None
+
+
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
               trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
-              plots: str | None = None) -> int:
+              plots: str | None = None, given: tuple[str, ...] = (), plugins: tuple[str, ...] = (),
+              trace_dir: str | None = None) -> int:
+    """Run ``inputs`` and report; ``given``: the input files the command line named and
+    ``plugins`` the modules it loaded (their digests go into ``--json-out``)."""
     from simpy_astra.simulation import Simulation
 
+    if trace_dir is not None:
+        _in_trace_dir(inputs, trace_dir)
     check_outputs(inputs, json_out, csv_out, trace_out, plots)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
@@ -216,10 +300,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     from simpy_astra.folding.run import fold_requested
 
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
-        print("note: symmetry folding is off: several jobs share the network", file=sys.stderr, flush=True)
+        say("note: symmetry folding is off: several jobs share the network")
 
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
-        print(f"note: {sim.fold_note}", file=sys.stderr, flush=True)
+        say(f"note: {sim.fold_note}")
     record = None  # node timings are recorded only for reports that need them
     if csv_out or trace_out or rich_summary or json_out or plots:
         from simpy_astra.report.recorder import attach
@@ -243,12 +327,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     wall = time.perf_counter() - t0
     sys.stdout.flush()
     for warning in sim.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     if sim.written_files:  # the system config asked for them (track-local-mem): say where they went
         first, last = sim.written_files[0], sim.written_files[-1]
         shown = first if len(sim.written_files) == 1 else f"{first} .. {os.path.basename(last)}"
-        print(f"note: wrote {len(sim.written_files)} local-memory trace(s) {os.path.abspath(shown)} "
-              f"(local-mem-trace-filename in {inputs.system.source})", file=sys.stderr)
+        say(f"note: wrote {len(sim.written_files)} local-memory trace(s) {os.path.abspath(shown)} "
+            f"(local-mem-trace-filename in {inputs.system.source})")
     links = busiest_links(sim.network)
     from simpy_astra.cost_model import network_cost
 
@@ -264,7 +348,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
         breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, segments=bool(plots))
     if json_out:
-        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training, breakdowns)
+        from simpy_astra import __version__
+        from simpy_astra.report.identity import inputs_of
+
+        identity = {"simpy_astra_version": __version__, "backend": inputs.backend,
+                    "inputs": inputs_of(inputs, given, plugins)}
+        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training, breakdowns, identity)
     if record is not None and csv_out:
         from simpy_astra.report.csv_tables import write_csv_reports
 
@@ -299,7 +388,8 @@ def run_scenario(argv: list[str]) -> int:
     inputs = load_scenario(args.scenario, backend=args.network_backend)
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
-                     plots=args.plots)
+                     plots=args.plots, given=(args.scenario,), plugins=tuple(args.plugin),
+                     trace_dir=args.trace_dir)
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -310,10 +400,8 @@ def run_astra_flags(argv: list[str]) -> int:
         if not getattr(args, f"{flag}_configuration"):
             raise InputError(f"--{flag.replace('_', '-')}-configuration: must be a file path (got an empty "
                              f"string)")
-    for flag, value in (("--compute-scale", args.compute_scale), ("--comm-scale", args.comm_scale)):
-        if value != 1.0:
-            print(f"warning: {flag} {value} is accepted but changes nothing (ASTRA-sim reads it "
-                  f"and does not use it either)", file=sys.stderr)
+    for line in ignored_flag_warnings(args):
+        say(line)
     from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
 
     load_plugins(args.plugin, "--plugin")
@@ -328,6 +416,9 @@ def run_astra_flags(argv: list[str]) -> int:
         injection_scale=args.injection_scale,
         num_passes=args.num_passes,
     )
+    given = (args.workload_configuration, args.system_configuration, args.network_configuration,
+             args.remote_memory_configuration, args.comm_group_configuration)
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots)
+                     trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots, given=given,
+                     plugins=tuple(args.plugin), trace_dir=args.trace_dir)
 

@@ -18,8 +18,6 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
@@ -87,10 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("sweep", help="sweep YAML (base scenario, axes, constraints, minimise)")
     p.add_argument("--out", help="output folder; starting again resumes it (required unless --list)")
     p.add_argument("--list", action="store_true", help="print the points (key and coordinates) and stop")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="local worker processes")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help=f"local worker processes (default: the CPU count, {os.cpu_count() or 1} here)")
     p.add_argument("--cluster", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
     p.add_argument("--retry-failed", action="store_true", help="run failed points again")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-plots", action="store_true",
+                   help="skip the PNG plots (skipped anyway, with a note, without matplotlib)")
     return p
 
 
@@ -142,7 +142,8 @@ def _require(module: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise InputError(f"sweep needs the '{module}' package: pip install 'simpy-astra[sweep]'")
+        raise InputError(f"sweep needs the '{module}' package, which simpy-astra installs: pip install "
+                         f"'{module}' (or reinstall simpy-astra)")
 
 
 def main(argv: list[str]) -> int:
@@ -189,9 +190,7 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
-    _require("simpleeval")
-    if not args.no_plots:
-        _require("matplotlib")
+    _require("simpleeval")  # a core dependency; checked in case an install left it out
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
 
@@ -217,19 +216,18 @@ def _main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
+    from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
     from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.summary import print_summary
 
     _write_point_scenarios(args.out, points)
     todo = [p for p in points if not store.done(p.key)]
-    console = Console(stderr=True)
-    if not console.is_terminal:  # a log file: room for the whole table
-        console = Console(stderr=True, width=200)
+    out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
     jobs = min(args.jobs, max(len(todo), 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
-    console.print(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
-                  f"{store.csv_path}, running {len(todo)} on {where}")
+    out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
+             f"{store.csv_path}, running {len(todo)} on {where}")
 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
@@ -242,25 +240,30 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
 
     t0 = time.perf_counter()
     if args.cluster:
-        outcome = run_cluster(todo, args.cluster, save, console, where=label)
+        outcome = run_cluster(todo, args.cluster, save, out, where=label)
     else:
-        outcome = run_local(todo, jobs, save, console, where=label, close_fds=(store.lock.fd,))
+        outcome = run_local(todo, jobs, save, out, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
     done = outcomes(spec, points, store.rows)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    if not args.no_plots and not outcome.interrupted:
+    import importlib.util
+
+    plots = not args.no_plots and not outcome.interrupted
+    skipped_plots = plots and importlib.util.find_spec("matplotlib") is None  # results need none
+    if plots and not skipped_plots:
         from simpy_astra.sweep.plots import write_plots
 
         try:
             write_plots(spec, done, args.out, best_keys(summary))
         except OSError as exc:
             raise InputError(f"--out: cannot write the plots in {args.out} ({exc.strerror or exc})") from None
-    print_summary(spec, done, summary, console, wall_s)
+    print_summary(spec, done, summary, out, wall_s)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"
-        console.print(f"[yellow]{stopped}[/yellow]: {len(done)} of {len(points)} points saved in "
-                      f"{store.csv_path}; run the same command again to finish the rest")
+        rest = (f": {len(done)} of {len(points)} points saved in {store.csv_path}; run the same command "
+                f"again to finish the rest")
+        out.line(stopped + rest, f"[yellow]{stopped}[/yellow]" + rest.replace("[", "\\["))
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
     ok = [o for o in done if o.ok]
     if ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
@@ -273,5 +276,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
               f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)
         return EXIT_ALL_FAILED
-    console.print(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s")
+    out.line(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s"
+             + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"
+                if skipped_plots else ""))
     return 0

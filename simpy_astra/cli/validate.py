@@ -3,7 +3,7 @@
 Simulates every size of every nccl-tests log with the given network and system, prints
 measured against simulated (one row per size, the error of each, per collective the
 geomean error from 1 MiB up and over all sizes) and writes DIR/validate.png (busbw against
-size), DIR/validate.csv and DIR/validate.json.
+size; skipped, with a note, without matplotlib), DIR/validate.csv and DIR/validate.json.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 
@@ -31,12 +32,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    from simpy_astra.calibration.inputs import load_network, load_system, require_matplotlib
-
-    require_matplotlib("validate")
-    from rich.console import Console
+    import importlib.util
 
     from simpy_astra.calibration.holdout import holdout_lines, report_holdout
+    from simpy_astra.calibration.inputs import load_network, load_system
     from simpy_astra.calibration.local_copy import check_memory_bw, copy_notes
     from simpy_astra.calibration.nccl_log import parse_logs
     from simpy_astra.calibration.regimes import load_regimes
@@ -49,6 +48,7 @@ def main(argv: list[str]) -> int:
         write_csv,
         write_plot,
     )
+    from simpy_astra.report.console import Output
 
     t0 = time.perf_counter()
     check_memory_bw(args.gpu_memory_bw)
@@ -60,10 +60,7 @@ def main(argv: list[str]) -> int:
                             network_for=load_regimes(args.regimes) if args.regimes else None,
                             gpu_memory_gbps=args.gpu_memory_bw)
     holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 110))
-    print_table(results, console)
+    print_table(results, Output(sys.stdout))  # a table on a terminal, plain lines in a pipe or file
     summaries = summarise(results)
     for s in summaries:
         print(summary_line(s))
@@ -72,8 +69,10 @@ def main(argv: list[str]) -> int:
     for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
         print(note)
     png = os.path.join(args.out, "validate.png")
-    shape = " x ".join(f"{t} {n}" for t, n in zip(network["topology"], network["npus_count"], strict=True))
-    write_plot(results, png, f"{shape}: measured (markers) vs simulated (lines)")
+    plotted = importlib.util.find_spec("matplotlib") is not None  # the figures need nothing else
+    if plotted:
+        shape = " x ".join(f"{t} {n}" for t, n in zip(network["topology"], network["npus_count"], strict=True))
+        write_plot(results, png, f"{shape}: measured (markers) vs simulated (lines)")
     write_csv(results, os.path.join(args.out, "validate.csv"))
     from simpy_astra import files
 
@@ -83,5 +82,10 @@ def main(argv: list[str]) -> int:
                    "backend": args.backend, "holdout": [h.as_dict() for h in holdout or []]},
                   f, indent=1)
         f.write("\n")
-    print(f"wrote {png} (and validate.csv, validate.json) in {time.perf_counter() - t0:.1f} s")
+    took = f"in {time.perf_counter() - t0:.1f} s"
+    if plotted:
+        print(f"wrote {png} (and validate.csv, validate.json) {took}")
+    else:
+        print(f"wrote {os.path.join(args.out, 'validate.csv')} and validate.json {took}; skipped validate.png: "
+              f"matplotlib is not installed (pip install 'simpy-astra[calibrate]')")
     return 0

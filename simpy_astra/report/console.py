@@ -17,6 +17,23 @@ from simpy_astra.statistics import COMM, GPU, NpuReport
 from simpy_astra.units import bytes_to_gib
 
 
+def say(text: str, stream: TextIO | None = None) -> None:
+    """A note or warning line: wrapped to the terminal's width on a terminal (later lines
+    indented), one line however long in a pipe or a file (so that logs can be grepped)."""
+    stream = stream or sys.stderr
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if terminal:
+        import shutil
+        import textwrap
+
+        text = textwrap.fill(text, shutil.get_terminal_size().columns, subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+    print(text, file=stream, flush=True)
+
+
 class Output:
     """Where the summary goes: a rich console on a terminal, plain text anywhere else."""
 
@@ -43,23 +60,77 @@ class Output:
         else:
             print(text, file=self.stream)
 
-    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+              align: Sequence[str] | None = None, sections: Sequence[int] = ()) -> None:
+        """A table: drawn to fit the terminal, or plain aligned text that is never cut.
+
+        ``align``: "left" or "right" per column (default right); ``sections``: row indices
+        that start a new section (a rule on a terminal). On a terminal too narrow for every
+        column, the last columns are left out with a note naming them: a figure is never cut."""
+        align = list(align or ["right"] * len(columns))
         if self.console is not None:
             from rich.table import Table
+            from rich.text import Text
 
+            # cells hold rich markup only where colours are shown; elsewhere a "[" is text
+            cells = [[Text.from_markup(str(c)) if self.colour else Text(str(c)) for c in row] for row in rows]
+            # headers wrap at spaces on a narrow terminal; a figure is never cut or broken; text
+            # (left-aligned) columns fold down to FOLDED_TEXT_WIDTH before any column is left out
+            full = [max([row[i].cell_len for row in cells] + [len(w) for w in str(col).split()] + [1])
+                    for i, col in enumerate(columns)]
+            least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w for w, a in zip(full, align, strict=True)]
+            shown = fitting_columns(least, self.console.width)
+            widest = _widths(least[:shown], full[:shown], [len(str(c)) for c in columns[:shown]],
+                             self.console.width)
             table = Table(title=title)
-            for i, col in enumerate(columns):
-                # headers wrap at spaces on a narrow terminal; a figure is never cut or broken
-                widest = max([len(str(row[i])) for row in rows] + [len(w) for w in str(col).split()] + [1])
-                table.add_column(col, justify="right", overflow="fold", min_width=widest)
-            for row in rows:
-                table.add_row(*row)
+            for i in range(shown):
+                table.add_column(columns[i], justify=align[i], overflow="fold", width=widest[i])
+            for k, row in enumerate(cells):
+                if k in sections:
+                    table.add_section()
+                table.add_row(*row[:shown])
             self.console.print(table)
+            if shown < len(columns):
+                self.line(f"(not shown at {self.console.width} columns: {', '.join(columns[shown:])}; "
+                          f"a wider terminal or a file shows them)")
             return
         widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows, strict=True)]
         print(title, file=self.stream)
         for cells in (columns, *rows):
-            print("  ".join(str(c).rjust(w) for c, w in zip(cells, widths, strict=True)), file=self.stream)
+            print("  ".join((str(c).ljust(w) if a == "left" else str(c).rjust(w))
+                            for c, w, a in zip(cells, widths, align, strict=True)).rstrip(), file=self.stream)
+
+
+#: how narrow a text column (a name, a coordinate) may fold on a narrow terminal
+FOLDED_TEXT_WIDTH = 10
+
+
+def _widths(least: list[int], full: list[int], headers: list[int], width: int) -> list[int]:
+    """Column widths within ``width``: whole headers if there is room, else every cell whole,
+    else the room left shared out to the folded text columns, first ones first."""
+    whole = [max(f, h) for f, h in zip(full, headers, strict=True)]
+    for candidate in (whole, full):
+        if fitting_columns(candidate, width) == len(candidate):
+            return candidate
+    spare = width - (sum(least) + 3 * len(least) + 1)
+    widths = list(least)
+    for i, (lo, hi) in enumerate(zip(least, full, strict=True)):
+        grow = max(0, min(spare, hi - lo))
+        widths[i] += grow
+        spare -= grow
+    return widths
+
+
+def fitting_columns(widths: Sequence[int], width: int) -> int:
+    """How many leading columns of these content widths a rich table (heavy head, one space of
+    padding each side, a border between columns) draws within ``width`` characters; at least one."""
+    shown, total = 0, 1
+    for w in widths:
+        total += w + 3
+        if total > width and shown:
+            break
+        shown += 1
+    return shown
 
 
 def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = None,

@@ -29,17 +29,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 from simpy_astra.errors import InputError
+from simpy_astra.report.console import Output
 from simpy_astra.sweep.point import run_point
 from simpy_astra.sweep.spec import Point
 
@@ -59,10 +50,46 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM in the sweep's process, taken down the same path as Ctrl-C."""
 
 
-def _progress(console: Console) -> Progress:
+class _PlainProgress:
+    """Progress in a pipe or a log file: one line per finished point, nothing redrawn."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.total, self.done = stream, 0, 0
+
+    def __enter__(self) -> _PlainProgress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def add_task(self, _name: str, total: int, last: str) -> int:
+        self.total = total
+        return 0
+
+    def update(self, _task: int, advance: int, last: str) -> None:
+        from rich.text import Text
+
+        self.done += advance
+        print(f"sweep: {self.done} of {self.total} points done; {Text.from_markup(last).plain}",
+              file=self.stream, flush=True)
+
+
+def _progress(out: Output) -> Any:
+    """A live bar on a terminal; a line per finished point anywhere else."""
+    if out.console is None:
+        return _PlainProgress(out.stream)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
                     TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                    TextColumn("{task.fields[last]}"), console=console)
+                    TextColumn("{task.fields[last]}"), console=out.console)
 
 
 # ------------------------------------------------------------------ inside a worker process
@@ -153,8 +180,14 @@ def _worker_context():
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Terminate the running workers, then shut the pool down, then wait until they are gone."""
+    """Terminate the running workers, then shut the pool down, then wait until they and the
+    pool's manager thread are gone.
+
+    The manager thread must be joined here: on Python < 3.12 the interpreter's exit wakes every
+    manager thread still registered without the pool's lock, and a thread that closes its wake-up
+    pipe at that moment makes the exit print ``OSError: [Errno 9] Bad file descriptor``."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     for process in processes:
         if process.is_alive():
             process.terminate()  # SIGTERM: the worker unwinds its point and exits
@@ -164,18 +197,21 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=10)
+    if manager is not None:
+        manager.join(timeout=30)  # its workers are gone: it notices, closes its pipes and ends
 
 
-def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console: Console,
+def run_local(points: list[Point], jobs: int, on_result: ResultCallback, out: Output,
               where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = ()) -> RunOutcome:
     finished = 0
     completed = False
+    pool: ProcessPoolExecutor | None = None
     scratch_root = tempfile.mkdtemp(prefix="simpy-astra-sweep-")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_init_worker,
-                               initargs=(os.getpid(), scratch_root, close_fds))
     try:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_init_worker,
+                                   initargs=(os.getpid(), scratch_root, close_fds))
         pending = {pool.submit(_work, p.scenario, where(p)): p for p in points}
-        with _progress(console) as progress:
+        with _progress(out) as progress:
             task = progress.add_task("sweep", total=len(points), last="")
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -196,7 +232,9 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console
     except KeyboardInterrupt as exc:
         return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))
     finally:
-        if completed:
+        if pool is None:  # stopped before the pool existed
+            pass
+        elif completed:
             pool.shutdown(wait=True)
         else:  # interrupted or failed: running points stopped now, queued ones dropped
             _stop_workers(pool)
@@ -204,7 +242,7 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, console
     return RunOutcome(finished, interrupted=False)
 
 
-def run_cluster(points: list[Point], address: str, on_result: ResultCallback, console: Console,
+def run_cluster(points: list[Point], address: str, on_result: ResultCallback, out: Output,
                 where: Callable[[Point], str] = lambda p: p.key) -> RunOutcome:
     """The same points on a Dask cluster; workers need simpy-astra installed and the base
     scenario's files (ET traces, configs) at the same paths (a shared file system)."""
@@ -222,7 +260,7 @@ def run_cluster(points: list[Point], address: str, on_result: ResultCallback, co
     try:
         futures = {client.submit(run_point, p.scenario, where(p), key=f"simpy-astra-point-{p.key}",
                                  pure=False): p for p in points}
-        with _progress(console) as progress:
+        with _progress(out) as progress:
             task = progress.add_task("sweep", total=len(points), last="")
             for future in as_completed(futures):
                 point = futures[future]

@@ -36,6 +36,7 @@ import itertools
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,7 +131,36 @@ class SweepSpec:
         visit(self.base, os.getcwd())
         for axis in self.axes:
             visit(list(axis.bundles.values()) if axis.bundles is not None else list(axis.values), sweep_dir)
+        found.update(self.plugin_files())
         return {path: _digest(path) for path in sorted(found)}
+
+    def plugin_files(self) -> set[str]:
+        """The source of every user module the points load: the base's and the axes' ``plugins``
+        and each ``module:attribute`` a config names. An edited plug-in changes the figures as
+        surely as an edited config (issue 39: a resume reused every row)."""
+        from simpy_astra.plugins import module_files
+
+        names: set[str] = set()
+
+        def visit(value: Any, under_plugins: bool) -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    visit(v, k == "plugins")
+            elif isinstance(value, list):
+                for v in value:
+                    visit(v, under_plugins)
+            elif isinstance(value, str):
+                if under_plugins:
+                    names.add(value)
+                elif PLUGIN_SPEC.fullmatch(value):
+                    names.add(value.split(":", 1)[0])
+
+        visit(self.base, False)
+        for axis in self.axes:
+            values = list(axis.bundles.values()) if axis.bundles is not None else list(axis.values)
+            visit(values, axis.column == "plugins" or axis.column.startswith("plugins."))
+        folders = [os.path.dirname(os.path.abspath(self.path))]
+        return {f for name in sorted(names) for f in module_files(name, folders)}
 
     def points(self) -> list[Point]:
         total = 1
@@ -175,6 +205,10 @@ class SweepSpec:
                     value = os.path.join(os.path.dirname(os.path.abspath(self.path)), value)  # a whole file
                 set_path(doc, dotted, value, f"{self.path}: axes: {axis.column}")
         return doc
+
+
+#: ``package.module:attribute``, the way a config names a plug-in's algorithm or topology
+PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 def _digest(path: str) -> str:

@@ -1,12 +1,11 @@
-"""The terminal summary of a sweep: the best points as a rich table, and the winners."""
+"""The summary of a sweep: the best points as a table (drawn on a terminal, plain text in a pipe
+or a log file), and the winners."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
+from simpy_astra.report.console import Output
 from simpy_astra.sweep.best import Outcome, objective_of
 from simpy_astra.sweep.spec import SweepSpec
 
@@ -26,7 +25,7 @@ def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
     return expr.number(values, f"{spec.path}: report")
 
 
-def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any], console: Console,
+def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any], out: Output,
                   wall_s: float, top: int = 12) -> None:
     ok = [o for o in done if o.ok]
     backends = summary.get("backends") or []
@@ -39,40 +38,40 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         ranked += best
         shown = max(shown, len(best))
     per = " per backend" if len(backends) > 1 else ""
-    table = Table(title=f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, "
-                        f"{summary['failed']} failed, {wall_s:.1f} s (best {shown}{per} by "
-                        f"{spec.objective.text})")
+    title = (f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
+             f"failed, {wall_s:.1f} s (best {shown}{per} by {spec.objective.text})")
     rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
             for o in ranked]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
-    for i, col in enumerate(headers):
-        # a narrow terminal wraps headers and folds long coordinates, but never cuts a figure short
-        width = max([len(r[i]) for r in rows] + [1])
-        if i < len(spec.axes):
-            table.add_column(col, overflow="fold", min_width=min(width, 10))
-        else:
-            table.add_column(col, justify="right", min_width=width)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    # a narrow terminal wraps headers and leaves out the last columns with a note, never cuts a figure
+    out.table(title, headers, rows, align=["left"] * len(spec.axes) + ["right"] * len(spec.report))
     failed = [o for o in done if not o.ok]
     for o in failed[:5]:
-        console.print(f"[red]failed[/red] {o.point.coordinates}: {o.figures['error']}")
+        text = f"{o.point.coordinates}: {o.figures['error']}"
+        out.line(f"failed {text}", "[red]failed[/red] " + escape(text))
     if len(failed) > 5:
-        console.print(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
+        out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
     sections = summary.get("by_backend") or {None: summary}
     for backend, section in sections.items():
         suffix = f" ({backend})" if backend else ""
-        _winner(console, f"best{suffix}", section["best"])
+        _winner(out, f"best{suffix}", section["best"])
         for text, entry in section["best_under"].items():
-            _winner(console, f"best{suffix} with {text}", entry)
+            _winner(out, f"best{suffix} with {text}", entry)
     if summary.get("note"):
-        console.print(summary["note"])
+        out.line(summary["note"])
 
 
-def _winner(console: Console, title: str, entry: dict[str, Any] | None) -> None:
+def escape(text: str) -> str:
+    """``text`` inside rich markup: a ``[`` of a coordinate or an error is not a tag."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def _winner(out: Output, title: str, entry: dict[str, Any] | None) -> None:
     if entry is None:
-        console.print(f"{title}: no finished point qualifies")
+        out.line(f"{title}: no finished point qualifies")
         return
     coords = ", ".join(f"{k}={v}" for k, v in entry["coordinates"].items())
-    console.print(f"[bold green]{title}[/bold green]: {coords} -> {_number(entry['objective'])}")
+    rest = f": {coords} -> {_number(entry['objective'])}"
+    out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import fields
 from typing import Any
 
-from simpy_astra.cli.args import ArgumentParser
+from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.config import (
@@ -114,29 +115,74 @@ _INT_FLAGS = ("dp", "tp", "pp", "sp", "ep", "dvocal", "dmodel", "dff", "head", "
 _BOOL_FLAGS = ("weight_sharded", "activation_recompute", "tpsp", "mixed_precision")
 
 
+#: what each knob means (``--help``); the defaults shown are TransformerConfig's (STAGE's)
+_FLAG_HELP = {
+    "dp": "data-parallel replicas",
+    "tp": "tensor-parallel ranks (Megatron)",
+    "pp": "pipeline stages (1F1B); must divide num_stacks",
+    "sp": "sequence-parallel ranks",
+    "ep": "expert-parallel ranks (--model moe); must divide dp and experts",
+    "dvocal": "vocabulary size",
+    "dmodel": "hidden size",
+    "dff": "feed-forward inner size",
+    "head": "attention heads",
+    "kvhead": "key/value heads (grouped-query attention; gpt ignores it)",
+    "seq": "sequence length in tokens",
+    "batch": "global batch in sequences per step",
+    "micro_batch": "global micro-batch in sequences (STAGE's meaning); -1: the whole batch",
+    "num_stacks": "transformer blocks",
+    "experts": "experts per MoE layer",
+    "kexperts": "experts each token is routed to",
+    "weight_sharded": "shard weights, gradients and optimizer state over dp (FSDP/ZeRO-3)",
+    "activation_recompute": "keep only each block's input; run its forward again in backward",
+    "tpsp": "Megatron sequence parallelism with tp: reduce-scatter/all-gather, not all-reduce",
+    "mixed_precision": "bf16 tensors and messages, fp32 Adam state (0: STAGE's one unit per element)",
+}
+
+
+def _default(name: str) -> str:
+    value = next(f.default for f in fields(TransformerConfig) if f.name == name)
+    return str(int(value)) if isinstance(value, bool) else str(value)
+
+
 class _Parser(ArgumentParser):
     def error(self, message: str):  # noqa: ANN201 - argparse's signature
-        raise InputError(f"generate transformer: {message}")
+        raise InputError(f"generate transformer: {self.error_for_flag(message)}")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="simpy-astra generate transformer", description=__doc__.split("\n")[0])
-    def spellings(name: str) -> list[str]:  # --micro-batch and STAGE's --micro_batch
-        return list(dict.fromkeys([f"--{name.replace('_', '-')}", f"--{name}"]))
+    p = _Parser(prog="simpy-astra generate transformer", description=plain(__doc__.split("\n")[0]),
+                epilog="Defaults are STAGE's; a --preset sets the model shape (model, dmodel, dff, head, "
+                       "kvhead, num_stacks, dvocal, seq and, for mixtral, experts and kexperts) and "
+                       "flags given with it win. Flags also take STAGE's underscores (--micro_batch).")
+
+    def add(flag: str, *aliases: str, **kwargs: Any) -> None:
+        """The flag as listed; its other spellings (STAGE's underscores) accepted, not listed."""
+        p.add_argument(flag, **kwargs)
+        underscored = "--" + flag[2:].replace("-", "_")
+        for alias in [a for a in dict.fromkeys([*aliases, underscored]) if a != flag]:
+            p.add_argument(alias, **{**kwargs, "help": argparse.SUPPRESS})
+
+    def flag_help(name: str) -> str:
+        return f"{_FLAG_HELP[name]} (default {_default(name)})"
 
     for name in _INT_FLAGS:
-        p.add_argument(*spellings(name), dest=name, type=int, default=None)
+        add(f"--{name.replace('_', '-')}", dest=name, type=int, default=None, metavar="N", help=flag_help(name))
     for name in _BOOL_FLAGS:
-        p.add_argument(*spellings(name), dest=name, default=None, metavar="0|1")
-    p.add_argument("--model", "--model-type", "--model_type", dest="model", default=None,
-                   help=f"{'|'.join(MODELS)} (STAGE's 'dense' is gpt)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None)
-    p.add_argument("--phase", choices=PHASES, default=None)
-    p.add_argument("--memory-accounting", "--memory_accounting", dest="memory_accounting",
-                   choices=MEMORY_ACCOUNTINGS, default=None,
-                   help="physical (default): tensors live as in a real framework; stage: as in the "
-                        "traces of the STAGE the lab used (its template generator before commit "
-                        "93cacd6); stage-3a7f49c: as in STAGE 3a7f49c's traces (the reference cases')")
+        add(f"--{name.replace('_', '-')}", dest=name, default=None, metavar="0|1", help=flag_help(name))
+    add("--model", "--model-type", "--model_type", dest="model", default=None, metavar="|".join(MODELS),
+        help=f"gpt: dense (STAGE's 'dense'); llama: SwiGLU and grouped-query attention; "
+             f"moe: mixture of experts (default {_default('model')})")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None, metavar="NAME",
+                   help=f"a published model's shape: {', '.join(sorted(PRESETS))} (default none)")
+    p.add_argument("--phase", choices=PHASES, default=None,
+                   help="a training step, or a forward-only inference step reading a KV cache "
+                        f"(default {_default('phase')})")
+    add("--memory-accounting", dest="memory_accounting", choices=MEMORY_ACCOUNTINGS, default=None,
+        metavar="|".join(MEMORY_ACCOUNTINGS),
+        help="physical (default): tensors live as in a real framework; stage: as in the "
+             "traces of the STAGE the lab used (its template generator before commit "
+             "93cacd6); stage-3a7f49c: as in STAGE 3a7f49c's traces (the reference cases')")
     p.add_argument("--output", required=True, help="PREFIX: writes PREFIX.{npu}.et and PREFIX.json")
     return p
 

@@ -1,0 +1,135 @@
+"""First contact: ``--version``, ``--help`` on every command and kind, and ASTRA-sim's flags
+that are accepted and do nothing (issue 39)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.cli.convert import FORMATS
+from simpy_astra.cli.main import SUBCOMMANDS, main
+from simpy_astra.workloads.generated import GENERATORS
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = [name for name, entry in GENERATORS.items() if entry.command]
+
+
+def help_of(capsys, *argv: str) -> str:
+    """What ``simpy-astra ARGV --help`` prints; it must exit 0 (argparse exits, others return)."""
+    try:
+        code = main([*argv, "--help"])
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return captured.out
+
+
+COMMANDS = [[], ["run"], *([name] for name in SUBCOMMANDS), *(["generate", k] for k in KINDS),
+            *(["convert", f] for f in FORMATS)]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a) or "top")
+def test_help_on_every_command_and_kind_exits_0_in_plain_text(capsys, monkeypatch, argv):
+    monkeypatch.setenv("COLUMNS", "80")
+    text = help_of(capsys, *argv)
+    assert text.startswith("usage: simpy-astra")
+    assert "``" not in text and "::\n" not in text  # RST marks are for docs, not the terminal
+
+
+def test_generate_and_convert_help_list_their_kinds(capsys):
+    text = help_of(capsys, "generate")
+    assert [ln.split()[0] for ln in text.splitlines() if ln.startswith("  ") and ln[2] != " "] == KINDS
+    assert "LLM training / inference traces" in text  # the transformer module's own first line
+    text = help_of(capsys, "convert")
+    assert [ln.split()[0] for ln in text.splitlines() if ln.startswith("  ") and ln[2] != " "] == list(FORMATS)
+
+
+def test_version_is_the_installed_distributions(capsys):
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"simpy-astra {version('simpy-astra')} ") and out.count("\n") == 1
+
+
+def test_run_help_lists_every_backend(capsys):
+    from simpy_astra.network import BACKENDS
+
+    text = " ".join(help_of(capsys, "run").split())
+    assert len(BACKENDS) == 3
+    for name in BACKENDS:
+        assert f"{name} (" in text
+    text = " ".join(help_of(capsys).split())  # the ASTRA-sim form too
+    assert all(f"{name} (" in text for name in BACKENDS)
+
+
+def test_transformer_help_describes_every_flag_with_its_default(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one flag per line
+    text = help_of(capsys, "generate", "transformer")
+    flags = {m.group(1): m.group(2) for m in re.finditer(r"^  (--[a-z-]+) [^ ]+ +(.*)$", text, re.M)}
+    # the defaults of STAGE (and of workloads/transformer/config.py), checked by hand
+    assert flags["--dmodel"] == "hidden size (default 8192)"
+    assert flags["--num-stacks"] == "transformer blocks (default 80)"
+    assert flags["--micro-batch"].endswith("(default -1)")
+    assert flags["--tpsp"].endswith("(default 1)") and flags["--weight-sharded"].endswith("(default 0)")
+    assert "(default gpt)" in flags["--model"] and "(default train)" in flags["--phase"]
+    assert len(flags) >= 23 and all(flags.values())  # every flag described
+    assert "--micro_batch" not in text.split("options:")[1].split("\n\n")[0]  # one spelling listed
+
+
+def test_underscore_spellings_still_work_and_mistypes_name_the_listed_flag(tmp_path, capsys):
+    small = ["--dmodel", "64", "--dff", "128", "--head", "4", "--kvhead", "4", "--batch", "8",
+             "--num_stacks", "2", "--micro_batch", "4", "--model_type", "llama"]
+    assert main(["generate", "transformer", *small, "--output", str(tmp_path / "t")]) == 0
+    assert (tmp_path / "t.0.et").exists()
+    capsys.readouterr()
+    assert main(["generate", "transformer", "--micro_btch", "4", "--output", str(tmp_path / "u")]) == 2
+    assert "did you mean --micro-batch?" in capsys.readouterr().err
+
+
+def _astra_flags(tmp_path: Path) -> list[str]:
+    (tmp_path / "sys.json").write_text(json.dumps({
+        "scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
+        "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4, "local-mem-bw": 50,
+        "all-reduce-implementation": ["ring"]}))
+    (tmp_path / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
+    (tmp_path / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    return [f"--workload-configuration={ROOT}/scenarios/workloads/step_8npus_1MB/step",
+            f"--system-configuration={tmp_path}/sys.json", f"--network-configuration={tmp_path}/net.yml",
+            f"--remote-memory-configuration={tmp_path}/mem.json"]
+
+
+@pytest.mark.parametrize("flag, value", [("--logging-folder", "logs"), ("--logging-configuration", "log.toml"),
+                                         ("--rendezvous-protocol", "true"), ("--comm-scale", "3")])
+def test_an_ignored_astra_sim_flag_says_so_in_one_line(tmp_path, capsys, monkeypatch, flag, value):
+    monkeypatch.chdir(tmp_path)
+    assert main(_astra_flags(tmp_path)) == 0
+    plain = capsys.readouterr()
+    assert main([*_astra_flags(tmp_path), f"{flag}={value}"]) == 0
+    given = capsys.readouterr()
+    assert given.out == plain.out  # the figures: 142,780 ns, as without the flag
+    assert "sys[0] finished, 142780 cycles" in given.out
+    extra = [ln for ln in given.err.splitlines() if ln not in plain.err.splitlines()]
+    assert len(extra) == 1 and extra[0].startswith(f"warning: {flag} {value} is accepted but ")
+    assert not (tmp_path / "logs").exists()
+
+
+def test_ignored_flags_at_astra_sims_own_defaults_say_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*_astra_flags(tmp_path), "--rendezvous-protocol=false", "--compute-scale=1"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_the_astra_form_help_says_which_flags_are_ignored(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    text = help_of(capsys)
+    described = {m.group(1): " ".join(m.group(2).split())  # each flag with its (wrapped) help
+                 for m in re.finditer(r"^  (--[a-z-]+)[^\n]*?(?:  |\n)((?:.|\n {20,})*)", text, re.M)}
+    for flag in ("--logging-folder", "--logging-configuration", "--rendezvous-protocol", "--compute-scale",
+                 "--comm-scale"):
+        assert described[flag].startswith("accepted and ignored"), (flag, described[flag])
+    assert "endpoint-delay" in described["--injection-scale"]
