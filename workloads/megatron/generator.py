@@ -20,10 +20,9 @@ from simpy_astra.workloads.megatron.arguments import MegatronJob, parse
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
-    StageWriter,
     Units,
-    write_groups,
     write_rank_files,
+    write_rank_summary,
     write_trace,
 )
 
@@ -63,22 +62,9 @@ def generate(params: dict[str, Any], prefix: str) -> str:
 
 def write_summary(params: dict[str, Any], prefix: str) -> str:
     """Lazy entry: comm groups and the rank summary (a rank's class is its pipeline stage)."""
-    from simpy_astra.workloads.generated import write_summary as write
-
     check_prefix(prefix)
     job, layout, graphs = _build(params)
-    slot_keys = [list(dict.fromkeys(StageWriter.slot_key(op) for op in g.ops if StageWriter.has_slot(op)))
-                 for g in graphs]
-    kinds = ["".join("g" if k[0] == "coll" else "p" for k in keys) for keys in slot_keys]
-    stride = layout.stage_stride()
-    classes, slots = [], []
-    for rank in range(job.gpus):
-        stage = layout.stage_of(rank)
-        classes.append(stage)
-        slots.append([layout.group_of[(k[1], rank)] if k[0] == "coll" else rank + k[2] * stride
-                      for k in slot_keys[stage]])
-    write(prefix, "megatron", params, classes, kinds, slots)
-    return write_groups(prefix, layout)
+    return write_rank_summary(prefix, "megatron", params, graphs, layout, job.gpus)
 
 
 def write_ranks(params: dict[str, Any], prefix: str, ranks: list[int]) -> None:

@@ -33,10 +33,9 @@ from simpy_astra.workloads.transformer.graph import Layout
 from simpy_astra.workloads.transformer.memory import account_memory
 from simpy_astra.workloads.transformer.schedule import build_stage
 from simpy_astra.workloads.transformer.writer import (
-    StageWriter,
     Units,
-    write_groups,
     write_rank_files,
+    write_rank_summary,
     write_trace,
 )
 
@@ -76,28 +75,11 @@ def group_dimensions(params: dict[str, Any]) -> dict[int, str]:
 
 
 def write_summary(params: dict[str, Any], prefix: str) -> str:
-    """Lazy registry entry: the comm groups and the rank summary, no trace.
-
-    A rank's trace is its stage's graph with, per slot, its group in one parallel dimension
-    (collectives) or its peer in one stage offset (sends/receives) filled in
-    (:class:`~simpy_astra.workloads.transformer.writer.StageWriter`), so its class is its stage
-    and its slots are those groups and peers in the order the stage's ops first use them."""
-    from simpy_astra.workloads.generated import write_summary as write
-
+    """Lazy registry entry: the comm groups and the rank summary, no trace
+    (:func:`~simpy_astra.workloads.transformer.writer.write_rank_summary`)."""
     check_prefix(prefix)
     cfg, layout, graphs = _build(params)
-    slot_keys = [list(dict.fromkeys(StageWriter.slot_key(op) for op in g.ops if StageWriter.has_slot(op)))
-                 for g in graphs]
-    kinds = ["".join("g" if k[0] == "coll" else "p" for k in keys) for keys in slot_keys]
-    stride = layout.stage_stride()
-    classes, slots = [], []
-    for rank in range(cfg.npus):
-        stage = layout.stage_of(rank)
-        classes.append(stage)
-        slots.append([layout.group_of[(k[1], rank)] if k[0] == "coll" else rank + k[2] * stride
-                      for k in slot_keys[stage]])
-    write(prefix, "transformer", params, classes, kinds, slots)
-    return write_groups(prefix, layout)
+    return write_rank_summary(prefix, "transformer", params, graphs, layout, cfg.npus)
 
 
 def write_ranks(params: dict[str, Any], prefix: str, ranks: list[int]) -> None:

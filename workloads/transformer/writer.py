@@ -158,6 +158,29 @@ def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int
     return groups_path
 
 
+def write_rank_summary(prefix: str, generator: str, params: dict, graphs: list[StageGraph], layout: Layout,
+                       npus: int) -> str:
+    """A lazily written trace's rank summary (``workloads.generated.write_summary``) and its
+    comm groups; returns the groups' path. A rank's trace is its stage's graph with, per slot,
+    its group in one parallel dimension (collectives) or its peer at one stage offset
+    (sends/receives) filled in (:class:`StageWriter`): its class is its stage and its slots are
+    those groups and peers in the order the stage's ops first use them."""
+    from simpy_astra.workloads.generated import write_summary
+
+    slot_keys = [list(dict.fromkeys(StageWriter.slot_key(op) for op in g.ops if StageWriter.has_slot(op)))
+                 for g in graphs]
+    kinds = ["".join("g" if k[0] == "coll" else "p" for k in keys) for keys in slot_keys]
+    stride = layout.stage_stride()
+    classes, slots = [], []
+    for rank in range(npus):
+        stage = layout.stage_of(rank)
+        classes.append(stage)
+        slots.append([layout.group_of[(k[1], rank)] if k[0] == "coll" else rank + k[2] * stride
+                      for k in slot_keys[stage]])
+    write_summary(prefix, generator, params, classes, kinds, slots)
+    return write_groups(prefix, layout)
+
+
 def write_groups(prefix: str, layout: Layout) -> str:
     """``prefix.json``: the comm groups (as :func:`write_trace` writes them); returns its path."""
     with open(f"{prefix}.json", "w") as f:
