@@ -33,8 +33,7 @@ NO_TIMING_EFFECT = (
     "--hysteresis", "--seed", "--init-method", "--attention-dropout",
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
-    "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler",
-    "--use-checkpoint-args", "--rampup-batch-size", "--fp16-lm-cross-entropy",
+    "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler", "--rampup-batch-size", "--fp16-lm-cross-entropy",
     "--attention-softmax-in-fp32", "--accumulate-allreduce-grads-in-fp32",
     "--apply-query-key-layer-scaling",
     "--no-query-key-layer-scaling", "--position-embedding-type", "--use-rotary-position-embeddings",
@@ -45,14 +44,12 @@ NO_TIMING_EFFECT = (
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
     "--DDP-bucket", "--ddp-bucket-size", "--yaml-cfg", "--kv-lora", "--qk-layernorm",
     "--no-rope-fusion", "--cross-entropy-loss-fusion", "--disable-bias-linear", "--add-bias-linear",
-    "--max-position-embeddings", "--fp8-margin", "--fp8-interval", "--fp8-amax-",
-    "--use-checkpoint-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--ckpt-format", "--non-persistent-",
-    "--no-save-", "--no-initialization", "--tensorboard-", "--vocab-extra-ids", "--tokenizer",
+    "--max-position-embeddings", "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
+    "--no-save-", "--no-initialization", "--vocab-extra-ids",
     "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
-    "--use-dist-ckpt", "--retro-", "--seq-length-", "--lr-", "--trace-", "--profile-",
-    "--structured-logs", "--straggler-", "--log-", "--result-rejected-", "--inprocess-", "--rerun-",
-    "--error-injection-", "--enable-ft-package", "--calc-ft-timeouts", "--legacy-tokenizer",
-    "--distributed-timeout-minutes", "--use-tp-pp-dp-mapping",
+    "--use-dist-ckpt", "--retro-", "--trace-",
+    "--structured-logs", "--straggler-", "--result-rejected-", "--inprocess-", "--rerun-",
+    "--error-injection-", "--enable-ft-package", "--calc-ft-timeouts", "--legacy-tokenizer", "--use-tp-pp-dp-mapping",
 )
 
 #: timing arguments whose effect on a step is under about 1% of it, accepted and not modelled
@@ -274,8 +271,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _ignorable(flag: str) -> bool:
-    return any(flag == name or (name.endswith(("-", "_")) and flag.startswith(name)) or
-               flag.startswith(name + "-") or flag == name for name in NO_TIMING_EFFECT)
+    """``flag`` is one of :data:`NO_TIMING_EFFECT`, or extends one by ``-...`` (an entry
+    ending in ``-`` is a prefix only)."""
+    return any(flag == name or flag.startswith(name if name.endswith("-") else name + "-")
+               for name in NO_TIMING_EFFECT)
 
 
 def _split(args: str | list[str], where: str) -> list[str]:

@@ -85,7 +85,8 @@ def main(argv: list[str]) -> int:
     from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT
     from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
 
-    own, _, rest = (argv[: argv.index("--")], None, argv[argv.index("--") + 1:]) if "--" in argv else (argv, None, [])
+    split = argv.index("--") if "--" in argv else len(argv)
+    own, rest = argv[:split], argv[split + 1:]
     intro = textwrap.fill("Megatron-LM arguments that are modelled are listed below. Other arguments that "
                           "change a step's time are refused by name; paths, logging, learning rate and the "
                           "like are accepted. These are accepted and change under 1% of a step: "

@@ -188,13 +188,12 @@ class ChunkModel:
         else:
             b.comm(label, ALL_REDUCE, size, overlap=job.tp_comm_overlap)
 
-    def layer_forward(self, b: _Builder, attention_core: bool = True, moe: bool = False) -> None:
+    def layer_forward(self, b: _Builder, moe: bool = False) -> None:
         job, h, n = self.job, self.job.hidden, self.norm_tokens
         b.add("elementwise", self._stream(n * h, 4))  # input layer norm
         self._tp_in(b, "attn.allgather")
         self._linear_fwd(b, h, self.q_width + 2 * self.kv_width)
-        if attention_core:
-            self._attention(b, backward=False)
+        self._attention(b, backward=False)
         self._linear_fwd(b, self.q_width, h)
         self._tp_out(b, "attn.allreduce")
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))

@@ -243,24 +243,22 @@ class StageSchedule:
         return tuple(job.is_moe(first_layer + i) for i in range(job.layers_per_chunk))
 
     def chunk_grads(self, chunk: int) -> dict[str, int]:
-        """Parameters of the chunk by the group that syncs their gradients."""
-        out = {"dp": self.chunk_params(chunk, dense_only=True), "edp": 0}
+        """Parameters of the chunk on this GPU by the group that syncs their gradients (``dp``,
+        or ``edp`` for experts); the embedding and the untied output layer are ``dp``'s."""
+        job = self.job
+        out = {"dp": 0, "edp": 0}
         for is_moe in self._moe_flags(chunk):
-            if is_moe:
-                out["edp"] += sum(n for n, d in self.model.layer_grads(True) if d == "edp")
-        return out
-
-    def chunk_params(self, chunk: int, dense_only: bool = False) -> int:
-        job, model = self.job, self.model
-        params = 0
-        for is_moe in self._moe_flags(chunk):
-            params += sum(n for n, d in model.layer_grads(is_moe) if not dense_only or d == "dp")
+            for params, dim in self.model.layer_grads(is_moe):
+                out[dim] += params
         global_chunk = chunk * job.pp + self.stage
         if global_chunk == 0:
-            params += job.hidden * (job.vocab // job.tp + job.seq)
+            out["dp"] += job.hidden * (job.vocab // job.tp + job.seq)
         if global_chunk == job.pp * self.chunks - 1 and (job.pp > 1 or not job.tied_embeddings):
-            params += job.hidden * job.vocab // job.tp
-        return params
+            out["dp"] += job.hidden * job.vocab // job.tp
+        return out
+
+    def chunk_params(self, chunk: int) -> int:
+        return sum(self.chunk_grads(chunk).values())
 
     def stage_params(self) -> int:
         return sum(self.chunk_params(c) for c in range(self.chunks))
