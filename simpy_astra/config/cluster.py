@@ -94,25 +94,24 @@ class Cluster:
         plain = ([per_node, self.nodes] if self.nodes > 1 else [per_node]), 1
         if not blocks or math.prod(blocks) != self.gpus:
             return plain
-        sizes: list[int] = []
+        within: list[int] = []  # dimensions inside a node, then across nodes
+        across: list[int] = []
         inside = 1
         for b in (b for b in blocks if b > 1):
             if inside < per_node:
-                room = per_node // inside
-                take = math.gcd(b, room)
-                if take != min(b, room):
+                take = math.gcd(b, per_node // inside)
+                if take != min(b, per_node // inside):
                     return plain  # a block that does not tile the node
-                if take > 1:
-                    sizes.append(take)
+                within += [take] if take > 1 else []
                 inside *= take
                 b //= take
             if b > 1:
                 if inside < per_node:
                     return plain
-                sizes.append(b)
+                across.append(b)
         if inside != per_node:
             return plain
-        return sizes, sum(1 for _ in _prefix_within(sizes, per_node))
+        return within + across, len(within)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         per_node = int(self.node["gpus"])
@@ -139,16 +138,6 @@ class Cluster:
             "reduce-scatter-implementation": ["ring"] * len(dims),
             "all-to-all-implementation": ["direct1"] * len(dims),
         }
-
-
-def _prefix_within(sizes: list[int], per_node: int):
-    """The leading sizes whose product is one node."""
-    product = 1
-    for size in sizes:
-        if product >= per_node:
-            return
-        product *= size
-        yield size
 
 
 def _positive(where: str, key: str, value: Any, integer: bool = False) -> Any:
