@@ -41,14 +41,24 @@ class Simulation(CoSimulation):
 
     def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None,
                  memory_traces: bool = True, env: simpy.Environment | None = None,
-                 stall_patience_ns: float = 0) -> None:
+                 stall_patience_ns: float = 0, topology: Any = None, routes: Any = None) -> None:
         """``memory_traces=False``: track memory (peaks, breakdowns) as the system config asks,
         but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not).
 
         ``env``: run on this SimPy environment (yours, with your processes) instead of a new
         one; the NPUs start at its current time. ``stall_patience_ns``: how long the model
         must stay quiet and unchanged (e.g. behind a link that is down) before the watchdog
-        calls it a stall while user processes keep running (see :mod:`simpy_astra.stall`)."""
+        calls it a stall while user processes keep running (see :mod:`simpy_astra.stall`).
+
+        ``topology``: a ``networkx.DiGraph`` to run on instead of the inputs' network (the
+        same NPU count; its other settings stay), routed as ``topology: {networkx: ...}`` is
+        (``topologies/graph.py``); ``routes``: paths it pins, as node lists."""
+        if topology is not None:
+            from simpy_astra.config.network import with_graph
+
+            inputs = replace(inputs, network=with_graph(inputs.network, topology, routes))
+        elif routes is not None:
+            raise InputError("routes=: pins paths of a graph handed in as topology=; give topology= too")
         self.inputs = inputs
         self.system_config = inputs.system
         self.on_report = on_report

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from simpy_astra.topologies.base import BasicTopology, CostPart
 from simpy_astra.topologies.fully_connected import FullyConnected
-from simpy_astra.topologies.graph import GraphSpec, GraphSpecError, GraphTopology, from_networkx
+from simpy_astra.topologies.graph import (
+    GraphSpec,
+    GraphSpecError,
+    GraphTopology,
+    from_networkx,
+    networkx_dimension_values,
+    spec_from_networkx,
+)
 from simpy_astra.topologies.line import Line
 from simpy_astra.topologies.ring import Ring
 from simpy_astra.topologies.switch import Switch
@@ -136,5 +143,5 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
 
 
 __all__ = ["register", "lookup", "BasicTopology", "CostPart", "Ring", "FullyConnected", "Switch", "Line",
-           "GraphTopology", "GraphSpec", "from_networkx",
+           "GraphTopology", "GraphSpec", "from_networkx", "spec_from_networkx", "networkx_dimension_values",
            "GraphSpecError", "REGISTRY", "build"]

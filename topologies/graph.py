@@ -19,17 +19,29 @@ without code (beyond ASTRA-sim, whose files never name it)::
         - [0, leaf0, spine1, leaf1, 5]
 
 NPUs are ``0 .. npus_count-1``; switch ``k`` of ``switches`` is device ``npus_count + k``.
-Routing ``shortest_path`` takes, among the paths with the fewest links, the one whose device
-sequence is smallest (so it is deterministic and easy to predict); ``ecmp`` spreads
-(src, dst) pairs over all fewest-link paths by ``(src * npus_count + dst) mod #paths``;
-``spray`` sprays each flow's packets evenly over all fewest-link paths on the packet backend
+
+Routing picks, for each (src, dst) pair, among the **least-cost paths**: a path's cost is the
+sum of its links' latencies (compared in whole picoseconds, so 0.1 + 0.2 ns ties with 0.3 ns),
+and among equal latency the fewest links. So a high-latency global link is crossed only when
+no cheaper way exists, and on uniform links this is the fewest-link path. Then
+``shortest_path`` takes the least-cost path whose device sequence is smallest (deterministic
+and easy to predict); ``ecmp`` spreads (src, dst) pairs over all least-cost paths by
+``(src * npus_count + dst) mod #paths`` (paths sorted by device sequence); ``spray`` sprays
+each flow's packets evenly over all least-cost paths on the packet backend
 (:meth:`GraphTopology.routes`) and acts as ``ecmp`` on the others, which move whole messages.
+A pair listed in ``routes`` takes exactly that path, whatever it costs.
 The congestion-unaware backend charges a route ``sum(link latencies) + bytes / slowest link
 bandwidth``, which for uniform links is the reference's ``hops * latency + bytes / bandwidth``.
+
+A ``networkx.DiGraph`` becomes the same spec through :func:`spec_from_networkx` (the
+network YAML's ``topology: {networkx: pkg.mod:build}``, ``Simulation(..., topology=G)``) or
+:func:`from_networkx`.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,9 +102,9 @@ class GraphSpec:
                                         f"nor a switch listed in graph.switches")
 
         def number(value: Any, where: str, strict: bool) -> float:
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
             if not ok or (value <= 0 if strict else value < 0):
-                raise GraphSpecError(where, f"must be a number {'> 0' if strict else '>= 0'} (got {value!r})")
+                raise GraphSpecError(where, f"must be a finite number {'> 0' if strict else '>= 0'} (got {value!r})")
             return float(value)
 
         raw_links = data.get("links")
@@ -168,12 +180,17 @@ class GraphTopology(BasicTopology):
         self._g = nx.DiGraph()
         self._g.add_nodes_from(range(npus_count + len(spec.switches)))
         self._params: dict[tuple[int, int], tuple[float, float]] = {}
+        #: device -> [(next device, link latency in whole picoseconds)]: the routing costs
+        self._out: dict[int, list[tuple[int, int]]] = {d: [] for d in self._g.nodes}
         for link in spec.links:
             bw = bandwidth_gbps if link.bandwidth_gbps is None else link.bandwidth_gbps
             lat = latency_ns if link.latency_ns is None else link.latency_ns
             self._params[(link.src, link.dst)] = (bw, lat)
             self._g.add_edge(link.src, link.dst)
+            self._out[link.src].append((link.dst, round(lat * 1000)))
+        self._pinned = {(r[0], r[-1]) for r in spec.routes}
         self._routes: dict[tuple[int, int], list[int]] = {(r[0], r[-1]): list(r) for r in spec.routes}
+        self._trees: dict[int, dict[int, list[int]]] = {}
         for npu in range(npus_count):
             missing = set(range(npus_count)) - nx.descendants(self._g, npu) - {npu}
             if missing:
@@ -189,24 +206,59 @@ class GraphTopology(BasicTopology):
     def link_params(self, src: int, dst: int) -> tuple[float, float]:
         return self._params[(src, dst)]
 
+    def _predecessors(self, src: int) -> dict[int, list[int]]:
+        """Dijkstra from ``src`` on (summed latency ps, links): each device's predecessors on
+        its least-cost paths. Exact (integer) costs, so equal-cost paths are found as equal."""
+        preds = self._trees.get(src)
+        if preds is None:
+            best: dict[int, tuple[int, int]] = {src: (0, 0)}
+            preds = {src: []}
+            heap = [(0, 0, src)]
+            done: set[int] = set()
+            while heap:
+                cost_ps, hops, u = heapq.heappop(heap)
+                if u in done:
+                    continue
+                done.add(u)
+                for v, link_ps in self._out[u]:
+                    key = (cost_ps + link_ps, hops + 1)
+                    old = best.get(v)
+                    if old is None or key < old:
+                        best[v], preds[v] = key, [u]
+                        heapq.heappush(heap, (*key, v))
+                    elif key == old:
+                        preds[v].append(u)
+            self._trees[src] = preds
+        return preds
+
+    def least_cost_paths(self, src: int, dst: int) -> list[list[int]]:
+        """Every path from ``src`` to ``dst`` of least summed latency and, among those, fewest
+        links, sorted by device sequence (what ``shortest_path``, ``ecmp`` and ``spray`` pick from)."""
+        preds = self._predecessors(src)
+        paths: list[list[int]] = []
+        stack = [[dst]]
+        while stack:  # walk the predecessor DAG back from dst; every walk reaches src
+            tail = stack.pop()
+            if tail[-1] == src:
+                paths.append(tail[::-1])
+            else:
+                stack.extend(tail + [u] for u in preds[tail[-1]])
+        return sorted(paths)
+
     def route(self, src: int, dst: int) -> list[int]:
         path = self._routes.get((src, dst))
         if path is None:
-            import networkx as nx
-
-            paths = sorted(nx.all_shortest_paths(self._g, src, dst))
+            paths = self.least_cost_paths(src, dst)
             pick = 0 if self.spec.routing == "shortest_path" else (src * self.npus_count + dst) % len(paths)
             path = self._routes[(src, dst)] = paths[pick]
         return path
 
     def routes(self, src: int, dst: int) -> list[list[int]]:
-        """Every path a flow's packets take: all fewest-link paths when spraying (a fixed
+        """Every path a flow's packets take: all least-cost paths when spraying (a fixed
         route in ``routes`` still wins), else the one :meth:`route`."""
-        if self.spec.routing != "spray" or (src, dst) in {(r[0], r[-1]) for r in self.spec.routes}:
+        if self.spec.routing != "spray" or (src, dst) in self._pinned:
             return [self.route(src, dst)]
-        import networkx as nx
-
-        return sorted(nx.all_shortest_paths(self._g, src, dst))
+        return self.least_cost_paths(src, dst)
 
     def hops(self, src: int, dst: int) -> int:
         return len(self.route(src, dst)) - 1
@@ -217,31 +269,112 @@ class GraphTopology(BasicTopology):
         return sum(lat for _, lat in params), min(bw for bw, _ in params)
 
 
-def from_networkx(g: Any, bandwidth_gbps: float = 50.0, latency_ns: float = 500.0,
-                  routing: str = "shortest_path") -> GraphTopology:
-    """A ``networkx.DiGraph`` handed in from Python as a one-dimension network.
+def spec_from_networkx(g: Any, routing: str | None = None,
+                       routes: list[list[Any]] | None = None) -> tuple[int, GraphSpec]:
+    """(NPU count, :class:`GraphSpec`) of a ``networkx.DiGraph``; :class:`GraphSpecError` names
+    the node, edge or route at fault (its ``field``: ``edge ('r0', 'r1')``, ``routes[2]``;
+    ``graph`` for the whole graph, ``value`` when ``g`` is no DiGraph).
 
-    Its NPUs are the nodes ``0..N-1`` (every node that is an int in that range and not marked
-    ``kind: switch``); every other node is a switch, named ``str(node)``. Each directed edge
-    is a link with its ``bandwidth_gbps`` and ``latency_ns`` attributes (the defaults given
-    here if it has none); an undirected pair needs both edges, as in a DiGraph."""
-    nodes = list(g.nodes)
-    npus = sorted(n for n in nodes if isinstance(n, int) and not isinstance(n, bool)
-                  and g.nodes[n].get("kind", "npu") != "switch")
+    NPUs are the int nodes ``0..N-1`` not marked ``kind: switch``; every other node is a
+    switch, named ``str(node)``. Each directed edge is a link and must carry ``bandwidth_gbps``
+    (> 0) and ``latency_ns`` (>= 0); an undirected cable needs both edges. ``routing``
+    (default ``G.graph["routing"]``, else ``shortest_path``) and ``routes`` (default
+    ``G.graph["routes"]``: node sequences, each from an NPU to another NPU along edges of
+    ``g``) are those of the YAML ``graph`` mapping."""
+    import networkx as nx
+
+    if not isinstance(g, nx.DiGraph) or g.is_multigraph():
+        kind = type(g).__name__
+        fix = " (G.to_directed() makes one)" if isinstance(g, nx.Graph) and not g.is_multigraph() else ""
+        raise GraphSpecError("value", f"is a {kind}, not a networkx.DiGraph{fix}")
+    for node, kind in g.nodes(data="kind"):
+        if kind not in (None, "npu", "switch"):
+            raise GraphSpecError(f"node {node!r}", f"has kind {kind!r}; it must be 'npu', 'switch' or absent")
+    npus = sorted(n for n, kind in g.nodes(data="kind") if isinstance(n, int) and not isinstance(n, bool)
+                  and kind != "switch")
+    odd = [n for n, kind in g.nodes(data="kind") if kind == "npu" and n not in set(npus)]
+    if odd:
+        raise GraphSpecError(f"node {odd[0]!r}", "is marked kind: npu, but NPUs are the int nodes 0..N-1")
     if not npus or npus != list(range(len(npus))):
-        raise GraphSpecError("graph", f"NPUs must be the nodes 0..N-1 (got {npus[:8]}...)")
-    switches = [n for n in nodes if n not in set(npus)]
+        gap = next((i for i, n in enumerate(npus) if n != i), len(npus))
+        raise GraphSpecError("graph", f"has NPUs {npus[:6]}{'...' if len(npus) > 6 else ''}; NPUs must be the "
+                                      f"int nodes 0..N-1 (NPU {gap} is missing); mark other nodes kind: switch")
+    npu_set = set(npus)
+    switches = [n for n in g.nodes if n not in npu_set]
     names = {n: str(n) for n in switches}
     if len(set(names.values())) != len(names):
-        raise GraphSpecError("graph", "has two switches with the same name")
+        raise GraphSpecError("graph", "has two switches whose names (str(node)) are equal")
     links = []
     for u, v, data in g.edges(data=True):
-        link: dict[str, Any] = {"between": [names.get(u, u), names.get(v, v)], "directed": True}
-        if "bandwidth_gbps" in data:
-            link["bandwidth"] = data["bandwidth_gbps"]
-        if "latency_ns" in data:
-            link["latency"] = data["latency_ns"]
-        links.append(link)
-    spec = GraphSpec.parse({"switches": [names[s] for s in switches], "links": links, "routing": routing},
-                           len(npus))
-    return GraphTopology(len(npus), bandwidth_gbps, latency_ns, spec)
+        where = f"edge ({u!r}, {v!r})"
+        if u == v:
+            raise GraphSpecError(where, "links a node to itself")
+        for key, strict, unit in (("bandwidth_gbps", True, "GB/s"), ("latency_ns", False, "ns")):
+            rule = "> 0" if strict else ">= 0"
+            if key not in data:
+                raise GraphSpecError(where, f"has no {key}; every edge needs {key}, a number {rule} ({unit})")
+            value = data[key]
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            if not ok or (value <= 0 if strict else value < 0):
+                raise GraphSpecError(where, f"has {key} {value!r}; it must be a finite number {rule} ({unit})")
+        links.append({"between": [names.get(u, u), names.get(v, v)], "directed": True,
+                      "bandwidth": data["bandwidth_gbps"], "latency": data["latency_ns"]})
+    reach = {npu: nx.descendants(g, npu) for npu in npus}
+    for npu in npus:
+        missing = npu_set - reach[npu] - {npu}
+        if missing:
+            raise GraphSpecError("graph", f"has no path from NPU {npu} to NPU {min(missing)}; every NPU "
+                                          f"must reach every other along directed edges")
+    routing = g.graph.get("routing", "shortest_path") if routing is None else routing
+    if routing not in ROUTING_MODES:
+        raise GraphSpecError("routing", f"must be one of {', '.join(ROUTING_MODES)} (got {routing!r})")
+    routes = g.graph.get("routes", []) if routes is None else routes
+    if not isinstance(routes, list | tuple):
+        raise GraphSpecError("routes", f"must be a list of paths, each a list of nodes (got {routes!r})")
+    pinned: list[list[Any]] = []
+    pairs: set[tuple[Any, Any]] = set()
+    for i, path in enumerate(routes):
+        where = f"routes[{i}]"
+        if not isinstance(path, list | tuple) or len(path) < 2:
+            raise GraphSpecError(where, f"must be a list of nodes from an NPU to another NPU (got {path!r})")
+        path = list(path)
+        unknown = next((n for n in path if not _has_node(g, n)), None)
+        if unknown is not None:
+            raise GraphSpecError(where, f"names {unknown!r}, which is not a node of the graph")
+        if path[0] not in npu_set or path[-1] not in npu_set or path[0] == path[-1]:
+            raise GraphSpecError(where, f"goes from {path[0]!r} to {path[-1]!r}; a route must start and end "
+                                        f"at two different NPUs")
+        if len(set(path)) != len(path):
+            raise GraphSpecError(where, "visits a node twice")
+        gap = next(((u, v) for u, v in zip(path, path[1:], strict=False) if not g.has_edge(u, v)), None)
+        if gap is not None:
+            raise GraphSpecError(where, f"uses the edge ({gap[0]!r}, {gap[1]!r}), which the graph does not have")
+        if (path[0], path[-1]) in pairs:
+            raise GraphSpecError(where, f"is a second route from NPU {path[0]} to NPU {path[-1]}")
+        pairs.add((path[0], path[-1]))
+        pinned.append([names.get(n, n) for n in path])
+    spec = GraphSpec.parse({"switches": [names[s] for s in switches], "links": links, "routing": routing,
+                            "routes": pinned}, len(npus))
+    return len(npus), spec
+
+
+def _has_node(g: Any, node: Any) -> bool:
+    try:
+        return node in g
+    except TypeError:  # an unhashable "node" (a list)
+        return False
+
+
+def networkx_dimension_values(spec: GraphSpec) -> tuple[float, float]:
+    """The dimension-wide (GB/s, ns) of a spec whose links all give their own (a networkx
+    graph's), which no link uses: the slowest bandwidth and the largest latency, what
+    horizon checks and messages quote."""
+    return (min(link.bandwidth_gbps for link in spec.links if link.bandwidth_gbps is not None),
+            max(link.latency_ns for link in spec.links if link.latency_ns is not None))
+
+
+def from_networkx(g: Any, routing: str | None = None, routes: list[list[Any]] | None = None) -> GraphTopology:
+    """A ``networkx.DiGraph`` handed in from Python as a one-dimension network (see
+    :func:`spec_from_networkx` for what the graph must hold); ``routes`` pins paths."""
+    npus_count, spec = spec_from_networkx(g, routing, routes)
+    return GraphTopology(npus_count, *networkx_dimension_values(spec), spec)

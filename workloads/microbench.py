@@ -3,6 +3,13 @@
 The traces match the ones ASTRA-sim's microbenchmark generator scripts write (schema version
 ``0.0.4``, node id = NPU rank, name ``{collective}_{N}npus_{size}``, attributes ``is_cpu_op``,
 ``comm_type``, ``comm_size``), byte for byte when the size is a whole number of MiB or KiB.
+
+``send_recv`` (ours) times one point-to-point transfer without writing a collective: NPU
+``src`` sends ``size`` bytes to NPU ``dst`` (a send node; ``dst`` a matching receive, tag 0)
+and every other NPU runs one INVALID node, which finishes at once. Both ends finish when the
+message arrives: on the congestion-unaware backend ``trunc(summed route latency + size /
+slowest link bandwidth)``, on the congestion-aware one ``sum over links of trunc(latency +
+size / bandwidth)`` (store and forward).
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from simpy_astra.workloads.chakra.schema import (
     ALL_REDUCE,
     ALL_TO_ALL,
     COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    INVALID_NODE,
     REDUCE_SCATTER,
 )
 from simpy_astra.workloads.trace_output import TraceFiles, check_npu_count, check_prefix
@@ -27,6 +37,9 @@ COLLECTIVES: dict[str, int] = {
     "reduce_scatter": REDUCE_SCATTER,
     "all_to_all": ALL_TO_ALL,
 }
+#: point to point, ours: one send from --src to --dst
+SEND_RECV = "send_recv"
+KINDS = (*COLLECTIVES, SEND_RECV)
 MICROBENCH_SCHEMA_VERSION = "0.0.4"
 
 INT64_MAX = 2**63 - 1  # comm_size is an int64 attribute
@@ -43,27 +56,59 @@ def size_label(size_bytes: int) -> str:
     return f"{size_bytes}B"
 
 
-def write_microbench(collective: str, size_bytes: int, num_npus: int, prefix: str) -> None:
-    """Write ``prefix.{npu}.et`` for every NPU: one collective node each."""
-    if collective not in COLLECTIVES:
-        raise InputError(f"--collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
+def write_microbench(collective: str, size_bytes: int, num_npus: int, prefix: str,
+                     src: int | None = None, dst: int | None = None) -> None:
+    """Write ``prefix.{npu}.et`` for every NPU: one collective node each, or for
+    ``send_recv`` a send on ``src``, its receive on ``dst`` and an idle node elsewhere."""
+    if collective not in KINDS:
+        raise InputError(f"--collective: {collective!r} is not one of {', '.join(KINDS)}")
     if not 1 <= size_bytes <= INT64_MAX:
         raise InputError(f"--size: must be a number of bytes from 1 to {INT64_MAX} (Chakra's 64-bit "
                          f"comm_size; got {size_bytes})")
     if num_npus < 1:
         raise InputError(f"--num-npus: must be >= 1 (got {num_npus})")
     check_npu_count(num_npus, "--num-npus")
+    _check_ends(collective, num_npus, src, dst)
     check_prefix(prefix)
     name = f"{collective}_{num_npus}npus_{size_label(size_bytes)}"
-    attrs = {"is_cpu_op": False, "comm_type": COLLECTIVES[collective], "comm_size": size_bytes}
     with TraceFiles() as files:
         files.makedirs(prefix)
         for npu in range(num_npus):
-            node = make_node(npu, name, COMM_COLL_NODE, attrs=attrs)
+            node = _node(npu, name, collective, size_bytes, src, dst)
             try:
                 write_et(files.add(f"{prefix}.{npu}.et"), [node], version=MICROBENCH_SCHEMA_VERSION)
             except OSError as exc:
                 raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
+
+
+def _check_ends(collective: str, num_npus: int, src: int | None, dst: int | None) -> None:
+    """``send_recv`` needs two different NPUs; the collectives take neither."""
+    if collective != SEND_RECV:
+        if src is not None or dst is not None:
+            raise InputError(f"--{'src' if src is not None else 'dst'}: only --collective {SEND_RECV} takes "
+                             f"--src and --dst (a collective runs on every NPU)")
+        return
+    for flag, npu in (("src", src), ("dst", dst)):
+        if npu is None:
+            raise InputError(f"--{flag}: --collective {SEND_RECV} needs --src and --dst (the two NPUs)")
+        if isinstance(npu, bool) or not isinstance(npu, int) or not 0 <= npu < num_npus:
+            raise InputError(f"--{flag}: must be an NPU from 0 to {num_npus - 1} (got {npu!r})")
+    if src == dst:
+        raise InputError(f"--dst: must differ from --src (both are {src}); an NPU does not send to itself")
+
+
+def _node(npu: int, name: str, collective: str, size_bytes: int, src: int | None, dst: int | None):
+    """NPU ``npu``'s one node."""
+    if collective != SEND_RECV:
+        attrs = {"is_cpu_op": False, "comm_type": COLLECTIVES[collective], "comm_size": size_bytes}
+        return make_node(npu, name, COMM_COLL_NODE, attrs=attrs)
+    if npu == src:
+        attrs = {"is_cpu_op": False, "comm_dst": dst, "comm_size": size_bytes, "comm_tag": 0}
+        return make_node(npu, name, COMM_SEND_NODE, attrs=attrs)
+    if npu == dst:
+        attrs = {"is_cpu_op": False, "comm_src": src, "comm_size": size_bytes, "comm_tag": 0}
+        return make_node(npu, name, COMM_RECV_NODE, attrs=attrs)
+    return make_node(npu, "idle", INVALID_NODE)
 
 
 def _int_param(params: dict[str, Any], key: str) -> int:
@@ -74,27 +119,34 @@ def _int_param(params: dict[str, Any], key: str) -> int:
 
 
 def generate(params: dict[str, Any], prefix: str) -> None:
-    """Scenario generator: ``{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 8}``."""
-    unknown = set(params) - {"collective", "size", "num_npus"}
+    """Scenario generator: ``{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 8}``
+    (``collective: send_recv`` with ``src`` and ``dst``)."""
+    unknown = set(params) - {"collective", "size", "num_npus", "src", "dst"}
     if unknown:
         raise InputError(f"workload: generate microbench does not take {sorted(map(str, unknown))}; "
-                         f"use collective, size, num_npus")
+                         f"use collective, size, num_npus (and src, dst for send_recv)")
     collective = params.get("collective")
     if not isinstance(collective, str):
-        raise InputError(f"--collective: must be one of {', '.join(COLLECTIVES)} (got {collective!r})")
+        raise InputError(f"--collective: must be one of {', '.join(KINDS)} (got {collective!r})")
+    ends = {key: _int_param(params, key) for key in ("src", "dst") if key in params}
     write_microbench(collective, _int_param(params, "size"),
-                     _int_param(params, "num_npus"), prefix)
+                     _int_param(params, "num_npus"), prefix, **ends)
 
 
 def main(argv: list[str]) -> int:
-    """``simpy-astra generate microbench --collective C --size BYTES --num-npus N --output PREFIX``."""
+    """``simpy-astra generate microbench --collective C --size BYTES --num-npus N --output PREFIX``
+    (``--collective send_recv --src A --dst B``: one transfer from NPU A to NPU B)."""
     p = ArgumentParser(prog="simpy-astra generate microbench",
-                                description="Write a one-collective Chakra ET per NPU.")
-    p.add_argument("--collective", required=True, choices=sorted(COLLECTIVES))
-    p.add_argument("--size", type=int, required=True, help="collective size in bytes")
+                                description="Write a one-collective (or one-transfer) Chakra ET per NPU.")
+    p.add_argument("--collective", required=True, choices=sorted(KINDS),
+                   help="a collective, or send_recv: one transfer from --src to --dst")
+    p.add_argument("--size", type=int, required=True, help="collective (or transfer) size in bytes")
     p.add_argument("--num-npus", type=int, required=True)
+    p.add_argument("--src", type=int, help="send_recv: the NPU that sends")
+    p.add_argument("--dst", type=int, help="send_recv: the NPU that receives")
     p.add_argument("--output", required=True, help="ET prefix: writes PREFIX.{npu}.et")
     args = p.parse_args(argv)
-    write_microbench(args.collective, args.size, args.num_npus, args.output)
-    print(f"wrote {args.output}.{{0..{args.num_npus - 1}}}.et ({args.collective}, {args.size} bytes)")
+    write_microbench(args.collective, args.size, args.num_npus, args.output, args.src, args.dst)
+    what = f"{args.src} -> {args.dst}" if args.collective == SEND_RECV else args.collective
+    print(f"wrote {args.output}.{{0..{args.num_npus - 1}}}.et ({what}, {args.size} bytes)")
     return 0

@@ -21,7 +21,7 @@ from simpy_astra.cost_model import CostPrices, CostSpecError, tiers_for
 from simpy_astra.errors import InputError
 from simpy_astra.plugins import PluginError
 from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
-from simpy_astra.topologies import GraphSpec, GraphSpecError
+from simpy_astra.topologies import GraphSpec, GraphSpecError, networkx_dimension_values, spec_from_networkx
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.topologies import lookup as lookup_topology
 from simpy_astra.units import network_gbps_to_bytes_per_ns
@@ -75,6 +75,16 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
 def network_from_mapping(data: Any, src: str) -> NetworkConfig:
     """A network YAML's mapping (from a file, or inline in a scenario); errors name ``src``."""
     data = require_mapping(data, src, "network", "topology: [ Ring ]")
+    if isinstance(data.get("topology"), dict):
+        topology, npus, bandwidth, latency, specs = _networkx_dimension(data, src)
+    else:
+        topology, npus, bandwidth, latency, specs = _listed_dimensions(data, src)
+    return _with_extensions(data, src, topology, npus, bandwidth, latency, specs)
+
+
+def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tuple[float, ...],
+                                                      tuple[float, ...], list[GraphSpec | None]]:
+    """ASTRA-sim's four lists (and a Graph dimension's ``graph`` mapping), one entry per dimension."""
     lists: dict[str, list[Any]] = {}
     for key in _NETWORK_KEYS:
         if key not in data:
@@ -157,6 +167,95 @@ def network_from_mapping(data: Any, src: str) -> NetworkConfig:
         except GraphSpecError as exc:
             raise InputError.at(src, exc.field, exc.problem) from None
         specs.append(spec)
+    return topology, npus, bandwidth, latency, specs
+
+
+#: the keys of ``topology: {networkx: pkg.mod:build, ...}``
+NETWORKX_KEYS = ("networkx", "routing", "routes")
+
+
+def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tuple[float, ...],
+                                                       tuple[float, ...], list[GraphSpec | None]]:
+    """``topology: {networkx: pkg.mod:build}``: one Graph dimension from the DiGraph the user's
+    function returns. Its nodes and edges give the NPU count and every link's speed, so the
+    four lists are not read; anything wrong is one line naming the function and the culprit."""
+    block = data["topology"]
+    for key in ("npus_count", "bandwidth", "latency", "graph"):
+        if key in data:
+            raise InputError.at(src, key, "is not read with topology: {networkx: ...}: the graph's nodes "
+                                          "and edges give the NPUs and every link's speed; remove it")
+    unknown = sorted(set(block) - set(NETWORKX_KEYS))
+    if unknown:
+        raise InputError.at(src, "topology", f"has unknown key(s) {unknown}; allowed: {', '.join(NETWORKX_KEYS)}")
+    name = block.get("networkx")
+    if not isinstance(name, str) or ":" not in name:
+        raise InputError.at(src, "topology.networkx", f"must name a function as package.module:function "
+                                                      f"returning a networkx.DiGraph (got {show_value(name)})")
+    from simpy_astra.plugins import import_object, user_code_problem
+
+    try:
+        build = import_object(name)
+    except PluginError as exc:
+        raise InputError.at(src, "topology.networkx", str(exc)) from None
+    if not callable(build):
+        raise InputError.at(src, "topology.networkx", f"names {name}, a {type(build).__name__}; it must be a "
+                                                      f"function returning a networkx.DiGraph")
+    try:
+        graph = build()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's function failed: say so
+        raise InputError.at(src, "topology.networkx", user_code_problem(f"function '{name}'", exc)) from None
+    try:
+        n, spec = graph_spec(graph, block.get("routing"), block.get("routes"))
+    except GraphSpecError as exc:
+        if exc.field.startswith(("routing", "routes")) and exc.field.partition("[")[0] in block:
+            raise InputError.at(src, f"topology.{exc.field}", exc.problem) from None
+        raise InputError.at(src, "topology.networkx", f"{name} returned {_culprit(exc)}") from None
+    bandwidth, latency = networkx_dimension_values(spec)
+    horizon.check_ns(latency, src, "topology.networkx", " per hop")
+    horizon.check_bandwidth(network_gbps_to_bytes_per_ns(bandwidth), src, "topology.networkx")
+    return ["Graph"], [n], (bandwidth,), (latency,), [spec]
+
+
+def graph_spec(graph: Any, routing: Any = None, routes: Any = None) -> tuple[int, GraphSpec]:
+    """(NPUs, spec) of a networkx graph handed in (:func:`spec_from_networkx`); a graph of
+    one NPU is refused as ``npus_count: [1]`` is."""
+    n, spec = spec_from_networkx(graph, routing, routes)
+    if n < 2:
+        raise GraphSpecError("graph", f"has {n} NPU; a network needs at least 2")
+    return n, spec
+
+
+def _culprit(exc: GraphSpecError) -> str:
+    """What is wrong with a graph handed in, after "returned" / "got"."""
+    if exc.field in ("graph", "value"):
+        return f"a {exc.field} that {exc.problem}"
+    return f"a graph whose {exc.field} {exc.problem}"
+
+
+def with_graph(net: NetworkConfig, graph: Any, routes: Any = None, where: str = "topology=") -> NetworkConfig:
+    """``net`` with its dimensions replaced by one Graph dimension from a networkx DiGraph
+    handed in from Python (``Simulation(..., topology=G, routes=...)``); its other settings
+    (link models, packet sizes, cost) stay. The graph must have as many NPUs as ``net``: the
+    workload and comm groups were checked against that count."""
+    import dataclasses
+
+    try:
+        n, spec = graph_spec(graph, None, routes)
+    except GraphSpecError as exc:
+        problem = f"{exc.field} {exc.problem}" if exc.field.startswith("routes") else _culprit(exc)
+        raise InputError(f"{where}: got {problem}") from None
+    if n != net.total_npus:
+        raise InputError(f"{where}: the graph has {n} NPUs but {net.source} has {net.total_npus}; the "
+                         f"workload, comm groups and memory are checked against the network's NPU count, "
+                         f"so give a network with {n} NPUs")
+    bandwidth, latency = networkx_dimension_values(spec)
+    return dataclasses.replace(net, topology=("Graph",), npus_count=(n,), bandwidth_gbps=(bandwidth,),
+                               latency_ns=(latency,), graph_specs=(spec,))
+
+
+def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int], bandwidth: tuple[float, ...],
+                     latency: tuple[float, ...], specs: list[GraphSpec | None]) -> NetworkConfig:
+    """The config of the dimensions read, with our extension keys (packet sizes, models, cost)."""
     def byte_count(key: str) -> int | None:
         """``packet-size`` / ``switch-buffer``: a whole number of bytes > 0, or absent."""
         if key not in data:
