@@ -78,3 +78,49 @@ def test_bad_generator_parameters(params: dict, match: str, tmp_path: Path, monk
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     with pytest.raises(InputError, match=match):
         materialise({"generate": "microbench", **params})
+
+
+# ------------------------------------------------------------------ send_recv: one transfer
+GIB = 1 << 30
+
+
+def _send_recv_times(tmp_path: Path, network: dict, backend: str, src: int, dst: int, size: int) -> dict[int, int]:
+    """Finish time per NPU of ``generate microbench --collective send_recv`` run on ``network``."""
+    from tests.sim_helpers import BASE_SYSTEM
+
+    prefix = tmp_path / "p2p" / "p2p"
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "generate", "microbench", "--collective",
+                           "send_recv", "--src", str(src), "--dst", str(dst), "--size", str(size),
+                           "--num-npus", str(8), "--output", str(prefix)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"wrote {prefix}.{{0..7}}.et ({src} -> {dst}, {size} bytes)"
+    path = tmp_path / f"{backend}.yaml"
+    path.write_text(yaml.safe_dump({"workload": str(prefix), "system": BASE_SYSTEM, "network": network,
+                                    "backend": backend}))
+    return {r.npu_id: r.finished_cycles for r in Simulation(load_scenario(str(path))).run()}
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_send_recv_times_one_transfer_through_a_switch(tmp_path: Path, backend: str) -> None:
+    size, bw, lat = 3_000_000, 25.0, 700.0
+    network = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [bw], "latency": [lat]}
+    times = _send_recv_times(tmp_path, network, backend, 5, 2, size)
+    ser = size / (bw * GIB / 1e9)  # bytes / (bytes per ns)
+    # two links (up to the switch, down to NPU 2): unaware pays the wire once, aware per link
+    expected = int(2 * lat + ser) if backend == "congestion_unaware" else 2 * int(lat + ser)
+    assert times[5] == times[2] == expected
+    assert all(times[n] == 0 for n in range(8) if n not in (2, 5))  # the others idle
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"collective": "send_recv", "size": 8, "num_npus": 4, "src": 0}, r"workload\.dst: workload\.collective send_recv needs"),
+    ({"collective": "send_recv", "size": 8, "num_npus": 4, "src": 0, "dst": 4}, r"workload\.dst: must be an NPU from 0 to 3"),
+    ({"collective": "send_recv", "size": 8, "num_npus": 4, "src": 1, "dst": 1}, r"workload\.dst: must differ from workload\.src"),
+    ({"collective": "all_reduce", "size": 8, "num_npus": 4, "src": 1}, r"workload\.src: only workload\.collective send_recv"),
+])
+def test_bad_send_recv_parameters(params: dict, match: str, tmp_path: Path, monkeypatch) -> None:
+    from simpy_astra.workloads.generated import materialise
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(InputError, match=match):
+        materialise({"generate": "microbench", **params})
