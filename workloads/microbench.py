@@ -138,8 +138,8 @@ def main(argv: list[str]) -> int:
     (``--collective send_recv --src A --dst B``: one transfer from NPU A to NPU B)."""
     p = ArgumentParser(prog="simpy-astra generate microbench",
                                 description="Write a one-collective (or one-transfer) Chakra ET per NPU.")
-    p.add_argument("--collective", required=True, choices=sorted(KINDS),
-                   help="a collective, or send_recv: one transfer from --src to --dst")
+    p.add_argument("--collective", required=True, choices=sorted(KINDS), metavar="KIND",
+                   help=f"{', '.join(COLLECTIVES)}, or {SEND_RECV}: one transfer from --src to --dst")
     p.add_argument("--size", type=int, required=True, help="collective (or transfer) size in bytes")
     p.add_argument("--num-npus", type=int, required=True)
     p.add_argument("--src", type=int, help="send_recv: the NPU that sends")
