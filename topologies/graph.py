@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -290,20 +291,21 @@ def spec_from_networkx(g: Any, routing: str | None = None,
     for node, kind in g.nodes(data="kind"):
         if kind not in (None, "npu", "switch"):
             raise GraphSpecError(f"node {node!r}", f"has kind {kind!r}; it must be 'npu', 'switch' or absent")
-    npus = sorted(n for n, kind in g.nodes(data="kind") if isinstance(n, int) and not isinstance(n, bool)
-                  and kind != "switch")
-    odd = [n for n, kind in g.nodes(data="kind") if kind == "npu" and n not in set(npus)]
-    if odd:
-        raise GraphSpecError(f"node {odd[0]!r}", "is marked kind: npu, but NPUs are the int nodes 0..N-1")
+    npus = sorted(int(n) for n, kind in g.nodes(data="kind") if isinstance(n, numbers.Integral)
+                  and not isinstance(n, bool) and kind != "switch")
+    npu_set = set(npus)
+    odd = next((n for n, kind in g.nodes(data="kind") if kind == "npu" and n not in npu_set), None)
+    if odd is not None:
+        raise GraphSpecError(f"node {odd!r}", "is marked kind: npu, but NPUs are the int nodes 0..N-1")
     if not npus or npus != list(range(len(npus))):
         gap = next((i for i, n in enumerate(npus) if n != i), len(npus))
         raise GraphSpecError("graph", f"has NPUs {npus[:6]}{'...' if len(npus) > 6 else ''}; NPUs must be the "
                                       f"int nodes 0..N-1 (NPU {gap} is missing); mark other nodes kind: switch")
-    npu_set = set(npus)
     switches = [n for n in g.nodes if n not in npu_set]
-    names = {n: str(n) for n in switches}
+    names: dict[Any, int | str] = {n: str(n) for n in switches}
     if len(set(names.values())) != len(names):
         raise GraphSpecError("graph", "has two switches whose names (str(node)) are equal")
+    names.update((n, int(n)) for n in g.nodes if n in npu_set)  # an NPU is its int id
     links = []
     for u, v, data in g.edges(data=True):
         where = f"edge ({u!r}, {v!r})"
@@ -314,14 +316,13 @@ def spec_from_networkx(g: Any, routing: str | None = None,
             if key not in data:
                 raise GraphSpecError(where, f"has no {key}; every edge needs {key}, a number {rule} ({unit})")
             value = data[key]
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
             if not ok or (value <= 0 if strict else value < 0):
                 raise GraphSpecError(where, f"has {key} {value!r}; it must be a finite number {rule} ({unit})")
-        links.append({"between": [names.get(u, u), names.get(v, v)], "directed": True,
-                      "bandwidth": data["bandwidth_gbps"], "latency": data["latency_ns"]})
-    reach = {npu: nx.descendants(g, npu) for npu in npus}
+        links.append({"between": [names[u], names[v]], "directed": True,
+                      "bandwidth": float(data["bandwidth_gbps"]), "latency": float(data["latency_ns"])})
     for npu in npus:
-        missing = npu_set - reach[npu] - {npu}
+        missing = npu_set - nx.descendants(g, npu) - {npu}
         if missing:
             raise GraphSpecError("graph", f"has no path from NPU {npu} to NPU {min(missing)}; every NPU "
                                           f"must reach every other along directed edges")
@@ -352,7 +353,7 @@ def spec_from_networkx(g: Any, routing: str | None = None,
         if (path[0], path[-1]) in pairs:
             raise GraphSpecError(where, f"is a second route from NPU {path[0]} to NPU {path[-1]}")
         pairs.add((path[0], path[-1]))
-        pinned.append([names.get(n, n) for n in path])
+        pinned.append([names[n] for n in path])
     spec = GraphSpec.parse({"switches": [names[s] for s in switches], "links": links, "routing": routing,
                             "routes": pinned}, len(npus))
     return len(npus), spec

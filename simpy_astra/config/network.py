@@ -75,7 +75,7 @@ def load_network_yaml(path: PathLike) -> NetworkConfig:
 def network_from_mapping(data: Any, src: str) -> NetworkConfig:
     """A network YAML's mapping (from a file, or inline in a scenario); errors name ``src``."""
     data = require_mapping(data, src, "network", "topology: [ Ring ]")
-    if isinstance(data.get("topology"), dict):
+    if isinstance(data.get("topology"), dict) and "networkx" in data["topology"]:
         topology, npus, bandwidth, latency, specs = _networkx_dimension(data, src)
     else:
         topology, npus, bandwidth, latency, specs = _listed_dimensions(data, src)
@@ -99,7 +99,9 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
             raise InputError.at(
                 src,
                 key,
-                f"must be a non-empty list with one entry per dimension, e.g. [ 8 ] (got {show_value(value)})",
+                f"must be a non-empty list with one entry per dimension, e.g. [ 8 ] (got {show_value(value)})"
+                + ("; or {networkx: package.module:function}" if key == "topology" and isinstance(value, dict)
+                   else ""),
             )
         lists[key] = value
     dims = len(lists["topology"])
