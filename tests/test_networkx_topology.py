@@ -316,3 +316,18 @@ def test_the_shipped_dragonfly_scenario_gives_its_stated_figures(tmp_path):
                                    "SIMPY_ASTRA_PROGRESS": "0"})
         assert done.returncode == 0, done.stderr
         assert f"sys[39] finished, {expected} cycles" in done.stdout
+
+
+def test_the_yaml_pins_routes_and_names_a_bad_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    detour = [0, "g0r0", "g1r3", "g1r2", "g4r1", "g4r3", 39]
+    links = [NPU_LINK, GLOBAL, LOCAL, GLOBAL, LOCAL, NPU_LINK]
+    network = {"topology": {"networkx": "df_fabric:dragonfly", "routing": "ecmp", "routes": [detour]}}
+    path = _scenario(tmp_path, network)
+    reports = Simulation(load_scenario(str(path))).run()
+    assert max(r.finished_cycles for r in reports) == int(sum(lat for _, lat in links) + ser_ns(SIZE, 50.0))
+    network["topology"]["routes"] = [[0, "g0r0", "g2r0", 39]]
+    path = _scenario(tmp_path, network)
+    with pytest.raises(InputError, match=re_escape("field 'topology.routes[0]' uses the edge ('g0r0', 'g2r0'), "
+                                                   "which the graph does not have")):
+        load_scenario(str(path))
