@@ -40,6 +40,27 @@ def test_help_on_every_command_and_kind_exits_0_in_plain_text(capsys, monkeypatc
     assert "``" not in text and "::\n" not in text  # RST marks are for docs, not the terminal
 
 
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a) or "top")
+def test_every_help_line_fits_80_columns(capsys, monkeypatch, argv):
+    """At COLUMNS=80 (and so in a pipe) no line of any --help is longer than 80 characters
+    (issue 39: run's schema, calibrate's and validate's backend choices, microbench's
+    collectives and the transformer's memory modes ran past it)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    text = help_of(capsys, *argv)
+    long = [line for line in text.splitlines() if len(line) > 80]
+    assert not long, long
+
+
+@pytest.mark.parametrize("argv", [["calibrate"], ["validate"]])
+def test_a_long_list_of_choices_is_spelled_out_in_the_flags_help(capsys, monkeypatch, argv):
+    from simpy_astra.network import BACKENDS
+
+    monkeypatch.setenv("COLUMNS", "80")
+    text = " ".join(help_of(capsys, *argv).split())
+    assert "[--backend NAME]" in text
+    assert "one of " + ", ".join(BACKENDS) in text
+
+
 def test_generate_and_convert_help_list_their_kinds(capsys):
     text = help_of(capsys, "generate")
     assert [ln.split()[0] for ln in text.splitlines() if ln.startswith("  ") and ln[2] != " "] == KINDS
