@@ -11,12 +11,16 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
+
+if TYPE_CHECKING:
+    from simpy_astra.report.log_folder import LogFolder
 
 #: ASTRA-sim's flags that a script may pass and that change nothing here: flag -> (metavar,
 #: what it does there and why it does nothing here)
@@ -25,9 +29,8 @@ IGNORED_ASTRA_FLAGS: dict[str, tuple[str, str]] = {
     "--comm-scale": ("X", "ASTRA-sim stores it and does not use it either"),
     "--rendezvous-protocol": ("true|false", "ASTRA-sim's rendezvous handshake before each send is not "
                                             "modelled: sends go eagerly"),
-    "--logging-configuration": ("FILE", "ASTRA-sim's spdlog TOML; messages here go to stderr"),
-    "--logging-folder": ("FOLDER", "ASTRA-sim writes log.log and err.log there; messages here go to "
-                                   "stderr"),
+    "--logging-configuration": ("FILE", "ASTRA-sim's spdlog TOML; messages here go to stderr, and to "
+                                        "--logging-folder's files"),
 }
 
 
@@ -73,6 +76,11 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--injection-scale", type=float, default=1.0,
                    help="multiplies the system JSON's endpoint-delay when that key is present (as in "
                         "ASTRA-sim; default 1)")
+    p.add_argument("--logging-folder", default=None, metavar="DIR",
+                   help="write ASTRA-sim's log files into DIR (made if missing): log.log, every line "
+                        "printed and each warning, and err.log, the error that stops a run; appended "
+                        "to, in ASTRA-sim's line format (ASTRA-sim writes log/ without the flag; here "
+                        "no log files unless asked)")
     for flag, (metavar, what) in IGNORED_ASTRA_FLAGS.items():
         p.add_argument(flag, default=None, metavar=metavar, help=f"accepted and ignored, with a warning: {what}")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
@@ -149,6 +157,18 @@ def _run_parser() -> argparse.ArgumentParser:
 
 def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
+
+
+def _reporter(log: LogFolder | None):
+    """What a run does with each NPU's report: print its lines (and log them, with a log folder)."""
+    if log is None:
+        return _print_report
+
+    def print_and_log(report: NpuReport) -> None:
+        _print_report(report)
+        log.report_lines(report.lines())
+
+    return print_and_log
 
 
 def peak_rss_mb() -> float:
@@ -280,9 +300,10 @@ def _in_trace_dir(inputs, trace_dir: str) -> None:
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
               trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
               plots: str | None = None, given: tuple[str, ...] = (), plugins: tuple[str, ...] = (),
-              trace_dir: str | None = None) -> int:
+              trace_dir: str | None = None, log: LogFolder | None = None) -> int:
     """Run ``inputs`` and report; ``given``: the input files the command line named and
-    ``plugins`` the modules it loaded (their digests go into ``--json-out``)."""
+    ``plugins`` the modules it loaded (their digests go into ``--json-out``); ``log``: the
+    ``--logging-folder`` that also gets the report lines and warnings."""
     from simpy_astra.simulation import Simulation
 
     if trace_dir is not None:
@@ -295,7 +316,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         inputs.fold_symmetry = fold == "on"
     if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
         inputs.fold_symmetry = False
-    sim = Simulation(inputs, on_report=_print_report)
+    sim = Simulation(inputs, on_report=_reporter(log))
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
 
@@ -328,6 +349,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     sys.stdout.flush()
     for warning in sim.warnings:
         say(f"warning: {warning}")
+        if log is not None:
+            log.add("warning", warning)
     if sim.written_files:  # the system config asked for them (track-local-mem): say where they went
         first, last = sim.written_files[0], sim.written_files[-1]
         shown = first if len(sim.written_files) == 1 else f"{first} .. {os.path.basename(last)}"
@@ -400,8 +423,34 @@ def run_astra_flags(argv: list[str]) -> int:
         if not getattr(args, f"{flag}_configuration"):
             raise InputError(f"--{flag.replace('_', '-')}-configuration: must be a file path (got an empty "
                              f"string)")
+    log = None
+    if args.logging_folder is not None:
+        from simpy_astra.report.log_folder import LogFolder
+
+        log = LogFolder(args.logging_folder)
+    done = False
+    try:
+        code = _run_astra_flags(args, log)
+        done = True
+        return code
+    except Exception as exc:  # the error that stops the run goes into err.log too
+        if log is not None:
+            log.add("error", str(exc))
+        raise
+    finally:
+        if log is not None:
+            try:
+                log.write()
+            except InputError:
+                if done:
+                    raise  # else the run's own error is the one to report
+
+
+def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
     for line in ignored_flag_warnings(args):
         say(line)
+        if log is not None:
+            log.add("warning", line.removeprefix("warning: "))
     from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
 
     load_plugins(args.plugin, "--plugin")
@@ -420,5 +469,5 @@ def run_astra_flags(argv: list[str]) -> int:
              args.remote_memory_configuration, args.comm_group_configuration)
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots, given=given,
-                     plugins=tuple(args.plugin), trace_dir=args.trace_dir)
+                     plugins=tuple(args.plugin), trace_dir=args.trace_dir, log=log)
 
