@@ -125,7 +125,8 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-dir", default=None, metavar="DIR",
                    help="folder for the local-memory traces a system's track-local-mem writes: a relative "
                         "local-mem-trace-filename is taken inside DIR, made if missing (default: the "
-                        "working directory, as in ASTRA-sim)")
+                        "run's output folder, that of --json-out, --csv-out, --plots or --trace-out, "
+                        "else runs/NAME, for a bare file name such as ASTRA-sim's local_mem_trace)")
 
 
 def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -281,13 +282,26 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
                                 f"is {prefix!r}, but folder {folder} does not exist or is not writable")
 
 
-def _in_trace_dir(inputs, trace_dir: str) -> None:
+def output_folder(name: str, *outputs: tuple[str | None, bool]) -> str:
+    """The run's output folder: that of its first output file or folder given ((path, is a
+    folder) pairs, in order of precedence), else ``runs/NAME`` (never the bare working folder
+    by default: ASTRA-sim's traces landed there, issue 39)."""
+    for path, is_folder in outputs:
+        if path:
+            return path if is_folder else os.path.dirname(path) or "."
+    return os.path.join("runs", name or "run")
+
+
+def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False) -> None:
     """``--trace-dir``: a relative local-mem-trace-filename moves into ``trace_dir`` (checked,
-    and made when the run will write there, before time starts)."""
+    and made when the run will write there, before time starts); ``bare_only`` (the default
+    folder, no --trace-dir): only a bare file name moves, a name with a folder stays as written."""
     import dataclasses
 
-    _writable_dir(trace_dir, "--trace-dir")
     prefix = inputs.system.local_mem_trace_filename
+    if bare_only and (not inputs.system.track_local_mem or os.path.dirname(prefix)):
+        return
+    _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
         inputs.system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
     if inputs.system.track_local_mem:
@@ -300,14 +314,19 @@ def _in_trace_dir(inputs, trace_dir: str) -> None:
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
               trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
               plots: str | None = None, given: tuple[str, ...] = (), plugins: tuple[str, ...] = (),
-              trace_dir: str | None = None, log: LogFolder | None = None) -> int:
+              trace_dir: str | None = None, log: LogFolder | None = None, name: str = "run") -> int:
     """Run ``inputs`` and report; ``given``: the input files the command line named and
     ``plugins`` the modules it loaded (their digests go into ``--json-out``); ``log``: the
-    ``--logging-folder`` that also gets the report lines and warnings."""
+    ``--logging-folder`` that also gets the report lines and warnings; ``name``: the run's,
+    for its default output folder ``runs/NAME``."""
     from simpy_astra.simulation import Simulation
 
     if trace_dir is not None:
         _in_trace_dir(inputs, trace_dir)
+    else:  # the traces go with the run's other outputs
+        folder = output_folder(name, (json_out, False), (csv_out, True), (plots, True), (trace_out, False),
+                               (log.folder if log is not None else None, True))
+        _in_trace_dir(inputs, folder, bare_only=True)
     check_outputs(inputs, json_out, csv_out, trace_out, plots)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
@@ -412,7 +431,7 @@ def run_scenario(argv: list[str]) -> int:
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
                      plots=args.plots, given=(args.scenario,), plugins=tuple(args.plugin),
-                     trace_dir=args.trace_dir)
+                     trace_dir=args.trace_dir, name=os.path.splitext(os.path.basename(args.scenario))[0])
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -469,5 +488,6 @@ def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
              args.remote_memory_configuration, args.comm_group_configuration)
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots, given=given,
-                     plugins=tuple(args.plugin), trace_dir=args.trace_dir, log=log)
+                     plugins=tuple(args.plugin), trace_dir=args.trace_dir, log=log,
+                     name=os.path.basename(args.workload_configuration.rstrip(os.sep)))
 

@@ -38,6 +38,7 @@ class LogFolder:
         if not folder:
             raise InputError(f"{FLAG}: must be a folder path (got an empty string)")
         files.make_folder(folder, FLAG)
+        self.folder = folder
         self.log_path = os.path.join(folder, "log.log")
         self.err_path = os.path.join(folder, "err.log")
         for path in (self.log_path, self.err_path):  # no FIFO, device or input; a folder we can write
