@@ -237,3 +237,16 @@ def test_a_pointer_to_a_section_names_the_file_that_has_it():
         headings = [ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("#")]
         headings += re.findall(r"^\*\*([^*]+)\*\*", text, re.M)
         assert any(h.startswith(section) for h in headings), f"{path}: {doc} has no section '{section}'"
+
+
+def test_the_readme_install_refuses_plots_before_the_run_naming_the_extra(fresh_install, tmp_path):
+    """The README's install has no matplotlib: ``run --plots`` is refused in one line before
+    the run (not after it), naming the extra that brings it."""
+    python = fresh_python(fresh_install)
+    done = subprocess.run([python, "-m", "simpy_astra", "run", str(fresh_install / "scenarios" / "default.yaml"),
+                           "--plots", "pl"], cwd=tmp_path, env=clean_env(Path(python).parents[1]),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.splitlines() == ["error: --plots: needs matplotlib, which is not installed (pip install "
+                                        "'simpy-astra[plots]'); or run without --plots"]
+    assert not (tmp_path / "pl").exists()

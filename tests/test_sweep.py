@@ -499,6 +499,32 @@ def test_editing_a_named_file_reruns_the_rows_made_from_it(tmp_path, capsys):
     assert code == 0 and "2 already in" in err and "note:" not in err, err
 
 
+def test_an_edited_file_reruns_only_the_points_that_use_it(tmp_path, capsys):
+    """An axis over two network files: editing b.yml runs b's point again and keeps a's row
+    (the rows record which inputs they used; issue 40: a resume blamed the file for every row)."""
+    for name, latency in (("a", 500), ("b", 500)):
+        (tmp_path / f"{name}.yml").write_text(f"topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\n"
+                                              f"latency: [{latency}]\n")
+    scenario = yaml.safe_load(DEFAULT.read_text())
+    scenario["workload"] = str(STEP)
+    path = write_sweep(tmp_path, {"base": scenario, "axes": {"network": ["a.yml", "b.yml"]}})
+    out = tmp_path / "out"
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    before = {os.path.basename(r["network"]): r for r in read_rows(out)}
+    assert before["a.yml"]["inputs_sha256"] != before["b.yml"]["inputs_sha256"]  # different files
+    assert before["a.yml"]["finish_ns"] == before["b.yml"]["finish_ns"] == str(DEFAULT_FINISH_NS)
+    (tmp_path / "b.yml").write_text((tmp_path / "b.yml").read_text().replace("[500]", "[5000]"))
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0, err
+    assert f"note: 1 row(s) of {out / 'results.csv'} were made from other contents of {tmp_path / 'b.yml'}" in err
+    assert "1 already in" in err and "running 1" in err
+    after = {os.path.basename(r["network"]): r for r in read_rows(out)}
+    assert after["a.yml"] == before["a.yml"]
+    assert int(after["b.yml"]["finish_ns"]) > DEFAULT_FINISH_NS  # ten times the hop latency
+    best = json.loads((out / "best.json").read_text())
+    assert os.path.basename(best["best"]["coordinates"]["network"]) == "a.yml"
+
+
 def test_an_edited_plugin_module_reruns_its_points_naming_it(tmp_path, capsys, monkeypatch):
     """The points load examples/my_algos.py (``my_algos:simple_ring``): editing it changes what
     the points compute, so a resume must not reuse their rows (issue 39: '2 already in

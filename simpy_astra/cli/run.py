@@ -272,6 +272,10 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")
+    if plots is not None:
+        from simpy_astra.report.plots import require_matplotlib
+
+        require_matplotlib()
     _writable_file(trace_out, "--trace-out")
     cfg = inputs.system
     if cfg.track_local_mem:
