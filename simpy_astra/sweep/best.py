@@ -36,7 +36,8 @@ def outcomes(spec: SweepSpec, points: list[Point], rows: dict[str, dict[str, str
     """The current sweep's points that have a row, in sweep order; with ``inputs`` (point key ->
     the digest of its inputs now), only rows made from those inputs."""
     return [Outcome(p, figures_of(rows[p.key]), rows[p.key].get(INPUTS_COLUMN, "")) for p in points
-            if p.key in rows and (inputs is None or rows[p.key].get(INPUTS_COLUMN) == inputs.get(p.key))]
+            if p.key in rows and (inputs is None or p.key not in inputs
+                                  or rows[p.key].get(INPUTS_COLUMN) == inputs[p.key])]
 
 
 def _values(spec: SweepSpec, o: Outcome) -> dict[str, Any]:
