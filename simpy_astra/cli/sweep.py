@@ -98,8 +98,6 @@ def _parser() -> argparse.ArgumentParser:
 def _write_point_scenarios(out_dir: str, points) -> None:
     """DIR/points/KEY.yaml: each point as a scenario that ``simpy-astra run`` reproduces."""
     folder = os.path.join(out_dir, "points")
-    from simpy_astra.files import os_problem
-
     path = folder
     try:
         os.makedirs(folder, exist_ok=True)
@@ -114,7 +112,7 @@ def _write_point_scenarios(out_dir: str, points) -> None:
         if path != folder:
             with contextlib.suppress(OSError):
                 os.unlink(path + ".tmp")  # nothing half-written stays
-        raise InputError(f"--out: cannot write {path} ({os_problem(exc)}); choose a folder you can "
+        raise InputError(f"--out: cannot write {path} ({exc.strerror or exc}); choose a folder you can "
                          f"write") from None
 
 

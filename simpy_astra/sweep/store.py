@@ -62,9 +62,7 @@ def parse_figure(text: str) -> int | float | None:
 
 
 def _cannot_write(path: str, exc: OSError) -> InputError:
-    from simpy_astra.files import os_problem
-
-    return InputError(f"--out: cannot write {path} ({os_problem(exc)}); choose a folder you can write")
+    return InputError(f"--out: cannot write {path} ({exc.strerror or exc}); choose a folder you can write")
 
 
 def _remove(path: str) -> None:
