@@ -210,7 +210,8 @@ class Simulation(CoSimulation):
         A stall watchdog always runs beside the NPUs (:func:`~simpy_astra.stall.watch_for_stall`):
         a user process that loops forever keeps SimPy's queue busy, yet a run whose NPUs wait
         for something that never comes (a receive nobody sends, a message behind a link that
-        stays down, a failed NPU) stops and reports the stall, at the watchdog's time."""
+        stays down, a failed NPU) stops and reports the stall: the time of the model's last
+        progress, and the watchdog's time when later."""
         return self._env
 
     @property
@@ -292,7 +293,8 @@ class Simulation(CoSimulation):
 
             self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:
-            raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held))
+            raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
+                                                  last_ns=stall.last_progress_ns(self.npus)))
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
             # stand, but a message nobody received is almost always a workload bug

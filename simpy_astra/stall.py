@@ -60,17 +60,26 @@ def describe_held(key: Any, link: Any) -> str:
     return text
 
 
+def last_progress_ns(npus: list) -> int:
+    """When the model last moved: the latest time any NPU started or ended a node (its
+    statistics record both). The watchdog notices a stall later, at one of its wakes."""
+    return max((max(npu.stats.wall_ns, max(npu.stats.starts.values(), default=0)) for npu in npus), default=0)
+
+
 def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str], limit: int = 8,
-                 held: list[str] | None = None) -> str:
-    """One line: when it stopped, what each unfinished NPU waits on (or that it failed),
-    messages held by links that are down, unmatched messages."""
+                 held: list[str] | None = None, last_ns: float | None = None) -> str:
+    """One line: when it stopped (``last_ns``, the last progress, when given; else ``now``),
+    what each unfinished NPU waits on (or that it failed), messages held by links that are
+    down, unmatched messages."""
 
     def capped(items: list[str], what: str) -> str:
         more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
         return "; ".join(items[:limit]) + more
 
     if stuck:
-        head = (f"simulation stalled at {now} ns with {len(stuck)} of {total_npus} NPU(s) "
+        when = f"{now} ns" if last_ns is None or last_ns >= now else \
+            f"{int(last_ns)} ns (its last progress; noticed at {now} ns)"
+        head = (f"simulation stalled at {when} with {len(stuck)} of {total_npus} NPU(s) "
                 f"unfinished (no event left that could make progress): ")
         text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs")
         if held:

@@ -179,6 +179,29 @@ def test_trace_dir_takes_the_local_memory_traces(tmp_path: Path, capsys, monkeyp
     assert sorted(p.name for p in (tmp_path / "abs").iterdir()) == ["m.0.json", "m.1.json"]
 
 
+def test_local_memory_traces_default_to_the_runs_output_folder(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Without --trace-dir, ASTRA-sim's bare file name (local_mem_trace) goes with the run's
+    other outputs (--json-out's folder), or into runs/SCENARIO without any: never into the
+    working directory (issue 39)."""
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.schema import COMP_NODE
+
+    monkeypatch.chdir(tmp_path)
+    a = make_node(1, "a", COMP_NODE, duration_micros=1, attrs={"inputs": ("string_list", []), "outputs": ["t1", "1024"]})
+    for npu in range(2):
+        write_et(f"w.{npu}.et", [a])
+    Path("s.yaml").write_text("workload: w\nsystem: {preferred-dataset-splits: 1, track-local-mem: 1}\n"
+                              "network: {topology: [Ring], npus_count: [2], bandwidth: [50], latency: [500]}\n")
+    names = ["local_mem_trace.0.json", "local_mem_trace.1.json"]
+    assert main(["run", "--quiet", "s.yaml"]) == 0
+    assert sorted(p.name for p in (tmp_path / "runs" / "s").iterdir()) == names
+    assert str(tmp_path / "runs" / "s" / "local_mem_trace.0.json") in capsys.readouterr().err
+    (tmp_path / "out").mkdir()
+    assert main(["run", "--quiet", "s.yaml", "--json-out", "out/f.json"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["f.json", *names]
+    assert not list(tmp_path.glob("local_mem_trace*"))
+
+
 def _small_transformer(roofline: bool) -> str:
     system = "preferred-dataset-splits: 1, all-reduce-implementation: [ring], all-gather-implementation: [ring], " \
              "reduce-scatter-implementation: [ring], all-to-all-implementation: [direct]"

@@ -1,8 +1,13 @@
 """The README is a short front page, and every command it and ``docs/`` show still works.
 
+The commands run as a newcomer runs them: in a copy of the checkout (what a fresh clone holds),
+after the README's own first command made its virtual environment and install there (once per
+test session; the install's dependencies come from the package index or pip's cache), never
+in the environment the tests run in, whose extras would hide a missing dependency.
+
 A command shown with placeholders (``SCENARIO.yaml``, ``[--jobs N]``) or the reader's own files
 is checked against its command's ``--help``: the command exists and knows every flag shown. A
-concrete command runs, in a scratch folder that sees the checkout's files, unless it is listed
+concrete command runs, in a scratch folder that sees the fresh copy's files, unless it is listed
 in ``LONG`` with the reason.
 """
 
@@ -11,8 +16,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 
@@ -80,12 +85,65 @@ def is_synopsis(command: str) -> bool:
         re.fullmatch(r"[A-Z][A-Z0-9_]*", w) and w not in VALUES for w in words)
 
 
+def checkout_files() -> list[str]:
+    """What a fresh clone of this checkout holds: the files git tracks and the new ones it does
+    not ignore (so uncommitted work is what is tested); without git, every file outside dot
+    folders, caches and results."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                                cwd=ROOT, capture_output=True, check=True, timeout=60).stdout
+        names = [n for n in listed.decode().split("\0") if n]
+    except (OSError, subprocess.SubprocessError):
+        skip = re.compile(r"(^|/)(\.[^/]*|__pycache__|[^/]*\.egg-info)(/|$)|^benchmarks/results/")
+        names = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file()]
+        names = [n for n in names if not skip.search(n)]
+    return sorted(n for n in names if (ROOT / n).is_file())  # a tracked file deleted here is gone
+
+
+def clean_env(venv: Path | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a new shell: no PYTHONPATH, no virtual environment of the tests; with
+    ``venv``, that environment activated (its bin first on PATH, as ``activate`` does)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    if venv is not None:
+        env["VIRTUAL_ENV"] = str(venv)
+        env["PATH"] = os.pathsep.join([str(venv / "bin"), env.get("PATH", "")])
+    return {**env, **extra}
+
+
+@pytest.fixture(scope="session")
+def fresh_install(tmp_path_factory) -> Path:
+    """A copy of the checkout in which the README's first command, run word for word by a shell,
+    made ``.venv`` and ran the default scenario; the copy's folder."""
+    clone = tmp_path_factory.mktemp("fresh-clone")
+    for name in checkout_files():
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, clone / name)
+    first = fresh_machine_commands()[0]
+    done = subprocess.run(["bash", "-c", first], cwd=clone, env=clean_env(SIMPY_ASTRA_PROGRESS="0"),
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, f"the README's first command failed:\n{first}\n{done.stderr[-3000:]}"
+    assert "sys[7] finished, 142780 cycles" in done.stdout, done.stdout[-2000:]
+    return clone
+
+
+def fresh_python(clone: Path) -> str:
+    return str(clone / ".venv" / "bin" / "python")
+
+
+def fresh_machine_commands() -> list[str]:
+    return [ln[4:] for ln in README.read_text().splitlines() if ln.startswith("    ")][:2]
+
+
 @cache
-def help_text(words: tuple[str, ...]) -> str:
-    done = subprocess.run([sys.executable, "-m", "simpy_astra", *words, "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+def _help_text(python: str, words: tuple[str, ...]) -> str:
+    done = subprocess.run([python, "-m", "simpy_astra", *words, "--help"], cwd=ROOT,
+                          env=clean_env(Path(python).parents[1]), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (words, done.stderr)
     return done.stdout
+
+
+def help_text(words: tuple[str, ...], python: str) -> str:
+    return _help_text(python, words)
 
 
 def command_words(argv: list[str]) -> tuple[str, ...]:
@@ -97,11 +155,11 @@ def command_words(argv: list[str]) -> tuple[str, ...]:
     return (argv[0],)
 
 
-def check_flags(command: str) -> None:
+def check_flags(command: str, python: str) -> None:
     argv = shlex.split(command.split("python -m simpy_astra", 1)[1].replace("[", " ").replace("]", " ")
                        .replace("|", " "))
     words = command_words(argv)
-    text = help_text(words)
+    text = help_text(words, python)
     for flag in {a.split("=")[0] for a in argv if a.startswith("--")}:
         assert re.search(rf"{re.escape(flag)}\b", text), f"{flag} is not a flag of '{' '.join(words)}'"
 
@@ -109,8 +167,7 @@ def check_flags(command: str) -> None:
 def test_readme_is_a_short_front_page_with_the_two_commands_first():
     lines = README.read_text().splitlines()
     assert len(lines) <= 300, len(lines)
-    code = [ln[4:] for ln in lines if ln.startswith("    ")]
-    assert tuple(code[:2]) == FRESH_MACHINE
+    assert tuple(fresh_machine_commands()) == FRESH_MACHINE
 
 
 def test_the_readme_links_every_guide_and_every_link_resolves():
@@ -132,21 +189,22 @@ def test_the_guides_the_issue_names_exist():
 
 @pytest.mark.parametrize(("doc", "line", "command"), all_commands(),
                          ids=[f"{d}:{n}" for d, n, _ in all_commands()])
-def test_every_command_shown_still_runs(tmp_path, doc, line, command):
+def test_every_command_shown_still_runs(fresh_install, tmp_path, doc, line, command):
+    """In the README's fresh install (``fresh_install``): its python, its copy's files."""
     if "pip install" in command:
-        return  # the fresh-machine commands install; the suite itself is that command's test
-    check_flags(command)
+        return  # the fresh-machine commands install: the first made ``fresh_install``, the second is CI
+    python = fresh_python(fresh_install)
+    check_flags(command, python)
     if is_synopsis(command) or YOUR_FILES.search(command):
         return
     if any(command.startswith(prefix) for prefix in LONG):
         return
-    for entry in ROOT.iterdir():  # the checkout's files, but outputs land in the scratch folder
+    for entry in fresh_install.iterdir():  # the copy's files, but outputs land in the scratch folder
         if not entry.name.startswith("."):
             (tmp_path / entry.name).symlink_to(entry)
     argv = shlex.split(command)
-    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / ".cache"), "SIMPY_ASTRA_PROGRESS": "0",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env, capture_output=True,
+    env = clean_env(Path(python).parents[1], SIMPY_ASTRA_CACHE=str(tmp_path / ".cache"), SIMPY_ASTRA_PROGRESS="0")
+    done = subprocess.run([python, *argv[1:]], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, f"{doc}:{line}: {command}\n{done.stderr[-2000:]}"
 
@@ -179,3 +237,16 @@ def test_a_pointer_to_a_section_names_the_file_that_has_it():
         headings = [ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("#")]
         headings += re.findall(r"^\*\*([^*]+)\*\*", text, re.M)
         assert any(h.startswith(section) for h in headings), f"{path}: {doc} has no section '{section}'"
+
+
+def test_the_readme_install_refuses_plots_before_the_run_naming_the_extra(fresh_install, tmp_path):
+    """The README's install has no matplotlib: ``run --plots`` is refused in one line before
+    the run (not after it), naming the extra that brings it."""
+    python = fresh_python(fresh_install)
+    done = subprocess.run([python, "-m", "simpy_astra", "run", str(fresh_install / "scenarios" / "default.yaml"),
+                           "--plots", "pl"], cwd=tmp_path, env=clean_env(Path(python).parents[1]),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.splitlines() == ["error: --plots: needs matplotlib, which is not installed (pip install "
+                                        "'simpy-astra[plots]'); or run without --plots"]
+    assert not (tmp_path / "pl").exists()

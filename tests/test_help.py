@@ -40,6 +40,27 @@ def test_help_on_every_command_and_kind_exits_0_in_plain_text(capsys, monkeypatc
     assert "``" not in text and "::\n" not in text  # RST marks are for docs, not the terminal
 
 
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a) or "top")
+def test_every_help_line_fits_80_columns(capsys, monkeypatch, argv):
+    """At COLUMNS=80 (and so in a pipe) no line of any --help is longer than 80 characters
+    (issue 39: run's schema, calibrate's and validate's backend choices, microbench's
+    collectives and the transformer's memory modes ran past it)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    text = help_of(capsys, *argv)
+    long = [line for line in text.splitlines() if len(line) > 80]
+    assert not long, long
+
+
+@pytest.mark.parametrize("argv", [["calibrate"], ["validate"]])
+def test_a_long_list_of_choices_is_spelled_out_in_the_flags_help(capsys, monkeypatch, argv):
+    from simpy_astra.network import BACKENDS
+
+    monkeypatch.setenv("COLUMNS", "80")
+    text = " ".join(help_of(capsys, *argv).split())
+    assert "[--backend NAME]" in text
+    assert "one of " + ", ".join(BACKENDS) in text
+
+
 def test_generate_and_convert_help_list_their_kinds(capsys):
     text = help_of(capsys, "generate")
     assert [ln.split()[0] for ln in text.splitlines() if ln.startswith("  ") and ln[2] != " "] == KINDS
@@ -103,7 +124,7 @@ def _astra_flags(tmp_path: Path) -> list[str]:
             f"--remote-memory-configuration={tmp_path}/mem.json"]
 
 
-@pytest.mark.parametrize("flag, value", [("--logging-folder", "logs"), ("--logging-configuration", "log.toml"),
+@pytest.mark.parametrize("flag, value", [("--logging-configuration", "log.toml"),
                                          ("--rendezvous-protocol", "true"), ("--comm-scale", "3")])
 def test_an_ignored_astra_sim_flag_says_so_in_one_line(tmp_path, capsys, monkeypatch, flag, value):
     monkeypatch.chdir(tmp_path)
@@ -129,7 +150,57 @@ def test_the_astra_form_help_says_which_flags_are_ignored(capsys, monkeypatch):
     text = help_of(capsys)
     described = {m.group(1): " ".join(m.group(2).split())  # each flag with its (wrapped) help
                  for m in re.finditer(r"^  (--[a-z-]+)[^\n]*?(?:  |\n)((?:.|\n {20,})*)", text, re.M)}
-    for flag in ("--logging-folder", "--logging-configuration", "--rendezvous-protocol", "--compute-scale",
-                 "--comm-scale"):
+    for flag in ("--logging-configuration", "--rendezvous-protocol", "--compute-scale", "--comm-scale"):
         assert described[flag].startswith("accepted and ignored"), (flag, described[flag])
+    assert "log.log" in described["--logging-folder"] and "err.log" in described["--logging-folder"]
     assert "endpoint-delay" in described["--injection-scale"]
+
+
+#: ASTRA-sim's spdlog pattern ``[%Y-%m-%dT%T%z] [%L] <%n>: %v`` (astra-sim/common/Logging.cc)
+LOG_LINE = re.compile(r"\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}\] \[([IWE])\] <(\w+)>: (.*)")
+
+
+def test_logging_folder_gets_astra_sims_log_files(tmp_path, capsys, monkeypatch):
+    """--logging-folder=DIR (made if missing) gets log.log with every line printed, under
+    ASTRA-sim's logger names, and an empty err.log; a second run appends; the figures are
+    those of a run without the flag (issue 39: the flag was accepted and ignored)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(_astra_flags(tmp_path)) == 0
+    plain = capsys.readouterr().out.splitlines()
+    assert main([*_astra_flags(tmp_path), "--logging-folder=logs/a"]) == 0
+    assert capsys.readouterr().out.splitlines() == plain
+    logged = [LOG_LINE.fullmatch(line) for line in (tmp_path / "logs" / "a" / "log.log").read_text().splitlines()]
+    assert all(logged)
+    assert [m.group(3) for m in logged] == plain  # one info line per printed line, in order
+    assert {m.group(1) for m in logged} == {"I"}
+    finished = [m for m in logged if "finished" in m.group(3)]
+    assert len(finished) == 8 and {m.group(2) for m in finished} == {"workload"}
+    assert finished[0].group(3) == "sys[0] finished, 142780 cycles, exposed communication 117780 cycles."
+    assert {m.group(2) for m in logged if "Wall time" in m.group(3)} == {"statistics"}
+    assert (tmp_path / "logs" / "a" / "err.log").read_text() == ""
+    assert main([*_astra_flags(tmp_path), "--logging-folder=logs/a"]) == 0  # appended, as spdlog does
+    assert len((tmp_path / "logs" / "a" / "log.log").read_text().splitlines()) == 2 * len(plain)
+
+
+def test_logging_folder_gets_the_warning_and_the_error_that_stops_a_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    flags = _astra_flags(tmp_path)
+    (tmp_path / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50.0 ]\n"
+                                      "latency: [ 500.0 ]\n")  # 8 ET ranks on 4 NPUs: refused
+    assert main([*flags, "--logging-folder=logs", "--comm-scale=3"]) == 2
+    error = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error: ")]
+    assert len(error) == 1
+    err_log = (tmp_path / "logs" / "err.log").read_text().splitlines()
+    assert len(err_log) == 1
+    m = LOG_LINE.fullmatch(err_log[0])
+    assert m and m.group(1) == "E" and m.group(3) == error[0].removeprefix("error: ")
+    levels = [LOG_LINE.fullmatch(ln).group(1) for ln in (tmp_path / "logs" / "log.log").read_text().splitlines()]
+    assert levels == ["W", "E"]  # the ignored --comm-scale, then the error
+
+
+def test_logging_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("")
+    assert main([*_astra_flags(tmp_path), "--logging-folder=afile/logs"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --logging-folder: cannot create folder"), err

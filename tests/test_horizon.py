@@ -155,3 +155,24 @@ def test_background_traffic_arguments_are_checked(tmp_path, args, words, backend
     with pytest.raises(ValueError) as info:
         sim.network.send_background(*args)
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("micros", [5, 10**12])
+def test_a_stall_is_reported_at_the_time_of_the_last_progress(tmp_path, capsys, micros):
+    """NPU 1 computes for ``micros`` us, then waits on a receive nobody sends: the model last
+    moved at micros * 1000 ns (the receive starts then), whenever the watchdog notices it
+    (it wakes at doubling intervals, so later, by up to the clock's reading)."""
+    from simpy_astra.cli.main import EXIT_STALLED
+    from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE
+
+    comp = make_node(0, "c", COMP_NODE, duration_micros=micros)
+    recv = make_node(1, "r", COMM_RECV_NODE, deps=[0], attrs={"comm_src": 0, "comm_size": 1024, "comm_tag": 7,
+                                                              "is_cpu_op": False})
+    path = _scenario(tmp_path)  # its network and system; the traces are these
+    write_et(str(tmp_path / "w.0.et"), [comp])
+    write_et(str(tmp_path / "w.1.et"), [comp, recv])
+    code = main(["run", str(path), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_STALLED and len(err) == 1, err
+    assert f"simulation stalled at {micros * 1000} ns (its last progress; noticed at " in err[0], err[0]
+    assert "NPU 1 waits on node 1" in err[0]

@@ -157,3 +157,80 @@ def test_a_sweep_whose_points_loop_stops_on_ctrl_c(tmp_path):
     assert got == EXIT_INTERRUPTED, lines
     assert any(line.startswith("interrupted") for line in lines), lines
     assert not any("Traceback" in line for line in lines), lines
+
+
+def _wait_ready_then_stop(proc: subprocess.Popen, signum: int) -> tuple[int, list[str]]:
+    """Read stderr until the command says READY (its code is running: no sleep), send
+    ``signum``, and return the exit status and the non-empty lines after READY."""
+    try:
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if line.strip() == READY:
+                break
+        else:
+            pytest.fail(f"the command ended before it was ready: {''.join(seen)}")
+        proc.send_signal(signum)
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=300)  # a guard against a hang, not a speed check
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return code, [line for line in rest.splitlines() if line.strip() and line.strip() != READY]
+
+
+#: convert text on a slow disk: the second rank's file takes until the signal comes (the
+#: command's own handler, cleanup and exit status are the real ones)
+SLOW_CONVERT = textwrap.dedent(f'''
+    import sys
+    import simpy_astra.workloads.text_workload as text_workload
+    from simpy_astra.cli.main import main
+
+    write = text_workload.write_et
+
+    def slow_write(path, *args, **kwargs):
+        write(path, *args, **kwargs)
+        if path.endswith(".1.et"):
+            print("{READY}", file=sys.stderr, flush=True)
+            while True:
+                pass
+
+    text_workload.write_et = slow_write
+    sys.exit(main(sys.argv[1:]))
+''')
+
+
+@pytest.mark.parametrize("signum, code, words", [
+    (signal.SIGINT, EXIT_INTERRUPTED, "stopped by SIGINT (Ctrl-C)"),
+    (signal.SIGTERM, EXIT_TERMINATED, "stopped by SIGTERM"),
+])
+def test_convert_text_stops_in_one_line_and_removes_the_ranks_it_wrote(tmp_path, signum, code, words):
+    (tmp_path / "slow_convert.py").write_text(SLOW_CONVERT)
+    source = ROOT / "scenarios" / "workloads" / "text" / "Resnet50_DataParallel.txt"
+    proc = subprocess.Popen([sys.executable, "slow_convert.py", "convert", "text", "--input", str(source),
+                             "--output", "out/resnet", "--num-npus", "4", "--num-passes", "1"], cwd=tmp_path,
+                            env={**os.environ, "SIMPY_ASTRA_PROGRESS": "0"}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    got, lines = _wait_ready_then_stop(proc, signum)
+    assert got == code, lines
+    assert len(lines) == 1 and lines[0].startswith("interrupted: ") and words in lines[0], lines
+    assert not list((tmp_path / "out").glob("resnet*"))  # rank 0 was written, and is gone again
+
+
+def test_calibrate_stops_in_one_line_and_writes_nothing(tmp_path):
+    """calibrate's simulations run the user's looping all-reduce (named in the system JSON);
+    Ctrl-C stops the fit with one line and no network.yml, system.json or calibration.json."""
+    (tmp_path / "user_algos.py").write_text(ALGOS)
+    system = {**SYSTEM, "all-reduce-implementation": ["user_algos:spin"]}
+    (tmp_path / "sys.json").write_text(json.dumps(system))
+    logs = ROOT / "tests" / "data" / "nccl" / "dgx-a100-superbench"
+    proc = subprocess.Popen([sys.executable, "-m", "simpy_astra", "calibrate", str(logs / "all_reduce.log"),
+                             "--network", str(logs / "network.yml"), "--system", "sys.json", "--out", "cal"],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path), "SIMPY_ASTRA_PROGRESS": "0",
+                                               "SIMPY_ASTRA_CACHE": str(tmp_path / "cache")},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    got, lines = _wait_ready_then_stop(proc, signal.SIGINT)
+    assert got == EXIT_INTERRUPTED, lines
+    assert len(lines) == 1 and "stopped by SIGINT" in lines[0], lines
+    assert not (tmp_path / "cal").exists() or not list((tmp_path / "cal").iterdir())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import io
 import json
 import multiprocessing
 import os
@@ -400,7 +401,7 @@ def test_a_results_csv_with_a_foreign_header_is_refused_and_left_alone(tmp_path,
 @pytest.mark.parametrize("corrupt, needles", [
     (lambda row: row.replace(f",{DEFAULT_FINISH_NS},", ",12x45,", 1), ("line 3", "finish_ns", "'12x45'")),
     (lambda row: row.replace(f",{DEFAULT_FINISH_NS},", ",nan,", 1), ("line 3", "finish_ns", "'nan'")),
-    (lambda row: row.rsplit(",ok,", 1)[0] + ",done,", ("line 3", "status", "'done'")),
+    (lambda row: ",done,".join(row.rsplit(",ok,", 1)), ("line 3", "status", "'done'")),
     (lambda row: row.replace(f",{DEFAULT_FINISH_NS},", ",,", 1), ("line 3", "finish_ns", "empty in a point marked ok")),
     (lambda row: row.split(",", 3)[0] + ",50", ("line 3", "has 2 fields")),
 ])
@@ -468,7 +469,9 @@ def test_results_without_their_manifest_are_refused(tmp_path, capsys):
     assert (out / "results.csv").read_text() == before
 
 
-def test_editing_a_named_file_refuses_the_resume(tmp_path, capsys):
+def test_editing_a_named_file_reruns_the_rows_made_from_it(tmp_path, capsys):
+    """Each row records the digest of its inputs; a resume after net.yml changed runs both rows
+    again (naming the file), and their new figures are those of the new network."""
     net = tmp_path / "net.yml"
     net.write_text("topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]\n")
     scenario = yaml.safe_load(DEFAULT.read_text())
@@ -478,14 +481,51 @@ def test_editing_a_named_file_refuses_the_resume(tmp_path, capsys):
     out = tmp_path / "out"
     assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
     before = (out / "results.csv").read_text()
+    first = {r["system.preferred-dataset-splits"]: r for r in csv.DictReader(io.StringIO(before))}
     net.write_text(net.read_text().replace("latency: [500]", "latency: [5000]"))  # same path, other network
-    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots", "--retry-failed")
-    assert code == 2
-    one_error(err, f"--out {out}: {net} changed since these results were made")
-    assert (out / "results.csv").read_text() == before
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0, err
+    assert f"note: 2 row(s) of {out / 'results.csv'} were made from other contents of {net}" in err
+    assert "0 already in" in err and "running 2" in err
+    again = {r["system.preferred-dataset-splits"]: r for r in csv.DictReader(io.StringIO((out / "results.csv").read_text()))}
+    assert set(again) == {"2", "4"}
+    for splits in ("2", "4"):
+        assert again[splits]["inputs_sha256"] != first[splits]["inputs_sha256"]
+        # a longer hop latency can only delay the all-reduce
+        assert int(again[splits]["finish_ns"]) > int(first[splits]["finish_ns"])
+    best = json.loads((out / "best.json").read_text())
+    assert best["best"]["inputs_sha256"] == again[str(best["best"]["coordinates"]["system.preferred-dataset-splits"])]["inputs_sha256"]
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0 and "2 already in" in err and "note:" not in err, err
 
 
-def test_an_edited_plugin_module_refuses_the_resume_naming_it(tmp_path, capsys, monkeypatch):
+def test_an_edited_file_reruns_only_the_points_that_use_it(tmp_path, capsys):
+    """An axis over two network files: editing b.yml runs b's point again and keeps a's row
+    (the rows record which inputs they used; issue 40: a resume blamed the file for every row)."""
+    for name, latency in (("a", 500), ("b", 500)):
+        (tmp_path / f"{name}.yml").write_text(f"topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\n"
+                                              f"latency: [{latency}]\n")
+    scenario = yaml.safe_load(DEFAULT.read_text())
+    scenario["workload"] = str(STEP)
+    path = write_sweep(tmp_path, {"base": scenario, "axes": {"network": ["a.yml", "b.yml"]}})
+    out = tmp_path / "out"
+    assert cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")[0] == 0
+    before = {os.path.basename(r["network"]): r for r in read_rows(out)}
+    assert before["a.yml"]["inputs_sha256"] != before["b.yml"]["inputs_sha256"]  # different files
+    assert before["a.yml"]["finish_ns"] == before["b.yml"]["finish_ns"] == str(DEFAULT_FINISH_NS)
+    (tmp_path / "b.yml").write_text((tmp_path / "b.yml").read_text().replace("[500]", "[5000]"))
+    code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
+    assert code == 0, err
+    assert f"note: 1 row(s) of {out / 'results.csv'} were made from other contents of {tmp_path / 'b.yml'}" in err
+    assert "1 already in" in err and "running 1" in err
+    after = {os.path.basename(r["network"]): r for r in read_rows(out)}
+    assert after["a.yml"] == before["a.yml"]
+    assert int(after["b.yml"]["finish_ns"]) > DEFAULT_FINISH_NS  # ten times the hop latency
+    best = json.loads((out / "best.json").read_text())
+    assert os.path.basename(best["best"]["coordinates"]["network"]) == "a.yml"
+
+
+def test_an_edited_plugin_module_reruns_its_points_naming_it(tmp_path, capsys, monkeypatch):
     """The points load examples/my_algos.py (``my_algos:simple_ring``): editing it changes what
     the points compute, so a resume must not reuse their rows (issue 39: '2 already in
     results.csv, running 0')."""
@@ -504,8 +544,7 @@ def test_an_edited_plugin_module_refuses_the_resume_naming_it(tmp_path, capsys, 
     assert code == 0 and "2 already in" in err  # unchanged: nothing runs again
     (tmp_path / "my_algos.py").write_text((tmp_path / "my_algos.py").read_text() + "\nSTEPS = 2\n")
     code, err = cli(capsys, path, "--out", str(out), "--jobs", "1", "--no-plots")
-    assert code == 2
-    one_error(err, f"--out {out}: {plugin} changed since these results were made")
+    assert code == 0 and f"were made from other contents of {plugin}" in err and "running 2" in err
 
 
 def test_plugins_listed_in_the_scenario_are_part_of_the_points_identity(tmp_path, monkeypatch):

@@ -15,13 +15,37 @@ from typing import Any, NoReturn
 
 from simpy_astra.errors import InputError
 
+#: a list of choices longer than this is shown as NAME in the usage, and spelled out in the help
+LONGEST_CHOICES = 24
+
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but every error is an :class:`InputError` (``error: <prog>: <problem>``)."""
+    """argparse, but every error is an :class:`InputError` (``error: <prog>: <problem>``), and
+    the help fits the terminal, 80 columns in a pipe (a long list of choices is named once, in the flag's help)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        choices = kwargs.get("choices")
+        if choices is not None and "metavar" not in kwargs \
+                and len(",".join(map(str, choices))) + 2 > LONGEST_CHOICES:
+            positional = bool(args) and not str(args[0]).startswith("-")
+            kwargs["metavar"] = str(args[0]).upper() if positional else "NAME"
+            text = kwargs.get("help")
+            names = ", ".join(map(str, choices))
+            if text is not argparse.SUPPRESS and not all(str(c) in (text or "") for c in choices):
+                kwargs["help"] = (f"{text[:-1]}; one of {names})" if text and text.endswith(")") else
+                                  f"{text} (one of {names})" if text else f"one of {names}")
+        return super().add_argument(*args, **kwargs)
+
+    def format_help(self) -> str:
+        """argparse's help (as wide as the terminal; 80 columns in a pipe), with the lines it
+        leaves as written (a raw epilog) fitted to that width too."""
+        import shutil
+
+        return fit_width(super().format_help(), max(shutil.get_terminal_size().columns, 40))
 
     def error(self, message: str) -> NoReturn:
         raise InputError(f"{self.prog}: {self.error_for_flag(message)} (see {self.prog} --help)")
@@ -66,6 +90,32 @@ def unknown_flag_problem(given: str, known: list[str]) -> str:
     near = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
     hint = f"; did you mean {near[0]}?" if near else ""
     return f"{flag}: unknown flag{hint}"
+
+
+def fit_width(text: str, width: int) -> str:
+    """``text`` with every line at most ``width`` characters: a line of code with a trailing
+    ``# comment`` puts the comment on lines of its own below, and a long line wraps at spaces
+    with its own indentation (a comment's lines each start with ``#``; an indented line of code
+    goes on four spaces further in). A word longer than the width (a path) is never cut."""
+    import textwrap
+
+    out: list[str] = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        code, sep, comment = line.partition("  # ")
+        if sep and code.strip():
+            out += fit_width(code.rstrip(), width).splitlines()
+            out += textwrap.wrap(comment.strip(), width, initial_indent=indent + "    # ",
+                                 subsequent_indent=indent + "    # ", break_long_words=False,
+                                 break_on_hyphens=False)
+            continue
+        rest = indent + ("# " if line.lstrip().startswith("# ") else "    " if indent else "")
+        out += textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=rest,
+                             break_long_words=False, break_on_hyphens=False)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def plain(text: str) -> str:

@@ -11,12 +11,16 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
+
+if TYPE_CHECKING:
+    from simpy_astra.report.log_folder import LogFolder
 
 #: ASTRA-sim's flags that a script may pass and that change nothing here: flag -> (metavar,
 #: what it does there and why it does nothing here)
@@ -25,9 +29,8 @@ IGNORED_ASTRA_FLAGS: dict[str, tuple[str, str]] = {
     "--comm-scale": ("X", "ASTRA-sim stores it and does not use it either"),
     "--rendezvous-protocol": ("true|false", "ASTRA-sim's rendezvous handshake before each send is not "
                                             "modelled: sends go eagerly"),
-    "--logging-configuration": ("FILE", "ASTRA-sim's spdlog TOML; messages here go to stderr"),
-    "--logging-folder": ("FOLDER", "ASTRA-sim writes log.log and err.log there; messages here go to "
-                                   "stderr"),
+    "--logging-configuration": ("FILE", "ASTRA-sim's spdlog TOML; messages here go to stderr, and to "
+                                        "--logging-folder's files"),
 }
 
 
@@ -73,6 +76,11 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--injection-scale", type=float, default=1.0,
                    help="multiplies the system JSON's endpoint-delay when that key is present (as in "
                         "ASTRA-sim; default 1)")
+    p.add_argument("--logging-folder", default=None, metavar="DIR",
+                   help="write ASTRA-sim's log files into DIR (made if missing): log.log, every line "
+                        "printed and each warning, and err.log, the error that stops a run; appended "
+                        "to, in ASTRA-sim's line format (ASTRA-sim writes log/ without the flag; here "
+                        "no log files unless asked)")
     for flag, (metavar, what) in IGNORED_ASTRA_FLAGS.items():
         p.add_argument(flag, default=None, metavar=metavar, help=f"accepted and ignored, with a warning: {what}")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
@@ -117,7 +125,8 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-dir", default=None, metavar="DIR",
                    help="folder for the local-memory traces a system's track-local-mem writes: a relative "
                         "local-mem-trace-filename is taken inside DIR, made if missing (default: the "
-                        "working directory, as in ASTRA-sim)")
+                        "run's output folder, that of --json-out, --csv-out, --plots or --trace-out, "
+                        "else runs/NAME, for a bare file name such as ASTRA-sim's local_mem_trace)")
 
 
 def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
@@ -149,6 +158,18 @@ def _run_parser() -> argparse.ArgumentParser:
 
 def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
+
+
+def _reporter(log: LogFolder | None):
+    """What a run does with each NPU's report: print its lines (and log them, with a log folder)."""
+    if log is None:
+        return _print_report
+
+    def print_and_log(report: NpuReport) -> None:
+        _print_report(report)
+        log.report_lines(report.lines())
+
+    return print_and_log
 
 
 def peak_rss_mb() -> float:
@@ -251,6 +272,10 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")
+    if plots is not None:
+        from simpy_astra.report.plots import require_matplotlib
+
+        require_matplotlib()
     _writable_file(trace_out, "--trace-out")
     cfg = inputs.system
     if cfg.track_local_mem:
@@ -261,13 +286,26 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
                                 f"is {prefix!r}, but folder {folder} does not exist or is not writable")
 
 
-def _in_trace_dir(inputs, trace_dir: str) -> None:
+def output_folder(name: str, *outputs: tuple[str | None, bool]) -> str:
+    """The run's output folder: that of its first output file or folder given ((path, is a
+    folder) pairs, in order of precedence), else ``runs/NAME`` (never the bare working folder
+    by default: ASTRA-sim's traces landed there, issue 39)."""
+    for path, is_folder in outputs:
+        if path:
+            return path if is_folder else os.path.dirname(path) or "."
+    return os.path.join("runs", name or "run")
+
+
+def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False) -> None:
     """``--trace-dir``: a relative local-mem-trace-filename moves into ``trace_dir`` (checked,
-    and made when the run will write there, before time starts)."""
+    and made when the run will write there, before time starts); ``bare_only`` (the default
+    folder, no --trace-dir): only a bare file name moves, a name with a folder stays as written."""
     import dataclasses
 
-    _writable_dir(trace_dir, "--trace-dir")
     prefix = inputs.system.local_mem_trace_filename
+    if bare_only and (not inputs.system.track_local_mem or os.path.dirname(prefix)):
+        return
+    _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
         inputs.system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
     if inputs.system.track_local_mem:
@@ -280,13 +318,19 @@ def _in_trace_dir(inputs, trace_dir: str) -> None:
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
               trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
               plots: str | None = None, given: tuple[str, ...] = (), plugins: tuple[str, ...] = (),
-              trace_dir: str | None = None) -> int:
+              trace_dir: str | None = None, log: LogFolder | None = None, name: str = "run") -> int:
     """Run ``inputs`` and report; ``given``: the input files the command line named and
-    ``plugins`` the modules it loaded (their digests go into ``--json-out``)."""
+    ``plugins`` the modules it loaded (their digests go into ``--json-out``); ``log``: the
+    ``--logging-folder`` that also gets the report lines and warnings; ``name``: the run's,
+    for its default output folder ``runs/NAME``."""
     from simpy_astra.simulation import Simulation
 
     if trace_dir is not None:
         _in_trace_dir(inputs, trace_dir)
+    else:  # the traces go with the run's other outputs
+        folder = output_folder(name, (json_out, False), (csv_out, True), (plots, True), (trace_out, False),
+                               (log.folder if log is not None else None, True))
+        _in_trace_dir(inputs, folder, bare_only=True)
     check_outputs(inputs, json_out, csv_out, trace_out, plots)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
@@ -295,7 +339,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         inputs.fold_symmetry = fold == "on"
     if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
         inputs.fold_symmetry = False
-    sim = Simulation(inputs, on_report=_print_report)
+    sim = Simulation(inputs, on_report=_reporter(log))
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
 
@@ -328,6 +372,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     sys.stdout.flush()
     for warning in sim.warnings:
         say(f"warning: {warning}")
+        if log is not None:
+            log.add("warning", warning)
     if sim.written_files:  # the system config asked for them (track-local-mem): say where they went
         first, last = sim.written_files[0], sim.written_files[-1]
         shown = first if len(sim.written_files) == 1 else f"{first} .. {os.path.basename(last)}"
@@ -389,7 +435,7 @@ def run_scenario(argv: list[str]) -> int:
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
                      plots=args.plots, given=(args.scenario,), plugins=tuple(args.plugin),
-                     trace_dir=args.trace_dir)
+                     trace_dir=args.trace_dir, name=os.path.splitext(os.path.basename(args.scenario))[0])
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -400,8 +446,34 @@ def run_astra_flags(argv: list[str]) -> int:
         if not getattr(args, f"{flag}_configuration"):
             raise InputError(f"--{flag.replace('_', '-')}-configuration: must be a file path (got an empty "
                              f"string)")
+    log = None
+    if args.logging_folder is not None:
+        from simpy_astra.report.log_folder import LogFolder
+
+        log = LogFolder(args.logging_folder)
+    done = False
+    try:
+        code = _run_astra_flags(args, log)
+        done = True
+        return code
+    except Exception as exc:  # the error that stops the run goes into err.log too
+        if log is not None:
+            log.add("error", str(exc))
+        raise
+    finally:
+        if log is not None:
+            try:
+                log.write()
+            except InputError:
+                if done:
+                    raise  # else the run's own error is the one to report
+
+
+def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
     for line in ignored_flag_warnings(args):
         say(line)
+        if log is not None:
+            log.add("warning", line.removeprefix("warning: "))
     from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
 
     load_plugins(args.plugin, "--plugin")
@@ -420,5 +492,6 @@ def run_astra_flags(argv: list[str]) -> int:
              args.remote_memory_configuration, args.comm_group_configuration)
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots, given=given,
-                     plugins=tuple(args.plugin), trace_dir=args.trace_dir)
+                     plugins=tuple(args.plugin), trace_dir=args.trace_dir, log=log,
+                     name=os.path.basename(args.workload_configuration.rstrip(os.sep)))
 

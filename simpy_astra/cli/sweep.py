@@ -12,6 +12,7 @@ point runs; or, after them, a ``minimise`` that gave no point a number); 4 every
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -97,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 def _write_point_scenarios(out_dir: str, points) -> None:
     """DIR/points/KEY.yaml: each point as a scenario that ``simpy-astra run`` reproduces."""
     folder = os.path.join(out_dir, "points")
+    path = folder
     try:
         os.makedirs(folder, exist_ok=True)
         for p in points:
@@ -107,8 +109,11 @@ def _write_point_scenarios(out_dir: str, points) -> None:
                     dump_yaml(p.scenario, f, sort_keys=False)
                 os.replace(path + ".tmp", path)
     except OSError as exc:
-        raise InputError(f"--out: cannot write {getattr(exc, 'filename', None) or folder} "
-                         f"({exc.strerror or exc}); choose a folder you can write") from None
+        if path != folder:
+            with contextlib.suppress(OSError):
+                os.unlink(path + ".tmp")  # nothing half-written stays
+        raise InputError(f"--out: cannot write {path} ({exc.strerror or exc}); choose a folder you can "
+                         f"write") from None
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -208,7 +213,9 @@ def _main(argv: list[str]) -> int:
         return 0
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
-    store = ResultsStore(args.out, spec, retry_failed=args.retry_failed)
+    store = ResultsStore(args.out, spec, points, retry_failed=args.retry_failed)
+    if store.rerun_note:
+        print(store.rerun_note, file=sys.stderr)
     try:  # the folder stays locked until best.json and the plots are written too
         return _run(args, spec, points, store)
     finally:
@@ -244,7 +251,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     else:
         outcome = run_local(todo, jobs, save, out, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
-    done = outcomes(spec, points, store.rows)
+    done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
     import importlib.util

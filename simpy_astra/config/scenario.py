@@ -1,29 +1,37 @@
 """Scenario YAML: one file that names (or inlines) every input of a run.
 
-Schema (paths are relative to the scenario file; an inline mapping may replace any file)::
+Schema (paths are relative to the scenario file; an inline mapping may replace
+any file; lines fit 80 columns, as ``run --help`` shows them)::
 
-    workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce   # ET prefix, or
-    workload: {generate: transformer, preset: llama2-7b, dp: 8}     # generated and cached
-    workload: {generate: gemm, mnk: layers.csv, parallel: DATA, num_npus: 16, array: 32x32}
-    workload: models/Resnet50_DataParallel.txt   # ASTRA-sim 1.0 text: converted and cached
-    num_passes: 1                        # optional: training iterations of a .txt workload
-    system: configs/system.json          # or an inline mapping with the JSON's keys
-    network: configs/network.yml         # or inline {topology: [Ring], npus_count: [8], ...}
-    remote_memory: configs/memory.json   # optional, default NO_MEMORY_EXPANSION
-    comm_groups: configs/groups.json     # optional
-    backend: congestion_unaware          # optional: or congestion_aware, packet
-    num_queues_per_dim: 1                # optional
-    injection_scale: 1.0                 # optional
-    fold_symmetry: true                  # optional: simulate symmetric NPUs once (docs/performance.md)
-    cost: {tiers: [node, pod], link: {pod: 10}}   # optional: network prices (cost_model.py)
-    jobs:                                # instead of workload: several jobs on one network
+    workload: ../workloads/examples/all_reduce/8npus_1MB/all_reduce
+                                   # ET prefix, or
+    workload: {generate: transformer, preset: llama2-7b, dp: 8}
+                                   # generated and cached
+    workload: {generate: gemm, mnk: layers.csv, parallel: DATA,
+               num_npus: 16, array: 32x32}
+    workload: models/Resnet50_DataParallel.txt
+                                   # ASTRA-sim 1.0 text: converted and cached
+    num_passes: 1                  # optional: iterations of a .txt workload
+    system: configs/system.json    # or an inline mapping with the JSON's keys
+    network: configs/network.yml   # or inline {topology: [Ring], ...}
+    remote_memory: configs/memory.json  # optional, default NO_MEMORY_EXPANSION
+    comm_groups: configs/groups.json    # optional
+    backend: congestion_unaware    # optional: or congestion_aware, packet
+    num_queues_per_dim: 1          # optional
+    injection_scale: 1.0           # optional
+    fold_symmetry: true            # optional: simulate symmetric NPUs once
+                                   # (docs/performance.md)
+    cost: {tiers: [node, pod], link: {pod: 10}}
+                                   # optional: network prices (cost_model.py)
+    jobs:                          # instead of workload: several jobs
       - {name: a, workload: {generate: microbench, ...}, npus: [0, 1, 2, 3]}
       - {name: b, workload: traces/b, placement: strided, start_ns: 1000000}
-        # per job: npus (physical NPU of each rank) or placement (contiguous | strided |
-        # random, with seed), and optionally system, comm_groups, start_ns (docs/jobs.md)
+        # per job: npus (physical NPU of each rank) or placement
+        # (contiguous | strided | random, with seed), and optionally system,
+        # comm_groups, start_ns (docs/jobs.md)
 
-Paths *inside* system configs (custom collectives) resolve from the working directory, as
-they do for ASTRA-sim.
+Paths *inside* system configs (custom collectives) resolve from the working
+directory, as they do for ASTRA-sim.
 """
 
 from __future__ import annotations

@@ -120,12 +120,18 @@ def _save(fig, path: str) -> None:
     _pyplot().close(fig)
 
 
+def require_matplotlib() -> None:
+    """``--plots`` asks for what only matplotlib draws: refused before the run, not after it."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError("--plots: needs matplotlib, which is not installed (pip install "
+                         "'simpy-astra[plots]'); or run without --plots")
+
+
 def write_plots(breakdowns: dict[int, Breakdown], folder: str) -> list[str]:
     """breakdown.png and timeline.png in ``folder``; returns their paths."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise InputError("--plots: needs matplotlib (pip install 'simpy-astra[plots]' or matplotlib)") from None
+    require_matplotlib()
     try:
         os.makedirs(folder, exist_ok=True)
         paths = [os.path.join(folder, "breakdown.png"), os.path.join(folder, "timeline.png")]

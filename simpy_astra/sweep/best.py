@@ -1,6 +1,7 @@
 """best.json: the point minimising the objective, overall and under each result constraint.
 
-Points measured by different network backends are never compared: congestion_aware models
+Only rows made from the inputs the points use now are compared (a row records the digest of
+its inputs, store.py). Points measured by different network backends are never compared: congestion_aware models
 link contention and congestion_unaware does not, so a "best" across them would rank a
 fidelity choice, not a design. A sweep over several backends gets ``best: null`` and one
 ``by_backend`` section per backend (its best, best_under, best_under_all), and a ``note``.
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.sweep.spec import Point, SweepSpec
-from simpy_astra.sweep.store import figures_of
+from simpy_astra.sweep.store import INPUTS_COLUMN, figures_of
 
 
 @dataclass
@@ -23,15 +24,20 @@ class Outcome:
 
     point: Point
     figures: dict[str, Any]
+    inputs_sha256: str = ""  # the digest of the inputs its row was made from
 
     @property
     def ok(self) -> bool:
         return self.figures["status"] == "ok"
 
 
-def outcomes(spec: SweepSpec, points: list[Point], rows: dict[str, dict[str, str]]) -> list[Outcome]:
-    """The current sweep's points that have a row, in sweep order."""
-    return [Outcome(p, figures_of(rows[p.key])) for p in points if p.key in rows]
+def outcomes(spec: SweepSpec, points: list[Point], rows: dict[str, dict[str, str]],
+             inputs: dict[str, str] | None = None) -> list[Outcome]:
+    """The current sweep's points that have a row, in sweep order; with ``inputs`` (point key ->
+    the digest of its inputs now), only rows made from those inputs."""
+    return [Outcome(p, figures_of(rows[p.key]), rows[p.key].get(INPUTS_COLUMN, "")) for p in points
+            if p.key in rows and (inputs is None or p.key not in inputs
+                                  or rows[p.key].get(INPUTS_COLUMN) == inputs[p.key])]
 
 
 def _values(spec: SweepSpec, o: Outcome) -> dict[str, Any]:
@@ -59,7 +65,7 @@ def _entry(spec: SweepSpec, candidates: list[Outcome]) -> dict[str, Any] | None:
         return None
     value, _, o = min(scored, key=lambda s: (s[0], s[1]))
     return {"key": o.point.key, "objective": value, "backend": o.point.backend,
-            "coordinates": o.point.coordinates,
+            "inputs_sha256": o.inputs_sha256, "coordinates": o.point.coordinates,
             "figures": {k: v for k, v in o.figures.items() if k not in ("status", "error")}}
 
 

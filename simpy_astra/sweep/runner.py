@@ -211,12 +211,14 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, out: Ou
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_init_worker,
                                    initargs=(os.getpid(), scratch_root, close_fds))
         pending = {pool.submit(_work, p.scenario, where(p)): p for p in points}
+        order = {future: i for i, future in enumerate(pending)}
         with _progress(out) as progress:
             task = progress.add_task("sweep", total=len(points), last="")
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                # results before failures: a dead worker must not lose points finished beside it
-                for future in sorted(done, key=lambda f: f.exception() is not None):
+                # results before failures: a dead worker must not lose points finished beside it;
+                # then in sweep order (several may finish between two wakes of a busy machine)
+                for future in sorted(done, key=lambda f: (f.exception() is not None, order[f])):
                     point = pending.pop(future)
                     try:
                         figures = future.result()

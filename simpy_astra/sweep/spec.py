@@ -100,6 +100,9 @@ class SweepSpec:
     memory_cap_gb: float | None = None
     #: one line per key of the sweep YAML no reader uses (printed before the points run)
     warnings: list[str] = field(default_factory=list)
+    #: (folder, string) -> the files it names; module name -> its source files (looked up once)
+    _resolved: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _modules: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     def fingerprint(self) -> str:
         """What gives a coordinate its meaning; results from a different one cannot be mixed."""
@@ -111,33 +114,51 @@ class SweepSpec:
         """Every file the base scenario or an axis names (configs, ET traces of a prefix, a
         generator's input) -> a digest of its contents: editing one changes every figure, so
         a resumed sweep must notice it, not only a changed path."""
-        found: set[str] = set()
         sweep_dir = os.path.dirname(os.path.abspath(self.path))
-
-        def visit(value: Any, base_dir: str) -> None:
-            if isinstance(value, dict):
-                for v in value.values():
-                    visit(v, base_dir)
-            elif isinstance(value, list):
-                for v in value:
-                    visit(v, base_dir)
-            elif isinstance(value, str) and 0 < len(value) < 4096 and "\0" not in value:
-                path = os.path.abspath(os.path.join(base_dir, value))
-                if os.path.isfile(path):
-                    found.add(path)
-                else:
-                    found.update(glob.glob(glob.escape(path) + ".*.et"))
-
-        visit(self.base, os.getcwd())
+        found = self._paths_in(self.base, os.getcwd())
         for axis in self.axes:
-            visit(list(axis.bundles.values()) if axis.bundles is not None else list(axis.values), sweep_dir)
+            found |= self._paths_in(_values_of(axis), sweep_dir)
         found.update(self.plugin_files())
         return {path: _digest(path) for path in sorted(found)}
 
-    def plugin_files(self) -> set[str]:
+    def files_of(self, point: Point) -> list[str]:
+        """The files one point uses (a subset of :meth:`named_files`): those its scenario and its
+        axis values name, and the user modules it loads."""
+        sweep_dir = os.path.dirname(os.path.abspath(self.path))
+        found = self._paths_in(point.scenario, os.getcwd())
+        found |= self._paths_in([point.coordinates[a.column] if a.bundles is None else a.bundles[point.coordinates[a.column]]
+                                 for a in self.axes], sweep_dir)
+        found |= self.plugin_files([point.scenario], plugin_axes=())
+        return sorted(found)
+
+    def _paths_in(self, value: Any, base_dir: str) -> set[str]:
+        """The existing files the strings in ``value`` name (a path, or an ET prefix's ranks);
+        what a path resolves to is looked up once per sweep (points repeat the same strings)."""
+        found: set[str] = set()
+
+        def visit(value: Any) -> None:
+            if isinstance(value, dict):
+                for v in value.values():
+                    visit(v)
+            elif isinstance(value, list | tuple):
+                for v in value:
+                    visit(v)
+            elif isinstance(value, str) and 0 < len(value) < 4096 and "\0" not in value:
+                key = (base_dir, value)
+                if key not in self._resolved:
+                    path = os.path.abspath(os.path.join(base_dir, value))
+                    self._resolved[key] = (path,) if os.path.isfile(path) else \
+                        tuple(glob.glob(glob.escape(path) + ".*.et"))
+                found.update(self._resolved[key])
+
+        visit(value)
+        return found
+
+    def plugin_files(self, documents: list[Any] | None = None, plugin_axes: tuple[Axis, ...] | None = None) -> set[str]:
         """The source of every user module the points load: the base's and the axes' ``plugins``
-        and each ``module:attribute`` a config names. An edited plug-in changes the figures as
-        surely as an edited config (issue 39: a resume reused every row)."""
+        and each ``module:attribute`` a config names (or those ``documents`` name). An edited
+        plug-in changes the figures as surely as an edited config (issue 39: a resume reused
+        every row)."""
         from simpy_astra.plugins import module_files
 
         names: set[str] = set()
@@ -155,12 +176,17 @@ class SweepSpec:
                 elif PLUGIN_SPEC.fullmatch(value):
                     names.add(value.split(":", 1)[0])
 
-        visit(self.base, False)
-        for axis in self.axes:
-            values = list(axis.bundles.values()) if axis.bundles is not None else list(axis.values)
-            visit(values, axis.column == "plugins" or axis.column.startswith("plugins."))
+        for document in [self.base] if documents is None else documents:
+            visit(document, False)
+        for axis in self.axes if plugin_axes is None else plugin_axes:
+            visit(_values_of(axis), axis.column == "plugins" or axis.column.startswith("plugins."))
         folders = [os.path.dirname(os.path.abspath(self.path))]
-        return {f for name in sorted(names) for f in module_files(name, folders)}
+        files: set[str] = set()
+        for name in sorted(names):
+            if name not in self._modules:
+                self._modules[name] = tuple(module_files(name, folders))
+            files.update(self._modules[name])
+        return files
 
     def points(self) -> list[Point]:
         total = 1
@@ -209,6 +235,18 @@ class SweepSpec:
 
 #: ``package.module:attribute``, the way a config names a plug-in's algorithm or topology
 PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def _values_of(axis: Axis) -> list[Any]:
+    """An axis's values as written (each bundle's assignments for a bundle axis)."""
+    return list(axis.bundles.values()) if axis.bundles is not None else list(axis.values)
+
+
+def inputs_digest(digests: dict[str, str]) -> str:
+    """One digest of a set of files' contents (path -> digest): what a results row records of
+    the inputs it was made from."""
+    text = "".join(f"{path}\0{digest}\n" for path, digest in sorted(digests.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _digest(path: str) -> str:

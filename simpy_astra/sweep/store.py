@@ -1,14 +1,19 @@
 """The sweep's output folder: results.csv appended point by point, and what is already done.
 
 Every finished point is one CSV row, written and flushed (and fsynced) as soon as the point
-finishes, so an interrupted sweep loses only the points that were running. ``sweep.json``
-records the sweep's fingerprint and a digest of every file it names: a second start with the
-same folder runs only the points without a row, and refuses to mix in results of a different
-base scenario, different axes or edited input files.
+finishes, so an interrupted sweep loses only the points that were running. Each row records
+the inputs it was made from (``inputs_sha256``: one digest of the contents of every file the
+point used; ``sweep.json``'s ``input_sets`` maps it to each file's own digest). ``sweep.json``
+also records the sweep's fingerprint and a digest of every file it names: a second start with
+the same folder runs only the points without a row, refuses to mix in results of a different
+base scenario or different axes, and runs again the rows made from other contents of a file
+than the file has now (an edited config or plug-in), saying which file changed.
 
 The folder is locked (``fcntl.flock`` on ``DIR/sweep.lock``) while a sweep uses it: a second
 sweep on the same folder would otherwise replace results.csv under the first one, which would
-go on appending to the deleted file. The lock dies with the process, even under ``kill -9``.
+go on appending to the deleted file. The lock dies with the process, even under ``kill -9``;
+a sweep that ends (done, stopped, or failed, e.g. on a full disk) removes the file too. A
+write that fails leaves no temporary file behind, and its error names the file.
 A results.csv this sweep cannot read (edited header, a corrupt row) is refused, never
 rewritten: only a torn last line (a killed run's half-written row) is dropped.
 """
@@ -16,6 +21,7 @@ rewritten: only a torn last line (a killed run's half-written row) is dropped.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
@@ -23,9 +29,12 @@ import os
 from typing import Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.sweep.spec import RESULT_NAMES, SweepSpec
+from simpy_astra.sweep.spec import RESULT_NAMES, Point, SweepSpec, inputs_digest
 
 STATUS_COLUMNS = ("status", "error")
+#: the digest of the inputs a row was made from (a folder from before it had no such column)
+INPUTS_COLUMN = "inputs_sha256"
+OPTIONAL_COLUMNS = {*RESULT_NAMES, INPUTS_COLUMN}
 STATUSES = ("ok", "error")
 LOCK_NAME = "sweep.lock"
 # the figure a finished point always has (what the plots and the default objective need)
@@ -56,6 +65,13 @@ def _cannot_write(path: str, exc: OSError) -> InputError:
     return InputError(f"--out: cannot write {path} ({exc.strerror or exc}); choose a folder you can write")
 
 
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 class FolderLock:
     """An exclusive, non-blocking lock on the output folder for this process's lifetime."""
 
@@ -63,31 +79,59 @@ class FolderLock:
         import fcntl
 
         self.path = os.path.join(out_dir, LOCK_NAME)
+        self.fd = -1
+        while self.fd < 0:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise _cannot_write(self.path, exc) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise InputError(f"--out {out_dir}: another sweep (pid {holder}) is using this folder; wait "
+                                 f"for it to finish or stop it, or choose another --out") from None
+            if self._still_named(fd):
+                self.fd = fd
+            else:  # the sweep before removed the file between our open and our lock: again
+                os.close(fd)
         try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise _cannot_write(self.path, exc) from None
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:  # a full disk: the lock holds without the pid in it
+            if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+                self.release()
+                raise _cannot_write(self.path, exc) from None
+
+    def _still_named(self, fd: int) -> bool:
+        """Whether ``fd`` is the file at ``self.path`` (not one a releasing sweep unlinked)."""
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            st, named = os.fstat(fd), os.stat(self.path)
         except OSError:
-            holder = os.pread(self.fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(self.fd)
-            raise InputError(f"--out {out_dir}: another sweep (pid {holder}) is using this folder; wait for "
-                             f"it to finish or stop it, or choose another --out") from None
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+            return False
+        return (st.st_dev, st.st_ino) == (named.st_dev, named.st_ino)
 
     def release(self) -> None:
+        """Remove the lock file, then unlock (in this order: a sweep that opened the file just
+        before sees it gone once it gets the lock, and tries again)."""
         if self.fd >= 0:
+            _remove(self.path)
             os.close(self.fd)  # closing the last descriptor releases the flock
             self.fd = -1
 
 
 class ResultsStore:
-    def __init__(self, out_dir: str, spec: SweepSpec, retry_failed: bool = False) -> None:
+    """``points``: the sweep's points, whose inputs each row records (without them, rows record
+    none and none is run again)."""
+
+    def __init__(self, out_dir: str, spec: SweepSpec, points: list[Point] | None = None,
+                 retry_failed: bool = False) -> None:
         self.out_dir = out_dir
         self.csv_path = os.path.join(out_dir, "results.csv")
-        self.columns = ["key", *(a.column for a in spec.axes), *RESULT_NAMES, *STATUS_COLUMNS]
+        self.columns = ["key", *(a.column for a in spec.axes), *RESULT_NAMES, *STATUS_COLUMNS, INPUTS_COLUMN]
+        #: what rerunning rows made from other contents says (one line), or None
+        self.rerun_note: str | None = None
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise InputError(f"--out: {out_dir} is a file, not a folder; choose a folder")
         try:
@@ -102,15 +146,26 @@ class ResultsStore:
         self.lock = FolderLock(out_dir)  # before anything in the folder is read or written
         try:
             self.files = spec.named_files()
-            self._check_manifest(spec)
+            self.point_files = {p.key: spec.files_of(p) for p in points or ()}
+            #: point key -> the digest of the inputs it uses now (what a new row records)
+            self.point_inputs = {k: inputs_digest({f: self.files[f] for f in fs if f in self.files})
+                                 for k, fs in self.point_files.items()}
+            earlier = self._check_manifest(spec)
             rows, header, torn = self._read_rows()
-            self.rows: dict[str, dict[str, str]] = rows
+            self.rows: dict[str, dict[str, str]] = dict(rows)
+            self._drop_rows_of_other_inputs(earlier)
             if retry_failed:
                 self.rows = {k: r for k, r in self.rows.items() if r.get("status") == "ok"}
-            # the manifest first: a kill between the two leaves a folder the next start accepts
-            self._write_manifest(spec)
+            # a kill between the two must leave a folder the next start reads right: on a first
+            # start the manifest comes first (results.csv without it is refused); on a resume
+            # results.csv does (its rows now record their inputs, which the old manifest judged)
+            first_start = not os.path.exists(os.path.join(out_dir, "sweep.json"))
+            if first_start:
+                self._write_manifest(spec)
             if torn or len(self.rows) < len(rows) or header != self.columns:
-                self._rewrite()  # a torn last line, retried failures, a new file or a grown header
+                self._rewrite()  # a torn last line, rows run again, a new file or a grown header
+            if not first_start:
+                self._write_manifest(spec)
             self._file = open(self.csv_path, "a", newline="")
         except OSError as exc:
             self.lock.release()
@@ -121,14 +176,40 @@ class ResultsStore:
         self._writer = csv.DictWriter(self._file, fieldnames=self.columns)
 
     def _manifest(self, spec: SweepSpec) -> dict[str, Any]:
+        input_sets = {self.point_inputs[k]: {f: self.files[f] for f in fs if f in self.files}
+                      for k, fs in self.point_files.items()}
         return {"sweep": os.path.abspath(spec.path), "fingerprint": spec.fingerprint(),
-                "columns": self.columns, "files": self.files}
+                "columns": self.columns, "files": self.files, "input_sets": input_sets}
+
+    def _drop_rows_of_other_inputs(self, earlier: dict[str, str]) -> None:
+        """Drop (so run again) every row made from other contents of its files than they have
+        now; a row from before rows recorded their inputs is judged by the digests the folder's
+        sweep.json recorded (``earlier``)."""
+        stale = []
+        for key, row in self.rows.items():
+            if key not in self.point_inputs:
+                continue
+            made_from = row.get(INPUTS_COLUMN) or ""
+            if not made_from and all(f in earlier for f in self.point_files[key]):
+                made_from = inputs_digest({f: earlier[f] for f in self.point_files[key]})
+                row[INPUTS_COLUMN] = made_from
+            if made_from != self.point_inputs[key]:
+                stale.append(key)
+        if not stale:
+            return
+        used = {f for key in stale for f in self.point_files[key]}
+        changed = sorted(f for f in used if earlier.get(f) != self.files.get(f)) or sorted(used)
+        more = f" (and {len(changed) - 1} more file(s))" if len(changed) > 1 else ""
+        self.rerun_note = (f"note: {len(stale)} row(s) of {self.csv_path} were made from other contents of "
+                           f"{changed[0]}{more} than it has now: running them again")
+        for key in stale:
+            del self.rows[key]
 
     def _grown(self, columns: list[str]) -> bool:
         """Columns of a folder from before a result column was added: it resumes (its rows leave
         the new column empty). The order must be ours too: a header with two columns swapped
         would otherwise relabel every row's values (ranking best.json by the wrong figure)."""
-        return set(columns) <= set(self.columns) and set(self.columns) - set(columns) <= set(RESULT_NAMES) \
+        return set(columns) <= set(self.columns) and set(self.columns) - set(columns) <= OPTIONAL_COLUMNS \
             and columns == [c for c in self.columns if c in set(columns)]
 
     def _misplaced(self, header: list[str]) -> str:
@@ -140,16 +221,17 @@ class ResultsStore:
         extra = sorted(set(header) - set(self.columns))
         if extra:
             return f"column '{extra[0]}' is not one this sweep writes"
-        missing = [c for c in self.columns if c not in set(header) and c not in RESULT_NAMES]
+        missing = [c for c in self.columns if c not in set(header) and c not in OPTIONAL_COLUMNS]
         return f"column '{missing[0]}' is missing" if missing else "the columns differ"
 
-    def _check_manifest(self, spec: SweepSpec) -> None:
+    def _check_manifest(self, spec: SweepSpec) -> dict[str, str]:
+        """The folder's sweep.json belongs to this sweep; returns the file digests it recorded."""
         manifest = os.path.join(self.out_dir, "sweep.json")
         if not os.path.exists(manifest):
             if os.path.exists(self.csv_path):
                 raise InputError(f"{self.csv_path}: results without {manifest} (it records which sweep they "
                                  f"belong to); move results.csv away or choose another --out")
-            return
+            return {}
         try:
             with open(manifest) as f:
                 theirs = json.load(f)
@@ -163,17 +245,18 @@ class ResultsStore:
                 f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
                 f"its base scenario or axes differ from {spec.path}); use another --out, or "
                 f"delete {self.out_dir} to start over")
-        for path, digest in (theirs.get("files") or {}).items():
-            if path in self.files and self.files[path] != digest:
-                raise InputError(
-                    f"--out {self.out_dir}: {path} changed since these results were made (its contents "
-                    f"differ); restore it, or use another --out, or delete {self.out_dir} to start over")
+        recorded = theirs.get("files") or {}
+        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
 
     def _write_manifest(self, spec: SweepSpec) -> None:
         manifest = os.path.join(self.out_dir, "sweep.json")
-        with open(manifest + ".tmp", "w") as f:
-            json.dump(self._manifest(spec), f, indent=1)
-        os.replace(manifest + ".tmp", manifest)
+        try:
+            with open(manifest + ".tmp", "w") as f:
+                json.dump(self._manifest(spec), f, indent=1)
+            os.replace(manifest + ".tmp", manifest)
+        except OSError as exc:
+            _remove(manifest + ".tmp")
+            raise _cannot_write(manifest, exc) from None
 
     def _read_rows(self) -> tuple[dict[str, dict[str, str]], list[str] | None, bool]:
         """The rows of results.csv, its header (None without a file), and whether its last line
@@ -234,32 +317,56 @@ class ResultsStore:
 
     def _rewrite(self) -> None:
         tmp = self.csv_path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self.columns)
-            writer.writeheader()
-            writer.writerows(self.rows.values())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.csv_path)
+        try:
+            with open(tmp, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=self.columns)
+                writer.writeheader()
+                writer.writerows(self.rows.values())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.csv_path)
+        except OSError as exc:
+            _remove(tmp)
+            raise _cannot_write(self.csv_path, exc) from None
 
     def done(self, key: str) -> bool:
         return key in self.rows
 
     def append(self, key: str, coordinates: dict[str, Any], figures: dict[str, Any]) -> None:
         row = {"key": key, **{c: csv_value(v) for c, v in coordinates.items()},
-               **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS)}}
+               **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS)},
+               INPUTS_COLUMN: self.point_inputs.get(key, "")}
         try:
             self._writer.writerow(row)
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as exc:  # e.g. the disk filled up: stop, with every earlier row saved
+            try:  # what did not fit stays unwritten: a later flush must not add it after the cut
+                self._file.buffer.raw.close()
+            except (OSError, ValueError):
+                pass
+            self._drop_torn_row()
             raise _cannot_write(self.csv_path, exc) from None
         self.rows[key] = row
 
+    def _drop_torn_row(self) -> None:
+        """After a failed append: cut results.csv back to its last whole line (the next start
+        would drop a torn row anyway; a reader of the file meanwhile should not see one)."""
+        try:
+            with open(self.csv_path, "rb+") as f:
+                data = f.read()
+                f.truncate(data.rfind(b"\n") + 1)
+        except OSError:
+            pass
+
     def close(self) -> None:
-        """Close results.csv and unlock the folder."""
-        self._file.close()
-        self.lock.release()
+        """Close results.csv and unlock the folder (its lock file goes too)."""
+        try:
+            self._file.close()
+        except (OSError, ValueError):  # a row that did not fit the disk: append reported it
+            pass
+        finally:
+            self.lock.release()
 
 
 def figures_of(row: dict[str, str]) -> dict[str, Any]:

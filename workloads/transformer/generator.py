@@ -161,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="a training step, or a forward-only inference step reading a KV cache "
                         f"(default {_default('phase')})")
     add("--memory-accounting", dest="memory_accounting", choices=MEMORY_ACCOUNTINGS, default=None,
-        metavar="|".join(MEMORY_ACCOUNTINGS),
+        metavar="MODE",
         help="physical (default): tensors live as in a real framework; stage: as in the "
              "traces of the STAGE the lab used (its template generator before commit "
              "93cacd6); stage-3a7f49c: as in STAGE 3a7f49c's traces (the reference cases')")
