@@ -19,6 +19,8 @@ import simpy
 from simpy.core import StopSimulation
 
 from simpy_astra import horizon, stall, stopping
+from simpy_astra.bandwidth_floor import CHECKED_BACKEND, FloorCheck
+from simpy_astra.bandwidth_floor import warning as floor_warning
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
@@ -92,6 +94,12 @@ class Simulation(CoSimulation):
             self.warnings += job_warnings(inputs, self.network)
         else:
             self._build_one_job(inputs, dims, cfg, net.source)
+        #: the bound check of the congestion-unaware backend (one run's collectives, one job)
+        self._floor_check = None
+        if inputs.backend == CHECKED_BACKEND and self.jobs is None:
+            self._floor_check = FloorCheck(dims, cfg)
+            for npu in self.npus:
+                npu.collective_log = []
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
@@ -248,6 +256,14 @@ class Simulation(CoSimulation):
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
 
+    def _below_floor(self) -> list[str]:
+        """The bound check's warning, if a collective ran below its link-bandwidth floor."""
+        log = [(start, npu.ended_ns[nid], stream, kind, size, plan, involved, npu.npu_id)
+               for npu in self.npus for nid, kind, size, plan, involved, stream, start in npu.collective_log
+               if nid in npu.ended_ns]
+        worst = self._floor_check.worst(log)
+        return [] if worst is None else [floor_warning(self._floor_check, worst)]
+
     def _conclude(self) -> list[NpuReport]:
         """After the last event: hand out held reports, then diagnose what did not finish."""
         if self._concluded:
@@ -283,6 +299,8 @@ class Simulation(CoSimulation):
             self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held))
+        if self._floor_check is not None:
+            self.warnings += self._below_floor()
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
             # stand, but a message nobody received is almost always a workload bug

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.report.breakdown import npu_breakdowns
 from simpy_astra.report.csv_tables import write_csv_reports
 from simpy_astra.report.recorder import attach
 from simpy_astra.report.timeline import timeline_rows, write_chrome_trace
@@ -122,9 +123,11 @@ def test_terminal_timeline_of_the_default_scenario() -> None:
     sim = Simulation(load_scenario(str(ROOT / "scenarios" / "default.yaml")))
     record = attach(sim)
     sim.run()
-    # 60 buckets of 142780/60 ns: compute 0..20000 fills 8 of them, the all-reduce until 137780
-    # dominates the next 50, the 5 us optimizer step the last 2
-    assert timeline_rows(record, width=60) == [(npu, "C" * 8 + "X" * 50 + "C" * 2) for npu in range(8)]
+    # 60 buckets of 142780/60 ns: compute 0..20000 fills 8 of them, the all-reduce (on the
+    # default communicator: comm.all) until 137780 dominates the next 50, the optimizer the last 2
+    rows, end = timeline_rows(npu_breakdowns(record, segments=True), width=60)
+    assert end == 142_780
+    assert rows == [(npu, ["compute"] * 8 + ["comm.all"] * 50 + ["compute"] * 2) for npu in range(8)]
 
 
 def test_recording_is_off_unless_attached() -> None:

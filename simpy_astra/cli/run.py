@@ -346,7 +346,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if record is not None:
         from simpy_astra.report.breakdown import npu_breakdowns
 
-        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, segments=bool(plots))
+        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports},
+                                    segments=bool(plots) or rich_summary)
     if json_out:
         from simpy_astra import __version__
         from simpy_astra.report.identity import inputs_of
@@ -372,7 +373,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
         out = Output()
         print_summary(reports, wall, links, out=out, cost=cost, jobs=jobs, link_jobs=link_jobs)
-        print_timeline(record, out=out)
+        print_timeline(breakdowns, out=out)
         print_breakdown(breakdowns, out)
     return 0
 
