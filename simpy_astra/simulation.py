@@ -77,6 +77,11 @@ class Simulation(CoSimulation):
         #: communicator group id -> parallel dimension, where the generator said (breakdowns)
         self.group_names: dict[int, str] = dict(inputs.group_names)
         self.p2p_name = inputs.p2p_name
+        if not self.group_names and inputs.jobs is None and inputs.workload_prefix:  # as the files say
+            from simpy_astra.workloads.transformer.writer import recorded_dimensions
+
+            self.group_names, p2p = recorded_dimensions(inputs.workload_prefix)
+            self.p2p_name = p2p or self.p2p_name
         self.link_bytes_by_job = None
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)
