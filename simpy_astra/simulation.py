@@ -99,10 +99,10 @@ class Simulation(CoSimulation):
             self.warnings += job_warnings(inputs, self.network)
         else:
             self._build_one_job(inputs, dims, cfg, net.source)
-        #: the bound check of the congestion-unaware backend (one run's collectives, one job)
-        self._floor_check = None
+        #: the bound check of the congestion-unaware backend (one job's collectives), else None
+        self.floor_check: FloorCheck | None = None
         if inputs.backend == CHECKED_BACKEND and self.jobs is None:
-            self._floor_check = FloorCheck(dims, cfg)
+            self.floor_check = FloorCheck(dims, cfg)
             for npu in self.npus:
                 npu.collective_log = []
         unmodelled = compute_without_roofline(self.npus, cfg)
@@ -266,8 +266,8 @@ class Simulation(CoSimulation):
         log = [(start, npu.ended_ns[nid], stream, kind, size, plan, involved, npu.npu_id)
                for npu in self.npus for nid, kind, size, plan, involved, stream, start in npu.collective_log
                if nid in npu.ended_ns]
-        worst = self._floor_check.worst(log)
-        return [] if worst is None else [floor_warning(self._floor_check, worst)]
+        worst = self.floor_check.worst(log)
+        return [] if worst is None else [floor_warning(self.floor_check, worst)]
 
     def _conclude(self) -> list[NpuReport]:
         """After the last event: hand out held reports, then diagnose what did not finish."""
@@ -304,7 +304,7 @@ class Simulation(CoSimulation):
             self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held))
-        if self._floor_check is not None:
+        if self.floor_check is not None:
             self.warnings += self._below_floor()
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
