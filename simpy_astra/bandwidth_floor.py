@@ -110,6 +110,8 @@ class FloorCheck:
         if len(members) < 2:
             return None
         d = self.grid.first_difference(members[0], members[1])
+        if d is None:  # a member listed twice: no line
+            return None
         first = self.grid.coords(members[0])
         for m in members[1:]:
             c = self.grid.coords(m)
