@@ -102,7 +102,8 @@ class FloorCheck:
         if found is None or found[0] is not plan:
             lines = tuple(self._line(dim.members) for dim in plan.dims)
             names = tuple((c.algorithm.name, c.window) for c in plan.choices)
-            found = self._plan_keys[id(plan)] = (plan, (names, lines))
+            involved = None if plan.involved is None else tuple(plan.involved)
+            found = self._plan_keys[id(plan)] = (plan, (names, lines, involved))
         return found[1]
 
     def _line(self, members: tuple[int, ...]) -> tuple[int, tuple[int, ...]] | None:
