@@ -104,6 +104,24 @@ class CollectiveAlgorithm:
     #: peers are ``index XOR k`` (power-of-two groups), so relabelling positions by a XOR
     #: relabels every phase; symmetry folding may then use XOR translations of NPU ids
     xor_symmetric: bool = False
+    #: the messages one member sends in one phase, ``traffic(shape) -> [(peer position,
+    #: bytes), ...]`` for a :class:`PhaseShape`: what the link-bandwidth floor of the bound check
+    #: (:mod:`simpy_astra.bandwidth_floor`) adds up; None: not known, no floor is derived
+    traffic: Callable[[PhaseShape], list[tuple[int, int]]] | None = None
+
+
+@dataclass(frozen=True)
+class PhaseShape:
+    """A phase without an NPU or a clock: what an algorithm's ``traffic`` reads (the attributes
+    of :class:`PhaseContext` its peer plans use). ``members`` are ring positions ``0..n-1``."""
+
+    kind: str
+    size_bytes: int
+    members: tuple[int, ...]
+    index: int
+    direction: int = CLOCKWISE
+    window: int | None = None
+    local: bool = False
 
 
 def ring_final_size(kind: str, size: int, n: int) -> int:

@@ -13,6 +13,7 @@ from simpy_astra.collectives.base import (
     AlgorithmRun,
     CollectiveAlgorithm,
     PhaseContext,
+    PhaseShape,
     ring_final_size,
 )
 
@@ -34,7 +35,13 @@ def bidirectional_ring(ctx: PhaseContext) -> AlgorithmRun:
     yield anticlockwise
 
 
+def bidirectional_ring_traffic(shape: PhaseShape) -> list[tuple[int, int]]:
+    n, i = len(shape.members), shape.index
+    msg = shape.size_bytes // (2 * n)
+    return [((i + 1) % n, msg), ((i - 1) % n, msg)] * (2 * (n - 1))
+
+
 BIDIRECTIONAL_RING = CollectiveAlgorithm(
     "bidirectionalRing", bidirectional_ring, ring_final_size, kinds=frozenset({ALL_REDUCE}),
-    rotation_symmetric=True
+    rotation_symmetric=True, traffic=bidirectional_ring_traffic
 )

@@ -13,9 +13,10 @@ from simpy_astra.collectives.base import (
     AlgorithmRun,
     CollectiveAlgorithm,
     PhaseContext,
+    PhaseShape,
     ring_final_size,
 )
-from simpy_astra.collectives.injection import injection_slots
+from simpy_astra.collectives.injection import injection_slots, planned_sends
 from simpy_astra.collectives.ring import message_bytes
 
 
@@ -64,4 +65,10 @@ def direct(ctx: PhaseContext) -> AlgorithmRun:
     )
 
 
-DIRECT = CollectiveAlgorithm("direct", direct, ring_final_size, rotation_symmetric=True)
+def direct_traffic(shape: PhaseShape) -> list[tuple[int, int]]:
+    n = len(shape.members)
+    plan = RotatingPlan(shape, message_bytes(shape.kind, shape.size_bytes, n))
+    return planned_sends(plan, 2 * (n - 1) if shape.kind == ALL_REDUCE else n - 1)
+
+
+DIRECT = CollectiveAlgorithm("direct", direct, ring_final_size, rotation_symmetric=True, traffic=direct_traffic)

@@ -9,8 +9,8 @@ the size, as the reference does.
 
 from __future__ import annotations
 
-from simpy_astra.collectives.base import AlgorithmRun, CollectiveAlgorithm, PhaseContext
-from simpy_astra.collectives.logical import LEAF, ROOT, TreeNode, alternating_trees
+from simpy_astra.collectives.base import AlgorithmRun, CollectiveAlgorithm, PhaseContext, PhaseShape
+from simpy_astra.collectives.logical import LEAF, ROOT, ROOT_MAX, TreeNode, alternating_trees, build_tree
 
 
 def double_binary_tree(ctx: PhaseContext, node: TreeNode) -> AlgorithmRun:
@@ -49,7 +49,18 @@ def _same_size(kind: str, size: int, n: int) -> int:
     return size
 
 
+def double_binary_tree_traffic(shape: PhaseShape) -> list[tuple[int, int]]:
+    """The RootMax tree's messages (RootMin's tree is its mirror image); the whole chunk each."""
+    n, size = len(shape.members), shape.size_bytes
+    if n & (n - 1):
+        return []
+    node = build_tree(n, ROOT_MAX)[shape.index]
+    peers = [node.parent] if node.role == LEAF else [node.left if node.left is not None else node.right] \
+        if node.role == ROOT else [node.parent, node.left, node.right]
+    return [(p, size) for p in peers]
+
+
 DOUBLE_BINARY_TREE = CollectiveAlgorithm(
-    "doubleBinaryTree", double_binary_tree, _same_size, logical=alternating_trees,
+    "doubleBinaryTree", double_binary_tree, _same_size, logical=alternating_trees, traffic=double_binary_tree_traffic,
     group_subsets=False,  # the reference crashes on a communicator-group subset
 )

@@ -18,9 +18,10 @@ from simpy_astra.collectives.base import (
     AlgorithmRun,
     CollectiveAlgorithm,
     PhaseContext,
+    PhaseShape,
     ring_final_size,
 )
-from simpy_astra.collectives.injection import injection_slots
+from simpy_astra.collectives.injection import injection_slots, planned_sends
 
 
 class ExchangePlan:
@@ -61,12 +62,20 @@ class ExchangePlan:
         self._locate()
 
 
+def _sends(kind: str, n: int) -> int:
+    steps = math.log2(n)
+    return int(2 * steps) if kind == ALL_REDUCE else int(steps)
+
+
 def halving_doubling(ctx: PhaseContext) -> AlgorithmRun:
     steps = math.log2(len(ctx.members))
-    sends = int(2 * steps) if ctx.kind == ALL_REDUCE else int(steps)
     return injection_slots(
-        ctx, ExchangePlan(ctx), parallel=1, nz_budget=int(steps - 1), total_sends=sends
+        ctx, ExchangePlan(ctx), parallel=1, nz_budget=int(steps - 1), total_sends=_sends(ctx.kind, len(ctx.members))
     )
+
+
+def halving_doubling_traffic(shape: PhaseShape) -> list[tuple[int, int]]:
+    return planned_sends(ExchangePlan(shape), _sends(shape.kind, len(shape.members)))
 
 
 HALVING_DOUBLING = CollectiveAlgorithm(
@@ -76,4 +85,5 @@ HALVING_DOUBLING = CollectiveAlgorithm(
     kinds=frozenset({ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER}),
     # with offsets 1, 2, 4, ... the peer index +- offset is index XOR offset
     xor_symmetric=True,
+    traffic=halving_doubling_traffic,
 )

@@ -66,6 +66,16 @@ class ReduceBudget:
         raise CollectiveError(f"NPU {self.npu_id}: packet engine has nothing to inject")
 
 
+def planned_sends(plan: PeerPlan, total_sends: int) -> list[tuple[int, int]]:
+    """(receiver, bytes) of each message a phase sends, in order: the plan's packets one after
+    another (whatever the slots, packets are sent in the order they were injected)."""
+    out = []
+    for _ in range(total_sends):
+        out.append((plan.receiver, plan.msg_bytes))
+        plan.advance()
+    return out
+
+
 def injection_slots(ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget: int,
                   total_sends: int, two_halves: int = 0) -> AlgorithmRun:
     """Run one phase. ``two_halves`` > 0 selects direct all-reduce's rule that the second

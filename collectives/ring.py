@@ -14,9 +14,10 @@ from simpy_astra.collectives.base import (
     AlgorithmRun,
     CollectiveAlgorithm,
     PhaseContext,
+    PhaseShape,
     ring_final_size,
 )
-from simpy_astra.collectives.injection import injection_slots
+from simpy_astra.collectives.injection import injection_slots, planned_sends
 
 
 class NeighbourPlan:
@@ -39,16 +40,24 @@ def message_bytes(kind: str, size: int, n: int) -> int:
     return size if kind == ALL_GATHER else size // n
 
 
+def ring_sends(kind: str, n: int) -> int:
+    """Messages one member sends in a ring phase of ``kind`` on ``n`` members."""
+    if kind == ALL_REDUCE:
+        return 2 * (n - 1)
+    if kind == ALL_TO_ALL:
+        return n * (n - 1) // 2
+    return n - 1
+
+
 def ring(ctx: PhaseContext) -> AlgorithmRun:
     n = len(ctx.members)
-    if ctx.kind == ALL_REDUCE:
-        sends = 2 * (n - 1)
-    elif ctx.kind == ALL_TO_ALL:
-        sends = n * (n - 1) // 2
-    else:
-        sends = n - 1
     plan = NeighbourPlan(ctx, message_bytes(ctx.kind, ctx.size_bytes, n))
-    return injection_slots(ctx, plan, parallel=1, nz_budget=n - 1, total_sends=sends)
+    return injection_slots(ctx, plan, parallel=1, nz_budget=n - 1, total_sends=ring_sends(ctx.kind, n))
 
 
-RING = CollectiveAlgorithm("ring", ring, ring_final_size, rotation_symmetric=True)
+def ring_traffic(shape: PhaseShape) -> list[tuple[int, int]]:
+    n = len(shape.members)
+    return planned_sends(NeighbourPlan(shape, message_bytes(shape.kind, shape.size_bytes, n)), ring_sends(shape.kind, n))
+
+
+RING = CollectiveAlgorithm("ring", ring, ring_final_size, rotation_symmetric=True, traffic=ring_traffic)

@@ -148,6 +148,9 @@ class Npu(NpuFaults):
         self._node_events: dict[int, Any] = {}  # node id -> event a user waits on
         self.ended_ns: dict[int, int] = {}  # node id -> when it completed
         self.recorder = None  # trace_recorder.NpuRecorder when reports/timelines are requested
+        #: (node id, kind, bytes, plan, involved, first stream id, start ns) of each collective
+        #: issued, when the run checks them against the links (:mod:`simpy_astra.bandwidth_floor`)
+        self.collective_log: list | None = None
         for n in nodes:
             self.parents_left[n.id] = len(n.deps)
             for d in n.deps:
@@ -359,6 +362,9 @@ class Npu(NpuFaults):
         plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
                                                                    node.id)
         node_id = node.id
+        if self.collective_log is not None and custom is None:
+            self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
+                                        self.clock.env.now))
         try:
             self.system.generate_collective(kind, size, involved, plan, priority, custom,
                                             lambda: self.complete_soon(node_id))

@@ -19,6 +19,8 @@ import simpy
 from simpy.core import StopSimulation
 
 from simpy_astra import horizon, stall, stopping
+from simpy_astra.bandwidth_floor import CHECKED_BACKEND, FloorCheck
+from simpy_astra.bandwidth_floor import warning as floor_warning
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
@@ -85,6 +87,11 @@ class Simulation(CoSimulation):
         #: communicator group id -> parallel dimension, where the generator said (breakdowns)
         self.group_names: dict[int, str] = dict(inputs.group_names)
         self.p2p_name = inputs.p2p_name
+        if not self.group_names and inputs.jobs is None and inputs.workload_prefix:  # as the files say
+            from simpy_astra.workloads.transformer.writer import recorded_dimensions
+
+            self.group_names, p2p = recorded_dimensions(inputs.workload_prefix)
+            self.p2p_name = p2p or self.p2p_name
         self.link_bytes_by_job = None
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)
@@ -102,6 +109,12 @@ class Simulation(CoSimulation):
             self.warnings += job_warnings(inputs, self.network)
         else:
             self._build_one_job(inputs, dims, cfg, net.source)
+        #: the bound check of the congestion-unaware backend (one job's collectives), else None
+        self.floor_check: FloorCheck | None = None
+        if inputs.backend == CHECKED_BACKEND and self.jobs is None:
+            self.floor_check = FloorCheck(dims, cfg)
+            for npu in self.npus:
+                npu.collective_log = []
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
@@ -259,6 +272,14 @@ class Simulation(CoSimulation):
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
 
+    def _below_floor(self) -> list[str]:
+        """The bound check's warning, if a collective ran below its link-bandwidth floor."""
+        log = [(start, npu.ended_ns[nid], stream, kind, size, plan, involved, npu.npu_id)
+               for npu in self.npus for nid, kind, size, plan, involved, stream, start in npu.collective_log
+               if nid in npu.ended_ns]
+        worst = self.floor_check.worst(log)
+        return [] if worst is None else [floor_warning(self.floor_check, worst)]
+
     def _conclude(self) -> list[NpuReport]:
         """After the last event: hand out held reports, then diagnose what did not finish."""
         if self._concluded:
@@ -295,6 +316,8 @@ class Simulation(CoSimulation):
         if stuck:
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
                                                   last_ns=stall.last_progress_ns(self.npus)))
+        if self.floor_check is not None:
+            self.warnings += self._below_floor()
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
             # stand, but a message nobody received is almost always a workload bug

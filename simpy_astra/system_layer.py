@@ -258,6 +258,71 @@ class QueueLevel:
         return qid, ANTICLOCKWISE
 
 
+# --------------------------------------------------------------------------- chunks and phases
+def chunking(kind: str, size: int, splits: int, total_npus: int) -> tuple[int, int]:
+    """(bytes per chunk, chunks) of a collective of ``size`` bytes: ``preferred-dataset-splits``
+    chunks, each at least one byte per NPU except for all-gather; every chunk, the last one
+    too, has the same size (as in the reference)."""
+    chunk = size // splits
+    if kind != ALL_GATHER and total_npus > chunk:
+        chunk = total_npus
+        size = splits * chunk
+    return chunk, (math.ceil(size / chunk) if chunk else 0)
+
+
+@dataclass(frozen=True)
+class PhaseStep:
+    """One phase of a chunk as planned: its kind, logical dimension, size in and out, and which
+    half of the dimension's queues it takes (0: round robin; 1, 2: localBWAware's halves)."""
+
+    kind: str
+    dim: int
+    size_bytes: int
+    final_bytes: int
+    half: int
+
+
+def phase_steps(kind: str, chunk: int, plan: CollectivePlan, involved: list[bool],
+                optimization: str) -> list[PhaseStep]:
+    """The phases one chunk of a (non-custom) collective runs, in order; a pure function of the
+    plan, so that reports (:mod:`simpy_astra.bandwidth_floor`) see what the system layer runs."""
+    ndims = len(plan.dims)
+
+    def active(d: int) -> bool:
+        inv = involved[d] if d < len(involved) else False
+        return inv and plan.dims[d].size > 1
+
+    steps: list[PhaseStep] = []
+    remain = chunk
+
+    def add(k: str, d: int, half: int) -> None:
+        nonlocal remain
+        final = plan.choices[d].algorithm.final_size(k, remain, plan.dims[d].size)
+        steps.append(PhaseStep(k, d, remain, final, half))
+        remain = final
+
+    if kind != ALL_REDUCE or optimization == "baseline":
+        order = range(ndims - 1, -1, -1) if kind == ALL_GATHER else range(ndims)
+        for d in order:
+            if active(d):
+                add(kind, d, 0)
+        return steps
+    # localBWAware all-reduce: RS up to the last active dim, AR there, AG back down
+    last = 0
+    for d in range(ndims):
+        if active(d):
+            last = d
+    for d in range(last):
+        if active(d):
+            add(REDUCE_SCATTER, d, 1)
+    if active(last):
+        add(ALL_REDUCE, last, 1)
+    for d in range(last - 1, -1, -1):
+        if active(d):
+            add(ALL_GATHER, d, 2)
+    return steps
+
+
 # --------------------------------------------------------------------------- the layer
 class SystemLayer:
     """Collective scheduling for one NPU (ASTRA-sim's ``Sys``)."""
@@ -349,15 +414,11 @@ class SystemLayer:
                             explicit_priority: int, custom: str | None,
                             on_done: Callable[[], None]) -> ChunkCounter:
         splits = self.config.preferred_dataset_splits
-        chunk = size // splits
-        if kind != ALL_GATHER and self.total_npus > chunk:
-            chunk = self.total_npus
-            size = splits * chunk
-        if chunk == 0:  # an all_gather smaller than the split count
+        if kind == ALL_GATHER and size // splits == 0:  # an all_gather smaller than the split count
             raise InputError(f"comm_size {size} of this {kind} is smaller than {self.config.source}'s "
                              f"'preferred-dataset-splits' {splits}, so its chunks would be 0 bytes (the "
                              f"reference loops forever); use comm_size >= {splits} or fewer splits")
-        count = math.ceil(size / chunk)
+        chunk, count = chunking(kind, size, splits, self.total_npus)
         chunks_left = ChunkCounter(count, on_done)
         priority = self.next_priority(explicit_priority)
         if custom is not None:
@@ -366,21 +427,17 @@ class SystemLayer:
                                     f"is {splits}, but the custom {kind} collective '{custom}' needs 1 "
                                     f"(the reference never finishes a split custom collective)")
             rank_of, file_pos = self._custom_position(plan)
-            run, args = self.load_custom(custom, file_pos, size, rank_of)
-            phase = Phase(self, kind, size, size, 0, CLOCKWISE, None, None, run, args)
+            run, args = self.load_custom(custom, file_pos, chunk * count, rank_of)
+            phase = Phase(self, kind, chunk * count, chunk * count, 0, CLOCKWISE, None, None, run, args)
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), [phase], priority, chunks_left))
             return chunks_left
         dims_inv = plan.involved if plan.involved is not None else involved
-        n = 0
-        while size > 0:
-            n += 1
-            size = 0 if chunk > size else size - chunk
+        for _ in range(count):
             phases = self._build_phases(kind, chunk, plan, dims_inv)
             if not phases:
                 raise InputError(f"a {kind} of {chunk}-byte chunks has no dimension to run on "
                                  f"(every involved dimension has one NPU); the reference never finishes it")
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), phases, priority, chunks_left))
-        chunks_left.total = n
         return chunks_left
 
     def _custom_position(self, plan: CollectivePlan) -> tuple[Any, int]:
@@ -393,52 +450,18 @@ class SystemLayer:
         members = plan.dims[0].members
         return members, sorted(members).index(self.npu_id)
 
-    def _phase(self, kind: str, size: int, plan: CollectivePlan, d: int, queue: tuple[int, int]) -> Phase:
-        choice = plan.choices[d]
-        dim = plan.dims[d]
-        algo = choice.algorithm
-        final = algo.final_size(kind, size, dim.size)
-        args = () if algo.logical is None else algo.logical(dim)
-        return Phase(self, kind, size, final, queue[0], queue[1], dim, choice.window, algo.run, args)
-
     def _build_phases(self, kind: str, chunk: int, plan: CollectivePlan, involved: list[bool]) -> list[Phase]:
-        ndims = len(plan.dims)
-
-        def active(d: int) -> bool:
-            inv = involved[d] if d < len(involved) else False
-            return inv and plan.dims[d].size > 1
-
         phases: list[Phase] = []
-        remain = chunk
-        if kind != ALL_REDUCE or self.config.collective_optimization == "baseline":
-            order = range(ndims - 1, -1, -1) if kind == ALL_GATHER else range(ndims)
-            for d in order:
-                if not active(d):
-                    continue
-                p = self._phase(kind, remain, plan, d, self.levels[d].next_queue())
-                phases.append(p)
-                remain = p.final_bytes
-            return phases
-        # localBWAware all-reduce: RS up to the last active dim, AR there, AG back down
-        last = 0
-        for d in range(ndims):
-            if active(d):
-                last = d
-        for d in range(last):
-            if active(d):
-                p = self._phase(REDUCE_SCATTER, remain, plan, d, self.levels[d].next_queue_first_half())
-                phases.append(p)
-                remain = p.final_bytes
-        d = last
-        if active(d):
-            p = self._phase(ALL_REDUCE, remain, plan, d, self.levels[d].next_queue_first_half())
-            phases.append(p)
-            remain = p.final_bytes
-        for d in range(last - 1, -1, -1):
-            if active(d):
-                p = self._phase(ALL_GATHER, remain, plan, d, self.levels[d].next_queue_second_half())
-                phases.append(p)
-                remain = p.final_bytes
+        for step in phase_steps(kind, chunk, plan, involved, self.config.collective_optimization):
+            level = self.levels[step.dim]
+            queue = (level.next_queue() if step.half == 0 else level.next_queue_first_half() if step.half == 1
+                     else level.next_queue_second_half())
+            choice = plan.choices[step.dim]
+            dim = plan.dims[step.dim]
+            algo = choice.algorithm
+            args = () if algo.logical is None else algo.logical(dim)
+            phases.append(Phase(self, step.kind, step.size_bytes, step.final_bytes, queue[0], queue[1], dim,
+                                choice.window, algo.run, args))
         return phases
 
     # -- scheduling (Sys::insert_stream / proceed_to_next_vnet_baseline / SchedulerUnit)

@@ -274,3 +274,139 @@ def test_plots_have_axes_legend_and_labels(tmp_path: Path) -> None:
                     "--plots", str(out)], check=True, capture_output=True, cwd=tmp_path)
     for name in ("breakdown.png", "timeline.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------ a GPT-style step
+GPT_TORUS = """\
+workload: gpt/step
+comm_groups: gpt/step.json
+system:
+  {scheduling-policy: LIFO, collective-optimization: localBWAware, endpoint-delay: 10,
+   active-chunks-per-dimension: 1, preferred-dataset-splits: 4, local-mem-bw: 3000, peak-perf: 900,
+   roofline-enabled: 1, all-reduce-implementation: [ring, ring], all-gather-implementation: [ring, ring],
+   reduce-scatter-implementation: [ring, ring], all-to-all-implementation: [direct, direct]}
+network: {topology: [Ring, Ring], npus_count: [4, 8], bandwidth: [100.0, 50.0], latency: [500.0, 500.0]}
+remote_memory: {memory-type: NO_MEMORY_EXPANSION}
+"""
+GPT_ARGS = ["--model", "gpt", "--dp", "4", "--tp", "4", "--pp", "2", "--dmodel", "1024", "--dff", "4096",
+            "--head", "16", "--num-stacks", "4", "--seq", "1024", "--batch", "32", "--micro-batch", "8"]
+
+
+def _png_text(path: Path) -> dict[str, str]:
+    """The tEXt chunks of a PNG file (keyword -> text)."""
+    import struct
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    out, pos = {}, 8
+    while pos < len(data):
+        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
+        if kind == b"tEXt":
+            key, _, value = data[pos + 8:pos + 8 + length].partition(b"\0")
+            out[key.decode("latin-1")] = value.decode("latin-1")
+        pos += 12 + length
+    return out
+
+
+def _by_hand(intervals: dict[int, tuple[int, int]], kinds: dict[int, str], finish_ns: int) -> dict[str, int]:
+    """The breakdown's rule, applied the slow way: every stretch between two node boundaries
+    goes to compute if a compute node runs, else to the communication node in flight that
+    started first (lowest id on a tie), else to the bubble if a receive waits, else idle."""
+    cuts = sorted({0, finish_ns, *(t for span in intervals.values() for t in span)})
+    parts: dict[str, int] = {}
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        live = [n for n, (s, e) in intervals.items() if s <= lo and hi <= e and e > s]
+        comm = sorted((intervals[n][0], n) for n in live if kinds[n].startswith("comm."))
+        if any(kinds[n] == "compute" for n in live):
+            part = "compute"
+        elif comm:
+            part = kinds[comm[0][1]]
+        elif any(kinds[n] == "bubble" for n in live):
+            part = "bubble"
+        else:
+            part = "idle"
+        parts[part] = parts.get(part, 0) + hi - lo
+    return parts
+
+
+def test_gpt_torus_step_splits_by_tensor_data_and_pipeline(tmp_path: Path) -> None:
+    """dp4 x tp4 x pp2 from the transformer generator, read back from its files on a [Ring, Ring]
+    torus: the last NPU's compute, tp / dp / pp communication and bubble, derived here from the
+    run's node intervals (nodes.csv), the ET files' node types and groups, and the layout
+    rank = dp_i + 4 * (tp_i + 4 * pp_i), equal the breakdown; the console and both PNGs show them."""
+    import csv
+    import subprocess
+    import sys
+
+    from simpy_astra.workloads.chakra import read_et
+
+    run = [sys.executable, "-m", "simpy_astra"]
+    subprocess.run([*run, "generate", "transformer", *GPT_ARGS, "--output", "gpt/step"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    (tmp_path / "gpt.yaml").write_text(GPT_TORUS)
+    done = subprocess.run([*run, "run", "gpt.yaml", "--csv-out", "csv", "--json-out", "figures.json",
+                           "--plots", "plots"], cwd=tmp_path, check=True, capture_output=True, text=True,
+                          env={**__import__("os").environ, "COLUMNS": "80"})
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    last = max(figures["npus"], key=lambda n: (figures["npus"][n]["finished_cycles"], -int(n)))
+    finish = figures["iteration_time_ns"]
+    assert figures["npus"][last]["finished_cycles"] == finish
+    # each group's dimension from its members: consecutive ranks are data-parallel, stride 4 tensor-parallel
+    groups = json.loads((tmp_path / "gpt" / "step.json").read_text())
+    dims = {gid: {1: "dp", 4: "tp"}[m[1] - m[0]] for gid, m in groups.items() if len(m) > 1}
+    _meta, nodes = read_et(str(tmp_path / "gpt" / f"step.{last}.et"))
+    kinds = {}
+    for node in nodes:
+        if node.type == COMP_NODE:
+            kinds[node.id] = "compute"
+        elif node.type == COMM_COLL_NODE:
+            kinds[node.id] = "comm." + dims[node.attrs["pg_name"][1]]
+        elif node.type == COMM_SEND_NODE:
+            kinds[node.id] = "comm.pp"  # to the next or previous pipeline stage
+        elif node.type == COMM_RECV_NODE:
+            kinds[node.id] = "bubble"
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        spans = {int(r["node_id"]): (int(r["start_ns"]), int(r["end_ns"])) for r in csv.DictReader(f)
+                 if r["npu"] == last}
+    want = _by_hand(spans, kinds, finish)
+    got = dict(figures["npus"][last]["breakdown_ns"])
+    got["compute"] = sum(got.pop(k) for k in list(got) if k.startswith("compute."))
+    assert got == want
+    assert set(want) >= {"compute", "comm.tp", "comm.dp", "comm.pp", "bubble"}
+    # the console's table: the critical NPU's shares, within 80 columns
+    table = done.stderr[done.stderr.index("where the time went"):].splitlines()
+    assert table[0].startswith(f"where the time went (us): NPU {last} (last to finish)")
+    rows = {line.split()[0]: line.split() for line in table[2:]}
+    for part in ("comm.tp", "comm.dp", "comm.pp", "bubble"):
+        assert rows[part][2] == f"{100 * want[part] / finish:.1f}%"
+    timeline = done.stderr[done.stderr.index("timeline 0"):done.stderr.index("where the time went")]
+    assert "t comm.tp" in timeline and "~ bubble" in timeline
+    assert max(map(len, done.stderr.splitlines())) <= 80
+    # both PNGs carry their title, axis labels and legend
+    for name, xlabel in (("breakdown.png", "x: NPU;"), ("timeline.png", "x: time (ms);")):
+        text = _png_text(tmp_path / "plots" / name)
+        assert text["Title"] and text["Description"].startswith(xlabel)
+        legend = text["Description"].split("legend: ")[1].split(", ")
+        assert {"comm.tp", "comm.dp", "comm.pp", "bubble"} <= set(legend)
+        assert "y: -" not in text["Description"]
+
+
+def test_breakdown_png_past_64_npus_has_a_bar_per_stage_and_tensor_rank() -> None:
+    """dp4 x tp4 x pp8 (128 NPUs): the generator's groups give each NPU its stage and tensor
+    rank; the figure has pp * tp = 32 bars, each the slowest NPU of its cell."""
+    from simpy_astra.report.breakdown import Breakdown, pipeline_roles
+    from simpy_astra.report.plots import breakdown_figure
+    from simpy_astra.workloads.transformer.config import config_from_params
+    from simpy_astra.workloads.transformer.graph import Layout
+
+    layout = Layout.build(config_from_params({"dp": 4, "tp": 4, "pp": 8, "batch": 32, "micro_batch": 8}, "test"))
+    names = {gid: dim for (dim, _rank), gid in layout.group_of.items()}
+    roles = pipeline_roles(names, {g: tuple(m) for g, m in layout.groups.items()}, 128)
+    for rank in range(128):  # rank = dp_i + 4 * (tp_i + 4 * pp_i)
+        assert roles[rank] == (rank // 16, rank // 4 % 4)
+    breakdowns = {n: Breakdown(1000 + n, {"compute.gemm": 500, "bubble": 500 + n}) for n in range(128)}
+    ax = breakdown_figure(breakdowns, roles=roles).axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == 32 and labels[0] == "s0 t0 (3)" and labels[-1] == "s7 t3 (127)"
+    assert ax.get_xlabel().startswith("pipeline stage s, tensor rank t")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute.gemm", "bubble"]

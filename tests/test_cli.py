@@ -256,15 +256,17 @@ def test_summary_keeps_every_figure_when_stderr_is_not_a_terminal(tmp_path: Path
     assert "…" not in captured.err
 
 
-def test_timeline_without_colour_uses_distinct_glyphs(tmp_path: Path, capsys) -> None:
+def test_timeline_without_colour_uses_distinct_glyphs(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["run", str(ROOT / "scenarios" / "default.yaml")]) == 0
     err = capsys.readouterr().err
     import re
 
-    rows = [ln[len("NPU   0 "):] for ln in err.splitlines() if re.match(r"NPU +\d+ ", ln)]
-    assert len(rows) == 8 and all(len(r) == 60 for r in rows)
-    assert set(rows[0]) == {"#", "x"}  # compute, exposed communication: told apart without colour
-    assert "█" not in err and "(# compute  = compute+comm  x exposed comm  . idle)" in err
+    rows = [ln[len("NPU 0 "):] for ln in err.splitlines() if re.match(r"NPU +\d+ ", ln)]
+    assert len(rows) == 8 and all(len(r) == 80 - len("NPU 0 ") for r in rows)
+    # compute and the all-reduce on the default communicator: told apart without colour
+    assert set(rows[0]) == {"#", "a"}
+    assert "█" not in err and "\n  # compute  a comm.all\n" in err
 
 
 def test_long_runs_show_progress() -> None:

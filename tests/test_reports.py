@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.report.breakdown import npu_breakdowns
 from simpy_astra.report.csv_tables import write_csv_reports
 from simpy_astra.report.recorder import attach
 from simpy_astra.report.timeline import timeline_rows, write_chrome_trace
@@ -122,9 +124,44 @@ def test_terminal_timeline_of_the_default_scenario() -> None:
     sim = Simulation(load_scenario(str(ROOT / "scenarios" / "default.yaml")))
     record = attach(sim)
     sim.run()
-    # 60 buckets of 142780/60 ns: compute 0..20000 fills 8 of them, the all-reduce until 137780
-    # dominates the next 50, the 5 us optimizer step the last 2
-    assert timeline_rows(record, width=60) == [(npu, "C" * 8 + "X" * 50 + "C" * 2) for npu in range(8)]
+    # 60 buckets of 142780/60 ns: compute 0..20000 fills 8 of them, the all-reduce (on the
+    # default communicator: comm.all) until 137780 dominates the next 50, the optimizer the last 2
+    rows, end = timeline_rows(npu_breakdowns(record, segments=True), width=60)
+    assert end == 142_780
+    assert rows == [(npu, ["compute"] * 8 + ["comm.all"] * 50 + ["compute"] * 2) for npu in range(8)]
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_terminal_timeline_fills_the_width(columns: int, monkeypatch) -> None:
+    """Piped (plain text), the timeline is as wide as COLUMNS: "NPU 0 " and a character per
+    bucket; the legend names each part drawn; drawn by rich, as wide as the console."""
+    import io
+
+    from simpy_astra.report.console import Output
+    from simpy_astra.report.timeline import print_timeline
+
+    sim = Simulation(load_scenario(str(ROOT / "scenarios" / "default.yaml")))
+    record = attach(sim)
+    sim.run()
+    breakdowns = npu_breakdowns(record, segments=True)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    text = io.StringIO()
+    print_timeline(breakdowns, Output(text, rich=False))
+    lines = text.getvalue().splitlines()
+    assert lines[1].split() == ["#", "compute", "a", "comm.all"]
+    rows = [line for line in lines if line.startswith("NPU ")]
+    assert len(rows) == 8 and {len(r) for r in rows} == {columns}
+    # buckets of 142,780 / w ns: compute (0-20,000 ns) fills most of the first, the optimizer step
+    # (137,780-142,780) most of the last ones, the all-reduce the rest
+    w = columns - len("NPU 0 ")
+    bucket = 142_780 / w
+    first, last = math.ceil(20_000 / bucket - 0.5), w - math.floor(137_780 / bucket - 0.5) - 1
+    assert rows[0] == "NPU 0 " + "#" * first + "a" * (w - first - last) + "#" * last
+    wide = io.StringIO()
+    out = Output(wide, rich=True)
+    out.console.width = columns
+    print_timeline(breakdowns, out)
+    assert max(map(len, wide.getvalue().splitlines())) == columns
 
 
 def test_recording_is_off_unless_attached() -> None:

@@ -104,8 +104,16 @@ def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path, c
     # the only points with finish >= 142780 are 25 and 50 GB/s; 50 is the faster
     under = best["best_under"][f"finish_ns >= {DEFAULT_FINISH_NS}"]
     assert under["coordinates"] == {"network.bandwidth": 50} and under["objective"] == DEFAULT_FINISH_NS
-    for png in ("time.png", "split.png", "memory.png"):
+    for png in ("time.png", "split.png", "breakdown.png", "memory.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    # where the last NPU's time went: 25 us of compute, the rest the all-reduce on the default
+    # communicator (no compute overlaps it), every other part 0; the parts sum to finish_ns
+    parts = {k: int(v) for k, v in at50.items() if k.startswith("breakdown_")}
+    assert parts["breakdown_compute_ns"] == DEFAULT_GPU_NS
+    assert parts["breakdown_comm_other_ns"] == DEFAULT_FINISH_NS - DEFAULT_GPU_NS
+    assert sum(parts.values()) == DEFAULT_FINISH_NS and len(parts) == 12
+    for row in rows.values():
+        assert sum(int(v) for k, v in row.items() if k.startswith("breakdown_")) == int(row["finish_ns"])
     # each point's scenario reproduces it with `simpy-astra run`
     assert len(list((out / "points").glob("*.yaml"))) == 3
     from simpy_astra.config.scenario import load_scenario

@@ -392,7 +392,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if record is not None:
         from simpy_astra.report.breakdown import npu_breakdowns
 
-        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, segments=bool(plots))
+        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports},
+                                    segments=bool(plots) or rich_summary)
     if json_out:
         from simpy_astra import __version__
         from simpy_astra.report.identity import inputs_of
@@ -409,16 +410,18 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
         write_chrome_trace(record, trace_out)
     if breakdowns is not None and plots:
+        from simpy_astra.report.breakdown import pipeline_roles
         from simpy_astra.report.plots import write_plots
 
-        write_plots(breakdowns, plots)
+        groups = sim.planner.file_group_members() if sim.jobs is None else {}
+        write_plots(breakdowns, plots, pipeline_roles(sim.group_names, groups, sim.total_npus))
     if rich_summary:
         from simpy_astra.report.console import Output, print_breakdown, print_summary
         from simpy_astra.report.timeline import print_timeline
 
         out = Output()
         print_summary(reports, wall, links, out=out, cost=cost, jobs=jobs, link_jobs=link_jobs)
-        print_timeline(record, out=out)
+        print_timeline(breakdowns, out=out)
         print_breakdown(breakdowns, out)
     return 0
 

@@ -190,6 +190,63 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     return out
 
 
+#: a sweep's result columns (:mod:`simpy_astra.sweep`): the critical NPU's parts in fixed groups,
+#: so that every point has the same columns; they sum to the point's ``finish_ns``
+SWEEP_DIMENSIONS = ("tp", "sp", "cp", "ep", "dp", "edp", "pp")
+SWEEP_COLUMNS = ("breakdown_compute_ns", "breakdown_memory_ns",
+                 *(f"breakdown_comm_{d}_ns" for d in SWEEP_DIMENSIONS), "breakdown_comm_other_ns",
+                 "breakdown_bubble_ns", "breakdown_idle_ns")
+
+
+def critical(breakdowns: dict[int, Breakdown]) -> int:
+    """The NPU that finished last (the lowest id on a tie)."""
+    return min(breakdowns, key=lambda i: (-breakdowns[i].finish_ns, i))
+
+
+def sweep_column(part: str) -> str:
+    """The sweep column a part is added to."""
+    if part.startswith("compute."):
+        return "breakdown_compute_ns"
+    if part.startswith("comm."):
+        dim = part.removeprefix("comm.")
+        return f"breakdown_comm_{dim}_ns" if dim in SWEEP_DIMENSIONS else "breakdown_comm_other_ns"
+    return f"breakdown_{part}_ns"
+
+
+def sweep_figures(b: Breakdown) -> dict[str, int]:
+    """One NPU's parts as the sweep's columns (every column, 0 where the part is absent)."""
+    out = dict.fromkeys(SWEEP_COLUMNS, 0)
+    for part, ns in b.parts.items():
+        out[sweep_column(part)] += ns
+    return out
+
+
+def pipeline_roles(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
+                   npus: int) -> dict[int, tuple[int, int]] | None:
+    """NPU -> (pipeline stage, tensor rank), from the communicator groups whose dimension the
+    generator named; None when no group is named. The tensor rank is the position in the NPU's
+    ``tp`` group (0 without one); the stage its position in its ``pp`` group or, without pp
+    groups (pipelines talk by send and receive), among the NPUs that hold the same position in
+    every named group, in id order."""
+    named = {gid: dim for gid, dim in group_names.items() if gid in groups}
+    if not named:
+        return None
+    place: dict[int, dict[str, int]] = {n: {} for n in range(npus)}
+    for gid, dim in named.items():
+        for pos, member in enumerate(groups[gid]):
+            if 0 <= member < npus:
+                place[member][dim] = pos
+    stage: dict[int, int] = {}
+    if not any(dim == "pp" for dim in named.values()):
+        alike: dict[tuple, list[int]] = {}
+        for n in range(npus):
+            alike.setdefault(tuple(sorted(place[n].items())), []).append(n)
+        for members in alike.values():
+            for k, n in enumerate(members):
+                stage[n] = k
+    return {n: (place[n].get("pp", stage.get(n, 0)), place[n].get("tp", 0)) for n in range(npus)}
+
+
 def spread(breakdowns: dict[int, Breakdown]) -> dict[str, tuple[int, float, int]]:
     """Per part, (min, median, max) over every NPU (an NPU without the part counts 0)."""
     names = sorted({p for b in breakdowns.values() for p in b.parts}, key=part_rank)

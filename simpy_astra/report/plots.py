@@ -1,9 +1,10 @@
 """``--plots DIR``: breakdown.png (where each NPU's time went, stacked) and timeline.png (a Gantt
 chart of the run, each part in its own colour).
 
-breakdown.png has a bar per NPU; past :data:`MAX_BARS` NPUs, a bar per distinct breakdown
-(labelled by its first NPU and how many share it: symmetric NPUs, e.g. a pipeline stage's
-ranks, have one). timeline.png has a row per distinct breakdown (at most :data:`MAX_ROWS`,
+breakdown.png has a bar per NPU; past :data:`MAX_BARS` NPUs, a bar per pipeline stage and tensor
+rank where the generator named the groups (the cell's last NPU to finish), else a bar per
+distinct breakdown (labelled by its first NPU and how many share it: symmetric NPUs, e.g. a
+pipeline stage's ranks, have one). timeline.png has a row per distinct breakdown (at most :data:`MAX_ROWS`,
 the last to finish first dropped last): in a symmetric job, one row per pipeline stage of a
 replica. matplotlib runs on the Agg backend (files only, no display needed).
 """
@@ -59,13 +60,29 @@ def _pyplot():
     return plt
 
 
-def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = ""):
-    """The stacked bars of breakdown.png (a matplotlib Figure)."""
+def _by_role(breakdowns: dict[int, Breakdown], roles: dict[int, tuple[int, int]]) -> list[tuple[str, Breakdown]]:
+    """A bar per (pipeline stage, tensor rank): that cell's NPU that finished last."""
+    cells: dict[tuple[int, int], int] = {}
+    for npu in sorted(breakdowns):
+        role = roles.get(npu)
+        if role is not None and (role not in cells or breakdowns[npu].finish_ns > breakdowns[cells[role]].finish_ns):
+            cells[role] = npu
+    return [(f"s{s} t{t} ({cells[(s, t)]})", breakdowns[cells[(s, t)]]) for s, t in sorted(cells)]
+
+
+def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
+                     roles: dict[int, tuple[int, int]] | None = None):
+    """The stacked bars of breakdown.png (a matplotlib Figure); ``roles``: NPU -> (pipeline
+    stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`), used past
+    :data:`MAX_BARS` NPUs."""
     plt = _pyplot()
 
     if len(breakdowns) <= MAX_BARS:
         bars = [(str(npu), breakdowns[npu]) for npu in sorted(breakdowns)]
         xlabel = "NPU"
+    elif roles:
+        bars = _by_role(breakdowns, roles)
+        xlabel = "pipeline stage s, tensor rank t (the cell's last NPU to finish)"
     else:
         bars = [(f"{npu}" + (f" (x{n})" if n > 1 else ""), b) for npu, n, b in _distinct(breakdowns)]
         xlabel = "NPU (xN: N NPUs with this breakdown)"
@@ -108,6 +125,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = ""):
     ax.set_yticklabels([f"NPU {npu}" + (f" (x{n})" if n > 1 else "") for npu, n, _b in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(f"time ({unit})")
+    ax.set_ylabel("NPU (xN: N NPUs alike)")
     ax.set_title(title or "one iteration: each NPU's time by part (xN: N NPUs alike)")
     ax.legend(handles=[Patch(color=colours[n], label=n) for n in names], loc="center left",
               bbox_to_anchor=(1.0, 0.5), fontsize=8)
@@ -116,7 +134,13 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = ""):
 
 
 def _save(fig, path: str) -> None:
-    fig.savefig(path, dpi=110)
+    """The PNG, with its title, axis labels and legend also as text (PNG ``tEXt`` chunks
+    ``Title`` and ``Description``) for whoever reads the file rather than looks at it."""
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
+    description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
+    fig.savefig(path, dpi=110, metadata={"Title": ax.get_title(), "Description": description})
     _pyplot().close(fig)
 
 
@@ -129,13 +153,15 @@ def require_matplotlib() -> None:
                          "'simpy-astra[plots]'); or run without --plots")
 
 
-def write_plots(breakdowns: dict[int, Breakdown], folder: str) -> list[str]:
-    """breakdown.png and timeline.png in ``folder``; returns their paths."""
+def write_plots(breakdowns: dict[int, Breakdown], folder: str,
+                roles: dict[int, tuple[int, int]] | None = None) -> list[str]:
+    """breakdown.png and timeline.png in ``folder``; returns their paths. ``roles``: see
+    :func:`breakdown_figure`."""
     require_matplotlib()
     try:
         os.makedirs(folder, exist_ok=True)
         paths = [os.path.join(folder, "breakdown.png"), os.path.join(folder, "timeline.png")]
-        _save(breakdown_figure(breakdowns), paths[0])
+        _save(breakdown_figure(breakdowns, roles=roles), paths[0])
         _save(timeline_figure(breakdowns), paths[1])
     except OSError as exc:
         raise InputError(f"--plots: cannot write into {folder} ({exc.strerror or exc})") from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import json
 
-from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
+from simpy_astra.report.recorder import COMM_TYPES, RunRecord
 from simpy_astra.workloads.chakra.types import COMP_NODE
 
 TID_COMPUTE, TID_CPU, TID_OTHER, TID_COMM_BASE, TID_CHUNK_BASE = 0, 1, 2, 100, 1000
@@ -93,89 +93,119 @@ def write_chrome_trace(record: RunRecord, path: str) -> None:
 
 
 # --------------------------------------------------------------------------- terminal view
-# one letter per bucket in timeline_rows, and how print_timeline draws it: in colour, or
-# (no colour: a file, a pipe, NO_COLOR) with a glyph of its own per kind
-CODES = {"compute": "C", "overlap": "O", "comm": "X", "idle": "."}
-GLYPHS = {"C": ("█", "green"), "O": ("█", "yellow"), "X": ("█", "red"), ".": ("·", "dim")}
-PLAIN_GLYPHS = {"C": "#", "O": "=", "X": "x", ".": "."}
+#: fixed glyphs of the parts every run may have; each communication dimension gets a letter
+#: of its own (``t`` tp, ``d`` dp, ``p`` pp, ... see :func:`glyphs`)
+FIXED_GLYPHS = {"compute": "#", "memory": "m", "bubble": "~", "idle": "."}
+#: colours on a colour terminal (compute and memory drawn as blocks, the rest as their glyph)
+STYLES = {"compute": "green", "memory": "magenta", "bubble": "bright_black", "idle": "dim"}
+COMM_STYLES = ("red", "blue", "yellow", "cyan", "bright_magenta", "bright_red", "bright_blue", "bright_yellow")
 
 
-def _coverage(intervals: list[tuple[int, int]], buckets: int, bucket_ns: float) -> list[float]:
-    cov = [0.0] * buckets
-    for s, e in intervals:
-        b = min(int(s / bucket_ns), buckets - 1)
-        while b < buckets and b * bucket_ns < e:
-            lo, hi = max(s, b * bucket_ns), min(e, (b + 1) * bucket_ns)
-            if hi > lo:
-                cov[b] += hi - lo
-            b += 1
-    return cov
+def part_class(part: str) -> str:
+    """What the terminal timeline draws a breakdown part as: compute kinds are one class, each
+    communication dimension its own."""
+    return "compute" if part.startswith("compute.") else part
 
 
-def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
+def glyphs(classes: list[str]) -> dict[str, str]:
+    """One character per class: fixed ones, else the dimension's first letter free (``tp`` ->
+    ``t``, ``dp`` -> ``d``), its upper case, another of its letters or digits, else ``A``.."""
+    out = {c: FIXED_GLYPHS[c] for c in classes if c in FIXED_GLYPHS}
+    used = set(out.values())
+    for c in classes:
+        if c in out:
+            continue
+        name = c.removeprefix("comm.")
+        pool = [name[:1], name[:1].upper(), *name.replace(" ", ""), *(chr(k) for k in range(65, 91)),
+                *(chr(k) for k in range(97, 123))]
+        out[c] = next(g for g in pool if g and g.isalnum() and g not in used)
+        used.add(out[c])
     return out
 
 
-def timeline_rows(record: RunRecord, width: int = 60) -> list[tuple[int, str]]:
-    """Per NPU, one letter per time bucket (see ``CODES``): what filled most of that bucket."""
-    end = max((e for rec in record.npus for _n, _s, e in rec.intervals), default=0)
+def timeline_rows(breakdowns: dict, width: int = 60) -> tuple[list[tuple[int, list[str]]], int]:
+    """(per NPU, the class that filled most of each of ``width`` buckets; the run's end ns) from
+    breakdowns made with ``segments=True``."""
+    end = max((b.finish_ns for b in breakdowns.values()), default=0)
     if end == 0:
-        return []
+        return [], 0
     bucket_ns = end / width
     rows = []
-    for rec in record.npus:
-        nodes = record.sim.npu_for(rec.npu_id).nodes
-        comp = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type == COMP_NODE])
-        comm = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type in COMM_TYPES])
-        both = _coverage(_intersection(comp, comm), width, bucket_ns)
-        comp_cov = _coverage(comp, width, bucket_ns)
-        comm_cov = _coverage(comm, width, bucket_ns)
+    for npu in sorted(breakdowns):
+        cover: list[dict[str, float]] = [{} for _ in range(width)]
+        for s, e, part in breakdowns[npu].segments or []:
+            cls = part_class(part)
+            b = min(int(s / bucket_ns), width - 1)
+            while b < width and b * bucket_ns < e:
+                lo, hi = max(s, b * bucket_ns), min(e, (b + 1) * bucket_ns)
+                if hi > lo:
+                    cover[b][cls] = cover[b].get(cls, 0.0) + hi - lo
+                b += 1
         cells = []
         for b in range(width):
-            share = {"overlap": both[b], "compute": comp_cov[b] - both[b], "comm": comm_cov[b] - both[b]}
-            share["idle"] = bucket_ns - sum(share.values())
-            cells.append(max(share, key=lambda k: share[k]))
-        row = "".join(CODES[k] for k in cells)
-        rows.extend((member, row) for member in record.sim.orbit_of(rec.npu_id))  # folded: same row
-    return sorted(rows)
+            filled = sum(cover[b].values())
+            if bucket_ns - filled > 1e-9 * bucket_ns:  # past this NPU's finish
+                cover[b]["idle"] = cover[b].get("idle", 0.0) + bucket_ns - filled
+            cells.append(max(cover[b], key=lambda k, c=cover[b]: c[k]))
+        rows.append((npu, cells))
+    return rows, end
 
 
-def print_timeline(record: RunRecord, out=None, width: int = 60) -> None:
-    """Compact per-NPU timeline: compute, compute+comm, exposed comm, idle; colours on a
-    terminal, distinct glyphs (# = x .) without colour."""
+def _span_text(ns: float) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None:
+    """Per NPU, one character per stretch of time: the part that filled most of it (compute,
+    memory, each dimension's exposed communication, bubble, idle), across the terminal's width
+    (``COLUMNS``, else 80, when not a terminal); colours on a terminal."""
+    import shutil
+
     from simpy_astra.report.console import Output
 
     out = out or Output()
-    rows = timeline_rows(record, width)
+    columns = out.console.width if out.console is not None else shutil.get_terminal_size((80, 24)).columns
+    label = len(f"NPU {max(breakdowns, default=0)} ")
+    width = width or max(10, columns - label)
+    rows, end = timeline_rows(breakdowns, width)
     if not rows:
         return
-    end = max(e for rec in record.npus for _n, _s, e in rec.intervals)
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
-    if out.colour:
-        out.line("", f"timeline 0 .. {end:,} ns  ([green]█[/] compute  [yellow]█[/] compute+comm  "
-                     f"[red]█[/] exposed comm  [dim]·[/] idle)")
-        from rich.text import Text
+    order = sorted({c for _n, cells in rows for c in cells}, key=_class_rank)
+    glyph = glyphs(order)
+    styles = dict(STYLES)
+    for k, c in enumerate(c for c in order if c.startswith("comm.")):
+        styles[c] = COMM_STYLES[k % len(COMM_STYLES)]
+    colour = out.colour
+    out.line(f"timeline 0 .. {end:,} ns, one column = {_span_text(end / width)}; the part that filled it:")
+    legend = [f"{glyph[c]} {c}" for c in order]
+    line = ""
+    for item in legend:  # the legend wrapped within the width
+        if line and len(line) + 2 + len(item) > columns:
+            out.line("  " + line)
+            line = item
+        else:
+            line = f"{line}  {item}" if line else item
+    out.line("  " + line)
+    for npu_id, cells in shown:
+        text = f"NPU {npu_id:>{label - 5}} " + "".join(glyph[c] for c in cells)
+        if colour:
+            from rich.text import Text
 
-        for npu_id, cells in shown:
-            line = Text(f"NPU {npu_id:>3} ")
-            for ch in cells:
-                glyph, style = GLYPHS[ch]
-                line.append(glyph, style=style)
-            out.console.print(line)
-    else:
-        g = PLAIN_GLYPHS
-        out.line(f"timeline 0 .. {end:,} ns  ({g['C']} compute  {g['O']} compute+comm  {g['X']} exposed comm  "
-                 f"{g['.']} idle)")
-        for npu_id, cells in shown:
-            out.line(f"NPU {npu_id:>3} " + "".join(g[ch] for ch in cells))
+            rich_line = Text(f"NPU {npu_id:>{label - 5}} ")
+            for c in cells:
+                rich_line.append("█" if c in ("compute", "memory") else glyph[c], style=styles[c])
+            out.console.print(rich_line)
+        else:
+            out.line(text)
     if len(rows) > len(shown):
         out.line(f"({len(rows) - len(shown)} NPUs not shown; --trace-out has all of them)")
+
+
+def _class_rank(cls: str) -> tuple:
+    from simpy_astra.report.breakdown import part_rank
+
+    return part_rank("compute.gemm" if cls == "compute" else cls)

@@ -1,4 +1,5 @@
-"""DIR/time.png, split.png and memory.png: one bar per finished point, in sweep order.
+"""DIR/time.png, split.png, breakdown.png and memory.png: one bar per finished point, in sweep
+order (breakdown.png: the last NPU's time stacked by part, as ``run --plots`` draws an NPU).
 
 matplotlib runs on the Agg backend (files only, no display needed).
 """
@@ -72,6 +73,8 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
     ax.legend()
     paths.append(_save(fig, plt, out_dir, "split.png"))
 
+    paths.append(breakdown_plot(spec, ok, labels, out_dir, unit, scale))
+
     fig, ax, plt = _bars(f"{spec.name}: peak memory per NPU", "peak memory (GB = 2^30 B)", labels)
     memory = [o.figures["peak_memory_gb"] for o in ok]
     cap = memory_cap_gb(spec)
@@ -87,6 +90,31 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
     ax.set_xlabel(axes_text)
     paths.append(_save(fig, plt, out_dir, "memory.png"))
     return paths
+
+
+def breakdown_plot(spec: SweepSpec, ok: list[Outcome], labels: list[str], out_dir: str, unit: str,
+                   scale: float) -> str:
+    """breakdown.png: per point, the ``breakdown_*_ns`` columns stacked (parts no point has are
+    left out of the legend); a row written before these columns existed draws no bar."""
+    from simpy_astra.report.breakdown import SWEEP_COLUMNS
+    from simpy_astra.report.plots import COLOURS
+
+    fig, ax, plt = _bars(f"{spec.name}: where the last NPU's time went", f"{unit} (the last NPU to finish)",
+                         labels)
+    used = [c for c in SWEEP_COLUMNS if any(o.figures.get(c) for o in ok)]
+    bottoms = [0.0] * len(ok)
+    for column in used:
+        part = column.removeprefix("breakdown_").removesuffix("_ns")
+        key = ("compute.gemm" if part == "compute" else "comm.all" if part == "comm_other"
+               else part.replace("comm_", "comm.", 1))
+        heights = [(o.figures.get(column) or 0) / scale for o in ok]
+        ax.bar(range(len(ok)), heights, bottom=bottoms, label=key if part != "comm_other" else "comm (other)",
+               color=COLOURS.get(key))
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    ax.set_xlabel(", ".join(a.column for a in spec.axes))
+    if used:
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    return _save(fig, plt, out_dir, "breakdown.png")
 
 
 def _save(fig, plt, out_dir: str, name: str) -> str:

@@ -30,12 +30,15 @@ def _relabel(text: str, where: str) -> str:
 
 def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     """Figures of one point: max over NPUs of finish, exposed comm, compute, comm, peak memory;
-    what the NPU with the largest peak holds at that instant (``peak_weights_gb``, ...); and the
+    what the NPU with the largest peak holds at that instant (``peak_weights_gb``, ...); where
+    the last NPU's time went (``breakdown_compute_ns``, ..., summing to ``finish_ns``); and the
     network's price (``cost_usd``, :mod:`simpy_astra.cost_model`; empty when the price table does
     not cover the network). ``where`` (the sweep file and the point's coordinates) replaces the
     temporary scenario file's name in an error."""
     from simpy_astra.config.scenario import load_scenario
     from simpy_astra.cost_model import network_cost
+    from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
+    from simpy_astra.report.recorder import attach
     from simpy_astra.simulation import Simulation
 
     t0 = time.perf_counter()
@@ -48,12 +51,15 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         # no local-memory trace files: every point (in parallel) would write the same names
         # into the working folder; the rows keep each point's peak and its breakdown
         sim = Simulation(inputs, memory_traces=False)
+        record = attach(sim)
         reports = sim.run()
+        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports})
+        parts = sweep_figures(breakdowns[critical(breakdowns)]) if breakdowns else {}
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
         cost = network_cost(inputs.network).total_usd
-        parts = max((r.memory_breakdown for r in reports if r.memory_breakdown is not None),
+        held = max((r.memory_breakdown for r in reports if r.memory_breakdown is not None),
                     key=lambda b: sum(b.values()), default=None)
-        breakdown = {f"peak_{c}_gb": round(bytes_to_gib(parts[c]), 6) if parts else None for c in CATEGORIES}
+        breakdown = {f"peak_{c}_gb": round(bytes_to_gib(held[c]), 6) if held else None for c in CATEGORIES}
         return {
             "finish_ns": max(r.finished_cycles for r in reports),
             "exposed_comm_ns": max(r.exposed_comm_cycles for r in reports),
@@ -62,6 +68,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             "peak_memory_gb": round(bytes_to_gib(max(peaks)), 6) if peaks else None,
             "cost_usd": cost,
             **breakdown,
+            **parts,
             "wall_s": round(time.perf_counter() - t0, 3),
             "status": "ok",
             "error": "",

@@ -43,13 +43,15 @@ from typing import Any
 from simpy_astra.config.readers import read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
+from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.expressions import Expression, parse_expression
 
 # figures every point reports (see point.py); expressions may use them
 # peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
 PEAK_PARTS = tuple(f"peak_{c}_gb" for c in CATEGORIES)
-RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", *PEAK_PARTS, "cost_usd",
-                "wall_s")
+# the last NPU's time by part (report/breakdown.py), summing to finish_ns
+RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", *PEAK_PARTS,
+                *SWEEP_COLUMNS, "cost_usd", "wall_s")
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}

@@ -261,6 +261,28 @@ _NON_NEGATIVE_ATTRS: Final = ("tensor_size", "num_ops")
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
 
 
+def read_metadata(path: str) -> dict:
+    """Only the GlobalMetadata of one ET file, ``{"version": str, "attrs": {...}}`` (the first
+    record: a few bytes read, however large the trace); raises :class:`EtError` as read_et."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(10)
+            if not head:
+                raise EtError(f"{path}: empty file, expected a GlobalMetadata record first")
+            size, pos = _slow_varint(path, head, 0, 0, None)
+            f.seek(pos)
+            body = f.read(size)
+    except OSError as exc:
+        raise EtError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(body) < size:
+        raise EtError(f"{path}: record 0 (GlobalMetadata) is truncated")
+    try:
+        meta = GlobalMetadata.FromString(body)
+    except DecodeError:
+        raise EtError(f"{path}: record 0 does not parse as ChakraProtoMsg.GlobalMetadata") from None
+    return {"version": meta.version, "attrs": _decode_attrs(meta.attr)}
+
+
 def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
     """Check what ASTRA-sim's feeder needs of a node graph, with a precise message.
 

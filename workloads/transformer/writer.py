@@ -13,6 +13,7 @@ import json
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import encode_varint, make_node
 from simpy_astra.workloads.chakra.schema import SCHEMA_VERSION, GlobalMetadata
+from simpy_astra.workloads.chakra.writer import make_attr
 from simpy_astra.workloads.trace_output import TraceFiles, check_free_space
 from simpy_astra.workloads.transformer.graph import (
     COLL,
@@ -68,6 +69,49 @@ def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> by
                      attrs=attrs).SerializeToString()
 
 
+#: GlobalMetadata attributes that name the parallel dimensions, so that reports of a trace read
+#: back from its files say ``comm.tp`` rather than ``comm.group 5`` (ASTRA-sim ignores them)
+GROUP_NAMES_ATTR = "pg_names"  # JSON: [[dimension, first group id, last group id], ...]
+P2P_DIMENSION_ATTR = "p2p_dimension"  # what sends and receives are: pp
+
+
+def trace_metadata(layout: Layout):
+    """Every rank's GlobalMetadata: the schema version and the dimension of each communicator
+    group, as runs of consecutive group ids (groups are numbered dimension by dimension, so a
+    1,024-NPU trace names its thousand groups in a few entries)."""
+    runs: list[list] = []
+    for gid, dim in sorted({gid: dim for (dim, _rank), gid in layout.group_of.items()}.items()):
+        if runs and runs[-1][0] == dim and runs[-1][2] == gid - 1:
+            runs[-1][2] = gid
+        else:
+            runs.append([dim, gid, gid])
+    return GlobalMetadata(version=SCHEMA_VERSION, attr=[
+        make_attr(GROUP_NAMES_ATTR, json.dumps(runs, separators=(",", ":"))), make_attr(P2P_DIMENSION_ATTR, "pp")])
+
+
+def recorded_dimensions(prefix: str) -> tuple[dict[int, str], str | None]:
+    """(group id -> dimension, what sends are) as rank 0's file of ``prefix`` records them; empty
+    and None for a trace that does not (or a file that cannot be read: the run says why)."""
+    from simpy_astra.workloads.chakra import et_path
+    from simpy_astra.workloads.chakra.reader import EtError, read_metadata
+
+    try:
+        attrs = read_metadata(et_path(prefix, 0))["attrs"]
+    except (EtError, ValueError):
+        return {}, None
+    names: dict[int, str] = {}
+    found = attrs.get(GROUP_NAMES_ATTR)
+    try:
+        for dim, first, last in json.loads(found[1]) if found is not None and found[0] == "string_val" else ():
+            if isinstance(dim, str) and dim and isinstance(first, int) and isinstance(last, int) \
+                    and 0 < first <= last and last - first < 1 << 20:
+                names.update(dict.fromkeys(range(first, last + 1), dim))
+    except (ValueError, TypeError):  # not ours: no names
+        names = {}
+    p2p = attrs.get(P2P_DIMENSION_ATTR)
+    return names, (p2p[1] if p2p is not None and p2p[0] == "string_val" and p2p[1] else None)
+
+
 class StageWriter:
     """Serialised records of one stage's graph, shared by all NPUs of the stage.
 
@@ -81,7 +125,7 @@ class StageWriter:
         self.layout = layout
         self.ops = graph.ops
         self.bodies = [_node_bytes(op, i, units, graph.kinds) for i, op in enumerate(graph.ops)]
-        meta = GlobalMetadata(version=SCHEMA_VERSION).SerializeToString()
+        meta = trace_metadata(layout).SerializeToString()
         self.template: list[bytes | None] = [encode_varint(len(meta)) + meta]
         self.slots: dict[tuple, list[int]] = {}  # slot key -> op indices it fills
         for i, (op, body) in enumerate(zip(graph.ops, self.bodies, strict=True)):
