@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import simpy
@@ -24,7 +25,8 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import FoldedNetwork, Folding, OrbitReports, fold_run
+from simpy_astra.folding import Folding, OrbitReports, fold_run
+from simpy_astra.folding.run import folded_network
 from simpy_astra.horizon import HORIZON_NS, HORIZON_TEXT
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
@@ -63,7 +65,10 @@ class Simulation(CoSimulation):
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")
-        self.network: Network = BACKENDS[inputs.backend](self._env, dims, net.source, net)
+        #: builds the backend (a one-job run builds it once its folding is known: a folded
+        #: congestion-aware run makes one link per orbit, not every link)
+        self._build_network = partial(BACKENDS[inputs.backend], self._env, dims, net.source, net)
+        self.network: Network
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
@@ -88,6 +93,7 @@ class Simulation(CoSimulation):
         if self.jobs is not None:
             from simpy_astra.jobs import build_jobs, job_warnings, start_later
 
+            self.network = self._build_network()
             starts = build_jobs(self, inputs)
             self.warnings += job_warnings(inputs, self.network)
         else:
@@ -131,11 +137,12 @@ class Simulation(CoSimulation):
         groups = self.planner.file_group_members()
         if cfg.npu_groups:  # NPUs that differ are not symmetric
             inputs = replace(inputs, fold_symmetry=False)
-        traces, self.folding, self.fold_note = fold_run(inputs, self.network, dims, groups,
-                                                        self.planner.parse_process_groups)
+        traces, self.folding, self.fold_note = fold_run(inputs, dims, groups, self.planner.parse_process_groups)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
-        if self.folding is not None:
-            self.network = FoldedNetwork(self.network, self.folding)
+        if self.folding is None:
+            self.network = self._build_network()
+        else:
+            self.network = folded_network(inputs.backend, self._build_network, self.folding)
         # the simulated NPUs (every NPU unless folded), with their clocks and system layers
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
                                self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
