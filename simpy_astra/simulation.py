@@ -25,8 +25,7 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import Folding, OrbitReports, fold_run
-from simpy_astra.folding.run import folded_network
+from simpy_astra.folding import Folding, OrbitReports, fold_run, folded_network
 from simpy_astra.horizon import HORIZON_NS, HORIZON_TEXT
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
@@ -65,8 +64,7 @@ class Simulation(CoSimulation):
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")
-        #: builds the backend (a one-job run builds it once its folding is known: a folded
-        #: congestion-aware run makes one link per orbit, not every link)
+        # built once the folding is known (a folded aware run makes one link per orbit only)
         self._build_network = partial(BACKENDS[inputs.backend], self._env, dims, net.source, net)
         self.network: Network
         self.remote_memory = RemoteMemory(inputs.remote_memory)
@@ -101,8 +99,9 @@ class Simulation(CoSimulation):
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
-        # folded runs: a representative's report is every orbit member's
-        self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit)
+        # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
+        hold = hasattr(self.network, "broken_symmetry")
+        self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)
         self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
         self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
         self._concluded = False
@@ -260,12 +259,14 @@ class Simulation(CoSimulation):
         if self._concluded:
             return self.reports
         self._concluded = True
-        if self._orbits is not None:
+        # links that met two NPUs' messages in one instant (folding.links): run unfolded
+        broken = getattr(self.network, "broken_symmetry", None)
+        if self._orbits is not None and broken is None:
             self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]
         unmatched = self.network.board.unmatched(stall.describe_handler)
         held = [stall.describe_held(key, link) for key, link in stall.held_messages(self.network)] if stuck else []
-        if self.folding is not None and (stuck or unmatched):
+        if self.folding is not None and (stuck or unmatched or broken):
             # a folded run names NPUs by their representatives: diagnose on the unfolded run
             # (which raises for a stall); reports already given out are not given again
             given = {r.npu_id for r in self.reports}
@@ -276,7 +277,8 @@ class Simulation(CoSimulation):
                               stall_patience_ns=self.stall_patience_ns)
             self.unfolded_rerun = True
             self.reports = full.run()
-            self.warnings = full.warnings
+            self.network = full.network  # its link statistics are every link's own
+            self.warnings = full.warnings + [f"symmetry folding undone: {broken}; ran again unfolded"] * bool(broken)
             self.written_files = full.written_files
             return self.reports
         if self.inputs.system.npu_groups or self.jobs:  # the tracker is imported only when asked

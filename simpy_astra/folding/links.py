@@ -168,8 +168,9 @@ class LinkOrbits:
         self._add = folding.frame.add
         self._npus = fabric.npus_count
         self._actions: dict[tuple[int, int], dict[int, int]] = {}
-        #: links between switches -> their representative (the least image: worth keeping)
-        self._between: dict[tuple[DeviceId, DeviceId], tuple[DeviceId, DeviceId]] = {}
+        #: links between switches -> (their representative, the least image, and the
+        #: translation from it): worth keeping
+        self._between: dict[tuple[DeviceId, DeviceId], tuple[tuple[DeviceId, DeviceId], int]] = {}
 
     def _local(self, dim: int, h: int) -> dict[int, int]:
         """Dimension ``dim``'s local action of translation ``h``."""
@@ -199,15 +200,23 @@ class LinkOrbits:
 
     def representative(self, u: DeviceId, v: DeviceId) -> tuple[DeviceId, DeviceId]:
         """The representative of the orbit of link ``u -> v``."""
+        return self.carried(u, v)[0]
+
+    def carried(self, u: DeviceId, v: DeviceId) -> tuple[tuple[DeviceId, DeviceId], int]:
+        """(the representative of link ``u -> v``, the translation ``g`` that moves it onto
+        ``u -> v``)."""
         folding = self.folding
         if u < self._npus:
-            return folding.rep_of[u], self.move(v, self.inverse(folding.shift_of[u]))
+            g = folding.shift_of[u]
+            return (folding.rep_of[u], self.move(v, self.inverse(g))), g
         if v < self._npus:
-            return self.move(u, self.inverse(folding.shift_of[v])), folding.rep_of[v]
-        rep = self._between.get((u, v))
-        if rep is None:
-            rep = self._between[u, v] = min((self.move(u, h), self.move(v, h)) for h in folding.translations)
-        return rep
+            g = folding.shift_of[v]
+            return (self.move(u, self.inverse(g)), folding.rep_of[v]), g
+        found = self._between.get((u, v))
+        if found is None:
+            h = min(folding.translations, key=lambda h: (self.move(u, h), self.move(v, h)))
+            found = self._between[u, v] = ((self.move(u, h), self.move(v, h)), self.inverse(h))
+        return found
 
     def representative_links(self) -> list[tuple[DeviceId, DeviceId]]:
         """One link per orbit, in a fixed order: those out of and into representative NPUs,
@@ -258,9 +267,24 @@ class FoldedLinkNetwork:
             self.inner.add_link(u, v)
         self._shift_of = folding.shift_of
         self._to_rep = OrbitAddresses(folding).to_representative
+        self._hops: dict[tuple[tuple[DeviceId, DeviceId], int], _Hop] = {}
+        self._seen: dict[tuple[DeviceId, DeviceId], _Seen] = {}
+        #: why the folded figures may differ from the unfolded run's (the first tie between
+        #: two NPUs' messages at one link, see :class:`_Seen`), or None
+        self.broken_symmetry: str | None = None
+        #: offers that met another at the same link in the same instant (any NPUs)
+        self.ties = 0
 
-    def _hop(self, u: DeviceId, v: DeviceId) -> Any:
-        return self.inner.add_link(*self.orbits.representative(u, v))
+    def _hop(self, u: DeviceId, v: DeviceId) -> _Hop:
+        """What carries a route's hop ``u -> v``: its orbit's representative link."""
+        rep, g = self.orbits.carried(u, v)
+        hop = self._hops.get((rep, g))
+        if hop is None:
+            seen = self._seen.get(rep)
+            if seen is None:
+                seen = self._seen[rep] = _Seen(self, rep)
+            hop = self._hops[rep, g] = _Hop(self.inner.add_link(*rep), g, seen)
+        return hop
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         h = self._shift_of[dst]
@@ -274,8 +298,22 @@ class FoldedLinkNetwork:
     def send_background(self, src: int, dst: int, size_bytes: int, priority: int = 0) -> Any:
         raise ValueError(_REFUSED.format(what="background traffic"))
 
-    def link(self, u: Any, v: Any) -> Any:
-        raise ValueError(_REFUSED.format(what=f"link {u} -> {v} on its own (a fault, a change of speed)"))
+    def link(self, u: Any, v: Any) -> LinkView:
+        """Link ``u -> v`` (by id or label) to watch: its representative's live figures, which
+        are its own; a fault or a change of speed is refused (:class:`LinkView`)."""
+        rep = self.orbits.representative(*self._ids(u, v))
+        return LinkView(self.inner.link(*rep), u, v)
+
+    def _ids(self, u: Any, v: Any) -> tuple[DeviceId, DeviceId]:
+        """Device ids of a link named by ids or labels (KeyError if the network has none)."""
+        label = self.fabric.label
+        if isinstance(u, int) and isinstance(v, int):
+            self.fabric.link_params(u, v)  # KeyError if no such link
+            return u, v
+        for a, b, *_ in self.fabric.edges():
+            if (label(a), label(b)) == (u, v):
+                return a, b
+        raise KeyError(f"no link {u} -> {v} in this network")
 
     def links(self) -> list[Any]:
         """The representative links (each stands for its orbit)."""
@@ -298,6 +336,84 @@ class FoldedLinkNetwork:
             lk = live(*rep(u, v))
             out.append(LinkStats(label(u), label(v), lk.bytes, lk.busy_ns))
         return out
+
+
+class LinkView:
+    """A link of a folded run, to watch: ``bytes``, ``busy_ns``, ``up`` and the rest read
+    from its orbit's representative (its queue holds the representative's messages), with
+    its own ``src`` and ``dst``. What would change it alone is refused, in one line."""
+
+    _CHANGES = frozenset({"take_down", "bring_up", "set_bandwidth", "put", "offer", "request", "release"})
+
+    def __init__(self, live: Any, src: Any, dst: Any) -> None:
+        self._live = live
+        self.src = src
+        self.dst = dst
+
+    def __getattr__(self, name: str) -> Any:
+        if name in LinkView._CHANGES:
+            raise ValueError(_REFUSED.format(what=f"link {self.src} -> {self.dst}.{name}() (a fault, a change of "
+                                                  f"speed, traffic of its own)"))
+        return getattr(self._live, name)
+
+    def __repr__(self) -> str:
+        return f"<LinkView {self.src}->{self.dst} of {self._live!r}>"
+
+
+class _Seen:
+    """The last offer to one representative link: when, and from which NPU in the frame
+    of that link (the sender moved by the translation that took its hop there).
+
+    Two offers to one link in the same instant queue in the order their events were
+    scheduled. Offers of one NPU keep that NPU's order, the same in every orbit member, so
+    folding keeps it; offers of two NPUs are ordered by when each NPU's events were
+    scheduled, and an unfolded run schedules NPUs in id order, which no translation keeps
+    (NPU 7's events precede NPU 0's moved by +1): the FIFO order, and so the figures, may
+    differ between orbit members there. A folded run that meets such a tie says so
+    (``broken_symmetry``) and is run again unfolded."""
+
+    __slots__ = ("net", "rep", "env", "sub", "ns", "src", "shift")
+
+    def __init__(self, net: FoldedLinkNetwork, rep: tuple[DeviceId, DeviceId]) -> None:
+        self.net = net
+        self.rep = rep
+        self.env = net.env
+        self.sub = net.folding.frame.sub
+        self.ns: float = -1.0
+        self.src = self.shift = 0
+
+    def tie(self, src: int, shift: int) -> None:
+        """A second offer in the same instant: note it if it comes from another NPU."""
+        self.net.ties += 1
+        sub = self.sub
+        first, second = sub(self.src, self.shift), sub(src, shift)
+        if first != second and self.net.broken_symmetry is None:
+            u, v = self.rep
+            self.net.broken_symmetry = (
+                f"messages of NPUs {first} and {second} reach link {u}->{v} in the same instant "
+                f"({self.env.now:.0f} ns): their order there follows NPU ids, which translations do "
+                f"not keep")
+
+
+class _Hop:
+    """One hop of a folded route: the representative link, offered what crosses the hop
+    (``shift``: the translation from that link to the hop's own)."""
+
+    __slots__ = ("link", "shift", "seen")
+
+    def __init__(self, link: Any, shift: int, seen: _Seen) -> None:
+        self.link = link
+        self.shift = shift
+        self.seen = seen
+
+    def offer(self, item: Any) -> None:
+        seen = self.seen
+        now = seen.env.now
+        src = item.key.ident[1]
+        if now == seen.ns:
+            seen.tie(src, self.shift)
+        seen.ns, seen.src, seen.shift = now, src, self.shift
+        self.link.offer(item)
 
 
 _REFUSED = ("this run is folded by symmetry (one link per orbit): {what} would break the symmetry; "

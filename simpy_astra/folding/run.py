@@ -227,23 +227,25 @@ class OrbitReports:
     """Hands out a finished representative's report once per orbit member.
 
     Reports of one tick are held until the clock moves on and then given out in NPU-id
-    order, the order an unfolded run of a symmetric workload finishes in."""
+    order, the order an unfolded run of a symmetric workload finishes in; with ``hold``, all
+    are held until :meth:`flush` (a run that may yet turn out not to be symmetric)."""
 
-    def __init__(self, folding: Folding, emit: Callable[[NpuReport], None]) -> None:
+    def __init__(self, folding: Folding, emit: Callable[[NpuReport], None], hold: bool = False) -> None:
         self.folding = folding
         self.emit = emit
+        self.hold = hold
         self._pending: list[NpuReport] = []
 
     def finished(self, report: NpuReport) -> None:
         """A representative finished: so did its whole orbit, with the same figures."""
         pending = self._pending
-        if pending and pending[0].finished_cycles != report.finished_cycles:
+        if pending and not self.hold and pending[0].finished_cycles != report.finished_cycles:
             self.flush()
         for member in self.folding.orbit(report.npu_id):
             pending.append(report if member == report.npu_id else replace(report, npu_id=member))
 
     def flush(self) -> None:
-        for report in sorted(self._pending, key=lambda r: r.npu_id):
+        for report in sorted(self._pending, key=lambda r: (r.finished_cycles, r.npu_id)):
             self.emit(report)
         self._pending.clear()
 
