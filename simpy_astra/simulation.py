@@ -102,7 +102,7 @@ class Simulation(CoSimulation):
         # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
         hold = hasattr(self.network, "broken_symmetry")
         self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)
-        self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
+        self.unfolded_rerun = False  # a folded run that stalled (or lost its symmetry) ran again unfolded
         self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
         self._concluded = False
         self._failure: Exception | None = None

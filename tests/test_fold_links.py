@@ -88,6 +88,22 @@ def test_folded_links_give_every_npu_and_link_the_unfolded_figures(tmp_path: Pat
     assert stats == full_stats
 
 
+@pytest.mark.parametrize(("name", "simulated"), [("switch8", 1), ("ring8", 4)])
+def test_xor_translations_fold_links_where_they_move_routes_onto_routes(tmp_path: Path, name: str,
+                                                                        simulated: int) -> None:
+    """Halving-doubling pairs NPUs by XOR. A switch keeps its routes under every mask: 1 NPU.
+    On a ring of 8 the unaware delays keep masks 3, 4 and 7, but only 4 (the rotation by 4)
+    sends every route onto a route (7 reflects, and a clockwise route of 4 hops stays
+    clockwise): NPUs 0..3 simulate all 8."""
+    net = FOLDS[name][0]
+    system = {key: ["halvingDoubling"] if key == "all-reduce-implementation" else None for key in
+              ("all-reduce-implementation", "all-gather-implementation", "reduce-scatter-implementation",
+               "all-to-all-implementation")}
+    (folded, lines, stats), (_, full_lines, full_stats) = both(tmp_path, ranks(ALL_REDUCE, 8), net, system)
+    assert type(folded.folding.frame).__name__ == "XorIds" and len(folded.npus) == simulated
+    assert not folded.unfolded_rerun and lines == full_lines and stats == full_stats
+
+
 def test_a_ring_of_sends_keeps_its_closed_form_and_its_link_figures(tmp_path: Path) -> None:
     """Each NPU of a ring of 8 sends 1 MiB to its right neighbour: one hop, no queue, so it
     finishes at 2 us + trunc(500 + 2^20 / B) + 3 us; each right-going link carried 1 MiB for

@@ -17,7 +17,9 @@ the representative's frame (``network``). Whether folding may apply at all, and 
 translations each dimension's delays and algorithms allow, is decided before any trace is
 read (``setup``); a collective algorithm states the frames it commutes with
 (:class:`~simpy_astra.collectives.base.CollectiveAlgorithm`), and ``tests/test_fold_claims.py``
-checks every registered algorithm's claims by simulating it folded and unfolded.
+checks every registered algorithm's claims by simulating it folded and unfolded. On the
+congestion-aware backend links fold too: one live link per orbit of links (``links``), for
+the translations that move every link and route onto a link and a route.
 """
 
 from simpy_astra.folding.frames import (

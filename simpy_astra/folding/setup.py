@@ -67,7 +67,7 @@ class FoldSetup:
         when links fold, those that also move links and routes onto themselves."""
         masks = [dimension_xors(t) for t in self.dims]
         if self.links:
-            masks = [link_xors(t, m) for t, m in zip(self.dims, masks, strict=True)]
+            masks = [None if m is None else link_xors(t, m) for t, m in zip(self.dims, masks, strict=True)]
         return masks
 
     def xor_generators(self) -> list[int]:
