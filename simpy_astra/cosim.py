@@ -63,4 +63,7 @@ class CoSimulation:
 
     def fail_switch(self, device: Any) -> None:
         """Fail switch ``device`` for good, now (:func:`~simpy_astra.network.faults.fail_device`)."""
+        if self.folding is not None:  # a folded run's links stand for their orbits
+            raise ValueError(f"this run is folded by symmetry: failing switch {device!r} would break the "
+                             f"symmetry; run it with fold_symmetry: false (--fold-symmetry off)")
         fail_device(self.network, device)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import simpy
@@ -26,7 +27,7 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import FoldedNetwork, Folding, OrbitReports, fold_run
+from simpy_astra.folding import Folding, OrbitReports, fold_run, folded_network
 from simpy_astra.horizon import HORIZON_NS, HORIZON_TEXT
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
@@ -75,7 +76,9 @@ class Simulation(CoSimulation):
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")
-        self.network: Network = BACKENDS[inputs.backend](self._env, dims, net.source, net)
+        # built once the folding is known (a folded aware run makes one link per orbit only)
+        self._build_network = partial(BACKENDS[inputs.backend], self._env, dims, net.source, net)
+        self.network: Network
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
         self.local_mem_bytes_per_s = local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps)
@@ -105,6 +108,7 @@ class Simulation(CoSimulation):
         if self.jobs is not None:
             from simpy_astra.jobs import build_jobs, job_warnings, start_later
 
+            self.network = self._build_network()
             starts = build_jobs(self, inputs)
             self.warnings += job_warnings(inputs, self.network)
         else:
@@ -118,9 +122,10 @@ class Simulation(CoSimulation):
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
-        # folded runs: a representative's report is every orbit member's
-        self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit)
-        self.unfolded_rerun = False  # a folded run that stalled was run again unfolded
+        # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
+        hold = hasattr(self.network, "broken_symmetry")
+        self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)
+        self.unfolded_rerun = False  # a folded run that stalled (or lost its symmetry) ran again unfolded
         self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
         self._concluded = False
         self._failure: Exception | None = None
@@ -154,11 +159,12 @@ class Simulation(CoSimulation):
         groups = self.planner.file_group_members()
         if cfg.npu_groups:  # NPUs that differ are not symmetric
             inputs = replace(inputs, fold_symmetry=False)
-        traces, self.folding, self.fold_note = fold_run(inputs, self.network, dims, groups,
-                                                        self.planner.parse_process_groups)
+        traces, self.folding, self.fold_note = fold_run(inputs, dims, groups, self.planner.parse_process_groups)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
-        if self.folding is not None:
-            self.network = FoldedNetwork(self.network, self.folding)
+        if self.folding is None:
+            self.network = self._build_network()
+        else:
+            self.network = folded_network(inputs.backend, self._build_network, self.folding)
         # the simulated NPUs (every NPU unless folded), with their clocks and system layers
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
                                self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
@@ -285,12 +291,14 @@ class Simulation(CoSimulation):
         if self._concluded:
             return self.reports
         self._concluded = True
-        if self._orbits is not None:
+        # links that met two NPUs' messages in one instant (folding.links): run unfolded
+        broken = getattr(self.network, "broken_symmetry", None)
+        if self._orbits is not None and broken is None:
             self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]
         unmatched = self.network.board.unmatched(stall.describe_handler)
         held = [stall.describe_held(key, link) for key, link in stall.held_messages(self.network)] if stuck else []
-        if self.folding is not None and (stuck or unmatched):
+        if self.folding is not None and (stuck or unmatched or broken):
             # a folded run names NPUs by their representatives: diagnose on the unfolded run
             # (which raises for a stall); reports already given out are not given again
             given = {r.npu_id for r in self.reports}
@@ -301,7 +309,8 @@ class Simulation(CoSimulation):
                               stall_patience_ns=self.stall_patience_ns)
             self.unfolded_rerun = True
             self.reports = full.run()
-            self.warnings = full.warnings
+            self.network = full.network  # its link statistics are every link's own
+            self.warnings = full.warnings + [f"symmetry folding undone: {broken}; ran again unfolded"] * bool(broken)
             self.written_files = full.written_files
             return self.reports
         if self.inputs.system.npu_groups or self.jobs:  # the tracker is imported only when asked

@@ -5,8 +5,9 @@ compare the lines we print, parsed the way users parse them. The two 80-layer ST
 take minutes each and belong to the performance benchmark: set SIMPY_ASTRA_SLOW=1 to
 include them.
 
-Congestion-unaware cases run twice, with symmetry folding on and off: folding must not
-change a single figure (``tests/test_symmetry.py`` checks that it does fold).
+Congestion-unaware and congestion-aware cases run twice, with symmetry folding on and off:
+folding must not change a single figure (``tests/test_symmetry.py`` and
+``tests/test_fold_links.py`` check that it does fold).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def _cases() -> list:
         marks = []
         if SLOW.search(case["id"]) and not os.environ.get("SIMPY_ASTRA_SLOW"):
             marks.append(pytest.mark.skip(reason="80-layer STAGE case: run with SIMPY_ASTRA_SLOW=1"))
-        folds = (True, False) if case["backend"] == "congestion_unaware" else (None,)
+        folds = (True, False) if case["backend"] in ("congestion_unaware", "congestion_aware") else (None,)
         for fold in folds:
             suffix = {True: "-fold", False: "-nofold", None: ""}[fold]
             params.append(pytest.param(case, fold, id=case["id"] + suffix, marks=marks))

@@ -244,10 +244,11 @@ def test_a_stalled_folded_run_is_reported_in_real_npu_ids(tmp_path: Path) -> Non
     assert "8 of 8 NPU(s) unfinished" in text and "NPU 7" in text
 
 
-def test_congestion_aware_runs_never_fold(tmp_path: Path) -> None:
+def test_congestion_aware_runs_fold_their_links_too(tmp_path: Path) -> None:
+    """(tests/test_fold_links.py checks them figure by figure.)"""
     ranks = [[send(0, (r + 1) % 8, 4096), recv(1, (r - 1) % 8, 4096)] for r in range(8)]
     _reports, sim = run_sim(tmp_path, ranks, RING8, backend="congestion_aware", fold=True)
-    assert sim.folding is None and len(sim.npus) == 8
+    assert sim.folding is not None and len(sim.npus) == 1
 
 
 # ------------------------------------------------------------------------------ reference cases

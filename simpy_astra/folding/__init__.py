@@ -17,7 +17,9 @@ the representative's frame (``network``). Whether folding may apply at all, and 
 translations each dimension's delays and algorithms allow, is decided before any trace is
 read (``setup``); a collective algorithm states the frames it commutes with
 (:class:`~simpy_astra.collectives.base.CollectiveAlgorithm`), and ``tests/test_fold_claims.py``
-checks every registered algorithm's claims by simulating it folded and unfolded.
+checks every registered algorithm's claims by simulating it folded and unfolded. On the
+congestion-aware backend links fold too: one live link per orbit of links (``links``), for
+the translations that move every link and route onto a link and a route.
 """
 
 from simpy_astra.folding.frames import (
@@ -36,6 +38,7 @@ from simpy_astra.folding.run import (
     OrbitReports,
     fold_requested,
     fold_run,
+    folded_network,
     load_traces,
     read_traces,
 )
@@ -43,7 +46,7 @@ from simpy_astra.folding.search import find_folding, find_id_shift_folding, find
 from simpy_astra.folding.setup import FoldSetup
 
 __all__ = [
-    "fold_run",
+    "fold_run", "folded_network",
     "NOTE_FROM_NPUS", "FoldOutcome", "FoldSetup", "FoldedNetwork", "Folding", "Frame", "IdShifts", "KeyCache",
     "OrbitReports", "RankClasses", "RankKey", "XorIds", "delay_invariant_shifts", "delay_invariant_xors",
     "find_folding", "find_id_shift_folding", "find_xor_folding", "fold_requested", "load_traces", "rank_key",

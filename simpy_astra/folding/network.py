@@ -7,7 +7,8 @@ differ between frames, stream counters do not). Group ids 500 apart share tags (
 wrap, :mod:`simpy_astra.tags`), so a tag names a residue class of groups; the one meant is
 the class member the pair belongs to (:func:`tag_clash` refuses runs where two would be). Its delay is the real pair's delay, which
 the symmetry guarantees equals the moved pair's. Receives are always posted by a
-representative in its own frame and need no mapping.
+representative in its own frame and need no mapping. :class:`OrbitAddresses` does this
+mapping for every folded backend (the congestion-aware one: :mod:`simpy_astra.folding.links`).
 """
 
 from __future__ import annotations
@@ -30,19 +31,14 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-class FoldedNetwork:
-    """The unaware network of a folded run, as its representatives see it."""
+class OrbitAddresses:
+    """Where a message to a non-representative is delivered in a folded run: to the
+    representative, from the sender moved back by the receiver's shift, with a group tag
+    moved back too (see the module docstring). Every folded backend sends through one."""
 
-    name = "congestion_unaware"
-    pair_delays_only = True
-
-    def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
-        self.inner = inner
-        self.env = inner.env
-        self.board = inner.board
+    def __init__(self, folding: Folding) -> None:
         self.folding = folding
         self._rep_of = folding.rep_of
-        self._shift_of = folding.shift_of
         self._moved: dict[tuple[int, int], int] = {}  # (npu, h) -> npu - h
         #: (group id residue, h) -> every (group, its image) with that residue under h
         self._by_residue: dict[tuple[int, int], list[tuple[int, int]]] = {}
@@ -56,24 +52,20 @@ class FoldedNetwork:
         self._delta: dict[tuple[int, int], int] = {}
         self._sub = folding.frame.sub
 
-    def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
-        delay = self.inner.delay_ns(src, dst, size)  # the real pair's (cached) delay
-        h = self._shift_of[dst]
-        if h:
-            if tag >= COLLECTIVE_TAG_BASE:
-                delta = self._delta.get(((tag - COLLECTIVE_TAG_BASE) // GROUP_STREAM_ID_BASE, h))
-                if delta is None:
-                    tag = self._moved_tag(tag, src, dst, h)
-                elif delta:
-                    tag = (tag - COLLECTIVE_TAG_BASE + delta) % NATIVE_TAG_SPACE + COLLECTIVE_TAG_BASE
-            key = (src, h)
-            moved = self._moved.get(key)
-            if moved is None:
-                moved = self._moved[key] = self._sub(src, h)
-            src = moved
-            dst = self._rep_of[dst]
-        board = self.board
-        board.arrive_after(delay, board.post_send(src, dst, tag, size, fn, arg))
+    def to_representative(self, src: int, dst: int, tag: int, h: int) -> tuple[int, int, int]:
+        """(src, dst, tag) of the message ``src -> dst`` as the representative of ``dst``
+        receives it; ``h`` (non-zero) is ``dst``'s shift from its representative."""
+        if tag >= COLLECTIVE_TAG_BASE:
+            delta = self._delta.get(((tag - COLLECTIVE_TAG_BASE) // GROUP_STREAM_ID_BASE, h))
+            if delta is None:
+                tag = self._moved_tag(tag, src, dst, h)
+            elif delta:
+                tag = (tag - COLLECTIVE_TAG_BASE + delta) % NATIVE_TAG_SPACE + COLLECTIVE_TAG_BASE
+        key = (src, h)
+        moved = self._moved.get(key)
+        if moved is None:
+            moved = self._moved[key] = self._sub(src, h)
+        return moved, self._rep_of[dst], tag
 
     def _moved_tag(self, tag: int, src: int, dst: int, h: int) -> int:
         """A collective tag between ``src`` and ``dst`` as the representative's frame numbers it."""
@@ -94,6 +86,29 @@ class FoldedNetwork:
             gid, image = found[0]
             self._delta[residue, h] = (image - gid) * GROUP_STREAM_ID_BASE
         return moved_group_tag(tag, gid, image)
+
+
+class FoldedNetwork:
+    """The unaware network of a folded run, as its representatives see it."""
+
+    name = "congestion_unaware"
+    pair_delays_only = True
+
+    def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
+        self.inner = inner
+        self.env = inner.env
+        self.board = inner.board
+        self.folding = folding
+        self._shift_of = folding.shift_of
+        self._to_rep = OrbitAddresses(folding).to_representative
+
+    def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
+        delay = self.inner.delay_ns(src, dst, size)  # the real pair's (cached) delay
+        h = self._shift_of[dst]
+        if h:
+            src, dst, tag = self._to_rep(src, dst, tag, h)
+        board = self.board
+        board.arrive_after(delay, board.post_send(src, dst, tag, size, fn, arg))
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)

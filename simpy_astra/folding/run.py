@@ -227,39 +227,56 @@ class OrbitReports:
     """Hands out a finished representative's report once per orbit member.
 
     Reports of one tick are held until the clock moves on and then given out in NPU-id
-    order, the order an unfolded run of a symmetric workload finishes in."""
+    order, the order an unfolded run of a symmetric workload finishes in; with ``hold``, all
+    are held until :meth:`flush` (a run that may yet turn out not to be symmetric)."""
 
-    def __init__(self, folding: Folding, emit: Callable[[NpuReport], None]) -> None:
+    def __init__(self, folding: Folding, emit: Callable[[NpuReport], None], hold: bool = False) -> None:
         self.folding = folding
         self.emit = emit
+        self.hold = hold
         self._pending: list[NpuReport] = []
 
     def finished(self, report: NpuReport) -> None:
         """A representative finished: so did its whole orbit, with the same figures."""
         pending = self._pending
-        if pending and pending[0].finished_cycles != report.finished_cycles:
+        if pending and not self.hold and pending[0].finished_cycles != report.finished_cycles:
             self.flush()
         for member in self.folding.orbit(report.npu_id):
             pending.append(report if member == report.npu_id else replace(report, npu_id=member))
 
     def flush(self) -> None:
-        for report in sorted(self._pending, key=lambda r: r.npu_id):
+        for report in sorted(self._pending, key=lambda r: (r.finished_cycles, r.npu_id)):
             self.emit(report)
         self._pending.clear()
 
 
-def fold_run(inputs: Any, network: Any, dims: list, groups: dict[int, tuple[int, ...]],
+def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
              parse_groups: Callable[[str], Any]) -> tuple[dict[int, tuple[str, list]], Folding | None, str | None]:
     """A run's traces, its folding, and why it folds less than it might (one line, or None).
 
     Folding is tried when the inputs ask for it (:func:`fold_requested`) and can apply
-    (:meth:`FoldSetup.for_run`); ``inputs`` is the run's
-    :class:`~simpy_astra.config.inputs.SimulationInputs`."""
+    (:meth:`FoldSetup.for_run`, from the backend's name and the network file: decided before
+    the network is built, which a folded run builds with one link per orbit); ``inputs`` is
+    the run's :class:`~simpy_astra.config.inputs.SimulationInputs`."""
     total_npus = math.prod(t.npus_count for t in dims)
     outcome = FoldOutcome()
     fold = None
     if fold_requested(inputs.fold_symmetry):
-        fold = FoldSetup.for_run(network, inputs.system, inputs.remote_memory, dims, outcome.why)
+        fold = FoldSetup.for_run(inputs.backend, inputs.network, inputs.system, inputs.remote_memory, dims,
+                                 outcome.why)
     traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome)
     note = outcome.note(total_npus) if fold is not None or outcome.why else None
     return traces, folding, note
+
+
+def folded_network(backend: str, build: Callable[..., Any], folding: Folding) -> Any:
+    """The network of a folded run: ``build(**hooks)`` builds the backend (with a folded
+    run's hooks, :class:`~simpy_astra.folding.links.FoldedLinkNetwork`), wrapped so that
+    only representatives send and receive."""
+    if backend == "congestion_aware":
+        from simpy_astra.folding.links import FoldedLinkNetwork
+
+        return FoldedLinkNetwork(build, folding)
+    from simpy_astra.folding.network import FoldedNetwork
+
+    return FoldedNetwork(build(), folding)

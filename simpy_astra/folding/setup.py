@@ -13,7 +13,13 @@ from typing import Any
 from simpy_astra.collectives import resolve, subset_algorithm_name
 from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
+from simpy_astra.folding.links import link_shifts, link_xors
 from simpy_astra.grid import Grid
+
+#: how a backend folds: "pairs" (a message's delay depends on its two NPUs alone, so orbits
+#: of NPUs fold), "links" (messages share links, which fold onto orbit representatives with
+#: them: :mod:`simpy_astra.folding.links`); a backend not named here does not fold
+FOLDS = {"congestion_unaware": "pairs", "congestion_aware": "links"}
 
 
 @dataclass
@@ -37,11 +43,15 @@ class FoldSetup:
     #: (without one they may only keep every group position, which rotations mostly already
     #: do, and each try reads a few traces again)
     xor_algorithms: bool = False
+    #: links fold too (the congestion-aware backend): translations must move the links and
+    #: routes onto themselves (:mod:`simpy_astra.folding.links`)
+    links: bool = False
 
     @property
     def id_shifts(self) -> bool:
-        """Id shifts (:class:`IdShifts`) differ from grid translations: several dimensions."""
-        return len(self.grid.dims) > 1
+        """Id shifts (:class:`IdShifts`) differ from grid translations: several dimensions;
+        not when links fold (a carry moves a link onto a pair that is no link)."""
+        return len(self.grid.dims) > 1 and not self.links
 
     @property
     def xor_possible(self) -> bool:
@@ -53,8 +63,12 @@ class FoldSetup:
     @cached_property
     def xor_allowed(self) -> list[set[int]]:
         """Per dimension, the XOR masks that keep every unaware delay (worked out on first
-        use: O(n^2) per dimension, paid only by runs that other frames did not fold fully)."""
-        return [dimension_xors(t) for t in self.dims]
+        use: O(n^2) per dimension, paid only by runs that other frames did not fold fully);
+        when links fold, those that also move links and routes onto themselves."""
+        masks = [dimension_xors(t) for t in self.dims]
+        if self.links:
+            masks = [None if m is None else link_xors(t, m) for t, m in zip(self.dims, masks, strict=True)]
+        return masks
 
     def xor_generators(self) -> list[int]:
         """XOR translations, each within one dimension, that generate all that keep every
@@ -95,26 +109,38 @@ class FoldSetup:
             len(self.allowed[d]) == self.grid.dims[d] for d in range(j + 1, len(coords)))
 
     @classmethod
-    def for_run(cls, network: Any, system: Any, remote_memory: Any, dims: list,
+    def for_run(cls, backend: str, network_config: Any, system: Any, remote_memory: Any, dims: list,
                 why: list[str] | None = None) -> FoldSetup | None:
-        """None when folding cannot apply: it needs NPUs that interact only through messages
-        whose delays depend on the pair alone (a network that says so with
-        ``pair_delays_only``: the congestion-unaware one; links shared between messages would
-        couple orbits), no shared remote-memory server, and no custom collective files (their
-        rank maps are not moved by translations). ``why`` receives the reason, in words."""
+        """None when folding cannot apply: it needs a backend that folds (:data:`FOLDS`: NPUs
+        that interact only through messages whose delays depend on the pair alone, or links
+        that fold with them), no shared remote-memory server, and no custom collective files
+        (their rank maps are not moved by translations). ``network_config`` is the parsed
+        network file (its element models). ``why`` receives the reason, in words."""
         def no(reason: str) -> None:
             if why is not None:
                 why.append(reason)
 
         if math.prod(t.npus_count for t in dims) < 2:
             return None
-        if not getattr(network, "pair_delays_only", False):
-            return no(f"the {getattr(network, 'name', 'chosen')} backend couples NPUs through shared links")
+        how = FOLDS.get(backend)
+        if how is None:
+            return no(f"the {backend} backend does not fold (its ports and packet trains are not folded)"
+                      if backend == "packet" else f"the {backend} backend does not say how it folds")
+        if how == "links":
+            from simpy_astra.folding.links import link_model_note
+            from simpy_astra.network.models import lookup_link, lookup_switch
+
+            link, switch = getattr(network_config, "link_model", None), getattr(network_config, "switch_model", None)
+            note = link_model_note(lookup_link(link) if link else None, lookup_switch(switch) if switch else None)
+            if note is not None:
+                return no(note)
         if system.custom_implementations or system.per_node_custom:
             return no("custom collective files name ranks that translations do not move")
         if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):
             return no(f"remote memory {remote_memory.memory_type} is shared between NPUs")
         allowed = [dimension_shifts(t) for t in dims]
+        if how == "links":
+            allowed = [link_shifts(t, a) for t, a in zip(dims, allowed, strict=True)]
         with_dims = [set(a) for a in allowed]
         xor_dims = True
         xor_algorithms = False
@@ -137,7 +163,8 @@ class FoldSetup:
                    for names in system.implementations.values() if names]
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
-                    xor_algorithms=xor_algorithms)
+                    xor_algorithms=xor_algorithms, links=how == "links")
         if all(a == {0} for a in allowed) and not setup.xor_possible:
-            return no("no shift of any network dimension keeps its delays")
+            return no("no shift of any network dimension keeps its delays" if how == "pairs" else
+                      "no shift of any network dimension moves its links and routes onto themselves")
         return setup

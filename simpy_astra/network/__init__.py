@@ -64,13 +64,14 @@ def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], sourc
 
 
 def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
-                      config: Any = None) -> Network:
+                      config: Any = None, **fold_hooks: Any) -> Network:
+    """``fold_hooks``: a folded run's (``links_at_start``, ``link_of_hop``), passed on."""
     from simpy_astra.network.congestion_aware import CongestionAwareNetwork
     from simpy_astra.network.models import lookup_link, lookup_switch
 
     link, switch = getattr(config, "link_model", None), getattr(config, "switch_model", None)
     return CongestionAwareNetwork(env, dims, source, link_model=lookup_link(link) if link else None,
-                                  switch_model=lookup_switch(switch) if switch else None)
+                                  switch_model=lookup_switch(switch) if switch else None, **fold_hooks)
 
 
 def _no_models(config: Any, backend: str) -> None:

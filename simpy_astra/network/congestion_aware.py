@@ -97,13 +97,19 @@ class CongestionAwareNetwork(LinkLevelNetwork):
     name = "congestion_aware"
 
     def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>",
-                 link_model: type | None = None, switch_model: type | None = None) -> None:
+                 link_model: type | None = None, switch_model: type | None = None,
+                 links_at_start: bool = True,
+                 link_of_hop: Callable[[DeviceId, DeviceId], Any] | None = None) -> None:
         """``link_model`` / ``switch_model``: classes that replace :class:`Link` and
-        :class:`SwitchProcess` (the contract: ``simpy_astra/network/README.md``)."""
+        :class:`SwitchProcess` (the contract: ``simpy_astra/network/README.md``).
+        ``links_at_start`` and ``link_of_hop`` (which live link carries a route's hop
+        ``u -> v``; default: the link ``u -> v``) are a folded run's hooks
+        (:mod:`simpy_astra.folding.links`: one link per orbit carries every hop of it)."""
         self._routes: dict[tuple[int, int], tuple[Link, ...]] = {}
         self.link_model = Link if link_model is None else link_model
         self.switch_model = SwitchProcess if switch_model is None else switch_model
-        super().__init__(env, dims, source)
+        self._link_of_hop = link_of_hop
+        super().__init__(env, dims, source, links_at_start=links_at_start)
 
     def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
                   into_switch: bool, from_switch: bool) -> Link:
@@ -140,9 +146,13 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         route = self._routes.get((src, dst))
         if route is None:
             path = self.fabric.device_paths(src, dst)[0]
-            links = self._links
-            route = self._routes[(src, dst)] = tuple(links[(path[i], path[i + 1])]
-                                                     for i in range(len(path) - 1))
+            hops = zip(path[:-1], path[1:], strict=True)
+            if self._link_of_hop is None:
+                links = self._links
+                route = tuple(links[hop] for hop in hops)
+            else:
+                route = tuple(self._link_of_hop(u, v) for u, v in hops)
+            self._routes[(src, dst)] = route
         return route
 
     # ------------------------------------------------------------------ internals

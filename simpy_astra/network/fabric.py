@@ -98,6 +98,40 @@ class Fabric:
     def is_switch(self, device: DeviceId) -> bool:
         return device >= self.npus_count
 
+    def locate(self, switch: DeviceId) -> tuple[int, int, int]:
+        """(dimension, base NPU, local device) of a switch: the inverse of :meth:`device`
+        (the base NPU is the instance's NPU with coordinate 0 in that dimension)."""
+        if len(self.dims) == 1:
+            return 0, 0, switch
+        layout = self._switch_layout()
+        dim = max(d for d, first in enumerate(layout) if first <= switch)
+        instance, k = divmod(switch - layout[dim], self._per_instance[dim])
+        stride, n = self.grid.strides[dim], self.grid.dims[dim]
+        return dim, instance % stride + (instance // stride) * stride * n, n + k
+
+    def link_params(self, u: DeviceId, v: DeviceId) -> tuple[int, float, float]:
+        """(dimension, bandwidth GB/s, latency ns) of the directed link ``u -> v`` (as
+        :meth:`edges` gives it); KeyError if the fabric has no such link."""
+        grid = self.grid
+        if self.is_switch(u) or self.is_switch(v):
+            dim, base, _ = self.locate(u if self.is_switch(u) else v)
+        else:
+            dim = grid.first_difference(u, v)
+            base = None if dim is None else grid.moved(u, dim, 0)
+        if dim is not None:
+            local = [self._local(dim, base, x) for x in (u, v)]
+            if None not in local and (local[0], local[1]) in set(self.dims[dim].links()):
+                return (dim, *self.dims[dim].link_params(local[0], local[1]))
+        raise KeyError(f"no link {u} -> {v} in this network")
+
+    def _local(self, dim: int, base: int, device: DeviceId) -> int | None:
+        """``device``'s local id in the ``dim`` instance through ``base`` (None: not in it)."""
+        if self.is_switch(device):
+            d, b, k = self.locate(device)
+            return k if (d, b) == (dim, base) else None
+        grid = self.grid
+        return grid.coord(device, dim) if grid.moved(device, dim, 0) == base else None
+
     def label(self, device: DeviceId) -> int | str:
         """How reports name a device: NPUs by id, switches of one dimension by their
         topology's label, switches of a stacked network by where they are."""
@@ -105,14 +139,8 @@ class Fabric:
             return device
         if len(self.dims) == 1:
             return self.dims[0].device_label(device)
-        layout = self._switch_layout()
-        dim = max(d for d, first in enumerate(layout) if first <= device)
-        topo = self.dims[dim]
-        per = self._per_instance[dim]
-        instance, k = divmod(device - layout[dim], per)
-        stride, n = self.grid.strides[dim], topo.npus_count
-        base = instance % stride + (instance // stride) * stride * n
-        return f"switch {topo.device_label(n + k)} of dim {dim} at NPU {base}"
+        dim, base, local = self.locate(device)
+        return f"switch {self.dims[dim].device_label(local)} of dim {dim} at NPU {base}"
 
     # ------------------------------------------------------------------ links
     def edges(self) -> Iterator[tuple[DeviceId, DeviceId, int, float, float]]:

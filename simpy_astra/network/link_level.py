@@ -26,7 +26,10 @@ class LinkLevelNetwork:
     name = "link_level"
     pair_delays_only = False  # messages share links
 
-    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>") -> None:
+    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>",
+                 links_at_start: bool = True) -> None:
+        """``links_at_start=False``: make no link now, only those :meth:`add_link` asks for (a
+        folded run makes one link per orbit, :mod:`simpy_astra.folding.links`)."""
         self.env = env
         self.board = MessageBoard(env)
         self.dims = dims
@@ -37,9 +40,19 @@ class LinkLevelNetwork:
         self._links: dict[tuple[DeviceId, DeviceId], Any] = {}
         self._by_label: dict[tuple[Any, Any], Any] | None = None
         is_switch = self.fabric.is_switch
-        for u, v, _dim, bandwidth_gbps, latency_ns in self.fabric.edges():
+        for u, v, _dim, bandwidth_gbps, latency_ns in self.fabric.edges() if links_at_start else ():
             self._links[(u, v)] = self._new_link(u, v, bandwidth_gbps, latency_ns,
                                                  into_switch=is_switch(v), from_switch=is_switch(u))
+
+    def add_link(self, u: DeviceId, v: DeviceId) -> Any:
+        """The live link ``u -> v``, made now if it was not made at start."""
+        found = self._links.get((u, v))
+        if found is None:
+            _dim, bandwidth_gbps, latency_ns = self.fabric.link_params(u, v)
+            is_switch = self.fabric.is_switch
+            found = self._links[(u, v)] = self._new_link(u, v, bandwidth_gbps, latency_ns,
+                                                         into_switch=is_switch(v), from_switch=is_switch(u))
+        return found
 
     def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
                   into_switch: bool, from_switch: bool) -> LinkResource:
