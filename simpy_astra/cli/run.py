@@ -323,6 +323,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     ``plugins`` the modules it loaded (their digests go into ``--json-out``); ``log``: the
     ``--logging-folder`` that also gets the report lines and warnings; ``name``: the run's,
     for its default output folder ``runs/NAME``."""
+    from simpy_astra.folding.run import resolve_fold
     from simpy_astra.simulation import Simulation
 
     if trace_dir is not None:
@@ -339,6 +340,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         inputs.fold_symmetry = fold == "on"
     if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
         inputs.fold_symmetry = False
+    resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
     sim = Simulation(inputs, on_report=_reporter(log))
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested

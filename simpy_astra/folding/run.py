@@ -53,6 +53,13 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
     raise InputError(f"SIMPY_ASTRA_FOLD: must be 1/on or 0/off (got {env!r}); unset it for the default (on)")
 
 
+def resolve_fold(inputs: Any) -> None:
+    """For a front end that runs no user script (``run``, sweep points): the default folding
+    (:func:`fold_requested`) made explicit, so congestion-aware links fold too."""
+    if inputs.fold_symmetry is None:
+        inputs.fold_symmetry = fold_requested(None)
+
+
 @dataclass
 class FoldOutcome:
     """What the search found and, when it fell short, why (for the one-line note)."""
@@ -257,11 +264,18 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
     Folding is tried when the inputs ask for it (:func:`fold_requested`) and can apply
     (:meth:`FoldSetup.for_run`, from the backend's name and the network file: decided before
     the network is built, which a folded run builds with one link per orbit); ``inputs`` is
-    the run's :class:`~simpy_astra.config.inputs.SimulationInputs`."""
+    the run's :class:`~simpy_astra.config.inputs.SimulationInputs`. Congestion-aware links
+    fold only when ``fold_symmetry`` is explicitly true (see :func:`resolve_fold`)."""
     total_npus = math.prod(t.npus_count for t in dims)
     outcome = FoldOutcome()
     fold = None
-    if fold_requested(inputs.fold_symmetry):
+    if inputs.backend == "congestion_aware" and inputs.fold_symmetry is None and fold_requested(None):
+        # a co-simulation script may change links, fail switches or add traffic mid-run, which
+        # a folded run's orbit links cannot take: a Simulation built from Python folds them
+        # only when asked (the command line and sweep points, which run no script, ask)
+        outcome.why = ["a script may change links mid-run: congestion-aware links fold only "
+                       "with fold_symmetry: true"]
+    elif fold_requested(inputs.fold_symmetry):
         fold = FoldSetup.for_run(inputs.backend, inputs.network, inputs.system, inputs.remote_memory, dims,
                                  outcome.why)
     traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome)

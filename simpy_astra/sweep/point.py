@@ -37,6 +37,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     temporary scenario file's name in an error."""
     from simpy_astra.config.scenario import load_scenario
     from simpy_astra.cost_model import network_cost
+    from simpy_astra.folding.run import resolve_fold
     from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
     from simpy_astra.report.recorder import attach
     from simpy_astra.simulation import Simulation
@@ -48,6 +49,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             with open(path, "w") as f:
                 dump_yaml(scenario, f)
             inputs = load_scenario(path)
+        resolve_fold(inputs)  # a point runs no script: congestion-aware links may fold too
         # no local-memory trace files: every point (in parallel) would write the same names
         # into the working folder; the rows keep each point's peak and its breakdown
         sim = Simulation(inputs, memory_traces=False)
