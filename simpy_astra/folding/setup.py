@@ -108,8 +108,8 @@ class FoldSetup:
 
         if math.prod(t.npus_count for t in dims) < 2:
             return None
-        if not getattr(network, "pair_delays_only", False):
-            return no(f"the {getattr(network, 'name', 'chosen')} backend couples NPUs through shared links")
+        if not network.pair_delays_only:
+            return no(f"the {network.name} backend couples NPUs through shared links")
         if system.custom_implementations or system.per_node_custom:
             return no("custom collective files name ranks that translations do not move")
         if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):

@@ -1,7 +1,9 @@
 """Replaceable network elements: link and switch models a network YAML can name.
 
 ``link-model: NAME`` / ``switch-model: NAME`` in a network YAML (congestion-aware backend)
-makes every directed link / every switch an instance of that class. ``NAME`` is one of ours
+makes every directed link / every switch an instance of that class; ``link-model: {class:
+NAME, key: value, ...}`` passes the other keys to the class as keyword arguments, checked
+against its ``__init__`` first (:func:`check_params`). ``NAME`` is one of ours
 (:data:`LINKS`, :data:`SWITCHES`), one registered by a ``--plugin`` module
 (:func:`register_link`, :func:`register_switch`), ``package.module:Class``, or an installed
 entry point of the group ``simpy_astra.links`` / ``simpy_astra.switches``. The contract a
@@ -10,6 +12,9 @@ model keeps is in ``simpy_astra/network/README.md``.
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import typing
 from typing import Any
 
 from simpy_astra.network.models.delay_switch import DelaySwitch
@@ -67,5 +72,57 @@ def _lookup(name: str, registry: dict[str, type], group: str, methods: tuple[str
     return found
 
 
-__all__ = ["DelaySwitch", "EcnLink", "ProcessLink", "StrictPriorityLink", "LINKS", "SWITCHES",
+#: the positional arguments the contract passes: a link's and a switch's
+LINK_ARGS = ("env", "src", "dst", "bandwidth_gbps", "latency_ns", "on_arrival")
+SWITCH_ARGS = ("env", "device", "forward")
+_CHECKED_TYPES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...]) -> str | None:
+    """Why ``model(*contract, **params)`` cannot be built, in words (one unknown, missing or
+    wrongly typed parameter, with its fix), or None. Checked against ``model.__init__``'s
+    signature: the parameters after the contract's positional ones, and their annotations
+    where they are ``int``, ``float``, ``str`` or ``bool``."""
+    try:
+        signature = inspect.signature(model)
+    except (TypeError, ValueError):
+        return None  # not introspectable: the call itself will tell
+    fields = list(signature.parameters.values())
+    var_keyword = any(p.kind is p.VAR_KEYWORD for p in fields)
+    named: list[inspect.Parameter] = []
+    positional = 0
+    for p in fields:
+        if p.kind is p.VAR_POSITIONAL:
+            positional = len(contract)
+        elif p.kind is p.POSITIONAL_OR_KEYWORD and positional < len(contract):
+            positional += 1
+        elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            named.append(p)
+    names = [p.name for p in named]
+    takes = f"it takes: {', '.join(names)}" if names else "it takes none"
+    for key in params:
+        if key not in names and not var_keyword:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            return f"has an unknown parameter '{key}' ({hint}{takes})"
+    for p in named:
+        if p.default is p.empty and p.name not in params:
+            return f"misses the required parameter '{p.name}' (add '{p.name}: <value>' beside class:)"
+    try:
+        hints = typing.get_type_hints(model.__init__)
+    except Exception:  # noqa: BLE001 - annotations we cannot resolve are not checked
+        hints = {}
+    for key, value in params.items():
+        want = hints.get(key)
+        if want not in _CHECKED_TYPES:
+            continue
+        ok = (isinstance(value, bool) if want is bool else
+              isinstance(value, int | float) and not isinstance(value, bool) if want is float else
+              isinstance(value, want) and not isinstance(value, bool))
+        if not ok:
+            return f"parameter '{key}' must be {_CHECKED_TYPES[want]} (got {value!r})"
+    return None
+
+
+__all__ = ["check_params", "LINK_ARGS", "SWITCH_ARGS", "DelaySwitch", "EcnLink", "ProcessLink", "StrictPriorityLink", "LINKS", "SWITCHES",
            "register_link", "register_switch", "lookup_link", "lookup_switch"]
