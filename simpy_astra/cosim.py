@@ -52,7 +52,7 @@ class CoSimulation:
 
     @cached_property
     def observer(self) -> Observer:
-        """Made on first use: a run nobody observes wraps nothing."""
+        """Made on first use: a run nobody observes watches no probe point."""
         return Observer(self)
 
     def running_phases(self, npu_id: int) -> list[simpy.Process]:

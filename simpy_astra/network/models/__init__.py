@@ -17,10 +17,12 @@ import inspect
 import typing
 from typing import Any
 
+from simpy_astra.network.link import LinkElement
 from simpy_astra.network.models.delay_switch import DelaySwitch
 from simpy_astra.network.models.ecn import EcnLink
 from simpy_astra.network.models.process_link import ProcessLink
 from simpy_astra.network.models.strict_priority import StrictPriorityLink
+from simpy_astra.network.switch import SwitchElement
 
 LINKS_GROUP = "simpy_astra.links"
 SWITCHES_GROUP = "simpy_astra.switches"
@@ -30,34 +32,37 @@ SWITCHES: dict[str, type] = {"delay": DelaySwitch}
 
 
 def register_link(name: str, model: type) -> type:
-    """Make ``link-model: name`` build ``model`` (a class keeping the link contract)."""
-    LINKS[name] = _checked(name, model, ("offer",))
+    """Make ``link-model: name`` build ``model`` (a :class:`LinkElement`: the link contract)."""
+    LINKS[name] = _checked(name, model, LinkElement)
     return model
 
 
 def register_switch(name: str, model: type) -> type:
-    """Make ``switch-model: name`` build ``model`` (a class keeping the switch contract)."""
-    SWITCHES[name] = _checked(name, model, ("receive",))
+    """Make ``switch-model: name`` build ``model`` (a :class:`SwitchElement`: the switch contract)."""
+    SWITCHES[name] = _checked(name, model, SwitchElement)
     return model
 
 
-def _checked(name: str, model: Any, methods: tuple[str, ...]) -> type:
+def _checked(name: str, model: Any, base: type) -> type:
+    """``model`` if it derives from ``base`` (so it keeps every control, fault, statistic and
+    probe of the contract), else :class:`~simpy_astra.plugins.PluginError`."""
     from simpy_astra.plugins import PluginError
 
-    if not isinstance(model, type) or any(not callable(getattr(model, m, None)) for m in methods):
-        raise PluginError(f"network model '{name}': {model!r} is not a class with {', '.join(methods)}()")
+    if not isinstance(model, type) or not issubclass(model, base):
+        raise PluginError(f"network model '{name}': {model!r} does not derive from {base.__module__}."
+                          f"{base.__qualname__} (the contract in simpy_astra/network/README.md)")
     return model
 
 
 def lookup_link(name: str) -> type:
-    return _lookup(name, LINKS, LINKS_GROUP, ("offer",), "link-model")
+    return _lookup(name, LINKS, LINKS_GROUP, LinkElement, "link-model")
 
 
 def lookup_switch(name: str) -> type:
-    return _lookup(name, SWITCHES, SWITCHES_GROUP, ("receive",), "switch-model")
+    return _lookup(name, SWITCHES, SWITCHES_GROUP, SwitchElement, "switch-model")
 
 
-def _lookup(name: str, registry: dict[str, type], group: str, methods: tuple[str, ...], key: str) -> type:
+def _lookup(name: str, registry: dict[str, type], group: str, base: type, key: str) -> type:
     """The class ``name`` names; :class:`~simpy_astra.plugins.PluginError` if none or broken."""
     found = registry.get(name)
     if found is not None:
@@ -68,7 +73,7 @@ def _lookup(name: str, registry: dict[str, type], group: str, methods: tuple[str
     if found is None:
         raise PluginError(f"{key} '{name}' is not known (ours: {', '.join(registry)}; or package.module:Class, "
                           f"a name a --plugin module registers, or an entry point of {group})")
-    registry[name] = _checked(name, found, methods)
+    registry[name] = _checked(name, found, base)
     return found
 
 
