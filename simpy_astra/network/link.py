@@ -280,8 +280,11 @@ class LinkElement(LinkResource):
 
     def transmit(self, item: Any) -> Generator[Event, Any, None]:
         """Put ``item`` on the wire now and wait until its last byte is on it (re-timed by
-        each change of speed; held while the link is down)."""
-        self._start(item)
+        each change of speed; held on the wire, with no events, while the link is down)."""
+        if self.up:
+            self._start(item)
+        else:
+            self._on_wire_now(item)  # bring_up() schedules its events
         yield from self._retimed()
         self._done()
 
@@ -360,9 +363,21 @@ class LinkElement(LinkResource):
         self.process.interrupt("re-timed")
 
     # ------------------------------------------------------------------ carrying
+    def _on_wire_now(self, item: Any) -> None:
+        """``item`` is the transmission on the wire from now (counted, announced)."""
+        size = item.size
+        self.bytes += size
+        self._item = item
+        self._left = size
+        self._since = self.env.now
+        watchers = self.probe_link_start
+        if watchers is not None and item.__class__ is not Transmission:
+            for watcher in watchers:
+                watcher(self, item.key, size)
+
     def _start(self, item: Any) -> None:
-        """Put ``item`` on the wire now: its arrival, then its "link free" (the order the
-        reference schedules them in); on a link that is down it waits on the wire."""
+        """Put ``item`` on the wire of a link that is up, now: its arrival, then its "link
+        free" (the order the reference schedules them in). Once per message hop."""
         size = item.size
         self.bytes += size
         env = self.env
@@ -373,8 +388,6 @@ class LinkElement(LinkResource):
         if watchers is not None and item.__class__ is not Transmission:
             for watcher in watchers:
                 watcher(self, item.key, size)
-        if not self.up:
-            return  # no events yet: bring_up() schedules them
         delays = self._delays.get(size)
         if delays is None:
             ser = size / self.bytes_per_ns
