@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.network.faults import fail_device
 from simpy_astra.observe import Observation, Observer
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ class CoSimulation:
 
     @cached_property
     def observer(self) -> Observer:
-        """Made on first use: a run nobody observes wraps nothing."""
+        """Made on first use: a run nobody observes watches no probe point."""
         return Observer(self)
 
     def running_phases(self, npu_id: int) -> list[simpy.Process]:
@@ -61,9 +60,11 @@ class CoSimulation:
         ``interrupt()`` one)."""
         return self.npu_for(npu_id).system.running_phases()
 
+    def fail_device(self, device: Any) -> None:
+        """Fail switch (or NPU) ``device`` for good, now: every link into or out of it goes
+        down and stays down (``network.fail_device``; link-level backends)."""
+        self.network.fail_device(device)
+
     def fail_switch(self, device: Any) -> None:
-        """Fail switch ``device`` for good, now (:func:`~simpy_astra.network.faults.fail_device`)."""
-        if self.folding is not None:  # a folded run's links stand for their orbits
-            raise ValueError(f"this run is folded by symmetry: failing switch {device!r} would break the "
-                             f"symmetry; run it with fold_symmetry: false (--fold-symmetry off)")
-        fail_device(self.network, device)
+        """Fail switch ``device`` for good, now (:meth:`fail_device`)."""
+        self.fail_device(device)

@@ -203,7 +203,7 @@ def network_cost(net, prices: CostPrices | None = None) -> NetworkCost:
     own ``cost`` block."""
     from simpy_astra.topologies import build as build_topology
 
-    prices = prices if prices is not None else getattr(net, "cost", None)
+    prices = prices if prices is not None else net.cost
     table = prices or CostPrices()
     tiers = tiers_for(net, table)
     result = NetworkCost(tiers)

@@ -191,19 +191,26 @@ class Doorbell:
     """The bells of one process, rung in order: :meth:`ring` has the process run
     ``work(arg)`` in this instant; :meth:`serve` is the process's loop that does it."""
 
-    __slots__ = ("bell", "first_bell", "serving")
+    __slots__ = ("bell", "first_bell", "serving", "stopped")
 
     def __init__(self, env: simpy.Environment) -> None:
         self.bell = self.first_bell = Bell(env)
         self.serving = True  # the process waits on ``bell``; False once it has ended
+        self.stopped = False  # :meth:`stop`: rings do nothing any more
 
     def ring(self, work: Callback, arg: Any = None) -> None:
         """Have the process run ``work(arg)`` now (after it has ended, e.g. a late message
-        for a finished NPU, the bell runs it)."""
+        for a finished NPU, the bell runs it; after :meth:`stop`, nothing)."""
+        if self.stopped:
+            return
         bell = self.bell
         if not self.serving:
             bell.callbacks.append(_run_work)
         self.bell = bell.ring(work, arg)
+
+    def stop(self) -> None:
+        """From now on a ring does nothing (a failed NPU: nothing wakes its process)."""
+        self.stopped = True
 
     def serve(self, finished: Callable[[], bool] | None = None):
         """The process's loop: run what each ring brings until ``finished()`` (forever
@@ -227,7 +234,8 @@ class Doorbell:
 class NpuClock(Doorbell):
     """One NPU's time: its event buckets (``Sys::register_event``), one SimPy event per new
     tick, and the doorbell through which an event that completes one of the NPU's nodes
-    wakes the NPU's process (:meth:`ring`)."""
+    wakes the NPU's process (:meth:`ring`). A failed NPU's clock is stopped
+    (:meth:`~Doorbell.stop`): nothing it is asked to do happens any more."""
 
     __slots__ = ("env", "buckets")
 
@@ -238,7 +246,9 @@ class NpuClock(Doorbell):
 
     def register(self, delay_ns: int, fn: Callback, arg: Any = None) -> None:
         """Run ``fn(arg)`` after ``delay_ns``, in this NPU's bucket for that tick (with
-        everything else registered for that tick, in order)."""
+        everything else registered for that tick, in order); nothing once stopped."""
+        if self.stopped:
+            return
         env = self.env
         tick = env.now + delay_ns
         items = self.buckets.get(tick)
@@ -246,19 +256,6 @@ class NpuClock(Doorbell):
             items = self.buckets[tick] = []
             Timeout(env, delay_ns).callbacks.append(_Bucket(self, tick, items))
         items.append((fn, arg))
-
-
-class DeadClock(NpuClock):
-    """The clock of a failed NPU (``Npu.fail`` turns its clock into one): nothing it is asked
-    to do happens, and nothing wakes the NPU's process any more."""
-
-    __slots__ = ()
-
-    def register(self, delay_ns: int, fn: Callback, arg: Any = None) -> None:
-        pass
-
-    def ring(self, work: Callback, arg: Any = None) -> None:
-        pass
 
 
 def _run_work(bell: Bell) -> None:

@@ -23,27 +23,26 @@ from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 if TYPE_CHECKING:
     from simpy_astra.config.inputs import SimulationInputs
     from simpy_astra.config.jobs import JobInputs
+    from simpy_astra.network import Network
     from simpy_astra.statistics import NpuReport
 
 
 class JobNetwork:
-    """A job's view of the network: its ranks in, physical NPU ids out. Everything else
-    (``env``, ``board``, ``link``, ``graph`` ...) is the shared network's."""
+    """A job's view of the network: its ranks in, physical NPU ids out. A job's NPUs and
+    system layers use ``send`` and ``recv`` only; the rest of the
+    :class:`~simpy_astra.network.Network` is the shared network's (``network``)."""
 
-    def __init__(self, network: Any, npus: tuple[int, ...]) -> None:
-        self._network = network
+    def __init__(self, network: Network, npus: tuple[int, ...]) -> None:
+        self.network = network
         self._npus = npus
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         npus = self._npus
-        self._network.send(npus[src], npus[dst], tag, size, fn, arg)
+        self.network.send(npus[src], npus[dst], tag, size, fn, arg)
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         npus = self._npus
-        self._network.recv(npus[dst], npus[src], tag, size, fn, arg)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._network, name)
+        self.network.recv(npus[dst], npus[src], tag, size, fn, arg)
 
 
 @dataclass
@@ -99,44 +98,33 @@ def job_results(jobs: list[JobInputs], reports: list[NpuReport]) -> list[JobResu
 
 class LinkBytesByJob:
     """Bytes each job put on each directed link (link-level backends), counted as a message
-    starts on a link; a message belongs to the job that owns its source NPU. Installed only
-    in multi-job runs, so a single-job run's links run the code they always ran."""
+    starts on a link (every link's ``link_start`` probe point, so a ``link-model`` of the
+    user's is counted as the built-in one is); a message belongs to the job that owns its
+    source NPU. Subscribed only in multi-job runs, so a single-job run's links pay one
+    attribute test per hop."""
 
     def __init__(self, network: Any, owner: dict[int, str]) -> None:
-        from simpy_astra.network.link import Link
-
         self.network = network
         self.bytes: dict[Any, dict[str, int]] = {}
         for link in network.links():
-            counts: dict[str, int] = {}
-            self.bytes[link] = counts
-            if isinstance(link, Link):
-                def begin(item, _orig=link._start, _counts=counts) -> None:
-                    key = getattr(item, "key", None)
-                    if key is not None:
-                        job = owner.get(key.ident[1])
-                        if job is not None:
-                            _counts[job] = _counts.get(job, 0) + item.size
-                    _orig(item)
+            self.bytes[link] = {}
 
-                link._start = begin
-            elif hasattr(link, "request"):  # a packet port: a train joins it
-                def join(flow, hop, _orig=link.request, _counts=counts) -> None:
-                    key = flow.message.key
-                    if key is not None:
-                        job = owner.get(key.ident[1])
-                        if job is not None:
-                            _counts[job] = _counts.get(job, 0) + flow.size_bytes
-                    _orig(flow, hop)
+        def count(link: Any, key: Any, size_bytes: float) -> None:
+            if key is not None:  # (background traffic is no job's)
+                job = owner.get(key.ident[1])
+                if job is not None:
+                    counts = self.bytes[link]
+                    counts[job] = counts.get(job, 0) + size_bytes
 
-                link.request = join
+        for link in network.links():
+            link.watch("link_start", count)
 
     def of(self, link: Any) -> dict[str, int]:
         return self.bytes.get(link, {})
 
     def by_label(self) -> dict[tuple[Any, Any], dict[str, int]]:
         """(from, to) device labels -> job -> bytes, for the links any job used."""
-        label = self.network.fabric.label
+        label = self.network.label
         return {(label(lk.src), label(lk.dst)): {job: round(n) for job, n in c.items()}
                 for lk, c in self.bytes.items() if c}  # packet trains may carry a fraction each
 
@@ -176,7 +164,7 @@ def build_jobs(sim: Any, inputs: SimulationInputs) -> dict[int, int]:
         sim.npus.append(npu)
         sim.systems.append(npu.system)
         sim._npu_by_id[device] = npu
-    if sim.network.link_stats() is not None:
+    if sim.network.has_links:
         sim.link_bytes_by_job = LinkBytesByJob(sim.network, {d: j.name for d, j in owner.items()})
     return {d: j.start_ns for d, j in owner.items() if j.start_ns}
 
@@ -190,7 +178,7 @@ def job_warnings(inputs: SimulationInputs, network: Any) -> list[str]:
         if job.system.source not in seen:
             seen.add(job.system.source)
             out.extend(job.system.ignored)
-    if network.link_stats() is None:
+    if not network.has_links:
         out.append(f"the {network.name} backend has no shared links: the jobs do not "
                    f"interfere there (use congestion_aware or packet)")
     return out

@@ -19,6 +19,7 @@ import simpy
 from simpy_astra.engine import NpuClock
 from simpy_astra.errors import InputError
 from simpy_astra.npu_faults import NpuFaults
+from simpy_astra.probes import Probed
 from simpy_astra.statistics import (
     COMM,
     CPU,
@@ -102,9 +103,14 @@ class NpuServices:
         return npu
 
 
-class Npu(NpuFaults):
+class Npu(NpuFaults, Probed):
     """Workload layer of one NPU (ASTRA-sim's ``Workload`` + ``HardwareResource``); its
-    stragglers and failures are :class:`~simpy_astra.npu_faults.NpuFaults`."""
+    stragglers and failures are :class:`~simpy_astra.npu_faults.NpuFaults`. Probe points
+    (:mod:`simpy_astra.probes`): ``node_start``, ``node_end``."""
+
+    PROBES = ("node_start", "node_end")
+    probe_node_start: list | None = None
+    probe_node_end: list | None = None
     #: the NPUs this one stands for in a folded run (set by the Simulation), else None
     stands_for: list[int] | None = None
     #: the job this NPU runs in a multi-job run (its name), else None
@@ -147,7 +153,6 @@ class Npu(NpuFaults):
         self.process = None  # this NPU's SimPy process (see execute); set by the Simulation
         self._node_events: dict[int, Any] = {}  # node id -> event a user waits on
         self.ended_ns: dict[int, int] = {}  # node id -> when it completed
-        self.recorder = None  # trace_recorder.NpuRecorder when reports/timelines are requested
         #: (node id, kind, bytes, plan, involved, first stream id, start ns) of each collective
         #: issued, when the run checks them against the links (:mod:`simpy_astra.bandwidth_floor`)
         self.collective_log: list | None = None
@@ -267,8 +272,10 @@ class Npu(NpuFaults):
         self.ongoing += 1
         t = node.type
         self.stats.start(node.id, self._category(node, slot), now)
-        if self.recorder is not None:
-            self.recorder.node_start(node.id, now)
+        watchers = self.probe_node_start
+        if watchers is not None:
+            for watcher in watchers:
+                watcher(node.id, now)
         cfg = self.config
         if cfg.replay_only:
             return self._replay(node, slot)
@@ -430,8 +437,10 @@ class Npu(NpuFaults):
             self.memory.record(node, self.stats.starts[node.id], now)
         self.stats.end(node.id, now)
         self.ended_ns[node.id] = now
-        if self.recorder is not None:
-            self.recorder.node_end(node.id, now)
+        watchers = self.probe_node_end
+        if watchers is not None:
+            for watcher in watchers:
+                watcher(node.id, now)
         if self._node_events:
             event = self._node_events.get(node.id)
             if event is not None and not event.triggered:

@@ -123,14 +123,12 @@ class NpuFaults:
         self.paused_until_ns = max(self.paused_until_ns, now + duration_ns)
 
     def _fail_now(self, _arg: Any) -> None:
-        from simpy_astra.engine import DeadClock
-
         if self.failed_ns is not None or self.finished:
             return
         self.failed_ns = self.clock.env.now
         for items in self.clock.buckets.values():
             items.clear()
-        self.clock.__class__ = DeadClock  # rings and registrations of this NPU do nothing now
+        self.clock.stop()  # rings and registrations of this NPU do nothing now
         silent = _Silent()
         self.services = replace(self.services, network=silent)
         self.system.network = silent

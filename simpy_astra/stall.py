@@ -26,20 +26,12 @@ def describe_handler(fn, arg) -> str | None:
 def held_messages(network: Any) -> list[tuple[Any, Any]]:
     """(board key or None for background bytes, link) of every message held by a link that
     is down: it cannot move until the link comes up, so it is not "in flight" for the
-    watchdog. Backends without links hold nothing."""
-    links = getattr(network, "links", None)
-    if links is None:
-        return []
+    watchdog (each link says what it holds: ``link.held()``). Backends without links have
+    none (``links()`` is empty)."""
     held: dict[int, tuple[Any, Any]] = {}
-    for link in links():
-        if link.up:
-            continue
-        on_wire = getattr(link, "on_wire", None)  # the aware backend's message being serialised
-        items = ([] if on_wire is None else [on_wire]) + list(link.queue)
-        for item in items:
-            message = getattr(item, "message", item)  # a packet train carries one message's bytes
-            key = getattr(message, "key", None)
-            if key is not None or hasattr(message, "key"):
+    for link in network.links():
+        if not link.up:
+            for message, key in link.held():
                 held.setdefault(id(message), (key, link))
     return list(held.values())
 
@@ -47,7 +39,7 @@ def held_messages(network: Any) -> list[tuple[Any, Any]]:
 def describe_held(key: Any, link: Any) -> str:
     """``NPU 0 all_reduce phase ... sent 1024 B to NPU 1 (tag 5): held by link 0->1, which is
     down; NPU 1 node 3 (...) waits for it``."""
-    state = "failed" if getattr(link, "failed", False) else "down"
+    state = "failed" if link.failed else "down"
     where = f"held by link {link.src}->{link.dst}, which is {state}"
     if key is None:
         return f"background bytes {where}"

@@ -5,10 +5,12 @@ process killed by them), and no traceback.
 Outside a simulation the handler raises :class:`Stopped` where the program is. Inside one it
 raises nothing in place: SimPy's ``Process._resume`` catches ``BaseException``, so an exception
 raised in a process's code would fail that one process (and a user collective that loops could
-catch it); instead the handler replaces the running environment's ``step`` so that the engine's
-own loop raises :class:`Stopped` before the next event. No per-event check costs anything until
-then. Code stuck inside one event (a user generator that never yields) is interrupted in place
-a second later; a third signal ends the process at once.
+catch it); instead the handler puts a stop event on the running environment's queue, in this
+instant ahead of every other (:data:`STOP_PRIORITY`), whose callback raises
+:class:`Stopped`: SimPy's loop (the one ``Simulation.run`` drives) processes it before its
+next event, and an exception from an event's callback (not a process's) leaves ``env.run``. No per-event check costs anything. Code stuck
+inside one event (a user generator that never yields) is interrupted in place a second later;
+a third signal ends the process at once.
 
 Outputs are written whole or not at all (:func:`simpy_astra.files.open_output`), and
 generators remove the traces they had written (:class:`~simpy_astra.workloads.trace_output.TraceFiles`),
@@ -58,21 +60,32 @@ def requested() -> int | None:
     return _signals[0] if _signals else None
 
 
-def _stop_step(*_args: Any) -> None:
-    raise Stopped(_signals[0])
+#: the stop event's priority on SimPy's queue: before every other event of the instant
+#: (SimPy's own are URGENT = 0 and NORMAL = 1), so no further model code runs first
+STOP_PRIORITY = -1
+
+
+def _stop_soon(env: Any, make: Callable[[], BaseException]) -> None:
+    """Have ``env``'s loop raise ``make()`` before its next event: a stop event scheduled
+    now, ahead of the instant's others, whose callback raises (a callback's exception is
+    not caught by SimPy, so it leaves ``env.run``)."""
+    from simpy.events import Event
+
+    def stop(_event: Any) -> None:
+        raise make()
+
+    event = Event(env)
+    event.callbacks.append(stop)
+    env.schedule(event, STOP_PRIORITY)
 
 
 def stop_engines(make: Callable[[], BaseException]) -> bool:
-    """Make every running engine raise ``make()`` before its next event (for a handler of its
-    own, e.g. a sweep worker's SIGTERM); False when no engine runs."""
+    """Make every running engine raise ``make()`` from its loop before its next event (for a
+    handler of its own, e.g. a sweep worker's SIGTERM); False when no engine runs."""
     if not _engines:
         return False
-
-    def stop(*_args: Any) -> None:
-        raise make()
-
     for env in _engines:
-        env.step = stop
+        _stop_soon(env, make)
     return True
 
 
@@ -81,8 +94,9 @@ def _handler(signum: int, _frame: Any) -> None:
     if len(_signals) >= 3:  # stuck where not even an exception reaches: leave now
         os._exit(Stopped(_signals[0]).exit_code)
     if _engines and len(_signals) == 1:
+        first = _signals[0]
         for env in _engines:  # the engine's loop raises before its next event
-            env.step = _stop_step
+            _stop_soon(env, lambda: Stopped(first))
         timer = threading.Timer(GRACE_S, _resend, (signum,))
         timer.daemon = True
         _timer.append(timer)
@@ -135,6 +149,5 @@ def engine(env: Any) -> Iterator[None]:
         yield
     finally:
         _engines.remove(env)
-        env.__dict__.pop("step", None)
         if not _engines:
             _cancel_timer()

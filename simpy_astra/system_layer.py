@@ -29,6 +29,7 @@ from simpy_astra.collectives.base import (
 from simpy_astra.collectives.logical import LogicalDim, dimension_ring
 from simpy_astra.errors import InputError
 from simpy_astra.phase_process import PhaseProcess, Signal
+from simpy_astra.probes import Probed
 from simpy_astra.tags import native_tag, stream_tag
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
@@ -324,8 +325,16 @@ def phase_steps(kind: str, chunk: int, plan: CollectivePlan, involved: list[bool
 
 
 # --------------------------------------------------------------------------- the layer
-class SystemLayer:
-    """Collective scheduling for one NPU (ASTRA-sim's ``Sys``)."""
+class SystemLayer(Probed):
+    """Collective scheduling for one NPU (ASTRA-sim's ``Sys``). Probe points
+    (:mod:`simpy_astra.probes`): ``collective_start``, ``collective_end``, ``phase_started``,
+    ``stream_moved``."""
+
+    PROBES = ("collective_start", "collective_end", "phase_started", "stream_moved")
+    probe_collective_start: list | None = None
+    probe_collective_end: list | None = None
+    probe_phase_started: list | None = None
+    probe_stream_moved: list | None = None
 
     def __init__(self, npu_id: int, clock: NpuClock, network: Any, config: SystemConfig,
                  network_dims: list[int], queues_per_dim: int, load_custom: Callable) -> None:
@@ -353,7 +362,6 @@ class SystemLayer:
         self.active: list[list[Stream]] = [[] for _ in range(n_queues)]
         self.running = [0] * n_queues
         self._default_plans: dict[str, CollectivePlan] = {}
-        self.recorder = None  # trace_recorder.NpuRecorder when chunk timelines are requested
 
     def running_phases(self) -> list[PhaseProcess]:
         """The processes of this NPU's collective phases running now (to interrupt one)."""
@@ -413,6 +421,8 @@ class SystemLayer:
     def generate_collective(self, kind: str, size: int, involved: list[bool], plan: CollectivePlan,
                             explicit_priority: int, custom: str | None,
                             on_done: Callable[[], None]) -> ChunkCounter:
+        if self.probe_collective_start is not None or self.probe_collective_end is not None:
+            on_done = self._announced(kind, size, on_done)
         splits = self.config.preferred_dataset_splits
         if kind == ALL_GATHER and size // splits == 0:  # an all_gather smaller than the split count
             raise InputError(f"comm_size {size} of this {kind} is smaller than {self.config.source}'s "
@@ -439,6 +449,18 @@ class SystemLayer:
                                  f"(every involved dimension has one NPU); the reference never finishes it")
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), phases, priority, chunks_left))
         return chunks_left
+
+    def _announced(self, kind: str, size: int, on_done: Callable[[], None]) -> Callable[[], None]:
+        """Emit ``collective_start`` now and ``collective_end`` before ``on_done`` runs."""
+        for fn in self.probe_collective_start or ():
+            fn(kind, size)
+
+        def done() -> None:
+            for fn in self.probe_collective_end or ():
+                fn(kind, size)
+            on_done()
+
+        return done
 
     def _custom_position(self, plan: CollectivePlan) -> tuple[Any, int]:
         """(rank map of the algorithm file, which rank file to load) for a custom collective.
@@ -479,8 +501,10 @@ class SystemLayer:
 
     def proceed(self, stream: Stream) -> None:
         """Move ``stream`` past its current phase (or into its first one)."""
-        if self.recorder is not None:
-            self.recorder.stream_moved(stream, self.clock.env.now)
+        watchers = self.probe_stream_moved
+        if watchers is not None:
+            for watcher in watchers:
+                watcher(stream, self.clock.env.now)
         previous = stream.queue_id
         last = stream.next_phase == len(stream.phases)
         if last:
@@ -515,6 +539,8 @@ class SystemLayer:
             stream.initialized = True
             self.running[queue_id] += 1
             i += 1
-            if self.recorder is not None:
-                self.recorder.phase_started(stream, self.clock.env.now)
+            watchers = self.probe_phase_started
+            if watchers is not None:
+                for watcher in watchers:
+                    watcher(stream, self.clock.env.now)
             stream.current.start()

@@ -166,8 +166,11 @@ def test_terminal_timeline_fills_the_width(columns: int, monkeypatch) -> None:
 
 def test_recording_is_off_unless_attached() -> None:
     sim = Simulation(load_scenario(str(ROOT / "scenarios" / "default.yaml")))
-    assert all(npu.recorder is None for npu in sim.npus)
-    assert all(system.recorder is None for system in sim.systems)
+    assert all(npu.probe_node_start is None and npu.probe_node_end is None for npu in sim.npus)
+    assert all(system.probe_stream_moved is None and system.probe_phase_started is None for system in sim.systems)
+    attach(sim, record_chunks=True)  # recording is a subscriber of those probe points
+    assert all(len(npu.probe_node_end) == 1 for npu in sim.npus)
+    assert all(len(system.probe_phase_started) == 1 for system in sim.systems)
 
 
 @pytest.mark.parametrize("flags", [["--csv-out", "{tmp}/csv"], ["--trace-out", "{tmp}/t.json"]])

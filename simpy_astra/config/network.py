@@ -51,6 +51,9 @@ class NetworkConfig:
     #: (:mod:`simpy_astra.network.models`) by the names the YAML gives; None: the built-in ones
     link_model: str | None = None
     switch_model: str | None = None
+    #: their keyword arguments (``link-model: {class: NAME, key: value}``), as (key, value) pairs
+    link_params: tuple[tuple[str, Any], ...] = ()
+    switch_params: tuple[tuple[str, Any], ...] = ()
 
     @property
     def num_dims(self) -> int:
@@ -271,22 +274,40 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
     if packet_size is not None and switch_buffer is not None and switch_buffer < packet_size:
         raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet_size} bytes; "
                                                   f"got {switch_buffer})")
-    def model(key: str) -> str | None:
-        """``link-model`` / ``switch-model``: a name that resolves to a class, or absent."""
+    def model(key: str) -> tuple[str | None, tuple[tuple[str, Any], ...]]:
+        """``link-model`` / ``switch-model``: a name that resolves to a class, or ``{class:
+        name, param: value, ...}`` whose parameters the class's ``__init__`` takes; or absent."""
         if key not in data:
-            return None
-        name = data[key]
-        if not isinstance(name, str) or not name:
-            raise InputError.at(src, key, f"must be a model name or package.module:Class (got {show_value(name)})")
-        from simpy_astra.network.models import lookup_link, lookup_switch
+            return None, ()
+        raw = data[key]
+        params: dict[str, Any] = {}
+        if isinstance(raw, dict):
+            params = {str(k): v for k, v in raw.items() if k != "class"}
+            if "class" not in raw:
+                raise InputError.at(src, key, "needs 'class:' naming the model (e.g. {class: ecn, threshold_bytes: "
+                                              "32768}) when it is a mapping")
+            raw = raw["class"]
+        if not isinstance(raw, str) or not raw:
+            raise InputError.at(src, key, f"must be a model name or package.module:Class, or {{class: name, "
+                                          f"parameter: value}} (got {show_value(raw)})")
+        from simpy_astra.network.models import (
+            LINK_ARGS,
+            SWITCH_ARGS,
+            check_params,
+            lookup_link,
+            lookup_switch,
+        )
 
         try:
-            (lookup_link if key == "link-model" else lookup_switch)(name)
+            cls = (lookup_link if key == "link-model" else lookup_switch)(raw)
         except PluginError as exc:
             raise InputError.at(src, key, str(exc)) from None
-        return name
+        problem = check_params(cls, params, LINK_ARGS if key == "link-model" else SWITCH_ARGS)
+        if problem is not None:
+            raise InputError.at(src, key, f"({raw}) {problem}")
+        return raw, tuple(params.items())
 
-    link_model, switch_model = model("link-model"), model("switch-model")
+    (link_model, link_params), (switch_model, switch_params) = model("link-model"), model("switch-model")
     net = NetworkConfig(
         topology=tuple(topology),
         npus_count=tuple(npus),
@@ -299,6 +320,8 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
         warnings=tuple(unknown_key_warnings(src, data, KNOWN_NETWORK_KEYS, "network")),
         link_model=link_model,
         switch_model=switch_model,
+        link_params=link_params,
+        switch_params=switch_params,
     )
     if "cost" in data:  # beyond ASTRA-sim: prices for the network cost model
         net = with_cost(net, data["cost"], src)

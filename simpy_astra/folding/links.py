@@ -254,6 +254,9 @@ class FoldedLinkNetwork:
 
     name = "congestion_aware"
     pair_delays_only = False
+    has_links = True
+    has_faults = False  # a fault or change of speed on one link would break the symmetry
+    has_priorities = False  # no background traffic to give a class
 
     def __init__(self, inner_factory: Callable[..., CongestionAwareNetwork], folding: Folding) -> None:
         """``inner_factory(links_at_start=..., link_of_hop=...)`` builds the backend."""
@@ -297,6 +300,12 @@ class FoldedLinkNetwork:
 
     def send_background(self, src: int, dst: int, size_bytes: int, priority: int = 0) -> Any:
         raise ValueError(_REFUSED.format(what="background traffic"))
+
+    def fail_device(self, device: Any) -> None:
+        raise ValueError(_REFUSED.format(what=f"failing device {device!r}"))
+
+    def label(self, device: DeviceId) -> int | str:
+        return self.inner.label(device)
 
     def link(self, u: Any, v: Any) -> LinkView:
         """Link ``u -> v`` (by id or label) to watch: its representative's live figures, which

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.folding.frames import Folding
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.network.faults import WithoutLinks
 from simpy_astra.network.messages import Handler
 from simpy_astra.tags import (
     COLLECTIVE_TAG_BASE,
@@ -88,7 +89,7 @@ class OrbitAddresses:
         return moved_group_tag(tag, gid, image)
 
 
-class FoldedNetwork:
+class FoldedNetwork(WithoutLinks):
     """The unaware network of a folded run, as its representatives see it."""
 
     name = "congestion_unaware"
@@ -118,14 +119,8 @@ class FoldedNetwork:
         """The whole network's graph (every NPU, not only the representatives)."""
         return self.inner.graph
 
-    def link_stats(self) -> None:
-        return None
-
-    def link(self, u: Any, v: Any) -> Any:
-        """No links: says which backends have them."""
-        from simpy_astra.network.faults import no_links
-
-        raise no_links(self.name)
+    def label(self, device: int) -> int | str:
+        return self.inner.label(device)
 
 
 def tag_clash(folding: Folding, uses_dims: bool) -> str | None:

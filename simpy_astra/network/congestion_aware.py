@@ -40,6 +40,7 @@ from simpy_astra.network.fabric import DeviceId
 from simpy_astra.network.link import Link
 from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
+from simpy_astra.network.switch import SwitchElement
 from simpy_astra.topologies.base import BasicTopology
 
 
@@ -62,20 +63,20 @@ class _Message:
         self.ecn = False
 
 
-class SwitchProcess:
-    """A switch: a SimPy process that forwards each message arriving on one of its input
-    links to the message's next link, at the instant it arrives (a link's arrival event
-    rings the switch's :class:`~simpy_astra.engine.Doorbell`, so the process runs in that
-    instant, as the reference forwards inside that event)."""
+class SwitchProcess(SwitchElement):
+    """The built-in switch: a SimPy process that forwards each message arriving on one of its
+    input links to the message's next link, at the instant it arrives (a link's arrival
+    event rings the switch's :class:`~simpy_astra.engine.Doorbell`, so the process runs in
+    that instant, as the reference forwards inside that event). The doorbell is its one
+    shortcut; the rest of the contract is :class:`~simpy_astra.network.switch.SwitchElement`'s."""
 
-    def __init__(self, env: simpy.Environment, device: Any, forward) -> None:
-        self.device = device
-        self._forward = forward
-        self._doorbell = Doorbell(env)
-        self.process = env.process(self._doorbell.serve())
+    def _start_process(self) -> simpy.Process:
+        self._doorbell = Doorbell(self.env)
+        return self.env.process(self._doorbell.serve())
 
     def receive(self, msg: _Message) -> None:
-        self._doorbell.ring(self._forward, msg)
+        # the network's way on directly while nobody watches (a call less per message hop)
+        self._doorbell.ring(self._forward if self.probe_switch_forward is None else self.send_on, msg)
 
 
 def _at_whole_ns(env: simpy.Environment, deliver: Callable[[Any], None], model: type) -> Callable[[Any], None]:
@@ -96,18 +97,24 @@ def _at_whole_ns(env: simpy.Environment, deliver: Callable[[Any], None], model: 
 class CongestionAwareNetwork(LinkLevelNetwork):
     name = "congestion_aware"
 
+    has_priorities = True  # a link model may serve classes (send_background's priority)
+
     def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>",
                  link_model: type | None = None, switch_model: type | None = None,
+                 link_params: dict[str, Any] | None = None, switch_params: dict[str, Any] | None = None,
                  links_at_start: bool = True,
                  link_of_hop: Callable[[DeviceId, DeviceId], Any] | None = None) -> None:
         """``link_model`` / ``switch_model``: classes that replace :class:`Link` and
-        :class:`SwitchProcess` (the contract: ``simpy_astra/network/README.md``).
+        :class:`SwitchProcess` (the contract: ``simpy_astra/network/README.md``), built with
+        ``link_params`` / ``switch_params`` as keyword arguments (the network YAML's).
         ``links_at_start`` and ``link_of_hop`` (which live link carries a route's hop
         ``u -> v``; default: the link ``u -> v``) are a folded run's hooks
         (:mod:`simpy_astra.folding.links`: one link per orbit carries every hop of it)."""
         self._routes: dict[tuple[int, int], tuple[Link, ...]] = {}
         self.link_model = Link if link_model is None else link_model
         self.switch_model = SwitchProcess if switch_model is None else switch_model
+        self._link_params = dict(link_params or {})
+        self._switch_params = dict(switch_params or {})
         self._link_of_hop = link_of_hop
         super().__init__(env, dims, source, links_at_start=links_at_start)
 
@@ -116,10 +123,10 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         deliver = self.switch(v).receive if into_switch else self._arrived
         if not self.link_model.__module__.startswith("simpy_astra."):  # a user's model: hold it to the contract
             deliver = _at_whole_ns(self.env, deliver, self.link_model)
-        return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver)
+        return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver, **self._link_params)
 
     def _new_switch(self, device: DeviceId) -> SwitchProcess:
-        return self.switch_model(self.env, device, self._arrived)
+        return self.switch_model(self.env, device, self._arrived, **self._switch_params)
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -134,7 +141,7 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         route, queued with the workload's messages, matched by no receive. The event
         succeeds (value: the time) when the last byte reached ``dst``. ``priority``: its
         class for link models that have classes (0 is the workload's)."""
-        self._check_background(src, dst, size_bytes)
+        self._check_background(src, dst, size_bytes, priority)
         done = self.env.event()
         route = self._routes.get((src, dst)) or self.route(src, dst)
         route[0].offer(_Message(None, route, size_bytes, done, priority))

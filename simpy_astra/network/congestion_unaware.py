@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.network.fabric import Fabric
+from simpy_astra.network.fabric import DeviceId, Fabric
+from simpy_astra.network.faults import WithoutLinks
 from simpy_astra.network.messages import Handler, MessageBoard
 from simpy_astra.topologies.base import BasicTopology
 from simpy_astra.units import network_gbps_to_bytes_per_ns
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-class CongestionUnawareNetwork:
+class CongestionUnawareNetwork(WithoutLinks):
     name = "congestion_unaware"
     #: a message's delay depends on its two NPUs alone: symmetric NPUs may be folded
     pair_delays_only = True
@@ -63,12 +64,5 @@ class CongestionUnawareNetwork:
         """The physical network as networkx (built, and networkx imported, on first use)."""
         return self.fabric.graph()
 
-    def link_stats(self) -> None:
-        """No links: delays are closed forms."""
-        return None
-
-    def link(self, u: Any, v: Any) -> Any:
-        """No links: says which backends have them."""
-        from simpy_astra.network.faults import no_links
-
-        raise no_links(self.name)
+    def label(self, device: DeviceId) -> int | str:
+        return self.fabric.label(device)

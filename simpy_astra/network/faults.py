@@ -1,8 +1,10 @@
-"""Faults a co-simulation may inject, and the answer a backend without links gives."""
+"""Faults a co-simulation may inject, and the answers a backend without links gives."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import simpy
 
 
 def no_links(backend: str) -> AttributeError:
@@ -13,15 +15,37 @@ def no_links(backend: str) -> AttributeError:
 
 
 def fail_device(network: Any, device: Any) -> None:
-    """Fail switch (or NPU) ``device`` for good, now: every link into or out of it goes down
-    and stays down, so what crosses it can never be delivered (the run then ends in a stall
-    report naming the links, ``which is failed``). Link-level backends only."""
-    links = getattr(network, "links", None)
-    if links is None:
-        raise no_links(network.name)
-    touched = [link for link in links() if device in (link.src, link.dst)]
-    if not touched:
-        raise KeyError(f"no link leads into or out of device {device!r}")
-    for link in touched:
-        link.failed = True
-        link.take_down()
+    """Fail switch (or NPU) ``device`` for good, now (``network.fail_device``): every link
+    into or out of it goes down and stays down, so what crosses it can never be delivered
+    (the run then ends in a stall report naming the links, ``which is failed``)."""
+    network.fail_device(device)
+
+
+class WithoutLinks:
+    """The :class:`~simpy_astra.network.Network` members a backend without links answers
+    with "not here", each in one line (its delays are closed forms)."""
+
+    name: str
+    has_links = False
+    has_faults = False
+    has_priorities = False
+
+    def links(self) -> list:
+        """No links."""
+        return []
+
+    def link(self, u: Any, v: Any) -> Any:
+        """No links: says which backends have them."""
+        raise no_links(self.name)
+
+    def link_stats(self) -> None:
+        """No links: delays are closed forms."""
+        return None
+
+    def send_background(self, src: int, dst: int, size_bytes: int, priority: int = 0) -> simpy.Event:
+        """No links to share: says which backends have them."""
+        raise no_links(self.name)
+
+    def fail_device(self, device: Any) -> None:
+        """No links or devices to fail: says which backends have them."""
+        raise no_links(self.name)

@@ -1,37 +1,49 @@
-"""A directed link as a SimPy resource and a SimPy process: one transmission on the wire at a
-time, FIFO.
+"""Directed links as SimPy resources and processes: the element contract every link keeps, the
+base element a link model derives from, and the built-in FIFO link.
 
-:class:`LinkResource` is what every backend's directed link shares (a SimPy
-:class:`~simpy.resources.base.BaseResource` with its ends, speed, latency and up/down
-state, and the checks of a change of speed); ``Link`` (congestion-aware backend) and the
-packet backend's :class:`~simpy_astra.network.packet.port.Port` build on it.
+:class:`LinkResource` is what every backend's directed link is (the contract, listed in
+``simpy_astra/network/README.md``): a SimPy :class:`~simpy.resources.base.BaseResource`
+with its ends, speed (``bandwidth_gbps``; ``bytes_per_ns``, GB = 2^30 B), ``latency_ns``,
+``up`` and ``failed``, live statistics (``bytes``, ``busy_ns``, ``queue``), the controls
+(:meth:`~LinkResource.set_bandwidth`, :meth:`~LinkResource.take_down`,
+:meth:`~LinkResource.bring_up`, :meth:`~LinkResource.fail`), ``put(nbytes)`` (a
+:class:`Transmission`: background bytes over this link), what it holds for the stall check
+(:meth:`~LinkResource.held`) and the probe points ``link_start`` / ``link_end``
+(:mod:`simpy_astra.probes`). The packet backend's
+:class:`~simpy_astra.network.packet.port.Port` builds on it directly.
 
-``Link`` is a :class:`simpy.resources.base.BaseResource` of capacity one. Its ``put`` queue
-holds what waits for the wire: the network's messages (:meth:`Link.offer`), and
-:class:`Transmission` requests that a user process makes with ``yield link.put(nbytes)``
-(background traffic), in one FIFO. Its own process (``link.process``, :meth:`Link.run`, as
-ns.py's ``Port``) serves the queue: it takes the next item, schedules its arrival, and
-yields ``env.timeout(trunc(S / B))`` while the ``S`` bytes are serialised. A transmission
-starting at ``t`` arrives at the far end at ``t + trunc(latency + S / B)`` (``B`` in
-bytes/ns, GB = 2^30 B), as ASTRA-sim's congestion-aware links do; the arrival is a
-callback timeout (it hands the item on: no process step per hop) scheduled before the
-"link free" timeout the process waits on, the order the reference schedules them in.
+:class:`LinkElement` is the congestion-aware backend's link: a store-and-forward wire served
+by its own process (``link.process``, as ns.py's ``Port``). It implements the whole
+contract -- the wire's timing, changes of speed, faults, live ``busy_ns``, the probes -- and
+leaves the policy to three methods a model overrides: :meth:`~LinkElement.enqueue` and
+:meth:`~LinkElement.dequeue` (what to send next; FIFO here) and
+:meth:`~LinkElement.hold_ns` (how long to hold an item before it may start; 0 here).
+``link-model: fifo`` is this class as it is (``models.ProcessLink``). An item starting at
+``t`` leaves the wire at ``t + trunc(S / B)`` and arrives at the far end at
+``t + trunc(latency + S / B)`` (``S`` bytes, ``B`` bytes/ns), as ASTRA-sim's links do.
 
-**Exact order.** A SimPy process resumes as the callback of the event it waits on, so
-"link free" resumes the process in the queue position the reference frees its link in, and
-it takes the next queued item there. An item offered to an idle link starts in the offer
-itself, as the reference starts a message on a free link inside the send: :meth:`Link.offer`
-(or a ``put``, or ``bring_up``) puts it on the wire and moves the idle process's wait to that
-item's "link free" (:func:`~simpy_astra.engine.wait_instead`: no step of the generator, no
-queue entry; waking the process in place to start the item costs a resume per idle
-hand-over, measured ~10% of an aware run). The process is started at construction
+:class:`Link` is the built-in FIFO link the reference cases are checked with. It is a
+``LinkElement`` with one documented shortcut for ASTRA-sim's exact same-time order:
+
+**Exact order.** The arrival is a callback timeout scheduled before the "link free"
+timeout the process waits on, the order the reference schedules them in; a SimPy process
+resumes as the callback of the event it waits on, so "link free" resumes the process in the
+queue position the reference frees its link in, and it takes the next queued item there.
+An item offered to an idle ``Link`` starts in the offer itself, as the reference starts a
+message on a free link inside the send: :meth:`Link.offer` (or a ``put``, or ``bring_up``)
+puts it on the wire and moves the idle process's wait to that item's "link free"
+(:func:`~simpy_astra.engine.wait_instead`: no step of the generator, no queue entry; waking
+the process in place to start the item costs a resume per idle hand-over, measured ~10% of
+an aware run). The process is started at construction
 (:func:`~simpy_astra.engine.start_in_place`), so a link is idle from its first instant.
-Those two engine calls are the link's only in-place tricks.
+Those two engine calls are the link's only in-place tricks. A ``LinkElement`` (a model)
+wakes its process with ``succeed`` instead: the same times for a FIFO link, but same-time
+events may come in another order.
 
-The link's speed is live: :meth:`set_bandwidth`, :meth:`take_down` and :meth:`bring_up`
-act on every byte not yet on the wire, those of the transmission being serialised
-included (it is re-timed for its remaining bytes: its old events go stale and the process,
-interrupted, waits for the new "link free").
+The link's speed is live: ``set_bandwidth``, ``take_down`` and ``bring_up`` act on every
+byte not yet on the wire, those of the transmission being serialised included (it is
+re-timed for its remaining bytes: its old events go stale and the process, interrupted,
+waits for the new "link free").
 """
 
 from __future__ import annotations
@@ -47,29 +59,53 @@ from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource, Put
 
 from simpy_astra.engine import start_in_place, wait_instead
+from simpy_astra.probes import Probed
 from simpy_astra.units import network_gbps_to_bytes_per_ns
+
+#: the largest transfer a link takes: sizes are whole bytes below 2^63 (the horizon's bound)
+MAX_BYTES = 2**63 - 1
+
+
+def check_size_bytes(size_bytes: Any, where: str) -> int:
+    """A transfer's size at the API's boundary: a whole number 0 .. 2^63-1 of bytes, else
+    ValueError naming ``where`` (no nan, no wrap-around, no string taken as a number)."""
+    ok = (isinstance(size_bytes, int) and not isinstance(size_bytes, bool)) or (
+        isinstance(size_bytes, float) and size_bytes.is_integer())
+    if not ok or not 0 <= size_bytes <= MAX_BYTES:
+        raise ValueError(f"{where}: size_bytes must be a whole number 0 .. 2^63-1 (got {size_bytes!r})")
+    return int(size_bytes)
 
 
 class Transmission(Put):
-    """A user's request to carry ``size_bytes`` over one link; its value is the arrival time."""
+    """A user's request to carry ``size_bytes`` over one link; its value is the arrival time.
+    It is no network message: class 0 (``priority``), no board ``key``."""
 
-    def __init__(self, link: Link, size_bytes: int) -> None:
-        if size_bytes < 0:
-            raise ValueError(f"a transmission carries 0 or more bytes, not {size_bytes}")
-        self.size = size_bytes
+    priority = 0
+    key = None
+    ecn = False
+
+    def __init__(self, link: LinkResource, size_bytes: int) -> None:
+        self.size = check_size_bytes(size_bytes, f"link {link.src}->{link.dst}: put()")
         super().__init__(link)
 
-    def arrived(self, link: Link) -> None:
+    def arrived(self, link: LinkResource) -> None:
         self.succeed(link.env.now)
 
 
-class LinkResource(BaseResource):
-    """What a directed link ``src -> dst`` is on every link-level backend: a SimPy resource
-    with ``bandwidth_gbps`` (``bytes_per_ns`` in bytes/ns, GB = 2^30 B), ``latency_ns`` and
-    ``up``. ``put(nbytes)`` is a :class:`Transmission` (background bytes over this link);
-    subclasses decide how the wire is shared (``capacity``: how many transmissions at once)."""
+class LinkResource(BaseResource, Probed):
+    """What a directed link ``src -> dst`` is on every link-level backend (the contract in
+    ``simpy_astra/network/README.md``): a SimPy resource with ``bandwidth_gbps``
+    (``bytes_per_ns``), ``latency_ns``, ``up`` and ``failed``; ``put(nbytes)`` is a
+    :class:`Transmission`. Subclasses keep ``bytes``, ``busy_ns`` (live) and ``queue``,
+    implement the controls, and emit ``link_start`` / ``link_end``
+    (``fn(link, key, size_bytes)``, :mod:`simpy_astra.probes`) for the network's messages."""
 
     put = BoundClass(Transmission)
+    PROBES = ("link_start", "link_end")
+    probe_link_start: list | None = None
+    probe_link_end: list | None = None
+    #: down for good (:meth:`fail`, ``sim.fail_device``): stall reports say "failed"
+    failed = False
 
     def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float,
                  latency_ns: float, capacity: float) -> None:
@@ -82,16 +118,56 @@ class LinkResource(BaseResource):
         self.bytes_per_ns = network_gbps_to_bytes_per_ns(bandwidth_gbps)
         self.up = True
 
+    # ------------------------------------------------------------------ the contract
+    bytes: int  # bytes put on the wire so far
+    busy_ns: float  # time spent serialising so far, the transmission on the wire now included
+
+    @property
+    def queue(self) -> list[Any]:
+        """What waits for the wire, first to be sent first."""
+        raise NotImplementedError
+
+    @property
+    def on_wire(self) -> Any | None:
+        """The item being serialised now (held there while the link is down), or None."""
+        return None
+
+    def set_bandwidth(self, bandwidth_gbps: float) -> None:
+        """New speed for every byte not yet on the wire, from now (ValueError unless finite, > 0)."""
+        raise NotImplementedError
+
+    def take_down(self) -> None:
+        """Stop the wire: what is on it and what waits stay until :meth:`bring_up`."""
+        raise NotImplementedError
+
+    def bring_up(self) -> None:
+        """Carry on after :meth:`take_down`, at the current speed."""
+        raise NotImplementedError
+
+    def fail(self) -> None:
+        """Down for good (a failed device's link): what it holds is never delivered."""
+        self.failed = True
+        self.take_down()
+
+    def held(self) -> list[tuple[Any, Any]]:
+        """(message, its board key or None for background bytes) of every network message on
+        this link, on the wire or waiting: what cannot move while it is down (the stall
+        check reads it). A user's own ``put()`` is not a network message."""
+        on_wire = self.on_wire
+        items = list(self.queue) if on_wire is None else [on_wire, *self.queue]
+        return [(item, item.key) for item in items if item.__class__ is not Transmission]
+
+    # ------------------------------------------------------------------ checks
     def _check_bandwidth(self, bandwidth_gbps: float) -> None:
         from simpy_astra.horizon import HORIZON_NS, api_number
 
-        api_number(bandwidth_gbps, f"link {self.src}->{self.dst}: bandwidth_gbps", positive=True, time=False)
+        where = f"link {self.src}->{self.dst}: set_bandwidth(bandwidth_gbps)"
+        if isinstance(bandwidth_gbps, int | float) and not isinstance(bandwidth_gbps, bool) and bandwidth_gbps == 0:
+            raise ValueError(f"{where} must be > 0 (got 0); use take_down() to stop the link")
+        api_number(bandwidth_gbps, where, positive=True, time=False)
         if 1 / network_gbps_to_bytes_per_ns(bandwidth_gbps) > HORIZON_NS:
-            raise ValueError(f"link {self.src}->{self.dst}: bandwidth {bandwidth_gbps:g} GB/s is so low that "
-                             f"one byte would take past the horizon (2^63 ns)")
-        if bandwidth_gbps <= 0:
-            raise ValueError(f"link {self.src}->{self.dst}: bandwidth must be > 0 GB/s "
-                             f"(use take_down() to stop it)")
+            raise ValueError(f"{where}: {bandwidth_gbps:g} GB/s is so low that one byte would take past "
+                             f"the horizon (2^63 ns)")
 
     def _new_bandwidth(self, bandwidth_gbps: float) -> None:
         """Take a new speed (checked; the subclass first accounts what the old one did)."""
@@ -102,15 +178,18 @@ class LinkResource(BaseResource):
         return f"<{type(self).__name__} {self.src}->{self.dst} {self.bandwidth_gbps} GB/s {self.latency_ns} ns>"
 
 
-class Link(LinkResource):
-    """Directed link ``src -> dst`` with ``bandwidth_gbps`` and ``latency_ns``, served by its
-    own SimPy process (``process``, running :meth:`run`).
+class LinkElement(LinkResource):
+    """A store-and-forward link served by its own SimPy process (``process``, :meth:`run`):
+    the base of every congestion-aware link, the built-in :class:`Link` and every
+    ``link-model``. It keeps the whole contract; a model supplies only its policy:
 
-    Live statistics: ``bytes`` put on the wire, ``busy_ns`` (serialising time so far),
-    ``queue`` (what waits). ``on_arrival(item)`` receives the network's messages at the far
-    end; user transmissions succeed there instead."""
+    * :meth:`enqueue` / :meth:`dequeue`: what to send next (FIFO here);
+    * :meth:`hold_ns`: how long the item :meth:`dequeue` gave must wait before it starts
+      (0 here; a token bucket waits for tokens);
 
-    PutQueue = deque
+    and may override :meth:`run` for a different serving loop (calling :meth:`transmit`).
+    ``on_arrival(item)`` receives the network's messages at the far end; a user's
+    ``put()`` succeeds there instead (value: the time)."""
 
     def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float,
                  latency_ns: float, on_arrival: Callable[[Any], None]) -> None:
@@ -126,18 +205,35 @@ class Link(LinkResource):
         self._free: Timeout | None = None
         self._stale: set[Timeout] = set()  # arrivals a change of speed re-timed: ignored
         self._idle: Event | None = None  # what the process waits on while nothing is on the wire
+        self._fifo: deque = deque()
         self._on_arrival = on_arrival
         self._arrived_callback = self._arrived  # bound once: the callback of every arrival
         self._delays: dict[int, tuple[int, int]] = {}
-        # started now, so it is idle (and an offer starts at once) from the link's first instant
-        self.process = start_in_place(env, self.run())
+        self.process = self._start_process()
+
+    def _start_process(self) -> simpy.Process:
+        return self.env.process(self.run())
+
+    # ------------------------------------------------------------------ the policy
+    def enqueue(self, item: Any) -> None:
+        """Queue an item that may not start now (FIFO here; models override it)."""
+        self._fifo.append(item)
+
+    def dequeue(self) -> Any | None:
+        """The next item for the wire, or None when nothing waits."""
+        return self._fifo.popleft() if self._fifo else None
+
+    def hold_ns(self, item: Any) -> float:
+        """How long ``item`` (just dequeued) waits before it starts: 0, at once."""
+        return 0
+
+    @property
+    def queue(self) -> list[Any]:
+        """What waits for the wire, in the order it would be sent (models with their own
+        queue override this too)."""
+        return list(self._fifo)
 
     # ------------------------------------------------------------------ statistics
-    @property
-    def queue(self) -> deque:
-        """Messages and transmissions waiting for the wire, first in line first."""
-        return self.put_queue
-
     @property
     def busy(self) -> bool:
         return self._item is not None
@@ -149,52 +245,75 @@ class Link(LinkResource):
 
     @property
     def busy_ns(self) -> float:
-        """Time spent serialising so far (an integer once every transmission ended)."""
+        """Time spent serialising so far, the transmission on the wire now included (an
+        integer once every transmission ended)."""
         if self._item is None or not self.up:
             return self._busy_done_ns
         return self._busy_done_ns + (self.env.now - self._since)
 
     # ------------------------------------------------------------------ the process
+    def offer(self, item: Any) -> None:
+        """The network's way in (never blocks): an idle link's process takes the item from
+        its wake-up (it never queued), a busy one queues it (:meth:`enqueue`)."""
+        idle = self._idle
+        if idle is not None and self.up:
+            self._idle = None
+            idle.succeed(item)
+        else:
+            self.enqueue(item)
+
     def run(self) -> Generator[Event, Any, None]:
-        """The link's behaviour, forever: take the next queued item and start it (its arrival
-        is a callback timeout, scheduled before "link free", the order the reference
-        schedules them in); wait until its last byte is on the wire; account it. While
-        nothing is queued (or the link is down) it waits on ``parked``, which nothing
-        triggers: an offer, a ``put`` or ``bring_up`` starts the item itself and moves the
-        wait to the item's "link free" (:meth:`_hand_over`)."""
+        """Serve the queue forever: take the next item (:meth:`dequeue`) while the link is
+        up, wait :meth:`hold_ns`, then carry it (:meth:`transmit`); idle, wait for an offer."""
         env = self.env
-        queue = self.put_queue
-        parked = Event(env)  # never triggered: an offer moves the wait to its item's link free
         while True:
-            if queue and self.up:
-                self._start(queue.popleft())
-                waited = self._free
-            else:
-                self._idle = waited = parked
-            try:
-                yield waited
-            except Interrupt:
-                yield from self._retimed()
-            self._busy_done_ns += env.now - self._since
-            self._item = None
+            item = self.dequeue() if self.up else None
+            if item is None:
+                self._idle = idle = Event(env)
+                item = yield idle  # an offer's item, or None: look at the queue again
+                if item is None:
+                    continue
+            hold = self.hold_ns(item)
+            if hold > 0:
+                yield env.timeout(hold)
+            yield from self.transmit(item)
+
+    def transmit(self, item: Any) -> Generator[Event, Any, None]:
+        """Put ``item`` on the wire now and wait until its last byte is on it (re-timed by
+        each change of speed; held on the wire, with no events, while the link is down)."""
+        if self.up:
+            self._start(item)
+        else:
+            self._on_wire_now(item)  # bring_up() schedules its events
+        yield from self._retimed()
+        self._done()
+
+    def _done(self) -> None:
+        """The item's last byte is on the wire: account it, the wire is free."""
+        self._busy_done_ns += self.env.now - self._since
+        self._item = None
 
     def _retimed(self) -> Generator[Event, Any, None]:
-        """Wait for the end of a transmission whose speed changed (interrupted again by each
-        further change)."""
+        """Wait for the end of the transmission on the wire (interrupted by each change of
+        speed, which re-times it; while the link is down, until bring_up)."""
         while True:
             try:
-                yield self._free if self.up else Event(self.env)  # down: until bring_up
+                yield self._free if self.up else Event(self.env)
                 return
             except Interrupt:
                 pass
 
-    def _hand_over(self, item: Any) -> None:
-        """Start ``item`` on the idle link now, as the reference starts a message on a free
-        link (waking the process with ``succeed`` would start it one queue entry late), and
-        have the parked process wait for its "link free" instead."""
-        self._idle = None
-        self._start(item)
-        wait_instead(self.process, self._free)
+    def _wake_idle(self) -> None:
+        """The queue may have something to send: wake the idle process (one queue entry later)."""
+        idle = self._idle
+        if idle is not None and self.up:
+            self._idle = None
+            idle.succeed()
+
+    def _trigger_put(self, _event: Any) -> None:
+        """``link.put(n)`` requests join the link's own queue (they succeed on arrival)."""
+        while self.put_queue:
+            self.offer(self.put_queue.pop(0))
 
     # ------------------------------------------------------------------ faults
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
@@ -235,8 +354,7 @@ class Link(LinkResource):
             return  # bring_up() resumes
         item = self._item
         if item is None:
-            if self._idle is not None and self.put_queue:
-                self._hand_over(self.put_queue.popleft())
+            self._wake_idle()
             return
         env = self.env
         self._since = env.now
@@ -245,34 +363,35 @@ class Link(LinkResource):
         self.process.interrupt("re-timed")
 
     # ------------------------------------------------------------------ carrying
-    def offer(self, item: Any) -> None:
-        """The network's way in (no request event per hop): an idle link starts it now,
-        a busy one queues it."""
-        if self._idle is not None and self.up:
-            self._idle = None  # (_hand_over, inlined: once per message hop)
-            self._start(item)
-            wait_instead(self.process, self._free)
-        else:
-            self.put_queue.append(item)
-
-    def _trigger_put(self, _event: Any) -> None:
-        """A ``put`` joined the queue: an idle link starts the first in line now."""
-        if self._idle is not None and self.up and self.put_queue:
-            self._hand_over(self.put_queue.popleft())
+    def _on_wire_now(self, item: Any) -> None:
+        """``item`` is the transmission on the wire from now (counted, announced)."""
+        size = item.size
+        self.bytes += size
+        self._item = item
+        self._left = size
+        self._since = self.env.now
+        watchers = self.probe_link_start
+        if watchers is not None and item.__class__ is not Transmission:
+            for watcher in watchers:
+                watcher(self, item.key, size)
 
     def _start(self, item: Any) -> None:
-        """Put ``item`` on the wire now (observe.py wraps this on the instance)."""
+        """Put ``item`` on the wire of a link that is up, now: its arrival, then its "link
+        free" (the order the reference schedules them in). Once per message hop."""
         size = item.size
-        delays = self._delays.get(size)
-        if delays is None:
-            ser = size / self.bytes_per_ns
-            delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
         self.bytes += size
         env = self.env
         self._item = item
         self._left = size
         self._since = env.now
-        # arrival first, then link free: the order the reference schedules them in
+        watchers = self.probe_link_start
+        if watchers is not None and item.__class__ is not Transmission:
+            for watcher in watchers:
+                watcher(self, item.key, size)
+        delays = self._delays.get(size)
+        if delays is None:
+            ser = size / self.bytes_per_ns
+            delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
         arrival = self._arrival = Timeout(env, delays[0], item)
         arrival.callbacks.append(self._arrived_callback)
         self._free = Timeout(env, delays[1])
@@ -292,5 +411,77 @@ class Link(LinkResource):
         item = event.value
         if item.__class__ is Transmission:
             item.arrived(self)
+            return
+        watchers = self.probe_link_end
+        if watchers is not None:
+            for watcher in watchers:
+                watcher(self, item.key, item.size)
+        self._on_arrival(item)
+
+
+class Link(LinkElement):
+    """The built-in FIFO link (congestion-aware backend): a :class:`LinkElement` whose queue
+    is its ``put`` queue (the network's messages and users' :class:`Transmission` s in one
+    FIFO) and whose process keeps ASTRA-sim's exact same-time order (the module docstring:
+    an item offered to an idle link starts in the offer itself)."""
+
+    PutQueue = deque
+
+    def _start_process(self) -> simpy.Process:
+        # started now, so it is idle (and an offer starts at once) from the link's first instant
+        return start_in_place(self.env, self.run())
+
+    @property
+    def queue(self) -> deque:
+        """Messages and transmissions waiting for the wire, first in line first."""
+        return self.put_queue
+
+    def run(self) -> Generator[Event, Any, None]:
+        """The link's behaviour, forever: take the next queued item and start it (its arrival
+        is a callback timeout, scheduled before "link free", the order the reference
+        schedules them in); wait until its last byte is on the wire; account it. While
+        nothing is queued (or the link is down) it waits on ``parked``, which nothing
+        triggers: an offer, a ``put`` or ``bring_up`` starts the item itself and moves the
+        wait to the item's "link free" (:meth:`_hand_over`)."""
+        env = self.env
+        queue = self.put_queue
+        parked = Event(env)  # never triggered: an offer moves the wait to its item's link free
+        while True:
+            if queue and self.up:
+                self._start(queue.popleft())
+                waited = self._free
+            else:
+                self._idle = waited = parked
+            try:
+                yield waited
+            except Interrupt:
+                yield from self._retimed()
+            self._busy_done_ns += env.now - self._since
+            self._item = None
+
+    def _hand_over(self, item: Any) -> None:
+        """Start ``item`` on the idle link now, as the reference starts a message on a free
+        link (waking the process with ``succeed`` would start it one queue entry late), and
+        have the parked process wait for its "link free" instead."""
+        self._idle = None
+        self._start(item)
+        wait_instead(self.process, self._free)
+
+    def _wake_idle(self) -> None:
+        """An idle link that is up takes the first queued item now (:meth:`_hand_over`)."""
+        if self._idle is not None and self.up and self.put_queue:
+            self._hand_over(self.put_queue.popleft())
+
+    def offer(self, item: Any) -> None:
+        """The network's way in (no request event per hop): an idle link starts it now,
+        a busy one queues it."""
+        if self._idle is not None and self.up:
+            self._idle = None  # (_hand_over, inlined: once per message hop)
+            self._start(item)
+            wait_instead(self.process, self._free)
         else:
-            self._on_arrival(item)
+            self.put_queue.append(item)
+
+    def _trigger_put(self, _event: Any) -> None:
+        """A ``put`` joined the queue: an idle link starts the first in line now."""
+        self._wake_idle()

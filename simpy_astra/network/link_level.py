@@ -25,6 +25,9 @@ class LinkLevelNetwork:
 
     name = "link_level"
     pair_delays_only = False  # messages share links
+    has_links = True
+    has_faults = True
+    has_priorities = False  # (the congestion-aware backend's link models may have classes)
 
     def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>",
                  links_at_start: bool = True) -> None:
@@ -68,9 +71,15 @@ class LinkLevelNetwork:
             sw = self.switches[device] = self._new_switch(device)
         return sw
 
-    def _check_background(self, src: Any, dst: Any, size_bytes: Any) -> None:
+    def _check_background(self, src: Any, dst: Any, size_bytes: Any, priority: Any = 0) -> None:
         """``send_background``'s arguments at the API's boundary: NPUs that exist and differ,
-        a size of 0 .. 2^63-1 bytes (ValueError otherwise, never a wrap or a silent delivery)."""
+        a size of 0 .. 2^63-1 bytes, a class >= 0 (0 unless the backend has classes)
+        (ValueError otherwise, never a wrap or a silent delivery)."""
+        if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
+            raise ValueError(f"send_background: priority must be an integer >= 0 (got {priority!r})")
+        if priority and not self.has_priorities:
+            raise ValueError(f"send_background: the {self.name} backend has no traffic classes "
+                             f"(priority={priority}); use priority=0, or congestion_aware with a link-model")
         npus = self.fabric.npus_count
         for name, npu in (("src", src), ("dst", dst)):
             if isinstance(npu, bool) or not isinstance(npu, int) or not 0 <= npu < npus:
@@ -103,6 +112,22 @@ class LinkLevelNetwork:
         if found is None:
             raise KeyError(f"no link {u} -> {v} in this network")
         return found
+
+    def label(self, device: DeviceId) -> int | str:
+        return self.fabric.label(device)
+
+    def fail_device(self, device: Any) -> None:
+        """Fail switch (or NPU) ``device`` for good, now: every link into or out of it goes
+        down and stays down (:meth:`~simpy_astra.network.link.LinkResource.fail`), so what
+        crosses it is never delivered; a switch process is marked ``failed`` too."""
+        touched = [link for link in self._links.values() if device in (link.src, link.dst)]
+        if not touched:
+            raise KeyError(f"no link leads into or out of device {device!r}")
+        switch = self.switches.get(device)
+        if switch is not None and hasattr(switch, "fail"):
+            switch.fail()
+        for link in touched:
+            link.fail()
 
     def links(self) -> list[Any]:
         """Every directed link, in the fabric's edge order."""

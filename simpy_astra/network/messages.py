@@ -16,6 +16,7 @@ import simpy
 from simpy.events import Timeout
 
 from simpy_astra.engine import call_later
+from simpy_astra.probes import Probed
 
 Handler = Callable[[Any], None] | None
 
@@ -42,7 +43,13 @@ class _Entry:
     def __call__(self, _event: simpy.Event | None = None) -> None:
         """This message reached its destination: the sender's callback first, then the
         receiver's if its receive was posted, else the arrival is remembered."""
-        self.board.delivered += 1
+        board = self.board
+        board.delivered += 1
+        watchers = board.probe_message_delivered
+        if watchers is not None:
+            tag, src, dst, size = self.ident
+            for watcher in watchers:
+                watcher(src, dst, tag, size)
         if self.send_fn is not None:
             self.send_fn(self.send_arg)
         if self.recv_fn is not None:
@@ -51,12 +58,19 @@ class _Entry:
             self.arrived = True
 
 
-class MessageBoard:
+class MessageBoard(Probed):
     """Pending sends and receives of every NPU of one run.
 
     The k-th send of an identity matches its k-th receive, so per identity one FIFO of
     entries posted by one side waits for the other side; at most one of the two FIFOs of an
-    identity is non-empty. No sequence numbers, no lookups on arrival."""
+    identity is non-empty. No sequence numbers, no lookups on arrival. Every backend posts
+    its messages here, so its probe points (:mod:`simpy_astra.probes`) see every message:
+    ``message_sent`` and ``message_delivered`` (in a folded run, as the representatives
+    exchange them)."""
+
+    PROBES = ("message_sent", "message_delivered")
+    probe_message_sent: list | None = None
+    probe_message_delivered: list | None = None
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
@@ -68,6 +82,10 @@ class MessageBoard:
 
     def post_send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> _Entry:
         """Register a send; returns the key the backend hands back to :meth:`arrived`."""
+        watchers = self.probe_message_sent
+        if watchers is not None:
+            for watcher in watchers:
+                watcher(src, dst, tag, size)
         ident = (tag, src, dst, size)
         waiting = self._recvs_waiting.get(ident)
         if waiting:

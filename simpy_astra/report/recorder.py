@@ -1,8 +1,9 @@
 """What happened when, per NPU: workload-node intervals and (optionally) collective chunk phases.
 
-Recording is opt-in: NPUs and system layers hold ``recorder = None`` and check it once per node
-start / end and once per chunk-phase transition, so a run without reports pays one attribute
-test there and allocates nothing. :func:`attach` switches recording on for a built
+Recording is opt-in: the recorder subscribes to the NPUs' ``node_start`` / ``node_end`` and
+(for chunk timelines) the system layers' ``stream_moved`` / ``phase_started`` probe points
+(:mod:`simpy_astra.probes`), so a run without reports pays one attribute test there and
+allocates nothing. :func:`attach` switches recording on for a built
 :class:`~simpy_astra.simulation.Simulation` before it runs; the CSV, Chrome-trace and terminal
 timeline writers read the finished :class:`RunRecord`.
 """
@@ -49,7 +50,7 @@ class ChunkPhase:
 
 
 class NpuRecorder:
-    """Recorder of one NPU; its methods are the hooks the simulator calls."""
+    """Recorder of one NPU; its methods are the watchers of the NPU's probe points."""
 
     __slots__ = ("npu_id", "starts", "intervals", "chunks", "queued", "running", "stream_node",
                  "last_started", "record_chunks")
@@ -66,7 +67,7 @@ class NpuRecorder:
         self.stream_node: dict[int, int] = {}
         self.last_started = -1
 
-    # -- hooks called by Npu
+    # -- the NPU's probe points
     def node_start(self, node_id: int, now_ns: int) -> None:
         self.starts[node_id] = now_ns
         self.last_started = node_id  # collectives build their chunks right after this call
@@ -74,7 +75,7 @@ class NpuRecorder:
     def node_end(self, node_id: int, now_ns: int) -> None:
         self.intervals.append((node_id, self.starts.pop(node_id), now_ns))
 
-    # -- hooks called by SystemLayer: a phase starts running / a stream leaves its phase
+    # -- the system layer's probe points: a phase starts running / a stream leaves its phase
     def phase_started(self, stream: Any, now_ns: int) -> None:
         if self.record_chunks:
             self.running[id(stream)] = now_ns
@@ -120,8 +121,10 @@ def attach(sim: Simulation, record_chunks: bool = False) -> RunRecord:
     record = RunRecord(sim)
     for npu, system in zip(sim.npus, sim.systems, strict=True):
         recorder = NpuRecorder(npu.device_id, record_chunks)
-        npu.recorder = recorder
+        npu.watch("node_start", recorder.node_start)
+        npu.watch("node_end", recorder.node_end)
         if record_chunks:
-            system.recorder = recorder
+            system.watch("stream_moved", recorder.stream_moved)
+            system.watch("phase_started", recorder.phase_started)
         record.npus.append(recorder)
     return record

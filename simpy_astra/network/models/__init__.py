@@ -1,7 +1,9 @@
 """Replaceable network elements: link and switch models a network YAML can name.
 
 ``link-model: NAME`` / ``switch-model: NAME`` in a network YAML (congestion-aware backend)
-makes every directed link / every switch an instance of that class. ``NAME`` is one of ours
+makes every directed link / every switch an instance of that class; ``link-model: {class:
+NAME, key: value, ...}`` passes the other keys to the class as keyword arguments, checked
+against its ``__init__`` first (:func:`check_params`). ``NAME`` is one of ours
 (:data:`LINKS`, :data:`SWITCHES`), one registered by a ``--plugin`` module
 (:func:`register_link`, :func:`register_switch`), ``package.module:Class``, or an installed
 entry point of the group ``simpy_astra.links`` / ``simpy_astra.switches``. The contract a
@@ -10,12 +12,17 @@ model keeps is in ``simpy_astra/network/README.md``.
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import typing
 from typing import Any
 
+from simpy_astra.network.link import LinkElement
 from simpy_astra.network.models.delay_switch import DelaySwitch
 from simpy_astra.network.models.ecn import EcnLink
 from simpy_astra.network.models.process_link import ProcessLink
 from simpy_astra.network.models.strict_priority import StrictPriorityLink
+from simpy_astra.network.switch import SwitchElement
 
 LINKS_GROUP = "simpy_astra.links"
 SWITCHES_GROUP = "simpy_astra.switches"
@@ -25,34 +32,37 @@ SWITCHES: dict[str, type] = {"delay": DelaySwitch}
 
 
 def register_link(name: str, model: type) -> type:
-    """Make ``link-model: name`` build ``model`` (a class keeping the link contract)."""
-    LINKS[name] = _checked(name, model, ("offer",))
+    """Make ``link-model: name`` build ``model`` (a :class:`LinkElement`: the link contract)."""
+    LINKS[name] = _checked(name, model, LinkElement)
     return model
 
 
 def register_switch(name: str, model: type) -> type:
-    """Make ``switch-model: name`` build ``model`` (a class keeping the switch contract)."""
-    SWITCHES[name] = _checked(name, model, ("receive",))
+    """Make ``switch-model: name`` build ``model`` (a :class:`SwitchElement`: the switch contract)."""
+    SWITCHES[name] = _checked(name, model, SwitchElement)
     return model
 
 
-def _checked(name: str, model: Any, methods: tuple[str, ...]) -> type:
+def _checked(name: str, model: Any, base: type) -> type:
+    """``model`` if it derives from ``base`` (so it keeps every control, fault, statistic and
+    probe of the contract), else :class:`~simpy_astra.plugins.PluginError`."""
     from simpy_astra.plugins import PluginError
 
-    if not isinstance(model, type) or any(not callable(getattr(model, m, None)) for m in methods):
-        raise PluginError(f"network model '{name}': {model!r} is not a class with {', '.join(methods)}()")
+    if not isinstance(model, type) or not issubclass(model, base):
+        raise PluginError(f"network model '{name}': {model!r} does not derive from {base.__module__}."
+                          f"{base.__qualname__} (the contract in simpy_astra/network/README.md)")
     return model
 
 
 def lookup_link(name: str) -> type:
-    return _lookup(name, LINKS, LINKS_GROUP, ("offer",), "link-model")
+    return _lookup(name, LINKS, LINKS_GROUP, LinkElement, "link-model")
 
 
 def lookup_switch(name: str) -> type:
-    return _lookup(name, SWITCHES, SWITCHES_GROUP, ("receive",), "switch-model")
+    return _lookup(name, SWITCHES, SWITCHES_GROUP, SwitchElement, "switch-model")
 
 
-def _lookup(name: str, registry: dict[str, type], group: str, methods: tuple[str, ...], key: str) -> type:
+def _lookup(name: str, registry: dict[str, type], group: str, base: type, key: str) -> type:
     """The class ``name`` names; :class:`~simpy_astra.plugins.PluginError` if none or broken."""
     found = registry.get(name)
     if found is not None:
@@ -63,9 +73,61 @@ def _lookup(name: str, registry: dict[str, type], group: str, methods: tuple[str
     if found is None:
         raise PluginError(f"{key} '{name}' is not known (ours: {', '.join(registry)}; or package.module:Class, "
                           f"a name a --plugin module registers, or an entry point of {group})")
-    registry[name] = _checked(name, found, methods)
+    registry[name] = _checked(name, found, base)
     return found
 
 
-__all__ = ["DelaySwitch", "EcnLink", "ProcessLink", "StrictPriorityLink", "LINKS", "SWITCHES",
+#: the positional arguments the contract passes: a link's and a switch's
+LINK_ARGS = ("env", "src", "dst", "bandwidth_gbps", "latency_ns", "on_arrival")
+SWITCH_ARGS = ("env", "device", "forward")
+_CHECKED_TYPES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...]) -> str | None:
+    """Why ``model(*contract, **params)`` cannot be built, in words (one unknown, missing or
+    wrongly typed parameter, with its fix), or None. Checked against ``model.__init__``'s
+    signature: the parameters after the contract's positional ones, and their annotations
+    where they are ``int``, ``float``, ``str`` or ``bool``."""
+    try:
+        signature = inspect.signature(model)
+    except (TypeError, ValueError):
+        return None  # not introspectable: the call itself will tell
+    fields = list(signature.parameters.values())
+    var_keyword = any(p.kind is p.VAR_KEYWORD for p in fields)
+    named: list[inspect.Parameter] = []
+    positional = 0
+    for p in fields:
+        if p.kind is p.VAR_POSITIONAL:
+            positional = len(contract)
+        elif p.kind is p.POSITIONAL_OR_KEYWORD and positional < len(contract):
+            positional += 1
+        elif p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            named.append(p)
+    names = [p.name for p in named]
+    takes = f"it takes: {', '.join(names)}" if names else "it takes none"
+    for key in params:
+        if key not in names and not var_keyword:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            return f"has an unknown parameter '{key}' ({hint}{takes})"
+    for p in named:
+        if p.default is p.empty and p.name not in params:
+            return f"misses the required parameter '{p.name}' (add '{p.name}: <value>' beside class:)"
+    try:
+        hints = typing.get_type_hints(model.__init__)
+    except Exception:  # noqa: BLE001 - annotations we cannot resolve are not checked
+        hints = {}
+    for key, value in params.items():
+        want = hints.get(key)
+        if want not in _CHECKED_TYPES:
+            continue
+        ok = (isinstance(value, bool) if want is bool else
+              isinstance(value, int | float) and not isinstance(value, bool) if want is float else
+              isinstance(value, want) and not isinstance(value, bool))
+        if not ok:
+            return f"parameter '{key}' must be {_CHECKED_TYPES[want]} (got {value!r})"
+    return None
+
+
+__all__ = ["check_params", "LINK_ARGS", "SWITCH_ARGS", "DelaySwitch", "EcnLink", "ProcessLink", "StrictPriorityLink", "LINKS", "SWITCHES",
            "register_link", "register_switch", "lookup_link", "lookup_switch"]

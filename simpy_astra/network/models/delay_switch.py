@@ -1,43 +1,26 @@
 """A switch with a fixed forwarding delay (a cut-through ASIC's pipeline, say): each message
 arriving on an input leaves for its next link ``delay_ns`` later, in arrival order.
 
-An example of the switch contract: ``receive(item)`` is called when an item arrives, and the
-switch must call ``forward(item)`` once for it; its process is ``self.process``.
+An example of the switch contract: only the policy (:meth:`release_ns`) is its own; the
+process, probes and faults are :class:`~simpy_astra.network.switch.SwitchElement`'s. The
+delay is a parameter: ``switch-model: {class: delay, delay_ns: 250}``.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 import simpy
 
+from simpy_astra.network.switch import SwitchElement
 
-class DelaySwitch:
-    delay_ns: int = 100
 
-    def __init__(self, env: simpy.Environment, device: Any, forward: Callable[[Any], None]) -> None:
-        self.env = env
-        self.device = device
-        self.forward = forward
-        self._inbox: deque[tuple[float, Any]] = deque()
-        self._wake: simpy.Event | None = None
-        self.process = env.process(self.run())
+class DelaySwitch(SwitchElement):
+    def __init__(self, env: simpy.Environment, device: Any, forward: Callable[[Any], None],
+                 delay_ns: int = 100) -> None:
+        self.delay_ns = delay_ns
+        super().__init__(env, device, forward)
 
-    def receive(self, item: Any) -> None:
-        self._inbox.append((self.env.now + self.delay_ns, item))
-        if self._wake is not None and not self._wake.triggered:
-            self._wake.succeed()
-
-    def run(self) -> Generator[simpy.Event, Any, None]:
-        env = self.env
-        while True:
-            if not self._inbox:
-                self._wake = env.event()
-                yield self._wake
-                continue
-            due_ns, item = self._inbox.popleft()
-            if due_ns > env.now:
-                yield env.timeout(due_ns - env.now)
-            self.forward(item)
+    def release_ns(self, item: Any, arrived_ns: float) -> float:
+        return arrived_ns + self.delay_ns

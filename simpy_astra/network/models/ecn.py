@@ -2,24 +2,27 @@
 holding ``threshold_bytes`` or more (the item on the wire not counted) gets ``ecn = True``.
 
 Timing is the FIFO link's: marking tells the receiver about congestion, it delays nothing.
-``marked`` counts the marked items. Change the threshold in a subclass (``link-model:
-my_pkg.mod:MyEcn`` with ``threshold_bytes = ...``).
+``marked`` counts the marked items. The threshold is a parameter:
+``link-model: {class: ecn, threshold_bytes: 32768}``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import simpy
 
 from simpy_astra.network.models.process_link import ProcessLink
 
 
 class EcnLink(ProcessLink):
-    threshold_bytes: int = 64 * 1024
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float, latency_ns: float,
+                 on_arrival: Callable[[Any], None], threshold_bytes: int = 64 * 1024) -> None:
+        self.threshold_bytes = threshold_bytes
         self.marked = 0
         self.queued_bytes = 0
-        super().__init__(*args, **kwargs)
+        super().__init__(env, src, dst, bandwidth_gbps, latency_ns, on_arrival)
 
     def enqueue(self, item: Any) -> None:
         if self.queued_bytes >= self.threshold_bytes:

@@ -22,7 +22,7 @@ class StrictPriorityLink(ProcessLink):
         super().__init__(*args, **kwargs)
 
     def enqueue(self, item: Any) -> None:
-        heapq.heappush(self._heap, (getattr(item, "priority", 0), next(self._order), item))
+        heapq.heappush(self._heap, (item.priority, next(self._order), item))
 
     def dequeue(self) -> Any | None:
         return heapq.heappop(self._heap)[2] if self._heap else None

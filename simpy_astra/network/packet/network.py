@@ -91,10 +91,11 @@ class PacketNetwork(LinkLevelNetwork):
         key = self.board.post_send(src, dst, tag, size, fn, arg)
         self._inject(src, dst, size, key, None)
 
-    def send_background(self, src: int, dst: int, size_bytes: int) -> simpy.Event:
+    def send_background(self, src: int, dst: int, size_bytes: int, priority: int = 0) -> simpy.Event:
         """``size_bytes`` from ``src`` to ``dst`` sharing the links with the workload, matched
-        by no receive; the event succeeds (value: the time) when the last packet arrived."""
-        self._check_background(src, dst, size_bytes)
+        by no receive; the event succeeds (value: the time) when the last packet arrived.
+        ``priority``: 0 only (links are shared fairly, not by class: ValueError otherwise)."""
+        self._check_background(src, dst, size_bytes, priority)
         done = self.env.event()
         self._inject(src, dst, size_bytes, None, done)
         return done

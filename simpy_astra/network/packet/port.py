@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
-from simpy_astra.network.link import LinkResource
+from simpy_astra.network.link import LinkResource, Transmission
 
 if TYPE_CHECKING:
-    from simpy_astra.network.link import Transmission
     from simpy_astra.network.packet.trains import Train, TrainPath
 
 
@@ -104,12 +103,22 @@ class Port(LinkResource):
 
     # ------------------------------------------------------------------ the resource
     def request(self, flow: Train, hop: int) -> None:
-        """A train joins the link (hop ``hop`` of its path): it shares the wire from now."""
+        """A train joins the link (hop ``hop`` of its path): it shares the wire from now
+        (probe ``link_start``, for the network's messages: not a user's own ``put()``)."""
         self.flows[flow] = hop
+        watchers = self.probe_link_start
+        if watchers is not None and flow.message.done.__class__ is not Transmission:
+            for watcher in watchers:
+                watcher(self, flow.message.key, flow.size_bytes)
 
     def release(self, flow: Train) -> None:
-        """A train leaves the link; an idle link stops counting busy and stalled time."""
+        """A train leaves the link (probe ``link_end``); an idle link stops counting busy
+        and stalled time."""
         del self.flows[flow]
+        watchers = self.probe_link_end
+        if watchers is not None and flow.message.done.__class__ is not Transmission:
+            for watcher in watchers:
+                watcher(self, flow.message.key, flow.size_bytes)
         if not self.flows:
             self._set_load(0.0)
             self._set_stalled(False)
@@ -148,6 +157,10 @@ class Port(LinkResource):
     def queue(self) -> list:
         """The trains sharing the link now (they interleave: none waits behind another)."""
         return list(self.flows)
+
+    def held(self) -> list[tuple[Any, Any]]:
+        """(message, its board key or None) of every train's message on this link."""
+        return [(flow.message, flow.message.key) for flow in self.flows]
 
     @property
     def queued_bytes(self) -> float:

@@ -1,0 +1,67 @@
+"""Probe points: the one way to watch a run without changing it.
+
+An element of the model (an NPU, a system layer, the message board, a link, a port, a
+switch) names its probe points in ``PROBES`` and emits to them where the milestone
+happens. Until someone calls :meth:`Probed.watch`, a point is ``None`` on the class and
+emitting costs one attribute test::
+
+    watchers = self.probe_node_end
+    if watchers is not None:
+        for watcher in watchers:
+            watcher(node_id, now)
+
+Observers (:mod:`simpy_astra.observe`, the trace recorder in
+:mod:`simpy_astra.report.recorder`, per-job link bytes in :mod:`simpy_astra.jobs`) subscribe;
+nobody rebinds an element's methods. A watcher runs inside the model's event: it must not
+change the model (do that from a process, e.g. one reading a ``sim.stream``).
+
+What each point passes, by element:
+
+* ``Npu``: ``node_start(node_id, now_ns)``, ``node_end(node_id, now_ns)``;
+* ``SystemLayer``: ``collective_start(kind, size_bytes)``, ``collective_end(kind,
+  size_bytes)``, ``phase_started(stream, now_ns)``, ``stream_moved(stream, now_ns)``;
+* ``MessageBoard``: ``message_sent(src, dst, tag, size_bytes)``,
+  ``message_delivered(src, dst, tag, size_bytes)``;
+* a link or port (:class:`~simpy_astra.network.link.LinkResource`): ``link_start(link,
+  key, size_bytes)`` when a network message's bytes start on it, ``link_end(link, key,
+  size_bytes)`` when they leave it (``key``: the message board's entry, whose
+  ``ident`` is (tag, src, dst, bytes); None for background traffic). A user's own
+  ``put()`` is not a network message and is not emitted;
+* a switch (:class:`~simpy_astra.network.switch.SwitchElement`): ``switch_forward(switch,
+  key, size_bytes)`` when it hands a message on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+
+class Probed:
+    """An element with probe points ``PROBES``; each is the attribute ``probe_<point>``: None
+    on the class while nobody watches, a list of callables once someone does."""
+
+    PROBES: ClassVar[tuple[str, ...]] = ()
+
+    def watch(self, point: str, fn: Callable[..., Any]) -> None:
+        """Call ``fn(...)`` at every emission of ``point`` on this element (see the module
+        docstring for what each point passes)."""
+        if point not in self.PROBES:
+            raise ValueError(f"{type(self).__name__} has no probe point '{point}' "
+                             f"(it has: {', '.join(self.PROBES) or 'none'})")
+        name = "probe_" + point
+        watchers = getattr(self, name)
+        if watchers is None:
+            setattr(self, name, [fn])
+        else:
+            watchers.append(fn)
+
+    def unwatch(self, point: str, fn: Callable[..., Any]) -> None:
+        """Stop calling ``fn`` at ``point``; the point costs one test again once nobody watches."""
+        name = "probe_" + point
+        watchers = getattr(self, name, None)
+        if watchers and fn in watchers:
+            watchers.remove(fn)
+            if not watchers:
+                setattr(self, name, None)
+
