@@ -123,7 +123,7 @@ class Simulation(CoSimulation):
         if unmodelled:
             self.warnings.append(unmodelled)
         # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
-        hold = hasattr(self.network, "broken_symmetry")
+        hold = self.folding is not None and self.network.may_break_symmetry
         self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)
         self.unfolded_rerun = False  # a folded run that stalled (or lost its symmetry) ran again unfolded
         self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
@@ -292,7 +292,7 @@ class Simulation(CoSimulation):
             return self.reports
         self._concluded = True
         # links that met two NPUs' messages in one instant (folding.links): run unfolded
-        broken = getattr(self.network, "broken_symmetry", None)
+        broken = self.network.broken_symmetry if self.folding is not None else None
         if self._orbits is not None and broken is None:
             self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]

@@ -142,7 +142,7 @@ def link_model_note(link_model: type | None, switch_model: type | None) -> str |
     orbit and, where a translation keeps it (a Switch dimension's), for the messages of every
     orbit member through it: only the default switch, which forwards in the instant, folds."""
     if link_model is not None and not (link_model.__module__.startswith("simpy_astra.")
-                                       or getattr(link_model, "symmetric", False) is True):
+                                       or link_model.symmetric is True):
         return (f"link model {link_model.__module__}:{link_model.__qualname__} does not say it is "
                 f"symmetric (symmetric = True)")
     if switch_model is not None:
@@ -257,6 +257,9 @@ class FoldedLinkNetwork:
     has_links = True
     has_faults = False  # a fault or change of speed on one link would break the symmetry
     has_priorities = False  # no background traffic to give a class
+    #: two NPUs' messages meeting at one link in one instant (:attr:`broken_symmetry`): the
+    #: run holds its reports until it knows whether to run again unfolded
+    may_break_symmetry = True
 
     def __init__(self, inner_factory: Callable[..., CongestionAwareNetwork], folding: Folding) -> None:
         """``inner_factory(links_at_start=..., link_of_hop=...)`` builds the backend."""

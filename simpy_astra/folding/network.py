@@ -94,6 +94,9 @@ class FoldedNetwork(WithoutLinks):
 
     name = "congestion_unaware"
     pair_delays_only = True
+    #: pair delays are the same in every frame: nothing in the run can break the symmetry
+    may_break_symmetry = False
+    broken_symmetry: str | None = None
 
     def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
         self.inner = inner

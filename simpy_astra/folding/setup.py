@@ -130,7 +130,8 @@ class FoldSetup:
             from simpy_astra.folding.links import link_model_note
             from simpy_astra.network.models import lookup_link, lookup_switch
 
-            link, switch = getattr(network_config, "link_model", None), getattr(network_config, "switch_model", None)
+            link, switch = (None, None) if network_config is None else (network_config.link_model,
+                                                                        network_config.switch_model)
             note = link_model_note(lookup_link(link) if link else None, lookup_switch(switch) if switch else None)
             if note is not None:
                 return no(note)

@@ -106,6 +106,10 @@ class LinkResource(BaseResource, Probed):
     probe_link_end: list | None = None
     #: down for good (:meth:`fail`, ``sim.fail_device``): stall reports say "failed"
     failed = False
+    #: its behaviour depends on what is offered to it alone, not on which link it is: a
+    #: user's model says so (``symmetric = True``) for a congestion-aware run to fold its
+    #: links (:mod:`simpy_astra.folding.links`; ours are)
+    symmetric = False
 
     def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float,
                  latency_ns: float, capacity: float) -> None:
