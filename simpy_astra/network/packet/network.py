@@ -485,7 +485,7 @@ class PacketNetwork(LinkLevelNetwork):
                 ahead.append((flow, r))
             if b:
                 buffers[fp[b]] = None
-                if flow.hop_out is not None and flow.left_bytes <= 0:
+                if flow.hop_out is not None:
                     self._arm_hops(flow, now)
                 else:
                     flow.hop_ns = None

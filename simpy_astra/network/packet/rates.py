@@ -185,8 +185,8 @@ def waits(flow: Train, hop: int) -> bool:
     """Whether bytes of the buffered train wait at ``hop``'s port, so that it may pass on
     more than reaches it: its buffer while its source sends (its backlog is counted there),
     and, once the source is drained, every hop whose queue is not empty."""
-    if flow.left_bytes > 0:
-        return hop == flow.buf
+    if flow.left_bytes > 0 and hop < flow.buf:
+        return False
     return flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES
 
 def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train, tuple[float, ...]] | None:

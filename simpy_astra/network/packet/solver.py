@@ -269,4 +269,46 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                 offers[port] = offer(port)
             else:
                 offers.pop(port, None)
+    _fill_idle(units, capacity, rate, limit, {port: st[0] for port, st in state.items()})  # type: ignore[arg-type]
     return rate, limit  # type: ignore[return-value]
+
+
+def _fill_idle(units: Sequence[Unit], capacity: Mapping[Hashable, float], rate: list[float],
+               limit: list[int], spare: dict[Hashable, float]) -> None:
+    """Work conservation: raise every unit that an input's part froze at a port left with
+    spare capacity, together, until a port it crosses is saturated or its credit cap binds.
+
+    An input's part is an equal share of the port only while the other inputs use theirs;
+    when units of several ports freeze at one level, each because of another's part (a ring
+    where every link has one injected and several transit flows: each transit input's part
+    freezes flows whose injection part at the next port then goes unused), every port is
+    left idle in part although no port limits them. Raising them in equal steps fills that
+    spare capacity (``spare``, per port, is updated)."""
+    rising = []
+    for u, lim in enumerate(limit):
+        if lim >= 0:
+            unit = units[u]
+            port = unit.ports[lim - unit.first_hop]
+            if spare[port] > TOLERANCE * capacity[port]:
+                rising.append(u)
+    while rising:
+        crossing: dict[Hashable, int] = {}
+        for u in rising:
+            for port in units[u].ports:
+                crossing[port] = crossing.get(port, 0) + 1
+        step = min(spare[port] / n for port, n in crossing.items())
+        step = max(0.0, min(step, min(units[u].cap - rate[u] for u in rising)))
+        for port, n in crossing.items():
+            spare[port] -= step * n
+        still = []
+        for u in rising:
+            rate[u] += step
+            unit = units[u]
+            full = next((k for k, port in enumerate(unit.ports) if spare[port] <= TOLERANCE * capacity[port]), None)
+            if full is not None:
+                limit[u] = unit.first_hop + full
+            elif unit.cap <= rate[u] * (1 + TOLERANCE):
+                limit[u] = unit.cap_limit
+            else:
+                still.append(u)
+        rising = still
