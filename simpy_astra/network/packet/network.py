@@ -347,7 +347,7 @@ class PacketNetwork(LinkLevelNetwork):
                     flow.coupled = False
         if port.full:
             for flow in port.buffered:
-                if flow.left_bytes > 0 and flow.in_rate > flow.out_rate * (1 + TOLERANCE):
+                if flow.left_bytes > 0 and flow.in_rate > flow.buffer_rate() * (1 + TOLERANCE):
                     flow.coupled = True
         port.full = port.full and bool(port.buffered)
         self.reshare([p for p in seeds if p.flows])
@@ -431,7 +431,8 @@ class PacketNetwork(LinkLevelNetwork):
                 elif flow.backlog_bytes <= EMPTY_BYTES and flow.r_in <= flow.r_out * (1 + TOLERANCE):
                     del flow.ports[b].buffered[flow]
                     flow.close_buffer()
-                elif flow.r_in > flow.r_out * (1 + TOLERANCE) and flow.ports[b].full:
+                elif (flow.r_in > (flow.hop_out[b][0] if flow.hop_out is not None else flow.r_out) * (1 + TOLERANCE)
+                      and flow.ports[b].full):
                     flow.coupled = True
                 else:
                     continue

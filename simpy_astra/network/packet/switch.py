@@ -68,16 +68,17 @@ class SwitchProcess:
         instant = False
         for flow in port.buffered:
             backlog = flow.backlog_at(now)
-            occupancy += backlog
-            net = (flow.in_rate if flow.left_bytes > 0 else 0.0) - flow.out_rate
-            slope += net
+            sending = flow.in_rate if flow.left_bytes > 0 else 0.0
+            occupancy += flow.buffered_at(now)
+            slope += sending - flow.buffer_rate()
+            net = sending - flow.out_rate
             if net < 0:
                 if backlog <= EMPTY_BYTES:
                     instant = True  # emptied
                 else:
                     soonest = min(soonest, backlog / -net)
         full = occupancy >= buffer_bytes - EMPTY_BYTES
-        if full and any(not f.coupled and f.left_bytes > 0 and f.in_rate > f.out_rate * (1 + TOLERANCE)
+        if full and any(not f.coupled and f.left_bytes > 0 and f.in_rate > f.buffer_rate() * (1 + TOLERANCE)
                         for f in port.buffered):
             instant = True
         port.full = full

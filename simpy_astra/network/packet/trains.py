@@ -210,6 +210,27 @@ class Train:
         sent = min(self.left_bytes, self.in_rate * dt) if self.left_bytes > 0 else 0.0
         return max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
 
+    def buffer_rate(self) -> float:
+        """What the port of its buffer passes on of it (bytes per ns): its own rate at that
+        hop where FIFO inputs cut it hop by hop, else its rate from the buffer on."""
+        hop_out = self.hop_out
+        return hop_out[self.buf][0] if hop_out is not None else self.out_rate
+
+    def buffered_at(self, now: float) -> float:
+        """Its bytes in its buffer's port at ``now`` (not those waiting further on, which
+        that buffer no longer holds): its backlog, or where it is tracked per hop, what
+        crossed the hop before and not this one."""
+        if self.hop_out is None or self.crossed is None:
+            return self.backlog_at(now)
+        dt = now - self.since
+        sent = self.size_bytes - self.left_bytes
+        if self.left_bytes > 0:
+            sent += min(self.left_bytes, self.in_rate * dt)
+        b = self.buf
+        upstream = sent if b <= self.first or self.left_bytes > 0 else self.crossed[b - 1]
+        crossed = min(upstream, self.crossed[b] + self.hop_out[b][0] * dt)
+        return max(0.0, upstream - crossed)
+
     def queue(self, hop: int) -> float:
         """Its bytes waiting in the buffer of hop ``hop`` (at ``since``): crossed the hop before,
         not this one."""
