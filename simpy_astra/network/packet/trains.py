@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 import simpy
 
+from simpy_astra.network.packet.solver import NO_SHARE, TOLERANCE, Share
+
 
 class PathLink(Protocol):
     """What a path reads of each of its links (a :class:`~simpy_astra.network.packet.port.Port`)."""
@@ -59,9 +61,9 @@ class TrainPath:
     latency, the slowest link,
     ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
 
-    __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
-                 "credit_caps", "min_cap", "min_from", "latency_before", "inverse_before", "offsets",
-                 "start_up_bytes")
+    __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "ns_per_byte_sum",
+                 "credit_caps_bytes_per_ns", "min_cap_bytes_per_ns", "min_speed_from_bytes_per_ns",
+                 "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes")
 
     def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float) -> None:
         self.ports = ports
@@ -70,8 +72,8 @@ class TrainPath:
         self.packet_bytes = packet_bytes
         self.buffer_bytes = buffer_bytes
         self.latency_ns = sum(p.latency_ns for p in ports)
-        # the latencies before each hop (its head's way there, with ``inverse_before``)
-        self.latency_before = tuple(sum(p.latency_ns for p in ports[:k]) for k in range(len(ports)))
+        # the latencies before each hop (its head's way there, with ``ns_per_byte_before``)
+        self.latency_before_ns = tuple(sum(p.latency_ns for p in ports[:k]) for k in range(len(ports)))
         self.measure()
         for port in ports:
             port.paths.append(self)
@@ -80,24 +82,24 @@ class TrainPath:
         """What depends on the links' speeds (again after one changed)."""
         ports, packet_bytes = self.ports, self.packet_bytes
         speeds = [p.bytes_per_ns for p in ports]
-        self.inverse_before = tuple(sum(1.0 / b for b in speeds[:k]) for k in range(len(speeds)))
-        self.inverse_sum = sum(1.0 / b for b in speeds)
-        self.offsets = self.head_offsets(packet_bytes)
+        self.ns_per_byte_before = tuple(sum(1.0 / b for b in speeds[:k]) for k in range(len(speeds)))
+        self.ns_per_byte_sum = sum(1.0 / b for b in speeds)
+        self.head_offsets_ns = self.head_offsets_for(packet_bytes)
         # trains this long or longer take every hop from their start (START_UP_SHARE)
-        self.start_up_bytes = self.offsets[-1] * min(speeds) / START_UP_SHARE if len(speeds) > 1 else 0.0
-        self.min_from = [min(speeds[i:]) for i in range(len(speeds))]
+        self.start_up_bytes = self.head_offsets_ns[-1] * min(speeds) / START_UP_SHARE if len(speeds) > 1 else 0.0
+        self.min_speed_from_bytes_per_ns = [min(speeds[i:]) for i in range(len(speeds))]
         # the device at the end of every hop but the last forwards: the link into it waits for
         # credits of its buffer, returned one latency after a packet leaves that buffer
-        self.credit_caps = tuple(
+        self.credit_caps_bytes_per_ns = tuple(
             self.buffer_bytes / (2 * p.latency_ns + packet_bytes / p.bytes_per_ns) if i < len(ports) - 1
             else math.inf for i, p in enumerate(ports))
-        self.min_cap = min(self.credit_caps)
+        self.min_cap_bytes_per_ns = min(self.credit_caps_bytes_per_ns)
 
-    def head_offsets(self, packet_bytes: float) -> tuple[float, ...]:
+    def head_offsets_for(self, packet_bytes: float) -> tuple[float, ...]:
         """When the head of a train whose packets are ``packet_bytes`` reaches each hop, from
         its start: ``o_k = sum over j < k of (latency_j + P/B_j)`` (its first packet crossed
         every link before, each at full speed)."""
-        return tuple(lat + packet_bytes * inv for lat, inv in zip(self.latency_before, self.inverse_before,
+        return tuple(lat + packet_bytes * inv for lat, inv in zip(self.latency_before_ns, self.ns_per_byte_before,
                                                                    strict=True))
 
     def tail_ns(self, packet_bytes: float, hop: int = 0) -> float:
@@ -106,32 +108,44 @@ class TrainPath:
         ``hop`` on (whose packet is part of the drain). Hops before ``hop`` count too: the hops
         a train has reached move together (a hop it reaches is credited with what crossed the
         one before), so the bytes in flight to its buffer are charged here, as its head's way."""
-        return self.latency_ns + packet_bytes * (self.inverse_sum - 1.0 / self.min_from[hop])
+        return self.latency_ns + packet_bytes * (self.ns_per_byte_sum - 1.0 / self.min_speed_from_bytes_per_ns[hop])
 
 
 class Train:
     """A train: one message's bytes (or its share on one sprayed path) on one path.
 
-    ``left_bytes`` is what had not left the source at ``since``; ``buf`` the hop whose
-    port's buffer holds its ``backlog_bytes`` (0: none); ``in_rate`` its bytes per ns on the
-    hops before ``buf`` (on every hop when ``buf`` is 0), ``out_rate`` from ``buf`` on (on
-    the last hop, what is delivered, when the hops from ``buf`` on have rates of their own:
-    ``hop_out``, per hop of the path, set where FIFO inputs cut it at several hops);
-    ``crossed`` (while buffered) the bytes that crossed each hop from ``buf`` on, so that
-    its backlog is known per buffer it really sits in; ``coupled``: its buffer is full, so
-    credits hold ``in_rate`` to ``out_rate``; ``first`` the first hop it still holds (``buf``
-    once its source is drained, later ones as its bytes cross them); ``drain_weights`` once
-    its source is drained, the rate its bytes came in at on each hop from ``buf`` on (their
-    weights in the FIFOs that hold them: a FIFO holds a flow's bytes in the proportion they
-    arrived in); ``reach`` the hops its head has reached (``start_ns`` + ``offsets()``),
-    which it shares (the hops after it has yet to reach hold it as a resource already, so
-    that re-shares there find it, but give it no share); ``version``, ``hop_version`` and
-    ``join_version`` make superseded drain, hop and join events harmless."""
+    Where its bytes are: ``left_bytes`` had not left the source at ``since_ns``;
+    ``buffer_hop`` is the hop whose port's buffer holds its ``backlog_bytes`` (0: none);
+    ``crossed_bytes`` (while buffered) the bytes that crossed each hop from ``buffer_hop`` on,
+    so that what waits at each hop is known (:meth:`queue`); ``first_hop`` the first hop it
+    still holds (``buffer_hop`` once its source is drained, later ones as its bytes cross
+    them); ``reach_hops`` the hops its head has reached (``start_ns`` + :meth:`offsets_ns`),
+    which it shares (the hops after it has yet to reach hold it as a resource already, so that
+    re-shares there find it, but give it no share).
 
-    __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since", "in_rate",
-                 "out_rate", "buf", "coupled", "first", "drain_weights", "cut", "hop_out", "crossed", "r_in",
-                 "lim_in", "r_out", "lim_out", "version", "hop_version", "hop_ns", "drain_ns", "timer_ns", "arrivals", "route",
-                 "start_ns", "reach", "join_version", "join_ns", "opened", "reached")
+    How fast they move: ``in_bytes_per_ns`` on the hops before ``buffer_hop`` (on every hop
+    when it has none), ``out_bytes_per_ns`` from ``buffer_hop`` on (on the last hop, what is
+    delivered, where the hops from ``buffer_hop`` on have shares of their own:
+    ``hop_shares``, set where FIFO inputs cut it at several hops); ``credit_held``: its
+    buffer is full, so credits hold ``in_bytes_per_ns`` to its rate downstream;
+    ``drain_arrivals_bytes_per_ns`` once its source is drained, the rate its bytes came in at
+    on each hop from ``buffer_hop`` on (their weights in the FIFOs that hold them: a FIFO
+    holds a flow's bytes in the proportion they arrived in). ``solved_in`` / ``solved_out``
+    are the last solve's shares before / from its buffer (rate and limit), which the
+    network takes as its rates (:meth:`take_rates`); ``cut_hop`` the first hop at which FIFO
+    inputs would cut it (0: none).
+
+    Its pending events: ``drain_ns`` when its last byte leaves the source at the current
+    rate, ``drain_timer_ns`` / ``hop_timer_ns`` / ``join_timer_ns`` when its pending drain,
+    hop and join events fire; ``drain_version``, ``hop_version`` and ``join_version`` make
+    superseded ones harmless."""
+
+    __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since_ns",
+                 "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
+                 "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
+                 "solved_out", "drain_version", "hop_version", "hop_timer_ns", "drain_ns", "drain_timer_ns",
+                 "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "join_version", "join_timer_ns",
+                 "opened_buffer", "reached_before")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -140,130 +154,171 @@ class Train:
         self.size_bytes = size_bytes
         self.left_bytes = size_bytes
         self.backlog_bytes = 0.0
-        self.since = now
-        self.in_rate = self.out_rate = 0.0
-        self.buf = 0
-        self.coupled = False
-        self.first = 0
-        self.drain_weights: tuple[float, ...] = ()
-        self.cut = 0  # the first hop at which FIFO inputs would cut its rate (0: none)
-        self.hop_out: list[tuple[float, int]] | None = None  # (rate, limit) per hop, from ``buf`` on
-        self.crossed: list[float] | None = None  # bytes across each hop, from ``buf`` on
-        self.r_in = self.r_out = 0.0  # the current solution's rates and the hops that set them
-        self.lim_in = self.lim_out = 0
-        self.version = 0
+        self.since_ns = now
+        self.in_bytes_per_ns = self.out_bytes_per_ns = 0.0
+        self.buffer_hop = 0
+        self.credit_held = False
+        self.first_hop = 0
+        self.drain_arrivals_bytes_per_ns: tuple[float, ...] = ()
+        self.cut_hop = 0
+        self.hop_shares: list[Share] | None = None  # per hop, from ``buffer_hop`` on
+        self.crossed_bytes: list[float] | None = None
+        self.solved_in = self.solved_out = NO_SHARE
+        self.drain_version = 0
         self.hop_version = 0
-        self.hop_ns: int | None = None  # when the pending hop event fires
-        self.arrivals: tuple[float, ...] | None = None  # the last FIFO arrival rates per hop (a warm start)
-        self.route: Any = None  # the solver.Route those were computed for
-        self.drain_ns = 0  # when the last byte leaves the source at the current rate
-        self.timer_ns: int | None = None  # when the pending drain event fires
+        self.hop_timer_ns: int | None = None
+        # the last FIFO arrival rates per hop (a warm start) and the solver.Route they were for
+        self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
+        self.route: Any = None
+        self.drain_ns = 0
+        self.drain_timer_ns: int | None = None
         self.start_ns = now
-        # the hops its head has reached, that it shares (from ``first``)
-        self.reach = len(path.ports) if size_bytes >= path.start_up_bytes else 1
+        self.reach_hops = len(path.ports) if size_bytes >= path.start_up_bytes else 1
         self.join_version = 0
-        self.join_ns: int | None = None  # when the pending join event fires
-        self.opened = False  # it opened its buffer in the re-share under way
-        self.reached = 0  # the hops it had reached before the re-share under way, if it reached more
+        self.join_timer_ns: int | None = None
+        self.opened_buffer = False  # it opened its buffer in the re-share under way
+        self.reached_before = 0  # the hops it had reached before the re-share under way, if it reached more
 
-    def offsets(self) -> tuple[float, ...]:
+    def take_solution(self, solved_in: Share, solved_out: Share, hop_shares: list[Share] | None,
+                      cut_hop: int) -> None:
+        """A solve's shares for it (:func:`~.rates.train_rates`): before its buffer (or on
+        its whole path), from the buffer on, per hop from the buffer on (or None), and the
+        first hop at which FIFO inputs would cut it (0: none). Its rates change only when
+        the network takes them (:meth:`take_rates`)."""
+        self.solved_in = solved_in
+        self.solved_out = solved_out
+        self.hop_shares = hop_shares
+        self.cut_hop = cut_hop
+
+    def remember_arrivals(self, route: Any, arrivals_bytes_per_ns: tuple[float, ...]) -> None:
+        """The FIFO arrival rates solved for its ``route`` (a warm start for the next solve)."""
+        self.arrivals_bytes_per_ns = (0.0,) * self.first_hop + arrivals_bytes_per_ns
+        self.route = route
+
+    def take_rates(self) -> None:
+        """Move at the last solve's rates from now (its state must be accounted to now)."""
+        if self.left_bytes > 0:
+            self.in_bytes_per_ns = self.solved_in.bytes_per_ns
+            self.out_bytes_per_ns = self.solved_out.bytes_per_ns if self.buffer_hop else self.in_bytes_per_ns
+        else:
+            self.in_bytes_per_ns = 0.0
+            self.out_bytes_per_ns = self.solved_out.bytes_per_ns
+
+    def offsets_ns(self) -> tuple[float, ...]:
         """When its head reaches each hop, from its start (its packets are at most its size)."""
         path = self.path
         if self.size_bytes >= path.packet_bytes:
-            return path.offsets
-        return path.head_offsets(self.size_bytes)
+            return path.head_offsets_ns
+        return path.head_offsets_for(self.size_bytes)
 
     def join(self, now: float) -> None:
         """Take the hops its head has reached by ``now`` into its sharing. From its buffer
         on, hops move together (their packets' way between them is charged in its delivery,
         :meth:`TrainPath.tail_ns`): a reached hop is credited with what crossed the one before."""
-        k = self.reach
+        k = self.reach_hops
         h = len(self.ports)
         if k >= h:
             return
-        offsets = self.offsets()
+        offsets = self.offsets_ns()
         age = now - self.start_ns + 1e-6
         while k < h and offsets[k] <= age:
             k += 1
-        crossed = self.crossed
+        crossed = self.crossed_bytes
         if crossed is not None:
-            for i in range(self.reach, k):
+            for i in range(self.reach_hops, k):
                 crossed[i] = crossed[i - 1]
-        if k > self.reach:
-            self.reached = self.reached or self.reach
-            self.reach = k
+        if k > self.reach_hops:
+            self.reached_before = self.reached_before or self.reach_hops
+            self.reach_hops = k
 
     def credited(self, hop: int) -> float:
         """The bytes a hop it reached in this re-share counts as crossed already."""
-        if self.crossed is None or hop < self.buf:
+        if self.crossed_bytes is None or hop < self.buffer_hop:
             return self.size_bytes - self.left_bytes
-        return self.crossed[hop]
+        return self.crossed_bytes[hop]
 
     def join_at(self, hop: int) -> int:
         """The whole nanosecond its head reaches hop ``hop``."""
-        return math.ceil(self.start_ns + self.offsets()[hop] - 1e-9)
+        return math.ceil(self.start_ns + self.offsets_ns()[hop] - 1e-9)
 
     def backlog_at(self, now: float) -> float:
-        if not self.buf:
+        if not self.buffer_hop:
             return 0.0
-        dt = now - self.since
-        sent = min(self.left_bytes, self.in_rate * dt) if self.left_bytes > 0 else 0.0
-        return max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
+        dt = now - self.since_ns
+        sent = min(self.left_bytes, self.in_bytes_per_ns * dt) if self.left_bytes > 0 else 0.0
+        return max(0.0, self.backlog_bytes + sent - self.out_bytes_per_ns * dt)
 
-    def buffer_rate(self) -> float:
+    def buffer_bytes_per_ns(self) -> float:
         """What the port of its buffer passes on of it (bytes per ns): its own rate at that
         hop where FIFO inputs cut it hop by hop, else its rate from the buffer on."""
-        hop_out = self.hop_out
-        return hop_out[self.buf][0] if hop_out is not None else self.out_rate
+        shares = self.hop_shares
+        return shares[self.buffer_hop].bytes_per_ns if shares is not None else self.out_bytes_per_ns
+
+    def solved_buffer_bytes_per_ns(self) -> float:
+        """:meth:`buffer_bytes_per_ns` as the last solve has it (before :meth:`take_rates`)."""
+        shares = self.hop_shares
+        return shares[self.buffer_hop].bytes_per_ns if shares is not None else self.solved_out.bytes_per_ns
+
+    def void_events(self) -> None:
+        """Its pending drain, hop and join events do nothing when they fire (it ended)."""
+        self.drain_version += 1
+        self.hop_version += 1
+        self.join_version += 1
+
+    def fills_buffer(self) -> bool:
+        """Its source sends into its buffer faster than the buffer's port passes it on, and
+        credits do not hold it yet."""
+        return (not self.credit_held and self.left_bytes > 0
+                and self.in_bytes_per_ns > self.buffer_bytes_per_ns() * (1 + TOLERANCE))
 
     def buffered_at(self, now: float) -> float:
         """Its bytes in its buffer's port at ``now`` (not those waiting further on, which
         that buffer no longer holds): its backlog, or where it is tracked per hop, what
         crossed the hop before and not this one."""
-        if self.hop_out is None or self.crossed is None:
+        if self.hop_shares is None or self.crossed_bytes is None:
             return self.backlog_at(now)
-        dt = now - self.since
+        dt = now - self.since_ns
         sent = self.size_bytes - self.left_bytes
         if self.left_bytes > 0:
-            sent += min(self.left_bytes, self.in_rate * dt)
-        b = self.buf
-        upstream = sent if b <= self.first or self.left_bytes > 0 else self.crossed[b - 1]
-        crossed = min(upstream, self.crossed[b] + self.hop_out[b][0] * dt)
+            sent += min(self.left_bytes, self.in_bytes_per_ns * dt)
+        b = self.buffer_hop
+        upstream = sent if b <= self.first_hop or self.left_bytes > 0 else self.crossed_bytes[b - 1]
+        crossed = min(upstream, self.crossed_bytes[b] + self.hop_shares[b].bytes_per_ns * dt)
         return max(0.0, upstream - crossed)
 
     def queue(self, hop: int) -> float:
         """Its bytes waiting in the buffer of hop ``hop`` (at ``since``): crossed the hop before,
         not this one."""
-        crossed = self.crossed
-        upstream = self.size_bytes - self.left_bytes if hop == self.buf else crossed[hop - 1]
+        crossed = self.crossed_bytes
+        upstream = self.size_bytes - self.left_bytes if hop == self.buffer_hop else crossed[hop - 1]
         return max(0.0, upstream - crossed[hop])
 
     def advance(self, now: float) -> None:
         """Account what moved since ``since`` at the current rates."""
-        dt = now - self.since
+        dt = now - self.since_ns
         if dt <= 0:
             return
         left = self.left_bytes
-        sent = min(left, self.in_rate * dt) if left > 0 else 0.0
+        sent = min(left, self.in_bytes_per_ns * dt) if left > 0 else 0.0
         self.left_bytes = left - sent
-        if self.buf:
-            self.backlog_bytes = max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
-            crossed = self.crossed
+        if self.buffer_hop:
+            self.backlog_bytes = max(0.0, self.backlog_bytes + sent - self.out_bytes_per_ns * dt)
+            crossed = self.crossed_bytes
             if crossed is not None:
-                hop_out = self.hop_out
+                shares = self.hop_shares
                 upstream = self.size_bytes - self.left_bytes
-                for k in range(max(self.buf, self.first), self.reach):
-                    rate = hop_out[k][0] if hop_out is not None else self.out_rate
+                for k in range(max(self.buffer_hop, self.first_hop), self.reach_hops):
+                    rate = shares[k].bytes_per_ns if shares is not None else self.out_bytes_per_ns
                     crossed[k] = upstream = min(upstream, crossed[k] + rate * dt)
-        self.since = now
+        self.since_ns = now
 
     def open_buffer(self, hop: int) -> None:
         """Its buffer is now at hop ``hop``, empty: every hop from there has carried what left
         (but see :meth:`place_backlog`)."""
-        self.buf = hop
+        self.buffer_hop = hop
         self.backlog_bytes = 0.0
-        self.crossed = [self.size_bytes - self.left_bytes] * len(self.ports)
-        self.opened = True
+        self.crossed_bytes = [self.size_bytes - self.left_bytes] * len(self.ports)
+        self.opened_buffer = True
 
     def place_backlog(self, now: float) -> None:
         """A buffer just opened at a hop the train's head reached in this instant (its join
@@ -271,23 +326,20 @@ class Train:
         (``out_rate``) in the train's time so far (the bytes in flight in its head's time to
         the hop, which its delivery charges, and the part of a nanosecond since the head got
         there: events fall on whole ns)."""
-        self.opened = False
-        b = self.buf
-        if not b or self.left_bytes <= 0 or self.start_ns + self.offsets()[b] <= now - 1:
+        self.opened_buffer = False
+        b = self.buffer_hop
+        if not b or self.left_bytes <= 0 or self.start_ns + self.offsets_ns()[b] <= now - 1:
             return
         sent = self.size_bytes - self.left_bytes
-        crossed = min(sent, self.out_rate * (now - self.start_ns))
+        crossed = min(sent, self.out_bytes_per_ns * (now - self.start_ns))
         if crossed < sent - EMPTY_BYTES:
             self.backlog_bytes = sent - crossed
-            self.crossed = [crossed] * len(self.ports)
+            self.crossed_bytes = [crossed] * len(self.ports)
 
     def close_buffer(self) -> None:
-        self.buf = 0
+        """Its backlog is empty and it arrives no faster than it leaves: whole again."""
+        self.credit_held = False
+        self.buffer_hop = 0
         self.backlog_bytes = 0.0
-        self.crossed = None
-        self.hop_out = None
-
-
-def limit_hop(lim: int) -> int:
-    """The hop of a freezing limit (a credit loop's limit is stored as ``~hop``)."""
-    return lim if lim >= 0 else ~lim
+        self.crossed_bytes = None
+        self.hop_shares = None
