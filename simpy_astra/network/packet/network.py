@@ -153,39 +153,28 @@ class PacketNetwork(LinkLevelNetwork):
 
     # ------------------------------------------------------------------ events of a train
     def _arm_drain(self, flow: Train, now: float) -> None:
-        """(Re-)arm the train's source-drain event for its current ``in_rate``.
+        """(Re-)arm the train's source-drain event for its current ``in_bytes_per_ns``.
 
         It is re-armed only if the drain comes earlier than the pending event: a later drain
         (the train slowed down) lets the pending event fire and re-arm itself, so a train
         that only slows down keeps one event."""
-        rate = flow.in_bytes_per_ns
-        # events at whole nanoseconds (the drain rounded up: at most 1 ns late), so the clock
-        # the NPUs read stays an integer as with the other backends
-        if rate <= 0:  # a link on its path is down: no drain until it is up again
-            flow.drain_ns = math.inf
+        drain_ns = flow.plan_drain()
+        if drain_ns == math.inf:  # a link on its path is down: no drain until it is up again
             return
-        drain_ns = math.ceil(flow.since_ns + flow.left_bytes / rate - 1e-9)
-        flow.drain_ns = drain_ns
-        if flow.drain_timer_ns is None or drain_ns < flow.drain_timer_ns:
-            flow.drain_version += 1
-            flow.drain_timer_ns = drain_ns
-            version = flow.drain_version
-            Timeout(self.env, max(0, drain_ns - now)).callbacks.append(lambda _e: self._drained(flow, version))
+        timer = flow.drain_timer
+        if timer.at_ns is None or drain_ns < timer.at_ns:
+            timer.arm(self.env, drain_ns, lambda: self._drained(flow))
 
-    def _drained(self, flow: Train, version: int) -> None:
+    def _drained(self, flow: Train) -> None:
         """The train's last byte left the source (or it slowed down since this event was
         armed: then re-arm): free the links before its buffer; done if nothing is buffered."""
-        if flow.drain_version != version:
-            return
         now = self.env.now
         if flow.drain_ns > now:
-            flow.drain_timer_ns = None
             if flow.drain_ns != math.inf:
                 self._arm_drain(flow, now)
             return
-        flow.drain_timer_ns = None
         flow.advance(now)
-        flow.left_bytes = 0.0
+        flow.source_drained()
         b = flow.buffer_hop
         if not b or flow.backlog_bytes <= EMPTY_BYTES:
             busy = self._finish(flow, 0)
@@ -195,13 +184,7 @@ class PacketNetwork(LinkLevelNetwork):
                 port.release(flow)
                 if port.flows:
                     busy.append(port)
-            flow.first_hop = b
-            shares = flow.hop_shares  # what reached each hop from the buffer on, at the last rates
-            last = flow.reach_hops - 1  # (a hop its head has yet to reach will get what the last one passes on)
-            flow.drain_arrivals_bytes_per_ns = (flow.in_bytes_per_ns,) + tuple(
-                shares[min(k, last)].bytes_per_ns if shares is not None else flow.out_bytes_per_ns
-                for k in range(b, len(flow.ports) - 1))
-            flow.in_bytes_per_ns = 0.0
+            flow.drain_from_buffer()
             busy.append(flow.ports[b])
             busy += self._release_crossed(flow)
         if busy:
@@ -211,18 +194,14 @@ class PacketNetwork(LinkLevelNetwork):
     def _release_crossed(flow: Train) -> list[Port]:
         """A drained train lets go of its leading hops that all its bytes have crossed (the
         last hop stays until it is delivered); returns the freed links others still use."""
-        crossed = flow.crossed_bytes
-        if crossed is None or flow.left_bytes > 0:
-            return []
         busy = []
-        last = flow.reach_hops - 1
-        while flow.first_hop < last and crossed[flow.first_hop] >= flow.size_bytes - EMPTY_BYTES:
+        while True:
             port = flow.ports[flow.first_hop]
+            if not flow.leave_crossed_hop():
+                return busy
             port.release(flow)
             if port.flows:
                 busy.append(port)
-            flow.first_hop += 1
-        return busy
 
     def _arm_hops(self, flow: Train, now: float) -> None:
         """(Re-)arm the event of the next buffer along the train's path that its bytes leave
@@ -232,17 +211,14 @@ class PacketNetwork(LinkLevelNetwork):
         As for the source's drain, a later instant than the pending one lets the pending
         event fire and re-arm itself, so re-shares that move it later cost no event."""
         soonest = self._next_empty(flow)
+        timer = flow.hop_timer
         if soonest == math.inf:
-            flow.hop_timer_ns = None
-            flow.hop_version += 1
+            timer.cancel()
             return
         at_ns = math.ceil(now + soonest - 1e-9)
-        if flow.hop_timer_ns is not None and now <= flow.hop_timer_ns <= at_ns:
+        if timer.at_ns is not None and now <= timer.at_ns <= at_ns:
             return
-        flow.hop_timer_ns = at_ns
-        flow.hop_version += 1
-        version = flow.hop_version
-        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._hop_emptied(flow, version))
+        timer.arm(self.env, at_ns, lambda: self._hop_emptied(flow))
 
     @staticmethod
     def _next_empty(flow: Train) -> float:
@@ -282,11 +258,10 @@ class PacketNetwork(LinkLevelNetwork):
                     return True
         return False
 
-    def _hop_emptied(self, flow: Train, version: int) -> None:
-        if flow.hop_version != version or flow.hop_shares is None:
+    def _hop_emptied(self, flow: Train) -> None:
+        if flow.hop_shares is None:
             return
         now = self.env.now
-        flow.hop_timer_ns = None
         flow.advance(now)
         if flow.left_bytes <= 0 and flow.crossed_bytes[flow.reach_hops - 1] >= flow.size_bytes - EMPTY_BYTES:
             # its last byte crossed the last hop it has reached (the rest is its head's way)
@@ -347,7 +322,7 @@ class PacketNetwork(LinkLevelNetwork):
         if port.full:
             for flow in port.buffered:
                 if flow.fills_buffer():
-                    flow.credit_held = True
+                    flow.hold_by_credits(True)
         self.reshare([p for p in seeds if p.flows])
         if port.buffered and port.switch is not None:
             port.switch.notify(port)  # look again after the change, even if nothing was re-shared
@@ -427,13 +402,13 @@ class PacketNetwork(LinkLevelNetwork):
                 elif flow.credit_held:
                     if flow.solved_in.limit.hop >= b:
                         continue
-                    flow.credit_held = False
+                    flow.hold_by_credits(False)
                 elif (flow.backlog_bytes <= EMPTY_BYTES
                       and solved_in <= flow.solved_out.bytes_per_ns * (1 + TOLERANCE)):
                     flow.ports[b].let_go(flow)
                     flow.close_buffer()
                 elif flow.ports[b].full and solved_in > flow.solved_buffer_bytes_per_ns() * (1 + TOLERANCE):
-                    flow.credit_held = True
+                    flow.hold_by_credits(True)
                 else:
                     continue
                 changed_once.add(flow)
@@ -458,12 +433,10 @@ class PacketNetwork(LinkLevelNetwork):
             if flow.left_bytes > 0:
                 if flow.opened_buffer:  # (a buffer opened in this re-share)
                     flow.place_backlog(now)
-                if abs(flow.in_bytes_per_ns - old_in) > TOLERANCE * flow.in_bytes_per_ns or flow.drain_timer_ns is None:
+                if abs(flow.in_bytes_per_ns - old_in) > TOLERANCE * flow.in_bytes_per_ns or flow.drain_timer.at_ns is None:
                     self._arm_drain(flow, now)
-            if flow.reached_before:  # hops it reached: the bytes credited to them count as carried
-                for i in range(flow.reached_before, h):
-                    fp[i].count_carried(flow.credited(i))
-                flow.reached_before = 0
+            for i in flow.newly_reached():  # hops it reached: the bytes credited to them count as carried
+                fp[i].count_carried(flow.credited(i))
             # hops before ``split`` carry the train's input rate, from there on its output rate
             split = b if b and (not flow.credit_held or flow.left_bytes <= 0) else h
             for i in range(flow.first_hop, h):
@@ -484,8 +457,7 @@ class PacketNetwork(LinkLevelNetwork):
                 if flow.hop_shares is not None:
                     self._arm_hops(flow, now)
                 else:
-                    flow.hop_timer_ns = None
-                    flow.hop_version += 1
+                    flow.hop_timer.cancel()
         if ahead:  # (after every reached hop's load is known)
             room = dict(load)  # (and trains that reach a hop without an event, at their rates)
             for flow, r in ahead:
@@ -518,25 +490,14 @@ class PacketNetwork(LinkLevelNetwork):
                 at = k
                 break
             load[port] += rate
+        timer = flow.join_timer
         if at is None:
-            if flow.join_timer_ns is not None:
-                flow.join_timer_ns = None
-                flow.join_version += 1
+            if timer.at_ns is not None:
+                timer.cancel()
             return
         at_ns = flow.join_at(at)
-        if flow.join_timer_ns == at_ns:
-            return
-        flow.join_timer_ns = at_ns
-        flow.join_version += 1
-        version = flow.join_version
-        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._joined(flow, version))
-
-    def _joined(self, flow: Train, version: int) -> None:
-        """The train's head reached a hop where that changes the sharing: re-share."""
-        if flow.join_version != version:
-            return
-        flow.join_timer_ns = None
-        self.reshare([flow.ports[flow.first_hop]])
+        if timer.at_ns != at_ns:
+            timer.arm(self.env, at_ns, lambda: self.reshare([flow.ports[flow.first_hop]]))
 
     @staticmethod
     def _mark_credit_stall(flow: Train) -> None:

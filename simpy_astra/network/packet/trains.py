@@ -5,9 +5,11 @@ constants that bound it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import simpy
+from simpy.events import Timeout
 
 from simpy_astra.network.packet.solver import NO_SHARE, TOLERANCE, Share
 
@@ -54,6 +56,35 @@ class PacketMessage:
         self.done = done
         self.parts = parts
         self.deliver_ns = 0.0
+
+
+class TrainTimer:
+    """One kind of pending event of a train (its source's drain, a queue of it running out,
+    its head reaching a hop): arming it again or cancelling it makes the pending one
+    harmless, so a train keeps at most one live event of each kind."""
+
+    __slots__ = ("at_ns", "_version")
+
+    def __init__(self) -> None:
+        self.at_ns: int | None = None  # when the live event fires (None: none is live)
+        self._version = 0
+
+    def arm(self, env: simpy.Environment, at_ns: int, fire: Callable[[], None]) -> None:
+        """Call ``fire()`` at ``at_ns`` (a whole ns, not before now) unless re-armed or
+        cancelled first."""
+        self._version += 1
+        self.at_ns = at_ns
+        version = self._version
+        Timeout(env, max(0, at_ns - env.now)).callbacks.append(lambda _e: self._fire(version, fire))
+
+    def cancel(self) -> None:
+        self._version += 1
+        self.at_ns = None
+
+    def _fire(self, version: int, fire: Callable[[], None]) -> None:
+        if version == self._version:
+            self.at_ns = None
+            fire()
 
 
 class TrainPath:
@@ -136,16 +167,14 @@ class Train:
     inputs would cut it (0: none).
 
     Its pending events: ``drain_ns`` when its last byte leaves the source at the current
-    rate, ``drain_timer_ns`` / ``hop_timer_ns`` / ``join_timer_ns`` when its pending drain,
-    hop and join events fire; ``drain_version``, ``hop_version`` and ``join_version`` make
-    superseded ones harmless."""
+    rate; ``drain_timer``, ``hop_timer`` and ``join_timer`` its live drain, hop and join
+    events (:class:`TrainTimer`)."""
 
     __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since_ns",
                  "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
-                 "solved_out", "drain_version", "hop_version", "hop_timer_ns", "drain_ns", "drain_timer_ns",
-                 "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "join_version", "join_timer_ns",
-                 "opened_buffer", "reached_before")
+                 "solved_out", "drain_ns", "drain_timer", "hop_timer", "join_timer", "arrivals_bytes_per_ns",
+                 "route", "start_ns", "reach_hops", "opened_buffer", "reached_before")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -164,18 +193,15 @@ class Train:
         self.hop_shares: list[Share] | None = None  # per hop, from ``buffer_hop`` on
         self.crossed_bytes: list[float] | None = None
         self.solved_in = self.solved_out = NO_SHARE
-        self.drain_version = 0
-        self.hop_version = 0
-        self.hop_timer_ns: int | None = None
         # the last FIFO arrival rates per hop (a warm start) and the solver.Route they were for
         self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
         self.route: Any = None
-        self.drain_ns = 0
-        self.drain_timer_ns: int | None = None
+        self.drain_ns: float = 0
+        self.drain_timer = TrainTimer()
+        self.hop_timer = TrainTimer()
+        self.join_timer = TrainTimer()
         self.start_ns = now
         self.reach_hops = len(path.ports) if size_bytes >= path.start_up_bytes else 1
-        self.join_version = 0
-        self.join_timer_ns: int | None = None
         self.opened_buffer = False  # it opened its buffer in the re-share under way
         self.reached_before = 0  # the hops it had reached before the re-share under way, if it reached more
 
@@ -261,9 +287,55 @@ class Train:
 
     def void_events(self) -> None:
         """Its pending drain, hop and join events do nothing when they fire (it ended)."""
-        self.drain_version += 1
-        self.hop_version += 1
-        self.join_version += 1
+        self.drain_timer.cancel()
+        self.hop_timer.cancel()
+        self.join_timer.cancel()
+
+    def hold_by_credits(self, held: bool) -> None:
+        """Its buffer is full (credits hold its source to its rate downstream), or no more."""
+        self.credit_held = held
+
+    def plan_drain(self) -> float:
+        """When its last byte leaves the source at its current rate (``drain_ns``; inf while a
+        link on its path is down), rounded up to a whole ns: events fall on whole ns, so the
+        clock the NPUs read stays an integer as with the other backends (at most 1 ns late)."""
+        rate = self.in_bytes_per_ns
+        self.drain_ns = math.inf if rate <= 0 else math.ceil(self.since_ns + self.left_bytes / rate - 1e-9)
+        return self.drain_ns
+
+    def source_drained(self) -> None:
+        """Its last byte left the source now (accounted to now)."""
+        self.left_bytes = 0.0
+
+    def drain_from_buffer(self) -> None:
+        """Its source is drained and its rest waits from its buffer on: it holds the links
+        from there, and its bytes weigh in their FIFOs what they came in at (at the last
+        rates; a hop its head has yet to reach gets what the last one passes on)."""
+        b = self.buffer_hop
+        self.first_hop = b
+        shares = self.hop_shares
+        last = self.reach_hops - 1
+        self.drain_arrivals_bytes_per_ns = (self.in_bytes_per_ns,) + tuple(
+            shares[min(k, last)].bytes_per_ns if shares is not None else self.out_bytes_per_ns
+            for k in range(b, len(self.ports) - 1))
+        self.in_bytes_per_ns = 0.0
+
+    def leave_crossed_hop(self) -> bool:
+        """Let go of its first hop if its source is drained, every byte crossed it and it is
+        not the last it has reached; whether it did."""
+        crossed = self.crossed_bytes
+        if crossed is None or self.left_bytes > 0:
+            return False
+        if self.first_hop < self.reach_hops - 1 and crossed[self.first_hop] >= self.size_bytes - EMPTY_BYTES:
+            self.first_hop += 1
+            return True
+        return False
+
+    def newly_reached(self) -> range:
+        """The hops its head reached in the re-share under way (then none: asked once)."""
+        got = range(self.reached_before, self.reach_hops) if self.reached_before else range(0)
+        self.reached_before = 0
+        return got
 
     def fills_buffer(self) -> bool:
         """Its source sends into its buffer faster than the buffer's port passes it on, and
