@@ -345,7 +345,7 @@ class PacketNetwork(LinkLevelNetwork):
         (:func:`~.rates.train_rates`). Then: a whole train held by a port whose buffer is not full,
         with a faster way there, opens that buffer (it will fill); a train whose backlog is
         empty and that arrives no faster than it leaves becomes whole again; a filling train
-        at a full buffer is held by credits (coupled); a coupled train whose tightest port is
+        at a full buffer is held by credits; a train held by credits whose tightest port is
         now upstream of its buffer is let go (it drains). Solve again until nothing changes."""
         if not seeds:
             return

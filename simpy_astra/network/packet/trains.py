@@ -395,7 +395,7 @@ class Train:
     def place_backlog(self, now: float) -> None:
         """A buffer just opened at a hop the train's head reached in this instant (its join
         event): what it sent faster before waits there, but for what that hop passes on
-        (``out_rate``) in the train's time so far (the bytes in flight in its head's time to
+        (``out_bytes_per_ns``) in the train's time so far (the bytes in flight in its head's time to
         the hop, which its delivery charges, and the part of a nanosecond since the head got
         there: events fall on whole ns)."""
         self.opened_buffer = False
