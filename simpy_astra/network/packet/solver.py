@@ -14,6 +14,9 @@ delivers, cut in proportion where an input is oversubscribed), to a fixed point 
 whole component (routes may form a cycle, as on a ring); :func:`max_min` then gives the
 trains' units (a span of hops moving at one rate) hierarchical max-min rates in which an
 input's part goes to its units in proportion to those arrival rates (their weights).
+
+Every rate and capacity here is in bytes per ns; weights are relative (rates too, in bytes
+per ns, where they are arrival rates).
 """
 
 from __future__ import annotations
