@@ -163,7 +163,7 @@ class PacketNetwork(LinkLevelNetwork):
             return
         timer = flow.drain_timer
         if timer.at_ns is None or drain_ns < timer.at_ns:
-            timer.arm(self.env, drain_ns, lambda: self._drained(flow))
+            timer.arm(self.env, drain_ns, self._drained, flow)
 
     def _drained(self, flow: Train) -> None:
         """The train's last byte left the source (or it slowed down since this event was
@@ -218,7 +218,7 @@ class PacketNetwork(LinkLevelNetwork):
         at_ns = math.ceil(now + soonest - 1e-9)
         if timer.at_ns is not None and now <= timer.at_ns <= at_ns:
             return
-        timer.arm(self.env, at_ns, lambda: self._hop_emptied(flow))
+        timer.arm(self.env, at_ns, self._hop_emptied, flow)
 
     @staticmethod
     def _next_empty(flow: Train) -> float:
@@ -385,10 +385,10 @@ class PacketNetwork(LinkLevelNetwork):
                 if flow.left_bytes <= 0 or flow in changed_once:
                     continue
                 b = flow.buffer_hop
-                solved_in = flow.solved_in.bytes_per_ns
                 if not b:
-                    limit = flow.solved_in.limit
-                    k = 0 if limit.credit else limit.hop
+                    k, by_credit = flow.solved_in.limit
+                    if by_credit:
+                        k = 0
                     if k >= 1 and flow.cut_hop:  # where FIFO inputs first cut it, if they do
                         k = flow.cut_hop
                     if k >= 1 and not flow.ports[k].full:
@@ -404,10 +404,11 @@ class PacketNetwork(LinkLevelNetwork):
                         continue
                     flow.hold_by_credits(False)
                 elif (flow.backlog_bytes <= EMPTY_BYTES
-                      and solved_in <= flow.solved_out.bytes_per_ns * (1 + TOLERANCE)):
+                      and flow.solved_in.bytes_per_ns <= flow.solved_out.bytes_per_ns * (1 + TOLERANCE)):
                     flow.ports[b].let_go(flow)
                     flow.close_buffer()
-                elif flow.ports[b].full and solved_in > flow.solved_buffer_bytes_per_ns() * (1 + TOLERANCE):
+                elif (flow.ports[b].full
+                      and flow.solved_in.bytes_per_ns > flow.solved_buffer_bytes_per_ns() * (1 + TOLERANCE)):
                     flow.hold_by_credits(True)
                 else:
                     continue
@@ -435,20 +436,26 @@ class PacketNetwork(LinkLevelNetwork):
                     flow.place_backlog(now)
                 if abs(flow.in_bytes_per_ns - old_in) > TOLERANCE * flow.in_bytes_per_ns or flow.drain_timer.at_ns is None:
                     self._arm_drain(flow, now)
-            for i in flow.newly_reached():  # hops it reached: the bytes credited to them count as carried
-                fp[i].count_carried(flow.credited(i))
-            # hops before ``split`` carry the train's input rate, from there on its output rate
+            if flow.reached_before:  # hops it reached: the bytes credited to them count as carried
+                for i in flow.newly_reached():
+                    fp[i].count_carried(flow.credited(i))
+            # hops before ``split`` carry the train's input rate, from there on its output rate;
+            # a hop is held back by a limit further on, or by its own credit loop
             split = b if b and (not flow.credit_held or flow.left_bytes <= 0) else h
+            shares = flow.hop_shares
+            in_rate, out_rate = flow.in_bytes_per_ns, flow.out_bytes_per_ns
+            in_hop, in_credit = flow.solved_in.limit
+            out_hop, out_credit = flow.solved_out.limit
             for i in range(flow.first_hop, h):
-                port = fp[i]
                 if i < split:
-                    r, limit = flow.in_bytes_per_ns, flow.solved_in.limit
-                elif flow.hop_shares is not None:
-                    r, limit = flow.hop_shares[i]
+                    r, limit_hop, by_credit = in_rate, in_hop, in_credit
+                elif shares is not None:
+                    r, (limit_hop, by_credit) = shares[i]
                 else:
-                    r, limit = flow.out_bytes_per_ns, flow.solved_out.limit
+                    r, limit_hop, by_credit = out_rate, out_hop, out_credit
+                port = fp[i]
                 load[port] += r
-                if limit.hop > i or (limit.credit and limit.hop == i):
+                if limit_hop > i or (by_credit and limit_hop == i):
                     held.add(port)
             if h < len(fp):
                 ahead.append((flow, r))
@@ -497,7 +504,11 @@ class PacketNetwork(LinkLevelNetwork):
             return
         at_ns = flow.join_at(at)
         if timer.at_ns != at_ns:
-            timer.arm(self.env, at_ns, lambda: self.reshare([flow.ports[flow.first_hop]]))
+            timer.arm(self.env, at_ns, self._joined, flow)
+
+    def _joined(self, flow: Train) -> None:
+        """The train's head reached a hop where that changes the sharing: re-share."""
+        self.reshare([flow.ports[flow.first_hop]])
 
     @staticmethod
     def _mark_credit_stall(flow: Train) -> None:

@@ -90,23 +90,21 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         return
     arrivals = arrival_rates(flows, seeds, solutions)
     units: list[Unit] = []
-    owners: list[tuple[Train, int, int]] = []  # (train, 0: in / whole, 1: out, 2: one hop of out; hop)
-    cuts: dict[Train, int] = {}
+    plans: list[tuple[Train, list, int]] = []  # per train: its units (with kind and hop), its cut hop
     whole = solutions.whole
     for flow in flows:
         rates = arrivals.get(flow) if arrivals is not None else None
         if flow.buffer_hop or flow.first_hop or flow.credit_held or flow.left_bytes <= 0:
-            made, cuts[flow] = units_of(flow, rates)
+            made, cut = units_of(flow, rates)
         else:  # (most trains: whole, at their source; their units depend on path and arrivals)
             key = (flow.path, flow.reach_hops, rates)
             got = whole.get(key)
             if got is None:
                 got = units_of(flow, rates)
                 solutions.remember(whole, key, got)
-            made, cuts[flow] = got
-        for unit, kind, hop in made:
-            units.append(unit)
-            owners.append((flow, kind, hop))
+            made, cut = got
+        plans.append((flow, made, cut))
+        units += [unit for unit, _kind, _hop in made]
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
     if solved is None:
@@ -115,23 +113,19 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         for unit, r, lim in zip(units, rate, limit, strict=True):
             solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
-    ins: dict[Train, Share] = {}
-    outs: dict[Train, Share] = {}
-    per_hop: dict[Train, list[Share]] = {}
-    for (flow, kind, hop), unit in zip(owners, units, strict=True):
-        share = solved[unit]
-        if kind == 2:
-            shares = per_hop.get(flow)
-            if shares is None:
-                shares = per_hop[flow] = [NO_SHARE] * len(flow.ports)
-            shares[hop] = share
-        elif kind:
-            outs[flow] = share
-        else:
-            ins[flow] = share
-    for flow in flows:
-        solved_in = ins.get(flow, NO_SHARE)
-        shares = per_hop.get(flow)
+    for flow, made, cut in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+        solved_in = NO_SHARE
+        solved_out: Share | None = None
+        shares = None
+        for unit, kind, hop in made:
+            if kind == 2:
+                if shares is None:
+                    shares = [NO_SHARE] * len(flow.ports)
+                shares[hop] = solved[unit]
+            elif kind:
+                solved_out = solved[unit]
+            else:
+                solved_in = solved[unit]
         if shares is not None:  # a hop where nothing waits passes on no more than the hop before it
             upstream = solved_in.bytes_per_ns if flow.left_bytes > 0 else 0.0
             for i in range(max(flow.buffer_hop, flow.first_hop), flow.reach_hops):
@@ -139,11 +133,9 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
                     shares[i] = Share(upstream, Limit(i))
                 upstream = shares[i].bytes_per_ns
             solved_out = shares[flow.reach_hops - 1]
-        elif flow in outs:
-            solved_out = outs[flow]
-        else:  # one unit over its whole path (no buffer, or held by credits)
+        elif solved_out is None:  # one unit over its whole path
             solved_out = solved_in
-        flow.take_solution(solved_in, solved_out, shares, cuts[flow])
+        flow.take_solution(solved_in, solved_out, shares, cut)
 
 
 def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[Unit, int, int]], int]:
@@ -182,7 +174,7 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
     for a, e, kind in spans:
         if kind and rates is not None:
             for i in range(a, e):
-                cap, cap_limit = caps[i], Limit(i, credit=True)
+                cap, cap_limit = caps[i], Limit(i, True)
                 if not waits(flow, i):  # nothing waits here: no more than arrives
                     arrive = rates[i - 1 - first] if i > first else 0.0
                     if arrive < cap:
@@ -191,7 +183,7 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
             continue
         if path.min_cap_bytes_per_ns != math.inf:
             cap = min(caps[a:e])
-            cap_limit = Limit(caps.index(cap, a, e), credit=True)
+            cap_limit = Limit(caps.index(cap, a, e), True)
         else:
             cap, cap_limit = math.inf, NO_LIMIT
         made.append((Unit(fp[a:e], path.inputs[a:e], tuple(weights[a:e]), a, cap, cap_limit), kind, a))

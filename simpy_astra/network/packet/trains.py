@@ -69,22 +69,22 @@ class TrainTimer:
         self.at_ns: int | None = None  # when the live event fires (None: none is live)
         self._version = 0
 
-    def arm(self, env: simpy.Environment, at_ns: int, fire: Callable[[], None]) -> None:
-        """Call ``fire()`` at ``at_ns`` (a whole ns, not before now) unless re-armed or
+    def arm(self, env: simpy.Environment, at_ns: int, fire: Callable[[Train], None], train: Train) -> None:
+        """Call ``fire(train)`` at ``at_ns`` (a whole ns, not before now) unless re-armed or
         cancelled first."""
         self._version += 1
         self.at_ns = at_ns
         version = self._version
-        Timeout(env, max(0, at_ns - env.now)).callbacks.append(lambda _e: self._fire(version, fire))
+        Timeout(env, max(0, at_ns - env.now)).callbacks.append(lambda _e: self._fire(version, fire, train))
 
     def cancel(self) -> None:
         self._version += 1
         self.at_ns = None
 
-    def _fire(self, version: int, fire: Callable[[], None]) -> None:
+    def _fire(self, version: int, fire: Callable[[Train], None], train: Train) -> None:
         if version == self._version:
             self.at_ns = None
-            fire()
+            fire(train)
 
 
 class TrainPath:
