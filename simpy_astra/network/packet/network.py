@@ -17,7 +17,7 @@ from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.packet.port import Port
 from simpy_astra.network.packet.rates import Solutions, floor_bytes, train_rates
-from simpy_astra.network.packet.solver import TOLERANCE, Limit, Share
+from simpy_astra.network.packet.solver import TOLERANCE
 from simpy_astra.network.packet.switch import SwitchProcess
 from simpy_astra.network.packet.trains import (
     DEFAULT_PACKET_SIZE_BYTES,
@@ -27,6 +27,7 @@ from simpy_astra.network.packet.trains import (
     PacketMessage,
     Train,
     TrainPath,
+    alone_share,
 )
 from simpy_astra.topologies.base import BasicTopology
 
@@ -136,11 +137,9 @@ class PacketNetwork(LinkLevelNetwork):
                     idle = False
                 port.request(flow, i)
             if idle:  # alone on every link: the slowest link or a credit loop sets the rate
-                cap = path.min_cap_bytes_per_ns
-                alone = Share(cap, Limit(path.credit_caps_bytes_per_ns.index(cap), credit=True))
-                for i, port in enumerate(flow.ports):
-                    if port.capacity_bytes_per_ns < alone.bytes_per_ns * (1 - TOLERANCE) or not port.capacity_bytes_per_ns:
-                        alone = Share(port.capacity_bytes_per_ns, Limit(i))
+                alone = path.alone
+                if any(port.capacity_bytes_per_ns != port.bytes_per_ns for port in flow.ports):
+                    alone = alone_share(path)  # (a link is down)
                 if alone.limit.hop == 0 or alone.limit.credit:  # the first link or a credit loop: no buffer fills
                     flow.take_solution(alone, alone, None, 0)
                     flow.take_rates()
@@ -213,12 +212,13 @@ class PacketNetwork(LinkLevelNetwork):
         soonest = self._next_empty(flow)
         timer = flow.hop_timer
         if soonest == math.inf:
-            timer.cancel()
+            if timer.at_ns is not None:
+                timer.cancel()
             return
         at_ns = math.ceil(now + soonest - 1e-9)
         if timer.at_ns is not None and now <= timer.at_ns <= at_ns:
             return
-        timer.arm(self.env, at_ns, self._hop_emptied, flow)
+        flow.own_hop_timer().arm(self.env, at_ns, self._hop_emptied, flow)
 
     @staticmethod
     def _next_empty(flow: Train) -> float:
@@ -464,7 +464,8 @@ class PacketNetwork(LinkLevelNetwork):
                 if flow.hop_shares is not None:
                     self._arm_hops(flow, now)
                 else:
-                    flow.hop_timer.cancel()
+                    if flow.hop_timer.at_ns is not None:
+                        flow.hop_timer.cancel()
         if ahead:  # (after every reached hop's load is known)
             room = dict(load)  # (and trains that reach a hop without an event, at their rates)
             for flow, r in ahead:
@@ -472,7 +473,9 @@ class PacketNetwork(LinkLevelNetwork):
         for port in ports:
             port.set_load(load[port])
             saturated = port.load_bytes_per_ns >= port.capacity_bytes_per_ns * (1 - 1e-6)
-            port.set_stalled(port in held and not saturated and bool(port.flows))
+            stalled = port in held and not saturated and bool(port.flows)
+            if stalled != port.stalled:
+                port.set_stalled(stalled)
         for port in buffers:
             port.switch.notify(port)
 
@@ -504,7 +507,7 @@ class PacketNetwork(LinkLevelNetwork):
             return
         at_ns = flow.join_at(at)
         if timer.at_ns != at_ns:
-            timer.arm(self.env, at_ns, self._joined, flow)
+            flow.own_join_timer().arm(self.env, at_ns, self._joined, flow)
 
     def _joined(self, flow: Train) -> None:
         """The train's head reached a hop where that changes the sharing: re-share."""

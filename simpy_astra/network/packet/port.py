@@ -79,6 +79,7 @@ class Port(LinkResource):
         self._load_since = 0.0
         self._stall_done_ns = 0.0
         self._stalled_since: float | None = None
+        self.stalled = False  # spare capacity now while a train on it waits for credits (set_stalled)
         self._timer_ns: float | None = None  # when the pending buffer timer fires
         self._timer_version = 0
         self._instant_ns: float | None = None  # when a buffer instant was last handed over
@@ -252,15 +253,11 @@ class Port(LinkResource):
         open_ns = 0.0 if since is None else self.env.now - since
         return round(self._stall_done_ns + open_ns)
 
-    @property
-    def stalled(self) -> bool:
-        """The link has spare capacity now while a train on it waits for credits."""
-        return self._stalled_since is not None
-
     def set_stalled(self, stalled: bool) -> None:
         """Start or stop counting stall time (no change if it already is as asked)."""
-        if stalled == (self._stalled_since is not None):
+        if stalled == self.stalled:
             return
+        self.stalled = stalled
         now = self.env.now
         if self._stalled_since is not None:
             self._stall_done_ns += now - self._stalled_since

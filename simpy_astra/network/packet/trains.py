@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import simpy
 from simpy.events import Timeout
 
-from simpy_astra.network.packet.solver import NO_SHARE, TOLERANCE, Share
+from simpy_astra.network.packet.solver import NO_SHARE, TOLERANCE, Limit, Share
 
 
 class PathLink(Protocol):
@@ -19,6 +19,7 @@ class PathLink(Protocol):
 
     latency_ns: float
     bytes_per_ns: float
+    capacity_bytes_per_ns: float
     paths: list[TrainPath]
 
 
@@ -87,6 +88,22 @@ class TrainTimer:
             fire(train)
 
 
+#: the timer of a train that never armed one of that kind (never armed: shared, read-only)
+NO_TIMER = TrainTimer()
+
+
+def alone_share(path: TrainPath) -> Share:
+    """A train's share alone on ``path``: the slowest link now (0 while one is down), or the
+    tightest credit loop if that is slower."""
+    cap = path.min_cap_bytes_per_ns
+    alone = Share(cap, Limit(path.credit_caps_bytes_per_ns.index(cap), True))
+    for i, port in enumerate(path.ports):
+        speed = port.capacity_bytes_per_ns
+        if speed < alone.bytes_per_ns * (1 - TOLERANCE) or not speed:
+            alone = Share(speed, Limit(i))
+    return alone
+
+
 class TrainPath:
     """One path's ports, the input each is entered from, and what is fixed per path: summed
     latency, the slowest link,
@@ -94,7 +111,7 @@ class TrainPath:
 
     __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "ns_per_byte_sum",
                  "credit_caps_bytes_per_ns", "min_cap_bytes_per_ns", "min_speed_from_bytes_per_ns",
-                 "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes")
+                 "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes", "alone")
 
     def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float) -> None:
         self.ports = ports
@@ -125,6 +142,7 @@ class TrainPath:
             self.buffer_bytes / (2 * p.latency_ns + packet_bytes / p.bytes_per_ns) if i < len(ports) - 1
             else math.inf for i, p in enumerate(ports))
         self.min_cap_bytes_per_ns = min(self.credit_caps_bytes_per_ns)
+        self.alone = alone_share(self)  # a train's share alone on it (every link up)
 
     def head_offsets_for(self, packet_bytes: float) -> tuple[float, ...]:
         """When the head of a train whose packets are ``packet_bytes`` reaches each hop, from
@@ -198,8 +216,8 @@ class Train:
         self.route: Any = None
         self.drain_ns: float = 0
         self.drain_timer = TrainTimer()
-        self.hop_timer = TrainTimer()
-        self.join_timer = TrainTimer()
+        self.hop_timer = NO_TIMER  # (their own timers once they need them: most never do)
+        self.join_timer = NO_TIMER
         self.start_ns = now
         self.reach_hops = len(path.ports) if size_bytes >= path.start_up_bytes else 1
         self.opened_buffer = False  # it opened its buffer in the re-share under way
@@ -287,9 +305,21 @@ class Train:
 
     def void_events(self) -> None:
         """Its pending drain, hop and join events do nothing when they fire (it ended)."""
-        self.drain_timer.cancel()
-        self.hop_timer.cancel()
-        self.join_timer.cancel()
+        for timer in (self.drain_timer, self.hop_timer, self.join_timer):
+            if timer.at_ns is not None:
+                timer.cancel()
+
+    def own_hop_timer(self) -> TrainTimer:
+        """Its hop timer (its own from the first time it needs one)."""
+        if self.hop_timer is NO_TIMER:
+            self.hop_timer = TrainTimer()
+        return self.hop_timer
+
+    def own_join_timer(self) -> TrainTimer:
+        """Its join timer (its own from the first time it needs one)."""
+        if self.join_timer is NO_TIMER:
+            self.join_timer = TrainTimer()
+        return self.join_timer
 
     def hold_by_credits(self, held: bool) -> None:
         """Its buffer is full (credits hold its source to its rate downstream), or no more."""
