@@ -16,11 +16,11 @@ from simpy_astra.network.packet.solver import (
     MIN_WEIGHT,
     NO_LIMIT,
     NO_SHARE,
-    Limit,
     Route,
     Share,
     Unit,
     fifo_arrivals,
+    hop_limit,
     max_min,
 )
 from simpy_astra.network.packet.trains import EMPTY_BYTES, Train
@@ -130,7 +130,7 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
             upstream = solved_in.bytes_per_ns if flow.left_bytes > 0 else 0.0
             for i in range(max(flow.buffer_hop, flow.first_hop), flow.reach_hops):
                 if shares[i].bytes_per_ns > upstream and not waits(flow, i):
-                    shares[i] = Share(upstream, Limit(i))
+                    shares[i] = Share(upstream, hop_limit(i))
                 upstream = shares[i].bytes_per_ns
             solved_out = shares[flow.reach_hops - 1]
         elif solved_out is None:  # one unit over its whole path
@@ -174,16 +174,16 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
     for a, e, kind in spans:
         if kind and rates is not None:
             for i in range(a, e):
-                cap, cap_limit = caps[i], Limit(i, True)
+                cap, cap_limit = caps[i], hop_limit(i, True)
                 if not waits(flow, i):  # nothing waits here: no more than arrives
                     arrive = rates[i - 1 - first] if i > first else 0.0
                     if arrive < cap:
-                        cap, cap_limit = arrive, Limit(i)
+                        cap, cap_limit = arrive, hop_limit(i)
                 made.append((Unit((fp[i],), (path.inputs[i],), (weights[i],), i, cap, cap_limit), 2, i))
             continue
         if path.min_cap_bytes_per_ns != math.inf:
             cap = min(caps[a:e])
-            cap_limit = Limit(caps.index(cap, a, e), True)
+            cap_limit = hop_limit(caps.index(cap, a, e), True)
         else:
             cap, cap_limit = math.inf, NO_LIMIT
         made.append((Unit(fp[a:e], path.inputs[a:e], tuple(weights[a:e]), a, cap, cap_limit), kind, a))
@@ -287,5 +287,5 @@ def one_hop_shares(flows) -> None:
         counts = per_port[port]
         slot = counts[flow.ports[i - 1] if i else None]
         weight = max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - flow.buffer_hop]) if i else 1.0
-        share = Share(port.capacity_bytes_per_ns / len(counts) * weight / slot[1], Limit(i))
+        share = Share(port.capacity_bytes_per_ns / len(counts) * weight / slot[1], hop_limit(i))
         flow.take_solution(share, share, None, 0)

@@ -70,6 +70,19 @@ class Share(NamedTuple):
     limit: Limit
 
 
+#: the limits of hops 0..63 by their share and by their credit loop (made once: the solver
+#: hands out millions)
+HOP_LIMITS = tuple(Limit(hop) for hop in range(64))
+CREDIT_LIMITS = tuple(Limit(hop, True) for hop in range(64))
+
+
+def hop_limit(hop: int, credit: bool = False) -> Limit:
+    """``Limit(hop, credit)``, shared for the usual hops."""
+    if hop < 64:
+        return CREDIT_LIMITS[hop] if credit else HOP_LIMITS[hop]
+    return Limit(hop, credit)
+
+
 #: the limit of a rate not solved yet, and the share of a train not solved yet
 NO_LIMIT = Limit(0)
 NO_SHARE = Share(0.0, NO_LIMIT)
@@ -266,7 +279,7 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                     each = per_weight(slot, share)
                     for u, hop, weight in slot[2]:
                         if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u].hop):
-                            hits[u] = Limit(hop)
+                            hits[u] = hop_limit(hop)
         for u in capped:
             if rate[u] is None and u not in hits and units[u].cap_bytes_per_ns <= top:
                 hits[u] = units[u].cap_limit
@@ -332,7 +345,7 @@ def _fill_idle(units: Sequence[Unit], capacity: Mapping[Hashable, float], rate: 
             unit = units[u]
             full = next((k for k, port in enumerate(unit.ports) if spare[port] <= TOLERANCE * capacity[port]), None)
             if full is not None:
-                limit[u] = Limit(unit.first_hop + full)
+                limit[u] = hop_limit(unit.first_hop + full)
             elif unit.cap_bytes_per_ns <= rate[u] * (1 + TOLERANCE):
                 limit[u] = unit.cap_limit
             else:
