@@ -194,9 +194,14 @@ def waits(flow: Train, hop: int) -> bool:
     """Whether bytes of the buffered train wait at ``hop``'s port, so that it may pass on
     more than reaches it: a hop from its buffer on whose queue holds more than a packet (its
     first hop once its source is drained: more than nothing)."""
-    if flow.left_bytes > 0 and hop < flow.buffer_hop:
+    b = flow.buffer_hop
+    if flow.left_bytes > 0 and hop < b:
         return False
-    return flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES
+    # (flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES, inlined: a hot path)
+    crossed = flow.crossed_bytes
+    upstream = flow.size_bytes - flow.left_bytes if hop == b else crossed[hop - 1]
+    floor = EMPTY_BYTES if hop <= flow.first_hop else min(flow.path.packet_bytes, flow.size_bytes)
+    return upstream - crossed[hop] > floor + EMPTY_BYTES
 
 def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train, tuple[float, ...]] | None:
     """Each train's rate on each link it still holds as FIFO inputs pass it on
