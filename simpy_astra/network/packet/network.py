@@ -27,7 +27,7 @@ from simpy_astra.network.packet.trains import (
     PacketMessage,
     Train,
     TrainPath,
-    limit_hop,
+    alone_share,
 )
 from simpy_astra.topologies.base import BasicTopology
 
@@ -57,6 +57,7 @@ class PacketNetwork(LinkLevelNetwork):
         self._seeds: list[Port] = []  # those of the instant being solved
         self._flush_armed = False
         self._solutions = Solutions()  # solved sharing, by the set of trains' routes
+        self._own_paths: dict[Port, TrainPath] = {}  # each port's one-hop path (its put() trains)
         super().__init__(env, dims, source)
 
     # ------------------------------------------------------------------ topology
@@ -64,7 +65,7 @@ class PacketNetwork(LinkLevelNetwork):
                   into_switch: bool, from_switch: bool) -> Port:
         port = Port(self.env, u, v, bandwidth_gbps, latency_ns, self)
         if from_switch:  # out of a switch: its process keeps the buffer
-            port.switch = self.switch(u)
+            port.attach_switch(self.switch(u))
         return port
 
     def _new_switch(self, device: DeviceId) -> SwitchProcess:
@@ -114,9 +115,10 @@ class PacketNetwork(LinkLevelNetwork):
         self._start(self._paths_between(src, dst), size, key, done)
 
     def start_put(self, port: Port, request: Transmission) -> None:
-        if port._own_path is None:
-            port._own_path = self._path((port,))
-        self._start((port._own_path,), request.size, None, request)
+        path = self._own_paths.get(port)
+        if path is None:
+            path = self._own_paths[port] = self._path((port,))
+        self._start((path,), request.size, None, request)
 
     def _start(self, paths: tuple[TrainPath, ...], size: int, key: Any, done: simpy.Event | None) -> None:
         """One message of ``size`` bytes sprayed evenly over ``paths`` (usually one)."""
@@ -127,66 +129,53 @@ class PacketNetwork(LinkLevelNetwork):
             message.deliver_ns = now + paths[0].latency_ns
             self._schedule_delivery(message)
             return
-        share = size / len(paths)
+        part_bytes = size / len(paths)
         for path in paths:
-            flow = Train(message, path, share, now)
+            flow = Train(message, path, part_bytes, now)
             idle = True
             for i, port in enumerate(flow.ports):
-                port.carried_bytes += share
                 if port.flows:
                     idle = False
                 port.request(flow, i)
             if idle:  # alone on every link: the slowest link or a credit loop sets the rate
-                rate, hop = path.min_cap, ~path.credit_caps.index(path.min_cap)
-                for i, port in enumerate(flow.ports):
-                    if port.capacity_bytes_per_ns < rate * (1 - TOLERANCE) or not port.capacity_bytes_per_ns:
-                        rate, hop = port.capacity_bytes_per_ns, i
-                if hop <= 0:  # the first link or a credit loop: no buffer fills
-                    flow.lim_in = hop
-                    flow.in_rate = flow.out_rate = rate
+                alone = path.alone
+                if any(port.capacity_bytes_per_ns != port.bytes_per_ns for port in flow.ports):
+                    alone = alone_share(path)  # (a link is down)
+                if alone.limit.hop == 0 or alone.limit.credit:  # the first link or a credit loop: no buffer fills
+                    flow.take_solution(alone, alone, None, 0)
+                    flow.take_rates()
                     self._arm_drain(flow, now)
                     for port in flow.ports:
-                        port._set_load(rate)
+                        port.set_load(alone.bytes_per_ns)
                     self._mark_credit_stall(flow)
                     continue
             self.reshare(flow.ports)
 
     # ------------------------------------------------------------------ events of a train
     def _arm_drain(self, flow: Train, now: float) -> None:
-        """(Re-)arm the train's source-drain event for its current ``in_rate``.
+        """(Re-)arm the train's source-drain event for its current ``in_bytes_per_ns``.
 
         It is re-armed only if the drain comes earlier than the pending event: a later drain
         (the train slowed down) lets the pending event fire and re-arm itself, so a train
         that only slows down keeps one event."""
-        rate = flow.in_rate
-        # events at whole nanoseconds (the drain rounded up: at most 1 ns late), so the clock
-        # the NPUs read stays an integer as with the other backends
-        if rate <= 0:  # a link on its path is down: no drain until it is up again
-            flow.drain_ns = math.inf
+        drain_ns = flow.plan_drain()
+        if drain_ns == math.inf:  # a link on its path is down: no drain until it is up again
             return
-        drain_ns = math.ceil(flow.since + flow.left_bytes / rate - 1e-9)
-        flow.drain_ns = drain_ns
-        if flow.timer_ns is None or drain_ns < flow.timer_ns:
-            flow.version += 1
-            flow.timer_ns = drain_ns
-            version = flow.version
-            Timeout(self.env, max(0, drain_ns - now)).callbacks.append(lambda _e: self._drained(flow, version))
+        timer = flow.drain_timer
+        if timer.at_ns is None or drain_ns < timer.at_ns:
+            timer.arm(self.env, drain_ns, self._drained, flow)
 
-    def _drained(self, flow: Train, version: int) -> None:
+    def _drained(self, flow: Train) -> None:
         """The train's last byte left the source (or it slowed down since this event was
         armed: then re-arm): free the links before its buffer; done if nothing is buffered."""
-        if flow.version != version:
-            return
         now = self.env.now
         if flow.drain_ns > now:
-            flow.timer_ns = None
             if flow.drain_ns != math.inf:
                 self._arm_drain(flow, now)
             return
-        flow.timer_ns = None
         flow.advance(now)
-        flow.left_bytes = 0.0
-        b = flow.buf
+        flow.source_drained()
+        b = flow.buffer_hop
         if not b or flow.backlog_bytes <= EMPTY_BYTES:
             busy = self._finish(flow, 0)
         else:  # the rest waits in the buffer of hop b: the links before it are free
@@ -195,13 +184,7 @@ class PacketNetwork(LinkLevelNetwork):
                 port.release(flow)
                 if port.flows:
                     busy.append(port)
-            flow.first = b
-            hop_out = flow.hop_out  # what reached each hop from the buffer on, at the last rates
-            last = flow.reach - 1  # (a hop its head has yet to reach will get what the last one passes on)
-            flow.drain_weights = (flow.in_rate,) + tuple(
-                hop_out[min(k, last)][0] if hop_out is not None else flow.out_rate
-                for k in range(b, len(flow.ports) - 1))
-            flow.in_rate = 0.0
+            flow.drain_from_buffer()
             busy.append(flow.ports[b])
             busy += self._release_crossed(flow)
         if busy:
@@ -211,18 +194,14 @@ class PacketNetwork(LinkLevelNetwork):
     def _release_crossed(flow: Train) -> list[Port]:
         """A drained train lets go of its leading hops that all its bytes have crossed (the
         last hop stays until it is delivered); returns the freed links others still use."""
-        crossed = flow.crossed
-        if crossed is None or flow.left_bytes > 0:
-            return []
         busy = []
-        last = flow.reach - 1
-        while flow.first < last and crossed[flow.first] >= flow.size_bytes - EMPTY_BYTES:
-            port = flow.ports[flow.first]
+        while True:
+            port = flow.ports[flow.first_hop]
+            if not flow.leave_crossed_hop():
+                return busy
             port.release(flow)
             if port.flows:
                 busy.append(port)
-            flow.first += 1
-        return busy
 
     def _arm_hops(self, flow: Train, now: float) -> None:
         """(Re-)arm the event of the next buffer along the train's path that its bytes leave
@@ -232,34 +211,32 @@ class PacketNetwork(LinkLevelNetwork):
         As for the source's drain, a later instant than the pending one lets the pending
         event fire and re-arm itself, so re-shares that move it later cost no event."""
         soonest = self._next_empty(flow)
+        timer = flow.hop_timer
         if soonest == math.inf:
-            flow.hop_ns = None
-            flow.hop_version += 1
+            if timer.at_ns is not None:
+                timer.cancel()
             return
         at_ns = math.ceil(now + soonest - 1e-9)
-        if flow.hop_ns is not None and now <= flow.hop_ns <= at_ns:
+        if timer.at_ns is not None and now <= timer.at_ns <= at_ns:
             return
-        flow.hop_ns = at_ns
-        flow.hop_version += 1
-        version = flow.hop_version
-        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._hop_emptied(flow, version))
+        flow.own_hop_timer().arm(self.env, at_ns, self._hop_emptied, flow)
 
     @staticmethod
     def _next_empty(flow: Train) -> float:
         """How long until the first of the train's queues at its hops from the buffer on runs
         out at the current rates (inf: none does)."""
-        hop_out = flow.hop_out
+        shares = flow.hop_shares
         soonest = math.inf
-        start = max(flow.buf, flow.first)
-        for k in range(start, flow.reach):
+        start = max(flow.buffer_hop, flow.first_hop)
+        for k in range(start, flow.reach_hops):
             queue = flow.queue(k) - floor_bytes(flow, k)
             if queue <= 0:
                 continue
             if k == start:
-                inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
+                inflow = flow.in_bytes_per_ns if flow.left_bytes > 0 else 0.0
             else:
-                inflow = hop_out[k - 1][0]
-            net = hop_out[k][0] - inflow
+                inflow = shares[k - 1].bytes_per_ns
+            net = shares[k].bytes_per_ns - inflow
             if net > 0:
                 soonest = min(soonest, queue / net)
         return soonest
@@ -268,50 +245,47 @@ class PacketNetwork(LinkLevelNetwork):
     def _ran_out(flow: Train) -> bool:
         """Whether a queue the train was draining at one of its hops is empty now (or all its
         bytes crossed its first hop), so that its rates must be shared again."""
-        hop_out = flow.hop_out
-        start = max(flow.buf, flow.first)
-        if flow.left_bytes <= 0 and flow.crossed[start] >= flow.size_bytes - EMPTY_BYTES:
+        shares = flow.hop_shares
+        start = max(flow.buffer_hop, flow.first_hop)
+        if flow.left_bytes <= 0 and flow.crossed_bytes[start] >= flow.size_bytes - EMPTY_BYTES:
             return True
-        for k in range(start, flow.reach):
+        for k in range(start, flow.reach_hops):
             if flow.queue(k) <= floor_bytes(flow, k) + EMPTY_BYTES:
                 if k == start:
-                    inflow = flow.in_rate if flow.left_bytes > 0 else 0.0
+                    inflow = flow.in_bytes_per_ns if flow.left_bytes > 0 else 0.0
                 else:
-                    inflow = hop_out[k - 1][0]
-                if hop_out[k][0] > inflow * (1 + TOLERANCE):
+                    inflow = shares[k - 1].bytes_per_ns
+                if shares[k].bytes_per_ns > inflow * (1 + TOLERANCE):
                     return True
         return False
 
-    def _hop_emptied(self, flow: Train, version: int) -> None:
-        if flow.hop_version != version or flow.hop_out is None:
+    def _hop_emptied(self, flow: Train) -> None:
+        if flow.hop_shares is None:
             return
         now = self.env.now
-        flow.hop_ns = None
         flow.advance(now)
-        if flow.left_bytes <= 0 and flow.crossed[flow.reach - 1] >= flow.size_bytes - EMPTY_BYTES:
+        if flow.left_bytes <= 0 and flow.crossed_bytes[flow.reach_hops - 1] >= flow.size_bytes - EMPTY_BYTES:
             # its last byte crossed the last hop it has reached (the rest is its head's way)
-            self.reshare(self._finish(flow, flow.buf))
+            self.reshare(self._finish(flow, flow.buffer_hop))
             return
         if not self._ran_out(flow):  # armed for a rate that has since dropped: nothing changed
             self._arm_hops(flow, now)
             return
         busy = self._release_crossed(flow)
-        busy += [p for p in flow.ports[flow.first:] if p.flows]
+        busy += [p for p in flow.ports[flow.first_hop:] if p.flows]
         self.reshare(busy)
 
     def _finish(self, flow: Train, hop: int) -> list[Port]:
         """The train's last byte left the source (``hop`` 0) or the buffer of ``hop``: free
         its links and schedule its delivery; returns the freed links that others still use."""
         busy = []
-        for port in flow.ports[flow.first:]:
+        for port in flow.ports[flow.first_hop:]:
             port.release(flow)
             if port.flows:
                 busy.append(port)
-        if flow.buf:
-            flow.ports[flow.buf].buffered.pop(flow, None)
-        flow.version += 1  # a pending drain event is void
-        flow.hop_version += 1  # and so is a pending hop event
-        flow.join_version += 1  # and a pending join event
+        if flow.buffer_hop:
+            flow.ports[flow.buffer_hop].let_go(flow)
+        flow.void_events()
         message = flow.message
         packet = min(self.packet_size_bytes, flow.size_bytes)
         message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(packet, hop))
@@ -337,20 +311,19 @@ class PacketNetwork(LinkLevelNetwork):
         backlog makes its train whole again, or ends it if its source is drained."""
         now = self.env.now
         seeds = [port]
-        for flow in list(port.buffered):
+        for flow in port.buffered:
             flow.advance(now)
-            if flow.backlog_bytes <= EMPTY_BYTES and (flow.left_bytes <= 0 or flow.out_rate >= flow.in_rate):
+            if flow.backlog_bytes <= EMPTY_BYTES and (flow.left_bytes <= 0
+                                                      or flow.out_bytes_per_ns >= flow.in_bytes_per_ns):
                 if flow.left_bytes <= 0:
-                    seeds += self._finish(flow, flow.buf)
+                    seeds += self._finish(flow, flow.buffer_hop)
                 else:
-                    del port.buffered[flow]
+                    port.let_go(flow)
                     flow.close_buffer()
-                    flow.coupled = False
         if port.full:
             for flow in port.buffered:
-                if flow.left_bytes > 0 and flow.in_rate > flow.out_rate * (1 + TOLERANCE):
-                    flow.coupled = True
-        port.full = port.full and bool(port.buffered)
+                if flow.fills_buffer():
+                    flow.hold_by_credits(True)
         self.reshare([p for p in seeds if p.flows])
         if port.buffered and port.switch is not None:
             port.switch.notify(port)  # look again after the change, even if nothing was re-shared
@@ -373,7 +346,7 @@ class PacketNetwork(LinkLevelNetwork):
         (:func:`~.rates.train_rates`). Then: a whole train held by a port whose buffer is not full,
         with a faster way there, opens that buffer (it will fill); a train whose backlog is
         empty and that arrives no faster than it leaves becomes whole again; a filling train
-        at a full buffer is held by credits (coupled); a coupled train whose tightest port is
+        at a full buffer is held by credits; a train held by credits whose tightest port is
         now upstream of its buffer is let go (it drains). Solve again until nothing changes."""
         if not seeds:
             return
@@ -397,13 +370,13 @@ class PacketNetwork(LinkLevelNetwork):
             for flow in stack.pop().flows:
                 if flow not in flows:
                     flows[flow] = None
-                    for port in flow.ports[flow.first:]:
+                    for port in flow.ports[flow.first_hop:]:
                         if port not in ports:
                             ports.add(port)
                             stack.append(port)
         for flow in flows:
             flow.advance(now)
-            if flow.reach < len(flow.ports):  # (its head has hops to reach)
+            if flow.reach_hops < len(flow.ports):  # (its head has hops to reach)
                 flow.join(now)
         changed_once: set[Train] = set()
         for _round in range(MAX_ROUNDS):
@@ -412,28 +385,32 @@ class PacketNetwork(LinkLevelNetwork):
             for flow in flows:
                 if flow.left_bytes <= 0 or flow in changed_once:
                     continue
-                b = flow.buf
+                b = flow.buffer_hop
                 if not b:
-                    k = flow.lim_in
-                    if k >= 1 and flow.cut:  # where FIFO inputs first cut it, if they do
-                        k = flow.cut
+                    k, by_credit = flow.solved_in.limit
+                    if by_credit:
+                        k = 0
+                    if k >= 1 and flow.cut_hop:  # where FIFO inputs first cut it, if they do
+                        k = flow.cut_hop
                     if k >= 1 and not flow.ports[k].full:
                         port = flow.ports[k]
                         flow.open_buffer(k)
-                        port.buffered[flow] = None
+                        port.hold(flow)
                         if port.switch is None:
-                            port.switch = self.switch(port.src)
+                            port.attach_switch(self.switch(port.src))
                     else:
                         continue
-                elif flow.coupled:
-                    if limit_hop(flow.lim_in) >= b:
+                elif flow.credit_held:
+                    if flow.solved_in.limit.hop >= b:
                         continue
-                    flow.coupled = False
-                elif flow.backlog_bytes <= EMPTY_BYTES and flow.r_in <= flow.r_out * (1 + TOLERANCE):
-                    del flow.ports[b].buffered[flow]
+                    flow.hold_by_credits(False)
+                elif (flow.backlog_bytes <= EMPTY_BYTES
+                      and flow.solved_in.bytes_per_ns <= flow.solved_out.bytes_per_ns * (1 + TOLERANCE)):
+                    flow.ports[b].let_go(flow)
                     flow.close_buffer()
-                elif flow.r_in > flow.r_out * (1 + TOLERANCE) and flow.ports[b].full:
-                    flow.coupled = True
+                elif (flow.ports[b].full
+                      and flow.solved_in.bytes_per_ns > flow.solved_buffer_bytes_per_ns() * (1 + TOLERANCE)):
+                    flow.hold_by_credits(True)
                 else:
                     continue
                 changed_once.add(flow)
@@ -451,56 +428,55 @@ class PacketNetwork(LinkLevelNetwork):
         ahead: list[tuple[Train, float]] = []  # trains whose head has hops to reach, and their rate
         for flow in flows:
             fp = flow.ports
-            h = flow.reach
-            b = flow.buf
+            h = flow.reach_hops
+            b = flow.buffer_hop
+            old_in = flow.in_bytes_per_ns
+            flow.take_rates()
             if flow.left_bytes > 0:
-                old_in = flow.in_rate
-                flow.in_rate = flow.r_in
-                flow.out_rate = flow.r_out if b else flow.r_in
-                if flow.opened:  # (a buffer opened in this re-share)
+                if flow.opened_buffer:  # (a buffer opened in this re-share)
                     flow.place_backlog(now)
-                if abs(flow.in_rate - old_in) > TOLERANCE * flow.in_rate or flow.timer_ns is None:
+                if abs(flow.in_bytes_per_ns - old_in) > TOLERANCE * flow.in_bytes_per_ns or flow.drain_timer.at_ns is None:
                     self._arm_drain(flow, now)
-            else:
-                flow.in_rate = 0.0
-                flow.out_rate = flow.r_out
-            if flow.reached:  # hops it reached: the bytes credited to them count as carried
-                for i in range(flow.reached, h):
-                    fp[i]._busy_done_ns += flow.credited(i) / fp[i].bytes_per_ns
-                flow.reached = 0
-            # hops before ``split`` carry the train's input rate, from there on its output rate
-            split = b if b and (not flow.coupled or flow.left_bytes <= 0) else h
-            for i in range(flow.first, h):
-                port = fp[i]
+            if flow.reached_before:  # hops it reached: the bytes credited to them count as carried
+                for i in flow.newly_reached():
+                    fp[i].count_carried(flow.credited(i))
+            # hops before ``split`` carry the train's input rate, from there on its output rate;
+            # a hop is held back by a limit further on, or by its own credit loop
+            split = b if b and (not flow.credit_held or flow.left_bytes <= 0) else h
+            shares = flow.hop_shares
+            in_rate, out_rate = flow.in_bytes_per_ns, flow.out_bytes_per_ns
+            in_hop, in_credit = flow.solved_in.limit
+            out_hop, out_credit = flow.solved_out.limit
+            for i in range(flow.first_hop, h):
                 if i < split:
-                    r, lim = flow.in_rate, flow.lim_in
-                elif flow.hop_out is not None:
-                    r, lim = flow.hop_out[i]
+                    r, limit_hop, by_credit = in_rate, in_hop, in_credit
+                elif shares is not None:
+                    r, (limit_hop, by_credit) = shares[i]
                 else:
-                    r, lim = flow.out_rate, flow.lim_out
+                    r, limit_hop, by_credit = out_rate, out_hop, out_credit
+                port = fp[i]
                 load[port] += r
-                hop = limit_hop(lim)
-                if hop > i or (lim < 0 and hop == i):
+                if limit_hop > i or (by_credit and limit_hop == i):
                     held.add(port)
             if h < len(fp):
                 ahead.append((flow, r))
             if b:
                 buffers[fp[b]] = None
-                if flow.hop_out is not None and flow.left_bytes <= 0:
+                if flow.hop_shares is not None:
                     self._arm_hops(flow, now)
                 else:
-                    flow.hop_ns = None
-                    flow.hop_version += 1
+                    if flow.hop_timer.at_ns is not None:
+                        flow.hop_timer.cancel()
         if ahead:  # (after every reached hop's load is known)
             room = dict(load)  # (and trains that reach a hop without an event, at their rates)
             for flow, r in ahead:
                 self._arm_join(flow, r, room, now)
         for port in ports:
-            port._set_load(load[port])
+            port.set_load(load[port])
             saturated = port.load_bytes_per_ns >= port.capacity_bytes_per_ns * (1 - 1e-6)
             stalled = port in held and not saturated and bool(port.flows)
-            if stalled != (port._stalled_since is not None):
-                port._set_stalled(stalled)
+            if stalled != port.stalled:
+                port.set_stalled(stalled)
         for port in buffers:
             port.switch.notify(port)
 
@@ -516,41 +492,34 @@ class PacketNetwork(LinkLevelNetwork):
         own), so that other trains heading there see it. A train alone on its path costs no
         event."""
         fp = flow.ports
-        caps = flow.path.credit_caps
+        caps = flow.path.credit_caps_bytes_per_ns
         at = None
-        for k in range(flow.reach, len(fp)):
+        for k in range(flow.reach_hops, len(fp)):
             port = fp[k]
             if (load[port] + rate >= port.capacity_bytes_per_ns * (1 - 1e-6)
                     or caps[k] < rate * (1 - TOLERANCE)):
                 at = k
                 break
             load[port] += rate
+        timer = flow.join_timer
         if at is None:
-            if flow.join_ns is not None:
-                flow.join_ns = None
-                flow.join_version += 1
+            if timer.at_ns is not None:
+                timer.cancel()
             return
         at_ns = flow.join_at(at)
-        if flow.join_ns == at_ns:
-            return
-        flow.join_ns = at_ns
-        flow.join_version += 1
-        version = flow.join_version
-        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._joined(flow, version))
+        if timer.at_ns != at_ns:
+            flow.own_join_timer().arm(self.env, at_ns, self._joined, flow)
 
-    def _joined(self, flow: Train, version: int) -> None:
+    def _joined(self, flow: Train) -> None:
         """The train's head reached a hop where that changes the sharing: re-share."""
-        if flow.join_version != version:
-            return
-        flow.join_ns = None
-        self.reshare([flow.ports[flow.first]])
+        self.reshare([flow.ports[flow.first_hop]])
 
     @staticmethod
     def _mark_credit_stall(flow: Train) -> None:
-        """A lone train held by the credit loop of hop ``~lim_in``: that link and those before
-        it had spare capacity while it waited for credits (as :meth:`_apply` marks them)."""
-        lim = flow.lim_in
-        if lim < 0:
-            for port in flow.ports[:~lim + 1]:
+        """A lone train held by the credit loop of a hop: that link and those before it had
+        spare capacity while it waited for credits (as :meth:`_apply` marks them)."""
+        limit = flow.solved_in.limit
+        if limit.credit:
+            for port in flow.ports[:limit.hop + 1]:
                 if port.load_bytes_per_ns < port.capacity_bytes_per_ns * (1 - 1e-6):
-                    port._set_stalled(True)
+                    port.set_stalled(True)

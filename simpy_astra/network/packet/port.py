@@ -5,11 +5,15 @@ SimPy process that serves its ``put()`` queue and its changes of speed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
+from simpy.events import Timeout
 
 from simpy_astra.network.link import LinkResource, Transmission
+from simpy_astra.network.packet.solver import TOLERANCE
+from simpy_astra.network.packet.trains import EMPTY_BYTES
 
 if TYPE_CHECKING:
     from simpy_astra.network.packet.trains import Train, TrainPath
@@ -31,7 +35,8 @@ class PortOwner(Protocol):
 class BufferKeeper(Protocol):
     """The process that keeps the port's buffer (its device's switch process)."""
 
-    def notify(self, port: Port) -> None: ...
+    def notify(self, port: Port) -> None:
+        """Something changed at ``port``'s buffer: look at it again (in this instant)."""
 
 
 
@@ -41,8 +46,10 @@ class Port(LinkResource):
 
     ``flows`` are those trains, each with the index of this port on its path (a train joins
     with :meth:`request`, leaves with :meth:`release`: plain calls, not SimPy events, which
-    would cost events per train and hop); ``buffered`` the trains with a backlog
-    in this port's buffer, kept by ``switch`` (the :class:`SwitchProcess` of ``src``);
+    would cost events per train and hop); ``buffered`` the trains with a backlog in this
+    port's buffer (:meth:`hold`, :meth:`let_go`), which the port measures
+    (:meth:`look_at_buffer`) and times (:meth:`arm_buffer_timer`) when ``switch`` (the
+    :class:`SwitchProcess` of ``src``) asks;
     ``load_bytes_per_ns`` the trains' summed rates; ``capacity_bytes_per_ns`` its speed while
     up, 0 while down. Co-simulation may change it live, as a congestion-aware link:
     :meth:`set_bandwidth`, :meth:`take_down`, :meth:`bring_up`, and ``yield port.put(n)``.
@@ -60,9 +67,9 @@ class Port(LinkResource):
         self.network = network
         self.capacity_bytes_per_ns = self.bytes_per_ns
         self.flows: dict[Train, int] = {}
-        self.buffered: dict[Train, None] = {}
-        self.switch: BufferKeeper | None = None
-        self.full = False  # the buffer is full (set and cleared by the switch process)
+        self._buffered: dict[Train, None] = {}
+        self.switch: BufferKeeper | None = None  # the process that keeps the buffer (attach_switch)
+        self.full = False  # the buffer is full (as the last look_at_buffer found it)
         self.paths: list[TrainPath] = []  # every path through this link (re-timed on a change of speed)
         self.load_bytes_per_ns = 0.0
         self.carried_bytes = 0.0  # a sprayed message's share may be a fraction
@@ -71,10 +78,10 @@ class Port(LinkResource):
         self._load_since = 0.0
         self._stall_done_ns = 0.0
         self._stalled_since: float | None = None
-        self._own_path: TrainPath | None = None
-        self._timer_ns: float | None = None  # when the switch's pending buffer timer fires
+        self.stalled = False  # spare capacity now while a train on it waits for credits (set_stalled)
+        self._timer_ns: float | None = None  # when the pending buffer timer fires
         self._timer_version = 0
-        self._instant_ns: float | None = None  # when the switch last handed a buffer instant over
+        self._instant_ns: float | None = None  # when a buffer instant was last handed over
         self._instants = 0
         self._work = env.event()  # succeeds when a put() queued or the speed changed
         self._speed_changed = False
@@ -106,6 +113,7 @@ class Port(LinkResource):
         """A train joins the link (hop ``hop`` of its path): it shares the wire from now
         (probe ``link_start``, for the network's messages: not a user's own ``put()``)."""
         self.flows[flow] = hop
+        self.carried_bytes += flow.size_bytes
         watchers = self.probe_link_start
         if watchers is not None and flow.message.done.__class__ is not Transmission:
             for watcher in watchers:
@@ -120,13 +128,90 @@ class Port(LinkResource):
             for watcher in watchers:
                 watcher(self, flow.message.key, flow.size_bytes)
         if not self.flows:
-            self._set_load(0.0)
-            self._set_stalled(False)
+            self.set_load(0.0)
+            self.set_stalled(False)
 
     def _trigger_put(self, _get_event: Any) -> None:
         """A user's ``put(n)`` (a :class:`Transmission`) queued: the process starts it."""
         if self.put_queue:
             self._call()
+
+    # ------------------------------------------------------------------ the buffer
+    def attach_switch(self, switch: BufferKeeper) -> None:
+        """``switch`` keeps this port's buffer from now (the device at ``src`` forwards)."""
+        self.switch = switch
+
+    @property
+    def buffered(self) -> tuple[Train, ...]:
+        """The trains with a backlog in this port's buffer."""
+        return tuple(self._buffered)
+
+    def hold(self, flow: Train) -> None:
+        """``flow`` has a backlog in this buffer from now."""
+        self._buffered[flow] = None
+
+    def let_go(self, flow: Train) -> None:
+        """``flow`` has no backlog here any more; an empty buffer is not full."""
+        self._buffered.pop(flow, None)
+        if not self._buffered:
+            self.full = False
+
+    def look_at_buffer(self, buffer_bytes: float) -> tuple[bool, float]:
+        """Sum the backlogs into the occupancy now, note whether the buffer is full and the
+        largest queue, and say when it next changes state: (an instant is now -- a backlog
+        ran out, or the buffer is full while a train still fills it --, in how many ns the
+        buffer fills or a backlog empties at the current rates; inf: never)."""
+        now = self.env.now
+        occupancy = slope = 0.0
+        soonest = math.inf
+        instant = False
+        for flow in self._buffered:
+            backlog = flow.backlog_at(now)
+            sending = flow.in_bytes_per_ns if flow.left_bytes > 0 else 0.0
+            occupancy += flow.buffered_at(now)
+            slope += sending - flow.buffer_bytes_per_ns()
+            net = sending - flow.out_bytes_per_ns
+            if net < 0:
+                if backlog <= EMPTY_BYTES:
+                    instant = True  # emptied
+                else:
+                    soonest = min(soonest, backlog / -net)
+        full = occupancy >= buffer_bytes - EMPTY_BYTES
+        if full and any(f.fills_buffer() for f in self._buffered):
+            instant = True
+        self.full = full
+        seen = min(occupancy, buffer_bytes)
+        if seen > self.max_queue_bytes:
+            self.max_queue_bytes = round(seen)
+        # (a slope within rounding of 0 fills nothing: no timer for a far-off phantom instant)
+        if slope > TOLERANCE * self.capacity_bytes_per_ns and not full:
+            soonest = min(soonest, (buffer_bytes - occupancy) / slope)
+        return instant, soonest
+
+    def count_instant(self) -> int:
+        """How many buffer instants this port handed over in the current instant, this one
+        included (a guard against a state that solves back to itself)."""
+        now = self.env.now
+        if self._instant_ns != now:
+            self._instant_ns, self._instants = now, 0
+        self._instants += 1
+        return self._instants
+
+    def arm_buffer_timer(self, at_ns: int, wake: Callable[[Port], None]) -> None:
+        """Call ``wake(self)`` at ``at_ns`` unless a pending timer comes first (it will look
+        again then) or a later call re-arms it."""
+        now = self.env.now
+        if self._timer_ns is not None and now <= self._timer_ns <= at_ns:
+            return
+        self._timer_version += 1
+        self._timer_ns = at_ns
+        version = self._timer_version
+        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._timer(version, wake))
+
+    def _timer(self, version: int, wake: Callable[[Port], None]) -> None:
+        if version == self._timer_version:
+            self._timer_ns = None
+            wake(self)
 
     # ------------------------------------------------------------------ statistics
     @property
@@ -144,10 +229,16 @@ class Port(LinkResource):
             return 0.0
         return (self.env.now - self._load_since) * self.load_bytes_per_ns / self.bytes_per_ns
 
-    def _set_load(self, load_bytes_per_ns: float) -> None:
+    def set_load(self, load_bytes_per_ns: float) -> None:
+        """The trains on the link move ``load_bytes_per_ns`` together from now."""
         self._busy_done_ns += self._busy_open_ns()
         self._load_since = self.env.now
         self.load_bytes_per_ns = load_bytes_per_ns
+
+    def count_carried(self, size_bytes: float) -> None:
+        """``size_bytes`` crossed the link before a train's head reached it (a train is
+        credited with them when it joins): busy time as if serialised at full speed."""
+        self._busy_done_ns += size_bytes / self.bytes_per_ns
 
     @property
     def busy(self) -> bool:
@@ -166,7 +257,7 @@ class Port(LinkResource):
     def queued_bytes(self) -> float:
         """The bytes in this port's buffer now."""
         now = self.env.now
-        return sum(flow.backlog_at(now) for flow in self.buffered)
+        return sum(flow.backlog_at(now) for flow in self._buffered)
 
     @property
     def stall_ns(self) -> int:
@@ -175,7 +266,11 @@ class Port(LinkResource):
         open_ns = 0.0 if since is None else self.env.now - since
         return round(self._stall_done_ns + open_ns)
 
-    def _set_stalled(self, stalled: bool) -> None:
+    def set_stalled(self, stalled: bool) -> None:
+        """Start or stop counting stall time (no change if it already is as asked)."""
+        if stalled == self.stalled:
+            return
+        self.stalled = stalled
         now = self.env.now
         if self._stalled_since is not None:
             self._stall_done_ns += now - self._stalled_since
@@ -185,7 +280,7 @@ class Port(LinkResource):
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
         """New speed for every byte not yet sent (from now): trains are re-shared."""
         self._check_bandwidth(bandwidth_gbps)
-        self._set_load(self.load_bytes_per_ns)  # account the busy time at the old speed
+        self.set_load(self.load_bytes_per_ns)  # account the busy time at the old speed
         self._new_bandwidth(bandwidth_gbps)
         if self.up:
             self.capacity_bytes_per_ns = self.bytes_per_ns
@@ -196,7 +291,7 @@ class Port(LinkResource):
     def take_down(self) -> None:
         """Stop the wire: its trains (and what they hold back) wait for bring_up()."""
         if self.up:
-            self._set_load(self.load_bytes_per_ns)
+            self.set_load(self.load_bytes_per_ns)
             self.up = False
             self.capacity_bytes_per_ns = 0.0
             self._changed()

@@ -1,7 +1,7 @@
 """How the trains of one instant get their rates: each train becomes units for the max-min
 solver (the hops before its buffer, the hops from it on, or single hops where a FIFO input
 cuts it), weighed as FIFO inputs serve them, and the solved rates are written back to the
-train (``r_in``/``lim_in``, ``r_out``/``lim_out``, ``hop_out``). Pure solving lives in
+train (:meth:`Train.take_solution`). Pure solving lives in
 :mod:`~simpy_astra.network.packet.solver`; keeping buffers and timers is the network's.
 """
 
@@ -12,7 +12,17 @@ from collections import Counter
 from typing import Any
 
 from simpy_astra.network.packet.port import Port
-from simpy_astra.network.packet.solver import MIN_WEIGHT, Route, Unit, fifo_arrivals, max_min
+from simpy_astra.network.packet.solver import (
+    MIN_WEIGHT,
+    NO_LIMIT,
+    NO_SHARE,
+    Route,
+    Share,
+    Unit,
+    fifo_arrivals,
+    hop_limit,
+    max_min,
+)
 from simpy_astra.network.packet.trains import EMPTY_BYTES, Train
 
 
@@ -21,7 +31,7 @@ def floor_bytes(flow: Train, hop: int) -> float:
     first hop (nothing more arrives there), one packet further on, where bytes still arrive
     (without that margin a hop would flip between draining its queue and passing on what
     arrives, one re-share each, ever faster)."""
-    if hop <= flow.first:
+    if hop <= flow.first_hop:
         return EMPTY_BYTES
     return min(flow.path.packet_bytes, flow.size_bytes)
 
@@ -62,72 +72,71 @@ class Solutions:
 
 
 def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
-    """Hierarchical max-min rates for the trains' units (results in ``r_in``/``lim_in``
-    for the unit over the hops before the buffer, or the whole path, and ``r_out``/
-    ``lim_out`` for the unit from the buffer on), by :func:`~.solver.max_min`.
+    """Hierarchical max-min rates for the trains' units, by :func:`~.solver.max_min`, handed
+    to each train (:meth:`Train.take_solution`): the share of the unit over the hops before
+    its buffer (or its whole path), of the unit from the buffer on, and per hop from the
+    buffer on where FIFO inputs cut it hop by hop.
 
     Where a transit input holds two trains, they are weighed as a FIFO input serves them
     (in proportion to the rates they arrive at, from :func:`~.solver.fifo_arrivals`,
     or for a backlog to the rate it came in at), and a buffered train's hops from its
-    buffer on are units of their own (``hop_out``): a FIFO cuts a flow at every
+    buffer on are units of their own (``hop_shares``): a FIFO cuts a flow at every
     oversubscribed input it crosses, so the links between carry what it really moves
     there. A hop whose buffer holds none of the train's bytes passes on no more than
     reaches it. Elsewhere every weight is 1 (even splits) and the hops from the buffer
     on are one unit."""
-    if all(flow.reach - flow.first == 1 for flow in flows):
+    if all(flow.reach_hops - flow.first_hop == 1 for flow in flows):
         one_hop_shares(flows)
         return
     arrivals = arrival_rates(flows, seeds, solutions)
     units: list[Unit] = []
-    owners: list[tuple[Train, int, int]] = []  # (train, 0: in / whole, 1: out, 2: one hop of out; hop)
+    plans: list[tuple[Train, list, int]] = []  # per train: its units (with kind and hop), its cut hop
     whole = solutions.whole
     for flow in flows:
-        flow.hop_out = None
         rates = arrivals.get(flow) if arrivals is not None else None
-        if flow.buf or flow.first or flow.coupled or flow.left_bytes <= 0:
-            made, flow.cut = units_of(flow, rates)
+        if flow.buffer_hop or flow.first_hop or flow.credit_held or flow.left_bytes <= 0:
+            made, cut = units_of(flow, rates)
         else:  # (most trains: whole, at their source; their units depend on path and arrivals)
-            key = (flow.path, flow.reach, rates)
+            key = (flow.path, flow.reach_hops, rates)
             got = whole.get(key)
             if got is None:
                 got = units_of(flow, rates)
                 solutions.remember(whole, key, got)
-            made, flow.cut = got
-        for unit, kind, hop in made:
-            units.append(unit)
-            owners.append((flow, kind, hop))
+            made, cut = got
+        plans.append((flow, made, cut))
+        units += [unit for unit, _kind, _hop in made]
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
     if solved is None:
         rate, limit = max_min(units, {p: p.capacity_bytes_per_ns for unit in units for p in unit.ports})
         solved = {}
         for unit, r, lim in zip(units, rate, limit, strict=True):
-            solved.setdefault(unit, (r, lim))
+            solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
-    split: list[Train] = []
-    for (flow, kind, hop), unit in zip(owners, units, strict=True):
-        r, lim = solved[unit]
-        if kind == 2:
-            if flow.hop_out is None:
-                flow.hop_out = [(0.0, 0)] * len(flow.ports)
-                split.append(flow)
-            flow.hop_out[hop] = (r, lim)
-        elif kind:
-            flow.r_out, flow.lim_out = r, lim
-        else:
-            flow.r_in, flow.lim_in = r, lim
-            if not flow.buf or flow.coupled:
-                flow.r_out, flow.lim_out = r, lim
-    for flow in split:  # a hop where nothing waits passes on no more than the hop before it
-        hop_out = flow.hop_out
-        start = max(flow.buf, flow.first)
-        upstream = flow.r_in if flow.left_bytes > 0 else 0.0
-        for i in range(start, flow.reach):
-            r, lim = hop_out[i]
-            if r > upstream and not waits(flow, i):
-                hop_out[i] = (upstream, i)
-            upstream = hop_out[i][0]
-        flow.r_out, flow.lim_out = hop_out[flow.reach - 1]
+    for flow, made, cut in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+        solved_in = NO_SHARE
+        solved_out: Share | None = None
+        shares = None
+        for unit, kind, hop in made:
+            if kind == 2:
+                if shares is None:
+                    shares = [NO_SHARE] * len(flow.ports)
+                shares[hop] = solved[unit]
+            elif kind:
+                solved_out = solved[unit]
+            else:
+                solved_in = solved[unit]
+        if shares is not None:  # a hop where nothing waits passes on no more than the hop before it
+            upstream = solved_in.bytes_per_ns if flow.left_bytes > 0 else 0.0
+            for i in range(max(flow.buffer_hop, flow.first_hop), flow.reach_hops):
+                if shares[i].bytes_per_ns > upstream and not waits(flow, i):
+                    shares[i] = Share(upstream, hop_limit(i))
+                upstream = shares[i].bytes_per_ns
+            solved_out = shares[flow.reach_hops - 1]
+        elif solved_out is None:  # one unit over its whole path
+            solved_out = solved_in
+        flow.take_solution(solved_in, solved_out, shares, cut)
+
 
 def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[Unit, int, int]], int]:
     """The train's units for :func:`~.solver.max_min`, each with its kind (0: the hops before
@@ -135,19 +144,19 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
     first hop, and the first hop at which FIFO inputs cut its rate (0: none), given its FIFO
     arrival ``rates`` per hop it holds (None: every weight 1)."""
     fp = flow.ports
-    h = flow.reach  # (the hops its head has reached)
-    b = flow.buf
-    first = flow.first
+    h = flow.reach_hops  # (the hops its head has reached)
+    b = flow.buffer_hop
+    first = flow.first_hop
     path = flow.path
-    caps = path.credit_caps
+    caps = path.credit_caps_bytes_per_ns
     drained = flow.left_bytes <= 0
     weights = [1.0] * h
     cut = 0
     if rates is not None:  # the rate on the link before each hop (hop 0: the source's round robin)
         for i in range(max(1, first), h):
             if drained and flow.queue(i) > EMPTY_BYTES:
-                weights[i] = max(MIN_WEIGHT, flow.drain_weights[i - b])
-            elif flow.coupled:  # held back at its source by credits, not cut on its way:
+                weights[i] = max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b])
+            elif flow.credit_held:  # held back at its source by credits, not cut on its way:
                 weights[i] = max(MIN_WEIGHT, rates[0])  # it arrives as it is injected
             elif i > first:
                 weights[i] = max(MIN_WEIGHT, rates[i - 1 - first])
@@ -157,7 +166,7 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
         cut = 0 if drained else next((k for k in range(1, len(rates)) if rates[k] < top), 0)
     if drained:
         spans = ((first, h, 1),)
-    elif not b or flow.coupled:
+    elif not b or flow.credit_held:
         spans = ((0, h, 0),)
     else:
         spans = ((0, b, 0), (b, h, 1))
@@ -165,29 +174,34 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
     for a, e, kind in spans:
         if kind and rates is not None:
             for i in range(a, e):
-                cap, cap_limit = caps[i], ~i
+                cap, cap_limit = caps[i], hop_limit(i, True)
                 if not waits(flow, i):  # nothing waits here: no more than arrives
                     arrive = rates[i - 1 - first] if i > first else 0.0
                     if arrive < cap:
-                        cap, cap_limit = arrive, i
+                        cap, cap_limit = arrive, hop_limit(i)
                 made.append((Unit((fp[i],), (path.inputs[i],), (weights[i],), i, cap, cap_limit), 2, i))
             continue
-        if path.min_cap != math.inf:
+        if path.min_cap_bytes_per_ns != math.inf:
             cap = min(caps[a:e])
-            cap_limit = ~caps.index(cap, a, e)
+            cap_limit = hop_limit(caps.index(cap, a, e), True)
         else:
-            cap, cap_limit = math.inf, 0
+            cap, cap_limit = math.inf, NO_LIMIT
         made.append((Unit(fp[a:e], path.inputs[a:e], tuple(weights[a:e]), a, cap, cap_limit), kind, a))
     return made, cut
 
 
 def waits(flow: Train, hop: int) -> bool:
     """Whether bytes of the buffered train wait at ``hop``'s port, so that it may pass on
-    more than reaches it: its buffer while its source sends (its backlog is counted there),
-    and, once the source is drained, every hop whose queue is not empty."""
-    if flow.left_bytes > 0:
-        return hop == flow.buf
-    return flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES
+    more than reaches it: a hop from its buffer on whose queue holds more than a packet (its
+    first hop once its source is drained: more than nothing)."""
+    b = flow.buffer_hop
+    if flow.left_bytes > 0 and hop < b:
+        return False
+    # (flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES, inlined: a hot path)
+    crossed = flow.crossed_bytes
+    upstream = flow.size_bytes - flow.left_bytes if hop == b else crossed[hop - 1]
+    floor = EMPTY_BYTES if hop <= flow.first_hop else min(flow.path.packet_bytes, flow.size_bytes)
+    return upstream - crossed[hop] > floor + EMPTY_BYTES
 
 def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train, tuple[float, ...]] | None:
     """Each train's rate on each link it still holds as FIFO inputs pass it on
@@ -197,13 +211,13 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     round robin gives equal rates, so its split is even as it is; a drained train's
     backlog there is weighed like the others, an approximation that buys st5's 64-NPU
     switch its speed back)."""
-    if all(flow.reach <= 2 for flow in flows):
+    if all(flow.reach_hops <= 2 for flow in flows):
         return None
     seen: set[tuple[Port, Port]] = set()
     shared = False
     for flow in flows:
         fp = flow.ports
-        for i in range(max(1, flow.first), flow.reach):
+        for i in range(max(1, flow.first_hop), flow.reach_hops):
             pair = (fp[i], fp[i - 1])
             if pair in seen:
                 shared = True
@@ -216,14 +230,14 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     order = list(flows)
     routes = []
     for flow in order:
-        first, fp, b, h = flow.first, flow.ports, flow.buf, flow.reach
+        first, fp, b, h = flow.first_hop, flow.ports, flow.buffer_hop, flow.reach_hops
         n = h - first
         if not b:  # (most trains: nothing held anywhere, every weight what arrives)
             held, weights = (False,) * n, (None,) * n
         else:
             held = tuple(i >= b and waits(flow, i) for i in range(first, h))
             if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
-                weights = tuple(max(MIN_WEIGHT, flow.drain_weights[i - b]) if w
+                weights = tuple(max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b]) if w
                                 else (None if i > first else MIN_WEIGHT)
                                 for i, w in zip(range(first, h), held, strict=True))
             else:
@@ -236,10 +250,10 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
         # whose route changed since, need computing again (and what that moves)
         changed = set(seeds)
         for flow, route in zip(order, routes, strict=True):
-            if flow.arrivals is None or route != flow.route:
+            if flow.arrivals_bytes_per_ns is None or route != flow.route:
                 changed.update(route.ports)
         rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
-                              [f.arrivals[f.first:] if f.arrivals is not None else None
+                              [f.arrivals_bytes_per_ns[f.first_hop:] if f.arrivals_bytes_per_ns is not None else None
                                for f in order], changed)
         solved = {}
         for route, got in zip(routes, rates, strict=True):
@@ -248,8 +262,7 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     result = {}
     for flow, route in zip(order, routes, strict=True):
         got = result[flow] = solved[route]
-        flow.arrivals = (0.0,) * flow.first + got
-        flow.route = route
+        flow.remember_arrivals(route, got)
     return result
 
 def one_hop_shares(flows) -> None:
@@ -259,10 +272,10 @@ def one_hop_shares(flows) -> None:
     train still at its source is alone in its injection input's even split)."""
     per_port: dict[Port, dict[Any, list]] = {}  # port -> input -> [count, weight sum]
     for flow in flows:
-        i = flow.first
+        i = flow.first_hop
         port = flow.ports[i]
         key = flow.ports[i - 1] if i else None
-        weight = max(MIN_WEIGHT, flow.drain_weights[i - flow.buf]) if i else 1.0
+        weight = max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - flow.buffer_hop]) if i else 1.0
         counts = per_port.get(port)
         if counts is None:
             per_port[port] = {key: [1, weight]}
@@ -274,12 +287,10 @@ def one_hop_shares(flows) -> None:
                 slot[0] += 1
                 slot[1] += weight
     for flow in flows:
-        i = flow.first
+        i = flow.first_hop
         port = flow.ports[i]
         counts = per_port[port]
         slot = counts[flow.ports[i - 1] if i else None]
-        weight = max(MIN_WEIGHT, flow.drain_weights[i - flow.buf]) if i else 1.0
-        rate = port.capacity_bytes_per_ns / len(counts) * weight / slot[1]
-        flow.r_in = flow.r_out = rate
-        flow.lim_in = flow.lim_out = i
-        flow.hop_out = None
+        weight = max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - flow.buffer_hop]) if i else 1.0
+        share = Share(port.capacity_bytes_per_ns / len(counts) * weight / slot[1], hop_limit(i))
+        flow.take_solution(share, share, None, 0)

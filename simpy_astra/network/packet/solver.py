@@ -14,6 +14,9 @@ delivers, cut in proportion where an input is oversubscribed), to a fixed point 
 whole component (routes may form a cycle, as on a ring); :func:`max_min` then gives the
 trains' units (a span of hops moving at one rate) hierarchical max-min rates in which an
 input's part goes to its units in proportion to those arrival rates (their weights).
+
+Every rate and capacity here is in bytes per ns; weights are relative (rates too, in bytes
+per ns, where they are arrival rates).
 """
 
 from __future__ import annotations
@@ -51,17 +54,52 @@ class Route(NamedTuple):
     weights: tuple[float | None, ...]
 
 
+class Limit(NamedTuple):
+    """What froze a rate: the path hop of the port whose share it got (or whose arrivals
+    capped it: a hop where nothing waits passes on no more than reaches it), or whose credit
+    loop capped it (``credit``)."""
+
+    hop: int
+    credit: bool = False
+
+
+class Share(NamedTuple):
+    """A solved rate and what froze it."""
+
+    bytes_per_ns: float
+    limit: Limit
+
+
+#: the limits of hops 0..63 by their share and by their credit loop (made once: the solver
+#: hands out millions)
+HOP_LIMITS = tuple(Limit(hop) for hop in range(64))
+CREDIT_LIMITS = tuple(Limit(hop, True) for hop in range(64))
+
+
+def hop_limit(hop: int, credit: bool = False) -> Limit:
+    """``Limit(hop, credit)``, shared for the usual hops."""
+    if hop < 64:
+        return CREDIT_LIMITS[hop] if credit else HOP_LIMITS[hop]
+    return Limit(hop, credit)
+
+
+#: the limit of a rate not solved yet, and the share of a train not solved yet
+NO_LIMIT = Limit(0)
+NO_SHARE = Share(0.0, NO_LIMIT)
+
+
 class Unit(NamedTuple):
     """A span of hops moving at one rate: its links, the input each is entered from, the
     unit's weight within each of those inputs, the path hop of its first link, and the
-    tightest credit-loop cap over the span with its limit code (``~hop``)."""
+    tightest cap on its rate over the span (a credit loop's, or what arrives) with the limit
+    it sets."""
 
     ports: tuple[Hashable, ...]
     inputs: tuple[Hashable, ...]
     weights: tuple[float, ...]
     first_hop: int
-    cap: float
-    cap_limit: int
+    cap_bytes_per_ns: float
+    cap_limit: Limit
 
 
 def _water_fill(capacity: float, demands: list[float]) -> list[float]:
@@ -168,16 +206,17 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     return rates
 
 
-def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[list[float], list[int]]:
-    """Hierarchical max-min rates for ``units`` and the limit that set each: the path hop
-    of the port that froze it, or ``~hop`` of the credit loop that capped it.
+def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[list[float], list[Limit]]:
+    """Hierarchical max-min rates (bytes per ns) for ``units`` and the limit that set each.
 
     Progressive filling: every port offers each of its inputs an equal part of what the
     inputs whose units are all frozen left, and each input's part is split among its
     unfrozen units in proportion to their weights (a FIFO input); the smallest offer (or
-    credit cap) freezes the units it was made to, at that rate, with the hop that made it;
-    offers are recomputed where those units pass. A unit freezing below its offer only raises
-    the others' offers, so each freeze is final."""
+    cap) freezes the units it was made to, at that rate, with the hop that made it; offers
+    are recomputed where those units pass. A unit freezing below its offer only raises the
+    others' offers, so each freeze is final -- but units that freeze at one level because
+    of each other's parts (a cycle of ports) may leave every one of those ports with spare
+    capacity: :func:`_fill_idle` then raises them until a port they cross is saturated."""
     # port -> input -> [unfrozen weight, frozen rate sum, [(unit, hop, weight)], unfrozen count,
     #                   the weight every member has (None if they differ)]
     inputs: dict[Hashable, dict[Hashable, list]] = {}
@@ -199,7 +238,7 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
             hop += 1
     state = {p: [capacity[p], len(by_input)] for p, by_input in inputs.items()}  # spare, open inputs
     rate: list[float | None] = [None] * len(units)
-    limit = [0] * len(units)
+    limit = [NO_LIMIT] * len(units)
 
     def per_weight(slot: list, share: float) -> float:
         """What one unit of weight is offered in ``slot`` (an even split if all weigh the same)."""
@@ -221,15 +260,15 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
         return best
 
     offers = {port: offer(port) for port in inputs}
-    capped = [u for u, unit in enumerate(units) if unit.cap != math.inf]
+    capped = [u for u, unit in enumerate(units) if unit.cap_bytes_per_ns != math.inf]
     waiting = len(units)
     while waiting:
         level = min(offers.values()) if offers else math.inf
         if capped:
-            level = min(level, min((units[u].cap for u in capped if rate[u] is None), default=math.inf))
+            level = min(level, min((units[u].cap_bytes_per_ns for u in capped if rate[u] is None), default=math.inf))
         level = max(level, 0.0)
         top = level * (1 + TOLERANCE) + 1e-15
-        hits: dict[int, int] = {}
+        hits: dict[int, Limit] = {}
         for port, value in offers.items():
             if value <= top:
                 spare, n_open = state[port]
@@ -239,15 +278,15 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                         continue
                     each = per_weight(slot, share)
                     for u, hop, weight in slot[2]:
-                        if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u]):
-                            hits[u] = hop
+                        if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u].hop):
+                            hits[u] = hop_limit(hop)
         for u in capped:
-            if rate[u] is None and u not in hits and units[u].cap <= top:
+            if rate[u] is None and u not in hits and units[u].cap_bytes_per_ns <= top:
                 hits[u] = units[u].cap_limit
         dirty: set[Hashable] = set()
-        for u, hop in hits.items():
+        for u, lim in hits.items():
             rate[u] = level
-            limit[u] = hop
+            limit[u] = lim
             waiting -= 1
             unit = units[u]
             for port, key, weight in zip(unit.ports, unit.inputs, unit.weights, strict=True):
@@ -269,4 +308,46 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                 offers[port] = offer(port)
             else:
                 offers.pop(port, None)
+    _fill_idle(units, capacity, rate, limit, {port: st[0] for port, st in state.items()})  # type: ignore[arg-type]
     return rate, limit  # type: ignore[return-value]
+
+
+def _fill_idle(units: Sequence[Unit], capacity: Mapping[Hashable, float], rate: list[float],
+               limit: list[Limit], spare: dict[Hashable, float]) -> None:
+    """Work conservation: raise every unit that an input's part froze at a port left with
+    spare capacity, together, until a port it crosses is saturated or its credit cap binds.
+
+    An input's part is an equal share of the port only while the other inputs use theirs;
+    when units of several ports freeze at one level, each because of another's part (a ring
+    where every link has one injected and several transit flows: each transit input's part
+    freezes flows whose injection part at the next port then goes unused), every port is
+    left idle in part although no port limits them. Raising them in equal steps fills that
+    spare capacity (``spare``, per port, is updated)."""
+    rising = []
+    for u, lim in enumerate(limit):
+        if not lim.credit:
+            unit = units[u]
+            port = unit.ports[lim.hop - unit.first_hop]
+            if spare[port] > TOLERANCE * capacity[port]:
+                rising.append(u)
+    while rising:
+        crossing: dict[Hashable, int] = {}
+        for u in rising:
+            for port in units[u].ports:
+                crossing[port] = crossing.get(port, 0) + 1
+        step = min(spare[port] / n for port, n in crossing.items())
+        step = max(0.0, min(step, min(units[u].cap_bytes_per_ns - rate[u] for u in rising)))
+        for port, n in crossing.items():
+            spare[port] -= step * n
+        still = []
+        for u in rising:
+            rate[u] += step
+            unit = units[u]
+            full = next((k for k, port in enumerate(unit.ports) if spare[port] <= TOLERANCE * capacity[port]), None)
+            if full is not None:
+                limit[u] = hop_limit(unit.first_hop + full)
+            elif unit.cap_bytes_per_ns <= rate[u] * (1 + TOLERANCE):
+                limit[u] = unit.cap_limit
+            else:
+                still.append(u)
+        rising = still

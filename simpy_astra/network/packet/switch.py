@@ -1,5 +1,5 @@
-"""A forwarding device's SimPy process: its output buffers' occupancy, the largest queue, and the
-timers for the next fill or empty instant.
+"""A forwarding device's SimPy process: it has its output ports look at their buffers and hands
+their fill and empty instants to the network.
 """
 
 from __future__ import annotations
@@ -8,10 +8,8 @@ import math
 from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
-from simpy.events import Timeout
 
-from simpy_astra.network.packet.solver import TOLERANCE
-from simpy_astra.network.packet.trains import EMPTY_BYTES, MAX_ROUNDS
+from simpy_astra.network.packet.trains import MAX_ROUNDS
 
 if TYPE_CHECKING:
     from simpy_astra.network.packet.port import Port
@@ -26,16 +24,16 @@ class SwitchOwner(Protocol):
         """A buffer of ``port`` fills or empties now: the network re-shares its trains."""
 
 
-
 class SwitchProcess:
     """A forwarding device's process (a switch, or an NPU that forwards on multi-hop routes):
     it keeps the buffers of its output ports.
 
     The network wakes it (:meth:`notify`: its ``_wake`` event succeeds) whenever trains
-    start, end or change rate on one of its buffered ports. Woken, it sums each such port's
-    backlogs into its occupancy, records the largest, and arms a timer for the port's next
-    buffer instant (full, or a train's backlog empty); the timer wakes it again, and it hands
-    the instant to the network (:meth:`SwitchOwner.buffer_instant`), which re-shares."""
+    start, end or change rate on one of its buffered ports. Woken, it has each such port
+    measure its buffer (:meth:`Port.look_at_buffer`: occupancy, the largest queue, the next
+    instant) and arm its timer for that instant (:meth:`Port.arm_buffer_timer`), which wakes
+    it again; an instant that is now it hands to the network
+    (:meth:`SwitchOwner.buffer_instant`), which re-shares."""
 
     def __init__(self, env: simpy.Environment, device: Any, network: SwitchOwner) -> None:
         self.env = env
@@ -61,52 +59,12 @@ class SwitchProcess:
                 self._look(port)
 
     def _look(self, port: Port) -> None:
-        now = self.env.now
-        buffer_bytes = self.network.switch_buffer_bytes
-        occupancy = slope = 0.0
-        soonest = math.inf
-        instant = False
-        for flow in port.buffered:
-            backlog = flow.backlog_at(now)
-            occupancy += backlog
-            net = (flow.in_rate if flow.left_bytes > 0 else 0.0) - flow.out_rate
-            slope += net
-            if net < 0:
-                if backlog <= EMPTY_BYTES:
-                    instant = True  # emptied
-                else:
-                    soonest = min(soonest, backlog / -net)
-        full = occupancy >= buffer_bytes - EMPTY_BYTES
-        if full and any(not f.coupled and f.left_bytes > 0 and f.in_rate > f.out_rate * (1 + TOLERANCE)
-                        for f in port.buffered):
-            instant = True
-        port.full = full
-        seen = min(occupancy, buffer_bytes)
-        if seen > port.max_queue_bytes:
-            port.max_queue_bytes = round(seen)
-        if instant:
-            if port._instant_ns != now:
-                port._instant_ns, port._instants = now, 0
-            port._instants += 1
-            if port._instants <= MAX_ROUNDS:  # (a guard: a state that re-solves to itself)
-                self.network.buffer_instant(port)
-                return
-        if slope > 0 and not full:
-            soonest = min(soonest, (buffer_bytes - occupancy) / slope)
-        if soonest == math.inf:
+        instant, soonest = port.look_at_buffer(self.network.switch_buffer_bytes)
+        if instant and port.count_instant() <= MAX_ROUNDS:  # (a guard: a state that re-solves to itself)
+            self.network.buffer_instant(port)
             return
-        at_ns = math.ceil(now + soonest - 1e-9)
-        if port._timer_ns is not None and now <= port._timer_ns <= at_ns:
-            return  # the pending timer comes first; it wakes us and we look again
-        port._timer_version += 1
-        port._timer_ns = at_ns
-        version = port._timer_version
-        Timeout(self.env, max(0, at_ns - now)).callbacks.append(lambda _e: self._timer(port, version))
-
-    def _timer(self, port: Port, version: int) -> None:
-        if version == port._timer_version:
-            port._timer_ns = None
-            self.notify(port)
+        if soonest != math.inf:
+            port.arm_buffer_timer(math.ceil(self.env.now + soonest - 1e-9), self.notify)
 
     def __repr__(self) -> str:
         return f"<SwitchProcess {self.device}>"

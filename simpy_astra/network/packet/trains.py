@@ -5,9 +5,13 @@ constants that bound it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import simpy
+from simpy.events import Timeout
+
+from simpy_astra.network.packet.solver import NO_SHARE, TOLERANCE, Limit, Share
 
 
 class PathLink(Protocol):
@@ -15,6 +19,7 @@ class PathLink(Protocol):
 
     latency_ns: float
     bytes_per_ns: float
+    capacity_bytes_per_ns: float
     paths: list[TrainPath]
 
 
@@ -54,14 +59,59 @@ class PacketMessage:
         self.deliver_ns = 0.0
 
 
+class TrainTimer:
+    """One kind of pending event of a train (its source's drain, a queue of it running out,
+    its head reaching a hop): arming it again or cancelling it makes the pending one
+    harmless, so a train keeps at most one live event of each kind."""
+
+    __slots__ = ("at_ns", "_version")
+
+    def __init__(self) -> None:
+        self.at_ns: int | None = None  # when the live event fires (None: none is live)
+        self._version = 0
+
+    def arm(self, env: simpy.Environment, at_ns: int, fire: Callable[[Train], None], train: Train) -> None:
+        """Call ``fire(train)`` at ``at_ns`` (a whole ns, not before now) unless re-armed or
+        cancelled first."""
+        self._version += 1
+        self.at_ns = at_ns
+        version = self._version
+        Timeout(env, max(0, at_ns - env.now)).callbacks.append(lambda _e: self._fire(version, fire, train))
+
+    def cancel(self) -> None:
+        self._version += 1
+        self.at_ns = None
+
+    def _fire(self, version: int, fire: Callable[[Train], None], train: Train) -> None:
+        if version == self._version:
+            self.at_ns = None
+            fire(train)
+
+
+#: the timer of a train that never armed one of that kind (never armed: shared, read-only)
+NO_TIMER = TrainTimer()
+
+
+def alone_share(path: TrainPath) -> Share:
+    """A train's share alone on ``path``: the slowest link now (0 while one is down), or the
+    tightest credit loop if that is slower."""
+    cap = path.min_cap_bytes_per_ns
+    alone = Share(cap, Limit(path.credit_caps_bytes_per_ns.index(cap), True))
+    for i, port in enumerate(path.ports):
+        speed = port.capacity_bytes_per_ns
+        if speed < alone.bytes_per_ns * (1 - TOLERANCE) or not speed:
+            alone = Share(speed, Limit(i))
+    return alone
+
+
 class TrainPath:
     """One path's ports, the input each is entered from, and what is fixed per path: summed
     latency, the slowest link,
     ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
 
-    __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "inverse_sum",
-                 "credit_caps", "min_cap", "min_from", "latency_before", "inverse_before", "offsets",
-                 "start_up_bytes")
+    __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "ns_per_byte_sum",
+                 "credit_caps_bytes_per_ns", "min_cap_bytes_per_ns", "min_speed_from_bytes_per_ns",
+                 "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes", "alone")
 
     def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float) -> None:
         self.ports = ports
@@ -70,8 +120,8 @@ class TrainPath:
         self.packet_bytes = packet_bytes
         self.buffer_bytes = buffer_bytes
         self.latency_ns = sum(p.latency_ns for p in ports)
-        # the latencies before each hop (its head's way there, with ``inverse_before``)
-        self.latency_before = tuple(sum(p.latency_ns for p in ports[:k]) for k in range(len(ports)))
+        # the latencies before each hop (its head's way there, with ``ns_per_byte_before``)
+        self.latency_before_ns = tuple(sum(p.latency_ns for p in ports[:k]) for k in range(len(ports)))
         self.measure()
         for port in ports:
             port.paths.append(self)
@@ -80,24 +130,25 @@ class TrainPath:
         """What depends on the links' speeds (again after one changed)."""
         ports, packet_bytes = self.ports, self.packet_bytes
         speeds = [p.bytes_per_ns for p in ports]
-        self.inverse_before = tuple(sum(1.0 / b for b in speeds[:k]) for k in range(len(speeds)))
-        self.inverse_sum = sum(1.0 / b for b in speeds)
-        self.offsets = self.head_offsets(packet_bytes)
+        self.ns_per_byte_before = tuple(sum(1.0 / b for b in speeds[:k]) for k in range(len(speeds)))
+        self.ns_per_byte_sum = sum(1.0 / b for b in speeds)
+        self.head_offsets_ns = self.head_offsets_for(packet_bytes)
         # trains this long or longer take every hop from their start (START_UP_SHARE)
-        self.start_up_bytes = self.offsets[-1] * min(speeds) / START_UP_SHARE if len(speeds) > 1 else 0.0
-        self.min_from = [min(speeds[i:]) for i in range(len(speeds))]
+        self.start_up_bytes = self.head_offsets_ns[-1] * min(speeds) / START_UP_SHARE if len(speeds) > 1 else 0.0
+        self.min_speed_from_bytes_per_ns = [min(speeds[i:]) for i in range(len(speeds))]
         # the device at the end of every hop but the last forwards: the link into it waits for
         # credits of its buffer, returned one latency after a packet leaves that buffer
-        self.credit_caps = tuple(
+        self.credit_caps_bytes_per_ns = tuple(
             self.buffer_bytes / (2 * p.latency_ns + packet_bytes / p.bytes_per_ns) if i < len(ports) - 1
             else math.inf for i, p in enumerate(ports))
-        self.min_cap = min(self.credit_caps)
+        self.min_cap_bytes_per_ns = min(self.credit_caps_bytes_per_ns)
+        self.alone = alone_share(self)  # a train's share alone on it (every link up)
 
-    def head_offsets(self, packet_bytes: float) -> tuple[float, ...]:
+    def head_offsets_for(self, packet_bytes: float) -> tuple[float, ...]:
         """When the head of a train whose packets are ``packet_bytes`` reaches each hop, from
         its start: ``o_k = sum over j < k of (latency_j + P/B_j)`` (its first packet crossed
         every link before, each at full speed)."""
-        return tuple(lat + packet_bytes * inv for lat, inv in zip(self.latency_before, self.inverse_before,
+        return tuple(lat + packet_bytes * inv for lat, inv in zip(self.latency_before_ns, self.ns_per_byte_before,
                                                                    strict=True))
 
     def tail_ns(self, packet_bytes: float, hop: int = 0) -> float:
@@ -106,32 +157,42 @@ class TrainPath:
         ``hop`` on (whose packet is part of the drain). Hops before ``hop`` count too: the hops
         a train has reached move together (a hop it reaches is credited with what crossed the
         one before), so the bytes in flight to its buffer are charged here, as its head's way."""
-        return self.latency_ns + packet_bytes * (self.inverse_sum - 1.0 / self.min_from[hop])
+        return self.latency_ns + packet_bytes * (self.ns_per_byte_sum - 1.0 / self.min_speed_from_bytes_per_ns[hop])
 
 
 class Train:
     """A train: one message's bytes (or its share on one sprayed path) on one path.
 
-    ``left_bytes`` is what had not left the source at ``since``; ``buf`` the hop whose
-    port's buffer holds its ``backlog_bytes`` (0: none); ``in_rate`` its bytes per ns on the
-    hops before ``buf`` (on every hop when ``buf`` is 0), ``out_rate`` from ``buf`` on (on
-    the last hop, what is delivered, when the hops from ``buf`` on have rates of their own:
-    ``hop_out``, per hop of the path, set where FIFO inputs cut it at several hops);
-    ``crossed`` (while buffered) the bytes that crossed each hop from ``buf`` on, so that
-    its backlog is known per buffer it really sits in; ``coupled``: its buffer is full, so
-    credits hold ``in_rate`` to ``out_rate``; ``first`` the first hop it still holds (``buf``
-    once its source is drained, later ones as its bytes cross them); ``drain_weights`` once
-    its source is drained, the rate its bytes came in at on each hop from ``buf`` on (their
-    weights in the FIFOs that hold them: a FIFO holds a flow's bytes in the proportion they
-    arrived in); ``reach`` the hops its head has reached (``start_ns`` + ``offsets()``),
-    which it shares (the hops after it has yet to reach hold it as a resource already, so
-    that re-shares there find it, but give it no share); ``version``, ``hop_version`` and
-    ``join_version`` make superseded drain, hop and join events harmless."""
+    Where its bytes are: ``left_bytes`` had not left the source at ``since_ns``;
+    ``buffer_hop`` is the hop whose port's buffer holds its ``backlog_bytes`` (0: none);
+    ``crossed_bytes`` (while buffered) the bytes that crossed each hop from ``buffer_hop`` on,
+    so that what waits at each hop is known (:meth:`queue`); ``first_hop`` the first hop it
+    still holds (``buffer_hop`` once its source is drained, later ones as its bytes cross
+    them); ``reach_hops`` the hops its head has reached (``start_ns`` + :meth:`offsets_ns`),
+    which it shares (the hops after it has yet to reach hold it as a resource already, so that
+    re-shares there find it, but give it no share).
 
-    __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since", "in_rate",
-                 "out_rate", "buf", "coupled", "first", "drain_weights", "cut", "hop_out", "crossed", "r_in",
-                 "lim_in", "r_out", "lim_out", "version", "hop_version", "hop_ns", "drain_ns", "timer_ns", "arrivals", "route",
-                 "start_ns", "reach", "join_version", "join_ns", "opened", "reached")
+    How fast they move: ``in_bytes_per_ns`` on the hops before ``buffer_hop`` (on every hop
+    when it has none), ``out_bytes_per_ns`` from ``buffer_hop`` on (on the last hop, what is
+    delivered, where the hops from ``buffer_hop`` on have shares of their own:
+    ``hop_shares``, set where FIFO inputs cut it at several hops); ``credit_held``: its
+    buffer is full, so credits hold ``in_bytes_per_ns`` to its rate downstream;
+    ``drain_arrivals_bytes_per_ns`` once its source is drained, the rate its bytes came in at
+    on each hop from ``buffer_hop`` on (their weights in the FIFOs that hold them: a FIFO
+    holds a flow's bytes in the proportion they arrived in). ``solved_in`` / ``solved_out``
+    are the last solve's shares before / from its buffer (rate and limit), which the
+    network takes as its rates (:meth:`take_rates`); ``cut_hop`` the first hop at which FIFO
+    inputs would cut it (0: none).
+
+    Its pending events: ``drain_ns`` when its last byte leaves the source at the current
+    rate; ``drain_timer``, ``hop_timer`` and ``join_timer`` its live drain, hop and join
+    events (:class:`TrainTimer`)."""
+
+    __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since_ns",
+                 "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
+                 "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
+                 "solved_out", "drain_ns", "drain_timer", "hop_timer", "join_timer", "arrivals_bytes_per_ns",
+                 "route", "start_ns", "reach_hops", "opened_buffer", "reached_before")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -140,133 +201,247 @@ class Train:
         self.size_bytes = size_bytes
         self.left_bytes = size_bytes
         self.backlog_bytes = 0.0
-        self.since = now
-        self.in_rate = self.out_rate = 0.0
-        self.buf = 0
-        self.coupled = False
-        self.first = 0
-        self.drain_weights: tuple[float, ...] = ()
-        self.cut = 0  # the first hop at which FIFO inputs would cut its rate (0: none)
-        self.hop_out: list[tuple[float, int]] | None = None  # (rate, limit) per hop, from ``buf`` on
-        self.crossed: list[float] | None = None  # bytes across each hop, from ``buf`` on
-        self.r_in = self.r_out = 0.0  # the current solution's rates and the hops that set them
-        self.lim_in = self.lim_out = 0
-        self.version = 0
-        self.hop_version = 0
-        self.hop_ns: int | None = None  # when the pending hop event fires
-        self.arrivals: tuple[float, ...] | None = None  # the last FIFO arrival rates per hop (a warm start)
-        self.route: Any = None  # the solver.Route those were computed for
-        self.drain_ns = 0  # when the last byte leaves the source at the current rate
-        self.timer_ns: int | None = None  # when the pending drain event fires
+        self.since_ns = now
+        self.in_bytes_per_ns = self.out_bytes_per_ns = 0.0
+        self.buffer_hop = 0
+        self.credit_held = False
+        self.first_hop = 0
+        self.drain_arrivals_bytes_per_ns: tuple[float, ...] = ()
+        self.cut_hop = 0
+        self.hop_shares: list[Share] | None = None  # per hop, from ``buffer_hop`` on
+        self.crossed_bytes: list[float] | None = None
+        self.solved_in = self.solved_out = NO_SHARE
+        # the last FIFO arrival rates per hop (a warm start) and the solver.Route they were for
+        self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
+        self.route: Any = None
+        self.drain_ns: float = 0
+        self.drain_timer = TrainTimer()
+        self.hop_timer = NO_TIMER  # (their own timers once they need them: most never do)
+        self.join_timer = NO_TIMER
         self.start_ns = now
-        # the hops its head has reached, that it shares (from ``first``)
-        self.reach = len(path.ports) if size_bytes >= path.start_up_bytes else 1
-        self.join_version = 0
-        self.join_ns: int | None = None  # when the pending join event fires
-        self.opened = False  # it opened its buffer in the re-share under way
-        self.reached = 0  # the hops it had reached before the re-share under way, if it reached more
+        self.reach_hops = len(path.ports) if size_bytes >= path.start_up_bytes else 1
+        self.opened_buffer = False  # it opened its buffer in the re-share under way
+        self.reached_before = 0  # the hops it had reached before the re-share under way, if it reached more
 
-    def offsets(self) -> tuple[float, ...]:
+    def take_solution(self, solved_in: Share, solved_out: Share, hop_shares: list[Share] | None,
+                      cut_hop: int) -> None:
+        """A solve's shares for it (:func:`~.rates.train_rates`): before its buffer (or on
+        its whole path), from the buffer on, per hop from the buffer on (or None), and the
+        first hop at which FIFO inputs would cut it (0: none). Its rates change only when
+        the network takes them (:meth:`take_rates`)."""
+        self.solved_in = solved_in
+        self.solved_out = solved_out
+        self.hop_shares = hop_shares
+        self.cut_hop = cut_hop
+
+    def remember_arrivals(self, route: Any, arrivals_bytes_per_ns: tuple[float, ...]) -> None:
+        """The FIFO arrival rates solved for its ``route`` (a warm start for the next solve)."""
+        self.arrivals_bytes_per_ns = (0.0,) * self.first_hop + arrivals_bytes_per_ns
+        self.route = route
+
+    def take_rates(self) -> None:
+        """Move at the last solve's rates from now (its state must be accounted to now)."""
+        if self.left_bytes > 0:
+            self.in_bytes_per_ns = self.solved_in.bytes_per_ns
+            self.out_bytes_per_ns = self.solved_out.bytes_per_ns if self.buffer_hop else self.in_bytes_per_ns
+        else:
+            self.in_bytes_per_ns = 0.0
+            self.out_bytes_per_ns = self.solved_out.bytes_per_ns
+
+    def offsets_ns(self) -> tuple[float, ...]:
         """When its head reaches each hop, from its start (its packets are at most its size)."""
         path = self.path
         if self.size_bytes >= path.packet_bytes:
-            return path.offsets
-        return path.head_offsets(self.size_bytes)
+            return path.head_offsets_ns
+        return path.head_offsets_for(self.size_bytes)
 
     def join(self, now: float) -> None:
         """Take the hops its head has reached by ``now`` into its sharing. From its buffer
         on, hops move together (their packets' way between them is charged in its delivery,
         :meth:`TrainPath.tail_ns`): a reached hop is credited with what crossed the one before."""
-        k = self.reach
+        k = self.reach_hops
         h = len(self.ports)
         if k >= h:
             return
-        offsets = self.offsets()
+        offsets = self.offsets_ns()
         age = now - self.start_ns + 1e-6
         while k < h and offsets[k] <= age:
             k += 1
-        crossed = self.crossed
+        crossed = self.crossed_bytes
         if crossed is not None:
-            for i in range(self.reach, k):
+            for i in range(self.reach_hops, k):
                 crossed[i] = crossed[i - 1]
-        if k > self.reach:
-            self.reached = self.reached or self.reach
-            self.reach = k
+        if k > self.reach_hops:
+            self.reached_before = self.reached_before or self.reach_hops
+            self.reach_hops = k
 
     def credited(self, hop: int) -> float:
         """The bytes a hop it reached in this re-share counts as crossed already."""
-        if self.crossed is None or hop < self.buf:
+        if self.crossed_bytes is None or hop < self.buffer_hop:
             return self.size_bytes - self.left_bytes
-        return self.crossed[hop]
+        return self.crossed_bytes[hop]
 
     def join_at(self, hop: int) -> int:
         """The whole nanosecond its head reaches hop ``hop``."""
-        return math.ceil(self.start_ns + self.offsets()[hop] - 1e-9)
+        return math.ceil(self.start_ns + self.offsets_ns()[hop] - 1e-9)
 
     def backlog_at(self, now: float) -> float:
-        if not self.buf:
+        if not self.buffer_hop:
             return 0.0
-        dt = now - self.since
-        sent = min(self.left_bytes, self.in_rate * dt) if self.left_bytes > 0 else 0.0
-        return max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
+        dt = now - self.since_ns
+        sent = min(self.left_bytes, self.in_bytes_per_ns * dt) if self.left_bytes > 0 else 0.0
+        return max(0.0, self.backlog_bytes + sent - self.out_bytes_per_ns * dt)
+
+    def buffer_bytes_per_ns(self) -> float:
+        """What the port of its buffer passes on of it (bytes per ns): its own rate at that
+        hop where FIFO inputs cut it hop by hop, else its rate from the buffer on."""
+        shares = self.hop_shares
+        return shares[self.buffer_hop].bytes_per_ns if shares is not None else self.out_bytes_per_ns
+
+    def solved_buffer_bytes_per_ns(self) -> float:
+        """:meth:`buffer_bytes_per_ns` as the last solve has it (before :meth:`take_rates`)."""
+        shares = self.hop_shares
+        return shares[self.buffer_hop].bytes_per_ns if shares is not None else self.solved_out.bytes_per_ns
+
+    def void_events(self) -> None:
+        """Its pending drain, hop and join events do nothing when they fire (it ended)."""
+        for timer in (self.drain_timer, self.hop_timer, self.join_timer):
+            if timer.at_ns is not None:
+                timer.cancel()
+
+    def own_hop_timer(self) -> TrainTimer:
+        """Its hop timer (its own from the first time it needs one)."""
+        if self.hop_timer is NO_TIMER:
+            self.hop_timer = TrainTimer()
+        return self.hop_timer
+
+    def own_join_timer(self) -> TrainTimer:
+        """Its join timer (its own from the first time it needs one)."""
+        if self.join_timer is NO_TIMER:
+            self.join_timer = TrainTimer()
+        return self.join_timer
+
+    def hold_by_credits(self, held: bool) -> None:
+        """Its buffer is full (credits hold its source to its rate downstream), or no more."""
+        self.credit_held = held
+
+    def plan_drain(self) -> float:
+        """When its last byte leaves the source at its current rate (``drain_ns``; inf while a
+        link on its path is down), rounded up to a whole ns: events fall on whole ns, so the
+        clock the NPUs read stays an integer as with the other backends (at most 1 ns late)."""
+        rate = self.in_bytes_per_ns
+        self.drain_ns = math.inf if rate <= 0 else math.ceil(self.since_ns + self.left_bytes / rate - 1e-9)
+        return self.drain_ns
+
+    def source_drained(self) -> None:
+        """Its last byte left the source now (accounted to now)."""
+        self.left_bytes = 0.0
+
+    def drain_from_buffer(self) -> None:
+        """Its source is drained and its rest waits from its buffer on: it holds the links
+        from there, and its bytes weigh in their FIFOs what they came in at (at the last
+        rates; a hop its head has yet to reach gets what the last one passes on)."""
+        b = self.buffer_hop
+        self.first_hop = b
+        shares = self.hop_shares
+        last = self.reach_hops - 1
+        self.drain_arrivals_bytes_per_ns = (self.in_bytes_per_ns,) + tuple(
+            shares[min(k, last)].bytes_per_ns if shares is not None else self.out_bytes_per_ns
+            for k in range(b, len(self.ports) - 1))
+        self.in_bytes_per_ns = 0.0
+
+    def leave_crossed_hop(self) -> bool:
+        """Let go of its first hop if its source is drained, every byte crossed it and it is
+        not the last it has reached; whether it did."""
+        crossed = self.crossed_bytes
+        if crossed is None or self.left_bytes > 0:
+            return False
+        if self.first_hop < self.reach_hops - 1 and crossed[self.first_hop] >= self.size_bytes - EMPTY_BYTES:
+            self.first_hop += 1
+            return True
+        return False
+
+    def newly_reached(self) -> range:
+        """The hops its head reached in the re-share under way (then none: asked once)."""
+        got = range(self.reached_before, self.reach_hops) if self.reached_before else range(0)
+        self.reached_before = 0
+        return got
+
+    def fills_buffer(self) -> bool:
+        """Its source sends into its buffer faster than the buffer's port passes it on, and
+        credits do not hold it yet."""
+        return (not self.credit_held and self.left_bytes > 0
+                and self.in_bytes_per_ns > self.buffer_bytes_per_ns() * (1 + TOLERANCE))
+
+    def buffered_at(self, now: float) -> float:
+        """Its bytes in its buffer's port at ``now`` (not those waiting further on, which
+        that buffer no longer holds): its backlog, or where it is tracked per hop, what
+        crossed the hop before and not this one."""
+        if self.hop_shares is None or self.crossed_bytes is None:
+            return self.backlog_at(now)
+        dt = now - self.since_ns
+        sent = self.size_bytes - self.left_bytes
+        if self.left_bytes > 0:
+            sent += min(self.left_bytes, self.in_bytes_per_ns * dt)
+        b = self.buffer_hop
+        upstream = sent if b <= self.first_hop or self.left_bytes > 0 else self.crossed_bytes[b - 1]
+        crossed = min(upstream, self.crossed_bytes[b] + self.hop_shares[b].bytes_per_ns * dt)
+        return max(0.0, upstream - crossed)
 
     def queue(self, hop: int) -> float:
         """Its bytes waiting in the buffer of hop ``hop`` (at ``since``): crossed the hop before,
         not this one."""
-        crossed = self.crossed
-        upstream = self.size_bytes - self.left_bytes if hop == self.buf else crossed[hop - 1]
+        crossed = self.crossed_bytes
+        upstream = self.size_bytes - self.left_bytes if hop == self.buffer_hop else crossed[hop - 1]
         return max(0.0, upstream - crossed[hop])
 
     def advance(self, now: float) -> None:
         """Account what moved since ``since`` at the current rates."""
-        dt = now - self.since
+        dt = now - self.since_ns
         if dt <= 0:
             return
         left = self.left_bytes
-        sent = min(left, self.in_rate * dt) if left > 0 else 0.0
+        sent = min(left, self.in_bytes_per_ns * dt) if left > 0 else 0.0
         self.left_bytes = left - sent
-        if self.buf:
-            self.backlog_bytes = max(0.0, self.backlog_bytes + sent - self.out_rate * dt)
-            crossed = self.crossed
+        if self.buffer_hop:
+            self.backlog_bytes = max(0.0, self.backlog_bytes + sent - self.out_bytes_per_ns * dt)
+            crossed = self.crossed_bytes
             if crossed is not None:
-                hop_out = self.hop_out
+                shares = self.hop_shares
                 upstream = self.size_bytes - self.left_bytes
-                for k in range(max(self.buf, self.first), self.reach):
-                    rate = hop_out[k][0] if hop_out is not None else self.out_rate
+                for k in range(max(self.buffer_hop, self.first_hop), self.reach_hops):
+                    rate = shares[k].bytes_per_ns if shares is not None else self.out_bytes_per_ns
                     crossed[k] = upstream = min(upstream, crossed[k] + rate * dt)
-        self.since = now
+        self.since_ns = now
 
     def open_buffer(self, hop: int) -> None:
         """Its buffer is now at hop ``hop``, empty: every hop from there has carried what left
         (but see :meth:`place_backlog`)."""
-        self.buf = hop
+        self.buffer_hop = hop
         self.backlog_bytes = 0.0
-        self.crossed = [self.size_bytes - self.left_bytes] * len(self.ports)
-        self.opened = True
+        self.crossed_bytes = [self.size_bytes - self.left_bytes] * len(self.ports)
+        self.opened_buffer = True
 
     def place_backlog(self, now: float) -> None:
         """A buffer just opened at a hop the train's head reached in this instant (its join
         event): what it sent faster before waits there, but for what that hop passes on
-        (``out_rate``) in the train's time so far (the bytes in flight in its head's time to
+        (``out_bytes_per_ns``) in the train's time so far (the bytes in flight in its head's time to
         the hop, which its delivery charges, and the part of a nanosecond since the head got
         there: events fall on whole ns)."""
-        self.opened = False
-        b = self.buf
-        if not b or self.left_bytes <= 0 or self.start_ns + self.offsets()[b] <= now - 1:
+        self.opened_buffer = False
+        b = self.buffer_hop
+        if not b or self.left_bytes <= 0 or self.start_ns + self.offsets_ns()[b] <= now - 1:
             return
         sent = self.size_bytes - self.left_bytes
-        crossed = min(sent, self.out_rate * (now - self.start_ns))
+        crossed = min(sent, self.out_bytes_per_ns * (now - self.start_ns))
         if crossed < sent - EMPTY_BYTES:
             self.backlog_bytes = sent - crossed
-            self.crossed = [crossed] * len(self.ports)
+            self.crossed_bytes = [crossed] * len(self.ports)
 
     def close_buffer(self) -> None:
-        self.buf = 0
+        """Its backlog is empty and it arrives no faster than it leaves: whole again."""
+        self.credit_held = False
+        self.buffer_hop = 0
         self.backlog_bytes = 0.0
-        self.crossed = None
-        self.hop_out = None
-
-
-def limit_hop(lim: int) -> int:
-    """The hop of a freezing limit (a credit loop's limit is stored as ``~hop``)."""
-    return lim if lim >= 0 else ~lim
+        self.crossed_bytes = None
+        self.hop_shares = None
