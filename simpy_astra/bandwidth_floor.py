@@ -86,6 +86,26 @@ class FloorCheck:
     def __post_init__(self) -> None:
         self.grid = Grid([t.npus_count for t in self.topologies])
 
+    @classmethod
+    def for_run(cls, backend: str, jobs: Any, topologies: list[BasicTopology], config: SystemConfig,
+                npus: list) -> FloorCheck | None:
+        """The check of a one-job run on the checked backend, its NPUs set to log their
+        collectives; None for any other run."""
+        if backend != CHECKED_BACKEND or jobs is not None:
+            return None
+        for npu in npus:
+            npu.collective_log = []
+        return cls(topologies, config)
+
+    def warnings(self, npus: list) -> list[str]:
+        """The one warning (without its ``warning:`` prefix) if a collective of ``npus``'
+        logs ran below its link-bandwidth floor, else none."""
+        log = [(start, npu.ended_ns[nid], stream, kind, size, plan, involved, npu.npu_id)
+               for npu in npus for nid, kind, size, plan, involved, stream, start in npu.collective_log
+               if nid in npu.ended_ns]
+        worst = self.worst(log)
+        return [] if worst is None else [warning(self, worst)]
+
     # -- the floor
     def floor_ns(self, kind: str, size_bytes: int, plan: CollectivePlan, involved: tuple[bool, ...]) -> int:
         """The link-bandwidth floor of one collective (0: none derived)."""

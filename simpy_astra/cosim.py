@@ -22,6 +22,23 @@ class CoSimulation:
     and ``network``)."""
 
     network: Any
+    _env: simpy.Environment
+
+    @property
+    def env(self) -> simpy.Environment:
+        """The run's SimPy environment, to add your own processes to.
+
+        A stall watchdog always runs beside the NPUs (:func:`~simpy_astra.stall.watch_for_stall`):
+        a user process that loops forever keeps SimPy's queue busy, yet a run whose NPUs wait
+        for something that never comes (a receive nobody sends, a message behind a link that
+        stays down, a failed NPU) stops and reports the stall: the time of the model's last
+        progress, and the watchdog's time when later."""
+        return self._env
+
+    @property
+    def now_ns(self) -> float:
+        """The simulated time (reading it arms nothing; safe from a display thread)."""
+        return self._env.now
 
     def npu_for(self, npu_id: int) -> Npu:
         raise NotImplementedError

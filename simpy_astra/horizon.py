@@ -12,6 +12,7 @@ cost nothing extra: the stall watchdog's wake-ups grow with the clock, see
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from simpy_astra.errors import InputError
 
@@ -52,3 +53,13 @@ def api_number(value: object, name: str, *, positive: bool = False, time: bool =
     if time and value > HORIZON_NS:
         raise ValueError(f"{name} is {value:g} ns, past the horizon ({HORIZON_TEXT})")
     return value
+
+
+def finish_past_horizon(net: Any, npu_id: int, now_ns: float) -> InputError:
+    """The error of a run whose NPU would finish past the horizon (sizes over bandwidths
+    added up past what time can hold), naming the network's speeds to change."""
+    return InputError(
+        f"{net.source}: NPU {npu_id} would finish at {now_ns:.4g} ns, past the horizon "
+        f"({HORIZON_TEXT}); the network's bandwidth {list(net.bandwidth_gbps)} GB/s and latency "
+        f"{list(net.latency_ns)} ns with the workload's sizes take longer: raise the bandwidth or "
+        f"shrink the sizes")

@@ -20,15 +20,14 @@ import simpy
 from simpy.core import StopSimulation
 
 from simpy_astra import horizon, stall, stopping
-from simpy_astra.bandwidth_floor import CHECKED_BACKEND, FloorCheck
-from simpy_astra.bandwidth_floor import warning as floor_warning
+from simpy_astra.bandwidth_floor import FloorCheck
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import Folding, OrbitReports, fold_run, folded_network
-from simpy_astra.horizon import HORIZON_NS, HORIZON_TEXT
+from simpy_astra.horizon import HORIZON_NS
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.network import BACKENDS, Network
 from simpy_astra.npu import Npu, NpuServices
@@ -37,6 +36,7 @@ from simpy_astra.statistics import NpuReport
 from simpy_astra.system_layer import SystemLayer
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
+from simpy_astra.workloads.transformer.writer import group_names
 
 
 class Simulation(CoSimulation):
@@ -56,12 +56,10 @@ class Simulation(CoSimulation):
         ``topology``: a ``networkx.DiGraph`` to run on instead of the inputs' network (the
         same NPU count; its other settings stay), routed as ``topology: {networkx: ...}`` is
         (``topologies/graph.py``); ``routes``: paths it pins, as node lists."""
-        if topology is not None:
-            from simpy_astra.config.network import with_graph
+        if topology is not None or routes is not None:
+            from simpy_astra.config.network import with_topology
 
-            inputs = replace(inputs, network=with_graph(inputs.network, topology, routes))
-        elif routes is not None:
-            raise InputError("routes=: pins paths of a graph handed in as topology=; give topology= too")
+            inputs = with_topology(inputs, topology, routes)
         self.inputs = inputs
         self.system_config = inputs.system
         self.on_report = on_report
@@ -88,13 +86,7 @@ class Simulation(CoSimulation):
         #: the jobs of a multi-job run (:mod:`simpy_astra.jobs`), None for one workload
         self.jobs = inputs.jobs
         #: communicator group id -> parallel dimension, where the generator said (breakdowns)
-        self.group_names: dict[int, str] = dict(inputs.group_names)
-        self.p2p_name = inputs.p2p_name
-        if not self.group_names and inputs.jobs is None and inputs.workload_prefix:  # as the files say
-            from simpy_astra.workloads.transformer.writer import recorded_dimensions
-
-            self.group_names, p2p = recorded_dimensions(inputs.workload_prefix)
-            self.p2p_name = p2p or self.p2p_name
+        self.group_names, self.p2p_name = group_names(inputs)
         self.link_bytes_by_job = None
         self.folding: Folding | None = None
         #: why the run folds less than it might, in one line (None: fully folded, or not asked)
@@ -114,11 +106,7 @@ class Simulation(CoSimulation):
         else:
             self._build_one_job(inputs, dims, cfg, net.source)
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
-        self.floor_check: FloorCheck | None = None
-        if inputs.backend == CHECKED_BACKEND and self.jobs is None:
-            self.floor_check = FloorCheck(dims, cfg)
-            for npu in self.npus:
-                npu.collective_log = []
+        self.floor_check = FloorCheck.for_run(inputs.backend, self.jobs, dims, cfg, self.npus)
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
@@ -198,12 +186,7 @@ class Simulation(CoSimulation):
     def _npu_done(self, npu: Npu) -> None:
         """An NPU's graph finished: give out its report (its whole orbit's, if folded)."""
         if self._env.now > HORIZON_NS:  # sizes over bandwidths add up past what time can hold
-            net = self.inputs.network
-            raise InputError(
-                f"{net.source}: NPU {npu.npu_id} would finish at {self._env.now:.4g} ns, past the horizon "
-                f"({HORIZON_TEXT}); the network's bandwidth {list(net.bandwidth_gbps)} GB/s and latency "
-                f"{list(net.latency_ns)} ns with the workload's sizes take longer: raise the bandwidth or "
-                f"shrink the sizes")
+            raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now)
         if self.jobs is not None:  # reports name physical NPUs
             self._emit(replace(npu.report, npu_id=npu.device_id))
         elif self._orbits is None:
@@ -221,23 +204,7 @@ class Simulation(CoSimulation):
         if self.on_report is not None:
             self.on_report(report)
 
-    # ------------------------------------------------------------------ co-simulation API
-    @property
-    def env(self) -> simpy.Environment:
-        """The run's SimPy environment, to add your own processes to.
-
-        A stall watchdog always runs beside the NPUs (:func:`~simpy_astra.stall.watch_for_stall`):
-        a user process that loops forever keeps SimPy's queue busy, yet a run whose NPUs wait
-        for something that never comes (a receive nobody sends, a message behind a link that
-        stays down, a failed NPU) stops and reports the stall: the time of the model's last
-        progress, and the watchdog's time when later."""
-        return self._env
-
-    @property
-    def now_ns(self) -> float:
-        """The simulated time (reading it arms nothing; safe from a display thread)."""
-        return self._env.now
-
+    # ------------------------------------------------------------------ building from files
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
         """A simulation of a scenario YAML (see :mod:`simpy_astra.config.scenario`), not yet run."""
@@ -278,13 +245,19 @@ class Simulation(CoSimulation):
             return self.reports  # stopped at ``until``: more to come
         return self._conclude()
 
-    def _below_floor(self) -> list[str]:
-        """The bound check's warning, if a collective ran below its link-bandwidth floor."""
-        log = [(start, npu.ended_ns[nid], stream, kind, size, plan, involved, npu.npu_id)
-               for npu in self.npus for nid, kind, size, plan, involved, stream, start in npu.collective_log
-               if nid in npu.ended_ns]
-        worst = self.floor_check.worst(log)
-        return [] if worst is None else [floor_warning(self.floor_check, worst)]
+    def _run_unfolded(self, broken: str | None) -> list[NpuReport]:
+        """A folded run names NPUs by their representatives: diagnose (or, with its symmetry
+        broken, redo) it unfolded, which raises for a stall; reports given out are not given again."""
+        given = {r.npu_id for r in self.reports}
+        on_report = self.on_report
+        full = Simulation(replace(self.inputs, fold_symmetry=False), None if on_report is None else
+                          lambda r: None if r.npu_id in given else on_report(r), stall_patience_ns=self.stall_patience_ns)
+        self.unfolded_rerun = True
+        self.reports = full.run()
+        self.network = full.network  # its link statistics are every link's own
+        self.warnings = full.warnings + [f"symmetry folding undone: {broken}; ran again unfolded"] * bool(broken)
+        self.written_files = full.written_files
+        return self.reports
 
     def _conclude(self) -> list[NpuReport]:
         """After the last event: hand out held reports, then diagnose what did not finish."""
@@ -299,20 +272,7 @@ class Simulation(CoSimulation):
         unmatched = self.network.board.unmatched(stall.describe_handler)
         held = [stall.describe_held(key, link) for key, link in stall.held_messages(self.network)] if stuck else []
         if self.folding is not None and (stuck or unmatched or broken):
-            # a folded run names NPUs by their representatives: diagnose on the unfolded run
-            # (which raises for a stall); reports already given out are not given again
-            given = {r.npu_id for r in self.reports}
-            on_report = self.on_report
-            full = Simulation(replace(self.inputs, fold_symmetry=False),
-                              None if on_report is None else
-                              lambda r: None if r.npu_id in given else on_report(r),
-                              stall_patience_ns=self.stall_patience_ns)
-            self.unfolded_rerun = True
-            self.reports = full.run()
-            self.network = full.network  # its link statistics are every link's own
-            self.warnings = full.warnings + [f"symmetry folding undone: {broken}; ran again unfolded"] * bool(broken)
-            self.written_files = full.written_files
-            return self.reports
+            return self._run_unfolded(broken)
         if self.inputs.system.npu_groups or self.jobs:  # the tracker is imported only when asked
             from simpy_astra.memory_tracker import capacity_warnings
 
@@ -326,7 +286,7 @@ class Simulation(CoSimulation):
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
                                                   last_ns=stall.last_progress_ns(self.npus)))
         if self.floor_check is not None:
-            self.warnings += self._below_floor()
+            self.warnings += self.floor_check.warnings(self.npus)
         if unmatched:
             # every NPU finished (sends complete on arrival, as in the reference): the figures
             # stand, but a message nobody received is almost always a workload bug

@@ -338,3 +338,13 @@ def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
     except CostSpecError as exc:
         raise InputError.at(src, exc.field, exc.problem) from None
     return dataclasses.replace(net, cost=prices)
+
+
+def with_topology(inputs: Any, graph: Any, routes: Any) -> Any:
+    """``inputs`` (a :class:`~simpy_astra.config.inputs.SimulationInputs`) on ``graph``, a
+    ``networkx.DiGraph`` handed to ``Simulation(topology=, routes=)``."""
+    from dataclasses import replace
+
+    if graph is None:
+        raise InputError("routes=: pins paths of a graph handed in as topology=; give topology= too")
+    return replace(inputs, network=with_graph(inputs.network, graph, routes))

@@ -9,6 +9,7 @@ protobuf work plus joining bytes.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import encode_varint, make_node
@@ -257,3 +258,13 @@ def write_rank_files(prefix: str, graphs: list[StageGraph], layout: Layout, unit
         finally:
             if os.path.exists(aside):
                 os.remove(aside)
+
+
+def group_names(inputs: Any) -> tuple[dict[int, str], str]:
+    """(communicator group id -> parallel dimension, what plain sends are) of a run, for its
+    breakdown: as the generator said, else as rank 0's file records (:func:`recorded_dimensions`)."""
+    names, p2p = dict(inputs.group_names), inputs.p2p_name
+    if not names and inputs.jobs is None and inputs.workload_prefix:
+        names, recorded = recorded_dimensions(inputs.workload_prefix)
+        p2p = recorded or p2p
+    return names, p2p
