@@ -58,6 +58,7 @@ class PacketNetwork(LinkLevelNetwork):
         self._flush_armed = False
         self._solutions = Solutions()  # solved sharing, by the set of trains' routes
         self._own_paths: dict[Port, TrainPath] = {}  # each port's one-hop path (its put() trains)
+        self._speeds_changed = False  # a link changed speed or went down (since: check before trusting path.alone)
         super().__init__(env, dims, source)
 
     # ------------------------------------------------------------------ topology
@@ -139,7 +140,8 @@ class PacketNetwork(LinkLevelNetwork):
                 port.request(flow, i)
             if idle:  # alone on every link: the slowest link or a credit loop sets the rate
                 alone = path.alone
-                if any(port.capacity_bytes_per_ns != port.bytes_per_ns for port in flow.ports):
+                if self._speeds_changed and any(port.capacity_bytes_per_ns != port.bytes_per_ns
+                                                for port in flow.ports):
                     alone = alone_share(path)  # (a link is down)
                 if alone.limit.hop == 0 or alone.limit.credit:  # the first link or a credit loop: no buffer fills
                     flow.take_solution(alone, alone, None, 0)
@@ -333,6 +335,7 @@ class PacketNetwork(LinkLevelNetwork):
         """A link changed speed (or went down or up): solutions kept for the old speeds go now
         (the port's process then has its trains re-shared, in this instant)."""
         self._solutions.clear()
+        self._speeds_changed = True
 
     def reshare(self, seeds: list[Port]) -> None:
         """Re-solve the rates of every train that transitively shares a link with ``seeds``.

@@ -104,7 +104,8 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
                 solutions.remember(whole, key, got)
             made, cut = got
         plans.append((flow, made, cut))
-        units += [unit for unit, _kind, _hop in made]
+        for unit, _kind, _hop in made:
+            units.append(unit)
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
     if solved is None:
@@ -114,6 +115,10 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
             solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
     for flow, made, cut in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+        if len(made) == 1 and not made[0][1]:  # (most trains: one unit over their whole path)
+            solved_in = solved[made[0][0]]
+            flow.take_solution(solved_in, solved_in, None, cut)
+            continue
         solved_in = NO_SHARE
         solved_out: Share | None = None
         shares = None

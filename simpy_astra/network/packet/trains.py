@@ -64,28 +64,32 @@ class TrainTimer:
     its head reaching a hop): arming it again or cancelling it makes the pending one
     harmless, so a train keeps at most one live event of each kind."""
 
-    __slots__ = ("at_ns", "_version")
+    __slots__ = ("at_ns", "_event", "_fire", "_train")
 
     def __init__(self) -> None:
         self.at_ns: int | None = None  # when the live event fires (None: none is live)
-        self._version = 0
+        self._event: Timeout | None = None  # the live event (an older one that fires is void)
+        self._fire: Callable[[Train], None] | None = None
+        self._train: Train | None = None
 
     def arm(self, env: simpy.Environment, at_ns: int, fire: Callable[[Train], None], train: Train) -> None:
         """Call ``fire(train)`` at ``at_ns`` (a whole ns, not before now) unless re-armed or
         cancelled first."""
-        self._version += 1
         self.at_ns = at_ns
-        version = self._version
-        Timeout(env, max(0, at_ns - env.now)).callbacks.append(lambda _e: self._fire(version, fire, train))
+        self._fire = fire
+        self._train = train
+        event = self._event = Timeout(env, max(0, at_ns - env.now))
+        event.callbacks.append(self._ring)  # (a bound method, not a closure: called per event)
 
     def cancel(self) -> None:
-        self._version += 1
         self.at_ns = None
+        self._event = None
 
-    def _fire(self, version: int, fire: Callable[[Train], None], train: Train) -> None:
-        if version == self._version:
+    def _ring(self, event: Timeout) -> None:
+        if event is self._event:
             self.at_ns = None
-            fire(train)
+            self._event = None
+            self._fire(self._train)
 
 
 #: the timer of a train that never armed one of that kind (never armed: shared, read-only)
@@ -305,9 +309,12 @@ class Train:
 
     def void_events(self) -> None:
         """Its pending drain, hop and join events do nothing when they fire (it ended)."""
-        for timer in (self.drain_timer, self.hop_timer, self.join_timer):
-            if timer.at_ns is not None:
-                timer.cancel()
+        if self.drain_timer.at_ns is not None:
+            self.drain_timer.cancel()
+        if self.hop_timer.at_ns is not None:
+            self.hop_timer.cancel()
+        if self.join_timer.at_ns is not None:
+            self.join_timer.cancel()
 
     def own_hop_timer(self) -> TrainTimer:
         """Its hop timer (its own from the first time it needs one)."""
