@@ -240,11 +240,11 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
         if not b:  # (most trains: nothing held anywhere, every weight what arrives)
             held, weights = (False,) * n, (None,) * n
         else:
-            held = tuple(i >= b and waits(flow, i) for i in range(first, h))
+            held = tuple([i >= b and waits(flow, i) for i in range(first, h)])
             if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
-                weights = tuple(max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b]) if w
-                                else (None if i > first else MIN_WEIGHT)
-                                for i, w in zip(range(first, h), held, strict=True))
+                weights = tuple([max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b]) if w
+                                 else (None if i > first else MIN_WEIGHT)
+                                 for i, w in zip(range(first, h), held, strict=True)])
             else:
                 weights = (None,) * n
         routes.append(Route(fp[first:h], flow.path.inputs[first:h], held, weights))
