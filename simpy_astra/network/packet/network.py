@@ -391,18 +391,17 @@ class PacketNetwork(LinkLevelNetwork):
                 b = flow.buffer_hop
                 if not b:
                     k, by_credit = flow.solved_in.limit
-                    if by_credit:
-                        k = 0
-                    if k >= 1 and flow.cut_hop:  # where FIFO inputs first cut it, if they do
-                        k = flow.cut_hop
-                    if k >= 1 and not flow.ports[k].full:
-                        port = flow.ports[k]
-                        flow.open_buffer(k)
-                        port.hold(flow)
-                        if port.switch is None:
-                            port.attach_switch(self.switch(port.src))
-                    else:
+                    if by_credit or not k:  # (most trains: limited by their first link)
                         continue
+                    if flow.cut_hop:  # where FIFO inputs first cut it, if they do
+                        k = flow.cut_hop
+                    port = flow.ports[k]
+                    if port.full:
+                        continue
+                    flow.open_buffer(k)
+                    port.hold(flow)
+                    if port.switch is None:
+                        port.attach_switch(self.switch(port.src))
                 elif flow.credit_held:
                     if flow.solved_in.limit.hop >= b:
                         continue
