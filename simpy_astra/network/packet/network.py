@@ -449,13 +449,14 @@ class PacketNetwork(LinkLevelNetwork):
             in_rate, out_rate = flow.in_bytes_per_ns, flow.out_bytes_per_ns
             in_hop, in_credit = flow.solved_in.limit
             out_hop, out_credit = flow.solved_out.limit
-            for i in range(flow.first_hop, min(split, h)):
+            first = flow.first_hop
+            for i in range(first, split if split < h else h):
                 port = fp[i]
                 load[port] += in_rate
                 if in_hop > i or (in_credit and in_hop == i):
                     held.add(port)
                 r = in_rate
-            for i in range(max(flow.first_hop, split), h):
+            for i in range(split if split > first else first, h):
                 if shares is not None:
                     r, (limit_hop, by_credit) = shares[i]
                 else:

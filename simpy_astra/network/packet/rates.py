@@ -33,7 +33,7 @@ def floor_bytes(flow: Train, hop: int) -> float:
     arrives, one re-share each, ever faster)."""
     if hop <= flow.first_hop:
         return EMPTY_BYTES
-    return min(flow.path.packet_bytes, flow.size_bytes)
+    return flow.packet_bytes
 
 
 class Solutions:
@@ -205,7 +205,7 @@ def waits(flow: Train, hop: int) -> bool:
     # (flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES, inlined: a hot path)
     crossed = flow.crossed_bytes
     upstream = flow.size_bytes - flow.left_bytes if hop == b else crossed[hop - 1]
-    floor = EMPTY_BYTES if hop <= flow.first_hop else min(flow.path.packet_bytes, flow.size_bytes)
+    floor = EMPTY_BYTES if hop <= flow.first_hop else flow.packet_bytes
     return upstream - crossed[hop] > floor + EMPTY_BYTES
 
 def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train, tuple[float, ...]] | None:

@@ -196,7 +196,7 @@ class Train:
                  "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
                  "solved_out", "drain_ns", "drain_timer", "hop_timer", "join_timer", "arrivals_bytes_per_ns",
-                 "route", "start_ns", "reach_hops", "opened_buffer", "reached_before")
+                 "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -226,6 +226,8 @@ class Train:
         self.reach_hops = len(path.ports) if size_bytes >= path.start_up_bytes else 1
         self.opened_buffer = False  # it opened its buffer in the re-share under way
         self.reached_before = 0  # the hops it had reached before the re-share under way, if it reached more
+        # its packets: the path's, or its own size if smaller (a conditional: cheaper than min())
+        self.packet_bytes = path.packet_bytes if path.packet_bytes <= size_bytes else size_bytes
 
     def take_solution(self, solved_in: Share, solved_out: Share, hop_shares: list[Share] | None,
                       cut_hop: int) -> None:
