@@ -143,13 +143,16 @@ class PacketNetwork(LinkLevelNetwork):
                 if self._speeds_changed and any(port.capacity_bytes_per_ns != port.bytes_per_ns
                                                 for port in flow.ports):
                     alone = alone_share(path)  # (a link is down)
-                if alone.limit.hop == 0 or alone.limit.credit:  # the first link or a credit loop: no buffer fills
+                alone_hop, by_credit = alone.limit
+                if alone_hop == 0 or by_credit:  # the first link or a credit loop: no buffer fills
                     flow.take_solution(alone, alone, None, 0)
                     flow.take_rates()
                     self._arm_drain(flow, now)
+                    rate = alone.bytes_per_ns
                     for port in flow.ports:
-                        port.set_load(alone.bytes_per_ns)
-                    self._mark_credit_stall(flow)
+                        port.set_load(rate)
+                    if by_credit:
+                        self._mark_credit_stall(flow)
                     continue
             self.reshare(flow.ports)
 
@@ -289,8 +292,7 @@ class PacketNetwork(LinkLevelNetwork):
             flow.ports[flow.buffer_hop].let_go(flow)
         flow.void_events()
         message = flow.message
-        packet = min(self.packet_size_bytes, flow.size_bytes)
-        message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(packet, hop))
+        message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(flow.packet_bytes, hop))
         message.parts -= 1
         if message.parts == 0:
             self._schedule_delivery(message)
