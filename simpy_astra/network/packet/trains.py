@@ -62,23 +62,24 @@ class PacketMessage:
 class TrainTimer:
     """One kind of pending event of a train (its source's drain, a queue of it running out,
     its head reaching a hop): arming it again or cancelling it makes the pending one
-    harmless, so a train keeps at most one live event of each kind."""
+    harmless, so a train keeps at most one live event of each kind.
 
-    __slots__ = ("at_ns", "_event", "_fire", "_train")
+    The train rides in the event's value, not in the timer: a timer holding its train
+    would make a reference cycle of every train (left to the garbage collector)."""
+
+    __slots__ = ("at_ns", "_event", "_fire")
 
     def __init__(self) -> None:
         self.at_ns: int | None = None  # when the live event fires (None: none is live)
         self._event: Timeout | None = None  # the live event (an older one that fires is void)
         self._fire: Callable[[Train], None] | None = None
-        self._train: Train | None = None
 
     def arm(self, env: simpy.Environment, at_ns: int, fire: Callable[[Train], None], train: Train) -> None:
         """Call ``fire(train)`` at ``at_ns`` (a whole ns, not before now) unless re-armed or
         cancelled first."""
         self.at_ns = at_ns
         self._fire = fire
-        self._train = train
-        event = self._event = Timeout(env, max(0, at_ns - env.now))
+        event = self._event = Timeout(env, max(0, at_ns - env.now), train)
         event.callbacks.append(self._ring)  # (a bound method, not a closure: called per event)
 
     def cancel(self) -> None:
@@ -89,7 +90,7 @@ class TrainTimer:
         if event is self._event:
             self.at_ns = None
             self._event = None
-            self._fire(self._train)
+            self._fire(event.value)
 
 
 #: the timer of a train that never armed one of that kind (never armed: shared, read-only)
