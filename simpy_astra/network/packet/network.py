@@ -58,6 +58,7 @@ class PacketNetwork(LinkLevelNetwork):
         self._flush_armed = False
         self._solutions = Solutions()  # solved sharing, by the set of trains' routes
         self._own_paths: dict[Port, TrainPath] = {}  # each port's one-hop path (its put() trains)
+        self._speeds_changed = False  # a link changed speed or went down (since: check before trusting path.alone)
         super().__init__(env, dims, source)
 
     # ------------------------------------------------------------------ topology
@@ -139,15 +140,19 @@ class PacketNetwork(LinkLevelNetwork):
                 port.request(flow, i)
             if idle:  # alone on every link: the slowest link or a credit loop sets the rate
                 alone = path.alone
-                if any(port.capacity_bytes_per_ns != port.bytes_per_ns for port in flow.ports):
+                if self._speeds_changed and any(port.capacity_bytes_per_ns != port.bytes_per_ns
+                                                for port in flow.ports):
                     alone = alone_share(path)  # (a link is down)
-                if alone.limit.hop == 0 or alone.limit.credit:  # the first link or a credit loop: no buffer fills
+                alone_hop, by_credit = alone.limit
+                if alone_hop == 0 or by_credit:  # the first link or a credit loop: no buffer fills
                     flow.take_solution(alone, alone, None, 0)
                     flow.take_rates()
                     self._arm_drain(flow, now)
+                    rate = alone.bytes_per_ns
                     for port in flow.ports:
-                        port.set_load(alone.bytes_per_ns)
-                    self._mark_credit_stall(flow)
+                        port.set_load(rate)
+                    if by_credit:
+                        self._mark_credit_stall(flow)
                     continue
             self.reshare(flow.ports)
 
@@ -287,8 +292,7 @@ class PacketNetwork(LinkLevelNetwork):
             flow.ports[flow.buffer_hop].let_go(flow)
         flow.void_events()
         message = flow.message
-        packet = min(self.packet_size_bytes, flow.size_bytes)
-        message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(packet, hop))
+        message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(flow.packet_bytes, hop))
         message.parts -= 1
         if message.parts == 0:
             self._schedule_delivery(message)
@@ -333,6 +337,7 @@ class PacketNetwork(LinkLevelNetwork):
         """A link changed speed (or went down or up): solutions kept for the old speeds go now
         (the port's process then has its trains re-shared, in this instant)."""
         self._solutions.clear()
+        self._speeds_changed = True
 
     def reshare(self, seeds: list[Port]) -> None:
         """Re-solve the rates of every train that transitively shares a link with ``seeds``.
@@ -388,18 +393,17 @@ class PacketNetwork(LinkLevelNetwork):
                 b = flow.buffer_hop
                 if not b:
                     k, by_credit = flow.solved_in.limit
-                    if by_credit:
-                        k = 0
-                    if k >= 1 and flow.cut_hop:  # where FIFO inputs first cut it, if they do
-                        k = flow.cut_hop
-                    if k >= 1 and not flow.ports[k].full:
-                        port = flow.ports[k]
-                        flow.open_buffer(k)
-                        port.hold(flow)
-                        if port.switch is None:
-                            port.attach_switch(self.switch(port.src))
-                    else:
+                    if by_credit or not k:  # (most trains: limited by their first link)
                         continue
+                    if flow.cut_hop:  # where FIFO inputs first cut it, if they do
+                        k = flow.cut_hop
+                    port = flow.ports[k]
+                    if port.full:
+                        continue
+                    flow.open_buffer(k)
+                    port.hold(flow)
+                    if port.switch is None:
+                        port.attach_switch(self.switch(port.src))
                 elif flow.credit_held:
                     if flow.solved_in.limit.hop >= b:
                         continue
@@ -447,10 +451,15 @@ class PacketNetwork(LinkLevelNetwork):
             in_rate, out_rate = flow.in_bytes_per_ns, flow.out_bytes_per_ns
             in_hop, in_credit = flow.solved_in.limit
             out_hop, out_credit = flow.solved_out.limit
-            for i in range(flow.first_hop, h):
-                if i < split:
-                    r, limit_hop, by_credit = in_rate, in_hop, in_credit
-                elif shares is not None:
+            first = flow.first_hop
+            for i in range(first, split if split < h else h):
+                port = fp[i]
+                load[port] += in_rate
+                if in_hop > i or (in_credit and in_hop == i):
+                    held.add(port)
+                r = in_rate
+            for i in range(split if split > first else first, h):
+                if shares is not None:
                     r, (limit_hop, by_credit) = shares[i]
                 else:
                     r, limit_hop, by_credit = out_rate, out_hop, out_credit

@@ -33,7 +33,7 @@ def floor_bytes(flow: Train, hop: int) -> float:
     arrives, one re-share each, ever faster)."""
     if hop <= flow.first_hop:
         return EMPTY_BYTES
-    return min(flow.path.packet_bytes, flow.size_bytes)
+    return flow.packet_bytes
 
 
 class Solutions:
@@ -104,7 +104,8 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
                 solutions.remember(whole, key, got)
             made, cut = got
         plans.append((flow, made, cut))
-        units += [unit for unit, _kind, _hop in made]
+        for unit, _kind, _hop in made:
+            units.append(unit)
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
     if solved is None:
@@ -114,6 +115,10 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
             solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
     for flow, made, cut in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+        if len(made) == 1 and not made[0][1]:  # (most trains: one unit over their whole path)
+            solved_in = solved[made[0][0]]
+            flow.take_solution(solved_in, solved_in, None, cut)
+            continue
         solved_in = NO_SHARE
         solved_out: Share | None = None
         shares = None
@@ -200,7 +205,7 @@ def waits(flow: Train, hop: int) -> bool:
     # (flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES, inlined: a hot path)
     crossed = flow.crossed_bytes
     upstream = flow.size_bytes - flow.left_bytes if hop == b else crossed[hop - 1]
-    floor = EMPTY_BYTES if hop <= flow.first_hop else min(flow.path.packet_bytes, flow.size_bytes)
+    floor = EMPTY_BYTES if hop <= flow.first_hop else flow.packet_bytes
     return upstream - crossed[hop] > floor + EMPTY_BYTES
 
 def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train, tuple[float, ...]] | None:
@@ -235,11 +240,11 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
         if not b:  # (most trains: nothing held anywhere, every weight what arrives)
             held, weights = (False,) * n, (None,) * n
         else:
-            held = tuple(i >= b and waits(flow, i) for i in range(first, h))
+            held = tuple([i >= b and waits(flow, i) for i in range(first, h)])
             if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
-                weights = tuple(max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b]) if w
-                                else (None if i > first else MIN_WEIGHT)
-                                for i, w in zip(range(first, h), held, strict=True))
+                weights = tuple([max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b]) if w
+                                 else (None if i > first else MIN_WEIGHT)
+                                 for i, w in zip(range(first, h), held, strict=True)])
             else:
                 weights = (None,) * n
         routes.append(Route(fp[first:h], flow.path.inputs[first:h], held, weights))

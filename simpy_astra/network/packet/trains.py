@@ -62,30 +62,35 @@ class PacketMessage:
 class TrainTimer:
     """One kind of pending event of a train (its source's drain, a queue of it running out,
     its head reaching a hop): arming it again or cancelling it makes the pending one
-    harmless, so a train keeps at most one live event of each kind."""
+    harmless, so a train keeps at most one live event of each kind.
 
-    __slots__ = ("at_ns", "_version")
+    The train rides in the event's value, not in the timer: a timer holding its train
+    would make a reference cycle of every train (left to the garbage collector)."""
+
+    __slots__ = ("at_ns", "_event", "_fire")
 
     def __init__(self) -> None:
         self.at_ns: int | None = None  # when the live event fires (None: none is live)
-        self._version = 0
+        self._event: Timeout | None = None  # the live event (an older one that fires is void)
+        self._fire: Callable[[Train], None] | None = None
 
     def arm(self, env: simpy.Environment, at_ns: int, fire: Callable[[Train], None], train: Train) -> None:
         """Call ``fire(train)`` at ``at_ns`` (a whole ns, not before now) unless re-armed or
         cancelled first."""
-        self._version += 1
         self.at_ns = at_ns
-        version = self._version
-        Timeout(env, max(0, at_ns - env.now)).callbacks.append(lambda _e: self._fire(version, fire, train))
+        self._fire = fire
+        event = self._event = Timeout(env, max(0, at_ns - env.now), train)
+        event.callbacks.append(self._ring)  # (a bound method, not a closure: called per event)
 
     def cancel(self) -> None:
-        self._version += 1
         self.at_ns = None
+        self._event = None
 
-    def _fire(self, version: int, fire: Callable[[Train], None], train: Train) -> None:
-        if version == self._version:
+    def _ring(self, event: Timeout) -> None:
+        if event is self._event:
             self.at_ns = None
-            fire(train)
+            self._event = None
+            self._fire(event.value)
 
 
 #: the timer of a train that never armed one of that kind (never armed: shared, read-only)
@@ -192,7 +197,7 @@ class Train:
                  "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
                  "solved_out", "drain_ns", "drain_timer", "hop_timer", "join_timer", "arrivals_bytes_per_ns",
-                 "route", "start_ns", "reach_hops", "opened_buffer", "reached_before")
+                 "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -222,6 +227,8 @@ class Train:
         self.reach_hops = len(path.ports) if size_bytes >= path.start_up_bytes else 1
         self.opened_buffer = False  # it opened its buffer in the re-share under way
         self.reached_before = 0  # the hops it had reached before the re-share under way, if it reached more
+        # its packets: the path's, or its own size if smaller (a conditional: cheaper than min())
+        self.packet_bytes = path.packet_bytes if path.packet_bytes <= size_bytes else size_bytes
 
     def take_solution(self, solved_in: Share, solved_out: Share, hop_shares: list[Share] | None,
                       cut_hop: int) -> None:
@@ -305,9 +312,12 @@ class Train:
 
     def void_events(self) -> None:
         """Its pending drain, hop and join events do nothing when they fire (it ended)."""
-        for timer in (self.drain_timer, self.hop_timer, self.join_timer):
-            if timer.at_ns is not None:
-                timer.cancel()
+        if self.drain_timer.at_ns is not None:
+            self.drain_timer.cancel()
+        if self.hop_timer.at_ns is not None:
+            self.hop_timer.cancel()
+        if self.join_timer.at_ns is not None:
+            self.join_timer.cancel()
 
     def own_hop_timer(self) -> TrainTimer:
         """Its hop timer (its own from the first time it needs one)."""
