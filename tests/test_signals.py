@@ -83,14 +83,8 @@ def _stop(argv: list[str], cwd: Path, signum: int, marker: bool = False) -> tupl
             while not (cwd / "ready").exists():
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
                 time.sleep(0.05)
-        else:
-            seen = []
-            for line in proc.stderr:  # blocks until the user's code runs: no sleep
-                seen.append(line)
-                if line.strip() == READY:
-                    break
-            else:
-                pytest.fail(f"the command ended before its code ran: {''.join(seen)}")
+        else:  # blocks until the user's code runs: no sleep
+            return _wait_ready_then_stop(proc, signum)
         proc.send_signal(signum)
         rest = proc.stderr.read()
         code = proc.wait(timeout=300)
