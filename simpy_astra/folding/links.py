@@ -26,6 +26,7 @@ default switch, which forwards in the instant).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.folding.frames import Folding, IdShifts, XorIds
@@ -262,9 +263,10 @@ class FoldedLinkNetwork:
     may_break_symmetry = True
 
     def __init__(self, inner_factory: Callable[..., CongestionAwareNetwork], folding: Folding) -> None:
-        """``inner_factory(links_at_start=..., link_of_hop=...)`` builds the backend."""
+        """``inner_factory(links_at_start=..., **hooks)`` builds the backend, with the hooks
+        that carry a route on representatives (:meth:`_route_hooks`)."""
         self.folding = folding
-        self.inner = inner_factory(links_at_start=False, link_of_hop=self._hop)
+        self.inner = inner_factory(links_at_start=False, **self._route_hooks())
         self.env = self.inner.env
         self.board = self.inner.board
         self.fabric = self.inner.fabric
@@ -280,6 +282,10 @@ class FoldedLinkNetwork:
         self.broken_symmetry: str | None = None
         #: offers that met another at the same link in the same instant (any NPUs)
         self.ties = 0
+
+    def _route_hooks(self) -> dict[str, Callable[..., Any]]:
+        """The backend's hooks that carry a route's hops on representative links."""
+        return {"link_of_hop": self._hop}
 
     def _hop(self, u: DeviceId, v: DeviceId) -> _Hop:
         """What carries a route's hop ``u -> v``: its orbit's representative link."""
@@ -341,13 +347,11 @@ class FoldedLinkNetwork:
         return self.inner.graph
 
     def link_stats(self) -> list[LinkStats]:
-        """Every directed link's statistics (its representative's), devices by their labels."""
-        label, rep, live = self.fabric.label, self.orbits.representative, self.inner.link
-        out = []
-        for u, v, *_ in self.fabric.edges():
-            lk = live(*rep(u, v))
-            out.append(LinkStats(label(u), label(v), lk.bytes, lk.busy_ns))
-        return out
+        """Every directed link's statistics (its representative's, whatever the backend
+        records), devices by their labels."""
+        label, rep = self.fabric.label, self.orbits.representative
+        live = {(lk.src, lk.dst): st for lk, st in zip(self.inner.links(), self.inner.link_stats(), strict=True)}
+        return [replace(live[rep(u, v)], src=label(u), dst=label(v)) for u, v, *_ in self.fabric.edges()]
 
 
 class LinkView:

@@ -18,8 +18,9 @@ from simpy_astra.grid import Grid
 
 #: how a backend folds: "pairs" (a message's delay depends on its two NPUs alone, so orbits
 #: of NPUs fold), "links" (messages share links, which fold onto orbit representatives with
-#: them: :mod:`simpy_astra.folding.links`); a backend not named here does not fold
-FOLDS = {"congestion_unaware": "pairs", "congestion_aware": "links"}
+#: them: :mod:`simpy_astra.folding.links`, :mod:`simpy_astra.folding.packet`); a backend not
+#: named here does not fold
+FOLDS = {"congestion_unaware": "pairs", "congestion_aware": "links", "packet": "links"}
 
 
 @dataclass
@@ -124,8 +125,7 @@ class FoldSetup:
             return None
         how = FOLDS.get(backend)
         if how is None:
-            return no(f"the {backend} backend does not fold (its ports and packet trains are not folded)"
-                      if backend == "packet" else f"the {backend} backend does not say how it folds")
+            return no(f"the {backend} backend does not say how it folds")
         if how == "links":
             from simpy_astra.folding.links import link_model_note
             from simpy_astra.network.models import lookup_link, lookup_switch
@@ -135,6 +135,11 @@ class FoldSetup:
             note = link_model_note(lookup_link(link) if link else None, lookup_switch(switch) if switch else None)
             if note is not None:
                 return no(note)
+            sprayed = next((d for d, t in enumerate(dims) if getattr(getattr(t, "spec", None), "routing", None)
+                            == "spray"), None)
+            if sprayed is not None:  # (only the packet backend sprays)
+                return no(f"network dimension {sprayed} sprays packets over several paths, which "
+                          f"translations are not checked to keep")
         if system.custom_implementations or system.per_node_custom:
             return no("custom collective files name ranks that translations do not move")
         if remote_memory.memory_type in ("PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL"):

@@ -126,14 +126,16 @@ def _no_models(config: Any, backend: str) -> None:
                                 f"is read by the congestion_aware backend only, not {backend}")
 
 
-def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None) -> Network:
+def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
+            **fold_hooks: Any) -> Network:
+    """``fold_hooks``: a folded run's (``links_at_start``, ``path_of_route``), passed on."""
     from simpy_astra.network.packet import PacketNetwork
 
     _no_models(config, "packet")
 
     return PacketNetwork(env, dims, source,
                          packet_size_bytes=getattr(config, "packet_size_bytes", None),
-                         switch_buffer_bytes=getattr(config, "switch_buffer_bytes", None))
+                         switch_buffer_bytes=getattr(config, "switch_buffer_bytes", None), **fold_hooks)
 
 
 BACKENDS: dict[str, Builder] = {

@@ -6,6 +6,7 @@ trains that changed, and drives the switch processes (the model is described in
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import simpy
@@ -31,6 +32,10 @@ from simpy_astra.network.packet.trains import (
 )
 from simpy_astra.topologies.base import BasicTopology
 
+#: a folded run's hook: a route's devices -> (the ports that carry its hops, what each hop
+#: is entered from: None for the source's injection, else a hashable naming the real link)
+PathOfRoute = Callable[[tuple[DeviceId, ...]], tuple[tuple[Port, ...], tuple[Hashable, ...]]]
+
 
 class PacketNetwork(LinkLevelNetwork):
     """The packet backend (see the module docstring). Devices, links and routes are the
@@ -41,7 +46,12 @@ class PacketNetwork(LinkLevelNetwork):
     name = "packet"
 
     def __init__(self, env: simpy.Environment, dims: list[BasicTopology], source: str = "<network>",
-                 packet_size_bytes: int | None = None, switch_buffer_bytes: int | None = None) -> None:
+                 packet_size_bytes: int | None = None, switch_buffer_bytes: int | None = None,
+                 links_at_start: bool = True, path_of_route: PathOfRoute | None = None) -> None:
+        """``links_at_start`` and ``path_of_route`` (the ports that carry a route's hops, and
+        what each hop is entered from; default: the route's own links, each entered from the
+        one before) are a folded run's hooks (:mod:`simpy_astra.folding.packet`: one port per
+        orbit of links carries every hop of it)."""
         self.packet_size_bytes = DEFAULT_PACKET_SIZE_BYTES if packet_size_bytes is None else packet_size_bytes
         self.switch_buffer_bytes = (DEFAULT_SWITCH_BUFFER_BYTES if switch_buffer_bytes is None
                                     else switch_buffer_bytes)
@@ -59,7 +69,8 @@ class PacketNetwork(LinkLevelNetwork):
         self._solutions = Solutions()  # solved sharing, by the set of trains' routes
         self._own_paths: dict[Port, TrainPath] = {}  # each port's one-hop path (its put() trains)
         self._speeds_changed = False  # a link changed speed or went down (since: check before trusting path.alone)
-        super().__init__(env, dims, source)
+        self._path_of_route = path_of_route
+        super().__init__(env, dims, source, links_at_start=links_at_start)
 
     # ------------------------------------------------------------------ topology
     def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
@@ -79,14 +90,18 @@ class PacketNetwork(LinkLevelNetwork):
         several: path ``k`` takes alternative ``k mod m`` in every dimension."""
         paths = self._paths.get((src, dst))
         if paths is None:
-            links = self._links
-            paths = self._paths[(src, dst)] = tuple(
-                self._path(tuple(links[(p[i], p[i + 1])] for i in range(len(p) - 1)))
-                for p in self.fabric.device_paths(src, dst, spray=True))
+            routes = self.fabric.device_paths(src, dst, spray=True)
+            if self._path_of_route is None:
+                links = self._links
+                paths = tuple(self._path(tuple(links[(p[i], p[i + 1])] for i in range(len(p) - 1)))
+                              for p in routes)
+            else:
+                paths = tuple(self._path(*self._path_of_route(tuple(p))) for p in routes)
+            self._paths[(src, dst)] = paths
         return paths
 
-    def _path(self, ports: tuple[Port, ...]) -> TrainPath:
-        return TrainPath(ports, self.packet_size_bytes, self._credit_buffer_bytes)
+    def _path(self, ports: tuple[Port, ...], inputs: tuple[Hashable, ...] | None = None) -> TrainPath:
+        return TrainPath(ports, self.packet_size_bytes, self._credit_buffer_bytes, inputs)
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:

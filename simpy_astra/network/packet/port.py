@@ -44,9 +44,10 @@ class Port(LinkResource):
     """A directed link ``src -> dst`` and the output port (buffer) that feeds it: a SimPy
     resource of unbounded capacity whose users are the trains crossing it.
 
-    ``flows`` are those trains, each with the index of this port on its path (a train joins
-    with :meth:`request`, leaves with :meth:`release`: plain calls, not SimPy events, which
-    would cost events per train and hop); ``buffered`` the trains with a backlog in this
+    ``flows`` are those trains, each with how many hops of its path cross this port (1
+    but on a folded run's representative ports; a train joins with :meth:`request`, leaves
+    with :meth:`release`: plain calls, not SimPy events, which would cost events per train
+    and hop); ``buffered`` the trains with a backlog in this
     port's buffer (:meth:`hold`, :meth:`let_go`), which the port measures
     (:meth:`look_at_buffer`) and times (:meth:`arm_buffer_timer`) when ``switch`` (the
     :class:`SwitchProcess` of ``src``) asks;
@@ -111,8 +112,12 @@ class Port(LinkResource):
     # ------------------------------------------------------------------ the resource
     def request(self, flow: Train, hop: int) -> None:
         """A train joins the link (hop ``hop`` of its path): it shares the wire from now
-        (probe ``link_start``, for the network's messages: not a user's own ``put()``)."""
-        self.flows[flow] = hop
+        (probe ``link_start``, for the network's messages: not a user's own ``put()``).
+
+        A folded run's path may cross one representative port at several hops (each a
+        relabelled copy of the train on a link of that orbit): ``flows`` counts them, and
+        each one carries the train's bytes."""
+        self.flows[flow] = self.flows.get(flow, 0) + 1
         self.carried_bytes += flow.size_bytes
         watchers = self.probe_link_start
         if watchers is not None and flow.message.done.__class__ is not Transmission:
@@ -122,7 +127,11 @@ class Port(LinkResource):
     def release(self, flow: Train) -> None:
         """A train leaves the link (probe ``link_end``); an idle link stops counting busy
         and stalled time."""
-        del self.flows[flow]
+        left = self.flows[flow] - 1
+        if left:
+            self.flows[flow] = left
+        else:
+            del self.flows[flow]
         watchers = self.probe_link_end
         if watchers is not None and flow.message.done.__class__ is not Transmission:
             for watcher in watchers:

@@ -223,7 +223,7 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     for flow in flows:
         fp = flow.ports
         for i in range(max(1, flow.first_hop), flow.reach_hops):
-            pair = (fp[i], fp[i - 1])
+            pair = (fp[i], flow.path.inputs[i])
             if pair in seen:
                 shared = True
                 break
@@ -279,7 +279,7 @@ def one_hop_shares(flows) -> None:
     for flow in flows:
         i = flow.first_hop
         port = flow.ports[i]
-        key = flow.ports[i - 1] if i else None
+        key = flow.path.inputs[i]
         weight = max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - flow.buffer_hop]) if i else 1.0
         counts = per_port.get(port)
         if counts is None:
@@ -295,7 +295,7 @@ def one_hop_shares(flows) -> None:
         i = flow.first_hop
         port = flow.ports[i]
         counts = per_port[port]
-        slot = counts[flow.ports[i - 1] if i else None]
+        slot = counts[flow.path.inputs[i]]
         weight = max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - flow.buffer_hop]) if i else 1.0
         share = Share(port.capacity_bytes_per_ns / len(counts) * weight / slot[1], hop_limit(i))
         flow.take_solution(share, share, None, 0)

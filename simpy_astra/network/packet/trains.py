@@ -118,10 +118,13 @@ class TrainPath:
                  "credit_caps_bytes_per_ns", "min_cap_bytes_per_ns", "min_speed_from_bytes_per_ns",
                  "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes", "alone")
 
-    def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float) -> None:
+    def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float,
+                 inputs: tuple[Any, ...] | None = None) -> None:
+        """``inputs``: what each hop is entered from, by default the link before it (None:
+        the source's injection); a folded run names the real link a representative port's
+        copy of the train comes from (:mod:`simpy_astra.folding.packet`)."""
         self.ports = ports
-        # the input each hop is entered from: the link before it (None: the source's injection)
-        self.inputs = (None,) + ports[:-1]
+        self.inputs = (None,) + ports[:-1] if inputs is None else inputs
         self.packet_bytes = packet_bytes
         self.buffer_bytes = buffer_bytes
         self.latency_ns = sum(p.latency_ns for p in ports)
