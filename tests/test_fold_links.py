@@ -247,11 +247,6 @@ def test_element_models_fold_when_they_say_so(tmp_path: Path, config: dict, fold
         assert says in sim.fold_note
 
 
-def test_packet_backend_says_it_does_not_fold(tmp_path: Path) -> None:
-    _reports, sim = run_sim(tmp_path, ranks(ALL_REDUCE, 8), network(["Ring"], [8]), backend="packet", fold=True)
-    assert sim.folding is None and "packet backend does not fold" in sim.fold_note
-
-
 def test_what_would_break_the_symmetry_is_refused_in_one_line(tmp_path: Path) -> None:
     _reports, sim = run_sim(tmp_path, ranks(ALL_REDUCE, 8), network(["Switch"], [8]), backend="congestion_aware",
                             fold=True, run=False)
