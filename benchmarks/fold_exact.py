@@ -7,7 +7,8 @@ Each run is a fresh ``simpy-astra run --quiet --json-out`` subprocess (timed, wi
 RSS from ``--json-out``); the two JSON files must agree on every NPU's record and every
 link's, and the printed lines must be the same, in the same order. Exit status 1 if not.
 The unfolded run of the 1,024-NPU GPT-3 scenario takes about 10 minutes idle on the aware
-backend (docs/performance.md, *Link-level folding*).
+backend and 9 on the packet one (docs/performance.md, *Link-level folding*); a smaller
+faithful variant (fewer layers and micro-batches) checks the same layout in a minute.
 """
 
 from __future__ import annotations

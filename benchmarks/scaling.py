@@ -1,7 +1,7 @@
 """How wall time and memory grow with NPUs: GPT-3-175B iterations from 64 to 16,384 NPUs.
 
     python benchmarks/scaling.py [--sizes 64,128,256,512,1024,4096,16384,16384pp] [--repeat 1]
-                                 [--backends congestion_unaware,congestion_aware]
+                                 [--backends congestion_unaware,congestion_aware,packet]
 
 Each size is a generated GPT-3-175B training iteration (16 micro-batches, 1F1B) on a
 dp x tp x pp layout, congestion-unaware, one ring per parallel axis (the layout of
@@ -13,7 +13,8 @@ as every replica needs whole samples. Each size is run first with an empty trace
 each run a fresh subprocess measured as in ``reference_cases.py``: wall time, peak RSS
 (the larger of the cold and warm runs') and messages. With several ``--backends`` each size
 runs on each backend in turn (the same sitting, as the figures must be compared); the
-congestion-aware backend folds its links too (``simpy_astra/folding/links.py``).
+congestion-aware and packet backends fold their links too (``simpy_astra/folding/links.py``,
+``simpy_astra/folding/packet.py``).
 """
 
 from __future__ import annotations

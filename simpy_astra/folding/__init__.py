@@ -18,8 +18,9 @@ translations each dimension's delays and algorithms allow, is decided before any
 read (``setup``); a collective algorithm states the frames it commutes with
 (:class:`~simpy_astra.collectives.base.CollectiveAlgorithm`), and ``tests/test_fold_claims.py``
 checks every registered algorithm's claims by simulating it folded and unfolded. On the
-congestion-aware backend links fold too: one live link per orbit of links (``links``), for
-the translations that move every link and route onto a link and a route.
+congestion-aware and packet backends links fold too: one live link (port) per orbit of links
+(``links``, ``packet``), for the translations that move every link and route onto a link
+and a route.
 """
 
 from simpy_astra.folding.frames import (

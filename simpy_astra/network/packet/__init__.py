@@ -139,6 +139,9 @@ Defaults, when the network YAML does not set them:
 Routing is the other backends' (dimension-order across stacked dimensions, each building
 block's route, Graph shortest path or ECMP per flow); a Graph with ``routing: spray``
 sprays each flow's packets evenly over all its fewest-link paths (one train per path).
+A folded run (:mod:`simpy_astra.folding.packet`) makes one port per orbit of links and
+carries every hop of a path on its orbit's representative port, entered from the real link
+its relabelled copy comes from; a port may then occur at several hops of one path.
 
 Module by module: ``trains`` (trains, their paths and pending events, the bounds of a
 solve), ``solver`` (the sharing rule as pure functions over small records: FIFO arrival
