@@ -53,6 +53,12 @@ def child(kind: str, spec: str) -> int:
                                          c.get("comm_group") or "empty", c["backend"])
     else:
         inputs = load_scenario(spec)
+    try:  # folding as ``simpy-astra run`` decides it (it runs no script: links fold too)
+        from simpy_astra.folding.run import resolve_fold
+    except ImportError:  # a commit before it
+        resolve_fold = None
+    if resolve_fold is not None:
+        resolve_fold(inputs)
     sim = Simulation(inputs)
     t1 = time.perf_counter()
     sim.run()
