@@ -16,7 +16,7 @@ import time
 
 
 def _parser() -> argparse.ArgumentParser:
-    from simpy_astra.calibration.inputs import log_parser
+    from simpy_astra.cli.args import log_parser
 
     p = log_parser("validate", "Compare nccl-tests logs with the simulator.",
                    network_help="network YAML (e.g. calibrate's DIR/network.yml)",
