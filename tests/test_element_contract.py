@@ -280,8 +280,9 @@ def test_our_models_take_parameters_and_the_string_form_still_works(user_dir: Pa
 
 # ---------------------------------------------------------------------------- no patching
 def _rebindings(tree: ast.Module) -> list[ast.Assign]:
-    """Assignments that put a function (a ``def`` of the module, a lambda) on another
-    object's attribute, or set an object's ``__class__``: what patching looks like."""
+    """Assignments that put a function (a ``def`` of the module, a lambda, a bound method
+    ``self.<def>``) on another object's attribute, or set an object's ``__class__``: what
+    patching looks like. (Handing a callback to an event goes through its method.)"""
     functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     found = []
     for node in ast.walk(tree):
@@ -295,7 +296,10 @@ def _rebindings(tree: ast.Module) -> list[ast.Assign]:
                 if not isinstance(t, ast.Attribute):
                     continue
                 mine = isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")
-                function = isinstance(value, ast.Lambda) or (isinstance(value, ast.Name) and value.id in functions)
+                bound = (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                         and value.value.id == "self" and value.attr in functions)
+                function = bound or isinstance(value, ast.Lambda) or (
+                    isinstance(value, ast.Name) and value.id in functions)
                 if t.attr == "__class__" or (function and not mine):
                     found.append(node)
     return found
@@ -310,8 +314,10 @@ def test_the_rebinding_check_finds_what_patching_looks_like() -> None:
             env.step = lambda: None
             clock.__class__ = object
             self.fine = begin
+            event.resume = self.wrap
+            self.also_fine = self.wrap
     """))
-    assert [n.lineno for n in _rebindings(patched)] == [5, 6, 7]
+    assert [n.lineno for n in _rebindings(patched)] == [5, 6, 7, 9]
 
 
 def test_no_module_rebinds_another_objects_methods_or_class() -> None:
