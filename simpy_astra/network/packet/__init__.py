@@ -51,7 +51,9 @@ store-and-forward):
   inputs cut it hop by hop, are not in it); the largest queue per port is this occupancy;
 * the link into a buffer sends only against credits for it, returned one latency after a
   packet leaves: a buffer smaller than the credit loop's bandwidth-delay product
-  ``B*(2*latency) + P`` caps that link at ``switch-buffer / (2*latency + P/B)``.
+  ``B*(2*latency) + P`` caps each train crossing that link at ``switch-buffer /
+  (2*latency + P/B)`` (per train, not per link: several trains into one small buffer may
+  together send more than the cap, where a real credit loop would hold their sum).
 
 How it is simulated: a flow (one message, or one of its sprayed parts) is a *train*. While
 the trains on a set of links and the states of their buffers do not change, round robin
