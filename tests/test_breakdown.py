@@ -248,6 +248,37 @@ def test_json_and_console_show_the_breakdown(tmp_path: Path) -> None:
     assert "NPU 511" in text.getvalue() and max(map(len, text.getvalue().splitlines())) <= 80
 
 
+@pytest.mark.parametrize("npus", [16, 1024])
+@pytest.mark.parametrize("rich", [False, True])
+def test_breakdown_table_fits_80_columns(npus: int, rich: bool) -> None:
+    """16 and 1,024 NPUs, the widest figures (999,999.9 ms, the largest before seconds), the
+    generators' widest part names and a trace's own long one: every line of the table within
+    80 columns, plain or drawn by rich; the long name is shortened in its middle (a note says
+    so), no figure is cut."""
+    import io
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.console import Output, print_breakdown
+
+    long_name = "compute.aten::scaled_dot_product_flash_attention"
+    parts = {"compute.gemm": 1, "compute.elementwise": 3, "compute.optimizer": 4, long_name: 5,
+             "comm.group 1234": 6, "bubble": 7}
+    finish = 999_999_900_000 - 1  # 999,999.9 ms
+    table = {i: Breakdown(finish - i, dict(parts, idle=finish - i - 26)) for i in range(npus)}
+    text = io.StringIO()
+    print_breakdown(table, Output(text, rich=rich))
+    lines = text.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80, lines
+    assert "999,999.9" in text.getvalue() and "compute.elementwise" in text.getvalue()
+    assert "compute.a..ttention" in text.getvalue() and long_name not in text.getvalue()
+    assert lines[-1] == "(long part names shortened with ..; --json-out has them whole)"
+    assert "not shown" not in text.getvalue()  # every column, at 80 columns
+    if not rich:
+        assert lines[0] == f"where the time went (ms): NPU 0 (last to finish), and over {npus} NPUs"
+        assert lines[-2].split() == ["finish", "999,999.9", "100.0%", f"{(finish - npus + 1) / 1e6:,.1f}",
+                                     f"{(finish - (npus - 1) / 2) / 1e6:,.1f}", "999,999.9"]
+
+
 def test_plots_have_axes_legend_and_labels(tmp_path: Path) -> None:
     """``--plots DIR``: two PNGs; the figures behind them label their axes and name every part."""
     import subprocess
@@ -429,7 +460,7 @@ def test_timeline_has_a_row_per_pipeline_stage_of_one_replica(tmp_path: Path) ->
     and 8 (stage s, data-parallel rank 0, tensor rank 0), each row tiles [0, its finish] and
     its bubble stretches add up to that NPU's bubble part; the PNG is written."""
     from simpy_astra.report.breakdown import pipeline_roles, replica_stages
-    from simpy_astra.report.plots import timeline_figure, timeline_rows, write_plots
+    from simpy_astra.report.plots import gantt_rows, timeline_figure, write_plots
 
     scenario = tmp_path / "pipe.yaml"
     scenario.write_text(SMALL_PIPELINE)
@@ -442,7 +473,7 @@ def test_timeline_has_a_row_per_pipeline_stage_of_one_replica(tmp_path: Path) ->
     assert replica == [0, 4, 8]
     roles = pipeline_roles(sim.group_names, groups, 12)
     assert roles == {r: (r // 4, r // 2 % 2) for r in range(12)}
-    rows = timeline_rows(breakdowns, replica)
+    rows = gantt_rows(breakdowns, replica)
     assert [row.label for row in rows] == ["stage 0: NPU 0", "stage 1: NPU 4", "stage 2: NPU 8"]
     bubbles = []
     for row in rows:

@@ -110,7 +110,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
 
 
 @dataclass
-class TimelineRow:
+class GanttRow:
     """One row of timeline.png: an NPU's [0, finish] as (start ns, end ns, part) stretches, in
     time order, each charged to one part by the breakdown's precedence."""
 
@@ -119,27 +119,27 @@ class TimelineRow:
     segments: list[tuple[int, int, str]]
 
 
-def timeline_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[TimelineRow]:
+def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[GanttRow]:
     """The rows of timeline.png; ``breakdowns`` made with ``segments=True``. ``replica``: one
     data-parallel replica's NPU of each pipeline stage, tensor rank 0, in stage order
     (:func:`~simpy_astra.report.breakdown.replica_stages`): a row per stage. Without it (no
     named groups), a row per distinct breakdown, at most :data:`MAX_ROWS` (the slowest kept)."""
     if replica:
-        return [TimelineRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []))
+        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []))
                 for s, npu in enumerate(replica)]
     rows = _distinct(breakdowns)
     if len(rows) > MAX_ROWS:  # keep the slowest
         rows = sorted(sorted(rows, key=lambda r: -r[2].finish_ns)[:MAX_ROWS])
-    return [TimelineRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []))
+    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []))
             for npu, n, b in rows]
 
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
-    """The Gantt chart of timeline.png (time in ms): the rows of :func:`timeline_rows`."""
+    """The Gantt chart of timeline.png (time in ms): the rows of :func:`gantt_rows`."""
     plt = _pyplot()
     from matplotlib.patches import Patch
 
-    rows = timeline_rows(breakdowns, replica)
+    rows = gantt_rows(breakdowns, replica)
     names = sorted({p for row in rows for _s, _e, p in row.segments}, key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
@@ -188,7 +188,7 @@ def write_plots(breakdowns: dict[int, Breakdown], folder: str,
                 roles: dict[int, tuple[int, int]] | None = None,
                 replica: list[int] | None = None) -> list[str]:
     """breakdown.png and timeline.png in ``folder``; returns their paths. ``roles``: see
-    :func:`breakdown_figure`; ``replica``: see :func:`timeline_rows`."""
+    :func:`breakdown_figure`; ``replica``: see :func:`gantt_rows`."""
     require_matplotlib()
     try:
         os.makedirs(folder, exist_ok=True)
