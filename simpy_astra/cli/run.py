@@ -412,11 +412,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
         write_chrome_trace(record, trace_out)
     if breakdowns is not None and plots:
-        from simpy_astra.report.breakdown import pipeline_roles
+        from simpy_astra.report.breakdown import pipeline_roles, replica_stages
         from simpy_astra.report.plots import write_plots
 
         groups = sim.planner.file_group_members() if sim.jobs is None else {}
-        write_plots(breakdowns, plots, pipeline_roles(sim.group_names, groups, sim.total_npus))
+        write_plots(breakdowns, plots, pipeline_roles(sim.group_names, groups, sim.total_npus),
+                    replica_stages(sim.group_names, groups, sim.total_npus))
     if rich_summary:
         from simpy_astra.report.console import Output, print_breakdown, print_summary
         from simpy_astra.report.timeline import print_timeline

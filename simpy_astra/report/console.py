@@ -285,12 +285,29 @@ def print_breakdown(breakdowns: dict, out: Output) -> None:
         return f"{ns / scale:,.1f}" if scale > 1 else f"{ns:,.0f}"
 
     total = mine.finish_ns or 1
-    rows = [(name, fmt(mine.parts.get(name, 0)), f"{100 * mine.parts.get(name, 0) / total:.1f}%",
+    rows = [(_short_part(name), fmt(mine.parts.get(name, 0)), f"{100 * mine.parts.get(name, 0) / total:.1f}%",
              fmt(lo), fmt(mid), fmt(hi)) for name, (lo, mid, hi) in spreads.items()]
     rows.append(("finish", fmt(mine.finish_ns), "100.0%", *(fmt(v) for v in _finish_spread(breakdowns))))
     npus = "NPU" if len(breakdowns) == 1 else f"{len(breakdowns)} NPUs"
     out.table(f"where the time went ({unit}): NPU {critical} (last to finish), and over {npus}",
               ("part", f"NPU {critical}", "share", "min", "median", "max"), rows)
+    if any(_short_part(name) != name for name in spreads):
+        out.line("(long part names shortened with ..; --json-out has them whole)")
+
+
+#: the widest part name the breakdown table shows (the generators' widest, "compute.elementwise"):
+#: beside its five figure columns (at most "999,999.9" each, the unit chosen so) the table fits
+#: 80 columns whole, plain or drawn by rich
+PART_WIDTH = 19
+
+
+def _short_part(name: str) -> str:
+    """A part name (``compute.<op_type>``, ``comm.<stream or group>``: a trace's own strings)
+    within :data:`PART_WIDTH`: its start and end kept, the middle left out."""
+    if len(name) <= PART_WIDTH:
+        return name
+    tail = (PART_WIDTH - 2) // 2
+    return f"{name[:PART_WIDTH - 2 - tail]}..{name[-tail:]}"
 
 
 def _finish_spread(breakdowns: dict) -> tuple[int, float, int]:
