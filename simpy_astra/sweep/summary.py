@@ -44,7 +44,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
             for o in ranked]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
     # a narrow terminal wraps headers and leaves out the last columns with a note, never cuts a figure
-    out.table(title, headers, rows, align=["left"] * len(spec.axes) + ["right"] * len(spec.report))
+    out.table(title, headers, rows, align=["left"] * len(spec.axes) + ["right"] * len(spec.report), key=0)
     failed = [o for o in done if not o.ok]
     for o in failed[:5]:
         text = f"{o.point.coordinates}: {o.figures['error']}"
