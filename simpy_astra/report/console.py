@@ -1,8 +1,8 @@
 """Console summary of a run (``run`` mode): one row per NPU and where time went.
 
-On a terminal the tables are drawn with rich; otherwise (``2>file``, a pipe, CI) as plain
-aligned text within 80 columns, with no rich import (~0.05 s): columns that do not fit go on
-in a block below, so no figure is cut or lost and every line is one row.
+On a terminal the tables are drawn with rich to its width; otherwise (``2>file``, a pipe, CI)
+as plain aligned text within 80 columns, with no rich import (~0.05 s). Either way the columns
+that do not fit go on in a table below, so no figure is cut or lost and each row is one line.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from simpy_astra.statistics import COMM, GPU, NpuReport
 from simpy_astra.units import bytes_to_gib
@@ -66,45 +66,66 @@ class Output:
         """A table: drawn to fit the terminal, or plain aligned text within ``PLAIN_WIDTH``.
 
         ``align``: "left" or "right" per column (default right); ``sections``: row indices
-        that start a new section (a rule on a terminal). On a terminal too narrow for every
-        column, the last columns are left out with a note naming them: a figure is never cut.
-        In plain text, columns that do not fit go into continuation blocks that repeat the
-        first ``key`` columns (``key=0``: the rows are numbered), so a log keeps every figure
-        on lines of at most 80 characters."""
+        that start a new section (a rule on a terminal). Columns that do not fit go on in a
+        table below, "(continued)", that repeats the first ``key`` columns (``key=0``: the
+        rows are numbered), so every figure is shown whole and each row is one line."""
         align = list(align or ["right"] * len(columns))
-        if self.console is not None:
-            self._rich_table(title, columns, rows, align, sections)
-            return
         columns, rows = [str(c) for c in columns], [[str(c) for c in row] for row in rows]
-        widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
-        blocks = plain_blocks(widths, key)
+        blocks = self._blocks(columns, rows, align, key)
         if len(blocks) > 1 and key == 0:  # numbered rows match a block's lines to the first's
             columns, align = ["#", *columns], ["right", *align]
             rows = [[str(n), *row] for n, row in enumerate(rows, 1)]
-            widths = [max(len(columns[0]), len(str(len(rows)))), *widths]
-            blocks = plain_blocks(widths, 1)
+            blocks = self._blocks(columns, rows, align, 1)
+        width = self.console.width if self.console is not None else PLAIN_WIDTH
         for b, block in enumerate(blocks):
             more = f"{title} (continued)"
-            print(title if b == 0 else more if len(more) <= PLAIN_WIDTH else "(continued)", file=self.stream)
-            for cells in (columns, *rows):
-                print("  ".join(cells[i].ljust(widths[i]) if align[i] == "left" else cells[i].rjust(widths[i])
-                                for i in block).rstrip(), file=self.stream)
+            name = title if b == 0 else more if len(more) <= width else "(continued)"
+            part = [[row[i] for i in block] for row in (columns, *rows)]
+            if self.console is not None:
+                self._rich_table(name, part[0], part[1:], [align[i] for i in block], sections)
+            else:
+                self._plain_table(name, part[0], part[1:], [align[i] for i in block])
 
-    def _rich_table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
-                    align: list[str], sections: Sequence[int]) -> None:
-        from rich.table import Table
+    def _blocks(self, columns: list[str], rows: list[list[str]], align: list[str], key: int) -> list[list[int]]:
+        """The columns of each table printed: all of them if they fit, else :func:`column_blocks`."""
+        if self.console is None:
+            widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
+            return column_blocks(widths, key, lambda ws: sum(ws) + 2 * (len(ws) - 1) <= PLAIN_WIDTH)
+        least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w
+                 for w, a in zip(self._cell_widths(columns, rows), align, strict=True)]
+        return column_blocks(least, key, lambda ws: fitting_columns(ws, self.console.width) == len(ws))
+
+    def _cells(self, rows: list[list[str]]) -> list[list[Any]]:
+        """Rich texts of ``rows``: markup only where colours are shown; elsewhere a "[" is text."""
         from rich.text import Text
 
-        # cells hold rich markup only where colours are shown; elsewhere a "[" is text
-        cells = [[Text.from_markup(str(c)) if self.colour else Text(str(c)) for c in row] for row in rows]
-        # headers wrap at spaces on a narrow terminal; a figure is never cut or broken; text
-        # (left-aligned) columns fold down to FOLDED_TEXT_WIDTH before any column is left out
-        full = [max([row[i].cell_len for row in cells] + [len(w) for w in str(col).split()] + [1])
+        return [[Text.from_markup(c) if self.colour else Text(c) for c in row] for row in rows]
+
+    def _cell_widths(self, columns: list[str], rows: list[list[str]]) -> list[int]:
+        """Each column's widest cell, or word of its header (headers wrap at spaces)."""
+        cells = self._cells(rows)
+        return [max([row[i].cell_len for row in cells] + [len(w) for w in col.split()] + [1])
                 for i, col in enumerate(columns)]
+
+    def _plain_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str]) -> None:
+        widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
+        print(title, file=self.stream)
+        for cells in (columns, *rows):
+            print("  ".join(c.ljust(w) if a == "left" else c.rjust(w)
+                            for c, w, a in zip(cells, widths, align, strict=True)).rstrip(), file=self.stream)
+
+    def _rich_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str],
+                    sections: Sequence[int]) -> None:
+        """One table that fits the terminal: text (left-aligned) columns fold down to
+        FOLDED_TEXT_WIDTH, headers wrap at spaces, a figure is never cut or broken. Only a key
+        and one column too wide for the terminal together leave a column out, named below."""
+        from rich.table import Table
+
+        cells = self._cells(rows)
+        full = self._cell_widths(columns, rows)
         least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w for w, a in zip(full, align, strict=True)]
         shown = fitting_columns(least, self.console.width)
-        widest = _widths(least[:shown], full[:shown], [len(str(c)) for c in columns[:shown]],
-                         self.console.width)
+        widest = _widths(least[:shown], full[:shown], [len(c) for c in columns[:shown]], self.console.width)
         table = Table(title=title)
         for i in range(shown):
             table.add_column(columns[i], justify=align[i], overflow="fold", width=widest[i])
@@ -133,20 +154,17 @@ def fit_words(head: str, tail: str, width: int) -> str:
     return (" ".join([*words, "..."])) + tail
 
 
-def plain_blocks(widths: Sequence[int], key: int, width: int = PLAIN_WIDTH) -> list[list[int]]:
-    """Column indices of each block of a plain table with these column widths (two spaces
-    between columns): the first ``key`` columns, then as many of the rest, in order, as fit
-    within ``width``; always at least one more per block, so a very wide column stands alone."""
-    def block_width(block: list[int]) -> int:
-        return sum(widths[i] for i in block) + 2 * (len(block) - 1)
-
+def column_blocks(widths: Sequence[int], key: int, fits: Callable[[list[int]], bool]) -> list[list[int]]:
+    """Column indices of each table of a table too wide: the first ``key`` columns, then as
+    many of the rest, in order, as ``fits`` (their widths) allows; always at least one more
+    per table, so a very wide column stands alone beside the key."""
     rest = list(range(key, len(widths)))
     if not rest:
         return [list(range(len(widths)))]
     blocks: list[list[int]] = []
     while rest:
         block = list(range(key))
-        while rest and (len(block) == key or block_width([*block, rest[0]]) <= width):
+        while rest and (len(block) == key or fits([widths[i] for i in (*block, rest[0])])):
             block.append(rest.pop(0))
         blocks.append(block)
     return blocks
