@@ -98,13 +98,13 @@ class FloorCheck:
         return cls(topologies, config)
 
     def warnings(self, npus: list) -> list[str]:
-        """The one warning (without its ``warning:`` prefix) if a collective of ``npus``'
-        logs ran below its link-bandwidth floor, else none."""
+        """The one warning, as the lines :func:`warning` writes (without their ``warning:``
+        prefix), if a collective of ``npus``' logs ran below its link-bandwidth floor, else none."""
         log = [(start, npu.ended_ns[nid], stream, kind, size, plan, involved, npu.npu_id)
                for npu in npus for nid, kind, size, plan, involved, stream, start in npu.collective_log
                if nid in npu.ended_ns]
         worst = self.worst(log)
-        return [] if worst is None else [warning(self, worst)]
+        return [] if worst is None else warning(self, worst)
 
     # -- the floor
     def floor_ns(self, kind: str, size_bytes: int, plan: CollectivePlan, involved: tuple[bool, ...]) -> int:
@@ -233,11 +233,25 @@ def _time_text(ns: int) -> str:
     return f"{ns} ns"
 
 
-def warning(check: FloorCheck, worst: _Instance) -> str:
-    """The one line the run prints (without its ``warning:`` prefix)."""
+#: the widest a warning line may be, its ``warning: `` prefix included (a terminal's 80 columns)
+WARNING_COLUMNS = 80
+_PREFIX = len("warning: ")
+
+
+def warning(check: FloorCheck, worst: _Instance) -> list[str]:
+    """The warning's lines (each without its ``warning:`` prefix, each a statement of its own
+    within :data:`WARNING_COLUMNS`): the collective and the factor, then the analytical time
+    and the backend that models contention. A network name too wide for the first line is
+    written without spaces, else on a line of its own; no figure is ever cut."""
     span = worst.end_ns - worst.start_ns
     factor = worst.floor_ns / max(span, 1)
     times = f"{int(factor)}" if factor >= 10 else f"{math.floor(factor * 100) / 100:.2f}".rstrip("0").rstrip(".")
-    return (f"{worst.kind.replace('_', '-')} of {_size_text(worst.size_bytes)} on {check.network_name()}: "
-            f"{_time_text(span)}, {times}x below the link-bandwidth floor; the analytical backend ignores "
-            f"contention; {MODELLING_BACKEND} models it")
+    what = f"{_size_text(worst.size_bytes)} {worst.kind.replace('_', '-')}"
+    below = f"{times}x below its link-bandwidth floor"
+    backend = f"analytical backend: {_time_text(span)}, no contention; {MODELLING_BACKEND} models it"
+    name = check.network_name()
+    for net in (name, name.replace(" x ", "x")):
+        first = f"{what} on {net}: {below}"
+        if _PREFIX + len(first) <= WARNING_COLUMNS:
+            return [first, backend]
+    return [f"{what}: {below}", f"network: {name}", backend]

@@ -82,10 +82,7 @@ class PhaseProcess(Signal, simpy.Process):
                     value = event.result
                     continue
                 self._target = event
-                if event.resume is None:
-                    event.resume = self.step
-                else:
-                    event.wait_in_place(self.step)
+                event.wait_in_place(self.step)
                 return
             if not isinstance(event, Event):
                 raise CollectiveError(f"collective algorithm {describe(gen)} yielded {event!r}; a collective "

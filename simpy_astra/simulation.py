@@ -36,7 +36,7 @@ from simpy_astra.statistics import NpuReport
 from simpy_astra.system_layer import SystemLayer
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from simpy_astra.workloads.transformer.writer import group_names
+from simpy_astra.workloads.chakra.dimensions import group_names
 
 
 class Simulation(CoSimulation):

@@ -141,9 +141,11 @@ def test_the_warning_fires_exactly_below_the_floor(path: Path, reference_dir: Pa
         times = f"{int(factor)}x" if factor >= 10 else f"{math.floor(factor * 100) / 100:.2f}".rstrip("0").rstrip(".")
         kind = case["meta"]["coll"].replace("_", "-")
         topology, n = ONE_DIM[case["meta"]["net"]]
-        assert warned[0].startswith(f"{kind} of ")
-        assert f" on {topology}({n}): " in warned[0] and f", {times.rstrip('x')}x below" in warned[0]
-        assert warned[0].endswith("the analytical backend ignores contention; congestion_aware models it")
+        assert warned[0].endswith(f" {kind} on {topology}({n}): {times.rstrip('x')}x below its link-bandwidth floor")
+        second = sim.warnings[sim.warnings.index(warned[0]) + 1]
+        assert second.startswith("analytical backend: ")
+        assert second.endswith(", no contention; congestion_aware models it")
+        assert all(len(f"warning: {line}") <= 80 for line in (warned[0], second))
     else:
         assert warned == []
 
@@ -163,11 +165,14 @@ def test_the_64_npu_direct_all_reduce_warns_once_on_the_command_line(reference_d
     finished = {int(line.split("]")[0][4:]): int(line.split()[2]) for line in done.stdout.splitlines()
                 if "finished," in line}
     assert finished == {int(k): v["finished_cycles"] for k, v in case["expected"].items()}
-    warnings = [line for line in done.stderr.splitlines() if "link-bandwidth floor" in line]
+    lines = done.stderr.splitlines()
+    warnings = [line for line in lines if "link-bandwidth floor" in line]
     analytical = max(finished.values())
-    assert warnings == [f"warning: all-reduce of 64 MiB on Switch(64): {analytical / 1000:.3g} us, "
-                        f"{504 * 4882 // analytical}x below the link-bandwidth floor; the analytical backend "
-                        f"ignores contention; congestion_aware models it"]
+    assert warnings == [f"warning: 64 MiB all-reduce on Switch(64): {504 * 4882 // analytical}x below its "
+                        f"link-bandwidth floor"]
+    assert lines[lines.index(warnings[0]) + 1] == (f"warning: analytical backend: {analytical / 1000:.3g} us, "
+                                                   f"no contention; congestion_aware models it")
+    assert max(map(len, lines)) <= 80
 
 
 def test_no_warning_on_the_congestion_aware_backend(reference_dir: Path, tmp_path: Path, monkeypatch) -> None:
@@ -218,3 +223,30 @@ def test_workloads_warn_only_where_contention_would_show(name: str, reference_di
                           tmp_path / "cu", monkeypatch)
     unaware.run()
     assert len([w for w in unaware.warnings if "link-bandwidth floor" in w]) == 1
+
+
+def test_the_warning_fits_80_columns_with_the_widest_figures() -> None:
+    """Every line, ``warning: `` included, within 80 columns, each figure whole: a network name
+    too wide for the first line loses its spaces, else gets a line of its own."""
+    from types import SimpleNamespace
+
+    from simpy_astra.bandwidth_floor import _Instance, warning
+
+    def lines(network: str, kind: str, size: int, span: int, floor: int) -> list[str]:
+        check = SimpleNamespace(network_name=lambda: network)
+        return [f"warning: {line}" for line in warning(check, _Instance(0, span, floor, kind, size))]
+
+    assert lines("Switch(64)", "all_reduce", 64 << 20, 49_132, 2_460_528) == [
+        "warning: 64 MiB all-reduce on Switch(64): 50x below its link-bandwidth floor",
+        "warning: analytical backend: 49.1 us, no contention; congestion_aware models it"]
+    assert lines("Ring(4) x Ring(8)", "all_reduce", 1 << 20, 2_000, 40_000)[0] == \
+        "warning: 1 MiB all-reduce on Ring(4)xRing(8): 20x below its link-bandwidth floor"
+    wide = lines("Ring(16) x Ring(16) x Switch(64)", "reduce_scatter", 1023 << 20, 999_900_000, 123_456 * 999_900_000)
+    assert wide == ["warning: 1.02e+03 MiB reduce-scatter: 123456x below its link-bandwidth floor",
+                    "warning: network: Ring(16) x Ring(16) x Switch(64)",
+                    "warning: analytical backend: 1e+03 ms, no contention; congestion_aware models it"]
+    compact = lines("Ring(4) x Ring(4) x Switch(8)", "all_to_all", 3 << 20, 1_500, 4_000)
+    assert compact[:2] == ["warning: 3 MiB all-to-all: 2.66x below its link-bandwidth floor",
+                           "warning: network: Ring(4) x Ring(4) x Switch(8)"]
+    for found in (wide, compact):
+        assert max(map(len, found)) <= 80

@@ -248,6 +248,37 @@ def test_json_and_console_show_the_breakdown(tmp_path: Path) -> None:
     assert "NPU 511" in text.getvalue() and max(map(len, text.getvalue().splitlines())) <= 80
 
 
+@pytest.mark.parametrize("npus", [16, 1024])
+@pytest.mark.parametrize("rich", [False, True])
+def test_breakdown_table_fits_80_columns(npus: int, rich: bool) -> None:
+    """16 and 1,024 NPUs, the widest figures (999,999.9 ms, the largest before seconds), the
+    generators' widest part names and a trace's own long one: every line of the table within
+    80 columns, plain or drawn by rich; the long name is shortened in its middle (a note says
+    so), no figure is cut."""
+    import io
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.console import Output, print_breakdown
+
+    long_name = "compute.aten::scaled_dot_product_flash_attention"
+    parts = {"compute.gemm": 1, "compute.elementwise": 3, "compute.optimizer": 4, long_name: 5,
+             "comm.group 1234": 6, "bubble": 7}
+    finish = 999_999_900_000 - 1  # 999,999.9 ms
+    table = {i: Breakdown(finish - i, dict(parts, idle=finish - i - 26)) for i in range(npus)}
+    text = io.StringIO()
+    print_breakdown(table, Output(text, rich=rich))
+    lines = text.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80, lines
+    assert "999,999.9" in text.getvalue() and "compute.elementwise" in text.getvalue()
+    assert "compute.a..ttention" in text.getvalue() and long_name not in text.getvalue()
+    assert lines[-1] == "(long part names shortened with ..; --json-out has them whole)"
+    assert "not shown" not in text.getvalue()  # every column, at 80 columns
+    if not rich:
+        assert lines[0] == f"where the time went (ms): NPU 0 (last to finish), and over {npus} NPUs"
+        assert lines[-2].split() == ["finish", "999,999.9", "100.0%", f"{(finish - npus + 1) / 1e6:,.1f}",
+                                     f"{(finish - (npus - 1) / 2) / 1e6:,.1f}", "999,999.9"]
+
+
 def test_plots_have_axes_legend_and_labels(tmp_path: Path) -> None:
     """``--plots DIR``: two PNGs; the figures behind them label their axes and name every part."""
     import subprocess
@@ -264,7 +295,7 @@ def test_plots_have_axes_legend_and_labels(tmp_path: Path) -> None:
     assert breakdowns[0].segments == [(0, 10_000, "compute.other"), (10_000, 10_000 + MIB_NS, "comm.p2p"),
                                       (10_000 + MIB_NS, 80_000 + 2 * MIB_NS, "bubble"),
                                       (80_000 + 2 * MIB_NS, 100_000 + 2 * MIB_NS, "compute.other")]
-    for fig, xlabel in ((breakdown_figure(breakdowns), "NPU"), (timeline_figure(breakdowns), "time (us)")):
+    for fig, xlabel in ((breakdown_figure(breakdowns), "NPU"), (timeline_figure(breakdowns), "time (ms)")):
         ax = fig.axes[0]
         assert ax.get_xlabel() == xlabel and ax.get_title()
         assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute.other", "comm.p2p", "bubble"]
@@ -410,3 +441,89 @@ def test_breakdown_png_past_64_npus_has_a_bar_per_stage_and_tensor_rank() -> Non
     assert len(labels) == 32 and labels[0] == "s0 t0 (3)" and labels[-1] == "s7 t3 (127)"
     assert ax.get_xlabel().startswith("pipeline stage s, tensor rank t")
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute.gemm", "bubble"]
+
+
+SMALL_PIPELINE = """\
+workload: {generate: transformer, model: gpt, dp: 2, tp: 2, pp: 3, dmodel: 256, dff: 1024, head: 4,
+           num_stacks: 3, seq: 128, batch: 8, micro_batch: 2}
+system: {scheduling-policy: LIFO, collective-optimization: localBWAware, endpoint-delay: 10,
+         active-chunks-per-dimension: 1, preferred-dataset-splits: 4, local-mem-bw: 3000, peak-perf: 900,
+         roofline-enabled: 1, all-reduce-implementation: [ring], all-gather-implementation: [ring],
+         reduce-scatter-implementation: [ring], all-to-all-implementation: [direct]}
+network: {topology: [Switch], npus_count: [12], bandwidth: [100.0], latency: [500.0]}
+remote_memory: {memory-type: NO_MEMORY_EXPANSION}
+"""
+
+
+def test_timeline_has_a_row_per_pipeline_stage_of_one_replica(tmp_path: Path) -> None:
+    """dp2 x tp2 x pp3 (rank = dp_i + 2 * (tp_i + 2 * pp_i)): timeline.png's rows are NPUs 0, 4
+    and 8 (stage s, data-parallel rank 0, tensor rank 0), each row tiles [0, its finish] and
+    its bubble stretches add up to that NPU's bubble part; the PNG is written."""
+    from simpy_astra.report.breakdown import pipeline_roles, replica_stages
+    from simpy_astra.report.plots import gantt_rows, timeline_figure, write_plots
+
+    scenario = tmp_path / "pipe.yaml"
+    scenario.write_text(SMALL_PIPELINE)
+    sim = Simulation.from_scenario(str(scenario))
+    record = attach(sim)
+    reports = {r.npu_id: r for r in sim.run()}
+    breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()}, segments=True)
+    groups = sim.planner.file_group_members()
+    replica = replica_stages(sim.group_names, groups, 12)
+    assert replica == [0, 4, 8]
+    roles = pipeline_roles(sim.group_names, groups, 12)
+    assert roles == {r: (r // 4, r // 2 % 2) for r in range(12)}
+    rows = gantt_rows(breakdowns, replica)
+    assert [row.label for row in rows] == ["stage 0: NPU 0", "stage 1: NPU 4", "stage 2: NPU 8"]
+    bubbles = []
+    for row in rows:
+        finish = reports[row.npu].finished_cycles
+        assert row.segments[0][0] == 0 and row.segments[-1][1] == finish
+        assert all(a[1] == b[0] for a, b in zip(row.segments, row.segments[1:], strict=False))
+        bubbles.append(sum(e - s for s, e, part in row.segments if part == "bubble"))
+    assert bubbles == [breakdowns[n].parts.get("bubble", 0) for n in (0, 4, 8)]
+    assert bubbles[0] > 0 and bubbles[2] > 0  # the first stage waits on the backward, the last on the forward
+    ax = timeline_figure(breakdowns, replica=replica).axes[0]
+    assert ax.get_xlabel() == "time (ms)" and ax.get_ylabel() == "pipeline stage"
+    assert "tensor rank 0" in ax.get_title() and "bubble" in [t.get_text() for t in ax.get_legend().get_texts()]
+    paths = write_plots(breakdowns, str(tmp_path / "plots"), roles, replica)
+    assert [Path(p).read_bytes()[:8] for p in paths] == [b"\x89PNG\r\n\x1a\n"] * 2
+
+
+def test_megatron_past_64_npus_names_its_groups_before_any_trace_is_written(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """tp2 x pp4 x dp16 (128 GPUs), folded, from an empty cache (a lazy run writes only the ranks
+    it simulates): every comm group is named by Megatron's layout, rank = t + 2 * (d + 16 * p):
+    ``tp`` groups are {2k, 2k + 1}, ``dp`` groups the 16 ranks of one stage and tensor rank
+    (stride 2), ``emb`` groups the first and the last stage's rank (32 * 3 apart); so the roles,
+    the replica and the breakdown's parts say tp / dp / pp, never a group id."""
+    from simpy_astra.report.breakdown import pipeline_roles, replica_stages
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    scenario = tmp_path / "mg.yaml"
+    scenario.write_text(
+        "cluster: {preset: dgx-a100-80gb, gpus: 128}\n"
+        "workload: {generate: megatron, args: \"--num-layers 4 --hidden-size 512 --num-attention-heads 8 "
+        "--seq-length 512 --micro-batch-size 1 --global-batch-size 64 --tensor-model-parallel-size 2 "
+        "--pipeline-model-parallel-size 4 --bf16\"}\n")
+    sim = Simulation.from_scenario(str(scenario))
+    assert sim.folding is not None
+    groups = sim.planner.file_group_members()
+    assert set(sim.group_names) == set(groups) and sim.p2p_name == "pp"
+    for gid, members in groups.items():
+        first = members[0]
+        want = {"tp": [first, first + 1] if first % 2 == 0 else None,
+                "dp": list(range(first, first + 32, 2)) if first % 32 < 2 else None,
+                "emb": [first, first + 96] if first < 32 else None}[sim.group_names[gid]]
+        assert list(members) == want, (gid, sim.group_names[gid], members)
+    assert {dim: sum(d == dim for d in sim.group_names.values()) for dim in ("tp", "dp", "emb")} == \
+        {"tp": 64, "dp": 8, "emb": 32}
+    assert pipeline_roles(sim.group_names, groups, 128) == {r: (r // 32, r % 2) for r in range(128)}
+    assert replica_stages(sim.group_names, groups, 128) == [0, 32, 64, 96]
+    record = attach(sim)
+    reports = {r.npu_id: r for r in sim.run()}
+    breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()})
+    _check_sums(record, reports, breakdowns)
+    parts = {p for b in breakdowns.values() for p in b.parts}
+    assert {"comm.tp", "comm.dp", "comm.pp", "bubble"} <= parts
+    assert not [p for p in parts if p.startswith("comm.") and p[5:] not in ("tp", "dp", "pp")]

@@ -8,7 +8,9 @@ in the environment the tests run in, whose extras would hide a missing dependenc
 A command shown with placeholders (``SCENARIO.yaml``, ``[--jobs N]``) or the reader's own files
 is checked against its command's ``--help``: the command exists and knows every flag shown. A
 concrete command runs, in a scratch folder that sees the fresh copy's files, unless it is listed
-in ``LONG`` with the reason.
+in ``LONG`` with the reason. The concrete commands, and calibrate and validate on the checkout's
+own nccl-tests log, also run piped and in an 80-column pseudo-terminal, where their output must
+fit and no figure may be cut (``SLOW_TOUR``'s only with SIMPY_ASTRA_SLOW=1).
 """
 
 from __future__ import annotations
@@ -199,14 +201,132 @@ def test_every_command_shown_still_runs(fresh_install, tmp_path, doc, line, comm
         return
     if any(command.startswith(prefix) for prefix in LONG):
         return
-    for entry in fresh_install.iterdir():  # the copy's files, but outputs land in the scratch folder
-        if not entry.name.startswith("."):
-            (tmp_path / entry.name).symlink_to(entry)
-    argv = shlex.split(command)
-    env = clean_env(Path(python).parents[1], SIMPY_ASTRA_CACHE=str(tmp_path / ".cache"), SIMPY_ASTRA_PROGRESS="0")
-    done = subprocess.run([python, *argv[1:]], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run([python, *shlex.split(command)[1:]], cwd=scratch(fresh_install, tmp_path),
+                          env=scratch_env(python, tmp_path), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{doc}:{line}: {command}\n{done.stderr[-2000:]}"
+
+
+def scratch(clone: Path, folder: Path) -> Path:
+    """``folder``, seeing the fresh copy's files (links), where a command's outputs land."""
+    for entry in clone.iterdir():
+        if not entry.name.startswith("."):
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def scratch_env(python: str, folder: Path, **extra: str) -> dict[str, str]:
+    """A new shell's environment with the fresh install active, its cache in ``folder``."""
+    return clean_env(Path(python).parents[1], **{"SIMPY_ASTRA_CACHE": str(folder / ".cache"),
+                                                 "SIMPY_ASTRA_PROGRESS": "0", **extra})
+
+
+#: calibrate and validate on a log of the checkout (docs/calibration.md shows them on the reader's logs)
+NCCL = "tests/data/nccl/dgx-a100-superbench"
+CALIBRATION = (f"python -m simpy_astra calibrate {NCCL}/all_reduce.log --network {NCCL}/network.yml --out cal/",
+               f"python -m simpy_astra validate {NCCL}/all_reduce.log --network cal/network.yml "
+               f"--system cal/system.json --out cal/")
+
+
+def tour() -> list[str]:
+    """Every concrete command the README and ``docs/`` run, once each, in order; then
+    calibrate and validate (which the issue names) on the checkout's own log."""
+    shown = [c for _, _, c in all_commands() if "pip install" not in c and not is_synopsis(c)
+             and not YOUR_FILES.search(c) and not any(c.startswith(prefix) for prefix in LONG)]
+    return list(dict.fromkeys(shown)) + list(CALIBRATION)
+
+
+BOX = re.compile("[\u2500-\u259f]")  # box drawing and block elements: a terminal's, not a log's
+ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07)")
+GROUPED = re.compile(r"(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d,]\d)")  # 1,234,567 (not 0,2,4)
+
+
+def in_terminal(argv: list[str], cwd: Path, env: dict[str, str], columns: int = 80) -> tuple[int, list[str]]:
+    """Exit status and screen lines of ``argv`` run in a pseudo-terminal ``columns`` wide (its
+    stdout and stderr both), escape sequences dropped; a line redrawn in place (``\r``)
+    counts as each of its drawings."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen(argv, cwd=cwd, env={**env, "COLUMNS": str(columns), "LINES": "40", "TERM": "xterm"},
+                            stdin=follower, stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    chunks, deadline = [], time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([leader], [], [], 1)[0]:
+                continue
+            try:
+                data = os.read(leader, 1 << 16)
+            except OSError:  # the terminal's other end closed: the command is gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(leader)
+        if proc.poll() is None and time.monotonic() >= deadline:
+            proc.kill()
+    text = ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+    return proc.wait(timeout=60), re.split(r"\r\n|\r|\n", text)
+
+
+def figures(lines: list[str]) -> set[str]:
+    """The grouped figures (1,234,567) of ``lines``, but for progress lines, which change
+    with the machine's speed."""
+    return {m for ln in lines if not re.match(r"\s*(simulating|sweep\b.*\beta\b)", ln) for m in GROUPED.findall(ln)}
+
+
+def words(lines: list[str]) -> str:
+    """``lines`` as one line of words, wall times ('in 2.1 s') made equal across two runs."""
+    return re.sub(r"\d[\d,.]* s\b", "- s", " ".join(" ".join(lines).split()))
+
+
+#: tour commands whose two runs take long (command -> why); they run with SIMPY_ASTRA_SLOW=1
+SLOW_TOUR = {"python -m simpy_astra run scenarios/megatron_gpt_145b_sc21.yaml": "1,536 GPUs twice: about a minute"}
+
+
+def tour_params() -> list:
+    return [pytest.param(c, id=re.sub(r"[^\w.]+", "-", c.split("simpy_astra ")[1])[:70],
+                         marks=[pytest.mark.skipif(not os.environ.get("SIMPY_ASTRA_SLOW"),
+                                                   reason=f"{SLOW_TOUR[c]}: set SIMPY_ASTRA_SLOW=1")]
+                         if c in SLOW_TOUR else []) for c in tour()]
+
+
+@pytest.mark.parametrize("command", tour_params())
+def test_the_tours_output_fits_80_columns_and_pipes_as_plain_lines(fresh_install, tmp_path, command):
+    """Issue 39: every table and progress line fits 80 columns and no number is cut; piped,
+    no box drawing, and a line longer than 80 is one logical line (a note the terminal wraps),
+    never a table row. Each command runs piped, then at 80 columns in a pseudo-terminal, with
+    the progress lines on (the runs that take over a second show them)."""
+    python = fresh_python(fresh_install)
+    argv = [python, *shlex.split(command)[1:]]
+    piped_dir, tty_dir = tmp_path / "piped", tmp_path / "tty"
+    piped_dir.mkdir()
+    tty_dir.mkdir()
+    for folder in (scratch(fresh_install, piped_dir), scratch(fresh_install, tty_dir)):
+        if command == CALIBRATION[1]:  # validate checks what calibrate wrote
+            subprocess.run([python, *shlex.split(CALIBRATION[0])[1:]], cwd=folder, capture_output=True,
+                           env=scratch_env(python, folder), timeout=600, check=True)
+    done = subprocess.run(argv, cwd=piped_dir, capture_output=True, text=True,
+                          env=scratch_env(python, piped_dir, SIMPY_ASTRA_PROGRESS="1"), timeout=600)
+    assert done.returncode == 0, f"{command}\n{done.stderr[-2000:]}"
+    piped = (done.stdout + done.stderr).split("\n")
+    code, screen = in_terminal(argv, tty_dir, scratch_env(python, tty_dir, SIMPY_ASTRA_PROGRESS="1"))
+    assert code == 0, "\n".join(screen[-20:])
+    assert not [ln for ln in piped if BOX.search(ln) or "\r" in ln or "\x1b" in ln], command
+    assert [ln for ln in screen if len(ln) > 80] == [], command
+    cut = [ln for ln in screen if re.search(r"\d…|(^|[\s│┃])[,.]\d", ln)]  # '1,362,2…', a folded ',262'
+    assert cut == [], command
+    assert figures(screen) <= figures(piped), f"{command}: cut on the terminal: {figures(screen) - figures(piped)}"
+    on_screen = words(screen)
+    rows = [ln for ln in piped if len(ln) > 80 and words([ln]) not in on_screen]
+    assert rows == [], f"{command}: piped lines over 80 columns that are not one wrapped note"
 
 
 def test_the_readmes_default_scenario_sentence_matches_its_trace():

@@ -15,6 +15,7 @@ import ast
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import simpy
@@ -148,16 +149,24 @@ def test_observation_sees_a_models_traffic(user_dir: Path, which: str) -> None:
 A = 200  # ns into the first hop's wire when the fault comes
 
 
-@pytest.mark.parametrize("which", MODELS)
-def test_an_outage_pauses_the_wire_and_busy_ns_is_live(user_dir: Path, which: str) -> None:
+def _beside_an_operator(user_dir: Path, which: str, operator) -> tuple[int, Any, int, int]:
+    """Run ``which``'s scenario in co-simulation with ``operator(env, up, hold)`` beside it
+    (``up`` the link 0 -> switch): NPU 1's finish, ``up``, the model's hold and delay."""
     _, hold, delay = MODELS[which]
     env = simpy.Environment()
     sim = build(user_dir, which, env=env)
     up = sim.network.link(0, 2)
-    t_down, t_up = hold + A, 1_000
+    env.process(operator(env, up, hold))
+    reports = {r.npu_id: r for r in sim.run()}
+    return reports[1].finished_cycles, up, hold, delay
+
+
+@pytest.mark.parametrize("which", MODELS)
+def test_an_outage_pauses_the_wire_and_busy_ns_is_live(user_dir: Path, which: str) -> None:
     live: list[float] = []
 
-    def operator(env):
+    def operator(env, up, hold):
+        t_down, t_up = hold + A, 1_000
         yield env.timeout(hold + A // 2)
         live.append(up.busy_ns)  # half-way to the outage: A/2 of the message on the wire
         yield env.timeout(t_down - env.now)
@@ -166,29 +175,22 @@ def test_an_outage_pauses_the_wire_and_busy_ns_is_live(user_dir: Path, which: st
         live.append(up.busy_ns)  # down: nothing more on the wire
         up.bring_up()
 
-    env.process(operator(env))
-    reports = {r.npu_id: r for r in sim.run()}
-    # the S - A bytes left cross after bring_up: LAT + S - A later it is at the switch
-    at_switch = t_up + LAT + S - A
-    assert reports[1].finished_cycles == at_switch + delay + hold + HOP
+    finish, up, hold, delay = _beside_an_operator(user_dir, which, operator)
+    # the S - A bytes left cross after bring_up (at 1,000 ns): LAT + S - A later at the switch
+    at_switch = 1_000 + LAT + S - A
+    assert finish == at_switch + delay + hold + HOP
     assert live == [A // 2, A] and up.busy_ns == S and up.bytes == S
 
 
 @pytest.mark.parametrize("which", MODELS)
 def test_a_faster_link_from_mid_message(user_dir: Path, which: str) -> None:
-    _, hold, delay = MODELS[which]
-    env = simpy.Environment()
-    sim = build(user_dir, which, env=env)
-    up = sim.network.link(0, 2)
-
-    def operator(env):
+    def operator(env, up, hold):
         yield env.timeout(hold + A)
         up.set_bandwidth(2 * ONE_BYTE_PER_NS_GBPS)  # the S - A bytes left at 2 bytes/ns
 
-    env.process(operator(env))
-    reports = {r.npu_id: r for r in sim.run()}
+    finish, up, hold, delay = _beside_an_operator(user_dir, which, operator)
     at_switch = hold + A + LAT + (S - A) // 2
-    assert reports[1].finished_cycles == at_switch + delay + hold + HOP
+    assert finish == at_switch + delay + hold + HOP
     assert up.busy_ns == A + (S - A) // 2 and up.bandwidth_gbps == 2 * ONE_BYTE_PER_NS_GBPS
 
 
@@ -280,8 +282,9 @@ def test_our_models_take_parameters_and_the_string_form_still_works(user_dir: Pa
 
 # ---------------------------------------------------------------------------- no patching
 def _rebindings(tree: ast.Module) -> list[ast.Assign]:
-    """Assignments that put a function (a ``def`` of the module, a lambda) on another
-    object's attribute, or set an object's ``__class__``: what patching looks like."""
+    """Assignments that put a function (a ``def`` of the module, a lambda, a bound method
+    ``self.<def>``) on another object's attribute, or set an object's ``__class__``: what
+    patching looks like. (Handing a callback to an event goes through its method.)"""
     functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     found = []
     for node in ast.walk(tree):
@@ -295,7 +298,10 @@ def _rebindings(tree: ast.Module) -> list[ast.Assign]:
                 if not isinstance(t, ast.Attribute):
                     continue
                 mine = isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")
-                function = isinstance(value, ast.Lambda) or (isinstance(value, ast.Name) and value.id in functions)
+                bound = (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                         and value.value.id == "self" and value.attr in functions)
+                function = bound or isinstance(value, ast.Lambda) or (
+                    isinstance(value, ast.Name) and value.id in functions)
                 if t.attr == "__class__" or (function and not mine):
                     found.append(node)
     return found
@@ -310,8 +316,10 @@ def test_the_rebinding_check_finds_what_patching_looks_like() -> None:
             env.step = lambda: None
             clock.__class__ = object
             self.fine = begin
+            event.resume = self.wrap
+            self.also_fine = self.wrap
     """))
-    assert [n.lineno for n in _rebindings(patched)] == [5, 6, 7]
+    assert [n.lineno for n in _rebindings(patched)] == [5, 6, 7, 9]
 
 
 def test_no_module_rebinds_another_objects_methods_or_class() -> None:

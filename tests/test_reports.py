@@ -197,8 +197,9 @@ def test_layers_csv_of_a_micro_text_workload(reference_dir: Path, tmp_path: Path
 
 def test_a_table_on_an_80_column_terminal_never_cuts_a_number(monkeypatch):
     """The two-job run's busiest links (scenarios/two_llm_jobs_fat_tree.yaml on the packet
-    backend, as printed at 200 columns): at 80 columns every figure shown is whole and the
-    column that does not fit is named, not cut (issue 39: 'stalled (ns)' showed '1,362,26')."""
+    backend, as printed at 200 columns): at 80 columns every figure shown is whole, and the
+    column that does not fit goes on in a second table with the links' names, not cut or left
+    out (issue 39: 'stalled (ns)' showed '1,362,26', 'bytes by job' was gone)."""
     import io
 
     from simpy_astra.report.console import Output
@@ -215,7 +216,9 @@ def test_a_table_on_an_80_column_terminal_never_cuts_a_number(monkeypatch):
     assert max(len(line) for line in text.splitlines()) <= 80
     for figure in ("1,388,314,624", "12,954,691", "85.7%", "1,048,576", "1,362,262"):
         assert text.count(figure) == 4, figure
-    assert "not shown at 80 columns: bytes by job" in " ".join(text.split())
+    assert text.count("a 694,157,312, b 694,157,312") == 4 and "not shown" not in text
+    second = text[text.index("busiest links (continued)"):]
+    assert all(f"leaf{i} -> spine0" in second for i in range(4)) and "1,388,314,624" not in second
     # at 200 columns all of it, on one line per row
     monkeypatch.setenv("COLUMNS", "200")
     wide = io.StringIO()
@@ -256,3 +259,76 @@ def test_notes_wrap_on_an_80_column_terminal_and_stay_one_line_in_a_pipe(monkeyp
     lines = tty.getvalue().splitlines()
     assert len(lines) == 2 and max(map(len, lines)) <= 80 and " ".join(" ".join(lines).split()) == note
     assert pipe.getvalue() == note + "\n"
+
+
+def test_a_plain_table_wider_than_80_columns_goes_on_in_a_block_that_repeats_the_key():
+    """Piped (issue 39): no line over 80, every figure whole and once, each row on one line."""
+    import io
+
+    from simpy_astra.report.console import Output
+
+    stream = io.StringIO()
+    columns = ("link", "a" * 30, "b" * 30, "c" * 30)  # 6 + 2 + 30 + 2 + 30 = 70; + 32 would be 102
+    rows = [("0 -> 1", "1", "22", "333"), ("1 -> 2", "4,444", "5", "6")]
+    Output(stream, rich=False).table("links", columns, rows)
+    assert stream.getvalue().splitlines() == [
+        "links",
+        "  link  " + "a" * 30 + "  " + "b" * 30,
+        "0 -> 1" + " " * 31 + "1" + " " * 30 + "22",
+        "1 -> 2" + " " * 27 + "4,444" + " " * 31 + "5",
+        "links (continued)",
+        "  link  " + "c" * 30,
+        "0 -> 1  " + " " * 27 + "333",
+        "1 -> 2  " + " " * 29 + "6",
+    ]
+
+
+def test_a_plain_table_without_a_key_numbers_its_rows_when_split():
+    import io
+
+    from simpy_astra.report.console import Output
+
+    stream = io.StringIO()
+    Output(stream, rich=False).table("t", ("x" * 40, "y" * 40), [("1", "2")], key=0)
+    assert stream.getvalue().splitlines() == [
+        "t", "#  " + "x" * 40, "1  " + " " * 39 + "1",
+        "t (continued)", "#  " + "y" * 40, "1  " + " " * 39 + "2"]
+    narrow = io.StringIO()
+    Output(narrow, rich=False).table("t", ("x", "y"), [("1", "2")], key=0)
+    assert narrow.getvalue().splitlines() == ["t", "x  y", "1  2"]  # fits: no numbers
+
+
+def test_progress_lines_take_the_longest_wording_that_fits():
+    from simpy_astra.report.console import fit_words, progress_text
+
+    assert progress_text(1, 3, 1234.0, 0.4) == "simulating: 1 of 3 nodes done, simulated time 1,234 ns, 0 s elapsed"
+    # the megatron step's counts at 19 s simulated: the first wording is 85 characters
+    assert progress_text(43_687, 52_386, 19_369_971_058, 6) == \
+        "simulating: 43,687 of 52,386 nodes, at 19,369,971,058 ns, 6 s elapsed"
+    assert progress_text(43_687, 52_386, 19_369_971_058, 6, width=50) == "43,687/52,386 nodes, 19,369,971,058 ns"
+    # a sweep point's coordinates lose whole words; its figure stays whole
+    assert fit_words("100 halvingDoubling 64 congestion_aware", ": 122,112 ns", 40) == \
+        "100 halvingDoubling 64 ...: 122,112 ns"
+    assert fit_words("100 ring", ": 1 ns", 40) == "100 ring: 1 ns"
+    assert fit_words("100 ring", ": 122,112 ns", 5) == "...: 122,112 ns"
+
+
+def test_a_report_line_printed_during_a_run_clears_the_live_progress_line_first():
+    """On a terminal the progress line ends with no newline: a report line written then would
+    land at its end (issue 39's 'elapsedsys[9] finished'); it is cleared first."""
+    import io
+
+    from simpy_astra.report.console import ProgressLine
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen, stdout = Terminal(), io.StringIO()
+    line = ProgressLine(screen)
+    line.show(1, 3, 1234.0, 0.0)
+    line.above("sys[0] finished", stdout)
+    line.above("sys[1] finished", stdout)  # nothing drawn since: nothing to clear
+    assert screen.getvalue() == "\rsimulating: 1 of 3 nodes done, simulated time 1,234 ns, 0 s elapsed\x1b[K" \
+                                "\r\x1b[K"
+    assert stdout.getvalue() == "sys[0] finished\nsys[1] finished\n"

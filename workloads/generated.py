@@ -58,15 +58,18 @@ class GeneratorEntry:
     summary: Callable[[dict[str, Any], str], str | None] | None = None
     #: ``ranks(params, prefix, ranks)``: writes ``PREFIX.{rank}.et`` for just those ranks
     ranks: Callable[[dict[str, Any], str, list[int]], None] | None = None
+    #: ``dimensions(params) -> {group id: "tp" | "dp" | ...}``: the parallel dimension of each
+    #: comm group, known before any trace is written (a lazy run's breakdown names its groups)
+    dimensions: Callable[[dict[str, Any]], dict[int, str]] | None = None
 
 
 def _lazy(module: str, function: str) -> Callable[..., Any]:
     """A generator that imports its module on first use (keeps scenario loading light)."""
 
-    def run(params: dict[str, Any], prefix: str, *more: Any) -> Any:
+    def run(params: dict[str, Any], *more: Any) -> Any:
         import importlib
 
-        return getattr(importlib.import_module(module), function)(params, prefix, *more)
+        return getattr(importlib.import_module(module), function)(params, *more)
 
     return run
 
@@ -88,11 +91,13 @@ GENERATORS: dict[str, GeneratorEntry] = {
     # 4: cache folders hold a rank summary and only the ranks runs needed (3: every rank)
     "transformer": _module("simpy_astra.workloads.transformer.generator", "4",
                            summary=_lazy("simpy_astra.workloads.transformer.generator", "write_summary"),
-                           ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks")),
+                           ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
+                           dimensions=_lazy("simpy_astra.workloads.transformer.generator", "group_dimensions")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
     "megatron": _module("simpy_astra.workloads.megatron.generator", "1",
                         summary=_lazy("simpy_astra.workloads.megatron.generator", "write_summary"),
-                        ranks=_lazy("simpy_astra.workloads.megatron.generator", "write_ranks")),
+                        ranks=_lazy("simpy_astra.workloads.megatron.generator", "write_ranks"),
+                        dimensions=_lazy("simpy_astra.workloads.megatron.generator", "group_dimensions")),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),

@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
 from typing import Any
 
 from simpy_astra.calibration.model import check_network, default_system
-from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config import load_network_yaml, load_system_json
 from simpy_astra.config.readers import load_json, read_yaml_file
 from simpy_astra.errors import InputError
-
-
-def log_parser(command: str, description: str, network_help: str, system_help: str, out_help: str,
-               system_required: bool) -> argparse.ArgumentParser:
-    """The flags ``calibrate`` and ``validate`` share: logs, network, system, out, collective."""
-    p = ArgumentParser(prog=f"simpy-astra {command}", description=description)
-    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
-    p.add_argument("--network", required=True, help=network_help)
-    p.add_argument("--system", required=system_required, default=None, help=system_help)
-    p.add_argument("--out", required=True, help=out_help)
-    p.add_argument("--collective", default=None,
-                   help="the collective of every log, when the logs do not name it")
-    p.add_argument("--backend", default="congestion_unaware",
-                   choices=["congestion_unaware", "congestion_aware", "packet"],
-                   help="network backend to simulate with (default congestion_unaware)")
-    p.add_argument("--gpu-memory-bw", type=float, default=None, metavar="GBPS",
-                   help="GPU memory bandwidth in GB/s (1e9 B/s) for the local copy out-of-place "
-                        "all-gathers and all-to-alls make (default: the datasheet value of the "
-                        "logged GPU model; none if unknown)")
-    return p
 
 
 def load_network(path: str) -> dict[str, Any]:

@@ -152,3 +152,23 @@ def kinds_help(command: str, noun: str, kinds: dict[str, str]) -> str:
                             subsequent_indent=" " * (width + 4), break_on_hyphens=False) for name, module in kinds.items()]
     lines += ["", f"Each {noun} has its own --help (e.g. simpy-astra {command} {next(iter(kinds))} --help)."]
     return "\n".join(lines)
+
+
+def log_parser(command: str, description: str, network_help: str, system_help: str, out_help: str,
+               system_required: bool) -> argparse.ArgumentParser:
+    """The flags ``calibrate`` and ``validate`` share: logs, network, system, out, collective."""
+    p = ArgumentParser(prog=f"simpy-astra {command}", description=description)
+    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
+    p.add_argument("--network", required=True, help=network_help)
+    p.add_argument("--system", required=system_required, default=None, help=system_help)
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--collective", default=None,
+                   help="the collective of every log, when the logs do not name it")
+    p.add_argument("--backend", default="congestion_unaware",
+                   choices=["congestion_unaware", "congestion_aware", "packet"],
+                   help="network backend to simulate with (default congestion_unaware)")
+    p.add_argument("--gpu-memory-bw", type=float, default=None, metavar="GBPS",
+                   help="GPU memory bandwidth in GB/s (1e9 B/s) for the local copy out-of-place "
+                        "all-gathers and all-to-alls make (default: the datasheet value of the "
+                        "logged GPU model; none if unknown)")
+    return p

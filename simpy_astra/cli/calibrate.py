@@ -20,7 +20,7 @@ from simpy_astra.errors import InputError
 
 
 def _parser() -> argparse.ArgumentParser:
-    from simpy_astra.calibration.inputs import log_parser
+    from simpy_astra.cli.args import log_parser
 
     p = log_parser("calibrate", "Fit a network to nccl-tests logs.",
                    network_help="network YAML: topology and starting values",

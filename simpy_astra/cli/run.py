@@ -20,6 +20,7 @@ from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
 
 if TYPE_CHECKING:
+    from simpy_astra.report.console import ProgressLine
     from simpy_astra.report.log_folder import LogFolder
 
 #: ASTRA-sim's flags that a script may pass and that change nothing here: flag -> (metavar,
@@ -160,14 +161,19 @@ def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
 
 
-def _reporter(log: LogFolder | None):
-    """What a run does with each NPU's report: print its lines (and log them, with a log folder)."""
-    if log is None:
+def _reporter(log: LogFolder | None, progress: ProgressLine | None = None):
+    """What a run does with each NPU's report: print its lines (and log them, with a log
+    folder); with a progress line, through it (a terminal shows the two on separate lines)."""
+    if log is None and progress is None:
         return _print_report
 
     def print_and_log(report: NpuReport) -> None:
-        _print_report(report)
-        log.report_lines(report.lines())
+        if progress is None:
+            _print_report(report)
+        else:
+            progress.above("\n".join(report.lines()))
+        if log is not None:
+            log.report_lines(report.lines())
 
     return print_and_log
 
@@ -341,7 +347,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
         inputs.fold_symmetry = False
     resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
-    sim = Simulation(inputs, on_report=_reporter(log))
+    from simpy_astra.report.console import ProgressLine, progress_wanted, run_with_progress
+
+    progress = ProgressLine() if progress_wanted() else None
+    sim = Simulation(inputs, on_report=_reporter(log, progress))
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
 
@@ -355,9 +364,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.report.recorder import attach
 
         record = attach(sim, record_chunks=bool(trace_out))
-    from simpy_astra.report.console import progress_wanted, run_with_progress
-
-    reports = run_with_progress(sim) if progress_wanted() else sim.run()
+    reports = run_with_progress(sim, line=progress) if progress is not None else sim.run()
     jobs = link_jobs = None
     if sim.jobs is not None:
         from simpy_astra.isolation import finish_alone
@@ -412,11 +419,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
         write_chrome_trace(record, trace_out)
     if breakdowns is not None and plots:
-        from simpy_astra.report.breakdown import pipeline_roles
+        from simpy_astra.report.breakdown import pipeline_roles, replica_stages
         from simpy_astra.report.plots import write_plots
 
         groups = sim.planner.file_group_members() if sim.jobs is None else {}
-        write_plots(breakdowns, plots, pipeline_roles(sim.group_names, groups, sim.total_npus))
+        write_plots(breakdowns, plots, pipeline_roles(sim.group_names, groups, sim.total_npus),
+                    replica_stages(sim.group_names, groups, sim.total_npus))
     if rich_summary:
         from simpy_astra.report.console import Output, print_breakdown, print_summary
         from simpy_astra.report.timeline import print_timeline

@@ -16,7 +16,7 @@ import time
 
 
 def _parser() -> argparse.ArgumentParser:
-    from simpy_astra.calibration.inputs import log_parser
+    from simpy_astra.cli.args import log_parser
 
     p = log_parser("validate", "Compare nccl-tests logs with the simulator.",
                    network_help="network YAML (e.g. calibrate's DIR/network.yml)",
@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
         write_csv,
         write_plot,
     )
-    from simpy_astra.report.console import Output
+    from simpy_astra.report.console import Output, say
 
     t0 = time.perf_counter()
     check_memory_bw(args.gpu_memory_bw)
@@ -62,12 +62,9 @@ def main(argv: list[str]) -> int:
     holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
     print_table(results, Output(sys.stdout))  # a table on a terminal, plain lines in a pipe or file
     summaries = summarise(results)
-    for s in summaries:
-        print(summary_line(s))
-    for line in holdout_lines(holdout or []):
-        print(line)
-    for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
-        print(note)
+    for line in [*map(summary_line, summaries), *holdout_lines(holdout or []),
+                 *copy_notes(logs, args.gpu_memory_bw, args.in_place)]:
+        say(line, sys.stdout)  # wrapped on a terminal, one line in a pipe or a file
     png = os.path.join(args.out, "validate.png")
     plotted = importlib.util.find_spec("matplotlib") is not None  # the figures need nothing else
     if plotted:
@@ -84,8 +81,8 @@ def main(argv: list[str]) -> int:
         f.write("\n")
     took = f"in {time.perf_counter() - t0:.1f} s"
     if plotted:
-        print(f"wrote {png} (and validate.csv, validate.json) {took}")
+        say(f"wrote {png} (and validate.csv, validate.json) {took}", sys.stdout)
     else:
-        print(f"wrote {os.path.join(args.out, 'validate.csv')} and validate.json {took}; skipped validate.png: "
-              f"matplotlib is not installed (pip install 'simpy-astra[calibrate]')")
+        say(f"wrote {os.path.join(args.out, 'validate.csv')} and validate.json {took}; skipped validate.png: "
+            f"matplotlib is not installed (pip install 'simpy-astra[calibrate]')", sys.stdout)
     return 0

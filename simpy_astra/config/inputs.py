@@ -37,7 +37,7 @@ class SimulationInputs:
     #: -> an object with ``lines()`` and ``as_dict()``), e.g. Megatron's TFLOP/s and MFU
     training: Any = None
     #: communicator group id -> the parallel dimension it belongs to (``tp``, ``dp``...), where
-    #: the workload's generator says (the transformer's groups); read by time breakdowns only
+    #: the workload's generator says (transformer, Megatron); read by time breakdowns only
     group_names: dict[int, str] = field(default_factory=dict)
-    #: the dimension of sends and receives that name no ``comm_stream`` (the transformer's: ``pp``)
+    #: the dimension of sends and receives that name no ``comm_stream`` (the generators': ``pp``)
     p2p_name: str = "p2p"

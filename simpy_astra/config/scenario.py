@@ -237,7 +237,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         if "generate" not in workload:
             raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                              f"(or give an ET prefix)")
-        from simpy_astra.workloads.generated import materialise, resolve_paths
+        from simpy_astra.workloads.generated import GENERATORS, materialise, resolve_paths
 
         if workload.get("generate") == "megatron" and cluster is not None:
             if net.total_npus != cluster.gpus:
@@ -249,10 +249,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         workload = made.prefix
         if groups is None:
             groups = made.comm_groups
-            if spec.get("generate") == "transformer":  # its groups' dimensions, for breakdowns
-                from simpy_astra.workloads.transformer.generator import group_dimensions
-
-                group_names = group_dimensions({k: v for k, v in spec.items() if k != "generate"})
+            named = GENERATORS[spec["generate"]].dimensions  # its groups' dimensions, for breakdowns
+            if named is not None:
+                group_names = named({k: v for k, v in spec.items() if k != "generate"})
     elif isinstance(workload, str) and workload:
         workload = _path(path, workload)
     else:
@@ -261,7 +260,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     inputs.training = training
     inputs.group_names = group_names
-    if group_names:  # the transformer generator's sends and receives run between pipeline stages
+    if group_names:  # the generators' sends and receives run between pipeline stages
         inputs.p2p_name = "pp"
     inputs.warnings[:0] = unknown
     if doc.get("cost") is not None:  # over the network YAML's own cost block

@@ -221,13 +221,16 @@ def sweep_figures(b: Breakdown) -> dict[str, int]:
     return out
 
 
-def pipeline_roles(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
-                   npus: int) -> dict[int, tuple[int, int]] | None:
-    """NPU -> (pipeline stage, tensor rank), from the communicator groups whose dimension the
-    generator named; None when no group is named. The tensor rank is the position in the NPU's
-    ``tp`` group (0 without one); the stage its position in its ``pp`` group or, without pp
-    groups (pipelines talk by send and receive), among the NPUs that hold the same position in
-    every named group, in id order."""
+#: the dimensions whose groups lie within one pipeline stage: an NPU's positions in them say
+#: which NPU of its stage it is (``pp`` groups span the stages; Megatron's ``emb`` group joins
+#: the first and the last stage, so it says nothing of the others)
+STAGE_LOCAL_DIMENSIONS = ("tp", "sp", "cp", "dp", "ep", "edp")
+
+
+def _places(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
+            npus: int) -> dict[int, dict[str, int]] | None:
+    """NPU -> {dimension: its position in its group of that dimension}; None when no group of
+    ``groups`` is named."""
     named = {gid: dim for gid, dim in group_names.items() if gid in groups}
     if not named:
         return None
@@ -236,15 +239,51 @@ def pipeline_roles(group_names: dict[int, str], groups: dict[int, tuple[int, ...
         for pos, member in enumerate(groups[gid]):
             if 0 <= member < npus:
                 place[member][dim] = pos
+    return place
+
+
+def _stage_key(where: dict[str, int]) -> tuple:
+    """What an NPU shares with its peers in the other pipeline stages of its replica."""
+    return tuple(sorted((d, p) for d, p in where.items() if d in STAGE_LOCAL_DIMENSIONS))
+
+
+def pipeline_roles(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
+                   npus: int) -> dict[int, tuple[int, int]] | None:
+    """NPU -> (pipeline stage, tensor rank), from the communicator groups whose dimension the
+    generator named; None when no group is named. The tensor rank is the position in the NPU's
+    ``tp`` group (0 without one); the stage its position in its ``pp`` group or, without pp
+    groups (pipelines talk by send and receive), among the NPUs that hold the same position in
+    every group of :data:`STAGE_LOCAL_DIMENSIONS`, in id order (both generators number the
+    stages' ranks in stage order)."""
+    place = _places(group_names, groups, npus)
+    if place is None:
+        return None
     stage: dict[int, int] = {}
-    if not any(dim == "pp" for dim in named.values()):
+    if not any(dim == "pp" for dim in group_names.values()):
         alike: dict[tuple, list[int]] = {}
         for n in range(npus):
-            alike.setdefault(tuple(sorted(place[n].items())), []).append(n)
+            alike.setdefault(_stage_key(place[n]), []).append(n)
         for members in alike.values():
             for k, n in enumerate(members):
                 stage[n] = k
     return {n: (place[n].get("pp", stage.get(n, 0)), place[n].get("tp", 0)) for n in range(npus)}
+
+
+def replica_stages(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
+                   npus: int) -> list[int] | None:
+    """One data-parallel replica's NPU of tensor rank 0 in each pipeline stage, in stage order:
+    NPU 0's replica (NPU 0 and the NPUs of the other stages that hold its position in every
+    group of :data:`STAGE_LOCAL_DIMENSIONS`). None when no group is named."""
+    place = _places(group_names, groups, npus)
+    roles = pipeline_roles(group_names, groups, npus)
+    if place is None or roles is None or npus < 1:
+        return None
+    key = _stage_key(place[0])
+    by_stage: dict[int, int] = {}
+    for n in range(npus):
+        if _stage_key(place[n]) == key:
+            by_stage.setdefault(roles[n][0], n)
+    return [by_stage[s] for s in sorted(by_stage)]
 
 
 def spread(breakdowns: dict[int, Breakdown]) -> dict[str, tuple[int, float, int]]:

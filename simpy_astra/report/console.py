@@ -1,7 +1,8 @@
 """Console summary of a run (``run`` mode): one row per NPU and where time went.
 
-On a terminal the tables are drawn with rich; otherwise (``2>file``, a pipe, CI) as plain
-aligned text that is never cut to a terminal width and costs no rich import (~0.05 s).
+On a terminal the tables are drawn with rich to its width; otherwise (``2>file``, a pipe, CI)
+as plain aligned text within 80 columns, with no rich import (~0.05 s). Either way the columns
+that do not fit go on in a table below, so no figure is cut or lost and each row is one line.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from simpy_astra.statistics import COMM, GPU, NpuReport
 from simpy_astra.units import bytes_to_gib
@@ -61,44 +62,112 @@ class Output:
             print(text, file=self.stream)
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
-              align: Sequence[str] | None = None, sections: Sequence[int] = ()) -> None:
-        """A table: drawn to fit the terminal, or plain aligned text that is never cut.
+              align: Sequence[str] | None = None, sections: Sequence[int] = (), key: int = 1) -> None:
+        """A table: drawn to fit the terminal, or plain aligned text within ``PLAIN_WIDTH``.
 
         ``align``: "left" or "right" per column (default right); ``sections``: row indices
-        that start a new section (a rule on a terminal). On a terminal too narrow for every
-        column, the last columns are left out with a note naming them: a figure is never cut."""
+        that start a new section (a rule on a terminal). Columns that do not fit go on in a
+        table below, "(continued)", that repeats the first ``key`` columns (``key=0``: the
+        rows are numbered), so every figure is shown whole and each row is one line."""
         align = list(align or ["right"] * len(columns))
-        if self.console is not None:
-            from rich.table import Table
-            from rich.text import Text
+        columns, rows = [str(c) for c in columns], [[str(c) for c in row] for row in rows]
+        blocks = self._blocks(columns, rows, align, key)
+        if len(blocks) > 1 and key == 0:  # numbered rows match a block's lines to the first's
+            columns, align = ["#", *columns], ["right", *align]
+            rows = [[str(n), *row] for n, row in enumerate(rows, 1)]
+            blocks = self._blocks(columns, rows, align, 1)
+        width = self.console.width if self.console is not None else PLAIN_WIDTH
+        for b, block in enumerate(blocks):
+            more = f"{title} (continued)"
+            name = title if b == 0 else more if len(more) <= width else "(continued)"
+            part = [[row[i] for i in block] for row in (columns, *rows)]
+            if self.console is not None:
+                self._rich_table(name, part[0], part[1:], [align[i] for i in block], sections)
+            else:
+                self._plain_table(name, part[0], part[1:], [align[i] for i in block])
 
-            # cells hold rich markup only where colours are shown; elsewhere a "[" is text
-            cells = [[Text.from_markup(str(c)) if self.colour else Text(str(c)) for c in row] for row in rows]
-            # headers wrap at spaces on a narrow terminal; a figure is never cut or broken; text
-            # (left-aligned) columns fold down to FOLDED_TEXT_WIDTH before any column is left out
-            full = [max([row[i].cell_len for row in cells] + [len(w) for w in str(col).split()] + [1])
-                    for i, col in enumerate(columns)]
-            least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w for w, a in zip(full, align, strict=True)]
-            shown = fitting_columns(least, self.console.width)
-            widest = _widths(least[:shown], full[:shown], [len(str(c)) for c in columns[:shown]],
-                             self.console.width)
-            table = Table(title=title)
-            for i in range(shown):
-                table.add_column(columns[i], justify=align[i], overflow="fold", width=widest[i])
-            for k, row in enumerate(cells):
-                if k in sections:
-                    table.add_section()
-                table.add_row(*row[:shown])
-            self.console.print(table)
-            if shown < len(columns):
-                self.line(f"(not shown at {self.console.width} columns: {', '.join(columns[shown:])}; "
-                          f"a wider terminal or a file shows them)")
-            return
-        widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows, strict=True)]
+    def _blocks(self, columns: list[str], rows: list[list[str]], align: list[str], key: int) -> list[list[int]]:
+        """The columns of each table printed: all of them if they fit, else :func:`column_blocks`."""
+        if self.console is None:
+            widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
+            return column_blocks(widths, key, lambda ws: sum(ws) + 2 * (len(ws) - 1) <= PLAIN_WIDTH)
+        least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w
+                 for w, a in zip(self._cell_widths(columns, rows), align, strict=True)]
+        return column_blocks(least, key, lambda ws: fitting_columns(ws, self.console.width) == len(ws))
+
+    def _cells(self, rows: list[list[str]]) -> list[list[Any]]:
+        """Rich texts of ``rows``: markup only where colours are shown; elsewhere a "[" is text."""
+        from rich.text import Text
+
+        return [[Text.from_markup(c) if self.colour else Text(c) for c in row] for row in rows]
+
+    def _cell_widths(self, columns: list[str], rows: list[list[str]]) -> list[int]:
+        """Each column's widest cell, or word of its header (headers wrap at spaces)."""
+        cells = self._cells(rows)
+        return [max([row[i].cell_len for row in cells] + [len(w) for w in col.split()] + [1])
+                for i, col in enumerate(columns)]
+
+    def _plain_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str]) -> None:
+        widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
         print(title, file=self.stream)
         for cells in (columns, *rows):
-            print("  ".join((str(c).ljust(w) if a == "left" else str(c).rjust(w))
+            print("  ".join(c.ljust(w) if a == "left" else c.rjust(w)
                             for c, w, a in zip(cells, widths, align, strict=True)).rstrip(), file=self.stream)
+
+    def _rich_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str],
+                    sections: Sequence[int]) -> None:
+        """One table that fits the terminal: text (left-aligned) columns fold down to
+        FOLDED_TEXT_WIDTH, headers wrap at spaces, a figure is never cut or broken. Only a key
+        and one column too wide for the terminal together leave a column out, named below."""
+        from rich.table import Table
+
+        cells = self._cells(rows)
+        full = self._cell_widths(columns, rows)
+        least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w for w, a in zip(full, align, strict=True)]
+        shown = fitting_columns(least, self.console.width)
+        widest = _widths(least[:shown], full[:shown], [len(c) for c in columns[:shown]], self.console.width)
+        table = Table(title=title)
+        for i in range(shown):
+            table.add_column(columns[i], justify=align[i], overflow="fold", width=widest[i])
+        for k, row in enumerate(cells):
+            if k in sections:
+                table.add_section()
+            table.add_row(*row[:shown])
+        self.console.print(table)
+        if shown < len(columns):
+            self.line(f"(not shown at {self.console.width} columns: {', '.join(columns[shown:])}; "
+                      f"a wider terminal or a file shows them)")
+
+
+#: the width of plain-text tables and progress lines (a pipe or a file has no terminal width)
+PLAIN_WIDTH = 80
+
+
+def fit_words(head: str, tail: str, width: int) -> str:
+    """``head + tail`` within ``width``: words of ``head`` left out from its end (marked
+    "..."), never part of one, and ``tail`` (a figure) always whole, even past ``width``."""
+    if len(head) + len(tail) <= width:
+        return head + tail
+    words = head.split()
+    while words and len(" ".join(words)) + len(" ...") + len(tail) > width:
+        words.pop()
+    return (" ".join([*words, "..."])) + tail
+
+
+def column_blocks(widths: Sequence[int], key: int, fits: Callable[[list[int]], bool]) -> list[list[int]]:
+    """Column indices of each table of a table too wide: the first ``key`` columns, then as
+    many of the rest, in order, as ``fits`` (their widths) allows; always at least one more
+    per table, so a very wide column stands alone beside the key."""
+    rest = list(range(key, len(widths)))
+    if not rest:
+        return [list(range(len(widths)))]
+    blocks: list[list[int]] = []
+    while rest:
+        block = list(range(key))
+        while rest and (len(block) == key or fits([widths[i] for i in (*block, rest[0])])):
+            block.append(rest.pop(0))
+        blocks.append(block)
+    return blocks
 
 
 #: how narrow a text column (a name, a coordinate) may fold on a narrow terminal
@@ -141,11 +210,13 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
     out = out or Output()
     rows = sorted(reports, key=lambda r: r.npu_id)
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
+    memory = any(r.peak_memory for r in shown)  # no column of dashes when no NPU tracks memory
     out.table(f"simpy-astra: {len(reports)} NPUs simulated in {wall_s:.2f} s",
-              ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time", "Comm time", "overlap", "peak memory"),
+              ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time", "Comm time", "overlap")
+              + (("peak memory",) if memory else ()),
               [(str(r.npu_id), f"{r.finished_cycles:,}", f"{r.exposed_comm_cycles:,}",
                 f"{r.times.get(GPU, 0):,}", f"{r.times.get(COMM, 0):,}", f"{r.overlap or 0:,}",
-                r.peak_memory or "-") for r in shown])
+                *((r.peak_memory or "-",) if memory else ())) for r in shown])
     if len(rows) > len(shown):
         out.line(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
     print_memory_breakdown(shown, out)
@@ -194,7 +265,7 @@ def print_cost(cost, out: Output) -> None:
         return
     out.table(f"network cost: ${cost.total_usd:,.2f}", ("dim", "tier", "part", "GB/s", "radix", "count", "cost ($)"),
               [(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:g}", str(i.radix), f"{i.count:,}",
-                f"{i.cost_usd:,.2f}") for i in cost.items])
+                f"{i.cost_usd:,.2f}") for i in cost.items], key=3)
 
 
 def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
@@ -210,33 +281,89 @@ def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
                 f"{bytes_to_gib(sum(r.memory_breakdown.values())):.2f}") for r in rows])
 
 
-def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, every_s: float = 0.5) -> list:
+class ProgressLine:
+    """The one progress line of a run on stderr: redrawn in place on a terminal (and cleared
+    while other lines are printed, so that a report line never lands at its end), a line of
+    its own every few seconds in a pipe or a file. Every line fits ``PLAIN_WIDTH`` columns, or
+    the terminal's width when narrower."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        try:
+            self.live = self.stream.isatty()
+        except (AttributeError, ValueError):
+            self.live = False
+        self._lock = threading.Lock()
+        self._drawn = False
+
+    @property
+    def width(self) -> int:
+        if not self.live:
+            return PLAIN_WIDTH
+        import shutil
+
+        return min(PLAIN_WIDTH, shutil.get_terminal_size().columns - 1)  # the cursor's column too
+
+    def show(self, done: int, total: int, now_ns: float, elapsed_s: float) -> None:
+        text = progress_text(done, total, now_ns, elapsed_s, self.width)
+        with self._lock:
+            self.stream.write(f"\r{text}\x1b[K" if self.live else text + "\n")
+            self.stream.flush()
+            self._drawn = self.live
+
+    def clear(self) -> None:
+        """Take the line off a terminal (nothing to do in a pipe: its lines are whole)."""
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._drawn = False
+
+    def above(self, text: str, stream: TextIO | None = None) -> None:
+        """Print ``text`` (to stdout by default) where the progress line was; the next sample
+        draws the line again below it."""
+        with self._lock:
+            self._clear()
+            stream = stream or sys.stdout
+            print(text, file=stream, flush=self.live)
+
+
+def progress_text(done: int, total: int, now_ns: float, elapsed_s: float, width: int = PLAIN_WIDTH) -> str:
+    """The progress line, in the longest wording that fits ``width`` (a number is never cut)."""
+    counts, at, took = f"{done:,} of {total:,}", f"{now_ns:,.0f} ns", f"{elapsed_s:.0f} s"
+    wordings = (f"simulating: {counts} nodes done, simulated time {at}, {took} elapsed",
+                f"simulating: {counts} nodes, at {at}, {took} elapsed",
+                f"simulating: {done:,}/{total:,} nodes, {at}, {took}",
+                f"{done:,}/{total:,} nodes, {at}")
+    return next((w for w in wordings if len(w) <= width), wordings[-1])
+
+
+def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, every_s: float = 0.5,
+                      line: ProgressLine | None = None) -> list:
     """``sim.run()`` with a progress line on stderr once the run has taken ``after_s``.
 
     A background thread samples the NPUs' completion counters and the simulated clock, so the
     simulation itself does no extra work for the display and a short run prints nothing. On
     a terminal the line is redrawn in place; elsewhere (a log file) a line is written every
     ``10 * every_s`` seconds. A run stuck inside one long event (a collective split a million
-    ways) still shows the wall time going on.
+    ways) still shows the wall time going on. ``line``: the :class:`ProgressLine` the run's
+    report lines are printed through (:meth:`ProgressLine.above`), so that they and the
+    progress line do not mix on a terminal.
     """
-    stream = stream or sys.stderr
-    live = stream.isatty()
+    line = line or ProgressLine(stream)
     total = sum(len(npu.nodes) for npu in sim.npus)
     stop = threading.Event()
-    shown = [False]
 
     def sample() -> None:
         start = time.monotonic()
         if stop.wait(after_s):
             return
-        period = every_s if live else 10 * every_s
+        period = every_s if line.live else 10 * every_s
         while True:
-            done = sum(npu.completed for npu in sim.npus)
-            text = (f"simulating: {done:,} of {total:,} nodes done, simulated time {sim.now_ns:,.0f} ns, "
-                    f"{time.monotonic() - start:.0f} s elapsed")
-            stream.write(f"\r{text}\x1b[K" if live else text + "\n")
-            stream.flush()
-            shown[0] = True
+            line.show(sum(npu.completed for npu in sim.npus), total, sim.now_ns, time.monotonic() - start)
             if stop.wait(period):
                 return
 
@@ -247,9 +374,7 @@ def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, e
     finally:
         stop.set()
         watcher.join()
-        if shown[0] and live:
-            stream.write("\r\x1b[K")
-            stream.flush()
+        line.clear()
 
 
 def progress_wanted() -> bool:
@@ -285,12 +410,29 @@ def print_breakdown(breakdowns: dict, out: Output) -> None:
         return f"{ns / scale:,.1f}" if scale > 1 else f"{ns:,.0f}"
 
     total = mine.finish_ns or 1
-    rows = [(name, fmt(mine.parts.get(name, 0)), f"{100 * mine.parts.get(name, 0) / total:.1f}%",
+    rows = [(_short_part(name), fmt(mine.parts.get(name, 0)), f"{100 * mine.parts.get(name, 0) / total:.1f}%",
              fmt(lo), fmt(mid), fmt(hi)) for name, (lo, mid, hi) in spreads.items()]
     rows.append(("finish", fmt(mine.finish_ns), "100.0%", *(fmt(v) for v in _finish_spread(breakdowns))))
     npus = "NPU" if len(breakdowns) == 1 else f"{len(breakdowns)} NPUs"
     out.table(f"where the time went ({unit}): NPU {critical} (last to finish), and over {npus}",
               ("part", f"NPU {critical}", "share", "min", "median", "max"), rows)
+    if any(_short_part(name) != name for name in spreads):
+        out.line("(long part names shortened with ..; --json-out has them whole)")
+
+
+#: the widest part name the breakdown table shows (the generators' widest, "compute.elementwise"):
+#: beside its five figure columns (at most "999,999.9" each, the unit chosen so) the table fits
+#: 80 columns whole, plain or drawn by rich
+PART_WIDTH = 19
+
+
+def _short_part(name: str) -> str:
+    """A part name (``compute.<op_type>``, ``comm.<stream or group>``: a trace's own strings)
+    within :data:`PART_WIDTH`: its start and end kept, the middle left out."""
+    if len(name) <= PART_WIDTH:
+        return name
+    tail = (PART_WIDTH - 2) // 2
+    return f"{name[:PART_WIDTH - 2 - tail]}..{name[-tail:]}"
 
 
 def _finish_spread(breakdowns: dict) -> tuple[int, float, int]:

@@ -1,17 +1,21 @@
 """``--plots DIR``: breakdown.png (where each NPU's time went, stacked) and timeline.png (a Gantt
-chart of the run, each part in its own colour).
+chart of one iteration, each part in its own colour).
 
 breakdown.png has a bar per NPU; past :data:`MAX_BARS` NPUs, a bar per pipeline stage and tensor
 rank where the generator named the groups (the cell's last NPU to finish), else a bar per
 distinct breakdown (labelled by its first NPU and how many share it: symmetric NPUs, e.g. a
-pipeline stage's ranks, have one). timeline.png has a row per distinct breakdown (at most :data:`MAX_ROWS`,
-the last to finish first dropped last): in a symmetric job, one row per pipeline stage of a
-replica. matplotlib runs on the Agg backend (files only, no display needed).
+pipeline stage's ranks, have one). timeline.png is one iteration as a Gantt chart: a row per
+pipeline stage of one data-parallel replica (NPU 0's; tensor rank 0 of each stage) where the
+generator named the groups, else a row per distinct breakdown (at most :data:`MAX_ROWS`, the
+slowest kept); each row is the NPU's node intervals charged by the breakdown's precedence, a
+colour per part (bubbles included), time in ms. matplotlib runs on the Agg backend (files
+only, no display needed).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.breakdown import Breakdown, part_rank
@@ -105,28 +109,55 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     return fig
 
 
-def timeline_figure(breakdowns: dict[int, Breakdown], title: str = ""):
-    """The Gantt chart of timeline.png; ``breakdowns`` made with ``segments=True``."""
-    plt = _pyplot()
-    from matplotlib.patches import Patch
+@dataclass
+class GanttRow:
+    """One row of timeline.png: an NPU's [0, finish] as (start ns, end ns, part) stretches, in
+    time order, each charged to one part by the breakdown's precedence."""
 
+    label: str
+    npu: int
+    segments: list[tuple[int, int, str]]
+
+
+def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[GanttRow]:
+    """The rows of timeline.png; ``breakdowns`` made with ``segments=True``. ``replica``: one
+    data-parallel replica's NPU of each pipeline stage, tensor rank 0, in stage order
+    (:func:`~simpy_astra.report.breakdown.replica_stages`): a row per stage. Without it (no
+    named groups), a row per distinct breakdown, at most :data:`MAX_ROWS` (the slowest kept)."""
+    if replica:
+        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []))
+                for s, npu in enumerate(replica)]
     rows = _distinct(breakdowns)
     if len(rows) > MAX_ROWS:  # keep the slowest
         rows = sorted(sorted(rows, key=lambda r: -r[2].finish_ns)[:MAX_ROWS])
-    names = sorted({p for _n, _c, b in rows for p in b.parts}, key=part_rank)
+    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []))
+            for npu, n, b in rows]
+
+
+def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
+    """The Gantt chart of timeline.png (time in ms): the rows of :func:`gantt_rows`."""
+    plt = _pyplot()
+    from matplotlib.patches import Patch
+
+    rows = gantt_rows(breakdowns, replica)
+    names = sorted({p for row in rows for _s, _e, p in row.segments}, key=part_rank)
     colours = _colours(names)
-    unit, scale = _unit(max(b.finish_ns for _n, _c, b in rows))
-    fig, ax = plt.subplots(figsize=(12.0, 1.0 + 0.45 * len(rows)))
-    for y, (_npu, _count, b) in enumerate(rows):
-        segments = b.segments or []
-        ax.broken_barh([(s / scale, (e - s) / scale) for s, e, _n in segments], (y - 0.4, 0.8),
-                       facecolors=[colours[n] for _s, _e, n in segments], linewidth=0)
+    scale = 10**6  # ns per ms
+    fig, ax = plt.subplots(figsize=(12.0, 1.2 + 0.45 * len(rows)))
+    for y, row in enumerate(rows):
+        ax.broken_barh([(s / scale, (e - s) / scale) for s, e, _n in row.segments], (y - 0.4, 0.8),
+                       facecolors=[colours[n] for _s, _e, n in row.segments], linewidth=0)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"NPU {npu}" + (f" (x{n})" if n > 1 else "") for npu, n, _b in rows], fontsize=8)
+    ax.set_yticklabels([row.label for row in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel(f"time ({unit})")
-    ax.set_ylabel("NPU (xN: N NPUs alike)")
-    ax.set_title(title or "one iteration: each NPU's time by part (xN: N NPUs alike)")
+    ax.set_xlabel("time (ms)")
+    if replica:
+        ax.set_ylabel("pipeline stage")
+        default = "one iteration of one data-parallel replica: a row per pipeline stage (tensor rank 0)"
+    else:
+        ax.set_ylabel("NPU (xN: N NPUs alike)")
+        default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
+    ax.set_title(title or default, fontsize=10)
     ax.legend(handles=[Patch(color=colours[n], label=n) for n in names], loc="center left",
               bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.tight_layout()
@@ -154,15 +185,16 @@ def require_matplotlib() -> None:
 
 
 def write_plots(breakdowns: dict[int, Breakdown], folder: str,
-                roles: dict[int, tuple[int, int]] | None = None) -> list[str]:
+                roles: dict[int, tuple[int, int]] | None = None,
+                replica: list[int] | None = None) -> list[str]:
     """breakdown.png and timeline.png in ``folder``; returns their paths. ``roles``: see
-    :func:`breakdown_figure`."""
+    :func:`breakdown_figure`; ``replica``: see :func:`gantt_rows`."""
     require_matplotlib()
     try:
         os.makedirs(folder, exist_ok=True)
         paths = [os.path.join(folder, "breakdown.png"), os.path.join(folder, "timeline.png")]
         _save(breakdown_figure(breakdowns, roles=roles), paths[0])
-        _save(timeline_figure(breakdowns), paths[1])
+        _save(timeline_figure(breakdowns, replica=replica), paths[1])
     except OSError as exc:
         raise InputError(f"--plots: cannot write into {folder} ({exc.strerror or exc})") from None
     return paths

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.report.console import Output
+from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_words
 from simpy_astra.sweep.point import run_point
 from simpy_astra.sweep.spec import Point
 
@@ -62,15 +62,14 @@ class _PlainProgress:
     def __exit__(self, *exc: Any) -> None:
         pass
 
-    def add_task(self, _name: str, total: int, last: str) -> int:
+    def add_task(self, _name: str, total: int, last: Finished | None) -> int:
         self.total = total
         return 0
 
-    def update(self, _task: int, advance: int, last: str) -> None:
-        from rich.text import Text
-
+    def update(self, _task: int, advance: int, last: Finished) -> None:
         self.done += advance
-        print(f"sweep: {self.done} of {self.total} points done; {Text.from_markup(last).plain}",
+        head = f"sweep: {self.done} of {self.total} points done; "
+        print(head + fit_words(last.coords, f": {last.result}", PLAIN_WIDTH - len(head)),
               file=self.stream, flush=True)
 
 
@@ -78,18 +77,25 @@ def _progress(out: Output) -> Any:
     """A live bar on a terminal; a line per finished point anywhere else."""
     if out.console is None:
         return _PlainProgress(out.stream)
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from simpy_astra.sweep.live import live_progress
 
-    return Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
-                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                    TextColumn("{task.fields[last]}"), console=out.console)
+    return live_progress(out.console)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished point as the progress shows it: its coordinates and its figure (or "error")."""
+
+    coords: str
+    result: str
+    ok: bool
+
+
+def _label(point: Point, figures: dict[str, Any]) -> Finished:
+    coords = " ".join(f"{v}" for v in point.coordinates.values())
+    if figures.get("status") != "ok":
+        return Finished(coords, "error", ok=False)
+    return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True)
 
 
 # ------------------------------------------------------------------ inside a worker process
@@ -213,7 +219,7 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, out: Ou
         pending = {pool.submit(_work, p.scenario, where(p)): p for p in points}
         order = {future: i for i, future in enumerate(pending)}
         with _progress(out) as progress:
-            task = progress.add_task("sweep", total=len(points), last="")
+            task = progress.add_task("sweep", total=len(points), last=None)
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 # results before failures: a dead worker must not lose points finished beside it;
@@ -263,7 +269,7 @@ def run_cluster(points: list[Point], address: str, on_result: ResultCallback, ou
         futures = {client.submit(run_point, p.scenario, where(p), key=f"simpy-astra-point-{p.key}",
                                  pure=False): p for p in points}
         with _progress(out) as progress:
-            task = progress.add_task("sweep", total=len(points), last="")
+            task = progress.add_task("sweep", total=len(points), last=None)
             for future in as_completed(futures):
                 point = futures[future]
                 try:
@@ -280,10 +286,3 @@ def run_cluster(points: list[Point], address: str, on_result: ResultCallback, ou
     finally:
         client.close()
     return RunOutcome(finished, interrupted=False)
-
-
-def _label(point: Point, figures: dict[str, Any]) -> str:
-    coords = " ".join(f"{v}" for v in point.coordinates.values())
-    if figures.get("status") != "ok":
-        return f"[red]{coords}: error[/red]"
-    return f"{coords}: {figures['finish_ns']:,} ns"

@@ -38,13 +38,14 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         ranked += best
         shown = max(shown, len(best))
     per = " per backend" if len(backends) > 1 else ""
-    title = (f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
-             f"failed, {wall_s:.1f} s (best {shown}{per} by {spec.objective.text})")
+    out.line(f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
+             f"failed, {wall_s:.1f} s")
+    title = f"best {shown}{per} by {spec.objective.text}"  # short: a table's title fits 80 columns
     rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
             for o in ranked]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
-    # a narrow terminal wraps headers and leaves out the last columns with a note, never cuts a figure
-    out.table(title, headers, rows, align=["left"] * len(spec.axes) + ["right"] * len(spec.report))
+    # too wide for the terminal (or 80 columns in a pipe): numbered rows, the last columns in a table below
+    out.table(title, headers, rows, align=["left"] * len(spec.axes) + ["right"] * len(spec.report), key=0)
     failed = [o for o in done if not o.ok]
     for o in failed[:5]:
         text = f"{o.point.coordinates}: {o.figures['error']}"

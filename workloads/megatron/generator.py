@@ -60,6 +60,13 @@ def generate(params: dict[str, Any], prefix: str) -> str:
     return write_trace(prefix, graphs, layout, job.gpus, Units(False), where="generate megatron")
 
 
+def group_dimensions(params: dict[str, Any]) -> dict[int, str]:
+    """Comm-group id -> its parallel dimension (``tp``, ``cp``, ``dp``, ``ep``, ``edp``, and
+    ``emb``: the first and last stage's tied embedding), as the traces' metadata records them."""
+    job, _gpu = job_and_gpu(params)
+    return {gid: dim for (dim, _rank), gid in Layout.build(job).group_of.items()}
+
+
 def write_summary(params: dict[str, Any], prefix: str) -> str:
     """Lazy entry: comm groups and the rank summary (a rank's class is its pipeline stage)."""
     check_prefix(prefix)

@@ -29,7 +29,8 @@ store-and-forward):
   also where flows hold one another back in a cycle of ports (a ring on which every flow is
   a transit flow at its other ports: each port's transit part would freeze them all while
   the injection parts they were kept for went unused; they are raised together until a
-  port they cross is saturated, :func:`.solver.max_min`). The arrival
+  port they cross is saturated, :func:`.solver.max_min`) -- but for a train held by
+  credits whose tightest port lies beyond its full buffer (below). The arrival
   rates are those FIFO inputs with unbounded buffers pass on hop by hop, to a fixed point
   (:func:`.solver.fifo_arrivals`); a train cut at several inputs moves at its own rate on
   each hop from its buffer on, and the bytes that crossed each of those hops are tracked, so
@@ -50,7 +51,9 @@ store-and-forward):
   inputs cut it hop by hop, are not in it); the largest queue per port is this occupancy;
 * the link into a buffer sends only against credits for it, returned one latency after a
   packet leaves: a buffer smaller than the credit loop's bandwidth-delay product
-  ``B*(2*latency) + P`` caps that link at ``switch-buffer / (2*latency + P/B)``.
+  ``B*(2*latency) + P`` caps each train crossing that link at ``switch-buffer /
+  (2*latency + P/B)`` (per train, not per link: several trains into one small buffer may
+  together send more than the cap, where a real credit loop would hold their sum).
 
 How it is simulated: a flow (one message, or one of its sprayed parts) is a *train*. While
 the trains on a set of links and the states of their buffers do not change, round robin
@@ -112,9 +115,13 @@ Approximations that this buys, and only these:
   rate upstream (then its backlog drains); space that a draining train frees is not handed
   to trains held by credits, and a train arriving at a full port is credit-paced at once.
   A train held by credits moves at one rate on its whole path, as if every buffer after the
-  full one were full too: on a 4x4 torus all-to-all with 256 KiB or smaller buffers this
-  ends the run 2.5-3% after the max-min bound (1.7% at 1 MiB, 0.3% with buffers that never
-  fill);
+  full one were full too (its bytes beyond its buffer fill none of their own: letting its
+  full buffer's port pass it on faster than its tightest port beyond would pile them up
+  there unbounded, 9 times a 64 KiB buffer on the torus below). On a 4x4 torus all-to-all
+  the run ends 2.9%, 2.5% and 1.7% after the max-min bound with 64 KiB, 256 KiB and 1 MiB
+  buffers (0.3% with buffers that never fill); that bound is out of reach at these
+  buffers, not only here: the per-packet simulator with the same buffers and credits
+  (``tests/packet_reference.py``) ends it 9.6%, 4.4% and 3.8% after it;
 * events fall on whole nanoseconds (rounded up): a buffer may overshoot its size by the
   bytes of under 1 ns, which the statistics clip.
 

@@ -1,0 +1,48 @@
+"""Which parallel dimension each communicator group is, as an ET's GlobalMetadata records it.
+
+The project's generators write it (ASTRA-sim ignores it), so that a trace read back from its
+files breaks its time down by ``tp``/``dp``/``pp`` rather than by group id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from simpy_astra.workloads.chakra import et_path
+from simpy_astra.workloads.chakra.reader import EtError, read_metadata
+
+#: GlobalMetadata attributes that name the parallel dimensions, so that reports of a trace read
+#: back from its files say ``comm.tp`` rather than ``comm.group 5`` (ASTRA-sim ignores them)
+GROUP_NAMES_ATTR = "pg_names"  # JSON: [[dimension, first group id, last group id], ...]
+P2P_DIMENSION_ATTR = "p2p_dimension"  # what sends and receives are: pp
+
+
+def recorded_dimensions(prefix: str) -> tuple[dict[int, str], str | None]:
+    """(group id -> dimension, what sends are) as rank 0's file of ``prefix`` records them; empty
+    and None for a trace that does not (or a file that cannot be read: the run says why)."""
+    try:
+        attrs = read_metadata(et_path(prefix, 0))["attrs"]
+    except (EtError, ValueError):
+        return {}, None
+    names: dict[int, str] = {}
+    found = attrs.get(GROUP_NAMES_ATTR)
+    try:
+        for dim, first, last in json.loads(found[1]) if found is not None and found[0] == "string_val" else ():
+            if isinstance(dim, str) and dim and isinstance(first, int) and isinstance(last, int) \
+                    and 0 < first <= last and last - first < 1 << 20:
+                names.update(dict.fromkeys(range(first, last + 1), dim))
+    except (ValueError, TypeError):  # not ours: no names
+        names = {}
+    p2p = attrs.get(P2P_DIMENSION_ATTR)
+    return names, (p2p[1] if p2p is not None and p2p[0] == "string_val" and p2p[1] else None)
+
+
+def group_names(inputs: Any) -> tuple[dict[int, str], str]:
+    """(communicator group id -> parallel dimension, what plain sends are) of a run, for its
+    breakdown: as the generator said, else as rank 0's file records (:func:`recorded_dimensions`)."""
+    names, p2p = dict(inputs.group_names), inputs.p2p_name
+    if not names and inputs.jobs is None and inputs.workload_prefix:
+        names, recorded = recorded_dimensions(inputs.workload_prefix)
+        p2p = recorded or p2p
+    return names, p2p
