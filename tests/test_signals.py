@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
 from simpy_astra.stopping import EXIT_INTERRUPTED, EXIT_TERMINATED
+from tests.ctrl_c import sigint_by_default
 
 ROOT = Path(__file__).resolve().parents[1]
 READY = "READY"
@@ -74,7 +76,7 @@ def _scenario(folder: Path, algorithm: str) -> Path:
 def _stop(argv: list[str], cwd: Path, signum: int, marker: bool = False) -> tuple[int, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(cwd), "SIMPY_ASTRA_PROGRESS": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "simpy_astra", *argv], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_by_default)
     try:
         if marker:  # the user's code runs in a worker: wait for the file it writes
             import time
@@ -86,8 +88,8 @@ def _stop(argv: list[str], cwd: Path, signum: int, marker: bool = False) -> tupl
         else:  # blocks until the user's code runs: no sleep
             return _wait_ready_then_stop(proc, signum)
         proc.send_signal(signum)
-        rest = proc.stderr.read()
-        code = proc.wait(timeout=300)
+        _, rest = proc.communicate(timeout=300)  # a guard against a hang, not a speed check
+        code = proc.returncode
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -165,8 +167,15 @@ def _wait_ready_then_stop(proc: subprocess.Popen, signum: int) -> tuple[int, lis
         else:
             pytest.fail(f"the command ended before it was ready: {''.join(seen)}")
         proc.send_signal(signum)
-        rest = proc.stderr.read()
-        code = proc.wait(timeout=300)  # a guard against a hang, not a speed check
+        # stderr is read on through its buffer (it holds what came with READY); a child that
+        # runs on is killed after 300 s, a guard against a hang, not a speed check
+        guard = threading.Timer(300, proc.kill)
+        guard.start()
+        try:
+            rest = proc.stderr.read()
+        finally:
+            guard.cancel()
+        code = proc.wait()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -205,7 +214,7 @@ def test_convert_text_stops_in_one_line_and_removes_the_ranks_it_wrote(tmp_path,
     proc = subprocess.Popen([sys.executable, "slow_convert.py", "convert", "text", "--input", str(source),
                              "--output", "out/resnet", "--num-npus", "4", "--num-passes", "1"], cwd=tmp_path,
                             env={**os.environ, "SIMPY_ASTRA_PROGRESS": "0"}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_by_default)
     got, lines = _wait_ready_then_stop(proc, signum)
     assert got == code, lines
     assert len(lines) == 1 and lines[0].startswith("interrupted: ") and words in lines[0], lines
@@ -223,7 +232,7 @@ def test_calibrate_stops_in_one_line_and_writes_nothing(tmp_path):
                              "--network", str(logs / "network.yml"), "--system", "sys.json", "--out", "cal"],
                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path), "SIMPY_ASTRA_PROGRESS": "0",
                                                "SIMPY_ASTRA_CACHE": str(tmp_path / "cache")},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_by_default)
     got, lines = _wait_ready_then_stop(proc, signal.SIGINT)
     assert got == EXIT_INTERRUPTED, lines
     assert len(lines) == 1 and "stopped by SIGINT" in lines[0], lines

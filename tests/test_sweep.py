@@ -24,6 +24,7 @@ from simpy_astra.cli.sweep import main as sweep_main
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.spec import load_sweep
 from simpy_astra.workloads import generated
+from tests.ctrl_c import sigint_by_default
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "scenarios" / "default.yaml"
@@ -300,10 +301,8 @@ def test_sigint_then_restart_runs_every_point_exactly_once(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "simpy_astra", "sweep", path, "--out", str(out), "--jobs", "2", "--no-plots"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    # a runner that starts us in the background (nohup, `&` in a script) hands down SIGINT as
-    # ignored, and Python then never turns it into KeyboardInterrupt: give the child the default
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=sigint_by_default)
     csv_path = out / "results.csv"
     while proc.poll() is None and (not csv_path.exists() or len(read_rows(out)) < 3):
         time.sleep(0.05)
@@ -787,7 +786,7 @@ def start_sleepy_sweep(tmp_path: Path) -> Running:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path / "plug")]),
            "TMPDIR": str(tmp), "SIMPY_ASTRA_CACHE": str(cache)}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=sigint_by_default)
     running = Running(proc, out, marks, tmp, cache, path, cmd, env)
     deadline = time.monotonic() + 120  # a generous guard against a hang, not a speed check
     while not ((marks / "started-3").exists() and (marks / "started-4").exists()
