@@ -3,10 +3,12 @@ the file, before a row made from other contents is saved beside the earlier ones
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import yaml
@@ -31,7 +33,8 @@ EDITING_PLUGIN = textwrap.dedent('''
 ''')
 
 
-def test_an_input_edited_mid_sweep_stops_it_naming_the_file(tmp_path):
+def _editing_sweep(tmp_path: Path) -> tuple[Path, Path]:
+    """A sweep of four points whose second one appends a line to the sweep's network file."""
     (tmp_path / "plug").mkdir()
     (tmp_path / "plug" / "editing_plugin.py").write_text(EDITING_PLUGIN.format(step=str(STEP)))
     base = yaml.safe_load(DEFAULT.read_text())
@@ -41,6 +44,11 @@ def test_an_input_edited_mid_sweep_stops_it_naming_the_file(tmp_path):
                 workload={"generate": "editing", "n": 0, "net": str(net)})
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump({"base": base, "axes": {"workload.n": [1, 2, 3, 4]}}))
+    return sweep, net
+
+
+def test_an_input_edited_mid_sweep_stops_it_naming_the_file(tmp_path):
+    sweep, net = _editing_sweep(tmp_path)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path / "plug")]),
            "SIMPY_ASTRA_CACHE": str(tmp_path / "cache")}
@@ -52,6 +60,39 @@ def test_an_input_edited_mid_sweep_stops_it_naming_the_file(tmp_path):
     assert len(errors) == 1 and "net.yml: changed while the sweep ran" in errors[0], done.stderr
     rows = (out / "results.csv").read_text().splitlines()
     assert len(rows) == 2  # the header and point 1: point 2 ran on the edited file and is not saved
+
+
+def test_a_point_is_judged_by_its_inputs_when_it_ended_not_when_the_sweep_saves_it(tmp_path, monkeypatch):
+    """The sweep's process may take its time over point 1 (a loaded machine) while the worker
+    already runs point 2, which edits the file: point 1 ended on the starting contents and is
+    kept; point 2 ended on other contents and is not. Checking at save time refused point 1."""
+    from simpy_astra.report.console import Output
+    from simpy_astra.sweep.inputs import InputSnapshot
+    from simpy_astra.sweep.runner import run_local
+    from simpy_astra.sweep.spec import load_sweep
+
+    sweep, net = _editing_sweep(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path / "plug"))
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    spec = load_sweep(str(sweep))
+    points = spec.points()[:2]
+    inputs = InputSnapshot.take(spec.named_files())
+    assert str(net) in inputs.digests
+    seen: list[tuple[int, list[str]]] = []
+
+    def on_result(point, figures, changed) -> None:
+        assert figures["status"] == "ok", figures
+        n = point.coordinates["workload.n"]
+        if n == 1:  # hold the sweep's process until point 2 has edited the file
+            deadline = time.monotonic() + 300
+            while "edited while the sweep ran" not in net.read_text():
+                assert time.monotonic() < deadline, "point 2 never edited the file"
+                time.sleep(0.05)
+        seen.append((n, changed))
+
+    outcome = run_local(points, 1, inputs, on_result, Output(io.StringIO()))
+    assert not outcome.interrupted
+    assert seen == [(1, []), (2, [str(net)])]
 
 
 # ------------------------------------------------------------------------------ a full disk

@@ -116,33 +116,6 @@ def _write_point_scenarios(out_dir: str, points) -> None:
                          f"write") from None
 
 
-def _stamp(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def _unchanged(stamps: dict[str, tuple[int, int] | None], digests: dict[str, str], results: str) -> None:
-    """Every input the sweep started from still has the contents it had (a cheap stat first,
-    the content hash only when the stat moved); else the sweep stops naming the file, before a
-    row made from other inputs is saved beside the earlier ones."""
-    from simpy_astra.sweep.spec import _digest
-
-    for path, stamp in stamps.items():
-        if _stamp(path) == stamp:
-            continue
-        try:
-            same = _digest(path) == digests[path]
-        except InputError:
-            same = False
-        if not same:
-            raise InputError(f"{path}: changed while the sweep ran (the rows in {results} were made from "
-                             f"its earlier contents); restore it, or start the sweep again with another --out")
-        stamps[path] = _stamp(path)
-
-
 def _require(module: str) -> None:
     import importlib.util
 
@@ -225,6 +198,7 @@ def _main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
     from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
+    from simpy_astra.sweep.inputs import InputSnapshot
     from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.summary import print_summary
 
@@ -239,17 +213,20 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
 
-    stamps = {path: _stamp(path) for path in store.files}
+    inputs = InputSnapshot.take(store.files)
 
-    def save(p: Point, figures: dict[str, Any]) -> None:
-        _unchanged(stamps, store.files, store.csv_path)  # else the row may be from other inputs
+    def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
+        if changed:  # the point ended on other contents: its row may be from other inputs
+            raise InputError(f"{changed[0]}: changed while the sweep ran (the rows in {store.csv_path} were "
+                             f"made from its earlier contents); restore it, or start the sweep again with "
+                             f"another --out")
         store.append(p.key, p.coordinates, figures)
 
     t0 = time.perf_counter()
     if args.cluster:
-        outcome = run_cluster(todo, args.cluster, save, out, where=label)
+        outcome = run_cluster(todo, args.cluster, inputs, save, out, where=label)
     else:
-        outcome = run_local(todo, jobs, save, out, where=label, close_fds=(store.lock.fd,))
+        outcome = run_local(todo, jobs, inputs, save, out, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))

@@ -1,7 +1,8 @@
 """Run sweep points in parallel: a local process pool, or a Dask cluster with ``--cluster``.
 
 Both engines hand each finished point to ``on_result`` in the main process (which appends it
-to results.csv) as soon as it finishes. Ctrl-C (SIGINT) or SIGTERM stops the sweep at once:
+to results.csv) as soon as it finishes, with the input files that had other contents when the
+point ended (checked in the worker, :mod:`simpy_astra.sweep.inputs`). Ctrl-C (SIGINT) or SIGTERM stops the sweep at once:
 running workers are terminated *before* the pool is shut down (shutting down first forgets
 them on Python < 3.14, and they ran on), queued points are cancelled, and everything that
 finished before stays saved. Local workers ignore SIGINT themselves, so a terminal's Ctrl-C
@@ -31,10 +32,12 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_words
+from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.point import run_point
 from simpy_astra.sweep.spec import Point
 
-ResultCallback = Callable[[Point, dict[str, Any]], None]
+#: (point, its figures, the inputs that had changed when it ended: its row is suspect if any)
+ResultCallback = Callable[[Point, dict[str, Any], list[str]], None]
 EXIT_WORKER_STOPPED = 143  # 128 + SIGTERM
 PR_SET_PDEATHSIG = 1
 
@@ -164,12 +167,19 @@ def _init_worker(parent: int, scratch_root: str, close_fds: tuple[int, ...]) -> 
     _die_with_parent(parent)
 
 
-def _work(scenario: dict[str, Any], where: str) -> dict[str, Any]:
+def run_point_checked(scenario: dict[str, Any], where: str,
+                      inputs: InputSnapshot) -> tuple[dict[str, Any], list[str]]:
+    """The point's figures, and which inputs differed from the sweep's start when it ended."""
+    figures = run_point(scenario, where)
+    return figures, inputs.changed()
+
+
+def _work(scenario: dict[str, Any], where: str, inputs: InputSnapshot) -> tuple[dict[str, Any], list[str]]:
     global _busy
     try:
         _busy = True
         try:
-            return run_point(scenario, where)
+            return run_point_checked(scenario, where, inputs)
         finally:
             _busy = False
     except _Stop:  # wherever SIGTERM landed: the point's folders are gone, now leave
@@ -207,7 +217,7 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         manager.join(timeout=30)  # its workers are gone: it notices, closes its pipes and ends
 
 
-def run_local(points: list[Point], jobs: int, on_result: ResultCallback, out: Output,
+def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
               where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = ()) -> RunOutcome:
     finished = 0
     completed = False
@@ -216,7 +226,7 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, out: Ou
     try:
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context(), initializer=_init_worker,
                                    initargs=(os.getpid(), scratch_root, close_fds))
-        pending = {pool.submit(_work, p.scenario, where(p)): p for p in points}
+        pending = {pool.submit(_work, p.scenario, where(p), inputs): p for p in points}
         order = {future: i for i, future in enumerate(pending)}
         with _progress(out) as progress:
             task = progress.add_task("sweep", total=len(points), last=None)
@@ -227,13 +237,13 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, out: Ou
                 for future in sorted(done, key=lambda f: (f.exception() is not None, order[f])):
                     point = pending.pop(future)
                     try:
-                        figures = future.result()
+                        figures, changed = future.result()
                     except BrokenProcessPool:
                         raise InputError(
                             "a worker process died (killed, or out of memory) while running points; the "
                             "finished points are saved: start the same command again to run the rest, "
                             "perhaps with fewer --jobs") from None
-                    on_result(point, figures)
+                    on_result(point, figures, changed)
                     finished += 1
                     progress.update(task, advance=1, last=_label(point, figures))
         completed = True
@@ -250,7 +260,7 @@ def run_local(points: list[Point], jobs: int, on_result: ResultCallback, out: Ou
     return RunOutcome(finished, interrupted=False)
 
 
-def run_cluster(points: list[Point], address: str, on_result: ResultCallback, out: Output,
+def run_cluster(points: list[Point], address: str, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
                 where: Callable[[Point], str] = lambda p: p.key) -> RunOutcome:
     """The same points on a Dask cluster; workers need simpy-astra installed and the base
     scenario's files (ET traces, configs) at the same paths (a shared file system)."""
@@ -266,18 +276,18 @@ def run_cluster(points: list[Point], address: str, on_result: ResultCallback, ou
     finished = 0
     futures: dict[Any, Point] = {}
     try:
-        futures = {client.submit(run_point, p.scenario, where(p), key=f"simpy-astra-point-{p.key}",
+        futures = {client.submit(run_point_checked, p.scenario, where(p), inputs, key=f"simpy-astra-point-{p.key}",
                                  pure=False): p for p in points}
         with _progress(out) as progress:
             task = progress.add_task("sweep", total=len(points), last=None)
             for future in as_completed(futures):
                 point = futures[future]
                 try:
-                    figures = future.result()
+                    figures, changed = future.result()
                 except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: recorded with the point
                     text = " ".join(str(exc).split()) or "no message"
-                    figures = {"status": "error", "error": f"{type(exc).__name__}: {text}"}
-                on_result(point, figures)
+                    figures, changed = {"status": "error", "error": f"{type(exc).__name__}: {text}"}, []
+                on_result(point, figures, changed)
                 finished += 1
                 progress.update(task, advance=1, last=_label(point, figures))
     except KeyboardInterrupt as exc:

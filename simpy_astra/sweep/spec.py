@@ -45,6 +45,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.expressions import Expression, parse_expression
+from simpy_astra.sweep.inputs import file_digest
 
 # figures every point reports (see point.py); expressions may use them
 # peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
@@ -121,7 +122,7 @@ class SweepSpec:
         for axis in self.axes:
             found |= self._paths_in(_values_of(axis), sweep_dir)
         found.update(self.plugin_files())
-        return {path: _digest(path) for path in sorted(found)}
+        return {path: file_digest(path) for path in sorted(found)}
 
     def files_of(self, point: Point) -> list[str]:
         """The files one point uses (a subset of :meth:`named_files`): those its scenario and its
@@ -250,15 +251,6 @@ def inputs_digest(digests: dict[str, str]) -> str:
     text = "".join(f"{path}\0{digest}\n" for path, digest in sorted(digests.items()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-
-def _digest(path: str) -> str:
-    from simpy_astra import files
-
-    sha = hashlib.sha256()
-    with files.open_input(path, "input file", files.TRACE_LIMIT_BYTES) as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()[:16]
 
 
 def point_key(coords: dict[str, Any]) -> str:

@@ -1,0 +1,63 @@
+"""Whether the files a sweep started from still hold what they held when it started.
+
+A point is checked where it ran, the moment it ends: a row is kept only if every input still
+had its starting contents then. Checking later, when the sweep's process saves the row, would
+race the next point (which may already be running, and may be what edits the file) and refuse
+a row made from the right contents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+from simpy_astra.errors import InputError
+
+Stamp = tuple[int, int] | None  # (size, mtime_ns); None when the file cannot be read
+
+
+def file_digest(path: str) -> str:
+    """The first 16 hex digits of the file's SHA-256 (how a sweep names its inputs' contents)."""
+    from simpy_astra import files
+
+    sha = hashlib.sha256()
+    with files.open_input(path, "input file", files.TRACE_LIMIT_BYTES) as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()[:16]
+
+
+def stamp(path: str) -> Stamp:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+@dataclass(frozen=True)
+class InputSnapshot:
+    """The sweep's input files with their content hashes and their stat at the start."""
+
+    digests: dict[str, str]
+    stamps: dict[str, Stamp]
+
+    @classmethod
+    def take(cls, digests: dict[str, str]) -> InputSnapshot:
+        return cls(dict(digests), {path: stamp(path) for path in digests})
+
+    def changed(self) -> list[str]:
+        """The files whose contents differ from the start: a cheap stat first, the content hash
+        only when the stat moved (a file touched or rewritten with the same bytes is unchanged)."""
+        changed = []
+        for path, start in self.stamps.items():
+            if stamp(path) == start:
+                continue
+            try:
+                same = file_digest(path) == self.digests[path]
+            except InputError:  # gone or unreadable
+                same = False
+            if not same:
+                changed.append(path)
+        return changed
