@@ -2,10 +2,10 @@
 
 Both engines hand each finished point to ``on_result`` in the main process (which appends it
 to results.csv) as soon as it finishes, with the input files that had other contents when the
-point ended (checked in the worker, :mod:`simpy_astra.sweep.inputs`). Ctrl-C (SIGINT) or SIGTERM stops the sweep at once:
-running workers are terminated *before* the pool is shut down (shutting down first forgets
-them on Python < 3.14, and they ran on), queued points are cancelled, and everything that
-finished before stays saved. Local workers ignore SIGINT themselves, so a terminal's Ctrl-C
+point ended (checked in the worker, :mod:`simpy_astra.sweep.inputs`). Ctrl-C (SIGINT) or
+SIGTERM stops the sweep at once: running workers are terminated *before* the pool is shut
+down (shutting down first forgets them on Python < 3.14, and they ran on), queued points are
+cancelled, and everything that finished before stays saved. Local workers ignore SIGINT themselves, so a terminal's Ctrl-C
 reaches only the main process's clean stop.
 
 No worker outlives the sweep, and none leaves a temporary folder, even if the sweep is
