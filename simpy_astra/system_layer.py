@@ -442,12 +442,14 @@ class SystemLayer(Probed):
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), [phase], priority, chunks_left))
             return chunks_left
         dims_inv = plan.involved if plan.involved is not None else involved
+        # planned once: every chunk runs the same phases (only their queues differ)
+        steps = phase_steps(kind, chunk, plan, dims_inv, self.config.collective_optimization)
+        if count and not steps:
+            raise InputError(f"a {kind} of {chunk}-byte chunks has no dimension to run on "
+                             f"(every involved dimension has one NPU); the reference never finishes it")
         for _ in range(count):
-            phases = self._build_phases(kind, chunk, plan, dims_inv)
-            if not phases:
-                raise InputError(f"a {kind} of {chunk}-byte chunks has no dimension to run on "
-                                 f"(every involved dimension has one NPU); the reference never finishes it")
-            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), phases, priority, chunks_left))
+            self._insert_ready(Stream(plan.stream_owner.next_stream_id(), self._build_phases(steps, plan), priority,
+                                      chunks_left))
         return chunks_left
 
     def _announced(self, kind: str, size: int, on_done: Callable[[], None]) -> Callable[[], None]:
@@ -472,9 +474,10 @@ class SystemLayer(Probed):
         members = plan.dims[0].members
         return members, sorted(members).index(self.npu_id)
 
-    def _build_phases(self, kind: str, chunk: int, plan: CollectivePlan, involved: list[bool]) -> list[Phase]:
+    def _build_phases(self, steps: list[PhaseStep], plan: CollectivePlan) -> list[Phase]:
+        """One chunk's phases, each on the next queue of its dimension (round robin)."""
         phases: list[Phase] = []
-        for step in phase_steps(kind, chunk, plan, involved, self.config.collective_optimization):
+        for step in steps:
             level = self.levels[step.dim]
             queue = (level.next_queue() if step.half == 0 else level.next_queue_first_half() if step.half == 1
                      else level.next_queue_second_half())
