@@ -256,8 +256,11 @@ def pipeline_roles(group_names: dict[int, str], groups: dict[int, tuple[int, ...
     every group of :data:`STAGE_LOCAL_DIMENSIONS`, in id order (both generators number the
     stages' ranks in stage order)."""
     place = _places(group_names, groups, npus)
-    if place is None:
-        return None
+    return None if place is None else _roles(place, group_names, npus)
+
+
+def _roles(place: dict[int, dict[str, int]], group_names: dict[int, str], npus: int) -> dict[int, tuple[int, int]]:
+    """:func:`pipeline_roles` from the NPUs' places in their named groups."""
     stage: dict[int, int] = {}
     if not any(dim == "pp" for dim in group_names.values()):
         alike: dict[tuple, list[int]] = {}
@@ -275,9 +278,9 @@ def replica_stages(group_names: dict[int, str], groups: dict[int, tuple[int, ...
     NPU 0's replica (NPU 0 and the NPUs of the other stages that hold its position in every
     group of :data:`STAGE_LOCAL_DIMENSIONS`). None when no group is named."""
     place = _places(group_names, groups, npus)
-    roles = pipeline_roles(group_names, groups, npus)
-    if place is None or roles is None or npus < 1:
+    if place is None or npus < 1:
         return None
+    roles = _roles(place, group_names, npus)
     key = _stage_key(place[0])
     by_stage: dict[int, int] = {}
     for n in range(npus):

@@ -5,8 +5,8 @@ to results.csv) as soon as it finishes, with the input files that had other cont
 point ended (checked in the worker, :mod:`simpy_astra.sweep.inputs`). Ctrl-C (SIGINT) or
 SIGTERM stops the sweep at once: running workers are terminated *before* the pool is shut
 down (shutting down first forgets them on Python < 3.14, and they ran on), queued points are
-cancelled, and everything that finished before stays saved. Local workers ignore SIGINT themselves, so a terminal's Ctrl-C
-reaches only the main process's clean stop.
+cancelled, and everything that finished before stays saved. Local workers ignore SIGINT
+themselves, so a terminal's Ctrl-C reaches only the main process's clean stop.
 
 No worker outlives the sweep, and none leaves a temporary folder, even if the sweep is
 killed with ``kill -9``: on Linux each worker asks the kernel for SIGTERM when its parent dies

@@ -252,7 +252,6 @@ def inputs_digest(digests: dict[str, str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-
 def point_key(coords: dict[str, Any]) -> str:
     text = json.dumps(coords, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
