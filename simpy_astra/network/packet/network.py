@@ -149,10 +149,10 @@ class PacketNetwork(LinkLevelNetwork):
         for path in paths:
             flow = Train(message, path, part_bytes, now)
             idle = True
-            for i, port in enumerate(flow.ports):
+            for port, times in path.visits:
                 if port.flows:
                     idle = False
-                port.request(flow, i)
+                port.request(flow, times)
             if idle:  # alone on every link: the slowest link or a credit loop sets the rate
                 alone = path.alone
                 if self._speeds_changed and any(port.capacity_bytes_per_ns != port.bytes_per_ns
@@ -162,7 +162,7 @@ class PacketNetwork(LinkLevelNetwork):
                 if alone_hop == 0 or by_credit:  # the first link or a credit loop: no buffer fills
                     flow.take_solution(alone, alone, None, 0)
                     flow.take_rates()
-                    self._arm_drain(flow, now)
+                    flow.arm_drain(self.env, self._drained)
                     rate = alone.bytes_per_ns
                     for port in flow.ports:
                         port.set_load(rate)
@@ -172,26 +172,13 @@ class PacketNetwork(LinkLevelNetwork):
             self.reshare(flow.ports)
 
     # ------------------------------------------------------------------ events of a train
-    def _arm_drain(self, flow: Train, now: float) -> None:
-        """(Re-)arm the train's source-drain event for its current ``in_bytes_per_ns``.
-
-        It is re-armed only if the drain comes earlier than the pending event: a later drain
-        (the train slowed down) lets the pending event fire and re-arm itself, so a train
-        that only slows down keeps one event."""
-        drain_ns = flow.plan_drain()
-        if drain_ns == math.inf:  # a link on its path is down: no drain until it is up again
-            return
-        timer = flow.drain_timer
-        if timer.at_ns is None or drain_ns < timer.at_ns:
-            timer.arm(self.env, drain_ns, self._drained, flow)
-
     def _drained(self, flow: Train) -> None:
         """The train's last byte left the source (or it slowed down since this event was
         armed: then re-arm): free the links before its buffer; done if nothing is buffered."""
         now = self.env.now
         if flow.drain_ns > now:
             if flow.drain_ns != math.inf:
-                self._arm_drain(flow, now)
+                flow.arm_drain(self.env, self._drained)
             return
         flow.advance(now)
         flow.source_drained()
@@ -454,8 +441,8 @@ class PacketNetwork(LinkLevelNetwork):
             if flow.left_bytes > 0:
                 if flow.opened_buffer:  # (a buffer opened in this re-share)
                     flow.place_backlog(now)
-                if abs(flow.in_bytes_per_ns - old_in) > TOLERANCE * flow.in_bytes_per_ns or flow.drain_timer.at_ns is None:
-                    self._arm_drain(flow, now)
+                if abs(flow.in_bytes_per_ns - old_in) > TOLERANCE * flow.in_bytes_per_ns or flow.drain_at_ns is None:
+                    flow.arm_drain(self.env, self._drained)
             if flow.reached_before:  # hops it reached: the bytes credited to them count as carried
                 for i in flow.newly_reached():
                     fp[i].count_carried(flow.credited(i))

@@ -110,28 +110,31 @@ class Port(LinkResource):
             self._work.succeed()
 
     # ------------------------------------------------------------------ the resource
-    def request(self, flow: Train, hop: int) -> None:
-        """A train joins the link (hop ``hop`` of its path): it shares the wire from now
-        (probe ``link_start``, for the network's messages: not a user's own ``put()``).
+    def request(self, flow: Train, times: int = 1) -> None:
+        """A train joins the link, crossing it at ``times`` hops of its path: it shares the
+        wire from now (probe ``link_start``, for the network's messages: not a user's own
+        ``put()``).
 
-        A folded run's path may cross one representative port at several hops (each a
-        relabelled copy of the train on a link of that orbit): ``flows`` counts them, and
-        each one carries the train's bytes."""
-        self.flows[flow] = self.flows.get(flow, 0) + 1
-        self.carried_bytes += flow.size_bytes
+        Only a folded run's path crosses a port at several hops (each a relabelled copy of
+        the train on a link of that orbit): ``flows`` counts them, each one carries the
+        train's bytes, and each :meth:`release` lets go of one."""
+        self.flows[flow] = times
+        self.carried_bytes += flow.size_bytes * times
         watchers = self.probe_link_start
         if watchers is not None and flow.message.done.__class__ is not Transmission:
-            for watcher in watchers:
-                watcher(self, flow.message.key, flow.size_bytes)
+            for _ in range(times):  # (once per hop, as each release reports one)
+                for watcher in watchers:
+                    watcher(self, flow.message.key, flow.size_bytes)
 
     def release(self, flow: Train) -> None:
         """A train leaves the link (probe ``link_end``); an idle link stops counting busy
         and stalled time."""
-        left = self.flows[flow] - 1
-        if left:
-            self.flows[flow] = left
+        flows = self.flows
+        times = flows[flow]
+        if times == 1:
+            del flows[flow]
         else:
-            del self.flows[flow]
+            flows[flow] = times - 1
         watchers = self.probe_link_end
         if watchers is not None and flow.message.done.__class__ is not Transmission:
             for watcher in watchers:
@@ -175,9 +178,9 @@ class Port(LinkResource):
         soonest = math.inf
         instant = False
         for flow in self._buffered:
-            backlog = flow.backlog_at(now)
+            backlog, buffered = flow.in_buffer(now)
             sending = flow.in_bytes_per_ns if flow.left_bytes > 0 else 0.0
-            occupancy += flow.buffered_at(now)
+            occupancy += buffered
             slope += sending - flow.buffer_bytes_per_ns()
             net = sending - flow.out_bytes_per_ns
             if net < 0:

@@ -110,11 +110,11 @@ def alone_share(path: TrainPath) -> Share:
 
 
 class TrainPath:
-    """One path's ports, the input each is entered from, and what is fixed per path: summed
-    latency, the slowest link,
+    """One path's ports, the input each is entered from, each distinct port with how many
+    hops cross it (``visits``), and what is fixed per path: summed latency, the slowest link,
     ``sum(1/B_i)`` for the pipeline tail, and the credit-loop rate cap per hop."""
 
-    __slots__ = ("ports", "inputs", "packet_bytes", "buffer_bytes", "latency_ns", "ns_per_byte_sum",
+    __slots__ = ("ports", "inputs", "visits", "packet_bytes", "buffer_bytes", "latency_ns", "ns_per_byte_sum",
                  "credit_caps_bytes_per_ns", "min_cap_bytes_per_ns", "min_speed_from_bytes_per_ns",
                  "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes", "alone")
 
@@ -130,8 +130,12 @@ class TrainPath:
         self.latency_ns = sum(p.latency_ns for p in ports)
         # the latencies before each hop (its head's way there, with ``ns_per_byte_before``)
         self.latency_before_ns = tuple(sum(p.latency_ns for p in ports[:k]) for k in range(len(ports)))
-        self.measure()
+        visits: dict[PathLink, int] = {}  # (a folded run's path may cross a port at several hops)
         for port in ports:
+            visits[port] = visits.get(port, 0) + 1
+        self.visits = tuple(visits.items())
+        self.measure()
+        for port in visits:
             port.paths.append(self)
 
     def measure(self) -> None:
@@ -193,13 +197,15 @@ class Train:
     inputs would cut it (0: none).
 
     Its pending events: ``drain_ns`` when its last byte leaves the source at the current
-    rate; ``drain_timer``, ``hop_timer`` and ``join_timer`` its live drain, hop and join
-    events (:class:`TrainTimer`)."""
+    rate, and ``drain_at_ns`` when its live drain event fires (None: none is live;
+    :meth:`arm_drain`); ``hop_timer`` and ``join_timer`` its live hop and join events
+    (:class:`TrainTimer`). Every train arms a drain, so that event is kept in the train's
+    own slots: a timer object of its own would cost an allocation and a call per train."""
 
     __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since_ns",
                  "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
-                 "solved_out", "drain_ns", "drain_timer", "hop_timer", "join_timer", "arrivals_bytes_per_ns",
+                 "solved_out", "drain_ns", "drain_at_ns", "_drain_event", "_on_drain", "hop_timer", "join_timer", "arrivals_bytes_per_ns",
                  "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
@@ -223,7 +229,9 @@ class Train:
         self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
         self.route: Any = None
         self.drain_ns: float = 0
-        self.drain_timer = TrainTimer()
+        self.drain_at_ns: int | None = None
+        self._drain_event: Timeout | None = None  # the live drain event (an older one that fires is void)
+        self._on_drain: Callable[[Train], None] | None = None
         self.hop_timer = NO_TIMER  # (their own timers once they need them: most never do)
         self.join_timer = NO_TIMER
         self.start_ns = now
@@ -315,8 +323,7 @@ class Train:
 
     def void_events(self) -> None:
         """Its pending drain, hop and join events do nothing when they fire (it ended)."""
-        if self.drain_timer.at_ns is not None:
-            self.drain_timer.cancel()
+        self.drain_at_ns = self._drain_event = None
         if self.hop_timer.at_ns is not None:
             self.hop_timer.cancel()
         if self.join_timer.at_ns is not None:
@@ -338,13 +345,31 @@ class Train:
         """Its buffer is full (credits hold its source to its rate downstream), or no more."""
         self.credit_held = held
 
-    def plan_drain(self) -> float:
-        """When its last byte leaves the source at its current rate (``drain_ns``; inf while a
-        link on its path is down), rounded up to a whole ns: events fall on whole ns, so the
-        clock the NPUs read stays an integer as with the other backends (at most 1 ns late)."""
+    def arm_drain(self, env: simpy.Environment, fire: Callable[[Train], None]) -> None:
+        """Plan when its last byte leaves the source at its current rate (``drain_ns``; inf
+        while a link on its path is down: then no event), rounded up to a whole ns (events
+        fall on whole ns, so the clock the NPUs read stays an integer as with the other
+        backends: at most 1 ns late), and have an event call ``fire(self)`` then.
+
+        An event is armed only if the drain comes earlier than the pending one: a later drain
+        (the train slowed down) lets the pending event fire, and ``fire`` arms again (it finds
+        ``drain_ns`` still ahead), so a train that only slows down keeps one event."""
         rate = self.in_bytes_per_ns
-        self.drain_ns = math.inf if rate <= 0 else math.ceil(self.since_ns + self.left_bytes / rate - 1e-9)
-        return self.drain_ns
+        if rate <= 0:
+            self.drain_ns = math.inf
+            return
+        drain_ns = self.drain_ns = math.ceil(self.since_ns + self.left_bytes / rate - 1e-9)
+        at_ns = self.drain_at_ns
+        if at_ns is None or drain_ns < at_ns:
+            self.drain_at_ns = drain_ns
+            self._on_drain = fire
+            event = self._drain_event = Timeout(env, max(0, drain_ns - env.now))
+            event.callbacks.append(self._drain_rang)  # (a bound method, not a closure: called per event)
+
+    def _drain_rang(self, event: Timeout) -> None:
+        if event is self._drain_event:
+            self.drain_at_ns = self._drain_event = None
+            self._on_drain(self)
 
     def source_drained(self) -> None:
         """Its last byte left the source now (accounted to now)."""
@@ -386,20 +411,25 @@ class Train:
         return (not self.credit_held and self.left_bytes > 0
                 and self.in_bytes_per_ns > self.buffer_bytes_per_ns() * (1 + TOLERANCE))
 
-    def buffered_at(self, now: float) -> float:
-        """Its bytes in its buffer's port at ``now`` (not those waiting further on, which
-        that buffer no longer holds): its backlog, or where it is tracked per hop, what
-        crossed the hop before and not this one."""
-        if self.hop_shares is None or self.crossed_bytes is None:
-            return self.backlog_at(now)
-        dt = now - self.since_ns
-        sent = self.size_bytes - self.left_bytes
-        if self.left_bytes > 0:
-            sent += min(self.left_bytes, self.in_bytes_per_ns * dt)
+    def in_buffer(self, now: float) -> tuple[float, float]:
+        """At ``now``: its backlog (:meth:`backlog_at`), and its bytes in its buffer's port
+        (not those waiting further on, which that buffer no longer holds): the backlog, or
+        where it is tracked per hop, what crossed the hop before and not this one. (One call
+        for both: a switch asks for them of every train it buffers, every time it looks.)"""
         b = self.buffer_hop
-        upstream = sent if b <= self.first_hop or self.left_bytes > 0 else self.crossed_bytes[b - 1]
-        crossed = min(upstream, self.crossed_bytes[b] + self.hop_shares[b].bytes_per_ns * dt)
-        return max(0.0, upstream - crossed)
+        if not b:
+            return 0.0, 0.0
+        dt = now - self.since_ns
+        left = self.left_bytes
+        sent = min(left, self.in_bytes_per_ns * dt) if left > 0 else 0.0
+        backlog = max(0.0, self.backlog_bytes + sent - self.out_bytes_per_ns * dt)
+        shares, crossed = self.hop_shares, self.crossed_bytes
+        if shares is None or crossed is None:
+            return backlog, backlog
+        sent += self.size_bytes - left
+        upstream = sent if b <= self.first_hop or left > 0 else crossed[b - 1]
+        through = min(upstream, crossed[b] + shares[b].bytes_per_ns * dt)
+        return backlog, max(0.0, upstream - through)
 
     def queue(self, hop: int) -> float:
         """Its bytes waiting in the buffer of hop ``hop`` (at ``since``): crossed the hop before,
