@@ -243,8 +243,10 @@ class Port(LinkResource):
 
     def set_load(self, load_bytes_per_ns: float) -> None:
         """The trains on the link move ``load_bytes_per_ns`` together from now."""
-        self._busy_done_ns += self._busy_open_ns()
-        self._load_since = self.env.now
+        now = self.env.now
+        if self.load_bytes_per_ns:  # (:meth:`_busy_open_ns`, inlined: a re-share sets every link's load)
+            self._busy_done_ns += (now - self._load_since) * self.load_bytes_per_ns / self.bytes_per_ns
+        self._load_since = now
         self.load_bytes_per_ns = load_bytes_per_ns
 
     def count_carried(self, size_bytes: float) -> None:

@@ -235,9 +235,12 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     order = list(flows)
     routes = []
     for flow in order:
-        first, fp, b, h = flow.first_hop, flow.ports, flow.buffer_hop, flow.reach_hops
+        first, b, h = flow.first_hop, flow.buffer_hop, flow.reach_hops
+        if not b and not first:  # (most trains: at their source, nothing held anywhere)
+            routes.append(flow.path.free_routes[h])
+            continue
         n = h - first
-        if not b:  # (most trains: nothing held anywhere, every weight what arrives)
+        if not b:  # (every weight what arrives)
             held, weights = (False,) * n, (None,) * n
         else:
             held = tuple([i >= b and waits(flow, i) for i in range(first, h)])
@@ -247,7 +250,7 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
                                  for i, w in zip(range(first, h), held, strict=True)])
             else:
                 weights = (None,) * n
-        routes.append(Route(fp[first:h], flow.path.inputs[first:h], held, weights))
+        routes.append(Route(flow.ports[first:h], flow.path.inputs[first:h], held, weights))
     key = frozenset(Counter(routes).items())
     solved = solutions.arrivals.get(key)
     if solved is None:

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import simpy
 from simpy.events import Timeout
 
-from simpy_astra.network.packet.solver import NO_SHARE, TOLERANCE, Limit, Share
+from simpy_astra.network.packet.solver import NO_SHARE, TOLERANCE, Limit, Route, Share
 
 
 class PathLink(Protocol):
@@ -116,7 +116,8 @@ class TrainPath:
 
     __slots__ = ("ports", "inputs", "visits", "packet_bytes", "buffer_bytes", "latency_ns", "ns_per_byte_sum",
                  "credit_caps_bytes_per_ns", "min_cap_bytes_per_ns", "min_speed_from_bytes_per_ns",
-                 "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes", "alone")
+                 "latency_before_ns", "ns_per_byte_before", "head_offsets_ns", "start_up_bytes", "alone",
+                 "free_routes")
 
     def __init__(self, ports: tuple[PathLink, ...], packet_bytes: int, buffer_bytes: float,
                  inputs: tuple[Any, ...] | None = None) -> None:
@@ -134,6 +135,10 @@ class TrainPath:
         for port in ports:
             visits[port] = visits.get(port, 0) + 1
         self.visits = tuple(visits.items())
+        # the FIFO route (:func:`~.solver.fifo_arrivals`) of a train at its source that holds
+        # no backlog, by the hops its head reached: most trains of every re-share
+        self.free_routes = (None,) + tuple(Route(ports[:n], self.inputs[:n], (False,) * n, (None,) * n)
+                                           for n in range(1, len(ports) + 1))
         self.measure()
         for port in visits:
             port.paths.append(self)
