@@ -17,7 +17,7 @@ from simpy_astra.network.link import Transmission
 from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.packet.port import Port
-from simpy_astra.network.packet.rates import Solutions, floor_bytes, train_rates
+from simpy_astra.network.packet.rates import Solutions, train_rates
 from simpy_astra.network.packet.solver import TOLERANCE
 from simpy_astra.network.packet.switch import SwitchProcess
 from simpy_astra.network.packet.trains import (
@@ -236,7 +236,7 @@ class PacketNetwork(LinkLevelNetwork):
         soonest = math.inf
         start = max(flow.buffer_hop, flow.first_hop)
         for k in range(start, flow.reach_hops):
-            queue = flow.queue(k) - floor_bytes(flow, k)
+            queue = flow.waiting_bytes(k)
             if queue <= 0:
                 continue
             if k == start:
@@ -257,7 +257,7 @@ class PacketNetwork(LinkLevelNetwork):
         if flow.left_bytes <= 0 and flow.crossed_bytes[start] >= flow.size_bytes - EMPTY_BYTES:
             return True
         for k in range(start, flow.reach_hops):
-            if flow.queue(k) <= floor_bytes(flow, k) + EMPTY_BYTES:
+            if flow.waiting_bytes(k) <= EMPTY_BYTES:
                 if k == start:
                     inflow = flow.in_bytes_per_ns if flow.left_bytes > 0 else 0.0
                 else:

@@ -26,16 +26,6 @@ from simpy_astra.network.packet.solver import (
 from simpy_astra.network.packet.trains import EMPTY_BYTES, Train
 
 
-def floor_bytes(flow: Train, hop: int) -> float:
-    """The queue under which a drained train's hop no longer counts as waiting: empty at its
-    first hop (nothing more arrives there), one packet further on, where bytes still arrive
-    (without that margin a hop would flip between draining its queue and passing on what
-    arrives, one re-share each, ever faster)."""
-    if hop <= flow.first_hop:
-        return EMPTY_BYTES
-    return flow.packet_bytes
-
-
 class Solutions:
     """Solved FIFO arrivals and max-min rates, by the set of routes / units they were solved
     for (a multiset: the order trains are found in does not matter).
@@ -167,8 +157,12 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
                 weights[i] = max(MIN_WEIGHT, rates[i - 1 - first])
             else:
                 weights[i] = MIN_WEIGHT
-        top = rates[0] * (1 - 1e-6)
-        cut = 0 if drained else next((k for k in range(1, len(rates)) if rates[k] < top), 0)
+        if not drained:  # the first hop whose arrival rate is below the source's
+            top = rates[0] * (1 - 1e-6)
+            for k in range(1, len(rates)):
+                if rates[k] < top:
+                    cut = k
+                    break
     if drained:
         spans = ((first, h, 1),)
     elif not b or flow.credit_held:
@@ -179,11 +173,12 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
     for a, e, kind in spans:
         if kind and rates is not None:
             for i in range(a, e):
-                cap, cap_limit = caps[i], hop_limit(i, True)
-                if not waits(flow, i):  # nothing waits here: no more than arrives
-                    arrive = rates[i - 1 - first] if i > first else 0.0
-                    if arrive < cap:
-                        cap, cap_limit = arrive, hop_limit(i)
+                cap = caps[i]
+                arrive = rates[i - 1 - first] if i > first else 0.0
+                if arrive < cap and not waits(flow, i):  # nothing waits here: no more than arrives
+                    cap, cap_limit = arrive, hop_limit(i)
+                else:
+                    cap_limit = hop_limit(i, True)
                 made.append((Unit((fp[i],), (path.inputs[i],), (weights[i],), i, cap, cap_limit), 2, i))
             continue
         if path.min_cap_bytes_per_ns != math.inf:
@@ -202,7 +197,7 @@ def waits(flow: Train, hop: int) -> bool:
     b = flow.buffer_hop
     if flow.left_bytes > 0 and hop < b:
         return False
-    # (flow.queue(hop) > floor_bytes(flow, hop) + EMPTY_BYTES, inlined: a hot path)
+    # (flow.waiting_bytes(hop) > EMPTY_BYTES, inlined: a hot path)
     crossed = flow.crossed_bytes
     upstream = flow.size_bytes - flow.left_bytes if hop == b else crossed[hop - 1]
     floor = EMPTY_BYTES if hop <= flow.first_hop else flow.packet_bytes

@@ -443,6 +443,17 @@ class Train:
         upstream = self.size_bytes - self.left_bytes if hop == self.buffer_hop else crossed[hop - 1]
         return max(0.0, upstream - crossed[hop])
 
+    def waiting_bytes(self, hop: int) -> float:
+        """Its bytes waiting in the buffer of hop ``hop`` (:meth:`queue`) above the floor under
+        which that hop no longer counts as waiting: nothing at its first hop (nothing more
+        arrives there), one packet further on, where bytes still arrive (without that margin
+        a hop would flip between draining its queue and passing on what arrives, one re-share
+        each, ever faster). Negative: none waits."""
+        crossed = self.crossed_bytes
+        upstream = self.size_bytes - self.left_bytes if hop == self.buffer_hop else crossed[hop - 1]
+        floor = EMPTY_BYTES if hop <= self.first_hop else self.packet_bytes
+        return upstream - crossed[hop] - floor
+
     def advance(self, now: float) -> None:
         """Account what moved since ``since`` at the current rates."""
         dt = now - self.since_ns
