@@ -60,9 +60,10 @@ class PacketMessage:
 
 
 class TrainTimer:
-    """One kind of pending event of a train (its source's drain, a queue of it running out,
-    its head reaching a hop): arming it again or cancelling it makes the pending one
-    harmless, so a train keeps at most one live event of each kind.
+    """One kind of pending event of a train (a queue of it running out, its head reaching a
+    hop; its source's drain is kept in the train's own slots, :meth:`Train.arm_drain`):
+    arming it again or cancelling it makes the pending one harmless, so a train keeps at
+    most one live event of each kind.
 
     The train rides in the event's value, not in the timer: a timer holding its train
     would make a reference cycle of every train (left to the garbage collector)."""
