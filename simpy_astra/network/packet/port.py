@@ -271,7 +271,7 @@ class Port(LinkResource):
     def queued_bytes(self) -> float:
         """The bytes in this port's buffer now."""
         now = self.env.now
-        return sum(flow.backlog_at(now) for flow in self._buffered)
+        return sum(flow.in_buffer(now)[0] for flow in self._buffered)
 
     @property
     def stall_ns(self) -> int:

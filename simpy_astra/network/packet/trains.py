@@ -211,8 +211,8 @@ class Train:
     __slots__ = ("message", "path", "ports", "size_bytes", "left_bytes", "backlog_bytes", "since_ns",
                  "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
-                 "solved_out", "drain_ns", "drain_at_ns", "_drain_event", "_on_drain", "hop_timer", "join_timer", "arrivals_bytes_per_ns",
-                 "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes")
+                 "solved_out", "drain_ns", "drain_at_ns", "_drain_event", "_on_drain", "hop_timer", "join_timer",
+                 "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -309,12 +309,6 @@ class Train:
         """The whole nanosecond its head reaches hop ``hop``."""
         return math.ceil(self.start_ns + self.offsets_ns()[hop] - 1e-9)
 
-    def backlog_at(self, now: float) -> float:
-        if not self.buffer_hop:
-            return 0.0
-        dt = now - self.since_ns
-        sent = min(self.left_bytes, self.in_bytes_per_ns * dt) if self.left_bytes > 0 else 0.0
-        return max(0.0, self.backlog_bytes + sent - self.out_bytes_per_ns * dt)
 
     def buffer_bytes_per_ns(self) -> float:
         """What the port of its buffer passes on of it (bytes per ns): its own rate at that
@@ -418,10 +412,10 @@ class Train:
                 and self.in_bytes_per_ns > self.buffer_bytes_per_ns() * (1 + TOLERANCE))
 
     def in_buffer(self, now: float) -> tuple[float, float]:
-        """At ``now``: its backlog (:meth:`backlog_at`), and its bytes in its buffer's port
-        (not those waiting further on, which that buffer no longer holds): the backlog, or
-        where it is tracked per hop, what crossed the hop before and not this one. (One call
-        for both: a switch asks for them of every train it buffers, every time it looks.)"""
+        """At ``now``: its backlog (its bytes from its buffer on), and its bytes in its
+        buffer's port (not those waiting further on, which that buffer no longer holds): the
+        backlog, or where it is tracked per hop, what crossed the hop before and not this one.
+        (One call for both: a switch asks for them of every train it buffers, every look.)"""
         b = self.buffer_hop
         if not b:
             return 0.0, 0.0
