@@ -14,6 +14,7 @@ naming the path and what to do.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -128,6 +129,16 @@ def open_input(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> Iterato
             yield f
         except OSError as exc:
             raise InputError(f"{show(path)}: cannot be read ({os_problem(exc)}); expected the {what}") from None
+
+
+def digest_16(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> str:
+    """The first 16 hex digits of a regular file's SHA-256, read in blocks (how a sweep names
+    its inputs' contents and a calibration its logs: by content, not by name)."""
+    sha = hashlib.sha256()
+    with open_input(path, what, limit) as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()[:16]
 
 
 def read_bytes(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> bytes:

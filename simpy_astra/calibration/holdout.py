@@ -10,7 +10,6 @@ read as a prediction.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ def digest(path: str) -> str:
     """The first 16 hex digits of the file's SHA-256: a log is recognised by content, not name."""
     from simpy_astra import files
 
-    return hashlib.sha256(files.read_bytes(path, "nccl-tests log", files.LOG_LIMIT_BYTES)).hexdigest()[:16]
+    return files.digest_16(path, "nccl-tests log", files.LOG_LIMIT_BYTES)
 
 
 def held_out_rows(logs: list, every: int, min_size: int) -> frozenset[tuple[str, int]]:

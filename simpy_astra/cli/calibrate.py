@@ -9,7 +9,6 @@ to a real cluster", and ``simpy_astra/calibration/``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -38,15 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _digest(path: str) -> str:
-    from simpy_astra import files
-
-    return hashlib.sha256(files.read_bytes(path, "input file", files.LOG_LIMIT_BYTES)).hexdigest()[:16]
-
-
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    from simpy_astra.calibration.holdout import fit_record, held_out_rows
+    from simpy_astra.calibration.holdout import digest, fit_record, held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
     from simpy_astra.calibration.local_copy import (
         COPYING_COLLECTIVES,
@@ -131,7 +124,7 @@ def main(argv: list[str]) -> int:
             f.write("\n")
         with files.open_output(info_path, "--out") as f:
             json.dump({
-                "logs": [{"path": log.path, "sha256_16": _digest(log.path), "collective": log.collective,
+                "logs": [{"path": log.path, "sha256_16": digest(log.path), "collective": log.collective,
                           "gpus": log.ranks, "sizes": len(log.rows),
                           "own_chunk_copy_memory_GBps": (memory_gbps(log.devices, args.gpu_memory_bw)
                                                          if log.collective in COPYING_COLLECTIVES

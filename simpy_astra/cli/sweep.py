@@ -198,7 +198,6 @@ def _main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
     from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
-    from simpy_astra.sweep.inputs import InputSnapshot
     from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.summary import print_summary
 
@@ -213,7 +212,6 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
 
-    inputs = InputSnapshot.take(store.files)
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
         if changed:  # the point ended on other contents: its row may be from other inputs
@@ -224,9 +222,9 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
 
     t0 = time.perf_counter()
     if args.cluster:
-        outcome = run_cluster(todo, args.cluster, inputs, save, out, where=label)
+        outcome = run_cluster(todo, args.cluster, store.inputs, save, out, where=label)
     else:
-        outcome = run_local(todo, jobs, inputs, save, out, where=label, close_fds=(store.lock.fd,))
+        outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))

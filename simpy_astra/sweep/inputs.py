@@ -8,7 +8,6 @@ a row made from the right contents.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 
@@ -21,11 +20,7 @@ def file_digest(path: str) -> str:
     """The first 16 hex digits of the file's SHA-256 (how a sweep names its inputs' contents)."""
     from simpy_astra import files
 
-    sha = hashlib.sha256()
-    with files.open_input(path, "input file", files.TRACE_LIMIT_BYTES) as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()[:16]
+    return files.digest_16(path, "input file", files.TRACE_LIMIT_BYTES)
 
 
 def stamp(path: str) -> Stamp:
@@ -44,8 +39,11 @@ class InputSnapshot:
     stamps: dict[str, Stamp]
 
     @classmethod
-    def take(cls, digests: dict[str, str]) -> InputSnapshot:
-        return cls(dict(digests), {path: stamp(path) for path in digests})
+    def take(cls, paths: list[str]) -> InputSnapshot:
+        """Stat every file, then hash it: a file edited in between is hashed with its new
+        contents, which the points then run on, and its moved stat only costs a hash later."""
+        stamps = {path: stamp(path) for path in paths}
+        return cls({path: file_digest(path) for path in paths}, stamps)
 
     def changed(self) -> list[str]:
         """The files whose contents differ from the start: a cheap stat first, the content hash

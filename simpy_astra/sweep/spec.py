@@ -45,7 +45,6 @@ from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.expressions import Expression, parse_expression
-from simpy_astra.sweep.inputs import file_digest
 
 # figures every point reports (see point.py); expressions may use them
 # peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
@@ -113,16 +112,17 @@ class SweepSpec:
                           sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def named_files(self) -> dict[str, str]:
+    def named_files(self) -> list[str]:
         """Every file the base scenario or an axis names (configs, ET traces of a prefix, a
-        generator's input) -> a digest of its contents: editing one changes every figure, so
-        a resumed sweep must notice it, not only a changed path."""
+        generator's input), sorted: editing one changes every figure, so a resumed sweep must
+        notice it by its contents (:class:`~simpy_astra.sweep.inputs.InputSnapshot`), not
+        only a changed path."""
         sweep_dir = os.path.dirname(os.path.abspath(self.path))
         found = self._paths_in(self.base, os.getcwd())
         for axis in self.axes:
             found |= self._paths_in(_values_of(axis), sweep_dir)
         found.update(self.plugin_files())
-        return {path: file_digest(path) for path in sorted(found)}
+        return sorted(found)
 
     def files_of(self, point: Point) -> list[str]:
         """The files one point uses (a subset of :meth:`named_files`): those its scenario and its

@@ -29,6 +29,7 @@ import os
 from typing import Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.spec import RESULT_NAMES, Point, SweepSpec, inputs_digest
 
 STATUS_COLUMNS = ("status", "error")
@@ -145,7 +146,9 @@ class ResultsStore:
             files.check_output(os.path.join(out_dir, name), "--out")
         self.lock = FolderLock(out_dir)  # before anything in the folder is read or written
         try:
-            self.files = spec.named_files()
+            #: every named input: its contents' digest (``files``) and its stat, as the sweep starts
+            self.inputs = InputSnapshot.take(spec.named_files())
+            self.files = self.inputs.digests
             self.point_files = {p.key: spec.files_of(p) for p in points or ()}
             #: point key -> the digest of the inputs it uses now (what a new row records)
             self.point_inputs = {k: inputs_digest({f: self.files[f] for f in fs if f in self.files})
