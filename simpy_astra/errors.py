@@ -43,6 +43,21 @@ class InputError(Exception):
         return cls(f"{where}: {kind} '{field}' {problem}")
 
 
+class InvalidConfigurationError(InputError):
+    """Well-formed inputs describing a job the real framework refuses to launch (Megatron-LM's
+    argument validation: heads not divisible by tensor parallelism, FP8 on a GPU without FP8
+    units, a GPU count that is not a multiple of tp x pp x cp, ...).
+
+    ``rule`` names the rule in a few words (``"heads divisible by tp"``); the message says the
+    rule, the values and Megatron's reason in one line. A sweep records such a point as
+    ``status: invalid`` rather than a failure; the CLI treats it as any bad input (status 2).
+    """
+
+    def __init__(self, message: str, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
 class StalledError(Exception):
     """The simulation ran out of events while some NPU still had work it could never start.
 

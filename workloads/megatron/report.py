@@ -23,22 +23,38 @@ from simpy_astra.workloads.megatron.arguments import MegatronJob
 
 @dataclass(frozen=True)
 class TrainingFigures:
+    """The figures of one simulated step; ``as_dict()`` is ``--json-out``'s ``training`` block
+    and a sweep point's training columns (the key names are an interface: keep them)."""
+
     iteration_time_ns: int
     tflops_per_gpu: float
     mfu: float
-    memory_gib: float
+    tokens_per_s_per_gpu: float
+    #: memory of the fullest GPU by part (``weights``, ``gradients``, ``optimizer``,
+    #: ``activations``, ...), GiB; the total is their sum
+    memory_parts_gib: dict[str, float]
     capacity_gib: float
 
+    @property
+    def memory_gib(self) -> float:
+        return sum(self.memory_parts_gib.values())
+
+    @property
+    def fits(self) -> bool:
+        return self.memory_gib <= self.capacity_gib
+
     def lines(self) -> list[str]:
-        fits = "fits" if self.memory_gib <= self.capacity_gib else "DOES NOT FIT"
+        fits = "fits" if self.fits else "DOES NOT FIT"
         return [f"iteration time {self.iteration_time_ns / 1e9:.3f} s, {self.tflops_per_gpu:.1f} TFLOP/s "
                 f"per GPU (Megatron's count), MFU {self.mfu * 100:.1f}%",
                 f"memory per GPU about {self.memory_gib:.1f} GiB of {self.capacity_gib:.0f} GiB ({fits})"]
 
     def as_dict(self) -> dict:
         return {"iteration_time_ns": self.iteration_time_ns, "tflops_per_gpu": round(self.tflops_per_gpu, 3),
-                "mfu": round(self.mfu, 5), "memory_per_gpu_gib": round(self.memory_gib, 3),
-                "memory_capacity_gib": self.capacity_gib}
+                "mfu": round(self.mfu, 5), "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 3),
+                "memory_per_gpu_gib": round(self.memory_gib, 3),
+                "memory_gib": {k: round(v, 3) for k, v in self.memory_parts_gib.items()},
+                "memory_capacity_gib": self.capacity_gib, "fits": int(self.fits)}
 
 
 def memory_bytes(job: MegatronJob) -> float:
@@ -66,4 +82,6 @@ def figures(job: MegatronJob, gpu: Gpu, iteration_time_ns: int) -> TrainingFigur
     seconds = iteration_time_ns / 1e9
     tflops = job.model_flops() / (seconds * job.gpus) / 1e12 if seconds > 0 else 0.0
     mfu = job.model_flops_no_recompute() / (seconds * job.gpus * gpu.peak_flops(job.fp8)) if seconds > 0 else 0.0
-    return TrainingFigures(iteration_time_ns, tflops, mfu, memory_bytes(job) / 2**30, gpu.hbm_gib)
+    tokens = job.global_batch * job.seq / (seconds * job.gpus) if seconds > 0 else 0.0
+    parts = {"total": memory_bytes(job) / 2**30}
+    return TrainingFigures(iteration_time_ns, tflops, mfu, tokens, parts, gpu.hbm_gib)
