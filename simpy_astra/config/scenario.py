@@ -280,7 +280,7 @@ def _rank_blocks(workload: Any, cluster: Any, where: str) -> list[int] | None:
     from simpy_astra.workloads.megatron.arguments import parse
     from simpy_astra.workloads.megatron.schedule import Layout
 
-    return Layout.blocks(parse(workload.get("args"), cluster.gpus, where))
+    return Layout.blocks(parse(workload.get("args"), cluster.gpus, f"{where}.args"))
 
 
 def _training(spec: dict, where: str):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 from dataclasses import dataclass
 
 from simpy_astra.errors import InputError
@@ -44,7 +43,7 @@ NO_TIMING_EFFECT = (
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
     "--DDP-bucket", "--ddp-bucket-size", "--yaml-cfg", "--kv-lora", "--qk-layernorm",
     "--no-rope-fusion", "--cross-entropy-loss-fusion", "--disable-bias-linear", "--add-bias-linear",
-    "--max-position-embeddings", "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
+    "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
     "--no-save-", "--no-initialization", "--vocab-extra-ids",
     "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
     "--use-dist-ckpt", "--retro-", "--trace-",
@@ -145,7 +144,7 @@ class MegatronJob:
 
     @property
     def moe_layers(self) -> int:
-        return sum(1 for layer in range(self.num_layers) if self.is_moe(layer))
+        return -(-self.num_layers // self.moe_every) if self.experts else 0
 
     @property
     def element_bytes(self) -> int:
@@ -192,7 +191,7 @@ class MegatronJob:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: ANN201 - argparse's signature
-        raise InputError(f"megatron args: {message}")
+        raise _ArgparseError(message)
 
 
 def _bool(parser: argparse.ArgumentParser, *names: str, help: str) -> None:  # noqa: A002
@@ -214,6 +213,7 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--swiglu", help="SwiGLU MLP (three weight matrices)")
     i("--seq-length", "--encoder-seq-length", dest="seq_length", type=int, required=True,
       help="tokens per sample")
+    i("--max-position-embeddings", type=int, default=None, help="at least --seq-length (Megatron checks it)")
     i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
     i("--make-vocab-size-divisible-by", type=int, default=128,
       help="vocabulary padded to a multiple of this x tp (default 128)")
@@ -277,39 +277,44 @@ def _ignorable(flag: str) -> bool:
                for name in NO_TIMING_EFFECT)
 
 
-def _split(args: str | list[str], where: str) -> list[str]:
-    if isinstance(args, list) and all(isinstance(a, str) for a in args):
-        return args
-    if not isinstance(args, str) or not args.strip():
-        raise InputError(f"{where}: args: must be the pretrain_gpt.py arguments as one string "
-                         f"(got {args!r})")
+#: the least value of each numeric argument (all others: 1); --num-experts 0 is a dense model
+_LEAST = {"num_experts": 0}
+
+
+class _ArgparseError(Exception):
+    pass
+
+
+def parse(args: str | list[str], gpus: int, where: str = "megatron args") -> MegatronJob:
+    """The job that ``args`` launch on ``gpus`` GPUs. Errors name ``where`` (the file and
+    field the arguments came from) and the argument; a job Megatron-LM would refuse raises
+    :class:`~simpy_astra.errors.InvalidConfigurationError`, one past the simulator's bounds
+    an :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
+    from simpy_astra.workloads.megatron import bounds, command_line, rules
+
+    tokens = command_line.words(args, where)
+    p = parser()
+    reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
+                                also_known=[*SMALL_EFFECT, *NOT_MODELLED])
     try:
-        return shlex.split(args)
-    except ValueError as exc:
-        raise InputError(f"{where}: args: cannot be split into arguments ({exc})") from None
+        known = p.parse_args(reading.modelled)
+    except _ArgparseError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    _check_ranges(p, known, where)
+    bounds.check_gpus(gpus, where)
+    rules.check(known, gpus, reading.others, where)
+    job = _job(known, gpus, where, " ".join(tokens))
+    bounds.check_job(job, where)
+    return job
 
 
-def parse(args: str | list[str], gpus: int, where: str = "megatron") -> MegatronJob:
-    """The job that ``args`` launch on ``gpus`` GPUs; errors name ``where`` and the argument."""
-    tokens = _split(args, where)
-    known, rest = parser().parse_known_args(tokens)
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        flag = token.split("=", 1)[0]
-        if not flag.startswith("--"):
-            raise InputError(f"{where}: args: {token!r} follows no argument this simulator reads")
-        if flag in NOT_MODELLED:
-            raise InputError(f"{where}: args: {flag} is not modelled ({NOT_MODELLED[flag]}); remove it "
-                             f"(see simpy-astra generate megatron --help)")
-        if not _ignorable(flag) and flag not in SMALL_EFFECT:
-            raise InputError(f"{where}: args: {flag} is not an argument this simulator knows; if it "
-                             f"changes the step's time it is not modelled (see simpy-astra generate "
-                             f"megatron --help)")
-        i += 1
-        while "=" not in token and i < len(rest) and not rest[i].startswith("--"):
-            i += 1  # the ignored argument's values
-    return _job(known, gpus, where, " ".join(tokens))
+def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str) -> None:
+    for action in p._actions:
+        value = getattr(a, action.dest, None)
+        if action.type is int and value is not None and value < _LEAST.get(action.dest, 1):
+            least = _LEAST.get(action.dest, 1)
+            raise InputError(f"{where}: argument {action.option_strings[0]}: must be an integer >= {least} "
+                             f"(got {value})")
 
 
 def _fused_attention(a: argparse.Namespace) -> bool:
@@ -320,30 +325,16 @@ def _fused_attention(a: argparse.Namespace) -> bool:
     return a.use_flash_attn or a.transformer_impl == "transformer_engine"
 
 
-def _positive(where: str, name: str, value: int | None) -> int:
-    if value is None or value < 1:
-        raise InputError(f"{where}: args: --{name}: must be a positive integer (got {value})")
-    return value
-
-
 def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob:
-    for name in ("num_layers", "hidden_size", "num_attention_heads", "seq_length", "micro_batch_size",
-                 "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-                 "make_vocab_size_divisible_by"):
-        _positive(where, name.replace("_", "-"), getattr(a, name))
+    """The job of arguments that passed :func:`~simpy_astra.workloads.megatron.rules.check`;
+    refuses what Megatron runs and this simulator does not model."""
+    from simpy_astra.workloads.megatron.rules import virtual_stages
+
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
-    if gpus % (tp * pp * cp):
-        raise InputError(f"{where}: gpus: {gpus} GPUs are not a multiple of tp x pp x cp = {tp * pp * cp} "
-                         f"(Megatron's data-parallel size is gpus / (tp x pp x cp))")
     dp = gpus // (tp * pp * cp)
     h, heads = a.hidden_size, a.num_attention_heads
     head_dim = a.kv_channels or h // heads
-    if not a.kv_channels and h % heads:
-        raise InputError(f"{where}: args: --hidden-size {h} is not a multiple of --num-attention-heads {heads}")
     kv_heads = a.num_query_groups if (a.group_query_attention or a.num_query_groups) and a.num_query_groups else heads
-    if heads % tp or kv_heads % tp and kv_heads >= tp:
-        raise InputError(f"{where}: args: --num-attention-heads {heads} (and query groups {kv_heads}) "
-                         f"must divide by --tensor-model-parallel-size {tp}")
     if a.ffn_hidden_size:
         ffn = a.ffn_hidden_size
     elif a.swiglu:
@@ -354,27 +345,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     multiple = a.make_vocab_size_divisible_by * tp
     vocab = math.ceil(vocab / multiple) * multiple
     global_batch = a.global_batch_size or a.micro_batch_size * dp
-    if global_batch % (a.micro_batch_size * dp):
-        raise InputError(f"{where}: args: --global-batch-size {global_batch} is not divisible by "
-                         f"--micro-batch-size x data-parallel size = {a.micro_batch_size} x {dp}")
-    virtual = 1
-    if a.num_layers_per_virtual_pipeline_stage:
-        per = a.num_layers_per_virtual_pipeline_stage
-        if a.num_layers % (pp * per):
-            raise InputError(f"{where}: args: --num-layers-per-virtual-pipeline-stage {per}: --num-layers "
-                             f"{a.num_layers} must divide into pp x {per}")
-        virtual = a.num_layers // (pp * per)
-    elif a.virtual_pipeline_model_parallel_size:
-        virtual = a.virtual_pipeline_model_parallel_size
-    if a.num_layers % (pp * virtual):
-        raise InputError(f"{where}: args: --num-layers {a.num_layers} must divide by pp x model chunks "
-                         f"= {pp} x {virtual}")
-    micro_batches = global_batch // (a.micro_batch_size * dp)
-    if virtual > 1 and (pp < 2 or micro_batches % pp):
-        raise InputError(f"{where}: args: interleaved 1F1B needs pp > 1 and micro-batches per replica "
-                         f"({micro_batches}) divisible by pp ({pp}), as Megatron requires")
-    if a.fp16 and a.bf16:
-        raise InputError(f"{where}: args: give --fp16 or --bf16, not both")
+    virtual = virtual_stages(a)
     precision = "fp16" if a.fp16 else "bf16" if a.bf16 else "fp32"
     if a.checkpoint_activations:
         recompute, method, layers = "full", "uniform", a.checkpoint_num_layers
@@ -385,31 +356,15 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute, method, layers = "selective", "uniform", 1
     else:
         recompute, method, layers = "none", "uniform", 0
-    if recompute == "full" and a.recompute_granularity == "full" and not a.recompute_method:
-        raise InputError(f"{where}: args: --recompute-granularity full needs --recompute-method "
-                         f"uniform|block, as Megatron requires")
     legacy = a.ddp_impl is not None
-    if a.sequence_parallel and tp == 1:
-        sequence_parallel = False
-    else:
-        sequence_parallel = a.sequence_parallel
-    distributed = a.use_distributed_optimizer
-    if (a.overlap_grad_reduce or a.overlap_param_gather) and legacy:
-        raise InputError(f"{where}: args: --overlap-grad-reduce/--overlap-param-gather do not exist with "
-                         f"--DDP-impl (a 2021 Megatron-LM)")
     experts = a.num_experts or 0
     ep = a.expert_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
-    if experts:
-        if ep < 1 or experts % ep or dp % ep:
-            raise InputError(f"{where}: args: --expert-model-parallel-size {ep} must divide --num-experts "
-                             f"{experts} and the data-parallel size {dp}")
-        if etp not in (1, tp):
-            raise InputError(f"{where}: args: --expert-tensor-parallel-size {etp}: only 1 or tp ({tp}) is modelled")
-        if not 1 <= a.moe_router_topk <= experts or a.moe_layer_freq < 1:
-            raise InputError(f"{where}: args: --moe-router-topk must be 1..--num-experts and --moe-layer-freq >= 1")
-    elif ep > 1:
-        raise InputError(f"{where}: args: --expert-model-parallel-size {ep} needs --num-experts")
+    if experts and dp % ep:
+        raise InputError(f"{where}: --expert-model-parallel-size {ep}: experts spread over ranks other than the "
+                         f"data-parallel ones (dp {dp}) are not modelled; use an ep that divides dp")
+    if experts and etp not in (1, tp):
+        raise InputError(f"{where}: --expert-tensor-parallel-size {etp}: only 1 or tp ({tp}) is modelled")
     return MegatronJob(
         experts=experts, ep=ep if experts else 1, etp=etp, topk=a.moe_router_topk,
         moe_ffn=a.moe_ffn_hidden_size or ffn, shared_ffn=a.moe_shared_expert_intermediate_size or 0,
@@ -419,7 +374,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         tied_embeddings=not a.untie_embeddings_and_output_weights, micro_batch=a.micro_batch_size,
         global_batch=global_batch, tp=tp, pp=pp, cp=cp, dp=dp, virtual_stages=virtual,
         precision=precision, fp8=a.fp8_format is not None, recompute=recompute, recompute_method=method,
-        recompute_layers=layers, sequence_parallel=sequence_parallel, distributed_optimizer=distributed,
+        recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
+        distributed_optimizer=a.use_distributed_optimizer,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,

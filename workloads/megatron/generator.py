@@ -17,6 +17,7 @@ from typing import Any
 from simpy_astra.config.cluster import Gpu
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron.arguments import MegatronJob, parse
+from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
@@ -26,7 +27,8 @@ from simpy_astra.workloads.transformer.writer import (
     write_trace,
 )
 
-WHERE = "workload: generate: megatron"
+#: where a generator parameter came from, when no scenario file names it
+WHERE = "workload"
 
 
 def job_and_gpu(params: dict[str, Any], where: str = WHERE) -> tuple[MegatronJob, Gpu]:
@@ -38,7 +40,10 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE) -> tuple[MegatronJob
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1 or not isinstance(gpu, dict):
         raise InputError(f"{where}: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: N}}); "
                          f"it gives the GPU count and the GPU")
-    return parse(params.get("args"), gpus, where), Gpu(**gpu)
+    gpu_model = Gpu(**gpu)
+    job = parse(params.get("args"), gpus, f"{where}.args")
+    check_hardware(job.fp8, gpu_model, f"{where}.args")
+    return job, gpu_model
 
 
 _built: dict[str, tuple[MegatronJob, Layout, list]] = {}
@@ -112,7 +117,8 @@ def main(argv: list[str]) -> int:
     if not rest:
         raise InputError("generate megatron: give the Megatron-LM arguments after --")
     cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
-    parse(rest, args.gpus, "generate megatron")  # errors worded for the command line
+    job = parse(rest, args.gpus, "generate megatron: arguments after --")  # errors worded for the command line
+    check_hardware(job.fp8, cluster.gpu_model(), f"generate megatron: --preset {args.preset}")
     params = {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}
     groups = generate(params, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")

@@ -4,13 +4,9 @@ memory per GPU against the GPU's capacity.
 TFLOP/s per GPU is Megatron's own figure: the paper's FLOP count of one step (with the
 recomputation counted when full recomputation is on, as the SC'21 tables count it) over the
 step time and the GPU count. MFU counts the model's FLOPs without recomputation against the
-GPU's dense peak. Memory per GPU (the stage that holds the most): weights, gradients and
-Adam's state (mixed precision: 2 + 4 (fp32 gradient buffer with bf16, else 2) + 12 B per
-parameter, the 12 B split over data-parallel ranks with the distributed optimizer), and
-activations after Korthikanti et al. (MLSys 2023): per layer ``s b h (34 + 5 a s / h)`` bytes
-split over tp (its Table 2), only each layer's input (``2 s b h``) with full recomputation,
-for the micro-batches in flight on the first stage (``pp``, and ``(1 + (pp - 1) / (pp v))``
-times that with v chunks).
+GPU's dense peak. Memory per GPU (the first pipeline stage, which holds the most activations)
+is split into weights, gradients, optimizer, activations and FP8 buffers as Megatron-LM
+allocates them (:mod:`~simpy_astra.workloads.megatron.memory`).
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from dataclasses import dataclass
 
 from simpy_astra.config.cluster import Gpu
 from simpy_astra.workloads.megatron.arguments import MegatronJob
+from simpy_astra.workloads.megatron.memory import parts_bytes
 
 
 @dataclass(frozen=True)
@@ -58,24 +55,8 @@ class TrainingFigures:
 
 
 def memory_bytes(job: MegatronJob) -> float:
-    """Bytes on the GPU of the first pipeline stage (the most activations in flight)."""
-    per_gpu_params = job.parameters() / (job.tp * job.pp)
-    grad = 4 if job.precision in ("bf16", "fp32") else job.element_bytes
-    optimizer = 12 / (job.dp * job.cp if job.distributed_optimizer else 1)
-    states = per_gpu_params * (job.element_bytes + grad + optimizer)
-    s, b, h, a = job.seq // job.cp, job.micro_batch, job.hidden, job.heads
-    layers = job.num_layers / job.pp
-    if job.recompute == "full":
-        per_layer = 2 * s * b * h / (job.tp if job.sequence_parallel else 1)
-        working = s * b * h * (34 + 5 * a * s / h) / job.tp  # one layer recomputed at a time
-    elif job.recompute == "selective" or job.flash_attention:
-        per_layer, working = 34 * s * b * h / job.tp, 0.0
-    else:
-        per_layer, working = s * b * h * (34 + 5 * a * s / h) / job.tp, 0.0
-    in_flight = min(job.pp, job.micro_batches)
-    if job.virtual_stages > 1:
-        in_flight *= 1 + (job.pp - 1) / (job.pp * job.virtual_stages)
-    return states + per_layer * layers * in_flight + working
+    """Bytes on the fullest GPU (:mod:`~simpy_astra.workloads.megatron.memory`)."""
+    return sum(parts_bytes(job).values())
 
 
 def figures(job: MegatronJob, gpu: Gpu, iteration_time_ns: int) -> TrainingFigures:
@@ -83,5 +64,5 @@ def figures(job: MegatronJob, gpu: Gpu, iteration_time_ns: int) -> TrainingFigur
     tflops = job.model_flops() / (seconds * job.gpus) / 1e12 if seconds > 0 else 0.0
     mfu = job.model_flops_no_recompute() / (seconds * job.gpus * gpu.peak_flops(job.fp8)) if seconds > 0 else 0.0
     tokens = job.global_batch * job.seq / (seconds * job.gpus) if seconds > 0 else 0.0
-    parts = {"total": memory_bytes(job) / 2**30}
+    parts = {name: value / 2**30 for name, value in parts_bytes(job).items()}
     return TrainingFigures(iteration_time_ns, tflops, mfu, tokens, parts, gpu.hbm_gib)

@@ -1,0 +1,135 @@
+"""A Megatron-LM command line read word by word as Megatron's argparse reads it.
+
+A launch script pasted into YAML brings its ``\\`` line continuations and, from web pages,
+non-breaking spaces and typographic dashes; they are normalised or named here. Every word
+is then a flag or a value of the flag before it: a flag that takes no value followed by a bare
+word is an error (argparse's "unrecognized arguments"), never a value silently swallowed, so
+``–tensor-model-parallel-size 4`` (an en dash) cannot leave tp at its default. Flags this
+simulator does not model are told apart: paths and logging are accepted, a Megatron-LM flag
+that changes a step's time is refused by name, and a word that is no Megatron-LM flag at all
+gets the nearest known flag as ``did you mean``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
+
+#: spaces a web page or word processor puts where a shell has a plain space
+_ODD_SPACES = re.compile(r"[\u00a0\u1680\u2000-\u200b\u202f\u205f\u3000\ufeff]")
+#: a shell line continuation (backslash at a line's end), or one left alone between words
+_CONTINUATION = re.compile(r"\\[ \t]*(\r?\n|$)|(?<=\s)\\(?=\s)")
+#: dashes that look like ``-`` and are not
+_DASHES = {"\u2010": "hyphen", "\u2011": "non-breaking hyphen", "\u2012": "figure dash",
+           "\u2013": "en dash", "\u2014": "em dash", "\u2015": "horizontal bar", "\u2212": "minus sign",
+           "\ufe63": "small hyphen-minus", "\uff0d": "full-width hyphen-minus"}
+_NUMBER = re.compile(r"^-\d+(\.\d*)?([eE][-+]?\d+)?$|^-\.\d+")
+
+
+@dataclass
+class Reading:
+    """The words of a command line sorted: those argparse reads (the modelled flags and their
+    values), and every other flag with its values (accepted as without effect on time)."""
+
+    modelled: list[str] = field(default_factory=list)
+    others: dict[str, list[str]] = field(default_factory=dict)
+
+
+def words(args: object, where: str) -> list[str]:
+    """``args`` (one string as in a launch script, or a list of words) as words."""
+    if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
+        return [_ODD_SPACES.sub(" ", a).strip() for a in args if _ODD_SPACES.sub(" ", a).strip()]
+    if not isinstance(args, str) or not args.strip():
+        raise InputError(f"{where}: must be the pretrain_gpt.py arguments as one string (got {args!r})")
+    text = _CONTINUATION.sub(" ", _ODD_SPACES.sub(" ", args))
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
+
+
+def _looks_like_flag(word: str) -> bool:
+    return word.startswith("-") and len(word) > 1 and not _NUMBER.match(word)
+
+
+def _misdashed(word: str) -> str | None:
+    """What is wrong with a word meant as a flag, or None."""
+    lead = word.lstrip("".join(_DASHES) + "-")
+    if word[:1] in _DASHES or word[1:2] in _DASHES:
+        dash = _DASHES.get(word[0]) or _DASHES[word[1]]
+        return f"{word!r} starts with an {dash}, not two ASCII hyphens; type --{lead}"
+    if word.startswith("-") and not word.startswith("--") and lead[:1].isalpha() and len(lead) > 1:
+        return f"{word!r} has one dash; Megatron-LM's flags take two: --{lead}"
+    return None
+
+
+def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:
+    return sorted({*modelled, *accepted, *SWITCHES, *ONE_VALUE, *SEVERAL_VALUES})
+
+
+def suggestion(flag: str, known: list[str]) -> str:
+    near = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
+def read(tokens: list[str], modelled: argparse.ArgumentParser, accepted: Callable[[str], bool],
+         refused: dict[str, str], where: str, also_known: Iterable[str] = ()) -> Reading:
+    """Sort ``tokens`` into the modelled flags (for ``modelled``) and the other flags.
+
+    ``accepted(flag)`` says whether an unmodelled flag is accepted (no effect on time);
+    ``refused`` maps flags known not to be modelled to what they are."""
+    arity = {f: (0 if a.nargs == 0 else "*" if a.nargs in ("*", "+") else 1)
+             for a in modelled._actions for f in a.option_strings}
+    known = known_flags(arity, also_known)
+    out = Reading()
+    i = 0
+    while i < len(tokens):
+        word = tokens[i]
+        bad = _misdashed(word)
+        if bad:
+            raise InputError(f"{where}: {bad}")
+        if not word.startswith("--"):
+            before = f"after {tokens[i - 1]}" if i else "first"
+            raise InputError(f"{where}: {word!r} ({before}) is not a flag nor a value of one; every argument "
+                             f"starts with -- (a value goes right after its flag)")
+        flag, eq, value = word.partition("=")
+        if flag in refused:
+            raise InputError(f"{where}: {flag} is not modelled ({refused[flag]}); remove it "
+                             f"(see simpy-astra generate megatron --help)")
+        takes = arity.get(flag)
+        if takes is None:
+            takes = 0 if flag in SWITCHES else 1 if flag in ONE_VALUE else "*" if flag in SEVERAL_VALUES else None
+            if not accepted(flag):
+                if takes is None:
+                    raise InputError(f"{where}: {flag} is not an argument of Megatron-LM's pretrain_gpt.py "
+                                     f"that this simulator knows{suggestion(flag, known)}")
+                raise InputError(f"{where}: {flag} is a Megatron-LM argument that may change a step's time "
+                                 f"and is not modelled; remove it (see simpy-astra generate megatron --help)")
+        values = [value] if eq else []
+        i += 1
+        if takes == 0 and eq:
+            raise InputError(f"{where}: {flag} takes no value (got {word!r})")
+        if not eq and takes == 1:
+            if i >= len(tokens) or (flag not in arity and _looks_like_flag(tokens[i])):
+                raise InputError(f"{where}: argument {flag}: expected one value")
+            values, i = [tokens[i]], i + 1
+        elif not eq and takes in ("*", None):
+            while i < len(tokens) and not _looks_like_flag(tokens[i]):
+                values.append(tokens[i])
+                i += 1
+            if takes is None and values:
+                raise InputError(f"{where}: {flag} is accepted as having no effect on a step's time, but this "
+                                 f"simulator does not know whether it takes values, and {values[0]!r} follows it; "
+                                 f"write {flag}={values[0]} if it is its value")
+        if flag in arity:
+            out.modelled += [flag, *values] if not eq else [word]
+        else:
+            out.others[flag] = values
+    return out

@@ -1,0 +1,228 @@
+"""Every argument Megatron-LM's ``pretrain_gpt.py`` has had, by how many values it takes.
+
+Read off the ``add_argument`` calls of Megatron-LM's ``arguments.py`` (``megatron/arguments.py``
+of 2021-12, 2023-06 and 2024-02, ``megatron/training/arguments.py`` of 2025-12 and 2026-08):
+a switch takes no value, so a bare word after one is an error as it is for Megatron's argparse;
+a flag that takes values takes them. The parser uses the table to tell a stray word from a
+value, a Megatron argument that is not modelled from a misspelling, and to suggest the flag a
+misspelling meant.
+"""
+
+#: flags that take no value (``store_true``/``store_false``)
+SWITCHES = frozenset("""
+--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split
+--accumulate-allreduce-grads-in-fp32 --add-qkv-bias --adlr-autoresume --allow-ambiguous-pad-tokens
+--apply-layernorm-1p --apply-query-key-layer-scaling --apply-residual-connection-post-layernorm
+--apply-wd-to-qk-layernorm --async-save --attention-softmax-in-fp32 --auto-detect-ckpt-format
+--bert-no-binary-head --bf16 --biencoder-shared-query-context-model --cache-mla-latents
+--calc-ft-timeouts --calculate-per-token-loss --check-for-large-grads --check-for-spiky-loss
+--checkpoint-activations --ckpt-assume-constant-structure --ckpt-convert-update-legacy-dist-opt-format
+--ckpt-drop-redundant-extra-state --ckpt-fully-parallel-load --ckpt-fully-parallel-save
+--create-all-gather-group --cross-entropy-loss-fusion --data-parallel-random-init
+--dataloader-defer-npy-index-mmap --dataloader-fast-cache-load --dataloader-inter-document-masking
+--ddp-average-in-collective --ddp-pad-buckets-for-high-nccl-busbw
+--ddp-reduce-scatter-with-fp32-accumulation --decode-only-cuda-graphs --decrease-batch-size-if-needed
+--defer-embedding-wgrad-compute --delay-param-gather --delay-wgrad-compute --deterministic-mode
+--dino-norm-last-layer --disable-bf16-reduced-precision-matmul --disable-bias-linear
+--disable-chunked-prefill --disable-gloo-process-groups --disable-mamba-mem-eff-path --disable-msc
+--disable-straggler-on-startup --disable-symmetric-registration --disable-tp-comm-bulk-dgrad
+--disable-tp-comm-bulk-wgrad --disable-tp-comm-overlap-ag --disable-tp-comm-overlap-rs
+--disable-tp-comm-split-ag --disable-tp-comm-split-rs --dist-ckpt-optim-fully-reshardable
+--dist-ckpt-save-pre-mcore-014 --distrib-optim-fully-reshardable-mem-efficient
+--distribute-checkpointed-activations --distribute-saved-activations --embedding-weights-in-fp32
+--enable-chunked-prefill --enable-cuda-graph --enable-experimental --enable-ft-package
+--enable-full-sharding-in-hsdp --enable-msc --enable-one-logger --eod-mask-loss
+--exit-on-missing-checkpoint --exit-signal-handler --external-cuda-graph --fake-process-group --fim-data
+--finetune --first-last-layers-bf16 --flash-decode --fp16 --fp16-lm-cross-entropy
+--fp32-residual-connection --fp4-param-gather --fp8-e4m3 --fp8-hybrid --fp8-param-gather
+--freeze-all-layers --fsdp-db-use-persist-buf-on-alloc-fail --fsdp-double-buffer
+--fsdp-manual-registration --full-validation --grad-reduce-in-bf16 --group-query-attention
+--grpo-filter-groups-with-same-reward --gtp-expert-remat-nccl-ub --gtp-remat-nccl-ub
+--gtp-remat-reduce-scatter-with-fp32-accumulation --inference-cuda-graph-all-prefills
+--inference-disable-ep-consensus --inference-dynamic-batching
+--inference-dynamic-batching-prefix-caching --inference-dynamic-batching-track-generated-token-events
+--inference-dynamic-batching-track-paused-request-events --inference-rng-tracker
+--inference-text-gen-server-logging --inference-use-synchronous-zmq-collectives
+--inference-wandb-logging --init-method-xavier-uniform --init-model-with-meta-device
+--inprocess-empty-cuda-cache --inprocess-restart --is-hybrid-model --keep-fp8-transpose-cache
+--langrl-external-server --legacy-tokenizer --load-main-params-from-ckpt --log-batch-size-to-tensorboard
+--log-energy --log-max-attention-logit --log-memory-to-tensorboard --log-num-zeros-in-grad
+--log-params-norm --log-progress --log-straggler --log-throughput --log-timers-to-tensorboard
+--log-validation-ppl-to-tensorboard --log-world-size-to-tensorboard --logits-load-ignore-errors
+--manual-gc --megatron-fsdp-enable-fine-grained-param-gather --megatron-fsdp-max-pool-double-buffer
+--mla-down-proj-fusion --mmap-warmup --mock-data --moe-apply-probs-on-input --moe-enable-deepep
+--moe-extended-tp --moe-grouped-gemm --moe-layer-recompute --moe-pad-expert-input-to-capacity
+--moe-pad-experts-for-cuda-graph-inference --moe-per-layer-logging --moe-permute-fusion
+--moe-router-enable-expert-bias --moe-router-force-load-balancing --moe-router-fusion
+--moe-router-padding-for-fp8 --moe-router-padding-for-quantization --moe-router-pre-softmax
+--moe-shared-expert-overlap --moe-token-dropping --moe-use-legacy-grouped-gemm --moe-use-upcycling
+--multi-latent-attention --multiple-validation-sets --muon-nesterov --muon-no-split-qkv --muon-use-syrk
+--nccl-all-reduce-for-prefill --no-align-grad-reduce --no-align-param-gather
+--no-async-tensor-model-parallel-allreduce --no-barrier-with-level-1-timing --no-bias-dropout-fusion
+--no-bias-gelu-fusion --no-bias-swiglu-fusion --no-check-for-nan-in-loss-and-grad
+--no-ckpt-fully-parallel-save --no-clone-scatter-output-in-embedding
+--no-contiguous-buffers-in-local-ddp --no-create-attention-mask-in-dataloader --no-data-sharding
+--no-delay-grad-reduce --no-fp8-wgrad --no-gradient-accumulation-fusion --no-gradient-reduce-div-fusion
+--no-initialization --no-load-optim --no-load-rng --no-log-learnig-rate-to-tensorboard
+--no-log-loss-scale-to-tensorboard --no-manual-gc-eval --no-masked-softmax-fusion --no-mmap-bin-files
+--no-one-logger --no-overlap-p2p-communication --no-persist-layer-norm --no-pin-cpu-grads
+--no-pin-cpu-params --no-position-embedding --no-query-key-layer-scaling --no-rope-fusion
+--no-save-optim --no-save-rng --no-scatter-gather-tensors-in-pipeline --no-strict-fsdp-dtensor-load
+--no-use-layer-wise-param-layout --no-use-tokenizer-model-from-checkpoint-args
+--no-yarn-correction-range-round-to-int --one-logger-async --openai-gelu --optimizer-cpu-offload
+--optimizer-cuda-graph --otel-enabled --output-bert-embeddings --overlap-cpu-optimizer-d2h-h2d
+--overlap-grad-reduce --overlap-moe-expert-parallel-comm --overlap-p2p-communication
+--overlap-p2p-communication-warmup-flush --overlap-param-gather
+--overlap-param-gather-with-optimizer-step --override-lr-scheduler --override-opt-param-scheduler
+--override-opt_param-scheduler --perform-rl-step --profile --qk-clip --qk-l2-norm --qk-layernorm
+--quick-geglu --recompute-activations --record-memory-history --replication --reset-attention-mask
+--reset-position-ids --retriever-score-scaling --retro-add-retriever --retro-no-verify-neighbor-count
+--retro-return-doc-ids --reuse-grad-buf-for-mxfp8-param-ag --rl-calculate-intra-group-similarity
+--rl-durable-rollout-bank --rl-inference-logprobs-is-correction
+--rl-offload-inference-model-weights-when-idle --rl-offload-kv-cache-during-training
+--rl-offload-optimizer-during-inference --rl-partial-rollouts --rl-persist-cuda-graphs --rl-profile
+--rl-remove-kv-cache-during-training --rl-reset-cuda-graphs --rl-skip-bos-token
+--rl-training-cuda-graphs --rl-use-sequence-packing --rl-verify-model-weights-swap --rotary-interleaved
+--run-workload-inspector-server --sequence-parallel --sft --skip-train --squared-relu
+--standalone-embedding-stage --swiglu --te-rng-tracker --test-mode --tokenizer-hf-include-special-tokens
+--tokenizer-hf-use-fast --tokenizer-sentencepiece-legacy --torch-fsdp2-no-reshard-after-forward
+--tp-comm-overlap --tp-comm-overlap-rs-dgrad --trust-remote-code --untie-embeddings-and-output-weights
+--use-checkpoint-args --use-checkpoint-lr-scheduler --use-checkpoint-opt-param-scheduler
+--use-checkpoint-opt_param-scheduler --use-cpu-initialization --use-dist-ckpt
+--use-distributed-optimizer --use-flash-attn --use-fused-weighted-squared-relu --use-legacy-models
+--use-legacy-static-engine --use-mcore-models --use-megatron-fsdp --use-mp-args-from-checkpoint-args
+--use-nccl-ub --use-one-sent-docs --use-persistent-ckpt-worker --use-precision-aware-optimizer
+--use-pytorch-profiler --use-ring-exchange-p2p --use-rope-scaling --use-rotary-position-embeddings
+--use-same-sampling-seed-across-dp-ranks --use-sharp --use-te-activation-func --use-torch-fsdp2
+--use-torch-optimizer-for-cpu-offload --use-tp-pp-dp-mapping --vision-pretraining
+--yarn-correction-range-round-to-int
+""".split())
+
+#: flags that take exactly one value
+ONE_VALUE = frozenset("""
+--DDP-impl --activation-func-clamp-value --activations-checkpoint-method
+--activations-checkpoint-num-layers --adam-beta1 --adam-beta2 --adam-eps --adlr-autoresume-interval
+--app-tag-run-name --app-tag-run-version --attention-backend --attention-dropout --batch-size
+--bert-embedder-type --bert-load --biencoder-projection-dim --block-data-path
+--check-weight-hash-across-dp-replicas-interval --ckpt-convert-format --ckpt-convert-save --ckpt-format
+--ckpt-step --classes-fraction --clip-grad --config-logger-dir --context-parallel-size
+--cpu-offloading-num-layers --cross-entropy-fusion-impl --cuda-graph-impl --cuda-graph-warmup-steps
+--data-args-path --data-cache-path --data-impl --data-parallel-sharding-strategy
+--data-per-class-fraction --dataloader-type --ddp-bucket-size --ddp-num-buckets
+--decoder-first-pipeline-num-layers --decoder-last-pipeline-num-layers --decoder-num-layers
+--decoder-seq-length --decoupled-lr --decoupled-min-lr --dino-bottleneck-size --dino-freeze-last-layer
+--dino-head-hidden-size --dino-local-crops-number --dino-local-img-size --dino-teacher-temp
+--dino-warmup-teacher-temp --dino-warmup-teacher-temp-epochs --dist-ckpt-format --dist-ckpt-strictness
+--dist-ckpt-workers --distributed-backend --distributed-timeout-minutes
+--distributed-timeout-seconds-after-init --dump-param-to-param-group-map --embedding-init-method-std
+--embedding-path --empty-unused-memory-level --encoder-num-layers --encoder-seq-length
+--end-weight-decay --error-injection-rate --error-injection-type --eval-interval --eval-iters
+--evidence-data-path --exit-duration-in-mins --exit-interval --exit-signal --exp-avg-dtype
+--exp-avg-sq-dtype --expert-model-parallel-size --expert-tensor-parallel-size --ffn-hidden-size
+--fim-eod-token --fim-fragment-rate --fim-middle-token --fim-no-prefix --fim-pad-token
+--fim-prefix-token --fim-rate --fim-split-sample --fim-spm-rate --fim-suffix-token --fp4-format
+--fp4-quantizer-factory --fp4-recipe --fp8-amax-compute-algo --fp8-amax-history-len --fp8-format
+--fp8-interval --fp8-margin --fp8-quantizer-factory --fp8-recipe --ft-num-warmup-iters
+--global-batch-size --glu-linear-offset --grpo-clamp-eps-lower --grpo-clamp-eps-upper
+--grpo-default-temperature --grpo-default-top-p --grpo-entropy-term-weight --grpo-group-size
+--grpo-iterations --grpo-kl-beta --grpo-prompts-per-step --head-lr-mult
+--heterogeneous-layers-config-encoded-json --heterogeneous-layers-config-path --hidden-dropout
+--hidden-size --hybrid-attention-ratio --hybrid-layer-pattern --hybrid-mlp-ratio
+--hybrid-override-pattern --hysteresis --ict-head-size --ict-load --img-dim --img-h --img-w
+--indexer-batch-size --indexer-log-interval --inference-batch-times-seqlen-threshold
+--inference-coordinator-port --inference-cuda-graph-max-tokens
+--inference-dynamic-batching-async-sched-mode --inference-dynamic-batching-block-size
+--inference-dynamic-batching-buffer-size-gb --inference-dynamic-batching-cuda-graph-max-tokens
+--inference-dynamic-batching-cuda-graph-mixed-prefill-count
+--inference-dynamic-batching-cuda-graph-sizing-distribution --inference-dynamic-batching-logprobs-mode
+--inference-dynamic-batching-mamba-memory-ratio --inference-dynamic-batching-max-requests
+--inference-dynamic-batching-max-tokens --inference-dynamic-batching-num-cuda-graphs
+--inference-dynamic-batching-paused-buffer-size-gb
+--inference-dynamic-batching-prefix-caching-coordinator-policy
+--inference-dynamic-batching-prefix-caching-eviction-policy
+--inference-dynamic-batching-prefix-caching-mamba-gb
+--inference-dynamic-batching-prefix-caching-routing-alpha --inference-dynamic-batching-sampling-backend
+--inference-dynamic-batching-unified-memory-level --inference-logging-step-interval
+--inference-max-batch-size --inference-max-requests --inference-max-seq-length --inference-shards
+--inference-wandb-logging-step-interval --init-method-std --initial-loss-scale
+--inprocess-active-world-size --inprocess-barrier-timeout --inprocess-completion-timeout
+--inprocess-granularity --inprocess-hard-timeout --inprocess-heartbeat-interval
+--inprocess-heartbeat-timeout --inprocess-last-call-wait --inprocess-max-iterations
+--inprocess-monitor-process-interval --inprocess-monitor-thread-interval
+--inprocess-progress-watchdog-interval --inprocess-soft-timeout --inprocess-termination-grace-time
+--iter-per-epoch --kitchen-config-file --kitchen-recipe-number --kv-channels --kv-lora-rank
+--langrl-env-config --langrl-inference-server-conversation-template --langrl-inference-server-type
+--layernorm-epsilon --lazy-mpu-init --linear-attention-freq --lion-beta1 --lion-beta2 --load
+--local-rank --local_rank --log-interval --logging-level --logits-load-decode-threads --logits-load-dir
+--logits-load-kd-loss-alpha --logits-load-msc-prefetch-depth --logits-load-prefetch-factor
+--logits-save-dir --logits-save-dtype --logits-save-top-k --logits-save-top-p --logits-save-top-p-min-k
+--loss-scale --loss-scale-window --lr --lr-decay-iters --lr-decay-samples --lr-decay-style
+--lr-warmup-fraction --lr-warmup-init --lr-warmup-iters --lr-warmup-samples --lr-wsd-decay-iters
+--lr-wsd-decay-samples --lr-wsd-decay-style --main-grads-dtype --main-params-dtype
+--make-vocab-size-divisible-by --mamba-head-dim --mamba-inference-conv-states-dtype
+--mamba-inference-ssm-states-dtype --mamba-num-groups --mamba-num-heads --mamba-state-dim
+--mamba-training-ssm-states-dtype --manual-gc-interval --mask-factor --mask-prob --mask-type
+--max-position-embeddings --max-tokens-to-oom --megatron-fsdp-grad-comm-dtype
+--megatron-fsdp-main-grads-dtype --megatron-fsdp-main-params-dtype --megatron-fsdp-version
+--memory-snapshot-path --merge-file --micro-batch-size
+--microbatch-group-size-per-virtual-pipeline-stage --mid-level-dataset-surplus --min-loss-scale --min-lr
+--mlp-chunks-for-prefill --model-parallel-size --moe-deepep-num-sms --moe-expert-capacity-factor
+--moe-ffn-hidden-size --moe-flex-dispatcher-backend --moe-hybridep-num-sms --moe-input-jitter-eps
+--moe-latent-size --moe-layer-freq --moe-router-bias-update-rate --moe-router-dtype
+--moe-router-group-topk --moe-router-num-groups --moe-router-score-function --moe-router-topk
+--moe-router-topk-scaling-factor --moe-shared-expert-intermediate-size --moe-token-dispatcher-type
+--moe-token-drop-policy --moe-upcycling-granularity --moe-z-loss-coeff --mscale --mscale-all-dim
+--mtp-loss-scaling-factor --mtp-num-layers --muon-coefficient-type --muon-extra-scale-factor
+--muon-fp32-matmul-prec --muon-momentum --muon-num-ns-steps --muon-scalar-optimizer --muon-scale-mode
+--muon-tp-mode --nccl-communicator-config-path --no-rope-freq --no-weight-decay-cond-type
+--non-persistent-ckpt-type --non-persistent-global-ckpt-dir --non-persistent-local-ckpt-algo
+--non-persistent-local-ckpt-dir --non-persistent-save-interval --norm-epsilon --normalization
+--num-attention-heads --num-channels --num-classes --num-dataset-builder-threads
+--num-distributed-optimizer-instances --num-experts --num-layers --num-layers-at-end-in-bf16
+--num-layers-at-start-in-bf16 --num-layers-per-virtual-pipeline-stage --num-query-groups
+--num-speculative-tokens --num-virtual-stages-per-pipeline-rank --num-workers
+--object-storage-cache-path --one-logger-entity --one-logger-project --one-logger-run-name --onnx-safe
+--optimizer --optimizer-offload-fraction --otel-service-name --otel-span-groups
+--outer-dp-sharding-strategy --output-logit-dtype --override-ckpt-iteration --padded-vocab-size
+--patch-dim --per-dataset-sequences-path --per-split-data-args-path --persistent-save-interval
+--phase-transition-iterations --pipeline-model-parallel-comm-backend --pipeline-model-parallel-layout
+--pipeline-model-parallel-size --pipeline-model-parallel-split-rank --position-embedding-type
+--pretrained-checkpoint --profile-step-end --profile-step-start --q-lora-rank --qk-clip-alpha
+--qk-clip-threshold --qk-head-dim --qk-pos-emb-head-dim --query-in-block-prob --recompute-granularity
+--recompute-method --recompute-num-layers --refit-method --relative-attention-max-distance
+--relative-attention-num-buckets --replication-factor --replication-jump --rerun-mode
+--result-rejected-tracker-filename --retriever-seq-length --retro-attention-gate
+--retro-cyclic-train-iters --retro-encoder-attention-dropout --retro-encoder-hidden-dropout
+--retro-encoder-layers --retro-num-neighbors --retro-num-retrieved-chunks --retro-project-dir
+--retro-workdir --rl-consumption-granularity --rl-default-temperature --rl-default-top-k
+--rl-default-top-p --rl-generation-lag --rl-importance-sampling-truncation-coef
+--rl-inference-expert-model-parallel-size --rl-inference-expert-tensor-model-parallel-size
+--rl-inference-model-unified-memory-level --rl-inference-pipeline-model-parallel-size
+--rl-inference-tensor-model-parallel-size --rl-kv-cache-management-mode --rl-max-inflight-requests
+--rl-profile-dir --rl-prompts-per-eval --rl-rollout-bank-dir --rl-rollout-bank-max-bytes
+--rl-sequence-packing-algo --rl-sequence-packing-bin-size --rl-sequence-packing-max-sequences-per-bin
+--rl-submission-granularity --rope-scaling-factor --rope-type --rotary-base --rotary-percent
+--rotary-scaling-factor --rotary-seq-len-interpolation-factor --sample-rate --save --save-interval
+--save-retain-interval --seed --seq-length --sft-tokenizer-prompt-format --sgd-momentum
+--sharp-enabled-group --short-seq-prob --softmax-type --split --start-weight-decay
+--straggler-ctrlr-port --straggler-minmax-count --suggested-communication-unit-size --swin-backbone-type
+--symmetric-ar-type --te-precision-config-file --tensor-model-parallel-size --tensorboard-dir
+--tensorboard-log-interval --tensorboard-queue-size --tiktoken-num-special-tokens --tiktoken-pattern
+--timing-log-level --timing-log-option --titles-data-path --tokenizer-metadata --tokenizer-model
+--tokenizer-type --tp-comm-bootstrap-backend --tp-comm-overlap-cfg --train-iters --train-samples
+--train-sync-interval --transformer-impl --v-head-dim --vision-backbone-type --vision-pretraining-type
+--vocab-extra-ids --vocab-file --vocab-size --wandb-entity --wandb-exp-name --wandb-project
+--wandb-save-dir --warmup --weight-decay --weight-decay-incr-style --wgrad-deferral-limit
+--window-attn-skip-freq --window-size --yaml-cfg --yarn-beta-fast --yarn-beta-slow
+--yarn-original-max-position-embeddings
+""".split())
+
+#: flags that take a list of values (``nargs='*'``, ``'+'`` or a count)
+SEVERAL_VALUES = frozenset("""
+--cp-comm-type --cuda-graph-modules --cuda-graph-scope --data-path
+--ddp-param-name-patterns-for-fp32-local-accumulation --hierarchical-context-parallel-sizes
+--high-priority-stream-groups --iterations-to-skip --moe-aux-loss-coeff --moe-router-load-balancing-type
+--mrope-section --profile-ranks --rampup-batch-size --recompute-modules
+--retriever-report-topk-accuracies --rl-inference-parsers --spec --test-data-path
+--tiktoken-special-tokens --tokenizer-special-tokens --train-data-path --valid-data-path
+""".split())

@@ -1,0 +1,122 @@
+"""Memory of the fullest GPU (a first-stage one) as Megatron-LM allocates it, by part.
+
+*Weights, gradients, optimizer* (Megatron-LM's distributed-optimizer guide, bytes a
+parameter): fp16 weights and gradient buffer, fp32 main weights and main gradients and Adam's
+two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12); fp32 (4 + 4
++ 8). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
+same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
+A GPU holds its pipeline stage's layers split over tp, its experts split over ep x etp, and on
+the first stage the embedding (and the output layer too when there is one stage).
+
+*Activations* (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+Models", MLSys 2023, section 4): per layer and micro-batch, with s the sequence per context-
+parallel rank, b the micro-batch, h, a heads, t tp, in 2-byte words: layer norms 4sbh, the
+attention block 11sbh + 5as^2b, the MLP 19sbh (written here from the shapes, so grouped-query
+attention, SwiGLU and other widths count what they store), and tensor parallelism splitting
+all but 10sbh of it, or all of it with sequence parallelism: ``sbh(34 + 5as/h)`` without
+parallelism, ``sbh(10 + 24/t + 5as/ht)`` with tp, ``sbh/t (34 + 5as/h)`` with sequence
+parallelism. Selective recomputation and fused (flash) attention keep no ``as^2b`` term;
+full recomputation keeps each recompute unit's input (2sbh, /t with sequence parallelism)
+and one unit's activations while it is recomputed. An MoE layer stores its routed tokens'
+MLP activations (top-k copies of each token, shared out evenly over the experts, so
+independent of ep). The first stage holds the micro-batches 1F1B has in flight: ``min(pp, m)``,
+and with v chunks Megatron's warm-up ``2(pp - 1) + (v - 1)pp + 1`` chunk passes, i.e.
+``pp (1 + (pp - 1)/(pp v))`` stages' worth (Korthikanti eq. 5).
+
+*FP8 buffers*: Transformer Engine keeps an FP8 copy of each weight and of its transpose (one
+byte each) between the micro-batches of a step.
+"""
+
+from __future__ import annotations
+
+import math
+
+from simpy_astra.workloads.megatron.arguments import MegatronJob
+
+#: (weights, gradient buffer, optimizer) bytes per parameter by precision (Megatron-LM's guide)
+BYTES_PER_PARAMETER = {"fp16": (2, 2, 16), "bf16": (2, 4, 12), "fp32": (4, 4, 8)}
+#: bytes per weight of Transformer Engine's FP8 copies (the weight and its transpose)
+FP8_COPY_BYTES = 2
+
+
+def parts_bytes(job: MegatronJob) -> dict[str, float]:
+    """Bytes of a first-stage GPU by part: ``weights``, ``gradients``, ``optimizer``,
+    ``activations`` and, with ``--fp8-format``, ``fp8_buffers``."""
+    dense, expert = stage_parameters(job)
+    weight_b, grad_b, optimizer_b = BYTES_PER_PARAMETER[job.precision]
+    shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
+    parts = {"weights": (dense + expert) * weight_b, "gradients": (dense + expert) * grad_b,
+             "optimizer": dense * optimizer_b / shards[0] + expert * optimizer_b / shards[1],
+             "activations": activation_bytes(job)}
+    if job.fp8:
+        parts["fp8_buffers"] = (dense + expert) * FP8_COPY_BYTES
+    return parts
+
+
+def stage_parameters(job: MegatronJob) -> tuple[float, float]:
+    """Parameters on one first-stage GPU: (those split over tp, the experts split over ep x etp)."""
+    h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
+    w = 3 if job.swiglu else 2
+    attention = h * (q + 2 * kv) + q * h + q + 2 * kv + h + 4 * h  # weights, biases, two layer norms
+    mlp = w * h * job.ffn_hidden + (2 if job.swiglu else 1) * job.ffn_hidden + h
+    moe_share = job.moe_layers / job.num_layers
+    router_shared = h * job.experts + w * h * job.shared_ffn
+    layers = job.num_layers / job.pp
+    dense = layers * (attention + (1 - moe_share) * mlp + moe_share * router_shared)
+    embedding = job.vocab * h * (1 if job.tied_embeddings or job.pp > 1 else 2)
+    dense = (dense + embedding) / job.tp + job.seq * h  # position embeddings are not split
+    expert = layers * moe_share * job.experts * w * h * job.moe_ffn / (job.ep * job.etp)
+    return dense, expert
+
+
+def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
+    """One layer's stored activations for one micro-batch (Korthikanti's accounting)."""
+    s, b, h, t = job.seq // job.cp, job.micro_batch, job.hidden, job.tp
+    q, kv = job.heads * job.head_dim, job.kv_heads * job.head_dim
+    act_in = 2 if job.swiglu else 1  # SwiGLU's activation reads both halves of the first GEMM
+
+    def mlp_words(ffn: int) -> int:  # the MLP's input, activation input, second GEMM's input
+        return 2 * h + 2 * act_in * ffn + 2 * ffn
+
+    routed = 0.0
+    if moe:  # top-k copies of each token; with etp = tp the tp ranks share them, with etp 1 split them
+        shared = mlp_words(job.shared_ffn) - 2 * h if job.shared_ffn else 0
+        ffn_words = shared
+        copy = mlp_words(job.moe_ffn) - 2 * h
+        routed = job.topk * (2 * h + copy / t if job.etp == t else (2 * h + copy) / t)
+    else:
+        ffn_words = mlp_words(job.ffn_hidden) - 2 * h
+    # layer-norm inputs 4h, QKV and MLP inputs 2h each, two dropout masks h each: not split over
+    # tp without sequence parallelism; the rest always is
+    unsplit = 4 * h + 2 * h + 2 * h + 2 * h
+    split = 2 * q + 2 * kv + 2 * kv + 2 * q + ffn_words
+    per_token = (unsplit + split) / t if job.sequence_parallel else unsplit + split / t
+    per_token += routed
+    scores = 0.0 if job.recompute == "selective" or job.flash_attention else 5 * job.heads * s * s * b / t
+    return (s * b * per_token + scores) * job.element_bytes / 2
+
+
+def activation_bytes(job: MegatronJob) -> float:
+    """The first stage's stored activations with its micro-batches in flight."""
+    pp, v, m = job.pp, job.virtual_stages, job.micro_batches
+    units = min(pp, m) if v == 1 else min(2 * (pp - 1) + (v - 1) * pp + 1, m * v)  # chunk passes in flight
+    per_chunk = job.layers_per_chunk
+    moe_share = job.moe_layers / job.num_layers
+    layer = (1 - moe_share) * layer_activation_bytes(job) + moe_share * layer_activation_bytes(job, moe=True)
+    if job.recompute == "full":
+        s_b_h = job.seq // job.cp * job.micro_batch * job.hidden
+        checkpoint = 2 * s_b_h / (job.tp if job.sequence_parallel else 1) * job.element_bytes / 2
+        n = max(1, job.recompute_layers)
+        if job.recompute_method == "uniform":
+            kept = math.ceil(per_chunk / n) * checkpoint
+            working = min(n, per_chunk) * layer
+        else:  # block: the first n layers of a chunk recomputed one at a time, the rest stored
+            kept = min(n, per_chunk) * checkpoint + max(0, per_chunk - n) * layer
+            working = layer
+        stored = units * kept + working
+    else:
+        stored = units * per_chunk * layer
+    if pp == 1:  # the output layer's input and fp32 logits, on the one stage
+        s_b = job.seq // job.cp * job.micro_batch
+        stored += (4 * s_b * job.hidden + 4 * s_b * job.vocab) / job.tp
+    return stored

@@ -1,0 +1,222 @@
+"""Megatron-LM's own validity rules for the arguments this simulator models.
+
+A job Megatron-LM refuses to launch must not be simulated: each rule here is one of
+``validate_args`` (``megatron/training/arguments.py``), ``TransformerConfig``/
+``ModelParallelConfig``'s checks, the micro-batch calculator's or the interleaved schedule's,
+restated with Megatron's reason, and raised as :class:`InvalidConfigurationError` (a sweep
+records such a point as invalid). Era matters where Megatron changed: with ``--DDP-impl`` (a
+2021 Megatron-LM) interleaving needs more than two stages, as it did then. Megatron's warnings
+are not errors: ``--sequence-parallel`` at tp 1 is turned off, as Megatron turns it off.
+
+Not enforced: Megatron-Core's "bias in MoE needs expert tensor parallelism 1" (biases are not
+modelled, so ``--disable-bias-linear`` is accepted without effect).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from simpy_astra.config.cluster import Gpu
+from simpy_astra.errors import InvalidConfigurationError
+
+
+def _refuse(where: str, rule: str, message: str) -> None:
+    raise InvalidConfigurationError(f"{where}: {message}", rule)
+
+
+def virtual_stages(a: argparse.Namespace) -> int:
+    """Model chunks per pipeline stage as Megatron derives them (1: plain 1F1B)."""
+    pp = a.pipeline_model_parallel_size
+    if a.num_layers_per_virtual_pipeline_stage:
+        return max(1, a.num_layers // pp // a.num_layers_per_virtual_pipeline_stage)
+    return a.virtual_pipeline_model_parallel_size or 1
+
+
+def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
+    """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
+    ``others`` are the unmodelled flags given, with their values."""
+    for family in (_layout, _attention, _pipeline, _batch, _precision, _recompute, _overlap, _experts):
+        family(a, gpus, others, where)
+
+
+def check_hardware(fp8: bool, gpu: Gpu, where: str) -> None:
+    if fp8 and not gpu.fp8_tflops:
+        _refuse(where, "fp8 needs fp8 hardware",
+                f"--fp8-format needs a GPU with FP8 tensor cores (Hopper or newer); the preset's {gpu.name} has "
+                f"none (gpu.fp8_tflops is 0): Transformer Engine refuses FP8 on it")
+
+
+def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
+    if gpus % (tp * pp * cp):
+        _refuse(where, "gpus divisible by tp x pp x cp",
+                f"{gpus} GPUs are not a multiple of tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} "
+                f"(Megatron: world size is not divisible by total model size; the data-parallel size is "
+                f"gpus / (tp x pp x cp))")
+    if cp > 1 and a.seq_length % (2 * cp):
+        _refuse(where, "sequence divisible by 2 x cp",
+                f"--seq-length {a.seq_length} is not a multiple of 2 x --context-parallel-size = {2 * cp} "
+                f"(Megatron: seq-length should be a multiple of 2 * context-parallel-size, for the causal "
+                f"load balancing that gives each rank two chunks)")
+    if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
+        _refuse(where, "position embeddings cover the sequence",
+                f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
+                f"{a.seq_length} (Megatron: max_position_embeddings must be greater than or equal to seq_length)")
+
+
+def _attention(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    tp, h, heads = a.tensor_model_parallel_size, a.hidden_size, a.num_attention_heads
+    if not a.kv_channels and h % heads:
+        _refuse(where, "hidden divisible by heads",
+                f"--hidden-size {h} is not a multiple of --num-attention-heads {heads} (Megatron: without "
+                f"--kv-channels a head is hidden_size / num_attention_heads wide)")
+    if heads % tp:
+        _refuse(where, "heads divisible by tp",
+                f"--num-attention-heads {heads} is not a multiple of --tensor-model-parallel-size {tp} "
+                f"(Megatron: num_attention_heads must be a multiple of tensor_model_parallel_size; each "
+                f"rank holds whole heads)")
+    groups = a.num_query_groups
+    if groups is None:
+        return
+    if heads % groups:
+        _refuse(where, "heads divisible by query groups",
+                f"--num-query-groups {groups} does not divide --num-attention-heads {heads} (Megatron: each "
+                f"query group is a whole number of heads)")
+    if groups % tp and tp % groups:
+        _refuse(where, "query groups divisible by tp",
+                f"--num-query-groups {groups} is neither a multiple nor a divisor of "
+                f"--tensor-model-parallel-size {tp} (Megatron: num_query_groups must be a multiple or "
+                f"divisor of tensor_model_parallel_size)")
+
+
+def _pipeline(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    layers, pp = a.num_layers, a.pipeline_model_parallel_size
+    per, chunks = a.num_layers_per_virtual_pipeline_stage, a.virtual_pipeline_model_parallel_size
+    if per and chunks:
+        _refuse(where, "one way to interleave",
+                "give --num-layers-per-virtual-pipeline-stage or --virtual-pipeline-model-parallel-size, not "
+                "both (Megatron: no more than one of them can be set)")
+    if layers % pp:
+        _refuse(where, "layers divisible by pp",
+                f"--num-layers {layers} is not a multiple of --pipeline-model-parallel-size {pp} (Megatron: "
+                f"number of layers should be divisible by the pipeline-model-parallel size)")
+    if per and (layers // pp) % per:
+        _refuse(where, "stage layers divisible by chunk layers",
+                f"--num-layers-per-virtual-pipeline-stage {per} does not divide the {layers // pp} layers of a "
+                f"pipeline stage (Megatron: number of layers per pipeline stage must be divisible by the number "
+                f"of layers per virtual pipeline stage)")
+    if chunks and (layers // pp) % chunks:
+        _refuse(where, "stage layers divisible by chunks",
+                f"--virtual-pipeline-model-parallel-size {chunks} does not divide the {layers // pp} layers of a "
+                f"pipeline stage (Megatron: each model chunk holds the same number of layers)")
+    if virtual_stages(a) == 1:
+        return
+    legacy = a.ddp_impl is not None or "--no-overlap-p2p-communication" in others
+    if pp < (3 if legacy else 2):
+        why = ("with --DDP-impl (2021) or --no-overlap-p2p-communication, pipeline-model-parallel size should be "
+               "greater than 2" if legacy else "pipeline-model-parallel size should be greater than 1")
+        _refuse(where, "interleaving needs pipeline stages",
+                f"interleaved 1F1B with --pipeline-model-parallel-size {pp} (Megatron: when the interleaved "
+                f"schedule is used, {why})")
+
+
+def _batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
+    dp = gpus // (tp * pp * cp)
+    micro, total = a.micro_batch_size, a.global_batch_size or a.micro_batch_size * dp
+    if total % (micro * dp):
+        _refuse(where, "global batch divisible by micro-batch x dp",
+                f"--global-batch-size {total} is not a multiple of --micro-batch-size {micro} x data-parallel "
+                f"size {dp} (Megatron: global batch size is not divisible by micro batch size times data "
+                f"parallel size)")
+    micro_batches = total // (micro * dp)
+    if virtual_stages(a) > 1 and (micro_batches < pp or micro_batches % pp):
+        _refuse(where, "interleaved micro-batches divisible by pp",
+                f"interleaved 1F1B with {micro_batches} micro-batches per replica and {pp} pipeline stages "
+                f"(Megatron: the number of micro-batches must be a multiple of, and at least, the "
+                f"pipeline-parallel size with the interleaved schedule)")
+
+
+def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    if a.fp16 and a.bf16:
+        _refuse(where, "one precision", "give --fp16 or --bf16, not both (Megatron: only one of fp16 and bf16 "
+                                        "should be True)")
+    if "--fp16-lm-cross-entropy" in others and not a.fp16:
+        _refuse(where, "fp16 cross entropy needs fp16",
+                "--fp16-lm-cross-entropy without --fp16 (Megatron: lm cross entropy in fp16 only supported in "
+                "fp16 mode)")
+
+
+def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    granularity = a.recompute_granularity
+    if granularity == "full" and not a.recompute_method:
+        _refuse(where, "full recomputation needs a method",
+                "--recompute-granularity full needs --recompute-method uniform|block (Megatron: using "
+                "recompute_granularity full, recompute_method must be block or uniform)")
+    if granularity == "full" and a.recompute_num_layers is None:
+        _refuse(where, "full recomputation needs a layer count",
+                f"--recompute-granularity full needs --recompute-num-layers (Megatron: recompute_num_layers must "
+                f"be between 1 and num_layers_per_pipeline_rank, "
+                f"{a.num_layers // a.pipeline_model_parallel_size})")
+    selective = granularity == "selective" or (granularity is None and a.recompute_activations)
+    if selective and (a.recompute_method or a.recompute_num_layers is not None):
+        _refuse(where, "selective recomputation takes no method",
+                "--recompute-method/--recompute-num-layers with selective recomputation (Megatron: recompute "
+                "method is not yet supported for selective recomputing granularity)")
+    if "--distribute-saved-activations" in others and (a.tensor_model_parallel_size == 1 or granularity != "full"):
+        _refuse(where, "distributed activations need tp and full recomputation",
+                "--distribute-saved-activations needs --tensor-model-parallel-size > 1 and --recompute-granularity "
+                "full (Megatron: can distribute recomputed activations only across tensor model parallel groups, "
+                "with full recompute granularity)")
+
+
+def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    if a.ddp_impl is not None and (a.overlap_grad_reduce or a.overlap_param_gather or a.tp_comm_overlap):
+        _refuse(where, "no overlap flags in 2021",
+                "--overlap-grad-reduce, --overlap-param-gather and --tp-comm-overlap do not exist in a Megatron-LM "
+                "that has --DDP-impl (2021); use --DDP-impl torch for overlapped gradients")
+    sequence_parallel = a.sequence_parallel and a.tensor_model_parallel_size > 1  # Megatron turns it off at tp 1
+    if a.tp_comm_overlap and not sequence_parallel:
+        _refuse(where, "tp overlap needs sequence parallelism",
+                "--tp-comm-overlap needs --sequence-parallel (and tp > 1, where Megatron turns sequence "
+                "parallelism off) (Megatron: tensor parallel communication/GEMM overlap can happen only when "
+                "sequence parallelism is enabled)")
+    if a.overlap_param_gather and not a.use_distributed_optimizer:
+        _refuse(where, "param gather overlap needs the distributed optimizer",
+                "--overlap-param-gather needs --use-distributed-optimizer (Megatron: --overlap-param-gather only "
+                "supported with distributed optimizer)")
+    if a.overlap_param_gather and not a.overlap_grad_reduce:
+        _refuse(where, "param gather overlap needs grad reduce overlap",
+                "--overlap-param-gather needs --overlap-grad-reduce (Megatron: must use --overlap-param-gather "
+                "with --overlap-grad-reduce)")
+
+
+def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    experts, ep = a.num_experts or 0, a.expert_model_parallel_size
+    if not experts:
+        if ep > 1:
+            _refuse(where, "expert parallelism needs experts",
+                    f"--expert-model-parallel-size {ep} without --num-experts (Megatron: num_experts must be non "
+                    f"None to use expert model parallelism)")
+        return
+    if experts % ep:
+        _refuse(where, "experts divisible by ep",
+                f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
+                f"of experts should be a multiple of expert model parallel size)")
+    tp, pp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size
+    etp = a.expert_tensor_parallel_size or tp
+    if (gpus // pp) % (etp * ep):
+        _refuse(where, "expert layout divides the stage",
+                f"expert tensor x expert model parallel size {etp} x {ep} does not divide the {gpus // pp} GPUs of "
+                f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
+    topk = a.moe_router_topk
+    if topk > experts:
+        _refuse(where, "top-k at most experts",
+                f"--moe-router-topk {topk} is more than --num-experts {experts} (a token cannot go to more "
+                f"experts than there are)")
+    score = (others.get("--moe-router-score-function") or ["softmax"])[0]
+    balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
+    if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and "sinkhorn" not in balancing:
+        _refuse(where, "top-1 routing needs pre-softmax",
+                "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
+                "one selected expert gives a zero gradient)")
