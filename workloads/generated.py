@@ -147,8 +147,9 @@ def materialise(spec: dict[str, Any], where: str = "workload", lazy: bool = Fals
         raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
     try:
         return _materialise(name, GENERATORS[name], params, where, lazy)
-    except InputError as exc:
-        raise InputError(as_fields(exc.message, where)) from None
+    except InputError as exc:  # reworded, of the same class (a sweep tells invalid jobs apart)
+        exc.args = (as_fields(exc.message, where),)
+        raise exc from None
     except (TypeError, ValueError, OverflowError) as exc:  # a parameter of a type no check foresaw
         raise InputError(f"{where}: generate {name}: invalid parameters ({type(exc).__name__}: {exc})") from None
 
@@ -161,6 +162,8 @@ def as_fields(message: str, where: str) -> str:
     if not key.isidentifier():  # ``where`` is a file (a text workload's), not a scenario field
         return message
     prefix = f"{scenario}: " if scenario else ""
+    if message.startswith(f"{key}."):  # already worded in the scenario's fields
+        return prefix + message
     text = re.sub(r"^(?:workload: generate: \w+|workload|generate \w+):\s*", "", message)
     text = re.sub(r"^'(\w+)' ", r"--\1: ", text)
     text = re.sub(r"--([a-z][a-z0-9_-]*)", lambda m: f"{key}.{m.group(1).replace('-', '_')}", text)

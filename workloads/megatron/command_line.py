@@ -50,7 +50,7 @@ def words(args: object, where: str) -> list[str]:
         raise InputError(f"{where}: must be the pretrain_gpt.py arguments as one string (got {args!r})")
     text = _CONTINUATION.sub(" ", _ODD_SPACES.sub(" ", args))
     try:
-        return shlex.split(text)
+        return _launcher_dropped(shlex.split(text))
     except ValueError as exc:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
 
@@ -68,6 +68,30 @@ def _misdashed(word: str) -> str | None:
     if word.startswith("-") and not word.startswith("--") and lead[:1].isalpha() and len(lead) > 1:
         return f"{word!r} has one dash; Megatron-LM's flags take two: --{lead}"
     return None
+
+
+def _stray(tokens: list[str], i: int, arity: dict[str, int | str]) -> str:
+    """Why ``tokens[i]``, a bare word, is neither a flag nor a value."""
+    word = tokens[i]
+    if i == 0:
+        return f"{word!r} comes before any flag"
+    before = tokens[i - 1]
+    flag = before.partition("=")[0]
+    if before.startswith("--") and "=" not in before:
+        return f"{word!r} follows {flag}, which takes no value"
+    owner = next((t for t in reversed(tokens[:i]) if t.startswith("--")), "")
+    return f"{word!r} follows {owner.partition('=')[0]} {before!r}, which takes one value" if owner else \
+        f"{word!r} follows {before!r}, which is no flag"
+
+
+def _launcher_dropped(tokens: list[str]) -> list[str]:
+    """The arguments of a pasted command line (``torchrun ... pretrain_gpt.py ARGS``)."""
+    for i, word in enumerate(tokens[:32]):
+        if word.endswith(".py"):
+            return tokens[i + 1:]
+        if word in ("--num-layers", "--hidden-size"):
+            break
+    return tokens
 
 
 def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:
@@ -96,9 +120,8 @@ def read(tokens: list[str], modelled: argparse.ArgumentParser, accepted: Callabl
         if bad:
             raise InputError(f"{where}: {bad}")
         if not word.startswith("--"):
-            before = f"after {tokens[i - 1]}" if i else "first"
-            raise InputError(f"{where}: {word!r} ({before}) is not a flag nor a value of one; every argument "
-                             f"starts with -- (a value goes right after its flag)")
+            raise InputError(f"{where}: {_stray(tokens, i, arity)} (Megatron's argparse: unrecognized "
+                             f"arguments: {word})")
         flag, eq, value = word.partition("=")
         if flag in refused:
             raise InputError(f"{where}: {flag} is not modelled ({refused[flag]}); remove it "

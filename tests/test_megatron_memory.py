@@ -1,0 +1,108 @@
+"""Memory per GPU as Megatron-LM allocates it, against closed forms derived by hand.
+
+Activations: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+Models" (MLSys 2023), section 4: per layer ``s b h (34 + 5 a s / h)`` bytes without
+parallelism, ``s b h (10 + 24/t + 5 a s / (h t))`` with tensor parallelism,
+``s b h / t (34 + 5 a s / h)`` with sequence parallelism, ``34 s b h / t`` with selective
+recomputation, the first stage holding ``pp`` micro-batches (``pp (1 + (pp - 1)/(pp v))`` with
+v chunks), and the output layer ``4 s b h (1 + v/h) / t``. Weights, gradients, optimizer:
+Megatron-LM's distributed-optimizer guide (20 B a parameter with fp16, 18 with bf16; 4 + 16/d
+and 6 + 12/d with the distributed optimizer).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.memory import activation_bytes, parts_bytes
+from simpy_astra.workloads.megatron.report import figures
+
+L, H, A, S, B, V = 8, 1024, 16, 1024, 2, 128
+BASE = (f"--num-layers {L} --hidden-size {H} --num-attention-heads {A} --seq-length {S} "
+        f"--micro-batch-size {B} --vocab-size {V} --make-vocab-size-divisible-by 1")
+
+
+def _layer_params(h: int = H) -> int:
+    return 12 * h * h + 13 * h  # QKV, projection, two MLP matrices, their biases, two layer norms
+
+
+def _output_layer(t: int = 1) -> float:
+    return 4 * S * B * H * (1 + V / H) / t
+
+
+def test_no_parallelism_fp16_is_20_bytes_a_parameter_and_korthikanti_eq_1():
+    job = parse(BASE + " --fp16", 1)
+    params = L * _layer_params() + V * H + S * H  # tied embedding, learned positions (final norm: 2h, below)
+    parts = parts_bytes(job)
+    assert parts["weights"] == pytest.approx(2 * params, rel=1e-5)
+    assert parts["gradients"] == pytest.approx(2 * params, rel=1e-5)
+    assert parts["optimizer"] == pytest.approx(16 * params, rel=1e-5)
+    assert parts["activations"] == pytest.approx(L * S * B * H * (34 + 5 * A * S / H) + _output_layer())
+    assert "fp8_buffers" not in parts
+
+
+@pytest.mark.parametrize("extra,per_layer", [
+    ("", S * B * H * (10 + 24 / 2 + 5 * A * S / (H * 2))),
+    (" --sequence-parallel", S * B * H / 2 * (34 + 5 * A * S / H)),
+    (" --sequence-parallel --recompute-activations", 34 * S * B * H / 2),
+])
+def test_tensor_parallel_activations_follow_korthikanti_table_2(extra, per_layer):
+    job = parse(BASE + " --bf16 --tensor-model-parallel-size 2" + extra, 2)
+    assert activation_bytes(job) == pytest.approx(L * per_layer + _output_layer(2))
+
+
+def test_first_stage_holds_pp_micro_batches_and_more_when_interleaved():
+    layer = S * B * H * (34 + 5 * A * S / H)
+    one_f_one_b = parse(BASE + " --bf16 --pipeline-model-parallel-size 4 --global-batch-size 16", 4)  # m = 8
+    assert activation_bytes(one_f_one_b) == pytest.approx(4 * (L / 4) * layer)  # pp micro-batches of L/pp layers
+    interleaved = parse(BASE + " --bf16 --pipeline-model-parallel-size 4 --global-batch-size 16 "
+                               "--virtual-pipeline-model-parallel-size 2", 4)
+    assert activation_bytes(interleaved) == pytest.approx(L / 4 * layer * 4 * (1 + 3 / (4 * 2)))
+    few = parse(BASE + " --bf16 --pipeline-model-parallel-size 4 --global-batch-size 4", 4)  # m = 2 < pp
+    assert activation_bytes(few) == pytest.approx(2 * (L / 4) * layer)
+
+
+def test_full_recomputation_keeps_layer_inputs_and_one_working_layer():
+    job = parse(BASE + " --fp16 --pipeline-model-parallel-size 2 --global-batch-size 4 "
+                       "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1", 2)
+    layer = S * B * H * (34 + 5 * A * S / H)
+    assert activation_bytes(job) == pytest.approx(2 * (L / 2) * 2 * S * B * H + layer)
+
+
+def test_distributed_optimizer_shards_adam_over_data_parallel_ranks():
+    """bf16 with an fp32 gradient buffer: 18 B a parameter, 6 + 12/d with the distributed
+    optimizer (Megatron-LM's guide), d = 8."""
+    plain = parse(BASE + " --bf16", 8)
+    sharded = parse(BASE + " --bf16 --use-distributed-optimizer", 8)
+    states = ("weights", "gradients", "optimizer")
+    p, q = parts_bytes(plain), parts_bytes(sharded)
+    per_gpu = p["weights"] / 2
+    assert sum(p[k] for k in states) == pytest.approx(18 * per_gpu)
+    assert sum(q[k] for k in states) == pytest.approx((6 + 12 / 8) * per_gpu)
+
+
+def test_expert_weights_are_split_over_expert_parallel_ranks():
+    """Eight experts of the dense MLP's width on 8 data-parallel GPUs: with ep 1 each GPU holds
+    all 8 experts' 2 h 4h weights a layer, with ep 8 one; the rest is unchanged."""
+    moe = BASE + " --bf16 --num-experts 8 --moe-router-topk 2"
+    ep1, ep8 = parse(moe, 8), parse(moe + " --expert-model-parallel-size 8", 8)
+    expert_layer = 2 * H * 4 * H  # an expert's two weight matrices (no biases in Megatron's experts)
+    difference = L * (8 - 1) * expert_layer * 2  # bf16 weights
+    assert parts_bytes(ep1)["weights"] - parts_bytes(ep8)["weights"] == pytest.approx(difference)
+    assert parts_bytes(ep1)["activations"] == parts_bytes(ep8)["activations"]  # balanced routing
+
+
+def test_fp8_keeps_a_weight_copy_and_its_transpose():
+    job = parse(BASE + " --bf16 --fp8-format hybrid", 1)
+    parts = parts_bytes(job)
+    assert parts["fp8_buffers"] == pytest.approx(parts["weights"])  # 1 + 1 B against 2 B a weight
+
+
+def test_json_memory_is_split_into_parts_that_sum_to_the_total():
+    gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
+    job = parse(BASE + " --bf16 --fp8-format hybrid --use-distributed-optimizer", 8)
+    out = figures(job, gpu, 10**9).as_dict()
+    assert set(out["memory_gib"]) == {"weights", "gradients", "optimizer", "activations", "fp8_buffers"}
+    assert sum(out["memory_gib"].values()) == pytest.approx(out["memory_per_gpu_gib"], abs=0.01)
