@@ -89,6 +89,11 @@ def unknown_flag_problem(given: str, known: list[str]) -> str:
 
     near = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
     hint = f"; did you mean {near[0]}?" if near else ""
+    from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
+
+    if flag in SWITCHES or flag in ONE_VALUE or flag in SEVERAL_VALUES:
+        hint = ("; it is a Megatron-LM argument: put it in a scenario's workload.args, or after -- "
+                "(generate megatron --gpus N --output PREFIX -- ARGS)")
     return f"{flag}: unknown flag{hint}"
 
 

@@ -280,7 +280,8 @@ def _rank_blocks(workload: Any, cluster: Any, where: str) -> list[int] | None:
     from simpy_astra.workloads.megatron.arguments import parse
     from simpy_astra.workloads.megatron.schedule import Layout
 
-    return Layout.blocks(parse(workload.get("args"), cluster.gpus, f"{where}.args"))
+    gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus"
+    return Layout.blocks(parse(workload.get("args"), cluster.gpus, f"{where}.args", gpus_where))
 
 
 def _training(spec: dict, where: str):

@@ -285,9 +285,10 @@ class _ArgparseError(Exception):
     pass
 
 
-def parse(args: str | list[str], gpus: int, where: str = "megatron args") -> MegatronJob:
+def parse(args: str | list[str], gpus: int, where: str = "megatron args",
+          gpus_where: str | None = None) -> MegatronJob:
     """The job that ``args`` launch on ``gpus`` GPUs. Errors name ``where`` (the file and
-    field the arguments came from) and the argument; a job Megatron-LM would refuse raises
+    field the arguments came from; ``gpus_where`` the GPU count's) and the argument; a job Megatron-LM would refuse raises
     :class:`~simpy_astra.errors.InvalidConfigurationError`, one past the simulator's bounds
     an :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
     from simpy_astra.workloads.megatron import bounds, command_line, rules
@@ -301,7 +302,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args") -> Meg
     except _ArgparseError as exc:
         raise InputError(f"{where}: {exc}") from None
     _check_ranges(p, known, where)
-    bounds.check_gpus(gpus, where)
+    bounds.check_gpus(gpus, gpus_where or where)
     rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
     bounds.check_job(job, where)

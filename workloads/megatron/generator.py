@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
     if not rest:
         raise InputError("generate megatron: give the Megatron-LM arguments after --")
     cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
-    job = parse(rest, args.gpus, "generate megatron: arguments after --")  # errors worded for the command line
+    job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     check_hardware(job.fp8, cluster.gpu_model(), f"generate megatron: --preset {args.preset}")
     params = {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}
     groups = generate(params, args.output)

@@ -1,0 +1,174 @@
+"""Megatron-LM arguments read as Megatron reads them: its validity rules refused as
+InvalidConfigurationError (one per family), malformed values and words as InputError naming
+the argument, and the cost bound answered before anything is built."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.config.scenario import load_scenario
+from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.generator import job_and_gpu
+
+BASE = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 --bf16"
+WHERE = "s.yaml: workload.args"
+
+
+def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
+    with pytest.raises(InvalidConfigurationError) as info:
+        parse(args, gpus, WHERE)
+    message = str(info.value)
+    assert message.startswith(WHERE + ": ") and "\n" not in message
+    return info.value
+
+
+@pytest.mark.parametrize("extra,gpus,rule", [
+    (" --tensor-model-parallel-size 3", 6, "heads divisible by tp"),
+    (" --num-attention-heads 12", 8, "hidden divisible by heads"),
+    (" --group-query-attention --num-query-groups 3", 8, "heads divisible by query groups"),
+    (" --num-attention-heads 24 --hidden-size 1536 --num-query-groups 6 --tensor-model-parallel-size 4", 8,
+     "query groups divisible by tp"),
+    (" --tensor-model-parallel-size 4", 6, "gpus divisible by tp x pp x cp"),
+    (" --seq-length 1023 --context-parallel-size 2", 8, "sequence divisible by 2 x cp"),
+    (" --max-position-embeddings 512", 8, "position embeddings cover the sequence"),
+    (" --pipeline-model-parallel-size 8 --num-layers 12", 8, "layers divisible by pp"),
+    (" --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3 --num-layers 8", 8,
+     "stage layers divisible by chunk layers"),
+    (" --pipeline-model-parallel-size 2 --virtual-pipeline-model-parallel-size 2 --DDP-impl local", 8,
+     "interleaving needs pipeline stages"),
+    (" --pipeline-model-parallel-size 2 --virtual-pipeline-model-parallel-size 2 --global-batch-size 4", 8,
+     "interleaved micro-batches divisible by pp"),
+    (" --global-batch-size 12", 8, "global batch divisible by micro-batch x dp"),
+    (" --fp16", 8, "one precision"),
+    (" --recompute-granularity full", 8, "full recomputation needs a method"),
+    (" --recompute-granularity selective --recompute-method uniform", 8, "selective recomputation takes no method"),
+    (" --tensor-model-parallel-size 2 --tp-comm-overlap", 8, "tp overlap needs sequence parallelism"),
+    (" --overlap-param-gather --overlap-grad-reduce", 8, "param gather overlap needs the distributed optimizer"),
+    (" --num-experts 6 --expert-model-parallel-size 4", 8, "experts divisible by ep"),
+    (" --expert-model-parallel-size 2", 8, "expert parallelism needs experts"),
+    (" --num-experts 4 --moe-router-topk 1", 8, "top-1 routing needs pre-softmax"),
+])
+def test_megatron_refuses_and_so_do_we(extra, gpus, rule):
+    error = _refused(BASE + extra, gpus)
+    assert error.rule == rule
+    assert "Megatron" in str(error) or "a token cannot" in str(error)
+
+
+def test_what_megatron_accepts_is_accepted():
+    # today's Megatron-LM sub-shards key/value heads when tp exceeds the query groups
+    job = parse(BASE.replace("16 ", "32 ", 1) + " --group-query-attention --num-query-groups 8 "
+                "--tensor-model-parallel-size 16 --num-attention-heads 32", 16, WHERE)
+    assert job.kv_heads == 8 and job.tp == 16
+    # Megatron turns sequence parallelism off at tp 1 (a warning, not an error)
+    assert not parse(BASE + " --sequence-parallel", 8, WHERE).sequence_parallel
+    assert parse(BASE + " --num-experts 4 --moe-router-topk 1 --moe-router-pre-softmax", 8, WHERE).topk == 1
+
+
+def test_fp8_needs_a_gpu_with_fp8_units():
+    a100 = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "c")
+    h100 = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c")
+    args = BASE + " --fp8-format hybrid"
+    with pytest.raises(InvalidConfigurationError, match="FP8 tensor cores") as info:
+        job_and_gpu({"args": args, "gpus": 8, "gpu": a100.gpu}, "s.yaml: workload")
+    assert info.value.rule == "fp8 needs fp8 hardware"
+    job, _gpu = job_and_gpu({"args": args, "gpus": 8, "gpu": h100.gpu}, "s.yaml: workload")
+    assert job.fp8
+
+
+@pytest.mark.parametrize("extra,says", [
+    (" --global-batch-size -8", "argument --global-batch-size: must be an integer >= 1 (got -8)"),
+    (" --ffn-hidden-size -1", "argument --ffn-hidden-size: must be an integer >= 1 (got -1)"),
+    (" --vocab-size 0", "argument --vocab-size: must be an integer >= 1 (got 0)"),
+    (" --kv-channels -64", "argument --kv-channels: must be an integer >= 1 (got -64)"),
+    (" --pipeline-model-parallel-size 2 --virtual-pipeline-model-parallel-size -1",
+     "argument --virtual-pipeline-model-parallel-size: must be an integer >= 1 (got -1)"),
+    (" --hidden-size 12k", "argument --hidden-size: invalid int value: '12k'"),
+    (" \u2013tensor-model-parallel-size 4", "starts with an en dash, not two ASCII hyphens; type "
+                                            "--tensor-model-parallel-size"),
+    (" \u2014tensor-model-parallel-size 4", "starts with an em dash"),
+    (" -tensor-model-parallel-size 4", "has one dash; Megatron-LM's flags take two: --tensor-model-parallel-size"),
+    (" --use-cpu-initialization 4", "'4' follows --use-cpu-initialization, which takes no value"),
+    (" --sequence-parallel 4", "'4' follows --sequence-parallel, which takes no value"),
+    (" --lr 0.1 0.2", "'0.2' follows --lr '0.1', which takes one value"),
+    (" --log-frobnicate x", "does not know whether it takes values, and 'x' follows it"),
+    (" --use-flash-atten", "did you mean --use-flash-attn?"),
+    (" --fp32-residual-connection", "is a Megatron-LM argument that may change a step's time and is not modelled"),
+])
+def test_malformed_arguments_are_input_errors_naming_the_argument(extra, says):
+    with pytest.raises(InputError) as info:
+        parse(BASE + extra, 8, WHERE)
+    assert not isinstance(info.value, InvalidConfigurationError)
+    assert str(info.value).startswith(WHERE + ": ") and says in str(info.value)
+
+
+def test_a_pasted_launch_script_is_read_as_the_shell_would():
+    script = ("torchrun --nproc_per_node 8 pretrain_gpt.py \\\n    --num-layers 4 \\\n    --hidden-size\u00a01024 \\\n"
+              "    --num-attention-heads 16 --seq-length 1024 \\\n    --micro-batch-size 1 --bf16 \\\n"
+              "    --tensor-model-parallel-size 2 --data-path 0.5 a 0.5 b --split 969,30,1 --use-cpu-initialization")
+    job = parse(script, 8, WHERE)
+    assert (job.num_layers, job.hidden, job.tp) == (4, 1024, 2)
+
+
+@pytest.mark.parametrize("extra,gpus,says", [
+    (" --num-layers 1000000", 8, "24,000,064 trace nodes"),
+    (f" --num-experts {2**63}", 8, "PiB per GPU"),
+    (" --global-batch-size 100000000", 8, "trace nodes (12,500,000 micro-batches"),
+    (" --hidden-size 1000000000 --num-attention-heads 16", 8, "PiB per GPU"),
+    ("", 1_000_000_000, "1,000,000,000 GPUs are more than this simulator builds (262,144"),
+    ("", 2**63, "9,223,372,036,854,775,808 GPUs"),
+])
+def test_the_cost_bound_refuses_with_its_figure(extra, gpus, says):
+    with pytest.raises(InputError) as info:
+        parse(BASE + extra, gpus, WHERE)
+    assert says in str(info.value) and str(info.value).startswith(WHERE)
+
+
+def _scenario(tmp_path, args: str, preset: str = "dgx-a100-80gb", gpus: int = 8) -> str:
+    path = tmp_path / "scen.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": args},
+                                    "cluster": {"preset": preset, "gpus": gpus}}))
+    return str(path)
+
+
+def test_a_scenario_names_its_file_and_field_and_keeps_the_rule(tmp_path):
+    path = _scenario(tmp_path, BASE + " --tensor-model-parallel-size 3", gpus=6)
+    with pytest.raises(InvalidConfigurationError) as info:
+        load_scenario(path)
+    assert info.value.rule == "heads divisible by tp"
+    assert str(info.value).startswith(f"{path}: workload.args: --num-attention-heads 16")
+    with pytest.raises(InvalidConfigurationError, match=f"^{path}: workload.args: --fp8-format"):
+        load_scenario(_scenario(tmp_path, BASE + " --fp8-format hybrid"))
+
+
+@pytest.mark.parametrize("extra,gpus,says", [
+    (" --fp8-format hybrid", 8, "workload.args: --fp8-format needs a GPU with FP8 tensor cores"),
+    (" --hidden-size 12k", 8, "workload.args: argument --hidden-size: invalid int value: '12k'"),
+    (" --hidden-size 1000000000", 8, "workload.args: about "),
+    ("", 1_000_000_000, "cluster.gpus: 1,000,000,000 GPUs"),
+])
+def test_the_cli_prints_one_line_and_exits_2(tmp_path, extra, gpus, says):
+    path = _scenario(tmp_path, BASE + extra, gpus=gpus)
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", path, "--quiet"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {path}: {says}") and done.stderr.count("\n") == 1
+
+
+def test_megatron_flags_on_the_command_line_get_the_hint_and_generate_names_its_flags(tmp_path):
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "simpy_astra", *argv], capture_output=True, text=True,
+                              timeout=120)
+
+    before = cli("generate", "megatron", "--gpus", "8", "--output", str(tmp_path / "x"), "--num-layers", "4")
+    assert before.returncode == 2 and "--num-layers: unknown flag; it is a Megatron-LM argument" in before.stderr
+    assert "after --" in before.stderr
+    bad = cli("generate", "megatron", "--gpus", "8", "--output", str(tmp_path / "x"), "--", *BASE.split(),
+              "--tensor-model-parallel-size", "3")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error: generate megatron: arguments after --: 8 GPUs are not a multiple")
