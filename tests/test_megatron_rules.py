@@ -116,7 +116,7 @@ def test_a_pasted_launch_script_is_read_as_the_shell_would():
 
 
 @pytest.mark.parametrize("extra,gpus,says", [
-    (" --num-layers 1000000", 8, "24,000,064 trace nodes"),
+    (" --num-layers 1000000", 8, "18,000,064 trace nodes"),
     (f" --num-experts {2**63}", 8, "PiB per GPU"),
     (" --global-batch-size 100000000", 8, "trace nodes (12,500,000 micro-batches"),
     (" --hidden-size 1000000000 --num-attention-heads 16", 8, "PiB per GPU"),

@@ -6,9 +6,11 @@ before any error. The estimate is arithmetic on the arguments, so it answers at 
 
 - GPUs: at most :data:`MAX_GPUS` (the rank layout and its communicator groups hold a few
   entries per GPU);
-- trace nodes: a step holds about :data:`NODES_PER_LAYER_PASS` nodes for each layer each
-  micro-batch passes through (forward, recompute, backward), over all pipeline stages; at
-  most :data:`MAX_NODES` (about 0.5 KB each to build and simulate, so about 4 GB);
+- trace nodes: a step holds up to :data:`NODES_PER_LAYER_PASS` nodes for each layer each
+  micro-batch passes through (forward, recompute, backward; 9 to 17 measured, MoE and
+  sequence parallelism the most), over all pipeline stages; at most :data:`MAX_NODES`, about
+  1 KB each to build and simulate (the SC'21 1T row: about a million nodes, 934 MB), so
+  about 4 GB;
 - memory per GPU: at most :data:`MAX_GPU_BYTES` (1 PiB, ten thousand times any GPU's HBM);
   beyond it a tensor's size no longer fits the 64-bit fields of a Chakra trace.
 """
@@ -19,8 +21,8 @@ from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron.arguments import MegatronJob
 
 MAX_GPUS = 2**18
-MAX_NODES = 8_000_000
-NODES_PER_LAYER_PASS = 24
+MAX_NODES = 4_000_000
+NODES_PER_LAYER_PASS = 18
 MAX_GPU_BYTES = 2**50
 
 
