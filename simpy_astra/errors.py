@@ -57,6 +57,9 @@ class InvalidConfigurationError(InputError):
         super().__init__(message)
         self.rule = rule
 
+    def __reduce__(self):  # noqa: ANN204 - a sweep's worker process sends it back whole, rule included
+        return type(self), (self.message, self.rule)
+
 
 class StalledError(Exception):
     """The simulation ran out of events while some NPU still had work it could never start.

@@ -172,3 +172,12 @@ def test_megatron_flags_on_the_command_line_get_the_hint_and_generate_names_its_
               "--tensor-model-parallel-size", "3")
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: generate megatron: arguments after --: 8 GPUs are not a multiple")
+
+
+def test_a_refused_job_crosses_a_process_boundary_with_its_rule():
+    """A sweep runs points in worker processes: the error comes back pickled."""
+    import pickle
+
+    error = _refused(BASE + " --fp16")
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is InvalidConfigurationError and back.rule == "one precision" and str(back) == str(error)
