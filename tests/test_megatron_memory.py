@@ -5,7 +5,7 @@ Models" (MLSys 2023), section 4: per layer ``s b h (34 + 5 a s / h)`` bytes with
 parallelism, ``s b h (10 + 24/t + 5 a s / (h t))`` with tensor parallelism,
 ``s b h / t (34 + 5 a s / h)`` with sequence parallelism, ``34 s b h / t`` with selective
 recomputation, the first stage holding ``pp`` micro-batches (``pp (1 + (pp - 1)/(pp v))`` with
-v chunks), and the output layer ``4 s b h (1 + v/h) / t``. Weights, gradients, optimizer:
+v chunks), the embedding's dropout mask ``s b h p / t``, and the output layer ``4 s b h (1 + v/h) / t``. Weights, gradients, optimizer:
 Megatron-LM's distributed-optimizer guide (20 B a parameter with fp16, 18 with bf16; 4 + 16/d
 and 6 + 12/d with the distributed optimizer).
 """
@@ -29,7 +29,11 @@ def _layer_params(h: int = H) -> int:
 
 
 def _output_layer(t: int = 1) -> float:
-    return 4 * S * B * H * (1 + V / H) / t
+    return 4 * S * B * H * (1 + V / H) / t + _embedding_dropout(1, t)
+
+
+def _embedding_dropout(in_flight: int, t: int = 1) -> float:
+    return S * B * H * in_flight / t  # Korthikanti's s b h p / t: a one-byte mask a value
 
 
 def test_no_parallelism_fp16_is_20_bytes_a_parameter_and_korthikanti_eq_1():
@@ -56,19 +60,19 @@ def test_tensor_parallel_activations_follow_korthikanti_table_2(extra, per_layer
 def test_first_stage_holds_pp_micro_batches_and_more_when_interleaved():
     layer = S * B * H * (34 + 5 * A * S / H)
     one_f_one_b = parse(BASE + " --bf16 --pipeline-model-parallel-size 4 --global-batch-size 16", 4)  # m = 8
-    assert activation_bytes(one_f_one_b) == pytest.approx(4 * (L / 4) * layer)  # pp micro-batches of L/pp layers
+    assert activation_bytes(one_f_one_b) == pytest.approx(4 * (L / 4) * layer + _embedding_dropout(4))
     interleaved = parse(BASE + " --bf16 --pipeline-model-parallel-size 4 --global-batch-size 16 "
                                "--virtual-pipeline-model-parallel-size 2", 4)
-    assert activation_bytes(interleaved) == pytest.approx(L / 4 * layer * 4 * (1 + 3 / (4 * 2)))
+    assert activation_bytes(interleaved) == pytest.approx(L / 4 * layer * 4 * (1 + 3 / (4 * 2)) + _embedding_dropout(4))
     few = parse(BASE + " --bf16 --pipeline-model-parallel-size 4 --global-batch-size 4", 4)  # m = 2 < pp
-    assert activation_bytes(few) == pytest.approx(2 * (L / 4) * layer)
+    assert activation_bytes(few) == pytest.approx(2 * (L / 4) * layer + _embedding_dropout(2))
 
 
 def test_full_recomputation_keeps_layer_inputs_and_one_working_layer():
     job = parse(BASE + " --fp16 --pipeline-model-parallel-size 2 --global-batch-size 4 "
                        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1", 2)
     layer = S * B * H * (34 + 5 * A * S / H)
-    assert activation_bytes(job) == pytest.approx(2 * (L / 2) * 2 * S * B * H + layer)
+    assert activation_bytes(job) == pytest.approx(2 * (L / 2) * 2 * S * B * H + layer + _embedding_dropout(2))
 
 
 def test_distributed_optimizer_shards_adam_over_data_parallel_ranks():

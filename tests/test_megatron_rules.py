@@ -53,6 +53,8 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --num-experts 6 --expert-model-parallel-size 4", 8, "experts divisible by ep"),
     (" --expert-model-parallel-size 2", 8, "expert parallelism needs experts"),
     (" --num-experts 4 --moe-router-topk 1", 8, "top-1 routing needs pre-softmax"),
+    (" --context-parallel-size 2 --cp-comm-type a2a+p2p", 8, "a2a+p2p needs hierarchical cp sizes"),
+    (" --defer-embedding-wgrad-compute", 8, "deferred embedding gradients need pp and fusion"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, gpus, rule):
     error = _refused(BASE + extra, gpus)

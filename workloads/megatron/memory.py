@@ -21,7 +21,8 @@ and one unit's activations while it is recomputed. An MoE layer stores its route
 MLP activations (top-k copies of each token, shared out evenly over the experts, so
 independent of ep). The first stage holds the micro-batches 1F1B has in flight: ``min(pp, m)``,
 and with v chunks Megatron's warm-up ``2(pp - 1) + (v - 1)pp + 1`` chunk passes, i.e.
-``pp (1 + (pp - 1)/(pp v))`` stages' worth (Korthikanti eq. 5).
+``pp (1 + (pp - 1)/(pp v))`` stages' worth (Korthikanti eq. 5), and the embedding's dropout
+mask ``s b h p / t``; with one stage, the output layer's ``4 s b h (1 + V/h) / t``.
 
 *FP8 buffers*: Transformer Engine keeps an FP8 copy of each weight and of its transpose (one
 byte each) between the micro-batches of a step.
@@ -116,6 +117,8 @@ def activation_bytes(job: MegatronJob) -> float:
         stored = units * kept + working
     else:
         stored = units * per_chunk * layer
+    # the embedding's dropout mask (one byte a value) for each micro-batch in flight
+    stored += min(pp, m) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
     if pp == 1:  # the output layer's input and fp32 logits, on the one stage
         s_b = job.seq // job.cp * job.micro_batch
         stored += (4 * s_b * job.hidden + 4 * s_b * job.vocab) / job.tp

@@ -58,6 +58,11 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
                 f"--seq-length {a.seq_length} is not a multiple of 2 x --context-parallel-size = {2 * cp} "
                 f"(Megatron: seq-length should be a multiple of 2 * context-parallel-size, for the causal "
                 f"load balancing that gives each rank two chunks)")
+    if any("a2a+p2p" in kind for kind in others.get("--cp-comm-type", [])) and \
+            "--hierarchical-context-parallel-sizes" not in others:
+        _refuse(where, "a2a+p2p needs hierarchical cp sizes",
+                "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron: "
+                "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm)")
     if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
         _refuse(where, "position embeddings cover the sequence",
                 f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
@@ -181,6 +186,12 @@ def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
                 "--tp-comm-overlap needs --sequence-parallel (and tp > 1, where Megatron turns sequence "
                 "parallelism off) (Megatron: tensor parallel communication/GEMM overlap can happen only when "
                 "sequence parallelism is enabled)")
+    if "--defer-embedding-wgrad-compute" in others and (a.pipeline_model_parallel_size == 1 or
+                                                        a.no_gradient_accumulation_fusion):
+        _refuse(where, "deferred embedding gradients need pp and fusion",
+                "--defer-embedding-wgrad-compute needs pipeline parallelism and gradient accumulation fusion "
+                "(Megatron: cannot defer embedding wgrad compute when pipeline model parallel is not used, or "
+                "when gradient accumulation fusion is not used)")
     if a.overlap_param_gather and not a.use_distributed_optimizer:
         _refuse(where, "param gather overlap needs the distributed optimizer",
                 "--overlap-param-gather needs --use-distributed-optimizer (Megatron: --overlap-param-gather only "
