@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron import command_line, rules
 
 #: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
 GPT2_VOCAB = 50257
@@ -288,10 +289,11 @@ class _ArgparseError(Exception):
 def parse(args: str | list[str], gpus: int, where: str = "megatron args",
           gpus_where: str | None = None) -> MegatronJob:
     """The job that ``args`` launch on ``gpus`` GPUs. Errors name ``where`` (the file and
-    field the arguments came from; ``gpus_where`` the GPU count's) and the argument; a job Megatron-LM would refuse raises
-    :class:`~simpy_astra.errors.InvalidConfigurationError`, one past the simulator's bounds
-    an :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
-    from simpy_astra.workloads.megatron import bounds, command_line, rules
+    field the arguments came from; ``gpus_where`` the GPU count's) and the argument. A job
+    Megatron-LM would refuse raises :class:`~simpy_astra.errors.InvalidConfigurationError`
+    (:mod:`~simpy_astra.workloads.megatron.rules`); one past the simulator's bounds an
+    :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
+    from simpy_astra.workloads.megatron import bounds  # it reads MegatronJob
 
     tokens = command_line.words(args, where)
     p = parser()
@@ -329,8 +331,6 @@ def _fused_attention(a: argparse.Namespace) -> bool:
 def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob:
     """The job of arguments that passed :func:`~simpy_astra.workloads.megatron.rules.check`;
     refuses what Megatron runs and this simulator does not model."""
-    from simpy_astra.workloads.megatron.rules import virtual_stages
-
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
     dp = gpus // (tp * pp * cp)
     h, heads = a.hidden_size, a.num_attention_heads
@@ -346,7 +346,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     multiple = a.make_vocab_size_divisible_by * tp
     vocab = math.ceil(vocab / multiple) * multiple
     global_batch = a.global_batch_size or a.micro_batch_size * dp
-    virtual = virtual_stages(a)
+    virtual = rules.virtual_stages(a)
     precision = "fp16" if a.fp16 else "bf16" if a.bf16 else "fp32"
     if a.checkpoint_activations:
         recompute, method, layers = "full", "uniform", a.checkpoint_num_layers

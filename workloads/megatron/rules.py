@@ -15,9 +15,12 @@ modelled, so ``--disable-bias-linear`` is accepted without effect).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from simpy_astra.config.cluster import Gpu
 from simpy_astra.errors import InvalidConfigurationError
+
+if TYPE_CHECKING:
+    from simpy_astra.config.cluster import Gpu
 
 
 def _refuse(where: str, rule: str, message: str) -> None:
