@@ -115,6 +115,9 @@ def test_a_pasted_launch_script_is_read_as_the_shell_would():
               "    --tensor-model-parallel-size 2 --data-path 0.5 a 0.5 b --split 969,30,1 --use-cpu-initialization")
     job = parse(script, 8, WHERE)
     assert (job.num_layers, job.hidden, job.tp) == (4, 1024, 2)
+    as_yaml_list = yaml.safe_load("[--num-layers, 4, --hidden-size, 1024, --num-attention-heads, 16, "
+                                  "--seq-length, 1024, --micro-batch-size, 1]")
+    assert parse(as_yaml_list, 8, WHERE).num_layers == 4
 
 
 @pytest.mark.parametrize("extra,gpus,says", [

@@ -44,8 +44,9 @@ class Reading:
 
 def words(args: object, where: str) -> list[str]:
     """``args`` (one string as in a launch script, or a list of words) as words."""
-    if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
-        return [_ODD_SPACES.sub(" ", a).strip() for a in args if _ODD_SPACES.sub(" ", a).strip()]
+    if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
+                                               for a in args):  # YAML reads `- 4` as a number
+        return [w for w in (_ODD_SPACES.sub(" ", str(a)).strip() for a in args) if w]
     if not isinstance(args, str) or not args.strip():
         raise InputError(f"{where}: must be the pretrain_gpt.py arguments as one string (got {args!r})")
     text = _CONTINUATION.sub(" ", _ODD_SPACES.sub(" ", args))
