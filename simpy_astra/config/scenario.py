@@ -211,6 +211,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
+    if cluster is not None:  # every pair charged on its route through NVSwitch and the rails
+        import dataclasses
+
+        net = dataclasses.replace(net, rails=cluster.rails())
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
     groups: str | dict[int, tuple[int, ...]] | None = None
@@ -269,6 +273,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         inputs.network = with_cost(inputs.network, doc["cost"], path)
     if "fold_symmetry" in doc:
         inputs.fold_symmetry = doc["fold_symmetry"]
+    if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
+        inputs.fold_symmetry = False
     return inputs
 
 
