@@ -156,19 +156,19 @@ class Cluster:
 #: or a unit slip (Gb/s for GB/s), refused naming the file and key it came from
 NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "gpus": (1, 1024, "GPUs per node"),
-    "nvlink_gib_s": (0.1, 100_000, "GiB/s per GPU and direction"),
-    "nvlink_latency_ns": (1e-3, 1e9, "ns"),
-    "inter_node_gbps": (1, 10_000_000, "Gb/s per node"),
-    "inter_node_efficiency": (0, 1, "a fraction of the NICs' line rate, in (0, 1]"),
-    "inter_node_latency_ns": (1e-3, 1e9, "ns"),
+    "nvlink_gib_s": (1e-3, 1e12, "GiB/s per GPU and direction"),
+    "nvlink_latency_ns": (0, 1e12, "ns"),
+    "inter_node_gbps": (1e-3, 1e12, "Gb/s per node"),
+    "inter_node_efficiency": (0, 1, "a fraction of the NICs' line rate"),
+    "inter_node_latency_ns": (0, 1e12, "ns"),
     "nodes_per_leaf": (1, 1_000_000, "nodes under one leaf switch of each rail"),
     "oversubscription": (1, 64, "leaf down-links per spine up-link, 1 = a full fat tree"),
 }
 #: node values a preset may leave out, and what they are then
 NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1}
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
-    "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak, in (0, 1]"),
-    "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth, in (0, 1]"),
+    "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
+    "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
 }
 #: NCCL's all-reduce algorithms a scenario may force (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
