@@ -1,9 +1,10 @@
 """Cluster presets as the machine: every GPU pair and every group paid on the links it crosses.
 
 Expected figures come from the preset files' datasheet values and closed forms written here:
-inside a node one NVSwitch hop (NVLink's latency, bytes / NVLink's rate); across nodes the
-rail, ``inter_node_gbps / 8 bits / 8 GPUs x inter_node_efficiency`` bytes/s, plus one NVLink hop
-of latency when the two GPUs sit on different rails (PXN, docs/megatron.md).
+inside a node through the NVSwitch (two links of NVLink's latency, bytes / NVLink's rate);
+across nodes through the rail's switch (two links of its latency) at the rail's rate,
+``inter_node_gbps / 8 bits / 8 GPUs x inter_node_efficiency`` bytes/s, plus the NVSwitch's
+latency when the two GPUs sit on different rails (PXN, docs/megatron.md).
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ def _by_hand_ns(node: dict, src: int, dst: int, size: int) -> float:
     nvlink_bytes_per_ns = node["nvlink_gib_s"] * GIB / 1e9
     rail_bytes_per_ns = node["inter_node_gbps"] / 8 / per * node["inter_node_efficiency"]  # Gb/s -> B/ns
     if src // per == dst // per:
-        return node["nvlink_latency_ns"] + size / nvlink_bytes_per_ns
-    pxn = node["nvlink_latency_ns"] if src % per != dst % per else 0.0
-    return node["inter_node_latency_ns"] + pxn + size / rail_bytes_per_ns
+        return 2 * node["nvlink_latency_ns"] + size / nvlink_bytes_per_ns
+    pxn = 2 * node["nvlink_latency_ns"] if src % per != dst % per else 0.0
+    return 2 * node["inter_node_latency_ns"] + pxn + size / rail_bytes_per_ns
 
 
 def _scenario(tmp_path, body: dict) -> str:
@@ -69,6 +70,8 @@ def test_every_ordered_pair_costs_its_route(tmp_path, preset, nodes):
         for dst in range(gpus):
             if src != dst:
                 assert net.delay_ns(src, dst, GIB) == pytest.approx(_by_hand_ns(node, src, dst, GIB), rel=0.01)
+                # 1 KiB: the latencies of the route (PXN's NVSwitch and the rail's switch) dominate
+                assert net.delay_ns(src, dst, 1024) == pytest.approx(_by_hand_ns(node, src, dst, 1024), abs=1)
 
 
 @pytest.mark.parametrize("preset,src,dst", [("dgx-h100", 0, 8), ("dgx-h100", 4, 8), ("dgx-h100", 4, 5),
