@@ -168,3 +168,21 @@ def test_absurd_bandwidth_is_refused_as_the_cluster_key(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: {path}: cluster.inter_node_gbps: must be between")
     assert "bandwidth[" not in done.stderr
+
+
+def test_gpt3_shape_on_1024_gpus_tp4_syncs_at_or_above_its_nic_floor(tmp_path):
+    """GPT-3's layer (h 12288) with tp 4, pp 8 on 1,024 A100s: data-parallel groups of 32, two
+    members on each of 16 nodes. Stage 0 holds 2 layers' 12 h^2 (1 + 13/12h) / 4 parameters at
+    least (its embedding only adds): 2 (m - 1) / m of their fp16 gradients leave each node
+    through the two members' 200 Gb/s NICs."""
+    h, layers_per_stage = 12288, 2
+    grads_bytes = 2 * layers_per_stage * 12 * h * h * (1 + 13 / (12 * h)) / 4
+    floor_ns = 2 * 15 / 16 * grads_bytes / (2 * 1600 / 8 / 8)
+    args = ("--num-layers 16 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+            "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 "
+            "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 8 --fp16 --DDP-impl local "
+            "--vocab-size 51200 --checkpoint-activations")
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 1024}})
+    dp_ns = _run_json(path, tmp_path)["npus"]["0"]["breakdown_ns"]["comm.dp"]
+    assert dp_ns >= floor_ns
