@@ -186,3 +186,20 @@ def test_gpt3_shape_on_1024_gpus_tp4_syncs_at_or_above_its_nic_floor(tmp_path):
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 1024}})
     dp_ns = _run_json(path, tmp_path)["npus"]["0"]["breakdown_ns"]["comm.dp"]
     assert dp_ns >= floor_ns
+
+
+def test_nccl_algo_ring_forces_rings(tmp_path):
+    """1 MiB all-reduce on two H100 nodes ([8, 2]): halving-doubling reduce-scatters and
+    all-gathers inside the node in 3 steps each, a ring in 7; the bytes are the same, so
+    forcing rings adds 2 x 4 steps of one NVSwitch crossing (2 x NVLink's latency) and the
+    10 ns endpoint delay. Tree and NVLS are refused until they are modelled."""
+    lat = _node("dgx-h100")["nvlink_latency_ns"]
+    took = {}
+    for algo in (None, "ring"):
+        cluster = {"preset": "dgx-h100", "gpus": 16, **({"nccl_algo": algo} if algo else {})}
+        path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                 "size": 2**20, "num_npus": 16}, "cluster": cluster})
+        took[algo] = _run_json(path, tmp_path)["iteration_time_ns"]
+    assert took["ring"] - took[None] == pytest.approx(8 * (2 * lat + 10), abs=8)
+    with pytest.raises(InputError, match=r"s: cluster.nccl_algo: tree is not modelled yet"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "nccl_algo": "tree"}, "s: cluster")

@@ -10,12 +10,15 @@ NVLink bandwidth and latency fitted by ``calibrate`` on an nccl-tests log, and t
 NICs. Any ``node`` value may be overridden at the top level of ``cluster:``
 (``inter_node_gbps``, ``gpus_per_node``...), any GPU value under ``gpu:``.
 
-The network is ASTRA-sim's view of a rail-optimised cluster: the GPUs of a node on NVSwitch,
-then the nodes, each GPU on its own rail (its NIC's share of the node's scale-out bandwidth,
-at the efficiency NCCL sustains); :meth:`Cluster.dims` writes both levels as dimensions in
-the job's rank order so that folding applies. Collectives use what ``calibrate`` picks for such logs
-(halving-doubling all-reduce on power-of-two dimensions, else ring; ring all-gather and
-reduce-scatter; direct all-to-all), one chunk per collective and NCCL's fused reduction
+The machine is a rail-optimised cluster: the GPUs of a node on NVSwitch, each GPU's NIC on its
+own rail (its share of the node's scale-out bandwidth, at the efficiency NCCL sustains), the
+rails' leaves joined by a spine of a stated ``oversubscription``. Every pair of GPUs is
+charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.rails`);
+:meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
+so that folding applies. Collectives use what ``calibrate`` picks for such logs
+(halving-doubling all-reduce on power-of-two dimensions, else ring; ``nccl_algo: ring``
+forces rings; ring all-gather and reduce-scatter; direct all-to-all), one chunk per
+collective and NCCL's fused reduction
 (no separate local-memory pass); collectives of different NCCL streams run side by side in a
 dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own times (no
 roofline).
@@ -89,9 +92,9 @@ class Cluster:
         ``blocks`` are the job's parallel dimensions in rank order, fastest first (Megatron:
         tp, cp, dp, pp): each becomes a dimension of its own where it falls inside a node or
         across whole nodes (one that straddles the node boundary is split there). In the
-        congestion-unaware model both are the same machine (a message costs NVLink's or the
-        rail's bandwidth and latency either way, and each parallel group's collectives stay in
-        its dimensions); the second lets folding see that GPUs of one role are alike."""
+        congestion-unaware model both are the same machine (a message costs its route's NVLink
+        and rail bandwidth and latency, :mod:`simpy_astra.network.rails`, whichever dimensions
+        the pair differs in); the second lets folding see that GPUs of one role are alike."""
         per_node = int(self.node["gpus"])
         plain = ([per_node, self.nodes] if self.nodes > 1 else [per_node]), 1
         if not blocks or math.prod(blocks) != self.gpus:
@@ -139,6 +142,8 @@ class Cluster:
     def system_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         dims = self.dims(blocks)[0]
         all_reduce = ["halvingDoubling" if n & (n - 1) == 0 else "ring" for n in dims]
+        if self.nccl_algo == "ring":  # NCCL_ALGO=Ring: rings on every dimension and group
+            all_reduce = ["ring"] * len(dims)
         return {
             "scheduling-policy": "FIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
             # a collective is one chunk; up to 8 collectives (one per NCCL stream) run at once in a
@@ -172,6 +177,8 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
 }
 #: NCCL's all-reduce algorithms a scenario may force (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
+#: those the simulator runs today (tree and NVLS: issue 47, not yet)
+MODELLED_ALGOS = ("ring",)
 
 
 def _positive(where: str, key: str, value: Any, integer: bool = False,
@@ -253,7 +260,10 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     algo = value.get("nccl_algo")
     if algo is not None and algo not in NCCL_ALGOS:
         raise InputError(f"{where}.nccl_algo: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out "
-                         f"for NCCL's own choice (got {algo!r})")
+                         f"for the calibrated choice (got {algo!r})")
+    if algo is not None and algo not in MODELLED_ALGOS:
+        raise InputError(f"{where}.nccl_algo: {algo} is not modelled yet (only {', '.join(MODELLED_ALGOS)}); "
+                         f"leave nccl_algo out for the calibrated choice")
     gpus = _positive(where, "gpus", value.get("gpus"), integer=True)
     if gpus < 2:
         raise InputError(f"{where}.gpus: must be 2 or more (a run simulates a network between GPUs)")
