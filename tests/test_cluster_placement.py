@@ -203,3 +203,21 @@ def test_nccl_algo_ring_forces_rings(tmp_path):
     assert took["ring"] - took[None] == pytest.approx(8 * (2 * lat + 10), abs=8)
     with pytest.raises(InputError, match=r"s: cluster.nccl_algo: tree is not modelled yet"):
         load_cluster({"preset": "dgx-h100", "gpus": 16, "nccl_algo": "tree"}, "s: cluster")
+
+
+FOLD = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --max-position-embeddings 512 "
+        "--micro-batch-size 1 --global-batch-size 16 --tensor-model-parallel-size 4 "
+        "--pipeline-model-parallel-size 2 --fp16 --DDP-impl local --vocab-size 5120")
+
+
+@pytest.mark.parametrize("fabric", [{}, {"nodes_per_leaf": 2, "oversubscription": 4}])
+def test_folded_runs_equal_full_ones_on_the_routes(tmp_path, fabric):
+    """Strided groups and PXN routes keep folding exact (every pair's delay is kept by the
+    rank grid's translations); an oversubscribed spine under few leaves is not folded."""
+    times = {}
+    for fold in (True, False):
+        path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": FOLD}, "fold_symmetry": fold,
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 64, **fabric}})
+        out = _run_json(path, tmp_path)
+        times[fold] = (out["iteration_time_ns"], out["npus"]["0"]["breakdown_ns"])
+    assert times[True] == times[False]
