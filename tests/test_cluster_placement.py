@@ -221,3 +221,10 @@ def test_folded_runs_equal_full_ones_on_the_routes(tmp_path, fabric):
         out = _run_json(path, tmp_path)
         times[fold] = (out["iteration_time_ns"], out["npus"]["0"]["breakdown_ns"])
     assert times[True] == times[False]
+
+
+def test_a_billion_gpus_is_refused_at_once():
+    with pytest.raises(InputError, match=r"s: cluster.gpus: 1,000,000,000 is past the largest cluster"):
+        load_cluster({"preset": "dgx-h100", "gpus": 10**9}, "s: cluster")
+    with pytest.raises(InputError, match=r"s: cluster.gpus: 9,223,372,036,854,775,808 is past"):
+        load_cluster({"preset": "dgx-h100", "gpus": 2**63}, "s: cluster")

@@ -175,6 +175,8 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
 }
+#: the most GPUs a cluster may have (2^20): per-GPU tables of a larger run outgrow a machine's memory
+MAX_GPUS = 1 << 20
 #: NCCL's all-reduce algorithms a scenario may force (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
 #: those the simulator runs today (tree and NVLS: issue 47, not yet)
@@ -267,6 +269,9 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     gpus = _positive(where, "gpus", value.get("gpus"), integer=True)
     if gpus < 2:
         raise InputError(f"{where}.gpus: must be 2 or more (a run simulates a network between GPUs)")
+    if gpus > MAX_GPUS:
+        raise InputError(f"{where}.gpus: {gpus:,} is past the largest cluster a run builds ({MAX_GPUS:,} GPUs, "
+                         f"its rank tables alone would not fit in memory); simulate fewer")
     if gpus % node["gpus"] and gpus > node["gpus"]:
         raise InputError(f"{where}.gpus: {gpus} GPUs do not fill whole nodes of {node['gpus']}")
     if gpus < node["gpus"]:
