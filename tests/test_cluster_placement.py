@@ -228,3 +228,14 @@ def test_a_billion_gpus_is_refused_at_once():
         load_cluster({"preset": "dgx-h100", "gpus": 10**9}, "s: cluster")
     with pytest.raises(InputError, match=r"s: cluster.gpus: 9,223,372,036,854,775,808 is past"):
         load_cluster({"preset": "dgx-h100", "gpus": 2**63}, "s: cluster")
+
+
+def test_a_network_given_beside_the_preset_keeps_its_own_rules(tmp_path):
+    """``network:`` in the scenario overrides what the preset builds, routes included: ASTRA-sim's
+    rule (the lowest differing dimension) charges GPU 4 -> 8 on dimension 0, 100 GiB/s."""
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "send_recv", "size": GIB,
+                                             "num_npus": 16, "src": 4, "dst": 8},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16},
+                                "network": {"topology": ["Switch", "Switch"], "npus_count": [8, 2],
+                                            "bandwidth": [100, 1], "latency": [1, 1]}})
+    assert Simulation.from_scenario(path).network.delay_ns(4, 8, GIB) == int(2 + GIB / (100 * GIB / 1e9))
