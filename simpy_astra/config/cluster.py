@@ -75,7 +75,7 @@ class Cluster:
     gpus: int
     gpu: dict[str, Any]  # the Gpu's fields
     node: dict[str, float]
-    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
+    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: the calibrated choice
     nccl_algo: str | None = None
 
     @property
@@ -177,7 +177,7 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
 }
 #: the most GPUs a cluster may have (2^20): per-GPU tables of a larger run outgrow a machine's memory
 MAX_GPUS = 1 << 20
-#: NCCL's all-reduce algorithms a scenario may force (``NCCL_ALGO``); absent: NCCL's choice
+#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: the calibrated choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
 #: those the simulator runs today (tree and NVLS: issue 47, not yet)
 MODELLED_ALGOS = ("ring",)
