@@ -19,10 +19,22 @@ of the dimension line the collective runs on:
 
 The floor is the largest of these over the dimensions. A ring's direction and a double binary
 tree's root alternate between chunks, so each phase counts the smaller of its pattern and the
-pattern's mirror image. Phases that do not lie on one dimension of the network (a group that
-spans several, ``one*`` algorithms on a multi-dimensional network), custom collectives,
-algorithms without ``traffic`` and dimensions whose links differ in bandwidth add nothing: the
-floor only ever errs low.
+pattern's mirror image.
+
+On a cluster preset (``rails``) a phase whose members span several dimensions (a strided
+data-parallel group, a tensor-parallel group across nodes) has a floor too: the NICs.
+With ``n`` members, ``k`` on each of ``m = n / k`` nodes, a chunk of ``S`` bytes must leave
+each node through the NICs of the rails its members use (a message to another node takes the
+destination's rail, :mod:`simpy_astra.network.rails`), at least
+
+* all-reduce: ``2 (m - 1) / m x S`` (every element crosses out and back in),
+* reduce-scatter: ``(n - k) / n x S``; all-gather (``S`` each member's piece): ``(n - k) x S``;
+  all-to-all: ``k (n - k) / n x S``,
+
+over ``rails x`` the rail's bandwidth (the slower spine share where the nodes sit under
+different leaves). Elsewhere phases that do not lie on one dimension of the network (``one*``
+algorithms on a multi-dimensional network), custom collectives, algorithms without ``traffic``
+and dimensions whose links differ in bandwidth add nothing: the floor only ever errs low.
 
 Measured time is the collective's span: from the first member's start to the last member's
 end (every message of the collective is sent and received in it), so skew between members
@@ -37,13 +49,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from simpy_astra.collectives.base import PhaseShape
+from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, PhaseShape
 from simpy_astra.grid import Grid
 from simpy_astra.system_layer import chunking, phase_steps
 from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 if TYPE_CHECKING:
     from simpy_astra.config import SystemConfig
+    from simpy_astra.network.rails import Rails
     from simpy_astra.system_layer import CollectivePlan
     from simpy_astra.topologies.base import BasicTopology
 
@@ -78,6 +91,8 @@ class FloorCheck:
 
     topologies: list[BasicTopology]
     config: SystemConfig
+    #: a cluster preset's machine (the NIC floor of phases across nodes), else None
+    rails: Rails | None = None
     grid: Grid = field(init=False)
     _dims: dict[int, _DimLinks | None] = field(default_factory=dict)
     _floors: dict[tuple, int] = field(default_factory=dict)
@@ -88,14 +103,14 @@ class FloorCheck:
 
     @classmethod
     def for_run(cls, backend: str, jobs: Any, topologies: list[BasicTopology], config: SystemConfig,
-                npus: list) -> FloorCheck | None:
+                npus: list, rails: Rails | None = None) -> FloorCheck | None:
         """The check of a one-job run on the checked backend, its NPUs set to log their
         collectives; None for any other run."""
         if backend != CHECKED_BACKEND or jobs is not None:
             return None
         for npu in npus:
             npu.collective_log = []
-        return cls(topologies, config)
+        return cls(topologies, config, rails)
 
     def warnings(self, npus: list) -> list[str]:
         """The one warning, as the lines :func:`warning` writes (without their ``warning:``
@@ -120,7 +135,7 @@ class FloorCheck:
         that every NPU's copy of the same plan shares one floor."""
         found = self._plan_keys.get(id(plan))
         if found is None or found[0] is not plan:
-            lines = tuple(self._line(dim.members) for dim in plan.dims)
+            lines = tuple(self._line(dim.members) or (self.rails and dim.members) for dim in plan.dims)
             names = tuple((c.algorithm.name, c.window) for c in plan.choices)
             involved = None if plan.involved is None else tuple(plan.involved)
             found = self._plan_keys[id(plan)] = (plan, (names, lines, involved))
@@ -159,9 +174,13 @@ class FloorCheck:
         hop_ns: Counter[int] = Counter()
         sent_ns: Counter[int] = Counter()
         out_links: dict[int, int] = {}
+        floor_across = 0  # the phases across nodes, one after the other
         for step in phase_steps(kind, chunk, plan, dims_involved, self.config.collective_optimization):
             choice = plan.choices[step.dim]
             line = self._line(plan.dims[step.dim].members)
+            if line is None and self.rails is not None:
+                nic_floor = nic_floor_ns(self.rails, step.kind, step.size_bytes, plan.dims[step.dim].members)
+                floor_across += nic_floor * count
             if choice.algorithm.traffic is None or line is None:
                 continue
             d, coords = line
@@ -172,7 +191,7 @@ class FloorCheck:
             hop_ns[d] += hops * count
             sent_ns[d] += sent * count
             out_links[d] = sum(links.out_links[c] for c in coords)
-        floor = 0
+        floor = floor_across
         for d in hop_ns:
             links = self._dims[d]
             floor = max(floor, hop_ns[d] // links.links, sent_ns[d] // max(out_links[d], 1))
@@ -217,6 +236,23 @@ class FloorCheck:
 
     def network_name(self) -> str:
         return " x ".join(f"{t.name}({t.npus_count})" for t in self.topologies)
+
+
+def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, ...]) -> int:
+    """The NIC floor of one phase of ``members`` on a cluster (the module docstring), 0 when
+    they share one node or do not sit evenly on their nodes."""
+    per_node = rails.gpus_per_node
+    nodes = Counter(m // per_node for m in members)
+    n, m = len(members), len(nodes)
+    k = n // m if m else 0
+    if m < 2 or any(c != k for c in nodes.values()):
+        return 0
+    out_bytes = {ALL_REDUCE: 2 * (m - 1) / m * size_bytes, REDUCE_SCATTER: (n - k) / n * size_bytes,
+                 ALL_GATHER: (n - k) * size_bytes, ALL_TO_ALL: k * (n - k) / n * size_bytes}.get(kind, 0.0)
+    first = sorted(nodes)
+    rate_gbps = max(rails.rail_gbps_between(first[0], b) for b in first[1:])  # errs low
+    nics = len({x % per_node for x in members})
+    return int(out_bytes / (nics * network_gbps_to_bytes_per_ns(rate_gbps)))
 
 
 def _size_text(n: int) -> str:

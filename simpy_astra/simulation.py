@@ -106,7 +106,7 @@ class Simulation(CoSimulation):
         else:
             self._build_one_job(inputs, dims, cfg, net.source)
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
-        self.floor_check = FloorCheck.for_run(inputs.backend, self.jobs, dims, cfg, self.npus)
+        self.floor_check = FloorCheck.for_run(inputs.backend, self.jobs, dims, cfg, self.npus, net.rails)
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)

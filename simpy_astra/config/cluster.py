@@ -10,12 +10,15 @@ NVLink bandwidth and latency fitted by ``calibrate`` on an nccl-tests log, and t
 NICs. Any ``node`` value may be overridden at the top level of ``cluster:``
 (``inter_node_gbps``, ``gpus_per_node``...), any GPU value under ``gpu:``.
 
-The network is ASTRA-sim's view of a rail-optimised cluster: the GPUs of a node on NVSwitch,
-then the nodes, each GPU on its own rail (its NIC's share of the node's scale-out bandwidth,
-at the efficiency NCCL sustains); :meth:`Cluster.dims` writes both levels as dimensions in
-the job's rank order so that folding applies. Collectives use what ``calibrate`` picks for such logs
-(halving-doubling all-reduce on power-of-two dimensions, else ring; ring all-gather and
-reduce-scatter; direct all-to-all), one chunk per collective and NCCL's fused reduction
+The machine is a rail-optimised cluster: the GPUs of a node on NVSwitch, each GPU's NIC on its
+own rail (its share of the node's scale-out bandwidth, at the efficiency NCCL sustains), the
+rails' leaves joined by a spine of a stated ``oversubscription``. Every pair of GPUs is
+charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.rails`);
+:meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
+so that folding applies. Collectives use what ``calibrate`` picks for such logs
+(halving-doubling all-reduce on power-of-two dimensions, else ring; ``nccl_algo: ring``
+forces rings; ring all-gather and reduce-scatter; direct all-to-all), one chunk per
+collective and NCCL's fused reduction
 (no separate local-memory pass); collectives of different NCCL streams run side by side in a
 dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own times (no
 roofline).
@@ -30,14 +33,14 @@ from typing import Any
 
 from simpy_astra.config.readers import read_yaml_file
 from simpy_astra.errors import InputError
+from simpy_astra.network.rails import Rails
 
 #: collectives of different streams that run at once in one dimension's queue
 STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbps", "gpus_per_node", "nvlink_gib_s",
-                "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns"}
-NODE_KEYS = ("gpus", "nvlink_gib_s", "nvlink_latency_ns", "inter_node_gbps", "inter_node_efficiency",
-             "inter_node_latency_ns")
+                "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
+                "oversubscription", "nccl_algo"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class Cluster:
     gpus: int
     gpu: dict[str, Any]  # the Gpu's fields
     node: dict[str, float]
+    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: the calibrated choice
+    nccl_algo: str | None = None
 
     @property
     def nodes(self) -> int:
@@ -87,9 +92,9 @@ class Cluster:
         ``blocks`` are the job's parallel dimensions in rank order, fastest first (Megatron:
         tp, cp, dp, pp): each becomes a dimension of its own where it falls inside a node or
         across whole nodes (one that straddles the node boundary is split there). In the
-        congestion-unaware model both are the same machine (a message costs NVLink's or the
-        rail's bandwidth and latency either way, and each parallel group's collectives stay in
-        its dimensions); the second lets folding see that GPUs of one role are alike."""
+        congestion-unaware model both are the same machine (a message costs its route's NVLink
+        and rail bandwidth and latency, :mod:`simpy_astra.network.rails`, whichever dimensions
+        the pair differs in); the second lets folding see that GPUs of one role are alike."""
         per_node = int(self.node["gpus"])
         plain = ([per_node, self.nodes] if self.nodes > 1 else [per_node]), 1
         if not blocks or math.prod(blocks) != self.gpus:
@@ -113,13 +118,23 @@ class Cluster:
             return plain
         return within + across, len(within)
 
+    def rail_gib_s(self) -> float:
+        """One GPU's NIC (its rail): its share of the node's scale-out line rate, at the
+        efficiency NCCL sustains, in GiB/s as the network's bandwidths."""
+        node = self.node
+        return node["inter_node_gbps"] / node["gpus"] / 8 * 1e9 * node["inter_node_efficiency"] / 2**30
+
+    def rails(self) -> Rails:
+        """The machine's routes (:mod:`simpy_astra.network.rails`) that every pair is charged on."""
+        node = self.node
+        return Rails(int(node["gpus"]), node["nvlink_gib_s"], node["nvlink_latency_ns"], round(self.rail_gib_s(), 6),
+                     node["inter_node_latency_ns"], max(self.nodes, 1), int(node["nodes_per_leaf"]),
+                     float(node["oversubscription"]))
+
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
-        per_node = int(self.node["gpus"])
-        rail_gib_s = (self.node["inter_node_gbps"] / per_node / 8 * 1e9 * self.node["inter_node_efficiency"]
-                      / 2**30)
         sizes, inside = self.dims(blocks)
         nvlink = (self.node["nvlink_gib_s"], self.node["nvlink_latency_ns"])
-        rail = (round(rail_gib_s, 6), self.node["inter_node_latency_ns"])
+        rail = (round(self.rail_gib_s(), 6), self.node["inter_node_latency_ns"])
         links = [nvlink if d < inside else rail for d in range(len(sizes))]
         return {"topology": ["Switch"] * len(sizes), "npus_count": sizes,
                 "bandwidth": [bw for bw, _ in links], "latency": [lat for _, lat in links]}
@@ -127,6 +142,8 @@ class Cluster:
     def system_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         dims = self.dims(blocks)[0]
         all_reduce = ["halvingDoubling" if n & (n - 1) == 0 else "ring" for n in dims]
+        if self.nccl_algo == "ring":  # NCCL_ALGO=Ring: rings on every dimension and group
+            all_reduce = ["ring"] * len(dims)
         return {
             "scheduling-policy": "FIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
             # a collective is one chunk; up to 8 collectives (one per NCCL stream) run at once in a
@@ -140,23 +157,49 @@ class Cluster:
         }
 
 
-def _positive(where: str, key: str, value: Any, integer: bool = False) -> Any:
+#: every physical value a cluster may state: (smallest, largest, unit); a value outside is a typo
+#: or a unit slip (Gb/s for GB/s), refused naming the file and key it came from
+NODE_RANGES: dict[str, tuple[float, float, str]] = {
+    "gpus": (1, 1024, "GPUs per node"),
+    "nvlink_gib_s": (1e-3, 1e12, "GiB/s per GPU and direction"),
+    "nvlink_latency_ns": (0, 1e12, "ns"),
+    "inter_node_gbps": (1e-3, 1e12, "Gb/s per node"),
+    "inter_node_efficiency": (0, 1, "a fraction of the NICs' line rate"),
+    "inter_node_latency_ns": (0, 1e12, "ns"),
+    "nodes_per_leaf": (1, 1_000_000, "nodes under one leaf switch of each rail"),
+    "oversubscription": (1, 64, "leaf down-links per spine up-link, 1 = a full fat tree"),
+}
+#: node values a preset may leave out, and what they are then
+NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1}
+GPU_RANGES: dict[str, tuple[float, float, str]] = {
+    "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
+    "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
+}
+#: the most GPUs a cluster may have (2^20): per-GPU tables of a larger run outgrow a machine's memory
+MAX_GPUS = 1 << 20
+#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: the calibrated choice
+NCCL_ALGOS = ("ring", "tree", "nvls")
+#: those the simulator runs today (tree and NVLS: issue 47, not yet)
+MODELLED_ALGOS = ("ring",)
+
+
+def _positive(where: str, key: str, value: Any, integer: bool = False,
+              bounds: tuple[float, float, str] | None = None) -> Any:
     ok = (not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value > 0
           and (not integer or isinstance(value, int)))
     if not ok:
         kind = "a positive integer" if integer else "a positive number"
         raise InputError(f"{where}.{key}: must be {kind} (got {value!r})")
+    if bounds is not None:
+        low, high, unit = bounds
+        inside = (0 < value <= high) if low == 0 else (low <= value <= high)
+        if not inside:
+            span = f"in (0, {high:g}]" if low == 0 else f"between {low:g} and {high:g}"
+            raise InputError(f"{where}.{key}: must be {span} ({unit}; got {value!r})")
     return value
 
 
-def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
-    """The cluster a scenario's ``cluster:`` mapping names; errors name ``where.key``."""
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: must be a mapping {{preset: NAME, gpus: N}} (got {value!r})")
-    unknown = sorted(set(value) - CLUSTER_KEYS)
-    if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CLUSTER_KEYS))}")
-    name = value.get("preset")
+def _preset_path(name: Any, where: str, base_dir: str) -> str:
     if not isinstance(name, str) or not name:
         raise InputError(f"{where}.preset: must name a preset, one of {', '.join(presets())}, or a YAML "
                          f"file (got {name!r})")
@@ -166,41 +209,71 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
             raise InputError(f"{where}.preset: {name!r} is not a preset ({', '.join(presets())}) nor a "
                              f"YAML file")
+    return path
+
+
+def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
+    """The cluster a scenario's ``cluster:`` mapping names. A value is blamed where it was
+    written: ``where.key`` for the scenario's, ``<preset file>: node.key`` / ``gpu.key`` for
+    the preset's."""
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: must be a mapping {{preset: NAME, gpus: N}} (got {value!r})")
+    unknown = sorted(set(value) - CLUSTER_KEYS)
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CLUSTER_KEYS))}")
+    name = value.get("preset")
+    path = _preset_path(name, where, base_dir)
     doc = read_yaml_file(path, "cluster preset")
     gpu_fields = [f.name for f in fields(Gpu)]
     if not isinstance(doc, dict) or not isinstance(doc.get("gpu"), dict) or not isinstance(doc.get("node"), dict):
         raise InputError(f"{path}: a cluster preset needs mappings 'gpu' and 'node'")
-    gpu = dict(doc["gpu"])
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
-    gpu.update(overrides)
+    for source, given in ((f"{path}: gpu", doc["gpu"]), (f"{where}.gpu", overrides)):
+        extra = sorted(str(k) for k in set(given) - set(gpu_fields))
+        if extra:
+            raise InputError(f"{source}: unknown key {extra[0]!r} (fields: {', '.join(gpu_fields)})")
+    gpu = {**doc["gpu"], **overrides}
     missing = [f for f in gpu_fields if f not in gpu]
-    extra = sorted(set(gpu) - set(gpu_fields))
-    if missing or extra:
-        raise InputError(f"{path}: gpu: {'missing ' + ', '.join(missing) if missing else 'unknown ' + extra[0]}"
-                         f" (fields: {', '.join(gpu_fields)})")
+    if missing:
+        raise InputError(f"{path}: gpu: missing {', '.join(missing)} (fields: {', '.join(gpu_fields)})")
     for key in gpu_fields:
-        if key == "name":
+        if key == "name" or (key == "fp8_tflops" and gpu[key] == 0):
             continue
-        if key == "fp8_tflops" and gpu[key] == 0:
-            continue
-        _positive(f"{where}.gpu" if key in overrides else f"{path}: gpu", key, gpu[key], integer=key == "sms")
-    node = {k: doc["node"].get(k) for k in NODE_KEYS}
-    if "gpus_per_node" in value:
-        node["gpus"] = value["gpus_per_node"]
-    for key in NODE_KEYS[1:]:
-        if key in value:
-            node[key] = value[key]
-    for key in NODE_KEYS:
-        src = f"{where}" if key in value or (key == "gpus" and "gpus_per_node" in value) else f"{path}: node"
-        _positive(src, key if key != "gpus" or src == f"{path}: node" else "gpus_per_node", node[key],
-                  integer=key == "gpus")
+        source = f"{where}.gpu" if key in overrides else f"{path}: gpu"
+        _positive(source, key, gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
+    extra = sorted(str(k) for k in set(doc["node"]) - set(NODE_RANGES))
+    if extra:
+        raise InputError(f"{path}: node: unknown key {extra[0]!r} (keys: {', '.join(NODE_RANGES)})")
+    node: dict[str, Any] = {}
+    for key in NODE_RANGES:
+        given = "gpus_per_node" if key == "gpus" else key
+        if given in value:
+            source, label, raw = where, given, value[given]
+        elif key in doc["node"]:
+            source, label, raw = f"{path}: node", key, doc["node"][key]
+        elif key in NODE_DEFAULTS:
+            source, label, raw = f"{path}: node", key, NODE_DEFAULTS[key]
+        else:
+            raise InputError(f"{path}: node: missing {key} (keys: {', '.join(NODE_RANGES)})")
+        node[key] = _positive(source, label, raw, integer=key in ("gpus", "nodes_per_leaf"),
+                              bounds=NODE_RANGES[key])
+    algo = value.get("nccl_algo")
+    if algo is not None and algo not in NCCL_ALGOS:
+        raise InputError(f"{where}.nccl_algo: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out "
+                         f"for the calibrated choice (got {algo!r})")
+    if algo is not None and algo not in MODELLED_ALGOS:
+        raise InputError(f"{where}.nccl_algo: {algo} is not modelled yet (only {', '.join(MODELLED_ALGOS)}); "
+                         f"leave nccl_algo out for the calibrated choice")
     gpus = _positive(where, "gpus", value.get("gpus"), integer=True)
     if gpus < 2:
         raise InputError(f"{where}.gpus: must be 2 or more (a run simulates a network between GPUs)")
+    if gpus > MAX_GPUS:
+        raise InputError(f"{where}.gpus: {gpus:,} is past the largest cluster a run builds ({MAX_GPUS:,} GPUs, "
+                         f"its rank tables alone would not fit in memory); simulate fewer")
     if gpus % node["gpus"] and gpus > node["gpus"]:
         raise InputError(f"{where}.gpus: {gpus} GPUs do not fill whole nodes of {node['gpus']}")
     if gpus < node["gpus"]:
         node["gpus"] = gpus  # part of one node
-    return Cluster(name, gpus, gpu, node)
+    return Cluster(name, gpus, gpu, node, algo)

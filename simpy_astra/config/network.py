@@ -54,6 +54,10 @@ class NetworkConfig:
     #: their keyword arguments (``link-model: {class: NAME, key: value}``), as (key, value) pairs
     link_params: tuple[tuple[str, Any], ...] = ()
     switch_params: tuple[tuple[str, Any], ...] = ()
+    #: a cluster preset's machine (:class:`~simpy_astra.network.rails.Rails`): the
+    #: congestion-unaware backend charges each pair its route through NVSwitch and the rails;
+    #: None (every ASTRA-sim input): the reference's lowest-differing-dimension rule
+    rails: Any = None
 
     @property
     def num_dims(self) -> int:

@@ -184,7 +184,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
-    cluster = None
+    cluster = cluster_routes = None
     if doc.get("cluster") is not None:  # a preset builds system, network and backend
         from simpy_astra.config.cluster import load_cluster
 
@@ -192,6 +192,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
             raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
         cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
         blocks = _rank_blocks(doc.get("workload"), cluster, f"{path}: workload")
+        if "network" in doc:  # the user's own network: its topology, not the preset's routes
+            cluster_routes = None
+        else:
+            cluster_routes = cluster.rails()
         doc = {"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
                "backend": "congestion_unaware", **doc}
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
@@ -211,6 +215,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
+    if cluster is not None and cluster_routes is not None:  # every pair on its route through NVSwitch and rails
+        import dataclasses
+
+        net = dataclasses.replace(net, rails=cluster_routes)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
     groups: str | dict[int, tuple[int, ...]] | None = None
@@ -269,6 +277,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         inputs.network = with_cost(inputs.network, doc["cost"], path)
     if "fold_symmetry" in doc:
         inputs.fold_symmetry = doc["fold_symmetry"]
+    if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
+        inputs.fold_symmetry = False
     return inputs
 
 

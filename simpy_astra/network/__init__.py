@@ -100,7 +100,7 @@ def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], sourc
 
     _no_models(config, "congestion_unaware")
 
-    return CongestionUnawareNetwork(env, dims)
+    return CongestionUnawareNetwork(env, dims, rails=getattr(config, "rails", None))
 
 
 def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,

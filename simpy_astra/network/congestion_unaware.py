@@ -4,6 +4,8 @@ delay = trunc(hops * latency + bytes / bandwidth), computed in the lowest networ
 dimension in which the two NPUs' coordinates differ (other differing dimensions are
 ignored, as in the reference). Dimension 0 varies fastest in NPU ids. A Graph dimension,
 whose links differ, charges its route's summed latency and its slowest link's bandwidth.
+A cluster preset's network (``rails``) charges each pair its route through NVSwitch and the
+rails instead (:mod:`simpy_astra.network.rails`), whichever dimensions the two differ in.
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ from simpy_astra.units import network_gbps_to_bytes_per_ns
 if TYPE_CHECKING:
     import networkx as nx
 
+    from simpy_astra.network.rails import Rails
+
 
 class CongestionUnawareNetwork(WithoutLinks):
     name = "congestion_unaware"
     #: a message's delay depends on its two NPUs alone: symmetric NPUs may be folded
     pair_delays_only = True
 
-    def __init__(self, env: simpy.Environment, dims: list[BasicTopology]) -> None:
+    def __init__(self, env: simpy.Environment, dims: list[BasicTopology], rails: Rails | None = None) -> None:
         self.env = env
+        self.rails = rails
         self.board = MessageBoard(env)
         self.dims = dims
         self.fabric = Fabric(dims)  # cheap: its graph (networkx) is built only if asked for
@@ -44,7 +49,10 @@ class CongestionUnawareNetwork(WithoutLinks):
             dim = grid.first_difference(src, dst)
             if dim is None:
                 raise ValueError(f"NPU {src} cannot send to itself")
-            latency_ns, bandwidth_gbps = self.dims[dim].path_profile(grid.coord(src, dim), grid.coord(dst, dim))
+            if self.rails is not None:
+                latency_ns, bandwidth_gbps = self.rails.profile(src, dst)
+            else:
+                latency_ns, bandwidth_gbps = self.dims[dim].path_profile(grid.coord(src, dim), grid.coord(dst, dim))
             delay = int(latency_ns + size / network_gbps_to_bytes_per_ns(bandwidth_gbps))
             self._cache[key] = delay
         return delay

@@ -1,0 +1,241 @@
+"""Cluster presets as the machine: every GPU pair and every group paid on the links it crosses.
+
+Expected figures come from the preset files' datasheet values and closed forms written here:
+inside a node through the NVSwitch (two links of NVLink's latency, bytes / NVLink's rate);
+across nodes through the rail's switch (two links of its latency) at the rail's rate,
+``inter_node_gbps / 8 bits / 8 GPUs x inter_node_efficiency`` bytes/s, plus the NVSwitch's
+latency when the two GPUs sit on different rails (PXN, docs/megatron.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from simpy_astra.bandwidth_floor import nic_floor_ns
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.errors import InputError
+from simpy_astra.simulation import Simulation
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PRESETS = os.path.join(ROOT, "simpy_astra", "config", "clusters")
+GIB = 2**30
+
+
+def _node(preset: str) -> dict:
+    with open(os.path.join(PRESETS, f"{preset}.yaml")) as f:
+        return yaml.safe_load(f)["node"]
+
+
+def _by_hand_ns(node: dict, src: int, dst: int, size: int) -> float:
+    per = node["gpus"]
+    nvlink_bytes_per_ns = node["nvlink_gib_s"] * GIB / 1e9
+    rail_bytes_per_ns = node["inter_node_gbps"] / 8 / per * node["inter_node_efficiency"]  # Gb/s -> B/ns
+    if src // per == dst // per:
+        return 2 * node["nvlink_latency_ns"] + size / nvlink_bytes_per_ns
+    pxn = 2 * node["nvlink_latency_ns"] if src % per != dst % per else 0.0
+    return 2 * node["inter_node_latency_ns"] + pxn + size / rail_bytes_per_ns
+
+
+def _scenario(tmp_path, body: dict) -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(body))
+    return str(path)
+
+
+def _run_json(path: str, tmp_path) -> dict:
+    out = tmp_path / "out.json"
+    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", path, "--json-out", str(out), "--quiet"],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("preset", ["dgx-a100-80gb", "dgx-h100"])
+@pytest.mark.parametrize("nodes", [2, 4])
+def test_every_ordered_pair_costs_its_route(tmp_path, preset, nodes):
+    node = _node(preset)
+    gpus = nodes * node["gpus"]
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "send_recv", "size": GIB,
+                                             "num_npus": gpus, "src": 0, "dst": 1},
+                                "cluster": {"preset": preset, "gpus": gpus}})
+    net = Simulation.from_scenario(path).network
+    for src in range(gpus):
+        for dst in range(gpus):
+            if src != dst:
+                assert net.delay_ns(src, dst, GIB) == pytest.approx(_by_hand_ns(node, src, dst, GIB), rel=0.01)
+                # 1 KiB: the latencies of the route (PXN's NVSwitch and the rail's switch) dominate
+                assert net.delay_ns(src, dst, 1024) == pytest.approx(_by_hand_ns(node, src, dst, 1024), abs=1)
+
+
+@pytest.mark.parametrize("preset,src,dst", [("dgx-h100", 0, 8), ("dgx-h100", 4, 8), ("dgx-h100", 4, 5),
+                                            ("dgx-a100-80gb", 4, 13), ("dgx-a100-80gb", 7, 31)])
+def test_send_recv_on_a_preset_takes_the_route(tmp_path, preset, src, dst):
+    """The issue's case: 1 GiB from GPU 4 to GPU 8 crosses a node (other rail) and took NVLink's time."""
+    gpus = 32
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "send_recv", "size": GIB,
+                                             "num_npus": gpus, "src": src, "dst": dst},
+                                "cluster": {"preset": preset, "gpus": gpus}})
+    took = _run_json(path, tmp_path)["iteration_time_ns"]
+    assert took == pytest.approx(_by_hand_ns(_node(preset), src, dst, GIB), rel=0.01)
+
+
+def test_oversubscribed_spine_slows_pairs_under_other_leaves():
+    c = load_cluster({"preset": "dgx-h100", "gpus": 64, "nodes_per_leaf": 4, "oversubscription": 2}, "s: cluster")
+    rails = c.rails()
+    rail_gib_s = 3200 / 8 / 8 * 0.94 * 1e9 / GIB
+    assert rails.profile(0, 24)[1] == pytest.approx(rail_gib_s)  # nodes 0 and 3: one leaf
+    assert rails.profile(0, 32)[1] == pytest.approx(rail_gib_s / 2)  # nodes 0 and 4: over the spine
+    assert not rails.symmetric  # folding is turned off for such a run
+    assert load_cluster({"preset": "dgx-h100", "gpus": 64}, "s: cluster").rails().symmetric
+
+
+# ------------------------------------------------------------------ groups across nodes
+TP4 = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 "
+       "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 16 "
+       "--tensor-model-parallel-size 4 --fp16 --DDP-impl local --vocab-size 51200")
+
+
+def test_strided_data_parallel_group_pays_the_nics(tmp_path):
+    """TP 4 on two DGX A100 nodes: data-parallel groups {0, 4, 8, 12}, two GPUs on each node.
+    Each node's half of the group must send 2 (m - 1) / m = 1 copy of the gradients out
+    through its two members' NICs: at least S / (2 x 25 GB/s) with S the fp16 gradients of a
+    quarter of the model (the paper's parameter count, 12 l h^2 (1 + 13/12h + (V + s)/12lh))."""
+    l_, h, v, s = 8, 4096, 51200, 2048
+    params = 12 * l_ * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * l_ * h))
+    grads_bytes = 2 * params / 4
+    assert grads_bytes / 1e9 == pytest.approx(0.91, abs=0.01)
+    seen = {}
+    for gbps in (1600, 400):
+        path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": TP4},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 16, "inter_node_gbps": gbps}})
+        dp_ns = _run_json(path, tmp_path)["npus"]["0"]["breakdown_ns"]["comm.dp"]
+        nic_bytes_per_ns = gbps / 8 / 8  # one 200 (50) Gb/s NIC per GPU, at line rate
+        assert dp_ns >= grads_bytes / (2 * nic_bytes_per_ns)
+        seen[gbps] = dp_ns
+    assert seen[400] > 3 * seen[1600]  # the NICs, not NVLink, set the time
+
+
+def test_nic_floor_of_groups_by_hand():
+    rails = load_cluster({"preset": "dgx-a100-80gb", "gpus": 16}, "c").rails()
+    rail_bytes_per_ns = 1600 / 8 / 8 * 0.94 * 1e9 / GIB * GIB / 1e9
+    s = 10**9
+    # all-reduce over {0, 4, 8, 12}: 2 nodes, S out of each through 2 NICs
+    assert nic_floor_ns(rails, "all_reduce", s, (0, 4, 8, 12)) == pytest.approx(s / (2 * rail_bytes_per_ns), rel=1e-6)
+    # tensor parallelism across both nodes (16 GPUs): S over 8 NICs
+    assert nic_floor_ns(rails, "all_reduce", s, tuple(range(16))) == pytest.approx(s / (8 * rail_bytes_per_ns),
+                                                                                   rel=1e-6)
+    # all-gather of S per member over {0, 8}: the other's S comes in through one NIC
+    assert nic_floor_ns(rails, "all_gather", s, (0, 8)) == pytest.approx(s / rail_bytes_per_ns, rel=1e-6)
+    assert nic_floor_ns(rails, "all_reduce", s, (0, 1, 2, 3)) == 0  # one node: NVLink's, not the NICs'
+
+
+# ------------------------------------------------------------------ values and who is blamed
+@pytest.mark.parametrize("key,value", [("tensor_efficiency", 5), ("memory_efficiency", 3), ("tensor_efficiency", 0)])
+def test_gpu_efficiencies_must_be_fractions(key, value):
+    with pytest.raises(InputError, match=rf"s.yaml: cluster.gpu.{key}: must be"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "gpu": {key: value}}, "s.yaml: cluster")
+
+
+def test_bad_node_values_are_blamed_where_they_were_written(tmp_path):
+    with pytest.raises(InputError, match=r"s.yaml: cluster.inter_node_efficiency: must be in \(0, 1\]"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "inter_node_efficiency": 7}, "s.yaml: cluster")
+    with pytest.raises(InputError, match=r"s.yaml: cluster.inter_node_gbps: must be between"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "inter_node_gbps": 1e-300}, "s.yaml: cluster")
+    with pytest.raises(InputError, match=r"s.yaml: cluster.gpu: unknown key 'tensor_eff'"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "gpu": {"tensor_eff": 0.5}}, "s.yaml: cluster")
+    with pytest.raises(InputError, match=r"s.yaml: cluster.nccl_algo: must be one of ring, tree, nvls"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "nccl_algo": "collnet"}, "s.yaml: cluster")
+    copy = yaml.safe_load(open(os.path.join(PRESETS, "dgx-h100.yaml")))
+    copy["node"]["gpus"] = 8.0
+    mine = tmp_path / "my.yaml"
+    mine.write_text(yaml.safe_dump(copy))
+    with pytest.raises(InputError, match=rf"{mine}: node.gpus: must be a positive integer \(got 8.0\)"):
+        load_cluster({"preset": str(mine), "gpus": 16}, "s.yaml: cluster")
+
+
+def test_absurd_bandwidth_is_refused_as_the_cluster_key(tmp_path):
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "send_recv", "size": 1,
+                                             "num_npus": 16, "src": 0, "dst": 8},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16, "inter_node_gbps": 1e-300}})
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", path], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {path}: cluster.inter_node_gbps: must be between")
+    assert "bandwidth[" not in done.stderr
+
+
+def test_gpt3_shape_on_1024_gpus_tp4_syncs_at_or_above_its_nic_floor(tmp_path):
+    """GPT-3's layer (h 12288) with tp 4, pp 8 on 1,024 A100s: data-parallel groups of 32, two
+    members on each of 16 nodes. Stage 0 holds 2 layers' 12 h^2 (1 + 13/12h) / 4 parameters at
+    least (its embedding only adds): 2 (m - 1) / m of their fp16 gradients leave each node
+    through the two members' 200 Gb/s NICs."""
+    h, layers_per_stage = 12288, 2
+    grads_bytes = 2 * layers_per_stage * 12 * h * h * (1 + 13 / (12 * h)) / 4
+    floor_ns = 2 * 15 / 16 * grads_bytes / (2 * 1600 / 8 / 8)
+    args = ("--num-layers 16 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+            "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 "
+            "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 8 --fp16 --DDP-impl local "
+            "--vocab-size 51200 --checkpoint-activations")
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 1024}})
+    dp_ns = _run_json(path, tmp_path)["npus"]["0"]["breakdown_ns"]["comm.dp"]
+    assert dp_ns >= floor_ns
+
+
+def test_nccl_algo_ring_forces_rings(tmp_path):
+    """1 MiB all-reduce on two H100 nodes ([8, 2]): halving-doubling reduce-scatters and
+    all-gathers inside the node in 3 steps each, a ring in 7; the bytes are the same, so
+    forcing rings adds 2 x 4 steps of one NVSwitch crossing (2 x NVLink's latency) and the
+    10 ns endpoint delay. Tree and NVLS are refused until they are modelled."""
+    lat = _node("dgx-h100")["nvlink_latency_ns"]
+    took = {}
+    for algo in (None, "ring"):
+        cluster = {"preset": "dgx-h100", "gpus": 16, **({"nccl_algo": algo} if algo else {})}
+        path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                 "size": 2**20, "num_npus": 16}, "cluster": cluster})
+        took[algo] = _run_json(path, tmp_path)["iteration_time_ns"]
+    assert took["ring"] - took[None] == pytest.approx(8 * (2 * lat + 10), abs=8)
+    with pytest.raises(InputError, match=r"s: cluster.nccl_algo: tree is not modelled yet"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "nccl_algo": "tree"}, "s: cluster")
+
+
+FOLD = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --max-position-embeddings 512 "
+        "--micro-batch-size 1 --global-batch-size 16 --tensor-model-parallel-size 4 "
+        "--pipeline-model-parallel-size 2 --fp16 --DDP-impl local --vocab-size 5120")
+
+
+@pytest.mark.parametrize("fabric", [{}, {"nodes_per_leaf": 2, "oversubscription": 4}])
+def test_folded_runs_equal_full_ones_on_the_routes(tmp_path, fabric):
+    """Strided groups and PXN routes keep folding exact (every pair's delay is kept by the
+    rank grid's translations); an oversubscribed spine under few leaves is not folded."""
+    times = {}
+    for fold in (True, False):
+        path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": FOLD}, "fold_symmetry": fold,
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 64, **fabric}})
+        out = _run_json(path, tmp_path)
+        times[fold] = (out["iteration_time_ns"], out["npus"]["0"]["breakdown_ns"])
+    assert times[True] == times[False]
+
+
+def test_a_billion_gpus_is_refused_at_once():
+    with pytest.raises(InputError, match=r"s: cluster.gpus: 1,000,000,000 is past the largest cluster"):
+        load_cluster({"preset": "dgx-h100", "gpus": 10**9}, "s: cluster")
+    with pytest.raises(InputError, match=r"s: cluster.gpus: 9,223,372,036,854,775,808 is past"):
+        load_cluster({"preset": "dgx-h100", "gpus": 2**63}, "s: cluster")
+
+
+def test_a_network_given_beside_the_preset_keeps_its_own_rules(tmp_path):
+    """``network:`` in the scenario overrides what the preset builds, routes included: ASTRA-sim's
+    rule (the lowest differing dimension) charges GPU 4 -> 8 on dimension 0, 100 GiB/s."""
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "send_recv", "size": GIB,
+                                             "num_npus": 16, "src": 4, "dst": 8},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16},
+                                "network": {"topology": ["Switch", "Switch"], "npus_count": [8, 2],
+                                            "bandwidth": [100, 1], "latency": [1, 1]}})
+    assert Simulation.from_scenario(path).network.delay_ns(4, 8, GIB) == int(2 + GIB / (100 * GIB / 1e9))
