@@ -106,6 +106,27 @@ def test_reads_are_bounded(tmp_path):
         files.read_bytes(big, "scenario", limit=1000)
 
 
+def test_a_read_reserves_what_it_reads_not_its_bound(tmp_path):
+    """Issue 52: ``read_bytes`` asked for ``limit + 1`` bytes in one call, reserving 8 GiB for
+    any trace, so every run failed under ``ulimit -v 4194304``. The default scenario, run with
+    that cap, must succeed (the real figure: its last NPU finishes at 142,780 ns)."""
+    import resource
+    import subprocess
+    import sys
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "scenarios/default.yaml", "--quiet"],
+                          cwd=root, capture_output=True, text=True, timeout=300, preexec_fn=cap,
+                          env={**os.environ, "SIMPY_ASTRA_PROGRESS": "0"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    big = tmp_path / "big.et"
+    big.write_bytes(b"x" * 3000)
+    assert files.read_bytes(big, "trace", limit=files.TRACE_LIMIT_BYTES) == b"x" * 3000
+
+
 # ----------------------------------------------------------------------- outputs
 @pytest.mark.parametrize("flag", ["--json-out", "--trace-out"])
 def test_fifo_as_output_is_refused_before_the_run(tmp_path, capsys, flag):
