@@ -142,6 +142,19 @@ def module_files(name: str, also: list[str] = ()) -> list[str]:
     return sorted({os.path.abspath(f) for f in files if is_users_file(f)})
 
 
+def remember_imported_code() -> None:
+    """Count every imported module's file among the run's inputs (an output may not replace a
+    plug-in, a networkx builder or a model the run imported): one stat per module file."""
+    import sys
+
+    from simpy_astra import files
+
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and path.endswith(".py"):
+            files.remember_input(path)
+
+
 def import_object(spec: str) -> Any:
     """``package.module:attribute`` -> the attribute."""
     module_name, _, attr = spec.partition(":")

@@ -237,3 +237,89 @@ def test_unusable_cache_is_one_line_naming_it(tmp_path, capsys, monkeypatch, cac
 def test_fold_switch_that_is_not_on_or_off_is_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SIMPY_ASTRA_FOLD", "banana")
     _one_error(capsys, ["run", str(_scenario(tmp_path)), "--quiet"], "SIMPY_ASTRA_FOLD", "'banana'")
+
+
+# ----------------------------------------------------------------------- every input, every output
+STAR = '''import networkx as nx
+
+
+def build():
+    g = nx.DiGraph()
+    for npu in range(2):
+        g.add_edge(npu, "sw", bandwidth_gbps=50, latency_ns=500)
+        g.add_edge("sw", npu, bandwidth_gbps=50, latency_ns=500)
+    return g
+'''
+
+FIFO_LINK = '''from simpy_astra.network.models import ProcessLink
+
+
+class Plain(ProcessLink):
+    pass
+'''
+
+
+def _star_scenario(folder: Path, network: str) -> Path:
+    """A 2-NPU scenario on a networkx star built by ``nets.py`` beside it; ``network``: the
+    network YAML's path (written here)."""
+    import sys
+
+    from simpy_astra.network.models import LINKS
+
+    for name in ("nets", "plain_link"):  # another test's modules of the same names
+        sys.modules.pop(name, None)
+    LINKS.pop("plain_link:Plain", None)
+    scenario = _scenario(folder)
+    (folder / "nets.py").write_text(STAR)
+    (folder / "plain_link.py").write_text(FIFO_LINK)
+    Path(network).write_text("topology: {networkx: 'nets:build'}\nlink-model: 'plain_link:Plain'\n")
+    text = scenario.read_text().splitlines()
+    text = [ln for ln in text if not ln.startswith("network:")]
+    scenario.write_text("\n".join([*text, f"network: {network}", "backend: congestion_aware", ""]))
+    return scenario
+
+
+@pytest.mark.parametrize("flag, target", [("--json-out", "nets.py"), ("--trace-out", "plain_link.py"),
+                                          ("--json-out", "net.yml")])
+def test_an_output_over_a_module_the_run_imported_is_refused(tmp_path, capsys, monkeypatch, flag, target):
+    """Issue 52: ``--json-out nets.py``, the module a ``topology: {networkx: nets:build}``
+    names, replaced the user's code with JSON; a link model's module is an input too."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scenario = _star_scenario(tmp_path, str(tmp_path / "net.yml"))
+    before = (tmp_path / target).read_bytes()
+    _one_error(capsys, ["run", str(scenario), "--quiet", flag, str(tmp_path / target)],
+               flag, "one of this run's inputs")
+    assert (tmp_path / target).read_bytes() == before
+
+
+def test_plots_over_an_input_are_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    """Issue 52: ``--plots DIR`` overwrote a network YAML at ``DIR/timeline.png``, and only
+    after the whole run (the ``--json-out`` written first shows whether the run happened)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "pl").mkdir()
+    scenario = _star_scenario(tmp_path, str(tmp_path / "pl" / "timeline.png"))
+    before = (tmp_path / "pl" / "timeline.png").read_bytes()
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--json-out", str(tmp_path / "out.json"),
+                        "--plots", str(tmp_path / "pl")], "--plots", "timeline.png", "one of this run's inputs")
+    assert (tmp_path / "pl" / "timeline.png").read_bytes() == before
+    assert not (tmp_path / "out.json").exists()
+    assert not (tmp_path / "pl" / "breakdown.png").exists()
+
+
+def test_a_fifo_where_a_plot_goes_is_refused_before_the_run(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    scenario = _scenario(tmp_path)
+    (tmp_path / "pl").mkdir()
+    os.mkfifo(tmp_path / "pl" / "breakdown.png")
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--json-out", str(tmp_path / "out.json"),
+                        "--plots", str(tmp_path / "pl")], "--plots", "FIFO")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_plots_are_written_when_nothing_is_in_the_way(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    scenario = _scenario(tmp_path)
+    assert main(["run", str(scenario), "--quiet", "--plots", str(tmp_path / "pl")]) == 0
+    assert sorted(p.name for p in (tmp_path / "pl").iterdir()) == ["breakdown.png", "timeline.png"]
+    assert (tmp_path / "pl" / "timeline.png").read_bytes()[:4] == b"\x89PNG"
