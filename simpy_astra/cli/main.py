@@ -159,14 +159,15 @@ def _report(exc: Exception, debug: bool) -> int:
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
         sys.stdout.flush()
-        if _raised_in_users_code(exc):  # e.g. a plugin topology's method, called mid-run
-            from simpy_astra.plugins import user_code_problem
+        from simpy_astra.plugins import engine_original, user_code_problem, users_entry
 
+        original = engine_original(exc)  # a simulated process's failure, as it was raised
+        if _raised_in_users_code(original):  # e.g. a link model's hold_ns, called mid-run
             if debug:
                 import traceback
 
-                traceback.print_exception(exc, file=sys.stderr)
-            print(f"error: {user_code_problem('your code', exc)}", file=sys.stderr)
+                traceback.print_exception(original, file=sys.stderr)
+            print(f"error: {user_code_problem(users_entry(original) or 'your code', original)}", file=sys.stderr)
             return EXIT_INPUT_ERROR
         text = " ".join(str(exc).split()) or "no message"
         print(

@@ -296,13 +296,20 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
             check_params,
             lookup_link,
             lookup_switch,
+            trial_problem,
         )
+        from simpy_astra.plugins import user_code_problem, users_entry
 
         try:
             cls = (lookup_link if key == "link-model" else lookup_switch)(raw)
         except PluginError as exc:
             raise InputError.at(src, key, str(exc)) from None
         problem = check_params(cls, params, LINK_ARGS if key == "link-model" else SWITCH_ARGS)
+        if problem is None:
+            try:
+                problem = trial_problem(cls, params, link=key == "link-model")
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's __init__ failed: say so
+                raise PluginError(user_code_problem(users_entry(exc) or f"{key} '{raw}'", exc), exc) from None
         if problem is not None:
             raise InputError.at(src, key, f"({raw}) {problem}")
         return raw, tuple(params.items())

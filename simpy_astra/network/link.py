@@ -76,6 +76,18 @@ def check_size_bytes(size_bytes: Any, where: str) -> int:
     return int(size_bytes)
 
 
+def checked_hold_ns(link: LinkResource, hold: Any) -> float:
+    """``hold`` if it is a finite number of ns >= 0 (what a model's ``hold_ns`` must return),
+    else the model's error naming its class and method (NaN is not 0, "10" is not 10)."""
+    import math
+
+    if isinstance(hold, int | float) and not isinstance(hold, bool) and math.isfinite(hold) and hold >= 0:
+        return hold
+    from simpy_astra.plugins import bad_return
+
+    raise bad_return(link, "hold_ns", hold, "a finite number of ns >= 0 (0: start at once)")
+
+
 class Transmission(Put):
     """A user's request to carry ``size_bytes`` over one link; its value is the arrival time.
     It is no network message: class 0 (``priority``), no board ``key``."""
@@ -278,6 +290,8 @@ class LinkElement(LinkResource):
                 if item is None:
                     continue
             hold = self.hold_ns(item)
+            if hold.__class__ is not int or hold < 0:  # the cheap test; floats are checked in full
+                hold = checked_hold_ns(self, hold)
             if hold > 0:
                 yield env.timeout(hold)
             yield from self.transmit(item)
