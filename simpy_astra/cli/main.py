@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv, debug)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, wherever it landed: one line
+        if stopping.requested() is None and not isinstance(exc, stopping.Stopped):
+            return _report(exc, debug)  # no signal came: some code raised it (a plugin's, say)
         stopped = exc if isinstance(exc, stopping.Stopped) else stopping.Stopped()
         _flush_quietly()
         print(stopped.line(), file=sys.stderr)
@@ -140,7 +142,7 @@ def _main(argv: list[str], debug: bool) -> int:
         return _report(exc, debug)
 
 
-def _report(exc: Exception, debug: bool) -> int:
+def _report(exc: BaseException, debug: bool) -> int:
     """One line for an exception, and the exit status it means."""
     try:
         raise exc
@@ -155,7 +157,7 @@ def _report(exc: Exception, debug: bool) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except Exception as exc:  # a bug, not a bad input: still one line, unless asked for more
+    except (Exception, KeyboardInterrupt) as exc:  # a bug, not a bad input: one line, unless asked for more
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
         sys.stdout.flush()

@@ -207,8 +207,14 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
                                                       f"function returning a networkx.DiGraph")
     try:
         graph = build()
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's function failed: say so
-        raise InputError.at(src, "topology.networkx", user_code_problem(f"function '{name}'", exc)) from None
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the user's function failed
+        from simpy_astra.stopping import requested
+
+        if isinstance(exc, KeyboardInterrupt) and requested() is not None:
+            raise  # the user's Ctrl-C, not the function's error
+        error = InputError.at(src, "topology.networkx", user_code_problem(f"function '{name}'", exc))
+        error.original = exc  # type: ignore[attr-defined]  # --debug prints its traceback
+        raise error from None
     try:
         n, spec = graph_spec(graph, block.get("routing"), block.get("routes"))
     except GraphSpecError as exc:
