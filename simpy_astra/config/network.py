@@ -353,6 +353,52 @@ def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
     return dataclasses.replace(net, cost=prices)
 
 
+def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any] | None = None,
+                switch_model: Any = None, switch_params: dict[str, Any] | None = None) -> Any:
+    """``inputs`` with link and switch models handed to ``Simulation(link_model=MyLink,
+    link_params={...}, switch_model=..., switch_params=...)``: a class (registered under its
+    ``module:Class`` name) or a name as the YAML's ``link-model`` takes, its parameters
+    checked as the YAML's are (congestion-aware backend)."""
+    from dataclasses import replace
+
+    from simpy_astra.network.models import (
+        LINK_ARGS,
+        SWITCH_ARGS,
+        check_params,
+        lookup_link,
+        lookup_switch,
+        register_link,
+        register_switch,
+        trial_problem,
+    )
+
+    net = inputs.network
+    for key, model, params, register, lookup, contract in (
+            ("link_model", link_model, link_params, register_link, lookup_link, LINK_ARGS),
+            ("switch_model", switch_model, switch_params, register_switch, lookup_switch, SWITCH_ARGS)):
+        if model is None:
+            if params:
+                raise InputError(f"{key.replace('model', 'params')}=: parameters of which model? give {key}= too")
+            continue
+        try:
+            if isinstance(model, type):
+                name = f"{model.__module__}:{model.__qualname__}"
+                register(name, model)
+            else:
+                name = model
+                if not isinstance(name, str) or not name:
+                    raise PluginError(f"must be a class or a model's name (got {model!r})")
+                model = lookup(name)
+        except PluginError as exc:
+            raise InputError(f"{key}=: {exc}") from None
+        params = dict(params or {})
+        problem = check_params(model, params, contract) or trial_problem(model, params, key == "link_model")
+        if problem is not None:
+            raise InputError(f"{key}=: ({name}) {problem}")
+        net = replace(net, **{key: name, key.replace("model", "params"): tuple(params.items())})
+    return replace(inputs, network=net)
+
+
 def with_topology(inputs: Any, graph: Any, routes: Any) -> Any:
     """``inputs`` (a :class:`~simpy_astra.config.inputs.SimulationInputs`) on ``graph``, a
     ``networkx.DiGraph`` handed to ``Simulation(topology=, routes=)``."""
