@@ -192,15 +192,22 @@ def module_files(name: str, also: list[str] = ()) -> list[str]:
 
 
 def remember_imported_code() -> None:
-    """Count every imported module's file among the run's inputs (an output may not replace a
-    plug-in, a networkx builder or a model the run imported): one stat per module file."""
+    """Count every imported module of the user's among the run's inputs (an output may not
+    replace a plug-in, a networkx builder or a model the run imported): the modules outside
+    simpy-astra, the standard library and the environment's installed packages."""
+    import os
     import sys
 
     from simpy_astra import files
 
-    for module in list(sys.modules.values()):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    skip = tuple({os.path.join(root, name) + os.sep for name in ("simpy_astra", "collectives", "topologies",
+                                                                 "workloads")}
+                 | {os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                                          sys.base_exec_prefix)})
+    for module in list(sys.modules.values()):  # a string test first: a stat only for the user's files
         path = getattr(module, "__file__", None)
-        if isinstance(path, str) and path.endswith(".py"):
+        if isinstance(path, str) and path.endswith(".py") and not path.startswith(skip):
             files.remember_input(path)
 
 
