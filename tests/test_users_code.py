@@ -268,3 +268,28 @@ def test_a_models_parameters_are_checked_before_the_run(user_dir: Path, capsys, 
     code, err = _model_run(user_dir, capsys, model)
     assert code == EXIT_INPUT_ERROR, err
     assert len(err) == 1 and words in err[0], err
+
+
+def test_a_hold_of_numpys_numbers_is_a_hold_like_pythons(user_dir: Path, capsys) -> None:
+    """A finite number >= 0 of any kind is a hold: numpy's int64 (whose arithmetic would
+    overflow in the reports) is taken as the Python int it equals."""
+    np = pytest.importorskip("numpy")
+    import sys
+
+    sys.modules.pop("models_of_mine", None)
+    (user_dir / "models_of_mine.py").write_text(MODELS)
+    import models_of_mine
+
+    finish = {}
+    for value in (3, np.int64(3), np.float64(3.0)):
+        from simpy_astra.config.scenario import load_scenario
+        from simpy_astra.simulation import Simulation
+
+        system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+        path = user_dir / "s.yaml"
+        path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+                        f"network: {{topology: [Switch], npus_count: [4], bandwidth: [50], latency: [500]}}\n"
+                        f"remote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+        sim = Simulation(load_scenario(str(path)), link_model=models_of_mine.holding(value))
+        finish[repr(value)] = max(r.finished_cycles for r in sim.run())
+    assert len(set(finish.values())) == 1, finish

@@ -80,9 +80,10 @@ def checked_hold_ns(link: LinkResource, hold: Any) -> float:
     """``hold`` if it is a finite number of ns >= 0 (what a model's ``hold_ns`` must return),
     else the model's error naming its class and method (NaN is not 0, "10" is not 10)."""
     import math
+    from numbers import Integral, Real
 
-    if isinstance(hold, int | float) and not isinstance(hold, bool) and math.isfinite(hold) and hold >= 0:
-        return hold
+    if isinstance(hold, Real) and not isinstance(hold, bool) and math.isfinite(hold) and hold >= 0:
+        return int(hold) if isinstance(hold, Integral) else float(hold)  # numpy's: as Python's
     from simpy_astra.plugins import bad_return
 
     raise bad_return(link, "hold_ns", hold, "a finite number of ns >= 0 (0: start at once)")

@@ -30,9 +30,10 @@ def checked_release_ns(switch: SwitchElement, due_ns: Any) -> float:
     """``due_ns`` if it is a finite number (a time in ns; one already past means at once),
     else the model's error naming its class and method."""
     import math
+    from numbers import Integral, Real
 
-    if isinstance(due_ns, int | float) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
-        return due_ns
+    if isinstance(due_ns, Real) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
+        return int(due_ns) if isinstance(due_ns, Integral) else float(due_ns)  # numpy's: as Python's
     from simpy_astra.plugins import bad_return
 
     raise bad_return(switch, "release_ns", due_ns, "a finite time in ns (when the item may leave)")
