@@ -327,7 +327,8 @@ def test_the_tours_output_fits_80_columns_and_pipes_as_plain_lines(fresh_install
             subprocess.run([python, *shlex.split(CALIBRATION[0])[1:]], cwd=folder, capture_output=True,
                            env=scratch_env(python, folder), timeout=600, check=True)
     done = subprocess.run(argv, cwd=piped_dir, capture_output=True, text=True,
-                          env=scratch_env(python, piped_dir, SIMPY_ASTRA_PROGRESS="1"), timeout=600)
+                          env=scratch_env(python, piped_dir, SIMPY_ASTRA_PROGRESS="1"), timeout=600,
+                          preexec_fn=cap_address_space)
     assert done.returncode == 0, f"{command}\n{done.stderr[-2000:]}"
     piped = (done.stdout + done.stderr).split("\n")
     code, screen = in_terminal(argv, tty_dir, scratch_env(python, tty_dir, SIMPY_ASTRA_PROGRESS="1"))

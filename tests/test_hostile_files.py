@@ -323,3 +323,21 @@ def test_plots_are_written_when_nothing_is_in_the_way(tmp_path, capsys):
     assert main(["run", str(scenario), "--quiet", "--plots", str(tmp_path / "pl")]) == 0
     assert sorted(p.name for p in (tmp_path / "pl").iterdir()) == ["breakdown.png", "timeline.png"]
     assert (tmp_path / "pl" / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_log_folder_whose_log_is_an_input_is_refused_before_the_run(tmp_path, capsys):
+    """--logging-folder's log.log is checked when the folder is made, before any input is
+    read; an input named log.log in it is refused once the inputs are read, before the run."""
+    _scenario(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "log.log").write_text("topology: [Ring]\nnpus_count: [2]\nbandwidth: [50]\nlatency: [500]\n")
+    (tmp_path / "sys.json").write_text(json.dumps(SYSTEM))
+    (tmp_path / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+    before = (tmp_path / "logs" / "log.log").read_bytes()
+    _one_error(capsys, [f"--workload-configuration={tmp_path / 'w'}", f"--system-configuration={tmp_path / 'sys.json'}",
+                        f"--network-configuration={tmp_path / 'logs' / 'log.log'}",
+                        f"--remote-memory-configuration={tmp_path / 'mem.json'}",
+                        f"--logging-folder={tmp_path / 'logs'}", "--json-out", str(tmp_path / "out.json")],
+               "--logging-folder", "log.log", "one of this run's inputs")
+    assert (tmp_path / "logs" / "log.log").read_bytes() == before
+    assert not (tmp_path / "out.json").exists()

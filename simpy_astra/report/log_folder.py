@@ -62,7 +62,9 @@ class LogFolder:
             self.add("info", line, logger_of(line))
 
     def write(self) -> None:
-        """Append what was logged (err.log is made, empty, when nothing went wrong)."""
+        """Append what was logged (err.log is made, empty, when nothing went wrong); never
+        into one of the run's inputs (checked again: the inputs are known by now)."""
+        self.check()
         for path, lines in ((self.log_path, self._log), (self.err_path, self._err)):
             try:
                 with open(path, "a", encoding="utf-8") as f:
