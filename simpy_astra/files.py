@@ -149,12 +149,14 @@ def read_bytes(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> bytes:
     chunks: list[bytes] = []
     total = 0
     with open_input(path, what, limit) as f:
-        while total <= limit:  # in blocks: a bound must not reserve what it bounds
-            block = f.read(min(_BLOCK_BYTES, limit + 1 - total))
+        ask = min(limit + 1, os.fstat(f.fileno()).st_size + 1)  # the file whole, in one piece
+        while total <= limit:  # then in blocks (it grew, or is a /proc file of size 0): a
+            block = f.read(ask)  # bound must not reserve what it bounds
             if not block:
                 break
             chunks.append(block)
             total += len(block)
+            ask = min(_BLOCK_BYTES, limit + 1 - total)
     if total > limit:
         raise InputError(f"{show(path)}: is more than {limit:,} bytes, more than a {what} can need; "
                          f"check the path")
