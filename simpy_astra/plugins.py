@@ -71,8 +71,11 @@ def users_entry(exc: BaseException) -> str | None:
         return None
     frame = tb.tb_frame
     owner = frame.f_locals.get("self")
+    module = frame.f_globals.get("__name__", "?")
+    if frame.f_code.co_name == "<module>":
+        return f"module '{module}' (while imported)"
     if owner is None:
-        return f"function '{frame.f_globals.get('__name__', '?')}:{frame.f_code.co_name}'"
+        return f"function '{module}:{frame.f_code.co_name}'"
     return f"{model_kind(owner)} '{class_name(type(owner))}', method {frame.f_code.co_name}()"
 
 

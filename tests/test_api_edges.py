@@ -145,3 +145,16 @@ def test_a_builder_that_catches_ctrl_c_does_not_outlive_it(tmp_path):
     assert proc.returncode == EXIT_INTERRUPTED, lines
     assert lines == ["interrupted: stopped by SIGINT (Ctrl-C); files not yet written were not written "
                      "(exit status 130)"]
+
+
+def test_a_plugin_that_raises_keyboardinterrupt_on_import_is_the_plugins_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("interrupting_plugin", None)
+    (tmp_path / "interrupting_plugin.py").write_text("raise KeyboardInterrupt\n")
+    path = _star(tmp_path)
+    code = main(["run", str(path), "--quiet", "--plugin", "interrupting_plugin"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_INPUT_ERROR, err
+    assert err == [f"error: module 'interrupting_plugin' (while imported) raised KeyboardInterrupt: no message "
+                   f"(at {tmp_path / 'interrupting_plugin.py'}:1); this is an error in that code, not in "
+                   f"simpy-astra: --debug shows its traceback"]

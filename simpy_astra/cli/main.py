@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv, debug)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, wherever it landed: one line
-        if stopping.requested() is None and not isinstance(exc, stopping.Stopped):
-            return _report(exc, debug)  # no signal came: some code raised it (a plugin's, say)
+        if stopping.requested() is None and type(exc) is KeyboardInterrupt and _raised_in_users_code(exc):
+            return _report(exc, debug)  # no signal came: the user's code raised it (a plugin's, say)
         stopped = exc if isinstance(exc, stopping.Stopped) else stopping.Stopped()
         _flush_quietly()
         print(stopped.line(), file=sys.stderr)
