@@ -29,6 +29,8 @@ CONFIG_LIMIT_BYTES = 256 * 2**20
 TRACE_LIMIT_BYTES = 8 * 2**30
 #: text logs and ASTRA-sim 1.0 text workloads
 LOG_LIMIT_BYTES = 1 * 2**30
+#: how much one read asks for (a read of ``limit + 1`` bytes would reserve the whole bound)
+_BLOCK_BYTES = 16 * 2**20
 
 #: (device, inode, mtime_ns, size) -> path of every input read by this process (an output
 #: that is one of them is refused; mtime and size keep a reused inode from matching)
@@ -144,12 +146,21 @@ def digest_16(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> str:
 def read_bytes(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> bytes:
     """A regular file's bytes, at most ``limit`` of them (a file that grows past it while read,
     or a ``/proc`` file that never ends, is an error)."""
+    chunks: list[bytes] = []
+    total = 0
     with open_input(path, what, limit) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
+        ask = min(limit + 1, os.fstat(f.fileno()).st_size + 1)  # the file whole, in one piece
+        while total <= limit:  # then in blocks (it grew, or is a /proc file of size 0): a
+            block = f.read(ask)  # bound must not reserve what it bounds
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+            ask = min(_BLOCK_BYTES, limit + 1 - total)
+    if total > limit:
         raise InputError(f"{show(path)}: is more than {limit:,} bytes, more than a {what} can need; "
                          f"check the path")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding: str = "utf-8-sig",

@@ -68,6 +68,9 @@ class Observer:
     def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
         if kind not in KINDS:
             raise ValueError(f"no milestone '{kind}'; choose one of: {', '.join(KINDS)}")
+        if not callable(callback):  # refused here, not as a failure deep inside run()
+            raise TypeError(f"on({kind!r}, callback): callback must be callable, taking one Observation "
+                            f"(got {callback!r})")
         self.subscribers.setdefault(kind, [])
         self._install(kind)
         self.subscribers[kind].append(callback)

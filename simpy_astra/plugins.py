@@ -50,6 +50,58 @@ def user_code_problem(what: str, exc: BaseException) -> str:
             f"code, not in simpy-astra: --debug shows its traceback")
 
 
+def engine_original(exc: BaseException) -> BaseException:
+    """The exception a simulated process raised, with its traceback through the code that
+    raised it: SimPy re-raises a failed process as a copy whose ``__cause__`` is the original
+    (the copy's traceback ends in SimPy, hiding whose code it was)."""
+    cause = exc.__cause__
+    while cause is not None and type(cause) is type(exc) and cause.args == exc.args:
+        exc, cause = cause, cause.__cause__
+    return exc
+
+
+def users_entry(exc: BaseException) -> str | None:
+    """Who, in the user's code, simpy-astra called when ``exc`` was raised: ``link model
+    'mod:Class', method hold_ns()`` (a model or topology method: the first of the user's frames
+    has ``self``), ``function 'mod:fn'``; None when no frame is the user's."""
+    tb = exc.__traceback__
+    while tb is not None and not is_users_file(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    frame = tb.tb_frame
+    owner = frame.f_locals.get("self")
+    module = frame.f_globals.get("__name__", "?")
+    if frame.f_code.co_name == "<module>":
+        return f"module '{module}' (while imported)"
+    if owner is None:
+        return f"function '{module}:{frame.f_code.co_name}'"
+    return f"{model_kind(owner)} '{class_name(type(owner))}', method {frame.f_code.co_name}()"
+
+
+def class_name(cls: type) -> str:
+    """``module:Class``, as a config names it."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def model_kind(obj: Any) -> str:
+    """What a user's object is to a run, in words (link model, switch model, topology, class)."""
+    from simpy_astra.network.link import LinkResource
+    from simpy_astra.network.switch import SwitchElement
+
+    if isinstance(obj, LinkResource):
+        return "link model"
+    if isinstance(obj, SwitchElement):
+        return "switch model"
+    return "topology" if hasattr(obj, "npus_count") else "class"
+
+
+def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
+    """The error for a user's model method that returned what the contract does not allow."""
+    return PluginError(f"{model_kind(obj)} '{class_name(type(obj))}': {method}() returned {value!r}; "
+                       f"it must return {want}")
+
+
 def _theirs(filename: str) -> bool:
     """A traceback frame in the user's code: not the import machinery, not simpy-astra's own
     modules (its top-level folders included), not the standard library."""
@@ -140,6 +192,26 @@ def module_files(name: str, also: list[str] = ()) -> list[str]:
     for folder in spec.submodule_search_locations or []:  # a package named itself: all of it
         files += [os.path.join(d, f) for d, _, names in os.walk(folder) for f in names if f.endswith(".py")]
     return sorted({os.path.abspath(f) for f in files if is_users_file(f)})
+
+
+def remember_imported_code() -> None:
+    """Count every imported module of the user's among the run's inputs (an output may not
+    replace a plug-in, a networkx builder or a model the run imported): the modules outside
+    simpy-astra, the standard library and the environment's installed packages."""
+    import os
+    import sys
+
+    from simpy_astra import files
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    skip = tuple({os.path.join(root, name) + os.sep for name in ("simpy_astra", "collectives", "topologies",
+                                                                 "workloads")}
+                 | {os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                                          sys.base_exec_prefix)})
+    for module in list(sys.modules.values()):  # a string test first: a stat only for the user's files
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and path.endswith(".py") and not path.startswith(skip):
+            files.remember_input(path)
 
 
 def import_object(spec: str) -> Any:

@@ -49,19 +49,19 @@ class Probed:
         if point not in self.PROBES:
             raise ValueError(f"{type(self).__name__} has no probe point '{point}' "
                              f"(it has: {', '.join(self.PROBES) or 'none'})")
+        if not callable(fn):
+            raise TypeError(f"watch({point!r}, fn): fn must be callable (got {fn!r})")
         name = "probe_" + point
-        watchers = getattr(self, name)
-        if watchers is None:
-            setattr(self, name, [fn])
-        else:
-            watchers.append(fn)
+        setattr(self, name, [*(getattr(self, name) or ()), fn])  # a new list: see unwatch
 
     def unwatch(self, point: str, fn: Callable[..., Any]) -> None:
-        """Stop calling ``fn`` at ``point``; the point costs one test again once nobody watches."""
+        """Stop calling ``fn`` at ``point``; the point costs one test again once nobody watches.
+        The list is replaced, not changed, so a watcher that unwatches itself (or another)
+        during an emission leaves that emission's loop whole: every other watcher still runs."""
         name = "probe_" + point
         watchers = getattr(self, name, None)
         if watchers and fn in watchers:
-            watchers.remove(fn)
-            if not watchers:
-                setattr(self, name, None)
+            rest = list(watchers)
+            rest.remove(fn)
+            setattr(self, name, rest or None)
 

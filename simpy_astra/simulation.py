@@ -44,7 +44,9 @@ class Simulation(CoSimulation):
 
     def __init__(self, inputs: SimulationInputs, on_report: Callable[[NpuReport], None] | None = None,
                  memory_traces: bool = True, env: simpy.Environment | None = None,
-                 stall_patience_ns: float = 0, topology: Any = None, routes: Any = None) -> None:
+                 stall_patience_ns: float = 0, topology: Any = None, routes: Any = None,
+                 link_model: Any = None, link_params: dict | None = None, switch_model: Any = None,
+                 switch_params: dict | None = None) -> None:
         """``memory_traces=False``: track memory (peaks, breakdowns) as the system config asks,
         but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not).
 
@@ -55,11 +57,19 @@ class Simulation(CoSimulation):
 
         ``topology``: a ``networkx.DiGraph`` to run on instead of the inputs' network (the
         same NPU count; its other settings stay), routed as ``topology: {networkx: ...}`` is
-        (``topologies/graph.py``); ``routes``: paths it pins, as node lists."""
+        (``topologies/graph.py``); ``routes``: paths it pins, as node lists.
+
+        ``link_model=MyLink, link_params={...}``, ``switch_model=..., switch_params=...``: the
+        network's element models (congestion-aware backend), as the YAML's ``link-model`` /
+        ``switch-model`` (:func:`~simpy_astra.config.network.with_models`)."""
         if topology is not None or routes is not None:
             from simpy_astra.config.network import with_topology
 
             inputs = with_topology(inputs, topology, routes)
+        if link_model is not None or switch_model is not None or link_params or switch_params:
+            from simpy_astra.config.network import with_models
+
+            inputs = with_models(inputs, link_model, link_params, switch_model, switch_params)
         self.inputs = inputs
         self.system_config = inputs.system
         self.on_report = on_report

@@ -92,24 +92,36 @@ def stop_engines(make: Callable[[], BaseException]) -> bool:
 def _handler(signum: int, _frame: Any) -> None:
     _signals.append(signum)
     if len(_signals) >= 3:  # stuck where not even an exception reaches: leave now
-        os._exit(Stopped(_signals[0]).exit_code)
+        stopped = Stopped(_signals[0])
+        with contextlib.suppress(OSError):
+            os.write(2, (stopped.line() + "\n").encode())
+        os._exit(stopped.exit_code)
+    if len(_signals) == 1:  # code that catches the stop (a builder's except BaseException) gets more
+        _resend_later(signum, 2)
     if _engines and len(_signals) == 1:
         first = _signals[0]
         for env in _engines:  # the engine's loop raises before its next event
             _stop_soon(env, lambda: Stopped(first))
-        timer = threading.Timer(GRACE_S, _resend, (signum,))
-        timer.daemon = True
-        _timer.append(timer)
-        timer.start()
         return
     raise Stopped(_signals[0])
 
 
-def _resend(signum: int) -> None:
-    """Still inside the engine a second after the signal: one event never ends; interrupt it."""
-    if _engines:
-        with contextlib.suppress(OSError):
-            os.kill(os.getpid(), signum)
+def _resend_later(signum: int, times: int) -> None:
+    timer = threading.Timer(GRACE_S, _resend, (signum, times))
+    timer.daemon = True
+    _timer.append(timer)
+    timer.start()
+
+
+def _resend(signum: int, times: int) -> None:
+    """Still running a second after the signal (one event never ends, or the user's code
+    caught the stop): signal again, ``times`` times a second apart; the third signal ends
+    the process at once."""
+    _timer.clear()
+    with contextlib.suppress(OSError):
+        os.kill(os.getpid(), signum)
+    if times > 1:
+        _resend_later(signum, times - 1)
 
 
 def install() -> Callable[[], None]:

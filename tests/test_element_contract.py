@@ -255,6 +255,76 @@ def test_jobs_count_a_models_bytes_per_job(user_dir: Path, which: str) -> None:
                                                 (4, 3): {"b": S}}
 
 
+# ---------------------------------------------------------------------------- a model's hold
+H = 20  # ns into the user's link's hold (G = 50) when the fault comes
+
+
+def test_held_lists_a_message_in_its_hold(user_dir: Path) -> None:
+    """Issue 52: ``held()`` (what the stall check reads) missed the message a model had
+    dequeued and was holding (``hold_ns``): neither queued nor on the wire."""
+    seen: list = []
+
+    def operator(env, up, hold):
+        yield env.timeout(H)
+        seen.append([(type(item).__name__, key is not None) for item, key in up.held()])
+        seen.append(up.holding is not None and up.on_wire is None and not list(up.queue))
+
+    finish, up, hold, delay = _beside_an_operator(user_dir, "user", operator)
+    assert seen == [[("_Message", True)], True]
+    assert finish == alone_ns(G, D) and up.holding is None and up.held() == []
+
+
+def test_an_outage_pauses_a_hold(user_dir: Path) -> None:
+    """Down at H ns into the G ns hold, up at 1,000 ns: the G - H ns left of the hold run
+    then, so the message starts at 1,000 + G - H (before: the hold ran on through the outage
+    and the message started at 1,000)."""
+    def operator(env, up, hold):
+        yield env.timeout(H)
+        up.take_down()
+        yield env.timeout(1_000 - env.now)
+        assert up.holding is not None  # still held, not started while down
+        up.bring_up()
+
+    finish, up, hold, delay = _beside_an_operator(user_dir, "user", operator)
+    start = 1_000 + G - H
+    assert finish == start + HOP + D + G + HOP
+    assert up.busy_ns == S
+
+
+def test_a_link_failed_during_a_hold_names_the_held_message(user_dir: Path) -> None:
+    env = simpy.Environment()
+    sim = build(user_dir, "user", env=env)
+
+    def operator(env):
+        yield env.timeout(H)
+        sim.network.link(0, 2).fail()
+
+    env.process(operator(env))
+    with pytest.raises(StalledError, match=r"held by link 0->2, which is failed"):
+        sim.run()
+
+
+def test_a_model_class_handed_in_from_python(user_dir: Path) -> None:
+    """``Simulation(..., link_model=Class, link_params=..., switch_model=..., switch_params=...)``
+    runs as the YAML's ``link-model: {class: ..., ...}`` does; bad parameters are refused
+    the same way."""
+    import my_models
+
+    inputs = load_scenario(scenario(user_dir, {}))
+    sim = Simulation(inputs, link_model=my_models.PacedLink, link_params={"gap_ns": G},
+                     switch_model=my_models.SlowSwitch, switch_params={"delay_ns": D})
+    assert {r.npu_id: r.finished_cycles for r in sim.run()}[1] == alone_ns(G, D)
+    assert type(sim.network.link(0, 2)) is my_models.PacedLink
+    sim = Simulation(load_scenario(scenario(user_dir, {})), switch_model="delay")
+    assert {r.npu_id: r.finished_cycles for r in sim.run()}[1] == alone_ns(0, 100)
+    with pytest.raises(InputError, match=r"link_model=: \(my_models:PacedLink\) misses the required parameter"):
+        Simulation(load_scenario(scenario(user_dir, {})), link_model=my_models.PacedLink)
+    with pytest.raises(InputError, match=r"switch_model=: \(delay\) delay_ns must be a whole number"):
+        Simulation(load_scenario(scenario(user_dir, {})), switch_model="delay", switch_params={"delay_ns": -1})
+    with pytest.raises(InputError, match="does not derive from"):
+        Simulation(load_scenario(scenario(user_dir, {})), link_model=dict)
+
+
 # ---------------------------------------------------------------------------- parameters
 @pytest.mark.parametrize("given, words", [
     ({"class": "my_models:PacedLink", "gap_nss": 5}, ("unknown parameter 'gap_nss'", "did you mean 'gap_ns'")),

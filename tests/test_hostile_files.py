@@ -106,6 +106,27 @@ def test_reads_are_bounded(tmp_path):
         files.read_bytes(big, "scenario", limit=1000)
 
 
+def test_a_read_reserves_what_it_reads_not_its_bound(tmp_path):
+    """Issue 52: ``read_bytes`` asked for ``limit + 1`` bytes in one call, reserving 8 GiB for
+    any trace, so every run failed under ``ulimit -v 4194304``. The default scenario, run with
+    that cap, must succeed (the real figure: its last NPU finishes at 142,780 ns)."""
+    import resource
+    import subprocess
+    import sys
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "scenarios/default.yaml", "--quiet"],
+                          cwd=root, capture_output=True, text=True, timeout=300, preexec_fn=cap,
+                          env={**os.environ, "SIMPY_ASTRA_PROGRESS": "0"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    big = tmp_path / "big.et"
+    big.write_bytes(b"x" * 3000)
+    assert files.read_bytes(big, "trace", limit=files.TRACE_LIMIT_BYTES) == b"x" * 3000
+
+
 # ----------------------------------------------------------------------- outputs
 @pytest.mark.parametrize("flag", ["--json-out", "--trace-out"])
 def test_fifo_as_output_is_refused_before_the_run(tmp_path, capsys, flag):
@@ -216,3 +237,107 @@ def test_unusable_cache_is_one_line_naming_it(tmp_path, capsys, monkeypatch, cac
 def test_fold_switch_that_is_not_on_or_off_is_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SIMPY_ASTRA_FOLD", "banana")
     _one_error(capsys, ["run", str(_scenario(tmp_path)), "--quiet"], "SIMPY_ASTRA_FOLD", "'banana'")
+
+
+# ----------------------------------------------------------------------- every input, every output
+STAR = '''import networkx as nx
+
+
+def build():
+    g = nx.DiGraph()
+    for npu in range(2):
+        g.add_edge(npu, "sw", bandwidth_gbps=50, latency_ns=500)
+        g.add_edge("sw", npu, bandwidth_gbps=50, latency_ns=500)
+    return g
+'''
+
+FIFO_LINK = '''from simpy_astra.network.models import ProcessLink
+
+
+class Plain(ProcessLink):
+    pass
+'''
+
+
+def _star_scenario(folder: Path, network: str) -> Path:
+    """A 2-NPU scenario on a networkx star built by ``nets.py`` beside it; ``network``: the
+    network YAML's path (written here)."""
+    import sys
+
+    from simpy_astra.network.models import LINKS
+
+    for name in ("nets", "plain_link"):  # another test's modules of the same names
+        sys.modules.pop(name, None)
+    LINKS.pop("plain_link:Plain", None)
+    scenario = _scenario(folder)
+    (folder / "nets.py").write_text(STAR)
+    (folder / "plain_link.py").write_text(FIFO_LINK)
+    Path(network).write_text("topology: {networkx: 'nets:build'}\nlink-model: 'plain_link:Plain'\n")
+    text = scenario.read_text().splitlines()
+    text = [ln for ln in text if not ln.startswith("network:")]
+    scenario.write_text("\n".join([*text, f"network: {network}", "backend: congestion_aware", ""]))
+    return scenario
+
+
+@pytest.mark.parametrize("flag, target", [("--json-out", "nets.py"), ("--trace-out", "plain_link.py"),
+                                          ("--json-out", "net.yml")])
+def test_an_output_over_a_module_the_run_imported_is_refused(tmp_path, capsys, monkeypatch, flag, target):
+    """Issue 52: ``--json-out nets.py``, the module a ``topology: {networkx: nets:build}``
+    names, replaced the user's code with JSON; a link model's module is an input too."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scenario = _star_scenario(tmp_path, str(tmp_path / "net.yml"))
+    before = (tmp_path / target).read_bytes()
+    _one_error(capsys, ["run", str(scenario), "--quiet", flag, str(tmp_path / target)],
+               flag, "one of this run's inputs")
+    assert (tmp_path / target).read_bytes() == before
+
+
+def test_plots_over_an_input_are_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    """Issue 52: ``--plots DIR`` overwrote a network YAML at ``DIR/timeline.png``, and only
+    after the whole run (the ``--json-out`` written first shows whether the run happened)."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "pl").mkdir()
+    scenario = _star_scenario(tmp_path, str(tmp_path / "pl" / "timeline.png"))
+    before = (tmp_path / "pl" / "timeline.png").read_bytes()
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--json-out", str(tmp_path / "out.json"),
+                        "--plots", str(tmp_path / "pl")], "--plots", "timeline.png", "one of this run's inputs")
+    assert (tmp_path / "pl" / "timeline.png").read_bytes() == before
+    assert not (tmp_path / "out.json").exists()
+    assert not (tmp_path / "pl" / "breakdown.png").exists()
+
+
+def test_a_fifo_where_a_plot_goes_is_refused_before_the_run(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    scenario = _scenario(tmp_path)
+    (tmp_path / "pl").mkdir()
+    os.mkfifo(tmp_path / "pl" / "breakdown.png")
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--json-out", str(tmp_path / "out.json"),
+                        "--plots", str(tmp_path / "pl")], "--plots", "FIFO")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_plots_are_written_when_nothing_is_in_the_way(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    scenario = _scenario(tmp_path)
+    assert main(["run", str(scenario), "--quiet", "--plots", str(tmp_path / "pl")]) == 0
+    assert sorted(p.name for p in (tmp_path / "pl").iterdir()) == ["breakdown.png", "timeline.png"]
+    assert (tmp_path / "pl" / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_log_folder_whose_log_is_an_input_is_refused_before_the_run(tmp_path, capsys):
+    """--logging-folder's log.log is checked when the folder is made, before any input is
+    read; an input named log.log in it is refused once the inputs are read, before the run."""
+    _scenario(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "log.log").write_text("topology: [Ring]\nnpus_count: [2]\nbandwidth: [50]\nlatency: [500]\n")
+    (tmp_path / "sys.json").write_text(json.dumps(SYSTEM))
+    (tmp_path / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+    before = (tmp_path / "logs" / "log.log").read_bytes()
+    _one_error(capsys, [f"--workload-configuration={tmp_path / 'w'}", f"--system-configuration={tmp_path / 'sys.json'}",
+                        f"--network-configuration={tmp_path / 'logs' / 'log.log'}",
+                        f"--remote-memory-configuration={tmp_path / 'mem.json'}",
+                        f"--logging-folder={tmp_path / 'logs'}", "--json-out", str(tmp_path / "out.json")],
+               "--logging-folder", "log.log", "one of this run's inputs")
+    assert (tmp_path / "logs" / "log.log").read_bytes() == before
+    assert not (tmp_path / "out.json").exists()

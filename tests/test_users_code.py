@@ -154,3 +154,142 @@ def test_users_link_model_is_held_to_its_contract(user_dir: Path, capsys, model,
     assert len(err) == 1, err
     for word in words:
         assert word in err[0], (word, err[0])
+
+
+MODELS = textwrap.dedent('''
+    from simpy_astra.network.models import ProcessLink
+    from simpy_astra.network.switch import SwitchElement
+
+    class RaisesInHold(ProcessLink):
+        def hold_ns(self, item):
+            raise ValueError("no tokens left")
+
+    class RaisesInDequeue(ProcessLink):
+        def dequeue(self):
+            return self.pick()
+
+        def pick(self):
+            raise KeyError("empty")
+
+    class RaisesInRun(ProcessLink):
+        def run(self):
+            raise RuntimeError("my loop")
+            yield
+
+    class RaisesInRelease(SwitchElement):
+        def release_ns(self, item, arrived_ns):
+            raise ValueError("no route table")
+
+    def holding(value):
+        class Holds(ProcessLink):
+            def hold_ns(self, item):
+                return value
+        return Holds
+
+    InfHold = holding(float("inf"))
+    TextHold = holding("10")
+    NoneHold = holding(None)
+    NanHold = holding(float("nan"))
+    NegativeHold = holding(-5)
+
+    class NanRelease(SwitchElement):
+        def release_ns(self, item, arrived_ns):
+            return float("nan")
+''')
+
+
+def _model_run(user_dir: Path, capsys, model: str, *flags: str) -> tuple[int, list[str]]:
+    import sys
+
+    sys.modules.pop("models_of_mine", None)
+    (user_dir / "models_of_mine.py").write_text(MODELS)
+    system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+    path = user_dir / "s.yaml"
+    path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+                    f"network: {{topology: [Switch], npus_count: [4], bandwidth: [50], latency: [500], "
+                    f"{model}}}\nremote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+    code = main(["run", str(path), "--quiet", *flags])
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+@pytest.mark.parametrize("model, words", [
+    ("link-model: 'models_of_mine:RaisesInHold'",
+     ("link model 'models_of_mine:RaisesInHold', method hold_ns() raised ValueError: no tokens left",
+      "models_of_mine.py:7")),
+    ("link-model: 'models_of_mine:RaisesInDequeue'",
+     ("link model 'models_of_mine:RaisesInDequeue', method dequeue() raised KeyError", "models_of_mine.py:14")),
+    ("link-model: 'models_of_mine:RaisesInRun'",
+     ("link model 'models_of_mine:RaisesInRun', method run() raised RuntimeError: my loop",)),
+    ("switch-model: 'models_of_mine:RaisesInRelease'",
+     ("switch model 'models_of_mine:RaisesInRelease', method release_ns() raised ValueError: no route table",)),
+])
+def test_a_models_exception_is_the_users_naming_class_and_method(user_dir: Path, capsys, model, words):
+    """Issue 52: these were 'internal error ... this is a simpy-astra bug' (SimPy re-raises a
+    process's failure as a copy whose traceback ends in SimPy), and --debug showed nothing."""
+    code, err = _model_run(user_dir, capsys, model)
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and "simpy-astra bug" not in err[0], err
+    for word in words:
+        assert word in err[0], (word, err[0])
+    code, err = _model_run(user_dir, capsys, model, "--debug")
+    assert code == EXIT_INPUT_ERROR
+    assert err[0] == "Traceback (most recent call last):" and any("models_of_mine.py" in ln for ln in err), err
+
+
+@pytest.mark.parametrize("model, words", [
+    ("link-model: 'models_of_mine:InfHold'", "link model 'models_of_mine:holding.<locals>.Holds': "
+                                             "hold_ns() returned inf; it must return a finite number of ns >= 0"),
+    ("link-model: 'models_of_mine:TextHold'", "hold_ns() returned '10'"),
+    ("link-model: 'models_of_mine:NoneHold'", "hold_ns() returned None"),
+    ("link-model: 'models_of_mine:NanHold'", "hold_ns() returned nan"),
+    ("link-model: 'models_of_mine:NegativeHold'", "hold_ns() returned -5"),
+    ("switch-model: 'models_of_mine:NanRelease'", "switch model 'models_of_mine:NanRelease': release_ns() "
+                                                  "returned nan; it must return a finite time in ns"),
+])
+def test_a_models_bad_return_value_is_named(user_dir: Path, capsys, model, words):
+    """Issue 52: inf, '10' and None were internal errors; NaN and -5 ran as if 0."""
+    code, err = _model_run(user_dir, capsys, model)
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and words in err[0], err
+
+
+@pytest.mark.parametrize("model, words", [
+    ("link-model: {class: strict_priority, weight: 3}",
+     "field 'link-model' (strict_priority) has an unknown parameter 'weight' (it takes none)"),
+    ("link-model: {class: ecn, threshold: 5}", "(ecn) has an unknown parameter 'threshold' (did you mean "
+                                               "'threshold_bytes'? it takes: threshold_bytes)"),
+    ("link-model: {class: ecn, threshold_bytes: -1}", "(ecn) threshold_bytes must be a whole number of bytes >= 0"),
+    ("switch-model: {class: delay, delay_ns: -1000}",
+     "field 'switch-model' (delay) delay_ns must be a whole number of ns >= 0 (got -1000)"),
+])
+def test_a_models_parameters_are_checked_before_the_run(user_dir: Path, capsys, model, words):
+    """Issue 52: an unknown parameter of strict_priority was an internal TypeError (its
+    ``__init__`` passes ``**kwargs`` on); a negative switch delay ran as no delay."""
+    code, err = _model_run(user_dir, capsys, model)
+    assert code == EXIT_INPUT_ERROR, err
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_a_hold_of_numpys_numbers_is_a_hold_like_pythons(user_dir: Path, capsys) -> None:
+    """A finite number >= 0 of any kind is a hold: numpy's int64 (whose arithmetic would
+    overflow in the reports) is taken as the Python int it equals."""
+    np = pytest.importorskip("numpy")
+    import sys
+
+    sys.modules.pop("models_of_mine", None)
+    (user_dir / "models_of_mine.py").write_text(MODELS)
+    import models_of_mine
+
+    finish = {}
+    for value in (3, np.int64(3), np.float64(3.0)):
+        from simpy_astra.config.scenario import load_scenario
+        from simpy_astra.simulation import Simulation
+
+        system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+        path = user_dir / "s.yaml"
+        path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+                        f"network: {{topology: [Switch], npus_count: [4], bandwidth: [50], latency: [500]}}\n"
+                        f"remote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
+        sim = Simulation(load_scenario(str(path)), link_model=models_of_mine.holding(value))
+        finish[repr(value)] = max(r.finished_cycles for r in sim.run())
+    assert len(set(finish.values())) == 1, finish

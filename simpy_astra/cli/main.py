@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv, debug)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, wherever it landed: one line
+        if stopping.requested() is None and type(exc) is KeyboardInterrupt and _raised_in_users_code(exc):
+            return _report(exc, debug)  # no signal came: the user's code raised it (a plugin's, say)
         stopped = exc if isinstance(exc, stopping.Stopped) else stopping.Stopped()
         _flush_quietly()
         print(stopped.line(), file=sys.stderr)
@@ -140,7 +142,7 @@ def _main(argv: list[str], debug: bool) -> int:
         return _report(exc, debug)
 
 
-def _report(exc: Exception, debug: bool) -> int:
+def _report(exc: BaseException, debug: bool) -> int:
     """One line for an exception, and the exit status it means."""
     try:
         raise exc
@@ -155,18 +157,19 @@ def _report(exc: Exception, debug: bool) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except Exception as exc:  # a bug, not a bad input: still one line, unless asked for more
+    except (Exception, KeyboardInterrupt) as exc:  # a bug, not a bad input: one line, unless asked for more
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
         sys.stdout.flush()
-        if _raised_in_users_code(exc):  # e.g. a plugin topology's method, called mid-run
-            from simpy_astra.plugins import user_code_problem
+        from simpy_astra.plugins import engine_original, user_code_problem, users_entry
 
+        original = engine_original(exc)  # a simulated process's failure, as it was raised
+        if _raised_in_users_code(original):  # e.g. a link model's hold_ns, called mid-run
             if debug:
                 import traceback
 
-                traceback.print_exception(exc, file=sys.stderr)
-            print(f"error: {user_code_problem('your code', exc)}", file=sys.stderr)
+                traceback.print_exception(original, file=sys.stderr)
+            print(f"error: {user_code_problem(users_entry(original) or 'your code', original)}", file=sys.stderr)
             return EXIT_INPUT_ERROR
         text = " ".join(str(exc).split()) or "no message"
         print(

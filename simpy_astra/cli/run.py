@@ -262,10 +262,11 @@ def _writable_dir(path: str | None, flag: str) -> None:
 
 
 def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None,
-                  plots: str | None = None) -> None:
+                  plots: str | None = None, log: LogFolder | None = None) -> None:
     """Every file a run will write, checked before it starts; each error names the flag or field.
-    An output that is one of the run's inputs is refused (an ET rank counts although a folded
-    run reads only some of them)."""
+    An output that is one of the run's inputs is refused: every file read (configs, presets,
+    workload), every module imported (plug-ins, builders, models; :mod:`simpy_astra.files`
+    keeps the list), and an ET rank although a folded run reads only some of them."""
     import re
 
     prefixes = {os.path.realpath(p) for p in (inputs.workload_prefix, *(j.workload_prefix for j in inputs.jobs or ()))
@@ -275,14 +276,23 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
         if m and m.group(1) in prefixes:
             raise InputError(f"{flag}: {path} is one of this run's inputs (a workload ET rank); write the "
                              f"output to another path")
+    from simpy_astra import files
+    from simpy_astra.plugins import remember_imported_code
+
+    remember_imported_code()  # builder, plug-in and model modules are inputs too
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")
     if plots is not None:
-        from simpy_astra.report.plots import require_matplotlib
+        from simpy_astra.report.plots import PLOT_NAMES, require_matplotlib
 
         require_matplotlib()
     _writable_file(trace_out, "--trace-out")
+    in_folders = [(csv_out, name, "--csv-out") for name in ("nodes.csv", "layers.csv")]
+    in_folders += [(plots, name, "--plots") for name in (PLOT_NAMES if plots is not None else ())]
+    for folder, name, flag in in_folders:  # the files a folder flag writes: not an input, not a FIFO
+        if folder is not None and os.path.isdir(folder):
+            files.check_output(os.path.join(folder, name), flag)
     cfg = inputs.system
     if cfg.track_local_mem:
         prefix = cfg.local_mem_trace_filename
@@ -290,6 +300,10 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
             raise InputError.at(cfg.source, "local-mem-trace-filename",
                                 f"is {prefix!r}, but folder {folder} does not exist or is not writable")
+        for path in files.numbered_files(prefix, ".json").values():  # the traces a run replaces
+            files.check_output(path, "local-mem-trace-filename")
+    if log is not None:
+        log.check()  # log.log and err.log, now that the inputs are read
 
 
 def output_folder(name: str, *outputs: tuple[str | None, bool]) -> str:
@@ -338,7 +352,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         folder = output_folder(name, (json_out, False), (csv_out, True), (plots, True), (trace_out, False),
                                (log.folder if log is not None else None, True))
         _in_trace_dir(inputs, folder, bare_only=True)
-    check_outputs(inputs, json_out, csv_out, trace_out, plots)
+    check_outputs(inputs, json_out, csv_out, trace_out, plots, log)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
     t0 = time.perf_counter()

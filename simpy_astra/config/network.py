@@ -211,8 +211,14 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
                                                       f"function returning a networkx.DiGraph")
     try:
         graph = build()
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's function failed: say so
-        raise InputError.at(src, "topology.networkx", user_code_problem(f"function '{name}'", exc)) from None
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the user's function failed
+        from simpy_astra.stopping import requested
+
+        if isinstance(exc, KeyboardInterrupt) and requested() is not None:
+            raise  # the user's Ctrl-C, not the function's error
+        error = InputError.at(src, "topology.networkx", user_code_problem(f"function '{name}'", exc))
+        error.original = exc  # type: ignore[attr-defined]  # --debug prints its traceback
+        raise error from None
     try:
         n, spec = graph_spec(graph, block.get("routing"), block.get("routes"))
     except GraphSpecError as exc:
@@ -300,13 +306,20 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
             check_params,
             lookup_link,
             lookup_switch,
+            trial_problem,
         )
+        from simpy_astra.plugins import user_code_problem, users_entry
 
         try:
             cls = (lookup_link if key == "link-model" else lookup_switch)(raw)
         except PluginError as exc:
             raise InputError.at(src, key, str(exc)) from None
         problem = check_params(cls, params, LINK_ARGS if key == "link-model" else SWITCH_ARGS)
+        if problem is None:
+            try:
+                problem = trial_problem(cls, params, link=key == "link-model")
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's __init__ failed: say so
+                raise PluginError(user_code_problem(users_entry(exc) or f"{key} '{raw}'", exc), exc) from None
         if problem is not None:
             raise InputError.at(src, key, f"({raw}) {problem}")
         return raw, tuple(params.items())
@@ -342,6 +355,52 @@ def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
     except CostSpecError as exc:
         raise InputError.at(src, exc.field, exc.problem) from None
     return dataclasses.replace(net, cost=prices)
+
+
+def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any] | None = None,
+                switch_model: Any = None, switch_params: dict[str, Any] | None = None) -> Any:
+    """``inputs`` with link and switch models handed to ``Simulation(link_model=MyLink,
+    link_params={...}, switch_model=..., switch_params=...)``: a class (registered under its
+    ``module:Class`` name) or a name as the YAML's ``link-model`` takes, its parameters
+    checked as the YAML's are (congestion-aware backend)."""
+    from dataclasses import replace
+
+    from simpy_astra.network.models import (
+        LINK_ARGS,
+        SWITCH_ARGS,
+        check_params,
+        lookup_link,
+        lookup_switch,
+        register_link,
+        register_switch,
+        trial_problem,
+    )
+
+    net = inputs.network
+    for key, model, params, register, lookup, contract in (
+            ("link_model", link_model, link_params, register_link, lookup_link, LINK_ARGS),
+            ("switch_model", switch_model, switch_params, register_switch, lookup_switch, SWITCH_ARGS)):
+        if model is None:
+            if params:
+                raise InputError(f"{key.replace('model', 'params')}=: parameters of which model? give {key}= too")
+            continue
+        try:
+            if isinstance(model, type):
+                name = f"{model.__module__}:{model.__qualname__}"
+                register(name, model)
+            else:
+                name = model
+                if not isinstance(name, str) or not name:
+                    raise PluginError(f"must be a class or a model's name (got {model!r})")
+                model = lookup(name)
+        except PluginError as exc:
+            raise InputError(f"{key}=: {exc}") from None
+        params = dict(params or {})
+        problem = check_params(model, params, contract) or trial_problem(model, params, key == "link_model")
+        if problem is not None:
+            raise InputError(f"{key}=: ({name}) {problem}")
+        net = replace(net, **{key: name, key.replace("model", "params"): tuple(params.items())})
+    return replace(inputs, network=net)
 
 
 def with_topology(inputs: Any, graph: Any, routes: Any) -> Any:

@@ -76,6 +76,19 @@ def check_size_bytes(size_bytes: Any, where: str) -> int:
     return int(size_bytes)
 
 
+def checked_hold_ns(link: LinkResource, hold: Any) -> float:
+    """``hold`` if it is a finite number of ns >= 0 (what a model's ``hold_ns`` must return),
+    else the model's error naming its class and method (NaN is not 0, "10" is not 10)."""
+    import math
+    from numbers import Integral, Real
+
+    if isinstance(hold, Real) and not isinstance(hold, bool) and math.isfinite(hold) and hold >= 0:
+        return int(hold) if isinstance(hold, Integral) else float(hold)  # numpy's: as Python's
+    from simpy_astra.plugins import bad_return
+
+    raise bad_return(link, "hold_ns", hold, "a finite number of ns >= 0 (0: start at once)")
+
+
 class Transmission(Put):
     """A user's request to carry ``size_bytes`` over one link; its value is the arrival time.
     It is no network message: class 0 (``priority``), no board ``key``."""
@@ -136,6 +149,12 @@ class LinkResource(BaseResource, Probed):
         """The item being serialised now (held there while the link is down), or None."""
         return None
 
+    @property
+    def holding(self) -> Any | None:
+        """The item taken from the queue and held before it starts (a model's ``hold_ns``),
+        or None."""
+        return None
+
     def set_bandwidth(self, bandwidth_gbps: float) -> None:
         """New speed for every byte not yet on the wire, from now (ValueError unless finite, > 0)."""
         raise NotImplementedError
@@ -157,8 +176,8 @@ class LinkResource(BaseResource, Probed):
         """(message, its board key or None for background bytes) of every network message on
         this link, on the wire or waiting: what cannot move while it is down (the stall
         check reads it). A user's own ``put()`` is not a network message."""
-        on_wire = self.on_wire
-        items = list(self.queue) if on_wire is None else [on_wire, *self.queue]
+        on_wire, holding = self.on_wire, self.holding
+        items = [*(() if on_wire is None else (on_wire,)), *(() if holding is None else (holding,)), *self.queue]
         return [(item, item.key) for item in items if item.__class__ is not Transmission]
 
     # ------------------------------------------------------------------ checks
@@ -210,6 +229,8 @@ class LinkElement(LinkResource):
         self._stale: set[Timeout] = set()  # arrivals a change of speed re-timed: ignored
         self._idle: Event | None = None  # what the process waits on while nothing is on the wire
         self._fifo: deque = deque()
+        self._holding: Any = None  # the item dequeued and held (hold_ns) before it starts
+        self._resume: Event | None = None  # what a hold paused by an outage waits on
         self._on_arrival = on_arrival
         self._arrived_callback = self._arrived  # bound once: the callback of every arrival
         self._delays: dict[int, tuple[int, int]] = {}
@@ -248,6 +269,11 @@ class LinkElement(LinkResource):
         return self._item
 
     @property
+    def holding(self) -> Any | None:
+        """The item dequeued and held (``hold_ns``, an outage pausing it), or None."""
+        return self._holding
+
+    @property
     def busy_ns(self) -> float:
         """Time spent serialising so far, the transmission on the wire now included (an
         integer once every transmission ended)."""
@@ -278,9 +304,36 @@ class LinkElement(LinkResource):
                 if item is None:
                     continue
             hold = self.hold_ns(item)
+            if hold.__class__ is not int or hold < 0:  # the cheap test; floats are checked in full
+                hold = checked_hold_ns(self, hold)
             if hold > 0:
-                yield env.timeout(hold)
+                yield from self.wait_hold(item, hold)
             yield from self.transmit(item)
+
+    def wait_hold(self, item: Any, hold_ns: float) -> Generator[Event, Any, None]:
+        """Hold ``item`` for ``hold_ns`` of the link's up time: an outage pauses the hold
+        (what is left of it runs after :meth:`bring_up`); meanwhile :meth:`held` lists it."""
+        env = self.env
+        self._holding = item
+        left = hold_ns
+        try:
+            while left > 0:
+                if not self.up:  # down: wait for bring_up, then hold for what is left
+                    self._resume = resume = Event(env)
+                    try:
+                        yield resume
+                    except Interrupt:
+                        pass
+                    continue
+                since = env.now
+                try:
+                    yield env.timeout(left)
+                    left = 0
+                except Interrupt:  # taken down (or re-timed): the time held so far counts
+                    left -= env.now - since
+        finally:
+            self._holding = None
+            self._resume = None
 
     def transmit(self, item: Any) -> Generator[Event, Any, None]:
         """Put ``item`` on the wire now and wait until its last byte is on it (re-timed by
@@ -333,12 +386,16 @@ class LinkElement(LinkResource):
         if self.up:
             self._pause()
             self.up = False
-            if self._item is not None:
-                self.process.interrupt("link down")  # its "link free" is stale now
+            if self._item is not None or self._holding is not None:
+                self.process.interrupt("link down")  # its "link free" (or its hold) is stale now
 
     def bring_up(self) -> None:
         if not self.up:
             self.up = True
+            resume = self._resume
+            if resume is not None:  # a hold paused by the outage goes on
+                self._resume = None
+                resume.succeed()
             self._retime()
 
     def _pause(self) -> None:

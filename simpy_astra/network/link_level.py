@@ -121,6 +121,11 @@ class LinkLevelNetwork:
         down and stays down (:meth:`~simpy_astra.network.link.LinkResource.fail`), so what
         crosses it is never delivered; a switch process is marked ``failed`` too."""
         touched = [link for link in self._links.values() if device in (link.src, link.dst)]
+        if not touched:  # by label, as link() takes it (a Graph switch's name, e.g. "sw")
+            label = self.fabric.label
+            ids = {d for link in self._links.values() for d in (link.src, link.dst) if label(d) == device}
+            touched = [link for link in self._links.values() if ids & {link.src, link.dst}]
+            device = next(iter(ids)) if len(ids) == 1 else device
         if not touched:
             raise KeyError(f"no link leads into or out of device {device!r}")
         switch = self.switches.get(device)

@@ -23,6 +23,21 @@ import simpy
 
 from simpy_astra.probes import Probed
 
+_INF = float("inf")
+
+
+def checked_release_ns(switch: SwitchElement, due_ns: Any) -> float:
+    """``due_ns`` if it is a finite number (a time in ns; one already past means at once),
+    else the model's error naming its class and method."""
+    import math
+    from numbers import Integral, Real
+
+    if isinstance(due_ns, Real) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
+        return int(due_ns) if isinstance(due_ns, Integral) else float(due_ns)  # numpy's: as Python's
+    from simpy_astra.plugins import bad_return
+
+    raise bad_return(switch, "release_ns", due_ns, "a finite time in ns (when the item may leave)")
+
 
 class SwitchElement(Probed):
     """A forwarding device ``device``: ``forward(item)`` is the network's way on."""
@@ -68,6 +83,8 @@ class SwitchElement(Probed):
                 continue
             arrived_ns, item = inbox.popleft()
             due_ns = self.release_ns(item, arrived_ns)
+            if due_ns.__class__ is not int and not (due_ns.__class__ is float and -_INF < due_ns < _INF):
+                due_ns = checked_release_ns(self, due_ns)
             if due_ns > env.now:
                 yield env.timeout(due_ns - env.now)
             self.send_on(item)

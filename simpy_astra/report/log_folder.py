@@ -41,10 +41,14 @@ class LogFolder:
         self.folder = folder
         self.log_path = os.path.join(folder, "log.log")
         self.err_path = os.path.join(folder, "err.log")
-        for path in (self.log_path, self.err_path):  # no FIFO, device or input; a folder we can write
-            files.check_output(path, FLAG)
+        self.check()
         self._log: list[str] = []
         self._err: list[str] = []
+
+    def check(self) -> None:
+        """No FIFO, device or input of the run (so far); a folder we can write."""
+        for path in (self.log_path, self.err_path):
+            files.check_output(path, FLAG)
 
     def add(self, level: str, text: str, logger: str = "simpy_astra") -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -58,7 +62,9 @@ class LogFolder:
             self.add("info", line, logger_of(line))
 
     def write(self) -> None:
-        """Append what was logged (err.log is made, empty, when nothing went wrong)."""
+        """Append what was logged (err.log is made, empty, when nothing went wrong); never
+        into one of the run's inputs (checked again: the inputs are known by now)."""
+        self.check()
         for path, lines in ((self.log_path, self._log), (self.err_path, self._err)):
             try:
                 with open(path, "a", encoding="utf-8") as f:

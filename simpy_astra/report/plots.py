@@ -171,8 +171,17 @@ def _save(fig, path: str) -> None:
     legend = ax.get_legend()
     names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
-    fig.savefig(path, dpi=110, metadata={"Title": ax.get_title(), "Description": description})
-    _pyplot().close(fig)
+    from simpy_astra import files
+
+    try:
+        with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
+            fig.savefig(f, format="png", dpi=110, metadata={"Title": ax.get_title(), "Description": description})
+    finally:
+        _pyplot().close(fig)
+
+
+#: the files ``--plots DIR`` writes into DIR
+PLOT_NAMES = ("breakdown.png", "timeline.png")
 
 
 def require_matplotlib() -> None:
@@ -192,7 +201,7 @@ def write_plots(breakdowns: dict[int, Breakdown], folder: str,
     require_matplotlib()
     try:
         os.makedirs(folder, exist_ok=True)
-        paths = [os.path.join(folder, "breakdown.png"), os.path.join(folder, "timeline.png")]
+        paths = [os.path.join(folder, name) for name in PLOT_NAMES]
         _save(breakdown_figure(breakdowns, roles=roles), paths[0])
         _save(timeline_figure(breakdowns, replica=replica), paths[1])
     except OSError as exc:

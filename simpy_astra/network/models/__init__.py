@@ -83,14 +83,55 @@ SWITCH_ARGS = ("env", "device", "forward")
 _CHECKED_TYPES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
+def _init_of(model: type) -> Any:
+    """The ``__init__`` that says what ``model`` takes: the first in its MRO that is not a
+    pass-through ``(self, *args, **kwargs)`` (strict_priority's hands everything to fifo's)."""
+    for cls in model.__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            kinds = [p.kind for p in inspect.signature(init).parameters.values()][1:]
+        except (TypeError, ValueError):
+            return init
+        if kinds != [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]:
+            return init
+    return model.__init__
+
+
+def _own_signature(model: type) -> inspect.Signature | None:
+    """``model(...)``'s signature as its effective ``__init__`` (:func:`_init_of`) has it."""
+    try:
+        signature = inspect.signature(_init_of(model))
+    except (TypeError, ValueError):
+        return None
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+
+def trial_problem(model: type, params: dict[str, Any], link: bool) -> str | None:
+    """Why ``model`` refuses ``params`` when built (its ``__init__`` raising ValueError or
+    TypeError: a delay < 0, say), in its words; None when it builds. Built once on a
+    scratch environment that never runs, so a bad value is an input error before the run."""
+    import simpy
+
+    env = simpy.Environment()
+    try:
+        if link:
+            model(env, 0, 1, 1.0, 0.0, lambda item: None, **params)
+        else:
+            model(env, "switch", lambda item: None, **params)
+    except (ValueError, TypeError) as exc:
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return None
+
+
 def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...]) -> str | None:
     """Why ``model(*contract, **params)`` cannot be built, in words (one unknown, missing or
     wrongly typed parameter, with its fix), or None. Checked against ``model.__init__``'s
     signature: the parameters after the contract's positional ones, and their annotations
     where they are ``int``, ``float``, ``str`` or ``bool``."""
-    try:
-        signature = inspect.signature(model)
-    except (TypeError, ValueError):
+    signature = _own_signature(model)
+    if signature is None:
         return None  # not introspectable: the call itself will tell
     fields = list(signature.parameters.values())
     var_keyword = any(p.kind is p.VAR_KEYWORD for p in fields)
@@ -114,7 +155,7 @@ def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...])
         if p.default is p.empty and p.name not in params:
             return f"misses the required parameter '{p.name}' (add '{p.name}: <value>' beside class:)"
     try:
-        hints = typing.get_type_hints(model.__init__)
+        hints = typing.get_type_hints(_init_of(model))
     except Exception:  # noqa: BLE001 - annotations we cannot resolve are not checked
         hints = {}
     for key, value in params.items():
@@ -129,5 +170,5 @@ def check_params(model: type, params: dict[str, Any], contract: tuple[str, ...])
     return None
 
 
-__all__ = ["check_params", "LINK_ARGS", "SWITCH_ARGS", "DelaySwitch", "EcnLink", "ProcessLink", "StrictPriorityLink", "LINKS", "SWITCHES",
+__all__ = ["check_params", "trial_problem", "LINK_ARGS", "SWITCH_ARGS", "DelaySwitch", "EcnLink", "ProcessLink", "StrictPriorityLink", "LINKS", "SWITCHES",
            "register_link", "register_switch", "lookup_link", "lookup_switch"]

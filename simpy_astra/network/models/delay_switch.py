@@ -19,6 +19,8 @@ from simpy_astra.network.switch import SwitchElement
 class DelaySwitch(SwitchElement):
     def __init__(self, env: simpy.Environment, device: Any, forward: Callable[[Any], None],
                  delay_ns: int = 100) -> None:
+        if isinstance(delay_ns, bool) or not isinstance(delay_ns, int) or delay_ns < 0:
+            raise ValueError(f"delay_ns must be a whole number of ns >= 0 (got {delay_ns!r})")
         self.delay_ns = delay_ns
         super().__init__(env, device, forward)
 

@@ -19,6 +19,8 @@ from simpy_astra.network.models.process_link import ProcessLink
 class EcnLink(ProcessLink):
     def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float, latency_ns: float,
                  on_arrival: Callable[[Any], None], threshold_bytes: int = 64 * 1024) -> None:
+        if isinstance(threshold_bytes, bool) or not isinstance(threshold_bytes, int) or threshold_bytes < 0:
+            raise ValueError(f"threshold_bytes must be a whole number of bytes >= 0 (got {threshold_bytes!r})")
         self.threshold_bytes = threshold_bytes
         self.marked = 0
         self.queued_bytes = 0
