@@ -16,7 +16,7 @@ import math
 import shlex
 from dataclasses import dataclass
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 
 #: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
 GPT2_VOCAB = 50257
@@ -333,8 +333,9 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         _positive(where, name.replace("_", "-"), getattr(a, name))
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
     if gpus % (tp * pp * cp):
-        raise InputError(f"{where}: gpus: {gpus} GPUs are not a multiple of tp x pp x cp = {tp * pp * cp} "
-                         f"(Megatron's data-parallel size is gpus / (tp x pp x cp))")
+        raise InvalidConfigurationError(f"{where}: gpus: {gpus} GPUs are not a multiple of tp x pp x cp = "
+                                        f"{tp * pp * cp} (Megatron's data-parallel size is gpus / (tp x pp x cp))",
+                                        "gpus divisible by tp x pp x cp")
     dp = gpus // (tp * pp * cp)
     h, heads = a.hidden_size, a.num_attention_heads
     head_dim = a.kv_channels or h // heads
@@ -355,8 +356,9 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     vocab = math.ceil(vocab / multiple) * multiple
     global_batch = a.global_batch_size or a.micro_batch_size * dp
     if global_batch % (a.micro_batch_size * dp):
-        raise InputError(f"{where}: args: --global-batch-size {global_batch} is not divisible by "
-                         f"--micro-batch-size x data-parallel size = {a.micro_batch_size} x {dp}")
+        raise InvalidConfigurationError(f"{where}: args: --global-batch-size {global_batch} is not divisible by "
+                                        f"--micro-batch-size x data-parallel size = {a.micro_batch_size} x {dp}",
+                                        "global batch divisible by micro-batch x dp")
     virtual = 1
     if a.num_layers_per_virtual_pipeline_stage:
         per = a.num_layers_per_virtual_pipeline_stage
