@@ -215,13 +215,19 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     _write_point_scenarios(args.out, points)
     todo = [p for p in points if not store.done(p.key)]
     out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
-    jobs = min(args.jobs, max(len(todo), 1))
-    where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
-    out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
-             f"{store.csv_path}, running {len(todo)} on {where}")
 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return _label(args.sweep, p)
+
+    from simpy_astra.sweep.validity import check_point
+
+    refused = {p.key: check_point(p.scenario, label(p)) for p in todo}
+    invalid = sum(1 for r in refused.values() if r)
+    jobs = min(args.jobs, max(len(todo) - invalid, 1))
+    where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
+    out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
+             f"{store.csv_path}, running {len(todo) - invalid} on {where}"
+             + (f" ({invalid} invalid: Megatron refuses them)" if invalid else ""))
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
         if changed:  # the point ended on other contents: its row may be from other inputs
@@ -231,9 +237,6 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         store.append(p.key, p.coordinates, figures)
 
     t0 = time.perf_counter()
-    from simpy_astra.sweep.validity import check_point
-
-    refused = {p.key: check_point(p.scenario, label(p)) for p in todo}
     for p in todo:  # a layout Megatron refuses is a row at once: nothing to simulate
         if refused[p.key]:
             save(p, refused[p.key], [])
