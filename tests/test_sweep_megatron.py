@@ -205,3 +205,23 @@ def test_a_relative_preset_path_works_in_the_base_and_as_a_point(tmp_path):
     only_base = write(tmp_path / "sweeps" / "gpus.yaml", {"base": "../scen/base.yaml",
                                                           "axes": {"cluster.gpus": [16]}})
     assert sweep_main([only_base, "--out", str(tmp_path / "out2"), "--jobs", "1"]) == 0
+
+
+def test_the_shipped_sweep_is_gpt3_175b_on_1024_a100s_and_lists_its_invalid_layouts(capsys):
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    path = ROOT / "scenarios" / "sweeps" / "megatron_layouts.yaml"
+    spec = load_sweep(str(path))
+    assert spec.base["cluster"] == {"preset": "dgx-a100-80gb", "gpus": 1024}
+    # GPT-3 175B as the SC'21 paper trains it: 96 layers of width 12288, 96 heads, sequence 2048
+    job = parse(spec.base["workload"]["args"], 1024)
+    assert (job.num_layers, job.hidden, job.heads, job.seq, job.global_batch) == (96, 12288, 96, 2048, 1536)
+    assert 170e9 < job.parameters() < 180e9
+    assert [a.name for a in spec.axes] == ["tensor_model_parallel_size", "pipeline_model_parallel_size",
+                                           "micro_batch_size", "recompute"]
+    assert sweep_main([str(path), "--list"]) == 0
+    listed = capsys.readouterr().out
+    # pp 12: tp x 12 never divides 1,024 GPUs
+    assert listed.startswith("24 points, 8 invalid")
+    assert all(("pipeline_model_parallel_size=12" in line) == ("INVALID" in line)
+               for line in listed.splitlines()[1:])

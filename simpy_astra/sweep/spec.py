@@ -93,11 +93,6 @@ class Point:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
 
     @property
-    def megatron_args(self) -> Any:
-        """The point's Megatron-LM arguments, or None when its workload is not Megatron."""
-        return megatron_args_of(self.scenario)
-
-    @property
     def backend(self) -> str:
         """The network backend that measured this point (points of two backends are not compared)."""
         return str(self.scenario.get("backend") or DEFAULT_BACKEND)
