@@ -119,8 +119,12 @@ def test_megatron_points_have_training_figures_and_invalid_layouts_are_rows_with
     assert sweep_main([path, "--list"]) == 0
     listed = capsys.readouterr().out
     assert "6 points, 3 invalid" in listed
-    assert listed.count("INVALID gpus divisible by tp x pp x cp") == 2  # tp 3 on 16 GPUs
-    assert listed.count("INVALID global batch divisible by micro-batch x dp") == 1  # 32 % (4 x 16)
+    marked = [line.split()[1:3] for line in listed.splitlines() if line.endswith("  invalid")]
+    assert marked == [["tensor_model_parallel_size=1", "micro_batch_size=4"],  # 32 % (4 x 16)
+                      ["tensor_model_parallel_size=3", "micro_batch_size=1"],  # tp 3 on 16 GPUs
+                      ["tensor_model_parallel_size=3", "micro_batch_size=4"]]
+    assert "invalid: 1 point(s) break the rule 'global batch divisible by micro-batch x dp'" in listed
+    assert "invalid: 2 point(s) break the rule 'gpus divisible by tp x pp x cp'" in listed
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1"]) == 0
     by = {(int(r["workload.args.tensor-model-parallel-size"]), int(r["workload.args.micro-batch-size"])): r
@@ -217,11 +221,11 @@ def test_the_shipped_sweep_is_gpt3_175b_on_1024_a100s_and_lists_its_invalid_layo
     job = parse(spec.base["workload"]["args"], 1024)
     assert (job.num_layers, job.hidden, job.heads, job.seq, job.global_batch) == (96, 12288, 96, 2048, 1536)
     assert 170e9 < job.parameters() < 180e9
-    assert [a.name for a in spec.axes] == ["tensor_model_parallel_size", "pipeline_model_parallel_size",
-                                           "micro_batch_size", "recompute"]
+    assert [a.name for a in spec.axes] == ["tp", "pp", "mb", "recompute"]
     assert sweep_main([str(path), "--list"]) == 0
     listed = capsys.readouterr().out
     # pp 12: tp x 12 never divides 1,024 GPUs
     assert listed.startswith("24 points, 8 invalid")
-    assert all(("pipeline_model_parallel_size=12" in line) == ("INVALID" in line)
-               for line in listed.splitlines()[1:])
+    lines = listed.splitlines()[1:25]
+    assert all(("pp=12" in line) == line.endswith("  invalid") for line in lines)
+    assert max(len(line) for line in listed.splitlines()) <= 80  # docs/sweeps.md shows it

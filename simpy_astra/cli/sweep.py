@@ -192,8 +192,11 @@ def _main(argv: list[str]) -> int:
         print(f"{len(points)} points" + (f", {count} invalid (Megatron refuses them; they will not run)"
                                          if count else ""))
         for p in points:
-            mark = f"  INVALID {refused[p.key]['rule']}" if refused[p.key] else ""
+            mark = "  invalid" if refused[p.key] else ""
             print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes) + mark)
+        rules = [r["rule"] for r in refused.values() if r]
+        for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
+            print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")
         return 0
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")

@@ -58,7 +58,8 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     if left_out:
         out.line(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
     for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
-        text = f"{o.point.coordinates}: {o.figures['error'].split(': ', 1)[0]}"
+        coords = " ".join(f"{a.name}={o.point.coordinates[a.column]}" for a in spec.axes)
+        text = f"{coords}: {o.figures['error'].split(': ', 1)[0]}"
         out.line(f"invalid {text}", "[yellow]invalid[/yellow] " + escape(text))
     if len(invalid) > 3:
         out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
