@@ -229,3 +229,25 @@ def test_the_shipped_sweep_is_gpt3_175b_on_1024_a100s_and_lists_its_invalid_layo
     lines = listed.splitlines()[1:25]
     assert all(("pp=12" in line) == line.endswith("  invalid") for line in lines)
     assert max(len(line) for line in listed.splitlines()) <= 80  # docs/sweeps.md shows it
+
+
+def test_a_rule_raised_inside_a_generator_keeps_its_rule(monkeypatch, tmp_path):
+    """A validity rule the generator itself checks (e.g. FP8 on a GPU without FP8 units)
+    reaches the sweep as an invalid point, not as a failure."""
+    from simpy_astra.errors import InvalidConfigurationError
+    from simpy_astra.sweep.point import run_point
+    from simpy_astra.workloads import generated
+
+    def refuse(params: dict, prefix: str) -> None:
+        raise InvalidConfigurationError("generate refuse: --fp8-format on a GPU without FP8 units",
+                                        "fp8 needs fp8 hardware")
+
+    monkeypatch.setitem(generated.GENERATORS, "refuse", generated.GeneratorEntry(refuse, "1"))
+    scenario = yaml.safe_load((ROOT / "scenarios" / "default.yaml").read_text())
+    scenario["workload"] = {"generate": "refuse"}
+    for key in ("system", "network"):
+        if isinstance(scenario[key], str):
+            scenario[key] = str(ROOT / "scenarios" / scenario[key])
+    figures = run_point(scenario, "S: point x=1")
+    assert figures["status"] == "invalid", figures
+    assert figures["error"].startswith("fp8 needs fp8 hardware: ")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra import files
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,8 @@ def materialise(spec: dict[str, Any], where: str = "workload", lazy: bool = Fals
         raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
     try:
         return _materialise(name, GENERATORS[name], params, where, lazy)
+    except InvalidConfigurationError as exc:  # keeps its rule: a sweep records the point as invalid
+        raise InvalidConfigurationError(as_fields(exc.message, where), exc.rule) from None
     except InputError as exc:
         raise InputError(as_fields(exc.message, where)) from None
     except (TypeError, ValueError, OverflowError) as exc:  # a parameter of a type no check foresaw
