@@ -99,6 +99,7 @@ def test_points_carry_the_edited_args_and_flags_are_names_in_expressions(tmp_pat
         assert ("--sequence-parallel" in args) == p.coordinates["workload.args.sequence-parallel"]
         assert args[args.index("--tensor-model-parallel-size") + 1] == "2"
         assert p.names(spec.axes)["tensor_model_parallel_size"] == 2
+        assert p.names(spec.axes)["data_parallel_size"] == GPUS // 2  # pp 1
 
 
 def test_an_unknown_flag_or_a_flag_axis_on_a_non_megatron_base_is_refused(tmp_path, capsys):

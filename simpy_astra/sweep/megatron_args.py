@@ -60,9 +60,14 @@ def check_flag(dotted: str, where: str) -> None:
         raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
 
 
+#: not a flag: Megatron derives it as gpus / (tp x pp x cp); a name in expressions too
+DATA_PARALLEL = "data_parallel_size"
+
+
 def names() -> set[str]:
-    """The names modelled flags have in expressions (``tensor_model_parallel_size``, ...)."""
-    return {a.dest for a in _actions().values() if a.dest != "help"}
+    """The names modelled flags have in expressions (``tensor_model_parallel_size``, ...),
+    and ``data_parallel_size``."""
+    return {a.dest for a in _actions().values() if a.dest != "help"} | {DATA_PARALLEL}
 
 
 def _tokens(args: Any, where: str) -> list[str]:
@@ -120,9 +125,10 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     return shlex.join(out)
 
 
-def flag_values(args: Any) -> dict[str, Any]:
-    """Every modelled flag's value in ``args`` (defaults where absent), by its expression name;
-    empty when the arguments cannot be read (the point then fails and says why)."""
+def flag_values(args: Any, gpus: Any = None) -> dict[str, Any]:
+    """Every modelled flag's value in ``args`` (defaults where absent), by its expression name,
+    and the data-parallel size on ``gpus`` GPUs when they divide; empty when the arguments
+    cannot be read (the point then fails and says why)."""
     from simpy_astra.workloads.megatron.arguments import parser
 
     p = parser()
@@ -132,4 +138,12 @@ def flag_values(args: Any) -> dict[str, Any]:
         known, _rest = p.parse_known_args(_tokens(args, "workload"))
     except (Exception, SystemExit):  # noqa: BLE001 - any unreadable args: no names
         return {}
-    return {k: v for k, v in vars(known).items() if k != "help"}
+    values = {k: v for k, v in vars(known).items() if k != "help"}
+    try:
+        model = values["tensor_model_parallel_size"] * values["pipeline_model_parallel_size"] * \
+            values["context_parallel_size"]
+    except (KeyError, TypeError):
+        return values
+    if isinstance(gpus, int) and isinstance(model, int) and model > 0 and gpus % model == 0:
+        values[DATA_PARALLEL] = gpus // model
+    return values

@@ -220,7 +220,11 @@ class SweepSpec:
             seen.add(key)
             scenario = self._scenario_for(coords)
             flags = self._flags(scenario)
-            if all(f.evaluate({**flags, **names}, f"{self.path}: constraints") for f in self.point_filters):
+            values = {**flags, **names}
+            # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
+            # cannot judge it: the point stays, and shows why it cannot run
+            if all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
+                   for f in self.point_filters):
                 out.append(Point(key, coords, scenario, flags))
         return out
 
@@ -230,9 +234,11 @@ class SweepSpec:
         from simpy_astra.sweep.megatron_args import flag_values
 
         args = megatron_args_of(scenario)
-        text = json.dumps(args, default=str)
+        cluster = scenario.get("cluster")
+        gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
+        text = json.dumps([args, gpus], default=str)
         if text not in self._flag_cache:
-            self._flag_cache[text] = flag_values(args)
+            self._flag_cache[text] = flag_values(args, gpus)
         return self._flag_cache[text]
 
     def check_expressions(self, point: Point) -> None:
