@@ -47,7 +47,8 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
             for o in ranked]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
     align = ["left"] * len(spec.axes) + ["right"] * len(spec.report)
-    if any(o.figures.get("fits") is not None for o in ranked):  # never let a point that does not fit pass unseen
+    # never let a point that does not fit pass unseen (unless the report shows fits already)
+    if any(o.figures.get("fits") is not None for o in ranked) and "fits" not in headers:
         headers.append("fits")
         align.append("left")
         for row, o in zip(rows, ranked, strict=True):
