@@ -39,6 +39,7 @@ LONG = {
     "python -m simpy_astra sweep scenarios/sweeps/cost_topology.yaml": "dozens of points",
     "python -m simpy_astra sweep scenarios/sweeps/gemm_arrays.yaml": "needs SCALE-Sim, many points",
     "python -m simpy_astra sweep scenarios/sweeps/mesh_backends.yaml": "packet-level points",
+    "python -m simpy_astra sweep scenarios/sweeps/megatron_layouts.yaml --out": "16 steps on 1,024 GPUs, minutes",
     "python -m simpy_astra generate transformer --preset llama2-70b": "thousands of trace files",
     "python -m simpy_astra generate gemm": "needs SCALE-Sim (extra .[gemm])",
     "python -m simpy_astra run scenarios/gemm": "needs SCALE-Sim (extra .[gemm])",

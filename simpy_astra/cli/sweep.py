@@ -5,7 +5,7 @@ Dask cluster), then writes DIR/best.json, the plots and a summary table. See
 ``simpy_astra/sweep/spec.py`` for the YAML.
 
 Exit status: 0 done; 2 a bad input (one ``error:`` line naming the file and field, before any
-point runs; or, after them, a ``minimise`` that gave no point a number); 4 every point failed (their errors are in results.csv); 130 stopped by Ctrl-C and
+point runs; or, after them, a ``minimise`` that gave no point a number); 4 every point failed or is invalid (their errors are in results.csv); 130 stopped by Ctrl-C and
 143 by SIGTERM (finished points saved; the same command finishes the rest).
 """
 
@@ -164,6 +164,11 @@ def _is_main_program() -> bool:
         or os.path.basename(sys.argv[0] if sys.argv else "") == "simpy-astra"
 
 
+def _label(sweep: str, p: Point) -> str:
+    """What a point's error names: the sweep file and the coordinates."""
+    return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
+
+
 def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
@@ -180,9 +185,18 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
     if args.list:
-        print(f"{len(points)} points")
+        from simpy_astra.sweep.validity import check_point
+
+        refused = {p.key: check_point(p.scenario, _label(args.sweep, p)) for p in points}
+        count = sum(1 for r in refused.values() if r)
+        print(f"{len(points)} points" + (f", {count} invalid (Megatron refuses them; they will not run)"
+                                         if count else ""))
         for p in points:
-            print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes))
+            mark = "  invalid" if refused[p.key] else ""
+            print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes) + mark)
+        rules = [r["rule"] for r in refused.values() if r]
+        for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
+            print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")
         return 0
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
@@ -204,14 +218,19 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     _write_point_scenarios(args.out, points)
     todo = [p for p in points if not store.done(p.key)]
     out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
-    jobs = min(args.jobs, max(len(todo), 1))
-    where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
-    out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
-             f"{store.csv_path}, running {len(todo)} on {where}")
 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
-        return f"{args.sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
+        return _label(args.sweep, p)
 
+    from simpy_astra.sweep.validity import check_point
+
+    refused = {p.key: check_point(p.scenario, label(p)) for p in todo}
+    invalid = sum(1 for r in refused.values() if r)
+    jobs = min(args.jobs, max(len(todo) - invalid, 1))
+    where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
+    out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
+             f"{store.csv_path}, running {len(todo) - invalid} on {where}"
+             + (f" ({invalid} invalid: Megatron refuses them)" if invalid else ""))
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
         if changed:  # the point ended on other contents: its row may be from other inputs
@@ -221,6 +240,10 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         store.append(p.key, p.coordinates, figures)
 
     t0 = time.perf_counter()
+    for p in todo:  # a layout Megatron refuses is a row at once: nothing to simulate
+        if refused[p.key]:
+            save(p, refused[p.key], [])
+    todo = [p for p in todo if not refused[p.key]]
     if args.cluster:
         outcome = run_cluster(todo, args.cluster, store.inputs, save, out, where=label)
     else:
@@ -248,15 +271,23 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         out.line(stopped + rest, f"[yellow]{stopped}[/yellow]" + rest.replace("[", "\\["))
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
     ok = [o for o in done if o.ok]
-    if ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
+    if ok and not any(o.fits for o in ok):
+        out.line(f"no finished point fits its GPU's memory ({len(ok)} of {len(points)} ran): best.json names "
+                 f"no best; try more pipeline or tensor parallelism, recomputation or a smaller micro-batch")
+    elif ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
         print(f"error: {args.sweep}: minimise: '{spec.objective.text}' gave no number for any of the "
               f"{len(ok)} finished points (a figure it uses is empty, e.g. cost_usd without a price for "
               f"the network, or it divides by zero), so best.json names no best; minimise a figure every "
               f"point has, e.g. finish_ns", file=sys.stderr)
         return EXIT_NO_BEST
+    if done and all(o.invalid for o in done):
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron-LM refuses "
+              f"each layout, e.g. {done[0].figures['error']}; results.csv names each one's rule; change the "
+              f"axes (e.g. tp x pp x cp must divide the GPUs)", file=sys.stderr)
+        return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
-              f"their errors), e.g. {done[0].figures['error']}", file=sys.stderr)
+              f"their errors), e.g. {next(o for o in done if not o.invalid).figures['error']}", file=sys.stderr)
         return EXIT_ALL_FAILED
     out.line(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s"
              + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"

@@ -1,5 +1,10 @@
 """best.json: the point minimising the objective, overall and under each result constraint.
 
+Never crown what does not fit: when points carry ``fits`` (a Megatron job's memory per GPU
+against its GPU's), every best is chosen among the points that fit, and each section says how
+many finished points it left out for not fitting (``left_out_not_fitting``). Points Megatron
+refuses (``status: invalid``) are counted apart from failures (``invalid``).
+
 Only rows made from the inputs the points use now are compared (a row records the digest of
 its inputs, store.py). Points measured by different network backends are never compared: congestion_aware models
 link contention and congestion_unaware does not, so a "best" across them would rank a
@@ -30,6 +35,15 @@ class Outcome:
     def ok(self) -> bool:
         return self.figures["status"] == "ok"
 
+    @property
+    def invalid(self) -> bool:
+        return self.figures["status"] == "invalid"
+
+    @property
+    def fits(self) -> bool:
+        """False only for a point whose memory is known not to fit its GPU."""
+        return self.figures.get("fits") != 0
+
 
 def outcomes(spec: SweepSpec, points: list[Point], rows: dict[str, dict[str, str]],
              inputs: dict[str, str] | None = None) -> list[Outcome]:
@@ -59,19 +73,24 @@ def satisfies(spec: SweepSpec, o: Outcome, constraint) -> bool:
 
 
 def _entry(spec: SweepSpec, candidates: list[Outcome]) -> dict[str, Any] | None:
-    scored = [(objective_of(spec, o), i, o) for i, o in enumerate(candidates)]
+    """The best of ``candidates`` that fit, saying how many of them did not."""
+    left_out = sum(1 for o in candidates if not o.fits)
+    scored = [(objective_of(spec, o), i, o) for i, o in enumerate(candidates) if o.fits]
     scored = [s for s in scored if s[0] is not None]
     if not scored:
         return None
     value, _, o = min(scored, key=lambda s: (s[0], s[1]))
     return {"key": o.point.key, "objective": value, "backend": o.point.backend,
             "inputs_sha256": o.inputs_sha256, "coordinates": o.point.coordinates,
-            "figures": {k: v for k, v in o.figures.items() if k not in ("status", "error")}}
+            "figures": {k: v for k, v in o.figures.items() if k not in ("status", "error")},
+            "left_out_not_fitting": left_out}
 
 
 def _section(spec: SweepSpec, ok: list[Outcome]) -> dict[str, Any]:
-    """best, best_under each result constraint, and best_under_all, among ``ok``."""
+    """best, best_under each result constraint, and best_under_all, among the points of ``ok``
+    that fit (and how many did not)."""
     section: dict[str, Any] = {
+        "left_out_not_fitting": sum(1 for o in ok if not o.fits),
         "best": _entry(spec, ok),
         "best_under": {c.text: _entry(spec, [o for o in ok if satisfies(spec, o, c)])
                        for c in spec.result_constraints},
@@ -97,7 +116,8 @@ def best_summary(spec: SweepSpec, done: list[Outcome], total_points: int,
         "minimise": spec.objective.text,
         "points": total_points,
         "finished": len(done),
-        "failed": len(done) - len(ok),
+        "failed": sum(1 for o in done if not o.ok and not o.invalid),
+        "invalid": sum(1 for o in done if o.invalid),
         "backends": backends,
     }
     if len(backends) <= 1:

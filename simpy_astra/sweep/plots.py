@@ -1,5 +1,7 @@
 """DIR/time.png, split.png, breakdown.png and memory.png: one bar per finished point, in sweep
-order (breakdown.png: the last NPU's time stacked by part, as ``run --plots`` draws an NPU).
+order (breakdown.png: the last NPU's time stacked by part, as ``run --plots`` draws an NPU);
+and, when points know their memory, time_memory.png: the question a researcher brings ("which
+layout is fastest, and does it fit?") as one picture, iteration time against memory per GPU.
 
 matplotlib runs on the Agg backend (files only, no display needed).
 """
@@ -89,7 +91,54 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
                 ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(axes_text)
     paths.append(_save(fig, plt, out_dir, "memory.png"))
+    if any(_memory_gib(o) is not None for o in ok):
+        paths.append(time_memory_plot(spec, ok, out_dir, best))
     return paths
+
+
+def _memory_gib(o: Outcome) -> float | None:
+    value = o.figures.get("memory_per_gpu_gib")
+    return o.figures.get("peak_memory_gb") if value is None else value
+
+
+def _time_ns(o: Outcome) -> float:
+    value = o.figures.get("iteration_time_ns")
+    return o.figures["finish_ns"] if value is None else value
+
+
+def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set[str]) -> str:
+    """time_memory.png: one dot per finished point (iteration time against memory per GPU),
+    the GPU's capacity as a vertical line, points that do not fit as red crosses, the best
+    point (which always fits, best.py) as a green star."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [o for o in ok if _memory_gib(o) is not None]
+    unit, scale = time_unit(max(_time_ns(o) for o in shown))
+    fig, ax = plt.subplots(figsize=(7.0, 5.0))
+    ax.set_title(f"{spec.name}: time and memory per point")
+    ax.set_xlabel("memory per GPU (GiB)")
+    ax.set_ylabel(f"iteration time ({unit})")
+    for fits, style in ((True, {"color": "tab:blue", "marker": "o", "label": "fits"}),
+                        (False, {"color": "tab:red", "marker": "x", "label": "does not fit"})):
+        group = [o for o in shown if o.fits == fits and o.point.key not in best]
+        if group:
+            ax.scatter([_memory_gib(o) for o in group], [_time_ns(o) / scale for o in group], **style)
+    winners = [o for o in shown if o.point.key in best]
+    if winners:
+        ax.scatter([_memory_gib(o) for o in winners], [_time_ns(o) / scale for o in winners], marker="*", s=250,
+                   color="tab:green", edgecolor="black", zorder=3, label="best (fits)")
+        for o in winners:
+            ax.annotate(" " + _label(o), (_memory_gib(o), _time_ns(o) / scale), fontsize=8)
+    caps = sorted({o.figures["memory_capacity_gib"] for o in shown if o.figures.get("memory_capacity_gib")})
+    if not caps and memory_cap_gb(spec) is not None:
+        caps = [memory_cap_gb(spec)]
+    for cap in caps:
+        ax.axvline(cap, color="tab:red", linestyle="--", label=f"capacity {cap:g} GiB")
+    ax.legend()
+    return _save(fig, plt, out_dir, "time_memory.png")
 
 
 def breakdown_plot(spec: SweepSpec, ok: list[Outcome], labels: list[str], out_dir: str, unit: str,

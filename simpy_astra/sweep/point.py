@@ -15,8 +15,10 @@ import time
 from typing import Any
 
 from simpy_astra.config.readers import dump_yaml
+from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.statistics import COMM, GPU
+from simpy_astra.sweep.spec import TRAINING_NAMES
 from simpy_astra.units import bytes_to_gib
 
 
@@ -59,6 +61,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         parts = sweep_figures(breakdowns[critical(breakdowns)]) if breakdowns else {}
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
         cost = network_cost(inputs.network).total_usd
+        training = _training(inputs, reports)
         held = max((r.memory_breakdown for r in reports if r.memory_breakdown is not None),
                     key=lambda b: sum(b.values()), default=None)
         breakdown = {f"peak_{c}_gb": round(bytes_to_gib(held[c]), 6) if held else None for c in CATEGORIES}
@@ -67,15 +70,34 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             "exposed_comm_ns": max(r.exposed_comm_cycles for r in reports),
             "compute_ns": max(r.times.get(GPU, 0) for r in reports),
             "comm_ns": max(r.times.get(COMM, 0) for r in reports),
-            "peak_memory_gb": round(bytes_to_gib(max(peaks)), 6) if peaks else None,
+            # a Megatron job's memory is its model's (the traces track none): the same GiB
+            "peak_memory_gb": round(bytes_to_gib(max(peaks)), 6) if peaks else training.get("memory_per_gpu_gib"),
             "cost_usd": cost,
             **breakdown,
             **parts,
+            **training,
             "wall_s": round(time.perf_counter() - t0, 3),
             "status": "ok",
             "error": "",
         }
+    except InvalidConfigurationError as exc:  # a layout Megatron refuses: a result, not a failure
+        from simpy_astra.sweep.validity import invalid_figures
+
+        exc = InvalidConfigurationError(_relabel(exc.message, where), exc.rule)
+        return {**invalid_figures(exc, where), "wall_s": round(time.perf_counter() - t0, 3)}
     except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
         text = _relabel(" ".join(str(exc).split()) or "no message", where)
         return {"wall_s": round(time.perf_counter() - t0, 3), "status": "error",
                 "error": f"{type(exc).__name__}: {text}"}
+
+
+def _training(inputs: Any, reports: list) -> dict[str, Any]:
+    """A generated Megatron job's figures (TrainingFigures.as_dict), its memory parts as
+    ``memory_<part>_gib`` and ``fits`` as 1 or 0; empty for other workloads."""
+    if getattr(inputs, "training", None) is None or not reports:
+        return {}
+    figures = inputs.training(max(r.finished_cycles for r in reports)).as_dict()
+    parts = figures.pop("memory_gib", {}) or {}
+    figures = {k: v for k, v in figures.items() if k in TRAINING_NAMES}
+    figures["fits"] = int(figures["fits"])
+    return {**figures, **{f"memory_{p}_gib": v for p, v in parts.items() if f"memory_{p}_gib" in TRAINING_NAMES}}

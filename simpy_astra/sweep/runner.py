@@ -97,7 +97,7 @@ class Finished:
 def _label(point: Point, figures: dict[str, Any]) -> Finished:
     coords = " ".join(f"{v}" for v in point.coordinates.values())
     if figures.get("status") != "ok":
-        return Finished(coords, "error", ok=False)
+        return Finished(coords, str(figures.get("status") or "error"), ok=False)
     return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True)
 
 

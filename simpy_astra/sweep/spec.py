@@ -49,9 +49,16 @@ from simpy_astra.sweep.expressions import Expression, parse_expression
 # figures every point reports (see point.py); expressions may use them
 # peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
 PEAK_PARTS = tuple(f"peak_{c}_gb" for c in CATEGORIES)
-# the last NPU's time by part (report/breakdown.py), summing to finish_ns
+#: the parts of a Megatron point's memory per GPU (TrainingFigures' memory_gib keys), each a
+#: ``memory_<part>_gib`` column; "total" is the part of a report that does not split its memory
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "fp8_buffers", "total")
+#: a generated Megatron job's own figures (workloads/megatron/report.py TrainingFigures.as_dict)
+TRAINING_NAMES = ("iteration_time_ns", "tflops_per_gpu", "mfu", "tokens_per_s_per_gpu", "memory_per_gpu_gib",
+                  *(f"memory_{p}_gib" for p in MEMORY_PARTS), "memory_capacity_gib", "fits")
+# the last NPU's time by part (report/breakdown.py), summing to finish_ns; new names go last
+# (a results.csv from before them resumes: its header is a subsequence of ours)
 RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", *PEAK_PARTS,
-                *SWEEP_COLUMNS, "cost_usd", "wall_s")
+                *SWEEP_COLUMNS, "cost_usd", "wall_s", *TRAINING_NAMES)
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
@@ -79,9 +86,11 @@ class Point:
     key: str  # stable hash of the coordinates
     coordinates: dict[str, Any]  # axis column -> value
     scenario: dict[str, Any]  # the full scenario mapping, paths absolute
+    #: a Megatron point's modelled flags by expression name (``tensor_model_parallel_size``)
+    flags: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def names(self, axes: list[Axis]) -> dict[str, Any]:
-        return {a.name: self.coordinates[a.column] for a in axes}
+        return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
 
     @property
     def backend(self) -> str:
@@ -100,11 +109,14 @@ class SweepSpec:
     objective: Expression | None = None
     report: list[Expression] = field(default_factory=list)
     memory_cap_gb: float | None = None
+    #: names the points' Megatron flags have in expressions (empty unless the base is Megatron)
+    flag_names: frozenset[str] = frozenset()
     #: one line per key of the sweep YAML no reader uses (printed before the points run)
     warnings: list[str] = field(default_factory=list)
     #: (folder, string) -> the files it names; module name -> its source files (looked up once)
     _resolved: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
     _modules: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _flag_cache: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def fingerprint(self) -> str:
         """What gives a coordinate its meaning; results from a different one cannot be mixed."""
@@ -206,9 +218,28 @@ class SweepSpec:
             if key in seen:
                 continue
             seen.add(key)
-            if all(f.evaluate(names, f"{self.path}: constraints") for f in self.point_filters):
-                out.append(Point(key, coords, self._scenario_for(coords)))
+            scenario = self._scenario_for(coords)
+            flags = self._flags(scenario)
+            values = {**flags, **names}
+            # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
+            # cannot judge it: the point stays, and shows why it cannot run
+            if all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
+                   for f in self.point_filters):
+                out.append(Point(key, coords, scenario, flags))
         return out
+
+    def _flags(self, scenario: dict[str, Any]) -> dict[str, Any]:
+        if not self.flag_names:
+            return {}
+        from simpy_astra.sweep.megatron_args import flag_values
+
+        args = megatron_args_of(scenario)
+        cluster = scenario.get("cluster")
+        gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
+        text = json.dumps([args, gpus], default=str)
+        if text not in self._flag_cache:
+            self._flag_cache[text] = flag_values(args, gpus)
+        return self._flag_cache[text]
 
     def check_expressions(self, point: Point) -> None:
         """Evaluate ``minimise``, ``report`` and the result constraints once on a stand-in result
@@ -227,13 +258,43 @@ class SweepSpec:
             expr.value(values, f"{self.path}: constraints")
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
+        from simpy_astra.sweep.megatron_args import is_args_path, set_flag
+
         doc = copy.deepcopy(self.base)
+        sweep_dir = os.path.dirname(os.path.abspath(self.path))
         for axis in self.axes:
             for dotted, value in axis.assignments(coords[axis.column]).items():
+                where = f"{self.path}: axes: {axis.column}"
                 if dotted in ("workload", *FILE_KEYS) and isinstance(value, str) and not os.path.isabs(value):
-                    value = os.path.join(os.path.dirname(os.path.abspath(self.path)), value)  # a whole file
-                set_path(doc, dotted, value, f"{self.path}: axes: {axis.column}")
+                    value = os.path.join(sweep_dir, value)  # a whole file
+                elif dotted == "cluster.preset":
+                    value = absolute_preset(value, sweep_dir)
+                elif dotted == "cluster" and isinstance(value, dict) and "preset" in value:
+                    value = {**value, "preset": absolute_preset(value["preset"], sweep_dir)}
+                if is_args_path(dotted):
+                    doc["workload"]["args"] = set_flag(doc["workload"].get("args"), dotted, value, where)
+                    continue
+                set_path(doc, dotted, value, where)
         return doc
+
+
+def megatron_args_of(scenario: dict[str, Any]) -> Any:
+    """A scenario's Megatron-LM arguments, or None when its workload is not Megatron."""
+    workload = scenario.get("workload")
+    if isinstance(workload, dict) and workload.get("generate") == "megatron":
+        return workload.get("args")
+    return None
+
+
+def absolute_preset(value: Any, folder: str) -> Any:
+    """A cluster preset named by a relative path (``./my.yaml``) as ``run`` finds it: beside the
+    file that names it (a point runs from a temporary folder); a preset's name stays a name."""
+    from simpy_astra.config.cluster import PRESET_DIR
+
+    if (isinstance(value, str) and value.endswith((".yaml", ".yml")) and not os.path.isabs(value)
+            and not os.path.exists(os.path.join(PRESET_DIR, f"{value}.yaml"))):
+        return os.path.join(folder, value)
+    return value
 
 
 #: ``package.module:attribute``, the way a config names a plug-in's algorithm or topology
@@ -314,6 +375,8 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
         raise InputError(f"{where}: the base scenario must be a mapping with workload (or jobs), system, network")
     if isinstance(doc.get("jobs"), list):  # each job's workload and system, as above for the scenario's
         _resolve_jobs(doc["jobs"], base_dir)
+    if isinstance(doc.get("cluster"), dict) and "preset" in doc["cluster"]:  # ./my.yaml beside the scenario
+        doc["cluster"] = {**doc["cluster"], "preset": absolute_preset(doc["cluster"]["preset"], base_dir)}
     if isinstance(doc.get("workload"), dict):  # a generator's input files, e.g. gemm's mnk CSV
         from simpy_astra.workloads.generated import resolve_paths
 
@@ -361,7 +424,14 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
     from simpy_astra.config.readers import nearest_key
     from simpy_astra.config.scenario import SCENARIO_KEYS
     from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
+    from simpy_astra.sweep.megatron_args import check_flag, is_args_path
 
+    if is_args_path(dotted):
+        if megatron_args_of(base) is None:
+            raise InputError(f"{where}: '{dotted}' sets a Megatron-LM argument, but the base scenario's workload "
+                             f"is not {{generate: megatron, args: \"...\"}}")
+        check_flag(dotted, where)
+        return
     parts = dotted.split(".")
     known: set[str] = set(SCENARIO_KEYS)
     fields = {"system": KNOWN_SYSTEM_KEYS, "network": KNOWN_NETWORK_KEYS}
@@ -542,7 +612,11 @@ def load_sweep(path: str) -> SweepSpec:
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")
-    coords = set(names)
+    if megatron_args_of(spec.base) is not None:  # every modelled flag is a name (axis names win)
+        from simpy_astra.sweep.megatron_args import names as flag_names
+
+        spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
+    coords = set(names) | spec.flag_names
     for i, text in enumerate(raw_constraints):
         expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES))
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)

@@ -36,7 +36,7 @@ STATUS_COLUMNS = ("status", "error")
 #: the digest of the inputs a row was made from (a folder from before it had no such column)
 INPUTS_COLUMN = "inputs_sha256"
 OPTIONAL_COLUMNS = {*RESULT_NAMES, INPUTS_COLUMN}
-STATUSES = ("ok", "error")
+STATUSES = ("ok", "error", "invalid")  # invalid: a point Megatron refuses (validity.py)
 LOCK_NAME = "sweep.lock"
 # the figure a finished point always has (what the plots and the default objective need)
 REQUIRED_OK = ("finish_ns",)
@@ -306,7 +306,7 @@ class ResultsStore:
         if not row["key"]:
             return "key: is empty"
         if row.get("status") not in STATUSES:
-            return f"status: must be ok or error (got {row.get('status')!r})"
+            return f"status: must be one of {', '.join(STATUSES)} (got {row.get('status')!r})"
         for name in RESULT_NAMES:
             try:
                 parse_figure(row.get(name, ""))

@@ -38,15 +38,33 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         ranked += best
         shown = max(shown, len(best))
     per = " per backend" if len(backends) > 1 else ""
+    invalid = [o for o in done if o.invalid]
     out.line(f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
-             f"failed, {wall_s:.1f} s")
+             f"failed" + (f", {len(invalid)} invalid (Megatron refuses them)" if invalid else "")
+             + f", {wall_s:.1f} s")
     title = f"best {shown}{per} by {spec.objective.text}"  # short: a table's title fits 80 columns
     rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
             for o in ranked]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
+    align = ["left"] * len(spec.axes) + ["right"] * len(spec.report)
+    # never let a point that does not fit pass unseen (unless the report shows fits already)
+    if any(o.figures.get("fits") is not None for o in ranked) and "fits" not in headers:
+        headers.append("fits")
+        align.append("left")
+        for row, o in zip(rows, ranked, strict=True):
+            row.append("yes" if o.fits else "NO")
     # too wide for the terminal (or 80 columns in a pipe): numbered rows, the last columns in a table below
-    out.table(title, headers, rows, align=["left"] * len(spec.axes) + ["right"] * len(spec.report), key=0)
-    failed = [o for o in done if not o.ok]
+    out.table(title, headers, rows, align=align, key=0)
+    left_out = summary.get("left_out_not_fitting") or 0
+    if left_out:
+        out.line(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
+    for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
+        coords = " ".join(f"{a.name}={o.point.coordinates[a.column]}" for a in spec.axes)
+        text = f"{coords}: {o.figures['error'].split(': ', 1)[0]}"
+        out.line(f"invalid {text}", "[yellow]invalid[/yellow] " + escape(text))
+    if len(invalid) > 3:
+        out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
+    failed = [o for o in done if not o.ok and not o.invalid]
     for o in failed[:5]:
         text = f"{o.point.coordinates}: {o.figures['error']}"
         out.line(f"failed {text}", "[red]failed[/red] " + escape(text))

@@ -1,0 +1,149 @@
+"""Axes over Megatron-LM arguments: ``workload.args.<flag>`` edits one flag of the base ``args``.
+
+Researchers think in flags, not in whole command lines: ``workload.args.tensor-model-parallel-size:
+[1, 2, 4, 8]`` replaces ``--tensor-model-parallel-size`` in the base scenario's ``args`` (or adds
+it); ``true``/``false`` turn a switch (``--sequence-parallel``) on or off, and ``false`` removes
+a flag that takes a value (``workload.args.recompute-method: false`` for selective recomputation,
+which takes no method). A flag written under another of its names (``--batch-size`` for
+``--micro-batch-size``) is replaced too. In expressions every modelled flag of a point is a name
+with ``_`` for ``-`` (``tensor_model_parallel_size``), read from the point's own arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from functools import cache
+from typing import Any
+
+from simpy_astra.errors import InputError
+
+PREFIX = "workload.args."
+
+
+@cache
+def _actions() -> dict[str, argparse.Action]:
+    """Every option string of the modelled arguments -> its argparse action."""
+    from simpy_astra.workloads.megatron.arguments import parser
+
+    return {s: a for a in parser()._actions for s in a.option_strings}
+
+
+def is_args_path(dotted: str) -> bool:
+    return dotted.startswith(PREFIX)
+
+
+def flag_of(dotted: str) -> str:
+    """``workload.args.micro-batch-size`` -> ``--micro-batch-size``."""
+    return "--" + dotted[len(PREFIX):].lstrip("-")
+
+
+def is_switch(flag: str) -> bool:
+    action = _actions().get(flag)
+    return action is not None and action.nargs == 0
+
+
+def _known(flag: str) -> bool:
+    from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, _ignorable
+
+    return flag in _actions() or flag in SMALL_EFFECT or _ignorable(flag)
+
+
+def check_flag(dotted: str, where: str) -> None:
+    """A flag the simulator neither models nor accepts would fail every point alike."""
+    flag = flag_of(dotted)
+    if not _known(flag):
+        from simpy_astra.config.readers import nearest_key
+
+        near = nearest_key(flag[2:], [s[2:] for s in _actions()])
+        hint = f"; did you mean '{PREFIX}{near}'?" if near else " (simpy-astra generate megatron --help lists them)"
+        raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
+
+
+#: not a flag: Megatron derives it as gpus / (tp x pp x cp); a name in expressions too
+DATA_PARALLEL = "data_parallel_size"
+
+
+def names() -> set[str]:
+    """The names modelled flags have in expressions (``tensor_model_parallel_size``, ...),
+    and ``data_parallel_size``."""
+    return {a.dest for a in _actions().values() if a.dest != "help"} | {DATA_PARALLEL}
+
+
+def _tokens(args: Any, where: str) -> list[str]:
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        return list(args)
+    if not isinstance(args, str):
+        raise InputError(f"{where}: the base scenario's workload.args must be the pretrain_gpt.py arguments "
+                         f"as one string (got {args!r})")
+    try:
+        return shlex.split(args)
+    except ValueError as exc:
+        raise InputError(f"{where}: workload.args cannot be split into arguments ({exc})") from None
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
+    """``args`` with the flag of ``dotted`` set to ``value``: replaced where it stood (every
+    name it has), else appended; ``true`` writes a switch, ``false`` or null removes the flag."""
+    flag = flag_of(dotted)
+    action = _actions().get(flag)
+    spellings = set(action.option_strings) if action is not None else {flag}
+    switch = is_switch(flag)
+    if switch and not isinstance(value, bool) and value is not None:
+        raise InputError(f"{where}: {flag} is a switch: give true (on) or false (off), not {value!r}")
+    if not switch and value is True:
+        raise InputError(f"{where}: {flag} takes a value (e.g. {flag} 4); true fits only a switch; false "
+                         f"removes it")
+    if isinstance(value, dict | list):
+        raise InputError(f"{where}: {flag}: give one value (a number or a word), not {value!r}")
+    tokens = _tokens(args, where)
+    out: list[str] = []
+    at: int | None = None
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        name = token.split("=", 1)[0]
+        if name in spellings:
+            at = len(out) if at is None else at
+            i += 1
+            if "=" not in token and not switch:  # the flag's values, up to the next flag
+                while i < len(tokens) and not tokens[i].startswith("--"):
+                    i += 1
+            continue
+        out.append(token)
+        i += 1
+    if value is not None and value is not False:
+        new = [flag] if switch else [flag, _text(value)]
+        at = len(out) if at is None else at
+        out[at:at] = new
+    return shlex.join(out)
+
+
+def flag_values(args: Any, gpus: Any = None) -> dict[str, Any]:
+    """Every modelled flag's value in ``args`` (defaults where absent), by its expression name,
+    and the data-parallel size on ``gpus`` GPUs when they divide; empty when the arguments
+    cannot be read (the point then fails and says why)."""
+    from simpy_astra.workloads.megatron.arguments import parser
+
+    p = parser()
+    for action in p._actions:
+        action.required = False  # a missing flag is the point's error, not the names'
+    try:
+        known, _rest = p.parse_known_args(_tokens(args, "workload"))
+    except (Exception, SystemExit):  # noqa: BLE001 - any unreadable args: no names
+        return {}
+    values = {k: v for k, v in vars(known).items() if k != "help"}
+    try:
+        model = values["tensor_model_parallel_size"] * values["pipeline_model_parallel_size"] * \
+            values["context_parallel_size"]
+    except (KeyError, TypeError):
+        return values
+    if isinstance(gpus, int) and isinstance(model, int) and model > 0 and gpus % model == 0:
+        values[DATA_PARALLEL] = gpus // model
+    return values
