@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
@@ -70,8 +71,8 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
     _add_plugin_flag(p)
-    p.add_argument("--network-backend", default="congestion_unaware", metavar="NAME",
-                   help=backends_help("default congestion_unaware"))
+    p.add_argument("--network-backend", default=DEFAULT_BACKEND, metavar="NAME",
+                   help=backends_help(f"default {DEFAULT_BACKEND}"))
     p.add_argument("--num-queues-per-dim", type=int, default=1,
                    help="queues per dimension (1 to 4096; default 1)")
     p.add_argument("--injection-scale", type=float, default=1.0,
@@ -91,20 +92,9 @@ def _astra_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: one line on each network backend (docs/backends.md has more); plug-in backends are listed by name
-BACKEND_LINES = {
-    "congestion_unaware": "analytical: closed-form delays, as ASTRA-sim's analytical backend",
-    "congestion_aware": "links queue messages, store-and-forward switches",
-    "packet": "packets pipelined across hops, ports shared round robin, buffers and credits",
-}
-
-
 def backends_help(default: str) -> str:
     """``--network-backend``'s help: every registered backend and what it models."""
-    from simpy_astra.network import BACKENDS
-
-    return "; ".join(f"{name} ({BACKEND_LINES[name]})" if name in BACKEND_LINES else name
-                     for name in BACKENDS) + f" ({default})"
+    return "; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items()) + f" ({default})"
 
 
 def astra_help() -> str:
@@ -146,7 +136,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
                                     "in the source tree, README 'Running')")
     p.add_argument("--network-backend", default=None, metavar="NAME",
-                   help=backends_help("default: the scenario's backend field, else congestion_unaware"))
+                   help=backends_help(f"default: the scenario's backend field, else {DEFAULT_BACKEND}"))
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
     p.add_argument("--isolation", action="store_true",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from simpy_astra.config.memory import RemoteMemoryConfig
 from simpy_astra.config.network import NetworkConfig
 from simpy_astra.config.system import SystemConfig
+from simpy_astra.network.backends import DEFAULT_BACKEND
 
 if TYPE_CHECKING:
     from simpy_astra.config.jobs import JobInputs
@@ -23,7 +24,7 @@ class SimulationInputs:
     network: NetworkConfig
     remote_memory: RemoteMemoryConfig
     comm_groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    backend: str = "congestion_unaware"
+    backend: str = DEFAULT_BACKEND
     queues_per_dim: int = 1
     #: simulate each orbit of symmetric NPUs once (:mod:`simpy_astra.folding`); None = the
     #: default, which the environment variable SIMPY_ASTRA_FOLD (0/1) may set

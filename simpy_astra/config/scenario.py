@@ -59,6 +59,7 @@ from simpy_astra.config import (
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import DEFAULT_BACKEND
 
 T = TypeVar("T")
 
@@ -193,7 +194,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
         blocks = _rank_blocks(doc.get("workload"), cluster, f"{path}: workload")
         doc = {"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
-               "backend": "congestion_unaware", **doc}
+               "backend": DEFAULT_BACKEND, **doc}
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
@@ -203,7 +204,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if backend is not None:
         chosen = check_backend("--network-backend", backend)
     else:
-        chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", "congestion_unaware"))
+        chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     from simpy_astra.plugins import search_also

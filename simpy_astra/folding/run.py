@@ -22,7 +22,8 @@ from simpy_astra.folding.frames import Folding, Frame, IdShifts, XorIds
 from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, summary_key
 from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
-from simpy_astra.folding.setup import FOLDS, FoldSetup
+from simpy_astra.folding.setup import FoldSetup
+from simpy_astra.network.backends import BACKENDS
 from simpy_astra.statistics import NpuReport
 
 FOLD_DEFAULT = True
@@ -262,40 +263,23 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
     """A run's traces, its folding, and why it folds less than it might (one line, or None).
 
     Folding is tried when the inputs ask for it (:func:`fold_requested`) and can apply
-    (:meth:`FoldSetup.for_run`, from the backend's name and the network file: decided before
+    (:meth:`FoldSetup.for_run`, from what the backend declares and the network file: decided before
     the network is built, which a folded run builds with one link per orbit); ``inputs`` is
     the run's :class:`~simpy_astra.config.inputs.SimulationInputs`. Links (congestion-aware
     and packet) fold only when ``fold_symmetry`` is explicitly true (see :func:`resolve_fold`)."""
     total_npus = math.prod(t.npus_count for t in dims)
     outcome = FoldOutcome()
     fold = None
-    if FOLDS.get(inputs.backend) == "links" and inputs.fold_symmetry is None and fold_requested(None):
+    backend = BACKENDS[inputs.backend]
+    if backend.folds == "links" and inputs.fold_symmetry is None and fold_requested(None):
         # a co-simulation script may change links, fail switches or add traffic mid-run, which
         # a folded run's orbit links cannot take: a Simulation built from Python folds them
         # only when asked (the command line and sweep points, which run no script, ask)
         outcome.why = [f"a script may change links mid-run: {inputs.backend.replace('_', '-')} links fold "
                        f"only with fold_symmetry: true"]
     elif fold_requested(inputs.fold_symmetry):
-        fold = FoldSetup.for_run(inputs.backend, inputs.network, inputs.system, inputs.remote_memory, dims,
+        fold = FoldSetup.for_run(backend, inputs.network, inputs.system, inputs.remote_memory, dims,
                                  outcome.why)
     traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome)
     note = outcome.note(total_npus) if fold is not None or outcome.why else None
     return traces, folding, note
-
-
-def folded_network(backend: str, build: Callable[..., Any], folding: Folding) -> Any:
-    """The network of a folded run: ``build(**hooks)`` builds the backend (with a folded
-    run's hooks, :class:`~simpy_astra.folding.links.FoldedLinkNetwork` and
-    :class:`~simpy_astra.folding.packet.FoldedPacketNetwork`), wrapped so that only
-    representatives send and receive."""
-    if backend == "congestion_aware":
-        from simpy_astra.folding.links import FoldedLinkNetwork
-
-        return FoldedLinkNetwork(build, folding)
-    if backend == "packet":
-        from simpy_astra.folding.packet import FoldedPacketNetwork
-
-        return FoldedPacketNetwork(build, folding)
-    from simpy_astra.folding.network import FoldedNetwork
-
-    return FoldedNetwork(build(), folding)
