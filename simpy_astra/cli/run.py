@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, plain
@@ -292,23 +293,26 @@ def output_folder(name: str, *outputs: tuple[str | None, bool]) -> str:
     return os.path.join("runs", name or "run")
 
 
-def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False) -> None:
-    """``--trace-dir``: a relative local-mem-trace-filename moves into ``trace_dir`` (checked,
-    and made when the run will write there, before time starts); ``bare_only`` (the default
-    folder, no --trace-dir): only a bare file name moves, a name with a folder stays as written."""
+def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
+    """``inputs`` with ``--trace-dir``: a relative local-mem-trace-filename moves into
+    ``trace_dir`` (checked, and made when the run will write there, before time starts);
+    ``bare_only`` (the default folder, no --trace-dir): only a bare file name moves, a name
+    with a folder stays as written."""
     import dataclasses
 
     prefix = inputs.system.local_mem_trace_filename
     if bare_only and (not inputs.system.track_local_mem or os.path.dirname(prefix)):
-        return
+        return inputs
     _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
-        inputs.system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
+        system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
+        inputs = dataclasses.replace(inputs, system=system)
     if inputs.system.track_local_mem:
         try:
             os.makedirs(os.path.dirname(inputs.system.local_mem_trace_filename) or ".", exist_ok=True)
         except OSError as exc:
             raise InputError(f"--trace-dir: cannot make {trace_dir} ({exc.strerror or exc})") from None
+    return inputs
 
 
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
@@ -323,20 +327,20 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     from simpy_astra.simulation import Simulation
 
     if trace_dir is not None:
-        _in_trace_dir(inputs, trace_dir)
+        inputs = _in_trace_dir(inputs, trace_dir)
     else:  # the traces go with the run's other outputs
         folder = output_folder(name, (json_out, False), (csv_out, True), (plots, True), (trace_out, False),
                                (log.folder if log is not None else None, True))
-        _in_trace_dir(inputs, folder, bare_only=True)
+        inputs = _in_trace_dir(inputs, folder, bare_only=True)
     check_outputs(inputs, json_out, csv_out, trace_out, plots)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
     t0 = time.perf_counter()
     if fold is not None:
-        inputs.fold_symmetry = fold == "on"
+        inputs = replace(inputs, fold_symmetry=fold == "on")
     if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
-        inputs.fold_symmetry = False
-    resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
+        inputs = replace(inputs, fold_symmetry=False)
+    inputs = resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
     from simpy_astra.report.console import ProgressLine, progress_wanted, run_with_progress
 
     progress = ProgressLine() if progress_wanted() else None
@@ -383,8 +387,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
     cost = network_cost(inputs.network)
     training = None
-    if inputs.training is not None and reports:
-        training = inputs.training(max(r.finished_cycles for r in reports))
+    if inputs.workload.reports_figures and reports:
+        training = inputs.workload.figures(max(r.finished_cycles for r in reports))
         for line in training.lines():
             print(line, file=sys.stderr)
     breakdowns = None

@@ -39,7 +39,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from simpy_astra.config import (
     NetworkConfig,
@@ -56,10 +57,13 @@ from simpy_astra.config import (
     remote_memory_from_mapping,
     system_from_mapping,
 )
-from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from simpy_astra.workloads.generated import Prepared
 
 T = TypeVar("T")
 
@@ -192,7 +196,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         if "jobs" in doc:
             raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
         cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
-        blocks = _rank_blocks(doc.get("workload"), cluster, f"{path}: workload")
+        prepared = _prepare(path, doc.get("workload"), cluster)
+        blocks = None if prepared is None else prepared.layout().blocks
         doc = {"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
                "backend": DEFAULT_BACKEND, **doc}
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
@@ -232,67 +237,50 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown)
     assert system is not None
     workload = doc["workload"]
-    training = None
-    group_names: dict[int, str] = {}
+    info = WorkloadInfo()
     if isinstance(workload, dict):
-        if "generate" not in workload:
-            raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
-                             f"(or give an ET prefix)")
-        from simpy_astra.workloads.generated import GENERATORS, materialise, resolve_paths
+        from simpy_astra.workloads.generated import materialise
 
-        if workload.get("generate") == "megatron" and cluster is not None:
-            if net.total_npus != cluster.gpus:
-                raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {cluster.gpus}")
-            workload = {**workload, "gpus": cluster.gpus, "gpu": cluster.gpu}
-            training = _training(workload, f"{path}: workload")
-        spec = resolve_paths(workload, os.path.dirname(os.path.abspath(path)))
-        made = materialise(spec, where=f"{path}: workload", lazy=True)  # a run writes the ranks it needs
+        if cluster is None:
+            prepared = _prepare(path, workload, None)
+        assert prepared is not None
+        layout = prepared.layout()
+        if layout.ranks is not None and cluster is not None and net.total_npus != layout.ranks:
+            raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {layout.ranks}")
+        made = materialise(prepared, where=f"{path}: workload", lazy=True)  # a run writes the ranks it needs
         workload = made.prefix
-        if groups is None:
+        if groups is None:  # its groups' dimensions, for breakdowns
             groups = made.comm_groups
-            named = GENERATORS[spec["generate"]].dimensions  # its groups' dimensions, for breakdowns
-            if named is not None:
-                group_names = named({k: v for k, v in spec.items() if k != "generate"})
+            info = WorkloadInfo(prepared, layout.dimensions, "pp" if layout.dimensions else "p2p")
+        else:
+            info = WorkloadInfo(prepared)
     elif isinstance(workload, str) and workload:
         workload = _path(path, workload)
     else:
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
-    inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
-    inputs.training = training
-    inputs.group_names = group_names
-    if group_names:  # the generators' sends and receives run between pipeline stages
-        inputs.p2p_name = "pp"
-    inputs.warnings[:0] = unknown
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost
 
-        inputs.network = with_cost(inputs.network, doc["cost"], path)
-    if "fold_symmetry" in doc:
-        inputs.fold_symmetry = doc["fold_symmetry"]
-    return inputs
+        net = with_cost(net, doc["cost"], path)
+    inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
+    # (the generators' sends and receives run between pipeline stages: WorkloadInfo's p2p_name)
+    return replace(inputs, workload=info, warnings=[*unknown, *inputs.warnings],
+                   fold_symmetry=doc.get("fold_symmetry"))
 
 
-def _rank_blocks(workload: Any, cluster: Any, where: str) -> list[int] | None:
-    """A Megatron workload's parallel dimensions in rank order (how the cluster's GPUs are
-    written as network dimensions), else None."""
-    if not (isinstance(workload, dict) and workload.get("generate") == "megatron"):
+def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
+    """A generated workload's job, parsed once (its generator's ``prepare``, with the
+    scenario's cluster), its file parameters resolved from the scenario's folder; None for ET
+    files."""
+    if not isinstance(workload, dict):
         return None
-    from simpy_astra.workloads.megatron.arguments import parse
-    from simpy_astra.workloads.megatron.schedule import Layout
+    if "generate" not in workload:
+        raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
+                         f"(or give an ET prefix)")
+    from simpy_astra.workloads.generated import prepare, resolve_paths
 
-    return Layout.blocks(parse(workload.get("args"), cluster.gpus, where))
-
-
-def _training(spec: dict, where: str):
-    """The report of a generated Megatron job: its figures from the iteration time."""
-    from functools import partial
-
-    from simpy_astra.workloads.megatron.generator import job_and_gpu
-    from simpy_astra.workloads.megatron.report import figures
-
-    params = {k: v for k, v in spec.items() if k != "generate"}
-    return partial(figures, *job_and_gpu(params, where))
+    return prepare(resolve_paths(workload, os.path.dirname(os.path.abspath(path))), cluster, f"{path}: workload")
 
 
 def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
@@ -331,16 +319,13 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                      lambda value, where: read_system(value, where.removeprefix(f"{path}: ")), groups_of, warnings)
     for job in jobs:
         job.system.check_npu_groups(net.total_npus)
-    inputs = SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
-                              remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
-                              jobs=jobs)
     if doc.get("cost") is not None:
         from simpy_astra.config import with_cost
 
-        inputs.network = with_cost(inputs.network, doc["cost"], path)
-    if "fold_symmetry" in doc:
-        inputs.fold_symmetry = doc["fold_symmetry"]
-    return inputs
+        net = with_cost(net, doc["cost"], path)
+    return SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
+                            remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
+                            jobs=jobs, fold_symmetry=doc.get("fold_symmetry"))
 
 
 def _number(path: str, doc: dict, key: str, default: float) -> float:

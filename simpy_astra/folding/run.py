@@ -54,11 +54,13 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
     raise InputError(f"SIMPY_ASTRA_FOLD: must be 1/on or 0/off (got {env!r}); unset it for the default (on)")
 
 
-def resolve_fold(inputs: Any) -> None:
-    """For a front end that runs no user script (``run``, sweep points): the default folding
-    (:func:`fold_requested`) made explicit, so congestion-aware and packet links fold too."""
+def resolve_fold(inputs: Any) -> Any:
+    """For a front end that runs no user script (``run``, sweep points): ``inputs`` with the
+    default folding (:func:`fold_requested`) made explicit, so congestion-aware and packet
+    links fold too."""
     if inputs.fold_symmetry is None:
-        inputs.fold_symmetry = fold_requested(None)
+        return replace(inputs, fold_symmetry=fold_requested(None))
+    return inputs
 
 
 @dataclass
@@ -198,13 +200,14 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
 
 
 def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: dict[int, tuple[int, ...]],
-                parse_groups: Callable[[str], Any], outcome: FoldOutcome,
+                parse_groups: Callable[[str], Any], outcome: FoldOutcome, prepared: Any = None,
                 ) -> tuple[dict[int, tuple[str, list]], Folding | None]:
     """(path, decoded nodes) of every NPU a run simulates, and the folding found.
 
     A lazily generated workload (it has a rank summary) is folded from the summary, and only
     the ranks simulated are written (if not yet) and read; otherwise every ET file is read
-    (:func:`read_traces`). Decoded records and attributes are shared between ranks."""
+    (:func:`read_traces`); ``prepared``: the generated job, if the run holds it (its ranks are
+    then written from it). Decoded records and attributes are shared between ranks."""
     from simpy_astra.workloads.chakra import et_path, read_et
     from simpy_astra.workloads.generated import lazy_traces
 
@@ -214,7 +217,7 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
         path = et_path(prefix, rank)
         return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
 
-    source = lazy_traces(prefix)
+    source = lazy_traces(prefix, prepared)
     if source is None:
         return read_traces(total_npus, read, fold, groups, parse_groups, outcome)
     if source.npus != total_npus:
@@ -280,6 +283,7 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
     elif fold_requested(inputs.fold_symmetry):
         fold = FoldSetup.for_run(backend, inputs.network, inputs.system, inputs.remote_memory, dims,
                                  outcome.why)
-    traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome)
+    traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome,
+                                  inputs.workload.prepared)
     note = outcome.note(total_npus) if fold is not None or outcome.why else None
     return traces, folding, note
