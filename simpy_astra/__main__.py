@@ -16,7 +16,7 @@ def _installed() -> bool:
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     print(f"error: {checkout}: simpy_astra.collectives: not found: collectives/, topologies/ and workloads/ "
           f"become packages of simpy_astra when the project is installed; run pip install -e . in "
-          f"{checkout} (README, "Fresh machine"), then this command again", file=sys.stderr)
+          f"{checkout} (README, 'Fresh machine'), then this command again", file=sys.stderr)
     return False
 
 
