@@ -189,17 +189,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
-    cluster = None
-    if doc.get("cluster") is not None:  # a preset builds system, network and backend
-        from simpy_astra.config.cluster import load_cluster
-
-        if "jobs" in doc:
-            raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
-        cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
-        prepared = _prepare(path, doc.get("workload"), cluster)
-        blocks = None if prepared is None else prepared.layout().blocks
-        doc = {"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
-               "backend": DEFAULT_BACKEND, **doc}
+    doc, cluster, prepared = _with_cluster(path, doc)
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
@@ -219,15 +209,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
-    groups: str | dict[int, tuple[int, ...]] | None = None
-    if doc.get("comm_groups") is not None:
-        value = doc["comm_groups"]
-        if isinstance(value, dict):
-            groups = comm_groups_from_mapping(value, f"{path}: comm_groups", net.total_npus)
-        elif isinstance(value, str) and value:
-            groups = _path(path, value)
-        else:
-            raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
+    groups = _comm_groups(path, doc.get("comm_groups"), net.total_npus)
+
     def read_system(value: Any, key: str) -> SystemConfig:
         return _block(path, key, value, lambda p: load_system_json(p, injection_scale=injection_scale),
                       lambda d, src: system_from_mapping(d, src, injection_scale))
@@ -236,37 +219,70 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if "jobs" in doc:
         return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown)
     assert system is not None
-    workload = doc["workload"]
-    info = WorkloadInfo()
-    if isinstance(workload, dict):
-        from simpy_astra.workloads.generated import materialise
-
-        if cluster is None:
-            prepared = _prepare(path, workload, None)
-        assert prepared is not None
-        layout = prepared.layout()
-        if layout.ranks is not None and cluster is not None and net.total_npus != layout.ranks:
-            raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {layout.ranks}")
-        made = materialise(prepared, where=f"{path}: workload", lazy=True)  # a run writes the ranks it needs
-        workload = made.prefix
-        if groups is None:  # its groups' dimensions, for breakdowns
-            groups = made.comm_groups
-            info = WorkloadInfo(prepared, layout.dimensions, "pp" if layout.dimensions else "p2p")
-        else:
-            info = WorkloadInfo(prepared)
-    elif isinstance(workload, str) and workload:
-        workload = _path(path, workload)
-    else:
-        raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
-                                              f"{{generate: ...}} mapping (got {workload!r})")
+    workload, groups, info = _workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
+                                       groups)
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost
 
         net = with_cost(net, doc["cost"], path)
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
-    # (the generators' sends and receives run between pipeline stages: WorkloadInfo's p2p_name)
     return replace(inputs, workload=info, warnings=[*unknown, *inputs.warnings],
                    fold_symmetry=doc.get("fold_symmetry"))
+
+
+def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
+    """``cluster:``: a preset builds system, network and backend (fields the scenario gives
+    win), laid out as the generated job's layout says; the cluster and that job (None, None:
+    no cluster)."""
+    if doc.get("cluster") is None:
+        return doc, None, None
+    from simpy_astra.config.cluster import load_cluster
+
+    if "jobs" in doc:
+        raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
+    cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
+    prepared = _prepare(path, doc.get("workload"), cluster)
+    blocks = None if prepared is None else prepared.layout().blocks
+    return ({"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
+             "backend": DEFAULT_BACKEND, **doc}, cluster, prepared)
+
+
+def _comm_groups(path: str, value: Any, npus: int) -> str | dict[int, tuple[int, ...]] | None:
+    """``comm_groups``: a file (read with the workload's, :func:`_inputs`) or a mapping."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return comm_groups_from_mapping(value, f"{path}: comm_groups", npus)
+    if isinstance(value, str) and value:
+        return _path(path, value)
+    raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
+
+
+def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: bool, npus: int,
+              groups: str | dict[int, tuple[int, ...]] | None,
+              ) -> tuple[str, str | dict[int, tuple[int, ...]] | None, WorkloadInfo]:
+    """``workload``: (ET prefix, comm groups, what its generator says of it). A generated
+    one is prepared (unless the cluster's layout did already), checked against the network
+    and written lazily (a run writes the ranks it needs); its comm groups, unless the scenario
+    gives its own, come with their dimensions, for breakdowns."""
+    if isinstance(workload, str) and workload:
+        return _path(path, workload), groups, WorkloadInfo()
+    if not isinstance(workload, dict):
+        raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
+                                              f"{{generate: ...}} mapping (got {workload!r})")
+    from simpy_astra.workloads.generated import materialise
+
+    prepared = prepared or _prepare(path, workload, None)
+    assert prepared is not None
+    layout = prepared.layout()
+    if layout.ranks is not None and on_cluster and npus != layout.ranks:
+        raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
+    made = materialise(prepared, where=f"{path}: workload", lazy=True)
+    if groups is not None:
+        return made.prefix, groups, WorkloadInfo(prepared)
+    # (the generators' sends and receives run between pipeline stages)
+    return made.prefix, made.comm_groups, WorkloadInfo(prepared, layout.dimensions,
+                                                       "pp" if layout.dimensions else "p2p")
 
 
 def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
