@@ -18,13 +18,14 @@ if TYPE_CHECKING:
     import simpy
 
     from simpy_astra.folding.frames import Folding
-    from simpy_astra.network import Network
     from simpy_astra.topologies.base import BasicTopology
 
+#: a :class:`simpy_astra.network.Network` (not imported: that package imports this registry)
+Network = Any
 #: (env, dimensions, network YAML path, the parsed network config or None) -> backend
-Builder = Callable[..., "Network"]
+Builder = Callable[..., Network]
 #: (a builder taking a folded run's hooks, the folding) -> the folded run's network
-FoldedFactory = Callable[[Callable[..., Any], "Folding"], "Network"]
+FoldedFactory = Callable[[Callable[..., Any], "Folding"], Network]
 
 
 @dataclass(frozen=True)

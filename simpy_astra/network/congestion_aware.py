@@ -51,7 +51,6 @@ class _Message:
     model marked it)."""
 
     __slots__ = ("key", "route", "hop", "size", "done", "priority", "ecn")
-    users_put = False  # a network message (Transmission says True)
 
     def __init__(self, key: Any, route: tuple, size: int, done: simpy.Event | None = None,
                  priority: int = 0) -> None:

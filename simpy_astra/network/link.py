@@ -83,10 +83,6 @@ class Transmission(Put):
     priority = 0
     key = None
     ecn = False
-    #: what the link hot paths test (an item's class flag: as fast as a class test, and a
-    #: network's message says False); a user's put is announced to no probe
-    users_put = True
-
     def __init__(self, link: LinkResource, size_bytes: int) -> None:
         self.size = check_size_bytes(size_bytes, f"link {link.src}->{link.dst}: put()")
         super().__init__(link)
@@ -162,7 +158,7 @@ class LinkResource(BaseResource, Probed):
         check reads it). A user's own ``put()`` is not a network message."""
         on_wire = self.on_wire
         items = list(self.queue) if on_wire is None else [on_wire, *self.queue]
-        return [(item, item.key) for item in items if not item.users_put]
+        return [(item, item.key) for item in items if type(item) is not Transmission]
 
     # ------------------------------------------------------------------ checks
     def _check_bandwidth(self, bandwidth_gbps: float) -> None:
@@ -378,7 +374,7 @@ class LinkElement(LinkResource):
         self._left = size
         self._since = self.env.now
         watchers = self.probe_link_start
-        if watchers is not None and not item.users_put:
+        if watchers is not None and type(item) is not Transmission:
             for watcher in watchers:
                 watcher(self, item.key, size)
 
@@ -392,7 +388,7 @@ class LinkElement(LinkResource):
         self._left = size
         self._since = env.now
         watchers = self.probe_link_start
-        if watchers is not None and not item.users_put:
+        if watchers is not None and type(item) is not Transmission:
             for watcher in watchers:
                 watcher(self, item.key, size)
         delays = self._delays.get(size)
@@ -416,7 +412,7 @@ class LinkElement(LinkResource):
             stale.remove(event)
             return
         item = event.value
-        if item.users_put:
+        if type(item) is Transmission:  # (type(x) is specialised by CPython 3.11: no call)
             item.arrived(self)
             return
         watchers = self.probe_link_end
