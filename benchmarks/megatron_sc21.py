@@ -1,7 +1,7 @@
 """Megatron-LM's SC'21 weak-scaling table (../shared/realtables/SC21_TABLE1.md), predicted.
 
 Each row runs as a user would run it: a scenario of ``workload: {generate: megatron, args}``
-and ``cluster: {preset: dgx-a100-80gb, gpus, inter_node_gbit_s: 1600}`` and nothing else, through
+and ``cluster: {preset: dgx-a100-80gb, gpus, inter_node_gbps: 1600}`` and nothing else, through
 ``python -m simpy_astra run FILE --json-out OUT --quiet``. Prints published against predicted
 seconds per iteration and TFLOP/s per GPU, the error per row, the mean |error| and the
 Spearman rank correlation of the TFLOP/s trend.
@@ -49,7 +49,7 @@ def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, floa
     out = os.path.join(folder, f"{row['model']}.json")
     with open(scenario, "w") as f:
         f.write(f'workload:\n  generate: megatron\n  args: "{row["args"]}"\n'
-                f"cluster:\n  preset: dgx-a100-80gb\n  gpus: {row['gpus']}\n  inter_node_gbit_s: 1600\n")
+                f"cluster:\n  preset: dgx-a100-80gb\n  gpus: {row['gpus']}\n  inter_node_gbps: 1600\n")
         if gpu:
             f.write(f"  gpu: {json.dumps(gpu)}\n")
     start = time.perf_counter()

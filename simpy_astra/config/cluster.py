@@ -1,16 +1,14 @@
 """A scenario's ``cluster:``: a named machine (a preset) and a GPU count, instead of system,
 network and backend inputs.
 
-    cluster: {preset: dgx-a100-80gb, gpus: 1536, inter_node_gbit_s: 1600}
+    cluster: {preset: dgx-a100-80gb, gpus: 1536, inter_node_gbps: 1600}
 
 A preset is a YAML file (``simpy_astra/config/clusters/NAME.yaml``, or a path to a copy the
 user edited) with the GPU's figures (:class:`~simpy_astra.workloads.megatron.kernels.Gpu`,
 each with its datasheet or log in a comment) and the node: GPUs per node on NVSwitch, the
 NVLink bandwidth and latency fitted by ``calibrate`` on an nccl-tests log, and the scale-out
 NICs. Any ``node`` value may be overridden at the top level of ``cluster:``
-(``inter_node_gbit_s``, ``gpus_per_node``...), any GPU value under ``gpu:``. Keys written
-before units were spelled in names (``inter_node_gbps``, ``hbm_gbps``, ``l2_gbps``) are read
-as their new names (:data:`OLD_KEYS`).
+(``inter_node_gbps``, ``gpus_per_node``...), any GPU value under ``gpu:``.
 
 The network is ASTRA-sim's view of a rail-optimised cluster: the GPUs of a node on NVSwitch,
 then the nodes, each GPU on its own rail (its NIC's share of the node's scale-out bandwidth,
@@ -39,11 +37,10 @@ from simpy_astra.workloads.megatron.kernels import Gpu
 #: collectives of different streams that run at once in one dimension's queue
 STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
-NODE_KEYS = ("gpus", "nvlink_gib_s", "nvlink_latency_ns", "inter_node_gbit_s", "inter_node_efficiency",
+CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbps", "gpus_per_node", "nvlink_gib_s",
+                "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns"}
+NODE_KEYS = ("gpus", "nvlink_gib_s", "nvlink_latency_ns", "inter_node_gbps", "inter_node_efficiency",
              "inter_node_latency_ns")
-#: keys written before units were spelled in names (simpy_astra/units.py), read as their new names
-OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
-CLUSTER_KEYS = {"preset", "gpus", "gpu", "gpus_per_node", *NODE_KEYS[1:], "inter_node_gbps"}
 
 
 def presets() -> list[str]:
@@ -99,7 +96,7 @@ class Cluster:
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         per_node = int(self.node["gpus"])
-        rail_gib_s = (self.node["inter_node_gbit_s"] / per_node / 8 * 1e9 * self.node["inter_node_efficiency"]
+        rail_gib_s = (self.node["inter_node_gbps"] / per_node / 8 * 1e9 * self.node["inter_node_efficiency"]
                       / 2**30)
         sizes, inside = self.dims(blocks)
         nvlink = (self.node["nvlink_gib_s"], self.node["nvlink_latency_ns"])
@@ -133,11 +130,6 @@ def _positive(where: str, key: str, value: Any, integer: bool = False) -> Any:
     return value
 
 
-def _new_keys(mapping: dict) -> dict:
-    """``mapping`` with keys of :data:`OLD_KEYS` under their names with units."""
-    return {OLD_KEYS.get(k, k): v for k, v in mapping.items()}
-
-
 def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     """The cluster a scenario's ``cluster:`` mapping names; errors name ``where.key``."""
     if not isinstance(value, dict):
@@ -159,13 +151,10 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     gpu_fields = [f.name for f in fields(Gpu)]
     if not isinstance(doc, dict) or not isinstance(doc.get("gpu"), dict) or not isinstance(doc.get("node"), dict):
         raise InputError(f"{path}: a cluster preset needs mappings 'gpu' and 'node'")
-    gpu = _new_keys(doc["gpu"])
+    gpu = dict(doc["gpu"])
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
-    # errors name keys as written (the user's over the preset's)
-    written = {OLD_KEYS.get(k, k): k for k in [*doc["gpu"], *doc["node"], *value, *overrides]}
-    overrides = _new_keys(overrides)
     gpu.update(overrides)
     missing = [f for f in gpu_fields if f not in gpu]
     extra = sorted(set(gpu) - set(gpu_fields))
@@ -177,11 +166,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             continue
         if key == "fp8_tflops" and gpu[key] == 0:
             continue
-        _positive(f"{where}.gpu" if key in overrides else f"{path}: gpu", written.get(key, key), gpu[key],
-                  integer=key == "sms")
-    value = _new_keys(value)
-    preset_node = _new_keys(doc["node"])
-    node = {k: preset_node.get(k) for k in NODE_KEYS}
+        _positive(f"{where}.gpu" if key in overrides else f"{path}: gpu", key, gpu[key], integer=key == "sms")
+    node = {k: doc["node"].get(k) for k in NODE_KEYS}
     if "gpus_per_node" in value:
         node["gpus"] = value["gpus_per_node"]
     for key in NODE_KEYS[1:]:
@@ -189,8 +175,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             node[key] = value[key]
     for key in NODE_KEYS:
         src = f"{where}" if key in value or (key == "gpus" and "gpus_per_node" in value) else f"{path}: node"
-        _positive(src, written.get(key, key) if key != "gpus" or src == f"{path}: node" else "gpus_per_node",
-                  node[key], integer=key == "gpus")
+        _positive(src, key if key != "gpus" or src == f"{path}: node" else "gpus_per_node", node[key],
+                  integer=key == "gpus")
     gpus = _positive(where, "gpus", value.get("gpus"), integer=True)
     if gpus < 2:
         raise InputError(f"{where}.gpus: must be 2 or more (a run simulates a network between GPUs)")
