@@ -58,7 +58,7 @@ def child(kind: str, spec: str) -> int:
     except ImportError:  # a commit before it
         resolve_fold = None
     if resolve_fold is not None:
-        resolve_fold(inputs)
+        inputs = resolve_fold(inputs) or inputs  # (before it returned them: changed in place)
     sim = Simulation(inputs)
     t1 = time.perf_counter()
     sim.run()

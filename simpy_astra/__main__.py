@@ -4,6 +4,22 @@ import gc
 import sys
 
 
+def _installed() -> bool:
+    """The top-level folders are packages of ``simpy_astra`` (setup.cfg's ``package_dir``) once
+    the project is installed; run from a checkout that is not, say how to install it."""
+    from importlib.util import find_spec
+
+    if find_spec("simpy_astra.collectives") is not None:
+        return True
+    import os
+
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"error: {checkout}: simpy_astra.collectives: not found: collectives/, topologies/ and workloads/ "
+          f"become packages of simpy_astra when the project is installed; run pip install -e . in "
+          f"{checkout} (README, 'Fresh machine'), then this command again", file=sys.stderr)
+    return False
+
+
 def main() -> int:
     """Run the command line, with the cyclic garbage collector paused during start-up.
 
@@ -13,6 +29,8 @@ def main() -> int:
     itself collects as before (:func:`simpy_astra.engine.fast_collection` resumes the
     collector for it); subcommands other than ``run`` resume it before they start.
     """
+    if not _installed():
+        return 2
     gc.disable()
     try:
         from simpy_astra.cli.main import main as cli_main

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, PhaseShape
 from simpy_astra.grid import Grid
+from simpy_astra.network.backends import CONTENTION_BACKEND, BackendSpec
 from simpy_astra.system_layer import chunking, phase_steps
 from simpy_astra.units import network_gbps_to_bytes_per_ns
 
@@ -60,9 +61,6 @@ if TYPE_CHECKING:
     from simpy_astra.system_layer import CollectivePlan
     from simpy_astra.topologies.base import BasicTopology
 
-#: the backend whose figures ignore contention, and the one to suggest instead
-CHECKED_BACKEND = "congestion_unaware"
-MODELLING_BACKEND = "congestion_aware"
 
 
 @dataclass
@@ -102,11 +100,11 @@ class FloorCheck:
         self.grid = Grid([t.npus_count for t in self.topologies])
 
     @classmethod
-    def for_run(cls, backend: str, jobs: Any, topologies: list[BasicTopology], config: SystemConfig,
+    def for_run(cls, backend: BackendSpec, jobs: Any, topologies: list[BasicTopology], config: SystemConfig,
                 npus: list, rails: Rails | None = None) -> FloorCheck | None:
-        """The check of a one-job run on the checked backend, its NPUs set to log their
-        collectives; None for any other run."""
-        if backend != CHECKED_BACKEND or jobs is not None:
+        """The check of a one-job run on a backend that asks for it (``bound_check``: its
+        figures ignore contention), its NPUs set to log their collectives; None for any other run."""
+        if not backend.bound_check or jobs is not None:
             return None
         for npu in npus:
             npu.collective_log = []
@@ -284,7 +282,7 @@ def warning(check: FloorCheck, worst: _Instance) -> list[str]:
     times = f"{int(factor)}" if factor >= 10 else f"{math.floor(factor * 100) / 100:.2f}".rstrip("0").rstrip(".")
     what = f"{_size_text(worst.size_bytes)} {worst.kind.replace('_', '-')}"
     below = f"{times}x below its link-bandwidth floor"
-    backend = f"analytical backend: {_time_text(span)}, no contention; {MODELLING_BACKEND} models it"
+    backend = f"analytical backend: {_time_text(span)}, no contention; {CONTENTION_BACKEND} models it"
     name = check.network_name()
     for net in (name, name.replace(" x ", "x")):
         first = f"{what} on {net}: {below}"

@@ -77,7 +77,7 @@ class PhaseProcess(Signal, simpy.Process):
                 self._target = None
                 self.fire(stop.value)
                 return
-            if event.__class__ is Signal or isinstance(event, Signal):
+            if isinstance(event, Signal):
                 if event.fired:
                     value = event.result
                     continue

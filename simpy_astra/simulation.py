@@ -26,10 +26,10 @@ from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import Folding, OrbitReports, fold_run, folded_network
+from simpy_astra.folding import Folding, OrbitReports, fold_run
 from simpy_astra.horizon import HORIZON_NS
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
-from simpy_astra.network import BACKENDS, Network
+from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.npu import Npu, NpuServices
 from simpy_astra.remote_memory import RemoteMemory
 from simpy_astra.statistics import NpuReport
@@ -84,8 +84,9 @@ class Simulation(CoSimulation):
         if inputs.backend not in BACKENDS:
             raise InputError(f"--network-backend: '{inputs.backend}' is not available "
                              f"(choose one of: {', '.join(BACKENDS)})")
+        self._backend = BACKENDS[inputs.backend]
         # built once the folding is known (a folded aware run makes one link per orbit only)
-        self._build_network = partial(BACKENDS[inputs.backend], self._env, dims, net.source, net)
+        self._build_network = partial(self._backend.build, self._env, dims, net.source, net)
         self.network: Network
         self.remote_memory = RemoteMemory(inputs.remote_memory)
         cfg = inputs.system
@@ -116,7 +117,7 @@ class Simulation(CoSimulation):
         else:
             self._build_one_job(inputs, dims, cfg, net.source)
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
-        self.floor_check = FloorCheck.for_run(inputs.backend, self.jobs, dims, cfg, self.npus, net.rails)
+        self.floor_check = FloorCheck.for_run(self._backend, self.jobs, dims, cfg, self.npus, net.rails)
         unmodelled = compute_without_roofline(self.npus, cfg)
         if unmodelled:
             self.warnings.append(unmodelled)
@@ -162,7 +163,7 @@ class Simulation(CoSimulation):
         if self.folding is None:
             self.network = self._build_network()
         else:
-            self.network = folded_network(inputs.backend, self._build_network, self.folding)
+            self.network = self._backend.folded(self._build_network, self.folding)
         # the simulated NPUs (every NPU unless folded), with their clocks and system layers
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
                                self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
@@ -224,7 +225,7 @@ class Simulation(CoSimulation):
 
     @classmethod
     def from_astra_files(cls, workload: str, system: str, network: str, remote_memory: str,
-                         comm_groups: str = "empty", backend: str = "congestion_unaware",
+                         comm_groups: str = "empty", backend: str = DEFAULT_BACKEND,
                          **kwargs) -> Simulation:
         """A simulation of ASTRA-sim's input files (the reference binary's four flags)."""
         from simpy_astra.config.scenario import inputs_from_astra_flags

@@ -137,7 +137,7 @@ class Phase:
                                   f"message size is an integer number of bytes >= 0")
 
     def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
-        if dst.__class__ is not int or size_bytes.__class__ is not int or size_bytes < 0 \
+        if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
             self._check_peer("send", dst, size_bytes)
         arrived = Signal(self.env)
@@ -156,7 +156,7 @@ class Phase:
             arrived.settle()
 
     def recv(self, src: int, size_bytes: int, tag: int | None = None) -> Signal:
-        if src.__class__ is not int or size_bytes.__class__ is not int or size_bytes < 0 \
+        if type(src) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= src < self.system.total_npus or src == self.npu_id:
             self._check_peer("recv", src, size_bytes)
         received = Signal(self.env)

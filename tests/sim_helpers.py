@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def run_sim(tmp: Path, ranks: list[list], network: dict, system: dict | None = N
         remote_memory=str(tmp / "mem.json"),
         comm_groups=groups_path if groups is not None else "empty", backend=backend,
     )
-    inputs.fold_symmetry = fold
+    inputs = dataclasses.replace(inputs, fold_symmetry=fold)
     sim = Simulation(inputs, **sim_kwargs)
     if not run:
         return {}, sim

@@ -3,6 +3,7 @@ and values below it cost the stall watchdog a few wakes, however far apart event
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -119,7 +120,7 @@ def _sim(tmp_path):
     from simpy_astra.simulation import Simulation
 
     inputs = load_scenario(str(_scenario(tmp_path)))
-    inputs.fold_symmetry = False  # stragglers need their own NPU
+    inputs = dataclasses.replace(inputs, fold_symmetry=False)  # stragglers need their own NPU
     return Simulation(inputs)
 
 

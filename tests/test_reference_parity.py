@@ -12,6 +12,7 @@ folding must not change a single figure (``tests/test_symmetry.py`` and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -80,7 +81,7 @@ def simulate_case(case: dict, reference_dir: Path, tmp_path: Path, monkeypatch: 
         remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
         backend=case["backend"],
     )
-    inputs.fold_symmetry = fold
+    inputs = dataclasses.replace(inputs, fold_symmetry=fold)
     lines: list[str] = []
     Simulation(inputs, on_report=lambda r: lines.extend(r.lines())).run()
     return parse_lines(lines)

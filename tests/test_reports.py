@@ -7,6 +7,7 @@ for the default scenario, from its closed form (20 us compute, 117.78 us all-red
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import subprocess
@@ -36,7 +37,7 @@ def _case_run(reference_dir: Path, tmp_path: Path, monkeypatch, case_id: str, ch
     inputs = inputs_from_astra_flags(workload=case["workload"], system=case["system"], network=case["network"],
                                      remote_memory=case["remote_memory"], comm_groups="empty",
                                      backend=case["backend"])
-    inputs.fold_symmetry = False  # the trace and CSV files list every NPU's own events
+    inputs = dataclasses.replace(inputs, fold_symmetry=False)  # the trace and CSV files list every NPU's own events
     sim = Simulation(inputs)
     record = attach(sim, record_chunks=chunks)
     reports = {str(r.npu_id): r for r in sim.run()}

@@ -8,6 +8,7 @@ closed forms).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -296,7 +297,7 @@ def test_reference_cases_fold_as_derived_and_match_the_reference(case_id: str, r
         workload=case["workload"], system=case["system"], network=case["network"],
         remote_memory=case["remote_memory"], comm_groups=case.get("comm_group") or "empty",
         backend=case["backend"])
-    inputs.fold_symmetry = True
+    inputs = dataclasses.replace(inputs, fold_symmetry=True)
     lines: list[str] = []
     sim = Simulation(inputs, on_report=lambda r: lines.extend(r.lines()))
     sim.run()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -37,6 +38,15 @@ class BasicTopology:
     #: (checked pair by pair). A subclass that changes ``hops`` or ``path_profile`` must
     #: reset it unless its delays still have that symmetry.
     delay_symmetry: str | None = None
+    #: link-level folding's shortcut, stated by topologies whose routes have a closed-form
+    #: symmetry: ``link_action(move)``, the map of the dimension's devices that extends the map
+    #: ``move`` of its NPUs and sends every route onto the moved pair's route and every link
+    #: onto a link of the same speed (None: there is none). None here: folding reads it off
+    #: the routes. It holds only with the ``route``, ``links`` and ``link_params`` of the class
+    #: that states it: a subclass with its own is read off its routes.
+    link_action: Callable[[Callable[[int], int]], dict[int, int] | None] | None = None
+    #: a flow's packets are spread over several paths (``routes``), which folding does not check
+    sprays: bool = False
 
     def __init__(self, npus_count: int, bandwidth_gbps: float, latency_ns: float) -> None:
         self.npus_count = npus_count

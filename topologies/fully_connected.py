@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from simpy_astra.topologies.base import BasicTopology, CostPart
 
 
@@ -22,3 +24,7 @@ class FullyConnected(BasicTopology):
 
     def route(self, src: int, dst: int) -> list[int]:
         return [src, dst]
+
+    def link_action(self, move: Callable[[int], int]) -> dict[int, int]:
+        """Every permutation of the NPUs (see BasicTopology)."""
+        return {k: move(k) for k in range(self.npus_count)}

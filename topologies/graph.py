@@ -254,6 +254,11 @@ class GraphTopology(BasicTopology):
             path = self._routes[(src, dst)] = paths[pick]
         return path
 
+    @property
+    def sprays(self) -> bool:  # type: ignore[override]
+        """``routing: spray`` (see BasicTopology)."""
+        return self.spec.routing == "spray"
+
     def routes(self, src: int, dst: int) -> list[list[int]]:
         """Every path a flow's packets take: all least-cost paths when spraying (a fixed
         route in ``routes`` still wins), else the one :meth:`route`."""

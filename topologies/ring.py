@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from simpy_astra.topologies.base import BasicTopology, CostPart
 
 
@@ -36,3 +38,10 @@ class Ring(BasicTopology):
         while path[-1] != dst:
             path.append((path[-1] + step) % n)
         return path
+
+    def link_action(self, move: Callable[[int], int]) -> dict[int, int] | None:
+        """The rotations only (see BasicTopology)."""
+        n = self.npus_count
+        npus = {k: move(k) for k in range(n)}
+        c = npus[0] % n
+        return npus if all(npus[k] == (k + c) % n for k in range(n)) else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from simpy_astra.topologies.base import BasicTopology, CostPart
 
 
@@ -31,3 +33,7 @@ class Switch(BasicTopology):
 
     def route(self, src: int, dst: int) -> list[int]:
         return [src, self.switch_id, dst]
+
+    def link_action(self, move: Callable[[int], int]) -> dict[int, int]:
+        """Every permutation of the NPUs, the switch staying (see BasicTopology)."""
+        return {**{k: move(k) for k in range(self.npus_count)}, self.switch_id: self.switch_id}

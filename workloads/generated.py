@@ -7,8 +7,11 @@ A scenario may name a generator instead of ET files::
       preset: llama2-7b          # everything else is the generator's parameters
       dp: 2
 
-A generator is ``fn(params: dict, prefix: str) -> str | None``: it writes ``prefix.{npu}.et``
-and returns the path of a comm-group JSON it wrote, or None. Generated traces are cached under
+A generator is ``fn(job, prefix: str) -> str | None``: it writes ``prefix.{npu}.et`` and
+returns the path of a comm-group JSON it wrote, or None. ``job`` is what its entry's
+``prepare(params, cluster, where)`` made of the parameters, parsed once per scenario (the
+parameters themselves for a generator without one); the scenario loader and the run ask the
+entry for the job's ``layout`` and ``report`` and never test which generator it is. Generated traces are cached under
 ``$SIMPY_ASTRA_CACHE`` (default ``~/.cache/simpy-astra``) in a folder named by a hash of the
 generator name, its ``VERSION`` and the parameters, so a sweep generates each trace once, and
 parallel workers that race on the same trace each build it in a private folder and the first
@@ -31,7 +34,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra import files
@@ -43,24 +46,76 @@ class GeneratorEntry:
     """A registered generator: the function and a version that invalidates old cache entries.
 
     ``path_params`` name parameters that are files (resolved from the scenario's folder);
-    ``prepare(params, where)`` may add to the parameters before they key the cache (e.g. an
-    input file's digest, so an edited file is generated anew).
+    ``cache_params(params, where)`` may add to the parameters before they key the cache (e.g.
+    an input file's digest, so an edited file is generated anew).
     """
 
-    fn: Callable[[dict[str, Any], str], str | None]
+    fn: Callable[[Any, str], str | None]
     version: str
     path_params: tuple[str, ...] = ()
-    prepare: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
+    cache_params: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
     #: module whose ``main(argv) -> int`` is ``simpy-astra generate NAME`` (None: scenarios only)
     command: str | None = None
-    #: ``summary(params, prefix) -> groups path or None``: writes the comm groups and the rank
+    #: ``summary(job, prefix) -> groups path or None``: writes the comm groups and the rank
     #: summary (``PREFIX.ranks.json``), no trace; with ``ranks`` the generator can be lazy
-    summary: Callable[[dict[str, Any], str], str | None] | None = None
-    #: ``ranks(params, prefix, ranks)``: writes ``PREFIX.{rank}.et`` for just those ranks
-    ranks: Callable[[dict[str, Any], str, list[int]], None] | None = None
-    #: ``dimensions(params) -> {group id: "tp" | "dp" | ...}``: the parallel dimension of each
-    #: comm group, known before any trace is written (a lazy run's breakdown names its groups)
-    dimensions: Callable[[dict[str, Any]], dict[int, str]] | None = None
+    summary: Callable[[Any, str], str | None] | None = None
+    #: ``ranks(job, prefix, ranks)``: writes ``PREFIX.{rank}.et`` for just those ranks
+    ranks: Callable[[Any, str, list[int]], None] | None = None
+    #: ``prepare(params, cluster, where) -> (params, job)``: the parameters parsed once into a
+    #: typed, frozen job, and the parameters as they key the cache (with what a scenario's
+    #: ``cluster`` gives, None without one); without it the job is the parameters
+    prepare: Callable[[dict[str, Any], Any, str], tuple[dict[str, Any], Any]] | None = None
+    #: ``layout(job) -> WorkloadLayout``: its ranks, network blocks and groups' dimensions,
+    #: known before any trace is written
+    layout: Callable[[Any], WorkloadLayout] | None = None
+    #: ``report(job, iteration_time_ns)``: the figures a training job reports of itself
+    #: (``lines()`` and ``as_dict()``, e.g. Megatron's TFLOP/s and MFU); None: none
+    report: Callable[[Any, int], Any] | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadLayout:
+    """What a generated job's layout tells the scenario loader before any trace is written."""
+
+    #: ranks of the job, where its parameters fix them (the network must have as many NPUs)
+    ranks: int | None = None
+    #: a cluster's GPUs written as network dimensions, in rank order (None: one block)
+    blocks: list[int] | None = None
+    #: communicator group id -> its parallel dimension ("tp", "dp", ...), for breakdowns
+    dimensions: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A generator's job, parsed once: what a scenario's workload mapping becomes."""
+
+    generator: str
+    #: the parameters as they key the cache
+    params: dict[str, Any]
+    #: the typed job (the parameters themselves for a generator without ``prepare``)
+    job: Any
+
+    @property
+    def entry(self) -> GeneratorEntry:
+        return GENERATORS[self.generator]
+
+    def layout(self) -> WorkloadLayout:
+        layout = self.entry.layout
+        return WorkloadLayout() if layout is None else layout(self.job)
+
+
+def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") -> Prepared:
+    """The job a ``{generate: NAME, ...}`` mapping names, parsed once (errors name ``where``)."""
+    params = dict(spec)
+    name = params.pop("generate", None)
+    if not isinstance(name, str) or name not in GENERATORS:
+        known = ", ".join(sorted(GENERATORS)) or "none registered"
+        raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
+    entry = GENERATORS[name]
+    if entry.prepare is None:
+        return Prepared(name, params, params)
+    params, job = entry.prepare(params, cluster, where)
+    return Prepared(name, params, job)
 
 
 def _lazy(module: str, function: str) -> Callable[..., Any]:
@@ -72,6 +127,14 @@ def _lazy(module: str, function: str) -> Callable[..., Any]:
         return getattr(importlib.import_module(module), function)(params, *more)
 
     return run
+
+
+def _typed(module: str, version: str, **kwargs: Any) -> GeneratorEntry:
+    """A lazy generator module with a typed job: ``generate``, ``write_summary``,
+    ``write_ranks``, ``prepare``, ``layout`` and ``report``."""
+    return _module(module, version, summary=_lazy(module, "write_summary"), ranks=_lazy(module, "write_ranks"),
+                   prepare=_lazy(module, "prepare"), layout=_lazy(module, "layout"),
+                   report=_lazy(module, "report"), **kwargs)
 
 
 def _module(module: str, version: str, command: bool = True, **kwargs: Any) -> GeneratorEntry:
@@ -92,16 +155,13 @@ GENERATORS: dict[str, GeneratorEntry] = {
     "transformer": _module("simpy_astra.workloads.transformer.generator", "4",
                            summary=_lazy("simpy_astra.workloads.transformer.generator", "write_summary"),
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
-                           dimensions=_lazy("simpy_astra.workloads.transformer.generator", "group_dimensions")),
+                           layout=_lazy("simpy_astra.workloads.transformer.generator", "layout")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
-    "megatron": _module("simpy_astra.workloads.megatron.generator", "1",
-                        summary=_lazy("simpy_astra.workloads.megatron.generator", "write_summary"),
-                        ranks=_lazy("simpy_astra.workloads.megatron.generator", "write_ranks"),
-                        dimensions=_lazy("simpy_astra.workloads.megatron.generator", "group_dimensions")),
+    "megatron": _typed("simpy_astra.workloads.megatron.generator", "1"),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),
-                    prepare=_lazy("simpy_astra.workloads.gemm", "prepare")),
+                    cache_params=_lazy("simpy_astra.workloads.gemm", "prepare")),
 }
 
 
@@ -135,22 +195,20 @@ def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def materialise(spec: dict[str, Any], where: str = "workload", lazy: bool = False) -> GeneratedWorkload:
-    """Generate (or find in the cache) the workload a ``{generate: NAME, ...}`` mapping names.
+def materialise(spec: dict[str, Any] | Prepared, where: str = "workload", lazy: bool = False) -> GeneratedWorkload:
+    """Generate (or find in the cache) the workload a ``{generate: NAME, ...}`` mapping names
+    (or its job, :func:`prepare` d already).
 
     ``lazy``: for a generator that writes single ranks, write only the comm groups and the
     rank summary now; a run writes the ranks it needs (:class:`LazyTraces`)."""
-    params = dict(spec)
-    name = params.pop("generate", None)
-    if not isinstance(name, str) or name not in GENERATORS:
-        known = ", ".join(sorted(GENERATORS)) or "none registered"
-        raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
     try:
-        return _materialise(name, GENERATORS[name], params, where, lazy)
+        prepared = spec if isinstance(spec, Prepared) else prepare(spec, None, where)
+        return _materialise(prepared, where, lazy)
     except InputError as exc:  # reworded, of the same class (a sweep tells invalid jobs apart)
         exc.args = (as_fields(exc.message, where),)
         raise exc from None
     except (TypeError, ValueError, OverflowError) as exc:  # a parameter of a type no check foresaw
+        name = spec.generator if isinstance(spec, Prepared) else spec.get("generate")
         raise InputError(f"{where}: generate {name}: invalid parameters ({type(exc).__name__}: {exc})") from None
 
 
@@ -174,7 +232,7 @@ def as_fields(message: str, where: str) -> str:
     return f"{where}: {text}"
 
 
-def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], folder: str) -> None:
+def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], job: Any, folder: str) -> None:
     """Run the generator into a temporary folder beside ``folder``, renamed into place when
     complete (a killed run leaves no half entry)."""
     parent = os.path.dirname(folder)
@@ -182,7 +240,7 @@ def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], fol
     tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=parent)
     try:
         fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
-        groups = fn(params, os.path.join(tmp, name))
+        groups = fn(job, os.path.join(tmp, name))
         with open(os.path.join(tmp, "done.json"), "w") as f:
             json.dump({"generator": name, "params": params,
                        "comm_groups": os.path.basename(groups) if groups else None}, f)
@@ -194,15 +252,17 @@ def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], fol
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where: str,
-                 lazy: bool) -> GeneratedWorkload:
-    if entry.prepare is not None:
-        params = entry.prepare(params, where)
+def _materialise(prepared: Prepared, where: str, lazy: bool) -> GeneratedWorkload:
+    name, entry, params, job = prepared.generator, prepared.entry, prepared.params, prepared.job
+    if entry.cache_params is not None:
+        params = entry.cache_params(params, where)
+        if entry.prepare is None:
+            job = params
     folder = os.path.join(cache_root(), "workloads", f"{name}-{cache_key(name, entry.version, params)}")
     done = os.path.join(folder, "done.json")
     if not os.path.exists(done):
         try:
-            _generate_into(name, entry, params, folder)
+            _generate_into(name, entry, params, job, folder)
         except OSError as exc:  # the cache's disk or folder, not the user's workload
             raise InputError(f"workload cache {files.show(os.path.dirname(folder))}: cannot write "
                              f"({files.os_problem(exc)}); set SIMPY_ASTRA_CACHE to a folder you can "
@@ -216,7 +276,7 @@ def _materialise(name: str, entry: GeneratorEntry, params: dict[str, Any], where
                          f"{exc}); delete {folder} to generate it again") from None
     prefix = os.path.join(folder, name)
     if not lazy:
-        source = lazy_traces(prefix)
+        source = lazy_traces(prefix, prepared)
         if source is not None:
             source.ensure(range(source.npus))
     return GeneratedWorkload(
@@ -239,8 +299,10 @@ class LazyTraces:
     agree the same way, so folding is decided from the summary alone
     (:func:`simpy_astra.folding.summary_key`)."""
 
-    def __init__(self, prefix: str, doc: dict[str, Any]) -> None:
+    def __init__(self, prefix: str, doc: dict[str, Any], prepared: Prepared | None = None) -> None:
         self.prefix = prefix
+        #: the job the ranks are written from: the run's own, else prepared from the summary
+        self._prepared = prepared
         self.generator: str = doc["generator"]
         self.params: dict[str, Any] = doc["params"]
         self.npus: int = int(doc["npus"])
@@ -258,16 +320,21 @@ class LazyTraces:
         if missing:
             write = GENERATORS[self.generator].ranks
             assert write is not None
-            write(self.params, self.prefix, missing)
+            prepared = self._prepared
+            if prepared is None or prepared.generator != self.generator or \
+                    json.dumps(prepared.params, sort_keys=True) != json.dumps(self.params, sort_keys=True):
+                prepared = prepare({"generate": self.generator, **self.params}, None, self.prefix)
+            write(prepared.job, self.prefix, missing)
 
 
-def lazy_traces(prefix: str) -> LazyTraces | None:
-    """The lazily generated trace at ``prefix``, or None (plain ET files)."""
+def lazy_traces(prefix: str, prepared: Prepared | None = None) -> LazyTraces | None:
+    """The lazily generated trace at ``prefix``, or None (plain ET files); ``prepared``: its
+    job, if the caller holds it (then it is not parsed again)."""
     path = prefix + SUMMARY_SUFFIX
     if not os.path.exists(path):
         return None
     try:
-        return LazyTraces(prefix, json.loads(files.read_text(path, "rank summary")))
+        return LazyTraces(prefix, json.loads(files.read_text(path, "rank summary")), prepared)
     except (InputError, OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{path}: corrupt rank summary ({type(exc).__name__}: {exc}); delete "
                          f"{os.path.dirname(path)} to generate it again") from None

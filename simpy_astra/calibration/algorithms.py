@@ -19,6 +19,7 @@ from typing import Any
 
 from simpy_astra.calibration.model import MIB, calibrate, geomean_error
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import DEFAULT_BACKEND
 
 #: collective -> (system key, candidates, the default first)
 CANDIDATES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -37,7 +38,7 @@ def _per_dim(name: str, npus_count: list[int]) -> list[str]:
 
 
 def fit_algorithms(logs: list, network: dict[str, Any], system: dict[str, Any], min_size: int = MIB,
-                   in_place: bool = False, backend: str = "congestion_unaware",
+                   in_place: bool = False, backend: str = DEFAULT_BACKEND,
                    held_out: frozenset[tuple[str, int]] = frozenset(),
                    gpu_memory_gbps: float | None = None) -> tuple[dict[str, Any], dict[str, dict]]:
     """The system with each logged collective's best algorithm, and per collective what was

@@ -34,6 +34,7 @@ from typing import Any
 from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 #: above this many candidate vertices the fit iterates instead (three or more dimension groups)
 MAX_VERTICES = 100_000
@@ -41,7 +42,6 @@ MAX_VERTICES = 100_000
 YAML_GB = 2**30
 MIB = 1 << 20
 #: the network backends ``calibrate`` and ``validate`` can drive (scenario key ``backend``)
-BACKENDS = ("congestion_unaware", "congestion_aware", "packet")
 
 #: the system knobs calibrate sets when --system does not (docs/calibration.md, "Calibrating to a real cluster")
 DEFAULT_SYSTEM: dict[str, Any] = {
@@ -92,7 +92,7 @@ def comm_size(collective: str, nccl_size: int, ranks: int) -> int:
 
 
 def simulate_collective(network: dict[str, Any], system: dict[str, Any], collective: str,
-                        size_bytes: int, num_npus: int, backend: str = "congestion_unaware") -> int:
+                        size_bytes: int, num_npus: int, backend: str = DEFAULT_BACKEND) -> int:
     """Simulated time in ns of one ``collective`` of ``size_bytes`` (ASTRA-sim's comm_size) on
     ``num_npus`` NPUs, given the network YAML and system JSON as mappings.
 
@@ -207,7 +207,7 @@ class LinearModel:
 
 
 def probe(network: dict[str, Any], system: dict[str, Any], collective: str, ranks: int,
-          backend: str = "congestion_unaware") -> LinearModel:
+          backend: str = DEFAULT_BACKEND) -> LinearModel:
     """Linearise the simulated time around the given parameters: 4 + 2 x dims simulations.
 
     Exact wherever the time is linear in the parameters (one chunk per collective, or one
@@ -461,7 +461,7 @@ def observations_of(logs: list, in_place: bool = False,
 
 
 def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_size: int = MIB,
-              in_place: bool = False, max_rounds: int = 4, backend: str = "congestion_unaware",
+              in_place: bool = False, max_rounds: int = 4, backend: str = DEFAULT_BACKEND,
               held_out: frozenset[tuple[str, int]] = frozenset(),
               gpu_memory_gbps: float | None = None) -> Calibration:
     """Fit the network's latencies and bandwidths to ``logs`` (parsed nccl-tests logs).

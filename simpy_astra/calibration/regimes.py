@@ -22,6 +22,7 @@ from typing import Any
 
 from simpy_astra.calibration.model import MIB, Calibration, calibrate
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import DEFAULT_BACKEND
 
 #: a change of simulated/measured time between neighbouring sizes above this is a switch
 MIN_JUMP = 0.25
@@ -57,7 +58,7 @@ def find_switch(cal: Calibration, min_size: int = MIB) -> Switch | None:
 
 
 def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], single: Calibration,
-                min_size: int = MIB, in_place: bool = False, backend: str = "congestion_unaware",
+                min_size: int = MIB, in_place: bool = False, backend: str = DEFAULT_BACKEND,
                 held_out: frozenset[tuple[str, int]] = frozenset(),
                 gpu_memory_gbps: float | None = None) -> dict[str, Any] | None:
     """Both sides of the switch :func:`find_switch` sees, each fitted alone; None if none."""

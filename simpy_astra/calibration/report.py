@@ -19,6 +19,7 @@ from simpy_astra.calibration.model import (
     sub_system,
 )
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import DEFAULT_BACKEND
 
 #: errors below this count as this much in the geometric mean (docs/calibration.md: "Error figures")
 ERROR_FLOOR = 0.01
@@ -87,7 +88,7 @@ class Summary:
 
 
 def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
-                  in_place: bool = False, backend: str = "congestion_unaware",
+                  in_place: bool = False, backend: str = DEFAULT_BACKEND,
                   network_for: Callable[[int], dict[str, Any]] | None = None,
                   gpu_memory_gbps: float | None = None) -> list[LogResult]:
     """Every logged size simulated; ``network_for`` (size -> network) overrides ``network``

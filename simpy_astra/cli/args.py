@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 #: a list of choices longer than this is shown as NAME in the usage, and spelled out in the help
 LONGEST_CHOICES = 24
@@ -169,9 +170,8 @@ def log_parser(command: str, description: str, network_help: str, system_help: s
     p.add_argument("--out", required=True, help=out_help)
     p.add_argument("--collective", default=None,
                    help="the collective of every log, when the logs do not name it")
-    p.add_argument("--backend", default="congestion_unaware",
-                   choices=["congestion_unaware", "congestion_aware", "packet"],
-                   help="network backend to simulate with (default congestion_unaware)")
+    p.add_argument("--backend", default=DEFAULT_BACKEND, choices=list(BACKENDS),
+                   help=f"network backend to simulate with (default {DEFAULT_BACKEND})")
     p.add_argument("--gpu-memory-bw", type=float, default=None, metavar="GBPS",
                    help="GPU memory bandwidth in GB/s (1e9 B/s) for the local copy out-of-place "
                         "all-gathers and all-to-alls make (default: the datasheet value of the "

@@ -11,10 +11,12 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links, link_fields
 from simpy_astra.statistics import NpuReport
@@ -70,8 +72,8 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
     _add_plugin_flag(p)
-    p.add_argument("--network-backend", default="congestion_unaware", metavar="NAME",
-                   help=backends_help("default congestion_unaware"))
+    p.add_argument("--network-backend", default=DEFAULT_BACKEND, metavar="NAME",
+                   help=backends_help(f"default {DEFAULT_BACKEND}"))
     p.add_argument("--num-queues-per-dim", type=int, default=1,
                    help="queues per dimension (1 to 4096; default 1)")
     p.add_argument("--injection-scale", type=float, default=1.0,
@@ -91,20 +93,9 @@ def _astra_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: one line on each network backend (docs/backends.md has more); plug-in backends are listed by name
-BACKEND_LINES = {
-    "congestion_unaware": "analytical: closed-form delays, as ASTRA-sim's analytical backend",
-    "congestion_aware": "links queue messages, store-and-forward switches",
-    "packet": "packets pipelined across hops, ports shared round robin, buffers and credits",
-}
-
-
 def backends_help(default: str) -> str:
     """``--network-backend``'s help: every registered backend and what it models."""
-    from simpy_astra.network import BACKENDS
-
-    return "; ".join(f"{name} ({BACKEND_LINES[name]})" if name in BACKEND_LINES else name
-                     for name in BACKENDS) + f" ({default})"
+    return "; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items()) + f" ({default})"
 
 
 def astra_help() -> str:
@@ -146,7 +137,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
                                     "in the source tree, README 'Running')")
     p.add_argument("--network-backend", default=None, metavar="NAME",
-                   help=backends_help("default: the scenario's backend field, else congestion_unaware"))
+                   help=backends_help(f"default: the scenario's backend field, else {DEFAULT_BACKEND}"))
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
     p.add_argument("--isolation", action="store_true",
@@ -316,23 +307,26 @@ def output_folder(name: str, *outputs: tuple[str | None, bool]) -> str:
     return os.path.join("runs", name or "run")
 
 
-def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False) -> None:
-    """``--trace-dir``: a relative local-mem-trace-filename moves into ``trace_dir`` (checked,
-    and made when the run will write there, before time starts); ``bare_only`` (the default
-    folder, no --trace-dir): only a bare file name moves, a name with a folder stays as written."""
+def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
+    """``inputs`` with ``--trace-dir``: a relative local-mem-trace-filename moves into
+    ``trace_dir`` (checked, and made when the run will write there, before time starts);
+    ``bare_only`` (the default folder, no --trace-dir): only a bare file name moves, a name
+    with a folder stays as written."""
     import dataclasses
 
     prefix = inputs.system.local_mem_trace_filename
     if bare_only and (not inputs.system.track_local_mem or os.path.dirname(prefix)):
-        return
+        return inputs
     _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
-        inputs.system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
+        system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
+        inputs = dataclasses.replace(inputs, system=system)
     if inputs.system.track_local_mem:
         try:
             os.makedirs(os.path.dirname(inputs.system.local_mem_trace_filename) or ".", exist_ok=True)
         except OSError as exc:
             raise InputError(f"--trace-dir: cannot make {trace_dir} ({exc.strerror or exc})") from None
+    return inputs
 
 
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
@@ -347,20 +341,20 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     from simpy_astra.simulation import Simulation
 
     if trace_dir is not None:
-        _in_trace_dir(inputs, trace_dir)
+        inputs = _in_trace_dir(inputs, trace_dir)
     else:  # the traces go with the run's other outputs
         folder = output_folder(name, (json_out, False), (csv_out, True), (plots, True), (trace_out, False),
                                (log.folder if log is not None else None, True))
-        _in_trace_dir(inputs, folder, bare_only=True)
+        inputs = _in_trace_dir(inputs, folder, bare_only=True)
     check_outputs(inputs, json_out, csv_out, trace_out, plots, log)
     if isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
     t0 = time.perf_counter()
     if fold is not None:
-        inputs.fold_symmetry = fold == "on"
+        inputs = replace(inputs, fold_symmetry=fold == "on")
     if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
-        inputs.fold_symmetry = False
-    resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
+        inputs = replace(inputs, fold_symmetry=False)
+    inputs = resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
     from simpy_astra.report.console import ProgressLine, progress_wanted, run_with_progress
 
     progress = ProgressLine() if progress_wanted() else None
@@ -407,8 +401,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
 
     cost = network_cost(inputs.network)
     training = None
-    if inputs.training is not None and reports:
-        training = inputs.training(max(r.finished_cycles for r in reports))
+    if inputs.workload.reports_figures and reports:
+        training = inputs.workload.figures(max(r.finished_cycles for r in reports))
         for line in training.lines():
             print(line, file=sys.stderr)
     breakdowns = None

@@ -35,34 +35,15 @@ from simpy_astra.config.readers import read_yaml_file
 from simpy_astra.errors import InputError
 from simpy_astra.network.rails import Rails
 
+# the GPU's figures live beside the kernels that use them; configs read them from here too
+from simpy_astra.workloads.megatron.kernels import Gpu
+
 #: collectives of different streams that run at once in one dimension's queue
 STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbps", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
                 "oversubscription", "nccl_algo"}
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU's figures (a preset's ``gpu:``); every field is a datasheet value except the
-    two sustained efficiencies (:mod:`simpy_astra.workloads.megatron.kernels`)."""
-
-    name: str
-    sms: int
-    #: dense tensor-core peak for fp16/bf16, TFLOP/s
-    tensor_tflops: float
-    #: dense fp8 peak (0: no fp8), TFLOP/s
-    fp8_tflops: float
-    hbm_gbps: float  # GB/s (10^9 B/s)
-    hbm_gib: float  # memory capacity
-    l2_gbps: float  # L2 bandwidth to the SMs, GB/s
-    tensor_efficiency: float
-    memory_efficiency: float
-    launch_us: float
-
-    def peak_flops(self, fp8: bool = False) -> float:
-        return (self.fp8_tflops if fp8 and self.fp8_tflops else self.tensor_tflops) * 1e12
 
 
 def presets() -> list[str]:

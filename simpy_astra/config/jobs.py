@@ -90,24 +90,14 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
     if not isinstance(value, list) or not value:
         raise InputError(f"{path}: jobs: must be a non-empty list of jobs, each with name, workload and "
                          f"npus or placement")
-    names: dict[str, int] = {}
+    names: dict[int, str] = {}  # job index -> its name
     parsed: list[dict[str, Any]] = []
     for i, job in enumerate(value):
         where = f"{path}: jobs[{i}]"
         if not isinstance(job, dict):
             raise InputError(f"{where}: must be a mapping with name, workload and npus or placement")
         refuse_unknown_keys(f"{path}: jobs[{i}]", job, JOB_KEYS, "job")
-        name = job.get("name", f"job{i}")
-        if not isinstance(name, str) or not name:
-            raise InputError(f"{where}.name: must be a non-empty string (got {name!r})")
-        if not name.isprintable() or name != name.strip():
-            # a newline would forge a line of output (a fake "sys[0] finished")
-            raise InputError(f"{where}.name: must be printable text without newlines, control "
-                             f"characters or surrounding spaces (got {name!r})")
-        if name in names:
-            raise InputError(f"{where}.name: '{name}' is also the name of jobs[{names[name]}]; job names "
-                             f"must differ")
-        names[name] = i
+        name = names[i] = _job_name(where, job.get("name", f"job{i}"), names)
         if "workload" not in job:
             raise InputError(f"{where}.workload: is missing (an ET prefix or a {{generate: ...}} mapping)")
         prefix, groups = workload_of(job["workload"], f"{where}.workload")
@@ -159,6 +149,21 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         npus[k] = ids
     return [JobInputs(p["name"], p["prefix"], p["system"], ids, p["groups"], p["start"])
             for p, ids in zip(parsed, npus, strict=True) if ids is not None]
+
+
+def _job_name(where: str, name: Any, names: dict[int, str]) -> str:
+    """A job's ``name``: printable, one line, unlike the names of the jobs before it."""
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}.name: must be a non-empty string (got {name!r})")
+    if not name.isprintable() or name != name.strip():
+        # a newline would forge a line of output (a fake "sys[0] finished")
+        raise InputError(f"{where}.name: must be printable text without newlines, control "
+                         f"characters or surrounding spaces (got {name!r})")
+    before = next((i for i, other in names.items() if other == name), None)
+    if before is not None:
+        raise InputError(f"{where}.name: '{name}' is also the name of jobs[{before}]; job names "
+                         f"must differ")
+    return name
 
 
 def _claim(where: str, name: str, npu: int, total_npus: int, owner: dict[int, str]) -> None:

@@ -89,9 +89,8 @@ def network_from_mapping(data: Any, src: str) -> NetworkConfig:
     return _with_extensions(data, src, topology, npus, bandwidth, latency, specs)
 
 
-def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tuple[float, ...],
-                                                      tuple[float, ...], list[GraphSpec | None]]:
-    """ASTRA-sim's four lists (and a Graph dimension's ``graph`` mapping), one entry per dimension."""
+def _four_lists(data: dict, src: str) -> dict[str, list[Any]]:
+    """topology, npus_count, bandwidth and latency: each a list, one entry per dimension."""
     lists: dict[str, list[Any]] = {}
     for key in _NETWORK_KEYS:
         if key not in data:
@@ -120,7 +119,13 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
                 f"has {len(lists[key])} entries but topology has {dims}; all four lists "
                 f"need one entry per dimension",
             )
+    return lists
 
+
+def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tuple[float, ...],
+                                                      tuple[float, ...], list[GraphSpec | None]]:
+    """ASTRA-sim's four lists (and a Graph dimension's ``graph`` mapping), one entry per dimension."""
+    lists = _four_lists(data, src)
     topology: list[str] = []
     for i, name in enumerate(lists["topology"]):
         try:

@@ -39,7 +39,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from simpy_astra.config import (
     NetworkConfig,
@@ -56,9 +57,13 @@ from simpy_astra.config import (
     remote_memory_from_mapping,
     system_from_mapping,
 )
-from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.errors import InputError
+from simpy_astra.network.backends import DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from simpy_astra.workloads.generated import Prepared
 
 T = TypeVar("T")
 
@@ -184,20 +189,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
-    cluster = cluster_routes = None
-    if doc.get("cluster") is not None:  # a preset builds system, network and backend
-        from simpy_astra.config.cluster import load_cluster
-
-        if "jobs" in doc:
-            raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
-        cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
-        blocks = _rank_blocks(doc.get("workload"), cluster, f"{path}: workload")
-        if "network" in doc:  # the user's own network: its topology, not the preset's routes
-            cluster_routes = None
-        else:
-            cluster_routes = cluster.rails()
-        doc = {"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
-               "backend": "congestion_unaware", **doc}
+    user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
+    doc, cluster, prepared = _with_cluster(path, doc)
+    cluster_routes = cluster.rails() if cluster is not None and not user_network else None
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
@@ -207,7 +201,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if backend is not None:
         chosen = check_backend("--network-backend", backend)
     else:
-        chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", "congestion_unaware"))
+        chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     from simpy_astra.plugins import search_also
@@ -221,15 +215,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         net = dataclasses.replace(net, rails=cluster_routes)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
-    groups: str | dict[int, tuple[int, ...]] | None = None
-    if doc.get("comm_groups") is not None:
-        value = doc["comm_groups"]
-        if isinstance(value, dict):
-            groups = comm_groups_from_mapping(value, f"{path}: comm_groups", net.total_npus)
-        elif isinstance(value, str) and value:
-            groups = _path(path, value)
-        else:
-            raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
+    groups = _comm_groups(path, doc.get("comm_groups"), net.total_npus)
+
     def read_system(value: Any, key: str) -> SystemConfig:
         return _block(path, key, value, lambda p: load_system_json(p, injection_scale=injection_scale),
                       lambda d, src: system_from_mapping(d, src, injection_scale))
@@ -238,71 +225,86 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if "jobs" in doc:
         return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown)
     assert system is not None
-    workload = doc["workload"]
-    training = None
-    group_names: dict[int, str] = {}
-    if isinstance(workload, dict):
-        if "generate" not in workload:
-            raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
-                             f"(or give an ET prefix)")
-        from simpy_astra.workloads.generated import GENERATORS, materialise, resolve_paths
-
-        if workload.get("generate") == "megatron" and cluster is not None:
-            if net.total_npus != cluster.gpus:
-                raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {cluster.gpus}")
-            workload = {**workload, "gpus": cluster.gpus, "gpu": cluster.gpu}
-            training = _training(workload, f"{path}: workload")
-        spec = resolve_paths(workload, os.path.dirname(os.path.abspath(path)))
-        made = materialise(spec, where=f"{path}: workload", lazy=True)  # a run writes the ranks it needs
-        workload = made.prefix
-        if groups is None:
-            groups = made.comm_groups
-            named = GENERATORS[spec["generate"]].dimensions  # its groups' dimensions, for breakdowns
-            if named is not None:
-                group_names = named({k: v for k, v in spec.items() if k != "generate"})
-    elif isinstance(workload, str) and workload:
-        workload = _path(path, workload)
-    else:
-        raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
-                                              f"{{generate: ...}} mapping (got {workload!r})")
-    inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
-    inputs.training = training
-    inputs.group_names = group_names
-    if group_names:  # the generators' sends and receives run between pipeline stages
-        inputs.p2p_name = "pp"
-    inputs.warnings[:0] = unknown
+    workload, groups, info = _workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
+                                       groups)
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         from simpy_astra.config import with_cost
 
-        inputs.network = with_cost(inputs.network, doc["cost"], path)
-    if "fold_symmetry" in doc:
-        inputs.fold_symmetry = doc["fold_symmetry"]
+        net = with_cost(net, doc["cost"], path)
+    inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
+    fold = doc.get("fold_symmetry")
     if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
-        inputs.fold_symmetry = False
-    return inputs
+        fold = False
+    return replace(inputs, workload=info, warnings=[*unknown, *inputs.warnings], fold_symmetry=fold)
 
 
-def _rank_blocks(workload: Any, cluster: Any, where: str) -> list[int] | None:
-    """A Megatron workload's parallel dimensions in rank order (how the cluster's GPUs are
-    written as network dimensions), else None."""
-    if not (isinstance(workload, dict) and workload.get("generate") == "megatron"):
+def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
+    """``cluster:``: a preset builds system, network and backend (fields the scenario gives
+    win), laid out as the generated job's layout says; the cluster and that job (None, None:
+    no cluster)."""
+    if doc.get("cluster") is None:
+        return doc, None, None
+    from simpy_astra.config.cluster import load_cluster
+
+    if "jobs" in doc:
+        raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
+    cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
+    prepared = _prepare(path, doc.get("workload"), cluster)
+    blocks = None if prepared is None else prepared.layout().blocks
+    return ({"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
+             "backend": DEFAULT_BACKEND, **doc}, cluster, prepared)
+
+
+def _comm_groups(path: str, value: Any, npus: int) -> str | dict[int, tuple[int, ...]] | None:
+    """``comm_groups``: a file (read with the workload's, :func:`_inputs`) or a mapping."""
+    if value is None:
         return None
-    from simpy_astra.workloads.megatron.arguments import parse
-    from simpy_astra.workloads.megatron.schedule import Layout
+    if isinstance(value, dict):
+        return comm_groups_from_mapping(value, f"{path}: comm_groups", npus)
+    if isinstance(value, str) and value:
+        return _path(path, value)
+    raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
 
-    gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus"
-    return Layout.blocks(parse(workload.get("args"), cluster.gpus, f"{where}.args", gpus_where))
+
+def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: bool, npus: int,
+              groups: str | dict[int, tuple[int, ...]] | None,
+              ) -> tuple[str, str | dict[int, tuple[int, ...]] | None, WorkloadInfo]:
+    """``workload``: (ET prefix, comm groups, what its generator says of it). A generated
+    one is prepared (unless the cluster's layout did already), checked against the network
+    and written lazily (a run writes the ranks it needs); its comm groups, unless the scenario
+    gives its own, come with their dimensions, for breakdowns."""
+    if isinstance(workload, str) and workload:
+        return _path(path, workload), groups, WorkloadInfo()
+    if not isinstance(workload, dict):
+        raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
+                                              f"{{generate: ...}} mapping (got {workload!r})")
+    from simpy_astra.workloads.generated import materialise
+
+    prepared = prepared or _prepare(path, workload, None)
+    assert prepared is not None
+    layout = prepared.layout()
+    if layout.ranks is not None and on_cluster and npus != layout.ranks:
+        raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
+    made = materialise(prepared, where=f"{path}: workload", lazy=True)
+    if groups is not None:
+        return made.prefix, groups, WorkloadInfo(prepared)
+    # (the generators' sends and receives run between pipeline stages)
+    return made.prefix, made.comm_groups, WorkloadInfo(prepared, layout.dimensions,
+                                                       "pp" if layout.dimensions else "p2p")
 
 
-def _training(spec: dict, where: str):
-    """The report of a generated Megatron job: its figures from the iteration time."""
-    from functools import partial
+def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
+    """A generated workload's job, parsed once (its generator's ``prepare``, with the
+    scenario's cluster), its file parameters resolved from the scenario's folder; None for ET
+    files."""
+    if not isinstance(workload, dict):
+        return None
+    if "generate" not in workload:
+        raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
+                         f"(or give an ET prefix)")
+    from simpy_astra.workloads.generated import prepare, resolve_paths
 
-    from simpy_astra.workloads.megatron.generator import job_and_gpu
-    from simpy_astra.workloads.megatron.report import figures
-
-    params = {k: v for k, v in spec.items() if k != "generate"}
-    return partial(figures, *job_and_gpu(params, where))
+    return prepare(resolve_paths(workload, os.path.dirname(os.path.abspath(path))), cluster, f"{path}: workload")
 
 
 def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
@@ -341,16 +343,13 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                      lambda value, where: read_system(value, where.removeprefix(f"{path}: ")), groups_of, warnings)
     for job in jobs:
         job.system.check_npu_groups(net.total_npus)
-    inputs = SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
-                              remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
-                              jobs=jobs)
     if doc.get("cost") is not None:
         from simpy_astra.config import with_cost
 
-        inputs.network = with_cost(inputs.network, doc["cost"], path)
-    if "fold_symmetry" in doc:
-        inputs.fold_symmetry = doc["fold_symmetry"]
-    return inputs
+        net = with_cost(net, doc["cost"], path)
+    return SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
+                            remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
+                            jobs=jobs, fold_symmetry=doc.get("fold_symmetry"))
 
 
 def _number(path: str, doc: dict, key: str, default: float) -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -260,82 +261,77 @@ def load_system_json(path: PathLike, injection_scale: float = 1.0) -> SystemConf
     return system_from_mapping(load_json_object(src, "system JSON"), src, injection_scale)
 
 
+def _endpoint_delay(src: str, key: str, value: Any, injection_scale: float) -> int:
+    delay = json_int(src, key, value, minimum=0)
+    scaled = delay * injection_scale
+    if not math.isfinite(scaled) or scaled < 0 or scaled > INT32_MAX:
+        raise InputError.at(
+            src,
+            key,
+            f"times --injection-scale {injection_scale:g} gives {scaled:g}, not a valid "
+            f"delay in ns; use an injection scale >= 0",
+        )
+    return int(scaled)
+
+
+def _shared_bus(src: str, key: str, value: Any, injection_scale: float) -> bool:
+    bus = json_int(src, key, value, minimum=0)
+    if bus > 1:
+        raise InputError.at(
+            src,
+            key,
+            f"must be 0 or 1 (got {show_value(value)}); ASTRA-sim switches the bus model on only for 1",
+        )
+    return bus == 1
+
+
+def _splits(src: str, key: str, value: Any, injection_scale: float) -> int:
+    return json_int(src, key, value, minimum=1, maximum=MAX_DATASET_SPLITS,
+                    hint="; set it to the number of chunks per collective (ASTRA-sim divides by it)")
+
+
+def _c_float(src: str, key: str, value: Any, injection_scale: float) -> float:
+    return as_c_float(src, key, json_float(src, key, value))
+
+
+def _switch(src: str, key: str, value: Any, injection_scale: float) -> bool:
+    return json_switch(src, key, value)
+
+
+#: a system JSON's keys read on their own: key -> (SystemConfig field, reader(src, key, value,
+#: injection_scale)), in the order they are checked (the first problem is the one reported)
+_KEYS: dict[str, tuple[str, Callable[[str, str, Any, float], Any]]] = {
+    "scheduling-policy": ("scheduling_policy", lambda s, k, v, _: json_choice(s, k, v, SCHEDULING_POLICIES)),
+    "collective-optimization": ("collective_optimization",
+                                lambda s, k, v, _: json_choice(s, k, v, COLLECTIVE_OPTIMIZATIONS)),
+    "local-reduction-delay": ("local_reduction_delay", lambda s, k, v, _: json_int(s, k, v, minimum=0)),
+    "active-chunks-per-dimension": ("active_chunks_per_dimension", lambda s, k, v, _: json_int(
+        s, k, v, minimum=1, hint="; with 0 no chunk would ever start")),
+    **{key: (key, _c_float) for key in ("L", "o", "g", "G")},
+    "endpoint-delay": ("endpoint_delay_ns", _endpoint_delay),
+    "model-shared-bus": ("model_shared_bus", _shared_bus),
+    "preferred-dataset-splits": ("preferred_dataset_splits", _splits),
+    "peak-perf": ("peak_perf_tflops", lambda s, k, v, _: json_float(s, k, v)),
+    "local-mem-bw": ("local_mem_bw_gbps", lambda s, k, v, _: json_float(s, k, v)),
+    "roofline-enabled": ("roofline_enabled", _switch),
+    "trace-enabled": ("trace_enabled", _switch),
+    "replay-only": ("replay_only", _switch),
+    "track-local-mem": ("track_local_mem", _switch),
+}
+#: keys a system JSON must have, and what to set them to
+_REQUIRED = {"preferred-dataset-splits": "is missing; set it to the number of chunks per collective, e.g. 4 "
+                                         "(ASTRA-sim divides by it; custom collectives need 1)"}
+
+
 def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> SystemConfig:
     """A system JSON's object (from a file, or inline in a scenario); errors name ``src``."""
     j = require_mapping(j, src, "system config", "preferred-dataset-splits: 4")
     kw: dict[str, Any] = {"source": src}
-
-    if "scheduling-policy" in j:
-        kw["scheduling_policy"] = json_choice(
-            src, "scheduling-policy", j["scheduling-policy"], SCHEDULING_POLICIES
-        )
-    if "collective-optimization" in j:
-        kw["collective_optimization"] = json_choice(
-            src, "collective-optimization", j["collective-optimization"], COLLECTIVE_OPTIMIZATIONS
-        )
-    if "local-reduction-delay" in j:
-        kw["local_reduction_delay"] = json_int(
-            src, "local-reduction-delay", j["local-reduction-delay"], minimum=0
-        )
-    if "active-chunks-per-dimension" in j:
-        kw["active_chunks_per_dimension"] = json_int(
-            src,
-            "active-chunks-per-dimension",
-            j["active-chunks-per-dimension"],
-            minimum=1,
-            hint="; with 0 no chunk would ever start",
-        )
-    for key in ("L", "o", "g", "G"):
+    for key, (attr, read) in _KEYS.items():
         if key in j:
-            kw[key] = as_c_float(src, key, json_float(src, key, j[key]))
-    if "endpoint-delay" in j:
-        delay = json_int(src, "endpoint-delay", j["endpoint-delay"], minimum=0)
-        scaled = delay * injection_scale
-        if not math.isfinite(scaled) or scaled < 0 or scaled > INT32_MAX:
-            raise InputError.at(
-                src,
-                "endpoint-delay",
-                f"times --injection-scale {injection_scale:g} gives {scaled:g}, not a valid "
-                f"delay in ns; use an injection scale >= 0",
-            )
-        kw["endpoint_delay_ns"] = int(scaled)
-    if "model-shared-bus" in j:
-        raw = j["model-shared-bus"]
-        bus = json_int(src, "model-shared-bus", raw, minimum=0)
-        if bus > 1:
-            raise InputError.at(
-                src,
-                "model-shared-bus",
-                f"must be 0 or 1 (got {show_value(raw)}); ASTRA-sim switches the bus model on only for 1",
-            )
-        kw["model_shared_bus"] = bus == 1
-    if "preferred-dataset-splits" not in j:
-        raise InputError.at(
-            src,
-            "preferred-dataset-splits",
-            "is missing; set it to the number of chunks per collective, e.g. 4 (ASTRA-sim "
-            "divides by it; custom collectives need 1)",
-        )
-    kw["preferred_dataset_splits"] = json_int(
-        src,
-        "preferred-dataset-splits",
-        j["preferred-dataset-splits"],
-        minimum=1,
-        maximum=MAX_DATASET_SPLITS,
-        hint="; set it to the number of chunks per collective (ASTRA-sim divides by it)",
-    )
-    if "peak-perf" in j:
-        kw["peak_perf_tflops"] = json_float(src, "peak-perf", j["peak-perf"])
-    if "local-mem-bw" in j:
-        kw["local_mem_bw_gbps"] = json_float(src, "local-mem-bw", j["local-mem-bw"])
-    for key, attr in (
-        ("roofline-enabled", "roofline_enabled"),
-        ("trace-enabled", "trace_enabled"),
-        ("replay-only", "replay_only"),
-        ("track-local-mem", "track_local_mem"),
-    ):
-        if key in j:
-            kw[attr] = json_switch(src, key, j[key])
+            kw[attr] = read(src, key, j[key], injection_scale)
+        elif key in _REQUIRED:
+            raise InputError.at(src, key, _REQUIRED[key])
     if kw.get("roofline_enabled"):  # the roofline model divides by both
         for key, attr in (("peak-perf", "peak_perf_tflops"), ("local-mem-bw", "local_mem_bw_gbps")):
             if kw.get(attr, 0.0) <= 0:
@@ -350,6 +346,14 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
     if "npu-groups" in j:
         kw["npu_groups"] = _npu_groups(src, j["npu-groups"], bool(kw.get("roofline_enabled")))
     kw["ignored"] = tuple(_ignored_keys(src, j))
+    kw["implementations"], kw["custom_implementations"] = _collective_keys(src, j)
+    if "per-node-custom-implementation" in j:
+        kw["per_node_custom_file"], kw["per_node_custom"] = _per_node_custom(src, j)
+    return SystemConfig(**kw)
+
+
+def _collective_keys(src: str, j: dict) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """The ``*-implementation`` lists and ``*-implementation-custom`` files, by collective."""
     implementations: dict[str, tuple[str, ...]] = {}
     custom: dict[str, str] = {}
     for kind, stem in COLLECTIVE_KEY_STEMS.items():
@@ -358,22 +362,20 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
             implementations[kind] = _implementation_list(src, key, j[key])
         if key + "-custom" in j:
             custom[kind] = _custom_path(src, key + "-custom", j[key + "-custom"])
-    kw["implementations"] = implementations
-    kw["custom_implementations"] = custom
+    return implementations, custom
 
-    if "per-node-custom-implementation" in j:
-        key = "per-node-custom-implementation"
-        yaml_path = json_string(src, key, j[key], "the path of a YAML file {node_id: path_prefix}")
-        if not Path(yaml_path).is_file():
-            raise InputError.at(
-                src,
-                key,
-                f"names {yaml_path}, which does not exist (relative paths resolve from {os.getcwd()})",
-            )
-        kw["per_node_custom"] = load_per_node_custom_yaml(yaml_path)
-        kw["per_node_custom_file"] = yaml_path
 
-    return SystemConfig(**kw)
+def _per_node_custom(src: str, j: dict) -> tuple[str, Any]:
+    """``per-node-custom-implementation``: its YAML file's path and what it maps."""
+    key = "per-node-custom-implementation"
+    yaml_path = json_string(src, key, j[key], "the path of a YAML file {node_id: path_prefix}")
+    if not Path(yaml_path).is_file():
+        raise InputError.at(
+            src,
+            key,
+            f"names {yaml_path}, which does not exist (relative paths resolve from {os.getcwd()})",
+        )
+    return yaml_path, load_per_node_custom_yaml(yaml_path)
 
 
 def _npu_groups(src: str, value: Any, roofline: bool) -> tuple[NpuGroup, ...]:

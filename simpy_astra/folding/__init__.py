@@ -39,7 +39,6 @@ from simpy_astra.folding.run import (
     OrbitReports,
     fold_requested,
     fold_run,
-    folded_network,
     load_traces,
     read_traces,
 )
@@ -47,7 +46,7 @@ from simpy_astra.folding.search import find_folding, find_id_shift_folding, find
 from simpy_astra.folding.setup import FoldSetup
 
 __all__ = [
-    "fold_run", "folded_network",
+    "fold_run",
     "NOTE_FROM_NPUS", "FoldOutcome", "FoldSetup", "FoldedNetwork", "Folding", "Frame", "IdShifts", "KeyCache",
     "OrbitReports", "RankClasses", "RankKey", "XorIds", "delay_invariant_shifts", "delay_invariant_xors",
     "find_folding", "find_id_shift_folding", "find_xor_folding", "fold_requested", "load_traces", "rank_key",

@@ -34,9 +34,6 @@ from simpy_astra.folding.network import OrbitAddresses
 from simpy_astra.network.fabric import DeviceId, Fabric, LinkStats
 from simpy_astra.network.messages import Handler
 from simpy_astra.topologies.base import BasicTopology
-from simpy_astra.topologies.fully_connected import FullyConnected
-from simpy_astra.topologies.ring import Ring
-from simpy_astra.topologies.switch import Switch
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -48,11 +45,14 @@ if TYPE_CHECKING:
 LOCAL_CHECK_MAX_NPUS = 256
 
 
-def _plain(topo: BasicTopology, cls: type) -> bool:
-    """``topo`` is ``cls`` with its routes, links and link speeds as ``cls`` defines them."""
+def _stated_action(topo: BasicTopology) -> Callable[[Callable[[int], int]], dict[int, int] | None] | None:
+    """The topology's own ``link_action`` (see BasicTopology), if the class that states it
+    also gives ``topo`` its routes, links and link speeds; else None."""
     kind = type(topo)
-    return isinstance(topo, cls) and all(getattr(kind, m) is getattr(cls, m)
-                                         for m in ("route", "links", "link_params"))
+    owner = next((c for c in kind.__mro__ if vars(c).get("link_action") is not None), None)
+    if owner is None or any(getattr(kind, m) is not getattr(owner, m) for m in ("route", "links", "link_params")):
+        return None
+    return topo.link_action
 
 
 def local_action(topo: BasicTopology, move: Callable[[int], int]) -> dict[int, int] | None:
@@ -60,18 +60,14 @@ def local_action(topo: BasicTopology, move: Callable[[int], int]) -> dict[int, i
     of its NPUs, sends the route of every pair onto the route of the moved pair and every
     link onto a link of the same bandwidth and latency; None if there is none.
 
-    A ring's rotations and every permutation of a switch's or a fully connected dimension's
-    NPUs are such maps (their routes depend on the position difference alone, or not at
-    all); otherwise the map is read off the routes, device by device, and checked."""
+    A topology whose routes have a closed-form symmetry states the map (``link_action``: a
+    ring's rotations, every permutation of a switch's or a fully connected dimension's NPUs);
+    otherwise it is read off the routes, device by device, and checked."""
+    stated = _stated_action(topo)
+    if stated is not None:
+        return stated(move)
     n = topo.npus_count
     npus = {k: move(k) for k in range(n)}
-    if _plain(topo, Switch):
-        return {**npus, n: n}
-    if _plain(topo, FullyConnected):
-        return npus
-    if _plain(topo, Ring) and n > 2:
-        c = (move(0) - 0) % n
-        return npus if all(move(k) == (k + c) % n for k in range(n)) else None
     if n > LOCAL_CHECK_MAX_NPUS:
         return None
     out = dict(npus)

@@ -22,7 +22,8 @@ from simpy_astra.folding.frames import Folding, Frame, IdShifts, XorIds
 from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, summary_key
 from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
-from simpy_astra.folding.setup import FOLDS, FoldSetup
+from simpy_astra.folding.setup import FoldSetup
+from simpy_astra.network.backends import BACKENDS
 from simpy_astra.statistics import NpuReport
 
 FOLD_DEFAULT = True
@@ -53,11 +54,13 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
     raise InputError(f"SIMPY_ASTRA_FOLD: must be 1/on or 0/off (got {env!r}); unset it for the default (on)")
 
 
-def resolve_fold(inputs: Any) -> None:
-    """For a front end that runs no user script (``run``, sweep points): the default folding
-    (:func:`fold_requested`) made explicit, so congestion-aware and packet links fold too."""
+def resolve_fold(inputs: Any) -> Any:
+    """For a front end that runs no user script (``run``, sweep points): ``inputs`` with the
+    default folding (:func:`fold_requested`) made explicit, so congestion-aware and packet
+    links fold too."""
     if inputs.fold_symmetry is None:
-        inputs.fold_symmetry = fold_requested(None)
+        return replace(inputs, fold_symmetry=fold_requested(None))
+    return inputs
 
 
 @dataclass
@@ -197,13 +200,14 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
 
 
 def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: dict[int, tuple[int, ...]],
-                parse_groups: Callable[[str], Any], outcome: FoldOutcome,
+                parse_groups: Callable[[str], Any], outcome: FoldOutcome, prepared: Any = None,
                 ) -> tuple[dict[int, tuple[str, list]], Folding | None]:
     """(path, decoded nodes) of every NPU a run simulates, and the folding found.
 
     A lazily generated workload (it has a rank summary) is folded from the summary, and only
     the ranks simulated are written (if not yet) and read; otherwise every ET file is read
-    (:func:`read_traces`). Decoded records and attributes are shared between ranks."""
+    (:func:`read_traces`); ``prepared``: the generated job, if the run holds it (its ranks are
+    then written from it). Decoded records and attributes are shared between ranks."""
     from simpy_astra.workloads.chakra import et_path, read_et
     from simpy_astra.workloads.generated import lazy_traces
 
@@ -213,7 +217,7 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
         path = et_path(prefix, rank)
         return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
 
-    source = lazy_traces(prefix)
+    source = lazy_traces(prefix, prepared)
     if source is None:
         return read_traces(total_npus, read, fold, groups, parse_groups, outcome)
     if source.npus != total_npus:
@@ -262,40 +266,24 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
     """A run's traces, its folding, and why it folds less than it might (one line, or None).
 
     Folding is tried when the inputs ask for it (:func:`fold_requested`) and can apply
-    (:meth:`FoldSetup.for_run`, from the backend's name and the network file: decided before
+    (:meth:`FoldSetup.for_run`, from what the backend declares and the network file: decided before
     the network is built, which a folded run builds with one link per orbit); ``inputs`` is
     the run's :class:`~simpy_astra.config.inputs.SimulationInputs`. Links (congestion-aware
     and packet) fold only when ``fold_symmetry`` is explicitly true (see :func:`resolve_fold`)."""
     total_npus = math.prod(t.npus_count for t in dims)
     outcome = FoldOutcome()
     fold = None
-    if FOLDS.get(inputs.backend) == "links" and inputs.fold_symmetry is None and fold_requested(None):
+    backend = BACKENDS[inputs.backend]
+    if backend.folds == "links" and inputs.fold_symmetry is None and fold_requested(None):
         # a co-simulation script may change links, fail switches or add traffic mid-run, which
         # a folded run's orbit links cannot take: a Simulation built from Python folds them
         # only when asked (the command line and sweep points, which run no script, ask)
         outcome.why = [f"a script may change links mid-run: {inputs.backend.replace('_', '-')} links fold "
                        f"only with fold_symmetry: true"]
     elif fold_requested(inputs.fold_symmetry):
-        fold = FoldSetup.for_run(inputs.backend, inputs.network, inputs.system, inputs.remote_memory, dims,
+        fold = FoldSetup.for_run(backend, inputs.network, inputs.system, inputs.remote_memory, dims,
                                  outcome.why)
-    traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome)
+    traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome,
+                                  inputs.workload.prepared)
     note = outcome.note(total_npus) if fold is not None or outcome.why else None
     return traces, folding, note
-
-
-def folded_network(backend: str, build: Callable[..., Any], folding: Folding) -> Any:
-    """The network of a folded run: ``build(**hooks)`` builds the backend (with a folded
-    run's hooks, :class:`~simpy_astra.folding.links.FoldedLinkNetwork` and
-    :class:`~simpy_astra.folding.packet.FoldedPacketNetwork`), wrapped so that only
-    representatives send and receive."""
-    if backend == "congestion_aware":
-        from simpy_astra.folding.links import FoldedLinkNetwork
-
-        return FoldedLinkNetwork(build, folding)
-    if backend == "packet":
-        from simpy_astra.folding.packet import FoldedPacketNetwork
-
-        return FoldedPacketNetwork(build, folding)
-    from simpy_astra.folding.network import FoldedNetwork
-
-    return FoldedNetwork(build(), folding)

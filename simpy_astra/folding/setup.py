@@ -15,12 +15,7 @@ from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
 from simpy_astra.folding.links import link_shifts, link_xors
 from simpy_astra.grid import Grid
-
-#: how a backend folds: "pairs" (a message's delay depends on its two NPUs alone, so orbits
-#: of NPUs fold), "links" (messages share links, which fold onto orbit representatives with
-#: them: :mod:`simpy_astra.folding.links`, :mod:`simpy_astra.folding.packet`); a backend not
-#: named here does not fold
-FOLDS = {"congestion_unaware": "pairs", "congestion_aware": "links", "packet": "links"}
+from simpy_astra.network.backends import BackendSpec
 
 
 @dataclass
@@ -110,9 +105,9 @@ class FoldSetup:
             len(self.allowed[d]) == self.grid.dims[d] for d in range(j + 1, len(coords)))
 
     @classmethod
-    def for_run(cls, backend: str, network_config: Any, system: Any, remote_memory: Any, dims: list,
+    def for_run(cls, backend: BackendSpec, network_config: Any, system: Any, remote_memory: Any, dims: list,
                 why: list[str] | None = None) -> FoldSetup | None:
-        """None when folding cannot apply: it needs a backend that folds (:data:`FOLDS`: NPUs
+        """None when folding cannot apply: it needs a backend that folds (``BackendSpec.folds``: NPUs
         that interact only through messages whose delays depend on the pair alone, or links
         that fold with them), no shared remote-memory server, and no custom collective files
         (their rank maps are not moved by translations). ``network_config`` is the parsed
@@ -123,9 +118,9 @@ class FoldSetup:
 
         if math.prod(t.npus_count for t in dims) < 2:
             return None
-        how = FOLDS.get(backend)
+        how = backend.folds
         if how is None:
-            return no(f"the {backend} backend does not say how it folds")
+            return no(f"the {backend.name} backend does not say how it folds")
         if how == "links":
             from simpy_astra.folding.links import link_model_note
             from simpy_astra.network.models import lookup_link, lookup_switch
@@ -135,8 +130,7 @@ class FoldSetup:
             note = link_model_note(lookup_link(link) if link else None, lookup_switch(switch) if switch else None)
             if note is not None:
                 return no(note)
-            sprayed = next((d for d, t in enumerate(dims) if getattr(getattr(t, "spec", None), "routing", None)
-                            == "spray"), None)
+            sprayed = next((d for d, t in enumerate(dims) if getattr(t, "sprays", False)), None)
             if sprayed is not None:  # (only the packet backend sprays)
                 return no(f"network dimension {sprayed} sprays packets over several paths, which "
                           f"translations are not checked to keep")

@@ -1,21 +1,20 @@
 """Network backends: how long bytes take between two NPUs, and send/receive matching.
 
 What the system layer and the workload may ask of a network is :class:`Network`; a backend
-is one module here plus one :data:`BACKENDS` entry (``--network-backend NAME``,
-``backend: NAME`` in a scenario).
+is one module here plus one :class:`~simpy_astra.network.backends.BackendSpec` in
+:data:`BACKENDS` (``--network-backend NAME``, ``backend: NAME`` in a scenario).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, BackendSpec
 from simpy_astra.network.fabric import DeviceId, LinkStats
 from simpy_astra.network.link import LinkResource
 from simpy_astra.network.messages import Handler, MessageBoard
-from simpy_astra.topologies.base import BasicTopology
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -90,58 +89,4 @@ class Network(Protocol):
         ...
 
 
-#: (env, dimensions, network YAML path, the parsed network config or None) -> backend
-Builder = Callable[[simpy.Environment, list[BasicTopology], str, Any], Network]
-
-
-def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], source: str,
-                        config: Any = None) -> Network:
-    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
-
-    _no_models(config, "congestion_unaware")
-
-    return CongestionUnawareNetwork(env, dims, rails=getattr(config, "rails", None))
-
-
-def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
-                      config: Any = None, **fold_hooks: Any) -> Network:
-    """``fold_hooks``: a folded run's (``links_at_start``, ``link_of_hop``), passed on."""
-    from simpy_astra.network.congestion_aware import CongestionAwareNetwork
-    from simpy_astra.network.models import lookup_link, lookup_switch
-
-    link, switch = getattr(config, "link_model", None), getattr(config, "switch_model", None)
-    return CongestionAwareNetwork(env, dims, source, link_model=lookup_link(link) if link else None,
-                                  switch_model=lookup_switch(switch) if switch else None,
-                                  link_params=dict(getattr(config, "link_params", ())),
-                                  switch_params=dict(getattr(config, "switch_params", ())), **fold_hooks)
-
-
-def _no_models(config: Any, backend: str) -> None:
-    """Element models replace the congestion-aware backend's links and switches only."""
-    for key in ("link_model", "switch_model"):
-        if getattr(config, key, None):
-            from simpy_astra.errors import InputError
-
-            raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
-                                f"is read by the congestion_aware backend only, not {backend}")
-
-
-def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
-            **fold_hooks: Any) -> Network:
-    """``fold_hooks``: a folded run's (``links_at_start``, ``path_of_route``), passed on."""
-    from simpy_astra.network.packet import PacketNetwork
-
-    _no_models(config, "packet")
-
-    return PacketNetwork(env, dims, source,
-                         packet_size_bytes=getattr(config, "packet_size_bytes", None),
-                         switch_buffer_bytes=getattr(config, "switch_buffer_bytes", None), **fold_hooks)
-
-
-BACKENDS: dict[str, Builder] = {
-    "congestion_unaware": _congestion_unaware,
-    "congestion_aware": _congestion_aware,
-    "packet": _packet,  # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
-}
-
-__all__ = ["Network", "BACKENDS", "DeviceId", "Handler", "LinkStats", "MessageBoard"]
+__all__ = ["Network", "BACKENDS", "BackendSpec", "DEFAULT_BACKEND", "DeviceId", "Handler", "LinkStats", "MessageBoard"]

@@ -96,7 +96,6 @@ class Transmission(Put):
     priority = 0
     key = None
     ecn = False
-
     def __init__(self, link: LinkResource, size_bytes: int) -> None:
         self.size = check_size_bytes(size_bytes, f"link {link.src}->{link.dst}: put()")
         super().__init__(link)
@@ -178,7 +177,7 @@ class LinkResource(BaseResource, Probed):
         check reads it). A user's own ``put()`` is not a network message."""
         on_wire, holding = self.on_wire, self.holding
         items = [*(() if on_wire is None else (on_wire,)), *(() if holding is None else (holding,)), *self.queue]
-        return [(item, item.key) for item in items if item.__class__ is not Transmission]
+        return [(item, item.key) for item in items if type(item) is not Transmission]
 
     # ------------------------------------------------------------------ checks
     def _check_bandwidth(self, bandwidth_gbps: float) -> None:
@@ -432,7 +431,7 @@ class LinkElement(LinkResource):
         self._left = size
         self._since = self.env.now
         watchers = self.probe_link_start
-        if watchers is not None and item.__class__ is not Transmission:
+        if watchers is not None and type(item) is not Transmission:
             for watcher in watchers:
                 watcher(self, item.key, size)
 
@@ -446,7 +445,7 @@ class LinkElement(LinkResource):
         self._left = size
         self._since = env.now
         watchers = self.probe_link_start
-        if watchers is not None and item.__class__ is not Transmission:
+        if watchers is not None and type(item) is not Transmission:
             for watcher in watchers:
                 watcher(self, item.key, size)
         delays = self._delays.get(size)
@@ -470,7 +469,7 @@ class LinkElement(LinkResource):
             stale.remove(event)
             return
         item = event.value
-        if item.__class__ is Transmission:
+        if type(item) is Transmission:  # (type(x) is specialised by CPython 3.11: no call)
             item.arrived(self)
             return
         watchers = self.probe_link_end

@@ -51,7 +51,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             with open(path, "w") as f:
                 dump_yaml(scenario, f)
             inputs = load_scenario(path)
-        resolve_fold(inputs)  # a point runs no script: congestion-aware links may fold too
+        inputs = resolve_fold(inputs)  # a point runs no script: congestion-aware links may fold too
         # no local-memory trace files: every point (in parallel) would write the same names
         # into the working folder; the rows keep each point's peak and its breakdown
         sim = Simulation(inputs, memory_traces=False)

@@ -43,6 +43,7 @@ from typing import Any
 from simpy_astra.config.readers import read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
+from simpy_astra.network.backends import DEFAULT_BACKEND
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.expressions import Expression, parse_expression
 
@@ -66,7 +67,6 @@ FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm
 MAX_POINTS = 100_000
 #: the keys of an axis written as a mapping
 AXIS_KEYS = ("values", "from", "to", "step", "powers_of_two", "named", "as")
-DEFAULT_BACKEND = "congestion_unaware"  # scenario.py's default
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def recorded_dimensions(prefix: str) -> tuple[dict[int, str], str | None]:
 def group_names(inputs: Any) -> tuple[dict[int, str], str]:
     """(communicator group id -> parallel dimension, what plain sends are) of a run, for its
     breakdown: as the generator said, else as rank 0's file records (:func:`recorded_dimensions`)."""
-    names, p2p = dict(inputs.group_names), inputs.p2p_name
+    names, p2p = dict(inputs.workload.group_names), inputs.workload.p2p_name
     if not names and inputs.jobs is None and inputs.workload_prefix:
         names, recorded = recorded_dimensions(inputs.workload_prefix)
         p2p = recorded or p2p

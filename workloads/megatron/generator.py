@@ -11,12 +11,15 @@ Generator parameters: ``args`` (a string or list), ``gpus``, ``gpu`` (the
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from simpy_astra.config.cluster import Gpu
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.megatron.arguments import MegatronJob, parse
+from simpy_astra.workloads.megatron.kernels import Gpu
+from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.trace_output import check_prefix
@@ -31,7 +34,10 @@ from simpy_astra.workloads.transformer.writer import (
 WHERE = "workload"
 
 
-def job_and_gpu(params: dict[str, Any], where: str = WHERE) -> tuple[MegatronJob, Gpu]:
+def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | None = None,
+                ) -> tuple[MegatronJob, Gpu]:
+    """The parsed job and its GPU; ``gpus_where`` names where the GPU count was written (a
+    scenario's ``cluster.gpus``) for errors about it."""
     unknown = sorted(set(params) - {"args", "gpus", "gpu"})
     if unknown:
         raise InputError(f"{where}: unknown parameter {unknown[0]!r} (give args; a scenario's cluster: "
@@ -41,50 +47,69 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE) -> tuple[MegatronJob
         raise InputError(f"{where}: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: N}}); "
                          f"it gives the GPU count and the GPU")
     gpu_model = Gpu(**gpu)
-    job = parse(params.get("args"), gpus, f"{where}.args")
+    job = parse(params.get("args"), gpus, f"{where}.args", gpus_where)
     check_hardware(job.fp8, gpu_model, f"{where}.args")
     return job, gpu_model
 
 
-_built: dict[str, tuple[MegatronJob, Layout, list]] = {}
+@dataclass(frozen=True)
+class MegatronRun:
+    """A Megatron job on its GPU, parsed once per scenario: what every registry entry takes.
+    Its layout and stage graphs are built on first use and kept with it (a cold run builds
+    them for the rank summary and writes the ranks it simulates from the same ones)."""
+
+    job: MegatronJob
+    gpu: Gpu
+    #: the generator's parameters (args, gpus, gpu's fields): what keys the trace cache
+    params: dict[str, Any] = field(compare=False)
+
+    @cached_property
+    def layout(self) -> Layout:
+        return Layout.build(self.job)
+
+    @cached_property
+    def graphs(self) -> list:
+        return [build_stage(self.job, self.gpu, stage) for stage in range(self.job.pp)]
 
 
-def _build(params: dict[str, Any]) -> tuple[MegatronJob, Layout, list]:
-    key = json.dumps(params, sort_keys=True)
-    if key not in _built:
-        _built.clear()
-        job, gpu = job_and_gpu(params)
-        graphs = [build_stage(job, gpu, stage) for stage in range(job.pp)]
-        _built[key] = (job, Layout.build(job), graphs)
-    return _built[key]
+def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[dict[str, Any], MegatronRun]:
+    """Registry entry: the arguments parsed once; a scenario's ``cluster`` gives the GPU count
+    and the GPU (they join the parameters, so they key the cache)."""
+    gpus_where = None
+    if cluster is not None:
+        params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
+        gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
+    job, gpu = job_and_gpu(params, where, gpus_where)
+    return params, MegatronRun(job, gpu, params)
 
 
-def generate(params: dict[str, Any], prefix: str) -> str:
+def layout(run: MegatronRun) -> WorkloadLayout:
+    """Registry entry: the job's ranks, its parallel dimensions in rank order (how a cluster's
+    GPUs are written as network dimensions) and each comm group's dimension (``tp``, ``cp``,
+    ``dp``, ``ep``, ``edp``, and ``emb``: the first and last stage's tied embedding), as the
+    traces' metadata records them."""
+    return WorkloadLayout(ranks=run.job.gpus, blocks=Layout.blocks(run.job),
+                          dimensions={gid: dim for (dim, _rank), gid in run.layout.group_of.items()})
+
+
+def report(run: MegatronRun, iteration_time_ns: int) -> TrainingFigures:
+    """Registry entry: the step's figures (TFLOP/s, MFU, memory) from its simulated time."""
+    return figures(run.job, run.gpu, iteration_time_ns)
+
+
+def generate(run: MegatronRun, prefix: str) -> str:
     check_prefix(prefix)
-    job, layout, graphs = _build(params)
-    return write_trace(prefix, graphs, layout, job.gpus, Units(False), where="generate megatron")
+    return write_trace(prefix, run.graphs, run.layout, run.job.gpus, Units(False), where="generate megatron")
 
 
-def group_dimensions(params: dict[str, Any]) -> dict[int, str]:
-    """Comm-group id -> its parallel dimension (``tp``, ``cp``, ``dp``, ``ep``, ``edp``, and
-    ``emb``: the first and last stage's tied embedding), as the traces' metadata records them."""
-    job, _gpu = job_and_gpu(params)
-    return {gid: dim for (dim, _rank), gid in Layout.build(job).group_of.items()}
-
-
-def write_summary(params: dict[str, Any], prefix: str) -> str:
+def write_summary(run: MegatronRun, prefix: str) -> str:
     """Lazy entry: comm groups and the rank summary (a rank's class is its pipeline stage)."""
     check_prefix(prefix)
-    job, layout, graphs = _build(params)
-    return write_rank_summary(prefix, "megatron", params, graphs, layout, job.gpus)
+    return write_rank_summary(prefix, "megatron", run.params, run.graphs, run.layout, run.job.gpus)
 
 
-def write_ranks(params: dict[str, Any], prefix: str, ranks: list[int]) -> None:
-    job, layout, graphs = _build(params)
-    try:
-        write_rank_files(prefix, graphs, layout, Units(False), ranks)
-    finally:
-        _built.clear()
+def write_ranks(run: MegatronRun, prefix: str, ranks: list[int]) -> None:
+    write_rank_files(prefix, run.graphs, run.layout, Units(False), ranks)
 
 
 def main(argv: list[str]) -> int:
@@ -118,8 +143,9 @@ def main(argv: list[str]) -> int:
         raise InputError("generate megatron: give the Megatron-LM arguments after --")
     cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
-    check_hardware(job.fp8, cluster.gpu_model(), f"generate megatron: --preset {args.preset}")
-    params = {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}
-    groups = generate(params, args.output)
+    gpu = cluster.gpu_model()
+    check_hardware(job.fp8, gpu, f"generate megatron: --preset {args.preset}")
+    run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu})
+    groups = generate(run, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")
     return 0

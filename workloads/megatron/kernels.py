@@ -23,8 +23,30 @@ kernels on one stream).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from simpy_astra.config.cluster import Gpu
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU's figures (a preset's ``gpu:``); every field is a datasheet value except the
+    two sustained efficiencies (:mod:`simpy_astra.workloads.megatron.kernels`)."""
+
+    name: str
+    sms: int
+    #: dense tensor-core peak for fp16/bf16, TFLOP/s
+    tensor_tflops: float
+    #: dense fp8 peak (0: no fp8), TFLOP/s
+    fp8_tflops: float
+    hbm_gbps: float  # GB/s (10^9 B/s)
+    hbm_gib: float  # memory capacity
+    l2_gbps: float  # L2 bandwidth to the SMs, GB/s
+    tensor_efficiency: float
+    memory_efficiency: float
+    launch_us: float
+
+    def peak_flops(self, fp8: bool = False) -> float:
+        return (self.fp8_tflops if fp8 and self.fp8_tflops else self.tensor_tflops) * 1e12
+
 
 #: output tile shapes a GEMM library chooses among (CUTLASS / cuBLAS tensor-core tiles)
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))

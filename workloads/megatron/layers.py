@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from simpy_astra.config.cluster import Gpu
 from simpy_astra.workloads.megatron.arguments import MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
+    Gpu,
     flash_attention_seconds,
     gemm_seconds,
     streaming_seconds,

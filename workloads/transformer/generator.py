@@ -20,6 +20,7 @@ from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.config import (
     MEMORY_ACCOUNTINGS,
@@ -72,6 +73,11 @@ def group_dimensions(params: dict[str, Any]) -> dict[int, str]:
     """Comm-group id -> its parallel dimension (``dp``, ``tp``, ``sp``, ``ep``, ``edp``)."""
     layout = Layout.build(config_from_params(params, "workload: generate: transformer"))
     return {gid: dim for (dim, _rank), gid in layout.group_of.items()}
+
+
+def layout(params: dict[str, Any]) -> WorkloadLayout:
+    """Registry entry: the groups' dimensions, before any trace is written."""
+    return WorkloadLayout(dimensions=group_dimensions(params))
 
 
 def write_summary(params: dict[str, Any], prefix: str) -> str:

@@ -28,6 +28,7 @@ from simpy_astra.network.packet.trains import (
     PacketMessage,
     Train,
     TrainPath,
+    UsersPut,
     alone_share,
 )
 from simpy_astra.topologies.base import BasicTopology
@@ -134,11 +135,13 @@ class PacketNetwork(LinkLevelNetwork):
         path = self._own_paths.get(port)
         if path is None:
             path = self._own_paths[port] = self._path((port,))
-        self._start((path,), request.size, None, request)
+        self._start((path,), request.size, None, request, UsersPut)
 
-    def _start(self, paths: tuple[TrainPath, ...], size: int, key: Any, done: simpy.Event | None) -> None:
-        """One message of ``size`` bytes sprayed evenly over ``paths`` (usually one)."""
-        message = PacketMessage(key, done, len(paths))
+    def _start(self, paths: tuple[TrainPath, ...], size: int, key: Any, done: simpy.Event | None,
+               kind: type[PacketMessage] = PacketMessage) -> None:
+        """One message of ``size`` bytes sprayed evenly over ``paths`` (usually one); ``kind``:
+        :class:`UsersPut` for a user's own ``put()``."""
+        message = kind(key, done, len(paths))
         now = self.env.now
         if size == 0:  # no packet to pipeline: only the latencies
             message.parts = 1

@@ -121,7 +121,7 @@ class Port(LinkResource):
         self.flows[flow] = times
         self.carried_bytes += flow.size_bytes * times
         watchers = self.probe_link_start
-        if watchers is not None and flow.message.done.__class__ is not Transmission:
+        if watchers is not None and not flow.message.users_put:
             for _ in range(times):  # (once per hop, as each release reports one)
                 for watcher in watchers:
                     watcher(self, flow.message.key, flow.size_bytes)
@@ -136,7 +136,7 @@ class Port(LinkResource):
         else:
             flows[flow] = times - 1
         watchers = self.probe_link_end
-        if watchers is not None and flow.message.done.__class__ is not Transmission:
+        if watchers is not None and not flow.message.users_put:
             for watcher in watchers:
                 watcher(self, flow.message.key, flow.size_bytes)
         if not self.flows:

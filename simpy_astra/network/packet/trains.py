@@ -51,12 +51,21 @@ class PacketMessage:
     how many of its trains are still draining, and the latest delivery among those done."""
 
     __slots__ = ("key", "done", "parts", "deliver_ns")
+    #: a user's own ``put()`` (:class:`UsersPut`), announced to no probe
+    users_put = False
 
     def __init__(self, key: Any, done: simpy.Event | None, parts: int) -> None:
         self.key = key
         self.done = done
         self.parts = parts
         self.deliver_ns = 0.0
+
+
+class UsersPut(PacketMessage):
+    """A user's ``put(n)`` on one port: ``done`` is its Transmission."""
+
+    __slots__ = ()
+    users_put = True
 
 
 class TrainTimer:

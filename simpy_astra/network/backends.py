@@ -1,0 +1,131 @@
+"""The network backends by declaration: one :class:`BackendSpec` each, in :data:`BACKENDS`.
+
+Everything the rest of the simulator needs to know about a backend is declared here (its
+name, its help line, how it is built, how it folds and its folded network, whether the
+bound check applies), so no caller compares backend names. A new backend is one module plus
+one :class:`BackendSpec` line; :data:`DEFAULT_BACKEND` is the one runs use unless told.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from simpy_astra.errors import InputError
+
+if TYPE_CHECKING:
+    import simpy
+
+    from simpy_astra.folding.frames import Folding
+    from simpy_astra.topologies.base import BasicTopology
+
+#: a :class:`simpy_astra.network.Network` (not imported: that package imports this registry)
+Network = Any
+#: (env, dimensions, network YAML path, the parsed network config or None) -> backend
+Builder = Callable[..., Network]
+#: (a builder taking a folded run's hooks, the folding) -> the folded run's network
+FoldedFactory = Callable[[Callable[..., Any], "Folding"], Network]
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One network backend as the rest of the simulator sees it."""
+
+    name: str
+    #: one line for ``--network-backend``'s help (docs/backends.md has more)
+    help: str
+    #: ``build(env, dims, source, config, **fold_hooks)``: the backend (hooks: a folded run's)
+    build: Builder
+    #: how it folds: "pairs" (a message's delay depends on its two NPUs alone, so orbits of
+    #: NPUs fold), "links" (messages share links, which fold onto orbit representatives with
+    #: them); None: it does not fold
+    folds: str | None
+    #: the network of a folded run (only representatives send and receive)
+    folded: FoldedFactory | None
+    #: its figures ignore contention, so the bound check (:mod:`simpy_astra.bandwidth_floor`)
+    #: compares each collective with its link-bandwidth floor
+    bound_check: bool = False
+    #: it models link contention: the backend the bound check's warning suggests
+    models_contention: bool = False
+
+    def __call__(self, env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
+                 **fold_hooks: Any) -> Network:
+        """The backend on ``dims`` (``build``; what tests and scripts call)."""
+        return self.build(env, dims, source, config, **fold_hooks)
+
+
+def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], source: str,
+                        config: Any = None) -> Network:
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+    _no_models(config, "congestion_unaware")
+
+    return CongestionUnawareNetwork(env, dims, rails=getattr(config, "rails", None))
+
+
+def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
+                      config: Any = None, **fold_hooks: Any) -> Network:
+    """``fold_hooks``: a folded run's (``links_at_start``, ``link_of_hop``), passed on."""
+    from simpy_astra.network.congestion_aware import CongestionAwareNetwork
+    from simpy_astra.network.models import lookup_link, lookup_switch
+
+    link, switch = getattr(config, "link_model", None), getattr(config, "switch_model", None)
+    return CongestionAwareNetwork(env, dims, source, link_model=lookup_link(link) if link else None,
+                                  switch_model=lookup_switch(switch) if switch else None,
+                                  link_params=dict(getattr(config, "link_params", ())),
+                                  switch_params=dict(getattr(config, "switch_params", ())), **fold_hooks)
+
+
+def _no_models(config: Any, backend: str) -> None:
+    """Element models replace the congestion-aware backend's links and switches only."""
+    for key in ("link_model", "switch_model"):
+        if getattr(config, key, None):
+            raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
+                                f"is read by the congestion_aware backend only, not {backend}")
+
+
+def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
+            **fold_hooks: Any) -> Network:
+    """``fold_hooks``: a folded run's (``links_at_start``, ``path_of_route``), passed on."""
+    from simpy_astra.network.packet import PacketNetwork
+
+    _no_models(config, "packet")
+
+    return PacketNetwork(env, dims, source,
+                         packet_size_bytes=getattr(config, "packet_size_bytes", None),
+                         switch_buffer_bytes=getattr(config, "switch_buffer_bytes", None), **fold_hooks)
+
+
+def _folded_pairs(build: Callable[..., Any], folding: Folding) -> Network:
+    from simpy_astra.folding.network import FoldedNetwork
+
+    return FoldedNetwork(build(), folding)
+
+
+def _folded_links(build: Callable[..., Any], folding: Folding) -> Network:
+    from simpy_astra.folding.links import FoldedLinkNetwork
+
+    return FoldedLinkNetwork(build, folding)
+
+
+def _folded_packets(build: Callable[..., Any], folding: Folding) -> Network:
+    from simpy_astra.folding.packet import FoldedPacketNetwork
+
+    return FoldedPacketNetwork(build, folding)
+
+
+BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (
+    BackendSpec("congestion_unaware", "analytical: closed-form delays, as ASTRA-sim's analytical backend",
+                _congestion_unaware, "pairs", _folded_pairs, bound_check=True),
+    BackendSpec("congestion_aware", "links queue messages, store-and-forward switches",
+                _congestion_aware, "links", _folded_links, models_contention=True),
+    # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
+    BackendSpec("packet", "packets pipelined across hops, ports shared round robin, buffers and credits",
+                _packet, "links", _folded_packets),
+)}
+
+#: the backend of a run that names none (the command line, a scenario, a sweep, calibration)
+DEFAULT_BACKEND = "congestion_unaware"
+#: the backend the bound check suggests: the first that models contention
+CONTENTION_BACKEND = next(name for name, spec in BACKENDS.items() if spec.models_contention)

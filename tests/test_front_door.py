@@ -1,0 +1,74 @@
+"""The seams between layers (issue 50): generators and backends enter through their
+registries, and a generated job's arguments are read once per scenario."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARGS = ("--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 128 --micro-batch-size 1 "
+        "--global-batch-size 8 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --fp16 "
+        "--vocab-size 128")
+
+
+def test_megatron_arguments_are_parsed_once_per_scenario(tmp_path, monkeypatch) -> None:
+    """Loading the scenario, writing the traces lazily and running: one parse (it was four)."""
+    from simpy_astra.config.scenario import load_scenario
+    from simpy_astra.simulation import Simulation
+    from simpy_astra.workloads.megatron import generator
+
+    calls = []
+    real = generator.parse
+    monkeypatch.setattr(generator, "parse", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": ARGS},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 4}}))
+    inputs = load_scenario(str(scenario))
+    reports = Simulation(inputs).run()
+    assert len(calls) == 1
+    assert len(reports) == 4
+    assert inputs.workload.reports_figures
+    assert inputs.workload.figures(max(r.finished_cycles for r in reports)).iteration_time_ns > 0
+    # the layout the generator declared: tp 2, pp 2 (dp 1); its groups name their dimensions
+    assert tuple(inputs.network.npus_count) == (2, 2)
+    assert {"tp", "emb"} == set(inputs.workload.group_names.values())
+    assert inputs.workload.p2p_name == "pp"
+
+
+def test_simulation_inputs_are_frozen() -> None:
+    from simpy_astra.config.inputs import SimulationInputs
+
+    assert dataclasses.fields(SimulationInputs)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SimulationInputs.__new__(SimulationInputs).backend = "packet"
+
+
+def test_every_backend_declares_what_the_rest_asks_of_it() -> None:
+    """One BackendSpec each; the default is one of them; the bound check applies to a backend
+    that ignores contention only, and suggests one that models it."""
+    from simpy_astra.network import BACKENDS, DEFAULT_BACKEND
+
+    assert DEFAULT_BACKEND in BACKENDS
+    for name, spec in BACKENDS.items():
+        assert spec.name == name and spec.help and spec.folds in ("pairs", "links", None)
+        assert not (spec.bound_check and spec.models_contention)
+    assert any(spec.models_contention for spec in BACKENDS.values())
+
+
+def test_no_backend_or_generator_name_is_compared_outside_its_registry() -> None:
+    import re
+
+    found = []
+    for path in (ROOT / "simpy_astra").rglob("*.py"):
+        text = path.read_text()
+        for pattern in (r"generate\"?\)? ?[!=]= ?[\"']", r"backend ?[!=]= ?[\"'][a-z]", r"__class__ is"):
+            found += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in re.finditer(pattern, text)]
+    for folder in ("workloads", "collectives", "topologies"):
+        for path in (ROOT / folder).rglob("*.py"):
+            found += [f"{path.relative_to(ROOT)}" for _ in re.finditer(r"generate\"?\)? ?== ?[\"']", path.read_text())]
+    assert found == []
