@@ -71,6 +71,9 @@ class GeneratorEntry:
     #: ``report(job, iteration_time_ns)``: the figures a training job reports of itself
     #: (``lines()`` and ``as_dict()``, e.g. Megatron's TFLOP/s and MFU); None: none
     report: Callable[[Any, int], Any] | None = None
+    #: its ``args`` parameter is a framework's command line (Megatron-LM's flags), whose flags
+    #: a sweep's ``workload.args.<flag>`` axes edit
+    command_line_args: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
                            layout=_lazy("simpy_astra.workloads.transformer.generator", "layout")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
-    "megatron": _typed("simpy_astra.workloads.megatron.generator", "1"),
+    "megatron": _typed("simpy_astra.workloads.megatron.generator", "1", command_line_args=True),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),

@@ -303,7 +303,7 @@ class LinkElement(LinkResource):
                 if item is None:
                     continue
             hold = self.hold_ns(item)
-            if hold.__class__ is not int or hold < 0:  # the cheap test; floats are checked in full
+            if type(hold) is not int or hold < 0:  # the cheap test; floats are checked in full
                 hold = checked_hold_ns(self, hold)
             if hold > 0:
                 yield from self.wait_hold(item, hold)

@@ -83,7 +83,7 @@ class SwitchElement(Probed):
                 continue
             arrived_ns, item = inbox.popleft()
             due_ns = self.release_ns(item, arrived_ns)
-            if due_ns.__class__ is not int and not (due_ns.__class__ is float and -_INF < due_ns < _INF):
+            if type(due_ns) is not int and not (type(due_ns) is float and -_INF < due_ns < _INF):
                 due_ns = checked_release_ns(self, due_ns)
             if due_ns > env.now:
                 yield env.timeout(due_ns - env.now)

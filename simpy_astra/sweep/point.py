@@ -94,9 +94,9 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
 def _training(inputs: Any, reports: list) -> dict[str, Any]:
     """A generated Megatron job's figures (TrainingFigures.as_dict), its memory parts as
     ``memory_<part>_gib`` and ``fits`` as 1 or 0; empty for other workloads."""
-    if getattr(inputs, "training", None) is None or not reports:
+    if not inputs.workload.reports_figures or not reports:
         return {}
-    figures = inputs.training(max(r.finished_cycles for r in reports)).as_dict()
+    figures = inputs.workload.figures(max(r.finished_cycles for r in reports)).as_dict()
     parts = figures.pop("memory_gib", {}) or {}
     figures = {k: v for k, v in figures.items() if k in TRAINING_NAMES}
     figures["fits"] = int(figures["fits"])

@@ -280,8 +280,12 @@ class SweepSpec:
 
 def megatron_args_of(scenario: dict[str, Any]) -> Any:
     """A scenario's Megatron-LM arguments, or None when its workload is not Megatron."""
+    from simpy_astra.workloads.generated import GENERATORS
+
     workload = scenario.get("workload")
-    if isinstance(workload, dict) and workload.get("generate") == "megatron":
+    name = workload.get("generate") if isinstance(workload, dict) else None
+    entry = GENERATORS.get(name) if isinstance(name, str) else None
+    if entry is not None and entry.command_line_args:
         return workload.get("args")
     return None
 
