@@ -94,7 +94,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
                            dimensions=_lazy("simpy_astra.workloads.transformer.generator", "group_dimensions")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
-    "megatron": _module("simpy_astra.workloads.megatron.generator", "1",
+    "megatron": _module("simpy_astra.workloads.megatron.generator", "2",
                         summary=_lazy("simpy_astra.workloads.megatron.generator", "write_summary"),
                         ranks=_lazy("simpy_astra.workloads.megatron.generator", "write_ranks"),
                         dimensions=_lazy("simpy_astra.workloads.megatron.generator", "group_dimensions")),

@@ -44,6 +44,9 @@ class Step:
     dim: str = "tp"
     #: a marker (no time): the weight gradients of ``params`` parameters are complete here
     grads_ready: int = 0
+    #: a marker (no time): the forward reads ``params_used`` parameters from here on (a
+    #: layer's weights, which ``--overlap-param-gather`` must have gathered by now)
+    params_used: int = 0
 
     @property
     def is_comm(self) -> bool:
@@ -77,6 +80,13 @@ class _Builder:
             return
         self.close("grads.before")
         self.steps.append(Step("grads", grads_ready=params, dim=dim))
+
+    def params(self, params: int, dim: str = "dp") -> None:
+        """Mark that the forward reads ``params`` parameters (synced over ``dim``) from here."""
+        if params <= 0:
+            return
+        self.close("params.before")
+        self.steps.append(Step("params", params_used=params, dim=dim))
 
     def close(self, label: str) -> None:
         if self.current.seconds:
@@ -118,9 +128,11 @@ class ChunkModel:
         if self.job.fp8:
             b.add("elementwise", streaming_seconds(self.gpu, elements * 3))
 
-    def _linear_fwd(self, b: _Builder, n_in: int, n_out: int) -> None:
+    def _linear_fwd(self, b: _Builder, n_in: int, n_out: int) -> float:
         self._fp8_cast(b, self.tokens * n_in)
-        b.add("gemm", self._gemm(self.tokens, n_out, n_in))
+        seconds = self._gemm(self.tokens, n_out, n_in)
+        b.add("gemm", seconds)
+        return seconds
 
     def _linear_bwd(self, b: _Builder, n_in: int, n_out: int, bias: bool = True) -> None:
         """Input gradient (dgrad) and weight gradient (wgrad) of one linear layer."""
@@ -176,17 +188,25 @@ class ChunkModel:
             b.comm(label, ALL_GATHER, self.norm_tokens * self.job.hidden * self.e,
                    overlap=self.job.tp_comm_overlap)
 
-    def _tp_out(self, b: _Builder, label: str) -> None:
-        """After a row-parallel GEMM: the all-reduce (reduce-scatter with sequence
-        parallelism) of its partial output."""
+    def _tp_out(self, b: _Builder, label: str, gemm_s: float = 0.0) -> None:
+        """After a row-parallel GEMM (already added, ``gemm_s`` of it): the all-reduce
+        (reduce-scatter with sequence parallelism) of its partial output. With
+        ``--tp-comm-overlap`` Transformer Engine splits the GEMM into tp chunks and reduces
+        each chunk's output while the next chunk computes: the first chunk's GEMM runs alone,
+        the last chunk's collective is exposed, the rest run side by side."""
         job = self.job
         if job.tp == 1:
             return
         size = self.tokens * job.hidden * self.e
-        if job.sequence_parallel:
-            b.comm(label, REDUCE_SCATTER, size, overlap=job.tp_comm_overlap)
-        else:
-            b.comm(label, ALL_REDUCE, size, overlap=job.tp_comm_overlap)
+        kind = REDUCE_SCATTER if job.sequence_parallel else ALL_REDUCE
+        if job.tp_comm_overlap and gemm_s > 0:
+            later = gemm_s * (job.tp - 1) / job.tp
+            b.add("gemm", -later)
+            b.comm(label, kind, size * (job.tp - 1) // job.tp, overlap=True)
+            b.add("gemm", later)
+            b.comm(label + ".last", kind, size // job.tp)
+            return
+        b.comm(label, kind, size, overlap=job.tp_comm_overlap)
 
     def layer_forward(self, b: _Builder, moe: bool = False) -> None:
         job, h, n = self.job, self.job.hidden, self.norm_tokens
@@ -194,19 +214,19 @@ class ChunkModel:
         self._tp_in(b, "attn.allgather")
         self._linear_fwd(b, h, self.q_width + 2 * self.kv_width)
         self._attention(b, backward=False)
-        self._linear_fwd(b, self.q_width, h)
-        self._tp_out(b, "attn.allreduce")
+        self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
         b.add("elementwise", self._stream(n * h, 4))  # post-attention layer norm
         self._tp_in(b, "mlp.allgather")
         if moe:
             self._moe_forward(b)
+            self._tp_out(b, "mlp.allreduce")
         else:
-            self._mlp_forward(b, self.ffn)
-        self._tp_out(b, "mlp.allreduce")
+            self._tp_out(b, "mlp.allreduce", self._mlp_forward(b, self.ffn))
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
 
-    def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> None:
+    def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> float:
+        """The MLP's kernels; returns the time of its last (row-parallel) GEMM."""
         job, h = self.job, self.job.hidden
         t = self.tokens if tokens is None else tokens
         if job.swiglu:
@@ -215,7 +235,9 @@ class ChunkModel:
         else:
             b.add("gemm", self._gemm(t, ffn, h))
             b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
-        b.add("gemm", self._gemm(t, h, ffn))
+        seconds = self._gemm(t, h, ffn)
+        b.add("gemm", seconds)
+        return seconds
 
     # ------------------------------------------------------------------ mixture of experts
     def _routed(self) -> tuple[int, int, int]:
@@ -371,11 +393,16 @@ class ChunkModel:
     def forward(self, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
         """One micro-batch's forward through the chunk's layers (``moe``: which are MoE)."""
         b = _Builder()
+        job = self.job
         if first:
+            b.params(job.hidden * (job.vocab // job.tp + job.seq))
             self.embedding_forward(b)
         for is_moe in moe:
+            for params, dim in self.layer_grads(is_moe):
+                b.params(params, dim)
             self.layer_forward(b, moe=is_moe)
         if last:
+            b.params(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp > 1 else 0)
             self.loss_forward(b)
         return b.done("forward")
 
