@@ -331,11 +331,12 @@ def test_collectives_on_two_streams_run_side_by_side(tmp_path):
 def test_memory_per_gpu_follows_korthikanti():
     """No parallelism, no recomputation, fp16: weights 2 B, gradients 2 B and Adam 12 B a
     parameter, and per layer s b h (34 + 5 a s / h) bytes of activations (Korthikanti et al.,
-    MLSys 2023, eq. 1) for the one micro-batch in flight."""
+    MLSys 2023, eq. 1: unfused attention, hence --transformer-impl local) for the one
+    micro-batch in flight."""
     from simpy_astra.workloads.megatron.report import memory_bytes
 
     job = parse("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
-                "--micro-batch-size 2 --fp16 --vocab-size 128", 2)
+                "--micro-batch-size 2 --fp16 --vocab-size 128 --transformer-impl local", 2)
     s, b, h, a = 1024, 2, 1024, 16
     expected = job.parameters() * 16 + 2 * s * b * h * (34 + 5 * a * s / h)
     assert memory_bytes(job) == pytest.approx(expected)

@@ -117,28 +117,41 @@ class ChunkModel:
 
     # ------------------------------------------------------------------ kernels
     def _gemm(self, m: int, n: int, k: int, batch: int = 1) -> float:
-        return gemm_seconds(self.gpu, m, n, k, batch, self.e, fp8=self.job.fp8)
+        """A GEMM in the training precision (attention, logits, router)."""
+        return gemm_seconds(self.gpu, m, n, k, batch, self.e)
+
+    def _linear(self, m: int, n: int, k: int) -> float:
+        """A GEMM of a linear layer: with ``--fp8-format`` Transformer Engine runs it on fp8
+        operands (1 B an element) at the GPU's fp8 rate; the output layer and attention stay
+        in bf16."""
+        if self.job.fp8:
+            return gemm_seconds(self.gpu, m, n, k, 1, 1, fp8=True)
+        return self._gemm(m, n, k)
 
     def _stream(self, elements: float, bytes_per_element: float) -> float:
         return streaming_seconds(self.gpu, elements * bytes_per_element * self.e / 2)
 
-    def _fp8_cast(self, b: _Builder, elements: int) -> None:
-        """FP8 GEMMs read their activation (or its gradient) cast to fp8 first: one kernel that
-        reads 2 B and writes 1 B an element (Transformer Engine casts weights once a step)."""
-        if self.job.fp8:
-            b.add("elementwise", streaming_seconds(self.gpu, elements * 3))
+    def _fp8_cast(self, b: _Builder, elements: int, fused: bool = False) -> None:
+        """An fp8 GEMM reads its input (or output gradient) cast to fp8 in both layouts (the
+        transpose feeds the weight gradient): Transformer Engine's cast-transpose kernel reads
+        2 B and writes 2 x 1 B an element and records the tensor's amax for its scaling.
+        Where TE fuses the cast into the kernel before (the layer norm of LayerNormLinear, the
+        activation of LayerNormMLP: ``fused``) that kernel writes the fp8 pair instead of its
+        bf16 output and the cast costs nothing."""
+        if self.job.fp8 and not (fused and self.job.transformer_engine):
+            b.add("elementwise", streaming_seconds(self.gpu, elements * 4))
 
-    def _linear_fwd(self, b: _Builder, n_in: int, n_out: int) -> float:
-        self._fp8_cast(b, self.tokens * n_in)
-        seconds = self._gemm(self.tokens, n_out, n_in)
+    def _linear_fwd(self, b: _Builder, n_in: int, n_out: int, fused_cast: bool = False) -> float:
+        self._fp8_cast(b, self.tokens * n_in, fused_cast)
+        seconds = self._linear(self.tokens, n_out, n_in)
         b.add("gemm", seconds)
         return seconds
 
     def _linear_bwd(self, b: _Builder, n_in: int, n_out: int, bias: bool = True) -> None:
         """Input gradient (dgrad) and weight gradient (wgrad) of one linear layer."""
         self._fp8_cast(b, self.tokens * n_out)
-        b.add("gemm", self._gemm(self.tokens, n_in, n_out))
-        b.add("gemm", self._gemm(n_in, n_out, self.tokens))
+        b.add("gemm", self._linear(self.tokens, n_in, n_out))
+        b.add("gemm", self._linear(n_in, n_out, self.tokens))
         self._accumulate(b, n_in * n_out)
         if bias:
             b.add("elementwise", self._stream(self.tokens * n_out, 2))
@@ -153,19 +166,32 @@ class ChunkModel:
 
     # ------------------------------------------------------------------ attention core
     def _attention(self, b: _Builder, backward: bool) -> None:
+        """The attention core. Context parallelism as Megatron runs it (``--cp-comm-type``):
+        ``p2p`` passes each rank's keys and values round a ring, each step beside the attention
+        of the chunk already there (the exchange shows only where it outlasts the kernels);
+        ``all_gather`` gathers them first (and reduce-scatters their gradients after);
+        ``a2a`` (Ulysses) trades sequence for heads by an all-to-all of Q, K, V before and of
+        the output after, and runs the whole sequence on heads / cp."""
         job, t = self.job, self.tokens
         mb = job.micro_batch
         q_len, kv_len = job.seq // job.cp, job.seq
         bh = mb * self.heads
-        if job.cp > 1:  # keys and values of the other context ranks, exchanged beside the products
-            kv = t * 2 * self.kv_width * self.e
+        kv = t * 2 * self.kv_width * self.e
+        if job.cp > 1 and job.cp_comm_type == "a2a":
+            q_len, bh = job.seq, max(1, bh // job.cp)
+            qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
+            b.comm("attn.cp.alltoall", ALL_TO_ALL, out if backward else qkv, dim="cp")
+        elif job.cp > 1 and job.cp_comm_type == "all_gather":
+            b.comm("attn.cp.allgather", ALL_GATHER, kv, dim="cp")
+        elif job.cp > 1:  # p2p ring beside the products
             if backward:
                 b.comm("attn.cp.reducescatter", REDUCE_SCATTER, kv * job.cp, overlap=True, dim="cp")
             else:
                 b.comm("attn.cp.allgather", ALL_GATHER, kv, overlap=True, dim="cp")
         if job.flash_attention:
             b.add("attention", flash_attention_seconds(self.gpu, bh, q_len, kv_len, job.head_dim,
-                                                       causal=True, backward=backward))
+                                                       causal=True, backward=backward, seq=job.seq))
+            self._attention_after(b, backward)
             return
         scores = bh * q_len * kv_len
         if not backward:
@@ -180,6 +206,18 @@ class ChunkModel:
             b.add("elementwise", self._stream(scores, 5))
             b.add("elementwise", self._stream(scores, 6 if job.masked_softmax_fusion else 10))
             b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh))  # d(Q), d(K)
+        self._attention_after(b, backward)
+
+    def _attention_after(self, b: _Builder, backward: bool) -> None:
+        """Context parallelism's exchange after the attention kernels, where it has one."""
+        job, t = self.job, self.tokens
+        if job.cp == 1:
+            return
+        if job.cp_comm_type == "a2a":
+            qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
+            b.comm("attn.cp.alltoall.after", ALL_TO_ALL, qkv if backward else out, dim="cp")
+        elif job.cp_comm_type == "all_gather" and backward:
+            b.comm("attn.cp.reducescatter", REDUCE_SCATTER, t * 2 * self.kv_width * self.e * job.cp, dim="cp")
 
     # ------------------------------------------------------------------ a layer
     def _tp_in(self, b: _Builder, label: str) -> None:
@@ -212,7 +250,7 @@ class ChunkModel:
         job, h, n = self.job, self.job.hidden, self.norm_tokens
         b.add("elementwise", self._stream(n * h, 4))  # input layer norm
         self._tp_in(b, "attn.allgather")
-        self._linear_fwd(b, h, self.q_width + 2 * self.kv_width)
+        self._linear_fwd(b, h, self.q_width + 2 * self.kv_width, fused_cast=True)
         self._attention(b, backward=False)
         self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
@@ -229,13 +267,15 @@ class ChunkModel:
         """The MLP's kernels; returns the time of its last (row-parallel) GEMM."""
         job, h = self.job, self.job.hidden
         t = self.tokens if tokens is None else tokens
+        self._fp8_cast(b, t * h, fused=True)
         if job.swiglu:
-            b.add("gemm", self._gemm(t, 2 * ffn, h))
+            b.add("gemm", self._linear(t, 2 * ffn, h))
             b.add("elementwise", self._stream(t * ffn, 6))
         else:
-            b.add("gemm", self._gemm(t, ffn, h))
+            b.add("gemm", self._linear(t, ffn, h))
             b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
-        seconds = self._gemm(t, h, ffn)
+        self._fp8_cast(b, t * ffn, fused=True)
+        seconds = self._linear(t, h, ffn)
         b.add("gemm", seconds)
         return seconds
 
@@ -269,8 +309,9 @@ class ChunkModel:
         job, h = self.job, self.job.hidden
         w = 2 if job.swiglu else 1
         for n_in, n_out in ((ffn, h), (h, w * ffn)):
-            b.add("gemm", self._gemm(tokens, n_in, n_out))
-            b.add("gemm", self._gemm(n_in, n_out, tokens))
+            self._fp8_cast(b, tokens * n_out)
+            b.add("gemm", self._linear(tokens, n_in, n_out))
+            b.add("gemm", self._linear(n_in, n_out, tokens))
             self._accumulate(b, n_in * n_out)
         b.add("elementwise", self._stream(tokens * ffn, 10 if job.swiglu else 6))
 
@@ -335,8 +376,8 @@ class ChunkModel:
     def _input_grad(self, b: _Builder, n_in: int, n_out: int, label: str) -> None:
         job = self.job
         self._fp8_cast(b, self.tokens * n_out)
-        b.add("gemm", self._gemm(self.tokens, n_in, n_out))  # dgrad
-        wgrad = self._gemm(n_in, n_out, self.tokens)
+        b.add("gemm", self._linear(self.tokens, n_in, n_out))  # dgrad
+        wgrad = self._linear(n_in, n_out, self.tokens)
         b.add("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
         if job.tp == 1:
             b.add("gemm", wgrad)
