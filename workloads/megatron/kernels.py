@@ -38,6 +38,17 @@ COMM_SMS = 16
 #: 3-4 stages of 32 elements of k in flight: CUTLASS's Ampere default is 3 stages x 32)
 GEMM_PIPELINE_K = 96
 
+#: host time PyTorch spends to issue one kernel of a Megatron layer in eager mode (Python,
+#: the dispatcher, autograd's bookkeeping, the launch call): a micro-batch whose kernels
+#: run faster than the host issues them waits for the host
+HOST_US_PER_KERNEL = 10.0
+
+
+def host_seconds(kernels: int) -> float:
+    """Time the host needs to issue ``kernels`` kernels."""
+    return kernels * HOST_US_PER_KERNEL * 1e-6
+
+
 def gemm_seconds(gpu: Gpu, m: int, n: int, k: int, batch: int = 1, element_bytes: int = 2,
                  fp8: bool = False) -> float:
     """Time of ``batch`` GEMMs of ``m x k`` by ``k x n`` on ``gpu``."""

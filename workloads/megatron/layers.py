@@ -47,6 +47,8 @@ class Step:
     #: a marker (no time): the forward reads ``params_used`` parameters from here on (a
     #: layer's weights, which ``--overlap-param-gather`` must have gathered by now)
     params_used: int = 0
+    #: kernels the host launches for this step's compute
+    kernels: int = 0
 
     @property
     def is_comm(self) -> bool:
@@ -64,8 +66,10 @@ class _Builder:
         self.steps: list[Step] = []
         self.current = Step("")
 
-    def add(self, kind: str, seconds: float) -> None:
+    def add(self, kind: str, seconds: float, kernels: int = 1) -> None:
+        """``kernels`` kernels of ``seconds`` in all (each one the host must launch)."""
         self.current.seconds[kind] = self.current.seconds.get(kind, 0.0) + seconds
+        self.current.kernels += kernels
 
     def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
         if size_bytes <= 0:
@@ -202,10 +206,10 @@ class ChunkModel:
             b.add("elementwise", self._stream(t * self.q_width, 4))  # context transpose
         else:
             b.add("elementwise", self._stream(t * self.q_width, 4))
-            b.add("attention", 2 * self._gemm(q_len, kv_len, job.head_dim, bh))  # d(probs), d(V)
+            b.add("attention", 2 * self._gemm(q_len, kv_len, job.head_dim, bh), 2)  # d(probs), d(V)
             b.add("elementwise", self._stream(scores, 5))
             b.add("elementwise", self._stream(scores, 6 if job.masked_softmax_fusion else 10))
-            b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh))  # d(Q), d(K)
+            b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh), 2)  # d(Q), d(K)
         self._attention_after(b, backward)
 
     def _attention_after(self, b: _Builder, backward: bool) -> None:
@@ -239,9 +243,9 @@ class ChunkModel:
         kind = REDUCE_SCATTER if job.sequence_parallel else ALL_REDUCE
         if job.tp_comm_overlap and gemm_s > 0:
             later = gemm_s * (job.tp - 1) / job.tp
-            b.add("gemm", -later)
+            b.add("gemm", -later, kernels=0)
             b.comm(label, kind, size * (job.tp - 1) // job.tp, overlap=True)
-            b.add("gemm", later)
+            b.add("gemm", later, kernels=0)
             b.comm(label + ".last", kind, size // job.tp)
             return
         b.comm(label, kind, size, overlap=job.tp_comm_overlap)
@@ -328,7 +332,7 @@ class ChunkModel:
         if job.ep > 1:
             b.comm("moe.dispatch.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 4))  # permute's backward
-        b.add("gemm", 2 * self._gemm(self.tokens, job.experts, h))  # router dgrad, wgrad
+        b.add("gemm", 2 * self._gemm(self.tokens, job.experts, h), 2)  # router dgrad, wgrad
 
     def moe_parameters(self) -> tuple[int, int]:
         """(dense, expert) parameters an MoE layer adds over a dense one's attention, per GPU."""
@@ -374,7 +378,13 @@ class ChunkModel:
             self._input_grad(b, h, self.ffn, "mlp.bwd.allreduce")
 
     def _input_grad(self, b: _Builder, n_in: int, n_out: int, label: str) -> None:
+        """The backward of a column-parallel linear layer. With sequence parallelism its
+        input was kept as this rank's 1/tp shard, so the backward all-gathers it again for
+        the weight gradient, beside the input-gradient GEMM (Korthikanti et al., 4.2.2)."""
         job = self.job
+        if job.sequence_parallel:
+            b.comm(label.replace("allreduce", "input.allgather"), ALL_GATHER,
+                   self.norm_tokens * job.hidden * self.e, overlap=True)
         self._fp8_cast(b, self.tokens * n_out)
         b.add("gemm", self._linear(self.tokens, n_in, n_out))  # dgrad
         wgrad = self._linear(n_in, n_out, self.tokens)

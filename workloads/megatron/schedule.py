@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from simpy_astra.config.cluster import Gpu
 from simpy_astra.workloads.megatron.arguments import MegatronJob
-from simpy_astra.workloads.megatron.kernels import sharing_sms, streaming_seconds
+from simpy_astra.workloads.megatron.kernels import host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel, Step
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
 
@@ -191,6 +191,7 @@ class StageSchedule:
         bucket's parameters (the chunk's first forward under ``--overlap-param-gather``)."""
         pending: dict[str, float] = {}
         name = prefix
+        self._host_bound(prefix, steps)
         starts = self.gather_starts.get(gather_chunk, {}) if gather_chunk is not None else {}
         for i, step in enumerate(steps):
             if step.params_used:
@@ -222,6 +223,16 @@ class StageSchedule:
         if self.beside:  # nothing after it to run beside: the next task waits for it
             self.tail += self.beside
             self.beside = []
+
+    def _host_bound(self, prefix: str, steps: list[Step]) -> None:
+        """A task whose kernels run faster than the host issues them: the GPU idles for the
+        difference (the host cannot run ahead across tasks: with pp > 1 Megatron
+        synchronises the device after each point-to-point exchange, and a task that is
+        host bound in itself is so in any order)."""
+        host = host_seconds(sum(step.kernels for step in steps))
+        gpu = sum(step.total_s for step in steps if not step.is_comm)
+        if host > gpu:
+            self.compute(f"{prefix}.host", {"host": host - gpu})
 
     # ------------------------------------------------------------------ parameter gather
     def _bucket_limit(self) -> int:
