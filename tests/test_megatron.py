@@ -443,3 +443,51 @@ def test_megatron_core_h100_table_rows_without_pipeline(tmp_path, monkeypatch):
     for row in read_table(DEFAULT_TABLE)[:3]:
         data, _ = predict(row, str(tmp_path))
         assert data["iteration_time_ns"] / 1e9 == pytest.approx(row["seconds"], rel=0.10), row["model"]
+
+
+def _comms(args: str, gpus: int, backward: bool = False) -> list[tuple[str, int, int, bool]]:
+    """(label, kind, bytes, beside the next compute) of one layer's collectives."""
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+
+    job = parse(args, gpus)
+    model = ChunkModel(job, TOY)
+    steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
+    return [(s.label, s.comm_type, s.size_bytes, s.overlap) for s in steps if s.is_comm]
+
+
+TP = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 2 "
+      "--tensor-model-parallel-size 4 --bf16 --vocab-size 128 --sequence-parallel")
+
+
+def test_tp_comm_overlap_reduces_a_row_parallel_gemm_chunk_by_chunk():
+    """tp 4, sequence parallel: a row-parallel GEMM's output (b s h x 2 B = 2 MiB) is
+    reduce-scattered after the GEMM. With --tp-comm-overlap TE reduces 3 of its 4 chunks beside
+    the GEMM's later chunks and only the last chunk's quarter (512 KiB) waits."""
+    size = 2 * 512 * 1024 * 2
+    plain = [c for c in _comms(TP, 4) if c[0].startswith("mlp.allreduce")]
+    assert plain == [("mlp.allreduce", 7, size, False)]
+    over = [c for c in _comms(TP + " --tp-comm-overlap", 4) if c[0].startswith("mlp.allreduce")]
+    assert over == [("mlp.allreduce", 7, size * 3 // 4, True), ("mlp.allreduce.last", 7, size // 4, False)]
+
+
+def test_sequence_parallel_backward_gathers_column_parallel_inputs_again():
+    """Korthikanti et al. 4.2.2: the QKV and first MLP GEMMs kept only their 1/tp input shard,
+    so the backward all-gathers each again (b s h / tp x 2 B = 512 KiB per rank), beside the
+    input-gradient GEMM."""
+    gathers = [c for c in _comms(TP, 4, backward=True) if "input.allgather" in c[0]]
+    assert gathers == [("mlp.bwd.input.allgather", 2, 512 * 1024, True),
+                       ("attn.bwd.input.allgather", 2, 512 * 1024, True)]
+
+
+def test_context_parallel_exchange_follows_cp_comm_type():
+    """cp 2, tokens per rank b s / cp = 512: K and V of 1,024 wide (2 x 512 x 1024 x 2 B = 2 MiB)
+    go round the ring beside the attention (p2p), or are gathered first (all_gather); a2a
+    exchanges Q, K, V (3 MiB) before and the output (1 MiB) after."""
+    cp = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+          "--context-parallel-size 2 --bf16 --vocab-size 128")
+    kv, mib = 2 * 512 * 1024 * 2, 1024 * 1024
+    assert [c for c in _comms(cp, 2) if c[0].startswith("attn.cp")] == [("attn.cp.allgather", 2, kv, True)]
+    gathered = _comms(cp + " --cp-comm-type all_gather", 2)
+    assert [c for c in gathered if c[0].startswith("attn.cp")] == [("attn.cp.allgather", 2, kv, False)]
+    a2a = [c for c in _comms(cp + " --cp-comm-type a2a", 2) if c[0].startswith("attn.cp")]
+    assert a2a == [("attn.cp.alltoall", 6, 3 * mib, False), ("attn.cp.alltoall.after", 6, mib, False)]

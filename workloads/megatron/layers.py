@@ -467,7 +467,9 @@ class ChunkModel:
                 self.embedding_forward(b)
             for is_moe in moe:
                 self.layer_forward(b, moe=is_moe)
-        elif job.recompute == "selective" and not job.flash_attention:
+        elif job.recompute == "selective" and (job.transformer_engine or not job.flash_attention):
+            # Megatron-Core checkpoints the core attention whatever its kernel (Transformer
+            # Engine's fused attention is run forward again); the 2021 code skips it for flash
             for _ in moe:
                 self._attention(b, backward=False)
         return b.done("recompute")
