@@ -28,7 +28,7 @@ FITS = {
     "dgx-a100-80gb": (megatron_sc21.read_table, megatron_sc21.DEFAULT_TABLE, 7,
                       (0.70, 0.75, 0.80), (0.60, 0.65, 0.70)),
     "dgx-h100": (megatron_mcore_h100.read_table, megatron_mcore_h100.DEFAULT_TABLE, 3,
-                 (0.60, 0.65, 0.70, 0.75), (0.60, 0.65, 0.70, 0.75)),
+                 (0.65, 0.70, 0.75), (0.55, 0.60, 0.65)),
 }
 
 
