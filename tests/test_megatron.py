@@ -481,13 +481,22 @@ def test_sequence_parallel_backward_gathers_column_parallel_inputs_again():
 
 def test_context_parallel_exchange_follows_cp_comm_type():
     """cp 2, tokens per rank b s / cp = 512: K and V of 1,024 wide (2 x 512 x 1024 x 2 B = 2 MiB)
-    go round the ring beside the attention (p2p), or are gathered first (all_gather); a2a
+    go round the ring beside the attention (p2p), or are gathered first (allgather); a2a
     exchanges Q, K, V (3 MiB) before and the output (1 MiB) after."""
     cp = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
           "--context-parallel-size 2 --bf16 --vocab-size 128")
     kv, mib = 2 * 512 * 1024 * 2, 1024 * 1024
     assert [c for c in _comms(cp, 2) if c[0].startswith("attn.cp")] == [("attn.cp.allgather", 2, kv, True)]
-    gathered = _comms(cp + " --cp-comm-type all_gather", 2)
+    gathered = _comms(cp + " --cp-comm-type allgather", 2)
     assert [c for c in gathered if c[0].startswith("attn.cp")] == [("attn.cp.allgather", 2, kv, False)]
     a2a = [c for c in _comms(cp + " --cp-comm-type a2a", 2) if c[0].startswith("attn.cp")]
     assert a2a == [("attn.cp.alltoall", 6, 3 * mib, False), ("attn.cp.alltoall.after", 6, mib, False)]
+
+
+def test_cp_comm_type_per_layer_or_hierarchical_is_refused():
+    cp = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+          "--context-parallel-size 2 --bf16")
+    assert parse(cp + " --cp-comm-type a2a a2a", 2).cp_comm_type == "a2a"
+    for bad in (" --cp-comm-type p2p a2a", " --cp-comm-type a2a+p2p"):
+        with pytest.raises(InputError, match="--cp-comm-type .*only one of p2p, allgather or a2a"):
+            parse(cp + bad, 2)

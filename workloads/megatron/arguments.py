@@ -122,7 +122,7 @@ class MegatronJob:
     gradient_accumulation_fusion: bool
     flash_attention: bool
     transformer_engine: bool  # Transformer Engine layers (today's default; 2021 and --transformer-impl local: no)
-    cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "all_gather" | "a2a"
+    cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a"
     masked_softmax_fusion: bool
     bias_gelu_fusion: bool
     bias_dropout_fusion: bool
@@ -254,8 +254,8 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--use-flash-attn", help="fused attention kernel (FlashAttention)")
     i("--transformer-impl", choices=("local", "transformer_engine"), default=None,
       help="transformer_engine: fused attention (flash / cuDNN) unless --attention-backend unfused")
-    i("--cp-comm-type", choices=("p2p", "all_gather", "a2a"), default="p2p",
-      help="context parallelism: K/V ring beside each chunk's attention (p2p), or exposed all-gather / all-to-all")
+    i("--cp-comm-type", nargs="+", choices=("p2p", "allgather", "a2a", "a2a+p2p"), default=["p2p"],
+      help="context parallelism: K/V ring beside each chunk's attention (p2p), or exposed allgather / a2a")
     i("--attention-backend", choices=("flash", "fused", "unfused", "local", "auto"), default=None,
       help="Megatron-Core's attention kernel choice")
     _bool(p, "--no-masked-softmax-fusion", help="scale, mask and softmax as separate kernels")
@@ -414,6 +414,10 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     if (a.overlap_grad_reduce or a.overlap_param_gather) and legacy:
         raise InputError(f"{where}: args: --overlap-grad-reduce/--overlap-param-gather do not exist with "
                          f"--DDP-impl or --checkpoint-activations (a 2021 Megatron-LM)")
+    cp_comm = set(a.cp_comm_type)
+    if len(cp_comm) > 1 or "a2a+p2p" in cp_comm:
+        raise InputError(f"{where}: args: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
+                         f"or a2a for every layer is modelled")
     experts = a.num_experts or 0
     ep = a.expert_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
@@ -442,7 +446,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
         flash_attention=_fused_attention(a), transformer_engine=_transformer_engine(a),
-        cp_comm_type=a.cp_comm_type, masked_softmax_fusion=not a.no_masked_softmax_fusion,
+        cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
     )

@@ -173,7 +173,7 @@ class ChunkModel:
         """The attention core. Context parallelism as Megatron runs it (``--cp-comm-type``):
         ``p2p`` passes each rank's keys and values round a ring, each step beside the attention
         of the chunk already there (the exchange shows only where it outlasts the kernels);
-        ``all_gather`` gathers them first (and reduce-scatters their gradients after);
+        ``allgather`` gathers them first (and reduce-scatters their gradients after);
         ``a2a`` (Ulysses) trades sequence for heads by an all-to-all of Q, K, V before and of
         the output after, and runs the whole sequence on heads / cp."""
         job, t = self.job, self.tokens
@@ -185,7 +185,7 @@ class ChunkModel:
             q_len, bh = job.seq, max(1, bh // job.cp)
             qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
             b.comm("attn.cp.alltoall", ALL_TO_ALL, out if backward else qkv, dim="cp")
-        elif job.cp > 1 and job.cp_comm_type == "all_gather":
+        elif job.cp > 1 and job.cp_comm_type == "allgather":
             b.comm("attn.cp.allgather", ALL_GATHER, kv, dim="cp")
         elif job.cp > 1:  # p2p ring beside the products
             if backward:
@@ -220,7 +220,7 @@ class ChunkModel:
         if job.cp_comm_type == "a2a":
             qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
             b.comm("attn.cp.alltoall.after", ALL_TO_ALL, qkv if backward else out, dim="cp")
-        elif job.cp_comm_type == "all_gather" and backward:
+        elif job.cp_comm_type == "allgather" and backward:
             b.comm("attn.cp.reducescatter", REDUCE_SCATTER, t * 2 * self.kv_width * self.e * job.cp, dim="cp")
 
     # ------------------------------------------------------------------ a layer
