@@ -44,12 +44,14 @@ def read_table(path: str) -> list[dict]:
 
 
 def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, float]:
-    """Run one row as a scenario (``gpu``: GPU figures overriding the preset's)."""
+    """Run one row as a scenario (``gpu``: GPU figures overriding the preset's; the row's
+    ``preset`` and ``inter_node_gbps`` default to SC'21's DGX A100 and 1,600 Gbit/s)."""
     scenario = os.path.join(folder, f"{row['model']}.yaml")
     out = os.path.join(folder, f"{row['model']}.json")
     with open(scenario, "w") as f:
         f.write(f'workload:\n  generate: megatron\n  args: "{row["args"]}"\n'
-                f"cluster:\n  preset: dgx-a100-80gb\n  gpus: {row['gpus']}\n  inter_node_gbps: 1600\n")
+                f"cluster:\n  preset: {row.get('preset', 'dgx-a100-80gb')}\n  gpus: {row['gpus']}\n"
+                f"  inter_node_gbps: {row.get('inter_node_gbps', 1600)}\n")
         if gpu:
             f.write(f"  gpu: {json.dumps(gpu)}\n")
     start = time.perf_counter()
@@ -76,20 +78,13 @@ def spearman(xs: list[float], ys: list[float]) -> float:
     return 1 - 6 * d2 / (n * (n * n - 1)) if n > 1 else 1.0
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--table", default=DEFAULT_TABLE)
-    p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
-    p.add_argument("--json", default=None, help="write the rows and scores here")
-    a = p.parse_args()
-    rows = read_table(a.table)
-    chosen = [int(r) - 1 for r in a.rows.split(",")] if a.rows else range(len(rows))
+def score(rows: list[dict], json_path: str | None = None) -> float:
+    """Run ``rows``, print each against its published time and return the mean |error|."""
     results = []
     print(f"{'model':>8} {'GPUs':>5} {'pub s':>7} {'sim s':>7} {'error':>7} {'pub TF':>6} {'sim TF':>6} "
           f"{'MFU':>5} {'wall s':>6}")
     with tempfile.TemporaryDirectory() as folder:
-        for i in chosen:
-            row = rows[i]
+        for row in rows:
             data, wall = predict(row, folder)
             t = data["iteration_time_ns"] / 1e9
             err = t / row["seconds"] - 1
@@ -99,11 +94,23 @@ def main() -> int:
                   f"{row['tflops']:>6.0f} {tf:>6.1f} {data['training']['mfu']:>5.1%} {wall:>6.1f}", flush=True)
     errors = [abs(r["error"]) for r in results]
     rho = spearman([r["tflops"] for r in results], [r["predicted_tflops"] for r in results])
-    print(f"mean |error| {sum(errors) / len(errors):.1%}, worst {max(errors):.1%}, "
-          f"Spearman rho of TFLOP/s per GPU {rho:.2f}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"rows": results, "mean_abs_error": sum(errors) / len(errors), "spearman": rho}, f, indent=1)
+    mean = sum(errors) / len(errors)
+    print(f"mean |error| {mean:.1%}, worst {max(errors):.1%}, Spearman rho of TFLOP/s per GPU {rho:.2f}")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"rows": results, "mean_abs_error": mean, "spearman": rho}, f, indent=1)
+    return mean
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--table", default=DEFAULT_TABLE)
+    p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
+    p.add_argument("--json", default=None, help="write the rows and scores here")
+    a = p.parse_args()
+    rows = read_table(a.table)
+    chosen = [int(r) - 1 for r in a.rows.split(",")] if a.rows else range(len(rows))
+    score([rows[i] for i in chosen], a.json)
     return 0
 
 

@@ -342,3 +342,142 @@ def test_compute_beside_a_collective_runs_on_the_sms_left_to_it(tmp_path):
     plain = _run(tmp_path, base + " --no-async-tensor-model-parallel-allreduce", 2, free)
     overlapped = _run(tmp_path, base + " --tp-comm-overlap", 2, free)
     assert plain < overlapped < plain * 108 / (108 - COMM_SMS)
+
+
+# ---------------------------------------------------------------------------------- issue 48
+def test_todays_argument_names_imply_transformer_engine_and_2021_names_do_not():
+    base = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1"
+    today = parse(base + " --bf16", 1)
+    assert today.transformer_engine and today.flash_attention and not today.legacy
+    local = parse(base + " --bf16 --transformer-impl local", 1)
+    assert not local.transformer_engine and not local.flash_attention
+    for old in (" --checkpoint-activations", " --DDP-impl torch"):
+        job = parse(base + " --fp16" + old, 1)
+        assert job.legacy and not job.transformer_engine and not job.flash_attention
+    assert parse(base + " --checkpoint-activations --use-flash-attn", 1).flash_attention
+
+
+def test_causal_fused_attention_kernel_time():
+    """s = 256, head width 64 on the two-SM toy GPU: one 256 x 256 x 64 product is two 256 x 128
+    tiles, one wave, 2 x 256 x 128 x (64 + pipeline fill) FLOPs per SM. With 128-row tiles the
+    causal kernel runs the 3 of 4 tiles on or below the diagonal (1/2 + 128 / 2s = 3/4): the
+    forward is two products (QK^T, PV), the backward five, each at 3/4."""
+    from simpy_astra.workloads.megatron.kernels import causal_fraction, flash_attention_seconds
+
+    per_sm = 1e12 * 0.5 / 2
+    one = 2 * 256 * 128 * (64 + GEMM_PIPELINE_K) / per_sm
+    assert causal_fraction(256) == 0.75
+    assert causal_fraction(131072) == pytest.approx(0.5 + 128 / 262144)
+    fwd = flash_attention_seconds(TOY, 1, 256, 256, 64, causal=True, backward=False)
+    bwd = flash_attention_seconds(TOY, 1, 256, 256, 64, causal=True, backward=True)
+    assert fwd == pytest.approx(2 * one * 0.75 + 2e-6, rel=1e-12)
+    assert bwd == pytest.approx(5 * one * 0.75 + 2e-6, rel=1e-12)
+    full = flash_attention_seconds(TOY, 1, 256, 256, 64, causal=False, backward=False)
+    assert full == pytest.approx(2 * one + 2e-6, rel=1e-12)
+
+
+def test_fp8_linear_gemm_runs_at_the_fp8_rate_on_one_byte_operands():
+    """The same GEMM as test_one_gemm_time_from_the_formula on a toy GPU with twice the
+    tensor rate in fp8: half the main loop's time."""
+    toy8 = Gpu(**{**TOY.__dict__, "fp8_tflops": 2.0})
+    per_sm = 2e12 * 0.5 / 2
+    expected = 2 * 256 * 128 * (1024 + GEMM_PIPELINE_K) / per_sm + 2e-6
+    assert gemm_seconds(toy8, 256, 256, 1024, element_bytes=1, fp8=True) == pytest.approx(expected, rel=1e-12)
+
+
+ZERO = ("--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 1024 --micro-batch-size 2 "
+        "--global-batch-size 4 --bf16 --vocab-size 128 --use-distributed-optimizer")
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_parameter_gather_bucket_by_bucket_ahead_of_the_forward(tmp_path, slow):
+    """Two data-parallel GPUs, distributed optimizer. Without --overlap-param-gather the bf16
+    parameters are all-gathered after the optimizer step: the step grows by the whole gather.
+    With it each bucket (one layer here) is gathered ahead of the forward that reads it: on
+    NVLink only the first bucket shows; on a link 200x slower the forward waits for every
+    bucket in turn and the step grows by nearly the whole gather less one forward."""
+    cluster = {"nvlink_gib_s": 1.0} if slow else {}
+    job = parse(ZERO, 2)
+    gather = _all_reduce_s(cluster, job.parameters() * 2) / 2  # all-gather: half an all-reduce
+    instant = {"nvlink_gib_s": 1e9, "nvlink_latency_ns": 1e-6}
+    alone = _run(tmp_path, ZERO, 2, instant)
+    after = _run(tmp_path, ZERO, 2, cluster)
+    ahead = _run(tmp_path, ZERO + " --overlap-param-gather", 2, cluster)
+    fwd, _ = _stage_times(ZERO, 2)
+    assert ahead < after
+    if not slow:
+        assert (ahead - alone) / 1e9 < (after - alone) / 1e9 - 0.5 * gather
+    else:
+        assert (ahead - alone) / 1e9 > gather - 2 * fwd
+
+
+def test_megatron_core_h100_table_rows_without_pipeline(tmp_path, monkeypatch):
+    """The first three rows of Megatron-Core's H100 table (no pipeline, at most tp 4), run by
+    the benchmark as a user would: within 10% of the published seconds per iteration."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from megatron_mcore_h100 import DEFAULT_TABLE, read_table
+        from megatron_sc21 import predict
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    for row in read_table(DEFAULT_TABLE)[:3]:
+        data, _ = predict(row, str(tmp_path))
+        assert data["iteration_time_ns"] / 1e9 == pytest.approx(row["seconds"], rel=0.10), row["model"]
+
+
+def _comms(args: str, gpus: int, backward: bool = False) -> list[tuple[str, int, int, bool]]:
+    """(label, kind, bytes, beside the next compute) of one layer's collectives."""
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+
+    job = parse(args, gpus)
+    model = ChunkModel(job, TOY)
+    steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
+    return [(s.label, s.comm_type, s.size_bytes, s.overlap) for s in steps if s.is_comm]
+
+
+TP = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 2 "
+      "--tensor-model-parallel-size 4 --bf16 --vocab-size 128 --sequence-parallel")
+
+
+def test_tp_comm_overlap_reduces_a_row_parallel_gemm_chunk_by_chunk():
+    """tp 4, sequence parallel: a row-parallel GEMM's output (b s h x 2 B = 2 MiB) is
+    reduce-scattered after the GEMM. With --tp-comm-overlap TE reduces 3 of its 4 chunks beside
+    the GEMM's later chunks and only the last chunk's quarter (512 KiB) waits."""
+    size = 2 * 512 * 1024 * 2
+    plain = [c for c in _comms(TP, 4) if c[0].startswith("mlp.allreduce")]
+    assert plain == [("mlp.allreduce", 7, size, False)]
+    over = [c for c in _comms(TP + " --tp-comm-overlap", 4) if c[0].startswith("mlp.allreduce")]
+    assert over == [("mlp.allreduce", 7, size * 3 // 4, True), ("mlp.allreduce.last", 7, size // 4, False)]
+
+
+def test_sequence_parallel_backward_gathers_column_parallel_inputs_again():
+    """Korthikanti et al. 4.2.2: the QKV and first MLP GEMMs kept only their 1/tp input shard,
+    so the backward all-gathers each again (b s h / tp x 2 B = 512 KiB per rank), beside the
+    input-gradient GEMM."""
+    gathers = [c for c in _comms(TP, 4, backward=True) if "input.allgather" in c[0]]
+    assert gathers == [("mlp.bwd.input.allgather", 2, 512 * 1024, True),
+                       ("attn.bwd.input.allgather", 2, 512 * 1024, True)]
+
+
+def test_context_parallel_exchange_follows_cp_comm_type():
+    """cp 2, tokens per rank b s / cp = 512: K and V of 1,024 wide (2 x 512 x 1024 x 2 B = 2 MiB)
+    go round the ring beside the attention (p2p), or are gathered first (allgather); a2a
+    exchanges Q, K, V (3 MiB) before and the output (1 MiB) after."""
+    cp = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+          "--context-parallel-size 2 --bf16 --vocab-size 128")
+    kv, mib = 2 * 512 * 1024 * 2, 1024 * 1024
+    assert [c for c in _comms(cp, 2) if c[0].startswith("attn.cp")] == [("attn.cp.allgather", 2, kv, True)]
+    gathered = _comms(cp + " --cp-comm-type allgather", 2)
+    assert [c for c in gathered if c[0].startswith("attn.cp")] == [("attn.cp.allgather", 2, kv, False)]
+    a2a = [c for c in _comms(cp + " --cp-comm-type a2a", 2) if c[0].startswith("attn.cp")]
+    assert a2a == [("attn.cp.alltoall", 6, 3 * mib, False), ("attn.cp.alltoall.after", 6, mib, False)]
+
+
+def test_cp_comm_type_per_layer_or_hierarchical_is_refused():
+    cp = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+          "--context-parallel-size 2 --bf16")
+    assert parse(cp + " --cp-comm-type a2a a2a", 2).cp_comm_type == "a2a"
+    for bad in (" --cp-comm-type p2p a2a", " --cp-comm-type a2a+p2p"):
+        with pytest.raises(InputError, match="--cp-comm-type .*only one of p2p, allgather or a2a"):
+            parse(cp + bad, 2)

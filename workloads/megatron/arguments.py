@@ -59,7 +59,7 @@ SMALL_EFFECT = (
     "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
     "--nccl-communicator-config-path", "--calculate-per-token-loss", "--hidden-dropout",
     "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
-    "--cp-comm-type", "--overlap-p2p-communication", "--no-overlap-p2p-communication",
+    "--overlap-p2p-communication", "--no-overlap-p2p-communication",
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
@@ -121,6 +121,8 @@ class MegatronJob:
     async_tp_allreduce: bool  # input-gradient all-reduce overlapped with the weight-gradient GEMM
     gradient_accumulation_fusion: bool
     flash_attention: bool
+    transformer_engine: bool  # Transformer Engine layers (today's default; 2021 and --transformer-impl local: no)
+    cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a"
     masked_softmax_fusion: bool
     bias_gelu_fusion: bool
     bias_dropout_fusion: bool
@@ -132,7 +134,7 @@ class MegatronJob:
     moe_ffn: int
     shared_ffn: int  # shared expert beside the routed ones (0: none)
     moe_every: int  # every moe_every-th layer is a mixture of experts
-    legacy: bool  # a 2021 Megatron-LM (it has --DDP-impl)
+    legacy: bool  # a 2021 Megatron-LM (it has --DDP-impl or --checkpoint-activations)
     args: str
 
     @property
@@ -253,6 +255,8 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--use-flash-attn", help="fused attention kernel (FlashAttention)")
     i("--transformer-impl", choices=("local", "transformer_engine"), default=None,
       help="transformer_engine: fused attention (flash / cuDNN) unless --attention-backend unfused")
+    i("--cp-comm-type", nargs="+", choices=("p2p", "allgather", "a2a", "a2a+p2p"), default=["p2p"],
+      help="context parallelism: K/V ring beside each chunk's attention (p2p), or exposed allgather / a2a")
     i("--attention-backend", choices=("flash", "fused", "unfused", "local", "auto"), default=None,
       help="Megatron-Core's attention kernel choice")
     _bool(p, "--no-masked-softmax-fusion", help="scale, mask and softmax as separate kernels")
@@ -320,12 +324,25 @@ def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str)
                              f"(got {value})")
 
 
+def _legacy(a: argparse.Namespace) -> bool:
+    """A 2021-2022 Megatron-LM: only it has ``--DDP-impl`` and ``--checkpoint-activations``."""
+    return a.ddp_impl is not None or a.checkpoint_activations
+
+
+def _transformer_engine(a: argparse.Namespace) -> bool:
+    """Transformer Engine layers: today's Megatron-LM default (``--transformer-impl
+    transformer_engine`` since Megatron-Core 0.5), absent from a 2021 one."""
+    if a.transformer_impl is not None:
+        return a.transformer_impl == "transformer_engine"
+    return not _legacy(a)
+
+
 def _fused_attention(a: argparse.Namespace) -> bool:
     """FlashAttention (``--use-flash-attn``), or Transformer Engine's attention, which picks
     a fused kernel unless told to run the unfused one."""
     if a.attention_backend is not None:
         return a.attention_backend in ("flash", "fused", "auto")
-    return a.use_flash_attn or a.transformer_impl == "transformer_engine"
+    return a.use_flash_attn or _transformer_engine(a)
 
 
 def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob:
@@ -357,7 +374,11 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute, method, layers = "selective", "uniform", 1
     else:
         recompute, method, layers = "none", "uniform", 0
-    legacy = a.ddp_impl is not None
+    legacy = _legacy(a)
+    cp_comm = set(a.cp_comm_type)
+    if len(cp_comm) > 1 or "a2a+p2p" in cp_comm:
+        raise InputError(f"{where}: args: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
+                         f"or a2a for every layer is modelled")
     experts = a.num_experts or 0
     ep = a.expert_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
@@ -381,7 +402,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
-        flash_attention=_fused_attention(a), masked_softmax_fusion=not a.no_masked_softmax_fusion,
+        flash_attention=_fused_attention(a), transformer_engine=_transformer_engine(a),
+        cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
     )

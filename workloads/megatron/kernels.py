@@ -60,6 +60,17 @@ COMM_SMS = 16
 #: 3-4 stages of 32 elements of k in flight: CUTLASS's Ampere default is 3 stages x 32)
 GEMM_PIPELINE_K = 96
 
+#: host time PyTorch spends to issue one kernel of a Megatron layer in eager mode (Python,
+#: the dispatcher, autograd's bookkeeping, the launch call): a micro-batch whose kernels
+#: run faster than the host issues them waits for the host
+HOST_US_PER_KERNEL = 10.0
+
+
+def host_seconds(kernels: int) -> float:
+    """Time the host needs to issue ``kernels`` kernels."""
+    return kernels * HOST_US_PER_KERNEL * 1e-6
+
+
 def gemm_seconds(gpu: Gpu, m: int, n: int, k: int, batch: int = 1, element_bytes: int = 2,
                  fp8: bool = False) -> float:
     """Time of ``batch`` GEMMs of ``m x k`` by ``k x n`` on ``gpu``."""
@@ -91,13 +102,26 @@ def streaming_seconds(gpu: Gpu, moved_bytes: float, launch: bool = True) -> floa
     return t + (gpu.launch_us * 1e-6 if launch else 0.0)
 
 
+#: query and key rows of one fused-attention tile (FlashAttention-2 and cuDNN's fused
+#: attention run 128-row blocks for head dimensions up to 128)
+ATTENTION_TILE = 128
+
+
+def causal_fraction(seq: int) -> float:
+    """Share of a causal score matrix's tiles a fused kernel computes: with ``n = seq /
+    ATTENTION_TILE`` blocks a side it runs the ``n (n + 1) / 2`` on or below the diagonal,
+    ``1/2 + ATTENTION_TILE / (2 seq)`` of them. Context parallelism's load-balanced chunks
+    (rank ``i`` holds chunks ``i`` and ``2 cp - 1 - i``) give every rank the same share."""
+    return min(1.0, 0.5 + ATTENTION_TILE / (2 * seq))
+
+
 def flash_attention_seconds(gpu: Gpu, batch_heads: int, q_len: int, kv_len: int, head_dim: int,
-                            causal: bool, backward: bool) -> float:
+                            causal: bool, backward: bool, seq: int | None = None) -> float:
     """A fused attention kernel (FlashAttention): the score and context products run as GEMMs
     tile by tile in on-chip memory, the s x s matrix is never written. Forward: two products
     (QK^T, PV); backward: five (recomputed QK^T, dV, dP, dQ, dK). A causal mask skips the
-    tiles above the diagonal (half the work)."""
+    tiles above the diagonal of the ``seq``-long sequence (:func:`causal_fraction`)."""
     products = 5 if backward else 2
     one = gemm_seconds(gpu, q_len, kv_len, head_dim, batch_heads) - gpu.launch_us * 1e-6
-    work = products * one * (0.5 if causal else 1.0)
+    work = products * one * (causal_fraction(seq or kv_len) if causal else 1.0)
     return work + gpu.launch_us * 1e-6

@@ -44,6 +44,11 @@ class Step:
     dim: str = "tp"
     #: a marker (no time): the weight gradients of ``params`` parameters are complete here
     grads_ready: int = 0
+    #: a marker (no time): the forward reads ``params_used`` parameters from here on (a
+    #: layer's weights, which ``--overlap-param-gather`` must have gathered by now)
+    params_used: int = 0
+    #: kernels the host launches for this step's compute
+    kernels: int = 0
 
     @property
     def is_comm(self) -> bool:
@@ -61,8 +66,10 @@ class _Builder:
         self.steps: list[Step] = []
         self.current = Step("")
 
-    def add(self, kind: str, seconds: float) -> None:
+    def add(self, kind: str, seconds: float, kernels: int = 1) -> None:
+        """``kernels`` kernels of ``seconds`` in all (each one the host must launch)."""
         self.current.seconds[kind] = self.current.seconds.get(kind, 0.0) + seconds
+        self.current.kernels += kernels
 
     def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
         if size_bytes <= 0:
@@ -77,6 +84,13 @@ class _Builder:
             return
         self.close("grads.before")
         self.steps.append(Step("grads", grads_ready=params, dim=dim))
+
+    def params(self, params: int, dim: str = "dp") -> None:
+        """Mark that the forward reads ``params`` parameters (synced over ``dim``) from here."""
+        if params <= 0:
+            return
+        self.close("params.before")
+        self.steps.append(Step("params", params_used=params, dim=dim))
 
     def close(self, label: str) -> None:
         if self.current.seconds:
@@ -107,26 +121,41 @@ class ChunkModel:
 
     # ------------------------------------------------------------------ kernels
     def _gemm(self, m: int, n: int, k: int, batch: int = 1) -> float:
-        return gemm_seconds(self.gpu, m, n, k, batch, self.e, fp8=self.job.fp8)
+        """A GEMM in the training precision (attention, logits, router)."""
+        return gemm_seconds(self.gpu, m, n, k, batch, self.e)
+
+    def _linear(self, m: int, n: int, k: int) -> float:
+        """A GEMM of a linear layer: with ``--fp8-format`` Transformer Engine runs it on fp8
+        operands (1 B an element) at the GPU's fp8 rate; the output layer and attention stay
+        in bf16."""
+        if self.job.fp8:
+            return gemm_seconds(self.gpu, m, n, k, 1, 1, fp8=True)
+        return self._gemm(m, n, k)
 
     def _stream(self, elements: float, bytes_per_element: float) -> float:
         return streaming_seconds(self.gpu, elements * bytes_per_element * self.e / 2)
 
-    def _fp8_cast(self, b: _Builder, elements: int) -> None:
-        """FP8 GEMMs read their activation (or its gradient) cast to fp8 first: one kernel that
-        reads 2 B and writes 1 B an element (Transformer Engine casts weights once a step)."""
-        if self.job.fp8:
-            b.add("elementwise", streaming_seconds(self.gpu, elements * 3))
+    def _fp8_cast(self, b: _Builder, elements: int, fused: bool = False) -> None:
+        """An fp8 GEMM reads its input (or output gradient) cast to fp8 in both layouts (the
+        transpose feeds the weight gradient): Transformer Engine's cast-transpose kernel reads
+        2 B and writes 2 x 1 B an element and records the tensor's amax for its scaling.
+        Where TE fuses the cast into the kernel before (the layer norm of LayerNormLinear, the
+        activation of LayerNormMLP: ``fused``) that kernel writes the fp8 pair instead of its
+        bf16 output and the cast costs nothing."""
+        if self.job.fp8 and not (fused and self.job.transformer_engine):
+            b.add("elementwise", streaming_seconds(self.gpu, elements * 4))
 
-    def _linear_fwd(self, b: _Builder, n_in: int, n_out: int) -> None:
-        self._fp8_cast(b, self.tokens * n_in)
-        b.add("gemm", self._gemm(self.tokens, n_out, n_in))
+    def _linear_fwd(self, b: _Builder, n_in: int, n_out: int, fused_cast: bool = False) -> float:
+        self._fp8_cast(b, self.tokens * n_in, fused_cast)
+        seconds = self._linear(self.tokens, n_out, n_in)
+        b.add("gemm", seconds)
+        return seconds
 
     def _linear_bwd(self, b: _Builder, n_in: int, n_out: int, bias: bool = True) -> None:
         """Input gradient (dgrad) and weight gradient (wgrad) of one linear layer."""
         self._fp8_cast(b, self.tokens * n_out)
-        b.add("gemm", self._gemm(self.tokens, n_in, n_out))
-        b.add("gemm", self._gemm(n_in, n_out, self.tokens))
+        b.add("gemm", self._linear(self.tokens, n_in, n_out))
+        b.add("gemm", self._linear(n_in, n_out, self.tokens))
         self._accumulate(b, n_in * n_out)
         if bias:
             b.add("elementwise", self._stream(self.tokens * n_out, 2))
@@ -141,19 +170,32 @@ class ChunkModel:
 
     # ------------------------------------------------------------------ attention core
     def _attention(self, b: _Builder, backward: bool) -> None:
+        """The attention core. Context parallelism as Megatron runs it (``--cp-comm-type``):
+        ``p2p`` passes each rank's keys and values round a ring, each step beside the attention
+        of the chunk already there (the exchange shows only where it outlasts the kernels);
+        ``allgather`` gathers them first (and reduce-scatters their gradients after);
+        ``a2a`` (Ulysses) trades sequence for heads by an all-to-all of Q, K, V before and of
+        the output after, and runs the whole sequence on heads / cp."""
         job, t = self.job, self.tokens
         mb = job.micro_batch
         q_len, kv_len = job.seq // job.cp, job.seq
         bh = mb * self.heads
-        if job.cp > 1:  # keys and values of the other context ranks, exchanged beside the products
-            kv = t * 2 * self.kv_width * self.e
+        kv = t * 2 * self.kv_width * self.e
+        if job.cp > 1 and job.cp_comm_type == "a2a":
+            q_len, bh = job.seq, max(1, bh // job.cp)
+            qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
+            b.comm("attn.cp.alltoall", ALL_TO_ALL, out if backward else qkv, dim="cp")
+        elif job.cp > 1 and job.cp_comm_type == "allgather":
+            b.comm("attn.cp.allgather", ALL_GATHER, kv, dim="cp")
+        elif job.cp > 1:  # p2p ring beside the products
             if backward:
                 b.comm("attn.cp.reducescatter", REDUCE_SCATTER, kv * job.cp, overlap=True, dim="cp")
             else:
                 b.comm("attn.cp.allgather", ALL_GATHER, kv, overlap=True, dim="cp")
         if job.flash_attention:
             b.add("attention", flash_attention_seconds(self.gpu, bh, q_len, kv_len, job.head_dim,
-                                                       causal=True, backward=backward))
+                                                       causal=True, backward=backward, seq=job.seq))
+            self._attention_after(b, backward)
             return
         scores = bh * q_len * kv_len
         if not backward:
@@ -164,10 +206,22 @@ class ChunkModel:
             b.add("elementwise", self._stream(t * self.q_width, 4))  # context transpose
         else:
             b.add("elementwise", self._stream(t * self.q_width, 4))
-            b.add("attention", 2 * self._gemm(q_len, kv_len, job.head_dim, bh))  # d(probs), d(V)
+            b.add("attention", 2 * self._gemm(q_len, kv_len, job.head_dim, bh), 2)  # d(probs), d(V)
             b.add("elementwise", self._stream(scores, 5))
             b.add("elementwise", self._stream(scores, 6 if job.masked_softmax_fusion else 10))
-            b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh))  # d(Q), d(K)
+            b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh), 2)  # d(Q), d(K)
+        self._attention_after(b, backward)
+
+    def _attention_after(self, b: _Builder, backward: bool) -> None:
+        """Context parallelism's exchange after the attention kernels, where it has one."""
+        job, t = self.job, self.tokens
+        if job.cp == 1:
+            return
+        if job.cp_comm_type == "a2a":
+            qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
+            b.comm("attn.cp.alltoall.after", ALL_TO_ALL, qkv if backward else out, dim="cp")
+        elif job.cp_comm_type == "allgather" and backward:
+            b.comm("attn.cp.reducescatter", REDUCE_SCATTER, t * 2 * self.kv_width * self.e * job.cp, dim="cp")
 
     # ------------------------------------------------------------------ a layer
     def _tp_in(self, b: _Builder, label: str) -> None:
@@ -176,46 +230,58 @@ class ChunkModel:
             b.comm(label, ALL_GATHER, self.norm_tokens * self.job.hidden * self.e,
                    overlap=self.job.tp_comm_overlap)
 
-    def _tp_out(self, b: _Builder, label: str) -> None:
-        """After a row-parallel GEMM: the all-reduce (reduce-scatter with sequence
-        parallelism) of its partial output."""
+    def _tp_out(self, b: _Builder, label: str, gemm_s: float = 0.0) -> None:
+        """After a row-parallel GEMM (already added, ``gemm_s`` of it): the all-reduce
+        (reduce-scatter with sequence parallelism) of its partial output. With
+        ``--tp-comm-overlap`` Transformer Engine splits the GEMM into tp chunks and reduces
+        each chunk's output while the next chunk computes: the first chunk's GEMM runs alone,
+        the last chunk's collective is exposed, the rest run side by side."""
         job = self.job
         if job.tp == 1:
             return
         size = self.tokens * job.hidden * self.e
-        if job.sequence_parallel:
-            b.comm(label, REDUCE_SCATTER, size, overlap=job.tp_comm_overlap)
-        else:
-            b.comm(label, ALL_REDUCE, size, overlap=job.tp_comm_overlap)
+        kind = REDUCE_SCATTER if job.sequence_parallel else ALL_REDUCE
+        if job.tp_comm_overlap and gemm_s > 0:
+            later = gemm_s * (job.tp - 1) / job.tp
+            b.add("gemm", -later, kernels=0)
+            b.comm(label, kind, size * (job.tp - 1) // job.tp, overlap=True)
+            b.add("gemm", later, kernels=0)
+            b.comm(label + ".last", kind, size // job.tp)
+            return
+        b.comm(label, kind, size, overlap=job.tp_comm_overlap)
 
     def layer_forward(self, b: _Builder, moe: bool = False) -> None:
         job, h, n = self.job, self.job.hidden, self.norm_tokens
         b.add("elementwise", self._stream(n * h, 4))  # input layer norm
         self._tp_in(b, "attn.allgather")
-        self._linear_fwd(b, h, self.q_width + 2 * self.kv_width)
+        self._linear_fwd(b, h, self.q_width + 2 * self.kv_width, fused_cast=True)
         self._attention(b, backward=False)
-        self._linear_fwd(b, self.q_width, h)
-        self._tp_out(b, "attn.allreduce")
+        self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
         b.add("elementwise", self._stream(n * h, 4))  # post-attention layer norm
         self._tp_in(b, "mlp.allgather")
         if moe:
             self._moe_forward(b)
+            self._tp_out(b, "mlp.allreduce")
         else:
-            self._mlp_forward(b, self.ffn)
-        self._tp_out(b, "mlp.allreduce")
+            self._tp_out(b, "mlp.allreduce", self._mlp_forward(b, self.ffn))
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
 
-    def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> None:
+    def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> float:
+        """The MLP's kernels; returns the time of its last (row-parallel) GEMM."""
         job, h = self.job, self.job.hidden
         t = self.tokens if tokens is None else tokens
+        self._fp8_cast(b, t * h, fused=True)
         if job.swiglu:
-            b.add("gemm", self._gemm(t, 2 * ffn, h))
+            b.add("gemm", self._linear(t, 2 * ffn, h))
             b.add("elementwise", self._stream(t * ffn, 6))
         else:
-            b.add("gemm", self._gemm(t, ffn, h))
+            b.add("gemm", self._linear(t, ffn, h))
             b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
-        b.add("gemm", self._gemm(t, h, ffn))
+        self._fp8_cast(b, t * ffn, fused=True)
+        seconds = self._linear(t, h, ffn)
+        b.add("gemm", seconds)
+        return seconds
 
     # ------------------------------------------------------------------ mixture of experts
     def _routed(self) -> tuple[int, int, int]:
@@ -247,8 +313,9 @@ class ChunkModel:
         job, h = self.job, self.job.hidden
         w = 2 if job.swiglu else 1
         for n_in, n_out in ((ffn, h), (h, w * ffn)):
-            b.add("gemm", self._gemm(tokens, n_in, n_out))
-            b.add("gemm", self._gemm(n_in, n_out, tokens))
+            self._fp8_cast(b, tokens * n_out)
+            b.add("gemm", self._linear(tokens, n_in, n_out))
+            b.add("gemm", self._linear(n_in, n_out, tokens))
             self._accumulate(b, n_in * n_out)
         b.add("elementwise", self._stream(tokens * ffn, 10 if job.swiglu else 6))
 
@@ -265,7 +332,7 @@ class ChunkModel:
         if job.ep > 1:
             b.comm("moe.dispatch.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 4))  # permute's backward
-        b.add("gemm", 2 * self._gemm(self.tokens, job.experts, h))  # router dgrad, wgrad
+        b.add("gemm", 2 * self._gemm(self.tokens, job.experts, h), 2)  # router dgrad, wgrad
 
     def moe_parameters(self) -> tuple[int, int]:
         """(dense, expert) parameters an MoE layer adds over a dense one's attention, per GPU."""
@@ -311,10 +378,16 @@ class ChunkModel:
             self._input_grad(b, h, self.ffn, "mlp.bwd.allreduce")
 
     def _input_grad(self, b: _Builder, n_in: int, n_out: int, label: str) -> None:
+        """The backward of a column-parallel linear layer. With sequence parallelism its
+        input was kept as this rank's 1/tp shard, so the backward all-gathers it again for
+        the weight gradient, beside the input-gradient GEMM (Korthikanti et al., 4.2.2)."""
         job = self.job
+        if job.sequence_parallel:
+            b.comm(label.replace("allreduce", "input.allgather"), ALL_GATHER,
+                   self.norm_tokens * job.hidden * self.e, overlap=True)
         self._fp8_cast(b, self.tokens * n_out)
-        b.add("gemm", self._gemm(self.tokens, n_in, n_out))  # dgrad
-        wgrad = self._gemm(n_in, n_out, self.tokens)
+        b.add("gemm", self._linear(self.tokens, n_in, n_out))  # dgrad
+        wgrad = self._linear(n_in, n_out, self.tokens)
         b.add("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
         if job.tp == 1:
             b.add("gemm", wgrad)
@@ -371,11 +444,16 @@ class ChunkModel:
     def forward(self, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
         """One micro-batch's forward through the chunk's layers (``moe``: which are MoE)."""
         b = _Builder()
+        job = self.job
         if first:
+            b.params(job.hidden * (job.vocab // job.tp + job.seq))
             self.embedding_forward(b)
         for is_moe in moe:
+            for params, dim in self.layer_grads(is_moe):
+                b.params(params, dim)
             self.layer_forward(b, moe=is_moe)
         if last:
+            b.params(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp > 1 else 0)
             self.loss_forward(b)
         return b.done("forward")
 
@@ -389,7 +467,9 @@ class ChunkModel:
                 self.embedding_forward(b)
             for is_moe in moe:
                 self.layer_forward(b, moe=is_moe)
-        elif job.recompute == "selective" and not job.flash_attention:
+        elif job.recompute == "selective" and (job.transformer_engine or not job.flash_attention):
+            # Megatron-Core checkpoints the core attention whatever its kernel (Transformer
+            # Engine's fused attention is run forward again); the 2021 code skips it for flash
             for _ in moe:
                 self._attention(b, backward=False)
         return b.done("recompute")

@@ -26,7 +26,7 @@ import itertools
 from dataclasses import dataclass
 
 from simpy_astra.workloads.megatron.arguments import MegatronJob
-from simpy_astra.workloads.megatron.kernels import Gpu, sharing_sms, streaming_seconds
+from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel, Step
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
 
@@ -143,7 +143,8 @@ class StageSchedule:
         self.grad_bytes = 4 if job.precision in ("bf16", "fp32") else 2
         self.dp_syncs: list[int] = []
         self.bucket_params: dict[str, int] = {"dp": 0, "edp": 0}
-        self.param_gathers: dict[int, int] = {}
+        self.gather_starts: dict[int, dict[int, int]] = {}  # chunk -> step index -> bucket
+        self.gathers: dict[tuple[int, str, int], int] = {}
         self.chunks = job.virtual_stages
         self.cache: dict[tuple, list[Step]] = {}
 
@@ -183,12 +184,22 @@ class StageSchedule:
         if job.legacy and job.scatter_gather and job.tp > 1 and not job.sequence_parallel:
             self.collective(f"{name}.allgather", ALL_GATHER, "tp", size)  # rebuild the activation
 
-    def steps(self, prefix: str, steps: list[Step], sync_grads: bool) -> None:
-        """Ops for ``steps``: compute steps that only a gradient marker separates run as one
-        node unless that marker starts a bucket's sync (``sync_grads``)."""
+    def steps(self, prefix: str, steps: list[Step], sync_grads: bool, gather_chunk: int | None = None) -> None:
+        """Ops for ``steps``: compute steps that only a gradient or parameter marker separates
+        run as one node unless that marker starts a bucket's sync (``sync_grads``) or a
+        bucket's parameters (the chunk's first forward under ``--overlap-param-gather``)."""
         pending: dict[str, float] = {}
         name = prefix
+        self._host_bound(prefix, steps)
+        starts = self.gather_starts.get(gather_chunk, {}) if gather_chunk is not None else {}
         for i, step in enumerate(steps):
+            if step.params_used:
+                if i in starts:
+                    if pending:
+                        self.compute(name, pending)
+                        pending = {}
+                    self._bucket_needed(gather_chunk, step.dim, starts[i])
+                continue
             if step.grads_ready and not sync_grads:
                 continue
             if not step.is_comm and not step.grads_ready:
@@ -212,6 +223,56 @@ class StageSchedule:
             self.tail += self.beside
             self.beside = []
 
+    def _host_bound(self, prefix: str, steps: list[Step]) -> None:
+        """A task whose kernels run faster than the host issues them: the GPU idles for the
+        difference (the host cannot run ahead across tasks: with pp > 1 Megatron
+        synchronises the device after each point-to-point exchange, and a task that is
+        host bound in itself is so in any order)."""
+        host = host_seconds(sum(step.kernels for step in steps))
+        gpu = sum(step.total_s for step in steps if not step.is_comm)
+        if host > gpu:
+            self.compute(f"{prefix}.host", {"host": host - gpu})
+
+    # ------------------------------------------------------------------ parameter gather
+    def _bucket_limit(self) -> int:
+        """Parameters per bucket: torch DDP's 25 MB (2021), else Megatron-Core's
+        ``max(40M, 1M x data-parallel size)``."""
+        job = self.job
+        if job.legacy:
+            return TORCH_BUCKET_BYTES // self.grad_bytes if job.ddp == "torch" else MEGATRON_BUCKET_PARAMS
+        return max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
+
+    def _plan_gathers(self, chunk: int, steps: list[Step]) -> None:
+        """Buckets of the chunk's parameters in the order the forward reads them, gathered
+        one after another from the step's start (as with ``--align-param-gather``: every
+        pipeline stage launches its gathers at once, not when its first forward arrives);
+        the chunk's first forward waits for each bucket only where it starts reading it, so
+        what stays exposed is the first bucket and any bucket the forward catches up with."""
+        limit, starts, sizes = self._bucket_limit(), {}, {}
+        filled: dict[str, int] = {}
+        for i, step in enumerate(steps):
+            if not step.params_used or self._replicas(step.dim) < 2:
+                continue
+            dim = step.dim
+            if not filled.get(dim):
+                starts[i] = len(sizes.setdefault(dim, []))
+                sizes[dim].append(0)
+            sizes[dim][-1] += step.params_used
+            filled[dim] = 0 if sizes[dim][-1] >= limit else sizes[dim][-1]
+        self.gather_starts[chunk] = starts
+        for dim, buckets in sizes.items():
+            deps: list[int] = []
+            for k, params in enumerate(buckets):
+                size = params * self.job.element_bytes // self._replicas(dim)
+                gid = self.collective(f"chunk{chunk}.{dim}.bucket{k}.params.allgather", ALL_GATHER, dim, size,
+                                      block=False, deps=deps)
+                self.gathers[(chunk, dim, k)] = gid
+                deps = [gid]
+
+    def _bucket_needed(self, chunk: int, dim: str, k: int) -> None:
+        """The forward reaches bucket ``k``: it waits for its gather."""
+        self.tail.append(self.gathers[(chunk, dim, k)])
+
     # ------------------------------------------------------------------ gradient sync
     def _sync_kind(self) -> int:
         return REDUCE_SCATTER if self.job.distributed_optimizer else ALL_REDUCE
@@ -223,9 +284,7 @@ class StageSchedule:
     def _grads_ready(self, name: str, params: int, dim: str) -> None:
         """In the last micro-batch's backward, with overlapped sync: a full bucket starts."""
         self.bucket_params[dim] += params
-        limit = (TORCH_BUCKET_BYTES // self.grad_bytes if self.job.ddp == "torch" and self.job.legacy
-                 else MEGATRON_BUCKET_PARAMS)
-        if self.bucket_params[dim] >= limit:
+        if self.bucket_params[dim] >= self._bucket_limit():
             self._flush_bucket(name, dim)
 
     def _flush_bucket(self, name: str, dim: str) -> None:
@@ -282,11 +341,9 @@ class StageSchedule:
         job = self.job
         pp, chunks = job.pp, self.chunks
         overlapped_sync = job.overlap_grad_reduce
-        if job.distributed_optimizer and job.overlap_param_gather and job.dp * job.cp > 1:
-            for c in range(chunks):  # prefetched: each chunk's first forward waits for its gather
-                self.param_gathers[c] = self.collective(f"chunk{c}.params.allgather", ALL_GATHER, "dp",
-                                                        self.chunk_params(c) * job.element_bytes
-                                                        // (job.dp * job.cp), block=False, deps=[])
+        if job.distributed_optimizer and job.overlap_param_gather:
+            for c in range(chunks):
+                self._plan_gathers(c, self._chunk_steps("F", c))
         act = job.micro_batch * job.seq // job.cp * job.hidden * job.element_bytes
         if job.sequence_parallel or (job.legacy and job.scatter_gather):
             act //= job.tp
@@ -300,12 +357,11 @@ class StageSchedule:
             prv = -1 if self.stage > 0 else pp - 1
             p = f"{kind}{mb}.c{chunk}"
             if kind == "F":
-                if chunk not in started and chunk in self.param_gathers:
-                    self.tail.append(self.param_gathers[chunk])
+                gather = chunk if chunk not in started and chunk in self.gather_starts else None
                 started.add(chunk)
                 if not first:
                     self.recv(f"{p}.recv_activation", act, prv, self._tag(mb, g - 1, False))
-                self.steps(p, self._chunk_steps("F", chunk), False)
+                self.steps(p, self._chunk_steps("F", chunk), False, gather)
                 if not last:
                     self.send(f"{p}.send_activation", act, nxt, self._tag(mb, g, False))
             else:
@@ -336,8 +392,11 @@ class StageSchedule:
                             job.hidden * job.vocab // job.tp * self.grad_bytes)
         shard = params // replicas if job.distributed_optimizer else params
         extra = 6 if job.precision == "fp16" and self.grad_bytes == 2 else 0  # fp16 grads made fp32
+        # fp8: Transformer Engine casts each weight to fp8 (both layouts) once a step, in
+        # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter
+        weights = params * 4 if job.fp8 else 0
         self.compute("optimizer.step", {"optimizer": streaming_seconds(
-            self.gpu, shard * (ADAM_BYTES_PER_PARAM + extra))})
+            self.gpu, shard * (ADAM_BYTES_PER_PARAM + extra) + weights)})
         if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
             self.collective("params.dp.allgather", ALL_GATHER, "dp", shard * job.element_bytes)
 
