@@ -401,8 +401,10 @@ def test_parameter_gather_bucket_by_bucket_ahead_of_the_forward(tmp_path, slow):
     gather = _all_reduce_s(cluster, job.parameters() * 2) / 2  # all-gather: half an all-reduce
     instant = {"nvlink_gib_s": 1e9, "nvlink_latency_ns": 1e-6}
     alone = _run(tmp_path, ZERO, 2, instant)
-    after = _run(tmp_path, ZERO, 2, cluster)
-    ahead = _run(tmp_path, ZERO + " --overlap-param-gather", 2, cluster)
+    # Megatron allows --overlap-param-gather only with --overlap-grad-reduce: both runs overlap
+    # the gradients, so they differ in the gather alone
+    after = _run(tmp_path, ZERO + " --overlap-grad-reduce", 2, cluster)
+    ahead = _run(tmp_path, ZERO + " --overlap-grad-reduce --overlap-param-gather", 2, cluster)
     fwd, _ = _stage_times(ZERO, 2)
     assert ahead < after
     if not slow:

@@ -20,8 +20,10 @@ from simpy_astra.workloads.megatron.memory import activation_bytes, parts_bytes
 from simpy_astra.workloads.megatron.report import figures
 
 L, H, A, S, B, V = 8, 1024, 16, 1024, 2, 128
+# Korthikanti's activation formulas count unfused attention (the score matrix is stored):
+# today's default, Transformer Engine's fused attention, is turned off for them
 BASE = (f"--num-layers {L} --hidden-size {H} --num-attention-heads {A} --seq-length {S} "
-        f"--micro-batch-size {B} --vocab-size {V} --make-vocab-size-divisible-by 1")
+        f"--micro-batch-size {B} --vocab-size {V} --make-vocab-size-divisible-by 1 --transformer-impl local")
 
 
 def _layer_params(h: int = H) -> int:
