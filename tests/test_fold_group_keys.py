@@ -90,8 +90,9 @@ def test_a_ring_of_period_two_has_two_kinds_of_member() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_groups_class_members_as_written_out_views_do(seed: int) -> None:
-    """Random groups (translates of a few shapes, so equal views occur, and random member
-    lists, repeated members included) in every frame and order."""
+    """Random groups (translates of a few shapes and of their members listed from another
+    place, so equal views occur, and random member lists, repeated members included) in every
+    frame and order."""
     rnd = random.Random(seed)
     for frame in (Grid([4, 4, 2]), Grid([8, 4]), IdShifts(32), XorIds(32)):
         n = frame.size
@@ -99,8 +100,9 @@ def test_random_groups_class_members_as_written_out_views_do(seed: int) -> None:
         groups: dict[int, tuple[int, ...]] = {}
         for shape in shapes:
             for _ in range(4):
-                shift = rnd.randrange(n)
+                shift, turn = rnd.randrange(n), rnd.randrange(len(shape))
                 groups[len(groups)] = tuple(frame.add(m, shift) for m in shape)
+                groups[len(groups)] = tuple(frame.add(m, shift) for m in shape[turn:] + shape[:turn])
         for size in (2, 4, 8, 16):
             groups[len(groups)] = tuple(rnd.sample(range(n), size))
         groups[len(groups)] = (3, 5, 3, 7)  # a repeated member: its first place counts
