@@ -1,7 +1,9 @@
-"""Rank keys: a rank's trace written relative to the rank (peers as offsets, groups as member
-offsets), so that two ranks are equivalent under a translation exactly when their keys are equal.
+"""Rank keys: a rank's trace written relative to the rank (peers as offsets, groups as the
+rank sees their members: :mod:`~simpy_astra.folding.group_keys`), so that two ranks are
+equivalent under a translation exactly when their keys are equal.
 
-Equivalence is decided on the decoded traces, exactly (no hashing shortcuts).
+Equivalence is decided on the decoded traces, exactly (no hashing shortcuts: what is interned
+is compared whole).
 """
 
 from __future__ import annotations
