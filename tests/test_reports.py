@@ -132,6 +132,22 @@ def test_terminal_timeline_of_the_default_scenario() -> None:
     assert rows == [(npu, ["compute"] * 8 + ["comm.all"] * 50 + ["compute"] * 2) for npu in range(8)]
 
 
+def test_terminal_timeline_rows_of_shared_and_separate_breakdowns_agree() -> None:
+    """A folded run's orbit members share their representative's breakdown and its row is
+    drawn once; copies of it (as an unfolded run has) give the same rows. NPU 2 finishes at
+    60 of 120 ns: buckets of 12 ns, its last 5 of 10 idle."""
+    from simpy_astra.report.breakdown import Breakdown
+
+    rep = Breakdown(120, segments=[(0, 60, "compute.gemm"), (60, 120, "comm.dp")])
+    short = Breakdown(60, segments=[(0, 36, "compute.gemm"), (36, 60, "bubble")])
+    shared = {0: rep, 1: rep, 2: short, 3: rep}
+    separate = {k: dataclasses.replace(b) for k, b in shared.items()}
+    rows, end = timeline_rows(shared, width=10)
+    assert end == 120 and rows == timeline_rows(separate, width=10)[0]
+    assert rows[0][1] == ["compute"] * 5 + ["comm.dp"] * 5
+    assert rows[2] == (2, ["compute"] * 3 + ["bubble"] * 2 + ["idle"] * 5)
+
+
 @pytest.mark.parametrize("columns", [80, 160])
 def test_terminal_timeline_fills_the_width(columns: int, monkeypatch) -> None:
     """Piped (plain text), the timeline is as wide as COLUMNS: "NPU 0 " and a character per

@@ -1,7 +1,9 @@
-"""Rank keys: a rank's trace written relative to the rank (peers as offsets, groups as member
-offsets), so that two ranks are equivalent under a translation exactly when their keys are equal.
+"""Rank keys: a rank's trace written relative to the rank (peers as offsets, groups as the
+rank sees their members: :mod:`~simpy_astra.folding.group_keys`), so that two ranks are
+equivalent under a translation exactly when their keys are equal.
 
-Equivalence is decided on the decoded traces, exactly (no hashing shortcuts).
+Equivalence is decided on the decoded traces, exactly (no hashing shortcuts: what is interned
+is compared whole).
 """
 
 from __future__ import annotations
@@ -10,26 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simpy_astra.folding.frames import Frame
+from simpy_astra.folding.group_keys import GroupKeys
 from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, METADATA_NODE
-
-
-def _group_key(members: tuple[int, ...], rank: int, frame: Frame, order: str | None) -> tuple | None:
-    """A communicator group as seen from ``rank``: member offsets, in ring order from ``rank``
-    itself when the group's algorithms only see ring-position differences (``order`` is
-    "rotate"), or with positions relabelled by XOR with ``rank``'s when they only see
-    position XORs ("xor"); in the listed order otherwise."""
-    if len(members) == frame.size:
-        return ("all",)  # runs on the network's dimensions, like the default communicator
-    if rank not in members:
-        return None
-    i = members.index(rank)
-    if order == "rotate":
-        members = members[i:] + members[:i]
-    elif order == "xor":
-        if len(members) & (len(members) - 1):
-            return None  # XOR relabels positions of power-of-two groups only
-        members = tuple(members[k ^ i] for k in range(len(members)))
-    return tuple(frame.sub(m, rank) for m in members)
 
 
 @dataclass
@@ -53,6 +37,15 @@ class KeyCache:
         self.keep: list[dict] = []  # the dictionaries, so their ids stay theirs
         #: id(node.shared) -> the key of a node without NPU ids, for records ranks repeat
         self.by_record: dict[int, tuple] = {}
+        #: (id(frame), group order) -> the groups' keys in that frame (the frame kept alive)
+        self._group_keys: dict[tuple[int, str | None], GroupKeys] = {}
+
+    def groups(self, frame: Frame, order: str | None) -> GroupKeys:
+        """Communicator groups' keys in ``frame`` and ``order``, worked out once per group."""
+        keys = self._group_keys.get((id(frame), order))
+        if keys is None or keys.frame is not frame:
+            keys = self._group_keys[(id(frame), order)] = GroupKeys(frame, order)
+        return keys
 
 
 def _split_attrs(attrs: dict, cache: KeyCache):
@@ -90,7 +83,8 @@ def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, .
     translation between them: names, types, dependencies, durations and every attribute
     equal; node ids equal up to an order-preserving renumbering (converters number nodes
     across ranks, and ids only order nodes); peers and group members equal up to that
-    translation, their positions as ``group_order`` says (see :func:`_group_key`). ``known``
+    translation, their positions as ``group_order`` says (see
+    :class:`~simpy_astra.folding.group_keys.GroupKeys`). ``known``
     holds the communicator groups (id -> members); groups a METADATA node defines are added
     to it, and a group defined twice differently stops folding."""
     ids = [n.id for n in nodes]
@@ -107,14 +101,15 @@ def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, .
     split = _split_attrs
     known_dicts = cache.by_dict
     by_record = cache.by_record
+    group_key = cache.groups(frame, group_order).key
     for node in nodes:
         attrs = node.attrs
         if node.type == METADATA_NODE and node.inputs_values:
             try:
                 for gid, members in parse_groups(node.inputs_values):
-                    if known.get(gid, members) != members:
+                    # the first tuple is kept: group keys are worked out once per group object
+                    if known.setdefault(gid, members) != members:
                         return None
-                    known[gid] = members
             except (ValueError, KeyError, TypeError):
                 return None
         hit = known_dicts.get(id(attrs))
@@ -141,7 +136,7 @@ def rank_key(rank: int, nodes: list, frame: Frame, known: dict[int, tuple[int, .
                             return None
                         gkey = group_keys.get(group, ())
                         if gkey == ():
-                            gkey = group_keys[group] = _group_key(members, rank, frame, group_order)
+                            gkey = group_keys[group] = group_key(group, members, rank)
                         if gkey is None:
                             return None
                         items[pos] = (name, kind, "group", gkey)
@@ -193,13 +188,15 @@ class RankClasses:
 
 
 def summary_key(rank: int, cls: int, kinds: str, slots: list[int], frame: Frame,
-                known: dict[int, tuple[int, ...]], group_order: str | None) -> RankKey | None:
+                known: dict[int, tuple[int, ...]], group_keys: GroupKeys) -> RankKey | None:
     """A rank's key from a generator's rank summary (``LazyTraces``), not from its trace.
 
     A summarised rank's trace is its class's records with, per slot, a group id or a peer
     filled in; so two ranks' full keys (:func:`rank_key`) are equal when their classes and
     their slots made relative to each rank are, and the group ids in slot order line up as
-    the node-by-node ones do. None = cannot fold (an unknown group, a peer out of range)."""
+    the node-by-node ones do. ``group_keys``: the groups' keys in ``frame`` (one for all
+    ranks, as it works each group out once). None = cannot fold (an unknown group, a peer
+    out of range)."""
     out: list = [cls]
     gids = []
     uses_dims = False
@@ -208,7 +205,7 @@ def summary_key(rank: int, cls: int, kinds: str, slots: list[int], frame: Frame,
             members = known.get(value)
             if members is None:
                 return None
-            gkey = _group_key(members, rank, frame, group_order)
+            gkey = group_keys.key(value, members, rank)
             if gkey is None:
                 return None
             uses_dims = uses_dims or gkey == ("all",)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from simpy_astra.folding.frames import Folding, Frame, IdShifts, XorIds
+from simpy_astra.folding.group_keys import GroupKeys
 from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, summary_key
 from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
@@ -191,9 +192,11 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
     classes, kinds, slots = source.classes, source.kinds, source.slots
 
     def key_in(frame: Frame, group_order: str | None) -> Callable[[int], RankKey | None]:
+        group_keys = GroupKeys(frame, group_order)
+
         def key(rank: int) -> RankKey | None:
             c = classes[rank]
-            return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_order)
+            return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_keys)
         return key
 
     return search(source.npus, fold, key_in, groups)

@@ -125,30 +125,40 @@ def glyphs(classes: list[str]) -> dict[str, str]:
 
 def timeline_rows(breakdowns: dict, width: int = 60) -> tuple[list[tuple[int, list[str]]], int]:
     """(per NPU, the class that filled most of each of ``width`` buckets; the run's end ns) from
-    breakdowns made with ``segments=True``."""
+    breakdowns made with ``segments=True``. A folded run's orbit members share their
+    representative's breakdown object, whose row is worked out once."""
     end = max((b.finish_ns for b in breakdowns.values()), default=0)
     if end == 0:
         return [], 0
-    bucket_ns = end / width
     rows = []
+    shared: dict[int, list[str]] = {}  # id(breakdown) -> its row
     for npu in sorted(breakdowns):
-        cover: list[dict[str, float]] = [{} for _ in range(width)]
-        for s, e, part in breakdowns[npu].segments or []:
-            cls = part_class(part)
-            b = min(int(s / bucket_ns), width - 1)
-            while b < width and b * bucket_ns < e:
-                lo, hi = max(s, b * bucket_ns), min(e, (b + 1) * bucket_ns)
-                if hi > lo:
-                    cover[b][cls] = cover[b].get(cls, 0.0) + hi - lo
-                b += 1
-        cells = []
-        for b in range(width):
-            filled = sum(cover[b].values())
-            if bucket_ns - filled > 1e-9 * bucket_ns:  # past this NPU's finish
-                cover[b]["idle"] = cover[b].get("idle", 0.0) + bucket_ns - filled
-            cells.append(max(cover[b], key=lambda k, c=cover[b]: c[k]))
+        breakdown = breakdowns[npu]
+        cells = shared.get(id(breakdown))
+        if cells is None:
+            cells = shared[id(breakdown)] = _row(breakdown.segments or [], end / width, width)
         rows.append((npu, cells))
     return rows, end
+
+
+def _row(segments: list, bucket_ns: float, width: int) -> list[str]:
+    """The class that filled most of each bucket of one NPU's timeline."""
+    cover: list[dict[str, float]] = [{} for _ in range(width)]
+    for s, e, part in segments:
+        cls = part_class(part)
+        b = min(int(s / bucket_ns), width - 1)
+        while b < width and b * bucket_ns < e:
+            lo, hi = max(s, b * bucket_ns), min(e, (b + 1) * bucket_ns)
+            if hi > lo:
+                cover[b][cls] = cover[b].get(cls, 0.0) + hi - lo
+            b += 1
+    cells = []
+    for b in range(width):
+        filled = sum(cover[b].values())
+        if bucket_ns - filled > 1e-9 * bucket_ns:  # past this NPU's finish
+            cover[b]["idle"] = cover[b].get("idle", 0.0) + bucket_ns - filled
+        cells.append(max(cover[b], key=lambda k, c=cover[b]: c[k]))
+    return cells
 
 
 def _span_text(ns: float) -> str:
@@ -174,7 +184,8 @@ def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None
     if not rows:
         return
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
-    order = sorted({c for _n, cells in rows for c in cells}, key=_class_rank)
+    distinct = {id(cells): cells for _n, cells in rows}.values()  # orbit members share a row
+    order = sorted({c for cells in distinct for c in cells}, key=_class_rank)
     glyph = glyphs(order)
     styles = dict(STYLES)
     for k, c in enumerate(c for c in order if c.startswith("comm.")):
