@@ -209,10 +209,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
-    if cluster is not None and cluster_routes is not None:  # every pair on its route through NVSwitch and rails
-        import dataclasses
-
-        net = dataclasses.replace(net, rails=cluster_routes)
+    if cluster_routes is not None:  # every pair on its route through NVSwitch and rails
+        net = replace(net, rails=cluster_routes)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
     groups = _comm_groups(path, doc.get("comm_groups"), net.total_npus)
