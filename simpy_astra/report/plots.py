@@ -1,14 +1,16 @@
 """``--plots DIR``: breakdown.png (where each NPU's time went, stacked) and timeline.png (a Gantt
 chart of one iteration, each part in its own colour).
 
-breakdown.png has a bar per NPU; past :data:`MAX_BARS` NPUs, a bar per pipeline stage and tensor
-rank where the generator named the groups (the cell's last NPU to finish), else a bar per
-distinct breakdown (labelled by its first NPU and how many share it: symmetric NPUs, e.g. a
-pipeline stage's ranks, have one). timeline.png is one iteration as a Gantt chart: a row per
+breakdown.png has a bar per distinct breakdown, labelled by its first NPU and how many NPUs
+share it (``32 x56``: symmetric NPUs, e.g. a pipeline stage's ranks, are one bar, so a 1,024-GPU
+job draws a bar per stage, not 1,024); past :data:`MAX_BARS` distinct ones, a bar per pipeline
+stage and tensor rank where the generator named the groups (the cell's last NPU to finish).
+timeline.png is one iteration as a Gantt chart: a row per
 pipeline stage of one data-parallel replica (NPU 0's; tensor rank 0 of each stage) where the
 generator named the groups, else a row per distinct breakdown (at most :data:`MAX_ROWS`, the
 slowest kept); each row is the NPU's node intervals charged by the breakdown's precedence, a
-colour per part (bubbles included), time in ms. matplotlib runs on the Agg backend (files
+colour per part (bubbles included), time in ms, stretches shorter than a pixel column drawn
+as the part that filled most of it (:func:`_pixels`), the legend below the axes. matplotlib runs on the Agg backend (files
 only, no display needed).
 """
 
@@ -74,22 +76,39 @@ def _by_role(breakdowns: dict[int, Breakdown], roles: dict[int, tuple[int, int]]
     return [(f"s{s} t{t} ({cells[(s, t)]})", breakdowns[cells[(s, t)]]) for s, t in sorted(cells)]
 
 
+def _bars(breakdowns: dict[int, Breakdown],
+          roles: dict[int, tuple[int, int]] | None) -> tuple[list[tuple[str, Breakdown]], str]:
+    """(label, breakdown) per bar, and the x axis' label: a bar per distinct breakdown, its
+    first NPU and how many NPUs share it (``x56``: a pipeline stage's identical GPUs are one
+    bar); past :data:`MAX_BARS` distinct ones, a bar per pipeline stage and tensor rank where
+    ``roles`` says (the cell's last NPU to finish)."""
+    distinct = _distinct(breakdowns)
+    if len(distinct) > MAX_BARS and roles:
+        return _by_role(breakdowns, roles), "pipeline stage s, tensor rank t (the cell's last NPU to finish)"
+    grouped = any(n > 1 for _npu, n, _b in distinct)
+    return ([(f"{npu}" + (f" x{n}" if n > 1 else ""), b) for npu, n, b in distinct],
+            "NPU (xN: N NPUs with this breakdown)" if grouped else "NPU")
+
+
+def _legend(fig, handles: list) -> None:
+    """The legend inside the figure, below the axes, in as many columns as fit (beside or above
+    the axes a legend taller than a short figure sticks out); the figure grows by its lines."""
+    columns = min(len(handles), 5) or 1
+    lines = -(-len(handles) // columns)
+    legend_in = 0.2 * lines + 0.1
+    fig.set_figheight(fig.get_figheight() + legend_in)
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=columns, fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0.0, legend_in / fig.get_figheight(), 1.0, 1.0))
+
+
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
-    """The stacked bars of breakdown.png (a matplotlib Figure); ``roles``: NPU -> (pipeline
-    stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`), used past
-    :data:`MAX_BARS` NPUs."""
+    """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
+    (pipeline stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`)."""
     plt = _pyplot()
 
-    if len(breakdowns) <= MAX_BARS:
-        bars = [(str(npu), breakdowns[npu]) for npu in sorted(breakdowns)]
-        xlabel = "NPU"
-    elif roles:
-        bars = _by_role(breakdowns, roles)
-        xlabel = "pipeline stage s, tensor rank t (the cell's last NPU to finish)"
-    else:
-        bars = [(f"{npu}" + (f" (x{n})" if n > 1 else ""), b) for npu, n, b in _distinct(breakdowns)]
-        xlabel = "NPU (xN: N NPUs with this breakdown)"
+    bars, xlabel = _bars(breakdowns, roles)
     names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
     colours = _colours(names)
     unit, scale = _unit(max(b.finish_ns for _l, b in bars))
@@ -97,7 +116,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     bottoms = [0.0] * len(bars)
     for name in names:
         heights = [b.parts.get(name, 0) / scale for _l, b in bars]
-        ax.bar(range(len(bars)), heights, bottom=bottoms, color=colours[name], label=name, width=0.8)
+        ax.bar(range(len(bars)), heights, bottom=bottoms, color=colours[name], label=name,
+               width=0.8 if len(bars) > 1 else 0.5)
         bottoms = [lo + h for lo, h in zip(bottoms, heights, strict=True)]
     ax.set_xticks(range(len(bars)))
     ax.set_xticklabels([label for label, _b in bars], rotation=90 if len(bars) > 16 else 0, fontsize=7)
@@ -144,9 +164,11 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     colours = _colours(names)
     scale = 10**6  # ns per ms
     fig, ax = plt.subplots(figsize=(12.0, 1.2 + 0.45 * len(rows)))
+    end = max((row.segments[-1][1] for row in rows if row.segments), default=0)
     for y, row in enumerate(rows):
-        ax.broken_barh([(s / scale, (e - s) / scale) for s, e, _n in row.segments], (y - 0.4, 0.8),
-                       facecolors=[colours[n] for _s, _e, n in row.segments], linewidth=0)
+        drawn = _pixels(row.segments, end / GANTT_COLUMNS) if end else []
+        ax.broken_barh([(s / scale, (e - s) / scale) for s, e, _n in drawn], (y - 0.4, 0.8),
+                       facecolors=[colours[n] for _s, _e, n in drawn], linewidth=0)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([row.label for row in rows], fontsize=8)
     ax.invert_yaxis()
@@ -158,17 +180,44 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         ax.set_ylabel("NPU (xN: N NPUs alike)")
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
     ax.set_title(title or default, fontsize=10)
-    ax.legend(handles=[Patch(color=colours[n], label=n) for n in names], loc="center left",
-              bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    fig.tight_layout()
+    _legend(fig, [Patch(color=colours[n], label=n) for n in names])
     return fig
+
+
+#: the Gantt chart's resolution: stretches of time per row (the PNG is about 1,300 pixels wide)
+GANTT_COLUMNS = 2000
+
+
+def _pixels(segments: list[tuple[int, int, str]], column_ns: float) -> list[tuple[int, int, str]]:
+    """A row's stretches as drawn: those of at least a column kept, a run of shorter ones drawn
+    as one stretch of the part that filled most of it (a million kernels would cost the drawing
+    seconds and show as the same pixels)."""
+    out: list[tuple[int, int, str]] = []
+    run: dict[str, int] = {}
+    start = 0
+    for s, e, part in segments:
+        if e - s >= column_ns:
+            if run:
+                out.append((start, s, max(run, key=run.__getitem__)))
+                run = {}
+            out.append((s, e, part))
+            continue
+        if not run:
+            start = s
+        run[part] = run.get(part, 0) + e - s
+        if s + (e - s) - start >= column_ns:  # the run fills a column: draw it
+            out.append((start, e, max(run, key=run.__getitem__)))
+            run = {}
+    if run:
+        out.append((start, segments[-1][1], max(run, key=run.__getitem__)))
+    return out
 
 
 def _save(fig, path: str) -> None:
     """The PNG, with its title, axis labels and legend also as text (PNG ``tEXt`` chunks
     ``Title`` and ``Description``) for whoever reads the file rather than looks at it."""
     ax = fig.axes[0]
-    legend = ax.get_legend()
+    legend = ax.get_legend() or (fig.legends[0] if fig.legends else None)
     names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
     fig.savefig(path, dpi=110, metadata={"Title": ax.get_title(), "Description": description})
