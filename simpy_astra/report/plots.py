@@ -229,8 +229,8 @@ def require_matplotlib() -> None:
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
-        raise InputError("--plots: needs matplotlib, which is not installed (pip install "
-                         "'simpy-astra[plots]'); or run without --plots")
+        raise InputError("--plots: needs matplotlib, a dependency of simpy-astra that this environment "
+                         "lacks (pip install matplotlib); or run without --plots")
 
 
 def write_plots(breakdowns: dict[int, Breakdown], folder: str,
