@@ -63,8 +63,9 @@ def overview() -> str:
     width = max(len(f"{name} {args}") for name, args, _ in COMMAND_LINES)
     lines = ["usage: simpy-astra COMMAND [ARGS]", "       simpy-astra SCENARIO.yaml",
              "       simpy-astra FLAGS (ASTRA-sim's form, below)",
-             "", "Simulate distributed ML training: a Megatron-LM step on a cluster preset (scenario",
-             "with cluster:, docs/megatron.md), or ASTRA-sim 2.0's inputs, figure for figure.",
+             "", "Simulate distributed ML training: a Megatron-LM step on a cluster preset (a",
+             "scenario with cluster:, docs/megatron.md), or ASTRA-sim 2.0's inputs, figure for",
+             "figure.",
              "", "commands:"]
     lines += [f"  {f'{name} {args}':<{width}}  {what}" for name, args, what in COMMAND_LINES]
     lines += ["", f"generate's kinds: {generator_kinds()}"]
