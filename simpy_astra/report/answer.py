@@ -42,5 +42,5 @@ def short_warning(text: str, verbose: bool) -> str:
     """A warning as the console shows it: folding that fell back to an unfolded run changes no
     figure and asks nothing of the user, so it is one short note unless ``--verbose``."""
     if text.startswith(FOLD_UNDONE) and not verbose:
-        return "note: ran unfolded: symmetric NPUs' messages met on a link at once (--verbose: where)"
+        return "note: ran unfolded: symmetric NPUs' messages met on a link (--verbose: where)"
     return f"warning: {text}"
