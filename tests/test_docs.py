@@ -133,7 +133,15 @@ def fresh_python(clone: Path) -> str:
 
 
 def fresh_machine_commands() -> list[str]:
-    return [ln[4:] for ln in README.read_text().splitlines() if ln.startswith("    ")][:2]
+    """The README's first two indented code lines (a fenced block's indented lines, such as a
+    table of output, are not commands)."""
+    commands, fenced = [], False
+    for ln in README.read_text().splitlines():
+        if ln.lstrip().startswith("```"):
+            fenced = not fenced
+        elif ln.startswith("    ") and not fenced:
+            commands.append(ln[4:])
+    return commands[:2]
 
 
 @cache
