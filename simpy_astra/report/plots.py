@@ -9,8 +9,9 @@ timeline.png is one iteration as a Gantt chart: a row per
 pipeline stage of one data-parallel replica (NPU 0's; tensor rank 0 of each stage) where the
 generator named the groups, else a row per distinct breakdown (at most :data:`MAX_ROWS`, the
 slowest kept); each row is the NPU's node intervals charged by the breakdown's precedence, a
-colour per part (bubbles included), time in ms, stretches shorter than a pixel column drawn
-as the part that filled most of it (:func:`_pixels`), the legend below the axes. matplotlib runs on the Agg backend (files
+colour per part (bubbles included), time in ms, drawn as one image (:func:`_raster`) whose
+pixel columns shorter stretches share, each shown as the part that filled most of it
+(:func:`_pixels`), the legend below the axes. matplotlib runs on the Agg backend (files
 only, no display needed).
 """
 
@@ -165,13 +166,12 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     scale = 10**6  # ns per ms
     fig, ax = plt.subplots(figsize=(12.0, 1.2 + 0.45 * len(rows)))
     end = max((row.segments[-1][1] for row in rows if row.segments), default=0)
-    for y, row in enumerate(rows):
-        drawn = _pixels(row.segments, end / GANTT_COLUMNS) if end else []
-        ax.broken_barh([(s / scale, (e - s) / scale) for s, e, _n in drawn], (y - 0.4, 0.8),
-                       facecolors=[colours[n] for _s, _e, n in drawn], linewidth=0)
+    if end:
+        ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="nearest",
+                  extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([row.label for row in rows], fontsize=8)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("time (ms)")
     if replica:
         ax.set_ylabel("pipeline stage")
@@ -186,6 +186,26 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
 
 #: the Gantt chart's resolution: stretches of time per row (the PNG is about 1,300 pixels wide)
 GANTT_COLUMNS = 2000
+#: image lines per row: the row's bar fills all but the first (a gap between rows)
+ROW_LINES = 5
+
+
+def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
+    """The chart as one image (rows x :data:`GANTT_COLUMNS` RGBA pixels, transparent past a
+    row's finish): one picture to draw however many kernels a step runs, not a rectangle each."""
+    import numpy as np
+    from matplotlib.colors import to_rgba
+
+    rgba = {name: to_rgba(colour) for name, colour in colours.items()}
+    column_ns = end_ns / GANTT_COLUMNS
+    image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4))
+    for y, row in enumerate(rows):
+        line = np.zeros((GANTT_COLUMNS, 4))
+        for s, e, part in _pixels(row.segments, column_ns):
+            first = min(int(s / column_ns), GANTT_COLUMNS - 1)
+            line[first:max(first + 1, min(GANTT_COLUMNS, round(e / column_ns)))] = rgba[part]
+        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = line
+    return image
 
 
 def _pixels(segments: list[tuple[int, int, str]], column_ns: float) -> list[tuple[int, int, str]]:
@@ -225,12 +245,14 @@ def _save(fig, path: str) -> None:
 
 
 def require_matplotlib() -> None:
-    """``--plots`` asks for what only matplotlib draws: refused before the run, not after it."""
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        raise InputError("--plots: needs matplotlib, a dependency of simpy-astra that this environment "
-                         "lacks (pip install matplotlib); or run without --plots")
+    """``--plots`` asks for what only matplotlib draws: imported before the run (a missing or
+    broken install is refused then, not after it, and the import's second is start-up, not
+    part of the report the run waits for)."""
+    try:
+        _pyplot()
+    except ImportError as exc:
+        raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
+                         f"lacks or cannot import ({exc}; pip install matplotlib); or run without --plots") from None
 
 
 def write_plots(breakdowns: dict[int, Breakdown], folder: str,
