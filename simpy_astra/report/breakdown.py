@@ -27,7 +27,6 @@ minus GPU compute time), which the reference lines keep.
 
 from __future__ import annotations
 
-import heapq
 import statistics
 from dataclasses import dataclass, field
 
@@ -124,45 +123,74 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     """Split [0, ``finish_ns``] by the precedence above.
 
     ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
-    (class, part name) or None; ``segments``: also keep which part each stretch of time went to."""
-    spans = []
+    (class, part name) or None; ``segments``: also keep which part each stretch of time went to.
+
+    Array operations after one pass over the nodes (a report costs a small part of the run,
+    issue 51): within a class the owner of an instant is the node in flight that started first,
+    so in start order a node owns [max(its start, the latest end before it), its end) when that
+    is not empty (:func:`_owned`); each instant then goes to the highest class that owns it."""
+    import numpy as np
+
+    names: dict[str, int] = {}
+    rows: list[tuple[int, int, int, int, int]] = []
     for nid, s, e in intervals:
         if e > s:
             part = part_of(nid)
             if part is not None:
-                spans.append((s, nid, e, part[0], part[1]))
-    spans.sort()
-    times = sorted({0, finish_ns, *(s for s, *_ in spans), *(e for _s, _n, e, *_ in spans)})
-    heaps: list[list[tuple[int, int, int, str]]] = [[], [], [], []]
+                rows.append((part[0], s, e, nid, names.setdefault(part[1], len(names))))
     out = Breakdown(finish_ns, segments=[] if segments else None)
-    parts, shares, spans_out = out.parts, out.shares, out.segments
-    i = 0
-    for t0, t1 in zip(times, times[1:], strict=False):
-        if t0 >= finish_ns:
-            break
-        while i < len(spans) and spans[i][0] <= t0:
-            s, nid, e, cls, name = spans[i]
-            heapq.heappush(heaps[cls], (s, nid, e, name))
-            i += 1
-        owner = None
-        for heap in heaps:
-            while heap and heap[0][2] <= t0:
-                heapq.heappop(heap)
-            if heap:
-                owner = heap[0]
-                break
-        end = min(t1, finish_ns)
-        dt = end - t0
-        name = IDLE if owner is None else owner[3]
-        parts[name] = parts.get(name, 0) + dt
-        if owner is not None:
-            shares[owner[1]] = shares.get(owner[1], 0) + dt
-        if spans_out is not None:
-            if spans_out and spans_out[-1][2] == name:
-                spans_out[-1] = (spans_out[-1][0], end, name)
-            else:
-                spans_out.append((t0, end, name))
+    if finish_ns <= 0:
+        return out
+    idle = names.setdefault(IDLE, len(names))
+    table = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    pieces = [_owned(table[table[:, 0] == c], finish_ns) for c in range(4)]
+    edges = np.unique(np.concatenate([np.array([0, finish_ns], dtype=np.int64)]
+                                     + [p[:, k] for p in pieces for k in (0, 1)]))
+    span = np.diff(edges)
+    owner = np.full(len(span), -1, dtype=np.int64)  # row of ``every`` that owns each stretch
+    every = np.concatenate(pieces)
+    first = 0
+    for p in pieces:  # highest class first: a stretch keeps the first owner it gets
+        mark = np.zeros(len(span) + 1, dtype=np.int64)
+        np.add.at(mark, np.searchsorted(edges, p[:, 0]), np.arange(first + 1, first + len(p) + 1))
+        np.add.at(mark, np.searchsorted(edges, p[:, 1]), -np.arange(first + 1, first + len(p) + 1))
+        mine = np.cumsum(mark[:-1]) - 1  # pieces of a class are disjoint: one label at a time
+        owner = np.where((owner < 0) & (mine >= 0), mine, owner)
+        first += len(p)
+    owned = owner >= 0
+    part = np.where(owned, every[owner, 3] if len(every) else idle, idle)
+    label = {k: name for name, k in names.items()}
+    kinds, at, inverse = np.unique(part, return_index=True, return_inverse=True)
+    totals = np.zeros(len(kinds), dtype=np.int64)
+    np.add.at(totals, inverse, span)
+    for k in np.argsort(at, kind="stable"):  # in order of first appearance
+        out.parts[label[int(kinds[k])]] = int(totals[k])
+    if owned.any():
+        nodes, inverse = np.unique(every[owner[owned], 2], return_inverse=True)
+        shares = np.zeros(len(nodes), dtype=np.int64)
+        np.add.at(shares, inverse, span[owned])
+        out.shares.update(zip(nodes.tolist(), shares.tolist(), strict=True))
+    if out.segments is not None:
+        cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
+        starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(part)]))
+        out.segments.extend(zip(edges[starts].tolist(), edges[ends].tolist(),
+                                [label[k] for k in part[starts].tolist()], strict=True))
     return out
+
+
+def _owned(rows, finish_ns: int):
+    """One class's rows (class, start, end, node, part) as the stretches its nodes own before
+    ``finish_ns``: (start, end, node, part) rows, disjoint, in time order."""
+    import numpy as np
+
+    rows = rows[np.lexsort((rows[:, 3], rows[:, 1]))]  # start, then node id
+    start, end = rows[:, 1], rows[:, 2]
+    before = np.concatenate(([0], np.maximum.accumulate(end)[:-1])) if len(rows) else end
+    keep = end > before
+    start = np.maximum(start, before)[keep]
+    end = np.minimum(end[keep], finish_ns)
+    piece = np.stack([start, end, rows[keep, 3], rows[keep, 4]], axis=1).reshape(-1, 4)
+    return piece[piece[:, 0] < piece[:, 1]]
 
 
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False) -> dict[int, Breakdown]:
