@@ -179,17 +179,19 @@ def test_timeline_rows_are_computed_once_per_shared_breakdown(monkeypatch: pytes
     assert rows[0][1] == ["compute"] * 10 and rows[-1][1] == ["bubble"] * 10
 
 
-def test_gantt_rows_are_drawn_within_the_pixels(monkeypatch: pytest.MonkeyPatch) -> None:
-    """100,000 alternating 1-ns stretches draw as at most a stretch per pixel column, tiling
-    the row, each the part that filled most of it."""
-    from simpy_astra.report.plots import GANTT_COLUMNS, _pixels
+def test_a_column_shows_the_part_that_filled_most_of_it() -> None:
+    """100,000 stretches of 1 ns, every third comm.tp, in 2,000 columns of 50 ns: each column
+    is 2/3 compute; a row ending at 60% of the width leaves the rest empty (or idle)."""
+    from simpy_astra.report.columns import dominant
 
     segments = [(k, k + 1, "compute.gemm" if k % 3 else "comm.tp") for k in range(100_000)]
-    drawn = _pixels(segments, 100_000 / GANTT_COLUMNS)
-    assert len(drawn) <= GANTT_COLUMNS + 1
-    assert drawn[0][0] == 0 and drawn[-1][1] == 100_000
-    assert all(x[1] == y[0] for x, y in zip(drawn, drawn[1:], strict=False))
-    assert {p for _s, _e, p in drawn} == {"compute.gemm"}
+    assert dominant(segments, 2000, 100_000) == ["compute.gemm"] * 2000
+    # 0..30 comm.tp, 30..60 bubble, past 60 nothing: columns of 10 ns
+    row = [(0, 30, "comm.tp"), (30, 60, "bubble")]
+    assert dominant(row, 10, 100) == ["comm.tp"] * 3 + ["bubble"] * 3 + [""] * 4
+    assert dominant(row, 10, 100, past="idle")[5:] == ["bubble"] + ["idle"] * 4
+    # 0..14 gemm, 14..20 tp in the 10-ns columns: 4 of gemm and 6 of tp -> tp has the second
+    assert dominant([(0, 14, "compute.gemm"), (14, 20, "comm.tp")], 2, 20) == ["compute.gemm", "comm.tp"]
 
 
 def test_top_level_help_lists_every_generator_and_run_help_shows_cluster(capsys) -> None:

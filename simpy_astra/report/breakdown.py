@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 from simpy_astra.workloads.chakra.types import (
     COMM_COLL_NODE,
@@ -101,6 +102,16 @@ class Breakdown:
     shares: dict[int, int] = field(default_factory=dict)  # node id -> ns charged to it
     #: (start ns, end ns, part) in time order, neighbours of one part merged (when asked for)
     segments: list[tuple[int, int, str]] | None = None
+    #: the segments as arrays (starts, ends, part codes, part names), which drawing reads
+    #: (:mod:`simpy_astra.report.columns`); the sweep keeps them, else made when first asked
+    arrays: Any = field(default=None, repr=False, compare=False)
+
+    def segment_arrays(self):
+        if self.arrays is None:
+            from simpy_astra.report.columns import as_arrays
+
+            self.arrays = as_arrays(self.segments or [])
+        return self.arrays
 
     @property
     def exposed_comm_ns(self) -> int:
@@ -175,6 +186,7 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
         starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(part)]))
         out.segments.extend(zip(edges[starts].tolist(), edges[ends].tolist(),
                                 [label[k] for k in part[starts].tolist()], strict=True))
+        out.arrays = (edges[starts], edges[ends], part[starts], [label[k] for k in range(len(label))])
     return out
 
 

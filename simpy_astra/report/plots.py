@@ -10,15 +10,15 @@ pipeline stage of one data-parallel replica (NPU 0's; tensor rank 0 of each stag
 generator named the groups, else a row per distinct breakdown (at most :data:`MAX_ROWS`, the
 slowest kept); each row is the NPU's node intervals charged by the breakdown's precedence, a
 colour per part (bubbles included), time in ms, drawn as one image (:func:`_raster`) whose
-pixel columns shorter stretches share, each shown as the part that filled most of it
-(:func:`_pixels`), the legend below the axes. matplotlib runs on the Agg backend (files
+pixel columns each show the part that filled most of them, the legend below the axes. matplotlib runs on the Agg backend (files
 only, no display needed).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.breakdown import Breakdown, part_rank
@@ -138,6 +138,8 @@ class GanttRow:
     label: str
     npu: int
     segments: list[tuple[int, int, str]]
+    #: the same as arrays (:func:`~simpy_astra.report.columns.as_arrays`), which drawing reads
+    arrays: Any = field(default=None, repr=False, compare=False)
 
 
 def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[GanttRow]:
@@ -146,13 +148,13 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
     (:func:`~simpy_astra.report.breakdown.replica_stages`): a row per stage. Without it (no
     named groups), a row per distinct breakdown, at most :data:`MAX_ROWS` (the slowest kept)."""
     if replica:
-        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []))
-                for s, npu in enumerate(replica)]
+        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []),
+                         breakdowns[npu].segment_arrays()) for s, npu in enumerate(replica)]
     rows = _distinct(breakdowns)
     if len(rows) > MAX_ROWS:  # keep the slowest
         rows = sorted(sorted(rows, key=lambda r: -r[2].finish_ns)[:MAX_ROWS])
-    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []))
-            for npu, n, b in rows]
+    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []),
+                     b.segment_arrays()) for npu, n, b in rows]
 
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
@@ -161,7 +163,8 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     from matplotlib.patches import Patch
 
     rows = gantt_rows(breakdowns, replica)
-    names = sorted({p for row in rows for _s, _e, p in row.segments}, key=part_rank)
+    names = sorted({labels[c] for row in rows for labels in [_arrays(row)[3]] for c in set(_arrays(row)[2].tolist())},
+                   key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
     fig, ax = plt.subplots(figsize=(12.0, 1.2 + 0.45 * len(rows)))
@@ -190,47 +193,30 @@ GANTT_COLUMNS = 2000
 ROW_LINES = 5
 
 
+def _arrays(row: GanttRow):
+    if row.arrays is None:
+        from simpy_astra.report.columns import as_arrays
+
+        row.arrays = as_arrays(row.segments)
+    return row.arrays
+
+
 def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
     """The chart as one image (rows x :data:`GANTT_COLUMNS` RGBA pixels, transparent past a
-    row's finish): one picture to draw however many kernels a step runs, not a rectangle each."""
+    row's finish): one picture to draw however many kernels a step runs, not a rectangle each;
+    a column shows the part that filled most of it (:func:`~simpy_astra.report.columns.dominant`)."""
     import numpy as np
     from matplotlib.colors import to_rgba
 
+    from simpy_astra.report.columns import dominant
+
     rgba = {name: to_rgba(colour) for name, colour in colours.items()}
-    column_ns = end_ns / GANTT_COLUMNS
+    rgba[""] = (0.0, 0.0, 0.0, 0.0)
     image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4))
     for y, row in enumerate(rows):
-        line = np.zeros((GANTT_COLUMNS, 4))
-        for s, e, part in _pixels(row.segments, column_ns):
-            first = min(int(s / column_ns), GANTT_COLUMNS - 1)
-            line[first:max(first + 1, min(GANTT_COLUMNS, round(e / column_ns)))] = rgba[part]
+        line = np.array([rgba[part] for part in dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))])
         image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = line
-    return image
-
-
-def _pixels(segments: list[tuple[int, int, str]], column_ns: float) -> list[tuple[int, int, str]]:
-    """A row's stretches as drawn: those of at least a column kept, a run of shorter ones drawn
-    as one stretch of the part that filled most of it (a million kernels would cost the drawing
-    seconds and show as the same pixels)."""
-    out: list[tuple[int, int, str]] = []
-    run: dict[str, int] = {}
-    start = 0
-    for s, e, part in segments:
-        if e - s >= column_ns:
-            if run:
-                out.append((start, s, max(run, key=run.__getitem__)))
-                run = {}
-            out.append((s, e, part))
-            continue
-        if not run:
-            start = s
-        run[part] = run.get(part, 0) + e - s
-        if s + (e - s) - start >= column_ns:  # the run fills a column: draw it
-            out.append((start, e, max(run, key=run.__getitem__)))
-            run = {}
-    if run:
-        out.append((start, segments[-1][1], max(run, key=run.__getitem__)))
-    return out
+    return (image * 255).round().astype(np.uint8)  # bytes resample several times faster than floats
 
 
 def _save(fig, path: str) -> None:

@@ -136,29 +136,17 @@ def timeline_rows(breakdowns: dict, width: int = 60, npus: list[int] | None = No
     for npu in sorted(breakdowns) if npus is None else npus:
         b = breakdowns[npu]
         if id(b) not in done:
-            done[id(b)] = _cells(b.segments or [], end / width, width)
+            done[id(b)] = _cells(b, end / width, width)
         rows.append((npu, done[id(b)]))
     return rows, end
 
 
-def _cells(segments: list[tuple[int, int, str]], bucket_ns: float, width: int) -> list[str]:
+def _cells(breakdown, bucket_ns: float, width: int) -> list[str]:
     """The class that filled most of each bucket of one NPU's timeline (idle past its finish)."""
-    cover: list[dict[str, float]] = [{} for _ in range(width)]
-    for s, e, part in segments:
-        cls = part_class(part)
-        b = min(int(s / bucket_ns), width - 1)
-        while b < width and b * bucket_ns < e:
-            lo, hi = max(s, b * bucket_ns), min(e, (b + 1) * bucket_ns)
-            if hi > lo:
-                cover[b][cls] = cover[b].get(cls, 0.0) + hi - lo
-            b += 1
-    cells = []
-    for b in range(width):
-        filled = sum(cover[b].values())
-        if bucket_ns - filled > 1e-9 * bucket_ns:  # past this NPU's finish
-            cover[b]["idle"] = cover[b].get("idle", 0.0) + bucket_ns - filled
-        cells.append(max(cover[b], key=lambda k, c=cover[b]: c[k]))
-    return cells
+    from simpy_astra.report.columns import dominant
+
+    return dominant(None, width, bucket_ns * width, classify=part_class, past="idle",
+                    arrays=breakdown.segment_arrays())
 
 
 def _span_text(ns: float) -> str:

@@ -1,0 +1,67 @@
+"""Which part filled most of each column of a drawn timeline (the terminal's characters,
+timeline.png's pixel columns).
+
+Array sums over a row's stretches: the time a part holds before an instant x is its
+stretches' lengths that end by x plus the part of the one x falls in, so each column's share
+of each part comes from two look-ups, and a row of a million kernels costs about what a row
+of ten does (issue 51: the reports must cost a few per cent of the simulation at any scale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def as_arrays(segments: list[tuple[int, int, str]]):
+    """(starts, ends, codes, labels) of a row's stretches, the form :func:`dominant` reads
+    (a breakdown made by the sweep keeps it: ``Breakdown.segment_arrays``)."""
+    import numpy as np
+
+    labels: dict[str, int] = {}
+    codes = np.fromiter((labels.setdefault(p, len(labels)) for _s, _e, p in segments), np.int64, len(segments))
+    starts = np.fromiter((s for s, _e, _p in segments), np.int64, len(segments))
+    ends = np.fromiter((e for _s, e, _p in segments), np.int64, len(segments))
+    return starts, ends, codes, list(labels)
+
+
+def dominant(segments: list[tuple[int, int, str]] | None, width: int, end_ns: float,
+             classify: Callable[[str], str] | None = None, past: str | None = None,
+             arrays=None) -> list[str]:
+    """Per column of ``end_ns / width`` ns, the class (``classify(part)``, default the part)
+    whose stretches of ``segments`` (disjoint, in time order; or ``arrays``, their
+    :func:`as_arrays` form) fill most of it; time past the row's last stretch counts as
+    ``past`` when given, else a column nothing fills is ""."""
+    import numpy as np
+
+    if width <= 0:
+        return []
+    bucket = end_ns / width
+    edges = np.arange(width + 1, dtype=np.float64) * bucket
+    starts, ends, codes, labels = arrays if arrays is not None else as_arrays(segments or [])
+    if not len(starts):
+        return [past or ""] * width
+    classes = [p if classify is None else classify(p) for p in labels]
+    order = list(dict.fromkeys(classes))
+    of_code = np.array([order.index(c) for c in classes])
+    code = of_code[codes]
+    starts, ends = starts.astype(np.float64), ends.astype(np.float64)
+    cover = np.zeros((len(order) + 1, width))
+    for k in range(len(order)):
+        mine = code == k
+        s, e = starts[mine], ends[mine]
+        if not len(s):  # a part named but never drawn
+            continue
+        held = np.concatenate(([0.0], np.cumsum(e - s)))
+        done = np.searchsorted(e, edges, side="right")  # stretches ended by each edge
+        inside = np.where(done < len(s), np.clip(edges - s[np.minimum(done, len(s) - 1)], 0.0, None), 0.0)
+        cover[k] = np.diff(held[done] + inside)
+    filled = cover[:-1].sum(axis=0)
+    if past is not None:  # the part of a column past the row's end
+        rest = np.maximum(bucket - filled, 0.0)
+        if past in order:
+            cover[order.index(past)] += rest
+        else:
+            cover[-1] = rest
+            order.append(past)
+    best = cover.argmax(axis=0)
+    return [order[k] if (past is not None or filled[j] > 0) else "" for j, k in enumerate(best.tolist())]
