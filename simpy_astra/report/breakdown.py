@@ -27,6 +27,7 @@ minus GPU compute time), which the reference lines keep.
 
 from __future__ import annotations
 
+import heapq
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,16 +131,23 @@ def part_rank(name: str) -> tuple[int, int, str]:
     return cls, known, name
 
 
+#: from this many node intervals on, the sweep runs as array operations (below, plain Python:
+#: a small run never imports numpy, a tenth of a second of its start-up)
+ARRAY_SWEEP_FROM = 20_000
+
+
 def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False) -> Breakdown:
     """Split [0, ``finish_ns``] by the precedence above.
 
     ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
     (class, part name) or None; ``segments``: also keep which part each stretch of time went to.
 
-    Array operations after one pass over the nodes (a report costs a small part of the run,
+    Past :data:`ARRAY_SWEEP_FROM` intervals, array operations after one pass over the nodes (a report costs a small part of the run,
     issue 51): within a class the owner of an instant is the node in flight that started first,
     so in start order a node owns [max(its start, the latest end before it), its end) when that
     is not empty (:func:`_owned`); each instant then goes to the highest class that owns it."""
+    if len(intervals) < ARRAY_SWEEP_FROM:
+        return _heap_sweep(intervals, part_of, finish_ns, segments)
     import numpy as np
 
     names: dict[str, int] = {}
@@ -187,6 +195,49 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
         out.segments.extend(zip(edges[starts].tolist(), edges[ends].tolist(),
                                 [label[k] for k in part[starts].tolist()], strict=True))
         out.arrays = (edges[starts], edges[ends], part[starts], [label[k] for k in range(len(label))])
+    return out
+
+
+def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool) -> Breakdown:
+    """:func:`sweep` in plain Python, one step per instant a node starts or ends: for small runs,
+    which then never import numpy."""
+    spans = []
+    for nid, s, e in intervals:
+        if e > s:
+            part = part_of(nid)
+            if part is not None:
+                spans.append((s, nid, e, part[0], part[1]))
+    spans.sort()
+    times = sorted({0, finish_ns, *(s for s, *_ in spans), *(e for _s, _n, e, *_ in spans)})
+    heaps: list[list[tuple[int, int, int, str]]] = [[], [], [], []]
+    out = Breakdown(finish_ns, segments=[] if segments else None)
+    parts, shares, spans_out = out.parts, out.shares, out.segments
+    i = 0
+    for t0, t1 in zip(times, times[1:], strict=False):
+        if t0 >= finish_ns:
+            break
+        while i < len(spans) and spans[i][0] <= t0:
+            s, nid, e, cls, name = spans[i]
+            heapq.heappush(heaps[cls], (s, nid, e, name))
+            i += 1
+        owner = None
+        for heap in heaps:
+            while heap and heap[0][2] <= t0:
+                heapq.heappop(heap)
+            if heap:
+                owner = heap[0]
+                break
+        end = min(t1, finish_ns)
+        dt = end - t0
+        name = IDLE if owner is None else owner[3]
+        parts[name] = parts.get(name, 0) + dt
+        if owner is not None:
+            shares[owner[1]] = shares.get(owner[1], 0) + dt
+        if spans_out is not None:
+            if spans_out and spans_out[-1][2] == name:
+                spans_out[-1] = (spans_out[-1][0], end, name)
+            else:
+                spans_out.append((t0, end, name))
     return out
 
 

@@ -11,6 +11,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+#: below this much work (segments, not columns) a row is measured in plain Python: a small
+#: run never imports numpy
+SMALL_WORK = 20_000
+
+
+def _dominant_small(segments: list[tuple[int, int, str]], width: int, end_ns: float,
+                    classify: Callable[[str], str] | None, past: str | None) -> list[str]:
+    """:func:`dominant` one stretch at a time."""
+    bucket = end_ns / width
+    cover: list[dict[str, float]] = [{} for _ in range(width)]
+    for s, e, part in segments:
+        cls = part if classify is None else classify(part)
+        b = min(int(s / bucket), width - 1)
+        while b < width and b * bucket < e:
+            lo, hi = max(s, b * bucket), min(e, (b + 1) * bucket)
+            if hi > lo:
+                cover[b][cls] = cover[b].get(cls, 0.0) + hi - lo
+            b += 1
+    cells = []
+    for b in range(width):
+        filled = sum(cover[b].values())
+        if past is not None and bucket - filled > 1e-9 * bucket:
+            cover[b][past] = cover[b].get(past, 0.0) + bucket - filled
+        cells.append(max(cover[b], key=lambda k, c=cover[b]: c[k]) if cover[b] else "")
+    return cells
+
 
 def as_arrays(segments: list[tuple[int, int, str]]):
     """(starts, ends, codes, labels) of a row's stretches, the form :func:`dominant` reads
@@ -30,11 +56,14 @@ def dominant(segments: list[tuple[int, int, str]] | None, width: int, end_ns: fl
     """Per column of ``end_ns / width`` ns, the class (``classify(part)``, default the part)
     whose stretches of ``segments`` (disjoint, in time order; or ``arrays``, their
     :func:`as_arrays` form) fill most of it; time past the row's last stretch counts as
-    ``past`` when given, else a column nothing fills is ""."""
-    import numpy as np
-
+    ``past`` when given, else a column nothing fills is "" (an exact tie between two parts
+    may go to either)."""
     if width <= 0:
         return []
+    if arrays is None and len(segments or ()) * 4 < SMALL_WORK:
+        return _dominant_small(segments or [], width, end_ns, classify, past)
+    import numpy as np
+
     bucket = end_ns / width
     edges = np.arange(width + 1, dtype=np.float64) * bucket
     starts, ends, codes, labels = arrays if arrays is not None else as_arrays(segments or [])

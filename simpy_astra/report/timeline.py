@@ -145,8 +145,8 @@ def _cells(breakdown, bucket_ns: float, width: int) -> list[str]:
     """The class that filled most of each bucket of one NPU's timeline (idle past its finish)."""
     from simpy_astra.report.columns import dominant
 
-    return dominant(None, width, bucket_ns * width, classify=part_class, past="idle",
-                    arrays=breakdown.segment_arrays())
+    return dominant(breakdown.segments, width, bucket_ns * width, classify=part_class, past="idle",
+                    arrays=breakdown.arrays)
 
 
 def _span_text(ns: float) -> str:
