@@ -131,9 +131,9 @@ def part_rank(name: str) -> tuple[int, int, str]:
     return cls, known, name
 
 
-#: from this many node intervals on, the sweep runs as array operations (below, plain Python:
+#: from this many node intervals of an NPU on, the sweep runs as array operations (below, plain Python:
 #: a small run never imports numpy, a tenth of a second of its start-up)
-ARRAY_SWEEP_FROM = 20_000
+ARRAY_SWEEP_FROM = 2_000
 
 
 def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False) -> Breakdown:

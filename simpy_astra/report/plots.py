@@ -91,16 +91,29 @@ def _bars(breakdowns: dict[int, Breakdown],
             "NPU (xN: N NPUs with this breakdown)" if grouped else "NPU")
 
 
-def _legend(fig, handles: list) -> None:
+def _legend(fig, handles: list) -> float:
     """The legend inside the figure, below the axes, in as many columns as fit (beside or above
-    the axes a legend taller than a short figure sticks out); the figure grows by its lines."""
+    the axes a legend taller than a short figure sticks out); the figure grows by its lines,
+    whose height in inches this returns."""
     columns = min(len(handles), 5) or 1
     lines = -(-len(handles) // columns)
     legend_in = 0.2 * lines + 0.1
     fig.set_figheight(fig.get_figheight() + legend_in)
     fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=columns, fontsize=8,
                frameon=False)
-    fig.tight_layout(rect=(0.0, legend_in / fig.get_figheight(), 1.0, 1.0))
+    return legend_in
+
+
+#: inches per character of the 7-8 pt labels, and for an axis label with its tick labels
+CHAR_IN, AXIS_IN = 0.07, 0.55
+
+
+def _margins(fig, left_in: float, right_in: float, bottom_in: float, top_in: float) -> None:
+    """The axes placed by margins measured in label characters (matplotlib's tight_layout
+    measures every text's extent: a second or more of a report that should cost nothing)."""
+    width, height = fig.get_figwidth(), fig.get_figheight()
+    fig.subplots_adjust(left=min(left_in / width, 0.45), right=1 - min(right_in / width, 0.45),
+                        bottom=min(bottom_in / height, 0.6), top=1 - min(top_in / height, 0.3))
 
 
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
@@ -126,7 +139,10 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     ax.set_ylabel(f"time ({unit})")
     ax.set_title(title or "where each NPU's time went")
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    fig.tight_layout()
+    rotated = len(bars) > 16
+    longest = max((len(label) for label, _b in bars), default=1)
+    _margins(fig, 0.4 + AXIS_IN, 0.5 + CHAR_IN * max(map(len, names), default=1),
+             AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
     return fig
 
 
@@ -183,7 +199,9 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         ax.set_ylabel("NPU (xN: N NPUs alike)")
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
     ax.set_title(title or default, fontsize=10)
-    _legend(fig, [Patch(color=colours[n], label=n) for n in names])
+    legend_in = _legend(fig, [Patch(color=colours[n], label=n) for n in names])
+    _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
+             legend_in + AXIS_IN, 0.35)
     return fig
 
 
