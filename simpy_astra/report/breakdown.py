@@ -131,8 +131,8 @@ def part_rank(name: str) -> tuple[int, int, str]:
     return cls, known, name
 
 
-#: from this many node intervals of an NPU on, the sweep runs as array operations (below, plain Python:
-#: a small run never imports numpy, a tenth of a second of its start-up)
+#: from this many node intervals of an NPU on, the sweep runs as array operations (below, in
+#: plain Python: a small run never imports numpy, a tenth of a second of its start-up)
 ARRAY_SWEEP_FROM = 2_000
 
 
@@ -142,10 +142,11 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
     (class, part name) or None; ``segments``: also keep which part each stretch of time went to.
 
-    Past :data:`ARRAY_SWEEP_FROM` intervals, array operations after one pass over the nodes (a report costs a small part of the run,
-    issue 51): within a class the owner of an instant is the node in flight that started first,
-    so in start order a node owns [max(its start, the latest end before it), its end) when that
-    is not empty (:func:`_owned`); each instant then goes to the highest class that owns it."""
+    From :data:`ARRAY_SWEEP_FROM` intervals on, array operations after one pass over the nodes
+    (a report must cost a small part of the run, issue 51): within a class the owner of an
+    instant is the node in flight that started first, so in start order a node owns [max(its
+    start, the latest end before it), its end) when that is not empty (:func:`_owned`); each
+    instant then goes to the highest class that owns it."""
     if len(intervals) < ARRAY_SWEEP_FROM:
         return _heap_sweep(intervals, part_of, finish_ns, segments)
     import numpy as np
