@@ -136,11 +136,13 @@ def part_rank(name: str) -> tuple[int, int, str]:
 ARRAY_SWEEP_FROM = 2_000
 
 
-def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False) -> Breakdown:
+def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False,
+          through_last: bool = False) -> Breakdown:
     """Split [0, ``finish_ns``] by the precedence above.
 
     ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
-    (class, part name) or None; ``segments``: also keep which part each stretch of time went to.
+    (class, part name) or None; ``segments``: also keep which part each stretch of time went to;
+    ``through_last``: ``finish_ns`` is at least the last interval's end.
 
     From :data:`ARRAY_SWEEP_FROM` intervals on, array operations after one pass over the nodes
     (a report must cost a small part of the run, issue 51): within a class the owner of an
@@ -148,21 +150,28 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     start, the latest end before it), its end) when that is not empty (:func:`_owned`); each
     instant then goes to the highest class that owns it."""
     if len(intervals) < ARRAY_SWEEP_FROM:
+        if through_last:
+            finish_ns = max(finish_ns, max((e for _n, _s, e in intervals), default=0))
         return _heap_sweep(intervals, part_of, finish_ns, segments)
     import numpy as np
 
+    raw = np.array(intervals, dtype=np.int64).reshape(-1, 3)
+    if through_last:
+        finish_ns = max(finish_ns, int(raw[:, 2].max(initial=0)))
+    raw = raw[raw[:, 2] > raw[:, 1]]
+    parts = [part_of(nid) for nid in raw[:, 0].tolist()]
+    kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
+    code = np.fromiter(map({kind: k for k, kind in enumerate(kinds)}.__getitem__, parts), np.int64, len(parts))
     names: dict[str, int] = {}
-    rows: list[tuple[int, int, int, int, int]] = []
-    for nid, s, e in intervals:
-        if e > s:
-            part = part_of(nid)
-            if part is not None:
-                rows.append((part[0], s, e, nid, names.setdefault(part[1], len(names))))
+    kind_class = np.array([-1 if kind is None else kind[0] for kind in kinds], dtype=np.int64)
+    kind_name = np.array([-1 if kind is None else names.setdefault(kind[1], len(names)) for kind in kinds],
+                         dtype=np.int64)
     out = Breakdown(finish_ns, segments=[] if segments else None)
     if finish_ns <= 0:
         return out
     idle = names.setdefault(IDLE, len(names))
-    table = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    table = np.stack([kind_class[code], raw[:, 1], raw[:, 2], raw[:, 0], kind_name[code]], axis=1).reshape(-1, 5)
+    table = table[table[:, 0] >= 0]
     pieces = [_owned(table[table[:, 0] == c], finish_ns) for c in range(4)]
     edges = np.unique(np.concatenate([np.array([0, finish_ns], dtype=np.int64)]
                                      + [p[:, k] for p in pieces for k in (0, 1)]))
@@ -267,16 +276,12 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     out: dict[int, Breakdown] = {}
     for rec in record.npus:
         nodes = sim.npu_for(rec.npu_id).nodes
-        cache: dict[int, tuple[int, str] | None] = {}
 
-        def part_of(nid: int, nodes=nodes, cache=cache):
-            if nid not in cache:
-                cache[nid] = node_part(nodes[nid], names, p2p_name)
-            return cache[nid]
+        def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each
+            return node_part(nodes[nid], names, p2p_name)
 
-        last = max((e for _n, _s, e in rec.intervals), default=0)
-        finish = finish_ns.get(rec.npu_id, last) if finish_ns else last
-        result = sweep(rec.intervals, part_of, max(finish, last), segments)
+        finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
+        result = sweep(rec.intervals, part_of, finish, segments, through_last=True)
         for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
             out[member] = result
     return out
