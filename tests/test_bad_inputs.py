@@ -864,8 +864,8 @@ def test_unknown_scenario_keys_are_errors(capsys, extra, needles):
 def test_unknown_inline_network_and_system_keys_warn(capsys):
     path = scenario(DEFAULT.replace("  latency: [500.0]", "  latency: [500.0]\n  bandwith: [1]")
                     .replace("  endpoint-delay: 10", "  endpoint-delay: 10\n  peak-pref: 5"))
-    warned_run(capsys, ["run", "--quiet", path], "bandwith", "did you mean 'bandwidth'")
-    warned_run(capsys, ["run", "--quiet", path], "peak-pref", "did you mean 'peak-perf'")
+    warned_run(capsys, ["run", "--reference-lines", "--quiet", path], "bandwith", "did you mean 'bandwidth'")
+    warned_run(capsys, ["run", "--reference-lines", "--quiet", path], "peak-pref", "did you mean 'peak-perf'")
 
 
 def test_unknown_sweep_keys_are_errors(capsys):

@@ -298,7 +298,8 @@ def test_plots_have_axes_legend_and_labels(tmp_path: Path) -> None:
     for fig, xlabel in ((breakdown_figure(breakdowns), "NPU"), (timeline_figure(breakdowns), "time (ms)")):
         ax = fig.axes[0]
         assert ax.get_xlabel() == xlabel and ax.get_title()
-        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["compute.other", "comm.p2p", "bubble"]
+        legend = ax.get_legend() or fig.legends[0]  # timeline.png's is the figure's, below the axes
+        assert [t.get_text() for t in legend.get_texts()] == ["compute.other", "comm.p2p", "bubble"]
     assert breakdown_figure(breakdowns).axes[0].get_ylabel() == "time (us)"
     out = tmp_path / "plots"
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(ROOT / "scenarios" / "default.yaml"), "--quiet",
@@ -414,7 +415,7 @@ def test_gpt_torus_step_splits_by_tensor_data_and_pipeline(tmp_path: Path) -> No
     assert "t comm.tp" in timeline and "~ bubble" in timeline
     assert max(map(len, done.stderr.splitlines())) <= 80
     # both PNGs carry their title, axis labels and legend
-    for name, xlabel in (("breakdown.png", "x: NPU;"), ("timeline.png", "x: time (ms);")):
+    for name, xlabel in (("breakdown.png", "x: NPU (xN: N NPUs with this breakdown);"), ("timeline.png", "x: time (ms);")):
         text = _png_text(tmp_path / "plots" / name)
         assert text["Title"] and text["Description"].startswith(xlabel)
         legend = text["Description"].split("legend: ")[1].split(", ")
@@ -483,9 +484,10 @@ def test_timeline_has_a_row_per_pipeline_stage_of_one_replica(tmp_path: Path) ->
         bubbles.append(sum(e - s for s, e, part in row.segments if part == "bubble"))
     assert bubbles == [breakdowns[n].parts.get("bubble", 0) for n in (0, 4, 8)]
     assert bubbles[0] > 0 and bubbles[2] > 0  # the first stage waits on the backward, the last on the forward
-    ax = timeline_figure(breakdowns, replica=replica).axes[0]
+    fig = timeline_figure(breakdowns, replica=replica)
+    ax = fig.axes[0]
     assert ax.get_xlabel() == "time (ms)" and ax.get_ylabel() == "pipeline stage"
-    assert "tensor rank 0" in ax.get_title() and "bubble" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "tensor rank 0" in ax.get_title() and "bubble" in [t.get_text() for t in fig.legends[0].get_texts()]
     paths = write_plots(breakdowns, str(tmp_path / "plots"), roles, replica)
     assert [Path(p).read_bytes()[:8] for p in paths] == [b"\x89PNG\r\n\x1a\n"] * 2
 

@@ -21,7 +21,8 @@ def default_step_ns() -> int:
 
 def test_run_scenario_prints_reference_lines_and_json(tmp_path: Path, capsys) -> None:
     out_json = tmp_path / "figures.json"
-    code = main(["run", str(ROOT / "scenarios" / "default.yaml"), "--json-out", str(out_json), "--quiet"])
+    code = main(["run", str(ROOT / "scenarios" / "default.yaml"), "--json-out", str(out_json), "--reference-lines",
+                 "--quiet"])
     assert code == 0
     stdout = capsys.readouterr().out
     total = default_step_ns()
@@ -84,7 +85,7 @@ def test_accepted_but_unused_flags_warn(capsys) -> None:
 
 # ------------------------------------------------------------------ issue 16: the card's command, honest output
 def test_scenario_path_without_subcommand_runs_it(capsys) -> None:
-    code = main([str(ROOT / "scenarios" / "default.yaml"), "--quiet"])
+    code = main([str(ROOT / "scenarios" / "default.yaml"), "--reference-lines", "--quiet"])
     assert code == 0
     total = default_step_ns()
     assert f"sys[7] finished, {total} cycles" in capsys.readouterr().out

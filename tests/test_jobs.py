@@ -234,7 +234,7 @@ def test_random_placement_is_reproducible_and_disjoint(tmp_path: Path) -> None:
 def test_job_lines_json_and_isolation(tmp_path: Path, capsys) -> None:
     path = two_ring_jobs(tmp_path, [0, 2, 4, 6], [1, 3, 5, 7], topology="Ring", backend="packet")
     out = tmp_path / "f.json"
-    assert main(["run", path, "--quiet", "--isolation", "--json-out", str(out)]) == 0
+    assert main(["run", path, "--reference-lines", "--quiet", "--isolation", "--json-out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     finish = json.loads(out.read_text())["jobs"]
     assert lines[-2:] == [f"job a finished, {finish['a']['finished_cycles']} cycles",

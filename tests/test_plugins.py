@@ -65,7 +65,7 @@ def user_dir(tmp_path: Path) -> Path:
 
 def test_an_algorithm_from_a_user_module_runs_from_a_scenario(user_dir: Path) -> None:
     for name in ("my_algos:SIMPLE_RING", "my_algos:simple_ring"):
-        r = run_cli(user_dir, "run", str(scenario(user_dir, name)), "--quiet")
+        r = run_cli(user_dir, "run", str(scenario(user_dir, name)), "--reference-lines", "--quiet")
         assert r.returncode == 0, r.stderr
         assert finished_cycles(r.stdout) == {SIMPLE_RING_NS}
 
@@ -76,11 +76,11 @@ def test_a_plugin_module_registers_a_name(user_dir: Path) -> None:
         from my_algos import SIMPLE_RING
         collectives.register("simpleRing", SIMPLE_RING)
     """))
-    r = run_cli(user_dir, "run", str(scenario(user_dir, "simpleRing")), "--quiet", "--plugin", "my_plugin")
+    r = run_cli(user_dir, "run", str(scenario(user_dir, "simpleRing")), "--reference-lines", "--quiet", "--plugin", "my_plugin")
     assert r.returncode == 0, r.stderr
     assert finished_cycles(r.stdout) == {SIMPLE_RING_NS}
     # the same from the scenario's own plugins list
-    r = run_cli(user_dir, "run", str(scenario(user_dir, "simpleRing", plugins=["my_plugin"])), "--quiet")
+    r = run_cli(user_dir, "run", str(scenario(user_dir, "simpleRing", plugins=["my_plugin"])), "--reference-lines", "--quiet")
     assert r.returncode == 0, r.stderr
     assert finished_cycles(r.stdout) == {SIMPLE_RING_NS}
 
@@ -95,17 +95,17 @@ def test_a_topology_from_a_user_module(user_dir: Path) -> None:
                 return 2 * super().hops(src, dst)
     """))
     r = run_cli(user_dir, "run", str(scenario(user_dir, "my_algos:simple_ring", topology="my_topo:SlowRing")),
-                "--quiet")
+                "--reference-lines", "--quiet")
     assert r.returncode == 0, r.stderr
     assert finished_cycles(r.stdout) == {SIMPLE_RING_NS + 2 * (N - 1) * int(LAT)}
 
 
 def test_a_plugin_that_cannot_load_is_one_error_line(user_dir: Path) -> None:
-    r = run_cli(user_dir, "run", str(scenario(user_dir, "no_such_module:algo")), "--quiet")
+    r = run_cli(user_dir, "run", str(scenario(user_dir, "no_such_module:algo")), "--reference-lines", "--quiet")
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1
     assert "all-reduce-implementation" in r.stderr and "no_such_module" in r.stderr
-    r = run_cli(user_dir, "run", str(scenario(user_dir, "ring")), "--quiet", "--plugin", "nope_nope")
+    r = run_cli(user_dir, "run", str(scenario(user_dir, "ring")), "--reference-lines", "--quiet", "--plugin", "nope_nope")
     assert r.returncode == 2 and "--plugin" in r.stderr and "nope_nope" in r.stderr
 
 

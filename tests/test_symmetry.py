@@ -357,7 +357,7 @@ def test_cli_switch_prints_the_same_lines_folded_and_not(capsys) -> None:
     scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml")
     out = {}
     for fold in ("on", "off"):
-        assert main(["run", scenario, "--quiet", "--fold-symmetry", fold]) == 0
+        assert main(["run", scenario, "--reference-lines", "--quiet", "--fold-symmetry", fold]) == 0
         out[fold] = capsys.readouterr().out
     assert out["on"] == out["off"] and out["on"].count("finished, 142780 cycles") == 8
 

@@ -50,7 +50,8 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_the_default_scenario(tmp_path
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, env=env, timeout=900)
-    done = subprocess.run([str(python), "-m", "simpy_astra", str(ROOT / "scenarios" / "default.yaml"), "--quiet"],
+    done = subprocess.run([str(python), "-m", "simpy_astra", str(ROOT / "scenarios" / "default.yaml"),
+                           "--reference-lines", "--quiet"],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "sys[7] finished, 142780 cycles, exposed communication 117780 cycles." in done.stdout

@@ -58,10 +58,10 @@ class ArgumentParser(argparse.ArgumentParser):
         wrong = [a for a in argv if a.startswith("-") and a not in ("-", "--") and not a[1:2].isdigit()
                  and a[1:2] != "." and a.split("=", 1)[0] not in known]
         if wrong:
-            self.error(unknown_flag_problem(wrong[0], known))
+            self.error(unknown_flag_problem(wrong[0], known, self.prog))
         parsed, extra = self.parse_known_args(argv, namespace)
         if extra:
-            self.error(unknown_flag_problem(extra[0], self.known_flags()))
+            self.error(unknown_flag_problem(extra[0], self.known_flags(), self.prog))
         return parsed
 
     def known_flags(self) -> list[str]:
@@ -78,9 +78,10 @@ class ArgumentParser(argparse.ArgumentParser):
         return problem
 
 
-def unknown_flag_problem(given: str, known: list[str]) -> str:
+def unknown_flag_problem(given: str, known: list[str], prog: str = "") -> str:
     """``--netwrok-backend=packet`` -> "--netwrok-backend: unknown flag; did you mean
-    --network-backend?" (a mistyped flag must not silently leave its default in place)."""
+    --network-backend?" (a mistyped flag must not silently leave its default in place); a
+    Megatron-LM argument given to ``prog`` itself says where such arguments go."""
     flag = given.split("=", 1)[0]
     if not flag.startswith("-"):
         return f"{given!r}: unexpected argument"
@@ -89,13 +90,31 @@ def unknown_flag_problem(given: str, known: list[str]) -> str:
     import difflib
 
     near = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
-    hint = f"; did you mean {near[0]}?" if near else ""
+    hint = megatron_hint(flag, prog) or (f"; did you mean {near[0]}?" if near else "")
+    return f"{flag}: unknown flag{hint}"
+
+
+def is_megatron_flag(flag: str) -> bool:
+    """Whether ``flag`` is a pretrain_gpt.py argument: one Megatron-LM has had (every release's
+    flags, :mod:`~simpy_astra.workloads.megatron.megatron_flags`) or one the front end reads."""
+    from simpy_astra.workloads.megatron import arguments
     from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
     if flag in SWITCHES or flag in ONE_VALUE or flag in SEVERAL_VALUES:
-        hint = ("; it is a Megatron-LM argument: put it in a scenario's workload.args, or after -- "
-                "(generate megatron --gpus N --output PREFIX -- ARGS)")
-    return f"{flag}: unknown flag{hint}"
+        return True
+    modelled = {o for action in arguments.parser()._actions for o in action.option_strings}
+    return flag in modelled or flag in arguments.SMALL_EFFECT or flag in arguments.NOT_MODELLED
+
+
+def megatron_hint(flag: str, prog: str) -> str:
+    """Where a Megatron-LM argument goes, when one reached simpy-astra's own flags."""
+    if flag in ("-h", "--help") or not is_megatron_flag(flag):
+        return ""
+    if prog.endswith("generate megatron"):
+        return ("; it is a Megatron-LM argument: those go after -- (generate megatron --gpus N --output "
+                "PREFIX -- --num-layers ...)")
+    return ("; it is a Megatron-LM argument: those go in a scenario's workload: {generate: megatron, "
+            "args: \"...\"} (run --help), or after -- in generate megatron")
 
 
 def fit_width(text: str, width: int) -> str:

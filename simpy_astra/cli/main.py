@@ -41,7 +41,7 @@ SUBCOMMANDS: dict[str, str] = {
 COMMAND_LINES = (
     ("run", "SCENARIO.yaml", "simulate a scenario (the default)"),
     ("sweep", "SWEEP.yaml --out DIR", "design-space sweep: results, best point"),
-    ("generate", "microbench|transformer|gemm", "write Chakra ET traces from parameters"),
+    ("generate", "KIND", "write Chakra ET traces from parameters"),
     ("convert", "text|pytorch", "text or PyTorch workloads to Chakra ET"),
     ("calibrate", "LOG... --network N.yml", "fit a network to nccl-tests logs"),
     ("validate", "LOG... --network N.yml", "nccl-tests logs against the simulator"),
@@ -50,13 +50,25 @@ COMMAND_LINES = (
 DEBUG_FLAG = "--debug"
 
 
+def generator_kinds() -> str:
+    """``microbench, transformer, megatron, gemm``: every generator with a command, from the
+    one registry (a generator registered there is listed here without another edit)."""
+    from simpy_astra.workloads.generated import GENERATORS
+
+    return ", ".join(name for name, entry in GENERATORS.items() if entry.command)
+
+
 def overview() -> str:
     """The command list, then the ASTRA-sim flag form: what a first-time user needs to start."""
     width = max(len(f"{name} {args}") for name, args, _ in COMMAND_LINES)
     lines = ["usage: simpy-astra COMMAND [ARGS]", "       simpy-astra SCENARIO.yaml",
              "       simpy-astra FLAGS (ASTRA-sim's form, below)",
-             "", "Simulate distributed ML training (ASTRA-sim 2.0 compatible).", "", "commands:"]
+             "", "Simulate distributed ML training: a Megatron-LM step on a cluster preset (a",
+             "scenario with cluster:, docs/megatron.md), or ASTRA-sim 2.0's inputs, figure for",
+             "figure.",
+             "", "commands:"]
     lines += [f"  {f'{name} {args}':<{width}}  {what}" for name, args, what in COMMAND_LINES]
+    lines += ["", f"generate's kinds: {generator_kinds()}"]
     lines += ["", "Each command has its own --help: run --help lists the scenario fields and the",
               "network backends; generate --help and convert --help list their kinds.",
               f"{DEBUG_FLAG} (any command): the traceback of an error raised by your plugin code.",
@@ -81,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     debug = DEBUG_FLAG in argv
     argv = [a for a in argv if a != DEBUG_FLAG]
     if not argv or argv[0] in ("-h", "--help"):
-        print(overview(), file=sys.stdout if argv else sys.stderr)
+        try:
+            print(overview(), file=sys.stdout if argv else sys.stderr, flush=True)
+        except BrokenPipeError:  # --help | head
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
         return 0 if argv else EXIT_INPUT_ERROR
     from simpy_astra import files, stopping
 

@@ -1,7 +1,11 @@
 """``simpy-astra run SCENARIO.yaml`` and the ASTRA-sim flag form: parse, simulate, report.
 
-Every output file is checked before the run starts; figures go to stdout in the reference's
-lines, the summary, timeline and progress to stderr.
+Every output file is checked before the run starts. stdout is the answer: for ASTRA-sim
+inputs the reference's per-NPU lines, exactly; for a real job (a scenario with ``cluster:``)
+the iteration time, TFLOP/s, MFU, tokens/s, memory and where the time went, its per-NPU
+lines only with ``--reference-lines``. ``--quiet`` prints the headline alone (with
+``--reference-lines``, only the reference's lines). The summary, timeline, notes and
+progress go to stderr.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
     p.add_argument("--num-passes", type=int, default=1,
                    help="training iterations when the workload is an ASTRA-sim 1.0 .txt file")
+    _add_answer_flags(p, "the reference's per-NPU lines (printed by default in this form)")
     _add_report_flags(p)
     return p
 
@@ -121,25 +126,56 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
                         "else runs/NAME, for a bare file name such as ASTRA-sim's local_mem_trace)")
 
 
+def _add_answer_flags(p: argparse.ArgumentParser, lines: str) -> None:
+    """What goes to stdout: the headline alone, or ASTRA-sim's per-NPU lines too."""
+    p.add_argument("--quiet", action="store_true",
+                   help="print the answer's headline only (the iteration time; a real job's TFLOP/s, MFU "
+                        "and tokens/s too) and no tables; with --reference-lines, only those lines")
+    p.add_argument("--reference-lines", action="store_true", help=f"print ASTRA-sim's per-NPU lines: {lines}")
+    p.add_argument("--verbose", action="store_true",
+                   help="say in full why symmetry folding fell back to an unfolded run (else one short note)")
+
+
 def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE first: it may register collective algorithms and topologies "
                         "(repeatable; names like pkg.mod:fn in configs work without it)")
 
 
+#: ``run --help``'s part on a real job: the ``cluster:`` field with one example
+CLUSTER_HELP = """
+A real job (docs/megatron.md): a Megatron-LM command line and a cluster preset
+build the system, network and backend; the run prints the iteration time,
+TFLOP/s and MFU per GPU, tokens/s, memory and where the time went:
+
+    workload:
+      generate: megatron
+      args: "--num-layers 80 --hidden-size 12288 --num-attention-heads 96
+        --seq-length 2048 --micro-batch-size 2 --global-batch-size 2304
+        --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --fp16"
+    cluster:
+      preset: dgx-a100-80gb        # {presets}, or ./my.yaml
+      gpus: 1536
+      inter_node_gbps: 1600        # optional: {keys}
+"""
+
+
 def _run_parser() -> argparse.ArgumentParser:
     from simpy_astra.config import scenario
+    from simpy_astra.config.cluster import CLUSTER_KEYS, presets
 
+    cluster = CLUSTER_HELP.format(presets=", ".join(presets()),
+                                  keys=", ".join(sorted(CLUSTER_KEYS - {"preset", "gpus"})))
     p = ArgumentParser(
         prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
-        epilog=plain(scenario.__doc__ or "").replace("::\n", ":\n"),
+        epilog=plain(scenario.__doc__ or "").replace("::\n", ":\n") + cluster,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
                                     "in the source tree, README 'Running')")
     p.add_argument("--network-backend", default=None, metavar="NAME",
                    help=backends_help(f"default: the scenario's backend field, else {DEFAULT_BACKEND}"))
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
-    p.add_argument("--quiet", action="store_true", help="print only the reference's lines")
+    _add_answer_flags(p, "always for ASTRA-sim inputs; for a real job (cluster:), only with this flag")
     p.add_argument("--isolation", action="store_true",
                    help="multi-job scenarios: also run each job alone on the same network and report "
                         "its slowdown (shared / alone)")
@@ -152,16 +188,18 @@ def _print_report(report: NpuReport) -> None:
     print("\n".join(report.lines()), flush=False)
 
 
-def _reporter(log: LogFolder | None, progress: ProgressLine | None = None):
-    """What a run does with each NPU's report: print its lines (and log them, with a log
-    folder); with a progress line, through it (a terminal shows the two on separate lines)."""
-    if log is None and progress is None:
+def _reporter(log: LogFolder | None, progress: ProgressLine | None = None, show: bool = True):
+    """What a run does with each NPU's report: print its lines (``show``) and log them, with a
+    log folder; with a progress line, through it (a terminal shows the two on separate lines)."""
+    if show and log is None and progress is None:
         return _print_report
+    if not show and log is None:
+        return None
 
     def print_and_log(report: NpuReport) -> None:
-        if progress is None:
+        if show and progress is None:
             _print_report(report)
-        else:
+        elif show:
             progress.above("\n".join(report.lines()))
         if log is not None:
             log.report_lines(report.lines())
@@ -332,11 +370,15 @@ def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
 def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
               trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
               plots: str | None = None, given: tuple[str, ...] = (), plugins: tuple[str, ...] = (),
-              trace_dir: str | None = None, log: LogFolder | None = None, name: str = "run") -> int:
+              trace_dir: str | None = None, log: LogFolder | None = None, name: str = "run",
+              quiet: bool = False, reference_lines: bool = False, verbose: bool = False) -> int:
     """Run ``inputs`` and report; ``given``: the input files the command line named and
     ``plugins`` the modules it loaded (their digests go into ``--json-out``); ``log``: the
     ``--logging-folder`` that also gets the report lines and warnings; ``name``: the run's,
-    for its default output folder ``runs/NAME``."""
+    for its default output folder ``runs/NAME``. ``quiet``: only the headline on stdout (with
+    ``reference_lines``, only the reference's lines); ``reference_lines``: a real job's
+    per-NPU lines too (ASTRA-sim inputs print them unless ``quiet``); ``verbose``: warnings
+    that ask nothing of the user in full."""
     from simpy_astra.folding.run import resolve_fold
     from simpy_astra.simulation import Simulation
 
@@ -358,7 +400,9 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     from simpy_astra.report.console import ProgressLine, progress_wanted, run_with_progress
 
     progress = ProgressLine() if progress_wanted() else None
-    sim = Simulation(inputs, on_report=_reporter(log, progress))
+    real_job = inputs.workload.reports_figures  # a cluster: scenario: the answer is its training figures
+    headline_only = quiet and not reference_lines
+    sim = Simulation(inputs, on_report=_reporter(log, progress, show=reference_lines or not (real_job or quiet)))
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
 
@@ -368,7 +412,7 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
         say(f"note: {sim.fold_note}")
     record = None  # node timings are recorded only for reports that need them
-    if csv_out or trace_out or rich_summary or json_out or plots:
+    if csv_out or trace_out or rich_summary or json_out or plots or (real_job and not quiet):
         from simpy_astra.report.recorder import attach
 
         record = attach(sim, record_chunks=bool(trace_out))
@@ -379,7 +423,8 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.jobs import job_results
 
         jobs = job_results(sim.jobs, reports)
-        print("\n".join(j.line() for j in jobs))
+        if not headline_only:
+            print("\n".join(j.line() for j in jobs))
         if isolation:
             for result, job in zip(jobs, sim.jobs, strict=True):
                 result.alone_cycles = finish_alone(inputs, job)
@@ -387,8 +432,10 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
             link_jobs = sim.link_bytes_by_job.by_label()
     wall = time.perf_counter() - t0
     sys.stdout.flush()
+    from simpy_astra.report.answer import headline, print_answer, short_warning
+
     for warning in sim.warnings:
-        say(f"warning: {warning}")
+        say(short_warning(warning, verbose))
         if log is not None:
             log.add("warning", warning)
     if sim.written_files:  # the system config asked for them (track-local-mem): say where they went
@@ -403,14 +450,16 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
     training = None
     if inputs.workload.reports_figures and reports:
         training = inputs.workload.figures(max(r.finished_cycles for r in reports))
-        for line in training.lines():
-            print(line, file=sys.stderr)
     breakdowns = None
     if record is not None:
         from simpy_astra.report.breakdown import npu_breakdowns
 
         breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports},
                                     segments=bool(plots) or rich_summary)
+    if headline_only:
+        print(headline(reports, training), flush=True)
+    elif training is not None and not quiet:
+        print_answer(training, breakdowns)
     if json_out:
         from simpy_astra import __version__
         from simpy_astra.report.identity import inputs_of
@@ -438,9 +487,12 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.report.timeline import print_timeline
 
         out = Output()
-        print_summary(reports, wall, links, out=out, cost=cost, jobs=jobs, link_jobs=link_jobs)
+        # a price nobody asked for and the table cannot give is not worth a line
+        priced = cost if cost.error is None or inputs.network.cost is not None else None
+        print_summary(reports, wall, links, out=out, cost=priced, jobs=jobs, link_jobs=link_jobs)
         print_timeline(breakdowns, out=out)
-        print_breakdown(breakdowns, out)
+        if training is None:  # a real job's table is part of its answer, on stdout
+            print_breakdown(breakdowns, out)
     return 0
 
 
@@ -456,7 +508,8 @@ def run_scenario(argv: list[str]) -> int:
     return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
                      plots=args.plots, given=(args.scenario,), plugins=tuple(args.plugin),
-                     trace_dir=args.trace_dir, name=os.path.splitext(os.path.basename(args.scenario))[0])
+                     trace_dir=args.trace_dir, name=os.path.splitext(os.path.basename(args.scenario))[0],
+                     quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose)
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -514,5 +567,6 @@ def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
     return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
                      trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots, given=given,
                      plugins=tuple(args.plugin), trace_dir=args.trace_dir, log=log,
-                     name=os.path.basename(args.workload_configuration.rstrip(os.sep)))
+                     name=os.path.basename(args.workload_configuration.rstrip(os.sep)),
+                     quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 from simpy_astra.workloads.chakra.types import (
     COMM_COLL_NODE,
@@ -102,6 +103,16 @@ class Breakdown:
     shares: dict[int, int] = field(default_factory=dict)  # node id -> ns charged to it
     #: (start ns, end ns, part) in time order, neighbours of one part merged (when asked for)
     segments: list[tuple[int, int, str]] | None = None
+    #: the segments as arrays (starts, ends, part codes, part names), which drawing reads
+    #: (:mod:`simpy_astra.report.columns`); the sweep keeps them, else made when first asked
+    arrays: Any = field(default=None, repr=False, compare=False)
+
+    def segment_arrays(self):
+        if self.arrays is None:
+            from simpy_astra.report.columns import as_arrays
+
+            self.arrays = as_arrays(self.segments or [])
+        return self.arrays
 
     @property
     def exposed_comm_ns(self) -> int:
@@ -120,11 +131,86 @@ def part_rank(name: str) -> tuple[int, int, str]:
     return cls, known, name
 
 
-def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False) -> Breakdown:
+#: from this many node intervals of an NPU on, the sweep runs as array operations (below, in
+#: plain Python: a small run never imports numpy, a tenth of a second of its start-up)
+ARRAY_SWEEP_FROM = 2_000
+
+
+def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False,
+          through_last: bool = False) -> Breakdown:
     """Split [0, ``finish_ns``] by the precedence above.
 
     ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
-    (class, part name) or None; ``segments``: also keep which part each stretch of time went to."""
+    (class, part name) or None; ``segments``: also keep which part each stretch of time went to;
+    ``through_last``: ``finish_ns`` is at least the last interval's end.
+
+    From :data:`ARRAY_SWEEP_FROM` intervals on, array operations after one pass over the nodes
+    (a report must cost a small part of the run, issue 51): within a class the owner of an
+    instant is the node in flight that started first, so in start order a node owns [max(its
+    start, the latest end before it), its end) when that is not empty (:func:`_owned`); each
+    instant then goes to the highest class that owns it."""
+    if len(intervals) < ARRAY_SWEEP_FROM:
+        if through_last:
+            finish_ns = max(finish_ns, max((e for _n, _s, e in intervals), default=0))
+        return _heap_sweep(intervals, part_of, finish_ns, segments)
+    import numpy as np
+
+    raw = np.array(intervals, dtype=np.int64).reshape(-1, 3)
+    if through_last:
+        finish_ns = max(finish_ns, int(raw[:, 2].max(initial=0)))
+    raw = raw[raw[:, 2] > raw[:, 1]]
+    parts = [part_of(nid) for nid in raw[:, 0].tolist()]
+    kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
+    code = np.fromiter(map({kind: k for k, kind in enumerate(kinds)}.__getitem__, parts), np.int64, len(parts))
+    names: dict[str, int] = {}
+    kind_class = np.array([-1 if kind is None else kind[0] for kind in kinds], dtype=np.int64)
+    kind_name = np.array([-1 if kind is None else names.setdefault(kind[1], len(names)) for kind in kinds],
+                         dtype=np.int64)
+    out = Breakdown(finish_ns, segments=[] if segments else None)
+    if finish_ns <= 0:
+        return out
+    idle = names.setdefault(IDLE, len(names))
+    table = np.stack([kind_class[code], raw[:, 1], raw[:, 2], raw[:, 0], kind_name[code]], axis=1).reshape(-1, 5)
+    table = table[table[:, 0] >= 0]
+    pieces = [_owned(table[table[:, 0] == c], finish_ns) for c in range(4)]
+    edges = np.unique(np.concatenate([np.array([0, finish_ns], dtype=np.int64)]
+                                     + [p[:, k] for p in pieces for k in (0, 1)]))
+    span = np.diff(edges)
+    owner = np.full(len(span), -1, dtype=np.int64)  # row of ``every`` that owns each stretch
+    every = np.concatenate(pieces)
+    first = 0
+    for p in pieces:  # highest class first: a stretch keeps the first owner it gets
+        mark = np.zeros(len(span) + 1, dtype=np.int64)
+        np.add.at(mark, np.searchsorted(edges, p[:, 0]), np.arange(first + 1, first + len(p) + 1))
+        np.add.at(mark, np.searchsorted(edges, p[:, 1]), -np.arange(first + 1, first + len(p) + 1))
+        mine = np.cumsum(mark[:-1]) - 1  # pieces of a class are disjoint: one label at a time
+        owner = np.where((owner < 0) & (mine >= 0), mine, owner)
+        first += len(p)
+    owned = owner >= 0
+    part = np.where(owned, every[owner, 3] if len(every) else idle, idle)
+    label = {k: name for name, k in names.items()}
+    kinds, at, inverse = np.unique(part, return_index=True, return_inverse=True)
+    totals = np.zeros(len(kinds), dtype=np.int64)
+    np.add.at(totals, inverse, span)
+    for k in np.argsort(at, kind="stable"):  # in order of first appearance
+        out.parts[label[int(kinds[k])]] = int(totals[k])
+    if owned.any():
+        nodes, inverse = np.unique(every[owner[owned], 2], return_inverse=True)
+        shares = np.zeros(len(nodes), dtype=np.int64)
+        np.add.at(shares, inverse, span[owned])
+        out.shares.update(zip(nodes.tolist(), shares.tolist(), strict=True))
+    if out.segments is not None:
+        cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
+        starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(part)]))
+        out.segments.extend(zip(edges[starts].tolist(), edges[ends].tolist(),
+                                [label[k] for k in part[starts].tolist()], strict=True))
+        out.arrays = (edges[starts], edges[ends], part[starts], [label[k] for k in range(len(label))])
+    return out
+
+
+def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool) -> Breakdown:
+    """:func:`sweep` in plain Python, one step per instant a node starts or ends: for small runs,
+    which then never import numpy."""
     spans = []
     for nid, s, e in intervals:
         if e > s:
@@ -165,6 +251,21 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     return out
 
 
+def _owned(rows, finish_ns: int):
+    """One class's rows (class, start, end, node, part) as the stretches its nodes own before
+    ``finish_ns``: (start, end, node, part) rows, disjoint, in time order."""
+    import numpy as np
+
+    rows = rows[np.lexsort((rows[:, 3], rows[:, 1]))]  # start, then node id
+    start, end = rows[:, 1], rows[:, 2]
+    before = np.concatenate(([0], np.maximum.accumulate(end)[:-1])) if len(rows) else end
+    keep = end > before
+    start = np.maximum(start, before)[keep]
+    end = np.minimum(end[keep], finish_ns)
+    piece = np.stack([start, end, rows[keep, 3], rows[keep, 4]], axis=1).reshape(-1, 4)
+    return piece[piece[:, 0] < piece[:, 1]]
+
+
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False) -> dict[int, Breakdown]:
     """Every NPU's breakdown from a finished :class:`~simpy_astra.report.recorder.RunRecord`;
     in a folded run each orbit member has its representative's. ``finish_ns``: NPU -> finish
@@ -175,16 +276,12 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     out: dict[int, Breakdown] = {}
     for rec in record.npus:
         nodes = sim.npu_for(rec.npu_id).nodes
-        cache: dict[int, tuple[int, str] | None] = {}
 
-        def part_of(nid: int, nodes=nodes, cache=cache):
-            if nid not in cache:
-                cache[nid] = node_part(nodes[nid], names, p2p_name)
-            return cache[nid]
+        def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each
+            return node_part(nodes[nid], names, p2p_name)
 
-        last = max((e for _n, _s, e in rec.intervals), default=0)
-        finish = finish_ns.get(rec.npu_id, last) if finish_ns else last
-        result = sweep(rec.intervals, part_of, max(finish, last), segments)
+        finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
+        result = sweep(rec.intervals, part_of, finish, segments, through_last=True)
         for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
             out[member] = result
     return out

@@ -1,21 +1,24 @@
 """``--plots DIR``: breakdown.png (where each NPU's time went, stacked) and timeline.png (a Gantt
 chart of one iteration, each part in its own colour).
 
-breakdown.png has a bar per NPU; past :data:`MAX_BARS` NPUs, a bar per pipeline stage and tensor
-rank where the generator named the groups (the cell's last NPU to finish), else a bar per
-distinct breakdown (labelled by its first NPU and how many share it: symmetric NPUs, e.g. a
-pipeline stage's ranks, have one). timeline.png is one iteration as a Gantt chart: a row per
+breakdown.png has a bar per distinct breakdown, labelled by its first NPU and how many NPUs
+share it (``32 x56``: symmetric NPUs, e.g. a pipeline stage's ranks, are one bar, so a 1,024-GPU
+job draws a bar per stage, not 1,024); past :data:`MAX_BARS` distinct ones, a bar per pipeline
+stage and tensor rank where the generator named the groups (the cell's last NPU to finish).
+timeline.png is one iteration as a Gantt chart: a row per
 pipeline stage of one data-parallel replica (NPU 0's; tensor rank 0 of each stage) where the
 generator named the groups, else a row per distinct breakdown (at most :data:`MAX_ROWS`, the
 slowest kept); each row is the NPU's node intervals charged by the breakdown's precedence, a
-colour per part (bubbles included), time in ms. matplotlib runs on the Agg backend (files
+colour per part (bubbles included), time in ms, drawn as one image (:func:`_raster`) whose
+pixel columns each show the part that filled most of them, the legend below the axes. matplotlib runs on the Agg backend (files
 only, no display needed).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.breakdown import Breakdown, part_rank
@@ -74,22 +77,52 @@ def _by_role(breakdowns: dict[int, Breakdown], roles: dict[int, tuple[int, int]]
     return [(f"s{s} t{t} ({cells[(s, t)]})", breakdowns[cells[(s, t)]]) for s, t in sorted(cells)]
 
 
+def _bars(breakdowns: dict[int, Breakdown],
+          roles: dict[int, tuple[int, int]] | None) -> tuple[list[tuple[str, Breakdown]], str]:
+    """(label, breakdown) per bar, and the x axis' label: a bar per distinct breakdown, its
+    first NPU and how many NPUs share it (``x56``: a pipeline stage's identical GPUs are one
+    bar); past :data:`MAX_BARS` distinct ones, a bar per pipeline stage and tensor rank where
+    ``roles`` says (the cell's last NPU to finish)."""
+    distinct = _distinct(breakdowns)
+    if len(distinct) > MAX_BARS and roles:
+        return _by_role(breakdowns, roles), "pipeline stage s, tensor rank t (the cell's last NPU to finish)"
+    grouped = any(n > 1 for _npu, n, _b in distinct)
+    return ([(f"{npu}" + (f" x{n}" if n > 1 else ""), b) for npu, n, b in distinct],
+            "NPU (xN: N NPUs with this breakdown)" if grouped else "NPU")
+
+
+def _legend(fig, handles: list) -> float:
+    """The legend inside the figure, below the axes, in as many columns as fit (beside or above
+    the axes a legend taller than a short figure sticks out); the figure grows by its lines,
+    whose height in inches this returns."""
+    columns = min(len(handles), 5) or 1
+    lines = -(-len(handles) // columns)
+    legend_in = 0.2 * lines + 0.1
+    fig.set_figheight(fig.get_figheight() + legend_in)
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=columns, fontsize=8,
+               frameon=False)
+    return legend_in
+
+
+#: inches per character of the 7-8 pt labels, and for an axis label with its tick labels
+CHAR_IN, AXIS_IN = 0.07, 0.55
+
+
+def _margins(fig, left_in: float, right_in: float, bottom_in: float, top_in: float) -> None:
+    """The axes placed by margins measured in label characters (matplotlib's tight_layout
+    measures every text's extent: a second or more of a report that should cost nothing)."""
+    width, height = fig.get_figwidth(), fig.get_figheight()
+    fig.subplots_adjust(left=min(left_in / width, 0.45), right=1 - min(right_in / width, 0.45),
+                        bottom=min(bottom_in / height, 0.6), top=1 - min(top_in / height, 0.3))
+
+
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
-    """The stacked bars of breakdown.png (a matplotlib Figure); ``roles``: NPU -> (pipeline
-    stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`), used past
-    :data:`MAX_BARS` NPUs."""
+    """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
+    (pipeline stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`)."""
     plt = _pyplot()
 
-    if len(breakdowns) <= MAX_BARS:
-        bars = [(str(npu), breakdowns[npu]) for npu in sorted(breakdowns)]
-        xlabel = "NPU"
-    elif roles:
-        bars = _by_role(breakdowns, roles)
-        xlabel = "pipeline stage s, tensor rank t (the cell's last NPU to finish)"
-    else:
-        bars = [(f"{npu}" + (f" (x{n})" if n > 1 else ""), b) for npu, n, b in _distinct(breakdowns)]
-        xlabel = "NPU (xN: N NPUs with this breakdown)"
+    bars, xlabel = _bars(breakdowns, roles)
     names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
     colours = _colours(names)
     unit, scale = _unit(max(b.finish_ns for _l, b in bars))
@@ -97,7 +130,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     bottoms = [0.0] * len(bars)
     for name in names:
         heights = [b.parts.get(name, 0) / scale for _l, b in bars]
-        ax.bar(range(len(bars)), heights, bottom=bottoms, color=colours[name], label=name, width=0.8)
+        ax.bar(range(len(bars)), heights, bottom=bottoms, color=colours[name], label=name,
+               width=0.8 if len(bars) > 1 else 0.5)
         bottoms = [lo + h for lo, h in zip(bottoms, heights, strict=True)]
     ax.set_xticks(range(len(bars)))
     ax.set_xticklabels([label for label, _b in bars], rotation=90 if len(bars) > 16 else 0, fontsize=7)
@@ -105,7 +139,10 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     ax.set_ylabel(f"time ({unit})")
     ax.set_title(title or "where each NPU's time went")
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    fig.tight_layout()
+    rotated = len(bars) > 16
+    longest = max((len(label) for label, _b in bars), default=1)
+    _margins(fig, 0.4 + AXIS_IN, 0.5 + CHAR_IN * max(map(len, names), default=1),
+             AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
     return fig
 
 
@@ -117,6 +154,8 @@ class GanttRow:
     label: str
     npu: int
     segments: list[tuple[int, int, str]]
+    #: the same as arrays (:func:`~simpy_astra.report.columns.as_arrays`), which drawing reads
+    arrays: Any = field(default=None, repr=False, compare=False)
 
 
 def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[GanttRow]:
@@ -125,13 +164,13 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
     (:func:`~simpy_astra.report.breakdown.replica_stages`): a row per stage. Without it (no
     named groups), a row per distinct breakdown, at most :data:`MAX_ROWS` (the slowest kept)."""
     if replica:
-        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []))
-                for s, npu in enumerate(replica)]
+        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []),
+                         breakdowns[npu].segment_arrays()) for s, npu in enumerate(replica)]
     rows = _distinct(breakdowns)
     if len(rows) > MAX_ROWS:  # keep the slowest
         rows = sorted(sorted(rows, key=lambda r: -r[2].finish_ns)[:MAX_ROWS])
-    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []))
-            for npu, n, b in rows]
+    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []),
+                     b.segment_arrays()) for npu, n, b in rows]
 
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
@@ -140,16 +179,18 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     from matplotlib.patches import Patch
 
     rows = gantt_rows(breakdowns, replica)
-    names = sorted({p for row in rows for _s, _e, p in row.segments}, key=part_rank)
+    names = sorted({labels[c] for row in rows for labels in [_arrays(row)[3]] for c in set(_arrays(row)[2].tolist())},
+                   key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
     fig, ax = plt.subplots(figsize=(12.0, 1.2 + 0.45 * len(rows)))
-    for y, row in enumerate(rows):
-        ax.broken_barh([(s / scale, (e - s) / scale) for s, e, _n in row.segments], (y - 0.4, 0.8),
-                       facecolors=[colours[n] for _s, _e, n in row.segments], linewidth=0)
+    end = max((row.segments[-1][1] for row in rows if row.segments), default=0)
+    if end:
+        ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="nearest",
+                  extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([row.label for row in rows], fontsize=8)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("time (ms)")
     if replica:
         ax.set_ylabel("pipeline stage")
@@ -158,17 +199,49 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         ax.set_ylabel("NPU (xN: N NPUs alike)")
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
     ax.set_title(title or default, fontsize=10)
-    ax.legend(handles=[Patch(color=colours[n], label=n) for n in names], loc="center left",
-              bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    fig.tight_layout()
+    legend_in = _legend(fig, [Patch(color=colours[n], label=n) for n in names])
+    _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
+             legend_in + AXIS_IN, 0.35)
     return fig
+
+
+#: the Gantt chart's resolution: stretches of time per row (the PNG is about 1,300 pixels wide)
+GANTT_COLUMNS = 2000
+#: image lines per row: the row's bar fills all but the first (a gap between rows)
+ROW_LINES = 5
+
+
+def _arrays(row: GanttRow):
+    if row.arrays is None:
+        from simpy_astra.report.columns import as_arrays
+
+        row.arrays = as_arrays(row.segments)
+    return row.arrays
+
+
+def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
+    """The chart as one image (rows x :data:`GANTT_COLUMNS` RGBA pixels, transparent past a
+    row's finish): one picture to draw however many kernels a step runs, not a rectangle each;
+    a column shows the part that filled most of it (:func:`~simpy_astra.report.columns.dominant`)."""
+    import numpy as np
+    from matplotlib.colors import to_rgba
+
+    from simpy_astra.report.columns import dominant
+
+    rgba = {name: to_rgba(colour) for name, colour in colours.items()}
+    rgba[""] = (0.0, 0.0, 0.0, 0.0)
+    image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4))
+    for y, row in enumerate(rows):
+        line = np.array([rgba[part] for part in dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))])
+        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = line
+    return (image * 255).round().astype(np.uint8)  # bytes resample several times faster than floats
 
 
 def _save(fig, path: str) -> None:
     """The PNG, with its title, axis labels and legend also as text (PNG ``tEXt`` chunks
     ``Title`` and ``Description``) for whoever reads the file rather than looks at it."""
     ax = fig.axes[0]
-    legend = ax.get_legend()
+    legend = ax.get_legend() or (fig.legends[0] if fig.legends else None)
     names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
     from simpy_astra import files
@@ -185,12 +258,14 @@ PLOT_NAMES = ("breakdown.png", "timeline.png")
 
 
 def require_matplotlib() -> None:
-    """``--plots`` asks for what only matplotlib draws: refused before the run, not after it."""
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        raise InputError("--plots: needs matplotlib, which is not installed (pip install "
-                         "'simpy-astra[plots]'); or run without --plots")
+    """``--plots`` asks for what only matplotlib draws: imported before the run (a missing or
+    broken install is refused then, not after it, and the import's second is start-up, not
+    part of the report the run waits for)."""
+    try:
+        _pyplot()
+    except ImportError as exc:
+        raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
+                         f"lacks or cannot import ({exc}; pip install matplotlib); or run without --plots") from None
 
 
 def write_plots(breakdowns: dict[int, Breakdown], folder: str,

@@ -123,42 +123,30 @@ def glyphs(classes: list[str]) -> dict[str, str]:
     return out
 
 
-def timeline_rows(breakdowns: dict, width: int = 60) -> tuple[list[tuple[int, list[str]]], int]:
-    """(per NPU, the class that filled most of each of ``width`` buckets; the run's end ns) from
-    breakdowns made with ``segments=True``. A folded run's orbit members share their
-    representative's breakdown object, whose row is worked out once."""
+def timeline_rows(breakdowns: dict, width: int = 60, npus: list[int] | None = None) -> tuple[list[tuple[int, list[str]]], int]:
+    """(per NPU of ``npus``, default every NPU, the class that filled most of each of ``width``
+    buckets; the run's end ns) from breakdowns made with ``segments=True``. NPUs that share a
+    breakdown (a folded run's orbit: one object) share the work: the cost is per distinct
+    breakdown, not per NPU."""
     end = max((b.finish_ns for b in breakdowns.values()), default=0)
     if end == 0:
         return [], 0
+    done: dict[int, list[str]] = {}
     rows = []
-    shared: dict[int, list[str]] = {}  # id(breakdown) -> its row
-    for npu in sorted(breakdowns):
-        breakdown = breakdowns[npu]
-        cells = shared.get(id(breakdown))
-        if cells is None:
-            cells = shared[id(breakdown)] = _row(breakdown.segments or [], end / width, width)
-        rows.append((npu, cells))
+    for npu in sorted(breakdowns) if npus is None else npus:
+        b = breakdowns[npu]
+        if id(b) not in done:
+            done[id(b)] = _cells(b, end / width, width)
+        rows.append((npu, done[id(b)]))
     return rows, end
 
 
-def _row(segments: list, bucket_ns: float, width: int) -> list[str]:
-    """The class that filled most of each bucket of one NPU's timeline."""
-    cover: list[dict[str, float]] = [{} for _ in range(width)]
-    for s, e, part in segments:
-        cls = part_class(part)
-        b = min(int(s / bucket_ns), width - 1)
-        while b < width and b * bucket_ns < e:
-            lo, hi = max(s, b * bucket_ns), min(e, (b + 1) * bucket_ns)
-            if hi > lo:
-                cover[b][cls] = cover[b].get(cls, 0.0) + hi - lo
-            b += 1
-    cells = []
-    for b in range(width):
-        filled = sum(cover[b].values())
-        if bucket_ns - filled > 1e-9 * bucket_ns:  # past this NPU's finish
-            cover[b]["idle"] = cover[b].get("idle", 0.0) + bucket_ns - filled
-        cells.append(max(cover[b], key=lambda k, c=cover[b]: c[k]))
-    return cells
+def _cells(breakdown, bucket_ns: float, width: int) -> list[str]:
+    """The class that filled most of each bucket of one NPU's timeline (idle past its finish)."""
+    from simpy_astra.report.columns import dominant
+
+    return dominant(breakdown.segments, width, bucket_ns * width, classify=part_class, past="idle",
+                    arrays=breakdown.arrays)
 
 
 def _span_text(ns: float) -> str:
@@ -180,12 +168,14 @@ def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None
     columns = out.console.width if out.console is not None else shutil.get_terminal_size((80, 24)).columns
     label = len(f"NPU {max(breakdowns, default=0)} ")
     width = width or max(10, columns - label)
-    rows, end = timeline_rows(breakdowns, width)
-    if not rows:
+    npus = sorted(breakdowns)
+    picked = npus if len(npus) <= 16 else npus[:8] + npus[-8:]
+    shown, end = timeline_rows(breakdowns, width, picked)
+    if not shown:
         return
-    shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
-    distinct = {id(cells): cells for _n, cells in rows}.values()  # orbit members share a row
-    order = sorted({c for cells in distinct for c in cells}, key=_class_rank)
+    # every part of the NPUs shown, also one that fills no column alone (comm.tp between kernels)
+    order = sorted({c for n in picked for c in _classes(breakdowns[n])} | {c for _n, cells in shown for c in cells},
+                   key=_class_rank)
     glyph = glyphs(order)
     styles = dict(STYLES)
     for k, c in enumerate(c for c in order if c.startswith("comm.")):
@@ -212,8 +202,12 @@ def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None
             out.console.print(rich_line)
         else:
             out.line(text)
-    if len(rows) > len(shown):
-        out.line(f"({len(rows) - len(shown)} NPUs not shown; --trace-out has all of them)")
+    if len(npus) > len(shown):
+        out.line(f"({len(npus) - len(shown)} NPUs not shown; --trace-out has all of them)")
+
+
+def _classes(breakdown) -> set[str]:
+    return {part_class(p) for p, ns in breakdown.parts.items() if ns > 0}
 
 
 def _class_rank(cls: str) -> tuple:

@@ -1,0 +1,98 @@
+"""What a run's reports cost: the time after the simulation (tables, terminal timeline,
+``--plots``) against the simulation's own time, on large Megatron steps.
+
+Issue 51: the reports must cost at most 5% of the simulation at any scale. Each case runs
+``run SCENARIO --plots DIR`` in a fresh process (stdout to /dev/null, stderr to a pipe: the
+plain-text tables) with ``Simulation.run`` timed from inside; "after" is from its return to
+the command's end. ``--tree PATH`` runs another checkout's code with the same driver (e.g.
+``git worktree add --detach /tmp/base main``), so both are measured in one sitting (load
+varies a lot on a shared machine).
+
+    python benchmarks/report_cost.py [--cases gpt3-1024,sc21-3072] [--tree PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+#: name -> (cluster preset, GPUs, Megatron arguments)
+CASES = {
+    # GPT-3 175B on 1,024 A100s: tp8 x pp16 x dp8, 192 micro-batches per replica
+    "gpt3-1024": ("dgx-a100-80gb", 1024,
+                  "--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+                  "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 1536 "
+                  "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --bf16 "
+                  "--sequence-parallel --use-distributed-optimizer --use-flash-attn --vocab-size 51200"),
+    # SC'21 Table 1's last row (1T parameters, ../shared/realtables/SC21_TABLE1.md)
+    "sc21-3072": ("dgx-a100-80gb", 3072,
+                  "--num-layers 128 --hidden-size 25600 --num-attention-heads 160 --seq-length 2048 "
+                  "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 3072 "
+                  "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 64 --fp16 "
+                  "--checkpoint-activations --DDP-impl local --vocab-size 51200"),
+}
+
+#: runs in the child: ``TREE`` first on the path (no editable install's finder in the way),
+#: Simulation.run timed, then the command line as a user types it
+DRIVER = r"""
+import json, sys, time
+tree, out, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+if tree:
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, tree)
+from simpy_astra import simulation
+from simpy_astra.cli.main import main
+marks = {}
+run = simulation.Simulation.run
+def timed(self, *a, **k):
+    marks["start"] = time.perf_counter()
+    try:
+        return run(self, *a, **k)
+    finally:
+        marks["end"] = time.perf_counter()
+simulation.Simulation.run = timed
+code = main(argv)
+done = time.perf_counter()
+json.dump({"code": code, "sim_s": marks["end"] - marks["start"], "after_s": done - marks["end"]}, open(out, "w"))
+"""
+
+
+def measure(case: str, tree: str, folder: str) -> dict:
+    preset, gpus, args = CASES[case]
+    scenario = os.path.join(folder, f"{case}.yaml")
+    with open(scenario, "w") as f:
+        f.write(f'workload:\n  generate: megatron\n  args: "{args}"\ncluster:\n  preset: {preset}\n  gpus: {gpus}\n')
+    out = os.path.join(folder, f"{case}-{abs(hash(tree))}.json")
+    env = {**os.environ, "SIMPY_ASTRA_PROGRESS": "0", "SIMPY_ASTRA_CACHE": os.path.join(folder, "cache")}
+    done = subprocess.run([sys.executable, "-c", DRIVER, tree, out, "run", scenario,
+                           "--plots", os.path.join(folder, "plots")],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    if done.returncode or not os.path.exists(out):
+        raise SystemExit(f"{case}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+    return json.load(open(out))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    ap.add_argument("--tree", default=None, help="also measure this checkout's code (e.g. main's)")
+    a = ap.parse_args()
+    trees = [("this", "")] + ([("tree", os.path.abspath(a.tree))] if a.tree else [])
+    print(f"{'case':<10} {'code':<5} {'simulation (s)':>14} {'after (s)':>10} {'after/sim':>10}")
+    with tempfile.TemporaryDirectory(prefix="report-cost-") as folder:
+        for case in a.cases.split(","):
+            for label, tree in trees:
+                r = measure(case, tree, folder)
+                print(f"{case:<10} {label:<5} {r['sim_s']:>14.2f} {r['after_s']:>10.2f} "
+                      f"{100 * r['after_s'] / r['sim_s']:>9.1f}%", flush=True)
+
+
+if __name__ == "__main__":
+    main()

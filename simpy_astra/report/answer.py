@@ -1,0 +1,46 @@
+"""The answer a run prints on stdout before anything else a user may want: its headline.
+
+A real job (a scenario with ``cluster:``) answers "how long does this step take on that
+machine": the iteration time, TFLOP/s per GPU, MFU and tokens/s per GPU, then memory against
+capacity and where the time went. ASTRA-sim inputs answer with the reference's per-NPU lines;
+their headline (``--quiet``) is the step's time: when the last NPU finished.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from simpy_astra.statistics import NpuReport
+
+#: the start of the warning a folded run that had to run again unfolded gives (simulation.py)
+FOLD_UNDONE = "symmetry folding undone: "
+
+
+def headline(reports: list[NpuReport], training=None) -> str:
+    """One line: a real job's step time and throughput, else when the last NPU finished."""
+    if training is not None:
+        return training.lines()[0]
+    if not reports:
+        return "iteration time 0 ns (no NPU ran)"
+    last = max(reports, key=lambda r: (r.finished_cycles, -r.npu_id))
+    return (f"iteration time {last.finished_cycles:,} ns: the last of {len(reports)} NPUs to finish is NPU "
+            f"{last.npu_id} (exposed communication {last.exposed_comm_cycles:,} ns)")
+
+
+def print_answer(training, breakdowns: dict | None) -> None:
+    """A real job's answer on stdout: its figures, then where the time went (a table drawn
+    for a terminal, plain text in a pipe or a file)."""
+    print("\n".join(training.lines()), flush=True)
+    if breakdowns:
+        from simpy_astra.report.console import Output, print_breakdown
+
+        print_breakdown(breakdowns, Output(sys.stdout))
+    sys.stdout.flush()
+
+
+def short_warning(text: str, verbose: bool) -> str:
+    """A warning as the console shows it: folding that fell back to an unfolded run changes no
+    figure and asks nothing of the user, so it is one short note unless ``--verbose``."""
+    if text.startswith(FOLD_UNDONE) and not verbose:
+        return "note: ran unfolded: symmetric NPUs' messages met on a link (--verbose: where)"
+    return f"warning: {text}"

@@ -1,0 +1,96 @@
+"""Which part filled most of each column of a drawn timeline (the terminal's characters,
+timeline.png's pixel columns).
+
+Array sums over a row's stretches: the time a part holds before an instant x is its
+stretches' lengths that end by x plus the part of the one x falls in, so each column's share
+of each part comes from two look-ups, and a row of a million kernels costs about what a row
+of ten does (issue 51: the reports must cost a few per cent of the simulation at any scale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+#: below this much work (segments, not columns) a row is measured in plain Python: a small
+#: run never imports numpy
+SMALL_WORK = 20_000
+
+
+def _dominant_small(segments: list[tuple[int, int, str]], width: int, end_ns: float,
+                    classify: Callable[[str], str] | None, past: str | None) -> list[str]:
+    """:func:`dominant` one stretch at a time."""
+    bucket = end_ns / width
+    cover: list[dict[str, float]] = [{} for _ in range(width)]
+    for s, e, part in segments:
+        cls = part if classify is None else classify(part)
+        b = min(int(s / bucket), width - 1)
+        while b < width and b * bucket < e:
+            lo, hi = max(s, b * bucket), min(e, (b + 1) * bucket)
+            if hi > lo:
+                cover[b][cls] = cover[b].get(cls, 0.0) + hi - lo
+            b += 1
+    cells = []
+    for b in range(width):
+        filled = sum(cover[b].values())
+        if past is not None and bucket - filled > 1e-9 * bucket:
+            cover[b][past] = cover[b].get(past, 0.0) + bucket - filled
+        cells.append(max(cover[b], key=lambda k, c=cover[b]: c[k]) if cover[b] else "")
+    return cells
+
+
+def as_arrays(segments: list[tuple[int, int, str]]):
+    """(starts, ends, codes, labels) of a row's stretches, the form :func:`dominant` reads
+    (a breakdown made by the sweep keeps it: ``Breakdown.segment_arrays``)."""
+    import numpy as np
+
+    labels: dict[str, int] = {}
+    codes = np.fromiter((labels.setdefault(p, len(labels)) for _s, _e, p in segments), np.int64, len(segments))
+    starts = np.fromiter((s for s, _e, _p in segments), np.int64, len(segments))
+    ends = np.fromiter((e for _s, e, _p in segments), np.int64, len(segments))
+    return starts, ends, codes, list(labels)
+
+
+def dominant(segments: list[tuple[int, int, str]] | None, width: int, end_ns: float,
+             classify: Callable[[str], str] | None = None, past: str | None = None,
+             arrays=None) -> list[str]:
+    """Per column of ``end_ns / width`` ns, the class (``classify(part)``, default the part)
+    whose stretches of ``segments`` (disjoint, in time order; or ``arrays``, their
+    :func:`as_arrays` form) fill most of it; time past the row's last stretch counts as
+    ``past`` when given, else a column nothing fills is "" (an exact tie between two parts
+    may go to either)."""
+    if width <= 0:
+        return []
+    if arrays is None and len(segments or ()) * 4 < SMALL_WORK:
+        return _dominant_small(segments or [], width, end_ns, classify, past)
+    import numpy as np
+
+    bucket = end_ns / width
+    edges = np.arange(width + 1, dtype=np.float64) * bucket
+    starts, ends, codes, labels = arrays if arrays is not None else as_arrays(segments or [])
+    if not len(starts):
+        return [past or ""] * width
+    classes = [p if classify is None else classify(p) for p in labels]
+    order = list(dict.fromkeys(classes))
+    of_code = np.array([order.index(c) for c in classes])
+    code = of_code[codes]
+    starts, ends = starts.astype(np.float64), ends.astype(np.float64)
+    cover = np.zeros((len(order) + 1, width))
+    for k in range(len(order)):
+        mine = code == k
+        s, e = starts[mine], ends[mine]
+        if not len(s):  # a part named but never drawn
+            continue
+        held = np.concatenate(([0.0], np.cumsum(e - s)))
+        done = np.searchsorted(e, edges, side="right")  # stretches ended by each edge
+        inside = np.where(done < len(s), np.clip(edges - s[np.minimum(done, len(s) - 1)], 0.0, None), 0.0)
+        cover[k] = np.diff(held[done] + inside)
+    filled = cover[:-1].sum(axis=0)
+    if past is not None:  # the part of a column past the row's end
+        rest = np.maximum(bucket - filled, 0.0)
+        if past in order:
+            cover[order.index(past)] += rest
+        else:
+            cover[-1] = rest
+            order.append(past)
+    best = cover.argmax(axis=0)
+    return [order[k] if (past is not None or filled[j] > 0) else "" for j, k in enumerate(best.tolist())]

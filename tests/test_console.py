@@ -1,0 +1,258 @@
+"""Issue 51, the researcher's console: the answer first, reports that cost nothing, pictures
+that scale, help that finds the Megatron path, quiet where nothing can be done.
+
+The real job here is a small Megatron step on 64 H100s, tp8 x pp2 x dp4 (0.3 s to simulate):
+32 identical GPUs per pipeline stage, so two distinct breakdowns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT / "scenarios" / "default.yaml"
+DEFAULT_STEP_NS = 142_780  # the default scenario's step (README; tests/test_cli.py derives it)
+TP, PP, GPUS, SEQ, BATCH = 8, 2, 64, 512, 32
+JOB = f"""\
+workload:
+  generate: megatron
+  args: >-
+    --num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length {SEQ}
+    --max-position-embeddings {SEQ} --micro-batch-size 1 --global-batch-size {BATCH}
+    --tensor-model-parallel-size {TP} --pipeline-model-parallel-size {PP} --bf16 --vocab-size 32000
+cluster:
+  preset: dgx-h100
+  gpus: {GPUS}
+"""
+REFERENCE_LINE = re.compile(r"^sys\[\d+\]")
+
+
+@pytest.fixture
+def job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+    monkeypatch.setenv("COLUMNS", "80")
+    path = tmp_path / "job.yaml"
+    path.write_text(JOB)
+    return path
+
+
+def _run(capsys, *argv: str) -> tuple[list[str], str]:
+    assert main(list(argv)) == 0
+    out, err = capsys.readouterr()
+    return out.splitlines(), err
+
+
+def test_a_real_job_prints_the_answer_first_and_no_per_gpu_lines(job: Path, tmp_path: Path, capsys) -> None:
+    """stdout: the headline (tokens/s = global batch x sequence / (step x GPUs)), memory, then
+    where the time went; no ASTRA-sim line; the headline within the first 20 lines."""
+    figures = tmp_path / "f.json"
+    out, _err = _run(capsys, "run", str(job), "--json-out", str(figures))
+    step_ns = json.loads(figures.read_text())["iteration_time_ns"]
+    tokens = BATCH * SEQ / (step_ns / 1e9 * GPUS)
+    assert not [ln for ln in out if REFERENCE_LINE.match(ln)]
+    assert out[0].startswith(f"iteration time {step_ns / 1e9:.3f} s, ")
+    assert out[0].endswith(f", {tokens:,.0f} tokens/s per GPU")
+    assert out[1].startswith("memory per GPU about ") and out[1].endswith("(fits)")
+    assert out[2].startswith("where the time went") and any(ln.split()[0] == "comm.tp" for ln in out[3:])
+    assert len(out) < 20
+
+
+def test_reference_lines_and_quiet_on_a_real_job(job: Path, capsys) -> None:
+    out, _ = _run(capsys, "run", str(job), "--reference-lines")
+    assert sum(bool(REFERENCE_LINE.match(ln)) and "finished" in ln for ln in out) == GPUS
+    headline = next(ln for ln in out if ln.startswith("iteration time"))
+    quiet, err = _run(capsys, "run", str(job), "--quiet")
+    assert quiet == [headline] and "NPU" not in err  # no tables either
+    lines_only, _ = _run(capsys, "run", str(job), "--reference-lines", "--quiet")
+    assert lines_only and all(REFERENCE_LINE.match(ln) for ln in lines_only)  # the old --quiet
+
+
+def test_astra_sim_inputs_keep_their_lines_and_quiet_is_the_headline(capsys) -> None:
+    out, _ = _run(capsys, "run", str(DEFAULT))
+    assert out and all(REFERENCE_LINE.match(ln) for ln in out)
+    assert f"sys[7] finished, {DEFAULT_STEP_NS} cycles, exposed communication {DEFAULT_STEP_NS - 25_000} cycles." in out
+    quiet, _ = _run(capsys, "run", str(DEFAULT), "--quiet")
+    assert quiet == [f"iteration time {DEFAULT_STEP_NS:,} ns: the last of 8 NPUs to finish is NPU 0 "
+                     f"(exposed communication {DEFAULT_STEP_NS - 25_000:,} ns)"]
+    old, _ = _run(capsys, "run", str(DEFAULT), "--reference-lines", "--quiet")
+    assert old == out
+
+
+def test_the_flag_form_has_quiet_too(tmp_path: Path, capsys, monkeypatch) -> None:
+    """ASTRA-sim's flag form prints its lines as the binary does; --quiet, the headline."""
+    (tmp_path / "sys.json").write_text(json.dumps({
+        "scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
+        "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4, "local-mem-bw": 50,
+        "all-reduce-implementation": ["ring"]}))
+    (tmp_path / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
+    (tmp_path / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    monkeypatch.chdir(tmp_path)
+    flags = [f"--workload-configuration={ROOT}/scenarios/workloads/step_8npus_1MB/step",
+             "--system-configuration=sys.json", "--network-configuration=net.yml",
+             "--remote-memory-configuration=mem.json"]
+    out, _ = _run(capsys, *flags)
+    assert len(out) > 8 and all(REFERENCE_LINE.match(ln) for ln in out)
+    quiet, _ = _run(capsys, *flags, "--quiet")
+    assert quiet == [f"iteration time {DEFAULT_STEP_NS:,} ns: the last of 8 NPUs to finish is NPU 0 "
+                     f"(exposed communication {DEFAULT_STEP_NS - 25_000:,} ns)"]
+
+
+def test_breakdown_png_groups_identical_gpus_into_one_bar_with_a_count(job: Path, tmp_path: Path, capsys) -> None:
+    """64 GPUs, tp8 x pp2 x dp4: a stage's 32 GPUs are alike, so two bars, 'x32' each."""
+    from PIL import Image
+
+    plots = tmp_path / "plots"
+    _run(capsys, "run", str(job), "--plots", str(plots))
+    from simpy_astra.config.scenario import load_scenario
+    from simpy_astra.report.breakdown import npu_breakdowns
+    from simpy_astra.report.plots import breakdown_figure
+    from simpy_astra.report.recorder import attach
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation(load_scenario(str(job)))
+    record = attach(sim)
+    reports = sim.run()
+    breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, segments=True)
+    ax = breakdown_figure(breakdowns).axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    per_stage = GPUS // PP
+    assert labels == [f"{stage * per_stage} x{per_stage}" for stage in range(PP)]
+    assert Image.open(plots / "breakdown.png").size[0] < 1000  # two bars, not 64
+
+
+def test_timeline_png_legend_lies_inside_the_figure() -> None:
+    """A two-row Gantt chart with a dozen parts: every legend entry within the figure."""
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.plots import timeline_figure
+
+    parts = ["compute.gemm", "compute.attention", "compute.elementwise", "compute.optimizer", "comm.tp",
+             "comm.sp", "comm.cp", "comm.ep", "comm.dp", "comm.edp", "comm.pp", "bubble"]
+    segments = [(100 * k, 100 * (k + 1), p) for k, p in enumerate(parts)]
+    b = Breakdown(1200, {p: 100 for p in parts}, segments=segments)
+    fig = timeline_figure({0: b, 1: Breakdown(1200, {"bubble": 1200}, segments=[(0, 1200, "bubble")])})
+    fig.canvas.draw()
+    legend = fig.legends[0]
+    box, frame = legend.get_window_extent(), fig.bbox
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+    assert len(legend.get_texts()) == len(parts)
+    axes = fig.axes[0].get_window_extent()
+    assert box.y1 <= axes.y0  # below the axes, not over the rows
+
+
+def test_the_terminal_legend_names_a_part_too_short_to_fill_a_column() -> None:
+    """comm.tp between kernels never fills most of a column, but it is drawn time: named."""
+    import io
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.console import Output
+    from simpy_astra.report.timeline import print_timeline
+
+    segments = [(0, 990, "compute.gemm"), (990, 1000, "comm.tp"), (1000, 2000, "compute.gemm")]
+    b = Breakdown(2000, {"compute.gemm": 1990, "comm.tp": 10}, segments=segments)
+    text = io.StringIO()
+    print_timeline({0: b}, Output(text, rich=False), width=20)
+    lines = text.getvalue().splitlines()
+    assert lines[1].split() == ["#", "compute", "t", "comm.tp"]
+    assert lines[2] == "NPU 0 " + "#" * 20
+
+
+def test_timeline_rows_are_computed_once_per_shared_breakdown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folded run's 1,024 NPUs share two breakdown objects: two rows computed, not 1,024."""
+    from simpy_astra.report import timeline
+    from simpy_astra.report.breakdown import Breakdown
+
+    a = Breakdown(100, {"compute.gemm": 100}, segments=[(0, 100, "compute.gemm")])
+    b = Breakdown(100, {"bubble": 100}, segments=[(0, 100, "bubble")])
+    breakdowns = {n: a if n < 512 else b for n in range(1024)}
+    calls = []
+    real = timeline._cells
+    monkeypatch.setattr(timeline, "_cells", lambda *args: calls.append(1) or real(*args))
+    rows, end = timeline.timeline_rows(breakdowns, width=10)
+    assert end == 100 and len(rows) == 1024 and len(calls) == 2
+    assert rows[0][1] == ["compute"] * 10 and rows[-1][1] == ["bubble"] * 10
+
+
+def test_a_column_shows_the_part_that_filled_most_of_it() -> None:
+    """100,000 stretches of 1 ns, every third comm.tp, in 2,000 columns of 50 ns: each column
+    is 2/3 compute; a row ending at 60% of the width leaves the rest empty (or idle)."""
+    from simpy_astra.report.columns import dominant
+
+    segments = [(k, k + 1, "compute.gemm" if k % 3 else "comm.tp") for k in range(100_000)]
+    assert dominant(segments, 2000, 100_000) == ["compute.gemm"] * 2000
+    # 0..30 comm.tp, 30..60 bubble, past 60 nothing: columns of 10 ns
+    row = [(0, 30, "comm.tp"), (30, 60, "bubble")]
+    assert dominant(row, 10, 100) == ["comm.tp"] * 3 + ["bubble"] * 3 + [""] * 4
+    assert dominant(row, 10, 100, past="idle")[5:] == ["bubble"] + ["idle"] * 4
+    # 0..14 gemm, 14..20 tp in the 10-ns columns: 4 of gemm and 6 of tp -> tp has the second
+    assert dominant([(0, 14, "compute.gemm"), (14, 20, "comm.tp")], 2, 20) == ["compute.gemm", "comm.tp"]
+
+
+def test_top_level_help_lists_every_generator_and_run_help_shows_cluster(capsys) -> None:
+    from simpy_astra.workloads.generated import GENERATORS
+
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for name, entry in GENERATORS.items():
+        if entry.command:
+            assert re.search(rf"\b{name}\b", text.split("ASTRA-sim's flag form")[0]), name
+    assert "megatron" in text
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    run_help = capsys.readouterr().out
+    assert "cluster:" in run_help and "preset: dgx-a100-80gb" in run_help and "generate: megatron" in run_help
+
+
+@pytest.mark.parametrize(("argv", "where"), [
+    (["generate", "megatron", "--gpus", "8", "--output", "x", "--num-layers", "4"], "after --"),
+    (["run", "s.yaml", "--tensor-model-parallel-size", "2"], "workload: {generate: megatron"),
+])
+def test_megatron_flags_among_our_own_say_where_they_go(capsys, argv: list[str], where: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "it is a Megatron-LM argument" in err[0] and where in err[0], err
+
+
+FOUR_DIMS = """\
+workload: {generate: microbench, collective: all_reduce, size: 65536, num_npus: 16}
+system: {scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10,
+         active-chunks-per-dimension: 1, preferred-dataset-splits: 1,
+         all-reduce-implementation: [ring, ring, ring, ring], all-gather-implementation: [ring, ring, ring, ring],
+         reduce-scatter-implementation: [ring, ring, ring, ring], all-to-all-implementation: [direct, direct, direct, direct]}
+network: {topology: [Switch, Ring, Ring, Ring], npus_count: [2, 2, 2, 2], bandwidth: [50, 50, 50, 50],
+          latency: [500, 500, 500, 500]}
+"""
+
+
+def test_an_unpriced_network_is_quiet_unless_cost_was_asked_for(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Four dimensions put the first on a tile, where the default table prices no switch:
+    nothing said unless the scenario has a cost: block; a priced table is in GiB/s."""
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    plain, asked = tmp_path / "plain.yaml", tmp_path / "asked.yaml"
+    plain.write_text(FOUR_DIMS)
+    asked.write_text(FOUR_DIMS + "cost: {link: 5.0}\n")
+    _, err = _run(capsys, "run", str(plain))
+    assert "network cost" not in err
+    _, err = _run(capsys, "run", str(asked))
+    assert "network cost: unknown (dimension 0 (Switch, tier tile) has switchs" in err
+    _, err = _run(capsys, "run", str(DEFAULT))
+    header = next(ln for ln in err.splitlines() if ln.lstrip().startswith("dim "))
+    assert "GiB/s" in header.split() and "GB/s" not in header.split()
+
+
+def test_folding_that_falls_back_says_so_in_one_short_line(capsys, monkeypatch) -> None:
+    """The fat tree's folded run meets a tie it cannot keep and runs unfolded: one short note;
+    --verbose gives the reason in full."""
+    monkeypatch.setenv("COLUMNS", "80")
+    argv = ["run", str(ROOT / "scenarios" / "fat_tree_all_to_all.yaml"), "--network-backend", "congestion_aware"]
+    _, err = _run(capsys, *argv)
+    notes = [ln for ln in err.splitlines() if "unfolded" in ln]
+    assert len(notes) == 1 and notes[0].startswith("note: ") and len(notes[0]) <= 80
+    _, err = _run(capsys, *argv, "--verbose")
+    assert "warning: symmetry folding undone: messages of NPUs" in err
