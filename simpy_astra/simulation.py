@@ -155,7 +155,8 @@ class Simulation(CoSimulation):
             self.network = folded_network(inputs.backend, self._build_network, self.folding)
         # the simulated NPUs (every NPU unless folded), with their clocks and system layers
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
-                               self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed)
+                               self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed,
+                               getattr(inputs.network, "nccl", None))
         for i in simulated:  # an orbit's members have the representative's graph
             npu = services.build_npu(i, i, traces[i], self.network_dims, inputs.queues_per_dim, self._env)
             self.systems.append(npu.system)

@@ -33,6 +33,8 @@ from typing import Any
 
 from simpy_astra.config.readers import read_yaml_file
 from simpy_astra.errors import InputError
+from simpy_astra.nccl_collectives import NcclAllReduce
+from simpy_astra.nccl_tuning import Links
 from simpy_astra.network.rails import Rails
 
 #: collectives of different streams that run at once in one dimension's queue
@@ -75,7 +77,7 @@ class Cluster:
     gpus: int
     gpu: dict[str, Any]  # the Gpu's fields
     node: dict[str, float]
-    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: the calibrated choice
+    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
     nccl_algo: str | None = None
 
     @property
@@ -131,6 +133,13 @@ class Cluster:
                      node["inter_node_latency_ns"], max(self.nodes, 1), int(node["nodes_per_leaf"]),
                      float(node["oversubscription"]))
 
+    def nccl_all_reduce(self) -> NcclAllReduce:
+        """The all-reduce as NCCL times it on this machine (:mod:`simpy_astra.nccl_collectives`):
+        NVLink and each NIC at the preset's sustained rates, in NCCL's GB/s."""
+        gb_s = 2**30 / 1e9
+        links = Links(self.node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])))
+        return NcclAllReduce(self.rails(), links, self.nccl_algo)
+
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         sizes, inside = self.dims(blocks)
         nvlink = (self.node["nvlink_gib_s"], self.node["nvlink_latency_ns"])
@@ -177,10 +186,15 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
 }
 #: the most GPUs a cluster may have (2^20): per-GPU tables of a larger run outgrow a machine's memory
 MAX_GPUS = 1 << 20
-#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: the calibrated choice
+#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
-#: those the simulator runs today (tree and NVLS: issue 47, not yet)
-MODELLED_ALGOS = ("ring",)
+#: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later
+NVLS_GPUS = ("H100", "H200", "H800", "GH200", "B100", "B200", "GB200")
+
+
+def has_nvls(gpu_name: str) -> bool:
+    """Whether a node of these GPUs has NVLink SHARP (NVLS), by the GPU's name."""
+    return any(name in gpu_name.upper() for name in NVLS_GPUS)
 
 
 def _positive(where: str, key: str, value: Any, integer: bool = False,
@@ -263,9 +277,9 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     if algo is not None and algo not in NCCL_ALGOS:
         raise InputError(f"{where}.nccl_algo: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out "
                          f"for the calibrated choice (got {algo!r})")
-    if algo is not None and algo not in MODELLED_ALGOS:
-        raise InputError(f"{where}.nccl_algo: {algo} is not modelled yet (only {', '.join(MODELLED_ALGOS)}); "
-                         f"leave nccl_algo out for the calibrated choice")
+    if algo == "nvls" and not has_nvls(str(gpu["name"])):
+        raise InputError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP: {', '.join(NVLS_GPUS)} "
+                         f"nodes), {gpu['name']} has none; use ring or tree")
     gpus = _positive(where, "gpus", value.get("gpus"), integer=True)
     if gpus < 2:
         raise InputError(f"{where}.gpus: must be 2 or more (a run simulates a network between GPUs)")

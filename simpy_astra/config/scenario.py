@@ -218,7 +218,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if cluster is not None and cluster_routes is not None:  # every pair on its route through NVSwitch and rails
         import dataclasses
 
-        net = dataclasses.replace(net, rails=cluster_routes)
+        net = dataclasses.replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce())
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
     groups: str | dict[int, tuple[int, ...]] | None = None
