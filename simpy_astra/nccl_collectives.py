@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from simpy_astra.nccl_tuning import Links, Shape, choose, predict_us
 from simpy_astra.network.rails import Rails
 
+
 @dataclass
 class NcclAllReduce:
     rails: Rails
