@@ -15,13 +15,13 @@ own rail (its share of the node's scale-out bandwidth, at the efficiency NCCL su
 rails' leaves joined by a spine of a stated ``oversubscription``. Every pair of GPUs is
 charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.rails`);
 :meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
-so that folding applies. Collectives use what ``calibrate`` picks for such logs
-(halving-doubling all-reduce on power-of-two dimensions, else ring; ``nccl_algo: ring``
-forces rings; ring all-gather and reduce-scatter; direct all-to-all), one chunk per
-collective and NCCL's fused reduction
-(no separate local-memory pass); collectives of different NCCL streams run side by side in a
-dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own times (no
-roofline).
+so that folding applies. An all-reduce takes the time NCCL's tuning model predicts for its
+group on these links (:mod:`simpy_astra.nccl_collectives`: ring, tree or NVLS, NCCL's choice
+unless ``nccl_algo`` forces one); the other collectives are played on the network (ring
+all-gather and reduce-scatter, direct all-to-all), one chunk per collective and NCCL's fused
+reduction (no separate local-memory pass); collectives of different NCCL streams run side by
+side in a dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own
+times (no roofline).
 """
 
 from __future__ import annotations
