@@ -19,6 +19,7 @@ import yaml
 
 from simpy_astra.bandwidth_floor import nic_floor_ns
 from simpy_astra.config.cluster import load_cluster
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
 
@@ -254,3 +255,14 @@ def test_a_network_given_beside_the_preset_keeps_its_own_rules(tmp_path):
                                 "network": {"topology": ["Switch", "Switch"], "npus_count": [8, 2],
                                             "bandwidth": [100, 1], "latency": [1, 1]}})
     assert Simulation.from_scenario(path).network.delay_ns(4, 8, GIB) == int(2 + GIB / (100 * GIB / 1e9))
+
+
+def test_nccl_algo_tree_refused_with_a_network_of_ones_own(tmp_path):
+    """A scenario's own network plays collectives on it, so a forced tree or NVLS could not apply."""
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 2**20,
+                                             "num_npus": 16},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16, "nccl_algo": "tree"},
+                                "network": {"topology": ["Switch"], "npus_count": [16], "bandwidth": [100],
+                                            "latency": [500]}})
+    with pytest.raises(InputError, match=r"cluster.nccl_algo: tree runs on the preset's machine"):
+        load_scenario(str(path))

@@ -194,6 +194,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         blocks = _rank_blocks(doc.get("workload"), cluster, f"{path}: workload")
         if "network" in doc:  # the user's own network: its topology, not the preset's routes
             cluster_routes = None
+            if cluster.nccl_algo in ("tree", "nvls"):
+                raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "
+                                 f"with a network of your own collectives are played on it (leave out "
+                                 f"network, or nccl_algo)")
         else:
             cluster_routes = cluster.rails()
         doc = {"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
