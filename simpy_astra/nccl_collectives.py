@@ -4,8 +4,8 @@ On a cluster preset an all-reduce is not played message by message: it takes the
 tuning model predicts (:mod:`simpy_astra.nccl_tuning`) for its group's shape (GPUs, nodes,
 NICs in use) with the preset's NVLink and rail bandwidths, for the algorithm ``nccl_algo``
 forces or, by default, the one NCCL chooses, and never less than the group's NIC floor
-(:func:`simpy_astra.bandwidth_floor.nic_floor_ns`). Each member counts the time from its own
-issue, as the members of a Megatron group issue together.
+(:func:`simpy_astra.bandwidth_floor.nic_floor_ns`), counted from the moment its last member
+issued it (:class:`NcclRendezvous`).
 """
 
 from __future__ import annotations
@@ -54,3 +54,35 @@ class NcclAllReduce:
         shape = self.shape(members)
         time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes)
         return max(int(time_us * 1000), nic_floor_ns(self.rails, ALL_REDUCE, size_bytes, members))
+
+
+class NcclRendezvous:
+    """One run's all-reduces on a cluster preset: each completes NCCL's time after its last
+    simulated member has issued it (an early member waits for the others, as NCCL's kernel
+    does). In a folded run a member that is not simulated behaves as its representative, so
+    only the simulated members are waited for."""
+
+    def __init__(self, timing: NcclAllReduce, simulated) -> None:
+        self.timing = timing
+        self.simulated = frozenset(simulated)
+        self._count: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._pending: dict[tuple[tuple[int, ...], int], list] = {}
+        self._expected: dict[tuple[int, ...], int] = {}
+
+    def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int) -> None:
+        """NPU ``npu`` issues all-reduce node ``node_id``; ``npu.complete_soon(node_id)`` is
+        called when it is done."""
+        members = self.timing.group(npu.npu_id, dims, involved)
+        seq = self._count[(npu.npu_id, members)] = self._count.get((npu.npu_id, members), 0) + 1
+        expected = self._expected.get(members)
+        if expected is None:
+            expected = self._expected[members] = sum(1 for m in members if m in self.simulated)
+        key = (members, seq)
+        arrived = self._pending.setdefault(key, [])
+        arrived.append((npu, node_id))
+        if len(arrived) < expected:
+            return
+        del self._pending[key]
+        duration = self.timing.duration_ns(members, size_bytes)
+        for who, nid in arrived:
+            who.clock.register(duration, who.complete_soon, nid)

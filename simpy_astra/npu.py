@@ -80,8 +80,8 @@ class NpuServices:
     finished: Callable[[Npu], None]
     #: called with the error an NPU's process raises
     failed: Callable[[Exception], None]
-    #: a cluster preset's all-reduce as NCCL times it (:mod:`simpy_astra.nccl_collectives`);
-    #: None (every ASTRA-sim input): played on the network
+    #: a cluster preset's all-reduces as NCCL times them (:class:`~simpy_astra.nccl_collectives.
+    #: NcclRendezvous`, one per run); None (every ASTRA-sim input): played on the network
     nccl: Any = None
 
     def for_hardware(self, hw: SystemConfig) -> NpuServices:
@@ -374,8 +374,7 @@ class Npu(NpuFaults, Probed):
         node_id = node.id
         nccl = self.services.nccl
         if nccl is not None and kind == "all_reduce" and custom is None:
-            members = nccl.group(self.npu_id, plan.dims, plan.involved or involved)
-            self.clock.register(nccl.duration_ns(members, size), self.complete_soon, node_id)
+            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id)
             return
         if self.collective_log is not None and custom is None:
             self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
