@@ -266,3 +266,14 @@ def test_nccl_algo_tree_refused_with_a_network_of_ones_own(tmp_path):
                                             "latency": [500]}})
     with pytest.raises(InputError, match=r"cluster.nccl_algo: tree runs on the preset's machine"):
         load_scenario(str(path))
+
+
+def test_nccl_algo_tree_refused_on_a_message_backend(tmp_path):
+    """The congestion-aware backends play an all-reduce as messages (contention included), so
+    only the analytical one can run a forced tree or NVLS."""
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 2**20,
+                                             "num_npus": 16},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16, "nccl_algo": "nvls"}})
+    with pytest.raises(InputError, match=r"cluster.nccl_algo: nvls is timed by the congestion_unaware backend only"):
+        load_scenario(path, backend="congestion_aware")
+    assert load_scenario(path).network.nccl is not None

@@ -222,7 +222,13 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if cluster is not None and cluster_routes is not None:  # every pair on its route through NVSwitch and rails
         import dataclasses
 
-        net = dataclasses.replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce())
+        # the analytical backend times an all-reduce as NCCL does; the others play its messages
+        timed = chosen == "congestion_unaware"
+        if not timed and cluster.nccl_algo in ("tree", "nvls"):
+            raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} is timed by the congestion_unaware "
+                             f"backend only; the {chosen} backend plays collectives as messages (leave out "
+                             f"nccl_algo, or the backend)")
+        net = dataclasses.replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce() if timed else None)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
     groups: str | dict[int, tuple[int, ...]] | None = None
