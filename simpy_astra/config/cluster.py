@@ -276,7 +276,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     algo = value.get("nccl_algo")
     if algo is not None and algo not in NCCL_ALGOS:
         raise InputError(f"{where}.nccl_algo: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out "
-                         f"for the calibrated choice (got {algo!r})")
+                         f"for NCCL's choice (got {algo!r})")
     if algo == "nvls" and not has_nvls(str(gpu["name"])):
         raise InputError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP: {', '.join(NVLS_GPUS)} "
                          f"nodes), {gpu['name']} has none; use ring or tree")
