@@ -94,3 +94,48 @@ def test_nccl_choice_by_size_and_nodes():
     assert choose(h100, Shape(16, 2, 8), 1 << 30) == "nvls"
     assert choose(a100, Shape(512, 64, 8), 64 * 1024) == "tree"
     assert choose(a100, Shape(16, 2, 8), 1 << 30) != "nvls"
+
+
+def test_an_all_reduce_completes_after_its_last_member_issued_it():
+    """Two GPUs of one node (a ring of 2 on NVLink): the one that issues at 0 and the one that
+    issues 1 ms later both finish NCCL's time after 1 ms."""
+    import simpy
+
+    from simpy_astra.collectives.logical import LogicalDim
+    from simpy_astra.nccl_collectives import NcclAllReduce, NcclRendezvous
+    from simpy_astra.network.rails import Rails
+
+    env = simpy.Environment()
+    rails = Rails(8, 200.0, 0.0, 20.0, 0.0, 1, 32)
+    timing = NcclAllReduce(rails, Links(200 * 2**30 / 1e9, 20.0, False))
+    done: dict[int, int] = {}
+
+    class Npu:
+        def __init__(self, npu_id):
+            self.npu_id = npu_id
+            self.clock = self
+
+        def register(self, delay, callback, node_id):
+            env.process(self._later(delay, callback, node_id))
+
+        def _later(self, delay, callback, node_id):
+            yield env.timeout(delay)
+            callback(node_id)
+
+        def complete_soon(self, node_id):
+            done[self.npu_id] = env.now
+
+    run = NcclRendezvous(timing, simulated=range(8))
+    a, b = Npu(0), Npu(1)
+    dims = {0: [LogicalDim((0, 1), 0)], 1: [LogicalDim((1, 0), 0)]}
+
+    def late():
+        yield env.timeout(1_000_000)
+        run.issue(b, dims[1], [True], 1 << 20, 7)
+
+    run.issue(a, dims[0], [True], 1 << 20, 7)
+    env.process(late())
+    env.run()
+    expected = 1_000_000 + timing.duration_ns((0, 1), 1 << 20)
+    assert timing.duration_ns((0, 1), 1 << 20) > 0
+    assert done == {0: expected, 1: expected}
