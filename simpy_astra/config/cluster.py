@@ -34,7 +34,7 @@ from typing import Any
 from simpy_astra.config.readers import read_yaml_file
 from simpy_astra.errors import InputError
 from simpy_astra.nccl_collectives import NcclAllReduce
-from simpy_astra.nccl_tuning import Links
+from simpy_astra.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.network.rails import Rails
 
 #: collectives of different streams that run at once in one dimension's queue
@@ -135,9 +135,12 @@ class Cluster:
 
     def nccl_all_reduce(self) -> NcclAllReduce:
         """The all-reduce as NCCL times it on this machine (:mod:`simpy_astra.nccl_collectives`):
-        NVLink and each NIC at the preset's sustained rates, in NCCL's GB/s."""
+        NVLink and each NIC at the preset's sustained rates, in NCCL's GB/s, and NCCL's latencies
+        scaled as ``calibrate --nccl-algo`` fitted them on the preset's log."""
         gb_s = 2**30 / 1e9
-        links = Links(self.node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])))
+        scale = float(self.node["nccl_latency_scale"])
+        links = Links(self.node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
+                      simple_latency_scale=tuple((algo, scale) for algo in ALGORITHMS))
         return NcclAllReduce(self.rails(), links, self.nccl_algo)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
@@ -177,9 +180,10 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "inter_node_latency_ns": (0, 1e12, "ns"),
     "nodes_per_leaf": (1, 1_000_000, "nodes under one leaf switch of each rail"),
     "oversubscription": (1, 64, "leaf down-links per spine up-link, 1 = a full fat tree"),
+    "nccl_latency_scale": (0, 1000, "NCCL's latency constants x this, as calibrate --nccl-algo fits it"),
 }
 #: node values a preset may leave out, and what they are then
-NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1}
+NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1}
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
