@@ -42,7 +42,7 @@ STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbps", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
-                "oversubscription", "nccl_algo"}
+                "oversubscription", "nccl_algo", "nccl_latency_scale"}
 
 
 @dataclass(frozen=True)
