@@ -21,7 +21,7 @@ topology search (the machine has no GPUs to probe):
 
 NCCL's choice is the algorithm of least predicted time (:func:`choose`). Each algorithm's
 bandwidth share and latency scale are fitted on nccl-tests logs (:func:`fit`,
-``tests/test_nccl_algorithms.py``): NCCL's graph search finds a bandwidth per algorithm that
+``calibrate --nccl-algo``): NCCL's graph search finds a bandwidth per algorithm that
 the link rates alone do not give, and Simple's large chunks fill a pipeline its latency
 constants do not count.
 
@@ -73,13 +73,13 @@ class Links:
     efficiency: tuple[tuple[str, float], ...] = ()
     #: per algorithm, its latency over NCCL's constants (large chunks fill a pipeline NCCL's
     #: constants do not count; fitted with the efficiency)
-    simple_latency_scale: tuple[tuple[str, float], ...] = ()
+    latency_scale: tuple[tuple[str, float], ...] = ()
 
     def scaled(self, algo: str) -> tuple[float, float]:
         """(bandwidth factor, latency factor) of ``algo``: its fitted ones, else the geometric
         mean of those fitted for the machine's other algorithms (its links), else 1."""
         out = []
-        for table in (self.efficiency, self.simple_latency_scale):
+        for table in (self.efficiency, self.latency_scale):
             given = dict(table)
             if algo in given:
                 out.append(given[algo])
@@ -192,6 +192,6 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
     if a < 0 or b <= 0:  # latency not resolved by these sizes: bandwidth alone
         a, b = 0.0, s_b / s_bb
     eff = dict(links.efficiency) | {algo: round(1 / b, 4)}
-    scale = dict(links.simple_latency_scale) | {algo: round(a, 4)}
+    scale = dict(links.latency_scale) | {algo: round(a, 4)}
     return Links(links.nvlink_gb_s, links.rail_gb_s, links.nvls, links.ll_max_gb_s,
                  tuple(sorted(eff.items())), tuple(sorted(scale.items())))

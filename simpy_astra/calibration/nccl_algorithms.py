@@ -84,5 +84,5 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
                           "error": round(predicted / measured - 1, 5),
                           "role": "fitted" if (size, measured) in fitted else "held out"})
     return {"log": log.path, "gpus": shape.ranks, "nodes": shape.nodes, "nvls": links.nvls,
-            "efficiency": dict(links.efficiency), "latency_scale": dict(links.simple_latency_scale),
+            "efficiency": dict(links.efficiency), "latency_scale": dict(links.latency_scale),
             "sizes": sizes}

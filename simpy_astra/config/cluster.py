@@ -140,7 +140,7 @@ class Cluster:
         gb_s = 2**30 / 1e9
         scale = float(self.node["nccl_latency_scale"])
         links = Links(self.node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
-                      simple_latency_scale=tuple((algo, scale) for algo in ALGORITHMS))
+                      latency_scale=tuple((algo, scale) for algo in ALGORITHMS))
         return NcclAllReduce(self.rails(), links, self.nccl_algo)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
