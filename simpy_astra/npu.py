@@ -80,6 +80,9 @@ class NpuServices:
     finished: Callable[[Npu], None]
     #: called with the error an NPU's process raises
     failed: Callable[[Exception], None]
+    #: a cluster preset's all-reduces as NCCL times them (:class:`~simpy_astra.nccl_collectives.
+    #: NcclRendezvous`, one per run); None (every ASTRA-sim input): played on the network
+    nccl: Any = None
 
     def for_hardware(self, hw: SystemConfig) -> NpuServices:
         """These services for an NPU with its own hardware (``npu-groups``): its config, memory
@@ -369,6 +372,10 @@ class Npu(NpuFaults, Probed):
         plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
                                                                    node.id)
         node_id = node.id
+        nccl = self.services.nccl
+        if nccl is not None and kind == "all_reduce" and custom is None:
+            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id)
+            return
         if self.collective_log is not None and custom is None:
             self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
                                         self.clock.env.now))

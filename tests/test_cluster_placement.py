@@ -19,6 +19,7 @@ import yaml
 
 from simpy_astra.bandwidth_floor import nic_floor_ns
 from simpy_astra.config.cluster import load_cluster
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
 
@@ -188,21 +189,38 @@ def test_gpt3_shape_on_1024_gpus_tp4_syncs_at_or_above_its_nic_floor(tmp_path):
     assert dp_ns >= floor_ns
 
 
-def test_nccl_algo_ring_forces_rings(tmp_path):
-    """1 MiB all-reduce on two H100 nodes ([8, 2]): halving-doubling reduce-scatters and
-    all-gathers inside the node in 3 steps each, a ring in 7; the bytes are the same, so
-    forcing rings adds 2 x 4 steps of one NVSwitch crossing (2 x NVLink's latency) and the
-    10 ns endpoint delay. Tree and NVLS are refused until they are modelled."""
-    lat = _node("dgx-h100")["nvlink_latency_ns"]
+def test_nccl_algo_forces_ring_tree_nvls(tmp_path):
+    """1 GiB all-reduce on two H100 nodes (16 GPUs, 8 NICs a node), each algorithm forced
+    (NCCL_ALGO), timed by hand from NCCL's tuning.cc constants (Simple protocol, us) and the
+    preset's links: ring 2 (n - 1)/n of the buffer over min(NVLink, 8 NICs), latency 1.4 x
+    (8.4 + 28 x max(3.4, 3 x 1.0) + 2 x 14); tree half of 0.92 x min(NVLink, 2 x 8 NICs),
+    latency 8.4 + 2 x (7 x 4.0 + 14); NVLS min(0.85 x NVLink, 8 NICs), latency 25 + 2 x 20.9;
+    each latency times the preset's nccl_latency_scale.
+    None is under the NIC floor (the buffer once each way through the node's 8 NICs); NCCL's
+    choice is the fastest. NVLS is refused on A100 nodes (no NVSwitch-3)."""
+    node = _node("dgx-h100")
+    size = 2**30
+    nvlink = node["nvlink_gib_s"] * 2**30 / 1e9  # GB/s
+    rail = node["inter_node_gbps"] / 8 / 8 * node["inter_node_efficiency"]  # GB/s, one NIC
+    scale = node["nccl_latency_scale"]  # the preset's calibrated factor on NCCL's latencies
+    hand_us = {
+        "ring": scale * 1.4 * (8.4 + 28 * 3.4 + 2 * 14) + size / (1000 * 16 / 30 * min(nvlink, 8 * rail)),
+        "tree": scale * (8.4 + 2 * (7 * 4.0 + 14)) + size / (1000 * 0.46 * min(nvlink, 16 * rail)),
+        "nvls": scale * (25 + 2 * 20.9) + size / (1000 * min(0.85 * nvlink, 8 * rail)),
+    }
     took = {}
-    for algo in (None, "ring"):
+    for algo in (None, "ring", "tree", "nvls"):
         cluster = {"preset": "dgx-h100", "gpus": 16, **({"nccl_algo": algo} if algo else {})}
         path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
-                                                 "size": 2**20, "num_npus": 16}, "cluster": cluster})
+                                                 "size": size, "num_npus": 16}, "cluster": cluster})
         took[algo] = _run_json(path, tmp_path)["iteration_time_ns"]
-    assert took["ring"] - took[None] == pytest.approx(8 * (2 * lat + 10), abs=8)
-    with pytest.raises(InputError, match=r"s: cluster.nccl_algo: tree is not modelled yet"):
-        load_cluster({"preset": "dgx-h100", "gpus": 16, "nccl_algo": "tree"}, "s: cluster")
+    floor_ns = size / (8 * rail)
+    for algo, us in hand_us.items():
+        assert took[algo] == pytest.approx(us * 1000, rel=0.01), algo
+        assert took[algo] >= floor_ns
+    assert took[None] == min(took[a] for a in hand_us)
+    with pytest.raises(InputError, match=r"s: cluster.nccl_algo: nvls needs NVSwitch-3"):
+        load_cluster({"preset": "dgx-a100-80gb", "gpus": 16, "nccl_algo": "nvls"}, "s: cluster")
 
 
 FOLD = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --max-position-embeddings 512 "
@@ -239,3 +257,25 @@ def test_a_network_given_beside_the_preset_keeps_its_own_rules(tmp_path):
                                 "network": {"topology": ["Switch", "Switch"], "npus_count": [8, 2],
                                             "bandwidth": [100, 1], "latency": [1, 1]}})
     assert Simulation.from_scenario(path).network.delay_ns(4, 8, GIB) == int(2 + GIB / (100 * GIB / 1e9))
+
+
+def test_nccl_algo_tree_refused_with_a_network_of_ones_own(tmp_path):
+    """A scenario's own network plays collectives on it, so a forced tree or NVLS could not apply."""
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 2**20,
+                                             "num_npus": 16},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16, "nccl_algo": "tree"},
+                                "network": {"topology": ["Switch"], "npus_count": [16], "bandwidth": [100],
+                                            "latency": [500]}})
+    with pytest.raises(InputError, match=r"cluster.nccl_algo: tree runs on the preset's machine"):
+        load_scenario(str(path))
+
+
+def test_nccl_algo_tree_refused_on_a_message_backend(tmp_path):
+    """The congestion-aware backends play an all-reduce as messages (contention included), so
+    only the analytical one can run a forced tree or NVLS."""
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 2**20,
+                                             "num_npus": 16},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16, "nccl_algo": "nvls"}})
+    with pytest.raises(InputError, match=r"cluster.nccl_algo: nvls is timed by the congestion_unaware backend only"):
+        load_scenario(path, backend="congestion_aware")
+    assert load_scenario(path).network.nccl is not None

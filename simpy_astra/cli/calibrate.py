@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="choose each logged collective's algorithm by the fit (see docs/calibration.md)")
     p.add_argument("--protocol-regimes", action="store_true",
                    help="find where NCCL switches protocol in the logs; fit each side (regimes.json)")
+    p.add_argument("--nccl-algo", action="append", default=[], metavar="ALGO:FROM[:TO]",
+                   help="fit NCCL's ALGO (ring, tree, nvls) on the all-reduce log's sizes FROM..TO bytes, "
+                        "where it ran (nccl.json; repeatable)")
     return p
 
 
@@ -60,7 +63,16 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out, ("network.yml", "system.json", "calibration.json",
-                          *(("regimes.json",) if args.protocol_regimes else ())))
+                          *(("regimes.json",) if args.protocol_regimes else ()),
+                          *(("nccl.json",) if args.nccl_algo else ())))
+    nccl = None
+    if args.nccl_algo:
+        from simpy_astra.calibration.nccl_algorithms import fit_log, parse_range
+
+        ranges = [parse_range(text) for text in args.nccl_algo]
+        if len(logs) != 1 or logs[0].collective != "all_reduce":
+            raise InputError("--nccl-algo: give one all-reduce log (NCCL's algorithms are fitted per machine)")
+        nccl = fit_log(logs[0], network, ranges, args.in_place)
     held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
     algorithms = None
     if args.fit_algorithms:
@@ -97,6 +109,10 @@ def main(argv: list[str]) -> int:
                 f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
                for d, topo in enumerate(network["topology"])],
               align=("right", "left", "right", "right", "right"))
+    for row in (nccl or {}).get("sizes", []):
+        out.line(f"nccl {row['algorithm']} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
+                 f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}), "
+                 f"{100 * row['error']:+.1f}%")
     for coll, choice in (algorithms or {}).items():
         out.line(f"{coll}: {choice['implementation']}, {choice['source']}")
     out.line(f"endpoint delay {cal.system['endpoint-delay']} ns, "
@@ -143,11 +159,16 @@ def main(argv: list[str]) -> int:
                 "geomean_error": round(gm_abs_error(cal.sim_errors), 6),
             }, f, indent=1)
             f.write("\n")
+        if nccl is not None:
+            with files.open_output(os.path.join(args.out, "nccl.json"), "--out") as f:
+                json.dump(nccl, f, indent=1)
+                f.write("\n")
         if regimes is not None:
             with files.open_output(os.path.join(args.out, "regimes.json"), "--out") as f:
                 json.dump(regimes, f, indent=1)
                 f.write("\n")
     except OSError as exc:
         raise InputError(f"--out: cannot write into {args.out} ({exc.strerror or exc})") from None
-    out.line(f"wrote {net_path}, {sys_path} and {info_path} in {time.perf_counter() - t0:.1f} s")
+    extra = f", {os.path.join(args.out, 'nccl.json')}" if nccl is not None else ""
+    out.line(f"wrote {net_path}, {sys_path}{extra} and {info_path} in {time.perf_counter() - t0:.1f} s")
     return 0

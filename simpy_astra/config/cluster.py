@@ -15,13 +15,13 @@ own rail (its share of the node's scale-out bandwidth, at the efficiency NCCL su
 rails' leaves joined by a spine of a stated ``oversubscription``. Every pair of GPUs is
 charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.rails`);
 :meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
-so that folding applies. Collectives use what ``calibrate`` picks for such logs
-(halving-doubling all-reduce on power-of-two dimensions, else ring; ``nccl_algo: ring``
-forces rings; ring all-gather and reduce-scatter; direct all-to-all), one chunk per
-collective and NCCL's fused reduction
-(no separate local-memory pass); collectives of different NCCL streams run side by side in a
-dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own times (no
-roofline).
+so that folding applies. An all-reduce takes the time NCCL's tuning model predicts for its
+group on these links (:mod:`simpy_astra.nccl_collectives`: ring, tree or NVLS, NCCL's choice
+unless ``nccl_algo`` forces one); the other collectives are played on the network (ring
+all-gather and reduce-scatter, direct all-to-all), one chunk per collective and NCCL's fused
+reduction (no separate local-memory pass); collectives of different NCCL streams run side by
+side in a dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own
+times (no roofline).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from typing import Any
 
 from simpy_astra.config.readers import read_yaml_file
 from simpy_astra.errors import InputError
+from simpy_astra.nccl_collectives import NcclAllReduce
+from simpy_astra.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.network.rails import Rails
 
 # the GPU's figures live beside the kernels that use them; configs read them from here too
@@ -43,7 +45,7 @@ STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbps", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
-                "oversubscription", "nccl_algo"}
+                "oversubscription", "nccl_algo", "nccl_latency_scale"}
 
 
 def presets() -> list[str]:
@@ -56,7 +58,7 @@ class Cluster:
     gpus: int
     gpu: dict[str, Any]  # the Gpu's fields
     node: dict[str, float]
-    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: the calibrated choice
+    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
     nccl_algo: str | None = None
 
     @property
@@ -112,6 +114,16 @@ class Cluster:
                      node["inter_node_latency_ns"], max(self.nodes, 1), int(node["nodes_per_leaf"]),
                      float(node["oversubscription"]))
 
+    def nccl_all_reduce(self) -> NcclAllReduce:
+        """The all-reduce as NCCL times it on this machine (:mod:`simpy_astra.nccl_collectives`):
+        NVLink and each NIC at the preset's sustained rates, in NCCL's GB/s, and NCCL's latencies
+        scaled as ``calibrate --nccl-algo`` fitted them on the preset's log."""
+        gb_s = 2**30 / 1e9
+        scale = float(self.node["nccl_latency_scale"])
+        links = Links(self.node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
+                      latency_scale=tuple((algo, scale) for algo in ALGORITHMS))
+        return NcclAllReduce(self.rails(), links, self.nccl_algo)
+
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         sizes, inside = self.dims(blocks)
         nvlink = (self.node["nvlink_gib_s"], self.node["nvlink_latency_ns"])
@@ -149,19 +161,25 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "inter_node_latency_ns": (0, 1e12, "ns"),
     "nodes_per_leaf": (1, 1_000_000, "nodes under one leaf switch of each rail"),
     "oversubscription": (1, 64, "leaf down-links per spine up-link, 1 = a full fat tree"),
+    "nccl_latency_scale": (0, 1000, "NCCL's latency constants x this, as calibrate --nccl-algo fits it"),
 }
 #: node values a preset may leave out, and what they are then
-NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1}
+NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1}
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
 }
 #: the most GPUs a cluster may have (2^20): per-GPU tables of a larger run outgrow a machine's memory
 MAX_GPUS = 1 << 20
-#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: the calibrated choice
+#: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
-#: those the simulator runs today (tree and NVLS: issue 47, not yet)
-MODELLED_ALGOS = ("ring",)
+#: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later
+NVLS_GPUS = ("H100", "H200", "H800", "GH200", "B100", "B200", "GB200")
+
+
+def has_nvls(gpu_name: str) -> bool:
+    """Whether a node of these GPUs has NVLink SHARP (NVLS), by the GPU's name."""
+    return any(name in gpu_name.upper() for name in NVLS_GPUS)
 
 
 def _positive(where: str, key: str, value: Any, integer: bool = False,
@@ -243,10 +261,10 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     algo = value.get("nccl_algo")
     if algo is not None and algo not in NCCL_ALGOS:
         raise InputError(f"{where}.nccl_algo: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out "
-                         f"for the calibrated choice (got {algo!r})")
-    if algo is not None and algo not in MODELLED_ALGOS:
-        raise InputError(f"{where}.nccl_algo: {algo} is not modelled yet (only {', '.join(MODELLED_ALGOS)}); "
-                         f"leave nccl_algo out for the calibrated choice")
+                         f"for NCCL's choice (got {algo!r})")
+    if algo == "nvls" and not has_nvls(str(gpu["name"])):
+        raise InputError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP: {', '.join(NVLS_GPUS)} "
+                         f"nodes), {gpu['name']} has none; use ring or tree")
     gpus = _positive(where, "gpus", value.get("gpus"), integer=True)
     if gpus < 2:
         raise InputError(f"{where}.gpus: must be 2 or more (a run simulates a network between GPUs)")

@@ -58,6 +58,9 @@ class NetworkConfig:
     #: congestion-unaware backend charges each pair its route through NVSwitch and the rails;
     #: None (every ASTRA-sim input): the reference's lowest-differing-dimension rule
     rails: Any = None
+    #: a cluster preset's all-reduce timed as NCCL times it
+    #: (:class:`~simpy_astra.nccl_collectives.NcclAllReduce`); None: played on the network
+    nccl: Any = None
 
     @property
     def num_dims(self) -> int:

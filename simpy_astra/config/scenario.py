@@ -60,7 +60,7 @@ from simpy_astra.config import (
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.errors import InputError
-from simpy_astra.network.backends import DEFAULT_BACKEND
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 if TYPE_CHECKING:
     from simpy_astra.workloads.generated import Prepared
@@ -192,6 +192,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     doc, cluster, prepared = _with_cluster(path, doc)
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
+    if cluster is not None and user_network and cluster.nccl_algo in ("tree", "nvls"):
+        raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "
+                         f"with a network of your own collectives are played on it (leave out "
+                         f"network, or nccl_algo)")
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
@@ -210,7 +214,13 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
     if cluster_routes is not None:  # every pair on its route through NVSwitch and rails
-        net = replace(net, rails=cluster_routes)
+        # the analytical backend times an all-reduce as NCCL does; the others play its messages
+        timed = BACKENDS[chosen].times_nccl
+        if not timed and cluster.nccl_algo in ("tree", "nvls"):
+            raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} is timed by the "
+                             f"{DEFAULT_BACKEND} backend only; the {chosen} backend plays collectives as "
+                             f"messages (leave out nccl_algo, or the backend)")
+        net = replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce() if timed else None)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
     groups = _comm_groups(path, doc.get("comm_groups"), net.total_npus)

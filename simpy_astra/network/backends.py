@@ -48,6 +48,9 @@ class BackendSpec:
     bound_check: bool = False
     #: it models link contention: the backend the bound check's warning suggests
     models_contention: bool = False
+    #: a cluster preset's all-reduce is timed in closed form (NCCL's tuning model,
+    #: :mod:`simpy_astra.nccl_collectives`) rather than played as messages on its links
+    times_nccl: bool = False
 
     def __call__(self, env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
                  **fold_hooks: Any) -> Network:
@@ -117,7 +120,7 @@ def _folded_packets(build: Callable[..., Any], folding: Folding) -> Network:
 
 BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (
     BackendSpec("congestion_unaware", "analytical: closed-form delays, as ASTRA-sim's analytical backend",
-                _congestion_unaware, "pairs", _folded_pairs, bound_check=True),
+                _congestion_unaware, "pairs", _folded_pairs, bound_check=True, times_nccl=True),
     BackendSpec("congestion_aware", "links queue messages, store-and-forward switches",
                 _congestion_aware, "links", _folded_links, models_contention=True),
     # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits

@@ -1,0 +1,88 @@
+"""``calibrate --nccl-algo ALGO:FROM[:TO]``: NCCL's all-reduce algorithms
+(:mod:`simpy_astra.nccl_tuning`) fitted on an nccl-tests log, each on the size range where the
+log shows NCCL running it.
+
+The machine comes from the network YAML as cluster presets state it: dimension 0 is a node
+(its GPUs on NVSwitch, bandwidth = NVLink per GPU), dimension 1, if any, the nodes (bandwidth
+= one GPU's NIC); NVLS where the log's GPUs are NVSwitch-3 ones (H100 and later). For each
+range, the algorithm's bandwidth share and latency scale are fitted on every other size
+(:func:`simpy_astra.nccl_tuning.fit`); every size of the range is then predicted by NCCL's
+choice, and the report says, per size, whether it was fitted or held out, the error, and
+whether the choice is the algorithm the range names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from simpy_astra.config.cluster import has_nvls
+from simpy_astra.errors import InputError
+from simpy_astra.nccl_tuning import ALGORITHMS, Links, Shape, choose, fit, predict_us
+
+GIB_IN_GB = 2**30 / 1e9
+
+
+def parse_range(text: str) -> tuple[str, int, int | None]:
+    """``ring:268435456`` or ``ring:33554432:134217728`` (bytes): algorithm, first, last size."""
+    m = re.fullmatch(r"(\w+):(\d+)(?::(\d+))?", text)
+    if m is None or m.group(1) not in ALGORITHMS:
+        raise InputError(f"--nccl-algo: {text!r} must be ALGO:FROM[:TO] in bytes, ALGO one of "
+                         f"{', '.join(ALGORITHMS)} (e.g. nvls:134217728)")
+    first, last = int(m.group(2)), (int(m.group(3)) if m.group(3) else None)
+    if last is not None and last < first:
+        raise InputError(f"--nccl-algo: {text!r}: TO must be at least FROM")
+    return m.group(1), first, last
+
+
+def machine(network: dict[str, Any], devices: list[str]) -> tuple[Links, Shape]:
+    """The links and the all-reduce's shape of a node x nodes network YAML."""
+    counts = [int(n) for n in network["npus_count"]]
+    if len(counts) > 2:
+        raise InputError(f"--nccl-algo: the network must be [GPUs per node] or [GPUs per node, nodes] "
+                         f"(got {counts})")
+    per_node, nodes = counts[0], (counts[1] if len(counts) == 2 else 1)
+    bws = [float(b) * GIB_IN_GB for b in network["bandwidth"]]
+    nvls = any(has_nvls(d) for d in devices)
+    return Links(bws[0], bws[1] if nodes > 1 else bws[0], nvls), Shape(per_node * nodes, nodes, per_node)
+
+
+def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | None]],
+            in_place: bool = False) -> dict[str, Any]:
+    """Each range's algorithm fitted on every other size of it; every size of it reported."""
+    links, shape = machine(network, log.devices)
+
+    def rows(first: int, last: int | None) -> list[tuple[int, float]]:
+        out = []
+        for r in log.rows:
+            t = r.inplace_time_us if in_place else r.time_us
+            if r.size_bytes >= first and (last is None or r.size_bytes <= last) and t:
+                out.append((r.size_bytes, t))
+        return out
+
+    for algo, first, last in ranges:
+        if algo == "nvls" and not links.nvls:
+            raise InputError(f"--nccl-algo: nvls needs NVSwitch-3 GPUs; {log.path} ran on "
+                             f"{', '.join(sorted(set(log.devices))) or 'unnamed GPUs'}")
+        pts = rows(first, last)
+        if len(pts) < 2:
+            raise InputError(f"--nccl-algo: {algo}:{first}{f':{last}' if last else ''}: {log.path} has "
+                             f"{len(pts)} size(s) in that range; two or more are needed")
+        try:
+            links = fit(links, shape, algo, pts[::2] if len(pts) > 2 else pts)
+        except ValueError as exc:
+            raise InputError(f"--nccl-algo: {algo}: {exc}") from None
+    sizes = []
+    for algo, first, last in ranges:
+        pts = rows(first, last)
+        fitted = set(pts[::2] if len(pts) > 2 else pts)
+        for size, measured in pts:
+            chosen = choose(links, shape, size)
+            predicted, proto = predict_us(links, shape, chosen, size)
+            sizes.append({"size_bytes": size, "algorithm": algo, "chosen": chosen, "protocol": proto,
+                          "measured_us": measured, "predicted_us": round(predicted, 3),
+                          "error": round(predicted / measured - 1, 5),
+                          "role": "fitted" if (size, measured) in fitted else "held out"})
+    return {"log": log.path, "gpus": shape.ranks, "nodes": shape.nodes, "nvls": links.nvls,
+            "efficiency": dict(links.efficiency), "latency_scale": dict(links.latency_scale),
+            "sizes": sizes}

@@ -1,0 +1,88 @@
+"""A cluster preset's all-reduce timed as NCCL times it (cluster presets only).
+
+On a cluster preset an all-reduce is not played message by message: it takes the time NCCL's
+tuning model predicts (:mod:`simpy_astra.nccl_tuning`) for its group's shape (GPUs, nodes,
+NICs in use) with the preset's NVLink and rail bandwidths, for the algorithm ``nccl_algo``
+forces or, by default, the one NCCL chooses, and never less than the group's NIC floor
+(:func:`simpy_astra.bandwidth_floor.nic_floor_ns`), counted from the moment its last member
+issued it (:class:`NcclRendezvous`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simpy_astra.nccl_tuning import Links, Shape, choose, predict_us
+from simpy_astra.network.rails import Rails
+
+
+@dataclass
+class NcclAllReduce:
+    rails: Rails
+    links: Links
+    #: ``nccl_algo`` (``NCCL_ALGO``), None: NCCL's choice
+    forced: str | None = None
+    _shapes: dict = field(default_factory=dict)
+
+    def group(self, npu: int, dims: list, involved: list[bool]) -> tuple[int, ...]:
+        """The members of an all-reduce that ``npu`` issues on ``dims`` (rings through it)."""
+        key = (npu, tuple(d.members for d in dims), tuple(involved))
+        members = self._shapes.get(key)
+        if members is None:
+            members = {npu}
+            for d, dim in enumerate(dims):
+                if d < len(involved) and not involved[d] or dim.size < 2:
+                    continue
+                members = {x + (m - npu) for x in members for m in dim.members}
+            members = self._shapes[key] = tuple(sorted(members))
+        return members
+
+    def shape(self, members: tuple[int, ...]) -> Shape:
+        per_node = self.rails.gpus_per_node
+        nodes = len({m // per_node for m in members})
+        return Shape(len(members), nodes, len({m % per_node for m in members}))
+
+    def algorithm(self, shape: Shape, size_bytes: int) -> str:
+        return self.forced or choose(self.links, shape, size_bytes)
+
+    def duration_ns(self, members: tuple[int, ...], size_bytes: int) -> int:
+        from simpy_astra.bandwidth_floor import nic_floor_ns
+        from simpy_astra.collectives.base import ALL_REDUCE
+
+        if len(members) < 2:
+            return 0
+        shape = self.shape(members)
+        time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes)
+        return max(int(time_us * 1000), nic_floor_ns(self.rails, ALL_REDUCE, size_bytes, members))
+
+
+class NcclRendezvous:
+    """One run's all-reduces on a cluster preset: each completes NCCL's time after its last
+    simulated member has issued it (an early member waits for the others, as NCCL's kernel
+    does). In a folded run a member that is not simulated behaves as its representative, so
+    only the simulated members are waited for."""
+
+    def __init__(self, timing: NcclAllReduce, simulated) -> None:
+        self.timing = timing
+        self.simulated = frozenset(simulated)
+        self._count: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._pending: dict[tuple[tuple[int, ...], int], list] = {}
+        self._expected: dict[tuple[int, ...], int] = {}
+
+    def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int) -> None:
+        """NPU ``npu`` issues all-reduce node ``node_id``; ``npu.complete_soon(node_id)`` is
+        called when it is done."""
+        members = self.timing.group(npu.npu_id, dims, involved)
+        seq = self._count[(npu.npu_id, members)] = self._count.get((npu.npu_id, members), 0) + 1
+        expected = self._expected.get(members)
+        if expected is None:
+            expected = self._expected[members] = sum(1 for m in members if m in self.simulated)
+        key = (members, seq)
+        arrived = self._pending.setdefault(key, [])
+        arrived.append((npu, node_id))
+        if len(arrived) < expected:
+            return
+        del self._pending[key]
+        duration = self.timing.duration_ns(members, size_bytes)
+        for who, nid in arrived:
+            who.clock.register(duration, who.complete_soon, nid)
