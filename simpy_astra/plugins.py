@@ -85,14 +85,11 @@ def class_name(cls: type) -> str:
 
 
 def model_kind(obj: Any) -> str:
-    """What a user's object is to a run, in words (link model, switch model, topology, class)."""
-    from simpy_astra.network.link import LinkResource
-    from simpy_astra.network.switch import SwitchElement
-
-    if isinstance(obj, LinkResource):
-        return "link model"
-    if isinstance(obj, SwitchElement):
-        return "switch model"
+    """What a user's object is to a run, in words: what its base class says it is
+    (``MODEL_KIND``: a link or switch model), else topology or class."""
+    kind = getattr(type(obj), "MODEL_KIND", None)
+    if isinstance(kind, str):
+        return kind
     return "topology" if hasattr(obj, "npus_count") else "class"
 
 

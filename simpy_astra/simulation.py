@@ -48,21 +48,15 @@ class Simulation(CoSimulation):
                  stall_patience_ns: float = 0, topology: Any = None, routes: Any = None,
                  link_model: Any = None, link_params: dict | None = None, switch_model: Any = None,
                  switch_params: dict | None = None) -> None:
-        """``memory_traces=False``: track memory (peaks, breakdowns) as the system config asks,
-        but do not write its ``local_mem_trace.{npu}.json`` files (sweep points do not).
-
-        ``env``: run on this SimPy environment (yours, with your processes) instead of a new
-        one; the NPUs start at its current time. ``stall_patience_ns``: how long the model
-        must stay quiet and unchanged (e.g. behind a link that is down) before the watchdog
-        calls it a stall while user processes keep running (see :mod:`simpy_astra.stall`).
-
-        ``topology``: a ``networkx.DiGraph`` to run on instead of the inputs' network (the
-        same NPU count; its other settings stay), routed as ``topology: {networkx: ...}`` is
-        (``topologies/graph.py``); ``routes``: paths it pins, as node lists.
-
-        ``link_model=MyLink, link_params={...}``, ``switch_model=..., switch_params=...``: the
-        network's element models (congestion-aware backend), as the YAML's ``link-model`` /
-        ``switch-model`` (:func:`~simpy_astra.config.network.with_models`)."""
+        """``memory_traces=False``: track memory as the system config asks, but write no
+        ``local_mem_trace.{npu}.json`` (sweep points do not). ``env``: run on your SimPy
+        environment (with your processes), the NPUs starting at its current time.
+        ``stall_patience_ns``: how long the model must stay quiet and unchanged before the
+        watchdog calls it a stall while user processes run (:mod:`simpy_astra.stall`).
+        ``topology``/``routes``: a ``networkx.DiGraph`` (same NPU count) and paths it pins, routed
+        as ``topology: {networkx: ...}`` is. ``link_model``/``switch_model`` and their params: the
+        congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
+        (:func:`~simpy_astra.config.network.with_models`)."""
         if topology is not None or routes is not None:
             from simpy_astra.config.network import with_topology
 
@@ -166,7 +160,7 @@ class Simulation(CoSimulation):
         else:
             self.network = self._backend.folded(self._build_network, self.folding)
         # the simulated NPUs (every NPU unless folded), with their clocks and system layers
-        nccl = getattr(inputs.network, "nccl", None)
+        nccl = inputs.network.nccl
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
                                self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed,
                                None if nccl is None else NcclRendezvous(nccl, simulated))

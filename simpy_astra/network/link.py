@@ -112,6 +112,9 @@ class LinkResource(BaseResource, Probed):
     implement the controls, and emit ``link_start`` / ``link_end``
     (``fn(link, key, size_bytes)``, :mod:`simpy_astra.probes`) for the network's messages."""
 
+    #: what a user's subclass is, in its errors (:func:`simpy_astra.plugins.model_kind`)
+    MODEL_KIND = "link model"
+
     put = BoundClass(Transmission)
     PROBES = ("link_start", "link_end")
     probe_link_start: list | None = None

@@ -42,6 +42,9 @@ def checked_release_ns(switch: SwitchElement, due_ns: Any) -> float:
 class SwitchElement(Probed):
     """A forwarding device ``device``: ``forward(item)`` is the network's way on."""
 
+    #: what a user's subclass is, in its errors (:func:`simpy_astra.plugins.model_kind`)
+    MODEL_KIND = "switch model"
+
     PROBES = ("switch_forward",)
     probe_switch_forward: list | None = None
     #: failed for good (``sim.fail_device``): every link into or out of it is down

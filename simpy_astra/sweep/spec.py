@@ -45,6 +45,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.network.backends import DEFAULT_BACKEND
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
+from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis
 from simpy_astra.sweep.expressions import Expression, parse_expression
 
 # figures every point reports (see point.py); expressions may use them
@@ -64,23 +65,6 @@ DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
 FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
-MAX_POINTS = 100_000
-#: the keys of an axis written as a mapping
-AXIS_KEYS = ("values", "from", "to", "step", "powers_of_two", "named", "as")
-
-
-@dataclass(frozen=True)
-class Axis:
-    column: str  # CSV column: the dotted path, or the bundle axis's key
-    name: str  # name in expressions
-    values: tuple[Any, ...]
-    # bundle axes: value name -> {dotted path: value}; plain axes: None (the column is the path)
-    bundles: dict[str, dict[str, Any]] | None = None
-
-    def assignments(self, value: Any) -> dict[str, Any]:
-        return dict(self.bundles[value]) if self.bundles is not None else {self.column: value}
-
-
 @dataclass(frozen=True)
 class Point:
     key: str  # stable hash of the coordinates
@@ -452,136 +436,6 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
                          f"the same){hint}")
 
 
-def _finite(value: Any, where: str) -> Any:
-    """``value`` unless it holds NaN or an infinity (YAML's .nan, .inf), which no field accepts."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InputError(f"{where}: {value} is not a finite number; give finite values")
-    if isinstance(value, list):
-        for v in value:
-            _finite(v, where)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _finite(v, where)
-    return value
-
-
-def _same_key(value: Any) -> str:
-    """Values that set a field alike (50 and 50.0) give one point, not two rows."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def _unique(values: list[Any]) -> list[Any]:
-    seen: set[str] = set()
-    out = []
-    for v in values:
-        key = _same_key(v)
-        if key not in seen:
-            seen.add(key)
-            out.append(v)
-    return out
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
-def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
-    """Values of one axis (duplicates dropped) and its optional ``as:`` name."""
-    if not isinstance(raw, dict):
-        values = list(raw) if isinstance(raw, list) else [raw]
-        if not values:
-            raise InputError(f"{where}: the axis has no values; give at least one, e.g. [50, 100]")
-        return _unique([_finite(v, where) for v in values]), None
-    alias = raw.get("as")
-    for key in raw:
-        if key not in AXIS_KEYS:  # a mistyped 'stpe' would silently keep the step of 1
-            from simpy_astra.config.readers import nearest_key
-
-            near = nearest_key(str(key), AXIS_KEYS)
-            raise InputError(f"{where}: '{key}' is not an axis key"
-                             + (f"; did you mean '{near}'?" if near else f" (known: {', '.join(AXIS_KEYS)})"))
-    forms = [k for k in ("values", "from", "powers_of_two", "named") if k in raw]
-    if len(forms) != 1:
-        raise InputError(f"{where}: give exactly one of values, from/to/step, powers_of_two, named "
-                         f"(got keys {sorted(raw)})")
-    form = forms[0]
-    if form == "values":
-        values = raw["values"] if isinstance(raw["values"], list) else [raw["values"]]
-        values = [_finite(v, f"{where}: values") for v in values]
-        if not values:
-            raise InputError(f"{where}: values: the axis has no values; give at least one, e.g. [50, 100]")
-    elif form == "from":
-        start, stop, step = raw.get("from"), raw.get("to"), raw.get("step", 1)
-        for key, x in (("from", start), ("to", stop), ("step", step)):
-            if not _is_number(x) or not math.isfinite(x):
-                raise InputError(f"{where}: {key}: a range needs finite numbers from, to and a step > 0 "
-                                 f"(got {x!r}; e.g. {{from: 1, to: 8, step: 1}})")
-        if step <= 0:
-            raise InputError(f"{where}: step: must be > 0 (got {step!r}; e.g. {{from: 1, to: 8, step: 1}})")
-        span = (stop - start) / step
-        if not math.isfinite(span) or span + 1 > MAX_POINTS:
-            raise InputError(f"{where}: the range from {start} to {stop} in steps of {step} has more than "
-                             f"{MAX_POINTS:,} values; use a larger step or a narrower range")
-        count = int(span + 1e-9) + 1
-        values = [start + i * step for i in range(max(count, 0))]
-    elif form == "powers_of_two":
-        bounds = raw["powers_of_two"]
-        if isinstance(bounds, list):  # 6.4e1 is 64 (YAML reads scientific numbers as floats)
-            bounds = [int(b) if isinstance(b, float) and b.is_integer() and abs(b) < 2**63 else b for b in bounds]
-        if (not isinstance(bounds, list) or len(bounds) != 2 or
-                not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
-                or bounds[0] < 1 or bounds[1] < bounds[0] or bounds[1] > 2 ** 62):
-            raise InputError(f"{where}: powers_of_two needs [low, high] with 1 <= low <= high <= 2**62, "
-                             f"e.g. [1, 64]")
-        values, v = [], 1
-        while v <= bounds[1]:
-            if v >= bounds[0]:
-                values.append(v)
-            v *= 2
-    else:
-        return [], alias  # bundles are handled by the caller
-    if not values:
-        raise InputError(f"{where}: the axis has no values")
-    return _unique(values), alias
-
-
-def _parse_axis(column: str, raw: Any, where: str) -> Axis:
-    values, alias = _axis_values(raw, where)
-    if isinstance(raw, dict) and "named" in raw:
-        bundles = raw["named"]
-        if not isinstance(bundles, dict) or not bundles or not all(
-                isinstance(b, dict) and b for b in bundles.values()):
-            raise InputError(f"{where}: named needs NAME: {{dotted.path: value, ...}} entries")
-        for name, bundle in bundles.items():
-            _finite(bundle, f"{where}: named: {name}")
-        return Axis(column, alias or column.replace("-", "_"), tuple(str(k) for k in bundles),
-                    {str(k): dict(v) for k, v in bundles.items()})
-    return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))
-
-
-def _check_overlaps(path: str, axes: list[Axis]) -> None:
-    """Refuse two axes that set one field when the later would make the earlier's values
-    vanish. A plain axis after a named bundle that sets the same field is the one allowed
-    overlap: the bundle gives the field its shape (a placeholder per dimension) and the plain
-    axis fills it (a scalar on a per-dimension list fills every element), as
-    ``scenarios/sweeps/cost_topology.yaml`` does."""
-    set_by_bundles: set[str] = set()
-    set_by_plain: set[str] = set()
-    for axis in axes:
-        if axis.bundles:
-            fields = {k for b in axis.bundles.values() for k in b}
-            clash = sorted(fields & (set_by_plain | set_by_bundles))
-            set_by_bundles |= fields
-        else:
-            clash = [axis.column] if axis.column in set_by_plain else []
-            set_by_plain.add(axis.column)
-        if clash:
-            raise InputError(f"{path}: axes: {clash[0]} is set by two axes (the later would silently win); "
-                             f"keep one, or fold both into one 'named' axis")
-
-
 def load_sweep(path: str) -> SweepSpec:
     doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
@@ -593,7 +447,7 @@ def load_sweep(path: str) -> SweepSpec:
     raw_axes = doc.get("axes") or {}
     if not isinstance(raw_axes, dict):
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
-    axes = [_parse_axis(str(col), raw, f"{path}: axes: {col}") for col, raw in raw_axes.items()]
+    axes = [parse_axis(str(col), raw, f"{path}: axes: {col}") for col, raw in raw_axes.items()]
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
@@ -604,7 +458,7 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
-    _check_overlaps(path, axes)
+    check_overlaps(path, axes)
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
                      base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
     from simpy_astra.config.scenario import SCENARIO_KEYS

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
 
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron import command_line, rules
+from simpy_astra.workloads.megatron import bounds, command_line, rules
+from simpy_astra.workloads.megatron.job import MegatronJob
 
 #: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
 GPT2_VOCAB = 50257
@@ -83,113 +83,6 @@ NOT_MODELLED = {
     "--cpu-offloading": "activation offloading to the host",
     "--sequence-parallel-size": "DeepSpeed-Ulysses sequence parallelism",
 }
-
-
-@dataclass(frozen=True)
-class MegatronJob:
-    """One ``pretrain_gpt.py`` launch: the model, its parallel layout and how it runs."""
-
-    gpus: int
-    num_layers: int
-    hidden: int
-    heads: int
-    kv_heads: int  # query groups (= heads without grouped-query attention)
-    head_dim: int
-    ffn_hidden: int
-    swiglu: bool
-    seq: int
-    vocab: int  # padded as Megatron pads it
-    tied_embeddings: bool
-    micro_batch: int
-    global_batch: int
-    tp: int
-    pp: int
-    cp: int
-    dp: int
-    virtual_stages: int  # model chunks per pipeline stage (1: plain 1F1B)
-    precision: str  # "fp16" | "bf16" | "fp32"
-    fp8: bool
-    recompute: str  # "none" | "full" | "selective"
-    recompute_method: str  # "uniform" | "block"
-    recompute_layers: int
-    sequence_parallel: bool
-    distributed_optimizer: bool
-    ddp: str  # "local" | "torch"
-    overlap_grad_reduce: bool
-    overlap_param_gather: bool
-    tp_comm_overlap: bool
-    async_tp_allreduce: bool  # input-gradient all-reduce overlapped with the weight-gradient GEMM
-    gradient_accumulation_fusion: bool
-    flash_attention: bool
-    transformer_engine: bool  # Transformer Engine layers (today's default; 2021 and --transformer-impl local: no)
-    cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a"
-    masked_softmax_fusion: bool
-    bias_gelu_fusion: bool
-    bias_dropout_fusion: bool
-    scatter_gather: bool  # pipeline sends of 1/tp of the activation, then an all-gather
-    experts: int  # 0: dense MLPs
-    ep: int  # expert parallelism (inside the data-parallel ranks)
-    etp: int  # expert tensor parallelism (tp or 1)
-    topk: int
-    moe_ffn: int
-    shared_ffn: int  # shared expert beside the routed ones (0: none)
-    moe_every: int  # every moe_every-th layer is a mixture of experts
-    legacy: bool  # a 2021 Megatron-LM (it has --DDP-impl or --checkpoint-activations)
-    args: str
-
-    @property
-    def micro_batches(self) -> int:
-        """Micro-batches per data-parallel replica in one step."""
-        return self.global_batch // (self.micro_batch * self.dp)
-
-    def is_moe(self, layer: int) -> bool:
-        return self.experts > 0 and layer % self.moe_every == 0
-
-    @property
-    def moe_layers(self) -> int:
-        return -(-self.num_layers // self.moe_every) if self.experts else 0
-
-    @property
-    def element_bytes(self) -> int:
-        return 4 if self.precision == "fp32" else 2
-
-    @property
-    def layers_per_chunk(self) -> int:
-        return self.num_layers // (self.pp * self.virtual_stages)
-
-    def parameters(self) -> int:
-        """Parameters of the whole model (embeddings, layers, final norm)."""
-        h, kv = self.hidden, self.kv_heads * self.head_dim
-        attn = h * (self.heads * self.head_dim + 2 * kv) + self.heads * self.head_dim * h
-        w = 3 if self.swiglu else 2
-        mlp = w * h * self.ffn_hidden
-        biases = self.heads * self.head_dim + 2 * kv + h + (2 if self.swiglu else 1) * self.ffn_hidden + h
-        per_layer = attn + mlp + biases + 4 * h  # two layer norms
-        moe = self.experts * w * h * self.moe_ffn + h * self.experts + w * h * self.shared_ffn
-        emb = self.vocab * h * (1 if self.tied_embeddings else 2) + self.seq * h
-        return self.num_layers * per_layer + self.moe_layers * (moe - mlp) + emb + 2 * h
-
-    def model_flops(self) -> float:
-        """FLOPs of one step as the SC'21 paper counts them, recomputation included when full
-        recomputation is on (four passes over the layers, three over the logits):
-        ``96 B s l h^2 (1 + s/6h + V/16lh)`` for its GPT. Other shapes (SwiGLU, grouped-query
-        attention, another FFN width) are counted from their matrix products the same way."""
-        return self._flops(4 if self.recompute == "full" else 3)
-
-    def model_flops_no_recompute(self) -> float:
-        """Three passes everywhere, ``72 B s l h^2 (1 + s/6h + V/12lh)`` (MFU's numerator)."""
-        return self._flops(3)
-
-    def _flops(self, layer_passes: int) -> float:
-        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
-        w = 3 if self.swiglu else 2
-        mlp = 2 * w * h * self.ffn_hidden
-        matmuls = 2 * (h * (q + 2 * kv) + q * h) + mlp
-        attention = 2 * 2 * self.seq * q  # score and context products, per token
-        moe = 2 * (self.topk * w * h * self.moe_ffn + h * self.experts + w * h * self.shared_ffn)
-        layers = self.num_layers * (matmuls + attention) + self.moe_layers * (moe - mlp)
-        per_token = layers * layer_passes + 3 * 2 * h * self.vocab
-        return float(self.global_batch * self.seq * per_token)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -297,8 +190,6 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     Megatron-LM would refuse raises :class:`~simpy_astra.errors.InvalidConfigurationError`
     (:mod:`~simpy_astra.workloads.megatron.rules`); one past the simulator's bounds an
     :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
-    from simpy_astra.workloads.megatron import bounds  # it reads MegatronJob
-
     tokens = command_line.words(args, where)
     p = parser()
     reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,

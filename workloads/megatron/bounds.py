@@ -18,7 +18,8 @@ before any error. The estimate is arithmetic on the arguments, so it answers at 
 from __future__ import annotations
 
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron.arguments import MegatronJob
+from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.megatron.memory import parts_bytes
 
 MAX_GPUS = 2**18
 MAX_NODES = 4_000_000
@@ -38,8 +39,6 @@ def trace_nodes(job: MegatronJob) -> int:
 
 
 def check_job(job: MegatronJob, where: str) -> None:
-    from simpy_astra.workloads.megatron.memory import parts_bytes
-
     nodes = trace_nodes(job)
     if nodes > MAX_NODES:
         raise InputError(f"{where}: the step would hold about {nodes:,} trace nodes ({job.micro_batches:,} "

@@ -17,7 +17,8 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.generated import WorkloadLayout
-from simpy_astra.workloads.megatron.arguments import MegatronJob, parse
+from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from simpy_astra.workloads.megatron.arguments import MegatronJob
+from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
     flash_attention_seconds,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 
-from simpy_astra.workloads.megatron.arguments import MegatronJob
+from simpy_astra.workloads.megatron.job import MegatronJob
 
 #: (weights, gradient buffer, optimizer) bytes per parameter by precision (Megatron-LM's guide)
 BYTES_PER_PARAMETER = {"fp16": (2, 2, 16), "bf16": (2, 4, 12), "fp32": (4, 4, 8)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simpy_astra.workloads.megatron.arguments import MegatronJob
+from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.memory import parts_bytes
 
