@@ -12,12 +12,11 @@ and TFLOP/s per GPU, the error per row, the mean |error| and the Spearman rank c
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
 
-from megatron_sc21 import score
+from megatron_sc21 import table_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TABLE = os.path.join(HERE, "..", "..", "shared", "realtables", "MCORE_H100.md")
@@ -50,15 +49,7 @@ def read_table(path: str) -> list[dict]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--table", default=DEFAULT_TABLE)
-    p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
-    p.add_argument("--json", default=None, help="write the rows and scores here")
-    a = p.parse_args()
-    rows = read_table(a.table)
-    chosen = [int(r) - 1 for r in a.rows.split(",")] if a.rows else range(len(rows))
-    score([rows[i] for i in chosen], a.json)
-    return 0
+    return table_main(read_table, DEFAULT_TABLE, __doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TABLE = os.path.join(HERE, "..", "..", "shared", "realtables", "SC21_TABLE1.md")
@@ -102,16 +103,21 @@ def score(rows: list[dict], json_path: str | None = None) -> float:
     return mean
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--table", default=DEFAULT_TABLE)
+def table_main(read: Callable[[str], list[dict]], default_table: str, description: str) -> int:
+    """A table benchmark's command line (``--table``, ``--rows``, ``--json``): score its rows."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--table", default=default_table)
     p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
     p.add_argument("--json", default=None, help="write the rows and scores here")
     a = p.parse_args()
-    rows = read_table(a.table)
+    rows = read(a.table)
     chosen = [int(r) - 1 for r in a.rows.split(",")] if a.rows else range(len(rows))
     score([rows[i] for i in chosen], a.json)
     return 0
+
+
+def main() -> int:
+    return table_main(read_table, DEFAULT_TABLE, __doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":
