@@ -1,6 +1,7 @@
-"""A cluster preset's all-reduce timed as NCCL times it (cluster presets only).
+"""A cluster preset's all-reduce, reduce-scatter and all-gather timed as NCCL times them
+(cluster presets only).
 
-On a cluster preset an all-reduce is not played message by message: it takes the time NCCL's
+On a cluster preset these are not played message by message: each takes the time NCCL's
 tuning model predicts (:mod:`simpy_astra.nccl_tuning`) for its group's shape (GPUs, nodes,
 NICs in use) with the preset's NVLink and rail bandwidths, for the algorithm ``nccl_algo``
 forces or, by default, the one NCCL chooses, and never less than the group's NIC floor
@@ -45,15 +46,27 @@ class NcclAllReduce:
     def algorithm(self, shape: Shape, size_bytes: int) -> str:
         return self.forced or choose(self.links, shape, size_bytes)
 
-    def duration_ns(self, members: tuple[int, ...], size_bytes: int) -> int:
+    def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = "all_reduce") -> int:
+        """NCCL's time for ``kind`` on ``members``: an all-reduce by the chosen algorithm; a
+        reduce-scatter or all-gather by NCCL's ring, which moves half an all-reduce's bytes in
+        half its steps (``size_bytes`` is the whole buffer of a reduce-scatter, one rank's
+        share of an all-gather, as the traces give them)."""
         from simpy_astra.bandwidth_floor import nic_floor_ns
-        from simpy_astra.collectives.base import ALL_REDUCE
+        from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE
 
         if len(members) < 2:
             return 0
         shape = self.shape(members)
-        time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes)
-        return max(int(time_us * 1000), nic_floor_ns(self.rails, ALL_REDUCE, size_bytes, members))
+        if kind == ALL_REDUCE:
+            time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes)
+        else:
+            buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes
+            time_us = predict_us(self.links, shape, "ring", buffer)[0] / 2
+        return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members))
+
+
+#: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)
+TIMED = frozenset(("all_reduce", "reduce_scatter", "all_gather"))
 
 
 class NcclRendezvous:
@@ -62,6 +75,8 @@ class NcclRendezvous:
     does). In a folded run a member that is not simulated behaves as its representative, so
     only the simulated members are waited for."""
 
+    TIMED = TIMED
+
     def __init__(self, timing: NcclAllReduce, simulated) -> None:
         self.timing = timing
         self.simulated = frozenset(simulated)
@@ -69,9 +84,10 @@ class NcclRendezvous:
         self._pending: dict[tuple[tuple[int, ...], int], list] = {}
         self._expected: dict[tuple[int, ...], int] = {}
 
-    def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int) -> None:
-        """NPU ``npu`` issues all-reduce node ``node_id``; ``npu.complete_soon(node_id)`` is
-        called when it is done."""
+    def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int,
+              kind: str = "all_reduce") -> None:
+        """NPU ``npu`` issues collective node ``node_id`` (one of :data:`TIMED`);
+        ``npu.complete_soon(node_id)`` is called when it is done."""
         members = self.timing.group(npu.npu_id, dims, involved)
         seq = self._count[(npu.npu_id, members)] = self._count.get((npu.npu_id, members), 0) + 1
         expected = self._expected.get(members)
@@ -83,6 +99,6 @@ class NcclRendezvous:
         if len(arrived) < expected:
             return
         del self._pending[key]
-        duration = self.timing.duration_ns(members, size_bytes)
+        duration = self.timing.duration_ns(members, size_bytes, kind)
         for who, nid in arrived:
             who.clock.register(duration, who.complete_soon, nid)

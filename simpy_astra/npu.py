@@ -373,8 +373,8 @@ class Npu(NpuFaults, Probed):
                                                                    node.id)
         node_id = node.id
         nccl = self.services.nccl
-        if nccl is not None and kind == "all_reduce" and custom is None:
-            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id)
+        if nccl is not None and kind in nccl.TIMED and custom is None:
+            nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
             return
         if self.collective_log is not None and custom is None:
             self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
