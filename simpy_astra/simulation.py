@@ -23,6 +23,7 @@ from simpy_astra import horizon, stall, stopping
 from simpy_astra.bandwidth_floor import FloorCheck
 from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.config.network import with_python_overrides
 from simpy_astra.cosim import CoSimulation
 from simpy_astra.engine import fast_collection, process_in_place
 from simpy_astra.errors import InputError, StalledError
@@ -57,14 +58,8 @@ class Simulation(CoSimulation):
         as ``topology: {networkx: ...}`` is. ``link_model``/``switch_model`` and their params: the
         congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
         (:func:`~simpy_astra.config.network.with_models`)."""
-        if topology is not None or routes is not None:
-            from simpy_astra.config.network import with_topology
-
-            inputs = with_topology(inputs, topology, routes)
-        if link_model is not None or switch_model is not None or link_params or switch_params:
-            from simpy_astra.config.network import with_models
-
-            inputs = with_models(inputs, link_model, link_params, switch_model, switch_params)
+        inputs = with_python_overrides(inputs, topology, routes, link_model, link_params, switch_model,
+                                       switch_params)
         self.inputs = inputs
         self.system_config = inputs.system
         self.on_report = on_report

@@ -419,3 +419,15 @@ def with_topology(inputs: Any, graph: Any, routes: Any) -> Any:
     if graph is None:
         raise InputError("routes=: pins paths of a graph handed in as topology=; give topology= too")
     return replace(inputs, network=with_graph(inputs.network, graph, routes))
+
+
+def with_python_overrides(inputs: Any, topology: Any = None, routes: Any = None, link_model: Any = None,
+                          link_params: dict | None = None, switch_model: Any = None,
+                          switch_params: dict | None = None) -> Any:
+    """``inputs`` with what ``Simulation(...)``'s keyword arguments replace: a networkx
+    topology and its routes (:func:`with_topology`), element models (:func:`with_models`)."""
+    if topology is not None or routes is not None:
+        inputs = with_topology(inputs, topology, routes)
+    if link_model is not None or switch_model is not None or link_params or switch_params:
+        inputs = with_models(inputs, link_model, link_params, switch_model, switch_params)
+    return inputs
