@@ -17,7 +17,8 @@ from simpy_astra.config.cluster import Gpu, load_cluster
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.kernels import GEMM_PIPELINE_K, gemm_seconds, streaming_seconds
-from simpy_astra.workloads.megatron.schedule import interleaved, one_f_one_b
+from simpy_astra.workloads.schedules.interleaved import interleaved
+from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "..", "shared", "realtables", "SC21_TABLE1.md")

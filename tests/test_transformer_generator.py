@@ -181,11 +181,14 @@ def test_bad_parameters_name_the_field(tmp_path: Path, params: dict, field: str)
 
 def test_one_f_one_b_order() -> None:
     """Megatron's 1F1B: pp-s-1 warm-up forwards, then alternate, then drain the backwards."""
-    from simpy_astra.workloads.transformer.schedule import one_f_one_b
+    from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
 
-    assert one_f_one_b(0, 2, 3) == [("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("B", 2)]
-    assert one_f_one_b(1, 2, 3) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]
-    assert one_f_one_b(0, 4, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]
+    def order(stage: int, pp: int, micro_batches: int) -> list[tuple[str, int]]:
+        return [(t.kind.value, t.micro_batch) for t in one_f_one_b(stage, pp, micro_batches)]
+
+    assert order(0, 2, 3) == [("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1), ("B", 2)]
+    assert order(1, 2, 3) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]
+    assert order(0, 4, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]
 
 
 def test_decode_flops_closed_form(tmp_path: Path) -> None:

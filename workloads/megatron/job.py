@@ -7,6 +7,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simpy_astra.workloads.schedules.registry import default_schedule
+
+
+@dataclass(frozen=True)
+class ChunkPlace:
+    """A model chunk's place among the model's ``count`` chunks: ``index`` in model order."""
+
+    index: int
+    count: int
+
+    @property
+    def first(self) -> bool:
+        """Holds the embedding."""
+        return self.index == 0
+
+    @property
+    def last(self) -> bool:
+        """Holds the logits and the loss."""
+        return self.index == self.count - 1
+
 
 @dataclass(frozen=True)
 class MegatronJob:
@@ -59,6 +79,8 @@ class MegatronJob:
     moe_every: int  # every moe_every-th layer is a mixture of experts
     legacy: bool  # a 2021 Megatron-LM (it has --DDP-impl or --checkpoint-activations)
     args: str
+    #: the pipeline schedule's registry name ("": Megatron's own choice, by virtual stages)
+    pipeline_schedule: str = ""
 
     @property
     def micro_batches(self) -> int:
@@ -79,6 +101,22 @@ class MegatronJob:
     @property
     def layers_per_chunk(self) -> int:
         return self.num_layers // (self.pp * self.virtual_stages)
+
+    @property
+    def grad_bytes(self) -> int:
+        """Bytes of a gradient-buffer element: fp32 with bf16 and fp32 training (Megatron
+        accumulates bf16 gradients in fp32), fp16 with fp16 training."""
+        return 2 if self.precision == "fp16" else 4
+
+    @property
+    def schedule_name(self) -> str:
+        """The pipeline schedule this job runs: the one asked for, else Megatron-LM's choice."""
+        return self.pipeline_schedule or default_schedule(self.virtual_stages)
+
+    def chunk_place(self, stage: int, chunk: int) -> ChunkPlace:
+        """Where stage ``stage``'s chunk ``chunk`` sits in the model: the model's chunks run in
+        order over the stages (chunk ``c`` of stage ``s`` is the model's ``c * pp + s``)."""
+        return ChunkPlace(chunk * self.pp + stage, self.pp * self.virtual_stages)
 
     def parameters(self) -> int:
         """Parameters of the whole model (embeddings, layers, final norm)."""

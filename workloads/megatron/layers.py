@@ -165,8 +165,7 @@ class ChunkModel:
         weight-gradient GEMM accumulates into it (gradient accumulation fusion)."""
         if self.job.gradient_accumulation_fusion:
             return
-        grad_bytes = 4 if self.job.precision == "bf16" else self.e
-        b.add("elementwise", streaming_seconds(self.gpu, params * (2 * grad_bytes + self.e)))
+        b.add("elementwise", streaming_seconds(self.gpu, params * (2 * self.job.grad_bytes + self.e)))
 
     # ------------------------------------------------------------------ attention core
     def _attention(self, b: _Builder, backward: bool) -> None:

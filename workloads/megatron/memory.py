@@ -34,8 +34,9 @@ import math
 
 from simpy_astra.workloads.megatron.job import MegatronJob
 
-#: (weights, gradient buffer, optimizer) bytes per parameter by precision (Megatron-LM's guide)
-BYTES_PER_PARAMETER = {"fp16": (2, 2, 16), "bf16": (2, 4, 12), "fp32": (4, 4, 8)}
+#: optimizer bytes per parameter by precision (Megatron-LM's guide; the weights take the
+#: job's ``element_bytes``, the gradient buffer its ``grad_bytes``)
+OPTIMIZER_BYTES_PER_PARAMETER = {"fp16": 16, "bf16": 12, "fp32": 8}
 #: bytes per weight of Transformer Engine's FP8 copies (the weight and its transpose)
 FP8_COPY_BYTES = 2
 
@@ -44,7 +45,7 @@ def parts_bytes(job: MegatronJob) -> dict[str, float]:
     """Bytes of a first-stage GPU by part: ``weights``, ``gradients``, ``optimizer``,
     ``activations`` and, with ``--fp8-format``, ``fp8_buffers``."""
     dense, expert = stage_parameters(job)
-    weight_b, grad_b, optimizer_b = BYTES_PER_PARAMETER[job.precision]
+    weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, OPTIMIZER_BYTES_PER_PARAMETER[job.precision]
     shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
     parts = {"weights": (dense + expert) * weight_b, "gradients": (dense + expert) * grad_b,
              "optimizer": dense * optimizer_b / shards[0] + expert * optimizer_b / shards[1],

@@ -1,8 +1,9 @@
 """One training step of one pipeline stage, in the order Megatron-LM's schedules run it.
 
-The compute stream runs the tasks of :func:`one_f_one_b` or :func:`interleaved` one after the
-other; a task is one micro-batch through one model chunk, forward or backward (the backward
-first recomputes what the recompute mode says). Communication runs on NCCL streams of its
+The compute stream runs the tasks of the job's pipeline schedule (1F1B, or interleaved 1F1B
+with virtual stages: :mod:`~simpy_astra.workloads.schedules.registry`) one after the other; a
+task is one micro-batch through one model chunk, forward or backward (the backward first
+recomputes what the recompute mode says). Communication runs on NCCL streams of its
 own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``dp``,
 ``pp``), concurrent with compute and with each other:
 
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel, Step
+from simpy_astra.workloads.schedules.registry import schedule
+from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
 
 #: Adam's step per parameter: gradient read, fp32 master weight read and written, two moments
@@ -97,38 +100,6 @@ class Layout:
         return rank // self.stage_stride()
 
 
-def one_f_one_b(stage: int, pp: int, micro_batches: int) -> list[tuple[str, int, int]]:
-    """PipeDream-Flush (1F1B): ``pp - stage - 1`` warm-up forwards, then one forward and one
-    backward in turn, then the cool-down backwards. Tasks are (F|B, micro-batch, chunk)."""
-    warmup = min(pp - stage - 1, micro_batches)
-    order = [("F", m, 0) for m in range(warmup)]
-    for i in range(micro_batches - warmup):
-        order += [("F", warmup + i, 0), ("B", i, 0)]
-    order += [("B", m, 0) for m in range(micro_batches - warmup, micro_batches)]
-    return order
-
-
-def interleaved(stage: int, pp: int, micro_batches: int, chunks: int) -> list[tuple[str, int, int]]:
-    """Megatron's interleaved 1F1B: each stage holds ``chunks`` model chunks; micro-batches
-    go through the chunks in groups of ``pp``; ``(pp - stage - 1) * 2 + (chunks - 1) * pp``
-    warm-up forwards (all of them when there are exactly ``pp`` micro-batches)."""
-    total = micro_batches * chunks
-    group = pp * chunks
-
-    def task(kind: str, k: int) -> tuple[str, int, int]:
-        chunk = (k % group) // pp
-        if kind == "B":
-            chunk = chunks - 1 - chunk
-        return (kind, (k // group) * pp + k % pp, chunk)
-
-    warmup = total if micro_batches == pp else min((pp - stage - 1) * 2 + (chunks - 1) * pp, total)
-    order = [task("F", k) for k in range(warmup)]
-    for i in range(total - warmup):
-        order += [task("F", warmup + i), task("B", i)]
-    order += [task("B", k) for k in range(total - warmup, total)]
-    return order
-
-
 class StageSchedule:
     """The op graph of one pipeline stage (every GPU of the stage runs it)."""
 
@@ -140,7 +111,6 @@ class StageSchedule:
         self.model = ChunkModel(job, gpu)
         self.tail: list[int] = []  # what the next compute step waits for
         self.beside: list[int] = []  # collectives running beside the next compute step
-        self.grad_bytes = 4 if job.precision in ("bf16", "fp32") else 2
         self.dp_syncs: list[int] = []
         self.bucket_params: dict[str, int] = {"dp": 0, "edp": 0}
         self.gather_starts: dict[int, dict[int, int]] = {}  # chunk -> step index -> bucket
@@ -239,7 +209,7 @@ class StageSchedule:
         ``max(40M, 1M x data-parallel size)``."""
         job = self.job
         if job.legacy:
-            return TORCH_BUCKET_BYTES // self.grad_bytes if job.ddp == "torch" else MEGATRON_BUCKET_PARAMS
+            return TORCH_BUCKET_BYTES // self.job.grad_bytes if job.ddp == "torch" else MEGATRON_BUCKET_PARAMS
         return max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
 
     def _plan_gathers(self, chunk: int, steps: list[Step]) -> None:
@@ -290,14 +260,14 @@ class StageSchedule:
     def _flush_bucket(self, name: str, dim: str) -> None:
         if self.bucket_params[dim] and self._replicas(dim) > 1:
             self.dp_syncs.append(self.collective(f"{name}.{dim}.sync", self._sync_kind(), dim,
-                                                 self.bucket_params[dim] * self.grad_bytes, block=False))
+                                                 self.bucket_params[dim] * self.job.grad_bytes, block=False))
         self.bucket_params[dim] = 0
 
     # ------------------------------------------------------------------ parameters
     def _moe_flags(self, chunk: int) -> tuple[bool, ...]:
         """Which of the chunk's layers are mixtures of experts."""
         job = self.job
-        first_layer = (chunk * job.pp + self.stage) * job.layers_per_chunk
+        first_layer = job.chunk_place(self.stage, chunk).index * job.layers_per_chunk
         return tuple(job.is_moe(first_layer + i) for i in range(job.layers_per_chunk))
 
     def chunk_grads(self, chunk: int) -> dict[str, int]:
@@ -308,10 +278,10 @@ class StageSchedule:
         for is_moe in self._moe_flags(chunk):
             for params, dim in self.model.layer_grads(is_moe):
                 out[dim] += params
-        global_chunk = chunk * job.pp + self.stage
-        if global_chunk == 0:
+        place = job.chunk_place(self.stage, chunk)
+        if place.first:
             out["dp"] += job.hidden * (job.vocab // job.tp + job.seq)
-        if global_chunk == job.pp * self.chunks - 1 and (job.pp > 1 or not job.tied_embeddings):
+        if place.last and (job.pp > 1 or not job.tied_embeddings):
             out["dp"] += job.hidden * job.vocab // job.tp
         return out
 
@@ -322,14 +292,14 @@ class StageSchedule:
         return sum(self.chunk_params(c) for c in range(self.chunks))
 
     # ------------------------------------------------------------------ the step
-    def _chunk_steps(self, kind: str, chunk: int) -> list[Step]:
+    def _chunk_steps(self, kind: Kind, chunk: int) -> list[Step]:
         job = self.job
-        global_chunk = chunk * job.pp + self.stage
-        first, last = global_chunk == 0, global_chunk == job.pp * self.chunks - 1
+        place = job.chunk_place(self.stage, chunk)
+        first, last = place.first, place.last
         moe = self._moe_flags(chunk)
         key = (kind, first, last, moe)
         if key not in self.cache:
-            if kind == "F":
+            if kind is Kind.FORWARD:
                 steps = self.model.forward(moe, first, last)
             else:
                 recomputed = moe if job.recompute_method == "uniform" else moe[:job.recompute_layers]
@@ -337,38 +307,48 @@ class StageSchedule:
             self.cache[key] = steps
         return self.cache[key]
 
+    def tasks(self) -> list[Task]:
+        """This stage's tasks in the job's schedule. Split backwards (input, then weight
+        gradients) are not modelled yet: a chunk's backward runs whole."""
+        job = self.job
+        order = schedule(job.schedule_name)(self.stage, job.pp, job.micro_batches, self.chunks)
+        split = [t for t in order if t.kind not in (Kind.FORWARD, Kind.BACKWARD)]
+        if split:
+            raise ValueError(f"pipeline schedule {job.schedule_name!r}: {split[0].kind.name} tasks are not "
+                             f"modelled for Megatron jobs yet (give whole backwards)")
+        return order
+
     def build(self) -> StageGraph:
         job = self.job
         pp, chunks = job.pp, self.chunks
         overlapped_sync = job.overlap_grad_reduce
         if job.distributed_optimizer and job.overlap_param_gather:
             for c in range(chunks):
-                self._plan_gathers(c, self._chunk_steps("F", c))
+                self._plan_gathers(c, self._chunk_steps(Kind.FORWARD, c))
         act = job.micro_batch * job.seq // job.cp * job.hidden * job.element_bytes
         if job.sequence_parallel or (job.legacy and job.scatter_gather):
             act //= job.tp
-        order = (one_f_one_b(self.stage, pp, job.micro_batches) if chunks == 1
-                 else interleaved(self.stage, pp, job.micro_batches, chunks))
         started: set[int] = set()
-        for kind, mb, chunk in order:
-            g = chunk * pp + self.stage  # global chunk: the model's chunks in order over stages
-            first, last = g == 0, g == pp * chunks - 1
+        for task in self.tasks():
+            kind, mb, chunk = task
+            place = job.chunk_place(self.stage, chunk)
+            g, first, last = place.index, place.first, place.last
             nxt = 1 if self.stage < pp - 1 else -(pp - 1)
             prv = -1 if self.stage > 0 else pp - 1
-            p = f"{kind}{mb}.c{chunk}"
-            if kind == "F":
+            p = f"{kind.value}{mb}.c{chunk}"
+            if kind is Kind.FORWARD:
                 gather = chunk if chunk not in started and chunk in self.gather_starts else None
                 started.add(chunk)
                 if not first:
                     self.recv(f"{p}.recv_activation", act, prv, self._tag(mb, g - 1, False))
-                self.steps(p, self._chunk_steps("F", chunk), False, gather)
+                self.steps(p, self._chunk_steps(Kind.FORWARD, chunk), False, gather)
                 if not last:
                     self.send(f"{p}.send_activation", act, nxt, self._tag(mb, g, False))
             else:
                 if not last:
                     self.recv(f"{p}.recv_gradient", act, nxt, self._tag(mb, g, True))
                 final = mb == job.micro_batches - 1
-                self.steps(p, self._chunk_steps("B", chunk), overlapped_sync and final)
+                self.steps(p, self._chunk_steps(Kind.BACKWARD, chunk), overlapped_sync and final)
                 if overlapped_sync and final:
                     for dim in ("dp", "edp"):
                         self._flush_bucket(p, dim)
@@ -385,13 +365,13 @@ class StageSchedule:
             for dim in ("dp", "edp"):
                 grads = sum(self.chunk_grads(c)[dim] for c in range(self.chunks))
                 if grads and self._replicas(dim) > 1:
-                    self.collective(f"grads.{dim}.sync", self._sync_kind(), dim, grads * self.grad_bytes)
+                    self.collective(f"grads.{dim}.sync", self._sync_kind(), dim, grads * self.job.grad_bytes)
         self.tail += self.dp_syncs
         if job.pp > 1 and job.tied_embeddings and self.stage in (0, job.pp - 1):
             self.collective("embedding.grads.allreduce", ALL_REDUCE, "emb",
-                            job.hidden * job.vocab // job.tp * self.grad_bytes)
+                            job.hidden * job.vocab // job.tp * self.job.grad_bytes)
         shard = params // replicas if job.distributed_optimizer else params
-        extra = 6 if job.precision == "fp16" and self.grad_bytes == 2 else 0  # fp16 grads made fp32
+        extra = 6 if job.precision == "fp16" and self.job.grad_bytes == 2 else 0  # fp16 grads made fp32
         # fp8: Transformer Engine casts each weight to fp8 (both layouts) once a step, in
         # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter
         weights = params * 4 if job.fp8 else 0

@@ -3,7 +3,8 @@
 Stage ``s`` of ``pp`` holds blocks ``[s*L/pp, (s+1)*L/pp)``; the first stage also embeds the
 tokens, the last computes the logits and the loss. Micro-batch tasks run in the 1F1B order
 (``pp - s - 1`` warm-up forwards, then one forward / one backward, then the cool-down
-backwards); each task starts after the previous task's last op, so the trace keeps that order.
+backwards: the schedule registry's ``1f1b``, Megatron's too); each task starts after the
+previous task's last op, so the trace keeps that order.
 Activations go forward and their gradients back with send/receive pairs between stages.
 After a block's last backward its gradients are all-reduced over dp then sp (reduce-scattered
 over dp with ``weight_sharded``), and the optimizer step reads weights, gradients and the
@@ -12,6 +13,8 @@ Adam state.
 
 from __future__ import annotations
 
+from simpy_astra.workloads.schedules.registry import schedule
+from simpy_astra.workloads.schedules.task import Kind
 from simpy_astra.workloads.transformer.config import TransformerConfig
 from simpy_astra.workloads.transformer.graph import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, StageGraph, Tensor
 from simpy_astra.workloads.transformer.layers import Blocks, Shapes
@@ -27,20 +30,6 @@ def shapes_for(cfg: TransformerConfig) -> Shapes:
         tokens, context = b * cfg.seq // cfg.sp, cfg.seq // cfg.sp
     sharded = tokens // cfg.tp if (cfg.tpsp and cfg.tp > 1 and cfg.phase != "decode") else tokens
     return Shapes(cfg, tokens, sharded, context)
-
-
-def one_f_one_b(stage: int, pp: int, micro_batches: int) -> list[tuple[str, int]]:
-    """Task order of a stage: ("F", mb) and ("B", mb)."""
-    warmup = min(pp - stage - 1, micro_batches)
-    order = [("F", m) for m in range(warmup)]
-    nxt_f, nxt_b = warmup, 0
-    while nxt_b < micro_batches:
-        if nxt_f < micro_batches:
-            order.append(("F", nxt_f))
-            nxt_f += 1
-        order.append(("B", nxt_b))
-        nxt_b += 1
-    return order
 
 
 def _tag(cfg: TransformerConfig, mb: int, boundary: int, backward: bool) -> int:
@@ -205,8 +194,8 @@ class StageBuilder:
     def build(self) -> StageGraph:
         op = -1
         if self.training:
-            for kind, mb in one_f_one_b(self.stage, self.cfg.pp, self.cfg.micro_batches):
-                op = self.forward(mb, op) if kind == "F" else self.backward(mb, op)
+            for task in schedule("1f1b")(self.stage, self.cfg.pp, self.cfg.micro_batches, 1):
+                op = self.forward(task.micro_batch, op) if task.kind is Kind.FORWARD else self.backward(task.micro_batch, op)
             self.gradient_sync_and_update()
         else:
             for mb in range(self.cfg.micro_batches):
