@@ -17,6 +17,7 @@ from simpy_astra.config.cluster import Gpu, load_cluster
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.kernels import GEMM_PIPELINE_K, gemm_seconds, streaming_seconds
+from simpy_astra.workloads.megatron.steps import Collective, Compute
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
 
@@ -121,8 +122,8 @@ def _stage_times(args: str, gpus: int) -> tuple[float, float]:
     job = parse(args, gpus)
     model = ChunkModel(job, load_cluster({"preset": "dgx-a100-80gb", "gpus": gpus}, "c").gpu_model())
     dense = (False,) * job.layers_per_chunk
-    fwd = sum(s.total_s for s in model.forward(dense, False, False))
-    bwd = sum(s.total_s for s in model.backward(dense, False, False))
+    fwd = sum(s.total_s for s in model.forward(dense, False, False) if isinstance(s, Compute))
+    bwd = sum(s.total_s for s in model.backward(dense, False, False) if isinstance(s, Compute))
     return fwd, bwd
 
 
@@ -278,7 +279,7 @@ def test_the_last_chunk_adds_the_logit_layers_three_gemms():
 
     def gemm_s(last: bool) -> float:
         steps = model.forward(dense, False, last) + model.backward(dense, False, last)
-        return sum(s.seconds.get("gemm", 0.0) for s in steps)
+        return sum(s.seconds.get("gemm", 0.0) for s in steps if isinstance(s, Compute))
 
     t, v, h = job.micro_batch * job.seq, job.vocab, job.hidden
     logits = gemm_seconds(gpu, t, v, h) + gemm_seconds(gpu, t, h, v) + gemm_seconds(gpu, h, v, t)
@@ -440,7 +441,7 @@ def _comms(args: str, gpus: int, backward: bool = False) -> list[tuple[str, int,
     job = parse(args, gpus)
     model = ChunkModel(job, TOY)
     steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
-    return [(s.label, s.comm_type, s.size_bytes, s.overlap) for s in steps if s.is_comm]
+    return [(s.label, s.comm_type, s.size_bytes, s.overlap) for s in steps if isinstance(s, Collective)]
 
 
 TP = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 2 "

@@ -11,6 +11,7 @@ import pytest
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.layers import ChunkModel
+from simpy_astra.workloads.megatron.steps import Compute
 from simpy_astra.workloads.schedules import registry
 from simpy_astra.workloads.schedules.task import Kind, Task
 
@@ -71,7 +72,8 @@ def _task_and_optimizer_s() -> tuple[float, float]:
     job = parse(PIPE, P)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
     model, dense = ChunkModel(job, gpu), (False,) * job.layers_per_chunk
-    task = sum(s.total_s for s in model.forward(dense, False, False) + model.backward(dense, False, False))
+    steps = model.forward(dense, False, False) + model.backward(dense, False, False)
+    task = sum(s.total_s for s in steps if isinstance(s, Compute))
     params = job.layers_per_chunk * (12 * 2048 * 2048 + 13 * 2048)
     return task, params * 38 / (gpu.hbm_gbps * 1e9 * gpu.memory_efficiency)
 

@@ -1,9 +1,9 @@
 """One micro-batch through one model chunk on one GPU, as Megatron-LM's kernels run it.
 
-A chunk's forward, recomputation and backward are each a list of :class:`Step`: a compute
-step is the kernels between two tensor-parallel collectives (their times summed, and split
-by kind: ``gemm``, ``attention``, ``elementwise``); a collective step is one NCCL call on
-the tensor-parallel communicator. Every count is per GPU: ``T`` tokens of the micro-batch on
+A chunk's forward, recomputation and backward are each a list of steps
+(:mod:`~simpy_astra.workloads.megatron.steps`): a compute step is the kernels between two
+collectives (their times summed, and split by kind: ``gemm``, ``attention``,
+``elementwise``); a collective step is one NCCL call. Every count is per GPU: ``T`` tokens of the micro-batch on
 this GPU (``b s / cp``), the layer's weights split over ``tp``, and with sequence parallelism
 the layer norms, dropouts and residual adds on ``T / tp`` tokens.
 
@@ -16,8 +16,6 @@ A bias's gradient reads the output gradient once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
@@ -25,82 +23,11 @@ from simpy_astra.workloads.megatron.kernels import (
     gemm_seconds,
     streaming_seconds,
 )
+from simpy_astra.workloads.megatron.steps import Step
+from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
 # Chakra collective kinds
 ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
-
-
-@dataclass
-class Step:
-    """A compute step (``seconds`` by kind) or a tensor-parallel collective (``comm_type``,
-    ``size_bytes``). ``overlap``: a collective that runs beside the next compute step instead
-    of before it (the compute after both waits for both)."""
-
-    label: str
-    seconds: dict[str, float] = field(default_factory=dict)
-    comm_type: int = -1
-    size_bytes: int = 0
-    overlap: bool = False
-    dim: str = "tp"
-    #: a marker (no time): the weight gradients of ``params`` parameters are complete here
-    grads_ready: int = 0
-    #: a marker (no time): the forward reads ``params_used`` parameters from here on (a
-    #: layer's weights, which ``--overlap-param-gather`` must have gathered by now)
-    params_used: int = 0
-    #: kernels the host launches for this step's compute
-    kernels: int = 0
-
-    @property
-    def is_comm(self) -> bool:
-        return self.comm_type >= 0
-
-    @property
-    def total_s(self) -> float:
-        return sum(self.seconds.values())
-
-
-class _Builder:
-    """Collects compute time into the current step until a collective closes it."""
-
-    def __init__(self) -> None:
-        self.steps: list[Step] = []
-        self.current = Step("")
-
-    def add(self, kind: str, seconds: float, kernels: int = 1) -> None:
-        """``kernels`` kernels of ``seconds`` in all (each one the host must launch)."""
-        self.current.seconds[kind] = self.current.seconds.get(kind, 0.0) + seconds
-        self.current.kernels += kernels
-
-    def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
-        if size_bytes <= 0:
-            return
-        self.close(label + ".before")
-        self.steps.append(Step(label, comm_type=comm_type, size_bytes=size_bytes, overlap=overlap, dim=dim))
-
-    def grads(self, params: int, dim: str = "dp") -> None:
-        """Mark that ``params`` parameters' gradients are complete at this point; ``dim`` is
-        the group that syncs them (``edp`` for experts' weights)."""
-        if params <= 0:
-            return
-        self.close("grads.before")
-        self.steps.append(Step("grads", grads_ready=params, dim=dim))
-
-    def params(self, params: int, dim: str = "dp") -> None:
-        """Mark that the forward reads ``params`` parameters (synced over ``dim``) from here."""
-        if params <= 0:
-            return
-        self.close("params.before")
-        self.steps.append(Step("params", params_used=params, dim=dim))
-
-    def close(self, label: str) -> None:
-        if self.current.seconds:
-            self.current.label = label
-            self.steps.append(self.current)
-        self.current = Step("")
-
-    def done(self, label: str) -> list[Step]:
-        self.close(label)
-        return self.steps
 
 
 class ChunkModel:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
-from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel, Step
+from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
+from simpy_astra.workloads.megatron.steps import Compute, GradsReady, ParamsUsed, Step
 from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
@@ -163,16 +164,16 @@ class StageSchedule:
         self._host_bound(prefix, steps)
         starts = self.gather_starts.get(gather_chunk, {}) if gather_chunk is not None else {}
         for i, step in enumerate(steps):
-            if step.params_used:
+            if isinstance(step, ParamsUsed):
                 if i in starts:
                     if pending:
                         self.compute(name, pending)
                         pending = {}
                     self._bucket_needed(gather_chunk, step.dim, starts[i])
                 continue
-            if step.grads_ready and not sync_grads:
+            if isinstance(step, GradsReady) and not sync_grads:
                 continue
-            if not step.is_comm and not step.grads_ready:
+            if isinstance(step, Compute):
                 for kind, seconds in step.seconds.items():
                     pending[kind] = pending.get(kind, 0.0) + seconds
                 name = f"{prefix}.{i}.{step.label}"
@@ -181,8 +182,8 @@ class StageSchedule:
                 self.compute(name, pending)
                 pending = {}
             name = f"{prefix}.{i}.{step.label}"
-            if step.grads_ready:
-                self._grads_ready(name, step.grads_ready, step.dim)
+            if isinstance(step, GradsReady):
+                self._grads_ready(name, step.params, step.dim)
             else:
                 gid = self.collective(name, step.comm_type, step.dim, step.size_bytes, block=not step.overlap)
                 if step.overlap:
@@ -198,8 +199,9 @@ class StageSchedule:
         difference (the host cannot run ahead across tasks: with pp > 1 Megatron
         synchronises the device after each point-to-point exchange, and a task that is
         host bound in itself is so in any order)."""
-        host = host_seconds(sum(step.kernels for step in steps))
-        gpu = sum(step.total_s for step in steps if not step.is_comm)
+        compute = [step for step in steps if isinstance(step, Compute)]
+        host = host_seconds(sum(step.kernels for step in compute))
+        gpu = sum(step.total_s for step in compute)
         if host > gpu:
             self.compute(f"{prefix}.host", {"host": host - gpu})
 
@@ -221,13 +223,13 @@ class StageSchedule:
         limit, starts, sizes = self._bucket_limit(), {}, {}
         filled: dict[str, int] = {}
         for i, step in enumerate(steps):
-            if not step.params_used or self._replicas(step.dim) < 2:
+            if not isinstance(step, ParamsUsed) or self._replicas(step.dim) < 2:
                 continue
             dim = step.dim
             if not filled.get(dim):
                 starts[i] = len(sizes.setdefault(dim, []))
                 sizes[dim].append(0)
-            sizes[dim][-1] += step.params_used
+            sizes[dim][-1] += step.params
             filled[dim] = 0 if sizes[dim][-1] >= limit else sizes[dim][-1]
         self.gather_starts[chunk] = starts
         for dim, buckets in sizes.items():

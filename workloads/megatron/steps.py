@@ -1,0 +1,99 @@
+"""What a chunk's forward, recomputation or backward is made of, in order: compute between
+tensor-parallel collectives, the collectives, and two markers without time (where a layer's
+weight gradients are complete, where the forward starts reading a layer's weights). The
+schedule turns them into trace nodes; each kind is its own type so nothing tells them apart
+by sentinel values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Compute:
+    """The kernels between two collectives: their time by kind (``gemm``, ``attention``,
+    ``elementwise``) and how many the host launches."""
+
+    label: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+    kernels: int = 0
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.seconds.values())
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One NCCL call on communicator ``dim``. ``overlap``: it runs beside the next compute
+    step instead of before it (the compute after both waits for both)."""
+
+    label: str
+    comm_type: int
+    size_bytes: int
+    overlap: bool = False
+    dim: str = "tp"
+
+
+@dataclass(frozen=True)
+class GradsReady:
+    """The weight gradients of ``params`` parameters are complete here; ``dim`` is the group
+    that syncs them (``edp`` for experts' weights)."""
+
+    params: int
+    dim: str = "dp"
+    label: str = "grads"
+
+
+@dataclass(frozen=True)
+class ParamsUsed:
+    """The forward reads ``params`` parameters (synced over ``dim``) from here on: a layer's
+    weights, which ``--overlap-param-gather`` must have gathered by now."""
+
+    params: int
+    dim: str = "dp"
+    label: str = "params"
+
+
+Step = Compute | Collective | GradsReady | ParamsUsed
+
+
+class StepBuilder:
+    """Collects compute time into the current step until a collective or a marker closes it."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.current = Compute()
+
+    def add(self, kind: str, seconds: float, kernels: int = 1) -> None:
+        """``kernels`` kernels of ``seconds`` in all (each one the host must launch)."""
+        self.current.seconds[kind] = self.current.seconds.get(kind, 0.0) + seconds
+        self.current.kernels += kernels
+
+    def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
+        if size_bytes <= 0:
+            return
+        self.close(label + ".before")
+        self.steps.append(Collective(label, comm_type, size_bytes, overlap, dim))
+
+    def grads(self, params: int, dim: str = "dp") -> None:
+        if params <= 0:
+            return
+        self.close("grads.before")
+        self.steps.append(GradsReady(params, dim))
+
+    def params(self, params: int, dim: str = "dp") -> None:
+        if params <= 0:
+            return
+        self.close("params.before")
+        self.steps.append(ParamsUsed(params, dim))
+
+    def close(self, label: str) -> None:
+        if self.current.seconds:
+            self.current.label = label
+            self.steps.append(self.current)
+        self.current = Compute()
+
+    def done(self, label: str) -> list[Step]:
+        self.close(label)
+        return self.steps
