@@ -156,7 +156,7 @@ TFLOP/s and MFU per GPU, tokens/s, memory and where the time went:
     cluster:
       preset: dgx-a100-80gb        # {presets}, or ./my.yaml
       gpus: 1536
-      inter_node_gbps: 1600        # optional: {keys}
+      inter_node_gbit_s: 1600      # optional: {keys}
 """
 
 
