@@ -110,3 +110,30 @@ def test_a_sweep_axis_sets_the_nic_bandwidth_under_either_name(tmp_path, base_ke
     points = load_sweep(str(sweep)).points()
     got = [load_cluster(p.scenario["cluster"], "c").node["inter_node_gbit_s"] for p in points]
     assert got == [400, 3200]
+
+
+def test_no_function_in_the_cli_is_over_80_lines() -> None:
+    """The run is a plan plus report writers (cli/run_reports.py), not one god-function."""
+    import ast
+
+    long = [f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for path in (ROOT / "simpy_astra" / "cli").glob("*.py")
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 80]
+    assert long == []
+
+
+def test_a_quiet_run_wants_only_its_headline_and_asked_files() -> None:
+    """Each writer knows from the plan when it is wanted: --quiet prints the headline alone,
+    --reference-lines with it no headline; --json-out adds the JSON, nothing else."""
+    from simpy_astra.cli.run_reports import WRITERS, Finished, RunPlan
+
+    def wanted(plan: RunPlan, training: object = None) -> list[str]:
+        sim = dataclasses.make_dataclass("Sim", [("written_files", list)])([])
+        done = Finished(plan, None, sim, [], None, None, None, 0.0, None, None, training, None)
+        return [write.__name__ for when, write in WRITERS if when(done)]
+
+    assert wanted(RunPlan(quiet=True)) == ["_warnings", "_headline"]
+    assert wanted(RunPlan(quiet=True, reference_lines=True)) == ["_warnings"]
+    assert wanted(RunPlan(json_out="o.json"), training=object()) == ["_warnings", "_answer", "_json"]
+    assert wanted(RunPlan(rich_summary=True)) == ["_warnings", "_summary"]
