@@ -3,7 +3,7 @@
 Each row runs as the table says to reproduce it: the arguments of "Arguments to reproduce a
 row" (micro-batch 1, bf16, distributed optimizer, overlapped gradient reduce and parameter
 gather, untied embeddings; sequence parallelism and ``--tp-comm-overlap`` where tp > 1) on
-``cluster: {preset: dgx-h100, gpus, inter_node_gbps: 3200}``, through ``python -m simpy_astra
+``cluster: {preset: dgx-h100, gpus, inter_node_gbit_s: 3200}``, through ``python -m simpy_astra
 run FILE --json-out OUT --quiet``. Prints published against predicted seconds per iteration
 and TFLOP/s per GPU, the error per row, the mean |error| and the Spearman rank correlation.
 
@@ -41,7 +41,7 @@ def read_table(path: str) -> list[dict]:
         if len(cells) == 12 and re.fullmatch(r"[\d.]+B", cells[0]):
             heads, hidden, layers, tp, pp, _dp, gpus, batch = (int(c.replace(",", "")) for c in cells[1:9])
             rows.append({"model": cells[0], "gpus": gpus, "tflops": float(cells[9]), "seconds": float(cells[11]),
-                         "preset": "dgx-h100", "inter_node_gbps": 3200,
+                         "preset": "dgx-h100", "inter_node_gbit_s": 3200,
                          "args": row_args(heads, hidden, layers, tp, pp, batch)})
     if not rows:
         raise SystemExit(f"{path}: no table rows found")

@@ -1,7 +1,7 @@
 """Megatron-LM's SC'21 weak-scaling table (../shared/realtables/SC21_TABLE1.md), predicted.
 
 Each row runs as a user would run it: a scenario of ``workload: {generate: megatron, args}``
-and ``cluster: {preset: dgx-a100-80gb, gpus, inter_node_gbps: 1600}`` and nothing else, through
+and ``cluster: {preset: dgx-a100-80gb, gpus, inter_node_gbit_s: 1600}`` and nothing else, through
 ``python -m simpy_astra run FILE --json-out OUT --quiet``. Prints published against predicted
 seconds per iteration and TFLOP/s per GPU, the error per row, the mean |error| and the
 Spearman rank correlation of the TFLOP/s trend.
@@ -46,13 +46,13 @@ def read_table(path: str) -> list[dict]:
 
 def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, float]:
     """Run one row as a scenario (``gpu``: GPU figures overriding the preset's; the row's
-    ``preset`` and ``inter_node_gbps`` default to SC'21's DGX A100 and 1,600 Gbit/s)."""
+    ``preset`` and ``inter_node_gbit_s`` default to SC'21's DGX A100 and 1,600 Gbit/s)."""
     scenario = os.path.join(folder, f"{row['model']}.yaml")
     out = os.path.join(folder, f"{row['model']}.json")
     with open(scenario, "w") as f:
         f.write(f'workload:\n  generate: megatron\n  args: "{row["args"]}"\n'
                 f"cluster:\n  preset: {row.get('preset', 'dgx-a100-80gb')}\n  gpus: {row['gpus']}\n"
-                f"  inter_node_gbps: {row.get('inter_node_gbps', 1600)}\n")
+                f"  inter_node_gbit_s: {row.get('inter_node_gbit_s', 1600)}\n")
         if gpu:
             f.write(f"  gpu: {json.dumps(gpu)}\n")
     start = time.perf_counter()

@@ -3,6 +3,17 @@
 ASTRA-sim uses two meanings of "GB": network bandwidths are GiB/s (2^30 B), local memory
 bandwidth and peak performance are decimal (1e9). Keeping both conversions here, with the
 reference's operation order, is what makes truncated times match exactly.
+
+Units live in names, one suffix per unit:
+
+* ``_ns``, ``_us``, ``_s``: time; ``_bytes``, ``_gib`` (2^30 B), ``_gb`` (10^9 B): size;
+* ``_gib_s``: GiB/s (2^30 B per s), ``_gb_s``: GB/s (10^9 B per s), ``_gbit_s``: Gbit/s
+  (10^9 bits per s); ``_bytes_per_ns`` once converted here;
+* ``_gbps`` is ASTRA-sim's own spelling and means what ASTRA-sim means by it: GiB/s for a
+  network's ``bandwidth_gbps``, 10^9 B/s for ``local_mem_bw_gbps``. New names use the three
+  suffixes above; keys users already write under an older name stay accepted (a cluster's
+  ``hbm_gbps``, ``l2_gbps``, ``inter_node_gbps``, in presets, scenarios and sweep axes:
+  ``config/cluster.py``'s ``OLD_KEYS``).
 """
 
 from __future__ import annotations

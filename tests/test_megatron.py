@@ -30,7 +30,7 @@ SC21_145B = ("--num-layers 80 --hidden-size 12288 --num-attention-heads 96 --seq
              "--num-layers-per-virtual-pipeline-stage 5 --fp16 --checkpoint-activations --DDP-impl local "
              "--vocab-size 51200")
 
-TOY = Gpu(name="toy", sms=2, tensor_tflops=1.0, fp8_tflops=0, hbm_gbps=1e6, hbm_gib=1, l2_gbps=1e9,
+TOY = Gpu(name="toy", sms=2, tensor_tflops=1.0, fp8_tflops=0, hbm_gb_s=1e6, hbm_gib=1, l2_gb_s=1e9,
           tensor_efficiency=0.5, memory_efficiency=0.5, launch_us=2.0)
 
 
@@ -80,7 +80,7 @@ def test_one_gemm_time_from_the_formula():
 
 def test_a_skinny_gemm_is_memory_bound():
     """m = 65536, n = 8, k = 8: nearly no FLOPs; the time is moving A, B and C through HBM."""
-    slow_memory = Gpu(**{**TOY.__dict__, "hbm_gbps": 1.0, "tensor_tflops": 1e6})
+    slow_memory = Gpu(**{**TOY.__dict__, "hbm_gb_s": 1.0, "tensor_tflops": 1e6})
     moved = (65536 * 8 + 8 * 8 + 65536 * 8) * 2
     assert gemm_seconds(slow_memory, 65536, 8, 8) == pytest.approx(moved / (1e9 * 0.5) + 2e-6, rel=1e-12)
     assert streaming_seconds(slow_memory, 1e9) == pytest.approx(1e9 / 0.5e9 + 2e-6)
@@ -136,7 +136,7 @@ def _optimizer_s(gpus: int, layers: int, h: int) -> float:
     gradient, fp32 master and two moments read and written, the bf16 copy, norm and check)."""
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": gpus}, "c").gpu_model()
     params = layers * (12 * h * h + 13 * h)
-    return params * 38 / (gpu.hbm_gbps * 1e9 * gpu.memory_efficiency)
+    return params * 38 / (gpu.hbm_gb_s * 1e9 * gpu.memory_efficiency)
 
 
 def test_interleaved_schedule_bubble(tmp_path):

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
@@ -40,16 +41,100 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _calibration_record(args: argparse.Namespace, logs: list, held_out: Any, network: dict, cal: Any,
+                        algorithms: dict | None) -> dict:
+    """calibration.json: each log with its digest and fit, what was given and what was fitted."""
+    from simpy_astra.calibration.holdout import digest, fit_record
+    from simpy_astra.calibration.local_copy import COPYING_COLLECTIVES, memory_gbps
+    from simpy_astra.calibration.report import gm_abs_error
+
+    return {
+        "logs": [{"path": log.path, "sha256_16": digest(log.path), "collective": log.collective,
+                  "gpus": log.ranks, "sizes": len(log.rows),
+                  "own_chunk_copy_memory_GBps": (memory_gbps(log.devices, args.gpu_memory_bw)
+                                                 if log.collective in COPYING_COLLECTIVES
+                                                 and not args.in_place else None), **rec}
+                 for log, rec in zip(logs, fit_record(logs, held_out, args.min_size), strict=True)],
+        "backend": args.backend,
+        "algorithms": algorithms,
+        "min_size_bytes": args.min_size,
+        "times": "in-place" if args.in_place else "out-of-place",
+        "given": {"bandwidth": network["bandwidth"], "latency": network["latency"]},
+        "fitted": {"bandwidth": cal.network["bandwidth"], "latency": cal.network["latency"],
+                   "endpoint_delay_ns": cal.system["endpoint-delay"]},
+        "dimension_groups": cal.fit.groups,
+        "fit_points": cal.fit.used_points,
+        "simulated_errors": [round(e, 6) for e in cal.sim_errors],
+        "geomean_error": round(gm_abs_error(cal.sim_errors), 6),
+    }
+
+
+def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, cal: Any, nccl: dict | None,
+               algorithms: dict | None) -> None:
+    """The logs read, the calibrated network beside the given one, and the algorithms chosen."""
+    from simpy_astra.calibration.local_copy import copy_notes
+
+    for log in logs:
+        skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
+        if log.tables > 1:
+            skipped += f", rows of {log.tables} tables (runs) together"
+        out.line(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
+                 f"{skipped}")
+    for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
+        out.line(note)
+    # the network YAML's bandwidth unit: ASTRA-sim moves bandwidth * 2^30 bytes a second
+    out.table("calibrated network", ("dim", "topology", "NPUs", "bandwidth GiB/s", "latency ns"),
+              [(str(d), topo, str(network["npus_count"][d]),
+                f"{network['bandwidth'][d]:g} -> {cal.network['bandwidth'][d]:g}",
+                f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
+               for d, topo in enumerate(network["topology"])],
+              align=("right", "left", "right", "right", "right"))
+    for row in (nccl or {}).get("sizes", []):
+        out.line(f"nccl {row['algorithm']} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
+                 f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}), "
+                 f"{100 * row['error']:+.1f}%")
+    for coll, choice in (algorithms or {}).items():
+        out.line(f"{coll}: {choice['implementation']}, {choice['source']}")
+
+
+def _write_files(args: argparse.Namespace, logs: list, held_out: Any, network: dict, cal: Any,
+                 algorithms: dict | None, nccl: dict | None, regimes: dict | None) -> tuple[str, str, str]:
+    """The calibrated network.yml, system.json and calibration.json (and nccl.json, regimes.json
+    when fitted) in --out; their paths."""
+    from simpy_astra import files
+
+    net_path = os.path.join(args.out, "network.yml")
+    sys_path = os.path.join(args.out, "system.json")
+    info_path = os.path.join(args.out, "calibration.json")
+    try:
+        with files.open_output(net_path, "--out") as f:
+            f.write("# calibrated by simpy-astra calibrate from "
+                    + ", ".join(os.path.basename(p) for p in args.logs) + "\n")
+            dump_yaml(cal.network, f, sort_keys=False)
+        with files.open_output(sys_path, "--out") as f:
+            json.dump(cal.system, f, indent=2)
+            f.write("\n")
+        with files.open_output(info_path, "--out") as f:
+            json.dump(_calibration_record(args, logs, held_out, network, cal, algorithms), f, indent=1)
+            f.write("\n")
+        if nccl is not None:
+            with files.open_output(os.path.join(args.out, "nccl.json"), "--out") as f:
+                json.dump(nccl, f, indent=1)
+                f.write("\n")
+        if regimes is not None:
+            with files.open_output(os.path.join(args.out, "regimes.json"), "--out") as f:
+                json.dump(regimes, f, indent=1)
+                f.write("\n")
+    except OSError as exc:
+        raise InputError(f"--out: cannot write into {args.out} ({exc.strerror or exc})") from None
+    return net_path, sys_path, info_path
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    from simpy_astra.calibration.holdout import digest, fit_record, held_out_rows
+    from simpy_astra.calibration.holdout import held_out_rows
     from simpy_astra.calibration.inputs import load_network, load_system
-    from simpy_astra.calibration.local_copy import (
-        COPYING_COLLECTIVES,
-        check_memory_bw,
-        copy_notes,
-        memory_gbps,
-    )
+    from simpy_astra.calibration.local_copy import check_memory_bw
     from simpy_astra.calibration.model import calibrate
     from simpy_astra.calibration.nccl_log import parse_logs
     from simpy_astra.calibration.report import gm_abs_error, output_dir
@@ -94,27 +179,7 @@ def main(argv: list[str]) -> int:
         out.line(f"protocol switch: {sw['log']} between {sw['last_below_bytes']} and {sw['from_bytes']} "
                  f"bytes ({100 * sw['jump']:+.0f}%); regimes.json fits each side" if sw else
                  "protocol switch: none seen in the logs (no regimes.json)")
-    for log in logs:
-        skipped = f", {log.skipped_zero_size} rows of 0 bytes skipped" if log.skipped_zero_size else ""
-        if log.tables > 1:
-            skipped += f", rows of {log.tables} tables (runs) together"
-        out.line(f"read {log.path}: {log.collective} on {log.ranks} GPUs, {len(log.rows)} sizes"
-                 f"{skipped}")
-    for note in copy_notes(logs, args.gpu_memory_bw, args.in_place):
-        out.line(note)
-    # the network YAML's bandwidth unit: ASTRA-sim moves bandwidth * 2^30 bytes a second
-    out.table("calibrated network", ("dim", "topology", "NPUs", "bandwidth GiB/s", "latency ns"),
-              [(str(d), topo, str(network["npus_count"][d]),
-                f"{network['bandwidth'][d]:g} -> {cal.network['bandwidth'][d]:g}",
-                f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
-               for d, topo in enumerate(network["topology"])],
-              align=("right", "left", "right", "right", "right"))
-    for row in (nccl or {}).get("sizes", []):
-        out.line(f"nccl {row['algorithm']} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
-                 f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}), "
-                 f"{100 * row['error']:+.1f}%")
-    for coll, choice in (algorithms or {}).items():
-        out.line(f"{coll}: {choice['implementation']}, {choice['source']}")
+    _print_fit(out, args, logs, network, cal, nccl, algorithms)
     out.line(f"endpoint delay {cal.system['endpoint-delay']} ns, "
              f"{cal.system['preferred-dataset-splits']} chunk(s) per collective (kept)")
     if cal.uncovered_dims:
@@ -125,50 +190,7 @@ def main(argv: list[str]) -> int:
              f"{100 * sum(abs(e) for e in cal.sim_errors) / len(cal.sim_errors):.1f}% "
              f"({cal.simulations} simulations, {cal.rounds} round(s))")
 
-    from simpy_astra import files
-
-    net_path = os.path.join(args.out, "network.yml")
-    sys_path = os.path.join(args.out, "system.json")
-    info_path = os.path.join(args.out, "calibration.json")
-    try:
-        with files.open_output(net_path, "--out") as f:
-            f.write("# calibrated by simpy-astra calibrate from "
-                    + ", ".join(os.path.basename(p) for p in args.logs) + "\n")
-            dump_yaml(cal.network, f, sort_keys=False)
-        with files.open_output(sys_path, "--out") as f:
-            json.dump(cal.system, f, indent=2)
-            f.write("\n")
-        with files.open_output(info_path, "--out") as f:
-            json.dump({
-                "logs": [{"path": log.path, "sha256_16": digest(log.path), "collective": log.collective,
-                          "gpus": log.ranks, "sizes": len(log.rows),
-                          "own_chunk_copy_memory_GBps": (memory_gbps(log.devices, args.gpu_memory_bw)
-                                                         if log.collective in COPYING_COLLECTIVES
-                                                         and not args.in_place else None), **rec}
-                         for log, rec in zip(logs, fit_record(logs, held_out, args.min_size), strict=True)],
-                "backend": args.backend,
-                "algorithms": algorithms,
-                "min_size_bytes": args.min_size,
-                "times": "in-place" if args.in_place else "out-of-place",
-                "given": {"bandwidth": network["bandwidth"], "latency": network["latency"]},
-                "fitted": {"bandwidth": cal.network["bandwidth"], "latency": cal.network["latency"],
-                           "endpoint_delay_ns": cal.system["endpoint-delay"]},
-                "dimension_groups": cal.fit.groups,
-                "fit_points": cal.fit.used_points,
-                "simulated_errors": [round(e, 6) for e in cal.sim_errors],
-                "geomean_error": round(gm_abs_error(cal.sim_errors), 6),
-            }, f, indent=1)
-            f.write("\n")
-        if nccl is not None:
-            with files.open_output(os.path.join(args.out, "nccl.json"), "--out") as f:
-                json.dump(nccl, f, indent=1)
-                f.write("\n")
-        if regimes is not None:
-            with files.open_output(os.path.join(args.out, "regimes.json"), "--out") as f:
-                json.dump(regimes, f, indent=1)
-                f.write("\n")
-    except OSError as exc:
-        raise InputError(f"--out: cannot write into {args.out} ({exc.strerror or exc})") from None
+    net_path, sys_path, info_path = _write_files(args, logs, held_out, network, cal, algorithms, nccl, regimes)
     extra = f", {os.path.join(args.out, 'nccl.json')}" if nccl is not None else ""
     out.line(f"wrote {net_path}, {sys_path}{extra} and {info_path} in {time.perf_counter() - t0:.1f} s")
     return 0

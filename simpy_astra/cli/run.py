@@ -11,18 +11,17 @@ progress go to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, plain
+from simpy_astra.cli.run_reports import Finished, RunPlan, write_reports
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.report.console import say
-from simpy_astra.report.links import busiest_links, link_fields
+from simpy_astra.report.links import busiest_links
 from simpy_astra.statistics import NpuReport
 
 if TYPE_CHECKING:
@@ -156,7 +155,7 @@ TFLOP/s and MFU per GPU, tokens/s, memory and where the time went:
     cluster:
       preset: dgx-a100-80gb        # {presets}, or ./my.yaml
       gpus: 1536
-      inter_node_gbps: 1600        # optional: {keys}
+      inter_node_gbit_s: 1600      # optional: {keys}
 """
 
 
@@ -205,51 +204,6 @@ def _reporter(log: LogFolder | None, progress: ProgressLine | None = None, show:
             log.report_lines(report.lines())
 
     return print_and_log
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, bytes on macOS)."""
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
-
-
-def _write_json(path: str, reports: list[NpuReport], wall_s: float, links: list | None,
-                cost=None, jobs: list | None = None, link_jobs: dict | None = None, training=None,
-                breakdowns: dict | None = None, identity: dict | None = None) -> None:
-    """Every figure, and what made them (``identity``: version, backend, input digests)."""
-    from simpy_astra.report.identity import NAMES_NOTE, with_ns_names
-
-    npus = {str(r.npu_id): with_ns_names(r.as_dict()) for r in sorted(reports, key=lambda r: r.npu_id)}
-    for npu_id, b in (breakdowns or {}).items():  # where each NPU's time went (report/breakdown.py)
-        if str(npu_id) in npus:
-            npus[str(npu_id)]["breakdown_ns"] = b.ordered()
-    data: dict = {
-        **(identity or {}),
-        "units": NAMES_NOTE,
-        # the step's time: when the last NPU finished
-        "iteration_time_ns": max((r.finished_cycles for r in reports), default=0),
-        "npus": npus,
-        "simulator_wall_s": round(wall_s, 3),
-        "peak_rss_mb": peak_rss_mb(),
-    }
-    if cost is not None:  # the network cost model (simpy_astra/cost_model.py)
-        data["cost_usd"] = cost.total_usd
-        data["cost"] = cost.as_dict()
-    if training is not None:  # a generated training job's own figures (Megatron's TFLOP/s, MFU)
-        data["training"] = training.as_dict()
-    if jobs is not None:  # multi-job runs: per job (simpy_astra/jobs.py)
-        data["jobs"] = {j.name: with_ns_names(j.as_dict()) for j in jobs}
-    if links is not None:  # link-level runs (aware, packet): every directed link, busiest first
-        data["links"] = [link_fields(stat) for stat in links]
-        if link_jobs is not None:
-            for record, stat in zip(data["links"], links, strict=True):
-                record["bytes_by_job"] = link_jobs.get((stat.src, stat.dst), {})
-    from simpy_astra import files
-
-    with files.open_output(path, "--json-out") as f:
-        json.dump(data, f, indent=1)
 
 
 def _name_fits(path: str, flag: str) -> None:
@@ -367,55 +321,55 @@ def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
     return inputs
 
 
-def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | None = None,
-              trace_out: str | None = None, fold: str | None = None, isolation: bool = False,
-              plots: str | None = None, given: tuple[str, ...] = (), plugins: tuple[str, ...] = (),
-              trace_dir: str | None = None, log: LogFolder | None = None, name: str = "run",
-              quiet: bool = False, reference_lines: bool = False, verbose: bool = False) -> int:
-    """Run ``inputs`` and report; ``given``: the input files the command line named and
-    ``plugins`` the modules it loaded (their digests go into ``--json-out``); ``log``: the
-    ``--logging-folder`` that also gets the report lines and warnings; ``name``: the run's,
-    for its default output folder ``runs/NAME``. ``quiet``: only the headline on stdout (with
-    ``reference_lines``, only the reference's lines); ``reference_lines``: a real job's
-    per-NPU lines too (ASTRA-sim inputs print them unless ``quiet``); ``verbose``: warnings
-    that ask nothing of the user in full."""
-    from simpy_astra.folding.run import resolve_fold
-    from simpy_astra.simulation import Simulation
-
+def _prepared(inputs, plan: RunPlan, trace_dir: str | None, name: str):
+    """``inputs`` with their traces moved to the run's output folder, and every output checked,
+    before time starts."""
+    log = plan.log
     if trace_dir is not None:
         inputs = _in_trace_dir(inputs, trace_dir)
     else:  # the traces go with the run's other outputs
-        folder = output_folder(name, (json_out, False), (csv_out, True), (plots, True), (trace_out, False),
-                               (log.folder if log is not None else None, True))
+        folder = output_folder(name, (plan.json_out, False), (plan.csv_out, True), (plan.plots, True),
+                               (plan.trace_out, False), (log.folder if log is not None else None, True))
         inputs = _in_trace_dir(inputs, folder, bare_only=True)
-    check_outputs(inputs, json_out, csv_out, trace_out, plots, log)
-    if isolation and inputs.jobs is None:
+    check_outputs(inputs, plan.json_out, plan.csv_out, plan.trace_out, plan.plots, log)
+    if plan.isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
-    t0 = time.perf_counter()
+    return inputs
+
+
+def _folded(inputs, plan: RunPlan, fold: str | None):
+    """``inputs`` folded as asked (``fold``: on, off or None) and as the reports allow."""
+    from simpy_astra.folding.run import resolve_fold
+
     if fold is not None:
         inputs = replace(inputs, fold_symmetry=fold == "on")
-    if csv_out or trace_out:  # per-node reports and traces list every NPU's own events
+    if plan.csv_out or plan.trace_out:  # per-node reports and traces list every NPU's own events
         inputs = replace(inputs, fold_symmetry=False)
-    inputs = resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
+    return resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
+
+
+def _run(inputs, plan: RunPlan, t0: float) -> Finished:
+    """Simulate ``inputs`` (the notes that precede time, then time) and derive the figures the
+    writers read."""
+    from simpy_astra.cost_model import network_cost
+    from simpy_astra.folding import NOTE_FROM_NPUS
+    from simpy_astra.folding.run import fold_requested
     from simpy_astra.report.console import ProgressLine, progress_wanted, run_with_progress
+    from simpy_astra.simulation import Simulation
 
     progress = ProgressLine() if progress_wanted() else None
     real_job = inputs.workload.reports_figures  # a cluster: scenario: the answer is its training figures
-    headline_only = quiet and not reference_lines
-    sim = Simulation(inputs, on_report=_reporter(log, progress, show=reference_lines or not (real_job or quiet)))
-    from simpy_astra.folding import NOTE_FROM_NPUS
-    from simpy_astra.folding.run import fold_requested
-
+    show = plan.reference_lines or not (real_job or plan.quiet)
+    sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show))
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say("note: symmetry folding is off: several jobs share the network")
-
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
         say(f"note: {sim.fold_note}")
-    record = None  # node timings are recorded only for reports that need them
-    if csv_out or trace_out or rich_summary or json_out or plots or (real_job and not quiet):
+    record = None
+    if plan.records_nodes(real_job):
         from simpy_astra.report.recorder import attach
 
-        record = attach(sim, record_chunks=bool(trace_out))
+        record = attach(sim, record_chunks=bool(plan.trace_out))
     reports = run_with_progress(sim, line=progress) if progress is not None else sim.run()
     jobs = link_jobs = None
     if sim.jobs is not None:
@@ -423,79 +377,32 @@ def _simulate(inputs, json_out: str | None, rich_summary: bool, csv_out: str | N
         from simpy_astra.jobs import job_results
 
         jobs = job_results(sim.jobs, reports)
-        if not headline_only:
-            print("\n".join(j.line() for j in jobs))
-        if isolation:
+        if plan.isolation:
             for result, job in zip(jobs, sim.jobs, strict=True):
                 result.alone_cycles = finish_alone(inputs, job)
         if sim.link_bytes_by_job is not None:
             link_jobs = sim.link_bytes_by_job.by_label()
     wall = time.perf_counter() - t0
-    sys.stdout.flush()
-    from simpy_astra.report.answer import headline, print_answer, short_warning
-
-    for warning in sim.warnings:
-        say(short_warning(warning, verbose))
-        if log is not None:
-            log.add("warning", warning)
-    if sim.written_files:  # the system config asked for them (track-local-mem): say where they went
-        first, last = sim.written_files[0], sim.written_files[-1]
-        shown = first if len(sim.written_files) == 1 else f"{first} .. {os.path.basename(last)}"
-        say(f"note: wrote {len(sim.written_files)} local-memory trace(s) {os.path.abspath(shown)} "
-            f"(local-mem-trace-filename in {inputs.system.source})")
-    links = busiest_links(sim.network)
-    from simpy_astra.cost_model import network_cost
-
-    cost = network_cost(inputs.network)
-    training = None
+    training = breakdowns = None
     if inputs.workload.reports_figures and reports:
         training = inputs.workload.figures(max(r.finished_cycles for r in reports))
-    breakdowns = None
     if record is not None:
         from simpy_astra.report.breakdown import npu_breakdowns
 
         breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports},
-                                    segments=bool(plots) or rich_summary)
-    if headline_only:
-        print(headline(reports, training), flush=True)
-    elif training is not None and not quiet:
-        print_answer(training, breakdowns)
-    if json_out:
-        from simpy_astra import __version__
-        from simpy_astra.report.identity import inputs_of
+                                    segments=bool(plan.plots) or plan.rich_summary)
+    return Finished(plan, inputs, sim, reports, record, jobs, link_jobs, wall, busiest_links(sim.network),
+                    network_cost(inputs.network), training, breakdowns)
 
-        identity = {"simpy_astra_version": __version__, "backend": inputs.backend,
-                    "inputs": inputs_of(inputs, given, plugins)}
-        _write_json(json_out, reports, wall, links, cost, jobs, link_jobs, training, breakdowns, identity)
-    if record is not None and csv_out:
-        from simpy_astra.report.csv_tables import write_csv_reports
 
-        write_csv_reports(record, csv_out, breakdowns)
-    if record is not None and trace_out:
-        from simpy_astra.report.timeline import write_chrome_trace
-
-        write_chrome_trace(record, trace_out)
-    if breakdowns is not None and plots:
-        from simpy_astra.report.breakdown import pipeline_roles, replica_stages
-        from simpy_astra.report.plots import write_plots
-
-        groups = sim.planner.file_group_members() if sim.jobs is None else {}
-        write_plots(breakdowns, plots, pipeline_roles(sim.group_names, groups, sim.total_npus),
-                    replica_stages(sim.group_names, groups, sim.total_npus))
-    if rich_summary:
-        from simpy_astra.report.console import Output, print_breakdown, print_summary
-        from simpy_astra.report.timeline import print_timeline
-
-        out = Output()
-        # a price nobody asked for and the table cannot give is not worth a line
-        priced = cost if cost.error is None or inputs.network.cost is not None else None
-        print_summary(reports, wall, links, out=out, cost=priced, jobs=jobs, link_jobs=link_jobs)
-        print_timeline(breakdowns, out=out)
-        if training is None:  # a real job's table is part of its answer, on stdout
-            print_breakdown(breakdowns, out)
+def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | None = None,
+              name: str = "run") -> int:
+    """Run ``inputs`` as ``plan`` asks and write its reports; ``name``: the run's, for its
+    default output folder ``runs/NAME``."""
+    inputs = _prepared(inputs, plan, trace_dir, name)
+    t0 = time.perf_counter()
+    write_reports(_run(_folded(inputs, plan, fold), plan, t0))
     return 0
-
-
 
 
 def run_scenario(argv: list[str]) -> int:
@@ -505,11 +412,11 @@ def run_scenario(argv: list[str]) -> int:
 
     load_plugins(args.plugin, "--plugin")
     inputs = load_scenario(args.scenario, backend=args.network_backend)
-    return _simulate(inputs, args.json_out, rich_summary=not args.quiet, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry, isolation=args.isolation,
-                     plots=args.plots, given=(args.scenario,), plugins=tuple(args.plugin),
-                     trace_dir=args.trace_dir, name=os.path.splitext(os.path.basename(args.scenario))[0],
-                     quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose)
+    plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, rich_summary=not args.quiet,
+                   quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose,
+                   isolation=args.isolation, given=(args.scenario,), plugins=tuple(args.plugin))
+    return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,
+                     name=os.path.splitext(os.path.basename(args.scenario))[0])
 
 
 def run_astra_flags(argv: list[str]) -> int:
@@ -564,9 +471,9 @@ def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
     )
     given = (args.workload_configuration, args.system_configuration, args.network_configuration,
              args.remote_memory_configuration, args.comm_group_configuration)
-    return _simulate(inputs, args.json_out, rich_summary=False, csv_out=args.csv_out,
-                     trace_out=args.trace_out, fold=args.fold_symmetry, plots=args.plots, given=given,
-                     plugins=tuple(args.plugin), trace_dir=args.trace_dir, log=log,
-                     name=os.path.basename(args.workload_configuration.rstrip(os.sep)),
-                     quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose)
+    plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, quiet=args.quiet,
+                   reference_lines=args.reference_lines, verbose=args.verbose, given=given,
+                   plugins=tuple(args.plugin), log=log)
+    return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,
+                     name=os.path.basename(args.workload_configuration.rstrip(os.sep)))
 

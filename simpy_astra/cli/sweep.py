@@ -209,6 +209,24 @@ def _main(argv: list[str]) -> int:
         store.close()
 
 
+def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary: dict, interrupted: bool) -> bool:
+    """The sweep's plots, unless --no-plots or interrupted; True when skipped for want of matplotlib."""
+    import importlib.util
+
+    from simpy_astra.sweep.best import best_keys
+
+    plots = not args.no_plots and not interrupted
+    skipped_plots = plots and importlib.util.find_spec("matplotlib") is None  # results need none
+    if plots and not skipped_plots:
+        from simpy_astra.sweep.plots import write_plots
+
+        try:
+            write_plots(spec, done, args.out, best_keys(summary))
+        except OSError as exc:
+            raise InputError(f"--out: cannot write the plots in {args.out} ({exc.strerror or exc})") from None
+    return skipped_plots
+
+
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
     from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
@@ -252,17 +270,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    import importlib.util
-
-    plots = not args.no_plots and not outcome.interrupted
-    skipped_plots = plots and importlib.util.find_spec("matplotlib") is None  # results need none
-    if plots and not skipped_plots:
-        from simpy_astra.sweep.plots import write_plots
-
-        try:
-            write_plots(spec, done, args.out, best_keys(summary))
-        except OSError as exc:
-            raise InputError(f"--out: cannot write the plots in {args.out} ({exc.strerror or exc})") from None
+    skipped_plots = _sweep_plots(args, spec, done, summary, outcome.interrupted)
     print_summary(spec, done, summary, out, wall_s)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"

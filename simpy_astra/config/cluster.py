@@ -1,14 +1,16 @@
 """A scenario's ``cluster:``: a named machine (a preset) and a GPU count, instead of system,
 network and backend inputs.
 
-    cluster: {preset: dgx-a100-80gb, gpus: 1536, inter_node_gbps: 1600}
+    cluster: {preset: dgx-a100-80gb, gpus: 1536, inter_node_gbit_s: 1600}
 
 A preset is a YAML file (``simpy_astra/config/clusters/NAME.yaml``, or a path to a copy the
 user edited) with the GPU's figures (:class:`~simpy_astra.workloads.megatron.kernels.Gpu`,
 each with its datasheet or log in a comment) and the node: GPUs per node on NVSwitch, the
 NVLink bandwidth and latency fitted by ``calibrate`` on an nccl-tests log, and the scale-out
 NICs. Any ``node`` value may be overridden at the top level of ``cluster:``
-(``inter_node_gbps``, ``gpus_per_node``...), any GPU value under ``gpu:``.
+(``inter_node_gbit_s``, ``gpus_per_node``...), any GPU value under ``gpu:``. Keys written
+before units were spelled in names (``inter_node_gbps``, ``hbm_gbps``, ``l2_gbps``) are read
+as their new names (:data:`OLD_KEYS`); errors name a key as it was written.
 
 The machine is a rail-optimised cluster: the GPUs of a node on NVSwitch, each GPU's NIC on its
 own rail (its share of the node's scale-out bandwidth, at the efficiency NCCL sustains), the
@@ -43,7 +45,9 @@ from simpy_astra.workloads.megatron.kernels import Gpu
 #: collectives of different streams that run at once in one dimension's queue
 STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
-CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbps", "gpus_per_node", "nvlink_gib_s",
+#: keys written before units were spelled in names (simpy_astra/units.py), read as their new names
+OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
+CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
                 "oversubscription", "nccl_algo", "nccl_latency_scale"}
 
@@ -105,7 +109,7 @@ class Cluster:
         """One GPU's NIC (its rail): its share of the node's scale-out line rate, at the
         efficiency NCCL sustains, in GiB/s as the network's bandwidths."""
         node = self.node
-        return node["inter_node_gbps"] / node["gpus"] / 8 * 1e9 * node["inter_node_efficiency"] / 2**30
+        return node["inter_node_gbit_s"] / node["gpus"] / 8 * 1e9 * node["inter_node_efficiency"] / 2**30
 
     def rails(self) -> Rails:
         """The machine's routes (:mod:`simpy_astra.network.rails`) that every pair is charged on."""
@@ -156,7 +160,7 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "gpus": (1, 1024, "GPUs per node"),
     "nvlink_gib_s": (1e-3, 1e12, "GiB/s per GPU and direction"),
     "nvlink_latency_ns": (0, 1e12, "ns"),
-    "inter_node_gbps": (1e-3, 1e12, "Gb/s per node"),
+    "inter_node_gbit_s": (1e-3, 1e12, "Gb/s per node"),
     "inter_node_efficiency": (0, 1, "a fraction of the NICs' line rate"),
     "inter_node_latency_ns": (0, 1e12, "ns"),
     "nodes_per_leaf": (1, 1_000_000, "nodes under one leaf switch of each rail"),
@@ -198,6 +202,21 @@ def _positive(where: str, key: str, value: Any, integer: bool = False,
     return value
 
 
+def _with_units(mapping: dict) -> tuple[dict, dict[str, str]]:
+    """``mapping`` under the names with units (:data:`OLD_KEYS` renamed), and each name -> the
+    name as written. Of an older name and its new one in one mapping the later counts, as of a
+    key written twice in YAML (a sweep's axis ``cluster.inter_node_gbps`` over a base that
+    writes ``inter_node_gbit_s``)."""
+    renamed: dict[Any, Any] = {}
+    written: dict[str, str] = {}
+    for key, value in mapping.items():
+        new = OLD_KEYS.get(key, key)
+        renamed.pop(new, None)
+        renamed[new] = value
+        written[new] = key
+    return renamed, written
+
+
 def _preset_path(name: Any, where: str, base_dir: str) -> str:
     if not isinstance(name, str) or not name:
         raise InputError(f"{where}.preset: must name a preset, one of {', '.join(presets())}, or a YAML "
@@ -217,6 +236,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     the preset's."""
     if not isinstance(value, dict):
         raise InputError(f"{where}: must be a mapping {{preset: NAME, gpus: N}} (got {value!r})")
+    value, written = _with_units(value)
     unknown = sorted(set(value) - CLUSTER_KEYS)
     if unknown:
         raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CLUSTER_KEYS))}")
@@ -229,29 +249,32 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
-    for source, given in ((f"{path}: gpu", doc["gpu"]), (f"{where}.gpu", overrides)):
+    preset_gpu, preset_gpu_names = _with_units(doc["gpu"])
+    overrides, override_names = _with_units(overrides)
+    for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
         extra = sorted(str(k) for k in set(given) - set(gpu_fields))
         if extra:
             raise InputError(f"{source}: unknown key {extra[0]!r} (fields: {', '.join(gpu_fields)})")
-    gpu = {**doc["gpu"], **overrides}
+    gpu = {**preset_gpu, **overrides}
     missing = [f for f in gpu_fields if f not in gpu]
     if missing:
         raise InputError(f"{path}: gpu: missing {', '.join(missing)} (fields: {', '.join(gpu_fields)})")
     for key in gpu_fields:
         if key == "name" or (key == "fp8_tflops" and gpu[key] == 0):
             continue
-        source = f"{where}.gpu" if key in overrides else f"{path}: gpu"
-        _positive(source, key, gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
-    extra = sorted(str(k) for k in set(doc["node"]) - set(NODE_RANGES))
+        source, names = (f"{where}.gpu", override_names) if key in overrides else (f"{path}: gpu", preset_gpu_names)
+        _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
+    preset_node, node_names = _with_units(doc["node"])
+    extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
     if extra:
         raise InputError(f"{path}: node: unknown key {extra[0]!r} (keys: {', '.join(NODE_RANGES)})")
     node: dict[str, Any] = {}
     for key in NODE_RANGES:
         given = "gpus_per_node" if key == "gpus" else key
         if given in value:
-            source, label, raw = where, given, value[given]
-        elif key in doc["node"]:
-            source, label, raw = f"{path}: node", key, doc["node"][key]
+            source, label, raw = where, written[given], value[given]
+        elif key in preset_node:
+            source, label, raw = f"{path}: node", node_names[key], preset_node[key]
         elif key in NODE_DEFAULTS:
             source, label, raw = f"{path}: node", key, NODE_DEFAULTS[key]
         else:

@@ -37,9 +37,9 @@ class Gpu:
     tensor_tflops: float
     #: dense fp8 peak (0: no fp8), TFLOP/s
     fp8_tflops: float
-    hbm_gbps: float  # GB/s (10^9 B/s)
+    hbm_gb_s: float  # 10^9 B/s (a preset may write hbm_gbps)
     hbm_gib: float  # memory capacity
-    l2_gbps: float  # L2 bandwidth to the SMs, GB/s
+    l2_gb_s: float  # L2 bandwidth to the SMs, 10^9 B/s (a preset may write l2_gbps)
     tensor_efficiency: float
     memory_efficiency: float
     launch_us: float
@@ -77,7 +77,7 @@ def gemm_seconds(gpu: Gpu, m: int, n: int, k: int, batch: int = 1, element_bytes
     if min(m, n, k, batch) <= 0:
         return 0.0
     per_sm_flops = gpu.peak_flops(fp8) * gpu.tensor_efficiency / gpu.sms
-    l2_per_sm = gpu.l2_gbps * 1e9 / gpu.sms
+    l2_per_sm = gpu.l2_gb_s * 1e9 / gpu.sms
     best = math.inf
     for tm, tn in GEMM_TILES:
         intensity = 2 * tm * tn / ((tm + tn) * element_bytes)  # FLOP per byte read from L2
@@ -98,7 +98,7 @@ def sharing_sms(gpu: Gpu, seconds: float) -> float:
 
 def streaming_seconds(gpu: Gpu, moved_bytes: float, launch: bool = True) -> float:
     """Time of a kernel that reads and writes ``moved_bytes`` of HBM in all (memory bound)."""
-    t = moved_bytes / (gpu.hbm_gbps * 1e9 * gpu.memory_efficiency)
+    t = moved_bytes / (gpu.hbm_gb_s * 1e9 * gpu.memory_efficiency)
     return t + (gpu.launch_us * 1e-6 if launch else 0.0)
 
 

@@ -1,0 +1,201 @@
+"""What a finished run writes: one writer per output, each knowing from the run's plan when it
+is wanted, run in the order their output appears (stdout's answer, then the files, then the
+stderr summary). A new report is one writer here and a line in :data:`WRITERS`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from simpy_astra.report.console import say
+from simpy_astra.report.links import link_fields
+from simpy_astra.statistics import NpuReport
+
+if TYPE_CHECKING:
+    from simpy_astra.report.log_folder import LogFolder
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What the command line asked of a run: its outputs and how much to print."""
+
+    json_out: str | None = None
+    csv_out: str | None = None
+    trace_out: str | None = None
+    plots: str | None = None
+    rich_summary: bool = False
+    quiet: bool = False
+    reference_lines: bool = False
+    verbose: bool = False
+    isolation: bool = False
+    given: tuple[str, ...] = ()  # the input files the command line named (digests in --json-out)
+    plugins: tuple[str, ...] = ()  # the modules it loaded
+    log: LogFolder | None = None  # --logging-folder: report lines and warnings too
+
+    @property
+    def headline_only(self) -> bool:
+        return self.quiet and not self.reference_lines
+
+    def records_nodes(self, real_job: bool) -> bool:
+        """Whether node timings are recorded: only for reports that need them."""
+        return bool(self.csv_out or self.trace_out or self.rich_summary or self.json_out or self.plots
+                    or (real_job and not self.quiet))
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A run's results and the figures derived from them, as the writers read them."""
+
+    plan: RunPlan
+    inputs: Any
+    sim: Any
+    reports: list[NpuReport]
+    record: Any  # node timings (report/recorder.py), None when no report needs them
+    jobs: list | None
+    link_jobs: dict | None
+    wall_s: float
+    links: list | None
+    cost: Any
+    training: Any  # a generated job's TrainingFigures, or None
+    breakdowns: dict | None
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, bytes on macOS)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
+def _job_lines(done: Finished) -> None:
+    print("\n".join(j.line() for j in done.jobs), flush=True)
+
+
+def _warnings(done: Finished) -> None:
+    from simpy_astra.report.answer import short_warning
+
+    for warning in done.sim.warnings:
+        say(short_warning(warning, done.plan.verbose))
+        if done.plan.log is not None:
+            done.plan.log.add("warning", warning)
+
+
+def _local_memory_note(done: Finished) -> None:
+    """The system config asked for local-memory traces (track-local-mem): say where they went."""
+    written = done.sim.written_files
+    first, last = written[0], written[-1]
+    shown = first if len(written) == 1 else f"{first} .. {os.path.basename(last)}"
+    say(f"note: wrote {len(written)} local-memory trace(s) {os.path.abspath(shown)} "
+        f"(local-mem-trace-filename in {done.inputs.system.source})")
+
+
+def _headline(done: Finished) -> None:
+    from simpy_astra.report.answer import headline
+
+    print(headline(done.reports, done.training), flush=True)
+
+
+def _answer(done: Finished) -> None:
+    from simpy_astra.report.answer import print_answer
+
+    print_answer(done.training, done.breakdowns)
+
+
+def _json(done: Finished) -> None:
+    """Every figure, and what made them (version, backend, input digests)."""
+    from simpy_astra import __version__, files
+    from simpy_astra.report.identity import NAMES_NOTE, inputs_of, with_ns_names
+
+    reports = done.reports
+    npus = {str(r.npu_id): with_ns_names(r.as_dict()) for r in sorted(reports, key=lambda r: r.npu_id)}
+    for npu_id, b in (done.breakdowns or {}).items():  # where each NPU's time went (report/breakdown.py)
+        if str(npu_id) in npus:
+            npus[str(npu_id)]["breakdown_ns"] = b.ordered()
+    data: dict = {
+        "simpy_astra_version": __version__, "backend": done.inputs.backend,
+        "inputs": inputs_of(done.inputs, done.plan.given, done.plan.plugins),
+        "units": NAMES_NOTE,
+        # the step's time: when the last NPU finished
+        "iteration_time_ns": max((r.finished_cycles for r in reports), default=0),
+        "npus": npus,
+        "simulator_wall_s": round(done.wall_s, 3),
+        "peak_rss_mb": peak_rss_mb(),
+    }
+    if done.cost is not None:  # the network cost model (simpy_astra/cost_model.py)
+        data["cost_usd"] = done.cost.total_usd
+        data["cost"] = done.cost.as_dict()
+    if done.training is not None:  # a generated training job's own figures (Megatron's TFLOP/s, MFU)
+        data["training"] = done.training.as_dict()
+    if done.jobs is not None:  # multi-job runs: per job (simpy_astra/jobs.py)
+        data["jobs"] = {j.name: with_ns_names(j.as_dict()) for j in done.jobs}
+    if done.links is not None:  # link-level runs (aware, packet): every directed link, busiest first
+        data["links"] = [link_fields(stat) for stat in done.links]
+        if done.link_jobs is not None:
+            for record, stat in zip(data["links"], done.links, strict=True):
+                record["bytes_by_job"] = done.link_jobs.get((stat.src, stat.dst), {})
+    with files.open_output(done.plan.json_out, "--json-out") as f:
+        json.dump(data, f, indent=1)
+
+
+def _csv(done: Finished) -> None:
+    from simpy_astra.report.csv_tables import write_csv_reports
+
+    write_csv_reports(done.record, done.plan.csv_out, done.breakdowns)
+
+
+def _chrome_trace(done: Finished) -> None:
+    from simpy_astra.report.timeline import write_chrome_trace
+
+    write_chrome_trace(done.record, done.plan.trace_out)
+
+
+def _plots(done: Finished) -> None:
+    from simpy_astra.report.breakdown import pipeline_roles, replica_stages
+    from simpy_astra.report.plots import write_plots
+
+    sim = done.sim
+    groups = sim.planner.file_group_members() if sim.jobs is None else {}
+    write_plots(done.breakdowns, done.plan.plots, pipeline_roles(sim.group_names, groups, sim.total_npus),
+                replica_stages(sim.group_names, groups, sim.total_npus))
+
+
+def _summary(done: Finished) -> None:
+    from simpy_astra.report.console import Output, print_breakdown, print_summary
+    from simpy_astra.report.timeline import print_timeline
+
+    out = Output()
+    # a price nobody asked for and the table cannot give is not worth a line
+    priced = done.cost if done.cost.error is None or done.inputs.network.cost is not None else None
+    print_summary(done.reports, done.wall_s, done.links, out=out, cost=priced, jobs=done.jobs,
+                  link_jobs=done.link_jobs)
+    print_timeline(done.breakdowns, out=out)
+    if done.training is None:  # a real job's table is part of its answer, on stdout
+        print_breakdown(done.breakdowns, out)
+
+
+#: (when it is wanted, the writer), in the order of their output
+WRITERS: tuple[tuple[Callable[[Finished], bool], Callable[[Finished], None]], ...] = (
+    (lambda d: d.jobs is not None and not d.plan.headline_only, _job_lines),
+    (lambda d: True, _warnings),
+    (lambda d: bool(d.sim.written_files), _local_memory_note),
+    (lambda d: d.plan.headline_only, _headline),
+    (lambda d: not d.plan.headline_only and d.training is not None and not d.plan.quiet, _answer),
+    (lambda d: bool(d.plan.json_out), _json),
+    (lambda d: d.record is not None and bool(d.plan.csv_out), _csv),
+    (lambda d: d.record is not None and bool(d.plan.trace_out), _chrome_trace),
+    (lambda d: d.breakdowns is not None and bool(d.plan.plots), _plots),
+    (lambda d: d.plan.rich_summary, _summary),
+)
+
+
+def write_reports(done: Finished) -> None:
+    """Every report the run's plan wants, in order."""
+    sys.stdout.flush()
+    for wanted, write in WRITERS:
+        if wanted(done):
+            write(done)
