@@ -75,7 +75,7 @@ def _task_and_optimizer_s() -> tuple[float, float]:
     steps = model.forward(dense, False, False) + model.backward(dense, False, False)
     task = sum(s.total_s for s in steps if isinstance(s, Compute))
     params = job.layers_per_chunk * (12 * 2048 * 2048 + 13 * 2048)
-    return task, params * 38 / (gpu.hbm_gbps * 1e9 * gpu.memory_efficiency)
+    return task, params * 38 / (gpu.hbm_gb_s * 1e9 * gpu.memory_efficiency)
 
 
 def test_a_registered_toy_schedule_runs_a_megatron_job(tmp_path, monkeypatch, schedules):
