@@ -47,6 +47,14 @@ tree, out, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 if tree:
     sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
     sys.path.insert(0, tree)
+    import importlib.util, os, simpy_astra
+    for name in ("collectives", "topologies", "workloads"):  # setup.cfg's package_dir, by hand
+        folder = os.path.join(tree, name)
+        spec = importlib.util.spec_from_file_location(f"simpy_astra.{name}", os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+        module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        setattr(simpy_astra, name, module)
 from simpy_astra import simulation
 from simpy_astra.cli.main import main
 marks = {}

@@ -30,6 +30,8 @@ from __future__ import annotations
 import heapq
 import statistics
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from simpy_astra.workloads.chakra.types import (
@@ -137,12 +139,14 @@ ARRAY_SWEEP_FROM = 2_000
 
 
 def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False,
-          through_last: bool = False) -> Breakdown:
+          through_last: bool = False, kinds_of=None) -> Breakdown:
     """Split [0, ``finish_ns``] by the precedence above.
 
     ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
     (class, part name) or None; ``segments``: also keep which part each stretch of time went to;
-    ``through_last``: ``finish_ns`` is at least the last interval's end.
+    ``through_last``: ``finish_ns`` is at least the last interval's end; ``kinds_of(node ids)``:
+    optionally, the array sweep's classification at once, (code per node, (class, part) or None
+    per code) (:class:`Classifier`).
 
     From :data:`ARRAY_SWEEP_FROM` intervals on, array operations after one pass over the nodes
     (a report must cost a small part of the run, issue 51): within a class the owner of an
@@ -155,13 +159,17 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
         return _heap_sweep(intervals, part_of, finish_ns, segments)
     import numpy as np
 
-    raw = np.array(intervals, dtype=np.int64).reshape(-1, 3)
+    raw = np.fromiter(chain.from_iterable(intervals), np.int64, 3 * len(intervals)).reshape(-1, 3)
     if through_last:
         finish_ns = max(finish_ns, int(raw[:, 2].max(initial=0)))
     raw = raw[raw[:, 2] > raw[:, 1]]
-    parts = [part_of(nid) for nid in raw[:, 0].tolist()]
-    kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
-    code = np.fromiter(map({kind: k for k, kind in enumerate(kinds)}.__getitem__, parts), np.int64, len(parts))
+    if kinds_of is not None:
+        code, kinds = kinds_of(raw[:, 0].tolist())
+    else:
+        parts = [part_of(nid) for nid in raw[:, 0].tolist()]
+        kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
+        code = np.fromiter(map({kind: k for k, kind in enumerate(kinds)}.__getitem__, parts), np.int64,
+                           len(parts))
     names: dict[str, int] = {}
     kind_class = np.array([-1 if kind is None else kind[0] for kind in kinds], dtype=np.int64)
     kind_name = np.array([-1 if kind is None else names.setdefault(kind[1], len(names)) for kind in kinds],
@@ -181,8 +189,9 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     first = 0
     for p in pieces:  # highest class first: a stretch keeps the first owner it gets
         mark = np.zeros(len(span) + 1, dtype=np.int64)
-        np.add.at(mark, np.searchsorted(edges, p[:, 0]), np.arange(first + 1, first + len(p) + 1))
-        np.add.at(mark, np.searchsorted(edges, p[:, 1]), -np.arange(first + 1, first + len(p) + 1))
+        tags = np.arange(first + 1, first + len(p) + 1)  # a class's pieces are disjoint and not
+        mark[np.searchsorted(edges, p[:, 0])] += tags  # empty: no two share a start or an end
+        mark[np.searchsorted(edges, p[:, 1])] -= tags
         mine = np.cumsum(mark[:-1]) - 1  # pieces of a class are disjoint: one label at a time
         owner = np.where((owner < 0) & (mine >= 0), mine, owner)
         first += len(p)
@@ -266,6 +275,38 @@ def _owned(rows, finish_ns: int):
     return piece[piece[:, 0] < piece[:, 1]]
 
 
+class Classifier:
+    """:func:`node_part` of many nodes, computed once per distinct (type, attributes) pair.
+
+    A node's part depends only on its type and attributes, and the trace reader gives nodes
+    (of any rank) with the same attributes one shared ``attrs`` dict, which nobody modifies: a
+    few hundred distinct pairs stand for hundreds of thousands of nodes (a report must cost a
+    small part of the run, issue 51). The pairs are keyed by the dict's identity, which stays
+    valid while the nodes live; nodes with equal but separate dicts are only classified twice."""
+
+    def __init__(self, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> None:
+        self._names, self._p2p = group_names, p2p_name
+        self._memo: dict[int, tuple[int, str] | None] = {}
+
+    def kinds(self, nodes: list) -> tuple[Any, list[tuple[int, str] | None]]:
+        """(code per node as an array, the (class, part) or None of each code)."""
+        import numpy as np
+
+        count = len(nodes)
+        types = np.fromiter(map(attrgetter("type"), nodes), np.int64, count)
+        dicts = np.fromiter(map(id, map(attrgetter("attrs"), nodes)), np.int64, count)
+        # types from 16 on (and below 0) share code 15: like every type from 8 on, they fill no part
+        keys = dicts * 16 + np.where((types >= 0) & (types < 16), types, 15)
+        distinct, first, code = np.unique(keys, return_index=True, return_inverse=True)
+        memo = self._memo
+        kinds = []
+        for key, at in zip(distinct.tolist(), first.tolist(), strict=True):
+            if key not in memo:
+                memo[key] = node_part(nodes[at], self._names, self._p2p)
+            kinds.append(memo[key])
+        return code.reshape(-1), kinds
+
+
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False) -> dict[int, Breakdown]:
     """Every NPU's breakdown from a finished :class:`~simpy_astra.report.recorder.RunRecord`;
     in a folded run each orbit member has its representative's. ``finish_ns``: NPU -> finish
@@ -274,14 +315,18 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
     names = getattr(sim, "group_names", None) or {}
     p2p_name = getattr(sim, "p2p_name", "p2p")
     out: dict[int, Breakdown] = {}
+    classifier = Classifier(names, p2p_name)
     for rec in record.npus:
         nodes = sim.npu_for(rec.npu_id).nodes
 
         def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each
             return node_part(nodes[nid], names, p2p_name)
 
+        def kinds_of(nids: list[int], nodes=nodes):
+            return classifier.kinds(list(map(nodes.__getitem__, nids)))
+
         finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
-        result = sweep(rec.intervals, part_of, finish, segments, through_last=True)
+        result = sweep(rec.intervals, part_of, finish, segments, through_last=True, kinds_of=kinds_of)
         for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
             out[member] = result
     return out

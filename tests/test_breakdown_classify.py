@@ -1,0 +1,75 @@
+"""The breakdown classifies each distinct (node type, attribute dict) pair once (issue 51):
+its parts must be those the module docstring gives each node, whether nodes share one
+attribute dict (as the trace reader makes them) or hold equal separate ones, and the array
+sweep must split time as the plain-Python one does."""
+
+from __future__ import annotations
+
+import random
+
+from simpy_astra.report import breakdown
+from simpy_astra.report.breakdown import ARRAY_SWEEP_FROM, BUBBLE, COMM, COMPUTE, MEMORY, Classifier, sweep
+from simpy_astra.workloads.chakra.node import EtNode
+from simpy_astra.workloads.chakra.types import (
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+    MEM_LOAD_NODE,
+    METADATA_NODE,
+)
+
+GEMM = {"op_type": ("string_val", "gemm")}
+STAGE_M = {"op_type": ("string_val", "M")}
+CPU = {"is_cpu_op": ("bool_val", True)}
+TP = {"comm_stream": ("string_val", "tp")}
+PG3 = {"pg_name": ("string_val", "3")}
+PG9 = {"pg_name": ("string_val", "9")}
+NONE: dict = {}
+
+#: (type, attributes, the part the docstring gives it with group 3 named "dp")
+CASES = [
+    (COMP_NODE, GEMM, (COMPUTE, "compute.gemm")),
+    (COMP_NODE, STAGE_M, (COMPUTE, "compute.gemm")),
+    (COMP_NODE, CPU, (COMPUTE, "compute.cpu")),
+    (COMP_NODE, NONE, (COMPUTE, "compute.other")),
+    (MEM_LOAD_NODE, NONE, (MEMORY, "memory")),
+    (COMM_RECV_NODE, NONE, (BUBBLE, "bubble")),
+    (COMM_SEND_NODE, NONE, (COMM, "comm.pp")),
+    (COMM_SEND_NODE, TP, (COMM, "comm.tp")),
+    (COMM_COLL_NODE, TP, (COMM, "comm.tp")),
+    (COMM_COLL_NODE, PG3, (COMM, "comm.dp")),
+    (COMM_COLL_NODE, PG9, (COMM, "comm.group 9")),
+    (COMM_COLL_NODE, NONE, (COMM, "comm.all")),  # same dict as the compute node's: type tells
+    (METADATA_NODE, NONE, None),
+    (99, NONE, None),
+    (15, NONE, None),
+]
+
+
+def node(nid: int, node_type: int, attrs: dict) -> EtNode:
+    return EtNode(nid, f"n{nid}", node_type, (), 0, "", attrs)
+
+
+def test_shared_and_separate_attribute_dicts_get_each_nodes_part() -> None:
+    nodes = [node(k, t, attrs if k % 2 else dict(attrs)) for k, (t, attrs, _) in enumerate(CASES * 3)]
+    code, kinds = Classifier({3: "dp"}, "pp").kinds(nodes)
+    assert [kinds[c] for c in code.tolist()] == [part for _t, _a, part in CASES * 3]
+
+
+def test_array_sweep_splits_time_as_the_plain_sweep(monkeypatch) -> None:
+    rng = random.Random(51)
+    nodes = [node(k, *rng.choice(CASES)[:2]) for k in range(ARRAY_SWEEP_FROM + 500)]
+    parts = {n.id: next(p for t, a, p in CASES if n.type == t and n.attrs == a) for n in nodes}
+    intervals = []
+    for n in nodes:
+        start = rng.randrange(10_000_000)
+        intervals.append((n.id, start, start + rng.randrange(20_000)))
+    classifier = Classifier({3: "dp"}, "pp")
+    fast = sweep(intervals, parts.get, 0, segments=True, through_last=True,
+                 kinds_of=lambda nids: classifier.kinds([nodes[i] for i in nids]))
+    monkeypatch.setattr(breakdown, "ARRAY_SWEEP_FROM", len(intervals) + 1)
+    plain = sweep(intervals, parts.get, 0, segments=True, through_last=True)
+    assert {"compute.gemm", "memory", "comm.dp", "comm.pp", "bubble", "idle"} <= set(plain.parts)
+    assert (fast.finish_ns, fast.parts, fast.shares, fast.segments) == (
+        plain.finish_ns, plain.parts, plain.shares, plain.segments)
