@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from simpy_astra.bandwidth_floor import nic_floor_ns
+from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE
 from simpy_astra.nccl_tuning import Links, Shape, choose, predict_us
 from simpy_astra.network.rails import Rails
 
@@ -51,9 +53,6 @@ class NcclAllReduce:
         reduce-scatter or all-gather by NCCL's ring, which moves half an all-reduce's bytes in
         half its steps (``size_bytes`` is the whole buffer of a reduce-scatter, one rank's
         share of an all-gather, as the traces give them)."""
-        from simpy_astra.bandwidth_floor import nic_floor_ns
-        from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE
-
         if len(members) < 2:
             return 0
         shape = self.shape(members)

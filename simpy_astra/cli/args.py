@@ -102,8 +102,7 @@ def is_megatron_flag(flag: str) -> bool:
 
     if flag in SWITCHES or flag in ONE_VALUE or flag in SEVERAL_VALUES:
         return True
-    modelled = {o for action in arguments.parser()._actions for o in action.option_strings}
-    return flag in modelled or flag in arguments.SMALL_EFFECT or flag in arguments.NOT_MODELLED
+    return arguments.known(flag)
 
 
 def megatron_hint(flag: str, prog: str) -> str:

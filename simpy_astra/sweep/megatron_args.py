@@ -24,9 +24,9 @@ PREFIX = "workload.args."
 @cache
 def _actions() -> dict[str, argparse.Action]:
     """Every option string of the modelled arguments -> its argparse action."""
-    from simpy_astra.workloads.megatron.arguments import parser
+    from simpy_astra.workloads.megatron.arguments import modelled_actions
 
-    return {s: a for a in parser()._actions for s in a.option_strings}
+    return modelled_actions()
 
 
 def is_args_path(dotted: str) -> bool:
@@ -44,9 +44,9 @@ def is_switch(flag: str) -> bool:
 
 
 def _known(flag: str) -> bool:
-    from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, _ignorable
+    from simpy_astra.workloads.megatron.arguments import accepted
 
-    return flag in _actions() or flag in SMALL_EFFECT or _ignorable(flag)
+    return accepted(flag)
 
 
 def check_flag(dotted: str, where: str) -> None:

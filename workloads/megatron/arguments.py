@@ -12,6 +12,7 @@ in Megatron (``gpus / (tp x pp x cp)``).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 
 from simpy_astra.errors import InputError
@@ -173,6 +174,24 @@ def _ignorable(flag: str) -> bool:
     ending in ``-`` is a prefix only)."""
     return any(flag == name or flag.startswith(name if name.endswith("-") else name + "-")
                for name in NO_TIMING_EFFECT)
+
+
+@functools.cache
+def modelled_actions() -> dict[str, argparse.Action]:
+    """Every option string of the modelled arguments -> its argparse action (built once)."""
+    return {s: a for a in parser()._actions for s in a.option_strings}
+
+
+def accepted(flag: str) -> bool:
+    """``flag`` is read by the front end: modelled, accepted for its small effect, or one that
+    cannot change a step's time (what ``parse`` takes without an error)."""
+    return flag in modelled_actions() or flag in SMALL_EFFECT or _ignorable(flag)
+
+
+def known(flag: str) -> bool:
+    """``flag`` is one the front end knows: :func:`accepted`, or refused by name as not
+    modelled."""
+    return accepted(flag) or flag in NOT_MODELLED
 
 
 #: the least value of each numeric argument (all others: 1); --num-experts 0 is a dense model

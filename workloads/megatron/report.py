@@ -56,11 +56,6 @@ class TrainingFigures:
                 "memory_capacity_gib": self.capacity_gib, "fits": int(self.fits)}
 
 
-def memory_bytes(job: MegatronJob) -> float:
-    """Bytes on the fullest GPU (:mod:`~simpy_astra.workloads.megatron.memory`)."""
-    return sum(parts_bytes(job).values())
-
-
 def figures(job: MegatronJob, gpu: Gpu, iteration_time_ns: int) -> TrainingFigures:
     seconds = iteration_time_ns / 1e9
     tflops = job.model_flops() / (seconds * job.gpus) / 1e12 if seconds > 0 else 0.0
