@@ -1,12 +1,13 @@
-"""NCCL's all-reduce algorithms on a cluster preset, timed as NCCL's own tuning model times
-them, and NCCL's choice between them (cluster presets only; ASTRA-sim inputs never use it).
+"""NCCL's all-reduce algorithms on a cluster preset: NCCL's choice between them, made as NCCL's
+own tuning model makes it, and the time the chosen one then takes (cluster presets only;
+ASTRA-sim inputs never use it).
 
 NCCL (``src/graph/tuning.cc``) predicts each algorithm and protocol's time as
 ``latency + bytes / bandwidth`` and runs the fastest; ``NCCL_ALGO`` forces one. This module
-does the same with the same structure and constants (base latencies, per-hop latencies on
-NVLink and on the network, protocol efficiencies, the tree's size correction, NVLS's
-efficiency on Hopper), but with each link's bandwidth from the preset instead of NCCL's
-topology search (the machine has no GPUs to probe):
+keeps that model's structure and constants (base latencies, per-hop latencies on NVLink and
+on the network, the protocols' bandwidth shares and LL's cap, the tree's size correction, the
+ring's plateau, NVLS's efficiency on Hopper), with each link's rate from the preset instead of
+NCCL's topology search (the machine has no GPUs to probe):
 
 * ring: a ring through every member, its channels spread over the members' NICs, so its
   bus bandwidth is NVLink's inside a node and the slower of NVLink and the group's NICs
@@ -19,11 +20,19 @@ topology search (the machine has no GPUs to probe):
   receives the buffer once at NCCL's NVLS efficiency; across nodes NCCL's NVLS tree (NVLS
   inside, the tree's network part across).
 
-NCCL's choice is the algorithm of least predicted time (:func:`choose`). Each algorithm's
-bandwidth share and latency scale are fitted on nccl-tests logs (:func:`fit`,
-``calibrate --nccl-algo``): NCCL's graph search finds a bandwidth per algorithm that
-the link rates alone do not give, and Simple's large chunks fill a pipeline its latency
-constants do not count.
+Two questions are kept apart, as they are in NCCL:
+
+* **which algorithm and protocol** (:func:`choose`, :func:`protocol`): NCCL's estimate
+  (:func:`nccl_estimate_us`) on the links' nominal rates, with NCCL's constants and nothing
+  fitted: NCCL decides by its model, not by what the links then achieve. On two A100 nodes
+  it believes the tree only a few percent faster than the ring, so its 0.9 correction keeps
+  the ring up to 256 MiB, whereas the tree then runs 1.4x the ring;
+* **how long it takes** (:func:`predict_us`): the same terms for the chosen protocol with
+  what the machine achieves, fitted on nccl-tests logs (:func:`fit_launch`, :func:`fit`,
+  ``calibrate --nccl-algo``): a fixed cost per call (kernel launch and the host), each
+  algorithm's share of the links' bandwidth (NCCL's graph search finds a bandwidth per
+  algorithm that the link rates alone do not give) and Simple's latency scale (its large
+  chunks fill a pipeline NCCL's latency constants do not count).
 
 Bandwidths here are 10^9 B/s (``_gb_s``), NCCL's unit; latencies microseconds as NCCL's
 tables (converted to ns at the interface).
@@ -32,7 +41,7 @@ tables (converted to ns at the interface).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ALGORITHMS = ("ring", "tree", "nvls")
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -45,35 +54,48 @@ NET_HOP_US = {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 
 NET_OVERHEAD_US = 1.0
 #: tuning.cc: a multi-node Simple ring's latency grows by this once it carries data (the plateau)
 RING_PLATEAU = 1.4
-#: tuning.cc protocol efficiencies: LL moves 8 of 16 bytes, LL128 120 of 128
+#: tuning.cc protocol shares of the bus bandwidth: LL moves 8 of 16 bytes on a ring (the tree's
+#: LL 1 / 3.8); LL128 0.92 on a ring, 120 of 128 on a tree across nodes, 7 / 9 on one node
 LL_SHARE = {"ring": 0.5, "tree": 1 / 3.8}
-LL128_SHARE = 120 / 128
+LL128_SHARE = {"ring": 0.92, "tree": 120 / 128}
+LL128_TREE_ONE_NODE = 7 / 9
+#: tuning.cc llMaxBws (GB/s of bus bandwidth): LL's ceiling, by the GPU on one node (Ampere,
+#: Hopper) and by the host (x86 Intel) on two nodes and on more
+LL_MAX_GB_S = {"one node": 87.7, "one node, hopper": 141.0, "two nodes": 39.0, "more nodes": 20.4}
 #: tuning.cc: the tree's all-reduce bandwidth factor, and NVLS's efficiency on Hopper
 TREE_SHARE = 0.92
 NVLS_SHARE = 0.85
-#: tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)]
+#: Simple's pipeline fill (its fitted latency over NCCL's) is at most this share of the transfer:
+#: NCCL shrinks its chunks for small buffers so that each channel keeps several in flight
+FILL_SHARE = 0.5
+#: tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], 64 B to 256 MiB: NCCL applies it
+#: below 512 MiB only (``logSize < 23`` in every release since 2.8)
 TREE_CORRECTION = (
-    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
-    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
-    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
 )
 
 
 @dataclass(frozen=True)
 class Links:
-    """What a group's all-reduce runs on: each GPU's NVLink, each NIC (its rail), NVLS."""
+    """What a group's all-reduce runs on: each GPU's NVLink, each NIC (its rail), NVLS; and what
+    the machine achieves on them (fitted; NCCL's choice never reads those)."""
 
-    nvlink_gb_s: float  # per GPU and direction, sustained
-    rail_gb_s: float  # one NIC, sustained
+    nvlink_gb_s: float  # per GPU and direction
+    rail_gb_s: float  # one NIC
     nvls: bool  # NVSwitch-3 (NVLink SHARP): H100 nodes
-    #: LL's sustained bus bandwidth (tuning.cc llMaxBws: Ampere/Hopper one node, x86 on more)
-    ll_max_gb_s: float = 87.7
     #: per algorithm, the share of the links' bandwidth its channels sustain (NCCL's graph
     #: search finds one bandwidth per algorithm; ``calibrate`` fits it on nccl-tests logs)
     efficiency: tuple[tuple[str, float], ...] = ()
-    #: per algorithm, its latency over NCCL's constants (large chunks fill a pipeline NCCL's
-    #: constants do not count; fitted with the efficiency)
+    #: per algorithm, its Simple latency over NCCL's constants (large chunks fill a pipeline
+    #: NCCL's constants do not count; fitted with the efficiency)
     latency_scale: tuple[tuple[str, float], ...] = ()
+    #: the fixed cost of one call (kernel launch, host), us: on top of every algorithm's time
+    launch_us: float = 0.0
+    #: the algorithms NCCL runs with LL128 across nodes: those whose channels reach the NICs
+    #: through PCIe switches (tuning.cc: ``typeInter <= PATH_PXB``; through PXN too on Hopper)
+    ll128_across_nodes: tuple[str, ...] = ("ring", "tree")
 
     def scaled(self, algo: str) -> tuple[float, float]:
         """(bandwidth factor, latency factor) of ``algo``: its fitted ones, else the geometric
@@ -101,32 +123,60 @@ class Shape:
         return self.ranks // self.nodes
 
 
+def _ratio(shape: Shape, algo: str) -> float:
+    """NCCL's bus-to-algorithm bandwidth ratio: ``n / (2 (n - 1))`` for ring and NVLS, 1/2 for the tree."""
+    return 0.5 if algo == "tree" else shape.ranks / (2 * (shape.ranks - 1))
+
+
 def _bus_gb_s(links: Links, shape: Shape, algo: str) -> float:
     """The algorithm's bandwidth in bytes of the buffer per second (NCCL's bus bandwidth after
-    its ratio: ``n / (2 (n - 1))`` for ring and NVLS, 1/2 for the tree)."""
-    n, m = shape.ranks, shape.nodes
+    its ratio), on the links' rates."""
+    m = shape.nodes
     net_gb_s = shape.nics * links.rail_gb_s
-    ring_ratio = n / (2 * (n - 1))
     if algo == "ring":  # 2 (n-1)/n of the buffer over the slowest link of the ring
-        return ring_ratio * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
+        return _ratio(shape, algo) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
     # a tree crosses the network once each way on two nodes (NCCL: interBw x 2), twice past them
     across = math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1)
     if algo == "tree":
-        return TREE_SHARE * 0.5 * min(links.nvlink_gb_s, across)
+        return TREE_SHARE * _ratio(shape, algo) * min(links.nvlink_gb_s, across)
     # nvls: the switch reduces, so a GPU sends and receives the buffer once over NVLink; across
     # nodes NCCL's NVLS tree, whose network part moves as the tree's
     return min(NVLS_SHARE * links.nvlink_gb_s, 0.5 * across)
 
 
-def _latency_us(links: Links, shape: Shape, algo: str, p: int) -> float:
+def _ll_max_gb_s(links: Links, shape: Shape) -> float:
+    if shape.nodes == 1:
+        return LL_MAX_GB_S["one node, hopper" if links.nvls else "one node"]
+    return LL_MAX_GB_S["two nodes" if shape.nodes == 2 else "more nodes"]
+
+
+def _protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: int, share: float) -> float:
+    """Protocol ``p``'s bandwidth for ``algo`` on ``size_bytes``, at ``share`` of the links' rates."""
+    bw = share * _bus_gb_s(links, shape, algo)
+    proto = PROTOCOLS[p]
+    if proto == "LL":  # LL's ceiling is on the bus bandwidth, before NCCL's ratio
+        bw = min(bw * LL_SHARE[algo], _ll_max_gb_s(links, shape) * _ratio(shape, algo))
+    elif proto == "LL128":
+        bw *= LL128_TREE_ONE_NODE if algo == "tree" and shape.nodes == 1 else LL128_SHARE[algo]
+    log_size = int(math.log2(size_bytes >> 6)) if size_bytes >= 64 else -1
+    if algo == "tree" and 0 <= log_size < len(TREE_CORRECTION[p]):
+        bw *= TREE_CORRECTION[p][log_size]
+    return bw
+
+
+def _latency_us(shape: Shape, algo: str, p: int) -> float:
+    """NCCL's latency of ``algo`` with protocol ``p`` (the ring's plateau on Simple across nodes included)."""
     n, m, k = shape.ranks, shape.nodes, shape.per_node
-    intra, inter = NVLINK_HOP_US[algo][p], NET_HOP_US[algo][p]
+    intra = NVLINK_HOP_US[algo][p]
+    # with one GPU a node every step is exposed: NCCL takes the tree's network latency then
+    inter = NET_HOP_US["tree" if k == 1 and algo != "nvls" else algo][p]
     base = BASE_LATENCY_US[algo][p]
     if algo == "ring":
         if m > 1:
             intra = max(intra, NET_OVERHEAD_US * (3 if PROTOCOLS[p] == "Simple" else 1))
         net_steps = 2 * (m - 1)
-        return base + (2 * (n - 1) - net_steps) * intra + net_steps * inter
+        lat = base + (2 * (n - 1) - net_steps) * intra + net_steps * inter
+        return lat * (RING_PLATEAU if PROTOCOLS[p] == "Simple" and m > 1 else 1.0)
     if algo == "tree":
         return base + 2 * ((k - 1) * intra + int(math.log2(m)) * inter)
     return intra + (2 * int(math.log2(m)) * inter if m > 1 else 0.0)  # nvls
@@ -139,51 +189,81 @@ def available(links: Links, shape: Shape, algo: str) -> bool:
     return shape.ranks > 1
 
 
-def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int) -> tuple[float, str]:
-    """(time us, protocol) of ``algo`` on ``size_bytes``: its fastest protocol, as NCCL times it."""
-    best = (math.inf, "")
-    eff, lat_scale = links.scaled(algo)
-    bus = eff * _bus_gb_s(links, shape, algo)
-    log_size = int(math.log2(size_bytes >> 6)) if size_bytes >= 64 else -1
-    for p, proto in enumerate(PROTOCOLS):
-        if algo == "nvls" and proto != "Simple":
-            continue
-        bw = bus
-        if proto == "LL":
-            bw = min(bw * LL_SHARE[algo], links.ll_max_gb_s)
-        elif proto == "LL128":
-            bw *= LL128_SHARE
-        if algo == "tree" and 0 <= log_size < len(TREE_CORRECTION[p]):
-            bw *= TREE_CORRECTION[p][log_size]
-        lat = _latency_us(links, shape, algo, p) * lat_scale
-        if algo == "ring" and proto == "Simple" and shape.nodes > 1:
-            lat *= RING_PLATEAU
-        time = lat + size_bytes / (1000 * bw)
-        if time < best[0]:
-            best = (time, proto)
-    return best
+def _protocols(links: Links, shape: Shape, algo: str) -> tuple[int, ...]:
+    """The protocols NCCL may run ``algo`` with here (NVLS: Simple only)."""
+    if algo == "nvls":
+        return (PROTOCOLS.index("Simple"),)
+    if shape.nodes > 1 and algo not in links.ll128_across_nodes:
+        return (PROTOCOLS.index("LL"), PROTOCOLS.index("Simple"))
+    return tuple(range(len(PROTOCOLS)))
+
+
+def nccl_estimate_us(links: Links, shape: Shape, algo: str, proto: str, size_bytes: int) -> float:
+    """NCCL's own estimate of ``algo`` with ``proto`` (``ncclTopoGetAlgoTime``): its constants on
+    the links' rates, nothing fitted. NCCL chooses by this."""
+    p = PROTOCOLS.index(proto)
+    return _latency_us(shape, algo, p) + size_bytes / (1000 * _protocol_gb_s(links, shape, algo, p, size_bytes, 1.0))
+
+
+def protocol(links: Links, shape: Shape, algo: str, size_bytes: int) -> str:
+    """The protocol NCCL runs ``algo`` with on ``size_bytes``: the one of least estimate."""
+    return min((PROTOCOLS[p] for p in _protocols(links, shape, algo)),
+               key=lambda proto: nccl_estimate_us(links, shape, algo, proto, size_bytes))
 
 
 def choose(links: Links, shape: Shape, size_bytes: int) -> str:
-    """NCCL's choice: the algorithm of lowest predicted time."""
-    return min((a for a in ALGORITHMS if available(links, shape, a)),
-               key=lambda a: predict_us(links, shape, a, size_bytes)[0])
+    """NCCL's choice: the algorithm whose best protocol has the least estimate."""
+    def estimate(algo: str) -> float:
+        return nccl_estimate_us(links, shape, algo, protocol(links, shape, algo, size_bytes), size_bytes)
+    return min((a for a in ALGORITHMS if available(links, shape, a)), key=estimate)
+
+
+def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int) -> tuple[float, str]:
+    """(time us, protocol) of ``algo`` on ``size_bytes``: the protocol NCCL picks for it, timed
+    with what the machine achieves (the call's fixed cost, the algorithm's fitted bandwidth
+    share, Simple's fitted latency scale)."""
+    proto = protocol(links, shape, algo, size_bytes)
+    p = PROTOCOLS.index(proto)
+    eff, lat_scale = links.scaled(algo)
+    lat = _latency_us(shape, algo, p)
+    transfer = size_bytes / (1000 * _protocol_gb_s(links, shape, algo, p, size_bytes, eff))
+    if proto == "Simple":  # the pipeline's fill: shorter for buffers too small for NCCL's full chunks
+        fill = (lat_scale - 1) * lat
+        lat += fill if fill < 0 else min(fill, FILL_SHARE * transfer)
+    return links.launch_us + lat + transfer, proto
+
+
+def fit_launch(links: Links, shape: Shape, points: list[tuple[int, float]]) -> Links:
+    """``links`` with the call's fixed cost fitted on measured (bytes, us) points of small sizes
+    (where NCCL's latency is nearly all of its estimate): the median of what the measured time
+    leaves over NCCL's chosen algorithm's time without it (median: a log's small sizes carry
+    the odd outlier of a first call or a context switch)."""
+    if not points:
+        raise ValueError("no sizes to fit the call's fixed cost on")
+    bare = replace(links, launch_us=0.0)
+    rest = sorted(t - predict_us(bare, shape, choose(bare, shape, size), size)[0] for size, t in points)
+    mid = len(rest) // 2
+    median = rest[mid] if len(rest) % 2 else (rest[mid - 1] + rest[mid]) / 2
+    return replace(links, launch_us=round(max(median, 0.0), 3))
 
 
 def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) -> Links:
     """``links`` with ``algo``'s efficiency and Simple latency scale fitted to measured
-    (bytes, us) points of its Simple regime: time = scale x latency + bytes / (eff x bw) is
+    (bytes, us) points where NCCL runs it, each with the protocol NCCL picks there and the
+    call's fixed cost taken off: time = launch + [scale x] latency + bytes / (eff x bw) is
     linear in (scale, 1 / eff), so least squares on relative error solves it directly."""
-    lat0 = _latency_us(links, shape, algo, PROTOCOLS.index("Simple"))
-    if algo == "ring" and shape.nodes > 1:
-        lat0 *= RING_PLATEAU
-    inv_bw0 = 1 / (1000 * _bus_gb_s(links, shape, algo))  # us per byte at efficiency 1
-    # minimise sum((a x lat0 + b x size x inv_bw0) / t - 1)^2 over (a, b)
-    rows = [(lat0 / t, size * inv_bw0 / t) for size, t in points]
-    s_aa = sum(x * x for x, _ in rows)
-    s_bb = sum(y * y for _, y in rows)
-    s_ab = sum(x * y for x, y in rows)
-    s_a, s_b = sum(x for x, _ in rows), sum(y for _, y in rows)
+    rows = []  # (latency share, per-byte share, what is left of 1) of each point, all over t
+    for size, t in points:
+        p = PROTOCOLS.index(protocol(links, shape, algo, size))
+        lat0 = _latency_us(shape, algo, p)
+        per_byte = size / (1000 * _protocol_gb_s(links, shape, algo, p, size, 1.0))  # at efficiency 1
+        scaled = PROTOCOLS[p] == "Simple"
+        rows.append(((lat0 if scaled else 0.0) / t, per_byte / t, 1 - (links.launch_us + (0.0 if scaled else lat0)) / t))
+    # minimise sum(a x x + b x y - r)^2 over (a, b)
+    s_aa = sum(x * x for x, _, _ in rows)
+    s_bb = sum(y * y for _, y, _ in rows)
+    s_ab = sum(x * y for x, y, _ in rows)
+    s_a, s_b = sum(x * r for x, _, r in rows), sum(y * r for _, y, r in rows)
     det = s_aa * s_bb - s_ab * s_ab
     if len(points) < 2 or det <= 0:
         raise ValueError("fit needs two or more sizes of different per-byte share")
@@ -193,5 +273,4 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
         a, b = 0.0, s_b / s_bb
     eff = dict(links.efficiency) | {algo: round(1 / b, 4)}
     scale = dict(links.latency_scale) | {algo: round(a, 4)}
-    return Links(links.nvlink_gb_s, links.rail_gb_s, links.nvls, links.ll_max_gb_s,
-                 tuple(sorted(eff.items())), tuple(sorted(scale.items())))
+    return replace(links, efficiency=tuple(sorted(eff.items())), latency_scale=tuple(sorted(scale.items())))

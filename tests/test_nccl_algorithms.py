@@ -1,17 +1,22 @@
 """NCCL's ring, tree and NVLS all-reduce (simpy_astra/nccl_tuning.py) against the nccl-tests
-logs the project ships, through ``calibrate --nccl-algo``: each algorithm's bandwidth share and
-latency scale are fitted on every other size of the range where the log shows NCCL running
-it, and every size of that range (the held-out ones included; the OCI ring's range has two
-sizes, both fitted) must then be predicted within 5% by NCCL's choice, which must be that
-algorithm.
+logs the project ships, through ``calibrate --nccl-algo``: the call's fixed cost is fitted on
+each log's sizes up to 4 KiB, each algorithm's bandwidth share and Simple latency scale on
+every other size of the range where the log shows NCCL running it; every size of that range
+(the held-out ones included) must then be predicted within 5% by NCCL's choice, which must be
+that algorithm. NCCL's choice itself is made on the links' nominal rates with NCCL's constants
+alone (nothing fitted), as NCCL makes it.
 
-Which algorithm a log ran is read off its bus bandwidth, not assumed: one A100 node has no
-NVLS and NCCL's tree on one node is a chain at half the ring's ratio, so ring; two H100 nodes
-reach 469 GB/s of bus bandwidth, above what a ring can pass through 8 x 400 Gb/s NICs
-(400 GB/s), so a tree, and NVLS on NVSwitch-3 nodes; the OCI two-node RoCE log runs near its
-ring's NIC limit up to 128 MiB and leaps past it (1.3x) from 1 GiB, the tree's doubled
-network share (NCCL switched there; the model switches at 256 MiB, between the two, so the
-OCI log's 256 and 512 MiB rows are not claimed).
+Which algorithm a log ran is read off its times, not assumed: one A100 node has no NVLS and
+NCCL's tree on one node is a chain at half the ring's ratio, so ring; two H100 nodes reach
+469 GB/s of bus bandwidth, above what a ring can pass through 8 x 400 Gb/s NICs (400 GB/s),
+so a tree, and NVLS on NVSwitch-3 nodes; the OCI two-node RoCE log holds the ring's NIC
+plateau (163-165 GB/s of bus bandwidth) from 64 to 256 MiB and leaps past what a ring can
+pass through its NICs (200 GB/s) from 1 GiB: the tree. At 512 MiB NCCL ran the tree too
+(:data:`DETERMINED`): its estimate of the tree is uncorrected there as at 1 GiB (the size
+correction stops at 256 MiB) and its latency below the ring's, so a tree chosen at 1 GiB is
+chosen at 512 MiB; the tree's time there is not claimed (see docs/megatron.md). On that log
+NCCL does not run the tree with LL128 (``--nccl-no-ll128 tree``): with it, its estimate would
+pick the tree at 128 and 256 MiB, where the log's times are the ring's.
 """
 
 from __future__ import annotations
@@ -34,14 +39,25 @@ MIB = 1 << 20
 RANGES = {
     "dgx-a100-superbench": [f"ring:{256 * MIB}"],
     "hgx-h100-2node-ib": [f"nvls:{128 * MIB}"],
-    "oci-a100-2node-roce": [f"ring:{64 * MIB}:{128 * MIB}", f"tree:{1024 * MIB}"],
+    "oci-a100-2node-roce": [f"ring:{64 * MIB}:{256 * MIB}", f"tree:{1024 * MIB}"],
 }
+#: the algorithms NCCL does not run with LL128 across the log's nodes
+NO_LL128 = {"oci-a100-2node-roce": ("tree",)}
+#: sizes outside the ranges whose algorithm the log still determines (see above)
+DETERMINED = {"oci-a100-2node-roce": {512 * MIB: "tree"}}
+#: rows of a first call or a stall: the same size's in-place time is a third of it (24.70 and 25.90 us)
+OUTLIERS = {"hgx-h100-2node-ib": {8, 256}}
+#: the worst |error| outside the ranges (outliers and DETERMINED rows aside), measured on this model;
+#: the model before protocols were chosen as NCCL chooses them and the call's fixed cost was
+#: fitted was 40%, 226% and 59% off there
+OUTSIDE_WORST = {"dgx-a100-superbench": 0.26, "hgx-h100-2node-ib": 0.25, "oci-a100-2node-roce": 0.19}
 
 
 def _fit(name: str) -> dict:
     folder = os.path.join(DATA, name)
     log = parse_log(os.path.join(folder, "all_reduce.log"))
-    return fit_log(log, load_network(os.path.join(folder, "network.yml")), [parse_range(r) for r in RANGES[name]])
+    return fit_log(log, load_network(os.path.join(folder, "network.yml")), [parse_range(r) for r in RANGES[name]],
+                   no_ll128=NO_LL128.get(name, ()))
 
 
 @pytest.mark.parametrize("name", sorted(RANGES))
@@ -55,6 +71,21 @@ def test_each_algorithm_matches_its_log_where_nccl_uses_it(name):
         assert row["predicted_us"] == pytest.approx(row["measured_us"], rel=0.05), row
 
 
+@pytest.mark.parametrize("name", sorted(RANGES))
+def test_outside_the_ranges_nccl_choice_and_times(name):
+    """Every other size of the log: NCCL's choice where the log determines it, and the time of
+    the algorithm and protocol NCCL's estimate picks within the measured worst error."""
+    report = _fit(name)
+    rows = {row["size_bytes"]: row for row in report["outside"]}
+    assert len(rows) + len(report["sizes"]) == len({r["size_bytes"] for r in report["outside"] + report["sizes"]})
+    for size, algo in DETERMINED.get(name, {}).items():
+        assert rows[size]["chosen"] == algo, rows[size]
+    judged = [row for size, row in rows.items()
+              if size not in OUTLIERS.get(name, ()) and size not in DETERMINED.get(name, {})]
+    assert judged
+    assert max(abs(row["error"]) for row in judged) <= OUTSIDE_WORST[name], min(judged, key=lambda r: -abs(r["error"]))
+
+
 def test_calibrate_writes_nccl_json(tmp_path):
     folder = os.path.join(DATA, "hgx-h100-2node-ib")
     rc = main(["calibrate", os.path.join(folder, "all_reduce.log"), "--network", os.path.join(folder, "network.yml"),
@@ -63,6 +94,7 @@ def test_calibrate_writes_nccl_json(tmp_path):
     doc = json.loads((tmp_path / "out" / "nccl.json").read_text())
     assert doc["nvls"] is True and doc["nodes"] == 2 and set(doc["efficiency"]) == {"nvls"}
     assert len(doc["sizes"]) == 8  # 128 MiB to 16 GiB
+    assert 0 < doc["launch_us"] < 10 and len(doc["outside"]) == 24
 
 
 @pytest.mark.parametrize("text,message", [

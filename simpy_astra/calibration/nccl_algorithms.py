@@ -14,13 +14,16 @@ whether the choice is the algorithm the range names.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from simpy_astra.config.cluster import has_nvls
 from simpy_astra.errors import InputError
-from simpy_astra.nccl_tuning import ALGORITHMS, Links, Shape, choose, fit, predict_us
+from simpy_astra.nccl_tuning import ALGORITHMS, Links, Shape, choose, fit, fit_launch, predict_us
 
 GIB_IN_GB = 2**30 / 1e9
+#: the sizes the call's fixed cost is fitted on: NCCL's latency is nearly all of their time
+SMALL_BYTES = 4096
 
 
 def parse_range(text: str) -> tuple[str, int, int | None]:
@@ -48,18 +51,23 @@ def machine(network: dict[str, Any], devices: list[str]) -> tuple[Links, Shape]:
 
 
 def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | None]],
-            in_place: bool = False) -> dict[str, Any]:
-    """Each range's algorithm fitted on every other size of it; every size of it reported."""
+            in_place: bool = False, no_ll128: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The call's fixed cost fitted on the log's sizes up to :data:`SMALL_BYTES`; each range's
+    algorithm fitted on every other size of it; every size of the log reported: in a range
+    (fitted or held out) or outside them, with NCCL's choice and the error of its time.
+    ``no_ll128``: the algorithms NCCL does not run with LL128 across this machine's nodes."""
     links, shape = machine(network, log.devices)
+    if shape.nodes > 1 and no_ll128:
+        links = replace(links, ll128_across_nodes=tuple(a for a in links.ll128_across_nodes if a not in no_ll128))
+    points = [(r.size_bytes, r.inplace_time_us if in_place else r.time_us) for r in log.rows]
+    points = [(size, t) for size, t in points if size > 0 and t]
 
     def rows(first: int, last: int | None) -> list[tuple[int, float]]:
-        out = []
-        for r in log.rows:
-            t = r.inplace_time_us if in_place else r.time_us
-            if r.size_bytes >= first and (last is None or r.size_bytes <= last) and t:
-                out.append((r.size_bytes, t))
-        return out
+        return [(size, t) for size, t in points if size >= first and (last is None or size <= last)]
 
+    small = [(size, t) for size, t in points if size <= SMALL_BYTES]
+    if small:
+        links = fit_launch(links, shape, small)
     for algo, first, last in ranges:
         if algo == "nvls" and not links.nvls:
             raise InputError(f"--nccl-algo: nvls needs NVSwitch-3 GPUs; {log.path} ran on "
@@ -76,13 +84,19 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
     for algo, first, last in ranges:
         pts = rows(first, last)
         fitted = set(pts[::2] if len(pts) > 2 else pts)
-        for size, measured in pts:
-            chosen = choose(links, shape, size)
-            predicted, proto = predict_us(links, shape, chosen, size)
-            sizes.append({"size_bytes": size, "algorithm": algo, "chosen": chosen, "protocol": proto,
-                          "measured_us": measured, "predicted_us": round(predicted, 3),
-                          "error": round(predicted / measured - 1, 5),
-                          "role": "fitted" if (size, measured) in fitted else "held out"})
+        sizes += [_row(links, shape, size, measured, algo, "fitted" if (size, measured) in fitted else "held out")
+                  for size, measured in pts]
+    ranged = {row["size_bytes"] for row in sizes}
+    outside = [_row(links, shape, size, measured, None, "outside the ranges")
+               for size, measured in points if size not in ranged]
     return {"log": log.path, "gpus": shape.ranks, "nodes": shape.nodes, "nvls": links.nvls,
+            "ll128_across_nodes": list(links.ll128_across_nodes), "launch_us": links.launch_us,
             "efficiency": dict(links.efficiency), "latency_scale": dict(links.latency_scale),
-            "sizes": sizes}
+            "sizes": sorted(sizes, key=lambda r: r["size_bytes"]), "outside": outside}
+
+
+def _row(links: Links, shape: Shape, size: int, measured: float, algo: str | None, role: str) -> dict[str, Any]:
+    chosen = choose(links, shape, size)
+    predicted, proto = predict_us(links, shape, chosen, size)
+    return {"size_bytes": size, "algorithm": algo, "chosen": chosen, "protocol": proto, "measured_us": measured,
+            "predicted_us": round(predicted, 3), "error": round(predicted / measured - 1, 5), "role": role}

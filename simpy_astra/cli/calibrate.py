@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nccl-algo", action="append", default=[], metavar="ALGO:FROM[:TO]",
                    help="fit NCCL's ALGO (ring, tree, nvls) on the all-reduce log's sizes FROM..TO bytes, "
                         "where it ran (nccl.json; repeatable)")
+    p.add_argument("--nccl-no-ll128", action="append", default=[], metavar="ALGO", choices=("ring", "tree"),
+                   help="with --nccl-algo: NCCL does not run ALGO with LL128 across this machine's nodes "
+                        "(its channels reach the NICs past a PCIe switch; repeatable)")
     return p
 
 
@@ -89,8 +92,10 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
                 f"{network['latency'][d]:g} -> {cal.network['latency'][d]:g}")
                for d, topo in enumerate(network["topology"])],
               align=("right", "left", "right", "right", "right"))
-    for row in (nccl or {}).get("sizes", []):
-        out.line(f"nccl {row['algorithm']} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
+    if nccl is not None:
+        out.line(f"nccl: the call's fixed cost {nccl['launch_us']:g} us (fitted on sizes up to 4 KiB)")
+    for row in sorted((nccl or {}).get("sizes", []) + (nccl or {}).get("outside", []), key=lambda r: r["size_bytes"]):
+        out.line(f"nccl {row['algorithm'] or '-'} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
                  f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}), "
                  f"{100 * row['error']:+.1f}%")
     for coll, choice in (algorithms or {}).items():
@@ -157,7 +162,7 @@ def main(argv: list[str]) -> int:
         ranges = [parse_range(text) for text in args.nccl_algo]
         if len(logs) != 1 or logs[0].collective != "all_reduce":
             raise InputError("--nccl-algo: give one all-reduce log (NCCL's algorithms are fitted per machine)")
-        nccl = fit_log(logs[0], network, ranges, args.in_place)
+        nccl = fit_log(logs[0], network, ranges, args.in_place, tuple(args.nccl_no_ll128))
     held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
     algorithms = None
     if args.fit_algorithms:

@@ -49,7 +49,7 @@ PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
-                "oversubscription", "nccl_algo", "nccl_latency_scale"}
+                "oversubscription", "nccl_algo", "nccl_latency_scale", "nccl_launch_us"}
 
 
 def presets() -> list[str]:
@@ -121,11 +121,13 @@ class Cluster:
     def nccl_all_reduce(self) -> NcclAllReduce:
         """The all-reduce as NCCL times it on this machine (:mod:`simpy_astra.nccl_collectives`):
         NVLink and each NIC at the preset's sustained rates, in NCCL's GB/s, and NCCL's latencies
-        scaled as ``calibrate --nccl-algo`` fitted them on the preset's log."""
+        scaled and the call's fixed cost added as ``calibrate --nccl-algo`` fitted them on the
+        preset's log."""
         gb_s = 2**30 / 1e9
         scale = float(self.node["nccl_latency_scale"])
         links = Links(self.node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
-                      latency_scale=tuple((algo, scale) for algo in ALGORITHMS))
+                      latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
+                      launch_us=float(self.node["nccl_launch_us"]))
         return NcclAllReduce(self.rails(), links, self.nccl_algo)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
@@ -165,10 +167,13 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "inter_node_latency_ns": (0, 1e12, "ns"),
     "nodes_per_leaf": (1, 1_000_000, "nodes under one leaf switch of each rail"),
     "oversubscription": (1, 64, "leaf down-links per spine up-link, 1 = a full fat tree"),
-    "nccl_latency_scale": (0, 1000, "NCCL's latency constants x this, as calibrate --nccl-algo fits it"),
+    "nccl_latency_scale": (0, 1000, "NCCL's Simple latency x this, as calibrate --nccl-algo fits it"),
+    "nccl_launch_us": (0, 1e6, "microseconds, one NCCL call's fixed cost, as calibrate --nccl-algo fits it"),
 }
 #: node values a preset may leave out, and what they are then
-NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1}
+#: node keys that may be 0 (a cost a machine can be without)
+NODE_MAY_BE_ZERO = frozenset({"nccl_launch_us"})
+NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1, "nccl_launch_us": 0}
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
@@ -279,6 +284,9 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             source, label, raw = f"{path}: node", key, NODE_DEFAULTS[key]
         else:
             raise InputError(f"{path}: node: missing {key} (keys: {', '.join(NODE_RANGES)})")
+        if key in NODE_MAY_BE_ZERO and raw == 0 and not isinstance(raw, bool):
+            node[key] = 0.0
+            continue
         node[key] = _positive(source, label, raw, integer=key in ("gpus", "nodes_per_leaf"),
                               bounds=NODE_RANGES[key])
     algo = value.get("nccl_algo")
