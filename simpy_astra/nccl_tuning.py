@@ -68,6 +68,10 @@ NVLS_SHARE = 0.85
 #: Simple's pipeline fill (its fitted latency over NCCL's) is at most this share of the transfer:
 #: NCCL shrinks its chunks for small buffers so that each channel keeps several in flight
 FILL_SHARE = 0.5
+#: enqueue.cc: a tree's Simple chunk is one step of NCCL's 4 MiB buffer (8 steps) at most, halved
+#: (down to 128, 64, 32 KiB) while a channel would get fewer than 8, 4, 1 x the tree's depth chunks
+TREE_CHUNK_MAX = 512 * 1024
+TREE_CHUNK_STEPS = ((8, 128 * 1024), (4, 64 * 1024), (1, 32 * 1024))
 #: tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], 64 B to 256 MiB: NCCL applies it
 #: below 512 MiB only (``logSize < 23`` in every release since 2.8)
 TREE_CORRECTION = (
@@ -93,6 +97,12 @@ class Links:
     latency_scale: tuple[tuple[str, float], ...] = ()
     #: the fixed cost of one call (kernel launch, host), us: on top of every algorithm's time
     launch_us: float = 0.0
+    #: NCCL's channels (rings, and both trees of the double binary tree): 32 on 8-GPU NVSwitch
+    #: nodes with 8 or more NICs (MAXCHANNELS)
+    channels: int = 32
+    #: what each tree chunk smaller than NCCL's full one costs a channel, us (fitted): the full
+    #: chunks hide their per-chunk work behind the transfer, the halved ones do not
+    tree_chunk_us: float = 0.0
     #: the algorithms NCCL runs with LL128 across nodes: those whose channels reach the NICs
     #: through PCIe switches (tuning.cc: ``typeInter <= PATH_PXB``; through PXN too on Hopper)
     ll128_across_nodes: tuple[str, ...] = ("ring", "tree")
@@ -182,6 +192,26 @@ def _latency_us(shape: Shape, algo: str, p: int) -> float:
     return intra + (2 * int(math.log2(m)) * inter if m > 1 else 0.0)  # nvls
 
 
+def tree_chunk_bytes(links: Links, shape: Shape, size_bytes: int) -> int:
+    """The chunk NCCL's tree moves ``size_bytes`` in with Simple (enqueue.cc), its depth being
+    ``k - 1 + log2 m`` (connect.cc)."""
+    depth = shape.per_node - 1 + int(math.log2(shape.nodes))
+    chunk = TREE_CHUNK_MAX
+    for per_depth, floor in TREE_CHUNK_STEPS:
+        while size_bytes // (links.channels * chunk) < depth * per_depth and chunk > floor:
+            chunk //= 2
+    return chunk
+
+
+def _halved_chunks(links: Links, shape: Shape, algo: str, proto: str, size_bytes: int) -> float:
+    """How many more chunks a channel moves than it would in full chunks (the tree's Simple
+    across nodes; 0 otherwise)."""
+    if algo != "tree" or proto != "Simple" or shape.nodes < 2:
+        return 0.0
+    per_channel = size_bytes / links.channels
+    return per_channel / tree_chunk_bytes(links, shape, size_bytes) - per_channel / TREE_CHUNK_MAX
+
+
 def available(links: Links, shape: Shape, algo: str) -> bool:
     """Whether NCCL can run ``algo`` here (NVLS needs NVSwitch-3 and several GPUs per node)."""
     if algo == "nvls":
@@ -230,7 +260,8 @@ def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int) -> tuple[
     if proto == "Simple":  # the pipeline's fill: shorter for buffers too small for NCCL's full chunks
         fill = (lat_scale - 1) * lat
         lat += fill if fill < 0 else min(fill, FILL_SHARE * transfer)
-    return links.launch_us + lat + transfer, proto
+    chunks = links.tree_chunk_us * _halved_chunks(links, shape, algo, proto, size_bytes)
+    return links.launch_us + lat + transfer + chunks, proto
 
 
 def fit_launch(links: Links, shape: Shape, points: list[tuple[int, float]]) -> Links:
@@ -247,30 +278,47 @@ def fit_launch(links: Links, shape: Shape, points: list[tuple[int, float]]) -> L
     return replace(links, launch_us=round(max(median, 0.0), 3))
 
 
-def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) -> Links:
-    """``links`` with ``algo``'s efficiency and Simple latency scale fitted to measured
-    (bytes, us) points where NCCL runs it, each with the protocol NCCL picks there and the
-    call's fixed cost taken off: time = launch + [scale x] latency + bytes / (eff x bw) is
-    linear in (scale, 1 / eff), so least squares on relative error solves it directly."""
-    rows = []  # (latency share, per-byte share, what is left of 1) of each point, all over t
-    for size, t in points:
-        p = PROTOCOLS.index(protocol(links, shape, algo, size))
-        lat0 = _latency_us(shape, algo, p)
-        per_byte = size / (1000 * _protocol_gb_s(links, shape, algo, p, size, 1.0))  # at efficiency 1
-        scaled = PROTOCOLS[p] == "Simple"
-        rows.append(((lat0 if scaled else 0.0) / t, per_byte / t, 1 - (links.launch_us + (0.0 if scaled else lat0)) / t))
-    # minimise sum(a x x + b x y - r)^2 over (a, b)
+def _solve(rows: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """(a, b) minimising sum(a x + b y - r)^2 over rows (x, y, r)."""
     s_aa = sum(x * x for x, _, _ in rows)
     s_bb = sum(y * y for _, y, _ in rows)
     s_ab = sum(x * y for x, y, _ in rows)
     s_a, s_b = sum(x * r for x, _, r in rows), sum(y * r for _, y, r in rows)
     det = s_aa * s_bb - s_ab * s_ab
-    if len(points) < 2 or det <= 0:
+    if len(rows) < 2 or det <= 0:
         raise ValueError("fit needs two or more sizes of different per-byte share")
-    a = (s_a * s_bb - s_b * s_ab) / det
-    b = (s_aa * s_b - s_ab * s_a) / det
-    if a < 0 or b <= 0:  # latency not resolved by these sizes: bandwidth alone
-        a, b = 0.0, s_b / s_bb
+    return (s_a * s_bb - s_b * s_ab) / det, (s_aa * s_b - s_ab * s_a) / det
+
+
+def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) -> Links:
+    """``links`` with ``algo``'s efficiency and Simple latency scale fitted to measured
+    (bytes, us) points where NCCL runs it, each with the protocol NCCL picks there and the
+    call's fixed cost taken off: time = launch + [scale x] latency + bytes / (eff x bw) is
+    linear in (scale, 1 / eff), so least squares on relative error solves it directly. Where
+    NCCL halved some points' tree chunks, the halved chunks' cost is fitted instead of the
+    scale (then 1): time = launch + latency + bytes / (eff x bw) + chunks x cost."""
+    halved = any(_halved_chunks(links, shape, algo, protocol(links, shape, algo, size), size) > 0
+                 for size, _ in points)
+    rows = []  # (latency or halved-chunk share, per-byte share, what is left of 1) of each point, over t
+    for size, t in points:
+        proto = protocol(links, shape, algo, size)
+        p = PROTOCOLS.index(proto)
+        lat0 = _latency_us(shape, algo, p)
+        per_byte = size / (1000 * _protocol_gb_s(links, shape, algo, p, size, 1.0))  # at efficiency 1
+        if halved:
+            rows.append((_halved_chunks(links, shape, algo, proto, size) / t, per_byte / t,
+                         1 - (links.launch_us + lat0) / t))
+        else:
+            scaled = proto == "Simple"
+            rows.append(((lat0 if scaled else 0.0) / t, per_byte / t,
+                         1 - (links.launch_us + (0.0 if scaled else lat0)) / t))
+    a, b = _solve(rows)
+    if a < 0 or b <= 0:  # latency (or the chunks' cost) not resolved by these sizes: bandwidth alone
+        a, b = 0.0, sum(y * r for _, y, r in rows) / sum(y * y for _, y, _ in rows)
+    chunk_us = links.tree_chunk_us
+    if halved:
+        chunk_us, a = a, 1.0
     eff = dict(links.efficiency) | {algo: round(1 / b, 4)}
     scale = dict(links.latency_scale) | {algo: round(a, 4)}
-    return replace(links, efficiency=tuple(sorted(eff.items())), latency_scale=tuple(sorted(scale.items())))
+    return replace(links, efficiency=tuple(sorted(eff.items())), latency_scale=tuple(sorted(scale.items())),
+                   tree_chunk_us=round(chunk_us, 4))

@@ -92,7 +92,7 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
     return {"log": log.path, "gpus": shape.ranks, "nodes": shape.nodes, "nvls": links.nvls,
             "ll128_across_nodes": list(links.ll128_across_nodes), "launch_us": links.launch_us,
             "efficiency": dict(links.efficiency), "latency_scale": dict(links.latency_scale),
-            "sizes": sorted(sizes, key=lambda r: r["size_bytes"]), "outside": outside}
+            "tree_chunk_us": links.tree_chunk_us, "sizes": sorted(sizes, key=lambda r: r["size_bytes"]), "outside": outside}
 
 
 def _row(links: Links, shape: Shape, size: int, measured: float, algo: str | None, role: str) -> dict[str, Any]:
