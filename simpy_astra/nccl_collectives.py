@@ -51,7 +51,7 @@ class NcclAllReduce:
     def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = "all_reduce") -> int:
         """NCCL's time for ``kind`` on ``members``: an all-reduce by the chosen algorithm; a
         reduce-scatter or all-gather by NCCL's ring, which moves half an all-reduce's bytes in
-        half its steps (``size_bytes`` is the whole buffer of a reduce-scatter, one rank's
+        half its steps (one call's fixed cost, not half of it) (``size_bytes`` is the whole buffer of a reduce-scatter, one rank's
         share of an all-gather, as the traces give them)."""
         if len(members) < 2:
             return 0
@@ -60,7 +60,8 @@ class NcclAllReduce:
             time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes)
         else:
             buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes
-            time_us = predict_us(self.links, shape, "ring", buffer)[0] / 2
+            ring_us = predict_us(self.links, shape, "ring", buffer)[0]
+            time_us = self.links.launch_us + (ring_us - self.links.launch_us) / 2  # one call
         return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members))
 
 
