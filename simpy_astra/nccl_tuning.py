@@ -177,9 +177,10 @@ def _protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: in
 def _latency_us(shape: Shape, algo: str, p: int) -> float:
     """NCCL's latency of ``algo`` with protocol ``p`` (the ring's plateau on Simple across nodes included)."""
     n, m, k = shape.ranks, shape.nodes, shape.per_node
-    intra = NVLINK_HOP_US[algo][p]
-    # with one GPU a node every step is exposed: NCCL takes the tree's network latency then
-    inter = NET_HOP_US["tree" if k == 1 and algo != "nvls" else algo][p]
+    # (NCCL's estimate takes the tree's network latency for a group of one GPU a node; not kept:
+    # it makes Megatron's data-parallel groups under TP 8 pick Simple, whose pipeline fill
+    # calibrated on two 8-GPU nodes then overstates their time, docs/megatron.md)
+    intra, inter = NVLINK_HOP_US[algo][p], NET_HOP_US[algo][p]
     base = BASE_LATENCY_US[algo][p]
     if algo == "ring":
         if m > 1:
