@@ -72,8 +72,10 @@ TIMED = frozenset(("all_reduce", "reduce_scatter", "all_gather"))
 class NcclRendezvous:
     """One run's all-reduces on a cluster preset: each completes NCCL's time after its last
     simulated member has issued it (an early member waits for the others, as NCCL's kernel
-    does). In a folded run a member that is not simulated behaves as its representative, so
-    only the simulated members are waited for."""
+    does) and after the group's previous one (a communicator's collectives run one after
+    another on its stream, so concurrent ones on a group queue rather than each taking the
+    links whole). In a folded run a member that is not simulated behaves as its
+    representative, so only the simulated members are waited for."""
 
     TIMED = TIMED
 
@@ -83,6 +85,7 @@ class NcclRendezvous:
         self._count: dict[tuple[int, tuple[int, ...]], int] = {}
         self._pending: dict[tuple[tuple[int, ...], int], list] = {}
         self._expected: dict[tuple[int, ...], int] = {}
+        self._busy_until: dict[tuple[int, ...], int] = {}  # when each group's last collective ends
 
     def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int,
               kind: str = "all_reduce") -> None:
@@ -99,6 +102,8 @@ class NcclRendezvous:
         if len(arrived) < expected:
             return
         del self._pending[key]
-        duration = self.timing.duration_ns(members, size_bytes, kind)
+        now = npu.clock.env.now
+        end = max(now, self._busy_until.get(members, 0)) + self.timing.duration_ns(members, size_bytes, kind)
+        self._busy_until[members] = end
         for who, nid in arrived:
-            who.clock.register(duration, who.complete_soon, nid)
+            who.clock.register(end - now, who.complete_soon, nid)

@@ -124,9 +124,9 @@ def test_nccl_choice_by_size_and_nodes():
     assert choose(a100, Shape(16, 2, 8), 1 << 30) != "nvls"
 
 
-def test_an_all_reduce_completes_after_its_last_member_issued_it():
-    """Two GPUs of one node (a ring of 2 on NVLink): the one that issues at 0 and the one that
-    issues 1 ms later both finish NCCL's time after 1 ms."""
+def _two_gpus():
+    """Two GPUs of one node (a ring of 2 on NVLink) as NPUs of a SimPy run: (env, timing, run,
+    the NPUs, their rings, when each completed what)."""
     import simpy
 
     from simpy_astra.collectives.logical import LogicalDim
@@ -136,12 +136,13 @@ def test_an_all_reduce_completes_after_its_last_member_issued_it():
     env = simpy.Environment()
     rails = Rails(8, 200.0, 0.0, 20.0, 0.0, 1, 32)
     timing = NcclAllReduce(rails, Links(200 * 2**30 / 1e9, 20.0, False))
-    done: dict[int, int] = {}
+    done: dict[tuple[int, int], int] = {}
 
     class Npu:
         def __init__(self, npu_id):
             self.npu_id = npu_id
             self.clock = self
+            self.env = env
 
         def register(self, delay, callback, node_id):
             env.process(self._later(delay, callback, node_id))
@@ -151,11 +152,17 @@ def test_an_all_reduce_completes_after_its_last_member_issued_it():
             callback(node_id)
 
         def complete_soon(self, node_id):
-            done[self.npu_id] = env.now
+            done[(self.npu_id, node_id)] = env.now
 
     run = NcclRendezvous(timing, simulated=range(8))
-    a, b = Npu(0), Npu(1)
     dims = {0: [LogicalDim((0, 1), 0)], 1: [LogicalDim((1, 0), 0)]}
+    return env, timing, run, (Npu(0), Npu(1)), dims, done
+
+
+def test_an_all_reduce_completes_after_its_last_member_issued_it():
+    """The one that issues at 0 and the one that issues 1 ms later both finish NCCL's time
+    after 1 ms."""
+    env, timing, run, (a, b), dims, done = _two_gpus()
 
     def late():
         yield env.timeout(1_000_000)
@@ -166,4 +173,16 @@ def test_an_all_reduce_completes_after_its_last_member_issued_it():
     env.run()
     expected = 1_000_000 + timing.duration_ns((0, 1), 1 << 20)
     assert timing.duration_ns((0, 1), 1 << 20) > 0
-    assert done == {0: expected, 1: expected}
+    assert done == {(0, 7): expected, (1, 7): expected}
+
+
+def test_concurrent_all_reduces_on_a_group_queue():
+    """Two all-reduces both members issue at once run one after the other on the group (its
+    communicator's stream): the second ends two NCCL times after the start, not one."""
+    env, timing, run, (a, b), dims, done = _two_gpus()
+    for node_id in (7, 8):
+        run.issue(a, dims[0], [True], 1 << 20, node_id)
+        run.issue(b, dims[1], [True], 1 << 20, node_id)
+    env.run()
+    one = timing.duration_ns((0, 1), 1 << 20)
+    assert done == {(0, 7): one, (1, 7): one, (0, 8): 2 * one, (1, 8): 2 * one}
