@@ -44,7 +44,7 @@ RANGES = {
 }
 #: the algorithms NCCL does not run with LL128 across the log's nodes
 NO_LL128 = {"oci-a100-2node-roce": ("tree",)}
-#: rows of a first call or a stall: the same size's in-place time is a third of it (24.70 and 25.90 us)
+#: rows of a first call or a stall: the same size's in-place time is a third or less (24.70 and 25.90 us)
 OUTLIERS = {"hgx-h100-2node-ib": {8, 256}}
 #: the worst |error| outside the ranges (outliers aside), measured on this model;
 #: the model before protocols were chosen as NCCL chooses them and the call's fixed cost was
