@@ -26,6 +26,7 @@ class NcclAllReduce:
     #: ``nccl_algo`` (``NCCL_ALGO``), None: NCCL's choice
     forced: str | None = None
     _shapes: dict = field(default_factory=dict)
+    _durations: dict = field(default_factory=dict)  # (members, bytes, kind) -> ns: a run repeats a few
 
     def group(self, npu: int, dims: list, involved: list[bool]) -> tuple[int, ...]:
         """The members of an all-reduce that ``npu`` issues on ``dims`` (rings through it)."""
@@ -51,10 +52,17 @@ class NcclAllReduce:
     def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = "all_reduce") -> int:
         """NCCL's time for ``kind`` on ``members``: an all-reduce by the chosen algorithm; a
         reduce-scatter or all-gather by NCCL's ring, which moves half an all-reduce's bytes in
-        half its steps (one call's fixed cost, not half of it) (``size_bytes`` is the whole buffer of a reduce-scatter, one rank's
-        share of an all-gather, as the traces give them)."""
+        half its steps for one call's fixed cost (``size_bytes`` is the whole buffer of a
+        reduce-scatter, one rank's share of an all-gather, as the traces give them)."""
         if len(members) < 2:
             return 0
+        key = (members, size_bytes, kind)
+        known = self._durations.get(key)
+        if known is None:
+            known = self._durations[key] = self._duration_ns(members, size_bytes, kind)
+        return known
+
+    def _duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str) -> int:
         shape = self.shape(members)
         if kind == ALL_REDUCE:
             time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes)
