@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
-from simpy_astra.workloads.megatron.steps import Compute, GradsReady, ParamsUsed, Step
+from simpy_astra.workloads.megatron.steps import Compute, GradsReady, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
@@ -158,7 +158,9 @@ class StageSchedule:
     def steps(self, prefix: str, steps: list[Step], sync_grads: bool, gather_chunk: int | None = None) -> None:
         """Ops for ``steps``: compute steps that only a gradient or parameter marker separates
         run as one node unless that marker starts a bucket's sync (``sync_grads``) or a
-        bucket's parameters (the chunk's first forward under ``--overlap-param-gather``)."""
+        bucket's parameters (the chunk's first forward under ``--overlap-param-gather``). A
+        :class:`Wait` ends the compute that runs beside the collectives before it: what
+        follows waits for them and has every SM again."""
         pending: dict[str, float] = {}
         name = prefix
         self._host_bound(prefix, steps)
@@ -172,6 +174,13 @@ class StageSchedule:
                     self._bucket_needed(gather_chunk, step.dim, starts[i])
                 continue
             if isinstance(step, GradsReady) and not sync_grads:
+                continue
+            if isinstance(step, Wait):
+                if pending:
+                    self.compute(name, pending)
+                    pending = {}
+                self.tail += self.beside
+                self.beside = []
                 continue
             if isinstance(step, Compute):
                 for kind, seconds in step.seconds.items():
