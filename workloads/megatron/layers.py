@@ -409,7 +409,7 @@ class ChunkModel:
         job = self.job
         if last:
             self.loss_backward(b)
-            b.grads(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp == 1 else 0)
+            b.grads(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp > 1 else 0)
         for is_moe in moe:
             self.layer_backward(b, moe=is_moe)
             for params, dim in self.layer_grads(is_moe):
