@@ -461,8 +461,9 @@ def test_parameter_gathers_run_one_bucket_ahead_of_the_forward(tmp_path):
     """Megatron-Core's distributed optimizer launches the first bucket's all-gather when the
     step starts and each next one only when the forward reaches the bucket before it (the
     pre-hook waits, then dispatches: one gather in flight). Two data-parallel GPUs, one bucket
-    per layer, NVLink (each gather far shorter than a layer's forward): gather k starts with
-    the forward compute that reads bucket k - 1, not when gather k - 1 ends."""
+    per layer (filled in the backward's order, so the embedding, read first, has one of its
+    own), NVLink (each gather far shorter than a layer's forward): gather k starts with the
+    forward compute that reads bucket k - 1, not when gather k - 1 ends."""
     import csv
 
     scenario = tmp_path / "s.yaml"
@@ -476,11 +477,11 @@ def test_parameter_gathers_run_one_bucket_ahead_of_the_forward(tmp_path):
         nodes = [r for r in csv.DictReader(f) if r["npu"] == "0"]
     gathers = [r for r in nodes if r["name"].endswith(".params.allgather")]
     forward = [r for r in nodes if r["name"].startswith("F0.") and r["type"] == "COMP"]
-    assert len(gathers) == 4 and int(gathers[0]["start_ns"]) == 0
-    for k in range(1, 4):
+    assert len(gathers) == 5 and int(gathers[0]["start_ns"]) == 0  # the embedding's bucket, then a layer's each
+    for k in range(1, 5):
         assert int(gathers[k]["start_ns"]) == int(forward[k - 1]["start_ns"])
         assert int(gathers[k]["start_ns"]) >= int(gathers[k - 1]["end_ns"])
-    assert int(gathers[2]["start_ns"]) > int(gathers[1]["end_ns"])  # not back to back
+    assert int(gathers[3]["start_ns"]) > int(gathers[2]["end_ns"])  # not back to back
 
 
 def test_later_pipeline_stages_sync_their_gradients_in_one_bucket():

@@ -233,7 +233,8 @@ class StageSchedule:
         return max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
 
     def _plan_gathers(self, chunk: int, steps: list[Step]) -> None:
-        """Buckets of the chunk's parameters in the order the forward reads them. Megatron-Core
+        """Buckets of the chunk's parameters (the gradient buckets: filled in the backward's
+        order, gathered in the forward's) in the order the forward reads them. Megatron-Core
         (``DistributedOptimizer``, r0.8; ``finish_param_sync`` today) launches the first
         bucket's all-gather when the step starts (``zero_grad``) and each next one only when
         the forward reaches the bucket before it (its pre-hook waits there, then dispatches the
@@ -241,16 +242,20 @@ class StageSchedule:
         chain runs on over the model chunks in order. What stays exposed is the first bucket
         and every bucket whose gather outlasts the forward over the bucket before it."""
         limit, starts, sizes = self._bucket_limit(chunk), {}, {}
-        filled: dict[str, int] = {}
-        for i, step in enumerate(steps):
-            if not isinstance(step, ParamsUsed) or self._replicas(step.dim) < 2:
-                continue
-            dim = step.dim
-            if not filled.get(dim):
-                starts[i] = len(sizes.setdefault(dim, []))
-                sizes[dim].append(0)
-            sizes[dim][-1] += step.params
-            filled[dim] = 0 if sizes[dim][-1] >= limit else sizes[dim][-1]
+        for dim in ("dp", "edp"):
+            used = [(i, step.params) for i, step in enumerate(steps)
+                    if isinstance(step, ParamsUsed) and step.dim == dim and self._replicas(dim) > 1]
+            groups: list[list[int]] = []  # [first step that reads it, parameters], filled backward
+            full = True
+            for i, params in reversed(used):  # Megatron fills buckets in the backward's order
+                if full:
+                    groups.append([i, 0])
+                groups[-1][0] = i
+                groups[-1][1] += params
+                full = groups[-1][1] >= limit
+            for k, (i, params) in enumerate(reversed(groups)):
+                starts[i] = k
+                sizes.setdefault(dim, []).append(params)
         self.gather_starts[chunk] = starts
         for dim, buckets in sizes.items():
             order = self.gather_order.setdefault(dim, [])
