@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
-from simpy_astra.workloads.megatron.steps import Compute, GradsReady, ParamsUsed, Step, Wait
+from simpy_astra.workloads.megatron.steps import Collective, Compute, GradsReady, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
@@ -211,9 +211,12 @@ class StageSchedule:
         """A task whose kernels run faster than the host issues them: the GPU idles for the
         difference (the host cannot run ahead across tasks: with pp > 1 Megatron
         synchronises the device after each point-to-point exchange, and a task that is
-        host bound in itself is so in any order)."""
+        host bound in itself is so in any order). Each tensor- or context-parallel collective
+        is one more kernel the host issues (c10d's NCCL call: its stream and event handling
+        and NCCL's enqueue of the collective's kernel)."""
         compute = [step for step in steps if isinstance(step, Compute)]
-        host = host_seconds(sum(step.kernels for step in compute))
+        calls = sum(1 for step in steps if isinstance(step, Collective))
+        host = host_seconds(sum(step.kernels for step in compute) + calls)
         gpu = sum(step.total_s for step in compute)
         if host > gpu:
             self.compute(f"{prefix}.host", {"host": host - gpu})
