@@ -82,6 +82,7 @@ class ChunkModel:
         """Input gradient (dgrad) and weight gradient (wgrad) of one linear layer."""
         self._fp8_cast(b, self.tokens * n_out)
         b.add("gemm", self._linear(self.tokens, n_in, n_out))
+        b.wait("dgrad.wait")  # the output gradient's all-gather (SP) ran beside the dgrad only
         b.add("gemm", self._linear(n_in, n_out, self.tokens))
         self._accumulate(b, n_in * n_out)
         if bias:
@@ -141,6 +142,7 @@ class ChunkModel:
     def _attention_after(self, b: _Builder, backward: bool) -> None:
         """Context parallelism's exchange after the attention kernels, where it has one."""
         job, t = self.job, self.tokens
+        b.wait("attn.cp.wait")  # the K/V ring (p2p) ran beside the attention kernels only
         if job.cp == 1:
             return
         if job.cp_comm_type == "a2a":
@@ -181,6 +183,7 @@ class ChunkModel:
         b.add("elementwise", self._stream(n * h, 4))  # input layer norm
         self._tp_in(b, "attn.allgather")
         self._linear_fwd(b, h, self.q_width + 2 * self.kv_width, fused_cast=True)
+        b.wait("qkv.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
         self._attention(b, backward=False)
         self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
         b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
@@ -198,11 +201,11 @@ class ChunkModel:
         job, h = self.job, self.job.hidden
         t = self.tokens if tokens is None else tokens
         self._fp8_cast(b, t * h, fused=True)
+        b.add("gemm", self._linear(t, (2 if job.swiglu else 1) * ffn, h))
+        b.wait("fc1.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
         if job.swiglu:
-            b.add("gemm", self._linear(t, 2 * ffn, h))
             b.add("elementwise", self._stream(t * ffn, 6))
         else:
-            b.add("gemm", self._linear(t, ffn, h))
             b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
         self._fp8_cast(b, t * ffn, fused=True)
         seconds = self._linear(t, h, ffn)
@@ -325,6 +328,7 @@ class ChunkModel:
         b.comm(label, kind, size, overlap=overlap)
         b.add("gemm", wgrad)
         self._accumulate(b, n_in * n_out)
+        b.wait(label + ".wait")  # Megatron waits for the input gradient's collective after the wgrad
 
     # ------------------------------------------------------------------ embedding and loss
     def embedding_forward(self, b: _Builder) -> None:
@@ -405,7 +409,7 @@ class ChunkModel:
         job = self.job
         if last:
             self.loss_backward(b)
-            b.grads(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp == 1 else 0)
+            b.grads(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp > 1 else 0)
         for is_moe in moe:
             self.layer_backward(b, moe=is_moe)
             for params, dim in self.layer_grads(is_moe):

@@ -24,12 +24,13 @@ own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
-from simpy_astra.workloads.megatron.steps import Compute, GradsReady, ParamsUsed, Step
+from simpy_astra.workloads.megatron.steps import Collective, Compute, GradsReady, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
@@ -115,9 +116,12 @@ class StageSchedule:
         self.dp_syncs: list[int] = []
         self.bucket_params: dict[str, int] = {"dp": 0, "edp": 0}
         self.gather_starts: dict[int, dict[int, int]] = {}  # chunk -> step index -> bucket
-        self.gathers: dict[tuple[int, str, int], int] = {}
+        self.gathers: dict[tuple[str, int], int] = {}  # (dim, place in the chain) -> its op
+        self.gather_order: dict[str, list[tuple[int, int, int]]] = {}  # dim -> (chunk, bucket, bytes) in order
+        self.gather_index: dict[tuple[str, int, int], int] = {}  # (dim, chunk, bucket) -> place in the chain
         self.chunks = job.virtual_stages
         self.cache: dict[tuple, list[Step]] = {}
+        self.chunk = 0  # the model chunk whose task is being laid out
 
     # ------------------------------------------------------------------ ops
     def compute(self, name: str, seconds: dict[str, float]) -> None:
@@ -158,7 +162,9 @@ class StageSchedule:
     def steps(self, prefix: str, steps: list[Step], sync_grads: bool, gather_chunk: int | None = None) -> None:
         """Ops for ``steps``: compute steps that only a gradient or parameter marker separates
         run as one node unless that marker starts a bucket's sync (``sync_grads``) or a
-        bucket's parameters (the chunk's first forward under ``--overlap-param-gather``)."""
+        bucket's parameters (the chunk's first forward under ``--overlap-param-gather``). A
+        :class:`Wait` ends the compute that runs beside the collectives before it: what
+        follows waits for them and has every SM again."""
         pending: dict[str, float] = {}
         name = prefix
         self._host_bound(prefix, steps)
@@ -172,6 +178,13 @@ class StageSchedule:
                     self._bucket_needed(gather_chunk, step.dim, starts[i])
                 continue
             if isinstance(step, GradsReady) and not sync_grads:
+                continue
+            if isinstance(step, Wait):
+                if pending:
+                    self.compute(name, pending)
+                    pending = {}
+                self.tail += self.beside
+                self.beside = []
                 continue
             if isinstance(step, Compute):
                 for kind, seconds in step.seconds.items():
@@ -198,52 +211,75 @@ class StageSchedule:
         """A task whose kernels run faster than the host issues them: the GPU idles for the
         difference (the host cannot run ahead across tasks: with pp > 1 Megatron
         synchronises the device after each point-to-point exchange, and a task that is
-        host bound in itself is so in any order)."""
+        host bound in itself is so in any order). Each tensor- or context-parallel collective
+        is one more kernel the host issues (c10d's NCCL call: its stream and event handling
+        and NCCL's enqueue of the collective's kernel)."""
         compute = [step for step in steps if isinstance(step, Compute)]
-        host = host_seconds(sum(step.kernels for step in compute))
+        calls = sum(1 for step in steps if isinstance(step, Collective))
+        host = host_seconds(sum(step.kernels for step in compute) + calls)
         gpu = sum(step.total_s for step in compute)
         if host > gpu:
             self.compute(f"{prefix}.host", {"host": host - gpu})
 
     # ------------------------------------------------------------------ parameter gather
-    def _bucket_limit(self) -> int:
+    def _bucket_limit(self, chunk: int) -> float:
         """Parameters per bucket: torch DDP's 25 MB (2021), else Megatron-Core's
-        ``max(40M, 1M x data-parallel size)``."""
+        ``max(40M, 1M x data-parallel size)``; Megatron-Core turns bucketing off (one bucket
+        for the whole chunk) on every pipeline stage but the first and for every model chunk
+        but the first, whose data-parallel traffic it takes to be off the critical path
+        (``DistributedDataParallel.__init__``: ``pp_rank > 0`` or ``disable_bucketing``)."""
         job = self.job
         if job.legacy:
             return TORCH_BUCKET_BYTES // self.job.grad_bytes if job.ddp == "torch" else MEGATRON_BUCKET_PARAMS
+        if self.stage > 0 or chunk > 0:
+            return math.inf
         return max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
 
     def _plan_gathers(self, chunk: int, steps: list[Step]) -> None:
-        """Buckets of the chunk's parameters in the order the forward reads them, gathered
-        one after another from the step's start (as with ``--align-param-gather``: every
-        pipeline stage launches its gathers at once, not when its first forward arrives);
-        the chunk's first forward waits for each bucket only where it starts reading it, so
-        what stays exposed is the first bucket and any bucket the forward catches up with."""
-        limit, starts, sizes = self._bucket_limit(), {}, {}
-        filled: dict[str, int] = {}
-        for i, step in enumerate(steps):
-            if not isinstance(step, ParamsUsed) or self._replicas(step.dim) < 2:
-                continue
-            dim = step.dim
-            if not filled.get(dim):
-                starts[i] = len(sizes.setdefault(dim, []))
-                sizes[dim].append(0)
-            sizes[dim][-1] += step.params
-            filled[dim] = 0 if sizes[dim][-1] >= limit else sizes[dim][-1]
+        """Buckets of the chunk's parameters (the gradient buckets: filled in the backward's
+        order, gathered in the forward's) in the order the forward reads them. Megatron-Core
+        (``DistributedOptimizer``, r0.8; ``finish_param_sync`` today) launches the first
+        bucket's all-gather when the step starts (``zero_grad``) and each next one only when
+        the forward reaches the bucket before it (its pre-hook waits there, then dispatches the
+        next: one gather in flight, so they never queue ahead of the compute kernels); the
+        chain runs on over the model chunks in order. What stays exposed is the first bucket
+        and every bucket whose gather outlasts the forward over the bucket before it."""
+        limit, starts, sizes = self._bucket_limit(chunk), {}, {}
+        for dim in ("dp", "edp"):
+            used = [(i, step.params) for i, step in enumerate(steps)
+                    if isinstance(step, ParamsUsed) and step.dim == dim and self._replicas(dim) > 1]
+            groups: list[list[int]] = []  # [first step that reads it, parameters], filled backward
+            full = True
+            for i, params in reversed(used):  # Megatron fills buckets in the backward's order
+                if full:
+                    groups.append([i, 0])
+                groups[-1][0] = i
+                groups[-1][1] += params
+                full = groups[-1][1] >= limit
+            for k, (i, params) in enumerate(reversed(groups)):
+                starts[i] = k
+                sizes.setdefault(dim, []).append(params)
         self.gather_starts[chunk] = starts
         for dim, buckets in sizes.items():
-            deps: list[int] = []
+            order = self.gather_order.setdefault(dim, [])
             for k, params in enumerate(buckets):
-                size = params * self.job.element_bytes // self._replicas(dim)
-                gid = self.collective(f"chunk{chunk}.{dim}.bucket{k}.params.allgather", ALL_GATHER, dim, size,
-                                      block=False, deps=deps)
-                self.gathers[(chunk, dim, k)] = gid
-                deps = [gid]
+                self.gather_index[(dim, chunk, k)] = len(order)
+                order.append((chunk, k, params * self.job.element_bytes // self._replicas(dim)))
+        for dim, order in self.gather_order.items():
+            if order and (dim, 0) not in self.gathers:
+                self._dispatch_gather(dim, 0, [])
+
+    def _dispatch_gather(self, dim: str, index: int, deps: list[int]) -> None:
+        chunk, k, size = self.gather_order[dim][index]
+        self.gathers[(dim, index)] = self.collective(f"chunk{chunk}.{dim}.bucket{k}.params.allgather", ALL_GATHER,
+                                                     dim, size, block=False, deps=deps)
 
     def _bucket_needed(self, chunk: int, dim: str, k: int) -> None:
-        """The forward reaches bucket ``k``: it waits for its gather."""
-        self.tail.append(self.gathers[(chunk, dim, k)])
+        """The forward reaches bucket ``k``: it waits for its gather, then launches the next."""
+        index = self.gather_index[(dim, chunk, k)]
+        self.tail.append(self.gathers[(dim, index)])
+        if index + 1 < len(self.gather_order[dim]):
+            self._dispatch_gather(dim, index + 1, list(self.tail))
 
     # ------------------------------------------------------------------ gradient sync
     def _sync_kind(self) -> int:
@@ -256,7 +292,7 @@ class StageSchedule:
     def _grads_ready(self, name: str, params: int, dim: str) -> None:
         """In the last micro-batch's backward, with overlapped sync: a full bucket starts."""
         self.bucket_params[dim] += params
-        if self.bucket_params[dim] >= self._bucket_limit():
+        if self.bucket_params[dim] >= self._bucket_limit(self.chunk):
             self._flush_bucket(name, dim)
 
     def _flush_bucket(self, name: str, dim: str) -> None:
@@ -338,6 +374,7 @@ class StageSchedule:
             nxt = 1 if self.stage < pp - 1 else -(pp - 1)
             prv = -1 if self.stage > 0 else pp - 1
             p = f"{kind.value}{mb}.c{chunk}"
+            self.chunk = chunk
             if kind is Kind.FORWARD:
                 gather = chunk if chunk not in started and chunk in self.gather_starts else None
                 started.add(chunk)

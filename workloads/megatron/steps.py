@@ -55,7 +55,16 @@ class ParamsUsed:
     label: str = "params"
 
 
-Step = Compute | Collective | GradsReady | ParamsUsed
+@dataclass(frozen=True)
+class Wait:
+    """The compute after this point waits for the collectives launched beside the compute
+    before it (Megatron's ``handle.wait()`` right after the GEMM an async collective overlaps):
+    those collectives hold their SMs only over that GEMM, and what follows runs on all SMs."""
+
+    label: str = "wait"
+
+
+Step = Compute | Collective | GradsReady | ParamsUsed | Wait
 
 
 class StepBuilder:
@@ -64,6 +73,7 @@ class StepBuilder:
     def __init__(self) -> None:
         self.steps: list[Step] = []
         self.current = Compute()
+        self.overlapping = False  # a collective launched beside the compute not yet waited for
 
     def add(self, kind: str, seconds: float, kernels: int = 1) -> None:
         """``kernels`` kernels of ``seconds`` in all (each one the host must launch)."""
@@ -73,8 +83,18 @@ class StepBuilder:
     def comm(self, label: str, comm_type: int, size_bytes: int, overlap: bool = False, dim: str = "tp") -> None:
         if size_bytes <= 0:
             return
+        computed = bool(self.current.seconds)  # a blocking call after compute: what ran beside is done
         self.close(label + ".before")
         self.steps.append(Collective(label, comm_type, size_bytes, overlap, dim))
+        self.overlapping = overlap or (self.overlapping and not computed)
+
+    def wait(self, label: str = "wait") -> None:
+        """Wait here for the collectives running beside the compute (none: nothing to do)."""
+        if not self.overlapping:
+            return
+        self.close(label + ".before")
+        self.steps.append(Wait(label))
+        self.overlapping = False
 
     def grads(self, params: int, dim: str = "dp") -> None:
         if params <= 0:
