@@ -63,6 +63,10 @@ class NcclAllReduce:
             time_us = predict_us(self.links, shape, "ring", buffer)[0] / 2
         return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members))
 
+    def rendezvous(self, simulated) -> NcclRendezvous:
+        """One run's timed collectives on this machine, ``simulated`` the NPUs it simulates."""
+        return NcclRendezvous(self, simulated)
+
 
 #: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)
 TIMED = frozenset(("all_reduce", "reduce_scatter", "all_gather"))
