@@ -72,6 +72,10 @@ class NcclAllReduce:
             time_us = self.links.launch_us + (ring_us - self.links.launch_us) / 2  # one call
         return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members))
 
+    def rendezvous(self, simulated) -> NcclRendezvous:
+        """One run's timed collectives on this machine, ``simulated`` the NPUs it simulates."""
+        return NcclRendezvous(self, simulated)
+
 
 #: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)
 TIMED = frozenset(("all_reduce", "reduce_scatter", "all_gather"))

@@ -30,7 +30,6 @@ from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import Folding, OrbitReports, fold_run
 from simpy_astra.horizon import HORIZON_NS
 from simpy_astra.input_checks import check_et_count, compute_without_roofline
-from simpy_astra.nccl_collectives import NcclRendezvous
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.npu import Npu, NpuServices
 from simpy_astra.remote_memory import RemoteMemory
@@ -158,7 +157,7 @@ class Simulation(CoSimulation):
         nccl = inputs.network.nccl
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
                                self.local_mem_bytes_per_s, self.peak_flops, self._npu_done, self.failed,
-                               None if nccl is None else NcclRendezvous(nccl, simulated))
+                               None if nccl is None else nccl.rendezvous(simulated))
         for i in simulated:  # an orbit's members have the representative's graph
             npu = services.build_npu(i, i, traces[i], self.network_dims, inputs.queues_per_dim, self._env)
             self.systems.append(npu.system)

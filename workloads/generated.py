@@ -39,6 +39,7 @@ from typing import Any
 
 from simpy_astra import files
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -287,9 +288,6 @@ def _materialise(prepared: Prepared, where: str, lazy: bool) -> GeneratedWorkloa
         comm_groups=os.path.join(folder, groups_name) if groups_name else None,
     )
 
-
-#: beside a lazily generated trace's ET files: ``PREFIX.ranks.json``
-SUMMARY_SUFFIX = ".ranks.json"
 
 
 class LazyTraces:

@@ -211,8 +211,7 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
     the ranks simulated are written (if not yet) and read; otherwise every ET file is read
     (:func:`read_traces`); ``prepared``: the generated job, if the run holds it (its ranks are
     then written from it). Decoded records and attributes are shared between ranks."""
-    from simpy_astra.workloads.chakra import et_path, read_et
-    from simpy_astra.workloads.generated import lazy_traces
+    from simpy_astra.workloads.chakra import et_path, has_rank_summary, read_et
 
     caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
 
@@ -220,9 +219,12 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
         path = et_path(prefix, rank)
         return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
 
-    source = lazy_traces(prefix, prepared)
-    if source is None:
+    if not has_rank_summary(prefix):  # ET files: the generators' registry is not needed
         return read_traces(total_npus, read, fold, groups, parse_groups, outcome)
+    from simpy_astra.workloads.generated import lazy_traces
+
+    source = lazy_traces(prefix, prepared)
+    assert source is not None
     if source.npus != total_npus:
         from simpy_astra.errors import InputError
 

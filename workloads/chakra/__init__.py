@@ -5,8 +5,10 @@
 
 from simpy_astra.workloads.chakra.node import EtError, EtNode
 from simpy_astra.workloads.chakra.reader import (
+    SUMMARY_SUFFIX,
     count_et_files,
     et_path,
+    has_rank_summary,
     read_et,
     read_et_prefix,
     validate_graph,
@@ -14,6 +16,6 @@ from simpy_astra.workloads.chakra.reader import (
 from simpy_astra.workloads.chakra.writer import encode_varint, make_attr, make_node, write_et
 
 __all__ = [
-    "EtError", "EtNode", "count_et_files", "encode_varint", "et_path", "make_attr", "make_node", "read_et",
-    "read_et_prefix", "validate_graph", "write_et",
+    "SUMMARY_SUFFIX", "EtError", "EtNode", "count_et_files", "encode_varint", "et_path", "has_rank_summary",
+    "make_attr", "make_node", "read_et", "read_et_prefix", "validate_graph", "write_et",
 ]

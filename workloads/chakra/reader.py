@@ -363,6 +363,17 @@ def et_path(prefix: str, rank: int) -> str:
     return f"{prefix}.{rank}.et"
 
 
+#: beside a lazily generated trace's ET files: ``PREFIX.ranks.json``, its rank summary
+#: (:class:`~simpy_astra.workloads.generated.LazyTraces`)
+SUMMARY_SUFFIX = ".ranks.json"
+
+
+def has_rank_summary(prefix: str) -> bool:
+    """Whether the trace at ``prefix`` was generated lazily (it has a rank summary): its ET
+    files are written when a run needs them, so they may not exist yet."""
+    return os.path.exists(prefix + SUMMARY_SUFFIX)
+
+
 def count_et_files(prefix: str) -> int:
     """Number of consecutive ranks 0, 1, ... for which ``PREFIX.r.et`` exists."""
     rank = 0
