@@ -30,7 +30,6 @@ from __future__ import annotations
 import heapq
 import statistics
 from dataclasses import dataclass, field
-from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -140,9 +139,21 @@ ARRAY_SWEEP_FROM = 2_000
 
 def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False,
           through_last: bool = False, kinds_of=None) -> Breakdown:
+    """Split [0, ``finish_ns``] by the precedence above: :func:`sweep_columns` of
+    ``intervals``, (node id, start ns, end ns) of every finished node."""
+    ids = [n for n, _s, _e in intervals]
+    starts = [s for _n, s, _e in intervals]
+    ends = [e for _n, _s, e in intervals]
+    return sweep_columns(ids, starts, ends, part_of, finish_ns, segments, through_last, kinds_of)
+
+
+def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = False,
+                  through_last: bool = False, kinds_of=None) -> Breakdown:
     """Split [0, ``finish_ns``] by the precedence above.
 
-    ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
+    ``ids``, ``starts``, ``ends``: node id, start ns and end ns of every finished node, as
+    sequences of ints (lists, or the recorder's ``array('q')`` columns, which the array sweep
+    reads without a conversion per interval); ``part_of(node id)``:
     (class, part name) or None; ``segments``: also keep which part each stretch of time went to;
     ``through_last``: ``finish_ns`` is at least the last interval's end; ``kinds_of(node ids)``:
     optionally, the array sweep's classification at once, (code per node, (class, part) or None
@@ -153,13 +164,14 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     instant is the node in flight that started first, so in start order a node owns [max(its
     start, the latest end before it), its end) when that is not empty (:func:`_owned`); each
     instant then goes to the highest class that owns it."""
-    if len(intervals) < ARRAY_SWEEP_FROM:
+    if len(ids) < ARRAY_SWEEP_FROM:
         if through_last:
-            finish_ns = max(finish_ns, max((e for _n, _s, e in intervals), default=0))
-        return _heap_sweep(intervals, part_of, finish_ns, segments)
+            finish_ns = max(finish_ns, max(ends, default=0))
+        return _heap_sweep(list(zip(ids, starts, ends, strict=True)), part_of, finish_ns, segments)
     import numpy as np
 
-    raw = np.fromiter(chain.from_iterable(intervals), np.int64, 3 * len(intervals)).reshape(-1, 3)
+    raw = np.stack([np.asarray(ids, dtype=np.int64), np.asarray(starts, dtype=np.int64),
+                    np.asarray(ends, dtype=np.int64)], axis=1)
     if through_last:
         finish_ns = max(finish_ns, int(raw[:, 2].max(initial=0)))
     raw = raw[raw[:, 2] > raw[:, 1]]
@@ -326,7 +338,8 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
             return classifier.kinds(list(map(nodes.__getitem__, nids)))
 
         finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
-        result = sweep(rec.intervals, part_of, finish, segments, through_last=True, kinds_of=kinds_of)
+        result = sweep_columns(rec.ids, rec.begins, rec.ends, part_of, finish, segments, through_last=True,
+                               kinds_of=kinds_of)
         for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
             out[member] = result
     return out
