@@ -55,7 +55,7 @@ def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_start
 def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
     """Rows of ``nodes.csv`` in (npu, start, node id) order; ``breakdowns``: NPU ->
     :class:`~simpy_astra.report.breakdown.Breakdown` (made from ``record`` if not given)."""
-    if breakdowns is None:
+    if breakdowns is None or any(b.shares is None for b in breakdowns.values()):
         from simpy_astra.report.breakdown import npu_breakdowns
 
         breakdowns = npu_breakdowns(record)
