@@ -157,7 +157,7 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     reads without a conversion per interval); ``part_of(node id)``:
     (class, part name) or None; ``segments``: also keep which part each stretch of time went to;
     ``through_last``: ``finish_ns`` is at least the last interval's end; ``kinds_of(node ids)``:
-    optionally, the array sweep's classification at once, (code per node, (class, part) or None
+    optionally, the array sweep's classification of an int64 array of node ids at once, (code per node, (class, part) or None
     per code) (:class:`Classifier`); ``shares``: also each node's share (nodes.csv's column; the
     array sweep leaves ``shares`` None when not asked, a dict entry per node being most of its
     cost after the sweep itself).
@@ -182,7 +182,7 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
         finish_ns = max(finish_ns, int(raw[:, 2].max(initial=0)))
     raw = raw[raw[:, 2] > raw[:, 1]]
     if kinds_of is not None:
-        code, kinds = kinds_of(raw[:, 0].tolist())
+        code, kinds = kinds_of(raw[:, 0])
     else:
         parts = [part_of(nid) for nid in raw[:, 0].tolist()]
         kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
@@ -308,6 +308,17 @@ class Classifier:
         self._names, self._p2p = group_names, p2p_name
         self._memo: dict[int, tuple[int, str] | None] = {}
 
+    def graph_kinds(self, nodes: dict[int, Any], ids) -> tuple[Any, list[tuple[int, str] | None]]:
+        """:meth:`kinds` of the nodes ``ids`` (an int64 array) of one NPU's ``nodes`` (id ->
+        node): every node of the graph classified in its order (a run finishes nearly all of
+        them; no look-up per id), then each id's code picked by its place among the keys."""
+        import numpy as np
+
+        code, kinds = self.kinds(list(nodes.values()))
+        keys = np.fromiter(nodes, np.int64, len(nodes))
+        order = np.argsort(keys, kind="stable")
+        return code[order[np.searchsorted(keys[order], ids)]], kinds
+
     def kinds(self, nodes: list) -> tuple[Any, list[tuple[int, str] | None]]:
         """(code per node as an array, the (class, part) or None of each code)."""
         import numpy as np
@@ -344,8 +355,8 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each
             return node_part(nodes[nid], names, p2p_name)
 
-        def kinds_of(nids: list[int], nodes=nodes):
-            return classifier.kinds(list(map(nodes.__getitem__, nids)))
+        def kinds_of(nids, nodes=nodes):
+            return classifier.graph_kinds(nodes, nids)
 
         finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
         result = sweep_columns(rec.ids, rec.begins, rec.ends, part_of, finish, segments, through_last=True,
