@@ -126,6 +126,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
     (pipeline stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`)."""
     from matplotlib.collections import PolyCollection
+    from matplotlib.ticker import MaxNLocator
 
     bars, xlabel = _bars(breakdowns, roles)
     names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
@@ -146,6 +147,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     ax.set_xticks(range(len(bars)))
     ax.set_xticklabels([label for label, _b in bars], rotation=90 if len(bars) > 16 else 0, fontsize=7)
     ax.set_xlabel(xlabel)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
     # y=1.0, where matplotlib puts it anyway: a title left to place itself is moved above any
     # tick labels on top of the axes (there are none), found by measuring every tick label
@@ -188,6 +190,7 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
     """The Gantt chart of timeline.png (time in ms): the rows of :func:`gantt_rows`."""
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     rows = gantt_rows(breakdowns, replica)
     names = sorted({labels[c] for row in rows for labels in [_arrays(row)[3]] for c in set(_arrays(row)[2].tolist())},
@@ -204,6 +207,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([row.label for row in rows], fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
     if replica:
         ax.set_ylabel("pipeline stage")
@@ -241,13 +245,16 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
 
     from simpy_astra.report.columns import dominant
 
-    rgba = {name: to_rgba(colour) for name, colour in colours.items()}
-    rgba[""] = (0.0, 0.0, 0.0, 0.0)
-    image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4))
+    names = ["", *colours]  # "": transparent
+    palette = (np.array([(0.0, 0.0, 0.0, 0.0)] + [to_rgba(colours[n]) for n in names[1:]]) * 255).round()
+    palette = palette.astype(np.uint8)  # bytes: drawn several times faster than floats
+    index = {name: k for k, name in enumerate(names)}
+    image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4), dtype=np.uint8)
     for y, row in enumerate(rows):
-        line = np.array([rgba[part] for part in dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))])
-        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = line
-    return (image * 255).round().astype(np.uint8)  # bytes resample several times faster than floats
+        cells = dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))
+        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[np.fromiter(map(index.__getitem__, cells), np.intp,
+                                                                           len(cells))]
+    return image
 
 
 def _save(fig, path: str) -> None:
