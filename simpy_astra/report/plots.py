@@ -197,7 +197,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
                    key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
-    fig, ax = _figure(12.0, 1.2 + 0.45 * len(rows))
+    fig, ax = _figure(12.0, 1.2 + _row_in(len(rows)) * len(rows))
     end = max((row.segments[-1][1] for row in rows if row.segments), default=0)
     if end:
         # "none": Agg maps each pixel to a column as "nearest" does, without nearest's resampling
@@ -220,6 +220,16 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
              legend_in + AXIS_IN, 0.35)
     return fig
+
+
+#: inches per Gantt row up to :data:`MAX_ROWS` rows; past them the chart keeps the height of
+#: that many and its rows get thinner, down to :data:`MIN_ROW_IN` (a 64-stage pipeline would
+#: otherwise be a 30-inch picture, most of whose drawing is scaling the image up to it)
+ROW_IN, MIN_ROW_IN = 0.45, 0.18
+
+
+def _row_in(rows: int) -> float:
+    return ROW_IN if rows <= MAX_ROWS else max(MIN_ROW_IN, ROW_IN * MAX_ROWS / rows)
 
 
 #: the Gantt chart's resolution: stretches of time per row (the PNG is about 1,300 pixels wide)
