@@ -8,7 +8,7 @@ the command's end. ``--tree PATH`` runs another checkout's code with the same dr
 ``git worktree add --detach /tmp/base main``), so both are measured in one sitting (load
 varies a lot on a shared machine).
 
-    python benchmarks/report_cost.py [--cases gpt3-1024,sc21-3072] [--tree PATH]
+    python benchmarks/report_cost.py [--cases gpt3-1024,sc21-3072] [--tree PATH] [--repeat N]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,9 +41,13 @@ CASES = {
 }
 
 #: runs in the child: ``TREE`` first on the path (no editable install's finder in the way),
-#: Simulation.run timed, then the command line as a user types it
+#: Simulation.run timed, then the command line as a user types it, with the garbage collector
+#: as ``python -m simpy_astra`` leaves it (simpy_astra/__main__.py pauses it; the run resumes it
+#: for itself): with it running, the reports' allocations rescan the simulation's millions of
+#: objects, a cost the command does not have
 DRIVER = r"""
-import json, sys, time
+import gc, json, sys, time
+gc.disable()
 tree, out, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 if tree:
     sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
@@ -87,19 +92,32 @@ def measure(case: str, tree: str, folder: str) -> dict:
     return json.load(open(out))
 
 
+def _line(case: str, label: str, sim_s: float, after_s: float, ratio: float) -> str:
+    return f"{case:<10} {label:<8} {sim_s:>14.2f} {after_s:>10.2f} {100 * ratio:>9.1f}%"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     ap.add_argument("--tree", default=None, help="also measure this checkout's code (e.g. main's)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per case and code, the codes alternating; then each one's median")
     a = ap.parse_args()
     trees = [("this", "")] + ([("tree", os.path.abspath(a.tree))] if a.tree else [])
-    print(f"{'case':<10} {'code':<5} {'simulation (s)':>14} {'after (s)':>10} {'after/sim':>10}")
+    print(f"{'case':<10} {'code':<8} {'simulation (s)':>14} {'after (s)':>10} {'after/sim':>10}")
     with tempfile.TemporaryDirectory(prefix="report-cost-") as folder:
         for case in a.cases.split(","):
-            for label, tree in trees:
-                r = measure(case, tree, folder)
-                print(f"{case:<10} {label:<5} {r['sim_s']:>14.2f} {r['after_s']:>10.2f} "
-                      f"{100 * r['after_s'] / r['sim_s']:>9.1f}%", flush=True)
+            runs: dict[str, list[dict]] = {label: [] for label, _tree in trees}
+            for _ in range(a.repeat):
+                for label, tree in trees:
+                    r = measure(case, tree, folder)
+                    runs[label].append(r)
+                    print(_line(case, label, r["sim_s"], r["after_s"], r["after_s"] / r["sim_s"]), flush=True)
+            if a.repeat > 1:
+                for label, rs in runs.items():
+                    print(_line(case, f"{label}-med", statistics.median(r["sim_s"] for r in rs),
+                                statistics.median(r["after_s"] for r in rs),
+                                statistics.median(r["after_s"] / r["sim_s"] for r in rs)), flush=True)
 
 
 if __name__ == "__main__":

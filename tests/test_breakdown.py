@@ -92,6 +92,34 @@ def test_precedence_compute_memory_comm_bubble_idle() -> None:
     assert b.parts == {"comm.a": 20, "comm.b": 10}
 
 
+@pytest.mark.parametrize("array_sweep", [False, True])
+def test_the_recorders_columns_split_time_as_by_hand(monkeypatch: pytest.MonkeyPatch, array_sweep: bool) -> None:
+    """The case above recorded as a run records it (node starts, then ends in end order, kept as
+    columns) and swept in place, by the plain sweep and by the array sweep (issue 51: the
+    recorder's arrays are read without a conversion per interval): the same parts by hand;
+    each node's share only when asked."""
+    from simpy_astra.report import breakdown
+    from simpy_astra.report.recorder import NpuRecorder
+
+    if array_sweep:
+        monkeypatch.setattr(breakdown, "ARRAY_SWEEP_FROM", 1)
+    parts = {1: (COMPUTE, "compute.gemm"), 2: (MEMORY, "memory"), 3: (COMM, "comm.dp"),
+             4: (COMM, "comm.tp"), 5: (3, "bubble")}
+    rec = NpuRecorder(0, record_chunks=False)
+    for t, event, nid in sorted([(0, "start", 1), (5, "start", 2), (0, "start", 3), (20, "start", 4), (0, "start", 5),
+                                 (10, "end", 1), (30, "end", 2), (50, "end", 3), (70, "end", 4), (90, "end", 5)],
+                                key=lambda e: (e[0], e[1] == "start")):
+        (rec.node_start if event == "start" else rec.node_end)(nid, t)
+    assert rec.intervals == [(1, 0, 10), (2, 5, 30), (3, 0, 50), (4, 20, 70), (5, 0, 90)]
+    by_hand = {"compute.gemm": 10, "memory": 20, "comm.dp": 20, "comm.tp": 20, "bubble": 20, "idle": 10}
+    b = breakdown.sweep_columns(rec.ids, rec.begins, rec.ends, parts.get, 100, segments=True)
+    assert b.parts == by_hand and b.shares == {1: 10, 2: 20, 3: 20, 4: 20, 5: 20}
+    assert b.segments == [(0, 10, "compute.gemm"), (10, 30, "memory"), (30, 50, "comm.dp"), (50, 70, "comm.tp"),
+                          (70, 90, "bubble"), (90, 100, "idle")]
+    alone = breakdown.sweep_columns(rec.ids, rec.begins, rec.ends, parts.get, 100, shares=False)
+    assert alone.parts == by_hand and alone.shares is None
+
+
 # ------------------------------------------------------------------------------ small runs by hand
 def test_two_overlapping_collectives_on_different_streams(tmp_path: Path) -> None:
     """dp (1 MiB) from 0, tp (64 KiB) from 10 us after a compute, on their own streams: both in

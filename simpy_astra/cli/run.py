@@ -390,7 +390,7 @@ def _run(inputs, plan: RunPlan, t0: float) -> Finished:
         from simpy_astra.report.breakdown import npu_breakdowns
 
         breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports},
-                                    segments=bool(plan.plots) or plan.rich_summary)
+                                    segments=bool(plan.plots) or plan.rich_summary, shares=bool(plan.csv_out))
     return Finished(plan, inputs, sim, reports, record, jobs, link_jobs, wall, busiest_links(sim.network),
                     network_cost(inputs.network), training, breakdowns)
 

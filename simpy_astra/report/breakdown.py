@@ -30,7 +30,6 @@ from __future__ import annotations
 import heapq
 import statistics
 from dataclasses import dataclass, field
-from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -102,7 +101,8 @@ class Breakdown:
 
     finish_ns: int
     parts: dict[str, int] = field(default_factory=dict)
-    shares: dict[int, int] = field(default_factory=dict)  # node id -> ns charged to it
+    #: node id -> ns charged to it; None when the sweep was not asked for them (``shares=False``)
+    shares: dict[int, int] | None = field(default_factory=dict)
     #: (start ns, end ns, part) in time order, neighbours of one part merged (when asked for)
     segments: list[tuple[int, int, str]] | None = None
     #: the segments as arrays (starts, ends, part codes, part names), which drawing reads
@@ -139,32 +139,50 @@ ARRAY_SWEEP_FROM = 2_000
 
 
 def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool = False,
-          through_last: bool = False, kinds_of=None) -> Breakdown:
+          through_last: bool = False, kinds_of=None, shares: bool = True) -> Breakdown:
+    """Split [0, ``finish_ns``] by the precedence above: :func:`sweep_columns` of
+    ``intervals``, (node id, start ns, end ns) of every finished node."""
+    ids = [n for n, _s, _e in intervals]
+    starts = [s for _n, s, _e in intervals]
+    ends = [e for _n, _s, e in intervals]
+    return sweep_columns(ids, starts, ends, part_of, finish_ns, segments, through_last, kinds_of, shares)
+
+
+def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = False,
+                  through_last: bool = False, kinds_of=None, shares: bool = True) -> Breakdown:
     """Split [0, ``finish_ns``] by the precedence above.
 
-    ``intervals``: (node id, start ns, end ns) of every finished node; ``part_of(node id)``:
+    ``ids``, ``starts``, ``ends``: node id, start ns and end ns of every finished node, as
+    sequences of ints (lists, or the recorder's ``array('q')`` columns, which the array sweep
+    reads without a conversion per interval); ``part_of(node id)``:
     (class, part name) or None; ``segments``: also keep which part each stretch of time went to;
     ``through_last``: ``finish_ns`` is at least the last interval's end; ``kinds_of(node ids)``:
-    optionally, the array sweep's classification at once, (code per node, (class, part) or None
-    per code) (:class:`Classifier`).
+    optionally, the array sweep's classification of an int64 array of node ids at once, (code per node, (class, part) or None
+    per code) (:class:`Classifier`); ``shares``: also each node's share (nodes.csv's column; the
+    array sweep leaves ``shares`` None when not asked, a dict entry per node being most of its
+    cost after the sweep itself).
 
     From :data:`ARRAY_SWEEP_FROM` intervals on, array operations after one pass over the nodes
     (a report must cost a small part of the run, issue 51): within a class the owner of an
     instant is the node in flight that started first, so in start order a node owns [max(its
     start, the latest end before it), its end) when that is not empty (:func:`_owned`); each
     instant then goes to the highest class that owns it."""
-    if len(intervals) < ARRAY_SWEEP_FROM:
+    if len(ids) < ARRAY_SWEEP_FROM:
         if through_last:
-            finish_ns = max(finish_ns, max((e for _n, _s, e in intervals), default=0))
-        return _heap_sweep(intervals, part_of, finish_ns, segments)
+            finish_ns = max(finish_ns, max(ends, default=0))
+        out = _heap_sweep(list(zip(ids, starts, ends, strict=True)), part_of, finish_ns, segments)
+        if not shares:
+            out.shares = None
+        return out
     import numpy as np
 
-    raw = np.fromiter(chain.from_iterable(intervals), np.int64, 3 * len(intervals)).reshape(-1, 3)
+    raw = np.stack([np.asarray(ids, dtype=np.int64), np.asarray(starts, dtype=np.int64),
+                    np.asarray(ends, dtype=np.int64)], axis=1)
     if through_last:
         finish_ns = max(finish_ns, int(raw[:, 2].max(initial=0)))
     raw = raw[raw[:, 2] > raw[:, 1]]
     if kinds_of is not None:
-        code, kinds = kinds_of(raw[:, 0].tolist())
+        code, kinds = kinds_of(raw[:, 0])
     else:
         parts = [part_of(nid) for nid in raw[:, 0].tolist()]
         kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
@@ -174,7 +192,7 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     kind_class = np.array([-1 if kind is None else kind[0] for kind in kinds], dtype=np.int64)
     kind_name = np.array([-1 if kind is None else names.setdefault(kind[1], len(names)) for kind in kinds],
                          dtype=np.int64)
-    out = Breakdown(finish_ns, segments=[] if segments else None)
+    out = Breakdown(finish_ns, shares={} if shares else None, segments=[] if segments else None)
     if finish_ns <= 0:
         return out
     idle = names.setdefault(IDLE, len(names))
@@ -198,16 +216,18 @@ def sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segmen
     owned = owner >= 0
     part = np.where(owned, every[owner, 3] if len(every) else idle, idle)
     label = {k: name for name, k in names.items()}
-    kinds, at, inverse = np.unique(part, return_index=True, return_inverse=True)
-    totals = np.zeros(len(kinds), dtype=np.int64)
-    np.add.at(totals, inverse, span)
-    for k in np.argsort(at, kind="stable"):  # in order of first appearance
-        out.parts[label[int(kinds[k])]] = int(totals[k])
-    if owned.any():
-        nodes, inverse = np.unique(every[owner[owned], 2], return_inverse=True)
-        shares = np.zeros(len(nodes), dtype=np.int64)
-        np.add.at(shares, inverse, span[owned])
-        out.shares.update(zip(nodes.tolist(), shares.tolist(), strict=True))
+    found = []  # (first stretch, part, its ns): a few parts, each one masked sum (exact integers)
+    for k, name in label.items():
+        mine = part == k
+        if mine.any():
+            found.append((int(mine.argmax()), name, int(span[mine].sum())))
+    out.parts.update((name, ns) for _at, name, ns in sorted(found))  # in order of first appearance
+    if shares and owned.any():
+        node = every[owner[owned], 2]
+        order = np.argsort(node, kind="stable")
+        node, held = node[order], span[owned][order]
+        first_of = np.flatnonzero(np.concatenate(([True], node[1:] != node[:-1])))
+        out.shares.update(zip(node[first_of].tolist(), np.add.reduceat(held, first_of).tolist(), strict=True))
     if out.segments is not None:
         cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
         starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(part)]))
@@ -288,6 +308,17 @@ class Classifier:
         self._names, self._p2p = group_names, p2p_name
         self._memo: dict[int, tuple[int, str] | None] = {}
 
+    def graph_kinds(self, nodes: dict[int, Any], ids) -> tuple[Any, list[tuple[int, str] | None]]:
+        """:meth:`kinds` of the nodes ``ids`` (an int64 array) of one NPU's ``nodes`` (id ->
+        node): every node of the graph classified in its order (a run finishes nearly all of
+        them; no look-up per id), then each id's code picked by its place among the keys."""
+        import numpy as np
+
+        code, kinds = self.kinds(list(nodes.values()))
+        keys = np.fromiter(nodes, np.int64, len(nodes))
+        order = np.argsort(keys, kind="stable")
+        return code[order[np.searchsorted(keys[order], ids)]], kinds
+
     def kinds(self, nodes: list) -> tuple[Any, list[tuple[int, str] | None]]:
         """(code per node as an array, the (class, part) or None of each code)."""
         import numpy as np
@@ -307,10 +338,12 @@ class Classifier:
         return code.reshape(-1), kinds
 
 
-def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False) -> dict[int, Breakdown]:
+def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False,
+                   shares: bool = True) -> dict[int, Breakdown]:
     """Every NPU's breakdown from a finished :class:`~simpy_astra.report.recorder.RunRecord`;
     in a folded run each orbit member has its representative's. ``finish_ns``: NPU -> finish
-    time (the reports'); by default the NPU's last node end; ``segments``: keep the timeline."""
+    time (the reports'); by default the NPU's last node end; ``segments``: keep the timeline;
+    ``shares``: each node's share (only nodes.csv reads them)."""
     sim = record.sim
     names = getattr(sim, "group_names", None) or {}
     p2p_name = getattr(sim, "p2p_name", "p2p")
@@ -322,11 +355,12 @@ def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bo
         def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each
             return node_part(nodes[nid], names, p2p_name)
 
-        def kinds_of(nids: list[int], nodes=nodes):
-            return classifier.kinds(list(map(nodes.__getitem__, nids)))
+        def kinds_of(nids, nodes=nodes):
+            return classifier.graph_kinds(nodes, nids)
 
         finish = finish_ns.get(rec.npu_id, 0) if finish_ns else 0
-        result = sweep(rec.intervals, part_of, finish, segments, through_last=True, kinds_of=kinds_of)
+        result = sweep_columns(rec.ids, rec.begins, rec.ends, part_of, finish, segments, through_last=True,
+                               kinds_of=kinds_of, shares=shares)
         for member in sim.orbit_of(rec.npu_id) if sim.folding is not None else [rec.npu_id]:
             out[member] = result
     return out

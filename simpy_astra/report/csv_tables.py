@@ -55,7 +55,7 @@ def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_start
 def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
     """Rows of ``nodes.csv`` in (npu, start, node id) order; ``breakdowns``: NPU ->
     :class:`~simpy_astra.report.breakdown.Breakdown` (made from ``record`` if not given)."""
-    if breakdowns is None:
+    if breakdowns is None or any(b.shares is None for b in breakdowns.values()):
         from simpy_astra.report.breakdown import npu_breakdowns
 
         breakdowns = npu_breakdowns(record)
@@ -63,9 +63,10 @@ def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
     for rec in record.npus:
         shares = breakdowns[rec.npu_id].shares
         nodes = record.sim.npu_for(rec.npu_id).nodes
-        compute = merged([(s, e) for nid, s, e in rec.intervals if nodes[nid].type == COMP_NODE])
+        intervals = rec.intervals
+        compute = merged([(s, e) for nid, s, e in intervals if nodes[nid].type == COMP_NODE])
         starts = [s for s, _ in compute]
-        for nid, s, e in sorted(rec.intervals, key=lambda t: (t[1], t[0])):
+        for nid, s, e in sorted(intervals, key=lambda t: (t[1], t[0])):
             node = nodes[nid]
             exposed = uncovered_ns(s, e, compute, starts) if node.type in COMM_TYPES else 0
             share = shares.get(nid, 0) if node.type in COMM_TYPES else 0

@@ -10,8 +10,11 @@ pipeline stage of one data-parallel replica (NPU 0's; tensor rank 0 of each stag
 generator named the groups, else a row per distinct breakdown (at most :data:`MAX_ROWS`, the
 slowest kept); each row is the NPU's node intervals charged by the breakdown's precedence, a
 colour per part (bubbles included), time in ms, drawn as one image (:func:`_raster`) whose
-pixel columns each show the part that filled most of them, the legend below the axes. matplotlib runs on the Agg backend (files
-only, no display needed).
+pixel columns each show the part that filled most of them, the legend below the axes.
+
+Both are drawn cheaply (issue 51: the reports must cost a few per cent of the simulation):
+matplotlib's Agg canvas directly (files only, no display, no pyplot), the bars one collection
+per part, the Gantt chart one image, no artist whose cost grows with the run.
 """
 
 from __future__ import annotations
@@ -58,13 +61,15 @@ def _distinct(breakdowns: dict[int, Breakdown]) -> list[tuple[int, int, Breakdow
     return [(npus[0], len(npus), breakdowns[npus[0]]) for npus in groups.values()]
 
 
-def _pyplot():
-    import matplotlib
+def _figure(width_in: float, height_in: float):
+    """A figure with one axes, drawn by Agg (files only: no display, and no pyplot, whose
+    figure manager a file does not need)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(width_in, height_in))
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
 
 
 def _by_role(breakdowns: dict[int, Breakdown], roles: dict[int, tuple[int, int]]) -> list[tuple[str, Breakdown]]:
@@ -120,24 +125,33 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
     (pipeline stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`)."""
-    plt = _pyplot()
+    from matplotlib.collections import PolyCollection
+    from matplotlib.ticker import MaxNLocator
 
     bars, xlabel = _bars(breakdowns, roles)
     names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
     colours = _colours(names)
     unit, scale = _unit(max(b.finish_ns for _l, b in bars))
-    fig, ax = plt.subplots(figsize=(min(max(6.0, 0.3 * len(bars) + 3), 30.0), 5.0))
+    fig, ax = _figure(min(max(6.0, 0.3 * len(bars) + 3), 30.0), 5.0)
+    half = (0.8 if len(bars) > 1 else 0.5) / 2
     bottoms = [0.0] * len(bars)
-    for name in names:
+    for name in names:  # one collection per part, not a rectangle per bar: a fraction of the drawing
         heights = [b.parts.get(name, 0) / scale for _l, b in bars]
-        ax.bar(range(len(bars)), heights, bottom=bottoms, color=colours[name], label=name,
-               width=0.8 if len(bars) > 1 else 0.5)
+        boxes = [((x - half, lo), (x - half, lo + h), (x + half, lo + h), (x + half, lo))
+                 for x, (lo, h) in enumerate(zip(bottoms, heights, strict=True)) if h > 0]
+        ax.add_collection(PolyCollection(boxes, facecolors=colours[name], edgecolors="none", linewidths=0,
+                                         label=name))
         bottoms = [lo + h for lo, h in zip(bottoms, heights, strict=True)]
+    ax.set_xlim(-0.5, len(bars) - 0.5)
+    ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
     ax.set_xticks(range(len(bars)))
     ax.set_xticklabels([label for label, _b in bars], rotation=90 if len(bars) > 16 else 0, fontsize=7)
     ax.set_xlabel(xlabel)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
-    ax.set_title(title or "where each NPU's time went")
+    # y=1.0, where matplotlib puts it anyway: a title left to place itself is moved above any
+    # tick labels on top of the axes (there are none), found by measuring every tick label
+    ax.set_title(title or "where each NPU's time went", y=1.0)
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     rotated = len(bars) > 16
     longest = max((len(label) for label, _b in bars), default=1)
@@ -175,22 +189,25 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
     """The Gantt chart of timeline.png (time in ms): the rows of :func:`gantt_rows`."""
-    plt = _pyplot()
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     rows = gantt_rows(breakdowns, replica)
     names = sorted({labels[c] for row in rows for labels in [_arrays(row)[3]] for c in set(_arrays(row)[2].tolist())},
                    key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
-    fig, ax = plt.subplots(figsize=(12.0, 1.2 + 0.45 * len(rows)))
+    fig, ax = _figure(12.0, 1.2 + _row_in(len(rows)) * len(rows))
     end = max((row.segments[-1][1] for row in rows if row.segments), default=0)
     if end:
-        ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="nearest",
+        # "none": Agg maps each pixel to a column as "nearest" does, without nearest's resampling
+        # pass (a third of the chart's drawing; a pixel in 200 may take its neighbour column)
+        ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="none",
                   extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([row.label for row in rows], fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
     if replica:
         ax.set_ylabel("pipeline stage")
@@ -198,11 +215,21 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     else:
         ax.set_ylabel("NPU (xN: N NPUs alike)")
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
-    ax.set_title(title or default, fontsize=10)
+    ax.set_title(title or default, fontsize=10, y=1.0)  # placed, as breakdown_figure's
     legend_in = _legend(fig, [Patch(color=colours[n], label=n) for n in names])
     _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
              legend_in + AXIS_IN, 0.35)
     return fig
+
+
+#: inches per Gantt row up to :data:`MAX_ROWS` rows; past them the chart keeps the height of
+#: that many and its rows get thinner, down to :data:`MIN_ROW_IN` (a 64-stage pipeline would
+#: otherwise be a 30-inch picture, most of whose drawing is scaling the image up to it)
+ROW_IN, MIN_ROW_IN = 0.45, 0.18
+
+
+def _row_in(rows: int) -> float:
+    return ROW_IN if rows <= MAX_ROWS else max(MIN_ROW_IN, ROW_IN * MAX_ROWS / rows)
 
 
 #: the Gantt chart's resolution: stretches of time per row (the PNG is about 1,300 pixels wide)
@@ -228,13 +255,16 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
 
     from simpy_astra.report.columns import dominant
 
-    rgba = {name: to_rgba(colour) for name, colour in colours.items()}
-    rgba[""] = (0.0, 0.0, 0.0, 0.0)
-    image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4))
+    names = ["", *colours]  # "": transparent
+    palette = (np.array([(0.0, 0.0, 0.0, 0.0)] + [to_rgba(colours[n]) for n in names[1:]]) * 255).round()
+    palette = palette.astype(np.uint8)  # bytes: drawn several times faster than floats
+    index = {name: k for k, name in enumerate(names)}
+    image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4), dtype=np.uint8)
     for y, row in enumerate(rows):
-        line = np.array([rgba[part] for part in dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))])
-        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = line
-    return (image * 255).round().astype(np.uint8)  # bytes resample several times faster than floats
+        cells = dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))
+        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[np.fromiter(map(index.__getitem__, cells), np.intp,
+                                                                           len(cells))]
+    return image
 
 
 def _save(fig, path: str) -> None:
@@ -246,12 +276,9 @@ def _save(fig, path: str) -> None:
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
     from simpy_astra import files
 
-    try:
-        with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
-            fig.savefig(f, format="png", dpi=110, metadata={"Title": ax.get_title(), "Description": description},
-                        pil_kwargs={"compress_level": 1})  # zlib level 1: same pixels, a fraction of the time
-    finally:
-        _pyplot().close(fig)
+    with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
+        fig.savefig(f, format="png", dpi=110, metadata={"Title": ax.get_title(), "Description": description},
+                    pil_kwargs={"compress_level": 1})  # zlib level 1: same pixels, a fraction of the time
 
 
 #: the files ``--plots DIR`` writes into DIR
@@ -263,7 +290,9 @@ def require_matplotlib() -> None:
     broken install is refused then, not after it, and the import's second is start-up, not
     part of the report the run waits for)."""
     try:
-        _pyplot()
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.collections  # noqa: F401
+        import matplotlib.figure  # noqa: F401
     except ImportError as exc:
         raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
                          f"lacks or cannot import ({exc}; pip install matplotlib); or run without --plots") from None

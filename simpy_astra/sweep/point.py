@@ -57,7 +57,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         sim = Simulation(inputs, memory_traces=False)
         record = attach(sim)
         reports = sim.run()
-        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports})
+        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, shares=False)
         parts = sweep_figures(breakdowns[critical(breakdowns)]) if breakdowns else {}
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
         cost = network_cost(inputs.network).total_usd
