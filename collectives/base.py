@@ -16,7 +16,7 @@ Everything an algorithm may ask of the system layer is on :class:`PhaseContext`.
 events resume the algorithm in the instant they happen (a phase is a process of its own), which
 is how the native algorithms keep ASTRA-sim's exact order; ``ctx.env.timeout(t)``,
 ``ctx.env.all_of([...])`` and any other SimPy event work too (see
-:mod:`simpy_astra.phase_process`).
+:mod:`simpy_astra.engine.phase_process`).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class CollectiveAlgorithm:
     xor_symmetric: bool = False
     #: the messages one member sends in one phase, ``traffic(shape) -> [(peer position,
     #: bytes), ...]`` for a :class:`PhaseShape`: what the link-bandwidth floor of the bound check
-    #: (:mod:`simpy_astra.bandwidth_floor`) adds up; None: not known, no floor is derived
+    #: (:mod:`simpy_astra.engine.bandwidth_floor`) adds up; None: not known, no floor is derived
     traffic: Callable[[PhaseShape], list[tuple[int, int]]] | None = None
 
 

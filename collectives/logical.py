@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.grid import Grid
+from simpy_astra.infra.grid import Grid
 
 LEAF, INTERMEDIATE, ROOT = "leaf", "intermediate", "root"
 ROOT_MAX, ROOT_MIN = 0, 1

@@ -26,7 +26,7 @@ def main() -> int:
     Start-up (importing the modules, reading the inputs) creates objects that live as long as
     the run: modules, classes, the Chakra schema, the loaded graphs. Collecting while they
     appear only scans them again and again (about 8 ms of the default scenario's 0.27 s). The run
-    itself collects as before (:func:`simpy_astra.engine.fast_collection` resumes the
+    itself collects as before (:func:`simpy_astra.engine.events.fast_collection` resumes the
     collector for it); subcommands other than ``run`` resume it before they start.
     """
     if not _installed():
@@ -37,7 +37,7 @@ def main() -> int:
 
         code = cli_main()
     except KeyboardInterrupt:  # Ctrl-C before the command's own handler was installed
-        from simpy_astra.stopping import Stopped
+        from simpy_astra.infra.stopping import Stopped
 
         print(Stopped().line(), file=sys.stderr)
         code = Stopped().exit_code
@@ -50,7 +50,7 @@ def main() -> int:
 def _leave_if_stopped(code: int) -> None:
     """A stopped command leaves at once (its outputs are complete or absent), without closing
     the user's generators: one that catches GeneratorExit would print a warning per NPU."""
-    from simpy_astra.stopping import EXIT_INTERRUPTED, EXIT_TERMINATED
+    from simpy_astra.infra.stopping import EXIT_INTERRUPTED, EXIT_TERMINATED
 
     if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         import os

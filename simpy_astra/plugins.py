@@ -198,7 +198,7 @@ def remember_imported_code() -> None:
     import os
     import sys
 
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     skip = tuple({os.path.join(root, name) + os.sep for name in ("simpy_astra", "collectives", "topologies",

@@ -19,24 +19,25 @@ from typing import Any
 import simpy
 from simpy.core import StopSimulation
 
-from simpy_astra import horizon, stall, stopping
-from simpy_astra.bandwidth_floor import FloorCheck
-from simpy_astra.collective_plans import CollectivePlanner
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.network import with_python_overrides
-from simpy_astra.cosim import CoSimulation
-from simpy_astra.engine import fast_collection, process_in_place
+from simpy_astra.engine.bandwidth_floor import FloorCheck
+from simpy_astra.engine.collective_plans import CollectivePlanner
+from simpy_astra.engine.events import fast_collection, process_in_place
+from simpy_astra.engine.npu import Npu, NpuServices
+from simpy_astra.engine.remote_memory import RemoteMemory
+from simpy_astra.engine.statistics import NpuReport
+from simpy_astra.engine.system_layer import SystemLayer
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import Folding, OrbitReports, fold_run
-from simpy_astra.horizon import HORIZON_NS
-from simpy_astra.input_checks import check_et_count, compute_without_roofline
+from simpy_astra.infra import horizon, stopping
+from simpy_astra.infra.horizon import HORIZON_NS
+from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
-from simpy_astra.npu import Npu, NpuServices
-from simpy_astra.remote_memory import RemoteMemory
-from simpy_astra.statistics import NpuReport
-from simpy_astra.system_layer import SystemLayer
+from simpy_astra.running import stall
+from simpy_astra.running.cosim import CoSimulation
+from simpy_astra.running.input_checks import check_et_count, compute_without_roofline
 from simpy_astra.topologies import build as build_topology
-from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.workloads.chakra.dimensions import group_names
 
 
@@ -52,7 +53,7 @@ class Simulation(CoSimulation):
         ``local_mem_trace.{npu}.json`` (sweep points do not). ``env``: run on your SimPy
         environment (with your processes), the NPUs starting at its current time.
         ``stall_patience_ns``: how long the model must stay quiet and unchanged before the
-        watchdog calls it a stall while user processes run (:mod:`simpy_astra.stall`).
+        watchdog calls it a stall while user processes run (:mod:`simpy_astra.running.stall`).
         ``topology``/``routes``: a ``networkx.DiGraph`` (same NPU count) and paths it pins, routed
         as ``topology: {networkx: ...}`` is. ``link_model``/``switch_model`` and their params: the
         congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
@@ -83,7 +84,7 @@ class Simulation(CoSimulation):
         self.peak_flops = tflops_to_flops(cfg.peak_perf_tflops)
         self.local_mem_trace_prefix = (cfg.local_mem_trace_filename
                                        if cfg.track_local_mem and memory_traces else None)
-        #: the jobs of a multi-job run (:mod:`simpy_astra.jobs`), None for one workload
+        #: the jobs of a multi-job run (:mod:`simpy_astra.running.jobs`), None for one workload
         self.jobs = inputs.jobs
         #: communicator group id -> parallel dimension, where the generator said (breakdowns)
         self.group_names, self.p2p_name = group_names(inputs)
@@ -98,7 +99,7 @@ class Simulation(CoSimulation):
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
         starts: dict[int, int] = {}  # NPU -> when its job starts, if later than now
         if self.jobs is not None:
-            from simpy_astra.jobs import build_jobs, job_warnings, start_later
+            from simpy_astra.running.jobs import build_jobs, job_warnings, start_later
 
             self.network = self._build_network()
             starts = build_jobs(self, inputs)
@@ -276,12 +277,12 @@ class Simulation(CoSimulation):
         if self.folding is not None and (stuck or unmatched or broken):
             return self._run_unfolded(broken)
         if self.inputs.system.npu_groups or self.jobs:  # the tracker is imported only when asked
-            from simpy_astra.memory_tracker import capacity_warnings
+            from simpy_astra.engine.memory_tracker import capacity_warnings
 
             configs = {None: self.inputs.system} if self.jobs is None else {j.name: j.system for j in self.jobs}
             self.warnings += capacity_warnings(self.npus, configs)
         if self.local_mem_trace_prefix:  # the tracker is imported only by runs that track memory
-            from simpy_astra.memory_tracker import write_memory_traces
+            from simpy_astra.engine.memory_tracker import write_memory_traces
 
             self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:

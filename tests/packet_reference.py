@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.fabric import Fabric
 from simpy_astra.topologies import Ring
 from simpy_astra.topologies.base import BasicTopology
-from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 
 @dataclass

@@ -19,8 +19,8 @@ import pytest
 
 from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
 from simpy_astra.errors import StalledError
+from simpy_astra.infra.stopping import EXIT_INTERRUPTED
 from simpy_astra.simulation import Simulation
-from simpy_astra.stopping import EXIT_INTERRUPTED
 from tests.ctrl_c import sigint_by_default
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -197,7 +197,7 @@ def test_workloads_warn_only_where_contention_would_show(name: str, reference_di
     congestion-aware backend (whose figures are ASTRA-sim's) no collective's span, first start
     to last end over its members, is below its floor, so the floor is a true bound there too;
     on the analytical backend each of these steps has a collective below it, and says so once."""
-    from simpy_astra.bandwidth_floor import FloorCheck
+    from simpy_astra.engine.bandwidth_floor import FloorCheck
     from simpy_astra.topologies import build
 
     aware_case = json.loads((CASES / f"{name.format('ca')}.json").read_text())
@@ -230,7 +230,7 @@ def test_the_warning_fits_80_columns_with_the_widest_figures() -> None:
     too wide for the first line loses its spaces, else gets a line of its own."""
     from types import SimpleNamespace
 
-    from simpy_astra.bandwidth_floor import _Instance, warning
+    from simpy_astra.engine.bandwidth_floor import _Instance, warning
 
     def lines(network: str, kind: str, size: int, span: int, floor: int) -> list[str]:
         check = SimpleNamespace(network_name=lambda: network)

@@ -307,7 +307,7 @@ def test_default_scenario_imports_no_heavy_module() -> None:
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    assert main(['run', {str(ROOT / 'scenarios' / 'default.yaml')!r}]) == 0\n"
             "heavy = {'networkx', 'rich', 'matplotlib', 'numpy', 'dask', 'scalesim', 'xml',\n"
-            "         'simpy_astra.memory_tracker', 'simpy_astra.report.csv_tables'}\n"
+            "         'simpy_astra.engine.memory_tracker', 'simpy_astra.report.csv_tables'}\n"
             "print(sorted(({m.split('.')[0] for m in sys.modules} | set(sys.modules)) & heavy))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -321,7 +321,7 @@ def test_start_up_pauses_the_collector_and_the_run_resumes_it() -> None:
     import sys
 
     code = ("import gc, io, contextlib, sys\n"
-            "from simpy_astra import engine\n"
+            "from simpy_astra.engine import events as engine\n"
             "seen = []\n"
             "real = engine.fast_collection\n"
             "@contextlib.contextmanager\n"

@@ -17,9 +17,9 @@ import sys
 import pytest
 import yaml
 
-from simpy_astra.bandwidth_floor import nic_floor_ns
 from simpy_astra.config.cluster import load_cluster
 from simpy_astra.config.scenario import load_scenario
+from simpy_astra.engine.bandwidth_floor import nic_floor_ns
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import simpy
 
+from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.network.congestion_aware import CongestionAwareNetwork
 from simpy_astra.network.link import Link
 from simpy_astra.simulation import Simulation
-from simpy_astra.statistics import NpuReport
 from simpy_astra.topologies import FullyConnected, Line, Ring, Switch
 from simpy_astra.workloads.chakra import make_node
 from simpy_astra.workloads.chakra.schema import (

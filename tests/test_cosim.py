@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.errors import StalledError
+from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.simulation import Simulation
-from simpy_astra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.workloads.chakra import make_node
 from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
 from tests.sim_helpers import run_sim

@@ -13,8 +13,8 @@ import yaml
 from simpy_astra.cli.main import main as cli_main
 from simpy_astra.config import load_network_yaml
 from simpy_astra.config.scenario import load_scenario
-from simpy_astra.cost_model import DEFAULT_PRICES, default_tiers, network_cost
 from simpy_astra.errors import InputError
+from simpy_astra.network.cost_model import DEFAULT_PRICES, default_tiers, network_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 FAT_TREE = ROOT / "scenarios" / "fat_tree_all_to_all.yaml"

@@ -23,7 +23,7 @@ import yaml
 
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.jobs import job_results
+from simpy_astra.running.jobs import job_results
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE

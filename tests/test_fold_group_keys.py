@@ -14,7 +14,7 @@ import pytest
 
 from simpy_astra.folding import IdShifts, XorIds
 from simpy_astra.folding.group_keys import GroupKeys, least_rotation, smallest_period
-from simpy_astra.grid import Grid
+from simpy_astra.infra.grid import Grid
 
 
 def written_out(members: tuple[int, ...], rank: int, frame, order: str | None) -> tuple | None:

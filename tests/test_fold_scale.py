@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from simpy_astra.config.scenario import load_scenario
-from simpy_astra.grid import Grid
+from simpy_astra.infra.grid import Grid
 from simpy_astra.simulation import Simulation
 from tests.sim_helpers import run_sim
 from tests.test_symmetry import RING8, all_reduce, comp, recv, send
@@ -27,7 +27,12 @@ GRID4x2 = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50.
 def test_group_tags_move_as_stream_ids_wrap() -> None:
     """Group g's k-th stream has tag 500,000,000 + (g * 1e6 + k) mod 500,000,000: relabelling
     it to another group gives that group's k-th tag, across the wrap either way."""
-    from simpy_astra.tags import first_stream_id, group_residue_of_stream_tag, moved_group_tag, stream_tag
+    from simpy_astra.engine.tags import (
+        first_stream_id,
+        group_residue_of_stream_tag,
+        moved_group_tag,
+        stream_tag,
+    )
 
     for g, image in ((621, 121), (7, 507), (1007, 7), (3, 4), (499, 500)):
         for k in (0, 5, 999_999):

@@ -11,8 +11,8 @@ import pytest
 import simpy
 
 from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
-from simpy_astra.horizon import HORIZON_MICROS, HORIZON_NS
-from simpy_astra.stall import watch_for_stall
+from simpy_astra.infra.horizon import HORIZON_MICROS, HORIZON_NS
+from simpy_astra.running.stall import watch_for_stall
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE, COMP_NODE
 

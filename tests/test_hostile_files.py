@@ -1,6 +1,6 @@
 """Files that are not regular files, outputs over inputs, and folders of ranks with gaps.
 
-Every input and output goes through :mod:`simpy_astra.files`; each case builds a tiny input in
+Every input and output goes through :mod:`simpy_astra.infra.files`; each case builds a tiny input in
 ``tmp_path``, runs the CLI in-process (a FIFO that blocked would hang the test, so each case
 also proves the refusal comes before any open) and asserts exit 2 and the words of the line.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra import files
 from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import COMM_COLL_NODE, COMP_NODE
 

@@ -20,9 +20,9 @@ import yaml
 
 from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
 from simpy_astra.config.scenario import load_scenario
-from simpy_astra.isolation import finish_alone
-from simpy_astra.jobs import job_results
 from simpy_astra.network.packet import DEFAULT_PACKET_SIZE_BYTES
+from simpy_astra.report.isolation import finish_alone
+from simpy_astra.running.jobs import job_results
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import ALL_REDUCE, COMM_COLL_NODE, COMP_NODE

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.config.scenario import inputs_from_astra_flags
-from simpy_astra.memory_tracker import CATEGORIES, tensor_category
+from simpy_astra.engine.memory_tracker import CATEGORIES, tensor_category
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import read_et
 from simpy_astra.workloads.transformer.generator import generate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from simpy_astra.memory_tracker import MemoryTracker
+from simpy_astra.engine.memory_tracker import MemoryTracker
 
 
 def test_one_serialisation_serves_every_npu_of_an_orbit_under_its_own_ids(tmp_path: Path) -> None:

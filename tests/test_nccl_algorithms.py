@@ -1,4 +1,4 @@
-"""NCCL's ring, tree and NVLS all-reduce (simpy_astra/nccl_tuning.py) against the nccl-tests
+"""NCCL's ring, tree and NVLS all-reduce (simpy_astra/engine/nccl_tuning.py) against the nccl-tests
 logs the project ships, through ``calibrate --nccl-algo``: the call's fixed cost is fitted on
 each log's sizes up to 4 KiB, each algorithm's bandwidth share and Simple latency scale on
 every other size of the range where the log shows NCCL running it; every size of that range
@@ -31,8 +31,8 @@ from simpy_astra.calibration.inputs import load_network
 from simpy_astra.calibration.nccl_algorithms import fit_log, parse_range
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
+from simpy_astra.engine.nccl_tuning import Links, Shape, choose
 from simpy_astra.errors import InputError
-from simpy_astra.nccl_tuning import Links, Shape, choose
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "nccl")
 MIB = 1 << 20
@@ -130,7 +130,7 @@ def _two_gpus():
     import simpy
 
     from simpy_astra.collectives.logical import LogicalDim
-    from simpy_astra.nccl_collectives import NcclAllReduce, NcclRendezvous
+    from simpy_astra.engine.nccl_collectives import NcclAllReduce, NcclRendezvous
     from simpy_astra.network.rails import Rails
 
     env = simpy.Environment()

@@ -100,7 +100,7 @@ def test_ranks_repeating_a_record_share_its_decoded_fields(tmp_path: Path) -> No
 
 def test_rank_keys_from_shared_records_equal_keys_built_node_by_node(tmp_path: Path) -> None:
     from simpy_astra.folding import KeyCache, rank_key
-    from simpy_astra.grid import Grid
+    from simpy_astra.infra.grid import Grid
 
     send = make_node(2, "s", COMM_SEND_NODE, deps=[1], attrs={"comm_dst": 1, "comm_size": 8, "comm_tag": 1})
     comp = make_node(1, "c", COMP_NODE, attrs={"num_ops": 100, "tensor_size": 10})

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
+from simpy_astra.engine.statistics import union_length
 from simpy_astra.report.breakdown import npu_breakdowns
 from simpy_astra.report.csv_tables import write_csv_reports
 from simpy_astra.report.recorder import attach
 from simpy_astra.report.timeline import timeline_rows, write_chrome_trace
 from simpy_astra.simulation import Simulation
-from simpy_astra.statistics import union_length
 from simpy_astra.workloads.chakra import read_et
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -58,8 +58,8 @@ def test_two_llm_jobs_on_a_fat_tree_share_the_spine_and_slow_each_other_down() -
     # Strided placement puts both jobs under every leaf and shortest_path routes every
     # cross-leaf byte through spine0, so each leaf's uplink carries both jobs' bytes, half
     # each (the jobs are the same model); on the packet backend that costs each job time.
-    from simpy_astra.isolation import finish_alone
-    from simpy_astra.jobs import job_results
+    from simpy_astra.report.isolation import finish_alone
+    from simpy_astra.running.jobs import job_results
 
     inputs = load_scenario(str(SCENARIOS / "two_llm_jobs_fat_tree.yaml"))
     sim = Simulation(inputs)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.stopping import EXIT_INTERRUPTED, EXIT_TERMINATED
+from simpy_astra.infra.stopping import EXIT_INTERRUPTED, EXIT_TERMINATED
 from tests.ctrl_c import sigint_by_default
 
 ROOT = Path(__file__).resolve().parents[1]

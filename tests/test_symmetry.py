@@ -18,7 +18,7 @@ import yaml
 from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.errors import InputError, StalledError
 from simpy_astra.folding import IdShifts, delay_invariant_shifts
-from simpy_astra.grid import Grid
+from simpy_astra.infra.grid import Grid
 from simpy_astra.simulation import Simulation
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra import make_node

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class CostPart:
     """``count`` identical pieces of hardware in one instance of a dimension, as the network
-    cost model (:mod:`simpy_astra.cost_model`) prices them.
+    cost model (:mod:`simpy_astra.network.cost_model`) prices them.
 
     ``kind`` is ``link`` (a cable between two devices, carrying ``bandwidth_gbps`` each way),
     ``switch`` (``radix`` ports of ``bandwidth_gbps``) or ``nic`` (an NPU's port facing a

@@ -144,7 +144,7 @@ def read_mnk(path: str) -> list[GemmLayer]:
     parallelism column, HYBRID_CUSTOMIZED's, is ignored: ``--parallel`` decides)."""
     import io
 
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     text = files.read_text(path, "m,n,k file")
     rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
@@ -393,7 +393,7 @@ def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
     mnk = params.get("mnk")
     if not isinstance(mnk, str):
         raise InputError(f"{where}: generate gemm needs 'mnk: LAYERS.csv' (the Layer,m,n,k file)")
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     try:
         digest = hashlib.sha256(files.read_bytes(mnk, "m,n,k file")).hexdigest()

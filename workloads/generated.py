@@ -37,8 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra import files
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 
 

@@ -115,7 +115,7 @@ def _parse_layer(path: str, line_no: int, line: str) -> TextLayer:
 
 def parse_text_workload(path: str) -> TextWorkload:
     """Read an ASTRA-sim 1.0 text workload; every malformed line is an InputError naming it."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     data = files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)
     try:
@@ -377,7 +377,7 @@ def generate(params: dict[str, Any], prefix: str) -> None:
 def text_workload_prefix(path: str, num_npus: int, num_passes: int = 1, num_dims: int | None = None) -> str:
     """ET prefix of ``path`` converted for ``num_npus`` NPUs, cached by the file's content."""
     parse_text_workload(path)  # a cached conversion is not re-read: check the file every time
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     digest = hashlib.sha256(files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)).hexdigest()
     from simpy_astra.workloads.generated import materialise

@@ -91,7 +91,7 @@ class TraceFiles:
     def add(self, path: str) -> str:
         """Remember ``path`` (removed if the block fails); a FIFO, device or one of the run's
         inputs in its place is refused before anything is written."""
-        from simpy_astra import files
+        from simpy_astra.infra import files
 
         files.check_output(path, "--output")
         self.paths.append(path)

@@ -62,8 +62,8 @@ def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAUL
 
 def parse_msccl_xml(path: str) -> ET.Element:
     """The ``<algo>`` element of an MSCCL-IR file (the only step that reads the file)."""
-    from simpy_astra import files
     from simpy_astra.errors import InputError
+    from simpy_astra.infra import files
 
     if not os.path.exists(path):
         raise EtError(f"{path}: MSCCL-IR file does not exist")

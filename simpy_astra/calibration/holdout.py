@@ -20,7 +20,7 @@ from simpy_astra.errors import InputError
 
 def digest(path: str) -> str:
     """The first 16 hex digits of the file's SHA-256: a log is recognised by content, not name."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     return files.digest_16(path, "nccl-tests log", files.LOG_LIMIT_BYTES)
 
@@ -53,7 +53,7 @@ def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) 
 
 def load_fitted_lines(path: str) -> dict[str, set[int]]:
     """checksum -> fitted line numbers, from a ``calibration.json`` written by ``calibrate``."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     text = files.read_text(path, "calibration record")
     try:

@@ -38,7 +38,7 @@ from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 #: above this many candidate vertices the fit iterates instead (three or more dimension groups)
 MAX_VERTICES = 100_000
-#: bytes per GB in the network YAML (``simpy_astra/units.py``: bandwidth is GiB/s)
+#: bytes per GB in the network YAML (``simpy_astra/infra/units.py``: bandwidth is GiB/s)
 YAML_GB = 2**30
 MIB = 1 << 20
 #: the network backends ``calibrate`` and ``validate`` can drive (scenario key ``backend``)

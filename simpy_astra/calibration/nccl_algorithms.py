@@ -1,12 +1,12 @@
 """``calibrate --nccl-algo ALGO:FROM[:TO]``: NCCL's all-reduce algorithms
-(:mod:`simpy_astra.nccl_tuning`) fitted on an nccl-tests log, each on the size range where the
+(:mod:`simpy_astra.engine.nccl_tuning`) fitted on an nccl-tests log, each on the size range where the
 log shows NCCL running it.
 
 The machine comes from the network YAML as cluster presets state it: dimension 0 is a node
 (its GPUs on NVSwitch, bandwidth = NVLink per GPU), dimension 1, if any, the nodes (bandwidth
 = one GPU's NIC); NVLS where the log's GPUs are NVSwitch-3 ones (H100 and later). For each
 range, the algorithm's bandwidth share and latency scale are fitted on every other size
-(:func:`simpy_astra.nccl_tuning.fit`); every size of the range is then predicted by NCCL's
+(:func:`simpy_astra.engine.nccl_tuning.fit`); every size of the range is then predicted by NCCL's
 choice, and the report says, per size, whether it was fitted or held out, the error, and
 whether the choice is the algorithm the range names.
 """
@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from simpy_astra.config.cluster import has_nvls
+from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links, Shape, choose, fit, fit_launch, predict_us
 from simpy_astra.errors import InputError
-from simpy_astra.nccl_tuning import ALGORITHMS, Links, Shape, choose, fit, fit_launch, predict_us
 
 GIB_IN_GB = 2**30 / 1e9
 #: the sizes the call's fixed cost is fitted on: NCCL's latency is nearly all of their time

@@ -246,7 +246,7 @@ def _infer(path: str, rows: list[Row], ranks: int | None, has_redop_column: bool
 
 def parse_log(path: str, collective: str | None = None) -> NcclLog:
     """Read one nccl-tests log; ``collective`` overrides what the log says."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     lines = files.read_text(path, "nccl-tests log", files.LOG_LIMIT_BYTES, errors="replace").splitlines()
     named: tuple[str, int] | None = None  # (collective, line) from a command line or header

@@ -88,7 +88,7 @@ def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], sin
 
 def load_regimes(path: str):
     """``validate --regimes``: a function from nccl-tests size to the network of its side."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     text = files.read_text(path, "regimes JSON")
     try:

@@ -185,7 +185,7 @@ def print_table(results: list[LogResult], out) -> None:
 def write_csv(results: list[LogResult], path: str) -> None:
     import csv
 
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     with files.open_output(path, "--out", newline="") as f:
         w = csv.writer(f)
@@ -255,7 +255,7 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     with files.open_output(path, "--out", "wb") as f:
         fig.savefig(f, dpi=110, format="png")
@@ -265,7 +265,7 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
 def output_dir(path: str, names: tuple[str, ...] = ()) -> None:
     """``--out``, made if missing, and the files ``names`` in it checked before any work
     (a FIFO, a device or one of the inputs in their place is refused, not written at the end)."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     try:
         os.makedirs(path, exist_ok=True)

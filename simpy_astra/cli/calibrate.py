@@ -106,7 +106,7 @@ def _write_files(args: argparse.Namespace, logs: list, held_out: Any, network: d
                  algorithms: dict | None, nccl: dict | None, regimes: dict | None) -> tuple[str, str, str]:
     """The calibrated network.yml, system.json and calibration.json (and nccl.json, regimes.json
     when fitted) in --out; their paths."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     net_path = os.path.join(args.out, "network.yml")
     sys_path = os.path.join(args.out, "system.json")

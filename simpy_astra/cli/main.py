@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             _silence_stdout()
             return EXIT_BROKEN_PIPE
         return 0 if argv else EXIT_INPUT_ERROR
-    from simpy_astra import files, stopping
+    from simpy_astra.infra import files, stopping
 
     files.forget_inputs()  # an output may not be one of this command's inputs
     restore_signals = stopping.install()
@@ -124,7 +124,7 @@ def _flush_quietly() -> None:
 
 
 def _main(argv: list[str], debug: bool) -> int:
-    from simpy_astra import stopping
+    from simpy_astra.infra import stopping
 
     try:
         if not argv or argv[0] in ("-h", "--help"):

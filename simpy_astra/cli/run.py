@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 from simpy_astra.cli.args import ArgumentParser, plain
 from simpy_astra.cli.run_reports import Finished, RunPlan, write_reports
+from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links
-from simpy_astra.statistics import NpuReport
 
 if TYPE_CHECKING:
     from simpy_astra.report.console import ProgressLine
@@ -223,7 +223,7 @@ def _writable_file(path: str | None, flag: str) -> None:
     if not path:
         raise InputError(f"{flag}: must be a file path (got an empty string)")
     _name_fits(path, flag)
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     files.check_output(path, flag)  # a FIFO, a device, one of the run's inputs, a missing folder
 
@@ -248,7 +248,7 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
                   plots: str | None = None, log: LogFolder | None = None) -> None:
     """Every file a run will write, checked before it starts; each error names the flag or field.
     An output that is one of the run's inputs is refused: every file read (configs, presets,
-    workload), every module imported (plug-ins, builders, models; :mod:`simpy_astra.files`
+    workload), every module imported (plug-ins, builders, models; :mod:`simpy_astra.infra.files`
     keeps the list), and an ET rank although a folded run reads only some of them."""
     import re
 
@@ -259,7 +259,7 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
         if m and m.group(1) in prefixes:
             raise InputError(f"{flag}: {path} is one of this run's inputs (a workload ET rank); write the "
                              f"output to another path")
-    from simpy_astra import files
+    from simpy_astra.infra import files
     from simpy_astra.plugins import remember_imported_code
 
     remember_imported_code()  # builder, plug-in and model modules are inputs too
@@ -351,9 +351,9 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
 def _run(inputs, plan: RunPlan, t0: float) -> Finished:
     """Simulate ``inputs`` (the notes that precede time, then time) and derive the figures the
     writers read."""
-    from simpy_astra.cost_model import network_cost
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
+    from simpy_astra.network.cost_model import network_cost
     from simpy_astra.report.console import ProgressLine, progress_wanted, run_with_progress
     from simpy_astra.simulation import Simulation
 
@@ -373,8 +373,8 @@ def _run(inputs, plan: RunPlan, t0: float) -> Finished:
     reports = run_with_progress(sim, line=progress) if progress is not None else sim.run()
     jobs = link_jobs = None
     if sim.jobs is not None:
-        from simpy_astra.isolation import finish_alone
-        from simpy_astra.jobs import job_results
+        from simpy_astra.report.isolation import finish_alone
+        from simpy_astra.running.jobs import job_results
 
         jobs = job_results(sim.jobs, reports)
         if plan.isolation:

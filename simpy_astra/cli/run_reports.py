@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.report.console import say
 from simpy_astra.report.links import link_fields
-from simpy_astra.statistics import NpuReport
 
 if TYPE_CHECKING:
     from simpy_astra.report.log_folder import LogFolder
@@ -108,7 +108,8 @@ def _answer(done: Finished) -> None:
 
 def _json(done: Finished) -> None:
     """Every figure, and what made them (version, backend, input digests)."""
-    from simpy_astra import __version__, files
+    from simpy_astra import __version__
+    from simpy_astra.infra import files
     from simpy_astra.report.identity import NAMES_NOTE, inputs_of, with_ns_names
 
     reports = done.reports
@@ -126,12 +127,12 @@ def _json(done: Finished) -> None:
         "simulator_wall_s": round(done.wall_s, 3),
         "peak_rss_mb": peak_rss_mb(),
     }
-    if done.cost is not None:  # the network cost model (simpy_astra/cost_model.py)
+    if done.cost is not None:  # the network cost model (simpy_astra/network/cost_model.py)
         data["cost_usd"] = done.cost.total_usd
         data["cost"] = done.cost.as_dict()
     if done.training is not None:  # a generated training job's own figures (Megatron's TFLOP/s, MFU)
         data["training"] = done.training.as_dict()
-    if done.jobs is not None:  # multi-job runs: per job (simpy_astra/jobs.py)
+    if done.jobs is not None:  # multi-job runs: per job (simpy_astra/running/jobs.py)
         data["jobs"] = {j.name: with_ns_names(j.as_dict()) for j in done.jobs}
     if done.links is not None:  # link-level runs (aware, packet): every directed link, busiest first
         data["links"] = [link_fields(stat) for stat in done.links]

@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
         shape = " x ".join(f"{t} {n}" for t, n in zip(network["topology"], network["npus_count"], strict=True))
         write_plot(results, png, f"{shape}: measured (markers) vs simulated (lines)")
     write_csv(results, os.path.join(args.out, "validate.csv"))
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     with files.open_output(os.path.join(args.out, "validate.json"), "--out") as f:
         json.dump({"summaries": [s.as_dict() for s in summaries],

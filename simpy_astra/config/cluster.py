@@ -18,7 +18,7 @@ rails' leaves joined by a spine of a stated ``oversubscription``. Every pair of 
 charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.rails`);
 :meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
 so that folding applies. An all-reduce takes the time NCCL's tuning model predicts for its
-group on these links (:mod:`simpy_astra.nccl_collectives`: ring, tree or NVLS, NCCL's choice
+group on these links (:mod:`simpy_astra.engine.nccl_collectives`: ring, tree or NVLS, NCCL's choice
 unless ``nccl_algo`` forces one); the other collectives are played on the network (ring
 all-gather and reduce-scatter, direct all-to-all), one chunk per collective and NCCL's fused
 reduction (no separate local-memory pass); collectives of different NCCL streams run side by
@@ -34,9 +34,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from simpy_astra.config.readers import read_yaml_file
+from simpy_astra.engine.nccl_collectives import NcclAllReduce
+from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.errors import InputError
-from simpy_astra.nccl_collectives import NcclAllReduce
-from simpy_astra.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.network.rails import Rails
 
 # the GPU's figures live beside the kernels that use them; configs read them from here too
@@ -45,7 +45,7 @@ from simpy_astra.workloads.megatron.kernels import Gpu
 #: collectives of different streams that run at once in one dimension's queue
 STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
-#: keys written before units were spelled in names (simpy_astra/units.py), read as their new names
+#: keys written before units were spelled in names (simpy_astra/infra/units.py), read as their new names
 OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
@@ -119,7 +119,7 @@ class Cluster:
                      float(node["oversubscription"]))
 
     def nccl_all_reduce(self) -> NcclAllReduce:
-        """The all-reduce as NCCL times it on this machine (:mod:`simpy_astra.nccl_collectives`):
+        """The all-reduce as NCCL times it on this machine (:mod:`simpy_astra.engine.nccl_collectives`):
         NVLink and each NIC at the preset's sustained rates, in NCCL's GB/s, and NCCL's latencies
         scaled and the call's fixed cost added as ``calibrate --nccl-algo`` fitted them on the
         preset's log."""

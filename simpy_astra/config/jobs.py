@@ -3,7 +3,7 @@
 Each job keeps its own rank numbering (its traces name ranks ``0..n-1``), communicator
 groups and system settings; ``npus`` (or a ``placement``) says which physical NPU each rank
 runs on. The only place a job rank becomes a physical NPU id is the job's network view
-(:class:`simpy_astra.jobs.JobNetwork`), so the system layer and the collectives never learn
+(:class:`simpy_astra.running.jobs.JobNetwork`), so the system layer and the collectives never learn
 that other jobs exist.
 """
 
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra import horizon
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
+from simpy_astra.infra import horizon
 
 PLACEMENTS = ("contiguous", "strided", "random")
 
@@ -46,7 +46,7 @@ class JobInputs:
 def rank_count(prefix: str, where: str = "workload") -> int:
     """How many ranks a workload has: a generated one's summary, else its ET files, which must
     be ranks 0..N-1 with no gap (``gap.0.et gap.1.et gap.3.et`` is an error, not 2 ranks)."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
     from simpy_astra.workloads.generated import lazy_traces
 
     lazy = lazy_traces(prefix)

@@ -18,7 +18,7 @@ from simpy_astra.config.readers import (
     unknown_key_warnings,
 )
 from simpy_astra.errors import InputError
-from simpy_astra.horizon import HORIZON_NS
+from simpy_astra.infra.horizon import HORIZON_NS
 
 #: every key a remote-memory JSON is read for
 MEMORY_KEYS = ("memory-type", "num-nodes", "num-npus-per-node", "remote-mem-latency", "remote-mem-bw")

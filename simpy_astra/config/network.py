@@ -9,7 +9,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra import horizon
 from simpy_astra.config.readers import (
     PathLike,
     load_yaml_mapping,
@@ -17,14 +16,15 @@ from simpy_astra.config.readers import (
     show_value,
     unknown_key_warnings,
 )
-from simpy_astra.cost_model import CostPrices, CostSpecError, tiers_for
 from simpy_astra.errors import InputError
+from simpy_astra.infra import horizon
+from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
+from simpy_astra.network.cost_model import CostPrices, CostSpecError, tiers_for
 from simpy_astra.plugins import PluginError
 from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
 from simpy_astra.topologies import GraphSpec, GraphSpecError, networkx_dimension_values, spec_from_networkx
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.topologies import lookup as lookup_topology
-from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 TOPOLOGY_NAMES = tuple(TOPOLOGY_REGISTRY)  # ASTRA-sim's three building blocks, plus ours
 
@@ -40,7 +40,7 @@ class NetworkConfig:
     source: str = "<network>"
     #: per dimension: the parsed ``graph`` mapping of a Graph dimension, else None
     graph_specs: tuple[GraphSpec | None, ...] = ()
-    #: the ``cost:`` block's prices and tiers (:mod:`simpy_astra.cost_model`), None: defaults
+    #: the ``cost:`` block's prices and tiers (:mod:`simpy_astra.network.cost_model`), None: defaults
     cost: CostPrices | None = None
     #: packet backend only (``packet-size``, ``switch-buffer``); None: the backend's defaults
     packet_size_bytes: int | None = None
@@ -59,7 +59,7 @@ class NetworkConfig:
     #: None (every ASTRA-sim input): the reference's lowest-differing-dimension rule
     rails: Any = None
     #: a cluster preset's all-reduce timed as NCCL times it
-    #: (:class:`~simpy_astra.nccl_collectives.NcclAllReduce`); None: played on the network
+    #: (:class:`~simpy_astra.engine.nccl_collectives.NcclAllReduce`); None: played on the network
     nccl: Any = None
 
     @property
@@ -220,7 +220,7 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
     try:
         graph = build()
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the user's function failed
-        from simpy_astra.stopping import requested
+        from simpy_astra.infra.stopping import requested
 
         if isinstance(exc, KeyboardInterrupt) and requested() is not None:
             raise  # the user's Ctrl-C, not the function's error

@@ -41,8 +41,8 @@ def show_value(value: Any) -> str:
 
 def read_text(src: str, what: str) -> str:
     """A config file's text; a missing, unreadable, non-UTF-8, oddly named or non-regular file
-    (a FIFO, a device) is one line. Read through :mod:`simpy_astra.files`, the one door."""
-    from simpy_astra import files
+    (a FIFO, a device) is one line. Read through :mod:`simpy_astra.infra.files`, the one door."""
+    from simpy_astra.infra import files
 
     if not src:
         raise InputError(f"<empty path>: expected the path of the {what} file (got an empty string)")

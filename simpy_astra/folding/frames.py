@@ -1,7 +1,7 @@
 """How NPU ids move under a translation (the three frames), and the folding a search finds.
 
 A translation ``h`` moves NPU ``r`` to ``frame.add(r, h)``: per dimension with wrap-around
-(:class:`~simpy_astra.grid.Grid`), as integers modulo N with carries (:class:`IdShifts`), or bit by
+(:class:`~simpy_astra.infra.grid.Grid`), as integers modulo N with carries (:class:`IdShifts`), or bit by
 bit (:class:`XorIds`). Which translations keep every congestion-unaware delay is decided per
 dimension from the topology's path profile.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from simpy_astra.grid import Grid
+from simpy_astra.infra.grid import Grid
 
 
 class IdShifts:

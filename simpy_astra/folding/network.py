@@ -4,7 +4,7 @@ A message from ``src`` to a non-representative ``dst = rep + h`` is, by the symm
 message ``rep`` receives from ``src - h`` in the same run moved by ``h``; so it is posted to
 ``rep`` from ``src - h``, with a communicator-group tag moved back by ``h`` too (group ids
 differ between frames, stream counters do not). Group ids 500 apart share tags (stream ids
-wrap, :mod:`simpy_astra.tags`), so a tag names a residue class of groups; the one meant is
+wrap, :mod:`simpy_astra.engine.tags`), so a tag names a residue class of groups; the one meant is
 the class member the pair belongs to (:func:`tag_clash` refuses runs where two would be). Its delay is the real pair's delay, which
 the symmetry guarantees equals the moved pair's. Receives are always posted by a
 representative in its own frame and need no mapping. :class:`OrbitAddresses` does this
@@ -15,11 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simpy_astra.folding.frames import Folding
-from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
-from simpy_astra.network.faults import WithoutLinks
-from simpy_astra.network.messages import Handler
-from simpy_astra.tags import (
+from simpy_astra.engine.tags import (
     COLLECTIVE_TAG_BASE,
     GROUP_STREAM_ID_BASE,
     GROUP_TAG_PERIOD,
@@ -27,6 +23,10 @@ from simpy_astra.tags import (
     group_residue_of_stream_tag,
     moved_group_tag,
 )
+from simpy_astra.folding.frames import Folding
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+from simpy_astra.network.faults import WithoutLinks
+from simpy_astra.network.messages import Handler
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.folding.frames import Folding, Frame, IdShifts, XorIds
 from simpy_astra.folding.group_keys import GroupKeys
 from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, summary_key
@@ -25,7 +26,6 @@ from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
 from simpy_astra.folding.setup import FoldSetup
 from simpy_astra.network.backends import BACKENDS
-from simpy_astra.statistics import NpuReport
 
 FOLD_DEFAULT = True
 

@@ -14,7 +14,7 @@ from simpy_astra.collectives import resolve, subset_algorithm_name
 from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
 from simpy_astra.folding.links import link_shifts, link_xors
-from simpy_astra.grid import Grid
+from simpy_astra.infra.grid import Grid
 from simpy_astra.network.backends import BackendSpec
 
 

@@ -43,13 +43,13 @@ class BackendSpec:
     folds: str | None
     #: the network of a folded run (only representatives send and receive)
     folded: FoldedFactory | None
-    #: its figures ignore contention, so the bound check (:mod:`simpy_astra.bandwidth_floor`)
+    #: its figures ignore contention, so the bound check (:mod:`simpy_astra.engine.bandwidth_floor`)
     #: compares each collective with its link-bandwidth floor
     bound_check: bool = False
     #: it models link contention: the backend the bound check's warning suggests
     models_contention: bool = False
     #: a cluster preset's all-reduce is timed in closed form (NCCL's tuning model,
-    #: :mod:`simpy_astra.nccl_collectives`) rather than played as messages on its links
+    #: :mod:`simpy_astra.engine.nccl_collectives`) rather than played as messages on its links
     times_nccl: bool = False
 
     def __call__(self, env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,

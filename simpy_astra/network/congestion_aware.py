@@ -35,7 +35,7 @@ from typing import Any
 
 import simpy
 
-from simpy_astra.engine import Doorbell
+from simpy_astra.engine.events import Doorbell
 from simpy_astra.network.fabric import DeviceId
 from simpy_astra.network.link import Link
 from simpy_astra.network.link_level import LinkLevelNetwork
@@ -66,7 +66,7 @@ class _Message:
 class SwitchProcess(SwitchElement):
     """The built-in switch: a SimPy process that forwards each message arriving on one of its
     input links to the message's next link, at the instant it arrives (a link's arrival
-    event rings the switch's :class:`~simpy_astra.engine.Doorbell`, so the process runs in
+    event rings the switch's :class:`~simpy_astra.engine.events.Doorbell`, so the process runs in
     that instant, as the reference forwards inside that event). The doorbell is its one
     shortcut; the rest of the contract is :class:`~simpy_astra.network.switch.SwitchElement`'s."""
 

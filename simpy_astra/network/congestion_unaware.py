@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.fabric import DeviceId, Fabric
 from simpy_astra.network.faults import WithoutLinks
 from simpy_astra.network.messages import Handler, MessageBoard
 from simpy_astra.topologies.base import BasicTopology
-from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from simpy_astra.grid import Grid
+from simpy_astra.infra.grid import Grid
 from simpy_astra.topologies.base import BasicTopology
 
 if TYPE_CHECKING:

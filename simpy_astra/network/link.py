@@ -9,7 +9,7 @@ with its ends, speed (``bandwidth_gbps``; ``bytes_per_ns``, GB = 2^30 B), ``late
 :meth:`~LinkResource.bring_up`, :meth:`~LinkResource.fail`), ``put(nbytes)`` (a
 :class:`Transmission`: background bytes over this link), what it holds for the stall check
 (:meth:`~LinkResource.held`) and the probe points ``link_start`` / ``link_end``
-(:mod:`simpy_astra.probes`). The packet backend's
+(:mod:`simpy_astra.engine.probes`). The packet backend's
 :class:`~simpy_astra.network.packet.port.Port` builds on it directly.
 
 :class:`LinkElement` is the congestion-aware backend's link: a store-and-forward wire served
@@ -32,10 +32,10 @@ queue position the reference frees its link in, and it takes the next queued ite
 An item offered to an idle ``Link`` starts in the offer itself, as the reference starts a
 message on a free link inside the send: :meth:`Link.offer` (or a ``put``, or ``bring_up``)
 puts it on the wire and moves the idle process's wait to that item's "link free"
-(:func:`~simpy_astra.engine.wait_instead`: no step of the generator, no queue entry; waking
+(:func:`~simpy_astra.engine.events.wait_instead`: no step of the generator, no queue entry; waking
 the process in place to start the item costs a resume per idle hand-over, measured ~10% of
 an aware run). The process is started at construction
-(:func:`~simpy_astra.engine.start_in_place`), so a link is idle from its first instant.
+(:func:`~simpy_astra.engine.events.start_in_place`), so a link is idle from its first instant.
 Those two engine calls are the link's only in-place tricks. A ``LinkElement`` (a model)
 wakes its process with ``succeed`` instead: the same times for a FIFO link, but same-time
 events may come in another order.
@@ -58,9 +58,9 @@ from simpy.events import Event, Timeout
 from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource, Put
 
-from simpy_astra.engine import start_in_place, wait_instead
-from simpy_astra.probes import Probed
-from simpy_astra.units import network_gbps_to_bytes_per_ns
+from simpy_astra.engine.events import start_in_place, wait_instead
+from simpy_astra.engine.probes import Probed
+from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 
 #: the largest transfer a link takes: sizes are whole bytes below 2^63 (the horizon's bound)
 MAX_BYTES = 2**63 - 1
@@ -110,7 +110,7 @@ class LinkResource(BaseResource, Probed):
     (``bytes_per_ns``), ``latency_ns``, ``up`` and ``failed``; ``put(nbytes)`` is a
     :class:`Transmission`. Subclasses keep ``bytes``, ``busy_ns`` (live) and ``queue``,
     implement the controls, and emit ``link_start`` / ``link_end``
-    (``fn(link, key, size_bytes)``, :mod:`simpy_astra.probes`) for the network's messages."""
+    (``fn(link, key, size_bytes)``, :mod:`simpy_astra.engine.probes`) for the network's messages."""
 
     #: what a user's subclass is, in its errors (:func:`simpy_astra.plugins.model_kind`)
     MODEL_KIND = "link model"
@@ -184,7 +184,7 @@ class LinkResource(BaseResource, Probed):
 
     # ------------------------------------------------------------------ checks
     def _check_bandwidth(self, bandwidth_gbps: float) -> None:
-        from simpy_astra.horizon import HORIZON_NS, api_number
+        from simpy_astra.infra.horizon import HORIZON_NS, api_number
 
         where = f"link {self.src}->{self.dst}: set_bandwidth(bandwidth_gbps)"
         if isinstance(bandwidth_gbps, int | float) and not isinstance(bandwidth_gbps, bool) and bandwidth_gbps == 0:

@@ -15,8 +15,8 @@ from typing import Any
 import simpy
 from simpy.events import Timeout
 
-from simpy_astra.engine import call_later
-from simpy_astra.probes import Probed
+from simpy_astra.engine.events import call_later
+from simpy_astra.engine.probes import Probed
 
 Handler = Callable[[Any], None] | None
 
@@ -64,7 +64,7 @@ class MessageBoard(Probed):
     The k-th send of an identity matches its k-th receive, so per identity one FIFO of
     entries posted by one side waits for the other side; at most one of the two FIFOs of an
     identity is non-empty. No sequence numbers, no lookups on arrival. Every backend posts
-    its messages here, so its probe points (:mod:`simpy_astra.probes`) see every message:
+    its messages here, so its probe points (:mod:`simpy_astra.engine.probes`) see every message:
     ``message_sent`` and ``message_delivered`` (in a folded run, as the representatives
     exchange them)."""
 

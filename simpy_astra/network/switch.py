@@ -4,12 +4,12 @@ A switch is a SimPy process (``switch.process``) that receives each message arri
 of its input links (:meth:`SwitchElement.receive`) and hands it on, once, to the network,
 which offers it to its next link or delivers it (:meth:`SwitchElement.send_on`). The base
 keeps the contract -- its process, the ``switch_forward`` probe point
-(:mod:`simpy_astra.probes`), ``failed`` and :meth:`SwitchElement.fail` -- and a model
+(:mod:`simpy_astra.engine.probes`), ``failed`` and :meth:`SwitchElement.fail` -- and a model
 supplies only its policy, :meth:`SwitchElement.release_ns` (when an item that arrived at
 ``arrived_ns`` may leave; at once here), or overrides :meth:`receive` / :meth:`run` for a
 different discipline. The built-in
 :class:`~simpy_astra.network.congestion_aware.SwitchProcess` forwards in the arrival's
-instant through a :class:`~simpy_astra.engine.Doorbell` (ASTRA-sim's exact order);
+instant through a :class:`~simpy_astra.engine.events.Doorbell` (ASTRA-sim's exact order);
 ``models/delay_switch.py`` adds a fixed pipeline delay.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import simpy
 
-from simpy_astra.probes import Probed
+from simpy_astra.engine.probes import Probed
 
 _INF = float("inf")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from simpy_astra.statistics import NpuReport
+from simpy_astra.engine.statistics import NpuReport
 
 #: the start of the warning a folded run that had to run again unfolded gives (simulation.py)
 FOLD_UNDONE = "symmetry folding undone: "

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from simpy_astra.statistics import COMM, GPU, NpuReport
-from simpy_astra.units import bytes_to_gib
+from simpy_astra.engine.statistics import COMM, GPU, NpuReport
+from simpy_astra.infra.units import bytes_to_gib
 
 
 def say(text: str, stream: TextIO | None = None) -> None:
@@ -205,7 +205,7 @@ def fitting_columns(widths: Sequence[int], width: int) -> int:
 def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = None,
                   out: Output | None = None, cost=None, jobs: list | None = None,
                   link_jobs: dict | None = None) -> None:
-    """``jobs``: per-job results of a multi-job run (:class:`~simpy_astra.jobs.JobResult`);
+    """``jobs``: per-job results of a multi-job run (:class:`~simpy_astra.running.jobs.JobResult`);
     ``link_jobs``: (from, to) -> job -> bytes, shown beside the busiest links."""
     out = out or Output()
     rows = sorted(reports, key=lambda r: r.npu_id)
@@ -259,7 +259,7 @@ def _npu_list(npus: Sequence[int]) -> str:
 
 
 def print_cost(cost, out: Output) -> None:
-    """The network's price (:mod:`simpy_astra.cost_model`): one row per kind of part and dimension;
+    """The network's price (:mod:`simpy_astra.network.cost_model`): one row per kind of part and dimension;
     bandwidth in the network YAML's unit, which ASTRA-sim calls GB/s and is 2^30 B/s: GiB/s."""
     if cost.error is not None:
         out.line(f"network cost: unknown ({cost.error})")
@@ -274,7 +274,7 @@ def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
     rows = [r for r in reports if r.memory_breakdown is not None]
     if not rows:
         return
-    from simpy_astra.memory_tracker import CATEGORIES
+    from simpy_astra.engine.memory_tracker import CATEGORIES
 
     used = [c for c in CATEGORIES if any(r.memory_breakdown[c] for r in rows)] or ["weights"]
     out.table("memory at each NPU's peak (GB = 2^30 B)", ("NPU", *used, "peak"),

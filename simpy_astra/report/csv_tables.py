@@ -121,7 +121,7 @@ def layer_rows(record: RunRecord, rows: list[tuple] | None = None) -> list[tuple
 
 
 def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     with files.open_output(path, "--csv-out", newline="") as f:
         writer = csv.writer(f)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 import time
 
-from simpy_astra import files
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 FLAG = "--logging-folder"
 #: spdlog's short level names (``%L``)

@@ -274,7 +274,7 @@ def _save(fig, path: str) -> None:
     legend = ax.get_legend() or (fig.legends[0] if fig.legends else None)
     names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
         fig.savefig(f, format="png", dpi=110, metadata={"Title": ax.get_title(), "Description": description},

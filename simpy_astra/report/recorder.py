@@ -2,7 +2,7 @@
 
 Recording is opt-in: the recorder subscribes to the NPUs' ``node_start`` / ``node_end`` and
 (for chunk timelines) the system layers' ``stream_moved`` / ``phase_started`` probe points
-(:mod:`simpy_astra.probes`), so a run without reports pays one attribute test there and
+(:mod:`simpy_astra.engine.probes`), so a run without reports pays one attribute test there and
 allocates nothing. :func:`attach` switches recording on for a built
 :class:`~simpy_astra.simulation.Simulation` before it runs; the CSV, Chrome-trace and terminal
 timeline writers read the finished :class:`RunRecord`.

@@ -86,7 +86,7 @@ def trace_events(record: RunRecord) -> list[dict]:
 
 def write_chrome_trace(record: RunRecord, path: str) -> None:
     record.require_every_npu("a Chrome trace")
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     with files.open_output(path, "--trace-out") as f:
         json.dump({"traceEvents": trace_events(record), "displayTimeUnit": "ns"}, f, separators=(",", ":"))

@@ -139,7 +139,7 @@ def best_keys(summary: dict[str, Any]) -> set[str]:
 
 def write_best(out_dir: str, summary: dict[str, Any]) -> str:
     path = os.path.join(out_dir, "best.json")
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     with files.open_output(path, "--out") as f:
         json.dump(summary, f, indent=1)

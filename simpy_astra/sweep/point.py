@@ -15,11 +15,11 @@ import time
 from typing import Any
 
 from simpy_astra.config.readers import dump_yaml
+from simpy_astra.engine.memory_tracker import CATEGORIES
+from simpy_astra.engine.statistics import COMM, GPU
 from simpy_astra.errors import InvalidConfigurationError
-from simpy_astra.memory_tracker import CATEGORIES
-from simpy_astra.statistics import COMM, GPU
+from simpy_astra.infra.units import bytes_to_gib
 from simpy_astra.sweep.spec import TRAINING_NAMES
-from simpy_astra.units import bytes_to_gib
 
 
 def _relabel(text: str, where: str) -> str:
@@ -34,12 +34,12 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     """Figures of one point: max over NPUs of finish, exposed comm, compute, comm, peak memory;
     what the NPU with the largest peak holds at that instant (``peak_weights_gb``, ...); where
     the last NPU's time went (``breakdown_compute_ns``, ..., summing to ``finish_ns``); and the
-    network's price (``cost_usd``, :mod:`simpy_astra.cost_model`; empty when the price table does
+    network's price (``cost_usd``, :mod:`simpy_astra.network.cost_model`; empty when the price table does
     not cover the network). ``where`` (the sweep file and the point's coordinates) replaces the
     temporary scenario file's name in an error."""
     from simpy_astra.config.scenario import load_scenario
-    from simpy_astra.cost_model import network_cost
     from simpy_astra.folding.run import resolve_fold
+    from simpy_astra.network.cost_model import network_cost
     from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
     from simpy_astra.report.recorder import attach
     from simpy_astra.simulation import Simulation

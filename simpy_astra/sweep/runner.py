@@ -123,7 +123,7 @@ def _exit_worker() -> None:
 def _on_sigterm(signum: int, frame: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one unwinding is enough
     if _busy:
-        from simpy_astra import stopping
+        from simpy_astra.infra import stopping
 
         if stopping.stop_engines(_Stop):  # from the engine's loop: a user's process cannot catch it
             return

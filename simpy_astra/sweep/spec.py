@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.config.readers import read_yaml_file, refuse_unknown_keys, short_path
+from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.errors import InputError
-from simpy_astra.memory_tracker import CATEGORIES
 from simpy_astra.network.backends import DEFAULT_BACKEND
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis

@@ -140,7 +140,7 @@ class ResultsStore:
         except OSError as exc:
             raise InputError(f"--out: cannot create {out_dir} ({exc.strerror or exc}); choose a folder you "
                              f"can write") from None
-        from simpy_astra import files
+        from simpy_astra.infra import files
 
         for name in (LOCK_NAME, "results.csv", "sweep.json", "best.json"):  # no FIFO, device, input
             files.check_output(os.path.join(out_dir, name), "--out")

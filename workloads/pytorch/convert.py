@@ -56,7 +56,7 @@ def _rank_of(path: str) -> int | None:
 def _by_rank(folder: str, flag: str) -> dict[int, str]:
     """Rank -> trace of every ``*.json`` in ``folder``: ranks 0..N-1, none missing, each a
     readable regular file (a symlink loop or a FIFO is an error, not a file skipped)."""
-    from simpy_astra import files as door
+    from simpy_astra.infra import files as door
 
     files: dict[int, str] = {}
     try:

@@ -156,7 +156,7 @@ def _collect_tensors(value: Any, found: list[Tensor]) -> None:
 
 def load_host_trace(path: str) -> HostTrace:
     """Read and check a host trace: JSON, a known schema, nodes with ids, names and callers."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     text = files.read_text(path, "PyTorch host trace", files.TRACE_LIMIT_BYTES)
     try:

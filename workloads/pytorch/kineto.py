@@ -29,7 +29,7 @@ LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
 
 def load_kineto(path: str) -> list[dict[str, Any]]:
     """The ``traceEvents`` of a Kineto JSON trace."""
-    from simpy_astra import files
+    from simpy_astra.infra import files
 
     text = files.read_text(path, "Kineto device trace", files.TRACE_LIMIT_BYTES)
     try:

@@ -24,7 +24,7 @@ ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
 Tensor = tuple[str, int]  # (name, elements)
 
 # Every tensor name in a written trace starts with its kind, so the memory tracker can say what
-# the bytes at the peak are (simpy_astra/memory_tracker.py reads these prefixes).
+# the bytes at the peak are (simpy_astra/engine/memory_tracker.py reads these prefixes).
 KIND_PREFIX = {"weight": "weight/", "grad": "grad/", "optim": "optim/", "act": "act/", "tmp": "tmp/",
                "comm": "comm/"}
 

@@ -1,5 +1,5 @@
 """A job of a multi-job run, run alone on the same network (``--isolation``): what its
-slowdown in the shared run is measured against. Apart from :mod:`simpy_astra.jobs` because
+slowdown in the shared run is measured against. Apart from :mod:`simpy_astra.running.jobs` because
 it builds a whole :class:`~simpy_astra.simulation.Simulation`, which builds jobs."""
 
 from __future__ import annotations

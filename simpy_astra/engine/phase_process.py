@@ -3,7 +3,7 @@
 An algorithm is a generator function ``algo(ctx)``. It yields events and is resumed with
 their values, as a SimPy process is:
 
-* the phase's own events (:class:`~simpy_astra.engine.Signal`: ``ctx.recv``, ``ctx.send``,
+* the phase's own events (:class:`~simpy_astra.engine.events.Signal`: ``ctx.recv``, ``ctx.send``,
   ``ctx.endpoint``, ``ctx.wait``, ``ctx.spawn``) resume it *in place*, in the instant and
   order in which they happen, exactly where ASTRA-sim runs its collective state machines
   (``env.process`` would start it one queue entry late and resume it one entry late);
@@ -29,7 +29,7 @@ import simpy
 from simpy.events import Event
 
 from simpy_astra.collectives.base import CollectiveError
-from simpy_astra.engine import Signal
+from simpy_astra.engine.events import Signal
 
 __all__ = ["PhaseProcess", "Signal"]
 

@@ -27,15 +27,15 @@ from simpy_astra.collectives.base import (
     CollectiveError,
 )
 from simpy_astra.collectives.logical import LogicalDim, dimension_ring
+from simpy_astra.engine.phase_process import PhaseProcess, Signal
+from simpy_astra.engine.probes import Probed
+from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.errors import InputError
-from simpy_astra.phase_process import PhaseProcess, Signal
-from simpy_astra.probes import Probed
-from simpy_astra.tags import native_tag, stream_tag
-from simpy_astra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
+from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
 if TYPE_CHECKING:
     from simpy_astra.config import SystemConfig
-    from simpy_astra.engine import NpuClock
+    from simpy_astra.engine.events import NpuClock
 
 LOCAL_RING_ENDPOINT_DELAY_NS = 10  # hard-wired in the reference for group-subset rings
 
@@ -70,7 +70,7 @@ class ChunkCounter:
 class Phase:
     """One phase of one chunk; implements :class:`collectives.base.PhaseContext`.
 
-    Its algorithm runs as a :class:`~simpy_astra.phase_process.PhaseProcess` (``process``, a
+    Its algorithm runs as a :class:`~simpy_astra.engine.phase_process.PhaseProcess` (``process``, a
     :class:`simpy.Process`), resumed by its own events; the stream moves on when the
     algorithm returns."""
 
@@ -108,7 +108,7 @@ class Phase:
         generator = self.algorithm(self, *self.args)
         run = self.process = PhaseProcess(self.env, generator)
         if run.fired:  # a phase takes time: no native algorithm ends before its first wait
-            from simpy_astra.phase_process import describe
+            from simpy_astra.engine.phase_process import describe
 
             raise CollectiveError(f"collective algorithm {describe(self.algorithm)} returned before it yielded "
                                   f"anything; a collective phase waits for at least one event (yield "
@@ -286,7 +286,7 @@ class PhaseStep:
 def phase_steps(kind: str, chunk: int, plan: CollectivePlan, involved: list[bool],
                 optimization: str) -> list[PhaseStep]:
     """The phases one chunk of a (non-custom) collective runs, in order; a pure function of the
-    plan, so that reports (:mod:`simpy_astra.bandwidth_floor`) see what the system layer runs."""
+    plan, so that reports (:mod:`simpy_astra.engine.bandwidth_floor`) see what the system layer runs."""
     ndims = len(plan.dims)
 
     def active(d: int) -> bool:
@@ -327,7 +327,7 @@ def phase_steps(kind: str, chunk: int, plan: CollectivePlan, involved: list[bool
 # --------------------------------------------------------------------------- the layer
 class SystemLayer(Probed):
     """Collective scheduling for one NPU (ASTRA-sim's ``Sys``). Probe points
-    (:mod:`simpy_astra.probes`): ``collective_start``, ``collective_end``, ``phase_started``,
+    (:mod:`simpy_astra.engine.probes`): ``collective_start``, ``collective_end``, ``phase_started``,
     ``stream_moved``."""
 
     PROBES = ("collective_start", "collective_end", "phase_started", "stream_moved")

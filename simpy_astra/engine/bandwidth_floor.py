@@ -9,7 +9,7 @@ gives one warning naming the factor and the backend that models contention.
 
 The floor of one collective, a true lower bound for any backend that moves the same messages
 over the same links one at a time (``congestion_aware``, ``packet``): its chunks and phases
-(:func:`~simpy_astra.system_layer.phase_steps`, as the system layer runs them) each send the
+(:func:`~simpy_astra.engine.system_layer.phase_steps`, as the system layer runs them) each send the
 messages their algorithm lists (``CollectiveAlgorithm.traffic``); a message of ``S`` bytes
 keeps each link it crosses busy ``trunc(S / B)`` ns. Per network dimension, over every member
 of the dimension line the collective runs on:
@@ -50,15 +50,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, PhaseShape
-from simpy_astra.grid import Grid
+from simpy_astra.engine.system_layer import chunking, phase_steps
+from simpy_astra.infra.grid import Grid
+from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.backends import CONTENTION_BACKEND, BackendSpec
-from simpy_astra.system_layer import chunking, phase_steps
-from simpy_astra.units import network_gbps_to_bytes_per_ns
 
 if TYPE_CHECKING:
     from simpy_astra.config import SystemConfig
+    from simpy_astra.engine.system_layer import CollectivePlan
     from simpy_astra.network.rails import Rails
-    from simpy_astra.system_layer import CollectivePlan
     from simpy_astra.topologies.base import BasicTopology
 
 

@@ -10,8 +10,8 @@ emitting costs one attribute test::
         for watcher in watchers:
             watcher(node_id, now)
 
-Observers (:mod:`simpy_astra.observe`, the trace recorder in
-:mod:`simpy_astra.report.recorder`, per-job link bytes in :mod:`simpy_astra.jobs`) subscribe;
+Observers (:mod:`simpy_astra.running.observe`, the trace recorder in
+:mod:`simpy_astra.report.recorder`, per-job link bytes in :mod:`simpy_astra.running.jobs`) subscribe;
 nobody rebinds an element's methods. A watcher runs inside the model's event: it must not
 change the model (do that from a process, e.g. one reading a ``sim.stream``).
 

@@ -1,6 +1,6 @@
 """What can go wrong with an NPU's compute: stragglers (slowed down, paused) and failures.
 
-:class:`NpuFaults` is the part of :class:`~simpy_astra.npu.Npu` that the co-simulation API
+:class:`NpuFaults` is the part of :class:`~simpy_astra.engine.npu.Npu` that the co-simulation API
 (``sim.npu(i).slow_down(...)``, ``pause``, ``fail``) drives; it re-times the compute nodes in
 the NPU's clock buckets and, on a failure, leaves the NPU a network that does nothing.
 """
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from simpy_astra.horizon import api_number
+from simpy_astra.infra.horizon import api_number
 from simpy_astra.workloads.chakra.types import COMP_NODE
 
 
@@ -32,7 +32,7 @@ def _nothing(_arg: Any) -> None:
 
 
 class NpuFaults:
-    """Stragglers and failures of one NPU (mixed into :class:`~simpy_astra.npu.Npu`)."""
+    """Stragglers and failures of one NPU (mixed into :class:`~simpy_astra.engine.npu.Npu`)."""
 
     #: a straggler (:meth:`slow_down`, :meth:`pause`): compute nodes are re-timed on issue
     straggling = False

@@ -12,7 +12,7 @@ reads with ``yield store.get()``. Kinds (:data:`KINDS`):
 * ``collective_start`` / ``collective_end``: a collective on one NPU (``what`` = its kind).
 * ``node_end``: a workload node completed (``what`` = the node id).
 
-The observer is a subscriber of the run's probe points (:mod:`simpy_astra.probes`): the
+The observer is a subscriber of the run's probe points (:mod:`simpy_astra.engine.probes`): the
 first subscription to a kind watches the points that kind needs (the NPUs', the system
 layers', the message board's, every link's), so a run nobody observes pays one attribute
 test per point, and every link that keeps the element contract -- a ``link-model`` of the

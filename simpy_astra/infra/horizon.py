@@ -6,7 +6,7 @@ keep one bit so that a time plus a delay below the horizon never wraps. Every du
 latency, start time, and the time one byte takes at a link's bandwidth, is checked against it
 when it is read, and a value past it is refused naming the field. (Times below the horizon
 cost nothing extra: the stall watchdog's wake-ups grow with the clock, see
-:mod:`simpy_astra.stall`.)
+:mod:`simpy_astra.running.stall`.)
 """
 
 from __future__ import annotations

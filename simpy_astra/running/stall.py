@@ -9,8 +9,8 @@ from typing import Any
 
 import simpy
 
-from simpy_astra.horizon import HORIZON_NS
-from simpy_astra.npu import Npu
+from simpy_astra.engine.npu import Npu
+from simpy_astra.infra.horizon import HORIZON_NS
 
 
 def describe_handler(fn, arg) -> str | None:
@@ -99,7 +99,7 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
 
     It wakes at 1, 3, 7, 15, ... us (then every second at most until the clock reads a second,
     then at most as far ahead as the clock reads: its cost does not depend on how far apart the
-    model's events are, and it never looks past the horizon, :data:`~simpy_astra.horizon.HORIZON_NS`). The model is quiet when ``quiet_state`` is not
+    model's events are, and it never looks past the horizon, :data:`~simpy_astra.infra.horizon.HORIZON_NS`). The model is quiet when ``quiet_state`` is not
     None: no NPU event pending, every message delivered or held by a link that is down. A
     quiet model with nothing else on SimPy's queue has stalled. With user processes on the
     queue, it has stalled when two wakes in a row find it quiet with the same progress

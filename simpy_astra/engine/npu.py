@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.engine import NpuClock
-from simpy_astra.errors import InputError
-from simpy_astra.npu_faults import NpuFaults
-from simpy_astra.probes import Probed
-from simpy_astra.statistics import (
+from simpy_astra.engine.events import NpuClock
+from simpy_astra.engine.npu_faults import NpuFaults
+from simpy_astra.engine.probes import Probed
+from simpy_astra.engine.statistics import (
     COMM,
     CPU,
     GPU,
@@ -30,9 +29,10 @@ from simpy_astra.statistics import (
     RooflineOp,
     build_report,
 )
-from simpy_astra.system_layer import SystemLayer
-from simpy_astra.tags import native_tag
-from simpy_astra.units import local_mem_gbps_to_bytes_per_s, replay_duration_ns, tflops_to_flops
+from simpy_astra.engine.system_layer import SystemLayer
+from simpy_astra.engine.tags import native_tag
+from simpy_astra.errors import InputError
+from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, replay_duration_ns, tflops_to_flops
 from simpy_astra.workloads.chakra import validate_graph
 from simpy_astra.workloads.chakra.types import (
     ALL_GATHER,
@@ -52,10 +52,10 @@ from simpy_astra.workloads.chakra.types import (
 )
 
 if TYPE_CHECKING:
-    from simpy_astra.collective_plans import CollectivePlanner
     from simpy_astra.config import SystemConfig
+    from simpy_astra.engine.collective_plans import CollectivePlanner
+    from simpy_astra.engine.remote_memory import RemoteMemory
     from simpy_astra.network import Network
-    from simpy_astra.remote_memory import RemoteMemory
 
 # hardware slot classes
 SLOT_CPU, SLOT_GPU, SLOT_COMM, SLOT_NONE = 0, 1, 2, 3
@@ -80,7 +80,7 @@ class NpuServices:
     finished: Callable[[Npu], None]
     #: called with the error an NPU's process raises
     failed: Callable[[Exception], None]
-    #: a cluster preset's all-reduces as NCCL times them (:class:`~simpy_astra.nccl_collectives.
+    #: a cluster preset's all-reduces as NCCL times them (:class:`~simpy_astra.engine.nccl_collectives.
     #: NcclRendezvous`, one per run); None (every ASTRA-sim input): played on the network
     nccl: Any = None
 
@@ -108,8 +108,8 @@ class NpuServices:
 
 class Npu(NpuFaults, Probed):
     """Workload layer of one NPU (ASTRA-sim's ``Workload`` + ``HardwareResource``); its
-    stragglers and failures are :class:`~simpy_astra.npu_faults.NpuFaults`. Probe points
-    (:mod:`simpy_astra.probes`): ``node_start``, ``node_end``."""
+    stragglers and failures are :class:`~simpy_astra.engine.npu_faults.NpuFaults`. Probe points
+    (:mod:`simpy_astra.engine.probes`): ``node_start``, ``node_end``."""
 
     PROBES = ("node_start", "node_end")
     probe_node_start: list | None = None
@@ -147,7 +147,7 @@ class Npu(NpuFaults, Probed):
         self.stats = NpuStatistics(npu_id)
         self.memory = None
         if self.config.track_local_mem:  # imported here: most runs do not track memory
-            from simpy_astra.memory_tracker import MemoryTracker
+            from simpy_astra.engine.memory_tracker import MemoryTracker
 
             self.memory = MemoryTracker(npu_id)
         self.groups: dict[int, Any] = {}
@@ -157,7 +157,7 @@ class Npu(NpuFaults, Probed):
         self._node_events: dict[int, Any] = {}  # node id -> event a user waits on
         self.ended_ns: dict[int, int] = {}  # node id -> when it completed
         #: (node id, kind, bytes, plan, involved, first stream id, start ns) of each collective
-        #: issued, when the run checks them against the links (:mod:`simpy_astra.bandwidth_floor`)
+        #: issued, when the run checks them against the links (:mod:`simpy_astra.engine.bandwidth_floor`)
         self.collective_log: list | None = None
         for n in nodes:
             self.parents_left[n.id] = len(n.deps)
@@ -214,7 +214,7 @@ class Npu(NpuFaults, Probed):
         An event that completes one of its nodes (a bucket of its clock, a message delivered
         to it, a collective's last event) rings its bell, and the process completes the node
         and issues what that frees in that instant, before anything else of it (see
-        :mod:`simpy_astra.engine`): the reference's order."""
+        :mod:`simpy_astra.engine.events`): the reference's order."""
         try:
             self._issue_pass()
             self._check_end()
@@ -476,7 +476,7 @@ class Npu(NpuFaults, Probed):
         now = self.clock.env.now
         peak = breakdown = None
         if self.memory is not None:
-            from simpy_astra.memory_tracker import format_peak
+            from simpy_astra.engine.memory_tracker import format_peak
 
             peak_bytes, breakdown = self.memory.peak_breakdown()
             peak = format_peak(peak_bytes)

@@ -17,9 +17,9 @@ from simpy_astra.collectives import resolve, subset_algorithm_name
 from simpy_astra.collectives.custom.files import CustomCollectives
 from simpy_astra.collectives.logical import LogicalDim
 from simpy_astra.config import SystemConfig
+from simpy_astra.engine.system_layer import CollectivePlan, StreamCounter, SystemLayer
+from simpy_astra.engine.tags import first_stream_id
 from simpy_astra.errors import InputError
-from simpy_astra.system_layer import CollectivePlan, StreamCounter, SystemLayer
-from simpy_astra.tags import first_stream_id
 
 
 class CommunicatorGroup:

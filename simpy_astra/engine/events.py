@@ -11,7 +11,7 @@ completes one of its nodes (a bucket, a message delivery, a collective's last ev
 the NPU's :class:`Bell`, and the process completes the node and issues what that frees in
 that instant, where the reference does it, so the order of same-time events (which decides
 the figures) is kept exactly. A collective phase is a process of its own, resumed by its
-own events (:mod:`simpy_astra.phase_process`).
+own events (:mod:`simpy_astra.engine.phase_process`).
 
 **SimPy internals.** This is the one module that sets SimPy's private event fields
 (``_ok``, ``_value``): :class:`Bell`, :class:`Signal` and :func:`process_in_place` give an
@@ -84,7 +84,7 @@ class Signal(Event):
     """An event of a collective phase's own (a message arrived, an endpoint delay elapsed, ...).
 
     :meth:`fire` resumes the phase generators waiting on it *in place* (``resume``/``more``:
-    :class:`~simpy_astra.phase_process.PhaseProcess` steps), in the instant and order the
+    :class:`~simpy_astra.engine.phase_process.PhaseProcess` steps), in the instant and order the
     reference runs its collective state machines. It is a SimPy event all the same: fired
     with nobody else waiting it is processed at once (``triggered`` and ``processed``, its
     ``value`` set), so yielding it later, ``env.all_of([...])`` and conditions see it done;

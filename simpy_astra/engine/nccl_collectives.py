@@ -2,10 +2,10 @@
 (cluster presets only).
 
 On a cluster preset these are not played message by message: each takes the time NCCL's
-tuning model predicts (:mod:`simpy_astra.nccl_tuning`) for its group's shape (GPUs, nodes,
+tuning model predicts (:mod:`simpy_astra.engine.nccl_tuning`) for its group's shape (GPUs, nodes,
 NICs in use) with the preset's NVLink and rail bandwidths, for the algorithm ``nccl_algo``
 forces or, by default, the one NCCL chooses, and never less than the group's NIC floor
-(:func:`simpy_astra.bandwidth_floor.nic_floor_ns`), counted from the moment its last member
+(:func:`simpy_astra.engine.bandwidth_floor.nic_floor_ns`), counted from the moment its last member
 issued it (:class:`NcclRendezvous`).
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from simpy_astra.bandwidth_floor import nic_floor_ns
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE
-from simpy_astra.nccl_tuning import Links, Shape, choose, predict_us
+from simpy_astra.engine.bandwidth_floor import nic_floor_ns
+from simpy_astra.engine.nccl_tuning import Links, Shape, choose, predict_us
 from simpy_astra.network.rails import Rails
 
 

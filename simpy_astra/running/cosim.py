@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.observe import Observation, Observer
+from simpy_astra.running.observe import Observation, Observer
 
 if TYPE_CHECKING:
-    from simpy_astra.npu import Npu
+    from simpy_astra.engine.npu import Npu
 
 
 class CoSimulation:
@@ -28,7 +28,7 @@ class CoSimulation:
     def env(self) -> simpy.Environment:
         """The run's SimPy environment, to add your own processes to.
 
-        A stall watchdog always runs beside the NPUs (:func:`~simpy_astra.stall.watch_for_stall`):
+        A stall watchdog always runs beside the NPUs (:func:`~simpy_astra.running.stall.watch_for_stall`):
         a user process that loops forever keeps SimPy's queue busy, yet a run whose NPUs wait
         for something that never comes (a receive nobody sends, a message behind a link that
         stays down, a failed NPU) stops and reports the stall: the time of the model's last
@@ -59,11 +59,11 @@ class CoSimulation:
     def on(self, kind: str, callback: Callable[[Observation], None]) -> None:
         """Call ``callback(observation)`` at every milestone of ``kind`` (message_sent,
         message_delivered, link_start, link_end, collective_start, collective_end, node_end;
-        see :mod:`simpy_astra.observe`). Nothing is watched until someone subscribes."""
+        see :mod:`simpy_astra.running.observe`). Nothing is watched until someone subscribes."""
         self.observer.on(kind, callback)
 
     def stream(self, kind: str) -> simpy.Store:
-        """A :class:`simpy.Store` of the :class:`~simpy_astra.observe.Observation` s of
+        """A :class:`simpy.Store` of the :class:`~simpy_astra.running.observe.Observation` s of
         ``kind``, for a process to read with ``yield store.get()``."""
         return self.observer.stream(kind)
 

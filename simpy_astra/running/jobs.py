@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.collective_plans import CollectivePlanner
+from simpy_astra.engine.collective_plans import CollectivePlanner
+from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.folding.run import FoldOutcome, load_traces
+from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network.messages import Handler
-from simpy_astra.npu import Npu, NpuServices
-from simpy_astra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 
 if TYPE_CHECKING:
     from simpy_astra.config.inputs import SimulationInputs
     from simpy_astra.config.jobs import JobInputs
+    from simpy_astra.engine.statistics import NpuReport
     from simpy_astra.network import Network
-    from simpy_astra.statistics import NpuReport
 
 
 class JobNetwork:

@@ -122,7 +122,7 @@ class MemoryTracker:
         """``{prefix}.{npu}.json`` for each NPU listed (this one, or the members of its
         folded orbit, which share its trace): Chrome-trace JSON of tensor lifetimes and the
         memory counter (MB), serialised once and written under each NPU's id."""
-        from simpy_astra import files
+        from simpy_astra.infra import files
 
         text = self._trace_json()
         for npu in npus:

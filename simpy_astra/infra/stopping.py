@@ -12,7 +12,7 @@ next event, and an exception from an event's callback (not a process's) leaves `
 inside one event (a user generator that never yields) is interrupted in place a second later;
 a third signal ends the process at once.
 
-Outputs are written whole or not at all (:func:`simpy_astra.files.open_output`), and
+Outputs are written whole or not at all (:func:`simpy_astra.infra.files.open_output`), and
 generators remove the traces they had written (:class:`~simpy_astra.workloads.trace_output.TraceFiles`),
 so a stopped command leaves nothing half-written.
 """

@@ -1,0 +1,2 @@
+"""Around one simulation: several jobs on one network, co-simulation,
+observing, the checks made before time starts and the stall report when it cannot go on."""
