@@ -1,5 +1,6 @@
-"""The layout's promises, checked on the source: imports run one way, the system layer names no
-algorithm, and no module grows past what one reader can hold.
+"""The layout's promises, checked on the source: imports run one way, every module is tied into
+the graph, the package root holds only its face, the system layer names no algorithm, and no
+module grows past what one reader can hold.
 
 Imports are read from the source (every ``import`` anywhere in a file, type-only and deferred
 ones included: a deferred import is still a dependency), so nothing is executed.
@@ -52,6 +53,24 @@ def import_graph() -> nx.DiGraph:
 def test_no_import_circles() -> None:
     circles = [sorted(c) for c in nx.strongly_connected_components(import_graph()) if len(c) > 1]
     assert circles == []
+
+
+def test_every_module_is_tied_into_the_import_graph() -> None:
+    """A static graph connects the whole source into one piece (packages' ``__init__`` files that
+    only hand names on aside): a value can be followed through plain imports."""
+    graph = import_graph()
+    graph.remove_nodes_from([m for m in list(graph) if modules()[m].name == "__init__.py" and graph.degree(m) == 0])
+    pieces = sorted(nx.weakly_connected_components(graph), key=len)
+    assert len(pieces) == 1, pieces[:-1]
+
+
+#: the package's face: what users' scripts import and the command's entry point
+ROOT_MODULES = {"__init__.py", "__main__.py", "simulation.py", "errors.py", "plugins.py"}
+
+
+def test_the_package_root_holds_only_its_face() -> None:
+    """Everything else sits in a folder named for what it is (engine/, running/, infra/, ...)."""
+    assert {p.name for p in (ROOT / "simpy_astra").glob("*.py")} == ROOT_MODULES
 
 
 def test_the_system_layer_imports_no_collective_algorithm() -> None:
