@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 _LEADING_INT = re.compile(r"\s*\+?(\d+)")
 
@@ -122,8 +123,6 @@ class MemoryTracker:
         """``{prefix}.{npu}.json`` for each NPU listed (this one, or the members of its
         folded orbit, which share its trace): Chrome-trace JSON of tensor lifetimes and the
         memory counter (MB), serialised once and written under each NPU's id."""
-        from simpy_astra.infra import files
-
         text = self._trace_json()
         for npu in npus:
             with files.open_output(f"{prefix}.{npu}.json", "local-mem-trace-filename") as f:

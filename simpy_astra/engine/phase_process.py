@@ -22,6 +22,7 @@ sub-process of the phase at once (a :class:`PhaseProcess` too).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Generator
 from typing import Any
 
@@ -37,8 +38,6 @@ __all__ = ["PhaseProcess", "Signal"]
 def describe(algorithm: Any) -> str:
     """The user's function behind a generator (the innermost one it delegates to) or a
     function (unwrapped), and where it is: ``'simple_ring' (my_algos.py:12)``."""
-    import inspect
-
     while getattr(algorithm, "gi_yieldfrom", None) is not None:
         algorithm = algorithm.gi_yieldfrom
     if not inspect.isgenerator(algorithm):

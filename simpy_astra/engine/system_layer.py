@@ -27,7 +27,7 @@ from simpy_astra.collectives.base import (
     CollectiveError,
 )
 from simpy_astra.collectives.logical import LogicalDim, dimension_ring
-from simpy_astra.engine.phase_process import PhaseProcess, Signal
+from simpy_astra.engine.phase_process import PhaseProcess, Signal, describe
 from simpy_astra.engine.probes import Probed
 from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.errors import InputError
@@ -108,8 +108,6 @@ class Phase:
         generator = self.algorithm(self, *self.args)
         run = self.process = PhaseProcess(self.env, generator)
         if run.fired:  # a phase takes time: no native algorithm ends before its first wait
-            from simpy_astra.engine.phase_process import describe
-
             raise CollectiveError(f"collective algorithm {describe(self.algorithm)} returned before it yielded "
                                   f"anything; a collective phase waits for at least one event (yield "
                                   f"ctx.endpoint(), ctx.recv(...), ...)")
