@@ -14,8 +14,10 @@ naming the path and what to do.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterator
 from typing import IO, Any
@@ -67,8 +69,6 @@ def _kind(mode: int) -> str | None:
 
 def os_problem(exc: BaseException) -> str:
     """An OS error in words a user can act on."""
-    import errno
-
     code = getattr(exc, "errno", None)
     words = {
         errno.ENOENT: "does not exist (relative paths resolve from " + os.getcwd() + ")",
@@ -257,8 +257,6 @@ def make_folder(path: Any, what: str) -> None:
 def numbered_files(prefix: str, suffix: str = ".et") -> dict[int, str]:
     """Rank -> path of every ``PREFIX.{rank}{suffix}`` in the prefix's folder (one listing, so
     a folder of 100k ranks costs one scan, not one stat per rank)."""
-    import re
-
     folder = os.path.dirname(prefix) or "."
     pattern = re.compile(re.escape(os.path.basename(prefix)) + r"\.(0|[1-9][0-9]*)" + re.escape(suffix))
     try:

@@ -26,6 +26,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from simpy.events import Event
+
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
 #: how long code stuck inside one event may go on after the first signal
@@ -69,8 +71,6 @@ def _stop_soon(env: Any, make: Callable[[], BaseException]) -> None:
     """Have ``env``'s loop raise ``make()`` before its next event: a stop event scheduled
     now, ahead of the instant's others, whose callback raises (a callback's exception is
     not caught by SimPy, so it leaves ``env.run``)."""
-    from simpy.events import Event
-
     def stop(_event: Any) -> None:
         raise make()
 

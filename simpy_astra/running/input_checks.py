@@ -8,6 +8,7 @@ import os
 
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import et_path, has_rank_summary
 from simpy_astra.workloads.chakra.types import COMP_NODE
 
@@ -15,8 +16,6 @@ from simpy_astra.workloads.chakra.types import COMP_NODE
 def check_et_count(prefix: str, n: int, network: str) -> None:
     """One ET file per NPU: ``PREFIX.0.et`` .. ``PREFIX.{n-1}.et``, and no more (a lazily
     generated workload writes its files when a run needs them, and checks its NPU count then)."""
-    from simpy_astra.infra import files
-
     if has_rank_summary(prefix):
         return
     found = 0
