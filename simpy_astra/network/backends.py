@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 
 if TYPE_CHECKING:
     import simpy
@@ -60,8 +61,6 @@ class BackendSpec:
 
 def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], source: str,
                         config: Any = None) -> Network:
-    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
-
     _no_models(config, "congestion_unaware")
 
     return CongestionUnawareNetwork(env, dims, rails=getattr(config, "rails", None))
@@ -70,6 +69,7 @@ def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], sourc
 def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
                       config: Any = None, **fold_hooks: Any) -> Network:
     """``fold_hooks``: a folded run's (``links_at_start``, ``link_of_hop``), passed on."""
+    # deferred: keeps network.congestion_aware off the ASTRA-sim (analytical) start-up path
     from simpy_astra.network.congestion_aware import CongestionAwareNetwork
     from simpy_astra.network.models import lookup_link, lookup_switch
 
@@ -91,6 +91,7 @@ def _no_models(config: Any, backend: str) -> None:
 def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
             **fold_hooks: Any) -> Network:
     """``fold_hooks``: a folded run's (``links_at_start``, ``path_of_route``), passed on."""
+    # deferred: keeps network.packet off the ASTRA-sim (analytical) start-up path
     from simpy_astra.network.packet import PacketNetwork
 
     _no_models(config, "packet")
@@ -101,18 +102,21 @@ def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, conf
 
 
 def _folded_pairs(build: Callable[..., Any], folding: Folding) -> Network:
+    # local: at module top this import is circular (via network.backends)
     from simpy_astra.folding.network import FoldedNetwork
 
     return FoldedNetwork(build(), folding)
 
 
 def _folded_links(build: Callable[..., Any], folding: Folding) -> Network:
+    # local: at module top this import is circular (via network.backends)
     from simpy_astra.folding.links import FoldedLinkNetwork
 
     return FoldedLinkNetwork(build, folding)
 
 
 def _folded_packets(build: Callable[..., Any], folding: Folding) -> Network:
+    # deferred: keeps folding.packet off the ASTRA-sim (analytical) start-up path
     from simpy_astra.folding.packet import FoldedPacketNetwork
 
     return FoldedPacketNetwork(build, folding)

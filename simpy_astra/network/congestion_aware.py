@@ -41,6 +41,7 @@ from simpy_astra.network.link import Link
 from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.switch import SwitchElement
+from simpy_astra.plugins import PluginError
 from simpy_astra.topologies.base import BasicTopology
 
 
@@ -82,8 +83,6 @@ class SwitchProcess(SwitchElement):
 def _at_whole_ns(env: simpy.Environment, deliver: Callable[[Any], None], model: type) -> Callable[[Any], None]:
     """``deliver`` for a user's link model, refusing a delivery off whole nanoseconds (the
     contract; a 0.5 ns model would print fractional cycles as if they were figures)."""
-    from simpy_astra.plugins import PluginError
-
     def checked(item: Any) -> None:
         now = env.now
         if now != int(now):

@@ -50,6 +50,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.topologies import build as build_topology
+
 TIERS = ("tile", "package", "node", "pod")
 KINDS = ("link", "switch", "nic")
 _KIND_LABEL = {"link": "Link", "switch": "Switch", "nic": "Nic"}
@@ -201,8 +203,6 @@ def tiers_for(net, prices: CostPrices | None = None) -> tuple[str, ...]:
 def network_cost(net, prices: CostPrices | None = None) -> NetworkCost:
     """Price ``net`` (a :class:`simpy_astra.config.NetworkConfig`); ``prices`` defaults to its
     own ``cost`` block."""
-    from simpy_astra.topologies import build as build_topology
-
     prices = prices if prices is not None else net.cost
     table = prices or CostPrices()
     tiers = tiers_for(net, table)

@@ -48,8 +48,10 @@ waits for the new "link free").
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Generator
+from numbers import Integral, Real
 from typing import Any
 
 import simpy
@@ -60,7 +62,9 @@ from simpy.resources.base import BaseResource, Put
 
 from simpy_astra.engine.events import start_in_place, wait_instead
 from simpy_astra.engine.probes import Probed
+from simpy_astra.infra.horizon import HORIZON_NS, api_number
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
+from simpy_astra.plugins import bad_return
 
 #: the largest transfer a link takes: sizes are whole bytes below 2^63 (the horizon's bound)
 MAX_BYTES = 2**63 - 1
@@ -79,13 +83,8 @@ def check_size_bytes(size_bytes: Any, where: str) -> int:
 def checked_hold_ns(link: LinkResource, hold: Any) -> float:
     """``hold`` if it is a finite number of ns >= 0 (what a model's ``hold_ns`` must return),
     else the model's error naming its class and method (NaN is not 0, "10" is not 10)."""
-    import math
-    from numbers import Integral, Real
-
     if isinstance(hold, Real) and not isinstance(hold, bool) and math.isfinite(hold) and hold >= 0:
         return int(hold) if isinstance(hold, Integral) else float(hold)  # numpy's: as Python's
-    from simpy_astra.plugins import bad_return
-
     raise bad_return(link, "hold_ns", hold, "a finite number of ns >= 0 (0: start at once)")
 
 
@@ -184,8 +183,6 @@ class LinkResource(BaseResource, Probed):
 
     # ------------------------------------------------------------------ checks
     def _check_bandwidth(self, bandwidth_gbps: float) -> None:
-        from simpy_astra.infra.horizon import HORIZON_NS, api_number
-
         where = f"link {self.src}->{self.dst}: set_bandwidth(bandwidth_gbps)"
         if isinstance(bandwidth_gbps, int | float) and not isinstance(bandwidth_gbps, bool) and bandwidth_gbps == 0:
             raise ValueError(f"{where} must be > 0 (got 0); use take_down() to stop the link")

@@ -15,13 +15,16 @@ instant through a :class:`~simpy_astra.engine.events.Doorbell` (ASTRA-sim's exac
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Generator
+from numbers import Integral, Real
 from typing import Any
 
 import simpy
 
 from simpy_astra.engine.probes import Probed
+from simpy_astra.plugins import bad_return
 
 _INF = float("inf")
 
@@ -29,13 +32,8 @@ _INF = float("inf")
 def checked_release_ns(switch: SwitchElement, due_ns: Any) -> float:
     """``due_ns`` if it is a finite number (a time in ns; one already past means at once),
     else the model's error naming its class and method."""
-    import math
-    from numbers import Integral, Real
-
     if isinstance(due_ns, Real) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
         return int(due_ns) if isinstance(due_ns, Integral) else float(due_ns)  # numpy's: as Python's
-    from simpy_astra.plugins import bad_return
-
     raise bad_return(switch, "release_ns", due_ns, "a finite time in ns (when the item may leave)")
 
 

@@ -17,12 +17,15 @@ import inspect
 import typing
 from typing import Any
 
+import simpy
+
 from simpy_astra.network.link import LinkElement
 from simpy_astra.network.models.delay_switch import DelaySwitch
 from simpy_astra.network.models.ecn import EcnLink
 from simpy_astra.network.models.process_link import ProcessLink
 from simpy_astra.network.models.strict_priority import StrictPriorityLink
 from simpy_astra.network.switch import SwitchElement
+from simpy_astra.plugins import PluginError, from_entry_point, import_object
 
 LINKS_GROUP = "simpy_astra.links"
 SWITCHES_GROUP = "simpy_astra.switches"
@@ -46,8 +49,6 @@ def register_switch(name: str, model: type) -> type:
 def _checked(name: str, model: Any, base: type) -> type:
     """``model`` if it derives from ``base`` (so it keeps every control, fault, statistic and
     probe of the contract), else :class:`~simpy_astra.plugins.PluginError`."""
-    from simpy_astra.plugins import PluginError
-
     if not isinstance(model, type) or not issubclass(model, base):
         raise PluginError(f"network model '{name}': {model!r} does not derive from {base.__module__}."
                           f"{base.__qualname__} (the contract in simpy_astra/network/README.md)")
@@ -67,8 +68,6 @@ def _lookup(name: str, registry: dict[str, type], group: str, base: type, key: s
     found = registry.get(name)
     if found is not None:
         return found
-    from simpy_astra.plugins import PluginError, from_entry_point, import_object
-
     found = import_object(name) if ":" in name else from_entry_point(group, name)
     if found is None:
         raise PluginError(f"{key} '{name}' is not known (ours: {', '.join(registry)}; or package.module:Class, "
@@ -112,8 +111,6 @@ def trial_problem(model: type, params: dict[str, Any], link: bool) -> str | None
     """Why ``model`` refuses ``params`` when built (its ``__init__`` raising ValueError or
     TypeError: a delay < 0, say), in its words; None when it builds. Built once on a
     scratch environment that never runs, so a bad value is an input error before the run."""
-    import simpy
-
     env = simpy.Environment()
     try:
         if link:
