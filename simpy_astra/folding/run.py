@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from simpy_astra.engine.statistics import NpuReport
+from simpy_astra.errors import InputError
 from simpy_astra.folding.frames import Folding, Frame, IdShifts, XorIds
 from simpy_astra.folding.group_keys import GroupKeys
 from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, summary_key
@@ -26,6 +27,7 @@ from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
 from simpy_astra.folding.setup import FoldSetup
 from simpy_astra.network.backends import BACKENDS
+from simpy_astra.workloads.chakra import et_path, has_rank_summary, read_et
 
 FOLD_DEFAULT = True
 
@@ -50,8 +52,6 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
         return False
     if env in ("1", "on", "true", "yes"):
         return True
-    from simpy_astra.errors import InputError
-
     raise InputError(f"SIMPY_ASTRA_FOLD: must be 1/on or 0/off (got {env!r}); unset it for the default (on)")
 
 
@@ -211,8 +211,6 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
     the ranks simulated are written (if not yet) and read; otherwise every ET file is read
     (:func:`read_traces`); ``prepared``: the generated job, if the run holds it (its ranks are
     then written from it). Decoded records and attributes are shared between ranks."""
-    from simpy_astra.workloads.chakra import et_path, has_rank_summary, read_et
-
     caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
 
     def read(rank: int) -> tuple[str, list]:
@@ -221,13 +219,12 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
 
     if not has_rank_summary(prefix):  # ET files: the generators' registry is not needed
         return read_traces(total_npus, read, fold, groups, parse_groups, outcome)
+    # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
     from simpy_astra.workloads.generated import lazy_traces
 
     source = lazy_traces(prefix, prepared)
     assert source is not None
     if source.npus != total_npus:
-        from simpy_astra.errors import InputError
-
         raise InputError(f"{prefix}: the generated workload has {source.npus} NPUs but the network has "
                          f"{total_npus}; make the generator's parallelism match npus_count")
     if fold is not None:

@@ -13,7 +13,7 @@ from typing import Any
 from simpy_astra.collectives import resolve, subset_algorithm_name
 from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
-from simpy_astra.folding.links import link_shifts, link_xors
+from simpy_astra.folding.links import link_model_note, link_shifts, link_xors
 from simpy_astra.infra.grid import Grid
 from simpy_astra.network.backends import BackendSpec
 
@@ -122,7 +122,7 @@ class FoldSetup:
         if how is None:
             return no(f"the {backend.name} backend does not say how it folds")
         if how == "links":
-            from simpy_astra.folding.links import link_model_note
+            # deferred: keeps network.models off the ASTRA-sim (analytical) start-up path
             from simpy_astra.network.models import lookup_link, lookup_switch
 
             link, switch = (None, None) if network_config is None else (network_config.link_model,
