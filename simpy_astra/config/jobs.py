@@ -15,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
-from simpy_astra.infra import horizon
+from simpy_astra.infra import files, horizon
+from simpy_astra.workloads.generated import lazy_traces
 
 PLACEMENTS = ("contiguous", "strided", "random")
 
@@ -46,9 +48,6 @@ class JobInputs:
 def rank_count(prefix: str, where: str = "workload") -> int:
     """How many ranks a workload has: a generated one's summary, else its ET files, which must
     be ranks 0..N-1 with no gap (``gap.0.et gap.1.et gap.3.et`` is an error, not 2 ranks)."""
-    from simpy_astra.infra import files
-    from simpy_astra.workloads.generated import lazy_traces
-
     lazy = lazy_traces(prefix)
     if lazy is not None:
         return lazy.npus
@@ -85,8 +84,6 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
     reads its own; ``groups_of(value, where, ranks)`` reads communicator groups. Explicit
     ``npus`` are taken first, then placements fill the NPUs left, in the jobs' order; an unknown
     key is an error naming the nearest known one."""
-    from simpy_astra.config.readers import refuse_unknown_keys
-
     if not isinstance(value, list) or not value:
         raise InputError(f"{path}: jobs: must be a non-empty list of jobs, each with name, workload and "
                          f"npus or placement")

@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from simpy_astra.config.readers import (
@@ -18,9 +19,10 @@ from simpy_astra.config.readers import (
 )
 from simpy_astra.errors import InputError
 from simpy_astra.infra import horizon
+from simpy_astra.infra.stopping import requested
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.cost_model import CostPrices, CostSpecError, tiers_for
-from simpy_astra.plugins import PluginError
+from simpy_astra.plugins import PluginError, import_object, user_code_problem, users_entry
 from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
 from simpy_astra.topologies import GraphSpec, GraphSpecError, networkx_dimension_values, spec_from_networkx
 from simpy_astra.topologies import build as build_topology
@@ -208,8 +210,6 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
     if not isinstance(name, str) or ":" not in name:
         raise InputError.at(src, "topology.networkx", f"must name a function as package.module:function "
                                                       f"returning a networkx.DiGraph (got {show_value(name)})")
-    from simpy_astra.plugins import import_object, user_code_problem
-
     try:
         build = import_object(name)
     except PluginError as exc:
@@ -220,8 +220,6 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
     try:
         graph = build()
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the user's function failed
-        from simpy_astra.infra.stopping import requested
-
         if isinstance(exc, KeyboardInterrupt) and requested() is not None:
             raise  # the user's Ctrl-C, not the function's error
         error = InputError.at(src, "topology.networkx", user_code_problem(f"function '{name}'", exc))
@@ -260,8 +258,6 @@ def with_graph(net: NetworkConfig, graph: Any, routes: Any = None, where: str = 
     handed in from Python (``Simulation(..., topology=G, routes=...)``); its other settings
     (link models, packet sizes, cost) stay. The graph must have as many NPUs as ``net``: the
     workload and comm groups were checked against that count."""
-    import dataclasses
-
     try:
         n, spec = graph_spec(graph, None, routes)
     except GraphSpecError as exc:
@@ -308,6 +304,7 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
         if not isinstance(raw, str) or not raw:
             raise InputError.at(src, key, f"must be a model name or package.module:Class, or {{class: name, "
                                           f"parameter: value}} (got {show_value(raw)})")
+        # deferred: keeps network.models off the ASTRA-sim (analytical) start-up path
         from simpy_astra.network.models import (
             LINK_ARGS,
             SWITCH_ARGS,
@@ -316,8 +313,6 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
             lookup_switch,
             trial_problem,
         )
-        from simpy_astra.plugins import user_code_problem, users_entry
-
         try:
             cls = (lookup_link if key == "link-model" else lookup_switch)(raw)
         except PluginError as exc:
@@ -355,8 +350,6 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
 
 def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:
     """``net`` with a ``cost:`` block laid over the one it has; errors name ``src``."""
-    import dataclasses
-
     try:
         prices = CostPrices.parse(block).over(net.cost)
         tiers_for(net, prices)
@@ -371,8 +364,7 @@ def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any]
     link_params={...}, switch_model=..., switch_params=...)``: a class (registered under its
     ``module:Class`` name) or a name as the YAML's ``link-model`` takes, its parameters
     checked as the YAML's are (congestion-aware backend)."""
-    from dataclasses import replace
-
+    # deferred: keeps network.models off the ASTRA-sim (analytical) start-up path
     from simpy_astra.network.models import (
         LINK_ARGS,
         SWITCH_ARGS,
@@ -414,8 +406,6 @@ def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any]
 def with_topology(inputs: Any, graph: Any, routes: Any) -> Any:
     """``inputs`` (a :class:`~simpy_astra.config.inputs.SimulationInputs`) on ``graph``, a
     ``networkx.DiGraph`` handed to ``Simulation(topology=, routes=)``."""
-    from dataclasses import replace
-
     if graph is None:
         raise InputError("routes=: pins paths of a graph handed in as topology=; give topology= too")
     return replace(inputs, network=with_graph(inputs.network, graph, routes))

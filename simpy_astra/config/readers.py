@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 PathLike = str | os.PathLike[str]
 
@@ -42,8 +43,6 @@ def show_value(value: Any) -> str:
 def read_text(src: str, what: str) -> str:
     """A config file's text; a missing, unreadable, non-UTF-8, oddly named or non-regular file
     (a FIFO, a device) is one line. Read through :mod:`simpy_astra.infra.files`, the one door."""
-    from simpy_astra.infra import files
-
     if not src:
         raise InputError(f"<empty path>: expected the path of the {what} file (got an empty string)")
     path = Path(src)

@@ -56,11 +56,13 @@ from simpy_astra.config import (
     read_yaml_file,
     remote_memory_from_mapping,
     system_from_mapping,
+    with_cost,
 )
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
+from simpy_astra.plugins import PluginError, import_module, search_also
 
 if TYPE_CHECKING:
     from simpy_astra.workloads.generated import Prepared
@@ -82,8 +84,6 @@ MAX_QUEUES_PER_DIM = 4096
 def check_backend(where: str, backend: Any) -> str:
     """``backend`` if a network backend has that name; errors name ``where`` (the flag, or the
     scenario's field), so a scenario's typo is not reported as a flag the user never gave."""
-    from simpy_astra.network import BACKENDS
-
     if not isinstance(backend, str) or backend not in BACKENDS:
         got = "an empty string" if backend == "" else repr(backend)
         raise InputError(f"{where}: must be one of {', '.join(BACKENDS)} (got {got})")
@@ -133,6 +133,7 @@ def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: Rem
         if ignored:
             warnings.append(ignored)
     if workload.endswith(".txt"):
+        # deferred: keeps workloads.text_workload off the ASTRA-sim (analytical) start-up path
         from simpy_astra.workloads.text_workload import text_workload_prefix
 
         workload = text_workload_prefix(workload, net.total_npus, num_passes)
@@ -166,8 +167,6 @@ def _block(scenario: str, key: str, value: Any, from_path: Callable[[str], T],
 
 def load_plugins(modules: Any, where: str) -> None:
     """Import the user's plugin modules (they register algorithms and topologies)."""
-    from simpy_astra.plugins import PluginError, import_module
-
     if isinstance(modules, str):
         modules = [modules]
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
@@ -208,8 +207,6 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
-    from simpy_astra.plugins import search_also
-
     search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
@@ -236,8 +233,6 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     workload, groups, info = _workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
                                        groups)
     if doc.get("cost") is not None:  # over the network YAML's own cost block
-        from simpy_astra.config import with_cost
-
         net = with_cost(net, doc["cost"], path)
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
     fold = doc.get("fold_symmetry")
@@ -252,6 +247,7 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     no cluster)."""
     if doc.get("cluster") is None:
         return doc, None, None
+    # deferred: keeps config.cluster off the ASTRA-sim (analytical) start-up path
     from simpy_astra.config.cluster import load_cluster
 
     if "jobs" in doc:
@@ -286,6 +282,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     if not isinstance(workload, dict):
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
+    # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
     from simpy_astra.workloads.generated import materialise
 
     prepared = prepared or _prepare(path, workload, None)
@@ -310,6 +307,7 @@ def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
     if "generate" not in workload:
         raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                          f"(or give an ET prefix)")
+    # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
     from simpy_astra.workloads.generated import prepare, resolve_paths
 
     return prepare(resolve_paths(workload, os.path.dirname(os.path.abspath(path))), cluster, f"{path}: workload")
@@ -319,6 +317,7 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                  read_system: Callable[[Any, str], SystemConfig], net: NetworkConfig,
                  memory: RemoteMemoryConfig, backend: str, queues: int, unknown: list[str]) -> SimulationInputs:
     """The inputs of a multi-job scenario (:mod:`simpy_astra.config.jobs`)."""
+    # deferred: keeps config.jobs off the ASTRA-sim (analytical) start-up path
     from simpy_astra.config.jobs import read_jobs
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -327,6 +326,7 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
         if isinstance(value, dict):
             if "generate" not in value:
                 raise InputError(f"{where}: as a mapping needs 'generate: NAME' (or give an ET prefix)")
+            # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
             from simpy_astra.workloads.generated import materialise, resolve_paths
 
             try:  # worded for a scenario's workload: field, then named as the job's
@@ -352,8 +352,6 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
     for job in jobs:
         job.system.check_npu_groups(net.total_npus)
     if doc.get("cost") is not None:
-        from simpy_astra.config import with_cost
-
         net = with_cost(net, doc["cost"], path)
     return SimulationInputs(workload_prefix=jobs[0].workload_prefix, system=jobs[0].system, network=net,
                             remote_memory=memory, backend=backend, queues_per_dim=queues, warnings=warnings,
