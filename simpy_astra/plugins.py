@@ -13,9 +13,14 @@ Three ways in, all resolved before time starts:
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from functools import cache
+from importlib.machinery import PathFinder
 from importlib.metadata import entry_points
 from typing import Any
+
+from simpy_astra.infra import files
 
 COLLECTIVES_GROUP = "simpy_astra.collectives"
 TOPOLOGIES_GROUP = "simpy_astra.topologies"
@@ -35,6 +40,7 @@ class PluginError(ValueError):
 def user_code_problem(what: str, exc: BaseException) -> str:
     """One line for an exception the user's code raised: what raised it, where, and how to see
     the traceback (``what``: "plugin module 'my_algos'", "collective 'pkg.mod:fn'", ...)."""
+    # deferred: keeps traceback off the ASTRA-sim (analytical) start-up path
     import traceback
 
     if isinstance(exc, SyntaxError):
@@ -102,7 +108,7 @@ def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
 def _theirs(filename: str) -> bool:
     """A traceback frame in the user's code: not the import machinery, not simpy-astra's own
     modules (its top-level folders included), not the standard library."""
-    import os
+    # deferred: keeps sysconfig off the ASTRA-sim (analytical) start-up path
     import sysconfig
 
     if filename.startswith("<"):
@@ -117,8 +123,6 @@ def _theirs(filename: str) -> bool:
 def is_users_file(filename: str) -> bool:
     """A file of the user's own code: not ours, not the standard library, not an installed
     package (a bug in simpy or networkx is not the user's either)."""
-    import os
-
     parts = os.path.abspath(filename).split(os.sep)
     return _theirs(filename) and "site-packages" not in parts and "dist-packages" not in parts
 
@@ -130,8 +134,6 @@ SEARCH_FOLDERS: list[str] = []
 
 def search_also(folder: str) -> None:
     """Import user modules from ``folder`` too (after the working directory)."""
-    import os
-
     folder = os.path.abspath(folder)
     if folder not in SEARCH_FOLDERS:
         SEARCH_FOLDERS.append(folder)
@@ -142,9 +144,6 @@ def import_module(name: str) -> Any:
     packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder). Whatever
     the module does while importing (raise, have a syntax error, call sys.exit) is reported as
     the module's error."""
-    import os
-    import sys
-
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
         raise PluginError(f"{name!r} is not a module name; write it as package.module")
     if os.getcwd() not in sys.path and "" not in sys.path:
@@ -170,10 +169,6 @@ def module_files(name: str, also: list[str] = ()) -> list[str]:
     working directory, the installed packages, :data:`SEARCH_FOLDERS` and ``also``), found
     without running it: its file, or every ``.py`` file of a package. Empty when it is not
     found, or is not the user's own code (an installed package, one of ours)."""
-    import os
-    import sys
-    from importlib.machinery import PathFinder
-
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
         return []
     extra = [os.getcwd(), *SEARCH_FOLDERS, *also]
@@ -195,11 +190,6 @@ def remember_imported_code() -> None:
     """Count every imported module of the user's among the run's inputs (an output may not
     replace a plug-in, a networkx builder or a model the run imported): the modules outside
     simpy-astra, the standard library and the environment's installed packages."""
-    import os
-    import sys
-
-    from simpy_astra.infra import files
-
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     skip = tuple({os.path.join(root, name) + os.sep for name in ("simpy_astra", "collectives", "topologies",
                                                                  "workloads")}

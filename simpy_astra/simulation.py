@@ -21,6 +21,7 @@ from simpy.core import StopSimulation
 
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.network import with_python_overrides
+from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.engine.bandwidth_floor import FloorCheck
 from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.events import fast_collection, process_in_place
@@ -99,6 +100,7 @@ class Simulation(CoSimulation):
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
         starts: dict[int, int] = {}  # NPU -> when its job starts, if later than now
         if self.jobs is not None:
+            # deferred: keeps running.jobs off the ASTRA-sim (analytical) start-up path
             from simpy_astra.running.jobs import build_jobs, job_warnings, start_later
 
             self.network = self._build_network()
@@ -211,8 +213,6 @@ class Simulation(CoSimulation):
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
         """A simulation of a scenario YAML (see :mod:`simpy_astra.config.scenario`), not yet run."""
-        from simpy_astra.config.scenario import load_scenario
-
         return cls(load_scenario(path, backend), **kwargs)
 
     @classmethod
@@ -220,8 +220,6 @@ class Simulation(CoSimulation):
                          comm_groups: str = "empty", backend: str = DEFAULT_BACKEND,
                          **kwargs) -> Simulation:
         """A simulation of ASTRA-sim's input files (the reference binary's four flags)."""
-        from simpy_astra.config.scenario import inputs_from_astra_flags
-
         return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups,
                                            backend), **kwargs)
 
