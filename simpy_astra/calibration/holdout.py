@@ -11,17 +11,18 @@ read as a prediction.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.calibration.model import MIB
+from simpy_astra.calibration.report import gm_abs_error, human_size
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 
 def digest(path: str) -> str:
     """The first 16 hex digits of the file's SHA-256: a log is recognised by content, not name."""
-    from simpy_astra.infra import files
-
     return files.digest_16(path, "nccl-tests log", files.LOG_LIMIT_BYTES)
 
 
@@ -53,8 +54,6 @@ def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) 
 
 def load_fitted_lines(path: str) -> dict[str, set[int]]:
     """checksum -> fitted line numbers, from a ``calibration.json`` written by ``calibrate``."""
-    from simpy_astra.infra import files
-
     text = files.read_text(path, "calibration record")
     try:
         doc = json.loads(text)
@@ -100,8 +99,6 @@ class HoldoutRow:
 
 
 def holdout_rows(results: list, min_size: int = MIB) -> list[HoldoutRow]:
-    from simpy_astra.calibration.report import gm_abs_error
-
     out = []
     for r in results:
         for role, flag in (("fitted", False), ("held out", True)):
@@ -116,10 +113,6 @@ def holdout_rows(results: list, min_size: int = MIB) -> list[HoldoutRow]:
 
 def holdout_lines(rows: list[HoldoutRow]) -> list[str]:
     """One line per log and role, held-out ones first within a log."""
-    import os
-
-    from simpy_astra.calibration.report import human_size
-
     return [f"{'HELD OUT' if h.role == 'held out' else 'fitted  '} {os.path.basename(os.path.dirname(h.log))}/"
             f"{os.path.basename(h.log)}: {h.collective} on {h.ranks} GPUs, {h.points} sizes >= 1 MiB: "
             f"geomean error {100 * h.geomean:.1f}%, worst {human_size(h.worst_size)} "

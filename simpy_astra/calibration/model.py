@@ -33,8 +33,12 @@ from typing import Any
 
 from simpy_astra.calibration.local_copy import memory_gbps, own_chunk_copy_ns
 from simpy_astra.config.readers import dump_yaml
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
+from simpy_astra.simulation import Simulation
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
 
 #: above this many candidate vertices the fit iterates instead (three or more dimension groups)
 MAX_VERTICES = 100_000
@@ -101,9 +105,6 @@ def simulate_collective(network: dict[str, Any], system: dict[str, Any], collect
     ``Simulation``, as ``simpy-astra run`` does. ``sendrecv`` (nccl-tests' ring of
     neighbour exchanges) has no microbenchmark generator, so its traces are written here.
     """
-    from simpy_astra.config.scenario import load_scenario
-    from simpy_astra.simulation import Simulation
-
     with tempfile.TemporaryDirectory(prefix="simpy-astra-calib-") as tmp:
         if collective == "sendrecv":
             workload: Any = _write_sendrecv(os.path.join(tmp, "sendrecv"), size_bytes, num_npus)
@@ -121,9 +122,6 @@ def simulate_collective(network: dict[str, Any], system: dict[str, Any], collect
 
 def _write_sendrecv(prefix: str, size_bytes: int, n: int) -> str:
     """Every rank sends ``size_bytes`` to rank+1 and receives as much from rank-1."""
-    from simpy_astra.workloads.chakra import make_node, write_et
-    from simpy_astra.workloads.chakra.schema import COMM_RECV_NODE, COMM_SEND_NODE
-
     for rank in range(n):
         send = make_node(1, "send", COMM_SEND_NODE, attrs={"comm_dst": (rank + 1) % n,
                                                           "comm_size": size_bytes, "comm_tag": 1})

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 #: nccl-tests program stem -> our collective name (``workloads.microbench.COLLECTIVES`` + sendrecv)
 PROGRAMS: dict[str, str] = {
@@ -246,8 +247,6 @@ def _infer(path: str, rows: list[Row], ranks: int | None, has_redop_column: bool
 
 def parse_log(path: str, collective: str | None = None) -> NcclLog:
     """Read one nccl-tests log; ``collective`` overrides what the log says."""
-    from simpy_astra.infra import files
-
     lines = files.read_text(path, "nccl-tests log", files.LOG_LIMIT_BYTES, errors="replace").splitlines()
     named: tuple[str, int] | None = None  # (collective, line) from a command line or header
     ranks: set[int] = set()

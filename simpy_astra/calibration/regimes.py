@@ -22,6 +22,7 @@ from typing import Any
 
 from simpy_astra.calibration.model import MIB, Calibration, calibrate
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.network.backends import DEFAULT_BACKEND
 
 #: a change of simulated/measured time between neighbouring sizes above this is a switch
@@ -88,8 +89,6 @@ def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], sin
 
 def load_regimes(path: str):
     """``validate --regimes``: a function from nccl-tests size to the network of its side."""
-    from simpy_astra.infra import files
-
     text = files.read_text(path, "regimes JSON")
     try:
         doc = json.loads(text)

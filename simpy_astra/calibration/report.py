@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from simpy_astra.calibration.model import (
     sub_system,
 )
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.network.backends import DEFAULT_BACKEND
 
 #: errors below this count as this much in the geometric mean (docs/calibration.md: "Error figures")
@@ -183,10 +185,6 @@ def print_table(results: list[LogResult], out) -> None:
 
 
 def write_csv(results: list[LogResult], path: str) -> None:
-    import csv
-
-    from simpy_astra.infra import files
-
     with files.open_output(path, "--out", newline="") as f:
         w = csv.writer(f)
         w.writerow(["log", "line", "collective", "gpus", "size_bytes", "measured_us", "simulated_us",
@@ -208,9 +206,11 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
     """busbw against size (log axis), one panel per log: measured as markers (hollow where the
     calibration never saw the size, filled where it was fitted on), simulated as a line, so a
     figure shows at a glance what was predicted and what was only reproduced."""
+    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401 - the formatter below
 
@@ -255,8 +255,6 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    from simpy_astra.infra import files
-
     with files.open_output(path, "--out", "wb") as f:
         fig.savefig(f, dpi=110, format="png")
     plt.close(fig)
@@ -265,8 +263,6 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
 def output_dir(path: str, names: tuple[str, ...] = ()) -> None:
     """``--out``, made if missing, and the files ``names`` in it checked before any work
     (a FIFO, a device or one of the inputs in their place is refused, not written at the end)."""
-    from simpy_astra.infra import files
-
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
