@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
 
 MAX_POINTS = 100_000
@@ -74,8 +75,6 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     alias = raw.get("as")
     for key in raw:
         if key not in AXIS_KEYS:  # a mistyped 'stpe' would silently keep the step of 1
-            from simpy_astra.config.readers import nearest_key
-
             near = nearest_key(str(key), AXIS_KEYS)
             raise InputError(f"{where}: '{key}' is not an axis key"
                              + (f"; did you mean '{near}'?" if near else f" (known: {', '.join(AXIS_KEYS)})"))

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.infra import files
 from simpy_astra.sweep.spec import Point, SweepSpec
 from simpy_astra.sweep.store import INPUTS_COLUMN, figures_of
 
@@ -139,8 +140,6 @@ def best_keys(summary: dict[str, Any]) -> set[str]:
 
 def write_best(out_dir: str, summary: dict[str, Any]) -> str:
     path = os.path.join(out_dir, "best.json")
-    from simpy_astra.infra import files
-
     with files.open_output(path, "--out") as f:
         json.dump(summary, f, indent=1)
     return path

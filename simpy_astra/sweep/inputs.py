@@ -12,14 +12,13 @@ import os
 from dataclasses import dataclass
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 Stamp = tuple[int, int] | None  # (size, mtime_ns); None when the file cannot be read
 
 
 def file_digest(path: str) -> str:
     """The first 16 hex digits of the file's SHA-256 (how a sweep names its inputs' contents)."""
-    from simpy_astra.infra import files
-
     return files.digest_16(path, "input file", files.TRACE_LIMIT_BYTES)
 
 

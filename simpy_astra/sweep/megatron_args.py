@@ -16,7 +16,9 @@ import shlex
 from functools import cache
 from typing import Any
 
+from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron.arguments import accepted, modelled_actions, parser
 
 PREFIX = "workload.args."
 
@@ -24,8 +26,6 @@ PREFIX = "workload.args."
 @cache
 def _actions() -> dict[str, argparse.Action]:
     """Every option string of the modelled arguments -> its argparse action."""
-    from simpy_astra.workloads.megatron.arguments import modelled_actions
-
     return modelled_actions()
 
 
@@ -44,8 +44,6 @@ def is_switch(flag: str) -> bool:
 
 
 def _known(flag: str) -> bool:
-    from simpy_astra.workloads.megatron.arguments import accepted
-
     return accepted(flag)
 
 
@@ -53,8 +51,6 @@ def check_flag(dotted: str, where: str) -> None:
     """A flag the simulator neither models nor accepts would fail every point alike."""
     flag = flag_of(dotted)
     if not _known(flag):
-        from simpy_astra.config.readers import nearest_key
-
         near = nearest_key(flag[2:], [s[2:] for s in _actions()])
         hint = f"; did you mean '{PREFIX}{near}'?" if near else " (simpy-astra generate megatron --help lists them)"
         raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
@@ -129,8 +125,6 @@ def flag_values(args: Any, gpus: Any = None) -> dict[str, Any]:
     """Every modelled flag's value in ``args`` (defaults where absent), by its expression name,
     and the data-parallel size on ``gpus`` GPUs when they divide; empty when the arguments
     cannot be read (the point then fails and says why)."""
-    from simpy_astra.workloads.megatron.arguments import parser
-
     p = parser()
     for action in p._actions:
         action.required = False  # a missing flag is the point's error, not the names'

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import re
 
+from simpy_astra.report.breakdown import SWEEP_COLUMNS
+from simpy_astra.report.plots import COLOURS
 from simpy_astra.sweep.best import Outcome
 from simpy_astra.sweep.spec import SweepSpec
 
@@ -38,9 +40,11 @@ def memory_cap_gb(spec: SweepSpec) -> float | None:
 
 
 def _bars(title: str, ylabel: str, labels: list[str]):
+    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib.pyplot as plt
 
     width = min(max(6.0, 0.25 * len(labels) + 2), 40.0)
@@ -110,9 +114,11 @@ def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set
     """time_memory.png: one dot per finished point (iteration time against memory per GPU),
     the GPU's capacity as a vertical line, points that do not fit as red crosses, the best
     point (which always fits, best.py) as a green star."""
+    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib.pyplot as plt
 
     shown = [o for o in ok if _memory_gib(o) is not None]
@@ -145,9 +151,6 @@ def breakdown_plot(spec: SweepSpec, ok: list[Outcome], labels: list[str], out_di
                    scale: float) -> str:
     """breakdown.png: per point, the ``breakdown_*_ns`` columns stacked (parts no point has are
     left out of the legend); a row written before these columns existed draws no bar."""
-    from simpy_astra.report.breakdown import SWEEP_COLUMNS
-    from simpy_astra.report.plots import COLOURS
-
     fig, ax, plt = _bars(f"{spec.name}: where the last NPU's time went", f"{unit} (the last NPU to finish)",
                          labels)
     used = [c for c in SWEEP_COLUMNS if any(o.figures.get(c) for o in ok)]

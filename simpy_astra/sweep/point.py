@@ -15,11 +15,18 @@ import time
 from typing import Any
 
 from simpy_astra.config.readers import dump_yaml
+from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.engine.statistics import COMM, GPU
 from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.folding.run import resolve_fold
 from simpy_astra.infra.units import bytes_to_gib
+from simpy_astra.network.cost_model import network_cost
+from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
+from simpy_astra.report.recorder import attach
+from simpy_astra.simulation import Simulation
 from simpy_astra.sweep.spec import TRAINING_NAMES
+from simpy_astra.sweep.validity import invalid_figures
 
 
 def _relabel(text: str, where: str) -> str:
@@ -37,13 +44,6 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     network's price (``cost_usd``, :mod:`simpy_astra.network.cost_model`; empty when the price table does
     not cover the network). ``where`` (the sweep file and the point's coordinates) replaces the
     temporary scenario file's name in an error."""
-    from simpy_astra.config.scenario import load_scenario
-    from simpy_astra.folding.run import resolve_fold
-    from simpy_astra.network.cost_model import network_cost
-    from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
-    from simpy_astra.report.recorder import attach
-    from simpy_astra.simulation import Simulation
-
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="simpy-astra-point-") as tmp:
@@ -81,8 +81,6 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             "error": "",
         }
     except InvalidConfigurationError as exc:  # a layout Megatron refuses: a result, not a failure
-        from simpy_astra.sweep.validity import invalid_figures
-
         exc = InvalidConfigurationError(_relabel(exc.message, where), exc.rule)
         return {**invalid_figures(exc, where), "wall_s": round(time.perf_counter() - t0, 3)}
     except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on

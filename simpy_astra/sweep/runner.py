@@ -17,6 +17,7 @@ exits. Workers make their temporary files in one scratch folder per sweep, remov
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import shutil
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import stopping
 from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_words
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.point import run_point
@@ -80,6 +82,7 @@ def _progress(out: Output) -> Any:
     """A live bar on a terminal; a line per finished point anywhere else."""
     if out.console is None:
         return _PlainProgress(out.stream)
+    # deferred: sweep.live loads rich; only a sweep that shows live progress needs it
     from simpy_astra.sweep.live import live_progress
 
     return live_progress(out.console)
@@ -123,8 +126,6 @@ def _exit_worker() -> None:
 def _on_sigterm(signum: int, frame: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one unwinding is enough
     if _busy:
-        from simpy_astra.infra import stopping
-
         if stopping.stop_engines(_Stop):  # from the engine's loop: a user's process cannot catch it
             return
         raise _Stop()
@@ -134,8 +135,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def _die_with_parent(parent: int) -> None:
     """SIGTERM this worker when the sweep's process dies, however it dies."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         try:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         except (OSError, AttributeError):

@@ -40,13 +40,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.readers import read_yaml_file, refuse_unknown_keys, short_path
+from simpy_astra.config.cluster import PRESET_DIR
+from simpy_astra.config.network import KNOWN_NETWORK_KEYS
+from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
+from simpy_astra.config.scenario import SCENARIO_KEYS
+from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND
+from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis
 from simpy_astra.sweep.expressions import Expression, parse_expression
+from simpy_astra.sweep.megatron_args import check_flag, flag_values, is_args_path, set_flag
+from simpy_astra.sweep.megatron_args import names as flag_names
+from simpy_astra.workloads.generated import GENERATORS, resolve_paths
 
 # figures every point reports (see point.py); expressions may use them
 # peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
@@ -158,8 +166,6 @@ class SweepSpec:
         and each ``module:attribute`` a config names (or those ``documents`` name). An edited
         plug-in changes the figures as surely as an edited config (issue 39: a resume reused
         every row)."""
-        from simpy_astra.plugins import module_files
-
         names: set[str] = set()
 
         def visit(value: Any, under_plugins: bool) -> None:
@@ -215,8 +221,6 @@ class SweepSpec:
     def _flags(self, scenario: dict[str, Any]) -> dict[str, Any]:
         if not self.flag_names:
             return {}
-        from simpy_astra.sweep.megatron_args import flag_values
-
         args = megatron_args_of(scenario)
         cluster = scenario.get("cluster")
         gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
@@ -242,8 +246,6 @@ class SweepSpec:
             expr.value(values, f"{self.path}: constraints")
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
-        from simpy_astra.sweep.megatron_args import is_args_path, set_flag
-
         doc = copy.deepcopy(self.base)
         sweep_dir = os.path.dirname(os.path.abspath(self.path))
         for axis in self.axes:
@@ -264,8 +266,6 @@ class SweepSpec:
 
 def megatron_args_of(scenario: dict[str, Any]) -> Any:
     """A scenario's Megatron-LM arguments, or None when its workload is not Megatron."""
-    from simpy_astra.workloads.generated import GENERATORS
-
     workload = scenario.get("workload")
     name = workload.get("generate") if isinstance(workload, dict) else None
     entry = GENERATORS.get(name) if isinstance(name, str) else None
@@ -277,8 +277,6 @@ def megatron_args_of(scenario: dict[str, Any]) -> Any:
 def absolute_preset(value: Any, folder: str) -> Any:
     """A cluster preset named by a relative path (``./my.yaml``) as ``run`` finds it: beside the
     file that names it (a point runs from a temporary folder); a preset's name stays a name."""
-    from simpy_astra.config.cluster import PRESET_DIR
-
     if (isinstance(value, str) and value.endswith((".yaml", ".yml")) and not os.path.isabs(value)
             and not os.path.exists(os.path.join(PRESET_DIR, f"{value}.yaml"))):
         return os.path.join(folder, value)
@@ -366,8 +364,6 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
     if isinstance(doc.get("cluster"), dict) and "preset" in doc["cluster"]:  # ./my.yaml beside the scenario
         doc["cluster"] = {**doc["cluster"], "preset": absolute_preset(doc["cluster"]["preset"], base_dir)}
     if isinstance(doc.get("workload"), dict):  # a generator's input files, e.g. gemm's mnk CSV
-        from simpy_astra.workloads.generated import resolve_paths
-
         doc["workload"] = resolve_paths(doc["workload"], base_dir)
     reached = {p.split(".")[0] for p in axis_paths if "." in p}
     for key in ("workload", *FILE_KEYS):
@@ -388,8 +384,6 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
 def _resolve_jobs(jobs: list, base_dir: str) -> None:
     """A base scenario's jobs with absolute paths (a point runs from a temporary folder); a
     job's system file is inlined so that ``jobs.N.system.KEY`` may be an axis."""
-    from simpy_astra.workloads.generated import resolve_paths
-
     for job in jobs:
         if not isinstance(job, dict):
             continue
@@ -408,12 +402,6 @@ def _resolve_jobs(jobs: list, base_dir: str) -> None:
 def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
     """An axis must name a field some reader uses: a misspelt ``network.bandwith`` would give
     points that all run the same scenario."""
-    from simpy_astra.config.network import KNOWN_NETWORK_KEYS
-    from simpy_astra.config.readers import nearest_key
-    from simpy_astra.config.scenario import SCENARIO_KEYS
-    from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
-    from simpy_astra.sweep.megatron_args import check_flag, is_args_path
-
     if is_args_path(dotted):
         if megatron_args_of(base) is None:
             raise InputError(f"{where}: '{dotted}' sets a Megatron-LM argument, but the base scenario's workload "
@@ -461,8 +449,6 @@ def load_sweep(path: str) -> SweepSpec:
     check_overlaps(path, axes)
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
                      base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
-    from simpy_astra.config.scenario import SCENARIO_KEYS
-
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
@@ -471,8 +457,6 @@ def load_sweep(path: str) -> SweepSpec:
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")
     if megatron_args_of(spec.base) is not None:  # every modelled flag is a name (axis names win)
-        from simpy_astra.sweep.megatron_args import names as flag_names
-
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
     coords = set(names) | spec.flag_names
     for i, text in enumerate(raw_constraints):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import fcntl
 import io
 import json
 import math
@@ -29,6 +30,7 @@ import os
 from typing import Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.spec import RESULT_NAMES, Point, SweepSpec, inputs_digest
 
@@ -77,8 +79,6 @@ class FolderLock:
     """An exclusive, non-blocking lock on the output folder for this process's lifetime."""
 
     def __init__(self, out_dir: str) -> None:
-        import fcntl
-
         self.path = os.path.join(out_dir, LOCK_NAME)
         self.fd = -1
         while self.fd < 0:
@@ -140,8 +140,6 @@ class ResultsStore:
         except OSError as exc:
             raise InputError(f"--out: cannot create {out_dir} ({exc.strerror or exc}); choose a folder you "
                              f"can write") from None
-        from simpy_astra.infra import files
-
         for name in (LOCK_NAME, "results.csv", "sweep.json", "best.json"):  # no FIFO, device, input
             files.check_output(os.path.join(out_dir, name), "--out")
         self.lock = FolderLock(out_dir)  # before anything in the folder is read or written

@@ -13,6 +13,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.sweep.spec import megatron_args_of
+from simpy_astra.workloads.megatron.arguments import parse
 
 INVALID = "invalid"
 
@@ -31,8 +32,6 @@ def check_point(scenario: dict[str, Any], where: str) -> dict[str, Any] | None:
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is None or not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         return None
-    from simpy_astra.workloads.megatron.arguments import parse
-
     try:
         parse(args, gpus, f"{where}: workload")
     except InvalidConfigurationError as exc:
