@@ -37,16 +37,28 @@ tutorial read; ``--include-prefetch`` takes v3's ``Total Cycles (incl. prefetch)
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import dataclasses
 import hashlib
+import io
+import json
 import os
 import re
 import tempfile
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
+from simpy_astra.workloads.generated import cache_root
+from simpy_astra.workloads.text_workload import (
+    convert_text_workload,
+    parse_text_workload,
+    write_converted_ets,
+)
 
 STRATEGIES = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
 DATAFLOWS = ("ws", "os", "is")
@@ -142,10 +154,6 @@ LAYOUT_HEADER = ("Layer name,IFMAP Height Intraline Factor,IFMAP Width Intraline
 def read_mnk(path: str) -> list[GemmLayer]:
     """The tutorial's CSV: a ``Layer,m,n,k`` header, then one GEMM per line (a fifth per-layer
     parallelism column, HYBRID_CUSTOMIZED's, is ignored: ``--parallel`` decides)."""
-    import io
-
-    from simpy_astra.infra import files
-
     text = files.read_text(path, "m,n,k file")
     rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
     if not rows or [c.strip().lower() for c in rows[0][:4]] != ["layer", "m", "n", "k"]:
@@ -222,11 +230,7 @@ def scalesim_cycles(gemms: list[tuple[str, int, int, int]], array: ArraySpec) ->
     layer on the same array is never simulated twice (a GEMM's cycles do not depend on others).
     """
     _check_scalesim()
-    from importlib.metadata import version
-
     key = hashlib.sha256(repr((array, version("scalesim"))).encode()).hexdigest()[:20]
-    from simpy_astra.workloads.generated import cache_root
-
     cache_path = os.path.join(cache_root(), "scalesim", f"{key}.json")
     known = _read_cache(cache_path)
     shapes = [f"{m}x{n}x{k}" for _, m, n, k in gemms]
@@ -239,8 +243,6 @@ def scalesim_cycles(gemms: list[tuple[str, int, int, int]], array: ArraySpec) ->
 
 
 def _read_cache(path: str) -> dict[str, int]:
-    import json
-
     try:
         with open(path) as f:
             data = json.load(f)
@@ -250,8 +252,6 @@ def _read_cache(path: str) -> dict[str, int]:
 
 
 def _write_cache(path: str, known: dict[str, int]) -> None:
-    import json
-
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
@@ -264,9 +264,7 @@ def _write_cache(path: str, known: dict[str, int]) -> None:
 
 def _run_scalesim(gemms: list[tuple[str, int, int, int]], array: ArraySpec) -> list[int]:
     """One SCALE-Sim run over ``(name, M, N, K)`` GEMMs: their cycles in order."""
-    import contextlib
-    import io
-
+    # deferred: scalesim is heavy/optional; only this path needs it
     from scalesim.scale_sim import scalesim
 
     with tempfile.TemporaryDirectory(prefix="simpy-astra-scalesim-") as tmp:
@@ -362,14 +360,6 @@ def write_ets(text_path: str, prefix: str, num_npus: int, num_passes: int, clock
     """``PREFIX.{npu}.et`` from the text workload, as Chakra's text converter builds them, but with
     each compute time turned from cycles into microseconds (Chakra would read the cycles as
     microseconds, making every layer 1,000 times slower at 1 GHz)."""
-    import dataclasses
-
-    from simpy_astra.workloads.text_workload import (
-        convert_text_workload,
-        parse_text_workload,
-        write_converted_ets,
-    )
-
     text = parse_text_workload(text_path)
     layers = tuple(dataclasses.replace(
         layer, fwd_compute_ns=cycles_to_micros(layer.fwd_compute_ns, clock_ghz),
@@ -393,8 +383,6 @@ def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
     mnk = params.get("mnk")
     if not isinstance(mnk, str):
         raise InputError(f"{where}: generate gemm needs 'mnk: LAYERS.csv' (the Layer,m,n,k file)")
-    from simpy_astra.infra import files
-
     try:
         digest = hashlib.sha256(files.read_bytes(mnk, "m,n,k file")).hexdigest()
     except InputError as exc:

@@ -28,6 +28,7 @@ the cluster; the other ranks are written on demand (``--fold-symmetry off``, or
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -126,8 +127,6 @@ def _lazy(module: str, function: str) -> Callable[..., Any]:
     """A generator that imports its module on first use (keeps scenario loading light)."""
 
     def run(params: dict[str, Any], *more: Any) -> Any:
-        import importlib
-
         return getattr(importlib.import_module(module), function)(params, *more)
 
     return run

@@ -26,6 +26,7 @@ from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import (
     ALL_GATHER,
@@ -35,6 +36,7 @@ from simpy_astra.workloads.chakra.schema import (
     COMP_NODE,
     REDUCE_SCATTER,
 )
+from simpy_astra.workloads.generated import materialise
 from simpy_astra.workloads.trace_output import TraceFiles, check_npu_count, check_prefix
 
 # what Chakra's text converter stores in each file's metadata (the reference ETs carry this label)
@@ -115,8 +117,6 @@ def _parse_layer(path: str, line_no: int, line: str) -> TextLayer:
 
 def parse_text_workload(path: str) -> TextWorkload:
     """Read an ASTRA-sim 1.0 text workload; every malformed line is an InputError naming it."""
-    from simpy_astra.infra import files
-
     data = files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)
     try:
         text = data.decode("utf-8")
@@ -377,11 +377,7 @@ def generate(params: dict[str, Any], prefix: str) -> None:
 def text_workload_prefix(path: str, num_npus: int, num_passes: int = 1, num_dims: int | None = None) -> str:
     """ET prefix of ``path`` converted for ``num_npus`` NPUs, cached by the file's content."""
     parse_text_workload(path)  # a cached conversion is not re-read: check the file every time
-    from simpy_astra.infra import files
-
     digest = hashlib.sha256(files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)).hexdigest()
-    from simpy_astra.workloads.generated import materialise
-
     spec = {"generate": "text", "input": os.path.abspath(path), "sha256": digest, "num_npus": num_npus,
             "num_passes": num_passes, "num_dims": num_dims}
     return materialise(spec, where=path).prefix

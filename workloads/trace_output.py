@@ -13,6 +13,7 @@ import shutil
 from types import TracebackType
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 #: the most ET files (NPUs) one generator call writes; far beyond what one run can simulate
 MAX_TRACE_NPUS = 65536
@@ -91,8 +92,6 @@ class TraceFiles:
     def add(self, path: str) -> str:
         """Remember ``path`` (removed if the block fails); a FIFO, device or one of the run's
         inputs in its place is refused before anything is written."""
-        from simpy_astra.infra import files
-
         files.check_output(path, "--output")
         self.paths.append(path)
         return path

@@ -20,6 +20,8 @@ from typing import Final
 
 from google.protobuf.message import DecodeError
 
+from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.infra.horizon import HORIZON_MICROS
 from simpy_astra.workloads.chakra.node import AttrValue, EtError, EtNode
 from simpy_astra.workloads.chakra.schema import (
@@ -62,9 +64,6 @@ def _decode_raw_attr(raw: bytes, intern=sys.intern) -> tuple[str, AttrValue]:
 
 
 def _read_bytes(path: str) -> bytes:
-    from simpy_astra.errors import InputError
-    from simpy_astra.infra import files
-
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -11,13 +11,18 @@ Generator parameters: ``args`` (a string or list), ``gpus``, ``gpu`` (the
 
 from __future__ import annotations
 
+import argparse
+import textwrap
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from simpy_astra.cli.args import ArgumentParser
+from simpy_astra.config.cluster import load_cluster, presets
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.generated import WorkloadLayout
-from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, parse
+from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
@@ -115,14 +120,6 @@ def write_ranks(run: MegatronRun, prefix: str, ranks: list[int]) -> None:
 
 def main(argv: list[str]) -> int:
     """``generate megatron --gpus N [--preset P] --output PREFIX -- ARGS...``."""
-    import argparse
-    import textwrap
-
-    from simpy_astra.cli.args import ArgumentParser
-    from simpy_astra.config.cluster import load_cluster, presets
-    from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT
-    from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
-
     split = argv.index("--") if "--" in argv else len(argv)
     own, rest = argv[:split], argv[split + 1:]
     intro = textwrap.fill("Megatron-LM arguments that are modelled are listed below. Other arguments that "

@@ -35,6 +35,7 @@ import tempfile
 
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files as door
 from simpy_astra.workloads.chakra import write_et
 from simpy_astra.workloads.pytorch import mlc
 from simpy_astra.workloads.pytorch.collectives import Collective
@@ -56,8 +57,6 @@ def _rank_of(path: str) -> int | None:
 def _by_rank(folder: str, flag: str) -> dict[int, str]:
     """Rank -> trace of every ``*.json`` in ``folder``: ranks 0..N-1, none missing, each a
     readable regular file (a symlink loop or a FIFO is an error, not a file skipped)."""
-    from simpy_astra.infra import files as door
-
     files: dict[int, str] = {}
     try:
         names = sorted(os.listdir(folder))

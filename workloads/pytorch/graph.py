@@ -24,7 +24,7 @@ from simpy_astra.workloads.chakra.types import (
     COMP_NODE,
     METADATA_NODE,
 )
-from simpy_astra.workloads.pytorch.collectives import Collective, collectives_of
+from simpy_astra.workloads.pytorch.collectives import DTYPE_BYTES, Collective, collectives_of
 from simpy_astra.workloads.pytorch.host_trace import (
     PG_INIT,
     HostNode,
@@ -153,8 +153,6 @@ def _confirm_size(trace: HostTrace, c: Collective, kernels: dict[int, list[Kerne
     """A linked NCCL kernel that records its message must agree with the host's size."""
     if not kernels:
         return
-    from simpy_astra.workloads.pytorch.collectives import DTYPE_BYTES
-
     for k in comm_kernels(trace, c):
         if k.in_nelems is not None and k.dtype in DTYPE_BYTES:
             got = k.in_nelems * DTYPE_BYTES[k.dtype]

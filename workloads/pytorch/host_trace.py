@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 PG_INIT = "process_group:init"
 #: PyTorch's host-trace schemas that carry Chakra's 0.0.4 extensions (1.0.2 ... 1.1.x)
@@ -156,8 +157,6 @@ def _collect_tensors(value: Any, found: list[Tensor]) -> None:
 
 def load_host_trace(path: str) -> HostTrace:
     """Read and check a host trace: JSON, a known schema, nodes with ids, names and callers."""
-    from simpy_astra.infra import files
-
     text = files.read_text(path, "PyTorch host trace", files.TRACE_LIMIT_BYTES)
     try:
         data = json.loads(text)

@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.workloads.pytorch.collectives import RECORD
 from simpy_astra.workloads.pytorch.host_trace import HostTrace, backend_names, process_groups
 
@@ -29,8 +30,6 @@ LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
 
 def load_kineto(path: str) -> list[dict[str, Any]]:
     """The ``traceEvents`` of a Kineto JSON trace."""
-    from simpy_astra.infra import files
-
     text = files.read_text(path, "Kineto device trace", files.TRACE_LIMIT_BYTES)
     try:
         data = json.loads(text)

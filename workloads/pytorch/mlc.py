@@ -9,7 +9,9 @@ collectives and in the METADATA node, which the simulator reads as ASTRA-sim doe
 
 from __future__ import annotations
 
+import ast
 import json
+import logging
 
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.pytorch.host_trace import PG_INIT
@@ -34,8 +36,7 @@ def require() -> None:
 def convert_json(trace_json: str, output_et: str) -> None:
     """mlc-chakra's PyTorch converter: a host (+ device) JSON trace -> a Chakra protobuf ET."""
     require()
-    import logging
-
+    # deferred: chakra is optional; only this path needs it
     from chakra.src.converter.pytorch_converter import PyTorchConverter
 
     quiet = logging.getLogger().level
@@ -53,8 +54,6 @@ def convert_json(trace_json: str, output_et: str) -> None:
 def _renamed_pg_list(values: str, names: dict[str, int]) -> str:
     """A METADATA node's ``inputs.values`` (``['[{"pg_name": ...}, ...]']``, as mlc-chakra writes
     it) with every ``pg_name`` replaced by its group id."""
-    import ast
-
     try:
         outer = ast.literal_eval(values)
         groups = json.loads(outer[0])
@@ -69,8 +68,11 @@ def _renamed_pg_list(values: str, names: dict[str, int]) -> str:
 def rename_groups(et_in: str, et_out: str, names: dict[str, int]) -> int:
     """Copy an ET, setting each ``pg_name`` (collectives' attributes and the process-group list
     of the METADATA node) to its group id; returns how many nodes changed."""
+    # deferred: chakra is optional; only this path needs it
     from chakra.schema.protobuf.et_def_pb2 import GlobalMetadata
     from chakra.schema.protobuf.et_def_pb2 import Node as ChakraNode
+
+    # deferred: chakra is optional; only this path needs it
     from chakra.src.third_party.utils.protolib import decodeMessage, encodeMessage
 
     changed = 0

@@ -9,12 +9,14 @@ protobuf work plus joining bytes.
 from __future__ import annotations
 
 import json
+import os
 
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.chakra import encode_varint, make_node
 from simpy_astra.workloads.chakra.dimensions import GROUP_NAMES_ATTR, P2P_DIMENSION_ATTR
 from simpy_astra.workloads.chakra.schema import SCHEMA_VERSION, GlobalMetadata
 from simpy_astra.workloads.chakra.writer import make_attr
+from simpy_astra.workloads.generated import write_summary
 from simpy_astra.workloads.trace_output import TraceFiles, check_free_space
 from simpy_astra.workloads.transformer.graph import (
     COLL,
@@ -181,8 +183,6 @@ def write_rank_summary(prefix: str, generator: str, params: dict, graphs: list[S
     its group in one parallel dimension (collectives) or its peer at one stage offset
     (sends/receives) filled in (:class:`StageWriter`): its class is its stage and its slots are
     those groups and peers in the order the stage's ops first use them."""
-    from simpy_astra.workloads.generated import write_summary
-
     slot_keys = [list(dict.fromkeys(StageWriter.slot_key(op) for op in g.ops if StageWriter.has_slot(op)))
                  for g in graphs]
     kinds = ["".join("g" if k[0] == "coll" else "p" for k in keys) for keys in slot_keys]
@@ -208,8 +208,6 @@ def write_rank_files(prefix: str, graphs: list[StageGraph], layout: Layout, unit
                      ranks: list[int]) -> None:
     """``prefix.{rank}.et`` for ``ranks`` only; each file appears whole (written aside, then
     renamed), so runs that need the same rank at once both find a complete file."""
-    import os
-
     writers: dict[int, StageWriter] = {}
     try:
         for stage in sorted({layout.stage_of(r) for r in ranks}):
