@@ -12,6 +12,9 @@ register it from a plugin module (:func:`register`) or a packaging entry point i
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import re
 from dataclasses import dataclass
 
@@ -21,6 +24,14 @@ from simpy_astra.collectives.direct import DIRECT
 from simpy_astra.collectives.double_binary_tree import DOUBLE_BINARY_TREE
 from simpy_astra.collectives.halving_doubling import HALVING_DOUBLING
 from simpy_astra.collectives.ring import RING
+from simpy_astra.plugins import (
+    COLLECTIVES_GROUP,
+    PluginError,
+    entry_point_names,
+    from_entry_point,
+    import_object,
+    user_code_problem,
+)
 
 REGISTRY: dict[str, CollectiveAlgorithm] = {
     "ring": RING,
@@ -48,9 +59,6 @@ class ImplementationChoice:
 def _is_generator_function(fn: object) -> bool:
     """``fn(ctx)`` makes a generator: a generator function (or a partial of one). Anything
     else that is merely callable (``os:system``, a class) must not be called with a context."""
-    import functools
-    import inspect
-
     while isinstance(fn, functools.partial):
         fn = fn.func
     return inspect.isgeneratorfunction(fn)
@@ -65,8 +73,6 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
             raise TypeError(f"collective '{name}' is a {kind}, not an algorithm: expected a "
                             f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
-    import dataclasses
-
     algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run))
     REGISTRY[name] = algorithm
     return algorithm
@@ -75,10 +81,6 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
 def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
     """``run`` with the exceptions it raises reported as the user's code's (a plugin's bug
     is theirs, with their traceback under --debug), not as a simpy-astra bug."""
-    import functools
-
-    from simpy_astra.plugins import PluginError, user_code_problem
-
     @functools.wraps(run)
     def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         try:
@@ -93,8 +95,6 @@ def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
 
 def _plugin(name: str) -> CollectiveAlgorithm | None:
     """An algorithm named ``module:attribute`` or by an installed entry point (then cached)."""
-    from simpy_astra.plugins import COLLECTIVES_GROUP, PluginError, from_entry_point, import_object
-
     found = import_object(name) if ":" in name else from_entry_point(COLLECTIVES_GROUP, name)
     if found is None:
         return None
@@ -131,8 +131,6 @@ def subset_algorithm_name(names: tuple[str, ...] | None) -> str:
 
 def known_names() -> list[str]:
     """Every accepted name; K is a window of 1-5 digits, e.g. direct4."""
-    from simpy_astra.plugins import COLLECTIVES_GROUP, entry_point_names
-
     return sorted({*REGISTRY, *_ONE_VARIANTS, "directK", "oneDirectK", "package.module:function",
                    *entry_point_names(COLLECTIVES_GROUP)})
 

@@ -7,6 +7,15 @@ file and one line in ``REGISTRY``; its name is what network YAML files write.
 
 from __future__ import annotations
 
+import math
+
+from simpy_astra.plugins import (
+    TOPOLOGIES_GROUP,
+    PluginError,
+    from_entry_point,
+    import_object,
+    user_code_problem,
+)
 from simpy_astra.topologies.base import BasicTopology, CostPart
 from simpy_astra.topologies.fully_connected import FullyConnected
 from simpy_astra.topologies.graph import (
@@ -47,16 +56,12 @@ def lookup(name: str) -> type[BasicTopology] | None:
     found = REGISTRY.get(name)
     if found is not None:
         return found
-    from simpy_astra.plugins import TOPOLOGIES_GROUP, from_entry_point, import_object
-
     found = import_object(name) if ":" in name else from_entry_point(TOPOLOGIES_GROUP, name)
     if found is None:
         return None
     try:
         return register(name, found)
     except TypeError as exc:
-        from simpy_astra.plugins import PluginError
-
         raise PluginError(str(exc)) from None
 
 
@@ -73,8 +78,6 @@ def build(name: str, npus_count: int, bandwidth_gbps: float, latency_ns: float,
     try:  # a plugin's class: what it raises is its author's error, reported as such
         return _checked(topology, name)(npus_count, bandwidth_gbps, latency_ns)
     except (Exception, SystemExit) as exc:  # noqa: BLE001
-        from simpy_astra.plugins import PluginError, user_code_problem
-
         raise PluginError(user_code_problem(f"topology '{name}'", exc), exc) from None
 
 
@@ -88,10 +91,6 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
     internal error or a hang deep in a backend."""
     if topology in _CHECKED:
         return _CHECKED[topology]
-    import math
-
-    from simpy_astra.plugins import PluginError
-
     def wrong(method: str, args: tuple, value: object, expected: str) -> PluginError:
         shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         return PluginError(f"topology '{name}': {method}{args} returned {shown}; expected {expected}")

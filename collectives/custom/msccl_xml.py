@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 
+from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import EtError, EtNode
 
 COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE = 4, 5, 6
@@ -62,9 +64,6 @@ def read_msccl_xml(path: str, collective_bytes: int, reduce_micros: int = DEFAUL
 
 def parse_msccl_xml(path: str) -> ET.Element:
     """The ``<algo>`` element of an MSCCL-IR file (the only step that reads the file)."""
-    from simpy_astra.errors import InputError
-    from simpy_astra.infra import files
-
     if not os.path.exists(path):
         raise EtError(f"{path}: MSCCL-IR file does not exist")
     try:
