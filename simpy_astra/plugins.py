@@ -40,7 +40,7 @@ class PluginError(ValueError):
 def user_code_problem(what: str, exc: BaseException) -> str:
     """One line for an exception the user's code raised: what raised it, where, and how to see
     the traceback (``what``: "plugin module 'my_algos'", "collective 'pkg.mod:fn'", ...)."""
-    # deferred: keeps traceback off the ASTRA-sim (analytical) start-up path
+    # deferred: only a failing user module needs traceback; a clean run does not load it
     import traceback
 
     if isinstance(exc, SyntaxError):
@@ -108,7 +108,7 @@ def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
 def _theirs(filename: str) -> bool:
     """A traceback frame in the user's code: not the import machinery, not simpy-astra's own
     modules (its top-level folders included), not the standard library."""
-    # deferred: keeps sysconfig off the ASTRA-sim (analytical) start-up path
+    # deferred: only an error in user code needs sysconfig; a clean run does not load it
     import sysconfig
 
     if filename.startswith("<"):

@@ -100,7 +100,7 @@ class Simulation(CoSimulation):
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
         starts: dict[int, int] = {}  # NPU -> when its job starts, if later than now
         if self.jobs is not None:
-            # deferred: keeps running.jobs off the ASTRA-sim (analytical) start-up path
+            # deferred: only scenario jobs need running.jobs; an ASTRA-sim run does not load it
             from simpy_astra.running.jobs import build_jobs, job_warnings, start_later
 
             self.network = self._build_network()

@@ -287,7 +287,7 @@ def spec_from_networkx(g: Any, routing: str | None = None,
     (default ``G.graph["routing"]``, else ``shortest_path``) and ``routes`` (default
     ``G.graph["routes"]``: node sequences, each from an NPU to another NPU along edges of
     ``g``) are those of the YAML ``graph`` mapping."""
-    # deferred: networkx is heavy/optional; only this path needs it
+    # deferred: networkx is an optional extra; only networkx-built topologies need it
     import networkx as nx
 
     if not isinstance(g, nx.DiGraph) or g.is_multigraph():

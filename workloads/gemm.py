@@ -264,7 +264,7 @@ def _write_cache(path: str, known: dict[str, int]) -> None:
 
 def _run_scalesim(gemms: list[tuple[str, int, int, int]], array: ArraySpec) -> list[int]:
     """One SCALE-Sim run over ``(name, M, N, K)`` GEMMs: their cycles in order."""
-    # deferred: scalesim is heavy/optional; only this path needs it
+    # deferred: scalesim (and numpy) is an optional extra; only SCALE-Sim GEMM timing needs it
     from scalesim.scale_sim import scalesim
 
     with tempfile.TemporaryDirectory(prefix="simpy-astra-scalesim-") as tmp:

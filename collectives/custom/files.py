@@ -29,7 +29,7 @@ class CustomCollectives:
         for prefix in sorted(prefixes):
             if prefix.endswith(".xml"):
                 try:
-                    # deferred: keeps collectives.custom.msccl_xml off the ASTRA-sim (analytical) start-up path
+                    # deferred: only MSCCL XML files need msccl_xml; an ASTRA-sim run does not load it
                     from simpy_astra.collectives.custom.msccl_xml import (
                         parse_msccl_xml,  # XML parsing: only MSCCL users pay
                     )
@@ -63,7 +63,7 @@ class CustomCollectives:
             key = (prefix, collective_bytes)
             ranks = self._msccl.get(key)
             if ranks is None:
-                # deferred: keeps collectives.custom.msccl_xml off the ASTRA-sim (analytical) start-up path
+                # deferred: only MSCCL XML files need msccl_xml; an ASTRA-sim run does not load it
                 from simpy_astra.collectives.custom.msccl_xml import msccl_ranks
 
                 ranks = self._msccl[key] = msccl_ranks(root, prefix, collective_bytes)

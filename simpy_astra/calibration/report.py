@@ -206,11 +206,10 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
     """busbw against size (log axis), one panel per log: measured as markers (hollow where the
     calibration never saw the size, filled where it was fitted on), simulated as a line, so a
     figure shows at a glance what was predicted and what was only reproduced."""
-    # deferred: matplotlib is heavy/optional; only this path needs it
+    # deferred: matplotlib is heavy/optional; only writing a plot needs it
     import matplotlib
 
     matplotlib.use("Agg")
-    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401 - the formatter below
 

@@ -304,7 +304,7 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
         if not isinstance(raw, str) or not raw:
             raise InputError.at(src, key, f"must be a model name or package.module:Class, or {{class: name, "
                                           f"parameter: value}} (got {show_value(raw)})")
-        # deferred: keeps network.models off the ASTRA-sim (analytical) start-up path
+        # deferred: only link/switch models need network.models; an analytical run does not load it
         from simpy_astra.network.models import (
             LINK_ARGS,
             SWITCH_ARGS,
@@ -364,7 +364,7 @@ def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any]
     link_params={...}, switch_model=..., switch_params=...)``: a class (registered under its
     ``module:Class`` name) or a name as the YAML's ``link-model`` takes, its parameters
     checked as the YAML's are (congestion-aware backend)."""
-    # deferred: keeps network.models off the ASTRA-sim (analytical) start-up path
+    # deferred: only link/switch models need network.models; an analytical run does not load it
     from simpy_astra.network.models import (
         LINK_ARGS,
         SWITCH_ARGS,

@@ -133,7 +133,7 @@ def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: Rem
         if ignored:
             warnings.append(ignored)
     if workload.endswith(".txt"):
-        # deferred: keeps workloads.text_workload off the ASTRA-sim (analytical) start-up path
+        # deferred: only a text workload needs its reader; an ASTRA-sim run does not load it
         from simpy_astra.workloads.text_workload import text_workload_prefix
 
         workload = text_workload_prefix(workload, net.total_npus, num_passes)
@@ -247,7 +247,7 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     no cluster)."""
     if doc.get("cluster") is None:
         return doc, None, None
-    # deferred: keeps config.cluster off the ASTRA-sim (analytical) start-up path
+    # deferred: only a scenario with a cluster reads it; an ASTRA-sim run does not load it
     from simpy_astra.config.cluster import load_cluster
 
     if "jobs" in doc:
@@ -282,7 +282,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     if not isinstance(workload, dict):
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
-    # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
+    # deferred: only generated workloads need the registry (and its front ends)
     from simpy_astra.workloads.generated import materialise
 
     prepared = prepared or _prepare(path, workload, None)
@@ -307,7 +307,7 @@ def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
     if "generate" not in workload:
         raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                          f"(or give an ET prefix)")
-    # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
+    # deferred: only generated workloads need the registry (and its front ends)
     from simpy_astra.workloads.generated import prepare, resolve_paths
 
     return prepare(resolve_paths(workload, os.path.dirname(os.path.abspath(path))), cluster, f"{path}: workload")
@@ -317,7 +317,7 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                  read_system: Callable[[Any, str], SystemConfig], net: NetworkConfig,
                  memory: RemoteMemoryConfig, backend: str, queues: int, unknown: list[str]) -> SimulationInputs:
     """The inputs of a multi-job scenario (:mod:`simpy_astra.config.jobs`)."""
-    # deferred: keeps config.jobs off the ASTRA-sim (analytical) start-up path
+    # deferred: only a scenario with jobs reads them; an ASTRA-sim run does not load it
     from simpy_astra.config.jobs import read_jobs
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -326,7 +326,7 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
         if isinstance(value, dict):
             if "generate" not in value:
                 raise InputError(f"{where}: as a mapping needs 'generate: NAME' (or give an ET prefix)")
-            # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
+            # deferred: only generated workloads need the registry (and its front ends)
             from simpy_astra.workloads.generated import materialise, resolve_paths
 
             try:  # worded for a scenario's workload: field, then named as the job's

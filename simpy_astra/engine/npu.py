@@ -476,7 +476,7 @@ class Npu(NpuFaults, Probed):
         now = self.clock.env.now
         peak = breakdown = None
         if self.memory is not None:
-            # deferred: keeps engine.memory_tracker off the default scenario start-up path
+            # deferred: only runs that track local memory need memory_tracker
             from simpy_astra.engine.memory_tracker import format_peak
 
             peak_bytes, breakdown = self.memory.peak_breakdown()

@@ -219,7 +219,7 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
 
     if not has_rank_summary(prefix):  # ET files: the generators' registry is not needed
         return read_traces(total_npus, read, fold, groups, parse_groups, outcome)
-    # deferred: keeps workloads.generated off the ASTRA-sim (analytical) start-up path
+    # deferred: only generated workloads need the registry (and its front ends)
     from simpy_astra.workloads.generated import lazy_traces
 
     source = lazy_traces(prefix, prepared)

@@ -122,7 +122,7 @@ class FoldSetup:
         if how is None:
             return no(f"the {backend.name} backend does not say how it folds")
         if how == "links":
-            # deferred: keeps network.models off the ASTRA-sim (analytical) start-up path
+            # deferred: only link/switch models need network.models; an analytical run does not load it
             from simpy_astra.network.models import lookup_link, lookup_switch
 
             link, switch = (None, None) if network_config is None else (network_config.link_model,

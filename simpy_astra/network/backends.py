@@ -69,7 +69,7 @@ def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], sourc
 def _congestion_aware(env: simpy.Environment, dims: list[BasicTopology], source: str,
                       config: Any = None, **fold_hooks: Any) -> Network:
     """``fold_hooks``: a folded run's (``links_at_start``, ``link_of_hop``), passed on."""
-    # deferred: keeps network.congestion_aware off the ASTRA-sim (analytical) start-up path
+    # deferred: only the congestion-aware backend needs it; an analytical run does not load it
     from simpy_astra.network.congestion_aware import CongestionAwareNetwork
     from simpy_astra.network.models import lookup_link, lookup_switch
 
@@ -91,7 +91,7 @@ def _no_models(config: Any, backend: str) -> None:
 def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
             **fold_hooks: Any) -> Network:
     """``fold_hooks``: a folded run's (``links_at_start``, ``path_of_route``), passed on."""
-    # deferred: keeps network.packet off the ASTRA-sim (analytical) start-up path
+    # deferred: only the packet backend needs it; an analytical run does not load it
     from simpy_astra.network.packet import PacketNetwork
 
     _no_models(config, "packet")
@@ -102,21 +102,21 @@ def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, conf
 
 
 def _folded_pairs(build: Callable[..., Any], folding: Folding) -> Network:
-    # local: at module top this import is circular (via network.backends)
+    # local: folding/ imports network.backends at load, so a module-level import here is circular
     from simpy_astra.folding.network import FoldedNetwork
 
     return FoldedNetwork(build(), folding)
 
 
 def _folded_links(build: Callable[..., Any], folding: Folding) -> Network:
-    # local: at module top this import is circular (via network.backends)
+    # local: folding/ imports network.backends at load, so a module-level import here is circular
     from simpy_astra.folding.links import FoldedLinkNetwork
 
     return FoldedLinkNetwork(build, folding)
 
 
 def _folded_packets(build: Callable[..., Any], folding: Folding) -> Network:
-    # deferred: keeps folding.packet off the ASTRA-sim (analytical) start-up path
+    # deferred: only a folded packet run needs it; an analytical run does not load it
     from simpy_astra.folding.packet import FoldedPacketNetwork
 
     return FoldedPacketNetwork(build, folding)

@@ -199,7 +199,7 @@ class Fabric:
         and ``G.nodes[s]["device"]``."""
         g = self._graph
         if g is None:
-            # deferred: networkx is heavy/optional; only this path needs it
+            # deferred: networkx is an optional extra; only this graph check needs it
             import networkx as nx
 
             g = self._graph = nx.DiGraph()

@@ -40,11 +40,10 @@ def memory_cap_gb(spec: SweepSpec) -> float | None:
 
 
 def _bars(title: str, ylabel: str, labels: list[str]):
-    # deferred: matplotlib is heavy/optional; only this path needs it
+    # deferred: matplotlib is heavy/optional; only writing a plot needs it
     import matplotlib
 
     matplotlib.use("Agg")
-    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib.pyplot as plt
 
     width = min(max(6.0, 0.25 * len(labels) + 2), 40.0)
@@ -114,11 +113,10 @@ def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set
     """time_memory.png: one dot per finished point (iteration time against memory per GPU),
     the GPU's capacity as a vertical line, points that do not fit as red crosses, the best
     point (which always fits, best.py) as a green star."""
-    # deferred: matplotlib is heavy/optional; only this path needs it
+    # deferred: matplotlib is heavy/optional; only writing a plot needs it
     import matplotlib
 
     matplotlib.use("Agg")
-    # deferred: matplotlib is heavy/optional; only this path needs it
     import matplotlib.pyplot as plt
 
     shown = [o for o in ok if _memory_gib(o) is not None]

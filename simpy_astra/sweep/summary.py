@@ -82,7 +82,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
 
 def escape(text: str) -> str:
     """``text`` inside rich markup: a ``[`` of a coordinate or an error is not a tag."""
-    # deferred: rich is heavy/optional; only this path needs it
+    # deferred: rich is heavy; only the terminal's rich markup needs it
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)

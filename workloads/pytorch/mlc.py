@@ -36,7 +36,7 @@ def require() -> None:
 def convert_json(trace_json: str, output_et: str) -> None:
     """mlc-chakra's PyTorch converter: a host (+ device) JSON trace -> a Chakra protobuf ET."""
     require()
-    # deferred: chakra is optional; only this path needs it
+    # deferred: mlc-chakra is an optional extra; only PyTorch conversion needs it
     from chakra.src.converter.pytorch_converter import PyTorchConverter
 
     quiet = logging.getLogger().level
@@ -68,11 +68,11 @@ def _renamed_pg_list(values: str, names: dict[str, int]) -> str:
 def rename_groups(et_in: str, et_out: str, names: dict[str, int]) -> int:
     """Copy an ET, setting each ``pg_name`` (collectives' attributes and the process-group list
     of the METADATA node) to its group id; returns how many nodes changed."""
-    # deferred: chakra is optional; only this path needs it
+    # deferred: mlc-chakra is an optional extra; only PyTorch conversion needs it
     from chakra.schema.protobuf.et_def_pb2 import GlobalMetadata
     from chakra.schema.protobuf.et_def_pb2 import Node as ChakraNode
 
-    # deferred: chakra is optional; only this path needs it
+    # deferred: mlc-chakra is an optional extra; only PyTorch conversion needs it
     from chakra.src.third_party.utils.protolib import decodeMessage, encodeMessage
 
     changed = 0
