@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 
 if TYPE_CHECKING:
     import simpy
@@ -61,6 +60,9 @@ class BackendSpec:
 
 def _congestion_unaware(env: simpy.Environment, dims: list[BasicTopology], source: str,
                         config: Any = None) -> Network:
+    # deferred: only the congestion-unaware backend needs it; an aware or packet run may not load it
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
     _no_models(config, "congestion_unaware")
 
     return CongestionUnawareNetwork(env, dims, rails=getattr(config, "rails", None))
