@@ -210,7 +210,7 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after matplotlib.use("Agg"): the backend is chosen first
     import matplotlib.ticker  # noqa: F401 - the formatter below
 
     cols = min(len(results), 2)

@@ -44,7 +44,7 @@ def _bars(title: str, ylabel: str, labels: list[str]):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after matplotlib.use("Agg"): the backend is chosen first
 
     width = min(max(6.0, 0.25 * len(labels) + 2), 40.0)
     fig, ax = plt.subplots(figsize=(width, 4.8))
@@ -117,7 +117,7 @@ def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after matplotlib.use("Agg"): the backend is chosen first
 
     shown = [o for o in ok if _memory_gib(o) is not None]
     unit, scale = time_unit(max(_time_ns(o) for o in shown))
