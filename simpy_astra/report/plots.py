@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.breakdown import Breakdown, part_rank
@@ -162,14 +161,22 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
 
 @dataclass
 class GanttRow:
-    """One row of timeline.png: an NPU's [0, finish] as (start ns, end ns, part) stretches, in
-    time order, each charged to one part by the breakdown's precedence."""
+    """One row of timeline.png: an NPU's breakdown, whose ``segments`` are its [0, finish] as
+    (start ns, end ns, part) stretches in time order, each charged to one part by the
+    breakdown's precedence (drawing reads their arrays, never the list)."""
 
     label: str
     npu: int
-    segments: list[tuple[int, int, str]]
-    #: the same as arrays (:func:`~simpy_astra.report.columns.as_arrays`), which drawing reads
-    arrays: Any = field(default=None, repr=False, compare=False)
+    breakdown: Breakdown = field(repr=False)
+
+    @property
+    def segments(self) -> list[tuple[int, int, str]]:
+        return self.breakdown.segments or []
+
+    @property
+    def arrays(self):
+        """The segments as :func:`~simpy_astra.report.columns.as_arrays` gives them."""
+        return self.breakdown.segment_arrays()
 
 
 def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[GanttRow]:
@@ -178,13 +185,11 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
     (:func:`~simpy_astra.report.breakdown.replica_stages`): a row per stage. Without it (no
     named groups), a row per distinct breakdown, at most :data:`MAX_ROWS` (the slowest kept)."""
     if replica:
-        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []),
-                         breakdowns[npu].segment_arrays()) for s, npu in enumerate(replica)]
+        return [GanttRow(f"stage {s}: NPU {npu}", npu, breakdowns[npu]) for s, npu in enumerate(replica)]
     rows = _distinct(breakdowns)
     if len(rows) > MAX_ROWS:  # keep the slowest
         rows = sorted(sorted(rows, key=lambda r: -r[2].finish_ns)[:MAX_ROWS])
-    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []),
-                     b.segment_arrays()) for npu, n, b in rows]
+    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, b) for npu, n, b in rows]
 
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
@@ -193,12 +198,11 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     from matplotlib.ticker import MaxNLocator
 
     rows = gantt_rows(breakdowns, replica)
-    names = sorted({labels[c] for row in rows for labels in [_arrays(row)[3]] for c in set(_arrays(row)[2].tolist())},
-                   key=part_rank)
+    names = sorted({row.arrays[3][c] for row in rows for c in _codes(row.arrays[2])}, key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
     fig, ax = _figure(12.0, 1.2 + _row_in(len(rows)) * len(rows))
-    end = max((row.segments[-1][1] for row in rows if row.segments), default=0)
+    end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
         # "none": Agg maps each pixel to a column as "nearest" does, without nearest's resampling
         # pass (a third of the chart's drawing; a pixel in 200 may take its neighbour column)
@@ -238,12 +242,11 @@ GANTT_COLUMNS = 2000
 ROW_LINES = 5
 
 
-def _arrays(row: GanttRow):
-    if row.arrays is None:
-        from simpy_astra.report.columns import as_arrays
+def _codes(codes) -> list[int]:
+    """The distinct part codes of a row's stretches."""
+    import numpy as np
 
-        row.arrays = as_arrays(row.segments)
-    return row.arrays
+    return np.unique(codes).tolist()
 
 
 def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
@@ -261,7 +264,7 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
     index = {name: k for k, name in enumerate(names)}
     image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4), dtype=np.uint8)
     for y, row in enumerate(rows):
-        cells = dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))
+        cells = dominant(None, GANTT_COLUMNS, end_ns, arrays=row.arrays)
         image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[np.fromiter(map(index.__getitem__, cells), np.intp,
                                                                            len(cells))]
     return image
