@@ -256,3 +256,24 @@ def test_folding_that_falls_back_says_so_in_one_short_line(capsys, monkeypatch) 
     assert len(notes) == 1 and notes[0].startswith("note: ") and len(notes[0]) <= 80
     _, err = _run(capsys, *argv, "--verbose")
     assert "warning: symmetry folding undone: messages of NPUs" in err
+
+
+
+@pytest.mark.parametrize(("bars", "alike", "upright"), [(16, 64, True), (4, 8, False), (17, 1, False), (48, 64, True)])
+def test_breakdown_png_bar_labels_stand_upright_exactly_when_flat_ones_would_overlap(
+        bars: int, alike: int, upright: bool) -> None:
+    """breakdown.png's x labels stand upright whenever, laid flat, the longest would be wider than
+    a bar's slot (16 bars of '128 x64' overlapped flat: labels used to turn only past 16 bars),
+    and stay flat when they fit (17 bars '0' .. '16')."""
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.plots import CHAR_IN, LABEL_GAP_IN, breakdown_figure, labels_overlap
+
+    distinct = [Breakdown(1000 + k, {"compute.gemm": 1000 + k}) for k in range(bars)]
+    fig = breakdown_figure({n: distinct[n // alike] for n in range(bars * alike)})
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == bars and labels[1] == (f"{alike} x{alike}" if alike > 1 else "1")
+    slot = ax.get_position().width * fig.get_figwidth() / bars  # inches per bar
+    assert labels_overlap(labels, slot * bars) is upright
+    assert bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > slot) is upright
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {90.0 if upright else 0.0}

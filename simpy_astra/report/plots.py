@@ -26,6 +26,8 @@ from simpy_astra.errors import InputError
 from simpy_astra.report.breakdown import Breakdown, part_rank
 
 MAX_BARS = 64
+#: the pictures' pixels per inch
+DPI = 110
 MAX_ROWS = 16
 #: fixed colours for the parts the generators name (others take tab20's in turn)
 COLOURS = {
@@ -66,7 +68,7 @@ def _figure(width_in: float, height_in: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width_in, height_in))
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI)
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 
@@ -120,6 +122,24 @@ def _margins(fig, left_in: float, right_in: float, bottom_in: float, top_in: flo
                         bottom=min(bottom_in / height, 0.6), top=1 - min(top_in / height, 0.3))
 
 
+def _axes_width(width_in: float, left_in: float, right_in: float) -> float:
+    """The axes' width in inches once :func:`_margins` has placed them."""
+    return width_in * (1 - min(left_in / width_in, 0.45) - min(right_in / width_in, 0.45))
+
+
+#: room left between two bar labels laid flat (inches)
+LABEL_GAP_IN = 0.1
+
+
+def labels_overlap(labels: list[str], axes_width_in: float) -> bool:
+    """Whether the bars' labels, laid flat under bars spread evenly over ``axes_width_in``,
+    would overlap (the longest, at :data:`CHAR_IN` per character, wider than a bar's slot):
+    then they stand upright."""
+    if not labels:
+        return False
+    return bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > axes_width_in / len(labels))
+
+
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
@@ -128,10 +148,14 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     from matplotlib.ticker import MaxNLocator
 
     bars, xlabel = _bars(breakdowns, roles)
+    labels = [label for label, _b in bars]
     names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
     colours = _colours(names)
     unit, scale = _unit(max(b.finish_ns for _l, b in bars))
-    fig, ax = _figure(min(max(6.0, 0.3 * len(bars) + 3), 30.0), 5.0)
+    width_in = min(max(6.0, 0.3 * len(bars) + 3), 30.0)
+    left_in, right_in = 0.4 + AXIS_IN, 0.5 + CHAR_IN * max(map(len, names), default=1)
+    rotated = labels_overlap(labels, _axes_width(width_in, left_in, right_in))
+    fig, ax = _figure(width_in, 5.0)
     half = (0.8 if len(bars) > 1 else 0.5) / 2
     bottoms = [0.0] * len(bars)
     for name in names:  # one collection per part, not a rectangle per bar: a fraction of the drawing
@@ -144,7 +168,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     ax.set_xlim(-0.5, len(bars) - 0.5)
     ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
     ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels([label for label, _b in bars], rotation=90 if len(bars) > 16 else 0, fontsize=7)
+    ax.set_xticklabels(labels, rotation=90 if rotated else 0, fontsize=7)
     ax.set_xlabel(xlabel)
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
@@ -152,10 +176,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     # tick labels on top of the axes (there are none), found by measuring every tick label
     ax.set_title(title or "where each NPU's time went", y=1.0)
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    rotated = len(bars) > 16
-    longest = max((len(label) for label, _b in bars), default=1)
-    _margins(fig, 0.4 + AXIS_IN, 0.5 + CHAR_IN * max(map(len, names), default=1),
-             AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
+    longest = max(map(len, labels), default=1)
+    _margins(fig, left_in, right_in, AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
     return fig
 
 
@@ -229,7 +251,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
 #: inches per Gantt row up to :data:`MAX_ROWS` rows; past them the chart keeps the height of
 #: that many and its rows get thinner, down to :data:`MIN_ROW_IN` (a 64-stage pipeline would
 #: otherwise be a 30-inch picture, most of whose drawing is scaling the image up to it)
-ROW_IN, MIN_ROW_IN = 0.45, 0.18
+ROW_IN, MIN_ROW_IN = 0.3, 0.18
 
 
 def _row_in(rows: int) -> float:
@@ -277,11 +299,21 @@ def _save(fig, path: str) -> None:
     legend = ax.get_legend() or (fig.legends[0] if fig.legends else None)
     names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
     from simpy_astra.infra import files
 
+    canvas = fig.canvas
+    canvas.draw()
+    # the figure is opaque: RGB, not matplotlib's RGBA, is the same picture in three quarters of
+    # the bytes to filter and compress (zlib level 1: a fraction of the default level's time)
+    image = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    text = PngInfo()
+    text.add_text("Title", ax.get_title())
+    text.add_text("Description", description)
     with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
-        fig.savefig(f, format="png", dpi=110, metadata={"Title": ax.get_title(), "Description": description},
-                    pil_kwargs={"compress_level": 1})  # zlib level 1: same pixels, a fraction of the time
+        image.convert("RGB").save(f, format="png", pnginfo=text, compress_level=1, dpi=(DPI, DPI))
 
 
 #: the files ``--plots DIR`` writes into DIR
