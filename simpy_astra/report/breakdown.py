@@ -214,12 +214,13 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
         return out
     idle = names.setdefault(IDLE, len(names))
     label = list(names)  # code -> part name
-    cls = kind_class[code]
-    keep = np.flatnonzero((ends > begins) & (cls >= 0))
-    ids, begins, ends, cls, name = ids[keep], begins[keep], ends[keep], cls[keep], kind_name[code[keep]]
-    order = np.lexsort((ids, begins, cls))  # by class, then start, then node id: one sort for all
-    ids, begins, ends, cls, name = ids[order], begins[order], ends[order], cls[order], name[order]
-    bounds = np.searchsorted(cls, np.arange(5)).tolist()
+    # by class, then start, then node id: one sort for all; nodes that fill no part (no class,
+    # or no time) as a fifth class, sorted last and never read
+    cls = np.where(ends > begins, kind_class[code], -1)
+    cls[cls < 0] = 4
+    order = np.lexsort((ids, begins, cls))
+    ids, begins, ends, name = ids[order], begins[order], ends[order], kind_name[code[order]]
+    bounds = [0, *np.cumsum(np.bincount(cls, minlength=5)[:4]).tolist()]
     pieces = [_owned(begins[a:b], ends[a:b], ids[a:b], name[a:b], finish_ns)
               for a, b in zip(bounds, bounds[1:], strict=False)]
     edges = np.concatenate([np.array([0, finish_ns], dtype=np.int64)]
