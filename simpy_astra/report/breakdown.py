@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 import statistics
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, methodcaller
 from typing import Any
 
 from simpy_astra.workloads.chakra.types import (
@@ -332,13 +332,18 @@ class Classifier:
 
     A node's part depends only on its type and attributes, and the trace reader gives nodes
     (of any rank) with the same attributes one shared ``attrs`` dict, which nobody modifies: a
-    few hundred distinct pairs stand for hundreds of thousands of nodes (a report must cost a
+    few thousand distinct pairs stand for hundreds of thousands of nodes (a report must cost a
     small part of the run, issue 51). The pairs are keyed by the dict's identity, which stays
-    valid while the nodes live; nodes with equal but separate dicts are only classified twice."""
+    valid while the nodes live; nodes with equal but separate dicts are only looked at twice.
+    Each pair is then classified by the values of the few attributes :func:`node_part` reads
+    (:data:`PART_ATTRIBUTES`), once per distinct value, and :meth:`kinds` answers with codes
+    into a list of the few distinct parts."""
 
     def __init__(self, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> None:
         self._names, self._p2p = group_names, p2p_name
-        self._memo: dict[int, tuple[int, str] | None] = {}
+        self._place: dict[tuple[int, str] | None, int] = {}  # (class, part) -> place in _kinds
+        self._kinds: list[tuple[int, str] | None] = []
+        self._by_content: dict[tuple, tuple[int, str] | None] = {}
 
     def graph_kinds(self, nodes: dict[int, Any], ids) -> tuple[Any, list[tuple[int, str] | None]]:
         """:meth:`kinds` of the nodes ``ids`` (an int64 array) of one NPU's ``nodes`` (id ->
@@ -362,14 +367,36 @@ class Classifier:
         dicts = np.fromiter(map(id, map(attrgetter("attrs"), nodes)), np.int64, count)
         # types from 16 on (and below 0) share code 15: like every type from 8 on, they fill no part
         keys = dicts * 16 + np.where((types >= 0) & (types < 16), types, 15)
-        distinct, first, code = np.unique(keys, return_index=True, return_inverse=True)
-        memo = self._memo
-        kinds = []
-        for key, at in zip(distinct.tolist(), first.tolist(), strict=True):
-            if key not in memo:
-                memo[key] = node_part(nodes[at], self._names, self._p2p)
-            kinds.append(memo[key])
-        return code.reshape(-1), kinds
+        _distinct, first, code = np.unique(keys, return_index=True, return_inverse=True)
+        # each distinct (attributes, type) pair as the values node_part reads, then each
+        # distinct such value classified once; C-level maps, no Python step per pair (a
+        # 3,072-GPU job has over a hundred thousand pairs, a few dozen values)
+        pairs = list(map(nodes.__getitem__, first.tolist()))
+        dicts_of = list(map(attrgetter("attrs"), pairs))
+        what = list(zip(types[first].tolist(), *(map(methodcaller("get", name), dicts_of) for name in PART_ATTRIBUTES),
+                        strict=True))
+        by_content, place, kinds = self._by_content, self._place, self._kinds
+        try:
+            for value in dict.fromkeys(what):
+                if value not in by_content:  # a few dozen in a run: a scan for one node with it
+                    part = by_content[value] = node_part(pairs[what.index(value)], self._names, self._p2p)
+                    if part not in place:
+                        place[part] = len(kinds)
+                        kinds.append(part)
+        except TypeError:  # an unhashable attribute value: each pair classified as it is
+            slots = []
+            for node in pairs:
+                part = node_part(node, self._names, self._p2p)
+                slots.append(place.setdefault(part, len(place)))
+                if slots[-1] == len(kinds):
+                    kinds.append(part)
+            return np.array(slots, dtype=np.int64)[code.reshape(-1)], list(kinds)
+        slot = np.fromiter(map(place.__getitem__, map(by_content.__getitem__, what)), np.int64, len(what))
+        return slot[code.reshape(-1)], list(kinds)
+
+
+#: the attributes :func:`node_part` reads (besides the node's type)
+PART_ATTRIBUTES = ("op_type", "is_cpu_op", "comm_stream", "pg_name")
 
 
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False,
