@@ -277,3 +277,18 @@ def test_breakdown_png_bar_labels_stand_upright_exactly_when_flat_ones_would_ove
     assert labels_overlap(labels, slot * bars) is upright
     assert bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > slot) is upright
     assert {t.get_rotation() for t in ax.get_xticklabels()} == {90.0 if upright else 0.0}
+
+
+def test_timeline_png_past_16_rows_labels_about_16_evenly_and_draws_every_row() -> None:
+    """A 64-stage pipeline's Gantt chart: 64 rows, every fourth labelled from stage 0 on (each
+    label is a tick and a text: most of the chart's cost, issue 51); up to 16 rows, each one."""
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.plots import label_every, timeline_figure
+
+    assert [label_every(n) for n in (1, 16, 17, 32, 64, 65)] == [1, 1, 2, 2, 4, 5]
+    stages = {n: Breakdown(100 + n, {"compute.gemm": 100 + n}, segments=[(0, 100 + n, "compute.gemm")])
+              for n in range(64)}
+    ax = timeline_figure(stages, replica=list(range(64))).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [f"stage {s}: NPU {s}" for s in range(0, 64, 4)]
+    assert ax.get_ylim() == (63.5, -0.5) and ax.images[0].get_array().shape[0] == 64 * 5  # every row drawn

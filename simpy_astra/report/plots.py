@@ -230,8 +230,9 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         # pass (a third of the chart's drawing; a pixel in 200 may take its neighbour column)
         ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="none",
                   extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([row.label for row in rows], fontsize=8)
+    labelled = range(0, len(rows), label_every(len(rows)))
+    ax.set_yticks(labelled)
+    ax.set_yticklabels([rows[k].label for k in labelled], fontsize=8 if len(rows) <= MAX_ROWS else 7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
@@ -251,7 +252,15 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
 #: inches per Gantt row up to :data:`MAX_ROWS` rows; past them the chart keeps the height of
 #: that many and its rows get thinner, down to :data:`MIN_ROW_IN` (a 64-stage pipeline would
 #: otherwise be a 30-inch picture, most of whose drawing is scaling the image up to it)
-ROW_IN, MIN_ROW_IN = 0.3, 0.18
+ROW_IN, MIN_ROW_IN = 0.3, 0.15
+
+
+def label_every(rows: int) -> int:
+    """Every how many Gantt rows one is labelled: each of up to :data:`MAX_ROWS` rows, past them
+    about :data:`MAX_ROWS` labels spread evenly, from the first row on (a 64-stage pipeline's
+    rows are labelled stage 0, 4, 8, ...: each label is a tick and a text to lay out and draw,
+    most of the chart's cost, issue 51)."""
+    return max(1, -(-rows // MAX_ROWS))
 
 
 def _row_in(rows: int) -> float:
