@@ -287,7 +287,7 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
     import numpy as np
     from matplotlib.colors import to_rgba
 
-    from simpy_astra.report.columns import dominant
+    from simpy_astra.report.columns import dominant_codes
 
     names = ["", *colours]  # "": transparent
     palette = (np.array([(0.0, 0.0, 0.0, 0.0)] + [to_rgba(colours[n]) for n in names[1:]]) * 255).round()
@@ -295,9 +295,9 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
     index = {name: k for k, name in enumerate(names)}
     image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4), dtype=np.uint8)
     for y, row in enumerate(rows):
-        cells = dominant(None, GANTT_COLUMNS, end_ns, arrays=row.arrays)
-        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[np.fromiter(map(index.__getitem__, cells), np.intp,
-                                                                           len(cells))]
+        best, order = dominant_codes(None, GANTT_COLUMNS, end_ns, arrays=row.arrays)
+        colour_of = np.array([index[name] for name in order] + [0], dtype=np.intp)  # -1: transparent
+        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[colour_of[best]]
     return image
 
 
