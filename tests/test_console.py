@@ -292,3 +292,18 @@ def test_timeline_png_past_16_rows_labels_about_16_evenly_and_draws_every_row() 
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == [f"stage {s}: NPU {s}" for s in range(0, 64, 4)]
     assert ax.get_ylim() == (63.5, -0.5) and ax.images[0].get_array().shape[0] == 64 * 5  # every row drawn
+
+
+def test_timeline_png_draws_a_row_whose_arrays_name_a_part_it_never_shows() -> None:
+    """The sweep's arrays name every part of the run (idle among them) whether or not a row
+    shows it; the Gantt image colours only what fills its columns."""
+    import numpy as np
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.plots import timeline_figure
+
+    arrays = (np.array([0, 60]), np.array([60, 100]), np.array([0, 1]), ["compute.gemm", "bubble", "idle", "comm.tp"])
+    b = Breakdown(100, {"compute.gemm": 60, "bubble": 40}, arrays=arrays)
+    assert b.segments == [(0, 60, "compute.gemm"), (60, 100, "bubble")]
+    fig = timeline_figure({0: b})
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["compute.gemm", "bubble"]

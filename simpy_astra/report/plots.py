@@ -296,7 +296,9 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
     image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4), dtype=np.uint8)
     for y, row in enumerate(rows):
         best, order = dominant_codes(None, GANTT_COLUMNS, end_ns, arrays=row.arrays)
-        colour_of = np.array([index[name] for name in order] + [0], dtype=np.intp)  # -1: transparent
+        # a part the row names but never shows wins no column (it fills none): any colour will do;
+        # the last entry is for -1, a column nothing fills: transparent
+        colour_of = np.array([index.get(name, 0) for name in order] + [0], dtype=np.intp)
         image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[colour_of[best]]
     return image
 
