@@ -223,7 +223,8 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     names = sorted({row.arrays[3][c] for row in rows for c in _codes(row.arrays[2])}, key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
-    fig, ax = _figure(12.0, 1.2 + _row_in(len(rows)) * len(rows))
+    # at least MIN_AXES_IN high: the upright y label of a chart of a row or two fits beside it
+    fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN))
     end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
         # "none": Agg maps each pixel to a column as "nearest" does, without nearest's resampling
@@ -253,6 +254,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
 #: that many and its rows get thinner, down to :data:`MIN_ROW_IN` (a 64-stage pipeline would
 #: otherwise be a 30-inch picture, most of whose drawing is scaling the image up to it)
 ROW_IN, MIN_ROW_IN = 0.3, 0.15
+MIN_AXES_IN = 1.2
 
 
 def label_every(rows: int) -> int:
