@@ -89,7 +89,10 @@ def measure(case: str, tree: str, folder: str) -> dict:
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     if done.returncode or not os.path.exists(out):
         raise SystemExit(f"{case}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
-    return json.load(open(out))
+    result = json.load(open(out))
+    if result["code"]:  # the command failed (its reports cut short): no figure to compare
+        raise SystemExit(f"{case}: the command returned {result['code']}: {done.stderr.strip()[-500:]}")
+    return result
 
 
 def _line(case: str, label: str, sim_s: float, after_s: float, ratio: float) -> str:

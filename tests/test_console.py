@@ -256,3 +256,54 @@ def test_folding_that_falls_back_says_so_in_one_short_line(capsys, monkeypatch) 
     assert len(notes) == 1 and notes[0].startswith("note: ") and len(notes[0]) <= 80
     _, err = _run(capsys, *argv, "--verbose")
     assert "warning: symmetry folding undone: messages of NPUs" in err
+
+
+
+@pytest.mark.parametrize(("bars", "alike", "upright"), [(16, 64, True), (4, 8, False), (17, 1, False), (48, 64, True)])
+def test_breakdown_png_bar_labels_stand_upright_exactly_when_flat_ones_would_overlap(
+        bars: int, alike: int, upright: bool) -> None:
+    """breakdown.png's x labels stand upright whenever, laid flat, the longest would be wider than
+    a bar's slot (16 bars of '128 x64' overlapped flat: labels used to turn only past 16 bars),
+    and stay flat when they fit (17 bars '0' .. '16')."""
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.plots import CHAR_IN, LABEL_GAP_IN, breakdown_figure, labels_overlap
+
+    distinct = [Breakdown(1000 + k, {"compute.gemm": 1000 + k}) for k in range(bars)]
+    fig = breakdown_figure({n: distinct[n // alike] for n in range(bars * alike)})
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == bars and labels[1] == (f"{alike} x{alike}" if alike > 1 else "1")
+    slot = ax.get_position().width * fig.get_figwidth() / bars  # inches per bar
+    assert labels_overlap(labels, slot * bars) is upright
+    assert bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > slot) is upright
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {90.0 if upright else 0.0}
+
+
+def test_timeline_png_past_16_rows_labels_about_16_evenly_and_draws_every_row() -> None:
+    """A 64-stage pipeline's Gantt chart: 64 rows, every fourth labelled from stage 0 on (each
+    label is a tick and a text: most of the chart's cost, issue 51); up to 16 rows, each one."""
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.plots import label_every, timeline_figure
+
+    assert [label_every(n) for n in (1, 16, 17, 32, 64, 65)] == [1, 1, 2, 2, 4, 5]
+    stages = {n: Breakdown(100 + n, {"compute.gemm": 100 + n}, segments=[(0, 100 + n, "compute.gemm")])
+              for n in range(64)}
+    ax = timeline_figure(stages, replica=list(range(64))).axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [f"stage {s}: NPU {s}" for s in range(0, 64, 4)]
+    assert ax.get_ylim() == (63.5, -0.5) and ax.images[0].get_array().shape[0] == 64 * 5  # every row drawn
+
+
+def test_timeline_png_draws_a_row_whose_arrays_name_a_part_it_never_shows() -> None:
+    """The sweep's arrays name every part of the run (idle among them) whether or not a row
+    shows it; the Gantt image colours only what fills its columns."""
+    import numpy as np
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.plots import timeline_figure
+
+    arrays = (np.array([0, 60]), np.array([60, 100]), np.array([0, 1]), ["compute.gemm", "bubble", "idle", "comm.tp"])
+    b = Breakdown(100, {"compute.gemm": 60, "bubble": 40}, arrays=arrays)
+    assert b.segments == [(0, 60, "compute.gemm"), (60, 100, "bubble")]
+    fig = timeline_figure({0: b})
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["compute.gemm", "bubble"]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 import statistics
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, methodcaller
 from typing import Any
 
 from simpy_astra.workloads.chakra.types import (
@@ -103,8 +103,10 @@ class Breakdown:
     parts: dict[str, int] = field(default_factory=dict)
     #: node id -> ns charged to it; None when the sweep was not asked for them (``shares=False``)
     shares: dict[int, int] | None = field(default_factory=dict)
-    #: (start ns, end ns, part) in time order, neighbours of one part merged (when asked for)
-    segments: list[tuple[int, int, str]] | None = None
+    #: (start ns, end ns, part) in time order, neighbours of one part merged (when asked for);
+    #: the array sweep keeps only ``arrays`` and the list is made when first read
+    #: (:func:`_segments`): a tuple per stretch, tens of thousands per NPU, that nothing drawn reads
+    segments: list[tuple[int, int, str]] | None = field(default=None, repr=False)
     #: the segments as arrays (starts, ends, part codes, part names), which drawing reads
     #: (:mod:`simpy_astra.report.columns`); the sweep keeps them, else made when first asked
     arrays: Any = field(default=None, repr=False, compare=False)
@@ -123,6 +125,23 @@ class Breakdown:
     def ordered(self) -> dict[str, int]:
         """The parts in :data:`KNOWN_ORDER` (others after their class), bubble and idle last."""
         return dict(sorted(self.parts.items(), key=lambda kv: part_rank(kv[0])))
+
+
+def _segments(self: Breakdown) -> list[tuple[int, int, str]] | None:
+    """``Breakdown.segments``: the stored list, else made from ``arrays`` when the sweep kept
+    only them (a property set on the dataclass after it is made, so that the field stays one
+    of ``__init__``'s and ``dataclasses.replace``'s)."""
+    if self._segments is None and self.arrays is not None:
+        starts, ends, codes, labels = self.arrays
+        self._segments = list(zip(starts.tolist(), ends.tolist(), [labels[k] for k in codes.tolist()], strict=True))
+    return self._segments
+
+
+def _set_segments(self: Breakdown, value) -> None:
+    self._segments = value
+
+
+Breakdown.segments = property(_segments, _set_segments)  # type: ignore[assignment]
 
 
 def part_rank(name: str) -> tuple[int, int, str]:
@@ -176,15 +195,13 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
         return out
     import numpy as np
 
-    raw = np.stack([np.asarray(ids, dtype=np.int64), np.asarray(starts, dtype=np.int64),
-                    np.asarray(ends, dtype=np.int64)], axis=1)
+    ids, begins, ends = _int64(ids), _int64(starts), _int64(ends)
     if through_last:
-        finish_ns = max(finish_ns, int(raw[:, 2].max(initial=0)))
-    raw = raw[raw[:, 2] > raw[:, 1]]
+        finish_ns = max(finish_ns, int(ends.max(initial=0)))
     if kinds_of is not None:
-        code, kinds = kinds_of(raw[:, 0])
+        code, kinds = kinds_of(ids)
     else:
-        parts = [part_of(nid) for nid in raw[:, 0].tolist()]
+        parts = [part_of(nid) for nid in ids.tolist()]
         kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
         code = np.fromiter(map({kind: k for k, kind in enumerate(kinds)}.__getitem__, parts), np.int64,
                            len(parts))
@@ -196,45 +213,61 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     if finish_ns <= 0:
         return out
     idle = names.setdefault(IDLE, len(names))
-    table = np.stack([kind_class[code], raw[:, 1], raw[:, 2], raw[:, 0], kind_name[code]], axis=1).reshape(-1, 5)
-    table = table[table[:, 0] >= 0]
-    pieces = [_owned(table[table[:, 0] == c], finish_ns) for c in range(4)]
-    edges = np.unique(np.concatenate([np.array([0, finish_ns], dtype=np.int64)]
-                                     + [p[:, k] for p in pieces for k in (0, 1)]))
-    span = np.diff(edges)
-    owner = np.full(len(span), -1, dtype=np.int64)  # row of ``every`` that owns each stretch
-    every = np.concatenate(pieces)
-    first = 0
-    for p in pieces:  # highest class first: a stretch keeps the first owner it gets
-        mark = np.zeros(len(span) + 1, dtype=np.int64)
-        tags = np.arange(first + 1, first + len(p) + 1)  # a class's pieces are disjoint and not
-        mark[np.searchsorted(edges, p[:, 0])] += tags  # empty: no two share a start or an end
-        mark[np.searchsorted(edges, p[:, 1])] -= tags
-        mine = np.cumsum(mark[:-1]) - 1  # pieces of a class are disjoint: one label at a time
-        owner = np.where((owner < 0) & (mine >= 0), mine, owner)
-        first += len(p)
-    owned = owner >= 0
-    part = np.where(owned, every[owner, 3] if len(every) else idle, idle)
-    label = {k: name for name, k in names.items()}
-    found = []  # (first stretch, part, its ns): a few parts, each one masked sum (exact integers)
-    for k, name in label.items():
-        mine = part == k
+    label = list(names)  # code -> part name
+    # by class, then start, then node id: one sort for all; nodes that fill no part (no class,
+    # or no time) as a fifth class, sorted last and never read
+    cls = np.where(ends > begins, kind_class[code], -1)
+    cls[cls < 0] = 4
+    order = np.lexsort((ids, begins, cls))
+    ids, begins, ends, name = ids[order], begins[order], ends[order], kind_name[code[order]]
+    bounds = [0, *np.cumsum(np.bincount(cls, minlength=5)[:4]).tolist()]
+    pieces = [_owned(begins[a:b], ends[a:b], ids[a:b], name[a:b], finish_ns)
+              for a, b in zip(bounds, bounds[1:], strict=False)]
+    edges = np.concatenate([np.array([0, finish_ns], dtype=np.int64)]
+                           + [np.stack((p[0], p[1]), axis=1).ravel() for p in pieces])
+    edges.sort(kind="stable")  # a class's pieces' ends interleaved are in order: a merge of sorted runs
+    edges = edges[np.concatenate(([True], edges[1:] != edges[:-1]))]
+    at = edges[:-1]  # each stretch [edges[i], edges[i + 1]) lies within a piece or outside all of a class's
+    part = np.full(len(at), idle, dtype=np.int64)
+    node = np.zeros(len(at), dtype=np.int64) if shares else None
+    free = np.ones(len(at), dtype=bool)
+    for p_start, p_end, p_node, p_name in pieces:  # highest class first: a stretch keeps its first owner
+        if not len(p_start):
+            continue
+        k = np.searchsorted(p_start, at, side="right") - 1
+        mine = free & (k >= 0) & (at < p_end[k])  # k = -1 reads the last piece, masked out by k >= 0
+        part = np.where(mine, p_name[k], part)
+        if node is not None:
+            node = np.where(mine, p_node[k], node)
+        free &= ~mine
+    cuts = np.flatnonzero(part[1:] != part[:-1]) + 1  # neighbours of one part merged
+    first = np.concatenate(([0], cuts))
+    seg_start, seg_end, seg_part = edges[first], edges[np.concatenate((cuts, [len(part)]))], part[first]
+    held = seg_end - seg_start
+    found = []  # (first segment, part, its ns): a few parts, each one masked sum (exact integers)
+    for k, part_name in enumerate(label):
+        mine = seg_part == k
         if mine.any():
-            found.append((int(mine.argmax()), name, int(span[mine].sum())))
-    out.parts.update((name, ns) for _at, name, ns in sorted(found))  # in order of first appearance
-    if shares and owned.any():
-        node = every[owner[owned], 2]
-        order = np.argsort(node, kind="stable")
-        node, held = node[order], span[owned][order]
-        first_of = np.flatnonzero(np.concatenate(([True], node[1:] != node[:-1])))
-        out.shares.update(zip(node[first_of].tolist(), np.add.reduceat(held, first_of).tolist(), strict=True))
-    if out.segments is not None:
-        cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
-        starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(part)]))
-        out.segments.extend(zip(edges[starts].tolist(), edges[ends].tolist(),
-                                [label[k] for k in part[starts].tolist()], strict=True))
-        out.arrays = (edges[starts], edges[ends], part[starts], [label[k] for k in range(len(label))])
+            found.append((int(mine.argmax()), part_name, int(held[mine].sum())))
+    out.parts.update((part_name, ns) for _at, part_name, ns in sorted(found))  # in order of first appearance
+    if shares and not free.all():
+        owned = ~free
+        owner, span = node[owned], np.diff(edges)[owned]
+        by_node = np.argsort(owner, kind="stable")
+        owner, span = owner[by_node], span[by_node]
+        first_of = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+        out.shares.update(zip(owner[first_of].tolist(), np.add.reduceat(span, first_of).tolist(), strict=True))
+    if segments:
+        out.segments = None  # made from the arrays when first read
+        out.arrays = (seg_start, seg_end, seg_part, label)
     return out
+
+
+def _int64(column):
+    """A column of ints as an int64 array (the recorder's ``array('q')`` without a copy)."""
+    import numpy as np
+
+    return np.asarray(column, dtype=np.int64)
 
 
 def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool) -> Breakdown:
@@ -280,19 +313,18 @@ def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, 
     return out
 
 
-def _owned(rows, finish_ns: int):
-    """One class's rows (class, start, end, node, part) as the stretches its nodes own before
-    ``finish_ns``: (start, end, node, part) rows, disjoint, in time order."""
+def _owned(start, end, node, part, finish_ns: int):
+    """One class's nodes (start, end, node id, part code; by start, then node id) as the
+    stretches they own before ``finish_ns``: (start, end, node, part) arrays, disjoint, in time
+    order. Within a class the instant goes to the node in flight that started first, so each
+    node owns [max(its start, the latest end before it), its end), when that is not empty."""
     import numpy as np
 
-    rows = rows[np.lexsort((rows[:, 3], rows[:, 1]))]  # start, then node id
-    start, end = rows[:, 1], rows[:, 2]
-    before = np.concatenate(([0], np.maximum.accumulate(end)[:-1])) if len(rows) else end
-    keep = end > before
-    start = np.maximum(start, before)[keep]
-    end = np.minimum(end[keep], finish_ns)
-    piece = np.stack([start, end, rows[keep, 3], rows[keep, 4]], axis=1).reshape(-1, 4)
-    return piece[piece[:, 0] < piece[:, 1]]
+    before = np.concatenate(([0], np.maximum.accumulate(end)[:-1])) if len(end) else end
+    start = np.maximum(start, before)
+    end = np.minimum(end, finish_ns)
+    keep = np.flatnonzero((end > before) & (start < end))
+    return start[keep], end[keep], node[keep], part[keep]
 
 
 class Classifier:
@@ -300,13 +332,18 @@ class Classifier:
 
     A node's part depends only on its type and attributes, and the trace reader gives nodes
     (of any rank) with the same attributes one shared ``attrs`` dict, which nobody modifies: a
-    few hundred distinct pairs stand for hundreds of thousands of nodes (a report must cost a
+    few thousand distinct pairs stand for hundreds of thousands of nodes (a report must cost a
     small part of the run, issue 51). The pairs are keyed by the dict's identity, which stays
-    valid while the nodes live; nodes with equal but separate dicts are only classified twice."""
+    valid while the nodes live; nodes with equal but separate dicts are only looked at twice.
+    Each pair is then classified by the values of the few attributes :func:`node_part` reads
+    (:data:`PART_ATTRIBUTES`), once per distinct value, and :meth:`kinds` answers with codes
+    into a list of the few distinct parts."""
 
     def __init__(self, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> None:
         self._names, self._p2p = group_names, p2p_name
-        self._memo: dict[int, tuple[int, str] | None] = {}
+        self._place: dict[tuple[int, str] | None, int] = {}  # (class, part) -> place in _kinds
+        self._kinds: list[tuple[int, str] | None] = []
+        self._by_content: dict[tuple, tuple[int, str] | None] = {}
 
     def graph_kinds(self, nodes: dict[int, Any], ids) -> tuple[Any, list[tuple[int, str] | None]]:
         """:meth:`kinds` of the nodes ``ids`` (an int64 array) of one NPU's ``nodes`` (id ->
@@ -316,6 +353,8 @@ class Classifier:
 
         code, kinds = self.kinds(list(nodes.values()))
         keys = np.fromiter(nodes, np.int64, len(nodes))
+        if len(keys) and keys[0] == 0 and keys[-1] == len(keys) - 1 and (keys[1:] > keys[:-1]).all():
+            return code[ids], kinds  # ids 0 .. n-1 in order (the generators'): an id is its place
         order = np.argsort(keys, kind="stable")
         return code[order[np.searchsorted(keys[order], ids)]], kinds
 
@@ -328,14 +367,36 @@ class Classifier:
         dicts = np.fromiter(map(id, map(attrgetter("attrs"), nodes)), np.int64, count)
         # types from 16 on (and below 0) share code 15: like every type from 8 on, they fill no part
         keys = dicts * 16 + np.where((types >= 0) & (types < 16), types, 15)
-        distinct, first, code = np.unique(keys, return_index=True, return_inverse=True)
-        memo = self._memo
-        kinds = []
-        for key, at in zip(distinct.tolist(), first.tolist(), strict=True):
-            if key not in memo:
-                memo[key] = node_part(nodes[at], self._names, self._p2p)
-            kinds.append(memo[key])
-        return code.reshape(-1), kinds
+        _distinct, first, code = np.unique(keys, return_index=True, return_inverse=True)
+        # each distinct (attributes, type) pair as the values node_part reads, then each
+        # distinct such value classified once; C-level maps, no Python step per pair (a
+        # 3,072-GPU job has over a hundred thousand pairs, a few dozen values)
+        pairs = list(map(nodes.__getitem__, first.tolist()))
+        dicts_of = list(map(attrgetter("attrs"), pairs))
+        what = list(zip(types[first].tolist(), *(map(methodcaller("get", name), dicts_of) for name in PART_ATTRIBUTES),
+                        strict=True))
+        by_content, place, kinds = self._by_content, self._place, self._kinds
+        try:
+            for value in dict.fromkeys(what):
+                if value not in by_content:  # a few dozen in a run: a scan for one node with it
+                    part = by_content[value] = node_part(pairs[what.index(value)], self._names, self._p2p)
+                    if part not in place:
+                        place[part] = len(kinds)
+                        kinds.append(part)
+        except TypeError:  # an unhashable attribute value: each pair classified as it is
+            slots = []
+            for node in pairs:
+                part = node_part(node, self._names, self._p2p)
+                slots.append(place.setdefault(part, len(place)))
+                if slots[-1] == len(kinds):
+                    kinds.append(part)
+            return np.array(slots, dtype=np.int64)[code.reshape(-1)], list(kinds)
+        slot = np.fromiter(map(place.__getitem__, map(by_content.__getitem__, what)), np.int64, len(what))
+        return slot[code.reshape(-1)], list(kinds)
+
+
+#: the attributes :func:`node_part` reads (besides the node's type)
+PART_ATTRIBUTES = ("op_type", "is_cpu_op", "comm_stream", "pg_name")
 
 
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False,

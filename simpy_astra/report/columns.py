@@ -62,13 +62,22 @@ def dominant(segments: list[tuple[int, int, str]] | None, width: int, end_ns: fl
         return []
     if arrays is None and len(segments or ()) * 4 < SMALL_WORK:
         return _dominant_small(segments or [], width, end_ns, classify, past)
+    best, order = dominant_codes(segments, width, end_ns, classify, past, arrays)
+    return ["" if k < 0 else order[k] for k in best.tolist()]
+
+
+def dominant_codes(segments: list[tuple[int, int, str]] | None, width: int, end_ns: float,
+                   classify: Callable[[str], str] | None = None, past: str | None = None, arrays=None):
+    """:func:`dominant` as arrays: (per column the class's place in the list, -1 where nothing
+    fills the column; the classes), for a picture that maps them to colours without a string
+    per pixel column."""
     import numpy as np
 
     bucket = end_ns / width
     edges = np.arange(width + 1, dtype=np.float64) * bucket
     starts, ends, codes, labels = arrays if arrays is not None else as_arrays(segments or [])
     if not len(starts):
-        return [past or ""] * width
+        return np.full(width, 0 if past else -1, dtype=np.int64), [past or ""]
     classes = [p if classify is None else classify(p) for p in labels]
     order = list(dict.fromkeys(classes))
     of_code = np.array([order.index(c) for c in classes])
@@ -93,4 +102,6 @@ def dominant(segments: list[tuple[int, int, str]] | None, width: int, end_ns: fl
             cover[-1] = rest
             order.append(past)
     best = cover.argmax(axis=0)
-    return [order[k] if (past is not None or filled[j] > 0) else "" for j, k in enumerate(best.tolist())]
+    if past is None:
+        best[filled <= 0] = -1
+    return best, order

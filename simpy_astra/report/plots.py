@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.report.breakdown import Breakdown, part_rank
 
 MAX_BARS = 64
+#: the pictures' pixels per inch
+DPI = 110
 MAX_ROWS = 16
 #: fixed colours for the parts the generators name (others take tab20's in turn)
 COLOURS = {
@@ -67,7 +68,7 @@ def _figure(width_in: float, height_in: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width_in, height_in))
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI)
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 
@@ -121,6 +122,24 @@ def _margins(fig, left_in: float, right_in: float, bottom_in: float, top_in: flo
                         bottom=min(bottom_in / height, 0.6), top=1 - min(top_in / height, 0.3))
 
 
+def _axes_width(width_in: float, left_in: float, right_in: float) -> float:
+    """The axes' width in inches once :func:`_margins` has placed them."""
+    return width_in * (1 - min(left_in / width_in, 0.45) - min(right_in / width_in, 0.45))
+
+
+#: room left between two bar labels laid flat (inches)
+LABEL_GAP_IN = 0.1
+
+
+def labels_overlap(labels: list[str], axes_width_in: float) -> bool:
+    """Whether the bars' labels, laid flat under bars spread evenly over ``axes_width_in``,
+    would overlap (the longest, at :data:`CHAR_IN` per character, wider than a bar's slot):
+    then they stand upright."""
+    if not labels:
+        return False
+    return bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > axes_width_in / len(labels))
+
+
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
@@ -129,10 +148,14 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     from matplotlib.ticker import MaxNLocator
 
     bars, xlabel = _bars(breakdowns, roles)
+    labels = [label for label, _b in bars]
     names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
     colours = _colours(names)
     unit, scale = _unit(max(b.finish_ns for _l, b in bars))
-    fig, ax = _figure(min(max(6.0, 0.3 * len(bars) + 3), 30.0), 5.0)
+    width_in = min(max(6.0, 0.3 * len(bars) + 3), 30.0)
+    left_in, right_in = 0.4 + AXIS_IN, 0.5 + CHAR_IN * max(map(len, names), default=1)
+    rotated = labels_overlap(labels, _axes_width(width_in, left_in, right_in))
+    fig, ax = _figure(width_in, 5.0)
     half = (0.8 if len(bars) > 1 else 0.5) / 2
     bottoms = [0.0] * len(bars)
     for name in names:  # one collection per part, not a rectangle per bar: a fraction of the drawing
@@ -145,7 +168,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     ax.set_xlim(-0.5, len(bars) - 0.5)
     ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
     ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels([label for label, _b in bars], rotation=90 if len(bars) > 16 else 0, fontsize=7)
+    ax.set_xticklabels(labels, rotation=90 if rotated else 0, fontsize=7)
     ax.set_xlabel(xlabel)
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
@@ -153,23 +176,29 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     # tick labels on top of the axes (there are none), found by measuring every tick label
     ax.set_title(title or "where each NPU's time went", y=1.0)
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    rotated = len(bars) > 16
-    longest = max((len(label) for label, _b in bars), default=1)
-    _margins(fig, 0.4 + AXIS_IN, 0.5 + CHAR_IN * max(map(len, names), default=1),
-             AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
+    longest = max(map(len, labels), default=1)
+    _margins(fig, left_in, right_in, AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
     return fig
 
 
 @dataclass
 class GanttRow:
-    """One row of timeline.png: an NPU's [0, finish] as (start ns, end ns, part) stretches, in
-    time order, each charged to one part by the breakdown's precedence."""
+    """One row of timeline.png: an NPU's breakdown, whose ``segments`` are its [0, finish] as
+    (start ns, end ns, part) stretches in time order, each charged to one part by the
+    breakdown's precedence (drawing reads their arrays, never the list)."""
 
     label: str
     npu: int
-    segments: list[tuple[int, int, str]]
-    #: the same as arrays (:func:`~simpy_astra.report.columns.as_arrays`), which drawing reads
-    arrays: Any = field(default=None, repr=False, compare=False)
+    breakdown: Breakdown = field(repr=False)
+
+    @property
+    def segments(self) -> list[tuple[int, int, str]]:
+        return self.breakdown.segments or []
+
+    @property
+    def arrays(self):
+        """The segments as :func:`~simpy_astra.report.columns.as_arrays` gives them."""
+        return self.breakdown.segment_arrays()
 
 
 def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[GanttRow]:
@@ -178,13 +207,11 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
     (:func:`~simpy_astra.report.breakdown.replica_stages`): a row per stage. Without it (no
     named groups), a row per distinct breakdown, at most :data:`MAX_ROWS` (the slowest kept)."""
     if replica:
-        return [GanttRow(f"stage {s}: NPU {npu}", npu, list(breakdowns[npu].segments or []),
-                         breakdowns[npu].segment_arrays()) for s, npu in enumerate(replica)]
+        return [GanttRow(f"stage {s}: NPU {npu}", npu, breakdowns[npu]) for s, npu in enumerate(replica)]
     rows = _distinct(breakdowns)
     if len(rows) > MAX_ROWS:  # keep the slowest
         rows = sorted(sorted(rows, key=lambda r: -r[2].finish_ns)[:MAX_ROWS])
-    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, list(b.segments or []),
-                     b.segment_arrays()) for npu, n, b in rows]
+    return [GanttRow(f"NPU {npu}" + (f" (x{n})" if n > 1 else ""), npu, b) for npu, n, b in rows]
 
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
@@ -193,19 +220,20 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     from matplotlib.ticker import MaxNLocator
 
     rows = gantt_rows(breakdowns, replica)
-    names = sorted({labels[c] for row in rows for labels in [_arrays(row)[3]] for c in set(_arrays(row)[2].tolist())},
-                   key=part_rank)
+    names = sorted({row.arrays[3][c] for row in rows for c in _codes(row.arrays[2])}, key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
-    fig, ax = _figure(12.0, 1.2 + _row_in(len(rows)) * len(rows))
-    end = max((row.segments[-1][1] for row in rows if row.segments), default=0)
+    # at least MIN_AXES_IN high: the upright y label of a chart of a row or two fits beside it
+    fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN))
+    end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
         # "none": Agg maps each pixel to a column as "nearest" does, without nearest's resampling
         # pass (a third of the chart's drawing; a pixel in 200 may take its neighbour column)
         ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="none",
                   extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([row.label for row in rows], fontsize=8)
+    labelled = range(0, len(rows), label_every(len(rows)))
+    ax.set_yticks(labelled)
+    ax.set_yticklabels([rows[k].label for k in labelled], fontsize=8 if len(rows) <= MAX_ROWS else 7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
@@ -225,7 +253,16 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
 #: inches per Gantt row up to :data:`MAX_ROWS` rows; past them the chart keeps the height of
 #: that many and its rows get thinner, down to :data:`MIN_ROW_IN` (a 64-stage pipeline would
 #: otherwise be a 30-inch picture, most of whose drawing is scaling the image up to it)
-ROW_IN, MIN_ROW_IN = 0.45, 0.18
+ROW_IN, MIN_ROW_IN = 0.3, 0.15
+MIN_AXES_IN = 1.2
+
+
+def label_every(rows: int) -> int:
+    """Every how many Gantt rows one is labelled: each of up to :data:`MAX_ROWS` rows, past them
+    about :data:`MAX_ROWS` labels spread evenly, from the first row on (a 64-stage pipeline's
+    rows are labelled stage 0, 4, 8, ...: each label is a tick and a text to lay out and draw,
+    most of the chart's cost, issue 51)."""
+    return max(1, -(-rows // MAX_ROWS))
 
 
 def _row_in(rows: int) -> float:
@@ -238,12 +275,11 @@ GANTT_COLUMNS = 2000
 ROW_LINES = 5
 
 
-def _arrays(row: GanttRow):
-    if row.arrays is None:
-        from simpy_astra.report.columns import as_arrays
+def _codes(codes) -> list[int]:
+    """The distinct part codes of a row's stretches."""
+    import numpy as np
 
-        row.arrays = as_arrays(row.segments)
-    return row.arrays
+    return np.unique(codes).tolist()
 
 
 def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
@@ -253,7 +289,7 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
     import numpy as np
     from matplotlib.colors import to_rgba
 
-    from simpy_astra.report.columns import dominant
+    from simpy_astra.report.columns import dominant_codes
 
     names = ["", *colours]  # "": transparent
     palette = (np.array([(0.0, 0.0, 0.0, 0.0)] + [to_rgba(colours[n]) for n in names[1:]]) * 255).round()
@@ -261,9 +297,11 @@ def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
     index = {name: k for k, name in enumerate(names)}
     image = np.zeros((len(rows) * ROW_LINES, GANTT_COLUMNS, 4), dtype=np.uint8)
     for y, row in enumerate(rows):
-        cells = dominant(None, GANTT_COLUMNS, end_ns, arrays=_arrays(row))
-        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[np.fromiter(map(index.__getitem__, cells), np.intp,
-                                                                           len(cells))]
+        best, order = dominant_codes(None, GANTT_COLUMNS, end_ns, arrays=row.arrays)
+        # a part the row names but never shows wins no column (it fills none): any colour will do;
+        # the last entry is for -1, a column nothing fills: transparent
+        colour_of = np.array([index.get(name, 0) for name in order] + [0], dtype=np.intp)
+        image[y * ROW_LINES + 1:(y + 1) * ROW_LINES] = palette[colour_of[best]]
     return image
 
 
@@ -274,11 +312,21 @@ def _save(fig, path: str) -> None:
     legend = ax.get_legend() or (fig.legends[0] if fig.legends else None)
     names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
     from simpy_astra.infra import files
 
+    canvas = fig.canvas
+    canvas.draw()
+    # the figure is opaque: RGB, not matplotlib's RGBA, is the same picture in three quarters of
+    # the bytes to filter and compress (zlib level 1: a fraction of the default level's time)
+    image = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    text = PngInfo()
+    text.add_text("Title", ax.get_title())
+    text.add_text("Description", description)
     with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
-        fig.savefig(f, format="png", dpi=110, metadata={"Title": ax.get_title(), "Description": description},
-                    pil_kwargs={"compress_level": 1})  # zlib level 1: same pixels, a fraction of the time
+        image.convert("RGB").save(f, format="png", pnginfo=text, compress_level=1, dpi=(DPI, DPI))
 
 
 #: the files ``--plots DIR`` writes into DIR

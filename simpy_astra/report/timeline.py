@@ -145,8 +145,9 @@ def _cells(breakdown, bucket_ns: float, width: int) -> list[str]:
     """The class that filled most of each bucket of one NPU's timeline (idle past its finish)."""
     from simpy_astra.report.columns import dominant
 
-    return dominant(breakdown.segments, width, bucket_ns * width, classify=part_class, past="idle",
-                    arrays=breakdown.arrays)
+    arrays = breakdown.arrays
+    return dominant(breakdown.segments if arrays is None else None, width, bucket_ns * width,
+                    classify=part_class, past="idle", arrays=arrays)
 
 
 def _span_text(ns: float) -> str:
