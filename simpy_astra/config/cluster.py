@@ -170,9 +170,9 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "nccl_latency_scale": (0, 1000, "NCCL's Simple latency x this, as calibrate --nccl-algo fits it"),
     "nccl_launch_us": (0, 1e6, "microseconds, one NCCL call's fixed cost, as calibrate --nccl-algo fits it"),
 }
-#: node values a preset may leave out, and what they are then
 #: node keys that may be 0 (a cost a machine can be without)
 NODE_MAY_BE_ZERO = frozenset({"nccl_launch_us"})
+#: node values a preset may leave out, and what they are then
 NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1, "nccl_launch_us": 0}
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE
+from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
 from simpy_astra.engine.nccl_tuning import Links, Shape, choose, predict_us
 from simpy_astra.network.rails import Rails
@@ -49,7 +49,7 @@ class NcclAllReduce:
     def algorithm(self, shape: Shape, size_bytes: int) -> str:
         return self.forced or choose(self.links, shape, size_bytes)
 
-    def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = "all_reduce") -> int:
+    def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = ALL_REDUCE) -> int:
         """NCCL's time for ``kind`` on ``members``: an all-reduce by the chosen algorithm; a
         reduce-scatter or all-gather by NCCL's ring, which moves half an all-reduce's bytes in
         half its steps for one call's fixed cost (``size_bytes`` is the whole buffer of a
@@ -78,7 +78,7 @@ class NcclAllReduce:
 
 
 #: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)
-TIMED = frozenset(("all_reduce", "reduce_scatter", "all_gather"))
+TIMED = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER))
 
 
 class NcclRendezvous:
@@ -100,7 +100,7 @@ class NcclRendezvous:
         self._busy_until: dict[tuple[int, ...], int] = {}  # when each group's last collective ends
 
     def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int,
-              kind: str = "all_reduce") -> None:
+              kind: str = ALL_REDUCE) -> None:
         """NPU ``npu`` issues collective node ``node_id`` (one of :data:`TIMED`);
         ``npu.complete_soon(node_id)`` is called when it is done."""
         members = self.timing.group(npu.npu_id, dims, involved)

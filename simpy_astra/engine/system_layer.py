@@ -146,7 +146,7 @@ class Phase:
     def _sent(self, arrived: Signal) -> None:
         """A send arrived (in the network's event): fire its event if someone waits on it in
         place; native algorithms never do, and then it is only settled (the SimPy fields
-        stay in ``engine.py``). A bound method of the phase, so that a stall report can say
+        stay in ``engine/events.py``). A bound method of the phase, so that a stall report can say
         which phase sent."""
         if arrived.resume is not None:
             arrived.fire()
