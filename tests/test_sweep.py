@@ -623,6 +623,8 @@ def test_a_failing_points_error_names_the_sweep_and_field_not_a_temporary_file(t
     ({"minimise": "finish_ns.real"}, ("minimise", "'finish_ns.real'", "not allowed")),
     ({"minimise": "'fast'"}, ("minimise", "must give a number (got 'fast')")),
     ({"minimise": "finish_ns +"}, ("minimise", "not a valid expression")),
+    ({"minimise": "finsh_ns"}, ("minimise", "did you mean 'finish_ns' for 'finsh_ns'?")),
+    ({"constraints": ["bandwidth = 50"]}, ("constraints[0]", "not a valid expression", "compare with '=='")),
     ({"minimise": "(4000000**4000000)*(4000000**4000000)"}, ("minimise", "beyond 2**1024")),
     ({"report": ["finish_ns", "ord(finish_ns)"]}, ("report[1]", "unknown name(s) ['ord']")),
     ({"report": ["finish_ns < 'x'"]}, ("report[0]", "cannot be evaluated", "TypeError")),

@@ -11,8 +11,10 @@ powers: an integer result may not exceed :data:`MAX_BITS` bits, so an expression
 from __future__ import annotations
 
 import ast
+import difflib
 import math
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -176,12 +178,16 @@ def parse_expression(text: Any, where: str, known: set[str]) -> Expression:
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        hint = ("; compare with '==', not '='" if re.search(r"(?<![=!<>])=(?!=)", text) else "")
         raise InputError(f"{where}: '{text}' is not a valid expression "
-                         f"({getattr(exc, 'msg', None) or type(exc).__name__})") from None
+                         f"({getattr(exc, 'msg', None) or type(exc).__name__}){hint}") from None
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
     unknown = names - known
     if unknown:
-        raise InputError(f"{where}: '{text}' uses unknown name(s) {sorted(unknown)}; "
+        near = [f"'{close[0]}' for '{name}'" for name in sorted(unknown)
+                if (close := difflib.get_close_matches(name, known, n=1, cutoff=0.6))]
+        guess = f"; did you mean {', '.join(near)}?" if near else ""
+        raise InputError(f"{where}: '{text}' uses unknown name(s) {sorted(unknown)}{guess}; "
                          f"known: {', '.join(sorted(known))}")
     _check_tree(tree, text, where)
     return Expression(text.strip(), frozenset(names))
