@@ -82,7 +82,8 @@ def spearman(xs: list[float], ys: list[float]) -> float:
 def score(rows: list[dict], json_path: str | None = None) -> float:
     """Run ``rows``, print each against its published time and return the mean |error|."""
     results = []
-    print(f"{'model':>8} {'GPUs':>5} {'pub s':>7} {'sim s':>7} {'error':>7} {'pub TF':>6} {'sim TF':>6} "
+    w = max(8, *(len(r["model"]) for r in rows))
+    print(f"{'model':>{w}} {'GPUs':>5} {'pub s':>7} {'sim s':>7} {'error':>7} {'pub TF':>6} {'sim TF':>6} "
           f"{'MFU':>5} {'wall s':>6}")
     with tempfile.TemporaryDirectory() as folder:
         for row in rows:
@@ -91,7 +92,7 @@ def score(rows: list[dict], json_path: str | None = None) -> float:
             err = t / row["seconds"] - 1
             tf = data["training"]["tflops_per_gpu"]
             results.append({**row, "predicted_s": t, "error": err, "predicted_tflops": tf, "wall_s": wall})
-            print(f"{row['model']:>8} {row['gpus']:>5} {row['seconds']:>7.3f} {t:>7.3f} {err:>+7.1%} "
+            print(f"{row['model']:>{w}} {row['gpus']:>5} {row['seconds']:>7.3f} {t:>7.3f} {err:>+7.1%} "
                   f"{row['tflops']:>6.0f} {tf:>6.1f} {data['training']['mfu']:>5.1%} {wall:>6.1f}", flush=True)
     errors = [abs(r["error"]) for r in results]
     rho = spearman([r["tflops"] for r in results], [r["predicted_tflops"] for r in results])
