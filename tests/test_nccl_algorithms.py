@@ -46,10 +46,19 @@ RANGES = {
 NO_LL128 = {"oci-a100-2node-roce": ("tree",)}
 #: rows of a first call or a stall: the same size's in-place time is a third or less (24.70 and 25.90 us)
 OUTLIERS = {"hgx-h100-2node-ib": {8, 256}}
-#: the worst |error| outside the ranges (outliers aside), measured on this model;
-#: the model before protocols were chosen as NCCL chooses them and the call's fixed cost was
-#: fitted was 40%, 226% and 59% off there
-OUTSIDE_WORST = {"dgx-a100-superbench": 0.26, "hgx-h100-2node-ib": 0.25, "oci-a100-2node-roce": 0.19}
+#: sizes outside the ranges by band: up to 64 KiB (LL), 128 KiB to 8 MiB (LL, LL128, the first
+#: NVLS sizes), from 16 MiB (Simple and LL128 short of the ranges)
+BANDS = {"small": (1, 64 * 1024), "middle": (128 * 1024, 8 * MIB), "large": (16 * MIB, 1 << 62)}
+#: the worst |error| of each band outside the ranges (outliers aside), measured on this model
+#: (NCCL's channel rule changes none of them: at the sizes a protocol is chosen the channels
+#: are all running, or the logs' times do not follow their count); the model before protocols
+#: were chosen as NCCL chooses them and the call's fixed cost was fitted was 40%, 226% and 59%
+#: off outside the ranges
+OUTSIDE_WORST = {
+    "dgx-a100-superbench": {"small": 0.045, "middle": 0.26, "large": 0.05},
+    "hgx-h100-2node-ib": {"small": 0.16, "middle": 0.245, "large": 0.085},
+    "oci-a100-2node-roce": {"small": 0.185, "middle": 0.18, "large": 0.04},
+}
 
 
 def _fit(name: str) -> dict:
@@ -73,13 +82,15 @@ def test_each_algorithm_matches_its_log_where_nccl_uses_it(name):
 @pytest.mark.parametrize("name", sorted(RANGES))
 def test_outside_the_ranges_nccl_choice_and_times(name):
     """Every other size of the log (whose algorithm the log does not show): the time of the
-    algorithm and protocol NCCL's estimate picks, within the measured worst error."""
+    algorithm and protocol NCCL's estimate picks, within the measured worst error of its band."""
     report = _fit(name)
     rows = {row["size_bytes"]: row for row in report["outside"]}
     assert len(rows) + len(report["sizes"]) == len({r["size_bytes"] for r in report["outside"] + report["sizes"]})
     judged = [row for size, row in rows.items() if size not in OUTLIERS.get(name, ())]
-    assert judged
-    assert max(abs(row["error"]) for row in judged) <= OUTSIDE_WORST[name], min(judged, key=lambda r: -abs(r["error"]))
+    assert {band for band, (lo, hi) in BANDS.items() for row in judged if lo <= row["size_bytes"] <= hi} == set(BANDS)
+    for band, (lo, hi) in BANDS.items():
+        worst = max((row for row in judged if lo <= row["size_bytes"] <= hi), key=lambda r: abs(r["error"]))
+        assert abs(worst["error"]) <= OUTSIDE_WORST[name][band], (band, worst)
 
 
 def test_calibrate_writes_nccl_json(tmp_path):
