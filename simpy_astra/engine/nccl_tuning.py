@@ -109,7 +109,7 @@ class Links:
     #: the fixed cost of one call (kernel launch, host), us: on top of every algorithm's time
     launch_us: float = 0.0
     #: NCCL's channels (rings, and both trees of the double binary tree): 32 on 8-GPU NVSwitch
-    #: nodes with 8 or more NICs (MAXCHANNELS)
+    #: nodes with 8 or more NICs (MAXCHANNELS); a small buffer runs on fewer (:func:`channels`)
     channels: int = 32
     #: what each tree chunk smaller than NCCL's full one costs a channel, us (fitted): the full
     #: chunks hide their per-chunk work behind the transfer, the halved ones do not
