@@ -7,8 +7,9 @@ The machine comes from the network YAML as cluster presets state it: dimension 0
 = one GPU's NIC); NVLS where the log's GPUs are NVSwitch-3 ones (H100 and later). For each
 range, the algorithm's bandwidth share and latency scale are fitted on every other size
 (:func:`simpy_astra.engine.nccl_tuning.fit`); every size of the range is then predicted by NCCL's
-choice, and the report says, per size, whether it was fitted or held out, the error, and
-whether the choice is the algorithm the range names.
+choice, and the report says, per size, whether it was fitted or held out, the error,
+whether the choice is the algorithm the range names, and the channels and threads NCCL runs
+it on there (:func:`simpy_astra.engine.nccl_tuning.channels`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from dataclasses import replace
 from typing import Any
 
 from simpy_astra.config.cluster import has_nvls
-from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links, Shape, choose, fit, fit_launch, predict_us
+from simpy_astra.engine.nccl_tuning import (
+    ALGORITHMS,
+    Links,
+    Shape,
+    channels,
+    choose,
+    fit,
+    fit_launch,
+    predict_us,
+)
 from simpy_astra.errors import InputError
 
 GIB_IN_GB = 2**30 / 1e9
@@ -98,5 +108,7 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
 def _row(links: Links, shape: Shape, size: int, measured: float, algo: str | None, role: str) -> dict[str, Any]:
     chosen = choose(links, shape, size)
     predicted, proto = predict_us(links, shape, chosen, size)
-    return {"size_bytes": size, "algorithm": algo, "chosen": chosen, "protocol": proto, "measured_us": measured,
-            "predicted_us": round(predicted, 3), "error": round(predicted / measured - 1, 5), "role": role}
+    nc, nt = channels(links, shape, chosen, proto, size)
+    return {"size_bytes": size, "algorithm": algo, "chosen": chosen, "protocol": proto, "channels": nc, "threads": nt,
+            "measured_us": measured, "predicted_us": round(predicted, 3), "error": round(predicted / measured - 1, 5),
+            "role": role}

@@ -96,7 +96,8 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
         out.line(f"nccl: the call's fixed cost {nccl['launch_us']:g} us (fitted on sizes up to 4 KiB)")
     for row in sorted((nccl or {}).get("sizes", []) + (nccl or {}).get("outside", []), key=lambda r: r["size_bytes"]):
         out.line(f"nccl {row['algorithm'] or '-'} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
-                 f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}), "
+                 f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}, "
+                 f"{row['channels']} channels x {row['threads']} threads), "
                  f"{100 * row['error']:+.1f}%")
     for coll, choice in (algorithms or {}).items():
         out.line(f"{coll}: {choice['implementation']}, {choice['source']}")

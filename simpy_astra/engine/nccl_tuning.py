@@ -72,6 +72,17 @@ FILL_SHARE = 0.5
 #: (down to 128, 64, 32 KiB) while a channel would get fewer than 8, 4, 1 x the tree's depth chunks
 TREE_CHUNK_MAX = 512 * 1024
 TREE_CHUNK_STEPS = ((8, 128 * 1024), (4, 64 * 1024), (1, 32 * 1024))
+#: enqueue.cc (topoGetAlgoInfo): the threads a channel runs each protocol with at most (device.h's
+#: NCCL_LL_MAX_NTHREADS, NCCL_LL128_MAX_NTHREADS, NCCL_SIMPLE_MAX_NTHREADS), and the bytes each
+#: thread must have before NCCL adds a channel or a thread (comm.h's *_THREAD_THRESHOLD; the
+#: ring's LL one x the ranks, tuning.cc)
+MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
+THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
+#: enqueue.cc: NVLS runs on NCCL's NVLS channels (16 by default) whatever the size, with all of
+#: a block's threads (NCCL_MAX_NTHREADS); a warp has 32
+NVLS_CHANNELS = 16
+BLOCK_THREADS = 640
+WARP = 32
 #: tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], 64 B to 256 MiB: NCCL applies it
 #: below 512 MiB only (``logSize < 23`` in every release since 2.8)
 TREE_CORRECTION = (
@@ -98,7 +109,7 @@ class Links:
     #: the fixed cost of one call (kernel launch, host), us: on top of every algorithm's time
     launch_us: float = 0.0
     #: NCCL's channels (rings, and both trees of the double binary tree): 32 on 8-GPU NVSwitch
-    #: nodes with 8 or more NICs (MAXCHANNELS)
+    #: nodes with 8 or more NICs (MAXCHANNELS); a small buffer runs on fewer (:func:`channels`)
     channels: int = 32
     #: what each tree chunk smaller than NCCL's full one costs a channel, us (fitted): the full
     #: chunks hide their per-chunk work behind the transfer, the halved ones do not
@@ -193,13 +204,35 @@ def _latency_us(shape: Shape, algo: str, p: int) -> float:
     return intra + (2 * int(math.log2(m)) * inter if m > 1 else 0.0)  # nvls
 
 
+def channels(links: Links, shape: Shape, algo: str, proto: str, size_bytes: int) -> tuple[int, int]:
+    """(channels, threads per channel) NCCL runs ``algo`` with ``proto`` on for ``size_bytes``
+    (enqueue.cc, ``topoGetAlgoInfo``): while a thread of every channel would get fewer bytes than
+    the protocol's threshold, a channel is dropped, down to one, then that channel's threads
+    halved while a multiple of 128 (so a small buffer runs on few SMs, each thread busy); Simple
+    then gets an extra warp on a ring and four on a tree, at least three warps run, and a tree
+    always runs a whole block. NVLS runs on its own channels, all threads, at any size."""
+    if algo == "nvls":
+        return NVLS_CHANNELS, BLOCK_THREADS
+    nc, nt = links.channels, MAX_THREADS[proto]
+    threshold = THREAD_THRESHOLD[proto] * (shape.ranks if algo == "ring" and proto == "LL" else 1)
+    while size_bytes < nc * nt * threshold and nc >= 2:
+        nc -= 1
+    while size_bytes < nc * nt * threshold and nt % 128 == 0:
+        nt //= 2
+    if proto == "Simple":
+        nt += WARP if algo == "ring" else 4 * WARP
+    nt = max(nt, 3 * WARP)
+    return nc, BLOCK_THREADS if algo == "tree" else nt
+
+
 def tree_chunk_bytes(links: Links, shape: Shape, size_bytes: int) -> int:
-    """The chunk NCCL's tree moves ``size_bytes`` in with Simple (enqueue.cc), its depth being
-    ``k - 1 + log2 m`` (connect.cc)."""
+    """The chunk NCCL's tree moves ``size_bytes`` in with Simple (enqueue.cc) on the channels it
+    runs (:func:`channels`), its depth being ``k - 1 + log2 m`` (connect.cc)."""
     depth = shape.per_node - 1 + int(math.log2(shape.nodes))
+    nc, _ = channels(links, shape, "tree", "Simple", size_bytes)
     chunk = TREE_CHUNK_MAX
     for per_depth, floor in TREE_CHUNK_STEPS:
-        while size_bytes // (links.channels * chunk) < depth * per_depth and chunk > floor:
+        while size_bytes // (nc * chunk) < depth * per_depth and chunk > floor:
             chunk //= 2
     return chunk
 
@@ -209,7 +242,7 @@ def _halved_chunks(links: Links, shape: Shape, algo: str, proto: str, size_bytes
     across nodes; 0 otherwise)."""
     if algo != "tree" or proto != "Simple" or shape.nodes < 2:
         return 0.0
-    per_channel = size_bytes / links.channels
+    per_channel = size_bytes / channels(links, shape, algo, proto, size_bytes)[0]
     return per_channel / tree_chunk_bytes(links, shape, size_bytes) - per_channel / TREE_CHUNK_MAX
 
 
