@@ -429,6 +429,38 @@ def test_fp8_linear_gemm_runs_at_the_fp8_rate_on_one_byte_operands():
     assert gemm_seconds(toy8, 256, 256, 1024, element_bytes=1, fp8=True) == pytest.approx(expected, rel=1e-12)
 
 
+FP8 = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 2 "
+       "--bf16 --fp8-format hybrid --vocab-size 128")
+
+
+def _elementwise_s(args: str, backward: bool) -> float:
+    """One layer's elementwise kernel time, forward or backward, on the toy GPU with fp8."""
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+
+    model = ChunkModel(parse(args, 1), Gpu(**{**TOY.__dict__, "fp8_tflops": 2.0}))
+    steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
+    return sum(s.seconds.get("elementwise", 0.0) for s in steps if isinstance(s, Compute))
+
+
+def test_fp8_current_scaling_reads_each_cast_tensor_once_more_for_its_amax():
+    """T = 2 x 512 tokens, h = 1024, 4h MLP, tp 1: a layer's fp8 GEMMs read five inputs forward
+    (QKV's T x h after the layer norm, the projection's T x h, fc1's T x h after the layer norm,
+    fc2's T x 4h after GeLU) and four output gradients backward (T x h, 3 T x h, T x h, 4 T x h).
+    Delayed scaling: the unfused casts move 4 B an element, the three fused ones nothing.
+    Current scaling (--fp8-recipe tensorwise): an unfused cast reads its tensor once more for
+    the amax (6 B), a fused one becomes a cast kernel of its own (4 B, one more launch)."""
+    th = 2 * 512 * 1024
+    rate = 1e6 * 1e9 * 0.5  # the toy GPU's HBM x memory efficiency, B/s
+    current = FP8 + " --fp8-recipe tensorwise"
+    fwd = _elementwise_s(current, False) - _elementwise_s(FP8, False)
+    assert fwd == pytest.approx((2 * th + 4 * (th + th + 4 * th)) / rate + 3 * 2e-6, rel=1e-9)
+    bwd = _elementwise_s(current, True) - _elementwise_s(FP8, True)
+    assert bwd == pytest.approx(2 * (th + 3 * th + th + 4 * th) / rate, rel=1e-9)
+    assert _elementwise_s(FP8 + " --fp8-recipe delayed", True) == _elementwise_s(FP8, True)
+    with pytest.raises(InputError, match=r"--fp8-recipe mxfp8: only delayed and tensorwise"):
+        parse(FP8 + " --fp8-recipe mxfp8", 1)
+
+
 ZERO = ("--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 1024 --micro-batch-size 2 "
         "--global-batch-size 4 --bf16 --vocab-size 128 --use-distributed-optimizer")
 

@@ -127,6 +127,10 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--fp16", help="fp16 weights, activations and messages")
     _bool(p, "--bf16", help="bf16 (gradients reduced in fp32)")
     i("--fp8-format", default=None, choices=("e4m3", "hybrid"), help="fp8 GEMMs (Transformer Engine)")
+    i("--fp8-recipe", default="delayed", choices=("delayed", "tensorwise", "mxfp8", "blockwise", "custom"),
+      help="fp8 scaling: delayed (default; scale from the amax history) or tensorwise (current "
+           "scaling: each cast first reads its tensor for the amax); mxfp8, blockwise, custom are not "
+           "modelled")
     _bool(p, "--checkpoint-activations", help="full recomputation of every layer (2021 name)")
     i("--checkpoint-num-layers", type=int, default=1, help="layers per checkpoint (2021 name)")
     i("--recompute-granularity", choices=("full", "selective"), default=None,
@@ -289,6 +293,9 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     if len(cp_comm) > 1 or "a2a+p2p" in cp_comm:
         raise InputError(f"{where}: args: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
                          f"or a2a for every layer is modelled")
+    if a.fp8_recipe not in ("delayed", "tensorwise"):
+        raise InputError(f"{where}: args: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
+                         f"current) scaling are modelled")
     experts = a.num_experts or 0
     ep = a.expert_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
@@ -305,7 +312,9 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         ffn_hidden=ffn, swiglu=a.swiglu, seq=a.seq_length, vocab=vocab,
         tied_embeddings=not a.untie_embeddings_and_output_weights, micro_batch=a.micro_batch_size,
         global_batch=global_batch, tp=tp, pp=pp, cp=cp, dp=dp, virtual_stages=virtual,
-        precision=precision, fp8=a.fp8_format is not None, recompute=recompute, recompute_method=method,
+        precision=precision, fp8=a.fp8_format is not None,
+        fp8_current_scaling=a.fp8_format is not None and a.fp8_recipe == "tensorwise",
+        recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",

@@ -52,6 +52,7 @@ class MegatronJob:
     virtual_stages: int  # model chunks per pipeline stage (1: plain 1F1B)
     precision: str  # "fp16" | "bf16" | "fp32"
     fp8: bool
+    fp8_current_scaling: bool  # --fp8-recipe tensorwise: each cast's scale from its tensor's own amax
     recompute: str  # "none" | "full" | "selective"
     recompute_method: str  # "uniform" | "block"
     recompute_layers: int

@@ -68,8 +68,20 @@ class ChunkModel:
         2 B and writes 2 x 1 B an element and records the tensor's amax for its scaling.
         Where TE fuses the cast into the kernel before (the layer norm of LayerNormLinear, the
         activation of LayerNormMLP: ``fused``) that kernel writes the fp8 pair instead of its
-        bf16 output and the cast costs nothing."""
-        if self.job.fp8 and not (fused and self.job.transformer_engine):
+        bf16 output and the cast costs nothing.
+
+        With current scaling (``--fp8-recipe tensorwise``) the scale is the tensor's own amax,
+        known only once the whole tensor is read: an unfused cast first reads the tensor for its
+        amax (2 B more, 6 B an element), and a fused one is split -- the kernel before writes
+        its bf16 output with the amax and a separate cast reads it (4 B; TE's
+        ``FUSED_NORM_AMAX_FP8`` and its activations' ``quantize_with_amax``)."""
+        job = self.job
+        if not job.fp8:
+            return
+        fused = fused and job.transformer_engine
+        if job.fp8_current_scaling:
+            b.add("elementwise", streaming_seconds(self.gpu, elements * (4 if fused else 6)))
+        elif not fused:
             b.add("elementwise", streaming_seconds(self.gpu, elements * 4))
 
     def _linear_fwd(self, b: _Builder, n_in: int, n_out: int, fused_cast: bool = False) -> float:

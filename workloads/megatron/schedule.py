@@ -412,8 +412,9 @@ class StageSchedule:
         shard = params // replicas if job.distributed_optimizer else params
         extra = 6 if job.precision == "fp16" and self.job.grad_bytes == 2 else 0  # fp16 grads made fp32
         # fp8: Transformer Engine casts each weight to fp8 (both layouts) once a step, in
-        # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter
-        weights = params * 4 if job.fp8 else 0
+        # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter (current
+        # scaling reads it once more first, for its amax)
+        weights = params * (6 if job.fp8_current_scaling else 4) if job.fp8 else 0
         self.compute("optimizer.step", {"optimizer": streaming_seconds(
             self.gpu, shard * (ADAM_BYTES_PER_PARAM + extra) + weights)})
         if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
