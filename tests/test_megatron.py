@@ -433,11 +433,11 @@ FP8 = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 
        "--bf16 --fp8-format hybrid --vocab-size 128")
 
 
-def _elementwise_s(args: str, backward: bool) -> float:
+def _elementwise_s(args: str, backward: bool, gpus: int = 1) -> float:
     """One layer's elementwise kernel time, forward or backward, on the toy GPU with fp8."""
     from simpy_astra.workloads.megatron.layers import ChunkModel
 
-    model = ChunkModel(parse(args, 1), Gpu(**{**TOY.__dict__, "fp8_tflops": 2.0}))
+    model = ChunkModel(parse(args, gpus), Gpu(**{**TOY.__dict__, "fp8_tflops": 2.0}))
     steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
     return sum(s.seconds.get("elementwise", 0.0) for s in steps if isinstance(s, Compute))
 
@@ -457,6 +457,12 @@ def test_fp8_current_scaling_reads_each_cast_tensor_once_more_for_its_amax():
     bwd = _elementwise_s(current, True) - _elementwise_s(FP8, True)
     assert bwd == pytest.approx(2 * (th + 3 * th + th + 4 * th) / rate, rel=1e-9)
     assert _elementwise_s(FP8 + " --fp8-recipe delayed", True) == _elementwise_s(FP8, True)
+    # tp 2 with sequence parallelism: the layer norms (and the casts fused into them) run on
+    # each rank's T/2 tokens before the all-gather; the projection's input is T x h/2 and
+    # fc2's T x 2h
+    sp = FP8 + " --tensor-model-parallel-size 2 --sequence-parallel"
+    fwd = _elementwise_s(sp + " --fp8-recipe tensorwise", False, 2) - _elementwise_s(sp, False, 2)
+    assert fwd == pytest.approx((2 * th / 2 + 4 * (th / 2 + th / 2 + 2 * th)) / rate + 3 * 2e-6, rel=1e-9)
     with pytest.raises(InputError, match=r"--fp8-recipe mxfp8: only delayed and tensorwise"):
         parse(FP8 + " --fp8-recipe mxfp8", 1)
 

@@ -85,7 +85,9 @@ class ChunkModel:
             b.add("elementwise", streaming_seconds(self.gpu, elements * 4))
 
     def _linear_fwd(self, b: _Builder, n_in: int, n_out: int, fused_cast: bool = False) -> float:
-        self._fp8_cast(b, self.tokens * n_in, fused_cast)
+        """``fused_cast``: the input is the layer norm's output, cast where the norm runs (on
+        this rank's 1/tp of the tokens with sequence parallelism, before the all-gather)."""
+        self._fp8_cast(b, (self.norm_tokens if fused_cast else self.tokens) * n_in, fused_cast)
         seconds = self._linear(self.tokens, n_out, n_in)
         b.add("gemm", seconds)
         return seconds
@@ -212,7 +214,7 @@ class ChunkModel:
         """The MLP's kernels; returns the time of its last (row-parallel) GEMM."""
         job, h = self.job, self.job.hidden
         t = self.tokens if tokens is None else tokens
-        self._fp8_cast(b, t * h, fused=True)
+        self._fp8_cast(b, (self.norm_tokens if tokens is None else t) * h, fused=True)  # after the norm
         b.add("gemm", self._linear(t, (2 if job.swiglu else 1) * ffn, h))
         b.wait("fc1.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
         if job.swiglu:
