@@ -655,6 +655,26 @@ def test_nemo_fp8_table_rows_on_a_few_gpus(tmp_path, monkeypatch):
     assert sum(errors) / len(errors) <= 0.10
 
 
+def test_bridge_h100_llama3_70b_row_on_64_gpus(tmp_path, monkeypatch):
+    """Megatron-Bridge's published Llama 3 70B FP8 (current scaling) row on 64 DGX H100 GPUs
+    (25.11: tp 4, pp 8, 5 virtual stages), the quickest row of benchmarks/bridge_h100.py; nothing
+    was fitted on it. Measured +18.4%: the recipe's uneven pipeline layout (one layer moved off
+    the last, output-layer chunk) is not modelled and is worth about 7 points of it, so the bound
+    is 25%, a guard against regressions rather than the 15% of the NeMo rows."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from bridge_h100 import read_table
+        from megatron_sc21 import predict
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    row = read_table("")[0]
+    assert row["model"] == "LLAMA3-70B FP8-CS 25.11" and row["gpus"] == 64
+    data, _ = predict(row, str(tmp_path))
+    error = data["iteration_time_ns"] / 1e9 / row["seconds"] - 1
+    assert abs(error) < 0.25, error
+
+
 def _comms(args: str, gpus: int, backward: bool = False) -> list[tuple[str, int, int, bool]]:
     """(label, kind, bytes, beside the next compute) of one layer's collectives."""
     from simpy_astra.workloads.megatron.layers import ChunkModel

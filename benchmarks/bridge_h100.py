@@ -1,0 +1,99 @@
+"""Megatron-Bridge's published pre-training rows on DGX H100, predicted (a second held-out check
+of the FP8 path, two years of software after NeMo 24.07's: Llama 3 70B and Llama 3.1 405B).
+
+Source: ``NVIDIA-NeMo/Megatron-Bridge``, ``docs/performance-summary-archive.md`` at commit
+``067f987df03b8355b03192d88d70f1709fedf51a`` (last changed by ``4ab94dfad``, the 26.08 summary;
+the 25.11 section is also in ``docs/performance-summary.md`` at ``00b7660be025``). Of its DGX-H100
+pre-training rows the dense ones with a public architecture are two configurations of Llama 3
+70B and two of Llama 3.1 405B, all FP8; each is taken from the newest release that published
+it (the other releases' figures for the same configuration lie within 4% for 70B and 8% for
+405B of the one taken: software, not configuration). There is no dense BF16 row on H100.
+Left out: Llama 3 8B (FSDP, not modelled), the MoE models (DeepSeek V3, Qwen3 30B-A3B and
+235B-A22B, GPT-OSS 120B -- the only BF16 H100 row -- with sliding-window attention and sinks,
+Nemotron 3, Kimi K2) and the SFT and LoRA rows (fine-tuning, not pre-training). The seconds
+per step are ``global batch x sequence / (tokens/s per GPU x GPUs)``.
+
+Each row runs as the recipe that produced it runs (``src/megatron/bridge/perf_recipes/llama/
+h100/llama3.py`` ``llama3_70b_pretrain_64gpu_h100_fp8cs_config`` at ``56ae11dfffeb`` and
+``llama31.py`` ``llama31_405b_pretrain_1024gpu_h100_fp8cs_config`` at ``cce4953735489``; for
+25.11, ``scripts/performance/configs/llama/llama3*_workload_base_configs.py`` at ``5776a6d90b4d``
+with the same parallelism): FP8 hybrid with per-tensor current scaling
+(``bf16_with_fp8_current_scaling_mixed``, first and last layers in FP8 too: ``--fp8-recipe
+tensorwise``), no recomputation
+(``recompute_granularity = None``), no dropout (the Hugging Face Llama configs), the
+distributed optimizer with overlapped gradient reduce and parameter gather, sequence
+parallelism with TP communication overlap (userbuffers). Not expressed here, each a small
+effect but the last: the FP8 parameter all-gather and bf16 gradient reduce
+(``fp8_param_gather``, ``grad_reduce_in_fp32 = False``: the data-parallel traffic is
+overlapped), the parameter gather overlapped with the optimizer step, and the uneven pipeline
+layouts -- 70B's ``Et*2|(t*2|)*34,t*3|(t*2|)*3,tL`` moves one layer from the last chunk (the
+one with the output layer, which paces the pipeline) to the 36th; run as two layers a chunk,
+which a trial with the layout patched in measured at about 7 points of the 70B rows' error
+(+14.7% to +7.2% with delayed scaling). 405B's 126 layers are split with the embedding and the
+loss counted as layers (``account_for_{embedding,loss}_in_pipeline_split``: 64 chunks of two
+slots), run here as 128 layers, two a chunk (two more layers than the model, 1.6% of its work;
+the same trial moved the 25.11 row from -5.0% to -10.6%).
+
+The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
+preset's two efficiencies come from Megatron-Core's bf16 table (``megatron_mcore_h100.py``).
+
+    python benchmarks/bridge_h100.py [--rows 1,2,3] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from megatron_sc21 import table_main
+
+#: model -> (layers as run, hidden, heads, query groups, FFN hidden, vocab) -- Llama 3 / 3.1:
+#: SwiGLU, RMSNorm, untied embeddings, grouped-query attention, 128,256-token vocabulary
+MODELS = {
+    "LLAMA3-70B": (80, 8192, 64, 8, 28672, 128256),
+    "LLAMA3.1-405B": (128, 16384, 128, 8, 53248, 128256),  # 126 layers + embedding + loss
+}
+
+#: the published rows: release, model, precision, GPUs, global batch, micro batch, sequence,
+#: TP, PP, CP, VP, tokens/s per GPU, model TFLOP/s per GPU
+TABLE = (
+    ("25.11", "LLAMA3-70B", "FP8-CS", 64, 128, 1, 8192, 4, 8, 1, 5, 1602, 719),
+    ("26.04.01", "LLAMA3-70B", "FP8-CS", 64, 256, 1, 8192, 4, 8, 1, 5, 1664, 731),
+    ("25.11", "LLAMA3.1-405B", "FP8-CS", 1024, 512, 1, 8192, 8, 8, 2, 8, 292, 737),
+    ("26.06", "LLAMA3.1-405B", "FP8-CS", 1024, 1536, 1, 8192, 8, 8, 2, 8, 326, 822),
+)
+
+
+def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int, vp: int) -> str:
+    layers, hidden, heads, groups, ffn, vocab = MODELS[model]
+    args = (f"--num-layers {layers} --hidden-size {hidden} --num-attention-heads {heads} "
+            f"--ffn-hidden-size {ffn} --seq-length {seq} --max-position-embeddings {seq} "
+            f"--micro-batch-size {mb} --global-batch-size {gbs} --tensor-model-parallel-size {tp} "
+            f"--pipeline-model-parallel-size {pp} --context-parallel-size {cp} --bf16 --fp8-format hybrid "
+            f"--fp8-recipe tensorwise --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
+            f"--vocab-size {vocab} --make-vocab-size-divisible-by 128 "
+            f"--group-query-attention --num-query-groups {groups} --swiglu "
+            f"--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0")
+    if vp > 1:
+        args += f" --virtual-pipeline-model-parallel-size {vp}"
+    if tp > 1:
+        args += " --sequence-parallel --tp-comm-overlap"
+    return args
+
+
+def read_table(_path: str) -> list[dict]:
+    """The rows as ``table_main`` scores them (the table is in this file)."""
+    rows = []
+    for release, model, precision, gpus, gbs, mb, seq, tp, pp, cp, vp, tokens, tflops in TABLE:
+        seconds = gbs * seq / (tokens * gpus)
+        rows.append({"model": f"{model} {precision} {release}", "gpus": gpus, "seconds": seconds,
+                     "tflops": float(tflops), "preset": "dgx-h100", "inter_node_gbit_s": 3200,
+                     "args": row_args(model, mb, gbs, seq, tp, pp, cp, vp)})
+    return rows
+
+
+def main() -> int:
+    return table_main(read_table, "", __doc__.split("\n\n")[0])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
