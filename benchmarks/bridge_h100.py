@@ -6,7 +6,7 @@ Source: ``NVIDIA-NeMo/Megatron-Bridge``, ``docs/performance-summary-archive.md``
 the 25.11 section is also in ``docs/performance-summary.md`` at ``00b7660be025``). Of its DGX-H100
 pre-training rows the dense ones with a public architecture are two configurations of Llama 3
 70B and two of Llama 3.1 405B, all FP8; each is taken from the newest release that published
-it (the other releases' figures for the same configuration lie within 4% for 70B and 8% for
+it (the other releases' figures for the same configuration lie within 3% for 70B and 5% for
 405B of the one taken: software, not configuration). There is no dense BF16 row on H100.
 Left out: Llama 3 8B (FSDP, not modelled), the MoE models (DeepSeek V3, Qwen3 30B-A3B and
 235B-A22B, GPT-OSS 120B -- the only BF16 H100 row -- with sliding-window attention and sinks,
