@@ -121,7 +121,7 @@ def _stage_times(args: str, gpus: int) -> tuple[float, float]:
 
     job = parse(args, gpus)
     model = ChunkModel(job, load_cluster({"preset": "dgx-a100-80gb", "gpus": gpus}, "c").gpu_model())
-    dense = (False,) * job.layers_per_chunk
+    dense = (False,) * len(job.chunk_layers(0, 0))
     fwd = sum(s.total_s for s in model.forward(dense, False, False) if isinstance(s, Compute))
     bwd = sum(s.total_s for s in model.backward(dense, False, False) if isinstance(s, Compute))
     return fwd, bwd
@@ -275,7 +275,7 @@ def test_the_last_chunk_adds_the_logit_layers_three_gemms():
     job = parse(PIPE, 4)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 4}, "c").gpu_model()
     model = ChunkModel(job, gpu)
-    dense = (False,) * job.layers_per_chunk
+    dense = (False,) * len(job.chunk_layers(0, 0))
 
     def gemm_s(last: bool) -> float:
         steps = model.forward(dense, False, last) + model.backward(dense, False, last)

@@ -71,10 +71,10 @@ def _task_and_optimizer_s() -> tuple[float, float]:
     from the kernel model and 38 B per parameter streamed."""
     job = parse(PIPE, P)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    model, dense = ChunkModel(job, gpu), (False,) * job.layers_per_chunk
+    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
     steps = model.forward(dense, False, False) + model.backward(dense, False, False)
     task = sum(s.total_s for s in steps if isinstance(s, Compute))
-    params = job.layers_per_chunk * (12 * 2048 * 2048 + 13 * 2048)
+    params = len(job.chunk_layers(0, 0)) * (12 * 2048 * 2048 + 13 * 2048)
     return task, params * 38 / (gpu.hbm_gb_s * 1e9 * gpu.memory_efficiency)
 
 

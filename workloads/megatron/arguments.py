@@ -16,8 +16,8 @@ import functools
 import math
 
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron import bounds, command_line, rules
-from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.megatron import bounds, command_line, pipeline_layout, rules
+from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 
 #: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
 GPT2_VOCAB = 50257
@@ -122,8 +122,20 @@ def parser() -> argparse.ArgumentParser:
     i("--context-parallel-size", type=int, default=1, help="context parallelism cp")
     i("--num-layers-per-virtual-pipeline-stage", type=int, default=None,
       help="interleaved 1F1B: layers per model chunk (2021 name)")
-    i("--virtual-pipeline-model-parallel-size", type=int, default=None,
+    i("--virtual-pipeline-model-parallel-size", "--num-virtual-stages-per-pipeline-rank",
+      dest="virtual_pipeline_model_parallel_size", type=int, default=None,
       help="interleaved 1F1B: model chunks per stage")
+    i("--decoder-first-pipeline-num-layers", type=int, default=None,
+      help="uneven pipeline: layers of the first stage (the other stages share the rest evenly)")
+    i("--decoder-last-pipeline-num-layers", type=int, default=None,
+      help="uneven pipeline: layers of the last stage")
+    _bool(p, "--account-for-embedding-in-pipeline-split",
+          help="the embedding counts as a layer of the split (the first chunk builds one layer fewer)")
+    _bool(p, "--account-for-loss-in-pipeline-split",
+          help="the loss counts as a layer of the split (the last chunk builds one layer fewer)")
+    i("--pipeline-model-parallel-layout", default=None,
+      help='layers of each chunk in model order, e.g. "Et*2|(t*2|)*34,t*3|(t*2|)*3,tL" (E embedding, '
+           't layer, L loss, | between chunks, *N repeats, commas cosmetic)')
     _bool(p, "--fp16", help="fp16 weights, activations and messages")
     _bool(p, "--bf16", help="bf16 (gradients reduced in fp32)")
     i("--fp8-format", default=None, choices=("e4m3", "hybrid"), help="fp8 GEMMs (Transformer Engine)")
@@ -278,6 +290,12 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     vocab = math.ceil(vocab / multiple) * multiple
     global_batch = a.global_batch_size or a.micro_batch_size * dp
     virtual = rules.virtual_stages(a)
+    if a.pipeline_model_parallel_layout is not None:
+        split = tuple(c.count("t") for c in pipeline_layout.chunks(a.pipeline_model_parallel_layout))
+    else:
+        split = pipeline_split(a.num_layers, pp, virtual, a.decoder_first_pipeline_num_layers,
+                               a.decoder_last_pipeline_num_layers, a.account_for_embedding_in_pipeline_split,
+                               a.account_for_loss_in_pipeline_split)
     precision = "fp16" if a.fp16 else "bf16" if a.bf16 else "fp32"
     if a.checkpoint_activations:
         recompute, method, layers = "full", "uniform", a.checkpoint_num_layers
@@ -311,7 +329,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         gpus=gpus, num_layers=a.num_layers, hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         ffn_hidden=ffn, swiglu=a.swiglu, seq=a.seq_length, vocab=vocab,
         tied_embeddings=not a.untie_embeddings_and_output_weights, micro_batch=a.micro_batch_size,
-        global_batch=global_batch, tp=tp, pp=pp, cp=cp, dp=dp, virtual_stages=virtual,
+        global_batch=global_batch, tp=tp, pp=pp, cp=cp, dp=dp, virtual_stages=virtual, layer_split=split,
         precision=precision, fp8=a.fp8_format is not None,
         fp8_current_scaling=a.fp8_format is not None and a.fp8_recipe == "tensorwise",
         recompute=recompute, recompute_method=method,

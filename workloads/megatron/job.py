@@ -28,6 +28,31 @@ class ChunkPlace:
         return self.index == self.count - 1
 
 
+def pipeline_split(layers: int, pp: int, vp: int, first: int | None = None, last: int | None = None,
+                   embedding: bool = False, loss: bool = False) -> tuple[int, ...]:
+    """Transformer layers of each of the ``pp x vp`` model chunks, in model order, as
+    Megatron-Core's ``get_num_layers_to_build`` splits them: the first (last) stage holds
+    ``first`` (``last``) layers when given and the other stages share the rest evenly; each
+    stage's layers split evenly over its ``vp`` chunks; with ``embedding`` (``loss``) the
+    embedding (the loss) counts as a layer of the split, so the model's first (last) chunk
+    builds one transformer layer fewer. The arguments passed Megatron's divisibility rules
+    (:mod:`~simpy_astra.workloads.megatron.rules`)."""
+    if first is None and last is None:
+        per_stage = [(layers + embedding + loss) // pp] * pp
+    else:
+        middle_stages = pp - (first is not None) - (last is not None)
+        middle = layers - (first or 0) - (last or 0)
+        per_stage = [middle // middle_stages if middle_stages else 0] * pp
+        if first is not None:
+            per_stage[0] = first
+        if last is not None:
+            per_stage[-1] = last
+    split = [per_stage[s] // vp for c in range(vp) for s in range(pp)]
+    split[0] -= embedding
+    split[-1] -= loss
+    return tuple(split)
+
+
 @dataclass(frozen=True)
 class MegatronJob:
     """One ``pretrain_gpt.py`` launch: the model, its parallel layout and how it runs."""
@@ -82,6 +107,9 @@ class MegatronJob:
     args: str
     #: the pipeline schedule's registry name ("": Megatron's own choice, by virtual stages)
     pipeline_schedule: str = ""
+    #: transformer layers of each model chunk in model order (chunk ``c`` of stage ``s`` is
+    #: the ``c * pp + s``-th); empty: ``num_layers / (pp x virtual_stages)`` each
+    layer_split: tuple[int, ...] = ()
 
     @property
     def micro_batches(self) -> int:
@@ -100,10 +128,6 @@ class MegatronJob:
         return 4 if self.precision == "fp32" else 2
 
     @property
-    def layers_per_chunk(self) -> int:
-        return self.num_layers // (self.pp * self.virtual_stages)
-
-    @property
     def grad_bytes(self) -> int:
         """Bytes of a gradient-buffer element: fp32 with bf16 and fp32 training (Megatron
         accumulates bf16 gradients in fp32), fp16 with fp16 training."""
@@ -118,6 +142,24 @@ class MegatronJob:
         """Where stage ``stage``'s chunk ``chunk`` sits in the model: the model's chunks run in
         order over the stages (chunk ``c`` of stage ``s`` is the model's ``c * pp + s``)."""
         return ChunkPlace(chunk * self.pp + stage, self.pp * self.virtual_stages)
+
+    @property
+    def split(self) -> tuple[int, ...]:
+        """Transformer layers of each model chunk, in model order."""
+        chunks = self.pp * self.virtual_stages
+        return self.layer_split or (self.num_layers // chunks,) * chunks
+
+    def chunk_layers(self, stage: int, chunk: int) -> range:
+        """The model's layer indices that stage ``stage``'s chunk ``chunk`` builds (Megatron-
+        Core's ``get_transformer_layer_offset`` and ``get_num_layers_to_build``): the chunks
+        before it in model order hold the layers before it."""
+        index, split = self.chunk_place(stage, chunk).index, self.split
+        first = sum(split[:index])
+        return range(first, first + split[index])
+
+    def stage_layers(self, stage: int) -> list[range]:
+        """The layers of each of stage ``stage``'s chunks."""
+        return [self.chunk_layers(stage, c) for c in range(self.virtual_stages)]
 
     def parameters(self) -> int:
         """Parameters of the whole model (embeddings, layers, final norm)."""

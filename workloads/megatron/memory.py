@@ -63,7 +63,7 @@ def stage_parameters(job: MegatronJob) -> tuple[float, float]:
     mlp = w * h * job.ffn_hidden + (2 if job.swiglu else 1) * job.ffn_hidden + h
     moe_share = job.moe_layers / job.num_layers
     router_shared = h * job.experts + w * h * job.shared_ffn
-    layers = job.num_layers / job.pp
+    layers = sum(len(chunk) for chunk in job.stage_layers(0))
     dense = layers * (attention + (1 - moe_share) * mlp + moe_share * router_shared)
     embedding = job.vocab * h * (1 if job.tied_embeddings or job.pp > 1 else 2)
     dense = (dense + embedding) / job.tp + job.seq * h  # position embeddings are not split
@@ -102,22 +102,22 @@ def activation_bytes(job: MegatronJob) -> float:
     """The first stage's stored activations with its micro-batches in flight."""
     pp, v, m = job.pp, job.virtual_stages, job.micro_batches
     units = min(pp, m) if v == 1 else min(2 * (pp - 1) + (v - 1) * pp + 1, m * v)  # chunk passes in flight
-    per_chunk = job.layers_per_chunk
     moe_share = job.moe_layers / job.num_layers
     layer = (1 - moe_share) * layer_activation_bytes(job) + moe_share * layer_activation_bytes(job, moe=True)
+    chunks = [len(chunk) for chunk in job.stage_layers(0)]  # the first stage's chunks' layers
     if job.recompute == "full":
         s_b_h = job.seq // job.cp * job.micro_batch * job.hidden
         checkpoint = 2 * s_b_h / (job.tp if job.sequence_parallel else 1) * job.element_bytes / 2
         n = max(1, job.recompute_layers)
         if job.recompute_method == "uniform":
-            kept = math.ceil(per_chunk / n) * checkpoint
-            working = min(n, per_chunk) * layer
+            kept = [math.ceil(c / n) * checkpoint for c in chunks]
+            working = min(n, max(chunks)) * layer
         else:  # block: the first n layers of a chunk recomputed one at a time, the rest stored
-            kept = min(n, per_chunk) * checkpoint + max(0, per_chunk - n) * layer
+            kept = [min(n, c) * checkpoint + max(0, c - n) * layer for c in chunks]
             working = layer
-        stored = units * kept + working
+        stored = units * sum(kept) / len(chunks) + working
     else:
-        stored = units * per_chunk * layer
+        stored = units * sum(chunks) / len(chunks) * layer
     # the embedding's dropout mask (one byte a value) for each micro-batch in flight
     stored += min(pp, m) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
     if pp == 1:  # the output layer's input and fp32 logits, on the one stage

@@ -305,8 +305,7 @@ class StageSchedule:
     def _moe_flags(self, chunk: int) -> tuple[bool, ...]:
         """Which of the chunk's layers are mixtures of experts."""
         job = self.job
-        first_layer = job.chunk_place(self.stage, chunk).index * job.layers_per_chunk
-        return tuple(job.is_moe(first_layer + i) for i in range(job.layers_per_chunk))
+        return tuple(job.is_moe(layer) for layer in job.chunk_layers(self.stage, chunk))
 
     def chunk_grads(self, chunk: int) -> dict[str, int]:
         """Parameters of the chunk on this GPU by the group that syncs their gradients (``dp``,
