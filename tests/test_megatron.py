@@ -156,6 +156,104 @@ def test_interleaved_schedule_bubble(tmp_path):
     assert two < plain
 
 
+# ---------------------------------------------------------------------------------- uneven stages
+SMALL = ("--hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1 --global-batch-size 8 "
+         "--bf16 --vocab-size 128")
+
+
+def _counts(job) -> list[list[int]]:
+    """Layers of each stage's chunks, stage by stage."""
+    return [[len(r) for r in job.stage_layers(s)] for s in range(job.pp)]
+
+
+def test_uneven_first_and_last_stages_split_as_megatron_core_builds_them():
+    # 10 layers, first stage 1, last 3: the two middle stages share 6, 3 each, in order
+    job = parse(SMALL + " --num-layers 10 --pipeline-model-parallel-size 4 "
+                        "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 3", 4)
+    assert _counts(job) == [[1], [3], [3], [3]]
+    assert [job.chunk_layers(s, 0) for s in range(4)] == [range(0, 1), range(1, 4), range(4, 7), range(7, 10)]
+    # 16 layers, 2 chunks a stage, first 2, last 6: middle stages 4 each; a stage's layers split
+    # over its chunks, the chunks in model order (chunk c of stage s is the (c pp + s)-th), so
+    # stage 3's second chunk starts after 1 + 2 + 2 + 3 + 1 + 2 + 2 = 13 layers (Megatron-Core's
+    # offset vp_stage x 8 + first/vp + middle rank x middle/vp/middle stages = 8 + 1 + 2 x 2)
+    job = parse(SMALL + " --num-layers 16 --pipeline-model-parallel-size 4 --virtual-pipeline-model-parallel-size 2 "
+                        "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 6", 4)
+    assert _counts(job) == [[1, 1], [2, 2], [2, 2], [3, 3]]
+    assert job.chunk_layers(3, 1) == range(13, 16) and job.chunk_layers(0, 1) == range(8, 9)
+
+
+def test_embedding_and_loss_counted_in_the_split():
+    # 14 layers + embedding + loss = 16 slots over 4 stages x 2 chunks: 2 a chunk, the model's
+    # first chunk (stage 0, chunk 0) and last (stage 3, chunk 1) one layer fewer; offsets
+    # Megatron-Core's chunk x 8 + stage x 2 - 1 after the first chunk
+    job = parse(SMALL + " --num-layers 14 --pipeline-model-parallel-size 4 --virtual-pipeline-model-parallel-size 2 "
+                        "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split", 4)
+    assert _counts(job) == [[1, 2], [2, 2], [2, 2], [2, 1]]
+    assert job.chunk_layers(1, 0) == range(1, 3) and job.chunk_layers(1, 1) == range(9, 11)
+    only_loss = parse(SMALL + " --num-layers 7 --pipeline-model-parallel-size 4 "
+                              "--account-for-loss-in-pipeline-split", 4)
+    assert _counts(only_loss) == [[2], [2], [2], [1]]
+    assert job.model_flops() == parse(SMALL + " --num-layers 14 --pipeline-model-parallel-size 2", 2).model_flops()
+
+
+def test_pipeline_layout_string_as_megatron_parses_it():
+    # ',' is cosmetic, (..)*N and x*N repeat; 8 chunks over 4 stages: 2 a stage, in model order
+    job = parse(SMALL + " --num-layers 9 --pipeline-model-parallel-size 4 "
+                        "--pipeline-model-parallel-layout 'Et|(t|)*2,t*2|(t|)*3,tL'", 4)
+    assert job.virtual_stages == 2
+    assert _counts(job) == [[1, 1], [1, 1], [1, 1], [2, 1]]
+    assert job.chunk_layers(3, 0) == range(3, 5) and job.chunk_layers(3, 1) == range(8, 9)
+    empty = parse(SMALL + " --num-layers 2 --pipeline-model-parallel-size 2 "
+                          "--pipeline-model-parallel-layout 'E|t|t|L'", 2)  # chunks with no layer
+    assert _counts(empty) == [[0, 1], [1, 0]]
+
+
+@pytest.mark.parametrize("extra,reason", [
+    ("--num-layers 10 --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 2",
+     "number of layers at middle stage must be divisible by the middle pipeline model parallel size"),
+    ("--num-layers 16 --virtual-pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 3",
+     "number of layers at first stage must be divisible by virtual pipeline parallel degree"),
+    ("--num-layers 13 --virtual-pipeline-model-parallel-size 2 --decoder-last-pipeline-num-layers 4",
+     "number of layers on each middle pipeline rank must be divisible by virtual pipeline parallel degree"),
+    ("--num-layers 4 --decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 2",
+     "you either have middle pp stages and layers or none of them"),
+    ("--num-layers 15 --decoder-first-pipeline-num-layers 3 --account-for-loss-in-pipeline-split",
+     "cannot be set at the same time with account_for_embedding_in_pipeline_split"),
+    ("--num-layers 16 --account-for-embedding-in-pipeline-split",
+     "number of layers should be divisible by the pipeline-model-parallel size"),
+    ("--num-layers 14 --virtual-pipeline-model-parallel-size 3 --account-for-embedding-in-pipeline-split "
+     "--account-for-loss-in-pipeline-split", "should be divisible by vp_size"),
+    ("--num-layers 3 --pipeline-model-parallel-layout 'Et|t|t|L' --virtual-pipeline-model-parallel-size 1",
+     "no more than one of them can be set"),
+    ("--num-layers 3 --pipeline-model-parallel-layout 'Et|t|tL' ", "must be divisible by pipeline_model_parallel_size"),
+    ("--num-layers 4 --pipeline-model-parallel-layout 'Et|t|t|L'", "must match num_layers"),
+    ("--num-layers 3 --pipeline-model-parallel-layout 'tE|t|t|L'", "the first layer must be embedding"),
+    ("--num-layers 3 --pipeline-model-parallel-layout 'Et|t|t|x,L'", "invalid layer character"),
+    ("--num-layers 3 --pipeline-model-parallel-layout 'Et|t|t|mL'", "mtp layers in layout must match"),
+    ("--num-layers 3 --pipeline-model-parallel-layout 'Et|t|t|L' --account-for-loss-in-pipeline-split",
+     "cannot be set with other pipeline layout arguments"),
+])
+def test_uneven_splits_megatron_refuses(extra, reason):
+    with pytest.raises(InvalidConfigurationError, match=reason):
+        parse(SMALL + " --pipeline-model-parallel-size 4 " + extra, 4)
+
+
+def test_the_stage_with_more_layers_paces_the_pipeline(tmp_path):
+    """16 layers on 4 stages as 1, 4, 4, 7 (per-layer compute u a micro-batch, the embedding
+    and loss small): the last stage, the slowest, runs its m forward-backward pairs back to
+    back after the first micro-batch reaches it and before the last one's backward leaves, so
+    a 1F1B step is sum(stages)(u) + (m - 1) 7u plus the last stage's optimizer, against
+    (m + p - 1) 4u evenly."""
+    m = 8
+    uneven = PIPE + " --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 7"
+    fwd, bwd = _stage_times(PIPE, 4)  # a chunk of 4 layers
+    u = (fwd + bwd) / 4
+    assert parse(uneven, 4).chunk_layers(3, 0) == range(9, 16)
+    step = _run(tmp_path, uneven, 4) / 1e9
+    assert step == pytest.approx((16 + (m - 1) * 7) * u + _optimizer_s(4, 7, 2048), rel=0.03)
+    assert step > 1.4 * ((m + 3) * 4 * u)
+
+
 DP = ("--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 1024 --micro-batch-size 2 "
       "--global-batch-size 4 --fp16 --vocab-size 128")
 

@@ -70,6 +70,16 @@ def test_first_stage_holds_pp_micro_batches_and_more_when_interleaved():
     assert activation_bytes(few) == pytest.approx(2 * (L / 4) * layer + _embedding_dropout(2))
 
 
+def test_first_stage_memory_holds_its_own_layers():
+    # 8 layers on 4 stages as 5, 1, 1, 1: the first stage holds 5 layers' weights and, for
+    # each of its 4 micro-batches in flight, 5 layers' activations
+    job = parse(BASE + " --bf16 --pipeline-model-parallel-size 4 --global-batch-size 16 "
+                       "--decoder-first-pipeline-num-layers 5", 4)
+    layer = S * B * H * (34 + 5 * A * S / H)
+    assert activation_bytes(job) == pytest.approx(4 * 5 * layer + _embedding_dropout(4))
+    assert parts_bytes(job)["weights"] == pytest.approx(2 * (5 * _layer_params() + V * H + S * H), rel=1e-5)
+
+
 def test_full_recomputation_keeps_layer_inputs_and_one_working_layer():
     job = parse(BASE + " --fp16 --pipeline-model-parallel-size 2 --global-batch-size 4 "
                        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1", 2)
