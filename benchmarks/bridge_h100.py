@@ -22,17 +22,15 @@ with the same parallelism): FP8 hybrid with per-tensor current scaling
 tensorwise``), no recomputation
 (``recompute_granularity = None``), no dropout (the Hugging Face Llama configs), the
 distributed optimizer with overlapped gradient reduce and parameter gather, sequence
-parallelism with TP communication overlap (userbuffers). Not expressed here, each a small
-effect but the last: the FP8 parameter all-gather and bf16 gradient reduce
-(``fp8_param_gather``, ``grad_reduce_in_fp32 = False``: the data-parallel traffic is
-overlapped), the parameter gather overlapped with the optimizer step, and the uneven pipeline
-layouts -- 70B's ``Et*2|(t*2|)*34,t*3|(t*2|)*3,tL`` moves one layer from the last chunk (the
-one with the output layer, which paces the pipeline) to the 36th; run as two layers a chunk,
-which a trial with the layout patched in measured at about 7 points of the 70B rows' error
-(+14.7% to +7.2% with delayed scaling). 405B's 126 layers are split with the embedding and the
-loss counted as layers (``account_for_{embedding,loss}_in_pipeline_split``: 64 chunks of two
-slots), run here as 128 layers, two a chunk (two more layers than the model, 1.6% of its work;
-the same trial moved the 25.11 row from -5.0% to -10.6%).
+parallelism with TP communication overlap (userbuffers), and the recipes' pipeline splits (``SPLITS``):
+70B's layout ``Et*2|(t*2|)*34,t*3|(t*2|)*3,tL`` moves one layer from the last chunk (the one with
+the output layer, which paces the pipeline) to the 36th; 405B's 126 layers are split with the
+embedding and the loss counted as layers (``account_for_{embedding,loss}_in_pipeline_split``
+in ``llama31_405b_pretrain_config``: 64 chunks of two slots). Run as two layers a chunk (405B as
+128 layers) the rows read +18.4%, +21.6%, -2.2%, +7.3%. Not expressed here, each a small
+effect: the FP8 parameter all-gather and bf16 gradient reduce (``fp8_param_gather``,
+``grad_reduce_in_fp32 = False``: the data-parallel traffic is overlapped) and the parameter
+gather overlapped with the optimizer step.
 
 The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
 preset's two efficiencies come from Megatron-Core's bf16 table (``megatron_mcore_h100.py``).
@@ -50,7 +48,15 @@ from megatron_sc21 import table_main
 #: SwiGLU, RMSNorm, untied embeddings, grouped-query attention, 128,256-token vocabulary
 MODELS = {
     "LLAMA3-70B": (80, 8192, 64, 8, 28672, 128256),
-    "LLAMA3.1-405B": (128, 16384, 128, 8, 53248, 128256),  # 126 layers + embedding + loss
+    "LLAMA3.1-405B": (126, 16384, 128, 8, 53248, 128256),
+}
+
+#: model -> the recipe's pipeline split: 70B's layout string (one layer moved off the last chunk,
+#: the one with the output layer, onto the 36th), 405B's embedding and loss counted as layers
+#: (128 slots over 64 chunks, two each, the first and last chunk one transformer layer)
+SPLITS = {
+    "LLAMA3-70B": "--pipeline-model-parallel-layout 'Et*2|(t*2|)*34,t*3|(t*2|)*3,tL'",
+    "LLAMA3.1-405B": "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
 }
 
 #: the published rows: release, model, precision, GPUs, global batch, micro batch, sequence,
@@ -73,8 +79,11 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
             f"--vocab-size {vocab} --make-vocab-size-divisible-by 128 "
             f"--group-query-attention --num-query-groups {groups} --swiglu "
             f"--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0")
-    if vp > 1:
-        args += f" --virtual-pipeline-model-parallel-size {vp}"
+    if model == "LLAMA3-70B":  # the layout gives the virtual stages (Megatron refuses both)
+        assert vp == 5, vp
+        args += " " + SPLITS[model]
+    else:
+        args += f" --virtual-pipeline-model-parallel-size {vp} " + SPLITS[model]
     if tp > 1:
         args += " --sequence-parallel --tp-comm-overlap"
     return args
