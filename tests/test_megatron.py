@@ -196,6 +196,18 @@ def test_embedding_and_loss_counted_in_the_split():
     assert job.model_flops() == parse(SMALL + " --num-layers 14 --pipeline-model-parallel-size 2", 2).model_flops()
 
 
+def test_moe_layers_follow_the_uneven_split():
+    # every 2nd layer an MoE (0, 2, 4, ...); 10 layers as 1, 3, 3, 3: stage 0 holds layer 0 (an
+    # MoE), stage 1 layers 1-3 (one, 2), stage 2 layers 4-6 (two, 4 and 6), stage 3 7-9 (one, 8)
+    from simpy_astra.workloads.megatron.schedule import StageSchedule
+
+    job = parse(SMALL + " --num-layers 10 --pipeline-model-parallel-size 4 --num-experts 4 --moe-layer-freq 2 "
+                        "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 3", 4)
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 4}, "c").gpu_model()
+    experts = [StageSchedule(job, gpu, s).chunk_grads(0)["edp"] for s in range(4)]
+    assert experts[1] > 0 and experts == [experts[1], experts[1], 2 * experts[1], experts[1]]
+
+
 def test_pipeline_layout_string_as_megatron_parses_it():
     # ',' is cosmetic, (..)*N and x*N repeat; 8 chunks over 4 stages: 2 a stage, in model order
     job = parse(SMALL + " --num-layers 9 --pipeline-model-parallel-size 4 "

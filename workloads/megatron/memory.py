@@ -5,7 +5,8 @@ parameter): fp16 weights and gradient buffer, fp32 main weights and main gradien
 two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12); fp32 (4 + 4
 + 8). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
 same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
-A GPU holds its pipeline stage's layers split over tp, its experts split over ep x etp, and on
+A GPU holds its pipeline stage's layers (``MegatronJob.chunk_layers``: with an uneven split
+the first stage's own count) split over tp, its experts split over ep x etp, and on
 the first stage the embedding (and the output layer too when there is one stage).
 
 *Activations* (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
@@ -20,6 +21,7 @@ full recomputation keeps each recompute unit's input (2sbh, /t with sequence par
 and one unit's activations while it is recomputed. An MoE layer stores its routed tokens'
 MLP activations (top-k copies of each token, shared out evenly over the experts, so
 independent of ep). The first stage holds the micro-batches 1F1B has in flight: ``min(pp, m)``,
+times the first stage's layers (a mean over its chunks when they differ),
 and with v chunks Megatron's warm-up ``2(pp - 1) + (v - 1)pp + 1`` chunk passes, i.e.
 ``pp (1 + (pp - 1)/(pp v))`` stages' worth (Korthikanti eq. 5), and the embedding's dropout
 mask ``s b h p / t``; with one stage, the output layer's ``4 s b h (1 + V/h) / t``.
