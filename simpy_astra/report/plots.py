@@ -64,12 +64,19 @@ def _distinct(breakdowns: dict[int, Breakdown]) -> list[tuple[int, int, Breakdow
 
 def _figure(width_in: float, height_in: float):
     """A figure with one axes, drawn by Agg (files only: no display, and no pyplot, whose
-    figure manager a file does not need)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    figure manager a file does not need), its text by Pillow where it can
+    (:mod:`~simpy_astra.report.quick_text`: most of a picture's cost is matplotlib's text)."""
     from matplotlib.figure import Figure
 
+    from simpy_astra.report.quick_text import QuickTextCanvas, pillow_draws_text
+
     fig = Figure(figsize=(width_in, height_in), dpi=DPI)
-    FigureCanvasAgg(fig)
+    if pillow_draws_text():
+        QuickTextCanvas(fig)
+    else:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 
 
