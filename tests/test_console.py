@@ -194,6 +194,40 @@ def test_a_column_shows_the_part_that_filled_most_of_it() -> None:
     assert dominant([(0, 14, "compute.gemm"), (14, 20, "comm.tp")], 2, 20) == ["compute.gemm", "comm.tp"]
 
 
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_array_columns_pick_a_part_that_filled_most_of_each(seed: int) -> None:
+    """Random rows (gaps, stretches shorter and longer than a column): per column the array
+    sums pick a part whose exact share of it is the largest (any of them on a tie), idle past
+    the row's end when asked, and nothing where nothing is drawn."""
+    import random
+
+    from simpy_astra.report.columns import as_arrays, dominant_codes
+
+    rng = random.Random(seed)
+    parts = ["compute.gemm", "comm.tp", "comm.dp", "bubble", "memory"]
+    t, row = 0, []
+    for _ in range(rng.randrange(1, 400)):
+        t += rng.choice((0, 0, rng.randrange(1, 50)))  # a gap, sometimes
+        length = rng.choice((1, rng.randrange(1, 30), rng.randrange(1, 3000)))
+        row.append((t, t + length, rng.choice(parts)))
+        t += length
+    for width in (1, 7, 60, 2000):
+        bucket = -(-t * 5 // 4 // width)  # whole ns per column, the row ending before the last
+        for past in (None, "idle"):
+            best, order = dominant_codes(None, width, width * bucket, past=past, arrays=as_arrays(row))
+            for col, k in enumerate(best.tolist()):
+                lo, hi = col * bucket, (col + 1) * bucket
+                share: dict[str, int] = {}
+                for s, e, part in row:
+                    if min(e, hi) > max(s, lo):
+                        share[part] = share.get(part, 0) + min(e, hi) - max(s, lo)
+                if past is not None and bucket > sum(share.values()):
+                    share[past] = share.get(past, 0) + bucket - sum(share.values())
+                most = max(share.values(), default=0)
+                assert (k < 0) if not most else order[k] in {p for p, ns in share.items() if ns == most}
+
+
 def test_top_level_help_lists_every_generator_and_run_help_shows_cluster(capsys) -> None:
     from simpy_astra.workloads.generated import GENERATORS
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import statistics
+from array import array
 from dataclasses import dataclass, field
 from operator import attrgetter, methodcaller
 from typing import Any
@@ -264,9 +265,16 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
 
 
 def _int64(column):
-    """A column of ints as an int64 array (the recorder's ``array('q')`` without a copy)."""
+    """A column of ints as an int64 array: the recorder's ``array('q')`` without a copy, its
+    node ids' ``array('Q')`` viewed as signed (Chakra's ids are unsigned 64-bit; the sweep
+    sorts and picks by them as int64, so one from 2**63 on is refused)."""
     import numpy as np
 
+    if isinstance(column, array) and column.typecode == "Q":
+        unsigned = np.frombuffer(column, dtype=np.uint64) if len(column) else np.zeros(0, dtype=np.uint64)
+        if len(unsigned) and int(unsigned.max()) >= 2**63:
+            raise OverflowError(f"node id {int(unsigned.max())} is too large for the breakdown's sweep")
+        return unsigned.view(np.int64)
     return np.asarray(column, dtype=np.int64)
 
 
