@@ -147,6 +147,48 @@ def labels_overlap(labels: list[str], axes_width_in: float) -> bool:
     return bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > axes_width_in / len(labels))
 
 
+#: the gap between the axes and the labels of its bars or rows (a tick's length and its pad, as
+#: matplotlib's), and between those and the axis label (points)
+LABEL_PAD_PT = 7.0
+
+
+def category_labels(ax, axis: str, at, labels: list[str], fontsize: float, upright: bool = False) -> None:
+    """A label per bar (``axis`` "x": below it, ``upright`` or flat) or per Gantt row ("y": left
+    of it) at ``at`` (data coordinates), each one text where matplotlib would make a tick (three
+    lines and two texts, about a millisecond each to make and draw; issue 51: the reports must
+    cost a few per cent of the simulation), a tick mark at each (one line of markers), and the
+    axis label beyond the widest. They are the axes' ``texts``; the axis itself has no ticks."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKDOWN, TICKLEFT
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.figure
+    renderer, font = fig.canvas.get_renderer(), FontProperties(size=fontsize)
+    widest = max((renderer.get_text_width_height_descent(text, font, False)[0] for text in labels),
+                 default=0.0) * 72 / fig.dpi  # points
+    if axis == "x":
+        place = offset_copy(ax.get_xaxis_transform(), fig=fig, y=-LABEL_PAD_PT, units="points")
+        for x, text in zip(at, labels, strict=True):
+            ax.text(x, 0.0, text, transform=place, ha="center", va="top", rotation=90 if upright else 0,
+                    fontsize=fontsize)
+        ax.set_xticks([])
+        ax.add_line(Line2D(list(at), [0.0] * len(labels), linestyle="none", marker=TICKDOWN, markersize=3.5,
+                           color="black", markeredgewidth=0.8, clip_on=False, transform=ax.get_xaxis_transform()))
+        depth = widest if upright else 1.2 * fontsize
+        ax.xaxis.set_label_coords(0.5, 0.0, transform=offset_copy(ax.transAxes, fig=fig, y=-2 * LABEL_PAD_PT - depth,
+                                                                  units="points"))
+    else:
+        place = offset_copy(ax.get_yaxis_transform(), fig=fig, x=-LABEL_PAD_PT, units="points")
+        for y, text in zip(at, labels, strict=True):
+            ax.text(0.0, y, text, transform=place, ha="right", va="center", fontsize=fontsize)
+        ax.set_yticks([])
+        ax.add_line(Line2D([0.0] * len(labels), list(at), linestyle="none", marker=TICKLEFT, markersize=3.5,
+                           color="black", markeredgewidth=0.8, clip_on=False, transform=ax.get_yaxis_transform()))
+        ax.yaxis.set_label_coords(0.0, 0.5, transform=offset_copy(ax.transAxes, fig=fig, x=-2 * LABEL_PAD_PT - widest,
+                                                                  units="points"))
+
+
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
@@ -174,9 +216,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
         bottoms = [lo + h for lo, h in zip(bottoms, heights, strict=True)]
     ax.set_xlim(-0.5, len(bars) - 0.5)
     ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
-    ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels(labels, rotation=90 if rotated else 0, fontsize=7)
     ax.set_xlabel(xlabel)
+    category_labels(ax, "x", range(len(bars)), labels, 7, upright=rotated)
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
     # y=1.0, where matplotlib puts it anyway: a title left to place itself is moved above any
@@ -239,8 +280,6 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="none",
                   extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
     labelled = range(0, len(rows), label_every(len(rows)))
-    ax.set_yticks(labelled)
-    ax.set_yticklabels([rows[k].label for k in labelled], fontsize=8 if len(rows) <= MAX_ROWS else 7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
@@ -250,6 +289,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     else:
         ax.set_ylabel("NPU (xN: N NPUs alike)")
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
+    category_labels(ax, "y", labelled, [rows[k].label for k in labelled], 8 if len(rows) <= MAX_ROWS else 7)
     ax.set_title(title or default, fontsize=10, y=1.0)  # placed, as breakdown_figure's
     legend_in = _legend(fig, [Patch(color=colours[n], label=n) for n in names])
     _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
@@ -348,6 +388,14 @@ def require_matplotlib() -> None:
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.collections  # noqa: F401
         import matplotlib.figure  # noqa: F401
+        import matplotlib.patches  # noqa: F401
+        import matplotlib.ticker  # noqa: F401
+        from PIL import Image, ImageDraw, ImageFont, PngImagePlugin  # noqa: F401
+
+        import simpy_astra.report.columns  # noqa: F401
+        import simpy_astra.report.quick_text  # noqa: F401
+
+        Image.preinit()  # the image plugins Pillow imports when it first saves one
     except ImportError as exc:
         raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
                          f"lacks or cannot import ({exc}; pip install matplotlib); or run without --plots") from None
