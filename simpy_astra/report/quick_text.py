@@ -34,17 +34,45 @@ def _font(path: str, size_px: float):
     return ImageFont.truetype(path, size_px, layout_engine=ImageFont.Layout.BASIC)
 
 
+@lru_cache(maxsize=1024)
+def _ink(font, text: str) -> tuple[int, int, int, int]:
+    """The inked box (left, top, right, bottom) of ``text`` about its baseline's left end: each
+    label is measured for the layout, then drawn."""
+    return font.getbbox(text, anchor="ls")
+
+
+@lru_cache(maxsize=64)
+def _height_metrics(path: str, size_pt: float, dpi: float) -> tuple[float | None, float | None, float | None]:
+    """(ascent, descent, line gap) in pixels from the font's tables, as matplotlib's text layout
+    reads them (``Text._get_layout``), which it otherwise reads again for every text drawn."""
+    from matplotlib.font_manager import get_font
+
+    font = get_font(path)
+    for table_name, gap, ascent, descent in (("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+                                             ("hhea", "lineGap", "ascent", "descent")):
+        table = font.get_sfnt_table(table_name)
+        if table is not None:
+            scale = size_pt * dpi / 72 / font.get_sfnt_table("head")["unitsPerEm"]
+            return table[ascent] * scale, -table[descent] * scale, table[gap] * scale
+    return None, None, None
+
+
 class QuickTextRenderer(RendererAgg):
     """:class:`RendererAgg` with plain text (not mathtext, not TeX) measured and drawn by Pillow."""
 
     def _pillow_font(self, prop):
         return _font(findfont(prop), prop.get_size_in_points() * self.dpi / 72)
 
+    def _get_font_height_metrics(self, prop):
+        """matplotlib's hook for a renderer's font heights (3.11 on; older versions measure "lp"):
+        the font's tables read once per font and size, not once per text."""
+        return _height_metrics(findfont(prop), prop.get_size_in_points(), self.dpi)
+
     def get_text_width_height_descent(self, s, prop, ismath):
         if ismath:
             return super().get_text_width_height_descent(s, prop, ismath)
         # the inked box about the baseline's left end, as FreeType's string box in matplotlib's
-        left, top, right, bottom = self._pillow_font(prop).getbbox(s, anchor="ls")
+        left, top, right, bottom = _ink(self._pillow_font(prop), s)
         return float(right - min(left, 0)), float(max(bottom, 0) - min(top, 0)), float(max(bottom, 0))
 
     def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
@@ -55,7 +83,7 @@ class QuickTextRenderer(RendererAgg):
         from PIL import Image, ImageDraw
 
         font = self._pillow_font(prop)
-        ox, oy, right, bottom = font.getbbox(s, anchor="ls")  # the ink about the baseline's left end
+        ox, oy, right, bottom = _ink(font, s)
         if right <= ox or bottom <= oy:
             return None
         image = Image.new("L", (right - ox, bottom - oy))
