@@ -376,35 +376,49 @@ class Classifier:
         # types from 16 on (and below 0) share code 15: like every type from 8 on, they fill no part
         keys = dicts * 16 + np.where((types >= 0) & (types < 16), types, 15)
         _distinct, first, code = np.unique(keys, return_index=True, return_inverse=True)
-        # each distinct (attributes, type) pair as the values node_part reads, then each
-        # distinct such value classified once; C-level maps, no Python step per pair (a
-        # 3,072-GPU job has over a hundred thousand pairs, a few dozen values)
+        # each distinct (attributes, type) pair by the values node_part reads for its type
+        # (PART_ATTRIBUTES), then each distinct such value classified once; C-level maps, no
+        # Python step per pair (a 3,072-GPU job has over a hundred thousand pairs, a few dozen values)
         pairs = list(map(nodes.__getitem__, first.tolist()))
         dicts_of = list(map(attrgetter("attrs"), pairs))
-        what = list(zip(types[first].tolist(), *(map(methodcaller("get", name), dicts_of) for name in PART_ATTRIBUTES),
-                        strict=True))
-        by_content, place, kinds = self._by_content, self._place, self._kinds
-        try:
-            for value in dict.fromkeys(what):
-                if value not in by_content:  # a few dozen in a run: a scan for one node with it
-                    part = by_content[value] = node_part(pairs[what.index(value)], self._names, self._p2p)
-                    if part not in place:
-                        place[part] = len(kinds)
-                        kinds.append(part)
-        except TypeError:  # an unhashable attribute value: each pair classified as it is
-            slots = []
-            for node in pairs:
-                part = node_part(node, self._names, self._p2p)
-                slots.append(place.setdefault(part, len(place)))
-                if slots[-1] == len(kinds):
-                    kinds.append(part)
-            return np.array(slots, dtype=np.int64)[code.reshape(-1)], list(kinds)
-        slot = np.fromiter(map(place.__getitem__, map(by_content.__getitem__, what)), np.int64, len(what))
-        return slot[code.reshape(-1)], list(kinds)
+        pair_types = types[first]
+        slot = np.empty(len(pairs), dtype=np.int64)
+        for t in np.unique(pair_types).tolist():  # a few node types
+            mine = np.flatnonzero(pair_types == t)
+            names = PART_ATTRIBUTES.get(t, ())
+            if not names:  # its part is its type's
+                slot[mine] = self._slot(t, (), pairs[mine[0]])
+                continue
+            members = list(map(dicts_of.__getitem__, mine.tolist()))
+            what = list(zip(*(map(methodcaller("get", name), members) for name in names), strict=True))
+            try:
+                distinct = dict.fromkeys(what)  # a few values: a scan for one pair with each
+                seen = {value: self._slot(t, value, pairs[mine[what.index(value)]]) for value in distinct}
+            except TypeError:  # an unhashable attribute value: each pair classified as it is
+                slot[mine] = [self._slot(t, None, pairs[k]) for k in mine.tolist()]
+                continue
+            slot[mine] = np.fromiter(map(seen.__getitem__, what), np.int64, len(what))
+        return slot[code.reshape(-1)], list(self._kinds)
+
+    def _slot(self, node_type: int, value, node) -> int:
+        """The place in :attr:`_kinds` of ``node``'s part, ``value`` being what it holds of the
+        attributes its type's part depends on (None: not to be remembered)."""
+        key = (node_type, value)
+        part = self._by_content.get(key, self) if value is not None else self
+        if part is self:
+            part = node_part(node, self._names, self._p2p)
+            if value is not None:
+                self._by_content[key] = part
+        place = self._place.get(part)
+        if place is None:
+            place = self._place[part] = len(self._kinds)
+            self._kinds.append(part)
+        return place
 
 
-#: the attributes :func:`node_part` reads (besides the node's type)
-PART_ATTRIBUTES = ("op_type", "is_cpu_op", "comm_stream", "pg_name")
+#: the attributes :func:`node_part` reads, by node type (the other types' parts are their type's)
+PART_ATTRIBUTES = {COMP_NODE: ("op_type", "is_cpu_op"), COMM_COLL_NODE: ("comm_stream", "pg_name"),
+                   COMM_SEND_NODE: ("comm_stream",)}
 
 
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False,
