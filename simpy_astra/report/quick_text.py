@@ -60,13 +60,22 @@ def _height_metrics(path: str, size_pt: float, dpi: float) -> tuple[float | None
 class QuickTextRenderer(RendererAgg):
     """:class:`RendererAgg` with plain text (not mathtext, not TeX) measured and drawn by Pillow."""
 
+    def _path(self, prop) -> str:
+        """The font file of ``prop``, found once per distinct properties (matplotlib's
+        ``findfont`` reads a dozen settings on each call, several calls per text)."""
+        paths = self.__dict__.setdefault("_paths", {})
+        path = paths.get(prop)
+        if path is None:
+            path = paths[prop.copy()] = findfont(prop)
+        return path
+
     def _pillow_font(self, prop):
-        return _font(findfont(prop), prop.get_size_in_points() * self.dpi / 72)
+        return _font(self._path(prop), prop.get_size_in_points() * self.dpi / 72)
 
     def _get_font_height_metrics(self, prop):
         """matplotlib's hook for a renderer's font heights (3.11 on; older versions measure "lp"):
         the font's tables read once per font and size, not once per text."""
-        return _height_metrics(findfont(prop), prop.get_size_in_points(), self.dpi)
+        return _height_metrics(self._path(prop), prop.get_size_in_points(), self.dpi)
 
     def get_text_width_height_descent(self, s, prop, ismath):
         if ismath:
