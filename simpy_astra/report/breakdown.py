@@ -231,26 +231,34 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     at = edges[:-1]  # each stretch [edges[i], edges[i + 1]) lies within a piece or outside all of a class's
     part = np.full(len(at), idle, dtype=np.int64)
     node = np.zeros(len(at), dtype=np.int64) if shares else None
-    free = np.ones(len(at), dtype=bool)
+    left = np.arange(len(at))  # the stretches no higher class owns
     for p_start, p_end, p_node, p_name in pieces:  # highest class first: a stretch keeps its first owner
-        if not len(p_start):
+        if not len(p_start) or not len(left):
             continue
-        k = np.searchsorted(p_start, at, side="right") - 1
-        mine = free & (k >= 0) & (at < p_end[k])  # k = -1 reads the last piece, masked out by k >= 0
-        part = np.where(mine, p_name[k], part)
+        where = at[left]
+        k = np.searchsorted(p_start, where, side="right") - 1
+        mine = (k >= 0) & (where < p_end[k])  # k = -1 reads the last piece, masked out by k >= 0
+        taken, k = left[mine], k[mine]
+        part[taken] = p_name[k]
         if node is not None:
-            node = np.where(mine, p_node[k], node)
-        free &= ~mine
+            node[taken] = p_node[k]
+        left = left[~mine]
+    free = np.zeros(len(at), dtype=bool)
+    free[left] = True
     cuts = np.flatnonzero(part[1:] != part[:-1]) + 1  # neighbours of one part merged
     first = np.concatenate(([0], cuts))
     seg_start, seg_end, seg_part = edges[first], edges[np.concatenate((cuts, [len(part)]))], part[first]
     held = seg_end - seg_start
-    found = []  # (first segment, part, its ns): a few parts, each one masked sum (exact integers)
-    for k, part_name in enumerate(label):
-        mine = seg_part == k
-        if mine.any():
-            found.append((int(mine.argmax()), part_name, int(held[mine].sum())))
-    out.parts.update((part_name, ns) for _at, part_name, ns in sorted(found))  # in order of first appearance
+    # each part's ns and first segment, in order of first appearance: a sum per part (as
+    # float64, exact below 2**53 ns, a hundred days; else one masked integer sum per part)
+    if finish_ns < 2**53:
+        total = np.bincount(seg_part, weights=held, minlength=len(label)).astype(np.int64).tolist()
+    else:
+        total = [int(held[seg_part == k].sum()) for k in range(len(label))]
+    appears = np.full(len(label), len(seg_part), dtype=np.int64)
+    np.minimum.at(appears, seg_part, np.arange(len(seg_part)))
+    found = sorted((at_, k) for k, at_ in enumerate(appears.tolist()) if at_ < len(seg_part))
+    out.parts.update((label[k], total[k]) for _at, k in found)
     if shares and not free.all():
         owned = ~free
         owner, span = node[owned], np.diff(edges)[owned]
