@@ -13,8 +13,10 @@ colour per part (bubbles included), time in ms, drawn as one image (:func:`_rast
 pixel columns each show the part that filled most of them, the legend below the axes.
 
 Both are drawn cheaply (issue 51: the reports must cost a few per cent of the simulation):
-matplotlib's Agg canvas directly (files only, no display, no pyplot), the bars one collection
-per part, the Gantt chart one image, no artist whose cost grows with the run.
+matplotlib's Agg canvas directly (files only, no display, no pyplot) with its text laid out and
+drawn by Pillow (:mod:`~simpy_astra.report.quick_text`), the bars one collection per part, the
+Gantt chart one image, a bar's or a row's label one text (:func:`category_labels`, not a
+matplotlib tick each), no artist whose cost grows with the run.
 """
 
 from __future__ import annotations
@@ -275,10 +277,10 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN))
     end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
-        # "none": Agg maps each pixel to a column as "nearest" does, without nearest's resampling
-        # pass (a third of the chart's drawing; a pixel in 200 may take its neighbour column)
-        ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="none",
-                  extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
+        # each of the axes' pixels takes the raster's pixel under its centre (_PickedImage)
+        image = _picked_image(ax, _raster(rows, colours, end), (0.0, end / scale, len(rows) - 0.5, -0.5))
+        ax.add_image(image)
+        ax.set_xlim(0.0, end / scale)
     labelled = range(0, len(rows), label_every(len(rows)))
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
@@ -327,6 +329,40 @@ def _codes(codes) -> list[int]:
     import numpy as np
 
     return np.unique(codes).tolist()
+
+
+def _picked_image(ax, raster, extent):
+    """An image of ``raster`` (RGBA bytes, its first line on top) spread over ``extent`` (data:
+    left, right, bottom, top) whose every pixel on the canvas takes the raster pixel under its
+    centre: ``imshow``'s "none" interpolation picked by two index arrays, without matplotlib's
+    generic resampling and colour passes (most of the chart's drawing, issue 51)."""
+    import numpy as np
+    from matplotlib.image import AxesImage
+    from matplotlib.transforms import Bbox, TransformedBbox
+
+    class _PickedImage(AxesImage):
+        def make_image(self, renderer, magnification=1.0, unsampled=False):
+            left, right, bottom, top = self.get_extent()
+            box = TransformedBbox(Bbox([[left, bottom], [right, top]]), self.get_transform())
+            shown = Bbox.intersection(box, self.axes.bbox)
+            if shown is None:
+                return None, 0, 0, None
+            x0, x1 = int(np.floor(shown.x0)), int(np.ceil(shown.x1))
+            y0, y1 = int(np.floor(shown.y0)), int(np.ceil(shown.y1))
+            if x1 <= x0 or y1 <= y0:
+                return None, 0, 0, None
+            lines, columns = self._A.shape[:2]
+            xs = np.arange(x0, x1) + 0.5  # pixel centres; the picture's rows bottom first
+            ys = np.arange(y0, y1) + 0.5
+            col = np.clip(((xs - box.x0) / box.width * columns).astype(np.int64), 0, columns - 1)
+            # the raster's first line is the extent's top, drawn where the axes put it
+            line = ((ys - box.y0) / box.height * lines).astype(np.int64)
+            line = np.clip(lines - 1 - line if box.height > 0 else line, 0, lines - 1)
+            return self._A[line][:, col], x0, y0, None
+
+    image = _PickedImage(ax, extent=extent, interpolation="none")
+    image.set_data(raster)
+    return image
 
 
 def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
