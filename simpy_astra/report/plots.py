@@ -214,7 +214,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
         boxes = [((x - half, lo), (x - half, lo + h), (x + half, lo + h), (x + half, lo))
                  for x, (lo, h) in enumerate(zip(bottoms, heights, strict=True)) if h > 0]
         ax.add_collection(PolyCollection(boxes, facecolors=colours[name], edgecolors="none", linewidths=0,
-                                         label=name))
+                                         label=name), autolim=False)  # the limits are set below
         bottoms = [lo + h for lo, h in zip(bottoms, heights, strict=True)]
     ax.set_xlim(-0.5, len(bars) - 0.5)
     ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
