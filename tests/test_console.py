@@ -122,7 +122,7 @@ def test_breakdown_png_groups_identical_gpus_into_one_bar_with_a_count(job: Path
     reports = sim.run()
     breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, segments=True)
     ax = breakdown_figure(breakdowns).axes[0]
-    labels = [t.get_text() for t in ax.get_xticklabels()]
+    labels = [t.get_text() for t in ax.texts]  # a text per bar
     per_stage = GPUS // PP
     assert labels == [f"{stage * per_stage} x{per_stage}" for stage in range(PP)]
     assert Image.open(plots / "breakdown.png").size[0] < 1000  # two bars, not 64
@@ -193,6 +193,40 @@ def test_a_column_shows_the_part_that_filled_most_of_it() -> None:
     assert dominant(row, 10, 100, past="idle")[5:] == ["bubble"] + ["idle"] * 4
     # 0..14 gemm, 14..20 tp in the 10-ns columns: 4 of gemm and 6 of tp -> tp has the second
     assert dominant([(0, 14, "compute.gemm"), (14, 20, "comm.tp")], 2, 20) == ["compute.gemm", "comm.tp"]
+
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_array_columns_pick_a_part_that_filled_most_of_each(seed: int) -> None:
+    """Random rows (gaps, stretches shorter and longer than a column): per column the array
+    sums pick a part whose exact share of it is the largest (any of them on a tie), idle past
+    the row's end when asked, and nothing where nothing is drawn."""
+    import random
+
+    from simpy_astra.report.columns import as_arrays, dominant_codes
+
+    rng = random.Random(seed)
+    parts = ["compute.gemm", "comm.tp", "comm.dp", "bubble", "memory"]
+    t, row = 0, []
+    for _ in range(rng.randrange(1, 400)):
+        t += rng.choice((0, 0, rng.randrange(1, 50)))  # a gap, sometimes
+        length = rng.choice((1, rng.randrange(1, 30), rng.randrange(1, 3000)))
+        row.append((t, t + length, rng.choice(parts)))
+        t += length
+    for width in (1, 7, 60, 2000):
+        bucket = -(-t * 5 // 4 // width)  # whole ns per column, the row ending before the last
+        for past in (None, "idle"):
+            best, order = dominant_codes(None, width, width * bucket, past=past, arrays=as_arrays(row))
+            for col, k in enumerate(best.tolist()):
+                lo, hi = col * bucket, (col + 1) * bucket
+                share: dict[str, int] = {}
+                for s, e, part in row:
+                    if min(e, hi) > max(s, lo):
+                        share[part] = share.get(part, 0) + min(e, hi) - max(s, lo)
+                if past is not None and bucket > sum(share.values()):
+                    share[past] = share.get(past, 0) + bucket - sum(share.values())
+                most = max(share.values(), default=0)
+                assert (k < 0) if not most else order[k] in {p for p, ns in share.items() if ns == most}
 
 
 def test_top_level_help_lists_every_generator_and_run_help_shows_cluster(capsys) -> None:
@@ -272,12 +306,12 @@ def test_breakdown_png_bar_labels_stand_upright_exactly_when_flat_ones_would_ove
     distinct = [Breakdown(1000 + k, {"compute.gemm": 1000 + k}) for k in range(bars)]
     fig = breakdown_figure({n: distinct[n // alike] for n in range(bars * alike)})
     ax = fig.axes[0]
-    labels = [t.get_text() for t in ax.get_xticklabels()]
+    labels = [t.get_text() for t in ax.texts]  # a text per bar
     assert len(labels) == bars and labels[1] == (f"{alike} x{alike}" if alike > 1 else "1")
     slot = ax.get_position().width * fig.get_figwidth() / bars  # inches per bar
     assert labels_overlap(labels, slot * bars) is upright
     assert bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > slot) is upright
-    assert {t.get_rotation() for t in ax.get_xticklabels()} == {90.0 if upright else 0.0}
+    assert {t.get_rotation() for t in ax.texts} == {90.0 if upright else 0.0}
 
 
 def test_timeline_png_past_16_rows_labels_about_16_evenly_and_draws_every_row() -> None:
@@ -290,7 +324,7 @@ def test_timeline_png_past_16_rows_labels_about_16_evenly_and_draws_every_row() 
     stages = {n: Breakdown(100 + n, {"compute.gemm": 100 + n}, segments=[(0, 100 + n, "compute.gemm")])
               for n in range(64)}
     ax = timeline_figure(stages, replica=list(range(64))).axes[0]
-    labels = [t.get_text() for t in ax.get_yticklabels()]
+    labels = [t.get_text() for t in ax.texts]  # a text per labelled row
     assert labels == [f"stage {s}: NPU {s}" for s in range(0, 64, 4)]
     assert ax.get_ylim() == (63.5, -0.5) and ax.images[0].get_array().shape[0] == 64 * 5  # every row drawn
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import statistics
+from array import array
 from dataclasses import dataclass, field
 from operator import attrgetter, methodcaller
 from typing import Any
@@ -230,26 +231,34 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     at = edges[:-1]  # each stretch [edges[i], edges[i + 1]) lies within a piece or outside all of a class's
     part = np.full(len(at), idle, dtype=np.int64)
     node = np.zeros(len(at), dtype=np.int64) if shares else None
-    free = np.ones(len(at), dtype=bool)
+    left = np.arange(len(at))  # the stretches no higher class owns
     for p_start, p_end, p_node, p_name in pieces:  # highest class first: a stretch keeps its first owner
-        if not len(p_start):
+        if not len(p_start) or not len(left):
             continue
-        k = np.searchsorted(p_start, at, side="right") - 1
-        mine = free & (k >= 0) & (at < p_end[k])  # k = -1 reads the last piece, masked out by k >= 0
-        part = np.where(mine, p_name[k], part)
+        where = at[left]
+        k = np.searchsorted(p_start, where, side="right") - 1
+        mine = (k >= 0) & (where < p_end[k])  # k = -1 reads the last piece, masked out by k >= 0
+        taken, k = left[mine], k[mine]
+        part[taken] = p_name[k]
         if node is not None:
-            node = np.where(mine, p_node[k], node)
-        free &= ~mine
+            node[taken] = p_node[k]
+        left = left[~mine]
+    free = np.zeros(len(at), dtype=bool)
+    free[left] = True
     cuts = np.flatnonzero(part[1:] != part[:-1]) + 1  # neighbours of one part merged
     first = np.concatenate(([0], cuts))
     seg_start, seg_end, seg_part = edges[first], edges[np.concatenate((cuts, [len(part)]))], part[first]
     held = seg_end - seg_start
-    found = []  # (first segment, part, its ns): a few parts, each one masked sum (exact integers)
-    for k, part_name in enumerate(label):
-        mine = seg_part == k
-        if mine.any():
-            found.append((int(mine.argmax()), part_name, int(held[mine].sum())))
-    out.parts.update((part_name, ns) for _at, part_name, ns in sorted(found))  # in order of first appearance
+    # each part's ns and first segment, in order of first appearance: a sum per part (as
+    # float64, exact below 2**53 ns, a hundred days; else one masked integer sum per part)
+    if finish_ns < 2**53:
+        total = np.bincount(seg_part, weights=held, minlength=len(label)).astype(np.int64).tolist()
+    else:
+        total = [int(held[seg_part == k].sum()) for k in range(len(label))]
+    appears = np.full(len(label), len(seg_part), dtype=np.int64)
+    np.minimum.at(appears, seg_part, np.arange(len(seg_part)))
+    found = sorted((at_, k) for k, at_ in enumerate(appears.tolist()) if at_ < len(seg_part))
+    out.parts.update((label[k], total[k]) for _at, k in found)
     if shares and not free.all():
         owned = ~free
         owner, span = node[owned], np.diff(edges)[owned]
@@ -264,9 +273,16 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
 
 
 def _int64(column):
-    """A column of ints as an int64 array (the recorder's ``array('q')`` without a copy)."""
+    """A column of ints as an int64 array: the recorder's ``array('q')`` without a copy, its
+    node ids' ``array('Q')`` viewed as signed (Chakra's ids are unsigned 64-bit; the sweep
+    sorts and picks by them as int64, so one from 2**63 on is refused)."""
     import numpy as np
 
+    if isinstance(column, array) and column.typecode == "Q":
+        unsigned = np.frombuffer(column, dtype=np.uint64) if len(column) else np.zeros(0, dtype=np.uint64)
+        if len(unsigned) and int(unsigned.max()) >= 2**63:
+            raise OverflowError(f"node id {int(unsigned.max())} is too large for the breakdown's sweep")
+        return unsigned.view(np.int64)
     return np.asarray(column, dtype=np.int64)
 
 
@@ -368,35 +384,49 @@ class Classifier:
         # types from 16 on (and below 0) share code 15: like every type from 8 on, they fill no part
         keys = dicts * 16 + np.where((types >= 0) & (types < 16), types, 15)
         _distinct, first, code = np.unique(keys, return_index=True, return_inverse=True)
-        # each distinct (attributes, type) pair as the values node_part reads, then each
-        # distinct such value classified once; C-level maps, no Python step per pair (a
-        # 3,072-GPU job has over a hundred thousand pairs, a few dozen values)
+        # each distinct (attributes, type) pair by the values node_part reads for its type
+        # (PART_ATTRIBUTES), then each distinct such value classified once; C-level maps, no
+        # Python step per pair (a 3,072-GPU job has over a hundred thousand pairs, a few dozen values)
         pairs = list(map(nodes.__getitem__, first.tolist()))
         dicts_of = list(map(attrgetter("attrs"), pairs))
-        what = list(zip(types[first].tolist(), *(map(methodcaller("get", name), dicts_of) for name in PART_ATTRIBUTES),
-                        strict=True))
-        by_content, place, kinds = self._by_content, self._place, self._kinds
-        try:
-            for value in dict.fromkeys(what):
-                if value not in by_content:  # a few dozen in a run: a scan for one node with it
-                    part = by_content[value] = node_part(pairs[what.index(value)], self._names, self._p2p)
-                    if part not in place:
-                        place[part] = len(kinds)
-                        kinds.append(part)
-        except TypeError:  # an unhashable attribute value: each pair classified as it is
-            slots = []
-            for node in pairs:
-                part = node_part(node, self._names, self._p2p)
-                slots.append(place.setdefault(part, len(place)))
-                if slots[-1] == len(kinds):
-                    kinds.append(part)
-            return np.array(slots, dtype=np.int64)[code.reshape(-1)], list(kinds)
-        slot = np.fromiter(map(place.__getitem__, map(by_content.__getitem__, what)), np.int64, len(what))
-        return slot[code.reshape(-1)], list(kinds)
+        pair_types = types[first]
+        slot = np.empty(len(pairs), dtype=np.int64)
+        for t in np.unique(pair_types).tolist():  # a few node types
+            mine = np.flatnonzero(pair_types == t)
+            names = PART_ATTRIBUTES.get(t, ())
+            if not names:  # its part is its type's
+                slot[mine] = self._slot(t, (), pairs[mine[0]])
+                continue
+            members = list(map(dicts_of.__getitem__, mine.tolist()))
+            what = list(zip(*(map(methodcaller("get", name), members) for name in names), strict=True))
+            try:
+                distinct = dict.fromkeys(what)  # a few values: a scan for one pair with each
+                seen = {value: self._slot(t, value, pairs[mine[what.index(value)]]) for value in distinct}
+            except TypeError:  # an unhashable attribute value: each pair classified as it is
+                slot[mine] = [self._slot(t, None, pairs[k]) for k in mine.tolist()]
+                continue
+            slot[mine] = np.fromiter(map(seen.__getitem__, what), np.int64, len(what))
+        return slot[code.reshape(-1)], list(self._kinds)
+
+    def _slot(self, node_type: int, value, node) -> int:
+        """The place in :attr:`_kinds` of ``node``'s part, ``value`` being what it holds of the
+        attributes its type's part depends on (None: not to be remembered)."""
+        key = (node_type, value)
+        part = self._by_content.get(key, self) if value is not None else self
+        if part is self:
+            part = node_part(node, self._names, self._p2p)
+            if value is not None:
+                self._by_content[key] = part
+        place = self._place.get(part)
+        if place is None:
+            place = self._place[part] = len(self._kinds)
+            self._kinds.append(part)
+        return place
 
 
-#: the attributes :func:`node_part` reads (besides the node's type)
-PART_ATTRIBUTES = ("op_type", "is_cpu_op", "comm_stream", "pg_name")
+#: the attributes :func:`node_part` reads, by node type (the other types' parts are their type's)
+PART_ATTRIBUTES = {COMP_NODE: ("op_type", "is_cpu_op"), COMM_COLL_NODE: ("comm_stream", "pg_name"),
+                   COMM_SEND_NODE: ("comm_stream",)}
 
 
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False,

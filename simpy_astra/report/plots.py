@@ -13,8 +13,10 @@ colour per part (bubbles included), time in ms, drawn as one image (:func:`_rast
 pixel columns each show the part that filled most of them, the legend below the axes.
 
 Both are drawn cheaply (issue 51: the reports must cost a few per cent of the simulation):
-matplotlib's Agg canvas directly (files only, no display, no pyplot), the bars one collection
-per part, the Gantt chart one image, no artist whose cost grows with the run.
+matplotlib's Agg canvas directly (files only, no display, no pyplot) with its text laid out and
+drawn by Pillow (:mod:`~simpy_astra.report.quick_text`), the bars one collection per part, the
+Gantt chart one image, a bar's or a row's label one text (:func:`category_labels`, not a
+matplotlib tick each), no artist whose cost grows with the run.
 """
 
 from __future__ import annotations
@@ -64,12 +66,19 @@ def _distinct(breakdowns: dict[int, Breakdown]) -> list[tuple[int, int, Breakdow
 
 def _figure(width_in: float, height_in: float):
     """A figure with one axes, drawn by Agg (files only: no display, and no pyplot, whose
-    figure manager a file does not need)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    figure manager a file does not need), its text by Pillow where it can
+    (:mod:`~simpy_astra.report.quick_text`: most of a picture's cost is matplotlib's text)."""
     from matplotlib.figure import Figure
 
+    from simpy_astra.report.quick_text import QuickTextCanvas, pillow_draws_text
+
     fig = Figure(figsize=(width_in, height_in), dpi=DPI)
-    FigureCanvasAgg(fig)
+    if pillow_draws_text():
+        QuickTextCanvas(fig)
+    else:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 
 
@@ -140,6 +149,48 @@ def labels_overlap(labels: list[str], axes_width_in: float) -> bool:
     return bool(CHAR_IN * max(map(len, labels)) + LABEL_GAP_IN > axes_width_in / len(labels))
 
 
+#: the gap between the axes and the labels of its bars or rows (a tick's length and its pad, as
+#: matplotlib's), and between those and the axis label (points)
+LABEL_PAD_PT = 7.0
+
+
+def category_labels(ax, axis: str, at, labels: list[str], fontsize: float, upright: bool = False) -> None:
+    """A label per bar (``axis`` "x": below it, ``upright`` or flat) or per Gantt row ("y": left
+    of it) at ``at`` (data coordinates), each one text where matplotlib would make a tick (three
+    lines and two texts, about a millisecond each to make and draw; issue 51: the reports must
+    cost a few per cent of the simulation), a tick mark at each (one line of markers), and the
+    axis label beyond the widest. They are the axes' ``texts``; the axis itself has no ticks."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKDOWN, TICKLEFT
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.figure
+    renderer, font = fig.canvas.get_renderer(), FontProperties(size=fontsize)
+    widest = max((renderer.get_text_width_height_descent(text, font, False)[0] for text in labels),
+                 default=0.0) * 72 / fig.dpi  # points
+    if axis == "x":
+        place = offset_copy(ax.get_xaxis_transform(), fig=fig, y=-LABEL_PAD_PT, units="points")
+        for x, text in zip(at, labels, strict=True):
+            ax.text(x, 0.0, text, transform=place, ha="center", va="top", rotation=90 if upright else 0,
+                    fontsize=fontsize)
+        ax.set_xticks([])
+        ax.add_line(Line2D(list(at), [0.0] * len(labels), linestyle="none", marker=TICKDOWN, markersize=3.5,
+                           color="black", markeredgewidth=0.8, clip_on=False, transform=ax.get_xaxis_transform()))
+        depth = widest if upright else 1.2 * fontsize
+        ax.xaxis.set_label_coords(0.5, 0.0, transform=offset_copy(ax.transAxes, fig=fig, y=-2 * LABEL_PAD_PT - depth,
+                                                                  units="points"))
+    else:
+        place = offset_copy(ax.get_yaxis_transform(), fig=fig, x=-LABEL_PAD_PT, units="points")
+        for y, text in zip(at, labels, strict=True):
+            ax.text(0.0, y, text, transform=place, ha="right", va="center", fontsize=fontsize)
+        ax.set_yticks([])
+        ax.add_line(Line2D([0.0] * len(labels), list(at), linestyle="none", marker=TICKLEFT, markersize=3.5,
+                           color="black", markeredgewidth=0.8, clip_on=False, transform=ax.get_yaxis_transform()))
+        ax.yaxis.set_label_coords(0.0, 0.5, transform=offset_copy(ax.transAxes, fig=fig, x=-2 * LABEL_PAD_PT - widest,
+                                                                  units="points"))
+
+
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
@@ -163,13 +214,12 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
         boxes = [((x - half, lo), (x - half, lo + h), (x + half, lo + h), (x + half, lo))
                  for x, (lo, h) in enumerate(zip(bottoms, heights, strict=True)) if h > 0]
         ax.add_collection(PolyCollection(boxes, facecolors=colours[name], edgecolors="none", linewidths=0,
-                                         label=name))
+                                         label=name), autolim=False)  # the limits are set below
         bottoms = [lo + h for lo, h in zip(bottoms, heights, strict=True)]
     ax.set_xlim(-0.5, len(bars) - 0.5)
     ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
-    ax.set_xticks(range(len(bars)))
-    ax.set_xticklabels(labels, rotation=90 if rotated else 0, fontsize=7)
     ax.set_xlabel(xlabel)
+    category_labels(ax, "x", range(len(bars)), labels, 7, upright=rotated)
     ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
     # y=1.0, where matplotlib puts it anyway: a title left to place itself is moved above any
@@ -227,13 +277,11 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN))
     end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
-        # "none": Agg maps each pixel to a column as "nearest" does, without nearest's resampling
-        # pass (a third of the chart's drawing; a pixel in 200 may take its neighbour column)
-        ax.imshow(_raster(rows, colours, end), aspect="auto", interpolation="none",
-                  extent=(0.0, end / scale, len(rows) - 0.5, -0.5))
+        # each of the axes' pixels takes the raster's pixel under its centre (_PickedImage)
+        image = _picked_image(ax, _raster(rows, colours, end), (0.0, end / scale, len(rows) - 0.5, -0.5))
+        ax.add_image(image)
+        ax.set_xlim(0.0, end / scale)
     labelled = range(0, len(rows), label_every(len(rows)))
-    ax.set_yticks(labelled)
-    ax.set_yticklabels([rows[k].label for k in labelled], fontsize=8 if len(rows) <= MAX_ROWS else 7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
@@ -243,6 +291,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     else:
         ax.set_ylabel("NPU (xN: N NPUs alike)")
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
+    category_labels(ax, "y", labelled, [rows[k].label for k in labelled], 8 if len(rows) <= MAX_ROWS else 7)
     ax.set_title(title or default, fontsize=10, y=1.0)  # placed, as breakdown_figure's
     legend_in = _legend(fig, [Patch(color=colours[n], label=n) for n in names])
     _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
@@ -280,6 +329,40 @@ def _codes(codes) -> list[int]:
     import numpy as np
 
     return np.unique(codes).tolist()
+
+
+def _picked_image(ax, raster, extent):
+    """An image of ``raster`` (RGBA bytes, its first line on top) spread over ``extent`` (data:
+    left, right, bottom, top) whose every pixel on the canvas takes the raster pixel under its
+    centre: ``imshow``'s "none" interpolation picked by two index arrays, without matplotlib's
+    generic resampling and colour passes (most of the chart's drawing, issue 51)."""
+    import numpy as np
+    from matplotlib.image import AxesImage
+    from matplotlib.transforms import Bbox, TransformedBbox
+
+    class _PickedImage(AxesImage):
+        def make_image(self, renderer, magnification=1.0, unsampled=False):
+            left, right, bottom, top = self.get_extent()
+            box = TransformedBbox(Bbox([[left, bottom], [right, top]]), self.get_transform())
+            shown = Bbox.intersection(box, self.axes.bbox)
+            if shown is None:
+                return None, 0, 0, None
+            x0, x1 = int(np.floor(shown.x0)), int(np.ceil(shown.x1))
+            y0, y1 = int(np.floor(shown.y0)), int(np.ceil(shown.y1))
+            if x1 <= x0 or y1 <= y0:
+                return None, 0, 0, None
+            lines, columns = self._A.shape[:2]
+            xs = np.arange(x0, x1) + 0.5  # pixel centres; the picture's rows bottom first
+            ys = np.arange(y0, y1) + 0.5
+            col = np.clip(((xs - box.x0) / box.width * columns).astype(np.int64), 0, columns - 1)
+            # the raster's first line is the extent's top, drawn where the axes put it
+            line = ((ys - box.y0) / box.height * lines).astype(np.int64)
+            line = np.clip(lines - 1 - line if box.height > 0 else line, 0, lines - 1)
+            return self._A[line][:, col], x0, y0, None
+
+    image = _PickedImage(ax, extent=extent, interpolation="none")
+    image.set_data(raster)
+    return image
 
 
 def _raster(rows: list[GanttRow], colours: dict[str, str], end_ns: int):
@@ -341,6 +424,14 @@ def require_matplotlib() -> None:
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.collections  # noqa: F401
         import matplotlib.figure  # noqa: F401
+        import matplotlib.patches  # noqa: F401
+        import matplotlib.ticker  # noqa: F401
+        from PIL import Image, ImageDraw, ImageFont, PngImagePlugin  # noqa: F401
+
+        import simpy_astra.report.columns  # noqa: F401
+        import simpy_astra.report.quick_text  # noqa: F401
+
+        Image.preinit()  # the image plugins Pillow imports when it first saves one
     except ImportError as exc:
         raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
                          f"lacks or cannot import ({exc}; pip install matplotlib); or run without --plots") from None

@@ -53,10 +53,11 @@ class ChunkPhase:
 class NpuRecorder:
     """Recorder of one NPU; its methods are the watchers of the NPU's probe points.
 
-    Finished nodes are kept as three columns in end order, ``ids`` (node ids, a list: Chakra's
-    are unsigned 64-bit), ``begins`` and ``ends`` (ns, ``array('q')``), which the breakdown
-    reads as arrays without a conversion per interval (a report must cost a small part of the
-    run, issue 51); :attr:`intervals` gives them as (node id, start ns, end ns) tuples."""
+    Finished nodes are kept as three columns in end order, ``ids`` (node ids, ``array('Q')``:
+    Chakra's are unsigned 64-bit), ``begins`` and ``ends`` (ns, ``array('q')``), which the
+    breakdown reads as arrays without a conversion per interval (a report must cost a small
+    part of the run, issue 51); :attr:`intervals` gives them as (node id, start ns, end ns)
+    tuples."""
 
     __slots__ = ("npu_id", "starts", "ids", "begins", "ends", "chunks", "queued", "running", "stream_node",
                  "last_started", "record_chunks")
@@ -65,7 +66,7 @@ class NpuRecorder:
         self.npu_id = npu_id
         self.record_chunks = record_chunks
         self.starts: dict[int, int] = {}
-        self.ids: list[int] = []
+        self.ids = array("Q")
         self.begins = array("q")
         self.ends = array("q")
         self.chunks: list[ChunkPhase] = []
