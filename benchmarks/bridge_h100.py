@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import sys
 
-from megatron_sc21 import table_main
+from megatron_sc21 import h100_row, table_main
 
 #: model -> (layers as run, hidden, heads, query groups, FFN hidden, vocab) -- Llama 3 / 3.1:
 #: SwiGLU, RMSNorm, untied embeddings, grouped-query attention, 128,256-token vocabulary
@@ -97,13 +97,9 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
 
 def read_table(_path: str) -> list[dict]:
     """The rows as ``table_main`` scores them (the table is in this file)."""
-    rows = []
-    for release, model, precision, gpus, gbs, mb, seq, tp, pp, cp, vp, tokens, tflops in TABLE:
-        seconds = gbs * seq / (tokens * gpus)
-        rows.append({"model": f"{model} {precision} {release}", "gpus": gpus, "seconds": seconds,
-                     "tflops": float(tflops), "preset": "dgx-h100", "inter_node_gbit_s": 3200,
-                     "args": row_args(model, mb, gbs, seq, tp, pp, cp, vp)})
-    return rows
+    return [h100_row(f"{model} {precision} {release}", gpus, gbs, seq, tokens, tflops,
+                     row_args(model, mb, gbs, seq, tp, pp, cp, vp))
+            for release, model, precision, gpus, gbs, mb, seq, tp, pp, cp, vp, tokens, tflops in TABLE]
 
 
 def main() -> int:

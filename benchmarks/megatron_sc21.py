@@ -44,6 +44,14 @@ def read_table(path: str) -> list[dict]:
     return rows
 
 
+def h100_row(model: str, gpus: int, global_batch: int, seq: int, tokens_per_s: float, tflops: float,
+             args: str) -> dict:
+    """A published DGX H100 row that gives tokens/s per GPU: its seconds per step are
+    ``global batch x sequence / (tokens/s per GPU x GPUs)``."""
+    return {"model": model, "gpus": gpus, "seconds": global_batch * seq / (tokens_per_s * gpus),
+            "tflops": float(tflops), "preset": "dgx-h100", "inter_node_gbit_s": 3200, "args": args}
+
+
 def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, float]:
     """Run one row as a scenario (``gpu``: GPU figures overriding the preset's; the row's
     ``preset`` and ``inter_node_gbit_s`` default to SC'21's DGX A100 and 1,600 Gbit/s)."""

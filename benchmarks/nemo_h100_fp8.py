@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 
-from megatron_sc21 import table_main
+from megatron_sc21 import h100_row, table_main
 
 #: NeMo's GPT-3 vocabulary: GPT-2's 50,257 padded to a multiple of 128
 GPT_VOCAB = 50304
@@ -81,13 +81,8 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
 
 def read_table(_path: str) -> list[dict]:
     """The rows as ``table_main`` scores them (the table is in this file)."""
-    rows = []
-    for model, gpus, gbs, mb, seq, tp, pp, cp, vp, tokens, tflops in TABLE:
-        seconds = gbs * seq / (tokens * gpus)
-        rows.append({"model": model, "gpus": gpus, "seconds": seconds,
-                     "tflops": float(tflops), "preset": "dgx-h100", "inter_node_gbit_s": 3200,
-                     "args": row_args(model, mb, gbs, seq, tp, pp, cp, vp)})
-    return rows
+    return [h100_row(model, gpus, gbs, seq, tokens, tflops, row_args(model, mb, gbs, seq, tp, pp, cp, vp))
+            for model, gpus, gbs, mb, seq, tp, pp, cp, vp, tokens, tflops in TABLE]
 
 
 def main() -> int:
