@@ -122,3 +122,14 @@ def test_json_memory_is_split_into_parts_that_sum_to_the_total():
     out = figures(job, gpu, 10**9).as_dict()
     assert set(out["memory_gib"]) == {"weights", "gradients", "optimizer", "activations", "fp8_buffers"}
     assert sum(out["memory_gib"].values()) == pytest.approx(out["memory_per_gpu_gib"], abs=0.01)
+
+
+def test_fp8_stores_the_four_gemm_inputs_at_one_byte():
+    """Transformer Engine keeps each FP8 GEMM's input as it cast it for the weight gradient. Of
+    Korthikanti's 34 bytes a token and hidden unit (fused attention, no score matrix), the
+    QKV, projection and FC1 inputs (2 each) and FC2's (8) then take half: 34 - 7 = 27, split
+    over tp with sequence parallelism; the layer norms' inputs, Q, K, V and GeLU's input stay."""
+    te = BASE.replace(" --transformer-impl local", "") + " --bf16 --tensor-model-parallel-size 2 --sequence-parallel"
+    bf16, fp8 = parse(te, 2), parse(te + " --fp8-format hybrid", 2)
+    assert activation_bytes(bf16) == pytest.approx(L * 34 * S * B * H / 2 + _output_layer(2))
+    assert activation_bytes(fp8) == pytest.approx(L * 27 * S * B * H / 2 + _output_layer(2))

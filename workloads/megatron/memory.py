@@ -27,7 +27,10 @@ and with v chunks Megatron's warm-up ``2(pp - 1) + (v - 1)pp + 1`` chunk passes,
 mask ``s b h p / t``; with one stage, the output layer's ``4 s b h (1 + V/h) / t``.
 
 *FP8 buffers*: Transformer Engine keeps an FP8 copy of each weight and of its transpose (one
-byte each) between the micro-batches of a step.
+byte each) between the micro-batches of a step. With FP8 the inputs of a layer's four GEMMs
+(QKV, projection, FC1, FC2) are stored as Transformer Engine cast them for the weight gradient,
+one byte an element instead of two; the layer norms' inputs, Q, K, V and the activation's
+input stay in bf16.
 """
 
 from __future__ import annotations
@@ -79,8 +82,12 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
     q, kv = job.heads * job.head_dim, job.kv_heads * job.head_dim
     act_in = 2 if job.swiglu else 1  # SwiGLU's activation reads both halves of the first GEMM
 
-    def mlp_words(ffn: int) -> int:  # the MLP's input, activation input, second GEMM's input
-        return 2 * h + 2 * act_in * ffn + 2 * ffn
+    # with FP8, Transformer Engine keeps each FP8 GEMM's input as it cast it for the weight
+    # gradient (1 B an element, not 2): the QKV, projection, FC1 and FC2 inputs
+    gemm_in = 1 if job.fp8 else 2
+
+    def mlp_words(ffn: int, fc2_in: int = 2) -> int:  # the MLP's input, activation input, FC2's input
+        return 2 * h + 2 * act_in * ffn + fc2_in * ffn
 
     routed = 0.0
     if moe:  # top-k copies of each token; with etp = tp the tp ranks share them, with etp 1 split them
@@ -89,11 +96,11 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
         copy = mlp_words(job.moe_ffn) - 2 * h
         routed = job.topk * (2 * h + copy / t if job.etp == t else (2 * h + copy) / t)
     else:
-        ffn_words = mlp_words(job.ffn_hidden) - 2 * h
+        ffn_words = mlp_words(job.ffn_hidden, gemm_in) - 2 * h
     # layer-norm inputs 4h, QKV and MLP inputs 2h each, two dropout masks h each: not split over
     # tp without sequence parallelism; the rest always is
-    unsplit = 4 * h + 2 * h + 2 * h + 2 * h
-    split = 2 * q + 2 * kv + 2 * kv + 2 * q + ffn_words
+    unsplit = 4 * h + gemm_in * h + gemm_in * h + 2 * h
+    split = 2 * q + 2 * kv + 2 * kv + gemm_in * q + ffn_words
     per_token = (unsplit + split) / t if job.sequence_parallel else unsplit + split / t
     per_token += routed
     scores = 0.0 if job.recompute == "selective" or job.flash_attention else 5 * job.heads * s * s * b / t
