@@ -13,8 +13,9 @@ Llama 3). Each row runs as NeMo's recipes of that release run it (``NVIDIA/NeMo-
 Launcher``, ``launcher_scripts/conf/training/gpt3/*_fp8_performance.yaml`` and ``llama/*.yaml``):
 FP8 hybrid, the distributed optimizer with overlapped gradient reduce and parameter gather,
 sequence parallelism with ``--tp-comm-overlap`` where TP > 1; GPT-3 with selective
-recomputation and dropout 0.1, Llama without recomputation or dropout; on ``cluster: {preset:
-dgx-h100, gpus}``.
+recomputation, dropout 0.1 and its gradients synced in bf16 (``grad_sync_dtype: bf16``,
+``--grad-reduce-in-bf16``), Llama without recomputation or dropout and with fp32 gradients;
+on ``cluster: {preset: dgx-h100, gpus}``.
 
 The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
 preset's two efficiencies come from Megatron-Core's bf16 table (``megatron_mcore_h100.py``).
@@ -75,7 +76,8 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
     if llama:
         args += " --swiglu --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0"
     else:
-        args += " --recompute-activations"  # NeMo's GPT-3 recipes: selective recomputation
+        # NeMo's GPT-3 recipes: selective recomputation, gradients synced in bf16 (grad_sync_dtype)
+        args += " --recompute-activations --grad-reduce-in-bf16"
     return args
 
 

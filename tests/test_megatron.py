@@ -278,6 +278,18 @@ def _all_reduce_s(cluster: dict, size_bytes: float) -> float:
     return 2 * (size_bytes / 2 / bw + 2 * c.node["nvlink_latency_ns"] * 1e-9 + 10e-9)
 
 
+def test_grad_reduce_in_bf16_halves_the_exposed_sync(tmp_path):
+    """bf16 on two data-parallel GPUs, ``--DDP-impl local`` (the all-reduce after the backward,
+    exposed): the step grows by an all-reduce of the fp32 gradient buffer (4 B a parameter), and
+    by one of half the bytes with ``--grad-reduce-in-bf16``."""
+    base = DP.replace("--fp16", "--bf16") + " --DDP-impl local"
+    params = parse(base, 2).parameters()
+    instant = {"nvlink_gib_s": 1e9, "nvlink_latency_ns": 1e-6}
+    for extra, grad_bytes in (("", 4), (" --grad-reduce-in-bf16", 2)):
+        grown = _run(tmp_path, base + extra, 2) - _run(tmp_path, base + extra, 2, instant)
+        assert grown / 1e9 == pytest.approx(_all_reduce_s({}, params * grad_bytes), rel=0.05), extra
+
+
 @pytest.mark.parametrize("slow", [False, True])
 def test_overlapped_gradient_sync(tmp_path, slow):
     """Two data-parallel GPUs. ``--DDP-impl local`` all-reduces every gradient after the

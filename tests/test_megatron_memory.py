@@ -99,6 +99,18 @@ def test_distributed_optimizer_shards_adam_over_data_parallel_ranks():
     assert sum(q[k] for k in states) == pytest.approx((6 + 12 / 8) * per_gpu)
 
 
+def test_grad_reduce_in_bf16_halves_the_gradient_buffer():
+    """--grad-reduce-in-bf16: bf16 weights, a bf16 gradient buffer and Adam's fp32 states, 2 +
+    2 + 12 = 16 B a parameter, 4 + 12/d with the distributed optimizer (d = 8); fp16 keeps its
+    2 B buffer whatever the flag."""
+    job = parse(BASE + " --bf16 --use-distributed-optimizer --grad-reduce-in-bf16", 8)
+    q = parts_bytes(job)
+    per_gpu = q["weights"] / 2
+    assert job.grad_bytes == 2 and q["gradients"] == pytest.approx(2 * per_gpu)
+    assert sum(q[k] for k in ("weights", "gradients", "optimizer")) == pytest.approx((4 + 12 / 8) * per_gpu)
+    assert parse(BASE + " --fp16 --grad-reduce-in-bf16", 8).grad_bytes == 2
+
+
 def test_expert_weights_are_split_over_expert_parallel_ranks():
     """Eight experts of the dense MLP's width on 8 data-parallel GPUs: with ep 1 each GPU holds
     all 8 experts' 2 h 4h weights a layer, with ep 8 one; the rest is unchanged."""
@@ -111,9 +123,11 @@ def test_expert_weights_are_split_over_expert_parallel_ranks():
 
 
 def test_fp8_keeps_a_weight_copy_and_its_transpose():
+    """One byte for the copy and one for its transpose of each layer's four weight matrices
+    (QKV 3h^2, projection h^2, the MLP's 8h^2: 12 h^2 a layer); the embedding, biases and
+    norms get none."""
     job = parse(BASE + " --bf16 --fp8-format hybrid", 1)
-    parts = parts_bytes(job)
-    assert parts["fp8_buffers"] == pytest.approx(parts["weights"])  # 1 + 1 B against 2 B a weight
+    assert parts_bytes(job)["fp8_buffers"] == pytest.approx(2 * L * 12 * H * H)
 
 
 def test_json_memory_is_split_into_parts_that_sum_to_the_total():

@@ -110,6 +110,8 @@ class MegatronJob:
     #: transformer layers of each model chunk in model order (chunk ``c`` of stage ``s`` is
     #: the ``c * pp + s``-th); empty: ``num_layers / (pp x virtual_stages)`` each
     layer_split: tuple[int, ...] = ()
+    #: ``--grad-reduce-in-bf16`` with bf16: gradients accumulated and reduced in bf16
+    grads_in_bf16: bool = False
 
     @property
     def micro_batches(self) -> int:
@@ -130,8 +132,9 @@ class MegatronJob:
     @property
     def grad_bytes(self) -> int:
         """Bytes of a gradient-buffer element: fp32 with bf16 and fp32 training (Megatron
-        accumulates bf16 gradients in fp32), fp16 with fp16 training."""
-        return 2 if self.precision == "fp16" else 4
+        accumulates bf16 gradients in fp32 unless ``--grad-reduce-in-bf16``), fp16 with fp16
+        training."""
+        return 2 if self.precision == "fp16" or self.grads_in_bf16 else 4
 
     @property
     def schedule_name(self) -> str:

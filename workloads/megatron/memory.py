@@ -26,8 +26,9 @@ and with v chunks Megatron's warm-up ``2(pp - 1) + (v - 1)pp + 1`` chunk passes,
 ``pp (1 + (pp - 1)/(pp v))`` stages' worth (Korthikanti eq. 5), and the embedding's dropout
 mask ``s b h p / t``; with one stage, the output layer's ``4 s b h (1 + V/h) / t``.
 
-*FP8 buffers*: Transformer Engine keeps an FP8 copy of each weight and of its transpose (one
-byte each) between the micro-batches of a step. With FP8 the inputs of a layer's four GEMMs
+*FP8 buffers*: Transformer Engine keeps an FP8 copy of each of its linear layers' weights and
+of its transpose (one byte each) between the micro-batches of a step (not of the embedding or
+the output layer, which are not Transformer Engine modules). With FP8 the inputs of a layer's four GEMMs
 (QKV, projection, FC1, FC2) are stored as Transformer Engine cast them for the weight gradient,
 one byte an element instead of two; the layer norms' inputs, Q, K, V and the activation's
 input stay in bf16.
@@ -56,8 +57,21 @@ def parts_bytes(job: MegatronJob) -> dict[str, float]:
              "optimizer": dense * optimizer_b / shards[0] + expert * optimizer_b / shards[1],
              "activations": activation_bytes(job)}
     if job.fp8:
-        parts["fp8_buffers"] = (dense + expert) * FP8_COPY_BYTES
+        parts["fp8_buffers"] = fp8_weight_parameters(job) * FP8_COPY_BYTES
     return parts
+
+
+def fp8_weight_parameters(job: MegatronJob) -> float:
+    """Weights on a first-stage GPU that Transformer Engine keeps FP8 copies of: the weight
+    matrices of the layers' linear modules (QKV, projection, the MLP's and the experts'); the
+    embedding, the output layer, biases and norms stay in the training precision."""
+    h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
+    w = 3 if job.swiglu else 2
+    moe_share = job.moe_layers / job.num_layers
+    layers = sum(len(chunk) for chunk in job.stage_layers(0))
+    dense = layers * (h * (q + 2 * kv) + q * h + (1 - moe_share) * w * h * job.ffn_hidden
+                      + moe_share * w * h * job.shared_ffn) / job.tp
+    return dense + layers * moe_share * job.experts * w * h * job.moe_ffn / (job.ep * job.etp)
 
 
 def stage_parameters(job: MegatronJob) -> tuple[float, float]:

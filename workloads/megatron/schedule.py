@@ -409,7 +409,7 @@ class StageSchedule:
             self.collective("embedding.grads.allreduce", ALL_REDUCE, "emb",
                             job.hidden * job.vocab // job.tp * self.job.grad_bytes)
         shard = params // replicas if job.distributed_optimizer else params
-        extra = 6 if job.precision == "fp16" and self.job.grad_bytes == 2 else 0  # fp16 grads made fp32
+        extra = 6 if self.job.grad_bytes == 2 else 0  # fp16 / bf16 gradients made fp32 for the optimizer
         # fp8: Transformer Engine casts each weight to fp8 (both layouts) once a step, in
         # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter (current
         # scaling reads it once more first, for its amax)
