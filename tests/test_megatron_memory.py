@@ -80,6 +80,21 @@ def test_first_stage_memory_holds_its_own_layers():
     assert parts_bytes(job)["weights"] == pytest.approx(2 * (5 * _layer_params() + V * H + S * H), rel=1e-5)
 
 
+def test_memory_is_the_fullest_stages_when_the_last_holds_more():
+    """8 layers on 2 stages as 1 and 7, 1F1B with m = 8: the first stage keeps 2 micro-batches
+    of its 1 layer (and the embedding's masks), the last 1 micro-batch of its 7 layers and the
+    output layer's input and logits, 4 s b h (1 + V/h); the last holds 7 layers' weights and
+    its copy of the tied embedding. The memory reported is the last stage's."""
+    job = parse(BASE + " --bf16 --pipeline-model-parallel-size 2 --global-batch-size 16 "
+                       "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 7", 2)
+    layer = S * B * H * (34 + 5 * A * S / H)
+    assert activation_bytes(job, 0) == pytest.approx(2 * layer + _embedding_dropout(2))
+    assert activation_bytes(job, 1) == pytest.approx(7 * layer + 4 * S * B * H * (1 + V / H))
+    last = parts_bytes(job, 1)
+    assert last["weights"] == pytest.approx(2 * (7 * _layer_params() + V * H), rel=1e-5)
+    assert parts_bytes(job) == last
+
+
 def test_full_recomputation_keeps_layer_inputs_and_one_working_layer():
     job = parse(BASE + " --fp16 --pipeline-model-parallel-size 2 --global-batch-size 4 "
                        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1", 2)

@@ -1,4 +1,4 @@
-"""Memory of the fullest GPU (a first-stage one) as Megatron-LM allocates it, by part.
+"""Memory of the fullest GPU (of the fullest pipeline stage) as Megatron-LM allocates it, by part.
 
 *Weights, gradients, optimizer* (Megatron-LM's distributed-optimizer guide, bytes a
 parameter): fp16 weights and gradient buffer, fp32 main weights and main gradients and Adam's
@@ -6,8 +6,8 @@ two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12)
 + 8). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
 same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
 A GPU holds its pipeline stage's layers (``MegatronJob.chunk_layers``: with an uneven split
-the first stage's own count) split over tp, its experts split over ep x etp, and on
-the first stage the embedding (and the output layer too when there is one stage).
+the stage's own count) split over tp, its experts split over ep x etp, the first stage the
+embedding and the last the output layer (a copy of the tied embedding with pp > 1).
 
 *Activations* (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
 Models", MLSys 2023, section 4): per layer and micro-batch, with s the sequence per context-
@@ -20,11 +20,12 @@ parallelism. Selective recomputation and fused (flash) attention keep no ``as^2b
 full recomputation keeps each recompute unit's input (2sbh, /t with sequence parallelism)
 and one unit's activations while it is recomputed. An MoE layer stores its routed tokens'
 MLP activations (top-k copies of each token, shared out evenly over the experts, so
-independent of ep). The first stage holds the micro-batches 1F1B has in flight: ``min(pp, m)``,
-times the first stage's layers (a mean over its chunks when they differ),
-and with v chunks Megatron's warm-up ``2(pp - 1) + (v - 1)pp + 1`` chunk passes, i.e.
-``pp (1 + (pp - 1)/(pp v))`` stages' worth (Korthikanti eq. 5), and the embedding's dropout
-mask ``s b h p / t``; with one stage, the output layer's ``4 s b h (1 + V/h) / t``.
+independent of ep). Stage ``i`` holds the micro-batches 1F1B has in flight there: ``min(pp -
+i, m)``, times the stage's layers (a mean over its chunks when they differ), and with v chunks
+Megatron's warm-up ``2(pp - i - 1) + (v - 1)pp + 1`` chunk passes (on the first stage ``pp (1 +
+(pp - 1)/(pp v))`` stages' worth, Korthikanti eq. 5); the first also the embedding's dropout
+mask ``s b h p / t``, the last the output layer's ``4 s b h (1 + V/h) / t``. The memory
+reported is the fullest stage's: the first with an even split.
 
 *FP8 buffers*: Transformer Engine keeps an FP8 copy of each of its linear layers' weights and
 of its transpose (one byte each) between the micro-batches of a step (not of the embedding or
@@ -47,45 +48,53 @@ OPTIMIZER_BYTES_PER_PARAMETER = {"fp16": 16, "bf16": 12, "fp32": 8}
 FP8_COPY_BYTES = 2
 
 
-def parts_bytes(job: MegatronJob) -> dict[str, float]:
-    """Bytes of a first-stage GPU by part: ``weights``, ``gradients``, ``optimizer``,
-    ``activations`` and, with ``--fp8-format``, ``fp8_buffers``."""
-    dense, expert = stage_parameters(job)
+def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
+    """Bytes of a GPU of pipeline stage ``stage`` by part: ``weights``, ``gradients``,
+    ``optimizer``, ``activations`` and, with ``--fp8-format``, ``fp8_buffers``; without
+    ``stage``, of the fullest stage's GPU (the first with an even split; with an uneven one
+    another stage may hold more)."""
+    if stage is None:
+        return max((parts_bytes(job, s) for s in range(job.pp)), key=lambda parts: sum(parts.values()))
+    dense, expert = stage_parameters(job, stage)
     weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, OPTIMIZER_BYTES_PER_PARAMETER[job.precision]
     shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
     parts = {"weights": (dense + expert) * weight_b, "gradients": (dense + expert) * grad_b,
              "optimizer": dense * optimizer_b / shards[0] + expert * optimizer_b / shards[1],
-             "activations": activation_bytes(job)}
+             "activations": activation_bytes(job, stage)}
     if job.fp8:
-        parts["fp8_buffers"] = fp8_weight_parameters(job) * FP8_COPY_BYTES
+        parts["fp8_buffers"] = fp8_weight_parameters(job, stage) * FP8_COPY_BYTES
     return parts
 
 
-def fp8_weight_parameters(job: MegatronJob) -> float:
-    """Weights on a first-stage GPU that Transformer Engine keeps FP8 copies of: the weight
+def fp8_weight_parameters(job: MegatronJob, stage: int = 0) -> float:
+    """Weights on a GPU of ``stage`` that Transformer Engine keeps FP8 copies of: the weight
     matrices of the layers' linear modules (QKV, projection, the MLP's and the experts'); the
     embedding, the output layer, biases and norms stay in the training precision."""
     h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
     w = 3 if job.swiglu else 2
     moe_share = job.moe_layers / job.num_layers
-    layers = sum(len(chunk) for chunk in job.stage_layers(0))
+    layers = sum(len(chunk) for chunk in job.stage_layers(stage))
     dense = layers * (h * (q + 2 * kv) + q * h + (1 - moe_share) * w * h * job.ffn_hidden
                       + moe_share * w * h * job.shared_ffn) / job.tp
     return dense + layers * moe_share * job.experts * w * h * job.moe_ffn / (job.ep * job.etp)
 
 
-def stage_parameters(job: MegatronJob) -> tuple[float, float]:
-    """Parameters on one first-stage GPU: (those split over tp, the experts split over ep x etp)."""
+def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
+    """Parameters on one GPU of ``stage``: (those split over tp, the experts split over ep x
+    etp). The first stage holds the word and position embeddings, the last the output layer
+    (with tied embeddings and pp > 1, Megatron's copy of the word embedding); one stage holds
+    both."""
     h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
     w = 3 if job.swiglu else 2
     attention = h * (q + 2 * kv) + q * h + q + 2 * kv + h + 4 * h  # weights, biases, two layer norms
     mlp = w * h * job.ffn_hidden + (2 if job.swiglu else 1) * job.ffn_hidden + h
     moe_share = job.moe_layers / job.num_layers
     router_shared = h * job.experts + w * h * job.shared_ffn
-    layers = sum(len(chunk) for chunk in job.stage_layers(0))
+    layers = sum(len(chunk) for chunk in job.stage_layers(stage))
     dense = layers * (attention + (1 - moe_share) * mlp + moe_share * router_shared)
-    embedding = job.vocab * h * (1 if job.tied_embeddings or job.pp > 1 else 2)
-    dense = (dense + embedding) / job.tp + job.seq * h  # position embeddings are not split
+    first, last = stage == 0, stage == job.pp - 1
+    vocab = job.vocab * h * (first + (last and not (job.tied_embeddings and job.pp == 1)))
+    dense = (dense + vocab) / job.tp + (job.seq * h if first else 0)  # position embeddings are not split
     expert = layers * moe_share * job.experts * w * h * job.moe_ffn / (job.ep * job.etp)
     return dense, expert
 
@@ -121,13 +130,16 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
     return (s * b * per_token + scores) * job.element_bytes / 2
 
 
-def activation_bytes(job: MegatronJob) -> float:
-    """The first stage's stored activations with its micro-batches in flight."""
+def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
+    """A GPU of ``stage``'s stored activations with its micro-batches in flight: 1F1B's warm-up
+    leaves ``pp - stage`` in flight, the interleaved schedule's ``2 (pp - stage - 1) + (v - 1)
+    pp + 1`` chunk passes."""
     pp, v, m = job.pp, job.virtual_stages, job.micro_batches
-    units = min(pp, m) if v == 1 else min(2 * (pp - 1) + (v - 1) * pp + 1, m * v)  # chunk passes in flight
+    ahead = pp - stage - 1  # the stages after this one
+    units = min(ahead + 1, m) if v == 1 else min(2 * ahead + (v - 1) * pp + 1, m * v)  # chunk passes in flight
     moe_share = job.moe_layers / job.num_layers
     layer = (1 - moe_share) * layer_activation_bytes(job) + moe_share * layer_activation_bytes(job, moe=True)
-    chunks = [len(chunk) for chunk in job.stage_layers(0)]  # the first stage's chunks' layers
+    chunks = [len(chunk) for chunk in job.stage_layers(stage)]  # the stage's chunks' layers
     if job.recompute == "full":
         s_b_h = job.seq // job.cp * job.micro_batch * job.hidden
         checkpoint = 2 * s_b_h / (job.tp if job.sequence_parallel else 1) * job.element_bytes / 2
@@ -141,9 +153,9 @@ def activation_bytes(job: MegatronJob) -> float:
         stored = units * sum(kept) / len(chunks) + working
     else:
         stored = units * sum(chunks) / len(chunks) * layer
-    # the embedding's dropout mask (one byte a value) for each micro-batch in flight
-    stored += min(pp, m) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
-    if pp == 1:  # the output layer's input and fp32 logits, on the one stage
+    if stage == 0:  # the embedding's dropout mask (one byte a value) for each micro-batch in flight
+        stored += min(pp, m) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
+    if stage == pp - 1:  # the output layer's input and fp32 logits, one micro-batch at a time
         s_b = job.seq // job.cp * job.micro_batch
         stored += (4 * s_b * job.hidden + 4 * s_b * job.vocab) / job.tp
     return stored

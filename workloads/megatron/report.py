@@ -4,7 +4,7 @@ memory per GPU against the GPU's capacity.
 TFLOP/s per GPU is Megatron's own figure: the paper's FLOP count of one step (with the
 recomputation counted when full recomputation is on, as the SC'21 tables count it) over the
 step time and the GPU count. MFU counts the model's FLOPs without recomputation against the
-GPU's dense peak. Memory per GPU (the first pipeline stage, which holds the most activations)
+GPU's dense peak. Memory per GPU (the fullest pipeline stage: the first, unless an uneven split)
 is split into weights, gradients, optimizer, activations and FP8 buffers as Megatron-LM
 allocates them (:mod:`~simpy_astra.workloads.megatron.memory`).
 """
