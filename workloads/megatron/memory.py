@@ -70,13 +70,18 @@ def fp8_weight_parameters(job: MegatronJob, stage: int = 0) -> float:
     """Weights on a GPU of ``stage`` that Transformer Engine keeps FP8 copies of: the weight
     matrices of the layers' linear modules (QKV, projection, the MLP's and the experts'); the
     embedding, the output layer, biases and norms stay in the training precision."""
-    h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
-    w = 3 if job.swiglu else 2
+    attention, mlp = _matrices(job, job.ffn_hidden)
     moe_share = job.moe_layers / job.num_layers
     layers = sum(len(chunk) for chunk in job.stage_layers(stage))
-    dense = layers * (h * (q + 2 * kv) + q * h + (1 - moe_share) * w * h * job.ffn_hidden
-                      + moe_share * w * h * job.shared_ffn) / job.tp
-    return dense + layers * moe_share * job.experts * w * h * job.moe_ffn / (job.ep * job.etp)
+    dense = layers * (attention + (1 - moe_share) * mlp + moe_share * _matrices(job, job.shared_ffn)[1])
+    return dense / job.tp + stage_parameters(job, stage)[1]
+
+
+def _matrices(job: MegatronJob, ffn: int) -> tuple[int, int]:
+    """Parameters of one layer's weight matrices: (attention's QKV and projection, an MLP of
+    width ``ffn``)."""
+    h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
+    return h * (q + 2 * kv) + q * h, (3 if job.swiglu else 2) * h * ffn
 
 
 def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
@@ -85,17 +90,17 @@ def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
     (with tied embeddings and pp > 1, Megatron's copy of the word embedding); one stage holds
     both."""
     h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
-    w = 3 if job.swiglu else 2
-    attention = h * (q + 2 * kv) + q * h + q + 2 * kv + h + 4 * h  # weights, biases, two layer norms
-    mlp = w * h * job.ffn_hidden + (2 if job.swiglu else 1) * job.ffn_hidden + h
+    attention_w, mlp_w = _matrices(job, job.ffn_hidden)
+    attention = attention_w + q + 2 * kv + h + 4 * h  # weights, biases, two layer norms
+    mlp = mlp_w + (2 if job.swiglu else 1) * job.ffn_hidden + h
     moe_share = job.moe_layers / job.num_layers
-    router_shared = h * job.experts + w * h * job.shared_ffn
+    router_shared = h * job.experts + _matrices(job, job.shared_ffn)[1]
     layers = sum(len(chunk) for chunk in job.stage_layers(stage))
     dense = layers * (attention + (1 - moe_share) * mlp + moe_share * router_shared)
     first, last = stage == 0, stage == job.pp - 1
     vocab = job.vocab * h * (first + (last and not (job.tied_embeddings and job.pp == 1)))
     dense = (dense + vocab) / job.tp + (job.seq * h if first else 0)  # position embeddings are not split
-    expert = layers * moe_share * job.experts * w * h * job.moe_ffn / (job.ep * job.etp)
+    expert = layers * moe_share * job.experts * _matrices(job, job.moe_ffn)[1] / (job.ep * job.etp)
     return dense, expert
 
 
