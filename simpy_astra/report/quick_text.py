@@ -60,13 +60,16 @@ def _height_metrics(path: str, size_pt: float, dpi: float) -> tuple[float | None
 class QuickTextRenderer(RendererAgg):
     """:class:`RendererAgg` with plain text (not mathtext, not TeX) measured and drawn by Pillow."""
 
+    def __init__(self, width, height, dpi) -> None:
+        super().__init__(width, height, dpi)
+        self._paths: dict = {}  # font properties -> font file
+
     def _path(self, prop) -> str:
         """The font file of ``prop``, found once per distinct properties (matplotlib's
         ``findfont`` reads a dozen settings on each call, several calls per text)."""
-        paths = self.__dict__.setdefault("_paths", {})
-        path = paths.get(prop)
+        path = self._paths.get(prop)
         if path is None:
-            path = paths[prop.copy()] = findfont(prop)
+            path = self._paths[prop.copy()] = findfont(prop)
         return path
 
     def _pillow_font(self, prop):
