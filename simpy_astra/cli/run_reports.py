@@ -156,13 +156,13 @@ def _chrome_trace(done: Finished) -> None:
 
 
 def _plots(done: Finished) -> None:
-    from simpy_astra.report.breakdown import pipeline_roles, replica_stages
+    from simpy_astra.report.breakdown import pipeline_layout
     from simpy_astra.report.plots import write_plots
 
     sim = done.sim
     groups = sim.planner.file_group_members() if sim.jobs is None else {}
-    write_plots(done.breakdowns, done.plan.plots, pipeline_roles(sim.group_names, groups, sim.total_npus),
-                replica_stages(sim.group_names, groups, sim.total_npus))
+    roles, replica = pipeline_layout(sim.group_names, groups, sim.total_npus)
+    write_plots(done.breakdowns, done.plan.plots, roles, replica)
 
 
 def _summary(done: Finished) -> None:

@@ -522,21 +522,7 @@ def pipeline_roles(group_names: dict[int, str], groups: dict[int, tuple[int, ...
     groups (pipelines talk by send and receive), among the NPUs that hold the same position in
     every group of :data:`STAGE_LOCAL_DIMENSIONS`, in id order (both generators number the
     stages' ranks in stage order)."""
-    place = _places(group_names, groups, npus)
-    return None if place is None else _roles(place, group_names, npus)
-
-
-def _roles(place: dict[int, dict[str, int]], group_names: dict[int, str], npus: int) -> dict[int, tuple[int, int]]:
-    """:func:`pipeline_roles` from the NPUs' places in their named groups."""
-    stage: dict[int, int] = {}
-    if not any(dim == "pp" for dim in group_names.values()):
-        alike: dict[tuple, list[int]] = {}
-        for n in range(npus):
-            alike.setdefault(_stage_key(place[n]), []).append(n)
-        for members in alike.values():
-            for k, n in enumerate(members):
-                stage[n] = k
-    return {n: (place[n].get("pp", stage.get(n, 0)), place[n].get("tp", 0)) for n in range(npus)}
+    return pipeline_layout(group_names, groups, npus)[0]
 
 
 def replica_stages(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
@@ -544,16 +530,30 @@ def replica_stages(group_names: dict[int, str], groups: dict[int, tuple[int, ...
     """One data-parallel replica's NPU of tensor rank 0 in each pipeline stage, in stage order:
     NPU 0's replica (NPU 0 and the NPUs of the other stages that hold its position in every
     group of :data:`STAGE_LOCAL_DIMENSIONS`). None when no group is named."""
+    return pipeline_layout(group_names, groups, npus)[1]
+
+
+def pipeline_layout(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
+                    npus: int) -> tuple[dict[int, tuple[int, int]] | None, list[int] | None]:
+    """(:func:`pipeline_roles`, :func:`replica_stages`) from one reading of the groups (the
+    plots want both: a pass over every NPU each, issue 51)."""
     place = _places(group_names, groups, npus)
-    if place is None or npus < 1:
-        return None
-    roles = _roles(place, group_names, npus)
-    key = _stage_key(place[0])
+    if place is None:
+        return None, None
+    keys = [_stage_key(place[n]) for n in range(npus)]
+    stage: dict[int, int] = {}
+    if not any(dim == "pp" for dim in group_names.values()):
+        alike: dict[tuple, int] = {}
+        for n, key in enumerate(keys):  # the k-th NPU of those alike is in stage k
+            stage[n] = alike[key] = alike.get(key, -1) + 1
+    roles = {n: (place[n].get("pp", stage.get(n, 0)), place[n].get("tp", 0)) for n in range(npus)}
+    if npus < 1:
+        return roles, None
     by_stage: dict[int, int] = {}
-    for n in range(npus):
-        if _stage_key(place[n]) == key:
+    for n, key in enumerate(keys):
+        if key == keys[0]:
             by_stage.setdefault(roles[n][0], n)
-    return [by_stage[s] for s in sorted(by_stage)]
+    return roles, [by_stage[s] for s in sorted(by_stage)]
 
 
 def spread(breakdowns: dict[int, Breakdown]) -> dict[str, tuple[int, float, int]]:

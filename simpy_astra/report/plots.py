@@ -358,7 +358,12 @@ def _picked_image(ax, raster, extent):
             # the raster's first line is the extent's top, drawn where the axes put it
             line = ((ys - box.y0) / box.height * lines).astype(np.int64)
             line = np.clip(lines - 1 - line if box.height > 0 else line, 0, lines - 1)
-            return self._A[line][:, col], x0, y0, None
+            # the raster's own bytes (the masked array set_data wraps them in indexes several
+            # times slower; none of its pixels is masked), a pixel as one 32-bit word, its
+            # columns picked before its lines are repeated: a few times less to gather
+            raw = np.ascontiguousarray(np.ma.getdata(self._A)).view(np.uint32)[..., 0]
+            picked = raw[:, col][line]
+            return picked.view(np.uint8).reshape(*picked.shape, 4), x0, y0, None
 
     image = _PickedImage(ax, extent=extent, interpolation="none")
     image.set_data(raster)
