@@ -88,24 +88,32 @@ def spearman(xs: list[float], ys: list[float]) -> float:
 
 
 def score(rows: list[dict], json_path: str | None = None) -> float:
-    """Run ``rows``, print each against its published time and return the mean |error|."""
+    """Run ``rows``, print each against its published time and return the mean |error|. Each
+    row also shows the predicted memory per GPU (``mem GiB``, ``!`` past the GPU's capacity):
+    every published row ran, so a row that does not fit is a memory model's error."""
     results = []
     w = max(8, *(len(r["model"]) for r in rows))
     print(f"{'model':>{w}} {'GPUs':>5} {'pub s':>7} {'sim s':>7} {'error':>7} {'pub TF':>6} {'sim TF':>6} "
-          f"{'MFU':>5} {'wall s':>6}")
+          f"{'MFU':>5} {'mem GiB':>7} {'wall s':>6}")
     with tempfile.TemporaryDirectory() as folder:
         for row in rows:
             data, wall = predict(row, folder)
             t = data["iteration_time_ns"] / 1e9
             err = t / row["seconds"] - 1
             tf = data["training"]["tflops_per_gpu"]
-            results.append({**row, "predicted_s": t, "error": err, "predicted_tflops": tf, "wall_s": wall})
+            memory, fits = data["training"]["memory_per_gpu_gib"], bool(data["training"]["fits"])
+            results.append({**row, "predicted_s": t, "error": err, "predicted_tflops": tf, "wall_s": wall,
+                            "memory_gib": memory, "fits": fits})
             print(f"{row['model']:>{w}} {row['gpus']:>5} {row['seconds']:>7.3f} {t:>7.3f} {err:>+7.1%} "
-                  f"{row['tflops']:>6.0f} {tf:>6.1f} {data['training']['mfu']:>5.1%} {wall:>6.1f}", flush=True)
+                  f"{row['tflops']:>6.0f} {tf:>6.1f} {data['training']['mfu']:>5.1%} "
+                  f"{memory:>6.1f}{' ' if fits else '!'} {wall:>6.1f}", flush=True)
     errors = [abs(r["error"]) for r in results]
     rho = spearman([r["tflops"] for r in results], [r["predicted_tflops"] for r in results])
     mean = sum(errors) / len(errors)
     print(f"mean |error| {mean:.1%}, worst {max(errors):.1%}, Spearman rho of TFLOP/s per GPU {rho:.2f}")
+    over = [r for r in results if not r["fits"]]
+    if over:
+        print(f"{len(over)} published row(s) predicted not to fit (!): a memory model's error")
     if json_path:
         with open(json_path, "w") as f:
             json.dump({"rows": results, "mean_abs_error": mean, "spearman": rho}, f, indent=1)

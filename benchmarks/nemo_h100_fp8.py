@@ -12,9 +12,10 @@ Llama 2 / Llama 3 (SwiGLU, RMSNorm, untied embeddings, grouped-query attention f
 Llama 3). Each row runs as NeMo's recipes of that release run it (``NVIDIA/NeMo-Framework-
 Launcher``, ``launcher_scripts/conf/training/gpt3/*_fp8_performance.yaml`` and ``llama/*.yaml``):
 FP8 hybrid, the distributed optimizer with overlapped gradient reduce and parameter gather,
-sequence parallelism with ``--tp-comm-overlap`` where TP > 1; GPT-3 with selective
-recomputation, dropout 0.1 and its gradients synced in bf16 (``grad_sync_dtype: bf16``,
-``--grad-reduce-in-bf16``), Llama without recomputation or dropout and with fp32 gradients;
+sequence parallelism with ``--tp-comm-overlap`` where TP > 1, gradients synced in bf16
+(``+training.model.optim.grad_sync_dtype=bf16`` in every H100 FP8 script of that release,
+``examples/training/{gpt,llama}/h100/*_fp8*.sh`` at ``fee1762f``: ``--grad-reduce-in-bf16``);
+GPT-3 with selective recomputation and dropout 0.1, Llama without recomputation or dropout;
 on ``cluster: {preset: dgx-h100, gpus}``.
 
 The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
@@ -65,7 +66,7 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
             f"--ffn-hidden-size {ffn} --seq-length {seq} --max-position-embeddings {seq} "
             f"--micro-batch-size {mb} --global-batch-size {gbs} --tensor-model-parallel-size {tp} "
             f"--pipeline-model-parallel-size {pp} --context-parallel-size {cp} --bf16 --fp8-format hybrid "
-            f"--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
+            f"--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16 "
             f"--vocab-size {vocab} --make-vocab-size-divisible-by 128")
     if vp > 1:
         args += f" --num-layers-per-virtual-pipeline-stage {layers // (pp * vp)}"
@@ -76,8 +77,8 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
     if llama:
         args += " --swiglu --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0"
     else:
-        # NeMo's GPT-3 recipes: selective recomputation, gradients synced in bf16 (grad_sync_dtype)
-        args += " --recompute-activations --grad-reduce-in-bf16"
+        # NeMo's GPT-3 recipes: selective recomputation
+        args += " --recompute-activations"
     return args
 
 
