@@ -244,6 +244,10 @@ def test_pipeline_layout_string_as_megatron_parses_it():
     ("--num-layers 3 --pipeline-model-parallel-layout 'Et|t|t|mL'", "mtp layers in layout must match"),
     ("--num-layers 3 --pipeline-model-parallel-layout 'Et|t|t|L' --account-for-loss-in-pipeline-split",
      "cannot be set with other pipeline layout arguments"),
+    # a repeat that would fill the memory is refused before it is made (it used to raise an
+    # OverflowError from str * int, or hang building the string)
+    ("--num-layers 3 --pipeline-model-parallel-layout 'Et*99999999999999999999|t|t|L'", "expands past 1,000,000"),
+    ("--num-layers 3 --pipeline-model-parallel-layout 'E(t|)*600000t|t|L'", "expands past 1,000,000"),
 ])
 def test_uneven_splits_megatron_refuses(extra, reason):
     with pytest.raises(InvalidConfigurationError, match=reason):

@@ -15,11 +15,35 @@ import re
 
 #: Megatron's layer characters (``char2layer_type``)
 LAYER_CHARACTERS = "ELtm"
+#: the most layer characters and separators a layout may expand to: far past any model (a
+#: layer or a chunk each), short of a repeat count that would fill the memory before a rule
+#: could refuse it
+MAX_EXPANDED_CHARACTERS = 1_000_000
+
+
+class LayoutTooLong(ValueError):
+    """A layout whose repeats expand past :data:`MAX_EXPANDED_CHARACTERS`."""
 
 
 def chunks(layout: str) -> list[str]:
     """The layout's chunks, each the string of its layer characters."""
     text = layout.replace(",", "")
-    text = re.sub(r"\(([^)]+)\)\*(\d+)", lambda x: x.group(1) * int(x.group(2)), text)
-    text = re.sub(r"(.)\*(\d+)", lambda x: x.group(1) * int(x.group(2)), text)
+    text = _repeated(r"\(([^)]+)\)\*(\d+)", text, layout)
+    text = _repeated(r"(.)\*(\d+)", text, layout)
     return text.split("|")
+
+
+def _repeated(pattern: str, text: str, layout: str) -> str:
+    """``text`` with each match of ``pattern`` (what to repeat, how many times) expanded, as
+    ``re.sub`` would, its length counted before each repeat is made."""
+    pieces, at, size = [], 0, 0
+    for match in re.finditer(pattern, text):
+        what, times = match.group(1), int(match.group(2))
+        size += match.start() - at + len(what) * times
+        if size > MAX_EXPANDED_CHARACTERS:
+            raise LayoutTooLong(f"{layout!r} expands past {MAX_EXPANDED_CHARACTERS:,} layers and separators "
+                                f"({what!r} * {times:,})")
+        pieces += [text[at:match.start()], what * times]
+        at = match.end()
+    pieces.append(text[at:])
+    return "".join(pieces)

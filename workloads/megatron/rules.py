@@ -204,7 +204,11 @@ def _layout_string(a: argparse.Namespace, where: str) -> None:
                 "--pipeline-model-parallel-layout with --decoder-first/last-pipeline-num-layers or "
                 "--account-for-embedding/loss-in-pipeline-split (Megatron: pipeline_model_parallel_layout cannot "
                 "be set with other pipeline layout arguments)")
-    chunks = pipeline_layout.chunks(layout)
+    try:
+        chunks = pipeline_layout.chunks(layout)
+    except pipeline_layout.LayoutTooLong as exc:
+        _refuse(where, "a layout of a model's size", f"--pipeline-model-parallel-layout {exc}; a layout names "
+                f"each of the model's --num-layers {a.num_layers} once")
     for chunk in chunks:
         for c in chunk:
             if c not in pipeline_layout.LAYER_CHARACTERS:
