@@ -311,10 +311,10 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     legacy = _legacy(a)
     cp_comm = set(a.cp_comm_type)
     if len(cp_comm) > 1 or "a2a+p2p" in cp_comm:
-        raise InputError(f"{where}: args: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
+        raise InputError(f"{where}: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
                          f"or a2a for every layer is modelled")
     if a.fp8_recipe not in ("delayed", "tensorwise"):
-        raise InputError(f"{where}: args: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
+        raise InputError(f"{where}: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
                          f"current) scaling are modelled")
     experts = a.num_experts or 0
     ep = a.expert_model_parallel_size
