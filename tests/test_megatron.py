@@ -156,64 +156,6 @@ def test_interleaved_schedule_bubble(tmp_path):
     assert two < plain
 
 
-#: the last of 4 stages is the pipeline's slowest (its output layer has 262,144 columns), so
-#: its own sends are what its time is made of; 16 micro-batches, 2 chunks a stage
-P2P = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --micro-batch-size 1 "
-       "--global-batch-size 16 --pipeline-model-parallel-size 4 --virtual-pipeline-model-parallel-size 2 "
-       "--bf16 --vocab-size 262144")
-
-
-def _last_stage_pp_ns(tmp_path, args: str) -> int:
-    scenario = tmp_path / "p2p.yaml"
-    scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": args},
-                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 4}}))
-    out = tmp_path / "p2p.json"
-    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
-    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--json-out", str(out),
-                           "--quiet"], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    return json.loads(out.read_text())["npus"]["3"]["breakdown_ns"]["comm.pp"]
-
-
-def test_interleaved_gradient_sends_run_beside_the_next_tasks(tmp_path):
-    """Megatron-Core's interleaved schedule with ``overlap_p2p_comm`` (the default) issues a
-    backward's gradient send and then waits for the previous backward's (``pp_post_backward``),
-    so a send runs beside the next forward and backward; today's activation send is waited for
-    at once (``deallocate_pipeline_outputs``). ``--no-overlap-p2p-communication`` waits for
-    every send at once. A send on one node takes ``2 x nvlink_latency + bytes / nvlink`` =
-    2 x 6.46447 us + 32 MiB / 215.822 GiB/s = 157.7 us. The last stage sends m (v - 1)
-    activations and m v gradients: all m (2v - 1) = 48 exposed without the overlap; with it
-    the 16 activations and at most two gradients (the last, waited for before the optimizer,
-    and where the cooldown waits on the previous stage anyway)."""
-    from simpy_astra.workloads.megatron.schedule import build_stage
-    from simpy_astra.workloads.transformer.graph import COLL, COMP, SEND
-
-    send_ns = 2 * 6464.47 + 4096 * 4096 * 2 / (215.822 * 2**30) * 1e9
-    m, v = 16, 2
-    assert _last_stage_pp_ns(tmp_path, P2P + " --no-overlap-p2p-communication") == pytest.approx(
-        m * (2 * v - 1) * send_ns, rel=0.01)
-    overlapped = _last_stage_pp_ns(tmp_path, P2P)
-    assert m * (v - 1) * send_ns * 0.99 <= overlapped <= (m * (v - 1) + 2) * send_ns * 1.01
-
-    # read from the trace: which compute first waits for each gradient send (the last stage's
-    # task names are F<micro-batch>.c<chunk> / B...)
-    for args, overlap in ((P2P, True), (P2P + " --no-overlap-p2p-communication", False)):
-        ops = build_stage(parse(args, 4), TOY, 3).ops
-        tasks = [".".join(op.name.split(".")[:2]) for op in ops]
-        checked = 0
-        for i, op in enumerate(ops):
-            if op.kind != SEND or not op.name.endswith("send_gradient"):
-                continue
-            waiter = next(j for j, o in enumerate(ops) if o.kind in (COMP, COLL) and i in o.deps)
-            between = [t for t in dict.fromkeys(tasks[i:waiter]) if t not in (tasks[i], tasks[waiter])]
-            if tasks[waiter][0] in "FB":  # not the step's end (embedding all-reduce, optimizer)
-                # overlapped: beside the next backward (and the forward before it, if any)
-                assert between[-1:] == ([between[-1]] if overlap else []) and \
-                    [t[0] for t in between] in ((["F", "B"], ["B"]) if overlap else ([],)), (op.name, between)
-                checked += 1
-        assert checked == m * v - (2 if overlap else 1)  # every send but those the step's end waits for
-
-
 # ---------------------------------------------------------------------------------- uneven stages
 SMALL = ("--hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1 --global-batch-size 8 "
          "--bf16 --vocab-size 128")

@@ -60,6 +60,7 @@ SMALL_EFFECT = (
     "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
     "--nccl-communicator-config-path", "--calculate-per-token-loss", "--hidden-dropout",
     "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
+    "--overlap-p2p-communication", "--no-overlap-p2p-communication",
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
@@ -159,10 +160,6 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
     _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
-    _bool(p, "--no-overlap-p2p-communication",
-          help="interleaved 1F1B: every pipeline send waited for at once (default: a gradient's send runs "
-               "beside the next backward)")
-    _bool(p, "--overlap-p2p-communication", help="(default with interleaving; an older name)")
     _bool(p, "--no-async-tensor-model-parallel-allreduce",
           help="input-gradient all-reduce not overlapped with the weight-gradient GEMM")
     _bool(p, "--no-gradient-accumulation-fusion", help="weight gradients added to main_grad by a kernel")
@@ -349,5 +346,4 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
-        overlap_p2p_comm=virtual > 1 and not legacy and not a.no_overlap_p2p_communication,
     )

@@ -112,9 +112,6 @@ class MegatronJob:
     layer_split: tuple[int, ...] = ()
     #: ``--grad-reduce-in-bf16`` with bf16: gradients accumulated and reduced in bf16
     grads_in_bf16: bool = False
-    #: interleaved 1F1B's asynchronous pipeline sends (Megatron-Core's ``overlap_p2p_comm``, on
-    #: unless ``--no-overlap-p2p-communication``; 2021's schedules and plain 1F1B wait at once)
-    overlap_p2p_comm: bool = False
 
     @property
     def micro_batches(self) -> int:

@@ -10,8 +10,7 @@ own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``
 - tensor-parallel collectives are waited for by the compute after them (the async input-
   gradient all-reduce and ``--tp-comm-overlap`` run beside the next GEMMs instead);
 - pipeline receives are posted at once; the compute that reads one waits for it, and a send
-  is waited for by the next task (Megatron's point-to-point calls are synchronous), except
-  interleaved 1F1B's gradient sends under ``overlap_p2p_comm``, waited for one backward later;
+  is waited for by the next task (Megatron's point-to-point calls are synchronous);
 - data-parallel gradient sync: with ``--DDP-impl torch`` or ``--overlap-grad-reduce``, a
   bucket's collective starts as soon as the last micro-batch's backward has produced its
   gradients and runs beside the rest of the backward; otherwise one collective after the
@@ -123,7 +122,6 @@ class StageSchedule:
         self.chunks = job.virtual_stages
         self.cache: dict[tuple, list[Step]] = {}
         self.chunk = 0  # the model chunk whose task is being laid out
-        self.grad_sends: list[int] = []  # gradient sends not yet waited for (overlap_p2p_comm)
 
     # ------------------------------------------------------------------ ops
     def compute(self, name: str, seconds: dict[str, float]) -> None:
@@ -150,25 +148,9 @@ class StageSchedule:
         """Unique per (micro-batch, chunk boundary, direction), equal on both ends."""
         return 1 + 2 * (mb * self.job.pp * self.chunks + boundary) + int(backward)
 
-    def send(self, name: str, size: int, peer: int, tag: int, wait: bool = True) -> None:
-        """A point-to-point send after the compute before it. ``wait``: the next task waits
-        for it (Megatron's synchronous exchanges, and today's activation sends: with
-        ``deallocate_pipeline_outputs`` the schedule waits for the send before it frees the
-        output); else it runs beside what follows until :meth:`_wait_previous_gradient_send`."""
+    def send(self, name: str, size: int, peer: int, tag: int) -> None:
         op = Op(name, SEND, list(self.tail), [], [], comm_size=size, peer_stage=peer, tag=tag, stream="pp")
-        gid = self.g.add(op)
-        if wait:
-            self.tail = [gid]
-        else:
-            self.grad_sends.append(gid)
-
-    def _wait_previous_gradient_send(self, keep: int) -> None:
-        """End of a backward task under ``overlap_p2p_comm``: Megatron-Core's interleaved
-        schedule (``pp_post_backward``) issues this task's gradient send (``keep`` 1; 0 when
-        the task sends nothing), then waits for the previous backward's one; so a send runs
-        beside the next forward and backward and the compute after them waits for it."""
-        while len(self.grad_sends) > keep:
-            self.tail.append(self.grad_sends.pop(0))
+        self.tail = [self.g.add(op)]
 
     def recv(self, name: str, size: int, peer: int, tag: int) -> None:
         op = Op(name, RECV, [], [], [], comm_size=size, peer_stage=peer, tag=tag)
@@ -409,10 +391,7 @@ class StageSchedule:
                     for dim in ("dp", "edp"):
                         self._flush_bucket(p, dim)
                 if not first:
-                    self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True),
-                              wait=not job.overlap_p2p_comm)
-                self._wait_previous_gradient_send(keep=0 if first else 1)
-        self.tail += self.grad_sends
+                    self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True))
         self._finish_step()
         return self.g
 
