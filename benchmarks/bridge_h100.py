@@ -29,7 +29,7 @@ parallelism with TP communication overlap (userbuffers), and the pipeline split 
 405B's 126 layers are split with the embedding and the loss counted as layers
 (``account_for_{embedding,loss}_in_pipeline_split`` in ``llama31_405b_pretrain_config``, at
 ``5776a6d90b4d`` and at ``cce4953735489``: 64 chunks of two slots); run as 128 layers, two a
-chunk, the 405B rows read -2.2% and +7.3%. 70B runs the even split, two layers a chunk, as both
+chunk, the 405B rows read -4.2% and +5.1%. 70B runs the even split, two layers a chunk, as both
 of its rows did: the recipe's layout ``Et*2|(t*2|)*34,t*3|(t*2|)*3,tL`` (``LATER_70B_LAYOUT``)
 came with ``56ae11dff`` (2026-08-07), after 26.04.01, and no earlier configuration of the
 row (``scripts/performance/configs/llama/llama3_workload_base_configs.py`` up to its removal in
