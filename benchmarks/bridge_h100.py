@@ -20,19 +20,25 @@ h100/llama3.py`` ``llama3_70b_pretrain_64gpu_h100_fp8cs_config`` at ``56ae11dfff
 with the same parallelism): FP8 hybrid with per-tensor current scaling
 (``bf16_with_fp8_current_scaling_mixed``, first and last layers in FP8 too: ``--fp8-recipe
 tensorwise``), no recomputation
-(``recompute_granularity = None``), no dropout (the Hugging Face Llama configs), the
+(``recompute_granularity = None``), no dropout and no biases (the Hugging Face Llama configs:
+``--disable-bias-linear``), the fused cross entropy (``cross_entropy_loss_fusion``; the recipes
+pick TE's kernel, ``cross_entropy_fusion_impl = "te"``, which today's Megatron-LM refuses, so
+Megatron-Core's native one is run: 32 B a logit where TE's moves about 22), the
 distributed optimizer with overlapped gradient reduce and parameter gather, sequence
 parallelism with TP communication overlap (userbuffers), and the pipeline split (``SPLITS``):
 405B's 126 layers are split with the embedding and the loss counted as layers
 (``account_for_{embedding,loss}_in_pipeline_split`` in ``llama31_405b_pretrain_config``, at
 ``5776a6d90b4d`` and at ``cce4953735489``: 64 chunks of two slots); run as 128 layers, two a
-chunk, the 405B rows read -2.2% and +7.3%. 70B runs the even split, two layers a chunk, as both
+chunk, the 405B rows read -4.2% and +5.1%. 70B runs the even split, two layers a chunk, as both
 of its rows did: the recipe's layout ``Et*2|(t*2|)*34,t*3|(t*2|)*3,tL`` (``LATER_70B_LAYOUT``)
 came with ``56ae11dff`` (2026-08-07), after 26.04.01, and no earlier configuration of the
 row (``scripts/performance/configs/llama/llama3_workload_base_configs.py`` up to its removal in
-``c8327cfc2``) sets one. Not expressed here, each a small effect: the FP8 parameter all-gather and
-bf16 gradient reduce (``fp8_param_gather``, ``grad_reduce_in_fp32 = False``: the data-parallel
-traffic is overlapped) and the parameter gather overlapped with the optimizer step.
+``c8327cfc2``) sets one. Gradients are reduced in bf16 (``--grad-reduce-in-bf16``: the perf
+configs set ``cfg.ddp.grad_reduce_in_fp32 = False``, ``scripts/performance/configs/llama/
+llama3{,1}_llm_pretrain.py`` at ``5776a6d90b4d``, ``perf_recipes/_common.py`` since): half the
+gradient buffer and half the data-parallel traffic, which is overlapped. Not expressed here,
+each a small effect: the FP8 parameter all-gather (``fp8_param_gather``) and the parameter
+gather overlapped with the optimizer step.
 
 The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
 preset's two efficiencies come from Megatron-Core's bf16 table (``megatron_mcore_h100.py``).
@@ -63,7 +69,7 @@ SPLITS = {
 
 #: the layout the 70B recipe has pinned since ``56ae11dff`` (2026-08-07), after both 70B rows were
 #: published: one layer moved from the last chunk (the one with the output layer) to the 36th.
-#: Not run in the table; substituted for the even split it reads +11.2% and +14.7%.
+#: Not run in the table; substituted for the even split it reads +8.8% and +12.3%.
 LATER_70B_LAYOUT = "--pipeline-model-parallel-layout 'Et*2|(t*2|)*34,t*3|(t*2|)*3,tL'"
 
 #: the published rows: release, model, precision, GPUs, global batch, micro batch, sequence,
@@ -83,9 +89,11 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
             f"--micro-batch-size {mb} --global-batch-size {gbs} --tensor-model-parallel-size {tp} "
             f"--pipeline-model-parallel-size {pp} --context-parallel-size {cp} --bf16 --fp8-format hybrid "
             f"--fp8-recipe tensorwise --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
+            f"--grad-reduce-in-bf16 "
             f"--vocab-size {vocab} --make-vocab-size-divisible-by 128 "
             f"--group-query-attention --num-query-groups {groups} --swiglu "
-            f"--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0")
+            f"--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0 "
+            f"--disable-bias-linear --cross-entropy-loss-fusion")
     if vp > 1:
         args += f" --virtual-pipeline-model-parallel-size {vp}"
     if SPLITS[model]:

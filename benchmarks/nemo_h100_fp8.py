@@ -75,7 +75,10 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
     if groups:
         args += f" --group-query-attention --num-query-groups {groups}"
     if llama:
-        args += " --swiglu --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0"
+        args += (" --swiglu --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0"
+                 " --disable-bias-linear")
+        if model.startswith("LLAMA3"):  # the Llama 3 recipes of 24.07 fuse the cross entropy
+            args += " --cross-entropy-loss-fusion"
     else:
         # NeMo's GPT-3 recipes: selective recomputation
         args += " --recompute-activations"

@@ -858,3 +858,45 @@ def test_cp_comm_type_per_layer_or_hierarchical_is_refused():
     # Megatron itself refuses a2a+p2p without hierarchical context-parallel sizes
     with pytest.raises(InvalidConfigurationError, match="--cp-comm-type a2a\\+p2p needs --hierarchical"):
         parse(cp + " --cp-comm-type a2a+p2p", 2)
+
+
+def _streaming_s(steps: list) -> float:
+    return sum(s.seconds.get("elementwise", 0.0) for s in steps if isinstance(s, Compute))
+
+
+def test_layers_without_biases_run_no_bias_gradient_kernels():
+    """A linear layer's bias gradient is a kernel reading its output gradient once (2 B an
+    element); ``--disable-bias-linear`` (Llama) has none. On the TOY GPU (HBM 1e6 GB/s at 0.5,
+    a 2 us launch each), tp 1, 1024 tokens, h 1024, 16 heads of 64 (QKV 3072 wide), SwiGLU
+    FFN 2048: four kernels, over the QKV (3072), output projection (1024), FC1 (2 x 2048) and
+    FC2 (1024) outputs."""
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+
+    args = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+            "--bf16 --vocab-size 128 --swiglu --ffn-hidden-size 2048")
+    with_bias = _streaming_s(ChunkModel(parse(args, 1), TOY).backward((False,), False, False))
+    without = _streaming_s(ChunkModel(parse(args + " --disable-bias-linear", 1), TOY).backward(
+        (False,), False, False))
+    bias_kernels = sum(1024 * width * 2 / (1e6 * 1e9 * 0.5) + 2e-6 for width in (3072, 1024, 4096, 1024))
+    assert with_bias - without == pytest.approx(bias_kernels, rel=1e-9)
+
+
+def test_fused_cross_entropy_moves_fewer_bytes_a_logit():
+    """Megatron-Core's fused vocabulary-parallel cross entropy (``--cross-entropy-loss-fusion``)
+    runs three forward kernels, the fp32 copy with its max (2 + 4 B), the exp and its sum in
+    place (4 + 4), the division by the sum (4 + 4), 22 B a logit against the unfused 30; and
+    one backward kernel, the softmax scaled in place and the bf16 gradient written (4 + 4 + 2),
+    10 B against 14. Here 1024 tokens x 32,768 logits on the TOY GPU: 8 and 4 B a logit fewer.
+    TE's fused kernel is refused with it, as today's Megatron-LM refuses it."""
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+
+    args = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+            "--bf16 --vocab-size 32768")
+    plain, fused = (ChunkModel(parse(a, 1), TOY) for a in (args, args + " --cross-entropy-loss-fusion"))
+    logits_bw = 1024 * 32768 / (1e6 * 1e9 * 0.5)
+    assert _streaming_s(plain.forward((), False, True)) - _streaming_s(fused.forward((), False, True)) == \
+        pytest.approx(8 * logits_bw, rel=1e-9)
+    assert _streaming_s(plain.backward((), False, True)) - _streaming_s(fused.backward((), False, True)) == \
+        pytest.approx(4 * logits_bw, rel=1e-9)
+    with pytest.raises(InvalidConfigurationError, match="Transformer Engine cross entropy loss fusion is disabled"):
+        parse(args + " --cross-entropy-loss-fusion --cross-entropy-fusion-impl te", 1)

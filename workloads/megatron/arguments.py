@@ -44,7 +44,7 @@ NO_TIMING_EFFECT = (
     "--bias-swiglu-fusion", "--no-bias-swiglu-fusion", "--profile", "--record-memory-history",
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
     "--DDP-bucket", "--ddp-bucket-size", "--yaml-cfg", "--kv-lora", "--qk-layernorm",
-    "--no-rope-fusion", "--cross-entropy-loss-fusion", "--disable-bias-linear", "--add-bias-linear",
+    "--no-rope-fusion",
     "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
     "--no-save-", "--no-initialization", "--vocab-extra-ids",
     "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
@@ -160,6 +160,12 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
     _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
+    _bool(p, "--disable-bias-linear", help="linear layers without biases (Llama): no bias-gradient kernels")
+    _bool(p, "--add-bias-linear", help="(default) linear layers with biases")
+    _bool(p, "--cross-entropy-loss-fusion", help="the vocabulary-parallel cross entropy as Megatron-Core's fused "
+                                                 "kernels (--cross-entropy-fusion-impl native)")
+    i("--cross-entropy-fusion-impl", choices=("native", "te"), default="native",
+      help="which fused cross entropy (Megatron-LM refuses te with --cross-entropy-loss-fusion)")
     _bool(p, "--no-async-tensor-model-parallel-allreduce",
           help="input-gradient all-reduce not overlapped with the weight-gradient GEMM")
     _bool(p, "--no-gradient-accumulation-fusion", help="weight gradients added to main_grad by a kernel")
@@ -346,4 +352,5 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
+        bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
     )

@@ -112,6 +112,10 @@ class MegatronJob:
     layer_split: tuple[int, ...] = ()
     #: ``--grad-reduce-in-bf16`` with bf16: gradients accumulated and reduced in bf16
     grads_in_bf16: bool = False
+    #: linear layers with biases (Megatron's default; ``--disable-bias-linear``: none, as Llama)
+    bias_linear: bool = True
+    #: ``--cross-entropy-loss-fusion``: Megatron-Core's fused vocabulary-parallel cross entropy
+    cross_entropy_fusion: bool = False
 
     @property
     def micro_batches(self) -> int:

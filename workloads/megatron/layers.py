@@ -11,7 +11,7 @@ Bytes per element of the memory-bound kernels (fp16/bf16 tensors, 1-byte dropout
 forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5, fused bias-GeLU 4 / 6
 (unfused 8 / 10), SwiGLU 6 / 10, fused scale-mask-softmax 4 / 6 (unfused: scale, mask and
 softmax each read and write, 12 / 10), attention dropout 5 / 5, the context's transpose 4 / 4.
-A bias's gradient reads the output gradient once.
+A bias's gradient reads the output gradient once (none with ``--disable-bias-linear``).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class ChunkModel:
         b.wait("dgrad.wait")  # the output gradient's all-gather (SP) ran beside the dgrad only
         b.add("gemm", self._linear(n_in, n_out, self.tokens))
         self._accumulate(b, n_in * n_out)
-        if bias:
+        if bias and self.job.bias_linear:
             b.add("elementwise", self._stream(self.tokens * n_out, 2))
 
     def _accumulate(self, b: _Builder, params: int) -> None:
@@ -331,7 +331,8 @@ class ChunkModel:
         self._fp8_cast(b, self.tokens * n_out)
         b.add("gemm", self._linear(self.tokens, n_in, n_out))  # dgrad
         wgrad = self._linear(n_in, n_out, self.tokens)
-        b.add("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
+        if job.bias_linear:
+            b.add("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
         if job.tp == 1:
             b.add("gemm", wgrad)
             self._accumulate(b, n_in * n_out)
@@ -359,20 +360,29 @@ class ChunkModel:
         b.add("elementwise", streaming_seconds(self.gpu, job.vocab // job.tp * h * 4))  # zeroed gradient
         b.add("elementwise", streaming_seconds(self.gpu, self.tokens * h * (self.e + 8)))  # scatter-add
 
+    def _cross_entropy_bytes(self) -> tuple[int, int]:
+        """HBM bytes a logit costs the vocabulary-parallel cross entropy, forward and backward.
+        Unfused, in fp32: cast, max, exp and sum, log, about 30 B; softmax minus the one-hot,
+        scaled and cast back, 14 B. ``--cross-entropy-loss-fusion`` runs Megatron-Core's three
+        fused forward kernels (``fused_cross_entropy.py``): the fp32 copy with its max (2 B
+        read, 4 written), the shifted exp with its sum in place (4 + 4), the division by the
+        sum in place (4 + 4): 22 B; and one backward kernel that scales the saved softmax in
+        place and writes the bf16 gradient (4 + 4 + 2): 10 B."""
+        return (22, 10) if self.job.cross_entropy_fusion else (30, 14)
+
     def loss_forward(self, b: _Builder) -> None:
         job, h, v = self.job, self.job.hidden, self.job.vocab // self.job.tp
         b.add("elementwise", self._stream(self.norm_tokens * h, 4))  # final layer norm
         self._tp_in(b, "logits.allgather")
         b.add("gemm", self._gemm(self.tokens, v, h))
-        # vocab-parallel cross entropy in fp32: cast, max, exp and sum, log: about 30 B a logit
-        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * v * 30))
+        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * v * self._cross_entropy_bytes()[0]))
         if job.tp > 1:
             for what in ("max", "sum", "target"):
                 b.comm(f"loss.{what}.allreduce", ALL_REDUCE, self.tokens * 4)
 
     def loss_backward(self, b: _Builder) -> None:
         job, h, v = self.job, self.job.hidden, self.job.vocab // self.job.tp
-        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * v * 14))  # softmax - one-hot
+        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * v * self._cross_entropy_bytes()[1]))
         b.add("gemm", self._gemm(self.tokens, h, v))
         b.add("gemm", self._gemm(h, v, self.tokens))
         self._accumulate(b, h * v)

@@ -8,8 +8,8 @@ records such a point as invalid). Era matters where Megatron changed: with ``--D
 2021 Megatron-LM) interleaving needs more than two stages, as it did then. Megatron's warnings
 are not errors: ``--sequence-parallel`` at tp 1 is turned off, as Megatron turns it off.
 
-Not enforced: Megatron-Core's "bias in MoE needs expert tensor parallelism 1" (biases are not
-modelled, so ``--disable-bias-linear`` is accepted without effect).
+Not enforced: Megatron-Core's "bias in MoE needs expert tensor parallelism 1" (of biases only
+their gradients' kernels are modelled, for dense layers).
 """
 
 from __future__ import annotations
@@ -260,6 +260,11 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
         _refuse(where, "fp16 cross entropy needs fp16",
                 "--fp16-lm-cross-entropy without --fp16 (Megatron: lm cross entropy in fp16 only supported in "
                 "fp16 mode)")
+    if a.cross_entropy_loss_fusion and a.cross_entropy_fusion_impl == "te":
+        _refuse(where, "no TE cross entropy fusion",
+                "--cross-entropy-loss-fusion with --cross-entropy-fusion-impl te (Megatron: Transformer Engine "
+                "cross entropy loss fusion is disabled due to stability issues; use --cross-entropy-fusion-impl "
+                "native, or omit --cross-entropy-loss-fusion)")
 
 
 def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
