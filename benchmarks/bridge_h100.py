@@ -36,9 +36,11 @@ row (``scripts/performance/configs/llama/llama3_workload_base_configs.py`` up to
 ``c8327cfc2``) sets one. Gradients are reduced in bf16 (``--grad-reduce-in-bf16``: the perf
 configs set ``cfg.ddp.grad_reduce_in_fp32 = False``, ``scripts/performance/configs/llama/
 llama3{,1}_llm_pretrain.py`` at ``5776a6d90b4d``, ``perf_recipes/_common.py`` since): half the
-gradient buffer and half the data-parallel traffic, which is overlapped. Not expressed here,
-each a small effect: the FP8 parameter all-gather (``fp8_param_gather``) and the parameter
-gather overlapped with the optimizer step.
+gradient buffer and half the data-parallel traffic, which is overlapped; the linear layers'
+weights are kept and all-gathered in FP8 (``--fp8-param-gather``: ``fp8_param_gather = True``
+in ``bf16_with_fp8_current_scaling_mixed``, ``src/megatron/bridge/training/mixed_precision.py``
+at ``5776a6d90b4d``): no bf16 copy of them, one byte each to gather. Not expressed here, a
+small effect: the parameter gather overlapped with the optimizer step.
 
 The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
 preset's two efficiencies come from Megatron-Core's bf16 table (``megatron_mcore_h100.py``).
@@ -89,7 +91,7 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
             f"--micro-batch-size {mb} --global-batch-size {gbs} --tensor-model-parallel-size {tp} "
             f"--pipeline-model-parallel-size {pp} --context-parallel-size {cp} --bf16 --fp8-format hybrid "
             f"--fp8-recipe tensorwise --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather "
-            f"--grad-reduce-in-bf16 "
+            f"--grad-reduce-in-bf16 --fp8-param-gather "
             f"--vocab-size {vocab} --make-vocab-size-divisible-by 128 "
             f"--group-query-attention --num-query-groups {groups} --swiglu "
             f"--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0 "

@@ -680,6 +680,37 @@ def test_later_pipeline_stages_sync_their_gradients_in_one_bucket():
     assert first_syncs == [4 * layer + 4 * 4 * h] * 2 + [4 * h * (128 + 1024)]
 
 
+def test_fp8_param_gather_gathers_and_keeps_linear_weights_in_one_byte():
+    """``--fp8-param-gather`` (Megatron-Core's ``fp8_param``): Transformer Engine's linear
+    weights live only as FP8, so the parameter all-gather moves one byte for each of them and
+    two for every other weight, and the memory's weights part has no bf16 copy of them. By
+    hand, on the last of two stages (one bucket: two layers and the tied embedding's copy,
+    over two data-parallel shards): the layers' 4h^2 + 2hf linear weights at 1 B, their 4h norm
+    weights and the 128 x h embedding at 2 B; in memory, 2 B less for each linear weight."""
+    from simpy_astra.workloads.megatron.memory import parts_bytes
+    from simpy_astra.workloads.megatron.schedule import build_stage
+    from simpy_astra.workloads.transformer.graph import COLL
+
+    args = ("--num-layers 4 --hidden-size 2048 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+            "--global-batch-size 8 --pipeline-model-parallel-size 2 --bf16 --vocab-size 128 --ffn-hidden-size 16384 "
+            "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --fp8-format hybrid")
+    h, f = 2048, 16384
+    linear, other = 2 * (4 * h * h + 2 * h * f), 2 * 4 * h + 128 * h  # the last stage's weights
+    gpu = load_cluster({"preset": "dgx-h100", "gpus": 4}, "c").gpu_model()
+    for extra, gathered in (("", 2 * (linear + other)), (" --fp8-param-gather", linear + 2 * other)):
+        job = parse(args + extra, 4)
+        ops = [op for op in build_stage(job, gpu, 1).ops if op.kind == COLL and op.name.endswith(".params.allgather")]
+        assert [op.comm_size for op in ops] == [pytest.approx(gathered / 2, rel=1e-6)], extra
+    plain, kept = (parts_bytes(parse(args + extra, 4), 1) for extra in ("", " --fp8-param-gather"))
+    assert plain["weights"] - kept["weights"] == pytest.approx(2 * linear, rel=1e-6)
+    assert kept["fp8_buffers"] == plain["fp8_buffers"] == pytest.approx(2 * linear, rel=1e-6)  # FP8 weight + transpose
+    with pytest.raises(InvalidConfigurationError, match="fp8_param must be used together with fp8 mode"):
+        parse(args.replace(" --fp8-format hybrid", "") + " --fp8-param-gather", 4)
+    with pytest.raises(InvalidConfigurationError, match="only supported with distributed optimizer"):
+        parse(args.replace(" --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather", "")
+              + " --fp8-param-gather", 4)
+
+
 def test_a_task_faster_than_the_host_waits_for_the_host():
     """The host issues each kernel in HOST_US_PER_KERNEL (10 us), each collective's NCCL call
     counting as one more: a task of two compute steps (3 and 2 kernels, 1 us of GPU time each)

@@ -155,6 +155,8 @@ def parser() -> argparse.ArgumentParser:
     i("--DDP-impl", dest="ddp_impl", choices=("local", "torch"), default=None,
       help="2021: local syncs after the backward, torch overlaps buckets with it")
     _bool(p, "--use-distributed-optimizer", help="gradients reduce-scattered, parameters all-gathered")
+    _bool(p, "--fp8-param-gather", help="with --fp8-format and the distributed optimizer: the linear layers' "
+                                         "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
                                            "in bf16, not fp32 (half the bytes)")
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
@@ -343,7 +345,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer,
-        grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16",
+        grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16", fp8_param_gather=a.fp8_param_gather,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,

@@ -116,6 +116,9 @@ class MegatronJob:
     bias_linear: bool = True
     #: ``--cross-entropy-loss-fusion``: Megatron-Core's fused vocabulary-parallel cross entropy
     cross_entropy_fusion: bool = False
+    #: ``--fp8-param-gather``: Transformer Engine's linear weights kept only in FP8 (no bf16
+    #: copy; the fp32 master in the optimizer) and all-gathered in FP8, one byte a weight
+    fp8_param_gather: bool = False
 
     @property
     def micro_batches(self) -> int:

@@ -403,8 +403,9 @@ class ChunkModel:
             b.params(job.hidden * (job.vocab // job.tp + job.seq))
             self.embedding_forward(b)
         for is_moe in moe:
+            fp8 = self.layer_fp8_weights(is_moe)
             for params, dim in self.layer_grads(is_moe):
-                b.params(params, dim)
+                b.params(params, dim, fp8[dim])
             self.layer_forward(b, moe=is_moe)
         if last:
             b.params(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp > 1 else 0)
@@ -449,6 +450,16 @@ class ChunkModel:
         qkv = h * (self.q_width + 2 * self.kv_width)
         mlp = (3 if job.swiglu else 2) * h * self.ffn
         return qkv + self.q_width * h + mlp + 4 * h
+
+    def layer_fp8_weights(self, moe: bool) -> dict[str, int]:
+        """Of :meth:`layer_grads`, by group, the weights of the layer's Transformer Engine
+        linear modules (QKV, projection, the MLP's or the shared and routed experts'): all but
+        the layer norms and the router."""
+        norms = 4 * self.job.hidden
+        if not moe:
+            return {"dp": self.layer_parameters() - norms, "edp": 0}
+        dense, experts = self.layer_grads(moe)[0][0], self.moe_parameters()[1]
+        return {"dp": dense - norms - self.job.hidden * self.job.experts, "edp": experts}  # less the router
 
     def layer_grads(self, moe: bool) -> list[tuple[int, str]]:
         """(parameters, the group that syncs their gradients) of one layer on one GPU: an MoE

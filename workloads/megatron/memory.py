@@ -29,7 +29,9 @@ reported is the fullest stage's: the first with an even split.
 
 *FP8 buffers*: Transformer Engine keeps an FP8 copy of each of its linear layers' weights and
 of its transpose (one byte each) between the micro-batches of a step (not of the embedding or
-the output layer, which are not Transformer Engine modules). With FP8 the inputs of a layer's four GEMMs
+the output layer, which are not Transformer Engine modules); with ``--fp8-param-gather`` those are
+the weights themselves, with no bf16 copy (the fp32 master stays in the optimizer's part). With
+FP8 the inputs of a layer's four GEMMs
 (QKV, projection, FC1, FC2) are stored as Transformer Engine cast them for the weight gradient,
 one byte an element instead of two; the layer norms' inputs, Q, K, V and the activation's
 input stay in bf16.
@@ -58,7 +60,8 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
     dense, expert = stage_parameters(job, stage)
     weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, OPTIMIZER_BYTES_PER_PARAMETER[job.precision]
     shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
-    parts = {"weights": (dense + expert) * weight_b, "gradients": (dense + expert) * grad_b,
+    fp8_kept = fp8_weight_parameters(job, stage) if job.fp8_param_gather else 0  # no bf16 copy of them
+    parts = {"weights": (dense + expert - fp8_kept) * weight_b, "gradients": (dense + expert) * grad_b,
              "optimizer": dense * optimizer_b / shards[0] + expert * optimizer_b / shards[1],
              "activations": activation_bytes(job, stage)}
     if job.fp8:

@@ -307,6 +307,13 @@ def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
                 "--defer-embedding-wgrad-compute needs pipeline parallelism and gradient accumulation fusion "
                 "(Megatron: cannot defer embedding wgrad compute when pipeline model parallel is not used, or "
                 "when gradient accumulation fusion is not used)")
+    if a.fp8_param_gather and a.fp8_format is None:
+        _refuse(where, "FP8 parameters need FP8",
+                "--fp8-param-gather without --fp8-format (Megatron: fp8_param must be used together with fp8 mode)")
+    if a.fp8_param_gather and not a.use_distributed_optimizer:
+        _refuse(where, "FP8 parameter gather needs the distributed optimizer",
+                "--fp8-param-gather needs --use-distributed-optimizer (Megatron: --fp8-param-gather only supported "
+                "with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode)")
     if a.overlap_param_gather and not a.use_distributed_optimizer:
         _refuse(where, "param gather overlap needs the distributed optimizer",
                 "--overlap-param-gather needs --use-distributed-optimizer (Megatron: --overlap-param-gather only "

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
+from simpy_astra.workloads.megatron.memory import fp8_weight_parameters
 from simpy_astra.workloads.megatron.steps import Collective, Compute, GradsReady, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import Kind, Task
@@ -246,28 +247,36 @@ class StageSchedule:
         and every bucket whose gather outlasts the forward over the bucket before it."""
         limit, starts, sizes = self._bucket_limit(chunk), {}, {}
         for dim in ("dp", "edp"):
-            used = [(i, step.params) for i, step in enumerate(steps)
+            used = [(i, step.params, self._gathered_bytes(step.params, step.fp8)) for i, step in enumerate(steps)
                     if isinstance(step, ParamsUsed) and step.dim == dim and self._replicas(dim) > 1]
-            groups: list[list[int]] = []  # [first step that reads it, parameters], filled backward
+            groups: list[list[int]] = []  # [first step that reads it, parameters, bytes], filled backward
             full = True
-            for i, params in reversed(used):  # Megatron fills buckets in the backward's order
+            for i, params, size in reversed(used):  # Megatron fills buckets in the backward's order
                 if full:
-                    groups.append([i, 0])
+                    groups.append([i, 0, 0])
                 groups[-1][0] = i
                 groups[-1][1] += params
+                groups[-1][2] += size
                 full = groups[-1][1] >= limit
-            for k, (i, params) in enumerate(reversed(groups)):
+            for k, (i, _params, size) in enumerate(reversed(groups)):
                 starts[i] = k
-                sizes.setdefault(dim, []).append(params)
+                sizes.setdefault(dim, []).append(size)
         self.gather_starts[chunk] = starts
         for dim, buckets in sizes.items():
             order = self.gather_order.setdefault(dim, [])
-            for k, params in enumerate(buckets):
+            for k, size in enumerate(buckets):
                 self.gather_index[(dim, chunk, k)] = len(order)
-                order.append((chunk, k, params * self.job.element_bytes // self._replicas(dim)))
+                order.append((chunk, k, size // self._replicas(dim)))
         for dim, order in self.gather_order.items():
             if order and (dim, 0) not in self.gathers:
                 self._dispatch_gather(dim, 0, [])
+
+    def _gathered_bytes(self, params: int, fp8: int) -> int:
+        """Bytes of ``params`` weights in the parameter all-gather, ``fp8`` of them Transformer
+        Engine's linear weights: one byte each with ``--fp8-param-gather``, else the training
+        precision's."""
+        job = self.job
+        return (params - fp8) * job.element_bytes + fp8 if job.fp8_param_gather else params * job.element_bytes
 
     def _dispatch_gather(self, dim: str, index: int, deps: list[int]) -> None:
         chunk, k, size = self.gather_order[dim][index]
@@ -414,10 +423,13 @@ class StageSchedule:
         # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter (current
         # scaling reads it once more first, for its amax)
         weights = params * (6 if job.fp8_current_scaling else 4) if job.fp8 else 0
+        fp8 = round(fp8_weight_parameters(job, self.stage)) if job.fp8_param_gather else 0
+        if fp8:  # the optimizer writes the FP8 weights; Transformer Engine makes their transpose
+            weights = 2 * fp8
         self.compute("optimizer.step", {"optimizer": streaming_seconds(
             self.gpu, shard * (ADAM_BYTES_PER_PARAM + extra) + weights)})
         if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
-            self.collective("params.dp.allgather", ALL_GATHER, "dp", shard * job.element_bytes)
+            self.collective("params.dp.allgather", ALL_GATHER, "dp", self._gathered_bytes(params, fp8) // replicas)
 
 
 def build_stage(job: MegatronJob, gpu: Gpu, stage: int) -> StageGraph:

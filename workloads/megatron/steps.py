@@ -53,6 +53,9 @@ class ParamsUsed:
     params: int
     dim: str = "dp"
     label: str = "params"
+    #: of ``params``, the weights of Transformer Engine's linear layers (kept in FP8 with
+    #: ``--fp8-param-gather``, one byte each to gather)
+    fp8: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,11 @@ class StepBuilder:
         self.close("grads.before")
         self.steps.append(GradsReady(params, dim))
 
-    def params(self, params: int, dim: str = "dp") -> None:
+    def params(self, params: int, dim: str = "dp", fp8: int = 0) -> None:
         if params <= 0:
             return
         self.close("params.before")
-        self.steps.append(ParamsUsed(params, dim))
+        self.steps.append(ParamsUsed(params, dim, fp8=fp8))
 
     def close(self, label: str) -> None:
         if self.current.seconds:
