@@ -106,16 +106,19 @@ def _bars(breakdowns: dict[int, Breakdown],
             "NPU (xN: N NPUs with this breakdown)" if grouped else "NPU")
 
 
-def _legend(fig, handles: list) -> float:
+def _legend(fig, names: list[str], colours: dict[str, str]) -> float:
     """The legend inside the figure, below the axes, in as many columns as fit (beside or above
     the axes a legend taller than a short figure sticks out); the figure grows by its lines,
-    whose height in inches this returns."""
-    columns = min(len(handles), 5) or 1
-    lines = -(-len(handles) // columns)
+    whose height in inches this returns. A :class:`~simpy_astra.report.quick_legend.QuickLegend`
+    (matplotlib's own Legend is about a fifth of a picture's cost, issue 51)."""
+    from simpy_astra.report.quick_legend import QuickLegend, attach
+
+    columns = min(len(names), 5) or 1
+    lines = -(-len(names) // columns)
     legend_in = 0.2 * lines + 0.1
     fig.set_figheight(fig.get_figheight() + legend_in)
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=columns, fontsize=8,
-               frameon=False)
+    attach(QuickLegend(fig, names, [colours[n] for n in names], (0.5, 0.0), "lower center", ncols=columns,
+                       fontsize=8, frame=False))
     return legend_in
 
 
@@ -198,6 +201,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     from matplotlib.collections import PolyCollection
     from matplotlib.ticker import MaxNLocator
 
+    from simpy_astra.report.quick_legend import QuickLegend, attach
+
     bars, xlabel = _bars(breakdowns, roles)
     labels = [label for label, _b in bars]
     names = sorted({p for _l, b in bars for p in b.parts}, key=part_rank)
@@ -225,7 +230,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     # y=1.0, where matplotlib puts it anyway: a title left to place itself is moved above any
     # tick labels on top of the axes (there are none), found by measuring every tick label
     ax.set_title(title or "where each NPU's time went", y=1.0)
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    attach(QuickLegend(ax, names, [colours[n] for n in names], (1.0, 0.5), "center left", fontsize=8))
     longest = max(map(len, labels), default=1)
     _margins(fig, left_in, right_in, AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
     return fig
@@ -266,7 +271,6 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
     """The Gantt chart of timeline.png (time in ms): the rows of :func:`gantt_rows`."""
-    from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
     rows = gantt_rows(breakdowns, replica)
@@ -293,7 +297,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
     category_labels(ax, "y", labelled, [rows[k].label for k in labelled], 8 if len(rows) <= MAX_ROWS else 7)
     ax.set_title(title or default, fontsize=10, y=1.0)  # placed, as breakdown_figure's
-    legend_in = _legend(fig, [Patch(color=colours[n], label=n) for n in names])
+    legend_in = _legend(fig, names, colours)
     _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
              legend_in + AXIS_IN, 0.35)
     return fig
@@ -473,6 +477,7 @@ def require_matplotlib() -> None:
         from PIL import Image, ImageDraw, ImageFont  # noqa: F401
 
         import simpy_astra.report.columns  # noqa: F401
+        import simpy_astra.report.quick_legend  # noqa: F401
         import simpy_astra.report.quick_text  # noqa: F401
     except ImportError as exc:
         raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
