@@ -109,16 +109,16 @@ def _bars(breakdowns: dict[int, Breakdown],
 def _legend(fig, names: list[str], colours: dict[str, str]) -> float:
     """The legend inside the figure, below the axes, in as many columns as fit (beside or above
     the axes a legend taller than a short figure sticks out); the figure grows by its lines,
-    whose height in inches this returns. A :class:`~simpy_astra.report.quick_legend.QuickLegend`
+    whose height in inches this returns. A :class:`~simpy_astra.report.quick_artists.QuickLegend`
     (matplotlib's own Legend is about a fifth of a picture's cost, issue 51)."""
-    from simpy_astra.report.quick_legend import QuickLegend, attach
+    from simpy_astra.report.quick_artists import QuickLegend, attach
 
     columns = min(len(names), 5) or 1
     lines = -(-len(names) // columns)
     legend_in = 0.2 * lines + 0.1
     fig.set_figheight(fig.get_figheight() + legend_in)
     attach(QuickLegend(fig, names, [colours[n] for n in names], (0.5, 0.0), "lower center", ncols=columns,
-                       fontsize=8, frame=False))
+                       fontsize=8, frame=False, box_edge=1.0))
     return legend_in
 
 
@@ -199,9 +199,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
     (pipeline stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`)."""
     from matplotlib.collections import PolyCollection
-    from matplotlib.ticker import MaxNLocator
 
-    from simpy_astra.report.quick_legend import QuickLegend, attach
+    from simpy_astra.report.quick_artists import QuickLegend, attach, numeric_ticks
 
     bars, xlabel = _bars(breakdowns, roles)
     labels = [label for label, _b in bars]
@@ -225,8 +224,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
     ax.set_xlabel(xlabel)
     category_labels(ax, "x", range(len(bars)), labels, 7, upright=rotated)
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
+    numeric_ticks(ax, "y")  # a text per tick, not matplotlib's two lines and two texts
     # y=1.0, where matplotlib puts it anyway: a title left to place itself is moved above any
     # tick labels on top of the axes (there are none), found by measuring every tick label
     ax.set_title(title or "where each NPU's time went", y=1.0)
@@ -271,7 +270,7 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
     """The Gantt chart of timeline.png (time in ms): the rows of :func:`gantt_rows`."""
-    from matplotlib.ticker import MaxNLocator
+    from simpy_astra.report.quick_artists import numeric_ticks
 
     rows = gantt_rows(breakdowns, replica)
     names = sorted({row.arrays[3][c] for row in rows for c in _codes(row.arrays[2])}, key=part_rank)
@@ -287,8 +286,8 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         ax.set_xlim(0.0, end / scale)
     labelled = range(0, len(rows), label_every(len(rows)))
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
+    numeric_ticks(ax, "x")  # a text per tick, not matplotlib's two lines and two texts
     if replica:
         ax.set_ylabel("pipeline stage")
         default = "one iteration of one data-parallel replica: a row per pipeline stage (tensor rank 0)"
@@ -477,7 +476,7 @@ def require_matplotlib() -> None:
         from PIL import Image, ImageDraw, ImageFont  # noqa: F401
 
         import simpy_astra.report.columns  # noqa: F401
-        import simpy_astra.report.quick_legend  # noqa: F401
+        import simpy_astra.report.quick_artists  # noqa: F401
         import simpy_astra.report.quick_text  # noqa: F401
     except ImportError as exc:
         raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
