@@ -434,18 +434,25 @@ class Classifier:
 
 def _addresses(objects, count: int):
     """``id`` of each of ``count`` objects, as an int64 array: the pointers a numpy object array
-    holds, read as integers (CPython's ``id`` is the address). ``np.fromiter(map(id, ...))``
-    makes and frees a Python int per object, half the classification's time on a 1,024-GPU
-    step's 425,000 nodes (issue 51: a report must cost a small part of the run)."""
-    import ctypes
-
+    holds, read as integers (CPython's ``id`` is the address) through the array interface (numpy
+    refuses to view an object array as integers). ``np.fromiter(map(id, ...))`` makes and frees
+    a Python int per object, half the classification's time on a 1,024-GPU step's 425,000 nodes
+    (issue 51: a report must cost a small part of the run)."""
     import numpy as np
 
     held = np.fromiter(objects, object, count)  # keeps the objects, so their addresses, alive
     if not count:
         return np.zeros(0, dtype=np.int64)
-    pointers = np.ctypeslib.as_array((ctypes.c_ssize_t * count).from_address(held.ctypes.data))
-    return pointers.astype(np.int64)  # a copy, valid once ``held`` is gone
+    pointers = _Memory(held.__array_interface__["data"][0], count, np.dtype(np.intp).str)
+    return np.array(pointers, dtype=np.int64)  # a copy, valid once ``held`` is gone
+
+
+class _Memory:
+    """``count`` integers of type ``typestr`` at ``address``, as numpy's array interface
+    describes memory (read only) to ``np.array``."""
+
+    def __init__(self, address: int, count: int, typestr: str) -> None:
+        self.__array_interface__ = {"version": 3, "shape": (count,), "typestr": typestr, "data": (address, True)}
 
 
 #: the attributes :func:`node_part` reads, by node type (the other types' parts are their type's)
