@@ -89,3 +89,11 @@ def test_graph_kinds_whatever_the_order_of_a_graphs_ids() -> None:
         code, kinds = Classifier({3: "dp"}, "pp").graph_kinds(graph, np.array(asked, dtype=np.int64))
         expected = [next(p for t, a, p in CASES if graph[i].type == t and graph[i].attrs is a) for i in asked]
         assert [kinds[c] for c in code.tolist()] == expected
+
+
+def test_node_types_past_a_byte_fill_no_part() -> None:
+    """Node types are read a byte each where they fit; a type from 256 on (or below 0) falls
+    back to the int64 reading, and fills no part, as every type from 8 on."""
+    nodes = [node(0, COMP_NODE, GEMM), node(1, 300, NONE), node(2, -1, NONE), node(3, COMM_RECV_NODE, NONE)]
+    code, kinds = Classifier({3: "dp"}, "pp").kinds(nodes)
+    assert [kinds[c] for c in code.tolist()] == [(COMPUTE, "compute.gemm"), None, None, (BUBBLE, "bubble")]

@@ -387,7 +387,10 @@ class Classifier:
         being the k-th of them."""
         import numpy as np
 
-        types = np.fromiter(map(attrgetter("type"), nodes), np.int64, count)
+        try:  # node types are small: a byte each, built in C, a sixth faster than an int64 each
+            types = np.frombuffer(bytes(map(attrgetter("type"), nodes)), np.uint8).astype(np.int64)
+        except (ValueError, TypeError):  # a type below 0 or from 256 on (or not an int)
+            types = np.fromiter(map(attrgetter("type"), nodes), np.int64, count)
         dicts = _addresses(map(attrgetter("attrs"), nodes), count)
         # types from 16 on (and below 0) share code 15: like every type from 8 on, they fill no part
         keys = dicts * 16 + np.where((types >= 0) & (types < 16), types, 15)
