@@ -106,20 +106,23 @@ def _bars(breakdowns: dict[int, Breakdown],
             "NPU (xN: N NPUs with this breakdown)" if grouped else "NPU")
 
 
-def _legend(fig, names: list[str], colours: dict[str, str]) -> float:
+def _legend_columns(count: int) -> tuple[int, float]:
+    """(columns, height in inches) of a legend of ``count`` entries below the axes (:func:`_legend`):
+    known before the figure is made, which is made at its final height (a figure grown after a
+    label was measured is drawn by a second renderer, issue 51)."""
+    columns = min(count, 5) or 1
+    return columns, 0.2 * -(-count // columns) + 0.1
+
+
+def _legend(fig, names: list[str], colours: dict[str, str]) -> None:
     """The legend inside the figure, below the axes, in as many columns as fit (beside or above
-    the axes a legend taller than a short figure sticks out); the figure grows by its lines,
-    whose height in inches this returns. A :class:`~simpy_astra.report.quick_artists.QuickLegend`
+    the axes a legend taller than a short figure sticks out), in the room
+    :func:`_legend_columns` made for it. A :class:`~simpy_astra.report.quick_artists.QuickLegend`
     (matplotlib's own Legend is about a fifth of a picture's cost, issue 51)."""
     from simpy_astra.report.quick_artists import QuickLegend, attach
 
-    columns = min(len(names), 5) or 1
-    lines = -(-len(names) // columns)
-    legend_in = 0.2 * lines + 0.1
-    fig.set_figheight(fig.get_figheight() + legend_in)
-    attach(QuickLegend(fig, names, [colours[n] for n in names], (0.5, 0.0), "lower center", ncols=columns,
-                       fontsize=8, frame=False, box_edge=1.0))
-    return legend_in
+    attach(QuickLegend(fig, names, [colours[n] for n in names], (0.5, 0.0), "lower center",
+                       ncols=_legend_columns(len(names))[0], fontsize=8, frame=False, box_edge=1.0))
 
 
 #: inches per character of the 7-8 pt labels, and for an axis label with its tick labels
@@ -277,7 +280,8 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     colours = _colours(names)
     scale = 10**6  # ns per ms
     # at least MIN_AXES_IN high: the upright y label of a chart of a row or two fits beside it
-    fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN))
+    legend_in = _legend_columns(len(names))[1]
+    fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN) + legend_in)
     end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
         # each of the axes' pixels takes the raster's pixel under its centre (_PickedImage)
@@ -296,7 +300,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
     category_labels(ax, "y", labelled, [rows[k].label for k in labelled], 8 if len(rows) <= MAX_ROWS else 7)
     ax.set_title(title or default, fontsize=10, y=1.0)  # placed, as breakdown_figure's
-    legend_in = _legend(fig, names, colours)
+    _legend(fig, names, colours)
     _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
              legend_in + AXIS_IN, 0.35)
     return fig
