@@ -377,6 +377,10 @@ def test_quick_legend_draws_what_matplotlibs_legend_would() -> None:
             fig.canvas.draw()
             assert [t.get_text() for t in legend.get_texts()] == names
             boxes.append(legend.get_window_extent().bounds)
+            frame = legend.get_window_extent()
+            for text in legend.get_texts():  # each name where it is drawn, within the legend
+                box = text.get_window_extent()
+                assert frame.x0 < box.x0 and box.x1 < frame.x1 and frame.y0 < box.y0 and box.y1 < frame.y1
             pictures.append(np.asarray(fig.canvas.buffer_rgba()).copy())
         assert all(abs(a - b) < 0.5 for a, b in zip(*boxes, strict=True)), boxes
         assert (pictures[0] == pictures[1]).all()

@@ -4,9 +4,9 @@
 matplotlib's ``Legend`` packs each entry in nested offset boxes (a drawing area for the
 colour box, a text area, packers per column and row), measured again on every draw: with its
 creation about a fifth of a picture's cost (issue 51: the reports must cost a few per cent of
-the simulation). This one lays its entries out by sums of its names' widths and draws a
-rectangle and a text per entry (and a frame), looking as matplotlib's does with the same
-settings. A matplotlib tick is two lines and two texts, made and laid out one by one on each
+the simulation). :class:`QuickLegend` lays its entries out as those text areas and packers
+would (each name's extent, then sums) and draws a rectangle and a text per entry (and a frame):
+the same picture as matplotlib's with the same settings. A matplotlib tick is two lines and two texts, made and laid out one by one on each
 draw (about a millisecond each): :class:`TickLabels` is a text per tick and one line of
 markers.
 """
@@ -28,24 +28,24 @@ HANDLE_W, HANDLE_H, TEXT_PAD, COLUMN_GAP, LINE_GAP, BORDER_PAD, ANCHOR_PAD = 2.0
 
 
 class QuickLegend(Artist):
-    """A colour box and a name per part, in ``ncols`` columns filled one after the other, the first ones
-    one entry longer (as matplotlib's legend fills them), anchored at ``anchor`` in fractions of ``parent`` (an Axes
-    or the Figure): ``loc`` "center left" puts the legend's left middle there, "lower center" its
-    bottom middle; ``frame``: matplotlib's rounded translucent frame; ``box_edge``: the colour
-    boxes' edge, in their colour, in points (a legend of ``Patch(color=...)`` handles has 1.0). What readers of a legend
-    ask of it is here: :meth:`get_texts` (the names, in order) and :meth:`get_window_extent`.
-    Add it with :func:`attach`."""
+    """A colour box and a name per part, in ``ncols`` columns filled one after the other, the
+    first ones one entry longer (as matplotlib's legend fills them), anchored at ``anchor`` in
+    fractions of ``parent`` (an Axes or the Figure): ``loc`` "center left" puts the legend's left
+    middle there, "lower center" its bottom middle; ``frame``: matplotlib's rounded translucent
+    frame; ``box_edge``: the colour boxes' edge, in their colour, in points (a legend of
+    ``Patch(color=...)`` handles has 1.0). What readers of a legend ask of it is here:
+    :meth:`get_texts` (the names, in order) and :meth:`get_window_extent`. Add it with
+    :func:`attach`."""
 
     zorder = 5  # matplotlib's legends'
 
     def __init__(self, parent, names: list[str], colours: list[str], anchor: tuple[float, float], loc: str,
                  ncols: int = 1, fontsize: float = 8, frame: bool = True, box_edge: float = 0.0) -> None:
         super().__init__()
-        self.box_edge = box_edge
         if loc not in ("center left", "lower center"):
             raise ValueError(f"QuickLegend: loc {loc!r} is not 'center left' or 'lower center'")
         self.parent, self.anchor, self.loc, self.frame = parent, anchor, loc, frame
-        self.ncols, self.fontsize, self.colours = max(1, ncols), fontsize, list(colours)
+        self.ncols, self.fontsize, self.colours, self.box_edge = max(1, ncols), fontsize, list(colours), box_edge
         self.texts = [Text(0.0, 0.0, name, fontsize=fontsize, ha="left", va="baseline") for name in names]
 
     def set_figure(self, fig) -> None:
@@ -57,7 +57,8 @@ class QuickLegend(Artist):
         return list(self.texts)
 
     def _layout(self, renderer) -> tuple[Bbox, list[tuple[float, float]], list[tuple[float, float]]]:
-        """(the frame, each colour box's lower left corner, each name's baseline's left end), in pixels."""
+        """(the frame, each colour box's lower left corner, each name's baseline's left end), in
+        pixels."""
         fs = self.fontsize * self.figure.dpi / 72
         # each name's extent about its baseline's left end as matplotlib's legend lays it out (its
         # TextArea: no less than "lp" above the baseline, the text's layout's below); its colour
@@ -94,6 +95,8 @@ class QuickLegend(Artist):
                 places.append((left + (HANDLE_W + TEXT_PAD) * fs, baseline))
                 top = baseline - below[k] - LINE_GAP * fs
             left += w + COLUMN_GAP * fs
+        for place, text in zip(places, self.texts, strict=True):  # each name back where it is drawn
+            text.set_position(place)
         return Bbox.from_bounds(x0, y0, width, height), corners, places
 
     def get_window_extent(self, renderer=None) -> Bbox:
@@ -118,9 +121,7 @@ class QuickLegend(Artist):
         for shape in shapes:
             shape.set_figure(self.figure)
             shape.draw(renderer)
-        for place, text in zip(places, self.texts, strict=True):
-            text.set_transform(pixels)
-            text.set_position(place)
+        for text in self.texts:  # placed by _layout
             text.draw(renderer)
 
 
