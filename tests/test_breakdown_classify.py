@@ -73,3 +73,27 @@ def test_array_sweep_splits_time_as_the_plain_sweep(monkeypatch) -> None:
     assert {"compute.gemm", "memory", "comm.dp", "comm.pp", "bubble", "idle"} <= set(plain.parts)
     assert (fast.finish_ns, fast.parts, fast.shares, fast.segments) == (
         plain.finish_ns, plain.parts, plain.shares, plain.segments)
+
+
+def test_graph_kinds_whatever_the_order_of_a_graphs_ids() -> None:
+    """A graph's nodes are read from its dict (its ``values()``, no list of them): ids 0 .. n-1
+    in order, and ids in any order with gaps, give each asked id its own node's part."""
+    import numpy as np
+
+    rng = random.Random(52)
+    in_order = {k: node(k, t, a) for k, (t, a, _p) in enumerate(CASES * 4)}
+    shuffled_ids = rng.sample(range(1000, 5000), len(CASES) * 4)
+    shuffled = {nid: node(nid, t, a) for nid, (t, a, _p) in zip(shuffled_ids, CASES * 4, strict=True)}
+    for graph in (in_order, shuffled):
+        asked = rng.sample(list(graph), len(graph) // 2)
+        code, kinds = Classifier({3: "dp"}, "pp").graph_kinds(graph, np.array(asked, dtype=np.int64))
+        expected = [next(p for t, a, p in CASES if graph[i].type == t and graph[i].attrs is a) for i in asked]
+        assert [kinds[c] for c in code.tolist()] == expected
+
+
+def test_node_types_past_a_byte_fill_no_part() -> None:
+    """Node types are read a byte each where they fit; a type from 256 on (or below 0) falls
+    back to the int64 reading, and fills no part, as every type from 8 on."""
+    nodes = [node(0, COMP_NODE, GEMM), node(1, 300, NONE), node(2, -1, NONE), node(3, COMM_RECV_NODE, NONE)]
+    code, kinds = Classifier({3: "dp"}, "pp").kinds(nodes)
+    assert [kinds[c] for c in code.tolist()] == [(COMPUTE, "compute.gemm"), None, None, (BUBBLE, "bubble")]

@@ -367,6 +367,11 @@ def _run(inputs, plan: RunPlan, t0: float) -> Finished:
         say(f"note: {sim.fold_note}")
     record = None
     if plan.records_nodes(real_job):
+        # the modules that write the reports from the record, imported now: an import after the
+        # run is part of what its reports cost (issue 51), one before it start-up
+        import simpy_astra.report.answer  # noqa: F401
+        import simpy_astra.report.breakdown  # noqa: F401
+        import simpy_astra.report.timeline  # noqa: F401
         from simpy_astra.report.recorder import attach
 
         record = attach(sim, record_chunks=bool(plan.trace_out))

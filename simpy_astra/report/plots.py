@@ -106,17 +106,23 @@ def _bars(breakdowns: dict[int, Breakdown],
             "NPU (xN: N NPUs with this breakdown)" if grouped else "NPU")
 
 
-def _legend(fig, handles: list) -> float:
+def _legend_columns(count: int) -> tuple[int, float]:
+    """(columns, height in inches) of a legend of ``count`` entries below the axes (:func:`_legend`):
+    known before the figure is made, which is made at its final height (a figure grown after a
+    label was measured is drawn by a second renderer, issue 51)."""
+    columns = min(count, 5) or 1
+    return columns, 0.2 * -(-count // columns) + 0.1
+
+
+def _legend(fig, names: list[str], colours: dict[str, str]) -> None:
     """The legend inside the figure, below the axes, in as many columns as fit (beside or above
-    the axes a legend taller than a short figure sticks out); the figure grows by its lines,
-    whose height in inches this returns."""
-    columns = min(len(handles), 5) or 1
-    lines = -(-len(handles) // columns)
-    legend_in = 0.2 * lines + 0.1
-    fig.set_figheight(fig.get_figheight() + legend_in)
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=columns, fontsize=8,
-               frameon=False)
-    return legend_in
+    the axes a legend taller than a short figure sticks out), in the room
+    :func:`_legend_columns` made for it. A :class:`~simpy_astra.report.quick_artists.QuickLegend`
+    (matplotlib's own Legend is about a fifth of a picture's cost, issue 51)."""
+    from simpy_astra.report.quick_artists import QuickLegend, attach
+
+    attach(QuickLegend(fig, names, [colours[n] for n in names], (0.5, 0.0), "lower center",
+                       ncols=_legend_columns(len(names))[0], fontsize=8, frame=False, box_edge=1.0))
 
 
 #: inches per character of the 7-8 pt labels, and for an axis label with its tick labels
@@ -196,7 +202,8 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
     (pipeline stage, tensor rank) (:func:`~simpy_astra.report.breakdown.pipeline_roles`)."""
     from matplotlib.collections import PolyCollection
-    from matplotlib.ticker import MaxNLocator
+
+    from simpy_astra.report.quick_artists import QuickLegend, attach, numeric_ticks
 
     bars, xlabel = _bars(breakdowns, roles)
     labels = [label for label, _b in bars]
@@ -220,12 +227,12 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     ax.set_ylim(0.0, 1.05 * max(bottoms, default=0.0) or 1.0)
     ax.set_xlabel(xlabel)
     category_labels(ax, "x", range(len(bars)), labels, 7, upright=rotated)
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_ylabel(f"time ({unit})")
+    numeric_ticks(ax, "y")  # a text per tick, not matplotlib's two lines and two texts
     # y=1.0, where matplotlib puts it anyway: a title left to place itself is moved above any
     # tick labels on top of the axes (there are none), found by measuring every tick label
     ax.set_title(title or "where each NPU's time went", y=1.0)
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    attach(QuickLegend(ax, names, [colours[n] for n in names], (1.0, 0.5), "center left", fontsize=8))
     longest = max(map(len, labels), default=1)
     _margins(fig, left_in, right_in, AXIS_IN + (CHAR_IN * longest if rotated else 0.15), 0.4)
     return fig
@@ -266,15 +273,15 @@ def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = Non
 
 def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: list[int] | None = None):
     """The Gantt chart of timeline.png (time in ms): the rows of :func:`gantt_rows`."""
-    from matplotlib.patches import Patch
-    from matplotlib.ticker import MaxNLocator
+    from simpy_astra.report.quick_artists import numeric_ticks
 
     rows = gantt_rows(breakdowns, replica)
     names = sorted({row.arrays[3][c] for row in rows for c in _codes(row.arrays[2])}, key=part_rank)
     colours = _colours(names)
     scale = 10**6  # ns per ms
     # at least MIN_AXES_IN high: the upright y label of a chart of a row or two fits beside it
-    fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN))
+    legend_in = _legend_columns(len(names))[1]
+    fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN) + legend_in)
     end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
         # each of the axes' pixels takes the raster's pixel under its centre (_PickedImage)
@@ -283,8 +290,8 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         ax.set_xlim(0.0, end / scale)
     labelled = range(0, len(rows), label_every(len(rows)))
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # each tick is a text to lay out and draw
     ax.set_xlabel("time (ms)")
+    numeric_ticks(ax, "x")  # a text per tick, not matplotlib's two lines and two texts
     if replica:
         ax.set_ylabel("pipeline stage")
         default = "one iteration of one data-parallel replica: a row per pipeline stage (tensor rank 0)"
@@ -293,7 +300,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
         default = "one iteration: each NPU's time by part (xN: N NPUs alike)"
     category_labels(ax, "y", labelled, [rows[k].label for k in labelled], 8 if len(rows) <= MAX_ROWS else 7)
     ax.set_title(title or default, fontsize=10, y=1.0)  # placed, as breakdown_figure's
-    legend_in = _legend(fig, [Patch(color=colours[n], label=n) for n in names])
+    _legend(fig, names, colours)
     _margins(fig, 0.4 + CHAR_IN * max((len(row.label) for row in rows), default=1), 0.25,
              legend_in + AXIS_IN, 0.35)
     return fig
@@ -400,21 +407,60 @@ def _save(fig, path: str) -> None:
     legend = ax.get_legend() or (fig.legends[0] if fig.legends else None)
     names = [t.get_text() for t in legend.get_texts()] if legend is not None else []
     description = f"x: {ax.get_xlabel()}; y: {ax.get_ylabel() or '-'}; legend: {', '.join(names)}"
-    from PIL import Image
-    from PIL.PngImagePlugin import PngInfo
+    import numpy as np
 
     from simpy_astra.infra import files
 
     canvas = fig.canvas
     canvas.draw()
-    # the figure is opaque: RGB, not matplotlib's RGBA, is the same picture in three quarters of
-    # the bytes to filter and compress (zlib level 1: a fraction of the default level's time)
-    image = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    text = PngInfo()
-    text.add_text("Title", ax.get_title())
-    text.add_text("Description", description)
+    png = png_bytes(np.asarray(canvas.buffer_rgba()), {"Title": ax.get_title(), "Description": description}, DPI)
     with files.open_output(path, "--plots", "wb") as f:  # whole or not at all, never over an input
-        image.convert("RGB").save(f, format="png", pnginfo=text, compress_level=1, dpi=(DPI, DPI))
+        f.write(png)
+
+
+#: an RGBA pixel as its colour (3 bytes) and its alpha
+_RGB_OF_RGBA = [("rgb", "V3"), ("a", "u1")]
+
+
+def png_bytes(rgba, text: dict[str, str], dpi: int) -> bytes:
+    """An opaque picture (``rgba``: height x width x 4 bytes, alpha ignored) as a lossless RGB
+    PNG with ``text`` as ``tEXt`` chunks (``iTXt`` where not Latin-1) and ``dpi`` in ``pHYs``.
+
+    Written here rather than by Pillow (issue 51: the reports must cost a few per cent of the
+    simulation): Pillow first converts matplotlib's RGBA to RGB (a copy), then picks one of PNG's
+    five filters per line by trying each, most of its time; here every line is filtered "Up"
+    (its difference from the line above, one array subtraction): a chart's bars, rows and
+    margins repeat down the picture, so the lines are mostly zeros and compress nearly as well,
+    zlib at level 1, in about half the time."""
+    import struct
+    import zlib
+
+    import numpy as np
+
+    height, width = rgba.shape[:2]
+    # each pixel's first three bytes, copied as one 3-byte item (a copy of three uint8s of every
+    # four is several times slower), then every line but the first less the line above
+    rgb = np.ascontiguousarray(np.ascontiguousarray(rgba).view(_RGB_OF_RGBA)["rgb"]).view(np.uint8)
+    rgb = rgb.reshape(height, 3 * width)
+    lines = np.empty((height, 1 + 3 * width), dtype=np.uint8)
+    lines[:, 0] = 2  # filter type Up
+    lines[0, 1:] = rgb[0]
+    np.subtract(rgb[1:], rgb[:-1], out=lines[1:, 1:])  # modulo 256, as PNG's Up is
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    out = [b"\x89PNG\r\n\x1a\n", chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))]
+    per_metre = round(dpi / 0.0254)
+    out.append(chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)))
+    for key, value in text.items():
+        try:
+            out.append(chunk(b"tEXt", key.encode("latin-1") + b"\0" + value.encode("latin-1")))
+        except UnicodeEncodeError:  # uncompressed international text, no language
+            out.append(chunk(b"iTXt", key.encode("latin-1") + b"\0\0\0\0\0" + value.encode("utf-8")))
+    out.append(chunk(b"IDAT", zlib.compress(lines, 1)))
+    out.append(chunk(b"IEND", b""))
+    return b"".join(out)
 
 
 #: the files ``--plots DIR`` writes into DIR
@@ -431,12 +477,11 @@ def require_matplotlib() -> None:
         import matplotlib.figure  # noqa: F401
         import matplotlib.patches  # noqa: F401
         import matplotlib.ticker  # noqa: F401
-        from PIL import Image, ImageDraw, ImageFont, PngImagePlugin  # noqa: F401
+        from PIL import Image, ImageDraw, ImageFont  # noqa: F401
 
         import simpy_astra.report.columns  # noqa: F401
+        import simpy_astra.report.quick_artists  # noqa: F401
         import simpy_astra.report.quick_text  # noqa: F401
-
-        Image.preinit()  # the image plugins Pillow imports when it first saves one
     except ImportError as exc:
         raise InputError(f"--plots: needs matplotlib, a dependency of simpy-astra that this environment "
                          f"lacks or cannot import ({exc}; pip install matplotlib); or run without --plots") from None

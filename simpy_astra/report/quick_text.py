@@ -57,6 +57,17 @@ def _height_metrics(path: str, size_pt: float, dpi: float) -> tuple[float | None
     return None, None, None
 
 
+def font_file(prop) -> str:
+    """``findfont(prop)`` asked at one size: matplotlib scores every TrueType or OpenType font
+    (all that Agg draws) the same at any size, and keeps each answer per distinct properties,
+    size included; so each size of a picture's labels was a new search of the font list, about
+    a millisecond each the first time in a run (issue 51: the reports must cost a few per cent
+    of the simulation). Asked at one size, the first search answers every later size."""
+    key = prop.copy()
+    key.set_size(10.0)
+    return findfont(key)
+
+
 class QuickTextRenderer(RendererAgg):
     """:class:`RendererAgg` with plain text (not mathtext, not TeX) measured and drawn by Pillow."""
 
@@ -69,7 +80,7 @@ class QuickTextRenderer(RendererAgg):
         ``findfont`` reads a dozen settings on each call, several calls per text)."""
         path = self._paths.get(prop)
         if path is None:
-            path = self._paths[prop.copy()] = findfont(prop)
+            path = self._paths[prop.copy()] = font_file(prop)
         return path
 
     def _pillow_font(self, prop):
