@@ -11,7 +11,6 @@ powers: an integer result may not exceed :data:`MAX_BITS` bits, so an expression
 from __future__ import annotations
 
 import ast
-import difflib
 import math
 import operator
 import re
@@ -21,6 +20,7 @@ from typing import Any
 
 from simpleeval import SimpleEval
 
+from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
 
 MAX_BITS = 1024  # integers beyond 2**1024 (also the float range) are refused
@@ -184,8 +184,7 @@ def parse_expression(text: Any, where: str, known: set[str]) -> Expression:
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
     unknown = names - known
     if unknown:
-        near = [f"'{close[0]}' for '{name}'" for name in sorted(unknown)
-                if (close := difflib.get_close_matches(name, known, n=1, cutoff=0.6))]
+        near = [f"'{close}' for '{name}'" for name in sorted(unknown) if (close := nearest_key(name, known))]
         guess = f"; did you mean {', '.join(near)}?" if near else ""
         raise InputError(f"{where}: '{text}' uses unknown name(s) {sorted(unknown)}{guess}; "
                          f"known: {', '.join(sorted(known))}")
