@@ -157,7 +157,7 @@ def labels_overlap(labels: list[str], axes_width_in: float) -> bool:
 
 #: the gap between the axes and the labels of its bars or rows (a tick's length and its pad, as
 #: matplotlib's), and between those and the axis label (points)
-LABEL_PAD_PT = 7.0
+LABEL_PAD_PT = 7.0  # quick_artists' TICK_LEN_PT + TICK_PAD_PT (that module imports matplotlib)
 
 
 def category_labels(ax, axis: str, at, labels: list[str], fontsize: float, upright: bool = False) -> None:
@@ -167,9 +167,9 @@ def category_labels(ax, axis: str, at, labels: list[str], fontsize: float, uprig
     cost a few per cent of the simulation), a tick mark at each (one line of markers), and the
     axis label beyond the widest. They are the axes' ``texts``; the axis itself has no ticks."""
     from matplotlib.font_manager import FontProperties
-    from matplotlib.lines import Line2D
-    from matplotlib.markers import TICKDOWN, TICKLEFT
     from matplotlib.transforms import offset_copy
+
+    from simpy_astra.report.quick_artists import tick_marks
 
     fig = ax.figure
     renderer, font = fig.canvas.get_renderer(), FontProperties(size=fontsize)
@@ -181,8 +181,7 @@ def category_labels(ax, axis: str, at, labels: list[str], fontsize: float, uprig
             ax.text(x, 0.0, text, transform=place, ha="center", va="top", rotation=90 if upright else 0,
                     fontsize=fontsize)
         ax.set_xticks([])
-        ax.add_line(Line2D(list(at), [0.0] * len(labels), linestyle="none", marker=TICKDOWN, markersize=3.5,
-                           color="black", markeredgewidth=0.8, clip_on=False, transform=ax.get_xaxis_transform()))
+        ax.add_line(tick_marks(ax, "x", at))
         depth = widest if upright else 1.2 * fontsize
         ax.xaxis.set_label_coords(0.5, 0.0, transform=offset_copy(ax.transAxes, fig=fig, y=-2 * LABEL_PAD_PT - depth,
                                                                   units="points"))
@@ -191,8 +190,7 @@ def category_labels(ax, axis: str, at, labels: list[str], fontsize: float, uprig
         for y, text in zip(at, labels, strict=True):
             ax.text(0.0, y, text, transform=place, ha="right", va="center", fontsize=fontsize)
         ax.set_yticks([])
-        ax.add_line(Line2D([0.0] * len(labels), list(at), linestyle="none", marker=TICKLEFT, markersize=3.5,
-                           color="black", markeredgewidth=0.8, clip_on=False, transform=ax.get_yaxis_transform()))
+        ax.add_line(tick_marks(ax, "y", at))
         ax.yaxis.set_label_coords(0.0, 0.5, transform=offset_copy(ax.transAxes, fig=fig, x=-2 * LABEL_PAD_PT - widest,
                                                                   units="points"))
 

@@ -143,6 +143,18 @@ def attach(legend: QuickLegend) -> QuickLegend:
 TICK_LEN_PT, TICK_PAD_PT, TICK_WIDTH_PT = 3.5, 3.5, 0.8
 
 
+def tick_marks(ax, axis: str, locs) -> Line2D:
+    """One line of matplotlib-sized tick marks at ``locs`` (data coordinates) on ``ax``'s ``axis``
+    ("x": below the axes, "y": left of them), where matplotlib makes a line per tick."""
+    locs = list(locs)
+    if axis == "x":
+        marks = Line2D(locs, [0.0] * len(locs), transform=ax.get_xaxis_transform(), marker=TICKDOWN)
+    else:
+        marks = Line2D([0.0] * len(locs), locs, transform=ax.get_yaxis_transform(), marker=TICKLEFT)
+    marks.set(linestyle="none", markersize=TICK_LEN_PT, markeredgewidth=TICK_WIDTH_PT, color="black", clip_on=False)
+    return marks
+
+
 class TickLabels(Artist):
     """An axis' numeric ticks as matplotlib would draw them (the same places, by
     ``MaxNLocator(nbins)``; the same labels, by the axis' ``ScalarFormatter``; the same
@@ -159,13 +171,11 @@ class TickLabels(Artist):
             place = offset_copy(ax.get_xaxis_transform(), fig=fig, y=-(TICK_LEN_PT + TICK_PAD_PT), units="points")
             self.texts = [Text(v, 0.0, text, transform=place, ha="center", va="top", fontsize=fontsize)
                           for v, text in zip(locs, labels, strict=True)]
-            self.marks = Line2D(locs, [0.0] * len(locs), transform=ax.get_xaxis_transform(), marker=TICKDOWN)
         else:
             place = offset_copy(ax.get_yaxis_transform(), fig=fig, x=-(TICK_LEN_PT + TICK_PAD_PT), units="points")
             self.texts = [Text(0.0, v, text, transform=place, ha="right", va="center_baseline", fontsize=fontsize)
                           for v, text in zip(locs, labels, strict=True)]
-            self.marks = Line2D([0.0] * len(locs), locs, transform=ax.get_yaxis_transform(), marker=TICKLEFT)
-        self.marks.set(linestyle="none", markersize=TICK_LEN_PT, markeredgewidth=TICK_WIDTH_PT, color="black")
+        self.marks = tick_marks(ax, axis, locs)
         for artist in (*self.texts, self.marks):
             artist.set_figure(fig)
             artist.set_clip_on(False)
