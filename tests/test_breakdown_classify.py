@@ -97,3 +97,22 @@ def test_node_types_past_a_byte_fill_no_part() -> None:
     nodes = [node(0, COMP_NODE, GEMM), node(1, 300, NONE), node(2, -1, NONE), node(3, COMM_RECV_NODE, NONE)]
     code, kinds = Classifier({3: "dp"}, "pp").kinds(nodes)
     assert [kinds[c] for c in code.tolist()] == [(COMPUTE, "compute.gemm"), None, None, (BUBBLE, "bubble")]
+
+
+def test_array_sweep_takes_node_ids_past_2_63(monkeypatch) -> None:
+    """Chakra's node ids are unsigned 64-bit: the array sweep (from ARRAY_SWEEP_FROM
+    intervals) sorts and charges them as such, splitting time as the plain sweep does (it
+    raised an internal OverflowError for an id from 2**63 on)."""
+    rng = random.Random(53)
+    base = 2**63 + 5
+    parts = {base + k: rng.choice(CASES)[2] for k in range(ARRAY_SWEEP_FROM + 100)}
+    intervals = []
+    for nid in parts:
+        start = rng.randrange(10_000_000)
+        intervals.append((nid, start, start + rng.randrange(20_000)))
+    fast = sweep(intervals, parts.get, 0, segments=True, through_last=True)
+    monkeypatch.setattr(breakdown, "ARRAY_SWEEP_FROM", len(intervals) + 1)
+    plain = sweep(intervals, parts.get, 0, segments=True, through_last=True)
+    assert (fast.finish_ns, fast.parts, fast.shares, fast.segments) == (
+        plain.finish_ns, plain.parts, plain.shares, plain.segments)
+    assert min(fast.shares) >= base

@@ -177,7 +177,7 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     reads without a conversion per interval); ``part_of(node id)``:
     (class, part name) or None; ``segments``: also keep which part each stretch of time went to;
     ``through_last``: ``finish_ns`` is at least the last interval's end; ``kinds_of(node ids)``:
-    optionally, the array sweep's classification of an int64 array of node ids at once, (code per node, (class, part) or None
+    optionally, the array sweep's classification of a uint64 array of node ids at once, (code per node, (class, part) or None
     per code) (:class:`Classifier`); ``shares``: also each node's share (nodes.csv's column; the
     array sweep leaves ``shares`` None when not asked, a dict entry per node being most of its
     cost after the sweep itself).
@@ -196,7 +196,7 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
         return out
     import numpy as np
 
-    ids, begins, ends = _int64(ids), _int64(starts), _int64(ends)
+    ids, begins, ends = _node_ids(ids), _int64(starts), _int64(ends)
     if through_last:
         finish_ns = max(finish_ns, int(ends.max(initial=0)))
     if kinds_of is not None:
@@ -230,7 +230,7 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     edges = edges[np.concatenate(([True], edges[1:] != edges[:-1]))]
     at = edges[:-1]  # each stretch [edges[i], edges[i + 1]) lies within a piece or outside all of a class's
     part = np.full(len(at), idle, dtype=np.int64)
-    node = np.zeros(len(at), dtype=np.int64) if shares else None
+    node = np.zeros(len(at), dtype=ids.dtype) if shares else None
     left = np.arange(len(at))  # the stretches no higher class owns
     for p_start, p_end, p_node, p_name in pieces:  # highest class first: a stretch keeps its first owner
         if not len(p_start) or not len(left):
@@ -273,17 +273,20 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
 
 
 def _int64(column):
-    """A column of ints as an int64 array: the recorder's ``array('q')`` without a copy, its
-    node ids' ``array('Q')`` viewed as signed (Chakra's ids are unsigned 64-bit; the sweep
-    sorts and picks by them as int64, so one from 2**63 on is refused)."""
+    """A column of ints as an int64 array (the recorder's ``array('q')`` without a copy)."""
+    import numpy as np
+
+    return np.asarray(column, dtype=np.int64)
+
+
+def _node_ids(column):
+    """Node ids as a uint64 array, as Chakra defines them (the recorder's ``array('Q')``
+    without a copy): the sweep sorts and picks by them whatever their size."""
     import numpy as np
 
     if isinstance(column, array) and column.typecode == "Q":
-        unsigned = np.frombuffer(column, dtype=np.uint64) if len(column) else np.zeros(0, dtype=np.uint64)
-        if len(unsigned) and int(unsigned.max()) >= 2**63:
-            raise OverflowError(f"node id {int(unsigned.max())} is too large for the breakdown's sweep")
-        return unsigned.view(np.int64)
-    return np.asarray(column, dtype=np.int64)
+        return np.frombuffer(column, dtype=np.uint64) if len(column) else np.zeros(0, dtype=np.uint64)
+    return np.asarray(column, dtype=np.uint64)
 
 
 def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, segments: bool) -> Breakdown:
@@ -362,12 +365,12 @@ class Classifier:
         self._by_content: dict[tuple, tuple[int, str] | None] = {}
 
     def graph_kinds(self, nodes: dict[int, Any], ids) -> tuple[Any, list[tuple[int, str] | None]]:
-        """:meth:`kinds` of the nodes ``ids`` (an int64 array) of one NPU's ``nodes`` (id ->
+        """:meth:`kinds` of the nodes ``ids`` (a uint64 array) of one NPU's ``nodes`` (id ->
         node): every node of the graph classified in its order (a run finishes nearly all of
         them; no look-up per id), then each id's code picked by its place among the keys."""
         import numpy as np
 
-        keys = np.fromiter(nodes, np.int64, len(nodes))
+        keys = np.fromiter(nodes, np.uint64, len(nodes))
         if len(keys) and keys[0] == 0 and keys[-1] == len(keys) - 1 and (keys[1:] > keys[:-1]).all():
             # ids 0 .. n-1 in order (the generators'): an id is its place, and the place of a
             # node to look at is its key
