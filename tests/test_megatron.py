@@ -697,10 +697,12 @@ def test_fp8_param_gather_gathers_and_keeps_linear_weights_in_one_byte():
     h, f = 2048, 16384
     linear, other = 2 * (4 * h * h + 2 * h * f), 2 * 4 * h + 128 * h  # the last stage's weights
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 4}, "c").gpu_model()
+    after_step = args.replace(" --overlap-grad-reduce --overlap-param-gather", "")  # one gather after the step
     for extra, gathered in (("", 2 * (linear + other)), (" --fp8-param-gather", linear + 2 * other)):
-        job = parse(args + extra, 4)
-        ops = [op for op in build_stage(job, gpu, 1).ops if op.kind == COLL and op.name.endswith(".params.allgather")]
-        assert [op.comm_size for op in ops] == [pytest.approx(gathered / 2, rel=1e-6)], extra
+        for given in (args, after_step):
+            ops = [op for op in build_stage(parse(given + extra, 4), gpu, 1).ops
+                   if op.kind == COLL and op.name.endswith("params.allgather")]
+            assert [op.comm_size for op in ops] == [pytest.approx(gathered / 2, rel=1e-6)], (given, extra)
     plain, kept = (parts_bytes(parse(args + extra, 4), 1) for extra in ("", " --fp8-param-gather"))
     assert plain["weights"] - kept["weights"] == pytest.approx(2 * linear, rel=1e-6)
     assert kept["fp8_buffers"] == plain["fp8_buffers"] == pytest.approx(2 * linear, rel=1e-6)  # FP8 weight + transpose

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
-from simpy_astra.workloads.megatron.memory import fp8_weight_parameters
 from simpy_astra.workloads.megatron.steps import Collective, Compute, GradsReady, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import Kind, Task
@@ -423,7 +422,8 @@ class StageSchedule:
         # the first micro-batch, reading 2 B and writing 2 x 1 B a parameter (current
         # scaling reads it once more first, for its amax)
         weights = params * (6 if job.fp8_current_scaling else 4) if job.fp8 else 0
-        fp8 = round(fp8_weight_parameters(job, self.stage)) if job.fp8_param_gather else 0
+        fp8 = sum(step.fp8 for c in range(self.chunks) for step in self._chunk_steps(Kind.FORWARD, c)
+                  if isinstance(step, ParamsUsed)) if job.fp8_param_gather else 0  # the weights the forward reads
         if fp8:  # the optimizer writes the FP8 weights; Transformer Engine makes their transpose
             weights = 2 * fp8
         self.compute("optimizer.step", {"optimizer": streaming_seconds(
