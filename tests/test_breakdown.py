@@ -454,7 +454,8 @@ def test_gpt_torus_step_splits_by_tensor_data_and_pipeline(tmp_path: Path) -> No
 def test_breakdown_png_past_64_npus_has_a_bar_per_stage_and_tensor_rank() -> None:
     """dp4 x tp4 x pp8 (128 NPUs): the generator's groups give each NPU its stage and tensor
     rank; the figure has pp * tp = 32 bars, each the slowest NPU of its cell."""
-    from simpy_astra.report.breakdown import Breakdown, pipeline_roles
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.pipeline_roles import pipeline_roles
     from simpy_astra.report.plots import breakdown_figure
     from simpy_astra.workloads.transformer.config import config_from_params
     from simpy_astra.workloads.transformer.graph import Layout
@@ -488,7 +489,7 @@ def test_timeline_has_a_row_per_pipeline_stage_of_one_replica(tmp_path: Path) ->
     """dp2 x tp2 x pp3 (rank = dp_i + 2 * (tp_i + 2 * pp_i)): timeline.png's rows are NPUs 0, 4
     and 8 (stage s, data-parallel rank 0, tensor rank 0), each row tiles [0, its finish] and
     its bubble stretches add up to that NPU's bubble part; the PNG is written."""
-    from simpy_astra.report.breakdown import pipeline_roles, replica_stages
+    from simpy_astra.report.pipeline_roles import pipeline_roles, replica_stages
     from simpy_astra.report.plots import gantt_rows, timeline_figure, write_plots
 
     scenario = tmp_path / "pipe.yaml"
@@ -527,7 +528,7 @@ def test_megatron_past_64_npus_names_its_groups_before_any_trace_is_written(tmp_
     ``tp`` groups are {2k, 2k + 1}, ``dp`` groups the 16 ranks of one stage and tensor rank
     (stride 2), ``emb`` groups the first and the last stage's rank (32 * 3 apart); so the roles,
     the replica and the breakdown's parts say tp / dp / pp, never a group id."""
-    from simpy_astra.report.breakdown import pipeline_roles, replica_stages
+    from simpy_astra.report.pipeline_roles import pipeline_roles, replica_stages
 
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     scenario = tmp_path / "mg.yaml"

@@ -156,7 +156,7 @@ def _chrome_trace(done: Finished) -> None:
 
 
 def _plots(done: Finished) -> None:
-    from simpy_astra.report.breakdown import pipeline_layout
+    from simpy_astra.report.pipeline_roles import pipeline_layout
     from simpy_astra.report.plots import write_plots
 
     sim = done.sim
