@@ -27,7 +27,9 @@ from simpy_astra.engine.nccl_tuning import (
     choose,
     fit,
     fit_launch,
+    fit_protocol,
     predict_us,
+    protocol,
 )
 from simpy_astra.errors import InputError
 
@@ -82,27 +84,60 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
         if algo == "nvls" and not links.nvls:
             raise InputError(f"--nccl-algo: nvls needs NVSwitch-3 GPUs; {log.path} ran on "
                              f"{', '.join(sorted(set(log.devices))) or 'unnamed GPUs'}")
-        pts = rows(first, last)
-        if len(pts) < 2:
+        if len(rows(first, last)) < 2:
             raise InputError(f"--nccl-algo: {algo}:{first}{f':{last}' if last else ''}: {log.path} has "
-                             f"{len(pts)} size(s) in that range; two or more are needed")
+                             f"{len(rows(first, last))} size(s) in that range; two or more are needed")
+    for algo, first, last in ranges:
         try:
-            links = fit(links, shape, algo, pts[::2] if len(pts) > 2 else pts)
+            links = fit(links, shape, algo, _every_other(rows(first, last)))
         except ValueError as exc:
             raise InputError(f"--nccl-algo: {algo}: {exc}") from None
+    # LL and LL128 as the machine runs them, each on the sizes outside the ranges where NCCL
+    # runs it; one a range holds for its algorithm is timed by that range's fit instead
+    covered = {(algo, protocol(links, shape, algo, size)) for algo, first, last in ranges
+               for size, _ in rows(first, last)}
+    ranged = {size for _, first, last in ranges for size, _ in rows(first, last)}
+    groups = _protocol_groups(links, shape, [(size, t) for size, t in points
+                                             if size > SMALL_BYTES and size not in ranged])
+    groups = {key: pts for key, pts in groups.items() if key not in covered}
+    for (algo, proto), pts in groups.items():
+        try:
+            links = fit_protocol(links, shape, algo, proto, _every_other(pts))
+        except ValueError as exc:
+            raise InputError(f"--nccl-algo: {algo} {exc}") from None
+    fitted_protocols = {pt for pts in groups.values() for pt in _every_other(pts)}
     sizes = []
     for algo, first, last in ranges:
         pts = rows(first, last)
-        fitted = set(pts[::2] if len(pts) > 2 else pts)
+        fitted = set(_every_other(pts))
         sizes += [_row(links, shape, size, measured, algo, "fitted" if (size, measured) in fitted else "held out")
                   for size, measured in pts]
     ranged = {row["size_bytes"] for row in sizes}
-    outside = [_row(links, shape, size, measured, None, "outside the ranges")
+    outside = [_row(links, shape, size, measured, None, "outside the ranges" + (
+                   ", fitted" if (size, measured) in fitted_protocols else ""))
                for size, measured in points if size not in ranged]
     return {"log": log.path, "gpus": shape.ranks, "nodes": shape.nodes, "nvls": links.nvls,
             "ll128_across_nodes": list(links.ll128_across_nodes), "launch_us": links.launch_us,
             "efficiency": dict(links.efficiency), "latency_scale": dict(links.latency_scale),
-            "tree_chunk_us": links.tree_chunk_us, "sizes": sorted(sizes, key=lambda r: r["size_bytes"]), "outside": outside}
+            "tree_chunk_us": links.tree_chunk_us,
+            "protocols": {key: {"bandwidth": bw, "latency": lat} for key, bw, lat in links.protocol_scale}, "sizes": sorted(sizes, key=lambda r: r["size_bytes"]), "outside": outside}
+
+
+def _every_other(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The points a fit is made on (every other; both of two), the rest held out."""
+    return points[::2] if len(points) > 2 else points
+
+
+def _protocol_groups(links: Links, shape: Shape, points: list[tuple[int, float]]) -> dict:
+    """The points NCCL runs with LL or LL128, by (algorithm, protocol) of its choice; groups of
+    two or more."""
+    groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for size, t in points:
+        algo = choose(links, shape, size)
+        proto = protocol(links, shape, algo, size)
+        if proto != "Simple":
+            groups.setdefault((algo, proto), []).append((size, t))
+    return {key: pts for key, pts in groups.items() if len(pts) >= 2}
 
 
 def _row(links: Links, shape: Shape, size: int, measured: float, algo: str | None, role: str) -> dict[str, Any]:

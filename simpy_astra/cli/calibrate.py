@@ -94,6 +94,8 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
               align=("right", "left", "right", "right", "right"))
     if nccl is not None:
         out.line(f"nccl: the call's fixed cost {nccl['launch_us']:g} us (fitted on sizes up to 4 KiB)")
+        for key, factors in nccl["protocols"].items():
+            out.line(f"nccl {key}: bandwidth x {factors['bandwidth']:g}, latency x {factors['latency']:g} of NCCL's")
     for row in sorted((nccl or {}).get("sizes", []) + (nccl or {}).get("outside", []), key=lambda r: r["size_bytes"]):
         out.line(f"nccl {row['algorithm'] or '-'} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
                  f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}, "

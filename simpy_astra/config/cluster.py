@@ -49,7 +49,9 @@ PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
-                "oversubscription", "nccl_algo", "nccl_latency_scale", "nccl_launch_us"}
+                "oversubscription", "nccl_algo", "nccl_latency_scale", "nccl_launch_us",
+                "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
+                "nccl_node_ll128_latency_scale"}
 
 
 def presets() -> list[str]:
@@ -124,10 +126,17 @@ class Cluster:
         scaled and the call's fixed cost added as ``calibrate --nccl-algo`` fitted them on the
         preset's log."""
         gb_s = 2**30 / 1e9
-        scale = float(self.node["nccl_latency_scale"])
-        links = Links(self.node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
+        node = self.node
+        scale = float(node["nccl_latency_scale"])
+        # LL and LL128 on a node's NVLink as the preset's log shows them (a node's all-reduce is
+        # a ring: NCCL's tree is a chain there)
+        protocols = {"LL": (float(node["nccl_node_ll_bandwidth_scale"]), 1.0),
+                     "LL128": (float(node["nccl_node_ll128_bandwidth_scale"]),
+                               float(node["nccl_node_ll128_latency_scale"]))}
+        links = Links(node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
                       latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
-                      launch_us=float(self.node["nccl_launch_us"]))
+                      launch_us=float(node["nccl_launch_us"]),
+                      protocol_scale=tuple((f"ring {proto} in a node", bw, lat) for proto, (bw, lat) in protocols.items()))
         return NcclAllReduce(self.rails(), links, self.nccl_algo)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
@@ -169,11 +178,18 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "oversubscription": (1, 64, "leaf down-links per spine up-link, 1 = a full fat tree"),
     "nccl_latency_scale": (0, 1000, "NCCL's Simple latency x this, as calibrate --nccl-algo fits it"),
     "nccl_launch_us": (0, 1e6, "microseconds, one NCCL call's fixed cost, as calibrate --nccl-algo fits it"),
+    "nccl_node_ll_bandwidth_scale": (1e-3, 1000, "LL's bandwidth in a node over NCCL's, as calibrate --nccl-algo fits it"),
+    "nccl_node_ll128_bandwidth_scale": (1e-3, 1000,
+                                        "LL128's bandwidth in a node over NCCL's, as calibrate --nccl-algo fits it"),
+    "nccl_node_ll128_latency_scale": (1e-3, 1000,
+                                      "LL128's latency in a node over NCCL's, as calibrate --nccl-algo fits it"),
 }
 #: node keys that may be 0 (a cost a machine can be without)
 NODE_MAY_BE_ZERO = frozenset({"nccl_launch_us"})
 #: node values a preset may leave out, and what they are then
-NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1, "nccl_launch_us": 0}
+NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1, "nccl_launch_us": 0,
+                 "nccl_node_ll_bandwidth_scale": 1, "nccl_node_ll128_bandwidth_scale": 1,
+                 "nccl_node_ll128_latency_scale": 1}
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),

@@ -117,6 +117,16 @@ class Links:
     #: the algorithms NCCL runs with LL128 across nodes: those whose channels reach the NICs
     #: through PCIe switches (tuning.cc: ``typeInter <= PATH_PXB``; through PXN too on Hopper)
     ll128_across_nodes: tuple[str, ...] = ("ring", "tree")
+    #: per algorithm, protocol (LL and LL128 only) and span (:func:`protocol_key`: ``"ring LL in
+    #: a node"``): (bandwidth, latency) the machine achieves over NCCL's constants (fitted; 1 and
+    #: 1 where not: a factor measured inside a node says nothing of the NICs, nor one of a tree
+    #: of a ring)
+    protocol_scale: tuple[tuple[str, float, float], ...] = ()
+
+    def protocol_factors(self, shape: Shape, algo: str, proto: str) -> tuple[float, float]:
+        """(bandwidth factor, latency factor) of ``algo`` run with ``proto`` on ``shape``."""
+        key = protocol_key(shape, algo, proto)
+        return next(((bw, lat) for k, bw, lat in self.protocol_scale if k == key), (1.0, 1.0))
 
     def scaled(self, algo: str) -> tuple[float, float]:
         """(bandwidth factor, latency factor) of ``algo``: its fitted ones, else the geometric
@@ -142,6 +152,11 @@ class Shape:
     @property
     def per_node(self) -> int:
         return self.ranks // self.nodes
+
+
+def protocol_key(shape: Shape, algo: str, proto: str) -> str:
+    """``"ring LL128 in a node"``, ``"tree LL across nodes"``: what a protocol factor is of."""
+    return f"{algo} {proto} {'in a node' if shape.nodes == 1 else 'across nodes'}"
 
 
 def _ratio(shape: Shape, algo: str) -> float:
@@ -294,6 +309,9 @@ def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int) -> tuple[
     if proto == "Simple":  # the pipeline's fill: shorter for buffers too small for NCCL's full chunks
         fill = (lat_scale - 1) * lat
         lat += fill if fill < 0 else min(fill, FILL_SHARE * transfer)
+    else:
+        bw_factor, lat_factor = links.protocol_factors(shape, algo, proto)
+        lat, transfer = lat * lat_factor, transfer / bw_factor
     chunks = links.tree_chunk_us * _halved_chunks(links, shape, algo, proto, size_bytes)
     return links.launch_us + lat + transfer + chunks, proto
 
@@ -337,8 +355,9 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
     for size, t in points:
         proto = protocol(links, shape, algo, size)
         p = PROTOCOLS.index(proto)
-        lat0 = _latency_us(shape, algo, p)
-        per_byte = size / (1000 * _protocol_gb_s(links, shape, algo, p, size, 1.0))  # at efficiency 1
+        bw_factor, lat_factor = (1.0, 1.0) if proto == "Simple" else links.protocol_factors(shape, algo, proto)
+        lat0 = lat_factor * _latency_us(shape, algo, p)
+        per_byte = size / (1000 * bw_factor * _protocol_gb_s(links, shape, algo, p, size, 1.0))  # at efficiency 1
         if halved:
             rows.append((_halved_chunks(links, shape, algo, proto, size) / t, per_byte / t,
                          1 - (links.launch_us + lat0) / t))
@@ -356,3 +375,31 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
     scale = dict(links.latency_scale) | {algo: round(a, 4)}
     return replace(links, efficiency=tuple(sorted(eff.items())), latency_scale=tuple(sorted(scale.items())),
                    tree_chunk_us=round(chunk_us, 4))
+
+
+def fit_protocol(links: Links, shape: Shape, algo: str, proto: str, points: list[tuple[int, float]]) -> Links:
+    """``links`` with what ``algo`` achieves with ``proto`` (LL or LL128) fitted to measured
+    (bytes, us) points where NCCL runs it so: time = launch + lat_factor x latency + bytes /
+    (bw_factor x bw), linear in (lat_factor, 1 / bw_factor) as :func:`fit`. LL's latency stays
+    NCCL's: the smallest sizes, where it is nearly all of NCCL's time, fit the call's fixed
+    cost (:func:`fit_launch`) with it. Where the sizes do not resolve the latency, the
+    bandwidth alone."""
+    p = PROTOCOLS.index(proto)
+    eff, _ = links.scaled(algo)
+    rows = []
+    for size, t in points:
+        lat0 = _latency_us(shape, algo, p)
+        per_byte = size / (1000 * _protocol_gb_s(links, shape, algo, p, size, eff))
+        rows.append((lat0 / t, per_byte / t, 1 - links.launch_us / t))
+    try:
+        a, b = _solve(rows) if proto != "LL" else (-1.0, 0.0)
+    except ValueError:
+        a, b = -1.0, 0.0
+    if a <= 0 or b <= 0:
+        rows = [(0.0, y, r - x) for x, y, r in rows]
+        a, b = 1.0, sum(y * r for _, y, r in rows) / sum(y * y for _, y, _ in rows)
+    if b <= 0:
+        raise ValueError(f"{proto}: its sizes' times leave nothing for the transfer")
+    key = protocol_key(shape, algo, proto)
+    scale = [e for e in links.protocol_scale if e[0] != key] + [(key, round(1 / b, 4), round(a, 4))]
+    return replace(links, protocol_scale=tuple(sorted(scale)))
