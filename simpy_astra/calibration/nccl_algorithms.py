@@ -6,7 +6,9 @@ The machine comes from the network YAML as cluster presets state it: dimension 0
 (its GPUs on NVSwitch, bandwidth = NVLink per GPU), dimension 1, if any, the nodes (bandwidth
 = one GPU's NIC); NVLS where the log's GPUs are NVSwitch-3 ones (H100 and later). For each
 range, the algorithm's bandwidth share and latency scale are fitted on every other size
-(:func:`simpy_astra.engine.nccl_tuning.fit`); every size of the range is then predicted by NCCL's
+(:func:`simpy_astra.engine.nccl_tuning.fit`); then LL and LL128, for each algorithm NCCL's choice
+runs them with outside the ranges, on every other such size above 4 KiB
+(:func:`simpy_astra.engine.nccl_tuning.fit_protocol`); every size of the range is then predicted by NCCL's
 choice, and the report says, per size, whether it was fitted or held out, the error,
 whether the choice is the algorithm the range names, and the channels and threads NCCL runs
 it on there (:func:`simpy_astra.engine.nccl_tuning.channels`).
@@ -84,10 +86,10 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
         if algo == "nvls" and not links.nvls:
             raise InputError(f"--nccl-algo: nvls needs NVSwitch-3 GPUs; {log.path} ran on "
                              f"{', '.join(sorted(set(log.devices))) or 'unnamed GPUs'}")
-        if len(rows(first, last)) < 2:
+        count = len(rows(first, last))
+        if count < 2:
             raise InputError(f"--nccl-algo: {algo}:{first}{f':{last}' if last else ''}: {log.path} has "
-                             f"{len(rows(first, last))} size(s) in that range; two or more are needed")
-    for algo, first, last in ranges:
+                             f"{count} size(s) in that range; two or more are needed")
         try:
             links = fit(links, shape, algo, _every_other(rows(first, last)))
         except ValueError as exc:
@@ -120,7 +122,8 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
             "ll128_across_nodes": list(links.ll128_across_nodes), "launch_us": links.launch_us,
             "efficiency": dict(links.efficiency), "latency_scale": dict(links.latency_scale),
             "tree_chunk_us": links.tree_chunk_us,
-            "protocols": {key: {"bandwidth": bw, "latency": lat} for key, bw, lat in links.protocol_scale}, "sizes": sorted(sizes, key=lambda r: r["size_bytes"]), "outside": outside}
+            "protocols": {key: {"bandwidth": bw, "latency": lat} for key, bw, lat in links.protocol_scale},
+            "sizes": sorted(sizes, key=lambda r: r["size_bytes"]), "outside": outside}
 
 
 def _every_other(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -128,7 +131,8 @@ def _every_other(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return points[::2] if len(points) > 2 else points
 
 
-def _protocol_groups(links: Links, shape: Shape, points: list[tuple[int, float]]) -> dict:
+def _protocol_groups(links: Links, shape: Shape,
+                     points: list[tuple[int, float]]) -> dict[tuple[str, str], list[tuple[int, float]]]:
     """The points NCCL runs with LL or LL128, by (algorithm, protocol) of its choice; groups of
     two or more."""
     groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
