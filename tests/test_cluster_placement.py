@@ -195,7 +195,8 @@ def test_nccl_algo_forces_ring_tree_nvls(tmp_path):
     preset's links: ring 2 (n - 1)/n of the buffer over min(NVLink, 8 NICs), latency 1.4 x
     (8.4 + 28 x max(3.4, 3 x 1.0) + 2 x 14); tree half of 0.92 x min(NVLink, 2 x 8 NICs),
     latency 8.4 + 2 x (7 x 4.0 + 14); NVLS min(0.85 x NVLink, 8 NICs), latency 25 + 2 x 20.9;
-    each latency times the preset's nccl_latency_scale, plus the preset's nccl_launch_us.
+    each bandwidth times the preset's nccl_ALGO_efficiency, each latency times its
+    nccl_latency_scale, plus its nccl_launch_us.
     None is under the NIC floor (the buffer once each way through the node's 8 NICs); NCCL's
     choice is the fastest. NVLS is refused on A100 nodes (no NVSwitch-3)."""
     node = _node("dgx-h100")
@@ -204,10 +205,13 @@ def test_nccl_algo_forces_ring_tree_nvls(tmp_path):
     rail = node["inter_node_gbps"] / 8 / 8 * node["inter_node_efficiency"]  # GB/s, one NIC
     scale = node["nccl_latency_scale"]  # the preset's calibrated factor on NCCL's Simple latencies
     launch = node["nccl_launch_us"]  # one call's fixed cost
+    # the fitted shares the preset states (1 where it states none)
+    eff = {algo: node.get(f"nccl_{algo}_efficiency", 1.0) for algo in ("ring", "tree", "nvls")}
     hand_us = {
-        "ring": launch + scale * 1.4 * (8.4 + 28 * 3.4 + 2 * 14) + size / (1000 * 16 / 30 * min(nvlink, 8 * rail)),
-        "tree": launch + scale * (8.4 + 2 * (7 * 4.0 + 14)) + size / (1000 * 0.46 * min(nvlink, 16 * rail)),
-        "nvls": launch + scale * (25 + 2 * 20.9) + size / (1000 * min(0.85 * nvlink, 8 * rail)),
+        "ring": launch + scale * 1.4 * (8.4 + 28 * 3.4 + 2 * 14)
+        + size / (1000 * eff["ring"] * 16 / 30 * min(nvlink, 8 * rail)),
+        "tree": launch + scale * (8.4 + 2 * (7 * 4.0 + 14)) + size / (1000 * eff["tree"] * 0.46 * min(nvlink, 16 * rail)),
+        "nvls": launch + scale * (25 + 2 * 20.9) + size / (1000 * eff["nvls"] * min(0.85 * nvlink, 8 * rail)),
     }
     took = {}
     for algo in (None, "ring", "tree", "nvls"):

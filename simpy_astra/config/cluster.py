@@ -51,7 +51,8 @@ CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
                 "oversubscription", "nccl_algo", "nccl_latency_scale", "nccl_launch_us",
                 "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
-                "nccl_node_ll128_latency_scale"}
+                "nccl_node_ll128_latency_scale", "nccl_ring_efficiency", "nccl_tree_efficiency",
+                "nccl_nvls_efficiency"}
 
 
 def presets() -> list[str]:
@@ -134,6 +135,7 @@ class Cluster:
                      "LL128": (float(node["nccl_node_ll128_bandwidth_scale"]),
                                float(node["nccl_node_ll128_latency_scale"]))}
         links = Links(node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
+                      efficiency=tuple((algo, float(node[f"nccl_{algo}_efficiency"])) for algo in ALGORITHMS),
                       latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
                       launch_us=float(node["nccl_launch_us"]),
                       protocol_scale=tuple((f"ring {proto} in a node", bw, lat) for proto, (bw, lat) in protocols.items()))
@@ -178,6 +180,9 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "oversubscription": (1, 64, "leaf down-links per spine up-link, 1 = a full fat tree"),
     "nccl_latency_scale": (0, 1000, "NCCL's Simple latency x this, as calibrate --nccl-algo fits it"),
     "nccl_launch_us": (0, 1e6, "microseconds, one NCCL call's fixed cost, as calibrate --nccl-algo fits it"),
+    "nccl_ring_efficiency": (1e-3, 10, "the share of the links NCCL's ring sustains, as calibrate --nccl-algo fits it"),
+    "nccl_tree_efficiency": (1e-3, 10, "the share of the links NCCL's tree sustains, as calibrate --nccl-algo fits it"),
+    "nccl_nvls_efficiency": (1e-3, 10, "the share of NVLink NCCL's NVLS sustains, as calibrate --nccl-algo fits it"),
     "nccl_node_ll_bandwidth_scale": (1e-3, 1000, "LL's bandwidth in a node over NCCL's, as calibrate --nccl-algo fits it"),
     "nccl_node_ll128_bandwidth_scale": (1e-3, 1000,
                                         "LL128's bandwidth in a node over NCCL's, as calibrate --nccl-algo fits it"),
@@ -188,6 +193,7 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
 NODE_MAY_BE_ZERO = frozenset({"nccl_launch_us"})
 #: node values a preset may leave out, and what they are then
 NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scale": 1, "nccl_launch_us": 0,
+                 "nccl_ring_efficiency": 1, "nccl_tree_efficiency": 1, "nccl_nvls_efficiency": 1,
                  "nccl_node_ll_bandwidth_scale": 1, "nccl_node_ll128_bandwidth_scale": 1,
                  "nccl_node_ll128_latency_scale": 1}
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
