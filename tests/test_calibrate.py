@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from simpy_astra.calibration import model
+from simpy_astra.calibration.inputs import load_network
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
 
@@ -627,5 +628,6 @@ def test_calibrate_piped_is_plain_lines_with_the_bandwidth_in_gib_per_s(tmp_path
     assert "bandwidth GiB/s" in header and "GB/s" not in header.replace("GiB/s", "")
     row = lines[lines.index(header) + 1].split()
     fitted = json.loads((out / "calibration.json").read_text())["fitted"]["bandwidth"][0]
-    assert row[:6] == ["0", "Switch", "8", "100", "->", f"{fitted:g}"]
+    start = load_network(str(A100 / "network.yml"))["bandwidth"][0]  # the presets' NVLink
+    assert row[:6] == ["0", "Switch", "8", f"{start:g}", "->", f"{fitted:g}"]
     assert round(fitted, 1) == 215.8 and round(fitted * 2**30 / 1e9, 1) == 231.7

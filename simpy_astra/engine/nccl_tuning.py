@@ -33,8 +33,8 @@ Two questions are kept apart, as they are in NCCL:
   algorithm's share of the links' bandwidth (NCCL's graph search finds a bandwidth per
   algorithm that the link rates alone do not give), Simple's latency scale (its large
   chunks fill a pipeline NCCL's latency constants do not count) and what LL and LL128
-  achieve against NCCL's constants for them (:func:`fit_protocol`: one A100 node's LL moves
-  36 GB/s of bus bandwidth where NCCL reckons 87.7).
+  achieve against NCCL's constants for them (:func:`fit_protocol`: one A100 node's LL runs
+  at 0.65 of what NCCL reckons).
 
 Bandwidths here are 10^9 B/s (``_gb_s``), NCCL's unit; latencies microseconds as NCCL's
 tables (converted to ns at the interface).
