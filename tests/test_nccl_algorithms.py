@@ -176,6 +176,24 @@ def test_h100_preset_times_its_log_as_calibrate_fitted_it():
     assert sum(abs(e) for _, e in errors.values()) / len(errors) <= 0.06
 
 
+def test_a_protocol_whose_times_do_not_grow_is_refused(tmp_path):
+    """A log whose LL128 sizes all take the same time leaves LL128 no bandwidth to fit: refused
+    naming the log, the algorithm, the protocol and its sizes, never a fit of nothing."""
+    folder = os.path.join(DATA, "dgx-a100-superbench")
+    lines = []
+    with open(os.path.join(folder, "all_reduce.log")) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 12 and fields[0].isdigit() and 0 < int(fields[0]) <= 16 * MIB:
+                fields[4] = fields[8] = "40.00"  # every small and middle size: 40 us
+                line = "  ".join(fields) + "\n"
+            lines.append(line)
+    flat = tmp_path / "flat.log"
+    flat.write_text("".join(lines))
+    with pytest.raises(InputError, match=r"flat\.log: ring with LL128 \(4194304 to 16777216 bytes.*do not grow"):
+        fit_log(parse_log(str(flat)), load_network(os.path.join(folder, "network.yml")), [parse_range(f"ring:{256 * MIB}")])
+
+
 def test_calibrate_writes_nccl_json(tmp_path):
     folder = os.path.join(DATA, "hgx-h100-2node-ib")
     rc = main(["calibrate", os.path.join(folder, "all_reduce.log"), "--network", os.path.join(folder, "network.yml"),

@@ -105,8 +105,10 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
     for (algo, proto), pts in groups.items():
         try:
             links = fit_protocol(links, shape, algo, proto, _every_other(pts))
-        except ValueError as exc:
-            raise InputError(f"--nccl-algo: {algo} {exc}") from None
+        except ValueError:
+            raise InputError(f"--nccl-algo: {log.path}: {algo} with {proto} ({pts[0][0]} to {pts[-1][0]} bytes, "
+                             f"NCCL's choice there): the times do not grow with the size, so its bandwidth "
+                             f"cannot be fitted; check those rows of the log") from None
     fitted_protocols = {pt for pts in groups.values() for pt in _every_other(pts)}
     sizes = []
     for algo, first, last in ranges:
