@@ -276,9 +276,10 @@ DP = ("--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 1
 
 def _all_reduce_s(cluster: dict, size_bytes: float) -> float:
     """Two GPUs on NVSwitch, halving-doubling: a reduce-scatter step and an all-gather step,
-    each size/2 bytes one way over one switch (two hops of latency, plus the endpoint delay)."""
+    each size/2 bytes one way over one switch (two hops of latency, plus the endpoint delay),
+    at the share of NVLink the preset's NCCL ring sustains (``nccl_ring_efficiency``)."""
     c = load_cluster({"preset": "dgx-a100-80gb", "gpus": 2, **cluster}, "c")
-    bw = c.node["nvlink_gib_s"] * 2**30
+    bw = c.node["nvlink_gib_s"] * 2**30 * c.node["nccl_ring_efficiency"]
     return 2 * (size_bytes / 2 / bw + 2 * c.node["nvlink_latency_ns"] * 1e-9 + 10e-9)
 
 
