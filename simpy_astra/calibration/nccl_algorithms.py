@@ -116,7 +116,6 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
         fitted = set(_every_other(pts))
         sizes += [_row(links, shape, size, measured, algo, "fitted" if (size, measured) in fitted else "held out")
                   for size, measured in pts]
-    ranged = {row["size_bytes"] for row in sizes}
     outside = [_row(links, shape, size, measured, None, "outside the ranges" + (
                    ", fitted" if (size, measured) in fitted_protocols else ""))
                for size, measured in points if size not in ranged]
