@@ -915,6 +915,20 @@ def test_layers_without_biases_run_no_bias_gradient_kernels():
     assert with_bias - without == pytest.approx(bias_kernels, rel=1e-9)
 
 
+def test_layers_without_biases_hold_no_bias_parameters():
+    """``--disable-bias-linear`` drops each layer's biases from the model and from a GPU's
+    memory: QKV (3 x 1024), projection (1024), FC1 (4096) and FC2 (1024), 9,216 a layer of
+    h 1024 with a 4h GeLU MLP; 4 layers, tp 2: 36,864 parameters, 18,432 on each GPU."""
+    from simpy_astra.workloads.megatron.memory import stage_parameters
+
+    args = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 "
+            "--max-position-embeddings 512 --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 1000 "
+            "--tensor-model-parallel-size 2")
+    with_bias, without = parse(args, 2), parse(args + " --disable-bias-linear", 2)
+    assert with_bias.parameters() - without.parameters() == 4 * 9216
+    assert stage_parameters(with_bias)[0] - stage_parameters(without)[0] == pytest.approx(4 * 9216 / 2)
+
+
 def test_fused_cross_entropy_moves_fewer_bytes_a_logit():
     """Megatron-Core's fused vocabulary-parallel cross entropy (``--cross-entropy-loss-fusion``)
     runs three forward kernels, the fp32 copy with its max (2 + 4 B), the exp and its sum in

@@ -171,14 +171,21 @@ class MegatronJob:
         """The layers of each of stage ``stage``'s chunks."""
         return [self.chunk_layers(stage, c) for c in range(self.virtual_stages)]
 
+    def layer_biases(self) -> tuple[int, int]:
+        """A dense layer's bias parameters, unsplit: (attention's QKV and projection, the MLP's
+        two linears); none with ``--disable-bias-linear``."""
+        if not self.bias_linear:
+            return 0, 0
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        return q + 2 * kv + self.hidden, (2 if self.swiglu else 1) * self.ffn_hidden + self.hidden
+
     def parameters(self) -> int:
         """Parameters of the whole model (embeddings, layers, final norm)."""
         h, kv = self.hidden, self.kv_heads * self.head_dim
         attn = h * (self.heads * self.head_dim + 2 * kv) + self.heads * self.head_dim * h
         w = 3 if self.swiglu else 2
         mlp = w * h * self.ffn_hidden
-        biases = self.heads * self.head_dim + 2 * kv + h + (2 if self.swiglu else 1) * self.ffn_hidden + h
-        per_layer = attn + mlp + biases + 4 * h  # two layer norms
+        per_layer = attn + mlp + sum(self.layer_biases()) + 4 * h  # two layer norms
         moe = self.experts * w * h * self.moe_ffn + h * self.experts + w * h * self.shared_ffn
         emb = self.vocab * h * (1 if self.tied_embeddings else 2) + self.seq * h
         return self.num_layers * per_layer + self.moe_layers * (moe - mlp) + emb + 2 * h

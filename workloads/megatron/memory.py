@@ -92,10 +92,11 @@ def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
     etp). The first stage holds the word and position embeddings, the last the output layer
     (with tied embeddings and pp > 1, Megatron's copy of the word embedding); one stage holds
     both."""
-    h, kv, q = job.hidden, job.kv_heads * job.head_dim, job.heads * job.head_dim
+    h = job.hidden
     attention_w, mlp_w = _matrices(job, job.ffn_hidden)
-    attention = attention_w + q + 2 * kv + h + 4 * h  # weights, biases, two layer norms
-    mlp = mlp_w + (2 if job.swiglu else 1) * job.ffn_hidden + h
+    attention_b, mlp_b = job.layer_biases()
+    attention = attention_w + attention_b + 4 * h  # weights, biases, two layer norms
+    mlp = mlp_w + mlp_b
     moe_share = job.moe_layers / job.num_layers
     router_shared = h * job.experts + _matrices(job, job.shared_ffn)[1]
     layers = sum(len(chunk) for chunk in job.stage_layers(stage))
