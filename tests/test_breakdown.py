@@ -455,14 +455,14 @@ def test_breakdown_png_past_64_npus_has_a_bar_per_stage_and_tensor_rank() -> Non
     """dp4 x tp4 x pp8 (128 NPUs): the generator's groups give each NPU its stage and tensor
     rank; the figure has pp * tp = 32 bars, each the slowest NPU of its cell."""
     from simpy_astra.report.breakdown import Breakdown
-    from simpy_astra.report.pipeline_roles import pipeline_roles
+    from simpy_astra.report.pipeline_roles import pipeline_layout
     from simpy_astra.report.plots import breakdown_figure
     from simpy_astra.workloads.transformer.config import config_from_params
     from simpy_astra.workloads.transformer.graph import Layout
 
     layout = Layout.build(config_from_params({"dp": 4, "tp": 4, "pp": 8, "batch": 32, "micro_batch": 8}, "test"))
     names = {gid: dim for (dim, _rank), gid in layout.group_of.items()}
-    roles = pipeline_roles(names, {g: tuple(m) for g, m in layout.groups.items()}, 128)
+    roles, _ = pipeline_layout(names, {g: tuple(m) for g, m in layout.groups.items()}, 128)
     for rank in range(128):  # rank = dp_i + 4 * (tp_i + 4 * pp_i)
         assert roles[rank] == (rank // 16, rank // 4 % 4)
     breakdowns = {n: Breakdown(1000 + n, {"compute.gemm": 500, "bubble": 500 + n}) for n in range(128)}
@@ -489,7 +489,7 @@ def test_timeline_has_a_row_per_pipeline_stage_of_one_replica(tmp_path: Path) ->
     """dp2 x tp2 x pp3 (rank = dp_i + 2 * (tp_i + 2 * pp_i)): timeline.png's rows are NPUs 0, 4
     and 8 (stage s, data-parallel rank 0, tensor rank 0), each row tiles [0, its finish] and
     its bubble stretches add up to that NPU's bubble part; the PNG is written."""
-    from simpy_astra.report.pipeline_roles import pipeline_roles, replica_stages
+    from simpy_astra.report.pipeline_roles import pipeline_layout
     from simpy_astra.report.plots import gantt_rows, timeline_figure, write_plots
 
     scenario = tmp_path / "pipe.yaml"
@@ -499,9 +499,8 @@ def test_timeline_has_a_row_per_pipeline_stage_of_one_replica(tmp_path: Path) ->
     reports = {r.npu_id: r for r in sim.run()}
     breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()}, segments=True)
     groups = sim.planner.file_group_members()
-    replica = replica_stages(sim.group_names, groups, 12)
+    roles, replica = pipeline_layout(sim.group_names, groups, 12)
     assert replica == [0, 4, 8]
-    roles = pipeline_roles(sim.group_names, groups, 12)
     assert roles == {r: (r // 4, r // 2 % 2) for r in range(12)}
     rows = gantt_rows(breakdowns, replica)
     assert [row.label for row in rows] == ["stage 0: NPU 0", "stage 1: NPU 4", "stage 2: NPU 8"]
@@ -528,7 +527,7 @@ def test_megatron_past_64_npus_names_its_groups_before_any_trace_is_written(tmp_
     ``tp`` groups are {2k, 2k + 1}, ``dp`` groups the 16 ranks of one stage and tensor rank
     (stride 2), ``emb`` groups the first and the last stage's rank (32 * 3 apart); so the roles,
     the replica and the breakdown's parts say tp / dp / pp, never a group id."""
-    from simpy_astra.report.pipeline_roles import pipeline_roles, replica_stages
+    from simpy_astra.report.pipeline_roles import pipeline_layout
 
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     scenario = tmp_path / "mg.yaml"
@@ -549,8 +548,9 @@ def test_megatron_past_64_npus_names_its_groups_before_any_trace_is_written(tmp_
         assert list(members) == want, (gid, sim.group_names[gid], members)
     assert {dim: sum(d == dim for d in sim.group_names.values()) for dim in ("tp", "dp", "emb")} == \
         {"tp": 64, "dp": 8, "emb": 32}
-    assert pipeline_roles(sim.group_names, groups, 128) == {r: (r // 32, r % 2) for r in range(128)}
-    assert replica_stages(sim.group_names, groups, 128) == [0, 32, 64, 96]
+    roles, replica = pipeline_layout(sim.group_names, groups, 128)
+    assert roles == {r: (r // 32, r % 2) for r in range(128)}
+    assert replica == [0, 32, 64, 96]
     record = attach(sim)
     reports = {r.npu_id: r for r in sim.run()}
     breakdowns = npu_breakdowns(record, {i: r.finished_cycles for i, r in reports.items()})

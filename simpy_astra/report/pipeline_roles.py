@@ -30,29 +30,20 @@ def _stage_key(where: dict[str, int]) -> tuple:
     return tuple(sorted((d, p) for d, p in where.items() if d in STAGE_LOCAL_DIMENSIONS))
 
 
-def pipeline_roles(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
-                   npus: int) -> dict[int, tuple[int, int]] | None:
-    """NPU -> (pipeline stage, tensor rank), from the communicator groups whose dimension the
-    generator named; None when no group is named. The tensor rank is the position in the NPU's
+def pipeline_layout(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
+                    npus: int) -> tuple[dict[int, tuple[int, int]] | None, list[int] | None]:
+    """(roles, replica), from one reading of the communicator groups whose dimension the
+    generator named; (None, None) when no group is named.
+
+    roles: NPU -> (pipeline stage, tensor rank). The tensor rank is the position in the NPU's
     ``tp`` group (0 without one); the stage its position in its ``pp`` group or, without pp
     groups (pipelines talk by send and receive), among the NPUs that hold the same position in
     every group of :data:`STAGE_LOCAL_DIMENSIONS`, in id order (both generators number the
-    stages' ranks in stage order)."""
-    return pipeline_layout(group_names, groups, npus)[0]
+    stages' ranks in stage order).
 
-
-def replica_stages(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
-                   npus: int) -> list[int] | None:
-    """One data-parallel replica's NPU of tensor rank 0 in each pipeline stage, in stage order:
-    NPU 0's replica (NPU 0 and the NPUs of the other stages that hold its position in every
-    group of :data:`STAGE_LOCAL_DIMENSIONS`). None when no group is named."""
-    return pipeline_layout(group_names, groups, npus)[1]
-
-
-def pipeline_layout(group_names: dict[int, str], groups: dict[int, tuple[int, ...]],
-                    npus: int) -> tuple[dict[int, tuple[int, int]] | None, list[int] | None]:
-    """(:func:`pipeline_roles`, :func:`replica_stages`) from one reading of the groups (the
-    plots want both: a pass over every NPU each, issue 51)."""
+    replica: one data-parallel replica's NPU of tensor rank 0 in each pipeline stage, in stage
+    order: NPU 0's replica (NPU 0 and the NPUs of the other stages that hold its position in
+    every group of :data:`STAGE_LOCAL_DIMENSIONS`)."""
     place = _places(group_names, groups, npus)
     if place is None:
         return None, None

@@ -198,7 +198,7 @@ def category_labels(ax, axis: str, at, labels: list[str], fontsize: float, uprig
 def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
                      roles: dict[int, tuple[int, int]] | None = None):
     """The stacked bars of breakdown.png (a matplotlib Figure): :func:`_bars`; ``roles``: NPU ->
-    (pipeline stage, tensor rank) (:func:`~simpy_astra.report.pipeline_roles.pipeline_roles`)."""
+    (pipeline stage, tensor rank) (:func:`~simpy_astra.report.pipeline_roles.pipeline_layout`)."""
     from matplotlib.collections import PolyCollection
 
     from simpy_astra.report.quick_artists import QuickLegend, attach, numeric_ticks
@@ -259,7 +259,7 @@ class GanttRow:
 def gantt_rows(breakdowns: dict[int, Breakdown], replica: list[int] | None = None) -> list[GanttRow]:
     """The rows of timeline.png; ``breakdowns`` made with ``segments=True``. ``replica``: one
     data-parallel replica's NPU of each pipeline stage, tensor rank 0, in stage order
-    (:func:`~simpy_astra.report.pipeline_roles.replica_stages`): a row per stage. Without it (no
+    (:func:`~simpy_astra.report.pipeline_roles.pipeline_layout`): a row per stage. Without it (no
     named groups), a row per distinct breakdown, at most :data:`MAX_ROWS` (the slowest kept)."""
     if replica:
         return [GanttRow(f"stage {s}: NPU {npu}", npu, breakdowns[npu]) for s, npu in enumerate(replica)]
