@@ -242,11 +242,13 @@ def channels(links: Links, shape: Shape, algo: str, proto: str, size_bytes: int)
     return nc, BLOCK_THREADS if algo == "tree" else nt
 
 
-def tree_chunk_bytes(links: Links, shape: Shape, size_bytes: int) -> int:
-    """The chunk NCCL's tree moves ``size_bytes`` in with Simple (enqueue.cc) on the channels it
-    runs (:func:`channels`), its depth being ``k - 1 + log2 m`` (connect.cc)."""
+def tree_chunk_bytes(links: Links, shape: Shape, size_bytes: int, nc: int | None = None) -> int:
+    """The chunk NCCL's tree moves ``size_bytes`` in with Simple (enqueue.cc) on the ``nc``
+    channels it runs (:func:`channels`, when not given), its depth being ``k - 1 + log2 m``
+    (connect.cc)."""
     depth = shape.per_node - 1 + int(math.log2(shape.nodes))
-    nc, _ = channels(links, shape, "tree", "Simple", size_bytes)
+    if nc is None:
+        nc = channels(links, shape, "tree", "Simple", size_bytes)[0]
     chunk = TREE_CHUNK_MAX
     for per_depth, floor in TREE_CHUNK_STEPS:
         while size_bytes // (nc * chunk) < depth * per_depth and chunk > floor:
@@ -259,8 +261,9 @@ def _halved_chunks(links: Links, shape: Shape, algo: str, proto: str, size_bytes
     across nodes; 0 otherwise)."""
     if algo != "tree" or proto != "Simple" or shape.nodes < 2:
         return 0.0
-    per_channel = size_bytes / channels(links, shape, algo, proto, size_bytes)[0]
-    return per_channel / tree_chunk_bytes(links, shape, size_bytes) - per_channel / TREE_CHUNK_MAX
+    nc = channels(links, shape, algo, proto, size_bytes)[0]
+    per_channel = size_bytes / nc
+    return per_channel / tree_chunk_bytes(links, shape, size_bytes, nc) - per_channel / TREE_CHUNK_MAX
 
 
 def available(links: Links, shape: Shape, algo: str) -> bool:
@@ -350,16 +353,17 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
     call's fixed cost taken off: time = launch + [scale x] latency + bytes / (eff x bw) is
     linear in (scale, 1 / eff), so least squares on relative error solves it directly. Where
     NCCL halved some points' tree chunks, the halved chunks' cost is fitted instead of the
-    scale (then 1): time = launch + latency + bytes / (eff x bw) + chunks x cost."""
+    scale (then 1): time = launch + latency + bytes / (eff x bw) + chunks x cost. LL's and
+    LL128's factors are not read: they are fitted after it, on sizes no range holds
+    (:func:`fit_protocol`)."""
     halved = any(_halved_chunks(links, shape, algo, protocol(links, shape, algo, size), size) > 0
                  for size, _ in points)
     rows = []  # (latency or halved-chunk share, per-byte share, what is left of 1) of each point, over t
     for size, t in points:
         proto = protocol(links, shape, algo, size)
         p = PROTOCOLS.index(proto)
-        bw_factor, lat_factor = (1.0, 1.0) if proto == "Simple" else links.protocol_factors(shape, algo, proto)
-        lat0 = lat_factor * _latency_us(shape, algo, p)
-        per_byte = size / (1000 * bw_factor * _protocol_gb_s(links, shape, algo, p, size, 1.0))  # at efficiency 1
+        lat0 = _latency_us(shape, algo, p)
+        per_byte = size / (1000 * _protocol_gb_s(links, shape, algo, p, size, 1.0))  # at efficiency 1
         if halved:
             rows.append((_halved_chunks(links, shape, algo, proto, size) / t, per_byte / t,
                          1 - (links.launch_us + lat0) / t))
