@@ -528,6 +528,26 @@ def test_todays_argument_names_imply_transformer_engine_and_2021_names_do_not():
     assert parse(base + " --checkpoint-activations --use-flash-attn", 1).flash_attention
 
 
+def test_the_2021_to_2022_recomputation_names_are_todays_full_recomputation():
+    """Megatron-LM from 2021-08 to 2022-05 (the SC'21 scripts in today's repository use it)
+    named full recomputation ``--activations-checkpoint-method uniform|block`` with
+    ``--activations-checkpoint-num-layers`` (default 1), and read ``--checkpoint-activations``
+    as the uniform method; each is today's ``--recompute-granularity full`` with that method
+    and count, with the kernels of its era (no Transformer Engine)."""
+    base = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1 --fp16 "
+    fields = ("recompute", "recompute_method", "recompute_layers")
+    for old, new in [("--activations-checkpoint-method block --activations-checkpoint-num-layers 2",
+                      "--recompute-granularity full --recompute-method block --recompute-num-layers 2"),
+                     ("--activations-checkpoint-method uniform",
+                      "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"),
+                     ("--checkpoint-activations", "--recompute-granularity full --recompute-method uniform "
+                                                  "--recompute-num-layers 1")]:
+        then, today = parse(base + old, 1), parse(base + new + " --transformer-impl local", 1)
+        assert [getattr(then, f) for f in fields] == [getattr(today, f) for f in fields]
+        assert then.legacy and not then.transformer_engine
+    assert parse(base + "--activations-checkpoint-method block", 1).recompute_layers == 1
+
+
 def test_causal_fused_attention_kernel_time():
     """s = 256, head width 64 on the two-SM toy GPU: one 256 x 256 x 64 product is two 256 x 128
     tiles, one wave, 2 x 256 x 128 x (64 + pipeline fill) FLOPs per SM. With 128-row tiles the

@@ -145,6 +145,10 @@ def parser() -> argparse.ArgumentParser:
            "modelled")
     _bool(p, "--checkpoint-activations", help="full recomputation of every layer (2021 name)")
     i("--checkpoint-num-layers", type=int, default=1, help="layers per checkpoint (2021 name)")
+    i("--activations-checkpoint-method", choices=("uniform", "block"), default=None,
+      help="full recomputation: which layers (Megatron-LM of 2021-08 to 2022-05)")
+    i("--activations-checkpoint-num-layers", type=int, default=1,
+      help="layers per recompute unit / block with --activations-checkpoint-method")
     i("--recompute-granularity", choices=("full", "selective"), default=None,
       help="full: recompute whole layers; selective: the attention core only")
     i("--recompute-method", choices=("uniform", "block"), default=None,
@@ -261,8 +265,9 @@ def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str)
 
 
 def _legacy(a: argparse.Namespace) -> bool:
-    """A 2021-2022 Megatron-LM: only it has ``--DDP-impl`` and ``--checkpoint-activations``."""
-    return a.ddp_impl is not None or a.checkpoint_activations
+    """A 2021-2022 Megatron-LM: only it has ``--DDP-impl``, ``--checkpoint-activations`` and
+    ``--activations-checkpoint-method``."""
+    return a.ddp_impl is not None or a.checkpoint_activations or a.activations_checkpoint_method is not None
 
 
 def _transformer_engine(a: argparse.Namespace) -> bool:
@@ -309,6 +314,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     precision = "fp16" if a.fp16 else "bf16" if a.bf16 else "fp32"
     if a.checkpoint_activations:
         recompute, method, layers = "full", "uniform", a.checkpoint_num_layers
+    elif a.activations_checkpoint_method:
+        recompute, method, layers = "full", a.activations_checkpoint_method, a.activations_checkpoint_num_layers
     elif a.recompute_granularity:
         recompute = a.recompute_granularity
         method, layers = a.recompute_method or "uniform", a.recompute_num_layers or 1

@@ -269,6 +269,18 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
 
 def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     granularity = a.recompute_granularity
+    newer = granularity or a.recompute_method or a.recompute_num_layers is not None or a.recompute_activations
+    if a.activations_checkpoint_method and newer:
+        _refuse(where, "one release's recomputation names",
+                "--activations-checkpoint-method (Megatron-LM of 2021-08 to 2022-05) with --recompute-* (its "
+                "successor): no Megatron-LM has both; give --recompute-granularity full --recompute-method "
+                f"{a.activations_checkpoint_method} --recompute-num-layers N for today's")
+    if "--distribute-checkpointed-activations" in others and (a.tensor_model_parallel_size == 1 or not (
+            a.activations_checkpoint_method or a.checkpoint_activations)):
+        _refuse(where, "distributed activations need tp and recomputation",
+                "--distribute-checkpointed-activations needs --tensor-model-parallel-size > 1 and "
+                "--activations-checkpoint-method (Megatron: can distribute checkpointed activations only across "
+                "tensor model parallel groups, with an activation-checkpoint method)")
     if granularity == "full" and not a.recompute_method:
         _refuse(where, "full recomputation needs a method",
                 "--recompute-granularity full needs --recompute-method uniform|block (Megatron: using "
