@@ -54,6 +54,8 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
      "distributed activations need tp and recomputation"),
     (" --tensor-model-parallel-size 2 --distribute-checkpointed-activations", 8,
      "distributed activations need tp and recomputation"),
+    (" --tensor-model-parallel-size 2 --sequence-parallel --recompute-granularity full --recompute-method uniform "
+     "--recompute-num-layers 1 --distribute-saved-activations", 8, "distributed activations exclude sequence parallelism"),
     (" --tensor-model-parallel-size 2 --tp-comm-overlap", 8, "tp overlap needs sequence parallelism"),
     (" --overlap-param-gather --overlap-grad-reduce", 8, "param gather overlap needs the distributed optimizer"),
     (" --num-experts 6 --expert-model-parallel-size 4", 8, "experts divisible by ep"),

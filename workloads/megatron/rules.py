@@ -300,6 +300,10 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 "--distribute-saved-activations needs --tensor-model-parallel-size > 1 and --recompute-granularity "
                 "full (Megatron: can distribute recomputed activations only across tensor model parallel groups, "
                 "with full recompute granularity)")
+    if "--distribute-saved-activations" in others and a.sequence_parallel and a.tensor_model_parallel_size > 1:
+        _refuse(where, "distributed activations exclude sequence parallelism",
+                "--distribute-saved-activations with --sequence-parallel (Megatron: distribute_saved_activations "
+                "must be false when sequence parallel is enabled)")
 
 
 def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
