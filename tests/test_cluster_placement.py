@@ -147,6 +147,11 @@ def test_gpu_efficiencies_must_be_fractions(key, value):
 def test_bad_node_values_are_blamed_where_they_were_written(tmp_path):
     with pytest.raises(InputError, match=r"s.yaml: cluster.inter_node_efficiency: must be in \(0, 1\]"):
         load_cluster({"preset": "dgx-h100", "gpus": 16, "inter_node_efficiency": 7}, "s.yaml: cluster")
+    # each in range, their product a NIC no link can be: refused naming both, not the network it builds
+    with pytest.raises(InputError, match=r"s.yaml: cluster: inter_node_gbit_s 0.001 x inter_node_efficiency 1e-09 "
+                                         r"over 8 GPUs leaves each NIC .* raise either"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "inter_node_gbit_s": 0.001, "inter_node_efficiency": 1e-9},
+                     "s.yaml: cluster")
     with pytest.raises(InputError, match=r"s.yaml: cluster.inter_node_gbps: must be between"):
         load_cluster({"preset": "dgx-h100", "gpus": 16, "inter_node_gbps": 1e-300}, "s.yaml: cluster")
     with pytest.raises(InputError, match=r"s.yaml: cluster.gpu: unknown key 'tensor_eff'"):

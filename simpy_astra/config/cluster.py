@@ -328,4 +328,11 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         raise InputError(f"{where}.gpus: {gpus} GPUs do not fill whole nodes of {node['gpus']}")
     if gpus < node["gpus"]:
         node["gpus"] = gpus  # part of one node
-    return Cluster(name, gpus, gpu, node, algo)
+    cluster = Cluster(name, gpus, gpu, node, algo)
+    if round(cluster.rail_gib_s(), 6) <= 0:  # the network's bandwidths are kept to 6 decimals
+        raise InputError(f"{where}: {written.get('inter_node_gbit_s', 'inter_node_gbit_s')} "
+                         f"{node['inter_node_gbit_s']:g} x inter_node_efficiency "
+                         f"{node['inter_node_efficiency']:g} over {node['gpus']} GPUs leaves each NIC "
+                         f"{cluster.rail_gib_s():.3g} GiB/s, under the 1e-6 GiB/s a network link may have; "
+                         f"raise either")
+    return cluster
