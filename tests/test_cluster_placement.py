@@ -144,6 +144,15 @@ def test_gpu_efficiencies_must_be_fractions(key, value):
         load_cluster({"preset": "dgx-h100", "gpus": 16, "gpu": {key: value}}, "s.yaml: cluster")
 
 
+@pytest.mark.parametrize("key,value", [("hbm_gbps", 1e-300), ("sms", 10**8), ("launch_us", 1e300),
+                                       ("tensor_tflops", 1e300), ("hbm_gib", 1e-300), ("l2_gbps", 0.0001)])
+def test_gpu_figures_outside_any_gpu_made_are_refused(key, value):
+    """Typo guards: a figure no GPU has (a tensor rate of 1e-300 TFLOP/s would give kernels past
+    the time a run can hold) is refused naming the key as written."""
+    with pytest.raises(InputError, match=rf"s.yaml: cluster.gpu.{key}: must be between"):
+        load_cluster({"preset": "dgx-h100", "gpus": 16, "gpu": {key: value}}, "s.yaml: cluster")
+
+
 def test_bad_node_values_are_blamed_where_they_were_written(tmp_path):
     with pytest.raises(InputError, match=r"s.yaml: cluster.inter_node_efficiency: must be in \(0, 1\]"):
         load_cluster({"preset": "dgx-h100", "gpus": 16, "inter_node_efficiency": 7}, "s.yaml: cluster")

@@ -4,6 +4,7 @@ the argument, and the cost bound answered before anything is built."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -194,3 +195,25 @@ def test_a_refused_job_crosses_a_process_boundary_with_its_rule():
     error = _refused(BASE + " --fp16")
     back = pickle.loads(pickle.dumps(error))
     assert type(back) is InvalidConfigurationError and back.rule == "one precision" and str(back) == str(error)
+
+
+def test_a_kernel_past_the_horizon_blames_the_scenario_and_the_gpu(tmp_path):
+    """The slowest GPU a preset may state (0.001 TFLOP/s and GB/s) under a large model: its
+    first GEMM alone (2 x 64 x 131,072 tokens x 65,536 x 196,608 FLOPs at 1e9 FLOP/s, more
+    than 10^8 s) takes longer than simulated time can hold (2^63 ns, 292 years). The run is
+    refused naming the scenario's workload and the GPU, before any trace file exists (not as
+    a cached trace's node)."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "workload": {"generate": "megatron",
+                     "args": "--num-layers 2 --hidden-size 65536 --num-attention-heads 64 --seq-length 131072 "
+                             "--max-position-embeddings 131072 --micro-batch-size 64 --bf16"},
+        "cluster": {"preset": "dgx-h100", "gpus": 8,
+                    "gpu": {"tensor_tflops": 0.001, "hbm_gbps": 0.001, "l2_gbps": 0.001}}}))
+    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--quiet"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{scenario}: workload: the model's dimensions and batch on the H100-SXM5-80GB give a kernel of" \
+        in done.stderr and "past the horizon" in done.stderr and "check the GPU's figures" in done.stderr
+    assert not list((tmp_path / "cache").rglob("*.et"))

@@ -196,7 +196,16 @@ NODE_DEFAULTS = {"nodes_per_leaf": 32, "oversubscription": 1, "nccl_latency_scal
                  "nccl_ring_efficiency": 1, "nccl_tree_efficiency": 1, "nccl_nvls_efficiency": 1,
                  "nccl_node_ll_bandwidth_scale": 1, "nccl_node_ll128_bandwidth_scale": 1,
                  "nccl_node_ll128_latency_scale": 1}
+#: every GPU figure's (smallest, largest, unit): wide of any GPU made, so that what is outside is
+#: a typo or a unit slip (a tensor rate of 1e-300 TFLOP/s would give kernels no trace can hold)
 GPU_RANGES: dict[str, tuple[float, float, str]] = {
+    "sms": (1, 100_000, "streaming multiprocessors"),
+    "tensor_tflops": (1e-3, 1e6, "dense fp16/bf16 TFLOP/s"),
+    "fp8_tflops": (1e-3, 1e7, "dense fp8 TFLOP/s, or 0 for none"),
+    "hbm_gb_s": (1e-3, 1e8, "GB/s"),
+    "hbm_gib": (1e-3, 1e7, "GiB"),
+    "l2_gb_s": (1e-3, 1e9, "GB/s"),
+    "launch_us": (1e-6, 1e6, "microseconds between back-to-back kernels"),
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
 }

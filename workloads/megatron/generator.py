@@ -68,6 +68,8 @@ class MegatronRun:
     gpu: Gpu
     #: the generator's parameters (args, gpus, gpu's fields): what keys the trace cache
     params: dict[str, Any] = field(compare=False)
+    #: where the arguments were written (``s.yaml: workload.args``), for errors met later
+    where: str = field(default=WHERE, compare=False)
 
     @cached_property
     def layout(self) -> Layout:
@@ -86,7 +88,7 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
     job, gpu = job_and_gpu(params, where, gpus_where)
-    return params, MegatronRun(job, gpu, params)
+    return params, MegatronRun(job, gpu, params, where)
 
 
 def layout(run: MegatronRun) -> WorkloadLayout:
@@ -105,7 +107,7 @@ def report(run: MegatronRun, iteration_time_ns: int) -> TrainingFigures:
 
 def generate(run: MegatronRun, prefix: str) -> str:
     check_prefix(prefix)
-    return write_trace(prefix, run.graphs, run.layout, run.job.gpus, Units(False), where="generate megatron")
+    return write_trace(prefix, run.graphs, run.layout, run.job.gpus, Units(False), too_large=_too_large(run))
 
 
 def write_summary(run: MegatronRun, prefix: str) -> str:
@@ -115,7 +117,13 @@ def write_summary(run: MegatronRun, prefix: str) -> str:
 
 
 def write_ranks(run: MegatronRun, prefix: str, ranks: list[int]) -> None:
-    write_rank_files(prefix, run.graphs, run.layout, Units(False), ranks)
+    write_rank_files(prefix, run.graphs, run.layout, Units(False), ranks, too_large=_too_large(run))
+
+
+def _too_large(run: MegatronRun) -> str:
+    """What a Megatron trace blames for a value past its field (:func:`stage_writers`)."""
+    return (f"{run.where}: the model's dimensions and batch on the {run.gpu.name}; use smaller ones, or check "
+            f"the GPU's figures")
 
 
 def main(argv: list[str]) -> int:
@@ -143,7 +151,7 @@ def main(argv: list[str]) -> int:
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
     check_hardware(job.fp8, gpu, f"generate megatron: --preset {args.preset}")
-    run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu})
+    run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}, "generate megatron")
     groups = generate(run, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")
     return 0

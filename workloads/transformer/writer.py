@@ -12,6 +12,7 @@ import json
 import os
 
 from simpy_astra.errors import InputError
+from simpy_astra.infra.horizon import HORIZON_MICROS, HORIZON_TEXT
 from simpy_astra.workloads.chakra import encode_varint, make_node
 from simpy_astra.workloads.chakra.dimensions import GROUP_NAMES_ATTR, P2P_DIMENSION_ATTR
 from simpy_astra.workloads.chakra.schema import SCHEMA_VERSION, GlobalMetadata
@@ -151,19 +152,35 @@ def _attr_len(name: str, value: object) -> int:
         make_node(0, "", 0).SerializeToString())
 
 
+#: what a transformer trace blames, and how to mend it, for a value that outgrows its field
+TRANSFORMER_TOO_LARGE = "workload: generate: transformer: the model's dimensions; use smaller dmodel/dff/seq/batch"
+
+
+def stage_writers(graphs: list[StageGraph], stages, layout: Layout, units: Units,
+                  too_large: str) -> dict[int, StageWriter]:
+    """Each of ``stages``' writer, every record serialised. A kernel past the horizon, or a
+    size or FLOP count past Chakra's 64-bit fields, is refused as ``too_large`` says
+    (``"<what gave it>; <how to mend it>"``): the generator knows what its user wrote."""
+    what, fix = too_large.split("; ", 1)
+    longest_us = max((op.duration_us or 0 for stage in stages for op in graphs[stage].ops), default=0)
+    if longest_us > HORIZON_MICROS:
+        raise InputError(f"{what} give a kernel of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT}); {fix}")
+    try:
+        return {stage: StageWriter(graphs[stage], layout, units) for stage in stages}
+    except ValueError:  # protobuf: an integer beyond its 64-bit field (its text quotes the whole number)
+        raise InputError(f"{what} give a size or FLOP count beyond Chakra's 64-bit fields; {fix}") from None
+
+
 def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units,
-                where: str = "generate transformer") -> str:
+                too_large: str = TRANSFORMER_TOO_LARGE) -> str:
     """Write ``prefix.{rank}.et`` for every NPU and ``prefix.json`` (comm groups); returns the latter.
 
     Every record is serialised, and the disk space checked, before the first file is written;
-    a failure or Ctrl-C while writing removes the files written so far."""
+    a failure or Ctrl-C while writing removes the files written so far. ``too_large``: see
+    :func:`stage_writers`."""
     assert all(op.kind in (COMP, COLL, SEND, RECV) for g in graphs for op in g.ops)
-    try:
-        writers = [StageWriter(g, layout, units) for g in graphs]
-    except ValueError as exc:  # protobuf: an integer beyond its 64-bit field
-        raise InputError(f"{where}: the model's dimensions give a size or FLOP count beyond Chakra's "
-                         f"64-bit fields ({exc}); use smaller dmodel/dff/seq/batch") from None
-    per_stage = [len(w.file_bytes(stage * layout.stage_stride())) for stage, w in enumerate(writers)]
+    writers = stage_writers(graphs, range(len(graphs)), layout, units, too_large)
+    per_stage = [len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()]
     check_free_space(prefix, max(per_stage) * npus, "--output")
     with TraceFiles() as files:
         files.makedirs(prefix)
@@ -205,16 +222,11 @@ def write_groups(prefix: str, layout: Layout) -> str:
 
 
 def write_rank_files(prefix: str, graphs: list[StageGraph], layout: Layout, units: Units,
-                     ranks: list[int]) -> None:
+                     ranks: list[int], too_large: str = TRANSFORMER_TOO_LARGE) -> None:
     """``prefix.{rank}.et`` for ``ranks`` only; each file appears whole (written aside, then
-    renamed), so runs that need the same rank at once both find a complete file."""
-    writers: dict[int, StageWriter] = {}
-    try:
-        for stage in sorted({layout.stage_of(r) for r in ranks}):
-            writers[stage] = StageWriter(graphs[stage], layout, units)
-    except ValueError as exc:  # protobuf: an integer beyond its 64-bit field
-        raise InputError(f"workload: generate: transformer: the model's dimensions give a size or FLOP "
-                         f"count beyond Chakra's 64-bit fields ({exc}); use smaller dmodel/dff/seq/batch") from None
+    renamed), so runs that need the same rank at once both find a complete file.
+    ``too_large``: see :func:`stage_writers`."""
+    writers = stage_writers(graphs, sorted({layout.stage_of(r) for r in ranks}), layout, units, too_large)
     per_stage = {stage: len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()}
     check_free_space(prefix, sum(per_stage[layout.stage_of(r)] for r in ranks), "workload cache")
     for rank in ranks:
