@@ -107,7 +107,7 @@ def report(run: MegatronRun, iteration_time_ns: int) -> TrainingFigures:
 
 def generate(run: MegatronRun, prefix: str) -> str:
     check_prefix(prefix)
-    return write_trace(prefix, run.graphs, run.layout, run.job.gpus, Units(False), too_large=_too_large(run))
+    return write_trace(prefix, run.graphs, run.layout, run.job.gpus, Units(False), run.where, _too_large(run))
 
 
 def write_summary(run: MegatronRun, prefix: str) -> str:
@@ -117,13 +117,12 @@ def write_summary(run: MegatronRun, prefix: str) -> str:
 
 
 def write_ranks(run: MegatronRun, prefix: str, ranks: list[int]) -> None:
-    write_rank_files(prefix, run.graphs, run.layout, Units(False), ranks, too_large=_too_large(run))
+    write_rank_files(prefix, run.graphs, run.layout, Units(False), ranks, run.where, _too_large(run))
 
 
-def _too_large(run: MegatronRun) -> str:
-    """What a Megatron trace blames for a value past its field (:func:`stage_writers`)."""
-    return (f"{run.where}: the model's dimensions and batch on the {run.gpu.name}; use smaller ones, or check "
-            f"the GPU's figures")
+def _too_large(run: MegatronRun) -> tuple[str, str]:
+    """What a Megatron trace blames for a value past its field, and the fix (:func:`stage_writers`)."""
+    return f"the model's dimensions and batch on the {run.gpu.name}", "use smaller ones, or check the GPU's figures"
 
 
 def main(argv: list[str]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra.horizon import HORIZON_MICROS, HORIZON_TEXT
@@ -152,16 +153,17 @@ def _attr_len(name: str, value: object) -> int:
         make_node(0, "", 0).SerializeToString())
 
 
-#: what a transformer trace blames, and how to mend it, for a value that outgrows its field
-TRANSFORMER_TOO_LARGE = "workload: generate: transformer: the model's dimensions; use smaller dmodel/dff/seq/batch"
+#: (what gave it, how to mend it): a value of a transformer trace past its field
+TRANSFORMER_TOO_LARGE = ("the model's dimensions", "use smaller dmodel/dff/seq/batch")
 
 
-def stage_writers(graphs: list[StageGraph], stages, layout: Layout, units: Units,
-                  too_large: str) -> dict[int, StageWriter]:
+def stage_writers(graphs: list[StageGraph], stages: Iterable[int], layout: Layout, units: Units,
+                  where: str, too_large: tuple[str, str]) -> dict[int, StageWriter]:
     """Each of ``stages``' writer, every record serialised. A kernel past the horizon, or a
-    size or FLOP count past Chakra's 64-bit fields, is refused as ``too_large`` says
-    (``"<what gave it>; <how to mend it>"``): the generator knows what its user wrote."""
-    what, fix = too_large.split("; ", 1)
+    size or FLOP count past Chakra's 64-bit fields, is refused at ``where`` as ``too_large``
+    says (what gave it, how to mend it): the generator knows what its user wrote."""
+    stages = list(stages)
+    what, fix = f"{where}: {too_large[0]}", too_large[1]
     longest_us = max((op.duration_us or 0 for stage in stages for op in graphs[stage].ops), default=0)
     if longest_us > HORIZON_MICROS:
         raise InputError(f"{what} give a kernel of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT}); {fix}")
@@ -172,14 +174,14 @@ def stage_writers(graphs: list[StageGraph], stages, layout: Layout, units: Units
 
 
 def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units,
-                too_large: str = TRANSFORMER_TOO_LARGE) -> str:
+                where: str = "generate transformer", too_large: tuple[str, str] = TRANSFORMER_TOO_LARGE) -> str:
     """Write ``prefix.{rank}.et`` for every NPU and ``prefix.json`` (comm groups); returns the latter.
 
     Every record is serialised, and the disk space checked, before the first file is written;
     a failure or Ctrl-C while writing removes the files written so far. ``too_large``: see
     :func:`stage_writers`."""
     assert all(op.kind in (COMP, COLL, SEND, RECV) for g in graphs for op in g.ops)
-    writers = stage_writers(graphs, range(len(graphs)), layout, units, too_large)
+    writers = stage_writers(graphs, range(len(graphs)), layout, units, where, too_large)
     per_stage = [len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()]
     check_free_space(prefix, max(per_stage) * npus, "--output")
     with TraceFiles() as files:
@@ -222,11 +224,12 @@ def write_groups(prefix: str, layout: Layout) -> str:
 
 
 def write_rank_files(prefix: str, graphs: list[StageGraph], layout: Layout, units: Units,
-                     ranks: list[int], too_large: str = TRANSFORMER_TOO_LARGE) -> None:
+                     ranks: list[int], where: str = "workload: generate: transformer",
+                     too_large: tuple[str, str] = TRANSFORMER_TOO_LARGE) -> None:
     """``prefix.{rank}.et`` for ``ranks`` only; each file appears whole (written aside, then
     renamed), so runs that need the same rank at once both find a complete file.
     ``too_large``: see :func:`stage_writers`."""
-    writers = stage_writers(graphs, sorted({layout.stage_of(r) for r in ranks}), layout, units, too_large)
+    writers = stage_writers(graphs, sorted({layout.stage_of(r) for r in ranks}), layout, units, where, too_large)
     per_stage = {stage: len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()}
     check_free_space(prefix, sum(per_stage[layout.stage_of(r)] for r in ranks), "workload cache")
     for rank in ranks:
