@@ -197,12 +197,12 @@ def test_a_refused_job_crosses_a_process_boundary_with_its_rule():
     assert type(back) is InvalidConfigurationError and back.rule == "one precision" and str(back) == str(error)
 
 
-def test_a_kernel_past_the_horizon_blames_the_scenario_and_the_gpu(tmp_path):
-    """The slowest GPU a preset may state (0.001 TFLOP/s and GB/s) under a large model: its
-    first GEMM alone (2 x 64 x 131,072 tokens x 65,536 x 196,608 FLOPs at 1e9 FLOP/s, more
-    than 10^8 s) takes longer than simulated time can hold (2^63 ns, 292 years). The run is
-    refused naming the scenario's workload and the GPU, before any trace file exists (not as
-    a cached trace's node)."""
+def test_a_step_past_the_horizon_blames_the_scenario_and_the_gpu(tmp_path):
+    """The slowest GPU a preset may state (0.001 TFLOP/s, HBM and L2 at 0.001 GB/s) under a
+    large model: L2 feeds each SM's GEMM tile under a million FLOP/s, so one micro-batch's
+    backward through two layers of width 65,536 on 8.4M tokens takes about 5e16 us, past the
+    9.2e15 us simulated time can hold (2^63 ns). The run is refused naming the scenario's
+    workload and the GPU, before any trace file exists (not as a cached trace's node)."""
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump({
         "workload": {"generate": "megatron",
@@ -214,6 +214,6 @@ def test_a_kernel_past_the_horizon_blames_the_scenario_and_the_gpu(tmp_path):
     done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--quiet"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"{scenario}: workload: the model's dimensions and batch on the H100-SXM5-80GB give a kernel of" \
+    assert f"{scenario}: workload: the model's dimensions and batch on the H100-SXM5-80GB give a compute step of" \
         in done.stderr and "past the horizon" in done.stderr and "check the GPU's figures" in done.stderr
     assert not list((tmp_path / "cache").rglob("*.et"))

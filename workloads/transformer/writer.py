@@ -159,14 +159,16 @@ TRANSFORMER_TOO_LARGE = ("the model's dimensions", "use smaller dmodel/dff/seq/b
 
 def stage_writers(graphs: list[StageGraph], stages: Iterable[int], layout: Layout, units: Units,
                   where: str, too_large: tuple[str, str]) -> dict[int, StageWriter]:
-    """Each of ``stages``' writer, every record serialised. A kernel past the horizon, or a
-    size or FLOP count past Chakra's 64-bit fields, is refused at ``where`` as ``too_large``
+    """Each of ``stages``' writer, every record serialised. A compute step (one node: a kernel,
+    or the kernels one node stands for) past the horizon, or a size or FLOP count past
+    Chakra's 64-bit fields, is refused at ``where`` as ``too_large``
     says (what gave it, how to mend it): the generator knows what its user wrote."""
     stages = list(stages)
     what, fix = f"{where}: {too_large[0]}", too_large[1]
     longest_us = max((op.duration_us or 0 for stage in stages for op in graphs[stage].ops), default=0)
     if longest_us > HORIZON_MICROS:
-        raise InputError(f"{what} give a kernel of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT}); {fix}")
+        raise InputError(f"{what} give a compute step of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT}); "
+                         f"{fix}")
     try:
         return {stage: StageWriter(graphs[stage], layout, units) for stage in stages}
     except ValueError:  # protobuf: an integer beyond its 64-bit field (its text quotes the whole number)
