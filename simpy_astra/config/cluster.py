@@ -114,10 +114,14 @@ class Cluster:
         node = self.node
         return node["inter_node_gbit_s"] / node["gpus"] / 8 * 1e9 * node["inter_node_efficiency"] / 2**30
 
+    def rail_link_gib_s(self) -> float:
+        """:meth:`rail_gib_s` as the network's links carry it (their bandwidths keep 6 decimals)."""
+        return round(self.rail_gib_s(), 6)
+
     def rails(self) -> Rails:
         """The machine's routes (:mod:`simpy_astra.network.rails`) that every pair is charged on."""
         node = self.node
-        return Rails(int(node["gpus"]), node["nvlink_gib_s"], node["nvlink_latency_ns"], round(self.rail_gib_s(), 6),
+        return Rails(int(node["gpus"]), node["nvlink_gib_s"], node["nvlink_latency_ns"], self.rail_link_gib_s(),
                      node["inter_node_latency_ns"], max(self.nodes, 1), int(node["nodes_per_leaf"]),
                      float(node["oversubscription"]))
 
@@ -144,7 +148,7 @@ class Cluster:
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         sizes, inside = self.dims(blocks)
         nvlink = (self.node["nvlink_gib_s"], self.node["nvlink_latency_ns"])
-        rail = (round(self.rail_gib_s(), 6), self.node["inter_node_latency_ns"])
+        rail = (self.rail_link_gib_s(), self.node["inter_node_latency_ns"])
         links = [nvlink if d < inside else rail for d in range(len(sizes))]
         return {"topology": ["Switch"] * len(sizes), "npus_count": sizes,
                 "bandwidth": [bw for bw, _ in links], "latency": [lat for _, lat in links]}
@@ -338,7 +342,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     if gpus < node["gpus"]:
         node["gpus"] = gpus  # part of one node
     cluster = Cluster(name, gpus, gpu, node, algo)
-    if round(cluster.rail_gib_s(), 6) <= 0:  # the network's bandwidths are kept to 6 decimals
+    if cluster.rail_link_gib_s() <= 0:
         raise InputError(f"{where}: {written.get('inter_node_gbit_s', 'inter_node_gbit_s')} "
                          f"{node['inter_node_gbit_s']:g} x inter_node_efficiency "
                          f"{node['inter_node_efficiency']:g} over {node['gpus']} GPUs leaves each NIC "
