@@ -129,6 +129,22 @@ def test_a_pasted_launch_script_is_read_as_the_shell_would():
     assert parse(as_yaml_list, 8, WHERE).num_layers == 4
 
 
+def test_a_command_line_too_long_for_a_launch_script_is_refused_before_argparse_reads_it():
+    """argparse's time grows with the square of the words: 4,000 repeats of one flag took 0.5 s
+    and 200,000 (a line pasted in a loop, 3 MB) would take about 20 minutes. More than 4,096
+    words, or a string of more than 2^20 characters, is refused by count, as words or a list."""
+    from simpy_astra.workloads.megatron.command_line import MAX_WORDS
+
+    repeated = " --num-layers 2" * (MAX_WORDS // 2)  # 4,096 words with BASE's: the limit passed
+    with pytest.raises(InputError, match=f"^{WHERE}: more than 4,096 words, .*each flag once"):
+        parse(BASE + repeated, 8, WHERE)
+    with pytest.raises(InputError, match="more than 4,096 words"):
+        parse(BASE.split() + repeated.split(), 8, WHERE)
+    with pytest.raises(InputError, match="3,000,000 characters, more than a launch script's arguments hold"):
+        parse(BASE + " " * (3_000_000 - len(BASE)), 8, WHERE)
+    assert parse(BASE + " --num-layers 2" * 100, 8, WHERE).num_layers == 2  # repeats: the last wins
+
+
 @pytest.mark.parametrize("extra,gpus,says", [
     (" --num-layers 1000000", 8, "18,000,064 trace nodes"),
     (f" --num-experts {2**63}", 8, "PiB per GPU"),

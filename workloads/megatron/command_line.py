@@ -43,17 +43,36 @@ class Reading:
 
 
 def words(args: object, where: str) -> list[str]:
-    """``args`` (one string as in a launch script, or a list of words) as words."""
+    """``args`` (one string as in a launch script, or a list of words) as words, at most
+    :data:`MAX_WORDS` of them."""
     if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
                                                for a in args):  # YAML reads `- 4` as a number
-        return [w for w in (_ODD_SPACES.sub(" ", str(a)).strip() for a in args) if w]
+        return _bounded([w for w in (_ODD_SPACES.sub(" ", str(a)).strip() for a in args[:MAX_WORDS + 1]) if w],
+                        where)
     if not isinstance(args, str) or not args.strip():
         raise InputError(f"{where}: must be the pretrain_gpt.py arguments as one string (got {args!r})")
+    if len(args) > MAX_CHARACTERS:
+        raise InputError(f"{where}: {len(args):,} characters, more than a launch script's arguments hold "
+                         f"(at most {MAX_CHARACTERS:,} are read); give pretrain_gpt.py's arguments only")
     text = _CONTINUATION.sub(" ", _ODD_SPACES.sub(" ", args))
     try:
-        return _launcher_dropped(shlex.split(text))
+        return _bounded(_launcher_dropped(shlex.split(text)), where)
     except ValueError as exc:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
+
+
+#: the most words and characters a command line may have: Megatron-LM's own launch scripts
+#: pass a few hundred words, and argparse's time grows with the square of the count (a
+#: pasted-in-a-loop line of 10^5 words would take half an hour to be read)
+MAX_WORDS = 4096
+MAX_CHARACTERS = 1 << 20
+
+
+def _bounded(found: list[str], where: str) -> list[str]:
+    if len(found) > MAX_WORDS:
+        raise InputError(f"{where}: more than {MAX_WORDS:,} words, more than a launch script's arguments "
+                         f"hold; give pretrain_gpt.py's arguments only, each flag once")
+    return found
 
 
 def _looks_like_flag(word: str) -> bool:
