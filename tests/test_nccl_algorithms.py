@@ -194,6 +194,40 @@ def test_a_protocol_whose_times_do_not_grow_is_refused(tmp_path):
         fit_log(parse_log(str(flat)), load_network(os.path.join(folder, "network.yml")), [parse_range(f"ring:{256 * MIB}")])
 
 
+def _edited_dgx_log(tmp_path, time_us) -> str:
+    """The DGX log with each row's times set to ``time_us(size)`` where that gives one."""
+    lines = []
+    with open(os.path.join(DATA, "dgx-a100-superbench", "all_reduce.log")) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 12 and fields[0].isdigit() and int(fields[0]) > 0 and time_us(int(fields[0])):
+                fields[4] = fields[8] = f"{time_us(int(fields[0])):.2f}"
+                line = "  ".join(fields) + "\n"
+            lines.append(line)
+    edited = tmp_path / "edited.log"
+    edited.write_text("".join(lines))
+    return str(edited)
+
+
+def test_a_range_whose_times_hardly_grow_is_refused(tmp_path):
+    """From 256 MiB on, 2 ms and 0.1 us more each doubling: the ring's fit would need 10^5 times
+    NVLink's bandwidth (and LL128's factor then rounded to 0 and was divided by): refused
+    naming the range's algorithm and what its times ask."""
+    log = _edited_dgx_log(tmp_path, lambda size: 2000 + 0.1 * size.bit_length() if size >= 256 * MIB else None)
+    network = load_network(os.path.join(DATA, "dgx-a100-superbench", "network.yml"))
+    with pytest.raises(InputError, match=r"--nccl-algo: ring: its sizes. times ask [\d.e+]+ times the links' bandwidth; they hardly grow"):
+        fit_log(parse_log(log), network, [parse_range(f"ring:{256 * MIB}")])
+
+
+def test_a_protocol_whose_bandwidth_rounds_to_nothing_is_refused(tmp_path):
+    """LL128's sizes (4-16 MiB on the DGX) taking seconds per byte leave it a bandwidth factor
+    that rounds to 0: refused as a protocol whose sizes leave nothing to fit, not divided by."""
+    log = _edited_dgx_log(tmp_path, lambda size: size * 1e3 if 4 * MIB <= size <= 16 * MIB else None)
+    network = load_network(os.path.join(DATA, "dgx-a100-superbench", "network.yml"))
+    with pytest.raises(InputError, match=r"edited\.log: ring with LL128 \(4194304 to 16777216 bytes"):
+        fit_log(parse_log(log), network, [parse_range(f"ring:{256 * MIB}")])
+
+
 def test_calibrate_writes_nccl_json(tmp_path):
     folder = os.path.join(DATA, "hgx-h100-2node-ib")
     rc = main(["calibrate", os.path.join(folder, "all_reduce.log"), "--network", os.path.join(folder, "network.yml"),

@@ -347,6 +347,11 @@ def _solve(rows: list[tuple[float, float, float]]) -> tuple[float, float]:
     return (s_a * s_bb - s_b * s_ab) / det, (s_aa * s_b - s_ab * s_a) / det
 
 
+#: the largest share of the links' bandwidth a fit may find (the logs' fits find 0.74-1.04):
+#: past it the times do not grow with the size, and the links' rates say nothing of them
+MAX_SHARE = 100.0
+
+
 def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) -> Links:
     """``links`` with ``algo``'s efficiency and Simple latency scale fitted to measured
     (bytes, us) points where NCCL runs it, each with the protocol NCCL picks there and the
@@ -377,6 +382,9 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
     chunk_us = links.tree_chunk_us
     if halved:
         chunk_us, a = a, 1.0
+    if 1 / b > MAX_SHARE:
+        raise ValueError(f"its sizes' times ask {1 / b:.3g} times the links' bandwidth; they hardly grow with "
+                         f"the size, or the network's bandwidth is far below the machine's")
     eff = dict(links.efficiency) | {algo: round(1 / b, 4)}
     scale = dict(links.latency_scale) | {algo: round(a, 4)}
     return replace(links, efficiency=tuple(sorted(eff.items())), latency_scale=tuple(sorted(scale.items())),
@@ -404,7 +412,7 @@ def fit_protocol(links: Links, shape: Shape, algo: str, proto: str, points: list
     if a <= 0 or b <= 0:
         rows = [(0.0, y, r - x) for x, y, r in rows]
         a, b = 1.0, sum(y * r for _, y, r in rows) / sum(y * y for _, y, _ in rows)
-    if b <= 0:
+    if b <= 0 or round(1 / b, 4) <= 0:
         raise ValueError(f"{proto}: its sizes' times leave nothing for the transfer")
     key = protocol_key(shape, algo, proto)
     scale = [e for e in links.protocol_scale if e[0] != key] + [(key, round(1 / b, 4), round(a, 4))]
