@@ -61,6 +61,9 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --overlap-param-gather --overlap-grad-reduce", 8, "param gather overlap needs the distributed optimizer"),
     (" --num-experts 6 --expert-model-parallel-size 4", 8, "experts divisible by ep"),
     (" --expert-model-parallel-size 2", 8, "expert parallelism needs experts"),
+    # Megatron lays the expert groups out with or without experts (their optimizer shards once
+    # divided by 1 // 2 = 0 here)
+    (" --expert-tensor-parallel-size 2", 1, "expert layout divides the stage"),
     (" --num-experts 4 --moe-router-topk 1", 8, "top-1 routing needs pre-softmax"),
     (" --context-parallel-size 2 --cp-comm-type a2a+p2p", 8, "a2a+p2p needs hierarchical cp sizes"),
     (" --defer-embedding-wgrad-compute", 8, "deferred embedding gradients need pp and fusion"),

@@ -340,7 +340,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     if experts and etp not in (1, tp):
         raise InputError(f"{where}: --expert-tensor-parallel-size {etp}: only 1 or tp ({tp}) is modelled")
     return MegatronJob(
-        experts=experts, ep=ep if experts else 1, etp=etp, topk=a.moe_router_topk,
+        experts=experts, ep=ep if experts else 1, etp=etp if experts else tp, topk=a.moe_router_topk,
         moe_ffn=a.moe_ffn_hidden_size or ffn, shared_ffn=a.moe_shared_expert_intermediate_size or 0,
         moe_every=a.moe_layer_freq,
         gpus=gpus, num_layers=a.num_layers, hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim,

@@ -342,22 +342,24 @@ def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
 
 def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     experts, ep = a.num_experts or 0, a.expert_model_parallel_size
-    if not experts:
-        if ep > 1:
-            _refuse(where, "expert parallelism needs experts",
-                    f"--expert-model-parallel-size {ep} without --num-experts (Megatron: num_experts must be non "
-                    f"None to use expert model parallelism)")
-        return
-    if experts % ep:
-        _refuse(where, "experts divisible by ep",
-                f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
-                f"of experts should be a multiple of expert model parallel size)")
+    if not experts and ep > 1:
+        _refuse(where, "expert parallelism needs experts",
+                f"--expert-model-parallel-size {ep} without --num-experts (Megatron: num_experts must be non "
+                f"None to use expert model parallelism)")
+    # Megatron lays out the expert groups whether or not the model has experts
+    # (initialize_model_parallel: world size divisible by etp x ep x pp)
     tp, pp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
     if (gpus // pp) % (etp * ep):
         _refuse(where, "expert layout divides the stage",
                 f"expert tensor x expert model parallel size {etp} x {ep} does not divide the {gpus // pp} GPUs of "
                 f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
+    if not experts:
+        return
+    if experts % ep:
+        _refuse(where, "experts divisible by ep",
+                f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
+                f"of experts should be a multiple of expert model parallel size)")
     topk = a.moe_router_topk
     if topk > experts:
         _refuse(where, "top-k at most experts",
