@@ -143,6 +143,8 @@ def test_a_command_line_too_long_for_a_launch_script_is_refused_before_argparse_
         parse(BASE + repeated, 8, WHERE)
     with pytest.raises(InputError, match="more than 4,096 words"):
         parse(BASE.split() + repeated.split(), 8, WHERE)
+    with pytest.raises(InputError, match="more than 4,096 words"):  # counted before empty entries drop out
+        parse(BASE.split() + [""] * MAX_WORDS + ["--num-layers", "3"], 8, WHERE)
     with pytest.raises(InputError, match="3,000,000 characters, more than a launch script's arguments hold"):
         parse(BASE + " " * (3_000_000 - len(BASE)), 8, WHERE)
     assert parse(BASE + " --num-layers 2" * 100, 8, WHERE).num_layers == 2  # repeats: the last wins

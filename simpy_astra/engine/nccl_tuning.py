@@ -382,6 +382,8 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
     chunk_us = links.tree_chunk_us
     if halved:
         chunk_us, a = a, 1.0
+    if b <= 0:
+        raise ValueError("its sizes' times leave nothing for the transfer")
     if 1 / b > MAX_SHARE:
         raise ValueError(f"its sizes' times ask {1 / b:.3g} times the links' bandwidth; they hardly grow with "
                          f"the size, or the network's bandwidth is far below the machine's")

@@ -42,13 +42,19 @@ class Reading:
     others: dict[str, list[str]] = field(default_factory=dict)
 
 
+#: the most words and characters a command line may have: Megatron-LM's own launch scripts
+#: pass a few hundred words, and argparse's time grows with the square of the count (4,000
+#: words take 0.5 s to read, so a line of 10^5 pasted in a loop would take about 5 minutes)
+MAX_WORDS = 4096
+MAX_CHARACTERS = 1 << 20
+
+
 def words(args: object, where: str) -> list[str]:
     """``args`` (one string as in a launch script, or a list of words) as words, at most
     :data:`MAX_WORDS` of them."""
     if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
                                                for a in args):  # YAML reads `- 4` as a number
-        return _bounded([w for w in (_ODD_SPACES.sub(" ", str(a)).strip() for a in args[:MAX_WORDS + 1]) if w],
-                        where)
+        return [w for w in (_ODD_SPACES.sub(" ", str(a)).strip() for a in _bounded(args, where)) if w]
     if not isinstance(args, str) or not args.strip():
         raise InputError(f"{where}: must be the pretrain_gpt.py arguments as one string (got {args!r})")
     if len(args) > MAX_CHARACTERS:
@@ -61,14 +67,8 @@ def words(args: object, where: str) -> list[str]:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
 
 
-#: the most words and characters a command line may have: Megatron-LM's own launch scripts
-#: pass a few hundred words, and argparse's time grows with the square of the count (a
-#: pasted-in-a-loop line of 10^5 words would take half an hour to be read)
-MAX_WORDS = 4096
-MAX_CHARACTERS = 1 << 20
-
-
-def _bounded(found: list[str], where: str) -> list[str]:
+def _bounded(found: list, where: str) -> list:
+    """``found``, unless it holds more than :data:`MAX_WORDS` words."""
     if len(found) > MAX_WORDS:
         raise InputError(f"{where}: more than {MAX_WORDS:,} words, more than a launch script's arguments "
                          f"hold; give pretrain_gpt.py's arguments only, each flag once")
