@@ -51,6 +51,34 @@ def test_h100_log_values_and_mpi_noise():
     assert log.devices[0] == "NVIDIA H100 80GB HBM3"
 
 
+def test_a_log_that_repeats_its_table_simulates_each_size_once(tmp_path, monkeypatch):
+    """Runs appended to one file repeat every size; each is simulated once (a 301-fold log
+    took 61 s to validate and 29 s to calibrate, one simulation a row) and every row still
+    gets its size's time: the doubled log's points are the single log's, twice over, and
+    calibrate fits the same network from the same number of simulations."""
+    from simpy_astra.calibration import report
+
+    src = A100 / "all_reduce.log"
+    lines = src.read_text().splitlines()
+    rows = [line for line in lines if line.strip()[:1].isdigit()]
+    doubled = tmp_path / "doubled.log"
+    doubled.write_text("\n".join(lines + rows) + "\n")
+    calls = []
+    real = report.simulate_collective
+    monkeypatch.setattr(report, "simulate_collective", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    network = load_network(str(A100 / "network.yml"))
+    system = model.default_system(network)
+    single = report.simulate_logs([parse_log(str(src))], network, system)[0]
+    once = len(calls)
+    twice = report.simulate_logs([parse_log(str(doubled))], network, system)[0]
+    assert len(calls) - once == once == len(set(calls))
+    times = {p.size_bytes: p.simulated_us for p in single.points}
+    assert len(twice.points) == 2 * len(single.points)
+    assert all(p.simulated_us == times[p.size_bytes] for p in twice.points)
+    fits = [model.calibrate([parse_log(path)], network, system) for path in (str(src), str(doubled))]
+    assert fits[0].network == fits[1].network and fits[0].simulations == fits[1].simulations
+
+
 def _variant(src: Path, dst: Path, transform) -> str:
     dst.write_text("\n".join(transform(line) for line in src.read_text().splitlines()) + "\n")
     return str(dst)

@@ -492,12 +492,16 @@ def calibrate(logs: list, network: dict[str, Any], system: dict[str, Any], min_s
         used = [o for o in observations if o.nccl_size >= min_size]
         sim_errors = []
         agrees = True
+        simulated: dict[tuple[str, int, int], int] = {}  # a size logged on many rows runs once
         for o, model_err in zip(used, fitted.model_errors, strict=True):
-            counts = spans[(o.collective, o.ranks)]
-            t = simulate_collective(sub_network(current, counts), sub_system(system, len(counts)),
-                                    o.collective, comm_size(o.collective, o.nccl_size, o.ranks), o.ranks,
-                                    backend) + o.copy_ns
-            simulations += 1
+            key = (o.collective, o.ranks, o.nccl_size)
+            if key not in simulated:
+                counts = spans[(o.collective, o.ranks)]
+                simulated[key] = simulate_collective(sub_network(current, counts), sub_system(system, len(counts)),
+                                                     o.collective, comm_size(o.collective, o.nccl_size, o.ranks),
+                                                     o.ranks, backend)
+                simulations += 1
+            t = simulated[key] + o.copy_ns
             sim_errors.append(t / o.time_ns - 1)
             agrees = agrees and abs((1 + sim_errors[-1]) / (1 + model_err) - 1) < 0.005
         if agrees:

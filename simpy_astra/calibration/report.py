@@ -103,6 +103,9 @@ def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
         counts = span(network, log.ranks, log.path)
         net, sys_ = sub_network(network, counts), sub_system(system, len(counts))
         res = LogResult(log.path, log.collective, log.ranks)
+        # a size's simulated time (or why it has none) is the same on every row of it: a log
+        # that repeats its table (runs appended to one file) simulates each size once
+        simulated: dict[int, float | str] = {}
         for row in log.rows:
             measured = row.inplace_time_us if in_place else row.time_us
             if measured is None:
@@ -112,12 +115,17 @@ def simulate_logs(logs: list, network: dict[str, Any], system: dict[str, Any],
                 res.points.append(Point(row.line, row.size_bytes, measured, None,
                                         "fewer bytes than GPUs: not simulated"))
                 continue
-            if network_for is not None:
-                net = sub_network(network_for(row.size_bytes), counts)
-            try:
-                t_ns = simulate_collective(net, sys_, log.collective, size, log.ranks, backend)
-            except InputError as exc:  # e.g. an all-gather smaller than the dataset splits
-                res.points.append(Point(row.line, row.size_bytes, measured, None, str(exc)))
+            if row.size_bytes not in simulated:
+                if network_for is not None:
+                    net = sub_network(network_for(row.size_bytes), counts)
+                try:
+                    simulated[row.size_bytes] = simulate_collective(net, sys_, log.collective, size, log.ranks,
+                                                                    backend)
+                except InputError as exc:  # e.g. an all-gather smaller than the dataset splits
+                    simulated[row.size_bytes] = str(exc)
+            t_ns = simulated[row.size_bytes]
+            if isinstance(t_ns, str):
+                res.points.append(Point(row.line, row.size_bytes, measured, None, t_ns))
                 continue
             t_ns += own_chunk_copy_ns(log.collective, row.size_bytes, log.ranks, mem_gbps, in_place)
             res.points.append(Point(row.line, row.size_bytes, measured, t_ns / 1e3))
