@@ -352,6 +352,14 @@ def _solve(rows: list[tuple[float, float, float]]) -> tuple[float, float]:
 MAX_SHARE = 100.0
 
 
+def _fitted_share(b: float) -> float:
+    """The share ``1 / b`` a fit found, as kept (4 decimals); refused when it leaves the
+    transfer no time or rounds to nothing (a later time would divide by it)."""
+    if b <= 0 or round(1 / b, 4) <= 0:
+        raise ValueError("its sizes' times leave nothing for the transfer")
+    return round(1 / b, 4)
+
+
 def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) -> Links:
     """``links`` with ``algo``'s efficiency and Simple latency scale fitted to measured
     (bytes, us) points where NCCL runs it, each with the protocol NCCL picks there and the
@@ -382,12 +390,11 @@ def fit(links: Links, shape: Shape, algo: str, points: list[tuple[int, float]]) 
     chunk_us = links.tree_chunk_us
     if halved:
         chunk_us, a = a, 1.0
-    if b <= 0:
-        raise ValueError("its sizes' times leave nothing for the transfer")
-    if 1 / b > MAX_SHARE:
-        raise ValueError(f"its sizes' times ask {1 / b:.3g} times the links' bandwidth; they hardly grow with "
+    share = _fitted_share(b)
+    if share > MAX_SHARE:
+        raise ValueError(f"its sizes' times ask {share:.3g} times the links' bandwidth; they hardly grow with "
                          f"the size, or the network's bandwidth is far below the machine's")
-    eff = dict(links.efficiency) | {algo: round(1 / b, 4)}
+    eff = dict(links.efficiency) | {algo: share}
     scale = dict(links.latency_scale) | {algo: round(a, 4)}
     return replace(links, efficiency=tuple(sorted(eff.items())), latency_scale=tuple(sorted(scale.items())),
                    tree_chunk_us=round(chunk_us, 4))
@@ -414,8 +421,10 @@ def fit_protocol(links: Links, shape: Shape, algo: str, proto: str, points: list
     if a <= 0 or b <= 0:
         rows = [(0.0, y, r - x) for x, y, r in rows]
         a, b = 1.0, sum(y * r for _, y, r in rows) / sum(y * y for _, y, _ in rows)
-    if b <= 0 or round(1 / b, 4) <= 0:
-        raise ValueError(f"{proto}: its sizes' times leave nothing for the transfer")
+    try:
+        share = _fitted_share(b)
+    except ValueError as exc:
+        raise ValueError(f"{proto}: {exc}") from None
     key = protocol_key(shape, algo, proto)
-    scale = [e for e in links.protocol_scale if e[0] != key] + [(key, round(1 / b, 4), round(a, 4))]
+    scale = [e for e in links.protocol_scale if e[0] != key] + [(key, share, round(a, 4))]
     return replace(links, protocol_scale=tuple(sorted(scale)))
