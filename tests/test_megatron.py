@@ -812,6 +812,24 @@ def test_megatron_core_h100_table_rows_without_pipeline(tmp_path, monkeypatch):
     assert sum(errors) / len(errors) <= 0.10
 
 
+@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(TABLE), "MCORE_H100.md")),
+                    reason="../shared/realtables is not beside the checkout")
+def test_strong_scaling_middle_point_is_the_tables_177b_row():
+    """The strong-scaling benchmark's 2,304-GPU point is Megatron-Core's 177B table row: the
+    same arguments, and the seconds its formula gives from 432.8 TFLOP/s are the table's 5.259."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        from megatron_mcore_h100 import DEFAULT_TABLE, read_table
+        from megatron_mcore_strong_scaling import rows
+    finally:
+        sys.path.pop(0)
+    table = {r["model"]: r for r in read_table(DEFAULT_TABLE)}["177B"]
+    point = {r["gpus"]: r for r in rows(1)}[2304]
+    assert point["args"] == table["args"]
+    assert point["seconds"] == pytest.approx(table["seconds"], abs=0.0005)
+    assert "--num-layers-per-virtual-pipeline-stage 4 " in {r["gpus"]: r for r in rows(4)}[96]["args"] + " "
+
+
 def test_nemo_fp8_table_rows_on_a_few_gpus(tmp_path, monkeypatch):
     """NeMo 24.07's published FP8 pre-training table on DGX H100, the rows on at most 64 GPUs
     without a pipeline (GPT-3 5B and 20B, Llama 2 7B, Llama 3 8B with context parallelism),

@@ -1,0 +1,56 @@
+"""Megatron-Core's strong scaling of its 177B GPT on DGX H100, predicted.
+
+Megatron-LM's README (the commit ``../shared/realtables/MCORE_H100.md`` cites) strong-scales
+the 177B model of its weak-scaling table from 96 to 4,608 H100 GPUs at 1,152 sequences a
+step, MFU falling from 47% to 42% (its text; the figure prints no other figure). The
+2,304-GPU point is the table's 177B row (432.8 TFLOP/s). Each point runs that row's
+arguments (tp 8, pp 6) on its GPU count, as ``megatron_mcore_h100.py`` runs the table; the
+table does not publish interleaving, and ``--vp N`` adds N model chunks per stage.
+
+At 96 GPUs each pipeline runs 576 micro-batches: the bubble is 1%, the data-parallel sync
+is over two replicas, so that point measures a 177B layer's compute alone.
+
+    python benchmarks/megatron_mcore_strong_scaling.py [--vp 4] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from megatron_mcore_h100 import SEQ, VOCAB, row_args
+from megatron_sc21 import score
+
+H100_PEAK_TFLOPS = 989  # dense bf16, the table's MFU denominator
+HEADS, HIDDEN, LAYERS, TP, PP, BATCH = 96, 12288, 96, 8, 6, 1152
+#: GPUs -> published TFLOP/s per GPU (the ends from the README's MFU, the middle the table's)
+PUBLISHED = {96: 0.47 * H100_PEAK_TFLOPS, 2304: 432.8, 4608: 0.42 * H100_PEAK_TFLOPS}
+
+
+def step_flops() -> float:
+    """Megatron's model FLOPs of one step (the table's formula, 4h FFN, no recomputation)."""
+    s, h, n = SEQ, HIDDEN, LAYERS
+    return 72 * BATCH * s * n * h * h * (1 + s / (6 * h) + VOCAB / (12 * n * h))
+
+
+def rows(vp: int) -> list[dict]:
+    args = row_args(HEADS, HIDDEN, LAYERS, TP, PP, BATCH)
+    if vp > 1:
+        args += f" --num-layers-per-virtual-pipeline-stage {LAYERS // PP // vp}"
+    return [{"model": f"177B-{gpus}", "gpus": gpus, "tflops": tflops, "preset": "dgx-h100",
+             "inter_node_gbit_s": 3200, "seconds": step_flops() / (tflops * 1e12 * gpus), "args": args}
+            for gpus, tflops in PUBLISHED.items()]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--vp", type=int, default=1, choices=(1, 2, 4, 8, 16),
+                   help="model chunks per pipeline stage (16 layers a stage; default 1, as the table)")
+    p.add_argument("--json", default=None, help="write the points and scores here")
+    a = p.parse_args()
+    score(rows(a.vp), a.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
