@@ -447,6 +447,17 @@ def test_unwritable_outputs_refused_before_the_run(capsys, flag, value, needle):
     assert line  # and nothing was simulated: no figures on stdout (checked by expect_cli_error's capture)
 
 
+@pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux's /proc")
+def test_an_output_where_no_file_can_be_made_is_refused_before_the_run(capsys):
+    """``/proc`` takes no new file, yet ``os.access`` says it does to root: the run used to
+    simulate, print its figures and only then fail to write them (as "does not exist")."""
+    path = scenario()
+    line = expect_cli_error(capsys, ["run", path, "--json-out", "/proc/version"], "--json-out", "/proc/version")
+    assert "does not exist" not in line
+    code = main(["run", path, "--json-out", "/proc/version"])
+    assert code == EXIT_INPUT_ERROR and capsys.readouterr().out == ""  # nothing was simulated
+
+
 def test_negative_message_size_in_et(capsys):
     write_workload({0: [coll(0, size=-1024)], 1: [coll(0, size=-1024)]})
     write_configs()

@@ -37,11 +37,14 @@ _BLOCK_BYTES = 16 * 2**20
 #: (device, inode, mtime_ns, size) -> path of every input read by this process (an output
 #: that is one of them is refused; mtime and size keep a reused inode from matching)
 _inputs: dict[tuple[int, int, int, int], str] = {}
+#: (device, inode) of every folder a file was created in by :func:`_probe_folder`
+_writable_folders: set[tuple[int, int]] = set()
 
 
 def forget_inputs() -> None:
-    """Start a new command: no input read yet."""
+    """Start a new command: no input read yet, no folder known to be writable."""
     _inputs.clear()
+    _writable_folders.clear()
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -211,6 +214,32 @@ def check_output(path: Any, what: str) -> None:
         raise InputError(f"{what}: cannot write {show(path)}: {show(folder)} {problem}")
     if not os.access(folder, os.W_OK | os.X_OK) or (st is not None and not os.access(path, os.W_OK)):
         raise InputError(f"{what}: cannot write {show(path)}: permission denied")
+    _probe_folder(folder, path, what)
+
+
+def _probe_folder(folder: str, path: Any, what: str) -> None:
+    """Create and remove a file in ``folder``, as :func:`open_output` will: ``os.access``
+    says yes to root everywhere, also in ``/proc`` and ``/sys``, where no file can be made,
+    so only trying tells before the run whether its output can be written."""
+    try:
+        st = os.stat(folder)
+        key = (st.st_dev, st.st_ino)
+    except OSError:
+        key = None
+    if key in _writable_folders:  # a generator's thousands of ranks: one probe a folder
+        return
+    probe = os.path.join(folder, f".{os.path.basename(os.fsdecode(path))}.{os.getpid()}.probe")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        problem = "its folder accepts no new files" if exc.errno == errno.ENOENT else os_problem(exc)
+        raise InputError(f"{what}: cannot write {show(path)} ({problem})") from None
+    os.close(fd)
+    _remove(probe)
+    if key is not None:
+        _writable_folders.add(key)
 
 
 @contextlib.contextmanager
