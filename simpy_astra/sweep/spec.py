@@ -71,6 +71,8 @@ RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_m
                 *SWEEP_COLUMNS, "cost_usd", "wall_s", *TRAINING_NAMES)
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
+#: a sweep of Megatron jobs answers in the job's own figures (``run`` prints them first)
+MEGATRON_REPORT = ("iteration_time_ns", "tflops_per_gpu", "mfu", "memory_per_gpu_gib", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
 FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
 @dataclass(frozen=True)
@@ -456,7 +458,8 @@ def load_sweep(path: str) -> SweepSpec:
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")
-    if megatron_args_of(spec.base) is not None:  # every modelled flag is a name (axis names win)
+    megatron = megatron_args_of(spec.base) is not None
+    if megatron:  # every modelled flag is a name (axis names win)
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
     coords = set(names) | spec.flag_names
     for i, text in enumerate(raw_constraints):
@@ -464,7 +467,7 @@ def load_sweep(path: str) -> SweepSpec:
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
     spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
                                       coords | set(RESULT_NAMES))
-    raw_report = doc.get("report", list(DEFAULT_REPORT))
+    raw_report = doc.get("report", list(MEGATRON_REPORT if megatron else DEFAULT_REPORT))
     if not isinstance(raw_report, list) or not raw_report:
         raise InputError(f"{path}: field 'report' must be a list of result names or expressions")
     spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES))
