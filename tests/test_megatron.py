@@ -832,8 +832,8 @@ def test_strong_scaling_middle_point_is_the_tables_177b_row():
 
 def test_nemo_a100_gpt3_5b_on_one_node(tmp_path, monkeypatch):
     """NeMo 22.09's GPT-3 5B on one DGX A100 node (40,345 tokens/s published, 8 GPUs, tp 1,
-    micro-batch 2, global batch 2,048): held out, within 10% of the published step (NeMo's own
-    GPT code; the benchmark's table shows its 175B points a quarter faster than they ran)."""
+    micro-batch 2, global batch 2,048): held out, within 10% of the published step (NeMo's port
+    of Megatron's GPT; the benchmark's table shows its 175B points a quarter faster than they ran)."""
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     try:
         from megatron_sc21 import predict
