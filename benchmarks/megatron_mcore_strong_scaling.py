@@ -2,7 +2,7 @@
 
 Megatron-LM's README (the commit ``../shared/realtables/MCORE_H100.md`` cites) strong-scales
 the 177B model of its weak-scaling table from 96 to 4,608 H100 GPUs at 1,152 sequences a
-step, MFU falling from 47% to 42% (its text; the figure prints no other figure). The
+step, MFU falling from 47% to 42% (its text gives only those two). The
 2,304-GPU point is the table's 177B row (432.8 TFLOP/s). Each point runs that row's
 arguments (tp 8, pp 6) on its GPU count, as ``megatron_mcore_h100.py`` runs the table; the
 table does not publish interleaving, and ``--vp N`` adds N model chunks per stage.
@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from megatron_mcore_h100 import SEQ, VOCAB, row_args
-from megatron_sc21 import score
+from megatron_sc21 import gpt_step_flops, score
 
 H100_PEAK_TFLOPS = 989  # dense bf16, the table's MFU denominator
 HEADS, HIDDEN, LAYERS, TP, PP, BATCH = 96, 12288, 96, 8, 6, 1152
@@ -27,18 +27,12 @@ HEADS, HIDDEN, LAYERS, TP, PP, BATCH = 96, 12288, 96, 8, 6, 1152
 PUBLISHED = {96: 0.47 * H100_PEAK_TFLOPS, 2304: 432.8, 4608: 0.42 * H100_PEAK_TFLOPS}
 
 
-def step_flops() -> float:
-    """Megatron's model FLOPs of one step (the table's formula, 4h FFN, no recomputation)."""
-    s, h, n = SEQ, HIDDEN, LAYERS
-    return 72 * BATCH * s * n * h * h * (1 + s / (6 * h) + VOCAB / (12 * n * h))
-
-
 def rows(vp: int) -> list[dict]:
     args = row_args(HEADS, HIDDEN, LAYERS, TP, PP, BATCH)
     if vp > 1:
         args += f" --num-layers-per-virtual-pipeline-stage {LAYERS // PP // vp}"
     return [{"model": f"177B-{gpus}", "gpus": gpus, "tflops": tflops, "preset": "dgx-h100",
-             "inter_node_gbit_s": 3200, "seconds": step_flops() / (tflops * 1e12 * gpus), "args": args}
+             "inter_node_gbit_s": 3200, "seconds": gpt_step_flops(BATCH, SEQ, LAYERS, HIDDEN, VOCAB) / (tflops * 1e12 * gpus), "args": args}
             for gpus, tflops in PUBLISHED.items()]
 
 

@@ -52,6 +52,12 @@ def h100_row(model: str, gpus: int, global_batch: int, seq: int, tokens_per_s: f
             "tflops": float(tflops), "preset": "dgx-h100", "inter_node_gbit_s": 3200, "args": args}
 
 
+def gpt_step_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:
+    """Megatron's model FLOPs of a GPT step with a 4h FFN, recomputation not counted:
+    ``72 B s l h^2 (1 + s/6h + V/12lh)`` (what published MFU and TFLOP/s figures divide)."""
+    return 72 * batch * seq * layers * hidden ** 2 * (1 + seq / (6 * hidden) + vocab / (12 * layers * hidden))
+
+
 def predict(row: dict, folder: str, gpu: dict | None = None) -> tuple[dict, float]:
     """Run one row as a scenario (``gpu``: GPU figures overriding the preset's; the row's
     ``preset`` and ``inter_node_gbit_s`` default to SC'21's DGX A100 and 1,600 Gbit/s)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from megatron_sc21 import table_main
+from megatron_sc21 import gpt_step_flops, table_main
 
 COMMON = ("--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 2 --global-batch-size 2048 "
           "--bf16 --transformer-impl local --use-distributed-optimizer --overlap-grad-reduce")
@@ -27,21 +27,14 @@ ARGS = {
     "175B": ("--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --tensor-model-parallel-size 8 "
              "--pipeline-model-parallel-size 8 --recompute-activations --sequence-parallel " + COMMON),
 }
-#: model -> (layers, hidden, tp): the shapes above, for Megatron's FLOP count
-SHAPES = {"5B": (24, 4096, 1), "175B": (96, 12288, 8)}
+#: model -> Megatron's FLOPs of its step (GPT-2's 50,257 tokens padded to a multiple of 128 x tp)
+STEP_FLOPS = {"5B": gpt_step_flops(2048, 2048, 24, 4096, 50304),
+              "175B": gpt_step_flops(2048, 2048, 96, 12288, 51200)}
 #: model -> {nodes: tokens per second of the whole machine}, as published
 TOKENS_PER_S = {
     "5B": {1: 40345, 2: 79815, 4: 161754, 8: 312774, 16: 659481, 32: 1159288},
     "175B": {8: 7500, 16: 14950, 32: 29537, 64: 58211, 128: 109684},
 }
-
-
-def step_flops(model: str) -> float:
-    """Megatron's model FLOPs of a step, ``72 B s l h^2 (1 + s/6h + V/12lh)`` (no recomputation
-    counted), with GPT-2's 50,257 tokens padded to a multiple of 128 x tp."""
-    layers, h, tp = SHAPES[model]
-    s, batch, vocab = 2048, 2048, -(-50257 // (128 * tp)) * 128 * tp
-    return 72 * batch * s * layers * h * h * (1 + s / (6 * h) + vocab / (12 * layers * h))
 
 
 def read_table(_path: str) -> list[dict]:
@@ -51,7 +44,7 @@ def read_table(_path: str) -> list[dict]:
         for nodes, tokens in points.items():
             seconds, gpus = 2048 * 2048 / tokens, nodes * 8
             rows.append({"model": f"{model}-{gpus}", "gpus": gpus, "seconds": seconds, "args": ARGS[model],
-                         "tflops": step_flops(model) / (seconds * gpus) / 1e12})
+                         "tflops": STEP_FLOPS[model] / (seconds * gpus) / 1e12})
     return rows
 
 
