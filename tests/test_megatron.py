@@ -5,6 +5,7 @@ from Megatron-LM's published table; none is read back from the code under test."
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -336,11 +337,17 @@ def test_cluster_preset_builds_the_network_and_refuses_bad_values():
 
 
 # ---------------------------------------------------------------------------------- the table
-def _table_rows():
+def _benchmark(name: str):
+    """A script of ``benchmarks/`` as a module (the folder is not a package)."""
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    from megatron_sc21 import read_table
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
 
-    return read_table(TABLE)
+
+def _table_rows():
+    return _benchmark("megatron_sc21").read_table(TABLE)
 
 
 @pytest.mark.skipif(not os.path.exists(TABLE), reason="../shared/realtables is not beside the checkout")
@@ -797,15 +804,11 @@ def test_megatron_core_h100_table_rows_without_pipeline(tmp_path, monkeypatch):
     """The first three rows of Megatron-Core's H100 table (no pipeline, at most tp 4), run by
     the benchmark as a user would: their mean |error| within the issue's 10% (the preset's two
     efficiencies were fitted on these rows; each row stays within 12%)."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        from megatron_mcore_h100 import DEFAULT_TABLE, read_table
-        from megatron_sc21 import predict
-    finally:
-        sys.path.pop(0)
+    mcore = _benchmark("megatron_mcore_h100")
+    predict = _benchmark("megatron_sc21").predict
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     errors = []
-    for row in read_table(DEFAULT_TABLE)[:3]:
+    for row in mcore.read_table(mcore.DEFAULT_TABLE)[:3]:
         data, _ = predict(row, str(tmp_path))
         errors.append(abs(data["iteration_time_ns"] / 1e9 / row["seconds"] - 1))
         assert errors[-1] < 0.12, row["model"]
@@ -817,13 +820,9 @@ def test_megatron_core_h100_table_rows_without_pipeline(tmp_path, monkeypatch):
 def test_strong_scaling_middle_point_is_the_tables_177b_row():
     """The strong-scaling benchmark's 2,304-GPU point is Megatron-Core's 177B table row: the
     same arguments, and the seconds its formula gives from 432.8 TFLOP/s are the table's 5.259."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        from megatron_mcore_h100 import DEFAULT_TABLE, read_table
-        from megatron_mcore_strong_scaling import rows
-    finally:
-        sys.path.pop(0)
-    table = {r["model"]: r for r in read_table(DEFAULT_TABLE)}["177B"]
+    mcore = _benchmark("megatron_mcore_h100")
+    rows = _benchmark("megatron_mcore_strong_scaling").rows
+    table = {r["model"]: r for r in mcore.read_table(mcore.DEFAULT_TABLE)}["177B"]
     point = {r["gpus"]: r for r in rows(1)}[2304]
     assert point["args"] == table["args"]
     assert point["seconds"] == pytest.approx(table["seconds"], abs=0.0005)
@@ -834,12 +833,8 @@ def test_nemo_a100_gpt3_5b_on_one_node(tmp_path, monkeypatch):
     """NeMo 22.09's GPT-3 5B on one DGX A100 node (40,345 tokens/s published, 8 GPUs, tp 1,
     micro-batch 2, global batch 2,048): held out, within 10% of the published step (NeMo's port
     of Megatron's GPT; the benchmark's table shows its 175B points a quarter faster than they ran)."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        from megatron_sc21 import predict
-        from nemo_a100 import read_table
-    finally:
-        sys.path.pop(0)
+    predict = _benchmark("megatron_sc21").predict
+    read_table = _benchmark("nemo_a100").read_table
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     row = read_table("")[0]
     assert (row["model"], row["seconds"]) == ("5B-8", pytest.approx(2048 * 2048 / 40345))
@@ -853,12 +848,8 @@ def test_nemo_fp8_table_rows_on_a_few_gpus(tmp_path, monkeypatch):
     run by the benchmark as a user would. Nothing was fitted on this table (the H100 preset's
     efficiencies come from Megatron-Core's bf16 table): each row within 15% of the published
     seconds per step, their mean |error| within the issue's 10% for H100 tables."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        from megatron_sc21 import predict
-        from nemo_h100_fp8 import read_table
-    finally:
-        sys.path.pop(0)
+    predict = _benchmark("megatron_sc21").predict
+    read_table = _benchmark("nemo_h100_fp8").read_table
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     rows = [r for r in read_table("") if "--pipeline-model-parallel-size 1 " in r["args"]]
     assert [r["model"] for r in rows] == ["GPT3-5B", "GPT3-20B", "LLAMA2-7B", "LLAMA3-8B"]
@@ -876,12 +867,8 @@ def test_bridge_h100_llama3_70b_row_on_64_gpus(tmp_path, monkeypatch):
     benchmarks/bridge_h100.py; nothing was fitted on it. Measured +18.4% (not the pipeline
     layout: the recipe's layout came after the row and reads +11.2%), so the bound is 25%, a
     guard against regressions rather than the 15% of the NeMo rows."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        from bridge_h100 import read_table
-        from megatron_sc21 import predict
-    finally:
-        sys.path.pop(0)
+    read_table = _benchmark("bridge_h100").read_table
+    predict = _benchmark("megatron_sc21").predict
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     row = read_table("")[0]
     assert row["model"] == "LLAMA3-70B FP8-CS 25.11" and row["gpus"] == 64
