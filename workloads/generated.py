@@ -160,7 +160,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
                            layout=_lazy("simpy_astra.workloads.transformer.generator", "layout")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
-    "megatron": _typed("simpy_astra.workloads.megatron.generator", "11", command_line_args=True),
+    "megatron": _typed("simpy_astra.workloads.megatron.generator", "12", command_line_args=True),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),

@@ -35,9 +35,7 @@ NO_TIMING_EFFECT = (
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
     "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler", "--rampup-batch-size", "--fp16-lm-cross-entropy",
-    "--attention-softmax-in-fp32", "--accumulate-allreduce-grads-in-fp32",
-    "--apply-query-key-layer-scaling",
-    "--no-query-key-layer-scaling", "--position-embedding-type", "--use-rotary-position-embeddings",
+    "--accumulate-allreduce-grads-in-fp32", "--position-embedding-type", "--use-rotary-position-embeddings",
     "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
@@ -184,6 +182,11 @@ def parser() -> argparse.ArgumentParser:
     i("--attention-backend", choices=("flash", "fused", "unfused", "local", "auto"), default=None,
       help="Megatron-Core's attention kernel choice")
     _bool(p, "--no-masked-softmax-fusion", help="scale, mask and softmax as separate kernels")
+    _bool(p, "--attention-softmax-in-fp32", help="unfused softmax: mask and softmax in fp32 (a copy each way)")
+    _bool(p, "--apply-query-key-layer-scaling", help="unfused softmax: scores scaled by the layer number, in fp32 "
+                                                     "(the default of 2021 names)")
+    _bool(p, "--no-query-key-layer-scaling", help="2021: no layer-number scaling (softmax in fp16 unless "
+                                                  "--attention-softmax-in-fp32)")
     _bool(p, "--no-bias-gelu-fusion", help="bias and GeLU as separate kernels")
     _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
     _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
@@ -324,6 +327,11 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     else:
         recompute, method, layers = "none", "uniform", 0
     legacy = _legacy(a)
+    # on by default until Megatron-Core made it opt-in (2023); it forces the softmax into fp32.
+    # Transformer Engine scales fp16 scores only, and its unfused softmax is always in fp32.
+    te = _transformer_engine(a)
+    qk_scaling = a.apply_query_key_layer_scaling or (legacy and not a.no_query_key_layer_scaling)
+    qk_scaling = qk_scaling and not (te and not a.fp16)
     cp_comm = set(a.cp_comm_type)
     if len(cp_comm) > 1 or "a2a+p2p" in cp_comm:
         raise InputError(f"{where}: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
@@ -362,4 +370,5 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
+        query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
     )

@@ -119,6 +119,37 @@ class MegatronJob:
     #: ``--fp8-param-gather``: Transformer Engine's linear weights kept only in FP8 (no bf16
     #: copy; the fp32 master in the optimizer) and all-gathered in FP8, one byte a weight
     fp8_param_gather: bool = False
+    #: query-key layer scaling: the unfused softmax path multiplies the scores by the layer
+    #: number (Megatron's default until 2023, ``--no-query-key-layer-scaling`` to drop it)
+    query_key_layer_scaling: bool = False
+    #: the unfused path masks and softmaxes in fp32 (``--attention-softmax-in-fp32``, or
+    #: implied by query-key layer scaling): a copy to fp32 before and back after
+    softmax_in_fp32: bool = False
+
+    def fused_softmax_runs(self) -> bool:
+        """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).
+
+        ``FusedScaleMaskSoftmax`` falls back to PyTorch when fusion is off, on fp32 inputs, or
+        outside the kernel's shapes: keys of 17 to 2,048 (2021, ``megatron/model/
+        fused_softmax.py`` at ``6985e589``) or 4,096 (from 2022-01, ``is_kernel_available``),
+        queries and (today) keys a multiple of 4, and ``micro-batch x heads per GPU`` a
+        multiple of 4 and of the kernel's rows per block (8 for keys up to 128, else 4).
+        Transformer Engine's unfused attention (``--attention-backend unfused``) has its own:
+        keys of 17 to 16,383 and a multiple of 8, its causal rows a multiple of that block."""
+        if not self.masked_softmax_fusion or self.precision == "fp32":
+            return False
+        keys, batches = self.seq, self.micro_batch * (self.heads // self.tp)
+        per_block = 8 if keys <= 128 else 4
+        if self.transformer_engine:
+            return 16 < keys < 16384 and keys % 8 == 0 and batches % 4 == 0 and keys % per_block == 0
+        if self.legacy:
+            return 16 < keys <= 2048 and keys % 4 == 0 and batches % 4 == 0
+        return 16 < keys <= 4096 and keys % 4 == 0 and batches % per_block == 0
+
+    def softmax_fp32_copy(self) -> bool:
+        """PyTorch's fallback softmax runs on an fp32 copy of the fp16/bf16 scores (which its
+        backward also saves: 4 B a score, not 2)."""
+        return not self.fused_softmax_runs() and self.softmax_in_fp32 and self.precision != "fp32"
 
     @property
     def micro_batches(self) -> int:

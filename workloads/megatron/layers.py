@@ -9,8 +9,8 @@ the layer norms, dropouts and residual adds on ``T / tp`` tokens.
 
 Bytes per element of the memory-bound kernels (fp16/bf16 tensors, 1-byte dropout masks),
 forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5, fused bias-GeLU 4 / 6
-(unfused 8 / 10), SwiGLU 6 / 10, fused scale-mask-softmax 4 / 6 (unfused: scale, mask and
-softmax each read and write, 12 / 10), attention dropout 5 / 5, the context's transpose 4 / 4.
+(unfused 8 / 10), SwiGLU 6 / 10, fused scale-mask-softmax 4 / 6 (unfused: see
+``_softmax_kernels``), attention dropout 5 / 5, the context's transpose 4 / 4.
 A bias's gradient reads the output gradient once (none with ``--disable-bias-linear``).
 """
 
@@ -141,7 +141,8 @@ class ChunkModel:
         scores = bh * q_len * kv_len
         if not backward:
             b.add("attention", self._gemm(q_len, kv_len, job.head_dim, bh))
-            b.add("elementwise", self._stream(scores, 4 if job.masked_softmax_fusion else 12))
+            kernels = self._softmax_kernels(backward=False)
+            b.add("elementwise", sum(self._stream(scores, moved) for moved in kernels), len(kernels))
             b.add("elementwise", self._stream(scores, 5))  # dropout
             b.add("attention", self._gemm(q_len, job.head_dim, kv_len, bh))
             b.add("elementwise", self._stream(t * self.q_width, 4))  # context transpose
@@ -149,9 +150,29 @@ class ChunkModel:
             b.add("elementwise", self._stream(t * self.q_width, 4))
             b.add("attention", 2 * self._gemm(q_len, kv_len, job.head_dim, bh), 2)  # d(probs), d(V)
             b.add("elementwise", self._stream(scores, 5))
-            b.add("elementwise", self._stream(scores, 6 if job.masked_softmax_fusion else 10))
+            kernels = self._softmax_kernels(backward=True)
+            b.add("elementwise", sum(self._stream(scores, moved) for moved in kernels), len(kernels))
             b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh), 2)  # d(Q), d(K)
         self._attention_after(b, backward)
+
+    def _softmax_kernels(self, backward: bool) -> list[int]:
+        """Bytes a score moves in each kernel of scale, mask and softmax (forward or backward).
+
+        The fused kernel reads and writes each score once: ``[4]`` (backward ``[6]``).
+        PyTorch's fallback (``FusedScaleMaskSoftmax.forward_torch_softmax``) runs its steps one
+        kernel each on ``x``-byte scores (4 when fp16/bf16 scores are copied to fp32, else 2):
+        the copy to fp32 (6), the query-key layer scaling's multiply (2x), the in-place mask
+        (2x), the softmax (2x) and the copy back (6); autograd runs them backward, the
+        softmax's gradient reading its output too (3x). 2021's fp16 default is 36 B forward
+        and 40 backward in five kernels each; today's unfused bf16 8 and 10 in two."""
+        job = self.job
+        if job.fused_softmax_runs():
+            return [6 if backward else 4]
+        fp32_copy = job.softmax_fp32_copy()
+        x = 4 if fp32_copy else 2  # bytes of a 16-bit score (fp32 runs: _stream doubles them)
+        steps = [2 * x] if job.query_key_layer_scaling else []
+        steps += [2 * x, 3 * x if backward else 2 * x]  # mask, softmax
+        return [6, *steps, 6] if fp32_copy else steps
 
     def _attention_after(self, b: _Builder, backward: bool) -> None:
         """Context parallelism's exchange after the attention kernels, where it has one."""

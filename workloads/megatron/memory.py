@@ -135,7 +135,9 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
     split = 2 * q + 2 * kv + 2 * kv + gemm_in * q + ffn_words
     per_token = (unsplit + split) / t if job.sequence_parallel else unsplit + split / t
     per_token += routed
-    scores = 0.0 if job.recompute == "selective" or job.flash_attention else 5 * job.heads * s * s * b / t
+    # softmax output 2 B (4 when PyTorch's fallback softmaxes an fp32 copy), dropout mask 1, its output 2
+    per_score = 7 if job.softmax_fp32_copy() else 5
+    scores = 0.0 if job.recompute == "selective" or job.flash_attention else per_score * job.heads * s * s * b / t
     return (s * b * per_token + scores) * job.element_bytes / 2
 
 
