@@ -52,6 +52,28 @@ def test_generated_once_per_parameters_and_run(copying_generator, tmp_path):
     assert [r.finished_cycles for r in reports] == [142780] * 8  # the default scenario's figure
 
 
+def test_a_change_to_the_generators_code_is_a_new_cache_folder(copying_generator, tmp_path, monkeypatch):
+    """A trace cached by one version of the generators' code is never read by another, even
+    when the change forgot its generator's version bump: the cache is keyed by a hash of
+    every ``.py`` file of the package (its path and content)."""
+    code = tmp_path / "code"
+    (code / "sub").mkdir(parents=True)
+    (code / "sub" / "layers.py").write_text("BYTES = 12\n")
+    (code / "notes.txt").write_text("not code")
+    before = generated.folder_digest(code)
+    (code / "notes.txt").write_text("still not code")
+    assert generated.folder_digest(code) == before
+    (code / "sub" / "layers.py").write_text("BYTES = 36\n")
+    edited = generated.folder_digest(code)
+    (code / "sub" / "layers.py").rename(code / "layers.py")
+    assert len({before, edited, generated.folder_digest(code)}) == 3
+
+    first = load_scenario(_scenario(tmp_path, {"generate": "copy", "size": 1})).workload_prefix
+    monkeypatch.setattr(generated, "code_digest", lambda: "another version")
+    second = load_scenario(_scenario(tmp_path, {"generate": "copy", "size": 1})).workload_prefix
+    assert first != second and copying_generator == [{"size": 1}, {"size": 1}]
+
+
 def test_unknown_generator_is_an_input_error(copying_generator, tmp_path):
     with pytest.raises(InputError, match=r"workload\.generate: must name a generator, one of .*copy.*\(got 'nope'\)"):
         load_scenario(_scenario(tmp_path, {"generate": "nope"}))

@@ -13,7 +13,7 @@ returns the path of a comm-group JSON it wrote, or None. ``job`` is what its ent
 parameters themselves for a generator without one); the scenario loader and the run ask the
 entry for the job's ``layout`` and ``report`` and never test which generator it is. Generated traces are cached under
 ``$SIMPY_ASTRA_CACHE`` (default ``~/.cache/simpy-astra``) in a folder named by a hash of the
-generator name, its ``VERSION`` and the parameters, so a sweep generates each trace once, and
+generator name, its ``VERSION``, the generators' code and the parameters, so a sweep generates each trace once, and
 parallel workers that race on the same trace each build it in a private folder and the first
 rename wins.
 
@@ -27,6 +27,7 @@ the cluster; the other ranks are written on demand (``--fold-symmetry off``, or
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -36,6 +37,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from simpy_astra.errors import InputError
@@ -193,8 +195,25 @@ def cache_root() -> str:
                                                                "simpy-astra")
 
 
+def folder_digest(root: Path) -> str:
+    """A hash of every ``.py`` file under ``root``, by relative path and content."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@functools.cache
+def code_digest() -> str:
+    """The generators' code (this package, about 3 ms to read once a process): a trace cached
+    by one version of the code is never read by another, even where a change to it forgot
+    its generator's version bump."""
+    return folder_digest(Path(__file__).resolve().parent)
+
+
 def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
-    text = json.dumps({"generator": name, "version": version, "params": params}, sort_keys=True)
+    text = json.dumps({"generator": name, "version": version, "code": code_digest(), "params": params},
+                      sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
