@@ -66,6 +66,9 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --expert-tensor-parallel-size 2", 1, "expert layout divides the stage"),
     (" --num-experts 4 --moe-router-topk 1", 8, "top-1 routing needs pre-softmax"),
     (" --context-parallel-size 2 --cp-comm-type a2a+p2p", 8, "a2a+p2p needs hierarchical cp sizes"),
+    (" --context-parallel-size 2 --transformer-impl local", 8, "context parallelism needs Transformer Engine"),
+    (" --context-parallel-size 2 --DDP-impl local", 8, "context parallelism needs Transformer Engine"),
+    (" --context-parallel-size 2 --attention-backend unfused", 8, "context parallelism needs fused attention"),
     (" --defer-embedding-wgrad-compute", 8, "deferred embedding gradients need pp and fusion"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, gpus, rule):
@@ -82,6 +85,15 @@ def test_what_megatron_accepts_is_accepted():
     # Megatron turns sequence parallelism off at tp 1 (a warning, not an error)
     assert not parse(BASE + " --sequence-parallel", 8, WHERE).sequence_parallel
     assert parse(BASE + " --num-experts 4 --moe-router-topk 1 --moe-router-pre-softmax", 8, WHERE).topk == 1
+
+
+def test_tp_comm_overlap_is_transformer_engines_and_megatrons_own_layers_ignore_it():
+    """``--tp-comm-overlap`` is read only by Transformer Engine's layers (Megatron-Core's
+    ``extensions/transformer_engine.py``, its userbuffers); with ``--transformer-impl local``
+    Megatron accepts the flag and its own linear layers run their collectives whole."""
+    args = BASE + " --tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap"
+    assert parse(args, 8, WHERE).tp_comm_overlap
+    assert not parse(args + " --transformer-impl local", 8, WHERE).tp_comm_overlap
 
 
 def test_fp8_needs_a_gpu_with_fp8_units():

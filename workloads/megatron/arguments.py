@@ -330,6 +330,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     # on by default until Megatron-Core made it opt-in (2023); it forces the softmax into fp32.
     # Transformer Engine scales fp16 scores only, and its unfused softmax is always in fp32.
     te = _transformer_engine(a)
+    rules.check_layers(cp, te, _fused_attention(a), where)
     qk_scaling = a.apply_query_key_layer_scaling or (legacy and not a.no_query_key_layer_scaling)
     qk_scaling = qk_scaling and not (te and not a.fp16)
     cp_comm = set(a.cp_comm_type)
@@ -362,7 +363,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         distributed_optimizer=a.use_distributed_optimizer,
         grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16", fp8_param_gather=a.fp8_param_gather,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
-        overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1,
+        overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
         flash_attention=_fused_attention(a), transformer_engine=_transformer_engine(a),

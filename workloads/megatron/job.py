@@ -86,7 +86,7 @@ class MegatronJob:
     ddp: str  # "local" | "torch"
     overlap_grad_reduce: bool
     overlap_param_gather: bool
-    tp_comm_overlap: bool
+    tp_comm_overlap: bool  # Transformer Engine's userbuffers: Megatron's own layers ignore the flag
     async_tp_allreduce: bool  # input-gradient all-reduce overlapped with the weight-gradient GEMM
     gradient_accumulation_fusion: bool
     flash_attention: bool

@@ -58,6 +58,23 @@ def check_hardware(fp8: bool, gpu: Gpu, where: str) -> None:
                 f"none (gpu.fp8_tflops is 0): Transformer Engine refuses FP8 on it")
 
 
+def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where: str) -> None:
+    """Rules on which layers and attention kernel run (Transformer Engine's or Megatron's
+    own), known once the arguments' era is."""
+    if cp > 1 and transformer_engine and not fused_attention:
+        _refuse(where, "context parallelism needs fused attention",
+                f"--context-parallel-size {cp} with --attention-backend unfused (or local): unfused attention "
+                f"does not support context parallelism and the flag rules out the fused kernels (Megatron, through "
+                f"Transformer Engine: "
+                f"Disabling UnfusedDotProductAttention as it does not support context parallelism; No dot "
+                f"product attention backend is available)")
+    if cp > 1 and not transformer_engine:
+        _refuse(where, "context parallelism needs Transformer Engine",
+                f"--context-parallel-size {cp} needs Transformer Engine's attention, today's default layers "
+                f"(not --transformer-impl local, nor 2021's names --DDP-impl or --checkpoint-activations) "
+                f"(Megatron: Context parallelism is only supported by TEDotProductAttention!)")
+
+
 def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
     if gpus % (tp * pp * cp):
