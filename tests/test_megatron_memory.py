@@ -141,13 +141,14 @@ def test_fp8_keeps_a_weight_copy_and_its_transpose():
     """One byte for the copy and one for its transpose of each layer's four weight matrices
     (QKV 3h^2, projection h^2, the MLP's 8h^2: 12 h^2 a layer); the embedding, biases and
     norms get none."""
-    job = parse(BASE + " --bf16 --fp8-format hybrid", 1)
+    job = parse(BASE.replace(" --transformer-impl local", "") + " --bf16 --fp8-format hybrid", 1)  # TE's layers
     assert parts_bytes(job)["fp8_buffers"] == pytest.approx(2 * L * 12 * H * H)
 
 
 def test_json_memory_is_split_into_parts_that_sum_to_the_total():
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
-    job = parse(BASE + " --bf16 --fp8-format hybrid --use-distributed-optimizer", 8)
+    job = parse(BASE.replace(" --transformer-impl local", "") + " --bf16 --fp8-format hybrid --use-distributed-optimizer",
+                8)
     out = figures(job, gpu, 10**9).as_dict()
     assert set(out["memory_gib"]) == {"weights", "gradients", "optimizer", "activations", "fp8_buffers"}
     assert sum(out["memory_gib"].values()) == pytest.approx(out["memory_per_gpu_gib"], abs=0.01)

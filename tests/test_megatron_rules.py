@@ -105,6 +105,13 @@ def test_fp8_needs_a_gpu_with_fp8_units():
     assert info.value.rule == "fp8 needs fp8 hardware"
     job, _gpu = job_and_gpu({"args": args, "gpus": 8, "gpu": h100.gpu}, "s.yaml: workload")
     assert job.fp8
+    # Megatron's own layers (--transformer-impl local) compute in bf16 inside TE's fp8_autocast,
+    # which touches only TE modules; the autocast still refuses a GPU without FP8
+    local = args + " --transformer-impl local --use-distributed-optimizer --fp8-param-gather"
+    job, _gpu = job_and_gpu({"args": local, "gpus": 8, "gpu": h100.gpu}, "s.yaml: workload")
+    assert job.fp8_requested and not job.fp8 and not job.fp8_param_gather
+    with pytest.raises(InvalidConfigurationError, match="FP8 tensor cores"):
+        job_and_gpu({"args": local, "gpus": 8, "gpu": a100.gpu}, "s.yaml: workload")
 
 
 @pytest.mark.parametrize("extra,says", [

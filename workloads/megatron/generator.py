@@ -54,7 +54,7 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
                          f"it gives the GPU count and the GPU")
     gpu_model = Gpu(**gpu)
     job = parse(params.get("args"), gpus, f"{where}.args", gpus_where)
-    check_hardware(job.fp8, gpu_model, f"{where}.args")
+    check_hardware(job.fp8_requested, gpu_model, f"{where}.args")
     return job, gpu_model
 
 
@@ -149,7 +149,7 @@ def main(argv: list[str]) -> int:
     cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
-    check_hardware(job.fp8, gpu, f"generate megatron: --preset {args.preset}")
+    check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}")
     run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}, "generate megatron")
     groups = generate(run, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")

@@ -76,7 +76,7 @@ class MegatronJob:
     dp: int
     virtual_stages: int  # model chunks per pipeline stage (1: plain 1F1B)
     precision: str  # "fp16" | "bf16" | "fp32"
-    fp8: bool
+    fp8: bool  # the linear layers run in FP8: --fp8-format on Transformer Engine's layers
     fp8_current_scaling: bool  # --fp8-recipe tensorwise: each cast's scale from its tensor's own amax
     recompute: str  # "none" | "full" | "selective"
     recompute_method: str  # "uniform" | "block"
@@ -119,6 +119,9 @@ class MegatronJob:
     #: ``--fp8-param-gather``: Transformer Engine's linear weights kept only in FP8 (no bf16
     #: copy; the fp32 master in the optimizer) and all-gathered in FP8, one byte a weight
     fp8_param_gather: bool = False
+    #: ``--fp8-format`` given: Transformer Engine's ``fp8_autocast`` wraps the step (and refuses
+    #: a GPU without FP8) even where Megatron's own layers, which it does not touch, run bf16
+    fp8_requested: bool = False
     #: query-key layer scaling: the unfused softmax path multiplies the scores by the layer
     #: number (Megatron's default until 2023, ``--no-query-key-layer-scaling`` to drop it)
     query_key_layer_scaling: bool = False
