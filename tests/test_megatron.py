@@ -287,13 +287,16 @@ def _all_reduce_s(cluster: dict, size_bytes: float) -> float:
 def test_grad_reduce_in_bf16_halves_the_exposed_sync(tmp_path):
     """bf16 on two data-parallel GPUs, ``--DDP-impl local`` (the all-reduce after the backward,
     exposed): the step grows by an all-reduce of the fp32 gradient buffer (4 B a parameter), and
-    by one of half the bytes with ``--grad-reduce-in-bf16``."""
+    by one of half the bytes with ``--grad-reduce-in-bf16``; fp16 reduces its fp16 gradients,
+    fp32 ones with ``--accumulate-allreduce-grads-in-fp32`` (2021's local DDP buffer type)."""
     base = DP.replace("--fp16", "--bf16") + " --DDP-impl local"
     params = parse(base, 2).parameters()
     instant = {"nvlink_gib_s": 1e9, "nvlink_latency_ns": 1e-6}
-    for extra, grad_bytes in (("", 4), (" --grad-reduce-in-bf16", 2)):
-        grown = _run(tmp_path, base + extra, 2) - _run(tmp_path, base + extra, 2, instant)
-        assert grown / 1e9 == pytest.approx(_all_reduce_s({}, params * grad_bytes), rel=0.05), extra
+    fp16 = DP + " --DDP-impl local"
+    for args, grad_bytes in ((base, 4), (base + " --grad-reduce-in-bf16", 2), (fp16, 2),
+                             (fp16 + " --accumulate-allreduce-grads-in-fp32", 4)):
+        grown = _run(tmp_path, args, 2) - _run(tmp_path, args, 2, instant)
+        assert grown / 1e9 == pytest.approx(_all_reduce_s({}, params * grad_bytes), rel=0.05), args
 
 
 @pytest.mark.parametrize("slow", [False, True])

@@ -47,6 +47,7 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
      "interleaved micro-batches divisible by pp"),
     (" --global-batch-size 12", 8, "global batch divisible by micro-batch x dp"),
     (" --fp16", 8, "one precision"),
+    (" --DDP-impl torch", 8, "fp32 gradient accumulation needs local DDP"),
     (" --recompute-granularity full", 8, "full recomputation needs a method"),
     (" --recompute-granularity selective --recompute-method uniform", 8, "selective recomputation takes no method"),
     (" --activations-checkpoint-method uniform --recompute-activations", 8, "one release's recomputation names"),

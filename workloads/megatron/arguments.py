@@ -35,7 +35,7 @@ NO_TIMING_EFFECT = (
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
     "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler", "--rampup-batch-size", "--fp16-lm-cross-entropy",
-    "--accumulate-allreduce-grads-in-fp32", "--position-embedding-type", "--use-rotary-position-embeddings",
+    "--position-embedding-type", "--use-rotary-position-embeddings",
     "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
@@ -161,6 +161,8 @@ def parser() -> argparse.ArgumentParser:
                                          "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
                                            "in bf16, not fp32 (half the bytes)")
+    _bool(p, "--accumulate-allreduce-grads-in-fp32", help="with --fp16: gradients accumulated and reduced in fp32 "
+                                                          "(4 B each, not 2; bf16 always is, unless --grad-reduce-in-bf16)")
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
     _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
@@ -361,7 +363,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer,
-        grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16", fp8_param_gather=a.fp8_param_gather and te,
+        grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16",
+        grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16", fp8_param_gather=a.fp8_param_gather and te,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,

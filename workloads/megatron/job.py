@@ -112,6 +112,8 @@ class MegatronJob:
     layer_split: tuple[int, ...] = ()
     #: ``--grad-reduce-in-bf16`` with bf16: gradients accumulated and reduced in bf16
     grads_in_bf16: bool = False
+    #: ``--accumulate-allreduce-grads-in-fp32`` with fp16: an fp32 gradient buffer and reduction
+    grads_in_fp32: bool = False
     #: linear layers with biases (Megatron's default; ``--disable-bias-linear``: none, as Llama)
     bias_linear: bool = True
     #: ``--cross-entropy-loss-fusion``: Megatron-Core's fused vocabulary-parallel cross entropy
@@ -174,8 +176,8 @@ class MegatronJob:
     def grad_bytes(self) -> int:
         """Bytes of a gradient-buffer element: fp32 with bf16 and fp32 training (Megatron
         accumulates bf16 gradients in fp32 unless ``--grad-reduce-in-bf16``), fp16 with fp16
-        training."""
-        return 2 if self.precision == "fp16" or self.grads_in_bf16 else 4
+        training (fp32 with ``--accumulate-allreduce-grads-in-fp32``)."""
+        return 2 if (self.precision == "fp16" and not self.grads_in_fp32) or self.grads_in_bf16 else 4
 
     @property
     def schedule_name(self) -> str:

@@ -273,6 +273,11 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
     if a.fp16 and a.bf16:
         _refuse(where, "one precision", "give --fp16 or --bf16, not both (Megatron: only one of fp16 and bf16 "
                                         "should be True)")
+    if a.ddp_impl == "torch" and (a.bf16 or a.accumulate_allreduce_grads_in_fp32):
+        _refuse(where, "fp32 gradient accumulation needs local DDP",
+                f"{'--bf16' if a.bf16 else '--accumulate-allreduce-grads-in-fp32'} with --DDP-impl torch: "
+                f"gradients accumulated in fp32 need --DDP-impl local (Megatron, 2021: bfloat16 requires gradient "
+                f"accumulation and all-reduce to be done in fp32; assert args.DDP_impl == 'local')")
     if "--fp16-lm-cross-entropy" in others and not a.fp16:
         _refuse(where, "fp16 cross entropy needs fp16",
                 "--fp16-lm-cross-entropy without --fp16 (Megatron: lm cross entropy in fp16 only supported in "
