@@ -328,13 +328,13 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute, method, layers = "selective", "uniform", 1
     else:
         recompute, method, layers = "none", "uniform", 0
-    legacy = _legacy(a)
-    # on by default until Megatron-Core made it opt-in (2023); it forces the softmax into fp32.
-    # Transformer Engine scales fp16 scores only, and its unfused softmax is always in fp32.
-    te = _transformer_engine(a)
+    legacy, te = _legacy(a), _transformer_engine(a)
     rules.check_layers(cp, te, _fused_attention(a), where)
+    # query-key layer scaling: on by default until Megatron-Core made it opt-in (2023), and it
+    # puts the softmax in fp32; Transformer Engine scales fp16 scores only, and its unfused
+    # softmax is always in fp32
     qk_scaling = a.apply_query_key_layer_scaling or (legacy and not a.no_query_key_layer_scaling)
-    qk_scaling = qk_scaling and not (te and not a.fp16)
+    qk_scaling = qk_scaling and (a.fp16 or not te)
     cp_comm = set(a.cp_comm_type)
     if len(cp_comm) > 1 or "a2a+p2p" in cp_comm:
         raise InputError(f"{where}: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
@@ -364,12 +364,13 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer,
         grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16",
-        grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16", fp8_param_gather=a.fp8_param_gather and te,
+        grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
+        fp8_param_gather=a.fp8_param_gather and te,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
-        flash_attention=_fused_attention(a), transformer_engine=_transformer_engine(a),
+        flash_attention=_fused_attention(a), transformer_engine=te,
         cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
