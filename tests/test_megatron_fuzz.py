@@ -69,3 +69,43 @@ def test_random_command_lines_are_jobs_or_input_errors():
         assert all(math.isfinite(v) and v >= 0 for v in parts.values()), (args, gpus, parts)
         jobs += 1
     assert jobs > 500 and refused > 500  # both sides of the rules are exercised
+
+
+#: the kernel-choice flags of the unfused attention and the eras that decide them
+KERNEL_SWITCHES = ("--attention-softmax-in-fp32", "--apply-query-key-layer-scaling", "--no-query-key-layer-scaling",
+                   "--accumulate-allreduce-grads-in-fp32", "--no-masked-softmax-fusion")
+KERNEL_VALUES = {"--DDP-impl": ("local", "torch"), "--attention-backend": ("unfused", "flash", "local"),
+                 "--seq-length": (16, 20, 64, 2048, 4096, 8192)}
+
+
+def test_random_kernel_choices_give_finite_layer_times():
+    """Random command lines with the flags that pick the attention's kernels (the fused
+    scale-mask-softmax or PyTorch's fallback, its fp32 copies, the eras): each is a job whose
+    first layer's forward, recomputation and backward have finite, non-negative kernel times
+    and at least one kernel a compute step, or an input error naming the field."""
+    from simpy_astra.config.cluster import load_cluster
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+    from simpy_astra.workloads.megatron.steps import Compute
+
+    gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
+    rnd = random.Random(61)
+    jobs = refused = 0
+    for _ in range(1500):
+        args, gpus = _command_line(rnd)
+        args += "".join(f" {s}" for s in rnd.sample(KERNEL_SWITCHES, rnd.randrange(3)))
+        args += "".join(f" {f} {rnd.choice(v)}" for f, v in KERNEL_VALUES.items() if rnd.random() < 0.4)
+        args += " --max-position-embeddings 8192"
+        try:
+            job = parse(args, gpus, "fuzz")
+        except InputError as exc:
+            assert str(exc).startswith("fuzz: "), (args, gpus, str(exc))
+            refused += 1
+            continue
+        model, moe = ChunkModel(job, gpu), (job.is_moe(0),)
+        steps = model.forward(moe, True, False) + model.recompute(moe, True) + model.backward(moe, True, False)
+        for step in steps:
+            if isinstance(step, Compute):
+                assert step.kernels >= 1 and all(math.isfinite(s) and s >= 0 for s in step.seconds.values()), \
+                    (args, gpus, step)
+        jobs += 1
+    assert jobs > 200 and refused > 200
