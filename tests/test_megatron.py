@@ -590,13 +590,21 @@ FP8 = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 
        "--bf16 --fp8-format hybrid --vocab-size 128")
 
 
-def _elementwise_s(args: str, backward: bool, gpus: int = 1) -> float:
-    """One layer's elementwise kernel time, forward or backward, on the toy GPU with fp8."""
+def _layer_steps(args: str, backward: bool, gpu: Gpu = TOY, gpus: int = 1) -> list:
+    """The steps of one dense layer's forward (or backward), not first nor last in the model."""
     from simpy_astra.workloads.megatron.layers import ChunkModel
 
-    model = ChunkModel(parse(args, gpus), Gpu(**{**TOY.__dict__, "fp8_tflops": 2.0}))
-    steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
+    model = ChunkModel(parse(args, gpus), gpu)
+    return model.backward((False,), False, False) if backward else model.forward((False,), False, False)
+
+
+def _streaming_s(steps: list) -> float:
     return sum(s.seconds.get("elementwise", 0.0) for s in steps if isinstance(s, Compute))
+
+
+def _elementwise_s(args: str, backward: bool, gpus: int = 1) -> float:
+    """One layer's elementwise kernel time, forward or backward, on the toy GPU with fp8."""
+    return _streaming_s(_layer_steps(args, backward, Gpu(**{**TOY.__dict__, "fp8_tflops": 2.0}), gpus))
 
 
 def test_fp8_current_scaling_reads_each_cast_tensor_once_more_for_its_amax():
@@ -939,23 +947,16 @@ def test_cp_comm_type_per_layer_or_hierarchical_is_refused():
         parse(cp + " --cp-comm-type a2a+p2p", 2)
 
 
-def _streaming_s(steps: list) -> float:
-    return sum(s.seconds.get("elementwise", 0.0) for s in steps if isinstance(s, Compute))
-
-
 def test_layers_without_biases_run_no_bias_gradient_kernels():
     """A linear layer's bias gradient is a kernel reading its output gradient once (2 B an
     element); ``--disable-bias-linear`` (Llama) has none. On the TOY GPU (HBM 1e6 GB/s at 0.5,
     a 2 us launch each), tp 1, 1024 tokens, h 1024, 16 heads of 64 (QKV 3072 wide), SwiGLU
     FFN 2048: four kernels, over the QKV (3072), output projection (1024), FC1 (2 x 2048) and
     FC2 (1024) outputs."""
-    from simpy_astra.workloads.megatron.layers import ChunkModel
-
     args = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
             "--bf16 --vocab-size 128 --swiglu --ffn-hidden-size 2048")
-    with_bias = _streaming_s(ChunkModel(parse(args, 1), TOY).backward((False,), False, False))
-    without = _streaming_s(ChunkModel(parse(args + " --disable-bias-linear", 1), TOY).backward(
-        (False,), False, False))
+    with_bias = _streaming_s(_layer_steps(args, True))
+    without = _streaming_s(_layer_steps(args + " --disable-bias-linear", True))
     bias_kernels = sum(1024 * width * 2 / (1e6 * 1e9 * 0.5) + 2e-6 for width in (3072, 1024, 4096, 1024))
     assert with_bias - without == pytest.approx(bias_kernels, rel=1e-9)
 
@@ -976,12 +977,8 @@ def test_layers_without_biases_hold_no_bias_parameters():
 
 def _softmax_s(args: str, backward: bool) -> tuple[float, int]:
     """Streaming seconds and kernels of one layer's forward (or backward) on the TOY GPU."""
-    from simpy_astra.workloads.megatron.layers import ChunkModel
-
-    model = ChunkModel(parse(args, 1), TOY)
-    steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
-    computes = [s for s in steps if isinstance(s, Compute)]
-    return _streaming_s(steps), sum(c.kernels for c in computes)
+    steps = _layer_steps(args, backward)
+    return _streaming_s(steps), sum(s.kernels for s in steps if isinstance(s, Compute))
 
 
 def test_unfused_softmax_runs_pytorchs_kernels_on_an_fp32_copy():

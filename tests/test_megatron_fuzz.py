@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron.arguments import parse
@@ -54,15 +55,25 @@ def _command_line(rnd: random.Random) -> tuple[str, int]:
     return " ".join(words), layout * rnd.choice((1, 2, 4))
 
 
-def test_random_command_lines_are_jobs_or_input_errors():
-    rnd = random.Random(59)
-    jobs = refused = 0
-    for _ in range(6000):
+def _fuzzed(seed: int, count: int, more: Callable[[random.Random], str] = lambda rnd: ""):
+    """``count`` random command lines (``more`` adds words to each): yields ``(args, gpus,
+    job)`` for each one Megatron would run, ``(args, gpus, None)`` for each refused, once
+    its error was checked to name the field."""
+    rnd = random.Random(seed)
+    for _ in range(count):
         args, gpus = _command_line(rnd)
+        args += more(rnd)
         try:
-            job = parse(args, gpus, "fuzz")
+            yield args, gpus, parse(args, gpus, "fuzz")
         except InputError as exc:
             assert str(exc).startswith("fuzz: "), (args, gpus, str(exc))
+            yield args, gpus, None
+
+
+def test_random_command_lines_are_jobs_or_input_errors():
+    jobs = refused = 0
+    for args, gpus, job in _fuzzed(59, 6000):
+        if job is None:
             refused += 1
             continue
         parts = parts_bytes(job)
@@ -87,18 +98,15 @@ def test_random_kernel_choices_give_finite_layer_times():
     from simpy_astra.workloads.megatron.layers import ChunkModel
     from simpy_astra.workloads.megatron.steps import Compute
 
+    def kernel_flags(rnd: random.Random) -> str:
+        return ("".join(f" {s}" for s in rnd.sample(KERNEL_SWITCHES, rnd.randrange(3)))
+                + "".join(f" {f} {rnd.choice(v)}" for f, v in KERNEL_VALUES.items() if rnd.random() < 0.4)
+                + " --max-position-embeddings 8192")
+
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
-    rnd = random.Random(61)
     jobs = refused = 0
-    for _ in range(1500):
-        args, gpus = _command_line(rnd)
-        args += "".join(f" {s}" for s in rnd.sample(KERNEL_SWITCHES, rnd.randrange(3)))
-        args += "".join(f" {f} {rnd.choice(v)}" for f, v in KERNEL_VALUES.items() if rnd.random() < 0.4)
-        args += " --max-position-embeddings 8192"
-        try:
-            job = parse(args, gpus, "fuzz")
-        except InputError as exc:
-            assert str(exc).startswith("fuzz: "), (args, gpus, str(exc))
+    for args, gpus, job in _fuzzed(61, 1500, kernel_flags):
+        if job is None:
             refused += 1
             continue
         model, moe = ChunkModel(job, gpu), (job.is_moe(0),)
