@@ -31,7 +31,7 @@ NO_TIMING_EFFECT = (
     "--exit-", "--eval-", "--train-iters", "--train-samples", "--lr", "--min-lr", "--warmup",
     "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--clip-grad", "--adam-",
     "--sgd-momentum", "--optimizer", "--loss-scale", "--initial-loss-scale", "--min-loss-scale",
-    "--hysteresis", "--seed", "--init-method", "--attention-dropout",
+    "--hysteresis", "--seed", "--init-method",
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
     "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler", "--rampup-batch-size", "--fp16-lm-cross-entropy",
@@ -110,6 +110,9 @@ def parser() -> argparse.ArgumentParser:
       help="tokens per sample")
     i("--max-position-embeddings", type=int, default=None, help="at least --seq-length (Megatron checks it)")
     i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
+    i("--attention-dropout", type=float, default=0.1,
+      help="dropout on the attention probabilities (default 0.1; at 0 PyTorch runs no dropout "
+           "kernel in the unfused attention and keeps no mask)")
     i("--make-vocab-size-divisible-by", type=int, default=128,
       help="vocabulary padded to a multiple of this x tp (default 128)")
     i("--micro-batch-size", "--batch-size", dest="micro_batch_size", type=int, required=True,
@@ -263,6 +266,9 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
 def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str) -> None:
     for action in p._actions:
         value = getattr(a, action.dest, None)
+        if action.type is float and value is not None and not 0.0 <= value <= 1.0:  # nan too
+            raise InputError(f"{where}: argument {action.option_strings[0]}: must be a probability from 0 "
+                             f"to 1 (got {value}; PyTorch's Dropout refuses it)")
         if action.type is int and value is not None and value < _LEAST.get(action.dest, 1):
             least = _LEAST.get(action.dest, 1)
             raise InputError(f"{where}: argument {action.option_strings[0]}: must be an integer >= {least} "
@@ -376,4 +382,5 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
+        attention_dropout=a.attention_dropout,
     )

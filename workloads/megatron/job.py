@@ -130,6 +130,9 @@ class MegatronJob:
     #: the unfused path masks and softmaxes in fp32 (``--attention-softmax-in-fp32``, or
     #: implied by query-key layer scaling): a copy to fp32 before and back after
     softmax_in_fp32: bool = False
+    #: ``--attention-dropout``: at 0 the unfused attention runs no dropout (PyTorch's dropout
+    #: returns its input when p is 0: no kernel, no mask kept); fused kernels drop in place
+    attention_dropout: float = 0.1
 
     def fused_softmax_runs(self) -> bool:
         """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).

@@ -10,7 +10,8 @@ the layer norms, dropouts and residual adds on ``T / tp`` tokens.
 Bytes per element of the memory-bound kernels (fp16/bf16 tensors, 1-byte dropout masks),
 forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5, fused bias-GeLU 4 / 6
 (unfused 8 / 10), SwiGLU 6 / 10, fused scale-mask-softmax 4 / 6 (unfused: see
-``_softmax_kernels``), attention dropout 5 / 5, the context's transpose 4 / 4.
+``_softmax_kernels``), attention dropout 5 / 5 (none at ``--attention-dropout 0``), the
+context's transpose 4 / 4.
 A bias's gradient reads the output gradient once (none with ``--disable-bias-linear``).
 """
 
@@ -143,13 +144,15 @@ class ChunkModel:
             b.add("attention", self._gemm(q_len, kv_len, job.head_dim, bh))
             kernels = self._softmax_kernels(backward=False)
             b.add("elementwise", sum(self._stream(scores, moved) for moved in kernels), len(kernels))
-            b.add("elementwise", self._stream(scores, 5))  # dropout
+            if job.attention_dropout:
+                b.add("elementwise", self._stream(scores, 5))  # dropout
             b.add("attention", self._gemm(q_len, job.head_dim, kv_len, bh))
             b.add("elementwise", self._stream(t * self.q_width, 4))  # context transpose
         else:
             b.add("elementwise", self._stream(t * self.q_width, 4))
             b.add("attention", 2 * self._gemm(q_len, kv_len, job.head_dim, bh), 2)  # d(probs), d(V)
-            b.add("elementwise", self._stream(scores, 5))
+            if job.attention_dropout:
+                b.add("elementwise", self._stream(scores, 5))  # dropout
             kernels = self._softmax_kernels(backward=True)
             b.add("elementwise", sum(self._stream(scores, moved) for moved in kernels), len(kernels))
             b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh), 2)  # d(Q), d(K)

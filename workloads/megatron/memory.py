@@ -135,8 +135,11 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
     split = 2 * q + 2 * kv + 2 * kv + gemm_in * q + ffn_words
     per_token = (unsplit + split) / t if job.sequence_parallel else unsplit + split / t
     per_token += routed
-    # softmax output 2 B (4 when PyTorch's fallback softmaxes an fp32 copy), dropout mask 1, its output 2
-    per_score = 7 if job.softmax_fp32_copy() else 5
+    # softmax output 2 B (4 when PyTorch's fallback softmaxes an fp32 copy), dropout mask 1 and
+    # its output 2 (the batched GEMM's input); without dropout that input is the softmax output
+    # itself, or its 16-bit copy (2) after an fp32 softmax
+    fp32_copy = job.softmax_fp32_copy()
+    per_score = (4 if fp32_copy else 2) + (3 if job.attention_dropout else 2 if fp32_copy else 0)
     scores = 0.0 if job.recompute == "selective" or job.flash_attention else per_score * job.heads * s * s * b / t
     return (s * b * per_token + scores) * job.element_bytes / 2
 
