@@ -120,6 +120,47 @@ def test_the_recorders_columns_split_time_as_by_hand(monkeypatch: pytest.MonkeyP
     assert alone.parts == by_hand and alone.shares is None
 
 
+@pytest.mark.parametrize("array_sweep", [False, True])
+def test_a_split_node_charges_each_of_its_kinds_its_share(monkeypatch: pytest.MonkeyPatch, array_sweep: bool) -> None:
+    """A compute node over [0, 100) whose kernels are 3 parts GEMM, 1 attention, 1 element-wise
+    (a ``kind_split``), beside a collective over [50, 150) and after a plain GEMM over [100,
+    110): [0, 60) gemm, [60, 80) attention, [80, 100) element-wise, [100, 110) gemm, then the
+    collective's 40 ns; the node's share is its whole interval. Both sweeps alike."""
+    from simpy_astra.report import breakdown
+
+    if array_sweep:
+        monkeypatch.setattr(breakdown, "ARRAY_SWEEP_FROM", 1)
+    split = (("compute.gemm", 3), ("compute.attention", 1), ("compute.elementwise", 1))
+    parts = {1: (COMPUTE, "compute.gemm", split), 2: (COMM, "comm.dp"), 3: (COMPUTE, "compute.gemm")}
+    b = sweep([(1, 0, 100), (2, 50, 150), (3, 100, 110)], parts.get, 150, segments=True)
+    assert b.parts == {"compute.gemm": 70, "compute.attention": 20, "compute.elementwise": 20, "comm.dp": 40}
+    assert b.shares == {1: 100, 2: 40, 3: 10}
+    assert b.segments == [(0, 60, "compute.gemm"), (60, 80, "compute.attention"),
+                          (80, 100, "compute.elementwise"), (100, 110, "compute.gemm"), (110, 150, "comm.dp")]
+
+
+def test_kind_split_is_read_or_ignored() -> None:
+    """``kind_split`` is the trace's own attribute: read when it is ``kind:weight,...`` with
+    two kinds or more and whole positive weights, else ignored (the node is its ``op_type``)."""
+    from simpy_astra.report.breakdown import kind_split
+
+    assert kind_split("gemm:812,attention:60") == (("compute.gemm", 812), ("compute.attention", 60))
+    for bad in ("", "gemm:812", "gemm:x,attention:1", "gemm:0,attention:1", "gemm:-1,attention:2", ":3,a:1",
+                "gemm:1.5,attention:1", "gemm,attention"):
+        assert kind_split(bad) == (), bad
+
+
+def test_a_run_reads_kind_split_from_the_trace(tmp_path: Path) -> None:
+    """One 100 us compute node per NPU with ``kind_split`` gemm 3, attention 1 (and one whose
+    split is malformed, charged to its op_type alone): 75 and 25 us, then 100 us of gemm."""
+    ranks = [[make_node(0, "c0", COMP_NODE, duration_micros=100,
+                        attrs={"op_type": "gemm", "kind_split": "gemm:3,attention:1"}),
+              make_node(1, "c1", COMP_NODE, deps=[0], duration_micros=100,
+                        attrs={"op_type": "gemm", "kind_split": "gemm:3,attention:one"})] for _ in range(2)]
+    breakdowns, *_ = _run(tmp_path, ranks)
+    assert breakdowns[0].parts == {"compute.gemm": 175_000, "compute.attention": 25_000}
+
+
 # ------------------------------------------------------------------------------ small runs by hand
 def test_two_overlapping_collectives_on_different_streams(tmp_path: Path) -> None:
     """dp (1 MiB) from 0, tp (64 KiB) from 10 us after a compute, on their own streams: both in

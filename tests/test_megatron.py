@@ -679,9 +679,7 @@ def test_parameter_gathers_run_one_bucket_ahead_of_the_forward(tmp_path):
     with open(tmp_path / "csv" / "nodes.csv") as f:
         nodes = [r for r in csv.DictReader(f) if r["npu"] == "0"]
     gathers = [r for r in nodes if r["name"].endswith(".params.allgather")]
-    kinds = ("gemm", "attention", "elementwise")  # a block's later kinds are nodes of their own
-    forward = [r for r in nodes if r["name"].startswith("F0.") and r["type"] == "COMP"
-               and r["name"].rsplit(".", 1)[-1] not in kinds]
+    forward = [r for r in nodes if r["name"].startswith("F0.") and r["type"] == "COMP"]
     assert len(gathers) == 5 and int(gathers[0]["start_ns"]) == 0  # the embedding's bucket, then a layer's each
     for k in range(1, 5):
         assert int(gathers[k]["start_ns"]) == int(forward[k - 1]["start_ns"])
@@ -1036,39 +1034,6 @@ def test_unfused_fp32_softmax_saves_its_fp32_output():
             "--max-position-embeddings 512 --micro-batch-size 1 --fp16 --vocab-size 128 --DDP-impl local")
     fused, plain = (layer_activation_bytes(parse(a, 1)) for a in (args, args + " --no-masked-softmax-fusion"))
     assert plain - fused == pytest.approx(2 * 16 * 512 * 512)
-
-
-@pytest.mark.parametrize("era, fallback_saved", [("--DDP-impl local", 1), ("--transformer-impl local", 3)])
-def test_attention_dropout_zero_runs_no_dropout_and_keeps_no_mask(era, fallback_saved):
-    """``--attention-dropout 0``: PyTorch's dropout returns its input when p is 0, so the
-    unfused attention runs no dropout kernel (forward: read 2 B a score, write 2 and a 1-byte
-    mask; backward: read the gradient and the mask, write 2: 5 B each way, one launch of 2 us
-    on the TOY GPU) and keeps neither the mask nor the dropout's output: the batched GEMM
-    saves the softmax output itself (fused fp16 softmax: 5 B a score become 2), or the 16-bit
-    copy of an fp32 softmax's output (2021's fallback, query-key layer scaling on: 7 become 6;
-    today's fallback softmaxes fp16 scores: 5 become 2). 16 heads x 1024^2 scores, tp 1."""
-    from simpy_astra.workloads.megatron.memory import layer_activation_bytes
-
-    args = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
-            "--max-position-embeddings 1024 --micro-batch-size 1 --fp16 --vocab-size 128 " + era)
-    scores = 16 * 1024 * 1024
-    kernel = scores * 5 / (1e6 * 1e9 * 0.5) + 2e-6
-    for backward in (False, True):
-        (with_s, with_k), (without_s, without_k) = (_softmax_s(a, backward) for a in
-                                                    (args, args + " --attention-dropout 0"))
-        assert with_s - without_s == pytest.approx(kernel, rel=1e-9)
-        assert with_k - without_k == 1
-    for extra, saved in (("", 3), (" --no-masked-softmax-fusion", fallback_saved)):
-        with_b, without_b = (layer_activation_bytes(parse(args + extra + d, 1)) for d in ("", " --attention-dropout 0"))
-        assert with_b - without_b == pytest.approx(saved * scores), extra
-
-
-@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan", "inf"])
-def test_attention_dropout_must_be_a_probability(value):
-    """PyTorch's Dropout refuses p outside [0, 1]; so does the front end, naming the argument."""
-    with pytest.raises(InputError, match="--attention-dropout: must be a probability"):
-        parse("--num-layers 1 --hidden-size 64 --num-attention-heads 1 --seq-length 64 --micro-batch-size 1 "
-              f"--attention-dropout {value}", 1)
 
 
 def test_sc21_fused_operators_and_table_2(tmp_path, monkeypatch):

@@ -7,7 +7,10 @@ to exactly one part, by this precedence over the nodes in flight then:
 1. ``compute.<kind>``: a compute node runs. ``<kind>`` is its ``op_type`` attribute (Megatron
    writes ``gemm``, ``attention``, ``elementwise``, ``optimizer``; STAGE's letters, which the
    transformer generator writes, are read as these: ``M`` gemm, ``CUSTOM`` attention, ``A``,
-   ``E`` and ``SLICE`` elementwise), ``cpu`` for a CPU op without one, else ``other``.
+   ``E`` and ``SLICE`` elementwise), ``cpu`` for a CPU op without one, else ``other``. A node
+   with a ``kind_split`` attribute (``gemm:812,attention:60,...``: the Megatron generator's
+   kernels of several kinds in one node) is charged to those kinds in turn, each its share
+   of the node's time.
 2. ``memory``: a remote or local memory node (MEM_LOAD / MEM_STORE) runs.
 3. ``comm.<dim>``: a collective or a send runs: exposed communication, charged once however
    many overlap. ``<dim>`` is the parallel dimension: the node's ``comm_stream`` (Megatron:
@@ -77,8 +80,9 @@ def comm_dimension(node, group_names: dict[int, str] | None = None, p2p_name: st
     return f"group {pg}"
 
 
-def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> tuple[int, str] | None:
-    """(class, part name) of a node, or None for a node that fills no part (metadata, invalid)."""
+def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "p2p") -> tuple | None:
+    """(class, part name) of a node, or None for a node that fills no part (metadata, invalid);
+    a compute node with a ``kind_split`` (class, part name, ((part name, weight), ...))."""
     t = node.type
     if t == COMP_NODE:
         kind = _string_attr(node, "op_type")
@@ -86,7 +90,8 @@ def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "
         if not kind:
             found = node.attrs.get("is_cpu_op")
             kind = "cpu" if found is not None and found[1] else "other"
-        return COMPUTE, f"compute.{kind}"
+        split = kind_split(_string_attr(node, "kind_split"))
+        return (COMPUTE, f"compute.{kind}", split) if split else (COMPUTE, f"compute.{kind}")
     if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
         return MEMORY, "memory"
     if t == COMM_RECV_NODE:
@@ -94,6 +99,35 @@ def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "
     if t in (COMM_COLL_NODE, COMM_SEND_NODE):
         return COMM, f"comm.{comm_dimension(node, group_names, p2p_name)}"
     return None
+
+
+def kind_split(text: str) -> tuple[tuple[str, int], ...]:
+    """``gemm:812,attention:60`` as ((``compute.gemm``, 812), (``compute.attention``, 60)); empty
+    when there is none or it is not of that form (a trace's own attribute: never an error)."""
+    if not text:
+        return ()
+    split = []
+    for item in text.split(","):
+        kind, _, weight = item.partition(":")
+        if not kind or not weight.isdigit() or int(weight) <= 0:
+            return ()
+        split.append((f"compute.{kind}", int(weight)))
+    return tuple(split) if len(split) > 1 else ()
+
+
+def _split_spans(start: int, end: int, part: tuple) -> list[tuple[int, int, str]]:
+    """(start, end, part name) of a node's interval: a piece for each kind of its split (the
+    k-th ends where the running sum of the weights puts it), else the whole interval."""
+    if len(part) < 3:
+        return [(start, end, part[1])]
+    total = sum(weight for _name, weight in part[2])
+    pieces, done, at = [], 0, start
+    for name, weight in part[2]:
+        done += weight
+        until = start + (end - start) * done // total
+        pieces.append((at, until, name))
+        at = until
+    return pieces
 
 
 @dataclass
@@ -206,6 +240,8 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
         kinds = list(dict.fromkeys(parts))  # the few distinct (class, name) pairs
         code = np.fromiter(map({kind: k for k, kind in enumerate(kinds)}.__getitem__, parts), np.int64,
                            len(parts))
+    if any(kind is not None and len(kind) > 2 for kind in kinds):
+        ids, begins, ends, code, kinds = _split_nodes(ids, begins, ends, code, kinds)
     names: dict[str, int] = {}
     kind_class = np.array([-1 if kind is None else kind[0] for kind in kinds], dtype=np.int64)
     kind_name = np.array([-1 if kind is None else names.setdefault(kind[1], len(names)) for kind in kinds],
@@ -272,6 +308,46 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     return out
 
 
+def _split_nodes(ids, begins, ends, code, kinds):
+    """The intervals of nodes of a split kind (a ``kind_split``) cut into a piece for each
+    of its kinds, in order, each its share of the interval as :func:`_split_spans` cuts it
+    (the same node id: the node's share is their sum); the kinds list grows by the parts
+    the splits name."""
+    import numpy as np
+
+    kinds = list(kinds)
+    place = {kind: k for k, kind in enumerate(kinds)}
+    split_codes = [k for k, kind in enumerate(kinds) if kind is not None and len(kind) > 2]
+    width = max(len(kinds[k][2]) for k in split_codes)
+    # per code: the running sums of the pieces' weights and their parts; a shorter split ends
+    # in empty pieces
+    done = np.ones((len(kinds), width + 1), dtype=np.int64)
+    done[:, 0] = 0
+    piece = np.zeros((len(kinds), width), dtype=np.int64)
+    for k in split_codes:
+        split = kinds[k][2]
+        for j, (name, weight) in enumerate(split):
+            part = (COMPUTE, name)
+            if part not in place:
+                place[part] = len(kinds)
+                kinds.append(part)
+            done[k, j + 1] = done[k, j] + weight
+            piece[k, j] = place[part]
+        done[k, len(split) + 1:] = done[k, len(split)]
+        piece[k, len(split):] = piece[k, len(split) - 1]
+    is_split = np.zeros(len(kinds), dtype=bool)
+    is_split[split_codes] = True
+    cut = is_split[code]
+    keep = ~cut
+    c, start = code[cut], begins[cut]
+    span = ends[cut] - start
+    cuts = start[:, None] + span[:, None] * done[c] // done[c, -1:]  # last column: the end
+    return (np.concatenate((ids[keep], np.repeat(ids[cut], width))),
+            np.concatenate((begins[keep], cuts[:, :-1].ravel())),
+            np.concatenate((ends[keep], cuts[:, 1:].ravel())),
+            np.concatenate((code[keep], piece[c].ravel())), kinds)
+
+
 def _int64(column):
     """A column of ints as an int64 array (the recorder's ``array('q')`` without a copy)."""
     import numpy as np
@@ -297,7 +373,7 @@ def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, 
         if e > s:
             part = part_of(nid)
             if part is not None:
-                spans.append((s, nid, e, part[0], part[1]))
+                spans += [(a, nid, b, part[0], name) for a, b, name in _split_spans(s, e, part) if b > a]
     spans.sort()
     times = sorted({0, finish_ns, *(s for s, *_ in spans), *(e for _s, _n, e, *_ in spans)})
     heaps: list[list[tuple[int, int, int, str]]] = [[], [], [], []]
@@ -462,7 +538,7 @@ class _Memory:
 
 
 #: the attributes :func:`node_part` reads, by node type (the other types' parts are their type's)
-PART_ATTRIBUTES = {COMP_NODE: ("op_type", "is_cpu_op"), COMM_COLL_NODE: ("comm_stream", "pg_name"),
+PART_ATTRIBUTES = {COMP_NODE: ("op_type", "is_cpu_op", "kind_split"), COMM_COLL_NODE: ("comm_stream", "pg_name"),
                    COMM_SEND_NODE: ("comm_stream",)}
 
 

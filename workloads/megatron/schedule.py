@@ -125,28 +125,24 @@ class StageSchedule:
 
     # ------------------------------------------------------------------ ops
     def compute(self, name: str, seconds: dict[str, float]) -> None:
-        """Compute nodes, one a kind of kernel in ``seconds`` (``gemm``, ``attention``, ...)
-        one after another, so the breakdown charges each kind its own time: one node for
-        all would charge a tp 1 layer's attention and element-wise kernels to its GEMMs.
-        Beside a collective (``self.beside``) they run on the SMs the communication kernels
-        leave them. Durations are whole microseconds, rounded where the running sum falls,
-        so the nodes together last what one node for all would."""
+        """A compute node for the kernels in ``seconds`` (by kind: ``gemm``, ``attention``,
+        ...); beside a collective (``self.beside``) it runs on the SMs the communication
+        kernels leave it. Its ``op_type`` is the kind that takes longest; with more than one
+        kind its ``kind_split`` says how long each takes, in their order (microseconds,
+        rounded where the running sum falls), so that the breakdown charges each kind its own
+        time without a node per kind (which would cost the simulation a node each)."""
         scale = sharing_sms(self.gpu, 1.0) if self.beside else 1.0
-        done_us, elapsed_s, first = 0, 0.0, True
+        split, done_us, elapsed_s = [], 0, 0.0
         for kind, kind_s in seconds.items():
             elapsed_s += kind_s * scale
             until_us = round(elapsed_s * 1e6)
             if until_us > done_us:
-                self._compute_node(name if first else f"{name}.{kind}", kind, until_us - done_us)
-                done_us, first = until_us, False
-        if first:  # under half a microsecond in all: one node of the longest kind
-            self._compute_node(name, max(seconds, key=seconds.__getitem__), 1)
-        self.tail += self.beside
+                split.append(f"{kind}:{until_us - done_us}")
+                done_us = until_us
+        op = Op(name, COMP, list(self.tail), [], [], op_type=max(seconds, key=seconds.__getitem__),
+                duration_us=max(1, done_us), kind_split=",".join(split) if len(split) > 1 else "")
+        self.tail = [self.g.add(op), *self.beside]
         self.beside = []
-
-    def _compute_node(self, name: str, kind: str, duration_us: int) -> None:
-        op = Op(name, COMP, list(self.tail), [], [], op_type=kind, duration_us=duration_us)
-        self.tail = [self.g.add(op)]
 
     def collective(self, name: str, comm_type: int, dim: str, size: int, block: bool = True,
                    deps: list[int] | None = None) -> int:

@@ -48,6 +48,8 @@ class Op:
     tag: int = 0
     duration_us: int = 0  # a compute op with a known time (replayed), else timed by num_ops
     stream: str = ""  # communication: the stream it runs on beside others (``comm_stream``)
+    #: compute: how long each kind of kernel in it takes, ``kind:us,...`` (``kind_split``)
+    kind_split: str = ""
 
 
 @dataclass

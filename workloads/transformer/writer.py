@@ -60,6 +60,8 @@ def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> by
     attrs: dict[str, object] = {}
     if op.kind == COMP and op.duration_us:
         attrs = {"op_type": op.op_type}
+        if op.kind_split:
+            attrs["kind_split"] = op.kind_split
     elif op.kind == COMP:
         attrs = {"num_ops": op.num_ops, "tensor_size": op.tensor_size * units.element, "op_type": op.op_type}
     elif op.kind == COLL:
