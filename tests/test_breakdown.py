@@ -137,6 +137,10 @@ def test_a_split_node_charges_each_of_its_kinds_its_share(monkeypatch: pytest.Mo
     assert b.shares == {1: 100, 2: 40, 3: 10}
     assert b.segments == [(0, 60, "compute.gemm"), (60, 80, "compute.attention"),
                           (80, 100, "compute.elementwise"), (100, 110, "compute.gemm"), (110, 150, "comm.dp")]
+    # a day-long node with the largest weights: cut exactly where span x running sum / total falls
+    day, big = 86_400 * 10**9, (("compute.gemm", 2**31 - 7), ("compute.attention", 7))
+    b = sweep([(1, 0, day)], {1: (COMPUTE, "compute.gemm", big)}.get, day)
+    assert b.parts == {"compute.gemm": day * (2**31 - 7) // 2**31, "compute.attention": day - day * (2**31 - 7) // 2**31}
 
 
 def test_kind_split_is_read_or_ignored() -> None:
@@ -146,7 +150,7 @@ def test_kind_split_is_read_or_ignored() -> None:
 
     assert kind_split("gemm:812,attention:60") == (("compute.gemm", 812), ("compute.attention", 60))
     for bad in ("", "gemm:812", "gemm:x,attention:1", "gemm:0,attention:1", "gemm:-1,attention:2", ":3,a:1",
-                "gemm:1.5,attention:1", "gemm,attention"):
+                "gemm:1.5,attention:1", "gemm,attention", "gemm:²,attention:1", f"gemm:{2**31},attention:1"):
         assert kind_split(bad) == (), bad
 
 

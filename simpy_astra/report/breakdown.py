@@ -101,6 +101,10 @@ def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "
     return None
 
 
+#: the most a ``kind_split``'s weights may add up to (the array sweep cuts in int64)
+MAX_SPLIT_WEIGHT = 2**31
+
+
 def kind_split(text: str) -> tuple[tuple[str, int], ...]:
     """``gemm:812,attention:60`` as ((``compute.gemm``, 812), (``compute.attention``, 60)); empty
     when there is none or it is not of that form (a trace's own attribute: never an error)."""
@@ -109,10 +113,12 @@ def kind_split(text: str) -> tuple[tuple[str, int], ...]:
     split = []
     for item in text.split(","):
         kind, _, weight = item.partition(":")
-        if not kind or not weight.isdigit() or int(weight) <= 0:
+        if not kind or not weight.isascii() or not weight.isdigit() or int(weight) <= 0:
             return ()
         split.append((f"compute.{kind}", int(weight)))
-    return tuple(split) if len(split) > 1 else ()
+    if len(split) < 2 or sum(weight for _kind, weight in split) > MAX_SPLIT_WEIGHT:
+        return ()
+    return tuple(split)
 
 
 def _split_spans(start: int, end: int, part: tuple) -> list[tuple[int, int, str]]:
@@ -341,7 +347,9 @@ def _split_nodes(ids, begins, ends, code, kinds):
     keep = ~cut
     c, start = code[cut], begins[cut]
     span = ends[cut] - start
-    cuts = start[:, None] + span[:, None] * done[c] // done[c, -1:]  # last column: the end
+    # start + span x done / total, rounded down, exactly (int64: span x done could overflow)
+    total = done[c, -1:]
+    cuts = start[:, None] + (span[:, None] // total) * done[c] + (span[:, None] % total) * done[c] // total
     return (np.concatenate((ids[keep], np.repeat(ids[cut], width))),
             np.concatenate((begins[keep], cuts[:, :-1].ravel())),
             np.concatenate((ends[keep], cuts[:, 1:].ravel())),
