@@ -146,7 +146,7 @@ def test_a_split_node_charges_each_of_its_kinds_its_share(monkeypatch: pytest.Mo
 def test_kind_split_is_read_or_ignored() -> None:
     """``kind_split`` is the trace's own attribute: read when it is ``kind:weight,...`` with
     two kinds or more and whole positive weights, else ignored (the node is its ``op_type``)."""
-    from simpy_astra.report.breakdown import kind_split
+    from simpy_astra.report.kind_split import kind_split
 
     assert kind_split("gemm:812,attention:60") == (("compute.gemm", 812), ("compute.attention", 60))
     for bad in ("", "gemm:812", "gemm:x,attention:1", "gemm:0,attention:1", "gemm:-1,attention:2", ":3,a:1",

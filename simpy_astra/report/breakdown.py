@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter, methodcaller
 from typing import Any
 
+from simpy_astra.report.kind_split import kind_split, split_intervals, split_span
 from simpy_astra.workloads.chakra.types import (
     COMM_COLL_NODE,
     COMM_RECV_NODE,
@@ -99,41 +100,6 @@ def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "
     if t in (COMM_COLL_NODE, COMM_SEND_NODE):
         return COMM, f"comm.{comm_dimension(node, group_names, p2p_name)}"
     return None
-
-
-#: the most a ``kind_split``'s weights may add up to (the array sweep cuts in int64)
-MAX_SPLIT_WEIGHT = 2**31
-
-
-def kind_split(text: str) -> tuple[tuple[str, int], ...]:
-    """``gemm:812,attention:60`` as ((``compute.gemm``, 812), (``compute.attention``, 60)); empty
-    when there is none or it is not of that form (a trace's own attribute: never an error)."""
-    if not text:
-        return ()
-    split = []
-    for item in text.split(","):
-        kind, _, weight = item.partition(":")
-        if not kind or not weight.isascii() or not weight.isdigit() or int(weight) <= 0:
-            return ()
-        split.append((f"compute.{kind}", int(weight)))
-    if len(split) < 2 or sum(weight for _kind, weight in split) > MAX_SPLIT_WEIGHT:
-        return ()
-    return tuple(split)
-
-
-def _split_spans(start: int, end: int, part: tuple) -> list[tuple[int, int, str]]:
-    """(start, end, part name) of a node's interval: a piece for each kind of its split (the
-    k-th ends where the running sum of the weights puts it), else the whole interval."""
-    if len(part) < 3:
-        return [(start, end, part[1])]
-    total = sum(weight for _name, weight in part[2])
-    pieces, done, at = [], 0, start
-    for name, weight in part[2]:
-        done += weight
-        until = start + (end - start) * done // total
-        pieces.append((at, until, name))
-        at = until
-    return pieces
 
 
 @dataclass
@@ -247,7 +213,7 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
         code = np.fromiter(map({kind: k for k, kind in enumerate(kinds)}.__getitem__, parts), np.int64,
                            len(parts))
     if any(kind is not None and len(kind) > 2 for kind in kinds):
-        ids, begins, ends, code, kinds = _split_nodes(ids, begins, ends, code, kinds)
+        ids, begins, ends, code, kinds = split_intervals(ids, begins, ends, code, kinds)
     names: dict[str, int] = {}
     kind_class = np.array([-1 if kind is None else kind[0] for kind in kinds], dtype=np.int64)
     kind_name = np.array([-1 if kind is None else names.setdefault(kind[1], len(names)) for kind in kinds],
@@ -314,48 +280,6 @@ def sweep_columns(ids, starts, ends, part_of, finish_ns: int, segments: bool = F
     return out
 
 
-def _split_nodes(ids, begins, ends, code, kinds):
-    """The intervals of nodes of a split kind (a ``kind_split``) cut into a piece for each
-    of its kinds, in order, each its share of the interval as :func:`_split_spans` cuts it
-    (the same node id: the node's share is their sum); the kinds list grows by the parts
-    the splits name."""
-    import numpy as np
-
-    kinds = list(kinds)
-    place = {kind: k for k, kind in enumerate(kinds)}
-    split_codes = [k for k, kind in enumerate(kinds) if kind is not None and len(kind) > 2]
-    width = max(len(kinds[k][2]) for k in split_codes)
-    # per code: the running sums of the pieces' weights and their parts; a shorter split ends
-    # in empty pieces
-    done = np.ones((len(kinds), width + 1), dtype=np.int64)
-    done[:, 0] = 0
-    piece = np.zeros((len(kinds), width), dtype=np.int64)
-    for k in split_codes:
-        split = kinds[k][2]
-        for j, (name, weight) in enumerate(split):
-            part = (COMPUTE, name)
-            if part not in place:
-                place[part] = len(kinds)
-                kinds.append(part)
-            done[k, j + 1] = done[k, j] + weight
-            piece[k, j] = place[part]
-        done[k, len(split) + 1:] = done[k, len(split)]
-        piece[k, len(split):] = piece[k, len(split) - 1]
-    is_split = np.zeros(len(kinds), dtype=bool)
-    is_split[split_codes] = True
-    cut = is_split[code]
-    keep = ~cut
-    c, start = code[cut], begins[cut]
-    span = ends[cut] - start
-    # start + span x done / total, rounded down, exactly (int64: span x done could overflow)
-    total = done[c, -1:]
-    cuts = start[:, None] + (span[:, None] // total) * done[c] + (span[:, None] % total) * done[c] // total
-    return (np.concatenate((ids[keep], np.repeat(ids[cut], width))),
-            np.concatenate((begins[keep], cuts[:, :-1].ravel())),
-            np.concatenate((ends[keep], cuts[:, 1:].ravel())),
-            np.concatenate((code[keep], piece[c].ravel())), kinds)
-
-
 def _int64(column):
     """A column of ints as an int64 array (the recorder's ``array('q')`` without a copy)."""
     import numpy as np
@@ -381,7 +305,7 @@ def _heap_sweep(intervals: list[tuple[int, int, int]], part_of, finish_ns: int, 
         if e > s:
             part = part_of(nid)
             if part is not None:
-                spans += [(a, nid, b, part[0], name) for a, b, name in _split_spans(s, e, part) if b > a]
+                spans += [(a, nid, b, part[0], name) for a, b, name in split_span(s, e, part) if b > a]
     spans.sort()
     times = sorted({0, finish_ns, *(s for s, *_ in spans), *(e for _s, _n, e, *_ in spans)})
     heaps: list[list[tuple[int, int, int, str]]] = [[], [], [], []]
