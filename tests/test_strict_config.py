@@ -86,3 +86,17 @@ def test_yaml_merge_key_is_refused_by_name(tmp_path, capsys, text):
 
 def test_known_keys_include_the_cluster_field_being_added():
     assert {"workload", "network", "jobs", "cluster"} <= SCENARIO_KEYS
+
+
+MEGATRON_ARGS = ("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1 "
+                 "--global-batch-size 2 --bf16 --vocab-size 128")
+
+
+@pytest.mark.parametrize("key, value", [("gpus", 64), ("gpu", {"sms": 1})])
+def test_a_gpu_field_in_a_megatron_workload_beside_a_cluster_is_refused(tmp_path, capsys, key, value):
+    """The cluster gives the GPU count and the GPU; a ``workload.gpus: 64`` beside
+    ``cluster.gpus: 2`` was dropped without a word and the run simulated 2 GPUs."""
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron", "args": MEGATRON_ARGS, key: value},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}}))
+    _one_error(capsys, ["run", str(path), "--quiet"], str(path), f"workload.{key}", f"cluster.{key}")

@@ -85,6 +85,11 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
     and the GPU (they join the parameters, so they key the cache)."""
     gpus_where = None
     if cluster is not None:
+        given = sorted(set(params) & {"gpus", "gpu"})
+        if given:  # the cluster's would replace it without a word
+            hint = "the GPU count" if given[0] == "gpus" else "the GPU's figures (cluster.gpu: overrides them)"
+            raise InputError(f"{where}.{given[0]}: the cluster: gives {hint}; set cluster.{given[0]} and "
+                             f"remove workload.{given[0]}")
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
     job, gpu = job_and_gpu(params, where, gpus_where)
