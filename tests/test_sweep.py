@@ -659,6 +659,9 @@ def test_a_constraint_that_would_take_hours_fails_at_once(tmp_path):
     ({"from": 1, "to": 8, "step": float("nan")}, ("step: ", "finite")),
     ({"from": 1, "to": 8, "step": 1e-300}, ("more than 100,000 values",)),
     ({"from": 1, "to": 8, "step": 0}, ("step: must be > 0",)),
+    # a range that runs backwards was one point (from) when to - from was under a step, none past it
+    ({"from": 16, "to": 8, "step": 8}, ("from 16 is past to 8",)),
+    ({"from": 100, "to": 50, "step": 100}, ("from 100 is past to 50",)),
     ({"values": [50, float("nan")]}, ("nan is not a finite number",)),
     ([50, float("inf")], ("inf is not a finite number",)),
     ({"named": {"a": {"network.latency": float("-inf")}}}, ("named: a", "-inf is not a finite number")),

@@ -96,6 +96,9 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
                                  f"(got {x!r}; e.g. {{from: 1, to: 8, step: 1}})")
         if step <= 0:
             raise InputError(f"{where}: step: must be > 0 (got {step!r}; e.g. {{from: 1, to: 8, step: 1}})")
+        if start > stop:  # else one point (from) or none, by how far back to is
+            raise InputError(f"{where}: from {start} is past to {stop}: a range counts up from from to to; "
+                             f"swap them (e.g. {{from: {stop}, to: {start}, step: {step}}})")
         span = (stop - start) / step
         if not math.isfinite(span) or span + 1 > MAX_POINTS:
             raise InputError(f"{where}: the range from {start} to {stop} in steps of {step} has more than "
