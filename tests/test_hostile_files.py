@@ -154,6 +154,27 @@ def test_output_that_is_an_input_is_refused(tmp_path, capsys, flag, target):
     assert (tmp_path / target).read_bytes() == before
 
 
+@pytest.mark.parametrize("flags, words", [
+    (["--json-out", "o.json", "--trace-out", "o.json"], ("--trace-out", "--json-out", "o.json")),
+    (["--csv-out", "d", "--json-out", "d/nodes.csv"], ("--json-out", "--csv-out", "nodes.csv")),
+    (["--plots", "d", "--trace-out", "d/timeline.png"], ("--trace-out", "--plots", "timeline.png")),
+    (["--json-out", "o.json", "--trace-out", "./x/../o.json"], ("--trace-out", "--json-out")),
+])
+def test_two_outputs_on_one_file_are_refused_before_the_run(tmp_path, capsys, flags, words):
+    """The later writer replaced the earlier's file: --json-out and --trace-out on one path
+    left only the trace, and the run said it wrote both."""
+    scenario = _scenario(tmp_path)
+    (tmp_path / "x").mkdir()
+    flags = [str(tmp_path / f) if not f.startswith("--") else f for f in flags]
+    _one_error(capsys, ["run", str(scenario), "--quiet", *flags], *words)
+    assert not (tmp_path / "o.json").exists() and not (tmp_path / "d").exists()
+
+
+def test_devnull_may_take_several_outputs(tmp_path, capsys):
+    scenario = _scenario(tmp_path)
+    assert main(["run", str(scenario), "--quiet", "--json-out", os.devnull, "--trace-out", os.devnull]) == 0
+
+
 def test_generate_into_a_fifo_rank_file_is_refused(tmp_path, capsys):
     os.mkfifo(tmp_path / "mb.0.et")
     _one_error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",

@@ -244,6 +244,21 @@ def _writable_dir(path: str | None, flag: str) -> None:
         raise InputError(f"{flag}: cannot write into {path}: permission denied on {existing}")
 
 
+def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:
+    """Refuse two outputs on one file (``--json-out`` and ``--trace-out`` alike, ``--json-out``
+    inside ``--csv-out``'s folder as nodes.csv): the later writer would replace the earlier's
+    file, and the run would report both written."""
+    owner: dict[str, str] = {}
+    for path, flag in outputs:
+        if not path or os.path.realpath(path) == os.devnull:
+            continue
+        real = os.path.realpath(path)
+        if real in owner:
+            raise InputError(f"{flag}: {path} is also the file {owner[real]} writes; give each output its "
+                             f"own path")
+        owner.setdefault(real, flag)
+
+
 def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None,
                   plots: str | None = None, log: LogFolder | None = None) -> None:
     """Every file a run will write, checked before it starts; each error names the flag or field.
@@ -263,16 +278,22 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     from simpy_astra.plugins import remember_imported_code
 
     remember_imported_code()  # builder, plug-in and model modules are inputs too
+    in_folders = [(csv_out, name, "--csv-out") for name in ("nodes.csv", "layers.csv")]
+    if plots is not None:
+        from simpy_astra.report.plots import PLOT_NAMES
+
+        in_folders += [(plots, name, "--plots") for name in PLOT_NAMES]
+    logs = [(log.log_path, "--logging-folder"), (log.err_path, "--logging-folder")] if log is not None else []
+    _distinct_outputs([(json_out, "--json-out"), (trace_out, "--trace-out"), *logs,
+                       *((os.path.join(folder, name), flag) for folder, name, flag in in_folders if folder)])
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")
     if plots is not None:
-        from simpy_astra.report.plots import PLOT_NAMES, require_matplotlib
+        from simpy_astra.report.plots import require_matplotlib
 
         require_matplotlib()
     _writable_file(trace_out, "--trace-out")
-    in_folders = [(csv_out, name, "--csv-out") for name in ("nodes.csv", "layers.csv")]
-    in_folders += [(plots, name, "--plots") for name in (PLOT_NAMES if plots is not None else ())]
     for folder, name, flag in in_folders:  # the files a folder flag writes: not an input, not a FIFO
         if folder is not None and os.path.isdir(folder):
             files.check_output(os.path.join(folder, name), flag)
