@@ -112,6 +112,24 @@ def test_an_unknown_flag_or_a_flag_axis_on_a_non_megatron_base_is_refused(tmp_pa
         load_sweep(other)
 
 
+@pytest.mark.parametrize("axis, values", [("workload.args.lr", [1e-4, 3e-4]),
+                                           ("workload.args.seed", [1, 2, 3])])
+def test_an_axis_over_a_flag_that_cannot_change_a_step_is_refused(tmp_path, axis, values):
+    """--lr is read and ignored (it cannot change a step's time): its points all ran the same
+    step and the sweep crowned one of them."""
+    with pytest.raises(InputError, match=rf"{axis}: --\w+ cannot change a step's time.*every point would run "
+                                         rf"the same"):
+        load_sweep(megatron_sweep(tmp_path, {axis: values}))
+
+
+def test_a_no_effect_flag_may_be_fixed_removed_or_set_in_a_bundle(tmp_path):
+    """One value, a value and its removal, or a bundle that also sets a modelled flag: allowed."""
+    for axes in ({"workload.args.lr": [1e-4]}, {"workload.args.vocab-file": ["v.json", False]},
+                 {"b": {"named": {"x": {"workload.args.lr": 1e-4, "workload.args.micro-batch-size": 1},
+                                  "y": {"workload.args.lr": 3e-4, "workload.args.micro-batch-size": 2}}}}):
+        assert load_sweep(megatron_sweep(tmp_path, axes)).points()
+
+
 # ---------------------------------------------------------------- figures, invalid rows, best
 def test_megatron_points_have_training_figures_and_invalid_layouts_are_rows_with_their_rule(tmp_path, capsys):
     path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 3],

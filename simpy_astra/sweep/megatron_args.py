@@ -18,7 +18,7 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron.arguments import accepted, modelled_actions, parser
+from simpy_astra.workloads.megatron.arguments import accepted, cannot_change_time, modelled_actions, parser
 
 PREFIX = "workload.args."
 
@@ -54,6 +54,18 @@ def check_flag(dotted: str, where: str) -> None:
         near = nearest_key(flag[2:], [s[2:] for s in _actions()])
         hint = f"; did you mean '{PREFIX}{near}'?" if near else " (simpy-astra generate megatron --help lists them)"
         raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
+
+
+def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
+    """An axis that only changes the value of a flag no step's time depends on (``--lr``,
+    ``--seed``) gives points that all run the same step; keeping or removing such a flag
+    (``false``) may still change what Megatron accepts, and one value is a fixed setting."""
+    flag = flag_of(dotted)
+    if len(values) > 1 and cannot_change_time(flag) and \
+            not any(v is None or isinstance(v, bool) for v in values):
+        raise InputError(f"{where}: {flag} cannot change a step's time (the simulator reads and ignores it), so "
+                         f"every point would run the same; sweep a modelled flag (simpy-astra generate "
+                         f"megatron --help lists them) or give this one value")
 
 
 #: not a flag: Megatron derives it as gpus / (tp x pp x cp); a name in expressions too

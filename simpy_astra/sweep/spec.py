@@ -52,7 +52,7 @@ from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis
 from simpy_astra.sweep.expressions import Expression, parse_expression
-from simpy_astra.sweep.megatron_args import check_flag, flag_values, is_args_path, set_flag
+from simpy_astra.sweep.megatron_args import check_flag, check_values, flag_values, is_args_path, set_flag
 from simpy_astra.sweep.megatron_args import names as flag_names
 from simpy_astra.workloads.generated import GENERATORS, resolve_paths
 
@@ -455,6 +455,8 @@ def load_sweep(path: str) -> SweepSpec:
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
             _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
+        if axis.bundles is None and is_args_path(axis.column):
+            check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")

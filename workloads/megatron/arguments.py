@@ -223,6 +223,12 @@ def accepted(flag: str) -> bool:
     return flag in modelled_actions() or flag in SMALL_EFFECT or _ignorable(flag)
 
 
+def cannot_change_time(flag: str) -> bool:
+    """``flag`` is one of :data:`NO_TIMING_EFFECT` (a path, the learning rate, a seed...): read
+    and ignored, whatever its value."""
+    return flag not in modelled_actions() and _ignorable(flag)
+
+
 def known(flag: str) -> bool:
     """``flag`` is one the front end knows: :func:`accepted`, or refused by name as not
     modelled."""
