@@ -122,6 +122,22 @@ def test_an_axis_over_a_flag_that_cannot_change_a_step_is_refused(tmp_path, axis
         load_sweep(megatron_sweep(tmp_path, {axis: values}))
 
 
+@pytest.mark.parametrize("axis, values, words", [
+    ("workload.args.num-layers", [4, "nan"], ("--num-layers nan", "invalid int value")),
+    ("workload.args.num-layers", [4, 4.5], ("--num-layers 4.5", "invalid int value")),
+    ("workload.args.micro-batch-size", [0, 1], ("--micro-batch-size 0", "must be an integer >= 1")),
+    ("workload.args.recompute-granularity", ["full", "selectiv"], ("'selectiv'", "full, selective")),
+    ("b", {"named": {"x": {"workload.args.num-layers": "four"}}}, ("named: x", "--num-layers four")),
+])
+def test_an_axis_value_its_flag_can_never_take_is_refused_before_anything_runs(tmp_path, axis, values, words):
+    """Such a value was listed by --list as a point to run and failed when run, while the
+    other points ran: a typo in the sweep file, not a layout Megatron refuses."""
+    with pytest.raises(InputError) as caught:
+        load_sweep(megatron_sweep(tmp_path, {axis: values}))
+    for word in (f"axes: {axis}", *words):
+        assert word in str(caught.value), (word, str(caught.value))
+
+
 def test_a_no_effect_flag_may_be_fixed_removed_or_set_in_a_bundle(tmp_path):
     """One value, a value and its removal, or a bundle that also sets a modelled flag: allowed."""
     for axes in ({"workload.args.lr": [1e-4]}, {"workload.args.vocab-file": ["v.json", False]},

@@ -18,7 +18,13 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron.arguments import accepted, cannot_change_time, modelled_actions, parser
+from simpy_astra.workloads.megatron.arguments import (
+    accepted,
+    cannot_change_time,
+    modelled_actions,
+    parser,
+    value_problem,
+)
 
 PREFIX = "workload.args."
 
@@ -57,10 +63,16 @@ def check_flag(dotted: str, where: str) -> None:
 
 
 def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
-    """An axis that only changes the value of a flag no step's time depends on (``--lr``,
+    """Each value must be one the flag can take (a typo would fail its point when run). An axis
+    that only changes the value of a flag no step's time depends on (``--lr``,
     ``--seed``) gives points that all run the same step; keeping or removing such a flag
     (``false``) may still change what Megatron accepts, and one value is a fixed setting."""
     flag = flag_of(dotted)
+    for value in values:  # a value argparse refuses fails its point alike, whatever the others
+        problem = None if value is None or isinstance(value, bool | dict | list) else value_problem(flag, _text(value))
+        if problem is not None:
+            raise InputError(f"{where}: {flag} {_text(value)}: {problem}; fix the value (simpy-astra generate "
+                             f"megatron --help lists the flag's values)")
     if len(values) > 1 and cannot_change_time(flag) and \
             not any(v is None or isinstance(v, bool) for v in values):
         raise InputError(f"{where}: {flag} cannot change a step's time (the simulator reads and ignores it), so "

@@ -457,6 +457,10 @@ def load_sweep(path: str) -> SweepSpec:
             _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
         if axis.bundles is None and is_args_path(axis.column):
             check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
+        for name, bundle in (axis.bundles or {}).items():
+            for dotted, value in bundle.items():
+                if is_args_path(dotted):
+                    check_values(dotted, (value,), f"{path}: axes: {axis.column}: named: {name}")
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")

@@ -229,6 +229,24 @@ def cannot_change_time(flag: str) -> bool:
     return flag not in modelled_actions() and _ignorable(flag)
 
 
+def value_problem(flag: str, text: str) -> str | None:
+    """Why the modelled ``flag`` can never take ``text`` as its value (argparse's type or
+    choices, or under the flag's least value), else None."""
+    action = modelled_actions().get(flag)
+    if action is None or action.nargs == 0:
+        return None
+    try:
+        value = action.type(text) if action.type is not None else text
+    except (TypeError, ValueError):
+        return f"invalid {getattr(action.type, '__name__', 'value')} value"
+    if action.choices is not None and value not in action.choices:
+        return f"invalid choice {text!r} (choose from {', '.join(map(str, action.choices))})"
+    least = _LEAST.get(action.dest, 1)
+    if action.type is int and value < least:
+        return f"must be an integer >= {least}"
+    return None
+
+
 def known(flag: str) -> bool:
     """``flag`` is one the front end knows: :func:`accepted`, or refused by name as not
     modelled."""
