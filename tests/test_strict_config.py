@@ -100,3 +100,12 @@ def test_a_gpu_field_in_a_megatron_workload_beside_a_cluster_is_refused(tmp_path
     path.write_text(json.dumps({"workload": {"generate": "megatron", "args": MEGATRON_ARGS, key: value},
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}}))
     _one_error(capsys, ["run", str(path), "--quiet"], str(path), f"workload.{key}", f"cluster.{key}")
+
+
+@pytest.mark.parametrize("cluster", ["cluster:\n", "cluster: null\n", "cluster: ~\n"])
+def test_an_empty_cluster_is_refused_as_the_cluster_not_as_a_missing_system(tmp_path, capsys, cluster):
+    """``cluster:`` left empty was read as no cluster, and the error blamed a 'system' the
+    user never meant to write."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"workload: {{generate: megatron, args: '{MEGATRON_ARGS}'}}\n{cluster}")
+    _one_error(capsys, ["run", str(path), "--quiet"], str(path), "cluster:", "preset: NAME, gpus: N")

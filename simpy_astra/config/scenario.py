@@ -245,7 +245,7 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     """``cluster:``: a preset builds system, network and backend (fields the scenario gives
     win), laid out as the generated job's layout says; the cluster and that job (None, None:
     no cluster)."""
-    if doc.get("cluster") is None:
+    if "cluster" not in doc:  # an empty ``cluster:`` is the user's cluster, refused as such
         return doc, None, None
     # deferred: only a scenario with a cluster reads it; an ASTRA-sim run does not load it
     from simpy_astra.config.cluster import load_cluster
