@@ -151,7 +151,11 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(own)
     if not rest:
         raise InputError("generate megatron: give the Megatron-LM arguments after --")
-    cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
+    try:
+        cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "cluster")
+    except InputError as exc:  # worded for a scenario's cluster.FIELD: name the flag given
+        raise InputError(exc.message.replace("cluster.gpus:", "--gpus:").replace("cluster.preset:", "--preset:")
+                         ) from None
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
     check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}")
