@@ -18,6 +18,7 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.arguments import (
     accepted,
     cannot_change_time,
@@ -97,7 +98,7 @@ def _tokens(args: Any, where: str) -> list[str]:
         raise InputError(f"{where}: the base scenario's workload.args must be the pretrain_gpt.py arguments "
                          f"as one string (got {args!r})")
     try:
-        return shlex.split(args)
+        return shell_words.split(args)
     except ValueError as exc:
         raise InputError(f"{where}: workload.args cannot be split into arguments ({exc})") from None
 
