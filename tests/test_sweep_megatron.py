@@ -189,6 +189,19 @@ def test_a_sweep_of_only_invalid_points_says_so_and_exits_4(tmp_path, capsys):
     assert "every point is invalid (2 of 2)" in err and "gpus divisible by tp x pp x cp" in err
 
 
+def test_a_sweep_reads_back_the_long_errors_it_wrote(tmp_path, capsys):
+    """A refused layout's error quotes it: a 200,000-character layout gave results.csv a field
+    past the csv module's 131,072, and running the sweep again stopped with an internal error."""
+    layout = "'E" + "|" * 200_000 + "L'"
+    path = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2]},
+                          args=SMALL + f" --pipeline-model-parallel-layout {layout}")
+    for _ in range(2):  # the second run reads the rows back and runs nothing again
+        assert sweep_main([path, "--out", str(tmp_path / "out"), "--no-plots"]) == 4
+        err = capsys.readouterr().err
+        assert "every point is invalid (2 of 2)" in err and "internal error" not in err, err[-300:]
+    assert (tmp_path / "out" / "results.csv").stat().st_size > 400_000  # both rows quote it
+
+
 def test_a_point_refused_while_it_runs_is_invalid_not_failed():
     from simpy_astra.sweep.point import run_point
 
