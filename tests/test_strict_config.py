@@ -109,3 +109,12 @@ def test_an_empty_cluster_is_refused_as_the_cluster_not_as_a_missing_system(tmp_
     path = tmp_path / "s.yaml"
     path.write_text(f"workload: {{generate: megatron, args: '{MEGATRON_ARGS}'}}\n{cluster}")
     _one_error(capsys, ["run", str(path), "--quiet"], str(path), "cluster:", "preset: NAME, gpus: N")
+
+
+def test_num_passes_beside_a_cluster_is_refused(tmp_path, capsys):
+    """num_passes repeats an ASTRA-sim 1.0 text workload; a cluster's job ignored it and
+    printed one iteration's figures as if it had run five."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"workload: {{generate: megatron, args: '{MEGATRON_ARGS}'}}\n"
+                    f"cluster: {{preset: dgx-a100-80gb, gpus: 2}}\nnum_passes: 5\n")
+    _one_error(capsys, ["run", str(path), "--quiet"], str(path), "num_passes", "one training iteration")

@@ -201,6 +201,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     queues = check_queues(f"{path}: field 'num_queues_per_dim'", doc.get("num_queues_per_dim", 1))
     injection_scale = _number(path, doc, "injection_scale", 1.0)
     num_passes = _positive_int(path, doc, "num_passes")
+    if cluster is not None and num_passes != 1:  # it would be ignored, the figures those of one
+        raise InputError(f"{path}: field 'num_passes': repeats an ASTRA-sim 1.0 .txt workload; a cluster's "
+                         f"job is simulated for one training iteration (its figures are per iteration): "
+                         f"remove num_passes")
     if backend is not None:
         chosen = check_backend("--network-backend", backend)
     else:
