@@ -118,3 +118,28 @@ def test_num_passes_beside_a_cluster_is_refused(tmp_path, capsys):
     path.write_text(f"workload: {{generate: megatron, args: '{MEGATRON_ARGS}'}}\n"
                     f"cluster: {{preset: dgx-a100-80gb, gpus: 2}}\nnum_passes: 5\n")
     _one_error(capsys, ["run", str(path), "--quiet"], str(path), "num_passes", "one training iteration")
+
+
+PRESET = Path(__file__).resolve().parents[1] / "simpy_astra" / "config" / "clusters" / "dgx-a100-80gb.yaml"
+
+
+def _preset_scenario(folder: Path, preset_text: str) -> Path:
+    (folder / "my.yaml").write_text(preset_text)
+    path = folder / "s.yaml"
+    path.write_text(f"workload: {{generate: megatron, args: '{MEGATRON_ARGS}'}}\n"
+                    f"cluster: {{preset: ./my.yaml, gpus: 2}}\n")
+    return path
+
+
+def test_an_unknown_top_level_key_in_a_preset_is_an_error(tmp_path, capsys):
+    """A preset is our own format: 'gpu_overrides:' beside gpu and node was read by no one."""
+    path = _preset_scenario(tmp_path, PRESET.read_text() + "nodes:\n  gpus: 4\n")
+    _one_error(capsys, ["run", str(path), "--quiet"], str(tmp_path / "my.yaml"), "'nodes'", "did you mean 'node'")
+
+
+@pytest.mark.parametrize("name", ["[A100]", "''", "null", '"A100\\nsys[0] finished, 1 cycles"', "5"])
+def test_a_gpu_name_that_is_not_one_line_of_text_is_refused(tmp_path, capsys, name):
+    """The name picks NVLS (H100 and later) and is printed: a list, null or a line break in it
+    ran as an A100 without a word."""
+    path = _preset_scenario(tmp_path, PRESET.read_text().replace("name: A100-SXM4-80GB", f"name: {name}"))
+    _one_error(capsys, ["run", str(path), "--quiet"], str(tmp_path / "my.yaml"), "gpu.name")
