@@ -146,15 +146,22 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     return shlex.join(out)
 
 
+@cache
+def _lenient_parser() -> argparse.ArgumentParser:
+    """The modelled arguments, none required (a missing flag is the point's error, not the
+    names'); built once, as a sweep reads every point's flags."""
+    p = parser()
+    for action in p._actions:
+        action.required = False
+    return p
+
+
 def flag_values(args: Any, gpus: Any = None) -> dict[str, Any]:
     """Every modelled flag's value in ``args`` (defaults where absent), by its expression name,
     and the data-parallel size on ``gpus`` GPUs when they divide; empty when the arguments
     cannot be read (the point then fails and says why)."""
-    p = parser()
-    for action in p._actions:
-        action.required = False  # a missing flag is the point's error, not the names'
     try:
-        known, _rest = p.parse_known_args(_tokens(args, "workload"))
+        known, _rest = _lenient_parser().parse_known_args(_tokens(args, "workload"))
     except (Exception, SystemExit):  # noqa: BLE001 - any unreadable args: no names
         return {}
     values = {k: v for k, v in vars(known).items() if k != "help"}
