@@ -313,3 +313,27 @@ def test_a_megatron_sweep_answers_in_the_jobs_figures_unless_told_otherwise(tmp_
     assert "tflops_per_gpu" in table and "memory_per_gpu_gib" in table and "exposed_comm_ns" not in table
     told = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2]}, report=["finish_ns"])
     assert [e.text for e in load_sweep(told).report] == ["finish_ns"]
+
+
+def test_reading_many_points_says_how_far_it_got(tmp_path, capsys, monkeypatch):
+    """Reading a point's flags and rules takes about half a millisecond, so 100,000 points
+    took minutes before the sweep's first line, with no sign. A clock that advances a second a
+    look stands in for a long expansion: the lines come, with the counts."""
+    from simpy_astra.sweep import expansion_progress
+
+    class Clock:
+        now = 0.0
+
+        @classmethod
+        def monotonic(cls) -> float:
+            cls.now += 1.0
+            return cls.now
+
+    monkeypatch.setattr(expansion_progress, "time", Clock)
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "1")
+    path = megatron_sweep(tmp_path, {"workload.args.seq-length": {"from": 1, "to": 1000, "step": 1}})
+    assert sweep_main([path, "--list"]) == 0
+    captured = capsys.readouterr()
+    assert "sweep: reading 64 of 1,000 points" in captured.err
+    assert "sweep: checking " in captured.err and " of 1,000 points" in captured.err
+    assert captured.out.startswith("1000 points")  # the listing itself is unchanged

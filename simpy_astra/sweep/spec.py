@@ -37,6 +37,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +196,9 @@ class SweepSpec:
             files.update(self._modules[name])
         return files
 
-    def points(self) -> list[Point]:
+    def points(self, progress: Callable[[int, int], None] | None = None) -> list[Point]:
+        """Every point of the axes the point constraints keep; ``progress(done, total)`` is
+        told how far the expansion got (every 64 combinations)."""
         total = 1
         for axis in self.axes:
             total *= len(axis.values)
@@ -203,7 +206,9 @@ class SweepSpec:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
         out, seen = [], set()
-        for combo in itertools.product(*(a.values for a in self.axes)):
+        for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
+            if progress is not None and done % 64 == 0:
+                progress(done, total)
             coords = {a.column: v for a, v in zip(self.axes, combo, strict=True)}
             names = {a.name: v for a, v in zip(self.axes, combo, strict=True)}
             key = point_key(coords)
