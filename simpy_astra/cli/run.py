@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links
+from simpy_astra.report.preparing import PreparingNotice
 
 if TYPE_CHECKING:
     from simpy_astra.report.console import ProgressLine
@@ -369,9 +371,9 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
     return resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
 
 
-def _run(inputs, plan: RunPlan, t0: float) -> Finished:
+def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: None) -> Finished:
     """Simulate ``inputs`` (the notes that precede time, then time) and derive the figures the
-    writers read."""
+    writers read; ``ready()`` once the simulation is built (its traces read)."""
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
     from simpy_astra.network.cost_model import network_cost
@@ -382,6 +384,7 @@ def _run(inputs, plan: RunPlan, t0: float) -> Finished:
     real_job = inputs.workload.reports_figures  # a cluster: scenario: the answer is its training figures
     show = plan.reference_lines or not (real_job or plan.quiet)
     sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show))
+    ready()
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say("note: symmetry folding is off: several jobs share the network")
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
@@ -422,12 +425,12 @@ def _run(inputs, plan: RunPlan, t0: float) -> Finished:
 
 
 def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | None = None,
-              name: str = "run") -> int:
+              name: str = "run", ready: Callable[[], None] = lambda: None) -> int:
     """Run ``inputs`` as ``plan`` asks and write its reports; ``name``: the run's, for its
-    default output folder ``runs/NAME``."""
+    default output folder ``runs/NAME``; ``ready()`` once the simulation is built."""
     inputs = _prepared(inputs, plan, trace_dir, name)
     t0 = time.perf_counter()
-    write_reports(_run(_folded(inputs, plan, fold), plan, t0))
+    write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready))
     return 0
 
 
@@ -436,13 +439,14 @@ def run_scenario(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)
     from simpy_astra.config.scenario import load_plugins, load_scenario
 
-    load_plugins(args.plugin, "--plugin")
-    inputs = load_scenario(args.scenario, backend=args.network_backend)
-    plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, rich_summary=not args.quiet,
-                   quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose,
-                   isolation=args.isolation, given=(args.scenario,), plugins=tuple(args.plugin))
-    return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,
-                     name=os.path.splitext(os.path.basename(args.scenario))[0])
+    with PreparingNotice() as notice:  # a line after 2 s: a large job's traces take minutes
+        load_plugins(args.plugin, "--plugin")
+        inputs = load_scenario(args.scenario, backend=args.network_backend)
+        plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, rich_summary=not args.quiet,
+                       quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose,
+                       isolation=args.isolation, given=(args.scenario,), plugins=tuple(args.plugin))
+        return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,
+                         name=os.path.splitext(os.path.basename(args.scenario))[0], ready=notice.stop)
 
 
 def run_astra_flags(argv: list[str]) -> int:
