@@ -79,3 +79,21 @@ def test_unknown_generator_is_an_input_error(copying_generator, tmp_path):
         load_scenario(_scenario(tmp_path, {"generate": "nope"}))
     with pytest.raises(InputError, match="needs 'generate: NAME'"):
         load_scenario(_scenario(tmp_path, {"preset": "x"}))
+
+
+@pytest.mark.parametrize("cluster", [False, True])
+def test_a_generators_parameter_error_names_the_scenario(tmp_path, capsys, monkeypatch, cluster):
+    """The transformer generator's layout read its parameters and its error came out bare
+    ('error: workload: generate: transformer: unknown parameter(s) ...'), naming no file."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    workload = {"generate": "transformer", "preset": "llama2-7b", "dp": 8, "layerz": 1}
+    path = _scenario(tmp_path, workload)
+    if cluster:
+        Path(path).write_text(yaml.safe_dump({"workload": workload,
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
+    assert main(["run", path, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload"), err
+    assert "layerz" in err[0]

@@ -101,14 +101,24 @@ class Prepared:
     params: dict[str, Any]
     #: the typed job (the parameters themselves for a generator without ``prepare``)
     job: Any
+    #: where the mapping was written (``s.yaml: workload``), for errors met reading it later
+    where: str = field(default="workload", compare=False)
 
     @property
     def entry(self) -> GeneratorEntry:
         return GENERATORS[self.generator]
 
     def layout(self) -> WorkloadLayout:
+        """The job's layout; a generator that reads its parameters here (the transformer's)
+        has its errors worded in the scenario's fields, as :func:`materialise` words them."""
         layout = self.entry.layout
-        return WorkloadLayout() if layout is None else layout(self.job)
+        if layout is None:
+            return WorkloadLayout()
+        try:
+            return layout(self.job)
+        except InputError as exc:
+            exc.args = (as_fields(exc.message, self.where),)
+            raise exc from None
 
 
 def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") -> Prepared:
@@ -120,9 +130,9 @@ def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") 
         raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
     entry = GENERATORS[name]
     if entry.prepare is None:
-        return Prepared(name, params, params)
+        return Prepared(name, params, params, where)
     params, job = entry.prepare(params, cluster, where)
-    return Prepared(name, params, job)
+    return Prepared(name, params, job, where)
 
 
 def _lazy(module: str, function: str) -> Callable[..., Any]:
