@@ -81,6 +81,33 @@ def test_unknown_generator_is_an_input_error(copying_generator, tmp_path):
         load_scenario(_scenario(tmp_path, {"preset": "x"}))
 
 
+@pytest.mark.parametrize("workload, cluster, words", [
+    ({"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 16}, False,
+     ("writes 16 ranks", "network has 8 NPUs")),
+    ({"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 16}, True,
+     ("writes 16 ranks", "cluster.gpus is 8")),
+    ({"generate": "transformer", "preset": "llama2-7b", "dp": 2, "num_stacks": 1}, True,
+     ("writes 2 ranks", "cluster.gpus is 8")),
+])
+def test_a_generated_workload_of_another_size_than_the_network_names_the_scenario(
+        tmp_path, capsys, monkeypatch, workload, cluster, words):
+    """The error named a file in the workload cache (and told the user to delete cache files
+    'or change npus_count'), not the scenario field that sets the size."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = _scenario(tmp_path, workload)
+    if cluster:
+        Path(path).write_text(yaml.safe_dump({"workload": workload,
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
+    assert main(["run", path, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: generate {workload['generate']} "), err
+    assert str(tmp_path / "cache") not in err[0]
+    for word in words:
+        assert word in err[0], (word, err[0])
+
+
 @pytest.mark.parametrize("cluster", [False, True])
 def test_a_generators_parameter_error_names_the_scenario(tmp_path, capsys, monkeypatch, cluster):
     """The transformer generator's layout read its parameters and its error came out bare

@@ -356,6 +356,19 @@ class LazyTraces:
             write(prepared.job, self.prefix, missing)
 
 
+def generated_ranks(prefix: str) -> int:
+    """How many ranks a generated workload at ``prefix`` has: its rank summary's count, else
+    its ET files ``PREFIX.0.et`` on."""
+    source = lazy_traces(prefix)
+    if source is not None:
+        return source.npus
+    ranks = files.numbered_files(prefix)
+    count = 0
+    while count in ranks:
+        count += 1
+    return count
+
+
 def lazy_traces(prefix: str, prepared: Prepared | None = None) -> LazyTraces | None:
     """The lazily generated trace at ``prefix``, or None (plain ET files); ``prepared``: its
     job, if the caller holds it (then it is not parsed again)."""

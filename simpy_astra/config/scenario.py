@@ -287,7 +287,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
     # deferred: only generated workloads need the registry (and its front ends)
-    from simpy_astra.workloads.generated import materialise
+    from simpy_astra.workloads.generated import generated_ranks, materialise
 
     prepared = prepared or _prepare(path, workload, None)
     assert prepared is not None
@@ -295,6 +295,11 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     if layout.ranks is not None and on_cluster and npus != layout.ranks:
         raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
     made = materialise(prepared, where=f"{path}: workload", lazy=True)
+    ranks = generated_ranks(made.prefix)
+    if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
+        size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
+        raise InputError(f"{path}: workload: generate {prepared.generator} writes {ranks} ranks, but {size}; "
+                         f"make the generator's parallelism (num_npus, or dp x tp x pp ...) match it")
     if groups is not None:
         return made.prefix, groups, WorkloadInfo(prepared)
     # (the generators' sends and receives run between pipeline stages)
