@@ -143,3 +143,12 @@ def test_a_gpu_name_that_is_not_one_line_of_text_is_refused(tmp_path, capsys, na
     ran as an A100 without a word."""
     path = _preset_scenario(tmp_path, PRESET.read_text().replace("name: A100-SXM4-80GB", f"name: {name}"))
     _one_error(capsys, ["run", str(path), "--quiet"], str(tmp_path / "my.yaml"), "gpu.name")
+
+
+def test_a_megatron_job_among_jobs_is_refused_without_sending_the_user_in_a_circle(tmp_path, capsys):
+    """It said 'needs a cluster: beside it'; a cluster beside jobs: is refused ('give it with
+    workload (one job), not with jobs'): each error's fix led to the other."""
+    path = _scenario(tmp_path, f"{NETWORK}jobs:\n  - {{name: a, workload: {{generate: megatron, args: "
+                               f"'{MEGATRON_ARGS}'}}, npus: [0, 1]}}\n")
+    _one_error(capsys, ["run", str(path), "--quiet"], "jobs[0].workload", "generate megatron",
+               "its own scenario with cluster:")

@@ -78,6 +78,8 @@ class GeneratorEntry:
     #: its ``args`` parameter is a framework's command line (Megatron-LM's flags), whose flags
     #: a sweep's ``workload.args.<flag>`` axes edit
     command_line_args: bool = False
+    #: it runs only beside a scenario's ``cluster:`` (which gives its GPUs), so never as one of ``jobs:``
+    needs_cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,8 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
                            layout=_lazy("simpy_astra.workloads.transformer.generator", "layout")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
-    "megatron": _typed("simpy_astra.workloads.megatron.generator", "12", command_line_args=True),
+    "megatron": _typed("simpy_astra.workloads.megatron.generator", "12", command_line_args=True,
+                       needs_cluster=True),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),

@@ -336,8 +336,13 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
             if "generate" not in value:
                 raise InputError(f"{where}: as a mapping needs 'generate: NAME' (or give an ET prefix)")
             # deferred: only generated workloads need the registry (and its front ends)
-            from simpy_astra.workloads.generated import materialise, resolve_paths
+            from simpy_astra.workloads.generated import GENERATORS, materialise, resolve_paths
 
+            entry = GENERATORS.get(value["generate"]) if isinstance(value["generate"], str) else None
+            if entry is not None and entry.needs_cluster:  # and a cluster is refused beside jobs:
+                raise InputError(f"{where}: generate {value['generate']} runs on a cluster:, which a scenario "
+                                 f"gives with one workload, not jobs:; run this job as its own scenario with "
+                                 f"cluster: {{preset: NAME, gpus: N}}")
             try:  # worded for a scenario's workload: field, then named as the job's
                 made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True)
             except InputError as exc:
