@@ -643,6 +643,18 @@ def test_bad_expressions_are_refused_before_any_point_runs(tmp_path, capsys, ext
     assert not (tmp_path / "out").exists()  # nothing ran, nothing written
 
 
+@pytest.mark.parametrize("axes", ["missing", None, {}])
+def test_a_sweep_without_axes_is_refused(tmp_path, capsys, axes):
+    """No axes (left out, empty, or 'axes:' with nothing) ran the base alone as a one-point
+    sweep, reported as a sweep's best."""
+    doc = {"base": str(DEFAULT)} if axes == "missing" else {"base": str(DEFAULT), "axes": axes}
+    path = write_sweep(tmp_path, doc)
+    code, err = cli(capsys, path, "--out", str(tmp_path / "out"), "--no-plots")
+    assert code == 2
+    one_error(err, f"error: {path}: axes: ", "at least one axis", "simpy-astra run")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_constraint_that_would_take_hours_fails_at_once(tmp_path):
     """In a child with a deadline: a regression must fail this test, not hang the suite."""
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [25, 50]},

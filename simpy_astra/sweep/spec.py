@@ -439,7 +439,10 @@ def load_sweep(path: str) -> SweepSpec:
     warnings: list[str] = []
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
-    raw_axes = doc.get("axes") or {}
+    raw_axes = doc.get("axes")
+    if raw_axes is None or raw_axes == {}:  # else the base alone, reported as a sweep's best
+        raise InputError(f"{path}: axes: give at least one axis, e.g. axes: {{network.bandwidth: [50, 100]}} "
+                         f"(to run the base alone: simpy-astra run BASE)")
     if not isinstance(raw_axes, dict):
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
     axes = [parse_axis(str(col), raw, f"{path}: axes: {col}") for col, raw in raw_axes.items()]
