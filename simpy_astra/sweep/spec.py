@@ -249,8 +249,12 @@ class SweepSpec:
                              f"{', '.join(DEFAULT_REPORT[:3])}")
         for i, expr in enumerate(self.report):
             expr.number(values, f"{self.path}: report[{i}]")
-        for expr in self.result_constraints:
-            expr.value(values, f"{self.path}: constraints")
+        for expr in self.result_constraints:  # undefined whatever the figures: no point could satisfy it
+            stand_ins = (1, 2, 3.5, 1e6)
+            if all(expr.value({**values, **dict.fromkeys(RESULT_NAMES, x)}, f"{self.path}: constraints") is None
+                   for x in stand_ins):
+                raise InputError(f"{self.path}: constraints: '{expr.text}' is undefined for any figures (e.g. a "
+                                 f"division by zero), so no figures could satisfy it; fix the expression")
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
