@@ -362,3 +362,15 @@ def test_a_log_folder_whose_log_is_an_input_is_refused_before_the_run(tmp_path, 
                "--logging-folder", "log.log", "one of this run's inputs")
     assert (tmp_path / "logs" / "log.log").read_bytes() == before
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_smaller_trace_set_over_a_larger_one_leaves_none_of_its_ranks(tmp_path, capsys):
+    """generate 16 ranks, then 8 at the same prefix: ranks 8..15 of the first stayed, and a
+    16-NPU run read 8 all-to-all ranks with 8 stale all-reduce ones as one job."""
+    prefix = str(tmp_path / "p")
+    common = ["--size", "1024", "--output", prefix]
+    assert main(["generate", "microbench", "--collective", "all_reduce", "--num-npus", "16", *common]) == 0
+    assert main(["generate", "microbench", "--collective", "all_to_all", "--num-npus", "8", *common]) == 0
+    assert sorted(files.numbered_files(prefix)) == list(range(8))
+    err = capsys.readouterr().err
+    assert "p.8.et .. " in err and "p.15.et" in err and "removed" in err
