@@ -138,6 +138,19 @@ def test_an_axis_value_its_flag_can_never_take_is_refused_before_anything_runs(t
         assert word in str(caught.value), (word, str(caught.value))
 
 
+def test_a_base_whose_args_are_a_yaml_list_with_numbers_sweeps_as_it_runs(tmp_path):
+    """run reads ``args: [--num-layers, 4, ...]`` (YAML makes 4 a number); the sweep refused
+    to edit such a base ('must be ... one string'), and read no flag names from it, so a
+    constraint over them silently kept every point."""
+    words = [int(w) if w.isdigit() else w for w in SMALL.split()]
+    path = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2, 4]}, args=words,
+                          constraints=["micro_batch_size * data_parallel_size <= 16"])
+    spec = load_sweep(path)
+    assert [p.names(spec.axes)["micro_batch_size"] for p in spec.points()] == [1]  # 16 GPUs: dp 16
+    kept = megatron_sweep(tmp_path, {"cluster.gpus": [16, 32]}, args=words, constraints=["micro_batch_size > 1"])
+    assert load_sweep(kept).points() == []  # micro-batch 1 in the base: no point passes
+
+
 def test_a_no_effect_flag_may_be_fixed_removed_or_set_in_a_bundle(tmp_path):
     """One value, a value and its removal, or a bundle that also sets a modelled flag: allowed."""
     for axes in ({"workload.args.lr": [1e-4]}, {"workload.args.vocab-file": ["v.json", False]},

@@ -92,8 +92,10 @@ def names() -> set[str]:
 
 
 def _tokens(args: Any, where: str) -> list[str]:
-    if isinstance(args, list) and all(isinstance(a, str) for a in args):
-        return list(args)
+    """The words of ``args`` as ``run`` reads them: one string, or a list of words (YAML reads
+    ``- 4`` as a number)."""
+    if isinstance(args, list) and all(isinstance(a, str | int | float) and not isinstance(a, bool) for a in args):
+        return [str(a) for a in args]
     if not isinstance(args, str):
         raise InputError(f"{where}: the base scenario's workload.args must be the pretrain_gpt.py arguments "
                          f"as one string (got {args!r})")
