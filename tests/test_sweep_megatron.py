@@ -151,6 +151,21 @@ def test_a_base_whose_args_are_a_yaml_list_with_numbers_sweeps_as_it_runs(tmp_pa
     assert load_sweep(kept).points() == []  # micro-batch 1 in the base: no point passes
 
 
+def test_a_pasted_launch_script_base_sweeps_as_it_runs(tmp_path):
+    """run reads a launch script with its torchrun prefix and backslash line continuations; a
+    flag axis over such a base split it without them, and every point failed ('\\n' comes
+    before any flag) while its flags were unknown to constraints."""
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    script = "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n  " + SMALL.replace(" --seq-length", " \\\n  --seq-length")
+    assert parse(script, GPUS).micro_batch == 1  # run reads it
+    spec = load_sweep(megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2, 4]}, args=script,
+                                     constraints=["hidden_size == 1024 and micro_batch_size < 4"]))
+    points = spec.points()
+    assert [p.names(spec.axes)["micro_batch_size"] for p in points] == [1, 2]
+    assert [parse(p.scenario["workload"]["args"], GPUS).micro_batch for p in points] == [1, 2]
+
+
 def test_a_no_effect_flag_may_be_fixed_removed_or_set_in_a_bundle(tmp_path):
     """One value, a value and its removal, or a bundle that also sets a modelled flag: allowed."""
     for axes in ({"workload.args.lr": [1e-4]}, {"workload.args.vocab-file": ["v.json", False]},

@@ -18,7 +18,7 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron import shell_words
+from simpy_astra.workloads.megatron import command_line
 from simpy_astra.workloads.megatron.arguments import (
     accepted,
     cannot_change_time,
@@ -92,17 +92,10 @@ def names() -> set[str]:
 
 
 def _tokens(args: Any, where: str) -> list[str]:
-    """The words of ``args`` as ``run`` reads them: one string, or a list of words (YAML reads
-    ``- 4`` as a number)."""
-    if isinstance(args, list) and all(isinstance(a, str | int | float) and not isinstance(a, bool) for a in args):
-        return [str(a) for a in args]
-    if not isinstance(args, str):
-        raise InputError(f"{where}: the base scenario's workload.args must be the pretrain_gpt.py arguments "
-                         f"as one string (got {args!r})")
-    try:
-        return shell_words.split(args)
-    except ValueError as exc:
-        raise InputError(f"{where}: workload.args cannot be split into arguments ({exc})") from None
+    """The words of ``args`` exactly as ``run`` reads them (:func:`command_line.words`: one
+    string, with a pasted launch script's ``torchrun ... pretrain_gpt.py`` prefix, line
+    continuations and odd spaces dealt with, or a list of words)."""
+    return command_line.words(args, f"{where}: the base scenario's workload.args")
 
 
 def _text(value: Any) -> str:
