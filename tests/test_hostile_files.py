@@ -374,3 +374,13 @@ def test_a_smaller_trace_set_over_a_larger_one_leaves_none_of_its_ranks(tmp_path
     assert sorted(files.numbered_files(prefix)) == list(range(8))
     err = capsys.readouterr().err
     assert "p.8.et .. " in err and "p.15.et" in err and "removed" in err
+
+
+@pytest.mark.parametrize("flag, value", [("--trace-out", "t.json"), ("--csv-out", "csv")])
+def test_fold_symmetry_on_with_a_per_npu_output_is_refused(tmp_path, capsys, flag, value):
+    """Asked for in words, folding was switched off without one: on a large cluster that is
+    every GPU simulated instead of one per role."""
+    scenario = _scenario(tmp_path)
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--fold-symmetry", "on", flag, str(tmp_path / value)],
+               "--fold-symmetry on", flag, "every NPU")
+    assert main(["run", str(scenario), "--quiet", flag, str(tmp_path / value)]) == 0  # unasked: off, as documented

@@ -113,7 +113,7 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     """Report files, and the one engine switch that depends on them."""
     p.add_argument("--fold-symmetry", choices=("on", "off"), default=None,
                    help="simulate each orbit of symmetric NPUs once (default on; see docs/performance.md, "
-                        "'Symmetry folding'); --csv-out and --trace-out switch it off")
+                        "'Symmetry folding'); --csv-out and --trace-out switch it off (and refuse 'on')")
     p.add_argument("--csv-out", default=None, metavar="DIR",
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
@@ -366,6 +366,10 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
 
     if fold is not None:
         inputs = replace(inputs, fold_symmetry=fold == "on")
+    if fold == "on" and (plan.csv_out or plan.trace_out):  # asked for in words: not dropped without one
+        flag = "--trace-out" if plan.trace_out else "--csv-out"
+        raise InputError(f"--fold-symmetry on: {flag} records every NPU's own events, which a folded run does "
+                         f"not simulate; drop --fold-symmetry on (the run is then unfolded) or {flag}")
     if plan.csv_out or plan.trace_out:  # per-node reports and traces list every NPU's own events
         inputs = replace(inputs, fold_symmetry=False)
     return resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
