@@ -124,3 +124,19 @@ def test_a_generators_parameter_error_names_the_scenario(tmp_path, capsys, monke
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload"), err
     assert "layerz" in err[0]
+
+
+def test_a_corrupt_trace_in_the_workload_cache_says_to_delete_its_entry(tmp_path, capsys, monkeypatch):
+    """The error named the cached ET file and what was wrong with it, but not that it is the
+    cache's (the user never wrote it) nor the fix: delete the entry, it is generated again."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = _scenario(tmp_path, {"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 8})
+    assert main(["run", path, "--quiet"]) == 0
+    (rank,) = glob.glob(str(tmp_path / "cache" / "workloads" / "*" / "microbench.3.et"))
+    Path(rank).write_bytes(Path(rank).read_bytes()[:20])
+    assert main(["run", path, "--quiet", "--fold-symmetry", "off"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {rank}: "), err
+    assert f"workload cache entry: delete {Path(rank).parent} to generate it again" in err[0]

@@ -224,6 +224,16 @@ def code_digest() -> str:
     return folder_digest(Path(__file__).resolve().parent)
 
 
+def in_cache_entry(exc: Exception, prefix: str) -> Exception:
+    """``exc`` (about a file of the traces at ``prefix``: an input or ET error, one line),
+    saying how to mend a cache entry when the traces are the workload cache's."""
+    folder = os.path.dirname(os.path.realpath(prefix))
+    if os.path.dirname(folder) != os.path.realpath(os.path.join(cache_root(), "workloads")):
+        return exc
+    text = f"{exc}; it is a corrupt workload cache entry: delete {os.path.dirname(prefix)} to generate it again"
+    return InputError(text) if isinstance(exc, InputError) else type(exc)(text)
+
+
 def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
     text = json.dumps({"generator": name, "version": version, "code": code_digest(), "params": params},
                       sort_keys=True)
