@@ -295,7 +295,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     if layout.ranks is not None and on_cluster and npus != layout.ranks:
         raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
     made = materialise(prepared, where=f"{path}: workload", lazy=True)
-    ranks = generated_ranks(made.prefix)
+    ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
     if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
         size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
         raise InputError(f"{path}: workload: generate {prepared.generator} writes {ranks} ranks, but {size}; "
