@@ -166,6 +166,19 @@ def test_a_pasted_launch_script_base_sweeps_as_it_runs(tmp_path):
     assert [parse(p.scenario["workload"]["args"], GPUS).micro_batch for p in points] == [1, 2]
 
 
+@pytest.mark.parametrize("axes", [
+    {"workload.args.micro-batch-size": [1, 2], "workload.args.batch-size": [4, 8]},  # 2021's name
+    {"workload.args.seq-length": [512, 1024], "workload.args.encoder-seq-length": [256]},
+    {"workload.args.micro-batch-size": [1, 2], "workload.args.--micro-batch-size": [4]},
+    {"workload.args.micro-batch-size": [1, 2], "b": {"named": {"x": {"workload.args.batch-size": 4}}}},
+])
+def test_two_axes_on_one_flag_under_two_spellings_are_refused(tmp_path, axes):
+    """--batch-size is --micro-batch-size: the later axis replaced the earlier's value in every
+    point, whose coordinates still claimed micro-batch 1 and 2 (four points, two runs)."""
+    with pytest.raises(InputError, match="is set by two axes"):
+        load_sweep(megatron_sweep(tmp_path, axes))
+
+
 def test_a_no_effect_flag_may_be_fixed_removed_or_set_in_a_bundle(tmp_path):
     """One value, a value and its removal, or a bundle that also sets a modelled flag: allowed."""
     for axes in ({"workload.args.lr": [1e-4]}, {"workload.args.vocab-file": ["v.json", False]},

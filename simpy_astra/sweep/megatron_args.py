@@ -45,6 +45,15 @@ def flag_of(dotted: str) -> str:
     return "--" + dotted[len(PREFIX):].lstrip("-")
 
 
+def canonical_path(dotted: str) -> str:
+    """``dotted`` with a Megatron flag under its first name (``workload.args.batch-size`` ->
+    ``workload.args.micro-batch-size``); any other path as it is."""
+    if not is_args_path(dotted):
+        return dotted
+    action = _actions().get(flag_of(dotted))
+    return PREFIX + (action.option_strings[0] if action is not None else flag_of(dotted))[2:]
+
+
 def is_switch(flag: str) -> bool:
     action = _actions().get(flag)
     return action is not None and action.nargs == 0

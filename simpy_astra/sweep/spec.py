@@ -53,7 +53,14 @@ from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis
 from simpy_astra.sweep.expressions import Expression, parse_expression
-from simpy_astra.sweep.megatron_args import check_flag, check_values, flag_values, is_args_path, set_flag
+from simpy_astra.sweep.megatron_args import (
+    canonical_path,
+    check_flag,
+    check_values,
+    flag_values,
+    is_args_path,
+    set_flag,
+)
 from simpy_astra.sweep.megatron_args import names as flag_names
 from simpy_astra.workloads.generated import GENERATORS, resolve_paths
 
@@ -460,7 +467,7 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
-    check_overlaps(path, axes)
+    check_overlaps(path, axes, canonical_path)
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
                      base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
