@@ -686,6 +686,20 @@ def test_json_nested_thousands_deep(capsys):
     expect_input_error(capsys, "sys.json", "nest more than")
 
 
+def test_a_number_of_thousands_of_digits_is_one_line(capsys):
+    """Python reads at most 4,300 digits: the JSON reader's ValueError was an internal error
+    (status 1), the YAML one named sys.set_int_max_str_digits as the fix."""
+    write_configs()
+    write_workload({0: [comp(1)], 1: [comp(1)]})
+    Path("sys.json").write_text(json.dumps(SYSTEM).replace('"endpoint-delay": 10', '"endpoint-delay": ' + "9" * 5000))
+    expect_input_error(capsys, "sys.json", "5,000 digits", "check the value")
+    Path("net.yml").write_text(f"topology: [ Ring ]\nnpus_count: [ {'2' * 5000} ]\nbandwidth: [ 50 ]\n"
+                               f"latency: [ 500 ]\n")
+    Path("sys.json").write_text(json.dumps(SYSTEM))
+    line = expect_input_error(capsys, "net.yml", "line 2", "5,000 digits", "check the value")
+    assert "set_int_max_str_digits" not in line
+
+
 def test_sweep_nested_thousands_deep(capsys):
     path = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: " + "[" * 3000 + "]" * 3000 + "}\n")
     expect_cli_error(capsys, ["sweep", path, "--list", "--no-plots"], path, "nest more than")

@@ -417,3 +417,51 @@ def test_numeric_ticks_draw_what_matplotlibs_ticks_would(top: float) -> None:
                 assert labels == [t.get_text() for loc, t in shown if 0.0 <= loc <= top]  # those drawn
             pictures.append(np.asarray(fig.canvas.buffer_rgba()).copy())
         assert (pictures[0] == pictures[1]).all()
+
+
+def test_a_long_preparation_says_so_before_time_starts(job: Path, capsys, monkeypatch) -> None:
+    """Reading a large job's inputs and writing its traces took a minute or two before the
+    run's own progress line, with no sign. The notice starts before the inputs are read and
+    stops once the simulation is built, before time starts."""
+    from simpy_astra.cli import run as run_module
+    from simpy_astra.simulation import Simulation
+
+    order: list[str] = []
+
+    class Notice:
+        def __enter__(self):
+            order.append("start")
+            return self
+
+        def stop(self) -> None:
+            order.append("stop")
+
+        def __exit__(self, *exc) -> None:
+            self.stop()
+
+    real_run = Simulation.run
+    monkeypatch.setattr(run_module, "PreparingNotice", Notice)
+    monkeypatch.setattr(Simulation, "run", lambda self: order.append("time starts") or real_run(self))
+    assert main(["run", str(job), "--quiet"]) == 0
+    assert order[:3] == ["start", "stop", "time starts"]
+
+
+def test_the_preparing_notice_prints_after_its_delay_and_clears_itself() -> None:
+    import io
+    import threading
+
+    from simpy_astra.report.preparing import PreparingNotice
+
+    stream = io.StringIO()
+    notice = PreparingNotice(stream, after_s=0.0, every_s=0.01)
+    printed = threading.Event()
+    real_show = notice.show
+    notice.show = lambda elapsed_s: (real_show(elapsed_s), printed.set())
+    with notice:
+        assert printed.wait(30)  # a bound for a loaded machine, not a timing claim
+    lines = stream.getvalue().splitlines()
+    assert lines and all(re.fullmatch(r"preparing the run \(inputs and traces\): \d+ s elapsed", x) for x in lines)
+    quiet = io.StringIO()
+    with PreparingNotice(quiet, after_s=3600.0):
+        pass
+    assert quiet.getvalue() == ""  # a short preparation prints nothing

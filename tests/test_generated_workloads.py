@@ -79,3 +79,64 @@ def test_unknown_generator_is_an_input_error(copying_generator, tmp_path):
         load_scenario(_scenario(tmp_path, {"generate": "nope"}))
     with pytest.raises(InputError, match="needs 'generate: NAME'"):
         load_scenario(_scenario(tmp_path, {"preset": "x"}))
+
+
+@pytest.mark.parametrize("workload, cluster, words", [
+    ({"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 16}, False,
+     ("writes 16 ranks", "network has 8 NPUs")),
+    ({"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 16}, True,
+     ("writes 16 ranks", "cluster.gpus is 8")),
+    ({"generate": "transformer", "preset": "llama2-7b", "dp": 2, "num_stacks": 1}, True,
+     ("writes 2 ranks", "cluster.gpus is 8")),
+])
+def test_a_generated_workload_of_another_size_than_the_network_names_the_scenario(
+        tmp_path, capsys, monkeypatch, workload, cluster, words):
+    """The error named a file in the workload cache (and told the user to delete cache files
+    'or change npus_count'), not the scenario field that sets the size."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = _scenario(tmp_path, workload)
+    if cluster:
+        Path(path).write_text(yaml.safe_dump({"workload": workload,
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
+    assert main(["run", path, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: generate {workload['generate']} "), err
+    assert str(tmp_path / "cache") not in err[0]
+    for word in words:
+        assert word in err[0], (word, err[0])
+
+
+@pytest.mark.parametrize("cluster", [False, True])
+def test_a_generators_parameter_error_names_the_scenario(tmp_path, capsys, monkeypatch, cluster):
+    """The transformer generator's layout read its parameters and its error came out bare
+    ('error: workload: generate: transformer: unknown parameter(s) ...'), naming no file."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    workload = {"generate": "transformer", "preset": "llama2-7b", "dp": 8, "layerz": 1}
+    path = _scenario(tmp_path, workload)
+    if cluster:
+        Path(path).write_text(yaml.safe_dump({"workload": workload,
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
+    assert main(["run", path, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload"), err
+    assert "layerz" in err[0]
+
+
+def test_a_corrupt_trace_in_the_workload_cache_says_to_delete_its_entry(tmp_path, capsys, monkeypatch):
+    """The error named the cached ET file and what was wrong with it, but not that it is the
+    cache's (the user never wrote it) nor the fix: delete the entry, it is generated again."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = _scenario(tmp_path, {"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 8})
+    assert main(["run", path, "--quiet"]) == 0
+    (rank,) = glob.glob(str(tmp_path / "cache" / "workloads" / "*" / "microbench.3.et"))
+    Path(rank).write_bytes(Path(rank).read_bytes()[:20])
+    assert main(["run", path, "--quiet", "--fold-symmetry", "off"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {rank}: "), err
+    assert f"workload cache entry: delete {Path(rank).parent} to generate it again" in err[0]

@@ -154,6 +154,27 @@ def test_output_that_is_an_input_is_refused(tmp_path, capsys, flag, target):
     assert (tmp_path / target).read_bytes() == before
 
 
+@pytest.mark.parametrize("flags, words", [
+    (["--json-out", "o.json", "--trace-out", "o.json"], ("--trace-out", "--json-out", "o.json")),
+    (["--csv-out", "d", "--json-out", "d/nodes.csv"], ("--json-out", "--csv-out", "nodes.csv")),
+    (["--plots", "d", "--trace-out", "d/timeline.png"], ("--trace-out", "--plots", "timeline.png")),
+    (["--json-out", "o.json", "--trace-out", "./x/../o.json"], ("--trace-out", "--json-out")),
+])
+def test_two_outputs_on_one_file_are_refused_before_the_run(tmp_path, capsys, flags, words):
+    """The later writer replaced the earlier's file: --json-out and --trace-out on one path
+    left only the trace, and the run said it wrote both."""
+    scenario = _scenario(tmp_path)
+    (tmp_path / "x").mkdir()
+    flags = [str(tmp_path / f) if not f.startswith("--") else f for f in flags]
+    _one_error(capsys, ["run", str(scenario), "--quiet", *flags], *words)
+    assert not (tmp_path / "o.json").exists() and not (tmp_path / "d").exists()
+
+
+def test_devnull_may_take_several_outputs(tmp_path, capsys):
+    scenario = _scenario(tmp_path)
+    assert main(["run", str(scenario), "--quiet", "--json-out", os.devnull, "--trace-out", os.devnull]) == 0
+
+
 def test_generate_into_a_fifo_rank_file_is_refused(tmp_path, capsys):
     os.mkfifo(tmp_path / "mb.0.et")
     _one_error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
@@ -341,3 +362,25 @@ def test_a_log_folder_whose_log_is_an_input_is_refused_before_the_run(tmp_path, 
                "--logging-folder", "log.log", "one of this run's inputs")
     assert (tmp_path / "logs" / "log.log").read_bytes() == before
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_smaller_trace_set_over_a_larger_one_leaves_none_of_its_ranks(tmp_path, capsys):
+    """generate 16 ranks, then 8 at the same prefix: ranks 8..15 of the first stayed, and a
+    16-NPU run read 8 all-to-all ranks with 8 stale all-reduce ones as one job."""
+    prefix = str(tmp_path / "p")
+    common = ["--size", "1024", "--output", prefix]
+    assert main(["generate", "microbench", "--collective", "all_reduce", "--num-npus", "16", *common]) == 0
+    assert main(["generate", "microbench", "--collective", "all_to_all", "--num-npus", "8", *common]) == 0
+    assert sorted(files.numbered_files(prefix)) == list(range(8))
+    err = capsys.readouterr().err
+    assert "p.8.et .. " in err and "p.15.et" in err and "removed" in err
+
+
+@pytest.mark.parametrize("flag, value", [("--trace-out", "t.json"), ("--csv-out", "csv")])
+def test_fold_symmetry_on_with_a_per_npu_output_is_refused(tmp_path, capsys, flag, value):
+    """Asked for in words, folding was switched off without one: on a large cluster that is
+    every GPU simulated instead of one per role."""
+    scenario = _scenario(tmp_path)
+    _one_error(capsys, ["run", str(scenario), "--quiet", "--fold-symmetry", "on", flag, str(tmp_path / value)],
+               "--fold-symmetry on", flag, "every NPU")
+    assert main(["run", str(scenario), "--quiet", flag, str(tmp_path / value)]) == 0  # unasked: off, as documented

@@ -229,6 +229,20 @@ def test_megatron_flags_on_the_command_line_get_the_hint_and_generate_names_its_
     assert bad.stderr.startswith("error: generate megatron: arguments after --: 8 GPUs are not a multiple")
 
 
+@pytest.mark.parametrize("own, says", [
+    (["--gpus", "0"], "error: --gpus: must be a positive integer"),
+    (["--gpus", "12"], "error: --gpus: 12 GPUs do not fill whole nodes of 8"),
+    (["--gpus", "8", "--preset", "dgx-b300"], "error: --preset: 'dgx-b300' is not a preset"),
+])
+def test_generate_megatron_blames_its_own_flags(tmp_path, capsys, own, says):
+    """Its cluster errors named '--preset.gpus' and '--preset.preset', flags that do not exist."""
+    from simpy_astra.cli.main import main
+
+    assert main(["generate", "megatron", *own, "--output", str(tmp_path / "x"), "--", *BASE.split()]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(says) and err.count("\n") == 1, err
+
+
 def test_a_refused_job_crosses_a_process_boundary_with_its_rule():
     """A sweep runs points in worker processes: the error comes back pickled."""
     import pickle

@@ -643,6 +643,41 @@ def test_bad_expressions_are_refused_before_any_point_runs(tmp_path, capsys, ext
     assert not (tmp_path / "out").exists()  # nothing ran, nothing written
 
 
+@pytest.mark.parametrize("axes", ["missing", None, {}])
+def test_a_sweep_without_axes_is_refused(tmp_path, capsys, axes):
+    """No axes (left out, empty, or 'axes:' with nothing) ran the base alone as a one-point
+    sweep, reported as a sweep's best."""
+    doc = {"base": str(DEFAULT)} if axes == "missing" else {"base": str(DEFAULT), "axes": axes}
+    path = write_sweep(tmp_path, doc)
+    code, err = cli(capsys, path, "--out", str(tmp_path / "out"), "--no-plots")
+    assert code == 2
+    one_error(err, f"error: {path}: axes: ", "at least one axis", "simpy-astra run")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_result_constraint_no_figures_can_satisfy_is_refused_before_any_point_runs(tmp_path, capsys):
+    """'finish_ns / 0 > 1' was found undefined only after every point had run (exit 2 at the
+    end, the points' time wasted)."""
+    path = bandwidth_sweep(tmp_path, constraints=["finish_ns / 0 > 1"])
+    code, err = cli(capsys, path, "--out", str(tmp_path / "out"), "--no-plots")
+    assert code == 2
+    one_error(err, f"error: {path}: constraints: ", "finish_ns / 0 > 1", "no figures")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_result_constraint_undefined_for_one_point_leaves_that_point_out(tmp_path, capsys):
+    """At 50 GB/s the default step takes DEFAULT_FINISH_NS: the constraint divides by zero
+    there. That point does not satisfy it; the others are ranked (it stopped the whole sweep
+    after every point had run)."""
+    constraint = f"1 / (finish_ns - {DEFAULT_FINISH_NS}) != 0"
+    out = tmp_path / "out"
+    code, err = cli(capsys, bandwidth_sweep(tmp_path, constraints=[constraint]), "--out", str(out), "--no-plots")
+    assert code == 0, err
+    best = json.loads((out / "best.json").read_text())
+    under = best["best_under"][constraint]
+    assert under is not None and under["coordinates"]["network.bandwidth"] == 100
+
+
 def test_a_constraint_that_would_take_hours_fails_at_once(tmp_path):
     """In a child with a deadline: a regression must fail this test, not hang the suite."""
     path = write_sweep(tmp_path, {"base": str(DEFAULT), "axes": {"network.bandwidth": [25, 50]},
@@ -659,6 +694,9 @@ def test_a_constraint_that_would_take_hours_fails_at_once(tmp_path):
     ({"from": 1, "to": 8, "step": float("nan")}, ("step: ", "finite")),
     ({"from": 1, "to": 8, "step": 1e-300}, ("more than 100,000 values",)),
     ({"from": 1, "to": 8, "step": 0}, ("step: must be > 0",)),
+    # a range that runs backwards was one point (from) when to - from was under a step, none past it
+    ({"from": 16, "to": 8, "step": 8}, ("from 16 is past to 8",)),
+    ({"from": 100, "to": 50, "step": 100}, ("from 100 is past to 50",)),
     ({"values": [50, float("nan")]}, ("nan is not a finite number",)),
     ([50, float("inf")], ("inf is not a finite number",)),
     ({"named": {"a": {"network.latency": float("-inf")}}}, ("named: a", "-inf is not a finite number")),

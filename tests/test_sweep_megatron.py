@@ -112,6 +112,81 @@ def test_an_unknown_flag_or_a_flag_axis_on_a_non_megatron_base_is_refused(tmp_pa
         load_sweep(other)
 
 
+@pytest.mark.parametrize("axis, values", [("workload.args.lr", [1e-4, 3e-4]),
+                                           ("workload.args.seed", [1, 2, 3])])
+def test_an_axis_over_a_flag_that_cannot_change_a_step_is_refused(tmp_path, axis, values):
+    """--lr is read and ignored (it cannot change a step's time): its points all ran the same
+    step and the sweep crowned one of them."""
+    with pytest.raises(InputError, match=rf"{axis}: --\w+ cannot change a step's time.*every point would run "
+                                         rf"the same"):
+        load_sweep(megatron_sweep(tmp_path, {axis: values}))
+
+
+@pytest.mark.parametrize("axis, values, words", [
+    ("workload.args.num-layers", [4, "nan"], ("--num-layers nan", "invalid int value")),
+    ("workload.args.num-layers", [4, 4.5], ("--num-layers 4.5", "invalid int value")),
+    ("workload.args.micro-batch-size", [0, 1], ("--micro-batch-size 0", "must be an integer >= 1")),
+    ("workload.args.recompute-granularity", ["full", "selectiv"], ("'selectiv'", "full, selective")),
+    ("b", {"named": {"x": {"workload.args.num-layers": "four"}}}, ("named: x", "--num-layers four")),
+])
+def test_an_axis_value_its_flag_can_never_take_is_refused_before_anything_runs(tmp_path, axis, values, words):
+    """Such a value was listed by --list as a point to run and failed when run, while the
+    other points ran: a typo in the sweep file, not a layout Megatron refuses."""
+    with pytest.raises(InputError) as caught:
+        load_sweep(megatron_sweep(tmp_path, {axis: values}))
+    for word in (f"axes: {axis}", *words):
+        assert word in str(caught.value), (word, str(caught.value))
+
+
+def test_a_base_whose_args_are_a_yaml_list_with_numbers_sweeps_as_it_runs(tmp_path):
+    """run reads ``args: [--num-layers, 4, ...]`` (YAML makes 4 a number); the sweep refused
+    to edit such a base ('must be ... one string'), and read no flag names from it, so a
+    constraint over them silently kept every point."""
+    words = [int(w) if w.isdigit() else w for w in SMALL.split()]
+    path = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2, 4]}, args=words,
+                          constraints=["micro_batch_size * data_parallel_size <= 16"])
+    spec = load_sweep(path)
+    assert [p.names(spec.axes)["micro_batch_size"] for p in spec.points()] == [1]  # 16 GPUs: dp 16
+    kept = megatron_sweep(tmp_path, {"cluster.gpus": [16, 32]}, args=words, constraints=["micro_batch_size > 1"])
+    assert load_sweep(kept).points() == []  # micro-batch 1 in the base: no point passes
+
+
+def test_a_pasted_launch_script_base_sweeps_as_it_runs(tmp_path):
+    """run reads a launch script with its torchrun prefix and backslash line continuations; a
+    flag axis over such a base split it without them, and every point failed ('\\n' comes
+    before any flag) while its flags were unknown to constraints."""
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    script = "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n  " + SMALL.replace(" --seq-length", " \\\n  --seq-length")
+    assert parse(script, GPUS).micro_batch == 1  # run reads it
+    spec = load_sweep(megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2, 4]}, args=script,
+                                     constraints=["hidden_size == 1024 and micro_batch_size < 4"]))
+    points = spec.points()
+    assert [p.names(spec.axes)["micro_batch_size"] for p in points] == [1, 2]
+    assert [parse(p.scenario["workload"]["args"], GPUS).micro_batch for p in points] == [1, 2]
+
+
+@pytest.mark.parametrize("axes", [
+    {"workload.args.micro-batch-size": [1, 2], "workload.args.batch-size": [4, 8]},  # 2021's name
+    {"workload.args.seq-length": [512, 1024], "workload.args.encoder-seq-length": [256]},
+    {"workload.args.micro-batch-size": [1, 2], "workload.args.--micro-batch-size": [4]},
+    {"workload.args.micro-batch-size": [1, 2], "b": {"named": {"x": {"workload.args.batch-size": 4}}}},
+])
+def test_two_axes_on_one_flag_under_two_spellings_are_refused(tmp_path, axes):
+    """--batch-size is --micro-batch-size: the later axis replaced the earlier's value in every
+    point, whose coordinates still claimed micro-batch 1 and 2 (four points, two runs)."""
+    with pytest.raises(InputError, match="is set by two axes"):
+        load_sweep(megatron_sweep(tmp_path, axes))
+
+
+def test_a_no_effect_flag_may_be_fixed_removed_or_set_in_a_bundle(tmp_path):
+    """One value, a value and its removal, or a bundle that also sets a modelled flag: allowed."""
+    for axes in ({"workload.args.lr": [1e-4]}, {"workload.args.vocab-file": ["v.json", False]},
+                 {"b": {"named": {"x": {"workload.args.lr": 1e-4, "workload.args.micro-batch-size": 1},
+                                  "y": {"workload.args.lr": 3e-4, "workload.args.micro-batch-size": 2}}}}):
+        assert load_sweep(megatron_sweep(tmp_path, axes)).points()
+
+
 # ---------------------------------------------------------------- figures, invalid rows, best
 def test_megatron_points_have_training_figures_and_invalid_layouts_are_rows_with_their_rule(tmp_path, capsys):
     path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 3],
@@ -153,6 +228,19 @@ def test_a_sweep_of_only_invalid_points_says_so_and_exits_4(tmp_path, capsys):
     assert sweep_main([path, "--out", str(tmp_path / "out")]) == 4
     err = capsys.readouterr().err
     assert "every point is invalid (2 of 2)" in err and "gpus divisible by tp x pp x cp" in err
+
+
+def test_a_sweep_reads_back_the_long_errors_it_wrote(tmp_path, capsys):
+    """A refused layout's error quotes it: a 200,000-character layout gave results.csv a field
+    past the csv module's 131,072, and running the sweep again stopped with an internal error."""
+    layout = "'E" + "|" * 200_000 + "L'"
+    path = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2]},
+                          args=SMALL + f" --pipeline-model-parallel-layout {layout}")
+    for _ in range(2):  # the second run reads the rows back and runs nothing again
+        assert sweep_main([path, "--out", str(tmp_path / "out"), "--no-plots"]) == 4
+        err = capsys.readouterr().err
+        assert "every point is invalid (2 of 2)" in err and "internal error" not in err, err[-300:]
+    assert (tmp_path / "out" / "results.csv").stat().st_size > 400_000  # both rows quote it
 
 
 def test_a_point_refused_while_it_runs_is_invalid_not_failed():
@@ -266,3 +354,27 @@ def test_a_megatron_sweep_answers_in_the_jobs_figures_unless_told_otherwise(tmp_
     assert "tflops_per_gpu" in table and "memory_per_gpu_gib" in table and "exposed_comm_ns" not in table
     told = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2]}, report=["finish_ns"])
     assert [e.text for e in load_sweep(told).report] == ["finish_ns"]
+
+
+def test_reading_many_points_says_how_far_it_got(tmp_path, capsys, monkeypatch):
+    """Reading a point's flags and rules takes about half a millisecond, so 100,000 points
+    took minutes before the sweep's first line, with no sign. A clock that advances a second a
+    look stands in for a long expansion: the lines come, with the counts."""
+    from simpy_astra.sweep import expansion_progress
+
+    class Clock:
+        now = 0.0
+
+        @classmethod
+        def monotonic(cls) -> float:
+            cls.now += 1.0
+            return cls.now
+
+    monkeypatch.setattr(expansion_progress, "time", Clock)
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "1")
+    path = megatron_sweep(tmp_path, {"workload.args.seq-length": {"from": 1, "to": 1000, "step": 1}})
+    assert sweep_main([path, "--list"]) == 0
+    captured = capsys.readouterr()
+    assert "sweep: reading 64 of 1,000 points" in captured.err
+    assert "sweep: checking " in captured.err and " of 1,000 points" in captured.err
+    assert captured.out.startswith("1000 points")  # the listing itself is unchanged

@@ -78,6 +78,8 @@ class GeneratorEntry:
     #: its ``args`` parameter is a framework's command line (Megatron-LM's flags), whose flags
     #: a sweep's ``workload.args.<flag>`` axes edit
     command_line_args: bool = False
+    #: it runs only beside a scenario's ``cluster:`` (which gives its GPUs), so never as one of ``jobs:``
+    needs_cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,14 +103,24 @@ class Prepared:
     params: dict[str, Any]
     #: the typed job (the parameters themselves for a generator without ``prepare``)
     job: Any
+    #: where the mapping was written (``s.yaml: workload``), for errors met reading it later
+    where: str = field(default="workload", compare=False)
 
     @property
     def entry(self) -> GeneratorEntry:
         return GENERATORS[self.generator]
 
     def layout(self) -> WorkloadLayout:
+        """The job's layout; a generator that reads its parameters here (the transformer's)
+        has its errors worded in the scenario's fields, as :func:`materialise` words them."""
         layout = self.entry.layout
-        return WorkloadLayout() if layout is None else layout(self.job)
+        if layout is None:
+            return WorkloadLayout()
+        try:
+            return layout(self.job)
+        except InputError as exc:
+            exc.args = (as_fields(exc.message, self.where),)
+            raise exc from None
 
 
 def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") -> Prepared:
@@ -120,9 +132,9 @@ def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") 
         raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
     entry = GENERATORS[name]
     if entry.prepare is None:
-        return Prepared(name, params, params)
+        return Prepared(name, params, params, where)
     params, job = entry.prepare(params, cluster, where)
-    return Prepared(name, params, job)
+    return Prepared(name, params, job, where)
 
 
 def _lazy(module: str, function: str) -> Callable[..., Any]:
@@ -162,7 +174,8 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
                            layout=_lazy("simpy_astra.workloads.transformer.generator", "layout")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
-    "megatron": _typed("simpy_astra.workloads.megatron.generator", "12", command_line_args=True),
+    "megatron": _typed("simpy_astra.workloads.megatron.generator", "12", command_line_args=True,
+                       needs_cluster=True),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),
@@ -209,6 +222,16 @@ def code_digest() -> str:
     by one version of the code is never read by another, even where a change to it forgot
     its generator's version bump."""
     return folder_digest(Path(__file__).resolve().parent)
+
+
+def in_cache_entry(exc: Exception, prefix: str) -> Exception:
+    """``exc`` (about a file of the traces at ``prefix``: an input or ET error, one line),
+    saying how to mend a cache entry when the traces are the workload cache's."""
+    folder = os.path.dirname(os.path.realpath(prefix))
+    if os.path.dirname(folder) != os.path.realpath(os.path.join(cache_root(), "workloads")):
+        return exc
+    text = f"{exc}; it is a corrupt workload cache entry: delete {os.path.dirname(prefix)} to generate it again"
+    return InputError(text) if isinstance(exc, InputError) else type(exc)(text)
 
 
 def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
@@ -344,6 +367,19 @@ class LazyTraces:
                     json.dumps(prepared.params, sort_keys=True) != json.dumps(self.params, sort_keys=True):
                 prepared = prepare({"generate": self.generator, **self.params}, None, self.prefix)
             write(prepared.job, self.prefix, missing)
+
+
+def generated_ranks(prefix: str) -> int:
+    """How many ranks a generated workload at ``prefix`` has: its rank summary's count, else
+    its ET files ``PREFIX.0.et`` on."""
+    source = lazy_traces(prefix)
+    if source is not None:
+        return source.npus
+    ranks = files.numbered_files(prefix)
+    count = 0
+    while count in ranks:
+        count += 1
+    return count
 
 
 def lazy_traces(prefix: str, prepared: Prepared | None = None) -> LazyTraces | None:

@@ -8,8 +8,11 @@ files into the working directory. These checks run before the first file is writ
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
+import sys
 from types import TracebackType
 
 from simpy_astra.errors import InputError
@@ -17,6 +20,8 @@ from simpy_astra.infra import files
 
 #: the most ET files (NPUs) one generator call writes; far beyond what one run can simulate
 MAX_TRACE_NPUS = 65536
+#: a rank's trace file, PREFIX.{rank}.et
+_RANK_FILE = re.compile(r"(.*)\.(0|[1-9][0-9]*)\.et")
 #: Linux's limits on one file name and on a whole path, in bytes
 NAME_MAX = 255
 PATH_MAX = 4096
@@ -96,12 +101,34 @@ class TraceFiles:
         self.paths.append(path)
         return path
 
+    def _drop_stale_ranks(self) -> None:
+        """A whole set ``PREFIX.0.et`` .. ``PREFIX.{n-1}.et`` was written: ranks ``n`` and up
+        left by an earlier, larger set at the prefix are removed (said on stderr), else a run
+        on more NPUs would read them with this set as one job."""
+        written: dict[str, set[int]] = {}
+        for path in self.paths:
+            m = _RANK_FILE.fullmatch(path)
+            if m:
+                written.setdefault(m.group(1), set()).add(int(m.group(2)))
+        for prefix, ranks in written.items():
+            if ranks != set(range(len(ranks))):
+                continue  # not a whole set from rank 0: nothing can be told stale
+            stale = sorted(r for r in files.numbered_files(prefix) if r >= len(ranks))
+            for rank in stale:
+                with contextlib.suppress(OSError):
+                    os.remove(f"{prefix}.{rank}.et")
+            if stale:
+                shown = f"{prefix}.{stale[0]}.et" + (f" .. {prefix}.{stale[-1]}.et" if len(stale) > 1 else "")
+                print(f"note: removed {shown}: ranks of an earlier trace set at {prefix} past this one's "
+                      f"{len(ranks)}", file=sys.stderr)
+
     def __enter__(self) -> TraceFiles:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if kind is None:
+            self._drop_stale_ranks()
             return
         for path in self.paths:
             try:

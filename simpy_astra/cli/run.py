@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links
+from simpy_astra.report.preparing import PreparingNotice
 
 if TYPE_CHECKING:
     from simpy_astra.report.console import ProgressLine
@@ -111,7 +113,7 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     """Report files, and the one engine switch that depends on them."""
     p.add_argument("--fold-symmetry", choices=("on", "off"), default=None,
                    help="simulate each orbit of symmetric NPUs once (default on; see docs/performance.md, "
-                        "'Symmetry folding'); --csv-out and --trace-out switch it off")
+                        "'Symmetry folding'); --csv-out and --trace-out switch it off (and refuse 'on')")
     p.add_argument("--csv-out", default=None, metavar="DIR",
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
@@ -244,6 +246,21 @@ def _writable_dir(path: str | None, flag: str) -> None:
         raise InputError(f"{flag}: cannot write into {path}: permission denied on {existing}")
 
 
+def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:
+    """Refuse two outputs on one file (``--json-out`` and ``--trace-out`` alike, ``--json-out``
+    inside ``--csv-out``'s folder as nodes.csv): the later writer would replace the earlier's
+    file, and the run would report both written."""
+    owner: dict[str, str] = {}
+    for path, flag in outputs:
+        if not path or os.path.realpath(path) == os.devnull:
+            continue
+        real = os.path.realpath(path)
+        if real in owner:
+            raise InputError(f"{flag}: {path} is also the file {owner[real]} writes; give each output its "
+                             f"own path")
+        owner.setdefault(real, flag)
+
+
 def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None,
                   plots: str | None = None, log: LogFolder | None = None) -> None:
     """Every file a run will write, checked before it starts; each error names the flag or field.
@@ -263,16 +280,22 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     from simpy_astra.plugins import remember_imported_code
 
     remember_imported_code()  # builder, plug-in and model modules are inputs too
+    in_folders = [(csv_out, name, "--csv-out") for name in ("nodes.csv", "layers.csv")]
+    if plots is not None:
+        from simpy_astra.report.plots import PLOT_NAMES
+
+        in_folders += [(plots, name, "--plots") for name in PLOT_NAMES]
+    logs = [(log.log_path, "--logging-folder"), (log.err_path, "--logging-folder")] if log is not None else []
+    _distinct_outputs([(json_out, "--json-out"), (trace_out, "--trace-out"), *logs,
+                       *((os.path.join(folder, name), flag) for folder, name, flag in in_folders if folder)])
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")
     if plots is not None:
-        from simpy_astra.report.plots import PLOT_NAMES, require_matplotlib
+        from simpy_astra.report.plots import require_matplotlib
 
         require_matplotlib()
     _writable_file(trace_out, "--trace-out")
-    in_folders = [(csv_out, name, "--csv-out") for name in ("nodes.csv", "layers.csv")]
-    in_folders += [(plots, name, "--plots") for name in (PLOT_NAMES if plots is not None else ())]
     for folder, name, flag in in_folders:  # the files a folder flag writes: not an input, not a FIFO
         if folder is not None and os.path.isdir(folder):
             files.check_output(os.path.join(folder, name), flag)
@@ -343,14 +366,18 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
 
     if fold is not None:
         inputs = replace(inputs, fold_symmetry=fold == "on")
+    if fold == "on" and (plan.csv_out or plan.trace_out):  # asked for in words: not dropped without one
+        flag = "--trace-out" if plan.trace_out else "--csv-out"
+        raise InputError(f"--fold-symmetry on: {flag} records every NPU's own events, which a folded run does "
+                         f"not simulate; drop --fold-symmetry on (the run is then unfolded) or {flag}")
     if plan.csv_out or plan.trace_out:  # per-node reports and traces list every NPU's own events
         inputs = replace(inputs, fold_symmetry=False)
     return resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
 
 
-def _run(inputs, plan: RunPlan, t0: float) -> Finished:
+def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: None) -> Finished:
     """Simulate ``inputs`` (the notes that precede time, then time) and derive the figures the
-    writers read."""
+    writers read; ``ready()`` once the simulation is built (its traces read)."""
     from simpy_astra.folding import NOTE_FROM_NPUS
     from simpy_astra.folding.run import fold_requested
     from simpy_astra.network.cost_model import network_cost
@@ -361,6 +388,7 @@ def _run(inputs, plan: RunPlan, t0: float) -> Finished:
     real_job = inputs.workload.reports_figures  # a cluster: scenario: the answer is its training figures
     show = plan.reference_lines or not (real_job or plan.quiet)
     sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show))
+    ready()
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say("note: symmetry folding is off: several jobs share the network")
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
@@ -401,12 +429,12 @@ def _run(inputs, plan: RunPlan, t0: float) -> Finished:
 
 
 def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | None = None,
-              name: str = "run") -> int:
+              name: str = "run", ready: Callable[[], None] = lambda: None) -> int:
     """Run ``inputs`` as ``plan`` asks and write its reports; ``name``: the run's, for its
-    default output folder ``runs/NAME``."""
+    default output folder ``runs/NAME``; ``ready()`` once the simulation is built."""
     inputs = _prepared(inputs, plan, trace_dir, name)
     t0 = time.perf_counter()
-    write_reports(_run(_folded(inputs, plan, fold), plan, t0))
+    write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready))
     return 0
 
 
@@ -415,13 +443,14 @@ def run_scenario(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)
     from simpy_astra.config.scenario import load_plugins, load_scenario
 
-    load_plugins(args.plugin, "--plugin")
-    inputs = load_scenario(args.scenario, backend=args.network_backend)
-    plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, rich_summary=not args.quiet,
-                   quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose,
-                   isolation=args.isolation, given=(args.scenario,), plugins=tuple(args.plugin))
-    return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,
-                     name=os.path.splitext(os.path.basename(args.scenario))[0])
+    with PreparingNotice() as notice:  # a line after 2 s: a large job's traces take minutes
+        load_plugins(args.plugin, "--plugin")
+        inputs = load_scenario(args.scenario, backend=args.network_backend)
+        plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, rich_summary=not args.quiet,
+                       quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose,
+                       isolation=args.isolation, given=(args.scenario,), plugins=tuple(args.plugin))
+        return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,
+                         name=os.path.splitext(os.path.basename(args.scenario))[0], ready=notice.stop)
 
 
 def run_astra_flags(argv: list[str]) -> int:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
+from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
 if TYPE_CHECKING:
     from simpy_astra.sweep.spec import Point, SweepSpec
@@ -169,6 +170,19 @@ def _label(sweep: str, p: Point) -> str:
     return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
 
 
+def _checked(points: list[Point], sweep: str) -> dict[str, dict[str, Any] | None]:
+    """Each point's invalid row (Megatron refuses it) or None, saying how far it got."""
+    from simpy_astra.sweep.validity import check_point
+
+    progress = ExpansionProgress("checking")
+    refused = {}
+    for i, p in enumerate(points):
+        if i % 64 == 0:
+            progress(i, len(points))
+        refused[p.key] = check_point(p.scenario, _label(sweep, p))
+    return refused
+
+
 def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
@@ -180,14 +194,12 @@ def _main(argv: list[str]) -> int:
     spec = load_sweep(args.sweep)
     for warning in spec.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    points = spec.points()
+    points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
     if args.list:
-        from simpy_astra.sweep.validity import check_point
-
-        refused = {p.key: check_point(p.scenario, _label(args.sweep, p)) for p in points}
+        refused = _checked(points, args.sweep)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} points" + (f", {count} invalid (Megatron refuses them; they will not run)"
                                          if count else ""))
@@ -240,9 +252,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return _label(args.sweep, p)
 
-    from simpy_astra.sweep.validity import check_point
-
-    refused = {p.key: check_point(p.scenario, label(p)) for p in todo}
+    refused = _checked(todo, args.sweep)
     invalid = sum(1 for r in refused.values() if r)
     jobs = min(args.jobs, max(len(todo) - invalid, 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"

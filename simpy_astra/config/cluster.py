@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from simpy_astra.config.readers import read_yaml_file
+from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.errors import InputError
@@ -263,7 +263,7 @@ def _preset_path(name: Any, where: str, base_dir: str) -> str:
                          f"file (got {name!r})")
     path = os.path.join(PRESET_DIR, f"{name}.yaml")
     if not os.path.exists(path):
-        path = name if os.path.isabs(name) else os.path.join(base_dir, name)
+        path = os.path.normpath(name if os.path.isabs(name) else os.path.join(base_dir, name))
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
             raise InputError(f"{where}.preset: {name!r} is not a preset ({', '.join(presets())}) nor a "
                              f"YAML file")
@@ -286,6 +286,11 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     gpu_fields = [f.name for f in fields(Gpu)]
     if not isinstance(doc, dict) or not isinstance(doc.get("gpu"), dict) or not isinstance(doc.get("node"), dict):
         raise InputError(f"{path}: a cluster preset needs mappings 'gpu' and 'node'")
+    extra = sorted(str(k) for k in set(doc) - {"gpu", "node"})
+    if extra:  # our own format: a key no reader uses is a typo
+        near = nearest_key(extra[0], ["gpu", "node"])
+        raise InputError(f"{path}: unknown key {extra[0]!r}" + (f"; did you mean {near!r}?" if near else
+                                                                 " (a preset has gpu and node only)"))
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
@@ -299,6 +304,10 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     missing = [f for f in gpu_fields if f not in gpu]
     if missing:
         raise InputError(f"{path}: gpu: missing {', '.join(missing)} (fields: {', '.join(gpu_fields)})")
+    name_source = f"{where}.gpu" if "name" in overrides else f"{path}: gpu"
+    if not isinstance(gpu["name"], str) or not gpu["name"].strip() or not gpu["name"].isprintable():
+        raise InputError(f"{name_source}.name: must be the GPU's name on one line, e.g. H100-SXM5-80GB (it "
+                         f"picks NVLS for H100 and later; got {gpu['name']!r})")
     for key in gpu_fields:
         if key == "name" or (key == "fp8_tflops" and gpu[key] == 0):
             continue

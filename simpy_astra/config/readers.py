@@ -111,10 +111,30 @@ def nesting_depth(data: Any) -> int:
     return deepest
 
 
+#: the longest integer a JSON or YAML file may write (Python's int() reads 4,300 digits by default)
+MAX_INT_DIGITS = 4000
+
+
+class _LongNumber(Exception):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    """A JSON integer, unless it has more digits than Python reads (a ValueError naming
+    ``sys.set_int_max_str_digits``) or than any field takes."""
+    if len(text) > MAX_INT_DIGITS:
+        raise _LongNumber(f"{len(text):,} digits")
+    return int(text)
+
+
 def load_json(src: str, what: str) -> Any:
     text = read_text(src, what)
     try:
-        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs,
+                          parse_int=_bounded_int)
+    except _LongNumber as exc:
+        raise InputError(f"{src}: invalid JSON: a number of {exc}, more than any field takes (at most "
+                         f"{MAX_INT_DIGITS:,} are read); check the value") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{src}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except _NonFiniteNumber as exc:
@@ -210,6 +230,10 @@ class ConfigLoader(yaml.SafeLoader):
 
     def construct_yaml_int(self, node: Any) -> int:
         text = self.construct_scalar(node)
+        if len(text) > MAX_INT_DIGITS:  # Python refuses to read it, naming its own setting
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(text):,} digits, more than any field takes (at most "
+                            f"{MAX_INT_DIGITS:,} are read); check the value", node.start_mark)
         sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
         if digits.startswith("0o"):
             return sign * int(digits[2:], 8)

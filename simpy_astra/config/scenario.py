@@ -201,6 +201,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     queues = check_queues(f"{path}: field 'num_queues_per_dim'", doc.get("num_queues_per_dim", 1))
     injection_scale = _number(path, doc, "injection_scale", 1.0)
     num_passes = _positive_int(path, doc, "num_passes")
+    if cluster is not None and num_passes != 1:  # it would be ignored, the figures those of one
+        raise InputError(f"{path}: field 'num_passes': repeats an ASTRA-sim 1.0 .txt workload; a cluster's "
+                         f"job is simulated for one training iteration (its figures are per iteration): "
+                         f"remove num_passes")
     if backend is not None:
         chosen = check_backend("--network-backend", backend)
     else:
@@ -245,7 +249,7 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     """``cluster:``: a preset builds system, network and backend (fields the scenario gives
     win), laid out as the generated job's layout says; the cluster and that job (None, None:
     no cluster)."""
-    if doc.get("cluster") is None:
+    if "cluster" not in doc:  # an empty ``cluster:`` is the user's cluster, refused as such
         return doc, None, None
     # deferred: only a scenario with a cluster reads it; an ASTRA-sim run does not load it
     from simpy_astra.config.cluster import load_cluster
@@ -283,7 +287,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
     # deferred: only generated workloads need the registry (and its front ends)
-    from simpy_astra.workloads.generated import materialise
+    from simpy_astra.workloads.generated import generated_ranks, materialise
 
     prepared = prepared or _prepare(path, workload, None)
     assert prepared is not None
@@ -291,6 +295,11 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     if layout.ranks is not None and on_cluster and npus != layout.ranks:
         raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
     made = materialise(prepared, where=f"{path}: workload", lazy=True)
+    ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
+    if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
+        size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
+        raise InputError(f"{path}: workload: generate {prepared.generator} writes {ranks} ranks, but {size}; "
+                         f"make the generator's parallelism (num_npus, or dp x tp x pp ...) match it")
     if groups is not None:
         return made.prefix, groups, WorkloadInfo(prepared)
     # (the generators' sends and receives run between pipeline stages)
@@ -327,8 +336,13 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
             if "generate" not in value:
                 raise InputError(f"{where}: as a mapping needs 'generate: NAME' (or give an ET prefix)")
             # deferred: only generated workloads need the registry (and its front ends)
-            from simpy_astra.workloads.generated import materialise, resolve_paths
+            from simpy_astra.workloads.generated import GENERATORS, materialise, resolve_paths
 
+            entry = GENERATORS.get(value["generate"]) if isinstance(value["generate"], str) else None
+            if entry is not None and entry.needs_cluster:  # and a cluster is refused beside jobs:
+                raise InputError(f"{where}: generate {value['generate']} runs on a cluster:, which a scenario "
+                                 f"gives with one workload, not jobs:; run this job as its own scenario with "
+                                 f"cluster: {{preset: NAME, gpus: N}}")
             try:  # worded for a scenario's workload: field, then named as the job's
                 made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True)
             except InputError as exc:

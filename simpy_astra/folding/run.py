@@ -27,7 +27,7 @@ from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
 from simpy_astra.folding.setup import FoldSetup
 from simpy_astra.network.backends import BACKENDS
-from simpy_astra.workloads.chakra import et_path, has_rank_summary, read_et
+from simpy_astra.workloads.chakra import EtError, et_path, has_rank_summary, read_et
 
 FOLD_DEFAULT = True
 
@@ -215,7 +215,12 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
 
     def read(rank: int) -> tuple[str, list]:
         path = et_path(prefix, rank)
-        return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
+        try:
+            return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
+        except (InputError, EtError) as exc:  # a trace the cache holds: the user never wrote it; delete it
+            from simpy_astra.workloads.generated import in_cache_entry
+
+            raise in_cache_entry(exc, prefix) from None
 
     if not has_rank_summary(prefix):  # ET files: the generators' registry is not needed
         return read_traces(total_npus, read, fold, groups, parse_groups, outcome)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,9 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
                                  f"(got {x!r}; e.g. {{from: 1, to: 8, step: 1}})")
         if step <= 0:
             raise InputError(f"{where}: step: must be > 0 (got {step!r}; e.g. {{from: 1, to: 8, step: 1}})")
+        if start > stop:  # else one point (from) or none, by how far back to is
+            raise InputError(f"{where}: from {start} is past to {stop}: a range counts up from from to to; "
+                             f"swap them (e.g. {{from: {stop}, to: {start}, step: {step}}})")
         span = (stop - start) / step
         if not math.isfinite(span) or span + 1 > MAX_POINTS:
             raise InputError(f"{where}: the range from {start} to {stop} in steps of {step} has more than "
@@ -137,22 +141,24 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
     return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))
 
 
-def check_overlaps(path: str, axes: list[Axis]) -> None:
+def check_overlaps(path: str, axes: list[Axis], canonical: Callable[[str], str] = lambda dotted: dotted) -> None:
     """Refuse two axes that set one field when the later would make the earlier's values
     vanish. A plain axis after a named bundle that sets the same field is the one allowed
     overlap: the bundle gives the field its shape (a placeholder per dimension) and the plain
     axis fills it (a scalar on a per-dimension list fills every element), as
-    ``scenarios/sweeps/cost_topology.yaml`` does."""
+    ``scenarios/sweeps/cost_topology.yaml`` does. ``canonical`` names a field one way whatever
+    its spelling (a Megatron flag's other names, :func:`~simpy_astra.sweep.megatron_args.canonical_path`)."""
     set_by_bundles: set[str] = set()
     set_by_plain: set[str] = set()
     for axis in axes:
         if axis.bundles:
-            fields = {k for b in axis.bundles.values() for k in b}
+            fields = {canonical(k) for b in axis.bundles.values() for k in b}
             clash = sorted(fields & (set_by_plain | set_by_bundles))
             set_by_bundles |= fields
         else:
-            clash = [axis.column] if axis.column in set_by_plain else []
-            set_by_plain.add(axis.column)
+            column = canonical(axis.column)
+            clash = [column] if column in set_by_plain else []
+            set_by_plain.add(column)
         if clash:
             raise InputError(f"{path}: axes: {clash[0]} is set by two axes (the later would silently win); "
                              f"keep one, or fold both into one 'named' axis")

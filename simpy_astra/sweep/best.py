@@ -70,7 +70,9 @@ def satisfies(spec: SweepSpec, o: Outcome, constraint) -> bool:
     values = _values(spec, o)
     if any(values.get(n) is None for n in constraint.names):
         return False  # unknown (e.g. memory not tracked) does not satisfy a cap
-    return bool(constraint.evaluate(values, f"{spec.path}: constraints"))
+    # undefined for this point's figures (a division by zero): not satisfied, the others ranked
+    value = constraint.value(values, f"{spec.path}: constraints")
+    return value is not None and bool(value)
 
 
 def _entry(spec: SweepSpec, candidates: list[Outcome]) -> dict[str, Any] | None:

@@ -18,7 +18,14 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron.arguments import accepted, modelled_actions, parser
+from simpy_astra.workloads.megatron import command_line
+from simpy_astra.workloads.megatron.arguments import (
+    accepted,
+    cannot_change_time,
+    modelled_actions,
+    parser,
+    value_problem,
+)
 
 PREFIX = "workload.args."
 
@@ -36,6 +43,15 @@ def is_args_path(dotted: str) -> bool:
 def flag_of(dotted: str) -> str:
     """``workload.args.micro-batch-size`` -> ``--micro-batch-size``."""
     return "--" + dotted[len(PREFIX):].lstrip("-")
+
+
+def canonical_path(dotted: str) -> str:
+    """``dotted`` with a Megatron flag under its first name (``workload.args.batch-size`` ->
+    ``workload.args.micro-batch-size``); any other path as it is."""
+    if not is_args_path(dotted):
+        return dotted
+    action = _actions().get(flag_of(dotted))
+    return PREFIX + (action.option_strings[0] if action is not None else flag_of(dotted))[2:]
 
 
 def is_switch(flag: str) -> bool:
@@ -56,6 +72,24 @@ def check_flag(dotted: str, where: str) -> None:
         raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
 
 
+def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
+    """Each value must be one the flag can take (a typo would fail its point when run). An axis
+    that only changes the value of a flag no step's time depends on (``--lr``,
+    ``--seed``) gives points that all run the same step; keeping or removing such a flag
+    (``false``) may still change what Megatron accepts, and one value is a fixed setting."""
+    flag = flag_of(dotted)
+    for value in values:  # a value argparse refuses fails its point alike, whatever the others
+        problem = None if value is None or isinstance(value, bool | dict | list) else value_problem(flag, _text(value))
+        if problem is not None:
+            raise InputError(f"{where}: {flag} {_text(value)}: {problem}; fix the value (simpy-astra generate "
+                             f"megatron --help lists the flag's values)")
+    if len(values) > 1 and cannot_change_time(flag) and \
+            not any(v is None or isinstance(v, bool) for v in values):
+        raise InputError(f"{where}: {flag} cannot change a step's time (the simulator reads and ignores it), so "
+                         f"every point would run the same; sweep a modelled flag (simpy-astra generate "
+                         f"megatron --help lists them) or give this one value")
+
+
 #: not a flag: Megatron derives it as gpus / (tp x pp x cp); a name in expressions too
 DATA_PARALLEL = "data_parallel_size"
 
@@ -67,15 +101,10 @@ def names() -> set[str]:
 
 
 def _tokens(args: Any, where: str) -> list[str]:
-    if isinstance(args, list) and all(isinstance(a, str) for a in args):
-        return list(args)
-    if not isinstance(args, str):
-        raise InputError(f"{where}: the base scenario's workload.args must be the pretrain_gpt.py arguments "
-                         f"as one string (got {args!r})")
-    try:
-        return shlex.split(args)
-    except ValueError as exc:
-        raise InputError(f"{where}: workload.args cannot be split into arguments ({exc})") from None
+    """The words of ``args`` exactly as ``run`` reads them (:func:`command_line.words`: one
+    string, with a pasted launch script's ``torchrun ... pretrain_gpt.py`` prefix, line
+    continuations and odd spaces dealt with, or a list of words)."""
+    return command_line.words(args, f"{where}: the base scenario's workload.args")
 
 
 def _text(value: Any) -> str:
@@ -121,15 +150,22 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     return shlex.join(out)
 
 
+@cache
+def _lenient_parser() -> argparse.ArgumentParser:
+    """The modelled arguments, none required (a missing flag is the point's error, not the
+    names'); built once, as a sweep reads every point's flags."""
+    p = parser()
+    for action in p._actions:
+        action.required = False
+    return p
+
+
 def flag_values(args: Any, gpus: Any = None) -> dict[str, Any]:
     """Every modelled flag's value in ``args`` (defaults where absent), by its expression name,
     and the data-parallel size on ``gpus`` GPUs when they divide; empty when the arguments
     cannot be read (the point then fails and says why)."""
-    p = parser()
-    for action in p._actions:
-        action.required = False  # a missing flag is the point's error, not the names'
     try:
-        known, _rest = p.parse_known_args(_tokens(args, "workload"))
+        known, _rest = _lenient_parser().parse_known_args(_tokens(args, "workload"))
     except (Exception, SystemExit):  # noqa: BLE001 - any unreadable args: no names
         return {}
     values = {k: v for k, v in vars(known).items() if k != "help"}

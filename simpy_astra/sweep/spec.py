@@ -37,6 +37,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,14 @@ from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis
 from simpy_astra.sweep.expressions import Expression, parse_expression
-from simpy_astra.sweep.megatron_args import check_flag, flag_values, is_args_path, set_flag
+from simpy_astra.sweep.megatron_args import (
+    canonical_path,
+    check_flag,
+    check_values,
+    flag_values,
+    is_args_path,
+    set_flag,
+)
 from simpy_astra.sweep.megatron_args import names as flag_names
 from simpy_astra.workloads.generated import GENERATORS, resolve_paths
 
@@ -195,7 +203,9 @@ class SweepSpec:
             files.update(self._modules[name])
         return files
 
-    def points(self) -> list[Point]:
+    def points(self, progress: Callable[[int, int], None] | None = None) -> list[Point]:
+        """Every point of the axes the point constraints keep; ``progress(done, total)`` is
+        told how far the expansion got (every 64 combinations)."""
         total = 1
         for axis in self.axes:
             total *= len(axis.values)
@@ -203,7 +213,9 @@ class SweepSpec:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
         out, seen = [], set()
-        for combo in itertools.product(*(a.values for a in self.axes)):
+        for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
+            if progress is not None and done % 64 == 0:
+                progress(done, total)
             coords = {a.column: v for a, v in zip(self.axes, combo, strict=True)}
             names = {a.name: v for a, v in zip(self.axes, combo, strict=True)}
             key = point_key(coords)
@@ -244,8 +256,12 @@ class SweepSpec:
                              f"{', '.join(DEFAULT_REPORT[:3])}")
         for i, expr in enumerate(self.report):
             expr.number(values, f"{self.path}: report[{i}]")
-        for expr in self.result_constraints:
-            expr.value(values, f"{self.path}: constraints")
+        for expr in self.result_constraints:  # undefined whatever the figures: no point could satisfy it
+            stand_ins = (1, 2, 3.5, 1e6)
+            if all(expr.value({**values, **dict.fromkeys(RESULT_NAMES, x)}, f"{self.path}: constraints") is None
+                   for x in stand_ins):
+                raise InputError(f"{self.path}: constraints: '{expr.text}' is undefined for any figures (e.g. a "
+                                 f"division by zero), so no figures could satisfy it; fix the expression")
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
@@ -434,7 +450,10 @@ def load_sweep(path: str) -> SweepSpec:
     warnings: list[str] = []
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
-    raw_axes = doc.get("axes") or {}
+    raw_axes = doc.get("axes")
+    if raw_axes is None or raw_axes == {}:  # else the base alone, reported as a sweep's best
+        raise InputError(f"{path}: axes: give at least one axis, e.g. axes: {{network.bandwidth: [50, 100]}} "
+                         f"(to run the base alone: simpy-astra run BASE)")
     if not isinstance(raw_axes, dict):
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
     axes = [parse_axis(str(col), raw, f"{path}: axes: {col}") for col, raw in raw_axes.items()]
@@ -448,13 +467,19 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
-    check_overlaps(path, axes)
+    check_overlaps(path, axes, canonical_path)
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
                      base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
             _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
+        if axis.bundles is None and is_args_path(axis.column):
+            check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
+        for name, bundle in (axis.bundles or {}).items():
+            for dotted, value in bundle.items():
+                if is_args_path(dotted):
+                    check_values(dotted, (value,), f"{path}: axes: {axis.column}: named: {name}")
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")

@@ -272,6 +272,16 @@ class ResultsStore:
                              f"away or choose another --out)") from None
         complete = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
         torn = complete != text
+        limit = csv.field_size_limit(max(csv.field_size_limit(), len(complete) + 1))
+        try:  # a field as long as the file: rows quote errors, which quote the arguments
+            return self._parse_rows(complete, torn)
+        except csv.Error as exc:
+            raise InputError(f"{self.csv_path}: cannot be read as CSV ({exc}); it was edited: restore it, or "
+                             f"move it away to start over; it is left as it is") from None
+        finally:
+            csv.field_size_limit(limit)
+
+    def _parse_rows(self, complete: str, torn: bool) -> tuple[dict[str, dict[str, str]], list[str] | None, bool]:
         reader = csv.reader(io.StringIO(complete, newline=""))
         header = next(reader, None)
         if not header or header != self.columns and not self._grown(header):

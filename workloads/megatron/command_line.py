@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
-import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
 #: spaces a web page or word processor puts where a shell has a plain space
@@ -62,7 +62,7 @@ def words(args: object, where: str) -> list[str]:
                          f"(at most {MAX_CHARACTERS:,} are read); give pretrain_gpt.py's arguments only")
     text = _CONTINUATION.sub(" ", _ODD_SPACES.sub(" ", args))
     try:
-        return _bounded(_launcher_dropped(shlex.split(text)), where)
+        return _bounded(_launcher_dropped(shell_words.split(text)), where)
     except ValueError as exc:
         raise InputError(f"{where}: cannot be split into arguments ({exc}); check its quotes") from None
 

@@ -85,6 +85,11 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
     and the GPU (they join the parameters, so they key the cache)."""
     gpus_where = None
     if cluster is not None:
+        given = sorted(set(params) & {"gpus", "gpu"})
+        if given:  # the cluster's would replace it without a word
+            hint = "the GPU count" if given[0] == "gpus" else "the GPU's figures (cluster.gpu: overrides them)"
+            raise InputError(f"{where}.{given[0]}: the cluster: gives {hint}; set cluster.{given[0]} and "
+                             f"remove workload.{given[0]}")
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
     job, gpu = job_and_gpu(params, where, gpus_where)
@@ -146,7 +151,11 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(own)
     if not rest:
         raise InputError("generate megatron: give the Megatron-LM arguments after --")
-    cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "--preset")
+    try:
+        cluster = load_cluster({"preset": args.preset, "gpus": args.gpus}, "cluster")
+    except InputError as exc:  # worded for a scenario's cluster.FIELD: name the flag given
+        raise InputError(exc.message.replace("cluster.gpus:", "--gpus:").replace("cluster.preset:", "--preset:")
+                         ) from None
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
     check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}")

@@ -1,0 +1,72 @@
+"""A line on stderr while a run prepares, before simulated time starts.
+
+Reading the inputs, writing a generated job's traces and reading them back come before the
+run's own progress line (:func:`~simpy_astra.report.console.run_with_progress`): a Megatron job
+near the trace bound (4,000,000 nodes) spends a minute or two there. Once preparing has taken
+``after_s``, a background thread shows ``preparing the run (inputs and traces): N s elapsed``:
+redrawn in place on a terminal, a line every ``every_s`` in a pipe or a file. A short
+preparation prints nothing; ``SIMPY_ASTRA_PROGRESS=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import TextIO
+
+from simpy_astra.report.console import progress_wanted
+
+TEXT = "preparing the run (inputs and traces): {elapsed_s:.0f} s elapsed"
+
+
+class PreparingNotice:
+    """Started before the inputs are read, stopped when simulated time starts (idempotent)."""
+
+    def __init__(self, stream: TextIO | None = None, after_s: float = 2.0, every_s: float = 5.0) -> None:
+        self.stream = stream or sys.stderr
+        self.after_s, self.every_s = after_s, every_s
+        try:
+            self.live = self.stream.isatty()
+        except (AttributeError, ValueError):
+            self.live = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._drawn = False
+
+    def start(self) -> PreparingNotice:
+        if progress_wanted() and self._thread is None:
+            self._thread = threading.Thread(target=self._watch, daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._drawn:  # off the terminal: the run's own lines come next
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._drawn = False
+
+    def _watch(self) -> None:
+        start = time.monotonic()
+        if self._stop.wait(self.after_s):
+            return
+        while True:
+            self.show(time.monotonic() - start)
+            if self._stop.wait(1.0 if self.live else self.every_s):
+                return
+
+    def show(self, elapsed_s: float) -> None:
+        text = TEXT.format(elapsed_s=elapsed_s)
+        self.stream.write(f"\r{text}\x1b[K" if self.live else text + "\n")
+        self.stream.flush()
+        self._drawn = self.live
+
+    def __enter__(self) -> PreparingNotice:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
