@@ -127,6 +127,7 @@ def test_an_axis_over_a_flag_that_cannot_change_a_step_is_refused(tmp_path, axis
     ("workload.args.num-layers", [4, 4.5], ("--num-layers 4.5", "invalid int value")),
     ("workload.args.micro-batch-size", [0, 1], ("--micro-batch-size 0", "must be an integer >= 1")),
     ("workload.args.recompute-granularity", ["full", "selectiv"], ("'selectiv'", "full, selective")),
+    ("workload.args.attention-dropout", [0, 1.5], ("--attention-dropout 1.5", "probability from 0 to 1")),
     ("b", {"named": {"x": {"workload.args.num-layers": "four"}}}, ("named: x", "--num-layers four")),
 ])
 def test_an_axis_value_its_flag_can_never_take_is_refused_before_anything_runs(tmp_path, axis, values, words):

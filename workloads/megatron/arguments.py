@@ -251,6 +251,14 @@ def value_problem(flag: str, text: str) -> str | None:
         return f"invalid {getattr(action.type, '__name__', 'value')} value"
     if action.choices is not None and value not in action.choices:
         return f"invalid choice {text!r} (choose from {', '.join(map(str, action.choices))})"
+    return _range_problem(action, value)
+
+
+def _range_problem(action: argparse.Action, value) -> str | None:
+    """Why a parsed value is out of its argument's range: a count under its least value, a
+    dropout probability outside [0, 1] (or nan), else None."""
+    if action.type is float and not 0.0 <= value <= 1.0:
+        return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
     least = _LEAST.get(action.dest, 1)
     if action.type is int and value < least:
         return f"must be an integer >= {least}"
@@ -297,13 +305,9 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
 def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str) -> None:
     for action in p._actions:
         value = getattr(a, action.dest, None)
-        if action.type is float and value is not None and not 0.0 <= value <= 1.0:  # nan too
-            raise InputError(f"{where}: argument {action.option_strings[0]}: must be a probability from 0 "
-                             f"to 1 (got {value}; PyTorch's Dropout refuses it)")
-        if action.type is int and value is not None and value < _LEAST.get(action.dest, 1):
-            least = _LEAST.get(action.dest, 1)
-            raise InputError(f"{where}: argument {action.option_strings[0]}: must be an integer >= {least} "
-                             f"(got {value})")
+        problem = None if value is None else _range_problem(action, value)
+        if problem is not None:
+            raise InputError(f"{where}: argument {action.option_strings[0]}: {problem} (got {value})")
 
 
 def _legacy(a: argparse.Namespace) -> bool:
