@@ -975,6 +975,28 @@ def test_layers_without_biases_hold_no_bias_parameters():
     assert stage_parameters(with_bias)[0] - stage_parameters(without)[0] == pytest.approx(4 * 9216 / 2)
 
 
+def test_the_learned_position_table_has_max_position_embeddings_rows():
+    """``LanguageModelEmbedding`` holds ``--max-position-embeddings`` x h learned positions (on
+    every tp rank: the table is not split), none with rotary embeddings: sequence 512 with
+    4,096 positions at h 1024 is 4,194,304 parameters, not 524,288, on each GPU of the first
+    stage; with ``--position-embedding-type rope`` (or 2023's ``--use-rotary-position-embeddings``)
+    none. A table of 10^12 rows (a typo) is refused as past any GPU, naming the argument."""
+    from simpy_astra.workloads.megatron.memory import stage_parameters
+
+    args = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 1 "
+            "--global-batch-size 8 --bf16 --vocab-size 1000 --tensor-model-parallel-size 2")
+    table = {extra: parse(args + extra, 2) for extra in (" --max-position-embeddings 512",
+                                                          " --max-position-embeddings 4096",
+                                                          " --max-position-embeddings 4096 --position-embedding-type rope",
+                                                          " --max-position-embeddings 4096 --use-rotary-position-embeddings")}
+    small, large, rope, rotary = table.values()
+    assert large.parameters() - small.parameters() == (4096 - 512) * 1024
+    assert stage_parameters(large)[0] - stage_parameters(small)[0] == pytest.approx((4096 - 512) * 1024)
+    assert small.parameters() - rope.parameters() == 512 * 1024 and rope.parameters() == rotary.parameters()
+    with pytest.raises(InputError, match="PiB per GPU.*--max-position-embeddings"):
+        parse(args + f" --max-position-embeddings {10**12}", 2)
+
+
 def _softmax_s(args: str, backward: bool) -> tuple[float, int]:
     """Streaming seconds and kernels of one layer's forward (or backward) on the TOY GPU."""
     steps = _layer_steps(args, backward)

@@ -35,7 +35,6 @@ NO_TIMING_EFFECT = (
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
     "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler", "--rampup-batch-size", "--fp16-lm-cross-entropy",
-    "--position-embedding-type", "--use-rotary-position-embeddings",
     "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
@@ -108,7 +107,13 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--swiglu", help="SwiGLU MLP (three weight matrices)")
     i("--seq-length", "--encoder-seq-length", dest="seq_length", type=int, required=True,
       help="tokens per sample")
-    i("--max-position-embeddings", type=int, default=None, help="at least --seq-length (Megatron checks it)")
+    i("--max-position-embeddings", type=int, default=None,
+      help="rows of the learned position table; at least --seq-length (Megatron checks it)")
+    i("--position-embedding-type", default="learned_absolute",
+      choices=["learned_absolute", "rope", "yarn", "mrope", "relative", "none"],
+      help="learned_absolute (default) keeps a position table of --max-position-embeddings rows; "
+           "the others none")
+    _bool(p, "--use-rotary-position-embeddings", help="rope (its 2023 name)")
     i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
     i("--attention-dropout", type=float, default=0.1,
       help="dropout on the attention probabilities (default 0.1; at 0 PyTorch runs no dropout "
@@ -418,4 +423,13 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
         attention_dropout=a.attention_dropout,
+        position_embeddings=_position_rows(a),
     )
+
+
+def _position_rows(a: argparse.Namespace) -> int:
+    """Rows of the learned position-embedding table (``LanguageModelEmbedding``: one per
+    position up to ``--max-position-embeddings``), none with rotary or no position embeddings."""
+    if a.use_rotary_position_embeddings or a.position_embedding_type != "learned_absolute":
+        return 0
+    return a.max_position_embeddings or a.seq_length

@@ -48,4 +48,4 @@ def check_job(job: MegatronJob, where: str) -> None:
     if gpu_bytes > MAX_GPU_BYTES:
         raise InputError(f"{where}: about {gpu_bytes / 2**50:,.0f} PiB per GPU (weights, optimizer and activations), "
                          f"beyond the bound of 1 PiB that this simulator's traces can describe; check --hidden-size, "
-                         f"--num-experts and the batch and sequence sizes")
+                         f"--num-experts, --max-position-embeddings and the batch and sequence sizes")

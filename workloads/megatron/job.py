@@ -133,6 +133,8 @@ class MegatronJob:
     #: ``--attention-dropout``: at 0 the unfused attention runs no dropout (PyTorch's dropout
     #: returns its input when p is 0: no kernel, no mask kept); fused kernels drop in place
     attention_dropout: float = 0.1
+    #: rows of the learned position-embedding table (0: rotary or none), on every tp rank
+    position_embeddings: int = 0
 
     def fused_softmax_runs(self) -> bool:
         """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).
@@ -226,7 +228,7 @@ class MegatronJob:
         mlp = w * h * self.ffn_hidden
         per_layer = attn + mlp + sum(self.layer_biases()) + 4 * h  # two layer norms
         moe = self.experts * w * h * self.moe_ffn + h * self.experts + w * h * self.shared_ffn
-        emb = self.vocab * h * (1 if self.tied_embeddings else 2) + self.seq * h
+        emb = self.vocab * h * (1 if self.tied_embeddings else 2) + self.position_embeddings * h
         return self.num_layers * per_layer + self.moe_layers * (moe - mlp) + emb + 2 * h
 
     def model_flops(self) -> float:

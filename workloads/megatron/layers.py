@@ -424,7 +424,7 @@ class ChunkModel:
         b = _Builder()
         job = self.job
         if first:
-            b.params(job.hidden * (job.vocab // job.tp + job.seq))
+            b.params(job.hidden * (job.vocab // job.tp + job.position_embeddings))
             self.embedding_forward(b)
         for is_moe in moe:
             fp8 = self.layer_fp8_weights(is_moe)
@@ -465,7 +465,7 @@ class ChunkModel:
                 b.grads(params, dim)
         if first:
             self.embedding_backward(b)
-            b.grads(job.hidden * (job.vocab // job.tp + job.seq))
+            b.grads(job.hidden * (job.vocab // job.tp + job.position_embeddings))
         return b.done("backward")
 
     def layer_parameters(self) -> int:

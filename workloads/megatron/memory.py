@@ -103,7 +103,7 @@ def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
     dense = layers * (attention + (1 - moe_share) * mlp + moe_share * router_shared)
     first, last = stage == 0, stage == job.pp - 1
     vocab = job.vocab * h * (first + (last and not (job.tied_embeddings and job.pp == 1)))
-    dense = (dense + vocab) / job.tp + (job.seq * h if first else 0)  # position embeddings are not split
+    dense = (dense + vocab) / job.tp + (job.position_embeddings * h if first else 0)  # positions: not split
     expert = layers * moe_share * job.experts * _matrices(job, job.moe_ffn)[1] / (job.ep * job.etp)
     return dense, expert
 

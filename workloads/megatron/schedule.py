@@ -334,7 +334,7 @@ class StageSchedule:
                 out[dim] += params
         place = job.chunk_place(self.stage, chunk)
         if place.first:
-            out["dp"] += job.hidden * (job.vocab // job.tp + job.seq)
+            out["dp"] += job.hidden * (job.vocab // job.tp + job.position_embeddings)
         if place.last and (job.pp > 1 or not job.tied_embeddings):
             out["dp"] += job.hidden * job.vocab // job.tp
         return out
