@@ -27,6 +27,7 @@ from simpy_astra.collectives.ring import RING
 from simpy_astra.plugins import (
     COLLECTIVES_GROUP,
     PluginError,
+    claim,
     entry_point_names,
     from_entry_point,
     import_object,
@@ -66,13 +67,15 @@ def _is_generator_function(fn: object) -> bool:
 
 def register(name: str, algorithm) -> CollectiveAlgorithm:
     """Make ``name`` select ``algorithm`` (a CollectiveAlgorithm, or a generator function
-    ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one."""
+    ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one.
+    A name already given to another algorithm (``ring``, another module's) is a ValueError."""
     if not isinstance(algorithm, CollectiveAlgorithm):
         if not _is_generator_function(algorithm):
             kind = type(algorithm).__name__
             raise TypeError(f"collective '{name}' is a {kind}, not an algorithm: expected a "
                             f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
+    claim(REGISTRY, name, algorithm, "collective algorithm")
     algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run))
     REGISTRY[name] = algorithm
     return algorithm
@@ -100,7 +103,7 @@ def _plugin(name: str) -> CollectiveAlgorithm | None:
         return None
     try:
         return register(name, found)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise PluginError(str(exc)) from None
 
 

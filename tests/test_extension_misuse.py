@@ -1,0 +1,153 @@
+"""Misusing an extension point (docs/collectives.md, simpy_astra/network/README.md) is one
+``error:`` line naming the user's name and the fix, exit status 2: a plug-in registering a
+name that is already taken (ours or another module's), a topology class without the methods
+the backends call, a link or switch model whose ``__init__`` skips the base class's. None of
+these may run with the wrong algorithm, nor end in an internal error."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+SYSTEM = ("{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+          "active-chunks-per-dimension: 1, preferred-dataset-splits: 1, all-reduce-implementation: [ring], "
+          "all-gather-implementation: [ring], reduce-scatter-implementation: [ring], "
+          "all-to-all-implementation: [direct]}")
+
+USER = textwrap.dedent('''
+    from simpy_astra import collectives, topologies
+    from simpy_astra.network.link import LinkElement
+    from simpy_astra.network.models import register_link
+    from simpy_astra.network.switch import SwitchElement
+    from simpy_astra.topologies import BasicTopology
+
+
+    def quick(ctx):
+        yield ctx.endpoint()
+
+
+    class HopsOnly(BasicTopology):
+        def hops(self, src, dst):
+            return 1
+
+
+    class Chain(BasicTopology):
+        def hops(self, src, dst):
+            return abs(dst - src)
+
+        def links(self):
+            n = self.npus_count
+            return [(i, i + 1) for i in range(n - 1)] + [(i + 1, i) for i in range(n - 1)]
+
+        def route(self, src, dst):
+            step = 1 if dst > src else -1
+            return list(range(src, dst + step, step))
+
+
+    class NoBaseInit(LinkElement):
+        def __init__(self, env, src, dst, bandwidth_gbps, latency_ns, on_arrival):
+            self.mine = True
+
+
+    class NoBaseSwitch(SwitchElement):
+        def __init__(self, env, device, forward):
+            self.mine = True
+''')
+
+
+@pytest.fixture
+def user(tmp_path: Path, monkeypatch) -> Path:
+    for name in [m for m in sys.modules if m.startswith("ext_")]:
+        sys.modules.pop(name)
+    (tmp_path / "ext_user.py").write_text(USER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def scenario(folder: Path, network: str, plugins: str = "", workload: str = "all_reduce") -> str:
+    path = folder / "s.yaml"
+    path.write_text(f"workload: {{generate: microbench, collective: {workload}, size: 4096, num_npus: 4}}\n"
+                    f"system: {SYSTEM}\nnetwork: {network}\nbackend: congestion_aware\n{plugins}")
+    return str(path)
+
+
+RING4 = "{topology: [Ring], npus_count: [4], bandwidth: [50.0], latency: [500.0]}"
+
+
+def one_error(capsys, argv: list[str]) -> str:
+    assert main(argv) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize("register, words", [
+    ("collectives.register('ring', quick)",
+     ("collective algorithm name 'ring' is already taken by simpy_astra.collectives.ring:ring",
+      "ext_clash:quick under another name")),
+    ("topologies.register('Ring', Chain)", ("topology name 'Ring' is already taken", "ext_user:Chain")),
+    ("register_link('fifo', NoBaseInit)", ("link model name 'fifo' is already taken",)),
+])
+def test_a_plugin_cannot_take_a_name_that_is_already_registered(user, capsys, register, words):
+    (user / "ext_clash.py").write_text(f"from ext_user import *\n\ndef quick(ctx):\n    yield ctx.endpoint()\n\n"
+                                       f"{register}\n")
+    line = one_error(capsys, ["run", scenario(user, RING4, "plugins: [ext_clash]\n"), "--quiet"])
+    assert "plugin module 'ext_clash' raised ValueError" in line
+    for word in words:
+        assert word in line
+
+
+def test_the_same_plugin_imported_again_may_register_its_names_again(user):
+    from simpy_astra import collectives
+
+    (user / "ext_again.py").write_text("def quick(ctx):\n    yield ctx.endpoint()\n")
+    import ext_again
+
+    collectives.register("extQuick", ext_again.quick)
+    sys.modules.pop("ext_again")
+    import ext_again as reloaded  # a new function object, the same module:qualname
+
+    assert reloaded.quick is not ext_again.quick
+    collectives.register("extQuick", reloaded.quick)
+    with pytest.raises(ValueError, match="'extQuick' is already taken by ext_again:quick"):
+        collectives.register("extQuick", collectives.REGISTRY["ring"])
+
+
+def test_a_topology_class_without_links_and_route_is_named_not_an_internal_error(user, capsys):
+    net = "{topology: ['ext_user:HopsOnly'], npus_count: [4], bandwidth: [50.0], latency: [500.0]}"
+    for backend in ("congestion_unaware", "congestion_aware"):
+        line = one_error(capsys, ["run", scenario(user, net), "--quiet", "--network-backend", backend])
+        assert "HopsOnly does not define links(), route()" in line
+        assert "must define hops(src, dst), links() and route(src, dst)" in line
+
+
+def test_a_topology_class_with_the_three_methods_runs_its_closed_form(user, capsys):
+    """A 4-NPU chain at 1 byte/ns, 100 ns a link: NPU 0 -> 3 crosses 3 links. Unaware:
+    trunc(3 L + S / B); aware: 3 trunc(L + S / B) (docs/generators.md, send_recv)."""
+    gbps = 1e9 / 2**30
+    net = f"{{topology: ['ext_user:Chain'], npus_count: [4], bandwidth: [{gbps!r}], latency: [100.0]}}"
+    path = scenario(user, net)
+    path_text = Path(path).read_text().replace("collective: all_reduce, size: 4096",
+                                               "collective: send_recv, size: 4096, src: 0, dst: 3")
+    Path(path).write_text(path_text)
+    for backend, expected in (("congestion_unaware", 3 * 100 + 4096), ("congestion_aware", 3 * (100 + 4096))):
+        assert main(["run", path, "--quiet", "--network-backend", backend]) == 0
+        out = capsys.readouterr().out
+        assert f"iteration time {expected:,} ns" in out, out
+
+
+@pytest.mark.parametrize("key, model, base", [
+    ("link-model", "ext_user:NoBaseInit", "LinkElement"),
+    ("switch-model", "ext_user:NoBaseSwitch", "SwitchElement"),
+])
+def test_a_model_that_skips_the_base_init_is_named_not_an_internal_error(user, capsys, key, model, base):
+    net = (f"{{topology: [Switch], npus_count: [4], bandwidth: [50.0], latency: [500.0], "
+           f"{key}: '{model}'}}")
+    line = one_error(capsys, ["run", scenario(user, net), "--quiet"])
+    assert f"field '{key}' ({model}) did not call {base}.__init__: call super().__init__(" in line
