@@ -151,3 +151,41 @@ def test_a_model_that_skips_the_base_init_is_named_not_an_internal_error(user, c
            f"{key}: '{model}'}}")
     line = one_error(capsys, ["run", scenario(user, net), "--quiet"])
     assert f"field '{key}' ({model}) did not call {base}.__init__: call super().__init__(" in line
+
+
+FRACTIONAL = textwrap.dedent('''
+    from simpy_astra.network.link import LinkElement
+    from simpy_astra.network.switch import SwitchElement
+
+
+    class HeaderLink(LinkElement):
+        """A per-message overhead: 200 ns plus a 64-byte header's serialisation."""
+
+        def hold_ns(self, item):
+            return 200 + 64 / self.bytes_per_ns
+
+
+    class HalfSwitch(SwitchElement):
+        def release_ns(self, item, arrived_ns):
+            return arrived_ns + 30.5
+''')
+
+
+def test_fractional_holds_and_releases_keep_simulated_time_in_whole_ns(user):
+    """One 4,096-byte send across a 2-NPU switch at 1 byte/ns and 100 ns a link: each of its
+    two links holds trunc(200 + 64) = 264 ns, then takes trunc(100 + 4,096); the switch holds
+    it trunc(30.5) = 30 ns. Before, the times were floats (6,100.0 ns in the headline)."""
+    from simpy_astra.simulation import Simulation
+
+    (user / "ext_frac.py").write_text(FRACTIONAL)
+    gbps = 1e9 / 2**30
+    path = user / "frac.yaml"
+    path.write_text("workload: {generate: microbench, collective: send_recv, size: 4096, num_npus: 2, src: 0, dst: 1}\n"
+                    f"system: {SYSTEM}\n"
+                    f"network: {{topology: [Switch], npus_count: [2], bandwidth: [{gbps!r}], latency: [100.0], "
+                    "link-model: 'ext_frac:HeaderLink', switch-model: 'ext_frac:HalfSwitch'}\n"
+                    "backend: congestion_aware\n")
+    finished = [r.finished_cycles for r in Simulation.from_scenario(str(path)).run()]
+    expected = 2 * (264 + 100 + 4096) + 30
+    assert finished == [expected, expected]
+    assert all(type(t) is int for t in finished)
