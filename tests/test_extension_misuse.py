@@ -189,3 +189,44 @@ def test_fractional_holds_and_releases_keep_simulated_time_in_whole_ns(user):
     expected = 2 * (264 + 100 + 4096) + 30
     assert finished == [expected, expected]
     assert all(type(t) is int for t in finished)
+
+
+BACKENDS_CODE = textwrap.dedent('''
+    from simpy_astra.network.backends import BackendSpec, register
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+
+    class NanDelay(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst, size_bytes):
+            return float("nan")
+
+
+    register(BackendSpec("extNan", "NaN delays", lambda env, dims, source, config=None: NanDelay(env, dims),
+                         folds=None, folded=None))
+    register(BackendSpec("extNone", "builds nothing", lambda env, dims, source, config=None: None,
+                         folds=None, folded=None))
+''')
+
+
+@pytest.mark.parametrize("backend, words", [
+    ("extNan", ("network backend 'ext_backends:NanDelay': message_delay_ns() returned nan",)),
+    ("extNone", ("network backend 'extNone': build returned NoneType, which has no send, recv, board",)),
+])
+def test_a_backend_that_gives_no_network_or_no_delay_is_named(user, capsys, backend, words):
+    from simpy_astra.network.backends import BACKENDS
+
+    (user / "ext_backends.py").write_text(BACKENDS_CODE)
+    try:
+        line = one_error(capsys, ["run", scenario(user, RING4, "plugins: [ext_backends]\n"), "--quiet",
+                                  "--network-backend", backend])
+    finally:
+        BACKENDS.pop("extNan", None), BACKENDS.pop("extNone", None)
+    for word in words:
+        assert word in line
+
+
+def test_a_backend_cannot_take_a_name_that_is_already_registered(user, capsys):
+    (user / "ext_packet.py").write_text("from simpy_astra.network.backends import BackendSpec, register\n"
+                                        "register(BackendSpec('packet', 'mine', print, folds=None, folded=None))\n")
+    line = one_error(capsys, ["run", scenario(user, RING4), "--quiet", "--plugin", "ext_packet"])
+    assert "network backend name 'packet' is already taken by simpy_astra.network.backends:_packet" in line

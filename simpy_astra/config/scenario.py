@@ -188,6 +188,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
+    search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
+    # first: a plug-in may register the backend, generator, algorithms or topologies named below
+    load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     doc, cluster, prepared = _with_cluster(path, doc)
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
@@ -207,8 +210,6 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
-    search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
-    load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
     if cluster_routes is not None:  # every pair on its route through NVSwitch and rails
         # the analytical backend times an all-reduce as NCCL does; the others play its messages
