@@ -230,3 +230,44 @@ def test_a_backend_cannot_take_a_name_that_is_already_registered(user, capsys):
                                         "register(BackendSpec('packet', 'mine', print, folds=None, folded=None))\n")
     line = one_error(capsys, ["run", scenario(user, RING4), "--quiet", "--plugin", "ext_packet"])
     assert "network backend name 'packet' is already taken by simpy_astra.network.backends:_packet" in line
+
+
+GENERATORS_CODE = textwrap.dedent('''
+    def returns_five(params, prefix):
+        return 5
+
+    def writes_nothing(params, prefix):
+        return None
+
+    def raises(params, prefix):
+        return params["stages"]
+
+    NOT_A_FUNCTION = 3
+''')
+
+
+@pytest.mark.parametrize("generate, words", [
+    ("ext_gens:returns_five", ("workload.generate: generator 'ext_gens:returns_five' returned 5; it must return "
+                               "None or the path of the comm-group JSON",)),
+    ("ext_gens:writes_nothing", ("generator 'ext_gens:writes_nothing' wrote no ext_gens_writes_nothing.0.et",)),
+    ("ext_gens:raises", ("generator 'ext_gens:raises' raised KeyError: 'stages' (at ", "ext_gens.py:9)")),
+    ("ext_gens:NOT_A_FUNCTION", ("workload.generate: generator 'ext_gens:NOT_A_FUNCTION': 3 is not a function",)),
+    ("ext_gens:absent", ("workload.generate: module 'ext_gens' has no attribute 'absent'",)),
+])
+def test_a_generator_of_ones_own_that_misbehaves_is_named(user, capsys, monkeypatch, generate, words):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(user / ".cache"))
+    (user / "ext_gens.py").write_text(GENERATORS_CODE)
+    path = user / "g.yaml"
+    path.write_text(f"workload: {{generate: '{generate}', size: 4096}}\nsystem: {SYSTEM}\nnetwork: {RING4}\n")
+    line = one_error(capsys, ["run", str(path), "--quiet"])
+    assert line.startswith(f"error: {path}: workload.generate: ")
+    for word in words:
+        assert word in line
+
+
+def test_a_generator_cannot_take_a_name_that_is_already_registered(user, capsys):
+    (user / "ext_gen_clash.py").write_text("from simpy_astra.workloads.generated import register\n"
+                                           "def mine(params, prefix):\n    pass\n"
+                                           "register('microbench', mine)\n")
+    line = one_error(capsys, ["run", scenario(user, RING4), "--quiet", "--plugin", "ext_gen_clash"])
+    assert "generator name 'microbench' is already taken by simpy-astra's own generator" in line
