@@ -139,7 +139,8 @@ class Simulation(CoSimulation):
         # obtained, and it costs a handful of wake-ups per run
         self._env.process(stall.watch_for_stall(self._env, self._finished_all, self._stalled,
                                                 lambda: stall.quiet_state(self.network, self.npus),
-                                                lambda: self.stall_patience_ns))
+                                                lambda: self.stall_patience_ns,
+                                                lambda: stall.spin_state(self.network, self.npus)))
 
     def _build_one_job(self, inputs: SimulationInputs, dims: list, cfg: Any, source: str) -> None:
         """One workload on every NPU (ranks are NPU ids): the reference's run."""
@@ -284,8 +285,9 @@ class Simulation(CoSimulation):
 
             self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:
+            spinning = self._stalled.value if self._stalled.triggered else None
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
-                                                  last_ns=stall.last_progress_ns(self.npus)))
+                                                  last_ns=stall.last_progress_ns(self.npus), spinning=spinning))
         if self.floor_check is not None:
             self.warnings += self.floor_check.warnings(self.npus)
         if unmatched:

@@ -271,3 +271,52 @@ def test_a_generator_cannot_take_a_name_that_is_already_registered(user, capsys)
                                            "register('microbench', mine)\n")
     line = one_error(capsys, ["run", scenario(user, RING4), "--quiet", "--plugin", "ext_gen_clash"])
     assert "generator name 'microbench' is already taken by simpy-astra's own generator" in line
+
+
+FOREVER = textwrap.dedent('''
+    def polls(ctx):
+        while True:
+            yield ctx.wait(1000)
+
+    def polls_in_a_sub_phase(ctx):
+        def inner():
+            while True:
+                yield ctx.env.timeout(500)
+        yield ctx.spawn(inner())
+
+    def one_long_wait(ctx):
+        yield ctx.wait(5_000_000)  # 5 ms, once: a slow phase, not a loop
+        yield ctx.endpoint()
+''')
+
+
+@pytest.mark.parametrize("algorithm, line", [("polls", 2), ("polls_in_a_sub_phase", 6)])
+def test_a_collective_that_never_ends_is_reported_not_a_hang(user, capsys, algorithm, line):
+    """It waits on one timer after another while nothing else moves; the watchdog stops it
+    once it has spun for as long as the run had lasted (here from 1 us on: at 3 us)."""
+    from simpy_astra.errors import StalledError
+    from simpy_astra.simulation import Simulation
+
+    (user / "ext_forever.py").write_text(FOREVER)
+    path = scenario(user, RING4)
+    Path(path).write_text(Path(path).read_text().replace("all-reduce-implementation: [ring]",
+                                                         f"all-reduce-implementation: ['ext_forever:{algorithm}']"))
+    with pytest.raises(StalledError) as stalled:
+        Simulation.from_scenario(path).run()
+    text = str(stalled.value)
+    assert "collective phases kept waiting on new events without a message moving" in text
+    assert f"NPU 0 runs '{algorithm}' (" in text and f"ext_forever.py:{line})" in text
+    assert "a collective algorithm must end: is a loop's exit missing?" in text
+    assert main(["run", path, "--quiet"]) == 3
+    assert capsys.readouterr().err.startswith("error: simulation stalled at 0 ns")
+
+
+def test_one_long_wait_in_a_collective_is_not_taken_for_a_loop(user):
+    """5 ms of waiting, then the endpoint delay (10 ns): the all-reduce ends at 5,000,010 ns."""
+    from simpy_astra.simulation import Simulation
+
+    (user / "ext_forever.py").write_text(FOREVER)
+    path = scenario(user, RING4)
+    Path(path).write_text(Path(path).read_text().replace("all-reduce-implementation: [ring]",
+                                                         "all-reduce-implementation: ['ext_forever:one_long_wait']"))
+    assert [r.finished_ns for r in Simulation.from_scenario(path).run()] == [5_000_010] * 4

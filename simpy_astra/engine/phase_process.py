@@ -105,6 +105,10 @@ class PhaseProcess(Signal, simpy.Process):
             event.defused = True
             self.step(None, type(event.value)(*event.value.args))
 
+    def algorithm(self) -> str:
+        """The algorithm this phase runs, and where: ``'simple_ring' (my_algos.py:12)``."""
+        return describe(self._generator)
+
     @property
     def is_alive(self) -> bool:
         return not self.fired
