@@ -132,10 +132,25 @@ def subset_algorithm_name(names: tuple[str, ...] | None) -> str:
     return names[0] if names and len(names) == 1 else "ring"
 
 
+#: the package's own algorithms, whose symmetry claims tests/test_fold_claims.py checks
+_CHECKED_CLAIMS = tuple(REGISTRY.values())
+
+
+def unchecked_claim(name: str) -> str | None:
+    """``'myAlgo' (rotation_symmetric)`` when ``name`` is an algorithm of the user's that makes
+    a symmetry claim, which symmetry folding trusts and no test of ours has checked; else None."""
+    choice = resolve(name)
+    if choice is None or any(choice.algorithm is ours for ours in _CHECKED_CLAIMS):
+        return None
+    claims = [claim for claim in ("rotation_symmetric", "xor_symmetric") if getattr(choice.algorithm, claim)]
+    return f"'{name}' ({', '.join(claims)})" if claims else None
+
+
 def known_names() -> list[str]:
     """Every accepted name; K is a window of 1-5 digits, e.g. direct4."""
     return sorted({*REGISTRY, *_ONE_VARIANTS, "directK", "oneDirectK", "package.module:function",
                    *entry_point_names(COLLECTIVES_GROUP)})
 
 
-__all__ = ["REGISTRY", "ImplementationChoice", "register", "resolve", "subset_algorithm_name", "known_names"]
+__all__ = ["REGISTRY", "ImplementationChoice", "register", "resolve", "subset_algorithm_name", "known_names",
+           "unchecked_claim"]

@@ -30,7 +30,7 @@ from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.engine.system_layer import SystemLayer
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import Folding, OrbitReports, fold_run
+from simpy_astra.folding import Folding, OrbitReports, fold_run, trusted_claims
 from simpy_astra.infra import horizon, stopping
 from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
@@ -152,6 +152,8 @@ class Simulation(CoSimulation):
         if cfg.npu_groups:  # NPUs that differ are not symmetric
             inputs = replace(inputs, fold_symmetry=False)
         traces, self.folding, self.fold_note = fold_run(inputs, dims, groups, self.planner.parse_process_groups)
+        if self.folding is not None:
+            self.warnings += trusted_claims(cfg)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
         if self.folding is None:
             self.network = self._build_network()

@@ -320,3 +320,40 @@ def test_one_long_wait_in_a_collective_is_not_taken_for_a_loop(user):
     Path(path).write_text(Path(path).read_text().replace("all-reduce-implementation: [ring]",
                                                          "all-reduce-implementation: ['ext_forever:one_long_wait']"))
     assert [r.finished_ns for r in Simulation.from_scenario(path).run()] == [5_000_010] * 4
+
+
+def test_a_plugins_symmetry_claim_is_trusted_with_a_warning_naming_the_check(user):
+    """A claim of rotation symmetry by an algorithm whose index 0 waits 1 us more: folded, every
+    NPU gets the representative's 1,010 ns; unfolded, NPU 0 alone ends at 1,010 and the others
+    at the endpoint delay, 10 ns. The folded run says whose claim it trusted, and how to check."""
+    from simpy_astra.simulation import Simulation
+
+    (user / "ext_claims.py").write_text(textwrap.dedent('''
+        from simpy_astra import collectives
+        from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
+
+        def rooted(ctx):
+            if ctx.index == 0:
+                yield ctx.wait(1000)
+            yield ctx.endpoint()
+
+        collectives.register("extRooted", CollectiveAlgorithm("extRooted", rooted, ring_final_size,
+                                                              kinds=frozenset({ALL_REDUCE}), rotation_symmetric=True))
+    '''))
+    path = scenario(user, RING4, "plugins: [ext_claims]\nfold_symmetry: true\n")
+    Path(path).write_text(Path(path).read_text().replace("backend: congestion_aware", "backend: congestion_unaware")
+                          .replace("all-reduce-implementation: [ring]", "all-reduce-implementation: [extRooted]"))
+    folded = Simulation.from_scenario(path)
+    assert [r.finished_ns for r in folded.run()] == [1010] * 4
+    assert folded.warnings == ["symmetry folding trusted the claim of collective 'extRooted' (rotation_symmetric), "
+                               "which no test has checked: a wrong claim gives wrong figures; compare once with "
+                               "--fold-symmetry off (fold_symmetry: false)"]
+    Path(path).write_text(Path(path).read_text().replace("fold_symmetry: true", "fold_symmetry: false"))
+    unfolded = Simulation.from_scenario(path)
+    assert {r.npu_id: r.finished_ns for r in unfolded.run()} == {0: 1010, 1: 10, 2: 10, 3: 10}
+    assert unfolded.warnings == []
+    Path(path).write_text(Path(path).read_text().replace("[extRooted]", "[ring]")
+                          .replace("fold_symmetry: false", "fold_symmetry: true"))
+    ours = Simulation.from_scenario(path)
+    ours.run()
+    assert ours.folding is not None and ours.warnings == []
