@@ -76,7 +76,9 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
                             f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
     claim(REGISTRY, name, algorithm, "collective algorithm")
-    algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run))
+    algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run),
+                                    final_size=_checked_final_size(name, algorithm.final_size),
+                                    logical=None if algorithm.logical is None else _checked_logical(name, algorithm.logical))
     REGISTRY[name] = algorithm
     return algorithm
 
@@ -94,6 +96,44 @@ def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
             raise PluginError(user_code_problem(f"collective algorithm '{name}'", exc), exc) from None
 
     return wrapped
+
+
+def _call_users(name: str, what: str, fn, *args):  # noqa: ANN001, ANN002, ANN202 - any hook of theirs
+    """``fn(*args)``, an exception it raises reported as the user's code's."""
+    try:
+        return fn(*args)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
+        raise PluginError(user_code_problem(f"collective algorithm '{name}', {what}", exc), exc) from None
+
+
+def _checked_final_size(name: str, final_size):  # noqa: ANN001, ANN202 - wraps the user's hook
+    """``final_size`` refusing, in one line, what is not a whole number of bytes >= 0 (None, a
+    fraction), which would otherwise become the next phase's ``ctx.size_bytes``."""
+    @functools.wraps(final_size)
+    def checked(kind: str, size: int, n: int) -> int:
+        value = _call_users(name, "final_size()", final_size, kind, size, n)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise PluginError(f"collective algorithm '{name}': final_size({kind!r}, {size}, {n}) returned {value!r}; "
+                              f"it must return the bytes the phase leaves, an integer >= 0 (ring_final_size "
+                              f"covers the usual shapes)")
+        return value
+
+    return checked
+
+
+def _checked_logical(name: str, logical):  # noqa: ANN001, ANN202 - wraps the user's hook
+    """``logical`` refusing, in one line, what is not a tuple of ``run``'s extra arguments."""
+    @functools.wraps(logical)
+    def checked(dim):  # noqa: ANN001, ANN202
+        value = _call_users(name, "logical hook", logical, dim)
+        if not isinstance(value, tuple | list):
+            raise PluginError(f"collective algorithm '{name}': its logical hook returned {value!r}; it must return "
+                              f"a tuple of run()'s extra arguments, e.g. (parent, children)")
+        return tuple(value)
+
+    return checked
 
 
 def _plugin(name: str) -> CollectiveAlgorithm | None:

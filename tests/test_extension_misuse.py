@@ -357,3 +357,36 @@ def test_a_plugins_symmetry_claim_is_trusted_with_a_warning_naming_the_check(use
     ours = Simulation.from_scenario(path)
     ours.run()
     assert ours.folding is not None and ours.warnings == []
+
+
+HOOKS = textwrap.dedent('''
+    from simpy_astra import collectives
+    from simpy_astra.collectives.base import CollectiveAlgorithm
+
+    def one(ctx, *shape):
+        yield ctx.endpoint()
+
+    collectives.register("extNoneSize", CollectiveAlgorithm("extNoneSize", one, lambda kind, size, n: None))
+    collectives.register("extThirds", CollectiveAlgorithm("extThirds", one, lambda kind, size, n: size / 3))
+    collectives.register("extBadShape", CollectiveAlgorithm("extBadShape", one, lambda kind, size, n: size,
+                                                            logical=lambda dim: 5))
+''')
+
+
+@pytest.mark.parametrize("algorithm, words", [
+    ("extNoneSize", "final_size('all_reduce', 4096, 2) returned None; it must return the bytes the phase leaves, "
+                    "an integer >= 0"),
+    ("extThirds", "final_size('all_reduce', 4096, 2) returned 1365.3333333333333;"),
+    ("extBadShape", "its logical hook returned 5; it must return a tuple of run()'s extra arguments"),
+])
+def test_an_algorithms_size_and_shape_hooks_are_held_to_their_contract(user, capsys, algorithm, words):
+    """On two dimensions (2 x 2) the first phase's final_size is the second's ctx.size_bytes;
+    None or a fraction there ran on silently (a 10 ns all-reduce), a logical hook returning 5
+    was 'internal error TypeError'."""
+    (user / "ext_hooks.py").write_text(HOOKS)
+    net = "{topology: [Ring, Ring], npus_count: [2, 2], bandwidth: [50.0, 50.0], latency: [500.0, 500.0]}"
+    path = scenario(user, net, "plugins: [ext_hooks]\n")
+    Path(path).write_text(Path(path).read_text().replace("all-reduce-implementation: [ring]",
+                                                         f"all-reduce-implementation: [{algorithm}]"))
+    line = one_error(capsys, ["run", path, "--quiet"])
+    assert line.startswith(f"error: collective algorithm '{algorithm}': ") and words in line, line
