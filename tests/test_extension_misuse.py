@@ -390,3 +390,49 @@ def test_an_algorithms_size_and_shape_hooks_are_held_to_their_contract(user, cap
                                                          f"all-reduce-implementation: [{algorithm}]"))
     line = one_error(capsys, ["run", path, "--quiet"])
     assert line.startswith(f"error: collective algorithm '{algorithm}': ") and words in line, line
+
+
+CONTEXT_MISUSE = textwrap.dedent('''
+    def waits_nan(ctx):
+        yield ctx.wait(float("nan"))
+
+    def waits_back(ctx):
+        yield ctx.wait(-1)
+
+    def reduces_minus(ctx):
+        yield ctx.endpoint(reduce_bytes=-1)
+
+    def tags_text(ctx):
+        ctx.send(ctx.members[(ctx.index + 1) % len(ctx.members)], 10, tag="x")
+        yield ctx.endpoint()
+
+    def waits_half(ctx):
+        yield ctx.wait(2.5)
+''')
+
+
+@pytest.mark.parametrize("algorithm, words", [
+    ("waits_nan", "ctx.wait(nan): a delay is a finite number of ns >= 0"),  # was: iteration time nan ns
+    ("waits_back", "ctx.wait(-1): a delay is a finite number of ns >= 0"),  # was: SimPy's "Negative delay"
+    ("reduces_minus", "ctx.endpoint(reduce_bytes=-1): the bytes to reduce are an integer >= 0"),  # was: ran
+    ("tags_text", "ctx.send(..., tag='x'): a tag is an integer >= 0"),  # was: "not all arguments converted"
+])
+def test_a_context_call_out_of_contract_names_the_algorithm_and_the_call(user, capsys, algorithm, words):
+    (user / "ext_ctx.py").write_text(CONTEXT_MISUSE)
+    path = scenario(user, RING4)
+    Path(path).write_text(Path(path).read_text().replace("all-reduce-implementation: [ring]",
+                                                         f"all-reduce-implementation: ['ext_ctx:{algorithm}']"))
+    line = one_error(capsys, ["run", path, "--quiet"])
+    assert line.startswith(f"error: NPU 0: collective algorithm '{algorithm}' (") and "ext_ctx.py:" in line
+    assert words in line
+
+
+def test_a_fractional_wait_is_cut_to_whole_ns(user):
+    from simpy_astra.simulation import Simulation
+
+    (user / "ext_ctx.py").write_text(CONTEXT_MISUSE)
+    path = scenario(user, RING4)
+    Path(path).write_text(Path(path).read_text().replace("all-reduce-implementation: [ring]",
+                                                         "all-reduce-implementation: ['ext_ctx:waits_half']"))
+    finished = [r.finished_ns for r in Simulation.from_scenario(path).run()]
+    assert finished == [2] * 4 and all(type(t) is int for t in finished)
