@@ -304,3 +304,30 @@ def test_the_hypercube_and_the_pipeline_generator_of_the_examples(researcher):
     finished = _run(researcher, pipeline, "Ring", 4, "congestion_unaware")
     # stage s: s hops of (C + L + S) before its own compute, then its send (L + S) unless last
     assert finished == [(s + 1) * (5000 + LAT + 1000) for s in range(3)] + [3 * (5000 + LAT + 1000) + 5000]
+
+
+def test_a_sweep_finds_the_extensions_beside_its_base_scenario(tmp_path, monkeypatch):
+    """examples/loggp_ring.yaml swept from another folder: its points (each run from a temporary
+    folder, in a worker) find loggp.py beside the base scenario, as run does; they stopped with
+    "cannot import plugin module 'loggp'". A 1 MiB ring all-reduce on 8 NPUs at B GB/s:
+    14 (trunc(500 + 2^17 / (B 2^30 / 10^9)) + 10) + 10, plus 14 x 2 x 300 ns of LogGP overhead."""
+    import csv
+
+    from simpy_astra.cli.main import main
+
+    sweep = tmp_path / "sweeps" / "bw.yaml"
+    sweep.parent.mkdir()
+    sweep.write_text(f"base: {EXAMPLES / 'loggp_ring.yaml'}\naxes:\n  network.bandwidth: [25, 50]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "1"]) == 0
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {float(r["network.bandwidth"]): (r["status"], int(r["finish_ns"])) for r in csv.DictReader(f)}
+
+    def expected(gbps: float) -> int:
+        return 14 * (int(500 + 2**17 / (gbps * 2**30 / 1e9)) + 10) + 10 + 14 * 2 * 300
+
+    assert rows == {25.0: ("ok", expected(25)), 50.0: ("ok", expected(50))} == {25.0: ("ok", 83_898),
+                                                                             50.0: ("ok", 49_724)}
