@@ -436,3 +436,26 @@ def test_a_fractional_wait_is_cut_to_whole_ns(user):
                                                          "all-reduce-implementation: ['ext_ctx:waits_half']"))
     finished = [r.finished_ns for r in Simulation.from_scenario(path).run()]
     assert finished == [2] * 4 and all(type(t) is int for t in finished)
+
+
+def test_a_plugins_link_model_symmetry_claim_is_named_when_a_run_folds_on_it(user):
+    from simpy_astra.simulation import Simulation
+
+    (user / "ext_links.py").write_text(textwrap.dedent('''
+        from simpy_astra.network.link import LinkElement
+
+        class FirstLinkSlow(LinkElement):
+            symmetric = True  # wrong: the link out of NPU 0 holds each message 1 us
+
+            def hold_ns(self, item):
+                return 1000 if self.src == 0 else 0
+    '''))
+    for model, warned in (("'ext_links:FirstLinkSlow'", True), ("fifo", False)):
+        net = f"{{topology: [Ring], npus_count: [4], bandwidth: [50.0], latency: [500.0], link-model: {model}}}"
+        sim = Simulation.from_scenario(scenario(user, net, "fold_symmetry: true\n"))
+        sim.run()
+        assert sim.folding is not None
+        assert sim.warnings == (["symmetry folding trusted the claim of link model 'ext_links:FirstLinkSlow' "
+                                 "(symmetric = True), which no test has checked: a wrong claim gives wrong "
+                                 "figures; compare once with --fold-symmetry off (fold_symmetry: false)"]
+                                if warned else [])

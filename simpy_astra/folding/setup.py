@@ -170,11 +170,13 @@ class FoldSetup:
         return setup
 
 
-def trusted_claims(system: Any) -> list[str]:
-    """A warning per algorithm of the user's whose symmetry claim a folded run trusted: our
-    own algorithms' claims are checked by tests/test_fold_claims.py, a plug-in's by nobody."""
+def trusted_claims(system: Any, link_model: type | None = None) -> list[str]:
+    """A warning per algorithm (and link model) of the user's whose symmetry claim a folded run
+    trusted: our own are checked by tests (tests/test_fold_claims.py), a plug-in's by nobody."""
     names = sorted({name for names in system.implementations.values() for name in names})
-    claims = [claim for claim in map(unchecked_claim, names) if claim is not None]
-    return [f"symmetry folding trusted the claim of collective {claim}, which no test has checked: a wrong "
-            f"claim gives wrong figures; compare once with --fold-symmetry off (fold_symmetry: false)"
-            for claim in claims]
+    claims = [f"collective {claim}" for claim in map(unchecked_claim, names) if claim is not None]
+    if link_model is not None and not link_model.__module__.startswith("simpy_astra.") and \
+            link_model.symmetric is True:
+        claims.append(f"link model '{link_model.__module__}:{link_model.__qualname__}' (symmetric = True)")
+    return [f"symmetry folding trusted the claim of {claim}, which no test has checked: a wrong claim gives "
+            f"wrong figures; compare once with --fold-symmetry off (fold_symmetry: false)" for claim in claims]
