@@ -331,3 +331,20 @@ def test_a_sweep_finds_the_extensions_beside_its_base_scenario(tmp_path, monkeyp
 
     assert rows == {25.0: ("ok", expected(25)), 50.0: ("ok", expected(50))} == {25.0: ("ok", 83_898),
                                                                              50.0: ("ok", 49_724)}
+
+
+def test_the_report_of_ones_own_prints_its_closed_form():
+    """docs/reports.md's command: a 1 MiB ring all-reduce on 4 NPUs at 50 GB/s and 500 ns,
+    6 (trunc(500 + 2^18 / B) + 10) + 10 ns; bus bandwidth 1.5 S / T; link 0->1 busy 6 x
+    trunc(2^18 / B) of it."""
+    import subprocess
+
+    root = EXAMPLES.parent
+    done = subprocess.run([sys.executable, "examples/report_busbw.py", "examples/cosim_ring.yaml", "1048576"],
+                          cwd=root, capture_output=True, text=True, timeout=300, check=True)
+    b = 50 * 2**30 / 1e9
+    t = 6 * (int(500 + 2**18 / b) + 10) + 10
+    busy = 6 * int(2**18 / b)
+    assert done.stdout == (f"4 NPUs, 1,048,576 B all-reduce in {t:,} ns: bus bandwidth {1.5 * 2**20 / t:.2f} GB/s; "
+                           f"busiest link 0->1 busy {busy / t:.0%} of the time\n")
+    assert (t, busy) == (32_362, 29_292)
