@@ -11,12 +11,17 @@ any file; lines fit 80 columns, as ``run --help`` shows them)::
                num_npus: 16, array: 32x32}
     workload: models/Resnet50_DataParallel.txt
                                    # ASTRA-sim 1.0 text: converted and cached
+    workload: {generate: my_gen:pipeline, stages: 4}
+                                   # a generator of yours (docs/generators.md)
     num_passes: 1                  # optional: iterations of a .txt workload
     system: configs/system.json    # or an inline mapping with the JSON's keys
     network: configs/network.yml   # or inline {topology: [Ring], ...}
     remote_memory: configs/memory.json  # optional, default NO_MEMORY_EXPANSION
     comm_groups: configs/groups.json    # optional
     backend: congestion_unaware    # optional: or congestion_aware, packet
+    plugins: [my_algos]            # optional: your modules, imported first;
+                                   # they may register algorithms, topologies,
+                                   # link models, backends, generators
     num_queues_per_dim: 1          # optional
     injection_scale: 1.0           # optional
     fold_symmetry: true            # optional: simulate symmetric NPUs once
