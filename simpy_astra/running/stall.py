@@ -166,6 +166,8 @@ def quiet_state(network: Any, npus: list) -> tuple[int, int, int] | None:
         return None
     for npu in npus:  # a phase waiting on a SimPy event already triggered (a timeout)
         for phase in npu.system.running_phases():
+            if not phase.runs_users_code():
+                return None
             target = phase.target
             if target is not None and target.triggered and not target.processed:
                 return None
@@ -178,7 +180,9 @@ def quiet_state(network: Any, npus: list) -> tuple[int, int, int] | None:
 
 def spin_state(network: Any, npus: list, limit: int = 4) -> tuple | None:
     """(progress counters, the events the running phases wait on, the phases in words) when
-    only collective phases run: every node in flight is a collective and every message is
+    only collective phases of the user's own algorithms run: every node in flight is a
+    collective, every running phase runs the user's code (ours always end: a custom ET
+    collective may wait through compute nodes without a message), and every message is
     delivered or held by a link that is down; else None. A phase waiting on a sub-phase
     (``ctx.spawn``) is followed to what that waits on."""
     targets, described = [], []
