@@ -19,5 +19,6 @@ def bus_bandwidth_report(scenario: str, size_bytes: int) -> str:
     return line
 
 
-if __name__ == "__main__":
-    print(bus_bandwidth_report(sys.argv[1], int(sys.argv[2])))
+if __name__ == "__main__":  # python examples/report_busbw.py [SCENARIO BYTES]
+    scenario, size = sys.argv[1:3] if len(sys.argv) > 2 else ("examples/cosim_ring.yaml", 1048576)
+    print(bus_bandwidth_report(scenario, int(size)))

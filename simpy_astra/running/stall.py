@@ -166,8 +166,6 @@ def quiet_state(network: Any, npus: list) -> tuple[int, int, int] | None:
         return None
     for npu in npus:  # a phase waiting on a SimPy event already triggered (a timeout)
         for phase in npu.system.running_phases():
-            if not phase.runs_users_code():
-                return None
             target = phase.target
             if target is not None and target.triggered and not target.processed:
                 return None
@@ -192,6 +190,8 @@ def spin_state(network: Any, npus: list, limit: int = 4) -> tuple | None:
         if any(npu.nodes[nid].type != COMM_COLL_NODE for nid in npu.stats.starts):
             return None
         for phase in npu.system.running_phases():
+            if not phase.runs_users_code():
+                return None
             target = phase.target
             while isinstance(target, PhaseProcess):
                 target = target.target
