@@ -27,6 +27,7 @@ from simpy_astra.collectives.ring import RING
 from simpy_astra.plugins import (
     COLLECTIVES_GROUP,
     PluginError,
+    claim,
     entry_point_names,
     from_entry_point,
     import_object,
@@ -66,14 +67,18 @@ def _is_generator_function(fn: object) -> bool:
 
 def register(name: str, algorithm) -> CollectiveAlgorithm:
     """Make ``name`` select ``algorithm`` (a CollectiveAlgorithm, or a generator function
-    ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one."""
+    ``fn(ctx)``, which then keeps the data size like ring does); returns the registered one.
+    A name already given to another algorithm (``ring``, another module's) is a ValueError."""
     if not isinstance(algorithm, CollectiveAlgorithm):
         if not _is_generator_function(algorithm):
             kind = type(algorithm).__name__
             raise TypeError(f"collective '{name}' is a {kind}, not an algorithm: expected a "
                             f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
-    algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run))
+    claim(REGISTRY, name, algorithm, "collective algorithm")
+    algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run),
+                                    final_size=_checked_final_size(name, algorithm.final_size),
+                                    logical=None if algorithm.logical is None else _checked_logical(name, algorithm.logical))
     REGISTRY[name] = algorithm
     return algorithm
 
@@ -93,6 +98,44 @@ def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
     return wrapped
 
 
+def _call_users(name: str, what: str, fn, *args):  # noqa: ANN001, ANN002, ANN202 - any hook of theirs
+    """``fn(*args)``, an exception it raises reported as the user's code's."""
+    try:
+        return fn(*args)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
+        raise PluginError(user_code_problem(f"collective algorithm '{name}', {what}", exc), exc) from None
+
+
+def _checked_final_size(name: str, final_size):  # noqa: ANN001, ANN202 - wraps the user's hook
+    """``final_size`` refusing, in one line, what is not a whole number of bytes >= 0 (None, a
+    fraction), which would otherwise become the next phase's ``ctx.size_bytes``."""
+    @functools.wraps(final_size)
+    def checked(kind: str, size: int, n: int) -> int:
+        value = _call_users(name, "final_size()", final_size, kind, size, n)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise PluginError(f"collective algorithm '{name}': final_size({kind!r}, {size}, {n}) returned {value!r}; "
+                              f"it must return the bytes the phase leaves, an integer >= 0 (ring_final_size "
+                              f"covers the usual shapes)")
+        return value
+
+    return checked
+
+
+def _checked_logical(name: str, logical):  # noqa: ANN001, ANN202 - wraps the user's hook
+    """``logical`` refusing, in one line, what is not a tuple of ``run``'s extra arguments."""
+    @functools.wraps(logical)
+    def checked(dim):  # noqa: ANN001, ANN202
+        value = _call_users(name, "logical hook", logical, dim)
+        if not isinstance(value, tuple | list):
+            raise PluginError(f"collective algorithm '{name}': its logical hook returned {value!r}; it must return "
+                              f"a tuple of run()'s extra arguments, e.g. (parent, children)")
+        return tuple(value)
+
+    return checked
+
+
 def _plugin(name: str) -> CollectiveAlgorithm | None:
     """An algorithm named ``module:attribute`` or by an installed entry point (then cached)."""
     found = import_object(name) if ":" in name else from_entry_point(COLLECTIVES_GROUP, name)
@@ -100,7 +143,7 @@ def _plugin(name: str) -> CollectiveAlgorithm | None:
         return None
     try:
         return register(name, found)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise PluginError(str(exc)) from None
 
 
@@ -129,10 +172,25 @@ def subset_algorithm_name(names: tuple[str, ...] | None) -> str:
     return names[0] if names and len(names) == 1 else "ring"
 
 
+#: the package's own algorithms, whose symmetry claims tests/test_fold_claims.py checks
+_CHECKED_CLAIMS = tuple(REGISTRY.values())
+
+
+def unchecked_claim(name: str) -> str | None:
+    """``'myAlgo' (rotation_symmetric)`` when ``name`` is an algorithm of the user's that makes
+    a symmetry claim, which symmetry folding trusts and no test of ours has checked; else None."""
+    choice = resolve(name)
+    if choice is None or any(choice.algorithm is ours for ours in _CHECKED_CLAIMS):
+        return None
+    claims = [claim for claim in ("rotation_symmetric", "xor_symmetric") if getattr(choice.algorithm, claim)]
+    return f"'{name}' ({', '.join(claims)})" if claims else None
+
+
 def known_names() -> list[str]:
     """Every accepted name; K is a window of 1-5 digits, e.g. direct4."""
     return sorted({*REGISTRY, *_ONE_VARIANTS, "directK", "oneDirectK", "package.module:function",
                    *entry_point_names(COLLECTIVES_GROUP)})
 
 
-__all__ = ["REGISTRY", "ImplementationChoice", "register", "resolve", "subset_algorithm_name", "known_names"]
+__all__ = ["REGISTRY", "ImplementationChoice", "register", "resolve", "subset_algorithm_name", "known_names",
+           "unchecked_claim"]

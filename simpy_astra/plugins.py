@@ -13,6 +13,7 @@ Three ways in, all resolved before time starts:
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from functools import cache
@@ -103,6 +104,25 @@ def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
     """The error for a user's model method that returned what the contract does not allow."""
     return PluginError(f"{model_kind(obj)} '{class_name(type(obj))}': {method}() returned {value!r}; "
                        f"it must return {want}")
+
+
+def origin(obj: Any) -> str:
+    """``module:qualname`` of a registered object (a function, a class, an algorithm's run
+    function through its wrappers): the same after the module is imported again."""
+    obj = inspect.unwrap(getattr(obj, "run", obj)) if not isinstance(obj, type) else obj
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+
+
+def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
+    """Refuse to register ``obj`` under a ``name`` that ``registry`` already gives to another
+    object (one of ours, or another module's): a plug-in must never silently replace an
+    algorithm, topology or model other configs mean by that name. The same object, or the same
+    ``module:qualname`` imported again (a plug-in loaded twice), may register again."""
+    taken = registry.get(name)
+    if taken is None or taken is obj or origin(taken) == origin(obj):
+        return
+    raise ValueError(f"{what} name '{name}' is already taken by {origin(taken)}; register "
+                     f"{origin(obj)} under another name (or name it as module:attribute in the config)")
 
 
 def _theirs(filename: str) -> bool:

@@ -30,7 +30,7 @@ from simpy_astra.engine.remote_memory import RemoteMemory
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.engine.system_layer import SystemLayer
 from simpy_astra.errors import InputError, StalledError
-from simpy_astra.folding import Folding, OrbitReports, fold_run
+from simpy_astra.folding import Folding, OrbitReports, fold_run, trusted_claims
 from simpy_astra.infra import horizon, stopping
 from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
@@ -139,7 +139,8 @@ class Simulation(CoSimulation):
         # obtained, and it costs a handful of wake-ups per run
         self._env.process(stall.watch_for_stall(self._env, self._finished_all, self._stalled,
                                                 lambda: stall.quiet_state(self.network, self.npus),
-                                                lambda: self.stall_patience_ns))
+                                                lambda: self.stall_patience_ns,
+                                                lambda: stall.spin_state(self.network, self.npus)))
 
     def _build_one_job(self, inputs: SimulationInputs, dims: list, cfg: Any, source: str) -> None:
         """One workload on every NPU (ranks are NPU ids): the reference's run."""
@@ -151,6 +152,13 @@ class Simulation(CoSimulation):
         if cfg.npu_groups:  # NPUs that differ are not symmetric
             inputs = replace(inputs, fold_symmetry=False)
         traces, self.folding, self.fold_note = fold_run(inputs, dims, groups, self.planner.parse_process_groups)
+        if self.folding is not None:
+            link = inputs.network.link_model if self._backend.folds == "links" else None
+            if link:  # deferred: only runs with a link model need network.models
+                from simpy_astra.network.models import lookup_link
+
+                link = lookup_link(link)
+            self.warnings += trusted_claims(cfg, link or None)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
         if self.folding is None:
             self.network = self._build_network()
@@ -284,8 +292,9 @@ class Simulation(CoSimulation):
 
             self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:
+            spinning = self._stalled.value if self._stalled.triggered else None
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
-                                                  last_ns=stall.last_progress_ns(self.npus)))
+                                                  last_ns=stall.last_progress_ns(self.npus), spinning=spinning))
         if self.floor_check is not None:
             self.warnings += self.floor_check.warnings(self.npus)
         if unmatched:

@@ -158,3 +158,193 @@ def test_a_failed_switch_by_its_name_ends_in_a_stall_report(user: Path) -> None:
     sim.fail_switch("sw")  # the name network.link(0, "sw") takes
     with pytest.raises(StalledError, match="which is failed"):
         sim.run()
+
+
+# --- the extension points a researcher adds from README.md and docs/*.md (issue: "extension
+# scripts from the docs"), each against a closed form derived here. Links of exactly 1 byte/ns
+# (GB = 2^30 B) and L ns; E the endpoint delay.
+
+ONE_BYTE_PER_NS = 1e9 / 2**30
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+RESEARCHER = textwrap.dedent('''
+    from simpy_astra import collectives
+    from simpy_astra.collectives.base import ALL_GATHER, ALL_TO_ALL, CollectiveAlgorithm, ring_final_size
+    from simpy_astra.network.link import LinkElement
+
+
+    def rd_allgather(ctx):
+        """Recursive doubling: log2 n steps; partner index XOR 2^k; what is held doubles."""
+        held, k = ctx.size_bytes, 1
+        while k < len(ctx.members):
+            peer = ctx.members[ctx.index ^ k]
+            ctx.send(peer, held)
+            yield ctx.recv(peer, held)
+            yield ctx.endpoint()
+            held, k = 2 * held, 2 * k
+
+
+    def direct_a2a(ctx):
+        """S/n to every other member at once; done when all n-1 pieces are here."""
+        n, i = len(ctx.members), ctx.index
+        piece = ctx.size_bytes // n
+        pieces = []
+        for k in range(1, n):
+            ctx.send(ctx.members[(i + k) % n], piece)
+            pieces.append(ctx.recv(ctx.members[(i - k) % n], piece))
+        yield ctx.env.all_of(pieces)
+        yield ctx.endpoint()
+
+
+    collectives.register("rdAllGather", CollectiveAlgorithm("rdAllGather", rd_allgather, ring_final_size,
+                                                            kinds=frozenset({ALL_GATHER}), xor_symmetric=True))
+    collectives.register("directA2A", CollectiveAlgorithm("directA2A", direct_a2a, ring_final_size,
+                                                          kinds=frozenset({ALL_TO_ALL}), rotation_symmetric=True))
+
+
+    class OverheadLink(LinkElement):
+        """A per-message overhead: overhead_ns plus the header's serialisation before each message."""
+
+        symmetric = True
+
+        def __init__(self, env, src, dst, bandwidth_gbps, latency_ns, on_arrival, overhead_ns: int = 0,
+                     header_bytes: int = 0):
+            super().__init__(env, src, dst, bandwidth_gbps, latency_ns, on_arrival)
+            self.overhead_ns, self.header_bytes = overhead_ns, header_bytes
+
+        def hold_ns(self, item):
+            return self.overhead_ns + self.header_bytes / self.bytes_per_ns
+''')
+
+
+@pytest.fixture
+def researcher(tmp_path: Path, monkeypatch) -> Path:
+    for name in ("researcher", "loggp", "hypercube", "pipeline_gen"):
+        sys.modules.pop(name, None)
+    (tmp_path / "researcher.py").write_text(RESEARCHER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / ".cache"))
+    yield tmp_path
+    from simpy_astra.network.backends import BACKENDS
+
+    BACKENDS.pop("loggp", None)
+
+
+def _run(folder: Path, workload: str, topology: str, n: int, backend: str,
+         algorithms: dict[str, str] | None = None, extra: str = "", network_extra: str = "",
+         latency: int = LAT) -> list[int]:
+    from simpy_astra.simulation import Simulation
+
+    system = {"all-reduce-implementation": "ring", "all-gather-implementation": "ring",
+              "reduce-scatter-implementation": "ring", "all-to-all-implementation": "direct", **(algorithms or {})}
+    listed = ", ".join(f"{key}: [{value}]" for key, value in system.items())
+    path = folder / "r.yaml"
+    path.write_text(f"workload: {workload}\n"
+                    f"system: {{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: {E}, "
+                    f"active-chunks-per-dimension: 1, preferred-dataset-splits: 1, {listed}}}\n"
+                    f"network: {{topology: [{topology}], npus_count: [{n}], bandwidth: [{ONE_BYTE_PER_NS!r}], "
+                    f"latency: [{latency}]{network_extra}}}\nbackend: {backend}\n{extra}")
+    return [r.finished_ns for r in Simulation.from_scenario(str(path)).run()]
+
+
+def _microbench(collective: str, size: int, n: int) -> str:
+    return f"{{generate: microbench, collective: {collective}, size: {size}, num_npus: {n}}}"
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_a_recursive_doubling_all_gather_of_ones_own(researcher, backend):
+    """On 8 fully connected NPUs each step's pairs have links of their own: step k moves
+    2^k S bytes one hop, trunc(L + 2^k S / B) + E; an all-gather's ctx.size_bytes is this
+    NPU's piece S (collectives/README.md)."""
+    n, size = 8, 1000
+    expected = sum(LAT + 2**k * size + E for k in range(3))
+    finished = _run(researcher, _microbench("all_gather", size, n), "FullyConnected", n, backend,
+                    {"all-gather-implementation": "rdAllGather"}, extra="plugins: [researcher]\n")
+    assert finished == [expected] * n == [7330] * n
+
+
+def test_a_direct_all_to_all_of_ones_own(researcher):
+    """Every pair at once on its own link: trunc(L + (S/n) / B) + E."""
+    n, size = 8, 8000
+    finished = _run(researcher, _microbench("all_to_all", size, n), "FullyConnected", n, "congestion_aware",
+                    {"all-to-all-implementation": "directA2A"}, extra="plugins: [researcher]\n")
+    assert finished == [LAT + size // n + E] * n
+
+
+def test_the_ring_all_reduce_is_its_closed_form_and_each_extension_adds_its_own_term(researcher):
+    """A ring all-reduce of S on n NPUs at B: 2(n-1)/n S/B plus 2(n-1) latencies, plus the
+    endpoint delays (one per step and one at the start): 2(n-1) (L + S/(nB) + E) + E. The
+    LogGP backend (examples/loggp.py) adds 2 o to each of the 2(n-1) messages; the link with a
+    per-message overhead adds its hold, trunc(overhead + header / B), to each."""
+    n, size = 8, 8000
+    workload = _microbench("all_reduce", size, n)
+    ring = 2 * (n - 1) * (LAT + size // n + E) + E
+    assert 2 * (n - 1) / n * size / 1 + 2 * (n - 1) * LAT + (2 * (n - 1) + 1) * E == ring == 15_550
+    assert _run(researcher, workload, "Ring", n, "congestion_unaware") == [ring] * n
+    assert _run(researcher, workload, "Ring", n, "congestion_aware") == [ring] * n
+
+    import loggp
+
+    assert _run(researcher, workload, "Ring", n, "loggp", extra="plugins: [loggp]\n") == \
+        [ring + 2 * (n - 1) * 2 * loggp.O_NS] * n
+    overhead = ", link-model: {class: 'researcher:OverheadLink', overhead_ns: 200, header_bytes: 64}"
+    assert _run(researcher, workload, "Ring", n, "congestion_aware", network_extra=overhead) == \
+        [ring + 2 * (n - 1) * (200 + 64)] * n
+
+
+def test_the_hypercube_and_the_pipeline_generator_of_the_examples(researcher):
+    """examples/hypercube.py: NPU 0 -> 7 crosses 3 links, trunc(3 L + S / B) analytical, 3
+    trunc(L + S / B) store-and-forward. examples/pipeline_gen.py: stage s starts when the stage
+    before has computed and its message arrived; the last of 4 ends at 4 C + 3 trunc(L + S / B)."""
+    send = "{generate: microbench, collective: send_recv, size: 1000, num_npus: 8, src: 0, dst: 7}"
+    assert max(_run(researcher, send, "'hypercube:Hypercube'", 8, "congestion_unaware")) == 3 * LAT + 1000
+    assert max(_run(researcher, send, "'hypercube:Hypercube'", 8, "congestion_aware")) == 3 * (LAT + 1000)
+    pipeline = "{generate: 'pipeline_gen:pipeline', stages: 4, size: 1000, compute_us: 5}"
+    finished = _run(researcher, pipeline, "Ring", 4, "congestion_unaware")
+    # stage s: s hops of (C + L + S) before its own compute, then its send (L + S) unless last
+    assert finished == [(s + 1) * (5000 + LAT + 1000) for s in range(3)] + [3 * (5000 + LAT + 1000) + 5000]
+
+
+def test_a_sweep_finds_the_extensions_beside_its_base_scenario(tmp_path, monkeypatch):
+    """examples/loggp_ring.yaml swept from another folder: its points (each run from a temporary
+    folder, in a worker) find loggp.py beside the base scenario, as run does; they stopped with
+    "cannot import plugin module 'loggp'". A 1 MiB ring all-reduce on 8 NPUs at B GB/s:
+    14 (trunc(500 + 2^17 / (B 2^30 / 10^9)) + 10) + 10, plus 14 x 2 x 300 ns of LogGP overhead."""
+    import csv
+
+    from simpy_astra.cli.main import main
+
+    sweep = tmp_path / "sweeps" / "bw.yaml"
+    sweep.parent.mkdir()
+    sweep.write_text(f"base: {EXAMPLES / 'loggp_ring.yaml'}\naxes:\n  network.bandwidth: [25, 50]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "1"]) == 0
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {float(r["network.bandwidth"]): (r["status"], int(r["finish_ns"])) for r in csv.DictReader(f)}
+
+    def expected(gbps: float) -> int:
+        return 14 * (int(500 + 2**17 / (gbps * 2**30 / 1e9)) + 10) + 10 + 14 * 2 * 300
+
+    assert rows == {25.0: ("ok", expected(25)), 50.0: ("ok", expected(50))} == {25.0: ("ok", 83_898),
+                                                                             50.0: ("ok", 49_724)}
+
+
+def test_the_report_of_ones_own_prints_its_closed_form():
+    """docs/reports.md's command: a 1 MiB ring all-reduce on 4 NPUs at 50 GB/s and 500 ns,
+    6 (trunc(500 + 2^18 / B) + 10) + 10 ns; bus bandwidth 1.5 S / T; link 0->1 busy 6 x
+    trunc(2^18 / B) of it."""
+    import subprocess
+
+    root = EXAMPLES.parent
+    done = subprocess.run([sys.executable, "examples/report_busbw.py", "examples/cosim_ring.yaml", "1048576"],
+                          cwd=root, capture_output=True, text=True, timeout=300, check=True)
+    b = 50 * 2**30 / 1e9
+    t = 6 * (int(500 + 2**18 / b) + 10) + 10
+    busy = 6 * int(2**18 / b)
+    assert done.stdout == (f"4 NPUs, 1,048,576 B all-reduce in {t:,} ns: bus bandwidth {1.5 * 2**20 / t:.2f} GB/s; "
+                           f"busiest link 0->1 busy {busy / t:.0%} of the time\n")
+    assert (t, busy) == (32_362, 29_292)

@@ -28,7 +28,9 @@ SYSTEM = {"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-
           "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["ring"],
           "collective-optimization": "baseline"}
 
-#: user collectives: one that yields forever and swallows everything, one that never yields
+#: user collectives: one that yields forever and swallows everything, one that never yields;
+#: the first passes messages round the ring forever (the stall watchdog stops a phase that
+#: only waits, with no message moving: tests/test_extension_misuse.py)
 ALGOS = textwrap.dedent(f'''
     import sys
 
@@ -40,9 +42,12 @@ ALGOS = textwrap.dedent(f'''
 
     def spin(ctx):
         _ready()
+        n, i = len(ctx.members), ctx.index
+        right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
         while True:
             try:
-                yield ctx.endpoint()
+                ctx.send(right, 64)
+                yield ctx.recv(left, 64)
             except BaseException:
                 pass
 

@@ -128,8 +128,9 @@ LINKS = textwrap.dedent('''
     from simpy_astra.network.models import ProcessLink
 
     class HalfNs(ProcessLink):
-        def hold_ns(self, item):
-            return 0.5  # every item starts, and so arrives, half a nanosecond off
+        def transmit(self, item):  # every item starts, and so arrives, half a nanosecond off
+            yield self.env.timeout(0.5)  # (a hold_ns of 0.5 is cut to whole ns: 0)
+            yield from super().transmit(item)
 
     class BlackHole(ProcessLink):
         def offer(self, item):

@@ -12,6 +12,7 @@ import math
 from simpy_astra.plugins import (
     TOPOLOGIES_GROUP,
     PluginError,
+    claim,
     from_entry_point,
     import_object,
     user_code_problem,
@@ -42,9 +43,17 @@ _OURS = frozenset(REGISTRY.values())
 
 
 def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
-    """Make network YAMLs' ``topology: [name]`` build ``topology`` (a BasicTopology subclass)."""
+    """Make network YAMLs' ``topology: [name]`` build ``topology`` (a BasicTopology subclass
+    defining ``hops``, ``links`` and ``route``). A name already given to another topology
+    (``Ring``, another module's) is a ValueError."""
     if not (isinstance(topology, type) and issubclass(topology, BasicTopology)):
         raise TypeError(f"topology '{name}': {topology!r} is not a BasicTopology subclass")
+    missing = [m for m in ("hops", "links", "route") if getattr(topology, m) is getattr(BasicTopology, m)]
+    if missing:
+        raise TypeError(f"topology '{name}': {topology.__qualname__} does not define "
+                        f"{', '.join(m + '()' for m in missing)}; a BasicTopology subclass must define "
+                        f"hops(src, dst), links() and route(src, dst) (docs/collectives.md)")
+    claim(REGISTRY, name, topology, "topology")
     REGISTRY[name] = topology
     return topology
 
@@ -61,7 +70,7 @@ def lookup(name: str) -> type[BasicTopology] | None:
         return None
     try:
         return register(name, found)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise PluginError(str(exc)) from None
 
 

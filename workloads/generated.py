@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import re
@@ -42,6 +43,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
+from simpy_astra.plugins import PluginError, import_object, origin, user_code_problem
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 
 
@@ -123,13 +125,91 @@ class Prepared:
             raise exc from None
 
 
+def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version: str = "1") -> GeneratorEntry:
+    """Make a scenario's ``workload: {generate: name, ...}`` run ``fn(params, prefix)`` (a
+    plug-in's generator, docs/generators.md): ``params`` is the mapping without ``generate``;
+    ``fn`` writes ``prefix.{rank}.et`` for ranks 0..N-1 and returns the path of a comm-group
+    JSON it wrote beside them, or None. Traces are cached by name, ``version``, the parameters
+    and the source of ``fn``'s module, so an edited generator is run again. A name already given
+    to another generator (``microbench``, another module's) is a ValueError."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a generator's name must be a non-empty string (got {name!r})")
+    if not callable(fn):
+        raise TypeError(f"generator '{name}': {fn!r} is not a function fn(params, prefix)")
+    taken = GENERATORS.get(name)
+    theirs = getattr(taken.fn, "users", None) if taken is not None else None
+    if taken is not None and (theirs is None or origin(theirs) != origin(fn)):
+        owner = "simpy-astra's own generator" if theirs is None else origin(theirs)
+        raise ValueError(f"generator name '{name}' is already taken by {owner}; register {origin(fn)} under "
+                         f"another name")
+    entry = GeneratorEntry(_users_generator(name, fn), str(version),
+                           cache_params=lambda params, where: {**params, CODE_KEY: _source_digest(fn)})
+    GENERATORS[name] = entry
+    return entry
+
+
+#: the cache key's entry for a user generator's source (never handed to the generator)
+CODE_KEY = "__generator_source__"
+
+
+def _source_digest(fn: Callable[..., Any]) -> str:
+    """A digest of the file that defines ``fn`` ("" when it has none)."""
+    try:
+        path = inspect.getsourcefile(inspect.unwrap(fn))
+    except TypeError:
+        path = None
+    if not path or not os.path.isfile(path):
+        return ""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def _users_generator(name: str, fn: Callable[..., Any]) -> Callable[[dict[str, Any], str], str | None]:
+    """``fn`` with its errors reported as its author's, and what it returns and writes checked:
+    the comm-group path (a file it wrote beside ``prefix``) or None, and ``prefix.0.et``."""
+    who = f"generator '{name}'" if name == origin(fn) else f"generator '{name}' ({origin(fn)})"
+
+    def run(params: dict[str, Any], prefix: str) -> str | None:
+        params = {k: v for k, v in params.items() if k != CODE_KEY}
+        try:
+            groups = fn(params, prefix)
+        except InputError:
+            raise
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's generator failed: say so
+            raise PluginError(user_code_problem(who, exc), exc) from None
+        folder = os.path.dirname(prefix)
+        if groups is not None and not (isinstance(groups, str | os.PathLike) and os.path.isfile(groups)
+                                       and os.path.dirname(os.path.abspath(groups)) == os.path.abspath(folder)):
+            raise PluginError(f"{who} returned {groups!r}; it must return None or the "
+                              f"path of the comm-group JSON it wrote beside its ET files (prefix + '.json')")
+        if not os.path.isfile(f"{prefix}.0.et"):
+            raise PluginError(f"{who} wrote no {os.path.basename(prefix)}.0.et; it must "
+                              f"write prefix.{{rank}}.et for ranks 0..N-1 (simpy_astra.workloads.chakra.write_et)")
+        return None if groups is None else os.fspath(groups)
+
+    run.users = fn  # type: ignore[attr-defined]
+    return run
+
+
+def _users_lookup(name: str, where: str) -> None:
+    """Register the generator a ``package.module:function`` name points at (once)."""
+    try:
+        register(name, import_object(name))
+    except PluginError as exc:
+        raise InputError(f"{where}.generate: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{where}.generate: {exc}") from None
+
+
 def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") -> Prepared:
     """The job a ``{generate: NAME, ...}`` mapping names, parsed once (errors name ``where``)."""
     params = dict(spec)
     name = params.pop("generate", None)
+    if isinstance(name, str) and name not in GENERATORS and ":" in name:
+        _users_lookup(name, where)
     if not isinstance(name, str) or name not in GENERATORS:
         known = ", ".join(sorted(GENERATORS)) or "none registered"
-        raise InputError(f"{where}.generate: must name a generator, one of {known} (got {name!r})")
+        raise InputError(f"{where}.generate: must name a generator, one of {known}, or a function of your "
+                         f"own as package.module:function (got {name!r})")
     entry = GENERATORS[name]
     if entry.prepare is None:
         return Prepared(name, params, params, where)
@@ -252,6 +332,8 @@ def materialise(spec: dict[str, Any] | Prepared, where: str = "workload", lazy: 
     except InputError as exc:  # reworded, of the same class (a sweep tells invalid jobs apart)
         exc.args = (as_fields(exc.message, where),)
         raise exc from None
+    except PluginError as exc:  # a user generator's own error: where it was named, then its words
+        raise PluginError(f"{where}.generate: {exc}", exc.original) from None
     except (TypeError, ValueError, OverflowError) as exc:  # a parameter of a type no check foresaw
         name = spec.generator if isinstance(spec, Prepared) else spec.get("generate")
         raise InputError(f"{where}: generate {name}: invalid parameters ({type(exc).__name__}: {exc})") from None
@@ -277,15 +359,20 @@ def as_fields(message: str, where: str) -> str:
     return f"{where}: {text}"
 
 
+def file_name(name: str) -> str:
+    """A generator's name as a file name (``pkg.mod:fn`` -> ``pkg.mod_fn``; ours unchanged)."""
+    return re.sub(r"[^\w.-]", "_", name)
+
+
 def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], job: Any, folder: str) -> None:
     """Run the generator into a temporary folder beside ``folder``, renamed into place when
     complete (a killed run leaves no half entry)."""
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=f".{file_name(name)}-", dir=parent)
     try:
         fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
-        groups = fn(job, os.path.join(tmp, name))
+        groups = fn(job, os.path.join(tmp, file_name(name)))
         with open(os.path.join(tmp, "done.json"), "w") as f:
             json.dump({"generator": name, "params": params,
                        "comm_groups": os.path.basename(groups) if groups else None}, f)
@@ -303,7 +390,7 @@ def _materialise(prepared: Prepared, where: str, lazy: bool) -> GeneratedWorkloa
         params = entry.cache_params(params, where)
         if entry.prepare is None:
             job = params
-    folder = os.path.join(cache_root(), "workloads", f"{name}-{cache_key(name, entry.version, params)}")
+    folder = os.path.join(cache_root(), "workloads", f"{file_name(name)}-{cache_key(name, entry.version, params)}")
     done = os.path.join(folder, "done.json")
     if not os.path.exists(done):
         try:
@@ -319,7 +406,7 @@ def _materialise(prepared: Prepared, where: str, lazy: bool) -> GeneratedWorkloa
     except (InputError, OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
         raise InputError(f"{done}: comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
                          f"{exc}); delete {folder} to generate it again") from None
-    prefix = os.path.join(folder, name)
+    prefix = os.path.join(folder, file_name(name))
     if not lazy:
         source = lazy_traces(prefix, prepared)
         if source is not None:

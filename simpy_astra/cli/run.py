@@ -139,8 +139,9 @@ def _add_answer_flags(p: argparse.ArgumentParser, lines: str) -> None:
 
 def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first: it may register collective algorithms and topologies "
-                        "(repeatable; names like pkg.mod:fn in configs work without it)")
+                   help="import MODULE first: it may register collective algorithms, topologies, link "
+                        "and switch models, network backends and workload generators (repeatable; names "
+                        "like pkg.mod:fn in configs work without it)")
 
 
 #: ``run --help``'s part on a real job: the ``cluster:`` field with one example

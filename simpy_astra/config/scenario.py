@@ -11,12 +11,17 @@ any file; lines fit 80 columns, as ``run --help`` shows them)::
                num_npus: 16, array: 32x32}
     workload: models/Resnet50_DataParallel.txt
                                    # ASTRA-sim 1.0 text: converted and cached
+    workload: {generate: my_gen:pipeline, stages: 4}
+                                   # a generator of yours (docs/generators.md)
     num_passes: 1                  # optional: iterations of a .txt workload
     system: configs/system.json    # or an inline mapping with the JSON's keys
     network: configs/network.yml   # or inline {topology: [Ring], ...}
     remote_memory: configs/memory.json  # optional, default NO_MEMORY_EXPANSION
     comm_groups: configs/groups.json    # optional
     backend: congestion_unaware    # optional: or congestion_aware, packet
+    plugins: [my_algos]            # optional: your modules, imported first;
+                                   # they may register algorithms, topologies,
+                                   # link models, backends, generators
     num_queues_per_dim: 1          # optional
     injection_scale: 1.0           # optional
     fold_symmetry: true            # optional: simulate symmetric NPUs once
@@ -188,6 +193,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
+    search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
+    # first: a plug-in may register the backend, generator, algorithms or topologies named below
+    load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     doc, cluster, prepared = _with_cluster(path, doc)
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
@@ -211,8 +219,6 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
-    search_also(os.path.dirname(os.path.abspath(path)))  # plugins and module:name specs beside it
-    load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
     if cluster_routes is not None:  # every pair on its route through NVSwitch and rails
         # the analytical backend times an all-reduce as NCCL does; the others play its messages

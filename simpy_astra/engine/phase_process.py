@@ -31,6 +31,7 @@ from simpy.events import Event
 
 from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
+from simpy_astra.plugins import is_users_file
 
 __all__ = ["PhaseProcess", "Signal"]
 
@@ -104,6 +105,19 @@ class PhaseProcess(Signal, simpy.Process):
         else:  # SimPy's rule: a failed event is thrown into the process that waits on it
             event.defused = True
             self.step(None, type(event.value)(*event.value.args))
+
+    def algorithm(self) -> str:
+        """The algorithm this phase runs, and where: ``'simple_ring' (my_algos.py:12)``."""
+        return describe(self._generator)
+
+    def runs_users_code(self) -> bool:
+        """The algorithm is the user's own (its innermost generator is in the user's file), not
+        one of ours (ring, direct, a custom ET or MSCCL collective), whose phases always end."""
+        generator = self._generator
+        while getattr(generator, "gi_yieldfrom", None) is not None:
+            generator = generator.gi_yieldfrom
+        code = getattr(generator, "gi_code", None)
+        return code is not None and is_users_file(code.co_filename)
 
     @property
     def is_alive(self) -> bool:

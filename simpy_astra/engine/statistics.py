@@ -78,6 +78,19 @@ class NpuReport:
     # bytes live at the peak instant per memory_tracker.CATEGORIES (track-local-mem only)
     memory_breakdown: dict[str, int] | None = None
 
+    # the names --json-out writes (docs/reports.md): a script reads r.finished_ns as the JSON has it
+    @property
+    def finished_ns(self) -> int:
+        return self.finished_cycles
+
+    @property
+    def exposed_comm_ns(self) -> int:
+        return self.exposed_comm_cycles
+
+    @property
+    def wall_time_ns(self) -> int:
+        return self.wall_time
+
     def lines(self) -> list[str]:
         i = self.npu_id
         out = [

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.collectives import REGISTRY, ImplementationChoice, resolve
@@ -31,6 +32,7 @@ from simpy_astra.engine.phase_process import PhaseProcess, Signal, describe
 from simpy_astra.engine.probes import Probed
 from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.errors import InputError
+from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
 if TYPE_CHECKING:
@@ -123,23 +125,39 @@ class Phase:
         return f"NPU {self.npu_id} {self.kind} phase of chunk stream {stream}"
 
     # -- PhaseContext
+    def _misuse(self, call: str, problem: str) -> CollectiveError:
+        """One line for a context call the contract does not allow, naming the algorithm."""
+        return CollectiveError(f"NPU {self.npu_id}: collective algorithm {describe(self.algorithm)}: a "
+                               f"collective's ctx.{call}: {problem}")
+
     def _check_peer(self, what: str, peer: int, size_bytes: int) -> None:
         """A peer that exists and a size >= 0 (no wrap-around to another NPU, no negative bytes)."""
         npus = self.system.total_npus
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < npus or peer == self.npu_id:
             problem = "is this NPU itself" if peer == self.npu_id else f"does not exist (NPUs 0..{npus - 1})"
-            raise CollectiveError(f"NPU {self.npu_id}: a collective's ctx.{what}({peer!r}, ...): the peer "
-                                  f"{problem}; name another NPU of ctx.members")
+            raise self._misuse(f"{what}({peer!r}, ...)", f"the peer {problem}; name another NPU of ctx.members")
         if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
-            raise CollectiveError(f"NPU {self.npu_id}: a collective's ctx.{what}(..., {size_bytes!r}): a "
-                                  f"message size is an integer number of bytes >= 0")
+            raise self._misuse(f"{what}(..., {size_bytes!r})", "a message size is an integer number of bytes >= 0")
+
+    def _tag(self, what: str, tag: Any) -> int:
+        """The chunk's own tag, or a workload's (an integer >= 0)."""
+        if tag is None:
+            return self.stream.tag
+        if isinstance(tag, bool) or not isinstance(tag, int) or tag < 0:
+            raise self._misuse(f"{what}(..., tag={tag!r})", "a tag is an integer >= 0 (or None: this chunk's own)")
+        return native_tag(tag)
+
+    def _check_ns(self, call: str, value: Any) -> None:
+        """A delay the NPU's clock cannot take (not whole ns >= 0 within the horizon)."""
+        raise self._misuse(f"{call}({value!r})", "a delay is a finite number of ns >= 0 (a fraction is cut: "
+                                                 "simulated time is counted in whole ns)")
 
     def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
         if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
             self._check_peer("send", dst, size_bytes)
         arrived = Signal(self.env)
-        tag = self.stream.tag if tag is None else native_tag(tag)
+        tag = self.stream.tag if tag is None else self._tag("send", tag)
         self.network.send(self.npu_id, dst, tag, size_bytes, self._sent, arrived)
         return arrived
 
@@ -158,7 +176,7 @@ class Phase:
                 or not 0 <= src < self.system.total_npus or src == self.npu_id:
             self._check_peer("recv", src, size_bytes)
         received = Signal(self.env)
-        tag = self.stream.tag if tag is None else native_tag(tag)
+        tag = self.stream.tag if tag is None else self._tag("recv", tag)
         self.network.recv(self.npu_id, src, tag, size_bytes, self._received, received)
         return received
 
@@ -170,6 +188,9 @@ class Phase:
     def endpoint(self, reduce_bytes: int = 0) -> Signal:
         back = Signal(self.env)
         if reduce_bytes:
+            if type(reduce_bytes) is not int or reduce_bytes < 0:
+                raise self._misuse(f"endpoint(reduce_bytes={reduce_bytes!r})",
+                                   "the bytes to reduce are an integer >= 0")
             back.result = reduce_bytes  # until it fires: what to reduce after the delay
             self.clock.register(self._endpoint_ns, self._reduce, back)
         else:
@@ -180,6 +201,11 @@ class Phase:
         self.clock.register(self.system.reduction_ns(back.result), Signal.fire, back)
 
     def wait(self, delay_ns: int) -> Signal:
+        if type(delay_ns) is not int or not 0 <= delay_ns <= HORIZON_NS:
+            if not (isinstance(delay_ns, Real) and not isinstance(delay_ns, bool) and math.isfinite(delay_ns)
+                    and 0 <= delay_ns <= HORIZON_NS):
+                self._check_ns("wait", delay_ns)
+            delay_ns = int(delay_ns)  # whole ns, a fraction cut as links cut theirs; numpy's as Python's
         later = Signal(self.env)
         self.clock.register(delay_ns, Signal.fire, later)
         return later

@@ -43,9 +43,10 @@ from simpy_astra.folding.run import (
     read_traces,
 )
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
-from simpy_astra.folding.setup import FoldSetup
+from simpy_astra.folding.setup import FoldSetup, trusted_claims
 
 __all__ = [
+    "trusted_claims",
     "fold_run",
     "NOTE_FROM_NPUS", "FoldOutcome", "FoldSetup", "FoldedNetwork", "Folding", "Frame", "IdShifts", "KeyCache",
     "OrbitReports", "RankClasses", "RankKey", "XorIds", "delay_invariant_shifts", "delay_invariant_xors",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from simpy_astra.collectives import resolve, subset_algorithm_name
+from simpy_astra.collectives import resolve, subset_algorithm_name, unchecked_claim
 from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
 from simpy_astra.folding.links import link_model_note, link_shifts, link_xors
@@ -168,3 +168,15 @@ class FoldSetup:
             return no("no shift of any network dimension keeps its delays" if how == "pairs" else
                       "no shift of any network dimension moves its links and routes onto themselves")
         return setup
+
+
+def trusted_claims(system: Any, link_model: type | None = None) -> list[str]:
+    """A warning per algorithm (and link model) of the user's whose symmetry claim a folded run
+    trusted: our own are checked by tests (tests/test_fold_claims.py), a plug-in's by nobody."""
+    names = sorted({name for names in system.implementations.values() for name in names})
+    claims = [f"collective {claim}" for claim in map(unchecked_claim, names) if claim is not None]
+    if link_model is not None and not link_model.__module__.startswith("simpy_astra.") and \
+            link_model.symmetric is True:
+        claims.append(f"link model '{link_model.__module__}:{link_model.__qualname__}' (symmetric = True)")
+    return [f"symmetry folding trusted the claim of {claim}, which no test has checked: a wrong claim gives "
+            f"wrong figures; compare once with --fold-symmetry off (fold_symmetry: false)" for claim in claims]

@@ -3,16 +3,19 @@
 Everything the rest of the simulator needs to know about a backend is declared here (its
 name, its help line, how it is built, how it folds and its folded network, whether the
 bound check applies), so no caller compares backend names. A new backend is one module plus
-one :class:`BackendSpec` line; :data:`DEFAULT_BACKEND` is the one runs use unless told.
+one :class:`BackendSpec` line, or a plug-in's :func:`register` call (docs/backends.md);
+:data:`DEFAULT_BACKEND` is the one runs use unless told.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.plugins import PluginError, origin
 
 if TYPE_CHECKING:
     import simpy
@@ -133,6 +136,57 @@ BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (
     BackendSpec("packet", "packets pipelined across hops, ports shared round robin, buffers and credits",
                 _packet, "links", _folded_packets),
 )}
+
+def register(spec: BackendSpec) -> BackendSpec:
+    """Make ``--network-backend spec.name`` and a scenario's ``backend: spec.name`` build
+    ``spec`` (a plug-in's backend, docs/backends.md); returns the registered spec. A spec
+    that ``folds="pairs"`` without a ``folded`` factory gets the one the analytical backend
+    uses. A name already given to another backend is a ValueError."""
+    if not isinstance(spec, BackendSpec):
+        raise TypeError(f"network backend {spec!r} is not a BackendSpec(name, help, build, folds, folded)")
+    if not isinstance(spec.name, str) or not spec.name.isidentifier():
+        raise ValueError(f"network backend name {spec.name!r} must be a word (letters, digits, _)")
+    if not callable(spec.build):
+        raise TypeError(f"network backend '{spec.name}': build {spec.build!r} is not callable")
+    if spec.folds not in (None, "pairs", "links"):
+        raise ValueError(f"network backend '{spec.name}': folds must be None, 'pairs' or 'links' (got {spec.folds!r})")
+    if spec.folds == "pairs" and spec.folded is None:
+        spec = replace(spec, folded=_folded_pairs)
+    if spec.folds is not None and spec.folded is None:
+        raise ValueError(f"network backend '{spec.name}': folds='links' needs its folded network (folded=...); "
+                         f"or leave folds None")
+    taken = BACKENDS.get(spec.name)
+    if taken is not None and origin(taken.build) != origin(spec.build):
+        raise ValueError(f"network backend name '{spec.name}' is already taken by {origin(taken.build)}; "
+                         f"register {origin(spec.build)} under another name")
+    if taken is None or taken.build is not spec.build:
+        spec = replace(spec, build=_returns_a_network(spec.name, spec.build))
+    BACKENDS[spec.name] = spec
+    return spec
+
+
+#: what a run asks of every backend (:class:`simpy_astra.network.Network`)
+_NETWORK_MEMBERS = ("send", "recv", "board", "graph", "label", "pair_delays_only", "has_links", "has_faults",
+                    "links", "link", "link_stats", "send_background", "fail_device")
+
+
+def _returns_a_network(name: str, build: Builder) -> Builder:
+    """``build`` refusing to hand the run what is not a network (None, a dict): one line naming
+    what it lacks, not an AttributeError deep in the run."""
+    @functools.wraps(build)
+    def checked(*args: Any, **kwargs: Any) -> Network:
+        network = build(*args, **kwargs)
+        have = getattr(network, "__dict__", {})
+        missing = [m for m in _NETWORK_MEMBERS if not hasattr(type(network), m) and m not in have]
+        if missing:
+            raise PluginError(f"network backend '{name}': build returned {type(network).__name__}, which has no "
+                              f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; return a "
+                              f"simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, "
+                              f"docs/backends.md)")
+        return network
+
+    return checked
+
 
 #: the backend of a run that names none (the command line, a scenario, a sweep, calibration)
 DEFAULT_BACKEND = "congestion_unaware"

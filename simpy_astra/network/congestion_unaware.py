@@ -10,14 +10,18 @@ rails instead (:mod:`simpy_astra.network.rails`), whichever dimensions the two d
 
 from __future__ import annotations
 
+import math
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.fabric import DeviceId, Fabric
 from simpy_astra.network.faults import WithoutLinks
 from simpy_astra.network.messages import Handler, MessageBoard
+from simpy_astra.plugins import bad_return
 from simpy_astra.topologies.base import BasicTopology
 
 if TYPE_CHECKING:
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
 
 class CongestionUnawareNetwork(WithoutLinks):
     name = "congestion_unaware"
+    #: what a user's subclass is, in its errors (:func:`simpy_astra.plugins.model_kind`)
+    MODEL_KIND = "network backend"
     #: a message's delay depends on its two NPUs alone: symmetric NPUs may be folded
     pair_delays_only = True
 
@@ -42,20 +48,30 @@ class CongestionUnawareNetwork(WithoutLinks):
         self._arrive_after = self.board.arrive_after
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
+        """The delay of a message, :meth:`message_delay_ns` computed once per (src, dst, size)."""
         key = (src, dst, size)
         delay = self._cache.get(key)
         if delay is None:
-            grid = self.grid
-            dim = grid.first_difference(src, dst)
-            if dim is None:
+            if self.grid.first_difference(src, dst) is None:
                 raise ValueError(f"NPU {src} cannot send to itself")
-            if self.rails is not None:
-                latency_ns, bandwidth_gbps = self.rails.profile(src, dst)
-            else:
-                latency_ns, bandwidth_gbps = self.dims[dim].path_profile(grid.coord(src, dim), grid.coord(dst, dim))
-            delay = int(latency_ns + size / network_gbps_to_bytes_per_ns(bandwidth_gbps))
+            delay = self.message_delay_ns(src, dst, size)
+            if type(delay) is not int:
+                delay = _whole_ns(self, delay)
             self._cache[key] = delay
         return delay
+
+    def message_delay_ns(self, src: int, dst: int, size_bytes: int) -> int:
+        """How long ``size_bytes`` take from NPU ``src`` to ``dst``: trunc(summed route latency
+        + bytes / slowest bandwidth) in the first dimension the two differ in. The hook a
+        backend of one's own overrides (docs/backends.md): a pure function of its arguments
+        (it is asked once per distinct message; folding relies on it), whole ns >= 0."""
+        grid = self.grid
+        dim = grid.first_difference(src, dst)
+        if self.rails is not None:
+            latency_ns, bandwidth_gbps = self.rails.profile(src, dst)
+        else:
+            latency_ns, bandwidth_gbps = self.dims[dim].path_profile(grid.coord(src, dim), grid.coord(dst, dim))
+        return int(latency_ns + size_bytes / network_gbps_to_bytes_per_ns(bandwidth_gbps))
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         entry = self.board.post_send(src, dst, tag, size, fn, arg)
@@ -74,3 +90,11 @@ class CongestionUnawareNetwork(WithoutLinks):
 
     def label(self, device: DeviceId) -> int | str:
         return self.fabric.label(device)
+
+
+def _whole_ns(network: CongestionUnawareNetwork, delay: Any) -> int:
+    """A subclass's ``message_delay_ns`` in whole ns (a fraction cut, as links cut theirs), or
+    its error naming the class and method (NaN, a negative number, not a number)."""
+    if isinstance(delay, Real) and not isinstance(delay, bool) and math.isfinite(delay) and 0 <= delay <= HORIZON_NS:
+        return int(delay)
+    raise bad_return(network, "message_delay_ns", delay, "a finite number of ns >= 0")

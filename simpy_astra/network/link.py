@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import simpy
@@ -80,11 +80,12 @@ def check_size_bytes(size_bytes: Any, where: str) -> int:
     return int(size_bytes)
 
 
-def checked_hold_ns(link: LinkResource, hold: Any) -> float:
-    """``hold`` if it is a finite number of ns >= 0 (what a model's ``hold_ns`` must return),
-    else the model's error naming its class and method (NaN is not 0, "10" is not 10)."""
+def checked_hold_ns(link: LinkResource, hold: Any) -> int:
+    """``hold`` in whole ns if it is a finite number of ns >= 0 (what a model's ``hold_ns`` must
+    return; a fraction is cut, as a link cuts ``latency + S / B``, so simulated times stay whole
+    ns), else the model's error naming its class and method (NaN is not 0, "10" is not 10)."""
     if isinstance(hold, Real) and not isinstance(hold, bool) and math.isfinite(hold) and hold >= 0:
-        return int(hold) if isinstance(hold, Integral) else float(hold)  # numpy's: as Python's
+        return int(hold)  # numpy's as Python's; 200.7 -> 200
     raise bad_return(link, "hold_ns", hold, "a finite number of ns >= 0 (0: start at once)")
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import simpy
@@ -26,14 +26,13 @@ import simpy
 from simpy_astra.engine.probes import Probed
 from simpy_astra.plugins import bad_return
 
-_INF = float("inf")
 
-
-def checked_release_ns(switch: SwitchElement, due_ns: Any) -> float:
-    """``due_ns`` if it is a finite number (a time in ns; one already past means at once),
-    else the model's error naming its class and method."""
+def checked_release_ns(switch: SwitchElement, due_ns: Any) -> int:
+    """``due_ns`` in whole ns if it is a finite number (a time in ns, a fraction cut so that
+    simulated times stay whole ns; one already past means at once), else the model's error
+    naming its class and method."""
     if isinstance(due_ns, Real) and not isinstance(due_ns, bool) and math.isfinite(due_ns):
-        return int(due_ns) if isinstance(due_ns, Integral) else float(due_ns)  # numpy's: as Python's
+        return int(due_ns)  # numpy's as Python's; 1,030.5 -> 1,030
     raise bad_return(switch, "release_ns", due_ns, "a finite time in ns (when the item may leave)")
 
 
@@ -84,7 +83,7 @@ class SwitchElement(Probed):
                 continue
             arrived_ns, item = inbox.popleft()
             due_ns = self.release_ns(item, arrived_ns)
-            if type(due_ns) is not int and not (type(due_ns) is float and -_INF < due_ns < _INF):
+            if type(due_ns) is not int:
                 due_ns = checked_release_ns(self, due_ns)
             if due_ns > env.now:
                 yield env.timeout(due_ns - env.now)

@@ -10,7 +10,9 @@ from typing import Any
 import simpy
 
 from simpy_astra.engine.npu import Npu
+from simpy_astra.engine.phase_process import PhaseProcess
 from simpy_astra.infra.horizon import HORIZON_NS
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE
 
 
 def describe_handler(fn, arg) -> str | None:
@@ -59,10 +61,10 @@ def last_progress_ns(npus: list) -> int:
 
 
 def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str], limit: int = 8,
-                 held: list[str] | None = None, last_ns: float | None = None) -> str:
+                 held: list[str] | None = None, last_ns: float | None = None, spinning: str | None = None) -> str:
     """One line: when it stopped (``last_ns``, the last progress, when given; else ``now``),
     what each unfinished NPU waits on (or that it failed), messages held by links that are
-    down, unmatched messages."""
+    down, unmatched messages; ``spinning``: the watchdog's words for phases that never end."""
 
     def capped(items: list[str], what: str) -> str:
         more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
@@ -71,8 +73,8 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
     if stuck:
         when = f"{now} ns" if last_ns is None or last_ns >= now else \
             f"{int(last_ns)} ns (its last progress; noticed at {now} ns)"
-        head = (f"simulation stalled at {when} with {len(stuck)} of {total_npus} NPU(s) "
-                f"unfinished (no event left that could make progress): ")
+        why = spinning or "no event left that could make progress"
+        head = f"simulation stalled at {when} with {len(stuck)} of {total_npus} NPU(s) unfinished ({why}): "
         text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs")
         if held:
             text += ". Messages that cannot move: " + capped(held, "messages")
@@ -94,7 +96,8 @@ MAX_WATCH_INTERVAL_NS = 1_000_000_000
 
 def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simpy.Event,
                     quiet_state: Callable[[], tuple | None],
-                    patience_ns: Callable[[], float] = lambda: 0) -> Generator[simpy.Event, None, None]:
+                    patience_ns: Callable[[], float] = lambda: 0,
+                    spin_state: Callable[[], tuple | None] = lambda: None) -> Generator[simpy.Event, None, None]:
     """A process that triggers ``stalled`` when the model can no longer progress.
 
     It wakes at 1, 3, 7, 15, ... us (then every second at most until the clock reads a second,
@@ -105,10 +108,19 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
     queue, it has stalled when two wakes in a row find it quiet with the same progress
     counters, at least ``patience_ns()`` after the first of them: a link kept down for that
     long (and for as long as the run had lasted), with nothing else of the model moving,
-    counts as down for good."""
+    counts as down for good.
+
+    The model spins when only collective phases run and, from one wake to the next, they
+    waited on new events while no message moved and no node completed (``spin_state``: the
+    progress counters and the phases' targets); spinning for ``patience_ns()`` and for as long
+    as the run had lasted before it, a phase is taken to never end (a loop of ``ctx.wait``
+    without an exit): ``stalled`` succeeds with the spinning phases described. A phase that
+    waits on one long timer keeps its target, and is left alone."""
     interval_ns = FIRST_WATCH_INTERVAL_NS
     seen = None
     quiet_since = 0.0
+    spun: tuple | None = None
+    spin_since = 0.0
     while not finished.triggered:
         interval_ns = min(interval_ns, HORIZON_NS - int(env.now))
         if interval_ns <= 0:  # at the horizon: no later time to look at
@@ -117,6 +129,16 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
         yield env.timeout(interval_ns)
         if finished.triggered:
             return
+        spin = spin_state()
+        if spin is None or spun is None or spin[0] != spun[0]:
+            spin_since = env.now  # progress, or more than collectives running: look again
+        elif (len(spin[1]) != len(spun[1]) or any(a is not b for a, b in zip(spin[1], spun[1], strict=True))) \
+                and env.now - spin_since >= max(patience_ns(), spin_since):
+            stalled.succeed(f"collective phases kept waiting on new events without a message moving "
+                            f"or a node completing from {int(spin_since)} ns on ({'; '.join(spin[2])}); "
+                            f"a collective algorithm must end: is a loop's exit missing?")
+            return
+        spun = spin
         now_state = quiet_state()
         if now_state is not None:
             if env.peek() == math.inf:
@@ -152,3 +174,34 @@ def quiet_state(network: Any, npus: list) -> tuple[int, int, int] | None:
     if in_flight and in_flight > sum(1 for key, _link in held_messages(network) if key is not None):
         return None
     return board.messages_sent(), board.delivered, sum(npu.completed for npu in npus)
+
+
+def spin_state(network: Any, npus: list, limit: int = 4) -> tuple | None:
+    """(progress counters, the events the running phases wait on, the phases in words) when
+    only collective phases of the user's own algorithms run: every node in flight is a
+    collective, every running phase runs the user's code (ours always end: a custom ET
+    collective may wait through compute nodes without a message), and every message is
+    delivered or held by a link that is down; else None. A phase waiting on a sub-phase
+    (``ctx.spawn``) is followed to what that waits on."""
+    targets, described = [], []
+    for npu in npus:
+        if npu.finished:
+            continue
+        if any(npu.nodes[nid].type != COMM_COLL_NODE for nid in npu.stats.starts):
+            return None
+        for phase in npu.system.running_phases():
+            if not phase.runs_users_code():
+                return None
+            target = phase.target
+            while isinstance(target, PhaseProcess):
+                target = target.target
+            targets.append(target)
+            if len(described) < limit:
+                described.append(f"NPU {npu.device_id} runs {phase.algorithm()}")
+    if not targets:
+        return None
+    board = network.board
+    in_flight = board.in_flight()
+    if in_flight and in_flight > sum(1 for key, _link in held_messages(network) if key is not None):
+        return None
+    return (board.messages_sent(), board.delivered, sum(npu.completed for npu in npus)), tuple(targets), described

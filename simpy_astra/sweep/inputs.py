@@ -36,13 +36,16 @@ class InputSnapshot:
 
     digests: dict[str, str]
     stamps: dict[str, Stamp]
+    #: where a point finds the user's modules after its working directory (the base scenario's
+    #: folder, the sweep file's): a point runs from a temporary folder, in a worker
+    module_folders: tuple[str, ...] = ()
 
     @classmethod
-    def take(cls, paths: list[str]) -> InputSnapshot:
+    def take(cls, paths: list[str], module_folders: tuple[str, ...] = ()) -> InputSnapshot:
         """Stat every file, then hash it: a file edited in between is hashed with its new
         contents, which the points then run on, and its moved stat only costs a hash later."""
         stamps = {path: stamp(path) for path in paths}
-        return cls({path: file_digest(path) for path in paths}, stamps)
+        return cls({path: file_digest(path) for path in paths}, stamps, module_folders)
 
     def changed(self) -> list[str]:
         """The files whose contents differ from the start: a cheap stat first, the content hash

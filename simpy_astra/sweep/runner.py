@@ -33,6 +33,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import stopping
+from simpy_astra.plugins import search_also
 from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_words
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.point import run_point
@@ -169,6 +170,8 @@ def _init_worker(parent: int, scratch_root: str, close_fds: tuple[int, ...]) -> 
 def run_point_checked(scenario: dict[str, Any], where: str,
                       inputs: InputSnapshot) -> tuple[dict[str, Any], list[str]]:
     """The point's figures, and which inputs differed from the sweep's start when it ended."""
+    for folder in inputs.module_folders:  # the user's modules beside the base scenario, as run finds them
+        search_also(folder)
     figures = run_point(scenario, where)
     return figures, inputs.changed()
 

@@ -113,6 +113,10 @@ class SweepSpec:
     memory_cap_gb: float | None = None
     #: names the points' Megatron flags have in expressions (empty unless the base is Megatron)
     flag_names: frozenset[str] = frozenset()
+    #: where the points' user modules (plugins, module:attribute names) are found after the
+    #: working directory: the base scenario's folder, then the sweep file's (a point runs from
+    #: a temporary folder)
+    module_folders: tuple[str, ...] = ()
     #: one line per key of the sweep YAML no reader uses (printed before the points run)
     warnings: list[str] = field(default_factory=list)
     #: (folder, string) -> the files it names; module name -> its source files (looked up once)
@@ -195,7 +199,7 @@ class SweepSpec:
             visit(document, False)
         for axis in self.axes if plugin_axes is None else plugin_axes:
             visit(_values_of(axis), axis.column == "plugins" or axis.column.startswith("plugins."))
-        folders = [os.path.dirname(os.path.abspath(self.path))]
+        folders = list(self.module_folders) or [os.path.dirname(os.path.abspath(self.path))]
         files: set[str] = set()
         for name in sorted(names):
             if name not in self._modules:
@@ -363,9 +367,10 @@ def _load_yaml(path: str, where: str, what: str) -> Any:
     return read_yaml_file(path, what)
 
 
-def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, Any]:
+def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> tuple[dict[str, Any], str]:
     """The base scenario as one mapping: relative paths made absolute, and every file an axis
-    reaches into inlined (so the axis can set a field in it)."""
+    reaches into inlined (so the axis can set a field in it); and the folder it sits in (its
+    user modules are found there, as ``run`` finds them)."""
     where = f"{spec_path}: base"
     if isinstance(raw, str):
         scenario_path = raw if os.path.isabs(raw) else os.path.join(os.path.dirname(spec_path), raw)
@@ -396,7 +401,7 @@ def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> dict[str, 
             doc[key] = _load_yaml(path, f"{where}: {key}", f"{key} file")
         else:
             doc[key] = path
-    return doc
+    return doc, base_dir
 
 
 def _resolve_jobs(jobs: list, base_dir: str) -> None:
@@ -468,8 +473,10 @@ def load_sweep(path: str) -> SweepSpec:
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
     check_overlaps(path, axes, canonical_path)
+    base, base_dir = _resolve_base(doc["base"], path, axis_paths)
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
-                     base=_resolve_base(doc["base"], path, axis_paths), axes=axes, warnings=warnings)
+                     base=base, axes=axes, warnings=warnings,
+                     module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):

@@ -145,7 +145,7 @@ class ResultsStore:
         self.lock = FolderLock(out_dir)  # before anything in the folder is read or written
         try:
             #: every named input: its contents' digest (``files``) and its stat, as the sweep starts
-            self.inputs = InputSnapshot.take(spec.named_files())
+            self.inputs = InputSnapshot.take(spec.named_files(), spec.module_folders)
             self.files = self.inputs.digests
             self.point_files = {p.key: spec.files_of(p) for p in points or ()}
             #: point key -> the digest of the inputs it uses now (what a new row records)

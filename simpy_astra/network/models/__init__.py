@@ -25,7 +25,7 @@ from simpy_astra.network.models.ecn import EcnLink
 from simpy_astra.network.models.process_link import ProcessLink
 from simpy_astra.network.models.strict_priority import StrictPriorityLink
 from simpy_astra.network.switch import SwitchElement
-from simpy_astra.plugins import PluginError, from_entry_point, import_object
+from simpy_astra.plugins import PluginError, claim, from_entry_point, import_object
 
 LINKS_GROUP = "simpy_astra.links"
 SWITCHES_GROUP = "simpy_astra.switches"
@@ -36,12 +36,14 @@ SWITCHES: dict[str, type] = {"delay": DelaySwitch}
 
 def register_link(name: str, model: type) -> type:
     """Make ``link-model: name`` build ``model`` (a :class:`LinkElement`: the link contract)."""
+    claim(LINKS, name, model, "link model")
     LINKS[name] = _checked(name, model, LinkElement)
     return model
 
 
 def register_switch(name: str, model: type) -> type:
     """Make ``switch-model: name`` build ``model`` (a :class:`SwitchElement`: the switch contract)."""
+    claim(SWITCHES, name, model, "switch model")
     SWITCHES[name] = _checked(name, model, SwitchElement)
     return model
 
@@ -114,11 +116,16 @@ def trial_problem(model: type, params: dict[str, Any], link: bool) -> str | None
     env = simpy.Environment()
     try:
         if link:
-            model(env, 0, 1, 1.0, 0.0, lambda item: None, **params)
+            built = model(env, 0, 1, 1.0, 0.0, lambda item: None, **params)
         else:
-            model(env, "switch", lambda item: None, **params)
+            built = model(env, "switch", lambda item: None, **params)
     except (ValueError, TypeError) as exc:
         return " ".join(str(exc).split()) or type(exc).__name__
+    if not isinstance(getattr(built, "process", None), simpy.Process):  # the base's __init__ starts it
+        base = "LinkElement" if link else "SwitchElement"
+        args = ", ".join(LINK_ARGS if link else SWITCH_ARGS)
+        return (f"did not call {base}.__init__: call super().__init__({args}) in its __init__ (the base "
+                f"keeps the element's process, statistics and controls)")
     return None
 
 

@@ -1,0 +1,189 @@
+"""Every code block the README and the guides show runs, or is what the file it names holds.
+
+``test_docs.py`` runs the shell commands; this runs the rest, as a reader would use it:
+
+* each ``python`` block is imported as a module of its own, in a fresh interpreter in the
+  checkout (so ``examples/...`` paths resolve as the docs write them), and then every
+  extension it defines is run on a small scenario: a topology class, a link or switch model,
+  a collective algorithm, a workload generator, a network backend it registers;
+* a ``python`` block that the sentences before it say comes from a file of the checkout
+  (``examples/my_algos.py``) must be in that file, line for line;
+* ``yaml``, ``json`` and ``toml`` blocks parse (a JSON fragment of a system file parses as the
+  members of an object), and a complete network YAML runs an all-reduce.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "collectives" / "README.md",
+         ROOT / "simpy_astra" / "network" / "README.md"]
+#: a file of the checkout named in the prose just before a block
+NAMED_FILE = re.compile(r"`((?:examples|collectives|topologies|simpy_astra|workloads)/[\w/]+\.py)`")
+
+
+def blocks(page: Path) -> list[tuple[int, str, str, str]]:
+    """(line, language, code, the prose just before) of every fenced block of ``page``."""
+    out = []
+    lines = page.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        opening = lines[i].strip()
+        if opening.startswith("```") and len(opening) > 3:
+            language, start = opening[3:].strip(), i
+            indent = len(lines[i]) - len(lines[i].lstrip())
+            body = []
+            i += 1
+            while not lines[i].strip().startswith("```"):
+                body.append(lines[i][indent:])
+                i += 1
+            before = " ".join(lines[max(0, start - 4):start])
+            out.append((start + 1, language, "\n".join(body) + "\n", before))
+        i += 1
+    return out
+
+
+ALL = [(page, *block) for page in PAGES for block in blocks(page)]
+
+
+def ids(kind: str) -> list:
+    return [pytest.param(page, line, code, before, id=f"{page.relative_to(ROOT)}:{line}")
+            for page, line, language, code, before in ALL if language == kind]
+
+
+def test_the_pages_show_code_of_every_kind_checked_here():
+    assert {language for _, _, language, _, _ in ALL} <= {"python", "yaml", "json", "toml", ""}
+    assert len(ids("python")) >= 8
+
+
+#: imports the block as a module and runs each extension it defines; prints what it ran
+HARNESS = textwrap.dedent('''
+    import importlib, inspect, os, sys
+    sys.path.insert(0, sys.argv[2])
+    from simpy_astra.network.backends import BACKENDS
+    before = set(BACKENDS)
+    name = sys.argv[1]
+    module = importlib.import_module(name)
+    from simpy_astra.collectives.base import CollectiveAlgorithm
+    from simpy_astra.network.link import LinkElement
+    from simpy_astra.network.switch import SwitchElement
+    from simpy_astra.simulation import Simulation
+    from simpy_astra.topologies import BasicTopology
+
+    SYSTEM = ("{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+              "active-chunks-per-dimension: 1, preferred-dataset-splits: 1, all-reduce-implementation: [%s], "
+              "all-gather-implementation: [ring], reduce-scatter-implementation: [ring], "
+              "all-to-all-implementation: [direct]}")
+
+    def run(tag, workload="{generate: microbench, collective: all_reduce, size: 65536, num_npus: 8}",
+            network="{topology: [Ring], npus_count: [8], bandwidth: [50.0], latency: [500.0]}",
+            backend="congestion_aware", algorithm="ring", extra=""):
+        path = os.path.join(sys.argv[2], f"{name}_{tag}.yaml")
+        with open(path, "w") as f:
+            f.write(f"workload: {workload}\\nsystem: {SYSTEM % algorithm}\\nnetwork: {network}\\n"
+                    f"backend: {backend}\\n{extra}")
+        reports = Simulation.from_scenario(path).run()
+        assert len(reports) == 8 and all(type(r.finished_ns) is int for r in reports)
+        assert max(r.finished_ns for r in reports) > 0
+        print("ran", tag, max(r.finished_ns for r in reports))
+
+    for attr, obj in vars(module).items():
+        if getattr(obj, "__module__", None) != name:
+            continue
+        spec = f"{name}:{attr}"
+        if inspect.isclass(obj) and issubclass(obj, BasicTopology):
+            run(attr, workload="{generate: microbench, collective: send_recv, size: 65536, num_npus: 8, src: 0, dst: 7}",
+                network=f"{{topology: ['{spec}'], npus_count: [8], bandwidth: [50.0], latency: [500.0]}}")
+        elif inspect.isclass(obj) and issubclass(obj, LinkElement):
+            run(attr, network="{topology: [Ring], npus_count: [8], bandwidth: [50.0], latency: [500.0], "
+                              f"link-model: '{spec}'}}")
+        elif inspect.isclass(obj) and issubclass(obj, SwitchElement):
+            run(attr, network="{topology: [Switch], npus_count: [8], bandwidth: [50.0], latency: [500.0], "
+                              f"switch-model: '{spec}'}}")
+        elif isinstance(obj, CollectiveAlgorithm) or (inspect.isgeneratorfunction(obj)
+                                                     and list(inspect.signature(obj).parameters)[:1] == ["ctx"]):
+            run(attr, algorithm=f"'{spec}'", backend="congestion_unaware")
+        elif inspect.isfunction(obj) and list(inspect.signature(obj).parameters) == ["params", "prefix"]:
+            continue  # a generator: its example scenario runs it (test_docs.py), with its parameters
+    for backend in set(BACKENDS) - before:
+        run(backend, backend=backend, extra=f"plugins: [{name}]\\n")
+''')
+
+
+@pytest.mark.parametrize("page, line, code, before", ids("python"))
+def test_every_python_block_runs_and_so_does_what_it_defines(tmp_path, page, line, code, before):
+    name = f"docblock_{page.stem.lower()}_{line}"
+    (tmp_path / f"{name}.py").write_text(code)
+    done = subprocess.run([sys.executable, "-c", HARNESS, name, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={"SIMPY_ASTRA_CACHE": str(tmp_path / ".cache"),
+                                                       "PATH": "/usr/bin:/bin", "SIMPY_ASTRA_PROGRESS": "0"})
+    assert done.returncode == 0, f"{page.name}:{line}:\n{done.stdout}\n{done.stderr}"
+
+
+def bare(node: ast.AST) -> str:
+    """A statement without type annotations, docstrings or trailing comments (the docs may
+    leave those out), as an AST dump."""
+    node = copy.deepcopy(node)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.arg):
+            sub.annotation = None
+        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
+            sub.returns = None
+        if isinstance(sub, ast.FunctionDef | ast.ClassDef | ast.Module) and sub.body and \
+                isinstance(sub.body[0], ast.Expr) and isinstance(sub.body[0].value, ast.Constant) and \
+                isinstance(sub.body[0].value.value, str) and len(sub.body) > 1:
+            sub.body = sub.body[1:]
+    return ast.dump(node)
+
+
+@pytest.mark.parametrize("page, line, code, before", [p for p in ids("python") if NAMED_FILE.search(p.values[3])])
+def test_a_block_said_to_come_from_a_file_is_in_that_file(page, line, code, before):
+    """Each statement of the block (an import, a function, a class, an assignment) is one of
+    the file's, but for type annotations and docstrings."""
+    path = ROOT / NAMED_FILE.findall(before)[-1]
+    held = {bare(statement) for statement in ast.parse(path.read_text()).body}
+    for statement in ast.parse(code).body:
+        assert bare(statement) in held, (f"{page.relative_to(ROOT)}:{line}: {ast.unparse(statement)[:80]!r} ... "
+                                         f"differs from {path.relative_to(ROOT)}")
+
+
+@pytest.mark.parametrize("page, line, code, before", ids("yaml"))
+def test_every_yaml_block_parses_and_a_network_yaml_runs(tmp_path, page, line, code, before):
+    doc = yaml.safe_load(code)
+    assert isinstance(doc, dict)
+    if {"topology", "npus_count", "bandwidth", "latency"} <= set(doc):  # a whole network YAML
+        from simpy_astra.simulation import Simulation
+
+        network = tmp_path / "net.yml"
+        network.write_text(code)
+        n = doc["npus_count"][0]
+        scenario = tmp_path / "s.yaml"
+        scenario.write_text(f"workload: {{generate: microbench, collective: all_reduce, size: 65536, num_npus: {n}}}\n"
+                            "system: {scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+                            "active-chunks-per-dimension: 1, preferred-dataset-splits: 1, all-reduce-implementation: "
+                            "[ring], all-gather-implementation: [ring], reduce-scatter-implementation: [ring], "
+                            f"all-to-all-implementation: [direct]}}\nnetwork: {network}\nbackend: congestion_aware\n")
+        reports = Simulation.from_scenario(str(scenario)).run()
+        assert len(reports) == n and all(r.finished_ns > 0 for r in reports)
+
+
+@pytest.mark.parametrize("page, line, code, before", ids("json"))
+def test_every_json_block_parses(page, line, code, before):
+    text = code.strip()
+    json.loads(text if text.startswith("{") else "{" + text + "}")  # a fragment: an object's members
+
+
+@pytest.mark.parametrize("page, line, code, before", ids("toml"))
+def test_every_toml_block_parses(page, line, code, before):
+    pytest.importorskip("tomllib").loads(code)  # the standard library's from Python 3.11
