@@ -153,12 +153,7 @@ class Simulation(CoSimulation):
             inputs = replace(inputs, fold_symmetry=False)
         traces, self.folding, self.fold_note = fold_run(inputs, dims, groups, self.planner.parse_process_groups)
         if self.folding is not None:
-            link = inputs.network.link_model if self._backend.folds == "links" else None
-            if link:  # deferred: only runs with a link model need network.models
-                from simpy_astra.network.models import lookup_link
-
-                link = lookup_link(link)
-            self.warnings += trusted_claims(cfg, link or None)
+            self.warnings += trusted_claims(cfg, inputs.network.link_model if self._backend.folds == "links" else None)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
         if self.folding is None:
             self.network = self._build_network()
