@@ -93,35 +93,33 @@ def test_a_generated_workload_of_another_size_than_the_network_names_the_scenari
         tmp_path, capsys, monkeypatch, workload, cluster, words):
     """The error named a file in the workload cache (and told the user to delete cache files
     'or change npus_count'), not the scenario field that sets the size."""
-    from simpy_astra.cli.main import main
-
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    path = _scenario(tmp_path, workload)
-    if cluster:
-        Path(path).write_text(yaml.safe_dump({"workload": workload,
-                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
-    assert main(["run", path, "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    path, err = _refused(tmp_path, capsys, monkeypatch, workload, cluster)
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: generate {workload['generate']} "), err
     assert str(tmp_path / "cache") not in err[0]
     for word in words:
         assert word in err[0], (word, err[0])
 
 
-@pytest.mark.parametrize("cluster", [False, True])
-def test_a_generators_parameter_error_names_the_scenario(tmp_path, capsys, monkeypatch, cluster):
-    """The transformer generator's layout read its parameters and its error came out bare
-    ('error: workload: generate: transformer: unknown parameter(s) ...'), naming no file."""
+def _refused(tmp_path, capsys, monkeypatch, workload: dict, cluster: bool) -> tuple[str, list[str]]:
+    """Run a scenario of ``workload`` (beside an 8-GPU cluster when ``cluster``), which must be
+    refused (exit 2): its path and the lines it printed on stderr."""
     from simpy_astra.cli.main import main
 
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    workload = {"generate": "transformer", "preset": "llama2-7b", "dp": 8, "layerz": 1}
     path = _scenario(tmp_path, workload)
     if cluster:
         Path(path).write_text(yaml.safe_dump({"workload": workload,
                                               "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
     assert main(["run", path, "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    return path, capsys.readouterr().err.strip().splitlines()
+
+
+@pytest.mark.parametrize("cluster", [False, True])
+def test_a_generators_parameter_error_names_the_scenario(tmp_path, capsys, monkeypatch, cluster):
+    """The transformer generator's layout read its parameters and its error came out bare
+    ('error: workload: generate: transformer: unknown parameter(s) ...'), naming no file."""
+    workload = {"generate": "transformer", "preset": "llama2-7b", "dp": 8, "layerz": 1}
+    path, err = _refused(tmp_path, capsys, monkeypatch, workload, cluster)
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload"), err
     assert "layerz" in err[0]
 
