@@ -170,15 +170,16 @@ class FoldSetup:
         return setup
 
 
-def trusted_claims(system: Any, link_model: type | str | None = None) -> list[str]:
+def trusted_claims(system: Any, link_model_name: str | None = None) -> list[str]:
     """A warning per algorithm (and link model) of the user's whose symmetry claim a folded run
     trusted: our own are checked by tests (tests/test_fold_claims.py), a plug-in's by nobody.
-    ``link_model``: the class, or its registered name (looked up here: only runs with a link
-    model need :mod:`simpy_astra.network.models`)."""
-    if isinstance(link_model, str):
+    ``link_model_name``: the registered name of the run's link model (looked up here: only
+    runs with one need :mod:`simpy_astra.network.models`)."""
+    link_model = None
+    if link_model_name:
         from simpy_astra.network.models import lookup_link
 
-        link_model = lookup_link(link_model) if link_model else None
+        link_model = lookup_link(link_model_name)
     names = sorted({name for names in system.implementations.values() for name in names})
     claims = [f"collective {claim}" for claim in map(unchecked_claim, names) if claim is not None]
     if link_model is not None and not link_model.__module__.startswith("simpy_astra.") and \
