@@ -306,7 +306,10 @@ class ProgressLine:
         return min(PLAIN_WIDTH, shutil.get_terminal_size().columns - 1)  # the cursor's column too
 
     def show(self, done: int, total: int, now_ns: float, elapsed_s: float) -> None:
-        text = progress_text(done, total, now_ns, elapsed_s, self.width)
+        self.write(progress_text(done, total, now_ns, elapsed_s, self.width))
+
+    def write(self, text: str) -> None:
+        """Draw ``text`` as the line (in place on a terminal, a line of its own elsewhere)."""
         with self._lock:
             self.stream.write(f"\r{text}\x1b[K" if self.live else text + "\n")
             self.stream.flush()

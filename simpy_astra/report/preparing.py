@@ -10,29 +10,24 @@ preparation prints nothing; ``SIMPY_ASTRA_PROGRESS=0`` turns it off.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from typing import TextIO
 
-from simpy_astra.report.console import progress_wanted
+from simpy_astra.report.console import ProgressLine, progress_wanted
 
 TEXT = "preparing the run (inputs and traces): {elapsed_s:.0f} s elapsed"
 
 
 class PreparingNotice:
-    """Started before the inputs are read, stopped when simulated time starts (idempotent)."""
+    """Started before the inputs are read, stopped when simulated time starts (idempotent);
+    drawn through a :class:`~simpy_astra.report.console.ProgressLine`."""
 
     def __init__(self, stream: TextIO | None = None, after_s: float = 2.0, every_s: float = 5.0) -> None:
-        self.stream = stream or sys.stderr
+        self.line = ProgressLine(stream)
         self.after_s, self.every_s = after_s, every_s
-        try:
-            self.live = self.stream.isatty()
-        except (AttributeError, ValueError):
-            self.live = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._drawn = False
 
     def start(self) -> PreparingNotice:
         if progress_wanted() and self._thread is None:
@@ -45,10 +40,7 @@ class PreparingNotice:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        if self._drawn:  # off the terminal: the run's own lines come next
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._drawn = False
+        self.line.clear()  # off the terminal: the run's own lines come next
 
     def _watch(self) -> None:
         start = time.monotonic()
@@ -56,14 +48,11 @@ class PreparingNotice:
             return
         while True:
             self.show(time.monotonic() - start)
-            if self._stop.wait(1.0 if self.live else self.every_s):
+            if self._stop.wait(1.0 if self.line.live else self.every_s):
                 return
 
     def show(self, elapsed_s: float) -> None:
-        text = TEXT.format(elapsed_s=elapsed_s)
-        self.stream.write(f"\r{text}\x1b[K" if self.live else text + "\n")
-        self.stream.flush()
-        self._drawn = self.live
+        self.line.write(TEXT.format(elapsed_s=elapsed_s))
 
     def __enter__(self) -> PreparingNotice:
         return self.start()
