@@ -194,9 +194,7 @@ def _users_lookup(name: str, where: str) -> None:
     """Register the generator a ``package.module:function`` name points at (once)."""
     try:
         register(name, import_object(name))
-    except PluginError as exc:
-        raise InputError(f"{where}.generate: {exc}") from None
-    except (TypeError, ValueError) as exc:
+    except (PluginError, TypeError, ValueError) as exc:
         raise InputError(f"{where}.generate: {exc}") from None
 
 
