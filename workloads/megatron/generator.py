@@ -6,19 +6,21 @@ it) and the GPU whose kernels are timed. Each compute node carries its time
 (:mod:`~simpy_astra.workloads.megatron.layers`), each communication node its NCCL stream.
 
 Generator parameters: ``args`` (a string or list), ``gpus``, ``gpu`` (the
-:class:`~simpy_astra.workloads.megatron.kernels.Gpu` fields; a scenario's cluster fills both).
+:class:`~simpy_astra.workloads.megatron.kernels.Gpu` fields) and ``tp_link_gb_s`` (the rate a
+tensor-parallel collective runs at; 0: unknown); a scenario's cluster fills all three.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import textwrap
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.config.cluster import load_cluster, presets
+from simpy_astra.config.cluster import Cluster, load_cluster, presets
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, parse
@@ -44,7 +46,7 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
                 ) -> tuple[MegatronJob, Gpu]:
     """The parsed job and its GPU; ``gpus_where`` names where the GPU count was written (a
     scenario's ``cluster.gpus``) for errors about it."""
-    unknown = sorted(set(params) - {"args", "gpus", "gpu"})
+    unknown = sorted(set(params) - {"args", "gpus", "gpu", "tp_link_gb_s"})
     if unknown:
         raise InputError(f"{where}: unknown parameter {unknown[0]!r} (give args; a scenario's cluster: "
                          f"gives gpus and gpu)")
@@ -70,6 +72,8 @@ class MegatronRun:
     params: dict[str, Any] = field(compare=False)
     #: where the arguments were written (``s.yaml: workload.args``), for errors met later
     where: str = field(default=WHERE, compare=False)
+    #: the rate a GPU's tensor-parallel collectives run at (:func:`tp_link_gb_s`), 0: unknown
+    tp_link_gb_s: float = 0.0
 
     @cached_property
     def layout(self) -> Layout:
@@ -77,7 +81,23 @@ class MegatronRun:
 
     @cached_property
     def graphs(self) -> list:
-        return [build_stage(self.job, self.gpu, stage) for stage in range(self.job.pp)]
+        return [build_stage(self.job, self.gpu, stage, self.tp_link_gb_s) for stage in range(self.job.pp)]
+
+
+def tp_link_gb_s(job: MegatronJob, cluster: Cluster) -> float:
+    """The rate (10^9 B/s) a GPU's tensor-parallel ring moves bytes at on ``cluster``: NVLink as
+    NCCL sustains it where the group fits in a node, else the GPU's rail. It sizes the window
+    in which compute beside such a collective shares the GPU's SMs with NCCL's kernels."""
+    if job.tp <= int(cluster.node["gpus"]):
+        return float(cluster.node["nvlink_gib_s"]) * 2**30 / 1e9
+    return cluster.rail_gib_s() * 2**30 / 1e9
+
+
+def _given_rate(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise InputError(f"{where}.tp_link_gb_s: {value!r} is not a rate; give 10^9 B/s as a number >= 0 "
+                         f"(0: unknown), or a cluster: that gives it")
+    return float(value)
 
 
 def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[dict[str, Any], MegatronRun]:
@@ -85,15 +105,20 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
     and the GPU (they join the parameters, so they key the cache)."""
     gpus_where = None
     if cluster is not None:
-        given = sorted(set(params) & {"gpus", "gpu"})
+        given = sorted(set(params) & {"gpus", "gpu", "tp_link_gb_s"})
         if given:  # the cluster's would replace it without a word
-            hint = "the GPU count" if given[0] == "gpus" else "the GPU's figures (cluster.gpu: overrides them)"
+            hint = {"gpus": "the GPU count", "gpu": "the GPU's figures (cluster.gpu: overrides them)",
+                    "tp_link_gb_s": "the tensor-parallel link rate (from cluster.node: nvlink_gib_s)"}[given[0]]
             raise InputError(f"{where}.{given[0]}: the cluster: gives {hint}; set cluster.{given[0]} and "
                              f"remove workload.{given[0]}")
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
     job, gpu = job_and_gpu(params, where, gpus_where)
-    return params, MegatronRun(job, gpu, params, where)
+    if cluster is None:
+        return params, MegatronRun(job, gpu, params, where, _given_rate(params.get("tp_link_gb_s", 0.0), where))
+    rate = tp_link_gb_s(job, cluster)
+    params = {**params, "tp_link_gb_s": rate}  # it shapes the trace: it keys the cache
+    return params, MegatronRun(job, gpu, params, where, rate)
 
 
 def layout(run: MegatronRun) -> WorkloadLayout:
@@ -159,7 +184,9 @@ def main(argv: list[str]) -> int:
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
     check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}")
-    run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu}, "generate megatron")
+    rate = tp_link_gb_s(job, cluster)
+    run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu, "tp_link_gb_s": rate},
+                      "generate megatron", rate)
     groups = generate(run, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")
     return 0

@@ -96,6 +96,17 @@ def sharing_sms(gpu: Gpu, seconds: float) -> float:
     return seconds * gpu.sms / max(1, gpu.sms - COMM_SMS)
 
 
+def beside_seconds(gpu: Gpu, compute_s: float, comm_s: float) -> float:
+    """Compute of ``compute_s`` (alone) that starts beside a collective whose kernels hold
+    ``COMM_SMS`` SMs for ``comm_s``: it runs on the rest while they run and on every SM after,
+    so only the window costs it (an NCCL call returns its SMs when it ends, unlike Transformer
+    Engine's overlapped GEMMs, which are launched on fewer SMs for their whole length)."""
+    shared = sharing_sms(gpu, compute_s)
+    if shared <= comm_s:
+        return shared
+    return compute_s + comm_s - comm_s * compute_s / shared
+
+
 def streaming_seconds(gpu: Gpu, moved_bytes: float, launch: bool = True) -> float:
     """Time of a kernel that reads and writes ``moved_bytes`` of HBM in all (memory bound)."""
     t = moved_bytes / (gpu.hbm_gb_s * 1e9 * gpu.memory_efficiency)

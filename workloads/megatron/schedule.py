@@ -28,7 +28,13 @@ import math
 from dataclasses import dataclass
 
 from simpy_astra.workloads.megatron.job import MegatronJob
-from simpy_astra.workloads.megatron.kernels import Gpu, host_seconds, sharing_sms, streaming_seconds
+from simpy_astra.workloads.megatron.kernels import (
+    Gpu,
+    beside_seconds,
+    host_seconds,
+    sharing_sms,
+    streaming_seconds,
+)
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
 from simpy_astra.workloads.megatron.steps import Collective, Compute, GradsReady, ParamsUsed, Step, Wait
 from simpy_astra.workloads.schedules.registry import schedule
@@ -105,9 +111,12 @@ class Layout:
 class StageSchedule:
     """The op graph of one pipeline stage (every GPU of the stage runs it)."""
 
-    def __init__(self, job: MegatronJob, gpu: Gpu, stage: int):
+    def __init__(self, job: MegatronJob, gpu: Gpu, stage: int, tp_link_gb_s: float = 0.0):
         self.job = job
         self.gpu = gpu
+        #: the rate a GPU's tensor-parallel collectives move bytes at (NVLink in a node, the
+        #: rail across nodes), 10^9 B/s; 0: unknown (compute beside them pays for its whole length)
+        self.tp_link_gb_s = tp_link_gb_s
         self.stage = stage
         self.g = StageGraph(stage)
         self.model = ChunkModel(job, gpu)
@@ -131,7 +140,7 @@ class StageSchedule:
         kind its ``kind_split`` says how long each takes, in their order (microseconds,
         rounded where the running sum falls), so that the breakdown charges each kind its own
         time without a node per kind (which would cost the simulation a node each)."""
-        scale = sharing_sms(self.gpu, 1.0) if self.beside else 1.0
+        scale = self._beside_scale(sum(seconds.values())) if self.beside else 1.0
         split, done_us, elapsed_s = [], 0, 0.0
         for kind, kind_s in seconds.items():
             elapsed_s += kind_s * scale
@@ -143,6 +152,26 @@ class StageSchedule:
                 duration_us=max(1, done_us), kind_split=",".join(split) if len(split) > 1 else "")
         self.tail = [self.g.add(op), *self.beside]
         self.beside = []
+
+    def _beside_scale(self, compute_s: float) -> float:
+        """How much longer compute runs beside ``self.beside``'s collectives. NCCL's kernels
+        hold their SMs while the collective runs: a tensor-parallel one moves its ring's bytes
+        (``tp - 1`` shards; an all-reduce twice that) at ``tp_link_gb_s``. Transformer Engine's
+        overlap (``--tp-comm-overlap``) runs its GEMMs on fewer SMs throughout, and the other
+        groups' collectives (data-parallel buckets across nodes) outlast the compute beside
+        them: both keep the whole-length cost, as does an unknown link rate."""
+        job = self.job
+        if compute_s <= 0 or not self.tp_link_gb_s or job.tp_comm_overlap:
+            return sharing_sms(self.gpu, 1.0)
+        window_s = 0.0
+        for gid in self.beside:
+            op = self.g.ops[gid]
+            if op.dim != "tp":
+                return sharing_sms(self.gpu, 1.0)
+            shards = job.tp - 1 if op.comm_type == ALL_GATHER else (job.tp - 1) / job.tp
+            window_s = max(window_s, op.comm_size * shards * (2 if op.comm_type == ALL_REDUCE else 1)
+                           / (self.tp_link_gb_s * 1e9))
+        return beside_seconds(self.gpu, compute_s, window_s) / compute_s
 
     def collective(self, name: str, comm_type: int, dim: str, size: int, block: bool = True,
                    deps: list[int] | None = None) -> int:
@@ -441,5 +470,5 @@ class StageSchedule:
             self.collective("params.dp.allgather", ALL_GATHER, "dp", self._gathered_bytes(params, fp8) // replicas)
 
 
-def build_stage(job: MegatronJob, gpu: Gpu, stage: int) -> StageGraph:
-    return StageSchedule(job, gpu, stage).build()
+def build_stage(job: MegatronJob, gpu: Gpu, stage: int, tp_link_gb_s: float = 0.0) -> StageGraph:
+    return StageSchedule(job, gpu, stage, tp_link_gb_s).build()
