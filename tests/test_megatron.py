@@ -1140,3 +1140,26 @@ def test_fused_cross_entropy_moves_fewer_bytes_a_logit():
         pytest.approx(4 * logits_bw, rel=1e-9)
     with pytest.raises(InvalidConfigurationError, match="Transformer Engine cross entropy loss fusion is disabled"):
         parse(args + " --cross-entropy-loss-fusion --cross-entropy-fusion-impl te", 1)
+
+
+def test_the_cluster_gives_the_tensor_parallel_link_rate():
+    """The window compute shares SMs with a tensor-parallel collective is sized by the link
+    its ring runs on: a node's NVLink (the preset's 215.822 GiB/s) for tp 8 on a DGX A100, the
+    GPU's rail (1,600 Gb/s over 8 NICs at 0.94: 23.5 GB/s) for tp 16 across two. Given beside a
+    cluster it would be replaced without a word, so it is refused; without one it is checked."""
+    from simpy_astra.workloads.megatron.generator import prepare
+
+    cluster = load_cluster({"preset": "dgx-a100-80gb", "gpus": 16}, "c")
+    args = DP.replace("--global-batch-size 4", "--global-batch-size 8")
+    params, run = prepare({"args": args + " --tensor-model-parallel-size 8"}, cluster, "s.yaml: workload")
+    assert run.tp_link_gb_s == params["tp_link_gb_s"] == pytest.approx(215.822 * 2**30 / 1e9)
+    _, across = prepare({"args": args + " --tensor-model-parallel-size 16"}, cluster, "s.yaml: workload")
+    assert across.tp_link_gb_s == pytest.approx(1600 / 8 / 8 * 0.94)
+    with pytest.raises(InputError, match=r"workload\.tp_link_gb_s: the cluster: gives the tensor-parallel link"):
+        prepare({"args": args + " --tensor-model-parallel-size 8", "tp_link_gb_s": 5}, cluster, "s.yaml: workload")
+    alone = {"args": args + " --tensor-model-parallel-size 8", "gpus": 16, "gpu": cluster.gpu}
+    assert prepare({**alone, "tp_link_gb_s": 100}, None, "s.yaml: workload")[1].tp_link_gb_s == 100
+    assert prepare(alone, None, "s.yaml: workload")[1].tp_link_gb_s == 0
+    for bad in ("fast", -1, float("nan"), True):
+        with pytest.raises(InputError, match=r"workload\.tp_link_gb_s: .* is not a rate"):
+            prepare({**alone, "tp_link_gb_s": bad}, None, "s.yaml: workload")
