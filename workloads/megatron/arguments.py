@@ -30,7 +30,7 @@ NO_TIMING_EFFECT = (
     "--finetune", "--pretrained-checkpoint", "--use-checkpoint", "--ckpt-", "--async-save",
     "--exit-", "--eval-", "--train-iters", "--train-samples", "--lr", "--min-lr", "--warmup",
     "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--clip-grad", "--adam-",
-    "--sgd-momentum", "--optimizer", "--loss-scale", "--initial-loss-scale", "--min-loss-scale",
+    "--loss-scale", "--initial-loss-scale", "--min-loss-scale",
     "--hysteresis", "--seed", "--init-method",
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
@@ -62,7 +62,7 @@ SMALL_EFFECT = (
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
     "--num-distributed-optimizer-instances", "--use-precision-aware-optimizer",
-    "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+    "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
@@ -102,7 +102,8 @@ def parser() -> argparse.ArgumentParser:
     i("--hidden-size", type=int, required=True, help="model width h")
     i("--num-attention-heads", type=int, required=True, help="attention heads")
     i("--kv-channels", type=int, default=None, help="width of one head (default h / heads)")
-    i("--num-query-groups", type=int, default=None, help="key/value heads with --group-query-attention")
+    i("--num-query-groups", type=int, default=None,
+      help="key/value heads with --group-query-attention (default 1 with it; ignored without it, as in Megatron)")
     i("--ffn-hidden-size", type=int, default=None, help="MLP width (default 4h; 8h/3 rounded with --swiglu)")
     _bool(p, "--swiglu", help="SwiGLU MLP (three weight matrices)")
     i("--seq-length", "--encoder-seq-length", dest="seq_length", type=int, required=True,
@@ -169,6 +170,8 @@ def parser() -> argparse.ArgumentParser:
                                          "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
                                            "in bf16, not fp32 (half the bytes)")
+    i("--main-grads-dtype", choices=("fp32", "bf16"), default="fp32",
+      help="with --bf16: bf16 makes the gradient buffer and its reduction bf16, as --grad-reduce-in-bf16 does")
     _bool(p, "--accumulate-allreduce-grads-in-fp32", help="with --fp16: gradients accumulated and reduced in fp32 "
                                                           "(4 B each, not 2; bf16 always is, unless --grad-reduce-in-bf16)")
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
@@ -209,6 +212,9 @@ def parser() -> argparse.ArgumentParser:
     i("--moe-ffn-hidden-size", type=int, default=None, help="an expert's MLP width (default --ffn-hidden-size)")
     i("--moe-shared-expert-intermediate-size", type=int, default=None, help="a shared expert's MLP width")
     i("--moe-layer-freq", type=int, default=1, help="every N-th layer is a mixture of experts (default 1)")
+    i("--optimizer", default="adam", choices=("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"),
+      help="adam (default: two fp32 moments a parameter) or sgd (one momentum buffer); the others are not modelled")
+    i("--sgd-momentum", type=float, default=0.9, help="with --optimizer sgd: 0 keeps no momentum buffer (default 0.9)")
     return p
 
 
@@ -262,6 +268,8 @@ def value_problem(flag: str, text: str) -> str | None:
 def _range_problem(action: argparse.Action, value) -> str | None:
     """Why a parsed value is out of its argument's range: a count under its least value, a
     dropout probability outside [0, 1] (or nan), else None."""
+    if action.dest == "sgd_momentum":
+        return None if value >= 0.0 else "must be at least 0, as torch.optim.SGD requires"
     if action.type is float and not 0.0 <= value <= 1.0:
         return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
     least = _LEAST.get(action.dest, 1)
@@ -316,9 +324,8 @@ def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str)
 
 
 def _legacy(a: argparse.Namespace) -> bool:
-    """A 2021-2022 Megatron-LM: only it has ``--DDP-impl``, ``--checkpoint-activations`` and
-    ``--activations-checkpoint-method``."""
-    return a.ddp_impl is not None or a.checkpoint_activations or a.activations_checkpoint_method is not None
+    """A 2021-2022 Megatron-LM (:func:`~simpy_astra.workloads.megatron.rules.legacy_names`)."""
+    return rules.legacy_names(a)
 
 
 def _transformer_engine(a: argparse.Namespace) -> bool:
@@ -344,11 +351,11 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     dp = gpus // (tp * pp * cp)
     h, heads = a.hidden_size, a.num_attention_heads
     head_dim = a.kv_channels or h // heads
-    kv_heads = a.num_query_groups if (a.group_query_attention or a.num_query_groups) and a.num_query_groups else heads
+    kv_heads = rules.query_groups(a) or heads
     if a.ffn_hidden_size:
         ffn = a.ffn_hidden_size
     elif a.swiglu:
-        ffn = int(4 * h * 2 / 3 / 64 + 0.999) * 64  # Megatron: 8h/3 rounded up to a multiple of 64
+        ffn = int(4 * h * 2 / 3 / 64) * 64  # Megatron: 8h/3 rounded down to a multiple of 64
     else:
         ffn = 4 * h
     vocab = a.vocab_size or GPT2_VOCAB
@@ -375,7 +382,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     else:
         recompute, method, layers = "none", "uniform", 0
     legacy, te = _legacy(a), _transformer_engine(a)
-    rules.check_layers(cp, te, _fused_attention(a), where)
+    rules.check_layers(cp, te, _fused_attention(a), where,
+                       "rope" if a.use_rotary_position_embeddings else a.position_embedding_type)
     # query-key layer scaling: on by default until Megatron-Core made it opt-in (2023), and it
     # puts the softmax in fp32; Transformer Engine scales fp16 scores only, and its unfused
     # softmax is always in fp32
@@ -388,6 +396,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     if a.fp8_recipe not in ("delayed", "tensorwise"):
         raise InputError(f"{where}: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
                          f"current) scaling are modelled")
+    if a.optimizer not in ("adam", "sgd"):
+        raise InputError(f"{where}: --optimizer {a.optimizer}: only adam and sgd are modelled")
     experts = a.num_experts or 0
     ep = a.expert_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
@@ -409,7 +419,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer,
-        grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16",
+        # Megatron accumulates bf16 gradients in fp32 only while --main-grads-dtype is fp32
+        grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
@@ -424,6 +435,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
         attention_dropout=a.attention_dropout,
         position_embeddings=_position_rows(a),
+        optimizer_states=2 if a.optimizer == "adam" else int(a.sgd_momentum != 0),
     )
 
 

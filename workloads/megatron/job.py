@@ -135,6 +135,9 @@ class MegatronJob:
     attention_dropout: float = 0.1
     #: rows of the learned position-embedding table (0: rotary or none), on every tp rank
     position_embeddings: int = 0
+    #: fp32 state tensors the optimizer keeps for each parameter (``--optimizer``): Adam's two
+    #: moments; SGD's momentum buffer, none at ``--sgd-momentum 0`` (torch's SGD keeps no buffer)
+    optimizer_states: int = 2
 
     def fused_softmax_runs(self) -> bool:
         """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).

@@ -3,7 +3,8 @@
 *Weights, gradients, optimizer* (Megatron-LM's distributed-optimizer guide, bytes a
 parameter): fp16 weights and gradient buffer, fp32 main weights and main gradients and Adam's
 two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12); fp32 (4 + 4
-+ 8). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
++ 8). ``--optimizer sgd`` keeps one fp32 momentum buffer instead of Adam's two moments (4 B
+less; 8 less at ``--sgd-momentum 0``, where torch's SGD keeps none). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
 same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
 A GPU holds its pipeline stage's layers (``MegatronJob.chunk_layers``: with an uneven split
 the stage's own count) split over tp, its experts split over ep x etp, the first stage the
@@ -58,7 +59,7 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
     if stage is None:
         return max((parts_bytes(job, s) for s in range(job.pp)), key=lambda parts: sum(parts.values()))
     dense, expert = stage_parameters(job, stage)
-    weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, OPTIMIZER_BYTES_PER_PARAMETER[job.precision]
+    weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, optimizer_bytes_per_parameter(job)
     shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
     fp8_kept = fp8_weight_parameters(job, stage) if job.fp8_param_gather else 0  # no bf16 copy of them
     parts = {"weights": (dense + expert - fp8_kept) * weight_b, "gradients": (dense + expert) * grad_b,
@@ -67,6 +68,13 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
     if job.fp8:
         parts["fp8_buffers"] = fp8_weight_parameters(job, stage) * FP8_COPY_BYTES
     return parts
+
+
+def optimizer_bytes_per_parameter(job: MegatronJob) -> int:
+    """The optimizer's bytes a parameter: :data:`OPTIMIZER_BYTES_PER_PARAMETER` (Adam's) less
+    4 B for each fp32 moment the job's optimizer does not keep (SGD keeps one momentum buffer,
+    none without momentum)."""
+    return OPTIMIZER_BYTES_PER_PARAMETER[job.precision] - 4 * (2 - job.optimizer_states)
 
 
 def fp8_weight_parameters(job: MegatronJob, stage: int = 0) -> float:

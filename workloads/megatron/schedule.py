@@ -39,6 +39,9 @@ from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, 
 #: read and written, the half-precision copy written, and the gradient read again for the
 #: norm (clipping) and the loss-scale check: 4 + 8 + 16 + 2 + 4 + 4 bytes
 ADAM_BYTES_PER_PARAM = 38
+#: what each fp32 moment adds to an optimizer step's bytes a parameter (read and written):
+#: SGD's step moves one moment (its momentum buffer) fewer than Adam's, none without momentum
+MOMENT_BYTES_PER_PARAM = 8
 #: torch DDP's default bucket (25 MB) and Megatron's DDP bucket (40 M parameters)
 TORCH_BUCKET_BYTES = 25 * 1024 * 1024
 MEGATRON_BUCKET_PARAMS = 40_000_000
@@ -436,9 +439,15 @@ class StageSchedule:
         if fp8:  # the optimizer writes the FP8 weights; Transformer Engine makes their transpose
             weights = 2 * fp8
         self.compute("optimizer.step", {"optimizer": streaming_seconds(
-            self.gpu, shard * (ADAM_BYTES_PER_PARAM + extra) + weights)})
+            self.gpu, shard * (self._step_bytes_per_param() + extra) + weights)})
         if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
             self.collective("params.dp.allgather", ALL_GATHER, "dp", self._gathered_bytes(params, fp8) // replicas)
+
+    def _step_bytes_per_param(self) -> int:
+        """HBM bytes the optimizer step moves for each parameter of its shard: Adam's
+        :data:`ADAM_BYTES_PER_PARAM`, less :data:`MOMENT_BYTES_PER_PARAM` for each moment
+        the job's optimizer does not keep."""
+        return ADAM_BYTES_PER_PARAM - MOMENT_BYTES_PER_PARAM * (2 - self.job.optimizer_states)
 
 
 def build_stage(job: MegatronJob, gpu: Gpu, stage: int) -> StageGraph:
