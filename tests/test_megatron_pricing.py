@@ -1,0 +1,85 @@
+"""Arguments priced as Megatron-LM's source runs them, against figures derived by hand.
+
+- ``--optimizer sgd`` (``megatron/core/optimizer/__init__.py``): torch's (or Transformer
+  Engine's / apex's fused) SGD keeps one fp32 momentum buffer a parameter, none at
+  ``--sgd-momentum 0``; Adam keeps two moments. Memory: 4 B a parameter less per moment not
+  kept; the optimizer step: each moment not kept is 8 B a parameter not read and written.
+- ``--swiglu`` without ``--ffn-hidden-size``: ``int((4 h 2 / 3) / 64) * 64`` (validate_args),
+  8h/3 rounded *down* to a multiple of 64.
+- ``--num-query-groups`` is read only with ``--group-query-attention`` (argparse default 1),
+  ``core_transformer_config_from_args``.
+- ``--bf16 --main-grads-dtype bf16``: validate_args sets ``accumulate_allreduce_grads_in_fp32``
+  only while the main gradients are fp32, so the gradient buffer and its reduction are bf16.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simpy_astra.config.cluster import load_cluster
+from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.memory import parts_bytes
+from simpy_astra.workloads.megatron.schedule import build_stage
+
+L, H, S, V = 8, 1024, 1024, 128
+BASE = (f"--num-layers {L} --hidden-size {H} --num-attention-heads 16 --seq-length {S} --micro-batch-size 1 "
+        f"--vocab-size {V} --make-vocab-size-divisible-by 1")
+#: QKV, projection, two MLP matrices, their biases, two layer norms a layer; the tied word
+#: embedding and the learned positions (the final norm's 2h, 2 in 10^5, is left out as the
+#: memory model leaves it)
+PARAMS = L * (12 * H * H + 13 * H) + V * H + S * H
+
+
+@pytest.mark.parametrize("precision,optimizer,per_param", [
+    # Adam: fp32 master 4 (+ fp32 main gradient 4 with fp16) + two moments 8 (the guide's 16 and 12)
+    ("--fp16", "", 16), ("--bf16", "", 12),
+    ("--fp16", " --optimizer sgd", 12), ("--bf16", " --optimizer sgd", 8),
+    ("--fp16", " --optimizer sgd --sgd-momentum 0", 8), ("--bf16", " --optimizer sgd --sgd-momentum 0", 4),
+    ("", " --optimizer sgd", 4), ("", " --optimizer sgd --sgd-momentum 0", 0),  # fp32: no master copy
+])
+def test_sgd_keeps_one_momentum_buffer_and_none_without_momentum(precision, optimizer, per_param):
+    parts = parts_bytes(parse(f"{BASE} {precision}{optimizer}", 1))
+    assert parts["optimizer"] == pytest.approx(per_param * PARAMS, rel=1e-6)
+
+
+def test_the_optimizer_step_moves_eight_bytes_less_a_parameter_for_each_moment_not_kept():
+    """The step is memory bound: each moment Adam keeps and SGD does not is read and written
+    (8 B a parameter). At the A100's 2,039 GB/s and 65% efficiency, 102M parameters: 615 us
+    per moment."""
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "c").gpu_model()
+    per_moment_us = 8 * PARAMS / (2039e9 * 0.65) * 1e6
+    assert per_moment_us == pytest.approx(615.4, abs=0.1)
+
+    def step_us(extra: str) -> int:
+        ops = [op for op in build_stage(parse(f"{BASE} --bf16{extra}", 8), gpu, 0).ops
+               if op.name.endswith("optimizer.step")]
+        return ops[0].duration_us
+
+    adam, sgd, plain = step_us(""), step_us(" --optimizer sgd"), step_us(" --optimizer sgd --sgd-momentum 0")
+    assert adam - sgd == pytest.approx(per_moment_us, abs=1.5)
+    assert sgd - plain == pytest.approx(per_moment_us, abs=1.5)
+
+
+@pytest.mark.parametrize("hidden,ffn", [(1024, 2688), (4096, 10880), (5120, 13632), (8192, 21824)])
+def test_swiglu_width_is_8h_over_3_rounded_down_to_64(hidden, ffn):
+    # 8h/3 = 2730.7, 10922.7, 13653.3, 21845.3: the multiples of 64 at or below
+    args = f"--num-layers 2 --hidden-size {hidden} --num-attention-heads 16 --seq-length 128 --micro-batch-size 1 "
+    assert parse(args + "--swiglu", 1).ffn_hidden == ffn
+    assert parse(args + "--swiglu --ffn-hidden-size 100", 1).ffn_hidden == 100
+
+
+@pytest.mark.parametrize("extra,kv_heads", [
+    (" --num-query-groups 4", 16),  # no --group-query-attention: Megatron ignores the groups
+    (" --group-query-attention", 1),  # argparse's default, one group
+    (" --group-query-attention --num-query-groups 4", 4),
+])
+def test_query_groups_count_only_with_group_query_attention(extra, kv_heads):
+    assert parse(BASE + " --bf16" + extra, 1).kv_heads == kv_heads
+
+
+def test_bf16_main_gradients_make_a_bf16_gradient_buffer():
+    """bf16 weights, a bf16 gradient buffer and Adam's 12 B: 2 + 2 + 12 a parameter, as with
+    --grad-reduce-in-bf16; fp16's buffer is 2 B already."""
+    parts = parts_bytes(parse(BASE + " --bf16 --main-grads-dtype bf16", 1))
+    assert parts["gradients"] == pytest.approx(2 * PARAMS, rel=1e-6)
+    assert parse(BASE + " --bf16", 1).grad_bytes == 4
