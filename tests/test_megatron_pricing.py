@@ -83,3 +83,27 @@ def test_bf16_main_gradients_make_a_bf16_gradient_buffer():
     parts = parts_bytes(parse(BASE + " --bf16 --main-grads-dtype bf16", 1))
     assert parts["gradients"] == pytest.approx(2 * PARAMS, rel=1e-6)
     assert parse(BASE + " --bf16", 1).grad_bytes == 4
+
+
+@pytest.mark.parametrize("bucket,expected", [
+    ("", "a bucket a layer"), (" --ddp-bucket-size 100000000", "two layers, then the embedding"),
+    (" --ddp-bucket-size 1000000000", "one bucket"),
+])
+def test_ddp_bucket_size_sets_the_first_stages_gradient_buckets(bucket, expected):
+    """Buckets fill in the backward's order and close once they hold ``--ddp-bucket-size``
+    parameters (default max(40M, 1M x dp)): here each layer holds 4h^2 + 2hf = 83.9M weights
+    and 4h of norms (as the model counts them), the embedding 128 + 1,024 rows
+    of h; fp32 gradients, 4 B each."""
+    from simpy_astra.workloads.transformer.graph import COLL
+
+    h, f = 2048, 16384
+    args = (f"--num-layers 4 --hidden-size {h} --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+            f"--global-batch-size 8 --pipeline-model-parallel-size 2 --bf16 --vocab-size 128 --ffn-hidden-size {f} "
+            "--use-distributed-optimizer --overlap-grad-reduce")
+    layer, embedding = 4 * (4 * h * h + 2 * h * f + 4 * h), 4 * h * (128 + 1024)
+    buckets = {"a bucket a layer": [layer, layer, embedding], "two layers, then the embedding": [2 * layer, embedding],
+               "one bucket": [2 * layer + embedding]}[expected]
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 4}, "c").gpu_model()
+    syncs = [op.comm_size for op in build_stage(parse(args + bucket, 4), gpu, 0).ops
+             if op.kind == COLL and op.dim == "dp" and op.name.endswith(".sync")]
+    assert syncs == buckets

@@ -40,7 +40,7 @@ NO_TIMING_EFFECT = (
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
     "--bias-swiglu-fusion", "--no-bias-swiglu-fusion", "--profile", "--record-memory-history",
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
-    "--DDP-bucket", "--ddp-bucket-size", "--yaml-cfg", "--kv-lora", "--qk-layernorm",
+    "--DDP-bucket", "--kv-lora", "--qk-layernorm",
     "--no-rope-fusion",
     "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
     "--no-save-", "--no-initialization", "--vocab-extra-ids",
@@ -80,6 +80,7 @@ NOT_MODELLED = {
     "--pipeline-model-parallel-split-rank": "encoder-decoder pipelines",
     "--cpu-offloading": "activation offloading to the host",
     "--sequence-parallel-size": "DeepSpeed-Ulysses sequence parallelism",
+    "--yaml-cfg": "arguments read from a YAML file (give them on the command line)",
 }
 
 
@@ -175,6 +176,8 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--accumulate-allreduce-grads-in-fp32", help="with --fp16: gradients accumulated and reduced in fp32 "
                                                           "(4 B each, not 2; bf16 always is, unless --grad-reduce-in-bf16)")
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
+    i("--ddp-bucket-size", type=int, default=None,
+      help="with --overlap-grad-reduce: parameters a gradient bucket (default max(40M, 1M x dp x cp))")
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
     _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
     _bool(p, "--disable-bias-linear", help="linear layers without biases (Llama): no bias-gradient kernels")
@@ -423,6 +426,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,
+        ddp_bucket_params=a.ddp_bucket_size or 0,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,

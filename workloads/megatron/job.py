@@ -138,6 +138,9 @@ class MegatronJob:
     #: fp32 state tensors the optimizer keeps for each parameter (``--optimizer``): Adam's two
     #: moments; SGD's momentum buffer, none at ``--sgd-momentum 0`` (torch's SGD keeps no buffer)
     optimizer_states: int = 2
+    #: ``--ddp-bucket-size``: parameters a gradient bucket on the first stage's first chunk
+    #: (0: Megatron-Core's ``max(40M, 1M x dp x cp)``)
+    ddp_bucket_params: int = 0
 
     def fused_softmax_runs(self) -> bool:
         """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).

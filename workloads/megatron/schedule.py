@@ -235,8 +235,8 @@ class StageSchedule:
 
     # ------------------------------------------------------------------ parameter gather
     def _bucket_limit(self, chunk: int) -> float:
-        """Parameters per bucket: torch DDP's 25 MB (2021), else Megatron-Core's
-        ``max(40M, 1M x data-parallel size)``; Megatron-Core turns bucketing off (one bucket
+        """Parameters per bucket: torch DDP's 25 MB (2021), else ``--ddp-bucket-size`` or
+        Megatron-Core's ``max(40M, 1M x data-parallel size)`` (``resolve_ddp_bucket_size``); Megatron-Core turns bucketing off (one bucket
         for the whole chunk) on every pipeline stage but the first and for every model chunk
         but the first, whose data-parallel traffic it takes to be off the critical path
         (``DistributedDataParallel.__init__``: ``pp_rank > 0`` or ``disable_bucketing``)."""
@@ -245,7 +245,7 @@ class StageSchedule:
             return TORCH_BUCKET_BYTES // self.job.grad_bytes if job.ddp == "torch" else MEGATRON_BUCKET_PARAMS
         if self.stage > 0 or chunk > 0:
             return math.inf
-        return max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
+        return job.ddp_bucket_params or max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
 
     def _plan_gathers(self, chunk: int, steps: list[Step]) -> None:
         """Buckets of the chunk's parameters (the gradient buckets: filled in the backward's
