@@ -107,3 +107,21 @@ def test_ddp_bucket_size_sets_the_first_stages_gradient_buckets(bucket, expected
     syncs = [op.comm_size for op in build_stage(parse(args + bucket, 4), gpu, 0).ops
              if op.kind == COLL and op.dim == "dp" and op.name.endswith(".sync")]
     assert syncs == buckets
+
+
+@pytest.mark.parametrize("unit", [1, 2])
+def test_distributed_saved_activations_keep_half_the_checkpoints_and_gather_them_back(unit):
+    """``--distribute-saved-activations`` at tp 2 (Megatron's ``CheckpointFunction``): each
+    recompute unit's input, s b h bf16 values (2 s b h bytes), is kept as one half per rank,
+    and all-gathered (s b h / 2 values of 2 B from each rank) before the unit is recomputed:
+    L s h bytes less memory at micro-batch 1, and L / unit gathers in each backward."""
+    from simpy_astra.workloads.megatron.memory import activation_bytes
+
+    args = (f"{BASE} --bf16 --tensor-model-parallel-size 2 --recompute-granularity full --recompute-method uniform "
+            f"--recompute-num-layers {unit}")
+    plain, split = parse(args, 2), parse(args + " --distribute-saved-activations", 2)
+    assert activation_bytes(plain) - activation_bytes(split) == pytest.approx(L / unit * S * H)
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 2}, "c").gpu_model()
+    for job, gathers in ((plain, []), (split, [S * H] * (L // unit))):
+        ops = [op.comm_size for op in build_stage(job, gpu, 0).ops if op.name.endswith("recompute.input.allgather")]
+        assert ops == gathers

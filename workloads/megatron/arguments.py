@@ -68,7 +68,6 @@ SMALL_EFFECT = (
     "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
     "--moe-router-fusion", "--moe-per-layer-logging", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
     "--moe-use-legacy-grouped-gemm", "--moe-shared-expert-overlap", "--empty-unused-memory-level",
-    "--distribute-checkpointed-activations", "--distribute-saved-activations",
 )
 
 #: timing arguments this simulator knows exist and does not model yet (refused by name)
@@ -80,7 +79,7 @@ NOT_MODELLED = {
     "--pipeline-model-parallel-split-rank": "encoder-decoder pipelines",
     "--cpu-offloading": "activation offloading to the host",
     "--sequence-parallel-size": "DeepSpeed-Ulysses sequence parallelism",
-    "--yaml-cfg": "arguments read from a YAML file (give them on the command line)",
+    "--yaml-cfg": "arguments read from a YAML file; give them on the command line",
 }
 
 
@@ -163,6 +162,9 @@ def parser() -> argparse.ArgumentParser:
       help="which layers full recomputation covers")
     i("--recompute-num-layers", type=int, default=None, help="layers per recompute unit / block")
     _bool(p, "--recompute-activations", help="selective recomputation (older name)")
+    _bool(p, "--distribute-saved-activations",
+          help="full recomputation: each unit's input kept as 1/tp, all-gathered over tp to recompute it")
+    _bool(p, "--distribute-checkpointed-activations", help="--distribute-saved-activations (2021 name)")
     _bool(p, "--sequence-parallel", help="layer norm and dropout split over tp (reduce-scatter + all-gather)")
     i("--DDP-impl", dest="ddp_impl", choices=("local", "torch"), default=None,
       help="2021: local syncs after the backward, torch overlaps buckets with it")
@@ -427,6 +429,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,
         ddp_bucket_params=a.ddp_bucket_size or 0,
+        distribute_saved_activations=(a.distribute_saved_activations or a.distribute_checkpointed_activations)
+        and tp > 1 and recompute == "full",
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,

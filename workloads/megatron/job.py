@@ -141,6 +141,10 @@ class MegatronJob:
     #: ``--ddp-bucket-size``: parameters a gradient bucket on the first stage's first chunk
     #: (0: Megatron-Core's ``max(40M, 1M x dp x cp)``)
     ddp_bucket_params: int = 0
+    #: ``--distribute-saved-activations`` (2021: ``--distribute-checkpointed-activations``): full
+    #: recomputation keeps 1/tp of each unit's input (``CheckpointFunction``) and all-gathers it
+    #: over tp before recomputing the unit
+    distribute_saved_activations: bool = False
 
     def fused_softmax_runs(self) -> bool:
         """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).

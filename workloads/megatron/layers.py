@@ -444,7 +444,10 @@ class ChunkModel:
         if job.recompute == "full":
             if first:
                 self.embedding_forward(b)
-            for is_moe in moe:
+            for i, is_moe in enumerate(moe):
+                unit_starts = job.recompute_method == "block" or i % max(1, job.recompute_layers) == 0
+                if job.distribute_saved_activations and unit_starts:  # the unit's input, kept as 1/tp
+                    b.comm("recompute.input.allgather", ALL_GATHER, self.tokens // job.tp * job.hidden * self.e)
                 self.layer_forward(b, moe=is_moe)
         elif job.recompute == "selective" and (job.transformer_engine or not job.flash_attention):
             # Megatron-Core checkpoints the core attention whatever its kernel (Transformer

@@ -4,7 +4,8 @@
 parameter): fp16 weights and gradient buffer, fp32 main weights and main gradients and Adam's
 two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12); fp32 (4 + 4
 + 8). ``--optimizer sgd`` keeps one fp32 momentum buffer instead of Adam's two moments (4 B
-less; 8 less at ``--sgd-momentum 0``, where torch's SGD keeps none). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
+less; 8 less at ``--sgd-momentum 0``, where torch's SGD keeps none).
+``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
 same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
 A GPU holds its pipeline stage's layers (``MegatronJob.chunk_layers``: with an uneven split
 the stage's own count) split over tp, its experts split over ep x etp, the first stage the
@@ -18,7 +19,8 @@ attention, SwiGLU and other widths count what they store), and tensor parallelis
 all but 10sbh of it, or all of it with sequence parallelism: ``sbh(34 + 5as/h)`` without
 parallelism, ``sbh(10 + 24/t + 5as/ht)`` with tp, ``sbh/t (34 + 5as/h)`` with sequence
 parallelism. Selective recomputation and fused (flash) attention keep no ``as^2b`` term;
-full recomputation keeps each recompute unit's input (2sbh, /t with sequence parallelism)
+full recomputation keeps each recompute unit's input (2sbh, /t with sequence parallelism or
+``--distribute-saved-activations``, which splits it over tp and all-gathers it to recompute)
 and one unit's activations while it is recomputed. An MoE layer stores its routed tokens'
 MLP activations (top-k copies of each token, shared out evenly over the experts, so
 independent of ep). Stage ``i`` holds the micro-batches 1F1B has in flight there: ``min(pp -
@@ -164,7 +166,8 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
     chunks = [len(chunk) for chunk in job.stage_layers(stage)]  # the stage's chunks' layers
     if job.recompute == "full":
         s_b_h = job.seq // job.cp * job.micro_batch * job.hidden
-        checkpoint = 2 * s_b_h / (job.tp if job.sequence_parallel else 1) * job.element_bytes / 2
+        split = job.sequence_parallel or job.distribute_saved_activations
+        checkpoint = 2 * s_b_h / (job.tp if split else 1) * job.element_bytes / 2
         n = max(1, job.recompute_layers)
         if job.recompute_method == "uniform":
             kept = [math.ceil(c / n) * checkpoint for c in chunks]

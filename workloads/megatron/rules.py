@@ -377,7 +377,7 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 "--activations-checkpoint-method (Megatron-LM of 2021-08 to 2022-05) with --recompute-* (its "
                 "successor): no Megatron-LM has both; give --recompute-granularity full --recompute-method "
                 f"{a.activations_checkpoint_method} --recompute-num-layers N for today's")
-    if "--distribute-checkpointed-activations" in others and (a.tensor_model_parallel_size == 1 or not (
+    if a.distribute_checkpointed_activations and (a.tensor_model_parallel_size == 1 or not (
             a.activations_checkpoint_method or a.checkpoint_activations)):
         _refuse(where, "distributed activations need tp and recomputation",
                 "--distribute-checkpointed-activations needs --tensor-model-parallel-size > 1 and "
@@ -397,12 +397,12 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
         _refuse(where, "selective recomputation takes no method",
                 "--recompute-method/--recompute-num-layers with selective recomputation (Megatron: recompute "
                 "method is not yet supported for selective recomputing granularity)")
-    if "--distribute-saved-activations" in others and (a.tensor_model_parallel_size == 1 or granularity != "full"):
+    if a.distribute_saved_activations and (a.tensor_model_parallel_size == 1 or granularity != "full"):
         _refuse(where, "distributed activations need tp and full recomputation",
                 "--distribute-saved-activations needs --tensor-model-parallel-size > 1 and --recompute-granularity "
                 "full (Megatron: can distribute recomputed activations only across tensor model parallel groups, "
                 "with full recompute granularity)")
-    if "--distribute-saved-activations" in others and a.sequence_parallel and a.tensor_model_parallel_size > 1:
+    if a.distribute_saved_activations and a.sequence_parallel and a.tensor_model_parallel_size > 1:
         _refuse(where, "distributed activations exclude sequence parallelism",
                 "--distribute-saved-activations with --sequence-parallel (Megatron: distribute_saved_activations "
                 "must be false when sequence parallel is enabled)")
