@@ -42,22 +42,32 @@ def test_sgd_keeps_one_momentum_buffer_and_none_without_momentum(precision, opti
     assert parts["optimizer"] == pytest.approx(per_param * PARAMS, rel=1e-6)
 
 
-def test_the_optimizer_step_moves_eight_bytes_less_a_parameter_for_each_moment_not_kept():
-    """The step is memory bound: each moment Adam keeps and SGD does not is read and written
-    (8 B a parameter). At the A100's 2,039 GB/s and 65% efficiency, 102M parameters: 615 us
-    per moment."""
+#: the optimizer step moves each parameter's bytes through HBM: at the A100's 2,039 GB/s and
+#: 65% efficiency, 8 B of each of the 102M parameters take 615 us
+PER_8_BYTES_US = 8 * PARAMS / (2039e9 * 0.65) * 1e6
+
+
+def _step_us(extra: str) -> int:
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "c").gpu_model()
-    per_moment_us = 8 * PARAMS / (2039e9 * 0.65) * 1e6
-    assert per_moment_us == pytest.approx(615.4, abs=0.1)
+    ops = [op for op in build_stage(parse(f"{BASE} {extra}", 8), gpu, 0).ops if op.name.endswith("optimizer.step")]
+    return ops[0].duration_us
 
-    def step_us(extra: str) -> int:
-        ops = [op for op in build_stage(parse(f"{BASE} --bf16{extra}", 8), gpu, 0).ops
-               if op.name.endswith("optimizer.step")]
-        return ops[0].duration_us
 
-    adam, sgd, plain = step_us(""), step_us(" --optimizer sgd"), step_us(" --optimizer sgd --sgd-momentum 0")
-    assert adam - sgd == pytest.approx(per_moment_us, abs=1.5)
-    assert sgd - plain == pytest.approx(per_moment_us, abs=1.5)
+def test_the_optimizer_step_moves_eight_bytes_less_a_parameter_for_each_moment_not_kept():
+    """Each moment Adam keeps and SGD does not is read and written: 8 B a parameter."""
+    assert PER_8_BYTES_US == pytest.approx(615.4, abs=0.1)
+    adam, sgd = _step_us("--bf16"), _step_us("--bf16 --optimizer sgd")
+    assert adam - sgd == pytest.approx(PER_8_BYTES_US, abs=1.5)
+    assert sgd - _step_us("--bf16 --optimizer sgd --sgd-momentum 0") == pytest.approx(PER_8_BYTES_US, abs=1.5)
+
+
+def test_the_gradient_norm_and_the_inf_check_are_a_pass_each_when_megatron_runs_them():
+    """``MixedPrecisionOptimizer.step``: the global norm only with ``--clip-grad`` above 0, the
+    unscale-and-check only with a grad scaler (fp16's dynamic one, or ``--loss-scale``'s): a
+    4 B read of each fp32 gradient each, half of 8 B."""
+    bf16 = _step_us("--bf16")
+    assert bf16 - _step_us("--bf16 --clip-grad 0") == pytest.approx(PER_8_BYTES_US / 2, abs=1.5)
+    assert _step_us("--bf16 --loss-scale 1024") - bf16 == pytest.approx(PER_8_BYTES_US / 2, abs=1.5)
 
 
 @pytest.mark.parametrize("hidden,ffn", [(1024, 2688), (4096, 10880), (5120, 13632), (8192, 21824)])

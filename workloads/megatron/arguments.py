@@ -29,8 +29,8 @@ NO_TIMING_EFFECT = (
     "--log", "--tensorboard", "--wandb", "--timing-log", "--save", "--load", "--no-load",
     "--finetune", "--pretrained-checkpoint", "--use-checkpoint", "--ckpt-", "--async-save",
     "--exit-", "--eval-", "--train-iters", "--train-samples", "--lr", "--min-lr", "--warmup",
-    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--clip-grad", "--adam-",
-    "--loss-scale", "--initial-loss-scale", "--min-loss-scale",
+    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--adam-",
+    "--loss-scale-window", "--initial-loss-scale", "--min-loss-scale",
     "--hysteresis", "--seed", "--init-method",
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
@@ -220,6 +220,11 @@ def parser() -> argparse.ArgumentParser:
     i("--optimizer", default="adam", choices=("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"),
       help="adam (default: two fp32 moments a parameter) or sgd (one momentum buffer); the others are not modelled")
     i("--sgd-momentum", type=float, default=0.9, help="with --optimizer sgd: 0 keeps no momentum buffer (default 0.9)")
+    i("--clip-grad", type=float, default=1.0,
+      help="gradient clipping by the global norm (default 1.0); 0: the optimizer step computes no norm")
+    i("--loss-scale", type=float, default=None,
+      help="a constant loss scale: with --bf16 (or the distributed optimizer) gradients are then unscaled and "
+           "checked for inf/nan each step, as fp16's always are")
     return p
 
 
@@ -273,8 +278,8 @@ def value_problem(flag: str, text: str) -> str | None:
 def _range_problem(action: argparse.Action, value) -> str | None:
     """Why a parsed value is out of its argument's range: a count under its least value, a
     dropout probability outside [0, 1] (or nan), else None."""
-    if action.dest == "sgd_momentum":
-        return None if value >= 0.0 else "must be at least 0, as torch.optim.SGD requires"
+    if action.dest in ("sgd_momentum", "clip_grad", "loss_scale"):
+        return None if value >= 0.0 else "must be at least 0"
     if action.type is float and not 0.0 <= value <= 1.0:
         return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
     least = _LEAST.get(action.dest, 1)
@@ -444,6 +449,10 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         attention_dropout=a.attention_dropout,
         position_embeddings=_position_rows(a),
         optimizer_states=2 if a.optimizer == "adam" else int(a.sgd_momentum != 0),
+        grad_norm=a.clip_grad > 0,
+        # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's
+        # dynamic one, or --loss-scale's constant one (with bf16, fp16 or the distributed optimizer)
+        gradient_check=a.fp16 or (bool(a.loss_scale) and (a.bf16 or a.use_distributed_optimizer)),
     )
 
 

@@ -145,6 +145,11 @@ class MegatronJob:
     #: recomputation keeps 1/tp of each unit's input (``CheckpointFunction``) and all-gathers it
     #: over tp before recomputing the unit
     distribute_saved_activations: bool = False
+    #: the optimizer step computes the gradients' global norm (``--clip-grad`` above 0)
+    grad_norm: bool = True
+    #: the optimizer step unscales the gradients and checks them for inf/nan (a grad scaler:
+    #: fp16, or ``--loss-scale``); bf16 without a loss scale skips that pass
+    gradient_check: bool = True
 
     def fused_softmax_runs(self) -> bool:
         """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).

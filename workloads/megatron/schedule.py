@@ -39,6 +39,8 @@ from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, 
 #: read and written, the half-precision copy written, and the gradient read again for the
 #: norm (clipping) and the loss-scale check: 4 + 8 + 16 + 2 + 4 + 4 bytes
 ADAM_BYTES_PER_PARAM = 38
+#: one more read of the fp32 gradient: the norm's (``--clip-grad``), the loss-scale check's
+GRADIENT_PASS_BYTES_PER_PARAM = 4
 #: what each fp32 moment adds to an optimizer step's bytes a parameter (read and written):
 #: SGD's step moves one moment (its momentum buffer) fewer than Adam's, none without momentum
 MOMENT_BYTES_PER_PARAM = 8
@@ -446,8 +448,12 @@ class StageSchedule:
     def _step_bytes_per_param(self) -> int:
         """HBM bytes the optimizer step moves for each parameter of its shard: Adam's
         :data:`ADAM_BYTES_PER_PARAM`, less :data:`MOMENT_BYTES_PER_PARAM` for each moment
-        the job's optimizer does not keep."""
-        return ADAM_BYTES_PER_PARAM - MOMENT_BYTES_PER_PARAM * (2 - self.job.optimizer_states)
+        the job's optimizer does not keep and a gradient pass for the norm without clipping
+        and for the inf/nan check without a grad scaler (``MixedPrecisionOptimizer.step``)."""
+        job = self.job
+        skipped = (not job.grad_norm) + (not job.gradient_check)
+        return (ADAM_BYTES_PER_PARAM - MOMENT_BYTES_PER_PARAM * (2 - job.optimizer_states)
+                - GRADIENT_PASS_BYTES_PER_PARAM * skipped)
 
 
 def build_stage(job: MegatronJob, gpu: Gpu, stage: int) -> StageGraph:
