@@ -87,12 +87,30 @@ def test_query_groups_count_only_with_group_query_attention(extra, kv_heads):
     assert parse(BASE + " --bf16" + extra, 1).kv_heads == kv_heads
 
 
+PRECISION_AWARE = " --bf16 --use-distributed-optimizer --use-precision-aware-optimizer"
+
+
 def test_bf16_main_gradients_make_a_bf16_gradient_buffer():
-    """bf16 weights, a bf16 gradient buffer and Adam's 12 B: 2 + 2 + 12 a parameter, as with
-    --grad-reduce-in-bf16; fp16's buffer is 2 B already."""
-    parts = parts_bytes(parse(BASE + " --bf16 --main-grads-dtype bf16", 1))
+    """With the precision-aware optimizer, ``--main-grads-dtype bf16`` leaves
+    ``accumulate_allreduce_grads_in_fp32`` off: a bf16 gradient buffer, 2 B a parameter, as
+    with --grad-reduce-in-bf16."""
+    parts = parts_bytes(parse(BASE + PRECISION_AWARE + " --main-grads-dtype bf16", 1))
     assert parts["gradients"] == pytest.approx(2 * PARAMS, rel=1e-6)
-    assert parse(BASE + " --bf16", 1).grad_bytes == 4
+    assert parse(BASE + PRECISION_AWARE, 1).grad_bytes == 4
+
+
+@pytest.mark.parametrize("extra,per_param", [
+    ("", 2 + 4 + 4),  # the master's 16-bit remainder (store_param_remainders), fp32 moments
+    (" --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16", 2 + 2 + 2),
+    (" --exp-avg-dtype fp8 --exp-avg-sq-dtype fp8", 2 + 1 + 1),
+    (" --main-params-dtype fp16 --exp-avg-dtype fp16", 2 + 2 + 4),
+    (" --fp8-format hybrid --fp8-recipe tensorwise", 4 + 4 + 4),  # Megatron-Core keeps the fp32 master
+])
+def test_the_precision_aware_optimizer_keeps_its_states_in_their_dtypes(extra, per_param):
+    """Transformer Engine's FusedAdam (``--use-precision-aware-optimizer``, one data-parallel
+    rank here): the master copy and both moments a parameter in the bytes of their dtypes."""
+    job = parse(BASE + PRECISION_AWARE + extra, 1)
+    assert parts_bytes(job)["optimizer"] == pytest.approx(per_param * PARAMS, rel=1e-6)
 
 
 @pytest.mark.parametrize("bucket,expected", [

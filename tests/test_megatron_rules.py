@@ -86,6 +86,12 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --fp8-format hybrid --DDP-impl local", 8, "fp8 needs a Megatron-LM with fp8"),
     # megatron/core/optimizer/distrib_optimizer.py DistributedOptimizer.__init__
     (" --optimizer sgd --use-distributed-optimizer", 8, "distributed optimizer needs Adam"),
+    # megatron/core/optimizer/__init__.py get_megatron_optimizer; optimizer_config.py OptimizerConfig.__post_init__
+    (" --use-precision-aware-optimizer", 8, "precision-aware optimizer needs the distributed optimizer"),
+    (" --use-precision-aware-optimizer --use-distributed-optimizer --optimizer sgd", 8,
+     "precision-aware optimizer is Adam"),
+    (" --exp-avg-dtype bf16", 8, "optimizer dtypes need the precision-aware optimizer"),
+    (" --main-grads-dtype bf16", 8, "optimizer dtypes need the precision-aware optimizer"),
     # megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__
     (" --moe-ffn-hidden-size 512", 8, "expert width needs experts"),
     (" --num-experts 4 --moe-router-enable-expert-bias", 8, "expert bias needs sigmoid scores"),
@@ -119,6 +125,7 @@ def test_what_megatron_accepts_is_accepted():
     " --fp8-format hybrid --DDP-impl local --transformer-impl transformer_engine",  # Megatron-LM of 2023-08-24
     " --fp8-format hybrid",
     " --optimizer sgd",
+    " --use-precision-aware-optimizer --use-distributed-optimizer --exp-avg-dtype bf16 --main-grads-dtype bf16",
     " --optimizer sgd --use-distributed-optimizer --DDP-impl local",  # 2022-02 to 2023-05: SGD was sharded too
     " --moe-ffn-hidden-size 512 --moe-layer-freq 2",  # a dense model between MoE layers: ignored, not refused
     " --num-experts 4 --moe-router-enable-expert-bias --moe-router-score-function sigmoid",

@@ -61,8 +61,7 @@ SMALL_EFFECT = (
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
-    "--num-distributed-optimizer-instances", "--use-precision-aware-optimizer",
-    "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+    "--num-distributed-optimizer-instances",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
@@ -173,8 +172,13 @@ def parser() -> argparse.ArgumentParser:
                                          "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
                                            "in bf16, not fp32 (half the bytes)")
+    _bool(p, "--use-precision-aware-optimizer", help="Transformer Engine's FusedAdam with the dtypes below "
+                                                       "(with bf16, 2 B a master weight: the 16 bits bf16 lacks)")
     i("--main-grads-dtype", choices=("fp32", "bf16"), default="fp32",
-      help="with --bf16: bf16 makes the gradient buffer and its reduction bf16, as --grad-reduce-in-bf16 does")
+      help="with the precision-aware optimizer and --bf16: bf16 gradient buffer and reduction")
+    i("--main-params-dtype", choices=("fp32", "fp16"), default="fp32", help="the precision-aware optimizer's master")
+    i("--exp-avg-dtype", choices=tuple(STATE_BYTES), default="fp32", help="the precision-aware Adam's first moment")
+    i("--exp-avg-sq-dtype", choices=tuple(STATE_BYTES), default="fp32", help="its second moment")
     _bool(p, "--accumulate-allreduce-grads-in-fp32", help="with --fp16: gradients accumulated and reduced in fp32 "
                                                           "(4 B each, not 2; bf16 always is, unless --grad-reduce-in-bf16)")
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
@@ -294,6 +298,8 @@ def known(flag: str) -> bool:
     return accepted(flag) or flag in NOT_MODELLED
 
 
+#: bytes an element of the optimizer state dtypes Megatron offers
+STATE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 #: the least value of each numeric argument (all others: 1); --num-experts 0 is a dense model
 _LEAST = {"num_experts": 0}
 
@@ -448,12 +454,32 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
         attention_dropout=a.attention_dropout,
         position_embeddings=_position_rows(a),
-        optimizer_states=2 if a.optimizer == "adam" else int(a.sgd_momentum != 0),
+        moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
         grad_norm=a.clip_grad > 0,
         # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's
         # dynamic one, or --loss-scale's constant one (with bf16, fp16 or the distributed optimizer)
         gradient_check=a.fp16 or (bool(a.loss_scale) and (a.bf16 or a.use_distributed_optimizer)),
     )
+
+
+def _moment_bytes(a: argparse.Namespace) -> tuple[int, ...]:
+    """Bytes a parameter of each optimizer state (``megatron/core/optimizer/__init__.py``): Adam's
+    two moments in their dtypes, SGD's momentum buffer in fp32 (none without momentum)."""
+    if a.optimizer == "adam":
+        return STATE_BYTES[a.exp_avg_dtype], STATE_BYTES[a.exp_avg_sq_dtype]
+    return (4,) if a.sgd_momentum else ()
+
+
+def _master_bytes(a: argparse.Namespace, precision: str) -> int:
+    """Bytes a parameter of the master copy: fp32, or with the precision-aware optimizer fp16
+    (``--main-params-dtype``) or, for bf16 weights whose master Transformer Engine's FusedAdam
+    keeps (not FP8 past delayed scaling), the 16-bit remainder (``store_param_remainders``)."""
+    if not a.use_precision_aware_optimizer:
+        return 4
+    if a.main_params_dtype == "fp16":
+        return 2
+    te_master = a.fp8_format is None or a.fp8_recipe == "delayed"
+    return 2 if precision == "bf16" and te_master else 4
 
 
 def _position_rows(a: argparse.Namespace) -> int:

@@ -135,9 +135,14 @@ class MegatronJob:
     attention_dropout: float = 0.1
     #: rows of the learned position-embedding table (0: rotary or none), on every tp rank
     position_embeddings: int = 0
-    #: fp32 state tensors the optimizer keeps for each parameter (``--optimizer``): Adam's two
-    #: moments; SGD's momentum buffer, none at ``--sgd-momentum 0`` (torch's SGD keeps no buffer)
-    optimizer_states: int = 2
+    #: bytes of each state tensor the optimizer keeps a parameter (``--optimizer``): Adam's two
+    #: fp32 moments (narrower with ``--use-precision-aware-optimizer --exp-avg(-sq)-dtype``);
+    #: SGD's momentum buffer, none at ``--sgd-momentum 0`` (torch's SGD then keeps no buffer)
+    moment_bytes: tuple[int, ...] = (4, 4)
+    #: bytes a parameter of the optimizer's master copy with fp16/bf16 training: fp32 (4); with
+    #: ``--use-precision-aware-optimizer``, Transformer Engine's FusedAdam keeps the 16 bits a
+    #: bf16 weight does not hold (``store_param_remainders``), or fp16 (``--main-params-dtype``)
+    master_bytes: int = 4
     #: ``--ddp-bucket-size``: parameters a gradient bucket on the first stage's first chunk
     #: (0: Megatron-Core's ``max(40M, 1M x dp x cp)``)
     ddp_bucket_params: int = 0

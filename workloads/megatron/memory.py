@@ -73,10 +73,11 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
 
 
 def optimizer_bytes_per_parameter(job: MegatronJob) -> int:
-    """The optimizer's bytes a parameter: :data:`OPTIMIZER_BYTES_PER_PARAMETER` (Adam's) less
-    4 B for each fp32 moment the job's optimizer does not keep (SGD keeps one momentum buffer,
-    none without momentum)."""
-    return OPTIMIZER_BYTES_PER_PARAMETER[job.precision] - 4 * (2 - job.optimizer_states)
+    """The optimizer's bytes a parameter: :data:`OPTIMIZER_BYTES_PER_PARAMETER` (Adam's fp32
+    master and moments) with the job's master copy and moments instead (SGD keeps one
+    momentum buffer, none without momentum; the precision-aware optimizer narrower ones)."""
+    master = 0 if job.precision == "fp32" else 4 - job.master_bytes  # fp32 training keeps no master copy
+    return OPTIMIZER_BYTES_PER_PARAMETER[job.precision] - master - (8 - sum(job.moment_bytes))
 
 
 def fp8_weight_parameters(job: MegatronJob, stage: int = 0) -> float:

@@ -362,6 +362,21 @@ def _fp8_era(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
 
 
 def _optimizer(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    if a.use_precision_aware_optimizer:
+        if not a.use_distributed_optimizer:
+            _refuse(where, "precision-aware optimizer needs the distributed optimizer",
+                    "--use-precision-aware-optimizer needs --use-distributed-optimizer (Megatron: "
+                    "--use-precision-aware-optimizer only supported with distributed optimizer)")
+        if a.optimizer != "adam":
+            _refuse(where, "precision-aware optimizer is Adam",
+                    f"--use-precision-aware-optimizer with --optimizer {a.optimizer} (Megatron: "
+                    f"--use-precision-aware-optimizer only supported with adam)")
+    else:
+        for flag in ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"):
+            if getattr(a, flag) != "fp32":
+                _refuse(where, "optimizer dtypes need the precision-aware optimizer",
+                        f"--{flag.replace('_', '-')} {getattr(a, flag)} without --use-precision-aware-optimizer "
+                        f"(Megatron: {flag} can only be fp32 when not using precision-aware optimizer)")
     if a.optimizer == "sgd" and a.use_distributed_optimizer and not legacy_names(a):
         _refuse(where, "distributed optimizer needs Adam",
                 "--optimizer sgd with --use-distributed-optimizer: torch's SGD has no state to shard before its "

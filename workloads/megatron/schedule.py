@@ -41,9 +41,6 @@ from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, 
 ADAM_BYTES_PER_PARAM = 38
 #: one more read of the fp32 gradient: the norm's (``--clip-grad``), the loss-scale check's
 GRADIENT_PASS_BYTES_PER_PARAM = 4
-#: what each fp32 moment adds to an optimizer step's bytes a parameter (read and written):
-#: SGD's step moves one moment (its momentum buffer) fewer than Adam's, none without momentum
-MOMENT_BYTES_PER_PARAM = 8
 #: torch DDP's default bucket (25 MB) and Megatron's DDP bucket (40 M parameters)
 TORCH_BUCKET_BYTES = 25 * 1024 * 1024
 MEGATRON_BUCKET_PARAMS = 40_000_000
@@ -447,13 +444,14 @@ class StageSchedule:
 
     def _step_bytes_per_param(self) -> int:
         """HBM bytes the optimizer step moves for each parameter of its shard: Adam's
-        :data:`ADAM_BYTES_PER_PARAM`, less :data:`MOMENT_BYTES_PER_PARAM` for each moment
-        the job's optimizer does not keep and a gradient pass for the norm without clipping
-        and for the inf/nan check without a grad scaler (``MixedPrecisionOptimizer.step``)."""
+        :data:`ADAM_BYTES_PER_PARAM` with the job's master copy and moments, each read and
+        written (SGD's one momentum buffer, none without momentum; the precision-aware
+        optimizer's narrower ones), less a gradient pass for the norm without clipping and
+        one for the inf/nan check without a grad scaler (``MixedPrecisionOptimizer.step``)."""
         job = self.job
         skipped = (not job.grad_norm) + (not job.gradient_check)
-        return (ADAM_BYTES_PER_PARAM - MOMENT_BYTES_PER_PARAM * (2 - job.optimizer_states)
-                - GRADIENT_PASS_BYTES_PER_PARAM * skipped)
+        narrower = 2 * (4 - job.master_bytes) + 2 * (8 - sum(job.moment_bytes))
+        return ADAM_BYTES_PER_PARAM - narrower - GRADIENT_PASS_BYTES_PER_PARAM * skipped
 
 
 def build_stage(job: MegatronJob, gpu: Gpu, stage: int) -> StageGraph:
