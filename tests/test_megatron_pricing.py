@@ -153,3 +153,27 @@ def test_distributed_saved_activations_keep_half_the_checkpoints_and_gather_them
     for job, gathers in ((plain, []), (split, [S * H] * (L // unit))):
         ops = [op.comm_size for op in build_stage(job, gpu, 0).ops if op.name.endswith("recompute.input.allgather")]
         assert ops == gathers
+
+
+def test_unfused_swiglu_runs_silu_and_the_product_apart_and_keeps_silus_output():
+    """``--no-bias-swiglu-fusion`` (Megatron-Core's MLP without ``bias_activation_fusion``:
+    ``silu(x1) * x2``): the forward moves 10 B an element of ffn instead of 6 (SiLU 2 + 2,
+    the product 4 + 2), 18 with the bias added to both halves first, the backward 24 instead
+    of 10; and SiLU's output, f values of 2 B a token, is kept for the product's backward.
+    One micro-batch of 1,024 tokens through 8 layers, each layer's task a sum of kernels."""
+    from simpy_astra.workloads.megatron.memory import activation_bytes
+
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "c").gpu_model()
+    swiglu = f"{BASE} --bf16 --swiglu"
+    ffn = 2688  # 8h/3 rounded down to 64
+    per_byte_us = L * S * ffn / (2039e9 * 0.65) * 1e6  # 1 B an element of ffn, every token and layer
+
+    def task_us(extra: str) -> list[int]:  # the forward, the backward, the optimizer step
+        return [op.duration_us for op in build_stage(parse(swiglu + extra, 1), gpu, 0).ops]
+
+    for bias, forward in ((" --disable-bias-linear", 10 - 6), ("", 18 - 6)):
+        fused, unfused = task_us(bias), task_us(bias + " --no-bias-swiglu-fusion")
+        assert [b - a for a, b in zip(fused, unfused, strict=True)] == [
+            pytest.approx(forward * per_byte_us, abs=2), pytest.approx((24 - 10) * per_byte_us, abs=2), 0]
+    fused, unfused = parse(swiglu, 1), parse(swiglu + " --no-bias-swiglu-fusion", 1)
+    assert activation_bytes(unfused) - activation_bytes(fused) == pytest.approx(L * S * ffn * 2)

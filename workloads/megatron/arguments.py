@@ -38,7 +38,7 @@ NO_TIMING_EFFECT = (
     "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
-    "--bias-swiglu-fusion", "--no-bias-swiglu-fusion", "--profile", "--record-memory-history",
+    "--profile", "--record-memory-history",
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
     "--DDP-bucket", "--kv-lora", "--qk-layernorm",
     "--no-rope-fusion",
@@ -210,6 +210,9 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--no-query-key-layer-scaling", help="2021: no layer-number scaling (softmax in fp16 unless "
                                                   "--attention-softmax-in-fp32)")
     _bool(p, "--no-bias-gelu-fusion", help="bias and GeLU as separate kernels")
+    _bool(p, "--no-bias-swiglu-fusion", help="with --swiglu: bias, SiLU and the product as separate kernels "
+                                             "(the SiLU's output kept for the backward)")
+    _bool(p, "--bias-swiglu-fusion", help="(default) bias and SwiGLU in one kernel")
     _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
     _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
     _bool(p, "--untie-embeddings-and-output-weights", help="separate output layer (no embedding all-reduce)")
@@ -448,7 +451,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
         flash_attention=_fused_attention(a), transformer_engine=te,
         cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
-        bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
+        bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,

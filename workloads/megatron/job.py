@@ -93,7 +93,7 @@ class MegatronJob:
     transformer_engine: bool  # Transformer Engine layers (today's default; 2021 and --transformer-impl local: no)
     cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a"
     masked_softmax_fusion: bool
-    bias_gelu_fusion: bool
+    bias_gelu_fusion: bool  # Megatron's bias_activation_fusion: GeLU's, or SwiGLU's with --swiglu
     bias_dropout_fusion: bool
     scatter_gather: bool  # pipeline sends of 1/tp of the activation, then an all-gather
     experts: int  # 0: dense MLPs

@@ -29,6 +29,12 @@ from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
 # Chakra collective kinds
 ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
+#: bytes an element of ffn that SwiGLU's unfused kernels move (``--no-bias-swiglu-fusion``:
+#: Megatron-Core's ``glu``, ``silu(x1) * x2``): forward, SiLU reads x1 and writes its output
+#: (4) and the product reads both and writes one (6); backward, the product's gradient reads
+#: the incoming gradient, SiLU's output and x2 and writes two (10), SiLU's reads the gradient
+#: and x1 and writes one (6), and the chunk's gradient concatenates both halves (8)
+_UNFUSED_SWIGLU_FWD, _UNFUSED_SWIGLU_BWD = 10, 24
 
 
 class ChunkModel:
@@ -241,8 +247,9 @@ class ChunkModel:
         self._fp8_cast(b, (self.norm_tokens if tokens is None else t) * h, fused=True)  # after the norm
         b.add("gemm", self._linear(t, (2 if job.swiglu else 1) * ffn, h))
         b.wait("fc1.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
-        if job.swiglu:
-            b.add("elementwise", self._stream(t * ffn, 6))
+        if job.swiglu:  # fused: both halves read, the product written (3 x 2 B an element of ffn)
+            b.add("elementwise", self._stream(t * ffn, 6 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_FWD
+                                              + (8 if job.bias_linear else 0)))  # the bias added to both halves
         else:
             b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
         self._fp8_cast(b, t * ffn, fused=True)
@@ -284,7 +291,8 @@ class ChunkModel:
             b.add("gemm", self._linear(tokens, n_in, n_out))
             b.add("gemm", self._linear(n_in, n_out, tokens))
             self._accumulate(b, n_in * n_out)
-        b.add("elementwise", self._stream(tokens * ffn, 10 if job.swiglu else 6))
+        swiglu = 10 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_BWD
+        b.add("elementwise", self._stream(tokens * ffn, swiglu if job.swiglu else 6))
 
     def _moe_backward(self, b: _Builder) -> None:
         job, h, e = self.job, self.job.hidden, self.e
@@ -338,7 +346,7 @@ class ChunkModel:
         job, h = self.job, self.job.hidden
         self._linear_bwd(b, self.ffn, h)
         if job.swiglu:
-            b.add("elementwise", self._stream(self.tokens * self.ffn, 10))
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 10 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_BWD))
             self._input_grad(b, h, 2 * self.ffn, "mlp.bwd.allreduce")
         else:
             b.add("elementwise", self._stream(self.tokens * self.ffn, 6 if job.bias_gelu_fusion else 10))

@@ -123,7 +123,8 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
     """One layer's stored activations for one micro-batch (Korthikanti's accounting)."""
     s, b, h, t = job.seq // job.cp, job.micro_batch, job.hidden, job.tp
     q, kv = job.heads * job.head_dim, job.kv_heads * job.head_dim
-    act_in = 2 if job.swiglu else 1  # SwiGLU's activation reads both halves of the first GEMM
+    # SwiGLU's activation reads both halves of the first GEMM; unfused, SiLU's output is kept too
+    act_in = (2 if job.bias_gelu_fusion else 3) if job.swiglu else 1
 
     # with FP8, Transformer Engine keeps each FP8 GEMM's input as it cast it for the weight
     # gradient (1 B an element, not 2): the QKV, projection, FC1 and FC2 inputs
