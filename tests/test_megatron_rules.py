@@ -138,6 +138,12 @@ def test_the_other_side_of_each_new_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers >= 2
 
 
+def test_the_distributed_optimizer_of_2022_needed_local_ddp():
+    fp32 = BASE.replace(" --bf16", "")  # bf16 with --DDP-impl torch is refused first
+    assert _refused(fp32 + " --DDP-impl torch --use-distributed-optimizer").rule == "distributed optimizer needs local DDP"
+    assert parse(fp32 + " --DDP-impl local --use-distributed-optimizer", 8, WHERE).distributed_optimizer
+
+
 def test_tp_comm_overlap_is_transformer_engines_and_megatrons_own_layers_ignore_it():
     """``--tp-comm-overlap`` is read only by Transformer Engine's layers (Megatron-Core's
     ``extensions/transformer_engine.py``, its userbuffers); with ``--transformer-impl local``

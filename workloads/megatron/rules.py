@@ -377,6 +377,10 @@ def _optimizer(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 _refuse(where, "optimizer dtypes need the precision-aware optimizer",
                         f"--{flag.replace('_', '-')} {getattr(a, flag)} without --use-precision-aware-optimizer "
                         f"(Megatron: {flag} can only be fp32 when not using precision-aware optimizer)")
+    if a.ddp_impl == "torch" and a.use_distributed_optimizer:
+        _refuse(where, "distributed optimizer needs local DDP",
+                "--use-distributed-optimizer with --DDP-impl torch (Megatron, 2022-02 to 2023-08: If we use the "
+                "distributed optimizer, we need to use local DDP; assert args.DDP_impl == 'local')")
     if a.optimizer == "sgd" and a.use_distributed_optimizer and not legacy_names(a):
         _refuse(where, "distributed optimizer needs Adam",
                 "--optimizer sgd with --use-distributed-optimizer: torch's SGD has no state to shard before its "
