@@ -177,3 +177,20 @@ def test_unfused_swiglu_runs_silu_and_the_product_apart_and_keeps_silus_output()
             pytest.approx(forward * per_byte_us, abs=2), pytest.approx((24 - 10) * per_byte_us, abs=2), 0]
     fused, unfused = parse(swiglu, 1), parse(swiglu + " --no-bias-swiglu-fusion", 1)
     assert activation_bytes(unfused) - activation_bytes(fused) == pytest.approx(L * S * ffn * 2)
+
+
+def test_no_hidden_dropout_writes_and_keeps_no_masks():
+    """``--hidden-dropout 0``: PyTorch's dropout returns its input at p = 0, so neither
+    bias-dropout-add of a layer nor the embedding writes its 1-byte mask and none is kept:
+    Korthikanti's 34 s b h a layer become 32 (2 L s h fewer bytes at micro-batch 1, s h fewer
+    for the embedding's mask), the forward writes (2 L + 1) s h bytes fewer and the backward's
+    bias-dropout-adds read 2 L s h fewer."""
+    from simpy_astra.workloads.megatron.memory import activation_bytes
+
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "c").gpu_model()
+    per_byte_us = S * H / (2039e9 * 0.65) * 1e6  # 1 B a value of the micro-batch's activations
+    dropout, none = parse(f"{BASE} --bf16", 1), parse(f"{BASE} --bf16 --hidden-dropout 0", 1)
+    assert activation_bytes(dropout) - activation_bytes(none) == pytest.approx((2 * L + 1) * S * H)
+    with_masks, without = ([op.duration_us for op in build_stage(job, gpu, 0).ops] for job in (dropout, none))
+    assert [a - b for a, b in zip(with_masks, without, strict=True)] == [
+        pytest.approx((2 * L + 1) * per_byte_us, abs=2), pytest.approx(2 * L * per_byte_us, abs=2), 0]

@@ -55,7 +55,7 @@ NO_TIMING_EFFECT = (
 SMALL_EFFECT = (
     "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "--align-grad-reduce",
     "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
-    "--nccl-communicator-config-path", "--calculate-per-token-loss", "--hidden-dropout",
+    "--nccl-communicator-config-path", "--calculate-per-token-loss",
     "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
     "--overlap-p2p-communication", "--no-overlap-p2p-communication",
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
@@ -118,6 +118,9 @@ def parser() -> argparse.ArgumentParser:
     i("--attention-dropout", type=float, default=0.1,
       help="dropout on the attention probabilities (default 0.1; at 0 PyTorch runs no dropout "
            "kernel in the unfused attention and keeps no mask)")
+    i("--hidden-dropout", type=float, default=0.1,
+      help="dropout after attention, the MLP and the embedding (default 0.1; at 0 no 1-byte masks are written "
+           "or kept)")
     i("--make-vocab-size-divisible-by", type=int, default=128,
       help="vocabulary padded to a multiple of this x tp (default 128)")
     i("--micro-batch-size", "--batch-size", dest="micro_batch_size", type=int, required=True,
@@ -455,7 +458,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
-        attention_dropout=a.attention_dropout,
+        attention_dropout=a.attention_dropout, hidden_dropout=a.hidden_dropout,
         position_embeddings=_position_rows(a),
         moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
         grad_norm=a.clip_grad > 0,

@@ -133,6 +133,9 @@ class MegatronJob:
     #: ``--attention-dropout``: at 0 the unfused attention runs no dropout (PyTorch's dropout
     #: returns its input when p is 0: no kernel, no mask kept); fused kernels drop in place
     attention_dropout: float = 0.1
+    #: ``--hidden-dropout``: at 0 PyTorch's dropout returns its input, so the bias-dropout-adds
+    #: and the embedding's dropout write and keep no 1-byte mask
+    hidden_dropout: float = 0.1
     #: rows of the learned position-embedding table (0: rotary or none), on every tp rank
     position_embeddings: int = 0
     #: bytes of each state tensor the optimizer keeps a parameter (``--optimizer``): Adam's two

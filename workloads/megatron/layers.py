@@ -8,8 +8,9 @@ this GPU (``b s / cp``), the layer's weights split over ``tp``, and with sequenc
 the layer norms, dropouts and residual adds on ``T / tp`` tokens.
 
 Bytes per element of the memory-bound kernels (fp16/bf16 tensors, 1-byte dropout masks),
-forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5, fused bias-GeLU 4 / 6
-(unfused 8 / 10), SwiGLU 6 / 10, fused scale-mask-softmax 4 / 6 (unfused: see
+forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5 (6 / 4 at
+``--hidden-dropout 0``: no mask), fused bias-GeLU 4 / 6 (unfused 8 / 10), SwiGLU 6 / 10
+(unfused 10 / 24), fused scale-mask-softmax 4 / 6 (unfused: see
 ``_softmax_kernels``), attention dropout 5 / 5 (none at ``--attention-dropout 0``), the
 context's transpose 4 / 4.
 A bias's gradient reads the output gradient once (none with ``--disable-bias-linear``).
@@ -230,7 +231,8 @@ class ChunkModel:
         b.wait("qkv.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
         self._attention(b, backward=False)
         self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
-        b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
+        bda = (7 if job.bias_dropout_fusion else 13) - (not job.hidden_dropout)  # no mask written at p = 0
+        b.add("elementwise", self._stream(n * h, bda))
         b.add("elementwise", self._stream(n * h, 4))  # post-attention layer norm
         self._tp_in(b, "mlp.allgather")
         if moe:
@@ -238,7 +240,7 @@ class ChunkModel:
             self._tp_out(b, "mlp.allreduce")
         else:
             self._tp_out(b, "mlp.allreduce", self._mlp_forward(b, self.ffn))
-        b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
+        b.add("elementwise", self._stream(n * h, bda))
 
     def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> float:
         """The MLP's kernels; returns the time of its last (row-parallel) GEMM."""
@@ -321,7 +323,8 @@ class ChunkModel:
         all-reduced over tp (reduce-scattered with sequence parallelism); with the async
         all-reduce it runs beside that GEMM's weight-gradient GEMM."""
         h, n = self.job.hidden, self.norm_tokens
-        b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
+        bda = 5 - (not self.job.hidden_dropout)  # no mask read at p = 0
+        b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
         self._tp_in(b, "mlp.bwd.allgather")  # output gradient of the row-parallel GEMM (SP)
         if moe:
             self._moe_backward(b)
@@ -329,7 +332,7 @@ class ChunkModel:
         else:
             self._mlp_backward(b)
         b.add("elementwise", self._stream(n * h, 6))  # layer norm
-        b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
+        b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
         self._tp_in(b, "attn.bwd.allgather")
         self._linear_bwd(b, self.q_width, h)
         self._attention(b, backward=True)
@@ -380,7 +383,8 @@ class ChunkModel:
     # ------------------------------------------------------------------ embedding and loss
     def embedding_forward(self, b: _Builder) -> None:
         h = self.job.hidden
-        b.add("elementwise", self._stream(self.tokens * h, 4 + 7))  # gather, add positions, dropout
+        dropout = 7 - (not self.job.hidden_dropout)  # its mask: none at p = 0
+        b.add("elementwise", self._stream(self.tokens * h, 4 + dropout))  # gather, add positions, dropout
         if self.job.tp > 1 and not self.job.sequence_parallel:
             b.comm("embedding.allreduce", ALL_REDUCE, self.tokens * h * self.e)
         elif self.job.sequence_parallel:

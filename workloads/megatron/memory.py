@@ -18,7 +18,8 @@ attention block 11sbh + 5as^2b, the MLP 19sbh (written here from the shapes, so 
 attention, SwiGLU and other widths count what they store), and tensor parallelism splitting
 all but 10sbh of it, or all of it with sequence parallelism: ``sbh(34 + 5as/h)`` without
 parallelism, ``sbh(10 + 24/t + 5as/ht)`` with tp, ``sbh/t (34 + 5as/h)`` with sequence
-parallelism. Selective recomputation and fused (flash) attention keep no ``as^2b`` term;
+parallelism (``--hidden-dropout 0`` keeps no dropout masks: 2sbh less, and none after the
+embedding). Selective recomputation and fused (flash) attention keep no ``as^2b`` term;
 full recomputation keeps each recompute unit's input (2sbh, /t with sequence parallelism or
 ``--distribute-saved-activations``, which splits it over tp and all-gathers it to recompute)
 and one unit's activations while it is recomputed. An MoE layer stores its routed tokens'
@@ -143,7 +144,8 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
         ffn_words = mlp_words(job.ffn_hidden, gemm_in) - 2 * h
     # layer-norm inputs 4h, QKV and MLP inputs 2h each, two dropout masks h each: not split over
     # tp without sequence parallelism; the rest always is
-    unsplit = 4 * h + gemm_in * h + gemm_in * h + 2 * h
+    masks = 2 * h if job.hidden_dropout else 0  # PyTorch's dropout at p = 0 returns its input: no mask
+    unsplit = 4 * h + gemm_in * h + gemm_in * h + masks
     split = 2 * q + 2 * kv + 2 * kv + gemm_in * q + ffn_words
     per_token = (unsplit + split) / t if job.sequence_parallel else unsplit + split / t
     per_token += routed
@@ -180,7 +182,7 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
         stored = units * sum(kept) / len(chunks) + working
     else:
         stored = units * sum(chunks) / len(chunks) * layer
-    if stage == 0:  # the embedding's dropout mask (one byte a value) for each micro-batch in flight
+    if stage == 0 and job.hidden_dropout:  # the embedding's dropout mask (1 B a value), each micro-batch in flight
         stored += min(pp, m) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
     if stage == pp - 1:  # the output layer's input and fp32 logits, one micro-batch at a time
         s_b = job.seq // job.cp * job.micro_batch
