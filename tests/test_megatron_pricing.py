@@ -194,3 +194,11 @@ def test_no_hidden_dropout_writes_and_keeps_no_masks():
     with_masks, without = ([op.duration_us for op in build_stage(job, gpu, 0).ops] for job in (dropout, none))
     assert [a - b for a, b in zip(with_masks, without, strict=True)] == [
         pytest.approx((2 * L + 1) * per_byte_us, abs=2), pytest.approx(2 * L * per_byte_us, abs=2), 0]
+
+
+def test_no_position_embedding_of_2023_keeps_no_position_table():
+    """``--no-position-embedding`` (Megatron-LM 2023-02 to 07, beside ``--DDP-impl``): no
+    learned position table, S x h weights fewer on the first stage (2 B each in bf16)."""
+    legacy = f"{BASE} --bf16 --DDP-impl local"
+    table, none = (parts_bytes(parse(legacy + extra, 1))["weights"] for extra in ("", " --no-position-embedding"))
+    assert table - none == pytest.approx(2 * S * H)

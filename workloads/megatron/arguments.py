@@ -60,7 +60,7 @@ SMALL_EFFECT = (
     "--overlap-p2p-communication", "--no-overlap-p2p-communication",
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
-    "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
+    "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu",
     "--num-distributed-optimizer-instances",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
@@ -114,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
       help="learned_absolute (default) keeps a position table of --max-position-embeddings rows; "
            "the others none")
     _bool(p, "--use-rotary-position-embeddings", help="rope (its 2023 name)")
+    _bool(p, "--no-position-embedding", help="no position table (2023-02 to 07; since, refused unless rope)")
     i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
     i("--attention-dropout", type=float, default=0.1,
       help="dropout on the attention probabilities (default 0.1; at 0 PyTorch runs no dropout "
@@ -491,6 +492,6 @@ def _master_bytes(a: argparse.Namespace, precision: str) -> int:
 def _position_rows(a: argparse.Namespace) -> int:
     """Rows of the learned position-embedding table (``LanguageModelEmbedding``: one per
     position up to ``--max-position-embeddings``), none with rotary or no position embeddings."""
-    if a.use_rotary_position_embeddings or a.position_embedding_type != "learned_absolute":
+    if a.use_rotary_position_embeddings or a.no_position_embedding or a.position_embedding_type != "learned_absolute":
         return 0
     return a.max_position_embeddings or a.seq_length

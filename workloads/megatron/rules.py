@@ -126,7 +126,7 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         _refuse(where, "mrope needs its sections",
                 "--position-embedding-type mrope needs --mrope-section (Megatron: --mrope-section should be set when "
                 "using --position-embedding-type mrope.)")
-    if "--no-position-embedding" in others and position != "rope" and not legacy_names(a):
+    if a.no_position_embedding and position != "rope" and not legacy_names(a):
         _refuse(where, "no --no-position-embedding",
                 "--no-position-embedding without rotary embeddings (Megatron, since 2023-07: --no-position-embedding "
                 "is deprecated, use --position-embedding-type; none drops the position table)")
