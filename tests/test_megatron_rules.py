@@ -78,6 +78,9 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --no-position-embedding", 8, "no --no-position-embedding"),
     (" --attention-backend local", 8, "local attention backend needs the local spec"),
     (" --context-parallel-size 2 --cp-comm-type p2p a2a", 8, "one cp comm type or one a layer"),
+    # Transformer Engine's AttnFuncWithCPAndQKVOA2A (one key/value head a tp rank with 2 groups at tp 2)
+    (" --context-parallel-size 2 --cp-comm-type a2a --tensor-model-parallel-size 2 --group-query-attention "
+     "--num-query-groups 2", 8, "a2a context parallelism splits heads"),
     (" --accumulate-allreduce-grads-in-fp32 --main-grads-dtype bf16", 8,
      "fp32 gradient accumulation needs fp32 main gradients"),
     # 2021's names with FP8, which no Megatron-LM of theirs had (see _fp8_era)
@@ -121,6 +124,7 @@ def test_what_megatron_accepts_is_accepted():
     " --no-position-embedding --DDP-impl local",  # 2023-02 to 07 (with --DDP-impl): no position table
     " --attention-backend flash",
     " --num-layers 2 --context-parallel-size 2 --cp-comm-type p2p p2p",  # one type a layer
+    " --context-parallel-size 2 --cp-comm-type a2a --group-query-attention --num-query-groups 2",
     " --accumulate-allreduce-grads-in-fp32 --main-grads-dtype fp32",
     " --fp8-format hybrid --DDP-impl local --transformer-impl transformer_engine",  # Megatron-LM of 2023-08-24
     " --fp8-format hybrid",

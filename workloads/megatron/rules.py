@@ -121,6 +121,14 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
                 f"--cp-comm-type names {kinds} types for --num-layers {a.num_layers} (Megatron: Length of "
                 f"cp_comm_type ({kinds}) should equal to the total number of transformer layers ({a.num_layers})!; "
                 f"give one type, or one for each layer)")
+    if cp > 1 and "a2a" in a.cp_comm_type:
+        tp, groups = a.tensor_model_parallel_size, query_groups(a) or a.num_attention_heads
+        heads, kv_heads = a.num_attention_heads // tp, max(1, groups // tp)  # on a tp rank
+        if heads % cp or kv_heads % cp:
+            _refuse(where, "a2a context parallelism splits heads",
+                    f"--cp-comm-type a2a with {heads} query and {kv_heads} key/value heads a tp rank, not "
+                    f"multiples of --context-parallel-size {cp} (Megatron, through Transformer Engine's all-to-all "
+                    f"context parallelism: The number of attention heads needs to be divisible by CP size!)")
     position = "rope" if a.use_rotary_position_embeddings else a.position_embedding_type
     if position == "mrope" and "--mrope-section" not in others:
         _refuse(where, "mrope needs its sections",
