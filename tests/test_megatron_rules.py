@@ -33,8 +33,8 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --tensor-model-parallel-size 3", 6, "heads divisible by tp"),
     (" --num-attention-heads 12", 8, "hidden divisible by heads"),
     (" --group-query-attention --num-query-groups 3", 8, "heads divisible by query groups"),
-    (" --num-attention-heads 24 --hidden-size 1536 --num-query-groups 6 --tensor-model-parallel-size 4", 8,
-     "query groups divisible by tp"),
+    (" --num-attention-heads 24 --hidden-size 1536 --group-query-attention --num-query-groups 6 "
+     "--tensor-model-parallel-size 4", 8, "query groups divisible by tp"),
     (" --tensor-model-parallel-size 4", 6, "gpus divisible by tp x pp x cp"),
     (" --seq-length 1023 --context-parallel-size 2", 8, "sequence divisible by 2 x cp"),
     (" --max-position-embeddings 512", 8, "position embeddings cover the sequence"),
@@ -71,6 +71,36 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --context-parallel-size 2 --DDP-impl local", 8, "context parallelism needs Transformer Engine"),
     (" --context-parallel-size 2 --attention-backend unfused", 8, "context parallelism needs fused attention"),
     (" --defer-embedding-wgrad-compute", 8, "deferred embedding gradients need pp and fusion"),
+    # megatron/training/arguments.py validate_args
+    (" --position-embedding-type relative --transformer-impl local", 8,
+     "relative position embeddings need Transformer Engine"),
+    (" --position-embedding-type mrope", 8, "mrope needs its sections"),
+    (" --no-position-embedding", 8, "no --no-position-embedding"),
+    (" --attention-backend local", 8, "local attention backend needs the local spec"),
+    (" --context-parallel-size 2 --cp-comm-type p2p a2a", 8, "one cp comm type or one a layer"),
+    # Transformer Engine's AttnFuncWithCPAndQKVOA2A (one key/value head a tp rank with 2 groups at tp 2)
+    (" --context-parallel-size 2 --cp-comm-type a2a --tensor-model-parallel-size 2 --group-query-attention "
+     "--num-query-groups 2", 8, "a2a context parallelism splits heads"),
+    (" --accumulate-allreduce-grads-in-fp32 --main-grads-dtype bf16", 8,
+     "fp32 gradient accumulation needs fp32 main gradients"),
+    # 2021's names with FP8, which no Megatron-LM of theirs had (see _fp8_era)
+    (" --fp8-format hybrid --checkpoint-activations", 8, "fp8 needs a Megatron-LM with fp8"),
+    (" --fp8-format hybrid --activations-checkpoint-method uniform", 8, "fp8 needs a Megatron-LM with fp8"),
+    (" --fp8-format hybrid --DDP-impl local", 8, "fp8 needs a Megatron-LM with fp8"),
+    # megatron/core/optimizer/distrib_optimizer.py DistributedOptimizer.__init__
+    (" --optimizer sgd --use-distributed-optimizer", 8, "distributed optimizer needs Adam"),
+    # megatron/core/optimizer/__init__.py get_megatron_optimizer; optimizer_config.py OptimizerConfig.__post_init__
+    (" --use-precision-aware-optimizer", 8, "precision-aware optimizer needs the distributed optimizer"),
+    (" --use-precision-aware-optimizer --use-distributed-optimizer --optimizer sgd", 8,
+     "precision-aware optimizer is Adam"),
+    (" --exp-avg-dtype bf16", 8, "optimizer dtypes need the precision-aware optimizer"),
+    (" --main-grads-dtype bf16", 8, "optimizer dtypes need the precision-aware optimizer"),
+    # megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__
+    (" --moe-ffn-hidden-size 512", 8, "expert width needs experts"),
+    (" --num-experts 4 --moe-router-enable-expert-bias", 8, "expert bias needs sigmoid scores"),
+    (" --num-experts 4 --tensor-model-parallel-size 2", 8, "expert biases need etp 1"),
+    (" --num-experts 4 --disable-bias-linear --moe-shared-expert-intermediate-size 512 --moe-shared-expert-overlap", 8,
+     "shared expert overlap needs all-to-all"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, gpus, rule):
     error = _refused(BASE + extra, gpus)
@@ -86,6 +116,36 @@ def test_what_megatron_accepts_is_accepted():
     # Megatron turns sequence parallelism off at tp 1 (a warning, not an error)
     assert not parse(BASE + " --sequence-parallel", 8, WHERE).sequence_parallel
     assert parse(BASE + " --num-experts 4 --moe-router-topk 1 --moe-router-pre-softmax", 8, WHERE).topk == 1
+
+
+@pytest.mark.parametrize("extra", [
+    " --position-embedding-type relative",  # Transformer Engine's layers, today's default
+    " --position-embedding-type rope --no-position-embedding",
+    " --no-position-embedding --DDP-impl local",  # 2023-02 to 07 (with --DDP-impl): no position table
+    " --attention-backend flash",
+    " --num-layers 2 --context-parallel-size 2 --cp-comm-type p2p p2p",  # one type a layer
+    " --context-parallel-size 2 --cp-comm-type a2a --group-query-attention --num-query-groups 2",
+    " --accumulate-allreduce-grads-in-fp32 --main-grads-dtype fp32",
+    " --fp8-format hybrid --DDP-impl local --transformer-impl transformer_engine",  # Megatron-LM of 2023-08-24
+    " --fp8-format hybrid",
+    " --optimizer sgd",
+    " --use-precision-aware-optimizer --use-distributed-optimizer --exp-avg-dtype bf16 --main-grads-dtype bf16",
+    " --optimizer sgd --use-distributed-optimizer --DDP-impl local",  # 2022-02 to 2023-05: SGD was sharded too
+    " --moe-ffn-hidden-size 512 --moe-layer-freq 2",  # a dense model between MoE layers: ignored, not refused
+    " --num-experts 4 --moe-router-enable-expert-bias --moe-router-score-function sigmoid",
+    " --num-experts 4 --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1",
+    " --num-experts 4 --tensor-model-parallel-size 2 --disable-bias-linear",
+    " --num-experts 4 --disable-bias-linear --moe-shared-expert-intermediate-size 512 --moe-shared-expert-overlap "
+    "--moe-token-dispatcher-type alltoall",
+])
+def test_the_other_side_of_each_new_rule_is_accepted(extra):
+    assert parse(BASE + extra, 8, WHERE).num_layers >= 2
+
+
+def test_the_distributed_optimizer_of_2022_needed_local_ddp():
+    fp32 = BASE.replace(" --bf16", "")  # bf16 with --DDP-impl torch is refused first
+    assert _refused(fp32 + " --DDP-impl torch --use-distributed-optimizer").rule == "distributed optimizer needs local DDP"
+    assert parse(fp32 + " --DDP-impl local --use-distributed-optimizer", 8, WHERE).distributed_optimizer
 
 
 def test_tp_comm_overlap_is_transformer_engines_and_megatrons_own_layers_ignore_it():

@@ -29,8 +29,8 @@ NO_TIMING_EFFECT = (
     "--log", "--tensorboard", "--wandb", "--timing-log", "--save", "--load", "--no-load",
     "--finetune", "--pretrained-checkpoint", "--use-checkpoint", "--ckpt-", "--async-save",
     "--exit-", "--eval-", "--train-iters", "--train-samples", "--lr", "--min-lr", "--warmup",
-    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--clip-grad", "--adam-",
-    "--sgd-momentum", "--optimizer", "--loss-scale", "--initial-loss-scale", "--min-loss-scale",
+    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--adam-",
+    "--loss-scale-window", "--initial-loss-scale", "--min-loss-scale",
     "--hysteresis", "--seed", "--init-method",
     "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
     "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
@@ -38,9 +38,9 @@ NO_TIMING_EFFECT = (
     "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
-    "--bias-swiglu-fusion", "--no-bias-swiglu-fusion", "--profile", "--record-memory-history",
+    "--profile", "--record-memory-history",
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
-    "--DDP-bucket", "--ddp-bucket-size", "--yaml-cfg", "--kv-lora", "--qk-layernorm",
+    "--DDP-bucket", "--kv-lora", "--qk-layernorm",
     "--no-rope-fusion",
     "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
     "--no-save-", "--no-initialization", "--vocab-extra-ids",
@@ -55,20 +55,18 @@ NO_TIMING_EFFECT = (
 SMALL_EFFECT = (
     "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "--align-grad-reduce",
     "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
-    "--nccl-communicator-config-path", "--calculate-per-token-loss", "--hidden-dropout",
+    "--nccl-communicator-config-path", "--calculate-per-token-loss",
     "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
     "--overlap-p2p-communication", "--no-overlap-p2p-communication",
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
-    "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
-    "--num-distributed-optimizer-instances", "--use-precision-aware-optimizer",
-    "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+    "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu",
+    "--num-distributed-optimizer-instances",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
     "--moe-router-fusion", "--moe-per-layer-logging", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
     "--moe-use-legacy-grouped-gemm", "--moe-shared-expert-overlap", "--empty-unused-memory-level",
-    "--distribute-checkpointed-activations", "--distribute-saved-activations",
 )
 
 #: timing arguments this simulator knows exist and does not model yet (refused by name)
@@ -80,6 +78,7 @@ NOT_MODELLED = {
     "--pipeline-model-parallel-split-rank": "encoder-decoder pipelines",
     "--cpu-offloading": "activation offloading to the host",
     "--sequence-parallel-size": "DeepSpeed-Ulysses sequence parallelism",
+    "--yaml-cfg": "arguments read from a YAML file; give them on the command line",
 }
 
 
@@ -102,7 +101,8 @@ def parser() -> argparse.ArgumentParser:
     i("--hidden-size", type=int, required=True, help="model width h")
     i("--num-attention-heads", type=int, required=True, help="attention heads")
     i("--kv-channels", type=int, default=None, help="width of one head (default h / heads)")
-    i("--num-query-groups", type=int, default=None, help="key/value heads with --group-query-attention")
+    i("--num-query-groups", type=int, default=None,
+      help="key/value heads with --group-query-attention (default 1 with it; ignored without it, as in Megatron)")
     i("--ffn-hidden-size", type=int, default=None, help="MLP width (default 4h; 8h/3 rounded with --swiglu)")
     _bool(p, "--swiglu", help="SwiGLU MLP (three weight matrices)")
     i("--seq-length", "--encoder-seq-length", dest="seq_length", type=int, required=True,
@@ -114,10 +114,14 @@ def parser() -> argparse.ArgumentParser:
       help="learned_absolute (default) keeps a position table of --max-position-embeddings rows; "
            "the others none")
     _bool(p, "--use-rotary-position-embeddings", help="rope (its 2023 name)")
+    _bool(p, "--no-position-embedding", help="no position table (2023-02 to 07; since, refused unless rope)")
     i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
     i("--attention-dropout", type=float, default=0.1,
       help="dropout on the attention probabilities (default 0.1; at 0 PyTorch runs no dropout "
            "kernel in the unfused attention and keeps no mask)")
+    i("--hidden-dropout", type=float, default=0.1,
+      help="dropout after attention, the MLP and the embedding (default 0.1; at 0 no 1-byte masks are written "
+           "or kept)")
     i("--make-vocab-size-divisible-by", type=int, default=128,
       help="vocabulary padded to a multiple of this x tp (default 128)")
     i("--micro-batch-size", "--batch-size", dest="micro_batch_size", type=int, required=True,
@@ -161,6 +165,9 @@ def parser() -> argparse.ArgumentParser:
       help="which layers full recomputation covers")
     i("--recompute-num-layers", type=int, default=None, help="layers per recompute unit / block")
     _bool(p, "--recompute-activations", help="selective recomputation (older name)")
+    _bool(p, "--distribute-saved-activations",
+          help="full recomputation: each unit's input kept as 1/tp, all-gathered over tp to recompute it")
+    _bool(p, "--distribute-checkpointed-activations", help="--distribute-saved-activations (2021 name)")
     _bool(p, "--sequence-parallel", help="layer norm and dropout split over tp (reduce-scatter + all-gather)")
     i("--DDP-impl", dest="ddp_impl", choices=("local", "torch"), default=None,
       help="2021: local syncs after the backward, torch overlaps buckets with it")
@@ -169,9 +176,18 @@ def parser() -> argparse.ArgumentParser:
                                          "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
                                            "in bf16, not fp32 (half the bytes)")
+    _bool(p, "--use-precision-aware-optimizer", help="Transformer Engine's FusedAdam with the dtypes below "
+                                                       "(with bf16, 2 B a master weight: the 16 bits bf16 lacks)")
+    i("--main-grads-dtype", choices=("fp32", "bf16"), default="fp32",
+      help="with the precision-aware optimizer and --bf16: bf16 gradient buffer and reduction")
+    i("--main-params-dtype", choices=("fp32", "fp16"), default="fp32", help="the precision-aware optimizer's master")
+    i("--exp-avg-dtype", choices=tuple(STATE_BYTES), default="fp32", help="the precision-aware Adam's first moment")
+    i("--exp-avg-sq-dtype", choices=tuple(STATE_BYTES), default="fp32", help="its second moment")
     _bool(p, "--accumulate-allreduce-grads-in-fp32", help="with --fp16: gradients accumulated and reduced in fp32 "
                                                           "(4 B each, not 2; bf16 always is, unless --grad-reduce-in-bf16)")
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
+    i("--ddp-bucket-size", type=int, default=None,
+      help="with --overlap-grad-reduce: parameters a gradient bucket (default max(40M, 1M x dp x cp))")
     _bool(p, "--overlap-param-gather", help="parameter all-gather overlapped with the forward")
     _bool(p, "--tp-comm-overlap", help="tensor-parallel communication overlapped with GEMMs")
     _bool(p, "--disable-bias-linear", help="linear layers without biases (Llama): no bias-gradient kernels")
@@ -198,6 +214,9 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--no-query-key-layer-scaling", help="2021: no layer-number scaling (softmax in fp16 unless "
                                                   "--attention-softmax-in-fp32)")
     _bool(p, "--no-bias-gelu-fusion", help="bias and GeLU as separate kernels")
+    _bool(p, "--no-bias-swiglu-fusion", help="with --swiglu: bias, SiLU and the product as separate kernels "
+                                             "(the SiLU's output kept for the backward)")
+    _bool(p, "--bias-swiglu-fusion", help="(default) bias and SwiGLU in one kernel")
     _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
     _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
     _bool(p, "--untie-embeddings-and-output-weights", help="separate output layer (no embedding all-reduce)")
@@ -209,6 +228,14 @@ def parser() -> argparse.ArgumentParser:
     i("--moe-ffn-hidden-size", type=int, default=None, help="an expert's MLP width (default --ffn-hidden-size)")
     i("--moe-shared-expert-intermediate-size", type=int, default=None, help="a shared expert's MLP width")
     i("--moe-layer-freq", type=int, default=1, help="every N-th layer is a mixture of experts (default 1)")
+    i("--optimizer", default="adam", choices=("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"),
+      help="adam (default: two fp32 moments a parameter) or sgd (one momentum buffer); the others are not modelled")
+    i("--sgd-momentum", type=float, default=0.9, help="with --optimizer sgd: 0 keeps no momentum buffer (default 0.9)")
+    i("--clip-grad", type=float, default=1.0,
+      help="gradient clipping by the global norm (default 1.0); 0: the optimizer step computes no norm")
+    i("--loss-scale", type=float, default=None,
+      help="a constant loss scale: with --bf16 (or the distributed optimizer) gradients are then unscaled and "
+           "checked for inf/nan each step, as fp16's always are")
     return p
 
 
@@ -262,6 +289,8 @@ def value_problem(flag: str, text: str) -> str | None:
 def _range_problem(action: argparse.Action, value) -> str | None:
     """Why a parsed value is out of its argument's range: a count under its least value, a
     dropout probability outside [0, 1] (or nan), else None."""
+    if action.dest in ("sgd_momentum", "clip_grad", "loss_scale"):
+        return None if value >= 0.0 else "must be at least 0"
     if action.type is float and not 0.0 <= value <= 1.0:
         return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
     least = _LEAST.get(action.dest, 1)
@@ -276,6 +305,8 @@ def known(flag: str) -> bool:
     return accepted(flag) or flag in NOT_MODELLED
 
 
+#: bytes an element of the optimizer state dtypes Megatron offers
+STATE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 #: the least value of each numeric argument (all others: 1); --num-experts 0 is a dense model
 _LEAST = {"num_experts": 0}
 
@@ -316,9 +347,8 @@ def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str)
 
 
 def _legacy(a: argparse.Namespace) -> bool:
-    """A 2021-2022 Megatron-LM: only it has ``--DDP-impl``, ``--checkpoint-activations`` and
-    ``--activations-checkpoint-method``."""
-    return a.ddp_impl is not None or a.checkpoint_activations or a.activations_checkpoint_method is not None
+    """A 2021-2022 Megatron-LM (:func:`~simpy_astra.workloads.megatron.rules.legacy_names`)."""
+    return rules.legacy_names(a)
 
 
 def _transformer_engine(a: argparse.Namespace) -> bool:
@@ -344,11 +374,11 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     dp = gpus // (tp * pp * cp)
     h, heads = a.hidden_size, a.num_attention_heads
     head_dim = a.kv_channels or h // heads
-    kv_heads = a.num_query_groups if (a.group_query_attention or a.num_query_groups) and a.num_query_groups else heads
+    kv_heads = rules.query_groups(a) or heads
     if a.ffn_hidden_size:
         ffn = a.ffn_hidden_size
     elif a.swiglu:
-        ffn = int(4 * h * 2 / 3 / 64 + 0.999) * 64  # Megatron: 8h/3 rounded up to a multiple of 64
+        ffn = int(4 * h * 2 / 3 / 64) * 64  # Megatron: 8h/3 rounded down to a multiple of 64
     else:
         ffn = 4 * h
     vocab = a.vocab_size or GPT2_VOCAB
@@ -375,7 +405,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     else:
         recompute, method, layers = "none", "uniform", 0
     legacy, te = _legacy(a), _transformer_engine(a)
-    rules.check_layers(cp, te, _fused_attention(a), where)
+    rules.check_layers(cp, te, _fused_attention(a), where,
+                       "rope" if a.use_rotary_position_embeddings else a.position_embedding_type)
     # query-key layer scaling: on by default until Megatron-Core made it opt-in (2023), and it
     # puts the softmax in fp32; Transformer Engine scales fp16 scores only, and its unfused
     # softmax is always in fp32
@@ -388,6 +419,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     if a.fp8_recipe not in ("delayed", "tensorwise"):
         raise InputError(f"{where}: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
                          f"current) scaling are modelled")
+    if a.optimizer not in ("adam", "sgd"):
+        raise InputError(f"{where}: --optimizer {a.optimizer}: only adam and sgd are modelled")
     experts = a.num_experts or 0
     ep = a.expert_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
@@ -409,27 +442,56 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer,
-        grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16",
+        # Megatron accumulates bf16 gradients in fp32 only while --main-grads-dtype is fp32
+        grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,
+        ddp_bucket_params=a.ddp_bucket_size or 0,
+        distribute_saved_activations=(a.distribute_saved_activations or a.distribute_checkpointed_activations)
+        and tp > 1 and recompute == "full",
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
         flash_attention=_fused_attention(a), transformer_engine=te,
         cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
-        bias_gelu_fusion=not a.no_bias_gelu_fusion, bias_dropout_fusion=not a.no_bias_dropout_fusion,
+        bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
-        attention_dropout=a.attention_dropout,
+        attention_dropout=a.attention_dropout, hidden_dropout=a.hidden_dropout,
         position_embeddings=_position_rows(a),
+        moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
+        grad_norm=a.clip_grad > 0,
+        # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's
+        # dynamic one, or --loss-scale's constant one (with bf16, fp16 or the distributed optimizer)
+        gradient_check=a.fp16 or (bool(a.loss_scale) and (a.bf16 or a.use_distributed_optimizer)),
     )
+
+
+def _moment_bytes(a: argparse.Namespace) -> tuple[int, ...]:
+    """Bytes a parameter of each optimizer state (``megatron/core/optimizer/__init__.py``): Adam's
+    two moments in their dtypes, SGD's momentum buffer in fp32 (none without momentum)."""
+    if a.optimizer == "adam":
+        return STATE_BYTES[a.exp_avg_dtype], STATE_BYTES[a.exp_avg_sq_dtype]
+    return (4,) if a.sgd_momentum else ()
+
+
+def _master_bytes(a: argparse.Namespace, precision: str) -> int:
+    """Bytes a parameter of the master copy: fp32, or with the precision-aware optimizer fp16
+    (``--main-params-dtype``) or, for bf16 weights whose master Transformer Engine's FusedAdam
+    keeps (not FP8 past delayed scaling), the 16-bit remainder (``store_param_remainders``)."""
+    if not a.use_precision_aware_optimizer:
+        return 4
+    if a.main_params_dtype == "fp16":
+        return 2
+    te_master = a.fp8_format is None or a.fp8_recipe == "delayed"
+    return 2 if precision == "bf16" and te_master else 4
 
 
 def _position_rows(a: argparse.Namespace) -> int:
     """Rows of the learned position-embedding table (``LanguageModelEmbedding``: one per
     position up to ``--max-position-embeddings``), none with rotary or no position embeddings."""
-    if a.use_rotary_position_embeddings or a.position_embedding_type != "learned_absolute":
+    if a.use_rotary_position_embeddings or a.no_position_embedding or a.position_embedding_type != "learned_absolute":
         return 0
     return a.max_position_embeddings or a.seq_length

@@ -93,7 +93,7 @@ class MegatronJob:
     transformer_engine: bool  # Transformer Engine layers (today's default; 2021 and --transformer-impl local: no)
     cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a"
     masked_softmax_fusion: bool
-    bias_gelu_fusion: bool
+    bias_gelu_fusion: bool  # Megatron's bias_activation_fusion: GeLU's, or SwiGLU's with --swiglu
     bias_dropout_fusion: bool
     scatter_gather: bool  # pipeline sends of 1/tp of the activation, then an all-gather
     experts: int  # 0: dense MLPs
@@ -133,8 +133,31 @@ class MegatronJob:
     #: ``--attention-dropout``: at 0 the unfused attention runs no dropout (PyTorch's dropout
     #: returns its input when p is 0: no kernel, no mask kept); fused kernels drop in place
     attention_dropout: float = 0.1
+    #: ``--hidden-dropout``: at 0 PyTorch's dropout returns its input, so the bias-dropout-adds
+    #: and the embedding's dropout write and keep no 1-byte mask
+    hidden_dropout: float = 0.1
     #: rows of the learned position-embedding table (0: rotary or none), on every tp rank
     position_embeddings: int = 0
+    #: bytes of each state tensor the optimizer keeps a parameter (``--optimizer``): Adam's two
+    #: fp32 moments (narrower with ``--use-precision-aware-optimizer --exp-avg(-sq)-dtype``);
+    #: SGD's momentum buffer, none at ``--sgd-momentum 0`` (torch's SGD then keeps no buffer)
+    moment_bytes: tuple[int, ...] = (4, 4)
+    #: bytes a parameter of the optimizer's master copy with fp16/bf16 training: fp32 (4); with
+    #: ``--use-precision-aware-optimizer``, Transformer Engine's FusedAdam keeps the 16 bits a
+    #: bf16 weight does not hold (``store_param_remainders``), or fp16 (``--main-params-dtype``)
+    master_bytes: int = 4
+    #: ``--ddp-bucket-size``: parameters a gradient bucket on the first stage's first chunk
+    #: (0: Megatron-Core's ``max(40M, 1M x dp x cp)``)
+    ddp_bucket_params: int = 0
+    #: ``--distribute-saved-activations`` (2021: ``--distribute-checkpointed-activations``): full
+    #: recomputation keeps 1/tp of each unit's input (``CheckpointFunction``) and all-gathers it
+    #: over tp before recomputing the unit
+    distribute_saved_activations: bool = False
+    #: the optimizer step computes the gradients' global norm (``--clip-grad`` above 0)
+    grad_norm: bool = True
+    #: the optimizer step unscales the gradients and checks them for inf/nan (a grad scaler:
+    #: fp16, or ``--loss-scale``); bf16 without a loss scale skips that pass
+    gradient_check: bool = True
 
     def fused_softmax_runs(self) -> bool:
         """Megatron's fused scale-mask-softmax kernel runs (else PyTorch's kernels one by one).

@@ -8,8 +8,9 @@ this GPU (``b s / cp``), the layer's weights split over ``tp``, and with sequenc
 the layer norms, dropouts and residual adds on ``T / tp`` tokens.
 
 Bytes per element of the memory-bound kernels (fp16/bf16 tensors, 1-byte dropout masks),
-forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5, fused bias-GeLU 4 / 6
-(unfused 8 / 10), SwiGLU 6 / 10, fused scale-mask-softmax 4 / 6 (unfused: see
+forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5 (6 / 4 at
+``--hidden-dropout 0``: no mask), fused bias-GeLU 4 / 6 (unfused 8 / 10), SwiGLU 6 / 10
+(unfused 10 / 24), fused scale-mask-softmax 4 / 6 (unfused: see
 ``_softmax_kernels``), attention dropout 5 / 5 (none at ``--attention-dropout 0``), the
 context's transpose 4 / 4.
 A bias's gradient reads the output gradient once (none with ``--disable-bias-linear``).
@@ -29,6 +30,12 @@ from simpy_astra.workloads.megatron.steps import StepBuilder as _Builder
 
 # Chakra collective kinds
 ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
+#: bytes an element of ffn that SwiGLU's unfused kernels move (``--no-bias-swiglu-fusion``:
+#: Megatron-Core's ``glu``, ``silu(x1) * x2``): forward, SiLU reads x1 and writes its output
+#: (4) and the product reads both and writes one (6); backward, the product's gradient reads
+#: the incoming gradient, SiLU's output and x2 and writes two (10), SiLU's reads the gradient
+#: and x1 and writes one (6), and the chunk's gradient concatenates both halves (8)
+_UNFUSED_SWIGLU_FWD, _UNFUSED_SWIGLU_BWD = 10, 24
 
 
 class ChunkModel:
@@ -224,7 +231,8 @@ class ChunkModel:
         b.wait("qkv.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
         self._attention(b, backward=False)
         self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
-        b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
+        bda = (7 if job.bias_dropout_fusion else 13) - (not job.hidden_dropout)  # no mask written at p = 0
+        b.add("elementwise", self._stream(n * h, bda))
         b.add("elementwise", self._stream(n * h, 4))  # post-attention layer norm
         self._tp_in(b, "mlp.allgather")
         if moe:
@@ -232,7 +240,7 @@ class ChunkModel:
             self._tp_out(b, "mlp.allreduce")
         else:
             self._tp_out(b, "mlp.allreduce", self._mlp_forward(b, self.ffn))
-        b.add("elementwise", self._stream(n * h, 7 if job.bias_dropout_fusion else 13))
+        b.add("elementwise", self._stream(n * h, bda))
 
     def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> float:
         """The MLP's kernels; returns the time of its last (row-parallel) GEMM."""
@@ -241,8 +249,9 @@ class ChunkModel:
         self._fp8_cast(b, (self.norm_tokens if tokens is None else t) * h, fused=True)  # after the norm
         b.add("gemm", self._linear(t, (2 if job.swiglu else 1) * ffn, h))
         b.wait("fc1.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
-        if job.swiglu:
-            b.add("elementwise", self._stream(t * ffn, 6))
+        if job.swiglu:  # fused: both halves read, the product written (3 x 2 B an element of ffn)
+            b.add("elementwise", self._stream(t * ffn, 6 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_FWD
+                                              + (8 if job.bias_linear else 0)))  # the bias added to both halves
         else:
             b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
         self._fp8_cast(b, t * ffn, fused=True)
@@ -284,7 +293,8 @@ class ChunkModel:
             b.add("gemm", self._linear(tokens, n_in, n_out))
             b.add("gemm", self._linear(n_in, n_out, tokens))
             self._accumulate(b, n_in * n_out)
-        b.add("elementwise", self._stream(tokens * ffn, 10 if job.swiglu else 6))
+        swiglu = 10 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_BWD
+        b.add("elementwise", self._stream(tokens * ffn, swiglu if job.swiglu else 6))
 
     def _moe_backward(self, b: _Builder) -> None:
         job, h, e = self.job, self.job.hidden, self.e
@@ -313,7 +323,8 @@ class ChunkModel:
         all-reduced over tp (reduce-scattered with sequence parallelism); with the async
         all-reduce it runs beside that GEMM's weight-gradient GEMM."""
         h, n = self.job.hidden, self.norm_tokens
-        b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
+        bda = 5 - (not self.job.hidden_dropout)  # no mask read at p = 0
+        b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
         self._tp_in(b, "mlp.bwd.allgather")  # output gradient of the row-parallel GEMM (SP)
         if moe:
             self._moe_backward(b)
@@ -321,7 +332,7 @@ class ChunkModel:
         else:
             self._mlp_backward(b)
         b.add("elementwise", self._stream(n * h, 6))  # layer norm
-        b.add("elementwise", self._stream(n * h, 5))  # bias-dropout-add
+        b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
         self._tp_in(b, "attn.bwd.allgather")
         self._linear_bwd(b, self.q_width, h)
         self._attention(b, backward=True)
@@ -338,7 +349,7 @@ class ChunkModel:
         job, h = self.job, self.job.hidden
         self._linear_bwd(b, self.ffn, h)
         if job.swiglu:
-            b.add("elementwise", self._stream(self.tokens * self.ffn, 10))
+            b.add("elementwise", self._stream(self.tokens * self.ffn, 10 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_BWD))
             self._input_grad(b, h, 2 * self.ffn, "mlp.bwd.allreduce")
         else:
             b.add("elementwise", self._stream(self.tokens * self.ffn, 6 if job.bias_gelu_fusion else 10))
@@ -372,7 +383,8 @@ class ChunkModel:
     # ------------------------------------------------------------------ embedding and loss
     def embedding_forward(self, b: _Builder) -> None:
         h = self.job.hidden
-        b.add("elementwise", self._stream(self.tokens * h, 4 + 7))  # gather, add positions, dropout
+        dropout = 7 - (not self.job.hidden_dropout)  # its mask: none at p = 0
+        b.add("elementwise", self._stream(self.tokens * h, 4 + dropout))  # gather, add positions, dropout
         if self.job.tp > 1 and not self.job.sequence_parallel:
             b.comm("embedding.allreduce", ALL_REDUCE, self.tokens * h * self.e)
         elif self.job.sequence_parallel:
@@ -444,7 +456,10 @@ class ChunkModel:
         if job.recompute == "full":
             if first:
                 self.embedding_forward(b)
-            for is_moe in moe:
+            for i, is_moe in enumerate(moe):
+                unit_starts = job.recompute_method == "block" or i % max(1, job.recompute_layers) == 0
+                if job.distribute_saved_activations and unit_starts:  # the unit's input, kept as 1/tp
+                    b.comm("recompute.input.allgather", ALL_GATHER, self.tokens // job.tp * job.hidden * self.e)
                 self.layer_forward(b, moe=is_moe)
         elif job.recompute == "selective" and (job.transformer_engine or not job.flash_attention):
             # Megatron-Core checkpoints the core attention whatever its kernel (Transformer

@@ -3,7 +3,9 @@
 *Weights, gradients, optimizer* (Megatron-LM's distributed-optimizer guide, bytes a
 parameter): fp16 weights and gradient buffer, fp32 main weights and main gradients and Adam's
 two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12); fp32 (4 + 4
-+ 8). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
++ 8). ``--optimizer sgd`` keeps one fp32 momentum buffer instead of Adam's two moments (4 B
+less; 8 less at ``--sgd-momentum 0``, where torch's SGD keeps none).
+``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
 same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
 A GPU holds its pipeline stage's layers (``MegatronJob.chunk_layers``: with an uneven split
 the stage's own count) split over tp, its experts split over ep x etp, the first stage the
@@ -16,8 +18,10 @@ attention block 11sbh + 5as^2b, the MLP 19sbh (written here from the shapes, so 
 attention, SwiGLU and other widths count what they store), and tensor parallelism splitting
 all but 10sbh of it, or all of it with sequence parallelism: ``sbh(34 + 5as/h)`` without
 parallelism, ``sbh(10 + 24/t + 5as/ht)`` with tp, ``sbh/t (34 + 5as/h)`` with sequence
-parallelism. Selective recomputation and fused (flash) attention keep no ``as^2b`` term;
-full recomputation keeps each recompute unit's input (2sbh, /t with sequence parallelism)
+parallelism (``--hidden-dropout 0`` keeps no dropout masks: 2sbh less, and none after the
+embedding). Selective recomputation and fused (flash) attention keep no ``as^2b`` term;
+full recomputation keeps each recompute unit's input (2sbh, /t with sequence parallelism or
+``--distribute-saved-activations``, which splits it over tp and all-gathers it to recompute)
 and one unit's activations while it is recomputed. An MoE layer stores its routed tokens'
 MLP activations (top-k copies of each token, shared out evenly over the experts, so
 independent of ep). Stage ``i`` holds the micro-batches 1F1B has in flight there: ``min(pp -
@@ -58,7 +62,7 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
     if stage is None:
         return max((parts_bytes(job, s) for s in range(job.pp)), key=lambda parts: sum(parts.values()))
     dense, expert = stage_parameters(job, stage)
-    weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, OPTIMIZER_BYTES_PER_PARAMETER[job.precision]
+    weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, optimizer_bytes_per_parameter(job)
     shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
     fp8_kept = fp8_weight_parameters(job, stage) if job.fp8_param_gather else 0  # no bf16 copy of them
     parts = {"weights": (dense + expert - fp8_kept) * weight_b, "gradients": (dense + expert) * grad_b,
@@ -67,6 +71,14 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
     if job.fp8:
         parts["fp8_buffers"] = fp8_weight_parameters(job, stage) * FP8_COPY_BYTES
     return parts
+
+
+def optimizer_bytes_per_parameter(job: MegatronJob) -> int:
+    """The optimizer's bytes a parameter: :data:`OPTIMIZER_BYTES_PER_PARAMETER` (Adam's fp32
+    master and moments) with the job's master copy and moments instead (SGD keeps one
+    momentum buffer, none without momentum; the precision-aware optimizer narrower ones)."""
+    master = 0 if job.precision == "fp32" else 4 - job.master_bytes  # fp32 training keeps no master copy
+    return OPTIMIZER_BYTES_PER_PARAMETER[job.precision] - master - (8 - sum(job.moment_bytes))
 
 
 def fp8_weight_parameters(job: MegatronJob, stage: int = 0) -> float:
@@ -112,7 +124,8 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
     """One layer's stored activations for one micro-batch (Korthikanti's accounting)."""
     s, b, h, t = job.seq // job.cp, job.micro_batch, job.hidden, job.tp
     q, kv = job.heads * job.head_dim, job.kv_heads * job.head_dim
-    act_in = 2 if job.swiglu else 1  # SwiGLU's activation reads both halves of the first GEMM
+    # SwiGLU's activation reads both halves of the first GEMM; unfused, SiLU's output is kept too
+    act_in = (2 if job.bias_gelu_fusion else 3) if job.swiglu else 1
 
     # with FP8, Transformer Engine keeps each FP8 GEMM's input as it cast it for the weight
     # gradient (1 B an element, not 2): the QKV, projection, FC1 and FC2 inputs
@@ -131,7 +144,8 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
         ffn_words = mlp_words(job.ffn_hidden, gemm_in) - 2 * h
     # layer-norm inputs 4h, QKV and MLP inputs 2h each, two dropout masks h each: not split over
     # tp without sequence parallelism; the rest always is
-    unsplit = 4 * h + gemm_in * h + gemm_in * h + 2 * h
+    masks = 2 * h if job.hidden_dropout else 0  # PyTorch's dropout at p = 0 returns its input: no mask
+    unsplit = 4 * h + gemm_in * h + gemm_in * h + masks
     split = 2 * q + 2 * kv + 2 * kv + gemm_in * q + ffn_words
     per_token = (unsplit + split) / t if job.sequence_parallel else unsplit + split / t
     per_token += routed
@@ -156,7 +170,8 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
     chunks = [len(chunk) for chunk in job.stage_layers(stage)]  # the stage's chunks' layers
     if job.recompute == "full":
         s_b_h = job.seq // job.cp * job.micro_batch * job.hidden
-        checkpoint = 2 * s_b_h / (job.tp if job.sequence_parallel else 1) * job.element_bytes / 2
+        split = job.sequence_parallel or job.distribute_saved_activations
+        checkpoint = 2 * s_b_h / (job.tp if split else 1) * job.element_bytes / 2
         n = max(1, job.recompute_layers)
         if job.recompute_method == "uniform":
             kept = [math.ceil(c / n) * checkpoint for c in chunks]
@@ -167,7 +182,7 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
         stored = units * sum(kept) / len(chunks) + working
     else:
         stored = units * sum(chunks) / len(chunks) * layer
-    if stage == 0:  # the embedding's dropout mask (one byte a value) for each micro-batch in flight
+    if stage == 0 and job.hidden_dropout:  # the embedding's dropout mask (1 B a value), each micro-batch in flight
         stored += min(pp, m) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
     if stage == pp - 1:  # the output layer's input and fp32 logits, one micro-batch at a time
         s_b = job.seq // job.cp * job.micro_batch

@@ -5,11 +5,14 @@ A job Megatron-LM refuses to launch must not be simulated: each rule here is one
 ``ModelParallelConfig``'s checks, the micro-batch calculator's or the interleaved schedule's,
 restated with Megatron's reason, and raised as :class:`InvalidConfigurationError` (a sweep
 records such a point as invalid). Era matters where Megatron changed: with ``--DDP-impl`` (a
-2021 Megatron-LM) interleaving needs more than two stages, as it did then. Megatron's warnings
-are not errors: ``--sequence-parallel`` at tp 1 is turned off, as Megatron turns it off.
+2021 Megatron-LM) interleaving needs more than two stages, as it did then; a rule that arrived
+after the 2021 names left (SGD refused by the distributed optimizer, biases in experts split
+over tp, ``--no-position-embedding`` deprecated) does not refuse a command line with them; and
+``--fp8-format`` is refused beside them, as no Megatron-LM of theirs ran FP8. Megatron's
+warnings are not errors: ``--sequence-parallel`` at tp 1 is turned off, as Megatron turns it off.
 
-Not enforced: Megatron-Core's "bias in MoE needs expert tensor parallelism 1" (of biases only
-their gradients' kernels are modelled, for dense layers).
+Not enforced: ``--max-position-embeddings`` is required by every Megatron-LM (its
+``required_args``); here it defaults to ``--seq-length``, the table Megatron would be given.
 """
 
 from __future__ import annotations
@@ -28,6 +31,12 @@ def _refuse(where: str, rule: str, message: str) -> None:
     raise InvalidConfigurationError(f"{where}: {message}", rule)
 
 
+def legacy_names(a: argparse.Namespace) -> bool:
+    """A 2021-2022 Megatron-LM's command line: only those releases have ``--DDP-impl``,
+    ``--checkpoint-activations`` and ``--activations-checkpoint-method``."""
+    return a.ddp_impl is not None or a.checkpoint_activations or a.activations_checkpoint_method is not None
+
+
 def virtual_stages(a: argparse.Namespace) -> int:
     """Model chunks per pipeline stage as Megatron derives them (1: plain 1F1B)."""
     pp = a.pipeline_model_parallel_size
@@ -36,6 +45,13 @@ def virtual_stages(a: argparse.Namespace) -> int:
     if a.num_layers_per_virtual_pipeline_stage:
         return max(1, _split_layers(a) // pp // a.num_layers_per_virtual_pipeline_stage)
     return a.virtual_pipeline_model_parallel_size or 1
+
+
+def query_groups(a: argparse.Namespace) -> int | None:
+    """Key/value heads under grouped-query attention, None without it: Megatron reads
+    ``--num-query-groups`` (argparse default 1) only with ``--group-query-attention``
+    (``core_transformer_config_from_args``)."""
+    return (a.num_query_groups or 1) if a.group_query_attention else None
 
 
 def _split_layers(a: argparse.Namespace) -> int:
@@ -47,7 +63,8 @@ def _split_layers(a: argparse.Namespace) -> int:
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
     ``others`` are the unmodelled flags given, with their values."""
-    for family in (_layout, _attention, _pipeline, _batch, _precision, _recompute, _overlap, _experts):
+    for family in (_layout, _attention, _pipeline, _batch, _precision, _fp8_era, _optimizer, _recompute, _overlap,
+                   _experts):
         family(a, gpus, others, where)
 
 
@@ -58,9 +75,15 @@ def check_hardware(fp8: bool, gpu: Gpu, where: str) -> None:
                 f"none (gpu.fp8_tflops is 0): Transformer Engine refuses FP8 on it")
 
 
-def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where: str) -> None:
+def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where: str,
+                 position_embedding: str = "learned_absolute") -> None:
     """Rules on which layers and attention kernel run (Transformer Engine's or Megatron's
     own), known once the arguments' era is."""
+    if position_embedding == "relative" and not transformer_engine:
+        _refuse(where, "relative position embeddings need Transformer Engine",
+                "--position-embedding-type relative needs Transformer Engine's layers, today's default (not "
+                "--transformer-impl local) (Megatron: Local transformer implementation currently does not support "
+                "attention bias-based position embeddings.)")
     if cp > 1 and transformer_engine and not fused_attention:
         _refuse(where, "context parallelism needs fused attention",
                 f"--context-parallel-size {cp} with --attention-backend unfused (or local): unfused attention "
@@ -92,6 +115,33 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         _refuse(where, "a2a+p2p needs hierarchical cp sizes",
                 "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron: "
                 "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm)")
+    kinds = len(a.cp_comm_type)
+    if cp > 1 and kinds > 1 and kinds != a.num_layers:
+        _refuse(where, "one cp comm type or one a layer",
+                f"--cp-comm-type names {kinds} types for --num-layers {a.num_layers} (Megatron: Length of "
+                f"cp_comm_type ({kinds}) should equal to the total number of transformer layers ({a.num_layers})!; "
+                f"give one type, or one for each layer)")
+    if cp > 1 and "a2a" in a.cp_comm_type:
+        tp, groups = a.tensor_model_parallel_size, query_groups(a) or a.num_attention_heads
+        heads, kv_heads = a.num_attention_heads // tp, max(1, groups // tp)  # on a tp rank
+        if heads % cp or kv_heads % cp:
+            _refuse(where, "a2a context parallelism splits heads",
+                    f"--cp-comm-type a2a with {heads} query and {kv_heads} key/value heads a tp rank, not "
+                    f"multiples of --context-parallel-size {cp} (Megatron, through Transformer Engine's all-to-all "
+                    f"context parallelism: The number of attention heads needs to be divisible by CP size!)")
+    position = "rope" if a.use_rotary_position_embeddings else a.position_embedding_type
+    if position == "mrope" and "--mrope-section" not in others:
+        _refuse(where, "mrope needs its sections",
+                "--position-embedding-type mrope needs --mrope-section (Megatron: --mrope-section should be set when "
+                "using --position-embedding-type mrope.)")
+    if a.no_position_embedding and position != "rope" and not legacy_names(a):
+        _refuse(where, "no --no-position-embedding",
+                "--no-position-embedding without rotary embeddings (Megatron, since 2023-07: --no-position-embedding "
+                "is deprecated, use --position-embedding-type; none drops the position table)")
+    if a.attention_backend == "local":
+        _refuse(where, "local attention backend needs the local spec",
+                "--attention-backend local needs --spec local, which is not modelled (Megatron: --attention-backend "
+                "local is only supported with --spec local); --transformer-impl local runs Megatron's own attention")
     if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
         _refuse(where, "position embeddings cover the sequence",
                 f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
@@ -109,7 +159,7 @@ def _attention(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 f"--num-attention-heads {heads} is not a multiple of --tensor-model-parallel-size {tp} "
                 f"(Megatron: num_attention_heads must be a multiple of tensor_model_parallel_size; each "
                 f"rank holds whole heads)")
-    groups = a.num_query_groups
+    groups = query_groups(a)
     if groups is None:
         return
     if heads % groups:
@@ -278,6 +328,10 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 f"{'--bf16' if a.bf16 else '--accumulate-allreduce-grads-in-fp32'} with --DDP-impl torch: "
                 f"gradients accumulated in fp32 need --DDP-impl local (Megatron, 2021: bfloat16 requires gradient "
                 f"accumulation and all-reduce to be done in fp32; assert args.DDP_impl == 'local')")
+    if a.bf16 and a.accumulate_allreduce_grads_in_fp32 and a.main_grads_dtype != "fp32":
+        _refuse(where, "fp32 gradient accumulation needs fp32 main gradients",
+                f"--accumulate-allreduce-grads-in-fp32 with --main-grads-dtype {a.main_grads_dtype} (Megatron: "
+                f"--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set)")
     if "--fp16-lm-cross-entropy" in others and not a.fp16:
         _refuse(where, "fp16 cross entropy needs fp16",
                 "--fp16-lm-cross-entropy without --fp16 (Megatron: lm cross entropy in fp16 only supported in "
@@ -289,6 +343,59 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 "native, or omit --cross-entropy-loss-fusion)")
 
 
+def _fp8_era(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """FP8 against the 2021 names: ``--fp8-format`` arrived in 2023-08 (``--fp8-e4m3`` and
+    ``--fp8-hybrid`` in 2022-12), after ``--activations-checkpoint-method`` was dropped
+    (2022-04) and ``--checkpoint-activations`` made to exit (2023-04); ``--DDP-impl`` lived
+    one week longer (to 2023-08-31), in a Megatron-LM whose ``--transformer-impl`` defaulted
+    to ``local``."""
+    if a.fp8_format is None:
+        return
+    if a.checkpoint_activations:
+        _refuse(where, "fp8 needs a Megatron-LM with fp8",
+                "--fp8-format with --checkpoint-activations: no Megatron-LM takes both; those with --fp8-format "
+                "(2023-08 on) exit on --checkpoint-activations (Megatron: --checkpoint-activations is no longer "
+                "valid, use --recompute-activations, or, for more control, --recompute-granularity and "
+                "--recompute-method.)")
+    if a.activations_checkpoint_method is not None:
+        _refuse(where, "fp8 needs a Megatron-LM with fp8",
+                "--fp8-format with --activations-checkpoint-method: no Megatron-LM has both; the method was renamed "
+                "--recompute-method in 2022-04, before FP8 arrived (Megatron: unrecognized arguments: "
+                "--activations-checkpoint-method)")
+    if a.ddp_impl is not None and a.transformer_impl != "transformer_engine":
+        _refuse(where, "fp8 needs a Megatron-LM with fp8",
+                "--fp8-format with --DDP-impl: the one Megatron-LM with both (2023-08-24 to 08-31) ran its own "
+                "layers unless --transformer-impl transformer_engine (Megatron: transformer-engine required for "
+                "fp8 training and inference)")
+
+
+def _optimizer(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    if a.use_precision_aware_optimizer:
+        if not a.use_distributed_optimizer:
+            _refuse(where, "precision-aware optimizer needs the distributed optimizer",
+                    "--use-precision-aware-optimizer needs --use-distributed-optimizer (Megatron: "
+                    "--use-precision-aware-optimizer only supported with distributed optimizer)")
+        if a.optimizer != "adam":
+            _refuse(where, "precision-aware optimizer is Adam",
+                    f"--use-precision-aware-optimizer with --optimizer {a.optimizer} (Megatron: "
+                    f"--use-precision-aware-optimizer only supported with adam)")
+    else:
+        for flag in ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"):
+            if getattr(a, flag) != "fp32":
+                _refuse(where, "optimizer dtypes need the precision-aware optimizer",
+                        f"--{flag.replace('_', '-')} {getattr(a, flag)} without --use-precision-aware-optimizer "
+                        f"(Megatron: {flag} can only be fp32 when not using precision-aware optimizer)")
+    if a.ddp_impl == "torch" and a.use_distributed_optimizer:
+        _refuse(where, "distributed optimizer needs local DDP",
+                "--use-distributed-optimizer with --DDP-impl torch (Megatron, 2022-02 to 2023-08: If we use the "
+                "distributed optimizer, we need to use local DDP; assert args.DDP_impl == 'local')")
+    if a.optimizer == "sgd" and a.use_distributed_optimizer and not legacy_names(a):
+        _refuse(where, "distributed optimizer needs Adam",
+                "--optimizer sgd with --use-distributed-optimizer: torch's SGD has no state to shard before its "
+                "first step (Megatron, since 2023-05: Only Adam, HybridDeviceOptimizer, and optimizers with an "
+                "init_state_fn (e.g., Lion) are currently supported, due to checkpointing requirements.)")
+
+
 def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     granularity = a.recompute_granularity
     newer = granularity or a.recompute_method or a.recompute_num_layers is not None or a.recompute_activations
@@ -297,7 +404,7 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 "--activations-checkpoint-method (Megatron-LM of 2021-08 to 2022-05) with --recompute-* (its "
                 "successor): no Megatron-LM has both; give --recompute-granularity full --recompute-method "
                 f"{a.activations_checkpoint_method} --recompute-num-layers N for today's")
-    if "--distribute-checkpointed-activations" in others and (a.tensor_model_parallel_size == 1 or not (
+    if a.distribute_checkpointed_activations and (a.tensor_model_parallel_size == 1 or not (
             a.activations_checkpoint_method or a.checkpoint_activations)):
         _refuse(where, "distributed activations need tp and recomputation",
                 "--distribute-checkpointed-activations needs --tensor-model-parallel-size > 1 and "
@@ -317,12 +424,12 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
         _refuse(where, "selective recomputation takes no method",
                 "--recompute-method/--recompute-num-layers with selective recomputation (Megatron: recompute "
                 "method is not yet supported for selective recomputing granularity)")
-    if "--distribute-saved-activations" in others and (a.tensor_model_parallel_size == 1 or granularity != "full"):
+    if a.distribute_saved_activations and (a.tensor_model_parallel_size == 1 or granularity != "full"):
         _refuse(where, "distributed activations need tp and full recomputation",
                 "--distribute-saved-activations needs --tensor-model-parallel-size > 1 and --recompute-granularity "
                 "full (Megatron: can distribute recomputed activations only across tensor model parallel groups, "
                 "with full recompute granularity)")
-    if "--distribute-saved-activations" in others and a.sequence_parallel and a.tensor_model_parallel_size > 1:
+    if a.distribute_saved_activations and a.sequence_parallel and a.tensor_model_parallel_size > 1:
         _refuse(where, "distributed activations exclude sequence parallelism",
                 "--distribute-saved-activations with --sequence-parallel (Megatron: distribute_saved_activations "
                 "must be false when sequence parallel is enabled)")
@@ -364,6 +471,15 @@ def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
 
 def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     experts, ep = a.num_experts or 0, a.expert_model_parallel_size
+    if not experts and a.moe_ffn_hidden_size is not None and a.moe_layer_freq == 1:
+        _refuse(where, "expert width needs experts",
+                f"--moe-ffn-hidden-size {a.moe_ffn_hidden_size} without --num-experts (Megatron: moe_ffn_hidden_size "
+                f"is set but num_moe_experts is None. Please set num_moe_experts or remove moe_ffn_hidden_size.)")
+    score = (others.get("--moe-router-score-function") or ["softmax"])[0]
+    if "--moe-router-enable-expert-bias" in others and score not in ("sigmoid", "sqrtsoftplus"):
+        _refuse(where, "expert bias needs sigmoid scores",
+                f"--moe-router-enable-expert-bias with the {score} score function (Megatron: Expert bias for aux-loss-"
+                f"free routing only supports 'sigmoid' and 'sqrtsoftplus' score functions.)")
     if not experts and ep > 1:
         _refuse(where, "expert parallelism needs experts",
                 f"--expert-model-parallel-size {ep} without --num-experts (Megatron: num_experts must be non "
@@ -378,6 +494,17 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
                 f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
     if not experts:
         return
+    if not a.disable_bias_linear and etp > 1 and not legacy_names(a):
+        _refuse(where, "expert biases need etp 1",
+                f"--num-experts with biases (the default; --disable-bias-linear drops them) and expert tensor "
+                f"parallelism {etp} (--expert-tensor-parallel-size, default tp) (Megatron: Bias in Moe is only "
+                f"supported when ETP==1)")
+    dispatcher = (others.get("--moe-token-dispatcher-type") or ["allgather"])[0]
+    if a.moe_shared_expert_intermediate_size and "--moe-shared-expert-overlap" in others and \
+            dispatcher not in ("alltoall", "flex"):
+        _refuse(where, "shared expert overlap needs all-to-all",
+                f"--moe-shared-expert-overlap with the {dispatcher} token dispatcher (Megatron: "
+                f"moe_shared_expert_overlap only works with alltoall or flex token dispatcher.)")
     if experts % ep:
         _refuse(where, "experts divisible by ep",
                 f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
@@ -387,7 +514,6 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "top-k at most experts",
                 f"--moe-router-topk {topk} is more than --num-experts {experts} (a token cannot go to more "
                 f"experts than there are)")
-    score = (others.get("--moe-router-score-function") or ["softmax"])[0]
     balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
     if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and "sinkhorn" not in balancing:
         _refuse(where, "top-1 routing needs pre-softmax",

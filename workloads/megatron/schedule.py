@@ -45,6 +45,8 @@ from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, 
 #: read and written, the half-precision copy written, and the gradient read again for the
 #: norm (clipping) and the loss-scale check: 4 + 8 + 16 + 2 + 4 + 4 bytes
 ADAM_BYTES_PER_PARAM = 38
+#: one more read of the fp32 gradient: the norm's (``--clip-grad``), the loss-scale check's
+GRADIENT_PASS_BYTES_PER_PARAM = 4
 #: torch DDP's default bucket (25 MB) and Megatron's DDP bucket (40 M parameters)
 TORCH_BUCKET_BYTES = 25 * 1024 * 1024
 MEGATRON_BUCKET_PARAMS = 40_000_000
@@ -261,8 +263,8 @@ class StageSchedule:
 
     # ------------------------------------------------------------------ parameter gather
     def _bucket_limit(self, chunk: int) -> float:
-        """Parameters per bucket: torch DDP's 25 MB (2021), else Megatron-Core's
-        ``max(40M, 1M x data-parallel size)``; Megatron-Core turns bucketing off (one bucket
+        """Parameters per bucket: torch DDP's 25 MB (2021), else ``--ddp-bucket-size`` or
+        Megatron-Core's ``max(40M, 1M x data-parallel size)`` (``resolve_ddp_bucket_size``); Megatron-Core turns bucketing off (one bucket
         for the whole chunk) on every pipeline stage but the first and for every model chunk
         but the first, whose data-parallel traffic it takes to be off the critical path
         (``DistributedDataParallel.__init__``: ``pp_rank > 0`` or ``disable_bucketing``)."""
@@ -271,7 +273,7 @@ class StageSchedule:
             return TORCH_BUCKET_BYTES // self.job.grad_bytes if job.ddp == "torch" else MEGATRON_BUCKET_PARAMS
         if self.stage > 0 or chunk > 0:
             return math.inf
-        return max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
+        return job.ddp_bucket_params or max(MEGATRON_BUCKET_PARAMS, 1_000_000 * job.dp * job.cp)
 
     def _plan_gathers(self, chunk: int, steps: list[Step]) -> None:
         """Buckets of the chunk's parameters (the gradient buckets: filled in the backward's
@@ -465,9 +467,20 @@ class StageSchedule:
         if fp8:  # the optimizer writes the FP8 weights; Transformer Engine makes their transpose
             weights = 2 * fp8
         self.compute("optimizer.step", {"optimizer": streaming_seconds(
-            self.gpu, shard * (ADAM_BYTES_PER_PARAM + extra) + weights)})
+            self.gpu, shard * (self._step_bytes_per_param() + extra) + weights)})
         if job.distributed_optimizer and replicas > 1 and not job.overlap_param_gather:
             self.collective("params.dp.allgather", ALL_GATHER, "dp", self._gathered_bytes(params, fp8) // replicas)
+
+    def _step_bytes_per_param(self) -> int:
+        """HBM bytes the optimizer step moves for each parameter of its shard: Adam's
+        :data:`ADAM_BYTES_PER_PARAM` with the job's master copy and moments, each read and
+        written (SGD's one momentum buffer, none without momentum; the precision-aware
+        optimizer's narrower ones), less a gradient pass for the norm without clipping and
+        one for the inf/nan check without a grad scaler (``MixedPrecisionOptimizer.step``)."""
+        job = self.job
+        skipped = (not job.grad_norm) + (not job.gradient_check)
+        narrower = 2 * (4 - job.master_bytes) + 2 * (8 - sum(job.moment_bytes))
+        return ADAM_BYTES_PER_PARAM - narrower - GRADIENT_PASS_BYTES_PER_PARAM * skipped
 
 
 def build_stage(job: MegatronJob, gpu: Gpu, stage: int, tp_link_gb_s: float = 0.0) -> StageGraph:
