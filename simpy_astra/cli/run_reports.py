@@ -1,6 +1,9 @@
 """What a finished run writes: one writer per output, each knowing from the run's plan when it
 is wanted, run in the order their output appears (stdout's answer, then the files, then the
-stderr summary). A new report is one writer here and a line in :data:`WRITERS`."""
+stderr summary). On a terminal the order changes so that the answer is what stays on screen:
+the summary and timeline on stderr come first, stdout's answer last (a terminal shows its
+last lines; 60 lines of summary below the answer pushed it out of view). A new report is one
+writer here and a line in :data:`WRITERS`."""
 
 from __future__ import annotations
 
@@ -176,7 +179,11 @@ def _summary(done: Finished) -> None:
                   link_jobs=done.link_jobs)
     print_timeline(done.breakdowns, out=out)
     if done.training is None:  # a real job's table is part of its answer, on stdout
+        from simpy_astra.report.answer import headline
+
         print_breakdown(done.breakdowns, out)
+        # ASTRA-sim inputs' answer, the step's time, last: stdout's reference lines hold it per NPU
+        out.line(headline(done.reports), f"[bold]{headline(done.reports)}[/bold]")
 
 
 #: (when it is wanted, the writer), in the order of their output
@@ -194,9 +201,23 @@ WRITERS: tuple[tuple[Callable[[Finished], bool], Callable[[Finished], None]], ..
 )
 
 
+#: the writers whose output is stdout's answer
+ANSWER_WRITERS = (_job_lines, _headline, _answer)
+
+
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def write_reports(done: Finished) -> None:
-    """Every report the run's plan wants, in order."""
+    """Every report the run's plan wants, in order; with stderr on a terminal, stdout's answer
+    last (below the summary), where the terminal keeps it in view."""
     sys.stdout.flush()
-    for wanted, write in WRITERS:
-        if wanted(done):
-            write(done)
+    writers = [write for wanted, write in WRITERS if wanted(done)]
+    if _on_terminal(sys.stderr):
+        writers.sort(key=lambda write: write in ANSWER_WRITERS)  # stable: each group keeps its order
+    for write in writers:
+        write(done)

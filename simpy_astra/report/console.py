@@ -381,9 +381,20 @@ def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, e
         line.clear()
 
 
-def progress_wanted() -> bool:
-    """Progress lines unless SIMPY_ASTRA_PROGRESS=0."""
-    return os.environ.get("SIMPY_ASTRA_PROGRESS", "1").strip().lower() not in ("0", "off", "false", "no")
+def progress_wanted(stream: TextIO | None = None) -> bool:
+    """Progress lines where a person watches: on a terminal (``stream``, default stderr). A pipe
+    or a file gets them only with SIMPY_ASTRA_PROGRESS=1 (a long batch run's log), a terminal
+    none with SIMPY_ASTRA_PROGRESS=0: a piped run's stderr is its summary, not a record of
+    how fast this machine was."""
+    asked = os.environ.get("SIMPY_ASTRA_PROGRESS", "").strip().lower()
+    if asked in ("0", "off", "false", "no"):
+        return False
+    if asked in ("1", "on", "true", "yes"):
+        return True
+    try:
+        return (stream or sys.stderr).isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 #: (unit, ns per unit) for breakdown tables: the largest in which the largest figure is >= 1,000
