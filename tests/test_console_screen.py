@@ -142,3 +142,34 @@ def test_progress_is_for_a_terminal_unless_asked_for(monkeypatch) -> None:
     assert progress_wanted(io.StringIO())
     monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
     assert not progress_wanted(Terminal())
+
+
+def test_a_sweeps_winner_is_named_by_its_axes_short_names_with_its_answer_within_80_columns() -> None:
+    """megatron_layouts' best (docs/sweeps.md): 162 to 177 columns before, the axes by their
+    dotted paths (``workload.args.tensor-model-parallel-size=8, ...``) and no TFLOP/s, MFU or
+    memory; now the names the table uses and run's answer below, shown once per point."""
+    from simpy_astra.report.console import Output
+    from simpy_astra.sweep.axes import Axis
+    from simpy_astra.sweep.summary import _winner
+
+    args = "workload.args."
+    spec = SimpleNamespace(axes=[Axis(f"{args}tensor-model-parallel-size", "tp", (4, 8)),
+                                 Axis(f"{args}pipeline-model-parallel-size", "pp", (8, 16)),
+                                 Axis(f"{args}micro-batch-size", "mb", (2, 4)),
+                                 Axis("recompute", "recompute", ("full", "selective"))])
+    entry = {"key": "ca6dd9947bed", "objective": 28_307_589_178,
+             "coordinates": {f"{args}tensor-model-parallel-size": 8, f"{args}pipeline-model-parallel-size": 8,
+                             f"{args}micro-batch-size": 2, "recompute": "full"},
+             "figures": {"iteration_time_ns": 28_307_589_178, "tflops_per_gpu": 155.621, "mfu": 0.37442,
+                         "memory_per_gpu_gib": 62.219, "memory_capacity_gib": 80, "fits": 1}}
+    stream = io.StringIO()
+    out, named = Output(stream, rich=False), set()
+    _winner(out, spec, "best", entry, named)
+    _winner(out, spec, "best with mfu > 0.3", entry, named)
+    _winner(out, spec, "best with tflops_per_gpu * mfu > 50 and memory_per_gpu_gib < 70", entry, named)
+    assert stream.getvalue().splitlines() == [
+        "best: tp=8 pp=8 mb=2 recompute=full -> 28,307,589,178",
+        "  step 28.308 s; per GPU 155.6 TFLOP/s, MFU 37.4%, 62.2 of 80 GiB (fits)",
+        "best with mfu > 0.3: tp=8 pp=8 mb=2 recompute=full -> 28,307,589,178",
+        "best with tflops_per_gpu * mfu > 50 and memory_per_gpu_gib < 70: tp=8 pp=8 mb=2",
+        "  recompute=full -> 28,307,589,178"]
