@@ -173,3 +173,22 @@ def test_a_sweeps_winner_is_named_by_its_axes_short_names_with_its_answer_within
         "best with mfu > 0.3: tp=8 pp=8 mb=2 recompute=full -> 28,307,589,178",
         "best with tflops_per_gpu * mfu > 50 and memory_per_gpu_gib < 70: tp=8 pp=8 mb=2",
         "  recompute=full -> 28,307,589,178"]
+
+
+def test_a_continued_tables_title_is_one_line_on_a_terminal() -> None:
+    """The per-NPU table of a 1,536-GPU run goes on in a narrow table (NPU, overlap): its title,
+    'simpy-astra: 1536 NPUs simulated in 0.85 s (continued)', was wrapped by rich into three
+    lines over it. A title wider than its table is '(continued)' alone."""
+    from simpy_astra.report.console import Output
+
+    stream = io.StringIO()
+    out = Output(stream, rich=True)
+    out.console.width = COLUMNS
+    figure = "24,682,731,151"
+    out.table("simpy-astra: 1536 NPUs simulated in 0.85 s", ("NPU", "finished (ns)", "exposed comm (ns)",
+              "GPU time", "Comm time", "overlap"), [(str(i), *[figure] * 5) for i in range(3)])
+    lines = ANSI.sub("", stream.getvalue()).splitlines()
+    titles = [ln.strip() for ln in lines if ln.strip() and not re.match("[\u2500-\u259f]", ln.strip())
+              and not re.match("[\u2500-\u259f]", ln.strip()[0])]
+    assert titles == ["simpy-astra: 1536 NPUs simulated in 0.85 s", "(continued)"]
+    assert all(len(ln) <= COLUMNS for ln in lines)

@@ -76,11 +76,13 @@ class Output:
             columns, align = ["#", *columns], ["right", *align]
             rows = [[str(n), *row] for n, row in enumerate(rows, 1)]
             blocks = self._blocks(columns, rows, align, 1)
-        width = self.console.width if self.console is not None else PLAIN_WIDTH
         for b, block in enumerate(blocks):
-            more = f"{title} (continued)"
-            name = title if b == 0 else more if len(more) <= width else "(continued)"
             part = [[row[i] for i in block] for row in (columns, *rows)]
+            more = f"{title} (continued)"
+            # a title wider than its table: rich wraps it to the table (three lines over a narrow one)
+            drawn = sum(max(len(c) for c in col) for col in zip(*part, strict=True)) + 3 * len(block) + 1
+            width = PLAIN_WIDTH if self.console is None else min(self.console.width, drawn)
+            name = title if b == 0 else more if len(more) <= width else "(continued)"
             if self.console is not None:
                 self._rich_table(name, part[0], part[1:], [align[i] for i in block], sections)
             else:
