@@ -352,7 +352,7 @@ def test_quick_legend_draws_what_matplotlibs_legend_would() -> None:
     import numpy as np
     from matplotlib.patches import Patch
 
-    from simpy_astra.report.plots import _figure
+    from simpy_astra.report.plots import agg_figure
     from simpy_astra.report.quick_artists import QuickLegend, attach
 
     names = ["compute.gemm", "compute.elementwise", "compute.optimizer", "comm.tp", "comm.dp", "comm.pp", "bubble"]
@@ -360,7 +360,7 @@ def test_quick_legend_draws_what_matplotlibs_legend_would() -> None:
     for beside in (True, False):
         pictures, boxes = [], []
         for quick in (True, False):
-            fig, ax = _figure(8.0, 5.0)
+            fig, ax = agg_figure(8.0, 5.0)
             if quick:
                 legend = attach(QuickLegend(ax if beside else fig, names, colours, (1.0, 0.5) if beside else (0.5, 0.0),
                                             "center left" if beside else "lower center", ncols=1 if beside else 5,
@@ -394,13 +394,13 @@ def test_numeric_ticks_draw_what_matplotlibs_ticks_would(top: float) -> None:
     import numpy as np
     from matplotlib.ticker import MaxNLocator
 
-    from simpy_astra.report.plots import _figure
+    from simpy_astra.report.plots import agg_figure
     from simpy_astra.report.quick_artists import TickLabels, numeric_ticks
 
     for axis in ("x", "y"):
         pictures = []
         for quick in (True, False):
-            fig, ax = _figure(6.0, 4.0)
+            fig, ax = agg_figure(6.0, 4.0)
             (ax.set_xlim if axis == "x" else ax.set_ylim)(0.0, top)
             ax.set_xlabel("time (ms)")
             ax.set_ylabel("time (s)")
