@@ -10,6 +10,7 @@ stderr's log, and the ``--quiet`` headline of ASTRA-sim inputs was 98 to 106 col
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -212,3 +213,28 @@ def test_a_sweeps_pictures_are_drawn_without_pyplot_and_carry_their_title(tmp_pa
     for name, title in (("time.png", "bw: time per point"), ("breakdown.png", "bw: where the last NPU's time went")):
         with Image.open(tmp_path / "out" / name) as picture:
             assert picture.size == (600, 480) and picture.text["Title"] == title
+
+
+def test_json_out_is_the_standard_librarys_indented_text() -> None:
+    """--json-out encodes each distinct NPU entry once (a folded run's NPUs share their
+    representative's figures): the text must be json.dump(data, indent=1)'s, byte for byte,
+    whatever the values (nested, empty, non-ASCII, floats, None, non-mappings under 'npus')."""
+    from simpy_astra.report.json_text import indented_json
+
+    npu = {"finished_ns": 24_682_731_151, "breakdown_ns": {"compute.gemm": 15_659_136_000, "bubble": 0},
+           "roofline": {"x": 0.5, "y": None}, "peak_memory": "65.98 GB", "empty": {}, "list": [1, [], {"a": True}]}
+    data = {"simpy_astra_version": "0.1", "inputs": {"scénario.yaml": "ab" * 32}, "units": "ns",
+            "iteration_time_ns": 24_682_731_151, "npus": {str(i): dict(npu, npu=i % 3) for i in range(7)},
+            "simulator_wall_s": 1.25, "links": [], "jobs": {}, "cost": {"items": [{"usd": 1.5e-3}]}}
+    for case in (data, {**data, "npus": {"0": 1, "1": [1, 2], "2": {}}}, {**data, "npus": {}}, {}, {1: "a"}):
+        assert indented_json(case) == json.dumps(case, indent=1)
+
+
+def test_a_runs_json_out_reads_back_to_the_same_text(job: Path, tmp_path: Path) -> None:
+    figures = tmp_path / "figures.json"
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(job), "--quiet", "--json-out",
+                           str(figures)], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    text = figures.read_text()
+    assert len(json.loads(text)["npus"]) == 64 and text == json.dumps(json.loads(text), indent=1)

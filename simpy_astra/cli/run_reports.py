@@ -7,7 +7,6 @@ writer here and a line in :data:`WRITERS`."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -114,6 +113,7 @@ def _json(done: Finished) -> None:
     from simpy_astra import __version__
     from simpy_astra.infra import files
     from simpy_astra.report.identity import NAMES_NOTE, inputs_of, with_ns_names
+    from simpy_astra.report.json_text import indented_json
 
     reports = done.reports
     npus = {str(r.npu_id): with_ns_names(r.as_dict()) for r in sorted(reports, key=lambda r: r.npu_id)}
@@ -143,7 +143,7 @@ def _json(done: Finished) -> None:
             for record, stat in zip(data["links"], done.links, strict=True):
                 record["bytes_by_job"] = done.link_jobs.get((stat.src, stat.dst), {})
     with files.open_output(done.plan.json_out, "--json-out") as f:
-        json.dump(data, f, indent=1)
+        f.write(indented_json(data))  # json.dump(data, f, indent=1)'s text, each distinct NPU encoded once
 
 
 def _csv(done: Finished) -> None:
