@@ -183,7 +183,8 @@ def _summary(done: Finished) -> None:
 
         print_breakdown(done.breakdowns, out)
         # ASTRA-sim inputs' answer, the step's time, last: stdout's reference lines hold it per NPU
-        out.line(headline(done.reports), f"[bold]{headline(done.reports)}[/bold]")
+        answer = headline(done.reports)
+        out.line(answer, f"[bold]{answer}[/bold]")
 
 
 #: (when it is wanted, the writer), in the order of their output

@@ -1,4 +1,5 @@
-"""The answer a run prints on stdout before anything else a user may want: its headline.
+"""The answer a run prints on stdout before anything else a user may want: its headline (on a
+terminal after the stderr summary, so that it is what the screen shows when the run ends).
 
 A real job (a scenario with ``cluster:``) answers "how long does this step take on that
 machine": the iteration time, TFLOP/s per GPU, MFU and tokens/s per GPU, then memory against
