@@ -80,8 +80,8 @@ def test_astra_sim_inputs_keep_their_lines_and_quiet_is_the_headline(capsys) -> 
     assert out and all(REFERENCE_LINE.match(ln) for ln in out)
     assert f"sys[7] finished, {DEFAULT_STEP_NS} cycles, exposed communication {DEFAULT_STEP_NS - 25_000} cycles." in out
     quiet, _ = _run(capsys, "run", str(DEFAULT), "--quiet")
-    assert quiet == [f"iteration time {DEFAULT_STEP_NS:,} ns: the last of 8 NPUs to finish is NPU 0 "
-                     f"(exposed communication {DEFAULT_STEP_NS - 25_000:,} ns)"]
+    assert quiet == [f"iteration time {DEFAULT_STEP_NS:,} ns (last: NPU 0 of 8, exposed comm "
+                     f"{DEFAULT_STEP_NS - 25_000:,} ns)"]
     old, _ = _run(capsys, "run", str(DEFAULT), "--reference-lines", "--quiet")
     assert old == out
 
@@ -101,8 +101,8 @@ def test_the_flag_form_has_quiet_too(tmp_path: Path, capsys, monkeypatch) -> Non
     out, _ = _run(capsys, *flags)
     assert len(out) > 8 and all(REFERENCE_LINE.match(ln) for ln in out)
     quiet, _ = _run(capsys, *flags, "--quiet")
-    assert quiet == [f"iteration time {DEFAULT_STEP_NS:,} ns: the last of 8 NPUs to finish is NPU 0 "
-                     f"(exposed communication {DEFAULT_STEP_NS - 25_000:,} ns)"]
+    assert quiet == [f"iteration time {DEFAULT_STEP_NS:,} ns (last: NPU 0 of 8, exposed comm "
+                     f"{DEFAULT_STEP_NS - 25_000:,} ns)"]
 
 
 def test_breakdown_png_groups_identical_gpus_into_one_bar_with_a_count(job: Path, tmp_path: Path, capsys) -> None:
@@ -352,7 +352,7 @@ def test_quick_legend_draws_what_matplotlibs_legend_would() -> None:
     import numpy as np
     from matplotlib.patches import Patch
 
-    from simpy_astra.report.plots import _figure
+    from simpy_astra.report.plots import agg_figure
     from simpy_astra.report.quick_artists import QuickLegend, attach
 
     names = ["compute.gemm", "compute.elementwise", "compute.optimizer", "comm.tp", "comm.dp", "comm.pp", "bubble"]
@@ -360,7 +360,7 @@ def test_quick_legend_draws_what_matplotlibs_legend_would() -> None:
     for beside in (True, False):
         pictures, boxes = [], []
         for quick in (True, False):
-            fig, ax = _figure(8.0, 5.0)
+            fig, ax = agg_figure(8.0, 5.0)
             if quick:
                 legend = attach(QuickLegend(ax if beside else fig, names, colours, (1.0, 0.5) if beside else (0.5, 0.0),
                                             "center left" if beside else "lower center", ncols=1 if beside else 5,
@@ -394,13 +394,13 @@ def test_numeric_ticks_draw_what_matplotlibs_ticks_would(top: float) -> None:
     import numpy as np
     from matplotlib.ticker import MaxNLocator
 
-    from simpy_astra.report.plots import _figure
+    from simpy_astra.report.plots import agg_figure
     from simpy_astra.report.quick_artists import TickLabels, numeric_ticks
 
     for axis in ("x", "y"):
         pictures = []
         for quick in (True, False):
-            fig, ax = _figure(6.0, 4.0)
+            fig, ax = agg_figure(6.0, 4.0)
             (ax.set_xlim if axis == "x" else ax.set_ylim)(0.0, top)
             ax.set_xlabel("time (ms)")
             ax.set_ylabel("time (s)")
@@ -446,12 +446,13 @@ def test_a_long_preparation_says_so_before_time_starts(job: Path, capsys, monkey
     assert order[:3] == ["start", "stop", "time starts"]
 
 
-def test_the_preparing_notice_prints_after_its_delay_and_clears_itself() -> None:
+def test_the_preparing_notice_prints_after_its_delay_and_clears_itself(monkeypatch) -> None:
     import io
     import threading
 
     from simpy_astra.report.preparing import PreparingNotice
 
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "1")  # a log file that asked for progress lines
     stream = io.StringIO()
     notice = PreparingNotice(stream, after_s=0.0, every_s=0.01)
     printed = threading.Event()

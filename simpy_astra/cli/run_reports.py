@@ -1,10 +1,12 @@
 """What a finished run writes: one writer per output, each knowing from the run's plan when it
 is wanted, run in the order their output appears (stdout's answer, then the files, then the
-stderr summary). A new report is one writer here and a line in :data:`WRITERS`."""
+stderr summary). On a terminal the order changes so that the answer is what stays on screen:
+the summary and timeline on stderr come first, stdout's answer last (a terminal shows its
+last lines; 60 lines of summary below the answer pushed it out of view). A new report is one
+writer here and a line in :data:`WRITERS`."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -111,6 +113,7 @@ def _json(done: Finished) -> None:
     from simpy_astra import __version__
     from simpy_astra.infra import files
     from simpy_astra.report.identity import NAMES_NOTE, inputs_of, with_ns_names
+    from simpy_astra.report.json_text import indented_json
 
     reports = done.reports
     npus = {str(r.npu_id): with_ns_names(r.as_dict()) for r in sorted(reports, key=lambda r: r.npu_id)}
@@ -140,7 +143,7 @@ def _json(done: Finished) -> None:
             for record, stat in zip(data["links"], done.links, strict=True):
                 record["bytes_by_job"] = done.link_jobs.get((stat.src, stat.dst), {})
     with files.open_output(done.plan.json_out, "--json-out") as f:
-        json.dump(data, f, indent=1)
+        f.write(indented_json(data))  # json.dump(data, f, indent=1)'s text, each distinct NPU encoded once
 
 
 def _csv(done: Finished) -> None:
@@ -176,7 +179,12 @@ def _summary(done: Finished) -> None:
                   link_jobs=done.link_jobs)
     print_timeline(done.breakdowns, out=out)
     if done.training is None:  # a real job's table is part of its answer, on stdout
+        from simpy_astra.report.answer import headline
+
         print_breakdown(done.breakdowns, out)
+        # ASTRA-sim inputs' answer, the step's time, last: stdout's reference lines hold it per NPU
+        answer = headline(done.reports)
+        out.line(answer, f"[bold]{answer}[/bold]")
 
 
 #: (when it is wanted, the writer), in the order of their output
@@ -194,9 +202,23 @@ WRITERS: tuple[tuple[Callable[[Finished], bool], Callable[[Finished], None]], ..
 )
 
 
+#: the writers whose output is stdout's answer
+ANSWER_WRITERS = (_job_lines, _headline, _answer)
+
+
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def write_reports(done: Finished) -> None:
-    """Every report the run's plan wants, in order."""
+    """Every report the run's plan wants, in order; with stderr on a terminal, stdout's answer
+    last (below the summary), where the terminal keeps it in view."""
     sys.stdout.flush()
-    for wanted, write in WRITERS:
-        if wanted(done):
-            write(done)
+    writers = [write for wanted, write in WRITERS if wanted(done)]
+    if _on_terminal(sys.stderr):
+        writers.sort(key=lambda write: write in ANSWER_WRITERS)  # stable: each group keeps its order
+    for write in writers:
+        write(done)

@@ -1,4 +1,5 @@
-"""The answer a run prints on stdout before anything else a user may want: its headline.
+"""The answer a run prints on stdout before anything else a user may want: its headline (on a
+terminal after the stderr summary, so that it is what the screen shows when the run ends).
 
 A real job (a scenario with ``cluster:``) answers "how long does this step take on that
 machine": the iteration time, TFLOP/s per GPU, MFU and tokens/s per GPU, then memory against
@@ -23,8 +24,15 @@ def headline(reports: list[NpuReport], training=None) -> str:
     if not reports:
         return "iteration time 0 ns (no NPU ran)"
     last = max(reports, key=lambda r: (r.finished_cycles, -r.npu_id))
-    return (f"iteration time {last.finished_cycles:,} ns: the last of {len(reports)} NPUs to finish is NPU "
-            f"{last.npu_id} (exposed communication {last.exposed_comm_cycles:,} ns)")
+    step = f"iteration time {last.finished_cycles:,} ns"
+    wordings = (f"{step} (last: NPU {last.npu_id} of {len(reports)}, exposed comm {last.exposed_comm_cycles:,} ns)",
+                f"{step} (last to finish: NPU {last.npu_id} of {len(reports)})")
+    return next((w for w in wordings if len(w) <= HEADLINE_WIDTH), wordings[-1])
+
+
+#: a headline's width: a terminal's 80 columns (issue 39); a wording that would be wider
+#: leaves out its exposed communication (the reference lines have it)
+HEADLINE_WIDTH = 80
 
 
 def print_answer(training, breakdowns: dict | None) -> None:

@@ -475,17 +475,21 @@ PART_ATTRIBUTES = {COMP_NODE: ("op_type", "is_cpu_op", "kind_split"), COMM_COLL_
 
 
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False,
-                   shares: bool = True) -> dict[int, Breakdown]:
+                   shares: bool = True, only: int | None = None) -> dict[int, Breakdown]:
     """Every NPU's breakdown from a finished :class:`~simpy_astra.report.recorder.RunRecord`;
     in a folded run each orbit member has its representative's. ``finish_ns``: NPU -> finish
     time (the reports'); by default the NPU's last node end; ``segments``: keep the timeline;
-    ``shares``: each node's share (only nodes.csv reads them)."""
+    ``shares``: each node's share (only nodes.csv reads them); ``only``: just this NPU's (and
+    its orbit's), for a reader of one NPU (a sweep point reads the last to finish)."""
     sim = record.sim
     names = getattr(sim, "group_names", None) or {}
     p2p_name = getattr(sim, "p2p_name", "p2p")
     out: dict[int, Breakdown] = {}
     classifier = Classifier(names, p2p_name)
+    wanted = None if only is None else sim.npu_for(only)
     for rec in record.npus:
+        if wanted is not None and sim.npu_for(rec.npu_id) is not wanted:
+            continue
         nodes = sim.npu_for(rec.npu_id).nodes
 
         def part_of(nid: int, nodes=nodes):  # a node has one interval: asked once each

@@ -76,11 +76,13 @@ class Output:
             columns, align = ["#", *columns], ["right", *align]
             rows = [[str(n), *row] for n, row in enumerate(rows, 1)]
             blocks = self._blocks(columns, rows, align, 1)
-        width = self.console.width if self.console is not None else PLAIN_WIDTH
         for b, block in enumerate(blocks):
-            more = f"{title} (continued)"
-            name = title if b == 0 else more if len(more) <= width else "(continued)"
             part = [[row[i] for i in block] for row in (columns, *rows)]
+            more = f"{title} (continued)"
+            # a title wider than its table: rich wraps it to the table (three lines over a narrow one)
+            drawn = sum(max(len(c) for c in col) for col in zip(*part, strict=True)) + 3 * len(block) + 1
+            width = PLAIN_WIDTH if self.console is None else min(self.console.width, drawn)
+            name = title if b == 0 else more if len(more) <= width else "(continued)"
             if self.console is not None:
                 self._rich_table(name, part[0], part[1:], [align[i] for i in block], sections)
             else:
@@ -381,9 +383,20 @@ def run_with_progress(sim, stream: TextIO | None = None, after_s: float = 1.0, e
         line.clear()
 
 
-def progress_wanted() -> bool:
-    """Progress lines unless SIMPY_ASTRA_PROGRESS=0."""
-    return os.environ.get("SIMPY_ASTRA_PROGRESS", "1").strip().lower() not in ("0", "off", "false", "no")
+def progress_wanted(stream: TextIO | None = None) -> bool:
+    """Progress lines where a person watches: on a terminal (``stream``, default stderr). A pipe
+    or a file gets them only with SIMPY_ASTRA_PROGRESS=1 (a long batch run's log), a terminal
+    none with SIMPY_ASTRA_PROGRESS=0: a piped run's stderr is its summary, not a record of
+    how fast this machine was."""
+    asked = os.environ.get("SIMPY_ASTRA_PROGRESS", "").strip().lower()
+    if asked in ("0", "off", "false", "no"):
+        return False
+    if asked in ("1", "on", "true", "yes"):
+        return True
+    try:
+        return (stream or sys.stderr).isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 #: (unit, ns per unit) for breakdown tables: the largest in which the largest figure is >= 1,000

@@ -64,7 +64,7 @@ def _distinct(breakdowns: dict[int, Breakdown]) -> list[tuple[int, int, Breakdow
     return [(npus[0], len(npus), breakdowns[npus[0]]) for npus in groups.values()]
 
 
-def _figure(width_in: float, height_in: float):
+def agg_figure(width_in: float, height_in: float, dpi: int = DPI):
     """A figure with one axes, drawn by Agg (files only: no display, and no pyplot, whose
     figure manager a file does not need), its text by Pillow where it can
     (:mod:`~simpy_astra.report.quick_text`: most of a picture's cost is matplotlib's text)."""
@@ -72,7 +72,7 @@ def _figure(width_in: float, height_in: float):
 
     from simpy_astra.report.quick_text import QuickTextCanvas, pillow_draws_text
 
-    fig = Figure(figsize=(width_in, height_in), dpi=DPI)
+    fig = Figure(figsize=(width_in, height_in), dpi=dpi)
     if pillow_draws_text():
         QuickTextCanvas(fig)
     else:
@@ -211,7 +211,7 @@ def breakdown_figure(breakdowns: dict[int, Breakdown], title: str = "",
     width_in = min(max(6.0, 0.3 * len(bars) + 3), 30.0)
     left_in, right_in = 0.4 + AXIS_IN, 0.5 + CHAR_IN * max(map(len, names), default=1)
     rotated = labels_overlap(labels, _axes_width(width_in, left_in, right_in))
-    fig, ax = _figure(width_in, 5.0)
+    fig, ax = agg_figure(width_in, 5.0)
     half = (0.8 if len(bars) > 1 else 0.5) / 2
     bottoms = [0.0] * len(bars)
     for name in names:  # one collection per part, not a rectangle per bar: a fraction of the drawing
@@ -279,7 +279,7 @@ def timeline_figure(breakdowns: dict[int, Breakdown], title: str = "", replica: 
     scale = 10**6  # ns per ms
     # at least MIN_AXES_IN high: the upright y label of a chart of a row or two fits beside it
     legend_in = _legend_columns(len(names))[1]
-    fig, ax = _figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN) + legend_in)
+    fig, ax = agg_figure(12.0, 1.2 + max(_row_in(len(rows)) * len(rows), MIN_AXES_IN) + legend_in)
     end = max((int(row.arrays[1][-1]) for row in rows if len(row.arrays[1])), default=0)
     if end:
         # each of the axes' pixels takes the raster's pixel under its centre (_PickedImage)

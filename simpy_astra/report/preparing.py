@@ -4,8 +4,9 @@ Reading the inputs, writing a generated job's traces and reading them back come 
 run's own progress line (:func:`~simpy_astra.report.console.run_with_progress`): a Megatron job
 near the trace bound (4,000,000 nodes) spends a minute or two there. Once preparing has taken
 ``after_s``, a background thread shows ``preparing the run (inputs and traces): N s elapsed``:
-redrawn in place on a terminal, a line every ``every_s`` in a pipe or a file. A short
-preparation prints nothing; ``SIMPY_ASTRA_PROGRESS=0`` turns it off.
+redrawn in place on a terminal; in a pipe or a file only with ``SIMPY_ASTRA_PROGRESS=1``, a
+line every ``every_s``. A short preparation prints nothing; ``SIMPY_ASTRA_PROGRESS=0`` turns
+it off.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class PreparingNotice:
         self._thread: threading.Thread | None = None
 
     def start(self) -> PreparingNotice:
-        if progress_wanted() and self._thread is None:
+        if progress_wanted(self.line.stream) and self._thread is None:
             self._thread = threading.Thread(target=self._watch, daemon=True)
             self._thread.start()
         return self

@@ -4,7 +4,7 @@ Expanding the axes reads each point's arguments (a Megatron point's flags and Me
 about half a millisecond each), so the 100,000 points a sweep may have take a minute or more
 before the first line of the sweep: without a sign it looks hung. After ``after_s`` a line says
 how far it got, then one every ``every_s``; a short expansion prints nothing.
-``SIMPY_ASTRA_PROGRESS=0`` turns it off, as it does the run's progress line.
+Shown where the run's progress line is (a terminal, or SIMPY_ASTRA_PROGRESS=1); =0 turns it off.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class ExpansionProgress:
         self.after_s, self.every_s = after_s, every_s
         self.start = time.monotonic()
         self.next_s = after_s
-        self.on = progress_wanted()
+        self.on = progress_wanted(self.stream)
 
     def __call__(self, done: int, total: int) -> None:
         if not self.on:

@@ -3,7 +3,10 @@ order (breakdown.png: the last NPU's time stacked by part, as ``run --plots`` dr
 and, when points know their memory, time_memory.png: the question a researcher brings ("which
 layout is fastest, and does it fit?") as one picture, iteration time against memory per GPU.
 
-matplotlib runs on the Agg backend (files only, no display needed).
+matplotlib draws on an Agg canvas (files only, no display needed) without pyplot, its text by
+Pillow where it can, and the PNGs are encoded by the run's own writer, as ``run --plots`` does
+(report/plots.py): pyplot's import, matplotlib's text layout and Pillow's filter search took
+2.3 to 2.6 s at the end of a 16-point sweep.
 """
 
 from __future__ import annotations
@@ -39,48 +42,49 @@ def memory_cap_gb(spec: SweepSpec) -> float | None:
     return None
 
 
+#: the sweep pictures' resolution (matplotlib's default, which their sizes were chosen for)
+DPI = 100
+
+
 def _bars(title: str, ylabel: str, labels: list[str]):
     # deferred: matplotlib is heavy/optional; only writing a plot needs it
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # after matplotlib.use("Agg"): the backend is chosen first
+    from simpy_astra.report.plots import agg_figure
 
     width = min(max(6.0, 0.25 * len(labels) + 2), 40.0)
-    fig, ax = plt.subplots(figsize=(width, 4.8))
+    fig, ax = agg_figure(width, 4.8, DPI)
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=90, fontsize=7)
-    return fig, ax, plt
+    return fig, ax
 
 
 def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[str]) -> list[str]:
     """``best``: the best points' keys (one per network backend), drawn green."""
     ok = [o for o in done if o.ok]
     labels = [_label(o) for o in ok]
-    axes_text = ", ".join(a.column for a in spec.axes)
+    axes_text = ", ".join(a.name for a in spec.axes)  # short names: the dotted paths ran off the picture
     paths = []
 
     unit, scale = time_unit(max((o.figures["finish_ns"] for o in ok), default=0))
-    fig, ax, plt = _bars(f"{spec.name}: time per point", f"finish ({unit}, max over NPUs)", labels)
+    fig, ax = _bars(f"{spec.name}: time per point", f"finish ({unit}, max over NPUs)", labels)
     colors = ["tab:green" if o.point.key in best else "tab:blue" for o in ok]
     ax.bar(range(len(ok)), [o.figures["finish_ns"] / scale for o in ok], color=colors)
     ax.set_xlabel(axes_text + " (green: best)")
-    paths.append(_save(fig, plt, out_dir, "time.png"))
+    paths.append(_save(fig, out_dir, "time.png"))
 
-    fig, ax, plt = _bars(f"{spec.name}: compute vs exposed communication", f"{unit} (max over NPUs)", labels)
+    fig, ax = _bars(f"{spec.name}: compute vs exposed communication", f"{unit} (max over NPUs)", labels)
     compute = [(o.figures["compute_ns"] or 0) / scale for o in ok]  # empty in a hand-made row
     exposed = [(o.figures["exposed_comm_ns"] or 0) / scale for o in ok]
     ax.bar(range(len(ok)), compute, label="compute (GPU time)", color="tab:blue")
     ax.bar(range(len(ok)), exposed, bottom=compute, label="exposed communication", color="tab:orange")
     ax.set_xlabel(axes_text)
     ax.legend()
-    paths.append(_save(fig, plt, out_dir, "split.png"))
+    paths.append(_save(fig, out_dir, "split.png"))
 
     paths.append(breakdown_plot(spec, ok, labels, out_dir, unit, scale))
 
-    fig, ax, plt = _bars(f"{spec.name}: peak memory per NPU", "peak memory (GB = 2^30 B)", labels)
+    fig, ax = _bars(f"{spec.name}: peak memory per NPU", "peak memory (GB = 2^30 B)", labels)
     memory = [o.figures["peak_memory_gb"] for o in ok]
     cap = memory_cap_gb(spec)
     if any(m is not None for m in memory):
@@ -93,7 +97,7 @@ def write_plots(spec: SweepSpec, done: list[Outcome], out_dir: str, best: set[st
         ax.text(0.5, 0.5, "memory not tracked (set system.track-local-mem: true)",
                 ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(axes_text)
-    paths.append(_save(fig, plt, out_dir, "memory.png"))
+    paths.append(_save(fig, out_dir, "memory.png"))
     if any(_memory_gib(o) is not None for o in ok):
         paths.append(time_memory_plot(spec, ok, out_dir, best))
     return paths
@@ -114,14 +118,11 @@ def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set
     the GPU's capacity as a vertical line, points that do not fit as red crosses, the best
     point (which always fits, best.py) as a green star."""
     # deferred: matplotlib is heavy/optional; only writing a plot needs it
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # after matplotlib.use("Agg"): the backend is chosen first
+    from simpy_astra.report.plots import agg_figure
 
     shown = [o for o in ok if _memory_gib(o) is not None]
     unit, scale = time_unit(max(_time_ns(o) for o in shown))
-    fig, ax = plt.subplots(figsize=(7.0, 5.0))
+    fig, ax = agg_figure(7.0, 5.0, DPI)
     ax.set_title(f"{spec.name}: time and memory per point")
     ax.set_xlabel("memory per GPU (GiB)")
     ax.set_ylabel(f"iteration time ({unit})")
@@ -142,14 +143,14 @@ def time_memory_plot(spec: SweepSpec, ok: list[Outcome], out_dir: str, best: set
     for cap in caps:
         ax.axvline(cap, color="tab:red", linestyle="--", label=f"capacity {cap:g} GiB")
     ax.legend()
-    return _save(fig, plt, out_dir, "time_memory.png")
+    return _save(fig, out_dir, "time_memory.png")
 
 
 def breakdown_plot(spec: SweepSpec, ok: list[Outcome], labels: list[str], out_dir: str, unit: str,
                    scale: float) -> str:
     """breakdown.png: per point, the ``breakdown_*_ns`` columns stacked (parts no point has are
     left out of the legend); a row written before these columns existed draws no bar."""
-    fig, ax, plt = _bars(f"{spec.name}: where the last NPU's time went", f"{unit} (the last NPU to finish)",
+    fig, ax = _bars(f"{spec.name}: where the last NPU's time went", f"{unit} (the last NPU to finish)",
                          labels)
     used = [c for c in SWEEP_COLUMNS if any(o.figures.get(c) for o in ok)]
     bottoms = [0.0] * len(ok)
@@ -161,15 +162,23 @@ def breakdown_plot(spec: SweepSpec, ok: list[Outcome], labels: list[str], out_di
         ax.bar(range(len(ok)), heights, bottom=bottoms, label=key if part != "comm_other" else "comm (other)",
                color=COLOURS.get(key))
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-    ax.set_xlabel(", ".join(a.column for a in spec.axes))
+    ax.set_xlabel(", ".join(a.name for a in spec.axes))
     if used:
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    return _save(fig, plt, out_dir, "breakdown.png")
+    return _save(fig, out_dir, "breakdown.png")
 
 
-def _save(fig, plt, out_dir: str, name: str) -> str:
+def _save(fig, out_dir: str, name: str) -> str:
+    """The PNG, its title also as text (``tEXt``), written whole or not at all."""
+    import numpy as np
+
+    from simpy_astra.infra import files
+    from simpy_astra.report.plots import png_bytes
+
     path = os.path.join(out_dir, name)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    fig.canvas.draw()
+    png = png_bytes(np.asarray(fig.canvas.buffer_rgba()), {"Title": fig.axes[0].get_title()}, DPI)
+    with files.open_output(path, "--out", "wb") as f:
+        f.write(png)
     return path

@@ -57,7 +57,11 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         sim = Simulation(inputs, memory_traces=False)
         record = attach(sim)
         reports = sim.run()
-        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, shares=False)
+        # the last NPU to finish (the lowest id on a tie) is the one whose parts a row keeps:
+        # only its breakdown is worked out (a breakdown ends at its NPU's finish, the reports')
+        last = min(reports, key=lambda r: (-r.finished_cycles, r.npu_id)).npu_id if reports else None
+        breakdowns = npu_breakdowns(record, {r.npu_id: r.finished_cycles for r in reports}, shares=False,
+                                    only=last)
         parts = sweep_figures(breakdowns[critical(breakdowns)]) if breakdowns else {}
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
         cost = network_cost(inputs.network).total_usd

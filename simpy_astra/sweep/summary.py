@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simpy_astra.report.console import Output
+from simpy_astra.report.console import PLAIN_WIDTH, Output
 from simpy_astra.sweep.best import Outcome, objective_of
 from simpy_astra.sweep.spec import SweepSpec
 
@@ -71,11 +71,12 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     if len(failed) > 5:
         out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
     sections = summary.get("by_backend") or {None: summary}
+    named: set[str] = set()  # points whose training figures are shown already
     for backend, section in sections.items():
         suffix = f" ({backend})" if backend else ""
-        _winner(out, f"best{suffix}", section["best"])
+        _winner(out, spec, f"best{suffix}", section["best"], named)
         for text, entry in section["best_under"].items():
-            _winner(out, f"best{suffix} with {text}", entry)
+            _winner(out, spec, f"best{suffix} with {text}", entry, named)
     if summary.get("note"):
         out.line(summary["note"])
 
@@ -88,10 +89,47 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def _winner(out: Output, title: str, entry: dict[str, Any] | None) -> None:
+def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | None, named: set[str]) -> None:
+    """``title: tp=8 pp=8 -> objective`` (the axes by their short names), wrapped within 80
+    columns in a pipe (a terminal wraps it to its width), the figure never split; a Megatron
+    point's answer (step time, TFLOP/s, MFU, memory) below it the first time it is named."""
     if entry is None:
         out.line(f"{title}: no finished point qualifies")
         return
-    coords = ", ".join(f"{k}={v}" for k, v in entry["coordinates"].items())
+    names = {a.column: a.name for a in spec.axes}
+    coords = " ".join(f"{names.get(k, k)}={v}" for k, v in entry["coordinates"].items())
     rest = f": {coords} -> {_number(entry['objective'])}"
-    out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))
+    if out.console is not None:
+        out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))
+    else:
+        import textwrap
+
+        figure = rest.rsplit(" -> ", 1)[1]
+        text = f"{title}{rest[:-len(figure) - 4]} ->\u00a0{figure}"  # the arrow stays with its figure
+        for line in textwrap.wrap(text, PLAIN_WIDTH, subsequent_indent="  ", break_long_words=False,
+                                  break_on_hyphens=False):
+            out.line(line.replace("\u00a0", " "))
+    figures = entry.get("figures") or {}
+    if entry.get("key") not in named and figures.get("iteration_time_ns") is not None:
+        named.add(entry.get("key"))
+        out.line("  " + _training_line(figures))
+
+
+def _training_line(figures: dict[str, Any]) -> str:
+    """A Megatron point's answer: ``step 28.308 s; per GPU 155.6 TFLOP/s, MFU 37.4%, 62.2 of 80
+    GiB (fits)``, the figures ``run``'s headline gives, within 80 columns."""
+    per_gpu = []
+    if figures.get("tflops_per_gpu") is not None:
+        per_gpu.append(f"{figures['tflops_per_gpu']:.1f} TFLOP/s")
+    if figures.get("mfu") is not None:
+        per_gpu.append(f"MFU {100 * figures['mfu']:.1f}%")
+    if figures.get("memory_per_gpu_gib") is not None:
+        memory = f"{figures['memory_per_gpu_gib']:.1f}"
+        if figures.get("memory_capacity_gib") is not None:
+            memory += f" of {figures['memory_capacity_gib']:.0f}"
+        memory += " GiB"
+        if figures.get("fits") is not None:
+            memory += " (fits)" if figures["fits"] else " (too large)"
+        per_gpu.append(memory)
+    step = f"step {figures['iteration_time_ns'] / 1e9:.3f} s"
+    return f"{step}; per GPU {', '.join(per_gpu)}" if per_gpu else step
