@@ -33,7 +33,8 @@ def _refused(args: str, gpus: int = 8) -> InvalidConfigurationError:
     (" --tensor-model-parallel-size 3", 6, "heads divisible by tp"),
     (" --num-attention-heads 12", 8, "hidden divisible by heads"),
     (" --group-query-attention --num-query-groups 3", 8, "heads divisible by query groups"),
-    (" --num-attention-heads 24 --hidden-size 1536 --num-query-groups 6 --tensor-model-parallel-size 4", 8,
+    (" --num-attention-heads 24 --hidden-size 1536 --group-query-attention --num-query-groups 6 "
+     "--tensor-model-parallel-size 4", 8,
      "query groups divisible by tp"),
     (" --tensor-model-parallel-size 4", 6, "gpus divisible by tp x pp x cp"),
     (" --seq-length 1023 --context-parallel-size 2", 8, "sequence divisible by 2 x cp"),

@@ -102,8 +102,10 @@ def parser() -> argparse.ArgumentParser:
     i("--hidden-size", type=int, required=True, help="model width h")
     i("--num-attention-heads", type=int, required=True, help="attention heads")
     i("--kv-channels", type=int, default=None, help="width of one head (default h / heads)")
-    i("--num-query-groups", type=int, default=None, help="key/value heads with --group-query-attention")
-    i("--ffn-hidden-size", type=int, default=None, help="MLP width (default 4h; 8h/3 rounded with --swiglu)")
+    i("--num-query-groups", type=int, default=None,
+      help="key/value heads with --group-query-attention (default 1 with it; Megatron ignores it without)")
+    i("--ffn-hidden-size", type=int, default=None,
+      help="MLP width (default 4h; with --swiglu 8h/3 cut to a multiple of 64)")
     _bool(p, "--swiglu", help="SwiGLU MLP (three weight matrices)")
     i("--seq-length", "--encoder-seq-length", dest="seq_length", type=int, required=True,
       help="tokens per sample")
@@ -344,13 +346,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     dp = gpus // (tp * pp * cp)
     h, heads = a.hidden_size, a.num_attention_heads
     head_dim = a.kv_channels or h // heads
-    kv_heads = a.num_query_groups if (a.group_query_attention or a.num_query_groups) and a.num_query_groups else heads
-    if a.ffn_hidden_size:
-        ffn = a.ffn_hidden_size
-    elif a.swiglu:
-        ffn = int(4 * h * 2 / 3 / 64 + 0.999) * 64  # Megatron: 8h/3 rounded up to a multiple of 64
-    else:
-        ffn = 4 * h
+    kv_heads = _query_groups(a, where)
+    ffn = _ffn_hidden(a, where)
     vocab = a.vocab_size or GPT2_VOCAB
     multiple = a.make_vocab_size_divisible_by * tp
     vocab = math.ceil(vocab / multiple) * multiple
@@ -425,6 +422,36 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         attention_dropout=a.attention_dropout,
         position_embeddings=_position_rows(a),
     )
+
+
+def _query_groups(a: argparse.Namespace, where: str) -> int:
+    """Key/value heads as Megatron builds them: ``--num-query-groups`` (default 1, multi-query)
+    with ``--group-query-attention``; without it Megatron passes no groups (argument_utils:
+    ``num_query_groups = None``) and every head keeps its own, so a group count that says
+    otherwise is a launch script's slip, refused rather than priced as grouped."""
+    if a.group_query_attention:
+        return a.num_query_groups or 1
+    groups = a.num_query_groups
+    if groups is not None and groups != a.num_attention_heads:
+        raise InputError(f"{where}: --num-query-groups {groups} without --group-query-attention: Megatron ignores "
+                         f"it and gives each of the {a.num_attention_heads} heads its own keys and values; add "
+                         f"--group-query-attention for {groups} groups, or drop --num-query-groups")
+    return a.num_attention_heads
+
+
+def _ffn_hidden(a: argparse.Namespace, where: str) -> int:
+    """The MLP's width: ``--ffn-hidden-size``, else Megatron's default, 4h, or with
+    ``--swiglu`` 8h/3 cut down to a multiple of 64 (arguments.py: ``int((4 * args.hidden_size
+    * 2 / 3) / 64) * 64``), which is 0 under a width of 24."""
+    if a.ffn_hidden_size:
+        return a.ffn_hidden_size
+    if not a.swiglu:
+        return 4 * a.hidden_size
+    ffn = int((4 * a.hidden_size * 2 / 3) / 64) * 64
+    if ffn == 0:
+        raise InputError(f"{where}: --swiglu with --hidden-size {a.hidden_size} gives Megatron's default MLP width "
+                         f"int(8h/3 / 64) x 64 = 0; give --ffn-hidden-size")
+    return ffn
 
 
 def _position_rows(a: argparse.Namespace) -> int:

@@ -109,9 +109,9 @@ def _attention(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 f"--num-attention-heads {heads} is not a multiple of --tensor-model-parallel-size {tp} "
                 f"(Megatron: num_attention_heads must be a multiple of tensor_model_parallel_size; each "
                 f"rank holds whole heads)")
-    groups = a.num_query_groups
-    if groups is None:
+    if not a.group_query_attention:  # Megatron reads --num-query-groups only with it
         return
+    groups = a.num_query_groups or 1
     if heads % groups:
         _refuse(where, "heads divisible by query groups",
                 f"--num-query-groups {groups} does not divide --num-attention-heads {heads} (Megatron: each "
