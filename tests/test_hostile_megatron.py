@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 
 BASE = "--num-layers 4 --hidden-size 4096 --num-attention-heads 32 --seq-length 1024 --micro-batch-size 1 --bf16"
@@ -48,3 +48,35 @@ def test_query_groups_without_group_query_attention_are_refused():
     message = str(info.value)
     assert message.startswith(WHERE + ": --num-query-groups 8") and "--group-query-attention" in message
     assert "\n" not in message
+
+
+def _refusal(args: str, gpus: int = 8) -> InvalidConfigurationError:
+    with pytest.raises(InvalidConfigurationError) as info:
+        parse(args, gpus, WHERE)
+    assert str(info.value).startswith(WHERE + ": ") and "\n" not in str(info.value)
+    return info.value
+
+
+@pytest.mark.parametrize("extra", [
+    # the embedding's output is scattered over tp along the sequence (mappings.py
+    # _split_along_first_dim: First dimension of the tensor should be divisible by tensor parallel size)
+    " --tensor-model-parallel-size 2 --sequence-parallel --seq-length 1023 --max-position-embeddings 1024",
+    # with cp each rank holds seq / cp tokens, which sequence parallelism splits over tp
+    " --tensor-model-parallel-size 4 --context-parallel-size 2 --sequence-parallel --seq-length 1020 "
+    "--max-position-embeddings 1024",
+])
+def test_sequence_parallelism_over_a_sequence_tp_does_not_divide_is_refused(extra):
+    error = _refusal(BASE + extra)
+    assert error.rule == "sequence parallelism splits the sequence over tp"
+    assert "--seq-length" in str(error) and "--tensor-model-parallel-size" in str(error)
+
+
+def test_sequence_parallelism_at_tp_1_takes_any_sequence():
+    # Megatron turns sequence parallelism off at tp 1: nothing is split
+    assert parse(BASE + " --sequence-parallel --seq-length 1023", 8, WHERE).seq == 1023
+
+
+def test_squared_relu_with_swiglu_is_refused():
+    # Megatron (argument_utils): if args.squared_relu: assert not args.swiglu
+    error = _refusal(BASE + " --swiglu --squared-relu")
+    assert "--squared-relu" in str(error) and "--swiglu" in str(error)

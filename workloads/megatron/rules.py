@@ -47,7 +47,7 @@ def _split_layers(a: argparse.Namespace) -> int:
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
     ``others`` are the unmodelled flags given, with their values."""
-    for family in (_layout, _attention, _pipeline, _batch, _precision, _recompute, _overlap, _experts):
+    for family in (_layout, _attention, _pipeline, _batch, _precision, _recompute, _overlap, _experts, _activation):
         family(a, gpus, others, where)
 
 
@@ -92,6 +92,12 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         _refuse(where, "a2a+p2p needs hierarchical cp sizes",
                 "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron: "
                 "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm)")
+    if a.sequence_parallel and tp > 1 and (a.seq_length // cp) % tp:
+        _refuse(where, "sequence parallelism splits the sequence over tp",
+                f"--sequence-parallel splits each rank's {a.seq_length // cp} tokens (--seq-length {a.seq_length}"
+                + (f" / --context-parallel-size {cp}" if cp > 1 else "") + f") over --tensor-model-parallel-size "
+                f"{tp}, which does not divide them (Megatron, scattering the embedding's output: First dimension "
+                f"of the tensor should be divisible by tensor parallel size)")
     if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
         _refuse(where, "position embeddings cover the sequence",
                 f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
@@ -393,3 +399,10 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "top-1 routing needs pre-softmax",
                 "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
                 "one selected expert gives a zero gradient)")
+
+
+def _activation(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    if a.swiglu and "--squared-relu" in others:
+        _refuse(where, "one activation",
+                "--squared-relu with --swiglu: give one activation (Megatron: if args.squared_relu: assert not "
+                "args.swiglu)")
