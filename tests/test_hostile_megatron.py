@@ -80,3 +80,12 @@ def test_squared_relu_with_swiglu_is_refused():
     # Megatron (argument_utils): if args.squared_relu: assert not args.swiglu
     error = _refusal(BASE + " --swiglu --squared-relu")
     assert "--squared-relu" in str(error) and "--swiglu" in str(error)
+
+
+def test_recompute_activations_makes_the_granularity_selective_whatever_else_says():
+    # Megatron: if args.recompute_activations: args.recompute_granularity = 'selective'
+    assert parse(BASE + " --recompute-activations --recompute-granularity full", 8, WHERE).recompute == "selective"
+    # ... and then refuses the full recomputation's method and count that came with it
+    error = _refusal(BASE + " --recompute-activations --recompute-granularity full --recompute-method uniform "
+                            "--recompute-num-layers 1")
+    assert error.rule == "selective recomputation takes no method"

@@ -364,11 +364,11 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute, method, layers = "full", "uniform", a.checkpoint_num_layers
     elif a.activations_checkpoint_method:
         recompute, method, layers = "full", a.activations_checkpoint_method, a.activations_checkpoint_num_layers
+    elif a.recompute_activations:  # Megatron sets the granularity selective, whatever it was
+        recompute, method, layers = "selective", "uniform", 1
     elif a.recompute_granularity:
         recompute = a.recompute_granularity
         method, layers = a.recompute_method or "uniform", a.recompute_num_layers or 1
-    elif a.recompute_activations:
-        recompute, method, layers = "selective", "uniform", 1
     else:
         recompute, method, layers = "none", "uniform", 0
     legacy, te = _legacy(a), _transformer_engine(a)

@@ -296,7 +296,8 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
 
 
 def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
-    granularity = a.recompute_granularity
+    # Megatron: if args.recompute_activations: args.recompute_granularity = 'selective'
+    granularity = "selective" if a.recompute_activations else a.recompute_granularity
     newer = granularity or a.recompute_method or a.recompute_num_layers is not None or a.recompute_activations
     if a.activations_checkpoint_method and newer:
         _refuse(where, "one release's recomputation names",
@@ -318,7 +319,7 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 f"--recompute-granularity full needs --recompute-num-layers (Megatron: recompute_num_layers must "
                 f"be between 1 and num_layers_per_pipeline_rank, "
                 f"{a.num_layers // a.pipeline_model_parallel_size})")
-    selective = granularity == "selective" or (granularity is None and a.recompute_activations)
+    selective = granularity == "selective"
     if selective and (a.recompute_method or a.recompute_num_layers is not None):
         _refuse(where, "selective recomputation takes no method",
                 "--recompute-method/--recompute-num-layers with selective recomputation (Megatron: recompute "
