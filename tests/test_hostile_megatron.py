@@ -89,3 +89,19 @@ def test_recompute_activations_makes_the_granularity_selective_whatever_else_say
     error = _refusal(BASE + " --recompute-activations --recompute-granularity full --recompute-method uniform "
                             "--recompute-num-layers 1")
     assert error.rule == "selective recomputation takes no method"
+
+
+@pytest.mark.parametrize("extra, rule", [
+    # Megatron-LM 2022-2023: if args.use_distributed_optimizer: assert args.DDP_impl == 'local'
+    (" --fp16 --use-distributed-optimizer --DDP-impl torch", "distributed optimizer needs local DDP"),
+    # TransformerConfig: moe_ffn_hidden_size is set but num_moe_experts is None (every layer dense)
+    (" --moe-ffn-hidden-size 128", "expert width needs experts"),
+    # --checkpoint-activations exits in every Megatron-LM that has the names that replaced it
+    # (2021-08 on): it was priced as full recomputation, the newer flags unread
+    (" --checkpoint-activations --recompute-granularity selective", "one release's recomputation names"),
+    (" --checkpoint-activations --activations-checkpoint-method block", "one release's recomputation names"),
+    (" --checkpoint-activations --recompute-activations", "one release's recomputation names"),
+])
+def test_what_no_megatron_runs_is_refused(extra, rule):
+    base = BASE.replace(" --bf16", "") if "--fp16" in extra else BASE
+    assert _refusal(base + extra).rule == rule

@@ -279,6 +279,11 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
     if a.fp16 and a.bf16:
         _refuse(where, "one precision", "give --fp16 or --bf16, not both (Megatron: only one of fp16 and bf16 "
                                         "should be True)")
+    if a.ddp_impl == "torch" and a.use_distributed_optimizer:
+        _refuse(where, "distributed optimizer needs local DDP",
+                "--use-distributed-optimizer with --DDP-impl torch: the distributed optimizer shards the local "
+                "DDP's contiguous gradient buffer (Megatron, 2022-2023: if args.use_distributed_optimizer: assert "
+                "args.DDP_impl == 'local'); use --DDP-impl local")
     if a.ddp_impl == "torch" and (a.bf16 or a.accumulate_allreduce_grads_in_fp32):
         _refuse(where, "fp32 gradient accumulation needs local DDP",
                 f"{'--bf16' if a.bf16 else '--accumulate-allreduce-grads-in-fp32'} with --DDP-impl torch: "
@@ -304,6 +309,12 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 "--activations-checkpoint-method (Megatron-LM of 2021-08 to 2022-05) with --recompute-* (its "
                 "successor): no Megatron-LM has both; give --recompute-granularity full --recompute-method "
                 f"{a.activations_checkpoint_method} --recompute-num-layers N for today's")
+    if a.checkpoint_activations and (a.activations_checkpoint_method or newer):
+        later = "--activations-checkpoint-method" if a.activations_checkpoint_method else "--recompute-*"
+        _refuse(where, "one release's recomputation names",
+                f"--checkpoint-activations (Megatron-LM to 2021-08) with {later}, its successor: every Megatron-LM "
+                f"that has {later} stops on --checkpoint-activations (--checkpoint-activations is no longer "
+                f"valid); give one release's names")
     if "--distribute-checkpointed-activations" in others and (a.tensor_model_parallel_size == 1 or not (
             a.activations_checkpoint_method or a.checkpoint_activations)):
         _refuse(where, "distributed activations need tp and recomputation",
@@ -383,6 +394,11 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "expert layout divides the stage",
                 f"expert tensor x expert model parallel size {etp} x {ep} does not divide the {gpus // pp} GPUs of "
                 f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
+    if not experts and a.moe_ffn_hidden_size is not None and a.moe_layer_freq == 1:
+        _refuse(where, "expert width needs experts",
+                f"--moe-ffn-hidden-size {a.moe_ffn_hidden_size} without --num-experts (Megatron: "
+                f"moe_ffn_hidden_size is set but num_moe_experts is None. Please set num_moe_experts or remove "
+                f"moe_ffn_hidden_size)")
     if not experts:
         return
     if experts % ep:
