@@ -44,3 +44,47 @@ def test_a_hold_out_that_holds_nothing_out_is_refused(tmp_path, capsys, every):
 def test_a_hold_out_of_every_14th_holds_out_the_last(tmp_path, capsys):
     assert main(_calibrate(tmp_path, "--hold-out-every", "14")) == 0
     assert "fitted on 13 sizes" in capsys.readouterr().out
+
+
+def _gemm(tmp_path: Path, *extra: str) -> list[str]:
+    mnk = tmp_path / "layers.csv"
+    mnk.write_text("Layer,m,n,k\nfc1,64,64,64\n")
+    return ["generate", "gemm", "--mnk", str(mnk), "--parallel", "DATA", "--num-npus", "4",
+            "--output", str(tmp_path / "g" / "gm"), *extra]
+
+
+@pytest.mark.parametrize("clock", ["nan", "inf", "1e-300", "1e300"])
+def test_a_gemm_clock_that_is_no_clock_is_refused(tmp_path, capsys, clock):
+    # nan and 1e-300 were internal errors (int of nan, a duration past 64 bits), inf wrote every
+    # layer as the 1 us floor
+    line = _error_of(capsys, _gemm(tmp_path, "--clock-ghz", clock))
+    assert "--clock-ghz" in line
+    assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("clock", [".nan", ".inf"])
+def test_a_gemm_scenario_clock_that_is_no_clock_is_refused(tmp_path, capsys, clock):
+    # .nan was 'invalid parameters (ValueError: cannot convert float NaN to integer)', .inf ran
+    (tmp_path / "layers.csv").write_text("Layer,m,n,k\nfc1,64,64,64\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        f"workload: {{generate: gemm, mnk: layers.csv, parallel: DATA, num_npus: 4, clock_ghz: {clock}}}\n"
+        "system: {scheduling-policy: LIFO, endpoint-delay: 10, active-chunks-per-dimension: 1, "
+        "preferred-dataset-splits: 1, collective-optimization: baseline, all-reduce-implementation: [ring], "
+        "all-gather-implementation: [ring], reduce-scatter-implementation: [ring], "
+        "all-to-all-implementation: [direct]}\n"
+        "network: {topology: [Ring], npus_count: [4], bandwidth: [50], latency: [500]}\n")
+    line = _error_of(capsys, ["run", str(scenario), "--quiet"])
+    assert line.startswith(f"error: {scenario}: ") and "clock_ghz" in line.replace(str(tmp_path), "")
+
+
+@pytest.mark.parametrize("extra, words", [
+    # packages split the NPUs of HYBRID_* only: DATA and MODEL never read them
+    (("--num-packages", "2"), "--num-packages"),
+    # --format text writes no ET, so no iterations: ASTRA-sim 1.0 takes the passes when it runs
+    (("--format", "text", "--num-passes", "5"), "--num-passes"),
+])
+def test_a_gemm_flag_its_output_never_reads_is_refused(tmp_path, capsys, extra, words):
+    line = _error_of(capsys, _gemm(tmp_path, *extra))
+    assert words in line
+    assert not (tmp_path / "g").exists()
