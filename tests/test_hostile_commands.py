@@ -88,3 +88,18 @@ def test_a_gemm_flag_its_output_never_reads_is_refused(tmp_path, capsys, extra, 
     line = _error_of(capsys, _gemm(tmp_path, *extra))
     assert words in line
     assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("extra, field", [
+    # the dense models build no experts: the traces were byte for byte those without the flag
+    (("--experts", "16"), "experts"),
+    (("--kexperts", "4"), "kexperts"),
+    # an inference step has no backward to run a block's forward again in: byte for byte the same
+    (("--phase", "decode", "--activation-recompute", "1"), "activation_recompute"),
+    (("--phase", "prefill", "--activation-recompute", "1"), "activation_recompute"),
+])
+def test_a_transformer_flag_its_model_never_reads_is_refused(tmp_path, capsys, extra, field):
+    line = _error_of(capsys, ["generate", "transformer", "--num-stacks", "2", *extra,
+                              "--output", str(tmp_path / "t" / "w")])
+    assert f"'{field}'" in line
+    assert not (tmp_path / "t").exists()
