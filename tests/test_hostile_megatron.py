@@ -105,3 +105,19 @@ def test_recompute_activations_makes_the_granularity_selective_whatever_else_say
 def test_what_no_megatron_runs_is_refused(extra, rule):
     base = BASE.replace(" --bf16", "") if "--fp16" in extra else BASE
     assert _refusal(base + extra).rule == rule
+
+
+def test_bf16_main_gradients_are_reduced_in_bf16():
+    # Megatron (2024-12 on): with --bf16, gradients are accumulated and reduced in fp32 only
+    # "elif not args.accumulate_allreduce_grads_in_fp32 and args.main_grads_dtype == torch.float32";
+    # --main-grads-dtype bf16 leaves them bf16, as --grad-reduce-in-bf16 does (half the bytes)
+    assert parse(BASE + " --main-grads-dtype bf16", 8, WHERE).grads_in_bf16
+    assert parse(BASE + " --grad-reduce-in-bf16", 8, WHERE).grads_in_bf16
+    assert not parse(BASE + " --main-grads-dtype fp32", 8, WHERE).grads_in_bf16
+    assert not parse(BASE, 8, WHERE).grads_in_bf16
+
+
+def test_fp32_accumulation_with_bf16_main_gradients_is_refused():
+    # Megatron: --main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set
+    error = _refusal(BASE + " --main-grads-dtype bf16 --accumulate-allreduce-grads-in-fp32")
+    assert "--main-grads-dtype" in str(error)

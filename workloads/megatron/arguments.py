@@ -62,7 +62,7 @@ SMALL_EFFECT = (
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
     "--num-distributed-optimizer-instances", "--use-precision-aware-optimizer",
-    "--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+    "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
@@ -171,6 +171,9 @@ def parser() -> argparse.ArgumentParser:
                                          "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
                                            "in bf16, not fp32 (half the bytes)")
+    i("--main-grads-dtype", choices=("fp32", "bf16"), default="fp32",
+      help="with --bf16: bf16 leaves the gradient buffer and its data-parallel reduction in bf16, as "
+           "--grad-reduce-in-bf16 does (Megatron reduces in fp32 only with fp32 main gradients)")
     _bool(p, "--accumulate-allreduce-grads-in-fp32", help="with --fp16: gradients accumulated and reduced in fp32 "
                                                           "(4 B each, not 2; bf16 always is, unless --grad-reduce-in-bf16)")
     _bool(p, "--overlap-grad-reduce", help="gradient sync overlapped with the backward")
@@ -406,7 +409,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer,
-        grads_in_bf16=a.grad_reduce_in_bf16 and precision == "bf16",
+        grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",

@@ -289,6 +289,10 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 f"{'--bf16' if a.bf16 else '--accumulate-allreduce-grads-in-fp32'} with --DDP-impl torch: "
                 f"gradients accumulated in fp32 need --DDP-impl local (Megatron, 2021: bfloat16 requires gradient "
                 f"accumulation and all-reduce to be done in fp32; assert args.DDP_impl == 'local')")
+    if a.bf16 and a.accumulate_allreduce_grads_in_fp32 and a.main_grads_dtype == "bf16":
+        _refuse(where, "fp32 accumulation needs fp32 main gradients",
+                "--accumulate-allreduce-grads-in-fp32 with --main-grads-dtype bf16 (Megatron: --main-grads-dtype "
+                "can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set)")
     if "--fp16-lm-cross-entropy" in others and not a.fp16:
         _refuse(where, "fp16 cross entropy needs fp16",
                 "--fp16-lm-cross-entropy without --fp16 (Megatron: lm cross entropy in fp16 only supported in "
