@@ -107,17 +107,31 @@ def test_what_no_megatron_runs_is_refused(extra, rule):
     assert _refusal(base + extra).rule == rule
 
 
+PRECISION_AWARE = " --use-distributed-optimizer --use-precision-aware-optimizer"
+
+
 def test_bf16_main_gradients_are_reduced_in_bf16():
     # Megatron (2024-12 on): with --bf16, gradients are accumulated and reduced in fp32 only
     # "elif not args.accumulate_allreduce_grads_in_fp32 and args.main_grads_dtype == torch.float32";
     # --main-grads-dtype bf16 leaves them bf16, as --grad-reduce-in-bf16 does (half the bytes)
-    assert parse(BASE + " --main-grads-dtype bf16", 8, WHERE).grads_in_bf16
+    assert parse(BASE + PRECISION_AWARE + " --main-grads-dtype bf16", 8, WHERE).grads_in_bf16
     assert parse(BASE + " --grad-reduce-in-bf16", 8, WHERE).grads_in_bf16
     assert not parse(BASE + " --main-grads-dtype fp32", 8, WHERE).grads_in_bf16
     assert not parse(BASE, 8, WHERE).grads_in_bf16
 
 
-def test_fp32_accumulation_with_bf16_main_gradients_is_refused():
+@pytest.mark.parametrize("extra, rule, words", [
     # Megatron: --main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set
-    error = _refusal(BASE + " --main-grads-dtype bf16 --accumulate-allreduce-grads-in-fp32")
-    assert "--main-grads-dtype" in str(error)
+    (PRECISION_AWARE + " --main-grads-dtype bf16 --accumulate-allreduce-grads-in-fp32",
+     "fp32 accumulation needs fp32 main gradients", "--main-grads-dtype"),
+    # OptimizerConfig: main_grads_dtype can only be fp32 when not using precision-aware optimizer
+    (" --main-grads-dtype bf16", "optimizer dtypes need the precision-aware optimizer", "--main-grads-dtype"),
+    (" --use-distributed-optimizer --exp-avg-dtype bf16", "optimizer dtypes need the precision-aware optimizer",
+     "--exp-avg-dtype"),
+    # get_megatron_optimizer: --use-precision-aware-optimizer only supported with distributed optimizer
+    (" --use-precision-aware-optimizer", "precision-aware optimizer needs the distributed optimizer",
+     "--use-distributed-optimizer"),
+])
+def test_optimizer_precision_megatron_refuses(extra, rule, words):
+    error = _refusal(BASE + extra)
+    assert error.rule == rule and words in str(error)

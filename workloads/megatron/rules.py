@@ -293,6 +293,7 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
         _refuse(where, "fp32 accumulation needs fp32 main gradients",
                 "--accumulate-allreduce-grads-in-fp32 with --main-grads-dtype bf16 (Megatron: --main-grads-dtype "
                 "can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set)")
+    _optimizer_precision(a, others, where)
     if "--fp16-lm-cross-entropy" in others and not a.fp16:
         _refuse(where, "fp16 cross entropy needs fp16",
                 "--fp16-lm-cross-entropy without --fp16 (Megatron: lm cross entropy in fp16 only supported in "
@@ -427,3 +428,22 @@ def _activation(a: argparse.Namespace, gpus: int, others: dict, where: str) -> N
         _refuse(where, "one activation",
                 "--squared-relu with --swiglu: give one activation (Megatron: if args.squared_relu: assert not "
                 "args.swiglu)")
+
+
+def _optimizer_precision(a: argparse.Namespace, others: dict, where: str) -> None:
+    """The precision-aware optimizer's dtypes (Megatron-Core's OptimizerConfig and
+    get_megatron_optimizer)."""
+    dtypes = {"--main-grads-dtype": [a.main_grads_dtype]}
+    dtypes.update({flag: others.get(flag, []) for flag in ("--main-params-dtype", "--exp-avg-dtype",
+                                                           "--exp-avg-sq-dtype")})
+    aware = "--use-precision-aware-optimizer" in others
+    lowered = next((f"{flag} {values[-1]}" for flag, values in dtypes.items() if values and values[-1] != "fp32"),
+                   None)
+    if lowered and not aware:
+        _refuse(where, "optimizer dtypes need the precision-aware optimizer",
+                f"{lowered} without --use-precision-aware-optimizer (Megatron: {lowered.split()[0][2:].replace('-', '_')} "
+                f"can only be fp32 when not using precision-aware optimizer)")
+    if aware and not a.use_distributed_optimizer:
+        _refuse(where, "precision-aware optimizer needs the distributed optimizer",
+                "--use-precision-aware-optimizer without --use-distributed-optimizer (Megatron: "
+                "--use-precision-aware-optimizer only supported with distributed optimizer)")
