@@ -135,3 +135,23 @@ def test_bf16_main_gradients_are_reduced_in_bf16():
 def test_optimizer_precision_megatron_refuses(extra, rule, words):
     error = _refusal(BASE + extra)
     assert error.rule == rule and words in str(error)
+
+
+@pytest.mark.parametrize("extra", [
+    # 32 heads / tp 1 over cp 3: Transformer Engine's all-to-all (Ulysses) context parallelism
+    # asserts "The number of attention heads needs to be divisible by CP size!"
+    " --context-parallel-size 3 --cp-comm-type a2a --seq-length 1026 --max-position-embeddings 1026",
+    # 32 heads / tp 4 = 8 a rank, over cp 2: fine; but 4 key/value groups / tp 4 = 1 a rank is not
+    " --context-parallel-size 2 --cp-comm-type a2a --tensor-model-parallel-size 4 --group-query-attention "
+    "--num-query-groups 4",
+])
+def test_ulysses_over_heads_cp_does_not_divide_is_refused(extra):
+    gpus = 3 if "size 3" in extra else 8
+    error = _refusal(BASE + extra, gpus)
+    assert error.rule == "a2a context parallelism splits heads over cp"
+    assert "--context-parallel-size" in str(error) and "heads" in str(error)
+
+
+def test_ulysses_over_heads_cp_divides_runs():
+    job = parse(BASE + " --context-parallel-size 2 --cp-comm-type a2a --tensor-model-parallel-size 4", 8, WHERE)
+    assert job.cp == 2 and job.cp_comm_type == "a2a"

@@ -75,6 +75,22 @@ def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where
                 f"(Megatron: Context parallelism is only supported by TEDotProductAttention!)")
 
 
+def check_ulysses(a: argparse.Namespace, kv_heads: int, where: str) -> None:
+    """All-to-all (Ulysses) context parallelism gives each cp rank whole heads of its tp
+    rank's: Transformer Engine asserts both query and key/value heads divide by cp (key/value
+    groups fewer than tp are one a rank)."""
+    cp, tp = a.context_parallel_size, a.tensor_model_parallel_size
+    if cp == 1 or a.cp_comm_type != ["a2a"]:
+        return
+    q, kv = a.num_attention_heads // tp, max(kv_heads // tp, 1)
+    if q % cp or kv % cp:
+        what = f"{q} query heads" if q % cp else f"{kv} key/value head(s)"
+        _refuse(where, "a2a context parallelism splits heads over cp",
+                f"--cp-comm-type a2a splits each tp rank's {what} over --context-parallel-size {cp}, which does "
+                f"not divide them (Transformer Engine: The number of attention heads needs to be divisible by CP "
+                f"size!)")
+
+
 def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
     if gpus % (tp * pp * cp):
