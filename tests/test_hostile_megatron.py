@@ -155,3 +155,24 @@ def test_ulysses_over_heads_cp_does_not_divide_is_refused(extra):
 def test_ulysses_over_heads_cp_divides_runs():
     job = parse(BASE + " --context-parallel-size 2 --cp-comm-type a2a --tensor-model-parallel-size 4", 8, WHERE)
     assert job.cp == 2 and job.cp_comm_type == "a2a"
+
+
+@pytest.mark.parametrize("extra, words", [
+    # Megatron's column- and row-parallel linear layers (and Transformer Engine's) split their
+    # widths with divide(): "100 is not divisible by 8"
+    (" --tensor-model-parallel-size 8 --ffn-hidden-size 100", "--ffn-hidden-size 100"),
+    (" --tensor-model-parallel-size 8 --ffn-hidden-size 100 --swiglu", "--ffn-hidden-size 100"),
+    (" --tensor-model-parallel-size 8 --num-experts 8 --moe-ffn-hidden-size 100", "--moe-ffn-hidden-size 100"),
+    (" --tensor-model-parallel-size 8 --num-experts 8 --moe-shared-expert-intermediate-size 100",
+     "--moe-shared-expert-intermediate-size 100"),
+])
+def test_an_mlp_width_tp_does_not_divide_is_refused(extra, words):
+    error = _refusal(BASE + extra)
+    assert error.rule == "linear layers split over tp" and words in str(error)
+
+
+def test_an_expert_width_that_only_the_expert_tp_must_divide_runs():
+    # experts with their own tp 1: 100 need not divide by the dense layers' 8
+    job = parse(BASE + " --tensor-model-parallel-size 8 --num-experts 8 --moe-ffn-hidden-size 100 "
+                       "--expert-tensor-parallel-size 1", 8, WHERE)
+    assert job.moe_ffn == 100 and job.etp == 1

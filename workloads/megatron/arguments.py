@@ -377,6 +377,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     legacy, te = _legacy(a), _transformer_engine(a)
     rules.check_layers(cp, te, _fused_attention(a), where)
     rules.check_ulysses(a, kv_heads, where)
+    rules.check_widths(a, ffn, where)
     # query-key layer scaling: on by default until Megatron-Core made it opt-in (2023), and it
     # puts the softmax in fp32; Transformer Engine scales fp16 scores only, and its unfused
     # softmax is always in fp32

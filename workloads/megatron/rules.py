@@ -91,6 +91,28 @@ def check_ulysses(a: argparse.Namespace, kv_heads: int, where: str) -> None:
                 f"size!)")
 
 
+def check_widths(a: argparse.Namespace, ffn: int, where: str) -> None:
+    """The MLPs' widths split over their tensor-parallel ranks: Megatron's column- and
+    row-parallel linear layers (and Transformer Engine's) divide() them, which asserts."""
+    tp, experts = a.tensor_model_parallel_size, a.num_experts or 0
+    etp = a.expert_tensor_parallel_size or tp
+    widths = []
+    if not experts or a.moe_layer_freq > 1:  # a dense MLP somewhere
+        widths.append(("--ffn-hidden-size", ffn, tp, "--tensor-model-parallel-size"))
+    if experts:
+        widths.append(("--moe-ffn-hidden-size", a.moe_ffn_hidden_size or ffn, etp,
+                       "--expert-tensor-parallel-size" if a.expert_tensor_parallel_size else
+                       "--tensor-model-parallel-size (the experts' tp unless --expert-tensor-parallel-size)"))
+        if a.moe_shared_expert_intermediate_size:
+            widths.append(("--moe-shared-expert-intermediate-size", a.moe_shared_expert_intermediate_size, tp,
+                           "--tensor-model-parallel-size"))
+    for flag, width, ranks, split in widths:
+        if width % ranks:
+            _refuse(where, "linear layers split over tp",
+                    f"{flag} {width} does not split over {split} {ranks} (Megatron's parallel linear layers: "
+                    f"{width} is not divisible by {ranks})")
+
+
 def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
     if gpus % (tp * pp * cp):
