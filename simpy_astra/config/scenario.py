@@ -215,6 +215,11 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
                          f"remove num_passes")
     if cluster is not None:
         _refuse_unread_beside_cluster(path, doc, queues, injection_scale, user_network)
+    text = isinstance(doc.get("workload"), str) and doc["workload"].endswith(".txt")
+    if num_passes != 1 and not text:  # an ET graph runs once; its passes were silently one
+        raise InputError(f"{path}: field 'num_passes': repeats an ASTRA-sim 1.0 .txt workload; this workload is "
+                         f"Chakra ETs, which run their graph once (a generator's own num_passes parameter writes "
+                         f"iterations into its ETs): remove num_passes")
     if backend is not None:
         chosen = check_backend("--network-backend", backend)
     else:
