@@ -59,3 +59,11 @@ def test_num_passes_flag_under_one_is_refused(tmp_path, capsys, passes):
     assert main(_flags(tmp_path, "--num-passes", passes)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--num-passes" in err[0], err
+
+
+@pytest.mark.parametrize("value", ["maybe", "yes please", ""])
+def test_a_rendezvous_that_is_neither_true_nor_false_is_refused(tmp_path, capsys, value):
+    # it was read as true (a warning that the handshake is not modelled) whatever it said
+    assert main(_flags(tmp_path, "--rendezvous-protocol", value)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--rendezvous-protocol" in err[0] and "true or false" in err[0], err

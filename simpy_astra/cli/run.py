@@ -61,7 +61,10 @@ def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
                     continue
             except ValueError:
                 raise InputError(f"{flag}: must be a number (got {value!r})") from None
-        if flag == "--rendezvous-protocol" and value.strip().lower() in ("false", "0"):
+        # ASTRA-sim reads a bool as cxxopts does: (t|T)(rue)?|1 or (f|F)(alse)?|0
+        if flag == "--rendezvous-protocol" and value.strip().lower() not in ("true", "t", "1", "false", "f", "0"):
+            raise InputError(f"{flag}: must be true or false, as ASTRA-sim reads it (got {value!r})")
+        if flag == "--rendezvous-protocol" and value.strip().lower() in ("false", "f", "0"):
             continue
         if flag == "--rendezvous-protocol":
             lines.append(f"warning: {flag} {value} is accepted but not modelled: sends go eagerly, so "
