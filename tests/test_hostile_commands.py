@@ -103,3 +103,17 @@ def test_a_transformer_flag_its_model_never_reads_is_refused(tmp_path, capsys, e
                               "--output", str(tmp_path / "t" / "w")])
     assert f"'{field}'" in line
     assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("algos, words", [
+    # the second ring fit replaced the first: 1 MiB .. 64 MiB were then timed by the fit on 128 MiB up
+    (["ring:1048576:67108864", "ring:134217728"], "ring twice"),
+    # NCCL runs one algorithm a size: both were fitted on every size from 1 MiB (tree to ring's times)
+    (["ring:1048576", "tree:1048576"], "overlap"),
+    (["ring:1048576:268435456", "tree:134217728"], "overlap"),
+])
+def test_nccl_algo_ranges_that_claim_a_size_twice_are_refused(tmp_path, capsys, algos, words):
+    extra = [arg for algo in algos for arg in ("--nccl-algo", algo)]
+    line = _error_of(capsys, _calibrate(tmp_path, *extra))
+    assert "--nccl-algo" in line and words in line
+    assert not (tmp_path / "o").exists()
