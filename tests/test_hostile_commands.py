@@ -117,3 +117,18 @@ def test_nccl_algo_ranges_that_claim_a_size_twice_are_refused(tmp_path, capsys, 
     line = _error_of(capsys, _calibrate(tmp_path, *extra))
     assert "--nccl-algo" in line and words in line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("rank", ["-1", "65536"])
+def test_a_pytorch_rank_no_run_reads_is_refused(tmp_path, capsys, rank):
+    # --rank -1 wrote PREFIX.-1.et, which no run reads (ranks are 0 .. n-1), and 65,536 is past
+    # the most trace files a job is written as
+    import tarfile
+
+    sample = Path(__file__).parent / "data" / "chakra" / "1.0.2-chakra.0.0.4.tgz"
+    with tarfile.open(sample) as tar:
+        tar.extract("1.0.2-chakra.0.0.4.json", tmp_path, filter="data")
+    line = _error_of(capsys, ["convert", "pytorch", "--host", str(tmp_path / "1.0.2-chakra.0.0.4.json"),
+                              "--rank", rank, "--output", str(tmp_path / "t" / "pt")])
+    assert "--rank" in line
+    assert not (tmp_path / "t").exists()
