@@ -132,3 +132,14 @@ def test_a_pytorch_rank_no_run_reads_is_refused(tmp_path, capsys, rank):
                               "--rank", rank, "--output", str(tmp_path / "t" / "pt")])
     assert "--rank" in line
     assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("word", ["nan", "-nan", "inf", "1.2.3"])
+def test_an_nccl_row_with_no_number_where_one_belongs_says_so(tmp_path, capsys, word):
+    # it was 'truncated result row', though the row had every column
+    text = (A100 / "all_reduce.log").read_text().replace("    74.78   14.02", f"    {word}   14.02", 1)
+    log = tmp_path / "bad.log"
+    log.write_text(text)
+    argv = ["calibrate", str(log), "--network", str(A100 / "network.yml"), "--out", str(tmp_path / "o")]
+    line = _error_of(capsys, argv)
+    assert "bad.log:37:" in line and repr(word) in line and "truncated" not in line and "time" in line
