@@ -38,3 +38,28 @@ def test_a_minimise_past_the_number_bound_for_every_point_says_so_and_writes_bes
     errors = [line for line in err if line.startswith("error: ")]
     assert len(errors) == 1 and "minimise" in errors[0] and "2**1024" in errors[0], err
     assert json.loads((out / "best.json").read_text())["best"] is None
+
+
+def _outcome(spec, point, finish_ns: int, peak_gb: float):
+    from simpy_astra.sweep.best import Outcome
+
+    figures = {name: None for name in ("exposed_comm_ns", "compute_ns", "comm_ns")}
+    return Outcome(point, {**figures, "finish_ns": finish_ns, "peak_memory_gb": peak_gb, "status": "ok",
+                           "error": ""})
+
+
+def test_a_memory_cap_selects_a_best_under_it(tmp_path):
+    # memory_cap_gb only drew a line on memory.png: best.json crowned a point of 120 GB under a
+    # cap of 80 without a word; it is the constraint peak_memory_gb <= cap
+    from simpy_astra.sweep.best import best_summary
+    from simpy_astra.sweep.spec import load_sweep
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(yaml.safe_dump({"base": os.path.abspath(TORUS), "axes": {"network.bandwidth": [50, 100]},
+                                     "memory_cap_gb": 80}))
+    spec = load_sweep(str(sweep))
+    slow_small, fast_big = spec.points()
+    summary = best_summary(spec, [_outcome(spec, slow_small, 125_756, 40.0), _outcome(spec, fast_big, 67_172, 120.0)],
+                           2)
+    assert summary["best"]["key"] == fast_big.key
+    assert summary["best_under"]["peak_memory_gb <= 80"]["key"] == slow_small.key
