@@ -176,3 +176,21 @@ def test_an_expert_width_that_only_the_expert_tp_must_divide_runs():
     job = parse(BASE + " --tensor-model-parallel-size 8 --num-experts 8 --moe-ffn-hidden-size 100 "
                        "--expert-tensor-parallel-size 1", 8, WHERE)
     assert job.moe_ffn == 100 and job.etp == 1
+
+
+def test_distributed_optimizer_instances_shard_the_optimizer_over_fewer_ranks():
+    # --num-distributed-optimizer-instances N: each copy of the optimizer is sharded over
+    # dp x cp / N ranks (parallel_state: intra_partial_data_parallel_size), so a GPU holds N
+    # times the optimizer state; it was accepted as a flag of small effect and priced at N = 1
+    from simpy_astra.workloads.megatron.memory import parts_bytes
+
+    args = BASE + " --use-distributed-optimizer"
+    one = parts_bytes(parse(args, 8, WHERE))["optimizer"]
+    two = parts_bytes(parse(args + " --num-distributed-optimizer-instances 2", 8, WHERE))["optimizer"]
+    assert two == pytest.approx(2 * one)
+
+
+def test_distributed_optimizer_instances_that_do_not_divide_dp_are_refused():
+    # Megatron: Data parallel size should be divisible by partial DistOpt shard factor
+    error = _refusal(BASE + " --use-distributed-optimizer --num-distributed-optimizer-instances 3")
+    assert "--num-distributed-optimizer-instances 3" in str(error)

@@ -61,7 +61,7 @@ SMALL_EFFECT = (
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu", "--no-position-embedding",
-    "--num-distributed-optimizer-instances", "--use-precision-aware-optimizer",
+    "--use-precision-aware-optimizer",
     "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
@@ -167,6 +167,8 @@ def parser() -> argparse.ArgumentParser:
     i("--DDP-impl", dest="ddp_impl", choices=("local", "torch"), default=None,
       help="2021: local syncs after the backward, torch overlaps buckets with it")
     _bool(p, "--use-distributed-optimizer", help="gradients reduce-scattered, parameters all-gathered")
+    i("--num-distributed-optimizer-instances", type=int, default=1,
+      help="with --use-distributed-optimizer: copies of the optimizer, each sharded over dp x cp / N ranks")
     _bool(p, "--fp8-param-gather", help="with --fp8-format and the distributed optimizer: the linear layers' "
                                          "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
@@ -410,7 +412,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         fp8_current_scaling=a.fp8_format is not None and te and a.fp8_recipe == "tensorwise",
         recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
-        distributed_optimizer=a.use_distributed_optimizer,
+        distributed_optimizer=a.use_distributed_optimizer, optimizer_instances=a.num_distributed_optimizer_instances,
         grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,

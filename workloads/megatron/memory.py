@@ -4,7 +4,8 @@
 parameter): fp16 weights and gradient buffer, fp32 main weights and main gradients and Adam's
 two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12); fp32 (4 + 4
 + 8). ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
-same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
+same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones),
+or over 1/N of them with ``--num-distributed-optimizer-instances N``.
 A GPU holds its pipeline stage's layers (``MegatronJob.chunk_layers``: with an uneven split
 the stage's own count) split over tp, its experts split over ep x etp, the first stage the
 embedding and the last the output layer (a copy of the tied embedding with pp > 1).
@@ -59,7 +60,9 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
         return max((parts_bytes(job, s) for s in range(job.pp)), key=lambda parts: sum(parts.values()))
     dense, expert = stage_parameters(job, stage)
     weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, OPTIMIZER_BYTES_PER_PARAMETER[job.precision]
-    shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
+    copies = job.optimizer_instances  # partial distributed optimizer: each copy over 1/N of the ranks
+    shards = ((job.dp * job.cp / copies, job.tp * job.cp * job.dp // (job.ep * job.etp) / copies)
+              if job.distributed_optimizer else (1, 1))
     fp8_kept = fp8_weight_parameters(job, stage) if job.fp8_param_gather else 0  # no bf16 copy of them
     parts = {"weights": (dense + expert - fp8_kept) * weight_b, "gradients": (dense + expert) * grad_b,
              "optimizer": dense * optimizer_b / shards[0] + expert * optimizer_b / shards[1],

@@ -47,7 +47,8 @@ def _split_layers(a: argparse.Namespace) -> int:
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
     ``others`` are the unmodelled flags given, with their values."""
-    for family in (_layout, _attention, _pipeline, _batch, _precision, _recompute, _overlap, _experts, _activation):
+    for family in (_layout, _attention, _pipeline, _batch, _precision, _recompute, _overlap, _experts, _activation,
+                   _optimizer_copies):
         family(a, gpus, others, where)
 
 
@@ -485,3 +486,19 @@ def _optimizer_precision(a: argparse.Namespace, others: dict, where: str) -> Non
         _refuse(where, "precision-aware optimizer needs the distributed optimizer",
                 "--use-precision-aware-optimizer without --use-distributed-optimizer (Megatron: "
                 "--use-precision-aware-optimizer only supported with distributed optimizer)")
+
+
+def _optimizer_copies(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """The partial distributed optimizer (parallel_state: each copy over dp x cp / N ranks, the
+    experts' over their data-parallel ranks / N)."""
+    copies = a.num_distributed_optimizer_instances
+    if copies == 1:
+        return
+    tp, pp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size
+    etp = a.expert_tensor_parallel_size or tp
+    dp_cp, expert_dp = gpus // (tp * pp), gpus // (pp * etp * a.expert_model_parallel_size)
+    if not a.use_distributed_optimizer or dp_cp % copies or expert_dp % copies:
+        _refuse(where, "optimizer copies divide the data-parallel ranks",
+                f"--num-distributed-optimizer-instances {copies} needs --use-distributed-optimizer and a copy count "
+                f"that divides the {dp_cp} data- and context-parallel ranks and the {expert_dp} expert data-parallel "
+                f"ones (Megatron: Data parallel size should be divisible by partial DistOpt shard factor)")
