@@ -313,10 +313,28 @@ class GemmWorkload:
         return "\n".join(lines)
 
 
+#: the array clocks (GHz) a workload may state: wide of any chip, so that what is outside is a
+#: typo or a unit slip (at 1e-300 GHz a layer's microseconds outgrow 64 bits)
+CLOCK_GHZ_RANGE = (1e-3, 1e3)
+
+
+def check_clock(value: Any, field: str) -> float:
+    """``value`` as the array clock in GHz, refused naming ``field`` unless a finite number in
+    :data:`CLOCK_GHZ_RANGE` (nan failed to convert to whole microseconds, inf made every layer
+    the 1 us floor)."""
+    low, high = CLOCK_GHZ_RANGE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InputError(f"{field}: must be a clock in GHz from {low:g} to {high:g} (got {value!r})")
+    return float(value)
+
+
 def build(layers: list[GemmLayer], strategy: str, num_npus: int, array: ArraySpec, num_packages: int = 1,
           dtype_bytes: int = 2) -> GemmWorkload:
     if strategy not in STRATEGIES:
         raise InputError(f"--parallel: expected one of {', '.join(STRATEGIES)} (got {strategy!r})")
+    if num_packages != 1 and not strategy.startswith("HYBRID_"):
+        raise InputError(f"--num-packages {num_packages}: only HYBRID_DATA_MODEL and HYBRID_MODEL_DATA split the "
+                         f"NPUs into packages; {strategy} never reads it (remove it)")
     if num_npus < 1 or num_packages < 1 or num_npus % num_packages:
         raise InputError(f"--num-npus {num_npus} must be a positive multiple of --num-packages {num_packages}")
     if dtype_bytes < 1:
@@ -406,10 +424,8 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     num_npus = integer("num_npus", 0)
     workload = build(read_mnk(params["mnk"]), str(params["parallel"]), num_npus, array,
                      integer("num_packages", 1), integer("datatype_size", 2))
-    clock = params.get("clock_ghz", 1.0)
-    if isinstance(clock, bool) or not isinstance(clock, int | float) or clock <= 0:
-        raise InputError(f"--clock-ghz: must be a number > 0 (got {clock!r})")
-    write(workload, prefix, num_npus, "et", integer("num_passes", 1), float(clock))
+    clock = check_clock(params.get("clock_ghz", 1.0), "clock_ghz")
+    write(workload, prefix, num_npus, "et", integer("num_passes", 1), clock)
 
 
 def main(argv: list[str]) -> int:
@@ -435,8 +451,11 @@ def main(argv: list[str]) -> int:
                    help="array clock: ET compute time = cycles / clock, in whole us (default 1 GHz)")
     p.add_argument("--output", required=True, help="output prefix")
     args = p.parse_args(argv)
-    if args.clock_ghz <= 0:
-        raise InputError(f"--clock-ghz must be > 0 (got {args.clock_ghz})")
+    check_clock(args.clock_ghz, "--clock-ghz")
+    if args.format == "text" and args.num_passes != 1:
+        raise InputError(f"--num-passes {args.num_passes}: --format text writes no ET, so no iterations (ASTRA-sim "
+                         f"1.0 takes the passes when it runs a .txt: num_passes in a scenario); remove it, or write "
+                         f"ETs")
     array = ArraySpec.parse(args.array, args.dataflow, args.sram, args.include_prefetch)
     workload = build(read_mnk(args.mnk), args.parallel, args.num_npus, array, args.num_packages,
                      args.datatype_size)

@@ -29,7 +29,9 @@ def digest(path: str) -> str:
 def held_out_rows(logs: list, every: int, min_size: int) -> frozenset[tuple[str, int]]:
     """(path, line) of every ``every``-th size of each log from ``min_size`` up, starting with
     the second: with 2, a log of 1, 2, 4, ... MiB fits 1, 4, 16 MiB and predicts 2, 8, 32 MiB,
-    so every held-out size lies between fitted ones and the largest decides nothing alone."""
+    so every held-out size lies between fitted ones and the largest decides nothing alone. A log
+    with fewer sizes than ``every`` would have none held out, and validate --holdout would score
+    fitted rows only: refused."""
     if every == 0:
         return frozenset()
     if every < 2:
@@ -37,6 +39,10 @@ def held_out_rows(logs: list, every: int, min_size: int) -> frozenset[tuple[str,
     out = set()
     for log in logs:
         large = [r for r in log.rows if r.size_bytes >= min_size]
+        if 0 < len(large) < every:
+            fix = (f"use an N from 2 to {len(large)}" if len(large) >= 2 else "lower --min-size")
+            raise InputError(f"--hold-out-every {every}: {log.path} has {len(large)} sizes of at least {min_size} "
+                             f"bytes, so none would be held out; {fix}")
         out.update((log.path, r.line) for i, r in enumerate(large) if i % every == every - 1)
     return frozenset(out)
 

@@ -16,6 +16,7 @@ it on there (:func:`simpy_astra.engine.nccl_tuning.channels`).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from typing import Any
@@ -50,6 +51,26 @@ def parse_range(text: str) -> tuple[str, int, int | None]:
     if last is not None and last < first:
         raise InputError(f"--nccl-algo: {text!r}: TO must be at least FROM")
     return m.group(1), first, last
+
+
+def parse_ranges(texts: list[str]) -> list[tuple[str, int, int | None]]:
+    """Every ``--nccl-algo`` range (:func:`parse_range`), one an algorithm and none sharing a
+    size: NCCL runs one algorithm a size, and a second range of one algorithm would replace
+    the first's fit, leaving its sizes timed by the other's."""
+    ranges = [parse_range(text) for text in texts]
+    seen: dict[str, str] = {}
+    for text, (algo, _, _) in zip(texts, ranges, strict=True):
+        if algo in seen:
+            raise InputError(f"--nccl-algo: {algo} twice ({seen[algo]} and {text}); give each algorithm one "
+                             f"range, FROM to TO, where NCCL ran it")
+        seen[algo] = text
+    spans = [(first, math.inf if last is None else last) for _, first, last in ranges]
+    for i, (first, last) in enumerate(spans):
+        for j in range(i + 1, len(spans)):
+            if first <= spans[j][1] and spans[j][0] <= last:
+                raise InputError(f"--nccl-algo: the {ranges[i][0]} and {ranges[j][0]} ranges overlap ({texts[i]}, "
+                                 f"{texts[j]}): NCCL runs one algorithm a size; end one where the other begins")
+    return ranges
 
 
 def machine(network: dict[str, Any], devices: list[str]) -> tuple[Links, Shape]:

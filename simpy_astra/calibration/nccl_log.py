@@ -120,6 +120,11 @@ def _header(text: str, lineno: int) -> _Columns | None:
     return None
 
 
+#: the figures after the type columns, in nccl-tests' order
+_VALUE_COLUMNS = ("out-of-place time (us)", "out-of-place algbw", "out-of-place busbw", "out-of-place #wrong",
+                  "in-place time (us)", "in-place algbw", "in-place busbw", "in-place #wrong")
+
+
 def _looks_like_row(words: list[str]) -> bool:
     return len(words) >= 2 and bool(_INT.match(words[0])) and bool(_INT.match(words[1]))
 
@@ -153,11 +158,14 @@ def _parse_row(path: str, lineno: int, words: list[str], cols: _Columns) -> Row:
             raise _err(path, lineno, f"expected the root rank, got {rest[0]!r}")
         root = int(rest.pop(0))
     values: list[float | None] = []
-    for w in rest[:8]:
+    for i, w in enumerate(rest[:8]):
         if _NUM.match(w):
             values.append(float(w))
         elif w.upper() == "N/A":
             values.append(None)
+        elif i < 3 or 4 < i < 7:  # a column the row has, with no number in it (nan, inf, a typo)
+            raise _err(path, lineno, f"{_VALUE_COLUMNS[i]} is {w!r}, not a number; expected nccl-tests' figures "
+                                     f"(was the log edited, or the run broken?)")
         else:
             break
     if len(values) < 3 or any(v is None for v in values[:3]):

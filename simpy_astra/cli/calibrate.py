@@ -150,9 +150,16 @@ def main(argv: list[str]) -> int:
 
     if args.min_size < 1:
         raise InputError(f"--min-size must be >= 1 byte (got {args.min_size})")
+    if args.nccl_no_ll128 and not args.nccl_algo:
+        raise InputError(f"--nccl-no-ll128 {args.nccl_no_ll128[0]}: it tells --nccl-algo's fit which protocols NCCL "
+                         f"runs, and no --nccl-algo is given; add --nccl-algo ALGO:FROM[:TO], or drop it")
     check_memory_bw(args.gpu_memory_bw)
+    from simpy_astra.calibration.nccl_algorithms import parse_ranges
+
+    ranges = parse_ranges(args.nccl_algo)
     t0 = time.perf_counter()
     logs = parse_logs(args.logs, args.collective)
+    held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out, ("network.yml", "system.json", "calibration.json",
@@ -160,13 +167,11 @@ def main(argv: list[str]) -> int:
                           *(("nccl.json",) if args.nccl_algo else ())))
     nccl = None
     if args.nccl_algo:
-        from simpy_astra.calibration.nccl_algorithms import fit_log, parse_range
+        from simpy_astra.calibration.nccl_algorithms import fit_log
 
-        ranges = [parse_range(text) for text in args.nccl_algo]
         if len(logs) != 1 or logs[0].collective != "all_reduce":
             raise InputError("--nccl-algo: give one all-reduce log (NCCL's algorithms are fitted per machine)")
         nccl = fit_log(logs[0], network, ranges, args.in_place, tuple(args.nccl_no_ll128))
-    held_out = held_out_rows(logs, args.hold_out_every, args.min_size)
     algorithms = None
     if args.fit_algorithms:
         from simpy_astra.calibration.algorithms import fit_algorithms

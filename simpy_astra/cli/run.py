@@ -46,6 +46,11 @@ def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
     """One line per ignored ASTRA-sim flag the command line gave (a scale of 1 and a rendezvous
     of false change nothing in ASTRA-sim either, and are not worth a line)."""
     lines = []
+    if args.num_passes < 1:
+        raise InputError(f"--num-passes: must be >= 1 (got {args.num_passes}); it counts training iterations")
+    if args.num_passes != 1 and not args.workload_configuration.endswith(".txt"):
+        lines.append(f"warning: --num-passes {args.num_passes} is accepted but changes nothing (it repeats an "
+                     f"ASTRA-sim 1.0 .txt workload; a Chakra ET prefix runs its graph once)")
     for flag, (_, what) in IGNORED_ASTRA_FLAGS.items():
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is None:
@@ -56,7 +61,10 @@ def ignored_flag_warnings(args: argparse.Namespace) -> list[str]:
                     continue
             except ValueError:
                 raise InputError(f"{flag}: must be a number (got {value!r})") from None
-        if flag == "--rendezvous-protocol" and value.strip().lower() in ("false", "0"):
+        # ASTRA-sim reads a bool as cxxopts does: (t|T)(rue)?|1 or (f|F)(alse)?|0
+        if flag == "--rendezvous-protocol" and value.strip().lower() not in ("true", "t", "1", "false", "f", "0"):
+            raise InputError(f"{flag}: must be true or false, as ASTRA-sim reads it (got {value!r})")
+        if flag == "--rendezvous-protocol" and value.strip().lower() in ("false", "f", "0"):
             continue
         if flag == "--rendezvous-protocol":
             lines.append(f"warning: {flag} {value} is accepted but not modelled: sends go eagerly, so "

@@ -295,7 +295,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     elif ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
         print(f"error: {args.sweep}: minimise: '{spec.objective.text}' gave no number for any of the "
               f"{len(ok)} finished points (a figure it uses is empty, e.g. cost_usd without a price for "
-              f"the network, or it divides by zero), so best.json names no best; minimise a figure every "
+              f"the network, or it divides by zero or goes past 2**1024), so best.json names no best; minimise a figure every "
               f"point has, e.g. finish_ns", file=sys.stderr)
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):

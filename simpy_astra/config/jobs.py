@@ -123,6 +123,10 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         job, where = p["job"], p["where"]
         if "npus" in job and "placement" in job:
             raise InputError(f"{where}: give npus or placement, not both")
+        if "seed" in job and job.get("placement") != "random":
+            raise InputError(f"{where}.seed: only placement: random draws NPUs with a seed; this job's "
+                             f"{'npus' if 'npus' in job else 'placement ' + str(job.get('placement', 'contiguous'))} "
+                             f"never reads it (remove seed, or use placement: random)")
         if "npus" not in job:
             npus.append(None)
             continue

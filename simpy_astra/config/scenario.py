@@ -213,6 +213,13 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         raise InputError(f"{path}: field 'num_passes': repeats an ASTRA-sim 1.0 .txt workload; a cluster's "
                          f"job is simulated for one training iteration (its figures are per iteration): "
                          f"remove num_passes")
+    if cluster is not None:
+        _refuse_unread_beside_cluster(path, doc, queues, injection_scale, user_network)
+    text = isinstance(doc.get("workload"), str) and doc["workload"].endswith(".txt")
+    if num_passes != 1 and not text:  # an ET graph runs once; its passes were silently one
+        raise InputError(f"{path}: field 'num_passes': repeats an ASTRA-sim 1.0 .txt workload; this workload is "
+                         f"Chakra ETs, which run their graph once (a generator's own num_passes parameter writes "
+                         f"iterations into its ETs): remove num_passes")
     if backend is not None:
         chosen = check_backend("--network-backend", backend)
     else:
@@ -249,6 +256,26 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
         fold = False
     return replace(inputs, workload=info, warnings=[*unknown, *inputs.warnings], fold_symmetry=fold)
+
+
+def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_scale: float,
+                                  user_network: bool) -> None:
+    """ASTRA-sim's knobs that a cluster's job never reads, refused rather than run as if set:
+    its own communicator groups (tp, dp, pp...), and, on the preset's machine, where NCCL's
+    model times every collective, the endpoint delay and the dimension queues (x 1000 and 16
+    left a step the same to the ns)."""
+    if doc.get("comm_groups") is not None:
+        raise InputError(f"{path}: field 'comm_groups': a cluster's job brings its own communicator groups "
+                         f"(tp, dp, pp...), which these would replace; remove comm_groups")
+    if user_network:
+        return
+    if injection_scale != 1.0:
+        raise InputError(f"{path}: field 'injection_scale': it scales the system's endpoint-delay, which a "
+                         f"cluster's machine does not charge (NCCL's model times its collectives); remove "
+                         f"injection_scale")
+    if queues != 1:
+        raise InputError(f"{path}: field 'num_queues_per_dim': a cluster's machine runs its collectives "
+                         f"side by side as NCCL's streams do, not in ASTRA-sim's queues; remove num_queues_per_dim")
 
 
 def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:

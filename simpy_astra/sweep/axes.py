@@ -154,11 +154,16 @@ def check_overlaps(path: str, axes: list[Axis], canonical: Callable[[str], str] 
         if axis.bundles:
             fields = {canonical(k) for b in axis.bundles.values() for k in b}
             clash = sorted(fields & (set_by_plain | set_by_bundles))
-            set_by_bundles |= fields
         else:
-            column = canonical(axis.column)
-            clash = [column] if column in set_by_plain else []
-            set_by_plain.add(column)
+            fields = {canonical(axis.column)}
+            clash = sorted(fields & set_by_plain)
         if clash:
             raise InputError(f"{path}: axes: {clash[0]} is set by two axes (the later would silently win); "
                              f"keep one, or fold both into one 'named' axis")
+        for field in sorted(fields):  # set whole after an axis set a part of it: that part vanishes
+            inside = sorted(e for e in set_by_plain | set_by_bundles if e.startswith(field + "."))
+            if inside:
+                raise InputError(f"{path}: axes: {field} is set whole after an axis on {inside[0]}, whose values "
+                                 f"it would silently replace in every point; put the {field} axis first (the "
+                                 f"later then sets a part of it), or keep one")
+        (set_by_bundles if axis.bundles else set_by_plain).update(fields)

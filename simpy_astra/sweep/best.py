@@ -63,15 +63,15 @@ def objective_of(spec: SweepSpec, o: Outcome) -> float | None:
     values = _values(spec, o)
     if any(values.get(n) is None for n in spec.objective.names):
         return None  # e.g. minimising peak memory in a run that does not track it
-    return spec.objective.number(values, f"{spec.path}: minimise")
+    return spec.objective.number(values, f"{spec.path}: minimise", measured=True)
 
 
 def satisfies(spec: SweepSpec, o: Outcome, constraint) -> bool:
     values = _values(spec, o)
     if any(values.get(n) is None for n in constraint.names):
         return False  # unknown (e.g. memory not tracked) does not satisfy a cap
-    # undefined for this point's figures (a division by zero): not satisfied, the others ranked
-    value = constraint.value(values, f"{spec.path}: constraints")
+    # undefined for this point's figures (a division by zero, past 2**1024): not satisfied, the others ranked
+    value = constraint.value(values, f"{spec.path}: constraints", measured=True)
     return value is not None and bool(value)
 
 

@@ -148,19 +148,22 @@ class Expression:
             raise InputError(f"{where}: '{self.text}' cannot be evaluated ({type(exc).__name__}: {exc})") \
                 from (exc if isinstance(exc, ArithmeticError) else None)
 
-    def value(self, values: dict[str, Any], where: str) -> Any:
+    def value(self, values: dict[str, Any], where: str, measured: bool = False) -> Any:
         """The value; None where this point's figures make it undefined (a division by zero, a
-        float overflow), so one odd point cannot stop ranking the others."""
+        float overflow), so one odd point cannot stop ranking the others. Past :data:`MAX_BITS`
+        is refused, but over ``measured`` figures (a finished point's) it is undefined too:
+        those are known only once every point has run, too late to refuse the expression."""
         try:
             return self.evaluate(values, where)
         except InputError as exc:
-            if isinstance(exc.__cause__, ArithmeticError) and not isinstance(exc.__cause__, ExpressionLimit):
+            if isinstance(exc.__cause__, ArithmeticError) and (measured or not isinstance(exc.__cause__,
+                                                                                           ExpressionLimit)):
                 return None
             raise
 
-    def number(self, values: dict[str, Any], where: str) -> float | None:
+    def number(self, values: dict[str, Any], where: str, measured: bool = False) -> float | None:
         """The value as a number to rank by (None where undefined, see :meth:`value`)."""
-        value = self.value(values, where)
+        value = self.value(values, where, measured)
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):

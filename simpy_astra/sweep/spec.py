@@ -510,4 +510,9 @@ def load_sweep(path: str) -> SweepSpec:
             raise InputError(f"{path}: field 'memory_cap_gb' must be a finite number of GB > 0 "
                              f"(got {cap!r})")
         spec.memory_cap_gb = float(cap)
+        # the cap selects a best under it, as the constraint it stands for (it only drew a line)
+        figure = "memory_per_gpu_gib" if megatron else "peak_memory_gb"
+        text = f"{figure} <= {spec.memory_cap_gb:g}"
+        if all(c.text.replace(" ", "") != text.replace(" ", "") for c in spec.result_constraints):
+            spec.result_constraints.append(parse_expression(text, f"{path}: memory_cap_gb", set(RESULT_NAMES)))
     return spec

@@ -22,7 +22,7 @@ def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
     values = {**o.point.names(spec.axes), **o.figures}
     if any(values.get(n) is None for n in expr.names):
         return None
-    return expr.number(values, f"{spec.path}: report")
+    return expr.number(values, f"{spec.path}: report", measured=True)
 
 
 def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any], out: Output,

@@ -61,7 +61,6 @@ SMALL_EFFECT = (
     "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
     "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
     "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu",
-    "--num-distributed-optimizer-instances",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
@@ -103,7 +102,8 @@ def parser() -> argparse.ArgumentParser:
     i("--kv-channels", type=int, default=None, help="width of one head (default h / heads)")
     i("--num-query-groups", type=int, default=None,
       help="key/value heads with --group-query-attention (default 1 with it; ignored without it, as in Megatron)")
-    i("--ffn-hidden-size", type=int, default=None, help="MLP width (default 4h; 8h/3 rounded with --swiglu)")
+    i("--ffn-hidden-size", type=int, default=None,
+      help="MLP width (default 4h; with --swiglu 8h/3 cut to a multiple of 64)")
     _bool(p, "--swiglu", help="SwiGLU MLP (three weight matrices)")
     i("--seq-length", "--encoder-seq-length", dest="seq_length", type=int, required=True,
       help="tokens per sample")
@@ -172,6 +172,8 @@ def parser() -> argparse.ArgumentParser:
     i("--DDP-impl", dest="ddp_impl", choices=("local", "torch"), default=None,
       help="2021: local syncs after the backward, torch overlaps buckets with it")
     _bool(p, "--use-distributed-optimizer", help="gradients reduce-scattered, parameters all-gathered")
+    i("--num-distributed-optimizer-instances", type=int, default=1,
+      help="with --use-distributed-optimizer: copies of the optimizer, each sharded over dp x cp / N ranks")
     _bool(p, "--fp8-param-gather", help="with --fp8-format and the distributed optimizer: the linear layers' "
                                          "weights kept and all-gathered in FP8 (one byte a weight, no bf16 copy)")
     _bool(p, "--grad-reduce-in-bf16", help="with --bf16: the gradient buffer and its data-parallel reduction "
@@ -375,12 +377,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     h, heads = a.hidden_size, a.num_attention_heads
     head_dim = a.kv_channels or h // heads
     kv_heads = rules.query_groups(a) or heads
-    if a.ffn_hidden_size:
-        ffn = a.ffn_hidden_size
-    elif a.swiglu:
-        ffn = int(4 * h * 2 / 3 / 64) * 64  # Megatron: 8h/3 rounded down to a multiple of 64
-    else:
-        ffn = 4 * h
+    ffn = _ffn_hidden(a, where)
     vocab = a.vocab_size or GPT2_VOCAB
     multiple = a.make_vocab_size_divisible_by * tp
     vocab = math.ceil(vocab / multiple) * multiple
@@ -397,16 +394,17 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         recompute, method, layers = "full", "uniform", a.checkpoint_num_layers
     elif a.activations_checkpoint_method:
         recompute, method, layers = "full", a.activations_checkpoint_method, a.activations_checkpoint_num_layers
+    elif a.recompute_activations:  # Megatron sets the granularity selective, whatever it was
+        recompute, method, layers = "selective", "uniform", 1
     elif a.recompute_granularity:
         recompute = a.recompute_granularity
         method, layers = a.recompute_method or "uniform", a.recompute_num_layers or 1
-    elif a.recompute_activations:
-        recompute, method, layers = "selective", "uniform", 1
     else:
         recompute, method, layers = "none", "uniform", 0
     legacy, te = _legacy(a), _transformer_engine(a)
     rules.check_layers(cp, te, _fused_attention(a), where,
                        "rope" if a.use_rotary_position_embeddings else a.position_embedding_type)
+    rules.check_widths(a, ffn, where)
     # query-key layer scaling: on by default until Megatron-Core made it opt-in (2023), and it
     # puts the softmax in fp32; Transformer Engine scales fp16 scores only, and its unfused
     # softmax is always in fp32
@@ -441,7 +439,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         fp8_current_scaling=a.fp8_format is not None and te and a.fp8_recipe == "tensorwise",
         recompute=recompute, recompute_method=method,
         recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
-        distributed_optimizer=a.use_distributed_optimizer,
+        distributed_optimizer=a.use_distributed_optimizer, optimizer_instances=a.num_distributed_optimizer_instances,
         # Megatron accumulates bf16 gradients in fp32 only while --main-grads-dtype is fp32
         grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
@@ -487,6 +485,21 @@ def _master_bytes(a: argparse.Namespace, precision: str) -> int:
         return 2
     te_master = a.fp8_format is None or a.fp8_recipe == "delayed"
     return 2 if precision == "bf16" and te_master else 4
+
+
+def _ffn_hidden(a: argparse.Namespace, where: str) -> int:
+    """The MLP's width: ``--ffn-hidden-size``, else Megatron's default, 4h, or with
+    ``--swiglu`` 8h/3 cut down to a multiple of 64 (arguments.py: ``int((4 * args.hidden_size
+    * 2 / 3) / 64) * 64``), which is 0 under a width of 24."""
+    if a.ffn_hidden_size:
+        return a.ffn_hidden_size
+    if not a.swiglu:
+        return 4 * a.hidden_size
+    ffn = int((4 * a.hidden_size * 2 / 3) / 64) * 64
+    if ffn == 0:
+        raise InputError(f"{where}: --swiglu with --hidden-size {a.hidden_size} gives Megatron's default MLP width "
+                         f"int(8h/3 / 64) x 64 = 0; give --ffn-hidden-size")
+    return ffn
 
 
 def _position_rows(a: argparse.Namespace) -> int:

@@ -121,6 +121,9 @@ class MegatronJob:
     #: ``--fp8-param-gather``: Transformer Engine's linear weights kept only in FP8 (no bf16
     #: copy; the fp32 master in the optimizer) and all-gathered in FP8, one byte a weight
     fp8_param_gather: bool = False
+    #: ``--num-distributed-optimizer-instances``: copies of the distributed optimizer, each
+    #: sharded over dp x cp / N ranks (and the experts' over their data-parallel ranks / N)
+    optimizer_instances: int = 1
     #: ``--fp8-format`` given: Transformer Engine's ``fp8_autocast`` wraps the step (and refuses
     #: a GPU without FP8) even where Megatron's own layers, which it does not touch, run bf16
     fp8_requested: bool = False

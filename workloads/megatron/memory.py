@@ -6,7 +6,8 @@ two moments (2 + 2 + 16); bf16 weights with an fp32 gradient buffer (2 + 4 + 12)
 + 8). ``--optimizer sgd`` keeps one fp32 momentum buffer instead of Adam's two moments (4 B
 less; 8 less at ``--sgd-momentum 0``, where torch's SGD keeps none).
 ``--use-distributed-optimizer`` splits the optimizer part over the ranks that hold the
-same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones).
+same weights (data- and context-parallel ranks; for experts, the expert-data-parallel ones),
+or over 1/N of them with ``--num-distributed-optimizer-instances N``.
 A GPU holds its pipeline stage's layers (``MegatronJob.chunk_layers``: with an uneven split
 the stage's own count) split over tp, its experts split over ep x etp, the first stage the
 embedding and the last the output layer (a copy of the tied embedding with pp > 1).
@@ -63,7 +64,9 @@ def parts_bytes(job: MegatronJob, stage: int | None = None) -> dict[str, float]:
         return max((parts_bytes(job, s) for s in range(job.pp)), key=lambda parts: sum(parts.values()))
     dense, expert = stage_parameters(job, stage)
     weight_b, grad_b, optimizer_b = job.element_bytes, job.grad_bytes, optimizer_bytes_per_parameter(job)
-    shards = (job.dp * job.cp, job.tp * job.cp * job.dp // (job.ep * job.etp)) if job.distributed_optimizer else (1, 1)
+    copies = job.optimizer_instances  # partial distributed optimizer: each copy over 1/N of the ranks
+    shards = ((job.dp * job.cp / copies, job.tp * job.cp * job.dp // (job.ep * job.etp) / copies)
+              if job.distributed_optimizer else (1, 1))
     fp8_kept = fp8_weight_parameters(job, stage) if job.fp8_param_gather else 0  # no bf16 copy of them
     parts = {"weights": (dense + expert - fp8_kept) * weight_b, "gradients": (dense + expert) * grad_b,
              "optimizer": dense * optimizer_b / shards[0] + expert * optimizer_b / shards[1],

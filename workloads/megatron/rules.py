@@ -64,7 +64,7 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
     ``others`` are the unmodelled flags given, with their values."""
     for family in (_layout, _attention, _pipeline, _batch, _precision, _fp8_era, _optimizer, _recompute, _overlap,
-                   _experts):
+                   _experts, _activation, _optimizer_copies):
         family(a, gpus, others, where)
 
 
@@ -96,6 +96,28 @@ def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where
                 f"--context-parallel-size {cp} needs Transformer Engine's attention, today's default layers "
                 f"(not --transformer-impl local, nor 2021's names --DDP-impl or --checkpoint-activations) "
                 f"(Megatron: Context parallelism is only supported by TEDotProductAttention!)")
+
+
+def check_widths(a: argparse.Namespace, ffn: int, where: str) -> None:
+    """The MLPs' widths split over their tensor-parallel ranks: Megatron's column- and
+    row-parallel linear layers (and Transformer Engine's) divide() them, which asserts."""
+    tp, experts = a.tensor_model_parallel_size, a.num_experts or 0
+    etp = a.expert_tensor_parallel_size or tp
+    widths = []
+    if not experts or a.moe_layer_freq > 1:  # a dense MLP somewhere
+        widths.append(("--ffn-hidden-size", ffn, tp, "--tensor-model-parallel-size"))
+    if experts:
+        widths.append(("--moe-ffn-hidden-size", a.moe_ffn_hidden_size or ffn, etp,
+                       "--expert-tensor-parallel-size" if a.expert_tensor_parallel_size else
+                       "--tensor-model-parallel-size (the experts' tp unless --expert-tensor-parallel-size)"))
+        if a.moe_shared_expert_intermediate_size:
+            widths.append(("--moe-shared-expert-intermediate-size", a.moe_shared_expert_intermediate_size, tp,
+                           "--tensor-model-parallel-size"))
+    for flag, width, ranks, split in widths:
+        if width % ranks:
+            _refuse(where, "linear layers split over tp",
+                    f"{flag} {width} does not split over {split} {ranks} (Megatron's parallel linear layers: "
+                    f"{width} is not divisible by {ranks})")
 
 
 def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
@@ -142,6 +164,12 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         _refuse(where, "local attention backend needs the local spec",
                 "--attention-backend local needs --spec local, which is not modelled (Megatron: --attention-backend "
                 "local is only supported with --spec local); --transformer-impl local runs Megatron's own attention")
+    if a.sequence_parallel and tp > 1 and (a.seq_length // cp) % tp:
+        _refuse(where, "sequence parallelism splits the sequence over tp",
+                f"--sequence-parallel splits each rank's {a.seq_length // cp} tokens (--seq-length {a.seq_length}"
+                + (f" / --context-parallel-size {cp}" if cp > 1 else "") + f") over --tensor-model-parallel-size "
+                f"{tp}, which does not divide them (Megatron, scattering the embedding's output: First dimension "
+                f"of the tensor should be divisible by tensor parallel size)")
     if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
         _refuse(where, "position embeddings cover the sequence",
                 f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
@@ -323,6 +351,11 @@ def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
     if a.fp16 and a.bf16:
         _refuse(where, "one precision", "give --fp16 or --bf16, not both (Megatron: only one of fp16 and bf16 "
                                         "should be True)")
+    if a.ddp_impl == "torch" and a.use_distributed_optimizer:
+        _refuse(where, "distributed optimizer needs local DDP",
+                "--use-distributed-optimizer with --DDP-impl torch: the distributed optimizer shards the local "
+                "DDP's contiguous gradient buffer (Megatron, 2022-2023: if args.use_distributed_optimizer: assert "
+                "args.DDP_impl == 'local'); use --DDP-impl local")
     if a.ddp_impl == "torch" and (a.bf16 or a.accumulate_allreduce_grads_in_fp32):
         _refuse(where, "fp32 gradient accumulation needs local DDP",
                 f"{'--bf16' if a.bf16 else '--accumulate-allreduce-grads-in-fp32'} with --DDP-impl torch: "
@@ -397,13 +430,20 @@ def _optimizer(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
 
 
 def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
-    granularity = a.recompute_granularity
+    # Megatron: if args.recompute_activations: args.recompute_granularity = 'selective'
+    granularity = "selective" if a.recompute_activations else a.recompute_granularity
     newer = granularity or a.recompute_method or a.recompute_num_layers is not None or a.recompute_activations
     if a.activations_checkpoint_method and newer:
         _refuse(where, "one release's recomputation names",
                 "--activations-checkpoint-method (Megatron-LM of 2021-08 to 2022-05) with --recompute-* (its "
                 "successor): no Megatron-LM has both; give --recompute-granularity full --recompute-method "
                 f"{a.activations_checkpoint_method} --recompute-num-layers N for today's")
+    if a.checkpoint_activations and (a.activations_checkpoint_method or newer):
+        later = "--activations-checkpoint-method" if a.activations_checkpoint_method else "--recompute-*"
+        _refuse(where, "one release's recomputation names",
+                f"--checkpoint-activations (Megatron-LM to 2021-08) with {later}, its successor: every Megatron-LM "
+                f"that has {later} stops on --checkpoint-activations (--checkpoint-activations is no longer "
+                f"valid); give one release's names")
     if a.distribute_checkpointed_activations and (a.tensor_model_parallel_size == 1 or not (
             a.activations_checkpoint_method or a.checkpoint_activations)):
         _refuse(where, "distributed activations need tp and recomputation",
@@ -419,7 +459,7 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
                 f"--recompute-granularity full needs --recompute-num-layers (Megatron: recompute_num_layers must "
                 f"be between 1 and num_layers_per_pipeline_rank, "
                 f"{a.num_layers // a.pipeline_model_parallel_size})")
-    selective = granularity == "selective" or (granularity is None and a.recompute_activations)
+    selective = granularity == "selective"
     if selective and (a.recompute_method or a.recompute_num_layers is not None):
         _refuse(where, "selective recomputation takes no method",
                 "--recompute-method/--recompute-num-layers with selective recomputation (Megatron: recompute "
@@ -492,6 +532,11 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "expert layout divides the stage",
                 f"expert tensor x expert model parallel size {etp} x {ep} does not divide the {gpus // pp} GPUs of "
                 f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
+    if not experts and a.moe_ffn_hidden_size is not None and a.moe_layer_freq == 1:
+        _refuse(where, "expert width needs experts",
+                f"--moe-ffn-hidden-size {a.moe_ffn_hidden_size} without --num-experts (Megatron: "
+                f"moe_ffn_hidden_size is set but num_moe_experts is None. Please set num_moe_experts or remove "
+                f"moe_ffn_hidden_size)")
     if not experts:
         return
     if not a.disable_bias_linear and etp > 1 and not legacy_names(a):
@@ -519,3 +564,26 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "top-1 routing needs pre-softmax",
                 "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
                 "one selected expert gives a zero gradient)")
+
+
+def _activation(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    if a.swiglu and "--squared-relu" in others:
+        _refuse(where, "one activation",
+                "--squared-relu with --swiglu: give one activation (Megatron: if args.squared_relu: assert not "
+                "args.swiglu)")
+
+
+def _optimizer_copies(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """The partial distributed optimizer (parallel_state: each copy over dp x cp / N ranks, the
+    experts' over their data-parallel ranks / N)."""
+    copies = a.num_distributed_optimizer_instances
+    if copies == 1:
+        return
+    tp, pp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size
+    etp = a.expert_tensor_parallel_size or tp
+    dp_cp, expert_dp = gpus // (tp * pp), gpus // (pp * etp * a.expert_model_parallel_size)
+    if not a.use_distributed_optimizer or dp_cp % copies or expert_dp % copies:
+        _refuse(where, "optimizer copies divide the data-parallel ranks",
+                f"--num-distributed-optimizer-instances {copies} needs --use-distributed-optimizer and a copy count "
+                f"that divides the {dp_cp} data- and context-parallel ranks and the {expert_dp} expert data-parallel "
+                f"ones (Megatron: Data parallel size should be divisible by partial DistOpt shard factor)")

@@ -42,7 +42,7 @@ from simpy_astra.workloads.pytorch.collectives import Collective
 from simpy_astra.workloads.pytorch.graph import build_rank_graph, comm_kernels
 from simpy_astra.workloads.pytorch.host_trace import HostTrace, group_ids, load_host_trace, process_groups
 from simpy_astra.workloads.pytorch.kineto import link
-from simpy_astra.workloads.trace_output import TraceFiles, check_prefix
+from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS, TraceFiles, check_prefix
 
 PATH_HOST = "host trace"
 PATH_OWN_LINKED = "own linker + host trace"
@@ -158,6 +158,9 @@ def convert(host: str, device: str | None, prefix: str,
 
     Returns (ranks, comm-group JSON or None, rank -> path taken).
     """
+    if rank is not None and not 0 <= rank < MAX_TRACE_NPUS:
+        raise InputError(f"--rank: must be from 0 to {MAX_TRACE_NPUS - 1} (got {rank}); a run reads PREFIX.0.et "
+                         f"to PREFIX.(n-1).et, one a rank of the job")
     if os.path.isdir(host):
         hosts = _by_rank(host, "--host")
         if device is not None and not os.path.isdir(device):
@@ -208,7 +211,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--host", required=True, help="PyTorch execution trace (JSON), or a directory of them")
     p.add_argument("--device", default=None, help="Kineto trace of the same rank, or a directory of them")
     p.add_argument("--rank", type=int, default=None,
-                   help="rank of the trace (default: the last number in its file name, else 0)")
+                   help="rank of the trace, 0 to 65535 (default: the last number in its file name, else 0)")
     p.add_argument("--output", required=True, help="ET prefix: writes PREFIX.{rank}.et (and PREFIX.json)")
     args = p.parse_args(argv)
     ranks, groups, paths = convert(args.host, args.device, args.output, args.rank)

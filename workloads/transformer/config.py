@@ -162,7 +162,19 @@ def config_from_params(params: dict[str, Any], where: str = "transformer") -> Tr
     if cfg.micro_batch == -1:
         cfg = replace(cfg, micro_batch=cfg.batch)
     check_config(cfg, where)
+    _refuse_unread(cfg, params, where)
     return cfg
+
+
+def _refuse_unread(cfg: TransformerConfig, params: dict[str, Any], where: str) -> None:
+    """A knob given that this model or phase never reads (its traces are byte for byte those
+    without it): refused, as ``ep`` beside a dense model is, rather than run as if it had been."""
+    given = [name for name in ("experts", "kexperts") if params.get(name) is not None]
+    if cfg.model != "moe" and given:
+        raise InputError(f"{where}: '{given[0]}' is for --model moe only (a {cfg.model} model has no experts)")
+    if cfg.phase != "train" and cfg.activation_recompute:
+        raise InputError(f"{where}: 'activation_recompute' recomputes forwards in the backward, which a "
+                         f"--phase {cfg.phase} step does not run; remove it")
 
 
 def check_config(cfg: TransformerConfig, where: str) -> None:
