@@ -20,10 +20,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.terminal import ANSI, run_in_terminal
 from tests.test_console import JOB
 
 ROOT = Path(__file__).resolve().parents[1]
-ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07)")
 ROWS, COLUMNS = 24, 80
 
 
@@ -35,34 +35,8 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def _screen(argv: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
     """The lines an 80 x 24 terminal holds when ``argv`` ends (stdout and stderr both on it),
     escapes dropped; a line redrawn in place (``\\r``) shows its last drawing."""
-    import fcntl
-    import pty
-    import select
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-    proc = subprocess.Popen(argv, cwd=cwd, env={**env, "TERM": "xterm"}, stdin=follower, stdout=follower,
-                            stderr=follower, close_fds=True)
-    os.close(follower)
-    chunks = []
-    try:
-        while True:
-            if not select.select([leader], [], [], 600)[0]:
-                break  # a guard against a hang, not a timing claim
-            try:
-                data = os.read(leader, 1 << 16)
-            except OSError:  # the command is gone
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(leader)
-        proc.wait(timeout=60)
-    assert proc.returncode == 0
-    text = ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+    code, text = run_in_terminal(argv, cwd, env, ROWS, COLUMNS)
+    assert code == 0
     lines = [ln.split("\r")[-1] for ln in text.replace("\r\n", "\n").split("\n")]
     while lines and not lines[-1].strip():
         lines.pop()

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.terminal import run_in_terminal
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -258,7 +260,6 @@ def tour() -> list[str]:
 
 
 BOX = re.compile("[\u2500-\u259f]")  # box drawing and block elements: a terminal's, not a log's
-ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07)")
 GROUPED = re.compile(r"(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d,]\d)")  # 1,234,567 (not 0,2,4)
 
 
@@ -266,36 +267,8 @@ def in_terminal(argv: list[str], cwd: Path, env: dict[str, str], columns: int = 
     """Exit status and screen lines of ``argv`` run in a pseudo-terminal ``columns`` wide (its
     stdout and stderr both), escape sequences dropped; a line redrawn in place (``\r``)
     counts as each of its drawings."""
-    import fcntl
-    import pty
-    import select
-    import struct
-    import termios
-    import time
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    proc = subprocess.Popen(argv, cwd=cwd, env={**env, "COLUMNS": str(columns), "LINES": "40", "TERM": "xterm"},
-                            stdin=follower, stdout=follower, stderr=follower, close_fds=True)
-    os.close(follower)
-    chunks, deadline = [], time.monotonic() + 600
-    try:
-        while time.monotonic() < deadline:
-            if not select.select([leader], [], [], 1)[0]:
-                continue
-            try:
-                data = os.read(leader, 1 << 16)
-            except OSError:  # the terminal's other end closed: the command is gone
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(leader)
-        if proc.poll() is None and time.monotonic() >= deadline:
-            proc.kill()
-    text = ANSI.sub("", b"".join(chunks).decode(errors="replace"))
-    return proc.wait(timeout=60), re.split(r"\r\n|\r|\n", text)
+    code, text = run_in_terminal(argv, cwd, {**env, "COLUMNS": str(columns), "LINES": "40"}, 40, columns)
+    return code, re.split(r"\r\n|\r|\n", text)
 
 
 def figures(lines: list[str]) -> set[str]:
