@@ -192,3 +192,13 @@ def test_distributed_optimizer_instances_that_do_not_divide_dp_are_refused():
     # Megatron: Data parallel size should be divisible by partial DistOpt shard factor
     error = _refusal(BASE + " --use-distributed-optimizer --num-distributed-optimizer-instances 3")
     assert "--num-distributed-optimizer-instances 3" in str(error)
+
+
+@pytest.mark.parametrize("words", ["--batch-size 4", "--batch-size=4"])
+def test_batch_size_beside_micro_batch_size_is_refused(words):
+    # --batch-size is the micro-batch of the Megatron-LM before micro-batches (no
+    # --micro-batch-size there); every later one asserts args.batch_size is None
+    error = _refusal(BASE + " " + words)
+    assert error.rule == "one micro-batch name" and "--micro-batch-size alone" in str(error)
+    assert parse(BASE.replace("--micro-batch-size", "--batch-size"), 8, WHERE).micro_batch == \
+        parse(BASE, 8, WHERE).micro_batch

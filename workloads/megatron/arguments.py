@@ -15,7 +15,7 @@ import argparse
 import functools
 import math
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron import bounds, command_line, pipeline_layout, rules
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 
@@ -317,6 +317,17 @@ class _ArgparseError(Exception):
     pass
 
 
+def _one_batch_name(tokens: list[str], where: str) -> None:
+    """``--batch-size`` is the micro-batch of the Megatron-LM before micro-batches (to
+    2020-12), which had no ``--micro-batch-size``; every later one stops on it. Both given
+    launch no Megatron-LM (the parser would keep whichever came last)."""
+    if {"--batch-size", "--micro-batch-size"} <= {token.split("=", 1)[0] for token in tokens}:
+        raise InvalidConfigurationError(
+            f"{where}: --batch-size with --micro-batch-size: no Megatron-LM takes both (Megatron, since "
+            f"2020-12: --batch-size argument is no longer valid, use --micro-batch-size instead); give "
+            f"--micro-batch-size alone", "one micro-batch name")
+
+
 def parse(args: str | list[str], gpus: int, where: str = "megatron args",
           gpus_where: str | None = None) -> MegatronJob:
     """The job that ``args`` launch on ``gpus`` GPUs. Errors name ``where`` (the file and
@@ -325,6 +336,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     (:mod:`~simpy_astra.workloads.megatron.rules`); one past the simulator's bounds an
     :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
     tokens = command_line.words(args, where)
+    _one_batch_name(tokens, where)
     p = _reading_parser()
     reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
                                 also_known=[*SMALL_EFFECT, *NOT_MODELLED])
