@@ -202,3 +202,32 @@ def test_no_position_embedding_of_2023_keeps_no_position_table():
     legacy = f"{BASE} --bf16 --DDP-impl local"
     table, none = (parts_bytes(parse(legacy + extra, 1))["weights"] for extra in ("", " --no-position-embedding"))
     assert table - none == pytest.approx(2 * S * H)
+
+
+@pytest.mark.parametrize("dispatcher", ["", " --moe-token-dispatcher-type allgather",
+                                        " --moe-token-dispatcher-type alltoall"])
+def test_moe_tokens_reach_their_experts_as_the_dispatcher_sends_them(dispatcher):
+    """Megatron-Core's default dispatcher (``TransformerConfig.moe_token_dispatcher_type =
+    "allgather"``) gathers every rank's T = 1,024 tokens over the 8 expert-parallel ranks
+    before the experts and reduce-scatters the 8 T outputs back after them (the backward the
+    reverse); ``alltoall`` sends each of the top-2 copies to its expert's rank and back (the
+    gather moves 7 T h x 2 B a GPU each way, the all-to-all 2 T h x 7/8 x 2 B: a quarter)."""
+    from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER, ChunkModel
+    from simpy_astra.workloads.megatron.steps import Collective
+
+    gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
+    job = parse(BASE + " --bf16 --num-experts 8 --expert-model-parallel-size 8 --moe-router-topk 2" + dispatcher, 8)
+    model = ChunkModel(job, gpu)
+    def moe(steps: list) -> list:
+        return [(s.label, s.comm_type, s.size_bytes) for s in steps if isinstance(s, Collective) and s.dim == "ep"]
+
+    shard = S * H * 2  # a rank's tokens, bf16
+    if "alltoall" in dispatcher:
+        assert moe(model.forward((True,), False, False)) == [("moe.dispatch.alltoall", ALL_TO_ALL, 2 * shard),
+                                                              ("moe.combine.alltoall", ALL_TO_ALL, 2 * shard)]
+    else:
+        assert moe(model.forward((True,), False, False)) == [("moe.dispatch.allgather", ALL_GATHER, shard),
+                                                              ("moe.combine.reducescatter", REDUCE_SCATTER, 8 * shard)]
+        assert moe(model.backward((True,), False, False)) == [
+            ("moe.combine.bwd.allgather", ALL_GATHER, shard), ("moe.dispatch.bwd.reducescatter", REDUCE_SCATTER,
+                                                               8 * shard)]

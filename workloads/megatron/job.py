@@ -100,6 +100,8 @@ class MegatronJob:
     ep: int  # expert parallelism (inside the data-parallel ranks)
     etp: int  # expert tensor parallelism (tp or 1)
     topk: int
+    #: tokens sent to their experts' ranks by all-to-all; else Megatron's default allgather dispatcher
+    moe_alltoall: bool
     moe_ffn: int
     shared_ffn: int  # shared expert beside the routed ones (0: none)
     moe_every: int  # every moe_every-th layer is a mixture of experts

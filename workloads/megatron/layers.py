@@ -268,19 +268,38 @@ class ChunkModel:
         copies = self.tokens * job.topk // (job.tp if job.etp == 1 else 1)
         return max(1, copies), job.experts // job.ep, job.moe_ffn // job.etp
 
+    def _dispatch(self, b: _Builder, gathered: bool, label: str) -> None:
+        """Megatron's default token dispatcher (``MoEAllGatherTokenDispatcher``) with ep > 1:
+        every rank's tokens all-gathered over the expert-parallel ranks before the experts
+        (each then picks the copies routed to its own), their outputs reduce-scattered back
+        after; a backward runs the reverse (the reduce-scatter's is an all-gather). The
+        gathered set is ep x the tokens a rank routes (``copies / topk``): ep - 1 of those
+        arrive and leave, against the all-to-all's ``topk (ep - 1) / ep``. ``gathered``: the
+        ranks hold the gathered set and reduce-scatter it back (else they gather it)."""
+        job = self.job
+        if job.ep == 1 or job.moe_alltoall:
+            return
+        shard = max(1, self._routed()[0] // job.topk) * job.hidden * self.e
+        if gathered:
+            b.comm(label, REDUCE_SCATTER, shard * job.ep, dim="ep")
+        else:
+            b.comm(label, ALL_GATHER, shard, dim="ep")
+
     def _moe_forward(self, b: _Builder) -> None:
         job, h, e = self.job, self.job.hidden, self.e
         copies, local, ffn = self._routed()
         b.add("gemm", self._gemm(self.tokens, job.experts, h))  # router
         b.add("elementwise", streaming_seconds(self.gpu, self.tokens * job.experts * 12))  # softmax, top-k
+        self._dispatch(b, False, "moe.dispatch.allgather")
         b.add("elementwise", self._stream(copies * h, 4))  # permute
-        if job.ep > 1:
+        if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.dispatch.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         for _ in range(local):
             self._mlp_forward(b, ffn, max(1, copies // local))
-        if job.ep > 1:
+        if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.combine.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 6))  # unpermute and weigh
+        self._dispatch(b, True, "moe.combine.reducescatter")
         if job.shared_ffn:
             self._mlp_forward(b, job.shared_ffn // job.tp)
 
@@ -301,14 +320,16 @@ class ChunkModel:
         copies, local, ffn = self._routed()
         if job.shared_ffn:
             self._mlp_backward_gemms(b, job.shared_ffn // job.tp, self.tokens)
+        self._dispatch(b, False, "moe.combine.bwd.allgather")
         b.add("elementwise", self._stream(copies * h, 6))  # unpermute's backward
-        if job.ep > 1:
+        if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.combine.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         for _ in range(local):
             self._mlp_backward_gemms(b, ffn, max(1, copies // local))
-        if job.ep > 1:
+        if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.dispatch.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 4))  # permute's backward
+        self._dispatch(b, True, "moe.dispatch.bwd.reducescatter")
         b.add("gemm", 2 * self._gemm(self.tokens, job.experts, h), 2)  # router dgrad, wgrad
 
     def moe_parameters(self) -> tuple[int, int]:

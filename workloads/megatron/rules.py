@@ -544,7 +544,7 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
                 f"--num-experts with biases (the default; --disable-bias-linear drops them) and expert tensor "
                 f"parallelism {etp} (--expert-tensor-parallel-size, default tp) (Megatron: Bias in Moe is only "
                 f"supported when ETP==1)")
-    dispatcher = (others.get("--moe-token-dispatcher-type") or ["allgather"])[0]
+    dispatcher = a.moe_token_dispatcher_type
     if a.moe_shared_expert_intermediate_size and "--moe-shared-expert-overlap" in others and \
             dispatcher not in ("alltoall", "flex"):
         _refuse(where, "shared expert overlap needs all-to-all",
