@@ -298,3 +298,39 @@ def test_nccl_algo_tree_refused_on_a_message_backend(tmp_path):
     with pytest.raises(InputError, match=r"cluster.nccl_algo: nvls is timed by the congestion_unaware backend only"):
         load_scenario(path, backend="congestion_aware")
     assert load_scenario(path).network.nccl is not None
+
+
+def test_an_expert_parallel_all_to_all_in_a_node_sends_each_peer_directly(tmp_path):
+    """An ep 8 group inside a node of a two-node DGX H100 job: NCCL's all-to-all sends each of
+    the 7 peers its eighth of the buffer over NVLink, here one after another (window 1, as on
+    one node, whose all-to-all the A100 log checks), so it takes 7 x (2 NVLink latencies +
+    S/8 / NVLink's rate) by hand. The reference's rule for a group that is a subset of a
+    many-dimension network ran it as a ring, four times as long (745,622 ns at S = 64 MiB)."""
+    import csv
+
+    node = _node("dgx-h100")
+    args = ("--num-layers 1 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+            "--max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+            "--num-experts 8 --expert-model-parallel-size 8 --moe-router-topk 2 --disable-bias-linear "
+            "--moe-token-dispatcher-type alltoall")
+    path = _scenario(tmp_path, {"cluster": {"preset": "dgx-h100", "gpus": 16},
+                                "workload": {"generate": "megatron", "args": args}})
+    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", path, "--csv-out", str(tmp_path / "csv"), "--quiet"],
+                   check=True, capture_output=True, env=env, cwd=ROOT)
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        times = {int(r["duration_ns"]) for r in csv.DictReader(f) if r["name"].endswith(".moe.dispatch.alltoall")}
+    size = 4096 * 2 * 4096 * 2  # top-2 copies of 4,096 tokens of h 4,096, bf16
+    by_hand = 7 * (2 * node["nvlink_latency_ns"] + size / 8 / (node["nvlink_gib_s"] * GIB / 1e9))
+    assert len(times) == 1 and times.pop() == pytest.approx(by_hand, rel=0.001)
+
+
+def test_a_group_implementation_that_is_no_algorithm_is_refused(tmp_path):
+    from simpy_astra.config.system import system_from_mapping
+
+    assert system_from_mapping({"preferred-dataset-splits": 1, "all-to-all-group-implementation": "direct4"},
+                               "s.json").group_implementations == {
+        "all_to_all": "direct4"}
+    for value in (["direct1"], "nosuch", 3):
+        with pytest.raises(InputError, match=r"s\.json: field 'all-to-all-group-implementation' is invalid"):
+            system_from_mapping({"preferred-dataset-splits": 1, "all-to-all-group-implementation": value}, "s.json")

@@ -168,6 +168,9 @@ class Cluster:
             "all-reduce-implementation": all_reduce, "all-gather-implementation": ["ring"] * len(dims),
             "reduce-scatter-implementation": ["ring"] * len(dims),
             "all-to-all-implementation": ["direct1"] * len(dims),
+            # a group's all-to-all (expert parallelism) as NCCL sends it: each peer directly,
+            # not the ring the reference's rule gives a subset group of a many-dimension network
+            "all-to-all-group-implementation": "direct1",
         }
 
 

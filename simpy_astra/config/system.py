@@ -85,6 +85,10 @@ class SystemConfig:
     implementations: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: collective kind -> custom-collective ET path prefix (files ``{prefix}.{pos}.et``)
     custom_implementations: dict[str, str] = field(default_factory=dict)
+    #: collective kind -> the algorithm a communicator group that is a subset of the NPUs runs
+    #: (``<stem>-group-implementation``, ours; without it the reference's rule: the list's one
+    #: entry, else ring)
+    group_implementations: dict[str, str] = field(default_factory=dict)
     #: workload node id -> custom-collective ET path prefix (highest priority)
     per_node_custom: dict[int, str] = field(default_factory=dict)
     per_node_custom_file: str | None = None
@@ -166,6 +170,24 @@ def _implementation_list(src: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _group_implementations(src: str, j: dict) -> dict[str, str]:
+    """``<stem>-group-implementation``: one algorithm for a subset group's collective (cluster
+    presets run NCCL's direct all-to-all there, where the reference's rule would run a ring)."""
+    chosen: dict[str, str] = {}
+    for kind, stem in COLLECTIVE_KEY_STEMS.items():
+        key = f"{stem}-group-implementation"
+        if key in j:
+            value = j[key]
+            try:
+                if not isinstance(value, str):
+                    raise ValueError(f"must be one algorithm's name (got {show_value(value)})")
+                parse_implementation(value)
+            except ValueError as exc:
+                raise InputError.at(src, key, f"is invalid: {exc}") from None
+            chosen[kind] = value
+    return chosen
+
+
 def _custom_path(src: str, key: str, value: Any) -> str:
     if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], str) or not value[0]:
         raise InputError.at(
@@ -225,6 +247,7 @@ _SYSTEM_KEYS = frozenset((
     "local-mem-bw", "roofline-enabled", "trace-enabled", "replay-only", "track-local-mem",
     "local-mem-trace-filename", "per-node-custom-implementation", "npu-groups",
     *(f"{stem}-implementation{custom}" for stem in COLLECTIVE_KEY_STEMS.values() for custom in ("", "-custom")),
+    *(f"{stem}-group-implementation" for stem in COLLECTIVE_KEY_STEMS.values()),
 ))
 
 
@@ -347,6 +370,7 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
         kw["npu_groups"] = _npu_groups(src, j["npu-groups"], bool(kw.get("roofline_enabled")))
     kw["ignored"] = tuple(_ignored_keys(src, j))
     kw["implementations"], kw["custom_implementations"] = _collective_keys(src, j)
+    kw["group_implementations"] = _group_implementations(src, j)
     if "per-node-custom-implementation" in j:
         kw["per_node_custom_file"], kw["per_node_custom"] = _per_node_custom(src, j)
     return SystemConfig(**kw)

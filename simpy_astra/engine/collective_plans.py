@@ -140,16 +140,19 @@ class CollectivePlanner:
             base = system.default_plan(kind)
             return CollectivePlan(base.choices, base.dims, [True] * len(base.dims), group.streams)
         # a group subset is one ring: its algorithm is the configured one if the list has a
-        # single entry, otherwise ring (the reference's rule); names were validated at load
+        # single entry, otherwise ring (the reference's rule), unless the system names the
+        # group's own (<stem>-group-implementation); names were validated at load
         names = self.config.implementations.get(kind) or ("ring",)
-        choice = resolve(subset_algorithm_name(names))
-        key = kind.replace("_", "-") + "-implementation"
+        chosen = self.config.group_implementations.get(kind)  # ours: what the group runs
+        name = chosen or subset_algorithm_name(names)
+        choice = resolve(name)
+        key = kind.replace("_", "-") + ("-group-implementation" if chosen else "-implementation")
         if kind not in choice.algorithm.kinds:
             raise InputError.at(self.config.source, key,
-                                f"is {names[0]}, which does not implement {kind}; use ring or direct")
+                                f"is {name}, which does not implement {kind}; use ring or direct")
         if not choice.algorithm.group_subsets:
             raise InputError.at(self.config.source, key,
-                                f"is {names[0]}, which cannot run on communicator group "
+                                f"is {name}, which cannot run on communicator group "
                                 f"{group.group_id} {list(members)} (a subset of the "
                                 f"{self.total_npus} NPUs; the reference crashes here); use ring or "
                                 f"direct for {kind}")
