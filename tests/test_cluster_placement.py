@@ -334,3 +334,15 @@ def test_a_group_implementation_that_is_no_algorithm_is_refused(tmp_path):
     for value in (["direct1"], "nosuch", 3):
         with pytest.raises(InputError, match=r"s\.json: field 'all-to-all-group-implementation' is invalid"):
             system_from_mapping({"preferred-dataset-splits": 1, "all-to-all-group-implementation": value}, "s.json")
+
+
+def test_a_microbench_beside_a_cluster_takes_its_gpu_count(tmp_path):
+    """As a new user writes it (issue 47): no num_npus beside cluster: {preset, gpus}; the
+    cluster's 16 GPUs are the microbenchmark's NPUs, and 1 GiB from GPU 4 to GPU 8 (another
+    node, another rail) costs the route by hand."""
+    path = _scenario(tmp_path, {"cluster": {"preset": "dgx-h100", "gpus": 16},
+                                "workload": {"generate": "microbench", "collective": "send_recv",
+                                             "size": GIB, "src": 4, "dst": 8}})
+    data = _run_json(path, tmp_path)
+    assert data["iteration_time_ns"] == pytest.approx(_by_hand_ns(_node("dgx-h100"), 4, 8, GIB), rel=0.01)
+    assert len(data["npus"]) == 16

@@ -242,7 +242,8 @@ def _module(module: str, version: str, command: bool = True, **kwargs: Any) -> G
 # ``generate`` command; a new generator module adds its line here. Bump a version when its
 # traces change (old cache entries are then ignored).
 GENERATORS: dict[str, GeneratorEntry] = {
-    "microbench": _module("simpy_astra.workloads.microbench", "1"),
+    "microbench": _module("simpy_astra.workloads.microbench", "1",
+                          prepare=_lazy("simpy_astra.workloads.microbench", "prepare")),
     # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
     "text": _module("simpy_astra.workloads.text_workload", "1", command=False),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)

@@ -118,9 +118,19 @@ def _int_param(params: dict[str, Any], key: str) -> int:
     return value
 
 
+def prepare(params: dict[str, Any], cluster: Any, where: str = "workload") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Registry entry: beside a scenario's ``cluster:`` the GPU count is the NPU count, so
+    ``num_npus`` may be left out (given, the scenario loader checks that the two agree)."""
+    if cluster is None or "num_npus" in params:
+        return params, params
+    params = {**params, "num_npus": cluster.gpus}
+    return params, params
+
+
 def generate(params: dict[str, Any], prefix: str) -> None:
     """Scenario generator: ``{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 8}``
-    (``collective: send_recv`` with ``src`` and ``dst``)."""
+    (``collective: send_recv`` with ``src`` and ``dst``; beside a ``cluster:``, ``num_npus`` is
+    its GPU count)."""
     unknown = set(params) - {"collective", "size", "num_npus", "src", "dst"}
     if unknown:
         raise InputError(f"workload: generate microbench does not take {sorted(map(str, unknown))}; "
