@@ -260,19 +260,19 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
 
 def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_scale: float,
                                   user_network: bool) -> None:
-    """ASTRA-sim's knobs that a cluster's job never reads, refused rather than run as if set:
-    its own communicator groups (tp, dp, pp...), and, on the preset's machine, where NCCL's
-    model times every collective, the endpoint delay and the dimension queues (x 1000 and 16
-    left a step the same to the ns)."""
+    """ASTRA-sim's knobs that a cluster's job does not take, refused rather than run as if set:
+    its own communicator groups (tp, dp, pp...), and, on the preset's machine, the system
+    model's endpoint-delay scaling and dimension queues: the preset sets its system to run
+    collectives as NCCL does (timed by NCCL's model; all-to-all and broadcast played as
+    messages), and on a dense step x 1000 and 16 changed nothing to the ns."""
     if doc.get("comm_groups") is not None:
         raise InputError(f"{path}: field 'comm_groups': a cluster's job brings its own communicator groups "
                          f"(tp, dp, pp...), which these would replace; remove comm_groups")
     if user_network:
         return
     if injection_scale != 1.0:
-        raise InputError(f"{path}: field 'injection_scale': it scales the system's endpoint-delay, which a "
-                         f"cluster's machine does not charge (NCCL's model times its collectives); remove "
-                         f"injection_scale")
+        raise InputError(f"{path}: field 'injection_scale': it scales ASTRA-sim's system endpoint-delay, which "
+                         f"a cluster preset sets itself to run collectives as NCCL does; remove injection_scale")
     if queues != 1:
         raise InputError(f"{path}: field 'num_queues_per_dim': a cluster's machine runs its collectives "
                          f"side by side as NCCL's streams do, not in ASTRA-sim's queues; remove num_queues_per_dim")
