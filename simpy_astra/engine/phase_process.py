@@ -36,11 +36,17 @@ from simpy_astra.plugins import is_users_file
 __all__ = ["PhaseProcess", "Signal"]
 
 
+def innermost(generator: Any) -> Any:
+    """The generator ``generator`` delegates to, through every ``yield from`` (itself if none)."""
+    while getattr(generator, "gi_yieldfrom", None) is not None:
+        generator = generator.gi_yieldfrom
+    return generator
+
+
 def describe(algorithm: Any) -> str:
     """The user's function behind a generator (the innermost one it delegates to) or a
     function (unwrapped), and where it is: ``'simple_ring' (my_algos.py:12)``."""
-    while getattr(algorithm, "gi_yieldfrom", None) is not None:
-        algorithm = algorithm.gi_yieldfrom
+    algorithm = innermost(algorithm)
     if not inspect.isgenerator(algorithm):
         algorithm = inspect.unwrap(algorithm)
     code = getattr(algorithm, "gi_code", None) or getattr(algorithm, "__code__", None)
@@ -113,10 +119,7 @@ class PhaseProcess(Signal, simpy.Process):
     def runs_users_code(self) -> bool:
         """The algorithm is the user's own (its innermost generator is in the user's file), not
         one of ours (ring, direct, a custom ET or MSCCL collective), whose phases always end."""
-        generator = self._generator
-        while getattr(generator, "gi_yieldfrom", None) is not None:
-            generator = generator.gi_yieldfrom
-        code = getattr(generator, "gi_code", None)
+        code = getattr(innermost(self._generator), "gi_code", None)
         return code is not None and is_users_file(code.co_filename)
 
     @property

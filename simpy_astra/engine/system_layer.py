@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.collectives import REGISTRY, ImplementationChoice, resolve
@@ -32,7 +31,7 @@ from simpy_astra.engine.phase_process import PhaseProcess, Signal, describe
 from simpy_astra.engine.probes import Probed
 from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.errors import InputError
-from simpy_astra.infra.horizon import HORIZON_NS
+from simpy_astra.infra.horizon import HORIZON_NS, whole_ns
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
 
 if TYPE_CHECKING:
@@ -140,17 +139,10 @@ class Phase:
             raise self._misuse(f"{what}(..., {size_bytes!r})", "a message size is an integer number of bytes >= 0")
 
     def _tag(self, what: str, tag: Any) -> int:
-        """The chunk's own tag, or a workload's (an integer >= 0)."""
-        if tag is None:
-            return self.stream.tag
+        """A workload's tag (an integer >= 0) on the wire; None, the chunk's own, is the callers'."""
         if isinstance(tag, bool) or not isinstance(tag, int) or tag < 0:
             raise self._misuse(f"{what}(..., tag={tag!r})", "a tag is an integer >= 0 (or None: this chunk's own)")
         return native_tag(tag)
-
-    def _check_ns(self, call: str, value: Any) -> None:
-        """A delay the NPU's clock cannot take (not whole ns >= 0 within the horizon)."""
-        raise self._misuse(f"{call}({value!r})", "a delay is a finite number of ns >= 0 (a fraction is cut: "
-                                                 "simulated time is counted in whole ns)")
 
     def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
         if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
@@ -202,10 +194,11 @@ class Phase:
 
     def wait(self, delay_ns: int) -> Signal:
         if type(delay_ns) is not int or not 0 <= delay_ns <= HORIZON_NS:
-            if not (isinstance(delay_ns, Real) and not isinstance(delay_ns, bool) and math.isfinite(delay_ns)
-                    and 0 <= delay_ns <= HORIZON_NS):
-                self._check_ns("wait", delay_ns)
-            delay_ns = int(delay_ns)  # whole ns, a fraction cut as links cut theirs; numpy's as Python's
+            whole = whole_ns(delay_ns)
+            if whole is None:
+                raise self._misuse(f"wait({delay_ns!r})", "a delay is a finite number of ns >= 0 (a fraction is "
+                                                         "cut: simulated time is counted in whole ns)")
+            delay_ns = whole
         later = Signal(self.env)
         self.clock.register(delay_ns, Signal.fire, later)
         return later

@@ -12,6 +12,7 @@ cost nothing extra: the stall watchdog's wake-ups grow with the clock, see
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Any
 
 from simpy_astra.errors import InputError
@@ -26,6 +27,15 @@ HORIZON_TEXT = f"{HORIZON_NS} ns, about 292 years: simulated time must fit 2^63 
 def within(value_ns: float) -> bool:
     """Whether ``value_ns`` is a finite time within the horizon."""
     return math.isfinite(value_ns) and value_ns <= HORIZON_NS
+
+
+def whole_ns(value: Any) -> int | None:
+    """A delay a plug-in hands the clock (a collective's ``ctx.wait``, a backend's message
+    delay) in whole ns, a fraction cut as links cut theirs (numpy's numbers as Python's); None
+    when it is no delay: not a real number, a bool, NaN, negative or past the horizon."""
+    if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= HORIZON_NS:
+        return int(value)
+    return None
 
 
 def check_ns(value_ns: float, where: str, field: str, what: str = "") -> None:

@@ -10,13 +10,11 @@ rails instead (:mod:`simpy_astra.network.rails`), whichever dimensions the two d
 
 from __future__ import annotations
 
-import math
-from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from simpy_astra.infra.horizon import HORIZON_NS
+from simpy_astra.infra.horizon import whole_ns
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.fabric import DeviceId, Fabric
 from simpy_astra.network.faults import WithoutLinks
@@ -93,8 +91,9 @@ class CongestionUnawareNetwork(WithoutLinks):
 
 
 def _whole_ns(network: CongestionUnawareNetwork, delay: Any) -> int:
-    """A subclass's ``message_delay_ns`` in whole ns (a fraction cut, as links cut theirs), or
-    its error naming the class and method (NaN, a negative number, not a number)."""
-    if isinstance(delay, Real) and not isinstance(delay, bool) and math.isfinite(delay) and 0 <= delay <= HORIZON_NS:
-        return int(delay)
-    raise bad_return(network, "message_delay_ns", delay, "a finite number of ns >= 0")
+    """A subclass's ``message_delay_ns`` in whole ns (:func:`~simpy_astra.infra.horizon.whole_ns`),
+    or its error naming the class and method (NaN, a negative number, not a number)."""
+    whole = whole_ns(delay)
+    if whole is None:
+        raise bad_return(network, "message_delay_ns", delay, "a finite number of ns >= 0")
+    return whole

@@ -72,8 +72,11 @@ class MegatronRun:
     params: dict[str, Any] = field(compare=False)
     #: where the arguments were written (``s.yaml: workload.args``), for errors met later
     where: str = field(default=WHERE, compare=False)
-    #: the rate a GPU's tensor-parallel collectives run at (:func:`tp_link_gb_s`), 0: unknown
-    tp_link_gb_s: float = 0.0
+    @property
+    def tp_link_gb_s(self) -> float:
+        """The rate a GPU's tensor-parallel collectives run at (:func:`tp_link_gb_s`; the
+        parameters carry it, as it shapes the trace), 0: unknown."""
+        return float(self.params.get("tp_link_gb_s", 0.0))
 
     @cached_property
     def layout(self) -> Layout:
@@ -93,11 +96,10 @@ def tp_link_gb_s(job: MegatronJob, cluster: Cluster) -> float:
     return cluster.rail_gib_s() * 2**30 / 1e9
 
 
-def _given_rate(value: Any, where: str) -> float:
+def _given_rate(value: Any, where: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
         raise InputError(f"{where}.tp_link_gb_s: {value!r} is not a rate; give 10^9 B/s as a number >= 0 "
                          f"(0: unknown), or a cluster: that gives it")
-    return float(value)
 
 
 def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[dict[str, Any], MegatronRun]:
@@ -115,10 +117,10 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"
     job, gpu = job_and_gpu(params, where, gpus_where)
     if cluster is None:
-        return params, MegatronRun(job, gpu, params, where, _given_rate(params.get("tp_link_gb_s", 0.0), where))
-    rate = tp_link_gb_s(job, cluster)
-    params = {**params, "tp_link_gb_s": rate}  # it shapes the trace: it keys the cache
-    return params, MegatronRun(job, gpu, params, where, rate)
+        _given_rate(params.get("tp_link_gb_s", 0.0), where)
+    else:
+        params = {**params, "tp_link_gb_s": tp_link_gb_s(job, cluster)}  # it shapes the trace: it keys the cache
+    return params, MegatronRun(job, gpu, params, where)
 
 
 def layout(run: MegatronRun) -> WorkloadLayout:
@@ -184,9 +186,8 @@ def main(argv: list[str]) -> int:
     job = parse(rest, args.gpus, "generate megatron: arguments after --", "generate megatron: --gpus")  # errors worded for the command line
     gpu = cluster.gpu_model()
     check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}")
-    rate = tp_link_gb_s(job, cluster)
-    run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu, "tp_link_gb_s": rate},
-                      "generate megatron", rate)
+    run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu,
+                                 "tp_link_gb_s": tp_link_gb_s(job, cluster)}, "generate megatron")
     groups = generate(run, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")
     return 0
