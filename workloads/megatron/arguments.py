@@ -64,7 +64,7 @@ SMALL_EFFECT = (
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
     "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
-    "--moe-router-fusion", "--moe-per-layer-logging", "--moe-grouped-gemm",
+    "--moe-router-fusion", "--moe-per-layer-logging",
     "--moe-use-legacy-grouped-gemm", "--moe-shared-expert-overlap", "--empty-unused-memory-level",
 )
 
@@ -231,6 +231,8 @@ def parser() -> argparse.ArgumentParser:
       help="how tokens reach their experts over ep: allgather (Megatron's default: every token gathered over "
            "the tp x ep ranks, the outputs reduce-scattered back), alltoall (each copy sent to its expert's "
            "rank; alltoall_seq and flex alike)")
+    _bool(p, "--moe-grouped-gemm", help="a rank's local experts as one grouped GEMM (GroupedMLP) rather than one "
+                                         "expert after another (SequentialMLP, Megatron's default)")
     i("--moe-ffn-hidden-size", type=int, default=None, help="an expert's MLP width (default --ffn-hidden-size)")
     i("--moe-shared-expert-intermediate-size", type=int, default=None, help="a shared expert's MLP width")
     i("--moe-layer-freq", type=int, default=1, help="every N-th layer is a mixture of experts (default 1)")
@@ -445,7 +447,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         raise InputError(f"{where}: --expert-tensor-parallel-size {etp}: only 1 or tp ({tp}) is modelled")
     return MegatronJob(
         experts=experts, ep=ep if experts else 1, etp=etp if experts else tp, topk=a.moe_router_topk,
-        moe_alltoall=a.moe_token_dispatcher_type != "allgather",
+        moe_alltoall=a.moe_token_dispatcher_type != "allgather", moe_grouped_gemm=a.moe_grouped_gemm,
         moe_ffn=a.moe_ffn_hidden_size or ffn, shared_ffn=a.moe_shared_expert_intermediate_size or 0,
         moe_every=a.moe_layer_freq,
         gpus=gpus, num_layers=a.num_layers, hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim,

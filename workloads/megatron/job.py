@@ -123,6 +123,9 @@ class MegatronJob:
     #: ``--fp8-param-gather``: Transformer Engine's linear weights kept only in FP8 (no bf16
     #: copy; the fp32 master in the optimizer) and all-gathered in FP8, one byte a weight
     fp8_param_gather: bool = False
+    #: ``--moe-grouped-gemm``: a rank's local experts run as one grouped GEMM whose tiles share
+    #: the SMs' waves (else Megatron's SequentialMLP: one expert's GEMMs after another's)
+    moe_grouped_gemm: bool = False
     #: ``--num-distributed-optimizer-instances``: copies of the distributed optimizer, each
     #: sharded over dp x cp / N ranks (and the experts' over their data-parallel ranks / N)
     optimizer_instances: int = 1

@@ -59,13 +59,13 @@ class ChunkModel:
         """A GEMM in the training precision (attention, logits, router)."""
         return gemm_seconds(self.gpu, m, n, k, batch, self.e)
 
-    def _linear(self, m: int, n: int, k: int) -> float:
-        """A GEMM of a linear layer: with ``--fp8-format`` Transformer Engine runs it on fp8
-        operands (1 B an element) at the GPU's fp8 rate; the output layer and attention stay
-        in bf16."""
+    def _linear(self, m: int, n: int, k: int, groups: int = 1) -> float:
+        """A GEMM of a linear layer (``groups`` of them in one grouped kernel): with
+        ``--fp8-format`` Transformer Engine runs it on fp8 operands (1 B an element) at the
+        GPU's fp8 rate; the output layer and attention stay in bf16."""
         if self.job.fp8:
-            return gemm_seconds(self.gpu, m, n, k, 1, 1, fp8=True)
-        return self._gemm(m, n, k)
+            return gemm_seconds(self.gpu, m, n, k, groups, 1, fp8=True)
+        return self._gemm(m, n, k, groups)
 
     def _stream(self, elements: float, bytes_per_element: float) -> float:
         return streaming_seconds(self.gpu, elements * bytes_per_element * self.e / 2)
@@ -242,20 +242,21 @@ class ChunkModel:
             self._tp_out(b, "mlp.allreduce", self._mlp_forward(b, self.ffn))
         b.add("elementwise", self._stream(n * h, bda))
 
-    def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None) -> float:
-        """The MLP's kernels; returns the time of its last (row-parallel) GEMM."""
+    def _mlp_forward(self, b: _Builder, ffn: int, tokens: int | None = None, groups: int = 1) -> float:
+        """The MLP's kernels (``groups`` experts of ``tokens`` each in grouped kernels);
+        returns the time of its last (row-parallel) GEMM."""
         job, h = self.job, self.job.hidden
         t = self.tokens if tokens is None else tokens
-        self._fp8_cast(b, (self.norm_tokens if tokens is None else t) * h, fused=True)  # after the norm
-        b.add("gemm", self._linear(t, (2 if job.swiglu else 1) * ffn, h))
+        self._fp8_cast(b, (self.norm_tokens if tokens is None else t) * h * groups, fused=True)  # after the norm
+        b.add("gemm", self._linear(t, (2 if job.swiglu else 1) * ffn, h, groups))
         b.wait("fc1.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
         if job.swiglu:  # fused: both halves read, the product written (3 x 2 B an element of ffn)
-            b.add("elementwise", self._stream(t * ffn, 6 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_FWD
+            b.add("elementwise", self._stream(t * ffn * groups, 6 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_FWD
                                               + (8 if job.bias_linear else 0)))  # the bias added to both halves
         else:
-            b.add("elementwise", self._stream(t * ffn, 4 if job.bias_gelu_fusion else 8))
-        self._fp8_cast(b, t * ffn, fused=True)
-        seconds = self._linear(t, h, ffn)
+            b.add("elementwise", self._stream(t * ffn * groups, 4 if job.bias_gelu_fusion else 8))
+        self._fp8_cast(b, t * ffn * groups, fused=True)
+        seconds = self._linear(t, h, ffn, groups)
         b.add("gemm", seconds)
         return seconds
 
@@ -294,8 +295,8 @@ class ChunkModel:
         b.add("elementwise", self._stream(copies * h, 4))  # permute
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.dispatch.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
-        for _ in range(local):
-            self._mlp_forward(b, ffn, max(1, copies // local))
+        for groups in self._expert_kernels(local):
+            self._mlp_forward(b, ffn, max(1, copies // local), groups)
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.combine.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 6))  # unpermute and weigh
@@ -303,17 +304,24 @@ class ChunkModel:
         if job.shared_ffn:
             self._mlp_forward(b, job.shared_ffn // job.tp)
 
-    def _mlp_backward_gemms(self, b: _Builder, ffn: int, tokens: int) -> None:
+    def _expert_kernels(self, local: int) -> list[int]:
+        """The experts each MLP kernel of a rank runs: all ``local`` in one grouped GEMM with
+        ``--moe-grouped-gemm`` (GroupedMLP; Transformer Engine's GroupedLinear runs them on
+        concurrent streams, which shares the SMs' waves the same way), else one after another
+        (SequentialMLP, Megatron's default): each expert's few tiles fill a wave on their own."""
+        return [local] if self.job.moe_grouped_gemm else [1] * local
+
+    def _mlp_backward_gemms(self, b: _Builder, ffn: int, tokens: int, groups: int = 1) -> None:
         """An MLP's backward without its input-gradient collective (experts, shared expert)."""
         job, h = self.job, self.job.hidden
         w = 2 if job.swiglu else 1
         for n_in, n_out in ((ffn, h), (h, w * ffn)):
-            self._fp8_cast(b, tokens * n_out)
-            b.add("gemm", self._linear(tokens, n_in, n_out))
-            b.add("gemm", self._linear(n_in, n_out, tokens))
-            self._accumulate(b, n_in * n_out)
+            self._fp8_cast(b, tokens * n_out * groups)
+            b.add("gemm", self._linear(tokens, n_in, n_out, groups))
+            b.add("gemm", self._linear(n_in, n_out, tokens, groups))
+            self._accumulate(b, n_in * n_out * groups)
         swiglu = 10 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_BWD
-        b.add("elementwise", self._stream(tokens * ffn, swiglu if job.swiglu else 6))
+        b.add("elementwise", self._stream(tokens * ffn * groups, swiglu if job.swiglu else 6))
 
     def _moe_backward(self, b: _Builder) -> None:
         job, h, e = self.job, self.job.hidden, self.e
@@ -324,8 +332,8 @@ class ChunkModel:
         b.add("elementwise", self._stream(copies * h, 6))  # unpermute's backward
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.combine.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
-        for _ in range(local):
-            self._mlp_backward_gemms(b, ffn, max(1, copies // local))
+        for groups in self._expert_kernels(local):
+            self._mlp_backward_gemms(b, ffn, max(1, copies // local), groups)
         if job.ep > 1 and job.moe_alltoall:
             b.comm("moe.dispatch.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 4))  # permute's backward
