@@ -259,3 +259,35 @@ def test_grouped_gemm_runs_a_ranks_experts_in_one_kernel_whose_tiles_share_the_w
     assert sequential - grouped == pytest.approx(8 * (fc1 + fc2) - (group_fc1 + group_fc2), rel=1e-9)
     assert grouped < 0.6 * sequential  # mostly experts here: one wave each, against a few shared
     assert seq_kernels - grouped_kernels == 7 * (2 + 1)  # two GEMMs and the activation an expert
+
+
+@pytest.mark.parametrize("extra,forward_bytes,backward_bytes", [
+    (" --position-embedding-type rope", [4], [4]),  # one fused kernel each way: read and write
+    (" --position-embedding-type rope --no-rope-fusion", [24], [16]),
+    (" --use-rotary-position-embeddings --qk-layernorm", [4, 4], [6, 4]),  # and a norm over each head
+    (" --qk-layernorm", [4], [6]),
+])
+def test_rotary_embeddings_and_query_key_norms_stream_the_queries_and_keys(extra, forward_bytes, backward_bytes):
+    """Rotary embeddings rotate every layer's queries and keys (S tokens x (16 + 4) heads of 64
+    here, 2 B each) before attention. Megatron-Core's fused kernel reads and writes them once
+    each way; ``--no-rope-fusion``'s PyTorch version runs ``t * cos`` (4 B an element),
+    ``_rotate_half``'s negated half (2) and concatenation (4), ``* sin`` (4), the sum (6) and a
+    final concatenation (4): 24 B, and backward the products' gradients (4 + 4), the
+    negation's (2) and the two paths summed (6): 16 B. A query-key layer norm is a layer
+    norm's 4 / 6 B. Learned positions rotate nothing."""
+    from simpy_astra.workloads.megatron.kernels import streaming_seconds
+    from simpy_astra.workloads.megatron.layers import ChunkModel
+    from simpy_astra.workloads.megatron.steps import Compute
+
+    gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
+    gqa = BASE + " --bf16 --group-query-attention --num-query-groups 4"
+    def elementwise(extra: str) -> tuple[float, float]:
+        model = ChunkModel(parse(gqa + extra, 8), gpu)
+        def total(steps: list) -> float:
+            return sum(s.seconds.get("elementwise", 0.0) for s in steps if isinstance(s, Compute))
+        return total(model.forward((False,), False, False)), total(model.backward((False,), False, False))
+
+    (fwd, bwd), (plain_fwd, plain_bwd) = elementwise(extra), elementwise("")
+    qk = S * (16 + 4) * 64  # elements of q and k of the one layer given
+    assert fwd - plain_fwd == pytest.approx(sum(streaming_seconds(gpu, qk * n) for n in forward_bytes))
+    assert bwd - plain_bwd == pytest.approx(sum(streaming_seconds(gpu, qk * n) for n in backward_bytes))

@@ -40,8 +40,7 @@ NO_TIMING_EFFECT = (
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
     "--profile", "--record-memory-history",
     "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
-    "--DDP-bucket", "--kv-lora", "--qk-layernorm",
-    "--no-rope-fusion",
+    "--DDP-bucket", "--kv-lora",
     "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
     "--no-save-", "--no-initialization", "--vocab-extra-ids",
     "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
@@ -114,6 +113,9 @@ def parser() -> argparse.ArgumentParser:
       help="learned_absolute (default) keeps a position table of --max-position-embeddings rows; "
            "the others none")
     _bool(p, "--use-rotary-position-embeddings", help="rope (its 2023 name)")
+    _bool(p, "--no-rope-fusion", help="rotary embeddings applied by PyTorch's separate kernels (a copy of the "
+                                      "rotated half, two products, a sum, a concatenation), not one fused kernel")
+    _bool(p, "--qk-layernorm", help="a layer norm over each head of the queries and of the keys")
     _bool(p, "--no-position-embedding", help="no position table (2023-02 to 07; since, refused unless rope)")
     i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
     i("--attention-dropout", type=float, default=0.1,
@@ -478,6 +480,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
         attention_dropout=a.attention_dropout, hidden_dropout=a.hidden_dropout,
         position_embeddings=_position_rows(a),
+        rope=("fused" if not a.no_rope_fusion else "unfused") if _rotary(a) else "", qk_layernorm=a.qk_layernorm,
         moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
         grad_norm=a.clip_grad > 0,
         # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's
@@ -519,6 +522,12 @@ def _ffn_hidden(a: argparse.Namespace, where: str) -> int:
         raise InputError(f"{where}: --swiglu with --hidden-size {a.hidden_size} gives Megatron's default MLP width "
                          f"int(8h/3 / 64) x 64 = 0; give --ffn-hidden-size")
     return ffn
+
+
+def _rotary(a: argparse.Namespace) -> bool:
+    """Rotary embeddings rotate the queries and keys of every layer (rope, and YaRN's and
+    multimodal rope's variants of it)."""
+    return a.use_rotary_position_embeddings or a.position_embedding_type in ("rope", "yarn", "mrope")
 
 
 def _position_rows(a: argparse.Namespace) -> int:

@@ -123,6 +123,11 @@ class MegatronJob:
     #: ``--fp8-param-gather``: Transformer Engine's linear weights kept only in FP8 (no bf16
     #: copy; the fp32 master in the optimizer) and all-gathered in FP8, one byte a weight
     fp8_param_gather: bool = False
+    #: rotary embeddings' kernels on the queries and keys: "fused" (Megatron-Core's default
+    #: since 2024-01, one kernel each way), "unfused" (``--no-rope-fusion``), "" (none)
+    rope: str = ""
+    #: ``--qk-layernorm``: a norm over each head of the queries and keys before attention
+    qk_layernorm: bool = False
     #: ``--moe-grouped-gemm``: a rank's local experts run as one grouped GEMM whose tiles share
     #: the SMs' waves (else Megatron's SequentialMLP: one expert's GEMMs after another's)
     moe_grouped_gemm: bool = False

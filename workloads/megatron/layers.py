@@ -12,7 +12,8 @@ forward / backward: layer norm 4 / 6, fused bias-dropout-add 7 / 5 (6 / 4 at
 ``--hidden-dropout 0``: no mask), fused bias-GeLU 4 / 6 (unfused 8 / 10), SwiGLU 6 / 10
 (unfused 10 / 24), fused scale-mask-softmax 4 / 6 (unfused: see
 ``_softmax_kernels``), attention dropout 5 / 5 (none at ``--attention-dropout 0``), the
-context's transpose 4 / 4.
+context's transpose 4 / 4, rotary embeddings on the queries and keys fused 4 / 4 (unfused
+24 / 16: ``_ROPE_UNFUSED``), a query-key layer norm 4 / 6.
 A bias's gradient reads the output gradient once (none with ``--disable-bias-linear``).
 """
 
@@ -36,6 +37,11 @@ ALL_REDUCE, ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER = 0, 2, 6, 7
 #: the incoming gradient, SiLU's output and x2 and writes two (10), SiLU's reads the gradient
 #: and x1 and writes one (6), and the chunk's gradient concatenates both halves (8)
 _UNFUSED_SWIGLU_FWD, _UNFUSED_SWIGLU_BWD = 10, 24
+#: unfused rotary embedding (``rope_utils._apply_rotary_pos_emb_bshd``), bytes and kernels an
+#: element of q or k each way: forward ``t * cos`` 4, ``_rotate_half``'s negated half 2 and
+#: concatenation 4, ``* sin`` 4, the sum 6, the final concatenation 4; backward the two
+#: products' gradients 4 + 4, the negation's 2 and the two paths summed 6
+_ROPE_UNFUSED = {False: (24, 6), True: (16, 4)}
 
 
 class ChunkModel:
@@ -116,6 +122,17 @@ class ChunkModel:
         if self.job.gradient_accumulation_fusion:
             return
         b.add("elementwise", streaming_seconds(self.gpu, params * (2 * self.job.grad_bytes + self.e)))
+
+    def _rotary(self, b: _Builder, backward: bool) -> None:
+        """Before the attention core, on this rank's queries and keys: the query-key layer
+        norms (``--qk-layernorm``, over each head) and the rotary embedding (one fused kernel
+        a tensor each way, or PyTorch's separate ones with ``--no-rope-fusion``)."""
+        job, qk = self.job, self.tokens * (self.q_width + self.kv_width)
+        if job.qk_layernorm:
+            b.add("elementwise", self._stream(qk, 6 if backward else 4), 2)
+        if job.rope:
+            per_element, kernels = _ROPE_UNFUSED[backward] if job.rope == "unfused" else (4, 1)
+            b.add("elementwise", self._stream(qk, per_element), 2 * kernels)
 
     # ------------------------------------------------------------------ attention core
     def _attention(self, b: _Builder, backward: bool) -> None:
@@ -229,6 +246,7 @@ class ChunkModel:
         self._tp_in(b, "attn.allgather")
         self._linear_fwd(b, h, self.q_width + 2 * self.kv_width, fused_cast=True)
         b.wait("qkv.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
+        self._rotary(b, backward=False)
         self._attention(b, backward=False)
         self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
         bda = (7 if job.bias_dropout_fusion else 13) - (not job.hidden_dropout)  # no mask written at p = 0
@@ -365,6 +383,7 @@ class ChunkModel:
         self._tp_in(b, "attn.bwd.allgather")
         self._linear_bwd(b, self.q_width, h)
         self._attention(b, backward=True)
+        self._rotary(b, backward=True)
         self._input_grad(b, h, self.q_width + 2 * self.kv_width, "attn.bwd.allreduce")
         b.add("elementwise", self._stream(n * h, 6))  # input layer norm
 
