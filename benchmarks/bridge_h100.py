@@ -95,7 +95,7 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
             f"--vocab-size {vocab} --make-vocab-size-divisible-by 128 "
             f"--group-query-attention --num-query-groups {groups} --swiglu "
             f"--untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0 "
-            f"--disable-bias-linear --cross-entropy-loss-fusion")
+            f"--disable-bias-linear --cross-entropy-loss-fusion --position-embedding-type rope --normalization RMSNorm")
     if vp > 1:
         args += f" --virtual-pipeline-model-parallel-size {vp}"
     if SPLITS[model]:

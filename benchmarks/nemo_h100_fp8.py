@@ -76,7 +76,7 @@ def row_args(model: str, mb: int, gbs: int, seq: int, tp: int, pp: int, cp: int,
         args += f" --group-query-attention --num-query-groups {groups}"
     if llama:
         args += (" --swiglu --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0"
-                 " --disable-bias-linear")
+                 " --disable-bias-linear --position-embedding-type rope --normalization RMSNorm")
         if model.startswith("LLAMA3"):  # the Llama 3 recipes of 24.07 fuse the cross entropy
             args += " --cross-entropy-loss-fusion"
     else:
