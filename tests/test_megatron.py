@@ -62,6 +62,8 @@ def test_arguments_without_timing_effect_are_accepted_and_unmodelled_ones_refuse
     parse(base + " --lr 0.0001 --data-path /x/y --log-interval 5 --save ckpt --split 969,30,1 --seed 7", 2)
     with pytest.raises(InputError, match=r"--multi-latent-attention is not modelled \(multi-latent attention\)"):
         parse(base + " --multi-latent-attention", 2)
+    with pytest.raises(InputError, match=r"--deterministic-mode is not modelled \(deterministic kernels"):
+        parse(base + " --deterministic-mode", 2)  # Megatron's help: "usually means slower execution"
     with pytest.raises(InputError, match=r"--frobnicate-kernels is not an argument"):
         parse(base + " --frobnicate-kernels 3", 2)
     with pytest.raises(InputError, match=r"not a multiple of tp x pp x cp"):

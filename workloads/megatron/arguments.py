@@ -39,7 +39,7 @@ NO_TIMING_EFFECT = (
     "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
     "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
     "--profile", "--record-memory-history",
-    "--deterministic-mode", "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
+    "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
     "--DDP-bucket", "--kv-lora",
     "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
     "--no-save-", "--no-initialization", "--vocab-extra-ids",
@@ -77,6 +77,8 @@ NOT_MODELLED = {
     "--cpu-offloading": "activation offloading to the host",
     "--sequence-parallel-size": "DeepSpeed-Ulysses sequence parallelism",
     "--yaml-cfg": "arguments read from a YAML file; give them on the command line",
+    "--deterministic-mode": "deterministic kernels (Megatron: 'usually means slower execution': deterministic "
+                            "attention backward, NCCL_ALGO pinned)",
 }
 
 
