@@ -258,7 +258,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
     out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
              f"{store.csv_path}, running {len(todo) - invalid} on {where}"
-             + (f" ({invalid} invalid: Megatron refuses them)" if invalid else ""))
+             + (f" ({invalid} invalid, not run)" if invalid else ""))
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
         if changed:  # the point ended on other contents: its row may be from other inputs

@@ -40,7 +40,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     per = " per backend" if len(backends) > 1 else ""
     invalid = [o for o in done if o.invalid]
     out.line(f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
-             f"failed" + (f", {len(invalid)} invalid (Megatron refuses them)" if invalid else "")
+             f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
              + f", {wall_s:.1f} s")
     title = f"best {shown}{per} by {spec.objective.text}"  # short: a table's title fits 80 columns
     rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
