@@ -123,7 +123,7 @@ class ChunkModel:
             return
         b.add("elementwise", streaming_seconds(self.gpu, params * (2 * self.job.grad_bytes + self.e)))
 
-    def _rotary(self, b: _Builder, backward: bool) -> None:
+    def _query_key_kernels(self, b: _Builder, backward: bool) -> None:
         """Before the attention core, on this rank's queries and keys: the query-key layer
         norms (``--qk-layernorm``, over each head) and the rotary embedding (one fused kernel
         a tensor each way, or PyTorch's separate ones with ``--no-rope-fusion``)."""
@@ -246,7 +246,7 @@ class ChunkModel:
         self._tp_in(b, "attn.allgather")
         self._linear_fwd(b, h, self.q_width + 2 * self.kv_width, fused_cast=True)
         b.wait("qkv.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
-        self._rotary(b, backward=False)
+        self._query_key_kernels(b, backward=False)
         self._attention(b, backward=False)
         self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
         bda = (7 if job.bias_dropout_fusion else 13) - (not job.hidden_dropout)  # no mask written at p = 0
@@ -383,7 +383,7 @@ class ChunkModel:
         self._tp_in(b, "attn.bwd.allgather")
         self._linear_bwd(b, self.q_width, h)
         self._attention(b, backward=True)
-        self._rotary(b, backward=True)
+        self._query_key_kernels(b, backward=True)
         self._input_grad(b, h, self.q_width + 2 * self.kv_width, "attn.bwd.allreduce")
         b.add("elementwise", self._stream(n * h, 6))  # input layer norm
 
