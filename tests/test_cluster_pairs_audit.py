@@ -58,3 +58,65 @@ def test_nvls_tree_past_two_nodes_runs_its_nics_at_their_rate(tmp_path):
     by_hand_ns = 1000 * (node["nccl_launch_us"] + latency_us + nics_us)
     took = _all_reduce_ns(tmp_path, 32, GIB, "nvls")
     assert took == pytest.approx(by_hand_ns, rel=0.01)
+
+
+MAPPING = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 "
+           "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 16 --fp16 --DDP-impl local "
+           "--vocab-size 51200 --tensor-model-parallel-size 4 --pipeline-model-parallel-size 2")
+
+
+def _step(tmp_path, args: str) -> tuple[dict, dict]:
+    """(rank 0's breakdown, rank 0's send durations by name) of a Megatron step on two A100 nodes."""
+    import csv
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron", "args": args},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}}))
+    out, csv_dir = tmp_path / "out.json", tmp_path / "csv"
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--json-out", str(out),
+                           "--csv-out", str(csv_dir), "--quiet"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    with open(csv_dir / "nodes.csv") as f:
+        sends = {r["name"]: int(r["duration_ns"]) for r in csv.DictReader(f)
+                 if r["npu"] == "0" and r["type"].startswith("COMM_SEND")}
+    return json.loads(out.read_text())["npus"]["0"]["breakdown_ns"], sends
+
+
+def test_tp_pp_dp_mapping_puts_the_pipeline_inside_the_node(tmp_path):
+    """--use-tp-pp-dp-mapping is Megatron's order 'tp-cp-ep-pp-dp' (training/initialize.py):
+    with TP 4, PP 2 on 16 GPUs rank = t + 4 (p + 2 d), so stage 0's GPU 0 sends its
+    activations to GPU 4 on its own node, and its data-parallel group is {0, 8}, one GPU on
+    each node. By hand: a send of s b h / tp fp16 bytes (4 MiB, scattered over tp) costs
+    2 x NVLink's latency + 4 MiB / NVLink's rate = 31,028 ns (the default order sends it to GPU
+    8 over the rail: 188,481); the all-reduce of stage 0's gradients (at least its 4 layers'
+    12 h^2 / 4 parameters, fp16) between the two nodes moves them once each way through GPU
+    0's one NIC: at least 402.7 MB / 23.5 GB/s = 17.1 ms. The flag had been accepted as having
+    no effect on the step: sends at 188,481 ns, comm.dp 6.8 ms (an in-node group)."""
+    node = _node("dgx-a100-80gb")
+    h, tp = 4096, 4
+    act_bytes = 2048 * 1 * h * 2 // tp
+    nvlink_bytes_per_ns = node["nvlink_gib_s"] * GIB / 1e9
+    send_ns = 2 * node["nvlink_latency_ns"] + act_bytes / nvlink_bytes_per_ns
+    assert send_ns == pytest.approx(31028, abs=1)
+    grads = 2 * 4 * 12 * h * h / tp
+    rail_bytes_per_ns = node["inter_node_gbps"] / 8 / 8 * node["inter_node_efficiency"]
+    breakdown, sends = _step(tmp_path, MAPPING + " --use-tp-pp-dp-mapping")
+    assert sends and all(t == pytest.approx(send_ns, abs=2) for t in sends.values())
+    assert breakdown["comm.dp"] >= grads / rail_bytes_per_ns
+    # the default order: stages on consecutive groups of tp x dp = 8 ranks, the other node
+    breakdown, sends = _step(tmp_path, MAPPING)
+    assert all(t == pytest.approx(2 * node["inter_node_latency_ns"] + act_bytes / rail_bytes_per_ns, abs=2)
+               for t in sends.values())
+
+
+def test_tp_pp_dp_mapping_refused_where_megatron_refuses_it(tmp_path):
+    """Megatron (parallel_state.py) asserts that without pp last the experts' data-parallel size
+    (world / (etp x ep x pp)) equals the layers' (world / (tp x cp x pp)): cp 2 with a pipeline
+    is refused there, so here too, with one line naming the flag."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    with pytest.raises(InputError, match=r"--use-tp-pp-dp-mapping with --pipeline-model-parallel-size 2: Megatron"):
+        parse(MAPPING.replace("--DDP-impl local ", "") + " --context-parallel-size 2 --use-tp-pp-dp-mapping", 16)
