@@ -120,3 +120,24 @@ def test_tp_pp_dp_mapping_refused_where_megatron_refuses_it(tmp_path):
 
     with pytest.raises(InputError, match=r"--use-tp-pp-dp-mapping with --pipeline-model-parallel-size 2: Megatron"):
         parse(MAPPING.replace("--DDP-impl local ", "") + " --context-parallel-size 2 --use-tp-pp-dp-mapping", 16)
+
+
+@pytest.mark.parametrize("size", [2**20, 2**21, 2**24])
+@pytest.mark.parametrize("src,dst", [(4, 8), (0, 8), (3, 14)])
+def test_packet_backend_charges_a_cross_rail_pair_its_rail(tmp_path, size, src, dst):
+    """The packet backend on a dgx-h100 preset (16 GPUs): GPU 4 -> 8 goes over NVLink to GPU 0,
+    then GPU 0's rail (dimension order: the same route as PXN). Alone, its last byte arrives
+    at the route's latencies + size / the rail's rate (+ one 4 KiB packet on each faster link,
+    well under 1%). A message whose last byte left the source before its head reached the rail
+    (1 and 2 MiB: NVLink sends them in 2.6 and 5.3 us, the head needs 5.5 us to reach GPU 0's
+    NIC) had been delivered at NVLink's pace: 30,269 ns for 1 MiB against 49,830 by hand."""
+    node = _node("dgx-h100")
+    per = node["gpus"]
+    rail = node["inter_node_gbps"] / 8 / per * node["inter_node_efficiency"]  # bytes/ns
+    latency = 2 * node["inter_node_latency_ns"] + (2 * node["nvlink_latency_ns"] if src % per != dst % per else 0)
+    path = tmp_path / "p.yaml"
+    path.write_text(json.dumps({"backend": "packet", "cluster": {"preset": "dgx-h100", "gpus": 16},
+                                "workload": {"generate": "microbench", "collective": "send_recv", "size": size,
+                                             "src": src, "dst": dst}}))
+    took = max(r.finished_cycles for r in Simulation.from_scenario(str(path)).run())
+    assert took == pytest.approx(latency + size / rail, rel=0.01)
