@@ -141,3 +141,22 @@ def test_packet_backend_charges_a_cross_rail_pair_its_rail(tmp_path, size, src, 
                                              "src": src, "dst": dst}}))
     took = max(r.finished_cycles for r in Simulation.from_scenario(str(path)).run())
     assert took == pytest.approx(latency + size / rail, rel=0.01)
+
+
+@pytest.mark.parametrize("backend", ["packet", "congestion_aware"])
+def test_an_oversubscribed_spine_is_refused_where_the_backend_has_none(tmp_path, backend):
+    """The message backends play a preset on its dimensions' links, which have no spine: GPU 0 -> 8
+    under two leaves of a 2:1 spine took the full rail's time, 1,455,478 ns for 64 MiB on the
+    packet backend against 2 x 11,008 + 64 MiB / (47 / 2 GB/s) = 2,877,713 by hand. Refused
+    with one line naming the field, rather than a wrong success."""
+    from simpy_astra.config.scenario import load_scenario
+    from simpy_astra.errors import InputError
+
+    path = tmp_path / "o.yaml"
+    path.write_text(json.dumps({"cluster": {"preset": "dgx-h100", "gpus": 32, "nodes_per_leaf": 1,
+                                            "oversubscription": 2},
+                                "workload": {"generate": "microbench", "collective": "send_recv", "size": 2**26,
+                                             "src": 0, "dst": 8}}))
+    with pytest.raises(InputError, match=rf"o.yaml: cluster.oversubscription: .* the {backend} backend plays"):
+        load_scenario(str(path), backend=backend)
+    assert load_scenario(str(path)).network.rails.oversubscription == 2
