@@ -160,3 +160,12 @@ def test_an_oversubscribed_spine_is_refused_where_the_backend_has_none(tmp_path,
     with pytest.raises(InputError, match=rf"o.yaml: cluster.oversubscription: .* the {backend} backend plays"):
         load_scenario(str(path), backend=backend)
     assert load_scenario(str(path)).network.rails.oversubscription == 2
+
+
+def test_gpus_that_do_not_fill_nodes_are_refused_with_the_fix():
+    """12 GPUs of 8-GPU nodes: one node and a half; the line names the counts that fill nodes."""
+    from simpy_astra.config.cluster import load_cluster
+    from simpy_astra.errors import InputError
+
+    with pytest.raises(InputError, match=r"^s: cluster.gpus: 12 GPUs do not fill whole nodes of 8; use 8 or 16"):
+        load_cluster({"preset": "dgx-a100-80gb", "gpus": 12}, "s: cluster")
