@@ -169,3 +169,82 @@ def test_gpus_that_do_not_fill_nodes_are_refused_with_the_fix():
 
     with pytest.raises(InputError, match=r"^s: cluster.gpus: 12 GPUs do not fill whole nodes of 8; use 8 or 16"):
         load_cluster({"preset": "dgx-a100-80gb", "gpus": 12}, "s: cluster")
+
+
+@pytest.mark.parametrize("tp,per_node", [(2, 4), (1, 8)])
+@pytest.mark.parametrize("gbit_s", [1600, 400])
+def test_wider_data_parallel_groups_stay_at_or_above_their_nic_floor(tmp_path, tp, per_node, gbit_s):
+    """TP 2 and TP 1 on two A100 nodes: data-parallel groups of 8 and 16, 4 and 8 members on
+    each node. An all-reduce over two nodes moves each node's whole buffer out once through its
+    members' NICs: at least 2 bytes x 12 l h^2 / tp (the layers alone) / (per_node x rail),
+    17.1 ms at 1,600 Gb/s a node and 68.5 ms at 400."""
+    node = _node("dgx-a100-80gb")
+    grads = 2 * 12 * 8 * 4096 * 4096 / tp
+    rail_bytes_per_ns = gbit_s / 8 / 8 * node["inter_node_efficiency"]
+    floor = grads / (per_node * rail_bytes_per_ns)
+    assert floor / 1e6 == pytest.approx(17.1 * 1600 / gbit_s, rel=0.01)
+    path = tmp_path / "w.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron",
+                                             "args": MAPPING.replace("--tensor-model-parallel-size 4 "
+                                                                     "--pipeline-model-parallel-size 2",
+                                                                     f"--tensor-model-parallel-size {tp}")},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 16, "inter_node_gbit_s": gbit_s}}))
+    import subprocess
+    import sys
+
+    out = tmp_path / "w.json"
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--json-out", str(out), "--quiet"],
+                   check=True, capture_output=True, cwd=ROOT)
+    assert json.loads(out.read_text())["npus"]["0"]["breakdown_ns"]["comm.dp"] >= floor
+
+
+def _nodes(tmp_path, args: str, cluster: dict) -> list[dict]:
+    """Every node of a Megatron step's run (nodes.csv rows)."""
+    import csv
+    import subprocess
+    import sys
+
+    path = tmp_path / "n.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron", "args": args}, "cluster": cluster}))
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--csv-out", str(tmp_path / "csv"),
+                    "--quiet"], check=True, capture_output=True, cwd=ROOT)
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_pipeline_neighbours_on_other_nodes_and_rails_pay_the_route(tmp_path):
+    """TP 4 x PP 4 on two A100 nodes: stage 1 (GPUs 4-7, node 0) sends to stage 2 (GPUs 8-11,
+    node 1), GPU 4 -> GPU 8: other node, other rail. By hand (PXN): 2 x 5,000 + 2 x 6,464.47
+    + 4 MiB (s b h / tp in fp16) / 23.5 GB/s = 201,410 ns; stage 0 -> 1 (GPU 3 -> 7, both on
+    node 0): 2 x 6,464.47 + 4 MiB / 231.74 GB/s = 31,028 ns."""
+    node = _node("dgx-a100-80gb")
+    act = 2048 * 4096 * 2 // 4
+    rail = node["inter_node_gbps"] / 8 / 8 * node["inter_node_efficiency"]
+    nvlink = node["nvlink_gib_s"] * GIB / 1e9
+    cross = 2 * node["inter_node_latency_ns"] + 2 * node["nvlink_latency_ns"] + act / rail
+    inside = 2 * node["nvlink_latency_ns"] + act / nvlink
+    assert (round(cross), round(inside)) == (201410, 31028)
+    rows = _nodes(tmp_path, MAPPING.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 4"),
+                  {"preset": "dgx-a100-80gb", "gpus": 16})
+    sends = {(r["npu"], r["name"].split(".")[-1]): int(r["duration_ns"]) for r in rows
+             if r["type"].startswith("COMM_SEND")}
+    assert sends[("4", "send_activation")] == pytest.approx(cross, abs=2)
+    assert sends[("3", "send_activation")] == pytest.approx(inside, abs=2)
+
+
+@pytest.mark.parametrize("gbit_s", [3200, 800])
+def test_expert_parallel_all_to_all_across_nodes_at_or_above_its_nic_floor(tmp_path, gbit_s):
+    """EP 16 over two H100 nodes, alltoall dispatcher, top-2 of 4,096 tokens of h 4,096 in bf16:
+    each GPU's buffer B = 4,096 x 2 x 4,096 x 2 bytes, half of it for the other node's 8 GPUs,
+    through the GPU's own rail: at least (B / 2) / (gbit_s / 64 x 0.94 GB/s) per all-to-all,
+    714 us at 3,200 Gb/s a node and 2.86 ms at 800."""
+    node = _node("dgx-h100")
+    buffer = 4096 * 2 * 4096 * 2
+    floor = buffer / 2 / (gbit_s / 8 / 8 * node["inter_node_efficiency"])
+    args = ("--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+            "--max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 16 --bf16 --vocab-size 51200 "
+            "--num-experts 16 --expert-model-parallel-size 16 --moe-router-topk 2 --disable-bias-linear "
+            "--moe-token-dispatcher-type alltoall")
+    rows = _nodes(tmp_path, args, {"preset": "dgx-h100", "gpus": 16, "inter_node_gbit_s": gbit_s})
+    times = [int(r["duration_ns"]) for r in rows if r["name"].endswith("alltoall")]
+    assert times and min(times) >= floor
