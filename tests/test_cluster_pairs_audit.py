@@ -58,6 +58,10 @@ def test_nvls_tree_past_two_nodes_runs_its_nics_at_their_rate(tmp_path):
     by_hand_ns = 1000 * (node["nccl_launch_us"] + latency_us + nics_us)
     took = _all_reduce_ns(tmp_path, 32, GIB, "nvls")
     assert took == pytest.approx(by_hand_ns, rel=0.01)
+    # NCCL's choice there is NVLS (its estimate: 108.6 + 5,711 us against the ring's 396 + 1 GiB /
+    # (376 x 32/62 GB/s) = 5,930 us), and now also the fastest of the three as the machine runs them
+    others = [_all_reduce_ns(tmp_path, 32, GIB, algo) for algo in ("ring", "tree")]
+    assert _all_reduce_ns(tmp_path, 32, GIB, None) == took < min(others)
 
 
 MAPPING = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 "
@@ -248,3 +252,23 @@ def test_expert_parallel_all_to_all_across_nodes_at_or_above_its_nic_floor(tmp_p
     rows = _nodes(tmp_path, args, {"preset": "dgx-h100", "gpus": 16, "inter_node_gbit_s": gbit_s})
     times = [int(r["duration_ns"]) for r in rows if r["name"].endswith("alltoall")]
     assert times and min(times) >= floor
+
+
+@pytest.mark.parametrize("preset,nodes,algo,by_hand_us", [
+    # H100, 3 nodes (24 GPUs), ring: 2 (n - 1) / n of 1 GiB over min(NVLink 397.3, 8 NICs x 47) =
+    # 376 GB/s -> 5,473.4 us; NCCL's Simple latency 1.4 x (8.4 + (46 - 4) x 3.4 + 4 x 14) = 290.1 us
+    # x the preset's 3.1671 (its fill, 628.6 us, under half the transfer); + 3.675 us launch
+    ("dgx-h100", 3, "ring", 3.675 + 290.08 * 3.1671 + 2**30 * 46 / 24 / 376e3),
+    # H100, 3 nodes, tree: 0.92 / 2 x min(NVLink, 8 NICs once: past two nodes a node is interior)
+    # = 172.96 GB/s; latency 8.4 + 2 (7 x 4.0 + log2(3)=1 x 14) = 92.4 us x 3.1671
+    ("dgx-h100", 3, "tree", 3.675 + 92.4 * 3.1671 + 2**30 / (0.46 * 376e3)),
+    # A100, 5 nodes (40 GPUs), ring: 8 NICs x 23.5 = 188 GB/s under NVLink's 231.7, x the preset's
+    # ring share 1.0116; latency 1.4 x (8.4 + (78 - 8) x 3.4 + 8 x 14) x 1.6087; + 19.93 us launch
+    ("dgx-a100-80gb", 5, "ring", 19.93 + 1.4 * 358.4 * 1.6087 + 2**30 * 78 / 40 / (1.0116 * 188e3)),
+])
+def test_forced_ring_and_tree_on_odd_node_counts(tmp_path, preset, nodes, algo, by_hand_us):
+    """1 GiB all-reduce on 3 and 5 nodes, the algorithm forced; NCCL's tuning.cc constants (Simple)
+    and the preset's links and fitted factors, written out here."""
+    took = _run_ns(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": GIB},
+                              "cluster": {"preset": preset, "gpus": 8 * nodes, "nccl_algo": algo}})
+    assert took == pytest.approx(1000 * by_hand_us, rel=0.005)
