@@ -272,3 +272,25 @@ def test_forced_ring_and_tree_on_odd_node_counts(tmp_path, preset, nodes, algo, 
     took = _run_ns(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": GIB},
                               "cluster": {"preset": preset, "gpus": 8 * nodes, "nccl_algo": algo}})
     assert took == pytest.approx(1000 * by_hand_us, rel=0.005)
+
+
+@pytest.mark.parametrize("preset", ["dgx-a100-80gb", "dgx-h100"])
+@pytest.mark.parametrize("src,dst", [(4, 8), (0, 8), (3, 26), (9, 1), (12, 13)])
+@pytest.mark.parametrize("size", [1024, 2**20, GIB])
+def test_pairs_over_an_oversubscribed_spine(tmp_path, preset, src, dst, size):
+    """Four nodes, one a leaf (nodes_per_leaf 1), spine 2:1: a pair on other nodes crosses the
+    spine at half the rail's rate, on its destination's rail (PXN first when the GPUs' rails
+    differ: both latencies); a pair in a node takes the NVSwitch. Every figure from the preset
+    file: latency + size / rate, within 1%."""
+    node = _node(preset)
+    per = node["gpus"]
+    rail = node["inter_node_gbps"] / 8 / per * node["inter_node_efficiency"]  # bytes/ns
+    if src // per == dst // per:
+        by_hand = 2 * node["nvlink_latency_ns"] + size / (node["nvlink_gib_s"] * GIB / 1e9)
+    else:
+        pxn = 2 * node["nvlink_latency_ns"] if src % per != dst % per else 0
+        by_hand = 2 * node["inter_node_latency_ns"] + pxn + size / (rail / 2)
+    took = _run_ns(tmp_path, {"workload": {"generate": "microbench", "collective": "send_recv", "size": size,
+                                           "src": src, "dst": dst},
+                              "cluster": {"preset": preset, "gpus": 32, "nodes_per_leaf": 1, "oversubscription": 2}})
+    assert took == pytest.approx(by_hand, rel=0.01)
