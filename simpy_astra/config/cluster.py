@@ -350,7 +350,9 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         raise InputError(f"{where}.gpus: {gpus:,} is past the largest cluster a run builds ({MAX_GPUS:,} GPUs, "
                          f"its rank tables alone would not fit in memory); simulate fewer")
     if gpus % node["gpus"] and gpus > node["gpus"]:
-        raise InputError(f"{where}.gpus: {gpus} GPUs do not fill whole nodes of {node['gpus']}")
+        per = node["gpus"]
+        raise InputError(f"{where}.gpus: {gpus} GPUs do not fill whole nodes of {per}; use "
+                         f"{gpus // per * per} or {(gpus // per + 1) * per} (or fewer than {per}: part of one node)")
     if gpus < node["gpus"]:
         node["gpus"] = gpus  # part of one node
     cluster = Cluster(name, gpus, gpu, node, algo)

@@ -234,6 +234,11 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
             raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} is timed by the "
                              f"{DEFAULT_BACKEND} backend only; the {chosen} backend plays collectives as "
                              f"messages (leave out nccl_algo, or the backend)")
+        if not timed and not cluster_routes.symmetric:  # its links are the dimensions': no spine
+            raise InputError(f"{path}: cluster.oversubscription: a spine of {cluster_routes.oversubscription:g}:1 "
+                             f"over leaves of {cluster_routes.nodes_per_leaf} node(s) is charged by the {DEFAULT_BACKEND} "
+                             f"backend only; the {chosen} backend plays the rails as a full fat tree (leave out "
+                             f"oversubscription, or the backend)")
         net = replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce() if timed else None)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)

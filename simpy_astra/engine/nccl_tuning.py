@@ -166,20 +166,22 @@ def _ratio(shape: Shape, algo: str) -> float:
     return 0.5 if algo == "tree" else shape.ranks / (2 * (shape.ranks - 1))
 
 
-def _bus_gb_s(links: Links, shape: Shape, algo: str) -> float:
+def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0) -> float:
     """The algorithm's bandwidth in bytes of the buffer per second (NCCL's bus bandwidth after
-    its ratio), on the links' rates."""
+    its ratio), on the links' rates, at ``share`` of them: of all of a ring's or a tree's links,
+    of NVLink only for NVLS (its share is the switch's reduction rate, as NCCL's nvlsEfficiency
+    scales bwIntra alone; past two nodes the NICs, not the switch, bound the NVLS tree)."""
     m = shape.nodes
     net_gb_s = shape.nics * links.rail_gb_s
     if algo == "ring":  # 2 (n-1)/n of the buffer over the slowest link of the ring
-        return _ratio(shape, algo) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
+        return share * _ratio(shape, algo) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
     # a tree crosses the network once each way on two nodes (NCCL: interBw x 2), twice past them
     across = math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1)
     if algo == "tree":
-        return TREE_SHARE * _ratio(shape, algo) * min(links.nvlink_gb_s, across)
+        return share * TREE_SHARE * _ratio(shape, algo) * min(links.nvlink_gb_s, across)
     # nvls: the switch reduces, so a GPU sends and receives the buffer once over NVLink; across
     # nodes NCCL's NVLS tree, whose network part moves as the tree's
-    return min(NVLS_SHARE * links.nvlink_gb_s, 0.5 * across)
+    return min(share * NVLS_SHARE * links.nvlink_gb_s, 0.5 * across)
 
 
 def _ll_max_gb_s(links: Links, shape: Shape) -> float:
@@ -190,7 +192,7 @@ def _ll_max_gb_s(links: Links, shape: Shape) -> float:
 
 def _protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: int, share: float) -> float:
     """Protocol ``p``'s bandwidth for ``algo`` on ``size_bytes``, at ``share`` of the links' rates."""
-    bw = share * _bus_gb_s(links, shape, algo)
+    bw = _bus_gb_s(links, shape, algo, share)
     proto = PROTOCOLS[p]
     if proto == "LL":  # LL's ceiling is on the bus bandwidth, before NCCL's ratio
         bw = min(bw * LL_SHARE[algo], _ll_max_gb_s(links, shape) * _ratio(shape, algo))

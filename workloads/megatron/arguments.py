@@ -46,7 +46,7 @@ NO_TIMING_EFFECT = (
     "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
     "--use-dist-ckpt", "--retro-", "--trace-",
     "--structured-logs", "--straggler-", "--result-rejected-", "--inprocess-", "--rerun-",
-    "--error-injection-", "--enable-ft-package", "--calc-ft-timeouts", "--legacy-tokenizer", "--use-tp-pp-dp-mapping",
+    "--error-injection-", "--enable-ft-package", "--calc-ft-timeouts", "--legacy-tokenizer",
 )
 
 #: timing arguments whose effect on a step is under about 1% of it, accepted and not modelled
@@ -225,6 +225,7 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--bias-swiglu-fusion", help="(default) bias and SwiGLU in one kernel")
     _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
     _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
+    _bool(p, "--use-tp-pp-dp-mapping", help="ranks in the order tp, cp, pp, dp (Megatron's tp-cp-ep-pp-dp): a stage's neighbours tp x cp ranks away, data-parallel replicas tp x cp x pp apart")
     _bool(p, "--untie-embeddings-and-output-weights", help="separate output layer (no embedding all-reduce)")
     _bool(p, "--group-query-attention", help="grouped-query attention (with --num-query-groups)")
     i("--num-experts", type=int, default=None, help="mixture of experts: experts per MoE layer")
@@ -449,6 +450,15 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
                          f"data-parallel ones (dp {dp}) are not modelled; use an ep that divides dp")
     if experts and etp not in (1, tp):
         raise InputError(f"{where}: --expert-tensor-parallel-size {etp}: only 1 or tp ({tp}) is modelled")
+    if a.use_tp_pp_dp_mapping and pp > 1 and (etp * (ep if experts else 1) != tp * cp or (experts and ep > 1)):
+        if etp * (ep if experts else 1) != tp * cp:  # Megatron's own check (parallel_state.py)
+            raise InputError(f"{where}: --use-tp-pp-dp-mapping with --pipeline-model-parallel-size {pp}: Megatron "
+                             f"needs the experts' data-parallel size equal to the layers' (expert tp x ep = tp x cp; "
+                             f"here {etp} x {ep if experts else 1} and {tp} x {cp}: 'When not using pp-last rank "
+                             f"ordering, the data parallel size of the attention and moe layers must be the same'); "
+                             f"leave the flag out")
+        raise InputError(f"{where}: --use-tp-pp-dp-mapping with --expert-model-parallel-size {ep} and a pipeline: "
+                         f"expert groups in that order are not modelled; leave the flag out")
     return MegatronJob(
         experts=experts, ep=ep if experts else 1, etp=etp if experts else tp, topk=a.moe_router_topk,
         moe_alltoall=a.moe_token_dispatcher_type != "allgather", moe_grouped_gemm=a.moe_grouped_gemm,
@@ -478,6 +488,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
+        pp_before_dp=a.use_tp_pp_dp_mapping and pp > 1,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
         attention_dropout=a.attention_dropout, hidden_dropout=a.hidden_dropout,

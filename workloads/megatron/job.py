@@ -112,6 +112,9 @@ class MegatronJob:
     #: transformer layers of each model chunk in model order (chunk ``c`` of stage ``s`` is
     #: the ``c * pp + s``-th); empty: ``num_layers / (pp x virtual_stages)`` each
     layer_split: tuple[int, ...] = ()
+    #: ``--use-tp-pp-dp-mapping``: ranks in Megatron's 'tp-cp-ep-pp-dp' order (stages before
+    #: data-parallel replicas) instead of its default 'tp-cp-ep-dp-pp'
+    pp_before_dp: bool = False
     #: ``--grad-reduce-in-bf16`` with bf16: gradients accumulated and reduced in bf16
     grads_in_bf16: bool = False
     #: ``--accumulate-allreduce-grads-in-fp32`` with fp16: an fp32 gradient buffer and reduction

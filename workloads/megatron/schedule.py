@@ -63,6 +63,8 @@ class Layout:
     sizes: dict[str, int]
     groups: dict[int, list[int]]
     group_of: dict[tuple[str, int], int]
+    #: ``--use-tp-pp-dp-mapping``: stages before data-parallel replicas in the rank order
+    pp_before_dp: bool = False
 
     @classmethod
     def build(cls, job: MegatronJob) -> Layout:
@@ -71,6 +73,8 @@ class Layout:
         group_of: dict[tuple[str, int], int] = {}
 
         def rank(t: int, c: int, d: int, p: int) -> int:
+            if job.pp_before_dp:  # Megatron's tp-cp-ep-pp-dp (no experts' groups then: ep is 1)
+                return t + tp * (c + cp * (p + pp * d))
             return t + tp * (c + cp * (d + dp * p))
 
         def add(dim: str, members: list[int]) -> None:
@@ -96,18 +100,21 @@ class Layout:
                 add("ep", [rank(t, c, e + ep * o, p) for e in range(ep)])
             for t, e, p in itertools.product(range(tp), range(ep), range(pp)):
                 add("edp", [rank(t, c, e + ep * o, p) for o in range(dp // ep) for c in range(cp)])
-        return cls({"tp": tp, "cp": cp, "dp": dp, "pp": pp}, groups, group_of)
+        return cls({"tp": tp, "cp": cp, "dp": dp, "pp": pp}, groups, group_of, job.pp_before_dp)
 
     @staticmethod
     def blocks(job: MegatronJob) -> list[int]:
         """The parallel dimensions in rank order, fastest first."""
+        if job.pp_before_dp:
+            return [job.tp, job.cp, job.pp, job.dp]
         return [job.tp, job.cp, job.ep, job.dp // job.ep, job.pp]
 
     def stage_stride(self) -> int:
-        return self.sizes["tp"] * self.sizes["cp"] * self.sizes["dp"]
+        """How many ranks apart a GPU's neighbours in the next and the previous stage are."""
+        return self.sizes["tp"] * self.sizes["cp"] * (1 if self.pp_before_dp else self.sizes["dp"])
 
     def stage_of(self, rank: int) -> int:
-        return rank // self.stage_stride()
+        return rank // self.stage_stride() % self.sizes["pp"]
 
 
 class StageSchedule:

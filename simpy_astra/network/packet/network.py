@@ -297,7 +297,11 @@ class PacketNetwork(LinkLevelNetwork):
             flow.ports[flow.buffer_hop].let_go(flow)
         flow.void_events()
         message = flow.message
-        message.deliver_ns = max(message.deliver_ns, self.env.now + flow.path.tail_ns(flow.packet_bytes, hop))
+        deliver_ns = self.env.now + flow.path.tail_ns(flow.packet_bytes, hop)
+        if not hop and flow.reach_hops < len(flow.ports):  # drained before its head reached them all
+            deliver_ns = max(deliver_ns, flow.start_ns + flow.path.alone_arrival_ns(
+                flow.size_bytes, flow.packet_bytes, flow.reach_hops))
+        message.deliver_ns = max(message.deliver_ns, deliver_ns)
         message.parts -= 1
         if message.parts == 0:
             self._schedule_delivery(message)

@@ -186,6 +186,14 @@ class TrainPath:
         one before), so the bytes in flight to its buffer are charged here, as its head's way."""
         return self.latency_ns + packet_bytes * (self.ns_per_byte_sum - 1.0 / self.min_speed_from_bytes_per_ns[hop])
 
+    def alone_arrival_ns(self, size_bytes: float, packet_bytes: float, hop: int) -> float:
+        """From a train's start to its last byte's arrival were it alone on hops ``hop`` on:
+        the latencies, one packet on every link, the rest at the slowest of those hops. A
+        train whose source drains before its head reaches a slower hop (a fast first link)
+        arrives no sooner: its bytes still cross that hop at its speed."""
+        return (self.latency_ns + packet_bytes * self.ns_per_byte_sum
+                + (size_bytes - packet_bytes) / self.min_speed_from_bytes_per_ns[hop])
+
 
 class Train:
     """A train: one message's bytes (or its share on one sprayed path) on one path.
