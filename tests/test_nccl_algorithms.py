@@ -367,3 +367,24 @@ def test_concurrent_all_reduces_on_a_group_queue():
     env.run()
     one = timing.duration_ns((0, 1), 1 << 20)
     assert done == {(0, 7): one, (1, 7): one, (0, 8): 2 * one, (1, 8): 2 * one}
+
+
+def test_forced_nvls_stops_on_a_group_with_one_gpu_a_node_as_nccl_does(tmp_path, capsys):
+    """NVLS reduces in a node's NVSwitch, so NCCL offers it only to a group with several GPUs
+    of a node; with ``NCCL_ALGO=NVLS`` a data-parallel pair {0, 8} (tp 8 on two H100 nodes)
+    has no algorithm and NCCL stops. Forced here, the run stops with the field and the fix;
+    the same job's tensor-parallel all-reduces (8 GPUs of a node) alone run NVLS."""
+    args = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+            "--max-position-embeddings 1024 --micro-batch-size 1 --tensor-model-parallel-size 8 --bf16")
+    def run(gpus: int, batch: int) -> int:
+        path = tmp_path / f"s{gpus}.yaml"
+        path.write_text(f'workload: {{generate: megatron, args: "{args} --global-batch-size {batch}"}}\n'
+                        f"cluster: {{preset: dgx-h100, gpus: {gpus}, nccl_algo: nvls}}\n")
+        return main(["run", str(path), "--quiet", "--json-out", str(tmp_path / f"s{gpus}.json")])
+
+    assert run(8, 1) == 0
+    capsys.readouterr()
+    assert run(16, 2) == 2
+    err = capsys.readouterr().err
+    assert "cluster.nccl_algo: nvls: NCCL has no nvls for a group of 2 GPUs with one on each of 2 nodes" in err
+    assert "leave nccl_algo out" in err and "Traceback" not in err

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
-from simpy_astra.engine.nccl_tuning import Links, Shape, choose, predict_us
+from simpy_astra.engine.nccl_tuning import Links, Shape, available, choose, predict_us
+from simpy_astra.errors import InputError
 from simpy_astra.network.rails import Rails
 
 
@@ -47,7 +48,16 @@ class NcclAllReduce:
         return Shape(len(members), nodes, len({m % per_node for m in members}))
 
     def algorithm(self, shape: Shape, size_bytes: int) -> str:
-        return self.forced or choose(self.links, shape, size_bytes)
+        """NCCL's choice, or the forced one where NCCL can run it (``NCCL_ALGO=NVLS`` on a group
+        with one GPU a node stops NCCL with 'no algorithm/protocol available': so does this)."""
+        if self.forced is None:
+            return choose(self.links, shape, size_bytes)
+        if not available(self.links, shape, self.forced):
+            raise InputError(f"cluster.nccl_algo: {self.forced}: NCCL has no {self.forced} for a group of "
+                             f"{shape.ranks} GPUs with one on each of {shape.nodes} nodes (NVLS reduces in "
+                             f"a node's NVSwitch: it needs several GPUs of a node), and NCCL_ALGO={self.forced.upper()} "
+                             f"stops NCCL there; leave nccl_algo out for NCCL's choice, or force ring or tree")
+        return self.forced
 
     def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = ALL_REDUCE) -> int:
         """NCCL's time for ``kind`` on ``members``: an all-reduce by the chosen algorithm; a
