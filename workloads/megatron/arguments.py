@@ -328,15 +328,26 @@ class _ArgparseError(Exception):
     pass
 
 
-def _one_batch_name(tokens: list[str], where: str) -> None:
-    """``--batch-size`` is the micro-batch of the Megatron-LM before micro-batches (to
-    2020-12), which had no ``--micro-batch-size``; every later one stops on it. Both given
-    launch no Megatron-LM (the parser would keep whichever came last)."""
-    if {"--batch-size", "--micro-batch-size"} <= {token.split("=", 1)[0] for token in tokens}:
-        raise InvalidConfigurationError(
-            f"{where}: --batch-size with --micro-batch-size: no Megatron-LM takes both (Megatron, since "
-            f"2020-12: --batch-size argument is no longer valid, use --micro-batch-size instead); give "
-            f"--micro-batch-size alone", "one micro-batch name")
+#: one argument's two names that no Megatron-LM takes together (argparse reads them into one
+#: value here, so the later would silently win): (older name, newer, rule, Megatron's words)
+_ONE_NAME = (
+    ("--batch-size", "--micro-batch-size", "one micro-batch name",
+     # the micro-batch of the Megatron-LM before micro-batches (to 2020-12), which had no
+     # --micro-batch-size; every later one stops on it
+     "no Megatron-LM takes both (Megatron, since 2020-12: --batch-size argument is no longer valid, use "
+     "--micro-batch-size instead)"),
+    ("--encoder-seq-length", "--seq-length", "one sequence-length name",
+     "Megatron takes one of them (validate_args: if args.seq_length is not None: assert "
+     "args.encoder_seq_length is None)"),
+)
+
+
+def _one_name_each(tokens: list[str], where: str) -> None:
+    """Refuse an argument given under both of its names (:data:`_ONE_NAME`)."""
+    given = {token.split("=", 1)[0] for token in tokens}
+    for old, new, rule, why in _ONE_NAME:
+        if {old, new} <= given:
+            raise InvalidConfigurationError(f"{where}: {old} with {new}: {why}; give {new} alone", rule)
 
 
 def parse(args: str | list[str], gpus: int, where: str = "megatron args",
@@ -347,7 +358,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     (:mod:`~simpy_astra.workloads.megatron.rules`); one past the simulator's bounds an
     :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
     tokens = command_line.words(args, where)
-    _one_batch_name(tokens, where)
+    _one_name_each(tokens, where)
     p = _reading_parser()
     reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
                                 also_known=[*SMALL_EFFECT, *NOT_MODELLED])
