@@ -30,3 +30,34 @@ def test_encoder_seq_length_alone_is_the_sequence():
     # Megatron: else: assert args.encoder_seq_length is not None; args.seq_length = args.encoder_seq_length
     assert parse(BASE + " --encoder-seq-length 512", 8, WHERE).seq == 512
     assert parse(BASE + " --seq-length 512 --seq-length 1024", 8, WHERE).seq == 1024  # argparse: the last
+
+
+def _megatron_sweep(tmp_path, axes: dict, args: str) -> str:
+    import yaml
+
+    base = {"workload": {"generate": "megatron", "args": args}, "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"base": base, "axes": axes}, sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize("switch", ["no-overlap-p2p-communication", "moe-grouped-gemm"])
+def test_an_axis_turning_an_accepted_switch_on_and_off_sweeps_it(tmp_path, switch):
+    # a Megatron-LM switch the simulator accepts without modelling it (megatron_flags.SWITCHES)
+    # was refused as taking a value: "--no-overlap-p2p-communication takes a value (e.g.
+    # --no-overlap-p2p-communication 4); true fits only a switch"
+    from simpy_astra.sweep.spec import load_sweep
+
+    args = BASE + " --seq-length 1024 --global-batch-size 16 --pipeline-model-parallel-size 2 " \
+                  "--num-virtual-stages-per-pipeline-rank 2"
+    points = load_sweep(_megatron_sweep(tmp_path, {f"workload.args.{switch}": [True, False]}, args)).points()
+    on, off = (p.scenario["workload"]["args"].split() for p in points)
+    assert f"--{switch}" in on and f"--{switch}" not in off
+    parse(" ".join(off), 16, WHERE)
+    if switch == "no-overlap-p2p-communication":
+        # Megatron: without p2p overlap, interleaving needs more than two stages
+        with pytest.raises(InvalidConfigurationError) as info:
+            parse(" ".join(on), 16, WHERE)
+        assert info.value.rule == "interleaving needs pipeline stages"
+    else:
+        parse(" ".join(on), 16, WHERE)

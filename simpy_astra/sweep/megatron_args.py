@@ -26,6 +26,7 @@ from simpy_astra.workloads.megatron.arguments import (
     parser,
     value_problem,
 )
+from simpy_astra.workloads.megatron.megatron_flags import SWITCHES
 
 PREFIX = "workload.args."
 
@@ -55,8 +56,10 @@ def canonical_path(dotted: str) -> str:
 
 
 def is_switch(flag: str) -> bool:
+    """``flag`` takes no value: a modelled switch, or one of Megatron-LM's that the simulator
+    accepts without modelling (``--no-overlap-p2p-communication``, ``--moe-grouped-gemm``)."""
     action = _actions().get(flag)
-    return action is not None and action.nargs == 0
+    return action.nargs == 0 if action is not None else flag in SWITCHES
 
 
 def _known(flag: str) -> bool:
