@@ -61,3 +61,28 @@ def test_an_axis_turning_an_accepted_switch_on_and_off_sweeps_it(tmp_path, switc
         assert info.value.rule == "interleaving needs pipeline stages"
     else:
         parse(" ".join(on), 16, WHERE)
+
+
+@pytest.mark.parametrize("tokenizer", ["--tokenizer-type Llama2Tokenizer --tokenizer-model /data/llama2.model",
+                                       "--tokenizer-type=HuggingFaceTokenizer --tokenizer-model meta-llama/Llama-3-8B",
+                                       "--tokenizer-type NullTokenizer"])
+def test_a_tokenizer_whose_vocabulary_is_in_its_file_needs_the_vocab_size(tokenizer):
+    # Megatron sizes the embedding and output layer by the tokenizer's own vocabulary
+    # (build_tokenizer: padded_vocab_size = vocab_size_with_padding(tokenizer.vocab_size)):
+    # Llama 2's 32,000 or Llama 3's 128,256 tokens; they were priced as GPT-2's 50,257
+    from simpy_astra.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        parse(f"{BASE} --seq-length 1024 {tokenizer}", 8, WHERE)
+    message = str(info.value)
+    assert message.startswith(WHERE + ": ") and "\n" not in message
+    assert "--tokenizer-type" in message and "--vocab-size" in message
+
+
+def test_the_vocab_size_or_gpt2s_tokenizer_gives_the_vocabulary():
+    llama2 = parse(f"{BASE} --seq-length 1024 --tokenizer-type Llama2Tokenizer --tokenizer-model t.model "
+                   "--vocab-size 32000", 8, WHERE)
+    assert llama2.vocab == 32000  # 250 x 128
+    gpt2 = parse(f"{BASE} --seq-length 1024 --tokenizer-type GPT2BPETokenizer --vocab-file v.json "
+                 "--merge-file m.txt", 8, WHERE)
+    assert gpt2.vocab == 50304  # GPT-2's 50,257 padded to 393 x 128

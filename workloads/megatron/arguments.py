@@ -367,11 +367,28 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     except _ArgparseError as exc:
         raise InputError(f"{where}: {exc}") from None
     _check_ranges(p, known, where)
+    _check_vocabulary(known, reading.others, where)
     bounds.check_gpus(gpus, gpus_where or where)
     rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
     bounds.check_job(job, where)
     return job
+
+
+#: the tokenizer whose vocabulary is GPT-2's (its ``--vocab-file``), the one assumed without ``--vocab-size``
+GPT2_TOKENIZER = "GPT2BPETokenizer"
+
+
+def _check_vocabulary(a: argparse.Namespace, others: dict[str, list[str]], where: str) -> None:
+    """Megatron sizes the embedding and the output layer by its tokenizer's vocabulary
+    (``build_tokenizer``: ``vocab_size_with_padding(tokenizer.vocab_size)``), which for any
+    tokenizer but GPT-2's BPE sits in a file this simulator does not open: ``--vocab-size``
+    must say it, else it would be priced as GPT-2's."""
+    tokenizer = (others.get("--tokenizer-type") or [GPT2_TOKENIZER])[-1]
+    if a.vocab_size is None and tokenizer != GPT2_TOKENIZER:
+        raise InputError(f"{where}: --tokenizer-type {tokenizer}: Megatron reads the vocabulary from the tokenizer, "
+                         f"which this simulator does not open; give --vocab-size (e.g. 32000 for Llama 2, 128256 "
+                         f"for Llama 3)")
 
 
 def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str) -> None:
