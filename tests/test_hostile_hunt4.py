@@ -86,3 +86,50 @@ def test_the_vocab_size_or_gpt2s_tokenizer_gives_the_vocabulary():
     gpt2 = parse(f"{BASE} --seq-length 1024 --tokenizer-type GPT2BPETokenizer --vocab-file v.json "
                  "--merge-file m.txt", 8, WHERE)
     assert gpt2.vocab == 50304  # GPT-2's 50,257 padded to 393 x 128
+
+
+JOB_ARGS = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+            "--global-batch-size 32 --tensor-model-parallel-size 2 --bf16 --vocab-size 32000")
+
+
+def _cluster_scenario(tmp_path, cluster: dict, **extra):
+    import yaml
+
+    doc = {"workload": {"generate": "megatron", "args": JOB_ARGS},
+           "cluster": {"preset": "dgx-a100-80gb", "gpus": 32, **cluster}, **extra}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+OWN_NETWORK = {"topology": ["Switch", "Switch"], "npus_count": [8, 4], "bandwidth": [250.0, 23.0],
+               "latency": [500.0, 3000.0]}
+
+
+@pytest.mark.parametrize("cluster, extra, words", [
+    # NCCL's all-reduce model (its fitted launch cost, efficiencies, latency scale) times the
+    # all-reduce on the analytical backend only: on the congestion-aware one the step was 0.022 s
+    # with nccl_launch_us 500 and ring efficiency 0.1 as without them (analytical: 0.012 s -> 0.066 s)
+    ({"nccl_launch_us": 500}, {"backend": "congestion_aware"}, "congestion_aware"),
+    ({"nccl_ring_efficiency": 0.1}, {"backend": "packet"}, "packet"),
+    # a network of the scenario's own replaces the preset's, and NCCL's model with it
+    ({"nccl_latency_scale": 3}, {"network": OWN_NETWORK}, "network"),
+    # ... and the preset's leaves and spine
+    ({"oversubscription": 4, "nodes_per_leaf": 1}, {"network": OWN_NETWORK}, "network"),
+])
+def test_a_cluster_key_the_run_never_reads_is_refused(tmp_path, capsys, cluster, extra, words):
+    from simpy_astra.cli.main import main
+
+    scenario = _cluster_scenario(tmp_path, cluster, **extra)
+    assert main(["run", str(scenario), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    key = sorted(cluster)[0]
+    assert len(err) == 1 and err[0].startswith(f"error: {scenario}: cluster.{key}"), err
+    assert words in err[0] and f"remove {key}" in err[0]
+
+
+def test_the_nccl_fit_on_the_analytical_backend_is_read(tmp_path, capsys):
+    from simpy_astra.cli.main import main
+
+    assert main(["run", str(_cluster_scenario(tmp_path, {"nccl_launch_us": 500})), "--quiet"]) == 0
+    assert main(["run", str(_cluster_scenario(tmp_path, {}, network=OWN_NETWORK)), "--quiet"]) == 0

@@ -224,6 +224,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         chosen = check_backend("--network-backend", backend)
     else:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
+    if cluster is not None:
+        how = "--network-backend" if backend is not None else "field 'backend'"
+        _refuse_unread_cluster_keys(path, doc["cluster"], user_network, chosen, how)
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
@@ -281,6 +284,33 @@ def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_s
     if queues != 1:
         raise InputError(f"{path}: field 'num_queues_per_dim': a cluster's machine runs its collectives "
                          f"side by side as NCCL's streams do, not in ASTRA-sim's queues; remove num_queues_per_dim")
+
+
+#: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
+NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency", "nccl_tree_efficiency",
+                 "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
+                 "nccl_node_ll128_latency_scale")
+#: cluster keys only the preset's routes read (its leaves and spine)
+SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
+
+
+def _refuse_unread_cluster_keys(path: str, written: dict, user_network: bool, backend: str, how: str) -> None:
+    """A ``cluster:`` key this run never reads, refused rather than run as if set: NCCL's fitted
+    all-reduce terms time the all-reduce only on the preset's own network with a backend that
+    times it so, and the leaves and spine exist only on the preset's own network."""
+    unread: dict[str, str] = {}
+    if user_network:
+        unread.update(dict.fromkeys(SPINE_KEYS, "the scenario's network replaces the preset's leaves and spine"))
+        unread.update(dict.fromkeys(NCCL_FIT_KEYS, "the scenario's network replaces the preset's, and NCCL's "
+                                                   "model of it"))
+    elif not BACKENDS[backend].times_nccl:
+        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"the {backend} backend ({how}) plays the all-reduce as "
+                                                   f"messages"))
+    given = sorted(key for key in written if key in unread)
+    if given:
+        key = given[0]
+        raise InputError(f"{path}: cluster.{key}: read only on the preset's own machine as the {DEFAULT_BACKEND} "
+                         f"backend times it; {unread[key]}, so it would change nothing; remove {key}")
 
 
 def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
