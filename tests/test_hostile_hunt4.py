@@ -133,3 +133,21 @@ def test_the_nccl_fit_on_the_analytical_backend_is_read(tmp_path, capsys):
 
     assert main(["run", str(_cluster_scenario(tmp_path, {"nccl_launch_us": 500})), "--quiet"]) == 0
     assert main(["run", str(_cluster_scenario(tmp_path, {}, network=OWN_NETWORK)), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("preset", ["dgx-a100-80gb", "dgx-h100"])
+def test_a_roofline_timed_workload_on_a_cluster_without_a_roofline_is_refused(tmp_path, capsys, preset):
+    # generate transformer writes FLOPs for a system's roofline (as STAGE does); a cluster's
+    # system times compute by each node's duration, so every kernel took 1 ns: Llama 2 7B on
+    # 16 GPUs printed 70.2 ms on A100s and 34.1 ms on H100s, all of it communication
+    import yaml
+
+    from simpy_astra.cli.main import main
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"workload": {"generate": "transformer", "preset": "llama2-7b", "dp": 16},
+                                        "cluster": {"preset": preset, "gpus": 16}}))
+    assert main(["run", str(scenario), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {scenario}: workload"), err
+    assert "roofline" in err[0] and "megatron" in err[0]

@@ -82,6 +82,9 @@ class GeneratorEntry:
     command_line_args: bool = False
     #: it runs only beside a scenario's ``cluster:`` (which gives its GPUs), so never as one of ``jobs:``
     needs_cluster: bool = False
+    #: its compute nodes carry FLOPs for a system's roofline to time, not durations (a cluster's
+    #: system, which takes each node's duration, would give every kernel 1 ns)
+    roofline_compute: bool = False
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,8 @@ GENERATORS: dict[str, GeneratorEntry] = {
     "transformer": _module("simpy_astra.workloads.transformer.generator", "4",
                            summary=_lazy("simpy_astra.workloads.transformer.generator", "write_summary"),
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
-                           layout=_lazy("simpy_astra.workloads.transformer.generator", "layout")),
+                           layout=_lazy("simpy_astra.workloads.transformer.generator", "layout"),
+                           roofline_compute=True),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
     "megatron": _typed("simpy_astra.workloads.megatron.generator", "12", command_line_args=True,
                        needs_cluster=True),

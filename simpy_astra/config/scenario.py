@@ -257,6 +257,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     assert system is not None
     workload, groups, info = _workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
                                        groups)
+    if cluster is not None and prepared is not None and not system.roofline_enabled:
+        _refuse_roofline_compute(path, prepared.generator)
     if doc.get("cost") is not None:  # over the network YAML's own cost block
         net = with_cost(net, doc["cost"], path)
     inputs = _inputs(workload, system, net, memory, groups, chosen, queues, num_passes)
@@ -329,6 +331,20 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     blocks = None if prepared is None else prepared.layout().blocks
     return ({"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
              "backend": DEFAULT_BACKEND, **doc}, cluster, prepared)
+
+
+def _refuse_roofline_compute(path: str, generator: str) -> None:
+    """A generator whose compute nodes carry FLOPs for a roofline (not durations) on a cluster
+    whose system runs none: every kernel would take 1 ns, the step all communication."""
+    # deferred: loaded already by the workload's prepare; an ASTRA-sim run does not load it
+    from simpy_astra.workloads.generated import GENERATORS
+
+    entry = GENERATORS.get(generator)
+    if entry is not None and entry.roofline_compute:
+        raise InputError(f"{path}: workload: generate {generator} writes compute nodes with FLOPs for a roofline "
+                         f"to time, and the cluster's system times each node by its duration, so every kernel "
+                         f"would take 1 ns; run generate megatron on a cluster, or give system: with "
+                         f"roofline-enabled: 1, peak-perf and local-mem-bw")
 
 
 def _comm_groups(path: str, value: Any, npus: int) -> str | dict[int, tuple[int, ...]] | None:
