@@ -151,3 +151,31 @@ def test_a_roofline_timed_workload_on_a_cluster_without_a_roofline_is_refused(tm
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {scenario}: workload"), err
     assert "roofline" in err[0] and "megatron" in err[0]
+
+
+@pytest.mark.parametrize("workload", [
+    {"generate": "microbench", "collective": "all_reduce", "size": 1048576},
+    {"generate": "microbench", "collective": "send_recv", "size": 1048576, "src": 0, "dst": 31},
+])
+def test_gpu_figures_beside_a_workload_that_times_no_kernel_on_the_gpu_are_refused(tmp_path, capsys, workload):
+    # a microbenchmark has no compute: 85,917 ns at tensor_tflops 10 as at the A100's 312
+    import yaml
+
+    from simpy_astra.cli.main import main
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"workload": workload, "cluster": {"preset": "dgx-a100-80gb", "gpus": 32,
+                                                                          "gpu": {"tensor_tflops": 10}}}))
+    assert main(["run", str(scenario), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {scenario}: cluster.gpu:"), err
+    assert "megatron" in err[0] and "remove gpu" in err[0]
+
+
+def test_gpu_figures_beside_a_megatron_job_are_read(tmp_path, capsys):
+    from simpy_astra.cli.main import main
+
+    assert main(["run", str(_cluster_scenario(tmp_path, {})), "--quiet"]) == 0
+    assert main(["run", str(_cluster_scenario(tmp_path, {"gpu": {"tensor_tflops": 10}})), "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] != out[1]

@@ -226,7 +226,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if cluster is not None:
         how = "--network-backend" if backend is not None else "field 'backend'"
-        _refuse_unread_cluster_keys(path, doc["cluster"], user_network, chosen, how)
+        _refuse_unread_cluster_keys(path, doc["cluster"], user_network, chosen, how, _reads_gpu(prepared))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
@@ -296,23 +296,28 @@ NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency",
 SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
 
 
-def _refuse_unread_cluster_keys(path: str, written: dict, user_network: bool, backend: str, how: str) -> None:
+def _refuse_unread_cluster_keys(path: str, written: dict, user_network: bool, backend: str, how: str,
+                                reads_gpu: bool) -> None:
     """A ``cluster:`` key this run never reads, refused rather than run as if set: NCCL's fitted
     all-reduce terms time the all-reduce only on the preset's own network with a backend that
-    times it so, and the leaves and spine exist only on the preset's own network."""
+    times it so, the leaves and spine exist only on the preset's own network, and the GPU's
+    figures time only a generator's kernels that it times on the cluster's GPU (Megatron's)."""
+    nccl = f"read only by NCCL's all-reduce model on the preset's own machine ({DEFAULT_BACKEND} backend)"
     unread: dict[str, str] = {}
     if user_network:
-        unread.update(dict.fromkeys(SPINE_KEYS, "the scenario's network replaces the preset's leaves and spine"))
-        unread.update(dict.fromkeys(NCCL_FIT_KEYS, "the scenario's network replaces the preset's, and NCCL's "
-                                                   "model of it"))
+        unread.update(dict.fromkeys(SPINE_KEYS, "read only on the preset's own machine; the scenario's network "
+                                                "replaces its leaves and spine"))
+        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the scenario's network replaces it"))
     elif not BACKENDS[backend].times_nccl:
-        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"the {backend} backend ({how}) plays the all-reduce as "
-                                                   f"messages"))
+        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the {backend} backend ({how}) plays the all-reduce "
+                                                   f"as messages"))
+    if not reads_gpu:
+        unread["gpu"] = ("read only by generate megatron, which times its kernels on the cluster's GPU; this "
+                         "workload's compute is timed by its own trace, or it has none")
     given = sorted(key for key in written if key in unread)
     if given:
         key = given[0]
-        raise InputError(f"{path}: cluster.{key}: read only on the preset's own machine as the {DEFAULT_BACKEND} "
-                         f"backend times it; {unread[key]}, so it would change nothing; remove {key}")
+        raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
 
 
 def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
@@ -331,6 +336,18 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     blocks = None if prepared is None else prepared.layout().blocks
     return ({"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
              "backend": DEFAULT_BACKEND, **doc}, cluster, prepared)
+
+
+def _reads_gpu(prepared: Prepared | None) -> bool:
+    """The workload times its kernels on the cluster's GPU (a generator that runs only beside a
+    cluster, which gives it the GPU: Megatron's)."""
+    if prepared is None:
+        return False
+    # deferred: loaded already by the workload's prepare; an ASTRA-sim run does not load it
+    from simpy_astra.workloads.generated import GENERATORS
+
+    entry = GENERATORS.get(prepared.generator)
+    return entry is not None and entry.needs_cluster
 
 
 def _refuse_roofline_compute(path: str, generator: str) -> None:
