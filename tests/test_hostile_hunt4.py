@@ -179,3 +179,22 @@ def test_gpu_figures_beside_a_megatron_job_are_read(tmp_path, capsys):
     assert main(["run", str(_cluster_scenario(tmp_path, {"gpu": {"tensor_tflops": 10}})), "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] != out[1]
+
+
+def test_traces_on_a_file_system_without_room_name_sizes_that_differ(tmp_path, monkeypatch):
+    # a few MB of traces under /proc (no free space) said "need about 0.0 GB but '/proc' has 0.0 GB free"
+    import shutil
+    from collections import namedtuple
+
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.trace_output import check_free_space
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _folder: usage(0, 0, 0))
+    with pytest.raises(InputError) as info:
+        check_free_space(str(tmp_path / "t" / "x"), 3_400_000)
+    assert "3.4 MB" in str(info.value) and "no free space" in str(info.value)
+    monkeypatch.setattr(shutil, "disk_usage", lambda _folder: usage(0, 0, 2_500_000_000))
+    with pytest.raises(InputError) as info:
+        check_free_space(str(tmp_path / "t" / "x"), 12_000_000_000)
+    assert "12.0 GB" in str(info.value) and "2.5 GB free" in str(info.value)

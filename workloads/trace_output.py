@@ -67,8 +67,17 @@ def check_free_space(prefix: str, total_bytes: int, where: str = "--output") -> 
         folder = os.path.dirname(folder) or "."
     free = shutil.disk_usage(folder).free
     if total_bytes > free:
-        raise InputError(f"{where}: the traces need about {total_bytes / 1e9:.1f} GB but {folder!r} has "
-                         f"{free / 1e9:.1f} GB free")
+        room = "no free space (a full disk, or a file system that takes no files)" if free == 0 else \
+            f"{_size(free)} free"
+        raise InputError(f"{where}: the traces need about {_size(total_bytes)} but {folder!r} has {room}")
+
+
+def _size(n: float) -> str:
+    """Bytes in GB, MB or kB, whichever reads more than 0.0."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6)):
+        if n >= scale / 10:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n / 1e3:.1f} kB"
 
 
 class TraceFiles:
