@@ -198,3 +198,22 @@ def test_traces_on_a_file_system_without_room_name_sizes_that_differ(tmp_path, m
     with pytest.raises(InputError) as info:
         check_free_space(str(tmp_path / "t" / "x"), 12_000_000_000)
     assert "12.0 GB" in str(info.value) and "2.5 GB free" in str(info.value)
+
+
+@pytest.mark.parametrize("flag", ["--data-parallel-size=2", "--data-parallel-size 2", "--log-every-step",
+                                  "--lr-schedule=cosine"])
+def test_a_word_no_megatron_lm_has_under_a_no_effect_prefix_is_refused(flag):
+    # Megatron-LM has no --data-parallel-size (dp is gpus / (tp x pp x cp)); its argparse stops on
+    # it as unrecognized. Under the accepted prefix --data- it ran silently with dp 16, and without
+    # the = the error's own fix ("write --data-parallel-size=2") led there
+    from simpy_astra.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        parse(f"{BASE} --seq-length 1024 {flag}", 16, WHERE)
+    assert "is not an argument of Megatron-LM" in str(info.value) and flag.split("=")[0].split()[0] in str(info.value)
+
+
+def test_megatron_lms_own_flags_under_a_no_effect_prefix_are_accepted():
+    job = parse(f"{BASE} --seq-length 1024 --data-cache-path /c --lr-decay-style cosine --tokenizer-model t.model "
+                "--log-throughput --eval-iters 10 --rotary-base 10000 --vocab-size 32000", 16, WHERE)
+    assert job.dp == 16

@@ -18,6 +18,10 @@ import math
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron import bounds, command_line, pipeline_layout, rules
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
+from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
+
+#: every argument Megatron-LM's pretrain_gpt.py has had
+MEGATRON_FLAGS = SWITCHES | ONE_VALUE | SEVERAL_VALUES
 
 #: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
 GPT2_VOCAB = 50257
@@ -260,10 +264,14 @@ def _reading_parser() -> argparse.ArgumentParser:
 
 
 def _ignorable(flag: str) -> bool:
-    """``flag`` is one of :data:`NO_TIMING_EFFECT`, or extends one by ``-...`` (an entry
-    ending in ``-`` is a prefix only)."""
-    return any(flag == name or flag.startswith(name if name.endswith("-") else name + "-")
-               for name in NO_TIMING_EFFECT)
+    """``flag`` is one of :data:`NO_TIMING_EFFECT`, or a Megatron-LM argument
+    (:mod:`~simpy_astra.workloads.megatron.megatron_flags`) that extends one by ``-...`` (an
+    entry ending in ``-`` is a prefix only): a word under such a prefix that no Megatron-LM has
+    (``--data-parallel-size``) is refused as Megatron's argparse refuses it, not read as a path."""
+    if flag in NO_TIMING_EFFECT and not flag.endswith("-"):
+        return True
+    return flag in MEGATRON_FLAGS and any(flag.startswith(name if name.endswith("-") else name + "-")
+                                          for name in NO_TIMING_EFFECT)
 
 
 @functools.cache
