@@ -4,21 +4,11 @@ NCCL's published constants, never from the code's formulas."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
-import yaml
 
 from simpy_astra.simulation import Simulation
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PRESETS = os.path.join(ROOT, "simpy_astra", "config", "clusters")
-GIB = 2**30
-
-
-def _node(preset: str) -> dict:
-    with open(os.path.join(PRESETS, f"{preset}.yaml")) as f:
-        return yaml.safe_load(f)["node"]
+from tests.test_cluster_placement import GIB, ROOT, _node  # the presets' figures, read once
 
 
 def _run_ns(tmp_path, body: dict) -> int:
