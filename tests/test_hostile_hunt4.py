@@ -217,3 +217,18 @@ def test_megatron_lms_own_flags_under_a_no_effect_prefix_are_accepted():
     job = parse(f"{BASE} --seq-length 1024 --data-cache-path /c --lr-decay-style cosine --tokenizer-model t.model "
                 "--log-throughput --eval-iters 10 --rotary-base 10000 --vocab-size 32000", 16, WHERE)
     assert job.dp == 16
+
+
+def test_a_partial_system_beside_a_cluster_says_it_replaces_the_presets(tmp_path, capsys):
+    # system: beside cluster: replaces the preset's system whole; one key alone was refused as
+    # "preferred-dataset-splits is missing", which sent users adding fields one at a time
+    from simpy_astra.cli.main import main
+
+    path = tmp_path / "s.yaml"
+    path.write_text("workload: {generate: microbench, collective: all_to_all, size: 1048576}\n"
+                    "cluster: {preset: dgx-h100, gpus: 16}\n"
+                    "system: {all-to-all-group-implementation: ring}\n")
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: system: beside cluster: it replaces the preset's whole system" in err
+    assert "leave system out" in err and "Traceback" not in err

@@ -332,6 +332,11 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     if "jobs" in doc:
         raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
     cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
+    system = doc.get("system")
+    if isinstance(system, dict) and "preferred-dataset-splits" not in system:
+        raise InputError(f"{path}: system: beside cluster: it replaces the preset's whole system rather than "
+                         f"adding to it, and it has no preferred-dataset-splits; leave system out to use the "
+                         f"preset's, or give a whole system")
     prepared = _prepare(path, doc.get("workload"), cluster)
     blocks = None if prepared is None else prepared.layout().blocks
     return ({"system": cluster.system_mapping(blocks), "network": cluster.network_mapping(blocks),
