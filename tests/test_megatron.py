@@ -212,6 +212,27 @@ def test_moe_layers_follow_the_uneven_split():
     assert experts[1] > 0 and experts == [experts[1], experts[1], 2 * experts[1], experts[1]]
 
 
+def test_moe_layer_pattern_as_megatron_reads_it():
+    """Megatron's ``moe_freq_type``: a list expression of 0s and 1s, one a layer (DeepSeek's
+    first dense layers: '([0]*3+[1]*5)'); ``gpt_layer_specs`` asserts its length is the
+    model's. 8 layers over 4 stages, 2 a stage: stage 0 holds two dense layers, stage 1 one of
+    each, stages 2 and 3 two with experts each."""
+    from simpy_astra.workloads.megatron.schedule import StageSchedule
+
+    base = SMALL + " --num-layers 8 --pipeline-model-parallel-size 4 --num-experts 4"
+    job = parse(base + " --moe-layer-freq '([0]*3+[1]*5)'", 4)
+    assert [job.is_moe(i) for i in range(8)] == [False] * 3 + [True] * 5 and job.moe_layers == 5
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 4}, "c").gpu_model()
+    experts = [StageSchedule(job, gpu, s).chunk_grads(0)["edp"] for s in range(4)]
+    assert experts[1] > 0 and experts == [0, experts[1], 2 * experts[1], 2 * experts[1]]
+    assert parse(base + " --moe-layer-freq '[1,0]*4'", 4).moe_layers == parse(base + " --moe-layer-freq 2", 4).moe_layers
+    with pytest.raises(InvalidConfigurationError, match="a pattern of 7 layers for --num-layers 8"):
+        parse(base + " --moe-layer-freq '[1]*7'", 4)
+    for bad, why in (("'[2]*8'", "each layer is 0"), ("\"__import__('os')\"", "neither a number"), ("0", "at least 1")):
+        with pytest.raises(InputError, match=why):
+            parse(base + f" --moe-layer-freq {bad}", 4)
+
+
 def test_pipeline_layout_string_as_megatron_parses_it():
     # ',' is cosmetic, (..)*N and x*N repeat; 8 chunks over 4 stages: 2 a stage, in model order
     job = parse(SMALL + " --num-layers 9 --pipeline-model-parallel-size 4 "

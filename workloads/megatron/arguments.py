@@ -18,6 +18,7 @@ import math
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron import bounds, command_line, pipeline_layout, rules
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
+from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
 #: every argument Megatron-LM's pretrain_gpt.py has had
@@ -244,7 +245,9 @@ def parser() -> argparse.ArgumentParser:
                                          "expert after another (SequentialMLP, Megatron's default)")
     i("--moe-ffn-hidden-size", type=int, default=None, help="an expert's MLP width (default --ffn-hidden-size)")
     i("--moe-shared-expert-intermediate-size", type=int, default=None, help="a shared expert's MLP width")
-    i("--moe-layer-freq", type=int, default=1, help="every N-th layer is a mixture of experts (default 1)")
+    i("--moe-layer-freq", type=moe_layer_freq, default=1,
+      help="every N-th layer is a mixture of experts (default 1), or a pattern of 0s and 1s, one a layer "
+           "(e.g. '([0]*3+[1]*5)')")
     i("--optimizer", default="adam", choices=("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"),
       help="adam (default: two fp32 moments a parameter) or sgd (one momentum buffer); the others are not modelled")
     i("--sgd-momentum", type=float, default=0.9, help="with --optimizer sgd: 0 keeps no momentum buffer (default 0.9)")
@@ -300,6 +303,8 @@ def value_problem(flag: str, text: str) -> str | None:
         return None
     try:
         value = action.type(text) if action.type is not None else text
+    except argparse.ArgumentTypeError as exc:
+        return str(exc)
     except (TypeError, ValueError):
         return f"invalid {getattr(action.type, '__name__', 'value')} value"
     if action.choices is not None and value not in action.choices:
@@ -499,7 +504,8 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         experts=experts, ep=ep if experts else 1, etp=etp if experts else tp, topk=a.moe_router_topk,
         moe_alltoall=a.moe_token_dispatcher_type != "allgather", moe_grouped_gemm=a.moe_grouped_gemm,
         moe_ffn=a.moe_ffn_hidden_size or ffn, shared_ffn=a.moe_shared_expert_intermediate_size or 0,
-        moe_every=a.moe_layer_freq,
+        moe_every=a.moe_layer_freq if isinstance(a.moe_layer_freq, int) else 1,
+        moe_pattern=a.moe_layer_freq if isinstance(a.moe_layer_freq, tuple) else (),
         gpus=gpus, num_layers=a.num_layers, hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         ffn_hidden=ffn, swiglu=a.swiglu, seq=a.seq_length, vocab=vocab,
         tied_embeddings=not a.untie_embeddings_and_output_weights, micro_batch=a.micro_batch_size,

@@ -126,6 +126,8 @@ class MegatronJob:
     #: ``--fp8-param-gather``: Transformer Engine's linear weights kept only in FP8 (no bf16
     #: copy; the fp32 master in the optimizer) and all-gathered in FP8, one byte a weight
     fp8_param_gather: bool = False
+    #: ``--moe-layer-freq`` as a pattern: whether each layer has experts (empty: ``moe_every``)
+    moe_pattern: tuple[bool, ...] = ()
     #: rotary embeddings' kernels on the queries and keys: "fused" (Megatron-Core's default
     #: since 2024-01, one kernel each way), "unfused" (``--no-rope-fusion``), "" (none)
     rope: str = ""
@@ -206,11 +208,15 @@ class MegatronJob:
         return self.global_batch // (self.micro_batch * self.dp)
 
     def is_moe(self, layer: int) -> bool:
+        if self.moe_pattern:
+            return self.experts > 0 and self.moe_pattern[layer]
         return self.experts > 0 and layer % self.moe_every == 0
 
     @property
     def moe_layers(self) -> int:
-        return -(-self.num_layers // self.moe_every) if self.experts else 0
+        if not self.experts:
+            return 0
+        return sum(self.moe_pattern) if self.moe_pattern else -(-self.num_layers // self.moe_every)
 
     @property
     def element_bytes(self) -> int:

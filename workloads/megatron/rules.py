@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron import pipeline_layout
+from simpy_astra.workloads.megatron.layer_pattern import every_layer_moe, has_dense_layers
 
 if TYPE_CHECKING:
     from simpy_astra.config.cluster import Gpu
@@ -104,7 +105,7 @@ def check_widths(a: argparse.Namespace, ffn: int, where: str) -> None:
     tp, experts = a.tensor_model_parallel_size, a.num_experts or 0
     etp = a.expert_tensor_parallel_size or tp
     widths = []
-    if not experts or a.moe_layer_freq > 1:  # a dense MLP somewhere
+    if not experts or has_dense_layers(a.moe_layer_freq):  # a dense MLP somewhere
         widths.append(("--ffn-hidden-size", ffn, tp, "--tensor-model-parallel-size"))
     if experts:
         widths.append(("--moe-ffn-hidden-size", a.moe_ffn_hidden_size or ffn, etp,
@@ -511,10 +512,6 @@ def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
 
 def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     experts, ep = a.num_experts or 0, a.expert_model_parallel_size
-    if not experts and a.moe_ffn_hidden_size is not None and a.moe_layer_freq == 1:
-        _refuse(where, "expert width needs experts",
-                f"--moe-ffn-hidden-size {a.moe_ffn_hidden_size} without --num-experts (Megatron: moe_ffn_hidden_size "
-                f"is set but num_moe_experts is None. Please set num_moe_experts or remove moe_ffn_hidden_size.)")
     score = (others.get("--moe-router-score-function") or ["softmax"])[0]
     if "--moe-router-enable-expert-bias" in others and score not in ("sigmoid", "sqrtsoftplus"):
         _refuse(where, "expert bias needs sigmoid scores",
@@ -532,11 +529,16 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "expert layout divides the stage",
                 f"expert tensor x expert model parallel size {etp} x {ep} does not divide the {gpus // pp} GPUs of "
                 f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
-    if not experts and a.moe_ffn_hidden_size is not None and a.moe_layer_freq == 1:
+    if not experts and a.moe_ffn_hidden_size is not None and every_layer_moe(a.moe_layer_freq):
         _refuse(where, "expert width needs experts",
                 f"--moe-ffn-hidden-size {a.moe_ffn_hidden_size} without --num-experts (Megatron: "
                 f"moe_ffn_hidden_size is set but num_moe_experts is None. Please set num_moe_experts or remove "
                 f"moe_ffn_hidden_size)")
+    pattern = a.moe_layer_freq
+    if experts and isinstance(pattern, tuple) and len(pattern) != a.num_layers:
+        _refuse(where, "moe pattern covers the layers",
+                f"--moe-layer-freq: a pattern of {len(pattern)} layers for --num-layers {a.num_layers} (Megatron: "
+                f"Invalid length of moe_layer_pattern: {len(pattern)}, expected {a.num_layers})")
     if not experts:
         return
     if not a.disable_bias_linear and etp > 1 and not legacy_names(a):
