@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         print(kinds_help("convert", "format", FORMATS))
         return 0
     if not argv or argv[0] not in FORMATS:
-        got = argv[0] if argv else "nothing"
-        raise InputError(f"convert: unknown format {got!r}; use one of {', '.join(FORMATS)} "
+        what = f"unknown format {argv[0]!r}" if argv else "give the format to convert from"
+        raise InputError(f"convert: {what}; use one of {', '.join(FORMATS)} "
                          f"(e.g. simpy-astra convert text --help)")
     return importlib.import_module(FORMATS[argv[0]]).main(argv[1:])

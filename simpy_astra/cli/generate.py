@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
         print(kinds_help("generate", "kind", kinds))
         return 0
     if not argv or argv[0] not in kinds:
-        got = argv[0] if argv else "nothing"
-        raise InputError(f"generate: unknown kind {got!r}; use one of {', '.join(kinds)} "
+        what = f"unknown kind {argv[0]!r}" if argv else "give the kind of workload to generate"
+        raise InputError(f"generate: {what}; use one of {', '.join(kinds)} "
                          f"(e.g. simpy-astra generate microbench --help)")
     return importlib.import_module(kinds[argv[0]]).main(argv[1:])

@@ -20,6 +20,7 @@ from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron import command_line
 from simpy_astra.workloads.megatron.arguments import (
+    NOT_MODELLED,
     accepted,
     cannot_change_time,
     modelled_actions,
@@ -69,6 +70,8 @@ def _known(flag: str) -> bool:
 def check_flag(dotted: str, where: str) -> None:
     """A flag the simulator neither models nor accepts would fail every point alike."""
     flag = flag_of(dotted)
+    if flag in NOT_MODELLED:  # a Megatron-LM argument, refused by name: every point would fail on it
+        raise InputError(f"{where}: '{dotted}': {flag} is not modelled ({NOT_MODELLED[flag]}); leave it out")
     if not _known(flag):
         near = nearest_key(flag[2:], [s[2:] for s in _actions()])
         hint = f"; did you mean '{PREFIX}{near}'?" if near else " (simpy-astra generate megatron --help lists them)"

@@ -364,6 +364,8 @@ def _load_yaml(path: str, where: str, what: str) -> Any:
     depth and alias bounds); a missing file names where the sweep names it."""
     if path and not os.path.lexists(path) and len(path) < 4096 and "\0" not in path:
         raise InputError(f"{short_path(where)}: file {short_path(path)} does not exist")
+    if path != where and os.path.isdir(path):
+        raise InputError(f"{short_path(where)}: {short_path(path)} is a directory; name the {what} file in it")
     return read_yaml_file(path, what)
 
 
