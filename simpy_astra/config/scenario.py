@@ -65,6 +65,7 @@ from simpy_astra.config import (
 )
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.readers import refuse_unknown_keys
+from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.plugins import PluginError, import_module, search_also
@@ -333,9 +334,10 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
         raise InputError(f"{path}: cluster: give it with workload (one job), not with jobs")
     cluster = load_cluster(doc["cluster"], f"{path}: cluster", os.path.dirname(os.path.abspath(path)))
     system = doc.get("system")
-    if isinstance(system, dict) and "preferred-dataset-splits" not in system:
+    missing = [key for key in REQUIRED_KEYS if isinstance(system, dict) and key not in system]
+    if missing:
         raise InputError(f"{path}: system: beside cluster: it replaces the preset's whole system rather than "
-                         f"adding to it, and it has no preferred-dataset-splits; leave system out to use the "
+                         f"adding to it, and it has no {missing[0]}; leave system out to use the "
                          f"preset's, or give a whole system")
     prepared = _prepare(path, doc.get("workload"), cluster)
     blocks = None if prepared is None else prepared.layout().blocks
@@ -343,25 +345,25 @@ def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
              "backend": DEFAULT_BACKEND, **doc}, cluster, prepared)
 
 
-def _reads_gpu(prepared: Prepared | None) -> bool:
-    """The workload times its kernels on the cluster's GPU (a generator that runs only beside a
-    cluster, which gives it the GPU: Megatron's)."""
-    if prepared is None:
-        return False
+def _generator_entry(name: str) -> Any:
+    """The registry entry of the generator ``name`` (None: not one)."""
     # deferred: loaded already by the workload's prepare; an ASTRA-sim run does not load it
     from simpy_astra.workloads.generated import GENERATORS
 
-    entry = GENERATORS.get(prepared.generator)
+    return GENERATORS.get(name)
+
+
+def _reads_gpu(prepared: Prepared | None) -> bool:
+    """The workload times its kernels on the cluster's GPU (a generator that runs only beside a
+    cluster, which gives it the GPU: Megatron's)."""
+    entry = None if prepared is None else _generator_entry(prepared.generator)
     return entry is not None and entry.needs_cluster
 
 
 def _refuse_roofline_compute(path: str, generator: str) -> None:
     """A generator whose compute nodes carry FLOPs for a roofline (not durations) on a cluster
     whose system runs none: every kernel would take 1 ns, the step all communication."""
-    # deferred: loaded already by the workload's prepare; an ASTRA-sim run does not load it
-    from simpy_astra.workloads.generated import GENERATORS
-
-    entry = GENERATORS.get(generator)
+    entry = _generator_entry(generator)
     if entry is not None and entry.roofline_compute:
         raise InputError(f"{path}: workload: generate {generator} writes compute nodes with FLOPs for a roofline "
                          f"to time, and the cluster's system times each node by its duration, so every kernel "

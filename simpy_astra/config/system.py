@@ -342,7 +342,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str, Any, float], Any]]] = {
     "track-local-mem": ("track_local_mem", _switch),
 }
 #: keys a system JSON must have, and what to set them to
-_REQUIRED = {"preferred-dataset-splits": "is missing; set it to the number of chunks per collective, e.g. 4 "
+REQUIRED_KEYS = {"preferred-dataset-splits": "is missing; set it to the number of chunks per collective, e.g. 4 "
                                          "(ASTRA-sim divides by it; custom collectives need 1)"}
 
 
@@ -353,8 +353,8 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
     for key, (attr, read) in _KEYS.items():
         if key in j:
             kw[attr] = read(src, key, j[key], injection_scale)
-        elif key in _REQUIRED:
-            raise InputError.at(src, key, _REQUIRED[key])
+        elif key in REQUIRED_KEYS:
+            raise InputError.at(src, key, REQUIRED_KEYS[key])
     if kw.get("roofline_enabled"):  # the roofline model divides by both
         for key, attr in (("peak-perf", "peak_perf_tflops"), ("local-mem-bw", "local_mem_bw_gbps")):
             if kw.get(attr, 0.0) <= 0:

@@ -71,7 +71,3 @@ def _bounded(items: list[int]) -> list[int]:
 def has_dense_layers(freq: int | tuple[bool, ...]) -> bool:
     """Some layer keeps a dense MLP."""
     return not all(freq) if isinstance(freq, tuple) else freq > 1
-
-
-def every_layer_moe(freq: int | tuple[bool, ...]) -> bool:
-    return not has_dense_layers(freq)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron import pipeline_layout
-from simpy_astra.workloads.megatron.layer_pattern import every_layer_moe, has_dense_layers
+from simpy_astra.workloads.megatron.layer_pattern import has_dense_layers
 
 if TYPE_CHECKING:
     from simpy_astra.config.cluster import Gpu
@@ -529,7 +529,7 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "expert layout divides the stage",
                 f"expert tensor x expert model parallel size {etp} x {ep} does not divide the {gpus // pp} GPUs of "
                 f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
-    if not experts and a.moe_ffn_hidden_size is not None and every_layer_moe(a.moe_layer_freq):
+    if not experts and a.moe_ffn_hidden_size is not None and not has_dense_layers(a.moe_layer_freq):
         _refuse(where, "expert width needs experts",
                 f"--moe-ffn-hidden-size {a.moe_ffn_hidden_size} without --num-experts (Megatron: "
                 f"moe_ffn_hidden_size is set but num_moe_experts is None. Please set num_moe_experts or remove "
