@@ -43,7 +43,8 @@ at ``5776a6d90b4d``): no bf16 copy of them, one byte each to gather. Not express
 small effect: the parameter gather overlapped with the optimizer step.
 
 The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
-preset's two efficiencies come from Megatron-Core's bf16 table (``megatron_mcore_h100.py``).
+preset's efficiencies come from other tables (``fit_gpu.py``: attention on NeMo's long-sequence
+rows, the bf16 pair on Megatron-Core's, FP8 on NeMo 24.07's).
 
     python benchmarks/bridge_h100.py [--rows 1,2,3] [--json OUT]
 """

@@ -18,8 +18,9 @@ sequence parallelism with ``--tp-comm-overlap`` where TP > 1, gradients synced i
 GPT-3 with selective recomputation and dropout 0.1, Llama without recomputation or dropout;
 on ``cluster: {preset: dgx-h100, gpus}``.
 
-The error is predicted / published seconds per step - 1. Nothing here is fitted: the H100
-preset's two efficiencies come from Megatron-Core's bf16 table (``megatron_mcore_h100.py``).
+The error is predicted / published seconds per step - 1. The H100 preset's ``fp8_efficiency``
+is fitted on this table (``fit_gpu.py --fit fp8``); its other efficiencies come from NeMo's
+long-sequence rows (attention) and Megatron-Core's bf16 table.
 
     python benchmarks/nemo_h100_fp8.py [--rows 1,2,3] [--json OUT]
 """

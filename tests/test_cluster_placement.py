@@ -138,10 +138,15 @@ def test_nic_floor_of_groups_by_hand():
 
 
 # ------------------------------------------------------------------ values and who is blamed
-@pytest.mark.parametrize("key,value", [("tensor_efficiency", 5), ("memory_efficiency", 3), ("tensor_efficiency", 0)])
+@pytest.mark.parametrize("key,value", [("tensor_efficiency", 5), ("memory_efficiency", 3), ("tensor_efficiency", 0),
+                                       ("attention_efficiency", 2), ("attention_efficiency", 0),
+                                       ("fp8_efficiency", 0), ("fp8_efficiency", 1.5)])
 def test_gpu_efficiencies_must_be_fractions(key, value):
+    """Each efficiency is a fraction of a peak; an H100 has FP8, so its FP8 efficiency cannot
+    be 0 (the A100's is: it has no FP8 units)."""
     with pytest.raises(InputError, match=rf"s.yaml: cluster.gpu.{key}: must be"):
         load_cluster({"preset": "dgx-h100", "gpus": 16, "gpu": {key: value}}, "s.yaml: cluster")
+    assert load_cluster({"preset": "dgx-a100-80gb", "gpus": 16}, "s").gpu["fp8_efficiency"] == 0
 
 
 @pytest.mark.parametrize("key,value", [("hbm_gbps", 1e-300), ("sms", 10**8), ("launch_us", 1e300),

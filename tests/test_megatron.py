@@ -33,7 +33,8 @@ SC21_145B = ("--num-layers 80 --hidden-size 12288 --num-attention-heads 96 --seq
              "--vocab-size 51200")
 
 TOY = Gpu(name="toy", sms=2, tensor_tflops=1.0, fp8_tflops=0, hbm_gb_s=1e6, hbm_gib=1, l2_gb_s=1e9,
-          tensor_efficiency=0.5, memory_efficiency=0.5, launch_us=2.0)
+          tensor_efficiency=0.5, fp8_efficiency=0.5, memory_efficiency=0.5, attention_efficiency=0.25,
+          launch_us=2.0)
 
 
 # ---------------------------------------------------------------------------------- arguments
@@ -618,14 +619,16 @@ def test_the_2021_to_2022_recomputation_names_are_todays_full_recomputation():
 
 
 def test_causal_fused_attention_kernel_time():
-    """s = 256, head width 64 on the two-SM toy GPU: one 256 x 256 x 64 product is two 256 x 128
-    tiles, one wave, 2 x 256 x 128 x (64 + pipeline fill) FLOPs per SM. With 128-row tiles the
-    causal kernel runs the 3 of 4 tiles on or below the diagonal (1/2 + 128 / 2s = 3/4): the
-    forward is two products (QK^T, PV), the backward five, each at 3/4."""
+    """s = 256, head width 64 on the two-SM toy GPU (1 TFLOP/s, attention at 25% of it): two
+    CTAs of 128 query rows, one each SM, one wave; each loops over the 256 keys, its products
+    2 x 128 x 256 x 64 FLOPs each at 0.125 TFLOP/s an SM. With 128-row tiles the causal kernel
+    runs the 3 of 4 tiles on or below the diagonal (1/2 + 128 / 2s = 3/4): the forward is two
+    products (QK^T, PV), the backward five, each at 3/4. The score matrix never reaches HBM:
+    at 1 GB/s of HBM the floor is Q, K, V and O read and written once."""
     from simpy_astra.workloads.megatron.kernels import causal_fraction, flash_attention_seconds
 
-    per_sm = 1e12 * 0.5 / 2
-    one = 2 * 256 * 128 * (64 + GEMM_PIPELINE_K) / per_sm
+    per_sm = 1e12 * 0.25 / 2
+    one = 2 * 128 * 256 * 64 / per_sm
     assert causal_fraction(256) == 0.75
     assert causal_fraction(131072) == pytest.approx(0.5 + 128 / 262144)
     fwd = flash_attention_seconds(TOY, 1, 256, 256, 64, causal=True, backward=False)
@@ -634,15 +637,27 @@ def test_causal_fused_attention_kernel_time():
     assert bwd == pytest.approx(5 * one * 0.75 + 2e-6, rel=1e-12)
     full = flash_attention_seconds(TOY, 1, 256, 256, 64, causal=False, backward=False)
     assert full == pytest.approx(2 * one + 2e-6, rel=1e-12)
+    # 3 CTAs on 2 SMs: two waves
+    three = flash_attention_seconds(TOY, 1, 384, 384, 64, causal=False, backward=False)
+    assert three == pytest.approx(2 * 2 * (2 * 128 * 384 * 64 / per_sm) + 2e-6, rel=1e-12)
+    slow = Gpu(**{**TOY.__dict__, "hbm_gb_s": 1.0})
+    qkvo = 64 * 2 * (2 * 256 + 2 * 256)  # bytes: Q and O of 256 rows, K and V of 256 keys
+    assert flash_attention_seconds(slow, 1, 256, 256, 64, causal=True, backward=False) == pytest.approx(
+        qkvo / (1.0 * 1e9 * 0.5) + 2e-6, rel=1e-12)
 
 
 def test_fp8_linear_gemm_runs_at_the_fp8_rate_on_one_byte_operands():
     """The same GEMM as test_one_gemm_time_from_the_formula on a toy GPU with twice the
-    tensor rate in fp8: half the main loop's time."""
+    tensor rate in fp8: half the main loop's time; at an fp8 efficiency of 0.4 instead of the
+    toy's 0.5, 5/4 of that (and the bf16 GEMM unchanged)."""
     toy8 = Gpu(**{**TOY.__dict__, "fp8_tflops": 2.0})
     per_sm = 2e12 * 0.5 / 2
     expected = 2 * 256 * 128 * (1024 + GEMM_PIPELINE_K) / per_sm + 2e-6
     assert gemm_seconds(toy8, 256, 256, 1024, element_bytes=1, fp8=True) == pytest.approx(expected, rel=1e-12)
+    lossy = Gpu(**{**toy8.__dict__, "fp8_efficiency": 0.4})
+    assert gemm_seconds(lossy, 256, 256, 1024, element_bytes=1, fp8=True) == pytest.approx(
+        (expected - 2e-6) * 0.5 / 0.4 + 2e-6, rel=1e-12)
+    assert gemm_seconds(lossy, 256, 256, 1024) == gemm_seconds(toy8, 256, 256, 1024)
 
 
 FP8 = ("--num-layers 1 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 2 "
@@ -882,19 +897,36 @@ def test_full_over_selective_recomputation_is_korthikantis(tmp_path):
     assert full / selective == pytest.approx(1.42 / 1.10, rel=0.05)
 
 
-def test_megatron_core_h100_table_rows_without_pipeline(tmp_path, monkeypatch):
-    """The first three rows of Megatron-Core's H100 table (no pipeline, at most tp 4), run by
-    the benchmark as a user would: their mean |error| within the issue's 10% (the preset's two
-    efficiencies were fitted on these rows; each row stays within 12%)."""
+@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(TABLE), "MCORE_H100.md")),
+                    reason="../shared/realtables is not beside the checkout")
+def test_megatron_core_h100_table_within_ten_percent(tmp_path, monkeypatch):
+    """Megatron-Core's H100 table, all nine rows, run by the benchmark as a user would: the
+    mean |error| within the issue's 10% (the preset's bf16 pair was fitted on these rows with
+    the attention fitted first on NeMo's long-sequence rows; the large rows each within 6%)."""
     mcore = _benchmark("megatron_mcore_h100")
     predict = _benchmark("megatron_sc21").predict
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    errors = []
-    for row in mcore.read_table(mcore.DEFAULT_TABLE)[:3]:
+    errors = {}
+    for row in mcore.read_table(mcore.DEFAULT_TABLE):
         data, _ = predict(row, str(tmp_path))
-        errors.append(abs(data["iteration_time_ns"] / 1e9 / row["seconds"] - 1))
-        assert errors[-1] < 0.12, row["model"]
-    assert sum(errors) / len(errors) <= 0.10
+        errors[row["model"]] = data["iteration_time_ns"] / 1e9 / row["seconds"] - 1
+    assert sum(abs(e) for e in errors.values()) / len(errors) <= 0.10
+    assert all(abs(errors[m]) < 0.06 for m in ("16B", "70B", "119B", "177B", "314B", "462B")), errors
+
+
+def test_long_sequence_rows_price_the_fused_attention_kernel(tmp_path, monkeypatch):
+    """NeMo's long-sequence H100 table (Llama 2 7B, FP8): at 128K and 1M tokens attention is
+    over 95% of the step, and the H100's attention efficiency was fitted on those rows (each
+    within 4%); the 32K row (context parallelism 2, attention about 3/4 of the step) was not,
+    and lands within 5%. Priced as before (a GEMM model whose HBM floor counted the score
+    matrix) they read +43%, +50% and +29%."""
+    table = _benchmark("nemo_long_context")
+    predict = _benchmark("megatron_sc21").predict
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    rows = {row["model"]: row for row in table.read_table()}
+    for model, bound in (("LLAMA2-7B 128K", 0.04), ("LLAMA2-7B 1024K", 0.04), ("LLAMA2-7B 32K", 0.05)):
+        data, _ = predict(rows[model], str(tmp_path))
+        assert abs(data["iteration_time_ns"] / 1e9 / rows[model]["seconds"] - 1) < bound, model
 
 
 @pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(TABLE), "MCORE_H100.md")),

@@ -214,7 +214,9 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
     "l2_gb_s": (1e-3, 1e9, "GB/s"),
     "launch_us": (1e-6, 1e6, "microseconds between back-to-back kernels"),
     "tensor_efficiency": (0, 1, "a fraction of the tensor-core peak"),
+    "fp8_efficiency": (0, 1, "a fraction of the FP8 tensor-core peak, or 0 for a GPU without FP8"),
     "memory_efficiency": (0, 1, "a fraction of the HBM bandwidth"),
+    "attention_efficiency": (0, 1, "a fraction of the tensor-core peak a fused attention kernel sustains"),
 }
 #: the most GPUs a cluster may have (2^20): per-GPU tables of a larger run outgrow a machine's memory
 MAX_GPUS = 1 << 20
@@ -312,7 +314,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         raise InputError(f"{name_source}.name: must be the GPU's name on one line, e.g. H100-SXM5-80GB (it "
                          f"picks NVLS for H100 and later; got {gpu['name']!r})")
     for key in gpu_fields:
-        if key == "name" or (key == "fp8_tflops" and gpu[key] == 0):
+        if key == "name" or (key in ("fp8_tflops", "fp8_efficiency") and gpu[key] == 0 == gpu["fp8_tflops"]):
             continue
         source, names = (f"{where}.gpu", override_names) if key in overrides else (f"{path}: gpu", preset_gpu_names)
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))

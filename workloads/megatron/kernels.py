@@ -4,11 +4,18 @@ A roofline at peak is wrong by 1.5-2.5x for transformer training: real GEMMs los
 wave quantisation over the SMs, to the pipeline fill of a short reduction dimension and to
 the memory system for skinny shapes, and a large share of a layer's time is kernels that only
 stream memory (softmax, dropout, layer norm, GeLU, bias, residual adds). This module prices
-each of those from the GPU's datasheet figures (:class:`Gpu`) and two sustained efficiencies:
+each of those from the GPU's datasheet figures (:class:`Gpu`) and sustained efficiencies:
 
 - ``tensor_efficiency``: the fraction of tensor-core peak one SM sustains in a GEMM's main
-  loop on a large tile (clock throttling under load, instruction issue, synchronisation).
+  loop on a large tile (clock throttling under load, instruction issue, synchronisation);
+  ``fp8_efficiency`` the same of the FP8 peak (FP8 GEMMs lose more of theirs: twice the
+  operations a cycle in the same power, and per-tensor scales applied in the epilogue).
 - ``memory_efficiency``: the fraction of HBM bandwidth a streaming kernel sustains.
+
+Another, ``attention_efficiency``, is the fraction of the tensor-core peak a fused attention
+kernel (FlashAttention, cuDNN's fused attention) sustains over its products: its softmax's
+exponentials on the special-function units, the online rescaling between the two products
+and the backward's accumulation of query gradients all run inside its loop.
 
 A GEMM ``C[m, n] = A[m, k] B[k, n]`` (``batch`` times) is cut into output tiles; each SM runs
 one tile at a time, so the tiles run in ``ceil(tiles / SMs)`` waves. A tile of ``tm x tn``
@@ -29,7 +36,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Gpu:
     """One GPU's figures (a preset's ``gpu:``); every field is a datasheet value except the
-    two sustained efficiencies (:mod:`simpy_astra.workloads.megatron.kernels`)."""
+    sustained efficiencies (:mod:`simpy_astra.workloads.megatron.kernels`)."""
 
     name: str
     sms: int
@@ -41,7 +48,10 @@ class Gpu:
     hbm_gib: float  # memory capacity
     l2_gb_s: float  # L2 bandwidth to the SMs, 10^9 B/s (a preset may write l2_gbps)
     tensor_efficiency: float
+    #: the FP8 GEMMs' share of the FP8 peak (0 when the GPU has no FP8)
+    fp8_efficiency: float
     memory_efficiency: float
+    attention_efficiency: float
     launch_us: float
 
     def peak_flops(self, fp8: bool = False) -> float:
@@ -76,7 +86,8 @@ def gemm_seconds(gpu: Gpu, m: int, n: int, k: int, batch: int = 1, element_bytes
     """Time of ``batch`` GEMMs of ``m x k`` by ``k x n`` on ``gpu``."""
     if min(m, n, k, batch) <= 0:
         return 0.0
-    per_sm_flops = gpu.peak_flops(fp8) * gpu.tensor_efficiency / gpu.sms
+    efficiency = gpu.fp8_efficiency if fp8 and gpu.fp8_tflops else gpu.tensor_efficiency
+    per_sm_flops = gpu.peak_flops(fp8) * efficiency / gpu.sms
     l2_per_sm = gpu.l2_gb_s * 1e9 / gpu.sms
     best = math.inf
     for tm, tn in GEMM_TILES:
@@ -128,11 +139,18 @@ def causal_fraction(seq: int) -> float:
 
 def flash_attention_seconds(gpu: Gpu, batch_heads: int, q_len: int, kv_len: int, head_dim: int,
                             causal: bool, backward: bool, seq: int | None = None) -> float:
-    """A fused attention kernel (FlashAttention): the score and context products run as GEMMs
-    tile by tile in on-chip memory, the s x s matrix is never written. Forward: two products
-    (QK^T, PV); backward: five (recomputed QK^T, dV, dP, dQ, dK). A causal mask skips the
-    tiles above the diagonal of the ``seq``-long sequence (:func:`causal_fraction`)."""
+    """A fused attention kernel (FlashAttention): each CTA takes ``ATTENTION_TILE`` query rows
+    of one head and loops over the keys, the score tile kept on chip (the s x s matrix never
+    reaches HBM), so its time is its products at ``attention_efficiency`` of the tensor peak,
+    in waves of CTAs over the SMs. Forward: two products (QK^T, PV); backward: five
+    (recomputed QK^T, dV, dP, dQ, dK). A causal mask skips the tiles above the diagonal of
+    the ``seq``-long sequence (:func:`causal_fraction`). Never faster than reading Q, K, V and
+    writing O once (and their gradients in the backward)."""
     products = 5 if backward else 2
-    one = gemm_seconds(gpu, q_len, kv_len, head_dim, batch_heads) - gpu.launch_us * 1e-6
-    work = products * one * (causal_fraction(seq or kv_len) if causal else 1.0)
-    return work + gpu.launch_us * 1e-6
+    share = causal_fraction(seq or kv_len) if causal else 1.0
+    per_sm_flops = gpu.peak_flops() * gpu.attention_efficiency / gpu.sms
+    ctas = math.ceil(q_len / ATTENTION_TILE) * batch_heads
+    cta_s = products * 2.0 * ATTENTION_TILE * kv_len * head_dim * share / per_sm_flops
+    moved = batch_heads * head_dim * 2 * (2 * q_len + 2 * kv_len) * (2 if backward else 1)
+    work = math.ceil(ctas / gpu.sms) * cta_s
+    return max(work, streaming_seconds(gpu, moved, launch=False)) + gpu.launch_us * 1e-6
