@@ -1,0 +1,37 @@
+"""Megatron-LM's checks in the modules a job builds (``module_rules``): each command line here
+is refused by today's Megatron-LM (the file and function named beside it), and its other side,
+which Megatron accepts, is accepted."""
+
+from __future__ import annotations
+
+import pytest
+
+from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.workloads.megatron.arguments import parse
+
+BASE = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 --bf16"
+WHERE = "s.yaml: workload.args"
+MOE = " --num-experts 4 --disable-bias-linear"
+
+
+@pytest.mark.parametrize("extra,rule", [
+    # megatron/core/transformer/moe/moe_layer.py MoELayer.forward (validate_args before 2024-05)
+    (MOE + " --tensor-model-parallel-size 2", "MoE with tp needs sequence parallelism"),
+    (MOE + " --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --moe-layer-freq 2",
+     "MoE with tp needs sequence parallelism"),
+])
+def test_megatron_refuses_and_so_do_we(extra, rule):
+    with pytest.raises(InvalidConfigurationError) as info:
+        parse(BASE + extra, 8, WHERE)
+    message = str(info.value)
+    assert info.value.rule == rule
+    assert message.startswith(WHERE + ": ") and "\n" not in message and "Megatron" in message
+
+
+@pytest.mark.parametrize("extra", [
+    MOE + " --tensor-model-parallel-size 2 --sequence-parallel",
+    MOE + " --tensor-model-parallel-size 2 --moe-layer-freq '[0]*4'",  # no MoE layer runs a forward
+    " --num-experts 4 --tensor-model-parallel-size 2 --DDP-impl local",  # 2021's names: no later rule
+])
+def test_the_other_side_of_each_rule_is_accepted(extra):
+    assert parse(BASE + extra, 8, WHERE).num_layers == 4

@@ -1,0 +1,44 @@
+"""Megatron-LM's checks that live outside ``validate_args``: in the modules a job builds.
+
+:mod:`~simpy_astra.workloads.megatron.rules` restates ``validate_args`` and the config
+classes' ``__post_init__``; these are the rest of what stops today's Megatron-LM before or at
+its first step, on arguments this simulator reads (each family names the Megatron module and
+function whose check it restates), raised with Megatron's reason as
+:class:`InvalidConfigurationError`. As in ``rules``, a command line with 2021's names
+(``rules.legacy_names``) is not refused by a rule of a later Megatron-LM.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.workloads.megatron.rules import legacy_names
+
+
+def _refuse(where: str, rule: str, message: str) -> None:
+    raise InvalidConfigurationError(f"{where}: {message}", rule)
+
+
+def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
+    """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments); ``others``
+    are the unmodelled flags given, with their values."""
+    for family in (_moe_layer,):
+        family(a, others, where)
+
+
+def _has_moe_layer(a: argparse.Namespace) -> bool:
+    """Some layer is a mixture of experts: an integer ``--moe-layer-freq`` N makes layer 0 one
+    (``i % N == 0``); a pattern needs a 1."""
+    freq = a.moe_layer_freq
+    return bool(a.num_experts) and (any(freq) if isinstance(freq, tuple) else True)
+
+
+def _moe_layer(a: argparse.Namespace, others: dict, where: str) -> None:
+    """``MoELayer.forward`` (``moe/moe_layer.py``; ``validate_args`` before 2024-05)."""
+    tp = a.tensor_model_parallel_size
+    if _has_moe_layer(a) and tp > 1 and not a.sequence_parallel and not legacy_names(a):
+        _refuse(where, "MoE with tp needs sequence parallelism",
+                f"--num-experts with --tensor-model-parallel-size {tp} needs --sequence-parallel (Megatron, "
+                f"MoELayer.forward in training: During training, performance may degrade if MoE and tensor "
+                f"parallelism are enabled without also enabling sequence parallelism.)")
