@@ -23,7 +23,7 @@ def _refuse(where: str, rule: str, message: str) -> None:
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments); ``others``
     are the unmodelled flags given, with their values."""
-    for family in (_moe_layer,):
+    for family in (_moe_layer, _experts_biases):
         family(a, others, where)
 
 
@@ -42,3 +42,13 @@ def _moe_layer(a: argparse.Namespace, others: dict, where: str) -> None:
                 f"--num-experts with --tensor-model-parallel-size {tp} needs --sequence-parallel (Megatron, "
                 f"MoELayer.forward in training: During training, performance may degrade if MoE and tensor "
                 f"parallelism are enabled without also enabling sequence parallelism.)")
+
+
+def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
+    """Which experts take biases (``moe/shared_experts.py`` ``SharedExpertMLP.__init__``)."""
+    if not a.num_experts or a.disable_bias_linear or legacy_names(a):
+        return
+    if a.moe_shared_expert_intermediate_size:
+        _refuse(where, "shared experts take no biases",
+                "--moe-shared-expert-intermediate-size with biases (the default) (Megatron, SharedExpertMLP: bias "
+                "is not supported in the shared experts, please set '--disable-bias-linear' instead.)")
