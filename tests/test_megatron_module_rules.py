@@ -21,6 +21,8 @@ MOE = " --num-experts 4 --disable-bias-linear"
      "MoE with tp needs sequence parallelism"),
     # megatron/core/transformer/moe/shared_experts.py SharedExpertMLP.__init__ (since shared experts, 2024-09)
     (" --num-experts 4 --moe-shared-expert-intermediate-size 512", "shared experts take no biases"),
+    # megatron/core/transformer/moe/experts.py TEGroupedMLP.__init__ (before 2025-09 it took no biases at all)
+    (" --num-experts 4 --moe-grouped-gemm", "grouped experts' biases without bias-dropout fusion"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -35,6 +37,9 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     MOE + " --tensor-model-parallel-size 2 --moe-layer-freq '[0]*4'",  # no MoE layer runs a forward
     " --num-experts 4 --tensor-model-parallel-size 2 --DDP-impl local",  # 2021's names: no later rule
     MOE + " --moe-shared-expert-intermediate-size 512",
+    " --num-experts 4 --moe-grouped-gemm --no-bias-dropout-fusion",
+    MOE + " --moe-grouped-gemm",
+    " --num-experts 4 --moe-grouped-gemm --transformer-impl local",  # SequentialMLP, biases and all
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4

@@ -45,10 +45,18 @@ def _moe_layer(a: argparse.Namespace, others: dict, where: str) -> None:
 
 
 def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
-    """Which experts take biases (``moe/shared_experts.py`` ``SharedExpertMLP.__init__``)."""
+    """Which experts take biases (``moe/shared_experts.py`` ``SharedExpertMLP.__init__``,
+    ``moe/experts.py`` ``TEGroupedMLP.__init__``)."""
     if not a.num_experts or a.disable_bias_linear or legacy_names(a):
         return
     if a.moe_shared_expert_intermediate_size:
         _refuse(where, "shared experts take no biases",
                 "--moe-shared-expert-intermediate-size with biases (the default) (Megatron, SharedExpertMLP: bias "
                 "is not supported in the shared experts, please set '--disable-bias-linear' instead.)")
+    # Transformer Engine's grouped experts, under today's default layers (Megatron's own,
+    # --transformer-impl local, run a SequentialMLP)
+    if a.moe_grouped_gemm and a.transformer_impl != "local" and not a.no_bias_dropout_fusion:
+        _refuse(where, "grouped experts' biases without bias-dropout fusion",
+                "--moe-grouped-gemm with biases (the default) and bias-dropout fusion (the default) (Megatron, "
+                "TEGroupedMLP: bias_dropout_fusion is not supported in TEGroupedMLP when add_bias_linear=True); "
+                "add --disable-bias-linear or --no-bias-dropout-fusion")
