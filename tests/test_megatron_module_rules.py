@@ -23,6 +23,8 @@ MOE = " --num-experts 4 --disable-bias-linear"
     (" --num-experts 4 --moe-shared-expert-intermediate-size 512", "shared experts take no biases"),
     # megatron/core/transformer/moe/experts.py TEGroupedMLP.__init__ (before 2025-09 it took no biases at all)
     (" --num-experts 4 --moe-grouped-gemm", "grouped experts' biases without bias-dropout fusion"),
+    # megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__ (since 2024-01)
+    (" --squared-relu", "squared ReLU without the bias-GeLU fusion"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -40,6 +42,8 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     " --num-experts 4 --moe-grouped-gemm --no-bias-dropout-fusion",
     MOE + " --moe-grouped-gemm",
     " --num-experts 4 --moe-grouped-gemm --transformer-impl local",  # SequentialMLP, biases and all
+    " --squared-relu --no-bias-gelu-fusion",
+    " --squared-relu --disable-bias-linear",  # validate_args turns the fusion off without biases
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4

@@ -23,7 +23,7 @@ def _refuse(where: str, rule: str, message: str) -> None:
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments); ``others``
     are the unmodelled flags given, with their values."""
-    for family in (_moe_layer, _experts_biases):
+    for family in (_moe_layer, _experts_biases, _fused_activation):
         family(a, others, where)
 
 
@@ -60,3 +60,14 @@ def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
                 "--moe-grouped-gemm with biases (the default) and bias-dropout fusion (the default) (Megatron, "
                 "TEGroupedMLP: bias_dropout_fusion is not supported in TEGroupedMLP when add_bias_linear=True); "
                 "add --disable-bias-linear or --no-bias-dropout-fusion")
+
+
+def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
+    """The bias-activation fusion's activations (``TransformerConfig.__post_init__``): it is
+    on by default (``--no-bias-gelu-fusion`` turns it off, and so does ``validate_args`` when
+    the linear layers have no bias) and fuses GeLU, SwiGLU or quick GeGLU only."""
+    if "--squared-relu" in others and not a.no_bias_gelu_fusion and not a.disable_bias_linear:
+        _refuse(where, "squared ReLU without the bias-GeLU fusion",
+                "--squared-relu with the bias-activation fusion (on by default with biases) (Megatron, "
+                "TransformerConfig: When bias_activation_fusion is True, activation function should be either "
+                "gelu, swiglu, or quick_geglu); add --no-bias-gelu-fusion or --disable-bias-linear")
