@@ -25,6 +25,14 @@ MOE = " --num-experts 4 --disable-bias-linear"
     (" --num-experts 4 --moe-grouped-gemm", "grouped experts' biases without bias-dropout fusion"),
     # megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__ (since 2024-01)
     (" --squared-relu", "squared ReLU without the bias-GeLU fusion"),
+    (MOE + " --moe-router-load-balancing-type aux_loss seq_aux_loss", "one aux-loss coefficient a balancing type"),
+    (MOE + " --moe-router-load-balancing-type aux_loss seq_aux_loss --moe-aux-loss-coeff 0.01",
+     "one aux-loss coefficient a balancing type"),
+    # (top-1 softmax routing is exempt from pre-softmax with sinkhorn alone: a list is never "sinkhorn")
+    (MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn aux_loss --moe-aux-loss-coeff 0 0.01",
+     "top-1 routing needs pre-softmax"),
+    # megatron/core/transformer/moe/router.py TopKRouter.sinkhorn_load_balancing
+    (MOE + " --moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 0.01", "sinkhorn routing takes no aux loss"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -44,6 +52,10 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     " --num-experts 4 --moe-grouped-gemm --transformer-impl local",  # SequentialMLP, biases and all
     " --squared-relu --no-bias-gelu-fusion",
     " --squared-relu --disable-bias-linear",  # validate_args turns the fusion off without biases
+    MOE + " --moe-router-load-balancing-type aux_loss seq_aux_loss --moe-aux-loss-coeff 0.01 0.001",
+    MOE + " --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 0.01",
+    MOE + " --moe-router-load-balancing-type sinkhorn",
+    MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn",
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4

@@ -23,7 +23,7 @@ def _refuse(where: str, rule: str, message: str) -> None:
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments); ``others``
     are the unmodelled flags given, with their values."""
-    for family in (_moe_layer, _experts_biases, _fused_activation):
+    for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation):
         family(a, others, where)
 
 
@@ -62,6 +62,23 @@ def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
                 "add --disable-bias-linear or --no-bias-dropout-fusion")
 
 
+
+def _router_losses(a: argparse.Namespace, others: dict, where: str) -> None:
+    """``--moe-router-load-balancing-type`` and ``--moe-aux-loss-coeff``, one value or a list
+    each (``validate_args`` reads a list of one as its value): ``TransformerConfig.__post_init__``
+    and ``TopKRouter.sinkhorn_load_balancing`` (``moe/router.py``)."""
+    kinds = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
+    coeffs = others.get("--moe-aux-loss-coeff") or ["0.0"]
+    if len(kinds) > 1 and len(coeffs) != len(kinds):
+        _refuse(where, "one aux-loss coefficient a balancing type",
+                f"--moe-router-load-balancing-type names {len(kinds)} types and --moe-aux-loss-coeff gives "
+                f"{len(coeffs)} value(s) (Megatron: moe_aux_loss_coeff must be a list of the same length as "
+                f"moe_router_load_balancing_type); give --moe-aux-loss-coeff one value for each type")
+    if _has_moe_layer(a) and kinds == ["sinkhorn"] and len(coeffs) == 1 and _number(coeffs[0]) != 0:
+        _refuse(where, "sinkhorn routing takes no aux loss",
+                f"--moe-router-load-balancing-type sinkhorn with --moe-aux-loss-coeff {coeffs[0]} (Megatron, the "
+                f"router: Sinkhorn routing does not support aux loss.); give --moe-aux-loss-coeff 0")
+
 def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
     """The bias-activation fusion's activations (``TransformerConfig.__post_init__``): it is
     on by default (``--no-bias-gelu-fusion`` turns it off, and so does ``validate_args`` when
@@ -71,3 +88,12 @@ def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
                 "--squared-relu with the bias-activation fusion (on by default with biases) (Megatron, "
                 "TransformerConfig: When bias_activation_fusion is True, activation function should be either "
                 "gelu, swiglu, or quick_geglu); add --no-bias-gelu-fusion or --disable-bias-linear")
+
+
+def _number(text: str) -> float:
+    """An unmodelled argument's value as Megatron's argparse reads a number (one it cannot read
+    counts as 0 here: these checks do not restate argparse's own error)."""
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0

@@ -562,7 +562,7 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
                 f"--moe-router-topk {topk} is more than --num-experts {experts} (a token cannot go to more "
                 f"experts than there are)")
     balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
-    if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and "sinkhorn" not in balancing:
+    if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and balancing != ["sinkhorn"]:
         _refuse(where, "top-1 routing needs pre-softmax",
                 "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
                 "one selected expert gives a zero gradient)")
