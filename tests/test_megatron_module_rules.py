@@ -33,6 +33,9 @@ MOE = " --num-experts 4 --disable-bias-linear"
      "top-1 routing needs pre-softmax"),
     # megatron/core/transformer/moe/router.py TopKRouter.sinkhorn_load_balancing
     (MOE + " --moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 0.01", "sinkhorn routing takes no aux loss"),
+    # megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__
+    (" --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit -1",
+     "deferral limit at least 0"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -56,6 +59,7 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     MOE + " --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 0.01",
     MOE + " --moe-router-load-balancing-type sinkhorn",
     MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn",
+    " --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit 0",
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4

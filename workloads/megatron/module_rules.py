@@ -23,7 +23,7 @@ def _refuse(where: str, rule: str, message: str) -> None:
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments); ``others``
     are the unmodelled flags given, with their values."""
-    for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation):
+    for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation, _deferred_wgrad):
         family(a, others, where)
 
 
@@ -89,6 +89,16 @@ def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
                 "TransformerConfig: When bias_activation_fusion is True, activation function should be either "
                 "gelu, swiglu, or quick_geglu); add --no-bias-gelu-fusion or --disable-bias-linear")
 
+
+
+def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
+    """``ModelParallelConfig.__post_init__`` (``model_parallel_config.py``); its other checks on
+    ``--defer-embedding-wgrad-compute`` are in ``rules``."""
+    limit = (others.get("--wgrad-deferral-limit") or ["0"])[-1]
+    if "--defer-embedding-wgrad-compute" in others and _number(limit) < 0:
+        _refuse(where, "deferral limit at least 0",
+                f"--wgrad-deferral-limit {limit} with --defer-embedding-wgrad-compute (Megatron, ModelParallelConfig: "
+                f"Wgrad deferral limit should be greater than or equal to 0 when it is enabled!); give 0 or more")
 
 def _number(text: str) -> float:
     """An unmodelled argument's value as Megatron's argparse reads a number (one it cannot read
