@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.arguments import parse
 
 BASE = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 --bf16"
@@ -36,6 +36,9 @@ MOE = " --num-experts 4 --disable-bias-linear"
     # megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__
     (" --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit -1",
      "deferral limit at least 0"),
+    # megatron/training/arguments.py validate_args: 12 is not a multiple of 1 x dp 8, nor 16 of 3 x 8
+    (" --eval-global-batch-size 12", "evaluation batch divisible by its micro-batch x dp"),
+    (" --global-batch-size 16 --eval-micro-batch-size 3", "evaluation batch divisible by its micro-batch x dp"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -60,6 +63,19 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     MOE + " --moe-router-load-balancing-type sinkhorn",
     MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn",
     " --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit 0",
+    # evaluation's batch (Megatron-LM since 2026-04) does not change a training step: read and checked
+    " --global-batch-size 16 --eval-global-batch-size 48 --eval-micro-batch-size 2",
+    " --global-batch-size 48 --micro-batch-size 2 --eval-micro-batch-size 3",
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4
+
+
+@pytest.mark.parametrize("extra,says", [
+    (" --eval-micro-batch-size x", "argument --eval-micro-batch-size: invalid int value: 'x'"),
+    (" --eval-micro-batch-size 0", "argument --eval-micro-batch-size: must be an integer >= 1 (got 0)"),
+])
+def test_an_unreadable_evaluation_batch_is_an_input_error(extra, says):
+    with pytest.raises(InputError) as info:
+        parse(BASE + extra, 8, WHERE)
+    assert str(info.value) == f"{WHERE}: {says}"

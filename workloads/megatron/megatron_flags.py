@@ -116,7 +116,8 @@ ONE_VALUE = frozenset("""
 --dist-ckpt-workers --distributed-backend --distributed-timeout-minutes
 --distributed-timeout-seconds-after-init --dump-param-to-param-group-map --embedding-init-method-std
 --embedding-path --empty-unused-memory-level --encoder-num-layers --encoder-seq-length
---end-weight-decay --error-injection-rate --error-injection-type --eval-interval --eval-iters
+--end-weight-decay --error-injection-rate --error-injection-type --eval-global-batch-size --eval-interval
+--eval-iters --eval-micro-batch-size
 --evidence-data-path --exit-duration-in-mins --exit-interval --exit-signal --exp-avg-dtype
 --exp-avg-sq-dtype --expert-model-parallel-size --expert-tensor-parallel-size --ffn-hidden-size
 --fim-eod-token --fim-fragment-rate --fim-middle-token --fim-no-prefix --fim-pad-token

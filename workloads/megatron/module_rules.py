@@ -3,8 +3,9 @@
 :mod:`~simpy_astra.workloads.megatron.rules` restates ``validate_args`` and the config
 classes' ``__post_init__``; these are the rest of what stops today's Megatron-LM before or at
 its first step, on arguments this simulator reads (each family names the Megatron module and
-function whose check it restates), raised with Megatron's reason as
-:class:`InvalidConfigurationError`. As in ``rules``, a command line with 2021's names
+function whose check it restates), and ``validate_args``' check on the evaluation batch
+(arguments read only to be checked: evaluation does not change a training step's time), raised
+with Megatron's reason as :class:`InvalidConfigurationError`. As in ``rules``, a command line with 2021's names
 (``rules.legacy_names``) is not refused by a rule of a later Megatron-LM.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from simpy_astra.errors import InvalidConfigurationError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.rules import legacy_names
 
 
@@ -21,10 +22,11 @@ def _refuse(where: str, rule: str, message: str) -> None:
 
 
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
-    """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments); ``others``
-    are the unmodelled flags given, with their values."""
+    """Refuse what Megatron-LM's modules (and its evaluation-batch check) refuse of ``a`` (the
+    parsed arguments) on ``gpus`` GPUs; ``others`` are the unmodelled flags given, with their values."""
     for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation, _deferred_wgrad):
         family(a, others, where)
+    _evaluation_batch(a, gpus, others, where)
 
 
 def _has_moe_layer(a: argparse.Namespace) -> bool:
@@ -99,6 +101,38 @@ def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
         _refuse(where, "deferral limit at least 0",
                 f"--wgrad-deferral-limit {limit} with --defer-embedding-wgrad-compute (Megatron, ModelParallelConfig: "
                 f"Wgrad deferral limit should be greater than or equal to 0 when it is enabled!); give 0 or more")
+
+
+def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """``--eval-global-batch-size`` and ``--eval-micro-batch-size`` (Megatron-LM since 2026-04;
+    by default the training's batch and micro-batch): ``validate_args`` asserts the one a
+    multiple of the other times dp."""
+    if "--eval-global-batch-size" not in others and "--eval-micro-batch-size" not in others:
+        return
+    dp = gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
+    total = _count(others, "--eval-global-batch-size", where) or a.global_batch_size or a.micro_batch_size * dp
+    micro = _count(others, "--eval-micro-batch-size", where) or a.micro_batch_size
+    if total % (micro * dp):
+        _refuse(where, "evaluation batch divisible by its micro-batch x dp",
+                f"the evaluation batch {total} (--eval-global-batch-size, by default the training's) is not a "
+                f"multiple of its micro-batch {micro} (--eval-micro-batch-size, by default --micro-batch-size) x "
+                f"data-parallel size {dp} (Megatron: eval_global_batch_size must be divisible by "
+                f"eval_micro_batch_size * data_parallel_size); give --eval-global-batch-size a multiple of "
+                f"{micro * dp}")
+
+
+def _count(others: dict, flag: str, where: str) -> int | None:
+    """A count an unmodelled ``flag`` gives (None when not given), read as argparse reads it."""
+    if flag not in others:
+        return None
+    text = (others[flag] or [""])[-1]
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"{where}: argument {flag}: invalid int value: {text!r}") from None
+    if value < 1:
+        raise InputError(f"{where}: argument {flag}: must be an integer >= 1 (got {value})")
+    return value
 
 def _number(text: str) -> float:
     """An unmodelled argument's value as Megatron's argparse reads a number (one it cannot read
