@@ -59,7 +59,8 @@ def test_gpt2_vocabulary_is_padded_as_megatron_pads_it(tp, padded):
 
 def test_arguments_without_timing_effect_are_accepted_and_unmodelled_ones_refused():
     base = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1"
-    parse(base + " --lr 0.0001 --data-path /x/y --log-interval 5 --save ckpt --split 969,30,1 --seed 7", 2)
+    parse(base + " --lr 0.0001 --data-path /x/y --log-interval 5 --save ckpt --save-interval 1000 --split 969,30,1 "
+                 "--seed 7", 2)  # (Megatron: --save needs --save-interval)
     with pytest.raises(InputError, match=r"--multi-latent-attention is not modelled \(multi-latent attention\)"):
         parse(base + " --multi-latent-attention", 2)
     with pytest.raises(InputError, match=r"--deterministic-mode is not modelled \(deterministic kernels"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.workloads.megatron import housekeeping_rules
 from simpy_astra.workloads.megatron.rules import legacy_names
 
 
@@ -23,10 +24,13 @@ def _refuse(where: str, rule: str, message: str) -> None:
 
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM's modules (and its evaluation-batch check) refuse of ``a`` (the
-    parsed arguments) on ``gpus`` GPUs; ``others`` are the unmodelled flags given, with their values."""
+    parsed arguments) on ``gpus`` GPUs, then what ``validate_args`` refuses of the arguments that
+    cannot change a step's time (:mod:`housekeeping_rules`); ``others`` are the unmodelled flags
+    given, with their values."""
     for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation, _deferred_wgrad):
         family(a, others, where)
     _evaluation_batch(a, gpus, others, where)
+    housekeeping_rules.check(a, others, where)
 
 
 def _has_moe_layer(a: argparse.Namespace) -> bool:

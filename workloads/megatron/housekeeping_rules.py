@@ -1,0 +1,125 @@
+"""Megatron-LM's rules on the arguments that cannot change a step's time.
+
+The training length and learning-rate schedule, checkpointing and data arguments are read and
+not priced (``arguments.NO_TIMING_EFFECT``), but a launch script Megatron-LM stops on is not
+one to time: ``validate_args`` (``megatron/training/arguments.py``) checks them, and each check
+is restated here with Megatron's reason, as :class:`InvalidConfigurationError`. Their values
+are read as Megatron's argparse reads them (an unreadable number is an :class:`InputError`). A
+rule that arrived after 2021's names left does not refuse a command line with them
+(``rules.legacy_names``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.workloads.megatron.rules import legacy_names
+
+
+def _refuse(where: str, rule: str, message: str) -> None:
+    raise InvalidConfigurationError(f"{where}: {message}", rule)
+
+
+def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | float], where: str):
+    """The value an unmodelled ``flag`` was given (its last), read by ``kind`` (``int`` or
+    ``float``) as argparse reads it; None when the flag is absent."""
+    if flag not in others:
+        return None
+    text = (others[flag] or [""])[-1]
+    try:
+        return kind(text)
+    except ValueError:
+        raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
+
+
+def check(a: argparse.Namespace, others: dict[str, list[str]], where: str) -> None:
+    """Refuse what ``validate_args`` refuses of the unmodelled arguments ``others``."""
+    for family in (_deprecated, _training_length, _learning_rate, _checkpoints, _data):
+        family(a, others, where)
+
+
+def _deprecated(a: argparse.Namespace, others: dict, where: str) -> None:
+    if "--warmup" in others:  # every Megatron-LM since 2020-12, before 2021's names
+        _refuse(where, "no --warmup",
+                "--warmup (Megatron: --warmup argument is no longer valid, use --lr-warmup-fraction instead)")
+
+
+def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
+    """Iterations or samples, each with its own schedule's units."""
+    if "--skip-train" in others:
+        return
+    iters, samples = given(others, "--train-iters", int, where), given(others, "--train-samples", int, where)
+    fraction = given(others, "--lr-warmup-fraction", float, where)
+    if iters:
+        clash = [f for f in ("--train-samples", "--lr-decay-samples") if given(others, f, int, where) is not None]
+        clash += ["--lr-warmup-samples"] if given(others, "--lr-warmup-samples", int, where) else []
+        clash += ["--lr-warmup-iters"] if fraction is not None and given(others, "--lr-warmup-iters", int, where) else []
+        if clash:
+            _refuse(where, "iterations or samples",
+                    f"--train-iters with {' and '.join(clash)} (Megatron: expected iteration-based training, "
+                    f"learning-rate decay and warmup; --lr-warmup-fraction and --lr-warmup-iters are one choice)")
+    if samples:
+        clash = [f for f in ("--train-iters", "--lr-decay-iters") if given(others, f, int, where) is not None]
+        clash += ["--lr-warmup-iters"] if given(others, "--lr-warmup-iters", int, where) else []
+        clash += ["--lr-warmup-samples"] if fraction is not None and given(others, "--lr-warmup-samples", int, where) \
+            else []
+        if clash:
+            _refuse(where, "iterations or samples",
+                    f"--train-samples with {' and '.join(clash)} (Megatron: expected sample-based training, "
+                    f"learning-rate decay and warmup; --lr-warmup-fraction and --lr-warmup-samples are one choice)")
+
+
+def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
+    lr, least = given(others, "--lr", float, where), given(others, "--min-lr", float, where) or 0.0
+    if lr is not None and least > lr:
+        _refuse(where, "minimum learning rate at most the learning rate",
+                f"--min-lr {least:g} is more than --lr {lr:g} (Megatron: assert args.min_lr <= args.lr)")
+    style = (others.get("--weight-decay-incr-style") or ["constant"])[-1]
+    ends = [f for f in ("--start-weight-decay", "--end-weight-decay") if f in others]
+    if (style == "constant") == bool(ends) or (style != "constant" and len(ends) < 2):
+        _refuse(where, "weight decay ends with an incrementing style",
+                f"--weight-decay-incr-style {style}{' (the default)' if '--weight-decay-incr-style' not in others else ''}"
+                f" with {' and '.join(ends) if ends else 'neither --start-weight-decay nor --end-weight-decay'} "
+                f"(Megatron: a constant weight decay takes neither --start-weight-decay nor --end-weight-decay, "
+                f"an incrementing one both)")
+
+
+def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
+    interval = given(others, "--save-interval", int, where)
+    if "--save" in others and (interval is None or (interval <= 0 and not legacy_names(a))):
+        _refuse(where, "saving needs an interval",
+                f"--save {'without --save-interval' if interval is None else f'with --save-interval {interval}'} "
+                f"(Megatron: --save needs --save-interval, above 0); give --save-interval N")
+    retain = given(others, "--save-retain-interval", int, where)
+    if "--save" in others and retain is not None and (retain <= 0 or retain % interval):
+        _refuse(where, "retained checkpoints a multiple of the interval",
+                f"--save-retain-interval {retain} is not a positive multiple of --save-interval {interval} (Megatron: "
+                f"assert args.save_retain_interval % args.save_interval == 0)")
+    fmt = (others.get("--ckpt-format") or [""])[-1]
+    if fmt in ("torch_dcp", "fsdp_dtensor"):
+        needs = "--use-torch-fsdp2" if fmt == "torch_dcp" else "--use-megatron-fsdp"
+        _refuse(where, "checkpoint format of a sharded data-parallel model",
+                f"--ckpt-format {fmt} needs {needs}, which is not modelled (Megatron: --ckpt-format {fmt} is only "
+                f"tested with {'FSDP' if fmt == 'torch_dcp' else 'Megatron FSDP'}); use torch_dist, the default")
+    if "--load-main-params-from-ckpt" in others and "--no-load-optim" not in others:
+        _refuse(where, "main parameters from a checkpoint without its optimizer",
+                "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
+                "used with --no-load-optim.)")
+
+
+def _data(a: argparse.Namespace, others: dict, where: str) -> None:
+    """One source of training data (``validate_args``' data blend checks)."""
+    split = [f for f in ("--train-data-path", "--valid-data-path", "--test-data-path") if f in others]
+    if "--data-path" in others and "--data-args-path" in others:
+        _refuse(where, "one data source", "--data-path with --data-args-path (Megatron: exactly one of the two)")
+    if split and "--per-split-data-args-path" in others:
+        _refuse(where, "one data source",
+                f"{split[0]} with --per-split-data-args-path (Megatron: exactly one of the two)")
+    sources = ["--mock-data"] * ("--mock-data" in others) + ["--data-path"] * bool(others.get("--data-path")) + \
+        [f for f in split if others[f]][:1]
+    if len(sources) > 1 and not legacy_names(a):
+        _refuse(where, "one data source",
+                f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
+                f"training mode, else None)")
