@@ -74,8 +74,13 @@ def test_the_other_side_of_each_rule_is_accepted(extra):
 @pytest.mark.parametrize("extra,says", [
     (" --eval-micro-batch-size x", "argument --eval-micro-batch-size: invalid int value: 'x'"),
     (" --eval-micro-batch-size 0", "argument --eval-micro-batch-size: must be an integer >= 1 (got 0)"),
+    # (an unreadable value was read as 0 and passed)
+    (" --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit 1x",
+     "argument --wgrad-deferral-limit: invalid int value: '1x'"),
+    (MOE + " --moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 1e-2x",
+     "argument --moe-aux-loss-coeff: invalid float value: '1e-2x'"),
 ])
-def test_an_unreadable_evaluation_batch_is_an_input_error(extra, says):
+def test_an_unreadable_value_is_argparses_error(extra, says):
     with pytest.raises(InputError) as info:
         parse(BASE + extra, 8, WHERE)
     assert str(info.value) == f"{WHERE}: {says}"

@@ -15,6 +15,7 @@ import argparse
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron import housekeeping_rules
+from simpy_astra.workloads.megatron.housekeeping_rules import given
 from simpy_astra.workloads.megatron.rules import legacy_names
 
 
@@ -75,12 +76,14 @@ def _router_losses(a: argparse.Namespace, others: dict, where: str) -> None:
     and ``TopKRouter.sinkhorn_load_balancing`` (``moe/router.py``)."""
     kinds = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
     coeffs = others.get("--moe-aux-loss-coeff") or ["0.0"]
+    for text in coeffs:
+        given({"--moe-aux-loss-coeff": [text]}, "--moe-aux-loss-coeff", float, where)
     if len(kinds) > 1 and len(coeffs) != len(kinds):
         _refuse(where, "one aux-loss coefficient a balancing type",
                 f"--moe-router-load-balancing-type names {len(kinds)} types and --moe-aux-loss-coeff gives "
                 f"{len(coeffs)} value(s) (Megatron: moe_aux_loss_coeff must be a list of the same length as "
                 f"moe_router_load_balancing_type); give --moe-aux-loss-coeff one value for each type")
-    if _has_moe_layer(a) and kinds == ["sinkhorn"] and len(coeffs) == 1 and _number(coeffs[0]) != 0:
+    if _has_moe_layer(a) and kinds == ["sinkhorn"] and len(coeffs) == 1 and float(coeffs[0]) != 0:
         _refuse(where, "sinkhorn routing takes no aux loss",
                 f"--moe-router-load-balancing-type sinkhorn with --moe-aux-loss-coeff {coeffs[0]} (Megatron, the "
                 f"router: Sinkhorn routing does not support aux loss.); give --moe-aux-loss-coeff 0")
@@ -100,8 +103,8 @@ def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
 def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
     """``ModelParallelConfig.__post_init__`` (``model_parallel_config.py``); its other checks on
     ``--defer-embedding-wgrad-compute`` are in ``rules``."""
-    limit = (others.get("--wgrad-deferral-limit") or ["0"])[-1]
-    if "--defer-embedding-wgrad-compute" in others and _number(limit) < 0:
+    limit = given(others, "--wgrad-deferral-limit", int, where) or 0
+    if "--defer-embedding-wgrad-compute" in others and limit < 0:
         _refuse(where, "deferral limit at least 0",
                 f"--wgrad-deferral-limit {limit} with --defer-embedding-wgrad-compute (Megatron, ModelParallelConfig: "
                 f"Wgrad deferral limit should be greater than or equal to 0 when it is enabled!); give 0 or more")
@@ -126,22 +129,8 @@ def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str
 
 
 def _count(others: dict, flag: str, where: str) -> int | None:
-    """A count an unmodelled ``flag`` gives (None when not given), read as argparse reads it."""
-    if flag not in others:
-        return None
-    text = (others[flag] or [""])[-1]
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"{where}: argument {flag}: invalid int value: {text!r}") from None
-    if value < 1:
+    """A count an unmodelled ``flag`` gives (None when not given), at least 1."""
+    value = given(others, flag, int, where)
+    if value is not None and value < 1:
         raise InputError(f"{where}: argument {flag}: must be an integer >= 1 (got {value})")
     return value
-
-def _number(text: str) -> float:
-    """An unmodelled argument's value as Megatron's argparse reads a number (one it cannot read
-    counts as 0 here: these checks do not restate argparse's own error)."""
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0
