@@ -103,11 +103,34 @@ def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
         _refuse(where, "checkpoint format of a sharded data-parallel model",
                 f"--ckpt-format {fmt} needs {needs}, which is not modelled (Megatron: --ckpt-format {fmt} is only "
                 f"tested with {'FSDP' if fmt == 'torch_dcp' else 'Megatron FSDP'}); use torch_dist, the default")
+    _other_checkpoints(others, where)
     if "--load-main-params-from-ckpt" in others and "--no-load-optim" not in others:
         _refuse(where, "main parameters from a checkpoint without its optimizer",
                 "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
                 "used with --no-load-optim.)")
 
+
+
+def _other_checkpoints(others: dict, where: str) -> None:
+    """Non-persistent (local) checkpoints and checkpoint conversion."""
+    kind = (others.get("--non-persistent-ckpt-type") or [None])[-1]
+    if kind is not None and kind not in ("global", "local"):
+        _refuse(where, "non-persistent checkpoints global or local",
+                f"--non-persistent-ckpt-type {kind} (Megatron: Currently only global and local checkpoints are "
+                f"supported)")
+    if kind == "local" and "--non-persistent-local-ckpt-dir" not in others:
+        _refuse(where, "local checkpoints need their folder",
+                "--non-persistent-ckpt-type local without --non-persistent-local-ckpt-dir (Megatron: Tried to use "
+                "local checkpointing without specifying --local-ckpt-dir!)")
+    if kind == "local" and "--use-checkpoint-args" in others:
+        _refuse(where, "local checkpoints hold no arguments",
+                "--use-checkpoint-args with --non-persistent-ckpt-type local (Megatron: --use-checkpoint-args is not "
+                "supported with --non_persistent_ckpt_type=local)")
+    missing = [f for f in ("--ckpt-convert-save", "--load") if f not in others]
+    if "--ckpt-convert-format" in others and missing:
+        _refuse(where, "checkpoint conversion needs its folders",
+                f"--ckpt-convert-format without {' and '.join(missing)} (Megatron: assert args.ckpt_convert_save is "
+                f"not None; assert args.load is not None)")
 
 def _data(a: argparse.Namespace, others: dict, where: str) -> None:
     """One source of training data (``validate_args``' data blend checks)."""
