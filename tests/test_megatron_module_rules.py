@@ -53,6 +53,8 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     MOE + " --tensor-model-parallel-size 2 --moe-layer-freq '[0]*4'",  # no MoE layer runs a forward
     " --num-experts 4 --tensor-model-parallel-size 2 --DDP-impl local",  # 2021's names: no later rule
     MOE + " --moe-shared-expert-intermediate-size 512",
+    # no MoE layer (an all-dense pattern) builds no shared or grouped experts
+    " --num-experts 4 --moe-layer-freq '[0]*4' --moe-shared-expert-intermediate-size 512 --moe-grouped-gemm",
     " --num-experts 4 --moe-grouped-gemm --no-bias-dropout-fusion",
     MOE + " --moe-grouped-gemm",
     " --num-experts 4 --moe-grouped-gemm --transformer-impl local",  # SequentialMLP, biases and all

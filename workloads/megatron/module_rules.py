@@ -54,7 +54,7 @@ def _moe_layer(a: argparse.Namespace, others: dict, where: str) -> None:
 def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
     """Which experts take biases (``moe/shared_experts.py`` ``SharedExpertMLP.__init__``,
     ``moe/experts.py`` ``TEGroupedMLP.__init__``)."""
-    if not a.num_experts or a.disable_bias_linear or legacy_names(a):
+    if not _has_moe_layer(a) or a.disable_bias_linear or legacy_names(a):  # experts are built in MoE layers
         return
     if a.moe_shared_expert_intermediate_size:
         _refuse(where, "shared experts take no biases",
