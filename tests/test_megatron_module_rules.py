@@ -28,6 +28,8 @@ MOE = " --num-experts 4 --disable-bias-linear"
     (MOE + " --moe-router-load-balancing-type aux_loss seq_aux_loss", "one aux-loss coefficient a balancing type"),
     (MOE + " --moe-router-load-balancing-type aux_loss seq_aux_loss --moe-aux-loss-coeff 0.01",
      "one aux-loss coefficient a balancing type"),
+    # (TransformerConfig checks the router's arguments of a dense model too)
+    (" --moe-router-topk 1", "top-1 routing needs pre-softmax"),
     # (top-1 softmax routing is exempt from pre-softmax with sinkhorn alone: a list is never "sinkhorn")
     (MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn aux_loss --moe-aux-loss-coeff 0 0.01",
      "top-1 routing needs pre-softmax"),
@@ -64,6 +66,7 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     MOE + " --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 0.01",
     MOE + " --moe-router-load-balancing-type sinkhorn",
     MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn",
+    " --moe-router-topk 1 --moe-router-pre-softmax",
     " --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit 0",
     # evaluation's batch (Megatron-LM since 2026-04) does not change a training step: read and checked
     " --global-batch-size 16 --eval-global-batch-size 48 --eval-micro-batch-size 2",

@@ -539,6 +539,12 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "moe pattern covers the layers",
                 f"--moe-layer-freq: a pattern of {len(pattern)} layers for --num-layers {a.num_layers} (Megatron: "
                 f"Invalid length of moe_layer_pattern: {len(pattern)}, expected {a.num_layers})")
+    topk = a.moe_router_topk  # TransformerConfig checks the router's arguments with or without experts
+    balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
+    if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and balancing != ["sinkhorn"]:
+        _refuse(where, "top-1 routing needs pre-softmax",
+                "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
+                "one selected expert gives a zero gradient)")
     if not experts:
         return
     if not a.disable_bias_linear and etp > 1 and not legacy_names(a):
@@ -556,16 +562,10 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "experts divisible by ep",
                 f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
                 f"of experts should be a multiple of expert model parallel size)")
-    topk = a.moe_router_topk
     if topk > experts:
         _refuse(where, "top-k at most experts",
                 f"--moe-router-topk {topk} is more than --num-experts {experts} (a token cannot go to more "
                 f"experts than there are)")
-    balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
-    if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and balancing != ["sinkhorn"]:
-        _refuse(where, "top-1 routing needs pre-softmax",
-                "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
-                "one selected expert gives a zero gradient)")
 
 
 def _activation(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
