@@ -545,6 +545,12 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "top-1 routing needs pre-softmax",
                 "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
                 "one selected expert gives a zero gradient)")
+    dispatcher = a.moe_token_dispatcher_type
+    if a.moe_shared_expert_intermediate_size and "--moe-shared-expert-overlap" in others and \
+            dispatcher not in ("alltoall", "flex"):
+        _refuse(where, "shared expert overlap needs all-to-all",
+                f"--moe-shared-expert-overlap with the {dispatcher} token dispatcher (Megatron: "
+                f"moe_shared_expert_overlap only works with alltoall or flex token dispatcher.)")
     if not experts:
         return
     if not a.disable_bias_linear and etp > 1 and not legacy_names(a):
@@ -552,12 +558,6 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
                 f"--num-experts with biases (the default; --disable-bias-linear drops them) and expert tensor "
                 f"parallelism {etp} (--expert-tensor-parallel-size, default tp) (Megatron: Bias in Moe is only "
                 f"supported when ETP==1)")
-    dispatcher = a.moe_token_dispatcher_type
-    if a.moe_shared_expert_intermediate_size and "--moe-shared-expert-overlap" in others and \
-            dispatcher not in ("alltoall", "flex"):
-        _refuse(where, "shared expert overlap needs all-to-all",
-                f"--moe-shared-expert-overlap with the {dispatcher} token dispatcher (Megatron: "
-                f"moe_shared_expert_overlap only works with alltoall or flex token dispatcher.)")
     if experts % ep:
         _refuse(where, "experts divisible by ep",
                 f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
