@@ -23,6 +23,9 @@ MOE = " --num-experts 4 --disable-bias-linear"
     (" --num-experts 4 --moe-shared-expert-intermediate-size 512", "shared experts take no biases"),
     # megatron/core/transformer/moe/experts.py TEGroupedMLP.__init__ (before 2025-09 it took no biases at all)
     (" --num-experts 4 --moe-grouped-gemm", "grouped experts' biases without bias-dropout fusion"),
+    # (the legacy GroupedMLP, Megatron-LM 2024-2025: no biases at all)
+    (" --num-experts 4 --moe-grouped-gemm --moe-use-legacy-grouped-gemm --no-bias-dropout-fusion",
+     "grouped experts' biases without bias-dropout fusion"),
     # megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__ (since 2024-01)
     (" --squared-relu", "squared ReLU without the bias-GeLU fusion"),
     (MOE + " --moe-router-load-balancing-type aux_loss seq_aux_loss", "one aux-loss coefficient a balancing type"),
@@ -60,6 +63,7 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     " --num-experts 4 --moe-layer-freq '[0]*4' --moe-shared-expert-intermediate-size 512 --moe-grouped-gemm",
     " --num-experts 4 --moe-grouped-gemm --no-bias-dropout-fusion",
     MOE + " --moe-grouped-gemm",
+    MOE + " --moe-grouped-gemm --moe-use-legacy-grouped-gemm",
     " --num-experts 4 --moe-grouped-gemm --transformer-impl local",  # SequentialMLP, biases and all
     " --squared-relu --no-bias-gelu-fusion",
     " --squared-relu --disable-bias-linear",  # validate_args turns the fusion off without biases

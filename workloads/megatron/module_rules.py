@@ -61,13 +61,16 @@ def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
                 "--moe-shared-expert-intermediate-size with biases (the default) (Megatron, SharedExpertMLP: bias "
                 "is not supported in the shared experts, please set '--disable-bias-linear' instead.)")
     # Transformer Engine's grouped experts, under today's default layers (Megatron's own,
-    # --transformer-impl local, run a SequentialMLP)
+    # --transformer-impl local, run a SequentialMLP); the legacy GroupedMLP took no biases at all
+    if a.moe_grouped_gemm and "--moe-use-legacy-grouped-gemm" in others:
+        _refuse(where, "grouped experts' biases without bias-dropout fusion",
+                "--moe-grouped-gemm --moe-use-legacy-grouped-gemm with biases (the default) (Megatron, GroupedMLP: "
+                "bias not supported in Grouped GEMM yet, please set '--disable-bias-linear' instead.)")
     if a.moe_grouped_gemm and a.transformer_impl != "local" and not a.no_bias_dropout_fusion:
         _refuse(where, "grouped experts' biases without bias-dropout fusion",
                 "--moe-grouped-gemm with biases (the default) and bias-dropout fusion (the default) (Megatron, "
                 "TEGroupedMLP: bias_dropout_fusion is not supported in TEGroupedMLP when add_bias_linear=True); "
                 "add --disable-bias-linear or --no-bias-dropout-fusion")
-
 
 
 def _router_losses(a: argparse.Namespace, others: dict, where: str) -> None:
