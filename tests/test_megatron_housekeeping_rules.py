@@ -34,6 +34,12 @@ WHERE = "s.yaml: workload.args"
     (" --non-persistent-ckpt-type local --non-persistent-local-ckpt-dir d --use-checkpoint-args --load x",
      "local checkpoints hold no arguments"),
     (" --ckpt-convert-format torch_dist --load x", "checkpoint conversion needs its folders"),
+    # (two arguments of today's Megatron-LM, from its training config, that the flag table lacked)
+    (" --log-memory-interval 50", "memory logged at logging iterations"),
+    (" --log-interval 0", "a logging interval"),
+    (" --log-interval 10 --log-memory-interval 25", "memory logged at logging iterations"),
+    (" --save ckpt --save-interval 10 --save-params-interval 5 --use-distributed-optimizer --overlap-grad-reduce "
+     "--overlap-param-gather", "saved parameters without the overlapped parameter gather"),
     (" --mock-data --data-path a", "one data source"),
     (" --data-path a --train-data-path b", "one data source"),
     (" --data-path a --data-args-path b", "one data source"),
@@ -58,6 +64,9 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     " --non-persistent-ckpt-type local --non-persistent-local-ckpt-dir d",
     " --non-persistent-ckpt-type global --use-checkpoint-args --load x",
     " --ckpt-convert-format torch_dist --ckpt-convert-save y --load x",
+    " --log-memory-interval 200",
+    " --log-interval 10 --log-memory-interval 30",
+    " --save ckpt --save-interval 10 --save-params-interval 5",
     " --mock-data",
     " --data-path 0.5 a 0.5 b --split 969,30,1",
     " --train-data-path a --valid-data-path b --test-data-path c",

@@ -36,7 +36,7 @@ def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | f
 
 def check(a: argparse.Namespace, others: dict[str, list[str]], where: str) -> None:
     """Refuse what ``validate_args`` refuses of the unmodelled arguments ``others``."""
-    for family in (_deprecated, _training_length, _learning_rate, _checkpoints, _data):
+    for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data):
         family(a, others, where)
 
 
@@ -86,6 +86,18 @@ def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
                 f"an incrementing one both)")
 
 
+def _logging(a: argparse.Namespace, others: dict, where: str) -> None:
+    memory, interval = given(others, "--log-memory-interval", int, where), given(others, "--log-interval", int, where)
+    if interval == 0:
+        _refuse(where, "a logging interval", "--log-interval 0 (Megatron's training loop takes the iteration modulo "
+                                             "it: ZeroDivisionError at the first step); give 1 or more")
+    if memory is not None and memory % (interval or 100):
+        _refuse(where, "memory logged at logging iterations",
+                f"--log-memory-interval {memory} is not a multiple of --log-interval {interval or 100}"
+                f"{'' if interval else ' (the default)'} (Megatron: assert args.log_memory_interval % "
+                f"args.log_interval == 0)")
+
+
 def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
     interval = given(others, "--save-interval", int, where)
     if "--save" in others and (interval is None or (interval <= 0 and not legacy_names(a))):
@@ -103,6 +115,9 @@ def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
         _refuse(where, "checkpoint format of a sharded data-parallel model",
                 f"--ckpt-format {fmt} needs {needs}, which is not modelled (Megatron: --ckpt-format {fmt} is only "
                 f"tested with {'FSDP' if fmt == 'torch_dcp' else 'Megatron FSDP'}); use torch_dist, the default")
+    if "--save" in others and "--save-params-interval" in others and a.overlap_param_gather:
+        _refuse(where, "saved parameters without the overlapped parameter gather",
+                "--save-params-interval with --overlap-param-gather (Megatron: assert not args.overlap_param_gather)")
     _other_checkpoints(others, where)
     if "--load-main-params-from-ckpt" in others and "--no-load-optim" not in others:
         _refuse(where, "main parameters from a checkpoint without its optimizer",
