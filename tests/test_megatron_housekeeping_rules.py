@@ -34,6 +34,9 @@ WHERE = "s.yaml: workload.args"
     (" --non-persistent-ckpt-type local --non-persistent-local-ckpt-dir d --use-checkpoint-args --load x",
      "local checkpoints hold no arguments"),
     (" --ckpt-convert-format torch_dist --load x", "checkpoint conversion needs its folders"),
+    # (the evaluation batch: 12 is not a multiple of 1 x dp 8, nor 16 of 3 x 8)
+    (" --eval-global-batch-size 12", "evaluation batch divisible by its micro-batch x dp"),
+    (" --global-batch-size 16 --eval-micro-batch-size 3", "evaluation batch divisible by its micro-batch x dp"),
     # (two arguments of today's Megatron-LM, from its training config, that the flag table lacked)
     (" --log-memory-interval 50", "memory logged at logging iterations"),
     (" --log-interval 0", "a logging interval"),
@@ -64,6 +67,9 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     " --non-persistent-ckpt-type local --non-persistent-local-ckpt-dir d",
     " --non-persistent-ckpt-type global --use-checkpoint-args --load x",
     " --ckpt-convert-format torch_dist --ckpt-convert-save y --load x",
+    # evaluation's batch (Megatron-LM since 2026-04) does not change a training step: read and checked
+    " --global-batch-size 16 --eval-global-batch-size 48 --eval-micro-batch-size 2",
+    " --global-batch-size 48 --micro-batch-size 2 --eval-micro-batch-size 3",
     " --log-memory-interval 200",
     " --log-interval 10 --log-memory-interval 30",
     " --save ckpt --save-interval 10 --save-params-interval 5",
@@ -76,7 +82,12 @@ def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4
 
 
-def test_an_unreadable_value_is_argparses_error():
+@pytest.mark.parametrize("extra,says", [
+    (" --lr 1e-4x", "argument --lr: invalid float value: '1e-4x'"),
+    (" --eval-micro-batch-size x", "argument --eval-micro-batch-size: invalid int value: 'x'"),
+    (" --eval-micro-batch-size 0", "argument --eval-micro-batch-size: must be an integer >= 1 (got 0)"),
+])
+def test_an_unreadable_value_is_argparses_error(extra, says):
     with pytest.raises(InputError) as info:
-        parse(BASE + " --lr 1e-4x", 8, WHERE)
-    assert str(info.value) == f"{WHERE}: argument --lr: invalid float value: '1e-4x'"
+        parse(BASE + extra, 8, WHERE)
+    assert str(info.value) == f"{WHERE}: {says}"

@@ -42,9 +42,6 @@ MOE = " --num-experts 4 --disable-bias-linear"
     # megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__
     (" --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit -1",
      "deferral limit at least 0"),
-    # megatron/training/arguments.py validate_args: 12 is not a multiple of 1 x dp 8, nor 16 of 3 x 8
-    (" --eval-global-batch-size 12", "evaluation batch divisible by its micro-batch x dp"),
-    (" --global-batch-size 16 --eval-micro-batch-size 3", "evaluation batch divisible by its micro-batch x dp"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -73,17 +70,12 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn",
     " --moe-router-topk 1 --moe-router-pre-softmax",
     " --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit 0",
-    # evaluation's batch (Megatron-LM since 2026-04) does not change a training step: read and checked
-    " --global-batch-size 16 --eval-global-batch-size 48 --eval-micro-batch-size 2",
-    " --global-batch-size 48 --micro-batch-size 2 --eval-micro-batch-size 3",
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4
 
 
 @pytest.mark.parametrize("extra,says", [
-    (" --eval-micro-batch-size x", "argument --eval-micro-batch-size: invalid int value: 'x'"),
-    (" --eval-micro-batch-size 0", "argument --eval-micro-batch-size: must be an integer >= 1 (got 0)"),
     # (an unreadable value was read as 0 and passed)
     (" --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit 1x",
      "argument --wgrad-deferral-limit: invalid int value: '1x'"),

@@ -1,7 +1,7 @@
 """Megatron-LM's rules on the arguments that cannot change a step's time.
 
-The training length and learning-rate schedule, checkpointing and data arguments are read and
-not priced (``arguments.NO_TIMING_EFFECT``), but a launch script Megatron-LM stops on is not
+The training length and learning-rate schedule, logging, checkpointing, data and evaluation
+arguments are read and not priced (``arguments.NO_TIMING_EFFECT``), but a launch script Megatron-LM stops on is not
 one to time: ``validate_args`` (``megatron/training/arguments.py``) checks them, and each check
 is restated here with Megatron's reason, as :class:`InvalidConfigurationError`. Their values
 are read as Megatron's argparse reads them (an unreadable number is an :class:`InputError`). A
@@ -22,22 +22,29 @@ def _refuse(where: str, rule: str, message: str) -> None:
     raise InvalidConfigurationError(f"{where}: {message}", rule)
 
 
-def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | float], where: str):
-    """The value an unmodelled ``flag`` was given (its last), read by ``kind`` (``int`` or
-    ``float``) as argparse reads it; None when the flag is absent."""
-    if flag not in others:
-        return None
-    text = (others[flag] or [""])[-1]
+def number(text: str, flag: str, kind: Callable[[str], int | float], where: str):
+    """``text``, a value of the unmodelled ``flag``, read by ``kind`` (``int`` or ``float``) as
+    Megatron's argparse reads it."""
     try:
         return kind(text)
     except ValueError:
         raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
 
 
-def check(a: argparse.Namespace, others: dict[str, list[str]], where: str) -> None:
-    """Refuse what ``validate_args`` refuses of the unmodelled arguments ``others``."""
+def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | float], where: str):
+    """The value an unmodelled ``flag`` was given (its last), read by ``kind`` (:func:`number`);
+    None when the flag is absent."""
+    if flag not in others:
+        return None
+    return number((others[flag] or [""])[-1], flag, kind, where)
+
+
+def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
+    """Refuse what ``validate_args`` refuses of the unmodelled arguments ``others`` (beside the
+    parsed ``a``, on ``gpus`` GPUs)."""
     for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data):
         family(a, others, where)
+    _evaluation_batch(a, gpus, others, where)
 
 
 def _deprecated(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -161,3 +168,29 @@ def _data(a: argparse.Namespace, others: dict, where: str) -> None:
         _refuse(where, "one data source",
                 f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
                 f"training mode, else None)")
+
+
+def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """``--eval-global-batch-size`` and ``--eval-micro-batch-size`` (Megatron-LM since 2026-04;
+    by default the training's batch and micro-batch; evaluation does not change a training
+    step's time): ``validate_args`` asserts the one a multiple of the other times dp."""
+    if "--eval-global-batch-size" not in others and "--eval-micro-batch-size" not in others:
+        return
+    dp = gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
+    total = _count(others, "--eval-global-batch-size", where) or a.global_batch_size or a.micro_batch_size * dp
+    micro = _count(others, "--eval-micro-batch-size", where) or a.micro_batch_size
+    if total % (micro * dp):
+        _refuse(where, "evaluation batch divisible by its micro-batch x dp",
+                f"the evaluation batch {total} (--eval-global-batch-size, by default the training's) is not a "
+                f"multiple of its micro-batch {micro} (--eval-micro-batch-size, by default --micro-batch-size) x "
+                f"data-parallel size {dp} (Megatron: eval_global_batch_size must be divisible by "
+                f"eval_micro_batch_size * data_parallel_size); give --eval-global-batch-size a multiple of "
+                f"{micro * dp}")
+
+
+def _count(others: dict, flag: str, where: str) -> int | None:
+    """A count an unmodelled ``flag`` gives (None when not given), at least 1."""
+    value = given(others, flag, int, where)
+    if value is not None and value < 1:
+        raise InputError(f"{where}: argument {flag}: must be an integer >= 1 (got {value})")
+    return value

@@ -3,9 +3,8 @@
 :mod:`~simpy_astra.workloads.megatron.rules` restates ``validate_args`` and the config
 classes' ``__post_init__``; these are the rest of what stops today's Megatron-LM before or at
 its first step, on arguments this simulator reads (each family names the Megatron module and
-function whose check it restates), and ``validate_args``' check on the evaluation batch
-(arguments read only to be checked: evaluation does not change a training step's time), raised
-with Megatron's reason as :class:`InvalidConfigurationError`. As in ``rules``, a command line with 2021's names
+function whose check it restates), raised with Megatron's reason as
+:class:`InvalidConfigurationError`. As in ``rules``, a command line with 2021's names
 (``rules.legacy_names``) is not refused by a rule of a later Megatron-LM.
 """
 
@@ -13,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
-from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron import housekeeping_rules
-from simpy_astra.workloads.megatron.housekeeping_rules import given
+from simpy_astra.workloads.megatron.housekeeping_rules import given, number
 from simpy_astra.workloads.megatron.rules import legacy_names
 
 
@@ -24,14 +23,12 @@ def _refuse(where: str, rule: str, message: str) -> None:
 
 
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
-    """Refuse what Megatron-LM's modules (and its evaluation-batch check) refuse of ``a`` (the
-    parsed arguments) on ``gpus`` GPUs, then what ``validate_args`` refuses of the arguments that
-    cannot change a step's time (:mod:`housekeeping_rules`); ``others`` are the unmodelled flags
-    given, with their values."""
+    """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments) on ``gpus``
+    GPUs, then what ``validate_args`` refuses of the arguments that cannot change a step's time
+    (:mod:`housekeeping_rules`); ``others`` are the unmodelled flags given, with their values."""
     for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation, _deferred_wgrad):
         family(a, others, where)
-    _evaluation_batch(a, gpus, others, where)
-    housekeeping_rules.check(a, others, where)
+    housekeeping_rules.check(a, gpus, others, where)
 
 
 def _has_moe_layer(a: argparse.Namespace) -> bool:
@@ -79,17 +76,17 @@ def _router_losses(a: argparse.Namespace, others: dict, where: str) -> None:
     and ``TopKRouter.sinkhorn_load_balancing`` (``moe/router.py``)."""
     kinds = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
     coeffs = others.get("--moe-aux-loss-coeff") or ["0.0"]
-    for text in coeffs:
-        given({"--moe-aux-loss-coeff": [text]}, "--moe-aux-loss-coeff", float, where)
+    values = [number(text, "--moe-aux-loss-coeff", float, where) for text in coeffs]
     if len(kinds) > 1 and len(coeffs) != len(kinds):
         _refuse(where, "one aux-loss coefficient a balancing type",
                 f"--moe-router-load-balancing-type names {len(kinds)} types and --moe-aux-loss-coeff gives "
                 f"{len(coeffs)} value(s) (Megatron: moe_aux_loss_coeff must be a list of the same length as "
                 f"moe_router_load_balancing_type); give --moe-aux-loss-coeff one value for each type")
-    if _has_moe_layer(a) and kinds == ["sinkhorn"] and len(coeffs) == 1 and float(coeffs[0]) != 0:
+    if _has_moe_layer(a) and kinds == ["sinkhorn"] and len(values) == 1 and values[0] != 0:
         _refuse(where, "sinkhorn routing takes no aux loss",
                 f"--moe-router-load-balancing-type sinkhorn with --moe-aux-loss-coeff {coeffs[0]} (Megatron, the "
                 f"router: Sinkhorn routing does not support aux loss.); give --moe-aux-loss-coeff 0")
+
 
 def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
     """The bias-activation fusion's activations (``TransformerConfig.__post_init__``): it is
@@ -102,7 +99,6 @@ def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
                 "gelu, swiglu, or quick_geglu); add --no-bias-gelu-fusion or --disable-bias-linear")
 
 
-
 def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
     """``ModelParallelConfig.__post_init__`` (``model_parallel_config.py``); its other checks on
     ``--defer-embedding-wgrad-compute`` are in ``rules``."""
@@ -111,29 +107,3 @@ def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
         _refuse(where, "deferral limit at least 0",
                 f"--wgrad-deferral-limit {limit} with --defer-embedding-wgrad-compute (Megatron, ModelParallelConfig: "
                 f"Wgrad deferral limit should be greater than or equal to 0 when it is enabled!); give 0 or more")
-
-
-def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
-    """``--eval-global-batch-size`` and ``--eval-micro-batch-size`` (Megatron-LM since 2026-04;
-    by default the training's batch and micro-batch): ``validate_args`` asserts the one a
-    multiple of the other times dp."""
-    if "--eval-global-batch-size" not in others and "--eval-micro-batch-size" not in others:
-        return
-    dp = gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
-    total = _count(others, "--eval-global-batch-size", where) or a.global_batch_size or a.micro_batch_size * dp
-    micro = _count(others, "--eval-micro-batch-size", where) or a.micro_batch_size
-    if total % (micro * dp):
-        _refuse(where, "evaluation batch divisible by its micro-batch x dp",
-                f"the evaluation batch {total} (--eval-global-batch-size, by default the training's) is not a "
-                f"multiple of its micro-batch {micro} (--eval-micro-batch-size, by default --micro-batch-size) x "
-                f"data-parallel size {dp} (Megatron: eval_global_batch_size must be divisible by "
-                f"eval_micro_batch_size * data_parallel_size); give --eval-global-batch-size a multiple of "
-                f"{micro * dp}")
-
-
-def _count(others: dict, flag: str, where: str) -> int | None:
-    """A count an unmodelled ``flag`` gives (None when not given), at least 1."""
-    value = given(others, flag, int, where)
-    if value is not None and value < 1:
-        raise InputError(f"{where}: argument {flag}: must be an integer >= 1 (got {value})")
-    return value
