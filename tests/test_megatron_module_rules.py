@@ -33,12 +33,14 @@ MOE = " --num-experts 4 --disable-bias-linear"
      "one aux-loss coefficient a balancing type"),
     # (TransformerConfig checks the router's arguments of a dense model too)
     (" --moe-router-topk 1", "top-1 routing needs pre-softmax"),
-    (" --moe-shared-expert-intermediate-size 512 --moe-shared-expert-overlap", "shared expert overlap needs all-to-all"),
+    (" --moe-shared-expert-intermediate-size 512 --moe-shared-expert-overlap",
+     "shared expert overlap needs all-to-all"),
     # (top-1 softmax routing is exempt from pre-softmax with sinkhorn alone: a list is never "sinkhorn")
     (MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn aux_loss --moe-aux-loss-coeff 0 0.01",
      "top-1 routing needs pre-softmax"),
     # megatron/core/transformer/moe/router.py TopKRouter.sinkhorn_load_balancing
-    (MOE + " --moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 0.01", "sinkhorn routing takes no aux loss"),
+    (MOE + " --moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 0.01",
+     "sinkhorn routing takes no aux loss"),
     # megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__
     (" --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit -1",
      "deferral limit at least 0"),

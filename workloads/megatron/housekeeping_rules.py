@@ -1,9 +1,10 @@
 """Megatron-LM's rules on the arguments that cannot change a step's time.
 
 The training length and learning-rate schedule, logging, checkpointing, data and evaluation
-arguments are read and not priced (``arguments.NO_TIMING_EFFECT``), but a launch script Megatron-LM stops on is not
-one to time: ``validate_args`` (``megatron/training/arguments.py``) checks them, and each check
-is restated here with Megatron's reason, as :class:`InvalidConfigurationError`. Their values
+arguments are read and not priced (``arguments.NO_TIMING_EFFECT``), but a launch script
+Megatron-LM stops on is not one to time: ``validate_args`` (``megatron/training/arguments.py``)
+checks them, and each check is restated here with Megatron's reason, as
+:class:`InvalidConfigurationError`. Their values
 are read as Megatron's argparse reads them (an unreadable number is an :class:`InputError`). A
 rule that arrived after 2021's names left does not refuse a command line with them
 (``rules.legacy_names``).
@@ -62,7 +63,8 @@ def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
     if iters:
         clash = [f for f in ("--train-samples", "--lr-decay-samples") if given(others, f, int, where) is not None]
         clash += ["--lr-warmup-samples"] if given(others, "--lr-warmup-samples", int, where) else []
-        clash += ["--lr-warmup-iters"] if fraction is not None and given(others, "--lr-warmup-iters", int, where) else []
+        clash += ["--lr-warmup-iters"] if fraction is not None and given(others, "--lr-warmup-iters", int, where) \
+            else []
         if clash:
             _refuse(where, "iterations or samples",
                     f"--train-iters with {' and '.join(clash)} (Megatron: expected iteration-based training, "
@@ -86,8 +88,9 @@ def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
     style = (others.get("--weight-decay-incr-style") or ["constant"])[-1]
     ends = [f for f in ("--start-weight-decay", "--end-weight-decay") if f in others]
     if (style == "constant") == bool(ends) or (style != "constant" and len(ends) < 2):
+        default = "" if "--weight-decay-incr-style" in others else " (the default)"
         _refuse(where, "weight decay ends with an incrementing style",
-                f"--weight-decay-incr-style {style}{' (the default)' if '--weight-decay-incr-style' not in others else ''}"
+                f"--weight-decay-incr-style {style}{default}"
                 f" with {' and '.join(ends) if ends else 'neither --start-weight-decay nor --end-weight-decay'} "
                 f"(Megatron: a constant weight decay takes neither --start-weight-decay nor --end-weight-decay, "
                 f"an incrementing one both)")
