@@ -26,6 +26,9 @@ WHERE = "s.yaml: workload.args"
     (" --save ckpt", "saving needs an interval"),
     (" --save ckpt --save-interval 0", "saving needs an interval"),
     (" --save ckpt --save-interval 10 --save-retain-interval 15", "retained checkpoints a multiple of the interval"),
+    # (2021's names take --save-interval 0; a retain interval beside it divided by it)
+    (" --save ckpt --save-interval 0 --save-retain-interval 5 --DDP-impl local",
+     "retained checkpoints a multiple of the interval"),
     (" --ckpt-format torch_dcp", "checkpoint format of a sharded data-parallel model"),
     (" --ckpt-format fsdp_dtensor", "checkpoint format of a sharded data-parallel model"),
     (" --load-main-params-from-ckpt", "main parameters from a checkpoint without its optimizer"),

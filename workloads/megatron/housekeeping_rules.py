@@ -115,7 +115,7 @@ def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
                 f"--save {'without --save-interval' if interval is None else f'with --save-interval {interval}'} "
                 f"(Megatron: --save needs --save-interval, above 0); give --save-interval N")
     retain = given(others, "--save-retain-interval", int, where)
-    if "--save" in others and retain is not None and (retain <= 0 or retain % interval):
+    if "--save" in others and retain is not None and (retain <= 0 or not interval or retain % interval):
         _refuse(where, "retained checkpoints a multiple of the interval",
                 f"--save-retain-interval {retain} is not a positive multiple of --save-interval {interval} (Megatron: "
                 f"assert args.save_retain_interval % args.save_interval == 0)")
@@ -133,7 +133,6 @@ def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
         _refuse(where, "main parameters from a checkpoint without its optimizer",
                 "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
                 "used with --no-load-optim.)")
-
 
 
 def _other_checkpoints(others: dict, where: str) -> None:
@@ -156,6 +155,7 @@ def _other_checkpoints(others: dict, where: str) -> None:
         _refuse(where, "checkpoint conversion needs its folders",
                 f"--ckpt-convert-format without {' and '.join(missing)} (Megatron: assert args.ckpt_convert_save is "
                 f"not None; assert args.load is not None)")
+
 
 def _data(a: argparse.Namespace, others: dict, where: str) -> None:
     """One source of training data (``validate_args``' data blend checks)."""
