@@ -158,11 +158,12 @@ def test_ulysses_over_heads_cp_divides_runs():
     # widths with divide(): "100 is not divisible by 8"
     (" --tensor-model-parallel-size 8 --ffn-hidden-size 100", "--ffn-hidden-size 100"),
     (" --tensor-model-parallel-size 8 --ffn-hidden-size 100 --swiglu", "--ffn-hidden-size 100"),
-    # (experts without biases: Megatron refuses biases in experts split over tp first)
-    (" --tensor-model-parallel-size 8 --num-experts 8 --disable-bias-linear --moe-ffn-hidden-size 100",
-     "--moe-ffn-hidden-size 100"),
-    (" --tensor-model-parallel-size 8 --num-experts 8 --disable-bias-linear --moe-shared-expert-intermediate-size "
-     "100", "--moe-shared-expert-intermediate-size 100"),
+    # (experts without biases and with sequence parallelism: Megatron refuses biases in experts
+    # split over tp, and MoE at tp > 1 without sequence parallelism, first)
+    (" --tensor-model-parallel-size 8 --num-experts 8 --disable-bias-linear --sequence-parallel "
+     "--moe-ffn-hidden-size 100", "--moe-ffn-hidden-size 100"),
+    (" --tensor-model-parallel-size 8 --num-experts 8 --disable-bias-linear --sequence-parallel "
+     "--moe-shared-expert-intermediate-size 100", "--moe-shared-expert-intermediate-size 100"),
 ])
 def test_an_mlp_width_tp_does_not_divide_is_refused(extra, words):
     error = _refusal(BASE + extra)
@@ -172,7 +173,7 @@ def test_an_mlp_width_tp_does_not_divide_is_refused(extra, words):
 def test_an_expert_width_that_only_the_expert_tp_must_divide_runs():
     # experts with their own tp 1: 100 need not divide by the dense layers' 8
     job = parse(BASE + " --tensor-model-parallel-size 8 --num-experts 8 --moe-ffn-hidden-size 100 "
-                       "--expert-tensor-parallel-size 1", 8, WHERE)
+                       "--expert-tensor-parallel-size 1 --sequence-parallel", 8, WHERE)
     assert job.moe_ffn == 100 and job.etp == 1
 
 

@@ -60,7 +60,8 @@ def test_gpt2_vocabulary_is_padded_as_megatron_pads_it(tp, padded):
 
 def test_arguments_without_timing_effect_are_accepted_and_unmodelled_ones_refused():
     base = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1"
-    parse(base + " --lr 0.0001 --data-path /x/y --log-interval 5 --save ckpt --split 969,30,1 --seed 7", 2)
+    parse(base + " --lr 0.0001 --data-path /x/y --log-interval 5 --save ckpt --save-interval 1000 --split 969,30,1 "
+                 "--seed 7", 2)  # (Megatron: --save needs --save-interval)
     with pytest.raises(InputError, match=r"--multi-latent-attention is not modelled \(multi-latent attention\)"):
         parse(base + " --multi-latent-attention", 2)
     with pytest.raises(InputError, match=r"--deterministic-mode is not modelled \(deterministic kernels"):
@@ -395,7 +396,8 @@ def test_sc21_table_rows_that_run_in_seconds(tmp_path):
 # ---------------------------------------------------------------------------------- experts
 MOE = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
        "--tensor-model-parallel-size 2 --bf16 --vocab-size 128 --swiglu --ffn-hidden-size 2816 "
-       "--disable-bias-linear")  # Megatron-Core refuses biases in experts split over tp (etp 2 here)
+       "--disable-bias-linear --sequence-parallel")  # Megatron-Core refuses biases in experts split over tp
+# (etp 2 here), and MoE at tp > 1 without sequence parallelism (MoELayer.forward)
 
 
 def test_one_expert_top1_is_the_dense_model_plus_its_router():

@@ -246,7 +246,7 @@ def test_grouped_gemm_runs_a_ranks_experts_in_one_kernel_whose_tiles_share_the_w
 
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
     moe = (BASE + " --bf16 --num-experts 64 --expert-model-parallel-size 8 --moe-router-topk 8 "
-           "--moe-ffn-hidden-size 256 --moe-token-dispatcher-type alltoall")
+           "--moe-ffn-hidden-size 256 --moe-token-dispatcher-type alltoall --disable-bias-linear")
     def forward(extra: str) -> tuple[float, int]:
         steps = [s for s in ChunkModel(parse(moe + extra, 8), gpu).forward((True,), False, False)
                  if isinstance(s, Compute)]

@@ -133,8 +133,9 @@ def test_what_megatron_accepts_is_accepted():
     " --optimizer sgd --use-distributed-optimizer --DDP-impl local",  # 2022-02 to 2023-05: SGD was sharded too
     " --moe-ffn-hidden-size 512 --moe-layer-freq 2",  # a dense model between MoE layers: ignored, not refused
     " --num-experts 4 --moe-router-enable-expert-bias --moe-router-score-function sigmoid",
-    " --num-experts 4 --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1",
-    " --num-experts 4 --tensor-model-parallel-size 2 --disable-bias-linear",
+    # (MoE at tp > 1 needs sequence parallelism: moe_layer.py MoELayer.forward)
+    " --num-experts 4 --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --sequence-parallel",
+    " --num-experts 4 --tensor-model-parallel-size 2 --disable-bias-linear --sequence-parallel",
     " --num-experts 4 --disable-bias-linear --moe-shared-expert-intermediate-size 512 --moe-shared-expert-overlap "
     "--moe-token-dispatcher-type alltoall",
 ])

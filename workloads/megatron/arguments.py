@@ -16,7 +16,7 @@ import functools
 import math
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
-from simpy_astra.workloads.megatron import bounds, command_line, pipeline_layout, rules
+from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
@@ -383,6 +383,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     _check_vocabulary(known, reading.others, where)
     bounds.check_gpus(gpus, gpus_where or where)
     rules.check(known, gpus, reading.others, where)
+    module_rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
     bounds.check_job(job, where)
     return job

@@ -116,7 +116,8 @@ ONE_VALUE = frozenset("""
 --dist-ckpt-workers --distributed-backend --distributed-timeout-minutes
 --distributed-timeout-seconds-after-init --dump-param-to-param-group-map --embedding-init-method-std
 --embedding-path --empty-unused-memory-level --encoder-num-layers --encoder-seq-length
---end-weight-decay --error-injection-rate --error-injection-type --eval-interval --eval-iters
+--end-weight-decay --error-injection-rate --error-injection-type --eval-global-batch-size --eval-interval
+--eval-iters --eval-micro-batch-size
 --evidence-data-path --exit-duration-in-mins --exit-interval --exit-signal --exp-avg-dtype
 --exp-avg-sq-dtype --expert-model-parallel-size --expert-tensor-parallel-size --ffn-hidden-size
 --fim-eod-token --fim-fragment-rate --fim-middle-token --fim-no-prefix --fim-pad-token
@@ -153,7 +154,8 @@ ONE_VALUE = frozenset("""
 --iter-per-epoch --kitchen-config-file --kitchen-recipe-number --kv-channels --kv-lora-rank
 --langrl-env-config --langrl-inference-server-conversation-template --langrl-inference-server-type
 --layernorm-epsilon --lazy-mpu-init --linear-attention-freq --lion-beta1 --lion-beta2 --load
---local-rank --local_rank --log-interval --logging-level --logits-load-decode-threads --logits-load-dir
+--local-rank --local_rank --log-interval --log-memory-interval --logging-level --logits-load-decode-threads
+--logits-load-dir
 --logits-load-kd-loss-alpha --logits-load-msc-prefetch-depth --logits-load-prefetch-factor
 --logits-save-dir --logits-save-dtype --logits-save-top-k --logits-save-top-p --logits-save-top-p-min-k
 --loss-scale --loss-scale-window --lr --lr-decay-iters --lr-decay-samples --lr-decay-style
@@ -203,7 +205,7 @@ ONE_VALUE = frozenset("""
 --rl-sequence-packing-algo --rl-sequence-packing-bin-size --rl-sequence-packing-max-sequences-per-bin
 --rl-submission-granularity --rope-scaling-factor --rope-type --rotary-base --rotary-percent
 --rotary-scaling-factor --rotary-seq-len-interpolation-factor --sample-rate --save --save-interval
---save-retain-interval --seed --seq-length --sft-tokenizer-prompt-format --sgd-momentum
+--save-params-interval --save-retain-interval --seed --seq-length --sft-tokenizer-prompt-format --sgd-momentum
 --sharp-enabled-group --short-seq-prob --softmax-type --split --start-weight-decay
 --straggler-ctrlr-port --straggler-minmax-count --suggested-communication-unit-size --swin-backbone-type
 --symmetric-ar-type --te-precision-config-file --tensor-model-parallel-size --tensorboard-dir

@@ -539,6 +539,18 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         _refuse(where, "moe pattern covers the layers",
                 f"--moe-layer-freq: a pattern of {len(pattern)} layers for --num-layers {a.num_layers} (Megatron: "
                 f"Invalid length of moe_layer_pattern: {len(pattern)}, expected {a.num_layers})")
+    topk = a.moe_router_topk  # TransformerConfig checks the router's arguments with or without experts
+    balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
+    if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and balancing != ["sinkhorn"]:
+        _refuse(where, "top-1 routing needs pre-softmax",
+                "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
+                "one selected expert gives a zero gradient)")
+    dispatcher = a.moe_token_dispatcher_type
+    if a.moe_shared_expert_intermediate_size and "--moe-shared-expert-overlap" in others and \
+            dispatcher not in ("alltoall", "flex"):
+        _refuse(where, "shared expert overlap needs all-to-all",
+                f"--moe-shared-expert-overlap with the {dispatcher} token dispatcher (Megatron: "
+                f"moe_shared_expert_overlap only works with alltoall or flex token dispatcher.)")
     if not experts:
         return
     if not a.disable_bias_linear and etp > 1 and not legacy_names(a):
@@ -546,26 +558,14 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
                 f"--num-experts with biases (the default; --disable-bias-linear drops them) and expert tensor "
                 f"parallelism {etp} (--expert-tensor-parallel-size, default tp) (Megatron: Bias in Moe is only "
                 f"supported when ETP==1)")
-    dispatcher = a.moe_token_dispatcher_type
-    if a.moe_shared_expert_intermediate_size and "--moe-shared-expert-overlap" in others and \
-            dispatcher not in ("alltoall", "flex"):
-        _refuse(where, "shared expert overlap needs all-to-all",
-                f"--moe-shared-expert-overlap with the {dispatcher} token dispatcher (Megatron: "
-                f"moe_shared_expert_overlap only works with alltoall or flex token dispatcher.)")
     if experts % ep:
         _refuse(where, "experts divisible by ep",
                 f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
                 f"of experts should be a multiple of expert model parallel size)")
-    topk = a.moe_router_topk
     if topk > experts:
         _refuse(where, "top-k at most experts",
                 f"--moe-router-topk {topk} is more than --num-experts {experts} (a token cannot go to more "
                 f"experts than there are)")
-    balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
-    if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and "sinkhorn" not in balancing:
-        _refuse(where, "top-1 routing needs pre-softmax",
-                "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
-                "one selected expert gives a zero gradient)")
 
 
 def _activation(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:

@@ -1,0 +1,199 @@
+"""Megatron-LM's rules on the arguments that cannot change a step's time.
+
+The training length and learning-rate schedule, logging, checkpointing, data and evaluation
+arguments are read and not priced (``arguments.NO_TIMING_EFFECT``), but a launch script
+Megatron-LM stops on is not one to time: ``validate_args`` (``megatron/training/arguments.py``)
+checks them, and each check is restated here with Megatron's reason, as
+:class:`InvalidConfigurationError`. Their values
+are read as Megatron's argparse reads them (an unreadable number is an :class:`InputError`). A
+rule that arrived after 2021's names left does not refuse a command line with them
+(``rules.legacy_names``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.workloads.megatron.rules import legacy_names
+
+
+def _refuse(where: str, rule: str, message: str) -> None:
+    raise InvalidConfigurationError(f"{where}: {message}", rule)
+
+
+def number(text: str, flag: str, kind: Callable[[str], int | float], where: str):
+    """``text``, a value of the unmodelled ``flag``, read by ``kind`` (``int`` or ``float``) as
+    Megatron's argparse reads it."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
+
+
+def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | float], where: str):
+    """The value an unmodelled ``flag`` was given (its last), read by ``kind`` (:func:`number`);
+    None when the flag is absent."""
+    if flag not in others:
+        return None
+    return number((others[flag] or [""])[-1], flag, kind, where)
+
+
+def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
+    """Refuse what ``validate_args`` refuses of the unmodelled arguments ``others`` (beside the
+    parsed ``a``, on ``gpus`` GPUs)."""
+    for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data):
+        family(a, others, where)
+    _evaluation_batch(a, gpus, others, where)
+
+
+def _deprecated(a: argparse.Namespace, others: dict, where: str) -> None:
+    if "--warmup" in others:  # every Megatron-LM since 2020-12, before 2021's names
+        _refuse(where, "no --warmup",
+                "--warmup (Megatron: --warmup argument is no longer valid, use --lr-warmup-fraction instead)")
+
+
+def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
+    """Iterations or samples, each with its own schedule's units."""
+    if "--skip-train" in others:
+        return
+    iters, samples = given(others, "--train-iters", int, where), given(others, "--train-samples", int, where)
+    fraction = given(others, "--lr-warmup-fraction", float, where)
+    if iters:
+        clash = [f for f in ("--train-samples", "--lr-decay-samples") if given(others, f, int, where) is not None]
+        clash += ["--lr-warmup-samples"] if given(others, "--lr-warmup-samples", int, where) else []
+        clash += ["--lr-warmup-iters"] if fraction is not None and given(others, "--lr-warmup-iters", int, where) \
+            else []
+        if clash:
+            _refuse(where, "iterations or samples",
+                    f"--train-iters with {' and '.join(clash)} (Megatron: expected iteration-based training, "
+                    f"learning-rate decay and warmup; --lr-warmup-fraction and --lr-warmup-iters are one choice)")
+    if samples:
+        clash = [f for f in ("--train-iters", "--lr-decay-iters") if given(others, f, int, where) is not None]
+        clash += ["--lr-warmup-iters"] if given(others, "--lr-warmup-iters", int, where) else []
+        clash += ["--lr-warmup-samples"] if fraction is not None and given(others, "--lr-warmup-samples", int, where) \
+            else []
+        if clash:
+            _refuse(where, "iterations or samples",
+                    f"--train-samples with {' and '.join(clash)} (Megatron: expected sample-based training, "
+                    f"learning-rate decay and warmup; --lr-warmup-fraction and --lr-warmup-samples are one choice)")
+
+
+def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
+    lr, least = given(others, "--lr", float, where), given(others, "--min-lr", float, where) or 0.0
+    if lr is not None and least > lr:
+        _refuse(where, "minimum learning rate at most the learning rate",
+                f"--min-lr {least:g} is more than --lr {lr:g} (Megatron: assert args.min_lr <= args.lr)")
+    style = (others.get("--weight-decay-incr-style") or ["constant"])[-1]
+    ends = [f for f in ("--start-weight-decay", "--end-weight-decay") if f in others]
+    if (style == "constant") == bool(ends) or (style != "constant" and len(ends) < 2):
+        default = "" if "--weight-decay-incr-style" in others else " (the default)"
+        _refuse(where, "weight decay ends with an incrementing style",
+                f"--weight-decay-incr-style {style}{default}"
+                f" with {' and '.join(ends) if ends else 'neither --start-weight-decay nor --end-weight-decay'} "
+                f"(Megatron: a constant weight decay takes neither --start-weight-decay nor --end-weight-decay, "
+                f"an incrementing one both)")
+
+
+def _logging(a: argparse.Namespace, others: dict, where: str) -> None:
+    memory, interval = given(others, "--log-memory-interval", int, where), given(others, "--log-interval", int, where)
+    if interval == 0:
+        _refuse(where, "a logging interval", "--log-interval 0 (Megatron's training loop takes the iteration modulo "
+                                             "it: ZeroDivisionError at the first step); give 1 or more")
+    if memory is not None and memory % (interval or 100):
+        _refuse(where, "memory logged at logging iterations",
+                f"--log-memory-interval {memory} is not a multiple of --log-interval {interval or 100}"
+                f"{'' if interval else ' (the default)'} (Megatron: assert args.log_memory_interval % "
+                f"args.log_interval == 0)")
+
+
+def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
+    interval = given(others, "--save-interval", int, where)
+    if "--save" in others and (interval is None or (interval <= 0 and not legacy_names(a))):
+        _refuse(where, "saving needs an interval",
+                f"--save {'without --save-interval' if interval is None else f'with --save-interval {interval}'} "
+                f"(Megatron: --save needs --save-interval, above 0); give --save-interval N")
+    retain = given(others, "--save-retain-interval", int, where)
+    if "--save" in others and retain is not None and (retain <= 0 or not interval or retain % interval):
+        _refuse(where, "retained checkpoints a multiple of the interval",
+                f"--save-retain-interval {retain} is not a positive multiple of --save-interval {interval} (Megatron: "
+                f"assert args.save_retain_interval % args.save_interval == 0)")
+    fmt = (others.get("--ckpt-format") or [""])[-1]
+    if fmt in ("torch_dcp", "fsdp_dtensor"):
+        needs = "--use-torch-fsdp2" if fmt == "torch_dcp" else "--use-megatron-fsdp"
+        _refuse(where, "checkpoint format of a sharded data-parallel model",
+                f"--ckpt-format {fmt} needs {needs}, which is not modelled (Megatron: --ckpt-format {fmt} is only "
+                f"tested with {'FSDP' if fmt == 'torch_dcp' else 'Megatron FSDP'}); use torch_dist, the default")
+    if "--save" in others and "--save-params-interval" in others and a.overlap_param_gather:
+        _refuse(where, "saved parameters without the overlapped parameter gather",
+                "--save-params-interval with --overlap-param-gather (Megatron: assert not args.overlap_param_gather)")
+    _other_checkpoints(others, where)
+    if "--load-main-params-from-ckpt" in others and "--no-load-optim" not in others:
+        _refuse(where, "main parameters from a checkpoint without its optimizer",
+                "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
+                "used with --no-load-optim.)")
+
+
+def _other_checkpoints(others: dict, where: str) -> None:
+    """Non-persistent (local) checkpoints and checkpoint conversion."""
+    kind = (others.get("--non-persistent-ckpt-type") or [None])[-1]
+    if kind is not None and kind not in ("global", "local"):
+        _refuse(where, "non-persistent checkpoints global or local",
+                f"--non-persistent-ckpt-type {kind} (Megatron: Currently only global and local checkpoints are "
+                f"supported)")
+    if kind == "local" and "--non-persistent-local-ckpt-dir" not in others:
+        _refuse(where, "local checkpoints need their folder",
+                "--non-persistent-ckpt-type local without --non-persistent-local-ckpt-dir (Megatron: Tried to use "
+                "local checkpointing without specifying --local-ckpt-dir!)")
+    if kind == "local" and "--use-checkpoint-args" in others:
+        _refuse(where, "local checkpoints hold no arguments",
+                "--use-checkpoint-args with --non-persistent-ckpt-type local (Megatron: --use-checkpoint-args is not "
+                "supported with --non_persistent_ckpt_type=local)")
+    missing = [f for f in ("--ckpt-convert-save", "--load") if f not in others]
+    if "--ckpt-convert-format" in others and missing:
+        _refuse(where, "checkpoint conversion needs its folders",
+                f"--ckpt-convert-format without {' and '.join(missing)} (Megatron: assert args.ckpt_convert_save is "
+                f"not None; assert args.load is not None)")
+
+
+def _data(a: argparse.Namespace, others: dict, where: str) -> None:
+    """One source of training data (``validate_args``' data blend checks)."""
+    split = [f for f in ("--train-data-path", "--valid-data-path", "--test-data-path") if f in others]
+    if "--data-path" in others and "--data-args-path" in others:
+        _refuse(where, "one data source", "--data-path with --data-args-path (Megatron: exactly one of the two)")
+    if split and "--per-split-data-args-path" in others:
+        _refuse(where, "one data source",
+                f"{split[0]} with --per-split-data-args-path (Megatron: exactly one of the two)")
+    sources = ["--mock-data"] * ("--mock-data" in others) + ["--data-path"] * bool(others.get("--data-path")) + \
+        [f for f in split if others[f]][:1]
+    if len(sources) > 1 and not legacy_names(a):
+        _refuse(where, "one data source",
+                f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
+                f"training mode, else None)")
+
+
+def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """``--eval-global-batch-size`` and ``--eval-micro-batch-size`` (Megatron-LM since 2026-04;
+    by default the training's batch and micro-batch; evaluation does not change a training
+    step's time): ``validate_args`` asserts the one a multiple of the other times dp."""
+    if "--eval-global-batch-size" not in others and "--eval-micro-batch-size" not in others:
+        return
+    dp = gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
+    total = _count(others, "--eval-global-batch-size", where) or a.global_batch_size or a.micro_batch_size * dp
+    micro = _count(others, "--eval-micro-batch-size", where) or a.micro_batch_size
+    if total % (micro * dp):
+        _refuse(where, "evaluation batch divisible by its micro-batch x dp",
+                f"the evaluation batch {total} (--eval-global-batch-size, by default the training's) is not a "
+                f"multiple of its micro-batch {micro} (--eval-micro-batch-size, by default --micro-batch-size) x "
+                f"data-parallel size {dp} (Megatron: eval_global_batch_size must be divisible by "
+                f"eval_micro_batch_size * data_parallel_size); give --eval-global-batch-size a multiple of "
+                f"{micro * dp}")
+
+
+def _count(others: dict, flag: str, where: str) -> int | None:
+    """A count an unmodelled ``flag`` gives (None when not given), at least 1."""
+    value = given(others, flag, int, where)
+    if value is not None and value < 1:
+        raise InputError(f"{where}: argument {flag}: must be an integer >= 1 (got {value})")
+    return value
