@@ -151,6 +151,7 @@ def flash_attention_seconds(gpu: Gpu, batch_heads: int, q_len: int, kv_len: int,
     per_sm_flops = gpu.peak_flops() * gpu.attention_efficiency / gpu.sms
     ctas = math.ceil(q_len / ATTENTION_TILE) * batch_heads
     cta_s = products * 2.0 * ATTENTION_TILE * kv_len * head_dim * share / per_sm_flops
-    moved = batch_heads * head_dim * 2 * (2 * q_len + 2 * kv_len) * (2 if backward else 1)
+    element_bytes = 2  # bf16: Transformer Engine's fused attention runs in 16 bits under FP8 too
+    moved = batch_heads * head_dim * element_bytes * (2 * q_len + 2 * kv_len) * (2 if backward else 1)
     work = math.ceil(ctas / gpu.sms) * cta_s
     return max(work, streaming_seconds(gpu, moved, launch=False)) + gpu.launch_us * 1e-6
