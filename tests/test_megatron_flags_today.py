@@ -44,6 +44,9 @@ def _stage_us(args: str) -> list[int]:
     " --inference-grouped-gemm-backend torch --inference-moe-token-dispatcher-type nccl",  # inference only
     " --no-rl-partial-rollouts --no-inference-wandb-logging",  # BooleanOptionalAction's --no- (its default)
     " --mup-width-mult 2.0 --mup-output-mult 0.5",  # read only with --use-mup (refused below)
+    # (older --no- forms of logging, evaluation and checkpoint switches, refused as timed before)
+    " --no-log-loss-scale-to-tensorboard --no-manual-gc-eval --no-strict-fsdp-dtensor-load",
+    " --no-use-tokenizer-model-from-checkpoint-args",
 ])
 def test_todays_arguments_that_cannot_change_a_step_are_accepted_and_leave_it_as_it_was(extra):
     before, after = parse(BASE, 8, WHERE), parse(BASE + extra, 8, WHERE)
