@@ -102,9 +102,15 @@ def test_a_value_outside_megatrons_choices_is_refused_naming_flag_value_and_choi
     assert "\n" not in message
 
 
-def test_a_value_not_of_the_arguments_type_is_refused():
-    with pytest.raises(InputError, match=r"argument --timing-log-level: invalid int value: 'high'"):
-        parse(BASE + " --timing-log-level high", 8, WHERE)
+@pytest.mark.parametrize("extra,kind,value", [
+    (" --timing-log-level high", "int", "high"),
+    (" --save-activations-interval 1e2", "int", "1e2"),  # CheckpointConfig: int | None
+    (" --gpu-sniff-test-interval every", "int", "every"),
+    (" --mup-width-mult two", "float", "two"),  # TransformerConfig: float
+])
+def test_a_value_not_of_the_arguments_type_is_refused(extra, kind, value):
+    with pytest.raises(InputError, match=rf"argument {extra.split()[0]}: invalid {kind} value: '{value}'"):
+        parse(BASE + extra, 8, WHERE)
 
 
 @pytest.mark.parametrize("took,none_took", [

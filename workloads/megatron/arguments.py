@@ -376,7 +376,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     p = _reading_parser()
     reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
                                 also_known=[*SMALL_EFFECT, *NOT_MODELLED])
-    today.check_choices(reading.others, where)
+    today.check_values(reading.others, where)
     try:
         known = p.parse_args(reading.modelled)
     except _ArgparseError as exc:

@@ -155,19 +155,29 @@ CHOICES: dict[str, tuple[type, tuple]] = {
     "--inference-moe-token-dispatcher-type": (str, ("nccl", "nvls")),
 }
 
+#: the numbers among :data:`UNTIMED` (``int`` / ``float`` fields of today's config classes)
+_NUMBERS = {flag: kind for kind, flags in ((int, """--async-ckpt-cpu-priority --async-ckpt-io-priority
+--fault-injector-delay-start-iteration --fault-injector-num-ranks --fault-injector-seed
+--flight-recorder-trace-buffer-size --gpu-sniff-test-interval --moe-routing-trace-max-training-iters
+--mup-base-hidden-size --null-tokenizer-eod-id --null-tokenizer-pad-id --save-activations-interval
+--save-dgrads-interval --save-tokens-per-expert-interval --save-wgrads-interval --start-eval-at-iter"""),
+    (float, """--dsa-indexer-k-norm-epsilon --dsa-indexer-loss-coeff --fault-injector-fault-delay
+--fault-injector-mtti-seconds --fault-injector-offset-seconds --mhc-init-gating-factor --mup-attn-scale-power
+--mup-base-head-dim --mup-embedding-mult --mup-output-mult --mup-width-mult""")) for flag in flags.split()}
 
-def check_choices(others: dict[str, list[str]], where: str) -> None:
+
+def check_values(others: dict[str, list[str]], where: str) -> None:
     """Refuse a value of an accepted, unpriced argument (``others``: flag -> its values) that
     Megatron's argparse refuses: not of the argument's type, or outside its :data:`CHOICES`."""
     for flag, values in others.items():
-        if flag not in CHOICES:
+        if flag not in CHOICES and flag not in _NUMBERS:
             continue
-        kind, choices = CHOICES[flag]
+        kind, choices = CHOICES.get(flag) or (_NUMBERS[flag], None)
         for text in values:
             try:
                 value = kind(text)
             except ValueError:
                 raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
-            if value not in choices:
+            if choices is not None and value not in choices:
                 raise InputError(f"{where}: argument {flag}: invalid choice {text!r} (Megatron-LM takes "
                                  f"{', '.join(map(str, choices))})")
