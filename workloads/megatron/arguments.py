@@ -17,6 +17,7 @@ import math
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
+from simpy_astra.workloads.megatron import unmodelled_flags as today
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
@@ -28,7 +29,7 @@ MEGATRON_FLAGS = SWITCHES | ONE_VALUE | SEVERAL_VALUES
 GPT2_VOCAB = 50257
 
 #: arguments (or prefixes) that cannot change a training step's time
-NO_TIMING_EFFECT = (
+NO_TIMING_EFFECT = (*sorted(today.UNTIMED),
     "--data-path", "--vocab-file", "--merge-file", "--tokenizer-", "--split", "--data-",
     "--train-data-path", "--valid-data-path", "--test-data-path", "--mock-data", "--num-workers",
     "--log", "--tensorboard", "--wandb", "--timing-log", "--save", "--load", "--no-load",
@@ -56,7 +57,7 @@ NO_TIMING_EFFECT = (
 
 #: timing arguments whose effect on a step is under about 1% of it, accepted and not modelled
 #: (``generate megatron --help`` lists them)
-SMALL_EFFECT = (
+SMALL_EFFECT = (*today.SMALL_EFFECT,
     "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "--align-grad-reduce",
     "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
     "--nccl-communicator-config-path", "--calculate-per-token-loss",
@@ -73,7 +74,7 @@ SMALL_EFFECT = (
 )
 
 #: timing arguments this simulator knows exist and does not model yet (refused by name)
-NOT_MODELLED = {
+NOT_MODELLED = {**today.NOT_MODELLED,
     "--multi-latent-attention": "multi-latent attention",
     "--moe-expert-capacity-factor": "dropped tokens (an expert capacity)",
     "--encoder-num-layers": "encoder-decoder models",
@@ -375,6 +376,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     p = _reading_parser()
     reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
                                 also_known=[*SMALL_EFFECT, *NOT_MODELLED])
+    today.check_values(reading.others, where)
     try:
         known = p.parse_args(reading.modelled)
     except _ArgparseError as exc:

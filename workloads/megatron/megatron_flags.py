@@ -1,7 +1,9 @@
 """Every argument Megatron-LM's ``pretrain_gpt.py`` has had, by how many values it takes.
 
 Read off the ``add_argument`` calls of Megatron-LM's ``arguments.py`` (``megatron/arguments.py``
-of 2021-12, 2023-06 and 2024-02, ``megatron/training/arguments.py`` of 2025-12 and 2026-08):
+of 2021-12, 2023-06 and 2024-02, ``megatron/training/arguments.py`` of 2025-12 and 2026-08) and,
+each table's last lines, the arguments today's generates from its config dataclasses
+(``ArgumentGroupFactory``: :mod:`~simpy_astra.workloads.megatron.unmodelled_flags`):
 a switch takes no value, so a bare word after one is an error as it is for Megatron's argparse;
 a flag that takes values takes them. The parser uses the table to tell a stray word from a
 value, a Megatron argument that is not modelled from a misspelling, and to suggest the flag a
@@ -96,6 +98,42 @@ SWITCHES = frozenset("""
 --use-same-sampling-seed-across-dp-ranks --use-sharp --use-te-activation-func --use-torch-fsdp2
 --use-torch-optimizer-for-cpu-offload --use-tp-pp-dp-mapping --vision-pretraining
 --yarn-correction-range-round-to-int
+--async-ckpt-use-cpu-shm --attention-output-gate --batch-invariant-mode
+--ckpt-fully-parallel-load-per-rank-objects --ckpt-pg-tensors-cache-create
+--cpu-offloading-retain-pinned-cpu-buffers --delay-offload-until-cuda-graph --disable-align-grad-reduce
+--disable-ckpt-load-validate-sharding-integrity --disable-clone-scatter-output-in-embedding
+--disable-dsa-indexer-rotate-activation --disable-dsa-indexer-scoring-relu
+--disable-flight-recorder-dump-on-timeout --disable-flight-recorder-extra-dump-on-exec
+--disable-flight-recorder-include-only-active --disable-fp8-wgrad --disable-jit-fuser
+--disable-log-loss-scale-to-tensorboard --disable-manual-gc-eval --disable-pad-vocab-size
+--disable-save-tokenizer-assets --disable-strict-fsdp-dtensor-load
+--disable-tokenizer-sentencepiece-ignore-extra-whitespaces
+--disable-use-tokenizer-model-from-checkpoint-args --dsa-indexer-k-norm-fp32 --dsa-indexer-rope-interleaved
+--dsa-indexer-use-sparse-loss --enable-mhc-connections --ep-overlap-early-attn-memory-release
+--exit-signal-handler-for-dataloader --exit-signal-handler-for-training --fine-grained-activation-offloading
+--flight-recorder-include-stack-trace --fp8-output-proj --fused-residual-rmsnorm --gdp-cutedsl-kernel
+--high-priority-a2a-comm-stream --hybrid-context-parallel --inference-disable-triton-nvls-kernels
+--inference-fuse-tp-communication --inference-moe-disable-fused-quant-kernels --log-device-memory-used
+--moe-enable-routing-replay --moe-hybridep-pad-uneven-dispatch-inputs --moe-ncclep-zero-copy
+--moe-paged-stash --moe-permute-fusion-into-hybridep --moe-routing-trace-capture-hidden-states
+--moe-routing-trace-capture-logits --moe-routing-trace-dump-weights --moe-shared-expert-gate
+--moe-single-grouped-bias --moe-single-grouped-weight --moe-use-grouped-tensor --mtp-detach-heads --mtp-hsm
+--mtp-standalone --mtp-use-repeated-layer --no-ckpt-load-validate-sharding-integrity
+--no-dsa-indexer-rotate-activation --no-dsa-indexer-scoring-relu --no-flight-recorder-dump-on-timeout
+--no-flight-recorder-extra-dump-on-exec --no-flight-recorder-include-only-active
+--no-inference-disable-ep-consensus --no-inference-dynamic-batching-prefix-caching
+--no-inference-text-gen-server-logging --no-inference-use-synchronous-zmq-collectives
+--no-inference-wandb-logging --no-pad-vocab-size --no-rl-inference-logprobs-is-correction
+--no-rl-offload-inference-model-weights-when-idle --no-rl-partial-rollouts --no-rl-persist-cuda-graphs
+--no-rl-skip-bos-token --no-rl-training-cuda-graphs --no-rl-use-sequence-packing
+--no-rl-verify-model-weights-swap --no-save-tokenizer-assets
+--no-tokenizer-sentencepiece-ignore-extra-whitespaces --no-tp-comm-bulk-dgrad --no-tp-comm-bulk-wgrad
+--no-tp-comm-overlap-ag --no-tp-comm-overlap-rs --no-tp-comm-split-ag --no-tp-comm-split-rs --nvtx-ranges
+--overlap-dispatch-backward-with-experts-wgrad --pytorch-profiler-collect-callstack
+--pytorch-profiler-collect-chakra --pytorch-profiler-collect-shapes --record-shapes
+--tokenizer-hf-no-include-special-tokens --tokenizer-hf-no-use-fast --use-gigatoken
+--use-grouped-gemm-for-dense-mlp --use-grouped-gemm-for-shared-expert --use-kitchen-attention --use-mup
+--use-transformer-engine-op-fuser --verify-integrity
 """.split())
 
 #: flags that take exactly one value
@@ -217,6 +255,32 @@ ONE_VALUE = frozenset("""
 --wandb-save-dir --warmup --weight-decay --weight-decay-incr-style --wgrad-deferral-limit
 --window-attn-skip-freq --window-size --yaml-cfg --yarn-beta-fast --yarn-beta-slow
 --yarn-original-max-position-embeddings
+--activation-offload-fraction --async-ckpt-cpu-priority --async-ckpt-io-priority --async-strategy
+--batch-invariant-backend --chat-template --ckpt-fully-parallel-load-exchange-algo
+--ckpt-fully-parallel-load-process-group --ckpt-fully-parallel-save-process-group
+--ckpt-pg-tensors-cache-path --delta-offload-bytes-across-pp-ranks --dsa-indexer-head-dim
+--dsa-indexer-k-norm-epsilon --dsa-indexer-loss-coeff --dsa-indexer-n-heads --dsa-indexer-skip-topk-offset
+--dsa-indexer-topk --dsa-indexer-topk-freq --dsa-kernel-backend --experimental-attention-variant
+--expert-tensor-parallel-num-weight-shards --fault-injector-delay-start-iteration
+--fault-injector-fault-delay --fault-injector-fault-probabilities --fault-injector-fault-types
+--fault-injector-mtti-seconds --fault-injector-num-ranks --fault-injector-offset-seconds
+--fault-injector-ranks --fault-injector-seed --fine-grained-offloading-max-inflight-offloads
+--flash-attention-version --flight-recorder-dump-path --flight-recorder-trace-buffer-size
+--gdp-num-chunk-states-to-recompute --gdp-num-householder --gpu-sniff-test-interval
+--inference-cuda-graph-scope --inference-grouped-gemm-backend --inference-moe-token-dispatcher-type
+--kitchen-attention-backend --linear-conv-kernel-dim --linear-key-head-dim --linear-num-key-heads
+--linear-num-value-heads --linear-value-head-dim --max-seqlen-per-dp-cp-rank --mhc-init-gating-factor
+--mhc-num-residual-streams --mhc-recompute-layer-num --mhc-sinkhorn-iterations --min-offloaded-tensor-size
+--mlp-chunks-for-training --moe-combine-bwd-dtype --moe-dispatch-fwd-dtype --moe-expert-rank-capacity-factor
+--moe-flex-dispatcher-num-sms --moe-hybridep-num-blocks-permute --moe-hybridep-num-blocks-unpermute
+--moe-hybridep-num-sms-preprocessing --moe-mlp-glu-interleave-size --moe-paged-stash-buffer-size-factor-cpu
+--moe-paged-stash-buffer-size-factor-cuda --moe-paged-stash-page-size --moe-router-force-biased
+--moe-router-quantile-balancing-ema --moe-routing-trace-max-training-iters --moe-routing-trace-path
+--moe-shared-expert-glu-interleave-size --mtp-hybrid-override-pattern --mup-attn-scale-power
+--mup-base-head-dim --mup-base-hidden-size --mup-embedding-mult --mup-output-mult --mup-width-mult
+--null-tokenizer-eod-id --null-tokenizer-pad-id --save-activations-interval --save-dgrads-interval
+--save-tokens-per-expert-interval --save-wgrads-interval --start-eval-at-iter --step-batch-size-schedule
+--tensor-parallel-num-weight-shards
 """.split())
 
 #: flags that take a list of values (``nargs='*'``, ``'+'`` or a count)
@@ -227,4 +291,5 @@ SEVERAL_VALUES = frozenset("""
 --mrope-section --profile-ranks --rampup-batch-size --recompute-modules
 --retriever-report-topk-accuracies --rl-inference-parsers --spec --test-data-path
 --tiktoken-special-tokens --tokenizer-special-tokens --train-data-path --valid-data-path
+--gtp-remat-opt-in-modules --offload-modules --validation-set-names
 """.split())
