@@ -66,6 +66,9 @@ def test_arguments_without_timing_effect_are_accepted_and_unmodelled_ones_refuse
         parse(base + " --multi-latent-attention", 2)
     with pytest.raises(InputError, match=r"--deterministic-mode is not modelled \(deterministic kernels"):
         parse(base + " --deterministic-mode", 2)  # Megatron's help: "usually means slower execution"
+    # Megatron replaces the model's arguments with the checkpoint's, which the simulator cannot read
+    with pytest.raises(InputError, match=r"--use-checkpoint-args is not modelled \(the model's arguments read"):
+        parse(base + " --use-checkpoint-args --load ckpt", 2)
     with pytest.raises(InputError, match=r"--frobnicate-kernels is not an argument"):
         parse(base + " --frobnicate-kernels 3", 2)
     with pytest.raises(InputError, match=r"not a multiple of tp x pp x cp"):

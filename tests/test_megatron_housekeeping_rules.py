@@ -34,8 +34,6 @@ WHERE = "s.yaml: workload.args"
     (" --load-main-params-from-ckpt", "main parameters from a checkpoint without its optimizer"),
     (" --non-persistent-ckpt-type in_memory", "non-persistent checkpoints global or local"),
     (" --non-persistent-ckpt-type local", "local checkpoints need their folder"),
-    (" --non-persistent-ckpt-type local --non-persistent-local-ckpt-dir d --use-checkpoint-args --load x",
-     "local checkpoints hold no arguments"),
     (" --ckpt-convert-format torch_dist --load x", "checkpoint conversion needs its folders"),
     # (the evaluation batch: 12 is not a multiple of 1 x dp 8, nor 16 of 3 x 8)
     (" --eval-global-batch-size 12", "evaluation batch divisible by its micro-batch x dp"),
@@ -68,7 +66,7 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     " --ckpt-format torch_dist --save ckpt --save-interval 1",
     " --load-main-params-from-ckpt --no-load-optim",
     " --non-persistent-ckpt-type local --non-persistent-local-ckpt-dir d",
-    " --non-persistent-ckpt-type global --use-checkpoint-args --load x",
+    " --non-persistent-ckpt-type global --load x",
     " --ckpt-convert-format torch_dist --ckpt-convert-save y --load x",
     # evaluation's batch (Megatron-LM since 2026-04) does not change a training step: read and checked
     " --global-batch-size 16 --eval-global-batch-size 48 --eval-micro-batch-size 2",

@@ -83,6 +83,8 @@ NOT_MODELLED = {**today.NOT_MODELLED,
     "--cpu-offloading": "activation offloading to the host",
     "--sequence-parallel-size": "DeepSpeed-Ulysses sequence parallelism",
     "--yaml-cfg": "arguments read from a YAML file; give them on the command line",
+    "--use-checkpoint-args": "the model's arguments read from the checkpoint --load names; give them on the "
+                             "command line",
     "--deterministic-mode": "deterministic kernels (Megatron: 'usually means slower execution': deterministic "
                             "attention backward, NCCL_ALGO pinned)",
 }

@@ -146,10 +146,6 @@ def _other_checkpoints(others: dict, where: str) -> None:
         _refuse(where, "local checkpoints need their folder",
                 "--non-persistent-ckpt-type local without --non-persistent-local-ckpt-dir (Megatron: Tried to use "
                 "local checkpointing without specifying --local-ckpt-dir!)")
-    if kind == "local" and "--use-checkpoint-args" in others:
-        _refuse(where, "local checkpoints hold no arguments",
-                "--use-checkpoint-args with --non-persistent-ckpt-type local (Megatron: --use-checkpoint-args is not "
-                "supported with --non_persistent_ckpt_type=local)")
     missing = [f for f in ("--ckpt-convert-save", "--load") if f not in others]
     if "--ckpt-convert-format" in others and missing:
         _refuse(where, "checkpoint conversion needs its folders",
