@@ -47,6 +47,13 @@ def _stage_us(args: str) -> list[int]:
     # (older --no- forms of logging, evaluation and checkpoint switches, refused as timed before)
     " --no-log-loss-scale-to-tensorboard --no-manual-gc-eval --no-strict-fsdp-dtensor-load",
     " --no-use-tokenizer-model-from-checkpoint-args",
+    # (older releases' logging, tokenizer, learning-rate, checkpoint and data arguments, refused as
+    # timed before: a Llama 3 command line's tiktoken pattern among them)
+    " --logging-level 20 --otel-enabled --no-one-logger",
+    " --tiktoken-pattern v2 --tiktoken-num-special-tokens 1000 --trust-remote-code",
+    " --decoupled-lr 0.0001 --head-lr-mult 2.0 --override-opt-param-scheduler",
+    " --persistent-save-interval 100 --adlr-autoresume --full-validation",
+    " --fim-data --fim-rate 0.5 --mmap-warmup --num-dataset-builder-threads 4",
 ])
 def test_todays_arguments_that_cannot_change_a_step_are_accepted_and_leave_it_as_it_was(extra):
     before, after = parse(BASE, 8, WHERE), parse(BASE + extra, 8, WHERE)

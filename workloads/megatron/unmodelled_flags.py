@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from simpy_astra.errors import InputError
 
-#: today's arguments that cannot change a training step's time (beside arguments.NO_TIMING_EFFECT)
+#: arguments that cannot change a training step's time (beside arguments.NO_TIMING_EFFECT): today's
+#: config-generated ones, then older releases' logging, tokenizer, data, learning-rate and
+#: checkpoint-path ones
 UNTIMED = frozenset("""
 --no-inference-dynamic-batching-prefix-caching --no-inference-text-gen-server-logging
 --no-inference-wandb-logging --no-inference-use-synchronous-zmq-collectives --no-inference-disable-ep-consensus
@@ -56,6 +58,17 @@ UNTIMED = frozenset("""
 --fault-injector-ranks --fault-injector-num-ranks --fault-injector-fault-types
 --fault-injector-fault-probabilities --fault-injector-fault-delay --fault-injector-delay-start-iteration
 --fault-injector-mtti-seconds --fault-injector-offset-seconds --fault-injector-seed
+--logging-level --config-logger-dir --otel-enabled --otel-service-name --otel-span-groups
+--no-barrier-with-level-1-timing --no-log-learnig-rate-to-tensorboard --no-one-logger --memory-snapshot-path
+--trust-remote-code --tiktoken-pattern --tiktoken-num-special-tokens --tiktoken-special-tokens
+--decoupled-lr --decoupled-min-lr --head-lr-mult
+--override-lr-scheduler --override-opt-param-scheduler --override-ckpt-iteration
+--adlr-autoresume --adlr-autoresume-interval --persistent-save-interval --use-persistent-ckpt-worker
+--no-ckpt-fully-parallel-save --full-validation --multiple-validation-sets
+--dataloader-defer-npy-index-mmap --dataloader-fast-cache-load --mmap-warmup --num-dataset-builder-threads
+--mid-level-dataset-surplus --per-dataset-sequences-path --per-split-data-args-path
+--fim-data --fim-rate --fim-spm-rate --fim-split-sample --fim-fragment-rate --fim-no-prefix
+--fim-prefix-token --fim-middle-token --fim-suffix-token --fim-pad-token --fim-eod-token
 """.split())
 
 #: today's aliases of arguments accepted for their small effect (arguments.SMALL_EFFECT)
