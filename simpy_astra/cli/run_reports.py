@@ -100,6 +100,8 @@ def _headline(done: Finished) -> None:
     from simpy_astra.report.answer import headline
 
     print(headline(done.reports, done.training), flush=True)
+    if done.training is not None and not done.training.fits:  # a step that cannot run is no answer alone
+        say(f"warning: {done.training.lines()[1]}")
 
 
 def _answer(done: Finished) -> None:
