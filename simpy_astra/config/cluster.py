@@ -245,16 +245,19 @@ def _positive(where: str, key: str, value: Any, integer: bool = False,
     return value
 
 
-def _with_units(mapping: dict) -> tuple[dict, dict[str, str]]:
+def _with_units(mapping: dict, where: str) -> tuple[dict, dict[str, str]]:
     """``mapping`` under the names with units (:data:`OLD_KEYS` renamed), and each name -> the
-    name as written. Of an older name and its new one in one mapping the later counts, as of a
-    key written twice in YAML (a sweep's axis ``cluster.inter_node_gbps`` over a base that
-    writes ``inter_node_gbit_s``)."""
+    name as written. An older name beside its new one is one field given twice, refused as YAML
+    refuses a key written twice (the later silently won); a sweep's axis in one name over a base
+    in the other replaces the base's (:func:`simpy_astra.sweep.spec.set_path`)."""
     renamed: dict[Any, Any] = {}
     written: dict[str, str] = {}
     for key, value in mapping.items():
         new = OLD_KEYS.get(key, key)
-        renamed.pop(new, None)
+        if new in renamed:
+            older = key if key in OLD_KEYS else written[new]
+            raise InputError(f"{where}: {written[new]} and {key} are one field ({older} is the older name of "
+                             f"{new}); keep one")
         renamed[new] = value
         written[new] = key
     return renamed, written
@@ -279,7 +282,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     the preset's."""
     if not isinstance(value, dict):
         raise InputError(f"{where}: must be a mapping {{preset: NAME, gpus: N}} (got {value!r})")
-    value, written = _with_units(value)
+    value, written = _with_units(value, where)
     unknown = sorted(set(value) - CLUSTER_KEYS)
     if unknown:
         raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CLUSTER_KEYS))}")
@@ -297,8 +300,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
-    preset_gpu, preset_gpu_names = _with_units(doc["gpu"])
-    overrides, override_names = _with_units(overrides)
+    preset_gpu, preset_gpu_names = _with_units(doc["gpu"], f"{path}: gpu")
+    overrides, override_names = _with_units(overrides, f"{where}.gpu")
     for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
         extra = sorted(str(k) for k in set(given) - set(gpu_fields))
         if extra:
@@ -316,7 +319,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             continue
         source, names = (f"{where}.gpu", override_names) if key in overrides else (f"{path}: gpu", preset_gpu_names)
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
-    preset_node, node_names = _with_units(doc["node"])
+    preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
     if extra:
         raise InputError(f"{path}: node: unknown key {extra[0]!r} (keys: {', '.join(NODE_RANGES)})")

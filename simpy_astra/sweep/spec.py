@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import PRESET_DIR
+from simpy_astra.config.cluster import OLD_KEYS, PRESET_DIR
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.config.scenario import SCENARIO_KEYS
@@ -348,6 +348,10 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         current = node.get(last)
     if isinstance(current, list) and not isinstance(value, list):
         value = [value] * len(current)  # e.g. one bandwidth for every network dimension
+    if parts[0] == "cluster" and isinstance(node, dict):  # a field the base wrote under its other name
+        for old, new in OLD_KEYS.items():
+            if last in (old, new):
+                node.pop(new if last == old else old, None)
     node[last] = value
 
 
