@@ -68,3 +68,21 @@ def test_a_preset_with_one_node_field_under_both_its_names_is_refused(tmp_path, 
     path = _scenario(tmp_path, ARGS, {"preset": str(preset), "gpus": 16})
     assert main(["run", str(path), "--quiet"]) == 2
     assert f"error: {preset}: node: inter_node_gbit_s and inter_node_gbps are one field" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("axes", [
+    # one field under two names: each point ran at the later axis's value, 1,600 Gbit/s, listed
+    # as inter_node_gbps=800 (and 400 and 800 gave one scenario under two coordinates)
+    {"cluster.inter_node_gbps": [400, 800], "cluster.inter_node_gbit_s": [1600]},
+    {"cluster.inter_node_gbit_s": [1600], "cluster.inter_node_gbps": [400, 800]},
+    {"cluster.gpu.hbm_gb_s": [1000, 2000], "cluster.gpu.l2_gbps": [5000], "cluster.gpu.hbm_gbps": [1500]},
+])
+def test_two_axes_on_one_cluster_field_under_its_two_names_are_refused(tmp_path, capsys, axes):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": axes}, sort_keys=False))
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: cluster."), err
+    assert "set by two axes" in err[0] and "keep one" in err[0]

@@ -286,6 +286,15 @@ class SweepSpec:
         return doc
 
 
+def _field_of(dotted: str) -> str:
+    """The field ``dotted`` sets, named one way: a Megatron flag under its first name, a cluster
+    key under its name with units (``cluster.inter_node_gbps`` is ``cluster.inter_node_gbit_s``)."""
+    parts = canonical_path(dotted).split(".")
+    if parts[0] == "cluster":
+        parts[-1] = OLD_KEYS.get(parts[-1], parts[-1])
+    return ".".join(parts)
+
+
 def megatron_args_of(scenario: dict[str, Any]) -> Any:
     """A scenario's Megatron-LM arguments, or None when its workload is not Megatron."""
     workload = scenario.get("workload")
@@ -478,7 +487,7 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
-    check_overlaps(path, axes, canonical_path)
+    check_overlaps(path, axes, _field_of)
     base, base_dir = _resolve_base(doc["base"], path, axis_paths)
     spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
                      base=base, axes=axes, warnings=warnings,
