@@ -86,3 +86,22 @@ def test_two_axes_on_one_cluster_field_under_its_two_names_are_refused(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: cluster."), err
     assert "set by two axes" in err[0] and "keep one" in err[0]
+
+
+@pytest.mark.parametrize("end_ns", [1_056_492_763_192, 9_726_425_641_588_805, 2**63 - 1])
+def test_the_timelines_first_line_fits_80_columns_for_a_long_step(end_ns, monkeypatch):
+    # a 17-minute step (8 layers of h 8192 over 4,096 sequences of 8,192 tokens on one A100
+    # node: 1,056.5 s, MFU 59%) headed its timeline with 81 columns in a pipe, 89 at 9.7e6 s
+    import io
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.console import Output
+    from simpy_astra.report.timeline import print_timeline
+
+    monkeypatch.setenv("COLUMNS", "80")
+    b = Breakdown(end_ns, {"compute.gemm": end_ns}, segments=[(0, end_ns, "compute.gemm")])
+    text = io.StringIO()
+    print_timeline({0: b}, Output(text, rich=False))
+    lines = text.getvalue().splitlines()
+    assert lines[0].startswith(f"timeline 0 .. {end_ns:,} ns, one column = ")
+    assert max(map(len, lines)) <= 80, lines
