@@ -105,3 +105,24 @@ def test_the_timelines_first_line_fits_80_columns_for_a_long_step(end_ns, monkey
     lines = text.getvalue().splitlines()
     assert lines[0].startswith(f"timeline 0 .. {end_ns:,} ns, one column = ")
     assert max(map(len, lines)) <= 80, lines
+
+
+def test_a_sweep_with_long_coordinates_draws_its_plots_without_a_warning(tmp_path, monkeypatch):
+    # a point's coordinates, rotated under its bar, were taller than the picture: matplotlib cut
+    # them and printed 'UserWarning: Tight layout not applied ...' (171 columns, with a source
+    # line of plots.py) four times into the sweep's summary
+    import os
+    import warnings
+
+    torus = os.path.join(os.path.dirname(__file__), "..", "scenarios", "torus3d_all_reduce.yaml")
+    names = {"the_fast_network_of_the_lab_with_its_new_switches_and_its_new_cables_at_100_gb_s": {"network.bandwidth": 100},
+             "the_slow_network_of_the_lab_with_its_old_switches_and_its_old_cables_at_50_gb_s": {"network.bandwidth": 50}}
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(yaml.safe_dump({"base": os.path.abspath(torus), "axes": {"machine": {"named": names},
+                                                                              "network.latency": [500]}}))
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["sweep", "s.yaml", "--out", "out", "--jobs", "1"]) == 0
+    assert [str(w.message) for w in caught] == []
+    assert (tmp_path / "out" / "time.png").is_file()
