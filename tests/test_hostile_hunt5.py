@@ -126,3 +126,15 @@ def test_a_sweep_with_long_coordinates_draws_its_plots_without_a_warning(tmp_pat
         assert main(["sweep", "s.yaml", "--out", "out", "--jobs", "1"]) == 0
     assert [str(w.message) for w in caught] == []
     assert (tmp_path / "out" / "time.png").is_file()
+
+
+@pytest.mark.parametrize("values", [[4, "4"], ["4", 4, 4.0]])
+def test_axis_values_that_write_one_argument_alike_give_one_point(tmp_path, capsys, values):
+    # 4 and '4' both write --num-layers 4: two points ran one scenario under two keys (the docs:
+    # repeated axis values, [50, 50.0], give one point)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": {"workload.args.num-layers": values + [8]}}, sort_keys=False))
+    assert main(["sweep", str(sweep), "--list"]) == 0
+    assert capsys.readouterr().out.startswith("2 points")

@@ -231,8 +231,10 @@ class SweepSpec:
             values = {**flags, **names}
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
             # cannot judge it: the point stays, and shows why it cannot run
-            if all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
-                   for f in self.point_filters):
+            same = json.dumps(scenario, sort_keys=True, default=str)  # 4 and '4' write one --num-layers 4
+            if same not in seen and all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
+                                        for f in self.point_filters):
+                seen.add(same)
                 out.append(Point(key, coords, scenario, flags))
         return out
 
