@@ -138,3 +138,29 @@ def test_axis_values_that_write_one_argument_alike_give_one_point(tmp_path, caps
                                      "axes": {"workload.args.num-layers": values + [8]}}, sort_keys=False))
     assert main(["sweep", str(sweep), "--list"]) == 0
     assert capsys.readouterr().out.startswith("2 points")
+
+
+@pytest.mark.parametrize("axis, near", [("cluster.bogus", "cluster.gpus"),
+                                        ("cluster.oversubscriptoin", "cluster.oversubscription"),
+                                        ("cluster.gpu.hbm_gbs", "cluster.gpu.hbm_gb_s")])
+def test_an_axis_on_no_cluster_key_is_refused_before_any_point_runs(tmp_path, capsys, axis, near):
+    # every point ran and failed on 'cluster: unknown key', exit status 4 after the whole sweep
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": {axis: [1, 2]}}, sort_keys=False))
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: {axis}: "), err
+    assert f"did you mean '{near}'?" in err[0]
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+@pytest.mark.parametrize("axis", ["cluster.inter_node_gbps", "cluster.gpu.l2_gbps", "cluster.gpu.name",
+                                  "cluster.nodes_per_leaf"])
+def test_an_axis_on_a_cluster_key_is_listed(tmp_path, capsys, axis):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": {axis: [1, 2]}}, sort_keys=False))
+    assert main(["sweep", str(sweep), "--list"]) == 0

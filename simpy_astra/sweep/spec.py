@@ -30,6 +30,7 @@ A ``backend`` axis (or base field) splits best.json per backend (``best.py``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import glob
 import hashlib
 import itertools
@@ -41,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import OLD_KEYS, PRESET_DIR
+from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.config.scenario import SCENARIO_KEYS
@@ -455,13 +456,18 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
         present = base.get(parts[0])
         known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
         wrong, prefix = parts[1], parts[0] + "."
+    elif parts[0] == "cluster" and len(parts) > 1:  # every point would fail on the key, after running
+        gpu = parts[1] == "gpu" and len(parts) > 2
+        known = {f.name for f in dataclasses.fields(Gpu)} if gpu else set(CLUSTER_KEYS)
+        wrong, prefix = parts[2 if gpu else 1], "cluster.gpu." if gpu else "cluster."
+        wrong = OLD_KEYS.get(wrong, wrong)  # read as its name with units
     else:
         wrong, prefix = parts[0], ""
     if wrong not in known:
         near = nearest_key(wrong, known)
         hint = f"; did you mean '{prefix}{near}'?" if near else ""
-        raise InputError(f"{where}: '{dotted}' names no field of the scenario (every point would run "
-                         f"the same){hint}")
+        why = "every point would fail on it" if prefix.startswith("cluster.") else "every point would run the same"
+        raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
 
 
 def load_sweep(path: str) -> SweepSpec:
