@@ -164,3 +164,30 @@ def test_an_axis_on_a_cluster_key_is_listed(tmp_path, capsys, axis):
                                               "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
                                      "axes": {axis: [1, 2]}}, sort_keys=False))
     assert main(["sweep", str(sweep), "--list"]) == 0
+
+
+@pytest.mark.parametrize("nodes_per_leaf", [1, 2, 3])
+def test_an_all_reduce_over_leaves_pays_the_oversubscribed_spine(tmp_path, capsys, nodes_per_leaf):
+    # 1 GiB all-reduced over four DGX A100 nodes, spine 4:1. NCCL's rings run over the nodes in
+    # rank order, blind to leaves, so whenever the nodes sit under more than one leaf a ring
+    # crosses the spine: 2 x 3/4 x 1 GiB out of each node through its 8 NICs, each at a quarter
+    # of 1,600 / 8 / 8 Gb/s x 0.94 = 23.5 GB/s: 34.27 ms. Under leaves of two or three nodes it
+    # took 11.6 ms, as on a non-blocking fabric (one node a leaf: 34.27 ms)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "microbench", "collective": "all_reduce", "size": 2**30},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 32, "nodes_per_leaf": nodes_per_leaf,
+                                                "oversubscription": 4}}))
+    by_hand_ns = 2 * 3 / 4 * 2**30 / (8 * 1600 / 8 / 8 * 0.94 / 4)
+    assert main(["run", str(path), "--quiet"]) == 0
+    took = int(capsys.readouterr().out.split()[2].replace(",", ""))
+    assert took == pytest.approx(by_hand_ns, rel=0.001)
+
+
+def test_an_all_reduce_under_one_leaf_runs_at_the_rails_rate(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "microbench", "collective": "all_reduce", "size": 2**30},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 32, "nodes_per_leaf": 4,
+                                                "oversubscription": 4}}))
+    assert main(["run", str(path), "--quiet"]) == 0
+    took = int(capsys.readouterr().out.split()[2].replace(",", ""))
+    assert took < 2 * 3 / 4 * 2**30 / (8 * 1600 / 8 / 8 * 0.94) * 1.5  # the rails' rate, not the spine's

@@ -80,7 +80,7 @@ class NcclAllReduce:
             buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes
             ring_us = predict_us(self.links, shape, "ring", buffer)[0]
             time_us = self.links.launch_us + (ring_us - self.links.launch_us) / 2  # one call
-        return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members))
+        return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members, through_spine=True))
 
     def rendezvous(self, simulated) -> NcclRendezvous:
         """One run's timed collectives on this machine, ``simulated`` the NPUs it simulates."""
