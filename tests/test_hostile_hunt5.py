@@ -191,3 +191,18 @@ def test_an_all_reduce_under_one_leaf_runs_at_the_rails_rate(tmp_path, capsys):
     assert main(["run", str(path), "--quiet"]) == 0
     took = int(capsys.readouterr().out.split()[2].replace(",", ""))
     assert took < 2 * 3 / 4 * 2**30 / (8 * 1600 / 8 / 8 * 0.94) * 1.5  # the rails' rate, not the spine's
+
+
+def test_calibrate_out_on_a_file_says_it_wants_a_folder(tmp_path, capsys):
+    # --out naming the log itself said "cannot create .../all_reduce.log (File exists)"
+    import shutil
+    from pathlib import Path
+
+    logs = Path(__file__).parent / "data" / "nccl" / "dgx-a100-superbench"
+    log = tmp_path / "all_reduce.log"
+    shutil.copy(logs / "all_reduce.log", log)
+    before = log.read_bytes()
+    assert main(["calibrate", str(log), "--network", str(logs / "network.yml"), "--out", str(log)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --out: {log} is a file, not a folder; choose a folder"], err
+    assert log.read_bytes() == before
