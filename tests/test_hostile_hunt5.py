@@ -206,3 +206,24 @@ def test_calibrate_out_on_a_file_says_it_wants_a_folder(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: --out: {log} is a file, not a folder; choose a folder"], err
     assert log.read_bytes() == before
+
+
+@pytest.mark.parametrize("name, bundle, field", [
+    # the summary printed both as they were: a colour code in a piped summary, a newline that
+    # split the 'sweep NAME: 2 points' line in two
+    ("evil\x1b[31mRED", "fast", "name"),
+    ("two\nlines", "fast", "name"),
+    ("lab", "a\x1b[32mgreen", "axes: machine: named"),
+    ("lab", "b\nnewline", "axes: machine: named"),
+])
+def test_a_sweep_name_or_bundle_name_that_is_not_one_printable_line_is_refused(tmp_path, capsys, name, bundle,
+                                                                               field):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(yaml.safe_dump({"name": name, "base": {"workload": {"generate": "megatron", "args": ARGS},
+                                                            "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": {"machine": {"named": {bundle: {"cluster.oversubscription": 1},
+                                                                    "slow": {"cluster.oversubscription": 2}}}}}))
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: {field}: must be printable text"), err
+    assert "\x1b" not in err[0]

@@ -52,7 +52,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
-from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis
+from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis
 from simpy_astra.sweep.expressions import Expression, parse_expression
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
@@ -497,7 +497,8 @@ def load_sweep(path: str) -> SweepSpec:
                                             or [a.column])]
     check_overlaps(path, axes, _field_of)
     base, base_dir = _resolve_base(doc["base"], path, axis_paths)
-    spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
+    name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
+    spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,
                      module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
