@@ -227,3 +227,17 @@ def test_a_sweep_name_or_bundle_name_that_is_not_one_printable_line_is_refused(t
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: {field}: must be printable text"), err
     assert "\x1b" not in err[0]
+
+
+@pytest.mark.parametrize("alias", ["x\x1b[31my", "tp size", 4, ["tp"]])
+def test_an_axis_as_name_that_expressions_cannot_name_is_refused(tmp_path, capsys, alias):
+    # 'as:' names the axis in expressions and the summary's header: an escape code in it was
+    # printed in every point's line of --list and the summary
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": {"workload.args.num-layers": {"values": [4, 8], "as": alias}}}))
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: workload.args.num-layers: as: "), err
+    assert "\x1b" not in err[0]

@@ -74,6 +74,10 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
             raise InputError(f"{where}: the axis has no values; give at least one, e.g. [50, 100]")
         return _unique([_finite(v, where) for v in values]), None
     alias = raw.get("as")
+    if alias is not None and not (isinstance(alias, str) and alias.isidentifier() and alias.isascii()):
+        # the axis's name in expressions and the summary's header (an escape code coloured it)
+        raise InputError(f"{where}: as: must be a name of letters, digits and _ (as expressions name "
+                         f"it), e.g. tp (got {alias!r})")
     for key in raw:
         if key not in AXIS_KEYS:  # a mistyped 'stpe' would silently keep the step of 1
             near = nearest_key(str(key), AXIS_KEYS)
