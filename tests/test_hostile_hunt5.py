@@ -241,3 +241,21 @@ def test_an_axis_as_name_that_expressions_cannot_name_is_refused(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: workload.args.num-layers: as: "), err
     assert "\x1b" not in err[0]
+
+
+def test_a_step_longer_than_simulated_time_can_hold_names_the_scenario(tmp_path, capsys):
+    # sequences of 10^9 tokens: attention alone is 4 s^2 h FLOPs a layer and sequence forward
+    # (QK^T and AV, 2 s^2 h each; half of it causal), run 4 times with full recomputation
+    # (forward, again, backward twice as long): over 8 sequences a GPU and 32 layers, at the
+    # H100's dense peak of 989 TFLOP/s, more than 2^63 ns. The error named the trace cache's
+    # file (~/.cache/simpy-astra/workloads/megatron-.../megatron.0.et), never written by the user
+    args = ("--num-layers 32 --hidden-size 8192 --num-attention-heads 64 --seq-length 1000000000 "
+            "--position-embedding-type rope --micro-batch-size 1 --global-batch-size 128 --recompute-granularity full "
+            "--recompute-method uniform --recompute-num-layers 1 --bf16 --vocab-size 32000")
+    s, h = 10**9, 8192
+    assert 8 * 32 * 4 * (4 * s**2 * h / 2) / 989e12 * 1e9 > 2**63
+    path = _scenario(tmp_path, args, {"preset": "dgx-h100", "gpus": 16})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload"), err
+    assert "past the horizon" in err[0] and ".et" not in err[0]
