@@ -259,3 +259,17 @@ def test_a_step_longer_than_simulated_time_can_hold_names_the_scenario(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload"), err
     assert "past the horizon" in err[0] and ".et" not in err[0]
+
+
+def test_a_preset_network_past_the_horizon_blames_the_cluster(tmp_path, capsys):
+    # 10^18 bytes all-reduced over NICs of 0.001 Gb/s a node: 10^18 B / (1.25e5 B/s) alone is
+    # 8e12 s, past 2^63 ns. The error blamed "s.yaml: network", a field the scenario has not
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                 "size": 10**18},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 16, "inter_node_gbit_s": 0.001}}))
+    assert 10**18 / (0.001e9 / 8) * 1e9 > 2**63
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster: "), err
+    assert "past the horizon" in err[0]
