@@ -273,3 +273,19 @@ def test_a_preset_network_past_the_horizon_blames_the_cluster(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster: "), err
     assert "past the horizon" in err[0]
+
+
+@pytest.mark.parametrize("command", ["calibrate", "validate"])
+def test_one_nccl_log_given_twice_is_refused(tmp_path, capsys, command):
+    # all_reduce.log twice was fitted as 28 sizes (its 14, each counted twice) and said so
+    from pathlib import Path
+
+    logs = Path(__file__).parent / "data" / "nccl" / "dgx-a100-superbench"
+    log = str(logs / "all_reduce.log")
+    again = str(logs / ".." / "dgx-a100-superbench" / "all_reduce.log")
+    extra = ["--system", str(tmp_path / "none.json")] if command == "validate" else []
+    assert main([command, log, again, "--network", str(logs / "network.yml"), *extra,
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {again}: this log is given twice (also as {log}); give each log once"], err
+    assert not (tmp_path / "o").exists()
