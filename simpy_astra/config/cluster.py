@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from simpy_astra.config.readers import nearest_key, read_yaml_file
@@ -67,6 +67,8 @@ class Cluster:
     node: dict[str, float]
     #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
     nccl_algo: str | None = None
+    #: where it was written (``s.yaml: cluster``), for errors met while it runs
+    where: str = field(default="cluster", compare=False)
 
     @property
     def nodes(self) -> int:
@@ -143,7 +145,7 @@ class Cluster:
                       latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
                       launch_us=float(node["nccl_launch_us"]),
                       protocol_scale=tuple((f"ring {proto} in a node", bw, lat) for proto, (bw, lat) in protocols.items()))
-        return NcclAllReduce(self.rails(), links, self.nccl_algo)
+        return NcclAllReduce(self.rails(), links, self.nccl_algo, self.where)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         sizes, inside = self.dims(blocks)
@@ -358,7 +360,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                          f"{gpus // per * per} or {(gpus // per + 1) * per} (or fewer than {per}: part of one node)")
     if gpus < node["gpus"]:
         node["gpus"] = gpus  # part of one node
-    cluster = Cluster(name, gpus, gpu, node, algo)
+    cluster = Cluster(name, gpus, gpu, node, algo, where)
     if cluster.rail_link_gib_s() <= 0:
         raise InputError(f"{where}: {written.get('inter_node_gbit_s', 'inter_node_gbit_s')} "
                          f"{node['inter_node_gbit_s']:g} x inter_node_efficiency "
