@@ -300,3 +300,18 @@ def test_a_forced_nvls_that_nccl_cannot_run_names_the_scenario(tmp_path, capsys)
     assert main(["run", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.nccl_algo: nvls: NCCL has no nvls"), err
+
+
+def test_the_local_memory_trace_note_keeps_its_words_within_80_columns(tmp_path, capsys, monkeypatch):
+    # the shipped Llama scenario's note was one line of 203 columns: the words, the first
+    # trace's full path, the last's name and the system's source
+    import os
+
+    scenario = os.path.join(os.path.dirname(__file__), "..", "scenarios", "transformer_llama_16npus.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", os.path.abspath(scenario), "--quiet", "--trace-dir", "t"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(err) if line.startswith("note: wrote 16 local-memory trace(s)"))
+    assert len(err[at]) <= 80 and len(err[at + 1]) <= 80, err
+    assert err[at + 2] == "  " + str(tmp_path / "t" / "local_mem_trace.0.json")
+    assert err[at + 3] == "  .. local_mem_trace.15.json"
