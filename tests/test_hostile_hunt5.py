@@ -315,3 +315,16 @@ def test_the_local_memory_trace_note_keeps_its_words_within_80_columns(tmp_path,
     assert len(err[at]) <= 80 and len(err[at + 1]) <= 80, err
     assert err[at + 2] == "  " + str(tmp_path / "t" / "local_mem_trace.0.json")
     assert err[at + 3] == "  .. local_mem_trace.15.json"
+
+
+def test_verbose_says_why_folding_fell_back_within_80_columns(capsys):
+    # the fat tree's tie, in full with --verbose, was one line of 193 columns
+    import os
+
+    scenario = os.path.join(os.path.dirname(__file__), "..", "scenarios", "fat_tree_all_to_all.yaml")
+    assert main(["run", scenario, "--network-backend", "congestion_aware", "--verbose"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(err) if line.startswith("warning: symmetry folding undone"))
+    said = [err[at]] + [line for line in err[at + 1:at + 4] if line.startswith("  ")]
+    assert max(map(len, said)) <= 80, said
+    assert " ".join(line.strip() for line in said).endswith("ran again unfolded")
