@@ -328,3 +328,17 @@ def test_verbose_says_why_folding_fell_back_within_80_columns(capsys):
     said = [err[at]] + [line for line in err[at + 1:at + 4] if line.startswith("  ")]
     assert max(map(len, said)) <= 80, said
     assert " ".join(line.strip() for line in said).endswith("ran again unfolded")
+
+
+def test_a_sweep_over_backends_says_why_it_names_no_best_within_80_columns(tmp_path, capsys, monkeypatch):
+    # the shipped quick sweep's note was one line of 110 columns
+    import os
+
+    torus = os.path.join(os.path.dirname(__file__), "..", "scenarios", "torus3d_all_reduce.yaml")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"base": os.path.abspath(torus),
+                                                     "axes": {"backend": ["congestion_unaware", "congestion_aware"]}}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "s.yaml", "--out", "o", "--jobs", "1", "--no-plots"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(err) if line.startswith("points of different network backends"))
+    assert len(err[at]) <= 80 and err[at + 1].startswith("  ") and err[at + 1].endswith("see by_backend"), err
