@@ -232,10 +232,8 @@ class SweepSpec:
             values = {**flags, **names}
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
             # cannot judge it: the point stays, and shows why it cannot run
-            same = json.dumps(scenario, sort_keys=True, default=str)  # 4 and '4' write one --num-layers 4
-            if same not in seen and all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
-                                        for f in self.point_filters):
-                seen.add(same)
+            if all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
+                   for f in self.point_filters):
                 out.append(Point(key, coords, scenario, flags))
         return out
 
@@ -296,6 +294,17 @@ def _field_of(dotted: str) -> str:
     if parts[0] == "cluster":
         parts[-1] = OLD_KEYS.get(parts[-1], parts[-1])
     return ".".join(parts)
+
+
+def _one_per_argument(axis: Axis) -> Axis:
+    """A Megatron argument's axis without values that write the argument alike (4 and '4' both
+    write --num-layers 4: two points of one scenario); the first of each is kept."""
+    if axis.bundles is not None or not is_args_path(axis.column):
+        return axis
+    firsts: dict[Any, Any] = {}
+    for value in axis.values:  # a switch's true/false/null as itself, any other value as written
+        firsts.setdefault(value if isinstance(value, bool) or value is None else str(value), value)
+    return dataclasses.replace(axis, values=tuple(firsts.values()))
 
 
 def megatron_args_of(scenario: dict[str, Any]) -> Any:
@@ -484,7 +493,7 @@ def load_sweep(path: str) -> SweepSpec:
                          f"(to run the base alone: simpy-astra run BASE)")
     if not isinstance(raw_axes, dict):
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
-    axes = [parse_axis(str(col), raw, f"{path}: axes: {col}") for col, raw in raw_axes.items()]
+    axes = [_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}")) for col, raw in raw_axes.items()]
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
