@@ -359,4 +359,11 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
 
 
 def parse_logs(paths: list[str], collective: str | None = None) -> list[NcclLog]:
+    """Each log once: one given twice would count its every size twice in the fit and the scores."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise InputError(f"{path}: this log is given twice (also as {seen[real]}); give each log once")
+        seen[real] = path
     return [parse_log(p, collective) for p in paths]

@@ -270,9 +270,11 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
 def output_dir(path: str, names: tuple[str, ...] = ()) -> None:
     """``--out``, made if missing, and the files ``names`` in it checked before any work
     (a FIFO, a device or one of the inputs in their place is refused, not written at the end)."""
+    if os.path.exists(path) and not os.path.isdir(path):  # makedirs said only 'File exists'
+        raise InputError(f"--out: {path} is a file, not a folder; choose a folder")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"--out: cannot create {path} ({exc.strerror or exc})") from None
+        raise InputError(f"--out: cannot create {path} ({exc.strerror or exc}); choose a folder you can write") from None
     for name in names:
         files.check_output(os.path.join(path, name), "--out")

@@ -91,15 +91,20 @@ def _local_memory_note(done: Finished) -> None:
     """The system config asked for local-memory traces (track-local-mem): say where they went."""
     written = done.sim.written_files
     first, last = written[0], written[-1]
-    shown = first if len(written) == 1 else f"{first} .. {os.path.basename(last)}"
-    say(f"note: wrote {len(written)} local-memory trace(s) {os.path.abspath(shown)} "
-        f"(local-mem-trace-filename in {done.inputs.system.source})")
+    # the source and the paths on lines of their own: in one line the note was 200 columns
+    say(f"note: wrote {len(written)} local-memory trace(s), as local-mem-trace-filename in")
+    say(f"  {done.inputs.system.source} asks:")
+    say(f"  {os.path.abspath(first)}")
+    if len(written) > 1:
+        say(f"  .. {os.path.basename(last)}")
 
 
 def _headline(done: Finished) -> None:
     from simpy_astra.report.answer import headline
 
     print(headline(done.reports, done.training), flush=True)
+    if done.training is not None and not done.training.fits:  # a step that cannot run is no answer alone
+        say(f"warning: {done.training.lines()[1]}")
 
 
 def _answer(done: Finished) -> None:

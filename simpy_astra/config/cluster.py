@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from simpy_astra.config.readers import nearest_key, read_yaml_file
@@ -67,6 +67,8 @@ class Cluster:
     node: dict[str, float]
     #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
     nccl_algo: str | None = None
+    #: where it was written (``s.yaml: cluster``), for errors met while it runs
+    where: str = field(default="cluster", compare=False)
 
     @property
     def nodes(self) -> int:
@@ -143,7 +145,7 @@ class Cluster:
                       latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
                       launch_us=float(node["nccl_launch_us"]),
                       protocol_scale=tuple((f"ring {proto} in a node", bw, lat) for proto, (bw, lat) in protocols.items()))
-        return NcclAllReduce(self.rails(), links, self.nccl_algo)
+        return NcclAllReduce(self.rails(), links, self.nccl_algo, self.where)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
         sizes, inside = self.dims(blocks)
@@ -247,16 +249,19 @@ def _positive(where: str, key: str, value: Any, integer: bool = False,
     return value
 
 
-def _with_units(mapping: dict) -> tuple[dict, dict[str, str]]:
+def _with_units(mapping: dict, where: str) -> tuple[dict, dict[str, str]]:
     """``mapping`` under the names with units (:data:`OLD_KEYS` renamed), and each name -> the
-    name as written. Of an older name and its new one in one mapping the later counts, as of a
-    key written twice in YAML (a sweep's axis ``cluster.inter_node_gbps`` over a base that
-    writes ``inter_node_gbit_s``)."""
+    name as written. An older name beside its new one is one field given twice, refused as YAML
+    refuses a key written twice (the later silently won); a sweep's axis in one name over a base
+    in the other replaces the base's (:func:`simpy_astra.sweep.spec.set_path`)."""
     renamed: dict[Any, Any] = {}
     written: dict[str, str] = {}
     for key, value in mapping.items():
         new = OLD_KEYS.get(key, key)
-        renamed.pop(new, None)
+        if new in renamed:
+            older = key if key in OLD_KEYS else written[new]
+            raise InputError(f"{where}: {written[new]} and {key} are one field ({older} is the older name of "
+                             f"{new}); keep one")
         renamed[new] = value
         written[new] = key
     return renamed, written
@@ -281,7 +286,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     the preset's."""
     if not isinstance(value, dict):
         raise InputError(f"{where}: must be a mapping {{preset: NAME, gpus: N}} (got {value!r})")
-    value, written = _with_units(value)
+    value, written = _with_units(value, where)
     unknown = sorted(set(value) - CLUSTER_KEYS)
     if unknown:
         raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CLUSTER_KEYS))}")
@@ -299,8 +304,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
-    preset_gpu, preset_gpu_names = _with_units(doc["gpu"])
-    overrides, override_names = _with_units(overrides)
+    preset_gpu, preset_gpu_names = _with_units(doc["gpu"], f"{path}: gpu")
+    overrides, override_names = _with_units(overrides, f"{where}.gpu")
     for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
         extra = sorted(str(k) for k in set(given) - set(gpu_fields))
         if extra:
@@ -318,7 +323,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             continue
         source, names = (f"{where}.gpu", override_names) if key in overrides else (f"{path}: gpu", preset_gpu_names)
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
-    preset_node, node_names = _with_units(doc["node"])
+    preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
     if extra:
         raise InputError(f"{path}: node: unknown key {extra[0]!r} (keys: {', '.join(NODE_RANGES)})")
@@ -357,7 +362,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                          f"{gpus // per * per} or {(gpus // per + 1) * per} (or fewer than {per}: part of one node)")
     if gpus < node["gpus"]:
         node["gpus"] = gpus  # part of one node
-    cluster = Cluster(name, gpus, gpu, node, algo)
+    cluster = Cluster(name, gpus, gpu, node, algo, where)
     if cluster.rail_link_gib_s() <= 0:
         raise InputError(f"{where}: {written.get('inter_node_gbit_s', 'inter_node_gbit_s')} "
                          f"{node['inter_node_gbit_s']:g} x inter_node_efficiency "

@@ -230,7 +230,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         _refuse_unread_cluster_keys(path, doc["cluster"], user_network, chosen, how, _reads_gpu(prepared))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
-    net = _block(path, "network", doc["network"], load_network_yaml, network_from_mapping)
+    # the preset's network is the cluster's (its bandwidths are cluster keys): errors name that
+    net = _block(path, "network" if cluster_routes is None else "cluster", doc["network"], load_network_yaml,
+                 network_from_mapping)
     if cluster_routes is not None:  # every pair on its route through NVSwitch and rails
         # the analytical backend times an all-reduce as NCCL does; the others play its messages
         timed = BACKENDS[chosen].times_nccl

@@ -236,9 +236,13 @@ class FloorCheck:
         return " x ".join(f"{t.name}({t.npus_count})" for t in self.topologies)
 
 
-def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, ...]) -> int:
+def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, ...],
+                 through_spine: bool = False) -> int:
     """The NIC floor of one phase of ``members`` on a cluster (the module docstring), 0 when
-    they share one node or do not sit evenly on their nodes."""
+    they share one node or do not sit evenly on their nodes. ``through_spine``: the phase's
+    every byte crosses its slowest hop, as in NCCL's rings and trees, built over the nodes in
+    rank order without regard to leaves; when its nodes sit under several leaves that is the
+    spine's share (else a pair under one leaf sets the rate, which errs low)."""
     per_node = rails.gpus_per_node
     nodes = Counter(m // per_node for m in members)
     n, m = len(members), len(nodes)
@@ -248,7 +252,10 @@ def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, .
     out_bytes = {ALL_REDUCE: 2 * (m - 1) / m * size_bytes, REDUCE_SCATTER: (n - k) / n * size_bytes,
                  ALL_GATHER: (n - k) * size_bytes, ALL_TO_ALL: k * (n - k) / n * size_bytes}.get(kind, 0.0)
     first = sorted(nodes)
-    rate_gbps = max(rails.rail_gbps_between(first[0], b) for b in first[1:])  # errs low
+    if through_spine:  # the ring's hops, the last back to the first node
+        rate_gbps = min(rails.rail_gbps_between(a, b) for a, b in zip(first, first[1:] + first[:1], strict=True))
+    else:
+        rate_gbps = max(rails.rail_gbps_between(first[0], b) for b in first[1:])  # errs low
     nics = len({x % per_node for x in members})
     return int(out_bytes / (nics * network_gbps_to_bytes_per_ns(rate_gbps)))
 

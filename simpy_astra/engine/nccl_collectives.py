@@ -26,6 +26,8 @@ class NcclAllReduce:
     links: Links
     #: ``nccl_algo`` (``NCCL_ALGO``), None: NCCL's choice
     forced: str | None = None
+    #: where the cluster was written (``s.yaml: cluster``), for the error of an algorithm NCCL cannot run
+    where: str = "cluster"
     _shapes: dict = field(default_factory=dict)
     _durations: dict = field(default_factory=dict)  # (members, bytes, kind) -> ns: a run repeats a few
 
@@ -53,7 +55,7 @@ class NcclAllReduce:
         if self.forced is None:
             return choose(self.links, shape, size_bytes)
         if not available(self.links, shape, self.forced):
-            raise InputError(f"cluster.nccl_algo: {self.forced}: NCCL has no {self.forced} for a group of "
+            raise InputError(f"{self.where}.nccl_algo: {self.forced}: NCCL has no {self.forced} for a group of "
                              f"{shape.ranks} GPUs with one on each of {shape.nodes} nodes (NVLS reduces in "
                              f"a node's NVSwitch: it needs several GPUs of a node), and NCCL_ALGO={self.forced.upper()} "
                              f"stops NCCL there; leave nccl_algo out for NCCL's choice, or force ring or tree")
@@ -80,7 +82,7 @@ class NcclAllReduce:
             buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes
             ring_us = predict_us(self.links, shape, "ring", buffer)[0]
             time_us = self.links.launch_us + (ring_us - self.links.launch_us) / 2  # one call
-        return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members))
+        return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members, through_spine=True))
 
     def rendezvous(self, simulated) -> NcclRendezvous:
         """One run's timed collectives on this machine, ``simulated`` the NPUs it simulates."""

@@ -74,6 +74,10 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
             raise InputError(f"{where}: the axis has no values; give at least one, e.g. [50, 100]")
         return _unique([_finite(v, where) for v in values]), None
     alias = raw.get("as")
+    if alias is not None and not (isinstance(alias, str) and alias.isidentifier() and alias.isascii()):
+        # the axis's name in expressions and the summary's header (an escape code coloured it)
+        raise InputError(f"{where}: as: must be a name of letters, digits and _ (as expressions name "
+                         f"it), e.g. tp (got {alias!r})")
     for key in raw:
         if key not in AXIS_KEYS:  # a mistyped 'stpe' would silently keep the step of 1
             near = nearest_key(str(key), AXIS_KEYS)
@@ -127,6 +131,15 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
     return _unique(values), alias
 
 
+def one_line(text: str, where: str) -> str:
+    """A name the summary prints: printable, on one line (an escape code or a newline in it
+    would colour a piped summary or forge a line of it)."""
+    if not text.isprintable() or text != text.strip() or not text:
+        raise InputError(f"{where}: must be printable text without newlines, control characters or "
+                         f"surrounding spaces (got {text!r}); it names points in the summary")
+    return text
+
+
 def parse_axis(column: str, raw: Any, where: str) -> Axis:
     values, alias = _axis_values(raw, where)
     if isinstance(raw, dict) and "named" in raw:
@@ -135,6 +148,7 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
                 isinstance(b, dict) and b for b in bundles.values()):
             raise InputError(f"{where}: named needs NAME: {{dotted.path: value, ...}} entries")
         for name, bundle in bundles.items():
+            one_line(str(name), f"{where}: named")
             _finite(bundle, f"{where}: named: {name}")
         return Axis(column, alias or column.replace("-", "_"), tuple(str(k) for k in bundles),
                     {str(k): dict(v) for k, v in bundles.items()})

@@ -27,8 +27,17 @@ def time_unit(largest_ns: float) -> tuple[str, float]:
     return next(((name, scale) for name, scale in TIME_UNITS if largest_ns >= scale), TIME_UNITS[-1])
 
 
+#: the most characters of a point's label: a longer one, rotated under its bar, is taller than
+#: the picture (matplotlib then cuts it, and warns on stderr in the middle of the summary)
+LABEL_CHARS = 36
+
+
 def _label(o: Outcome) -> str:
-    return " ".join(str(v) for v in o.point.coordinates.values())
+    text = " ".join(str(v) for v in o.point.coordinates.values())
+    if len(text) <= LABEL_CHARS:
+        return text
+    keep = LABEL_CHARS - 3  # its start and its end, where points differ most often
+    return f"{text[:keep // 2]}...{text[len(text) - (keep - keep // 2):]}"
 
 
 def memory_cap_gb(spec: SweepSpec) -> float | None:

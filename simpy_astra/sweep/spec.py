@@ -30,6 +30,7 @@ A ``backend`` axis (or base field) splits best.json per backend (``best.py``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import glob
 import hashlib
 import itertools
@@ -41,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import PRESET_DIR
+from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.config.scenario import SCENARIO_KEYS
@@ -51,7 +52,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
-from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, parse_axis
+from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis
 from simpy_astra.sweep.expressions import Expression, parse_expression
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
@@ -286,6 +287,26 @@ class SweepSpec:
         return doc
 
 
+def _field_of(dotted: str) -> str:
+    """The field ``dotted`` sets, named one way: a Megatron flag under its first name, a cluster
+    key under its name with units (``cluster.inter_node_gbps`` is ``cluster.inter_node_gbit_s``)."""
+    parts = canonical_path(dotted).split(".")
+    if parts[0] == "cluster":
+        parts[-1] = OLD_KEYS.get(parts[-1], parts[-1])
+    return ".".join(parts)
+
+
+def _one_per_argument(axis: Axis) -> Axis:
+    """A Megatron argument's axis without values that write the argument alike (4 and '4' both
+    write --num-layers 4: two points of one scenario); the first of each is kept."""
+    if axis.bundles is not None or not is_args_path(axis.column):
+        return axis
+    firsts: dict[Any, Any] = {}
+    for value in axis.values:  # a switch's true/false/null as itself, any other value as written
+        firsts.setdefault(value if isinstance(value, bool) or value is None else str(value), value)
+    return dataclasses.replace(axis, values=tuple(firsts.values()))
+
+
 def megatron_args_of(scenario: dict[str, Any]) -> Any:
     """A scenario's Megatron-LM arguments, or None when its workload is not Megatron."""
     workload = scenario.get("workload")
@@ -348,6 +369,10 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         current = node.get(last)
     if isinstance(current, list) and not isinstance(value, list):
         value = [value] * len(current)  # e.g. one bandwidth for every network dimension
+    if parts[0] == "cluster" and isinstance(node, dict):  # a field the base wrote under its other name
+        for old, new in OLD_KEYS.items():
+            if last in (old, new):
+                node.pop(new if last == old else old, None)
     node[last] = value
 
 
@@ -440,13 +465,18 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
         present = base.get(parts[0])
         known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
         wrong, prefix = parts[1], parts[0] + "."
+    elif parts[0] == "cluster" and len(parts) > 1:  # every point would fail on the key, after running
+        gpu = parts[1] == "gpu" and len(parts) > 2
+        known = {f.name for f in dataclasses.fields(Gpu)} if gpu else set(CLUSTER_KEYS)
+        wrong, prefix = parts[2 if gpu else 1], "cluster.gpu." if gpu else "cluster."
+        wrong = OLD_KEYS.get(wrong, wrong)  # read as its name with units
     else:
         wrong, prefix = parts[0], ""
     if wrong not in known:
         near = nearest_key(wrong, known)
         hint = f"; did you mean '{prefix}{near}'?" if near else ""
-        raise InputError(f"{where}: '{dotted}' names no field of the scenario (every point would run "
-                         f"the same){hint}")
+        why = "every point would fail on it" if prefix.startswith("cluster.") else "every point would run the same"
+        raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
 
 
 def load_sweep(path: str) -> SweepSpec:
@@ -463,7 +493,7 @@ def load_sweep(path: str) -> SweepSpec:
                          f"(to run the base alone: simpy-astra run BASE)")
     if not isinstance(raw_axes, dict):
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
-    axes = [parse_axis(str(col), raw, f"{path}: axes: {col}") for col, raw in raw_axes.items()]
+    axes = [_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}")) for col, raw in raw_axes.items()]
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
@@ -474,9 +504,10 @@ def load_sweep(path: str) -> SweepSpec:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
-    check_overlaps(path, axes, canonical_path)
+    check_overlaps(path, axes, _field_of)
     base, base_dir = _resolve_base(doc["base"], path, axis_paths)
-    spec = SweepSpec(path=path, name=str(doc.get("name") or os.path.splitext(os.path.basename(path))[0]),
+    name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
+    spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,
                      module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")

@@ -3,6 +3,7 @@ or a log file), and the winners."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from simpy_astra.report.console import PLAIN_WIDTH, Output
@@ -77,8 +78,9 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         _winner(out, spec, f"best{suffix}", section["best"], named)
         for text, entry in section["best_under"].items():
             _winner(out, spec, f"best{suffix} with {text}", entry, named)
-    if summary.get("note"):
-        out.line(summary["note"])
+    if summary.get("note"):  # within the plain width (one line of 110 columns)
+        for line in textwrap.wrap(summary["note"], PLAIN_WIDTH, subsequent_indent="  "):
+            out.line(line)
 
 
 def escape(text: str) -> str:

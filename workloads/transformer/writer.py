@@ -171,6 +171,11 @@ def stage_writers(graphs: list[StageGraph], stages: Iterable[int], layout: Layou
     if longest_us > HORIZON_MICROS:
         raise InputError(f"{what} give a compute step of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT}); "
                          f"{fix}")
+    # a rank's steps in turn (the reader refuses their sum, naming a trace file the user never wrote)
+    total_us = max((sum(op.duration_us or 0 for op in graphs[stage].ops) for stage in stages), default=0)
+    if total_us > HORIZON_MICROS:
+        raise InputError(f"{what} give a GPU {total_us:.3g} us of compute in one step, past the horizon "
+                         f"({HORIZON_TEXT}); {fix}")
     try:
         return {stage: StageWriter(graphs[stage], layout, units) for stage in stages}
     except ValueError:  # protobuf: an integer beyond its 64-bit field (its text quotes the whole number)
