@@ -322,9 +322,9 @@ def _range_problem(action: argparse.Action, value) -> str | None:
         return None if value >= 0.0 else "must be at least 0"
     if action.type is float and not 0.0 <= value <= 1.0:
         return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
-    least = _LEAST.get(action.dest, 1)
-    if action.type is int and value < least:
-        return f"must be an integer >= {least}"
+    if action.type is int and value < 1:  # a dense model leaves --num-experts out
+        why = " (Megatron: num_moe_experts must be non-negative); leave it out for a dense model"
+        return "must be an integer >= 1" + (why if action.dest == "num_experts" else "")
     return None
 
 
@@ -336,8 +336,6 @@ def known(flag: str) -> bool:
 
 #: bytes an element of the optimizer state dtypes Megatron offers
 STATE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
-#: the least value of each numeric argument (all others: 1); --num-experts 0 is a dense model
-_LEAST = {"num_experts": 0}
 
 
 class _ArgparseError(Exception):
