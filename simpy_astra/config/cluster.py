@@ -19,8 +19,9 @@ charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.
 :meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
 so that folding applies. An all-reduce takes the time NCCL's tuning model predicts for its
 group on these links (:mod:`simpy_astra.engine.nccl_collectives`: ring, tree or NVLS, NCCL's choice
-unless ``nccl_algo`` forces one); the other collectives are played on the network (ring
-all-gather and reduce-scatter, direct all-to-all), one chunk per collective and NCCL's fused
+unless ``nccl_algo`` forces one), and so do reduce-scatters and all-gathers (NCCL's ring), so
+the preset's NVLink and NIC latencies do not reach them (NCCL's fitted latencies do); all-to-all
+and point-to-point sends are played on the network, one chunk per collective and NCCL's fused
 reduction (no separate local-memory pass); collectives of different NCCL streams run side by
 side in a dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own
 times (no roofline).
