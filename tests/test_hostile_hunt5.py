@@ -29,6 +29,10 @@ def test_a_quiet_run_of_a_job_that_does_not_fit_says_so(tmp_path, capsys):
     assert len(out.splitlines()) == 1 and out.startswith("iteration time ")  # the headline, as before
     lines = [line for line in err.splitlines() if "DOES NOT FIT" in line]
     assert len(lines) == 1 and "of 80 GiB" in lines[0] and len(lines[0]) <= 80, err
+    # with ASTRA-sim's per-NPU lines in place of the headline, the warning is the same
+    assert main(["run", str(path), "--quiet", "--reference-lines"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("sys[0] finished") and sum("DOES NOT FIT" in line for line in err.splitlines()) == 1, err
 
 
 def test_a_quiet_run_of_a_job_that_fits_prints_its_headline_alone(tmp_path, capsys):

@@ -103,8 +103,12 @@ def _headline(done: Finished) -> None:
     from simpy_astra.report.answer import headline
 
     print(headline(done.reports, done.training), flush=True)
-    if done.training is not None and not done.training.fits:  # a step that cannot run is no answer alone
-        say(f"warning: {done.training.lines()[1]}")
+
+
+def _fit_warning(done: Finished) -> None:
+    """A quiet run's job that does not fit its GPUs' memory: a step that cannot run is no
+    answer alone, whether the headline or the reference lines carry it."""
+    say(f"warning: {done.training.lines()[1]}")
 
 
 def _answer(done: Finished) -> None:
@@ -198,6 +202,7 @@ WRITERS: tuple[tuple[Callable[[Finished], bool], Callable[[Finished], None]], ..
     (lambda d: True, _warnings),
     (lambda d: bool(d.sim.written_files), _local_memory_note),
     (lambda d: d.plan.headline_only, _headline),
+    (lambda d: d.plan.quiet and d.training is not None and not d.training.fits, _fit_warning),
     (lambda d: not d.plan.headline_only and d.training is not None and not d.plan.quiet, _answer),
     (lambda d: bool(d.plan.json_out), _json),
     (lambda d: d.record is not None and bool(d.plan.csv_out), _csv),
