@@ -256,9 +256,10 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     invalid = sum(1 for r in refused.values() if r)
     jobs = min(args.jobs, max(len(todo) - invalid, 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
-    out.line(f"sweep {spec.name}: {len(points)} points, {len(points) - len(todo)} already in "
-             f"{store.csv_path}, running {len(todo) - invalid} on {where}"
-             + (f" ({invalid} invalid, not run)" if invalid else ""))
+    # two lines, so that the first fits 80 columns whatever the folder (the path is on the second)
+    out.line(f"sweep {spec.name}: {len(points)} points, running {len(todo) - invalid} on {where}")
+    out.line(f"{len(points) - len(todo)} already in {store.csv_path}"
+             + (f"; {invalid} invalid, not run" if invalid else ""))
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
         if changed:  # the point ended on other contents: its row may be from other inputs
