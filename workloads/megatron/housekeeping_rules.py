@@ -58,26 +58,18 @@ def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
     """Iterations or samples, each with its own schedule's units."""
     if "--skip-train" in others:
         return
-    iters, samples = given(others, "--train-iters", int, where), given(others, "--train-samples", int, where)
     fraction = given(others, "--lr-warmup-fraction", float, where)
-    if iters:
-        clash = [f for f in ("--train-samples", "--lr-decay-samples") if given(others, f, int, where) is not None]
-        clash += ["--lr-warmup-samples"] if given(others, "--lr-warmup-samples", int, where) else []
-        clash += ["--lr-warmup-iters"] if fraction is not None and given(others, "--lr-warmup-iters", int, where) \
-            else []
+    for unit, other, kind in (("iters", "samples", "iteration"), ("samples", "iters", "sample")):
+        if not given(others, f"--train-{unit}", int, where):
+            continue
+        clash = [f for f in (f"--train-{other}", f"--lr-decay-{other}") if given(others, f, int, where) is not None]
+        clash += [f"--lr-warmup-{other}"] if given(others, f"--lr-warmup-{other}", int, where) else []
+        warmup = f"--lr-warmup-{unit}"
+        clash += [warmup] if fraction is not None and given(others, warmup, int, where) else []
         if clash:
             _refuse(where, "iterations or samples",
-                    f"--train-iters with {' and '.join(clash)} (Megatron: expected iteration-based training, "
-                    f"learning-rate decay and warmup; --lr-warmup-fraction and --lr-warmup-iters are one choice)")
-    if samples:
-        clash = [f for f in ("--train-iters", "--lr-decay-iters") if given(others, f, int, where) is not None]
-        clash += ["--lr-warmup-iters"] if given(others, "--lr-warmup-iters", int, where) else []
-        clash += ["--lr-warmup-samples"] if fraction is not None and given(others, "--lr-warmup-samples", int, where) \
-            else []
-        if clash:
-            _refuse(where, "iterations or samples",
-                    f"--train-samples with {' and '.join(clash)} (Megatron: expected sample-based training, "
-                    f"learning-rate decay and warmup; --lr-warmup-fraction and --lr-warmup-samples are one choice)")
+                    f"--train-{unit} with {' and '.join(clash)} (Megatron: expected {kind}-based training, "
+                    f"learning-rate decay and warmup; --lr-warmup-fraction and {warmup} are one choice)")
 
 
 def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
