@@ -17,19 +17,11 @@ from collections.abc import Callable
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.megatron.rules import legacy_names
+from simpy_astra.workloads.megatron.unmodelled_flags import number
 
 
 def _refuse(where: str, rule: str, message: str) -> None:
     raise InvalidConfigurationError(f"{where}: {message}", rule)
-
-
-def number(text: str, flag: str, kind: Callable[[str], int | float], where: str):
-    """``text``, a value of the unmodelled ``flag``, read by ``kind`` (``int`` or ``float``) as
-    Megatron's argparse reads it."""
-    try:
-        return kind(text)
-    except ValueError:
-        raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
 
 
 def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | float], where: str):

@@ -14,8 +14,9 @@ import argparse
 
 from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron import housekeeping_rules
-from simpy_astra.workloads.megatron.housekeeping_rules import given, number
+from simpy_astra.workloads.megatron.housekeeping_rules import given
 from simpy_astra.workloads.megatron.rules import legacy_names
+from simpy_astra.workloads.megatron.unmodelled_flags import number
 
 
 def _refuse(where: str, rule: str, message: str) -> None:

@@ -16,6 +16,8 @@ Megatron's argparse refuses it, though the flag itself is not priced.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from simpy_astra.errors import InputError
 
 #: arguments that cannot change a training step's time (beside arguments.NO_TIMING_EFFECT): today's
@@ -179,6 +181,15 @@ _NUMBERS = {flag: kind for kind, flags in ((int, """--async-ckpt-cpu-priority --
 --mup-base-head-dim --mup-embedding-mult --mup-output-mult --mup-width-mult""")) for flag in flags.split()}
 
 
+def number(text: str, flag: str, kind: Callable[[str], int | float], where: str):
+    """``text``, a value of the unmodelled ``flag``, read by ``kind`` (``int`` or ``float``) as
+    Megatron's argparse reads it."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
+
+
 def check_values(others: dict[str, list[str]], where: str) -> None:
     """Refuse a value of an accepted, unpriced argument (``others``: flag -> its values) that
     Megatron's argparse refuses: not of the argument's type, or outside its :data:`CHOICES`."""
@@ -187,10 +198,7 @@ def check_values(others: dict[str, list[str]], where: str) -> None:
             continue
         kind, choices = CHOICES.get(flag) or (_NUMBERS[flag], None)
         for text in values:
-            try:
-                value = kind(text)
-            except ValueError:
-                raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
+            value = number(text, flag, kind, where)
             if choices is not None and value not in choices:
                 raise InputError(f"{where}: argument {flag}: invalid choice {text!r} (Megatron-LM takes "
                                  f"{', '.join(map(str, choices))})")
