@@ -128,6 +128,12 @@ def streaming_seconds(gpu: Gpu, moved_bytes: float, launch: bool = True) -> floa
 #: attention run 128-row blocks for head dimensions up to 128)
 ATTENTION_TILE = 128
 
+#: keys' worth of a fused-attention CTA's time spent outside its loop: before its first
+#: product it loads its query tile and the first key/value tile (double-buffered, so the
+#: loop hides every later load), after its last it rescales and writes its output tile
+#: (the backward: its dK/dV tile): about one tile of keys each side
+ATTENTION_PIPELINE_KV = 2 * ATTENTION_TILE
+
 
 def causal_fraction(seq: int) -> float:
     """Share of a causal score matrix's tiles a fused kernel computes: with ``n = seq /
@@ -150,7 +156,7 @@ def flash_attention_seconds(gpu: Gpu, batch_heads: int, q_len: int, kv_len: int,
     share = causal_fraction(seq or kv_len) if causal else 1.0
     per_sm_flops = gpu.peak_flops() * gpu.attention_efficiency / gpu.sms
     ctas = math.ceil(q_len / ATTENTION_TILE) * batch_heads
-    cta_s = products * 2.0 * ATTENTION_TILE * kv_len * head_dim * share / per_sm_flops
+    cta_s = products * 2.0 * ATTENTION_TILE * (kv_len * share + ATTENTION_PIPELINE_KV) * head_dim / per_sm_flops
     element_bytes = 2  # bf16: Transformer Engine's fused attention runs in 16 bits under FP8 too
     moved = batch_heads * head_dim * element_bytes * (2 * q_len + 2 * kv_len) * (2 if backward else 1)
     work = math.ceil(ctas / gpu.sms) * cta_s
