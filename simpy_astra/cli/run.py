@@ -109,7 +109,8 @@ def _astra_parser() -> argparse.ArgumentParser:
 
 def backends_help(default: str) -> str:
     """``--network-backend``'s help: every registered backend and what it models."""
-    return "; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items()) + f" ({default})"
+    return ("; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items())
+            + f"; or a plug-in's, by its name or as package.module:BackendSpec ({default})")
 
 
 def astra_help() -> str:
