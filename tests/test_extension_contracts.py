@@ -125,7 +125,7 @@ def test_a_backend_named_as_module_and_attribute_runs_without_plugins(user, caps
 
 
 @pytest.mark.parametrize("name, words", [
-    ("ct_user:NOT_A_SPEC", "network backend 'ct_user:NOT_A_SPEC' is a int, not a BackendSpec"),
+    ("ct_user:NOT_A_SPEC", "network backend 'ct_user:NOT_A_SPEC' is an int, not a BackendSpec"),
     ("ct_user:Slower", "network backend 'ct_user:Slower' is the class Slower, not a BackendSpec"),
     ("ct_absent:X", "cannot import plugin module 'ct_absent'"),
     ("pakcet", "must be one of congestion_unaware, congestion_aware, packet, or package.module:BackendSpec"),

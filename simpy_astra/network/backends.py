@@ -192,7 +192,9 @@ def lookup(name: str) -> BackendSpec | None:
         return None
     found = import_object(name)
     if not isinstance(found, BackendSpec):
-        what = f"the class {found.__qualname__}" if isinstance(found, type) else f"a {type(found).__name__}"
+        kind = type(found).__name__
+        what = (f"the class {found.__qualname__}" if isinstance(found, type)
+                else f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}")
         raise PluginError(f"network backend '{name}' is {what}, not a BackendSpec(name, help, "
                           f"build, folds, folded) (docs/backends.md)")
     try:
