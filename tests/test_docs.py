@@ -371,3 +371,43 @@ def test_the_readmes_first_command_installs_what_plots_need(fresh_install, tmp_p
                            env=clean_env(Path(python).parents[1]), capture_output=True, text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == "x: NPU (xN: N NPUs with this breakdown); y: time (us); legend: compute.other, comm.all"
+
+
+#: a number word as the docs write a count
+COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+
+
+def example_scripts() -> list[tuple[str, str]]:
+    """(doc, command) of every ``python examples/NAME.py [ARGS]`` the README and docs show in
+    code spans (the example scripts are run as scripts, not through ``python -m simpy_astra``)."""
+    found = []
+    for path in (README, *DOCS):
+        text = " ".join(path.read_text().split())
+        for m in re.finditer(r"`(python examples/[\w.]+\.py(?: [^`]*)?)`", text):
+            found.append((path.name, m.group(1)))
+    return list(dict.fromkeys(found))
+
+
+def test_the_count_of_runnable_examples_is_the_number_listed():
+    """docs/cosimulation.md said 'Three runnable examples come with it' above a list of five
+    (``python examples/cosim_*.py`` bullets)."""
+    text = (ROOT / "docs" / "cosimulation.md").read_text()
+    m = re.search(r"(\w+)\s+runnable examples come with it", text)
+    assert m, "the sentence that counts the co-simulation examples is gone"
+    listed = re.findall(r"^- `python examples/\w+\.py`", text[m.end():], re.M)
+    assert COUNTS[m.group(1).lower()] == len(listed), (m.group(1), len(listed))
+
+
+@pytest.mark.parametrize(("doc", "command"), example_scripts(), ids=[c for _, c in example_scripts()])
+def test_every_example_script_shown_runs(doc, command):
+    """Each example script a page shows runs from the checkout with exit status 0; the one whose
+    output a page quotes prints it (docs/reports.md: 6 x (trunc(500 + 2^18 / 53.69) + 10) + 10 =
+    32,362 ns, bus bandwidth 2 x 3/4 x 2^20 / 32,362 = 48.60 GB/s)."""
+    import sys
+
+    done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
+    assert done.returncode == 0, f"{doc}: {command}\n{done.stderr[-2000:]}"
+    if command == "python examples/report_busbw.py examples/cosim_ring.yaml 1048576":
+        assert done.stdout.strip() == ("4 NPUs, 1,048,576 B all-reduce in 32,362 ns: bus bandwidth 48.60 GB/s; "
+                                       "busiest link 0->1 busy 91% of the time")
