@@ -411,3 +411,62 @@ def test_every_example_script_shown_runs(doc, command):
     if command == "python examples/report_busbw.py examples/cosim_ring.yaml 1048576":
         assert done.stdout.strip() == ("4 NPUs, 1,048,576 B all-reduce in 32,362 ns: bus bandwidth 48.60 GB/s; "
                                        "busiest link 0->1 busy 91% of the time")
+
+
+TWO_JOBS = "python -m simpy_astra run scenarios/two_llm_jobs_fat_tree.yaml --isolation"
+MEGATRON_145B = "python -m simpy_astra run scenarios/megatron_gpt_145b_sc21.yaml"
+#: (page, the command it shows, how the quoted output block after it starts): every line of the
+#: block must be a line the command prints (stdout, then stderr, piped); a page may abridge
+QUOTED = [
+    ("README.md", TWO_JOBS, "jobs"),
+    ("docs/jobs.md", TWO_JOBS, "jobs"),
+    ("docs/jobs.md", TWO_JOBS, "job a finished"),
+    ("docs/jobs.md", f"{TWO_JOBS} --network-backend congestion_aware", "jobs"),
+    ("README.md", MEGATRON_145B, "iteration time"),
+    ("docs/megatron.md", MEGATRON_145B, "iteration time"),
+]
+
+
+def quoted_block(doc: str, command: str, starts: str) -> list[str]:
+    """The lines of the first fenced block after ``command`` in ``doc`` whose first line starts
+    with ``starts``."""
+    lines = (ROOT / doc).read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.strip() == command or f"`{command}`" in ln)
+    for i in range(at + 1, len(lines)):
+        if lines[i].strip() == "```" and lines[i + 1].startswith(starts):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            return lines[i + 1:end]
+    raise AssertionError(f"{doc}: no block starting {starts!r} after {command!r}")
+
+
+def printed_lines(command: str, folder: Path) -> set[str]:
+    import sys
+
+    done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=scratch(ROOT, folder),
+                          capture_output=True, text=True, timeout=600, env=scratch_env(sys.executable, folder))
+    assert done.returncode == 0, f"{command}\n{done.stderr[-2000:]}"
+    return {ln.rstrip() for ln in (done.stdout + done.stderr).splitlines()}
+
+
+@pytest.mark.parametrize(("doc", "command", "starts"), [
+    pytest.param(*q, marks=[pytest.mark.skipif(not os.environ.get("SIMPY_ASTRA_SLOW"), reason="1,536 GPUs: a minute")]
+                 if q[1] == MEGATRON_145B else []) for q in QUOTED], ids=[f"{d}:{s}" for d, _, s in QUOTED])
+def test_the_output_a_page_quotes_is_what_its_command_prints(tmp_path, doc, command, starts):
+    block = quoted_block(doc, command, starts)
+    printed = printed_lines(command, tmp_path)
+    missing = [ln for ln in block if ln.strip() and ln.rstrip() not in printed]
+    assert missing == [], f"{doc}: lines quoted after '{command}' that it does not print"
+
+
+def test_the_breakdown_table_of_the_reports_page_is_what_its_scenario_prints(tmp_path):
+    """docs/reports.md quotes a 16-GPU Megatron step's breakdown and names its scenario in the
+    paragraph below (``cluster: {...}`` and ``workload: {...}``); the table was left from an
+    earlier kernel model (attention 248.0 us where the run printed 192.0)."""
+    text = (ROOT / "docs" / "reports.md").read_text()
+    block = quoted_block("docs/reports.md", "--json-out", "where the time went")
+    paragraph = " ".join(text[text.index("(The table above:"):].split("\n\n")[0].split())
+    cluster = re.search(r"`(cluster: \{[^`]+\})`", paragraph).group(1)
+    workload = re.search(r"`(workload: \{[^`]+\})`", paragraph).group(1)
+    (tmp_path / "step.yaml").write_text(f"{cluster}\n{workload}\n")
+    printed = printed_lines(f"python -m simpy_astra run {tmp_path / 'step.yaml'}", tmp_path)
+    assert [ln for ln in block if ln.rstrip() not in printed] == []
