@@ -65,6 +65,22 @@ USER = textwrap.dedent(f'''
             return [src, 99, dst]
 
 
+    class OneArgument(BasicTopology):
+        """Constructed as cls(npus_count, bandwidth_gbps, latency_ns) (docs/collectives.md)."""
+
+        def __init__(self, npus_count):
+            super().__init__(npus_count, 50.0, 500.0)
+
+        def hops(self, src, dst):
+            return 1
+
+        def links(self):
+            return [(i, j) for i in range(self.npus_count) for j in range(self.npus_count) if i != j]
+
+        def route(self, src, dst):
+            return [src, dst]
+
+
     class MiscountedRing(BasicTopology):
         """A one-way ring whose hops say 1 where its route crosses (dst - src) mod n links."""
 
@@ -179,3 +195,12 @@ def test_a_route_longer_than_its_hops_is_named(user, capsys):
     line = one_error(capsys, ["run", scenario(user, "'ct_user:MiscountedRing'"), "--quiet",
                               "--network-backend", "congestion_aware"])
     assert "route(0, 2) returned [0, 1, 2]; expected a path of hops(0, 2) = 1 links" in line, line
+
+
+def test_a_class_that_cannot_take_the_documented_arguments_says_so(user, capsys):
+    """No line of the user's code ran, so there is no place of theirs to name. Before: '(at
+    unknown place)'; now the line says where to look."""
+    line = one_error(capsys, ["run", scenario(user, "'ct_user:OneArgument'"), "--quiet"])
+    assert "topology 'ct_user:OneArgument' raised TypeError: " in line
+    assert "takes 2 positional arguments but 4 were given (at the call, before any line of it ran: check its " \
+           "parameters against the docs)" in line, line
