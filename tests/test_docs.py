@@ -20,6 +20,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import textwrap
 from functools import cache
 from pathlib import Path
 
@@ -470,3 +471,39 @@ def test_the_breakdown_table_of_the_reports_page_is_what_its_scenario_prints(tmp
     (tmp_path / "step.yaml").write_text(f"{cluster}\n{workload}\n")
     printed = printed_lines(f"python -m simpy_astra run {tmp_path / 'step.yaml'}", tmp_path)
     assert [ln for ln in block if ln.rstrip() not in printed] == []
+
+
+def python_blocks() -> list[tuple[str, int, str]]:
+    """(page, line, code) of every fenced ``python`` block of the README, docs/ and the
+    package's README files (collectives/README.md, simpy_astra/network/README.md, ...)."""
+    pages = [README, *DOCS, *sorted(ROOT.glob("*/README.md")), *sorted((ROOT / "simpy_astra").rglob("README.md"))]
+    found = []
+    for page in pages:
+        lines = page.read_text().splitlines()
+        for i, ln in enumerate(lines):
+            if ln.strip() == "```python":
+                end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+                found.append((page.relative_to(ROOT).as_posix(), i + 1, textwrap.dedent("\n".join(lines[i + 1:end]))))
+    return found
+
+
+#: files a page's snippet may be quoted from (they run in tests of their own)
+QUOTED_FROM = ("examples", "collectives", "topologies", "workloads", "simpy_astra")
+
+
+@pytest.mark.parametrize(("page", "line", "code"), python_blocks(), ids=[f"{p}:{n}" for p, n, _ in python_blocks()])
+def test_every_python_snippet_is_a_tested_files_or_runs_as_shown(tmp_path, page, line, code):
+    """A snippet quoted from a file of the checkout must still be in it, line for line (the
+    file's own tests run it); any other runs as shown, from the checkout, with exit status 0."""
+    wanted = [ln.strip() for ln in code.splitlines() if ln.strip()]
+    for folder in QUOTED_FROM:
+        for path in (ROOT / folder).rglob("*.py"):
+            have = {ln.strip() for ln in path.read_text().splitlines()}
+            if all(w in have for w in wanted):
+                return
+    import sys
+
+    (tmp_path / "snippet.py").write_text(code)
+    done = subprocess.run([sys.executable, str(tmp_path / "snippet.py")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
+    assert done.returncode == 0, f"{page}:{line}\n{done.stderr[-2000:]}"
