@@ -204,3 +204,19 @@ def test_a_class_that_cannot_take_the_documented_arguments_says_so(user, capsys)
     assert "topology 'ct_user:OneArgument' raised TypeError: " in line
     assert "takes 2 positional arguments but 4 were given (at the call, before any line of it ran: check its " \
            "parameters against the docs)" in line, line
+
+
+def test_a_sweep_takes_plugin_modules_as_run_does(user, capsys):
+    """``sweep SWEEP --plugin MODULE``: every point loads it, in whichever worker it runs. Before,
+    'unknown flag'; only a base scenario's plugins: reached the points. The plug-in backend's
+    point is 2(n-1) overheads above the analytical one's."""
+    import csv
+
+    (user / "ct_reg.py").write_text("from ct_user import SLOWER\nfrom simpy_astra.network.backends import register\n"
+                                    "register(SLOWER)\n")
+    scenario(user)
+    (user / "sweep.yaml").write_text("base: s.yaml\naxes:\n  backend: [ctSlower, congestion_unaware]\n")
+    assert main(["sweep", str(user / "sweep.yaml"), "--out", str(user / "out"), "--jobs", "1", "--no-plots",
+                 "--plugin", "ct_reg"]) == 0
+    rows = {r["backend"]: int(r["finish_ns"]) for r in csv.DictReader((user / "out" / "results.csv").open())}
+    assert rows == {"ctSlower": RING_NS + 2 * (N - 1) * OVERHEAD_NS, "congestion_unaware": RING_NS}
