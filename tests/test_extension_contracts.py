@@ -47,6 +47,15 @@ USER = textwrap.dedent(f'''
     NOT_A_SPEC = 3
 
 
+    class Fractional(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst, size_bytes):
+            return super().message_delay_ns(src, dst, size_bytes) + {OVERHEAD_NS} + 0.9
+
+
+    FRACTIONAL = BackendSpec("ctFractional", "as SLOWER, 0.9 ns more",
+                             lambda env, dims, source, config=None: Fractional(env, dims), folds="pairs", folded=None)
+
+
     def two_args(ctx, extra):
         yield ctx.endpoint()
 
@@ -108,7 +117,7 @@ def user(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     yield tmp_path
-    BACKENDS.pop("ctSlower", None)
+    BACKENDS.pop("ctSlower", None), BACKENDS.pop("ctFractional", None)
 
 
 def scenario(folder: Path, topology: str = "Ring", extra: str = "", backend: str = "congestion_unaware") -> str:
@@ -220,3 +229,10 @@ def test_a_sweep_takes_plugin_modules_as_run_does(user, capsys):
                  "--plugin", "ct_reg"]) == 0
     rows = {r["backend"]: int(r["finish_ns"]) for r in csv.DictReader((user / "out" / "results.csv").open())}
     assert rows == {"ctSlower": RING_NS + 2 * (N - 1) * OVERHEAD_NS, "congestion_unaware": RING_NS}
+
+
+def test_a_fractional_message_delay_is_cut_to_whole_ns(user, capsys):
+    """docs/backends.md: a fraction is cut as a link cuts its own, so 700.9 ns more a message is
+    700 more: the same step as SLOWER's, in whole ns."""
+    assert main(["run", scenario(user), "--quiet", "--network-backend", "ct_user:FRACTIONAL"]) == 0
+    assert capsys.readouterr().out.startswith(f"iteration time {RING_NS + 2 * (N - 1) * OVERHEAD_NS:,} ns ")
