@@ -72,15 +72,33 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
     if not isinstance(algorithm, CollectiveAlgorithm):
         if not _is_generator_function(algorithm):
             kind = type(algorithm).__name__
-            raise TypeError(f"collective '{name}' is a {kind}, not an algorithm: expected a "
+            article = "an" if kind[:1].lower() in "aeiou" else "a"
+            raise TypeError(f"collective '{name}' is {article} {kind}, not an algorithm: expected a "
                             f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
+    if algorithm.logical is None:
+        _takes_one_context(name, algorithm.run)
     claim(REGISTRY, name, algorithm, "collective algorithm")
     algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run),
                                     final_size=_checked_final_size(name, algorithm.final_size),
                                     logical=None if algorithm.logical is None else _checked_logical(name, algorithm.logical))
     REGISTRY[name] = algorithm
     return algorithm
+
+
+def _takes_one_context(name: str, run) -> None:  # noqa: ANN001 - any callable of theirs
+    """Refuse at registration a run function that cannot be called as ``run(ctx)`` (without a
+    ``logical`` hook nothing else is passed): otherwise the first phase fails with a
+    TypeError that names no line of theirs."""
+    try:
+        signature = inspect.signature(run)
+    except (TypeError, ValueError):
+        return  # a builtin or C callable: nothing to read, the call itself will tell
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise TypeError(f"collective '{name}': {getattr(run, '__qualname__', run)}{signature} cannot be called "
+                        f"as fn(ctx); an algorithm takes the phase context only (collectives/README.md)") from None
 
 
 def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run

@@ -12,5 +12,6 @@ class LogGP(CongestionUnawareNetwork):
         return super().message_delay_ns(src, dst, size_bytes) + 2 * O_NS
 
 
-register(BackendSpec("loggp", "analytical plus a send and a receive overhead per message",
-                     lambda env, dims, source, config=None: LogGP(env, dims), folds="pairs", folded=None))
+LOGGP = register(BackendSpec("loggp", "analytical plus a send and a receive overhead per message",
+                             lambda env, dims, source, config=None: LogGP(env, dims), folds="pairs",
+                             folded=None))

@@ -48,7 +48,9 @@ def user_code_problem(what: str, exc: BaseException) -> str:
         at, message = f"{exc.filename}:{exc.lineno}", exc.msg
     else:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if _theirs(f.filename)]
-        at = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "unknown place"
+        # none of theirs: the call itself failed (a TypeError of parameters that do not fit)
+        at = (f"{frames[-1].filename}:{frames[-1].lineno}" if frames
+              else "the call, before any line of it ran: check its parameters against the docs")
         message = " ".join(str(exc).split()) or "no message"
     if isinstance(exc, SystemExit):
         return (f"{what} called sys.exit({exc.code!r}) (at {at}); a plugin must raise an exception "

@@ -15,11 +15,13 @@ fit and no figure may be cut (``SLOW_TOUR``'s only with SIMPY_ASTRA_SLOW=1).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import textwrap
 from functools import cache
 from pathlib import Path
 
@@ -371,3 +373,168 @@ def test_the_readmes_first_command_installs_what_plots_need(fresh_install, tmp_p
                            env=clean_env(Path(python).parents[1]), capture_output=True, text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == "x: NPU (xN: N NPUs with this breakdown); y: time (us); legend: compute.other, comm.all"
+
+
+#: a number word as the docs write a count
+COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+
+
+def example_scripts() -> list[tuple[str, str]]:
+    """(doc, command) of every ``python examples/NAME.py [ARGS]`` the README and docs show in
+    code spans (the example scripts are run as scripts, not through ``python -m simpy_astra``)."""
+    found = []
+    for path in (README, *DOCS):
+        text = " ".join(path.read_text().split())
+        for m in re.finditer(r"`(python examples/[\w.]+\.py(?: [^`]*)?)`", text):
+            found.append((path.name, m.group(1)))
+    return list(dict.fromkeys(found))
+
+
+def test_the_count_of_runnable_examples_is_the_number_listed():
+    """docs/cosimulation.md said 'Three runnable examples come with it' above a list of five
+    (``python examples/cosim_*.py`` bullets)."""
+    text = (ROOT / "docs" / "cosimulation.md").read_text()
+    m = re.search(r"(\w+)\s+runnable examples come with it", text)
+    assert m, "the sentence that counts the co-simulation examples is gone"
+    listed = re.findall(r"^- `python examples/\w+\.py`", text[m.end():], re.M)
+    assert COUNTS[m.group(1).lower()] == len(listed), (m.group(1), len(listed))
+
+
+@pytest.mark.parametrize(("doc", "command"), example_scripts(), ids=[c for _, c in example_scripts()])
+def test_every_example_script_shown_runs(doc, command):
+    """Each example script a page shows runs from the checkout with exit status 0; the one whose
+    output a page quotes prints it (docs/reports.md: 6 x (trunc(500 + 2^18 / 53.69) + 10) + 10 =
+    32,362 ns, bus bandwidth 2 x 3/4 x 2^20 / 32,362 = 48.60 GB/s)."""
+    import sys
+
+    done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
+    assert done.returncode == 0, f"{doc}: {command}\n{done.stderr[-2000:]}"
+    if command == "python examples/report_busbw.py examples/cosim_ring.yaml 1048576":
+        assert done.stdout.strip() == ("4 NPUs, 1,048,576 B all-reduce in 32,362 ns: bus bandwidth 48.60 GB/s; "
+                                       "busiest link 0->1 busy 91% of the time")
+
+
+TWO_JOBS = "python -m simpy_astra run scenarios/two_llm_jobs_fat_tree.yaml --isolation"
+MEGATRON_145B = "python -m simpy_astra run scenarios/megatron_gpt_145b_sc21.yaml"
+#: (page, the command it shows, how the quoted output block after it starts): every line of the
+#: block must be a line the command prints (stdout, then stderr, piped); a page may abridge
+QUOTED = [
+    ("README.md", TWO_JOBS, "jobs"),
+    ("docs/jobs.md", TWO_JOBS, "jobs"),
+    ("docs/jobs.md", TWO_JOBS, "job a finished"),
+    ("docs/jobs.md", f"{TWO_JOBS} --network-backend congestion_aware", "jobs"),
+    ("README.md", MEGATRON_145B, "iteration time"),
+    ("docs/megatron.md", MEGATRON_145B, "iteration time"),
+]
+
+
+def quoted_block(doc: str, command: str, starts: str) -> list[str]:
+    """The lines of the first fenced block after ``command`` in ``doc`` whose first line starts
+    with ``starts``."""
+    lines = (ROOT / doc).read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.strip() == command or f"`{command}`" in ln)
+    for i in range(at + 1, len(lines)):
+        if lines[i].strip() == "```" and lines[i + 1].startswith(starts):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            return lines[i + 1:end]
+    raise AssertionError(f"{doc}: no block starting {starts!r} after {command!r}")
+
+
+def printed_lines(command: str, folder: Path) -> set[str]:
+    import sys
+
+    done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=scratch(ROOT, folder),
+                          capture_output=True, text=True, timeout=600, env=scratch_env(sys.executable, folder))
+    assert done.returncode == 0, f"{command}\n{done.stderr[-2000:]}"
+    return {ln.rstrip() for ln in (done.stdout + done.stderr).splitlines()}
+
+
+@pytest.mark.parametrize(("doc", "command", "starts"), [
+    pytest.param(*q, marks=[pytest.mark.skipif(not os.environ.get("SIMPY_ASTRA_SLOW"), reason="1,536 GPUs: a minute")]
+                 if q[1] == MEGATRON_145B else []) for q in QUOTED], ids=[f"{d}:{s}" for d, _, s in QUOTED])
+def test_the_output_a_page_quotes_is_what_its_command_prints(tmp_path, doc, command, starts):
+    block = quoted_block(doc, command, starts)
+    printed = printed_lines(command, tmp_path)
+    missing = [ln for ln in block if ln.strip() and ln.rstrip() not in printed]
+    assert missing == [], f"{doc}: lines quoted after '{command}' that it does not print"
+
+
+def test_the_breakdown_table_of_the_reports_page_is_what_its_scenario_prints(tmp_path):
+    """docs/reports.md quotes a 16-GPU Megatron step's breakdown and names its scenario in the
+    paragraph below (``cluster: {...}`` and ``workload: {...}``); the table was left from an
+    earlier kernel model (attention 248.0 us where the run printed 192.0)."""
+    text = (ROOT / "docs" / "reports.md").read_text()
+    block = quoted_block("docs/reports.md", "--json-out", "where the time went")
+    paragraph = " ".join(text[text.index("(The table above:"):].split("\n\n")[0].split())
+    cluster = re.search(r"`(cluster: \{[^`]+\})`", paragraph).group(1)
+    workload = re.search(r"`(workload: \{[^`]+\})`", paragraph).group(1)
+    (tmp_path / "step.yaml").write_text(f"{cluster}\n{workload}\n")
+    printed = printed_lines(f"python -m simpy_astra run {tmp_path / 'step.yaml'}", tmp_path)
+    assert [ln for ln in block if ln.rstrip() not in printed] == []
+
+
+def python_blocks() -> list[tuple[str, int, str]]:
+    """(page, line, code) of every fenced ``python`` block of the README, docs/ and the
+    package's README files (collectives/README.md, simpy_astra/network/README.md, ...)."""
+    pages = [README, *DOCS, *sorted(ROOT.glob("*/README.md")), *sorted((ROOT / "simpy_astra").rglob("README.md"))]
+    found = []
+    for page in pages:
+        lines = page.read_text().splitlines()
+        for i, ln in enumerate(lines):
+            if ln.strip() == "```python":
+                end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+                found.append((page.relative_to(ROOT).as_posix(), i + 1, textwrap.dedent("\n".join(lines[i + 1:end]))))
+    return found
+
+
+#: files a page's snippet may be quoted from (they run in tests of their own)
+QUOTED_FROM = ("examples", "collectives", "topologies", "workloads", "simpy_astra")
+
+
+def _plain(node: ast.AST) -> str:
+    """``node`` as code is compared: without type hints, docstrings (and, being an AST, comments)."""
+    import copy
+
+    node = copy.deepcopy(node)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.arg):
+            sub.annotation = None
+        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
+            sub.returns = None
+        body = getattr(sub, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str) and len(body) > 1:
+            del body[0]
+    return ast.dump(node)
+
+
+@cache
+def _top_level(path: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """(names defined at the top level, each top-level statement as compared) of ``path``."""
+    tree = ast.parse(path.read_text())
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    return frozenset(names), frozenset(_plain(n) for n in tree.body)
+
+
+@pytest.mark.parametrize(("page", "line", "code"), python_blocks(), ids=[f"{p}:{n}" for p, n, _ in python_blocks()])
+def test_every_python_snippet_is_a_tested_files_or_runs_as_shown(tmp_path, page, line, code):
+    """A snippet introduced by the file it is quoted from (a path in the lines above it that
+    defines its functions and classes) must still be that file's, statement for statement,
+    type hints and comments aside (the file's own tests run it). Any other snippet runs as
+    shown, from the checkout, with exit status 0."""
+    tree = ast.parse(code)
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    above = "\n".join((ROOT / page).read_text().splitlines()[max(0, line - 13):line - 1])
+    named = [ROOT / m for m in re.findall(rf"(?:{'|'.join(QUOTED_FROM)})/[\w/]+\.py", above)]
+    sources = [p for p in named if p.is_file() and defined and defined <= _top_level(p)[0]]
+    if sources:
+        stale = [ast.unparse(n).splitlines()[0] for n in tree.body if _plain(n) not in _top_level(sources[0])[1]]
+        assert stale == [], f"{page}:{line}: not in {sources[0].relative_to(ROOT)} as shown"
+        return
+    import sys
+
+    (tmp_path / "snippet.py").write_text(code)
+    done = subprocess.run([sys.executable, str(tmp_path / "snippet.py")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
+    assert done.returncode == 0, f"{page}:{line}\n{done.stderr[-2000:]}"

@@ -120,6 +120,15 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
             if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
                     or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
                 raise wrong("route", (src, dst), value, f"a list of device ids from {src} to {dst}")
+            links = self.__dict__.get("_links_given")
+            if links is None:
+                links = self.__dict__["_links_given"] = set(map(tuple, self.links()))
+            off = next(((u, v) for u, v in zip(value, value[1:], strict=False) if (u, v) not in links), None)
+            if off is not None:
+                raise wrong("route", (src, dst), value, f"a path along links(): {off} is not a link")
+            if self.hops(src, dst) != len(value) - 1:
+                raise wrong("route", (src, dst), value, f"a path of hops{(src, dst)} = {self.hops(src, dst)} "
+                            f"links, as the congestion-unaware backend charges it (this one has {len(value) - 1})")
             return value
 
         def link_params(self, src: int, dst: int) -> tuple[float, float]:

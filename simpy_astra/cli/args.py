@@ -195,3 +195,11 @@ def log_parser(command: str, description: str, network_help: str, system_help: s
                         "all-gathers and all-to-alls make (default: the datasheet value of the "
                         "logged GPU model; none if unknown)")
     return p
+
+
+def add_plugin_flag(p: argparse.ArgumentParser) -> None:
+    """``--plugin MODULE`` (repeatable), as ``run`` and ``sweep`` take it."""
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first: it may register collective algorithms, topologies, link "
+                        "and switch models, network backends, workload generators and pipeline "
+                        "schedules (repeatable; names like pkg.mod:fn in configs work without it)")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from simpy_astra.cli.args import ArgumentParser, plain
+from simpy_astra.cli.args import ArgumentParser, add_plugin_flag, plain
 from simpy_astra.cli.run_reports import Finished, RunPlan, write_reports
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.errors import InputError
@@ -84,7 +84,7 @@ def _astra_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-configuration", required=True, help="network YAML")
     p.add_argument("--remote-memory-configuration", required=True, help="remote memory JSON")
     p.add_argument("--comm-group-configuration", default="empty", help="communicator group JSON")
-    _add_plugin_flag(p)
+    add_plugin_flag(p)
     p.add_argument("--network-backend", default=DEFAULT_BACKEND, metavar="NAME",
                    help=backends_help(f"default {DEFAULT_BACKEND}"))
     p.add_argument("--num-queues-per-dim", type=int, default=1,
@@ -109,7 +109,8 @@ def _astra_parser() -> argparse.ArgumentParser:
 
 def backends_help(default: str) -> str:
     """``--network-backend``'s help: every registered backend and what it models."""
-    return "; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items()) + f" ({default})"
+    return ("; ".join(f"{name} ({spec.help})" for name, spec in BACKENDS.items())
+            + f"; or a plug-in's, by its name or as package.module:BackendSpec ({default})")
 
 
 def astra_help() -> str:
@@ -143,13 +144,6 @@ def _add_answer_flags(p: argparse.ArgumentParser, lines: str) -> None:
     p.add_argument("--reference-lines", action="store_true", help=f"print ASTRA-sim's per-NPU lines: {lines}")
     p.add_argument("--verbose", action="store_true",
                    help="say in full why symmetry folding fell back to an unfolded run (else one short note)")
-
-
-def _add_plugin_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first: it may register collective algorithms, topologies, link "
-                        "and switch models, network backends and workload generators (repeatable; names "
-                        "like pkg.mod:fn in configs work without it)")
 
 
 #: ``run --help``'s part on a real job: the ``cluster:`` field with one example
@@ -189,7 +183,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--isolation", action="store_true",
                    help="multi-job scenarios: also run each job alone on the same network and report "
                         "its slowdown (shared / alone)")
-    _add_plugin_flag(p)
+    add_plugin_flag(p)
     _add_report_flags(p)
     return p
 

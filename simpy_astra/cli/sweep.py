@@ -19,7 +19,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from simpy_astra.cli.args import ArgumentParser
+from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
@@ -91,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"local worker processes (default: the CPU count, {os.cpu_count() or 1} here)")
     p.add_argument("--cluster", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
     p.add_argument("--retry-failed", action="store_true", help="run failed points again")
+    add_plugin_flag(p)  # added to the base's plugins: every point, in every worker, loads it
     p.add_argument("--no-plots", action="store_true",
                    help="skip the PNG plots (skipped anyway, with a note, without matplotlib)")
     return p
@@ -191,7 +192,11 @@ def _main(argv: list[str]) -> int:
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
 
-    spec = load_sweep(args.sweep)
+    if args.plugin:  # here first, so that a module that cannot load is one line before any point
+        from simpy_astra.config.scenario import load_plugins
+
+        load_plugins(args.plugin, "--plugin")
+    spec = load_sweep(args.sweep, tuple(args.plugin))
     for warning in spec.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute

@@ -68,6 +68,7 @@ from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
+from simpy_astra.network.backends import lookup as lookup_backend
 from simpy_astra.plugins import PluginError, import_module, search_also
 
 if TYPE_CHECKING:
@@ -88,12 +89,18 @@ MAX_QUEUES_PER_DIM = 4096
 
 
 def check_backend(where: str, backend: Any) -> str:
-    """``backend`` if a network backend has that name; errors name ``where`` (the flag, or the
-    scenario's field), so a scenario's typo is not reported as a flag the user never gave."""
-    if not isinstance(backend, str) or backend not in BACKENDS:
+    """The name of the network backend ``backend`` names (a registered name, or a plug-in's
+    ``package.module:BackendSpec``); errors name ``where`` (the flag, or the scenario's
+    field), so a scenario's typo is not reported as a flag the user never gave."""
+    try:
+        spec = lookup_backend(backend) if isinstance(backend, str) else None
+    except PluginError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    if spec is None:
         got = "an empty string" if backend == "" else repr(backend)
-        raise InputError(f"{where}: must be one of {', '.join(BACKENDS)} (got {got})")
-    return backend
+        raise InputError(f"{where}: must be one of {', '.join(BACKENDS)}, or package.module:BackendSpec "
+                         f"(got {got}; a backend of your own: docs/backends.md)")
+    return spec.name
 
 
 def check_queues(where: str, queues: Any) -> int:
@@ -112,7 +119,7 @@ def inputs_from_astra_flags(workload: str, system: str, network: str, remote_mem
     network's NPU count and ``num_passes`` training iterations first.
     """
     check_queues("--num-queues-per-dim", queues_per_dim)
-    check_backend("--network-backend", backend)
+    backend = check_backend("--network-backend", backend)
     _check_injection_scale("--injection-scale", injection_scale)
     net = load_network_yaml(network)
     return _inputs(workload, load_system_json(system, injection_scale=injection_scale), net,

@@ -10,12 +10,13 @@ one :class:`BackendSpec` line, or a plug-in's :func:`register` call (docs/backen
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.plugins import PluginError, origin
+from simpy_astra.plugins import PluginError, import_object, origin
 
 if TYPE_CHECKING:
     import simpy
@@ -148,6 +149,7 @@ def register(spec: BackendSpec) -> BackendSpec:
         raise ValueError(f"network backend name {spec.name!r} must be a word (letters, digits, _)")
     if not callable(spec.build):
         raise TypeError(f"network backend '{spec.name}': build {spec.build!r} is not callable")
+    _called_as_documented(spec)
     if spec.folds not in (None, "pairs", "links"):
         raise ValueError(f"network backend '{spec.name}': folds must be None, 'pairs' or 'links' (got {spec.folds!r})")
     if spec.folds == "pairs" and spec.folded is None:
@@ -163,6 +165,42 @@ def register(spec: BackendSpec) -> BackendSpec:
         spec = replace(spec, build=_returns_a_network(spec.name, spec.build))
     BACKENDS[spec.name] = spec
     return spec
+
+
+def _called_as_documented(spec: BackendSpec) -> None:
+    """Refuse a ``build`` that cannot be called as ``build(env, dims, source, config)``: the run
+    calls it so, and a TypeError there names no line of the plug-in's."""
+    try:
+        signature = inspect.signature(spec.build)
+    except (TypeError, ValueError):
+        return  # a builtin or C callable: nothing to read
+    try:
+        signature.bind(None, None, None, None)
+    except TypeError:
+        raise TypeError(f"network backend '{spec.name}': build{signature} cannot be called as "
+                        f"build(env, dims, source, config=None) (docs/backends.md)") from None
+
+
+def lookup(name: str) -> BackendSpec | None:
+    """The backend a flag or scenario names: a registered name, or ``package.module:attribute``
+    naming a :class:`BackendSpec` (registered under its own name, which the run then uses), as
+    algorithms, topologies and models are named; None if nothing has that name. A module that
+    cannot be imported, or an attribute that is no BackendSpec, is a :class:`PluginError`."""
+    if name in BACKENDS:
+        return BACKENDS[name]
+    if ":" not in name:
+        return None
+    found = import_object(name)
+    if not isinstance(found, BackendSpec):
+        kind = type(found).__name__
+        what = (f"the class {found.__qualname__}" if isinstance(found, type)
+                else f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}")
+        raise PluginError(f"network backend '{name}' is {what}, not a BackendSpec(name, help, "
+                          f"build, folds, folded) (docs/backends.md)")
+    try:
+        return register(found)
+    except (TypeError, ValueError) as exc:
+        raise PluginError(f"network backend '{name}': {exc}") from None
 
 
 #: what a run asks of every backend (:class:`simpy_astra.network.Network`)

@@ -479,7 +479,9 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
         raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
 
 
-def load_sweep(path: str) -> SweepSpec:
+def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
+    """The sweep YAML at ``path``; ``plugins`` (``sweep --plugin``) join the base scenario's
+    ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
     doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a sweep must be a mapping with base and axes")
@@ -506,6 +508,9 @@ def load_sweep(path: str) -> SweepSpec:
                                             or [a.column])]
     check_overlaps(path, axes, _field_of)
     base, base_dir = _resolve_base(doc["base"], path, axis_paths)
+    if plugins:
+        given = base.get("plugins") or []
+        base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
     spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,

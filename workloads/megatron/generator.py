@@ -7,7 +7,10 @@ it) and the GPU whose kernels are timed. Each compute node carries its time
 
 Generator parameters: ``args`` (a string or list), ``gpus``, ``gpu`` (the
 :class:`~simpy_astra.workloads.megatron.kernels.Gpu` fields) and ``tp_link_gb_s`` (the rate a
-tensor-parallel collective runs at; 0: unknown); a scenario's cluster fills all three.
+tensor-parallel collective runs at; 0: unknown); a scenario's cluster fills those three.
+``schedule`` (optional) names the pipeline schedule instead of Megatron-LM's choice: one of
+the registry's (:mod:`simpy_astra.workloads.schedules.registry`), a plug-in's, or
+``package.module:function``.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from __future__ import annotations
 import argparse
 import math
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config.cluster import Cluster, load_cluster, presets
 from simpy_astra.errors import InputError
+from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, parse
 from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
@@ -30,6 +34,7 @@ from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
+from simpy_astra.workloads.schedules import registry as schedules
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
     Units,
@@ -46,7 +51,7 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
                 ) -> tuple[MegatronJob, Gpu]:
     """The parsed job and its GPU; ``gpus_where`` names where the GPU count was written (a
     scenario's ``cluster.gpus``) for errors about it."""
-    unknown = sorted(set(params) - {"args", "gpus", "gpu", "tp_link_gb_s"})
+    unknown = sorted(set(params) - {"args", "gpus", "gpu", "tp_link_gb_s", "schedule", SCHEDULE_SOURCE})
     if unknown:
         raise InputError(f"{where}: unknown parameter {unknown[0]!r} (give args; a scenario's cluster: "
                          f"gives gpus and gpu)")
@@ -57,7 +62,28 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
     gpu_model = Gpu(**gpu)
     job = parse(params.get("args"), gpus, f"{where}.args", gpus_where)
     check_hardware(job.fp8_requested, gpu_model, f"{where}.args")
+    if "schedule" in params:
+        job = replace(job, pipeline_schedule=_schedule_name(params["schedule"], job, f"{where}.schedule"))
     return job, gpu_model
+
+
+#: the trace cache's entry for a plug-in schedule's source (so an edited schedule runs again)
+SCHEDULE_SOURCE = "schedule_source"
+
+
+def _schedule_name(name: Any, job: MegatronJob, where: str) -> str:
+    """A pipeline schedule a scenario names (``workload.schedule``): registered (Megatron's
+    own, a plug-in's) or ``package.module:function``, asked once per stage here so that what
+    it raises or returns out of contract names ``where``, before any trace is written."""
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: must name a pipeline schedule, e.g. 1f1b (got {name!r})")
+    try:
+        schedule = schedules.lookup(name)
+        for stage in range(job.pp):
+            schedule(stage, job.pp, job.micro_batches, job.virtual_stages)
+    except (PluginError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}: {exc}") from None
+    return name
 
 
 @dataclass(frozen=True)
@@ -120,6 +146,9 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
         _given_rate(params.get("tp_link_gb_s", 0.0), where)
     else:
         params = {**params, "tp_link_gb_s": tp_link_gb_s(job, cluster)}  # it shapes the trace: it keys the cache
+    params = {k: v for k, v in params.items() if k != SCHEDULE_SOURCE}
+    if "schedule" in params and schedules.source_digest(job.schedule_name):
+        params[SCHEDULE_SOURCE] = schedules.source_digest(job.schedule_name)
     return params, MegatronRun(job, gpu, params, where)
 
 

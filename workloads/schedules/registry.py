@@ -1,23 +1,73 @@
 """Pipeline schedules by name: what the Megatron and transformer generators look up. A new
-schedule is a file with one function returning :class:`~.task.Task` lists, and a line here."""
+schedule is a file with one function returning :class:`~.task.Task` lists, and a line here;
+or, without editing the package, a plug-in's :func:`register` call or a
+``package.module:function`` name (``workload: {generate: megatron, schedule: ...}``)."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
+from collections import Counter
+from pathlib import Path
+
+from simpy_astra.plugins import PluginError, import_object, origin, user_code_problem
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
-from simpy_astra.workloads.schedules.task import Schedule
+from simpy_astra.workloads.schedules.task import Kind, Schedule, Task
 
 SCHEDULES: dict[str, Schedule] = {
     "1f1b": one_f_one_b,
     "interleaved-1f1b": interleaved,
 }
+_OURS = frozenset(SCHEDULES.values())
 
 
-def register(name: str, schedule: Schedule) -> None:
-    """Add a schedule under ``name`` (a plug-in's or a test's); names are unique."""
-    if name in SCHEDULES and SCHEDULES[name] is not schedule:
-        raise ValueError(f"pipeline schedule {name!r} is already registered")
-    SCHEDULES[name] = schedule
+def register(name: str, schedule: Schedule) -> Schedule:
+    """Add a schedule under ``name`` (a plug-in's or a test's); names are unique. A plug-in's
+    schedule is checked on every call: what it raises or returns out of contract is one line
+    naming it (:func:`_checked`)."""
+    if not callable(schedule):
+        raise TypeError(f"pipeline schedule {name!r}: {schedule!r} is not a function "
+                        f"fn(stage, pp, micro_batches, chunks) returning Task lists")
+    try:
+        inspect.signature(schedule).bind(0, 1, 1, 1)
+    except TypeError:
+        raise TypeError(f"pipeline schedule {name!r}: {getattr(schedule, '__qualname__', schedule)}"
+                        f"{inspect.signature(schedule)} cannot be called as fn(stage, pp, micro_batches, "
+                        f"chunks)") from None
+    except ValueError:
+        pass  # a builtin: nothing to read
+    taken = SCHEDULES.get(name)  # the same module:function imported again may register again
+    if taken is not None and origin(inspect.unwrap(taken)) != origin(inspect.unwrap(schedule)):
+        raise ValueError(f"pipeline schedule {name!r} is already registered (by "
+                         f"{origin(inspect.unwrap(taken))}); register {origin(schedule)} under another name")
+    SCHEDULES[name] = schedule if schedule in _OURS else _checked(name, inspect.unwrap(schedule))
+    return SCHEDULES[name]
+
+
+def lookup(name: str) -> Schedule:
+    """The schedule a job names: a registered name, or ``package.module:function`` (registered
+    under that name). ValueError (or :class:`PluginError`) when nothing has that name."""
+    if name not in SCHEDULES and ":" in name:
+        register(name, import_object(name))
+    return schedule(name)
+
+
+def is_ours(name: str) -> bool:
+    return SCHEDULES.get(name) in _OURS
+
+
+def source_digest(name: str) -> str:
+    """A hash of the source file of a plug-in's schedule (it keys the trace cache, so an edited
+    schedule is run again); empty for ours, whose code the cache's code digest covers."""
+    if is_ours(name):
+        return ""
+    try:
+        path = inspect.getsourcefile(inspect.unwrap(SCHEDULES[name]))
+    except TypeError:
+        path = None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else ""
 
 
 def default_schedule(chunks: int) -> str:
@@ -27,5 +77,50 @@ def default_schedule(chunks: int) -> str:
 
 def schedule(name: str) -> Schedule:
     if name not in SCHEDULES:
-        raise ValueError(f"unknown pipeline schedule {name!r} (known: {', '.join(sorted(SCHEDULES))})")
+        raise ValueError(f"unknown pipeline schedule {name!r} (known: {', '.join(sorted(SCHEDULES))}; or "
+                         f"package.module:function)")
     return SCHEDULES[name]
+
+
+def _checked(name: str, fn: Schedule) -> Schedule:
+    """``fn`` with its answer held to the contract: every micro-batch through every chunk
+    forwarded once and then backwarded once (whole, or as input then weight gradient), nothing
+    else; else a stage would wait for ever, or a step would run less work than the job has."""
+    @functools.wraps(fn)
+    def checked(stage: int, pp: int, micro_batches: int, chunks: int) -> list[Task]:
+        what = f"pipeline schedule '{name}'"
+        try:
+            order = fn(stage, pp, micro_batches, chunks)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
+            raise PluginError(user_code_problem(what, exc), exc) from None
+        problem = _out_of_contract(order, micro_batches, chunks)
+        if problem:
+            raise PluginError(f"{what}: for stage {stage} of {pp} ({micro_batches} micro-batches, {chunks} "
+                              f"chunk(s)) it returned {problem}; it must return Task(kind, micro_batch, chunk) "
+                              f"with every micro-batch of every chunk forwarded once, then backwarded once")
+        return [Task(Kind(t[0]), t[1], t[2]) for t in order]
+
+    return checked
+
+
+def _out_of_contract(order: object, micro_batches: int, chunks: int) -> str:
+    """What is wrong with ``order`` (empty: nothing)."""
+    if not isinstance(order, list | tuple):
+        return f"{type(order).__name__}, not a list"
+    seen: Counter[tuple[str, int, int]] = Counter()
+    for task in order:
+        if not (isinstance(task, tuple) and len(task) == 3 and task[0] in set(Kind)
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in task[1:])
+                and 0 <= task[1] < micro_batches and 0 <= task[2] < chunks):
+            return f"{task!r}, which is no task of this stage"
+        kind, mb, chunk = Kind(task[0]), task[1], task[2]
+        if kind is not Kind.FORWARD and not seen[(Kind.FORWARD.value, mb, chunk)]:
+            return f"{kind.name} of micro-batch {mb}, chunk {chunk} before its FORWARD"
+        seen[(kind.value, mb, chunk)] += 1
+    for mb in range(micro_batches):
+        for chunk in range(chunks):
+            f, b = seen[("F", mb, chunk)], seen[("B", mb, chunk)]
+            split = seen[("I", mb, chunk)], seen[("W", mb, chunk)]
+            if f != 1 or (b, *split) not in ((1, 0, 0), (0, 1, 1)):
+                return f"micro-batch {mb}, chunk {chunk} forwarded {f} time(s) and backwarded {b + split[0]}"
+    return ""
