@@ -143,6 +143,10 @@ def test_the_link_failure_example_reports_the_link_and_the_phases() -> None:
         assert "NPU 0 all_reduce phase of chunk stream 0 sent 262144 B to NPU 1" in report
         assert "NPU 1 all_reduce phase of chunk stream 0 waits for it" in report
         assert sim.env.now < 100_000  # found within a few wakes, with a heartbeat running
+        # four chunks held on link 0->1: the one NPU 1 waits for, and three that read alike,
+        # said once with their count (the report said the same line four times)
+        held = "NPU 0 all_reduce phase of chunk stream 0 sent 262144 B to NPU 1 (tag 500000000): held by link 0->1"
+        assert report.count(held) == 2 and f"{held}, which is down (x3)" in report
 
 
 def _one_message(tmp_path: Path, size: int = 10_000, **sim_kwargs) -> Simulation:

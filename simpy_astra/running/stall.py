@@ -67,8 +67,14 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
     down, unmatched messages; ``spinning``: the watchdog's words for phases that never end."""
 
     def capped(items: list[str], what: str) -> str:
-        more = f"; ... and {len(items) - limit} more {what}" if len(items) > limit else ""
-        return "; ".join(items[:limit]) + more
+        # alike items once, with their count: a collective's chunks held on one link read the
+        # same (one sender, receiver, size and tag), and four copies of a line say no more
+        counts = dict.fromkeys(items, 0)
+        for item in items:
+            counts[item] += 1
+        alike = [item if n == 1 else f"{item} (x{n})" for item, n in counts.items()]
+        more = f"; ... and {len(alike) - limit} more {what}" if len(alike) > limit else ""
+        return "; ".join(alike[:limit]) + more
 
     if stuck:
         when = f"{now} ns" if last_ns is None or last_ns >= now else \
