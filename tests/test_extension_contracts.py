@@ -236,3 +236,35 @@ def test_a_fractional_message_delay_is_cut_to_whole_ns(user, capsys):
     700 more: the same step as SLOWER's, in whole ns."""
     assert main(["run", scenario(user), "--quiet", "--network-backend", "ct_user:FRACTIONAL"]) == 0
     assert capsys.readouterr().out.startswith(f"iteration time {RING_NS + 2 * (N - 1) * OVERHEAD_NS:,} ns ")
+
+
+def test_astra_flags_find_a_collective_module_beside_the_system_json(tmp_path, monkeypatch, capsys):
+    """ASTRA-sim's flags: a ``module:function`` collective in a system JSON is found beside that
+    JSON, as a scenario's are beside the scenario (the run failed on 'cannot import plugin
+    module' unless it was started from the JSON's folder)."""
+    import json
+
+    step = Path(__file__).resolve().parents[1] / "scenarios" / "workloads" / "step_8npus_1MB" / "step"
+    configs, elsewhere = tmp_path / "configs", tmp_path / "elsewhere"
+    configs.mkdir()
+    elsewhere.mkdir()
+    sys.modules.pop("beside_json_algo", None)
+    (configs / "beside_json_algo.py").write_text(
+        "def ring(ctx):\n"
+        "    n, i = len(ctx.members), ctx.index\n"
+        "    for _ in range(2 * (n - 1)):\n"
+        "        ctx.send(ctx.members[(i + 1) % n], ctx.size_bytes // n)\n"
+        "        yield ctx.recv(ctx.members[(i - 1) % n], ctx.size_bytes // n)\n")
+    (configs / "sys.json").write_text(json.dumps({
+        "scheduling-policy": "LIFO", "collective-optimization": "baseline", "endpoint-delay": 10,
+        "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1,
+        "all-reduce-implementation": ["beside_json_algo:ring"]}))
+    (configs / "net.yml").write_text("topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n")
+    (configs / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    monkeypatch.chdir(elsewhere)
+    code = main([f"--workload-configuration={step}", f"--system-configuration={configs / 'sys.json'}",
+                 f"--network-configuration={configs / 'net.yml'}",
+                 f"--remote-memory-configuration={configs / 'mem.json'}"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "beside_json_algo" in sys.modules

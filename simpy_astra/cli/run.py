@@ -493,7 +493,10 @@ def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
         if log is not None:
             log.add("warning", line.removeprefix("warning: "))
     from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins
+    from simpy_astra.plugins import search_also
 
+    for config in (args.system_configuration, args.network_configuration):  # their module:name specs
+        search_also(os.path.dirname(os.path.abspath(config)))  # beside them, as a scenario's are
     load_plugins(args.plugin, "--plugin")
     inputs = inputs_from_astra_flags(
         workload=args.workload_configuration,
