@@ -253,6 +253,22 @@ def _writable_dir(path: str | None, flag: str) -> None:
         raise InputError(f"{flag}: cannot write into {path}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{flag}: cannot write into {path}: permission denied on {existing}")
+    # os.access says yes to root everywhere, also in /proc and /sys, where nothing can be made:
+    # only trying tells before the run (else the run ends on "cannot write into")
+    import errno
+
+    from simpy_astra.infra.files import os_problem
+
+    probe = os.path.join(existing, f".simpy-astra.{os.getpid()}.probe")
+    try:
+        os.mkdir(probe)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        problem = "accepts no new folders" if exc.errno == errno.ENOENT else os_problem(exc)
+        raise InputError(f"{flag}: cannot write into {path} ({existing}: {problem}); choose a folder you "
+                         f"can write") from None
+    os.rmdir(probe)
 
 
 def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:

@@ -1,0 +1,36 @@
+"""A sixth hunt for inputs that ran as something other than what they say, or failed only after
+the run: each is now refused in one line naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main
+
+ARGS = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+        "--global-batch-size 32 --tensor-model-parallel-size 2 --bf16 --vocab-size 32000")
+
+
+def _scenario(tmp_path, cluster: dict, args: str = ARGS):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": args}, "cluster": cluster},
+                                   sort_keys=False))
+    return path
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("flag", ["--csv-out", "--plots"])
+def test_an_output_folder_that_cannot_be_made_is_refused_before_the_run(tmp_path, capsys, flag):
+    # no folder can be made in /proc, not even by root, for whom os.access says yes: the run
+    # printed its answer and then failed on "cannot write into /proc/... (No such file or
+    # directory)", the minutes of a large run lost
+    path = _scenario(tmp_path, {"preset": "dgx-a100-80gb", "gpus": 16})
+    folder = "/proc/simpy-astra-no-such-folder"
+    assert main(["run", str(path), "--quiet", flag, folder]) == 2
+    out, err = capsys.readouterr()
+    assert out == "", out  # refused before the run: no answer printed
+    err = err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {flag}: cannot write into {folder}"), err
