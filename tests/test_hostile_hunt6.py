@@ -34,3 +34,18 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_the_run(tmp_path
     assert out == "", out  # refused before the run: no answer printed
     err = err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {flag}: cannot write into {folder}"), err
+
+
+def test_an_fp8_peak_given_to_a_gpu_without_fp8_names_the_scenarios_field(tmp_path, capsys):
+    # the A100 preset has no FP8 (fp8_tflops 0, fp8_efficiency 0): a scenario's fp8_tflops 1000
+    # alone was blamed on the preset, "dgx-a100-80gb.yaml: gpu.fp8_efficiency: must be a positive
+    # number (got 0)", a file the user never wrote
+    path = _scenario(tmp_path, {"preset": "dgx-a100-80gb", "gpus": 16, "gpu": {"fp8_tflops": 1000}})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.gpu.fp8_tflops: "), err
+    assert "fp8_efficiency" in err[0] and "dgx-a100-80gb.yaml" in err[0]
+    # with its efficiency beside it, FP8 runs: MFU against the FP8 peak
+    path = _scenario(tmp_path, {"preset": "dgx-a100-80gb", "gpus": 16,
+                                "gpu": {"fp8_tflops": 1000, "fp8_efficiency": 0.5}})
+    assert main(["run", str(path), "--quiet"]) == 0

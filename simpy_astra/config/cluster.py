@@ -323,6 +323,11 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         if key == "name" or (key in ("fp8_tflops", "fp8_efficiency") and gpu[key] == 0 == gpu["fp8_tflops"]):
             continue
         source, names = (f"{where}.gpu", override_names) if key in overrides else (f"{path}: gpu", preset_gpu_names)
+        if key == "fp8_efficiency" and gpu[key] == 0 and key not in overrides and "fp8_tflops" in overrides:
+            label = override_names["fp8_tflops"]  # the scenario gave FP8 to a preset GPU without it
+            raise InputError(f"{where}.gpu.{label}: {gpu['fp8_tflops']!r} on a GPU without FP8 ({path}: "
+                             f"gpu.fp8_efficiency is 0); give cluster.gpu.fp8_efficiency too (a fraction of "
+                             f"the FP8 peak), or leave fp8_tflops out")
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
