@@ -49,3 +49,23 @@ def test_an_fp8_peak_given_to_a_gpu_without_fp8_names_the_scenarios_field(tmp_pa
     path = _scenario(tmp_path, {"preset": "dgx-a100-80gb", "gpus": 16,
                                 "gpu": {"fp8_tflops": 1000, "fp8_efficiency": 0.5}})
     assert main(["run", str(path), "--quiet"]) == 0
+
+
+def test_a_sweeps_failed_points_are_listed_within_80_columns_in_a_pipe(tmp_path, capsys, monkeypatch):
+    # a point whose scenario leaves out --num-attention-heads fails (argparse: "the following
+    # arguments are required"); the summary's 'failed' line, its coordinates and the whole
+    # error, was one line of 300 columns in a pipe, where every other line keeps within 80
+    monkeypatch.setenv("COLUMNS", "80")
+    args = ARGS.replace("--num-attention-heads 16 ", "")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": args},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": {"workload.args.num-layers": [2, 4]}}, sort_keys=False))
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 4
+    err = capsys.readouterr().err.splitlines()
+    failed = [i for i, line in enumerate(err) if line.startswith("failed ")]
+    assert len(failed) == 2, err
+    said = err[failed[0]:failed[1] + 1] + [line for line in err[failed[1] + 1:] if line.startswith("  ")][:4]
+    assert max(len(line) for line in said) <= 80, said
+    whole = " ".join(line.strip() for line in err[failed[0]:failed[1]])
+    assert "required: --num-attention-heads" in whole

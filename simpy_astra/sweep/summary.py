@@ -62,13 +62,13 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
         coords = " ".join(f"{a.name}={o.point.coordinates[a.column]}" for a in spec.axes)
         text = f"{coords}: {o.figures['error'].split(': ', 1)[0]}"
-        out.line(f"invalid {text}", "[yellow]invalid[/yellow] " + escape(text))
+        _flagged(out, "invalid", "yellow", text)
     if len(invalid) > 3:
         out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
     failed = [o for o in done if not o.ok and not o.invalid]
     for o in failed[:5]:
         text = f"{o.point.coordinates}: {o.figures['error']}"
-        out.line(f"failed {text}", "[red]failed[/red] " + escape(text))
+        _flagged(out, "failed", "red", text)
     if len(failed) > 5:
         out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
     sections = summary.get("by_backend") or {None: summary}
@@ -81,6 +81,16 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     if summary.get("note"):  # within the plain width (one line of 110 columns)
         for line in textwrap.wrap(summary["note"], PLAIN_WIDTH, subsequent_indent="  "):
             out.line(line)
+
+
+def _flagged(out: Output, word: str, colour: str, text: str) -> None:
+    """``word text`` (an invalid or failed point and why): coloured on a terminal, which wraps
+    it; in a pipe wrapped within 80 columns (an error is often longer than the line)."""
+    if out.console is not None:
+        out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
+        return
+    for line in textwrap.wrap(f"{word} {text}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
+        out.line(line)
 
 
 def escape(text: str) -> str:
