@@ -69,3 +69,27 @@ def test_a_sweeps_failed_points_are_listed_within_80_columns_in_a_pipe(tmp_path,
     assert max(len(line) for line in said) <= 80, said
     whole = " ".join(line.strip() for line in err[failed[0]:failed[1]])
     assert "required: --num-attention-heads" in whole
+
+
+@pytest.mark.parametrize("workload", [{"generate": "megatron", "args": ARGS},
+                                      {"generate": "microbench", "collective": "all_reduce", "size": 1048576}])
+def test_a_remote_memory_beside_a_cluster_job_that_never_reads_it_is_refused(tmp_path, capsys, workload):
+    # a remote memory of 1 B/ns behind 0.1 s of latency beside a Megatron job: its step has no
+    # remote-memory load or store (its tensors live in HBM), so it ran in 0.017 s as without it,
+    # the offload the user meant to model never simulated
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": workload, "cluster": {"preset": "dgx-a100-80gb", "gpus": 16},
+                                    "remote_memory": {"memory-type": "PER_NPU_MEMORY_EXPANSION",
+                                                      "remote-mem-latency": 100_000_000, "remote-mem-bw": 1}}))
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: field 'remote_memory': "), err
+    assert "remove remote_memory" in err[0]
+
+
+def test_no_remote_memory_beside_a_cluster_job_runs(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 16},
+                                    "remote_memory": {"memory-type": "NO_MEMORY_EXPANSION"}}))
+    assert main(["run", str(path), "--quiet"]) == 0
