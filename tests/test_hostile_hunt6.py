@@ -93,3 +93,30 @@ def test_no_remote_memory_beside_a_cluster_job_runs(tmp_path, capsys):
                                     "cluster": {"preset": "dgx-a100-80gb", "gpus": 16},
                                     "remote_memory": {"memory-type": "NO_MEMORY_EXPANSION"}}))
     assert main(["run", str(path), "--quiet"]) == 0
+
+
+LLAMA = os.path.join(os.path.dirname(__file__), "..", "scenarios", "transformer_llama_16npus.yaml")
+NCCL = os.path.join(os.path.dirname(__file__), "data", "nccl", "dgx-a100-superbench")
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "calibrate"])
+def test_an_output_path_with_a_colour_code_is_printed_escaped(tmp_path, capsys, monkeypatch, command):
+    # a folder named with ESC [31m: 'wrote o\x1b[31mx/results.csv' turned the rest of the
+    # terminal red, and wrote the raw code into a pipe; errors show such a path escaped already
+    monkeypatch.chdir(tmp_path)
+    folder = "o\x1b[31mx"
+    if command == "run":
+        argv = ["run", os.path.abspath(LLAMA), "--quiet", "--trace-dir", folder]
+    elif command == "sweep":
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+            "base": {"workload": {"generate": "megatron", "args": ARGS},
+                     "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+            "axes": {"workload.args.num-layers": [2]}}))
+        argv = ["sweep", "s.yaml", "--out", folder, "--jobs", "1", "--no-plots"]
+    else:
+        argv = ["calibrate", os.path.join(NCCL, "all_reduce.log"), "--network", os.path.join(NCCL, "network.yml"),
+                "--out", folder]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err
+    assert "o\\x1b[31mx" in out + err  # the path, as errors show it

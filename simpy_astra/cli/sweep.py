@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
+from simpy_astra.infra.files import escaped
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
     # two lines, so that the first fits 80 columns whatever the folder (the path is on the second)
     out.line(f"sweep {spec.name}: {len(points)} points, running {len(todo) - invalid} on {where}")
-    out.line(f"{len(points) - len(todo)} already in {store.csv_path}"
+    out.line(f"{len(points) - len(todo)} already in {escaped(store.csv_path)}"
              + (f"; {invalid} invalid, not run" if invalid else ""))
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
@@ -308,7 +309,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
               f"their errors), e.g. {next(o for o in done if not o.invalid).figures['error']}", file=sys.stderr)
         return EXIT_ALL_FAILED
-    out.line(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s"
+    out.line(f"wrote {escaped(store.csv_path)} and {escaped(os.path.join(args.out, 'best.json'))} in {wall_s:.1f} s"
              + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"
                 if skipped_plots else ""))
     return 0
