@@ -120,3 +120,43 @@ def test_an_output_path_with_a_colour_code_is_printed_escaped(tmp_path, capsys, 
     out, err = capsys.readouterr()
     assert "\x1b" not in out + err
     assert "o\\x1b[31mx" in out + err  # the path, as errors show it
+
+
+def _sweep(tmp_path, axes: dict):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+                                     "axes": axes}, sort_keys=False))
+    return sweep
+
+
+@pytest.mark.parametrize("axes, where, words", [
+    # each listed as a valid point by --list; run, every such point failed on the cluster's
+    # own check (the others ran), the sweep's time spent before the typo showed
+    ({"cluster.preset": ["dgx-a100-80gb", "dgx-a100-80GB"]}, "axes: cluster.preset: ",
+     "'dgx-a100-80GB' is not a preset"),
+    ({"cluster.nccl_algo": ["ring", "RING"]}, "axes: cluster.nccl_algo: ", "must be one of ring, tree, nvls"),
+    ({"cluster.gpu.tensor_efficiency": [0.5, 1.5]}, "axes: cluster.gpu.tensor_efficiency: ", "must be in (0, 1]"),
+    ({"cluster.oversubscription": [1, 0.5]}, "axes: cluster.oversubscription: ", "between 1 and 64"),
+    ({"cluster.inter_node_gbps": [800, -1]}, "axes: cluster.inter_node_gbps: ", "a positive number"),
+    ({"cluster.gpus": [16, 1]}, "axes: cluster.gpus: ", "2 or more"),
+    ({"machine": {"named": {"a": {"cluster.gpu.hbm_gib": 40}, "b": {"cluster.gpu.hbm_gib": 0}}}},
+     "axes: machine: named: b: cluster.gpu.hbm_gib: ", "a positive number"),
+])
+def test_a_cluster_axis_value_no_cluster_can_take_is_refused_before_any_point_runs(tmp_path, capsys, axes, where,
+                                                                                  words):
+    sweep = _sweep(tmp_path, axes)
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: {where}"), err
+    assert words in err[0]
+
+
+@pytest.mark.parametrize("axes", [
+    # valid beside another axis's value: nvls on the H100 preset, 12 GPUs in nodes of 4
+    {"cluster.preset": ["dgx-h100"], "cluster.nccl_algo": ["nvls", "ring"]},
+    {"cluster.gpus_per_node": [4], "cluster.gpus": [12, 16]},
+    {"cluster.gpu.fp8_tflops": [0, 1000], "cluster.gpu.fp8_efficiency": [0, 0.5]},
+])
+def test_cluster_axis_values_valid_beside_one_another_are_listed(tmp_path, capsys, axes):
+    assert main(["sweep", str(_sweep(tmp_path, axes)), "--list"]) == 0

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu
+from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu, check_field
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.config.scenario import SCENARIO_KEYS
@@ -511,15 +511,20 @@ def load_sweep(path: str) -> SweepSpec:
                      base=base, axes=axes, warnings=warnings,
                      module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
+    sweep_dir = os.path.dirname(os.path.abspath(path))  # a preset's path in an axis resolves beside it
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
             _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
         if axis.bundles is None and is_args_path(axis.column):
             check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
+        for value in axis.values if axis.bundles is None and axis.column.startswith("cluster.") else ():
+            check_field(axis.column, value, f"{path}: axes: {axis.column}", sweep_dir)
         for name, bundle in (axis.bundles or {}).items():
             for dotted, value in bundle.items():
                 if is_args_path(dotted):
                     check_values(dotted, (value,), f"{path}: axes: {axis.column}: named: {name}")
+                elif dotted.startswith("cluster."):
+                    check_field(dotted, value, f"{path}: axes: {axis.column}: named: {name}: {dotted}", sweep_dir)
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")
