@@ -160,3 +160,24 @@ def test_a_cluster_axis_value_no_cluster_can_take_is_refused_before_any_point_ru
 ])
 def test_cluster_axis_values_valid_beside_one_another_are_listed(tmp_path, capsys, axes):
     assert main(["sweep", str(_sweep(tmp_path, axes)), "--list"]) == 0
+
+
+@pytest.mark.parametrize("axes, where", [
+    # null (or false) removes a flag: without --num-layers Megatron-LM's argparse stops ("the
+    # following arguments are required"); --list showed the point as valid, and it failed when run
+    ({"workload.args.num-layers": [None, 2]}, "axes: workload.args.num-layers: "),
+    ({"workload.args.micro-batch-size": [1, False]}, "axes: workload.args.micro-batch-size: "),
+    ({"layout": {"named": {"a": {"workload.args.num-layers": 2},
+                           "b": {"workload.args.hidden-size": None}}}}, "axes: layout: named: b: "),
+])
+def test_an_axis_value_that_removes_a_required_megatron_argument_is_refused(tmp_path, capsys, axes, where):
+    sweep = _sweep(tmp_path, axes)
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: {where}"), err
+    assert "Megatron-LM requires" in err[0]
+
+
+def test_an_axis_value_that_removes_an_optional_megatron_argument_is_listed(tmp_path, capsys):
+    assert main(["sweep", str(_sweep(tmp_path, {"workload.args.vocab-size": [None, 32000],
+                                                "workload.args.bf16": [True, False]})), "--list"]) == 0
