@@ -181,3 +181,19 @@ def test_an_axis_value_that_removes_a_required_megatron_argument_is_refused(tmp_
 def test_an_axis_value_that_removes_an_optional_megatron_argument_is_listed(tmp_path, capsys):
     assert main(["sweep", str(_sweep(tmp_path, {"workload.args.vocab-size": [None, 32000],
                                                 "workload.args.bf16": [True, False]})), "--list"]) == 0
+
+
+@pytest.mark.parametrize("flag", ["--json-out", "--trace-out"])
+def test_an_output_on_a_local_memory_trace_the_run_writes_is_refused(tmp_path, capsys, monkeypatch, flag):
+    # the Llama scenario tracks local memory: 16 traces, local_mem_trace.N.json in --trace-dir.
+    # --json-out t/local_mem_trace.3.json was written over NPU 3's trace (or it over the JSON),
+    # and the run said it wrote 16 traces and the JSON
+    monkeypatch.chdir(tmp_path)
+    out = os.path.join("t", "local_mem_trace.3.json")
+    assert main(["run", os.path.abspath(LLAMA), "--quiet", "--trace-dir", "t", flag, out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {flag}: {out} is also NPU 3's local-memory trace"), err
+    assert not (tmp_path / "t" / "local_mem_trace.0.json").exists()  # refused before the run
+    # a number past the run's NPUs is no trace of it
+    assert main(["run", os.path.abspath(LLAMA), "--quiet", "--trace-dir", "t", flag,
+                 os.path.join("t", "local_mem_trace.16.json")]) == 0
