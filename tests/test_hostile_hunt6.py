@@ -197,3 +197,14 @@ def test_an_output_on_a_local_memory_trace_the_run_writes_is_refused(tmp_path, c
     # a number past the run's NPUs is no trace of it
     assert main(["run", os.path.abspath(LLAMA), "--quiet", "--trace-dir", "t", flag,
                  os.path.join("t", "local_mem_trace.16.json")]) == 0
+
+
+def test_a_flag_axis_after_a_workload_axis_without_megatron_blames_the_workload_axis(tmp_path, capsys):
+    # the error blamed "the base scenario's workload.args: ... (got None)": the base has its
+    # args; the workload axis's microbenchmark, set whole before the flag, has none
+    sweep = _sweep(tmp_path, {"workload": [{"generate": "microbench", "collective": "all_reduce", "size": 1048576}],
+                              "workload.args.num-layers": [4, 8]})
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: workload.args.num-layers: "), err
+    assert "base scenario" not in err[0] and "axis workload" in err[0]

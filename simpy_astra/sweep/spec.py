@@ -271,9 +271,12 @@ class SweepSpec:
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
         sweep_dir = os.path.dirname(os.path.abspath(self.path))
+        setter = ""  # the axis that set the workload (or its args) whole, if any
         for axis in self.axes:
             for dotted, value in axis.assignments(coords[axis.column]).items():
                 where = f"{self.path}: axes: {axis.column}"
+                if dotted in ("workload", "workload.generate", "workload.args"):
+                    setter = axis.column
                 if dotted in ("workload", *FILE_KEYS) and isinstance(value, str) and not os.path.isabs(value):
                     value = os.path.join(sweep_dir, value)  # a whole file
                 elif dotted == "cluster.preset":
@@ -281,6 +284,10 @@ class SweepSpec:
                 elif dotted == "cluster" and isinstance(value, dict) and "preset" in value:
                     value = {**value, "preset": absolute_preset(value["preset"], sweep_dir)}
                 if is_args_path(dotted):
+                    if setter and megatron_args_of(doc) is None:  # the base's were checked on load
+                        raise InputError(f"{where}: axis {setter} sets this point's workload to one without "
+                                         f"Megatron-LM arguments ({doc.get('workload')!r}); give that axis "
+                                         f"megatron workloads, or drop this one")
                     doc["workload"]["args"] = set_flag(doc["workload"].get("args"), dotted, value, where)
                     continue
                 set_path(doc, dotted, value, where)
