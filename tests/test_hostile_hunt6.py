@@ -208,3 +208,16 @@ def test_a_flag_axis_after_a_workload_axis_without_megatron_blames_the_workload_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: workload.args.num-layers: "), err
     assert "base scenario" not in err[0] and "axis workload" in err[0]
+
+
+def test_a_finished_sweep_run_again_on_a_cluster_needs_no_scheduler(tmp_path, capsys):
+    # every point is in results.csv: nothing to run, yet the sweep connected to the Dask
+    # scheduler first and, that one gone, stopped on "cannot connect" without its summary
+    pytest.importorskip("distributed")
+    sweep = _sweep(tmp_path, {"workload.args.num-layers": [2, 4]})
+    out = str(tmp_path / "out")
+    assert main(["sweep", str(sweep), "--out", out, "--no-plots", "--jobs", "1"]) == 0
+    capsys.readouterr()
+    assert main(["sweep", str(sweep), "--out", out, "--no-plots", "--cluster", "no-scheduler-here"]) == 0
+    err = capsys.readouterr().err
+    assert "2 already in" in err and "best: num_layers=2" in err, err

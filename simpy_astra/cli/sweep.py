@@ -274,7 +274,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         if refused[p.key]:
             save(p, refused[p.key], [])
     todo = [p for p in todo if not refused[p.key]]
-    if args.cluster:
+    if args.cluster and todo:  # nothing left to run needs no scheduler (it may be gone)
         outcome = run_cluster(todo, args.cluster, store.inputs, save, out, where=label)
     else:
         outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,))
