@@ -221,3 +221,17 @@ def test_a_finished_sweep_run_again_on_a_cluster_needs_no_scheduler(tmp_path, ca
     assert main(["sweep", str(sweep), "--out", out, "--no-plots", "--cluster", "no-scheduler-here"]) == 0
     err = capsys.readouterr().err
     assert "2 already in" in err and "best: num_layers=2" in err, err
+
+
+@pytest.mark.parametrize("hbm_gib, capacity", [(0.25, "0.25"), (0.4, "0.4"), (40.5, "40.5"), (80, "80")])
+def test_a_gpus_memory_is_printed_as_the_cluster_gives_it(tmp_path, capsys, hbm_gib, capacity):
+    # a GPU of 0.25 GiB (within the range a preset may state) was printed "of 0 GiB", and one
+    # of 40.5 GiB "of 40 GiB": the capacity was rounded to a whole GiB
+    path = _scenario(tmp_path, {"preset": "dgx-a100-80gb", "gpus": 16, "gpu": {"hbm_gib": hbm_gib}})
+    assert main(["run", str(path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    if hbm_gib < 1:  # the job (0.9 GiB a GPU) does not fit: --quiet says so
+        assert f" of {capacity} GiB (DOES NOT FIT)" in err, err
+    assert main(["run", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f" GiB of {capacity} GiB (" in out, out

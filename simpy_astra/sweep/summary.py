@@ -130,6 +130,8 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
 def _training_line(figures: dict[str, Any]) -> str:
     """A Megatron point's answer: ``step 28.308 s; per GPU 155.6 TFLOP/s, MFU 37.4%, 62.2 of 80
     GiB (fits)``, the figures ``run``'s headline gives, within 80 columns."""
+    from simpy_astra.workloads.megatron.report import gib
+
     per_gpu = []
     if figures.get("tflops_per_gpu") is not None:
         per_gpu.append(f"{figures['tflops_per_gpu']:.1f} TFLOP/s")
@@ -138,7 +140,7 @@ def _training_line(figures: dict[str, Any]) -> str:
     if figures.get("memory_per_gpu_gib") is not None:
         memory = f"{figures['memory_per_gpu_gib']:.1f}"
         if figures.get("memory_capacity_gib") is not None:
-            memory += f" of {figures['memory_capacity_gib']:.0f}"
+            memory += f" of {gib(figures['memory_capacity_gib'])}"
         memory += " GiB"
         if figures.get("fits") is not None:
             memory += " (fits)" if figures["fits"] else " (too large)"
