@@ -235,3 +235,27 @@ def test_a_gpus_memory_is_printed_as_the_cluster_gives_it(tmp_path, capsys, hbm_
     assert main(["run", str(path)]) == 0
     out = capsys.readouterr().out
     assert f" GiB of {capacity} GiB (" in out, out
+
+
+@pytest.mark.parametrize("column", ["finish_ns", "iteration_time_ns", "memory_per_gpu_gib"])
+def test_a_negative_figure_in_an_edited_results_file_is_refused(tmp_path, capsys, column):
+    # no time, memory or count is below 0: a results.csv edited to finish_ns -5 for the 8-layer
+    # point was read, and best.json crowned it (the slowest point, 27,989,484 ns)
+    import csv
+
+    sweep = _sweep(tmp_path, {"workload.args.num-layers": [2, 8]})
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    at = next(i for i, row in enumerate(rows) if row["workload.args.num-layers"] == "8")
+    rows[at][column] = "-5"
+    with (out / "results.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    before = (out / "results.csv").read_bytes()
+    capsys.readouterr()
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {out / 'results.csv'}: line {at + 2}: {column}: "), err
+    assert "-5" in err[-1] and (out / "results.csv").read_bytes() == before

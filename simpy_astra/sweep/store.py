@@ -317,9 +317,13 @@ class ResultsStore:
             return f"status: must be one of {', '.join(STATUSES)} (got {row.get('status')!r})"
         for name in RESULT_NAMES:
             try:
-                parse_figure(row.get(name, ""))
+                value = parse_figure(row.get(name, ""))
             except ValueError:
                 return f"{name}: must be a finite number or empty (got {row[name]!r})"
+            # no time, memory, rate or count is below 0 (an edited -5 was crowned best); ASTRA-sim's
+            # exposed communication is finish minus compute, left as the run gave it
+            if value is not None and value < 0 and name != "exposed_comm_ns":
+                return f"{name}: must be a number >= 0 or empty (got {row[name]!r})"
         if row["status"] == "ok":
             missing = [n for n in REQUIRED_OK if n in row and row[n] == ""]
             if missing:
