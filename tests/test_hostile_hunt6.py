@@ -259,3 +259,17 @@ def test_a_negative_figure_in_an_edited_results_file_is_refused(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"error: {out / 'results.csv'}: line {at + 2}: {column}: "), err
     assert "-5" in err[-1] and (out / "results.csv").read_bytes() == before
+
+
+def test_a_results_file_saved_with_a_byte_order_mark_resumes(tmp_path, capsys):
+    # an editor (Excel, Notepad) that saves results.csv as "UTF-8 with BOM" puts U+FEFF before
+    # 'key': the sweep refused the file, "column 1 is '\ufeffkey' where this sweep writes
+    # 'workload.args.num-layers'", a column it has and a character no terminal shows
+    sweep = _sweep(tmp_path, {"workload.args.num-layers": [2, 4]})
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
+    csv_path = out / "results.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbf" + csv_path.read_bytes())
+    capsys.readouterr()
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
+    assert "2 already in" in capsys.readouterr().err

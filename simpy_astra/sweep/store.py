@@ -265,7 +265,8 @@ class ResultsStore:
         if not os.path.exists(self.csv_path):
             return {}, None, False
         try:
-            with open(self.csv_path, newline="", encoding="utf-8") as f:
+            # utf-8-sig: an editor's "UTF-8 with BOM" (Excel) puts U+FEFF before 'key'
+            with open(self.csv_path, newline="", encoding="utf-8-sig") as f:
                 text = f.read()
         except UnicodeDecodeError:
             raise InputError(f"{self.csv_path}: is not UTF-8 text; it was not written by a sweep (move it "
