@@ -273,3 +273,20 @@ def test_a_results_file_saved_with_a_byte_order_mark_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
     assert "2 already in" in capsys.readouterr().err
+
+
+def test_a_renamed_column_in_an_edited_results_file_is_named_as_it_is(tmp_path, capsys):
+    # finish_ns renamed finish: "column 3 is 'finish' where this sweep writes 'exposed_comm_ns'",
+    # the column after the one renamed (the header was matched against columns it has)
+    sweep = _sweep(tmp_path, {"workload.args.num-layers": [2]})
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
+    csv_path = out / "results.csv"
+    header, rest = csv_path.read_text().split("\n", 1)
+    assert header.split(",")[2] == "finish_ns"
+    csv_path.write_text(header.replace(",finish_ns,", ",fin\x1bish,") + "\n" + rest)
+    capsys.readouterr()
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "header: does not match this sweep (column 3 is 'fin\\x1bish', " in err[0], err
+    assert "exposed_comm_ns" not in err[0] and "\x1b" not in err[0]

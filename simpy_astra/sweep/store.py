@@ -214,14 +214,18 @@ class ResultsStore:
             and columns == [c for c in self.columns if c in set(columns)]
 
     def _misplaced(self, header: list[str]) -> str:
-        """What is wrong with ``header``, named by column: the first one out of place."""
+        """What is wrong with ``header``, named by column: the first one this sweep does not write
+        (matched against the others, a renamed column blamed the next), else the first one out
+        of place."""
+        from simpy_astra.infra.files import show
+
+        for i, got in enumerate(header):
+            if got not in self.columns:
+                return f"column {i + 1} is '{show(got)}', not one this sweep writes"
         expected = [c for c in self.columns if c in set(header)]
         for i, (got, want) in enumerate(zip(header, expected, strict=False)):
             if got != want:
                 return f"column {i + 1} is '{got}' where this sweep writes '{want}'"
-        extra = sorted(set(header) - set(self.columns))
-        if extra:
-            return f"column '{extra[0]}' is not one this sweep writes"
         missing = [c for c in self.columns if c not in set(header) and c not in OPTIONAL_COLUMNS]
         return f"column '{missing[0]}' is missing" if missing else "the columns differ"
 
