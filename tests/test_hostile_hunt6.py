@@ -290,3 +290,15 @@ def test_a_renamed_column_in_an_edited_results_file_is_named_as_it_is(tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "header: does not match this sweep (column 3 is 'fin\\x1bish', " in err[0], err
     assert "exposed_comm_ns" not in err[0] and "\x1b" not in err[0]
+
+
+@pytest.mark.parametrize("extra", [{}, {"network": {"topology": ["Ring"], "npus_count": [16], "bandwidth": [50],
+                                                     "latency": [500]}}])
+def test_a_megatron_job_without_its_cluster_asks_for_the_cluster(tmp_path, capsys, extra):
+    # a Megatron workload copied without its cluster: was told "field 'system' is missing" (or
+    # 'network'), which sent the user writing an ASTRA-sim system for a job a preset describes
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS}, **extra}))
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: needs a cluster: beside it"), err

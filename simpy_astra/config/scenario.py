@@ -204,6 +204,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "
                          f"with a network of your own collectives are played on it (leave out "
                          f"network, or nccl_algo)")
+    if cluster is None and "jobs" not in doc:  # before the fields a cluster would have given
+        _refuse_without_cluster(path, doc.get("workload"))
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
@@ -361,6 +363,19 @@ def _generator_entry(name: str) -> Any:
     from simpy_astra.workloads.generated import GENERATORS
 
     return GENERATORS.get(name)
+
+
+def _refuse_without_cluster(path: str, workload: Any) -> None:
+    """A generator that runs beside a cluster (Megatron's) without one, nor the GPU count and
+    GPU it would give: ask for the cluster (not for the system the preset would build)."""
+    if not isinstance(workload, dict) or not isinstance(workload.get("generate"), str):
+        return
+    entry = _generator_entry(workload["generate"])
+    gpus = workload.get("gpus")
+    given = isinstance(gpus, int) and not isinstance(gpus, bool) and isinstance(workload.get("gpu"), dict)
+    if entry is not None and entry.needs_cluster and not given:
+        raise InputError(f"{path}: workload: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: "
+                         f"N}}); it gives the GPU count and the GPU")
 
 
 def _reads_gpu(prepared: Prepared | None) -> bool:
