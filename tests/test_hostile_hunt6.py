@@ -302,3 +302,25 @@ def test_a_megatron_job_without_its_cluster_asks_for_the_cluster(tmp_path, capsy
     assert main(["run", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: needs a cluster: beside it"), err
+
+
+@pytest.mark.parametrize("command, doc", [
+    # the file's own text, quoted in the error: each error line carried ESC [31m raw, turning the
+    # terminal red (or writing the code into a log), and a newline split the one line in two
+    ("run", {"workload": {"generate": "megatron", "args": "--num-layers 4 --hidd\x1b[31men 5"},
+             "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}}),
+    ("run", {"plugins": ["a\x1b[31m\nb"], "workload": "w"}),
+    ("sweep", {"base": {"workload": {"generate": "megatron", "args": ARGS},
+                        "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+               "axes": {"workload.args.num-lay\x1b[31mers": [1]}}),
+    ("sweep", {"base": {"workload": {"generate": "megatron", "args": ARGS},
+                        "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+               "axes": {"workload.args.num-layers": [2]}, "constraints": ["num_l\x1b[31mayers > 1"]}),
+])
+def test_an_error_quoting_a_colour_code_or_a_newline_is_one_printable_line(tmp_path, capsys, command, doc):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main([command, str(path)] + (["--list"] if command == "sweep" else [])) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and len(err.strip().splitlines()) == 1, err
+    assert "\\x1b[31m" in err

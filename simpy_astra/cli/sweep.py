@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.config.readers import dump_yaml
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
@@ -302,12 +302,13 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):
         print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron-LM refuses "
-              f"each layout, e.g. {done[0].figures['error']}; results.csv names each one's rule; change the "
+              f"each layout, e.g. {printable(done[0].figures['error'])}; results.csv names each one's rule; change the "
               f"axes (e.g. tp x pp x cp must divide the GPUs)", file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
-              f"their errors), e.g. {next(o for o in done if not o.invalid).figures['error']}", file=sys.stderr)
+              f"their errors), e.g. {printable(next(o for o in done if not o.invalid).figures['error'])}",
+              file=sys.stderr)
         return EXIT_ALL_FAILED
     out.line(f"wrote {escaped(store.csv_path)} and {escaped(os.path.join(args.out, 'best.json'))} in {wall_s:.1f} s"
              + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"

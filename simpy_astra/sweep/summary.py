@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from simpy_astra.errors import printable
 from simpy_astra.report.console import PLAIN_WIDTH, Output
 from simpy_astra.sweep.best import Outcome, objective_of
 from simpy_astra.sweep.spec import SweepSpec
@@ -89,7 +90,7 @@ def _flagged(out: Output, word: str, colour: str, text: str) -> None:
     if out.console is not None:
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
-    for line in textwrap.wrap(f"{word} {text}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
+    for line in textwrap.wrap(f"{word} {printable(text)}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
         out.line(line)
 
 
