@@ -324,3 +324,17 @@ def test_an_error_quoting_a_colour_code_or_a_newline_is_one_printable_line(tmp_p
     err = capsys.readouterr().err
     assert "\x1b" not in err and len(err.strip().splitlines()) == 1, err
     assert "\\x1b[31m" in err
+
+
+@pytest.mark.parametrize("axis, value", [("workload.args.tokenizer-model", "t\x1b[31m.model"),
+                                         ("workload.args.data-path", "a\nb")])
+def test_an_axis_value_that_is_not_one_printable_line_is_refused(tmp_path, capsys, axis, value):
+    # an axis value is printed in each point's line (--list, the progress lines, the summary):
+    # ESC [31m in it was printed raw, and a newline forged a line of --list
+    sweep = _sweep(tmp_path, {axis: [value, "x"]})
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "\x1b" not in err
+    err = err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: {axis}: "), err
+    assert "printable" in err[0]
