@@ -338,3 +338,13 @@ def test_an_axis_value_that_is_not_one_printable_line_is_refused(tmp_path, capsy
     err = err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: {axis}: "), err
     assert "printable" in err[0]
+
+
+@pytest.mark.parametrize("name", [5, "", "  "])
+def test_a_gpu_name_axis_value_no_cluster_can_take_is_refused(tmp_path, capsys, name):
+    # listed as a valid point; each such point failed when run on "gpu.name: must be the GPU's name"
+    sweep = _sweep(tmp_path, {"cluster.gpu.name": ["H100-SXM5-80GB", name]})
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: cluster.gpu.name: "), err
+    assert "the GPU's name on one line" in err[0]

@@ -403,6 +403,9 @@ def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
             _positive(head, name, value, integer=node_key in ("gpus", "nodes_per_leaf"), bounds=NODE_RANGES[node_key])
     elif len(parts) == 2 and key == "gpu":
         field = OLD_KEYS.get(parts[1], parts[1])
+        if field == "name" and not (isinstance(value, str) and value.strip() and value.isprintable()):
+            raise InputError(f"{where}: must be the GPU's name on one line, e.g. H100-SXM5-80GB (it picks NVLS "
+                             f"for H100 and later; got {value!r})")
         if field in GPU_RANGES and not (field.startswith("fp8_") and value == 0 and not isinstance(value, bool)):
             head, name = where.rsplit(".", 1)
             _positive(head, name, value, integer=field == "sms", bounds=GPU_RANGES[field])
