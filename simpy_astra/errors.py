@@ -73,3 +73,12 @@ class StalledError(Exception):
 
     def __init__(self, message: str) -> None:
         super().__init__(re.sub(r"\s*\n\s*", " ", str(message)).strip())
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print: each character a terminal would act on (ESC starting a colour, a
+    newline, a zero-width mark) written as its escape, ``\\x1b``; an error quotes a file's own
+    text, which may carry them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

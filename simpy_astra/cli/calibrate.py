@@ -17,6 +17,7 @@ from typing import Any
 
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError
+from simpy_astra.infra.files import escaped
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -204,6 +205,6 @@ def main(argv: list[str]) -> int:
              f"({cal.simulations} simulations, {cal.rounds} round(s))")
 
     net_path, sys_path, info_path = _write_files(args, logs, held_out, network, cal, algorithms, nccl, regimes)
-    extra = f", {os.path.join(args.out, 'nccl.json')}" if nccl is not None else ""
-    out.line(f"wrote {net_path}, {sys_path}{extra} and {info_path} in {time.perf_counter() - t0:.1f} s")
+    extra = f", {escaped(os.path.join(args.out, 'nccl.json'))}" if nccl is not None else ""
+    out.line(f"wrote {escaped(net_path)}, {escaped(sys_path)}{extra} and {escaped(info_path)} in {time.perf_counter() - t0:.1f} s")
     return 0

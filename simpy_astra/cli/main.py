@@ -17,7 +17,7 @@ import os
 import sys
 
 from simpy_astra.collectives.base import CollectiveError
-from simpy_astra.errors import InputError, StalledError
+from simpy_astra.errors import InputError, StalledError, printable
 from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.chakra import EtError
 
@@ -164,11 +164,11 @@ def _report(exc: BaseException, debug: bool) -> int:
         raise exc
     except (InputError, EtError, CollectiveError, PluginError) as exc:
         _print_users_traceback(exc, debug)
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_INPUT_ERROR
     except StalledError as exc:
         sys.stdout.flush()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_STALLED
     except BrokenPipeError:
         _silence_stdout()
@@ -185,9 +185,10 @@ def _report(exc: BaseException, debug: bool) -> int:
                 import traceback
 
                 traceback.print_exception(original, file=sys.stderr)
-            print(f"error: {user_code_problem(users_entry(original) or 'your code', original)}", file=sys.stderr)
+            print(f"error: {printable(user_code_problem(users_entry(original) or 'your code', original))}",
+                  file=sys.stderr)
             return EXIT_INPUT_ERROR
-        text = " ".join(str(exc).split()) or "no message"
+        text = printable(" ".join(str(exc).split()) or "no message")
         print(
             f"error: internal error {type(exc).__name__}: {text} (this is a simpy-astra bug; "
             f"set SIMPY_ASTRA_TRACEBACK=1 for the traceback)",

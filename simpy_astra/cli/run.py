@@ -247,6 +247,22 @@ def _writable_dir(path: str | None, flag: str) -> None:
         raise InputError(f"{flag}: cannot write into {path}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{flag}: cannot write into {path}: permission denied on {existing}")
+    # os.access says yes to root everywhere, also in /proc and /sys, where nothing can be made:
+    # only trying tells before the run (else the run ends on "cannot write into")
+    import errno
+
+    from simpy_astra.infra.files import os_problem
+
+    probe = os.path.join(existing, f".simpy-astra.{os.getpid()}.probe")
+    try:
+        os.mkdir(probe)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        problem = "accepts no new folders" if exc.errno == errno.ENOENT else os_problem(exc)
+        raise InputError(f"{flag}: cannot write into {path} ({existing}: {problem}); choose a folder you "
+                         f"can write") from None
+    os.rmdir(probe)
 
 
 def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:
@@ -305,6 +321,7 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     cfg = inputs.system
     if cfg.track_local_mem:
         prefix = cfg.local_mem_trace_filename
+        _apart_from_traces(prefix, inputs, [(json_out, "--json-out"), (trace_out, "--trace-out"), *logs])
         folder = os.path.dirname(prefix) or "."
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
             raise InputError.at(cfg.source, "local-mem-trace-filename",
@@ -313,6 +330,19 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
             files.check_output(path, "local-mem-trace-filename")
     if log is not None:
         log.check()  # log.log and err.log, now that the inputs are read
+
+
+def _apart_from_traces(prefix: str, inputs, outputs: list[tuple[str | None, str]]) -> None:
+    """An output file that is one of the local-memory traces (``PREFIX.N.json``, one per NPU) the
+    run writes is refused: one would replace the other, and the run would say it wrote both."""
+    import re
+
+    trace = re.compile(re.escape(os.path.realpath(prefix)) + r"\.(\d+)\.json")
+    for path, flag in outputs:
+        m = trace.fullmatch(os.path.realpath(path)) if path and not inputs.jobs else None
+        if m and int(m.group(1)) < inputs.network.total_npus:
+            raise InputError(f"{flag}: {path} is also NPU {int(m.group(1))}'s local-memory trace (the system's "
+                             f"local-mem-trace-filename {os.path.basename(prefix)!r}); give each output its own path")
 
 
 def output_folder(name: str, *outputs: tuple[str | None, bool]) -> str:

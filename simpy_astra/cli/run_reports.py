@@ -89,14 +89,16 @@ def _warnings(done: Finished) -> None:
 
 def _local_memory_note(done: Finished) -> None:
     """The system config asked for local-memory traces (track-local-mem): say where they went."""
+    from simpy_astra.infra.files import escaped
+
     written = done.sim.written_files
     first, last = written[0], written[-1]
     # the source and the paths on lines of their own: in one line the note was 200 columns
     say(f"note: wrote {len(written)} local-memory trace(s), as local-mem-trace-filename in")
-    say(f"  {done.inputs.system.source} asks:")
-    say(f"  {os.path.abspath(first)}")
+    say(f"  {escaped(done.inputs.system.source)} asks:")
+    say(f"  {escaped(os.path.abspath(first))}")
     if len(written) > 1:
-        say(f"  .. {os.path.basename(last)}")
+        say(f"  .. {escaped(os.path.basename(last))}")
 
 
 def _headline(done: Finished) -> None:

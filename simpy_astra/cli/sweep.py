@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
 from simpy_astra.config.readers import dump_yaml
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, printable
+from simpy_astra.infra.files import escaped
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"
     # two lines, so that the first fits 80 columns whatever the folder (the path is on the second)
     out.line(f"sweep {spec.name}: {len(points)} points, running {len(todo) - invalid} on {where}")
-    out.line(f"{len(points) - len(todo)} already in {store.csv_path}"
+    out.line(f"{len(points) - len(todo)} already in {escaped(store.csv_path)}"
              + (f"; {invalid} invalid, not run" if invalid else ""))
 
     def save(p: Point, figures: dict[str, Any], changed: list[str]) -> None:
@@ -278,7 +279,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         if refused[p.key]:
             save(p, refused[p.key], [])
     todo = [p for p in todo if not refused[p.key]]
-    if args.cluster:
+    if args.cluster and todo:  # nothing left to run needs no scheduler (it may be gone)
         outcome = run_cluster(todo, args.cluster, store.inputs, save, out, where=label)
     else:
         outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,))
@@ -306,14 +307,15 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):
         print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron-LM refuses "
-              f"each layout, e.g. {done[0].figures['error']}; results.csv names each one's rule; change the "
+              f"each layout, e.g. {printable(done[0].figures['error'])}; results.csv names each one's rule; change the "
               f"axes (e.g. tp x pp x cp must divide the GPUs)", file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "
-              f"their errors), e.g. {next(o for o in done if not o.invalid).figures['error']}", file=sys.stderr)
+              f"their errors), e.g. {printable(next(o for o in done if not o.invalid).figures['error'])}",
+              file=sys.stderr)
         return EXIT_ALL_FAILED
-    out.line(f"wrote {store.csv_path} and {os.path.join(args.out, 'best.json')} in {wall_s:.1f} s"
+    out.line(f"wrote {escaped(store.csv_path)} and {escaped(os.path.join(args.out, 'best.json'))} in {wall_s:.1f} s"
              + ("; skipped the plots: matplotlib is not installed (pip install 'simpy-astra[sweep]')"
                 if skipped_plots else ""))
     return 0

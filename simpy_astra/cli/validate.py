@@ -81,8 +81,8 @@ def main(argv: list[str]) -> int:
         f.write("\n")
     took = f"in {time.perf_counter() - t0:.1f} s"
     if plotted:
-        say(f"wrote {png} (and validate.csv, validate.json) {took}", sys.stdout)
+        say(f"wrote {files.escaped(png)} (and validate.csv, validate.json) {took}", sys.stdout)
     else:
-        say(f"wrote {os.path.join(args.out, 'validate.csv')} and validate.json {took}; skipped validate.png: "
+        say(f"wrote {files.escaped(os.path.join(args.out, 'validate.csv'))} and validate.json {took}; skipped validate.png: "
             f"matplotlib is not installed (pip install 'simpy-astra[calibrate]')", sys.stdout)
     return 0

@@ -323,6 +323,11 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         if key == "name" or (key in ("fp8_tflops", "fp8_efficiency") and gpu[key] == 0 == gpu["fp8_tflops"]):
             continue
         source, names = (f"{where}.gpu", override_names) if key in overrides else (f"{path}: gpu", preset_gpu_names)
+        if key == "fp8_efficiency" and gpu[key] == 0 and key not in overrides and "fp8_tflops" in overrides:
+            label = override_names["fp8_tflops"]  # the scenario gave FP8 to a preset GPU without it
+            raise InputError(f"{where}.gpu.{label}: {gpu['fp8_tflops']!r} on a GPU without FP8 ({path}: "
+                             f"gpu.fp8_efficiency is 0); give cluster.gpu.fp8_efficiency too (a fraction of "
+                             f"the FP8 peak), or leave fp8_tflops out")
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
@@ -371,3 +376,36 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                          f"{cluster.rail_gib_s():.3g} GiB/s, under the 1e-6 GiB/s a network link may have; "
                          f"raise either")
     return cluster
+
+
+def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
+    """One ``cluster.KEY`` (or ``cluster.gpu.FIELD``) value alone, as :func:`load_cluster` checks
+    it, ``where`` naming it: a sweep's axis value every point with it would fail on (a misspelt
+    preset, ``RING``, an efficiency of 1.5) is refused before any point runs. A value valid only
+    beside others (a GPU count and the node's, nvls and the GPU's name, FP8's two figures) is
+    left to the point's own load."""
+    parts = dotted.split(".")[1:]
+    key = OLD_KEYS.get(parts[0], parts[0]) if parts else ""
+    if len(parts) == 1 and key == "preset":
+        _preset_path(value, where.rsplit(".", 1)[0], base_dir)
+    elif len(parts) == 1 and key == "nccl_algo" and value is not None and value not in NCCL_ALGOS:
+        raise InputError(f"{where}: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or null for NCCL's "
+                         f"choice (got {value!r})")
+    elif len(parts) == 1 and key == "gpus":
+        head, name = where.rsplit(".", 1)
+        if _positive(head, name, value, integer=True) < 2 or value > MAX_GPUS:
+            raise InputError(f"{where}: must be 2 or more (a run simulates a network between GPUs) and at "
+                             f"most {MAX_GPUS:,} (got {value!r})")
+    elif len(parts) == 1 and (key in NODE_RANGES or key == "gpus_per_node"):
+        node_key = "gpus" if key == "gpus_per_node" else key
+        if not (key in NODE_MAY_BE_ZERO and value == 0 and not isinstance(value, bool)):
+            head, name = where.rsplit(".", 1)
+            _positive(head, name, value, integer=node_key in ("gpus", "nodes_per_leaf"), bounds=NODE_RANGES[node_key])
+    elif len(parts) == 2 and key == "gpu":
+        field = OLD_KEYS.get(parts[1], parts[1])
+        if field == "name" and not (isinstance(value, str) and value.strip() and value.isprintable()):
+            raise InputError(f"{where}: must be the GPU's name on one line, e.g. H100-SXM5-80GB (it picks NVLS "
+                             f"for H100 and later; got {value!r})")
+        if field in GPU_RANGES and not (field.startswith("fp8_") and value == 0 and not isinstance(value, bool)):
+            head, name = where.rsplit(".", 1)
+            _positive(head, name, value, integer=field == "sms", bounds=GPU_RANGES[field])

@@ -211,6 +211,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "
                          f"with a network of your own collectives are played on it (leave out "
                          f"network, or nccl_algo)")
+    if cluster is None and "jobs" not in doc:  # before the fields a cluster would have given
+        _refuse_without_cluster(path, doc.get("workload"))
     for key in ("workload", "system", "network") if "jobs" not in doc else ("network",):
         if key not in doc:
             raise InputError(f"{path}: field '{key}' is missing")
@@ -255,6 +257,11 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         net = replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce() if timed else None)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
+    if cluster is not None and prepared is not None and prepared.generator in WITHOUT_REMOTE_MEMORY \
+            and memory.memory_type != "NO_MEMORY_EXPANSION":
+        raise InputError(f"{path}: field 'remote_memory': generate {prepared.generator} writes no remote-memory "
+                         f"load or store (its tensors live in the GPU's memory), so it would change nothing; "
+                         f"remove remote_memory")
     groups = _comm_groups(path, doc.get("comm_groups"), net.total_npus)
 
     def read_system(value: Any, key: str) -> SystemConfig:
@@ -298,6 +305,9 @@ def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_s
                          f"side by side as NCCL's streams do, not in ASTRA-sim's queues; remove num_queues_per_dim")
 
 
+#: the generators a cluster runs that write no remote-memory load or store (a remote memory beside
+#: them is never read: the step ran as without it)
+WITHOUT_REMOTE_MEMORY = ("megatron", "microbench")
 #: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
 NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency", "nccl_tree_efficiency",
                  "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
@@ -360,6 +370,19 @@ def _generator_entry(name: str) -> Any:
     from simpy_astra.workloads.generated import GENERATORS
 
     return GENERATORS.get(name)
+
+
+def _refuse_without_cluster(path: str, workload: Any) -> None:
+    """A generator that runs beside a cluster (Megatron's) without one, nor the GPU count and
+    GPU it would give: ask for the cluster (not for the system the preset would build)."""
+    if not isinstance(workload, dict) or not isinstance(workload.get("generate"), str):
+        return
+    entry = _generator_entry(workload["generate"])
+    gpus = workload.get("gpus")
+    given = isinstance(gpus, int) and not isinstance(gpus, bool) and isinstance(workload.get("gpu"), dict)
+    if entry is not None and entry.needs_cluster and not given:
+        raise InputError(f"{path}: workload: needs a cluster: beside it (cluster: {{preset: dgx-a100-80gb, gpus: "
+                         f"N}}); it gives the GPU count and the GPU")
 
 
 def _reads_gpu(prepared: Prepared | None) -> bool:

@@ -51,10 +51,16 @@ def _key(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
 
 
+def escaped(path: Any) -> str:
+    """A path as one printable line: a colour code or a newline in a name is shown as ``\\x1b``,
+    ``\\n`` (printed raw it recoloured the terminal, or wrote the code into a pipe)."""
+    text = os.fsdecode(path) if isinstance(path, bytes) else str(path)
+    return text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+
+
 def show(path: Any) -> str:
     """A path fit for a one-line message (a 5000-character name is cut in the middle)."""
-    text = os.fsdecode(path) if isinstance(path, bytes) else str(path)
-    text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    text = escaped(path)
     return text if len(text) <= 120 else f"{text[:60]}...{text[-57:]}"
 
 

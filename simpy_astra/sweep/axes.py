@@ -152,6 +152,10 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
             _finite(bundle, f"{where}: named: {name}")
         return Axis(column, alias or column.replace("-", "_"), tuple(str(k) for k in bundles),
                     {str(k): dict(v) for k, v in bundles.items()})
+    for v in values:  # printed in each point's line (--list, the progress lines, the summary)
+        if isinstance(v, str) and not v.isprintable():
+            raise InputError(f"{where}: {v!r}: must be printable text on one line, without control characters "
+                             f"(it is printed in each point's line)")
     return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))
 
 

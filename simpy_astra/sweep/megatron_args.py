@@ -84,6 +84,11 @@ def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
     ``--seed``) gives points that all run the same step; keeping or removing such a flag
     (``false``) may still change what Megatron accepts, and one value is a fixed setting."""
     flag = flag_of(dotted)
+    action = _actions().get(flag)
+    gone = [v for v in values if v is None or v is False]
+    if gone and action is not None and action.required:  # argparse: "the following arguments are required"
+        raise InputError(f"{where}: {str(gone[0]).lower() if gone[0] is False else 'null'} removes {flag}, which "
+                         f"Megatron-LM requires (its argparse stops without it); give it a value")
     for value in values:  # a value argparse refuses fails its point alike, whatever the others
         problem = None if value is None or isinstance(value, bool | dict | list) else value_problem(flag, _text(value))
         if problem is not None:

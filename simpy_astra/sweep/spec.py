@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu
+from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu, check_field
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
 from simpy_astra.config.scenario import SCENARIO_KEYS
@@ -271,9 +271,12 @@ class SweepSpec:
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
         sweep_dir = os.path.dirname(os.path.abspath(self.path))
+        setter = ""  # the axis that set the workload (or its args) whole, if any
         for axis in self.axes:
             for dotted, value in axis.assignments(coords[axis.column]).items():
                 where = f"{self.path}: axes: {axis.column}"
+                if dotted in ("workload", "workload.generate", "workload.args"):
+                    setter = axis.column
                 if dotted in ("workload", *FILE_KEYS) and isinstance(value, str) and not os.path.isabs(value):
                     value = os.path.join(sweep_dir, value)  # a whole file
                 elif dotted == "cluster.preset":
@@ -281,6 +284,10 @@ class SweepSpec:
                 elif dotted == "cluster" and isinstance(value, dict) and "preset" in value:
                     value = {**value, "preset": absolute_preset(value["preset"], sweep_dir)}
                 if is_args_path(dotted):
+                    if setter and megatron_args_of(doc) is None:  # the base's were checked on load
+                        raise InputError(f"{where}: axis {setter} sets this point's workload to one without "
+                                         f"Megatron-LM arguments ({doc.get('workload')!r}); give that axis "
+                                         f"megatron workloads, or drop this one")
                     doc["workload"]["args"] = set_flag(doc["workload"].get("args"), dotted, value, where)
                     continue
                 set_path(doc, dotted, value, where)
@@ -516,15 +523,20 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                      base=base, axes=axes, warnings=warnings,
                      module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
+    sweep_dir = os.path.dirname(os.path.abspath(path))  # a preset's path in an axis resolves beside it
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
             _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
         if axis.bundles is None and is_args_path(axis.column):
             check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
+        for value in axis.values if axis.bundles is None and axis.column.startswith("cluster.") else ():
+            check_field(axis.column, value, f"{path}: axes: {axis.column}", sweep_dir)
         for name, bundle in (axis.bundles or {}).items():
             for dotted, value in bundle.items():
                 if is_args_path(dotted):
                     check_values(dotted, (value,), f"{path}: axes: {axis.column}: named: {name}")
+                elif dotted.startswith("cluster."):
+                    check_field(dotted, value, f"{path}: axes: {axis.column}: named: {name}: {dotted}", sweep_dir)
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
         raise InputError(f"{path}: field 'constraints' must be a list of expressions")

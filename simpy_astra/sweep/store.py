@@ -214,14 +214,18 @@ class ResultsStore:
             and columns == [c for c in self.columns if c in set(columns)]
 
     def _misplaced(self, header: list[str]) -> str:
-        """What is wrong with ``header``, named by column: the first one out of place."""
+        """What is wrong with ``header``, named by column: the first one this sweep does not write
+        (matched against the others, a renamed column blamed the next), else the first one out
+        of place."""
+        from simpy_astra.infra.files import show
+
+        for i, got in enumerate(header):
+            if got not in self.columns:
+                return f"column {i + 1} is '{show(got)}', not one this sweep writes"
         expected = [c for c in self.columns if c in set(header)]
         for i, (got, want) in enumerate(zip(header, expected, strict=False)):
             if got != want:
                 return f"column {i + 1} is '{got}' where this sweep writes '{want}'"
-        extra = sorted(set(header) - set(self.columns))
-        if extra:
-            return f"column '{extra[0]}' is not one this sweep writes"
         missing = [c for c in self.columns if c not in set(header) and c not in OPTIONAL_COLUMNS]
         return f"column '{missing[0]}' is missing" if missing else "the columns differ"
 
@@ -265,7 +269,8 @@ class ResultsStore:
         if not os.path.exists(self.csv_path):
             return {}, None, False
         try:
-            with open(self.csv_path, newline="", encoding="utf-8") as f:
+            # utf-8-sig: an editor's "UTF-8 with BOM" (Excel) puts U+FEFF before 'key'
+            with open(self.csv_path, newline="", encoding="utf-8-sig") as f:
                 text = f.read()
         except UnicodeDecodeError:
             raise InputError(f"{self.csv_path}: is not UTF-8 text; it was not written by a sweep (move it "
@@ -317,9 +322,13 @@ class ResultsStore:
             return f"status: must be one of {', '.join(STATUSES)} (got {row.get('status')!r})"
         for name in RESULT_NAMES:
             try:
-                parse_figure(row.get(name, ""))
+                value = parse_figure(row.get(name, ""))
             except ValueError:
                 return f"{name}: must be a finite number or empty (got {row[name]!r})"
+            # no time, memory, rate or count is below 0 (an edited -5 was crowned best); ASTRA-sim's
+            # exposed communication is finish minus compute, left as the run gave it
+            if value is not None and value < 0 and name != "exposed_comm_ns":
+                return f"{name}: must be a number >= 0 or empty (got {row[name]!r})"
         if row["status"] == "ok":
             missing = [n for n in REQUIRED_OK if n in row and row[n] == ""]
             if missing:

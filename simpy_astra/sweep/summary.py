@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from simpy_astra.errors import printable
 from simpy_astra.report.console import PLAIN_WIDTH, Output
 from simpy_astra.sweep.best import Outcome, objective_of
 from simpy_astra.sweep.spec import SweepSpec
@@ -62,13 +63,13 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
         coords = " ".join(f"{a.name}={o.point.coordinates[a.column]}" for a in spec.axes)
         text = f"{coords}: {o.figures['error'].split(': ', 1)[0]}"
-        out.line(f"invalid {text}", "[yellow]invalid[/yellow] " + escape(text))
+        _flagged(out, "invalid", "yellow", text)
     if len(invalid) > 3:
         out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
     failed = [o for o in done if not o.ok and not o.invalid]
     for o in failed[:5]:
         text = f"{o.point.coordinates}: {o.figures['error']}"
-        out.line(f"failed {text}", "[red]failed[/red] " + escape(text))
+        _flagged(out, "failed", "red", text)
     if len(failed) > 5:
         out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
     sections = summary.get("by_backend") or {None: summary}
@@ -81,6 +82,16 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     if summary.get("note"):  # within the plain width (one line of 110 columns)
         for line in textwrap.wrap(summary["note"], PLAIN_WIDTH, subsequent_indent="  "):
             out.line(line)
+
+
+def _flagged(out: Output, word: str, colour: str, text: str) -> None:
+    """``word text`` (an invalid or failed point and why): coloured on a terminal, which wraps
+    it; in a pipe wrapped within 80 columns (an error is often longer than the line)."""
+    if out.console is not None:
+        out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
+        return
+    for line in textwrap.wrap(f"{word} {printable(text)}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
+        out.line(line)
 
 
 def escape(text: str) -> str:
@@ -120,6 +131,8 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
 def _training_line(figures: dict[str, Any]) -> str:
     """A Megatron point's answer: ``step 28.308 s; per GPU 155.6 TFLOP/s, MFU 37.4%, 62.2 of 80
     GiB (fits)``, the figures ``run``'s headline gives, within 80 columns."""
+    from simpy_astra.workloads.megatron.report import gib
+
     per_gpu = []
     if figures.get("tflops_per_gpu") is not None:
         per_gpu.append(f"{figures['tflops_per_gpu']:.1f} TFLOP/s")
@@ -128,7 +141,7 @@ def _training_line(figures: dict[str, Any]) -> str:
     if figures.get("memory_per_gpu_gib") is not None:
         memory = f"{figures['memory_per_gpu_gib']:.1f}"
         if figures.get("memory_capacity_gib") is not None:
-            memory += f" of {figures['memory_capacity_gib']:.0f}"
+            memory += f" of {gib(figures['memory_capacity_gib'])}"
         memory += " GiB"
         if figures.get("fits") is not None:
             memory += " (fits)" if figures["fits"] else " (too large)"

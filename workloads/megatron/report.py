@@ -18,6 +18,12 @@ from simpy_astra.workloads.megatron.kernels import Gpu
 from simpy_astra.workloads.megatron.memory import parts_bytes
 
 
+def gib(capacity: float) -> str:
+    """A GPU's memory as the cluster gives it: ``80``, ``40.5``, ``0.25`` (rounded to a whole
+    GiB, 0.25 read "of 0 GiB")."""
+    return f"{capacity:,.0f}" if capacity == round(capacity) else f"{capacity:,.4g}"
+
+
 @dataclass(frozen=True)
 class TrainingFigures:
     """The figures of one simulated step; ``as_dict()`` is ``--json-out``'s ``training`` block
@@ -48,7 +54,7 @@ class TrainingFigures:
         fits = "fits" if self.fits else "DOES NOT FIT"
         return [f"iteration time {self.iteration_time_ns / 1e9:,.3f} s, {self.tflops_per_gpu:,.1f} TFLOP/s "
                 f"and {self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, MFU {self.mfu * 100:.1f}%",
-                f"memory per GPU about {self.memory_gib:,.1f} GiB of {self.capacity_gib:,.0f} GiB ({fits})"]
+                f"memory per GPU about {self.memory_gib:,.1f} GiB of {gib(self.capacity_gib)} GiB ({fits})"]
 
     def as_dict(self) -> dict:
         return {"iteration_time_ns": self.iteration_time_ns, "tflops_per_gpu": round(self.tflops_per_gpu, 3),
