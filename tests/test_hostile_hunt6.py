@@ -348,3 +348,33 @@ def test_a_gpu_name_axis_value_no_cluster_can_take_is_refused(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: cluster.gpu.name: "), err
     assert "the GPU's name on one line" in err[0]
+
+
+@pytest.mark.parametrize(("memory", "capacity", "shown"), [
+    (80.04, 80, "80.04 GiB of 80 GiB (DOES NOT FIT)"),  # read "80.0 GiB of 80 GiB (DOES NOT FIT)"
+    (79.96, 80, "79.96 GiB of 80 GiB (fits)"),  # read "80.0 GiB of 80 GiB (fits)"
+    (80.0, 80, "80.0 GiB of 80 GiB (fits)"),
+    (80.0004, 80, "80.0004 GiB of 80 GiB (DOES NOT FIT)"),
+    (61.98, 80, "62.0 GiB of 80 GiB (fits)"),
+])
+def test_the_memory_line_stands_on_the_side_of_the_capacity_its_verdict_says(memory, capacity, shown):
+    from simpy_astra.workloads.megatron.report import TrainingFigures
+
+    figures = TrainingFigures(iteration_time_ns=10**9, tflops_per_gpu=100.0, mfu=0.3, tokens_per_s_per_gpu=1e3,
+                              memory_parts_gib={"weights": memory}, capacity_gib=capacity)
+    assert figures.lines()[1] == f"memory per GPU about {shown}"
+
+
+def test_a_network_of_another_size_than_the_cluster_names_both(tmp_path, capsys):
+    """cluster.gpus 16 beside a network of 8 NPUs: the error said 'cluster.gpus is 8' (the
+    network's count, under the cluster's name) and sent the user to the generator."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    path = tmp_path / "s.yaml"
+    path.write_text("workload: {generate: microbench, collective: all_reduce, size: 1048576}\n"
+                    "cluster: {preset: dgx-h100, gpus: 16}\n"
+                    "network: {topology: [Ring], npus_count: [8], bandwidth: [50], latency: [500]}\n")
+    assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
+    assert capsys.readouterr().err.strip() == (
+        f"error: {path}: network: has 8 NPUs, cluster.gpus is 16; make them one count (or leave out network: "
+        f"the cluster builds its own)")

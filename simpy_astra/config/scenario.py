@@ -242,6 +242,9 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     # the preset's network is the cluster's (its bandwidths are cluster keys): errors name that
     net = _block(path, "network" if cluster_routes is None else "cluster", doc["network"], load_network_yaml,
                  network_from_mapping)
+    if cluster is not None and user_network and net.total_npus != cluster.gpus:  # before the workload blames either
+        raise InputError(f"{path}: network: has {net.total_npus} NPUs, cluster.gpus is {cluster.gpus}; make them "
+                         f"one count (or leave out network: the cluster builds its own)")
     if cluster_routes is not None:  # every pair on its route through NVSwitch and rails
         # the analytical backend times an all-reduce as NCCL does; the others play its messages
         timed = BACKENDS[chosen].times_nccl

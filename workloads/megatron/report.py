@@ -54,7 +54,19 @@ class TrainingFigures:
         fits = "fits" if self.fits else "DOES NOT FIT"
         return [f"iteration time {self.iteration_time_ns / 1e9:,.3f} s, {self.tflops_per_gpu:,.1f} TFLOP/s "
                 f"and {self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, MFU {self.mfu * 100:.1f}%",
-                f"memory per GPU about {self.memory_gib:,.1f} GiB of {gib(self.capacity_gib)} GiB ({fits})"]
+                f"memory per GPU about {self._memory_text()} GiB of {gib(self.capacity_gib)} GiB ({fits})"]
+
+    def _memory_text(self) -> str:
+        """The memory to one decimal, or to as many more as it takes to stand on the side of the
+        capacity the verdict says (80.04 GiB over 80 read "80.0 GiB of 80 GiB (DOES NOT FIT)")."""
+        exact = self.memory_gib == self.capacity_gib
+        text = f"{self.memory_gib:,.1f}"
+        for places in range(1, 7):
+            text = f"{self.memory_gib:,.{places}f}"
+            shown = float(text.replace(",", ""))
+            if (shown <= self.capacity_gib) == self.fits and (shown != self.capacity_gib or exact):
+                break
+        return text
 
     def as_dict(self) -> dict:
         return {"iteration_time_ns": self.iteration_time_ns, "tflops_per_gpu": round(self.tflops_per_gpu, 3),
