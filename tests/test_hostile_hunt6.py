@@ -378,3 +378,19 @@ def test_a_network_of_another_size_than_the_cluster_names_both(tmp_path, capsys)
     assert capsys.readouterr().err.strip() == (
         f"error: {path}: network: has 8 NPUs, cluster.gpus is 16; make them one count (or leave out network: "
         f"the cluster builds its own)")
+
+
+def test_a_report_that_names_a_figure_twice_is_refused(tmp_path, capsys):
+    """``report: [finish_ns, finish_ns]`` showed the column twice in the summary."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    base = tmp_path / "base.yaml"
+    base.write_text("workload: {generate: microbench, collective: all_reduce, size: 1048576, num_npus: 4}\n"
+                    "system: {all-reduce-implementation: [ring]}\n"
+                    "network: {topology: [Ring], npus_count: [4], bandwidth: [50], latency: [500]}\n")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("name: s\nbase: base.yaml\naxes: {network.bandwidth: [50, 100]}\n"
+                     "report: [finish_ns, finish_ns]\n")
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--list"]) == EXIT_INPUT_ERROR
+    assert capsys.readouterr().err.strip() == (
+        f"error: {sweep}: field 'report' names 'finish_ns' twice; list each figure once")

@@ -554,6 +554,10 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         raise InputError(f"{path}: field 'report' must be a list of result names or expressions")
     spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES))
                    for i, text in enumerate(raw_report)]
+    shown = [e.text for e in spec.report]
+    if len(set(shown)) < len(shown):  # the table would show the column twice
+        twice = next(t for i, t in enumerate(shown) if t in shown[:i])
+        raise InputError(f"{path}: field 'report' names {twice!r} twice; list each figure once")
     if doc.get("memory_cap_gb") is not None:
         cap = doc["memory_cap_gb"]
         if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap) or cap <= 0:
