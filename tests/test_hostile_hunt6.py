@@ -394,3 +394,22 @@ def test_a_report_that_names_a_figure_twice_is_refused(tmp_path, capsys):
     assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--list"]) == EXIT_INPUT_ERROR
     assert capsys.readouterr().err.strip() == (
         f"error: {sweep}: field 'report' names 'finish_ns' twice; list each figure once")
+
+
+def test_a_file_where_the_sweep_keeps_its_points_is_named(tmp_path, capsys):
+    """A file named ``points`` in --out: the error read 'cannot write OUT/points (File exists)'."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    (tmp_path / "base.yaml").write_text(
+        "workload: {generate: microbench, collective: all_reduce, size: 1048576, num_npus: 4}\n"
+        "system: {all-reduce-implementation: [ring]}\n"
+        "network: {topology: [Ring], npus_count: [4], bandwidth: [50], latency: [500]}\n")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("name: s\nbase: base.yaml\naxes: {network.bandwidth: [50, 100]}\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "points").write_text("")
+    assert main(["sweep", str(sweep), "--out", str(out)]) == EXIT_INPUT_ERROR
+    assert capsys.readouterr().err.strip().endswith(
+        f"error: --out: {out / 'points'} is a file where the sweep keeps its points' scenarios (a folder); "
+        f"move the file, or choose another --out")

@@ -115,6 +115,9 @@ def _write_point_scenarios(out_dir: str, points) -> None:
         if path != folder:
             with contextlib.suppress(OSError):
                 os.unlink(path + ".tmp")  # nothing half-written stays
+        if path == folder and os.path.exists(folder) and not os.path.isdir(folder):
+            raise InputError(f"--out: {folder} is a file where the sweep keeps its points' scenarios (a "
+                             f"folder); move the file, or choose another --out") from None
         raise InputError(f"--out: cannot write {path} ({exc.strerror or exc}); choose a folder you can "
                          f"write") from None
 
