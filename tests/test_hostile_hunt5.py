@@ -164,9 +164,10 @@ def test_an_axis_on_no_cluster_key_is_refused_before_any_point_runs(tmp_path, ca
                                   "cluster.nodes_per_leaf"])
 def test_an_axis_on_a_cluster_key_is_listed(tmp_path, capsys, axis):
     sweep = tmp_path / "sweep.yaml"
+    values = ["A100-SXM4-80GB", "A100-SXM4-40GB"] if axis == "cluster.gpu.name" else [1, 2]  # a name is text
     sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
                                               "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
-                                     "axes": {axis: [1, 2]}}, sort_keys=False))
+                                     "axes": {axis: values}}, sort_keys=False))
     assert main(["sweep", str(sweep), "--list"]) == 0
 
 

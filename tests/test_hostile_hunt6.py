@@ -413,3 +413,17 @@ def test_a_file_where_the_sweep_keeps_its_points_is_named(tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith(
         f"error: --out: {out / 'points'} is a file where the sweep keeps its points' scenarios (a folder); "
         f"move the file, or choose another --out")
+
+
+def test_a_node_rate_in_bits_per_second_is_a_unit_slip(tmp_path, capsys):
+    """``inter_node_gbps: 200e9`` (200 Gb/s written in bit/s) ran, its NICs 10^9 times too fast:
+    the bound was 10^12 Gb/s a node. Now at most 10^7 (10 Pb/s, 1,500 times a DGX H100's 6.4 Tb/s)."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    path = tmp_path / "s.yaml"
+    path.write_text("workload: {generate: microbench, collective: all_reduce, size: 1048576}\n"
+                    "cluster: {preset: dgx-h100, gpus: 16, inter_node_gbps: 200e9}\n")
+    assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
+    assert capsys.readouterr().err.strip() == (
+        f"error: {path}: cluster.inter_node_gbps: must be between 0.001 and 1e+07 (Gb/s per node, not bit/s; "
+        f"got 200000000000.0)")

@@ -183,7 +183,7 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "gpus": (1, 1024, "GPUs per node"),
     "nvlink_gib_s": (1e-3, 1e12, "GiB/s per GPU and direction"),
     "nvlink_latency_ns": (0, 1e12, "ns"),
-    "inter_node_gbit_s": (1e-3, 1e12, "Gb/s per node"),
+    "inter_node_gbit_s": (1e-3, 1e7, "Gb/s per node, not bit/s"),
     "inter_node_efficiency": (0, 1, "a fraction of the NICs' line rate"),
     "inter_node_latency_ns": (0, 1e12, "ns"),
     "nodes_per_leaf": (1, 1_000_000, "nodes under one leaf switch of each rail"),
