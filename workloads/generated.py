@@ -85,6 +85,9 @@ class GeneratorEntry:
     #: its compute nodes carry FLOPs for a system's roofline to time, not durations (a cluster's
     #: system, which takes each node's duration, would give every kernel 1 ns)
     roofline_compute: bool = False
+    #: its traces may load or store remote memory; when not, a ``remote_memory`` beside it on
+    #: a cluster is refused (it would change nothing: its tensors live in the GPU's memory)
+    writes_remote_memory: bool = True
 
 
 @dataclass(frozen=True)
@@ -246,7 +249,7 @@ def _module(module: str, version: str, command: bool = True, **kwargs: Any) -> G
 # traces change (old cache entries are then ignored).
 GENERATORS: dict[str, GeneratorEntry] = {
     "microbench": _module("simpy_astra.workloads.microbench", "1",
-                          prepare=_lazy("simpy_astra.workloads.microbench", "prepare")),
+                          prepare=_lazy("simpy_astra.workloads.microbench", "prepare"), writes_remote_memory=False),
     # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
     "text": _module("simpy_astra.workloads.text_workload", "1", command=False),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
@@ -258,7 +261,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            roofline_compute=True),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
     "megatron": _typed("simpy_astra.workloads.megatron.generator", "12", command_line_args=True,
-                       needs_cluster=True),
+                       needs_cluster=True, writes_remote_memory=False),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),

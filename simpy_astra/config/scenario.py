@@ -260,8 +260,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         net = replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce() if timed else None)
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
-    if cluster is not None and prepared is not None and prepared.generator in WITHOUT_REMOTE_MEMORY \
-            and memory.memory_type != "NO_MEMORY_EXPANSION":
+    if cluster is not None and prepared is not None and memory.memory_type != "NO_MEMORY_EXPANSION" \
+            and not _generator_entry(prepared.generator).writes_remote_memory:
         raise InputError(f"{path}: field 'remote_memory': generate {prepared.generator} writes no remote-memory "
                          f"load or store (its tensors live in the GPU's memory), so it would change nothing; "
                          f"remove remote_memory")
@@ -308,9 +308,6 @@ def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_s
                          f"side by side as NCCL's streams do, not in ASTRA-sim's queues; remove num_queues_per_dim")
 
 
-#: the generators a cluster runs that write no remote-memory load or store (a remote memory beside
-#: them is never read: the step ran as without it)
-WITHOUT_REMOTE_MEMORY = ("megatron", "microbench")
 #: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
 NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency", "nccl_tree_efficiency",
                  "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
