@@ -150,8 +150,10 @@ def flash_attention_seconds(gpu: Gpu, batch_heads: int, q_len: int, kv_len: int,
     reaches HBM), so its time is its products at ``attention_efficiency`` of the tensor peak,
     in waves of CTAs over the SMs. Forward: two products (QK^T, PV); backward: five
     (recomputed QK^T, dV, dP, dQ, dK). A causal mask skips the tiles above the diagonal of
-    the ``seq``-long sequence (:func:`causal_fraction`). Never faster than reading Q, K, V and
-    writing O once (and their gradients in the backward)."""
+    the ``seq``-long sequence (:func:`causal_fraction`). Each CTA also pays its fill and
+    drain, :data:`ATTENTION_PIPELINE_KV` keys' worth (why short sequences run below the
+    long-sequence rate). Never faster than reading Q, K, V and writing O once (and their
+    gradients in the backward)."""
     products = 5 if backward else 2
     share = causal_fraction(seq or kv_len) if causal else 1.0
     per_sm_flops = gpu.peak_flops() * gpu.attention_efficiency / gpu.sms
