@@ -15,13 +15,11 @@ fit and no figure may be cut (``SLOW_TOUR``'s only with SIMPY_ASTRA_SLOW=1).
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import shlex
 import shutil
 import subprocess
-import textwrap
 from functools import cache
 from pathlib import Path
 
@@ -472,69 +470,3 @@ def test_the_breakdown_table_of_the_reports_page_is_what_its_scenario_prints(tmp
     (tmp_path / "step.yaml").write_text(f"{cluster}\n{workload}\n")
     printed = printed_lines(f"python -m simpy_astra run {tmp_path / 'step.yaml'}", tmp_path)
     assert [ln for ln in block if ln.rstrip() not in printed] == []
-
-
-def python_blocks() -> list[tuple[str, int, str]]:
-    """(page, line, code) of every fenced ``python`` block of the README, docs/ and the
-    package's README files (collectives/README.md, simpy_astra/network/README.md, ...)."""
-    pages = [README, *DOCS, *sorted(ROOT.glob("*/README.md")), *sorted((ROOT / "simpy_astra").rglob("README.md"))]
-    found = []
-    for page in pages:
-        lines = page.read_text().splitlines()
-        for i, ln in enumerate(lines):
-            if ln.strip() == "```python":
-                end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
-                found.append((page.relative_to(ROOT).as_posix(), i + 1, textwrap.dedent("\n".join(lines[i + 1:end]))))
-    return found
-
-
-#: files a page's snippet may be quoted from (they run in tests of their own)
-QUOTED_FROM = ("examples", "collectives", "topologies", "workloads", "simpy_astra")
-
-
-def _plain(node: ast.AST) -> str:
-    """``node`` as code is compared: without type hints, docstrings (and, being an AST, comments)."""
-    import copy
-
-    node = copy.deepcopy(node)
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.arg):
-            sub.annotation = None
-        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
-            sub.returns = None
-        body = getattr(sub, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
-                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str) and len(body) > 1:
-            del body[0]
-    return ast.dump(node)
-
-
-@cache
-def _top_level(path: Path) -> tuple[frozenset[str], frozenset[str]]:
-    """(names defined at the top level, each top-level statement as compared) of ``path``."""
-    tree = ast.parse(path.read_text())
-    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    return frozenset(names), frozenset(_plain(n) for n in tree.body)
-
-
-@pytest.mark.parametrize(("page", "line", "code"), python_blocks(), ids=[f"{p}:{n}" for p, n, _ in python_blocks()])
-def test_every_python_snippet_is_a_tested_files_or_runs_as_shown(tmp_path, page, line, code):
-    """A snippet introduced by the file it is quoted from (a path in the lines above it that
-    defines its functions and classes) must still be that file's, statement for statement,
-    type hints and comments aside (the file's own tests run it). Any other snippet runs as
-    shown, from the checkout, with exit status 0."""
-    tree = ast.parse(code)
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    above = "\n".join((ROOT / page).read_text().splitlines()[max(0, line - 13):line - 1])
-    named = [ROOT / m for m in re.findall(rf"(?:{'|'.join(QUOTED_FROM)})/[\w/]+\.py", above)]
-    sources = [p for p in named if p.is_file() and defined and defined <= _top_level(p)[0]]
-    if sources:
-        stale = [ast.unparse(n).splitlines()[0] for n in tree.body if _plain(n) not in _top_level(sources[0])[1]]
-        assert stale == [], f"{page}:{line}: not in {sources[0].relative_to(ROOT)} as shown"
-        return
-    import sys
-
-    (tmp_path / "snippet.py").write_text(code)
-    done = subprocess.run([sys.executable, str(tmp_path / "snippet.py")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600, env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
-    assert done.returncode == 0, f"{page}:{line}\n{done.stderr[-2000:]}"
