@@ -27,10 +27,12 @@ from simpy_astra.collectives.ring import RING
 from simpy_astra.plugins import (
     COLLECTIVES_GROUP,
     PluginError,
+    a_kind,
     claim,
     entry_point_names,
     from_entry_point,
     import_object,
+    unfit_call,
     user_code_problem,
 )
 
@@ -71,34 +73,19 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
     A name already given to another algorithm (``ring``, another module's) is a ValueError."""
     if not isinstance(algorithm, CollectiveAlgorithm):
         if not _is_generator_function(algorithm):
-            kind = type(algorithm).__name__
-            article = "an" if kind[:1].lower() in "aeiou" else "a"
-            raise TypeError(f"collective '{name}' is {article} {kind}, not an algorithm: expected a "
+            raise TypeError(f"collective '{name}' is {a_kind(algorithm)}, not an algorithm: expected a "
                             f"CollectiveAlgorithm or a generator function fn(ctx) that yields events")
         algorithm = CollectiveAlgorithm(name, algorithm, ring_final_size)
-    if algorithm.logical is None:
-        _takes_one_context(name, algorithm.run)
+    unfit = unfit_call(algorithm.run, None) if algorithm.logical is None else None  # else it takes more
+    if unfit:  # without a logical hook nothing but the phase context is passed
+        raise TypeError(f"collective '{name}': {unfit} cannot be called as fn(ctx); an algorithm takes the "
+                        f"phase context only (collectives/README.md)")
     claim(REGISTRY, name, algorithm, "collective algorithm")
     algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run),
                                     final_size=_checked_final_size(name, algorithm.final_size),
                                     logical=None if algorithm.logical is None else _checked_logical(name, algorithm.logical))
     REGISTRY[name] = algorithm
     return algorithm
-
-
-def _takes_one_context(name: str, run) -> None:  # noqa: ANN001 - any callable of theirs
-    """Refuse at registration a run function that cannot be called as ``run(ctx)`` (without a
-    ``logical`` hook nothing else is passed): otherwise the first phase fails with a
-    TypeError that names no line of theirs."""
-    try:
-        signature = inspect.signature(run)
-    except (TypeError, ValueError):
-        return  # a builtin or C callable: nothing to read, the call itself will tell
-    try:
-        signature.bind(None)
-    except TypeError:
-        raise TypeError(f"collective '{name}': {getattr(run, '__qualname__', run)}{signature} cannot be called "
-                        f"as fn(ctx); an algorithm takes the phase context only (collectives/README.md)") from None
 
 
 def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run

@@ -59,6 +59,27 @@ def user_code_problem(what: str, exc: BaseException) -> str:
             f"code, not in simpy-astra: --debug shows its traceback")
 
 
+def unfit_call(fn: Any, *args: Any) -> str | None:
+    """``fn`` as it reads (``name(params)``) when it cannot be called with ``args`` as the run
+    will call it, else None: a registry checks a plug-in's function when it is registered, since
+    a TypeError at the call names no line of the plug-in's. A builtin has nothing to read: None."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return f"{getattr(fn, '__qualname__', fn)}{signature}"
+    return None
+
+
+def a_kind(value: Any) -> str:
+    """What ``value`` is, for a message: 'an int', 'a list'."""
+    kind = type(value).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+
+
 def engine_original(exc: BaseException) -> BaseException:
     """The exception a simulated process raised, with its traceback through the code that
     raised it: SimPy re-raises a failed process as a copy whose ``__cause__`` is the original

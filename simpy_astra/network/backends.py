@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.plugins import PluginError, import_object, origin
+from simpy_astra.plugins import PluginError, a_kind, import_object, origin, unfit_call
 
 if TYPE_CHECKING:
     import simpy
@@ -149,7 +149,9 @@ def register(spec: BackendSpec) -> BackendSpec:
         raise ValueError(f"network backend name {spec.name!r} must be a word (letters, digits, _)")
     if not callable(spec.build):
         raise TypeError(f"network backend '{spec.name}': build {spec.build!r} is not callable")
-    _called_as_documented(spec)
+    if unfit_call(spec.build, None, None, None, None):  # the run calls it so
+        raise TypeError(f"network backend '{spec.name}': build{inspect.signature(spec.build)} cannot be called as "
+                        f"build(env, dims, source, config=None) (docs/backends.md)")
     if spec.folds not in (None, "pairs", "links"):
         raise ValueError(f"network backend '{spec.name}': folds must be None, 'pairs' or 'links' (got {spec.folds!r})")
     if spec.folds == "pairs" and spec.folded is None:
@@ -167,20 +169,6 @@ def register(spec: BackendSpec) -> BackendSpec:
     return spec
 
 
-def _called_as_documented(spec: BackendSpec) -> None:
-    """Refuse a ``build`` that cannot be called as ``build(env, dims, source, config)``: the run
-    calls it so, and a TypeError there names no line of the plug-in's."""
-    try:
-        signature = inspect.signature(spec.build)
-    except (TypeError, ValueError):
-        return  # a builtin or C callable: nothing to read
-    try:
-        signature.bind(None, None, None, None)
-    except TypeError:
-        raise TypeError(f"network backend '{spec.name}': build{signature} cannot be called as "
-                        f"build(env, dims, source, config=None) (docs/backends.md)") from None
-
-
 def lookup(name: str) -> BackendSpec | None:
     """The backend a flag or scenario names: a registered name, or ``package.module:attribute``
     naming a :class:`BackendSpec` (registered under its own name, which the run then uses), as
@@ -192,9 +180,7 @@ def lookup(name: str) -> BackendSpec | None:
         return None
     found = import_object(name)
     if not isinstance(found, BackendSpec):
-        kind = type(found).__name__
-        what = (f"the class {found.__qualname__}" if isinstance(found, type)
-                else f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}")
+        what = f"the class {found.__qualname__}" if isinstance(found, type) else a_kind(found)
         raise PluginError(f"network backend '{name}' is {what}, not a BackendSpec(name, help, "
                           f"build, folds, folded) (docs/backends.md)")
     try:

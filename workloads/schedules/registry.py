@@ -11,7 +11,7 @@ import inspect
 from collections import Counter
 from pathlib import Path
 
-from simpy_astra.plugins import PluginError, import_object, origin, user_code_problem
+from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
 from simpy_astra.workloads.schedules.task import Kind, Schedule, Task
@@ -30,14 +30,10 @@ def register(name: str, schedule: Schedule) -> Schedule:
     if not callable(schedule):
         raise TypeError(f"pipeline schedule {name!r}: {schedule!r} is not a function "
                         f"fn(stage, pp, micro_batches, chunks) returning Task lists")
-    try:
-        inspect.signature(schedule).bind(0, 1, 1, 1)
-    except TypeError:
-        raise TypeError(f"pipeline schedule {name!r}: {getattr(schedule, '__qualname__', schedule)}"
-                        f"{inspect.signature(schedule)} cannot be called as fn(stage, pp, micro_batches, "
-                        f"chunks)") from None
-    except ValueError:
-        pass  # a builtin: nothing to read
+    unfit = unfit_call(schedule, 0, 1, 1, 1)
+    if unfit:
+        raise TypeError(f"pipeline schedule {name!r}: {unfit} cannot be called as fn(stage, pp, micro_batches, "
+                        f"chunks)")
     taken = SCHEDULES.get(name)  # the same module:function imported again may register again
     if taken is not None and origin(inspect.unwrap(taken)) != origin(inspect.unwrap(schedule)):
         raise ValueError(f"pipeline schedule {name!r} is already registered (by "
