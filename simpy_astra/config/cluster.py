@@ -315,10 +315,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     missing = [f for f in gpu_fields if f not in gpu]
     if missing:
         raise InputError(f"{path}: gpu: missing {', '.join(missing)} (fields: {', '.join(gpu_fields)})")
-    name_source = f"{where}.gpu" if "name" in overrides else f"{path}: gpu"
-    if not isinstance(gpu["name"], str) or not gpu["name"].strip() or not gpu["name"].isprintable():
-        raise InputError(f"{name_source}.name: must be the GPU's name on one line, e.g. H100-SXM5-80GB (it "
-                         f"picks NVLS for H100 and later; got {gpu['name']!r})")
+    _gpu_name(gpu["name"], f"{where}.gpu.name" if "name" in overrides else f"{path}: gpu.name")
     for key in gpu_fields:
         if key == "name" or (key in ("fp8_tflops", "fp8_efficiency") and gpu[key] == 0 == gpu["fp8_tflops"]):
             continue
@@ -344,24 +341,13 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             source, label, raw = f"{path}: node", key, NODE_DEFAULTS[key]
         else:
             raise InputError(f"{path}: node: missing {key} (keys: {', '.join(NODE_RANGES)})")
-        if key in NODE_MAY_BE_ZERO and raw == 0 and not isinstance(raw, bool):
-            node[key] = 0.0
-            continue
-        node[key] = _positive(source, label, raw, integer=key in ("gpus", "nodes_per_leaf"),
-                              bounds=NODE_RANGES[key])
+        node[key] = _node_value(key, raw, source, label)
     algo = value.get("nccl_algo")
-    if algo is not None and algo not in NCCL_ALGOS:
-        raise InputError(f"{where}.nccl_algo: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out "
-                         f"for NCCL's choice (got {algo!r})")
+    _nccl_algo(algo, f"{where}.nccl_algo")
     if algo == "nvls" and not has_nvls(str(gpu["name"])):
         raise InputError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP: {', '.join(NVLS_GPUS)} "
                          f"nodes), {gpu['name']} has none; use ring or tree")
-    gpus = _positive(where, "gpus", value.get("gpus"), integer=True)
-    if gpus < 2:
-        raise InputError(f"{where}.gpus: must be 2 or more (a run simulates a network between GPUs)")
-    if gpus > MAX_GPUS:
-        raise InputError(f"{where}.gpus: {gpus:,} is past the largest cluster a run builds ({MAX_GPUS:,} GPUs, "
-                         f"its rank tables alone would not fit in memory); simulate fewer")
+    gpus = _gpu_count(value.get("gpus"), where, "gpus")
     if gpus % node["gpus"] and gpus > node["gpus"]:
         per = node["gpus"]
         raise InputError(f"{where}.gpus: {gpus} GPUs do not fill whole nodes of {per}; use "
@@ -378,6 +364,35 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     return cluster
 
 
+def _gpu_name(name: Any, where: str) -> None:
+    if not isinstance(name, str) or not name.strip() or not name.isprintable():
+        raise InputError(f"{where}: must be the GPU's name on one line, e.g. H100-SXM5-80GB (it picks NVLS for "
+                         f"H100 and later; got {name!r})")
+
+
+def _nccl_algo(algo: Any, where: str) -> None:
+    if algo is not None and algo not in NCCL_ALGOS:
+        raise InputError(f"{where}: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out for NCCL's "
+                         f"choice (got {algo!r})")
+
+
+def _gpu_count(gpus: Any, where: str, key: str) -> int:
+    gpus = _positive(where, key, gpus, integer=True)
+    if gpus < 2:
+        raise InputError(f"{where}.{key}: must be 2 or more (a run simulates a network between GPUs)")
+    if gpus > MAX_GPUS:
+        raise InputError(f"{where}.{key}: {gpus:,} is past the largest cluster a run builds ({MAX_GPUS:,} GPUs, "
+                         f"its rank tables alone would not fit in memory); simulate fewer")
+    return gpus
+
+
+def _node_value(key: str, raw: Any, source: str, label: str) -> Any:
+    """A node figure (``NODE_RANGES``), 0 where a machine may be without it."""
+    if key in NODE_MAY_BE_ZERO and raw == 0 and not isinstance(raw, bool):
+        return 0.0
+    return _positive(source, label, raw, integer=key in ("gpus", "nodes_per_leaf"), bounds=NODE_RANGES[key])
+
+
 def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
     """One ``cluster.KEY`` (or ``cluster.gpu.FIELD``) value alone, as :func:`load_cluster` checks
     it, ``where`` naming it: a sweep's axis value every point with it would fail on (a misspelt
@@ -388,24 +403,16 @@ def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
     key = OLD_KEYS.get(parts[0], parts[0]) if parts else ""
     if len(parts) == 1 and key == "preset":
         _preset_path(value, where.rsplit(".", 1)[0], base_dir)
-    elif len(parts) == 1 and key == "nccl_algo" and value is not None and value not in NCCL_ALGOS:
-        raise InputError(f"{where}: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or null for NCCL's "
-                         f"choice (got {value!r})")
+    elif len(parts) == 1 and key == "nccl_algo":
+        _nccl_algo(value, where)
     elif len(parts) == 1 and key == "gpus":
-        head, name = where.rsplit(".", 1)
-        if _positive(head, name, value, integer=True) < 2 or value > MAX_GPUS:
-            raise InputError(f"{where}: must be 2 or more (a run simulates a network between GPUs) and at "
-                             f"most {MAX_GPUS:,} (got {value!r})")
+        _gpu_count(value, *where.rsplit(".", 1))
     elif len(parts) == 1 and (key in NODE_RANGES or key == "gpus_per_node"):
-        node_key = "gpus" if key == "gpus_per_node" else key
-        if not (key in NODE_MAY_BE_ZERO and value == 0 and not isinstance(value, bool)):
-            head, name = where.rsplit(".", 1)
-            _positive(head, name, value, integer=node_key in ("gpus", "nodes_per_leaf"), bounds=NODE_RANGES[node_key])
+        _node_value("gpus" if key == "gpus_per_node" else key, value, *where.rsplit(".", 1))
     elif len(parts) == 2 and key == "gpu":
         field = OLD_KEYS.get(parts[1], parts[1])
-        if field == "name" and not (isinstance(value, str) and value.strip() and value.isprintable()):
-            raise InputError(f"{where}: must be the GPU's name on one line, e.g. H100-SXM5-80GB (it picks NVLS "
-                             f"for H100 and later; got {value!r})")
+        if field == "name":
+            _gpu_name(value, where)
         if field in GPU_RANGES and not (field.startswith("fp8_") and value == 0 and not isinstance(value, bool)):
             head, name = where.rsplit(".", 1)
             _positive(head, name, value, integer=field == "sms", bounds=GPU_RANGES[field])
