@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 from typing import IO, Any
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, printable
 
 #: configuration files (JSON, YAML, XML, sweep specs): real ones are kilobytes, a Graph
 #: network of 100k nodes a few tens of megabytes
@@ -54,8 +54,7 @@ def _key(st: os.stat_result) -> tuple[int, int, int, int]:
 def escaped(path: Any) -> str:
     """A path as one printable line: a colour code or a newline in a name is shown as ``\\x1b``,
     ``\\n`` (printed raw it recoloured the terminal, or wrote the code into a pipe)."""
-    text = os.fsdecode(path) if isinstance(path, bytes) else str(path)
-    return text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    return printable(os.fsdecode(path) if isinstance(path, bytes) else str(path))
 
 
 def show(path: Any) -> str:
