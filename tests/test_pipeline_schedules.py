@@ -9,9 +9,11 @@ import json
 import pytest
 
 from simpy_astra.config.cluster import load_cluster
+from simpy_astra.plugins import PluginError
 from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.kernels import gemm_seconds, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ChunkModel
-from simpy_astra.workloads.megatron.steps import Compute
+from simpy_astra.workloads.megatron.steps import Compute, GradsReady
 from simpy_astra.workloads.schedules import registry
 from simpy_astra.workloads.schedules.task import Kind, Task
 
@@ -32,10 +34,12 @@ def one_at_a_time(stage: int, pp: int, micro_batches: int, chunks: int) -> list[
     return [Task(kind, m, 0) for m in range(micro_batches) for kind in (Kind.FORWARD, Kind.BACKWARD)]
 
 
-def split_backward(stage: int, pp: int, micro_batches: int, chunks: int) -> list[Task]:
-    """Zero-bubble's kinds (input then weight gradients), which Megatron jobs do not run yet."""
-    return [Task(k, m, 0) for m in range(micro_batches)
-            for k in (Kind.FORWARD, Kind.BACKWARD_INPUT, Kind.BACKWARD_WEIGHT)]
+def weights_last(stage: int, pp: int, micro_batches: int, chunks: int) -> list[Task]:
+    """1F1B with each backward split (zero-bubble's kinds): the input gradients in 1F1B's
+    places, every weight gradient after the last of them."""
+    order = [Task(Kind.BACKWARD_INPUT, t.micro_batch, 0) if t.kind is Kind.BACKWARD else t
+             for t in registry.schedule("1f1b")(stage, pp, micro_batches, 1)]
+    return order + [Task(Kind.BACKWARD_WEIGHT, m, 0) for m in range(micro_batches)]
 
 
 @pytest.fixture
@@ -44,7 +48,7 @@ def schedules(monkeypatch):
     monkeypatch.setattr(registry, "SCHEDULES", dict(registry.SCHEDULES))
     registry.register("gpipe", gpipe)
     registry.register("one-at-a-time", one_at_a_time)
-    registry.register("split-backward", split_backward)
+    registry.register("weights-last", weights_last)
     return registry.SCHEDULES
 
 
@@ -97,13 +101,75 @@ def test_the_stage_graph_follows_the_registered_order(schedules):
     assert tasks == [f"F{m}" for m in range(M)] + [f"B{m}" for m in range(M)]
 
 
-def test_split_backwards_are_refused_by_megatron_jobs_until_modelled(schedules):
-    from simpy_astra.workloads.megatron.schedule import build_stage
+def _kinds(steps: list) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for step in steps:
+        if isinstance(step, Compute):
+            for kind, seconds in step.seconds.items():
+                out[kind] = out.get(kind, 0.0) + seconds
+    return out
 
-    job = dataclasses.replace(parse(PIPE, P), pipeline_schedule="split-backward")
+
+def test_a_split_backward_moves_the_weight_gradients_and_nothing_else():
+    """The weight-gradient task of a layer is its four weight-gradient GEMMs (QKV, projection,
+    fc1, fc2: weights x tokens) and their four bias gradients (one read of the output gradient,
+    2 B an element), with the markers of the gradients they complete; the input-gradient task
+    is the rest, so the two add up to the whole backward, kind by kind."""
+    job = parse(PIPE, P)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    with pytest.raises(ValueError, match="BACKWARD_INPUT tasks are not modelled"):
-        build_stage(job, gpu, 0)
+    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(1, 0))
+    inputs, weights = model.backward_split(dense, False, False)
+    whole = _kinds(model.backward(dense, False, False))
+    split = {k: _kinds(inputs).get(k, 0.0) + _kinds(weights).get(k, 0.0) for k in whole}
+    assert split == pytest.approx(whole, rel=1e-12)
+    h, t = 2048, 2048
+    shapes = ((h, 3 * h), (h, h), (h, 4 * h), (4 * h, h))  # (input, output) features
+    by_hand = len(dense) * sum(gemm_seconds(gpu, n_in, n_out, t, 1, 2) for n_in, n_out in shapes)
+    bias = len(dense) * sum(streaming_seconds(gpu, t * n_out * 2) for _, n_out in shapes)
+    assert _kinds(weights) == pytest.approx({"gemm": by_hand, "elementwise": bias}, rel=1e-12)
+    assert sum(s.params for s in weights if isinstance(s, GradsReady)) == len(dense) * model.layer_parameters()
+    assert not any(isinstance(s, GradsReady) for s in inputs)
+
+
+def test_weight_gradients_last_shorten_the_step_by_the_closed_form(tmp_path, monkeypatch, schedules):
+    """With every weight gradient after the last input gradient, the input gradients form
+    1F1B's chain, (m + p - 1)(tf + ti), and the first stage then runs its m weight gradients:
+    (m + p - 1)(tf + ti) + m tw, (p - 1) tw less than 1F1B's (m + p - 1)(tf + ti + tw)."""
+    job = parse(PIPE, P)
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
+    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
+    inputs, weights = model.backward_split(dense, False, False)
+    tf = sum(_kinds(model.forward(dense, False, False)).values())
+    ti, tw = sum(_kinds(inputs).values()), sum(_kinds(weights).values())
+    _, optimizer = _task_and_optimizer_s()
+    step = _step_s(tmp_path, monkeypatch, "weights-last")
+    assert step == pytest.approx((M + P - 1) * (tf + ti) + M * tw + optimizer, rel=0.03)
+    assert _step_s(tmp_path, monkeypatch, "1f1b") - step == pytest.approx((P - 1) * tw, rel=0.15)
+
+
+def test_a_split_schedule_holds_activations_until_the_weight_gradient(schedules):
+    """A forward's activations are kept until its micro-batch's weight gradient (which reads the
+    layers' inputs): weights-last holds all m micro-batches on every stage, GPipe too, 1F1B
+    p - stage."""
+    from simpy_astra.workloads.megatron.memory import activation_bytes
+
+    def held(name: str, stage: int) -> float:
+        return activation_bytes(dataclasses.replace(parse(PIPE, P), pipeline_schedule=name), stage)
+
+    one_layer_set = held("1f1b", P - 2) / 2  # stage 2 of 4 holds two micro-batches
+    for name in ("weights-last", "gpipe"):
+        assert held(name, P - 2) == pytest.approx(M * one_layer_set)
+    assert held("1f1b", 1) == pytest.approx(3 * one_layer_set)
+
+
+def test_a_weight_gradient_before_its_input_gradient_is_refused(schedules):
+    def backwards(stage: int, pp: int, micro_batches: int, chunks: int) -> list[Task]:
+        return [Task(k, m, 0) for m in range(micro_batches)
+                for k in (Kind.FORWARD, Kind.BACKWARD_WEIGHT, Kind.BACKWARD_INPUT)]
+
+    registry.register("backwards", backwards)
+    with pytest.raises(PluginError, match="BACKWARD_WEIGHT of micro-batch 0, chunk 0 before its BACKWARD_INPUT"):
+        registry.schedule("backwards")(0, P, M, 1)
 
 
 def test_registry_refuses_unknown_and_duplicate_names(schedules):

@@ -111,17 +111,17 @@ class ChunkModel:
         self._fp8_cast(b, self.tokens * n_out)
         b.add("gemm", self._linear(self.tokens, n_in, n_out))
         b.wait("dgrad.wait")  # the output gradient's all-gather (SP) ran beside the dgrad only
-        b.add("gemm", self._linear(n_in, n_out, self.tokens))
+        b.wgrad("gemm", self._linear(n_in, n_out, self.tokens))
         self._accumulate(b, n_in * n_out)
         if bias and self.job.bias_linear:
-            b.add("elementwise", self._stream(self.tokens * n_out, 2))
+            b.wgrad("elementwise", self._stream(self.tokens * n_out, 2))
 
     def _accumulate(self, b: _Builder, params: int) -> None:
         """Weight gradients added into the gradient buffer: a kernel per weight unless the
         weight-gradient GEMM accumulates into it (gradient accumulation fusion)."""
         if self.job.gradient_accumulation_fusion:
             return
-        b.add("elementwise", streaming_seconds(self.gpu, params * (2 * self.job.grad_bytes + self.e)))
+        b.wgrad("elementwise", streaming_seconds(self.gpu, params * (2 * self.job.grad_bytes + self.e)))
 
     def _query_key_kernels(self, b: _Builder, backward: bool) -> None:
         """Before the attention core, on this rank's queries and keys: the query-key layer
@@ -336,7 +336,7 @@ class ChunkModel:
         for n_in, n_out in ((ffn, h), (h, w * ffn)):
             self._fp8_cast(b, tokens * n_out * groups)
             b.add("gemm", self._linear(tokens, n_in, n_out, groups))
-            b.add("gemm", self._linear(n_in, n_out, tokens, groups))
+            b.wgrad("gemm", self._linear(n_in, n_out, tokens, groups))
             self._accumulate(b, n_in * n_out * groups)
         swiglu = 10 if job.bias_gelu_fusion else _UNFUSED_SWIGLU_BWD
         b.add("elementwise", self._stream(tokens * ffn * groups, swiglu if job.swiglu else 6))
@@ -356,7 +356,9 @@ class ChunkModel:
             b.comm("moe.dispatch.bwd.alltoall", ALL_TO_ALL, copies * h * e, dim="ep")
         b.add("elementwise", self._stream(copies * h, 4))  # permute's backward
         self._dispatch(b, True, "moe.dispatch.bwd.reducescatter")
-        b.add("gemm", 2 * self._gemm(self.tokens, job.experts, h), 2)  # router dgrad, wgrad
+        router = self._gemm(self.tokens, job.experts, h)  # each priced as the forward's product
+        b.add("gemm", router)  # router dgrad
+        b.wgrad("gemm", router)  # router wgrad
 
     def moe_parameters(self) -> tuple[int, int]:
         """(dense, expert) parameters an MoE layer adds over a dense one's attention, per GPU."""
@@ -415,16 +417,16 @@ class ChunkModel:
         b.add("gemm", self._linear(self.tokens, n_in, n_out))  # dgrad
         wgrad = self._linear(n_in, n_out, self.tokens)
         if job.bias_linear:
-            b.add("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
+            b.wgrad("elementwise", self._stream(self.tokens * n_out, 2))  # bias gradient
         if job.tp == 1:
-            b.add("gemm", wgrad)
+            b.wgrad("gemm", wgrad)
             self._accumulate(b, n_in * n_out)
             return
         size = self.tokens * job.hidden * self.e
         kind = REDUCE_SCATTER if job.sequence_parallel else ALL_REDUCE
         overlap = job.async_tp_allreduce or job.tp_comm_overlap
         b.comm(label, kind, size, overlap=overlap)
-        b.add("gemm", wgrad)
+        b.wgrad("gemm", wgrad)
         self._accumulate(b, n_in * n_out)
         b.wait(label + ".wait")  # Megatron waits for the input gradient's collective after the wgrad
 
@@ -441,8 +443,8 @@ class ChunkModel:
     def embedding_backward(self, b: _Builder) -> None:
         job, h = self.job, self.job.hidden
         b.add("elementwise", self._stream(self.tokens * h, 5))
-        b.add("elementwise", streaming_seconds(self.gpu, job.vocab // job.tp * h * 4))  # zeroed gradient
-        b.add("elementwise", streaming_seconds(self.gpu, self.tokens * h * (self.e + 8)))  # scatter-add
+        b.wgrad("elementwise", streaming_seconds(self.gpu, job.vocab // job.tp * h * 4))  # zeroed gradient
+        b.wgrad("elementwise", streaming_seconds(self.gpu, self.tokens * h * (self.e + 8)))  # scatter-add
 
     def _cross_entropy_bytes(self) -> tuple[int, int]:
         """HBM bytes a logit costs the vocabulary-parallel cross entropy, forward and backward.
@@ -468,7 +470,7 @@ class ChunkModel:
         job, h, v = self.job, self.job.hidden, self.job.vocab // self.job.tp
         b.add("elementwise", streaming_seconds(self.gpu, self.tokens * v * self._cross_entropy_bytes()[1]))
         b.add("gemm", self._gemm(self.tokens, h, v))
-        b.add("gemm", self._gemm(h, v, self.tokens))
+        b.wgrad("gemm", self._gemm(h, v, self.tokens))
         self._accumulate(b, h * v)
         if job.tp > 1:
             size = self.tokens * h * self.e
@@ -517,7 +519,19 @@ class ChunkModel:
         return b.done("recompute")
 
     def backward(self, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
-        b = _Builder()
+        """One micro-batch's backward through the chunk: input and weight gradients."""
+        return self._backward(_Builder(), moe, first, last)
+
+    def backward_split(self, moe: tuple[bool, ...], first: bool, last: bool) -> tuple[list[Step], list[Step]]:
+        """The backward as a schedule that splits it runs it (zero-bubble schedules): the
+        input gradients, which the previous stage waits for, then, as a task of its own, the
+        weight gradients (their GEMMs, bias gradients, accumulation and embedding gradient)
+        with the markers of the gradients they complete. An input-gradient collective that
+        ran beside a weight-gradient GEMM has nothing beside it here."""
+        weights = _Builder()
+        return self._backward(_Builder(weights), moe, first, last), weights.done("wgrad")
+
+    def _backward(self, b: _Builder, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
         job = self.job
         if last:
             self.loss_backward(b)

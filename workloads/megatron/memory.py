@@ -47,6 +47,8 @@ from __future__ import annotations
 import math
 
 from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.schedules.registry import schedule
+from simpy_astra.workloads.schedules.task import in_flight
 
 #: optimizer bytes per parameter by precision (Megatron-LM's guide; the weights take the
 #: job's ``element_bytes``, the gradient buffer its ``grad_bytes``)
@@ -162,12 +164,13 @@ def layer_activation_bytes(job: MegatronJob, moe: bool = False) -> float:
 
 
 def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
-    """A GPU of ``stage``'s stored activations with its micro-batches in flight: 1F1B's warm-up
-    leaves ``pp - stage`` in flight, the interleaved schedule's ``2 (pp - stage - 1) + (v - 1)
-    pp + 1`` chunk passes."""
-    pp, v, m = job.pp, job.virtual_stages, job.micro_batches
-    ahead = pp - stage - 1  # the stages after this one
-    units = min(ahead + 1, m) if v == 1 else min(2 * ahead + (v - 1) * pp + 1, m * v)  # chunk passes in flight
+    """A GPU of ``stage``'s stored activations with its micro-batches in flight, as many as
+    the job's pipeline schedule holds at once: 1F1B's warm-up leaves ``pp - stage`` in flight,
+    the interleaved schedule's ``2 (pp - stage - 1) + (v - 1) pp + 1`` chunk passes (all
+    ``m v`` when m = pp: its warm-up is every forward), GPipe's all m."""
+    pp, m = job.pp, job.micro_batches
+    order = schedule(job.schedule_name)(stage, pp, m, job.virtual_stages)
+    units = in_flight(order)  # chunk passes in flight
     moe_share = job.moe_layers / job.num_layers
     layer = (1 - moe_share) * layer_activation_bytes(job) + moe_share * layer_activation_bytes(job, moe=True)
     chunks = [len(chunk) for chunk in job.stage_layers(stage)]  # the stage's chunks' layers
@@ -186,7 +189,7 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
     else:
         stored = units * sum(chunks) / len(chunks) * layer
     if stage == 0 and job.hidden_dropout:  # the embedding's dropout mask (1 B a value), each micro-batch in flight
-        stored += min(pp, m) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
+        stored += in_flight(order, chunk=0) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
     if stage == pp - 1:  # the output layer's input and fp32 logits, one micro-batch at a time
         s_b = job.seq // job.cp * job.micro_batch
         stored += (4 * s_b * job.hidden + 4 * s_b * job.vocab) / job.tp

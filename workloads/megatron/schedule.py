@@ -392,23 +392,23 @@ class StageSchedule:
         key = (kind, first, last, moe)
         if key not in self.cache:
             if kind is Kind.FORWARD:
-                steps = self.model.forward(moe, first, last)
-            else:
-                recomputed = moe if job.recompute_method == "uniform" else moe[:job.recompute_layers]
-                steps = self.model.recompute(recomputed, first) + self.model.backward(moe, first, last)
-            self.cache[key] = steps
+                self.cache[key] = self.model.forward(moe, first, last)
+                return self.cache[key]
+            recomputed = moe if job.recompute_method == "uniform" else moe[:job.recompute_layers]
+            again = self.model.recompute(recomputed, first)
+            if kind is Kind.BACKWARD:
+                self.cache[key] = again + self.model.backward(moe, first, last)
+            else:  # the input gradient needs what is recomputed; the weight gradient runs later
+                inputs, weights = self.model.backward_split(moe, first, last)
+                self.cache[(Kind.BACKWARD_INPUT, first, last, moe)] = again + inputs
+                self.cache[(Kind.BACKWARD_WEIGHT, first, last, moe)] = weights
         return self.cache[key]
 
     def tasks(self) -> list[Task]:
-        """This stage's tasks in the job's schedule. Split backwards (input, then weight
-        gradients) are not modelled yet: a chunk's backward runs whole."""
+        """This stage's tasks in the job's schedule: whole backwards, or split into the input
+        gradient (what the previous stage waits for) and the weight gradient."""
         job = self.job
-        order = schedule(job.schedule_name)(self.stage, job.pp, job.micro_batches, self.chunks)
-        split = [t for t in order if t.kind not in (Kind.FORWARD, Kind.BACKWARD)]
-        if split:
-            raise ValueError(f"pipeline schedule {job.schedule_name!r}: {split[0].kind.name} tasks are not "
-                             f"modelled for Megatron jobs yet (give whole backwards)")
-        return order
+        return schedule(job.schedule_name)(self.stage, job.pp, job.micro_batches, self.chunks)
 
     def build(self) -> StageGraph:
         job = self.job
@@ -421,7 +421,9 @@ class StageSchedule:
         if job.sequence_parallel or (job.legacy and job.scatter_gather):
             act //= job.tp
         started: set[int] = set()
-        for task in self.tasks():
+        tasks = self.tasks()
+        last_grads = {t.chunk: i for i, t in enumerate(tasks) if t.kind in (Kind.BACKWARD, Kind.BACKWARD_WEIGHT)}
+        for index, task in enumerate(tasks):
             kind, mb, chunk = task
             place = job.chunk_place(self.stage, chunk)
             g, first, last = place.index, place.first, place.last
@@ -438,14 +440,16 @@ class StageSchedule:
                 if not last:
                     self.send(f"{p}.send_activation", act, nxt, self._tag(mb, g, False))
             else:
-                if not last:
+                inputs = kind is not Kind.BACKWARD_WEIGHT
+                if inputs and not last:
                     self.recv(f"{p}.recv_gradient", act, nxt, self._tag(mb, g, True))
-                final = mb == job.micro_batches - 1
-                self.steps(p, self._chunk_steps(Kind.BACKWARD, chunk), overlapped_sync and final)
-                if overlapped_sync and final:
+                # the chunk's last gradients of the step: its buckets sync as they fill
+                final = overlapped_sync and kind is not Kind.BACKWARD_INPUT and last_grads[chunk] == index
+                self.steps(p, self._chunk_steps(kind, chunk), final)
+                if final:
                     for dim in ("dp", "edp"):
                         self._flush_bucket(p, dim)
-                if not first:
+                if inputs and not first:
                     self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True))
         self._finish_step()
         return self.g

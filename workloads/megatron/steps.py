@@ -71,12 +71,22 @@ Step = Compute | Collective | GradsReady | ParamsUsed | Wait
 
 
 class StepBuilder:
-    """Collects compute time into the current step until a collective or a marker closes it."""
+    """Collects compute time into the current step until a collective or a marker closes it.
 
-    def __init__(self) -> None:
+    ``weights``: a second builder that takes the weight-gradient work (:meth:`wgrad`,
+    :meth:`grads`) for a pipeline schedule that splits the backward into its input gradient
+    (this builder) and its weight gradient, run later as a task of its own (zero-bubble
+    schedules); without it that work stays in place."""
+
+    def __init__(self, weights: StepBuilder | None = None) -> None:
         self.steps: list[Step] = []
         self.current = Compute()
         self.overlapping = False  # a collective launched beside the compute not yet waited for
+        self.weights = weights
+
+    def wgrad(self, kind: str, seconds: float, kernels: int = 1) -> None:
+        """Kernels that compute or accumulate weight gradients: here, or in :attr:`weights`."""
+        (self.weights or self).add(kind, seconds, kernels)
 
     def add(self, kind: str, seconds: float, kernels: int = 1) -> None:
         """``kernels`` kernels of ``seconds`` in all (each one the host must launch)."""
@@ -100,6 +110,9 @@ class StepBuilder:
         self.overlapping = False
 
     def grads(self, params: int, dim: str = "dp") -> None:
+        if self.weights is not None:
+            self.weights.grads(params, dim)
+            return
         if params <= 0:
             return
         self.close("grads.before")

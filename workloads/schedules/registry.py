@@ -112,6 +112,8 @@ def _out_of_contract(order: object, micro_batches: int, chunks: int) -> str:
         kind, mb, chunk = Kind(task[0]), task[1], task[2]
         if kind is not Kind.FORWARD and not seen[(Kind.FORWARD.value, mb, chunk)]:
             return f"{kind.name} of micro-batch {mb}, chunk {chunk} before its FORWARD"
+        if kind is Kind.BACKWARD_WEIGHT and not seen[(Kind.BACKWARD_INPUT.value, mb, chunk)]:
+            return f"BACKWARD_WEIGHT of micro-batch {mb}, chunk {chunk} before its BACKWARD_INPUT"
         seen[(kind.value, mb, chunk)] += 1
     for mb in range(micro_batches):
         for chunk in range(chunks):

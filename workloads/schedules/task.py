@@ -30,3 +30,19 @@ class Schedule(Protocol):
     through ``chunks`` model chunks per stage."""
 
     def __call__(self, stage: int, pp: int, micro_batches: int, chunks: int) -> list[Task]: ...
+
+
+def in_flight(order: list[Task], chunk: int | None = None) -> int:
+    """The most chunk passes ``order`` holds activations for at once (of ``chunk`` only, if
+    given): a forward stores its activations until its micro-batch's backward, or until its
+    weight gradient when the backward is split (that needs the layers' inputs too)."""
+    held = peak = 0
+    for task in order:
+        if chunk is not None and task.chunk != chunk:
+            continue
+        if task.kind is Kind.FORWARD:
+            held += 1
+            peak = max(peak, held)
+        elif task.kind is not Kind.BACKWARD_INPUT:
+            held -= 1
+    return peak
