@@ -138,3 +138,31 @@ def test_a_corrupt_trace_in_the_workload_cache_says_to_delete_its_entry(tmp_path
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {rank}: "), err
     assert f"workload cache entry: delete {Path(rank).parent} to generate it again" in err[0]
+
+
+def test_a_stage_node_record_is_the_bytes_protobuf_writes_for_the_whole_node():
+    """Trace records are built as the node's head plus cached attribute records (concatenated
+    messages merge; ``attr`` is a Node's last field): every record of a pipelined, tensor- and
+    data-parallel Megatron stage (compute, collectives, sends, receives) must equal protobuf's
+    own serialisation of the whole node, attributes in the same order."""
+    from simpy_astra.config.cluster import load_cluster
+    from simpy_astra.workloads.chakra.schema import Node
+    from simpy_astra.workloads.megatron.arguments import parse
+    from simpy_astra.workloads.megatron.schedule import build_stage
+    from simpy_astra.workloads.transformer import writer
+
+    job = parse("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+                "--global-batch-size 8 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 "
+                "--sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather", 8)
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "c").gpu_model()
+    units = writer.Units(True)
+    for stage in range(job.pp):
+        graph = build_stage(job, gpu, stage)
+        for i, op in enumerate(graph.ops):
+            record = writer._node_bytes(op, i, units, graph.kinds)
+            whole = Node.FromString(record)  # what a reader sees; written again in protobuf's order
+            assert record == whole.SerializeToString(), (stage, op.name)
+            assert (whole.id, whole.name, whole.type, list(whole.data_deps), whole.duration_micros) == (
+                i, op.name, op.kind, list(op.deps), op.duration_us)
+            attrs = [a.name for a in whole.attr]
+            assert attrs[-2:] == ["inputs", "outputs"] and ("op_type" in attrs or "comm_size" in attrs)

@@ -8,6 +8,7 @@ protobuf work plus joining bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -72,8 +73,26 @@ def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> by
         attrs["comm_stream"] = op.stream
     attrs["inputs"] = _string_list(op.inputs, units, kinds)
     attrs["outputs"] = _string_list(op.outputs, units, kinds)
-    return make_node(node_id, op.name, op.kind, deps=op.deps, duration_micros=op.duration_us,
-                     attrs=attrs).SerializeToString()
+    head = make_node(node_id, op.name, op.kind, deps=op.deps, duration_micros=op.duration_us).SerializeToString()
+    return head + b"".join(_attr_bytes(name, _hashable(value)) for name, value in attrs.items())
+
+
+def _hashable(value: object) -> object:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
+        return value[0], tuple(value[1])
+    return value
+
+
+@functools.lru_cache(maxsize=65536)
+def _attr_bytes(name: str, value: object) -> bytes:
+    """One attribute as a serialised ``Node`` holding only it. ``attr`` is the last field of
+    a ``Node`` and a message's fields may be concatenated, so a node's record is its id, name,
+    type, dependencies and duration followed by these: the same bytes protobuf writes for the
+    whole node. A stage repeats the same few attributes (op types, sizes, tensor lists)
+    thousands of times; each is built once."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple):
+        value = value[0], list(value[1])
+    return make_node(0, "", 0, attrs={name: value}).SerializeToString()
 
 
 def trace_metadata(layout: Layout):
