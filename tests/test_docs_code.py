@@ -116,6 +116,16 @@ HARNESS = textwrap.dedent('''
             run(attr, algorithm=f"'{spec}'", backend="congestion_unaware")
         elif inspect.isfunction(obj) and list(inspect.signature(obj).parameters) == ["params", "prefix"]:
             continue  # a generator: its example scenario runs it (test_docs.py), with its parameters
+        elif inspect.isfunction(obj) and list(inspect.signature(obj).parameters) == [
+                "stage", "pp", "micro_batches", "chunks"]:  # a pipeline schedule: a pipelined job runs it
+            path = os.path.join(sys.argv[2], f"{name}_{attr}.yaml")
+            with open(path, "w") as f:
+                f.write(f"workload: {{generate: megatron, schedule: '{spec}', args: '--num-layers 4 --hidden-size 512 "
+                        f"--num-attention-heads 8 --seq-length 512 --micro-batch-size 1 --global-batch-size 8 "
+                        f"--pipeline-model-parallel-size 2 --bf16'}}\\ncluster: {{preset: dgx-a100-80gb, gpus: 2}}\\n")
+            reports = Simulation.from_scenario(path).run()
+            assert len(reports) == 2 and max(r.finished_ns for r in reports) > 0
+            print("ran", attr, max(r.finished_ns for r in reports))
     for backend in set(BACKENDS) - before:
         run(backend, backend=backend, extra=f"plugins: [{name}]\\n")
 ''')
