@@ -379,3 +379,18 @@ def test_reading_many_points_says_how_far_it_got(tmp_path, capsys, monkeypatch):
     assert "sweep: reading 64 of 1,000 points" in captured.err
     assert "sweep: checking " in captured.err and " of 1,000 points" in captured.err
     assert captured.out.startswith("1000 points")  # the listing itself is unchanged
+
+
+def test_list_says_which_points_will_fail_and_why(tmp_path, capsys):
+    """A point whose arguments pass Megatron's rules but exceed what the simulator builds
+    (here 1,000,000 layers x 2 micro-batches, a global batch of 32 over 16 replicas, x 18
+    nodes a layer pass, and 64 a stage: 36,000,064 trace nodes against the bound of 4 million) is marked by ``--list``, with the reason, in 80 columns:
+    it used to be listed as fine and fail only when run."""
+    sweep = megatron_sweep(tmp_path, {"workload.args.num-layers": [4, 1_000_000]})
+    assert sweep_main([sweep, "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    marks = {line.split()[1]: line.endswith("  will fail") for line in listed[1:3]}
+    assert marks == {"num_layers=4": False, "num_layers=1000000": True}
+    reason = " ".join(line.strip() for line in listed[3:])
+    assert reason.startswith("will fail: ") and "36,000,064 trace nodes" in reason and "num-layers=1000000" in reason
+    assert max(len(line) for line in listed) <= 80

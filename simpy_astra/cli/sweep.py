@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import sys
+import textwrap
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -175,17 +176,20 @@ def _label(sweep: str, p: Point) -> str:
     return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
 
 
-def _checked(points: list[Point], sweep: str) -> dict[str, dict[str, Any] | None]:
-    """Each point's invalid row (Megatron refuses it) or None, saying how far it got."""
-    from simpy_astra.sweep.validity import check_point
+def _checked(points: list[Point], sweep: str) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
+    """Each point's invalid row (Megatron refuses it) or None, and why each point that will
+    fail when run fails, saying how far it got."""
+    from simpy_astra.sweep.validity import verdict
 
     progress = ExpansionProgress("checking")
-    refused = {}
+    refused, failing = {}, {}
     for i, p in enumerate(points):
         if i % 64 == 0:
             progress(i, len(points))
-        refused[p.key] = check_point(p.scenario, _label(sweep, p))
-    return refused
+        refused[p.key], failure = verdict(p.scenario, _label(sweep, p))
+        if failure:
+            failing[p.key] = failure
+    return refused, failing
 
 
 def _main(argv: list[str]) -> int:
@@ -208,16 +212,20 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
     if args.list:
-        refused = _checked(points, args.sweep)
+        refused, failing = _checked(points, args.sweep)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} points" + (f", {count} invalid (Megatron refuses them; they will not run)"
                                          if count else ""))
         for p in points:
-            mark = "  invalid" if refused[p.key] else ""
+            mark = "  invalid" if refused[p.key] else "  will fail" if p.key in failing else ""
             print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes) + mark)
         rules = [r["rule"] for r in refused.values() if r]
         for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
             print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")
+        for key, failure in list(failing.items())[:3]:  # the first few, each in full
+            print(textwrap.fill(f"will fail: {key}: {failure}", 80, subsequent_indent="  ", break_on_hyphens=False))
+        if len(failing) > 3:
+            print(f"will fail: {len(failing) - 3} more point(s) (run them for their errors)")
         return 0
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
@@ -261,7 +269,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return _label(args.sweep, p)
 
-    refused = _checked(todo, args.sweep)
+    refused, _ = _checked(todo, args.sweep)  # the failing run, each saying why in its row
     invalid = sum(1 for r in refused.values() if r)
     jobs = min(args.jobs, max(len(todo) - invalid, 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local processes"

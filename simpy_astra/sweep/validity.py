@@ -27,15 +27,22 @@ def invalid_figures(exc: InvalidConfigurationError, where: str) -> dict[str, Any
 def check_point(scenario: dict[str, Any], where: str) -> dict[str, Any] | None:
     """The invalid row of a Megatron point its arguments make invalid, else None (also when
     they are wrong in another way: the point then fails when run, saying why)."""
+    return verdict(scenario, where)[0]
+
+
+def verdict(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
+    """(the invalid row of a point Megatron refuses, or None; why a point's arguments will
+    fail when it runs, or ''): a value beyond what the simulator builds, such as a trace of
+    more nodes than its bound, which ``--list`` shows rather than only the run."""
     args = megatron_args_of(scenario)
     cluster = scenario.get("cluster")
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
     if args is None or not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-        return None
+        return None, ""
     try:
         parse(args, gpus, f"{where}: workload")
     except InvalidConfigurationError as exc:
-        return invalid_figures(exc, where)
-    except InputError:
-        return None
-    return None
+        return invalid_figures(exc, where), ""
+    except InputError as exc:
+        return None, " ".join(exc.message.split())
+    return None, ""
