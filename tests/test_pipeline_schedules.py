@@ -15,7 +15,7 @@ from simpy_astra.workloads.megatron.kernels import gemm_seconds, streaming_secon
 from simpy_astra.workloads.megatron.layers import ChunkModel
 from simpy_astra.workloads.megatron.steps import Compute, GradsReady
 from simpy_astra.workloads.schedules import registry
-from simpy_astra.workloads.schedules.task import Kind, Task
+from simpy_astra.workloads.schedules.task import Kind, Task, in_flight
 
 #: 4 stages of 4 layers, 8 micro-batches: compute dominates (small vocabulary, short sends)
 PIPE = ("--num-layers 16 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
@@ -147,6 +147,27 @@ def test_weight_gradients_last_shorten_the_step_by_the_closed_form(tmp_path, mon
     assert _step_s(tmp_path, monkeypatch, "1f1b") - step == pytest.approx((P - 1) * tw, rel=0.15)
 
 
+def test_zb_h1_runs_its_papers_closed_form(tmp_path, monkeypatch, schedules):
+    """ZB-H1 (Qi et al., ICLR 2024, section 3.1): its weight gradients fill 1F1B's cool-down,
+    leaving a bubble of (p - 1)(tf + ti - tw): a step of m (tf + ti + tw) + (p - 1)(tf + ti -
+    tw), and on every stage at most the p micro-batches 1F1B holds on its first."""
+    from simpy_astra.workloads.megatron.memory import activation_bytes
+
+    job = parse(PIPE, P)
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
+    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
+    inputs, weights = model.backward_split(dense, False, False)
+    tf = sum(_kinds(model.forward(dense, False, False)).values())
+    ti, tw = sum(_kinds(inputs).values()), sum(_kinds(weights).values())
+    _, optimizer = _task_and_optimizer_s()
+    by_hand = M * (tf + ti + tw) + (P - 1) * (tf + ti - tw) + optimizer
+    assert _step_s(tmp_path, monkeypatch, "zb-h1") == pytest.approx(by_hand, rel=0.03)
+    # a middle stage s holds 1F1B's p - s micro-batches and the s weight gradients it defers
+    assert [in_flight(registry.schedule("zb-h1")(s, P, M, 1)) for s in range(P)] == [P] * P
+    middle = activation_bytes(job, 1) / (P - 1)  # 1F1B's stage 1 holds p - 1
+    assert activation_bytes(dataclasses.replace(job, pipeline_schedule="zb-h1"), 1) == pytest.approx(P * middle)
+
+
 def test_a_split_schedule_holds_activations_until_the_weight_gradient(schedules):
     """A forward's activations are kept until its micro-batch's weight gradient (which reads the
     layers' inputs): weights-last holds all m micro-batches on every stage, GPipe too, 1F1B
@@ -173,8 +194,8 @@ def test_a_weight_gradient_before_its_input_gradient_is_refused(schedules):
 
 
 def test_registry_refuses_unknown_and_duplicate_names(schedules):
-    with pytest.raises(ValueError, match="unknown pipeline schedule 'zb-h1'"):
-        registry.schedule("zb-h1")
+    with pytest.raises(ValueError, match="unknown pipeline schedule 'zb-h2'"):
+        registry.schedule("zb-h2")
     with pytest.raises(ValueError, match="already registered"):
         registry.register("1f1b", gpipe)
 

@@ -15,10 +15,12 @@ from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, 
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
 from simpy_astra.workloads.schedules.task import Kind, Schedule, Task
+from simpy_astra.workloads.schedules.zero_bubble import zb_h1
 
 SCHEDULES: dict[str, Schedule] = {
     "1f1b": one_f_one_b,
     "interleaved-1f1b": interleaved,
+    "zb-h1": zb_h1,
 }
 _OURS = frozenset(SCHEDULES.values())
 
