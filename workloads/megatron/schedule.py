@@ -12,8 +12,9 @@ own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``
 - pipeline receives are posted at once; the compute that reads one waits for it, and a send
   is waited for by the next task (Megatron's point-to-point calls are synchronous);
 - data-parallel gradient sync: with ``--DDP-impl torch`` or ``--overlap-grad-reduce``, a
-  bucket's collective starts as soon as the last micro-batch's backward has produced its
-  gradients and runs beside the rest of the backward; otherwise one collective after the
+  bucket's collective starts as soon as a chunk's last backward of the step (its last weight
+  gradient, when the schedule splits backwards) has produced its gradients and runs beside the
+  rest of the backward; otherwise one collective after the
   last backward. The distributed optimizer reduce-scatters the gradients and all-gathers the
   updated parameters (before the first forward that reads them with
   ``--overlap-param-gather``, else after the optimizer step);
@@ -345,7 +346,7 @@ class StageSchedule:
         return job.dp * job.cp // (job.ep if dim == "edp" else 1)
 
     def _grads_ready(self, name: str, params: int, dim: str) -> None:
-        """In the last micro-batch's backward, with overlapped sync: a full bucket starts."""
+        """In a chunk's last backward of the step, with overlapped sync: a full bucket starts."""
         self.bucket_params[dim] += params
         if self.bucket_params[dim] >= self._bucket_limit(self.chunk):
             self._flush_bucket(name, dim)
