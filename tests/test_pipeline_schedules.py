@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -203,3 +204,17 @@ def test_registry_refuses_unknown_and_duplicate_names(schedules):
 def test_megatrons_choice_follows_virtual_stages():
     assert parse(PIPE, P).schedule_name == "1f1b"
     assert parse(PIPE + " --num-layers-per-virtual-pipeline-stage 2", P).schedule_name == "interleaved-1f1b"
+
+
+@pytest.mark.parametrize("kinds, counts", [
+    ((Kind.FORWARD, Kind.BACKWARD_INPUT), "backwarded 1 (BACKWARD_INPUT 1, BACKWARD_WEIGHT 0 of them)"),
+    ((Kind.FORWARD, Kind.BACKWARD_INPUT, Kind.BACKWARD), "backwarded 2 (BACKWARD_INPUT 1, BACKWARD_WEIGHT 0"),
+    ((Kind.FORWARD, Kind.BACKWARD_INPUT, Kind.BACKWARD_WEIGHT, Kind.BACKWARD_WEIGHT), "BACKWARD_WEIGHT 2 of them"),
+])
+def test_a_split_backward_out_of_contract_says_which_half(schedules, kinds, counts):
+    """An input gradient whose weight gradient never runs (the step would miss its gradients),
+    a whole backward beside a split one, a weight gradient twice: each named, with the halves."""
+    registry.register("broken", lambda stage, pp, micro_batches, chunks: [
+        Task(k, m, 0) for m in range(micro_batches) for k in kinds])
+    with pytest.raises(PluginError, match=re.escape(counts)):
+        registry.schedule("broken")(0, P, M, 1)

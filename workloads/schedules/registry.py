@@ -95,7 +95,8 @@ def _checked(name: str, fn: Schedule) -> Schedule:
         if problem:
             raise PluginError(f"{what}: for stage {stage} of {pp} ({micro_batches} micro-batches, {chunks} "
                               f"chunk(s)) it returned {problem}; it must return Task(kind, micro_batch, chunk) "
-                              f"with every micro-batch of every chunk forwarded once, then backwarded once")
+                              f"with every micro-batch of every chunk forwarded once, then backwarded once "
+                              f"(BACKWARD, or BACKWARD_INPUT then BACKWARD_WEIGHT)")
         return [Task(Kind(t[0]), t[1], t[2]) for t in order]
 
     return checked
@@ -122,5 +123,7 @@ def _out_of_contract(order: object, micro_batches: int, chunks: int) -> str:
             f, b = seen[("F", mb, chunk)], seen[("B", mb, chunk)]
             split = seen[("I", mb, chunk)], seen[("W", mb, chunk)]
             if f != 1 or (b, *split) not in ((1, 0, 0), (0, 1, 1)):
-                return f"micro-batch {mb}, chunk {chunk} forwarded {f} time(s) and backwarded {b + split[0]}"
+                halves = f" (BACKWARD_INPUT {split[0]}, BACKWARD_WEIGHT {split[1]} of them)" if any(split) else ""
+                return (f"micro-batch {mb}, chunk {chunk} forwarded {f} time(s) and backwarded "
+                        f"{b + max(split)}{halves}")
     return ""
