@@ -1080,7 +1080,9 @@ def test_layers_without_biases_run_no_bias_gradient_kernels():
 def test_layers_without_biases_hold_no_bias_parameters():
     """``--disable-bias-linear`` drops each layer's biases from the model and from a GPU's
     memory: QKV (3 x 1024), projection (1024), FC1 (4096) and FC2 (1024), 9,216 a layer of
-    h 1024 with a 4h GeLU MLP; 4 layers, tp 2: 36,864 parameters, 18,432 on each GPU."""
+    h 1024 with a 4h GeLU MLP; 4 layers, tp 2: 36,864 parameters. Each GPU holds half of the
+    column-parallel ones (QKV, FC1: 3,584 a layer) and all of the row-parallel ones (projection,
+    FC2: added after the reduction, 2,048 a layer), 22,528 in all."""
     from simpy_astra.workloads.megatron.memory import stage_parameters
 
     args = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 "
@@ -1088,7 +1090,7 @@ def test_layers_without_biases_hold_no_bias_parameters():
             "--tensor-model-parallel-size 2")
     with_bias, without = parse(args, 2), parse(args + " --disable-bias-linear", 2)
     assert with_bias.parameters() - without.parameters() == 4 * 9216
-    assert stage_parameters(with_bias)[0] - stage_parameters(without)[0] == pytest.approx(4 * 9216 / 2)
+    assert stage_parameters(with_bias)[0] - stage_parameters(without)[0] == pytest.approx(4 * (7168 / 2 + 2048))
 
 
 def test_the_learned_position_table_has_max_position_embeddings_rows():

@@ -40,7 +40,7 @@ def _embedding_dropout(in_flight: int, t: int = 1) -> float:
 
 def test_no_parallelism_fp16_is_20_bytes_a_parameter_and_korthikanti_eq_1():
     job = parse(BASE + " --fp16", 1)
-    params = L * _layer_params() + V * H + S * H  # tied embedding, learned positions (final norm: 2h, below)
+    params = L * _layer_params() + V * H + S * H + 2 * H  # tied embedding, learned positions, final norm
     parts = parts_bytes(job)
     assert parts["weights"] == pytest.approx(2 * params, rel=1e-5)
     assert parts["gradients"] == pytest.approx(2 * params, rel=1e-5)
@@ -86,14 +86,14 @@ def test_memory_is_the_fullest_stages_when_the_last_holds_more():
     """8 layers on 2 stages as 1 and 7, 1F1B with m = 8: the first stage keeps 2 micro-batches
     of its 1 layer (and the embedding's masks), the last 1 micro-batch of its 7 layers and the
     output layer's input and logits, 4 s b h (1 + V/h); the last holds 7 layers' weights and
-    its copy of the tied embedding. The memory reported is the last stage's."""
+    its copy of the tied embedding and the final norm. The memory reported is the last stage's."""
     job = parse(BASE + " --bf16 --pipeline-model-parallel-size 2 --global-batch-size 16 "
                        "--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 7", 2)
     layer = S * B * H * (34 + 5 * A * S / H)
     assert activation_bytes(job, 0) == pytest.approx(2 * layer + _embedding_dropout(2))
     assert activation_bytes(job, 1) == pytest.approx(7 * layer + 4 * S * B * H * (1 + V / H))
     last = parts_bytes(job, 1)
-    assert last["weights"] == pytest.approx(2 * (7 * _layer_params() + V * H), rel=1e-5)
+    assert last["weights"] == pytest.approx(2 * (7 * _layer_params() + V * H + 2 * H), rel=1e-5)
     assert parts_bytes(job) == last
 
 

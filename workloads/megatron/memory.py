@@ -105,22 +105,28 @@ def _matrices(job: MegatronJob, ffn: int) -> tuple[int, int]:
 
 
 def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
-    """Parameters on one GPU of ``stage``: (those split over tp, the experts split over ep x
-    etp). The first stage holds the word and position embeddings, the last the output layer
+    """Parameters on one GPU of ``stage``: (those outside the experts, the experts split over
+    ep x etp). Tensor parallelism splits the weight matrices and the column-parallel biases
+    (QKV, FC1); every tp rank holds whole the layer norms, the row-parallel biases (projection,
+    FC2: added after the reduction), the router and the position table, as Megatron builds them
+    (its theoretical_memory_usage.py counts norms and routers as replicated too). The first
+    stage holds the word and position embeddings, the last the final norm and the output layer
     (with tied embeddings and pp > 1, Megatron's copy of the word embedding); one stage holds
     both."""
     h = job.hidden
     attention_w, mlp_w = _matrices(job, job.ffn_hidden)
     attention_b, mlp_b = job.layer_biases()
-    attention = attention_w + attention_b + 4 * h  # weights, biases, two layer norms
-    mlp = mlp_w + mlp_b
+    row_b = h if job.bias_linear else 0  # the projection's and FC2's bias
     moe_share = job.moe_layers / job.num_layers
-    router_shared = h * job.experts + _matrices(job, job.shared_ffn)[1]
     layers = sum(len(chunk) for chunk in job.stage_layers(stage))
-    dense = layers * (attention + (1 - moe_share) * mlp + moe_share * router_shared)
+    split = layers * (attention_w + attention_b - row_b + (1 - moe_share) * (mlp_w + mlp_b - row_b)
+                      + moe_share * _matrices(job, job.shared_ffn)[1])
+    router = h * job.experts + (job.experts if job.bias_linear else 0)
+    whole = layers * (4 * h + row_b + (1 - moe_share) * row_b + moe_share * router)  # + two layer norms
     first, last = stage == 0, stage == job.pp - 1
     vocab = job.vocab * h * (first + (last and not (job.tied_embeddings and job.pp == 1)))
-    dense = (dense + vocab) / job.tp + (job.position_embeddings * h if first else 0)  # positions: not split
+    whole += (job.position_embeddings * h if first else 0) + (2 * h if last else 0)  # the final norm
+    dense = (split + vocab) / job.tp + whole
     expert = layers * moe_share * job.experts * _matrices(job, job.moe_ffn)[1] / (job.ep * job.etp)
     return dense, expert
 

@@ -1,0 +1,179 @@
+"""Per-GPU memory against Megatron-LM's own estimator, written out here from its formula.
+
+Source: ``megatron/training/theoretical_memory_usage.py`` of NVIDIA/Megatron-LM at commit
+``d98e8a64`` (the file last changed in ``1bcb3b9e0b``, 2026-06-15; expert parallelism entered
+its weight count in ``a7c9e8c44a``, 2026-05-14). ``report_theoretical_memory`` adds
+``compute_weight_and_optimizer_memory`` and, with ``--sequence-parallel`` and selective
+recomputation, ``compute_activation_memory`` (Korthikanti et al., Table 2). What it assumes:
+
+- *Weights*: a layer is ``2 h q (1 + g/a)`` attention weights (QKV and projection, q = heads x
+  kv-channels, g query groups) and ``2 h f`` MLP weights (x 3/2 with SwiGLU), two norms of
+  ``2h`` (LayerNorm; ``h`` RMSNorm) and, in an MoE layer, a router ``h E`` (+ E with biases)
+  and experts ``2 h f_moe E``. No linear biases, no position table. The fullest GPU is the
+  first stage's: ``(layers/pp + V h)/tp`` split, norms, routers and the final norm ``/pp``
+  whole on every tp rank, experts ``/(pp ep etp)``; a second ``V h / tp`` untied at pp 1.
+- *Bytes a parameter*: bf16 training, 18 (2 weight + 4 fp32 gradient + 12 Adam), ``6 + 12/d``
+  with the distributed optimizer, d the data-parallel size (the experts' d: world / (etp ep pp)).
+- *Activations* on the first stage, divided by tp: ``s b h (18 + 4 f/h)`` a layer for all L
+  layers (pp micro-batches of L/pp layers; K and V counted at h, the MLP at 4f whatever
+  SwiGLU or the experts), ``8 s b pp`` of int64 token ids and ``s b h pp`` of embedding dropout
+  masks; the sum times ``1 + (pp - 1)/(pp v)`` when interleaved, else ``min(1, m/pp)``; at pp 1
+  the output layer ``4 s b h (1 + V/h)``.
+
+The project (``workloads/megatron/memory.py``) differs on purpose where it counts what Megatron
+builds and the estimator leaves out: linear biases and the learned position table, K and V at
+the query groups' width, SwiGLU's two-wide FC1 output, the routed tokens of an MoE layer,
+each stage's own MoE layers, the final norm on the last stage, the token ids (not counted:
+8 B a token against at least 34 h a layer) and, with interleaving, the first stage's embedding
+masks as Megatron's schedule keeps them. Each test writes the estimator and the named
+difference out; the tolerance is floating point only.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from simpy_astra.workloads.megatron.arguments import parse
+from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.megatron.memory import parts_bytes
+
+#: the estimator's arithmetic and ours round differently only in the last bits
+EXACT = 1e-9
+
+
+def estimator_weights_and_optimizer(job: MegatronJob, norm: int = 2) -> float:
+    """``compute_weight_and_optimizer_memory``: bytes on the first stage's GPU (``norm``: a
+    norm's parameters per channel, 2 LayerNorm, 1 RMSNorm)."""
+    h, q, kv = job.hidden, job.heads * job.head_dim, job.kv_heads * job.head_dim
+    gated = 1.5 if job.swiglu else 1.0
+    attention = 2 * h * q + 2 * h * kv  # 2 h^2 (1 + g/a) q/h
+    mlp, shared = 2 * h * job.ffn_hidden * gated, 2 * h * job.shared_ffn * gated
+    experts = 2 * h * job.moe_ffn * job.experts * gated
+    router = h * job.experts + (job.experts if job.bias_linear else 0)
+    moe, dense = job.moe_layers, job.num_layers - job.moe_layers
+    split = (attention + mlp) * dense + (attention + shared) * moe
+    whole = 2 * h * norm * job.num_layers + router * moe + norm * h  # layer norms, routers, final norm
+    embedding = job.vocab * h * (2 if not job.tied_embeddings and job.pp == 1 else 1)
+    on_gpu = (split / job.pp + embedding) / job.tp + whole / job.pp
+    experts_on_gpu = experts * moe / (job.pp * job.ep * job.etp)
+    world = job.tp * job.pp * job.dp
+
+    def per_parameter(d: int) -> float:
+        return 6 + 12 / d if job.distributed_optimizer else 18
+
+    return on_gpu * per_parameter(job.dp) + experts_on_gpu * per_parameter(world // (job.etp * job.ep * job.pp))
+
+
+def estimator_activations(job: MegatronJob) -> float:
+    """``compute_activation_memory`` (sequence parallelism, selective recomputation)."""
+    s, b, h, pp, v = job.seq, job.micro_batch, job.hidden, job.pp, job.virtual_stages
+    stored = s * b * h * (18 + 4 * job.ffn_hidden / h) * job.num_layers + 8 * s * b * pp + s * b * h * pp
+    if v > 1:
+        stored *= 1 + (pp - 1) / (pp * v)
+    elif pp > 1:
+        stored *= min(1, job.micro_batches / pp)
+    if pp == 1:
+        stored += 4 * s * b * h * (1 + job.vocab / h)
+    return stored / job.tp
+
+
+def _states(job: MegatronJob) -> float:
+    parts = parts_bytes(job, 0)
+    return parts["weights"] + parts["gradients"] + parts["optimizer"]
+
+
+def _per_parameter(job: MegatronJob) -> float:
+    return 6 + 12 / job.dp if job.distributed_optimizer else 18
+
+
+#: inside the estimator's assumptions: bf16, no linear biases, rotary positions, LayerNorm
+PLAIN = ("--bf16 --disable-bias-linear --position-embedding-type rope --sequence-parallel "
+         "--recompute-activations --micro-batch-size 1")
+GPT = "--num-layers 48 --hidden-size 6144 --num-attention-heads 48 --seq-length 2048 --vocab-size 51200"
+LLAMA = ("--num-layers 80 --hidden-size 8192 --num-attention-heads 64 --seq-length 4096 --vocab-size 128256 "
+         "--swiglu --ffn-hidden-size 28672 --group-query-attention --num-query-groups 8 "
+         "--untie-embeddings-and-output-weights")
+MIXTRAL = ("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000 "
+           "--swiglu --ffn-hidden-size 14336 --group-query-attention --num-query-groups 8 "
+           "--untie-embeddings-and-output-weights --num-experts 8 --moe-router-topk 2")
+
+
+def _layouts(model: str, layers: int, moe: bool = False):
+    """tp 1-8, pp 1-16 (with 2 chunks a stage where the layers divide), dp 1-8, the distributed
+    optimizer on and off; an MoE model's experts over ep = dp."""
+    for tp, pp, v, dp, dist in itertools.product((1, 2, 8), (1, 2, 4, 16), (1, 2), (1, 8), (False, True)):
+        if (v > 1 and pp == 1) or layers % (pp * v):
+            continue
+        args = (f"{model} {PLAIN} --tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp} "
+                f"--global-batch-size {dp * 2 * pp}")
+        args += f" --virtual-pipeline-model-parallel-size {v}" * (v > 1) + " --use-distributed-optimizer" * dist
+        args += f" --expert-model-parallel-size {dp}" * moe
+        yield parse(args, tp * pp * dp)
+
+
+CASES = [*_layouts(GPT, 48), *_layouts(LLAMA, 80), *_layouts(MIXTRAL, 32, moe=True),
+         *_layouts(MIXTRAL + " --moe-layer-freq 2 --expert-tensor-parallel-size 1", 32, moe=True)]
+
+
+@pytest.mark.parametrize("job", CASES, ids=lambda j: f"{j.hidden}-tp{j.tp}-pp{j.pp}-v{j.virtual_stages}-dp{j.dp}"
+                                                    f"-ep{j.ep}{'-dist' if j.distributed_optimizer else ''}")
+def test_weights_and_optimizer_are_the_estimators(job):
+    """The same count; the estimator puts ``1/pp`` of the final norm on the first stage,
+    Megatron builds it whole on the last (with pp 1 they are one stage)."""
+    final_norm_on_first = 2 * job.hidden / job.pp * _per_parameter(job) if job.pp > 1 else 0
+    assert _states(job) == pytest.approx(estimator_weights_and_optimizer(job) - final_norm_on_first, rel=EXACT)
+
+
+@pytest.mark.parametrize("tp,pp", [(1, 1), (8, 1), (8, 4)])
+def test_biases_and_the_learned_position_table_are_what_the_estimator_leaves_out(tp, pp):
+    """GPT as Megatron builds it by default: the first stage's GPU holds the 2,048-row position
+    table whole (not split over tp), 1/tp of the column-parallel biases (QKV 3h, FC1 4h) and
+    the row-parallel ones (projection and FC2, h each) whole, on top of the estimator's count.
+    At tp 8 and pp 4 that is 1.7% of the weights and optimizer (12.8M of 731M parameters)."""
+    job = parse(f"{GPT} --bf16 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 4 "
+                f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp}", tp * pp)
+    h, layers = 6144, 48 // pp
+    omitted = 2048 * h + layers * (7 * h / tp + 2 * h)
+    final_norm_on_first = 2 * h / pp * 18 if pp > 1 else 0
+    assert _states(job) == pytest.approx(estimator_weights_and_optimizer(job) - final_norm_on_first + 18 * omitted,
+                                         rel=EXACT)
+    if (tp, pp) == (8, 4):
+        assert 18 * omitted / _states(job) == pytest.approx(0.0175, abs=5e-4)
+
+
+def _token_ids(job: MegatronJob) -> float:
+    """The estimator's int64 token ids of the first stage's micro-batches in flight, /tp (the
+    project does not count them)."""
+    in_flight = min(job.pp, job.micro_batches) if job.virtual_stages == 1 else job.pp * (
+        1 + (job.pp - 1) / (job.pp * job.virtual_stages))
+    return 8 * job.seq * job.micro_batch * in_flight / job.tp
+
+
+@pytest.mark.parametrize("tp,pp,m", [(1, 1, 1), (2, 1, 4), (8, 1, 2), (2, 4, 8), (8, 16, 32), (4, 8, 4), (8, 4, 1)])
+def test_gpt_activations_are_the_estimators_but_the_token_ids(tp, pp, m):
+    """Korthikanti's 34 s b h a layer (18 + 4 x 4h/h) with sequence parallelism and selective
+    recomputation, the first stage's micro-batches in flight (m < pp: m of them), its embedding
+    masks and, at pp 1, the output layer: the estimator's figure but its 8 B token ids, under
+    2 in 10^5 here."""
+    job = parse(f"{GPT} {PLAIN} --tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp} "
+                f"--global-batch-size {m}", tp * pp)
+    assert job.micro_batches == m
+    activations = parts_bytes(job, 0)["activations"]
+    assert activations == pytest.approx(estimator_activations(job) - _token_ids(job), rel=EXACT)
+    assert _token_ids(job) / activations < 2e-5
+
+
+def test_grouped_query_attention_and_swiglu_store_what_their_shapes_hold():
+    """The estimator counts K and V at h each (4 s b h) and the MLP at 4 f; Llama-2 70B's K and
+    V are 8 groups of 128 (kv = h/8) and SwiGLU's FC1 writes 2f that the activation reads (the
+    fused bias-SwiGLU keeps that input, 4f bytes, and FC2's input, 2f): a layer is
+    ``s b (4 kv - 4 h + 2 f) / t`` more, +10.9% for h 8192, f 28672."""
+    job = parse(f"{LLAMA} {PLAIN} --tensor-model-parallel-size 8 --global-batch-size 1", 8)
+    s, h, kv, f = 4096, 8192, 1024, 28672
+    difference = 80 * s * (4 * kv - 4 * h + 2 * f) / 8
+    activations = parts_bytes(job, 0)["activations"]
+    assert activations == pytest.approx(estimator_activations(job) - _token_ids(job) + difference, rel=EXACT)
+    layer = s * h * (18 + 4 * f / h)
+    assert (s * (4 * kv - 4 * h + 2 * f)) / layer == pytest.approx(0.109, abs=1e-3)
