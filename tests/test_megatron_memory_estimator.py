@@ -117,13 +117,36 @@ CASES = [*_layouts(GPT, 48), *_layouts(LLAMA, 80), *_layouts(MIXTRAL, 32, moe=Tr
          *_layouts(MIXTRAL + " --moe-layer-freq 2 --expert-tensor-parallel-size 1", 32, moe=True)]
 
 
+def _first_stage_moe_layers(job: MegatronJob) -> int:
+    """MoE layers the first stage builds: chunk c holds layers ``c pp k`` to ``c pp k + k - 1``
+    (k = L / (pp v)), an MoE layer every ``moe_every``-th from layer 0."""
+    k = job.num_layers // (job.pp * job.virtual_stages)
+    layers = [c * job.pp * k + i for c in range(job.virtual_stages) for i in range(k)]
+    return sum(layer % job.moe_every == 0 for layer in layers) if job.experts else 0
+
+
+def _moe_layer_over_dense(job: MegatronJob) -> float:
+    """Bytes an MoE layer holds on a GPU over a dense one: the router whole and the experts
+    over ep x etp (at the experts' data-parallel size) for the dense MLP over tp."""
+    h, gated = job.hidden, 1.5 if job.swiglu else 1.0
+    expert_dp = job.tp * job.dp // (job.ep * job.etp)
+    expert_bytes = 6 + 12 / expert_dp if job.distributed_optimizer else 18
+    experts = 2 * h * job.moe_ffn * job.experts * gated / (job.ep * job.etp)
+    return h * job.experts * _per_parameter(job) + experts * expert_bytes - 2 * h * job.ffn_hidden * gated / job.tp * _per_parameter(job)
+
+
 @pytest.mark.parametrize("job", CASES, ids=lambda j: f"{j.hidden}-tp{j.tp}-pp{j.pp}-v{j.virtual_stages}-dp{j.dp}"
-                                                    f"-ep{j.ep}{'-dist' if j.distributed_optimizer else ''}")
+                                                    f"-ep{j.ep}-moe{j.moe_every}{'-dist' if j.distributed_optimizer else ''}")
 def test_weights_and_optimizer_are_the_estimators(job):
-    """The same count; the estimator puts ``1/pp`` of the final norm on the first stage,
-    Megatron builds it whole on the last (with pp 1 they are one stage)."""
+    """The same count but where the estimator spreads things evenly over the stages: it puts
+    ``1/pp`` of the final norm on the first stage, Megatron builds it whole on the last (with pp
+    1 they are one stage); it puts ``1/pp`` of the MoE layers there, Megatron the stage's own
+    (with an MoE layer every other one and one layer a chunk, the first stage's chunks are
+    layers 0 and 16 of 32 on 16 stages: both MoE, against the estimator's one)."""
     final_norm_on_first = 2 * job.hidden / job.pp * _per_parameter(job) if job.pp > 1 else 0
-    assert _states(job) == pytest.approx(estimator_weights_and_optimizer(job) - final_norm_on_first, rel=EXACT)
+    own_moe = (_first_stage_moe_layers(job) - job.moe_layers / job.pp) * _moe_layer_over_dense(job)
+    expected = estimator_weights_and_optimizer(job) - final_norm_on_first + own_moe
+    assert _states(job) == pytest.approx(expected, rel=EXACT)
 
 
 @pytest.mark.parametrize("tp,pp", [(1, 1), (8, 1), (8, 4)])
@@ -177,3 +200,21 @@ def test_grouped_query_attention_and_swiglu_store_what_their_shapes_hold():
     assert activations == pytest.approx(estimator_activations(job) - _token_ids(job) + difference, rel=EXACT)
     layer = s * h * (18 + 4 * f / h)
     assert (s * (4 * kv - 4 * h + 2 * f)) / layer == pytest.approx(0.109, abs=1e-3)
+
+
+def test_each_stage_holds_its_own_moe_layers():
+    """``--moe-layer-freq ([0]*2+[1]*6)`` on 2 stages: layers 0-3 (2 MoE) on the first, 4-7 (4
+    MoE) on the second, not 3 each as the estimator's even spread has it. Eight experts of
+    2 h 4h over ep 2: 4 x 2 x 1024 x 4096 parameters a layer on a GPU, twice as many on the
+    second stage; its activations are 4 MoE layers' and the output layer's."""
+    from simpy_astra.workloads.megatron.memory import layer_activation_bytes, stage_parameters
+
+    job = parse("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --vocab-size 1024 "
+                f"{PLAIN} --num-experts 8 --expert-model-parallel-size 2 --moe-layer-freq ([0]*2+[1]*6) "
+                "--pipeline-model-parallel-size 2 --global-batch-size 8", 4)
+    expert_layer = 4 * 2 * 1024 * 4096
+    assert [stage_parameters(job, stage)[1] for stage in (0, 1)] == [2 * expert_layer, 4 * expert_layer]
+    output_layer = 4 * 1024 * 1024 * (1 + 1024 / 1024)
+    moe = layer_activation_bytes(job, moe=True)
+    assert moe > layer_activation_bytes(job)  # two routed copies of each token
+    assert parts_bytes(job, 1)["activations"] == pytest.approx(4 * moe + output_layer, rel=EXACT)

@@ -91,10 +91,16 @@ def fp8_weight_parameters(job: MegatronJob, stage: int = 0) -> float:
     matrices of the layers' linear modules (QKV, projection, the MLP's and the experts'); the
     embedding, the output layer, biases and norms stay in the training precision."""
     attention, mlp = _matrices(job, job.ffn_hidden)
-    moe_share = job.moe_layers / job.num_layers
-    layers = sum(len(chunk) for chunk in job.stage_layers(stage))
-    dense = layers * (attention + (1 - moe_share) * mlp + moe_share * _matrices(job, job.shared_ffn)[1])
+    layers, moe = stage_moe_layers(job, stage)
+    dense = layers * attention + (layers - moe) * mlp + moe * _matrices(job, job.shared_ffn)[1]
     return dense / job.tp + stage_parameters(job, stage)[1]
+
+
+def stage_moe_layers(job: MegatronJob, stage: int) -> tuple[int, int]:
+    """(layers, MoE layers) of ``stage``: its own, not the model's share (``--moe-layer-freq``
+    puts them on some stages and not others; a pattern's dense layers come first)."""
+    layers = [layer for chunk in job.stage_layers(stage) for layer in chunk]
+    return len(layers), sum(job.is_moe(layer) for layer in layers)
 
 
 def _matrices(job: MegatronJob, ffn: int) -> tuple[int, int]:
@@ -117,17 +123,16 @@ def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
     attention_w, mlp_w = _matrices(job, job.ffn_hidden)
     attention_b, mlp_b = job.layer_biases()
     row_b = h if job.bias_linear else 0  # the projection's and FC2's bias
-    moe_share = job.moe_layers / job.num_layers
-    layers = sum(len(chunk) for chunk in job.stage_layers(stage))
-    split = layers * (attention_w + attention_b - row_b + (1 - moe_share) * (mlp_w + mlp_b - row_b)
-                      + moe_share * _matrices(job, job.shared_ffn)[1])
+    layers, moe = stage_moe_layers(job, stage)
+    split = (layers * (attention_w + attention_b - row_b) + (layers - moe) * (mlp_w + mlp_b - row_b)
+             + moe * _matrices(job, job.shared_ffn)[1])
     router = h * job.experts + (job.experts if job.bias_linear else 0)
-    whole = layers * (4 * h + row_b + (1 - moe_share) * row_b + moe_share * router)  # + two layer norms
+    whole = layers * (4 * h + row_b) + (layers - moe) * row_b + moe * router  # + two layer norms
     first, last = stage == 0, stage == job.pp - 1
     vocab = job.vocab * h * (first + (last and not (job.tied_embeddings and job.pp == 1)))
     whole += (job.position_embeddings * h if first else 0) + (2 * h if last else 0)  # the final norm
     dense = (split + vocab) / job.tp + whole
-    expert = layers * moe_share * job.experts * _matrices(job, job.moe_ffn)[1] / (job.ep * job.etp)
+    expert = moe * job.experts * _matrices(job, job.moe_ffn)[1] / (job.ep * job.etp)
     return dense, expert
 
 
@@ -177,23 +182,23 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
     pp, m = job.pp, job.micro_batches
     order = schedule(job.schedule_name)(stage, pp, m, job.virtual_stages)
     units = in_flight(order)  # chunk passes in flight
-    moe_share = job.moe_layers / job.num_layers
-    layer = (1 - moe_share) * layer_activation_bytes(job) + moe_share * layer_activation_bytes(job, moe=True)
-    chunks = [len(chunk) for chunk in job.stage_layers(stage)]  # the stage's chunks' layers
+    dense, moe = layer_activation_bytes(job), layer_activation_bytes(job, moe=True) if job.experts else 0.0
+    # each of the stage's chunks' layers' bytes, in order (its own MoE layers, not the model's share)
+    chunks = [[moe if job.is_moe(i) else dense for i in chunk] for chunk in job.stage_layers(stage)]
     if job.recompute == "full":
         s_b_h = job.seq // job.cp * job.micro_batch * job.hidden
         split = job.sequence_parallel or job.distribute_saved_activations
         checkpoint = 2 * s_b_h / (job.tp if split else 1) * job.element_bytes / 2
         n = max(1, job.recompute_layers)
         if job.recompute_method == "uniform":
-            kept = [math.ceil(c / n) * checkpoint for c in chunks]
-            working = min(n, max(chunks)) * layer
+            kept = [math.ceil(len(c) / n) * checkpoint for c in chunks]
+            working = max((sum(c[i:i + n]) for c in chunks for i in range(0, len(c), n)), default=0.0)
         else:  # block: the first n layers of a chunk recomputed one at a time, the rest stored
-            kept = [min(n, c) * checkpoint + max(0, c - n) * layer for c in chunks]
-            working = layer
+            kept = [min(n, len(c)) * checkpoint + sum(c[n:]) for c in chunks]
+            working = max((max(c[:n]) for c in chunks if c), default=0.0)
         stored = units * sum(kept) / len(chunks) + working
     else:
-        stored = units * sum(chunks) / len(chunks) * layer
+        stored = units * sum(map(sum, chunks)) / len(chunks)
     if stage == 0 and job.hidden_dropout:  # the embedding's dropout mask (1 B a value), each micro-batch in flight
         stored += in_flight(order, chunk=0) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
     if stage == pp - 1:  # the output layer's input and fp32 logits, one micro-batch at a time
