@@ -26,10 +26,11 @@ full recomputation keeps each recompute unit's input (2sbh, /t with sequence par
 and one unit's activations while it is recomputed. An MoE layer stores its routed tokens'
 MLP activations (top-k copies of each token, shared out evenly over the experts, so
 independent of ep). Stage ``i`` holds the micro-batches 1F1B has in flight there: ``min(pp -
-i, m)``, times the stage's layers (a mean over its chunks when they differ), and with v chunks
+i, m)``, times the stage's own layers (a mean over its chunks when they differ), and with v chunks
 Megatron's warm-up ``2(pp - i - 1) + (v - 1)pp + 1`` chunk passes (on the first stage ``pp (1 +
 (pp - 1)/(pp v))`` stages' worth, Korthikanti eq. 5); the first also the embedding's dropout
-mask ``s b h p / t``, the last the output layer's ``4 s b h (1 + V/h) / t``. The memory
+mask ``s b h p / t`` (``2p`` of them interleaved), the last the output layer's ``4 s b h (1 +
+V/h) / t``. The memory
 reported is the fullest stage's: the first with an even split.
 
 *FP8 buffers*: Transformer Engine keeps an FP8 copy of each of its linear layers' weights and
@@ -200,6 +201,8 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
     else:
         stored = units * sum(map(sum, chunks)) / len(chunks)
     if stage == 0 and job.hidden_dropout:  # the embedding's dropout mask (1 B a value), each micro-batch in flight
+        # in the first chunk: interleaved, Megatron's schedule table (groups of pp micro-batches a
+        # chunk) has the first stage run chunk 0 of min(2 pp, m) before its backward reaches it
         stored += in_flight(order, chunk=0) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
     if stage == pp - 1:  # the output layer's input and fp32 logits, one micro-batch at a time
         s_b = job.seq // job.cp * job.micro_batch
