@@ -244,3 +244,36 @@ def test_interleaved_activations_are_the_estimators_but_the_embedding_masks(tp, 
     assert abs(masks) / activations < 6e-3
     if (pp, m) == (4, 4):
         assert activations / estimator_activations(job) == pytest.approx(1 - 0.27, abs=0.01)
+
+
+def estimator_activations_without_sp(job: MegatronJob) -> float:
+    """``compute_activation_memory_without_sp`` (used without sequence parallelism or without
+    selective recomputation): ``s b h (10 + 24/t)`` a layer (no score matrix: fused attention),
+    the embedding's ids and masks whole on each tp rank, the same pipeline factors, at pp 1 the
+    final norm's output and bf16 logits ``2 (s b V / t + s b h)``, and 5% on top."""
+    s, b, h, t, pp = job.seq, job.micro_batch, job.hidden, job.tp, job.pp
+    stored = s * b * h * (10 + 24 / t) * job.num_layers + 8 * s * b * pp + s * b * h * pp
+    if pp > 1:  # non-interleaved here
+        stored *= min(1, job.micro_batches / pp)
+    if pp == 1:
+        stored += 2 * (s * b * job.vocab / t + s * b * h)
+    return stored * 1.05
+
+
+@pytest.mark.parametrize("tp,pp", [(2, 1), (8, 1), (4, 4), (8, 8)])
+def test_activations_without_sequence_parallelism_are_the_estimators_less_its_margin(tp, pp):
+    """Without sequence parallelism the layer norms' and dropouts' 10 s b h stay whole on each
+    tp rank, and so do the embedding's dropout masks (Megatron's LanguageModelEmbedding drops out
+    the whole tensor) and, on the last stage, the final norm's and output projection's inputs:
+    the estimator's figure but its 5% margin for temporaries (not an allocation this model
+    keeps), its token ids and, at pp 1, its output layer: the final norm's output at 2 s b h
+    and bf16 logits, where the final norm's and the projection's inputs are 4 s b h and the
+    cross entropy keeps fp32 logits, 4 s b V / t."""
+    job = parse(f"{GPT} {PLAIN.replace(' --sequence-parallel', '')} --tensor-model-parallel-size {tp} "
+                f"--pipeline-model-parallel-size {pp} --global-batch-size {2 * pp}", tp * pp)
+    assert not job.sequence_parallel
+    s_b, h, v = 2048, 6144, 51200
+    token_ids = 8 * s_b * pp
+    output = (4 * s_b * h + 4 * s_b * v / tp) - 2 * (s_b * v / tp + s_b * h) if pp == 1 else 0
+    expected = estimator_activations_without_sp(job) / 1.05 - token_ids + output
+    assert parts_bytes(job, 0)["activations"] == pytest.approx(expected, rel=EXACT)

@@ -30,7 +30,8 @@ i, m)``, times the stage's own layers (a mean over its chunks when they differ),
 Megatron's warm-up ``2(pp - i - 1) + (v - 1)pp + 1`` chunk passes (on the first stage ``pp (1 +
 (pp - 1)/(pp v))`` stages' worth, Korthikanti eq. 5); the first also the embedding's dropout
 mask ``s b h p / t`` (``2p`` of them interleaved), the last the output layer's ``4 s b h (1 +
-V/h) / t``. The memory
+V/h) / t`` (without sequence parallelism the embedding and the final norm run whole on each tp
+rank: ``s b h p`` and ``4 s b h + 4 s b V / t``). The memory
 reported is the fullest stage's: the first with an even split.
 
 *FP8 buffers*: Transformer Engine keeps an FP8 copy of each of its linear layers' weights and
@@ -200,11 +201,12 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
         stored = units * sum(kept) / len(chunks) + working
     else:
         stored = units * sum(map(sum, chunks)) / len(chunks)
+    sp = job.tp if job.sequence_parallel else 1  # without it the embedding and the final norm run whole on each tp rank
     if stage == 0 and job.hidden_dropout:  # the embedding's dropout mask (1 B a value), each micro-batch in flight
         # in the first chunk: interleaved, Megatron's schedule table (groups of pp micro-batches a
         # chunk) has the first stage run chunk 0 of min(2 pp, m) before its backward reaches it
-        stored += in_flight(order, chunk=0) * job.seq // job.cp * job.micro_batch * job.hidden / job.tp
-    if stage == pp - 1:  # the output layer's input and fp32 logits, one micro-batch at a time
+        stored += in_flight(order, chunk=0) * job.seq // job.cp * job.micro_batch * job.hidden / sp
+    if stage == pp - 1:  # the final norm's and output layer's inputs and fp32 logits, one micro-batch at a time
         s_b = job.seq // job.cp * job.micro_batch
-        stored += (4 * s_b * job.hidden + 4 * s_b * job.vocab) / job.tp
+        stored += 4 * s_b * job.hidden / sp + 4 * s_b * job.vocab / job.tp
     return stored
