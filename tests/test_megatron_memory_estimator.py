@@ -277,3 +277,21 @@ def test_activations_without_sequence_parallelism_are_the_estimators_less_its_ma
     output = (4 * s_b * h + 4 * s_b * v / tp) - 2 * (s_b * v / tp + s_b * h) if pp == 1 else 0
     expected = estimator_activations_without_sp(job) / 1.05 - token_ids + output
     assert parts_bytes(job, 0)["activations"] == pytest.approx(expected, rel=EXACT)
+
+
+def test_an_moe_layer_keeps_its_routed_copies_where_the_estimator_counts_a_dense_mlp():
+    """The estimator counts every layer's MLP at ``4 f`` a token, experts or not. Mixtral-8x7B-
+    like (h 4096, 8 query groups of 128, experts of f 14336 at top-2, SwiGLU) at tp = etp 8 with
+    sequence parallelism: a token's attention side is ``(14 h + 4 kv) / t`` (norms, dropout masks,
+    QKV and projection inputs, Q, K, V), and each of its 2 routed copies keeps its input whole
+    (gathered over the tp ranks that share the expert, 2h) and 1/t of the expert's SwiGLU (6f):
+    2.78x the estimator's ``(18 h + 4 f) / t``."""
+    job = parse(f"{MIXTRAL} {PLAIN} --tensor-model-parallel-size 8 --expert-model-parallel-size 8 "
+                "--global-batch-size 8", 64)
+    s, h, kv, f, t, k = 4096, 4096, 1024, 14336, 8, 2
+    layer = s * ((14 * h + 4 * kv) / t + k * (2 * h + 6 * f / t))
+    estimator_layer = s * (18 * h + 4 * f) / t
+    difference = 32 * (layer - estimator_layer)
+    activations = parts_bytes(job, 0)["activations"]
+    assert activations == pytest.approx(estimator_activations(job) - _token_ids(job) + difference, rel=EXACT)
+    assert layer / estimator_layer == pytest.approx(2.78, abs=0.01)
