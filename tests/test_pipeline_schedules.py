@@ -17,6 +17,7 @@ from simpy_astra.workloads.megatron.layers import ChunkModel
 from simpy_astra.workloads.megatron.steps import Compute, GradsReady
 from simpy_astra.workloads.schedules import registry
 from simpy_astra.workloads.schedules.task import Kind, Task, in_flight
+from tests.test_megatron_breakdown import _kinds_s as _kinds
 
 #: 4 stages of 4 layers, 8 micro-batches: compute dominates (small vocabulary, short sends)
 PIPE = ("--num-layers 16 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
@@ -102,13 +103,13 @@ def test_the_stage_graph_follows_the_registered_order(schedules):
     assert tasks == [f"F{m}" for m in range(M)] + [f"B{m}" for m in range(M)]
 
 
-def _kinds(steps: list) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for step in steps:
-        if isinstance(step, Compute):
-            for kind, seconds in step.seconds.items():
-                out[kind] = out.get(kind, 0.0) + seconds
-    return out
+def _split_task_s() -> tuple[float, float, float]:
+    """(forward, input gradient, weight gradient) of one micro-batch through stage 0 of PIPE."""
+    job = parse(PIPE, P)
+    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
+    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
+    inputs, weights = model.backward_split(dense, False, False)
+    return tuple(sum(_kinds(steps).values()) for steps in (model.forward(dense, False, False), inputs, weights))
 
 
 def test_a_split_backward_moves_the_weight_gradients_and_nothing_else():
@@ -136,12 +137,7 @@ def test_weight_gradients_last_shorten_the_step_by_the_closed_form(tmp_path, mon
     """With every weight gradient after the last input gradient, the input gradients form
     1F1B's chain, (m + p - 1)(tf + ti), and the first stage then runs its m weight gradients:
     (m + p - 1)(tf + ti) + m tw, (p - 1) tw less than 1F1B's (m + p - 1)(tf + ti + tw)."""
-    job = parse(PIPE, P)
-    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
-    inputs, weights = model.backward_split(dense, False, False)
-    tf = sum(_kinds(model.forward(dense, False, False)).values())
-    ti, tw = sum(_kinds(inputs).values()), sum(_kinds(weights).values())
+    tf, ti, tw = _split_task_s()
     _, optimizer = _task_and_optimizer_s()
     step = _step_s(tmp_path, monkeypatch, "weights-last")
     assert step == pytest.approx((M + P - 1) * (tf + ti) + M * tw + optimizer, rel=0.03)
@@ -154,13 +150,9 @@ def test_zb_h1_runs_its_papers_closed_form(tmp_path, monkeypatch, schedules):
     tw), and on every stage at most the p micro-batches 1F1B holds on its first."""
     from simpy_astra.workloads.megatron.memory import activation_bytes
 
-    job = parse(PIPE, P)
-    gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
-    inputs, weights = model.backward_split(dense, False, False)
-    tf = sum(_kinds(model.forward(dense, False, False)).values())
-    ti, tw = sum(_kinds(inputs).values()), sum(_kinds(weights).values())
+    tf, ti, tw = _split_task_s()
     _, optimizer = _task_and_optimizer_s()
+    job = parse(PIPE, P)
     by_hand = M * (tf + ti + tw) + (P - 1) * (tf + ti - tw) + optimizer
     assert _step_s(tmp_path, monkeypatch, "zb-h1") == pytest.approx(by_hand, rel=0.03)
     # a middle stage s holds 1F1B's p - s micro-batches and the s weight gradients it defers
