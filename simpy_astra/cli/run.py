@@ -265,10 +265,12 @@ def _writable_dir(path: str | None, flag: str) -> None:
     os.rmdir(probe)
 
 
-def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:
+def _distinct_outputs(outputs: list[tuple[str | None, str]], folders: list[tuple[str | None, str]]) -> None:
     """Refuse two outputs on one file (``--json-out`` and ``--trace-out`` alike, ``--json-out``
     inside ``--csv-out``'s folder as nodes.csv): the later writer would replace the earlier's
-    file, and the run would report both written."""
+    file, and the run would report both written. A folder output (``--csv-out``, ``--plots``)
+    at or under a file another flag writes is refused too: neither exists yet, so each passes
+    its own check, and the run failed after its minutes, the file written, the folder not."""
     owner: dict[str, str] = {}
     for path, flag in outputs:
         if not path or os.path.realpath(path) == os.devnull:
@@ -278,6 +280,13 @@ def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:
             raise InputError(f"{flag}: {path} is also the file {owner[real]} writes; give each output its "
                              f"own path")
         owner.setdefault(real, flag)
+    for folder, flag in folders:
+        real = os.path.realpath(folder) if folder else None
+        for file, writer in owner.items() if real else ():
+            if real == file or real.startswith(file + os.sep):
+                where = "" if real == file else f" under {os.path.relpath(file)},"
+                raise InputError(f"{flag}: {folder} is a folder{where} where {writer} writes a file; give "
+                                 f"each output its own path")
 
 
 def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None,
@@ -306,7 +315,8 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
         in_folders += [(plots, name, "--plots") for name in PLOT_NAMES]
     logs = [(log.log_path, "--logging-folder"), (log.err_path, "--logging-folder")] if log is not None else []
     _distinct_outputs([(json_out, "--json-out"), (trace_out, "--trace-out"), *logs,
-                       *((os.path.join(folder, name), flag) for folder, name, flag in in_folders if folder)])
+                       *((os.path.join(folder, name), flag) for folder, name, flag in in_folders if folder)],
+                      [(csv_out, "--csv-out"), (plots, "--plots")])
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")

@@ -1,0 +1,46 @@
+"""A seventh hunt for inputs that ran as something other than what they say, or were refused in
+words that sent the user elsewhere: each is now refused before the run in one line naming the
+file (or flag), the field and the fix."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main
+
+ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
+        "--global-batch-size 16 --bf16 --vocab-size 32000")
+
+
+def _scenario(tmp_path, doc: dict | None = None):
+    path = tmp_path / "s.yaml"
+    doc = doc or {"workload": {"generate": "megatron", "args": ARGS}, "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("file_flag, folder_flag, folder", [
+    ("--json-out", "--plots", "o.json"),
+    ("--trace-out", "--csv-out", "o.json"),
+    ("--json-out", "--csv-out", os.path.join("o.json", "csv")),
+])
+def test_a_folder_output_on_a_file_output_is_refused_before_the_run(tmp_path, capsys, monkeypatch, file_flag,
+                                                                     folder_flag, folder):
+    # neither path exists before the run, so each passed its own check: the run printed its
+    # answer, wrote o.json, and then failed on "--plots: cannot write into o.json (File exists)"
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(_scenario(tmp_path)), "--quiet", file_flag, "o.json", folder_flag, folder]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "o.json").exists()
+    err = err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {folder_flag}: {folder} is a folder"), err
+    assert f"where {file_flag} writes a file; give each output its own path" in err[0]
+
+
+def test_a_folder_output_beside_a_file_output_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(_scenario(tmp_path)), "--quiet", "--json-out", "o.json", "--csv-out", "csv"]) == 0
+    assert (tmp_path / "o.json").is_file() and (tmp_path / "csv" / "nodes.csv").is_file()
