@@ -64,3 +64,36 @@ def test_a_microbenchmark_with_its_own_npu_count_past_the_files_names_it(tmp_pat
                                 "cluster": {"preset": "dgx-h100", "gpus": 1048576}})
     assert main(["run", str(path), "--quiet"]) == 2
     assert f"error: {path}: workload.num_npus: 1048576 NPUs would write" in capsys.readouterr().err
+
+
+def _jobs_scenario(tmp_path, first: dict, second: dict | None = None):
+    import json
+
+    system = tmp_path / "sys.json"
+    system.write_text(json.dumps({"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+                                  "preferred-dataset-splits": 4, "local-mem-bw": 50,
+                                  "collective-optimization": "baseline", "all-reduce-implementation": ["ring"],
+                                  "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+                                  "all-to-all-implementation": ["direct"]}))
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 1048576, "num_npus": 4}
+    jobs = [{"name": "a", "workload": workload, **first}]
+    if second is not None:
+        jobs.append({"name": "b", "workload": workload, **second})
+    return _scenario(tmp_path, {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0],
+                                            "latency": [500.0]},
+                                "backend": "congestion_aware", "system": str(system), "jobs": jobs})
+
+
+def test_a_job_listing_one_npu_twice_is_told_so(tmp_path, capsys):
+    # npus [0, 0, 1, 2]: "NPU 0 is already used by job 'a'; jobs 'a' and 'a' overlap", as if a
+    # second job named a had taken it
+    path = _jobs_scenario(tmp_path, {"npus": [0, 0, 1, 2]}, {"placement": "strided"})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: jobs[0].npus: lists NPU 0 twice; give each rank its own NPU"], err
+
+
+def test_two_jobs_on_one_npu_name_both(tmp_path, capsys):
+    path = _jobs_scenario(tmp_path, {"npus": [0, 1, 2, 3]}, {"npus": [3, 4, 5, 6]})
+    assert main(["run", str(path), "--quiet"]) == 2
+    assert "jobs[1].npus: NPU 3 is already used by job 'a'; jobs 'a' and 'b' overlap" in capsys.readouterr().err

@@ -171,6 +171,8 @@ def _claim(where: str, name: str, npu: int, total_npus: int, owner: dict[int, st
     """NPU ``npu`` runs job ``name``: in range, and no other job's."""
     if not 0 <= npu < total_npus:
         raise InputError(f"{where}.npus: NPU {npu} does not exist (the network has NPUs 0..{total_npus - 1})")
+    if owner.get(npu) == name:  # job names differ: this is the job's own list
+        raise InputError(f"{where}.npus: lists NPU {npu} twice; give each rank its own NPU")
     if npu in owner:
         raise InputError(f"{where}.npus: NPU {npu} is already used by job '{owner[npu]}'; jobs '{owner[npu]}' "
                          f"and '{name}' overlap")
