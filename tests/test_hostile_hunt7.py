@@ -97,3 +97,13 @@ def test_two_jobs_on_one_npu_name_both(tmp_path, capsys):
     path = _jobs_scenario(tmp_path, {"npus": [0, 1, 2, 3]}, {"npus": [3, 4, 5, 6]})
     assert main(["run", str(path), "--quiet"]) == 2
     assert "jobs[1].npus: NPU 3 is already used by job 'a'; jobs 'a' and 'b' overlap" in capsys.readouterr().err
+
+
+def test_a_job_with_too_few_npus_names_its_workload_as_written(tmp_path, capsys):
+    # the error named the generated workload's cache entry
+    # (~/.cache/simpy-astra/workloads/microbench-58b6.../microbench), a file the user never wrote
+    path = _jobs_scenario(tmp_path, {"npus": [0]})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: jobs[0].npus: lists 1 NPUs but jobs[0].workload (generate microbench) has 4 "
+                   f"ranks; give one NPU per rank"], err
