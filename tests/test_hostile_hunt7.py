@@ -107,3 +107,24 @@ def test_a_job_with_too_few_npus_names_its_workload_as_written(tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {path}: jobs[0].npus: lists 1 NPUs but jobs[0].workload (generate microbench) has 4 "
                    f"ranks; give one NPU per rank"], err
+
+
+@pytest.mark.parametrize("key, value, example", [
+    # each was told "e.g. [ 8 ]", the example of npus_count: topology: [ 8 ] is then refused
+    # as "must be one of Ring, FullyConnected, Switch, Line, Graph"
+    ("topology", "Ring", "[ Ring ]"),
+    ("bandwidth", 50.0, "[ 50.0 ]"),
+    ("latency", [], "[ 500.0 ]"),
+    ("npus_count", 8, "[ 8 ]"),
+])
+def test_a_network_field_that_is_not_a_list_gets_an_example_of_its_own(tmp_path, capsys, key, value, example):
+    # the example is ASTRA-sim's own Ring_8npus.yml: topology [ Ring ], npus_count [ 8 ],
+    # bandwidth [ 50.0 ], latency [ 500.0 ]
+    network = {"topology": ["Ring"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0], key: value}
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576,
+                                             "num_npus": 8},
+                                "system": {"all-reduce-implementation": ["ring"]}, "network": network})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"network: field '{key}' must be a non-empty list" in err[0], err
+    assert f"e.g. {example} (got " in err[0]
