@@ -128,3 +128,37 @@ def test_a_network_field_that_is_not_a_list_gets_an_example_of_its_own(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"network: field '{key}' must be a non-empty list" in err[0], err
     assert f"e.g. {example} (got " in err[0]
+
+
+@pytest.mark.parametrize("field, value, megatron, example", [
+    # a figure to rank by or show was given a constraint's example, 'dp*tp == 64': a test, which
+    # ranks every point 0 or 1 (and dp, tp are no names of a Megatron sweep)
+    ("minimise", "", True, "iteration_time_ns"),
+    ("minimise", 5, False, "finish_ns"),
+    ("report", [None], True, "iteration_time_ns"),
+])
+def test_a_figure_that_is_no_expression_gets_a_figures_example(tmp_path, capsys, field, value, megatron, example):
+    if megatron:
+        base = {"workload": {"generate": "megatron", "args": ARGS}, "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}
+        axes = {"workload.args.num-layers": [2, 4]}
+    else:
+        base = {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576, "num_npus": 4},
+                "system": {"all-reduce-implementation": ["ring"]},
+                "network": {"topology": ["Ring"], "npus_count": [4], "bandwidth": [50], "latency": [500]}}
+        axes = {"network.bandwidth": [50, 100]}
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": base, "axes": axes, field: value}))
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    where = field + ("[0]" if field == "report" else "")
+    assert err == [f"error: {sweep}: {where}: must be an expression string such as '{example}' "
+                   f"(got {(value[0] if field == 'report' else value)!r})"], err
+
+
+def test_a_constraint_that_is_no_expression_keeps_a_tests_example(tmp_path, capsys):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}},
+                                     "axes": {"workload.args.num-layers": [2, 4]}, "constraints": [""]}))
+    assert main(["sweep", str(sweep), "--list"]) == 2
+    assert "constraints[0]: must be an expression string such as 'dp*tp == 64'" in capsys.readouterr().err
