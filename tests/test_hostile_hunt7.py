@@ -5,12 +5,14 @@ file (or flag), the field and the fix."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import yaml
 
 from simpy_astra.cli.main import main
 
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
         "--global-batch-size 16 --bf16 --vocab-size 32000")
 
@@ -162,3 +164,21 @@ def test_a_constraint_that_is_no_expression_keeps_a_tests_example(tmp_path, caps
                                      "axes": {"workload.args.num-layers": [2, 4]}, "constraints": [""]}))
     assert main(["sweep", str(sweep), "--list"]) == 2
     assert "constraints[0]: must be an expression string such as 'dp*tp == 64'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target, words", [("step.3.et", "leads back to itself (a symlink loop)"),
+                                           ("nowhere.et", "does not exist")])
+def test_a_rank_file_that_is_a_dead_symlink_is_named_as_one(tmp_path, capsys, target, words):
+    # ls lists step.3.et, and the error said "the ET file for NPU 3 does not exist"
+    import shutil
+
+    folder = tmp_path / "et"
+    shutil.copytree(SCENARIOS / "workloads" / "step_8npus_1MB", folder)
+    (folder / "step.3.et").unlink()
+    (folder / "step.3.et").symlink_to(target)
+    path = _scenario(tmp_path, {**yaml.safe_load((SCENARIOS / "default.yaml").read_text()),
+                                "workload": str(folder / "step")})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {folder / 'step.3.et'}: the ET file for NPU 3 is a symlink to {target}, which {words}; "
+                   f"point it at the rank's file"], err

@@ -21,6 +21,8 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
     found = 0
     while os.path.exists(et_path(prefix, found)):
         found += 1
+    if found < n and os.path.islink(et_path(prefix, found)):  # ls lists it, yet it cannot be read
+        _dead_link(et_path(prefix, found), found)
     if found < n:
         where = "" if found else f"; relative paths resolve from {os.getcwd()}"
         raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
@@ -37,6 +39,19 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
         extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
         raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "
                          f"{network} has {n} NPUs; remove {extra} or change npus_count")
+
+
+def _dead_link(path: str, npu: int) -> None:
+    """A rank's file that is a symlink to nothing, or to itself: said so, not 'does not exist'."""
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as exc:
+        problem = "leads back to itself (a symlink loop)" if exc.errno == errno.ELOOP else "does not exist"
+        raise InputError(f"{files.show(path)}: the ET file for NPU {npu} is a symlink to "
+                         f"{files.show(os.readlink(path))}, which {problem}; point it at the rank's "
+                         f"file") from None
 
 
 def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
