@@ -182,3 +182,25 @@ def test_a_rank_file_that_is_a_dead_symlink_is_named_as_one(tmp_path, capsys, ta
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {folder / 'step.3.et'}: the ET file for NPU 3 is a symlink to {target}, which {words}; "
                    f"point it at the rank's file"], err
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: None, "which does not exist (a preset's path resolves from the folder of the file that names it)"),
+    (lambda p: p.mkdir(), "is a directory, not a regular file"),
+    (lambda p: p.symlink_to(p.name), "is a symlink loop"),
+])
+def test_a_preset_file_that_cannot_be_read_says_why(tmp_path, capsys, monkeypatch, make, words):
+    # './my-cluster.yaml' missing (a run from another folder than the scenario's), a folder or a
+    # symlink loop: each was "'./my-cluster.yaml' is not a preset (dgx-a100-40gb, dgx-a100-80gb,
+    # dgx-h100) nor a YAML file", a name that plainly is a YAML file's, and nowhere it looked
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    make(folder / "my-cluster.yaml")
+    path = folder / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
+                                    "cluster": {"preset": "./my-cluster.yaml", "gpus": 8}}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.preset: "), err
+    assert str(folder / "my-cluster.yaml") in err[0] and words in err[0] and "nor a YAML file" not in err[0]
