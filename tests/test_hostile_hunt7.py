@@ -204,3 +204,18 @@ def test_a_preset_file_that_cannot_be_read_says_why(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.preset: "), err
     assert str(folder / "my-cluster.yaml") in err[0] and words in err[0] and "nor a YAML file" not in err[0]
+
+
+def test_an_injection_scale_past_astra_sims_int_delay_gives_the_largest_that_fits(tmp_path, capsys):
+    # endpoint-delay 10 x injection_scale 1e9 = 1e10 ns, past the int ASTRA-sim keeps the delay
+    # in (2^31 - 1 = 2,147,483,647): the error said "use an injection scale >= 0", which 1e9
+    # is, and named --injection-scale in a scenario that gave none. The largest that fits is
+    # 2,147,483,647 / 10 = 214,748,364.7
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    doc["workload"] = str(SCENARIOS / doc["workload"])
+    path = _scenario(tmp_path, {**doc, "injection_scale": 1e9})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: system: field 'endpoint-delay' times the "
+                                               f"injection scale 1000000000 "), err
+    assert "gives 10,000,000,000 ns" in err[0] and err[0].endswith("use an injection scale of at most 214748364.7")

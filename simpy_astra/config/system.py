@@ -291,8 +291,9 @@ def _endpoint_delay(src: str, key: str, value: Any, injection_scale: float) -> i
         raise InputError.at(
             src,
             key,
-            f"times --injection-scale {injection_scale:g} gives {scaled:g}, not a valid "
-            f"delay in ns; use an injection scale >= 0",
+            f"times the injection scale {injection_scale:.10g} (--injection-scale, or a scenario's "
+            f"injection_scale) gives {scaled:,.0f} ns, past the int ASTRA-sim keeps it in "
+            f"({INT32_MAX:,} ns); use an injection scale of at most {INT32_MAX / delay:.10g}",
         )
     return int(scaled)
 
