@@ -219,3 +219,14 @@ def test_an_injection_scale_past_astra_sims_int_delay_gives_the_largest_that_fit
     assert len(err) == 1 and err[0].startswith(f"error: {path}: system: field 'endpoint-delay' times the "
                                                f"injection scale 1000000000 "), err
     assert "gives 10,000,000,000 ns" in err[0] and err[0].endswith("use an injection scale of at most 214748364.7")
+
+
+@pytest.mark.parametrize("collective, factor", [("all_gather", "0.875"), ("reduce_scatter", "0.875")])
+def test_a_log_read_as_another_collective_names_it_with_its_article(tmp_path, capsys, collective, factor):
+    # "but a all_gather on 8 GPUs has 0.875": an all-gather's busbw/algbw on 8 GPUs is 7/8
+    log = Path(__file__).resolve().parent / "data" / "nccl" / "dgx-a100-superbench"
+    assert main(["calibrate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"),
+                 "--out", str(tmp_path / "out"), "--collective", collective]) == 2
+    err = capsys.readouterr().err
+    article = "an" if collective[0] in "aeiou" else "a"
+    assert f"here but {article} {collective} on 8 GPUs has {factor}:" in err, err

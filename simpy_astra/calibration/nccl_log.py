@@ -353,7 +353,7 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
         if r.algbw >= 1.0 and r.busbw > 0:
             f = r.busbw / r.algbw
             if abs(f - expected) > 0.03 * expected + 0.02:
-                raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but a {name} on {n} GPUs "
+                raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but {'an' if name[0] in 'aeiou' else 'a'} {name} on {n} GPUs "
                                          f"has {expected:.3f}: mixed collectives or GPU counts in "
                                          f"one log? (or pass the right --collective)")
 
