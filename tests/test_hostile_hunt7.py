@@ -230,3 +230,22 @@ def test_a_log_read_as_another_collective_names_it_with_its_article(tmp_path, ca
     err = capsys.readouterr().err
     article = "an" if collective[0] in "aeiou" else "a"
     assert f"here but {article} {collective} on 8 GPUs has {factor}:" in err, err
+
+
+def test_a_trace_folder_for_a_run_without_local_memory_traces_is_refused(tmp_path, capsys, monkeypatch):
+    # a cluster's system tracks no local memory: --trace-dir t ran, made no folder, wrote
+    # nothing there and said nothing, as if the traces asked for had been written somewhere
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(_scenario(tmp_path)), "--quiet", "--trace-dir", "t"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "t").exists()
+    assert err.strip().splitlines() == ["error: --trace-dir: this run writes no local-memory traces (its system's "
+                                        "track-local-mem is off); leave out --trace-dir, or turn track-local-mem on"]
+
+
+def test_a_trace_folder_for_a_run_with_local_memory_traces_takes_them(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    assert doc["system"]["track-local-mem"] == 1
+    assert main(["run", str(_scenario(tmp_path, doc)), "--quiet", "--trace-dir", "t"]) == 0
+    assert len(list((tmp_path / "t").glob("local_mem_trace.*.json"))) == 16

@@ -375,6 +375,10 @@ def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
     prefix = inputs.system.local_mem_trace_filename
     if bare_only and (not inputs.system.track_local_mem or os.path.dirname(prefix)):
         return inputs
+    # a folder for traces no system writes: the flag would be read by nothing, and say nothing
+    if not bare_only and not any(s.track_local_mem for s in (inputs.system, *(j.system for j in inputs.jobs or ()))):
+        raise InputError("--trace-dir: this run writes no local-memory traces (its system's track-local-mem is "
+                         "off); leave out --trace-dir, or turn track-local-mem on")
     _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
         system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
