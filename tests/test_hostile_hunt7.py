@@ -249,3 +249,24 @@ def test_a_trace_folder_for_a_run_with_local_memory_traces_takes_them(tmp_path, 
     assert doc["system"]["track-local-mem"] == 1
     assert main(["run", str(_scenario(tmp_path, doc)), "--quiet", "--trace-dir", "t"]) == 0
     assert len(list((tmp_path / "t").glob("local_mem_trace.*.json"))) == 16
+
+
+@pytest.mark.parametrize("record", ["", "{}", '{"logs": 5}'])
+def test_validate_refuses_a_bad_holdout_record_before_simulating(tmp_path, capsys, monkeypatch, record):
+    # --holdout's calibration.json was read after every log's every size had been simulated:
+    # a wrong file (here empty, an object without logs) cost the whole validation first
+    from simpy_astra.calibration import report
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("simulated before reading --holdout")
+
+    monkeypatch.setattr(report, "simulate_logs", never)
+    log = Path(__file__).resolve().parent / "data" / "nccl" / "dgx-a100-superbench"
+    cal = tmp_path / "calibration.json"
+    cal.write_text(record)
+    system = tmp_path / "system.json"
+    system.write_text('{"preferred-dataset-splits": 1}')
+    assert main(["validate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"), "--system",
+                 str(system), "--out", str(tmp_path / "out"), "--holdout", str(cal)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {cal}: "), err

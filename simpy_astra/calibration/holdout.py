@@ -126,7 +126,8 @@ def holdout_lines(rows: list[HoldoutRow]) -> list[str]:
             for h in sorted(rows, key=lambda h: (h.log, h.role != "held out"))]
 
 
-def report_holdout(results: list, logs: list, calibration_json: str) -> list[HoldoutRow]:
-    """``validate --holdout``: mark the points from the calibration record, then score each role."""
-    mark(results, logs, load_fitted_lines(calibration_json))
+def report_holdout(results: list, logs: list, fitted: dict[str, set[int]]) -> list[HoldoutRow]:
+    """``validate --holdout``: mark the points from the calibration record's fitted lines
+    (:func:`load_fitted_lines`, read before the simulations), then score each role."""
+    mark(results, logs, fitted)
     return holdout_rows(results)
