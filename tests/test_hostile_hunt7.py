@@ -270,3 +270,45 @@ def test_validate_refuses_a_bad_holdout_record_before_simulating(tmp_path, capsy
                  str(system), "--out", str(tmp_path / "out"), "--holdout", str(cal)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {cal}: "), err
+
+
+HUGE = 10 ** 309  # past the largest double, (2 - 2^-52) x 2^1023 = 1.797e308: no float holds it
+
+
+@pytest.mark.parametrize("where, edit", [
+    ("cluster", lambda doc: doc["cluster"].update(inter_node_latency_ns=HUGE)),
+    ("cluster", lambda doc: doc["cluster"].update(gpus=HUGE)),
+    ("cluster", lambda doc: doc["cluster"].update(gpu={"tensor_tflops": -HUGE})),
+    ("network", lambda doc: doc.update(network={"topology": ["Ring"], "npus_count": [8], "bandwidth": [HUGE],
+                                                "latency": [500]})),
+])
+def test_an_integer_past_any_double_in_yaml_is_an_input_error(tmp_path, capsys, where, edit):
+    # YAML writes integers of any length: one of 309 digits was read, then checked as a number
+    # (math.isfinite), which raised OverflowError: "internal error OverflowError: int too large
+    # to convert to float (this is a simpy-astra bug ...)", exit status 1
+    doc = {"workload": {"generate": "megatron", "args": ARGS}, "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}
+    edit(doc)
+    path = _scenario(tmp_path, doc)
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: invalid YAML at line "), err
+    assert "a number past 1.8e+308, the largest a double holds" in err[0]
+
+
+def test_an_integer_past_any_double_in_json_is_an_input_error(tmp_path, capsys):
+    import json
+
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    system = tmp_path / "sys.json"
+    system.write_text(json.dumps({**doc["system"], "local-mem-bw": HUGE}))
+    doc.update(workload=str(SCENARIOS / doc["workload"]), system=str(system))
+    assert main(["run", str(_scenario(tmp_path, doc)), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {system}: invalid JSON: a number past 1.8e+308, the largest a "
+                                               f"double holds, and more than any field takes; check the value")
+
+
+def test_an_integer_a_double_holds_is_read():
+    from simpy_astra.config.readers import parse_yaml
+
+    assert parse_yaml(f"x: {10 ** 308}") == {"x": 10 ** 308}  # 1e308 < 1.797e308
+
