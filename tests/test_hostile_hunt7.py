@@ -312,3 +312,29 @@ def test_an_integer_a_double_holds_is_read():
 
     assert parse_yaml(f"x: {10 ** 308}") == {"x": 10 ** 308}  # 1e308 < 1.797e308
 
+
+@pytest.mark.parametrize("flag", ["--seq-length", "--hidden-size", "--vocab-size", "--num-experts", "--kv-channels",
+                                  "--ffn-hidden-size", "--max-position-embeddings", "--make-vocab-size-divisible-by"])
+def test_a_megatron_count_past_int64_is_refused(flag):
+    # argparse's int reads any length: 10^400 then met a float (a FLOP count, a byte count) and
+    # raised OverflowError, an internal error; --make-vocab-size-divisible-by 10^400 ran, a step
+    # of 0.005 s, faster than the job with Megatron's 128. torch's int64 tops at 2^63 - 1
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    base = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+            "--global-batch-size 32 --vocab-size 32000 --bf16")
+    with pytest.raises(InputError) as info:
+        parse(f"{base} {flag} 1{'0' * 400}", 16, "s.yaml: workload.args")
+    assert str(info.value) == (f"s.yaml: workload.args: argument {flag}: must be at most 9,223,372,036,854,775,807 "
+                               f"(torch's int64 holds no larger count) (got 10000000000000000000..., 401 digits)")
+
+
+def test_a_megatron_count_of_int64_is_read_and_judged_by_megatrons_rules():
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    with pytest.raises(InputError) as info:  # not the range: the memory bound
+        parse(f"--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length {2 ** 63 - 1} "
+              f"--max-position-embeddings {2 ** 63 - 1} --micro-batch-size 1 --bf16", 16, "s.yaml: workload.args")
+    assert "must be at most" not in str(info.value)
