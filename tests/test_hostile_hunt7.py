@@ -338,3 +338,23 @@ def test_a_megatron_count_of_int64_is_read_and_judged_by_megatrons_rules():
         parse(f"--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length {2 ** 63 - 1} "
               f"--max-position-embeddings {2 ** 63 - 1} --micro-batch-size 1 --bf16", 16, "s.yaml: workload.args")
     assert "must be at most" not in str(info.value)
+
+
+@pytest.mark.parametrize("size, count, says", [
+    # the size ended the fit in "internal error OverflowError: integer division result too
+    # large for a float"; the count was read and the network calibrated from the log
+    (f"1{'0' * 400}", "2097152", "size of 401 digits is past 2^64 - 1"),
+    ("8388608", f"1{'0' * 400}", "count of 401 digits is past 2^64 - 1"),
+    (str(2 ** 64), "2097152", "size 18446744073709551616 is past 2^64 - 1"),
+])
+def test_a_log_size_past_size_t_is_refused_naming_its_line(tmp_path, capsys, size, count, says):
+    # nccl-tests prints size and count as size_t, at most 2^64 - 1 = 18,446,744,073,709,551,615
+    log = Path(__file__).resolve().parent / "data" / "nccl" / "dgx-a100-superbench"
+    lines = (log / "all_reduce.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["8388608", "2097152"])
+    lines[at] = lines[at].replace("8388608       2097152", f"{size}       {count}", 1)
+    edited = tmp_path / "all_reduce.log"
+    edited.write_text("\n".join(lines) + "\n")
+    assert main(["calibrate", str(edited), "--network", str(log / "network.yml"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {edited}:{at + 1}: {says}, the largest size_t nccl-tests prints (was the log edited?)"]
