@@ -358,3 +358,23 @@ def test_a_log_size_past_size_t_is_refused_naming_its_line(tmp_path, capsys, siz
     assert main(["calibrate", str(edited), "--network", str(log / "network.yml"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {edited}:{at + 1}: {says}, the largest size_t nccl-tests prints (was the log edited?)"]
+
+
+def test_a_graph_whose_edge_has_an_integer_past_any_double_is_refused(tmp_path, capsys, monkeypatch):
+    # a networkx builder's own code may write any int: bandwidth_gbps 10^400 made math.isfinite
+    # raise OverflowError, "internal error ... (this is a simpy-astra bug)", exit status 1
+    (tmp_path / "huge_net.py").write_text(
+        "import networkx as nx\n\n\ndef build():\n    g = nx.DiGraph()\n    g.add_node('sw', kind='switch')\n"
+        "    for i in range(4):\n"
+        "        g.add_edge(i, 'sw', bandwidth_gbps=50.0, latency_ns=100.0)\n"
+        "        g.add_edge('sw', i, bandwidth_gbps=10 ** 400 if i == 0 else 50.0, latency_ns=100.0)\n"
+        "    return g\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576,
+                                             "num_npus": 4},
+                                "system": {"all-reduce-implementation": ["ring"], "preferred-dataset-splits": 1},
+                                "network": {"topology": {"networkx": "huge_net:build"}}, "backend": "congestion_aware"})
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "huge_net:build returned a graph whose edge ('sw', 0) has bandwidth_gbps 1000" in err[0]
+    assert err[0].endswith("; it must be a finite number > 0 (GB/s)"), err
