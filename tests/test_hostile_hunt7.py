@@ -378,3 +378,25 @@ def test_a_graph_whose_edge_has_an_integer_past_any_double_is_refused(tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "huge_net:build returned a graph whose edge ('sw', 0) has bandwidth_gbps 1000" in err[0]
     assert err[0].endswith("; it must be a finite number > 0 (GB/s)"), err
+
+
+@pytest.mark.parametrize("make, kind", [(lambda p: p.write_text("{}"), "a regular file"),
+                                        (lambda p: p.symlink_to(p.name), "a symlink loop"),
+                                        (lambda p: os.mkfifo(p), "a FIFO (named pipe)")])
+def test_a_logging_folder_that_is_no_folder_says_what_it_is(tmp_path, capsys, make, kind):
+    # "--logging-folder: cannot create folder sys.json (File exists)": mkdir -p takes a folder
+    # that exists; the name was a file, a loop or a pipe, which the error never said
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    system, network = tmp_path / "sys.json", tmp_path / "net.yml"
+    system.write_text(__import__("json").dumps(doc["system"]))
+    network.write_text(yaml.safe_dump(doc["network"]))
+    (tmp_path / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    folder = tmp_path / "logs"
+    make(folder)
+    argv = [f"--workload-configuration={SCENARIOS / doc['workload']}", f"--system-configuration={system}",
+            f"--network-configuration={network}", f"--remote-memory-configuration={tmp_path / 'mem.json'}",
+            f"--logging-folder={folder}"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines() == [f"error: --logging-folder: {folder} is {kind}, not a folder; "
+                                                      f"name a folder"], err
