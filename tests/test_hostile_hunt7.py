@@ -400,3 +400,17 @@ def test_a_logging_folder_that_is_no_folder_says_what_it_is(tmp_path, capsys, ma
     out, err = capsys.readouterr()
     assert out == "" and err.strip().splitlines() == [f"error: --logging-folder: {folder} is {kind}, not a folder; "
                                                       f"name a folder"], err
+
+
+def test_a_generated_workload_without_a_roofline_is_named_as_written(tmp_path, capsys):
+    # the warning named NPU 0's trace in the workload cache,
+    # ~/.cache/simpy-astra/workloads/transformer-f8c5.../transformer.0.et, a file the user never
+    # wrote nor can find in the scenario
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    for key in ("roofline-enabled", "peak-perf", "track-local-mem"):
+        doc["system"].pop(key, None)
+    path = _scenario(tmp_path, doc)
+    assert main(["run", str(path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the workload (generate transformer): " in err and "compute nodes have FLOPs" in err, err
+    assert ".cache" not in err and ".et:" not in err

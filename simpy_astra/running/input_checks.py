@@ -67,6 +67,11 @@ def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
     timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
     if not timeless:
         return None
-    return (f"{npu.source}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
+    # deferred: the registry is loaded only for this warning
+    from simpy_astra.workloads.generated import cache_entry_name
+
+    generated = cache_entry_name(npu.source)
+    where = f"the workload ({generated})" if generated else npu.source
+    return (f"{where}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
             f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
             f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
