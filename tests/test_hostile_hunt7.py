@@ -414,3 +414,15 @@ def test_a_generated_workload_without_a_roofline_is_named_as_written(tmp_path, c
     err = capsys.readouterr().err
     assert "warning: the workload (generate transformer): " in err and "compute nodes have FLOPs" in err, err
     assert ".cache" not in err and ".et:" not in err
+
+
+def test_an_npu_group_listing_one_npu_twice_is_told_so(tmp_path, capsys):
+    # npus [0, 0]: "names NPU 0, which npu-groups[0] also names; an NPU is in one group", as
+    # if another group had it
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    doc["workload"] = str(SCENARIOS / doc["workload"])
+    doc["system"]["npu-groups"] = [{"npus": [0, 1], "local-mem-bw": 100}, {"npus": [2, 2], "local-mem-bw": 25}]
+    path = _scenario(tmp_path, doc)
+    assert main(["run", str(path), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {path}: system: field 'npu-groups[1].npus' names NPU 2 twice; "
+                                               f"list each NPU once")

@@ -423,6 +423,8 @@ def _npu_groups(src: str, value: Any, roofline: bool) -> tuple[NpuGroup, ...]:
                 isinstance(n, int) and not isinstance(n, bool) for n in ids):
             raise InputError.at(src, f"{key}.npus", f"must be a non-empty list of NPU ids (got {show_value(ids)})")
         for n in ids:
+            if seen.get(n) == i:  # this group's own list
+                raise InputError.at(src, f"{key}.npus", f"names NPU {n} twice; list each NPU once")
             if n in seen:
                 raise InputError.at(src, f"{key}.npus", f"names NPU {n}, which npu-groups[{seen[n]}] "
                                                         f"also names; an NPU is in one group")
