@@ -426,3 +426,22 @@ def test_an_npu_group_listing_one_npu_twice_is_told_so(tmp_path, capsys):
     assert main(["run", str(path), "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == (f"error: {path}: system: field 'npu-groups[1].npus' names NPU 2 twice; "
                                                f"list each NPU once")
+
+
+def test_validate_holdout_of_a_fit_that_held_nothing_out_says_so(tmp_path, capsys):
+    # calibrate without --hold-out-every fits every size from 1 MiB to 8 GiB (2^20 .. 2^33: 14
+    # sizes); validate --holdout printed their 'fitted' line alone, the held-out score it was
+    # asked for missing without a word
+    log = Path(__file__).resolve().parent / "data" / "nccl" / "dgx-a100-superbench"
+    cal = tmp_path / "cal"
+    assert main(["calibrate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"),
+                 "--out", str(cal)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(log / "all_reduce.log"), "--network", str(cal / "network.yml"), "--system",
+                 str(cal / "system.json"), "--out", str(tmp_path / "v"), "--holdout", str(cal / "calibration.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    held = [line for line in out if line.startswith("HELD OUT")]
+    assert held == ["HELD OUT dgx-a100-superbench/all_reduce.log: none, the calibration fitted every size >= 1 MiB "
+                    "(calibrate with --hold-out-every N to hold some out)"], out
+    assert any(line.startswith("fitted   dgx-a100-superbench/all_reduce.log: all_reduce on 8 GPUs, 14 sizes")
+               for line in out)
