@@ -445,3 +445,16 @@ def test_validate_holdout_of_a_fit_that_held_nothing_out_says_so(tmp_path, capsy
                     "(calibrate with --hold-out-every N to hold some out)"], out
     assert any(line.startswith("fitted   dgx-a100-superbench/all_reduce.log: all_reduce on 8 GPUs, 14 sizes")
                for line in out)
+
+
+def test_a_trace_folder_on_the_json_output_is_refused_before_any_folder_is_made(tmp_path, capsys, monkeypatch):
+    # --json-out o.json --trace-dir o.json: the trace folder o.json was made first, and then the
+    # run was refused as "--json-out: o.json is a directory", a folder the command had just made
+    # and left behind
+    monkeypatch.chdir(tmp_path)
+    llama = _scenario(tmp_path, yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text()))
+    assert main(["run", str(llama), "--quiet", "--json-out", "o.json", "--trace-dir", "o.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --trace-dir: o.json is a folder where --json-out writes a file; give each output its own "
+                   "path"], err
+    assert not (tmp_path / "o.json").exists()

@@ -395,7 +395,8 @@ def _prepared(inputs, plan: RunPlan, trace_dir: str | None, name: str):
     """``inputs`` with their traces moved to the run's output folder, and every output checked,
     before time starts."""
     log = plan.log
-    if trace_dir is not None:
+    if trace_dir is not None:  # made by _in_trace_dir: not where a file output goes
+        _distinct_outputs([(plan.json_out, "--json-out"), (plan.trace_out, "--trace-out")], [(trace_dir, "--trace-dir")])
         inputs = _in_trace_dir(inputs, trace_dir)
     else:  # the traces go with the run's other outputs
         folder = output_folder(name, (plan.json_out, False), (plan.csv_out, True), (plan.plots, True),
