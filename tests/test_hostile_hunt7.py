@@ -185,7 +185,7 @@ def test_a_rank_file_that_is_a_dead_symlink_is_named_as_one(tmp_path, capsys, ta
 
 
 @pytest.mark.parametrize("make, words", [
-    (lambda p: None, "which does not exist (a preset's path resolves from the folder of the file that names it)"),
+    (lambda p: None, "which does not exist (a relative path resolves from {folder})"),
     (lambda p: p.mkdir(), "is a directory, not a regular file"),
     (lambda p: p.symlink_to(p.name), "is a symlink loop"),
 ])
@@ -203,7 +203,19 @@ def test_a_preset_file_that_cannot_be_read_says_why(tmp_path, capsys, monkeypatc
     assert main(["run", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.preset: "), err
-    assert str(folder / "my-cluster.yaml") in err[0] and words in err[0] and "nor a YAML file" not in err[0]
+    assert str(folder / "my-cluster.yaml") in err[0] and words.format(folder=folder) in err[0]
+    assert "nor a YAML file" not in err[0]
+
+
+def test_a_preset_flag_naming_a_missing_file_says_it_resolves_from_the_working_folder(tmp_path, capsys,
+                                                                                        monkeypatch):
+    # generate megatron --preset ./my.yaml has no file naming it: the path resolves from the
+    # working folder, and the error must not send the user to "the folder of the file that names it"
+    monkeypatch.chdir(tmp_path)
+    assert main(["generate", "megatron", "--gpus", "8", "--preset", "./my.yaml", "--output", "t/x", "--", *ARGS.split()]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --preset: './my.yaml' is {tmp_path / 'my.yaml'}, which does not exist (a relative path "
+                   f"resolves from {tmp_path})"], err
 
 
 def test_an_injection_scale_past_astra_sims_int_delay_gives_the_largest_that_fits(tmp_path, capsys):

@@ -277,19 +277,20 @@ def _preset_path(name: Any, where: str, base_dir: str) -> str:
     if not os.path.exists(path):
         path = os.path.normpath(name if os.path.isabs(name) else os.path.join(base_dir, name))
         if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
-            _unreadable_preset(name, path, where)
+            _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
             raise InputError(f"{where}.preset: {name!r} is not a preset ({', '.join(presets())}) nor a "
                              f"YAML file")
     return path
 
 
-def _unreadable_preset(name: str, path: str, where: str) -> None:
+def _unreadable_preset(name: str, path: str, where: str, base_dir: str) -> None:
     """A preset file named but not there (or not a file): where it was looked for, or what it
     is, rather than 'is not a preset nor a YAML file' of a name that is plainly a YAML file's."""
     if not os.path.lexists(path):
-        raise InputError(f"{where}.preset: {name!r} is {files.show(path)}, which does not exist (a preset's "
-                         f"path resolves from the folder of the file that names it)")
+        whence = "" if os.path.isabs(name) else f" (a relative path resolves from {files.show(os.path.abspath(base_dir))})"
+        raise InputError(f"{where}.preset: {name!r} is {files.show(os.path.abspath(path))}, which does not "
+                         f"exist{whence}")
     try:
         files.check_input(path, "cluster preset YAML")
     except InputError as exc:
