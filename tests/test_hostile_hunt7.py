@@ -470,3 +470,17 @@ def test_a_trace_folder_on_the_json_output_is_refused_before_any_folder_is_made(
     assert err == ["error: --trace-dir: o.json is a folder where --json-out writes a file; give each output its own "
                    "path"], err
     assert not (tmp_path / "o.json").exists()
+
+
+@pytest.mark.parametrize("dash, named", [("\u2212", "a minus sign"), ("\u2010", "a hyphen"),
+                                         ("\uff0d", "a full-width hyphen-minus"), ("\u2013", "an en dash"),
+                                         ("\u2014", "an em dash")])
+def test_a_flag_typed_with_a_unicode_dash_names_it_with_its_article(dash, named):
+    # every such dash was "an": "starts with an minus sign", "an hyphen", "an full-width ..."
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    with pytest.raises(InputError) as info:
+        parse(f"{ARGS} {dash}{dash}sequence-parallel", 8, "s.yaml: workload.args")
+    assert str(info.value) == (f"s.yaml: workload.args: '{dash}{dash}sequence-parallel' starts with {named}, not two "
+                               f"ASCII hyphens; type --sequence-parallel")
