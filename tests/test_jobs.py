@@ -290,7 +290,7 @@ def test_overlapping_jobs_name_both_and_the_npu(tmp_path: Path, capsys) -> None:
 
 
 @pytest.mark.parametrize("jobs_edit, expected", [
-    (lambda j: j[1].update(npus=[4, 5, 6]), "jobs[1].npus: lists 3 NPUs but the workload"),
+    (lambda j: j[1].update(npus=[4, 5, 6]), "jobs[1].npus: lists 3 NPUs but jobs[1].workload"),
     (lambda j: j[1].update(npus=[4, 5, 6, 8]), "jobs[1].npus: NPU 8 does not exist (the network has NPUs 0..7)"),
     (lambda j: (j[1].pop("npus"), j[1].update(placement="diagonal")),
      "jobs[1].placement: must be one of contiguous, strided, random (got 'diagonal')"),

@@ -310,6 +310,15 @@ def code_digest() -> str:
     return folder_digest(Path(__file__).resolve().parent)
 
 
+def cache_entry_name(path: str) -> str | None:
+    """``generate NAME`` when ``path`` is a file of a generated workload's cached traces (a
+    message names the workload as the scenario wrote it, not the cache's file), else None."""
+    folder = os.path.dirname(os.path.realpath(path))
+    if os.path.dirname(folder) != os.path.realpath(os.path.join(cache_root(), "workloads")):
+        return None
+    return "generate " + os.path.basename(folder).rsplit("-", 1)[0]
+
+
 def in_cache_entry(exc: Exception, prefix: str) -> Exception:
     """``exc`` (about a file of the traces at ``prefix``: an input or ET error, one line),
     saying how to mend a cache entry when the traces are the workload cache's."""

@@ -29,7 +29,7 @@ from simpy_astra.workloads.chakra.schema import (
     INVALID_NODE,
     REDUCE_SCATTER,
 )
-from simpy_astra.workloads.trace_output import TraceFiles, check_npu_count, check_prefix
+from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS, TraceFiles, check_npu_count, check_prefix
 
 COLLECTIVES: dict[str, int] = {
     "all_reduce": ALL_REDUCE,
@@ -123,6 +123,11 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = "workload") -> tu
     ``num_npus`` may be left out (given, the scenario loader checks that the two agree)."""
     if cluster is None or "num_npus" in params:
         return params, params
+    if cluster.gpus > MAX_TRACE_NPUS:  # the count is the cluster's: blame it, not num_npus left out
+        scenario = where.rpartition(": ")[0]
+        raise InputError(f"{scenario + ': ' if scenario else ''}cluster.gpus: {cluster.gpus:,} GPUs would write "
+                         f"{cluster.gpus:,} microbenchmark trace files; at most {MAX_TRACE_NPUS:,} are written "
+                         f"(simulate fewer GPUs)")
     params = {**params, "num_npus": cluster.gpus}
     return params, params
 

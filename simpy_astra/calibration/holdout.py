@@ -118,15 +118,23 @@ def holdout_rows(results: list, min_size: int = MIB) -> list[HoldoutRow]:
 
 
 def holdout_lines(rows: list[HoldoutRow]) -> list[str]:
-    """One line per log and role, held-out ones first within a log."""
-    return [f"{'HELD OUT' if h.role == 'held out' else 'fitted  '} {os.path.basename(os.path.dirname(h.log))}/"
-            f"{os.path.basename(h.log)}: {h.collective} on {h.ranks} GPUs, {h.points} sizes >= 1 MiB: "
-            f"geomean error {100 * h.geomean:.1f}%, worst {human_size(h.worst_size)} "
-            f"({100 * h.worst_error:+.1f}%)"
-            for h in sorted(rows, key=lambda h: (h.log, h.role != "held out"))]
+    """One line per log and role, held-out ones first within a log; a log the calibration
+    fitted at every size says so (its held-out line would be missing without a word)."""
+    lines = []
+    held = {h.log for h in rows if h.role == "held out"}
+    for h in sorted(rows, key=lambda h: (h.log, h.role != "held out")):
+        name = f"{os.path.basename(os.path.dirname(h.log))}/{os.path.basename(h.log)}"
+        if h.role == "fitted" and h.log not in held:
+            lines.append(f"HELD OUT {name}: none, the calibration fitted every size >= 1 MiB (calibrate with "
+                         f"--hold-out-every N to hold some out)")
+        lines.append(f"{'HELD OUT' if h.role == 'held out' else 'fitted  '} {name}: {h.collective} on {h.ranks} "
+                     f"GPUs, {h.points} sizes >= 1 MiB: geomean error {100 * h.geomean:.1f}%, worst "
+                     f"{human_size(h.worst_size)} ({100 * h.worst_error:+.1f}%)")
+    return lines
 
 
-def report_holdout(results: list, logs: list, calibration_json: str) -> list[HoldoutRow]:
-    """``validate --holdout``: mark the points from the calibration record, then score each role."""
-    mark(results, logs, load_fitted_lines(calibration_json))
+def report_holdout(results: list, logs: list, fitted: dict[str, set[int]]) -> list[HoldoutRow]:
+    """``validate --holdout``: mark the points from the calibration record's fitted lines
+    (:func:`load_fitted_lines`, read before the simulations), then score each role."""
+    mark(results, logs, fitted)
     return holdout_rows(results)

@@ -137,6 +137,11 @@ def _parse_row(path: str, lineno: int, words: list[str], cols: _Columns) -> Row:
     size, count = int(words[0]), int(words[1])
     if size < 0 or count < 0:
         raise _err(path, lineno, f"size {size} and count {count} must be >= 0")
+    if max(size, count) > 2**64 - 1:  # beyond a double too: the fit's arithmetic overflowed
+        column, digits = ("size", words[0]) if size > count else ("count", words[1])
+        shown = digits if len(digits) <= 24 else f"of {len(digits)} digits"
+        raise _err(path, lineno, f"{column} {shown} is past 2^64 - 1, the largest size_t nccl-tests prints "
+                                 f"(was the log edited?)")
     if len(words) < 3:
         raise _err(path, lineno, "truncated result row (it ends after the count column)")
     dtype = words[2]
@@ -353,7 +358,7 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
         if r.algbw >= 1.0 and r.busbw > 0:
             f = r.busbw / r.algbw
             if abs(f - expected) > 0.03 * expected + 0.02:
-                raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but a {name} on {n} GPUs "
+                raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but {'an' if name[0] in 'aeiou' else 'a'} {name} on {n} GPUs "
                                          f"has {expected:.3f}: mixed collectives or GPU counts in "
                                          f"one log? (or pass the right --collective)")
 

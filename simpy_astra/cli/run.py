@@ -265,10 +265,12 @@ def _writable_dir(path: str | None, flag: str) -> None:
     os.rmdir(probe)
 
 
-def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:
+def _distinct_outputs(outputs: list[tuple[str | None, str]], folders: list[tuple[str | None, str]]) -> None:
     """Refuse two outputs on one file (``--json-out`` and ``--trace-out`` alike, ``--json-out``
     inside ``--csv-out``'s folder as nodes.csv): the later writer would replace the earlier's
-    file, and the run would report both written."""
+    file, and the run would report both written. A folder output (``--csv-out``, ``--plots``)
+    at or under a file another flag writes is refused too: neither exists yet, so each passes
+    its own check, and the run failed after its minutes, the file written, the folder not."""
     owner: dict[str, str] = {}
     for path, flag in outputs:
         if not path or os.path.realpath(path) == os.devnull:
@@ -278,6 +280,13 @@ def _distinct_outputs(outputs: list[tuple[str | None, str]]) -> None:
             raise InputError(f"{flag}: {path} is also the file {owner[real]} writes; give each output its "
                              f"own path")
         owner.setdefault(real, flag)
+    for folder, flag in folders:
+        real = os.path.realpath(folder) if folder else None
+        for file, writer in owner.items() if real else ():
+            if real == file or real.startswith(file + os.sep):
+                where = "" if real == file else f" under {os.path.relpath(file)},"
+                raise InputError(f"{flag}: {folder} is a folder{where} where {writer} writes a file; give "
+                                 f"each output its own path")
 
 
 def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: str | None,
@@ -306,7 +315,8 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
         in_folders += [(plots, name, "--plots") for name in PLOT_NAMES]
     logs = [(log.log_path, "--logging-folder"), (log.err_path, "--logging-folder")] if log is not None else []
     _distinct_outputs([(json_out, "--json-out"), (trace_out, "--trace-out"), *logs,
-                       *((os.path.join(folder, name), flag) for folder, name, flag in in_folders if folder)])
+                       *((os.path.join(folder, name), flag) for folder, name, flag in in_folders if folder)],
+                      [(csv_out, "--csv-out"), (plots, "--plots")])
     _writable_file(json_out, "--json-out")
     _writable_dir(csv_out, "--csv-out")
     _writable_dir(plots, "--plots")
@@ -365,6 +375,10 @@ def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
     prefix = inputs.system.local_mem_trace_filename
     if bare_only and (not inputs.system.track_local_mem or os.path.dirname(prefix)):
         return inputs
+    # a folder for traces no system writes: the flag would be read by nothing, and say nothing
+    if not bare_only and not any(s.track_local_mem for s in (inputs.system, *(j.system for j in inputs.jobs or ()))):
+        raise InputError("--trace-dir: this run writes no local-memory traces (its system's track-local-mem is "
+                         "off); leave out --trace-dir, or turn track-local-mem on")
     _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
         system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
@@ -381,7 +395,8 @@ def _prepared(inputs, plan: RunPlan, trace_dir: str | None, name: str):
     """``inputs`` with their traces moved to the run's output folder, and every output checked,
     before time starts."""
     log = plan.log
-    if trace_dir is not None:
+    if trace_dir is not None:  # made by _in_trace_dir: not where a file output goes
+        _distinct_outputs([(plan.json_out, "--json-out"), (plan.trace_out, "--trace-out")], [(trace_dir, "--trace-dir")])
         inputs = _in_trace_dir(inputs, trace_dir)
     else:  # the traces go with the run's other outputs
         folder = output_folder(name, (plan.json_out, False), (plan.csv_out, True), (plan.plots, True),

@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     import importlib.util
 
-    from simpy_astra.calibration.holdout import holdout_lines, report_holdout
+    from simpy_astra.calibration.holdout import holdout_lines, load_fitted_lines, report_holdout
     from simpy_astra.calibration.inputs import load_network, load_system
     from simpy_astra.calibration.local_copy import check_memory_bw, copy_notes
     from simpy_astra.calibration.nccl_log import parse_logs
@@ -56,10 +56,11 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out, ("validate.png", "validate.csv", "validate.json"))
+    fitted = load_fitted_lines(args.holdout) if args.holdout else None  # before the simulations, as every input
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
                             network_for=load_regimes(args.regimes) if args.regimes else None,
                             gpu_memory_gbps=args.gpu_memory_bw)
-    holdout = report_holdout(results, logs, args.holdout) if args.holdout else None
+    holdout = report_holdout(results, logs, fitted) if fitted is not None else None
     print_table(results, Output(sys.stdout))  # a table on a terminal, plain lines in a pipe or file
     summaries = summarise(results)
     for line in [*map(summary_line, summaries), *holdout_lines(holdout or []),

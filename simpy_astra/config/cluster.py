@@ -38,6 +38,7 @@ from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 from simpy_astra.network.rails import Rails
 
 # the GPU's figures live beside the kernels that use them; configs read them from here too
@@ -275,10 +276,25 @@ def _preset_path(name: Any, where: str, base_dir: str) -> str:
     path = os.path.join(PRESET_DIR, f"{name}.yaml")
     if not os.path.exists(path):
         path = os.path.normpath(name if os.path.isabs(name) else os.path.join(base_dir, name))
+        if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
+            _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
             raise InputError(f"{where}.preset: {name!r} is not a preset ({', '.join(presets())}) nor a "
                              f"YAML file")
     return path
+
+
+def _unreadable_preset(name: str, path: str, where: str, base_dir: str) -> None:
+    """A preset file named but not there (or not a file): where it was looked for, or what it
+    is, rather than 'is not a preset nor a YAML file' of a name that is plainly a YAML file's."""
+    if not os.path.lexists(path):
+        whence = "" if os.path.isabs(name) else f" (a relative path resolves from {files.show(os.path.abspath(base_dir))})"
+        raise InputError(f"{where}.preset: {name!r} is {files.show(os.path.abspath(path))}, which does not "
+                         f"exist{whence}")
+    try:
+        files.check_input(path, "cluster preset YAML")
+    except InputError as exc:
+        raise InputError(f"{where}.preset: {exc.message}") from None
 
 
 def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:

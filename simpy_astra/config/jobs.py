@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.readers import refuse_unknown_keys
+from simpy_astra.config.readers import refuse_unknown_keys, show_value
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files, horizon
@@ -134,8 +134,11 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         if not isinstance(ids, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in ids):
             raise InputError(f"{where}.npus: must be a list of NPU ids, one per rank (got {ids!r})")
         if len(ids) != p["ranks"]:
-            raise InputError(f"{where}.npus: lists {len(ids)} NPUs but the workload {p['prefix']} has "
-                             f"{p['ranks']} ranks; give one NPU per rank")
+            # as the user wrote it: a generated workload's prefix is the cache's, never theirs
+            given = job["workload"]
+            shown = f"generate {given.get('generate')}" if isinstance(given, dict) else show_value(given)
+            raise InputError(f"{where}.npus: lists {len(ids)} NPUs but {where.rpartition(': ')[2]}.workload "
+                             f"({shown}) has {p['ranks']} ranks; give one NPU per rank")
         for n in ids:
             _claim(where, p["name"], n, total_npus, owner)
         npus.append(tuple(ids))
@@ -171,6 +174,8 @@ def _claim(where: str, name: str, npu: int, total_npus: int, owner: dict[int, st
     """NPU ``npu`` runs job ``name``: in range, and no other job's."""
     if not 0 <= npu < total_npus:
         raise InputError(f"{where}.npus: NPU {npu} does not exist (the network has NPUs 0..{total_npus - 1})")
+    if owner.get(npu) == name:  # job names differ: this is the job's own list
+        raise InputError(f"{where}.npus: lists NPU {npu} twice; give each rank its own NPU")
     if npu in owner:
         raise InputError(f"{where}.npus: NPU {npu} is already used by job '{owner[npu]}'; jobs '{owner[npu]}' "
                          f"and '{name}' overlap")

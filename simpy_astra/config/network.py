@@ -74,6 +74,8 @@ class NetworkConfig:
 
 
 _NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+#: a one-dimension value of each, for the error that asks for a list (that of ASTRA-sim's Ring_8npus.yml)
+_EXAMPLES = {"topology": "[ Ring ]", "npus_count": "[ 8 ]", "bandwidth": "[ 50.0 ]", "latency": "[ 500.0 ]"}
 #: every key a network YAML is read for: ASTRA-sim's four lists, then our extensions
 KNOWN_NETWORK_KEYS = (*_NETWORK_KEYS, "graph", "packet-size", "switch-buffer", "cost", "link-model", "switch-model")
 
@@ -110,7 +112,7 @@ def _four_lists(data: dict, src: str) -> dict[str, list[Any]]:
             raise InputError.at(
                 src,
                 key,
-                f"must be a non-empty list with one entry per dimension, e.g. [ 8 ] (got {show_value(value)})"
+                f"must be a non-empty list with one entry per dimension, e.g. {_EXAMPLES[key]} (got {show_value(value)})"
                 + ("; or {networkx: package.module:function}" if key == "topology" and isinstance(value, dict)
                    else ""),
             )

@@ -12,6 +12,7 @@ import math
 import os
 import re
 import struct
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -119,12 +120,26 @@ class _LongNumber(Exception):
     pass
 
 
+def _past_double(value: int) -> str | None:
+    """Why an integer no field can take, if it is past the largest double (1.8e308): every
+    number is checked as one (``math.isfinite``, a rate times a size), which raised
+    OverflowError, an internal error, and ASTRA-sim's own readers (a C++ double) stop there."""
+    if abs(value) <= sys.float_info.max:
+        return None
+    return f"a number past {sys.float_info.max:.1e}, the largest a double holds, and more than any field takes"
+
+
 def _bounded_int(text: str) -> int:
     """A JSON integer, unless it has more digits than Python reads (a ValueError naming
     ``sys.set_int_max_str_digits``) or than any field takes."""
     if len(text) > MAX_INT_DIGITS:
-        raise _LongNumber(f"{len(text):,} digits")
-    return int(text)
+        raise _LongNumber(f"a number of {len(text):,} digits, more than any field takes (at most "
+                          f"{MAX_INT_DIGITS:,} are read)")
+    value = int(text)
+    problem = _past_double(value)
+    if problem:
+        raise _LongNumber(problem)
+    return value
 
 
 def load_json(src: str, what: str) -> Any:
@@ -133,8 +148,7 @@ def load_json(src: str, what: str) -> Any:
         data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs,
                           parse_int=_bounded_int)
     except _LongNumber as exc:
-        raise InputError(f"{src}: invalid JSON: a number of {exc}, more than any field takes (at most "
-                         f"{MAX_INT_DIGITS:,} are read); check the value") from None
+        raise InputError(f"{src}: invalid JSON: {exc}; check the value") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{src}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except _NonFiniteNumber as exc:
@@ -235,11 +249,12 @@ class ConfigLoader(yaml.SafeLoader):
                 None, None, f"a number of {len(text):,} digits, more than any field takes (at most "
                             f"{MAX_INT_DIGITS:,} are read); check the value", node.start_mark)
         sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
-        if digits.startswith("0o"):
-            return sign * int(digits[2:], 8)
-        if digits.startswith("0x"):
-            return sign * int(digits[2:], 16)
-        return sign * int(digits, 10)
+        base = {"0o": 8, "0x": 16}.get(digits[:2], 10)
+        value = sign * int(digits[2:] if base != 10 else digits, base)
+        problem = _past_double(value)
+        if problem:
+            raise yaml.constructor.ConstructorError(None, None, f"{problem}; check the value", node.start_mark)
+        return value
 
 
 _CORE = "tag:yaml.org,2002:"

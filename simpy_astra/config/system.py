@@ -291,8 +291,9 @@ def _endpoint_delay(src: str, key: str, value: Any, injection_scale: float) -> i
         raise InputError.at(
             src,
             key,
-            f"times --injection-scale {injection_scale:g} gives {scaled:g}, not a valid "
-            f"delay in ns; use an injection scale >= 0",
+            f"times the injection scale {injection_scale:.10g} (--injection-scale, or a scenario's "
+            f"injection_scale) gives {scaled:,.0f} ns, past the int ASTRA-sim keeps it in "
+            f"({INT32_MAX:,} ns); use an injection scale of at most {INT32_MAX / delay:.10g}",
         )
     return int(scaled)
 
@@ -422,6 +423,8 @@ def _npu_groups(src: str, value: Any, roofline: bool) -> tuple[NpuGroup, ...]:
                 isinstance(n, int) and not isinstance(n, bool) for n in ids):
             raise InputError.at(src, f"{key}.npus", f"must be a non-empty list of NPU ids (got {show_value(ids)})")
         for n in ids:
+            if seen.get(n) == i:  # this group's own list
+                raise InputError.at(src, f"{key}.npus", f"names NPU {n} twice; list each NPU once")
             if n in seen:
                 raise InputError.at(src, f"{key}.npus", f"names NPU {n}, which npu-groups[{seen[n]}] "
                                                         f"also names; an NPU is in one group")

@@ -282,6 +282,12 @@ def make_folder(path: Any, what: str) -> None:
     """``mkdir -p`` whose failure (a file in the way, permission, full disk) is one line."""
     try:
         os.makedirs(path, exist_ok=True)
+    except FileExistsError:  # exist_ok is for folders: something else has the name
+        try:
+            kind = _kind(os.stat(path).st_mode) or "a regular file"
+        except OSError as exc:
+            kind = "a symlink loop" if exc.errno == errno.ELOOP else "a symlink to nothing"
+        raise InputError(f"{what}: {show(path)} is {kind}, not a folder; name a folder") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{what}: cannot create folder {show(path)} ({os_problem(exc)})") from None
     if not os.path.isdir(path):

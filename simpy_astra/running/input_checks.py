@@ -21,6 +21,8 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
     found = 0
     while os.path.exists(et_path(prefix, found)):
         found += 1
+    if found < n and os.path.islink(et_path(prefix, found)):  # ls lists it, yet it cannot be read
+        _dead_link(et_path(prefix, found), found)
     if found < n:
         where = "" if found else f"; relative paths resolve from {os.getcwd()}"
         raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
@@ -39,6 +41,19 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
                          f"{network} has {n} NPUs; remove {extra} or change npus_count")
 
 
+def _dead_link(path: str, npu: int) -> None:
+    """A rank's file that is a symlink to nothing, or to itself: said so, not 'does not exist'."""
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as exc:
+        problem = "leads back to itself (a symlink loop)" if exc.errno == errno.ELOOP else "does not exist"
+        raise InputError(f"{files.show(path)}: the ET file for NPU {npu} is a symlink to "
+                         f"{files.show(os.readlink(path))}, which {problem}; point it at the rank's "
+                         f"file") from None
+
+
 def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
     """A warning when compute nodes carry FLOPs but no duration and the roofline is off.
 
@@ -52,6 +67,11 @@ def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
     timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
     if not timeless:
         return None
-    return (f"{npu.source}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
+    # deferred: the registry is loaded only for this warning
+    from simpy_astra.workloads.generated import cache_entry_name
+
+    generated = cache_entry_name(npu.source)
+    where = f"the workload ({generated})" if generated else npu.source
+    return (f"{where}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
             f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
             f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")

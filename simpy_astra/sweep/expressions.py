@@ -171,11 +171,11 @@ class Expression:
         return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def parse_expression(text: Any, where: str, known: set[str]) -> Expression:
+def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64") -> Expression:
     """Check syntax, allowed operations and that every variable is one of ``known``; errors name
-    the file and field."""
+    the file and field (and give ``example``: a constraint's is a test, a figure's a number)."""
     if not isinstance(text, str) or not text.strip():
-        raise InputError(f"{where}: must be an expression string such as 'dp*tp == 64' (got {text!r})")
+        raise InputError(f"{where}: must be an expression string such as '{example}' (got {text!r})")
     if len(text) > MAX_TEXT:
         raise InputError(f"{where}: the expression is {len(text)} characters long (at most {MAX_TEXT})")
     try:

@@ -547,12 +547,13 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     for i, text in enumerate(raw_constraints):
         expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES))
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
+    figure = "iteration_time_ns" if megatron else DEFAULT_OBJECTIVE  # a figure's example: a number
     spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
-                                      coords | set(RESULT_NAMES))
+                                      coords | set(RESULT_NAMES), figure)
     raw_report = doc.get("report", list(MEGATRON_REPORT if megatron else DEFAULT_REPORT))
     if not isinstance(raw_report, list) or not raw_report:
         raise InputError(f"{path}: field 'report' must be a list of result names or expressions")
-    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES))
+    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure)
                    for i, text in enumerate(raw_report)]
     shown = [e.text for e in spec.report]
     if len(set(shown)) < len(shown):  # the table would show the column twice

@@ -325,6 +325,8 @@ def _range_problem(action: argparse.Action, value) -> str | None:
     if action.type is int and value < 1:  # a dense model leaves --num-experts out
         why = " (Megatron: num_moe_experts must be non-negative); leave it out for a dense model"
         return "must be an integer >= 1" + (why if action.dest == "num_experts" else "")
+    if action.type is int and value > 2**63 - 1:  # past torch's int64; as a float, past any double
+        return f"must be at most {2**63 - 1:,} (torch's int64 holds no larger count)"
     return None
 
 
@@ -412,7 +414,8 @@ def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str)
         value = getattr(a, action.dest, None)
         problem = None if value is None else _range_problem(action, value)
         if problem is not None:
-            raise InputError(f"{where}: argument {action.option_strings[0]}: {problem} (got {value})")
+            got = str(value) if len(str(value)) <= 40 else f"{str(value)[:20]}..., {len(str(value))} digits"
+            raise InputError(f"{where}: argument {action.option_strings[0]}: {problem} (got {got})")
 
 
 def _legacy(a: argparse.Namespace) -> bool:

@@ -84,7 +84,8 @@ def _misdashed(word: str) -> str | None:
     lead = word.lstrip("".join(_DASHES) + "-")
     if word[:1] in _DASHES or word[1:2] in _DASHES:
         dash = _DASHES.get(word[0]) or _DASHES[word[1]]
-        return f"{word!r} starts with an {dash}, not two ASCII hyphens; type --{lead}"
+        article = "an" if dash[0] in "aeiou" else "a"
+        return f"{word!r} starts with {article} {dash}, not two ASCII hyphens; type --{lead}"
     if word.startswith("-") and not word.startswith("--") and lead[:1].isalpha() and len(lead) > 1:
         return f"{word!r} has one dash; Megatron-LM's flags take two: --{lead}"
     return None
