@@ -388,3 +388,32 @@ def test_forced_nvls_stops_on_a_group_with_one_gpu_a_node_as_nccl_does(tmp_path,
     err = capsys.readouterr().err
     assert "cluster.nccl_algo: nvls: NCCL has no nvls for a group of 2 GPUs with one on each of 2 nodes" in err
     assert "leave nccl_algo out" in err and "Traceback" not in err
+
+
+def test_an_all_reduces_group_is_every_npu_its_rings_reach_and_one_tuple_for_all_of_them():
+    """On a 4 x 3 x 2 grid, the group an NPU's all-reduce runs on over any choice of
+    dimensions is the block of NPUs that differ from it only there (worked out here by
+    coordinates), and every member gets the very same tuple: an all-reduce over 16,384 GPUs
+    built one 16,384-member tuple for each GPU (MemoryError under 6 GB) and hashed each at
+    every call. A communicator group's ring (a strided data-parallel group) is its members."""
+    import itertools
+
+    from collectives.logical import LogicalDim, dimension_ring
+    from simpy_astra.engine.nccl_collectives import NcclAllReduce
+    from simpy_astra.infra.grid import Grid
+
+    shape = [4, 3, 2]
+    grid, n = Grid(shape), 24
+    timing = NcclAllReduce(rails=None, links=None)
+    for involved in itertools.product([True, False], repeat=3):
+        seen: dict[tuple[int, ...], tuple[int, ...]] = {}
+        for npu in range(n):
+            dims = [dimension_ring(npu, shape, d) for d in range(3)]
+            members = timing.group(npu, dims, list(involved))
+            by_hand = tuple(x for x in range(n) if all(
+                involved[d] or grid.coord(x, d) == grid.coord(npu, d) for d in range(3)))
+            assert members == by_hand
+            assert seen.setdefault(by_hand, members) is members  # one tuple a group
+    strided = (1, 5, 9, 13)
+    ring = LogicalDim(strided, 2, local=True)
+    assert timing.group(9, [ring], [True]) == strided

@@ -20,6 +20,22 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.rails import Rails
 
 
+def _grid_block(npu: int, rings: list) -> tuple | None:
+    """What names the NPUs ``rings`` reach from ``npu`` when each is a line of the network's
+    grid (not a communicator group's ring: its members an increasing arithmetic run, as
+    ``Grid.line`` gives them): the block's lowest NPU and each line's step and length, the
+    same for every NPU of the block. None for a ring of another shape."""
+    lowest, lines = npu, []
+    for ring in rings:
+        m = ring.members
+        step = m[1] - m[0]
+        if ring.local or step <= 0 or m[-1] != m[0] + step * (len(m) - 1):
+            return None
+        lowest += m[0] - npu
+        lines.append((step, len(m)))
+    return lowest, tuple(lines)
+
+
 @dataclass
 class NcclAllReduce:
     rails: Rails
@@ -28,20 +44,26 @@ class NcclAllReduce:
     forced: str | None = None
     #: where the cluster was written (``s.yaml: cluster``), for the error of an algorithm NCCL cannot run
     where: str = "cluster"
-    _shapes: dict = field(default_factory=dict)
+    _shapes: dict = field(default_factory=dict)  # a group's key (_grid_block, or the NPU and its rings) -> members
+    _groups: dict = field(default_factory=dict)  # members -> the one tuple of them every member shares
     _durations: dict = field(default_factory=dict)  # (members, bytes, kind) -> ns: a run repeats a few
 
     def group(self, npu: int, dims: list, involved: list[bool]) -> tuple[int, ...]:
-        """The members of an all-reduce that ``npu`` issues on ``dims`` (rings through it)."""
-        key = (npu, tuple(d.members for d in dims), tuple(involved))
+        """The members of an all-reduce that ``npu`` issues on ``dims`` (rings through it):
+        every NPU its rings reach, one ring after another. One tuple per group, shared by its
+        members: an all-reduce over all of 16,384 GPUs built one for each GPU (a GiB each
+        thousand) and spent the square of the count building them."""
+        used = [dim for d, dim in enumerate(dims) if not (d < len(involved) and not involved[d]) and dim.size >= 2]
+        key = _grid_block(npu, used)
+        if key is None:  # rings of other shapes (a communicator group's): worked out for each NPU
+            key = (npu, tuple(dim.members for dim in used))
         members = self._shapes.get(key)
         if members is None:
-            members = {npu}
-            for d, dim in enumerate(dims):
-                if d < len(involved) and not involved[d] or dim.size < 2:
-                    continue
-                members = {x + (m - npu) for x in members for m in dim.members}
-            members = self._shapes[key] = tuple(sorted(members))
+            reached = {npu}
+            for dim in used:
+                reached = {x + (m - npu) for x in reached for m in dim.members}
+            members = tuple(sorted(reached))
+            members = self._shapes[key] = self._groups.setdefault(members, members)
         return members
 
     def shape(self, members: tuple[int, ...]) -> Shape:
@@ -106,28 +128,31 @@ class NcclRendezvous:
     def __init__(self, timing: NcclAllReduce, simulated) -> None:
         self.timing = timing
         self.simulated = frozenset(simulated)
-        self._count: dict[tuple[int, tuple[int, ...]], int] = {}
-        self._pending: dict[tuple[tuple[int, ...], int], list] = {}
-        self._expected: dict[tuple[int, ...], int] = {}
-        self._busy_until: dict[tuple[int, ...], int] = {}  # when each group's last collective ends
+        # keyed by a group's members tuple's id (one tuple a group: NcclAllReduce.group)
+        self._count: dict[tuple[int, int], int] = {}  # (NPU, group) -> its calls on the group so far
+        self._pending: dict[tuple[int, int], list] = {}  # (group, call) -> its members that called it
+        self._expected: dict[int, int] = {}  # group -> its simulated members
+        self._busy_until: dict[int, int] = {}  # when each group's last collective ends
 
     def issue(self, npu, dims: list, involved: list[bool], size_bytes: int, node_id: int,
               kind: str = ALL_REDUCE) -> None:
         """NPU ``npu`` issues collective node ``node_id`` (one of :data:`TIMED`);
         ``npu.complete_soon(node_id)`` is called when it is done."""
         members = self.timing.group(npu.npu_id, dims, involved)
-        seq = self._count[(npu.npu_id, members)] = self._count.get((npu.npu_id, members), 0) + 1
-        expected = self._expected.get(members)
+        group = id(members)  # one tuple a group, kept for the run (NcclAllReduce._groups): hashing
+        # a 16,384-member tuple at each of its members' calls costs the square of the count
+        seq = self._count[(npu.npu_id, group)] = self._count.get((npu.npu_id, group), 0) + 1
+        expected = self._expected.get(group)
         if expected is None:
-            expected = self._expected[members] = sum(1 for m in members if m in self.simulated)
-        key = (members, seq)
+            expected = self._expected[group] = sum(1 for m in members if m in self.simulated)
+        key = (group, seq)
         arrived = self._pending.setdefault(key, [])
         arrived.append((npu, node_id))
         if len(arrived) < expected:
             return
         del self._pending[key]
         now = npu.clock.env.now
-        end = max(now, self._busy_until.get(members, 0)) + self.timing.duration_ns(members, size_bytes, kind)
-        self._busy_until[members] = end
+        end = max(now, self._busy_until.get(group, 0)) + self.timing.duration_ns(members, size_bytes, kind)
+        self._busy_until[group] = end
         for who, nid in arrived:
             who.clock.register(end - now, who.complete_soon, nid)

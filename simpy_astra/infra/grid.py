@@ -33,7 +33,7 @@ class Grid:
         coordinate order; ``npu``'s position among them)."""
         base = self.moved(npu, d, 0)
         stride = self.strides[d]
-        return tuple(base + k * stride for k in range(self.dims[d])), self.coord(npu, d)
+        return tuple(range(base, base + stride * self.dims[d], stride)), self.coord(npu, d)
 
     def first_difference(self, a: int, b: int) -> int | None:
         """The lowest dimension in which NPUs ``a`` and ``b`` differ (None: the same NPU)."""
