@@ -394,3 +394,9 @@ def test_list_says_which_points_will_fail_and_why(tmp_path, capsys):
     reason = " ".join(line.strip() for line in listed[3:])
     assert reason.startswith("will fail: ") and "36,000,064 trace nodes" in reason and "num-layers=1000000" in reason
     assert max(len(line) for line in listed) <= 80
+
+
+def test_list_counts_one_point_as_one_point(tmp_path, capsys):
+    sweep = megatron_sweep(tmp_path, {"workload.args.num-layers": [4]})
+    assert sweep_main([sweep, "--list"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "1 point"

@@ -214,8 +214,8 @@ def _main(argv: list[str]) -> int:
     if args.list:
         refused, failing = _checked(points, args.sweep)
         count = sum(1 for r in refused.values() if r)
-        print(f"{len(points)} points" + (f", {count} invalid (Megatron refuses them; they will not run)"
-                                         if count else ""))
+        print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
+              + (f", {count} invalid (Megatron refuses them; they will not run)" if count else ""))
         for p in points:
             mark = "  invalid" if refused[p.key] else "  will fail" if p.key in failing else ""
             print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes) + mark)
