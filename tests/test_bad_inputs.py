@@ -1061,7 +1061,7 @@ def test_a_memory_cap_that_is_not_a_number(capsys, cap):
 def test_scientific_numbers_in_sweeps(capsys, axis, points):
     path = sweep_file(f"base: {BASE}\naxes: {{network.bandwidth: {axis}}}\n")
     assert main(["sweep", path, "--list", "--no-plots"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == f"{points} points"
+    assert capsys.readouterr().out.splitlines()[0] == f"{points} point" + "s" * (points != 1)
 
 
 @pytest.mark.parametrize("axis", ["[]", "{values: []}"])
