@@ -60,15 +60,19 @@ USER = textwrap.dedent(f'''
         yield ctx.endpoint()
 
 
-    class OffTheLinks(BasicTopology):
-        """A ring whose route passes through a device no link reaches."""
-
-        def hops(self, src, dst):
-            return 2
+    class OneWayRing(BasicTopology):
+        """The links of the two broken rings below."""
 
         def links(self):
             n = self.npus_count
             return [(i, (i + 1) % n) for i in range(n)]
+
+
+    class OffTheLinks(OneWayRing):
+        """A ring whose route passes through a device no link reaches."""
+
+        def hops(self, src, dst):
+            return 2
 
         def route(self, src, dst):
             return [src, 99, dst]
@@ -90,15 +94,11 @@ USER = textwrap.dedent(f'''
             return [src, dst]
 
 
-    class MiscountedRing(BasicTopology):
+    class MiscountedRing(OneWayRing):
         """A one-way ring whose hops say 1 where its route crosses (dst - src) mod n links."""
 
         def hops(self, src, dst):
             return 1
-
-        def links(self):
-            n = self.npus_count
-            return [(i, (i + 1) % n) for i in range(n)]
 
         def route(self, src, dst):
             path = [src]
