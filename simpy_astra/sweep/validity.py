@@ -24,12 +24,6 @@ def invalid_figures(exc: InvalidConfigurationError, where: str) -> dict[str, Any
     return {"status": INVALID, "error": f"{exc.rule}: {text}", "rule": exc.rule, "wall_s": 0.0}
 
 
-def check_point(scenario: dict[str, Any], where: str) -> dict[str, Any] | None:
-    """The invalid row of a Megatron point its arguments make invalid, else None (also when
-    they are wrong in another way: the point then fails when run, saying why)."""
-    return verdict(scenario, where)[0]
-
-
 def verdict(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
     """(the invalid row of a point Megatron refuses, or None; why a point's arguments will
     fail when it runs, or ''): a value beyond what the simulator builds, such as a trace of

@@ -47,13 +47,14 @@ class Units:
         return self.optimizer_state if tensor_name.endswith(".adam_state") else self.element
 
 
-def _string_list(tensors: list[tuple[str, int]], units: Units, kinds: dict[str, str]) -> tuple[str, list[str]]:
+def _string_list(tensors: list[tuple[str, int]], units: Units, kinds: dict[str, str]) -> tuple[str, tuple[str, ...]]:
     """STAGE's ``inputs``/``outputs`` form: name, bytes, name, bytes, ...; each name prefixed
-    with its kind (``weight/L0.wqkv``; transient unless the graph says otherwise)."""
+    with its kind (``weight/L0.wqkv``; transient unless the graph says otherwise). A tuple, so
+    that the attribute's record is cached by it (:func:`_attr_bytes`)."""
     flat: list[str] = []
     for name, size in tensors:
         flat += [KIND_PREFIX[kinds.get(name, "tmp")] + name, str(size * units.of(name))]
-    return ("string_list", flat)
+    return ("string_list", tuple(flat))
 
 
 def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> bytes:
@@ -74,13 +75,7 @@ def _node_bytes(op: Op, node_id: int, units: Units, kinds: dict[str, str]) -> by
     attrs["inputs"] = _string_list(op.inputs, units, kinds)
     attrs["outputs"] = _string_list(op.outputs, units, kinds)
     head = make_node(node_id, op.name, op.kind, deps=op.deps, duration_micros=op.duration_us).SerializeToString()
-    return head + b"".join(_attr_bytes(name, _hashable(value)) for name, value in attrs.items())
-
-
-def _hashable(value: object) -> object:
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
-        return value[0], tuple(value[1])
-    return value
+    return head + b"".join(_attr_bytes(name, value) for name, value in attrs.items())
 
 
 @functools.lru_cache(maxsize=65536)
@@ -90,8 +85,6 @@ def _attr_bytes(name: str, value: object) -> bytes:
     type, dependencies and duration followed by these: the same bytes protobuf writes for the
     whole node. A stage repeats the same few attributes (op types, sizes, tensor lists)
     thousands of times; each is built once."""
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple):
-        value = value[0], list(value[1])
     return make_node(0, "", 0, attrs={name: value}).SerializeToString()
 
 
