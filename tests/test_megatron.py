@@ -797,8 +797,8 @@ def test_later_pipeline_stages_sync_their_gradients_in_one_bucket():
 
     syncs, gathers = dp_ops(1)
     assert len(syncs) == 1 and len(gathers) == 1
-    # two layers and the last stage's copy of the (tied) word embedding, 128 x h
-    assert gathers[0] == pytest.approx(2 * layer + 128 * h, rel=1e-3)  # bf16, one of 2 shards: 1 B a parameter
+    # two layers, the final norm and the last stage's copy of the (tied) word embedding, 128 x h
+    assert gathers[0] == pytest.approx(2 * layer + 2 * h + 128 * h, rel=1e-3)  # bf16, one of 2 shards: 1 B a parameter
     assert syncs[0] == 4 * gathers[0]  # fp32 gradients of the same parameters
     first_syncs, _ = dp_ops(0)  # the first stage: a bucket per layer, then the embedding's
     assert first_syncs == [4 * layer + 4 * 4 * h] * 2 + [4 * h * (128 + 1024)]
@@ -810,7 +810,8 @@ def test_fp8_param_gather_gathers_and_keeps_linear_weights_in_one_byte():
     two for every other weight, and the memory's weights part has no bf16 copy of them. By
     hand, on the last of two stages (one bucket: two layers and the tied embedding's copy,
     over two data-parallel shards): the layers' 4h^2 + 2hf linear weights at 1 B, their 4h norm
-    weights and the 128 x h embedding at 2 B; in memory, 2 B less for each linear weight."""
+    weights, the final norm's 2h and the 128 x h embedding at 2 B; in memory, 2 B less for each
+    linear weight."""
     from simpy_astra.workloads.megatron.memory import parts_bytes
     from simpy_astra.workloads.megatron.schedule import build_stage
     from simpy_astra.workloads.transformer.graph import COLL
@@ -819,7 +820,7 @@ def test_fp8_param_gather_gathers_and_keeps_linear_weights_in_one_byte():
             "--global-batch-size 8 --pipeline-model-parallel-size 2 --bf16 --vocab-size 128 --ffn-hidden-size 16384 "
             "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --fp8-format hybrid")
     h, f = 2048, 16384
-    linear, other = 2 * (4 * h * h + 2 * h * f), 2 * 4 * h + 128 * h  # the last stage's weights
+    linear, other = 2 * (4 * h * h + 2 * h * f), 2 * 4 * h + 2 * h + 128 * h  # the last stage's weights
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 4}, "c").gpu_model()
     after_step = args.replace(" --overlap-grad-reduce --overlap-param-gather", "")  # one gather after the step
     for extra, gathered in (("", 2 * (linear + other)), (" --fp8-param-gather", linear + 2 * other)):

@@ -295,3 +295,34 @@ def test_an_moe_layer_keeps_its_routed_copies_where_the_estimator_counts_a_dense
     activations = parts_bytes(job, 0)["activations"]
     assert activations == pytest.approx(estimator_activations(job) - _token_ids(job) + difference, rel=EXACT)
     assert layer / estimator_layer == pytest.approx(2.78, abs=0.01)
+
+
+@pytest.mark.parametrize("job", [parse(f"{LLAMA} {PLAIN} --normalization RMSNorm --tensor-model-parallel-size {tp} "
+                                       f"--pipeline-model-parallel-size {pp} --global-batch-size {8 * pp}"
+                                       + " --use-distributed-optimizer" * dist, tp * pp * 8)
+                                 for tp, pp, dist in itertools.product((1, 8), (1, 4), (False, True))],
+                         ids=lambda j: f"tp{j.tp}-pp{j.pp}{'-dist' if j.distributed_optimizer else ''}")
+def test_rmsnorm_holds_one_parameter_a_channel_as_the_estimator_counts(job):
+    """``--normalization RMSNorm``: the estimator counts each norm at ``h`` (a scale, no bias);
+    the named difference is the final norm's ``1/pp`` it puts on the first stage. It was
+    counted as LayerNorm's ``2h`` whatever the flag said."""
+    final_norm_on_first = job.hidden / job.pp * _per_parameter(job) if job.pp > 1 else 0
+    expected = estimator_weights_and_optimizer(job, norm=1) - final_norm_on_first
+    assert _states(job) == pytest.approx(expected, rel=EXACT)
+
+
+LLAMA2_7B = ("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --ffn-hidden-size 11008 --swiglu "
+             "--disable-bias-linear --position-embedding-type rope --untie-embeddings-and-output-weights "
+             "--vocab-size 32000 --seq-length 4096 --micro-batch-size 1 --global-batch-size 8 --bf16")
+
+
+def test_llama2_7b_has_its_published_parameter_count():
+    """Llama 2 7B (Touvron et al. 2023; its released checkpoint holds 6,738,415,616 parameters):
+    RMSNorm's scale is its only norm parameter. LayerNorm would add a bias to the 65 norms
+    (65 x 4,096 more); ``--qk-layernorm`` adds a norm over a head's 128 channels for the
+    queries and one for the keys in each of the 32 layers."""
+    rms = parse(f"{LLAMA2_7B} --normalization RMSNorm", 8)
+    assert rms.parameters() == 6_738_415_616
+    assert parse(LLAMA2_7B, 8).parameters() - rms.parameters() == 65 * 4096
+    qk = parse(f"{LLAMA2_7B} --normalization RMSNorm --qk-layernorm", 8)
+    assert qk.parameters() - rms.parameters() == 32 * 2 * 128

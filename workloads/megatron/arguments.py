@@ -21,57 +21,13 @@ from simpy_astra.workloads.megatron import unmodelled_flags as today
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
+from simpy_astra.workloads.megatron.unmodelled_flags import NO_TIMING_EFFECT, SMALL_EFFECT
 
 #: every argument Megatron-LM's pretrain_gpt.py has had
 MEGATRON_FLAGS = SWITCHES | ONE_VALUE | SEVERAL_VALUES
 
 #: GPT-2's BPE vocabulary, the size Megatron reads from a ``--vocab-file`` of that tokenizer
 GPT2_VOCAB = 50257
-
-#: arguments (or prefixes) that cannot change a training step's time
-NO_TIMING_EFFECT = (*sorted(today.UNTIMED),
-    "--data-path", "--vocab-file", "--merge-file", "--tokenizer-", "--split", "--data-",
-    "--train-data-path", "--valid-data-path", "--test-data-path", "--mock-data", "--num-workers",
-    "--log", "--tensorboard", "--wandb", "--timing-log", "--save", "--load", "--no-load",
-    "--finetune", "--pretrained-checkpoint", "--use-checkpoint", "--ckpt-", "--async-save",
-    "--exit-", "--eval-", "--train-iters", "--train-samples", "--lr", "--min-lr", "--warmup",
-    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--adam-",
-    "--loss-scale-window", "--initial-loss-scale", "--min-loss-scale",
-    "--hysteresis", "--seed", "--init-method",
-    "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
-    "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
-    "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler", "--rampup-batch-size", "--fp16-lm-cross-entropy",
-    "--rotary-", "--normalization", "--norm-epsilon", "--layernorm-epsilon",
-    "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
-    "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
-    "--profile", "--record-memory-history",
-    "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
-    "--DDP-bucket", "--kv-lora",
-    "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
-    "--no-save-", "--no-initialization", "--vocab-extra-ids",
-    "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
-    "--use-dist-ckpt", "--retro-", "--trace-",
-    "--structured-logs", "--straggler-", "--result-rejected-", "--inprocess-", "--rerun-",
-    "--error-injection-", "--enable-ft-package", "--calc-ft-timeouts", "--legacy-tokenizer",
-)
-
-#: timing arguments whose effect on a step is under about 1% of it, accepted and not modelled
-#: (``generate megatron --help`` lists them)
-SMALL_EFFECT = (*today.SMALL_EFFECT,
-    "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "--align-grad-reduce",
-    "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
-    "--nccl-communicator-config-path", "--calculate-per-token-loss",
-    "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
-    "--overlap-p2p-communication", "--no-overlap-p2p-communication",
-    "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
-    "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
-    "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu",
-    "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
-    "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
-    "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
-    "--moe-router-fusion", "--moe-per-layer-logging",
-    "--moe-use-legacy-grouped-gemm", "--moe-shared-expert-overlap", "--empty-unused-memory-level",
-)
 
 #: timing arguments this simulator knows exist and does not model yet (refused by name)
 NOT_MODELLED = {**today.NOT_MODELLED,
@@ -126,6 +82,8 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--no-rope-fusion", help="rotary embeddings applied by PyTorch's separate kernels (a copy of the "
                                       "rotated half, two products, a sum, a concatenation), not one fused kernel")
     _bool(p, "--qk-layernorm", help="a layer norm over each head of the queries and of the keys")
+    i("--normalization", default="LayerNorm", choices=("LayerNorm", "RMSNorm"),
+      help="LayerNorm (default: a scale and a bias a channel) or RMSNorm (a scale only)")
     _bool(p, "--no-position-embedding", help="no position table (2023-02 to 07; since, refused unless rope)")
     i("--vocab-size", type=int, default=None, help=f"vocabulary (default GPT-2's {GPT2_VOCAB})")
     i("--attention-dropout", type=float, default=0.1,
@@ -542,6 +500,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         attention_dropout=a.attention_dropout, hidden_dropout=a.hidden_dropout,
         position_embeddings=_position_rows(a),
         rope=("fused" if not a.no_rope_fusion else "unfused") if _rotary(a) else "", qk_layernorm=a.qk_layernorm,
+        norm_params_per_channel=1 if a.normalization == "RMSNorm" else 2,
         moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
         grad_norm=a.clip_grad > 0,
         # Megatron's optimizer unscales and checks the gradients only with a grad scaler: fp16's

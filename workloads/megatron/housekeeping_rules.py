@@ -1,7 +1,7 @@
 """Megatron-LM's rules on the arguments that cannot change a step's time.
 
 The training length and learning-rate schedule, logging, checkpointing, data and evaluation
-arguments are read and not priced (``arguments.NO_TIMING_EFFECT``), but a launch script
+arguments are read and not priced (``unmodelled_flags.NO_TIMING_EFFECT``), but a launch script
 Megatron-LM stops on is not one to time: ``validate_args`` (``megatron/training/arguments.py``)
 checks them, and each check is restated here with Megatron's reason, as
 :class:`InvalidConfigurationError`. Their values

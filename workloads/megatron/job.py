@@ -133,6 +133,9 @@ class MegatronJob:
     rope: str = ""
     #: ``--qk-layernorm``: a norm over each head of the queries and keys before attention
     qk_layernorm: bool = False
+    #: parameters a channel of each norm: 2 with LayerNorm (a scale and a bias), 1 with
+    #: ``--normalization RMSNorm`` (a scale)
+    norm_params_per_channel: int = 2
     #: ``--moe-grouped-gemm``: a rank's local experts run as one grouped GEMM whose tiles share
     #: the SMs' waves (else Megatron's SequentialMLP: one expert's GEMMs after another's)
     moe_grouped_gemm: bool = False
@@ -265,16 +268,42 @@ class MegatronJob:
         q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
         return q + 2 * kv + self.hidden, (2 if self.swiglu else 1) * self.ffn_hidden + self.hidden
 
+    @property
+    def layer_norm_params(self) -> int:
+        """Parameters of a layer's norms, whole on every tp rank: the two over the hidden
+        width and, with ``--qk-layernorm``, Megatron-Core's one each for the queries and the
+        keys over a head's width (shared by the heads)."""
+        widths = 2 * self.hidden + (2 * self.head_dim if self.qk_layernorm else 0)
+        return self.norm_params_per_channel * widths
+
+    @property
+    def final_norm_params(self) -> int:
+        """The final norm's parameters (on the last pipeline stage)."""
+        return self.norm_params_per_channel * self.hidden
+
+    @property
+    def embedding_params(self) -> int:
+        """Parameters a GPU of the first stage holds before the layers: its shard of the word
+        embedding and the position table."""
+        return self.hidden * (self.vocab // self.tp + self.position_embeddings)
+
+    @property
+    def output_params(self) -> int:
+        """Parameters a GPU of the last stage holds after the layers: the final norm and its
+        shard of the output layer (none at pp 1 with tied embeddings: the embedding's)."""
+        tied_here = self.tied_embeddings and self.pp == 1
+        return self.final_norm_params + (0 if tied_here else self.hidden * self.vocab // self.tp)
+
     def parameters(self) -> int:
         """Parameters of the whole model (embeddings, layers, final norm)."""
         h, kv = self.hidden, self.kv_heads * self.head_dim
         attn = h * (self.heads * self.head_dim + 2 * kv) + self.heads * self.head_dim * h
         w = 3 if self.swiglu else 2
         mlp = w * h * self.ffn_hidden
-        per_layer = attn + mlp + sum(self.layer_biases()) + 4 * h  # two layer norms
+        per_layer = attn + mlp + sum(self.layer_biases()) + self.layer_norm_params
         moe = self.experts * w * h * self.moe_ffn + h * self.experts + w * h * self.shared_ffn
         emb = self.vocab * h * (1 if self.tied_embeddings else 2) + self.position_embeddings * h
-        return self.num_layers * per_layer + self.moe_layers * (moe - mlp) + emb + 2 * h
+        return self.num_layers * per_layer + self.moe_layers * (moe - mlp) + emb + self.final_norm_params
 
     def model_flops(self) -> float:
         """FLOPs of one step as the SC'21 paper counts them, recomputation included when full

@@ -486,7 +486,7 @@ class ChunkModel:
         b = _Builder()
         job = self.job
         if first:
-            b.params(job.hidden * (job.vocab // job.tp + job.position_embeddings))
+            b.params(job.embedding_params)
             self.embedding_forward(b)
         for is_moe in moe:
             fp8 = self.layer_fp8_weights(is_moe)
@@ -494,7 +494,7 @@ class ChunkModel:
                 b.params(params, dim, fp8[dim])
             self.layer_forward(b, moe=is_moe)
         if last:
-            b.params(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp > 1 else 0)
+            b.params(job.output_params)
             self.loss_forward(b)
         return b.done("forward")
 
@@ -535,14 +535,14 @@ class ChunkModel:
         job = self.job
         if last:
             self.loss_backward(b)
-            b.grads(job.hidden * job.vocab // job.tp if not job.tied_embeddings or job.pp > 1 else 0)
+            b.grads(job.output_params)
         for is_moe in moe:
             self.layer_backward(b, moe=is_moe)
             for params, dim in self.layer_grads(is_moe):
                 b.grads(params, dim)
         if first:
             self.embedding_backward(b)
-            b.grads(job.hidden * (job.vocab // job.tp + job.position_embeddings))
+            b.grads(job.embedding_params)
         return b.done("backward")
 
     def layer_parameters(self) -> int:
@@ -550,13 +550,13 @@ class ChunkModel:
         job, h = self.job, self.job.hidden
         qkv = h * (self.q_width + 2 * self.kv_width)
         mlp = (3 if job.swiglu else 2) * h * self.ffn
-        return qkv + self.q_width * h + mlp + 4 * h
+        return qkv + self.q_width * h + mlp + job.layer_norm_params
 
     def layer_fp8_weights(self, moe: bool) -> dict[str, int]:
         """Of :meth:`layer_grads`, by group, the weights of the layer's Transformer Engine
         linear modules (QKV, projection, the MLP's or the shared and routed experts'): all but
         the layer norms and the router."""
-        norms = 4 * self.job.hidden
+        norms = self.job.layer_norm_params
         if not moe:
             return {"dp": self.layer_parameters() - norms, "edp": 0}
         dense, experts = self.layer_grads(moe)[0][0], self.moe_parameters()[1]

@@ -129,10 +129,10 @@ def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
     split = (layers * (attention_w + attention_b - row_b) + (layers - moe) * (mlp_w + mlp_b - row_b)
              + moe * _matrices(job, job.shared_ffn)[1])
     router = h * job.experts + (job.experts if job.bias_linear else 0)
-    whole = layers * (4 * h + row_b) + (layers - moe) * row_b + moe * router  # + two layer norms
+    whole = layers * (job.layer_norm_params + row_b) + (layers - moe) * row_b + moe * router
     first, last = stage == 0, stage == job.pp - 1
     vocab = job.vocab * h * (first + (last and not (job.tied_embeddings and job.pp == 1)))
-    whole += (job.position_embeddings * h if first else 0) + (2 * h if last else 0)  # the final norm
+    whole += (job.position_embeddings * h if first else 0) + (job.final_norm_params if last else 0)
     dense = (split + vocab) / job.tp + whole
     expert = moe * job.experts * _matrices(job, job.moe_ffn)[1] / (job.ep * job.etp)
     return dense, expert

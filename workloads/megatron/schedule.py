@@ -365,17 +365,15 @@ class StageSchedule:
 
     def chunk_grads(self, chunk: int) -> dict[str, int]:
         """Parameters of the chunk on this GPU by the group that syncs their gradients (``dp``,
-        or ``edp`` for experts); the embedding and the untied output layer are ``dp``'s."""
+        or ``edp`` for experts); the embedding, the final norm and the untied output layer are
+        ``dp``'s."""
         job = self.job
         out = {"dp": 0, "edp": 0}
         for is_moe in self._moe_flags(chunk):
             for params, dim in self.model.layer_grads(is_moe):
                 out[dim] += params
         place = job.chunk_place(self.stage, chunk)
-        if place.first:
-            out["dp"] += job.hidden * (job.vocab // job.tp + job.position_embeddings)
-        if place.last and (job.pp > 1 or not job.tied_embeddings):
-            out["dp"] += job.hidden * job.vocab // job.tp
+        out["dp"] += job.embedding_params * place.first + job.output_params * place.last
         return out
 
     def chunk_params(self, chunk: int) -> int:

@@ -9,7 +9,7 @@ its config dataclasses (``TransformerConfig`` with ``ModelParallelConfig``, ``Tr
 becomes ``--no-x`` and ``--disable-x``, an ``argparse.BooleanOptionalAction`` adds ``--no-x``. Those
 that cannot change a training step's time (logging, profiling, checkpointing, data, tokenizer,
 evaluation, inference, fault injection, and the scalars of a feature refused below) are accepted
-as ``arguments.NO_TIMING_EFFECT``; those that can are refused naming what they do, never read
+as :data:`NO_TIMING_EFFECT`; those that can are refused naming what they do, never read
 silently. A value outside the ``choices`` any Megatron-LM release offered is refused as
 Megatron's argparse refuses it, though the flag itself is not priced.
 """
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from simpy_astra.errors import InputError
 
-#: arguments that cannot change a training step's time (beside arguments.NO_TIMING_EFFECT): today's
+#: arguments that cannot change a training step's time (in :data:`NO_TIMING_EFFECT`): today's
 #: config-generated ones, then older releases' logging, tokenizer, data, learning-rate and
 #: checkpoint-path ones
 UNTIMED = frozenset("""
@@ -73,8 +73,53 @@ UNTIMED = frozenset("""
 --fim-prefix-token --fim-middle-token --fim-suffix-token --fim-pad-token --fim-eod-token
 """.split())
 
-#: today's aliases of arguments accepted for their small effect (arguments.SMALL_EFFECT)
-SMALL_EFFECT = ("--disable-align-grad-reduce",)
+#: today's aliases of arguments accepted for their small effect (:data:`SMALL_EFFECT`)
+_SMALL_EFFECT_ALIASES = ("--disable-align-grad-reduce",)
+
+#: arguments (or prefixes) that cannot change a training step's time
+NO_TIMING_EFFECT = (*sorted(UNTIMED),
+    "--data-path", "--vocab-file", "--merge-file", "--tokenizer-", "--split", "--data-",
+    "--train-data-path", "--valid-data-path", "--test-data-path", "--mock-data", "--num-workers",
+    "--log", "--tensorboard", "--wandb", "--timing-log", "--save", "--load", "--no-load",
+    "--finetune", "--pretrained-checkpoint", "--use-checkpoint", "--ckpt-", "--async-save",
+    "--exit-", "--eval-", "--train-iters", "--train-samples", "--lr", "--min-lr", "--warmup",
+    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--adam-",
+    "--loss-scale-window", "--initial-loss-scale", "--min-loss-scale",
+    "--hysteresis", "--seed", "--init-method",
+    "--distributed-backend", "--distributed-timeout", "--local-rank", "--local_rank",
+    "--use-cpu-initialization", "--no-async-tensor-model-parallel-allreduce-check",
+    "--dataloader-type", "--reset-", "--eod-mask-loss", "--override-opt_param-scheduler", "--rampup-batch-size", "--fp16-lm-cross-entropy",
+    "--rotary-", "--norm-epsilon", "--layernorm-epsilon",
+    "--apply-layernorm-1p", "--init-method-std", "--use-mcore-models", "--use-legacy-models",
+    "--num-layers-per-stage", "--manual-gc", "--no-mmap-bin-files",
+    "--profile", "--record-memory-history",
+    "--check-for-nan-in-loss-and-grad", "--no-check-for-nan",
+    "--DDP-bucket", "--kv-lora",
+    "--fp8-margin", "--fp8-interval", "--fp8-amax-", "--dist-ckpt-", "--auto-detect-ckpt-format", "--non-persistent-",
+    "--no-save-", "--no-initialization", "--vocab-extra-ids",
+    "--no-mask-", "--object-storage-", "--enable-one-logger", "--one-logger-", "--app-tag-run-",
+    "--use-dist-ckpt", "--retro-", "--trace-",
+    "--structured-logs", "--straggler-", "--result-rejected-", "--inprocess-", "--rerun-",
+    "--error-injection-", "--enable-ft-package", "--calc-ft-timeouts", "--legacy-tokenizer",
+)
+
+#: timing arguments whose effect on a step is under about 1% of it, accepted and not modelled
+#: (``generate megatron --help`` lists them)
+SMALL_EFFECT = (*_SMALL_EFFECT_ALIASES,
+    "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "--align-grad-reduce",
+    "--align-param-gather", "--no-align-grad-reduce", "--no-align-param-gather", "--manual-gc-interval",
+    "--nccl-communicator-config-path", "--calculate-per-token-loss",
+    "--no-create-attention-mask-in-dataloader", "--tp-comm-overlap-cfg", "--tp-comm-bootstrap-backend",
+    "--overlap-p2p-communication", "--no-overlap-p2p-communication",
+    "--batch-p2p-communication", "--no-persist-layer-norm", "--ddp-average-in-collective",
+    "--check-weight-hash-across-dp-replicas-interval", "--log-num-zeros-in-grad", "--bias-gelu-fusion",
+    "--masked-softmax-fusion", "--bias-dropout-fusion", "--squared-relu",
+    "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-dtype",
+    "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-input-jitter-eps", "--moe-router-score-function",
+    "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor",
+    "--moe-router-fusion", "--moe-per-layer-logging",
+    "--moe-use-legacy-grouped-gemm", "--moe-shared-expert-overlap", "--empty-unused-memory-level",
+)
 
 #: what each family of today's arguments that can change a step does (refused by name)
 _TIMED = {
@@ -151,7 +196,6 @@ CHOICES: dict[str, tuple[type, tuple]] = {
     "--moe-router-score-function": (str, ("softmax", "sigmoid", "sqrtsoftplus")),
     "--non-persistent-ckpt-type": (str, ("global", "local", "in_memory")),
     "--non-persistent-local-ckpt-algo": (str, ("fully_parallel", "atomic")),
-    "--normalization": (str, ("LayerNorm", "RMSNorm")),
     "--rerun-mode": (str, ("disabled", "validate_results", "report_stats")),
     "--timing-log-level": (int, (0, 1, 2)),
     "--timing-log-option": (str, ("max", "minmax", "all")),
