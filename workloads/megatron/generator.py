@@ -31,10 +31,13 @@ from simpy_astra.workloads.megatron.arguments import SMALL_EFFECT, parse
 from simpy_astra.workloads.megatron.arguments import parser as megatron_parser
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import Gpu
+from simpy_astra.workloads.megatron.layers import ChunkModel
 from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
+from simpy_astra.workloads.megatron.steps import Compute
 from simpy_astra.workloads.schedules import registry as schedules
+from simpy_astra.workloads.schedules.task import Kind, Task, takes_costs
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
     Units,
@@ -63,7 +66,7 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
     job = parse(params.get("args"), gpus, f"{where}.args", gpus_where)
     check_hardware(job.fp8_requested, gpu_model, f"{where}.args")
     if "schedule" in params:
-        job = replace(job, pipeline_schedule=_schedule_name(params["schedule"], job, f"{where}.schedule"))
+        job = _with_schedule(params["schedule"], job, gpu_model, f"{where}.schedule")
     return job, gpu_model
 
 
@@ -71,19 +74,53 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
 SCHEDULE_SOURCE = "schedule_source"
 
 
-def _schedule_name(name: Any, job: MegatronJob, where: str) -> str:
-    """A pipeline schedule a scenario names (``workload.schedule``): registered (Megatron's
-    own, a plug-in's) or ``package.module:function``, asked once per stage here so that what
-    it raises or returns out of contract names ``where``, before any trace is written."""
+def _with_schedule(name: Any, job: MegatronJob, gpu: Gpu, where: str) -> MegatronJob:
+    """``job`` run by the pipeline schedule a scenario names (``workload.schedule``):
+    registered (Megatron's own, a plug-in's) or ``package.module:function``, asked once per
+    stage here so that what it raises or returns out of contract names ``where``, before any
+    trace is written; one that takes the passes' costs is given a middle chunk's."""
     if not isinstance(name, str) or not name:
         raise InputError(f"{where}: must name a pipeline schedule, e.g. 1f1b (got {name!r})")
     try:
-        schedule = schedules.lookup(name)
-        for stage in range(job.pp):
-            schedule(stage, job.pp, job.micro_batches, job.virtual_stages)
+        job = replace(job, pipeline_schedule=name, pass_costs=())
+        if takes_costs(schedules.lookup(name)):
+            job = replace(job, pass_costs=_pass_costs(job, gpu))
+        orders = [job.stage_order(stage) for stage in range(job.pp)]
     except (PluginError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: {exc}") from None
-    return name
+    if job.v_placement:
+        _check_v(job, orders, f"{where}: pipeline schedule '{name}'")
+    return job
+
+
+def _pass_costs(job: MegatronJob, gpu: Gpu) -> tuple[float, float, float]:
+    """One micro-batch through chunk 0 of stage 1 (a middle one, no embedding or loss; stage 0
+    at pp 1): the kernels' seconds of its forward, input gradient and weight gradient."""
+    model, stage = ChunkModel(job, gpu), min(1, job.pp - 1)
+    moe = tuple(job.is_moe(layer) for layer in job.chunk_layers(stage, 0))
+    inputs, weights = model.backward_split(moe, False, False)
+    return tuple(sum(s.total_s for s in steps if isinstance(s, Compute))  # type: ignore[return-value]
+                 for steps in (model.forward(moe, False, False), inputs, weights))
+
+
+def _check_v(job: MegatronJob, orders: list[list[Task]], what: str) -> None:
+    """A V placement needs chunks in pairs over an even split of the layers, and a stage that
+    hands a micro-batch to its own other chunk (the V's turn) must have run that chunk first."""
+    if job.virtual_stages % 2 or len(set(job.split)) > 1:
+        raise InputError(f"{what} places the chunks in a V: it needs an even number of chunks a stage "
+                         f"and the layers split evenly (--virtual-pipeline-model-parallel-size 2, without "
+                         f"--pipeline-model-parallel-layout or an uneven first or last stage)")
+    chunks = job.pp * job.virtual_stages
+    for stage, order in enumerate(orders):
+        done: set[tuple[bool, int, int]] = set()
+        for kind, mb, chunk in order:
+            g, forward = job.chunk_place(stage, chunk).index, kind is Kind.FORWARD
+            before = g - 1 if forward else g + 1  # whose output this task takes
+            if 0 <= before < chunks and job.stage_of(before) == stage and (forward, mb, before // job.pp) not in done:
+                raise InputError(f"{what}: stage {stage} runs {kind.name} of micro-batch {mb}, chunk {chunk} "
+                                 f"before the same stage's chunk {before // job.pp} has passed it on")
+            if kind is not Kind.BACKWARD_WEIGHT:
+                done.add((forward, mb, chunk))
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ reports read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
-from simpy_astra.workloads.schedules.registry import default_schedule
+from simpy_astra.workloads.schedules.registry import default_schedule, schedule
+from simpy_astra.workloads.schedules.task import PassCosts, Task, V, placement, takes_costs
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,9 @@ class MegatronJob:
     args: str
     #: the pipeline schedule's registry name ("": Megatron's own choice, by virtual stages)
     pipeline_schedule: str = ""
+    #: one micro-batch's pass through a middle chunk (forward, input gradient, weight gradient,
+    #: seconds), for schedules that build their order from them (ZB-V); empty: not measured
+    pass_costs: tuple[float, float, float] = ()
     #: transformer layers of each model chunk in model order (chunk ``c`` of stage ``s`` is
     #: the ``c * pp + s``-th); empty: ``num_layers / (pp x virtual_stages)`` each
     layer_split: tuple[int, ...] = ()
@@ -237,10 +242,38 @@ class MegatronJob:
         """The pipeline schedule this job runs: the one asked for, else Megatron-LM's choice."""
         return self.pipeline_schedule or default_schedule(self.virtual_stages)
 
+    def stage_order(self, stage: int) -> list[Task]:
+        """Stage ``stage``'s tasks in the job's schedule (given the passes' costs if it takes them)."""
+        fn = schedule(self.schedule_name)
+        costs = {"costs": PassCosts(*self.pass_costs)} if self.pass_costs and takes_costs(fn) else {}
+        return fn(stage, self.pp, self.micro_batches, self.virtual_stages, **costs)
+
+    @cached_property
+    def v_placement(self) -> bool:
+        """The schedule places the chunks in a V (:data:`~simpy_astra.workloads.schedules.task.V`)."""
+        return placement(schedule(self.schedule_name)) == V
+
     def chunk_place(self, stage: int, chunk: int) -> ChunkPlace:
         """Where stage ``stage``'s chunk ``chunk`` sits in the model: the model's chunks run in
-        order over the stages (chunk ``c`` of stage ``s`` is the model's ``c * pp + s``)."""
-        return ChunkPlace(chunk * self.pp + stage, self.pp * self.virtual_stages)
+        order over the stages (chunk ``c`` of stage ``s`` is the model's ``c * pp + s``), and
+        in a V each odd chunk back up them (the model's ``(c + 1) pp - 1 - s``)."""
+        back = self.v_placement and chunk % 2
+        return ChunkPlace(chunk * self.pp + (self.pp - 1 - stage if back else stage), self.pp * self.virtual_stages)
+
+    def stage_of(self, index: int) -> int:
+        """The pipeline stage holding the model's ``index``-th chunk (:meth:`chunk_place`'s inverse)."""
+        chunk, offset = divmod(index, self.pp)
+        return self.pp - 1 - offset if self.v_placement and chunk % 2 else offset
+
+    @property
+    def last_stage(self) -> int:
+        """The stage holding the output layer and the loss: the last, or in a V the first."""
+        return self.stage_of(self.pp * self.virtual_stages - 1)
+
+    @property
+    def tied_on_one_stage(self) -> bool:
+        """The output layer is the word embedding itself: tied, and both on one stage."""
+        return self.tied_embeddings and self.last_stage == 0
 
     @property
     def split(self) -> tuple[int, ...]:
@@ -290,9 +323,8 @@ class MegatronJob:
     @property
     def output_params(self) -> int:
         """Parameters a GPU of the last stage holds after the layers: the final norm and its
-        shard of the output layer (none at pp 1 with tied embeddings: the embedding's)."""
-        tied_here = self.tied_embeddings and self.pp == 1
-        return self.final_norm_params + (0 if tied_here else self.hidden * self.vocab // self.tp)
+        shard of the output layer (none when it is the tied embedding on the same stage)."""
+        return self.final_norm_params + (0 if self.tied_on_one_stage else self.hidden * self.vocab // self.tp)
 
     def parameters(self) -> int:
         """Parameters of the whole model (embeddings, layers, final norm)."""

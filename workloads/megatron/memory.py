@@ -49,7 +49,6 @@ from __future__ import annotations
 import math
 
 from simpy_astra.workloads.megatron.job import MegatronJob
-from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import in_flight
 
 #: optimizer bytes per parameter by precision (Megatron-LM's guide; the weights take the
@@ -118,9 +117,9 @@ def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
     (QKV, FC1); every tp rank holds whole the layer norms, the row-parallel biases (projection,
     FC2: added after the reduction), the router and the position table, as Megatron builds them
     (its theoretical_memory_usage.py counts norms and routers as replicated too). The first
-    stage holds the word and position embeddings, the last the final norm and the output layer
-    (with tied embeddings and pp > 1, Megatron's copy of the word embedding); one stage holds
-    both."""
+    stage holds the word and position embeddings, the last (in a V, the first again) the final
+    norm and the output layer (with tied embeddings on two stages, Megatron's copy of the word
+    embedding); one stage holds both."""
     h = job.hidden
     attention_w, mlp_w = _matrices(job, job.ffn_hidden)
     attention_b, mlp_b = job.layer_biases()
@@ -130,8 +129,8 @@ def stage_parameters(job: MegatronJob, stage: int = 0) -> tuple[float, float]:
              + moe * _matrices(job, job.shared_ffn)[1])
     router = h * job.experts + (job.experts if job.bias_linear else 0)
     whole = layers * (job.layer_norm_params + row_b) + (layers - moe) * row_b + moe * router
-    first, last = stage == 0, stage == job.pp - 1
-    vocab = job.vocab * h * (first + (last and not (job.tied_embeddings and job.pp == 1)))
+    first, last = stage == 0, stage == job.last_stage
+    vocab = job.vocab * h * (first + (last and not job.tied_on_one_stage))
     whole += (job.position_embeddings * h if first else 0) + (job.final_norm_params if last else 0)
     dense = (split + vocab) / job.tp + whole
     expert = moe * job.experts * _matrices(job, job.moe_ffn)[1] / (job.ep * job.etp)
@@ -181,8 +180,7 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
     the job's pipeline schedule holds at once: 1F1B's warm-up leaves ``pp - stage`` in flight,
     the interleaved schedule's ``2 (pp - stage - 1) + (v - 1) pp + 1`` chunk passes (all
     ``m v`` when m = pp: its warm-up is every forward), GPipe's all m."""
-    pp, m = job.pp, job.micro_batches
-    order = schedule(job.schedule_name)(stage, pp, m, job.virtual_stages)
+    order = job.stage_order(stage)
     units = in_flight(order)  # chunk passes in flight
     dense, moe = layer_activation_bytes(job), layer_activation_bytes(job, moe=True) if job.experts else 0.0
     # each of the stage's chunks' layers' bytes, in order (its own MoE layers, not the model's share)
@@ -206,7 +204,7 @@ def activation_bytes(job: MegatronJob, stage: int = 0) -> float:
         # in the first chunk: interleaved, Megatron's schedule table (groups of pp micro-batches a
         # chunk) has the first stage run chunk 0 of min(2 pp, m) before its backward reaches it
         stored += in_flight(order, chunk=0) * job.seq // job.cp * job.micro_batch * job.hidden / sp
-    if stage == pp - 1:  # the final norm's and output layer's inputs and fp32 logits, one micro-batch at a time
+    if stage == job.last_stage:  # the final norm's and output layer's inputs and fp32 logits, one micro-batch at a time
         s_b = job.seq // job.cp * job.micro_batch
         stored += 4 * s_b * job.hidden / sp + 4 * s_b * job.vocab / job.tp
     return stored

@@ -38,7 +38,6 @@ from simpy_astra.workloads.megatron.kernels import (
 )
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER, ChunkModel
 from simpy_astra.workloads.megatron.steps import Collective, Compute, GradsReady, ParamsUsed, Step, Wait
-from simpy_astra.workloads.schedules.registry import schedule
 from simpy_astra.workloads.schedules.task import Kind, Task
 from simpy_astra.workloads.transformer.graph import COLL, COMP, RECV, SEND, Op, StageGraph
 
@@ -92,9 +91,9 @@ class Layout:
             add("cp", [rank(t, c, d, p) for c in range(cp)])
         for t, p in itertools.product(range(tp), range(pp)):
             add("dp", [rank(t, c, d, p) for d in range(dp) for c in range(cp)])
-        if pp > 1 and job.tied_embeddings:
+        if job.tied_embeddings and job.last_stage != 0:
             for t, c, d in itertools.product(range(tp), range(cp), range(dp)):
-                add("emb", [rank(t, c, d, 0), rank(t, c, d, pp - 1)])
+                add("emb", [rank(t, c, d, 0), rank(t, c, d, job.last_stage)])
         ep = job.ep
         if job.experts:  # experts split over consecutive data-parallel ranks
             for t, c, o, p in itertools.product(range(tp), range(cp), range(dp // ep), range(pp)):
@@ -406,12 +405,11 @@ class StageSchedule:
     def tasks(self) -> list[Task]:
         """This stage's tasks in the job's schedule: whole backwards, or split into the input
         gradient (what the previous stage waits for) and the weight gradient."""
-        job = self.job
-        return schedule(job.schedule_name)(self.stage, job.pp, job.micro_batches, self.chunks)
+        return self.job.stage_order(self.stage)
 
     def build(self) -> StageGraph:
         job = self.job
-        pp, chunks = job.pp, self.chunks
+        chunks = self.chunks
         overlapped_sync = job.overlap_grad_reduce
         if job.distributed_optimizer and job.overlap_param_gather:
             for c in range(chunks):
@@ -425,22 +423,24 @@ class StageSchedule:
         for index, task in enumerate(tasks):
             kind, mb, chunk = task
             place = job.chunk_place(self.stage, chunk)
-            g, first, last = place.index, place.first, place.last
-            nxt = 1 if self.stage < pp - 1 else -(pp - 1)
-            prv = -1 if self.stage > 0 else pp - 1
+            g = place.index
+            # the stages of the chunks before and after this one, as offsets (0: none, or this
+            # stage's own other chunk, handed over in memory at a V's turn)
+            nxt = 0 if place.last else job.stage_of(g + 1) - self.stage
+            prv = 0 if place.first else job.stage_of(g - 1) - self.stage
             p = f"{kind.value}{mb}.c{chunk}"
             self.chunk = chunk
             if kind is Kind.FORWARD:
                 gather = chunk if chunk not in started and chunk in self.gather_starts else None
                 started.add(chunk)
-                if not first:
+                if prv:
                     self.recv(f"{p}.recv_activation", act, prv, self._tag(mb, g - 1, False))
                 self.steps(p, self._chunk_steps(Kind.FORWARD, chunk), False, gather)
-                if not last:
+                if nxt:
                     self.send(f"{p}.send_activation", act, nxt, self._tag(mb, g, False))
             else:
                 inputs = kind is not Kind.BACKWARD_WEIGHT
-                if inputs and not last:
+                if inputs and nxt:
                     self.recv(f"{p}.recv_gradient", act, nxt, self._tag(mb, g, True))
                 # the chunk's last gradients of the step: its buckets sync as they fill
                 final = overlapped_sync and kind is not Kind.BACKWARD_INPUT and last_grads[chunk] == index
@@ -448,7 +448,7 @@ class StageSchedule:
                 if final:
                     for dim in ("dp", "edp"):
                         self._flush_bucket(p, dim)
-                if inputs and not first:
+                if inputs and prv:
                     self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True))
         self._finish_step()
         return self.g
@@ -463,7 +463,7 @@ class StageSchedule:
                 if grads and self._replicas(dim) > 1:
                     self.collective(f"grads.{dim}.sync", self._sync_kind(), dim, grads * self.job.grad_bytes)
         self.tail += self.dp_syncs
-        if job.pp > 1 and job.tied_embeddings and self.stage in (0, job.pp - 1):
+        if job.tied_embeddings and job.last_stage != 0 and self.stage in (0, job.last_stage):
             self.collective("embedding.grads.allreduce", ALL_REDUCE, "emb",
                             job.hidden * job.vocab // job.tp * self.job.grad_bytes)
         shard = params // replicas if job.distributed_optimizer else params

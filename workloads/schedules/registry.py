@@ -14,13 +14,15 @@ from pathlib import Path
 from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
-from simpy_astra.workloads.schedules.task import Kind, Schedule, Task
+from simpy_astra.workloads.schedules.task import PLACEMENTS, Kind, Schedule, Task, placement
 from simpy_astra.workloads.schedules.zero_bubble import zb_h1
+from simpy_astra.workloads.schedules.zero_bubble_v import zb_v
 
 SCHEDULES: dict[str, Schedule] = {
     "1f1b": one_f_one_b,
     "interleaved-1f1b": interleaved,
     "zb-h1": zb_h1,
+    "zb-v": zb_v,
 }
 _OURS = frozenset(SCHEDULES.values())
 
@@ -36,6 +38,9 @@ def register(name: str, schedule: Schedule) -> Schedule:
     if unfit:
         raise TypeError(f"pipeline schedule {name!r}: {unfit} cannot be called as fn(stage, pp, micro_batches, "
                         f"chunks)")
+    if placement(schedule) not in PLACEMENTS:
+        raise TypeError(f"pipeline schedule {name!r}: chunk_placement {placement(schedule)!r} is none of "
+                        f"{', '.join(map(repr, PLACEMENTS))}")
     taken = SCHEDULES.get(name)  # the same module:function imported again may register again
     if taken is not None and origin(inspect.unwrap(taken)) != origin(inspect.unwrap(schedule)):
         raise ValueError(f"pipeline schedule {name!r} is already registered (by "
@@ -85,10 +90,10 @@ def _checked(name: str, fn: Schedule) -> Schedule:
     forwarded once and then backwarded once (whole, or as input then weight gradient), nothing
     else; else a stage would wait for ever, or a step would run less work than the job has."""
     @functools.wraps(fn)
-    def checked(stage: int, pp: int, micro_batches: int, chunks: int) -> list[Task]:
+    def checked(stage: int, pp: int, micro_batches: int, chunks: int, **costs: object) -> list[Task]:
         what = f"pipeline schedule '{name}'"
         try:
-            order = fn(stage, pp, micro_batches, chunks)
+            order = fn(stage, pp, micro_batches, chunks, **costs)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
             raise PluginError(user_code_problem(what, exc), exc) from None
         problem = _out_of_contract(order, micro_batches, chunks)

@@ -25,6 +25,44 @@ class Task(NamedTuple):
     chunk: int
 
 
+class PassCosts(NamedTuple):
+    """How long one micro-batch's pass through one chunk takes, each way (seconds, or any one
+    unit): what a schedule that builds its order by replaying the pipeline may take as
+    ``costs`` (as zero-bubble schedules are built from profiled times)."""
+
+    forward_s: float
+    input_s: float  # the input gradient (the whole backward, if not split)
+    weight_s: float
+
+
+#: every pass one unit long, the zero-bubble paper's assumption
+UNIT = PassCosts(1.0, 1.0, 1.0)
+
+
+#: how a schedule places the model's chunks on the stages: Megatron's loop (chunk ``c`` of stage
+#: ``s`` is the model's ``c pp + s``-th) or a V, whose odd chunks run back up the pipeline
+#: (chunk 1 of stage ``s`` is the model's ``2 pp - 1 - s``-th: the first stage holds the
+#: model's first and last chunks), as zero-bubble V schedules place them. A schedule says V by
+#: an attribute: ``fn.chunk_placement = "v"``.
+LOOP, V = "loop", "v"
+PLACEMENTS = (LOOP, V)
+
+
+def takes_costs(schedule: object) -> bool:
+    """``schedule`` builds its order from the passes' costs (it has a ``costs`` parameter)."""
+    import inspect
+
+    try:
+        return "costs" in inspect.signature(schedule).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def placement(schedule: object) -> str:
+    """The chunk placement ``schedule`` runs on (:data:`LOOP` unless it says :data:`V`)."""
+    return getattr(schedule, "chunk_placement", LOOP)
+
+
 class Schedule(Protocol):
     """The task order of pipeline stage ``stage`` of ``pp``, for ``micro_batches`` micro-batches
     through ``chunks`` model chunks per stage."""
