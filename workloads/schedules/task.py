@@ -4,6 +4,7 @@ schedules that split it to fill bubbles (zero-bubble, DualPipe)."""
 
 from __future__ import annotations
 
+import inspect
 from enum import Enum
 from typing import NamedTuple, Protocol
 
@@ -50,8 +51,6 @@ PLACEMENTS = (LOOP, V)
 
 def takes_costs(schedule: object) -> bool:
     """``schedule`` builds its order from the passes' costs (it has a ``costs`` parameter)."""
-    import inspect
-
     try:
         return "costs" in inspect.signature(schedule).parameters
     except (TypeError, ValueError):
