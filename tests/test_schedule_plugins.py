@@ -98,7 +98,7 @@ def test_an_edited_schedule_runs_again(user, capsys):
                               "1 chunk(s)) it returned micro-batch 0, chunk 0 forwarded 1 time(s) and backwarded 0"),
     ("sp_user:raises", "pipeline schedule 'sp_user:raises' raised RuntimeError: no plan (at "),
     ("sp_user:two_args", "two_args(stage, pp) cannot be called as fn(stage, pp, micro_batches, chunks)"),
-    ("gpipe", "unknown pipeline schedule 'gpipe' (known: 1f1b, interleaved-1f1b, sp-one-at-a-time, zb-h1; "
+    ("gpipe", "unknown pipeline schedule 'gpipe' (known: 1f1b, interleaved-1f1b, sp-one-at-a-time, zb-h1, zb-v; "
               "or package.module:function)"),
 ])
 def test_a_schedule_out_of_contract_is_one_line_naming_the_field(user, capsys, name, words):
