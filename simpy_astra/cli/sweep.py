@@ -176,17 +176,26 @@ def _label(sweep: str, p: Point) -> str:
     return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
 
 
-def _checked(points: list[Point], sweep: str) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
+def _checked(points: list[Point], sweep: str, spec: SweepSpec | None = None,
+             ) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
     """Each point's invalid row (Megatron refuses it) or None, and why each point that will
-    fail when run fails, saying how far it got."""
+    fail when run fails, saying how far it got. With ``spec`` (``--list``), a sweep with an axis
+    beyond Megatron's flags has each point read by the scenario loader too, as its run would."""
+    from simpy_astra.plugins import search_also
+    from simpy_astra.sweep.megatron_args import is_args_path
     from simpy_astra.sweep.validity import verdict
+
+    load = spec is not None and any(not is_args_path(path) for a in spec.axes
+                                    for path in (a.bundles and {k for b in a.bundles.values() for k in b} or [a.column]))
+    for folder in spec.module_folders if load else ():  # the user's modules, as a point's run finds them
+        search_also(folder)
 
     progress = ExpansionProgress("checking")
     refused, failing = {}, {}
     for i, p in enumerate(points):
         if i % 64 == 0:
             progress(i, len(points))
-        refused[p.key], failure = verdict(p.scenario, _label(sweep, p))
+        refused[p.key], failure = verdict(p.scenario, _label(sweep, p), load)
         if failure:
             failing[p.key] = failure
     return refused, failing
@@ -212,7 +221,7 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
     if args.list:
-        refused, failing = _checked(points, args.sweep)
+        refused, failing = _checked(points, args.sweep, spec)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
               + (f", {count} invalid (Megatron refuses them; they will not run)" if count else ""))

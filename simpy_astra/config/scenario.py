@@ -191,9 +191,11 @@ def load_plugins(modules: Any, where: str) -> None:
             raise InputError(f"{where}: {exc}") from None
 
 
-def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
+def load_scenario(path: str, backend: str | None = None, checking: bool = False) -> SimulationInputs:
     """Read a scenario YAML and every input it names or inlines; nothing is written but a
-    generated workload's cache entry. Errors name the scenario and the field as written."""
+    generated workload's cache entry. Errors name the scenario and the field as written.
+    ``checking``: only its errors are wanted (``sweep --list``), so a slow generator is not run
+    (``NotGenerated`` is raised where its traces would be needed)."""
     doc = read_yaml_file(path, "scenario YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a scenario must be a mapping with keys workload, system, network")
@@ -273,10 +275,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
 
     system = read_system(doc["system"], "system") if doc.get("system") is not None else None
     if "jobs" in doc:
-        return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown)
+        return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown, checking)
     assert system is not None
     workload, groups, info = _workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
-                                       groups)
+                                       groups, checking)
     if cluster is not None and prepared is not None and not system.roofline_enabled:
         _refuse_roofline_compute(path, prepared.generator)
     if doc.get("cost") is not None:  # over the network YAML's own cost block
@@ -415,7 +417,7 @@ def _comm_groups(path: str, value: Any, npus: int) -> str | dict[int, tuple[int,
 
 
 def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: bool, npus: int,
-              groups: str | dict[int, tuple[int, ...]] | None,
+              groups: str | dict[int, tuple[int, ...]] | None, checking: bool = False,
               ) -> tuple[str, str | dict[int, tuple[int, ...]] | None, WorkloadInfo]:
     """``workload``: (ET prefix, comm groups, what its generator says of it). A generated
     one is prepared (unless the cluster's layout did already), checked against the network
@@ -434,7 +436,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     layout = prepared.layout()
     if layout.ranks is not None and on_cluster and npus != layout.ranks:
         raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
-    made = materialise(prepared, where=f"{path}: workload", lazy=True)
+    made = materialise(prepared, where=f"{path}: workload", lazy=True, checking=checking)
     ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
     if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
         size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
@@ -464,7 +466,8 @@ def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
 
 def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                  read_system: Callable[[Any, str], SystemConfig], net: NetworkConfig,
-                 memory: RemoteMemoryConfig, backend: str, queues: int, unknown: list[str]) -> SimulationInputs:
+                 memory: RemoteMemoryConfig, backend: str, queues: int, unknown: list[str],
+                 checking: bool = False) -> SimulationInputs:
     """The inputs of a multi-job scenario (:mod:`simpy_astra.config.jobs`)."""
     # deferred: only a scenario with jobs reads them; an ASTRA-sim run does not load it
     from simpy_astra.config.jobs import read_jobs
@@ -484,7 +487,8 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                                  f"gives with one workload, not jobs:; run this job as its own scenario with "
                                  f"cluster: {{preset: NAME, gpus: N}}")
             try:  # worded for a scenario's workload: field, then named as the job's
-                made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True)
+                made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True,
+                                   checking=checking)
             except InputError as exc:
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
             return made.prefix, made.comm_groups
