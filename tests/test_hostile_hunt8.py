@@ -84,3 +84,28 @@ def _key(value) -> str:
 
     return point_key({"jobs.1.placement": value})
 
+
+NCCL_LOG = Path(__file__).resolve().parent / "data" / "nccl" / "dgx-a100-superbench" / "all_reduce.log"
+
+
+def test_calibrate_on_a_networkx_network_says_what_it_needs(tmp_path, capsys, monkeypatch):
+    # the network README's own form, topology: {networkx: module:function}: calibrate said
+    # "field 'topology' must be a list with one entry per dimension", as if a list had been
+    # mistyped; calibrate scales one bandwidth and latency per dimension, which a graph's
+    # per-link values are not. The module need not even import for that to be said.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nx.yml").write_text('topology: {networkx: "no_such_module:build"}\n')
+    err = _error_lines(capsys, ["calibrate", str(NCCL_LOG), "--network", "nx.yml", "--out", "out"])
+    assert err == ["error: nx.yml: field 'topology' is a networkx graph ({networkx: ...}), whose links carry their "
+                   "own bandwidth and latency; calibrate fits one bandwidth and latency per dimension, so give "
+                   "lists with one entry per dimension: topology (Ring, Switch, FullyConnected or Line), "
+                   "npus_count, bandwidth, latency"], err
+
+
+def test_calibrate_given_a_scenario_for_its_network_says_so(tmp_path, capsys):
+    # "field 'topology' is missing": the scenario has one, under network:
+    scenario = SCENARIOS / "dragonfly_send_recv.yaml"
+    err = _error_lines(capsys, ["calibrate", str(NCCL_LOG), "--network", str(scenario), "--out", str(tmp_path / "o")])
+    assert err == [f"error: {scenario}: is a scenario (it has network:, no topology:); --network takes a network "
+                   f"YAML: save the scenario's network: block as a file of its own and give that"], err
+
