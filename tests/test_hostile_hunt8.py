@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 import yaml
 
 from simpy_astra.cli.main import main
@@ -109,3 +110,31 @@ def test_calibrate_given_a_scenario_for_its_network_says_so(tmp_path, capsys):
     assert err == [f"error: {scenario}: is a scenario (it has network:, no topology:); --network takes a network "
                    f"YAML: save the scenario's network: block as a file of its own and give that"], err
 
+
+def _megatron_sweep(tmp_path, axes: dict):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "axes": axes}))
+    return sweep
+
+
+@pytest.mark.parametrize("fits", ["2", "0.5"])
+def test_an_edited_fits_that_is_neither_yes_nor_no_is_refused(tmp_path, capsys, fits):
+    # a run writes fits 1 or 0; an edited 2 was read as "fits" (anything but 0), and the
+    # summary printed "(fits)" for it, from a value no run wrote
+    sweep = _megatron_sweep(tmp_path, {"workload.args.num-layers": [2, 4]})
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert [row["fits"] for row in rows] == ["1", "1"]
+    rows[1]["fits"] = fits
+    with (out / "results.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    before = (out / "results.csv").read_bytes()
+    capsys.readouterr()
+    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
+    assert err == [f"error: {out / 'results.csv'}: line 3: fits: must be 1 (yes), 0 (no) or empty (got '{fits}'); "
+                   f"fix or delete that line (its point then runs again); the file is left as it is"], err
+    assert (out / "results.csv").read_bytes() == before
