@@ -138,3 +138,33 @@ def test_an_edited_fits_that_is_neither_yes_nor_no_is_refused(tmp_path, capsys, 
     assert err == [f"error: {out / 'results.csv'}: line 3: fits: must be 1 (yes), 0 (no) or empty (got '{fits}'); "
                    f"fix or delete that line (its point then runs again); the file is left as it is"], err
     assert (out / "results.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_plugin_module_that_registers_nothing_is_refused(tmp_path, capsys, monkeypatch, flag):
+    # --plugin os (and examples/my_algos.py, whose algorithm a config names as
+    # my_algos:simple_ring) ran as if the plug-in had been used: nothing it could add was added
+    monkeypatch.chdir(tmp_path)
+    doc = _ring8(tmp_path)
+    if not flag:
+        doc["plugins"] = ["os"]
+    path = _scenario(tmp_path, doc)
+    err = _error_lines(capsys, ["run", str(path), "--quiet", *(["--plugin", "os"] if flag else [])])
+    where = "--plugin" if flag else f"{path}: field 'plugins'"
+    assert err == [f"error: {where}: plugin module 'os' registered nothing (no collective algorithm, topology, link or "
+                   f"switch model, network backend, workload generator or pipeline schedule); remove it, or have it "
+                   f"call a register function (docs/collectives.md); a name such as os:NAME in a config needs no "
+                   f"plug-in"], err
+
+
+def test_a_plugin_module_that_registers_runs_and_may_be_named_twice(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h8_algos.py").write_text(
+        "from simpy_astra import collectives\n"
+        "from simpy_astra.collectives import REGISTRY\n"
+        "collectives.register('h8Ring', REGISTRY['ring'].__class__('h8Ring', REGISTRY['ring'].run,"
+        " REGISTRY['ring'].final_size))\n")
+    doc = _ring8(tmp_path)
+    doc["plugins"] = ["h8_algos"]
+    path = _scenario(tmp_path, doc)
+    assert main(["run", str(path), "--quiet", "--plugin", "h8_algos"]) == 0

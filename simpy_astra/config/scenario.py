@@ -69,7 +69,7 @@ from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.network.backends import lookup as lookup_backend
-from simpy_astra.plugins import PluginError, import_module, search_also
+from simpy_astra.plugins import PluginError, import_plugin, search_also
 
 if TYPE_CHECKING:
     from simpy_astra.workloads.generated import Prepared
@@ -186,7 +186,7 @@ def load_plugins(modules: Any, where: str) -> None:
         raise InputError(f"{where}: must be a list of module names, e.g. [my_pkg.algos]")
     for module in modules:
         try:
-            import_module(module)
+            import_plugin(module)
         except PluginError as exc:
             raise InputError(f"{where}: {exc}") from None
 
