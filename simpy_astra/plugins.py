@@ -207,43 +207,6 @@ def import_module(name: str) -> Any:
         raise PluginError(user_code_problem(f"plugin module '{name}'", exc), exc) from None
 
 
-#: plug-in module -> how many registry entries its import added (imports by :func:`import_plugin`)
-_REGISTERED: dict[str, int] = {}
-
-
-def _registries() -> list[dict[str, Any]]:
-    """Every registry a plug-in module may add to."""
-    # deferred: each of these modules imports this one
-    from simpy_astra.collectives import REGISTRY as COLLECTIVES
-    from simpy_astra.network.backends import BACKENDS
-    from simpy_astra.network.models import LINKS, SWITCHES
-    from simpy_astra.topologies import REGISTRY as TOPOLOGIES
-    from simpy_astra.workloads.generated import GENERATORS
-    from simpy_astra.workloads.schedules.registry import SCHEDULES
-
-    return [COLLECTIVES, TOPOLOGIES, LINKS, SWITCHES, BACKENDS, GENERATORS, SCHEDULES]
-
-
-def import_plugin(name: str) -> None:
-    """Import plug-in module ``name`` (``--plugin``, a scenario's ``plugins:``), which must
-    register something: a module that adds nothing (``os``, a module of the same name found
-    first) would be taken silently and change nothing the run does. A module imported before
-    by other code of the user's (a plug-in's helper) is taken: it registered then, if at all."""
-    registries = _registries()
-    before = [dict(r) for r in registries]
-    new = name not in sys.modules
-    module = import_module(name)
-    if new:
-        _REGISTERED[name] = sum(1 for r, old in zip(registries, before, strict=True)
-                                for key, value in r.items() if old.get(key) is not value)
-    path = getattr(module, "__file__", None)
-    if _REGISTERED.get(name, 0) == 0 and (name in _REGISTERED or not (isinstance(path, str) and is_users_file(path))):
-        raise PluginError(f"plugin module '{name}' registered nothing (no collective algorithm, topology, link or "
-                          f"switch model, network backend, workload generator or pipeline schedule); remove it, "
-                          f"or have it call a register function (docs/collectives.md); a name such as "
-                          f"{name}:NAME in a config needs no plug-in")
-
-
 def module_files(name: str, also: list[str] = ()) -> list[str]:
     """The source files of user module ``name`` as :func:`import_module` would find it (the
     working directory, the installed packages, :data:`SEARCH_FOLDERS` and ``also``), found

@@ -64,12 +64,13 @@ from simpy_astra.config import (
     with_cost,
 )
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
+from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.network.backends import lookup as lookup_backend
-from simpy_astra.plugins import PluginError, import_plugin, search_also
+from simpy_astra.plugins import PluginError, search_also
 
 if TYPE_CHECKING:
     from simpy_astra.workloads.generated import Prepared
@@ -176,19 +177,6 @@ def _block(scenario: str, key: str, value: Any, from_path: Callable[[str], T],
     if isinstance(value, dict):
         return from_mapping(value, f"{scenario}: {key}")
     raise InputError.at(scenario, key, f"must be a file path or a mapping (got {value!r})")
-
-
-def load_plugins(modules: Any, where: str) -> None:
-    """Import the user's plugin modules (they register algorithms and topologies)."""
-    if isinstance(modules, str):
-        modules = [modules]
-    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise InputError(f"{where}: must be a list of module names, e.g. [my_pkg.algos]")
-    for module in modules:
-        try:
-            import_plugin(module)
-        except PluginError as exc:
-            raise InputError(f"{where}: {exc}") from None
 
 
 def load_scenario(path: str, backend: str | None = None, checking: bool = False) -> SimulationInputs:

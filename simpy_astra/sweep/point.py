@@ -8,14 +8,9 @@ bad point never stops a sweep.
 
 from __future__ import annotations
 
-import os
-import re
-import tempfile
 import time
 from typing import Any
 
-from simpy_astra.config.readers import dump_yaml
-from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.engine.statistics import COMM, GPU
 from simpy_astra.errors import InvalidConfigurationError
@@ -25,26 +20,9 @@ from simpy_astra.network.cost_model import network_cost
 from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
+from simpy_astra.sweep.point_inputs import load_point, relabel
 from simpy_astra.sweep.spec import TRAINING_NAMES
 from simpy_astra.sweep.validity import invalid_figures
-
-
-def relabel(text: str, where: str) -> str:
-    """Errors name the temporary files a point is loaded from; name what the user wrote instead:
-    ``/tmp/simpy-astra-x/system.json: field 'f'`` -> ``SWEEP: point ...: system: field 'f'``."""
-    tmp = re.escape(os.path.realpath(tempfile.gettempdir())) + "|" + re.escape(tempfile.gettempdir())
-    text = re.sub(rf"(?:{tmp})/simpy-astra-point-[^/\s]+/scenario\.yaml", where, text)
-    return re.sub(rf"(?:{tmp})/simpy-astra-[^/\s]+/(\w+)\.(?:json|yml|yaml)", rf"{where}: \1", text)
-
-
-def load_point(scenario: dict[str, Any], checking: bool = False) -> Any:
-    """The inputs of one point, read by the scenario loader as ``run`` reads a scenario file
-    (errors name a temporary file: :func:`relabel` them); ``checking``: see load_scenario."""
-    with tempfile.TemporaryDirectory(prefix="simpy-astra-point-") as tmp:
-        path = os.path.join(tmp, "scenario.yaml")
-        with open(path, "w") as f:
-            dump_yaml(scenario, f)
-        return load_scenario(path, checking=checking)
 
 
 def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:

@@ -48,8 +48,8 @@ def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[d
 
 def _loaded(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
     """What the scenario loader says of a point, in the words its run would record."""
-    # deferred: point.py records invalid rows with invalid_figures, and the loader is heavy
-    from simpy_astra.sweep.point import load_point, relabel
+    # deferred: the loader is heavy, and a sweep of Megatron's flags alone never needs it
+    from simpy_astra.sweep.point_inputs import load_point, relabel
     from simpy_astra.workloads.generated import NotGenerated
 
     try:
