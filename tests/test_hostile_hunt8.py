@@ -168,3 +168,21 @@ def test_a_plugin_module_that_registers_runs_and_may_be_named_twice(tmp_path, ca
     doc["plugins"] = ["h8_algos"]
     path = _scenario(tmp_path, doc)
     assert main(["run", str(path), "--quiet", "--plugin", "h8_algos"]) == 0
+
+
+def test_the_receiver_of_a_send_recv_microbenchmark_waits_on_communication_not_a_bubble(tmp_path, capsys):
+    # NPU 5 of 8 on a ring receives 1 MiB from NPU 0: three hops of 500 ns and 2^20 bytes at
+    # 50 GiB/s (53.687 bytes/ns), trunc(1,500 + 19,531.25) = 21,031 ns on the unaware backend.
+    # The receiver waits for the message the whole time: its breakdown said "bubble", the
+    # part docs/reports.md keeps for waiting on a peer pipeline stage, which a one-message
+    # microbenchmark has none of
+    import json
+
+    doc = yaml.safe_load((SCENARIOS / "dragonfly_send_recv.yaml").read_text())
+    doc["network"] = {"topology": ["Ring"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0]}
+    doc["workload"].update(num_npus=8, dst=5)
+    figures = tmp_path / "f.json"
+    assert main(["run", str(_scenario(tmp_path, doc)), "--quiet", "--json-out", str(figures)]) == 0
+    npus = json.loads(figures.read_text())["npus"]
+    assert npus["5"]["breakdown_ns"] == {"comm.p2p": 21_031} == npus["0"]["breakdown_ns"]
+    assert npus["3"]["breakdown_ns"] == {}

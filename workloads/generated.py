@@ -251,7 +251,8 @@ def _module(module: str, version: str, command: bool = True, **kwargs: Any) -> G
 # ``generate`` command; a new generator module adds its line here. Bump a version when its
 # traces change (old cache entries are then ignored).
 GENERATORS: dict[str, GeneratorEntry] = {
-    "microbench": _module("simpy_astra.workloads.microbench", "1",
+    # 2: send_recv's receive names its stream, p2p
+    "microbench": _module("simpy_astra.workloads.microbench", "2",
                           prepare=_lazy("simpy_astra.workloads.microbench", "prepare"), writes_remote_memory=False),
     # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
     "text": _module("simpy_astra.workloads.text_workload", "1", command=False),
