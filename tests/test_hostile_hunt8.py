@@ -186,3 +186,45 @@ def test_the_receiver_of_a_send_recv_microbenchmark_waits_on_communication_not_a
     npus = json.loads(figures.read_text())["npus"]
     assert npus["5"]["breakdown_ns"] == {"comm.p2p": 21_031} == npus["0"]["breakdown_ns"]
     assert npus["3"]["breakdown_ns"] == {}
+
+
+SCHEDULES = '''
+from simpy_astra.workloads.schedules.task import Kind, Task
+
+
+def each_at_once(stage, pp, m, chunks):
+    """Stage 0 backwards each micro-batch right after its forward; the others forward all first."""
+    if stage == 0:
+        return [t for i in range(m) for t in (Task(Kind.FORWARD, i, 0), Task(Kind.BACKWARD, i, 0))]
+    return [Task(Kind.FORWARD, i, 0) for i in range(m)] + [Task(Kind.BACKWARD, i, 0) for i in range(m)]
+
+
+def last_backwards_reversed(stage, pp, m, chunks):
+    """GPipe, the last stage backwarding its micro-batches last first: slow, but it finishes."""
+    backwards = [Task(Kind.BACKWARD, i, 0) for i in range(m)]
+    return [Task(Kind.FORWARD, i, 0) for i in range(m)] + (backwards[::-1] if stage == pp - 1 else backwards)
+'''
+
+
+@pytest.mark.parametrize("schedule, code", [("h8_schedules:each_at_once", 2),
+                                            ("h8_schedules:last_backwards_reversed", 0)])
+def test_a_schedule_whose_stages_wait_on_each_other_is_refused_before_the_run(tmp_path, capsys, monkeypatch,
+                                                                              schedule, code):
+    # each stage's order is in contract alone (every micro-batch forwarded, then backwarded),
+    # but stage 0 waits at its first backward for stage 1's, which first forwards micro-batch
+    # 1, which stage 0 sends only after that backward: the run simulated up to there and
+    # stopped with status 3, naming trace nodes ('B0.c0.recv_gradient'), not the schedule
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h8_schedules.py").write_text(SCHEDULES)
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "schedule": schedule,
+                                             "args": ARGS + " --pipeline-model-parallel-size 2"},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}})
+    assert main(["run", str(path), "--quiet"]) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    if code == 0:
+        return
+    assert err == [f"error: {path}: workload.schedule: pipeline schedule '{schedule}': its stages' orders wait on "
+                   f"each other for ever (16 micro-batches, 1 chunk(s)): stage 0 at its BACKWARD of micro-batch 0 "
+                   f"(chunk 0) waits for stage 1's BACKWARD of it; stage 1 at its FORWARD of micro-batch 1 (chunk 0) "
+                   f"waits for stage 0's FORWARD of it; order each stage's tasks so that what it waits for comes "
+                   f"earlier in the other stage's"], err

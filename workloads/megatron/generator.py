@@ -35,6 +35,7 @@ from simpy_astra.workloads.megatron.report import TrainingFigures, figures
 from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.schedules import registry as schedules
+from simpy_astra.workloads.schedules.deadlock import stall
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
     Units,
@@ -79,10 +80,14 @@ def _schedule_name(name: Any, job: MegatronJob, where: str) -> str:
         raise InputError(f"{where}: must name a pipeline schedule, e.g. 1f1b (got {name!r})")
     try:
         schedule = schedules.lookup(name)
-        for stage in range(job.pp):
-            schedule(stage, job.pp, job.micro_batches, job.virtual_stages)
+        orders = [schedule(stage, job.pp, job.micro_batches, job.virtual_stages) for stage in range(job.pp)]
     except (PluginError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: {exc}") from None
+    stuck = stall(orders, job.virtual_stages)  # each stage's order is fine alone; together?
+    if stuck:
+        raise InputError(f"{where}: pipeline schedule '{name}': its stages' orders wait on each other for ever "
+                         f"({job.micro_batches} micro-batches, {job.virtual_stages} chunk(s)): {stuck}; order each "
+                         f"stage's tasks so that what it waits for comes earlier in the other stage's")
     return name
 
 

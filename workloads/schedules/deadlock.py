@@ -1,0 +1,62 @@
+"""Whether the stages' task orders of a pipeline schedule can all finish together.
+
+Each stage's order is checked alone by the registry (every micro-batch forwarded once, then
+backwarded once); orders that are each fine can still wait on each other: stage 0 doing each
+micro-batch's backward right after its forward (GPipe without a pipeline) while stage 1 forwards
+every micro-batch first waits for ever. The run would then stall after simulating up to that
+point and name trace nodes; here the schedule is played out on its own, before any trace is
+written, in the dependencies the generators write: a forward of a micro-batch waits for the
+previous model chunk's forward of it, a backward (or input gradient) for the next chunk's, a
+weight gradient for nothing of other stages. Chunk ``c`` of stage ``s`` is the model's
+``c * pp + s`` (Megatron's interleaving).
+"""
+
+from __future__ import annotations
+
+from simpy_astra.workloads.schedules.task import Kind, Task
+
+
+def stall(orders: list[list[Task]], chunks: int) -> str:
+    """'' when every stage of ``orders`` (stage -> its tasks) runs to its end, else what the
+    first stuck stages wait for, in words."""
+    pp = len(orders)
+    last = pp * chunks - 1
+    done: set[tuple[str, int, int]] = set()  # ("F" or "B", micro-batch, model chunk)
+    at = [0] * pp
+    progress = True
+    while progress:
+        progress = False
+        for stage, order in enumerate(orders):
+            while at[stage] < len(order):
+                kind, mb, chunk = order[at[stage]]
+                index = chunk * pp + stage
+                need = _needs(kind, mb, index, last)
+                if need is not None and need not in done:
+                    break
+                if kind is not Kind.BACKWARD_WEIGHT:
+                    done.add(("F" if kind is Kind.FORWARD else "B", mb, index))
+                at[stage] += 1
+                progress = True
+    stuck = [s for s in range(pp) if at[s] < len(orders[s])]
+    if not stuck:
+        return ""
+    waits = []
+    for stage in stuck[:2]:
+        kind, mb, chunk = orders[stage][at[stage]]
+        need = _needs(kind, mb, chunk * pp + stage, last)
+        assert need is not None
+        other = need[2] % pp
+        waits.append(f"stage {stage} at its {kind.name} of micro-batch {mb} (chunk {chunk}) waits for stage "
+                     f"{other}'s {'FORWARD' if need[0] == 'F' else 'BACKWARD'} of it")
+    more = f" ({len(stuck)} stages stuck)" if len(stuck) > 2 else ""
+    return "; ".join(waits) + more
+
+
+def _needs(kind: Kind, mb: int, index: int, last: int) -> tuple[str, int, int] | None:
+    """What a task waits for from another stage: the previous chunk's forward of its
+    micro-batch, the next chunk's backward (input gradient) of it, or nothing."""
+    if kind is Kind.FORWARD:
+        return ("F", mb, index - 1) if index > 0 else None
+    if kind is Kind.BACKWARD_WEIGHT or index == last:
+        return None
+    return "B", mb, index + 1
