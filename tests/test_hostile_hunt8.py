@@ -30,6 +30,21 @@ def _scenario(tmp_path, doc: dict | None = None, name: str = "s.yaml"):
     return path
 
 
+@pytest.fixture
+def registries(monkeypatch):
+    """The registries and modules a test's plug-ins add to, as they were after it."""
+    import sys
+
+    from simpy_astra import collectives
+    from simpy_astra.workloads.schedules import registry
+
+    monkeypatch.setattr(registry, "SCHEDULES", dict(registry.SCHEDULES))
+    monkeypatch.setattr(collectives, "REGISTRY", dict(collectives.REGISTRY))
+    yield
+    for name in ("h8_algos", "h8_schedules"):
+        sys.modules.pop(name, None)
+
+
 def _ring8(tmp_path) -> dict:
     """The default scenario (8 NPUs on a ring, ET traces), its workload made absolute."""
     doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
@@ -157,7 +172,7 @@ def test_a_plugin_module_that_registers_nothing_is_refused(tmp_path, capsys, mon
                    f"plug-in"], err
 
 
-def test_a_plugin_module_that_registers_runs_and_may_be_named_twice(tmp_path, capsys, monkeypatch):
+def test_a_plugin_module_that_registers_runs_and_may_be_named_twice(tmp_path, capsys, monkeypatch, registries):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "h8_algos.py").write_text(
         "from simpy_astra import collectives\n"
@@ -209,7 +224,7 @@ def last_backwards_reversed(stage, pp, m, chunks):
 @pytest.mark.parametrize("schedule, code", [("h8_schedules:each_at_once", 2),
                                             ("h8_schedules:last_backwards_reversed", 0)])
 def test_a_schedule_whose_stages_wait_on_each_other_is_refused_before_the_run(tmp_path, capsys, monkeypatch,
-                                                                              schedule, code):
+                                                                              registries, schedule, code):
     # each stage's order is in contract alone (every micro-batch forwarded, then backwarded),
     # but stage 0 waits at its first backward for stage 1's, which first forwards micro-batch
     # 1, which stage 0 sends only after that backward: the run simulated up to there and
@@ -228,3 +243,15 @@ def test_a_schedule_whose_stages_wait_on_each_other_is_refused_before_the_run(tm
                    f"(chunk 0) waits for stage 1's BACKWARD of it; stage 1 at its FORWARD of micro-batch 1 (chunk 0) "
                    f"waits for stage 0's FORWARD of it; order each stage's tasks so that what it waits for comes "
                    f"earlier in the other stage's"], err
+
+
+def test_interleaved_1f1b_on_one_chunk_a_stage_is_refused(tmp_path, capsys):
+    # Megatron-LM runs 1F1B when there is one chunk a stage (arguments.py: a virtual pipeline
+    # size of 1 becomes None); schedule: interleaved-1f1b ran an interleaved warm-up of
+    # 2 (pp - stage - 1) forwards, 1F1B's twice, which no Megatron run does
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "schedule": "interleaved-1f1b",
+                                             "args": ARGS + " --pipeline-model-parallel-size 2"},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}})
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: workload.schedule: interleaved 1F1B interleaves 2 or more model chunks per stage, "
+                   f"not 1 (use 1f1b, or give --num-layers-per-virtual-pipeline-stage)"], err
