@@ -255,3 +255,14 @@ def test_interleaved_1f1b_on_one_chunk_a_stage_is_refused(tmp_path, capsys):
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.schedule: interleaved 1F1B interleaves 2 or more model chunks per stage, "
                    f"not 1 (use 1f1b, or give --num-layers-per-virtual-pipeline-stage)"], err
+
+
+@pytest.mark.parametrize("flag, kind", [("--json-out", "file"), ("--trace-out", "file"), ("--csv-out", "folder"),
+                                        ("--plots", "folder")])
+def test_a_dash_for_an_output_is_not_taken_as_a_file_named_dash(tmp_path, capsys, monkeypatch, flag, kind):
+    # '--json-out -' (stdout to many tools) ran and wrote the figures into a file named '-'
+    monkeypatch.chdir(tmp_path)
+    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", flag, "-"])
+    assert err == [f"error: {flag}: '-' would be a {kind} named '-' here, not stdout (stdout carries the answer); "
+                   f"give a {kind} path"], err
+    assert not (tmp_path / "-").exists()

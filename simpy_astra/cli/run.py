@@ -221,12 +221,20 @@ def _name_fits(path: str, flag: str) -> None:
                          f"bytes, a path over 4096, or a NUL character)")
 
 
+def _not_stdout(path: str, flag: str, kind: str) -> None:
+    """``-`` is stdout to many tools; here it would be a file or folder named '-' in the working folder."""
+    if path == "-":
+        raise InputError(f"{flag}: '-' would be a {kind} named '-' here, not stdout (stdout carries the answer); "
+                         f"give a {kind} path")
+
+
 def _writable_file(path: str | None, flag: str) -> None:
     """Refuse an output file that cannot be written, before the run (not after minutes of it)."""
     if path is None:
         return
     if not path:
         raise InputError(f"{flag}: must be a file path (got an empty string)")
+    _not_stdout(path, flag, "file")
     _name_fits(path, flag)
     from simpy_astra.infra import files
 
@@ -239,6 +247,7 @@ def _writable_dir(path: str | None, flag: str) -> None:
         return
     if not path:
         raise InputError(f"{flag}: must be a folder path (got an empty string)")
+    _not_stdout(path, flag, "folder")
     _name_fits(path, flag)
     existing = path
     while not os.path.exists(existing):
