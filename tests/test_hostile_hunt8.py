@@ -266,3 +266,23 @@ def test_a_dash_for_an_output_is_not_taken_as_a_file_named_dash(tmp_path, capsys
     assert err == [f"error: {flag}: '-' would be a {kind} named '-' here, not stdout (stdout carries the answer); "
                    f"give a {kind} path"], err
     assert not (tmp_path / "-").exists()
+
+
+def test_list_keeps_points_with_long_coordinates_within_80_columns(tmp_path, capsys):
+    # three list-valued axes over a 3D torus: each point's line was 119 or 152 columns
+    # ("all_reduce_implementation=['halvingDoubling', 'halvingDoubling', 'halvingDoubling']")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": str(SCENARIOS / "torus3d_all_reduce.yaml"), "axes": {
+        "network.bandwidth": [[100, 100, 100], [200, 200, 200]],
+        "system.all-reduce-implementation": [["ring"] * 3, ["halvingDoubling"] * 3]}}))
+    assert main(["sweep", str(sweep), "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in out) <= 80, out
+    assert out[1:3] == [f"{_listed_key([100] * 3, ['ring'] * 3)} bandwidth=[100,100,100]",
+                        '  all_reduce_implementation=["ring","ring","ring"]']
+
+
+def _listed_key(bandwidth, algorithms) -> str:
+    from simpy_astra.sweep.spec import point_key
+
+    return point_key({"network.bandwidth": bandwidth, "system.all-reduce-implementation": algorithms})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -171,6 +172,32 @@ def _is_main_program() -> bool:
         or os.path.basename(sys.argv[0] if sys.argv else "") == "simpy-astra"
 
 
+def _shown(value: Any) -> str:
+    """A coordinate in ``--list``: a list or mapping as compact JSON (no spaces to wrap at), and
+    no character a terminal would act on."""
+    return printable(json.dumps(value, separators=(",", ":")) if isinstance(value, list | dict) else str(value))
+
+
+def _point_line(key: str, coordinates: list[str], mark: str, width: int = 80) -> str:
+    """A point's key, coordinates and mark (two spaces before it) within ``width`` columns: a
+    coordinate that does not fit the line goes on the next, indented (one longer than a line
+    is cut where the line ends)."""
+    lines, line = [], key
+    for word in coordinates:
+        if len(line) + 1 + len(word) <= width:
+            line += " " + word
+            continue
+        lines.append(line)
+        line = "  " + word
+        while len(line) > width:
+            lines.append(line[:width])
+            line = "  " + line[width:]
+    if mark and len(line) + 2 + len(mark) > width:
+        lines.append(line)
+        line = ""
+    return "\n".join([*lines, line + ("  " + mark if mark else "")])
+
+
 def _label(sweep: str, p: Point) -> str:
     """What a point's error names: the sweep file and the coordinates."""
     return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
@@ -226,8 +253,8 @@ def _main(argv: list[str]) -> int:
         print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
               + (f", {count} invalid (Megatron refuses them; they will not run)" if count else ""))
         for p in points:
-            mark = "  invalid" if refused[p.key] else "  will fail" if p.key in failing else ""
-            print(p.key, " ".join(f"{a.name}={p.coordinates[a.column]}" for a in spec.axes) + mark)
+            mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
+            print(_point_line(p.key, [f"{a.name}={_shown(p.coordinates[a.column])}" for a in spec.axes], mark))
         rules = [r["rule"] for r in refused.values() if r]
         for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
             print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")
