@@ -286,3 +286,33 @@ def _listed_key(bandwidth, algorithms) -> str:
     from simpy_astra.sweep.spec import point_key
 
     return point_key({"network.bandwidth": bandwidth, "system.all-reduce-implementation": algorithms})
+
+
+@pytest.mark.parametrize("key, words", [("peak-perf", "1 FLOP"), ("local-mem-bw", "1 byte")])
+def test_a_roofline_rate_so_low_that_one_unit_passes_the_horizon_is_refused(tmp_path, capsys, monkeypatch, key,
+                                                                            words):
+    # either at 1e-300 on this roofline scenario: 'internal error OverflowError: int too large to
+    # convert to float (this is a simpy-astra bug)'; local-mem-bw 1e-300 GB/s on
+    # scenarios/default.yaml (only its reductions read it, three passes at 1e-300 bytes/ns) was
+    # blamed on the network's bandwidth and latency
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    doc["system"][key] = 1e-300
+    path = _scenario(tmp_path, doc)
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: system: field '{key}' is so low that {words} would take past the horizon "
+                   f"(9223372036854775807 ns, about 292 years: simulated time must fit 2^63 ns); raise it"], err
+
+
+def test_compute_past_the_horizon_blames_the_roofline_not_the_network(tmp_path, capsys, monkeypatch):
+    # peak-perf 1e-15 TFLOP/s (a FLOP in 1e-3 / 1e-15 = 1e12 ns, within the horizon): the step's
+    # compute alone goes past 2^63 ns, and the error told the user to raise the network's
+    # bandwidth [100.0] GB/s
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    doc["system"]["peak-perf"] = 1e-15
+    path = _scenario(tmp_path, doc)
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: system: NPU "), err
+    assert "its compute alone takes " in err[0] and "at peak-perf 1e-15 TFLOP/s and local-mem-bw 3000 GB/s: raise " \
+           "them or shrink the workload's compute" in err[0] and "network" not in err[0]
