@@ -316,3 +316,29 @@ def test_compute_past_the_horizon_blames_the_roofline_not_the_network(tmp_path, 
     assert len(err) == 1 and err[0].startswith(f"error: {path}: system: NPU "), err
     assert "its compute alone takes " in err[0] and "at peak-perf 1e-15 TFLOP/s and local-mem-bw 3000 GB/s: raise " \
            "them or shrink the workload's compute" in err[0] and "network" not in err[0]
+
+
+def test_a_trace_folder_beside_an_absolute_trace_name_is_refused(tmp_path, capsys, monkeypatch):
+    # local-mem-trace-filename /abs/trace with --trace-dir t: the traces went to /abs, and t
+    # was made and left empty, as if the flag had been followed
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    doc["system"]["local-mem-trace-filename"] = str(tmp_path / "abs" / "trace")
+    path = _scenario(tmp_path, doc)
+    err = _error_lines(capsys, ["run", str(path), "--quiet", "--trace-dir", "t"])
+    assert err == [f"error: --trace-dir: {path}: system: local-mem-trace-filename is {tmp_path / 'abs' / 'trace'}, "
+                   f"an absolute path, where the traces go whatever --trace-dir says; leave out --trace-dir, or "
+                   f"give the file name alone"], err
+    assert not (tmp_path / "t").exists() and not (tmp_path / "abs").exists()
+
+
+def test_a_trace_folder_for_several_jobs_is_refused(tmp_path, capsys, monkeypatch):
+    # docs/jobs.md: a run of several jobs writes no local-memory trace files; with
+    # track-local-mem on, --trace-dir t ran, made t and wrote nothing there
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((SCENARIOS / "two_llm_jobs_fat_tree.yaml").read_text())
+    doc["system"]["track-local-mem"] = 1
+    err = _error_lines(capsys, ["run", str(_scenario(tmp_path, doc)), "--quiet", "--trace-dir", "t"])
+    assert err == ["error: --trace-dir: a run of several jobs writes no local-memory traces (their names are per "
+                   "rank, which the jobs share); leave out --trace-dir"], err
+    assert not (tmp_path / "t").exists()

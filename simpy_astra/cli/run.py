@@ -388,6 +388,13 @@ def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
     if not bare_only and not any(s.track_local_mem for s in (inputs.system, *(j.system for j in inputs.jobs or ()))):
         raise InputError("--trace-dir: this run writes no local-memory traces (its system's track-local-mem is "
                          "off); leave out --trace-dir, or turn track-local-mem on")
+    if not bare_only and inputs.jobs:  # their names are per rank, which jobs share (docs/jobs.md)
+        raise InputError("--trace-dir: a run of several jobs writes no local-memory traces (their names are per "
+                         "rank, which the jobs share); leave out --trace-dir")
+    if not bare_only and inputs.system.track_local_mem and os.path.isabs(prefix):  # else read by nothing
+        raise InputError(f"--trace-dir: {inputs.system.source}: local-mem-trace-filename is {prefix}, an absolute "
+                         f"path, where the traces go whatever --trace-dir says; leave out --trace-dir, or give "
+                         f"the file name alone")
     _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
         system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))
