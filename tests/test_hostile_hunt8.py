@@ -342,3 +342,15 @@ def test_a_trace_folder_for_several_jobs_is_refused(tmp_path, capsys, monkeypatc
     assert err == ["error: --trace-dir: a run of several jobs writes no local-memory traces (their names are per "
                    "rank, which the jobs share); leave out --trace-dir"], err
     assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("folder", ["step_8npus_1MB", "step_8npus_1MB/"])
+def test_a_workload_named_by_its_folder_is_told_the_prefix(tmp_path, capsys, folder):
+    # 'error: .../step_8npus_1MB/.0.et: the ET file for NPU 0 does not exist', a name nobody
+    # wrote; the folder holds step.0.et .. step.7.et, whose prefix is .../step_8npus_1MB/step
+    doc = _ring8(tmp_path)
+    doc["workload"] = f"{SCENARIOS / 'workloads'}/{folder}"
+    err = _error_lines(capsys, ["run", str(_scenario(tmp_path, doc)), "--quiet"])
+    assert err == [f"error: {doc['workload']}: is a folder; a workload is the prefix of its ET files, "
+                   f"PREFIX for PREFIX.0.et, PREFIX.1.et ...: give {SCENARIOS / 'workloads' / 'step_8npus_1MB' / 'step'} "
+                   f"(for step.0.et ...)"], err
