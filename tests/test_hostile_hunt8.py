@@ -354,3 +354,17 @@ def test_a_workload_named_by_its_folder_is_told_the_prefix(tmp_path, capsys, fol
     assert err == [f"error: {doc['workload']}: is a folder; a workload is the prefix of its ET files, "
                    f"PREFIX for PREFIX.0.et, PREFIX.1.et ...: give {SCENARIOS / 'workloads' / 'step_8npus_1MB' / 'step'} "
                    f"(for step.0.et ...)"], err
+
+
+@pytest.mark.parametrize("flags, flag", [(["--out", "runs/x"], "--out"), (["--jobs", "3"], "--jobs"),
+                                         (["--retry-failed"], "--retry-failed"),
+                                         (["--cluster", "tcp://127.0.0.1:8786"], "--cluster")])
+def test_list_refuses_the_flags_of_running_the_points(tmp_path, capsys, monkeypatch, flags, flag):
+    # 'sweep s.yaml --list --out runs/x' listed the points and ran none, made no folder and said
+    # nothing of --out, as if the sweep had gone there
+    monkeypatch.chdir(tmp_path)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": _ring8(tmp_path), "axes": {"network.bandwidth": [50, 100]}}))
+    err = _error_lines(capsys, ["sweep", str(sweep), "--list", *flags])
+    assert err == [f"error: --list: prints the points and runs none, so {flag} would change nothing; leave out "
+                   f"{flag} (or --list, to run the sweep)"], err

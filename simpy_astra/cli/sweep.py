@@ -248,6 +248,12 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
     if args.list:
+        given = [flag for flag, value in (("--out", args.out), ("--cluster", args.cluster),
+                                          ("--retry-failed", args.retry_failed)) if value]
+        given += ["--jobs"] if any(a == "--jobs" or a.startswith("--jobs=") for a in argv) else []
+        if given:  # a flag of running the points, read by nothing
+            raise InputError(f"--list: prints the points and runs none, so {given[0]} would change nothing; leave "
+                             f"out {given[0]} (or --list, to run the sweep)")
         refused, failing = _checked(points, args.sweep, spec)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
