@@ -368,3 +368,60 @@ def test_list_refuses_the_flags_of_running_the_points(tmp_path, capsys, monkeypa
     err = _error_lines(capsys, ["sweep", str(sweep), "--list", *flags])
     assert err == [f"error: --list: prints the points and runs none, so {flag} would change nothing; leave out "
                    f"{flag} (or --list, to run the sweep)"], err
+
+
+RANDOM_SCHEDULE = '''
+import random
+
+from simpy_astra.workloads.schedules.task import Kind, Task
+
+SEED = 0
+
+
+def shuffled(stage, pp, m, chunks):
+    """Each stage's forwards, backwards (input gradients) and weight gradients in micro-batch
+    order, interleaved at random: in contract alone, and together sometimes stuck."""
+    rng = random.Random(SEED * 100 + stage)
+    split = SEED % 2 == 1
+    f = b = w = 0
+    out = []
+    while (w if split else b) < m:
+        kinds = ["F"] * (f < m) + ["B"] * (b < f) + ["W"] * (split and w < b)
+        kind = rng.choice(kinds)
+        if kind == "F":
+            out.append(Task(Kind.FORWARD, f, 0))
+            f += 1
+        elif kind == "B":
+            out.append(Task(Kind.BACKWARD_INPUT if split else Kind.BACKWARD, b, 0))
+            b += 1
+        else:
+            out.append(Task(Kind.BACKWARD_WEIGHT, w, 0))
+            w += 1
+    return out
+'''
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_schedule_check_agrees_with_the_engine(tmp_path, capsys, monkeypatch, registries, seed):
+    # the check plays the stages' orders out alone; the engine, run without it, must stall (exit
+    # 3) exactly when the check refuses: 12 random orders of 2 stages, 8 micro-batches, whole
+    # and split backwards
+    import sys
+
+    from simpy_astra.workloads.megatron import generator
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h8_schedules.py").write_text(RANDOM_SCHEDULE.replace("SEED = 0", f"SEED = {seed}"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("h8_schedules", None)
+    import h8_schedules
+
+    orders = [h8_schedules.shuffled(stage, 2, 8, 1) for stage in range(2)]
+    refused = bool(generator.stall(orders, 1))
+    monkeypatch.setattr(generator, "stall", lambda orders, chunks: "")
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "schedule": "h8_schedules:shuffled",
+                                             "args": ARGS.replace("--global-batch-size 16", "--global-batch-size 8")
+                                             + " --pipeline-model-parallel-size 2"},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}})
+    assert main(["run", str(path), "--quiet"]) == (3 if refused else 0)
