@@ -425,3 +425,34 @@ def test_the_schedule_check_agrees_with_the_engine(tmp_path, capsys, monkeypatch
                                              + " --pipeline-model-parallel-size 2"},
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}})
     assert main(["run", str(path), "--quiet"]) == (3 if refused else 0)
+
+
+SYSTEM = {"scheduling-policy": "FIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
+          "active-chunks-per-dimension": 8, "preferred-dataset-splits": 1, "local-mem-bw": 1000000, "peak-perf": 312,
+          "roofline-enabled": 0, "all-reduce-implementation": ["halvingDoubling"] * 2,
+          "all-gather-implementation": ["ring"] * 2, "reduce-scatter-implementation": ["ring"] * 2,
+          "all-to-all-implementation": ["direct"] * 2}
+
+
+@pytest.mark.parametrize("network, flags, second", [
+    (True, [], "network"), (False, ["--network-backend", "congestion_aware"],
+                            "congestion_aware backend (--network-backend)")])
+def test_nccl_ring_beside_the_scenarios_own_system_where_nccls_model_does_not_run_is_refused(
+        tmp_path, capsys, network, flags, second):
+    # nccl_algo: ring sets the preset's system to rings and NCCL's model to its ring; with the
+    # scenario's own system and its own network (or a backend that plays messages) neither is
+    # read: the step took 3,453,111 ns (4,040,753 ns on congestion_aware) with and without it
+    doc = {"workload": {"generate": "megatron", "args": ARGS}, "cluster": {"preset": "dgx-a100-80gb", "gpus": 16,
+                                                                          "nccl_algo": "ring"},
+           "system": SYSTEM}
+    if network:
+        doc["network"] = {"topology": ["Ring", "Ring"], "npus_count": [8, 2], "bandwidth": [200, 25],
+                          "latency": [500, 5000]}
+    path = _scenario(tmp_path, doc)
+    err = _error_lines(capsys, ["run", str(path), "--quiet", *flags])
+    assert err == [f"error: {path}: cluster.nccl_algo: read by the preset's system (rings on every dimension) and by "
+                   f"NCCL's all-reduce model on the preset's own machine (congestion_unaware backend); the scenario's "
+                   f"system replaces the first, and its {second} the second, so it would change nothing; remove "
+                   f"nccl_algo"], err
+    del doc["cluster"]["nccl_algo"]
+    assert main(["run", str(_scenario(tmp_path, doc)), "--quiet", *flags]) == 0

@@ -195,6 +195,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     # first: a plug-in may register the backend, generator, algorithms or topologies named below
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
+    user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = _with_cluster(path, doc)
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
     if cluster is not None and user_network and cluster.nccl_algo in ("tree", "nvls"):
@@ -226,7 +227,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if cluster is not None:
         how = "--network-backend" if backend is not None else "field 'backend'"
-        _refuse_unread_cluster_keys(path, doc["cluster"], user_network, chosen, how, _reads_gpu(prepared))
+        _refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
+                                    _reads_gpu(prepared))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     # the preset's network is the cluster's (its bandwidths are cluster keys): errors name that
@@ -306,14 +308,22 @@ NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency",
 SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
 
 
-def _refuse_unread_cluster_keys(path: str, written: dict, user_network: bool, backend: str, how: str,
+def _refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool], backend: str, how: str,
                                 reads_gpu: bool) -> None:
     """A ``cluster:`` key this run never reads, refused rather than run as if set: NCCL's fitted
     all-reduce terms time the all-reduce only on the preset's own network with a backend that
     times it so, the leaves and spine exist only on the preset's own network, and the GPU's
-    figures time only a generator's kernels that it times on the cluster's GPU (Megatron's)."""
+    figures time only a generator's kernels that it times on the cluster's GPU (Megatron's); and
+    ``nccl_algo: ring`` shapes only the preset's system and NCCL's model (tree and nvls, which
+    only the model reads, are refused where it does not run, after this)."""
     nccl = f"read only by NCCL's all-reduce model on the preset's own machine ({DEFAULT_BACKEND} backend)"
+    user_network, user_system = users
     unread: dict[str, str] = {}
+    if written.get("nccl_algo") == "ring" and user_system and (user_network or not BACKENDS[backend].times_nccl):
+        unread["nccl_algo"] = (f"read by the preset's system (rings on every dimension) and by NCCL's all-reduce "
+                               f"model on the preset's own machine ({DEFAULT_BACKEND} backend); the scenario's "
+                               f"system replaces the first, and its "
+                               + ("network" if user_network else f"{backend} backend ({how})") + " the second")
     if user_network:
         unread.update(dict.fromkeys(SPINE_KEYS, "read only on the preset's own machine; the scenario's network "
                                                 "replaces its leaves and spine"))
