@@ -456,3 +456,17 @@ def test_nccl_ring_beside_the_scenarios_own_system_where_nccls_model_does_not_ru
                    f"nccl_algo"], err
     del doc["cluster"]["nccl_algo"]
     assert main(["run", str(_scenario(tmp_path, doc)), "--quiet", *flags]) == 0
+
+
+@pytest.mark.parametrize("key, value", [("nvlink_latency_ns", 10), ("inter_node_latency_ns", 9000)])
+def test_a_link_latency_of_the_preset_beside_the_scenarios_own_network_is_refused(tmp_path, capsys, key, value):
+    # the scenario's network has its own latencies: the step was 3,453,111 ns whatever the
+    # preset's NVLink or rail latency said
+    doc = {"workload": {"generate": "megatron", "args": ARGS},
+           "cluster": {"preset": "dgx-a100-80gb", "gpus": 16, key: value},
+           "network": {"topology": ["Ring", "Ring"], "npus_count": [8, 2], "bandwidth": [200, 25],
+                       "latency": [500, 5000]}}
+    path = _scenario(tmp_path, doc)
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: cluster.{key}: read only on the preset's own machine; the scenario's network "
+                   f"replaces its NVLink and rails, latencies too, so it would change nothing; remove {key}"], err

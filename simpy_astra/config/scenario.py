@@ -327,6 +327,10 @@ def _refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, boo
     if user_network:
         unread.update(dict.fromkeys(SPINE_KEYS, "read only on the preset's own machine; the scenario's network "
                                                 "replaces its leaves and spine"))
+        # (the links' bandwidths still size a Megatron trace's tensor-parallel window; no latency does)
+        unread.update(dict.fromkeys(("nvlink_latency_ns", "inter_node_latency_ns"),
+                                    "read only on the preset's own machine; the scenario's network replaces its "
+                                    "NVLink and rails, latencies too"))
         unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the scenario's network replaces it"))
     elif not BACKENDS[backend].times_nccl:
         unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the {backend} backend ({how}) plays the all-reduce "
