@@ -199,6 +199,8 @@ def import_module(name: str) -> Any:
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if missing and (name == missing or name.startswith(missing + ".")):
+            if name.endswith(".py"):  # a file's name, not its module's
+                raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}") from None
             where = ", ".join(["the working directory", *SEARCH_FOLDERS])
             raise PluginError(f"cannot import plugin module '{name}' (no module named '{missing}'; "
                               f"searched {where} and the installed packages)") from None

@@ -470,3 +470,14 @@ def test_a_link_latency_of_the_preset_beside_the_scenarios_own_network_is_refuse
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: cluster.{key}: read only on the preset's own machine; the scenario's network "
                    f"replaces its NVLink and rails, latencies too, so it would change nothing; remove {key}"], err
+
+
+def test_a_plugin_named_by_its_file_is_told_its_module_name(tmp_path, capsys, monkeypatch):
+    # --plugin loggp.py beside loggp.py: "no module named 'loggp.py'; searched the working
+    # directory", where the file plainly is
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SCENARIOS.parent / "examples" / "loggp.py", tmp_path / "loggp.py")
+    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plugin", "loggp.py"])
+    assert err == ["error: --plugin: 'loggp.py' is a file name, not a module's: write it as loggp"], err
