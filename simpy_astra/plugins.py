@@ -182,6 +182,16 @@ def search_also(folder: str) -> None:
         SEARCH_FOLDERS.append(folder)
 
 
+def stop_searching(folder: str) -> None:
+    """Search ``folder`` no more (a sweep point's temporary folder, gone once it is read: a
+    sweep of thousands of points would otherwise leave thousands of dead folders on sys.path)."""
+    folder = os.path.abspath(folder)
+    if folder in SEARCH_FOLDERS:
+        SEARCH_FOLDERS.remove(folder)
+    while folder in sys.path:
+        sys.path.remove(folder)
+
+
 def import_module(name: str) -> Any:
     """Import a user module by name: from the working directory first, then the installed
     packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder). Whatever

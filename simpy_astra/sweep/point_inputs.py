@@ -13,6 +13,7 @@ from typing import Any
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.config.scenario import load_scenario
+from simpy_astra.plugins import stop_searching
 
 
 def relabel(text: str, where: str) -> str:
@@ -30,4 +31,7 @@ def load_point(scenario: dict[str, Any], checking: bool = False) -> SimulationIn
         path = os.path.join(tmp, "scenario.yaml")
         with open(path, "w") as f:
             dump_yaml(scenario, f)
-        return load_scenario(path, checking=checking)
+        try:
+            return load_scenario(path, checking=checking)
+        finally:  # the loader searches a scenario's folder for its modules; this one goes now
+            stop_searching(tmp)
