@@ -240,9 +240,9 @@ def test_a_schedule_whose_stages_wait_on_each_other_is_refused_before_the_run(tm
         return
     assert err == [f"error: {path}: workload.schedule: pipeline schedule '{schedule}': its stages' orders wait on "
                    f"each other for ever (16 micro-batches, 1 chunk(s)): stage 0 at its BACKWARD of micro-batch 0 "
-                   f"(chunk 0) waits for stage 1's BACKWARD of it; stage 1 at its FORWARD of micro-batch 1 (chunk 0) "
-                   f"waits for stage 0's FORWARD of it; order each stage's tasks so that what it waits for comes "
-                   f"earlier in the other stage's"], err
+                   f"(chunk 0) waits for stage 1's BACKWARD of it (chunk 0); stage 1 at its FORWARD of micro-batch 1 "
+                   f"(chunk 0) waits for stage 0's FORWARD of it (chunk 0); order each stage's tasks so that what "
+                   f"it waits for comes earlier in the other stage's"], err
 
 
 def test_interleaved_1f1b_on_one_chunk_a_stage_is_refused(tmp_path, capsys):
@@ -493,3 +493,23 @@ def test_reading_a_sweeps_points_leaves_no_dead_folder_to_search(tmp_path, capsy
     sweep.write_text(yaml.safe_dump({"base": _ring8(tmp_path), "axes": {"network.bandwidth": [25, 50, 100]}}))
     assert main(["sweep", str(sweep), "--list"]) == 0
     assert [f for f in plugins.SEARCH_FOLDERS if "simpy-astra-point-" in f] == []
+
+
+def test_an_interleaved_schedule_forwarding_a_later_chunk_first_is_refused_naming_both_chunks(
+        tmp_path, capsys, monkeypatch, registries):
+    # chunk 1 of stage 0 is the model's third chunk (c * pp + s = 2): its forward waits for
+    # stage 1's chunk 0 (the second), which waits for stage 0's chunk 0, after chunk 1 there
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h8_schedules.py").write_text(
+        "from simpy_astra.workloads.schedules.task import Kind, Task\n\n\n"
+        "def later_first(stage, pp, m, chunks):\n"
+        "    order = [Task(Kind.FORWARD, mb, c) for mb in range(m) for c in reversed(range(chunks))]\n"
+        "    return order + [Task(Kind.BACKWARD, mb, c) for mb in range(m) for c in reversed(range(chunks))]\n")
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "schedule": "h8_schedules:later_first",
+                                             "args": ARGS.replace("--num-layers 2", "--num-layers 8")
+                                             + " --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2"},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}})
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert len(err) == 1 and "(16 micro-batches, 2 chunk(s)): stage 0 at its FORWARD of micro-batch 0 (chunk 1) waits " \
+                             "for stage 1's FORWARD of it (chunk 0); stage 1 at its FORWARD of micro-batch 0 (chunk 1) " \
+                             "waits for stage 0's FORWARD of it (chunk 1);" in err[0], err

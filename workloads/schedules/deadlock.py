@@ -45,9 +45,9 @@ def stall(orders: list[list[Task]], chunks: int) -> str:
         kind, mb, chunk = orders[stage][at[stage]]
         need = _needs(kind, mb, chunk * pp + stage, last)
         assert need is not None
-        other = need[2] % pp
+        other, other_chunk = need[2] % pp, need[2] // pp
         waits.append(f"stage {stage} at its {kind.name} of micro-batch {mb} (chunk {chunk}) waits for stage "
-                     f"{other}'s {'FORWARD' if need[0] == 'F' else 'BACKWARD'} of it")
+                     f"{other}'s {'FORWARD' if need[0] == 'F' else 'BACKWARD'} of it (chunk {other_chunk})")
     more = f" ({len(stuck)} stages stuck)" if len(stuck) > 2 else ""
     return "; ".join(waits) + more
 
