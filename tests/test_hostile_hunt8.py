@@ -513,3 +513,37 @@ def test_an_interleaved_schedule_forwarding_a_later_chunk_first_is_refused_namin
     assert len(err) == 1 and "(16 micro-batches, 2 chunk(s)): stage 0 at its FORWARD of micro-batch 0 (chunk 1) waits " \
                              "for stage 1's FORWARD of it (chunk 0); stage 1 at its FORWARD of micro-batch 0 (chunk 1) " \
                              "waits for stage 0's FORWARD of it (chunk 1);" in err[0], err
+
+
+@pytest.mark.parametrize("block, name, what, field", [("network", "net.yml", "network YAML", "network"),
+                                                      ("system", "sys.json", "system JSON", "system"),
+                                                      ("remote_memory", "mem.json", "remote-memory JSON",
+                                                       "remote_memory")])
+def test_one_of_astra_sims_inputs_given_as_a_scenario_says_where_it_goes(tmp_path, capsys, block, name, what,
+                                                                          field):
+    # 'run net.yml': "field 'bandwidth' is not a scenario field; known: backend, cluster, ...",
+    # as if a scenario had mistyped every key
+    import json
+
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    path = tmp_path / name
+    path.write_text(json.dumps(doc[block]))
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: is a {what}, not a scenario; a scenario names it ({field}: {path}) beside "
+                   f"workload: and the other inputs (scenarios/default.yaml is one)"], err
+
+
+def test_a_scenario_given_as_the_network_configuration_says_so(tmp_path, capsys):
+    # --network-configuration=scenario.yaml: "field 'topology' is missing", which it has, under network:
+    import json
+
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    (tmp_path / "sys.json").write_text(json.dumps(doc["system"]))
+    (tmp_path / "mem.json").write_text(json.dumps(doc["remote_memory"]))
+    err = _error_lines(capsys, [f"--workload-configuration={SCENARIOS / doc['workload']}",
+                                f"--system-configuration={tmp_path / 'sys.json'}",
+                                f"--network-configuration={SCENARIOS / 'default.yaml'}",
+                                f"--remote-memory-configuration={tmp_path / 'mem.json'}"])
+    assert err == [f"error: {SCENARIOS / 'default.yaml'}: is a scenario (it has workload: and network:), not a network "
+                   f"YAML; give its network: block as a file of its own, or run the scenario: simpy-astra run "
+                   f"{SCENARIOS / 'default.yaml'}"], err

@@ -187,6 +187,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     doc = read_yaml_file(path, "scenario YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a scenario must be a mapping with keys workload, system, network")
+    _refuse_another_input(path, doc)
     refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario")
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
@@ -278,6 +279,24 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
         fold = False
     return replace(inputs, workload=info, warnings=[*unknown, *inputs.warnings], fold_symmetry=fold)
+
+
+#: keys that say which of ASTRA-sim's inputs a file given as a scenario is
+_OTHER_INPUTS = (("network YAML", ("topology", "npus_count")),
+                 ("system JSON", ("scheduling-policy", "preferred-dataset-splits", "all-reduce-implementation")),
+                 ("remote-memory JSON", ("memory-type",)))
+
+
+def _refuse_another_input(path: str, doc: dict) -> None:
+    """One of ASTRA-sim's own inputs given where a scenario is wanted: said so, with where it
+    goes, not as its every key being no scenario field."""
+    if set(doc) & SCENARIO_KEYS:
+        return
+    for what, keys in _OTHER_INPUTS:
+        if any(key in doc for key in keys):
+            field = what.split()[0].replace("-", "_")
+            raise InputError(f"{path}: is a {what}, not a scenario; a scenario names it ({field}: {path}) beside "
+                             f"workload: and the other inputs (scenarios/default.yaml is one)")
 
 
 def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_scale: float,
