@@ -199,6 +199,9 @@ def import_module(name: str) -> Any:
     the module's error."""
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
         raise PluginError(f"{name!r} is not a module name; write it as package.module")
+    if name.endswith(".py") and any(os.path.isfile(os.path.join(f, name)) for f in (os.getcwd(), *SEARCH_FOLDERS)):
+        # not imported: 'loggp.py' would run loggp as package 'loggp', then fail on its module 'py'
+        raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     for folder in SEARCH_FOLDERS:  # last: a scenario's folder never shadows an installed package

@@ -473,14 +473,15 @@ def test_a_link_latency_of_the_preset_beside_the_scenarios_own_network_is_refuse
 
 
 def test_a_plugin_named_by_its_file_is_told_its_module_name(tmp_path, capsys, monkeypatch):
-    # --plugin loggp.py beside loggp.py: "no module named 'loggp.py'; searched the working
-    # directory", where the file plainly is
-    import shutil
+    # --plugin h8_plug.py beside h8_plug.py: "no module named 'h8_plug.py'; searched the working
+    # directory", where the file plainly is (and h8_plug had been run, as package h8_plug)
+    import sys
 
     monkeypatch.chdir(tmp_path)
-    shutil.copy(SCENARIOS.parent / "examples" / "loggp.py", tmp_path / "loggp.py")
-    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plugin", "loggp.py"])
-    assert err == ["error: --plugin: 'loggp.py' is a file name, not a module's: write it as loggp"], err
+    (tmp_path / "h8_plug.py").write_text("RAN = True\n")
+    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plugin", "h8_plug.py"])
+    assert err == ["error: --plugin: 'h8_plug.py' is a file name, not a module's: write it as h8_plug"], err
+    assert "h8_plug" not in sys.modules
 
 
 def test_reading_a_sweeps_points_leaves_no_dead_folder_to_search(tmp_path, capsys, monkeypatch):
