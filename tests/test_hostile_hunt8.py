@@ -569,3 +569,17 @@ def test_list_asks_for_its_progress_line_after_every_point_it_loads(tmp_path, ca
     sweep.write_text(yaml.safe_dump({"base": _ring8(tmp_path), "axes": {"network.bandwidth": [25, 50, 100]}}))
     assert main(["sweep", str(sweep), "--list"]) == 0
     assert [done for what, done in asked if what == "checking"] == [0, 1, 2]
+
+
+def test_a_sweep_run_as_a_scenario_and_a_scenario_swept_say_which_command_takes_them(tmp_path, capsys):
+    # 'run sweep.yaml': "field 'base' is not a scenario field; known: backend, ..."; 'sweep
+    # default.yaml': "field 'workload' is not a sweep field; known: axes, base, ..."
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": _ring8(tmp_path), "axes": {"network.bandwidth": [50, 100]}}))
+    assert _error_lines(capsys, ["run", str(sweep), "--quiet"]) == [
+        f"error: {sweep}: is a sweep (it has base: and axes:), not a scenario; run it with: simpy-astra sweep {sweep} "
+        f"--out DIR"]
+    scenario = SCENARIOS / "default.yaml"
+    assert _error_lines(capsys, ["sweep", str(scenario), "--list"]) == [
+        f"error: {scenario}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {scenario}) with "
+        f"axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {scenario}"]

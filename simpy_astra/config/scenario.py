@@ -290,6 +290,9 @@ _OTHER_INPUTS = (("network YAML", ("topology", "npus_count")),
 def _refuse_another_input(path: str, doc: dict) -> None:
     """One of ASTRA-sim's own inputs given where a scenario is wanted: said so, with where it
     goes, not as its every key being no scenario field."""
+    if "base" in doc and "axes" in doc:  # a sweep (whose name may be a scenario's key too)
+        raise InputError(f"{path}: is a sweep (it has base: and axes:), not a scenario; run it with: simpy-astra "
+                         f"sweep {path} --out DIR")
     if set(doc) & SCENARIO_KEYS:
         return
     for what, keys in _OTHER_INPUTS:
