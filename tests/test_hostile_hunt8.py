@@ -583,3 +583,11 @@ def test_a_sweep_run_as_a_scenario_and_a_scenario_swept_say_which_command_takes_
     assert _error_lines(capsys, ["sweep", str(scenario), "--list"]) == [
         f"error: {scenario}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {scenario}) with "
         f"axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {scenario}"]
+
+
+def test_a_cluster_preset_run_as_a_scenario_says_where_it_goes(tmp_path, capsys):
+    # "field 'gpu' is not a scenario field; known: backend, cluster, ..."
+    preset = SCENARIOS.parent / "simpy_astra" / "config" / "clusters" / "dgx-h100.yaml"
+    assert _error_lines(capsys, ["run", str(preset), "--quiet"]) == [
+        f"error: {preset}: is a cluster preset, not a scenario; a scenario names it (cluster: {{preset: {preset}, "
+        f"gpus: N}}) beside workload: {{generate: megatron, args: ...}}"]

@@ -295,6 +295,9 @@ def _refuse_another_input(path: str, doc: dict) -> None:
                          f"sweep {path} --out DIR")
     if set(doc) & SCENARIO_KEYS:
         return
+    if "gpu" in doc and "node" in doc:
+        raise InputError(f"{path}: is a cluster preset, not a scenario; a scenario names it (cluster: {{preset: "
+                         f"{path}, gpus: N}}) beside workload: {{generate: megatron, args: ...}}")
     for what, keys in _OTHER_INPUTS:
         if any(key in doc for key in keys):
             field = what.split()[0].replace("-", "_")
