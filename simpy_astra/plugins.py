@@ -182,6 +182,16 @@ def search_also(folder: str) -> None:
         SEARCH_FOLDERS.append(folder)
 
 
+def stop_searching(folder: str) -> None:
+    """Search ``folder`` no more (a sweep point's temporary folder, gone once it is read: a
+    sweep of thousands of points would otherwise leave thousands of dead folders on sys.path)."""
+    folder = os.path.abspath(folder)
+    if folder in SEARCH_FOLDERS:
+        SEARCH_FOLDERS.remove(folder)
+    while folder in sys.path:
+        sys.path.remove(folder)
+
+
 def import_module(name: str) -> Any:
     """Import a user module by name: from the working directory first, then the installed
     packages, then the folders of :data:`SEARCH_FOLDERS` (a scenario's own folder). Whatever
@@ -189,6 +199,9 @@ def import_module(name: str) -> Any:
     the module's error."""
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
         raise PluginError(f"{name!r} is not a module name; write it as package.module")
+    if name.endswith(".py") and any(os.path.isfile(os.path.join(f, name)) for f in (os.getcwd(), *SEARCH_FOLDERS)):
+        # not imported: 'loggp.py' would run loggp as package 'loggp', then fail on its module 'py'
+        raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     for folder in SEARCH_FOLDERS:  # last: a scenario's folder never shadows an installed package
@@ -199,6 +212,8 @@ def import_module(name: str) -> Any:
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if missing and (name == missing or name.startswith(missing + ".")):
+            if name.endswith(".py"):  # a file's name, not its module's
+                raise PluginError(f"'{name}' is a file name, not a module's: write it as {name[:-3]}") from None
             where = ", ".join(["the working directory", *SEARCH_FOLDERS])
             raise PluginError(f"cannot import plugin module '{name}' (no module named '{missing}'; "
                               f"searched {where} and the installed packages)") from None

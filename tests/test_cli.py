@@ -155,7 +155,8 @@ def test_local_memory_traces_are_announced(tmp_path: Path, capsys, monkeypatch) 
 
 def test_trace_dir_takes_the_local_memory_traces(tmp_path: Path, capsys, monkeypatch) -> None:
     """--trace-dir: the traces of track-local-mem go there (made if missing), not into the
-    working directory; an absolute local-mem-trace-filename stays where it says."""
+    working directory; an absolute local-mem-trace-filename stays where it says, and --trace-dir
+    beside it, which nothing would read, is refused."""
     from simpy_astra.workloads.chakra import make_node, write_et
     from simpy_astra.workloads.chakra.schema import COMP_NODE
 
@@ -175,7 +176,9 @@ def test_trace_dir_takes_the_local_memory_traces(tmp_path: Path, capsys, monkeyp
     Path("s.yaml").write_text(text.replace("track-local-mem: 1", f"track-local-mem: 1, local-mem-trace-filename: "
                                                                  f"{tmp_path}/abs/m"))
     (tmp_path / "abs").mkdir()
-    assert main(["run", "--quiet", "s.yaml", "--trace-dir", "out/other"]) == 0
+    assert main(["run", "--quiet", "s.yaml", "--trace-dir", "out/other"]) == 2
+    assert "--trace-dir: " in capsys.readouterr().err and not (tmp_path / "out" / "other").exists()
+    assert main(["run", "--quiet", "s.yaml"]) == 0
     capsys.readouterr()
     assert sorted(p.name for p in (tmp_path / "abs").iterdir()) == ["m.0.json", "m.1.json"]
 

@@ -17,7 +17,7 @@ TORUS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "scenarios
 def _list(tmp_path, capsys, axes: dict) -> tuple[int, str, str]:
     sweep = tmp_path / "s.yaml"
     sweep.write_text(yaml.safe_dump({"base": TORUS, "axes": axes}, sort_keys=False))
-    code = main(["sweep", str(sweep), "--out", str(tmp_path / "o"), "--list"])
+    code = main(["sweep", str(sweep), "--list"])
     out, err = capsys.readouterr()
     return code, out, err
 

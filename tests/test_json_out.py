@@ -78,9 +78,13 @@ def test_the_astra_form_digests_its_config_files_and_an_edit_changes_them(tmp_pa
 
 def test_a_scenarios_named_files_and_plugins_are_digested(tmp_path, capsys, monkeypatch):
     import shutil
+    import sys
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "my_algos", raising=False)
     shutil.copy(ROOT / "examples" / "my_algos.py", tmp_path / "my_algos.py")
+    with (tmp_path / "my_algos.py").open("a") as f:  # a plug-in registers what it brings
+        f.write("\nfrom simpy_astra import collectives\n\ncollectives.register('simple_ring', SIMPLE_RING)\n")
     (tmp_path / "net.yml").write_text("topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]\n")
     (tmp_path / "s.yaml").write_text(
         f"workload: {STEP}\nnetwork: net.yml\nplugins: [my_algos]\n"

@@ -88,6 +88,9 @@ class GeneratorEntry:
     #: its traces may load or store remote memory; when not, a ``remote_memory`` beside it on
     #: a cluster is refused (it would change nothing: its tensors live in the GPU's memory)
     writes_remote_memory: bool = True
+    #: generating takes minutes (SCALE-Sim simulates every layer): ``sweep --list`` checks a
+    #: point without running it (:class:`NotGenerated`) unless its traces are cached
+    slow: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,7 +251,8 @@ def _module(module: str, version: str, command: bool = True, **kwargs: Any) -> G
 # ``generate`` command; a new generator module adds its line here. Bump a version when its
 # traces change (old cache entries are then ignored).
 GENERATORS: dict[str, GeneratorEntry] = {
-    "microbench": _module("simpy_astra.workloads.microbench", "1",
+    # 2: send_recv's receive names its stream, p2p
+    "microbench": _module("simpy_astra.workloads.microbench", "2",
                           prepare=_lazy("simpy_astra.workloads.microbench", "prepare"), writes_remote_memory=False),
     # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
     "text": _module("simpy_astra.workloads.text_workload", "1", command=False),
@@ -265,7 +269,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),
-                    cache_params=_lazy("simpy_astra.workloads.gemm", "prepare")),
+                    cache_params=_lazy("simpy_astra.workloads.gemm", "prepare"), slow=True),
 }
 
 
@@ -281,6 +285,11 @@ def resolve_paths(spec: dict[str, Any], base_dir: str) -> dict[str, Any]:
         if isinstance(value, str) and not os.path.isabs(value):
             out[key] = os.path.normpath(os.path.join(base_dir, value))
     return out
+
+
+class NotGenerated(Exception):
+    """A check of the inputs alone (``sweep --list``) met a slow generator whose traces are
+    not cached: the check stops there rather than generate them."""
 
 
 @dataclass(frozen=True)
@@ -335,15 +344,18 @@ def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def materialise(spec: dict[str, Any] | Prepared, where: str = "workload", lazy: bool = False) -> GeneratedWorkload:
+def materialise(spec: dict[str, Any] | Prepared, where: str = "workload", lazy: bool = False,
+                checking: bool = False) -> GeneratedWorkload:
     """Generate (or find in the cache) the workload a ``{generate: NAME, ...}`` mapping names
     (or its job, :func:`prepare` d already).
 
     ``lazy``: for a generator that writes single ranks, write only the comm groups and the
-    rank summary now; a run writes the ranks it needs (:class:`LazyTraces`)."""
+    rank summary now; a run writes the ranks it needs (:class:`LazyTraces`). ``checking``: only
+    the inputs are being checked; a slow generator's traces not in the cache raise
+    :class:`NotGenerated` instead of being generated."""
     try:
         prepared = spec if isinstance(spec, Prepared) else prepare(spec, None, where)
-        return _materialise(prepared, where, lazy)
+        return _materialise(prepared, where, lazy, checking)
     except InputError as exc:  # reworded, of the same class (a sweep tells invalid jobs apart)
         exc.args = (as_fields(exc.message, where),)
         raise exc from None
@@ -399,7 +411,7 @@ def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], job
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _materialise(prepared: Prepared, where: str, lazy: bool) -> GeneratedWorkload:
+def _materialise(prepared: Prepared, where: str, lazy: bool, checking: bool = False) -> GeneratedWorkload:
     name, entry, params, job = prepared.generator, prepared.entry, prepared.params, prepared.job
     if entry.cache_params is not None:
         params = entry.cache_params(params, where)
@@ -407,6 +419,8 @@ def _materialise(prepared: Prepared, where: str, lazy: bool) -> GeneratedWorkloa
             job = params
     folder = os.path.join(cache_root(), "workloads", f"{file_name(name)}-{cache_key(name, entry.version, params)}")
     done = os.path.join(folder, "done.json")
+    if not os.path.exists(done) and checking and entry.slow:
+        raise NotGenerated(name)
     if not os.path.exists(done):
         try:
             _generate_into(name, entry, params, job, folder)

@@ -106,7 +106,8 @@ def _node(npu: int, name: str, collective: str, size_bytes: int, src: int | None
         attrs = {"is_cpu_op": False, "comm_dst": dst, "comm_size": size_bytes, "comm_tag": 0}
         return make_node(npu, name, COMM_SEND_NODE, attrs=attrs)
     if npu == dst:
-        attrs = {"is_cpu_op": False, "comm_src": src, "comm_size": size_bytes, "comm_tag": 0}
+        # its stream says it waits for the transfer (comm.p2p), not for a pipeline stage (bubble)
+        attrs = {"is_cpu_op": False, "comm_src": src, "comm_size": size_bytes, "comm_tag": 0, "comm_stream": "p2p"}
         return make_node(npu, name, COMM_RECV_NODE, attrs=attrs)
     return make_node(npu, "idle", INVALID_NODE)
 

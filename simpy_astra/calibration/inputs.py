@@ -7,15 +7,16 @@ import os
 import tempfile
 from typing import Any
 
-from simpy_astra.calibration.model import check_network, default_system
-from simpy_astra.config import load_network_yaml, load_system_json
-from simpy_astra.config.readers import load_json, read_yaml_file
+from simpy_astra.calibration.model import check_network, default_system, refuse_unfittable
+from simpy_astra.config import load_system_json, network_from_mapping
+from simpy_astra.config.readers import load_json, load_yaml_mapping
 from simpy_astra.errors import InputError
 
 
 def load_network(path: str) -> dict[str, Any]:
-    load_network_yaml(path)  # the simulator's own checks and messages
-    network = read_yaml_file(path, "network YAML")  # read as the simulator reads it (YAML 1.2)
+    network = load_yaml_mapping(path, "network YAML", "topology: [ Ring ]")  # as the simulator reads it
+    refuse_unfittable(network, path)  # before the simulator builds a graph calibrate cannot fit
+    network_from_mapping(network, path)  # the simulator's own checks and messages
     check_network(network, path)
     return network
 

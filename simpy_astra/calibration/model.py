@@ -132,7 +132,23 @@ def _write_sendrecv(prefix: str, size_bytes: int, n: int) -> str:
 
 
 # ------------------------------------------------------------------------- network helpers
+def refuse_unfittable(network: dict[str, Any], where: str) -> None:
+    """A network calibrate cannot fit, said before the simulator reads it (so a graph's module
+    need not import first): a networkx graph, whose links carry their own values, or a whole
+    scenario given for its network."""
+    topology = network.get("topology")
+    if isinstance(topology, dict) and "networkx" in topology:
+        raise InputError.at(where, "topology", "is a networkx graph ({networkx: ...}), whose links carry their own "
+                                               "bandwidth and latency; calibrate fits one bandwidth and latency per "
+                                               "dimension, so give lists with one entry per dimension: topology "
+                                               "(Ring, Switch, FullyConnected or Line), npus_count, bandwidth, latency")
+    if "topology" not in network and isinstance(network.get("network"), dict | str):
+        raise InputError(f"{where}: is a scenario (it has network:, no topology:); --network takes a network "
+                         f"YAML: save the scenario's network: block as a file of its own and give that")
+
+
 def check_network(network: dict[str, Any], where: str) -> None:
+    refuse_unfittable(network, where)
     for key in ("topology", "npus_count", "bandwidth", "latency"):
         if not isinstance(network.get(key), list) or not network[key]:
             raise InputError.at(where, key, "must be a list with one entry per dimension")

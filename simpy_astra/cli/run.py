@@ -221,12 +221,20 @@ def _name_fits(path: str, flag: str) -> None:
                          f"bytes, a path over 4096, or a NUL character)")
 
 
+def _not_stdout(path: str, flag: str, kind: str) -> None:
+    """``-`` is stdout to many tools; here it would be a file or folder named '-' in the working folder."""
+    if path == "-":
+        raise InputError(f"{flag}: '-' would be a {kind} named '-' here, not stdout (stdout carries the answer); "
+                         f"give a {kind} path")
+
+
 def _writable_file(path: str | None, flag: str) -> None:
     """Refuse an output file that cannot be written, before the run (not after minutes of it)."""
     if path is None:
         return
     if not path:
         raise InputError(f"{flag}: must be a file path (got an empty string)")
+    _not_stdout(path, flag, "file")
     _name_fits(path, flag)
     from simpy_astra.infra import files
 
@@ -239,6 +247,7 @@ def _writable_dir(path: str | None, flag: str) -> None:
         return
     if not path:
         raise InputError(f"{flag}: must be a folder path (got an empty string)")
+    _not_stdout(path, flag, "folder")
     _name_fits(path, flag)
     existing = path
     while not os.path.exists(existing):
@@ -379,6 +388,13 @@ def _in_trace_dir(inputs, trace_dir: str, bare_only: bool = False):
     if not bare_only and not any(s.track_local_mem for s in (inputs.system, *(j.system for j in inputs.jobs or ()))):
         raise InputError("--trace-dir: this run writes no local-memory traces (its system's track-local-mem is "
                          "off); leave out --trace-dir, or turn track-local-mem on")
+    if not bare_only and inputs.jobs:  # their names are per rank, which jobs share (docs/jobs.md)
+        raise InputError("--trace-dir: a run of several jobs writes no local-memory traces (their names are per "
+                         "rank, which the jobs share); leave out --trace-dir")
+    if not bare_only and inputs.system.track_local_mem and os.path.isabs(prefix):  # else read by nothing
+        raise InputError(f"--trace-dir: {inputs.system.source}: local-mem-trace-filename is {prefix}, an absolute "
+                         f"path, where the traces go whatever --trace-dir says; leave out --trace-dir, or give "
+                         f"the file name alone")
     _writable_dir(trace_dir, "--trace-dir")
     if not os.path.isabs(prefix):
         system = dataclasses.replace(inputs.system, local_mem_trace_filename=os.path.join(trace_dir, prefix))

@@ -99,6 +99,9 @@ def network_from_mapping(data: Any, src: str) -> NetworkConfig:
 def _four_lists(data: dict, src: str) -> dict[str, list[Any]]:
     """topology, npus_count, bandwidth and latency: each a list, one entry per dimension."""
     lists: dict[str, list[Any]] = {}
+    if not any(key in data for key in _NETWORK_KEYS) and "network" in data and "workload" in data:
+        raise InputError(f"{src}: is a scenario (it has workload: and network:), not a network YAML; give its "
+                         f"network: block as a file of its own, or run the scenario: simpy-astra run {src}")
     for key in _NETWORK_KEYS:
         if key not in data:
             raise InputError.at(

@@ -64,12 +64,13 @@ from simpy_astra.config import (
     with_cost,
 )
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
+from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.network.backends import lookup as lookup_backend
-from simpy_astra.plugins import PluginError, import_module, search_also
+from simpy_astra.plugins import PluginError, search_also
 
 if TYPE_CHECKING:
     from simpy_astra.workloads.generated import Prepared
@@ -178,25 +179,15 @@ def _block(scenario: str, key: str, value: Any, from_path: Callable[[str], T],
     raise InputError.at(scenario, key, f"must be a file path or a mapping (got {value!r})")
 
 
-def load_plugins(modules: Any, where: str) -> None:
-    """Import the user's plugin modules (they register algorithms and topologies)."""
-    if isinstance(modules, str):
-        modules = [modules]
-    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise InputError(f"{where}: must be a list of module names, e.g. [my_pkg.algos]")
-    for module in modules:
-        try:
-            import_module(module)
-        except PluginError as exc:
-            raise InputError(f"{where}: {exc}") from None
-
-
-def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
+def load_scenario(path: str, backend: str | None = None, checking: bool = False) -> SimulationInputs:
     """Read a scenario YAML and every input it names or inlines; nothing is written but a
-    generated workload's cache entry. Errors name the scenario and the field as written."""
+    generated workload's cache entry. Errors name the scenario and the field as written.
+    ``checking``: only its errors are wanted (``sweep --list``), so a slow generator is not run
+    (``NotGenerated`` is raised where its traces would be needed)."""
     doc = read_yaml_file(path, "scenario YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a scenario must be a mapping with keys workload, system, network")
+    _refuse_another_input(path, doc)
     refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario")
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
@@ -205,6 +196,7 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     # first: a plug-in may register the backend, generator, algorithms or topologies named below
     load_plugins(doc.get("plugins", []), f"{path}: field 'plugins'")
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
+    user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = _with_cluster(path, doc)
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
     if cluster is not None and user_network and cluster.nccl_algo in ("tree", "nvls"):
@@ -236,7 +228,8 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if cluster is not None:
         how = "--network-backend" if backend is not None else "field 'backend'"
-        _refuse_unread_cluster_keys(path, doc["cluster"], user_network, chosen, how, _reads_gpu(prepared))
+        _refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
+                                    _reads_gpu(prepared))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
     # the preset's network is the cluster's (its bandwidths are cluster keys): errors name that
@@ -273,10 +266,10 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
 
     system = read_system(doc["system"], "system") if doc.get("system") is not None else None
     if "jobs" in doc:
-        return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown)
+        return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown, checking)
     assert system is not None
     workload, groups, info = _workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
-                                       groups)
+                                       groups, checking)
     if cluster is not None and prepared is not None and not system.roofline_enabled:
         _refuse_roofline_compute(path, prepared.generator)
     if doc.get("cost") is not None:  # over the network YAML's own cost block
@@ -286,6 +279,30 @@ def load_scenario(path: str, backend: str | None = None) -> SimulationInputs:
     if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
         fold = False
     return replace(inputs, workload=info, warnings=[*unknown, *inputs.warnings], fold_symmetry=fold)
+
+
+#: keys that say which of ASTRA-sim's inputs a file given as a scenario is
+_OTHER_INPUTS = (("network YAML", ("topology", "npus_count")),
+                 ("system JSON", ("scheduling-policy", "preferred-dataset-splits", "all-reduce-implementation")),
+                 ("remote-memory JSON", ("memory-type",)))
+
+
+def _refuse_another_input(path: str, doc: dict) -> None:
+    """One of ASTRA-sim's own inputs given where a scenario is wanted: said so, with where it
+    goes, not as its every key being no scenario field."""
+    if "base" in doc and "axes" in doc:  # a sweep (whose name may be a scenario's key too)
+        raise InputError(f"{path}: is a sweep (it has base: and axes:), not a scenario; run it with: simpy-astra "
+                         f"sweep {path} --out DIR")
+    if set(doc) & SCENARIO_KEYS:
+        return
+    if "gpu" in doc and "node" in doc:
+        raise InputError(f"{path}: is a cluster preset, not a scenario; a scenario names it (cluster: {{preset: "
+                         f"{path}, gpus: N}}) beside workload: {{generate: megatron, args: ...}}")
+    for what, keys in _OTHER_INPUTS:
+        if any(key in doc for key in keys):
+            field = what.split()[0].replace("-", "_")
+            raise InputError(f"{path}: is a {what}, not a scenario; a scenario names it ({field}: {path}) beside "
+                             f"workload: and the other inputs (scenarios/default.yaml is one)")
 
 
 def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_scale: float,
@@ -316,17 +333,29 @@ NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency",
 SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
 
 
-def _refuse_unread_cluster_keys(path: str, written: dict, user_network: bool, backend: str, how: str,
+def _refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool], backend: str, how: str,
                                 reads_gpu: bool) -> None:
     """A ``cluster:`` key this run never reads, refused rather than run as if set: NCCL's fitted
     all-reduce terms time the all-reduce only on the preset's own network with a backend that
     times it so, the leaves and spine exist only on the preset's own network, and the GPU's
-    figures time only a generator's kernels that it times on the cluster's GPU (Megatron's)."""
+    figures time only a generator's kernels that it times on the cluster's GPU (Megatron's); and
+    ``nccl_algo: ring`` shapes only the preset's system and NCCL's model (tree and nvls, which
+    only the model reads, are refused where it does not run, after this)."""
     nccl = f"read only by NCCL's all-reduce model on the preset's own machine ({DEFAULT_BACKEND} backend)"
+    user_network, user_system = users
     unread: dict[str, str] = {}
+    if written.get("nccl_algo") == "ring" and user_system and (user_network or not BACKENDS[backend].times_nccl):
+        unread["nccl_algo"] = (f"read by the preset's system (rings on every dimension) and by NCCL's all-reduce "
+                               f"model on the preset's own machine ({DEFAULT_BACKEND} backend); the scenario's "
+                               f"system replaces the first, and its "
+                               + ("network" if user_network else f"{backend} backend ({how})") + " the second")
     if user_network:
         unread.update(dict.fromkeys(SPINE_KEYS, "read only on the preset's own machine; the scenario's network "
                                                 "replaces its leaves and spine"))
+        # (the links' bandwidths still size a Megatron trace's tensor-parallel window; no latency does)
+        unread.update(dict.fromkeys(("nvlink_latency_ns", "inter_node_latency_ns"),
+                                    "read only on the preset's own machine; the scenario's network replaces its "
+                                    "NVLink and rails, latencies too"))
         unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the scenario's network replaces it"))
     elif not BACKENDS[backend].times_nccl:
         unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the {backend} backend ({how}) plays the all-reduce "
@@ -415,7 +444,7 @@ def _comm_groups(path: str, value: Any, npus: int) -> str | dict[int, tuple[int,
 
 
 def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: bool, npus: int,
-              groups: str | dict[int, tuple[int, ...]] | None,
+              groups: str | dict[int, tuple[int, ...]] | None, checking: bool = False,
               ) -> tuple[str, str | dict[int, tuple[int, ...]] | None, WorkloadInfo]:
     """``workload``: (ET prefix, comm groups, what its generator says of it). A generated
     one is prepared (unless the cluster's layout did already), checked against the network
@@ -434,7 +463,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     layout = prepared.layout()
     if layout.ranks is not None and on_cluster and npus != layout.ranks:
         raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
-    made = materialise(prepared, where=f"{path}: workload", lazy=True)
+    made = materialise(prepared, where=f"{path}: workload", lazy=True, checking=checking)
     ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
     if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
         size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
@@ -464,7 +493,8 @@ def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
 
 def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                  read_system: Callable[[Any, str], SystemConfig], net: NetworkConfig,
-                 memory: RemoteMemoryConfig, backend: str, queues: int, unknown: list[str]) -> SimulationInputs:
+                 memory: RemoteMemoryConfig, backend: str, queues: int, unknown: list[str],
+                 checking: bool = False) -> SimulationInputs:
     """The inputs of a multi-job scenario (:mod:`simpy_astra.config.jobs`)."""
     # deferred: only a scenario with jobs reads them; an ASTRA-sim run does not load it
     from simpy_astra.config.jobs import read_jobs
@@ -484,7 +514,8 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                                  f"gives with one workload, not jobs:; run this job as its own scenario with "
                                  f"cluster: {{preset: NAME, gpus: N}}")
             try:  # worded for a scenario's workload: field, then named as the job's
-                made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True)
+                made = materialise(resolve_paths(value, folder), where=f"{path}: workload", lazy=True,
+                                   checking=checking)
             except InputError as exc:
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
             return made.prefix, made.comm_groups

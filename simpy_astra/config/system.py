@@ -30,6 +30,7 @@ from simpy_astra.config.readers import (
     show_value,
 )
 from simpy_astra.errors import InputError
+from simpy_astra.infra import horizon
 from simpy_astra.plugins import PluginError
 
 SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
@@ -356,6 +357,7 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
             kw[attr] = read(src, key, j[key], injection_scale)
         elif key in REQUIRED_KEYS:
             raise InputError.at(src, key, REQUIRED_KEYS[key])
+    _rates_fit_horizon(src, "", kw.get("peak_perf_tflops"), kw.get("local_mem_bw_gbps"))
     if kw.get("roofline_enabled"):  # the roofline model divides by both
         for key, attr in (("peak-perf", "peak_perf_tflops"), ("local-mem-bw", "local_mem_bw_gbps")):
             if kw.get(attr, 0.0) <= 0:
@@ -375,6 +377,16 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
     if "per-node-custom-implementation" in j:
         kw["per_node_custom_file"], kw["per_node_custom"] = _per_node_custom(src, j)
     return SystemConfig(**kw)
+
+
+def _rates_fit_horizon(src: str, prefix: str, peak_tflops: float | None, mem_gbps: float | None) -> None:
+    """A peak-perf or local-mem-bw so low that one FLOP (1e-3 / TFLOP/s ns) or one reduced byte
+    (three passes of 1 / GB/s ns) takes past the horizon: else a run of it ended on an internal
+    error (a time too large for a float), or blamed the network's speeds."""
+    for key, rate, unit_ns, what in (("peak-perf", peak_tflops, 1e-3, "FLOP"), ("local-mem-bw", mem_gbps, 3.0, "byte")):
+        if rate is not None and rate > 0 and not horizon.within(unit_ns / rate):
+            raise InputError.at(src, prefix + key, f"is so low that 1 {what} would take past the horizon "
+                                                   f"({horizon.HORIZON_TEXT}); raise it")
 
 
 def _collective_keys(src: str, j: dict) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
@@ -434,6 +446,7 @@ def _npu_groups(src: str, value: Any, roofline: bool) -> tuple[NpuGroup, ...]:
             perf = json_float(src, f"{key}.peak-perf", item["peak-perf"])
         if "local-mem-bw" in item:
             bw = json_float(src, f"{key}.local-mem-bw", item["local-mem-bw"])
+        _rates_fit_horizon(src, f"{key}.", perf, bw)
         if roofline:
             for k, v in (("peak-perf", perf), ("local-mem-bw", bw)):
                 if v is not None and v <= 0:

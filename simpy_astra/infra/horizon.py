@@ -65,9 +65,16 @@ def api_number(value: object, name: str, *, positive: bool = False, time: bool =
     return value
 
 
-def finish_past_horizon(net: Any, npu_id: int, now_ns: float) -> InputError:
+def finish_past_horizon(net: Any, npu_id: int, now_ns: float, compute_ns: float = 0,
+                        system: Any = None) -> InputError:
     """The error of a run whose NPU would finish past the horizon (sizes over bandwidths
-    added up past what time can hold), naming the network's speeds to change."""
+    added up past what time can hold), naming the speeds to change: the system's roofline when
+    the NPU's compute alone goes past it, else the network's."""
+    if compute_ns > HORIZON_NS and system is not None:
+        return InputError(
+            f"{system.source}: NPU {npu_id} would finish at {now_ns:.4g} ns, past the horizon ({HORIZON_TEXT}); "
+            f"its compute alone takes {compute_ns:.4g} ns at peak-perf {system.peak_perf_tflops:g} TFLOP/s and "
+            f"local-mem-bw {system.local_mem_bw_gbps:g} GB/s: raise them or shrink the workload's compute")
     return InputError(
         f"{net.source}: NPU {npu_id} would finish at {now_ns:.4g} ns, past the horizon "
         f"({HORIZON_TEXT}); the network's bandwidth {list(net.bandwidth_gbps)} GB/s and latency "

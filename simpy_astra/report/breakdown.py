@@ -18,6 +18,8 @@ to exactly one part, by this precedence over the nodes in flight then:
    where the run knows it (the transformer generator's ``dp``, ``tp``, ``sp``, ``ep``,
    ``edp``), else ``group <pg_name>``, ``all`` (the default communicator) or, for a send naming
    no stream, ``pp`` in a transformer run and ``p2p`` elsewhere.
+   A receive naming a ``comm_stream`` other than ``pp`` waits for a transfer, not a stage:
+   it is that stream's communication (``generate microbench``'s send_recv writes ``p2p``).
 4. ``bubble``: only receives are in flight: the NPU waits on a peer (a pipeline stage's send).
 5. ``idle``: nothing is in flight (a late job start, zero-time nodes).
 
@@ -96,6 +98,9 @@ def node_part(node, group_names: dict[int, str] | None = None, p2p_name: str = "
     if t in (MEM_LOAD_NODE, MEM_STORE_NODE):
         return MEMORY, "memory"
     if t == COMM_RECV_NODE:
+        stream = _string_attr(node, "comm_stream")
+        if stream and stream != "pp":  # a transfer waited for, not a stage (microbench send_recv: p2p)
+            return COMM, f"comm.{stream}"
         return BUBBLE, "bubble"
     if t in (COMM_COLL_NODE, COMM_SEND_NODE):
         return COMM, f"comm.{comm_dimension(node, group_names, p2p_name)}"
@@ -471,7 +476,7 @@ class _Memory:
 
 #: the attributes :func:`node_part` reads, by node type (the other types' parts are their type's)
 PART_ATTRIBUTES = {COMP_NODE: ("op_type", "is_cpu_op", "kind_split"), COMM_COLL_NODE: ("comm_stream", "pg_name"),
-                   COMM_SEND_NODE: ("comm_stream",)}
+                   COMM_SEND_NODE: ("comm_stream",), COMM_RECV_NODE: ("comm_stream",)}
 
 
 def npu_breakdowns(record, finish_ns: dict[int, int] | None = None, segments: bool = False,

@@ -7,7 +7,8 @@ compute are both charged for that time, so this column can sum past the step's l
 :mod:`simpy_astra.report.breakdown` (compute > memory > collectives and sends, the earliest
 started first > receives alone): per NPU it sums to the ``comm.*`` parts of its breakdown.
 ``bubble_share_ns`` is a receive's share of the time only receives were in flight; it sums to
-the NPU's ``bubble`` part.
+the NPU's ``bubble`` part (a receive naming a stream other than ``pp`` waits for a transfer:
+its share is communication, in ``exposed_share_ns``).
 
 ``layers.csv`` resembles ASTRA-sim 1.0's ``EndToEnd.csv``: for workloads converted from the 1.0
 text format (node names ``COMP_NODE_<layer>_<FWD|BWD_IG|BWD_WG>`` and
@@ -55,9 +56,9 @@ def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_start
 def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
     """Rows of ``nodes.csv`` in (npu, start, node id) order; ``breakdowns``: NPU ->
     :class:`~simpy_astra.report.breakdown.Breakdown` (made from ``record`` if not given)."""
-    if breakdowns is None or any(b.shares is None for b in breakdowns.values()):
-        from simpy_astra.report.breakdown import npu_breakdowns
+    from simpy_astra.report.breakdown import BUBBLE, node_part, npu_breakdowns
 
+    if breakdowns is None or any(b.shares is None for b in breakdowns.values()):
         breakdowns = npu_breakdowns(record)
     rows = []
     for rec in record.npus:
@@ -70,7 +71,9 @@ def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
             node = nodes[nid]
             exposed = uncovered_ns(s, e, compute, starts) if node.type in COMM_TYPES else 0
             share = shares.get(nid, 0) if node.type in COMM_TYPES else 0
-            bubble, share = (share, 0) if node.type == COMM_RECV_NODE else (0, share)
+            # a receive waiting on a stage (a transfer's receive, microbench's, is communication)
+            waits = node.type == COMM_RECV_NODE and node_part(node)[0] == BUBBLE
+            bubble, share = (share, 0) if waits else (0, share)
             rows.append((rec.npu_id, nid, node.name, node.type_label, s, e, e - s, exposed, share, bubble))
     return rows
 

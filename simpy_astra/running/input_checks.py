@@ -23,6 +23,8 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
         found += 1
     if found < n and os.path.islink(et_path(prefix, found)):  # ls lists it, yet it cannot be read
         _dead_link(et_path(prefix, found), found)
+    if not found and os.path.isdir(prefix):  # the traces' folder, not their prefix
+        _folder_given(prefix)
     if found < n:
         where = "" if found else f"; relative paths resolve from {os.getcwd()}"
         raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
@@ -39,6 +41,19 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
         extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
         raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "
                          f"{network} has {n} NPUs; remove {extra} or change npus_count")
+
+
+def _folder_given(folder: str) -> None:
+    """A workload named by its folder: the prefix of the ET files in it is wanted (``.0.et``
+    appended to a folder names no file)."""
+    try:
+        names = sorted(name[: -len(".0.et")] for name in os.listdir(folder) if name.endswith(".0.et"))
+    except OSError:
+        names = []
+    hint = (f"give {files.show(os.path.join(folder, names[0]))} (for {names[0]}.0.et ...)" if names
+            else "it holds no PREFIX.0.et file")
+    raise InputError(f"{files.show(folder)}: is a folder; a workload is the prefix of its ET files, PREFIX for "
+                     f"PREFIX.0.et, PREFIX.1.et ...: {hint}")
 
 
 def _dead_link(path: str, npu: int) -> None:

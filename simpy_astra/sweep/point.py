@@ -8,14 +8,9 @@ bad point never stops a sweep.
 
 from __future__ import annotations
 
-import os
-import re
-import tempfile
 import time
 from typing import Any
 
-from simpy_astra.config.readers import dump_yaml
-from simpy_astra.config.scenario import load_scenario
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.engine.statistics import COMM, GPU
 from simpy_astra.errors import InvalidConfigurationError
@@ -25,16 +20,9 @@ from simpy_astra.network.cost_model import network_cost
 from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
+from simpy_astra.sweep.point_inputs import load_point, relabel
 from simpy_astra.sweep.spec import TRAINING_NAMES
 from simpy_astra.sweep.validity import invalid_figures
-
-
-def _relabel(text: str, where: str) -> str:
-    """Errors name the temporary files a point is loaded from; name what the user wrote instead:
-    ``/tmp/simpy-astra-x/system.json: field 'f'`` -> ``SWEEP: point ...: system: field 'f'``."""
-    tmp = re.escape(os.path.realpath(tempfile.gettempdir())) + "|" + re.escape(tempfile.gettempdir())
-    text = re.sub(rf"(?:{tmp})/simpy-astra-point-[^/\s]+/scenario\.yaml", where, text)
-    return re.sub(rf"(?:{tmp})/simpy-astra-[^/\s]+/(\w+)\.(?:json|yml|yaml)", rf"{where}: \1", text)
 
 
 def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
@@ -46,12 +34,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     temporary scenario file's name in an error."""
     t0 = time.perf_counter()
     try:
-        with tempfile.TemporaryDirectory(prefix="simpy-astra-point-") as tmp:
-            path = os.path.join(tmp, "scenario.yaml")
-            with open(path, "w") as f:
-                dump_yaml(scenario, f)
-            inputs = load_scenario(path)
-        inputs = resolve_fold(inputs)  # a point runs no script: congestion-aware links may fold too
+        inputs = resolve_fold(load_point(scenario))  # a point runs no script: congestion-aware links may fold too
         # no local-memory trace files: every point (in parallel) would write the same names
         # into the working folder; the rows keep each point's peak and its breakdown
         sim = Simulation(inputs, memory_traces=False)
@@ -85,10 +68,10 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             "error": "",
         }
     except InvalidConfigurationError as exc:  # a layout Megatron refuses: a result, not a failure
-        exc = InvalidConfigurationError(_relabel(exc.message, where), exc.rule)
+        exc = InvalidConfigurationError(relabel(exc.message, where), exc.rule)
         return {**invalid_figures(exc, where), "wall_s": round(time.perf_counter() - t0, 3)}
     except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
-        text = _relabel(" ".join(str(exc).split()) or "no message", where)
+        text = relabel(" ".join(str(exc).split()) or "no message", where)
         return {"wall_s": round(time.perf_counter() - t0, 3), "status": "error",
                 "error": f"{type(exc).__name__}: {text}"}
 

@@ -492,6 +492,9 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
         raise InputError(f"{path}: a sweep must be a mapping with base and axes")
+    if "axes" not in doc and "base" not in doc and "workload" in doc:  # a scenario given to sweep
+        raise InputError(f"{path}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {path}) "
+                         f"with axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {path}")
     refuse_unknown_keys(path, doc, SPEC_KEYS, "sweep")
     warnings: list[str] = []
     if "base" not in doc:

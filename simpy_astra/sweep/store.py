@@ -40,6 +40,8 @@ INPUTS_COLUMN = "inputs_sha256"
 OPTIONAL_COLUMNS = {*RESULT_NAMES, INPUTS_COLUMN}
 STATUSES = ("ok", "error", "invalid")  # invalid: a point Megatron refuses (validity.py)
 LOCK_NAME = "sweep.lock"
+#: figures that are yes (1) or no (0): ``fits``, whether a Megatron job's memory fits its GPU
+FLAG_NAMES = ("fits",)
 # the figure a finished point always has (what the plots and the default objective need)
 REQUIRED_OK = ("finish_ns",)
 
@@ -329,6 +331,9 @@ class ResultsStore:
             # exposed communication is finish minus compute, left as the run gave it
             if value is not None and value < 0 and name != "exposed_comm_ns":
                 return f"{name}: must be a number >= 0 or empty (got {row[name]!r})"
+            # a run writes 1 or 0; any other number read as "fits" (best.py), 2 crowned best
+            if name in FLAG_NAMES and value not in (None, 0, 1):
+                return f"{name}: must be 1 (yes), 0 (no) or empty (got {row[name]!r})"
         if row["status"] == "ok":
             missing = [n for n in REQUIRED_OK if n in row and row[n] == ""]
             if missing:

@@ -3,8 +3,11 @@
 Such a point is a result of the design space (``tp 8 x pp 16`` does not divide 1,000 GPUs), not
 a failure of the simulator: it becomes a row with ``status: invalid`` and the rule in ``error``,
 and ``--list`` marks it. Reading the arguments costs microseconds, so every point is checked
-up front; a rule only the full load reaches (FP8 on a GPU without FP8 units) is still caught
-when the point runs (point.py).
+up front. A sweep with an axis over other fields (``backend``, ``network.bandwidth``,
+``jobs.1.placement``) has ``--list`` read each point as its run would, with the scenario
+loader (a few ms a point, no slow generator run), so that a value the loader refuses is marked
+with the loader's own words; otherwise a rule only the full load reaches (FP8 on a GPU without
+FP8 units) is caught when the point runs (point.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.plugins import PluginError
 from simpy_astra.sweep.spec import megatron_args_of
 from simpy_astra.workloads.megatron.arguments import parse
 
@@ -24,19 +28,36 @@ def invalid_figures(exc: InvalidConfigurationError, where: str) -> dict[str, Any
     return {"status": INVALID, "error": f"{exc.rule}: {text}", "rule": exc.rule, "wall_s": 0.0}
 
 
-def verdict(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
-    """(the invalid row of a point Megatron refuses, or None; why a point's arguments will
-    fail when it runs, or ''): a value beyond what the simulator builds, such as a trace of
-    more nodes than its bound, which ``--list`` shows rather than only the run."""
+def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[dict[str, Any] | None, str]:
+    """(the invalid row of a point Megatron refuses, or None; why a point will fail when it
+    runs, or ''): a value beyond what the simulator builds, such as a trace of more nodes than
+    its bound, which ``--list`` shows rather than only the run. ``load``: read the whole point
+    with the scenario loader too (the sweep has axes beyond Megatron's flags)."""
     args = megatron_args_of(scenario)
     cluster = scenario.get("cluster")
     gpus = cluster.get("gpus") if isinstance(cluster, dict) else None
-    if args is None or not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-        return None, ""
+    if args is not None and isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1:
+        try:
+            parse(args, gpus, f"{where}: workload")
+        except InvalidConfigurationError as exc:
+            return invalid_figures(exc, where), ""
+        except InputError as exc:
+            return None, " ".join(exc.message.split())
+    return (_loaded(scenario, where) if load else (None, ""))
+
+
+def _loaded(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
+    """What the scenario loader says of a point, in the words its run would record."""
+    # deferred: the loader is heavy, and a sweep of Megatron's flags alone never needs it
+    from simpy_astra.sweep.point_inputs import load_point, relabel
+    from simpy_astra.workloads.generated import NotGenerated
+
     try:
-        parse(args, gpus, f"{where}: workload")
+        load_point(scenario, checking=True)
     except InvalidConfigurationError as exc:
-        return invalid_figures(exc, where), ""
-    except InputError as exc:
-        return None, " ".join(exc.message.split())
+        return invalid_figures(InvalidConfigurationError(relabel(exc.message, where), exc.rule), where), ""
+    except (InputError, PluginError) as exc:  # a plug-in's error too: its run records it
+        return None, relabel(" ".join(str(exc).split()), where)
+    except NotGenerated:  # only its run can tell (minutes of a slow generator)
+        pass
     return None, ""

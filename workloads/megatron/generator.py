@@ -37,7 +37,8 @@ from simpy_astra.workloads.megatron.rules import check_hardware
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.megatron.steps import Compute
 from simpy_astra.workloads.schedules import registry as schedules
-from simpy_astra.workloads.schedules.task import Kind, Task, takes_costs
+from simpy_astra.workloads.schedules.deadlock import stall
+from simpy_astra.workloads.schedules.task import takes_costs
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.writer import (
     Units,
@@ -88,8 +89,15 @@ def _with_schedule(name: Any, job: MegatronJob, gpu: Gpu, where: str) -> Megatro
         orders = [job.stage_order(stage) for stage in range(job.pp)]
     except (PluginError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: {exc}") from None
-    if job.v_placement:
-        _check_v(job, orders, f"{where}: pipeline schedule '{name}'")
+    if job.v_placement and (job.virtual_stages % 2 or len(set(job.split)) > 1):
+        raise InputError(f"{where}: pipeline schedule '{name}' places the chunks in a V: it needs an even number "
+                         f"of chunks a stage and the layers split evenly (--virtual-pipeline-model-parallel-size 2, "
+                         f"without --pipeline-model-parallel-layout or an uneven first or last stage)")
+    stuck = stall(orders, lambda stage, chunk: job.chunk_place(stage, chunk).index, job.stage_of)
+    if stuck:  # each stage's order is fine alone; together?
+        raise InputError(f"{where}: pipeline schedule '{name}': its stages' orders wait on each other for ever "
+                         f"({job.micro_batches} micro-batches, {job.virtual_stages} chunk(s)): {stuck}; order each "
+                         f"stage's tasks so that what it waits for comes earlier in the other stage's")
     return job
 
 
@@ -101,26 +109,6 @@ def _pass_costs(job: MegatronJob, gpu: Gpu) -> tuple[float, float, float]:
     inputs, weights = model.backward_split(moe, False, False)
     return tuple(sum(s.total_s for s in steps if isinstance(s, Compute))  # type: ignore[return-value]
                  for steps in (model.forward(moe, False, False), inputs, weights))
-
-
-def _check_v(job: MegatronJob, orders: list[list[Task]], what: str) -> None:
-    """A V placement needs chunks in pairs over an even split of the layers, and a stage that
-    hands a micro-batch to its own other chunk (the V's turn) must have run that chunk first."""
-    if job.virtual_stages % 2 or len(set(job.split)) > 1:
-        raise InputError(f"{what} places the chunks in a V: it needs an even number of chunks a stage "
-                         f"and the layers split evenly (--virtual-pipeline-model-parallel-size 2, without "
-                         f"--pipeline-model-parallel-layout or an uneven first or last stage)")
-    chunks = job.pp * job.virtual_stages
-    for stage, order in enumerate(orders):
-        done: set[tuple[bool, int, int]] = set()
-        for kind, mb, chunk in order:
-            g, forward = job.chunk_place(stage, chunk).index, kind is Kind.FORWARD
-            before = g - 1 if forward else g + 1  # whose output this task takes
-            if 0 <= before < chunks and job.stage_of(before) == stage and (forward, mb, before // job.pp) not in done:
-                raise InputError(f"{what}: stage {stage} runs {kind.name} of micro-batch {mb}, chunk {chunk} "
-                                 f"before the same stage's chunk {before // job.pp} has passed it on")
-            if kind is not Kind.BACKWARD_WEIGHT:
-                done.add((forward, mb, chunk))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ def interleaved(stage: int, pp: int, micro_batches: int, chunks: int) -> list[Ta
     """Each stage holds ``chunks`` model chunks; micro-batches go through the chunks in groups
     of ``pp``; ``(pp - stage - 1) * 2 + (chunks - 1) * pp`` warm-up forwards (all of them when
     there are exactly ``pp`` micro-batches)."""
+    if chunks < 2:  # Megatron-LM then runs 1F1B (a virtual pipeline size of 1 is none)
+        raise ValueError(f"interleaved 1F1B interleaves 2 or more model chunks per stage, not {chunks} (use 1f1b, or "
+                         f"give --num-layers-per-virtual-pipeline-stage)")
     total = micro_batches * chunks
     group = pp * chunks
 

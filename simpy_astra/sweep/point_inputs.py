@@ -1,0 +1,37 @@
+"""A sweep point's scenario read as ``run`` reads a scenario file: by the scenario loader, from a
+temporary file whose name its errors then give back as the sweep's and the point's
+(:func:`relabel`). Both a point's run (point.py) and ``--list``'s check (validity.py) read it so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from typing import Any
+
+from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.config.readers import dump_yaml
+from simpy_astra.config.scenario import load_scenario
+from simpy_astra.plugins import stop_searching
+
+
+def relabel(text: str, where: str) -> str:
+    """Errors name the temporary files a point is loaded from; name what the user wrote instead:
+    ``/tmp/simpy-astra-x/system.json: field 'f'`` -> ``SWEEP: point ...: system: field 'f'``."""
+    tmp = re.escape(os.path.realpath(tempfile.gettempdir())) + "|" + re.escape(tempfile.gettempdir())
+    text = re.sub(rf"(?:{tmp})/simpy-astra-point-[^/\s]+/scenario\.yaml", where, text)
+    return re.sub(rf"(?:{tmp})/simpy-astra-[^/\s]+/(\w+)\.(?:json|yml|yaml)", rf"{where}: \1", text)
+
+
+def load_point(scenario: dict[str, Any], checking: bool = False) -> SimulationInputs:
+    """The inputs of one point, read by the scenario loader as ``run`` reads a scenario file
+    (errors name a temporary file: :func:`relabel` them); ``checking``: see load_scenario."""
+    with tempfile.TemporaryDirectory(prefix="simpy-astra-point-") as tmp:
+        path = os.path.join(tmp, "scenario.yaml")
+        with open(path, "w") as f:
+            dump_yaml(scenario, f)
+        try:
+            return load_scenario(path, checking=checking)
+        finally:  # the loader searches a scenario's folder for its modules; this one goes now
+            stop_searching(tmp)
