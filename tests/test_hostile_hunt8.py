@@ -11,16 +11,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
-        "--global-batch-size 16 --bf16 --vocab-size 32000")
-
-
-def _error_lines(capsys, argv: list[str]) -> list[str]:
-    """The lines a command that refuses its input (exit status 2) writes to stderr."""
-    assert main(argv) == 2
-    return capsys.readouterr().err.strip().splitlines()
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 
 
 def _scenario(tmp_path, doc: dict | None = None, name: str = "s.yaml"):
