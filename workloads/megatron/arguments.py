@@ -176,7 +176,10 @@ def parser() -> argparse.ArgumentParser:
     i("--transformer-impl", choices=("local", "transformer_engine"), default=None,
       help="transformer_engine: fused attention (flash / cuDNN) unless --attention-backend unfused")
     i("--cp-comm-type", nargs="+", choices=("p2p", "allgather", "a2a", "a2a+p2p"), default=["p2p"],
-      help="context parallelism: K/V ring beside each chunk's attention (p2p), or exposed allgather / a2a")
+      help="context parallelism: K/V ring beside each chunk's attention (p2p), exposed allgather / a2a, "
+           "or a2a inside groups and the ring across them (a2a+p2p)")
+    i("--hierarchical-context-parallel-sizes", nargs="+", type=int, default=None,
+      help="a2a+p2p: the all-to-all group's size, then the ring's (their product is cp)")
     i("--attention-backend", choices=("flash", "fused", "unfused", "local", "auto"), default=None,
       help="Megatron-Core's attention kernel choice")
     _bool(p, "--no-masked-softmax-fusion", help="scale, mask and softmax as separate kernels")
@@ -370,10 +373,22 @@ def _check_vocabulary(a: argparse.Namespace, others: dict[str, list[str]], where
 def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str) -> None:
     for action in p._actions:
         value = getattr(a, action.dest, None)
-        problem = None if value is None else _range_problem(action, value)
+        values = value if isinstance(value, list) else [] if value is None else [value]
+        problem = next((found for v in values if (found := _range_problem(action, v))), None)
         if problem is not None:
             got = str(value) if len(str(value)) <= 40 else f"{str(value)[:20]}..., {len(str(value))} digits"
             raise InputError(f"{where}: argument {action.option_strings[0]}: {problem} (got {got})")
+
+
+def _context_parallel_exchange(a: argparse.Namespace) -> tuple[str, int]:
+    """(``--cp-comm-type``, the all-to-all group's size) as Transformer Engine runs them:
+    ``a2a+p2p`` with an all-to-all group of 1 is the ring alone, with a ring of 1 the
+    all-to-all alone (``attn_forward_func_with_cp``)."""
+    kind = a.cp_comm_type[0]
+    if kind != "a2a+p2p" or a.context_parallel_size == 1:
+        return kind, 1
+    a2a, ring = a.hierarchical_context_parallel_sizes  # two sizes (module_rules)
+    return ("p2p", 1) if a2a == 1 else ("a2a", 1) if ring == 1 else (kind, a2a)
 
 
 def _legacy(a: argparse.Namespace) -> bool:
@@ -438,10 +453,10 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     # softmax is always in fp32
     qk_scaling = a.apply_query_key_layer_scaling or (legacy and not a.no_query_key_layer_scaling)
     qk_scaling = qk_scaling and (a.fp16 or not te)
-    cp_comm = set(a.cp_comm_type)
-    if len(cp_comm) > 1 or "a2a+p2p" in cp_comm:
-        raise InputError(f"{where}: --cp-comm-type {' '.join(a.cp_comm_type)}: only one of p2p, allgather "
-                         f"or a2a for every layer is modelled")
+    if len(set(a.cp_comm_type)) > 1:
+        raise InputError(f"{where}: --cp-comm-type {' '.join(a.cp_comm_type)}: one type for every layer is "
+                         f"modelled, not a type a layer")
+    cp_comm, cp_a2a = _context_parallel_exchange(a)
     if a.fp8_recipe not in ("delayed", "tensorwise"):
         raise InputError(f"{where}: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
                          f"current) scaling are modelled")
@@ -491,7 +506,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
         flash_attention=_fused_attention(a), transformer_engine=te,
-        cp_comm_type=a.cp_comm_type[0], masked_softmax_fusion=not a.no_masked_softmax_fusion,
+        cp_comm_type=cp_comm, cp_a2a=cp_a2a, masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
         pp_before_dp=a.use_tp_pp_dp_mapping and pp > 1,

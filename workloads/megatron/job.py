@@ -93,7 +93,7 @@ class MegatronJob:
     gradient_accumulation_fusion: bool
     flash_attention: bool
     transformer_engine: bool  # Transformer Engine layers (today's default; 2021 and --transformer-impl local: no)
-    cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a"
+    cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a" | "a2a+p2p"
     masked_softmax_fusion: bool
     bias_gelu_fusion: bool  # Megatron's bias_activation_fusion: GeLU's, or SwiGLU's with --swiglu
     bias_dropout_fusion: bool
@@ -175,6 +175,9 @@ class MegatronJob:
     #: ``--ddp-bucket-size``: parameters a gradient bucket on the first stage's first chunk
     #: (0: Megatron-Core's ``max(40M, 1M x dp x cp)``)
     ddp_bucket_params: int = 0
+    #: ``a2a+p2p``: the all-to-all group's size (``--hierarchical-context-parallel-sizes``'
+    #: first); the K/V ring runs over the other ``cp / cp_a2a`` (1: no all-to-all)
+    cp_a2a: int = 1
     #: ``--distribute-saved-activations`` (2021: ``--distribute-checkpointed-activations``): full
     #: recomputation keeps 1/tp of each unit's input (``CheckpointFunction``) and all-gathers it
     #: over tp before recomputing the unit

@@ -19,6 +19,7 @@ A bias's gradient reads the output gradient once (none with ``--disable-bias-lin
 
 from __future__ import annotations
 
+from simpy_astra.workloads.megatron import context_parallel
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
@@ -136,28 +137,13 @@ class ChunkModel:
 
     # ------------------------------------------------------------------ attention core
     def _attention(self, b: _Builder, backward: bool) -> None:
-        """The attention core. Context parallelism as Megatron runs it (``--cp-comm-type``):
-        ``p2p`` passes each rank's keys and values round a ring, each step beside the attention
-        of the chunk already there (the exchange shows only where it outlasts the kernels);
-        ``allgather`` gathers them first (and reduce-scatters their gradients after);
-        ``a2a`` (Ulysses) trades sequence for heads by an all-to-all of Q, K, V before and of
-        the output after, and runs the whole sequence on heads / cp."""
+        """The attention core, with context parallelism's exchanges around it
+        (:mod:`~simpy_astra.workloads.megatron.context_parallel`)."""
         job, t = self.job, self.tokens
-        mb = job.micro_batch
-        q_len, kv_len = job.seq // job.cp, job.seq
-        bh = mb * self.heads
-        kv = t * 2 * self.kv_width * self.e
-        if job.cp > 1 and job.cp_comm_type == "a2a":
-            q_len, bh = job.seq, max(1, bh // job.cp)
-            qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
-            b.comm("attn.cp.alltoall", ALL_TO_ALL, out if backward else qkv, dim="cp")
-        elif job.cp > 1 and job.cp_comm_type == "allgather":
-            b.comm("attn.cp.allgather", ALL_GATHER, kv, dim="cp")
-        elif job.cp > 1:  # p2p ring beside the products
-            if backward:
-                b.comm("attn.cp.reducescatter", REDUCE_SCATTER, kv * job.cp, overlap=True, dim="cp")
-            else:
-                b.comm("attn.cp.allgather", ALL_GATHER, kv, overlap=True, dim="cp")
+        q_bytes, kv_bytes = t * self.q_width * self.e, t * 2 * self.kv_width * self.e
+        context_parallel.before(b, job, q_bytes, kv_bytes, backward)
+        shape = context_parallel.attention_shape(job, self.heads)
+        bh, q_len, kv_len = shape.batch_heads, shape.q_len, shape.kv_len
         if job.flash_attention:
             b.add("attention", flash_attention_seconds(self.gpu, bh, q_len, kv_len, job.head_dim,
                                                        causal=True, backward=backward, seq=job.seq))
@@ -202,16 +188,8 @@ class ChunkModel:
         return [6, *steps, 6] if fp32_copy else steps
 
     def _attention_after(self, b: _Builder, backward: bool) -> None:
-        """Context parallelism's exchange after the attention kernels, where it has one."""
-        job, t = self.job, self.tokens
-        b.wait("attn.cp.wait")  # the K/V ring (p2p) ran beside the attention kernels only
-        if job.cp == 1:
-            return
-        if job.cp_comm_type == "a2a":
-            qkv, out = t * (self.q_width + 2 * self.kv_width) * self.e, t * self.q_width * self.e
-            b.comm("attn.cp.alltoall.after", ALL_TO_ALL, qkv if backward else out, dim="cp")
-        elif job.cp_comm_type == "allgather" and backward:
-            b.comm("attn.cp.reducescatter", REDUCE_SCATTER, t * 2 * self.kv_width * self.e * job.cp, dim="cp")
+        t = self.tokens
+        context_parallel.after(b, self.job, t * self.q_width * self.e, t * 2 * self.kv_width * self.e, backward)
 
     # ------------------------------------------------------------------ a layer
     def _tp_in(self, b: _Builder, label: str) -> None:

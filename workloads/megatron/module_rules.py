@@ -11,11 +11,12 @@ function whose check it restates), raised with Megatron's reason as
 from __future__ import annotations
 
 import argparse
+import math
 
 from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron import housekeeping_rules
 from simpy_astra.workloads.megatron.housekeeping_rules import given
-from simpy_astra.workloads.megatron.rules import legacy_names
+from simpy_astra.workloads.megatron.rules import legacy_names, query_groups
 from simpy_astra.workloads.megatron.unmodelled_flags import number
 
 
@@ -27,7 +28,8 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     """Refuse what Megatron-LM's modules refuse of ``a`` (the parsed arguments) on ``gpus``
     GPUs, then what ``validate_args`` refuses of the arguments that cannot change a step's time
     (:mod:`housekeeping_rules`); ``others`` are the unmodelled flags given, with their values."""
-    for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation, _deferred_wgrad):
+    for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation, _deferred_wgrad,
+                   _hierarchical_context_parallel):
         family(a, others, where)
     housekeeping_rules.check(a, gpus, others, where)
 
@@ -108,3 +110,33 @@ def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
         _refuse(where, "deferral limit at least 0",
                 f"--wgrad-deferral-limit {limit} with --defer-embedding-wgrad-compute (Megatron, ModelParallelConfig: "
                 f"Wgrad deferral limit should be greater than or equal to 0 when it is enabled!); give 0 or more")
+
+
+def _hierarchical_context_parallel(a: argparse.Namespace, others: dict, where: str) -> None:
+    """``--hierarchical-context-parallel-sizes``: ``validate_args``' two checks, then what
+    Transformer Engine's ``a2a+p2p`` attention needs (``attn_forward_func_with_cp``: two
+    groups; ``flash_attn_a2a_communicate`` splits each rank's heads over the all-to-all group)."""
+    sizes, cp = a.hierarchical_context_parallel_sizes, a.context_parallel_size
+    if sizes and math.prod(sizes) != cp:
+        _refuse(where, "hierarchical cp sizes multiply to cp",
+                f"--hierarchical-context-parallel-sizes {' '.join(map(str, sizes))} multiply to {math.prod(sizes)}, "
+                f"not --context-parallel-size {cp} (Megatron: assert args.context_parallel_size == "
+                f"prod(args.hierarchical_context_parallel_sizes))")
+    if "a2a+p2p" not in a.cp_comm_type:
+        return
+    if not sizes:
+        _refuse(where, "a2a+p2p needs hierarchical cp sizes",
+                "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron: "
+                "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm)")
+    if cp > 1 and len(sizes) != 2:
+        _refuse(where, "a2a+p2p takes two cp levels",
+                f"--cp-comm-type a2a+p2p with {len(sizes)} --hierarchical-context-parallel-sizes: give two, the "
+                f"all-to-all group's size and the ring's (Transformer Engine: CP implementation a2a+p2p requires "
+                f"cp_group = [a2a_cp_group, p2p_cp_group]!)")
+    tp, groups = a.tensor_model_parallel_size, query_groups(a) or a.num_attention_heads
+    heads, kv_heads = a.num_attention_heads // tp, max(1, groups // tp)
+    if cp > 1 and (heads % sizes[0] or kv_heads % sizes[0]):
+        _refuse(where, "a2a+p2p splits heads over its all-to-all",
+                f"--cp-comm-type a2a+p2p with {heads} query and {kv_heads} key/value heads a tp rank, not multiples "
+                f"of the all-to-all group's {sizes[0]} (--hierarchical-context-parallel-sizes' first: Transformer "
+                f"Engine's all-to-all views [b, s, h, d] as [b, s, cp, h//cp, d]); give a first size dividing both")

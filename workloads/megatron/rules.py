@@ -133,11 +133,6 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
                 f"--seq-length {a.seq_length} is not a multiple of 2 x --context-parallel-size = {2 * cp} "
                 f"(Megatron: seq-length should be a multiple of 2 * context-parallel-size, for the causal "
                 f"load balancing that gives each rank two chunks)")
-    if "a2a+p2p" in [*a.cp_comm_type, *others.get("--cp-comm-type", [])] and \
-            "--hierarchical-context-parallel-sizes" not in others:
-        _refuse(where, "a2a+p2p needs hierarchical cp sizes",
-                "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron: "
-                "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm)")
     kinds = len(a.cp_comm_type)
     if cp > 1 and kinds > 1 and kinds != a.num_layers:
         _refuse(where, "one cp comm type or one a layer",

@@ -52,13 +52,20 @@ TORCH_BUCKET_BYTES = 25 * 1024 * 1024
 MEGATRON_BUCKET_PARAMS = 40_000_000
 
 
+#: the part a communicator's exposed time is charged to, where it is not the communicator's
+#: own name: the tied embedding's all-reduce syncs gradients; hierarchical context
+#: parallelism's two levels are context parallelism
+_STREAM = {"emb": "dp", "cp_a2a": "cp", "cp_p2p": "cp"}
+
+
 @dataclass(frozen=True)
 class Layout:
     """Megatron's rank order (tp fastest, then cp, dp, pp; experts over consecutive
     data-parallel ranks) and its communicator groups: ``tp``, ``cp``, ``dp`` (the gradient-sync
     group: data- and context-parallel ranks of one model shard), ``emb`` (first and last stage,
-    for the tied embedding), ``ep`` (the experts' all-to-all) and ``edp`` (the ranks that hold
-    the same experts, which sync their gradients)."""
+    for the tied embedding), ``ep`` (the experts' all-to-all), ``edp`` (the ranks that hold
+    the same experts, which sync their gradients), and under ``a2a+p2p`` context parallelism
+    ``cp_a2a`` and ``cp_p2p`` (its all-to-all and its K/V ring)."""
 
     sizes: dict[str, int]
     groups: dict[int, list[int]]
@@ -89,6 +96,14 @@ class Layout:
             add("tp", [rank(t, c, d, p) for t in range(tp)])
         for t, d, p in itertools.product(range(tp), range(dp), range(pp)):
             add("cp", [rank(t, c, d, p) for c in range(cp)])
+        a2a = job.cp_a2a
+        if a2a > 1:  # a2a+p2p: Megatron-Core's create_hierarchical_groups over each cp group
+            for t, d, p in itertools.product(range(tp), range(dp), range(pp)):
+                members = [rank(t, c, d, p) for c in range(cp)]
+                for first in range(0, cp, a2a):
+                    add("cp_a2a", members[first:first + a2a])
+                for offset in range(a2a):
+                    add("cp_p2p", members[offset::a2a])
         for t, p in itertools.product(range(tp), range(pp)):
             add("dp", [rank(t, c, d, p) for d in range(dp) for c in range(cp)])
         if job.tied_embeddings and job.last_stage != 0:
@@ -185,7 +200,7 @@ class StageSchedule:
     def collective(self, name: str, comm_type: int, dim: str, size: int, block: bool = True,
                    deps: list[int] | None = None) -> int:
         op = Op(name, COLL, list(self.tail if deps is None else deps), [], [], comm_type=comm_type,
-                comm_size=size, dim=dim, stream=dim if dim != "emb" else "dp")
+                comm_size=size, dim=dim, stream=_STREAM.get(dim, dim))
         gid = self.g.add(op)
         if block:
             self.tail = [gid]
