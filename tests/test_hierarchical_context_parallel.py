@@ -134,3 +134,22 @@ def test_a2a_plus_p2p_keeps_the_all_to_all_on_nvlink(tmp_path):
     nvlink_floor_ns = 2 * 56 * MIB / 450e9 * 1e9
     assert a2a >= a2a_floor_ns
     assert nvlink_floor_ns <= hier < a2a_floor_ns
+
+
+def test_a_sweep_sets_a_flag_of_several_values_from_a_list_or_words():
+    """A study sweeps the hierarchy: ``workload.args.hierarchical-context-parallel-sizes: [[8, 2],
+    "4 4"]`` writes the flag's words as Megatron's argparse reads them (``nargs='+'``); a flag of
+    one value still refuses a list, and a bad word is refused before any point runs."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.sweep.megatron_args import check_values, set_flag
+
+    path = "workload.args.hierarchical-context-parallel-sizes"
+    base = "--context-parallel-size 16 --hierarchical-context-parallel-sizes 2 8 --bf16"
+    assert set_flag(base, path, [8, 2], "s") == "--context-parallel-size 16 --hierarchical-context-parallel-sizes 8 2 --bf16"
+    assert set_flag(base, path, "4 4", "s").endswith("--hierarchical-context-parallel-sizes 4 4 --bf16")
+    assert set_flag("--bf16", "workload.args.cp-comm-type", "a2a+p2p", "s") == "--bf16 --cp-comm-type a2a+p2p"
+    check_values(path, ([8, 2], "4 4"), "s")
+    with pytest.raises(InputError, match="--hierarchical-context-parallel-sizes 8 two: invalid int value"):
+        check_values(path, ([8, "two"],), "s")
+    with pytest.raises(InputError, match="give one value \\(a number or a word\\), not \\[2, 4\\]"):
+        set_flag(base, "workload.args.tensor-model-parallel-size", [2, 4], "s")

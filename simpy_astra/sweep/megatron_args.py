@@ -27,7 +27,7 @@ from simpy_astra.workloads.megatron.arguments import (
     parser,
     value_problem,
 )
-from simpy_astra.workloads.megatron.megatron_flags import SWITCHES
+from simpy_astra.workloads.megatron.megatron_flags import SEVERAL_VALUES, SWITCHES
 
 PREFIX = "workload.args."
 
@@ -63,6 +63,24 @@ def is_switch(flag: str) -> bool:
     return action.nargs == 0 if action is not None else flag in SWITCHES
 
 
+def takes_several(flag: str) -> bool:
+    """``flag`` takes a list of values (``--cp-comm-type``, ``--hierarchical-context-parallel-sizes``):
+    an axis value may be a list of them, or a string of them split by spaces."""
+    action = _actions().get(flag)
+    return action.nargs in ("+", "*") if action is not None else flag in SEVERAL_VALUES
+
+
+def _words(flag: str, value: Any) -> list[str] | None:
+    """The words a value writes after ``flag``; None when it is not one the flag can take in
+    one axis value (a mapping; a list beside a flag of one value)."""
+    if isinstance(value, dict):
+        return None
+    if takes_several(flag):
+        items = value if isinstance(value, list) else str(_text(value)).split()
+        return [_text(v) for v in items] if items and not any(isinstance(v, dict | list) for v in items) else None
+    return None if isinstance(value, list) else [_text(value)]
+
+
 def _known(flag: str) -> bool:
     return accepted(flag)
 
@@ -90,10 +108,11 @@ def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
         raise InputError(f"{where}: {str(gone[0]).lower() if gone[0] is False else 'null'} removes {flag}, which "
                          f"Megatron-LM requires (its argparse stops without it); give it a value")
     for value in values:  # a value argparse refuses fails its point alike, whatever the others
-        problem = None if value is None or isinstance(value, bool | dict | list) else value_problem(flag, _text(value))
+        words = None if value is None or isinstance(value, bool) else _words(flag, value)
+        problem = next((found for word in words or () if (found := value_problem(flag, word))), None)
         if problem is not None:
-            raise InputError(f"{where}: {flag} {_text(value)}: {problem}; fix the value (simpy-astra generate "
-                             f"megatron --help lists the flag's values)")
+            raise InputError(f"{where}: {flag} {' '.join(words or ())}: {problem}; fix the value (simpy-astra "
+                             f"generate megatron --help lists the flag's values)")
     if len(values) > 1 and cannot_change_time(flag) and \
             not any(v is None or isinstance(v, bool) for v in values):
         raise InputError(f"{where}: {flag} cannot change a step's time (the simulator reads and ignores it), so "
@@ -136,8 +155,10 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     if not switch and value is True:
         raise InputError(f"{where}: {flag} takes a value (e.g. {flag} 4); true fits only a switch; false "
                          f"removes it")
-    if isinstance(value, dict | list):
-        raise InputError(f"{where}: {flag}: give one value (a number or a word), not {value!r}")
+    words = None if value is None or isinstance(value, bool) else _words(flag, value)
+    if words is None and value is not None and not isinstance(value, bool):
+        several = " or a list of them" if takes_several(flag) else ""
+        raise InputError(f"{where}: {flag}: give one value (a number or a word){several}, not {value!r}")
     tokens = _tokens(args, where)
     out: list[str] = []
     at: int | None = None
@@ -155,7 +176,7 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
         out.append(token)
         i += 1
     if value is not None and value is not False:
-        new = [flag] if switch else [flag, _text(value)]
+        new = [flag] if switch else [flag, *(words or ())]
         at = len(out) if at is None else at
         out[at:at] = new
     return shlex.join(out)
