@@ -14,8 +14,8 @@ schedule's parameters likewise. It is ours, not their search: with unit costs it
 bound a test derives (the last stage cannot begin before ``p - 1`` units: ``6m + p - 1``) up
 to 4 stages, and leaves 1.3 (8 stages) and 1.5 (16) times its ``p - 1`` bubble, under ZB-H1's
 ``2 (p - 1)``. The replay leaves out the sends and the collectives inside a pass, and a
-stage keeps its order whatever arrives late: a 16-stage job runs slower than ZB-H1's
-(docs/megatron.md gives the figures).
+stage keeps its order whatever arrives late: a 16-stage job runs slower than ZB-H1's, at
+tp 1 too (docs/megatron.md gives the figures).
 """
 
 from __future__ import annotations
