@@ -153,3 +153,17 @@ def test_a_sweep_sets_a_flag_of_several_values_from_a_list_or_words():
         check_values(path, ([8, "two"],), "s")
     with pytest.raises(InputError, match="give one value \\(a number or a word\\), not \\[2, 4\\]"):
         set_flag(base, "workload.args.tensor-model-parallel-size", [2, 4], "s")
+
+
+def test_a_list_and_its_words_are_one_point_of_a_sweep(tmp_path):
+    """``[8, 2]`` and ``"8 2"`` write the same flag: one point, labelled by its words."""
+    from simpy_astra.sweep.spec import load_sweep
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(json.dumps({
+        "base": {"workload": {"generate": "megatron", "args": BASE + " --context-parallel-size 8 --cp-comm-type "
+                                                                     "a2a+p2p --hierarchical-context-parallel-sizes 2 4"},
+                 "cluster": {"preset": "dgx-h100", "gpus": 8}},
+        "axes": {"workload.args.hierarchical-context-parallel-sizes": [[8, 1], "8 1", [4, 2.0]]}}))
+    axis = load_sweep(str(sweep)).axes[0]
+    assert axis.values == ("8 1", "4 2")

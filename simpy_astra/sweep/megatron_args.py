@@ -70,7 +70,7 @@ def takes_several(flag: str) -> bool:
     return action.nargs in ("+", "*") if action is not None else flag in SEVERAL_VALUES
 
 
-def _words(flag: str, value: Any) -> list[str] | None:
+def words_of(flag: str, value: Any) -> list[str] | None:
     """The words a value writes after ``flag``; None when it is not one the flag can take in
     one axis value (a mapping; a list beside a flag of one value)."""
     if isinstance(value, dict):
@@ -108,7 +108,7 @@ def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
         raise InputError(f"{where}: {str(gone[0]).lower() if gone[0] is False else 'null'} removes {flag}, which "
                          f"Megatron-LM requires (its argparse stops without it); give it a value")
     for value in values:  # a value argparse refuses fails its point alike, whatever the others
-        words = None if value is None or isinstance(value, bool) else _words(flag, value)
+        words = None if value is None or isinstance(value, bool) else words_of(flag, value)
         problem = next((found for word in words or () if (found := value_problem(flag, word))), None)
         if problem is not None:
             raise InputError(f"{where}: {flag} {' '.join(words or ())}: {problem}; fix the value (simpy-astra "
@@ -155,7 +155,7 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     if not switch and value is True:
         raise InputError(f"{where}: {flag} takes a value (e.g. {flag} 4); true fits only a switch; false "
                          f"removes it")
-    words = None if value is None or isinstance(value, bool) else _words(flag, value)
+    words = None if value is None or isinstance(value, bool) else words_of(flag, value)
     if words is None and value is not None and not isinstance(value, bool):
         several = " or a list of them" if takes_several(flag) else ""
         raise InputError(f"{where}: {flag}: give one value (a number or a word){several}, not {value!r}")

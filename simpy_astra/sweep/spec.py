@@ -58,9 +58,12 @@ from simpy_astra.sweep.megatron_args import (
     canonical_path,
     check_flag,
     check_values,
+    flag_of,
     flag_values,
     is_args_path,
     set_flag,
+    takes_several,
+    words_of,
 )
 from simpy_astra.sweep.megatron_args import names as flag_names
 from simpy_astra.workloads.generated import GENERATORS, resolve_paths
@@ -305,11 +308,15 @@ def _field_of(dotted: str) -> str:
 
 def _one_per_argument(axis: Axis) -> Axis:
     """A Megatron argument's axis without values that write the argument alike (4 and '4' both
-    write --num-layers 4: two points of one scenario); the first of each is kept."""
+    write --num-layers 4: two points of one scenario); the first of each is kept. A list for a
+    flag of several values is written as its words (``[8, 2]`` is ``8 2``: one key, one label)."""
     if axis.bundles is not None or not is_args_path(axis.column):
         return axis
+    flag = flag_of(axis.column)
     firsts: dict[Any, Any] = {}
     for value in axis.values:  # a switch's true/false/null as itself, any other value as written
+        words = words_of(flag, value) if isinstance(value, list) and takes_several(flag) else None
+        value = " ".join(words) if words else value
         firsts.setdefault(value if isinstance(value, bool) or value is None else str(value), value)
     return dataclasses.replace(axis, values=tuple(firsts.values()))
 
