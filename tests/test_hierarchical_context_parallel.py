@@ -77,7 +77,7 @@ def test_a2a_plus_p2p_collectives_and_attention_shape():
                                                    ("attn.cp.allgather", ALL_GATHER, kv, True),
                                                    ("attn.cp.reducescatter", REDUCE_SCATTER, 4 * kv, True),
                                                    ("attn.cp.alltoall.after", ALL_TO_ALL, q + kv, False)]
-    shape = attention_shape(parse(args, 8), heads=16)
+    shape = attention_shape(parse(args, 8), "a2a+p2p", heads=16)
     assert (shape.batch_heads, shape.q_len, shape.kv_len) == (8, 512, 2048)
 
 

@@ -1053,12 +1053,13 @@ def test_context_parallel_exchange_follows_cp_comm_type():
     assert a2a == [("attn.cp.alltoall", 6, 3 * mib, False), ("attn.cp.alltoall.after", 6, mib, False)]
 
 
-def test_cp_comm_type_per_layer_is_refused():
+def test_cp_comm_type_a_layer_is_read_and_a2a_plus_p2p_needs_its_sizes():
+    """A list of one type a layer is parsed layer by layer (tests/test_cp_comm_type_per_layer.py
+    prices it); a uniform list is the one type."""
     cp = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
           "--context-parallel-size 2 --bf16")
     assert parse(cp + " --cp-comm-type a2a a2a", 2).cp_comm_type == "a2a"
-    with pytest.raises(InputError, match="--cp-comm-type p2p a2a: one type for every layer is modelled"):
-        parse(cp + " --cp-comm-type p2p a2a", 2)  # Megatron runs it; not modelled
+    assert parse(cp + " --cp-comm-type p2p a2a", 2).cp_comm_types == ("p2p", "a2a")
     # Megatron itself refuses a2a+p2p without hierarchical context-parallel sizes
     with pytest.raises(InvalidConfigurationError, match="--cp-comm-type a2a\\+p2p needs --hierarchical"):
         parse(cp + " --cp-comm-type a2a+p2p", 2)

@@ -380,15 +380,20 @@ def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str)
             raise InputError(f"{where}: argument {action.option_strings[0]}: {problem} (got {got})")
 
 
-def _context_parallel_exchange(a: argparse.Namespace) -> tuple[str, int]:
-    """(``--cp-comm-type``, the all-to-all group's size) as Transformer Engine runs them:
+def _context_parallel_exchange(a: argparse.Namespace) -> tuple[tuple[str, ...], int]:
+    """(each layer's ``--cp-comm-type``, the all-to-all group's size) as Transformer Engine
+    runs them: one type is every layer's (so is any list at cp 1, where none is exchanged);
     ``a2a+p2p`` with an all-to-all group of 1 is the ring alone, with a ring of 1 the
     all-to-all alone (``attn_forward_func_with_cp``)."""
-    kind = a.cp_comm_type[0]
-    if kind != "a2a+p2p" or a.context_parallel_size == 1:
-        return kind, 1
+    cp, given = a.context_parallel_size, tuple(a.cp_comm_type)
+    kinds = given if cp > 1 and len(given) > 1 else given[:1] * a.num_layers  # lengths: rules
+    if cp == 1 or "a2a+p2p" not in kinds:
+        return kinds, 1
     a2a, ring = a.hierarchical_context_parallel_sizes  # two sizes (module_rules)
-    return ("p2p", 1) if a2a == 1 else ("a2a", 1) if ring == 1 else (kind, a2a)
+    alone = "p2p" if a2a == 1 else "a2a" if ring == 1 else None
+    if alone is None:
+        return kinds, a2a
+    return tuple(alone if kind == "a2a+p2p" else kind for kind in kinds), 1
 
 
 def _legacy(a: argparse.Namespace) -> bool:
@@ -453,9 +458,6 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     # softmax is always in fp32
     qk_scaling = a.apply_query_key_layer_scaling or (legacy and not a.no_query_key_layer_scaling)
     qk_scaling = qk_scaling and (a.fp16 or not te)
-    if len(set(a.cp_comm_type)) > 1:
-        raise InputError(f"{where}: --cp-comm-type {' '.join(a.cp_comm_type)}: one type for every layer is "
-                         f"modelled, not a type a layer")
     cp_comm, cp_a2a = _context_parallel_exchange(a)
     if a.fp8_recipe not in ("delayed", "tensorwise"):
         raise InputError(f"{where}: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
@@ -506,7 +508,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
         gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
         flash_attention=_fused_attention(a), transformer_engine=te,
-        cp_comm_type=cp_comm, cp_a2a=cp_a2a, masked_softmax_fusion=not a.no_masked_softmax_fusion,
+        cp_comm_types=cp_comm, cp_a2a=cp_a2a, masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
         pp_before_dp=a.use_tp_pp_dp_mapping and pp > 1,

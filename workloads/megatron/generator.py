@@ -105,10 +105,10 @@ def _pass_costs(job: MegatronJob, gpu: Gpu) -> tuple[float, float, float]:
     """One micro-batch through chunk 0 of stage 1 (a middle one, no embedding or loss; stage 0
     at pp 1): the kernels' seconds of its forward, input gradient and weight gradient."""
     model, stage = ChunkModel(job, gpu), min(1, job.pp - 1)
-    moe = tuple(job.is_moe(layer) for layer in job.chunk_layers(stage, 0))
-    inputs, weights = model.backward_split(moe, False, False)
+    layers = job.chunk_kinds(stage, 0)
+    inputs, weights = model.backward_split(layers, False, False)
     return tuple(sum(s.total_s for s in steps if isinstance(s, Compute))  # type: ignore[return-value]
-                 for steps in (model.forward(moe, False, False), inputs, weights))
+                 for steps in (model.forward(layers, False, False), inputs, weights))
 
 
 @dataclass(frozen=True)

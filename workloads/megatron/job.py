@@ -7,9 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from simpy_astra.workloads.schedules.registry import default_schedule, schedule
 from simpy_astra.workloads.schedules.task import PassCosts, Task, V, placement, takes_costs
+
+
+class LayerKind(NamedTuple):
+    """What sets a transformer layer's steps apart from its neighbours': a mixture of experts
+    or not, and its context-parallel exchange (``--cp-comm-type``, one a layer allowed)."""
+
+    moe: bool
+    cp_comm: str
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,9 @@ class MegatronJob:
     gradient_accumulation_fusion: bool
     flash_attention: bool
     transformer_engine: bool  # Transformer Engine layers (today's default; 2021 and --transformer-impl local: no)
-    cp_comm_type: str  # context parallelism's exchange: "p2p" (K/V ring) | "allgather" | "a2a" | "a2a+p2p"
+    #: context parallelism's exchange of each layer, in model order: "p2p" (K/V ring) |
+    #: "allgather" | "a2a" | "a2a+p2p" (Megatron-Core's layer i runs ``cp_comm_type[i]``)
+    cp_comm_types: tuple[str, ...]
     masked_softmax_fusion: bool
     bias_gelu_fusion: bool  # Megatron's bias_activation_fusion: GeLU's, or SwiGLU's with --swiglu
     bias_dropout_fusion: bool
@@ -217,6 +228,20 @@ class MegatronJob:
     def micro_batches(self) -> int:
         """Micro-batches per data-parallel replica in one step."""
         return self.global_batch // (self.micro_batch * self.dp)
+
+    @property
+    def cp_comm_type(self) -> str:
+        """The exchange every layer runs, or the layers' types as ``--cp-comm-type`` lists them."""
+        kinds = self.cp_comm_types
+        return kinds[0] if len(set(kinds)) == 1 else " ".join(kinds)
+
+    def layer_kind(self, layer: int) -> LayerKind:
+        """Layer ``layer``'s (0-based, model order) MoE-ness and context-parallel exchange."""
+        return LayerKind(self.is_moe(layer), self.cp_comm_types[layer])
+
+    def chunk_kinds(self, stage: int, chunk: int) -> tuple[LayerKind, ...]:
+        """The kinds of the layers stage ``stage``'s chunk ``chunk`` builds."""
+        return tuple(self.layer_kind(layer) for layer in self.chunk_layers(stage, chunk))
 
     def is_moe(self, layer: int) -> bool:
         if self.moe_pattern:

@@ -19,8 +19,10 @@ A bias's gradient reads the output gradient once (none with ``--disable-bias-lin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from simpy_astra.workloads.megatron import context_parallel
-from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
     flash_attention_seconds,
@@ -136,18 +138,18 @@ class ChunkModel:
             b.add("elementwise", self._stream(qk, per_element), 2 * kernels)
 
     # ------------------------------------------------------------------ attention core
-    def _attention(self, b: _Builder, backward: bool) -> None:
-        """The attention core, with context parallelism's exchanges around it
+    def _attention(self, b: _Builder, backward: bool, cp_comm: str) -> None:
+        """The attention core, with context parallelism's exchanges (by ``cp_comm``) around it
         (:mod:`~simpy_astra.workloads.megatron.context_parallel`)."""
         job, t = self.job, self.tokens
         q_bytes, kv_bytes = t * self.q_width * self.e, t * 2 * self.kv_width * self.e
-        context_parallel.before(b, job, q_bytes, kv_bytes, backward)
-        shape = context_parallel.attention_shape(job, self.heads)
+        context_parallel.before(b, job, cp_comm, q_bytes, kv_bytes, backward)
+        shape = context_parallel.attention_shape(job, cp_comm, self.heads)
         bh, q_len, kv_len = shape.batch_heads, shape.q_len, shape.kv_len
         if job.flash_attention:
             b.add("attention", flash_attention_seconds(self.gpu, bh, q_len, kv_len, job.head_dim,
                                                        causal=True, backward=backward, seq=job.seq))
-            self._attention_after(b, backward)
+            self._attention_after(b, backward, cp_comm)
             return
         scores = bh * q_len * kv_len
         if not backward:
@@ -166,7 +168,7 @@ class ChunkModel:
             kernels = self._softmax_kernels(backward=True)
             b.add("elementwise", sum(self._stream(scores, moved) for moved in kernels), len(kernels))
             b.add("attention", 2 * self._gemm(q_len, job.head_dim, kv_len, bh), 2)  # d(Q), d(K)
-        self._attention_after(b, backward)
+        self._attention_after(b, backward, cp_comm)
 
     def _softmax_kernels(self, backward: bool) -> list[int]:
         """Bytes a score moves in each kernel of scale, mask and softmax (forward or backward).
@@ -187,9 +189,10 @@ class ChunkModel:
         steps += [2 * x, 3 * x if backward else 2 * x]  # mask, softmax
         return [6, *steps, 6] if fp32_copy else steps
 
-    def _attention_after(self, b: _Builder, backward: bool) -> None:
+    def _attention_after(self, b: _Builder, backward: bool, cp_comm: str) -> None:
         t = self.tokens
-        context_parallel.after(b, self.job, t * self.q_width * self.e, t * 2 * self.kv_width * self.e, backward)
+        context_parallel.after(b, self.job, cp_comm, t * self.q_width * self.e, t * 2 * self.kv_width * self.e,
+                               backward)
 
     # ------------------------------------------------------------------ a layer
     def _tp_in(self, b: _Builder, label: str) -> None:
@@ -218,14 +221,14 @@ class ChunkModel:
             return
         b.comm(label, kind, size, overlap=job.tp_comm_overlap)
 
-    def layer_forward(self, b: _Builder, moe: bool = False) -> None:
-        job, h, n = self.job, self.job.hidden, self.norm_tokens
+    def layer_forward(self, b: _Builder, layer: LayerKind) -> None:
+        job, h, n, moe = self.job, self.job.hidden, self.norm_tokens, layer.moe
         b.add("elementwise", self._stream(n * h, 4))  # input layer norm
         self._tp_in(b, "attn.allgather")
         self._linear_fwd(b, h, self.q_width + 2 * self.kv_width, fused_cast=True)
         b.wait("qkv.wait")  # an overlapped all-gather (--tp-comm-overlap) runs beside its GEMM only
         self._query_key_kernels(b, backward=False)
-        self._attention(b, backward=False)
+        self._attention(b, False, layer.cp_comm)
         self._tp_out(b, "attn.allreduce", self._linear_fwd(b, self.q_width, h))
         bda = (7 if job.bias_dropout_fusion else 13) - (not job.hidden_dropout)  # no mask written at p = 0
         b.add("elementwise", self._stream(n * h, bda))
@@ -345,11 +348,11 @@ class ChunkModel:
         w = 3 if job.swiglu else 2
         return h * job.experts + w * h * job.shared_ffn // job.tp, local * w * h * ffn
 
-    def layer_backward(self, b: _Builder, moe: bool = False) -> None:
+    def layer_backward(self, b: _Builder, layer: LayerKind) -> None:
         """The backward of one layer. The input gradient of a column-parallel GEMM is
         all-reduced over tp (reduce-scattered with sequence parallelism); with the async
         all-reduce it runs beside that GEMM's weight-gradient GEMM."""
-        h, n = self.job.hidden, self.norm_tokens
+        h, n, moe = self.job.hidden, self.norm_tokens, layer.moe
         bda = 5 - (not self.job.hidden_dropout)  # no mask read at p = 0
         b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
         self._tp_in(b, "mlp.bwd.allgather")  # output gradient of the row-parallel GEMM (SP)
@@ -362,7 +365,7 @@ class ChunkModel:
         b.add("elementwise", self._stream(n * h, bda))  # bias-dropout-add
         self._tp_in(b, "attn.bwd.allgather")
         self._linear_bwd(b, self.q_width, h)
-        self._attention(b, backward=True)
+        self._attention(b, True, layer.cp_comm)
         self._query_key_kernels(b, backward=True)
         self._input_grad(b, h, self.q_width + 2 * self.kv_width, "attn.bwd.allreduce")
         b.add("elementwise", self._stream(n * h, 6))  # input layer norm
@@ -459,64 +462,73 @@ class ChunkModel:
         b.add("elementwise", self._stream(self.norm_tokens * h, 6))
 
     # ------------------------------------------------------------------ a chunk
-    def forward(self, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
-        """One micro-batch's forward through the chunk's layers (``moe``: which are MoE)."""
+    def _kinds(self, layers: Sequence[bool | LayerKind]) -> tuple[LayerKind, ...]:
+        """The chunk's layers (:meth:`MegatronJob.chunk_kinds`); a bare ``bool`` (is it MoE) is
+        a layer of a job whose layers share one ``--cp-comm-type``."""
+        kinds = self.job.cp_comm_types
+        if any(not isinstance(layer, LayerKind) for layer in layers) and len(set(kinds)) > 1:
+            raise ValueError(f"layers given as MoE flags alone, but --cp-comm-type differs a layer: {kinds}")
+        return tuple(layer if isinstance(layer, LayerKind) else LayerKind(layer, kinds[0]) for layer in layers)
+
+    def forward(self, layers: Sequence[bool | LayerKind], first: bool, last: bool) -> list[Step]:
+        """One micro-batch's forward through the chunk's ``layers``."""
         b = _Builder()
         job = self.job
         if first:
             b.params(job.embedding_params)
             self.embedding_forward(b)
-        for is_moe in moe:
-            fp8 = self.layer_fp8_weights(is_moe)
-            for params, dim in self.layer_grads(is_moe):
+        for layer in self._kinds(layers):
+            fp8 = self.layer_fp8_weights(layer.moe)
+            for params, dim in self.layer_grads(layer.moe):
                 b.params(params, dim, fp8[dim])
-            self.layer_forward(b, moe=is_moe)
+            self.layer_forward(b, layer)
         if last:
             b.params(job.output_params)
             self.loss_forward(b)
         return b.done("forward")
 
-    def recompute(self, moe: tuple[bool, ...], first: bool) -> list[Step]:
-        """What the backward recomputes before it runs: the layers ``moe`` lists, whole (full
+    def recompute(self, layers: Sequence[bool | LayerKind], first: bool) -> list[Step]:
+        """What the backward recomputes before it runs: the ``layers`` whole (full
         recomputation), or the attention core of each (selective)."""
         b = _Builder()
         job = self.job
         if job.recompute == "full":
             if first:
                 self.embedding_forward(b)
-            for i, is_moe in enumerate(moe):
+            for i, layer in enumerate(self._kinds(layers)):
                 unit_starts = job.recompute_method == "block" or i % max(1, job.recompute_layers) == 0
                 if job.distribute_saved_activations and unit_starts:  # the unit's input, kept as 1/tp
                     b.comm("recompute.input.allgather", ALL_GATHER, self.tokens // job.tp * job.hidden * self.e)
-                self.layer_forward(b, moe=is_moe)
+                self.layer_forward(b, layer)
         elif job.recompute == "selective" and (job.transformer_engine or not job.flash_attention):
             # Megatron-Core checkpoints the core attention whatever its kernel (Transformer
             # Engine's fused attention is run forward again); the 2021 code skips it for flash
-            for _ in moe:
-                self._attention(b, backward=False)
+            for layer in self._kinds(layers):
+                self._attention(b, False, layer.cp_comm)
         return b.done("recompute")
 
-    def backward(self, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
+    def backward(self, layers: Sequence[bool | LayerKind], first: bool, last: bool) -> list[Step]:
         """One micro-batch's backward through the chunk: input and weight gradients."""
-        return self._backward(_Builder(), moe, first, last)
+        return self._backward(_Builder(), layers, first, last)
 
-    def backward_split(self, moe: tuple[bool, ...], first: bool, last: bool) -> tuple[list[Step], list[Step]]:
+    def backward_split(self, layers: Sequence[bool | LayerKind], first: bool,
+                       last: bool) -> tuple[list[Step], list[Step]]:
         """The backward as a schedule that splits it runs it (zero-bubble schedules): the
         input gradients, which the previous stage waits for, then, as a task of its own, the
         weight gradients (their GEMMs, bias gradients, accumulation and embedding gradient)
         with the markers of the gradients they complete. An input-gradient collective that
         ran beside a weight-gradient GEMM has nothing beside it here."""
         weights = _Builder()
-        return self._backward(_Builder(weights), moe, first, last), weights.done("wgrad")
+        return self._backward(_Builder(weights), layers, first, last), weights.done("wgrad")
 
-    def _backward(self, b: _Builder, moe: tuple[bool, ...], first: bool, last: bool) -> list[Step]:
+    def _backward(self, b: _Builder, layers: Sequence[bool | LayerKind], first: bool, last: bool) -> list[Step]:
         job = self.job
         if last:
             self.loss_backward(b)
             b.grads(job.output_params)
-        for is_moe in moe:
-            self.layer_backward(b, moe=is_moe)
-            for params, dim in self.layer_grads(is_moe):
+        for layer in reversed(self._kinds(layers)):  # the last layer's gradient first
+            self.layer_backward(b, layer)
+            for params, dim in self.layer_grads(layer.moe):
                 b.grads(params, dim)
         if first:
             self.embedding_backward(b)

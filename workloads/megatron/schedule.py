@@ -28,7 +28,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from simpy_astra.workloads.megatron.job import MegatronJob
+from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
     beside_seconds,
@@ -64,7 +64,7 @@ class Layout:
     data-parallel ranks) and its communicator groups: ``tp``, ``cp``, ``dp`` (the gradient-sync
     group: data- and context-parallel ranks of one model shard), ``emb`` (first and last stage,
     for the tied embedding), ``ep`` (the experts' all-to-all), ``edp`` (the ranks that hold
-    the same experts, which sync their gradients), and under ``a2a+p2p`` context parallelism
+    the same experts, which sync their gradients), and where any layer runs ``a2a+p2p`` context parallelism
     ``cp_a2a`` and ``cp_p2p`` (its all-to-all and its K/V ring)."""
 
     sizes: dict[str, int]
@@ -372,10 +372,10 @@ class StageSchedule:
         self.bucket_params[dim] = 0
 
     # ------------------------------------------------------------------ parameters
-    def _moe_flags(self, chunk: int) -> tuple[bool, ...]:
-        """Which of the chunk's layers are mixtures of experts."""
-        job = self.job
-        return tuple(job.is_moe(layer) for layer in job.chunk_layers(self.stage, chunk))
+    def _layer_kinds(self, chunk: int) -> tuple[LayerKind, ...]:
+        """The chunk's layers: mixtures of experts or not, and each one's context-parallel
+        exchange (chunks of the same kinds share their steps: the cache's key)."""
+        return self.job.chunk_kinds(self.stage, chunk)
 
     def chunk_grads(self, chunk: int) -> dict[str, int]:
         """Parameters of the chunk on this GPU by the group that syncs their gradients (``dp``,
@@ -383,8 +383,8 @@ class StageSchedule:
         ``dp``'s."""
         job = self.job
         out = {"dp": 0, "edp": 0}
-        for is_moe in self._moe_flags(chunk):
-            for params, dim in self.model.layer_grads(is_moe):
+        for layer in self._layer_kinds(chunk):
+            for params, dim in self.model.layer_grads(layer.moe):
                 out[dim] += params
         place = job.chunk_place(self.stage, chunk)
         out["dp"] += job.embedding_params * place.first + job.output_params * place.last
@@ -401,20 +401,20 @@ class StageSchedule:
         job = self.job
         place = job.chunk_place(self.stage, chunk)
         first, last = place.first, place.last
-        moe = self._moe_flags(chunk)
-        key = (kind, first, last, moe)
+        layers = self._layer_kinds(chunk)
+        key = (kind, first, last, layers)
         if key not in self.cache:
             if kind is Kind.FORWARD:
-                self.cache[key] = self.model.forward(moe, first, last)
+                self.cache[key] = self.model.forward(layers, first, last)
                 return self.cache[key]
-            recomputed = moe if job.recompute_method == "uniform" else moe[:job.recompute_layers]
+            recomputed = layers if job.recompute_method == "uniform" else layers[:job.recompute_layers]
             again = self.model.recompute(recomputed, first)
             if kind is Kind.BACKWARD:
-                self.cache[key] = again + self.model.backward(moe, first, last)
+                self.cache[key] = again + self.model.backward(layers, first, last)
             else:  # the input gradient needs what is recomputed; the weight gradient runs later
-                inputs, weights = self.model.backward_split(moe, first, last)
-                self.cache[(Kind.BACKWARD_INPUT, first, last, moe)] = again + inputs
-                self.cache[(Kind.BACKWARD_WEIGHT, first, last, moe)] = weights
+                inputs, weights = self.model.backward_split(layers, first, last)
+                self.cache[(Kind.BACKWARD_INPUT, first, last, layers)] = again + inputs
+                self.cache[(Kind.BACKWARD_WEIGHT, first, last, layers)] = weights
         return self.cache[key]
 
     def tasks(self) -> list[Task]:
