@@ -1,0 +1,98 @@
+"""Extensions a newcomer writes from README.md and docs/ alone, each different from the docs'
+examples, run the way the docs run them (the command line in a folder of the user's own, and the
+Python API), each against a figure derived by hand here.
+
+The links are 50 GB/s (GB = 2^30 B: ``B`` = 53.687 bytes/ns) and ``L`` = 500 ns; the closed-form
+backend charges a route ``trunc(hops L + S / B)`` (docs/generators.md, "Microbenchmarks"), the
+congestion-aware one ``trunc(L + S / B)`` per link; ``E`` = 10 ns is the endpoint delay.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+L, GBPS, E = 500, 50.0, 10
+B = GBPS * 2**30 / 1e9  # bytes per ns
+
+#: a two-level tree of switches (docs/collectives.md, "Topologies": NPUs 0..N-1, switches from
+#: N): NPUs 2j and 2j+1 under leaf switch N+j, every leaf under one root. Its hops() is written
+#: the way a newcomer writes it, from its own route().
+TREE = textwrap.dedent('''
+    from simpy_astra.topologies import BasicTopology
+
+
+    class Tree(BasicTopology):
+        def _leaf(self, npu):
+            return self.npus_count + npu // 2
+
+        def _root(self):
+            return self.npus_count + self.npus_count // 2
+
+        def route(self, src, dst):
+            a, b = self._leaf(src), self._leaf(dst)
+            return [src, a, dst] if a == b else [src, a, self._root(), b, dst]
+
+        def hops(self, src, dst):
+            return len(self.route(src, dst)) - 1
+
+        def links(self):
+            out = []
+            for i in range(self.npus_count):
+                out += [(i, self._leaf(i)), (self._leaf(i), i)]
+            for s in range(self.npus_count, self._root()):
+                out += [(s, self._root()), (self._root(), s)]
+            return out
+''')
+
+SYSTEM = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "endpoint-delay": E,
+          "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1,
+          "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+          "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+
+
+def write_scenario(folder: Path, workload: dict, topology: str, n: int, backend: str = "congestion_unaware",
+                   name: str = "s.yaml", **extra) -> Path:
+    doc = {"workload": workload, "system": dict(SYSTEM, **extra.pop("system", {})),
+           "network": {"topology": [topology], "npus_count": [n], "bandwidth": [GBPS], "latency": [L]},
+           "backend": backend, **extra}
+    path = folder / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def cli(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(SIMPY_ASTRA_CACHE=str(folder / ".cache"), SIMPY_ASTRA_PROGRESS="0")
+    return subprocess.run([sys.executable, "-m", "simpy_astra", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def finished(stdout: str) -> list[int]:
+    return [int(line.split()[2]) for line in stdout.splitlines() if " finished, " in line]
+
+
+def send(size: int, n: int, src: int, dst: int) -> dict:
+    return {"generate": "microbench", "collective": "send_recv", "size": size, "num_npus": n, "src": src, "dst": dst}
+
+
+@pytest.mark.parametrize(("backend", "expected"), [
+    ("congestion_unaware", int(4 * L + 65536 / B)),      # one route: trunc(4 x 500 + 1,220.7) = 3,220
+    ("congestion_aware", 4 * int(L + 65536 / B)),        # per link: 4 x trunc(500 + 1,220.7) = 6,880
+])
+def test_a_tree_topology_whose_hops_come_from_its_route(tmp_path, backend, expected):
+    """NPU 0 -> 7 on 8 NPUs climbs leaf 8, root 12, leaf 11: four links. A hops() written as
+    len(self.route(...)) - 1 recursed for ever inside the route check (an 'internal error
+    RecursionError ... this is a simpy-astra bug') on every backend."""
+    (tmp_path / "tree.py").write_text(TREE)
+    path = write_scenario(tmp_path, send(65536, 8, 0, 7), "tree:Tree", 8, backend)
+    done = cli(tmp_path, "run", path.name)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert finished(done.stdout)[7] == expected == (3220 if backend == "congestion_unaware" else 6880)
