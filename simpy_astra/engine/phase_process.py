@@ -35,6 +35,13 @@ from simpy_astra.plugins import is_users_file
 
 __all__ = ["PhaseProcess", "Signal"]
 
+#: how often a user's algorithm may be resumed in one instant of simulated time: a loop over
+#: events that take no time (``ctx.wait(0)``, ``env.timeout(0)``, an event already waited on)
+#: would otherwise hold the clock for ever, and the stall watchdog, which wakes at later
+#: instants, would never run. A phase resumes once per event it waits on, and no algorithm
+#: waits on this many in one instant (a direct all-to-all on 16,384 NPUs: 16,383).
+ZERO_TIME_RESUMES = 100_000
+
 
 def innermost(generator: Any) -> Any:
     """The generator ``generator`` delegates to, through every ``yield from`` (itself if none)."""
@@ -67,6 +74,8 @@ class PhaseProcess(Signal, simpy.Process):
         self.callbacks = []
         self._generator = generator
         self._target: Event | None = None
+        self._users: bool | None = None  # the user's code? (ours always end): known once it started
+        self._instant, self._resumes = env.now, 0
         self.step(None)
 
     def step(self, value: Any, error: BaseException | None = None) -> None:
@@ -74,6 +83,8 @@ class PhaseProcess(Signal, simpy.Process):
         its next wait."""
         gen = self._generator
         while True:
+            if self._users is not False:
+                self._count_resume()
             try:
                 if error is None:
                     event = gen.send(value)
@@ -104,6 +115,22 @@ class PhaseProcess(Signal, simpy.Process):
             self._target = event
             event.callbacks.append(self._processed)
             return
+
+    def _count_resume(self) -> None:
+        """One more resume of the user's generator; too many in one instant is a loop that
+        never lets time pass, stopped in one line naming the algorithm."""
+        if self._users is None and inspect.getgeneratorstate(self._generator) != inspect.GEN_CREATED:
+            self._users = self.runs_users_code()  # a wrapper reaches the user's generator once started
+        now = self.env.now
+        if now != self._instant:
+            self._instant, self._resumes = now, 0
+        self._resumes += 1
+        if self._resumes > ZERO_TIME_RESUMES:
+            raise CollectiveError(f"collective algorithm {describe(self._generator)} was resumed "
+                                  f"{ZERO_TIME_RESUMES:,} times at {now:,} ns without simulated time passing: "
+                                  f"a loop over events that take no time (ctx.wait(0), env.timeout(0), an event "
+                                  f"it already waited on) never ends; wait for a message or a time > 0, or "
+                                  f"end the loop")
 
     def _processed(self, event: Event) -> None:
         if event.ok:
