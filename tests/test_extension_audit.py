@@ -160,3 +160,71 @@ def test_a_collective_that_loops_without_time_passing_is_one_line_not_a_hang(tmp
     assert lines[0].startswith(f"error: collective algorithm '{algorithm}' ({tmp_path / 'algos.py'}:")
     assert "without simulated time passing" in lines[0]
 
+
+#: a backend of one's own (docs/backends.md, "A backend of your own"), unlike the LogGP example:
+#: a fixed software cost per message plus a per-byte copy cost; and one with a bug
+BACKEND = textwrap.dedent('''
+    from simpy_astra.network.backends import BackendSpec, register
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+    SOFTWARE_NS, COPY_NS_PER_BYTE = 1000, 0.01
+
+
+    class Copying(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst, size_bytes):
+            return super().message_delay_ns(src, dst, size_bytes) + SOFTWARE_NS + COPY_NS_PER_BYTE * size_bytes
+
+
+    class Buggy(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst, size_bytes):
+            return {}[src]
+
+
+    class NotANumber(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst, size_bytes):
+            return float("nan")
+
+
+    COPYING = register(BackendSpec("copying", "analytical plus software and copy costs",
+                                   lambda env, dims, source, config=None: Copying(env, dims),
+                                   folds="pairs", folded=None))
+    BUGGY = register(BackendSpec("buggy", "raises", lambda env, dims, source, config=None: Buggy(env, dims),
+                                 folds="pairs", folded=None))
+    NAN = register(BackendSpec("nan", "NaN", lambda env, dims, source, config=None: NotANumber(env, dims),
+                               folds="pairs", folded=None))
+''')
+
+
+def test_ones_own_backend_by_its_spec_name_under_ones_own_algorithm(tmp_path):
+    """`backend: netmod:COPYING` (no plugins: needed): each of the 3 steps' messages costs
+    trunc(trunc(500 + 2^20 / B) + 1,000 + 0.01 x 2^20) = trunc(20,031 + 1,000 + 10,485.76) =
+    31,516 ns, plus E: 3 x 31,526 = 94,578 ns."""
+    (tmp_path / "algos.py").write_text(ALGOS)
+    (tmp_path / "netmod.py").write_text(BACKEND)
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
+    path = write_scenario(tmp_path, workload, "FullyConnected", 8, backend="netmod:COPYING",
+                          system={"all-reduce-implementation": ["algos:rec_doubling"]})
+    done = cli(tmp_path, "run", path.name)
+    assert done.returncode == 0, done.stderr[-800:]
+    step = int(int(L + 2**20 / B) + 1000 + 0.01 * 2**20)
+    assert finished(done.stdout) == [3 * (step + E)] * 8 == [94_578] * 8
+
+
+@pytest.mark.parametrize(("backend", "expected"), [
+    ("BUGGY", "error: network backend 'netmod:Buggy', method message_delay_ns() raised KeyError: 0 (at "),
+    ("NAN", "error: network backend 'netmod:NotANumber': message_delay_ns() returned nan; it must return"),
+])
+def test_a_backends_error_under_ones_own_algorithm_names_the_backend(tmp_path, backend, expected):
+    """The algorithm asks the backend for a delay inside ctx.send, so both are the user's code
+    on the stack: the error named the algorithm ('collective algorithm 'algos:rec_doubling'
+    raised KeyError: 0 (at netmod.py:...)', '... raised PluginError: network backend ...')
+    where the fault is the backend's method."""
+    (tmp_path / "algos.py").write_text(ALGOS)
+    (tmp_path / "netmod.py").write_text(BACKEND)
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
+    path = write_scenario(tmp_path, workload, "FullyConnected", 8, backend=f"netmod:{backend}",
+                          system={"all-reduce-implementation": ["algos:rec_doubling"]})
+    done = cli(tmp_path, "run", path.name)
+    assert done.returncode == 2, done.stderr[-800:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(expected), lines
