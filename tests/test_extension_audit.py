@@ -228,3 +228,14 @@ def test_a_backends_error_under_ones_own_algorithm_names_the_backend(tmp_path, b
     assert done.returncode == 2, done.stderr[-800:]
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(expected), lines
+
+
+
+def test_generate_with_a_generator_of_ones_own_says_where_it_runs(tmp_path):
+    """`simpy-astra generate` runs the built-in kinds only; the kind a plug-in registers (or a
+    module:function) runs from a scenario. The error listed the built-in kinds and stopped there."""
+    done = cli(tmp_path, "generate", "mygen:halves", "--output", "x/h")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown kind 'mygen:halves'" in lines[0]
+    assert "a generator of your own runs from a scenario, workload: {generate: module:function, ...}" in lines[0]
