@@ -239,3 +239,32 @@ def test_generate_with_a_generator_of_ones_own_says_where_it_runs(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "unknown kind 'mygen:halves'" in lines[0]
     assert "a generator of your own runs from a scenario, workload: {generate: module:function, ...}" in lines[0]
+
+
+#: the tree again, its root's links a quarter as fast and twice as slow to cross (link_params,
+#: docs/collectives.md's optional method), without a path_profile of its own
+SLOW_ROOT = TREE.replace("class Tree(", "class SlowRoot(") + textwrap.dedent('''
+
+        def link_params(self, src, dst):
+            if self._root() in (src, dst):
+                return self.bandwidth_gbps / 4, self.latency_ns * 2
+            return self.bandwidth_gbps, self.latency_ns
+''').replace("\n", "\n    ").rstrip() + "\n"
+
+
+@pytest.mark.parametrize(("backend", "expected"), [
+    # one route: latencies 500 + 1,000 + 1,000 + 500, the slowest link B / 4:
+    # trunc(3,000 + 65,536 / (B / 4)) = trunc(3,000 + 4,882.8) = 7,882
+    ("congestion_unaware", int(3000 + 65536 / (B / 4))),
+    # per link: 2 trunc(500 + 65,536 / B) + 2 trunc(1,000 + 65,536 / (B / 4)) = 3,440 + 11,764
+    ("congestion_aware", 2 * int(L + 65536 / B) + 2 * int(2 * L + 65536 / (B / 4))),
+])
+def test_a_topologys_own_link_params_are_charged_by_every_backend(tmp_path, backend, expected):
+    """The analytical backend charged 4 x 500 ns and 50 GB/s (3,220 ns) whatever link_params
+    said, while the link-level backends crossed the slow root: a default path_profile now
+    reads link_params along route."""
+    (tmp_path / "tree.py").write_text(SLOW_ROOT)
+    path = write_scenario(tmp_path, send(65536, 8, 0, 7), "tree:SlowRoot", 8, backend)
+    done = cli(tmp_path, "run", path.name)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert finished(done.stdout)[7] == expected == (7882 if backend == "congestion_unaware" else 15204)

@@ -109,6 +109,8 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
                 and (value > 0 if positive else value >= 0))
 
     class Checked(topology):  # type: ignore[valid-type, misc]
+        checks_answers = True  # a wrapper, not the user's own link_params (BasicTopology.path_profile)
+
         def hops(self, src: int, dst: int) -> int:
             value = super().hops(src, dst)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
