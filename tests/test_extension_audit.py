@@ -347,3 +347,48 @@ def test_a_model_method_of_the_wrong_signature_is_one_input_line(tmp_path, key, 
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "internal error" not in lines[0], lines
     assert lines[0].startswith(f"error: model.yaml: network: field '{key}' network model '{name}': {expected}")
+
+
+#: a topology and a backend whose methods take other arguments than the backends pass
+WRONG_SIGNATURES = textwrap.dedent('''
+    from simpy_astra.network.backends import BackendSpec, register
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+    from simpy_astra.topologies import BasicTopology
+
+
+    class OneArgHops(BasicTopology):
+        def hops(self, pair):
+            return 1
+
+        def links(self):
+            return [(i, j) for i in range(self.npus_count) for j in range(self.npus_count) if i != j]
+
+        def route(self, src, dst):
+            return [src, dst]
+
+
+    class NoSize(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst):
+            return 5
+
+
+    NO_SIZE = register(BackendSpec("no_size", "forgets the size", lambda env, dims, source, config=None:
+                                   NoSize(env, dims), folds="pairs", folded=None))
+''')
+
+
+@pytest.mark.parametrize(("topology", "backend", "expected"), [
+    ("wrong:OneArgHops", "congestion_unaware", "OneArgHops.hops(self, pair) cannot be called as hops(src, dst)"),
+    ("Switch", "wrong:NO_SIZE", "error: network backend 'no_size': NoSize.message_delay_ns(src, dst) cannot be "
+                                "called as message_delay_ns(src, dst, size_bytes)"),
+])
+def test_a_topology_or_backend_method_of_the_wrong_signature_is_one_line(tmp_path, topology, backend, expected):
+    """Called with arguments it cannot take, the method failed before any line of the user's
+    ran: 'internal error TypeError: ... takes 2 positional arguments but 3 were given (this is a
+    simpy-astra bug ...)'. It is named with the call it must take."""
+    (tmp_path / "wrong.py").write_text(WRONG_SIGNATURES)
+    path = write_scenario(tmp_path, send(65536, 4, 0, 3), topology, 4, backend)
+    done = cli(tmp_path, "run", path.name)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in lines[0] and expected in lines[0], lines

@@ -15,6 +15,7 @@ from simpy_astra.plugins import (
     claim,
     from_entry_point,
     import_object,
+    unfit_call,
     user_code_problem,
 )
 from simpy_astra.topologies.base import BasicTopology, CostPart
@@ -40,6 +41,9 @@ REGISTRY: dict[str, type[BasicTopology]] = {
     "Graph": GraphTopology,  # needs the network YAML's `graph` mapping
 }
 _OURS = frozenset(REGISTRY.values())
+#: the methods the backends call on a topology, with their arguments
+_CALLED_AS = {"hops": ("src", "dst"), "links": (), "route": ("src", "dst"), "link_params": ("src", "dst"),
+              "path_profile": ("src", "dst")}
 
 
 def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
@@ -53,6 +57,12 @@ def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
         raise TypeError(f"topology '{name}': {topology.__qualname__} does not define "
                         f"{', '.join(m + '()' for m in missing)}; a BasicTopology subclass must define "
                         f"hops(src, dst), links() and route(src, dst) (docs/collectives.md)")
+    for method, args in _CALLED_AS.items():  # a call that cannot bind fails before a line of theirs runs
+        fn = getattr(topology, method)
+        unfit = None if fn is getattr(BasicTopology, method) else unfit_call(fn, None, *args)
+        if unfit:
+            raise TypeError(f"topology '{name}': {unfit} cannot be called as {method}({', '.join(args)}) "
+                            f"(docs/collectives.md)")
     claim(REGISTRY, name, topology, "topology")
     REGISTRY[name] = topology
     return topology
