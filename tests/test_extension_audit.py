@@ -392,3 +392,84 @@ def test_a_topology_or_backend_method_of_the_wrong_signature_is_one_line(tmp_pat
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "internal error" not in lines[0] and expected in lines[0], lines
+
+
+#: a binomial-tree all-reduce built by a logical hook (collectives/README.md: logical=fn(dim)
+#: returns run's extra arguments): reduce up the tree, then broadcast down
+BINOMIAL = textwrap.dedent('''
+    from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
+
+
+    def tree_of(dim):
+        n, i, m = dim.size, dim.index, dim.members
+        parent, children, k = None, [], 1
+        while k < n:
+            if i & k:
+                parent = m[i - k]
+                break
+            if i + k < n:
+                children.append(m[i + k])
+            k *= 2
+        return parent, tuple(children)
+
+
+    def binomial(ctx, parent, children):
+        for child in children:
+            yield ctx.recv(child, ctx.size_bytes)
+            yield ctx.endpoint()
+        if parent is not None:
+            ctx.send(parent, ctx.size_bytes)
+            yield ctx.recv(parent, ctx.size_bytes)
+            yield ctx.endpoint()
+        for child in reversed(children):
+            ctx.send(child, ctx.size_bytes)
+        yield ctx.endpoint()
+
+
+    BINOMIAL = CollectiveAlgorithm("binomial", binomial, ring_final_size, kinds=frozenset({ALL_REDUCE}),
+                                   logical=tree_of)
+''')
+
+
+def test_a_binomial_tree_all_reduce_built_by_a_logical_hook(tmp_path):
+    """8 fully connected NPUs, d = trunc(500 + 2^20 / B) = 20,031 ns a message. Reduce: 7 -> 6
+    (d + E), 6 -> 4 (2d + 2E), 4 -> 0 (3d + 3E); the root sends and ends at 3d + 4E. Broadcast
+    down the same path: 4 at 4d + 5E, 6 at 5d + 6E, 7 at 6d + 7E (each receive, endpoint,
+    sends, endpoint). Depth 1 (1, 2, 4), 2 (3, 5, 6), 3 (7) end alike."""
+    (tmp_path / "binom.py").write_text(BINOMIAL)
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
+    path = write_scenario(tmp_path, workload, "FullyConnected", 8,
+                          system={"all-reduce-implementation": ["binom:BINOMIAL"]})
+    done = cli(tmp_path, "run", path.name)
+    assert done.returncode == 0, done.stderr[-800:]
+    d = int(L + 2**20 / B)
+    depth = [0, 1, 1, 2, 1, 2, 2, 3]
+    ends = [3 * d + 4 * E] + [(3 + k) * d + (4 + k) * E for k in depth[1:]]
+    assert sorted(finished(done.stdout)) == sorted(ends)
+    assert max(ends) == 6 * d + 7 * E == 120_256
+
+
+def test_a_sweep_over_ones_own_algorithm_and_backend_as_axis_values(tmp_path):
+    """docs/sweeps.md: `--plugin MODULE` joins the base's plugins, so a registered backend and
+    a module:name algorithm are axis values. Per point, 8 fully connected NPUs, 1 MiB:
+    recursive doubling 3 (d + E) = 60,123 ns; on the copying backend 94,578 (above); ring's
+    14 steps of one hop of S/8 plus E, and E first: 14 (trunc(500 + 2^17 / B) + 10) + 10 =
+    41,324 ns, and 14 x trunc(1,000 + 0.01 x 2^17) = 14 x 2,310 more on the copying backend."""
+    import csv
+
+    (tmp_path / "algos.py").write_text(ALGOS)
+    (tmp_path / "netmod.py").write_text(BACKEND)
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
+    write_scenario(tmp_path, workload, "FullyConnected", 8, name="base.yaml")
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({"base": "base.yaml", "axes": {
+        "system.all-reduce-implementation": [["ring"], ["algos:rec_doubling"]],
+        "backend": ["congestion_unaware", "copying"]}}))
+    done = cli(tmp_path, "sweep", "sweep.yaml", "--plugin", "netmod", "--out", "out")
+    assert done.returncode == 0, done.stderr[-800:]
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {(r["system.all-reduce-implementation"], r["backend"]): int(r["finish_ns"]) for r in csv.DictReader(f)}
+    ring = 14 * (int(L + 2**17 / B) + E) + E
+    assert rows == {('["ring"]', "congestion_unaware"): ring, ('["ring"]', "copying"): ring + 14 * int(1000 + 0.01 * 2**17),
+                    ('["algos:rec_doubling"]', "congestion_unaware"): 60_123,
+                    ('["algos:rec_doubling"]', "copying"): 94_578}
+    assert ring == 41_324
