@@ -59,16 +59,16 @@ def user_code_problem(what: str, exc: BaseException) -> str:
             f"code, not in simpy-astra: --debug shows its traceback")
 
 
-def unfit_call(fn: Any, *args: Any) -> str | None:
-    """``fn`` as it reads (``name(params)``) when it cannot be called with ``args`` as the run
-    will call it, else None: a registry checks a plug-in's function when it is registered, since
+def unfit_call(fn: Any, *args: Any, **kwargs: Any) -> str | None:
+    """``fn`` as it reads (``name(params)``) when it cannot be called with ``args`` (and
+    ``kwargs``) as the run will call it, else None: a registry checks a plug-in's function when it is registered, since
     a TypeError at the call names no line of the plug-in's. A builtin has nothing to read: None."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
     try:
-        signature.bind(*args)
+        signature.bind(*args, **kwargs)
     except TypeError:
         return f"{getattr(fn, '__qualname__', fn)}{signature}"
     return None

@@ -473,3 +473,35 @@ def test_a_sweep_over_ones_own_algorithm_and_backend_as_axis_values(tmp_path):
                     ('["algos:rec_doubling"]', "congestion_unaware"): 60_123,
                     ('["algos:rec_doubling"]', "copying"): 94_578}
     assert ring == 41_324
+
+
+#: docs/megatron.md: "one that takes a keyword `costs` is given a middle chunk's
+#: PassCosts(forward_s, input_s, weight_s)"; a newcomer writes it without a default
+COST_SCHEDULE = textwrap.dedent('''
+    from simpy_astra.workloads.schedules import registry
+
+
+    def one_f_one_b_seen(stage, pp, micro_batches, chunks, *, costs):
+        assert costs.forward_s > 0 and costs.input_s > 0 and costs.weight_s > 0, costs
+        return registry.schedule("1f1b")(stage, pp, micro_batches, chunks)
+''')
+#: docs/reports.md's 16-GPU step (tp 2 x pp 2 x dp 4)
+MEGATRON_ARGS = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
+                 "--global-batch-size 8 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16")
+
+
+@pytest.mark.parametrize("signature", ["*, costs", "costs"])
+def test_a_schedule_that_takes_costs_without_a_default_runs(tmp_path, signature):
+    """Such a schedule was refused: 'cannot be called as fn(stage, pp, micro_batches, chunks)',
+    though the generator passes costs to every schedule that names them. The same order as
+    1F1B's gives 1F1B's step exactly."""
+    (tmp_path / "sched.py").write_text(COST_SCHEDULE.replace("*, costs", signature))
+    steps = {}
+    for schedule in ("1f1b", "sched:one_f_one_b_seen"):
+        (tmp_path / "job.yaml").write_text(yaml.safe_dump({
+            "cluster": {"preset": "dgx-a100-80gb", "gpus": 16},
+            "workload": {"generate": "megatron", "schedule": schedule, "args": MEGATRON_ARGS}}))
+        done = cli(tmp_path, "run", "job.yaml", "--quiet")
+        assert done.returncode == 0, done.stderr[-800:]
+        steps[schedule] = done.stdout
+    assert steps["sched:one_f_one_b_seen"] == steps["1f1b"] and steps["1f1b"].startswith("iteration time")
