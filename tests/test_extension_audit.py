@@ -129,6 +129,12 @@ ALGOS = textwrap.dedent('''
         yield ctx.endpoint()
 
 
+    def sends_nowhere(ctx):
+        yield ctx.endpoint()
+        ctx.send(99, ctx.size_bytes)  # the line --debug shows
+        yield ctx.endpoint()
+
+
     def spins_on_an_old_event(ctx):
         done = ctx.endpoint()
         yield done
@@ -527,3 +533,19 @@ def test_a_schedule_that_takes_costs_without_a_default_runs(tmp_path, signature)
         assert done.returncode == 0, done.stderr[-800:]
         steps[schedule] = done.stdout
     assert steps["sched:one_f_one_b_seen"] == steps["1f1b"] and steps["1f1b"].startswith("iteration time")
+
+
+def test_debug_shows_the_line_of_ones_own_code_that_misused_the_context(tmp_path):
+    """A collective sending to NPU 99 of 8 is one line naming the function (where it starts);
+    with --debug its traceback shows the line of the call. --debug printed nothing more."""
+    (tmp_path / "algos.py").write_text(ALGOS)
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
+    path = write_scenario(tmp_path, workload, "FullyConnected", 8,
+                          system={"all-reduce-implementation": ["algos:sends_nowhere"]})
+    plain, debug = cli(tmp_path, "run", path.name), cli(tmp_path, "run", path.name, "--debug")
+    assert plain.returncode == debug.returncode == 2
+    line = ("error: NPU 0: collective algorithm 'sends_nowhere' ({}:".format(tmp_path / "algos.py"))
+    assert plain.stderr.strip().splitlines()[0].startswith(line) and len(plain.stderr.strip().splitlines()) == 1
+    call = next(i for i, ln in enumerate(ALGOS.splitlines(), 1) if "# the line --debug shows" in ln)
+    assert f'File "{tmp_path / "algos.py"}", line {call}, in sends_nowhere' in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1].startswith(line)
