@@ -549,3 +549,20 @@ def test_debug_shows_the_line_of_ones_own_code_that_misused_the_context(tmp_path
     call = next(i for i, ln in enumerate(ALGOS.splitlines(), 1) if "# the line --debug shows" in ln)
     assert f'File "{tmp_path / "algos.py"}", line {call}, in sends_nowhere' in debug.stderr
     assert debug.stderr.strip().splitlines()[-1].startswith(line)
+
+
+def test_a_sweep_points_missing_plugin_names_only_folders_the_user_knows(tmp_path):
+    """A topology axis value whose module is missing: the error listed the point's temporary
+    folder among those searched ('/tmp/simpy-astra-point-k2x3yhwy', or a worker's under
+    '/tmp/simpy-astra-sweep-.../worker-...'), which the user never made."""
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
+    write_scenario(tmp_path, workload, "Ring", 8, name="base.yaml")
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({"base": "base.yaml", "axes": {
+        "network.topology": [["Ring"], ["nosuch_module_h2:Thing"]]}}))
+    listed = cli(tmp_path, "sweep", "sweep.yaml", "--list")
+    ran = cli(tmp_path, "sweep", "sweep.yaml", "--out", "out")
+    assert listed.returncode == 0 and ran.returncode == 0, (listed.stderr[-800:], ran.stderr[-800:])
+    rows = (tmp_path / "out" / "results.csv").read_text()
+    for text in (" ".join((listed.stdout + listed.stderr).split()), rows):
+        assert f"searched the working directory, {tmp_path} and the installed packages" in text, text[-800:]
+        assert "simpy-astra-point" not in text
