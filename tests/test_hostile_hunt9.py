@@ -1,0 +1,93 @@
+"""A ninth hunt for inputs that ran as something other than what they say, or were refused in
+words that sent the user elsewhere: each is now refused (or stated) before the run in one line
+naming the file (or flag), the field and the fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simpy_astra.cli.main import main
+from tests.test_hostile_hunt7 import SCENARIOS, _error_lines, _scenario
+
+
+def _events_by_npu(path) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for event in json.loads(path.read_text())["traceEvents"]:
+        out.setdefault(event["pid"], []).append(event)
+    return out
+
+
+def test_a_trace_past_what_a_browser_opens_is_refused_before_the_run(tmp_path, capsys):
+    # SC'21's 1,536-GPU row: 10,058,112 workload nodes (80 layers over 8 stages, 48
+    # micro-batches, counted by building the run), one trace event each of at least ~130 bytes.
+    # --trace-out ran the job unfolded (8.5 min, 6 GB), then wrote gigabytes no browser opens
+    scenario = SCENARIOS / "megatron_gpt_145b_sc21.yaml"
+    out = tmp_path / "t.json"
+    err = _error_lines(capsys, ["run", str(scenario), "--quiet", "--trace-out", str(out)])
+    assert len(err) == 1 and err[0].startswith("error: --trace-out: the trace of all 1,536 NPUs would be at "
+                                               "least "), err
+    size = float(err[0].split("at least ")[1].split(" GB")[0])
+    assert 10_058_112 * 120 / 1e9 < size < 10_058_112 * 200 / 1e9
+    assert "past the 1.0 GB a browser opens; select NPUs with --trace-npus (--trace-npus 0-7: about" in err[0]
+    assert not out.exists()
+
+
+def test_the_size_bound_is_under_the_trace_written(tmp_path, capsys):
+    # the bound leaves out digits of times it cannot know before the run: under the file, not
+    # far under it (this job records no chunk phases: its collectives are NCCL's)
+    from simpy_astra.config.scenario import load_scenario
+    from simpy_astra.report import trace_size
+
+    scenario = _scenario(tmp_path)
+    out = tmp_path / "t.json"
+    assert main(["run", str(scenario), "--quiet", "--trace-out", str(out)]) == 0
+    inputs = load_scenario(str(scenario))
+    per_npu = trace_size.lazy_node_bytes(inputs.workload_prefix, inputs.workload.prepared)
+    events = sum(len(e) for e in _events_by_npu(out).values())
+    assert len(per_npu) == 8
+    bound = sum(per_npu.values())
+    assert 0.6 * out.stat().st_size < bound < out.stat().st_size, (bound, out.stat().st_size, events)
+
+
+def test_trace_npus_writes_those_npus_only(tmp_path, capsys):
+    scenario = _scenario(tmp_path)
+    full, some = tmp_path / "full.json", tmp_path / "some.json"
+    assert main(["run", str(scenario), "--quiet", "--trace-out", str(full)]) == 0
+    assert main(["run", str(scenario), "--quiet", "--trace-out", str(some), "--trace-npus", "0-1,6"]) == 0
+    everything, chosen = _events_by_npu(full), _events_by_npu(some)
+    assert sorted(everything) == list(range(8)) and sorted(chosen) == [0, 1, 6]
+    assert all(chosen[i] == everything[i] for i in chosen)
+
+
+def test_an_et_trace_past_the_limit_is_refused_once_read(tmp_path, capsys, monkeypatch):
+    # ET files: the nodes are counted from the built run, before time starts
+    from simpy_astra.report import trace_size
+
+    monkeypatch.setattr(trace_size, "LIMIT_BYTES", 1000)
+    out = tmp_path / "t.json"
+    assert main(["run", str(SCENARIOS / "default.yaml"), "--trace-out", str(out)]) == 2
+    std, err = capsys.readouterr()
+    assert std == "" and not out.exists()
+    assert err.strip().startswith("error: --trace-out: the trace of all 8 NPUs would be at least ")
+    assert main(["run", str(SCENARIOS / "default.yaml"), "--quiet", "--trace-out", str(out),
+                 "--trace-npus", "3"]) == 0
+    assert sorted(_events_by_npu(out)) == [3]
+
+
+@pytest.mark.parametrize("npus, words", [
+    ("8", "'8' is past this run's 8 NPUs (0-7)"),
+    ("5-2", "'5-2' runs backwards; give FIRST-LAST with FIRST <= LAST, such as 2-5"),
+    ("0,x", "'x' is no NPU id or range; give ids and ranges such as 0-7,64"),
+])
+def test_trace_npus_out_of_the_run_is_refused(tmp_path, capsys, npus, words):
+    err = _error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-out", str(tmp_path / "t.json"),
+                                "--trace-npus", npus])
+    assert err == [f"error: --trace-npus: {words}"], err
+
+
+def test_trace_npus_without_a_trace_is_refused(tmp_path, capsys):
+    err = _error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-npus", "0"])
+    assert err == ["error: --trace-npus: selects the NPUs --trace-out writes; give --trace-out too, or leave out "
+                   "--trace-npus"], err
