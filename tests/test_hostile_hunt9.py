@@ -5,11 +5,12 @@ naming the file (or flag), the field and the fix."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import SCENARIOS, _error_lines, _scenario
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines, _scenario
 
 
 def _events_by_npu(path) -> dict[int, list[dict]]:
@@ -91,3 +92,23 @@ def test_trace_npus_without_a_trace_is_refused(tmp_path, capsys):
     err = _error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-npus", "0"])
     assert err == ["error: --trace-npus: selects the NPUs --trace-out writes; give --trace-out too, or leave out "
                    "--trace-npus"], err
+
+
+@pytest.mark.parametrize("argv", [
+    ["generate", "microbench", "--collective", "all_reduce", "--size", "1024", "--num-npus", "2"],
+    ["generate", "transformer", "--dp", "2"],
+    ["generate", "megatron", "--gpus", "8", "--output", "-", "--", *ARGS.split()],
+    ["generate", "gemm", "--mnk", "mnk.csv", "--parallel", "DATA", "--num-npus", "2"],
+    ["convert", "text", "--input", str(SCENARIOS / "workloads" / "text" / "Resnet50_DataParallel.txt"),
+     "--num-npus", "2", "--num-passes", "1"],
+])
+def test_an_et_prefix_of_dash_is_refused(tmp_path, capsys, monkeypatch, argv):
+    # '--output -' (stdout to many tools) wrote -.0.et, -.1.et, ... into the working folder, as
+    # the run's output flags did before they refused '-'
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mnk.csv").write_text("Layer,m,n,k\nl1,64,64,64\n")
+    argv = argv if "--output" in argv else [*argv, "--output", "-"]
+    err = _error_lines(capsys, argv)
+    assert err == ["error: --output: '-' would be files named '-.0.et', '-.1.et', ... here, not stdout (a trace "
+                   "is one binary file per NPU); give a file prefix such as traces/allreduce"], err
+    assert sorted(os.listdir(tmp_path)) == ["mnk.csv"]
