@@ -112,3 +112,22 @@ def test_an_et_prefix_of_dash_is_refused(tmp_path, capsys, monkeypatch, argv):
     assert err == ["error: --output: '-' would be files named '-.0.et', '-.1.et', ... here, not stdout (a trace "
                    "is one binary file per NPU); give a file prefix such as traces/allreduce"], err
     assert sorted(os.listdir(tmp_path)) == ["mnk.csv"]
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "zb-h1"])
+def test_a_pipeline_schedule_on_one_stage_is_refused(tmp_path, capsys, schedule):
+    # the step was the same with and without it: Megatron-Core's get_forward_backward_func
+    # takes forward_backward_no_pipelining when the pipeline size is 1, whatever is asked
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": ARGS, "schedule": schedule},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}})
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: workload.schedule: pipeline schedule '{schedule}' on one pipeline stage: "
+                   f"Megatron runs no pipeline schedule then (each micro-batch's forward and backward in turn); "
+                   f"remove workload.schedule, or set --pipeline-model-parallel-size 2 or more"], err
+
+
+def test_a_pipeline_schedule_on_two_stages_runs(tmp_path, capsys):
+    args = ARGS.replace("--num-layers 2", "--num-layers 4") + " --pipeline-model-parallel-size 2"
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": args, "schedule": "zb-h1"},
+                                "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}})
+    assert main(["run", str(path), "--quiet"]) == 0
