@@ -131,3 +131,61 @@ def test_a_pipeline_schedule_on_two_stages_runs(tmp_path, capsys):
     path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": args, "schedule": "zb-h1"},
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}})
     assert main(["run", str(path), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("text", ["", "# nothing yet\n", "---\n"])
+def test_an_empty_scenario_says_it_is_empty_and_what_goes_in(tmp_path, capsys, text):
+    # "a scenario must be a mapping with keys workload, system, network": the file was empty,
+    # and a real job has no system: or network: (its cluster: gives them)
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    err = _error_lines(capsys, ["run", str(path)])
+    assert err == [f"error: {path}: is empty (no YAML in it); a scenario is a mapping with workload: and either "
+                   f"cluster: {{preset: NAME, gpus: N}} (a real job) or system: and network: (run --help lists "
+                   f"them)"], err
+    err = _error_lines(capsys, ["sweep", str(path), "--list"])
+    assert err == [f"error: {path}: is empty (no YAML in it); a sweep is a mapping with base: (a scenario, or its "
+                   f"file) and axes: {{FIELD: [VALUES]}}"], err
+
+
+def _cyrillic(tmp_path, old: str, new: str):
+    """The test scenario with ``old`` written ``new`` (a Cyrillic letter in it)."""
+    path = _scenario(tmp_path)
+    path.write_text(path.read_text().replace(old, new, 1))
+    return path
+
+
+CYRILLIC_O, CYRILLIC_IE, CYRILLIC_A = "\u043e", "\u0435", "\u0430"
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("workload:", f"w{CYRILLIC_O}rkload:",
+     f"field 'w{CYRILLIC_O}rkload' (its '{CYRILLIC_O}' is U+043E CYRILLIC SMALL LETTER O, not ASCII: retype it) is "
+     f"not a scenario field; did you mean 'workload'?"),
+    ("generate:", f"g{CYRILLIC_IE}nerate:",
+     f"field 'workload.g{CYRILLIC_IE}nerate' (its '{CYRILLIC_IE}' is U+0435 CYRILLIC SMALL LETTER IE, not ASCII: "
+     f"retype it) is not a workload field; did you mean 'generate'?"),
+    ("preset:", f"pr{CYRILLIC_IE}set:",
+     f"cluster: unknown key 'pr{CYRILLIC_IE}set' (its '{CYRILLIC_IE}' is U+0435 CYRILLIC SMALL LETTER IE, not "
+     f"ASCII: retype it); did you mean 'preset'?"),
+    ("dgx-a100", f"dgx-{CYRILLIC_A}100",
+     f"cluster.preset: 'dgx-{CYRILLIC_A}100-80gb' (its '{CYRILLIC_A}' is U+0430 CYRILLIC SMALL LETTER A, not "
+     f"ASCII: retype it) is not a preset (dgx-a100-40gb, dgx-a100-80gb, dgx-h100) nor a YAML file"),
+    ("--num-layers", f"--num-l{CYRILLIC_A}yers",
+     f"workload.args: --num-l{CYRILLIC_A}yers is not an argument of Megatron-LM's pretrain_gpt.py that this "
+     f"simulator knows (its '{CYRILLIC_A}' is U+0430 CYRILLIC SMALL LETTER A, not ASCII: retype it); did you "
+     f"mean --num-layers?"),
+])
+def test_a_look_alike_letter_is_named(tmp_path, capsys, old, new, words):
+    # the scenario reads as right; "did you mean 'workload'?" of 'wоrkload' left the user
+    # looking at two equal-looking words. 'workload.gеnerate' was told the mapping lacks
+    # generate, and 'prеset' got the list of 20 cluster keys, preset among them
+    path = _cyrillic(tmp_path, old, new)
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: {words}"], err
+
+
+def test_a_misspelt_generate_is_named(tmp_path, capsys):
+    path = _cyrillic(tmp_path, "generate:", "generat:")
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: field 'workload.generat' is not a workload field; did you mean 'generate'?"], err

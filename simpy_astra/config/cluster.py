@@ -37,7 +37,7 @@ from typing import Any
 from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import files
 from simpy_astra.network.rails import Rails
 
@@ -279,8 +279,8 @@ def _preset_path(name: Any, where: str, base_dir: str) -> str:
         if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
             _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
-            raise InputError(f"{where}.preset: {name!r} is not a preset ({', '.join(presets())}) nor a "
-                             f"YAML file")
+            raise InputError(f"{where}.preset: {name!r}{non_ascii(name)} is not a preset ({', '.join(presets())}) "
+                             f"nor a YAML file")
     return path
 
 
@@ -306,7 +306,9 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     value, written = _with_units(value, where)
     unknown = sorted(set(value) - CLUSTER_KEYS)
     if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CLUSTER_KEYS))}")
+        near = nearest_key(str(unknown[0]), CLUSTER_KEYS)
+        hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(CLUSTER_KEYS))}"
+        raise InputError(f"{where}: unknown key {unknown[0]!r}{non_ascii(unknown[0])}; {hint}")
     name = value.get("preset")
     path = _preset_path(name, where, base_dir)
     doc = read_yaml_file(path, "cluster preset")
@@ -316,7 +318,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     extra = sorted(str(k) for k in set(doc) - {"gpu", "node"})
     if extra:  # our own format: a key no reader uses is a typo
         near = nearest_key(extra[0], ["gpu", "node"])
-        raise InputError(f"{path}: unknown key {extra[0]!r}" + (f"; did you mean {near!r}?" if near else
+        raise InputError(f"{path}: unknown key {extra[0]!r}{non_ascii(extra[0])}" + (f"; did you mean {near!r}?" if near else
                                                                  " (a preset has gpu and node only)"))
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
@@ -326,7 +328,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
         extra = sorted(str(k) for k in set(given) - set(gpu_fields))
         if extra:
-            raise InputError(f"{source}: unknown key {extra[0]!r} (fields: {', '.join(gpu_fields)})")
+            raise InputError(f"{source}: unknown key {extra[0]!r}{non_ascii(extra[0])} (fields: "
+                             f"{', '.join(gpu_fields)})")
     gpu = {**preset_gpu, **overrides}
     missing = [f for f in gpu_fields if f not in gpu]
     if missing:
@@ -345,7 +348,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
     if extra:
-        raise InputError(f"{path}: node: unknown key {extra[0]!r} (keys: {', '.join(NODE_RANGES)})")
+        raise InputError(f"{path}: node: unknown key {extra[0]!r}{non_ascii(extra[0])} (keys: "
+                         f"{', '.join(NODE_RANGES)})")
     node: dict[str, Any] = {}
     for key in NODE_RANGES:
         given = "gpus_per_node" if key == "gpus" else key

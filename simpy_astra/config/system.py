@@ -29,7 +29,7 @@ from simpy_astra.config.readers import (
     require_mapping,
     show_value,
 )
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import horizon
 from simpy_astra.plugins import PluginError
 
@@ -271,7 +271,8 @@ def _ignored_keys(src: str, j: dict) -> list[str]:
         if key not in _SYSTEM_KEYS and key not in _UNPARSED_KEYS:
             near = nearest_key(str(key), _SYSTEM_KEYS)
             hint = f"; did you mean '{near}'?" if near else ""
-            out.append(f"{src}: field '{key}' is not a system setting and is ignored (as in ASTRA-sim){hint}")
+            out.append(f"{src}: field '{key}'{non_ascii(key)} is not a system setting and is ignored (as in "
+                       f"ASTRA-sim){hint}")
     return out
 
 

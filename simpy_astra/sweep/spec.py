@@ -491,7 +491,9 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
     doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
-        raise InputError(f"{path}: a sweep must be a mapping with base and axes")
+        got = "is empty (no YAML in it)" if doc is None else f"holds a {type(doc).__name__}, not fields"
+        raise InputError(f"{path}: {got}; a sweep is a mapping with base: (a scenario, or its file) and axes: "
+                         f"{{FIELD: [VALUES]}}")
     if "axes" not in doc and "base" not in doc and "workload" in doc:  # a scenario given to sweep
         raise InputError(f"{path}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {path}) "
                          f"with axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {path}")
