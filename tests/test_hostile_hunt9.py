@@ -4,10 +4,12 @@ naming the file (or flag), the field and the fix."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 
 import pytest
+import yaml
 
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines, _scenario
@@ -189,3 +191,23 @@ def test_a_misspelt_generate_is_named(tmp_path, capsys):
     path = _cyrillic(tmp_path, "generate:", "generat:")
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: field 'workload.generat' is not a workload field; did you mean 'generate'?"], err
+
+
+def test_a_transformer_layout_that_cannot_split_the_heads_is_invalid_not_failed(tmp_path, capsys):
+    # lab_gpt175b_system2.yaml's 4 tp 64 points (96 heads do not split 64 ways: STAGE refuses
+    # it, as Megatron refuses heads % tp) were failures: "will fail" in --list, "error" rows;
+    # a layout the model cannot be split by is a result of the design space, as Megatron's are
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    doc["workload"].update(dmodel=192, dff=512, head=12, kvhead=4, num_stacks=2, seq=128, pp=1, sp=1, micro_batch=8)
+    doc.pop("name")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": doc, "axes": {"workload.tp": [2, 8], "workload.dp": [8, 2]},
+                                     "constraints": ["dp * tp == 16"]}))
+    assert main(["sweep", str(sweep), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "2 points, 1 invalid (their parallel layout is refused; they will not run)" in out
+    assert "invalid: 1 point(s) break the rule 'heads divisible by tp'" in out and "will fail" not in out
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
+    with open(tmp_path / "out" / "results.csv") as f:
+        rows = {(row["workload.tp"], row["status"]) for row in csv.DictReader(f)}
+    assert rows == {("2", "ok"), ("8", "invalid")}

@@ -257,7 +257,7 @@ def _main(argv: list[str]) -> int:
         refused, failing = _checked(points, args.sweep, spec)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
-              + (f", {count} invalid (Megatron refuses them; they will not run)" if count else ""))
+              + (f", {count} invalid (their parallel layout is refused; they will not run)" if count else ""))
         for p in points:
             mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
             print(_point_line(p.key, [f"{a.name}={_shown(p.coordinates[a.column])}" for a in spec.axes], mark))
@@ -359,8 +359,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"point has, e.g. finish_ns", file=sys.stderr)
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):
-        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron-LM refuses "
-              f"each layout, e.g. {printable(done[0].figures['error'])}; results.csv names each one's rule; change the "
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each parallel "
+              f"layout is refused, e.g. {printable(done[0].figures['error'])}; results.csv names each one's rule; change the "
               f"axes (e.g. tp x pp x cp must divide the GPUs)", file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
