@@ -211,3 +211,45 @@ def test_a_transformer_layout_that_cannot_split_the_heads_is_invalid_not_failed(
     with open(tmp_path / "out" / "results.csv") as f:
         rows = {(row["workload.tp"], row["status"]) for row in csv.DictReader(f)}
     assert rows == {("2", "ok"), ("8", "invalid")}
+
+
+@pytest.fixture
+def backends():
+    """The backend registry and the loggp module as they were before the test."""
+    import sys
+
+    from simpy_astra.network import backends as registry
+
+    before = dict(registry.BACKENDS)  # the dict itself stays: modules hold it by name
+    sys.modules.pop("loggp", None)
+    yield
+    registry.BACKENDS.clear()
+    registry.BACKENDS.update(before)
+    sys.modules.pop("loggp", None)
+
+
+def test_two_spellings_of_one_backend_are_one_backend_in_best_json(tmp_path, capsys, monkeypatch, backends):
+    # 'loggp' and 'loggp:LOGGP' (examples/loggp.py registers BackendSpec("loggp", ...) as
+    # LOGGP) run one backend; best.json listed two and named no overall best
+    import shutil
+
+    shutil.copy(SCENARIOS.parent / "examples" / "loggp.py", tmp_path / "loggp.py")
+    base = _ring8(tmp_path)
+    base["plugins"] = ["loggp"]
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": base, "axes": {"backend": ["loggp", "loggp:LOGGP"]}}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the module is found beside the sweep, as a point's run finds it
+    assert main(["sweep", str(sweep), "--out", "out", "--no-plots", "--jobs", "1"]) == 0
+    best = json.loads((elsewhere / "out" / "best.json").read_text())
+    assert best["backends"] == ["loggp"] and best["best"]["objective"] > 0 and "by_backend" not in best
+
+
+def _ring8(tmp_path) -> dict:
+    """The default scenario (8 NPUs on a ring, ET traces), its paths made absolute."""
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    for key in ("workload", "system", "network", "remote_memory"):
+        if isinstance(doc.get(key), str):
+            doc[key] = str(SCENARIOS / doc[key])
+    return doc

@@ -233,6 +233,7 @@ def _main(argv: list[str]) -> int:
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
     _require("simpleeval")  # a core dependency; checked in case an install left it out
+    from simpy_astra.plugins import search_also
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
 
@@ -241,6 +242,8 @@ def _main(argv: list[str]) -> int:
 
         load_plugins(args.plugin, "--plugin")
     spec = load_sweep(args.sweep, tuple(args.plugin))
+    for folder in spec.module_folders:  # a backend named module:attribute is found as a point's run finds it
+        search_also(folder)
     for warning in spec.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute

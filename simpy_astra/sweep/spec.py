@@ -49,7 +49,7 @@ from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.errors import InputError
-from simpy_astra.network.backends import DEFAULT_BACKEND
+from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis
@@ -97,8 +97,9 @@ class Point:
 
     @property
     def backend(self) -> str:
-        """The network backend that measured this point (points of two backends are not compared)."""
-        return str(self.scenario.get("backend") or DEFAULT_BACKEND)
+        """The network backend that measured this point (points of two backends are not compared),
+        by its registered name however the point spelt it."""
+        return registered_name(str(self.scenario.get("backend") or DEFAULT_BACKEND))
 
 
 @dataclass
