@@ -253,3 +253,28 @@ def _ring8(tmp_path) -> dict:
         if isinstance(doc.get(key), str):
             doc[key] = str(SCENARIOS / doc[key])
     return doc
+
+
+def test_an_edited_coordinate_in_results_csv_is_refused_on_resume(tmp_path, capsys):
+    # the row of key K (num-layers 4) edited to say num-layers 8 resumed as done: the summary
+    # and the plots gave 4 layers' figures to 8 layers, a point never run
+    from tests.test_hostile_hunt8 import _megatron_sweep
+
+    sweep = _megatron_sweep(tmp_path, {"workload.args.num-layers": [2, 4]})
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    column = "workload.args.num-layers"
+    assert [row[column] for row in rows] == ["2", "4"]
+    key = rows[1]["key"]
+    rows[1][column] = "8"
+    with (out / "results.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    before = (out / "results.csv").read_bytes()
+    capsys.readouterr()
+    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
+    assert err == [f"error: {out / 'results.csv'}: line 3: {column}: '8' is not the value of its key {key} (4); fix "
+                   f"or delete that line (its point then runs again); the file is left as it is"], err
+    assert (out / "results.csv").read_bytes() == before
