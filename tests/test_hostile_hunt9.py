@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines, _scenario
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
+from tests.test_hostile_hunt8 import _scenario
 
 
 def _events_by_npu(path) -> dict[int, list[dict]]:
@@ -278,3 +279,43 @@ def test_an_edited_coordinate_in_results_csv_is_refused_on_resume(tmp_path, caps
     assert err == [f"error: {out / 'results.csv'}: line 3: {column}: '8' is not the value of its key {key} (4); fix "
                    f"or delete that line (its point then runs again); the file is left as it is"], err
     assert (out / "results.csv").read_bytes() == before
+
+
+def _headline_and_warnings(capsys, path) -> tuple[str, list[str]]:
+    assert main(["run", str(path), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    return out.strip(), [line for line in err.splitlines() if line.startswith("warning:")]
+
+
+def test_links_between_nodes_on_a_one_node_job_are_said_to_change_nothing(tmp_path, capsys):
+    # 8 GPUs of a DGX A100 (8 a node): inter_node_* and the leaves were taken without a word
+    cluster = {"preset": "dgx-a100-80gb", "gpus": 8}
+    plain = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": ARGS}, "cluster": cluster}, "a.yaml")
+    slow = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                                "cluster": {**cluster, "inter_node_gbit_s": 1, "oversubscription": 4}}, "b.yaml")
+    headline, warnings = _headline_and_warnings(capsys, plain)
+    assert warnings == []
+    assert _headline_and_warnings(capsys, slow) == (headline, [
+        f"warning: {slow}: cluster.{key} changes nothing here: the 8 GPUs sit in one node (8 a node), so no "
+        f"message leaves it; it applies from 9 GPUs" for key in ("inter_node_gbit_s", "oversubscription")])
+
+
+def test_a_spine_over_one_leaf_is_said_to_change_nothing(tmp_path, capsys):
+    # 4 nodes under a leaf of 4: no message crosses the spine, so its 2:1 changes nothing; under
+    # leaves of 2 it does (the step is slower)
+    args = ARGS.replace("--global-batch-size 16", "--global-batch-size 64")
+
+    def step(leaf: int, oversubscription: int | None) -> tuple[str, list[str]]:
+        cluster = {"preset": "dgx-a100-80gb", "gpus": 32, "nodes_per_leaf": leaf}
+        if oversubscription:
+            cluster["oversubscription"] = oversubscription
+        name = f"s{leaf}{oversubscription}.yaml"
+        return _headline_and_warnings(capsys, _scenario(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                                                                   "cluster": cluster}, name))
+
+    full, _ = step(4, None)
+    assert step(4, 2) == (full, [f"warning: {tmp_path / 's42.yaml'}: cluster.oversubscription changes nothing here: "
+                                 f"the 4 nodes sit under one leaf switch (nodes_per_leaf 4), so no message crosses "
+                                 f"the spine; it applies from 5 nodes (40 GPUs)"])
+    spine, warnings = step(2, 2)
+    assert warnings == [] and spine != step(2, None)[0]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -48,6 +49,9 @@ from simpy_astra.workloads.megatron.kernels import Gpu
 STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 #: keys written before units were spelled in names (simpy_astra/infra/units.py), read as their new names
+#: keys of the links between nodes: nothing on a one-node job
+BETWEEN_NODES = {"inter_node_gbit_s", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
+                 "oversubscription"}
 OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
@@ -78,6 +82,22 @@ class Cluster:
 
     def gpu_model(self) -> Gpu:
         return Gpu(**self.gpu)
+
+    def idle_keys(self, written: Iterable[str]) -> list[str]:
+        """A line for each key ``written`` that changes nothing at this size (the links between
+        nodes of a one-node job, the spine under one leaf switch), with the size it applies from.
+        Said, not refused: a sweep over ``gpus`` gives them to every point."""
+        keys = {OLD_KEYS.get(k, k) for k in written}
+        per_node, leaf = int(self.node["gpus"]), int(self.node["nodes_per_leaf"])
+        if self.gpus <= per_node:
+            return [f"{self.where}.{key} changes nothing here: the {self.gpus} GPUs sit in one node ({per_node} a "
+                    f"node), so no message leaves it; it applies from {per_node + 1} GPUs"
+                    for key in sorted(keys & BETWEEN_NODES)]
+        if "oversubscription" in keys and self.nodes <= leaf:
+            return [f"{self.where}.oversubscription changes nothing here: the {self.nodes} nodes sit under one leaf "
+                    f"switch (nodes_per_leaf {leaf}), so no message crosses the spine; it applies from {leaf + 1} "
+                    f"nodes ({(leaf + 1) * per_node} GPUs)"]
+        return []
 
     def dims(self, blocks: list[int] | None = None) -> tuple[list[int], int]:
         """The network's dimensions (sizes, and how many of them are inside a node).

@@ -200,6 +200,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = _with_cluster(path, doc)
+    unknown += cluster.idle_keys(doc["cluster"]) if cluster is not None else []
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
     if cluster is not None and user_network and cluster.nccl_algo in ("tree", "nvls"):
         raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "
