@@ -329,3 +329,25 @@ def test_nvlink_in_bytes_a_second_is_refused(tmp_path, capsys):
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: cluster.nvlink_gib_s: must be between 0.001 and 1e+06 (GiB/s per GPU and "
                    f"direction, not B/s; got 900000000000.0)"], err
+
+
+def _sweep_of(tmp_path, extra: dict):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": {"workload": {"generate": "megatron", "args": ARGS},
+                                              "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}},
+                                     "axes": {"cluster.gpus": [8, 16]}, **extra}))
+    return sweep
+
+
+def test_one_constraint_not_in_a_list_is_shown_as_a_list(tmp_path, capsys):
+    sweep = _sweep_of(tmp_path, {"constraints": "gpus > 8"})
+    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    assert err == [f"error: {sweep}: field 'constraints' must be a list of expressions (got str); write "
+                   f"constraints: [\"gpus > 8\"]"], err
+
+
+def test_a_sweep_name_that_is_a_list_is_refused(tmp_path, capsys):
+    # name: [1, 2] named the sweep "[1, 2]" in best.json and the summary
+    sweep = _sweep_of(tmp_path, {"name": [1, 2]})
+    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    assert err == [f"error: {sweep}: field 'name' must be a string, the sweep's name (got list)"], err

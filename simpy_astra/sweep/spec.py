@@ -524,6 +524,8 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if plugins:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
+    if doc.get("name") is not None and not isinstance(doc["name"], str | int | float):  # a list's text was its name
+        raise InputError(f"{path}: field 'name' must be a string, the sweep's name (got {type(doc['name']).__name__})")
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
     spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,
@@ -545,7 +547,9 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                     check_field(dotted, value, f"{path}: axes: {axis.column}: named: {name}: {dotted}", sweep_dir)
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
-        raise InputError(f"{path}: field 'constraints' must be a list of expressions")
+        example = f"[{json.dumps(raw_constraints)}]" if isinstance(raw_constraints, str) else "['dp * tp == 64']"
+        raise InputError(f"{path}: field 'constraints' must be a list of expressions (got {type(raw_constraints).__name__}); "
+                         f"write constraints: {example}")
     megatron = megatron_args_of(spec.base) is not None
     if megatron:  # every modelled flag is a name (axis names win)
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
