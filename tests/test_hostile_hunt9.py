@@ -351,3 +351,15 @@ def test_a_sweep_name_that_is_a_list_is_refused(tmp_path, capsys):
     sweep = _sweep_of(tmp_path, {"name": [1, 2]})
     err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert err == [f"error: {sweep}: field 'name' must be a string, the sweep's name (got list)"], err
+
+
+def test_an_et_prefix_that_is_a_folder_is_refused(tmp_path, capsys, monkeypatch):
+    # --output traces (a folder) wrote traces.0.et, traces.1.et beside it, not inside
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "traces").mkdir()
+    err = _error_lines(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                                "--num-npus", "2", "--output", "traces"])
+    assert err == [f"error: --output: traces is a folder; a prefix names files, so they would be traces.0.et, "
+                   f"traces.1.et, ... beside it: give {os.path.join('traces', 'NAME')} to write NAME.0.et, ... "
+                   f"inside it"], err
+    assert sorted(os.listdir(tmp_path)) == ["traces"] and not os.listdir(tmp_path / "traces")
