@@ -363,3 +363,15 @@ def test_an_et_prefix_that_is_a_folder_is_refused(tmp_path, capsys, monkeypatch)
                    f"traces.1.et, ... beside it: give {os.path.join('traces', 'NAME')} to write NAME.0.et, ... "
                    f"inside it"], err
     assert sorted(os.listdir(tmp_path)) == ["traces"] and not os.listdir(tmp_path / "traces")
+
+
+@pytest.mark.parametrize("value, bound", [(0, "must be an integer >= 1 (got 0)"),
+                                          (10**12, "must be at most 2147483647 (got 1000000000000)")])
+def test_active_chunks_out_of_range_is_told_what_the_field_is(tmp_path, capsys, value, bound):
+    # a trillion was told "with 0 no chunk would ever start"
+    doc = _ring8(tmp_path)
+    doc["system"]["active-chunks-per-dimension"] = value
+    path = _scenario(tmp_path, doc)
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: system: field 'active-chunks-per-dimension' {bound}; it is how many chunks of "
+                   f"a dimension run at once (with 0 none would start)"], err

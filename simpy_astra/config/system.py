@@ -332,7 +332,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str, Any, float], Any]]] = {
                                 lambda s, k, v, _: json_choice(s, k, v, COLLECTIVE_OPTIMIZATIONS)),
     "local-reduction-delay": ("local_reduction_delay", lambda s, k, v, _: json_int(s, k, v, minimum=0)),
     "active-chunks-per-dimension": ("active_chunks_per_dimension", lambda s, k, v, _: json_int(
-        s, k, v, minimum=1, hint="; with 0 no chunk would ever start")),
+        s, k, v, minimum=1, hint="; it is how many chunks of a dimension run at once (with 0 none would start)")),
     **{key: (key, _c_float) for key in ("L", "o", "g", "G")},
     "endpoint-delay": ("endpoint_delay_ns", _endpoint_delay),
     "model-shared-bus": ("model_shared_bus", _shared_bus),
