@@ -375,3 +375,15 @@ def test_active_chunks_out_of_range_is_told_what_the_field_is(tmp_path, capsys, 
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: system: field 'active-chunks-per-dimension' {bound}; it is how many chunks of "
                    f"a dimension run at once (with 0 none would start)"], err
+
+
+def test_more_sweep_processes_than_the_cpus_can_hold_are_refused(tmp_path, capsys, monkeypatch):
+    # --jobs 100000 started a process per point (a 24-point sweep: 24 on 2 CPUs, each importing
+    # the simulator and holding its point); a 100,000-point sweep would exhaust the memory
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    sweep = _sweep_of(tmp_path, {})
+    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "100000"])
+    assert err == ["error: --jobs 100000: this machine has 2 CPU(s); points are CPU-bound, so more processes only "
+                   "share them, each holding its own simulation in memory; give at most 8 (the default is 2)"], err
+    assert not (tmp_path / "out").exists()
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "8"]) == 0

@@ -85,6 +85,10 @@ class _ReaderMayLeave:
         return getattr(self._stream, name)
 
 
+#: local worker processes a CPU may take: past it they only share the CPUs and add memory
+JOBS_PER_CPU = 4
+
+
 def _parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
     p.add_argument("sweep", help="sweep YAML (base scenario, axes, constraints, minimise)")
@@ -232,6 +236,11 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
+    cpus = os.cpu_count() or 1
+    if args.jobs > JOBS_PER_CPU * cpus and not args.cluster:  # a process a point: 10^5 would exhaust memory
+        raise InputError(f"--jobs {args.jobs}: this machine has {cpus} CPU(s); points are CPU-bound, so more "
+                         f"processes only share them, each holding its own simulation in memory; give at most "
+                         f"{JOBS_PER_CPU * cpus} (the default is {cpus})")
     _require("simpleeval")  # a core dependency; checked in case an install left it out
     from simpy_astra.plugins import search_also
     from simpy_astra.sweep.spec import load_sweep
