@@ -387,3 +387,12 @@ def test_more_sweep_processes_than_the_cpus_can_hold_are_refused(tmp_path, capsy
                    "share them, each holding its own simulation in memory; give at most 8 (the default is 2)"], err
     assert not (tmp_path / "out").exists()
     assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "8"]) == 0
+
+
+@pytest.mark.parametrize("report, shown, example", [("finish_ns", '"finish_ns"', '["finish_ns"]'),
+                                                    (True, "true", "[finish_ns]")])
+def test_a_report_that_is_no_list_is_shown_as_one(tmp_path, capsys, report, shown, example):
+    sweep = _sweep_of(tmp_path, {"report": report})
+    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    assert err == [f"error: {sweep}: field 'report' must be a non-empty list of result names or expressions (got "
+                   f"{shown}); write report: {example}"], err

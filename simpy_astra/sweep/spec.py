@@ -44,7 +44,13 @@ from typing import Any
 
 from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu, check_field
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
-from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
+from simpy_astra.config.readers import (
+    nearest_key,
+    read_yaml_file,
+    refuse_unknown_keys,
+    short_path,
+    show_value,
+)
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
 from simpy_astra.engine.memory_tracker import CATEGORIES
@@ -562,7 +568,9 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                                       coords | set(RESULT_NAMES), figure)
     raw_report = doc.get("report", list(MEGATRON_REPORT if megatron else DEFAULT_REPORT))
     if not isinstance(raw_report, list) or not raw_report:
-        raise InputError(f"{path}: field 'report' must be a list of result names or expressions")
+        example = f"[{json.dumps(raw_report)}]" if isinstance(raw_report, str) and raw_report else "[finish_ns]"
+        raise InputError(f"{path}: field 'report' must be a non-empty list of result names or expressions (got "
+                         f"{show_value(raw_report)}); write report: {example}")
     spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure)
                    for i, text in enumerate(raw_report)]
     shown = [e.text for e in spec.report]
