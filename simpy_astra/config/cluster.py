@@ -202,8 +202,9 @@ class Cluster:
 #: or a unit slip (Gb/s for GB/s), refused naming the file and key it came from
 NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "gpus": (1, 1024, "GPUs per node"),
-    # NVLink 5 moves 900 GB/s a GPU: 1e6 GiB/s is past any, and B/s given for GiB/s (9e11) is refused
-    "nvlink_gib_s": (1e-3, 1e6, "GiB/s per GPU and direction, not B/s"),
+    # NVLink 5 moves 900 GB/s a GPU, 9e11 B/s: B/s given for GiB/s (1e11 and up) is refused, while
+    # 1e9 GiB/s stays, the "instant" link a study times a step without its transfers by
+    "nvlink_gib_s": (1e-3, 1e9, "GiB/s per GPU and direction, not B/s"),
     "nvlink_latency_ns": (0, 1e12, "ns"),
     "inter_node_gbit_s": (1e-3, 1e7, "Gb/s per node, not bit/s"),
     "inter_node_efficiency": (0, 1, "a fraction of the NICs' line rate"),
