@@ -43,6 +43,19 @@ class InputError(Exception):
         return cls(f"{where}: {kind} '{field}' {problem}")
 
 
+def non_ascii(key: object) -> str:
+    """Why ``key`` is not the key it looks like, when it holds a character outside ASCII (a
+    Cyrillic ``о`` in ``wоrkload`` reads as ``workload``), else ''. Every key of our formats is
+    ASCII, so the character is the whole fault."""
+    odd = next((c for c in str(key) if not c.isascii()), None)
+    if odd is None:
+        return ""
+    import unicodedata
+
+    name = unicodedata.name(odd, "a character without a name")
+    return f" (its {odd!r} is U+{ord(odd):04X} {name}, not ASCII: retype it)"
+
+
 class InvalidConfigurationError(InputError):
     """Well-formed inputs describing a job the real framework refuses to launch (Megatron-LM's
     argument validation: heads not divisible by tensor parallelism, FP8 on a GPU without FP8

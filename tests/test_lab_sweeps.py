@@ -70,7 +70,7 @@ def test_lab_sweep_is_the_lab_configuration(name: str) -> None:
         w = dict(p.scenario["workload"])
         assert w.pop("generate") == "transformer"
         if w["tp"] > shape["head"] or shape["head"] % w["tp"]:
-            continue  # gpt175b's 96 heads do not split 64 ways: the sweep records those points as errors
+            continue  # gpt175b's 96 heads do not split 64 ways: the sweep records those points as invalid
         cfg = config_from_params(w)
         assert (cfg.model, cfg.batch, cfg.micro_batch, cfg.seq, cfg.weight_sharded, cfg.pp) == (
             "gpt", 512, 512, 1024, False, 1)

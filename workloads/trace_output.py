@@ -33,6 +33,13 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
     if not prefix or not base or base in (".", ".."):
         raise InputError(f"{where}: must be a file prefix such as traces/allreduce (got {prefix!r}); "
                          f"it writes PREFIX.0.et, PREFIX.1.et, ...")
+    if prefix == "-":  # stdout to many tools: here files '-.0.et', '-.1.et', ... in the working folder
+        raise InputError(f"{where}: '-' would be files named '-.0.et', '-.1.et', ... here, not stdout (a trace is "
+                         f"one binary file per NPU); give a file prefix such as traces/allreduce")
+    if os.path.isdir(prefix):  # the files would land beside the folder, named after it
+        raise InputError(f"{where}: {prefix} is a folder; a prefix names files, so they would be {base}.0.et, "
+                         f"{base}.1.et, ... beside it: give {os.path.join(prefix, 'NAME')} to write NAME.0.et, ... "
+                         f"inside it")
     if "\0" in prefix:
         raise InputError(f"{where}: must not contain a NUL character (got {prefix!r})")
     long_part = next((part for part in prefix.split(os.sep) if len(os.fsencode(part)) + 9 > NAME_MAX), None)

@@ -25,6 +25,7 @@ from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.report.console import say
 from simpy_astra.report.links import busiest_links
 from simpy_astra.report.preparing import PreparingNotice
+from simpy_astra.report.trace_size import check_before_build, check_built
 
 if TYPE_CHECKING:
     from simpy_astra.report.console import ProgressLine
@@ -126,7 +127,10 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv-out", default=None, metavar="DIR",
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
-                   help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks")
+                   help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks "
+                        "(refused past 1 GB, which a browser cannot open)")
+    p.add_argument("--trace-npus", default=None, metavar="LIST",
+                   help="the NPUs --trace-out shows, as ids and ranges (0-7,64; default all)")
     p.add_argument("--plots", default=None, metavar="DIR",
                    help="write breakdown.png (each NPU's time by part) and timeline.png into DIR (matplotlib)")
     p.add_argument("--trace-dir", default=None, metavar="DIR",
@@ -439,7 +443,7 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
     return resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
 
 
-def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: None) -> Finished:
+def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: None, sized: bool = True) -> Finished:
     """Simulate ``inputs`` (the notes that precede time, then time) and derive the figures the
     writers read; ``ready()`` once the simulation is built (its traces read)."""
     from simpy_astra.folding import NOTE_FROM_NPUS
@@ -453,6 +457,8 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
     show = plan.reference_lines or not (real_job or plan.quiet)
     sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show))
     ready()
+    if plan.trace_out and not sized:  # ET files: their nodes are known once read
+        check_built(sim, plan.trace_npus)
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say("note: symmetry folding is off: several jobs share the network")
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
@@ -497,8 +503,9 @@ def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | N
     """Run ``inputs`` as ``plan`` asks and write its reports; ``name``: the run's, for its
     default output folder ``runs/NAME``; ``ready()`` once the simulation is built."""
     inputs = _prepared(inputs, plan, trace_dir, name)
+    sized = check_before_build(inputs, plan.trace_out, plan.trace_npus)  # before an unfolded build
     t0 = time.perf_counter()
-    write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready))
+    write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready, sized))
     return 0
 
 
@@ -510,7 +517,8 @@ def run_scenario(argv: list[str]) -> int:
     with PreparingNotice() as notice:  # a line after 2 s: a large job's traces take minutes
         load_plugins(args.plugin, "--plugin")
         inputs = load_scenario(args.scenario, backend=args.network_backend)
-        plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, rich_summary=not args.quiet,
+        plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, trace_npus=args.trace_npus,
+                       rich_summary=not args.quiet,
                        quiet=args.quiet, reference_lines=args.reference_lines, verbose=args.verbose,
                        isolation=args.isolation, given=(args.scenario,), plugins=tuple(args.plugin))
         return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,
@@ -572,7 +580,8 @@ def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
     )
     given = (args.workload_configuration, args.system_configuration, args.network_configuration,
              args.remote_memory_configuration, args.comm_group_configuration)
-    plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, quiet=args.quiet,
+    plan = RunPlan(args.json_out, args.csv_out, args.trace_out, args.plots, trace_npus=args.trace_npus,
+                   quiet=args.quiet,
                    reference_lines=args.reference_lines, verbose=args.verbose, given=given,
                    plugins=tuple(args.plugin), log=log)
     return _simulate(inputs, plan, fold=args.fold_symmetry, trace_dir=args.trace_dir,

@@ -37,6 +37,7 @@ class RunPlan:
     given: tuple[str, ...] = ()  # the input files the command line named (digests in --json-out)
     plugins: tuple[str, ...] = ()  # the modules it loaded
     log: LogFolder | None = None  # --logging-folder: report lines and warnings too
+    trace_npus: str | None = None  # --trace-npus: the NPUs the trace shows (ids and ranges), None: all
 
     @property
     def headline_only(self) -> bool:
@@ -165,8 +166,9 @@ def _csv(done: Finished) -> None:
 
 def _chrome_trace(done: Finished) -> None:
     from simpy_astra.report.timeline import write_chrome_trace
+    from simpy_astra.report.trace_size import selected_npus
 
-    write_chrome_trace(done.record, done.plan.trace_out)
+    write_chrome_trace(done.record, done.plan.trace_out, selected_npus(done.plan.trace_npus, done.sim.total_npus))
 
 
 def _plots(done: Finished) -> None:

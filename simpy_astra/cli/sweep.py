@@ -85,6 +85,10 @@ class _ReaderMayLeave:
         return getattr(self._stream, name)
 
 
+#: local worker processes a CPU may take: past it they only share the CPUs and add memory
+JOBS_PER_CPU = 4
+
+
 def _parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
     p.add_argument("sweep", help="sweep YAML (base scenario, axes, constraints, minimise)")
@@ -232,7 +236,13 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
+    cpus = os.cpu_count() or 1
+    if args.jobs > JOBS_PER_CPU * cpus and not args.cluster:  # a process a point: 10^5 would exhaust memory
+        raise InputError(f"--jobs {args.jobs}: this machine has {cpus} CPU(s); points are CPU-bound, so more "
+                         f"processes only share them, each holding its own simulation in memory; give at most "
+                         f"{JOBS_PER_CPU * cpus} (the default is {cpus})")
     _require("simpleeval")  # a core dependency; checked in case an install left it out
+    from simpy_astra.plugins import search_also
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
 
@@ -241,6 +251,8 @@ def _main(argv: list[str]) -> int:
 
         load_plugins(args.plugin, "--plugin")
     spec = load_sweep(args.sweep, tuple(args.plugin))
+    for folder in spec.module_folders:  # a backend named module:attribute is found as a point's run finds it
+        search_also(folder)
     for warning in spec.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute
@@ -257,7 +269,7 @@ def _main(argv: list[str]) -> int:
         refused, failing = _checked(points, args.sweep, spec)
         count = sum(1 for r in refused.values() if r)
         print(f"{len(points)} point{'s' if len(points) != 1 else ''}"
-              + (f", {count} invalid (Megatron refuses them; they will not run)" if count else ""))
+              + (f", {count} invalid (their parallel layout is refused; they will not run)" if count else ""))
         for p in points:
             mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
             print(_point_line(p.key, [f"{a.name}={_shown(p.coordinates[a.column])}" for a in spec.axes], mark))
@@ -359,8 +371,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"point has, e.g. finish_ns", file=sys.stderr)
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):
-        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron-LM refuses "
-              f"each layout, e.g. {printable(done[0].figures['error'])}; results.csv names each one's rule; change the "
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each parallel "
+              f"layout is refused, e.g. {printable(done[0].figures['error'])}; results.csv names each one's rule; change the "
               f"axes (e.g. tp x pp x cp must divide the GPUs)", file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import files
 from simpy_astra.network.rails import Rails
 
@@ -48,6 +49,9 @@ from simpy_astra.workloads.megatron.kernels import Gpu
 STREAMS_AT_ONCE = 8
 PRESET_DIR = os.path.join(os.path.dirname(__file__), "clusters")
 #: keys written before units were spelled in names (simpy_astra/infra/units.py), read as their new names
+#: keys of the links between nodes: nothing on a one-node job
+BETWEEN_NODES = {"inter_node_gbit_s", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
+                 "oversubscription"}
 OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
@@ -78,6 +82,22 @@ class Cluster:
 
     def gpu_model(self) -> Gpu:
         return Gpu(**self.gpu)
+
+    def idle_keys(self, written: Iterable[str]) -> list[str]:
+        """A line for each key ``written`` that changes nothing at this size (the links between
+        nodes of a one-node job, the spine under one leaf switch), with the size it applies from.
+        Said, not refused: a sweep over ``gpus`` gives them to every point."""
+        keys = {OLD_KEYS.get(k, k) for k in written}
+        per_node, leaf = int(self.node["gpus"]), int(self.node["nodes_per_leaf"])
+        if self.gpus <= per_node:
+            return [f"{self.where}.{key} changes nothing here: the {self.gpus} GPUs sit in one node ({per_node} a "
+                    f"node), so no message leaves it; it applies from {per_node + 1} GPUs"
+                    for key in sorted(keys & BETWEEN_NODES)]
+        if "oversubscription" in keys and self.nodes <= leaf:
+            return [f"{self.where}.oversubscription changes nothing here: the {self.nodes} nodes sit under one leaf "
+                    f"switch (nodes_per_leaf {leaf}), so no message crosses the spine; it applies from {leaf + 1} "
+                    f"nodes ({(leaf + 1) * per_node} GPUs)"]
+        return []
 
     def dims(self, blocks: list[int] | None = None) -> tuple[list[int], int]:
         """The network's dimensions (sizes, and how many of them are inside a node).
@@ -182,7 +202,9 @@ class Cluster:
 #: or a unit slip (Gb/s for GB/s), refused naming the file and key it came from
 NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "gpus": (1, 1024, "GPUs per node"),
-    "nvlink_gib_s": (1e-3, 1e12, "GiB/s per GPU and direction"),
+    # NVLink 5 moves 900 GB/s a GPU, 9e11 B/s: B/s given for GiB/s (1e11 and up) is refused, while
+    # 1e9 GiB/s stays, the "instant" link a study times a step without its transfers by
+    "nvlink_gib_s": (1e-3, 1e9, "GiB/s per GPU and direction, not B/s"),
     "nvlink_latency_ns": (0, 1e12, "ns"),
     "inter_node_gbit_s": (1e-3, 1e7, "Gb/s per node, not bit/s"),
     "inter_node_efficiency": (0, 1, "a fraction of the NICs' line rate"),
@@ -279,8 +301,8 @@ def _preset_path(name: Any, where: str, base_dir: str) -> str:
         if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
             _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
-            raise InputError(f"{where}.preset: {name!r} is not a preset ({', '.join(presets())}) nor a "
-                             f"YAML file")
+            raise InputError(f"{where}.preset: {name!r}{non_ascii(name)} is not a preset ({', '.join(presets())}) "
+                             f"nor a YAML file")
     return path
 
 
@@ -306,7 +328,9 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     value, written = _with_units(value, where)
     unknown = sorted(set(value) - CLUSTER_KEYS)
     if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(CLUSTER_KEYS))}")
+        near = nearest_key(str(unknown[0]), CLUSTER_KEYS)
+        hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(CLUSTER_KEYS))}"
+        raise InputError(f"{where}: unknown key {unknown[0]!r}{non_ascii(unknown[0])}; {hint}")
     name = value.get("preset")
     path = _preset_path(name, where, base_dir)
     doc = read_yaml_file(path, "cluster preset")
@@ -316,7 +340,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     extra = sorted(str(k) for k in set(doc) - {"gpu", "node"})
     if extra:  # our own format: a key no reader uses is a typo
         near = nearest_key(extra[0], ["gpu", "node"])
-        raise InputError(f"{path}: unknown key {extra[0]!r}" + (f"; did you mean {near!r}?" if near else
+        raise InputError(f"{path}: unknown key {extra[0]!r}{non_ascii(extra[0])}" + (f"; did you mean {near!r}?" if near else
                                                                  " (a preset has gpu and node only)"))
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
@@ -326,7 +350,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
         extra = sorted(str(k) for k in set(given) - set(gpu_fields))
         if extra:
-            raise InputError(f"{source}: unknown key {extra[0]!r} (fields: {', '.join(gpu_fields)})")
+            raise InputError(f"{source}: unknown key {extra[0]!r}{non_ascii(extra[0])} (fields: "
+                             f"{', '.join(gpu_fields)})")
     gpu = {**preset_gpu, **overrides}
     missing = [f for f in gpu_fields if f not in gpu]
     if missing:
@@ -345,7 +370,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
     if extra:
-        raise InputError(f"{path}: node: unknown key {extra[0]!r} (keys: {', '.join(NODE_RANGES)})")
+        raise InputError(f"{path}: node: unknown key {extra[0]!r}{non_ascii(extra[0])} (keys: "
+                         f"{', '.join(NODE_RANGES)})")
     node: dict[str, Any] = {}
     for key in NODE_RANGES:
         given = "gpus_per_node" if key == "gpus" else key

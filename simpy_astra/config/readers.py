@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import files
 
 PathLike = str | os.PathLike[str]
@@ -432,7 +432,7 @@ def refuse_unknown_keys(src: str, data: dict[Any, Any], known: Iterable[str], wh
                              f"write the fields out (aliases such as *name work)")
         near = nearest_key(str(key), known)
         hint = f"did you mean '{near}'?" if near else f"known: {', '.join(sorted(known))}"
-        raise InputError(f"{src}: field '{key}' is not a {what} field; {hint}")
+        raise InputError(f"{src}: field '{key}'{non_ascii(key)} is not a {what} field; {hint}")
 
 
 def unknown_key_warnings(src: str, data: dict[Any, Any], known: Iterable[str], what: str) -> list[str]:
@@ -445,5 +445,5 @@ def unknown_key_warnings(src: str, data: dict[Any, Any], known: Iterable[str], w
             continue
         near = nearest_key(str(key), known)
         hint = f"; did you mean '{near}'?" if near else f"; known: {', '.join(sorted(known))}"
-        out.append(f"{src}: field '{key}' is not a {what} field and is ignored{hint}")
+        out.append(f"{src}: field '{key}'{non_ascii(key)} is not a {what} field and is ignored{hint}")
     return out

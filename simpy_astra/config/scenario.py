@@ -65,9 +65,9 @@ from simpy_astra.config import (
 )
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
-from simpy_astra.config.readers import refuse_unknown_keys
+from simpy_astra.config.readers import nearest_key, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.network.backends import lookup as lookup_backend
 from simpy_astra.plugins import PluginError, search_also
@@ -185,8 +185,10 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     ``checking``: only its errors are wanted (``sweep --list``), so a slow generator is not run
     (``NotGenerated`` is raised where its traces would be needed)."""
     doc = read_yaml_file(path, "scenario YAML")
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: a scenario must be a mapping with keys workload, system, network")
+    if not isinstance(doc, dict):  # an empty file (or comments only) reads as None
+        got = "is empty (no YAML in it)" if doc is None else f"holds a {type(doc).__name__}, not fields"
+        raise InputError(f"{path}: {got}; a scenario is a mapping with workload: and either cluster: "
+                         f"{{preset: NAME, gpus: N}} (a real job) or system: and network: (run --help lists them)")
     _refuse_another_input(path, doc)
     refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario")
     unknown: list[str] = []
@@ -198,6 +200,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = _with_cluster(path, doc)
+    unknown += cluster.idle_keys(doc["cluster"]) if cluster is not None else []
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
     if cluster is not None and user_network and cluster.nccl_algo in ("tree", "nvls"):
         raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "
@@ -483,6 +486,10 @@ def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
     if not isinstance(workload, dict):
         return None
     if "generate" not in workload:
+        near = next((k for k in workload if nearest_key(str(k), ["generate"])), None)
+        if near is not None:  # a misspelt generate: its other keys would be blamed on a missing one
+            raise InputError(f"{path}: field 'workload.{near}'{non_ascii(near)} is not a workload field; did you mean "
+                             f"'generate'?")
         raise InputError(f"{path}: field 'workload' as a mapping needs 'generate: NAME' "
                          f"(or give an ET prefix)")
     # deferred: only generated workloads need the registry (and its front ends)

@@ -29,7 +29,7 @@ from simpy_astra.config.readers import (
     require_mapping,
     show_value,
 )
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import horizon
 from simpy_astra.plugins import PluginError
 
@@ -271,7 +271,8 @@ def _ignored_keys(src: str, j: dict) -> list[str]:
         if key not in _SYSTEM_KEYS and key not in _UNPARSED_KEYS:
             near = nearest_key(str(key), _SYSTEM_KEYS)
             hint = f"; did you mean '{near}'?" if near else ""
-            out.append(f"{src}: field '{key}' is not a system setting and is ignored (as in ASTRA-sim){hint}")
+            out.append(f"{src}: field '{key}'{non_ascii(key)} is not a system setting and is ignored (as in "
+                       f"ASTRA-sim){hint}")
     return out
 
 
@@ -331,7 +332,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, str, Any, float], Any]]] = {
                                 lambda s, k, v, _: json_choice(s, k, v, COLLECTIVE_OPTIMIZATIONS)),
     "local-reduction-delay": ("local_reduction_delay", lambda s, k, v, _: json_int(s, k, v, minimum=0)),
     "active-chunks-per-dimension": ("active_chunks_per_dimension", lambda s, k, v, _: json_int(
-        s, k, v, minimum=1, hint="; with 0 no chunk would ever start")),
+        s, k, v, minimum=1, hint="; it is how many chunks of a dimension run at once (with 0 none would start)")),
     **{key: (key, _c_float) for key in ("L", "o", "g", "G")},
     "endpoint-delay": ("endpoint_delay_ns", _endpoint_delay),
     "model-shared-bus": ("model_shared_bus", _shared_bus),

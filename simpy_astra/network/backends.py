@@ -189,6 +189,19 @@ def lookup(name: str) -> BackendSpec | None:
         raise PluginError(f"network backend '{name}': {exc}") from None
 
 
+def registered_name(written: str) -> str:
+    """The name the backend ``written`` runs under: ``loggp:LOGGP`` is the backend ``loggp`` (a
+    sweep over both spellings compares them as one); ``written`` itself when nothing by that
+    spelling loads (its points fail, saying why)."""
+    if written in BACKENDS or ":" not in written:
+        return written
+    try:
+        found = lookup(written)
+    except (PluginError, InputError):
+        return written
+    return found.name if found is not None else written
+
+
 #: what a run asks of every backend (:class:`simpy_astra.network.Network`)
 _NETWORK_MEMBERS = ("send", "recv", "board", "graph", "label", "pair_delays_only", "has_links", "has_faults",
                     "links", "link", "link_stats", "send_background", "fail_device")

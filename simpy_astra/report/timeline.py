@@ -41,10 +41,14 @@ def _lanes(intervals: list[tuple[int, int, object]]) -> list[tuple[int, int, obj
     return out
 
 
-def trace_events(record: RunRecord) -> list[dict]:
-    """Chrome trace events (``ph: X`` complete events plus track names) of every NPU."""
+def trace_events(record: RunRecord, npus: list[int] | None = None) -> list[dict]:
+    """Chrome trace events (``ph: X`` complete events plus track names) of every NPU, or of
+    ``npus`` (``--trace-npus``)."""
     events: list[dict] = []
+    shown = None if npus is None else set(npus)
     for rec in record.npus:
+        if shown is not None and rec.npu_id not in shown:
+            continue
         pid = rec.npu_id
         nodes = record.sim.npu_for(pid).nodes
         events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": f"NPU {pid}"}})
@@ -84,12 +88,13 @@ def trace_events(record: RunRecord) -> list[dict]:
     return events
 
 
-def write_chrome_trace(record: RunRecord, path: str) -> None:
+def write_chrome_trace(record: RunRecord, path: str, npus: list[int] | None = None) -> None:
+    """The trace of every NPU, or of ``npus``."""
     record.require_every_npu("a Chrome trace")
     from simpy_astra.infra import files
 
     with files.open_output(path, "--trace-out") as f:
-        json.dump({"traceEvents": trace_events(record), "displayTimeUnit": "ns"}, f, separators=(",", ":"))
+        json.dump({"traceEvents": trace_events(record, npus), "displayTimeUnit": "ns"}, f, separators=(",", ":"))
 
 
 # --------------------------------------------------------------------------- terminal view

@@ -44,12 +44,18 @@ from typing import Any
 
 from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu, check_field
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
-from simpy_astra.config.readers import nearest_key, read_yaml_file, refuse_unknown_keys, short_path
+from simpy_astra.config.readers import (
+    nearest_key,
+    read_yaml_file,
+    refuse_unknown_keys,
+    short_path,
+    show_value,
+)
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.errors import InputError
-from simpy_astra.network.backends import DEFAULT_BACKEND
+from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis
@@ -100,8 +106,9 @@ class Point:
 
     @property
     def backend(self) -> str:
-        """The network backend that measured this point (points of two backends are not compared)."""
-        return str(self.scenario.get("backend") or DEFAULT_BACKEND)
+        """The network backend that measured this point (points of two backends are not compared),
+        by its registered name however the point spelt it."""
+        return registered_name(str(self.scenario.get("backend") or DEFAULT_BACKEND))
 
 
 @dataclass
@@ -498,7 +505,9 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
     doc = _load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
-        raise InputError(f"{path}: a sweep must be a mapping with base and axes")
+        got = "is empty (no YAML in it)" if doc is None else f"holds a {type(doc).__name__}, not fields"
+        raise InputError(f"{path}: {got}; a sweep is a mapping with base: (a scenario, or its file) and axes: "
+                         f"{{FIELD: [VALUES]}}")
     if "axes" not in doc and "base" not in doc and "workload" in doc:  # a scenario given to sweep
         raise InputError(f"{path}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {path}) "
                          f"with axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {path}")
@@ -528,6 +537,8 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if plugins:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
+    if doc.get("name") is not None and not isinstance(doc["name"], str | int | float):  # a list's text was its name
+        raise InputError(f"{path}: field 'name' must be a string, the sweep's name (got {type(doc['name']).__name__})")
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
     spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,
@@ -549,7 +560,9 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                     check_field(dotted, value, f"{path}: axes: {axis.column}: named: {name}: {dotted}", sweep_dir)
     raw_constraints = doc.get("constraints") or []
     if not isinstance(raw_constraints, list):
-        raise InputError(f"{path}: field 'constraints' must be a list of expressions")
+        example = f"[{json.dumps(raw_constraints)}]" if isinstance(raw_constraints, str) else "['dp * tp == 64']"
+        raise InputError(f"{path}: field 'constraints' must be a list of expressions (got {type(raw_constraints).__name__}); "
+                         f"write constraints: {example}")
     megatron = megatron_args_of(spec.base) is not None
     if megatron:  # every modelled flag is a name (axis names win)
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
@@ -562,7 +575,9 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                                       coords | set(RESULT_NAMES), figure)
     raw_report = doc.get("report", list(MEGATRON_REPORT if megatron else DEFAULT_REPORT))
     if not isinstance(raw_report, list) or not raw_report:
-        raise InputError(f"{path}: field 'report' must be a list of result names or expressions")
+        example = f"[{json.dumps(raw_report)}]" if isinstance(raw_report, str) and raw_report else "[finish_ns]"
+        raise InputError(f"{path}: field 'report' must be a non-empty list of result names or expressions (got "
+                         f"{show_value(raw_report)}); write report: {example}")
     spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure)
                    for i, text in enumerate(raw_report)]
     shown = [e.text for e in spec.report]

@@ -155,6 +155,7 @@ class ResultsStore:
                                  for k, fs in self.point_files.items()}
             earlier = self._check_manifest(spec)
             rows, header, torn = self._read_rows()
+            self._check_coordinates(rows, points or ())
             self.rows: dict[str, dict[str, str]] = dict(rows)
             self._drop_rows_of_other_inputs(earlier)
             if retry_failed:
@@ -311,7 +312,19 @@ class ResultsStore:
                                  f"point then runs again); the file is left as it is")
             rows[key] = dict(zip(columns, values, strict=True))
             lines_of[key] = number
+        self._lines = lines_of
         return rows, header, torn
+
+    def _check_coordinates(self, rows: dict[str, dict[str, str]], points) -> None:
+        """Each row's coordinates are its key's: an edited value (dp 8 made 4) would give the key's
+        figures to coordinates that were never run, in the summary and the plots."""
+        for p in points:
+            row = rows.get(p.key)
+            for column, value in p.coordinates.items() if row is not None else ():
+                if column in row and row[column] != csv_value(value):
+                    raise InputError(f"{self.csv_path}: line {self._lines[p.key]}: {column}: {row[column]!r} is not "
+                                     f"the value of its key {p.key} ({csv_value(value)}); fix or delete that line "
+                                     f"(its point then runs again); the file is left as it is")
 
     @staticmethod
     def _row_problem(values: list[str], columns: list[str]) -> str | None:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
@@ -121,7 +121,7 @@ def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:
 
 def suggestion(flag: str, known: list[str]) -> str:
     near = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
-    return f"; did you mean {near[0]}?" if near else ""
+    return non_ascii(flag) + (f"; did you mean {near[0]}?" if near else "")
 
 
 def read(tokens: list[str], modelled: argparse.ArgumentParser, accepted: Callable[[str], bool],

@@ -89,6 +89,10 @@ def _with_schedule(name: Any, job: MegatronJob, gpu: Gpu, where: str) -> Megatro
         orders = [job.stage_order(stage) for stage in range(job.pp)]
     except (PluginError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: {exc}") from None
+    if job.pp == 1:  # Megatron-Core's get_forward_backward_func: forward_backward_no_pipelining
+        raise InputError(f"{where}: pipeline schedule '{name}' on one pipeline stage: Megatron runs no pipeline "
+                         f"schedule then (each micro-batch's forward and backward in turn); remove "
+                         f"workload.schedule, or set --pipeline-model-parallel-size 2 or more")
     if job.v_placement and (job.virtual_stages % 2 or len(set(job.split)) > 1):
         raise InputError(f"{where}: pipeline schedule '{name}' places the chunks in a V: it needs an even number "
                          f"of chunks a stage and the layers split evenly (--virtual-pipeline-model-parallel-size 2, "

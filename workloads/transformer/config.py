@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS
 
 MODELS = ("gpt", "llama", "moe")
@@ -181,6 +181,11 @@ def check_config(cfg: TransformerConfig, where: str) -> None:
     def bad(field: str, why: str) -> InputError:
         return InputError(f"{where}: '{field}' {why}")
 
+    def layout(field: str, why: str, rule: str) -> InvalidConfigurationError:
+        """A parallel layout the model cannot be split by (STAGE refuses it, as Megatron-LM does
+        its like): a point of a sweep's design space that is invalid, not a failed run."""
+        return InvalidConfigurationError(f"{where}: '{field}' {why}", rule)
+
     for name in ("dp", "tp", "pp", "sp", "ep", "dvocal", "dmodel", "dff", "head", "kvhead", "seq",
                  "batch", "micro_batch", "num_stacks", "experts", "kexperts"):
         if getattr(cfg, name) < 1:
@@ -201,21 +206,24 @@ def check_config(cfg: TransformerConfig, where: str) -> None:
     if cfg.batch % cfg.micro_batch:
         raise bad("micro_batch", f"({cfg.micro_batch}) must divide batch ({cfg.batch})")
     if cfg.micro_batch % cfg.dp:
-        raise bad("dp", f"({cfg.dp}) must divide micro_batch ({cfg.micro_batch}); each replica "
-                        "needs whole samples")
+        raise layout("dp", f"({cfg.dp}) must divide micro_batch ({cfg.micro_batch}); each replica "
+                           "needs whole samples", "micro-batch divisible by dp")
     if cfg.num_stacks % cfg.pp:
-        raise bad("pp", f"({cfg.pp}) must divide num_stacks ({cfg.num_stacks})")
+        raise layout("pp", f"({cfg.pp}) must divide num_stacks ({cfg.num_stacks})", "stacks divisible by pp")
     seq_tokens = 1 if cfg.phase == "decode" else cfg.seq
     if seq_tokens % (cfg.sp * (cfg.tp if cfg.tpsp else 1)) and cfg.phase != "decode":
-        raise bad("seq", f"({cfg.seq}) must be divisible by sp*tp ({cfg.sp * cfg.tp}) for sequence sharding")
+        raise layout("seq", f"({cfg.seq}) must be divisible by sp*tp ({cfg.sp * cfg.tp}) for sequence sharding",
+                     "seq divisible by sp x tp")
     if cfg.phase == "decode" and cfg.sp != 1:
         raise bad("sp", "must be 1 for --phase decode (one new token per sequence)")
-    if cfg.dmodel % cfg.head or cfg.head % cfg.tp:
-        raise bad("head", f"({cfg.head}) must divide dmodel and be divisible by tp ({cfg.tp})")
+    if cfg.dmodel % cfg.head:
+        raise bad("head", f"({cfg.head}) must divide dmodel ({cfg.dmodel})")
+    if cfg.head % cfg.tp:
+        raise layout("head", f"({cfg.head}) must be divisible by tp ({cfg.tp})", "heads divisible by tp")
     if cfg.model != "gpt" and (cfg.head % cfg.kvhead or cfg.kvhead % cfg.tp and cfg.tp % cfg.kvhead):
         raise bad("kvhead", f"({cfg.kvhead}) must divide head ({cfg.head}) and match tp ({cfg.tp})")
     if cfg.dff % cfg.tp:
-        raise bad("dff", f"({cfg.dff}) must be divisible by tp ({cfg.tp})")
+        raise layout("dff", f"({cfg.dff}) must be divisible by tp ({cfg.tp})", "dff divisible by tp")
     if cfg.model == "moe":
         if cfg.dp % cfg.ep or cfg.experts % cfg.ep:
             raise bad("ep", f"({cfg.ep}) must divide dp ({cfg.dp}) and experts ({cfg.experts})")

@@ -1,0 +1,114 @@
+"""How large a Chrome trace (``--trace-out``) will be, known before the run, and the NPUs it shows.
+
+A trace holds one event per workload node each NPU runs (plus chunk phases, for collectives
+the system layer splits): a 1,536-GPU Megatron step is ten million events, more than a
+browser can open, and writing them took minutes after the run. The size is bounded below from
+the traces' node counts before time starts (a generated workload's from one rank per class,
+as a folded run reads; ET files from the built run), so a trace that cannot be opened is
+refused at once, in one line that gives its size and how to select NPUs (``--trace-npus``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from simpy_astra.errors import InputError
+
+#: the largest trace written: Perfetto's UI holds a trace in the browser's memory, typically
+#: 2 GB, at 2-4x the file's size (perfetto.dev, "Visualising large traces"); chrome://tracing
+#: stopped at 256 MB
+LIMIT_BYTES = 10**9
+
+#: one node's event without its name and with every number one digit long
+#: (:func:`simpy_astra.report.timeline.trace_events`): the fewest bytes it takes
+_EVENT = len(json.dumps({"ph": "X", "name": "", "cat": "compute", "pid": 0, "tid": 0, "ts": 0, "dur": 0,
+                         "args": {"node_id": 0, "start_ns": 0, "end_ns": 0}}, separators=(",", ":"))) + 1
+#: an NPU's process name and sort index
+_NPU = 2 * len(json.dumps({"ph": "M", "name": "process_sort_index", "pid": 0, "args": {"sort_index": 0}},
+                          separators=(",", ":")))
+
+
+def node_bytes(nodes: Iterable) -> int:
+    """The fewest bytes the events of ``nodes`` (one NPU's) take in a trace."""
+    return sum(_EVENT + len(json.dumps(n.name)) - 2 + len(str(n.id)) - 1 for n in nodes)
+
+
+def parse_npus(text: str, total: int) -> list[int]:
+    """``--trace-npus``: NPU ids and ranges (``0-7,64``) of a run of ``total`` NPUs, sorted."""
+    chosen: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            lo, hi = int(first), int(last) if dash else int(first)
+        except ValueError:
+            raise InputError(f"--trace-npus: {part.strip()!r} is no NPU id or range; give ids and ranges "
+                             f"such as 0-7,64") from None
+        if lo > hi:
+            raise InputError(f"--trace-npus: {part.strip()!r} runs backwards; give FIRST-LAST with FIRST <= "
+                             f"LAST, such as {hi}-{lo}")
+        if lo < 0 or hi >= total:
+            raise InputError(f"--trace-npus: {part.strip()!r} is past this run's {total:,} NPUs (0-{total - 1})")
+        chosen.update(range(lo, hi + 1))
+    return sorted(chosen)
+
+
+def check_size(per_npu: dict[int, int], selected: list[int] | None) -> None:
+    """Refuse a trace whose events (``per_npu``: NPU -> its nodes' bytes) exceed the limit."""
+    npus = sorted(per_npu) if selected is None else selected
+    size = sum(per_npu.get(i, 0) + _NPU for i in npus)
+    if size <= LIMIT_BYTES:
+        return
+    first = per_npu.get(npus[0], 0) + _NPU
+    few = max(1, min(8, LIMIT_BYTES // max(first, 1)))
+    which = "all" if selected is None else "the"
+    raise InputError(f"--trace-out: the trace of {which} {len(npus):,} NPUs would be at least {_gb(size)} "
+                     f"(its nodes' events alone), past the {_gb(LIMIT_BYTES)} a browser opens; select NPUs "
+                     f"with --trace-npus (--trace-npus 0-{few - 1}: about {_gb(few * first)})")
+
+
+def _gb(size: int) -> str:
+    return f"{size / 1e9:.1f} GB" if size >= 1e8 else f"{size / 1e6:.1f} MB"
+
+
+def lazy_node_bytes(prefix: str, prepared) -> dict[int, int] | None:
+    """Each NPU's events' fewest bytes for a generated workload (it has a rank summary), from one
+    rank of each class (written if not yet, as a folded run does); None for ET files."""
+    from simpy_astra.workloads.chakra import et_path, read_et
+    from simpy_astra.workloads.generated import lazy_traces
+
+    source = lazy_traces(prefix, prepared)
+    if source is None:
+        return None
+    first: dict[int, int] = {}
+    for rank, kind in enumerate(source.classes):
+        first.setdefault(kind, rank)
+    source.ensure(sorted(first.values()))
+    per_class = {kind: node_bytes(read_et(et_path(prefix, rank))[1]) for kind, rank in first.items()}
+    return {rank: per_class[kind] for rank, kind in enumerate(source.classes)}
+
+
+def check_before_build(inputs, trace_out: str | None, trace_npus: str | None) -> bool:
+    """Refuse ``--trace-npus`` without ``--trace-out``, NPUs past the run's, and a generated
+    workload's trace past the limit; True when the size was checked (else the built run's is)."""
+    if trace_out is None:
+        if trace_npus is not None:
+            raise InputError("--trace-npus: selects the NPUs --trace-out writes; give --trace-out too, or leave "
+                             "out --trace-npus")
+        return True
+    selected = None if trace_npus is None else parse_npus(trace_npus, inputs.network.total_npus)
+    per_npu = None if inputs.jobs else lazy_node_bytes(inputs.workload_prefix, inputs.workload.prepared)
+    if per_npu is not None:
+        check_size(per_npu, selected)
+    return per_npu is not None
+
+
+def check_built(sim, trace_npus: str | None) -> None:
+    """The size check on a built run (every NPU's nodes read), before time starts."""
+    selected = None if trace_npus is None else parse_npus(trace_npus, sim.total_npus)
+    check_size({npu.device_id: node_bytes(npu.nodes.values()) for npu in sim.npus}, selected)
+
+
+def selected_npus(trace_npus: str | None, total: int) -> list[int] | None:
+    """The NPUs a trace shows: ``--trace-npus``'s, else None (all)."""
+    return None if trace_npus is None else parse_npus(trace_npus, total)
