@@ -7,10 +7,6 @@ type apply if any layer runs it; a list of one type is that type."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
@@ -21,7 +17,8 @@ from simpy_astra.workloads.megatron.context_parallel import attention_shape
 from simpy_astra.workloads.megatron.layers import ChunkModel
 from simpy_astra.workloads.megatron.schedule import Layout, build_stage
 from simpy_astra.workloads.megatron.steps import Collective
-from tests.test_megatron import ROOT, TOY
+from tests.test_hierarchical_context_parallel import run_two_nodes
+from tests.test_megatron import TOY
 
 #: two layers, h 1024 (16 heads of 64), sequence 2,048
 BASE = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
@@ -117,17 +114,7 @@ def test_a_list_of_one_type_is_that_type(kind, extra):
 
 def _step_ns(tmp_path, kinds: str) -> int:
     """A step's simulated time on two DGX H100 nodes, cp 16 over both."""
-    args = ("--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 32768 "
-            "--max-position-embeddings 32768 --micro-batch-size 1 --global-batch-size 1 --bf16 --vocab-size 128 "
-            f"--context-parallel-size 16 --cp-comm-type {kinds}")
-    scenario, out = tmp_path / "s.yaml", tmp_path / "out.json"
-    scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": args},
-                                    "cluster": {"preset": "dgx-h100", "gpus": 16}}))
-    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
-    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--json-out", str(out),
-                           "--quiet"], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    return json.loads(out.read_text())["iteration_time_ns"]
+    return run_two_nodes(tmp_path, f" --cp-comm-type {kinds}")["iteration_time_ns"]
 
 
 def test_a_mixed_list_runs_end_to_end_between_its_types(tmp_path):

@@ -105,19 +105,27 @@ def test_megatrons_and_transformer_engines_refusals(extra, reason):
         parse(BASE + " --context-parallel-size 8" + extra, 8)
 
 
-def _comm_cp_ns(tmp_path, extra: str) -> int:
-    """A step's exposed context-parallel time on two DGX H100 nodes (NPU 0)."""
-    args = ("--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 32768 "
-            "--max-position-embeddings 32768 --micro-batch-size 1 --global-batch-size 1 --bf16 --vocab-size 128 "
-            "--context-parallel-size 16" + extra)
+#: two layers (h 2048, 16 heads) of a 32K-token sequence, cp 16 over two DGX H100 nodes
+TWO_NODES = ("--num-layers 2 --hidden-size 2048 --num-attention-heads 16 --seq-length 32768 "
+             "--max-position-embeddings 32768 --micro-batch-size 1 --global-batch-size 1 --bf16 --vocab-size 128 "
+             "--context-parallel-size 16")
+
+
+def run_two_nodes(tmp_path, extra: str) -> dict:
+    """``run --json-out`` of :data:`TWO_NODES` plus ``extra`` on 16 DGX H100 GPUs."""
     scenario, out = tmp_path / "s.yaml", tmp_path / "out.json"
-    scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": args},
+    scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": TWO_NODES + extra},
                                     "cluster": {"preset": "dgx-h100", "gpus": 16}}))
     env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
     done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--json-out", str(out),
                            "--quiet"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    return json.loads(out.read_text())["npus"]["0"]["breakdown_ns"].get("comm.cp", 0)
+    return json.loads(out.read_text())
+
+
+def _comm_cp_ns(tmp_path, extra: str) -> int:
+    """A step's exposed context-parallel time on two DGX H100 nodes (NPU 0)."""
+    return run_two_nodes(tmp_path, extra)["npus"]["0"]["breakdown_ns"].get("comm.cp", 0)
 
 
 def test_a2a_plus_p2p_keeps_the_all_to_all_on_nvlink(tmp_path):

@@ -3,6 +3,7 @@ the run: each is now refused in one line naming the file, the field and the fix.
 
 from __future__ import annotations
 
+import csv
 import os
 
 import pytest
@@ -12,6 +13,14 @@ from simpy_astra.cli.main import main
 
 ARGS = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
         "--global-batch-size 32 --tensor-model-parallel-size 2 --bf16 --vocab-size 32000")
+
+
+def write_rows(path, rows: list[dict]) -> None:
+    """``rows`` (csv.DictReader's) written back as a results.csv a user edited."""
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _error_lines(capsys, argv: list[str]) -> list[str]:
@@ -241,18 +250,13 @@ def test_a_gpus_memory_is_printed_as_the_cluster_gives_it(tmp_path, capsys, hbm_
 def test_a_negative_figure_in_an_edited_results_file_is_refused(tmp_path, capsys, column):
     # no time, memory or count is below 0: a results.csv edited to finish_ns -5 for the 8-layer
     # point was read, and best.json crowned it (the slowest point, 27,989,484 ns)
-    import csv
-
     sweep = _sweep(tmp_path, {"workload.args.num-layers": [2, 8]})
     out = tmp_path / "out"
     assert main(["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"]) == 0
     rows = list(csv.DictReader((out / "results.csv").open()))
     at = next(i for i, row in enumerate(rows) if row["workload.args.num-layers"] == "8")
     rows[at][column] = "-5"
-    with (out / "results.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(out / "results.csv", rows)
     before = (out / "results.csv").read_bytes()
     capsys.readouterr()
     err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.test_hostile_hunt6 import write_rows
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 
 
@@ -134,10 +135,7 @@ def test_an_edited_fits_that_is_neither_yes_nor_no_is_refused(tmp_path, capsys, 
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert [row["fits"] for row in rows] == ["1", "1"]
     rows[1]["fits"] = fits
-    with (out / "results.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(out / "results.csv", rows)
     before = (out / "results.csv").read_bytes()
     capsys.readouterr()
     err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.test_hostile_hunt6 import write_rows
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 from tests.test_hostile_hunt8 import _scenario
 
@@ -269,10 +270,7 @@ def test_an_edited_coordinate_in_results_csv_is_refused_on_resume(tmp_path, caps
     assert [row[column] for row in rows] == ["2", "4"]
     key = rows[1]["key"]
     rows[1][column] = "8"
-    with (out / "results.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(out / "results.csv", rows)
     before = (out / "results.csv").read_bytes()
     capsys.readouterr()
     err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
