@@ -133,7 +133,7 @@ def _stage_times(args: str, gpus: int) -> tuple[float, float]:
 
     job = parse(args, gpus)
     model = ChunkModel(job, load_cluster({"preset": "dgx-a100-80gb", "gpus": gpus}, "c").gpu_model())
-    dense = (False,) * len(job.chunk_layers(0, 0))
+    dense = job.chunk_kinds(0, 0)
     fwd = sum(s.total_s for s in model.forward(dense, False, False) if isinstance(s, Compute))
     bwd = sum(s.total_s for s in model.backward(dense, False, False) if isinstance(s, Compute))
     return fwd, bwd
@@ -446,7 +446,7 @@ def test_the_last_chunk_adds_the_logit_layers_three_gemms():
     job = parse(PIPE, 4)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 4}, "c").gpu_model()
     model = ChunkModel(job, gpu)
-    dense = (False,) * len(job.chunk_layers(0, 0))
+    dense = job.chunk_kinds(0, 0)
 
     def gemm_s(last: bool) -> float:
         steps = model.forward(dense, False, last) + model.backward(dense, False, last)
@@ -557,7 +557,8 @@ def test_an_async_collective_holds_sms_only_while_it_runs(tmp_path):
                       "attn.bwd.allreduce.wait.before": round((qkv + extra) * 1e6) * 1000}
     c = next(int(r["duration_ns"]) for r in nodes if r["name"].endswith("mlp.bwd.allreduce"))
     assert async_ - blocking == pytest.approx(2 * 4 * 2 * extra * 1e9 - 16 * c, rel=0.01)
-    backward = ChunkModel(parse(base, 2), gpu).backward((False,), False, False)
+    job = parse(base, 2)
+    backward = ChunkModel(job, gpu).backward(job.chunk_kinds(0, 0)[:1], False, False)
     i = next(k for k, s in enumerate(backward) if isinstance(s, Collective) and s.label == "mlp.bwd.allreduce")
     assert backward[i].overlap and isinstance(backward[i + 2], Wait)
 
@@ -679,8 +680,9 @@ def _layer_steps(args: str, backward: bool, gpu: Gpu = TOY, gpus: int = 1) -> li
     """The steps of one dense layer's forward (or backward), not first nor last in the model."""
     from simpy_astra.workloads.megatron.layers import ChunkModel
 
-    model = ChunkModel(parse(args, gpus), gpu)
-    return model.backward((False,), False, False) if backward else model.forward((False,), False, False)
+    job = parse(args, gpus)
+    model, layer = ChunkModel(job, gpu), job.chunk_kinds(0, 0)[:1]
+    return model.backward(layer, False, False) if backward else model.forward(layer, False, False)
 
 
 def _streaming_s(steps: list) -> float:
@@ -870,20 +872,21 @@ def test_recomputation_reruns_what_korthikanti_says():
     from simpy_astra.workloads.megatron.layers import ChunkModel
 
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": 8}, "c").gpu_model()
-    full = ChunkModel(parse(KORTHIKANTI_22B + " --recompute-granularity full --recompute-method uniform "
-                            "--recompute-num-layers 1", 8), gpu)
+    full_job = parse(KORTHIKANTI_22B + " --recompute-granularity full --recompute-method uniform "
+                     "--recompute-num-layers 1", 8)
+    full, layer = ChunkModel(full_job, gpu), full_job.chunk_kinds(0, 0)[:1]
     def kernels(steps: list) -> list:
         return [(getattr(x, "seconds", None), getattr(x, "size_bytes", None)) for x in steps
                 if isinstance(x, Compute | Collective)]
 
-    assert kernels(full.recompute((False,), False)) == kernels(full.forward((False,), False, False))
+    assert kernels(full.recompute(layer, False)) == kernels(full.forward(layer, False, False))
     sel = ChunkModel(parse(KORTHIKANTI_22B + " --recompute-activations", 8), gpu)
     b, heads, s, d = 4, 64 // 8, 2048, 6144 // 64
     scores = b * heads * s * s
     by_hand = (gemm_seconds(gpu, s, s, d, b * heads) + streaming_seconds(gpu, scores * 4)
                + streaming_seconds(gpu, scores * 5) + gemm_seconds(gpu, s, d, s, b * heads)
                + streaming_seconds(gpu, b * s * heads * d * 4))  # and the context's transpose
-    recomputed = sel.recompute((False,), False)
+    recomputed = sel.recompute(layer, False)
     assert len(recomputed) == 1 and recomputed[0].total_s == pytest.approx(by_hand)
 
 
@@ -1010,8 +1013,8 @@ def _comms(args: str, gpus: int, backward: bool = False) -> list[tuple[str, int,
     from simpy_astra.workloads.megatron.layers import ChunkModel
 
     job = parse(args, gpus)
-    model = ChunkModel(job, TOY)
-    steps = model.backward((False,), False, False) if backward else model.forward((False,), False, False)
+    model, layer = ChunkModel(job, TOY), job.chunk_kinds(0, 0)[:1]
+    steps = model.backward(layer, False, False) if backward else model.forward(layer, False, False)
     return [(s.label, s.comm_type, s.size_bytes, s.overlap) for s in steps if isinstance(s, Collective)]
 
 

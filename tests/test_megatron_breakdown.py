@@ -43,8 +43,8 @@ def test_each_kind_of_kernel_is_charged_its_own_time(tmp_path, tp):
     the GEMMs (no ``compute.attention`` at all)."""
     args = ARGS + f" --tensor-model-parallel-size {tp} --global-batch-size {2 * (2 // tp)}"
     cluster = {"preset": "dgx-a100-80gb", "gpus": 2}
-    model = ChunkModel(parse(args, 2), load_cluster(cluster, "c").gpu_model())
-    layers = (False, False)
+    job = parse(args, 2)
+    model, layers = ChunkModel(job, load_cluster(cluster, "c").gpu_model()), job.chunk_kinds(0, 0)
     per_mb = _kinds_s(model.forward(layers, True, True) + model.backward(layers, True, True))
     want_ns = {kind: 2 * seconds * 1e9 for kind, seconds in per_mb.items()}  # two micro-batches
 

@@ -109,7 +109,7 @@ def test_random_kernel_choices_give_finite_layer_times():
         if job is None:
             refused += 1
             continue
-        model, moe = ChunkModel(job, gpu), (job.is_moe(0),)
+        model, moe = ChunkModel(job, gpu), job.chunk_kinds(0, 0)[:1]
         steps = model.forward(moe, True, False) + model.recompute(moe, True) + model.backward(moe, True, False)
         for step in steps:
             if isinstance(step, Compute):

@@ -216,18 +216,18 @@ def test_moe_tokens_reach_their_experts_as_the_dispatcher_sends_them(dispatcher)
 
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
     job = parse(BASE + " --bf16 --num-experts 8 --expert-model-parallel-size 8 --moe-router-topk 2" + dispatcher, 8)
-    model = ChunkModel(job, gpu)
+    model, layer = ChunkModel(job, gpu), job.chunk_kinds(0, 0)[:1]
     def moe(steps: list) -> list:
         return [(s.label, s.comm_type, s.size_bytes) for s in steps if isinstance(s, Collective) and s.dim == "ep"]
 
     shard = S * H * 2  # a rank's tokens, bf16
     if "alltoall" in dispatcher:
-        assert moe(model.forward((True,), False, False)) == [("moe.dispatch.alltoall", ALL_TO_ALL, 2 * shard),
+        assert moe(model.forward(layer, False, False)) == [("moe.dispatch.alltoall", ALL_TO_ALL, 2 * shard),
                                                               ("moe.combine.alltoall", ALL_TO_ALL, 2 * shard)]
     else:
-        assert moe(model.forward((True,), False, False)) == [("moe.dispatch.allgather", ALL_GATHER, shard),
+        assert moe(model.forward(layer, False, False)) == [("moe.dispatch.allgather", ALL_GATHER, shard),
                                                               ("moe.combine.reducescatter", REDUCE_SCATTER, 8 * shard)]
-        assert moe(model.backward((True,), False, False)) == [
+        assert moe(model.backward(layer, False, False)) == [
             ("moe.combine.bwd.allgather", ALL_GATHER, shard), ("moe.dispatch.bwd.reducescatter", REDUCE_SCATTER,
                                                                8 * shard)]
 
@@ -247,7 +247,8 @@ def test_grouped_gemm_runs_a_ranks_experts_in_one_kernel_whose_tiles_share_the_w
     moe = (BASE + " --bf16 --num-experts 64 --expert-model-parallel-size 8 --moe-router-topk 8 "
            "--moe-ffn-hidden-size 256 --moe-token-dispatcher-type alltoall --disable-bias-linear")
     def forward(extra: str) -> tuple[float, int]:
-        steps = [s for s in ChunkModel(parse(moe + extra, 8), gpu).forward((True,), False, False)
+        job = parse(moe + extra, 8)
+        steps = [s for s in ChunkModel(job, gpu).forward(job.chunk_kinds(0, 0)[:1], False, False)
                  if isinstance(s, Compute)]
         return sum(s.seconds.get("gemm", 0.0) for s in steps), sum(s.kernels for s in steps)
 
@@ -281,10 +282,11 @@ def test_rotary_embeddings_and_query_key_norms_stream_the_queries_and_keys(extra
     gpu = load_cluster({"preset": "dgx-h100", "gpus": 8}, "c").gpu_model()
     gqa = BASE + " --bf16 --group-query-attention --num-query-groups 4"
     def elementwise(extra: str) -> tuple[float, float]:
-        model = ChunkModel(parse(gqa + extra, 8), gpu)
+        job = parse(gqa + extra, 8)
+        model, layer = ChunkModel(job, gpu), job.chunk_kinds(0, 0)[:1]
         def total(steps: list) -> float:
             return sum(s.seconds.get("elementwise", 0.0) for s in steps if isinstance(s, Compute))
-        return total(model.forward((False,), False, False)), total(model.backward((False,), False, False))
+        return total(model.forward(layer, False, False)), total(model.backward(layer, False, False))
 
     (fwd, bwd), (plain_fwd, plain_bwd) = elementwise(extra), elementwise("")
     qk = S * (16 + 4) * 64  # elements of q and k of the one layer given

@@ -77,7 +77,7 @@ def _task_and_optimizer_s() -> tuple[float, float]:
     from the kernel model and 38 B per parameter streamed."""
     job = parse(PIPE, P)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
+    model, dense = ChunkModel(job, gpu), job.chunk_kinds(0, 0)
     steps = model.forward(dense, False, False) + model.backward(dense, False, False)
     task = sum(s.total_s for s in steps if isinstance(s, Compute))
     params = len(job.chunk_layers(0, 0)) * (12 * 2048 * 2048 + 13 * 2048)
@@ -107,7 +107,7 @@ def _split_task_s() -> tuple[float, float, float]:
     """(forward, input gradient, weight gradient) of one micro-batch through stage 0 of PIPE."""
     job = parse(PIPE, P)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(0, 0))
+    model, dense = ChunkModel(job, gpu), job.chunk_kinds(0, 0)
     inputs, weights = model.backward_split(dense, False, False)
     return tuple(sum(_kinds(steps).values()) for steps in (model.forward(dense, False, False), inputs, weights))
 
@@ -119,7 +119,7 @@ def test_a_split_backward_moves_the_weight_gradients_and_nothing_else():
     is the rest, so the two add up to the whole backward, kind by kind."""
     job = parse(PIPE, P)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    model, dense = ChunkModel(job, gpu), (False,) * len(job.chunk_layers(1, 0))
+    model, dense = ChunkModel(job, gpu), job.chunk_kinds(1, 0)
     inputs, weights = model.backward_split(dense, False, False)
     whole = _kinds(model.backward(dense, False, False))
     split = {k: _kinds(inputs).get(k, 0.0) + _kinds(weights).get(k, 0.0) for k in whole}

@@ -77,7 +77,7 @@ def _chunk_costs() -> PassCosts:
     from the kernel model."""
     job = parse(V_PIPE, P)
     gpu = load_cluster({"preset": "dgx-a100-80gb", "gpus": P}, "c").gpu_model()
-    model, dense = ChunkModel(job, gpu), (False, False)
+    model, dense = ChunkModel(job, gpu), job.chunk_kinds(1, 0)
     inputs, weights = model.backward_split(dense, False, False)
     return PassCosts(*(sum(s.total_s for s in steps if isinstance(s, Compute))
                        for steps in (model.forward(dense, False, False), inputs, weights)))

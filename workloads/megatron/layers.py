@@ -462,22 +462,14 @@ class ChunkModel:
         b.add("elementwise", self._stream(self.norm_tokens * h, 6))
 
     # ------------------------------------------------------------------ a chunk
-    def _kinds(self, layers: Sequence[bool | LayerKind]) -> tuple[LayerKind, ...]:
-        """The chunk's layers (:meth:`MegatronJob.chunk_kinds`); a bare ``bool`` (is it MoE) is
-        a layer of a job whose layers share one ``--cp-comm-type``."""
-        kinds = self.job.cp_comm_types
-        if any(not isinstance(layer, LayerKind) for layer in layers) and len(set(kinds)) > 1:
-            raise ValueError(f"layers given as MoE flags alone, but --cp-comm-type differs a layer: {kinds}")
-        return tuple(layer if isinstance(layer, LayerKind) else LayerKind(layer, kinds[0]) for layer in layers)
-
-    def forward(self, layers: Sequence[bool | LayerKind], first: bool, last: bool) -> list[Step]:
+    def forward(self, layers: Sequence[LayerKind], first: bool, last: bool) -> list[Step]:
         """One micro-batch's forward through the chunk's ``layers``."""
         b = _Builder()
         job = self.job
         if first:
             b.params(job.embedding_params)
             self.embedding_forward(b)
-        for layer in self._kinds(layers):
+        for layer in layers:
             fp8 = self.layer_fp8_weights(layer.moe)
             for params, dim in self.layer_grads(layer.moe):
                 b.params(params, dim, fp8[dim])
@@ -487,7 +479,7 @@ class ChunkModel:
             self.loss_forward(b)
         return b.done("forward")
 
-    def recompute(self, layers: Sequence[bool | LayerKind], first: bool) -> list[Step]:
+    def recompute(self, layers: Sequence[LayerKind], first: bool) -> list[Step]:
         """What the backward recomputes before it runs: the ``layers`` whole (full
         recomputation), or the attention core of each (selective)."""
         b = _Builder()
@@ -495,7 +487,7 @@ class ChunkModel:
         if job.recompute == "full":
             if first:
                 self.embedding_forward(b)
-            for i, layer in enumerate(self._kinds(layers)):
+            for i, layer in enumerate(layers):
                 unit_starts = job.recompute_method == "block" or i % max(1, job.recompute_layers) == 0
                 if job.distribute_saved_activations and unit_starts:  # the unit's input, kept as 1/tp
                     b.comm("recompute.input.allgather", ALL_GATHER, self.tokens // job.tp * job.hidden * self.e)
@@ -503,15 +495,15 @@ class ChunkModel:
         elif job.recompute == "selective" and (job.transformer_engine or not job.flash_attention):
             # Megatron-Core checkpoints the core attention whatever its kernel (Transformer
             # Engine's fused attention is run forward again); the 2021 code skips it for flash
-            for layer in self._kinds(layers):
+            for layer in layers:
                 self._attention(b, False, layer.cp_comm)
         return b.done("recompute")
 
-    def backward(self, layers: Sequence[bool | LayerKind], first: bool, last: bool) -> list[Step]:
+    def backward(self, layers: Sequence[LayerKind], first: bool, last: bool) -> list[Step]:
         """One micro-batch's backward through the chunk: input and weight gradients."""
         return self._backward(_Builder(), layers, first, last)
 
-    def backward_split(self, layers: Sequence[bool | LayerKind], first: bool,
+    def backward_split(self, layers: Sequence[LayerKind], first: bool,
                        last: bool) -> tuple[list[Step], list[Step]]:
         """The backward as a schedule that splits it runs it (zero-bubble schedules): the
         input gradients, which the previous stage waits for, then, as a task of its own, the
@@ -521,12 +513,12 @@ class ChunkModel:
         weights = _Builder()
         return self._backward(_Builder(weights), layers, first, last), weights.done("wgrad")
 
-    def _backward(self, b: _Builder, layers: Sequence[bool | LayerKind], first: bool, last: bool) -> list[Step]:
+    def _backward(self, b: _Builder, layers: Sequence[LayerKind], first: bool, last: bool) -> list[Step]:
         job = self.job
         if last:
             self.loss_backward(b)
             b.grads(job.output_params)
-        for layer in reversed(self._kinds(layers)):  # the last layer's gradient first
+        for layer in reversed(layers):  # the last layer's gradient first
             self.layer_backward(b, layer)
             for params, dim in self.layer_grads(layer.moe):
                 b.grads(params, dim)
