@@ -5,6 +5,7 @@ sweep points (issue 52)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shlex
 from pathlib import Path
@@ -275,6 +276,28 @@ def test_the_fastest_point_does_not_fit_so_the_second_is_best(tmp_path):
     # nothing fits: no best at all rather than a crowned point that cannot run
     done = [_outcome(spec, p, t, 90.0, 0.5) for p, t in zip((fast, second, third), (1, 2, 3), strict=True)]
     assert best_summary(spec, done, 3)["best"] is None
+
+
+def test_the_table_of_best_points_lists_the_points_that_fit_first(tmp_path):
+    """A 1,024-GPU layout sweep had seven faster layouts that do not fit above the one named
+    best: the table's first row is now the answer, the faster ones after every point that fits."""
+    from simpy_astra.report.console import Output
+    from simpy_astra.sweep.summary import print_summary
+
+    path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4]},
+                          minimise="iteration_time_ns")
+    spec = load_sweep(path)
+    fast, second, third = spec.points()
+    done = [_outcome(spec, fast, 10_000_000, 95.0, 0.50), _outcome(spec, second, 12_000_000, 70.0, 0.40),
+            _outcome(spec, third, 15_000_000, 40.0, 0.25)]
+    text = io.StringIO()
+    print_summary(spec, done, best_summary(spec, done, 3), Output(text, rich=False), 1.0)
+    # numbered rows; a table too wide for 80 columns goes on below with the same numbers
+    rows = [line.split() for line in text.getvalue().splitlines() if line.split()[:1] in (["1"], ["2"], ["3"])]
+    layouts, memory = rows[:3], rows[3:6]
+    # 12 ms, 15 ms (both fit), then the 10 ms layout that needs 95 of 80 GiB
+    assert [(r[1], r[2]) for r in layouts] == [("2", "12,000,000"), ("4", "15,000,000"), ("1", "10,000,000")]
+    assert [r[-1] for r in memory] == ["yes", "yes", "NO"]
 
 
 # ---------------------------------------------------------------- cluster presets by path (issue 52)

@@ -31,12 +31,14 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
                   wall_s: float, top: int = 12) -> None:
     ok = [o for o in done if o.ok]
     backends = summary.get("backends") or []
-    # ranked within each network backend (best.py: points of two backends are not compared)
+    # ranked within each network backend (best.py: points of two backends are not compared);
+    # points that fit first, as best.json ranks them: the table's top row is the answer, and a
+    # faster layout that cannot run follows the ones that can (marked NO), never above them
     ranked, shown = [], 0
     for backend in backends if len(backends) > 1 else [None]:
         mine = [o for o in ok if backend is None or o.point.backend == backend]
         scores = {o.point.key: objective_of(spec, o) for o in mine}
-        best = sorted(mine, key=lambda o: (scores[o.point.key] is None, scores[o.point.key] or 0))[:top]
+        best = sorted(mine, key=lambda o: (not o.fits, scores[o.point.key] is None, scores[o.point.key] or 0))[:top]
         ranked += best
         shown = max(shown, len(best))
     per = " per backend" if len(backends) > 1 else ""
