@@ -9,6 +9,7 @@ latency when the two GPUs sit on different rails (PXN, docs/megatron.md).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -264,6 +265,30 @@ def test_folded_runs_equal_full_ones_on_the_routes(tmp_path, fabric):
         times[fold] = (out["iteration_time_ns"], out["npus"]["0"]["breakdown_ns"])
     assert times[True] == times[False]
 
+
+
+@pytest.mark.parametrize("tp, pp", [(16, 2), (4, 2), (8, 1)])
+def test_groups_timed_as_nccl_times_them_fold_as_sets_and_keep_every_figure(tmp_path, monkeypatch, tp, pp):
+    """A cluster preset times a group's all-reduces, reduce-scatters and all-gathers by who is
+    in it (NCCL's shape: GPUs, nodes, NICs), so folding compares those groups as sets: a
+    tensor-parallel group over two nodes is the same set from each of its GPUs (the nodes'
+    eight in-node offsets, one node either way) where in ring order each GPU of a node sees
+    the node boundary elsewhere, and a 32-GPU tp 16 run simulated 16 NPUs a stage. Now one NPU
+    a stage (every group here is a coset of the rank grid's translations), with every NPU's
+    figures those of the run that simulates all 32."""
+    from simpy_astra.config.scenario import load_scenario
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    args = FOLD.replace("--tensor-model-parallel-size 4", f"--tensor-model-parallel-size {tp}").replace(
+        "--pipeline-model-parallel-size 2", f"--pipeline-model-parallel-size {pp}")
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                                "cluster": {"preset": "dgx-h100", "gpus": 32}})
+    folded_sim = Simulation(load_scenario(path))
+    assert len(folded_sim.npus) == pp
+    folded = sorted(folded_sim.run(), key=lambda r: r.npu_id)
+    full = sorted(Simulation(dataclasses.replace(load_scenario(path), fold_symmetry=False)).run(),
+                  key=lambda r: r.npu_id)
+    assert len(full) == 32 and folded == full
 
 def test_a_billion_gpus_is_refused_at_once():
     with pytest.raises(InputError, match=r"s: cluster.gpus: 1,000,000,000 is past the largest cluster"):

@@ -120,3 +120,59 @@ def test_least_rotation_and_period_match_brute_force(seed: int) -> None:
     k = least_rotation(seq)
     assert rotations[k] == min(rotations)
     assert smallest_period(seq) == next(p for p in range(1, len(seq) + 1) if rotations[p % len(seq)] == seq)
+
+
+def _set_view(members: tuple[int, ...], rank: int, frame) -> frozenset | None:
+    """The group from ``rank`` as a set of offsets, the order of its members aside."""
+    if len(members) == frame.size:
+        return frozenset(["all"])
+    return frozenset(frame.sub(m, rank) for m in members) if rank in members else None
+
+
+def test_a_group_over_two_nodes_is_one_set_to_all_its_members_and_many_rings() -> None:
+    """Four nodes of 8 GPUs (a grid 8 x 4): tensor-parallel group {0..15} spans nodes 0 and
+    1. As a set (what NCCL's timing sees) GPU 0's view holds node offsets {0, +1} and GPU 8's
+    {-1, 0} = {0, +3} (dimension 1 wraps at 4 nodes), each with all eight in-node offsets:
+    two kinds of member, the eight GPUs of a node alike. In ring order the node boundary falls
+    at another place for each GPU of a node, so 0 and 1 differ there. {0, 1, 8} (no
+    translation but 0 maps it onto itself) has three kinds of member."""
+    frame = Grid([8, 4])
+    keys = GroupKeys(frame, "rotate")
+    tp = tuple(range(16))
+    as_set = {r: keys.set_key(1, tp, r) for r in tp}
+    assert len(set(as_set.values())) == 2
+    assert len({as_set[r] for r in range(8)}) == 1 and as_set[0] != as_set[8]
+    assert keys.key(1, tp, 0) != keys.key(1, tp, 1)  # in ring order 0 and 1 differ
+    assert len({keys.set_key(2, (0, 1, 8), r) for r in (0, 1, 8)}) == 3
+    assert keys.set_key(1, tp, 20) is None
+    # the group over nodes 2 and 3 is its translate: its members' sets match 0's and 8's
+    assert keys.set_key(3, tuple(range(16, 32)), 16) == as_set[0]
+    assert keys.set_key(3, tuple(range(16, 32)), 31) == as_set[8]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_set_keys_class_members_as_their_sets_of_offsets_do(seed: int) -> None:
+    """Equal set keys exactly when equal sets of offsets, for the random groups above and
+    cosets of subgroups (every translate of a block of a grid), in every frame."""
+    rnd = random.Random(seed)
+    for frame in (Grid([4, 4, 2]), Grid([8, 4]), IdShifts(32), XorIds(32)):
+        n = frame.size
+        groups: dict[int, tuple[int, ...]] = {}
+        for size in (1, 2, 3, 4, 8, 6):
+            shape = tuple(rnd.randrange(n) for _ in range(size))
+            for _ in range(4):
+                shift, turn = rnd.randrange(n), rnd.randrange(len(shape))
+                groups[len(groups)] = tuple(frame.add(m, shift) for m in shape[turn:] + shape[:turn])
+        block = tuple(m for m in range(n) if m % 4 < 2)  # half of every row of 4
+        for shift in range(n):
+            groups[len(groups)] = tuple(sorted({frame.add(m, shift) for m in block}))
+        keys = GroupKeys(frame, None)
+        by_view: dict = {}
+        by_key: dict = {}
+        for gid, members in groups.items():
+            for rank in [*members, n - 1]:
+                view, key = _set_view(members, rank, frame), keys.set_key(gid, members, rank)
+                assert (view is None) == (key is None), (gid, rank)
+                if view is not None:
+                    assert by_view.setdefault(view, key) == key, (gid, rank)
+                    assert by_key.setdefault(key, view) == view, (gid, rank)

@@ -25,6 +25,9 @@ differences between consecutive members:
   local place shifted by the offset between the two halves' members there. So each
   position's key is interned bottom-up, (block size, own half's id, other half's id,
   offset), log2(L) levels of L positions each.
+* as a set (:meth:`GroupKeys.set_key`, for collectives whose time depends on the members
+  alone): the offsets from the first member, and the coset of the rank's offset modulo the
+  translations that map them onto themselves.
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ def smallest_period(seq: list[int]) -> int:
     return p if n % p == 0 else n
 
 
+#: the most translates of a set (cosets of its stabiliser) searched for its canonical origin:
+#: the search costs their count times the set's size
+SET_ORIGINS = 64
+
+
 class GroupKeys:
     """Keys of communicator groups as seen from their members, in one frame and one order
     (``"rotate"``, ``"xor"`` or None for listed order); equal keys exactly when the members'
@@ -80,6 +88,12 @@ class GroupKeys:
         self._interned: dict[tuple, int] = {}
         #: group id -> (its members, member -> first position, what positions are keyed by)
         self._groups: dict[int, tuple[tuple[int, ...], dict[int, int], object]] = {}
+        #: group id -> (its members, its set's interned id, member -> coset)
+        self._sets: dict[int, tuple[tuple[int, ...], int, dict[int, int]]] = {}
+        #: offsets from a group's first member -> :meth:`_set_shape` of them
+        self._set_shapes: dict[frozenset, tuple[int, int, dict[int, int]]] = {}
+        #: a canonical set's interned id -> its element -> its coset of the set's stabiliser
+        self._cosets: dict[int, dict[int, int]] = {}
 
     def _intern(self, value: tuple) -> int:
         return self._interned.setdefault(value, len(self._interned))
@@ -102,6 +116,77 @@ class GroupKeys:
         if self.order == "xor":
             return (shape[i],)
         return (shape, self.frame.sub(rank, members[0]))
+
+    def set_key(self, gid: int, members: tuple[int, ...], rank: int) -> tuple | None:
+        """Group ``gid`` as the *set* of offsets from ``rank``, the members' order aside: the
+        view of a group whose collectives take a time set by who is in it alone (a cluster
+        preset's NCCL-timed ones: :mod:`simpy_astra.engine.nccl_collectives` sorts the members).
+        A tensor-parallel group over two nodes looks the same from all eight GPUs of a node
+        in this view, and different from each in ring order. None when ``rank`` is no member.
+
+        The view from ``r`` is ``C - d``, ``C`` the group's offsets from a canonical origin (of
+        its translates, the least when sorted) and ``d`` the offset of ``r``; two members see
+        the same set exactly when their ``d`` differ by a translation that maps ``C`` onto
+        itself (its stabiliser), so the key is ``C``'s id and the coset of ``d``."""
+        if len(members) == self.frame.size:
+            return ("all",)  # as :meth:`key`: runs on the network's dimensions
+        seen = self._sets.get(gid)
+        if seen is None or seen[0] is not members:
+            sub = self.frame.sub
+            base = members[0]
+            offsets = frozenset(sub(m, base) for m in members)
+            shape = self._set_shapes.get(offsets)
+            if shape is None:
+                shape = self._set_shapes[offsets] = self._set_shape(offsets, sub(base, base))
+            set_id, origin, cosets = shape
+            seen = self._sets[gid] = (members, set_id, {m: cosets[sub(sub(m, base), origin)] for m in members})
+        coset = seen[2].get(rank)
+        return None if coset is None else ("set", seen[1], coset)
+
+    def _set_shape(self, offsets: frozenset, zero: int) -> tuple[int, int, dict[int, int]]:
+        """(the interned id of ``C``, its origin among ``offsets``, each element of ``C`` ->
+        its coset). The translates ``offsets - a`` are one per coset of the stabiliser; past
+        :data:`SET_ORIGINS` of them the first member stays the origin (translates of such a
+        group may then key apart: less folding, never a wrong one)."""
+        sub, add = self.frame.sub, self.frame.add
+        stabiliser = self._stabiliser(offsets, zero)
+        origins: list[int] = []
+        covered: set[int] = set()
+        for e in sorted(offsets):
+            if e not in covered:
+                origins.append(e)
+                covered.update(add(e, h) for h in stabiliser)
+        if len(origins) > SET_ORIGINS:
+            origins = [zero]
+        canonical, origin = min((tuple(sorted(sub(x, a) for x in offsets)), a) for a in origins)
+        set_id = self._intern(("set", canonical))
+        cosets = self._cosets.get(set_id)
+        if cosets is None:  # C's own stabiliser is that of its translate ``offsets``
+            cosets = self._cosets[set_id] = {}
+            labels = 0
+            for e in canonical:
+                if e not in cosets:
+                    for h in stabiliser:
+                        cosets[add(e, h)] = labels
+                    labels += 1
+        return set_id, origin, cosets
+
+    def _stabiliser(self, offsets: frozenset, zero: int) -> set[int]:
+        """``H = {t : offsets + t = offsets}``. It lies in ``offsets`` (``0 + t`` is one); it
+        is grown by each offset that maps the set onto itself, closed under adding it, so a set
+        that is one coset costs one check of its elements per generator, not one per element."""
+        add = self.frame.add
+        stabiliser = {zero}
+        for t in sorted(offsets):
+            if t in stabiliser or any(add(s, t) not in offsets for s in offsets):
+                continue
+            frontier = list(stabiliser)
+            while frontier:
+                moved = add(frontier.pop(), t)
+                if moved not in stabiliser:
+                    stabiliser.add(moved)
+                    frontier.append(moved)
+        return stabiliser
 
     def _structure(self, members: tuple[int, ...]) -> tuple[tuple[int, ...], dict[int, int], object]:
         position: dict[int, int] = {}

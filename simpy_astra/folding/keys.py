@@ -188,24 +188,27 @@ class RankClasses:
 
 
 def summary_key(rank: int, cls: int, kinds: str, slots: list[int], frame: Frame,
-                known: dict[int, tuple[int, ...]], group_keys: GroupKeys) -> RankKey | None:
+                known: dict[int, tuple[int, ...]], group_keys: GroupKeys, sets: bool = False) -> RankKey | None:
     """A rank's key from a generator's rank summary (``LazyTraces``), not from its trace.
 
     A summarised rank's trace is its class's records with, per slot, a group id or a peer
     filled in; so two ranks' full keys (:func:`rank_key`) are equal when their classes and
     their slots made relative to each rank are, and the group ids in slot order line up as
     the node-by-node ones do. ``group_keys``: the groups' keys in ``frame`` (one for all
-    ranks, as it works each group out once). None = cannot fold (an unknown group, a peer
+    ranks, as it works each group out once). A slot of kind ``G`` is a group whose collectives
+    a cluster preset times as NCCL does (by who is in it, not in what order): with ``sets``
+    (:attr:`~simpy_astra.folding.setup.FoldSetup.nccl_sets`) it is compared as a set
+    (:meth:`GroupKeys.set_key`), else as ``g``. None = cannot fold (an unknown group, a peer
     out of range)."""
     out: list = [cls]
     gids = []
     uses_dims = False
     for kind, value in zip(kinds, slots, strict=True):
-        if kind == "g":
+        if kind in "gG":
             members = known.get(value)
             if members is None:
                 return None
-            gkey = group_keys.key(value, members, rank)
+            gkey = (group_keys.set_key if sets and kind == "G" else group_keys.key)(value, members, rank)
             if gkey is None:
                 return None
             uses_dims = uses_dims or gkey == ("all",)

@@ -196,7 +196,7 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
 
         def key(rank: int) -> RankKey | None:
             c = classes[rank]
-            return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_keys)
+            return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_keys, fold.nccl_sets)
         return key
 
     return search(source.npus, fold, key_in, groups)

@@ -11,6 +11,8 @@ from functools import cached_property
 from typing import Any
 
 from simpy_astra.collectives import resolve, subset_algorithm_name, unchecked_claim
+from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+from simpy_astra.engine.nccl_collectives import TIMED
 from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
 from simpy_astra.folding.links import link_model_note, link_shifts, link_xors
@@ -42,6 +44,10 @@ class FoldSetup:
     #: links fold too (the congestion-aware backend): translations must move the links and
     #: routes onto themselves (:mod:`simpy_astra.folding.links`)
     links: bool = False
+    #: a cluster preset's all-reduce, reduce-scatter and all-gather are timed as NCCL times them,
+    #: by their members alone (:mod:`simpy_astra.engine.nccl_collectives`): a rank summary's groups
+    #: that run only those are compared as sets (:meth:`GroupKeys.set_key`)
+    nccl_sets: bool = False
 
     @property
     def id_shifts(self) -> bool:
@@ -163,7 +169,9 @@ class FoldSetup:
                    for names in system.implementations.values() if names]
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
-                    xor_algorithms=xor_algorithms, links=how == "links")
+                    xor_algorithms=xor_algorithms, links=how == "links",
+                    nccl_sets=backend.times_nccl and getattr(network_config, "nccl", None) is not None
+                    and TIMED >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER})
         if all(a == {0} for a in allowed) and not setup.xor_possible:
             return no("no shift of any network dimension keeps its delays" if how == "pairs" else
                       "no shift of any network dimension moves its links and routes onto themselves")

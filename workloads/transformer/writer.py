@@ -22,10 +22,13 @@ from simpy_astra.workloads.chakra.writer import make_attr
 from simpy_astra.workloads.generated import write_summary
 from simpy_astra.workloads.trace_output import TraceFiles, check_free_space
 from simpy_astra.workloads.transformer.graph import (
+    ALL_GATHER,
+    ALL_REDUCE,
     COLL,
     COMP,
     KIND_PREFIX,
     RECV,
+    REDUCE_SCATTER,
     SEND,
     Layout,
     Op,
@@ -216,6 +219,22 @@ def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int
     return groups_path
 
 
+#: the collectives a group of kind ``G`` in a rank summary runs, and nothing else
+REDUCTIONS_AND_GATHERS = frozenset((ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER))
+
+
+def _reductions_only(graph: StageGraph) -> set[str]:
+    """The parallel dimensions whose groups run only all-reduces, reduce-scatters and
+    all-gathers in ``graph``: a summary marks their slots ``G`` (``g`` the others), which a
+    folded run on a cluster preset, where NCCL times those by their members alone, compares as
+    sets (:func:`simpy_astra.folding.keys.summary_key`)."""
+    dims: dict[str, bool] = {}
+    for op in graph.ops:
+        if op.kind == COLL:
+            dims[op.dim] = dims.get(op.dim, True) and op.comm_type in REDUCTIONS_AND_GATHERS
+    return {dim for dim, only in dims.items() if only}
+
+
 def write_rank_summary(prefix: str, generator: str, params: dict, graphs: list[StageGraph], layout: Layout,
                        npus: int) -> str:
     """A lazily written trace's rank summary (``workloads.generated.write_summary``) and its
@@ -225,7 +244,8 @@ def write_rank_summary(prefix: str, generator: str, params: dict, graphs: list[S
     those groups and peers in the order the stage's ops first use them."""
     slot_keys = [list(dict.fromkeys(StageWriter.slot_key(op) for op in g.ops if StageWriter.has_slot(op)))
                  for g in graphs]
-    kinds = ["".join("g" if k[0] == "coll" else "p" for k in keys) for keys in slot_keys]
+    kinds = ["".join(("G" if k[1] in reductions else "g") if k[0] == "coll" else "p" for k in keys)
+             for keys, reductions in zip(slot_keys, map(_reductions_only, graphs), strict=True)]
     stride = layout.stage_stride()
     classes, slots = [], []
     for rank in range(npus):
