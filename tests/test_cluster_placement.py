@@ -290,6 +290,33 @@ def test_groups_timed_as_nccl_times_them_fold_as_sets_and_keep_every_figure(tmp_
                   key=lambda r: r.npu_id)
     assert len(full) == 32 and folded == full
 
+
+MODERN = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings "
+          "2048 --micro-batch-size 1 --global-batch-size 16 --bf16 --vocab-size 5120 --use-distributed-optimizer "
+          "--overlap-grad-reduce")
+
+
+@pytest.mark.parametrize("extra", [
+    "--tensor-model-parallel-size 4 --num-experts 8 --expert-model-parallel-size 8 --moe-router-topk 2 "
+    "--moe-token-dispatcher-type alltoall --disable-bias-linear --sequence-parallel",
+    "--tensor-model-parallel-size 2 --context-parallel-size 8 --cp-comm-type a2a",
+    "--tensor-model-parallel-size 2 --context-parallel-size 8 --cp-comm-type p2p --sequence-parallel"])
+def test_set_folding_keeps_every_figure_beside_groups_played_as_messages(tmp_path, monkeypatch, extra):
+    """Expert all-to-alls and context-parallel exchanges are played as messages (their group
+    compared in ring order), beside data- and tensor-parallel groups compared as sets: the
+    folded run's every NPU equals the full run's."""
+    from simpy_astra.config.scenario import load_scenario
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": f"{MODERN} {extra}"},
+                                "cluster": {"preset": "dgx-h100", "gpus": 32}})
+    folded_sim = Simulation(load_scenario(path))
+    assert len(folded_sim.npus) < 32
+    folded = sorted(folded_sim.run(), key=lambda r: r.npu_id)
+    full = sorted(Simulation(dataclasses.replace(load_scenario(path), fold_symmetry=False)).run(),
+                  key=lambda r: r.npu_id)
+    assert folded == full
+
 def test_a_billion_gpus_is_refused_at_once():
     with pytest.raises(InputError, match=r"s: cluster.gpus: 1,000,000,000 is past the largest cluster"):
         load_cluster({"preset": "dgx-h100", "gpus": 10**9}, "s: cluster")
