@@ -103,6 +103,8 @@ class WorkloadLayout:
     blocks: list[int] | None = None
     #: communicator group id -> its parallel dimension ("tp", "dp", ...), for breakdowns
     dimensions: dict[int, str] = field(default_factory=dict)
+    #: what the framework would warn of the job and run on (one line each, naming the field)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
