@@ -4,8 +4,12 @@ naming the file (or flag), the field and the fix."""
 
 from __future__ import annotations
 
+import sys
+
+import pytest
+
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS
+from tests.test_hostile_hunt7 import ARGS, _error_lines
 from tests.test_hostile_hunt8 import _scenario
 
 
@@ -47,3 +51,44 @@ def test_generate_megatron_says_the_same_warning(tmp_path, capsys):
                    "--tensor-model-parallel-size 1: Megatron turns it off ('Disabling sequence parallelism because "
                    "tensor model parallelism is disabled') and runs without it, as this step does; remove "
                    "--sequence-parallel, or set tp 2 or more"], err
+
+
+NONE_PASSED = '''
+from simpy_astra.network.link import LinkElement
+from simpy_astra.network.switch import SwitchElement
+
+
+class NoArrival(LinkElement):
+    def __init__(self, env, src, dst, bandwidth_gbps, latency_ns, on_arrival):
+        super().__init__(env, src, dst, bandwidth_gbps, latency_ns, None)
+
+
+class NoForward(SwitchElement):
+    def __init__(self, env, device, forward):
+        super().__init__(env, device, None)
+'''
+
+
+@pytest.mark.parametrize("key, model, base, name, what", [
+    ("link-model", "h10_none:NoArrival", "LinkElement", "on_arrival", "reaches the far end"),
+    ("switch-model", "h10_none:NoForward", "SwitchElement", "forward", "the switch passes on"),
+])
+def test_a_model_that_passes_none_on_as_its_way_out_is_named(tmp_path, capsys, monkeypatch, key, model, base,
+                                                             name, what):
+    # "error: internal error TypeError: 'NoneType' object is not callable (this is a simpy-astra
+    # bug ...)" at the first message: the bug was the model's
+    from simpy_astra.network import models
+    from tests.test_extension_misuse import scenario
+
+    monkeypatch.setattr(models, "LINKS", dict(models.LINKS))  # the lookup keeps what it imported
+    monkeypatch.setattr(models, "SWITCHES", dict(models.SWITCHES))
+
+    (tmp_path / "h10_none.py").write_text(NONE_PASSED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "h10_none", raising=False)
+    path = scenario(tmp_path, f"{{topology: [Switch], npus_count: [4], bandwidth: [50.0], latency: [500.0], "
+                              f"{key}: '{model}'}}")
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert err == [f"error: {path}: network: field '{key}' ({model}) passed None as {name} to {base}.__init__, "
+                   f"which calls it with every message that {what}: pass on the {name} it was given (or a "
+                   f"function that calls it)"], err
