@@ -10,7 +10,7 @@ import pytest
 
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, _error_lines
-from tests.test_hostile_hunt8 import _scenario
+from tests.test_hostile_hunt8 import _scenario, registries  # noqa: F401 (a fixture)
 
 
 def _run(capsys, path) -> tuple[str, list[str]]:
@@ -92,3 +92,48 @@ def test_a_model_that_passes_none_on_as_its_way_out_is_named(tmp_path, capsys, m
     assert err == [f"error: {path}: network: field '{key}' ({model}) passed None as {name} to {base}.__init__, "
                    f"which calls it with every message that {what}: pass on the {name} it was given (or a "
                    f"function that calls it)"], err
+
+
+MISMATCHED = '''
+def sizes(ctx):
+    n, i = len(ctx.members), ctx.index
+    right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+    ctx.send(right, ctx.size_bytes // n)
+    yield ctx.recv(left, ctx.size_bytes // n + 1)
+
+
+def tags(ctx):
+    n, i = len(ctx.members), ctx.index
+    right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+    ctx.send(right, 100, tag=7)
+    yield ctx.recv(left, 100, tag=8)
+'''
+
+
+@pytest.mark.usefixtures("registries")
+@pytest.mark.parametrize("algorithm, sent, waited, differ", [
+    # 4,096 B over 4 members: 1,024 B sent, 1,025 B waited for
+    ("sizes", "1024 B to NPU 1 with tag 500000000", "1025 B from NPU 0 with tag 500000000", "sizes 1024 B and 1025 B"),
+    ("tags", "100 B to NPU 1 with tag 7", "100 B from NPU 0 with tag 8", "tags 7 and 8"),
+])
+def test_a_send_and_a_receive_that_do_not_match_are_said_to(tmp_path, capsys, monkeypatch, algorithm, sent, waited,
+                                                             differ):
+    # the stall listed "sent ... for which NPU 1 never posted a matching receive" and, further
+    # on, "waits for ... which NPU 0 never sent", as if two messages were lost: one message's
+    # two sides disagreed
+    from tests.test_extension_misuse import SYSTEM, scenario
+
+    (tmp_path / "h10_mismatch.py").write_text(MISMATCHED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "h10_mismatch", raising=False)
+    path = scenario(tmp_path, "{topology: [Ring], npus_count: [4], bandwidth: [50.0], latency: [500.0]}")
+    text = open(path).read().replace(SYSTEM, SYSTEM.replace("all-reduce-implementation: [ring]",
+                                                            f"all-reduce-implementation: ['h10_mismatch:{algorithm}']"))
+    open(path, "w").write(text)
+    assert main(["run", path, "--quiet"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unfinished (a send and a receive did not match, so the receive waits for ever)" in err[0]
+    phase = "all_reduce phase of chunk stream 0"
+    assert (f"Unmatched messages: a send and a receive did not match ({differ}): NPU 0 {phase} sent {sent}; "
+            f"NPU 1 {phase} waits for {waited} (a receive takes a send of its size and tag); ") in err[0], err
+    assert "never sent" not in err[0] and "never posted" not in err[0]
