@@ -137,3 +137,47 @@ def test_a_send_and_a_receive_that_do_not_match_are_said_to(tmp_path, capsys, mo
     assert (f"Unmatched messages: a send and a receive did not match ({differ}): NPU 0 {phase} sent {sent}; "
             f"NPU 1 {phase} waits for {waited} (a receive takes a send of its size and tag); ") in err[0], err
     assert "never sent" not in err[0] and "never posted" not in err[0]
+
+
+BAD_TRACES = '''
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.types import COMM_SEND_NODE
+
+
+def garbage(params, prefix):
+    for rank in range(4):
+        open(f"{prefix}.{rank}.et", "wb").write(b"\\x07garbage")
+
+
+def far_peer(params, prefix):
+    for rank in range(4):
+        write_et(f"{prefix}.{rank}.et", [make_node(0, "s", COMM_SEND_NODE,
+                                                   attrs={"comm_dst": 99, "comm_size": 10, "comm_tag": 1})])
+'''
+
+
+@pytest.mark.parametrize("generator, file, problem", [
+    ("garbage", "h10_traces_garbage.0.et",
+     "record 0 at byte 0: 7 bytes do not parse as ChakraProtoMsg.GlobalMetadata (not a Chakra ET file?)"),
+    ("far_peer", "h10_traces_far_peer.0.et", "node 0: comm_dst 99 must be another NPU id in 0..3"),
+])
+def test_a_users_generator_that_writes_a_bad_trace_is_named_as_the_scenario_names_it(
+        tmp_path, capsys, monkeypatch, generator, file, problem):
+    # "error: /home/.../.cache/simpy-astra/workloads/h10_traces_garbage-<hash>/h10_traces_garbage.0.et:
+    # ...; it is a corrupt workload cache entry: delete ... to generate it again": a file the
+    # user never wrote, and deleting it wrote the same trace again
+    from simpy_astra.workloads import generated
+
+    monkeypatch.setattr(generated, "GENERATORS", dict(generated.GENERATORS))
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "h10_traces.py").write_text(BAD_TRACES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "h10_traces", raising=False)
+    from tests.test_extension_misuse import SYSTEM
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"workload: {{generate: 'h10_traces:{generator}'}}\nsystem: {SYSTEM}\n"
+                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50.0], latency: [500.0]}}\n")
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: workload.generate: generator 'h10_traces:{generator}' wrote {file}, which cannot "
+                   f"run ({problem}); fix the generator (its traces are made anew once it is edited)"], err

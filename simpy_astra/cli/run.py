@@ -505,7 +505,14 @@ def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | N
     inputs = _prepared(inputs, plan, trace_dir, name)
     sized = check_before_build(inputs, plan.trace_out, plan.trace_npus)  # before an unfolded build
     t0 = time.perf_counter()
-    write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready, sized))
+    try:
+        write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready, sized))
+    except Exception as exc:  # noqa: BLE001 - a generated trace's fault is named as the scenario names it
+        if inputs.workload.prepared is None:
+            raise
+        from simpy_astra.workloads.generated import as_scenarios_error
+
+        raise as_scenarios_error(exc, inputs.workload_prefix, inputs.workload.prepared) from None
     return 0
 
 
