@@ -181,3 +181,52 @@ def test_a_users_generator_that_writes_a_bad_trace_is_named_as_the_scenario_name
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.generate: generator 'h10_traces:{generator}' wrote {file}, which cannot "
                    f"run ({problem}); fix the generator (its traces are made anew once it is edited)"], err
+
+
+LLAMA_405B_LIKE = ("--num-layers 128 --hidden-size 16384 --num-attention-heads 128 --group-query-attention "
+                   "--num-query-groups 8 --ffn-hidden-size 53248 --swiglu --seq-length 8192 --micro-batch-size 1 "
+                   "--global-batch-size 2048 --bf16 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 "
+                   "--sequence-parallel --use-distributed-optimizer --vocab-size 128256 --normalization RMSNorm "
+                   "--position-embedding-type rope --disable-bias-linear --untie-embeddings-and-output-weights")
+
+
+def test_a_nodes_csv_past_the_limit_is_refused_before_the_run(tmp_path, capsys):
+    # 16,384 H100s, dp 128 x tp 8 x pp 16: --csv-out turned folding off and simulated every GPU
+    # (a 64-GPU step with --csv-out: 375,457 rows, 31.5 MB, +180 MB of memory, measured), then
+    # would have held some 48 million rows, gigabytes, in memory to write them
+    path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": LLAMA_405B_LIKE},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16384}})
+    out = tmp_path / "csv"
+    err = _error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(out)])
+    assert len(err) == 1 and err[0].startswith("error: --csv-out: nodes.csv of all 16,384 NPUs would be at least "), err
+    size = float(err[0].split("at least ")[1].split(" GB")[0])
+    rows = int(err[0].split(" GB (")[1].split(" rows")[0].replace(",", ""))
+    # each row holds at least its name, its node id and 9 commas: > 20 bytes
+    assert size > 1.0 and size * 1e9 > 20 * rows and rows > 16384 * 128 // 16
+    assert err[0].endswith("past 1.0 GB; leave out --csv-out (the per-NPU figures are in --json-out), or run fewer "
+                           "GPUs (a smaller data-parallel size gives each rank the same rows)")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("generated", [True, False])
+def test_the_csv_bound_is_under_the_file_written_and_refuses_past_the_limit(tmp_path, capsys, monkeypatch, generated):
+    # the bound leaves out the digits of times it cannot know before the run: under the file,
+    # not far under it; a limit under it refuses, for generated traces and for ET files alike
+    from simpy_astra.report import trace_size
+    from tests.test_hostile_hunt7 import SCENARIOS
+
+    path = _scenario(tmp_path) if generated else SCENARIOS / "default.yaml"
+    assert main(["run", str(path), "--quiet", "--csv-out", str(tmp_path / "a")]) == 0
+    written = (tmp_path / "a" / "nodes.csv")
+    rows = len(written.read_text().splitlines()) - 1
+    seen: list[int] = []
+    real = trace_size.check_csv_size
+    monkeypatch.setattr(trace_size, "check_csv_size", lambda per_npu: (seen.append(per_npu), real(per_npu)))
+    monkeypatch.setattr(trace_size, "LIMIT_BYTES", written.stat().st_size // 2)
+    capsys.readouterr()
+    err = _error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(tmp_path / "b")])
+    bound = sum(b for b, _ in seen[0].values())
+    assert 0.5 * written.stat().st_size < bound < written.stat().st_size
+    assert sum(n for _, n in seen[0].values()) == rows
+    assert err[0].startswith("error: --csv-out: nodes.csv of all 8 NPUs would be at least "), err
+    assert not (tmp_path / "b").exists()
