@@ -230,3 +230,42 @@ def test_the_csv_bound_is_under_the_file_written_and_refuses_past_the_limit(tmp_
     assert sum(n for _, n in seen[0].values()) == rows
     assert err[0].startswith("error: --csv-out: nodes.csv of all 8 NPUs would be at least "), err
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("exclusive_dur", "abc", "'exclusive_dur' must be a number of us from 0 to 9223372036854775 (the simulated "
+                             "time's horizon; got \"abc\")"),
+    ("exclusive_dur", float("nan"), "'exclusive_dur' must be a number of us from 0 to 9223372036854775 (the "
+                                    "simulated time's horizon; got NaN)"),
+    ("exclusive_dur", -5, "'exclusive_dur' must be a number of us from 0 to 9223372036854775 (the simulated "
+                          "time's horizon; got -5)"),
+    ("inputs", 5, "'inputs' must be an object whose values, shapes and types are lists, as ExecutionTraceObserver "
+                  "writes them (got 5)"),
+    ("outputs", {"values": 5}, "'outputs' must be an object whose values, shapes and types are lists, as "
+                               "ExecutionTraceObserver writes them (got {\"values\": 5})"),
+])
+def test_a_host_trace_node_of_the_wrong_shape_is_named(tmp_path, capsys, field, value, words):
+    # each was "error: internal error ValueError/TypeError/AttributeError ... (this is a
+    # simpy-astra bug ...)": aten::to (id 7) is a top-level operator, whose exclusive_dur is its time
+    from tests.test_convert_pytorch import sample, write
+
+    trace = sample(tmp_path)
+    node = trace["nodes"][3]
+    assert (node["id"], node["name"], node["ctrl_deps"]) == (7, "aten::to", 2)
+    node[field] = value
+    host = write(tmp_path, "host.json", trace)
+    err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")])
+    assert err == [f"error: {host}: node '7 (aten::to)': {words}"], err
+
+
+@pytest.mark.parametrize("node_id", [-4, 2**70])
+def test_a_host_trace_node_id_past_chakras_is_named(tmp_path, capsys, node_id):
+    # a Chakra node id is an unsigned 64-bit number: protobuf's "Value out of range" was an internal error
+    from tests.test_convert_pytorch import sample, write
+
+    trace = sample(tmp_path)
+    trace["nodes"][3]["id"] = node_id
+    host = write(tmp_path, "host.json", trace)
+    err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")])
+    assert err == [f"error: {host}: node '{node_id} (aten::to)': id {node_id} is not one of 0 .. 2^63-1 (a Chakra "
+                   f"node id)"], err
