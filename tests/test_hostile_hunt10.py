@@ -269,3 +269,27 @@ def test_a_host_trace_node_id_past_chakras_is_named(tmp_path, capsys, node_id):
     err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")])
     assert err == [f"error: {host}: node '{node_id} (aten::to)': id {node_id} is not one of 0 .. 2^63-1 (a Chakra "
                    f"node id)"], err
+
+
+@pytest.mark.parametrize("npus, words", [
+    # '0--3' was read as 0 to -3 and told to write '-3-0'; '1_0' (int() reads it as 10), '+1' and
+    # an Arabic-Indic 3 were taken as NPU ids
+    ("0--3", "'0--3' is no NPU id or range; give ids and ranges such as 0-7,64"),
+    ("1_0", "'1_0' is no NPU id or range; give ids and ranges such as 0-7,64"),
+    ("+1", "'+1' is no NPU id or range; give ids and ranges such as 0-7,64"),
+    ("0,\u0663", "'\u0663' (its '\u0663' is U+0663 ARABIC-INDIC DIGIT THREE, not ASCII: retype it) is no NPU id or "
+                 "range; give ids and ranges such as 0-7,64"),
+])
+def test_trace_npus_takes_ascii_ids_and_ranges_only(tmp_path, capsys, npus, words):
+    err = _error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-out", str(tmp_path / "t.json"),
+                                "--trace-npus", npus])
+    assert err == [f"error: --trace-npus: {words}"], err
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_trace_npus_may_space_a_range(tmp_path, capsys):
+    from tests.test_hostile_hunt9 import _events_by_npu
+
+    assert main(["run", str(_scenario(tmp_path)), "--quiet", "--trace-out", str(tmp_path / "t.json"),
+                 "--trace-npus", "1 - 2, 5"]) == 0
+    assert sorted(_events_by_npu(tmp_path / "t.json")) == [1, 2, 5]

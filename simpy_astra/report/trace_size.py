@@ -16,10 +16,11 @@ step's 48 million rows: at least 2.8 GB).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 
 #: the largest trace written: Perfetto's UI holds a trace in the browser's memory, typically
 #: 2 GB, at 2-4x the file's size (perfetto.dev, "Visualising large traces"); chrome://tracing
@@ -51,20 +52,24 @@ def csv_measure(nodes: Iterable) -> tuple[int, int]:
 _ROW = len("0,,,,0,0,0,0,0,0\n")
 
 
+#: an NPU id or a range of them, FIRST-LAST
+_RANGE = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?")
+
+
 def parse_npus(text: str, total: int) -> list[int]:
     """``--trace-npus``: NPU ids and ranges (``0-7,64``) of a run of ``total`` NPUs, sorted."""
     chosen: set[int] = set()
     for part in text.split(","):
-        first, dash, last = part.strip().partition("-")
-        try:
-            lo, hi = int(first), int(last) if dash else int(first)
-        except ValueError:
-            raise InputError(f"--trace-npus: {part.strip()!r} is no NPU id or range; give ids and ranges "
-                             f"such as 0-7,64") from None
+        # ASCII digits only: int() also reads '1_0' as 10, '+1' and other scripts' digits
+        m = _RANGE.fullmatch(part.strip())
+        if m is None:
+            raise InputError(f"--trace-npus: {part.strip()!r}{non_ascii(part)} is no NPU id or range; give ids and "
+                             f"ranges such as 0-7,64")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if lo > hi:
             raise InputError(f"--trace-npus: {part.strip()!r} runs backwards; give FIRST-LAST with FIRST <= "
                              f"LAST, such as {hi}-{lo}")
-        if lo < 0 or hi >= total:
+        if hi >= total:
             raise InputError(f"--trace-npus: {part.strip()!r} is past this run's {total:,} NPUs (0-{total - 1})")
         chosen.update(range(lo, hi + 1))
     return sorted(chosen)
