@@ -293,3 +293,19 @@ def test_trace_npus_may_space_a_range(tmp_path, capsys):
     assert main(["run", str(_scenario(tmp_path)), "--quiet", "--trace-out", str(tmp_path / "t.json"),
                  "--trace-npus", "1 - 2, 5"]) == 0
     assert sorted(_events_by_npu(tmp_path / "t.json")) == [1, 2, 5]
+
+
+def test_convert_text_refuses_more_dimensions_than_a_network_can_have(tmp_path, capsys):
+    # --num-dims 1000000000 built [True] * 10^9 on every collective: still running after 120 s
+    # (timed out, measured); 17 wrote 17 involved dimensions, which no network of the 65,536
+    # NPUs a trace is written for can have (every dimension holds 2 or more: 2^16 = 65,536)
+    from tests.test_hostile_hunt7 import SCENARIOS
+
+    text = SCENARIOS / "workloads" / "text" / "Resnet50_DataParallel.txt"
+    argv = ["convert", "text", "--input", str(text), "--output", str(tmp_path / "r"), "--num-npus", "2",
+            "--num-passes", "1", "--num-dims"]
+    err = _error_lines(capsys, [*argv, "17"])
+    assert err == ["error: --num-dims must be from 1 to 16 (got 17): each dimension of a network holds 2 or more "
+                   "NPUs, and a trace is written for at most 65,536 NPUs = 2^16"], err
+    assert not list(tmp_path.iterdir())
+    assert main([*argv, "16"]) == 0
