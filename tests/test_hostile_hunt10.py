@@ -309,3 +309,32 @@ def test_convert_text_refuses_more_dimensions_than_a_network_can_have(tmp_path, 
                    "NPUs, and a trace is written for at most 65,536 NPUs = 2^16"], err
     assert not list(tmp_path.iterdir())
     assert main([*argv, "16"]) == 0
+
+
+@pytest.mark.parametrize("edit, words", [
+    (("dur", "abc"), "'dur' must be a number of us from 0 to 9223372036854775 (the simulated time's horizon; got "
+                     "\"abc\")"),
+    (("dur", float("nan")), "'dur' must be a number of us from 0 to 9223372036854775 (the simulated time's "
+                            "horizon; got NaN)"),
+    (("ts", None), "'ts' must be the kernel's start, a finite number of us (got null)"),
+    (("stream", "x"), "args 'stream' must be the CUDA stream's number (got \"x\")"),
+    (("External id", [30]), "args 'External id' must be an id, a number as torch.profiler writes it (got [30])"),
+])
+def test_a_kineto_kernel_of_the_wrong_shape_is_named_in_the_device_trace(tmp_path, capsys, monkeypatch, edit, words):
+    # each was an internal error (float('abc'), int(nan), sorting None beside numbers, a list as a
+    # dict key); a negative 'dur' was named in a temporary file of the linker's (linked.0.json)
+    from simpy_astra.workloads.pytorch import mlc
+    from tests.test_pytorch_host_trace import host_trace, kineto
+    from tests.test_pytorch_host_trace import write as write_json
+
+    monkeypatch.setattr(mlc, "available", lambda: False)  # our linker, whatever is installed
+    events = kineto()["traceEvents"]
+    gemm = events[2]
+    assert gemm["name"] == "sm90_xmma_gemm_bf16" and gemm["cat"] == "kernel"
+    key, value = edit
+    (gemm if key in ("dur", "ts") else gemm["args"])[key] = value
+    host = write_json(tmp_path / "host.json", host_trace())
+    device = write_json(tmp_path / "kineto.json", {"traceEvents": events})
+    err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--device", str(device),
+                                "--output", str(tmp_path / "pt")])
+    assert err == [f"error: {device}: traceEvents[2] (\"sm90_xmma_gemm_bf16\"): {words}"], err
