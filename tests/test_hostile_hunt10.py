@@ -5,12 +5,16 @@ naming the file (or flag), the field and the fix."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, _error_lines
 from tests.test_hostile_hunt8 import _scenario, registries  # noqa: F401 (a fixture)
+
+#: nccl-tests logs of real machines (tests/data/nccl/README.md)
+SCENARIOS_NCCL = Path(__file__).resolve().parent / "data" / "nccl"
 
 
 def _run(capsys, path) -> tuple[str, list[str]]:
@@ -338,3 +342,29 @@ def test_a_kineto_kernel_of_the_wrong_shape_is_named_in_the_device_trace(tmp_pat
     err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--device", str(device),
                                 "--output", str(tmp_path / "pt")])
     assert err == [f"error: {device}: traceEvents[2] (\"sm90_xmma_gemm_bf16\"): {words}"], err
+
+
+def test_an_nccl_tests_row_whose_size_is_not_its_count_is_refused(tmp_path, capsys):
+    # the 32 MiB row (count 8,388,608 floats) edited to read 1 MiB: a second 1 MiB point with
+    # 32 MiB's time joined the fit, which reported success. nccl-tests prints max(sendBytes,
+    # expectedBytes) beside nbytes / wordSize (common.cu): an all-reduce's size is count x 4 B
+    data = SCENARIOS_NCCL / "hgx-h100-2node-ib"
+    lines = (data / "all_reduce.log").read_text().splitlines()
+    row = next(i for i, line in enumerate(lines) if line.split()[:2] == ["33554432", "8388608"])
+    lines[row] = lines[row].replace("33554432", " 1048576", 1)
+    log = tmp_path / "all_reduce.log"
+    log.write_text("\n".join(lines) + "\n")
+    err = _error_lines(capsys, ["calibrate", str(log), "--network", str(data / "network.yml"),
+                                "--out", str(tmp_path / "out")])
+    assert err == [f"error: {log}:{row + 1}: size 1048576 B is not count 8388608 x 4 B (float) = 33554432 B, as "
+                   f"nccl-tests prints an all_reduce: an edited row, or mixed collectives or GPU counts in one log? "
+                   f"(or pass the right --collective)"], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_shipped_nccl_tests_log_keeps_the_size_rule():
+    # an all-gather's, reduce-scatter's and all-to-all's size is count x type x n GPUs (8 here)
+    from simpy_astra.calibration.nccl_log import parse_log
+
+    logs = sorted(SCENARIOS_NCCL.glob("*/*.log"))
+    assert len(logs) == 6 and all(parse_log(str(path)).rows for path in logs)
