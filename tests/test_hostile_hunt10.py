@@ -368,3 +368,20 @@ def test_every_shipped_nccl_tests_log_keeps_the_size_rule():
 
     logs = sorted(SCENARIOS_NCCL.glob("*/*.log"))
     assert len(logs) == 6 and all(parse_log(str(path)).rows for path in logs)
+
+
+def test_a_megatron_word_holding_a_flag_and_its_value_is_named(tmp_path, capsys):
+    # a YAML list item '--num-layers 2' was told "--num-layers 2 is not an argument of
+    # Megatron-LM's pretrain_gpt.py ...; did you mean --num-layers?", and a whole command line
+    # quoted after -- was one unknown 'argument' of 150 characters
+    args = ["--num-layers 2", *ARGS.split()[2:]]
+    path = _megatron(tmp_path, args)
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert err == [f"error: {path}: workload.args: '--num-layers 2' is one word with spaces in it; give each flag and "
+                   f"each value as a word of its own (unquoted after --, or one list item each in YAML: "
+                   f"[--num-layers, 2])"], err
+    err = _error_lines(capsys, ["generate", "megatron", "--gpus", "8", "--output", str(tmp_path / "m"), "--", ARGS])
+    assert err == ["error: generate megatron: arguments after --: '--num-layers 2 --hidden-size 256 --num-a ... "
+                   "ocab-size 32000' is one word with spaces in it; give each flag and each value as a word of its "
+                   "own (unquoted after --, or one list item each in YAML: [--num-layers, 2])"], err
+    assert main(["run", str(_megatron(tmp_path, ["--num-layers", "2", *ARGS.split()[2:]], "b.yaml")), "--quiet"]) == 0
