@@ -44,6 +44,7 @@ from typing import Any
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.plugins import PluginError, import_object, origin, user_code_problem
+from simpy_astra.workloads.chakra.node import EtError
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 
 
@@ -103,6 +104,8 @@ class WorkloadLayout:
     blocks: list[int] | None = None
     #: communicator group id -> its parallel dimension ("tp", "dp", ...), for breakdowns
     dimensions: dict[int, str] = field(default_factory=dict)
+    #: what the framework would warn of the job and run on (one line each, naming the field)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -336,6 +339,25 @@ def in_cache_entry(exc: Exception, prefix: str) -> Exception:
         return exc
     text = f"{exc}; it is a corrupt workload cache entry: delete {os.path.dirname(prefix)} to generate it again"
     return InputError(text) if isinstance(exc, InputError) else type(exc)(text)
+
+
+def as_scenarios_error(exc: Exception, prefix: str, prepared: Prepared | None) -> Exception:
+    """``exc``, about a file of the generated traces at ``prefix`` (one of the cache's), as the
+    scenario names the workload (``s.yaml: workload.generate``): a user's generator wrote that
+    file, so the fix is in the generator (deleting the entry would write it again; an edited
+    generator's traces are cached apart). Ours are left as they are: a file of theirs that does
+    not read is a corrupt cache entry, and their words say which to delete."""
+    text = str(exc)
+    folder = os.path.dirname(prefix)
+    if prepared is None or not isinstance(exc, InputError | EtError) or not text.startswith(folder + os.sep):
+        return exc
+    if getattr(prepared.entry.fn, "users", None) is None:  # ours: a corrupt entry, to delete
+        return exc
+    path, _, problem = text.partition(": ")
+    problem = problem.split("; it is a corrupt workload cache entry", 1)[0]
+    words = (f"{prepared.where}.generate: generator '{prepared.generator}' wrote {os.path.basename(path)}, "
+             f"which cannot run ({problem}); fix the generator (its traces are made anew once it is edited)")
+    return InputError(words) if isinstance(exc, InputError) else EtError(words)
 
 
 def cache_key(name: str, version: str, params: dict[str, Any]) -> str:

@@ -37,7 +37,7 @@ from simpy_astra.workloads.chakra.schema import (
     REDUCE_SCATTER,
 )
 from simpy_astra.workloads.generated import materialise
-from simpy_astra.workloads.trace_output import TraceFiles, check_npu_count, check_prefix
+from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS, TraceFiles, check_npu_count, check_prefix
 
 # what Chakra's text converter stores in each file's metadata (the reference ETs carry this label)
 METADATA_SCHEMA_LABEL = "1.0.2-chakra.0.0.4"
@@ -317,6 +317,8 @@ _BUILDERS: dict[str, Callable[[TextWorkload, _Emitter, list[_LayerNodes], int], 
 
 #: layers x passes one conversion builds per NPU (a node graph of ~6 nodes each, held in memory)
 MAX_LAYER_PASSES = 1_000_000
+#: the most dimensions a trace's network may have: 2 or more NPUs each, at most MAX_TRACE_NPUS
+MAX_DIMS = MAX_TRACE_NPUS.bit_length() - 1
 
 
 def convert_text_workload(workload: TextWorkload, num_npus: int, num_passes: int,
@@ -334,8 +336,10 @@ def convert_text_workload(workload: TextWorkload, num_npus: int, num_passes: int
         raise InputError(f"--num-passes (num_passes in a scenario): {num_passes} passes of "
                          f"{len(workload.layers)} layers would build {num_passes * len(workload.layers):,} "
                          f"layer instances per NPU; at most {MAX_LAYER_PASSES:,} fit in memory")
-    if num_dims is not None and num_dims < 1:
-        raise InputError(f"--num-dims must be >= 1 (got {num_dims})")
+    if num_dims is not None and not 1 <= num_dims <= MAX_DIMS:  # [True] * 10^9 a collective filled the memory
+        raise InputError(f"--num-dims must be from 1 to {MAX_DIMS} (got {num_dims}): each dimension of a network "
+                         f"holds 2 or more NPUs, and a trace is written for at most {MAX_TRACE_NPUS:,} NPUs = "
+                         f"2^{MAX_DIMS}")
     emitter = _Emitter(num_dims)
     state = [_LayerNodes() for _ in workload.layers]  # persists across NPUs, as Chakra's layers do
     per_npu = []

@@ -361,6 +361,17 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
                 raise _err(path, r.line, f"busbw/algbw is {f:.3f} here but {'an' if name[0] in 'aeiou' else 'a'} {name} on {n} GPUs "
                                          f"has {expected:.3f}: mixed collectives or GPU counts in "
                                          f"one log? (or pass the right --collective)")
+    # nccl-tests prints max(sendBytes, expectedBytes) and nbytes / wordSize: count x the type's
+    # bytes, times n for the collectives whose buffers hold every rank's part (common.cu)
+    ranks_in_size = 1 if name in ("all_reduce", "sendrecv") else n
+    for r in rows:
+        if r.size_bytes != r.count * TYPE_BYTES[r.dtype] * ranks_in_size:
+            times = f" x {n} GPUs" if ranks_in_size > 1 else ""
+            raise _err(path, r.line, f"size {r.size_bytes} B is not count {r.count} x {TYPE_BYTES[r.dtype]} B "
+                                     f"({r.dtype}){times} = {r.count * TYPE_BYTES[r.dtype] * ranks_in_size} B, as "
+                                     f"nccl-tests prints {'an' if name[0] in 'aeiou' else 'a'} {name}: an edited "
+                                     f"row, or mixed collectives or GPU counts in one log? (or pass the right "
+                                     f"--collective)")
 
 
 def parse_logs(paths: list[str], collective: str | None = None) -> list[NcclLog]:

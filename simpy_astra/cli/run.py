@@ -457,8 +457,8 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
     show = plan.reference_lines or not (real_job or plan.quiet)
     sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show))
     ready()
-    if plan.trace_out and not sized:  # ET files: their nodes are known once read
-        check_built(sim, plan.trace_npus)
+    if (plan.trace_out or plan.csv_out) and not sized:  # ET files: their nodes are known once read
+        check_built(sim, plan.trace_npus, bool(plan.trace_out), bool(plan.csv_out))
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say("note: symmetry folding is off: several jobs share the network")
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
@@ -503,9 +503,16 @@ def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | N
     """Run ``inputs`` as ``plan`` asks and write its reports; ``name``: the run's, for its
     default output folder ``runs/NAME``; ``ready()`` once the simulation is built."""
     inputs = _prepared(inputs, plan, trace_dir, name)
-    sized = check_before_build(inputs, plan.trace_out, plan.trace_npus)  # before an unfolded build
+    sized = check_before_build(inputs, plan.trace_out, plan.trace_npus, plan.csv_out)  # before an unfolded build
     t0 = time.perf_counter()
-    write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready, sized))
+    try:
+        write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready, sized))
+    except Exception as exc:  # noqa: BLE001 - a generated trace's fault is named as the scenario names it
+        if inputs.workload.prepared is None:
+            raise
+        from simpy_astra.workloads.generated import as_scenarios_error
+
+        raise as_scenarios_error(exc, inputs.workload_prefix, inputs.workload.prepared) from None
     return 0
 
 

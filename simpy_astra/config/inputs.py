@@ -28,6 +28,8 @@ class WorkloadInfo:
     group_names: Mapping[int, str] = field(default_factory=dict)
     #: the dimension of sends and receives that name no ``comm_stream`` (the generators': ``pp``)
     p2p_name: str = "p2p"
+    #: what the generator warns of the job and runs on (Megatron's own warnings)
+    warnings: tuple[str, ...] = ()
 
     @property
     def reports_figures(self) -> bool:

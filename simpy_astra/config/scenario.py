@@ -281,7 +281,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     fold = doc.get("fold_symmetry")
     if net.rails is not None and not net.rails.symmetric:  # leaves break the grid's symmetry
         fold = False
-    return replace(inputs, workload=info, warnings=[*unknown, *inputs.warnings], fold_symmetry=fold)
+    return replace(inputs, workload=info, warnings=[*unknown, *info.warnings, *inputs.warnings],
+                   fold_symmetry=fold)
 
 
 #: keys that say which of ASTRA-sim's inputs a file given as a scenario is
@@ -473,10 +474,10 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
         raise InputError(f"{path}: workload: generate {prepared.generator} writes {ranks} ranks, but {size}; "
                          f"make the generator's parallelism (num_npus, or dp x tp x pp ...) match it")
     if groups is not None:
-        return made.prefix, groups, WorkloadInfo(prepared)
+        return made.prefix, groups, WorkloadInfo(prepared, warnings=layout.warnings)
     # (the generators' sends and receives run between pipeline stages)
     return made.prefix, made.comm_groups, WorkloadInfo(prepared, layout.dimensions,
-                                                       "pp" if layout.dimensions else "p2p")
+                                                       "pp" if layout.dimensions else "p2p", layout.warnings)
 
 
 def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:

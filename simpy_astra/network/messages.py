@@ -20,6 +20,9 @@ from simpy_astra.engine.probes import Probed
 
 Handler = Callable[[Any], None] | None
 
+#: how :meth:`MessageBoard.unmatched` begins a send and a receive left between the same NPUs
+MISMATCH = "a send and a receive did not match"
+
 
 class _Entry:
     """One message: who posted its send and its receive so far, and whether it arrived.
@@ -152,16 +155,48 @@ class MessageBoard(Probed):
         def who(fn: Handler, arg: Any) -> str | None:
             return describe(fn, arg) if describe is not None and fn is not None else None
 
+        left = sorted((e for waiting in (*self._sends_waiting.values(), *self._recvs_waiting.values())
+                       for e in waiting), key=lambda e: e.order)
+        partner = _mismatched_pairs(left)
         out = []
-        left = [e for waiting in (*self._sends_waiting.values(), *self._recvs_waiting.values()) for e in waiting]
-        for e in sorted(left, key=lambda e: e.order):
+        for e in left:
             tag, src, dst, size = e.ident
+            other = partner.get(id(e))
+            if other is not None and e.recv_fn is not None:
+                continue  # said with its send
             if e.recv_fn is None:
                 sender = who(e.send_fn, e.send_arg) or f"NPU {src}"
-                out.append(f"{sender} sent {size} B to NPU {dst} with tag {tag}, for which NPU {dst} "
-                           f"never posted a matching receive")
+                if other is None:
+                    out.append(f"{sender} sent {size} B to NPU {dst} with tag {tag}, for which NPU {dst} "
+                               f"never posted a matching receive")
+                    continue
+                rtag, _, _, rsize = other.ident
+                receiver = who(other.recv_fn, other.recv_arg) or f"NPU {dst}"
+                differ = [f"sizes {size} B and {rsize} B" if size != rsize else "",
+                          f"tags {tag} and {rtag}" if tag != rtag else ""]
+                out.append(f"{MISMATCH} ({' and '.join(d for d in differ if d)}): "
+                           f"{sender} sent {size} B to NPU {dst} with tag {tag}; {receiver} waits for {rsize} B "
+                           f"from NPU {src} with tag {rtag} (a receive takes a send of its size and tag)")
             else:
                 receiver = who(e.recv_fn, e.recv_arg) or f"NPU {dst}"
                 out.append(f"{receiver} waits for {size} B from NPU {src} with tag {tag}, which NPU "
                            f"{src} never sent")
         return out
+
+
+def _mismatched_pairs(left: list[_Entry]) -> dict[int, _Entry]:
+    """Unmatched sends and receives between the same two NPUs, paired in the order they were
+    posted (the k-th send left with the k-th receive left): each names the other (by ``id``).
+    Their sizes or tags differ (else the board would have matched them): the likeliest bug of
+    a user's collective, said as one mismatch rather than two messages nobody took."""
+    receives: dict[tuple[int, int], deque[_Entry]] = {}
+    for e in left:
+        if e.recv_fn is not None:
+            receives.setdefault((e.ident[1], e.ident[2]), deque()).append(e)
+    partner: dict[int, _Entry] = {}
+    for e in left:
+        waiting = receives.get((e.ident[1], e.ident[2])) if e.recv_fn is None else None
+        if waiting:
+            other = waiting.popleft()
+            partner[id(e)], partner[id(other)] = other, e
+    return partner

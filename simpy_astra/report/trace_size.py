@@ -1,4 +1,5 @@
-"""How large a Chrome trace (``--trace-out``) will be, known before the run, and the NPUs it shows.
+"""How large a Chrome trace (``--trace-out``) or a ``nodes.csv`` (``--csv-out``) will be, known
+before the run, and the NPUs a trace shows.
 
 A trace holds one event per workload node each NPU runs (plus chunk phases, for collectives
 the system layer splits): a 1,536-GPU Megatron step is ten million events, more than a
@@ -6,14 +7,20 @@ browser can open, and writing them took minutes after the run. The size is bound
 the traces' node counts before time starts (a generated workload's from one rank per class,
 as a folded run reads; ET files from the built run), so a trace that cannot be opened is
 refused at once, in one line that gives its size and how to select NPUs (``--trace-npus``).
+``nodes.csv`` has a row per node too, and its rows are held in memory before they are written
+(measured: 480 B a row of 84 B, a 64-GPU Megatron step's 375,457 rows), after a run that
+simulates every NPU: one past the same limit is refused alike (a 16,384-GPU Llama-3-405B-like
+step's 48 million rows: at least 2.8 GB).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, non_ascii
 
 #: the largest trace written: Perfetto's UI holds a trace in the browser's memory, typically
 #: 2 GB, at 2-4x the file's size (perfetto.dev, "Visualising large traces"); chrome://tracing
@@ -34,20 +41,35 @@ def node_bytes(nodes: Iterable) -> int:
     return sum(_EVENT + len(json.dumps(n.name)) - 2 + len(str(n.id)) - 1 for n in nodes)
 
 
+def csv_measure(nodes: Iterable) -> tuple[int, int]:
+    """(the fewest bytes, the rows) of the ``nodes.csv`` rows of ``nodes`` (one NPU's): every
+    number one digit."""
+    nodes = list(nodes)
+    return sum(_ROW + len(n.name) + len(str(n.id)) + len(n.type_label) for n in nodes), len(nodes)
+
+
+#: a ``nodes.csv`` row without its name, node id and type, its numbers one digit each
+_ROW = len("0,,,,0,0,0,0,0,0\n")
+
+
+#: an NPU id or a range of them, FIRST-LAST
+_RANGE = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?")
+
+
 def parse_npus(text: str, total: int) -> list[int]:
     """``--trace-npus``: NPU ids and ranges (``0-7,64``) of a run of ``total`` NPUs, sorted."""
     chosen: set[int] = set()
     for part in text.split(","):
-        first, dash, last = part.strip().partition("-")
-        try:
-            lo, hi = int(first), int(last) if dash else int(first)
-        except ValueError:
-            raise InputError(f"--trace-npus: {part.strip()!r} is no NPU id or range; give ids and ranges "
-                             f"such as 0-7,64") from None
+        # ASCII digits only: int() also reads '1_0' as 10, '+1' and other scripts' digits
+        m = _RANGE.fullmatch(part.strip())
+        if m is None:
+            raise InputError(f"--trace-npus: {part.strip()!r}{non_ascii(part)} is no NPU id or range; give ids and "
+                             f"ranges such as 0-7,64")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if lo > hi:
             raise InputError(f"--trace-npus: {part.strip()!r} runs backwards; give FIRST-LAST with FIRST <= "
                              f"LAST, such as {hi}-{lo}")
-        if lo < 0 or hi >= total:
+        if hi >= total:
             raise InputError(f"--trace-npus: {part.strip()!r} is past this run's {total:,} NPUs (0-{total - 1})")
         chosen.update(range(lo, hi + 1))
     return sorted(chosen)
@@ -67,13 +89,26 @@ def check_size(per_npu: dict[int, int], selected: list[int] | None) -> None:
                      f"with --trace-npus (--trace-npus 0-{few - 1}: about {_gb(few * first)})")
 
 
+def check_csv_size(per_npu: dict[int, tuple[int, int]]) -> None:
+    """Refuse a ``nodes.csv`` whose rows (``per_npu``: NPU -> its rows' bytes and count) exceed
+    the limit."""
+    size, rows = sum(b for b, _ in per_npu.values()), sum(n for _, n in per_npu.values())
+    if size > LIMIT_BYTES:
+        raise InputError(f"--csv-out: nodes.csv of all {len(per_npu):,} NPUs would be at least {_gb(size)} "
+                         f"({rows:,} rows, one a node; held in memory at about 6x that before they are written, "
+                         f"after an unfolded run of every NPU), past {_gb(LIMIT_BYTES)}; leave out --csv-out (the "
+                         f"per-NPU figures are in --json-out), or run fewer GPUs (a smaller data-parallel size "
+                         f"gives each rank the same rows)")
+
+
 def _gb(size: int) -> str:
     return f"{size / 1e9:.1f} GB" if size >= 1e8 else f"{size / 1e6:.1f} MB"
 
 
-def lazy_node_bytes(prefix: str, prepared) -> dict[int, int] | None:
-    """Each NPU's events' fewest bytes for a generated workload (it has a rank summary), from one
-    rank of each class (written if not yet, as a folded run does); None for ET files."""
+def lazy_node_bytes(prefix: str, prepared, measure: Callable[[list], Any] = node_bytes) -> dict[int, Any] | None:
+    """Each NPU's events' fewest bytes (``measure`` of its nodes: :func:`node_bytes`, or
+    :func:`csv_measure`) for a generated workload (it has a rank summary), from one rank of each
+    class (written if not yet, as a folded run does); None for ET files."""
     from simpy_astra.workloads.chakra import et_path, read_et
     from simpy_astra.workloads.generated import lazy_traces
 
@@ -84,29 +119,39 @@ def lazy_node_bytes(prefix: str, prepared) -> dict[int, int] | None:
     for rank, kind in enumerate(source.classes):
         first.setdefault(kind, rank)
     source.ensure(sorted(first.values()))
-    per_class = {kind: node_bytes(read_et(et_path(prefix, rank))[1]) for kind, rank in first.items()}
+    per_class = {kind: measure(read_et(et_path(prefix, rank))[1]) for kind, rank in first.items()}
     return {rank: per_class[kind] for rank, kind in enumerate(source.classes)}
 
 
-def check_before_build(inputs, trace_out: str | None, trace_npus: str | None) -> bool:
+def check_before_build(inputs, trace_out: str | None, trace_npus: str | None, csv_out: str | None = None) -> bool:
     """Refuse ``--trace-npus`` without ``--trace-out``, NPUs past the run's, and a generated
-    workload's trace past the limit; True when the size was checked (else the built run's is)."""
-    if trace_out is None:
-        if trace_npus is not None:
-            raise InputError("--trace-npus: selects the NPUs --trace-out writes; give --trace-out too, or leave "
-                             "out --trace-npus")
+    workload's trace or nodes.csv past the limit; True when the sizes were checked (else the
+    built run's are)."""
+    if trace_out is None and trace_npus is not None:
+        raise InputError("--trace-npus: selects the NPUs --trace-out writes; give --trace-out too, or leave "
+                         "out --trace-npus")
+    if trace_out is None and csv_out is None:
         return True
-    selected = None if trace_npus is None else parse_npus(trace_npus, inputs.network.total_npus)
-    per_npu = None if inputs.jobs else lazy_node_bytes(inputs.workload_prefix, inputs.workload.prepared)
-    if per_npu is not None:
-        check_size(per_npu, selected)
-    return per_npu is not None
+    from simpy_astra.workloads.chakra import has_rank_summary
+
+    prefix, prepared = inputs.workload_prefix, inputs.workload.prepared
+    if inputs.jobs or not has_rank_summary(prefix):  # ET files: counted once the run is built
+        return False
+    if trace_out is not None:
+        selected = None if trace_npus is None else parse_npus(trace_npus, inputs.network.total_npus)
+        check_size(lazy_node_bytes(prefix, prepared), selected)
+    if csv_out is not None:
+        check_csv_size(lazy_node_bytes(prefix, prepared, csv_measure))
+    return True
 
 
-def check_built(sim, trace_npus: str | None) -> None:
-    """The size check on a built run (every NPU's nodes read), before time starts."""
-    selected = None if trace_npus is None else parse_npus(trace_npus, sim.total_npus)
-    check_size({npu.device_id: node_bytes(npu.nodes.values()) for npu in sim.npus}, selected)
+def check_built(sim, trace_npus: str | None, trace_out: bool = True, csv_out: bool = False) -> None:
+    """The size checks on a built run (every NPU's nodes read), before time starts."""
+    if trace_out:
+        selected = None if trace_npus is None else parse_npus(trace_npus, sim.total_npus)
+        check_size({npu.device_id: node_bytes(npu.nodes.values()) for npu in sim.npus}, selected)
+    if csv_out:
+        check_csv_size({npu.device_id: csv_measure(npu.nodes.values()) for npu in sim.npus})
 
 
 def selected_npus(trace_npus: str | None, total: int) -> list[int] | None:

@@ -12,6 +12,7 @@ import simpy
 from simpy_astra.engine.npu import Npu
 from simpy_astra.engine.phase_process import PhaseProcess
 from simpy_astra.infra.horizon import HORIZON_NS
+from simpy_astra.network.messages import MISMATCH
 from simpy_astra.workloads.chakra.types import COMM_COLL_NODE
 
 
@@ -79,7 +80,9 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
     if stuck:
         when = f"{now} ns" if last_ns is None or last_ns >= now else \
             f"{int(last_ns)} ns (its last progress; noticed at {now} ns)"
-        why = spinning or "no event left that could make progress"
+        mismatch = any(item.startswith(MISMATCH) for item in unmatched)
+        why = spinning or (f"{MISMATCH}, so the receive waits for ever" if mismatch else
+                           "no event left that could make progress")
         head = f"simulation stalled at {when} with {len(stuck)} of {total_npus} NPU(s) unfinished ({why}): "
         text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs")
         if held:

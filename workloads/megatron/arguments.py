@@ -494,7 +494,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         precision=precision, fp8=a.fp8_format is not None and te, fp8_requested=a.fp8_format is not None,
         fp8_current_scaling=a.fp8_format is not None and te and a.fp8_recipe == "tensorwise",
         recompute=recompute, recompute_method=method,
-        recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
+        recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1, warnings=_warnings(a, where),
         distributed_optimizer=a.use_distributed_optimizer, optimizer_instances=a.num_distributed_optimizer_instances,
         # Megatron accumulates bf16 gradients in fp32 only while --main-grads-dtype is fp32
         grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
@@ -524,6 +524,16 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         # dynamic one, or --loss-scale's constant one (with bf16, fp16 or the distributed optimizer)
         gradient_check=a.fp16 or (bool(a.loss_scale) and (a.bf16 or a.use_distributed_optimizer)),
     )
+
+
+def _warnings(a: argparse.Namespace, where: str) -> tuple[str, ...]:
+    """What Megatron's ``validate_args`` warns of and runs on: at tp 1 it turns sequence
+    parallelism off ("Disabling sequence parallelism because tensor model parallelism is disabled")."""
+    if a.sequence_parallel and a.tensor_model_parallel_size == 1:
+        return (f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
+                f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
+                f"without it, as this step does; remove --sequence-parallel, or set tp 2 or more",)
+    return ()
 
 
 def _moment_bytes(a: argparse.Namespace) -> tuple[int, ...]:

@@ -115,6 +115,11 @@ def _launcher_dropped(tokens: list[str]) -> list[str]:
     return tokens
 
 
+def _shown(word: str) -> str:
+    """``word`` quoted, its middle elided past 60 characters."""
+    return repr(word) if len(word) <= 60 else repr(f"{word[:40]} ... {word[-15:]}")
+
+
 def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:
     return sorted({*modelled, *accepted, *SWITCHES, *ONE_VALUE, *SEVERAL_VALUES})
 
@@ -144,6 +149,10 @@ def read(tokens: list[str], modelled: argparse.ArgumentParser, accepted: Callabl
             raise InputError(f"{where}: {_stray(tokens, i, arity)} (Megatron's argparse: unrecognized "
                              f"arguments: {word})")
         flag, eq, value = word.partition("=")
+        if len(flag.split()) > 1:  # a quoted command line, or a YAML list item '--num-layers 2'
+            raise InputError(f"{where}: {_shown(word)} is one word with spaces in it; give each flag and each "
+                             f"value as a word of its own (unquoted after --, or one list item each in YAML: "
+                             f"[{', '.join(flag.split()[:2])}])")
         if flag in refused:
             raise InputError(f"{where}: {flag} is not modelled ({refused[flag]}); remove it "
                              f"(see simpy-astra generate megatron --help)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import textwrap
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -187,7 +188,8 @@ def layout(run: MegatronRun) -> WorkloadLayout:
     ``dp``, ``ep``, ``edp``, and ``emb``: the first and last stage's tied embedding), as the
     traces' metadata records them."""
     return WorkloadLayout(ranks=run.job.gpus, blocks=Layout.blocks(run.job),
-                          dimensions={gid: dim for (dim, _rank), gid in run.layout.group_of.items()})
+                          dimensions={gid: dim for (dim, _rank), gid in run.layout.group_of.items()},
+                          warnings=run.job.warnings)
 
 
 def report(run: MegatronRun, iteration_time_ns: int) -> TrainingFigures:
@@ -246,6 +248,8 @@ def main(argv: list[str]) -> int:
     check_hardware(job.fp8_requested, gpu, f"generate megatron: --preset {args.preset}")
     run = MegatronRun(job, gpu, {"args": rest, "gpus": args.gpus, "gpu": cluster.gpu,
                                  "tp_link_gb_s": tp_link_gb_s(job, cluster)}, "generate megatron")
+    for line in job.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     groups = generate(run, args.output)
     print(f"wrote {args.gpus} traces {args.output}.{{0..{args.gpus - 1}}}.et and {groups}")
     return 0

@@ -5,7 +5,7 @@ reports read it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
@@ -173,6 +173,8 @@ class MegatronJob:
     #: ``--hidden-dropout``: at 0 PyTorch's dropout returns its input, so the bias-dropout-adds
     #: and the embedding's dropout write and keep no 1-byte mask
     hidden_dropout: float = 0.1
+    #: what Megatron warns of this command line and runs on (one line each, naming the field)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
     #: rows of the learned position-embedding table (0: rotary or none), on every tp rank
     position_embeddings: int = 0
     #: bytes of each state tensor the optimizer keeps a parameter (``--optimizer``): Adam's two

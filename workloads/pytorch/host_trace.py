@@ -16,6 +16,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
+from simpy_astra.infra.horizon import HORIZON_MICROS
 
 PG_INIT = "process_group:init"
 #: PyTorch's host-trace schemas that carry Chakra's 0.0.4 extensions (1.0.2 ... 1.1.x)
@@ -123,6 +124,26 @@ class HostTrace:
         return sorted(out, key=lambda n: n.id)
 
 
+def _check_fields(where: str, raw: dict[str, Any]) -> None:
+    """What conversion reads of a node, of the shape ExecutionTraceObserver writes it: an id a
+    Chakra node takes (64-bit), ``inputs``/``outputs`` objects of lists, durations in us that
+    fit the simulated time (a string, NaN or a list stopped conversion as an internal error)."""
+    if not 0 <= raw["id"] < 2**63:
+        raise InputError(f"{where}: id {raw['id']} is not one of 0 .. 2^63-1 (a Chakra node id)")
+    for side in ("inputs", "outputs"):
+        block = raw.get(side)
+        if block is not None and not (isinstance(block, dict) and all(
+                isinstance(block.get(key, []), list) for key in ("values", "shapes", "types"))):
+            raise InputError(f"{where}: '{side}' must be an object whose values, shapes and types are lists, as "
+                             f"ExecutionTraceObserver writes them (got {json.dumps(block)[:80]})")
+    for key in ("exclusive_dur", "dur"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not 0 <= value <= HORIZON_MICROS):
+            raise InputError(f"{where}: '{key}' must be a number of us from 0 to {HORIZON_MICROS} (the simulated "
+                             f"time's horizon; got {json.dumps(value)[:80]})")
+
+
 def _check_no_caller_cycle(path: str, nodes: dict[int, HostNode]) -> None:
     """Every node's chain of callers (``ctrl_deps``) ends at a node outside the trace's
     operators (a thread's root); a cycle would make the call tree endless."""
@@ -178,6 +199,7 @@ def load_host_trace(path: str) -> HostTrace:
             raise InputError(f"{path}: nodes[{index}]: expected an object with an integer 'id' and a 'name'")
         if nid in nodes:
             raise InputError(f"{path}: node '{nid} ({raw['name']})': id {nid} is used twice")
+        _check_fields(f"{path}: node '{nid} ({raw['name']})'", raw)
         attrs = {a.get("name"): a.get("value") for a in raw.get("attrs") or [] if isinstance(a, dict)}
         parent = raw.get("ctrl_deps", raw.get("parent", 0))
         if raw.get("cat") is not None:  # a GPU kernel a trace linker added

@@ -17,10 +17,12 @@ confirmed.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
+from simpy_astra.infra.horizon import HORIZON_MICROS
 from simpy_astra.workloads.pytorch.collectives import RECORD
 from simpy_astra.workloads.pytorch.host_trace import HostTrace, backend_names, process_groups
 
@@ -38,7 +40,36 @@ def load_kineto(path: str) -> list[dict[str, Any]]:
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise InputError(f"{path}: is not a Kineto trace: expected a JSON object with 'traceEvents'")
-    return [e for e in events if isinstance(e, dict) and e.get("ph", "X") == "X"]
+    complete = []
+    for index, event in enumerate(events):
+        if isinstance(event, dict) and event.get("ph", "X") == "X":
+            _check_event(f"{path}: traceEvents[{index}] ({json.dumps(event.get('name'))[:60]})", event)
+            complete.append(event)
+    return complete
+
+
+def _check_event(where: str, event: dict[str, Any]) -> None:
+    """What linking reads of an event, of the shape torch.profiler writes it: ids that are
+    numbers or strings, a kernel's start and length in finite us and its stream a number (a
+    string, NaN or a list stopped conversion as an internal error)."""
+    args = _args(event)
+    for key in ("External id", "correlation"):
+        value = args.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | str)):
+            raise InputError(f"{where}: args '{key}' must be an id, a number as torch.profiler writes it (got "
+                             f"{json.dumps(value)[:60]})")
+    if event.get("cat") not in KERNEL_CATS:
+        return
+    start, length = event.get("ts", 0), event.get("dur", 0)
+    if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start):
+        raise InputError(f"{where}: 'ts' must be the kernel's start, a finite number of us (got "
+                         f"{json.dumps(start)[:60]})")
+    if isinstance(length, bool) or not isinstance(length, int | float) or not 0 <= length <= HORIZON_MICROS:
+        raise InputError(f"{where}: 'dur' must be a number of us from 0 to {HORIZON_MICROS} (the simulated time's "
+                         f"horizon; got {json.dumps(length)[:60]})")
+    stream = args.get("stream", 0)
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
+        raise InputError(f"{where}: args 'stream' must be the CUDA stream's number (got {json.dumps(stream)[:60]})")
 
 
 def _args(event: dict[str, Any]) -> dict[str, Any]:

@@ -126,6 +126,14 @@ def trial_problem(model: type, params: dict[str, Any], link: bool) -> str | None
         args = ", ".join(LINK_ARGS if link else SWITCH_ARGS)
         return (f"did not call {base}.__init__: call super().__init__({args}) in its __init__ (the base "
                 f"keeps the element's process, statistics and controls)")
+    # the way out, called once per message: None (or a number) would fail at the first arrival
+    name, kept = ("on_arrival", getattr(built, "_on_arrival", None)) if link else \
+        ("forward", getattr(built, "_forward", None))
+    if not callable(kept):
+        base = "LinkElement" if link else "SwitchElement"
+        return (f"passed {kept!r} as {name} to {base}.__init__, which calls it with every message that "
+                f"{'reaches the far end' if link else 'the switch passes on'}: pass on the {name} it was given "
+                f"(or a function that calls it)")
     return None
 
 
