@@ -67,9 +67,20 @@ class Folding:
     #: communicator group id -> members (the run's groups; group tags are told apart by them)
     groups: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
+    #: (group id a representative uses, shift) -> the member's own group in that place, built
+    #: on first use (:meth:`member_group`)
+    _member_groups: dict[tuple[int, int], int] | None = field(default=None, repr=False, compare=False)
+
     @property
     def representatives(self) -> list[int]:
         return sorted(set(self.rep_of))
+
+    def member_group(self, npu: int, rep_group: int) -> int:
+        """The communicator group NPU ``npu`` uses where its representative uses ``rep_group``
+        (its own group, translated: what a report of ``npu``'s own events names)."""
+        if self._member_groups is None:
+            self._member_groups = {(g_rep, h): g for (g, h), g_rep in self.group_map.items()}
+        return self._member_groups.get((rep_group, self.shift_of[npu]), rep_group)
 
     def orbit(self, rep: int) -> list[int]:
         return sorted(self.frame.add(rep, h) for h in self.translations)

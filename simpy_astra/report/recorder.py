@@ -14,6 +14,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from simpy_astra.engine.tags import GROUP_STREAM_ID_BASE, first_stream_id
 from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE
 
 if TYPE_CHECKING:
@@ -121,15 +122,33 @@ class RunRecord:
 
     sim: Simulation
     npus: list[NpuRecorder] = field(default_factory=list)
+    _by_id: dict[int, NpuRecorder] | None = field(default=None, repr=False)
 
     def require_every_npu(self, what: str) -> None:
         """Per-NPU files list each NPU's own events: a folded run only recorded its representatives."""
         if self.sim.folding is not None:
             raise ValueError(f"{what} needs every NPU recorded: build the Simulation with "
-                             f"fold_symmetry=False (the CLI does this for --csv-out/--trace-out)")
+                             f"fold_symmetry=False (the CLI does this for --csv-out)")
 
     def node(self, npu_id: int, node_id: int):
         return self.sim.npu_for(npu_id).nodes[node_id]
+
+    def stream_id(self, npu_id: int, stream_id: int) -> int:
+        """The id NPU ``npu_id``'s own chunk has where its recorder's has ``stream_id``: a
+        group's streams are numbered from its id (:func:`~simpy_astra.engine.tags.first_stream_id`),
+        and an orbit member's group is its representative's translated."""
+        folding = self.sim.folding
+        if folding is None or stream_id < GROUP_STREAM_ID_BASE:
+            return stream_id
+        group, n = divmod(stream_id, GROUP_STREAM_ID_BASE)
+        return first_stream_id(folding.member_group(npu_id, group)) + n
+
+    def recorder_of(self, npu_id: int) -> NpuRecorder:
+        """The recorder holding NPU ``npu_id``'s events: its own, or in a folded run its
+        representative's (an orbit member does at every tick what its representative does)."""
+        if self._by_id is None:
+            self._by_id = {rec.npu_id: rec for rec in self.npus}
+        return self._by_id[self.sim.npu_for(npu_id).device_id]
 
 
 def attach(sim: Simulation, record_chunks: bool = False) -> RunRecord:
