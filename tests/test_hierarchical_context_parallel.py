@@ -175,3 +175,19 @@ def test_a_list_and_its_words_are_one_point_of_a_sweep(tmp_path):
         "axes": {"workload.args.hierarchical-context-parallel-sizes": [[8, 1], "8 1", [4, 2.0]]}}))
     axis = load_sweep(str(sweep)).axes[0]
     assert axis.values == ("8 1", "4 2")
+
+
+@pytest.mark.parametrize("kind", ["p2p", "a2a"])
+def test_sizes_beside_a_type_that_ignores_them_are_said_not_dropped_in_silence(kind):
+    """Megatron takes ``--hierarchical-context-parallel-sizes`` with ``p2p`` or ``a2a`` without a
+    word and builds no groups from them: the step is the plain type's, and the job says so."""
+    cp = BASE + f" --context-parallel-size 8 --cp-comm-type {kind}"
+    sized = cp + " --hierarchical-context-parallel-sizes 2 4"
+    assert _comms(sized, 8) == _comms(cp, 8) and _comms(sized, 8, True) == _comms(cp, 8, True)
+    assert parse(cp, 8, "s.yaml: workload.args").warnings == ()
+    (warning,) = parse(sized, 8, "s.yaml: workload.args").warnings
+    assert warning == (f"s.yaml: workload.args: --hierarchical-context-parallel-sizes changes nothing with "
+                       f"--cp-comm-type {kind}: only a2a+p2p layers use the two levels; give --cp-comm-type "
+                       f"a2a+p2p, or remove the sizes")
+    assert parse(BASE + " --context-parallel-size 8 --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes "
+                 "2 4", 8).warnings == ()

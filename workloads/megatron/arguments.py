@@ -528,12 +528,20 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
 
 def _warnings(a: argparse.Namespace, where: str) -> tuple[str, ...]:
     """What Megatron's ``validate_args`` warns of and runs on: at tp 1 it turns sequence
-    parallelism off ("Disabling sequence parallelism because tensor model parallelism is disabled")."""
+    parallelism off ("Disabling sequence parallelism because tensor model parallelism is disabled").
+    And a flag that changes nothing here, which Megatron takes in silence: hierarchical
+    context-parallel sizes where no layer's ``--cp-comm-type`` is ``a2a+p2p`` (only those build
+    the two levels' groups), so a study that sweeps them does not read a flat line as a finding."""
+    out = []
     if a.sequence_parallel and a.tensor_model_parallel_size == 1:
-        return (f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
-                f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
-                f"without it, as this step does; remove --sequence-parallel, or set tp 2 or more",)
-    return ()
+        out.append(f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
+                   f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
+                   f"without it, as this step does; remove --sequence-parallel, or set tp 2 or more")
+    if a.hierarchical_context_parallel_sizes and "a2a+p2p" not in a.cp_comm_type:
+        out.append(f"{where}: --hierarchical-context-parallel-sizes changes nothing with --cp-comm-type "
+                   f"{' '.join(a.cp_comm_type)}: only a2a+p2p layers use the two levels; give --cp-comm-type "
+                   f"a2a+p2p, or remove the sizes")
+    return tuple(out)
 
 
 def _moment_bytes(a: argparse.Namespace) -> tuple[int, ...]:
