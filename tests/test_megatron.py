@@ -1200,9 +1200,12 @@ def test_sc21_fused_operators_and_table_2(tmp_path, monkeypatch):
 def test_fused_cross_entropy_moves_fewer_bytes_a_logit():
     """Megatron-Core's fused vocabulary-parallel cross entropy (``--cross-entropy-loss-fusion``)
     runs three forward kernels, the fp32 copy with its max (2 + 4 B), the exp and its sum in
-    place (4 + 4), the division by the sum (4 + 4), 22 B a logit against the unfused 30; and
-    one backward kernel, the softmax scaled in place and the bf16 gradient written (4 + 4 + 2),
-    10 B against 14. Here 1024 tokens x 32,768 logits on the TOY GPU: 8 and 4 B a logit fewer.
+    place (4 + 4), the division by the sum (4 + 4), 22 B a logit against the unfused six kernels'
+    38 (``VocabParallelCrossEntropy``: the cast 2 + 4, the max 4, its subtraction in place 4 + 4,
+    the exp in place 4 + 4, the sum 4, the division 4 + 4); and one backward kernel, the softmax
+    scaled in place and the bf16 gradient written (4 + 4 + 2), 10 B against 14 (the scaling in
+    place 4 + 4, the cast back 4 + 2). Here 1024 tokens x 32,768 logits on the TOY GPU: 16 and 4
+    B a logit fewer.
     TE's fused kernel is refused with it, as today's Megatron-LM refuses it."""
     from simpy_astra.workloads.megatron.layers import ChunkModel
 
@@ -1211,7 +1214,7 @@ def test_fused_cross_entropy_moves_fewer_bytes_a_logit():
     plain, fused = (ChunkModel(parse(a, 1), TOY) for a in (args, args + " --cross-entropy-loss-fusion"))
     logits_bw = 1024 * 32768 / (1e6 * 1e9 * 0.5)
     assert _streaming_s(plain.forward((), False, True)) - _streaming_s(fused.forward((), False, True)) == \
-        pytest.approx(8 * logits_bw, rel=1e-9)
+        pytest.approx(16 * logits_bw, rel=1e-9)
     assert _streaming_s(plain.backward((), False, True)) - _streaming_s(fused.backward((), False, True)) == \
         pytest.approx(4 * logits_bw, rel=1e-9)
     with pytest.raises(InvalidConfigurationError, match="Transformer Engine cross entropy loss fusion is disabled"):
