@@ -22,6 +22,7 @@ sub-process of the phase at once (a :class:`PhaseProcess` too).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Generator
 from typing import Any
@@ -33,7 +34,45 @@ from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
 from simpy_astra.plugins import is_users_file
 
-__all__ = ["PhaseProcess", "Signal"]
+__all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm"]
+
+#: how often a user's algorithm may be resumed in one instant of simulated time: a loop over
+#: events that take no time (``ctx.wait(0)``, ``env.timeout(0)``, an event already waited on)
+#: would otherwise hold the clock for ever, and the stall watchdog, which wakes at later
+#: instants, would never run. A phase resumes once per event it waits on, and no algorithm
+#: waits on this many in one instant (a direct all-to-all on 16,384 NPUs: 16,383).
+ZERO_TIME_RESUMES = 100_000
+#: how many messages (sends and receives) one phase of a user's algorithm may post in one
+#: instant: a loop that posts without yielding never gives SimPy the control back (it grew by
+#: 100 MB a second); a direct all-to-all of 16,384 NPUs posts 32,766
+POSTS_PER_INSTANT = 100_000
+
+
+@functools.cache
+def users_algorithm(algorithm: Any) -> bool:
+    """``algorithm`` (a phase's run function, through its wrappers) is in the user's code."""
+    code = getattr(inspect.unwrap(algorithm), "__code__", None)
+    return code is not None and is_users_file(code.co_filename)
+
+
+class PostCount:
+    """The messages a user's phase posted in the current instant."""
+
+    __slots__ = ("instant", "count")
+
+    def __init__(self) -> None:
+        self.instant, self.count = -1, 0
+
+    def too_many(self, now: float) -> bool:
+        if now != self.instant:
+            self.instant, self.count = now, 0
+        self.count += 1
+        return self.count > POSTS_PER_INSTANT
+
+    def problem(self, now: float) -> str:
+        return (f"{POSTS_PER_INSTANT:,} messages posted at {now:,} ns without time passing: a loop that sends "
+                f"or receives without yielding never ends; yield what it waits for (yield ctx.recv(...)) or "
+                f"end the loop")
 
 
 def innermost(generator: Any) -> Any:
@@ -67,6 +106,8 @@ class PhaseProcess(Signal, simpy.Process):
         self.callbacks = []
         self._generator = generator
         self._target: Event | None = None
+        self._users: bool | None = None  # the user's code? (ours always end): known once it started
+        self._instant, self._resumes = env.now, 0
         self.step(None)
 
     def step(self, value: Any, error: BaseException | None = None) -> None:
@@ -74,6 +115,8 @@ class PhaseProcess(Signal, simpy.Process):
         its next wait."""
         gen = self._generator
         while True:
+            if self._users is not False:
+                self._count_resume()
             try:
                 if error is None:
                     event = gen.send(value)
@@ -104,6 +147,22 @@ class PhaseProcess(Signal, simpy.Process):
             self._target = event
             event.callbacks.append(self._processed)
             return
+
+    def _count_resume(self) -> None:
+        """One more resume of the user's generator; too many in one instant is a loop that
+        never lets time pass, stopped in one line naming the algorithm."""
+        if self._users is None and inspect.getgeneratorstate(self._generator) != inspect.GEN_CREATED:
+            self._users = self.runs_users_code()  # a wrapper reaches the user's generator once started
+        now = self.env.now
+        if now != self._instant:
+            self._instant, self._resumes = now, 0
+        self._resumes += 1
+        if self._resumes > ZERO_TIME_RESUMES:
+            raise CollectiveError(f"collective algorithm {describe(self._generator)} was resumed "
+                                  f"{ZERO_TIME_RESUMES:,} times at {now:,} ns without simulated time passing: "
+                                  f"a loop over events that take no time (ctx.wait(0), env.timeout(0), an event "
+                                  f"it already waited on) never ends; wait for a message or a time > 0, or "
+                                  f"end the loop")
 
     def _processed(self, event: Event) -> None:
         if event.ok:
