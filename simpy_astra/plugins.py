@@ -164,19 +164,27 @@ def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
                      f"{origin(obj)} under another name (or name it as module:attribute in the config)")
 
 
+#: simpy-astra's own folders (its top-level packages included)
+_OURS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), name) + os.sep
+              for name in ("simpy_astra", "collectives", "topologies", "workloads"))
+
+
+@cache
+def _stdlib() -> str:
+    """The standard library's folder: sysconfig expands it anew on every call (200 µs)."""
+    # deferred: only the user's code needs sysconfig; a clean run of ours does not load it
+    import sysconfig
+
+    return sysconfig.get_paths()["stdlib"] + os.sep
+
+
 def _theirs(filename: str) -> bool:
     """A traceback frame in the user's code: not the import machinery, not simpy-astra's own
     modules (its top-level folders included), not the standard library."""
-    # deferred: only an error in user code needs sysconfig; a clean run does not load it
-    import sysconfig
-
     if filename.startswith("<"):
         return False
-    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    mine = [os.path.join(ours, name) + os.sep for name in ("simpy_astra", "collectives", "topologies", "workloads")]
-    stdlib = sysconfig.get_paths()["stdlib"] + os.sep
     path = os.path.abspath(filename)
-    return not path.startswith((*mine, stdlib))
+    return not path.startswith(_OURS) and not path.startswith(_stdlib())
 
 
 def is_users_file(filename: str) -> bool:

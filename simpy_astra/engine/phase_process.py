@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Generator
+from types import CodeType
 from typing import Any
 
 import simpy
@@ -34,7 +35,7 @@ from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
 from simpy_astra.plugins import is_users_file
 
-__all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm"]
+__all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm", "users_code"]
 
 #: how often a user's algorithm may be resumed in one instant of simulated time: a loop over
 #: events that take no time (``ctx.wait(0)``, ``env.timeout(0)``, an event already waited on)
@@ -48,11 +49,32 @@ ZERO_TIME_RESUMES = 100_000
 POSTS_PER_INSTANT = 100_000
 
 
-@functools.cache
+#: whether a function's code is the user's, decided once per function (code object) and shared
+#: by all its phases: bounded by the functions defined, not by the phases run (a cache keyed
+#: by per-phase objects held every phase alive, and ``is_users_file`` per phase took 300 µs)
+_USERS_CODE: dict[CodeType, bool] = {}
+
+
+def users_code(code: CodeType) -> bool:
+    """``code`` (a function's or generator's) is in the user's file; looked up once per code."""
+    users = _USERS_CODE.get(code)
+    if users is None:
+        users = _USERS_CODE[code] = is_users_file(code.co_filename)
+    return users
+
+
 def users_algorithm(algorithm: Any) -> bool:
-    """``algorithm`` (a phase's run function, through its wrappers) is in the user's code."""
-    code = getattr(inspect.unwrap(algorithm), "__code__", None)
-    return code is not None and is_users_file(code.co_filename)
+    """``algorithm`` (a phase's run function, through its wrappers and partials) is in the
+    user's code (a callable without code of its own, a builtin, is not)."""
+    while True:
+        if isinstance(algorithm, functools.partial):
+            algorithm = algorithm.func
+        elif (inner := getattr(algorithm, "__wrapped__", None)) is not None:
+            algorithm = inner
+        else:
+            break
+    code = getattr(algorithm, "__code__", None)
+    return code is not None and users_code(code)
 
 
 class PostCount:
@@ -97,17 +119,22 @@ def describe(algorithm: Any) -> str:
 class PhaseProcess(Signal, simpy.Process):
     """Runs ``generator`` as a process that starts now (not one queue entry later, as
     ``env.process`` would) and is resumed by the events it yields in the instant they
-    happen; an event itself, fired with the generator's return value."""
+    happen; an event itself, fired with the generator's return value.
 
-    def __init__(self, env: simpy.Environment, generator: Generator) -> None:
+    ``users``: the generator runs the user's code, whose resumes in one instant are counted;
+    ours always let time pass and are never counted (a phase's sub-processes, thousands per
+    collective, are its algorithm's: decided once, for the algorithm's function)."""
+
+    _instant, _resumes = -1.0, 0  # the user's resumes counted in the instant ``_instant``
+
+    def __init__(self, env: simpy.Environment, generator: Generator, users: bool = False) -> None:
         if not hasattr(generator, "throw"):
             raise TypeError(f"a collective algorithm must be a generator function (got {generator!r})")
         self.env = env
         self.callbacks = []
         self._generator = generator
         self._target: Event | None = None
-        self._users: bool | None = None  # the user's code? (ours always end): known once it started
-        self._instant, self._resumes = env.now, 0
+        self._users = users
         self.step(None)
 
     def step(self, value: Any, error: BaseException | None = None) -> None:
@@ -115,7 +142,7 @@ class PhaseProcess(Signal, simpy.Process):
         its next wait."""
         gen = self._generator
         while True:
-            if self._users is not False:
+            if self._users:
                 self._count_resume()
             try:
                 if error is None:
@@ -151,8 +178,6 @@ class PhaseProcess(Signal, simpy.Process):
     def _count_resume(self) -> None:
         """One more resume of the user's generator; too many in one instant is a loop that
         never lets time pass, stopped in one line naming the algorithm."""
-        if self._users is None and inspect.getgeneratorstate(self._generator) != inspect.GEN_CREATED:
-            self._users = self.runs_users_code()  # a wrapper reaches the user's generator once started
         now = self.env.now
         if now != self._instant:
             self._instant, self._resumes = now, 0
@@ -179,7 +204,7 @@ class PhaseProcess(Signal, simpy.Process):
         """The algorithm is the user's own (its innermost generator is in the user's file), not
         one of ours (ring, direct, a custom ET or MSCCL collective), whose phases always end."""
         code = getattr(innermost(self._generator), "gi_code", None)
-        return code is not None and is_users_file(code.co_filename)
+        return code is not None and users_code(code)
 
     @property
     def is_alive(self) -> bool:

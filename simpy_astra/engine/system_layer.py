@@ -108,7 +108,7 @@ class Phase:
     # -- driven by the system layer
     def start(self) -> None:
         generator = self.algorithm(self, *self.args)
-        run = self.process = PhaseProcess(self.env, generator)
+        run = self.process = PhaseProcess(self.env, generator, self._posts is not None)
         if run.fired:  # a phase takes time: no native algorithm ends before its first wait
             raise CollectiveError(f"collective algorithm {describe(self.algorithm)} returned before it yielded "
                                   f"anything; a collective phase waits for at least one event (yield "
@@ -209,7 +209,7 @@ class Phase:
         return later
 
     def spawn(self, generator) -> PhaseProcess:
-        return PhaseProcess(self.env, generator)
+        return PhaseProcess(self.env, generator, self._posts is not None)  # the user's if the phase is
 
     def signal(self) -> Signal:
         return Signal(self.env)
