@@ -34,6 +34,7 @@ from simpy_astra.plugins import (
     import_object,
     unfit_call,
     user_code_problem,
+    users_inner_entry,
 )
 
 REGISTRY: dict[str, CollectiveAlgorithm] = {
@@ -95,10 +96,11 @@ def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
     def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         try:
             return (yield from run(*args, **kwargs))
-        except (CollectiveError, GeneratorExit):
-            raise
+        except (CollectiveError, PluginError, GeneratorExit):  # a PluginError names its own culprit:
+            raise  # a backend, link model or topology of the user's, called from ctx.send
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
-            raise PluginError(user_code_problem(f"collective algorithm '{name}'", exc), exc) from None
+            culprit = users_inner_entry(exc) or f"collective algorithm '{name}'"  # its backend's, say
+            raise PluginError(user_code_problem(culprit, exc), exc) from None
 
     return wrapped
 

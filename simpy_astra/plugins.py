@@ -59,16 +59,16 @@ def user_code_problem(what: str, exc: BaseException) -> str:
             f"code, not in simpy-astra: --debug shows its traceback")
 
 
-def unfit_call(fn: Any, *args: Any) -> str | None:
-    """``fn`` as it reads (``name(params)``) when it cannot be called with ``args`` as the run
-    will call it, else None: a registry checks a plug-in's function when it is registered, since
+def unfit_call(fn: Any, *args: Any, **kwargs: Any) -> str | None:
+    """``fn`` as it reads (``name(params)``) when it cannot be called with ``args`` (and
+    ``kwargs``) as the run will call it, else None: a registry checks a plug-in's function when it is registered, since
     a TypeError at the call names no line of the plug-in's. A builtin has nothing to read: None."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
     try:
-        signature.bind(*args)
+        signature.bind(*args, **kwargs)
     except TypeError:
         return f"{getattr(fn, '__qualname__', fn)}{signature}"
     return None
@@ -97,9 +97,25 @@ def users_entry(exc: BaseException) -> str | None:
     tb = exc.__traceback__
     while tb is not None and not is_users_file(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    if tb is None:
-        return None
-    frame = tb.tb_frame
+    return None if tb is None else _entered(tb.tb_frame)
+
+
+def users_inner_entry(exc: BaseException) -> str | None:
+    """Like :func:`users_entry`, for the user's code that the user's own code reached through
+    simpy-astra (an algorithm's ``ctx.send`` asking a backend, link model or topology of theirs
+    for a delay): the last entry into the user's code, when there were several; else None."""
+    entries, inside = [], False
+    tb = exc.__traceback__
+    while tb is not None:
+        users = is_users_file(tb.tb_frame.f_code.co_filename)
+        if users and not inside:
+            entries.append(tb.tb_frame)
+        inside, tb = users, tb.tb_next
+    return _entered(entries[-1]) if len(entries) > 1 else None
+
+
+def _entered(frame: Any) -> str:
+    """The user's function or method that ``frame`` runs, as :func:`users_entry` names it."""
     owner = frame.f_locals.get("self")
     module = frame.f_globals.get("__name__", "?")
     if frame.f_code.co_name == "<module>":
@@ -148,19 +164,27 @@ def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
                      f"{origin(obj)} under another name (or name it as module:attribute in the config)")
 
 
+#: simpy-astra's own folders (its top-level packages included)
+_OURS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), name) + os.sep
+              for name in ("simpy_astra", "collectives", "topologies", "workloads"))
+
+
+@cache
+def _stdlib() -> str:
+    """The standard library's folder: sysconfig expands it anew on every call (200 µs)."""
+    # deferred: only the user's code needs sysconfig; a clean run of ours does not load it
+    import sysconfig
+
+    return sysconfig.get_paths()["stdlib"] + os.sep
+
+
 def _theirs(filename: str) -> bool:
     """A traceback frame in the user's code: not the import machinery, not simpy-astra's own
     modules (its top-level folders included), not the standard library."""
-    # deferred: only an error in user code needs sysconfig; a clean run does not load it
-    import sysconfig
-
     if filename.startswith("<"):
         return False
-    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    mine = [os.path.join(ours, name) + os.sep for name in ("simpy_astra", "collectives", "topologies", "workloads")]
-    stdlib = sysconfig.get_paths()["stdlib"] + os.sep
     path = os.path.abspath(filename)
-    return not path.startswith((*mine, stdlib))
+    return not path.startswith(_OURS) and not path.startswith(_stdlib())
 
 
 def is_users_file(filename: str) -> bool:

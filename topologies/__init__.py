@@ -15,6 +15,7 @@ from simpy_astra.plugins import (
     claim,
     from_entry_point,
     import_object,
+    unfit_call,
     user_code_problem,
 )
 from simpy_astra.topologies.base import BasicTopology, CostPart
@@ -40,6 +41,9 @@ REGISTRY: dict[str, type[BasicTopology]] = {
     "Graph": GraphTopology,  # needs the network YAML's `graph` mapping
 }
 _OURS = frozenset(REGISTRY.values())
+#: the methods the backends call on a topology, with their arguments
+_CALLED_AS = {"hops": ("src", "dst"), "links": (), "route": ("src", "dst"), "link_params": ("src", "dst"),
+              "path_profile": ("src", "dst")}
 
 
 def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
@@ -53,6 +57,12 @@ def register(name: str, topology: type[BasicTopology]) -> type[BasicTopology]:
         raise TypeError(f"topology '{name}': {topology.__qualname__} does not define "
                         f"{', '.join(m + '()' for m in missing)}; a BasicTopology subclass must define "
                         f"hops(src, dst), links() and route(src, dst) (docs/collectives.md)")
+    for method, args in _CALLED_AS.items():  # a call that cannot bind fails before a line of theirs runs
+        fn = getattr(topology, method)
+        unfit = None if fn is getattr(BasicTopology, method) else unfit_call(fn, None, *args)
+        if unfit:
+            raise TypeError(f"topology '{name}': {unfit} cannot be called as {method}({', '.join(args)}) "
+                            f"(docs/collectives.md)")
     claim(REGISTRY, name, topology, "topology")
     REGISTRY[name] = topology
     return topology
@@ -109,6 +119,8 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
                 and (value > 0 if positive else value >= 0))
 
     class Checked(topology):  # type: ignore[valid-type, misc]
+        checks_answers = True  # a wrapper, not the user's own link_params (BasicTopology.path_profile)
+
         def hops(self, src: int, dst: int) -> int:
             value = super().hops(src, dst)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -126,8 +138,15 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
             off = next(((u, v) for u, v in zip(value, value[1:], strict=False) if (u, v) not in links), None)
             if off is not None:
                 raise wrong("route", (src, dst), value, f"a path along links(): {off} is not a link")
-            if self.hops(src, dst) != len(value) - 1:
-                raise wrong("route", (src, dst), value, f"a path of hops{(src, dst)} = {self.hops(src, dst)} "
+            if self.__dict__.get("_cross_checking"):  # hops() asked route(): compared by the outer call
+                return value
+            self.__dict__["_cross_checking"] = True
+            try:  # a hops() written as len(self.route(...)) - 1 comes back here once, unchecked
+                hops = self.hops(src, dst)
+            finally:
+                self.__dict__["_cross_checking"] = False
+            if hops != len(value) - 1:
+                raise wrong("route", (src, dst), value, f"a path of hops{(src, dst)} = {hops} "
                             f"links, as the congestion-unaware backend charges it (this one has {len(value) - 1})")
             return value
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,17 @@ class BasicTopology:
 
     def path_profile(self, src: int, dst: int) -> tuple[float, float]:
         """(summed link latency ns, slowest link GB/s) from ``src`` to ``dst``: what the
-        congestion-unaware backend charges. Uniform links: ``hops * latency``, ``bandwidth``."""
-        return self.hops(src, dst) * self.latency_ns, self.bandwidth_gbps
+        congestion-unaware backend charges. Uniform links: ``hops * latency``, ``bandwidth``;
+        a subclass that gives links their own ``link_params``: read along its ``route``, so
+        that every backend charges the links the link-level ones cross."""
+        if not self._own_link_params():
+            return self.hops(src, dst) * self.latency_ns, self.bandwidth_gbps
+        path = self.route(src, dst)
+        params = [self.link_params(u, v) for u, v in zip(path, path[1:], strict=False)]
+        return sum(latency for _, latency in params), min(bandwidth for bandwidth, _ in params)
+
+    def _own_link_params(self) -> bool:
+        return _defines_link_params(type(self))
 
     def device_label(self, device: int) -> int | str:
         """How reports name a device (switches may have names)."""
@@ -113,3 +123,11 @@ class BasicTopology:
         parts += [CostPart("switch", bw, c, radix) for (bw, radix), c in sorted(switches.items())]
         parts += [CostPart("nic", bw, c) for bw, c in sorted(nics.items())]
         return parts
+
+
+@cache
+def _defines_link_params(cls: type) -> bool:
+    """A class below :class:`BasicTopology` defines ``link_params`` (the checking wrapper of a
+    plug-in's class, ``checks_answers``, gives none of its own)."""
+    return any("link_params" in vars(c) for c in cls.__mro__
+               if c is not BasicTopology and not vars(c).get("checks_answers", False))

@@ -21,5 +21,6 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in kinds:
         what = f"unknown kind {argv[0]!r}" if argv else "give the kind of workload to generate"
         raise InputError(f"generate: {what}; use one of {', '.join(kinds)} "
-                         f"(e.g. simpy-astra generate microbench --help)")
+                         f"(e.g. simpy-astra generate microbench --help); a generator of your own runs from a "
+                         f"scenario, workload: {{generate: module:function, ...}} (docs/generators.md)")
     return importlib.import_module(kinds[argv[0]]).main(argv[1:])

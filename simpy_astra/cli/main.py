@@ -222,6 +222,13 @@ def _print_users_traceback(exc: BaseException, debug: bool) -> None:
             traceback.print_exception(original, file=sys.stderr)
             return
         seen = seen.__cause__ or seen.__context__
+    import traceback
+
+    from simpy_astra.plugins import engine_original, is_users_file
+
+    original = engine_original(exc)  # a misuse our code caught inside theirs: ctx.send(99, ...)
+    if any(is_users_file(frame.filename) for frame in traceback.extract_tb(original.__traceback__)):
+        traceback.print_exception(original, file=sys.stderr)
 
 
 def _silence_stdout() -> None:

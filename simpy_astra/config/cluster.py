@@ -277,7 +277,7 @@ def _with_units(mapping: dict, where: str) -> tuple[dict, dict[str, str]]:
     """``mapping`` under the names with units (:data:`OLD_KEYS` renamed), and each name -> the
     name as written. An older name beside its new one is one field given twice, refused as YAML
     refuses a key written twice (the later silently won); a sweep's axis in one name over a base
-    in the other replaces the base's (:func:`simpy_astra.sweep.spec.set_path`)."""
+    in the other replaces the base's (:func:`simpy_astra.sweep.base_scenario.set_path`)."""
     renamed: dict[Any, Any] = {}
     written: dict[str, str] = {}
     for key, value in mapping.items():

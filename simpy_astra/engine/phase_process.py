@@ -22,8 +22,10 @@ sub-process of the phase at once (a :class:`PhaseProcess` too).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Generator
+from types import CodeType
 from typing import Any
 
 import simpy
@@ -33,7 +35,66 @@ from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
 from simpy_astra.plugins import is_users_file
 
-__all__ = ["PhaseProcess", "Signal"]
+__all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm", "users_code"]
+
+#: how often a user's algorithm may be resumed in one instant of simulated time: a loop over
+#: events that take no time (``ctx.wait(0)``, ``env.timeout(0)``, an event already waited on)
+#: would otherwise hold the clock for ever, and the stall watchdog, which wakes at later
+#: instants, would never run. A phase resumes once per event it waits on, and no algorithm
+#: waits on this many in one instant (a direct all-to-all on 16,384 NPUs: 16,383).
+ZERO_TIME_RESUMES = 100_000
+#: how many messages (sends and receives) one phase of a user's algorithm may post in one
+#: instant: a loop that posts without yielding never gives SimPy the control back (it grew by
+#: 100 MB a second); a direct all-to-all of 16,384 NPUs posts 32,766
+POSTS_PER_INSTANT = 100_000
+
+
+#: whether a function's code is the user's, decided once per function (code object) and shared
+#: by all its phases: bounded by the functions defined, not by the phases run (a cache keyed
+#: by per-phase objects held every phase alive, and ``is_users_file`` per phase took 300 µs)
+_USERS_CODE: dict[CodeType, bool] = {}
+
+
+def users_code(code: CodeType) -> bool:
+    """``code`` (a function's or generator's) is in the user's file; looked up once per code."""
+    users = _USERS_CODE.get(code)
+    if users is None:
+        users = _USERS_CODE[code] = is_users_file(code.co_filename)
+    return users
+
+
+def users_algorithm(algorithm: Any) -> bool:
+    """``algorithm`` (a phase's run function, through its wrappers and partials) is in the
+    user's code (a callable without code of its own, a builtin, is not)."""
+    while True:
+        if isinstance(algorithm, functools.partial):
+            algorithm = algorithm.func
+        elif (inner := getattr(algorithm, "__wrapped__", None)) is not None:
+            algorithm = inner
+        else:
+            break
+    code = getattr(algorithm, "__code__", None)
+    return code is not None and users_code(code)
+
+
+class PostCount:
+    """The messages a user's phase posted in the current instant."""
+
+    __slots__ = ("instant", "count")
+
+    def __init__(self) -> None:
+        self.instant, self.count = -1, 0
+
+    def too_many(self, now: float) -> bool:
+        if now != self.instant:
+            self.instant, self.count = now, 0
+        self.count += 1
+        return self.count > POSTS_PER_INSTANT
+
+    def problem(self, now: float) -> str:
+        return (f"{POSTS_PER_INSTANT:,} messages posted at {now:,} ns without time passing: a loop that sends "
+                f"or receives without yielding never ends; yield what it waits for (yield ctx.recv(...)) or "
+                f"end the loop")
 
 
 def innermost(generator: Any) -> Any:
@@ -58,15 +119,22 @@ def describe(algorithm: Any) -> str:
 class PhaseProcess(Signal, simpy.Process):
     """Runs ``generator`` as a process that starts now (not one queue entry later, as
     ``env.process`` would) and is resumed by the events it yields in the instant they
-    happen; an event itself, fired with the generator's return value."""
+    happen; an event itself, fired with the generator's return value.
 
-    def __init__(self, env: simpy.Environment, generator: Generator) -> None:
+    ``users``: the generator runs the user's code, whose resumes in one instant are counted;
+    ours always let time pass and are never counted (a phase's sub-processes, thousands per
+    collective, are its algorithm's: decided once, for the algorithm's function)."""
+
+    _instant, _resumes = -1.0, 0  # the user's resumes counted in the instant ``_instant``
+
+    def __init__(self, env: simpy.Environment, generator: Generator, users: bool = False) -> None:
         if not hasattr(generator, "throw"):
             raise TypeError(f"a collective algorithm must be a generator function (got {generator!r})")
         self.env = env
         self.callbacks = []
         self._generator = generator
         self._target: Event | None = None
+        self._users = users
         self.step(None)
 
     def step(self, value: Any, error: BaseException | None = None) -> None:
@@ -74,6 +142,8 @@ class PhaseProcess(Signal, simpy.Process):
         its next wait."""
         gen = self._generator
         while True:
+            if self._users:
+                self._count_resume()
             try:
                 if error is None:
                     event = gen.send(value)
@@ -105,6 +175,20 @@ class PhaseProcess(Signal, simpy.Process):
             event.callbacks.append(self._processed)
             return
 
+    def _count_resume(self) -> None:
+        """One more resume of the user's generator; too many in one instant is a loop that
+        never lets time pass, stopped in one line naming the algorithm."""
+        now = self.env.now
+        if now != self._instant:
+            self._instant, self._resumes = now, 0
+        self._resumes += 1
+        if self._resumes > ZERO_TIME_RESUMES:
+            raise CollectiveError(f"collective algorithm {describe(self._generator)} was resumed "
+                                  f"{ZERO_TIME_RESUMES:,} times at {now:,} ns without simulated time passing: "
+                                  f"a loop over events that take no time (ctx.wait(0), env.timeout(0), an event "
+                                  f"it already waited on) never ends; wait for a message or a time > 0, or "
+                                  f"end the loop")
+
     def _processed(self, event: Event) -> None:
         if event.ok:
             self.step(event.value)
@@ -120,7 +204,7 @@ class PhaseProcess(Signal, simpy.Process):
         """The algorithm is the user's own (its innermost generator is in the user's file), not
         one of ours (ring, direct, a custom ET or MSCCL collective), whose phases always end."""
         code = getattr(innermost(self._generator), "gi_code", None)
-        return code is not None and is_users_file(code.co_filename)
+        return code is not None and users_code(code)
 
     @property
     def is_alive(self) -> bool:

@@ -27,7 +27,7 @@ from simpy_astra.collectives.base import (
     CollectiveError,
 )
 from simpy_astra.collectives.logical import LogicalDim, dimension_ring
-from simpy_astra.engine.phase_process import PhaseProcess, Signal, describe
+from simpy_astra.engine.phase_process import PhaseProcess, PostCount, Signal, describe, users_algorithm
 from simpy_astra.engine.probes import Probed
 from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.errors import InputError
@@ -78,7 +78,7 @@ class Phase:
     __slots__ = (
         "system", "stream", "kind", "size_bytes", "final_bytes", "queue_id", "direction", "members",
         "index", "window", "local", "npu_id", "algorithm", "args", "env", "clock", "network",
-        "_endpoint_ns", "process",
+        "_endpoint_ns", "process", "_posts",
     )
 
     def __init__(self, system: SystemLayer, kind: str, size_bytes: int, final_bytes: int,
@@ -103,11 +103,12 @@ class Phase:
         self.algorithm = algorithm
         self.args = args
         self.process: PhaseProcess | None = None  # the algorithm's process once started
+        self._posts = PostCount() if users_algorithm(algorithm) else None  # ours always yield
 
     # -- driven by the system layer
     def start(self) -> None:
         generator = self.algorithm(self, *self.args)
-        run = self.process = PhaseProcess(self.env, generator)
+        run = self.process = PhaseProcess(self.env, generator, self._posts is not None)
         if run.fired:  # a phase takes time: no native algorithm ends before its first wait
             raise CollectiveError(f"collective algorithm {describe(self.algorithm)} returned before it yielded "
                                   f"anything; a collective phase waits for at least one event (yield "
@@ -148,6 +149,8 @@ class Phase:
         if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
             self._check_peer("send", dst, size_bytes)
+        if self._posts is not None and self._posts.too_many(self.env.now):
+            raise self._misuse(f"send({dst}, ...)", self._posts.problem(self.env.now))
         arrived = Signal(self.env)
         tag = self.stream.tag if tag is None else self._tag("send", tag)
         self.network.send(self.npu_id, dst, tag, size_bytes, self._sent, arrived)
@@ -167,6 +170,8 @@ class Phase:
         if type(src) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= src < self.system.total_npus or src == self.npu_id:
             self._check_peer("recv", src, size_bytes)
+        if self._posts is not None and self._posts.too_many(self.env.now):
+            raise self._misuse(f"recv({src}, ...)", self._posts.problem(self.env.now))
         received = Signal(self.env)
         tag = self.stream.tag if tag is None else self._tag("recv", tag)
         self.network.recv(self.npu_id, src, tag, size_bytes, self._received, received)
@@ -204,7 +209,7 @@ class Phase:
         return later
 
     def spawn(self, generator) -> PhaseProcess:
-        return PhaseProcess(self.env, generator)
+        return PhaseProcess(self.env, generator, self._posts is not None)  # the user's if the phase is
 
     def signal(self) -> Signal:
         return Signal(self.env)

@@ -220,6 +220,11 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
                               f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; return a "
                               f"simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, "
                               f"docs/backends.md)")
+        delay = getattr(network, "message_delay_ns", None)  # the hook a backend of one's own overrides
+        unfit = unfit_call(delay, None, None, None) if callable(delay) else None
+        if unfit:  # else the first send fails at the call, before a line of theirs runs
+            raise PluginError(f"network backend '{name}': {unfit} cannot be called as message_delay_ns(src, dst, "
+                              f"size_bytes) (docs/backends.md)")
         return network
 
     return checked

@@ -21,6 +21,9 @@ def relabel(text: str, where: str) -> str:
     ``/tmp/simpy-astra-x/system.json: field 'f'`` -> ``SWEEP: point ...: system: field 'f'``."""
     tmp = re.escape(os.path.realpath(tempfile.gettempdir())) + "|" + re.escape(tempfile.gettempdir())
     text = re.sub(rf"(?:{tmp})/simpy-astra-point-[^/\s]+/scenario\.yaml", where, text)
+    # a point's folder among the folders searched for plug-ins: the user never made it
+    text = re.sub(rf", (?:{tmp})/(?:simpy-astra-[^/\s,]+/)*?(?:worker-[^/\s,]+/)?simpy-astra-point-[^/\s,)]+(?=[\s,)])",
+                  "", text)
     return re.sub(rf"(?:{tmp})/simpy-astra-[^/\s]+/(\w+)\.(?:json|yml|yaml)", rf"{where}: \1", text)
 
 

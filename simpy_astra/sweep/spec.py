@@ -42,13 +42,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, PRESET_DIR, Gpu, check_field
+from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, Gpu, check_field
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import (
     nearest_key,
-    read_yaml_file,
     refuse_unknown_keys,
-    short_path,
     show_value,
 )
 from simpy_astra.config.scenario import SCENARIO_KEYS
@@ -59,6 +57,7 @@ from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis
+from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
 from simpy_astra.sweep.expressions import Expression, parse_expression
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
@@ -72,7 +71,7 @@ from simpy_astra.sweep.megatron_args import (
     words_of,
 )
 from simpy_astra.sweep.megatron_args import names as flag_names
-from simpy_astra.workloads.generated import GENERATORS, resolve_paths
+from simpy_astra.workloads.generated import GENERATORS
 
 # figures every point reports (see point.py); expressions may use them
 # peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
@@ -92,7 +91,8 @@ DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb"
 #: a sweep of Megatron jobs answers in the job's own figures (``run`` prints them first)
 MEGATRON_REPORT = ("iteration_time_ns", "tflops_per_gpu", "mfu", "memory_per_gpu_gib", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
-FILE_KEYS = {"system": "json", "network": "yaml", "remote_memory": "json", "comm_groups": "json"}
+
+
 @dataclass(frozen=True)
 class Point:
     key: str  # stable hash of the coordinates
@@ -338,15 +338,6 @@ def megatron_args_of(scenario: dict[str, Any]) -> Any:
     return None
 
 
-def absolute_preset(value: Any, folder: str) -> Any:
-    """A cluster preset named by a relative path (``./my.yaml``) as ``run`` finds it: beside the
-    file that names it (a point runs from a temporary folder); a preset's name stays a name."""
-    if (isinstance(value, str) and value.endswith((".yaml", ".yml")) and not os.path.isabs(value)
-            and not os.path.exists(os.path.join(PRESET_DIR, f"{value}.yaml"))):
-        return os.path.join(folder, value)
-    return value
-
-
 #: ``package.module:attribute``, the way a config names a plug-in's algorithm or topology
 PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -366,108 +357,6 @@ def inputs_digest(digests: dict[str, str]) -> str:
 def point_key(coords: dict[str, Any]) -> str:
     text = json.dumps(coords, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
-    """``doc[a][b][c] = value`` for ``a.b.c``; a scalar on a list field fills every element.
-    A number indexes a list: ``jobs.1.npus``, ``system.npu-groups.0.peak-perf``."""
-    parts = dotted.split(".")
-    node: Any = doc
-    for i, part in enumerate(parts[:-1]):
-        if isinstance(node, list):
-            child = node[_index(node, part, parts, i, dotted, where)]
-        else:
-            child = node.setdefault(part, {})
-        if not isinstance(child, dict | list):
-            raise InputError(f"{where}: '{'.'.join(parts[:i + 1])}' is {child!r}, not a mapping, so "
-                             f"'{dotted}' cannot be set")
-        node = child
-    last: Any = parts[-1]
-    if isinstance(node, list):
-        last = _index(node, last, parts, len(parts) - 1, dotted, where)
-        current = node[last]
-    else:
-        current = node.get(last)
-    if isinstance(current, list) and not isinstance(value, list):
-        value = [value] * len(current)  # e.g. one bandwidth for every network dimension
-    if parts[0] == "cluster" and isinstance(node, dict):  # a field the base wrote under its other name
-        for old, new in OLD_KEYS.items():
-            if last in (old, new):
-                node.pop(new if last == old else old, None)
-    node[last] = value
-
-
-def _index(items: list, part: str, parts: list[str], i: int, dotted: str, where: str) -> int:
-    """``part`` as an index into the list ``'.'.join(parts[:i])``."""
-    if not part.isdigit() or int(part) >= len(items):
-        raise InputError(f"{where}: '{'.'.join(parts[:i])}' is a list of {len(items)}, so '{dotted}' needs "
-                         f"an index 0..{len(items) - 1} after it (got '{part}')")
-    return int(part)
-
-
-def _load_yaml(path: str, where: str, what: str) -> Any:
-    """A YAML (or JSON: JSON is YAML too) file read as ``run`` reads it (YAML 1.2, duplicate keys,
-    depth and alias bounds); a missing file names where the sweep names it."""
-    if path and not os.path.lexists(path) and len(path) < 4096 and "\0" not in path:
-        raise InputError(f"{short_path(where)}: file {short_path(path)} does not exist")
-    if path != where and os.path.isdir(path):
-        raise InputError(f"{short_path(where)}: {short_path(path)} is a directory; name the {what} file in it")
-    return read_yaml_file(path, what)
-
-
-def _resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> tuple[dict[str, Any], str]:
-    """The base scenario as one mapping: relative paths made absolute, and every file an axis
-    reaches into inlined (so the axis can set a field in it); and the folder it sits in (its
-    user modules are found there, as ``run`` finds them)."""
-    where = f"{spec_path}: base"
-    if isinstance(raw, str):
-        scenario_path = raw if os.path.isabs(raw) else os.path.join(os.path.dirname(spec_path), raw)
-        doc = _load_yaml(scenario_path, where, "base scenario")
-        base_dir = os.path.dirname(os.path.abspath(scenario_path))
-    elif isinstance(raw, dict):
-        doc, base_dir = copy.deepcopy(raw), os.path.dirname(os.path.abspath(spec_path))
-    else:
-        raise InputError(f"{where}: give a scenario file path or an inline scenario mapping")
-    if not isinstance(doc, dict) or ("workload" not in doc and "jobs" not in doc):
-        raise InputError(f"{where}: the base scenario must be a mapping with workload (or jobs), system, network")
-    if isinstance(doc.get("jobs"), list):  # each job's workload and system, as above for the scenario's
-        _resolve_jobs(doc["jobs"], base_dir)
-    if isinstance(doc.get("cluster"), dict) and "preset" in doc["cluster"]:  # ./my.yaml beside the scenario
-        doc["cluster"] = {**doc["cluster"], "preset": absolute_preset(doc["cluster"]["preset"], base_dir)}
-    if isinstance(doc.get("workload"), dict):  # a generator's input files, e.g. gemm's mnk CSV
-        doc["workload"] = resolve_paths(doc["workload"], base_dir)
-    reached = {p.split(".")[0] for p in axis_paths if "." in p}
-    for key in ("workload", *FILE_KEYS):
-        value = doc.get(key)
-        if not isinstance(value, str):
-            continue
-        path = value if os.path.isabs(value) else os.path.join(base_dir, value)
-        if key in reached:
-            if key == "workload":
-                raise InputError(f"{spec_path}: axes: 'workload.*' needs a generated workload in the base "
-                                 f"(workload: {{generate: NAME, ...}}), not the ET prefix {value}")
-            doc[key] = _load_yaml(path, f"{where}: {key}", f"{key} file")
-        else:
-            doc[key] = path
-    return doc, base_dir
-
-
-def _resolve_jobs(jobs: list, base_dir: str) -> None:
-    """A base scenario's jobs with absolute paths (a point runs from a temporary folder); a
-    job's system file is inlined so that ``jobs.N.system.KEY`` may be an axis."""
-    for job in jobs:
-        if not isinstance(job, dict):
-            continue
-        workload = job.get("workload")
-        if isinstance(workload, dict):
-            job["workload"] = resolve_paths(workload, base_dir)
-        elif isinstance(workload, str) and not os.path.isabs(workload):
-            job["workload"] = os.path.join(base_dir, workload)
-        for key in ("system", "comm_groups"):
-            value = job.get(key)
-            if isinstance(value, str):
-                path = value if os.path.isabs(value) else os.path.join(base_dir, value)
-                job[key] = _load_yaml(path, f"job {job.get('name')}: {key}", f"{key} file") if key == "system" else path
 
 
 def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
@@ -503,7 +392,7 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
 def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     """The sweep YAML at ``path``; ``plugins`` (``sweep --plugin``) join the base scenario's
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
-    doc = _load_yaml(path, path, "sweep YAML")
+    doc = load_yaml(path, path, "sweep YAML")
     if not isinstance(doc, dict):
         got = "is empty (no YAML in it)" if doc is None else f"holds a {type(doc).__name__}, not fields"
         raise InputError(f"{path}: {got}; a sweep is a mapping with base: (a scenario, or its file) and axes: "
@@ -533,7 +422,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
     check_overlaps(path, axes, _field_of)
-    base, base_dir = _resolve_base(doc["base"], path, axis_paths)
+    base, base_dir = resolve_base(doc["base"], path, axis_paths)
     if plugins:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))

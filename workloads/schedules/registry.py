@@ -14,7 +14,7 @@ from pathlib import Path
 from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
-from simpy_astra.workloads.schedules.task import PLACEMENTS, Kind, Schedule, Task, placement
+from simpy_astra.workloads.schedules.task import PLACEMENTS, Kind, Schedule, Task, placement, takes_costs
 from simpy_astra.workloads.schedules.zero_bubble import zb_h1
 from simpy_astra.workloads.schedules.zero_bubble_v import zb_v
 
@@ -34,10 +34,11 @@ def register(name: str, schedule: Schedule) -> Schedule:
     if not callable(schedule):
         raise TypeError(f"pipeline schedule {name!r}: {schedule!r} is not a function "
                         f"fn(stage, pp, micro_batches, chunks) returning Task lists")
-    unfit = unfit_call(schedule, 0, 1, 1, 1)
+    costs = takes_costs(schedule)  # then the generator passes costs=PassCosts(...) too
+    unfit = unfit_call(schedule, 0, 1, 1, 1, **({"costs": None} if costs else {}))
     if unfit:
         raise TypeError(f"pipeline schedule {name!r}: {unfit} cannot be called as fn(stage, pp, micro_batches, "
-                        f"chunks)")
+                        f"chunks{', costs=...' if costs else ''})")
     if placement(schedule) not in PLACEMENTS:
         raise TypeError(f"pipeline schedule {name!r}: chunk_placement {placement(schedule)!r} is none of "
                         f"{', '.join(map(repr, PLACEMENTS))}")

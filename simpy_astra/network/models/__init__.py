@@ -25,7 +25,7 @@ from simpy_astra.network.models.ecn import EcnLink
 from simpy_astra.network.models.process_link import ProcessLink
 from simpy_astra.network.models.strict_priority import StrictPriorityLink
 from simpy_astra.network.switch import SwitchElement
-from simpy_astra.plugins import PluginError, claim, from_entry_point, import_object
+from simpy_astra.plugins import PluginError, claim, from_entry_point, import_object, unfit_call
 
 LINKS_GROUP = "simpy_astra.links"
 SWITCHES_GROUP = "simpy_astra.switches"
@@ -54,7 +54,20 @@ def _checked(name: str, model: Any, base: type) -> type:
     if not isinstance(model, type) or not issubclass(model, base):
         raise PluginError(f"network model '{name}': {model!r} does not derive from {base.__module__}."
                           f"{base.__qualname__} (the contract in simpy_astra/network/README.md)")
+    for method, args in (LINK_POLICY if base is LinkElement else SWITCH_POLICY).items():
+        fn = getattr(model, method, None)
+        if fn is getattr(base, method):
+            continue  # the base's own
+        unfit = unfit_call(fn, None, *args) if callable(fn) else f"{method} = {fn!r}"
+        if unfit:  # a call that cannot bind fails before any line of theirs runs: name it now
+            raise PluginError(f"network model '{name}': {unfit} cannot be called as "
+                              f"{method}({', '.join(args)}) (the contract in simpy_astra/network/README.md)")
     return model
+
+
+#: the policy methods a model may override, and the arguments the element calls them with
+LINK_POLICY = {"hold_ns": ("item",), "enqueue": ("item",), "dequeue": (), "run": ()}
+SWITCH_POLICY = {"release_ns": ("item", "arrived_ns"), "receive": ("item",), "run": ()}
 
 
 def lookup_link(name: str) -> type:
