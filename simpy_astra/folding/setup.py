@@ -170,7 +170,7 @@ class FoldSetup:
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
                     xor_algorithms=xor_algorithms, links=how == "links",
-                    nccl_sets=backend.times_nccl and getattr(network_config, "nccl", None) is not None
+                    nccl_sets=backend.times_nccl and network_config is not None and network_config.nccl is not None
                     and TIMED >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER})
         if all(a == {0} for a in allowed) and not setup.xor_possible:
             return no("no shift of any network dimension keeps its delays" if how == "pairs" else
