@@ -30,14 +30,22 @@ def _not_stdout(path: str, flag: str, kind: str) -> None:
                          f"give a {kind} path")
 
 
+def _given(path: str | None, flag: str, kind: str) -> bool:
+    """Whether an output ``path`` was given (None: not asked for), refusing one no ``kind``
+    could be written at: empty, ``-``, or a name the system does not accept."""
+    if path is None:
+        return False
+    if not path:
+        raise InputError(f"{flag}: must be a {kind} path (got an empty string)")
+    _not_stdout(path, flag, kind)
+    _name_fits(path, flag)
+    return True
+
+
 def _writable_file(path: str | None, flag: str) -> None:
     """Refuse an output file that cannot be written, before the run (not after minutes of it)."""
-    if path is None:
+    if not _given(path, flag, "file"):
         return
-    if not path:
-        raise InputError(f"{flag}: must be a file path (got an empty string)")
-    _not_stdout(path, flag, "file")
-    _name_fits(path, flag)
     from simpy_astra.infra import files
 
     files.check_output(path, flag)  # a FIFO, a device, one of the run's inputs, a missing folder
@@ -45,12 +53,8 @@ def _writable_file(path: str | None, flag: str) -> None:
 
 def writable_dir(path: str | None, flag: str) -> None:
     """A folder that exists and is writable, or can be made (its nearest existing parent is)."""
-    if path is None:
+    if not _given(path, flag, "folder"):
         return
-    if not path:
-        raise InputError(f"{flag}: must be a folder path (got an empty string)")
-    _not_stdout(path, flag, "folder")
-    _name_fits(path, flag)
     existing = path
     while not os.path.exists(existing):
         existing = os.path.dirname(existing.rstrip(os.sep)) or "."
