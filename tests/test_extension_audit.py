@@ -75,6 +75,19 @@ def cli(folder: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+def error_line_of_all_reduce(folder: Path, module: str, algorithm: str) -> str:
+    """Run an 8-NPU 1 MiB all-reduce by ``algorithm`` (``algos:NAME``) of ``module`` (written as
+    algos.py) and return the one line it stops in: exit 2, no traceback."""
+    (folder / "algos.py").write_text(module)
+    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
+    path = write_scenario(folder, workload, "FullyConnected", 8, system={"all-reduce-implementation": [algorithm]})
+    done = cli(folder, "run", path.name)
+    assert done.returncode == 2, done.stderr[-800:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
+    return lines[0]
+
+
 def finished(stdout: str) -> list[int]:
     return [int(line.split()[2]) for line in stdout.splitlines() if " finished, " in line]
 
@@ -161,16 +174,9 @@ def test_a_collective_that_loops_without_time_passing_is_one_line_not_a_hang(tmp
     """A loop over events that take no time held the clock at one instant: the stall
     watchdog, which wakes at later instants, never ran, and the run hung (ctx.wait(0) also
     grew to 4.7 GB in a minute). It stops in one line naming the user's function and file."""
-    (tmp_path / "algos.py").write_text(ALGOS)
-    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
-    path = write_scenario(tmp_path, workload, "FullyConnected", 8,
-                          system={"all-reduce-implementation": [f"algos:{algorithm}"]})
-    done = cli(tmp_path, "run", path.name)
-    assert done.returncode == 2, done.stderr[-800:]
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
-    assert lines[0].startswith(f"error: collective algorithm '{algorithm}' ({tmp_path / 'algos.py'}:")
-    assert "without simulated time passing" in lines[0]
+    line = error_line_of_all_reduce(tmp_path, ALGOS, f"algos:{algorithm}")
+    assert line.startswith(f"error: collective algorithm '{algorithm}' ({tmp_path / 'algos.py'}:")
+    assert "without simulated time passing" in line
 
 
 #: a backend of one's own (docs/backends.md, "A backend of your own"), unlike the LogGP example:
@@ -211,16 +217,9 @@ def test_a_collective_that_posts_for_ever_without_yielding_is_one_line_not_a_han
     """A loop of ctx.send without a yield never gave SimPy the control back: the run hung and
     grew by 100 MB a second. 100,000 messages posted by one phase in one instant stop it in
     one line naming the function, its file and the call."""
-    (tmp_path / "algos.py").write_text(ALGOS)
-    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
-    path = write_scenario(tmp_path, workload, "FullyConnected", 8,
-                          system={"all-reduce-implementation": ["algos:posts_for_ever"]})
-    done = cli(tmp_path, "run", path.name)
-    assert done.returncode == 2, done.stderr[-800:]
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
-    assert lines[0].startswith(f"error: NPU 0: collective algorithm 'posts_for_ever' ({tmp_path / 'algos.py'}:")
-    assert "ctx.send(1, ...): 100,000 messages posted at 0 ns without time passing" in lines[0]
+    line = error_line_of_all_reduce(tmp_path, ALGOS, "algos:posts_for_ever")
+    assert line.startswith(f"error: NPU 0: collective algorithm 'posts_for_ever' ({tmp_path / 'algos.py'}:")
+    assert "ctx.send(1, ...): 100,000 messages posted at 0 ns without time passing" in line
 
 
 def test_ones_own_backend_by_its_spec_name_under_ones_own_algorithm(tmp_path):

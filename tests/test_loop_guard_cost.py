@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.engine.phase_process import PhaseProcess, PostCount
-from tests.test_extension_audit import cli, write_scenario
+from tests.test_extension_audit import error_line_of_all_reduce
 from tests.test_reference_parity import simulate_case
 
 CASES = [
@@ -60,13 +60,6 @@ SPAWNS = textwrap.dedent('''
 def test_a_users_sub_process_that_loops_without_time_passing_is_one_line(tmp_path: Path) -> None:
     """The sub-process is counted as its phase is: the user's; the run stops in one line (the
     stall watchdog, which wakes at later instants, would never run)."""
-    (tmp_path / "algos.py").write_text(SPAWNS)
-    workload = {"generate": "microbench", "collective": "all_reduce", "size": 2**20, "num_npus": 8}
-    path = write_scenario(tmp_path, workload, "FullyConnected", 8,
-                          system={"all-reduce-implementation": ["algos:spins_in_a_sub_process"]})
-    done = cli(tmp_path, "run", path.name)
-    assert done.returncode == 2, done.stderr[-800:]
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-800:]
-    assert lines[0].startswith("error: collective algorithm 'spins_in_a_sub_process.<locals>.spin' (")
-    assert "100,000 times at 0 ns without simulated time passing" in lines[0]
+    line = error_line_of_all_reduce(tmp_path, SPAWNS, "algos:spins_in_a_sub_process")
+    assert line.startswith("error: collective algorithm 'spins_in_a_sub_process.<locals>.spin' (")
+    assert "100,000 times at 0 ns without simulated time passing" in line
