@@ -58,7 +58,7 @@ def canonical_path(dotted: str) -> str:
 
 def is_switch(flag: str) -> bool:
     """``flag`` takes no value: a modelled switch, or one of Megatron-LM's that the simulator
-    accepts without modelling (``--no-overlap-p2p-communication``, ``--moe-grouped-gemm``)."""
+    accepts without modelling (``--no-persist-layer-norm``, ``--batch-p2p-communication``)."""
     action = _actions().get(flag)
     return action.nargs == 0 if action is not None else flag in SWITCHES
 

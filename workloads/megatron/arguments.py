@@ -194,6 +194,9 @@ def parser() -> argparse.ArgumentParser:
     _bool(p, "--bias-swiglu-fusion", help="(default) bias and SwiGLU in one kernel")
     _bool(p, "--no-bias-dropout-fusion", help="bias, dropout and residual add as separate kernels")
     _bool(p, "--no-scatter-gather-tensors-in-pipeline", help="pipeline sends carry the whole activation")
+    _bool(p, "--no-overlap-p2p-communication", help="interleaved 1F1B: each gradient send waited at once (by "
+                                                    "default the next backward runs beside it)")
+    _bool(p, "--overlap-p2p-communication", help="(default since Megatron-LM 2023-10; the older opt-in name)")
     _bool(p, "--use-tp-pp-dp-mapping", help="ranks in the order tp, cp, pp, dp (Megatron's tp-cp-ep-pp-dp): a stage's neighbours tp x cp ranks away, data-parallel replicas tp x cp x pp apart")
     _bool(p, "--untie-embeddings-and-output-weights", help="separate output layer (no embedding all-reduce)")
     _bool(p, "--group-query-attention", help="grouped-query attention (with --num-query-groups)")
@@ -511,6 +514,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         cp_comm_types=cp_comm, cp_a2a=cp_a2a, masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
         scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
+        overlap_p2p_comm=virtual > 1 and not legacy and not a.no_overlap_p2p_communication,
         pp_before_dp=a.use_tp_pp_dp_mapping and pp > 1,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,

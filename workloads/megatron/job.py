@@ -131,6 +131,9 @@ class MegatronJob:
     #: ``--use-tp-pp-dp-mapping``: ranks in Megatron's 'tp-cp-ep-pp-dp' order (stages before
     #: data-parallel replicas) instead of its default 'tp-cp-ep-dp-pp'
     pp_before_dp: bool = False
+    #: interleaved 1F1B's ``overlap_p2p_comm`` (Megatron-LM's default since 2023-10, off with
+    #: ``--no-overlap-p2p-communication``): a gradient send is waited after the next backward
+    overlap_p2p_comm: bool = False
     #: ``--grad-reduce-in-bf16`` with bf16: gradients accumulated and reduced in bf16
     grads_in_bf16: bool = False
     #: ``--accumulate-allreduce-grads-in-fp32`` with fp16: an fp32 gradient buffer and reduction

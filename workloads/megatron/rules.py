@@ -214,7 +214,7 @@ def _pipeline(a: argparse.Namespace, gpus: int, others: dict, where: str) -> Non
         _even(a, where)
     if virtual_stages(a) == 1:
         return
-    legacy = a.ddp_impl is not None or "--no-overlap-p2p-communication" in others
+    legacy = a.ddp_impl is not None or a.no_overlap_p2p_communication
     if pp < (3 if legacy else 2):
         why = ("with --DDP-impl (2021) or --no-overlap-p2p-communication, pipeline-model-parallel size should be "
                "greater than 2" if legacy else "pipeline-model-parallel size should be greater than 1")

@@ -10,7 +10,10 @@ own, one per communicator kind (``comm_stream`` in the trace: ``tp``, ``cp``, ``
 - tensor-parallel collectives are waited for by the compute after them (the async input-
   gradient all-reduce and ``--tp-comm-overlap`` run beside the next GEMMs instead);
 - pipeline receives are posted at once; the compute that reads one waits for it, and a send
-  is waited for by the next task (Megatron's point-to-point calls are synchronous);
+  is waited for by the next task (Megatron's point-to-point calls are synchronous), except
+  interleaved 1F1B's gradient sends under ``overlap_p2p_comm`` (Megatron-LM's default):
+  each is waited after the stage's next backward, which runs beside it (its activation sends
+  are waited at once, to free the output: ``deallocate_pipeline_outputs``);
 - data-parallel gradient sync: with ``--DDP-impl torch`` or ``--overlap-grad-reduce``, a
   bucket's collective starts as soon as a chunk's last backward of the step (its last weight
   gradient, when the schedule splits backwards) has produced its gradients and runs beside the
@@ -210,9 +213,12 @@ class StageSchedule:
         """Unique per (micro-batch, chunk boundary, direction), equal on both ends."""
         return 1 + 2 * (mb * self.job.pp * self.chunks + boundary) + int(backward)
 
-    def send(self, name: str, size: int, peer: int, tag: int) -> None:
+    def send(self, name: str, size: int, peer: int, tag: int, block: bool = True) -> int:
         op = Op(name, SEND, list(self.tail), [], [], comm_size=size, peer_stage=peer, tag=tag, stream="pp")
-        self.tail = [self.g.add(op)]
+        gid = self.g.add(op)
+        if block:
+            self.tail = [gid]
+        return gid
 
     def recv(self, name: str, size: int, peer: int, tag: int) -> None:
         op = Op(name, RECV, [], [], [], comm_size=size, peer_stage=peer, tag=tag)
@@ -435,6 +441,10 @@ class StageSchedule:
         started: set[int] = set()
         tasks = self.tasks()
         last_grads = {t.chunk: i for i, t in enumerate(tasks) if t.kind in (Kind.BACKWARD, Kind.BACKWARD_WEIGHT)}
+        # overlap_p2p_comm: the gradient send in flight, waited after the next backward
+        # (``pp_post_backward`` in Megatron-Core's interleaved schedule) or at the step's end
+        async_grad_sends = job.overlap_p2p_comm and job.schedule_name == "interleaved-1f1b"
+        in_flight: list[int] = []
         for index, task in enumerate(tasks):
             kind, mb, chunk = task
             place = job.chunk_place(self.stage, chunk)
@@ -463,8 +473,14 @@ class StageSchedule:
                 if final:
                     for dim in ("dp", "edp"):
                         self._flush_bucket(p, dim)
+                self.tail += in_flight
+                in_flight = []
                 if inputs and prv:
-                    self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True))
+                    gid = self.send(f"{p}.send_gradient", act, prv, self._tag(mb, g - 1, True),
+                                    block=not async_grad_sends)
+                    if async_grad_sends:
+                        in_flight = [gid]
+        self.tail += in_flight
         self._finish_step()
         return self.g
 
