@@ -29,7 +29,7 @@ parallelism with TP communication overlap (userbuffers), and the pipeline split 
 405B's 126 layers are split with the embedding and the loss counted as layers
 (``account_for_{embedding,loss}_in_pipeline_split`` in ``llama31_405b_pretrain_config``, at
 ``5776a6d90b4d`` and at ``cce4953735489``: 64 chunks of two slots); run as 128 layers, two a
-chunk, the 405B rows read -4.2% and +5.1%. 70B runs the even split, two layers a chunk, as both
+chunk, the 405B rows read -0.5% and +9.5%. 70B runs the even split, two layers a chunk, as both
 of its rows did: the recipe's layout ``Et*2|(t*2|)*34,t*3|(t*2|)*3,tL`` (``LATER_70B_LAYOUT``)
 came with ``56ae11dff`` (2026-08-07), after 26.04.01, and no earlier configuration of the
 row (``scripts/performance/configs/llama/llama3_workload_base_configs.py`` up to its removal in
@@ -72,7 +72,7 @@ SPLITS = {
 
 #: the layout the 70B recipe has pinned since ``56ae11dff`` (2026-08-07), after both 70B rows were
 #: published: one layer moved from the last chunk (the one with the output layer) to the 36th.
-#: Not run in the table; substituted for the even split it reads +8.8% and +12.3%.
+#: Not run in the table; substituted for the even split it reads +8.3% and +11.6%.
 LATER_70B_LAYOUT = "--pipeline-model-parallel-layout 'Et*2|(t*2|)*34,t*3|(t*2|)*3,tL'"
 
 #: the published rows: release, model, precision, GPUs, global batch, micro batch, sequence,
