@@ -267,7 +267,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            layout=_lazy("simpy_astra.workloads.transformer.generator", "layout"),
                            roofline_compute=True),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
-    "megatron": _typed("simpy_astra.workloads.megatron.generator", "14", command_line_args=True,
+    "megatron": _typed("simpy_astra.workloads.megatron.generator", "15", command_line_args=True,
                        needs_cluster=True, writes_remote_memory=False),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
