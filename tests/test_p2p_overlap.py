@@ -102,3 +102,13 @@ def test_the_overlap_hides_gradient_sends_across_nodes_and_no_more(tmp_path):
     send_ns = 1024 * 4096 * 2 / 8 / 25e9 * 1e9
     assert on < off
     assert off - on <= 16 * (send_ns + 20_000), (on, off)  # 20 us: NCCL's latency a send, generously
+
+
+def test_both_names_of_the_switch_are_refused():
+    """The opt-in ``--overlap-p2p-communication`` (to 2023-10) and ``--no-overlap-p2p-
+    communication`` (since) never were arguments of one Megatron-LM, and say opposite things."""
+    from simpy_astra.errors import InvalidConfigurationError
+
+    with pytest.raises(InvalidConfigurationError, match="no Megatron-LM takes both"):
+        parse(INTERLEAVED + " --overlap-p2p-communication --no-overlap-p2p-communication", 4)
+    assert parse(INTERLEAVED + " --overlap-p2p-communication", 4).overlap_p2p_comm  # the old name: on

@@ -319,6 +319,10 @@ _ONE_NAME = (
     ("--encoder-seq-length", "--seq-length", "one sequence-length name",
      "Megatron takes one of them (validate_args: if args.seq_length is not None: assert "
      "args.encoder_seq_length is None)"),
+    ("--overlap-p2p-communication", "--no-overlap-p2p-communication", "one p2p-overlap name",
+     # the opt-in switch became the default in 2023-10 (4eeff55d1f), and its opposite the flag
+     "no Megatron-LM takes both, and they say opposite things (the overlap is the default since 2023-10: "
+     "leave both out to overlap)"),
 )
 
 
