@@ -1,0 +1,82 @@
+"""A sweep point keeps the warnings its run gave (results.csv's ``warnings`` column, the summary's
+count); a folder written before the column existed still resumes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.sweep import main as sweep_main
+
+# a 4-layer model on 16 GPUs asking for sequence parallelism: at tp 1 Megatron's validate_args
+# prints "Disabling sequence parallelism because tensor model parallelism is disabled" and runs
+# without it (megatron/training/arguments.py); at tp 2 it keeps it, and says nothing
+SMALL = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 1 "
+         "--global-batch-size 32 --bf16 --sequence-parallel")
+MEGATRON_WORDS = "Disabling sequence parallelism because tensor model parallelism is disabled"
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+
+
+def _sweep(tmp_path: Path) -> str:
+    doc = {"base": {"workload": {"generate": "megatron", "args": SMALL},
+                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}},
+           "axes": {"workload.args.tensor-model-parallel-size": [1, 2]}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _rows(out: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(out / "results.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def test_a_point_that_warned_keeps_its_warning_and_the_summary_counts_it(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert sweep_main([_sweep(tmp_path), "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    header, rows = _rows(out)
+    assert header[header.index("error") + 1] == "warnings"
+    by_tp = {r["workload.args.tensor-model-parallel-size"]: r for r in rows}
+    assert by_tp["2"]["warnings"] == ""
+    warned = by_tp["1"]["warnings"]
+    assert MEGATRON_WORDS in warned and " | " not in warned  # one warning, on one line
+    assert "\n" not in warned and "simpy-astra-point-" not in warned  # named as the sweep names the point
+    assert str(tmp_path / "sweep.yaml") in warned
+    line = next(x for x in err.splitlines() if "point(s) warned" in x)
+    assert line == "1 point(s) warned: results.csv's warnings column has their words" and len(line) <= 80
+
+
+def test_a_folder_from_before_the_warnings_column_resumes(tmp_path, capsys):
+    """An interrupted sweep's folder written by a version without the column: its rows are read,
+    only the missing point runs, and the file gains the column (old rows' cell empty)."""
+    sweep, out = _sweep(tmp_path), tmp_path / "out"
+    assert sweep_main([sweep, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    header, rows = _rows(out)
+    old = [c for c in header if c != "warnings"]
+    kept = next(r for r in rows if r["workload.args.tensor-model-parallel-size"] == "2")
+    with open(out / "results.csv", "w", newline="") as f:  # as the older version left it: one point done
+        writer = csv.DictWriter(f, fieldnames=old, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerow(kept)
+    manifest = json.loads((out / "sweep.json").read_text())
+    manifest["columns"] = old
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert sweep_main([sweep, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert "2 points, running 1 on" in err and "1 already in" in err
+    header, rows = _rows(out)
+    assert "warnings" in header and len(rows) == 2
+    by_tp = {r["workload.args.tensor-model-parallel-size"]: r for r in rows}
+    assert by_tp["2"]["wall_s"] == kept["wall_s"]  # the old row kept, not run again
+    assert by_tp["2"]["warnings"] == "" and MEGATRON_WORDS in by_tp["1"]["warnings"]
