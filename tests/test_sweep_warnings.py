@@ -80,3 +80,29 @@ def test_a_folder_from_before_the_warnings_column_resumes(tmp_path, capsys):
     by_tp = {r["workload.args.tensor-model-parallel-size"]: r for r in rows}
     assert by_tp["2"]["wall_s"] == kept["wall_s"]  # the old row kept, not run again
     assert by_tp["2"]["warnings"] == "" and MEGATRON_WORDS in by_tp["1"]["warnings"]
+
+
+@pytest.mark.parametrize("name", ["status", "warnings", "key", "finish_ns"])
+def test_a_bundle_axis_named_as_a_column_of_results_csv_is_refused(tmp_path, name):
+    """A bundle axis's key is its CSV column: one called status gave results.csv two columns of
+    that name, and the sweep's second start refused its own file."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.sweep.spec import load_sweep
+
+    doc = {"base": str(Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml"),
+           "axes": {name: {"values": {"named": {"a": {"network.bandwidth": 50}, "b": {"network.bandwidth": 100}}},
+                           "as": "fabric"}}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match=rf"^{path}: axes: {name}: results.csv has a column of that name"):
+        load_sweep(str(path))
+
+
+def test_the_columns_no_axis_may_take_are_those_the_store_writes_beside_axes_and_figures(tmp_path):
+    from simpy_astra.sweep.spec import RESULT_NAMES, ROW_COLUMNS, load_sweep
+    from simpy_astra.sweep.store import ResultsStore
+
+    spec = load_sweep(_sweep(tmp_path))
+    store = ResultsStore(str(tmp_path / "out"), spec)
+    store.close()
+    assert set(store.columns) - {a.column for a in spec.axes} - set(RESULT_NAMES) == set(ROW_COLUMNS)
