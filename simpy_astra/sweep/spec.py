@@ -62,6 +62,7 @@ from simpy_astra.sweep.expressions import Expression, parse_expression
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
     check_flag,
+    check_integers,
     check_values,
     flag_of,
     flag_values,
@@ -412,6 +413,8 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                          f"(to run the base alone: simpy-astra run BASE)")
     if not isinstance(raw_axes, dict):
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
+    for col, raw in raw_axes.items():  # as written: 2.0 beside 2 would count as 2 and vanish
+        check_integers(str(col), raw, f"{path}: axes: {col}")
     axes = [_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}")) for col, raw in raw_axes.items()]
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
