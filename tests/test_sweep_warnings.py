@@ -106,3 +106,28 @@ def test_the_columns_no_axis_may_take_are_those_the_store_writes_beside_axes_and
     store = ResultsStore(str(tmp_path / "out"), spec)
     store.close()
     assert set(store.columns) - {a.column for a in spec.axes} - set(RESULT_NAMES) == set(ROW_COLUMNS)
+
+
+def test_a_points_cell_is_the_warning_lines_run_prints_for_it(tmp_path, capsys):
+    """The bound check's warning (a direct all-reduce on the 4x4x4 torus at 50 GB/s finishes
+    below its link-bandwidth floor; the ring does not), as run prints it for the point's own
+    scenario (points/KEY.yaml), line by line."""
+    from simpy_astra.cli.main import main
+
+    root = Path(__file__).resolve().parents[1]
+    doc = {"base": str(root / "scenarios" / "torus3d_all_reduce.yaml"),
+           "axes": {"network.bandwidth": [50], "system.all-reduce-implementation": ["direct", "ring"],
+                    "system.preferred-dataset-splits": [4], "backend": ["congestion_unaware"]}}
+    sweep, out = tmp_path / "sweep.yaml", tmp_path / "out"
+    sweep.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert sweep_main([str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    capsys.readouterr()
+    _, rows = _rows(out)
+    by_algorithm = {r["system.all-reduce-implementation"]: r for r in rows}
+    assert by_algorithm["ring"]["warnings"] == ""
+    row = by_algorithm["direct"]
+    assert main(["run", str(out / "points" / f"{row['key']}.yaml")]) == 0
+    printed = [line.removeprefix("warning: ") for line in capsys.readouterr().err.splitlines()
+               if line.startswith("warning: ")]
+    assert len(printed) >= 2 and "below its link-bandwidth floor" in printed[0]
+    assert row["warnings"] == " | ".join(printed)
