@@ -61,11 +61,42 @@ class ImplementationChoice:
 
 
 def _is_generator_function(fn: object) -> bool:
-    """``fn(ctx)`` makes a generator: a generator function (or a partial of one). Anything
-    else that is merely callable (``os:system``, a class) must not be called with a context."""
+    """``fn(ctx)`` makes a generator: a generator function (or a partial of one), or an object
+    whose class's ``__call__`` is one. Anything else that is merely callable (``os:system``, a
+    class) must not be called with a context."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return inspect.isgeneratorfunction(fn)
+    return inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(_call_of(fn))
+
+
+def _call_of(fn: object):  # noqa: ANN202 - a function, or None
+    """The ``__call__`` a callable instance runs (its class's function), else None (a function,
+    a method, a class or a builtin has code of its own, or none to find)."""
+    if inspect.isroutine(fn) or inspect.isclass(fn) or hasattr(fn, "__code__"):
+        return None
+    call = inspect.getattr_static(type(fn), "__call__", None)  # the class's own, as calling it runs
+    return call if inspect.isfunction(call) else None
+
+
+def _with_own_code(run):  # noqa: ANN001, ANN202 - any algorithm's run
+    """``run`` as something whose code the engine's loop guard finds (``users_algorithm``
+    follows ``__wrapped__`` and partials to a ``__code__``): a callable instance has none, so a
+    user's algorithm written as an object with ``__call__`` that looped without time passing
+    hung the run; it runs through a function wrapping its class's ``__call__``, its signature
+    (``ctx``, ...) kept. Partials keep their arguments; anything else is returned as it is."""
+    if isinstance(run, functools.partial):
+        inner = _with_own_code(run.func)
+        return run if inner is run.func else functools.partial(inner, *run.args, **run.keywords)
+    call = _call_of(run)
+    if call is None:
+        return run
+
+    @functools.wraps(call)
+    def method(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        return call(run, *args, **kwargs)
+
+    method.__signature__ = inspect.signature(run)  # type: ignore[attr-defined] - ctx, not self
+    return method
 
 
 def register(name: str, algorithm) -> CollectiveAlgorithm:
@@ -82,7 +113,7 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
         raise TypeError(f"collective '{name}': {unfit} cannot be called as fn(ctx); an algorithm takes the "
                         f"phase context only (collectives/README.md)")
     claim(REGISTRY, name, algorithm, "collective algorithm")
-    algorithm = dataclasses.replace(algorithm, run=_users(name, algorithm.run),
+    algorithm = dataclasses.replace(algorithm, run=_users(name, _with_own_code(algorithm.run)),
                                     final_size=_checked_final_size(name, algorithm.final_size),
                                     logical=None if algorithm.logical is None else _checked_logical(name, algorithm.logical))
     REGISTRY[name] = algorithm

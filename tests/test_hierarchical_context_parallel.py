@@ -172,7 +172,7 @@ def test_a_list_and_its_words_are_one_point_of_a_sweep(tmp_path):
         "base": {"workload": {"generate": "megatron", "args": BASE + " --context-parallel-size 8 --cp-comm-type "
                                                                      "a2a+p2p --hierarchical-context-parallel-sizes 2 4"},
                  "cluster": {"preset": "dgx-h100", "gpus": 8}},
-        "axes": {"workload.args.hierarchical-context-parallel-sizes": [[8, 1], "8 1", [4, 2.0]]}}))
+        "axes": {"workload.args.hierarchical-context-parallel-sizes": [[8, 1], "8 1", [4, 2]]}}))
     axis = load_sweep(str(sweep)).axes[0]
     assert axis.values == ("8 1", "4 2")
 

@@ -98,8 +98,12 @@ def test_an_edited_schedule_runs_again(user, capsys):
                               "1 chunk(s)) it returned micro-batch 0, chunk 0 forwarded 1 time(s) and backwarded 0"),
     ("sp_user:raises", "pipeline schedule 'sp_user:raises' raised RuntimeError: no plan (at "),
     ("sp_user:two_args", "two_args(stage, pp) cannot be called as fn(stage, pp, micro_batches, chunks)"),
-    ("gpipe", "unknown pipeline schedule 'gpipe' (known: 1f1b, interleaved-1f1b, sp-one-at-a-time, zb-h1, zb-v; "
-              "or package.module:function)"),
+    ("gpipe", "unknown pipeline schedule 'gpipe'; known: 1f1b, interleaved-1f1b, sp-one-at-a-time, zb-h1, zb-v "
+              "(or package.module:function)"),
+    # misspellings get the did-you-mean every other field's do (config/readers.py nearest_key)
+    ("zb-hl", "unknown pipeline schedule 'zb-hl'; did you mean 'zb-h1'? (or package.module:function)"),
+    ("1F1B", "unknown pipeline schedule '1F1B'; did you mean '1f1b'?"),
+    ("interleaved_1f1b", "did you mean 'interleaved-1f1b'?"),
 ])
 def test_a_schedule_out_of_contract_is_one_line_naming_the_field(user, capsys, name, words):
     assert main(["run", scenario(user, name), "--quiet"]) == EXIT_INPUT_ERROR

@@ -124,7 +124,8 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     """Report files, and the one engine switch that depends on them."""
     p.add_argument("--fold-symmetry", choices=("on", "off"), default=None,
                    help="simulate each orbit of symmetric NPUs once (default on; see docs/performance.md, "
-                        "'Symmetry folding'); --csv-out and --trace-out switch it off (and refuse 'on')")
+                        "'Symmetry folding'); --csv-out and --trace-out switch it off for ET files (and refuse "
+                        "'on' there); a generated workload's stay folded")
     p.add_argument("--csv-out", default=None, metavar="DIR",
                    help="write nodes.csv (and layers.csv for text workloads) into DIR")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
@@ -283,14 +284,15 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
 
     if fold is not None:
         inputs = replace(inputs, fold_symmetry=fold == "on")
-    # nodes.csv and an ET-file run's trace list each NPU's own events; a generated workload's
-    # orbit members share their representative's nodes, so its trace is theirs relabelled
-    traced = plan.trace_out and (inputs.jobs or not has_rank_summary(inputs.workload_prefix))
-    if fold == "on" and (plan.csv_out or traced):  # asked for in words: not dropped without one
-        flag = "--csv-out" if plan.csv_out else "--trace-out"
-        raise InputError(f"--fold-symmetry on: {flag} records every NPU's own events, which a folded run does "
-                         f"not simulate; drop --fold-symmetry on (the run is then unfolded) or {flag}")
-    if plan.csv_out or traced:
+    # nodes.csv and the trace list each NPU's own events: a generated workload's orbit members
+    # share their representative's nodes, so theirs are its events relabelled; ET files may name
+    # an orbit member's nodes apart, and several jobs do not fold
+    own_events = inputs.jobs or not has_rank_summary(inputs.workload_prefix)
+    needs = [flag for flag, given in (("--csv-out", plan.csv_out), ("--trace-out", plan.trace_out)) if given]
+    if fold == "on" and needs and own_events:  # asked for in words: not dropped without one
+        raise InputError(f"--fold-symmetry on: {needs[0]} records every NPU's own events, which a folded run does "
+                         f"not simulate; drop --fold-symmetry on (the run is then unfolded) or {needs[0]}")
+    if needs and own_events:
         inputs = replace(inputs, fold_symmetry=False)
     return resolve_fold(inputs)  # no script of the user's runs here: the default may fold links too
 

@@ -58,7 +58,7 @@ CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "
                 "oversubscription", "nccl_algo", "nccl_latency_scale", "nccl_launch_us",
                 "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
                 "nccl_node_ll128_latency_scale", "nccl_ring_efficiency", "nccl_tree_efficiency",
-                "nccl_nvls_efficiency"}
+                "nccl_nvls_efficiency", "nvls"}
 
 
 def presets() -> list[str]:
@@ -75,6 +75,11 @@ class Cluster:
     nccl_algo: str | None = None
     #: where it was written (``s.yaml: cluster``), for errors met while it runs
     where: str = field(default="cluster", compare=False)
+    #: the nodes have NVSwitch-3 (NVLink SHARP: NCCL's NVLS): ``nvls`` as the scenario or the
+    #: preset's node states it, else as the GPU's name implies (:func:`has_nvls`)
+    nvls: bool = False
+    #: why NVLS is off when only an unknown GPU name said so (a warning), else None
+    nvls_note: str | None = field(default=None, compare=False)
 
     @property
     def nodes(self) -> int:
@@ -162,7 +167,7 @@ class Cluster:
         protocols = {"LL": (float(node["nccl_node_ll_bandwidth_scale"]), 1.0),
                      "LL128": (float(node["nccl_node_ll128_bandwidth_scale"]),
                                float(node["nccl_node_ll128_latency_scale"]))}
-        links = Links(node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, has_nvls(str(self.gpu["name"])),
+        links = Links(node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, self.nvls,
                       efficiency=tuple((algo, float(node[f"nccl_{algo}_efficiency"])) for algo in ALGORITHMS),
                       latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
                       launch_us=float(node["nccl_launch_us"]),
@@ -252,9 +257,34 @@ NCCL_ALGOS = ("ring", "tree", "nvls")
 NVLS_GPUS = ("H100", "H200", "H800", "GH200", "B100", "B200", "GB200")
 
 
+#: GPUs whose boards have no NVSwitch-3: their name turns NVLS off without a word
+NO_NVLS_GPUS = ("A100", "A800", "A30", "A40", "A10", "V100", "P100", "L40", "L4", "T4")
+
+
 def has_nvls(gpu_name: str) -> bool:
     """Whether a node of these GPUs has NVLink SHARP (NVLS), by the GPU's name."""
     return any(name in gpu_name.upper() for name in NVLS_GPUS)
+
+
+def _nvls(value: dict, preset_node: dict, gpu_name: str, where: str, path: str) -> tuple[bool, str, str | None]:
+    """(whether the nodes have NVLS, what said so, a warning or None). ``cluster.nvls``, else
+    the preset's ``node.nvls``, else the GPU's name: a name known neither way (a copy of a preset
+    for a newer GPU, a name edited) turned NVLS off in silence; now it says so and how to turn it on."""
+    for given, source in ((value.get("nvls"), f"{where}.nvls"), (preset_node.get("nvls"), f"{path}: node.nvls")):
+        if given is None:
+            continue
+        if not isinstance(given, bool):
+            raise InputError(f"{source}: must be true or false (whether the nodes have NVSwitch-3, NCCL's NVLS; "
+                             f"got {given!r})")
+        return given, f"{source} is {str(given).lower()}", None
+    if has_nvls(gpu_name):
+        return True, f"the GPU {gpu_name} has it", None
+    said = f"the GPU {gpu_name} has none (NVLS GPUs: {', '.join(NVLS_GPUS)})"
+    if any(name in gpu_name.upper() for name in NO_NVLS_GPUS):
+        return False, said, None
+    return False, said, (f"{where}: NVLS off: GPU name {gpu_name!r} is none of {', '.join(NVLS_GPUS)} and no nvls "
+                         f"key says; set nvls: true (cluster or the preset's node) if its nodes have NVSwitch-3, "
+                         f"false to say they do not")
 
 
 def _positive(where: str, key: str, value: Any, integer: bool = False,
@@ -368,7 +398,8 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                              f"the FP8 peak), or leave fp8_tflops out")
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
-    extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES))
+    nvls, why_nvls, nvls_note = _nvls(value, preset_node, str(gpu["name"]), where, path)
+    extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES) - {"nvls"})
     if extra:
         raise InputError(f"{path}: node: unknown key {extra[0]!r}{non_ascii(extra[0])} (keys: "
                          f"{', '.join(NODE_RANGES)})")
@@ -386,9 +417,9 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         node[key] = _node_value(key, raw, source, label)
     algo = value.get("nccl_algo")
     _nccl_algo(algo, f"{where}.nccl_algo")
-    if algo == "nvls" and not has_nvls(str(gpu["name"])):
-        raise InputError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP: {', '.join(NVLS_GPUS)} "
-                         f"nodes), {gpu['name']} has none; use ring or tree")
+    if algo == "nvls" and not nvls:
+        raise InputError(f"{where}.nccl_algo: nvls needs NVSwitch-3 (NVLink SHARP) in the nodes, and {why_nvls}; "
+                         f"use ring or tree (or nvls: true, for nodes that have it)")
     gpus = _gpu_count(value.get("gpus"), where, "gpus")
     if gpus % node["gpus"] and gpus > node["gpus"]:
         per = node["gpus"]
@@ -396,7 +427,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                          f"{gpus // per * per} or {(gpus // per + 1) * per} (or fewer than {per}: part of one node)")
     if gpus < node["gpus"]:
         node["gpus"] = gpus  # part of one node
-    cluster = Cluster(name, gpus, gpu, node, algo, where)
+    cluster = Cluster(name, gpus, gpu, node, algo, where, nvls, nvls_note)
     if cluster.rail_link_gib_s() <= 0:
         raise InputError(f"{where}: {written.get('inter_node_gbit_s', 'inter_node_gbit_s')} "
                          f"{node['inter_node_gbit_s']:g} x inter_node_efficiency "
@@ -447,6 +478,9 @@ def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
         _preset_path(value, where.rsplit(".", 1)[0], base_dir)
     elif len(parts) == 1 and key == "nccl_algo":
         _nccl_algo(value, where)
+    elif len(parts) == 1 and key == "nvls" and not isinstance(value, bool):
+        raise InputError(f"{where}: must be true or false (whether the nodes have NVSwitch-3, NCCL's NVLS; got "
+                         f"{value!r})")
     elif len(parts) == 1 and key == "gpus":
         _gpu_count(value, *where.rsplit(".", 1))
     elif len(parts) == 1 and (key in NODE_RANGES or key == "gpus_per_node"):

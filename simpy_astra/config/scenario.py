@@ -254,6 +254,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
                              f"backend only; the {chosen} backend plays the rails as a full fat tree (leave out "
                              f"oversubscription, or the backend)")
         net = replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce() if timed else None)
+        unknown += [cluster.nvls_note] if timed and cluster.nvls_note else []  # only NCCL's model reads NVLS
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
                     load_remote_memory_json, remote_memory_from_mapping)
     if cluster is not None and prepared is not None and memory.memory_type != "NO_MEMORY_EXPANSION" \
@@ -332,7 +333,7 @@ def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_s
 #: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
 NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency", "nccl_tree_efficiency",
                  "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
-                 "nccl_node_ll128_latency_scale")
+                 "nccl_node_ll128_latency_scale", "nvls")
 #: cluster keys only the preset's routes read (its leaves and spine)
 SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
 

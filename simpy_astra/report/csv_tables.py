@@ -55,26 +55,41 @@ def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_start
 
 def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
     """Rows of ``nodes.csv`` in (npu, start, node id) order; ``breakdowns``: NPU ->
-    :class:`~simpy_astra.report.breakdown.Breakdown` (made from ``record`` if not given)."""
-    from simpy_astra.report.breakdown import BUBBLE, node_part, npu_breakdowns
+    :class:`~simpy_astra.report.breakdown.Breakdown` (made from ``record`` if not given). In a
+    folded run every NPU's rows are its representative's (its recorder and nodes), worked out
+    once an orbit and relabelled: a generated workload's members do what it does, tick for tick."""
+    from simpy_astra.report.breakdown import npu_breakdowns
 
     if breakdowns is None or any(b.shares is None for b in breakdowns.values()):
         breakdowns = npu_breakdowns(record)
+    sim = record.sim
+    ids = [rec.npu_id for rec in record.npus] if sim.folding is None else range(sim.total_npus)
+    done: dict[int, list[tuple]] = {}  # representative -> its rows without the npu column
     rows = []
-    for rec in record.npus:
-        shares = breakdowns[rec.npu_id].shares
-        nodes = record.sim.npu_for(rec.npu_id).nodes
-        intervals = rec.intervals
-        compute = merged([(s, e) for nid, s, e in intervals if nodes[nid].type == COMP_NODE])
-        starts = [s for s, _ in compute]
-        for nid, s, e in sorted(intervals, key=lambda t: (t[1], t[0])):
-            node = nodes[nid]
-            exposed = uncovered_ns(s, e, compute, starts) if node.type in COMM_TYPES else 0
-            share = shares.get(nid, 0) if node.type in COMM_TYPES else 0
-            # a receive waiting on a stage (a transfer's receive, microbench's, is communication)
-            waits = node.type == COMM_RECV_NODE and node_part(node)[0] == BUBBLE
-            bubble, share = (share, 0) if waits else (0, share)
-            rows.append((rec.npu_id, nid, node.name, node.type_label, s, e, e - s, exposed, share, bubble))
+    for npu_id in ids:
+        rep = sim.npu_for(npu_id).device_id
+        if rep not in done:
+            done[rep] = _own_rows(record.recorder_of(npu_id), sim.npu_for(npu_id).nodes, breakdowns[npu_id].shares)
+        rows += [(npu_id, *row) for row in done[rep]]
+    return rows
+
+
+def _own_rows(rec, nodes, shares: dict) -> list[tuple]:  # noqa: ANN001 - a recorder, a graph's nodes
+    """One NPU's ``nodes.csv`` rows, its id left out."""
+    from simpy_astra.report.breakdown import BUBBLE, node_part
+
+    intervals = rec.intervals
+    compute = merged([(s, e) for nid, s, e in intervals if nodes[nid].type == COMP_NODE])
+    starts = [s for s, _ in compute]
+    rows = []
+    for nid, s, e in sorted(intervals, key=lambda t: (t[1], t[0])):
+        node = nodes[nid]
+        exposed = uncovered_ns(s, e, compute, starts) if node.type in COMM_TYPES else 0
+        share = shares.get(nid, 0) if node.type in COMM_TYPES else 0
+        # a receive waiting on a stage (a transfer's receive, microbench's, is communication)
+        waits = node.type == COMM_RECV_NODE and node_part(node)[0] == BUBBLE
+        bubble, share = (share, 0) if waits else (0, share)
+        rows.append((nid, node.name, node.type_label, s, e, e - s, exposed, share, bubble))
     return rows
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.engine.tags import GROUP_STREAM_ID_BASE, first_stream_id
+from simpy_astra.workloads.chakra.reader import has_rank_summary
 from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE
 
 if TYPE_CHECKING:
@@ -125,10 +126,15 @@ class RunRecord:
     _by_id: dict[int, NpuRecorder] | None = field(default=None, repr=False)
 
     def require_every_npu(self, what: str) -> None:
-        """Per-NPU files list each NPU's own events: a folded run only recorded its representatives."""
-        if self.sim.folding is not None:
+        """Per-NPU files list each NPU's own events: a folded run recorded only its
+        representatives, whose events are an orbit member's only where the member's nodes are
+        the representative's (a generated workload's, with its rank summary; ET files may name
+        them apart), and only if the run was not redone unfolded (then the record is not the run's)."""
+        if self.sim.folding is None:
+            return
+        if self.sim.unfolded_rerun or not has_rank_summary(self.sim.inputs.workload_prefix):
             raise ValueError(f"{what} needs every NPU recorded: build the Simulation with "
-                             f"fold_symmetry=False (the CLI does this for --csv-out)")
+                             f"fold_symmetry=False (the CLI does this for --csv-out of ET files)")
 
     def node(self, npu_id: int, node_id: int):
         return self.sim.npu_for(npu_id).nodes[node_id]

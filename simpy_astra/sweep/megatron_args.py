@@ -75,10 +75,52 @@ def words_of(flag: str, value: Any) -> list[str] | None:
     one axis value (a mapping; a list beside a flag of one value)."""
     if isinstance(value, dict):
         return None
+    whole = _takes_integers(flag)  # 8.0 stays 8.0 there: Megatron's int() refuses it, as run does
     if takes_several(flag):
-        items = value if isinstance(value, list) else str(_text(value)).split()
-        return [_text(v) for v in items] if items and not any(isinstance(v, dict | list) for v in items) else None
-    return None if isinstance(value, list) else [_text(value)]
+        items = value if isinstance(value, list) else str(_text(value, whole)).split()
+        return [_text(v, whole) for v in items] if items and not any(isinstance(v, dict | list) for v in items) \
+            else None
+    return None if isinstance(value, list) else [_text(value, whole)]
+
+
+def _takes_integers(flag: str) -> bool:
+    """``flag``'s values are read by ``int()`` (Megatron-LM's ``type=int``)."""
+    action = _actions().get(flag)
+    return action is not None and action.type is int
+
+
+def check_integers(dotted: str, raw: Any, where: str) -> None:
+    """An axis's values as written (before ``2`` and ``2.0`` count as one point): none a float
+    for a flag of integers."""
+    if not is_args_path(dotted):
+        return
+    flag = flag_of(dotted)
+    if isinstance(raw, dict) and "from" in raw and _takes_integers(flag):  # a range counts in its numbers' kind
+        given = next(((k, raw[k]) for k in ("from", "to", "step") if isinstance(raw.get(k), float)), None)
+        if given is not None:
+            raise InputError(f"{where}: {flag} takes integers, and a range with {given[0]} {given[1]!r} counts in "
+                             f"floats; write from, to and step as integers (e.g. {{from: 1, to: 8, step: 1}})")
+    values = raw.get("values") if isinstance(raw, dict) else raw
+    for value in values if isinstance(values, list) else [values]:
+        _float_for_integers(flag, value, where)
+
+
+def _float_for_integers(flag: str, value: Any, where: str) -> None:
+    """A YAML float given to a flag of integers (``[[8.0, 2]]``): refused, as ``run`` refuses
+    ``8.0`` in ``workload.args`` and Megatron's argparse refuses it (``int('8.0')``), rather than
+    written as the integer it might have meant."""
+    items = value if isinstance(value, list) else [value]
+    found = next((v for v in items if isinstance(v, float)), None)
+    if found is None or not _takes_integers(flag):
+        return
+    if isinstance(value, list):
+        fixed = "[" + ", ".join(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in value) + "]"
+    else:
+        fixed = str(int(found)) if found.is_integer() else ""
+    fix = f"write {fixed}" if fixed and all(not isinstance(v, float) or v.is_integer() for v in items) \
+        else "give whole numbers"
+    raise InputError(f"{where}: {flag} takes integers, not {found!r} (Megatron-LM reads it with int(), which refuses "
+                     f"'{found!r}', as run does); {fix}")
 
 
 def _known(flag: str) -> bool:
@@ -108,6 +150,7 @@ def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
         raise InputError(f"{where}: {str(gone[0]).lower() if gone[0] is False else 'null'} removes {flag}, which "
                          f"Megatron-LM requires (its argparse stops without it); give it a value")
     for value in values:  # a value argparse refuses fails its point alike, whatever the others
+        _float_for_integers(flag, value, where)
         words = None if value is None or isinstance(value, bool) else words_of(flag, value)
         problem = next((found for word in words or () if (found := value_problem(flag, word))), None)
         if problem is not None:
@@ -137,8 +180,10 @@ def _tokens(args: Any, where: str) -> list[str]:
     return command_line.words(args, f"{where}: the base scenario's workload.args")
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
+def _text(value: Any, whole: bool = False) -> str:
+    """A value as its word; an integral float as an integer (``1.0`` -> ``1``), except for a flag
+    of integers (``whole``), whose ``8.0`` stays a float for its check to refuse."""
+    if isinstance(value, float) and value.is_integer() and not whole:
         value = int(value)
     return str(value)
 

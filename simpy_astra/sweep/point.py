@@ -17,6 +17,7 @@ from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.folding.run import resolve_fold
 from simpy_astra.infra.units import bytes_to_gib
 from simpy_astra.network.cost_model import network_cost
+from simpy_astra.report.answer import FOLD_UNDONE
 from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
@@ -30,16 +31,21 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
     what the NPU with the largest peak holds at that instant (``peak_weights_gb``, ...); where
     the last NPU's time went (``breakdown_compute_ns``, ..., summing to ``finish_ns``); and the
     network's price (``cost_usd``, :mod:`simpy_astra.network.cost_model`; empty when the price table does
-    not cover the network). ``where`` (the sweep file and the point's coordinates) replaces the
-    temporary scenario file's name in an error."""
+    not cover the network); and the warnings ``run`` would print (``warnings``, one cell). ``where``
+    (the sweep file and the point's coordinates) replaces the temporary scenario file's name in an
+    error or a warning."""
     t0 = time.perf_counter()
+    warned: list[str] = []  # what the point warned of so far: a failed point keeps it too
     try:
         inputs = resolve_fold(load_point(scenario))  # a point runs no script: congestion-aware links may fold too
+        warned = inputs.warnings
         # no local-memory trace files: every point (in parallel) would write the same names
         # into the working folder; the rows keep each point's peak and its breakdown
         sim = Simulation(inputs, memory_traces=False)
+        warned = sim.warnings
         record = attach(sim)
         reports = sim.run()
+        warned = sim.warnings  # a folded run that ran again unfolded has a list of its own
         # the last NPU to finish (the lowest id on a tie) is the one whose parts a row keeps:
         # only its breakdown is worked out (a breakdown ends at its NPU's finish, the reports')
         last = min(reports, key=lambda r: (-r.finished_cycles, r.npu_id)).npu_id if reports else None
@@ -66,14 +72,24 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
             "wall_s": round(time.perf_counter() - t0, 3),
             "status": "ok",
             "error": "",
+            "warnings": warnings_cell(warned, where),
         }
     except InvalidConfigurationError as exc:  # a layout Megatron refuses: a result, not a failure
         exc = InvalidConfigurationError(relabel(exc.message, where), exc.rule)
-        return {**invalid_figures(exc, where), "wall_s": round(time.perf_counter() - t0, 3)}
+        return {**invalid_figures(exc, where), "wall_s": round(time.perf_counter() - t0, 3),
+                "warnings": warnings_cell(warned, where)}
     except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
         text = relabel(" ".join(str(exc).split()) or "no message", where)
         return {"wall_s": round(time.perf_counter() - t0, 3), "status": "error",
-                "error": f"{type(exc).__name__}: {text}"}
+                "error": f"{type(exc).__name__}: {text}", "warnings": warnings_cell(warned, where)}
+
+
+def warnings_cell(warnings: list[str], where: str) -> str:
+    """A point's warnings as one results.csv cell: each on one line, joined with `` | ``. A
+    folded run that ran again unfolded is left out: ``run`` shows it as a note, not a warning (it
+    changes no figure and asks nothing of the user)."""
+    return " | ".join(relabel(" ".join(w.split()), where) for w in dict.fromkeys(warnings)
+                      if not w.startswith(FOLD_UNDONE))
 
 
 def _training(inputs: Any, reports: list) -> dict[str, Any]:

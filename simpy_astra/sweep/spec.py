@@ -62,6 +62,7 @@ from simpy_astra.sweep.expressions import Expression, parse_expression
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
     check_flag,
+    check_integers,
     check_values,
     flag_of,
     flag_values,
@@ -86,6 +87,8 @@ TRAINING_NAMES = ("iteration_time_ns", "tflops_per_gpu", "mfu", "tokens_per_s_pe
 # (a results.csv from before them resumes: its header is a subsequence of ours)
 RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", *PEAK_PARTS,
                 *SWEEP_COLUMNS, "cost_usd", "wall_s", *TRAINING_NAMES)
+#: results.csv's columns that are neither an axis's nor a figure (store.py writes them)
+ROW_COLUMNS = ("key", "status", "error", "warnings", "inputs_sha256")
 DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 #: a sweep of Megatron jobs answers in the job's own figures (``run`` prints them first)
@@ -410,6 +413,8 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                          f"(to run the base alone: simpy-astra run BASE)")
     if not isinstance(raw_axes, dict):
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
+    for col, raw in raw_axes.items():  # as written: 2.0 beside 2 would count as 2 and vanish
+        check_integers(str(col), raw, f"{path}: axes: {col}")
     axes = [_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}")) for col, raw in raw_axes.items()]
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
@@ -419,6 +424,11 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     clash = sorted(set(names) & set(RESULT_NAMES))
     if clash:
         raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
+    # a bundle axis's key is its column: 'status' gave results.csv two, and the sweep could not resume
+    taken = sorted({a.column for a in axes} & {*RESULT_NAMES, *ROW_COLUMNS})
+    if taken:
+        raise InputError(f"{path}: axes: {taken[0]}: results.csv has a column of that name already; call the "
+                         f"axis something else (its values stay the same)")
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
     check_overlaps(path, axes, _field_of)

@@ -35,9 +35,11 @@ from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.spec import RESULT_NAMES, Point, SweepSpec, inputs_digest
 
 STATUS_COLUMNS = ("status", "error")
+#: the warnings a point's run gave, joined with " | " (a folder from before it had no such column)
+WARNINGS_COLUMN = "warnings"
 #: the digest of the inputs a row was made from (a folder from before it had no such column)
 INPUTS_COLUMN = "inputs_sha256"
-OPTIONAL_COLUMNS = {*RESULT_NAMES, INPUTS_COLUMN}
+OPTIONAL_COLUMNS = {*RESULT_NAMES, WARNINGS_COLUMN, INPUTS_COLUMN}
 STATUSES = ("ok", "error", "invalid")  # invalid: a point Megatron refuses (validity.py)
 LOCK_NAME = "sweep.lock"
 #: figures that are yes (1) or no (0): ``fits``, whether a Megatron job's memory fits its GPU
@@ -132,7 +134,8 @@ class ResultsStore:
                  retry_failed: bool = False) -> None:
         self.out_dir = out_dir
         self.csv_path = os.path.join(out_dir, "results.csv")
-        self.columns = ["key", *(a.column for a in spec.axes), *RESULT_NAMES, *STATUS_COLUMNS, INPUTS_COLUMN]
+        self.columns = ["key", *(a.column for a in spec.axes), *RESULT_NAMES, *STATUS_COLUMNS, WARNINGS_COLUMN,
+                        INPUTS_COLUMN]
         #: what rerunning rows made from other contents says (one line), or None
         self.rerun_note: str | None = None
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
@@ -372,7 +375,7 @@ class ResultsStore:
 
     def append(self, key: str, coordinates: dict[str, Any], figures: dict[str, Any]) -> None:
         row = {"key": key, **{c: csv_value(v) for c, v in coordinates.items()},
-               **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS)},
+               **{n: csv_value(figures.get(n)) for n in (*RESULT_NAMES, *STATUS_COLUMNS, WARNINGS_COLUMN)},
                INPUTS_COLUMN: self.point_inputs.get(key, "")}
         try:
             self._writer.writerow(row)
@@ -414,4 +417,5 @@ def figures_of(row: dict[str, str]) -> dict[str, Any]:
         text = row.get(name, "")
         out[name] = parse_figure(text)
     out["status"], out["error"] = row.get("status", ""), row.get("error", "")
+    out[WARNINGS_COLUMN] = row.get(WARNINGS_COLUMN, "")
     return out

@@ -62,6 +62,9 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     left_out = summary.get("left_out_not_fitting") or 0
     if left_out:
         out.line(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
+    warned = sum(1 for o in done if o.figures.get("warnings"))
+    if warned:  # a run prints its warnings; a point's are in its row, where nobody reads unasked
+        out.line(f"{warned} point(s) warned: results.csv's warnings column has their words")
     for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
         coords = " ".join(f"{a.name}={o.point.coordinates[a.column]}" for a in spec.axes)
         text = f"{coords}: {o.figures['error'].split(': ', 1)[0]}"

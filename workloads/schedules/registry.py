@@ -11,6 +11,7 @@ import inspect
 from collections import Counter
 from pathlib import Path
 
+from simpy_astra.config.readers import nearest_key
 from simpy_astra.plugins import PluginError, import_object, origin, unfit_call, user_code_problem
 from simpy_astra.workloads.schedules.interleaved import interleaved
 from simpy_astra.workloads.schedules.one_f_one_b import one_f_one_b
@@ -81,8 +82,9 @@ def default_schedule(chunks: int) -> str:
 
 def schedule(name: str) -> Schedule:
     if name not in SCHEDULES:
-        raise ValueError(f"unknown pipeline schedule {name!r} (known: {', '.join(sorted(SCHEDULES))}; or "
-                         f"package.module:function)")
+        near = nearest_key(name, SCHEDULES)  # as every other field's misspelling is answered
+        hint = f"did you mean '{near}'?" if near else f"known: {', '.join(sorted(SCHEDULES))}"
+        raise ValueError(f"unknown pipeline schedule {name!r}; {hint} (or package.module:function)")
     return SCHEDULES[name]
 
 

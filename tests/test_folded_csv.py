@@ -1,0 +1,76 @@
+"""``--csv-out`` on a folded run: a generated workload's orbit members share their representative's
+nodes and do at every tick what it does, so nodes.csv is the representatives' rows relabelled,
+byte for byte the unfolded run's (as ``--trace-out``'s events are, tests/test_folded_traces.py);
+``--csv-out`` no longer switches such a run to simulating every NPU. ET files, whose members may
+name their nodes apart, still run unfolded for it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simpy_astra.cli.main import main
+from simpy_astra.folding.network import FoldedNetwork
+from simpy_astra.report import csv_tables
+from tests.test_hostile_hunt7 import SCENARIOS, _error_lines
+
+#: tp 2 x cp 4 x pp 2 on 32 H100s: one NPU a pipeline stage simulated when folded
+ARGS = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings "
+        "2048 --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 5120 --tensor-model-parallel-size 2 "
+        "--context-parallel-size 4 --cp-comm-type a2a --pipeline-model-parallel-size 2")
+
+
+@pytest.fixture
+def scenario(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron", "args": ARGS},
+                                "cluster": {"preset": "dgx-h100", "gpus": 32}}))
+    return str(path)
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    """How many NPUs each run that wrote nodes.csv simulated."""
+    counts: list[int] = []
+    write = csv_tables.write_csv_reports
+
+    def counting(record, folder, breakdowns=None):
+        counts.append(len(record.sim.npus))
+        return write(record, folder, breakdowns)
+
+    monkeypatch.setattr(csv_tables, "write_csv_reports", counting)
+    return counts
+
+
+def _csv(tmp_path, scenario: str, name: str, *flags: str) -> bytes:
+    assert main(["run", scenario, "--quiet", "--csv-out", str(tmp_path / name), *flags]) == 0
+    return (tmp_path / name / "nodes.csv").read_bytes()
+
+
+def test_a_folded_runs_nodes_csv_is_the_unfolded_runs_byte_for_byte(tmp_path, capsys, scenario, simulated):
+    full = _csv(tmp_path, scenario, "full", "--fold-symmetry", "off")
+    assert _csv(tmp_path, scenario, "default") == full
+    assert _csv(tmp_path, scenario, "folded", "--fold-symmetry", "on") == full
+    assert simulated == [32, 2, 2]  # unfolded, then one NPU a pipeline stage
+    lines = full.decode().splitlines()
+    assert {line.split(",")[0] for line in lines[1:]} == {str(n) for n in range(32)}  # every NPU's rows
+    assert not (tmp_path / "full" / "layers.csv").exists() and not (tmp_path / "default" / "layers.csv").exists()
+
+
+def test_a_folded_run_that_ran_again_unfolded_writes_the_reruns_rows(tmp_path, capsys, scenario, simulated,
+                                                                     monkeypatch):
+    """Its record is the folded run's: the rows come from a run unfolded, not from it."""
+    full = _csv(tmp_path, scenario, "full", "--fold-symmetry", "off")
+    monkeypatch.setattr(FoldedNetwork, "broken_symmetry", "a link met two NPUs' messages (the test's)")
+    assert _csv(tmp_path, scenario, "rerun") == full
+    assert "ran unfolded" in capsys.readouterr().err
+    assert simulated == [32, 32]
+
+
+def test_et_files_still_need_every_npus_own_events(tmp_path, capsys):
+    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--fold-symmetry", "on",
+                                "--csv-out", str(tmp_path / "csv")])
+    assert err == ["error: --fold-symmetry on: --csv-out records every NPU's own events, which a folded run "
+                   "does not simulate; drop --fold-symmetry on (the run is then unfolded) or --csv-out"]
