@@ -1,15 +1,17 @@
 """docs/megatron.md's tables of one model's variants, predicted: Korthikanti et al.'s full
 against selective recomputation, SC'21's layouts (Figures 13-15) and its other sweeps
-(Figures 11, 12, 16, 17, 18), and the zero-bubble schedules against 1F1B.
+(Figures 11, 12, 16, 17, 18), the zero-bubble schedules against 1F1B, and the layouts the
+unfused softmax's fallback moves most.
 
 Each point runs as ``benchmarks/megatron_sc21.py`` runs a row (a scenario of ``workload:
 {generate: megatron, args}`` on ``dgx-a100-80gb``, through ``python -m simpy_astra run FILE
 --json-out OUT --quiet``), with the configurations of ``tests/test_megatron.py``,
 ``tests/test_megatron_layouts.py``, ``tests/test_megatron_sc21_figures.py`` and
-``tests/test_zero_bubble_v.py``. Prints each table in the docs' format, with the figures the
-docs' prose quotes under it. The published figures are the papers'; the rest is the model's.
+``tests/test_zero_bubble_v.py`` (the fallback's and the 16-stage schedules', the docs').
+Prints each table in the docs' format, with the figures the docs' prose quotes under it. The
+published figures are the papers'; the rest is the model's.
 
-    python benchmarks/megatron_one_model.py [--tables korthikanti,layouts,figures,zero-bubble]
+    python benchmarks/megatron_one_model.py [--tables korthikanti,layouts,figures,zero-bubble,fallback]
 """
 
 from __future__ import annotations
@@ -229,8 +231,27 @@ def zero_bubble(r: Runner) -> None:
               f"comm.tp {tv:.0f} against {th:.0f}")
 
 
+# --- the unfused softmax where the fused kernel does not take the shape (2021 names)
+SC21_NAMES = "--checkpoint-activations --DDP-impl local --fp16 --loss-scale 8192"
+
+
+def fallback(r: Runner) -> None:
+    """The layouts docs/megatron.md names after SC'21's Table 2: more heads a GPU or a longer
+    sequence than Megatron's fused scale-mask-softmax takes."""
+    def seq(s: int) -> str:
+        return f"--seq-length {s} --max-position-embeddings {s}"
+
+    gpt3 = f"{GPT3_175B} {SC21_NAMES} {seq(2048)} {layout(16, 4, 1, 1536)}"
+    print(f"175B at tp 16 x pp 4, micro-batch 1, batch 1,536 on 1,536 GPUs: {r.step_s(gpt3, 1536):.2f} s")
+    for mbs in (1, 4):
+        args = f"--num-layers 40 --hidden-size 5120 --num-attention-heads 40 {SC21_NAMES} {seq(2048)} {layout(8, 1, mbs, 64)}"
+        print(f"13B at tp 8, micro-batch {mbs}, batch 64 on 64 GPUs: {r.step_s(args, 64):.2f} s")
+    args = f"--num-layers 32 --hidden-size 4096 --num-attention-heads 32 {SC21_NAMES} {seq(4096)} {layout(4, 1, 1, 64)}"
+    print(f"6.7B at sequence 4,096, tp 4, micro-batch 1, batch 64 on 64 GPUs: {r.step_s(args, 64):.2f} s")
+
+
 TABLES: dict[str, Callable[[Runner], None]] = {"korthikanti": korthikanti, "layouts": layouts, "figures": figures,
-                                               "zero-bubble": zero_bubble}
+                                               "zero-bubble": zero_bubble, "fallback": fallback}
 
 
 def main() -> int:
