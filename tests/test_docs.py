@@ -470,3 +470,36 @@ def test_the_breakdown_table_of_the_reports_page_is_what_its_scenario_prints(tmp
     (tmp_path / "step.yaml").write_text(f"{cluster}\n{workload}\n")
     printed = printed_lines(f"python -m simpy_astra run {tmp_path / 'step.yaml'}", tmp_path)
     assert [ln for ln in block if ln.rstrip() not in printed] == []
+
+
+def benchmark_commands() -> list[tuple[str, str]]:
+    """(doc, command) of every ``python benchmarks/NAME.py [ARGS]`` the README and docs show in
+    code spans (a span may break across lines)."""
+    found = []
+    for path in (README, *DOCS):
+        text = " ".join(path.read_text().split())
+        for m in re.finditer(r"`(python benchmarks/[\w.]+\.py(?: [^`]*)?)`", text):
+            found.append((path.name, m.group(1)))
+    return list(dict.fromkeys(found))
+
+
+@pytest.mark.parametrize(("doc", "command"), benchmark_commands(), ids=[c for _, c in benchmark_commands()])
+def test_every_benchmark_command_shown_names_its_script_and_flags(doc, command):
+    """A benchmark a page shows exists, its ``--help`` knows every flag shown, and the tables a
+    ``--tables`` picks are ones it lists (the benchmarks take minutes, so they do not run here)."""
+    import sys
+
+    argv = shlex.split(command.replace("[", " ").replace("]", " ").replace("|", " "))
+    assert (ROOT / argv[1]).is_file(), f"{doc}: {command}: no {argv[1]}"
+    flags = [a for a in argv[2:] if a.startswith("--")]
+    if not flags:
+        return
+    done = subprocess.run([sys.executable, argv[1], "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
+    assert done.returncode == 0, f"{doc}: {command}\n{done.stderr[-2000:]}"
+    text = re.sub(r"(?<=\w-) ", "", " ".join(done.stdout.split()))  # a name argparse wrapped at its hyphen
+    for flag in flags:
+        assert re.search(rf"{re.escape(flag.split('=')[0])}\b", text), f"{doc}: {flag} is not a flag of {argv[1]}"
+    if "--tables" in argv[:-1]:
+        for table in argv[argv.index("--tables") + 1].split(","):
+            assert re.search(rf"\b{re.escape(table)}\b", text), f"{doc}: {argv[1]} has no table {table!r}"

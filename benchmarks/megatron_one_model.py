@@ -1,0 +1,275 @@
+"""docs/megatron.md's tables of one model's variants, predicted: Korthikanti et al.'s full
+against selective recomputation, SC'21's layouts (Figures 13-15) and its other sweeps
+(Figures 11, 12, 16, 17, 18), the zero-bubble schedules against 1F1B, and the layouts the
+unfused softmax's fallback moves most.
+
+Each point runs as ``benchmarks/megatron_sc21.py`` runs a row (a scenario of ``workload:
+{generate: megatron, args}`` on ``dgx-a100-80gb``, through ``python -m simpy_astra run FILE
+--json-out OUT --quiet``), with the configurations of ``tests/test_megatron.py``,
+``tests/test_megatron_layouts.py``, ``tests/test_megatron_sc21_figures.py`` and
+``tests/test_zero_bubble_v.py`` (the fallback's and the 16-stage schedules', the docs').
+Prints each table in the docs' format, with the figures the docs' prose quotes under it. The
+published figures are the papers'; the rest is the model's.
+
+    python benchmarks/megatron_one_model.py [--tables korthikanti,layouts,figures,zero-bubble,fallback]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable
+
+from megatron_sc21 import predict
+
+
+class Runner:
+    """Runs points in one scratch folder, each once (a table may quote a point twice)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.seen: dict[tuple, dict] = {}
+
+    def run(self, args: str, gpus: int, schedule: str | None = None) -> dict:
+        key = (args, gpus, schedule)
+        if key not in self.seen:
+            row = {"model": f"p{len(self.seen)}", "args": args, "gpus": gpus, "schedule": schedule}
+            self.seen[key] = predict(row, self.folder)[0]
+        return self.seen[key]
+
+    def step_s(self, args: str, gpus: int, schedule: str | None = None) -> float:
+        return self.run(args, gpus, schedule)["iteration_time_ns"] / 1e9
+
+
+def last_npu(data: dict) -> dict:
+    """The breakdown (ms by part, ``finish`` its step) of the NPU that finishes last."""
+    npu = max(data["npus"].values(), key=lambda n: n["finished_ns"])
+    return {**{part: ns / 1e6 for part, ns in npu["breakdown_ns"].items()}, "finish": npu["finished_ns"] / 1e6}
+
+
+def missed(is_missed: bool) -> str:
+    """The docs' mark on a trend the prediction does not follow."""
+    return " (**missed**)" if is_missed else ""
+
+
+def series(values: list[float], digits: int = 2, best: float | None = None) -> str:
+    """``1.23, **0.98**, ...``: the docs' list of points, ``best`` in bold."""
+    return ", ".join(f"**{v:.{digits}f}**" if v == best else f"{v:.{digits}f}" for v in values)
+
+
+# --- Korthikanti et al., MLSys 2023: Tables 3 (configurations), 4 (a 22B layer) and 5 (steps)
+K_2022 = ("--seq-length 2048 --max-position-embeddings 2048 --tensor-model-parallel-size 8 --fp16 "
+          "--transformer-impl local")
+K_FULL = "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
+K_SELECTIVE = "--recompute-activations --sequence-parallel"
+def model_22b(layers: int) -> str:
+    return f"--num-layers {layers} --hidden-size 6144 --num-attention-heads 64"
+
+
+#: name, GPUs, model, micro-batch, batch, pp, published full and selective seconds (Table 5)
+K_MODELS = [("22B", 8, model_22b(48), 4, 4, 1, 1.42, 1.10),
+            ("175B", 64, "--num-layers 96 --hidden-size 12288 --num-attention-heads 96", 1, 64, 8, 18.13, 13.75),
+            ("530B", 280, "--num-layers 105 --hidden-size 20480 --num-attention-heads 128", 1, 280, 35, 49.05, 37.83),
+            ("1T", 512, "--num-layers 128 --hidden-size 25600 --num-attention-heads 160", 1, 512, 64, 94.42, 71.49)]
+#: Table 4: a 22B layer's forward and backward (ms) in each mode
+K_LAYER_MODES = [("none", "", 19.6), ("sequence parallel", "--sequence-parallel", 19.0), ("full", K_FULL, 27.2),
+                 ("selective", "--recompute-activations", 20.9), ("selective + sequence parallel", K_SELECTIVE, 20.3)]
+
+
+def korthikanti(r: Runner) -> None:
+    print("| Model | published full / selective | predicted | full vs published | selective vs published |")
+    print("|---|---|---|---|---|")
+    for name, gpus, model, mbs, gbs, pp, pub_full, pub_sel in K_MODELS:
+        base = (f"{model} {K_2022} --micro-batch-size {mbs} --global-batch-size {gbs} "
+                f"--pipeline-model-parallel-size {pp}")
+        full, sel = r.step_s(f"{base} {K_FULL}", gpus), r.step_s(f"{base} {K_SELECTIVE}", gpus)
+        digits = 3 if full < 10 else 2
+        label = f"{name} ({gpus} GPUs)" if name == "22B" else f"{name} ({gpus})"
+        print(f"| {label} | {pub_full:.2f} / {pub_sel:.2f} = {pub_full / pub_sel:.3f} | {full / sel:.3f} "
+              f"({full / sel / (pub_full / pub_sel) - 1:+.1%}) | {full:.{digits}f} s, {full / pub_full - 1:+.1%} | "
+              f"{sel:.{digits}f} s, {sel / pub_sel - 1:+.1%} |")
+    model, layer = K_MODELS[0][2], f"{K_2022} --micro-batch-size 4 --global-batch-size 4"
+    plain, sp = r.step_s(f"{model} {layer}", 8), r.step_s(f"{model} {layer} --sequence-parallel", 8)
+    print(f"22B: sequence parallelism's gain a layer (48-layer steps' difference / 48) {(plain - sp) / 48 * 1e3:.2f} ms "
+          "(Table 4: 19.6 - 19.0 = 0.6 ms)")
+    print("22B a layer (48-layer step less 24-layer step, optimizer left out, / 24), ms, against Table 4:")
+    for mode, flags, published in K_LAYER_MODES:
+        busy = []
+        for layers in (48, 24):
+            data = r.run(f"{model_22b(layers)} {layer} {flags}", 8)
+            busy.append(data["iteration_time_ns"] / 1e6 - last_npu(data).get("compute.optimizer", 0.0))
+        per_layer = (busy[0] - busy[1]) / 24
+        print(f"  {mode:>29}: {per_layer:5.2f} against {published:4.1f} ({per_layer / published - 1:+.1%})")
+
+
+# --- SC'21 (Narayanan et al.): the scripts' CONFIG.sh and Figures 11-18
+SC21 = ("--seq-length 2048 --max-position-embeddings 2048 --DDP-impl local --fp16 --loss-scale 8192 "
+        "--clip-grad 1.0")
+RECOMPUTE = "--activations-checkpoint-method uniform"
+GPT3_175B = "--num-layers 96 --hidden-size 12288 --num-attention-heads 96"
+INTERLEAVED = "--num-layers-per-virtual-pipeline-stage 2"
+MODEL_162B = "--num-layers 32 --hidden-size 20480 --num-attention-heads 128"
+MODEL_5_9B = "--num-layers 32 --hidden-size 3840 --num-attention-heads 32"
+MODEL_91B = "--num-layers 32 --hidden-size 15360 --num-attention-heads 128"
+MODEL_145B = "--num-layers 80 --hidden-size 12288 --num-attention-heads 96"
+
+
+def layout(tp: int, pp: int, mbs: int, gbs: int) -> str:
+    return (f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp} "
+            f"--micro-batch-size {mbs} --global-batch-size {gbs}")
+
+
+def layouts(r: Runner) -> None:
+    print("| Figure (model, batch) | layouts | predicted step, s | the paper's order |")
+    print("|---|---|---|---|")
+    for gbs, label in ((32, "t x p = 32x2, 16x4, 8x8, 4x16, 2x32"), (128, "the same")):
+        steps = [r.step_s(f"{MODEL_162B} {SC21} {RECOMPUTE} {layout(tp, 64 // tp, 1, gbs)}", 64)
+                 for tp in (32, 16, 8, 4, 2)]
+        order = "fastest at t = 8, one server" if gbs == 32 else "the same"
+        print(f"| 13 (162.2B, {gbs}) | {label} | {series(steps, best=min(steps))} | {order} |")
+    for figure, label, points, order in ((14, "t = 1, p = 2 to 32", [(1, p) for p in (2, 4, 8, 16, 32)],
+                                          "slower as p grows"),
+                                         (15, "p = 1, t = 2 to 32", [(t, 1) for t in (2, 4, 8, 16, 32)],
+                                          "slower as t grows")):
+        steps = [r.step_s(f"{MODEL_5_9B} {SC21} {RECOMPUTE} {layout(tp, pp, 1, 32)}", 64) for tp, pp in points]
+        print(f"| {figure} (5.9B, 32) | {label} | {series(steps)} | {order} |")
+
+
+def figures(r: Runner) -> None:
+    print("| Figure (model, GPUs) | points | predicted | the paper's trend |")
+    print("|---|---|---|---|")
+    for gbs in (8, 128):
+        tflops = [r.run(f"{layout(8, p, 1, gbs)} --num-layers {3 * p} --hidden-size 20480 --num-attention-heads 128 "
+                        f"{SC21} {RECOMPUTE}", 8 * p)["training"]["tflops_per_gpu"] for p in (1, 2, 4, 8)]
+        if gbs == 8:
+            print(f"| 11 (t = 8, 3 layers of h 20,480 a stage, 8p) | p = 1, 2, 4, 8 at batch 8 | "
+                  f"{series(tflops, 1)} TFLOP/s per GPU | falls as p grows |")
+        else:
+            print(f"| 11 | the same at batch 128 | {series(tflops, 1)} | falls much less |")
+    batches = (12, 24, 36, 48, 60)
+    fig12 = [f"{GPT3_175B} {layout(8, 12, 1, b)} {SC21} {RECOMPUTE}" for b in batches]
+    plain = [r.step_s(a, 96) for a in fig12]
+    inter = [r.step_s(f"{a} {INTERLEAVED}", 96) for a in fig12]
+    print(f"| 12 (175B, 96; t 8, p 12) | batch 12, 24, 36, 48, 60: not interleaved | {series(plain)} s | |")
+    lead = "**" if all(i < p for i, p in zip(inter, plain, strict=True)) else ""
+    print(f"| 12 | interleaved (2 layers a virtual stage) | {lead}{series(inter)}{lead} | "
+          "faster at every batch, less so as it grows |")
+    fig16 = {gbs: [r.step_s(f"{MODEL_91B} {layout(8, 8, mbs, gbs)} {SC21} {RECOMPUTE}", 64) for mbs in (1, 2, 4, 8)]
+             for gbs in (512, 128)}
+    print(f"| 16 (91B, 64; t 8, p 8) | micro-batch 1, 2, 4, 8 at batch 512 | "
+          f"{series(fig16[512], best=min(fig16[512]))} s | "
+          f"best strictly inside{missed(min(fig16[512]) in (fig16[512][0], fig16[512][-1]))} |")
+    print(f"| 16 | the same at batch 128 | {series(fig16[128], best=min(fig16[128]))} | "
+          f"the same{missed(min(fig16[128]) in (fig16[128][0], fig16[128][-1]))} |")
+    with_r, without = [], []
+    for gbs in (1, 8, 32, 256):
+        base = f"{MODEL_145B} {layout(8, 16, 1, gbs)} {SC21}"
+        with_r.append(r.step_s(f"{base} {RECOMPUTE}", 128))
+        without.append(r.run(base, 128))
+    memory = ", ".join(f"{d['training']['memory_per_gpu_gib']:.1f}" for d in without)
+    print(f"| 17 (145B, 128; t 8, p 16) | batch 1, 8, 32, 256 with recomputation | {series(with_r)} s | "
+          "slower, up to about a third |")
+    print(f"| 17 | without | {series([d['iteration_time_ns'] / 1e9 for d in without])} s ({memory} GiB) | "
+          f"does not fit at large batch{missed(bool(without[-1]['training']['fits']))} |")
+    no_sg = [r.step_s(f"{a} {INTERLEAVED} --no-scatter-gather-tensors-in-pipeline", 96) for a in fig12]
+    gains = [n / s - 1 for n, s in zip(no_sg, inter, strict=True)]
+    print(f"| 18 (175B, 96, interleaved) | batch 12, 24, 36, 48, 60: with scatter/gather | {series(inter)} s | |")
+    print(f"| 18 | without (`--no-scatter-gather-tensors-in-pipeline`) | {series(no_sg)} "
+          f"({min(gains):+.1%} to {max(gains):+.1%}) | slower, more at large batch, up to about 11% |")
+    _figure_prose(r, fig16[128], without[-1], inter[-1], gains)
+
+
+def _figure_prose(r: Runner, fig16_128: list[float], fig17_256: dict, fig18_60: float, gains: list[float]) -> None:
+    """The figures the prose under the table quotes."""
+    print(f"16 at batch 128: micro-batch 2 against 1 {fig16_128[1] / fig16_128[0] - 1:+.1%}")
+    parts = [last_npu(r.run(f"{MODEL_91B} {layout(8, 8, mbs, 128)} {SC21} {RECOMPUTE}", 64)) for mbs in (1, 2)]
+    busy = [p["finish"] - p.get("bubble", 0.0) for p in parts]
+    print(f"   busy (step less bubble) a sample, micro-batch 2 against 1: {busy[1] / busy[0] - 1:+.1%}; "
+          f"GEMMs {parts[1]['compute.gemm'] / parts[0]['compute.gemm'] - 1:+.1%}; bubble share "
+          f"{parts[0].get('bubble', 0) / parts[0]['finish']:.1%} and {parts[1].get('bubble', 0) / parts[1]['finish']:.1%}")
+    m = fig17_256["training"]["memory_gib"]
+    print(f"17 without recomputation at batch 256: {fig17_256['training']['memory_per_gpu_gib']:.1f} GiB "
+          f"({m['weights'] + m['gradients'] + m['optimizer']:.1f} of weights, gradients and optimizer, "
+          f"{m['activations']:.1f} of activations)")
+    part = last_npu(r.run(f"{GPT3_175B} {layout(8, 12, 1, 60)} {SC21} {RECOMPUTE} {INTERLEAVED}", 96))
+    busy = sum(v for k, v in part.items() if k.startswith("compute.") and k != "compute.optimizer")
+    chunk = (busy + part.get("comm.tp", 0.0)) / (60 * 4)  # 60 micro-batches x 4 chunks a stage
+    print(f"18: gain grows by {(gains[-1] - gains[0]) * 100:.2f} points; a chunk's forward and backward "
+          f"(compute and tp all-reduces) {chunk:.1f} ms at batch 60 ({fig18_60:.2f} s)")
+
+
+# --- zero-bubble schedules (Qi et al., ICLR 2024)
+V_PIPE = ("--num-layers 16 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+          "--pipeline-model-parallel-size 4 --bf16 --vocab-size 128")
+DEEP = ("--num-layers 64 --hidden-size 4096 --num-attention-heads 32 --seq-length 2048 --micro-batch-size 1 "
+        "--global-batch-size 128 --pipeline-model-parallel-size 16 --bf16")
+TWO_CHUNKS = "--virtual-pipeline-model-parallel-size 2"
+
+
+def _three(r: Runner, args: str, gpus: int) -> list[dict]:
+    """ZB-V, ZB-H1 and interleaved 1F1B (two chunks a stage) on ``args``."""
+    return [r.run(f"{args} {TWO_CHUNKS}", gpus, "zb-v"), r.run(args, gpus, "zb-h1"),
+            r.run(f"{args} {TWO_CHUNKS}", gpus, "interleaved-1f1b")]
+
+
+def zero_bubble(r: Runner) -> None:
+    h1_args = f"{V_PIPE} --global-batch-size 16 --tensor-model-parallel-size 2"  # 8 micro-batches a replica
+    h1, one = r.step_s(h1_args, 16, "zb-h1"), r.step_s(h1_args, 16)
+    print(f"ZB-H1, tp 2 x pp 4 x dp 2 (4 layers a stage, 8 micro-batches a replica): {h1:.3f} s against 1F1B's "
+          f"{one:.3f} ({1 - h1 / one:.1%} faster)")
+    for m in (8, 32):
+        v, zh1, inter = (d["iteration_time_ns"] / 1e9 for d in _three(r, f"{V_PIPE} --global-batch-size {m}", 4))
+        print(f"ZB-V, 4 stages, {m} micro-batches: {v:.3f} s against ZB-H1's {zh1:.3f} and interleaved 1F1B's "
+              f"{inter:.3f}")
+    for tp, vocab in ((1, 128), (2, 128), (2, 51200)):
+        runs = _three(r, f"{DEEP} --tensor-model-parallel-size {tp} --vocab-size {vocab}", 16 * tp)
+        v, zh1, inter = (d["iteration_time_ns"] / 1e9 for d in runs)
+        (bv, tv), (bh, th) = ((p.get("bubble", 0.0), p.get("comm.tp", 0.0)) for p in map(last_npu, runs[:2]))
+        print(f"ZB-V, 64 layers (h 4096) at tp {tp} x pp 16, 128 micro-batches, vocabulary {vocab}: {v:.2f} s "
+              f"against ZB-H1's {zh1:.2f} and interleaved 1F1B's {inter:.2f}; bubble {bv:.0f} ms against {bh:.0f}, "
+              f"comm.tp {tv:.0f} against {th:.0f}")
+
+
+# --- the unfused softmax where the fused kernel does not take the shape (2021 names)
+SC21_NAMES = "--checkpoint-activations --DDP-impl local --fp16 --loss-scale 8192"
+
+
+def fallback(r: Runner) -> None:
+    """The layouts docs/megatron.md names after SC'21's Table 2: more heads a GPU or a longer
+    sequence than Megatron's fused scale-mask-softmax takes."""
+    def seq(s: int) -> str:
+        return f"--seq-length {s} --max-position-embeddings {s}"
+
+    gpt3 = f"{GPT3_175B} {SC21_NAMES} {seq(2048)} {layout(16, 4, 1, 1536)}"
+    print(f"175B at tp 16 x pp 4, micro-batch 1, batch 1,536 on 1,536 GPUs: {r.step_s(gpt3, 1536):.2f} s")
+    for mbs in (1, 4):
+        args = f"--num-layers 40 --hidden-size 5120 --num-attention-heads 40 {SC21_NAMES} {seq(2048)} {layout(8, 1, mbs, 64)}"
+        print(f"13B at tp 8, micro-batch {mbs}, batch 64 on 64 GPUs: {r.step_s(args, 64):.2f} s")
+    args = f"--num-layers 32 --hidden-size 4096 --num-attention-heads 32 {SC21_NAMES} {seq(4096)} {layout(4, 1, 1, 64)}"
+    print(f"6.7B at sequence 4,096, tp 4, micro-batch 1, batch 64 on 64 GPUs: {r.step_s(args, 64):.2f} s")
+
+
+TABLES: dict[str, Callable[[Runner], None]] = {"korthikanti": korthikanti, "layouts": layouts, "figures": figures,
+                                               "zero-bubble": zero_bubble, "fallback": fallback}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tables", default=",".join(TABLES), help=f"comma-separated, of {', '.join(TABLES)} (default all)")
+    a = p.parse_args()
+    chosen = [t.strip() for t in a.tables.split(",") if t.strip()]
+    unknown = [t for t in chosen if t not in TABLES]
+    if unknown or not chosen:
+        p.error(f"--tables: {', '.join(unknown) or 'none given'}: pick from {', '.join(TABLES)}")
+    with tempfile.TemporaryDirectory() as folder:
+        runner = Runner(folder)
+        for name in chosen:
+            print(f"## {name}", flush=True)
+            TABLES[name](runner)
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
