@@ -15,7 +15,7 @@ import argparse
 import functools
 import math
 
-from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
 from simpy_astra.workloads.megatron import unmodelled_flags as today
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
@@ -308,32 +308,6 @@ class _ArgparseError(Exception):
     pass
 
 
-#: one argument's two names that no Megatron-LM takes together (argparse reads them into one
-#: value here, so the later would silently win): (older name, newer, rule, Megatron's words)
-_ONE_NAME = (
-    ("--batch-size", "--micro-batch-size", "one micro-batch name",
-     # the micro-batch of the Megatron-LM before micro-batches (to 2020-12), which had no
-     # --micro-batch-size; every later one stops on it
-     "no Megatron-LM takes both (Megatron, since 2020-12: --batch-size argument is no longer valid, use "
-     "--micro-batch-size instead)"),
-    ("--encoder-seq-length", "--seq-length", "one sequence-length name",
-     "Megatron takes one of them (validate_args: if args.seq_length is not None: assert "
-     "args.encoder_seq_length is None)"),
-    ("--overlap-p2p-communication", "--no-overlap-p2p-communication", "one p2p-overlap name",
-     # the opt-in switch became the default in 2023-10 (4eeff55d1f), and its opposite the flag
-     "no Megatron-LM takes both, and they say opposite things (the overlap is the default since 2023-10: "
-     "leave both out to overlap)"),
-)
-
-
-def _one_name_each(tokens: list[str], where: str) -> None:
-    """Refuse an argument given under both of its names (:data:`_ONE_NAME`)."""
-    given = {token.split("=", 1)[0] for token in tokens}
-    for old, new, rule, why in _ONE_NAME:
-        if {old, new} <= given:
-            raise InvalidConfigurationError(f"{where}: {old} with {new}: {why}; give {new} alone", rule)
-
-
 def parse(args: str | list[str], gpus: int, where: str = "megatron args",
           gpus_where: str | None = None) -> MegatronJob:
     """The job that ``args`` launch on ``gpus`` GPUs. Errors name ``where`` (the file and
@@ -342,7 +316,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     (:mod:`~simpy_astra.workloads.megatron.rules`); one past the simulator's bounds an
     :class:`InputError` with the estimate (:mod:`~simpy_astra.workloads.megatron.bounds`)."""
     tokens = command_line.words(args, where)
-    _one_name_each(tokens, where)
+    command_line.one_name_each(tokens, where)
     p = _reading_parser()
     reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
                                 also_known=[*SMALL_EFFECT, *NOT_MODELLED])

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from simpy_astra.errors import InputError, non_ascii
+from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii
 from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
 
@@ -186,3 +186,29 @@ def read(tokens: list[str], modelled: argparse.ArgumentParser, accepted: Callabl
         else:
             out.others[flag] = values
     return out
+
+
+#: one argument's two names that no Megatron-LM takes together (argparse reads them into one
+#: value here, so the later would silently win): (older name, newer, rule, Megatron's words)
+_ONE_NAME = (
+    ("--batch-size", "--micro-batch-size", "one micro-batch name",
+     # the micro-batch of the Megatron-LM before micro-batches (to 2020-12), which had no
+     # --micro-batch-size; every later one stops on it
+     "no Megatron-LM takes both (Megatron, since 2020-12: --batch-size argument is no longer valid, use "
+     "--micro-batch-size instead)"),
+    ("--encoder-seq-length", "--seq-length", "one sequence-length name",
+     "Megatron takes one of them (validate_args: if args.seq_length is not None: assert "
+     "args.encoder_seq_length is None)"),
+    ("--overlap-p2p-communication", "--no-overlap-p2p-communication", "one p2p-overlap name",
+     # the opt-in switch became the default in 2023-10 (4eeff55d1f), and its opposite the flag
+     "no Megatron-LM takes both, and they say opposite things (the overlap is the default since 2023-10: "
+     "leave both out to overlap)"),
+)
+
+
+def one_name_each(tokens: list[str], where: str) -> None:
+    """Refuse an argument given under both of its names (:data:`_ONE_NAME`)."""
+    given = {token.split("=", 1)[0] for token in tokens}
+    for old, new, rule, why in _ONE_NAME:
+        if {old, new} <= given:
+            raise InvalidConfigurationError(f"{where}: {old} with {new}: {why}; give {new} alone", rule)
