@@ -34,6 +34,9 @@ def main() -> int:
     gc.disable()
     try:
         from simpy_astra.cli.main import main as cli_main
+        from simpy_astra.infra.stopping import process_ends_after
+
+        process_ends_after()
 
         code = cli_main()
     except KeyboardInterrupt:  # Ctrl-C before the command's own handler was installed

@@ -242,3 +242,34 @@ def test_calibrate_stops_in_one_line_and_writes_nothing(tmp_path):
     assert got == EXIT_INTERRUPTED, lines
     assert len(lines) == 1 and "stopped by SIGINT" in lines[0], lines
     assert not (tmp_path / "cal").exists() or not list((tmp_path / "cal").iterdir())
+
+
+#: a command stopped by a signal, then the same signal again on its way out (a Ctrl-C held
+#: down): the stop's handlers are handed back as the command ends
+HELD_DOWN = textwrap.dedent('''
+    import os, signal, sys
+    from simpy_astra.infra import stopping
+    if sys.argv[1] == "process":
+        stopping.process_ends_after()
+    restore = stopping.install()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the stop
+    except stopping.Stopped:
+        pass
+    restore()
+    os.kill(os.getpid(), signal.SIGINT)  # held down: it arrives after the command ended
+    print("left cleanly")
+''')
+
+
+@pytest.mark.parametrize("caller", ["process", "library"])
+def test_a_signal_after_the_stopped_command_is_ignored_only_by_a_process_that_is_leaving(caller):
+    """``python -m simpy_astra`` leaves after its command: a second SIGINT in its last flush
+    raised KeyboardInterrupt (a traceback and exit -2 where 130 was due; seen holding Ctrl-C
+    down over a sweep). A script calling the CLI's main gets its own handlers back."""
+    done = subprocess.run([sys.executable, "-c", HELD_DOWN, caller], capture_output=True, text=True, cwd=ROOT,
+                          timeout=60)
+    if caller == "process":
+        assert (done.returncode, done.stdout.strip()) == (0, "left cleanly"), done.stderr
+    else:
+        assert done.returncode != 0 and "KeyboardInterrupt" in done.stderr, done.stderr

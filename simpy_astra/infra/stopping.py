@@ -124,6 +124,15 @@ def _resend(signum: int, times: int) -> None:
         _resend_later(signum, times - 1)
 
 
+#: the command is the process's (``python -m simpy_astra``): it leaves once the command ends
+_process_ends: list[bool] = []
+
+
+def process_ends_after() -> None:
+    """This process ends when its command does (not a test or a script calling the CLI's main)."""
+    _process_ends.append(True)
+
+
 def install() -> Callable[[], None]:
     """Handle SIGINT and SIGTERM (those not ignored, e.g. by nohup) until the returned function
     is called; only the main thread can. Forgets signals received before."""
@@ -138,9 +147,12 @@ def install() -> Callable[[], None]:
             signal.signal(sig, _handler)
 
     def restore() -> None:
+        """Hand the signals back; in a process that ends with the command (:func:`process_ends_after`),
+        after a stop ignore them instead: a Ctrl-C held down would otherwise raise
+        KeyboardInterrupt (a traceback, exit -2) in the last flush on its way out."""
         _cancel_timer()
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            signal.signal(sig, signal.SIG_IGN if _signals and _process_ends else old)
 
     return restore
 
