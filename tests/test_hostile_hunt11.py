@@ -32,3 +32,20 @@ def test_a_switch_given_twice_and_a_repeatable_flag_still_run(tmp_path, capsys, 
     assert main(["run", str(SCENARIOS / "default.yaml"), "--quiet", "--quiet"]) == 0
     # the default scenario's step, 142,780 ns (tests/test_cli.py derives it)
     assert "iteration time 142,780 ns" in capsys.readouterr().out
+
+
+NCCL = SCENARIOS.parent / "tests" / "data" / "nccl" / "dgx-a100-superbench"
+
+
+@pytest.mark.parametrize("argv", [
+    ["calibrate", str(NCCL / "all_reduce.log"), "--network", str(NCCL / "network.yml"), "--out", "-"],
+    ["sweep", str(SCENARIOS / "sweeps" / "quick.yaml"), "--out", "-"],
+])
+def test_a_dash_for_an_output_folder_is_not_taken_as_a_folder_named_dash(tmp_path, capsys, monkeypatch, argv):
+    # '--out -' (stdout to many tools) fitted or swept and wrote network.yml (results.csv) into
+    # a folder named '-'; run's outputs refuse it since the eighth hunt
+    monkeypatch.chdir(tmp_path)
+    err = _error_lines(capsys, argv)
+    assert err == ["error: --out: '-' would be a folder named '-' here, not stdout (stdout carries the answer); "
+                   "give a folder path"], err
+    assert not (tmp_path / "-").exists()

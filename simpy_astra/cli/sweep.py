@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
+from simpy_astra.cli.output_checks import _not_stdout
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
@@ -283,6 +284,7 @@ def _main(argv: list[str]) -> int:
         return 0
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
+    _not_stdout(args.out, "--out", "folder")
     store = ResultsStore(args.out, spec, points, retry_failed=args.retry_failed)
     if store.rerun_note:
         print(store.rerun_note, file=sys.stderr)
