@@ -4,7 +4,10 @@ naming the file (or flag), the field and the fix."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import yaml
 
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines  # noqa: F401 (ARGS: later cases)
@@ -49,3 +52,26 @@ def test_a_dash_for_an_output_folder_is_not_taken_as_a_folder_named_dash(tmp_pat
     assert err == ["error: --out: '-' would be a folder named '-' here, not stdout (stdout carries the answer); "
                    "give a folder path"], err
     assert not (tmp_path / "-").exists()
+
+
+def test_a_job_name_wider_than_a_pipe_folds_within_80_columns(tmp_path, capsys):
+    # the jobs table printed each 150-character name on one line, 171 columns wide in a pipe
+    # (README: plain text within 80 columns; on a terminal rich folds the name)
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    del doc["workload"]
+    names = ["a" * 150, "b" * 149 + "!"]
+    doc["jobs"] = [{"name": name, "workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576,
+                                               "num_npus": 4}, "placement": "contiguous"} for name in names]
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert main(["run", str(path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    tables = err[err.index("jobs"):next(i for i, line in enumerate(err) if line.startswith("network cost"))]
+    assert max(len(line) for line in tables) <= 80, max(tables, key=len)
+    first = tables[2:tables.index("jobs (continued)")]  # the first table's rows, under its header
+    # each name whole, folded over the lines below its row, its figures on its first line
+    rows = [k for k, line in enumerate(first) if len(line.split()) > 1]
+    assert [first[k].split()[1:3] for k in rows] == [["0-3", "0"], ["4-7", "0"]], first  # as placed
+    assert all(re.fullmatch(r"[\d,]+", first[k].split()[3]) for k in rows), first  # finished (ns), whole
+    assert "".join(line.split()[0] for line in first[:rows[1]]) == names[0]
+    assert "".join(line.split()[0] for line in first[rows[1]:]) == names[1]
