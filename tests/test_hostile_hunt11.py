@@ -75,3 +75,22 @@ def test_a_job_name_wider_than_a_pipe_folds_within_80_columns(tmp_path, capsys):
     assert all(re.fullmatch(r"[\d,]+", first[k].split()[3]) for k in rows), first  # finished (ns), whole
     assert "".join(line.split()[0] for line in first[:rows[1]]) == names[0]
     assert "".join(line.split()[0] for line in first[rows[1]:]) == names[1]
+
+
+@pytest.mark.parametrize("axes, where", [
+    ({"name": ["a", "b"]}, "axes: name: 'name'"),
+    ({"description": {"values": ["x", "y"], "as": "d"}}, "axes: description: 'description'"),
+    ({"m": {"named": {"one": {"description": "x", "cluster.gpus": 8}, "two": {"cluster.gpus": 16}}}},
+     "axes: m: 'description'"),
+])
+def test_an_axis_on_the_scenarios_label_is_refused(tmp_path, capsys, axes, where):
+    # name and description are text no run reads: {name: [a, b]} listed (and ran) two points
+    # of one scenario, and best.json crowned one of two equal rows
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, sort_keys=False))
+    sweep = tmp_path / "sw.yaml"
+    sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": axes}, sort_keys=False))
+    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    assert err == [f"error: {sweep}: {where} is the scenario's label, which no run reads: points that differ only in "
+                   f"it run the same scenario; remove it (an axis's name, or a bundle's, labels its points)"], err

@@ -338,6 +338,8 @@ def megatron_args_of(scenario: dict[str, Any]) -> Any:
     return None
 
 
+#: a scenario's keys no run reads (text for the person who wrote it)
+LABELS = ("name", "description")
 #: ``package.module:attribute``, the way a config names a plug-in's algorithm or topology
 PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -369,6 +371,9 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
         check_flag(dotted, where)
         return
     parts = dotted.split(".")
+    if parts[0] in LABELS:
+        raise InputError(f"{where}: '{dotted}' is the scenario's label, which no run reads: points that differ only "
+                         f"in it run the same scenario; remove it (an axis's name, or a bundle's, labels its points)")
     known: set[str] = set(SCENARIO_KEYS)
     fields = {"system": KNOWN_SYSTEM_KEYS, "network": KNOWN_NETWORK_KEYS}
     if parts[0] in fields and len(parts) > 1:
