@@ -94,3 +94,18 @@ def test_an_axis_on_the_scenarios_label_is_refused(tmp_path, capsys, axes, where
     err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert err == [f"error: {sweep}: {where} is the scenario's label, which no run reads: points that differ only in "
                    f"it run the same scenario; remove it (an axis's name, or a bundle's, labels its points)"], err
+
+
+def test_a_workload_link_rate_beside_a_cluster_names_the_cluster_field_that_sets_it(tmp_path, capsys):
+    # the error said "set cluster.tp_link_gb_s", a key the cluster refuses as unknown
+    cluster = {"preset": "dgx-a100-80gb", "gpus": 8}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS + " --tensor-model-parallel-size 2",
+                                                 "tp_link_gb_s": 100}, "cluster": cluster}, sort_keys=False))
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload.tp_link_gb_s: the cluster: gives"), err
+    field = re.search(r"; set cluster\.(\w+)", err[0]).group(1)
+    # following the advice runs: the field it names is the cluster's (tp 2 sits inside a node: NVLink's)
+    path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS + " --tensor-model-parallel-size 2"},
+                                    "cluster": {**cluster, field: 100}}, sort_keys=False))
+    assert main(["run", str(path), "--quiet"]) == 0, capsys.readouterr().err
