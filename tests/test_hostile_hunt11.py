@@ -109,3 +109,24 @@ def test_a_workload_link_rate_beside_a_cluster_names_the_cluster_field_that_sets
     path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS + " --tensor-model-parallel-size 2"},
                                     "cluster": {**cluster, field: 100}}, sort_keys=False))
     assert main(["run", str(path), "--quiet"]) == 0, capsys.readouterr().err
+
+
+def test_an_unknown_name_in_a_megatron_sweeps_expression_is_one_readable_line(tmp_path, capsys):
+    # the line listed every one of the ~100 modelled Megatron flags by name: 3,000 characters
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
+                                    "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, sort_keys=False))
+    sweep = tmp_path / "sw.yaml"
+    sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": {"cluster.gpus": [8, 16]},
+                                     "constraints": ["tensor_model_paralel_size * gpus <= 64"]}, sort_keys=False))
+    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    assert len(err) == 1 and len(err[0]) < 1200, len(err[0])
+    head = (f"error: {sweep}: constraints[0]: 'tensor_model_paralel_size * gpus <= 64' uses unknown name(s) "
+            f"['tensor_model_paralel_size']; did you mean 'tensor_model_parallel_size' for 'tensor_model_paralel_size'?; "
+            f"known: ")
+    assert err[0].startswith(head), err[0]
+    known = err[0][len(head):].split("; and ")[0].split(", ")
+    # the axis, the results (docs/sweeps.md) and data_parallel_size listed; the flags summed up
+    assert {"gpus", "finish_ns", "mfu", "data_parallel_size"} <= set(known) and "swiglu" not in known, known
+    assert err[0].endswith("and each Megatron-LM flag this simulator reads, with _ for - (tensor_model_parallel_size; "
+                           "simpy-astra generate megatron --help lists them)"), err[0]

@@ -461,18 +461,20 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if megatron:  # every modelled flag is a name (axis names win)
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
     coords = set(names) | spec.flag_names
+    # the flags' names are summed up in an error, not listed one by one (data_parallel_size is no flag)
+    flags = spec.flag_names - {"data_parallel_size", *names}
     for i, text in enumerate(raw_constraints):
-        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES))
+        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES), flags=flags)
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
     figure = "iteration_time_ns" if megatron else DEFAULT_OBJECTIVE  # a figure's example: a number
     spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
-                                      coords | set(RESULT_NAMES), figure)
+                                      coords | set(RESULT_NAMES), figure, flags)
     raw_report = doc.get("report", list(MEGATRON_REPORT if megatron else DEFAULT_REPORT))
     if not isinstance(raw_report, list) or not raw_report:
         example = f"[{json.dumps(raw_report)}]" if isinstance(raw_report, str) and raw_report else "[finish_ns]"
         raise InputError(f"{path}: field 'report' must be a non-empty list of result names or expressions (got "
                          f"{show_value(raw_report)}); write report: {example}")
-    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure)
+    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure, flags)
                    for i, text in enumerate(raw_report)]
     shown = [e.text for e in spec.report]
     if len(set(shown)) < len(shown):  # the table would show the column twice
