@@ -130,3 +130,18 @@ def test_an_unknown_name_in_a_megatron_sweeps_expression_is_one_readable_line(tm
     assert {"gpus", "finish_ns", "mfu", "data_parallel_size"} <= set(known) and "swiglu" not in known, known
     assert err[0].endswith("and each Megatron-LM flag this simulator reads, with _ for - (tensor_model_parallel_size; "
                            "simpy-astra generate megatron --help lists them)"), err[0]
+
+
+@pytest.mark.parametrize("given, nan", [("--lr nan", "--lr"), ("--lr 1e-4 --min-lr nan", "--min-lr")])
+def test_a_learning_rate_of_nan_is_refused_as_megatrons_assert_refuses_it(given, nan):
+    # Megatron's validate_args: assert args.min_lr <= args.lr, false when either is NaN (Python's
+    # float('nan') compares false); the check here asked min_lr > lr, also false, and ran on
+    from simpy_astra.errors import InvalidConfigurationError
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    with pytest.raises(InvalidConfigurationError) as caught:
+        parse(f"{ARGS} {given}", 8, "s.yaml: workload.args")
+    assert caught.value.message.startswith(f"s.yaml: workload.args: {nan} nan is not a number, so --min-lr "), \
+        caught.value.message
+    assert caught.value.message.endswith("(Megatron: assert args.min_lr <= args.lr)")
+    parse(f"{ARGS} --lr 1e-4 --min-lr 1e-5", 8, "s.yaml: workload.args")  # a finite pair runs
