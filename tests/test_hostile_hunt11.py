@@ -145,3 +145,12 @@ def test_a_learning_rate_of_nan_is_refused_as_megatrons_assert_refuses_it(given,
         caught.value.message
     assert caught.value.message.endswith("(Megatron: assert args.min_lr <= args.lr)")
     parse(f"{ARGS} --lr 1e-4 --min-lr 1e-5", 8, "s.yaml: workload.args")  # a finite pair runs
+
+
+def test_an_empty_scheduler_address_is_refused_not_run_here(tmp_path, capsys, monkeypatch):
+    # --cluster "$SCHEDULER" with the variable unset ran every point locally, without a word
+    monkeypatch.chdir(tmp_path)
+    err = _error_lines(capsys, ["sweep", str(SCENARIOS / "sweeps" / "quick.yaml"), "--out", "o", "--cluster", ""])
+    assert err == ["error: --cluster: must be a Dask scheduler's address such as tcp://HOST:8786 (got an empty "
+                   "string); leave the flag out to run the points here"], err
+    assert not (tmp_path / "o").exists()

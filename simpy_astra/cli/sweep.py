@@ -237,6 +237,9 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
+    if args.cluster is not None and not args.cluster.strip():  # "$SCHEDULER" unset: not a local run
+        raise InputError("--cluster: must be a Dask scheduler's address such as tcp://HOST:8786 (got an empty "
+                         "string); leave the flag out to run the points here")
     cpus = os.cpu_count() or 1
     if args.jobs > JOBS_PER_CPU * cpus and not args.cluster:  # a process a point: 10^5 would exhaust memory
         raise InputError(f"--jobs {args.jobs}: this machine has {cpus} CPU(s); points are CPU-bound, so more "
