@@ -4,6 +4,7 @@ naming the file (or flag), the field and the fix."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -153,4 +154,20 @@ def test_an_empty_scheduler_address_is_refused_not_run_here(tmp_path, capsys, mo
     err = _error_lines(capsys, ["sweep", str(SCENARIOS / "sweeps" / "quick.yaml"), "--out", "o", "--cluster", ""])
     assert err == ["error: --cluster: must be a Dask scheduler's address such as tcp://HOST:8786 (got an empty "
                    "string); leave the flag out to run the points here"], err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("flag", ["--holdout", "--regimes"])
+def test_validate_refuses_an_empty_path_for_its_optional_files(tmp_path, capsys, monkeypatch, flag):
+    # --holdout "$FIT" with the variable unset validated without the held-out report, without a word
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "system.json").write_text(json.dumps({  # calibrate's system (docs/calibration.md)
+        "scheduling-policy": "LIFO", "collective-optimization": "localBWAware", "endpoint-delay": 10,
+        "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1, "local-mem-bw": 1000000,
+        "all-reduce-implementation": ["halvingDoubling"], "all-gather-implementation": ["ring"],
+        "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct1"]}))
+    err = _error_lines(capsys, ["validate", str(NCCL / "all_reduce.log"), "--network", str(NCCL / "network.yml"),
+                                "--system", "system.json", "--out", "o", flag, ""])
+    assert err == [f"error: {flag}: must be a file path (got an empty string); leave the flag out to validate "
+                   f"without it"], err
     assert not (tmp_path / "o").exists()
