@@ -171,3 +171,21 @@ def test_validate_refuses_an_empty_path_for_its_optional_files(tmp_path, capsys,
     assert err == [f"error: {flag}: must be a file path (got an empty string); leave the flag out to validate "
                    f"without it"], err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("rank", [0, 5])
+def test_a_workload_named_by_one_of_its_files_is_told_the_prefix(tmp_path, capsys, rank):
+    # 'error: .../step.0.et.0.et: the ET file for NPU 0 does not exist', a name nobody wrote
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    prefix = SCENARIOS / doc["workload"]
+    doc["workload"] = f"{prefix}.{rank}.et"
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    told = (f"{prefix}.{rank}.et: is the ET file of NPU {rank}; a workload is the prefix of its ET files, PREFIX for "
+            f"PREFIX.0.et, PREFIX.1.et ...: give {prefix}")
+    assert err == [f"error: {told}"], err
+    # a job's workload alike ('no ET files .../step.0.et.0.et ...')
+    doc["jobs"] = [{"name": "a", "workload": doc.pop("workload"), "placement": "contiguous"}]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert _error_lines(capsys, ["run", str(path), "--quiet"]) == [f"error: {path}: jobs[0].workload: {told}"]

@@ -314,6 +314,16 @@ def numbered_files(prefix: str, suffix: str = ".et") -> dict[int, str]:
     return out
 
 
+def rank_file_problem(prefix: str, suffix: str = ".et") -> str | None:
+    """What is wrong with a workload named by one of its files (``traces/ar.0.et``, which looks
+    for ``traces/ar.0.et.0.et``), or None when ``prefix`` is no rank's file."""
+    rank = re.fullmatch(r"(.+)\.(0|[1-9][0-9]*)" + re.escape(suffix), prefix)
+    if rank is None or not os.path.isfile(prefix):
+        return None
+    return (f"{show(prefix)}: is the ET file of NPU {rank.group(2)}; a workload is the prefix of its ET files, "
+            f"PREFIX for PREFIX.0{suffix}, PREFIX.1{suffix} ...: give {show(rank.group(1))}")
+
+
 def check_no_gaps(ranks: dict[int, str], prefix: str, where: str, suffix: str = ".et") -> int:
     """The number of ranks, which must be 0..N-1 with none missing; else one line naming the
     first missing ones (a job read up to its first gap would silently be a smaller job)."""
