@@ -189,3 +189,19 @@ def test_a_workload_named_by_one_of_its_files_is_told_the_prefix(tmp_path, capsy
     doc["jobs"] = [{"name": "a", "workload": doc.pop("workload"), "placement": "contiguous"}]
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     assert _error_lines(capsys, ["run", str(path), "--quiet"]) == [f"error: {path}: jobs[0].workload: {told}"]
+
+
+def test_a_system_json_given_as_the_remote_memory_is_refused(tmp_path, capsys):
+    # the system JSON in the remote memory's place ran (as NO_MEMORY_EXPANSION) under ten
+    # warnings, one a key; no key of a remote-memory file is required, so nothing stopped it
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(doc["system"]))
+    network = tmp_path / "network.yml"
+    network.write_text(yaml.safe_dump(doc["network"]))
+    err = _error_lines(capsys, [f"--workload-configuration={SCENARIOS / doc['workload']}",
+                                f"--system-configuration={system}", f"--network-configuration={network}",
+                                f"--remote-memory-configuration={system}"])
+    assert err == [f"error: {system}: holds a system JSON's fields (scheduling-policy, collective-optimization, "
+                   f"endpoint-delay, ...) and none of a remote memory's; give the remote-memory file, e.g. "
+                   f"{{\"memory-type\": \"NO_MEMORY_EXPANSION\"}}"], err
