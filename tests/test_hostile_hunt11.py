@@ -205,3 +205,16 @@ def test_a_system_json_given_as_the_remote_memory_is_refused(tmp_path, capsys):
     assert err == [f"error: {system}: holds a system JSON's fields (scheduling-policy, collective-optimization, "
                    f"endpoint-delay, ...) and none of a remote memory's; give the remote-memory file, e.g. "
                    f"{{\"memory-type\": \"NO_MEMORY_EXPANSION\"}}"], err
+
+
+@pytest.mark.parametrize("command", ["calibrate", "validate"])
+def test_a_misspelt_key_in_calibrates_system_is_warned_of_as_run_warns(tmp_path, capsys, monkeypatch, command):
+    # 'endpoint-dealy': 100 kept calibrate's default endpoint delay (10 ns) without a word; run
+    # warns of it (README: a key no reader uses is a warning in ASTRA-sim's own files)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "system.json").write_text(json.dumps({"endpoint-dealy": 100, "preferred-dataset-splits": 1}))
+    argv = [command, str(NCCL / "all_reduce.log"), "--network", str(NCCL / "network.yml"), "--system", "system.json",
+            "--out", "o"]
+    assert main(argv) == 0
+    assert ("warning: system.json: field 'endpoint-dealy' is not a system setting and is ignored (as in ASTRA-sim); "
+            "did you mean 'endpoint-delay'?") in capsys.readouterr().err.splitlines()

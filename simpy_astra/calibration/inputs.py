@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from typing import Any
 
@@ -37,7 +38,9 @@ def load_system(path: str | None, network: dict[str, Any]) -> dict[str, Any]:
         with open(probe, "w") as f:
             json.dump(merged, f)
         try:
-            load_system_json(probe)
+            ignored = load_system_json(probe).ignored
         except InputError as exc:
             raise InputError(str(exc).replace(probe, path)) from None
+    for line in ignored:  # a misspelt key ('endpoint-dealy') kept the default without a word, as run warns
+        print(f"warning: {line.replace(probe, path)}", file=sys.stderr)
     return merged
