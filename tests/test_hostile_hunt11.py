@@ -218,3 +218,11 @@ def test_a_misspelt_key_in_calibrates_system_is_warned_of_as_run_warns(tmp_path,
     assert main(argv) == 0
     assert ("warning: system.json: field 'endpoint-dealy' is not a system setting and is ignored (as in ASTRA-sim); "
             "did you mean 'endpoint-delay'?") in capsys.readouterr().err.splitlines()
+
+
+def test_a_misspelt_key_in_calibrates_network_is_warned_of_as_run_warns(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "network.yml").write_text((NCCL / "network.yml").read_text() + "latncy: [5]\n")
+    assert main(["calibrate", str(NCCL / "all_reduce.log"), "--network", "network.yml", "--out", "o"]) == 0
+    assert ("warning: network.yml: field 'latncy' is not a network field and is ignored; did you mean 'latency'?"
+            in capsys.readouterr().err.splitlines())

@@ -17,7 +17,9 @@ from simpy_astra.errors import InputError
 def load_network(path: str) -> dict[str, Any]:
     network = load_yaml_mapping(path, "network YAML", "topology: [ Ring ]")  # as the simulator reads it
     refuse_unfittable(network, path)  # before the simulator builds a graph calibrate cannot fit
-    network_from_mapping(network, path)  # the simulator's own checks and messages
+    # the simulator's own checks and messages, and its warnings (a misspelt 'latncy' kept the given latency)
+    for line in network_from_mapping(network, path).warnings:
+        print(f"warning: {line}", file=sys.stderr)
     check_network(network, path)
     return network
 
