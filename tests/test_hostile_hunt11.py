@@ -226,3 +226,20 @@ def test_a_misspelt_key_in_calibrates_network_is_warned_of_as_run_warns(tmp_path
     assert main(["calibrate", str(NCCL / "all_reduce.log"), "--network", "network.yml", "--out", "o"]) == 0
     assert ("warning: network.yml: field 'latncy' is not a network field and is ignored; did you mean 'latency'?"
             in capsys.readouterr().err.splitlines())
+
+
+def test_list_marks_a_point_whose_traces_are_not_there(tmp_path, capsys, monkeypatch):
+    # an axis over workload prefixes: --list listed a prefix without files as a point like the
+    # others, and its run failed on the first check it makes ('the ET file for NPU 0 does not exist')
+    from tests.test_hostile_hunt8 import _listed
+
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    monkeypatch.chdir(tmp_path)  # a short coordinate: its line keeps its mark within 80 columns
+    there, missing = str(SCENARIOS / doc["workload"]), "nothing/step"
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump(doc, sort_keys=False))
+    sweep = tmp_path / "sw.yaml"
+    sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": {"workload": [there, missing]}}, sort_keys=False))
+    marks, reasons = _listed(capsys, sweep)
+    assert marks == {f"workload={there}": False, f"workload={missing}": True}, marks
+    assert f"{tmp_path / missing}.0.et: the ET file for NPU 0 does not exist" in reasons, reasons
