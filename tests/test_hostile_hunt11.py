@@ -243,3 +243,16 @@ def test_list_marks_a_point_whose_traces_are_not_there(tmp_path, capsys, monkeyp
     marks, reasons = _listed(capsys, sweep)
     assert marks == {f"workload={there}": False, f"workload={missing}": True}, marks
     assert f"{tmp_path / missing}.0.et: the ET file for NPU 0 does not exist" in reasons, reasons
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["run", "-"], "scenario YAML"),
+    (["sweep", "-", "--out", "o"], "sweep YAML"),
+    (["calibrate", "-", "--network", str(NCCL / "network.yml"), "--out", "o"], "nccl-tests log"),
+])
+def test_a_dash_for_an_input_says_stdin_is_not_read(tmp_path, capsys, monkeypatch, argv, what):
+    # 'cat s.yaml | simpy-astra run -' said '-: scenario YAML file does not exist (relative paths
+    # resolve from ...)', as if a file named '-' had been meant
+    monkeypatch.chdir(tmp_path)
+    err = _error_lines(capsys, argv)
+    assert err == [f"error: -: '-' is not read as stdin here; save the {what} to a file and give its path"], err

@@ -100,6 +100,8 @@ def check_input(path: Any, what: str) -> os.stat_result:
     """The stat of an input file, which must be a regular file (a symlink to one is fine)."""
     if path is None or path == "":
         raise InputError(f"<empty path>: expected the path of the {what} (got an empty string)")
+    if path == "-" and not os.path.lexists(path):  # stdin to many tools
+        raise InputError(f"-: '-' is not read as stdin here; save the {what} to a file and give its path")
     try:
         st = os.stat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
