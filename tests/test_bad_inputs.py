@@ -79,13 +79,10 @@ def write_configs(npus: int = 2, system: dict | None = None) -> None:
 
 
 def run(capsys, *extra: str, groups: str | None = None) -> tuple[int, str, str]:
-    argv = [
-        "--workload-configuration=w",
-        "--system-configuration=sys.json",
-        "--network-configuration=net.yml",
-        "--remote-memory-configuration=mem.json",
-        *extra,
-    ]
+    given = {flag.split("=", 1)[0] for flag in extra}  # a flag in extra replaces the default (once: twice is refused)
+    argv = [*(flag for flag in ("--workload-configuration=w", "--system-configuration=sys.json",
+                                "--network-configuration=net.yml", "--remote-memory-configuration=mem.json")
+              if flag.split("=", 1)[0] not in given), *extra]
     if groups is not None:
         argv.append(f"--comm-group-configuration={groups}")
     code = main(argv)

@@ -270,6 +270,9 @@ def write_plot(results: list[LogResult], path: str, title: str) -> None:
 def output_dir(path: str, names: tuple[str, ...] = ()) -> None:
     """``--out``, made if missing, and the files ``names`` in it checked before any work
     (a FIFO, a device or one of the inputs in their place is refused, not written at the end)."""
+    if path == "-":  # stdout to many tools; a folder named '-' here, as run's outputs refuse it
+        raise InputError("--out: '-' would be a folder named '-' here, not stdout (stdout carries the answer); "
+                         "give a folder path")
     if os.path.exists(path) and not os.path.isdir(path):  # makedirs said only 'File exists'
         raise InputError(f"--out: {path} is a file, not a folder; choose a folder")
     try:

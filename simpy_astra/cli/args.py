@@ -59,10 +59,29 @@ class ArgumentParser(argparse.ArgumentParser):
                  and a[1:2] != "." and a.split("=", 1)[0] not in known]
         if wrong:
             self.error(unknown_flag_problem(wrong[0], known, self.prog))
+        self._refuse_repeated(argv)
         parsed, extra = self.parse_known_args(argv, namespace)
         if extra:
             self.error(unknown_flag_problem(extra[0], self.known_flags(), self.prog))
         return parsed
+
+    def _refuse_repeated(self, argv: list[str]) -> None:
+        """A flag that takes one value, given twice: argparse keeps the later and drops the
+        earlier without a word (``--json-out a.json --json-out b.json`` wrote only b.json).
+        Repeatable flags (``--plugin``) and switches (``--quiet`` twice is still on) pass."""
+        seen: dict[str, str] = {}
+        for word in argv:
+            if word == "--":  # what follows is not ours (generate megatron's arguments)
+                break
+            action = self._option_string_actions.get(word.split("=", 1)[0]) if word.startswith("-") else None
+            if action is None or action.nargs == 0 or isinstance(action, argparse._AppendAction):
+                continue
+            flag = word.split("=", 1)[0]
+            if action.dest in seen:
+                also = "" if seen[action.dest] == flag else f" (as {seen[action.dest]}, then {flag})"
+                self.error(f"{flag}: given twice{also}; give it once (the later value would silently "
+                           f"replace the earlier)")
+            seen[action.dest] = flag
 
     def known_flags(self) -> list[str]:
         return [flag for action in self._actions for flag in action.option_strings]

@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.cli.args import ArgumentParser, add_plugin_flag
+from simpy_astra.cli.output_checks import _not_stdout
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
@@ -236,6 +237,9 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.jobs < 1:
         raise InputError(f"--jobs must be >= 1 (got {args.jobs})")
+    if args.cluster is not None and not args.cluster.strip():  # "$SCHEDULER" unset: not a local run
+        raise InputError("--cluster: must be a Dask scheduler's address such as tcp://HOST:8786 (got an empty "
+                         "string); leave the flag out to run the points here")
     cpus = os.cpu_count() or 1
     if args.jobs > JOBS_PER_CPU * cpus and not args.cluster:  # a process a point: 10^5 would exhaust memory
         raise InputError(f"--jobs {args.jobs}: this machine has {cpus} CPU(s); points are CPU-bound, so more "
@@ -283,6 +287,7 @@ def _main(argv: list[str]) -> int:
         return 0
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
+    _not_stdout(args.out, "--out", "folder")
     store = ResultsStore(args.out, spec, points, retry_failed=args.retry_failed)
     if store.rerun_note:
         print(store.rerun_note, file=sys.stderr)

@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+from simpy_astra.errors import InputError
+
 
 def _parser() -> argparse.ArgumentParser:
     from simpy_astra.cli.args import log_parser
@@ -32,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    for flag, given in (("--holdout", args.holdout), ("--regimes", args.regimes)):
+        if given is not None and not given.strip():  # an unset variable: not a run without it
+            raise InputError(f"{flag}: must be a file path (got an empty string); leave the flag out to validate "
+                             f"without it")
     import importlib.util
 
     from simpy_astra.calibration.holdout import holdout_lines, load_fitted_lines, report_holdout
@@ -56,9 +62,9 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out, ("validate.png", "validate.csv", "validate.json"))
-    fitted = load_fitted_lines(args.holdout) if args.holdout else None  # before the simulations, as every input
+    fitted = load_fitted_lines(args.holdout) if args.holdout is not None else None  # before the simulations
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
-                            network_for=load_regimes(args.regimes) if args.regimes else None,
+                            network_for=load_regimes(args.regimes) if args.regimes is not None else None,
                             gpu_memory_gbps=args.gpu_memory_bw)
     holdout = report_holdout(results, logs, fitted) if fitted is not None else None
     print_table(results, Output(sys.stdout))  # a table on a terminal, plain lines in a pipe or file

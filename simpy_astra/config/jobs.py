@@ -100,8 +100,9 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         prefix, groups = workload_of(job["workload"], f"{where}.workload")
         ranks = rank_count(prefix, f"{where}.workload")
         if ranks == 0:
-            raise InputError(f"{where}.workload: no ET files {prefix}.0.et ... (relative paths resolve "
-                             f"from the scenario's folder)")
+            problem = files.rank_file_problem(prefix)  # named by one of its files
+            raise InputError(f"{where}.workload: {problem}" if problem else f"{where}.workload: no ET files "
+                             f"{prefix}.0.et ... (relative paths resolve from the scenario's folder)")
         start = job.get("start_ns", 0)
         if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
             raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")

@@ -46,6 +46,8 @@ def read_text(src: str, what: str) -> str:
     (a FIFO, a device) is one line. Read through :mod:`simpy_astra.infra.files`, the one door."""
     if not src:
         raise InputError(f"<empty path>: expected the path of the {what} file (got an empty string)")
+    if src == "-" and not os.path.lexists(src):  # stdin to many tools ('cat s.yaml | simpy-astra run -')
+        raise InputError(f"-: '-' is not read as stdin here; save the {what} to a file and give its path")
     path = Path(src)
     try:
         if not path.exists() and not path.is_symlink():

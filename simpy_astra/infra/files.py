@@ -100,6 +100,8 @@ def check_input(path: Any, what: str) -> os.stat_result:
     """The stat of an input file, which must be a regular file (a symlink to one is fine)."""
     if path is None or path == "":
         raise InputError(f"<empty path>: expected the path of the {what} (got an empty string)")
+    if path == "-" and not os.path.lexists(path):  # stdin to many tools
+        raise InputError(f"-: '-' is not read as stdin here; save the {what} to a file and give its path")
     try:
         st = os.stat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
@@ -312,6 +314,16 @@ def numbered_files(prefix: str, suffix: str = ".et") -> dict[int, str]:
         if m:
             out[int(m.group(1))] = os.path.join(os.path.dirname(prefix), name)
     return out
+
+
+def rank_file_problem(prefix: str, suffix: str = ".et") -> str | None:
+    """What is wrong with a workload named by one of its files (``traces/ar.0.et``, which looks
+    for ``traces/ar.0.et.0.et``), or None when ``prefix`` is no rank's file."""
+    rank = re.fullmatch(r"(.+)\.(0|[1-9][0-9]*)" + re.escape(suffix), prefix)
+    if rank is None or not os.path.isfile(prefix):
+        return None
+    return (f"{show(prefix)}: is the ET file of NPU {rank.group(2)}; a workload is the prefix of its ET files, "
+            f"PREFIX for PREFIX.0{suffix}, PREFIX.1{suffix} ...: give {show(rank.group(1))}")
 
 
 def check_no_gaps(ranks: dict[int, str], prefix: str, where: str, suffix: str = ".et") -> int:

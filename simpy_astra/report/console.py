@@ -2,7 +2,8 @@
 
 On a terminal the tables are drawn with rich to its width; otherwise (``2>file``, a pipe, CI)
 as plain aligned text within 80 columns, with no rich import (~0.05 s). Either way the columns
-that do not fit go on in a table below, so no figure is cut or lost and each row is one line.
+that do not fit go on in a table below, so no figure is cut or lost and each row is one line
+(but for a name too wide to stand beside one figure, which folds onto lines below, as rich folds it).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Output:
             columns, align = ["#", *columns], ["right", *align]
             rows = [[str(n), *row] for n, row in enumerate(rows, 1)]
             blocks = self._blocks(columns, rows, align, 1)
+        folds = [a == "left" or i < key for i, a in enumerate(align)]  # text: names, coordinates
         for b, block in enumerate(blocks):
             part = [[row[i] for i in block] for row in (columns, *rows)]
             more = f"{title} (continued)"
@@ -86,13 +88,19 @@ class Output:
             if self.console is not None:
                 self._rich_table(name, part[0], part[1:], [align[i] for i in block], sections)
             else:
-                self._plain_table(name, part[0], part[1:], [align[i] for i in block])
+                self._plain_table(name, part[0], part[1:], [align[i] for i in block], [folds[i] for i in block])
 
     def _blocks(self, columns: list[str], rows: list[list[str]], align: list[str], key: int) -> list[list[int]]:
         """The columns of each table printed: all of them if they fit, else :func:`column_blocks`."""
         if self.console is None:
             widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
-            return column_blocks(widths, key, lambda ws: sum(ws) + 2 * (len(ws) - 1) <= PLAIN_WIDTH)
+            blocks = column_blocks(widths, key, _fits_plain)
+            if all(_fits_plain([widths[i] for i in b]) for b in blocks):
+                return blocks
+            # a name too wide to stand beside one figure: text columns take at most half the width
+            # and fold (_plain_table), as rich folds them on a terminal
+            return column_blocks([min(w, PLAIN_WIDTH // 2) if a == "left" or i < key else w
+                                  for i, (w, a) in enumerate(zip(widths, align, strict=True))], key, _fits_plain)
         least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w
                  for w, a in zip(self._cell_widths(columns, rows), align, strict=True)]
         return column_blocks(least, key, lambda ws: fitting_columns(ws, self.console.width) == len(ws))
@@ -109,12 +117,20 @@ class Output:
         return [max([row[i].cell_len for row in cells] + [len(w) for w in col.split()] + [1])
                 for i, col in enumerate(columns)]
 
-    def _plain_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str]) -> None:
-        widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
+    def _plain_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str],
+                     folds: list[bool]) -> None:
+        """Aligned text within PLAIN_WIDTH: a text cell (``folds``) too wide goes on below it."""
+        import textwrap
+
+        widths = _plain_widths([max(len(c) for c in col) for col in zip(columns, *rows, strict=True)], folds)
         print(title, file=self.stream)
         for cells in (columns, *rows):
-            print("  ".join(c.ljust(w) if a == "left" else c.rjust(w)
-                            for c, w, a in zip(cells, widths, align, strict=True)).rstrip(), file=self.stream)
+            pieces = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] if f and len(c) > w else [c]
+                      for c, w, f in zip(cells, widths, folds, strict=True)]
+            for k in range(max(map(len, pieces))):
+                print("  ".join((p[k] if k < len(p) else "").ljust(w) if a == "left" else
+                                (p[k] if k < len(p) else "").rjust(w)
+                                for p, w, a in zip(pieces, widths, align, strict=True)).rstrip(), file=self.stream)
 
     def _rich_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str],
                     sections: Sequence[int]) -> None:
@@ -143,6 +159,24 @@ class Output:
 
 #: the width of plain-text tables and progress lines (a pipe or a file has no terminal width)
 PLAIN_WIDTH = 80
+
+
+def _fits_plain(widths: Sequence[int]) -> bool:
+    """Whether plain-text columns of these widths (two spaces apart) fit PLAIN_WIDTH."""
+    return sum(widths) + 2 * (len(widths) - 1) <= PLAIN_WIDTH
+
+
+def _plain_widths(widths: list[int], folds: list[bool]) -> list[int]:
+    """Column widths within PLAIN_WIDTH: as wide as their cells if they fit, else the text
+    columns (``folds``) cut to one width, the widest that fits (never under FOLDED_TEXT_WIDTH;
+    a figure keeps its width)."""
+    if _fits_plain(widths) or not any(folds):
+        return widths
+    room = PLAIN_WIDTH - 2 * (len(widths) - 1) - sum(w for w, f in zip(widths, folds, strict=True) if not f)
+    cap = max(w for w, f in zip(widths, folds, strict=True) if f)
+    while cap > FOLDED_TEXT_WIDTH and sum(min(w, cap) for w, f in zip(widths, folds, strict=True) if f) > room:
+        cap -= 1
+    return [min(w, cap) if f else w for w, f in zip(widths, folds, strict=True)]
 
 
 def fit_words(head: str, tail: str, width: int) -> str:

@@ -25,6 +25,9 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
         _dead_link(et_path(prefix, found), found)
     if not found and os.path.isdir(prefix):  # the traces' folder, not their prefix
         _folder_given(prefix)
+    problem = files.rank_file_problem(prefix) if not found else None  # one rank's file, not their prefix
+    if problem:
+        raise InputError(problem)
     if found < n:
         where = "" if found else f"; relative paths resolve from {os.getcwd()}"
         raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "

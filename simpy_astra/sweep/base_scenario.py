@@ -66,7 +66,7 @@ def _index(items: list, part: str, parts: list[str], i: int, dotted: str, where:
 def load_yaml(path: str, where: str, what: str) -> Any:
     """A YAML (or JSON: JSON is YAML too) file read as ``run`` reads it (YAML 1.2, duplicate keys,
     depth and alias bounds); a missing file names where the sweep names it."""
-    if path and not os.path.lexists(path) and len(path) < 4096 and "\0" not in path:
+    if path and path != "-" and not os.path.lexists(path) and len(path) < 4096 and "\0" not in path:
         raise InputError(f"{short_path(where)}: file {short_path(path)} does not exist")
     if path != where and os.path.isdir(path):
         raise InputError(f"{short_path(where)}: {short_path(path)} is a directory; name the {what} file in it")

@@ -171,9 +171,12 @@ class Expression:
         return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64") -> Expression:
+def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64",
+                     flags: frozenset[str] = frozenset()) -> Expression:
     """Check syntax, allowed operations and that every variable is one of ``known``; errors name
-    the file and field (and give ``example``: a constraint's is a test, a figure's a number)."""
+    the file and field (and give ``example``: a constraint's is a test, a figure's a number).
+    ``flags`` (among ``known``): a Megatron base's flag names, summed up in an error rather than
+    listed (about 150 of them made a line of 3,000 characters)."""
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{where}: must be an expression string such as '{example}' (got {text!r})")
     if len(text) > MAX_TEXT:
@@ -189,7 +192,9 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
     if unknown:
         near = [f"'{close}' for '{name}'" for name in sorted(unknown) if (close := nearest_key(name, known))]
         guess = f"; did you mean {', '.join(near)}?" if near else ""
+        also = ("; and each Megatron-LM flag this simulator reads, with _ for - (tensor_model_parallel_size; "
+                "simpy-astra generate megatron --help lists them)" if flags else "")
         raise InputError(f"{where}: '{text}' uses unknown name(s) {sorted(unknown)}{guess}; "
-                         f"known: {', '.join(sorted(known))}")
+                         f"known: {', '.join(sorted(known - flags))}{also}")
     _check_tree(tree, text, where)
     return Expression(text.strip(), frozenset(names))

@@ -341,6 +341,8 @@ def megatron_args_of(scenario: dict[str, Any]) -> Any:
     return None
 
 
+#: a scenario's keys no run reads (text for the person who wrote it)
+LABELS = ("name", "description")
 #: ``package.module:attribute``, the way a config names a plug-in's algorithm or topology
 PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -372,6 +374,9 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
         check_flag(dotted, where)
         return
     parts = dotted.split(".")
+    if parts[0] in LABELS:
+        raise InputError(f"{where}: '{dotted}' is the scenario's label, which no run reads: points that differ only "
+                         f"in it run the same scenario; remove it (an axis's name, or a bundle's, labels its points)")
     known: set[str] = set(SCENARIO_KEYS)
     fields = {"system": KNOWN_SYSTEM_KEYS, "network": KNOWN_NETWORK_KEYS}
     if parts[0] in fields and len(parts) > 1:
@@ -466,18 +471,20 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if megatron:  # every modelled flag is a name (axis names win)
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
     coords = set(names) | spec.flag_names
+    # the flags' names are summed up in an error, not listed one by one (data_parallel_size is no flag)
+    flags = spec.flag_names - {"data_parallel_size", *names}
     for i, text in enumerate(raw_constraints):
-        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES))
+        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES), flags=flags)
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
     figure = "iteration_time_ns" if megatron else DEFAULT_OBJECTIVE  # a figure's example: a number
     spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
-                                      coords | set(RESULT_NAMES), figure)
+                                      coords | set(RESULT_NAMES), figure, flags)
     raw_report = doc.get("report", list(MEGATRON_REPORT if megatron else DEFAULT_REPORT))
     if not isinstance(raw_report, list) or not raw_report:
         example = f"[{json.dumps(raw_report)}]" if isinstance(raw_report, str) and raw_report else "[finish_ns]"
         raise InputError(f"{path}: field 'report' must be a non-empty list of result names or expressions (got "
                          f"{show_value(raw_report)}); write report: {example}")
-    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure)
+    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure, flags)
                    for i, text in enumerate(raw_report)]
     shown = [e.text for e in spec.report]
     if len(set(shown)) < len(shown):  # the table would show the column twice

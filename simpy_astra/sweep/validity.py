@@ -49,11 +49,14 @@ def verdict(scenario: dict[str, Any], where: str, load: bool = False) -> tuple[d
 def _loaded(scenario: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, str]:
     """What the scenario loader says of a point, in the words its run would record."""
     # deferred: the loader is heavy, and a sweep of Megatron's flags alone never needs it
+    from simpy_astra.running.input_checks import check_et_count
     from simpy_astra.sweep.point_inputs import load_point, relabel
     from simpy_astra.workloads.generated import NotGenerated
 
     try:
-        load_point(scenario, checking=True)
+        inputs = load_point(scenario, checking=True)
+        if inputs.jobs is None:  # the ET files its run checks first (an axis naming traces that are not there)
+            check_et_count(inputs.workload_prefix, inputs.network.total_npus, inputs.network.source)
     except InvalidConfigurationError as exc:
         return invalid_figures(InvalidConfigurationError(relabel(exc.message, where), exc.rule), where), ""
     except (InputError, PluginError) as exc:  # a plug-in's error too: its run records it

@@ -165,9 +165,12 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = WHERE) -> tuple[d
     if cluster is not None:
         given = sorted(set(params) & {"gpus", "gpu", "tp_link_gb_s"})
         if given:  # the cluster's would replace it without a word
-            hint = {"gpus": "the GPU count", "gpu": "the GPU's figures (cluster.gpu: overrides them)",
-                    "tp_link_gb_s": "the tensor-parallel link rate (from cluster.node: nvlink_gib_s)"}[given[0]]
-            raise InputError(f"{where}.{given[0]}: the cluster: gives {hint}; set cluster.{given[0]} and "
+            hint, field = {"gpus": ("the GPU count", "cluster.gpus"),
+                           "gpu": ("the GPU's figures (cluster.gpu: overrides them)", "cluster.gpu"),
+                           # no cluster key of that name: the rate is NVLink's, or a NIC's when tp spans nodes
+                           "tp_link_gb_s": ("the tensor-parallel link rate (NVLink's, or a NIC's when tp spans "
+                                            "nodes)", "cluster.nvlink_gib_s (or cluster.inter_node_gbit_s)")}[given[0]]
+            raise InputError(f"{where}.{given[0]}: the cluster: gives {hint}; set {field} and "
                              f"remove workload.{given[0]}")
         params = {**params, "gpus": cluster.gpus, "gpu": cluster.gpu}
         gpus_where = f"{where.rpartition(': ')[0]}: cluster.gpus" if ": " in where else "cluster.gpus"

@@ -66,9 +66,10 @@ def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
 
 def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
     lr, least = given(others, "--lr", float, where), given(others, "--min-lr", float, where) or 0.0
-    if lr is not None and least > lr:
+    if lr is not None and not least <= lr:  # false for a NaN too: the assert stops Megatron on it
+        nan = next((f"{flag} nan is not a number, so " for flag, x in (("--lr", lr), ("--min-lr", least)) if x != x), "")
         _refuse(where, "minimum learning rate at most the learning rate",
-                f"--min-lr {least:g} is more than --lr {lr:g} (Megatron: assert args.min_lr <= args.lr)")
+                f"{nan}--min-lr {least:g} is not at most --lr {lr:g} (Megatron: assert args.min_lr <= args.lr)")
     style = (others.get("--weight-decay-incr-style") or ["constant"])[-1]
     ends = [f for f in ("--start-weight-decay", "--end-weight-decay") if f in others]
     if (style == "constant") == bool(ends) or (style != "constant" and len(ends) < 2):
