@@ -149,6 +149,20 @@ def test_a_learning_rate_of_nan_is_refused_as_megatrons_assert_refuses_it(given,
     parse(f"{ARGS} --lr 1e-4 --min-lr 1e-5", 8, "s.yaml: workload.args")  # a finite pair runs
 
 
+@pytest.mark.parametrize("flag", ["--loss-scale", "--clip-grad", "--sgd-momentum"])
+def test_an_infinite_scale_clip_or_momentum_is_refused(flag):
+    # float('1e400') is inf: a constant loss scale of inf overflows every step's gradients (the
+    # optimizer skips them all), a clip of inf or a momentum of inf is no setting; 'inf' was accepted
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    extra = " --optimizer sgd" if flag == "--sgd-momentum" else ""
+    for value in ("1e400", "inf"):
+        with pytest.raises(InputError, match=f"argument {flag}: must be a finite number, at least 0"):
+            parse(f"{ARGS}{extra} {flag} {value}", 8, "s.yaml: workload.args")
+    parse(f"{ARGS}{extra} {flag} 0.5", 8, "s.yaml: workload.args")  # a finite one runs
+
+
 def test_an_empty_scheduler_address_is_refused_not_run_here(tmp_path, capsys, monkeypatch):
     # --cluster "$SCHEDULER" with the variable unset ran every point locally, without a word
     monkeypatch.chdir(tmp_path)

@@ -282,8 +282,8 @@ def value_problem(flag: str, text: str) -> str | None:
 def _range_problem(action: argparse.Action, value) -> str | None:
     """Why a parsed value is out of its argument's range: a count under its least value, a
     dropout probability outside [0, 1] (or nan), else None."""
-    if action.dest in ("sgd_momentum", "clip_grad", "loss_scale"):
-        return None if value >= 0.0 else "must be at least 0"
+    if action.dest in ("sgd_momentum", "clip_grad", "loss_scale"):  # 1e400 reads as inf: every step overflows
+        return None if 0.0 <= value < math.inf else "must be a finite number, at least 0"
     if action.type is float and not 0.0 <= value <= 1.0:
         return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
     if action.type is int and value < 1:  # a dense model leaves --num-experts out
