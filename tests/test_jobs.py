@@ -297,6 +297,9 @@ def test_overlapping_jobs_name_both_and_the_npu(tmp_path: Path, capsys) -> None:
     (lambda j: j[1].update(name="a"), "jobs[1].name: 'a' is also the name of jobs[0]"),
     (lambda j: j[1].update(placement="strided"), "jobs[1]: give npus or placement, not both"),
     (lambda j: j[0].update(start_ns=-1), "jobs[0].start_ns: must be a number of ns >= 0 (got -1)"),
+    # the clock ticks in whole ns: 1.5 started the job at 1 without a word
+    (lambda j: j[1].update(start_ns=1.5), "jobs[1].start_ns: must be a whole number of ns (the clock ticks in ns; "
+                                          "got 1.5); write 1 or 2"),
 ])
 def test_bad_jobs_are_one_line_errors(tmp_path: Path, capsys, jobs_edit, expected) -> None:
     a = write_workload(tmp_path, "a", [[all_reduce()]] * 4)
