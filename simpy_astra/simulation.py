@@ -117,6 +117,8 @@ class Simulation(CoSimulation):
         hold = self.folding is not None and self.network.may_break_symmetry
         self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)
         self.unfolded_rerun = False  # a folded run that stalled (or lost its symmetry) ran again unfolded
+        #: called with the unfolded Simulation such a run hands over to, before it runs (recorders follow)
+        self.rerun_watchers: list[Callable[[Simulation], None]] = []
         self.written_files: list[str] = []  # files the run wrote itself (local-memory traces)
         self._concluded = False
         self._failure: Exception | None = None
@@ -155,10 +157,8 @@ class Simulation(CoSimulation):
         if self.folding is not None:
             self.warnings += trusted_claims(cfg, inputs.network.link_model if self._backend.folds == "links" else None)
         simulated = range(self.total_npus) if self.folding is None else self.folding.representatives
-        if self.folding is None:
-            self.network = self._build_network()
-        else:
-            self.network = self._backend.folded(self._build_network, self.folding)
+        self.network = (self._build_network() if self.folding is None else
+                        self._backend.folded(self._build_network, self.folding))
         # the simulated NPUs (every NPU unless folded), with their clocks and system layers
         nccl = inputs.network.nccl
         services = NpuServices(cfg, self.total_npus, self.network, self.remote_memory, self.planner,
@@ -204,8 +204,7 @@ class Simulation(CoSimulation):
 
     def failed(self, exc: Exception) -> None:
         """An NPU's process raised ``exc``: the first one is what the run reports."""
-        if self._failure is None:
-            self._failure = exc
+        self._failure = self._failure or exc
 
     def _emit(self, report: NpuReport) -> None:
         self.reports.append(report)
@@ -228,9 +227,8 @@ class Simulation(CoSimulation):
 
     def run(self, until: float | None = None) -> list[NpuReport]:
         """Run until every NPU has finished (user processes that never end do not keep it
-        going) or, with ``until``, until that time at the latest; call again to go on.
-
-        Returns the reports of the NPUs that finished so far."""
+        going) or, with ``until``, until that time at the latest; call again to go on. Returns
+        the reports of the NPUs that finished so far."""
         if until is not None:
             horizon.api_number(until, "run(until=...)")
         if not self.finished.processed and not self._stalled.triggered:
@@ -257,6 +255,8 @@ class Simulation(CoSimulation):
         full = Simulation(replace(self.inputs, fold_symmetry=False), None if on_report is None else
                           lambda r: None if r.npu_id in given else on_report(r), stall_patience_ns=self.stall_patience_ns)
         self.unfolded_rerun = True
+        for watch in self.rerun_watchers:
+            watch(full)
         self.reports = full.run()
         self.network = full.network  # its link statistics are every link's own
         self.warnings = full.warnings + [f"symmetry folding undone: {broken}; ran again unfolded"] * bool(broken)

@@ -135,21 +135,43 @@ def test_two_npus_meeting_at_a_link_in_one_instant_undo_the_fold(tmp_path: Path)
     Some messages of two NPUs reach one link in the same instant; their order there follows
     NPU ids, which translations do not keep, so the run is run again unfolded (and says so)
     and its figures are the unfolded run's."""
-    sizes = [53688, 107375, 53688]
-    offsets = [6, 4, 6]
-    per_rank = []
-    for r in range(8):
-        nodes, nid = [], 0
-        for i, (off, size) in enumerate(zip(offsets, sizes, strict=True)):
-            nodes.append(_send(nid, (r + off) % 8, size, i))
-            nodes.append(_recv(nid + 1, (r - off) % 8, size, i))
-            nodes.append(comp(nid + 2, 1, deps=[nid + 1]))
-            nid += 3
-        per_rank.append(nodes)
-    (folded, lines, _), (_, full_lines, _) = both(tmp_path, per_rank, network(["Ring", "Switch"], [4, 2]))
+    (folded, lines, _), (_, full_lines, _) = both(tmp_path, _meeting_ranks(), network(["Ring", "Switch"], [4, 2]))
     assert folded.unfolded_rerun
     assert any("symmetry folding undone: messages of NPUs" in w for w in folded.warnings)
     assert lines == full_lines
+
+
+def test_a_record_follows_the_unfolded_rerun(tmp_path: Path) -> None:
+    """The run above, recorded (chunks included) through the API: the record holds the rerun,
+    every NPU its own events, as an unfolded run's record does, and writes nodes.csv."""
+    from simpy_astra.report.csv_tables import write_csv_reports
+    from simpy_astra.report.recorder import attach
+
+    records = []
+    for fold in (True, False):
+        folder = tmp_path / str(fold)
+        folder.mkdir()
+        _, sim = run_sim(folder, _meeting_ranks(), network(["Ring", "Switch"], [4, 2]),
+                         backend="congestion_aware", fold=fold, run=False)
+        record = attach(sim, record_chunks=True)
+        sim.run()
+        assert sim.unfolded_rerun == fold and record.sim.folding is None
+        records.append({rec.npu_id: (rec.intervals, rec.chunks) for rec in record.npus})
+        write_csv_reports(record, str(folder / "csv"))
+    assert records[0] == records[1] and sorted(records[0]) == list(range(8))
+    assert (tmp_path / "True" / "csv" / "nodes.csv").read_bytes() == (tmp_path / "False" / "csv" / "nodes.csv").read_bytes()
+
+
+def _meeting_ranks() -> list[list]:
+    sizes, offsets, per_rank = [53688, 107375, 53688], [6, 4, 6], []
+    for r in range(8):
+        nodes, nid = [], 0
+        for i, (off, size) in enumerate(zip(offsets, sizes, strict=True)):
+            nodes += [_send(nid, (r + off) % 8, size, i), _recv(nid + 1, (r - off) % 8, size, i),
+                      comp(nid + 2, 1, deps=[nid + 1])]
+            nid += 3
+        per_rank.append(nodes)
+    return per_rank
 
 
 def _send(nid: int, dst: int, size: int, tag: int):

@@ -13,6 +13,7 @@ import pytest
 from simpy_astra.cli.main import main
 from simpy_astra.folding.network import FoldedNetwork
 from simpy_astra.report import csv_tables
+from simpy_astra.simulation import Simulation
 from tests.test_hostile_hunt7 import SCENARIOS, _error_lines
 
 #: tp 2 x cp 4 x pp 2 on 32 H100s: one NPU a pipeline stage simulated when folded
@@ -61,12 +62,16 @@ def test_a_folded_runs_nodes_csv_is_the_unfolded_runs_byte_for_byte(tmp_path, ca
 
 def test_a_folded_run_that_ran_again_unfolded_writes_the_reruns_rows(tmp_path, capsys, scenario, simulated,
                                                                      monkeypatch):
-    """Its record is the folded run's: the rows come from a run unfolded, not from it."""
+    """The rows are the unfolded rerun's, which the record follows: two simulations, the
+    folded one and its rerun, not a third for the rows."""
     full = _csv(tmp_path, scenario, "full", "--fold-symmetry", "off")
     monkeypatch.setattr(FoldedNetwork, "broken_symmetry", "a link met two NPUs' messages (the test's)")
+    runs = []
+    run = Simulation.run
+    monkeypatch.setattr(Simulation, "run", lambda sim, *a, **k: runs.append(len(sim.npus)) or run(sim, *a, **k))
     assert _csv(tmp_path, scenario, "rerun") == full
     assert "ran unfolded" in capsys.readouterr().err
-    assert simulated == [32, 32]
+    assert simulated == [32, 32] and runs == [2, 32]
 
 
 def test_et_files_still_need_every_npus_own_events(tmp_path, capsys):

@@ -161,25 +161,7 @@ def _json(done: Finished) -> None:
 def _csv(done: Finished) -> None:
     from simpy_astra.report.csv_tables import write_csv_reports
 
-    record, breakdowns = done.record, done.breakdowns
-    if done.sim.folding is not None and done.sim.unfolded_rerun:  # its record is the folded run's, not the rerun's
-        record, breakdowns = _unfolded_record(done.inputs), None
-    write_csv_reports(record, done.plan.csv_out, breakdowns)
-
-
-def _unfolded_record(inputs: Any) -> Any:
-    """The record of ``inputs`` run unfolded: what a folded run that had to run again unfolded
-    (its symmetry broken, a message nobody received) gives its per-NPU files, which its own
-    record, the folded run's, would not give exactly."""
-    from dataclasses import replace
-
-    from simpy_astra.report.recorder import attach
-    from simpy_astra.simulation import Simulation
-
-    sim = Simulation(replace(inputs, fold_symmetry=False), memory_traces=False)
-    record = attach(sim)
-    sim.run()
-    return record
+    write_csv_reports(done.record, done.plan.csv_out, done.breakdowns)
 
 
 def _chrome_trace(done: Finished) -> None:

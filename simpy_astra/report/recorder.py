@@ -119,20 +119,37 @@ class NpuRecorder:
 
 @dataclass
 class RunRecord:
-    """Every NPU's recorder plus the simulation (for node names and types)."""
+    """Every NPU's recorder plus the simulation (for node names and types). A folded run
+    that has to run again unfolded hands its work to a new simulation: the record follows it
+    (:meth:`follow`), so it holds the run whose figures the reports give, every NPU its own."""
 
     sim: Simulation
+    record_chunks: bool = False
     npus: list[NpuRecorder] = field(default_factory=list)
     _by_id: dict[int, NpuRecorder] | None = field(default=None, repr=False)
+
+    def follow(self, sim: Simulation) -> None:
+        """Record ``sim`` (built, not yet run) from now on: the run's simulation, or the
+        unfolded one a folded run hands its work to."""
+        self.sim, self.npus, self._by_id = sim, [], None
+        for npu, system in zip(sim.npus, sim.systems, strict=True):
+            recorder = NpuRecorder(npu.device_id, self.record_chunks)
+            npu.watch("node_start", recorder.node_start)
+            npu.watch("node_end", recorder.node_end)
+            if self.record_chunks:
+                system.watch("stream_moved", recorder.stream_moved)
+                system.watch("phase_started", recorder.phase_started)
+            self.npus.append(recorder)
+        sim.rerun_watchers.append(self.follow)
 
     def require_every_npu(self, what: str) -> None:
         """Per-NPU files list each NPU's own events: a folded run recorded only its
         representatives, whose events are an orbit member's only where the member's nodes are
         the representative's (a generated workload's, with its rank summary; ET files may name
-        them apart), and only if the run was not redone unfolded (then the record is not the run's)."""
+        them apart); a folded run redone unfolded is recorded unfolded (:meth:`follow`)."""
         if self.sim.folding is None:
             return
-        if self.sim.unfolded_rerun or not has_rank_summary(self.sim.inputs.workload_prefix):
+        if not has_rank_summary(self.sim.inputs.workload_prefix):
             raise ValueError(f"{what} needs every NPU recorded: build the Simulation with "
                              f"fold_symmetry=False (the CLI does this for --csv-out of ET files)")
 
@@ -159,13 +176,6 @@ class RunRecord:
 
 def attach(sim: Simulation, record_chunks: bool = False) -> RunRecord:
     """Switch recording on for ``sim`` (before ``sim.run()``); chunks only when asked (traces)."""
-    record = RunRecord(sim)
-    for npu, system in zip(sim.npus, sim.systems, strict=True):
-        recorder = NpuRecorder(npu.device_id, record_chunks)
-        npu.watch("node_start", recorder.node_start)
-        npu.watch("node_end", recorder.node_end)
-        if record_chunks:
-            system.watch("stream_moved", recorder.stream_moved)
-            system.watch("phase_started", recorder.phase_started)
-        record.npus.append(recorder)
+    record = RunRecord(sim, record_chunks)
+    record.follow(sim)
     return record
