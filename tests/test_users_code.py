@@ -301,3 +301,27 @@ def test_a_hold_of_numpys_numbers_is_a_hold_like_pythons(user_dir: Path, capsys)
         sim = Simulation(load_scenario(str(path)), link_model=models_of_mine.holding(value))
         finish[repr(value)] = max(r.finished_cycles for r in sim.run())
     assert len(set(finish.values())) == 1, finish
+
+
+def test_a_sweep_point_whose_model_raises_names_the_class_method_and_line(user_dir: Path, capsys) -> None:
+    """A sweep records the line run prints (class, method, file:line), not the bare
+    'ValueError: no tokens left' it recorded, which named no code; and it points at the point's
+    scenario for the traceback (a sweep takes no --debug)."""
+    import csv
+    import sys
+
+    sys.modules.pop("swept_models", None)  # a name of its own: earlier tests' folders are searched too
+    (user_dir / "swept_models.py").write_text(MODELS)
+    system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+    (user_dir / "base.yaml").write_text(
+        f"workload: {GENERATED}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+        f"network: {{topology: [Switch], npus_count: [4], bandwidth: [50], latency: [500], "
+        f"link-model: 'swept_models:RaisesInHold'}}\n")
+    (user_dir / "sweep.yaml").write_text("base: base.yaml\naxes:\n  network.latency: [500, 600]\n")
+    assert main(["sweep", str(user_dir / "sweep.yaml"), "--out", str(user_dir / "out"), "--jobs", "1"]) == 4
+    capsys.readouterr()
+    with open(user_dir / "out" / "results.csv") as f:
+        errors = {row["error"] for row in csv.DictReader(f)}
+    assert errors == {"PluginError: link model 'swept_models:RaisesInHold', method hold_ns() raised ValueError: "
+                      f"no tokens left (at {user_dir / 'swept_models.py'}:7); this is an error in that code, not "
+                      "in simpy-astra: run the point's points/KEY.yaml with --debug for its traceback"}, errors
