@@ -143,3 +143,14 @@ def test_an_nccl_row_with_no_number_where_one_belongs_says_so(tmp_path, capsys, 
     argv = ["calibrate", str(log), "--network", str(A100 / "network.yml"), "--out", str(tmp_path / "o")]
     line = _error_of(capsys, argv)
     assert "bad.log:37:" in line and repr(word) in line and "truncated" not in line and "time" in line
+
+
+@pytest.mark.parametrize("argv", [["--plugin", "my_algos", "run", "s.yaml", "--quiet"],
+                                  ["--quiet", "sweep", "sweep.yaml"]])
+def test_a_flag_before_its_command_says_where_it_goes(capsys, argv):
+    """Read as ASTRA-sim's flag form, '--plugin my_algos run s.yaml' stopped on the four
+    --*-configuration flags it lacks, which said nothing about the command coming first."""
+    command = next(word for word in argv if word in ("run", "sweep"))
+    before, after = argv[:argv.index(command)], argv[argv.index(command) + 1:]
+    assert _error_of(capsys, argv) == (f"error: {' '.join(before)}: a command's flags go after it: simpy-astra "
+                                       f"{command} {' '.join(after + before)}")

@@ -152,11 +152,23 @@ def _main(argv: list[str], debug: bool) -> int:
 
         if argv and argv[0] == "run":
             return run_scenario(argv[1:])
+        _refuse_flags_before_the_command(argv)
         return run_astra_flags(argv)
     except (InputError, EtError, CollectiveError, PluginError, StalledError, Exception) as exc:
         if stopping.requested() is not None:  # whatever the stop broke on its way out
             raise stopping.Stopped(stopping.requested()) from None
         return _report(exc, debug)
+
+
+def _refuse_flags_before_the_command(argv: list[str]) -> None:
+    """``--plugin m run s.yaml``: read as ASTRA-sim's flag form, it failed on the four
+    --*-configuration flags it lacks, never saying that the command goes first."""
+    command = next((word for word in argv if word in ("run", *SUBCOMMANDS)), None)
+    if command is None or any(word.startswith("--workload-configuration") for word in argv):
+        return
+    before, after = argv[:argv.index(command)], argv[argv.index(command) + 1:]
+    raise InputError(f"{' '.join(before)}: a command's flags go after it: simpy-astra {command} "
+                     f"{' '.join([*after, *before])}")
 
 
 def _report(exc: BaseException, debug: bool) -> int:
