@@ -521,3 +521,19 @@ def test_every_recipe_runs_outside_the_checkout_and_prints_what_its_page_quotes(
     words = " ".join((done.stdout + done.stderr).split())
     missing = [ln for ln in quoted if ln.strip() and ln.rstrip() not in printed and " ".join(ln.split()) not in words]
     assert missing == [], f"{command}: quoted, not printed: {missing}\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
+
+
+def test_the_fit_docs_calibration_quotes_is_what_calibrate_prints(tmp_path):
+    """docs/calibration.md shows the network YAML calibrate starts from and quotes the line
+    calibrate prints on the DGX A100 log beside it."""
+    import sys
+
+    text = " ".join((ROOT / "docs" / "calibration.md").read_text().split())
+    quoted = re.search(r"`calibrate` prints `([^`]+?)(?:, \.\.\.)?`", text).group(1)
+    argv = ["calibrate", str(ROOT / NCCL / "all_reduce.log"), "--network", str(ROOT / NCCL / "network.yml"),
+            "--out", "cal"]
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env=clean_env(SIMPY_ASTRA_PROGRESS="0", SIMPY_ASTRA_CACHE=str(tmp_path / ".cache")))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert quoted in " ".join((done.stdout + done.stderr).split()), (quoted, done.stdout[-1500:])
