@@ -160,15 +160,23 @@ def _main(argv: list[str], debug: bool) -> int:
         return _report(exc, debug)
 
 
+#: flags of ASTRA-sim's form alone: a line with one of them is that form
+_ASTRA_INPUTS = ("--workload-configuration", "--system-configuration", "--network-configuration",
+                 "--remote-memory-configuration", "--comm-group-configuration")
+
+
 def _refuse_flags_before_the_command(argv: list[str]) -> None:
-    """``--plugin m run s.yaml``: read as ASTRA-sim's flag form, it failed on the four
-    --*-configuration flags it lacks, never saying that the command goes first."""
-    command = next((word for word in argv if word in ("run", *SUBCOMMANDS)), None)
-    if command is None or any(word.startswith("--workload-configuration") for word in argv):
+    """``--plugin m run s.yaml`` (or ``--quiet s.yaml``): read as ASTRA-sim's flag form, it
+    failed on the four --*-configuration flags it lacks, never saying that the command goes first."""
+    if any(word.startswith(_ASTRA_INPUTS) for word in argv):
         return
-    before, after = argv[:argv.index(command)], argv[argv.index(command) + 1:]
-    raise InputError(f"{' '.join(before)}: a command's flags go after it: simpy-astra {command} "
-                     f"{' '.join([*after, *before])}")
+    at = next((i for i, word in enumerate(argv) if word in ("run", *SUBCOMMANDS)
+               or (not word.startswith("-") and word.endswith((".yaml", ".yml")))), None)
+    if at is None:
+        return
+    command = argv[at] if argv[at] in ("run", *SUBCOMMANDS) else f"run {argv[at]}"
+    raise InputError(f"{' '.join(argv[:at])}: a command's flags go after it: simpy-astra {command} "
+                     f"{' '.join([*argv[at + 1:], *argv[:at]])}")
 
 
 def _report(exc: BaseException, debug: bool) -> int:
