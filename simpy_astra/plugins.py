@@ -38,6 +38,10 @@ class PluginError(ValueError):
         self.original = original
 
 
+#: how a user's error line says where its traceback is (a sweep point's names another way)
+DEBUG_HINT = "--debug shows its traceback"
+
+
 def user_code_problem(what: str, exc: BaseException) -> str:
     """One line for an exception the user's code raised: what raised it, where, and how to see
     the traceback (``what``: "plugin module 'my_algos'", "collective 'pkg.mod:fn'", ...)."""
@@ -56,7 +60,7 @@ def user_code_problem(what: str, exc: BaseException) -> str:
         return (f"{what} called sys.exit({exc.code!r}) (at {at}); a plugin must raise an exception "
                 f"(or return), not end the run")
     return (f"{what} raised {type(exc).__name__}: {message} (at {at}); this is an error in that "
-            f"code, not in simpy-astra: --debug shows its traceback")
+            f"code, not in simpy-astra: {DEBUG_HINT}")
 
 
 def unfit_call(fn: Any, *args: Any, **kwargs: Any) -> str | None:
@@ -98,6 +102,25 @@ def users_entry(exc: BaseException) -> str | None:
     while tb is not None and not is_users_file(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     return None if tb is None else _entered(tb.tb_frame)
+
+
+def raised_in_users_code(exc: BaseException) -> bool:
+    """Whether the innermost frame of ``exc`` is the user's own code (a plugin module), not
+    simpy-astra, the standard library or an installed package."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and is_users_file(frames[-1].filename)
+
+
+def users_failure(exc: BaseException) -> str | None:
+    """One line for an exception the user's own code raised while a run called it (a link
+    model's ``hold_ns``, a backend's ``message_delay_ns``), naming the class, method and line;
+    None when it is not theirs. A sweep point records it as ``run`` prints it."""
+    original = engine_original(exc)  # a simulated process's failure, as it was raised
+    if not raised_in_users_code(original):
+        return None
+    return user_code_problem(users_entry(original) or "your code", original)
 
 
 def users_inner_entry(exc: BaseException) -> str | None:

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.terminal import run_in_terminal
+from tests.test_docs_code import recipes, write_recipe_files
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -503,3 +504,36 @@ def test_every_benchmark_command_shown_names_its_script_and_flags(doc, command):
     if "--tables" in argv[:-1]:
         for table in argv[argv.index("--tables") + 1].split(","):
             assert re.search(rf"\b{re.escape(table)}\b", text), f"{doc}: {argv[1]} has no table {table!r}"
+
+
+@pytest.mark.parametrize("command, quoted", recipes())
+def test_every_recipe_runs_outside_the_checkout_and_prints_what_its_page_quotes(fresh_install, tmp_path, command,
+                                                                               quoted):
+    """In an empty folder outside the checkout holding only the files the pages show
+    (``test_docs_code.recipe_files``), the command as shown in the README's fresh install,
+    and the output the page quotes."""
+    write_recipe_files(tmp_path)
+    python = fresh_python(fresh_install)
+    done = subprocess.run([python, *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env=scratch_env(python, tmp_path))
+    assert done.returncode == 0, f"{command}\n{done.stderr[-2000:]}"
+    printed = {ln.rstrip() for ln in (done.stdout + done.stderr).splitlines()}
+    words = " ".join((done.stdout + done.stderr).split())
+    missing = [ln for ln in quoted if ln.strip() and ln.rstrip() not in printed and " ".join(ln.split()) not in words]
+    assert missing == [], f"{command}: quoted, not printed: {missing}\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
+
+
+def test_the_fit_docs_calibration_quotes_is_what_calibrate_prints(tmp_path):
+    """docs/calibration.md shows the network YAML calibrate starts from and quotes the line
+    calibrate prints on the DGX A100 log beside it."""
+    import sys
+
+    text = " ".join((ROOT / "docs" / "calibration.md").read_text().split())
+    quoted = re.search(r"`calibrate` prints `([^`]+?)(?:, \.\.\.)?`", text).group(1)
+    argv = ["calibrate", str(ROOT / NCCL / "all_reduce.log"), "--network", str(ROOT / NCCL / "network.yml"),
+            "--out", "cal"]
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env=clean_env(SIMPY_ASTRA_PROGRESS="0", SIMPY_ASTRA_CACHE=str(tmp_path / ".cache")))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert quoted in " ".join((done.stdout + done.stderr).split()), (quoted, done.stdout[-1500:])

@@ -9,7 +9,13 @@
 * a ``python`` block that the sentences before it say comes from a file of the checkout
   (``examples/my_algos.py``) must be in that file, line for line;
 * ``yaml``, ``json`` and ``toml`` blocks parse (a JSON fragment of a system file parses as the
-  members of an object), and a complete network YAML runs an all-reduce.
+  members of an object), and a complete network YAML runs an all-reduce;
+* a recipe runs outside the checkout, as a reader copies it: every block the prose names as a
+  file of the reader's own (``examples/loggp.py``, ``examples/loggp_ring.yaml``) is written at
+  that path into an empty folder, and every command the pages show that names only such files
+  (``python -m simpy_astra run examples/loggp_ring.yaml``) runs there, in the README's fresh
+  install, and prints the output the page quotes after it (``test_docs.py``). Python blocks
+  are imported in such a folder too.
 """
 
 from __future__ import annotations
@@ -60,6 +66,87 @@ ALL = [(page, *block) for page in PAGES for block in blocks(page)]
 def ids(kind: str) -> list:
     return [pytest.param(page, line, code, before, id=f"{page.relative_to(ROOT)}:{line}")
             for page, line, language, code, before in ALL if language == kind]
+
+
+#: a block the prose just before names as a file of the reader's own: ``examples/NAME.ext`` or a
+#: bare ``NAME.ext`` (a file of the package, ``collectives/ring.py``, is quoted, not the reader's)
+RECIPE_FILE = re.compile(r"`((?:examples/)?[\w-]+\.(py|yaml|yml|json))`")
+SUFFIXES = {"python": ("py",), "yaml": ("yaml", "yml"), "json": ("json",)}
+
+
+def recipe_files() -> dict[str, str]:
+    """Path -> text of every block shown as a file of the reader's (the last name of its kind
+    in the prose before it); a path shown on two pages must hold the same text on both."""
+    files: dict[str, str] = {}
+    for page, line, language, code, before in ALL:
+        names = [name for name, suffix in RECIPE_FILE.findall(before) if suffix in SUFFIXES.get(language, ())]
+        if names:
+            assert files.setdefault(names[-1], code) == code, f"{page.name}:{line}: {names[-1]} shown differently"
+    return files
+
+
+def write_recipe_files(folder: Path) -> None:
+    for name, text in recipe_files().items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+def page_commands(page: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, command, what the page quotes it prints) of every ``python ...`` command of
+    ``page``: an indented line outside a fenced block (continuations joined; quoted: the
+    untyped fenced block right after it) or a code span (quoted: the span after "prints")."""
+    out = []
+    lines = page.read_text().splitlines()
+    fenced = False
+    for i, text in enumerate(lines):
+        if text.lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or not text.lstrip().startswith("python ") or len(text) - len(text.lstrip()) < 4:
+            continue
+        command, j = text.strip(), i
+        while command.endswith("\\") and j + 1 < len(lines):
+            j += 1
+            command = command[:-1].rstrip() + " " + lines[j].strip()
+        after = [ln for ln in lines[j + 1:j + 4] if ln.strip()]
+        quoted: list[str] = []
+        if after and after[0].strip() == "```":
+            start, indent = lines.index(after[0], j + 1) + 1, len(after[0]) - len(after[0].lstrip())
+            end = next(k for k in range(start, len(lines)) if lines[k].strip().startswith("```"))
+            quoted = [ln[indent:] for ln in lines[start:end]]
+        out.append((i + 1, re.sub(r"\s+#.*$", "", command), quoted))
+    prose = " ".join(re.sub(r"^\s*```.*?^\s*```", "", page.read_text(), flags=re.M | re.S).split())
+    for m in re.finditer(r"`(python [^`]+)`(?: prints `([^`]+)`)?", prose):
+        line = next((i + 1 for i, text in enumerate(lines) if m.group(1)[:30] in " ".join(text.split())), 0)
+        out.append((line, m.group(1), [m.group(2)] if m.group(2) else []))
+    return out
+
+
+def recipes() -> list:
+    """Every command of the pages that names files, each of them one the pages show."""
+    files = recipe_files()
+    found = []
+    for page in PAGES:
+        for line, command, quoted in page_commands(page):
+            named = [w for w in command.split()[1:] if re.search(r"\.(py|ya?ml|json)$", w) and not w.startswith("-")]
+            synopsis = re.search(r"\[|\.\.\.|\*| \| |<", command)  # placeholders: checked against --help
+            if named and all(w in files for w in named) and not synopsis:
+                found.append(pytest.param(command, quoted, id=f"{page.relative_to(ROOT)}:{line}"))
+    return found
+
+
+def test_every_file_a_page_shows_is_used_and_a_copy_of_the_checkouts():
+    """A file shown as the reader's is named by a recipe command or by another file shown
+    (a module by the scenario that names it), and one of ``examples/`` is that file (the
+    Python ones statement by statement, below)."""
+    files = recipe_files()
+    assert len(files) >= 6
+    commands = " ".join(command for command, _ in (p.values for p in recipes()))
+    for name, text in files.items():
+        stem = Path(name).stem
+        used = name in commands or any(o != name and re.search(rf"\b{re.escape(stem)}\b", t) for o, t in files.items())
+        assert used, f"{name} is shown as a file of one's own, but nothing the pages run names it"
+        if name.endswith((".yaml", ".yml")) and (ROOT / name).is_file():
+            assert yaml.safe_load(text) == yaml.safe_load((ROOT / name).read_text()), f"{name} differs from the checkout's"
 
 
 def test_the_pages_show_code_of_every_kind_checked_here():
@@ -134,8 +221,9 @@ HARNESS = textwrap.dedent('''
 @pytest.mark.parametrize("page, line, code, before", ids("python"))
 def test_every_python_block_runs_and_so_does_what_it_defines(tmp_path, page, line, code, before):
     name = f"docblock_{page.stem.lower()}_{line}"
+    write_recipe_files(tmp_path)  # outside the checkout, beside the files the pages show
     (tmp_path / f"{name}.py").write_text(code)
-    done = subprocess.run([sys.executable, "-c", HARNESS, name, str(tmp_path)], cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", HARNESS, name, str(tmp_path)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300, env={"SIMPY_ASTRA_CACHE": str(tmp_path / ".cache"),
                                                        "PATH": "/usr/bin:/bin", "SIMPY_ASTRA_PROGRESS": "0"})
     assert done.returncode == 0, f"{page.name}:{line}:\n{done.stdout}\n{done.stderr}"

@@ -143,3 +143,21 @@ def test_an_nccl_row_with_no_number_where_one_belongs_says_so(tmp_path, capsys, 
     argv = ["calibrate", str(log), "--network", str(A100 / "network.yml"), "--out", str(tmp_path / "o")]
     line = _error_of(capsys, argv)
     assert "bad.log:37:" in line and repr(word) in line and "truncated" not in line and "time" in line
+
+
+@pytest.mark.parametrize(("argv", "fixed"), [
+    (["--plugin", "my_algos", "run", "s.yaml", "--quiet"], "--plugin my_algos: a command's flags go after it: "
+                                                           "simpy-astra run s.yaml --quiet --plugin my_algos"),
+    (["--quiet", "sweep", "sweep.yaml"], "--quiet: a command's flags go after it: simpy-astra sweep sweep.yaml --quiet"),
+    (["--network-backend", "packet", "s.yaml"], "--network-backend packet: a command's flags go after it: "
+                                                "simpy-astra run s.yaml --network-backend packet"),
+])
+def test_a_flag_before_its_command_says_where_it_goes(capsys, argv, fixed):
+    """Read as ASTRA-sim's flag form, '--plugin my_algos run s.yaml' stopped on the four
+    --*-configuration flags it lacks, which said nothing about the command coming first."""
+    assert _error_of(capsys, argv) == f"error: {fixed}"
+
+
+def test_astra_sims_form_missing_an_input_still_names_the_flags(capsys):
+    line = _error_of(capsys, ["--system-configuration=s.yaml", "--network-configuration=n.yml"])
+    assert "--workload-configuration" in line and "flags go after" not in line

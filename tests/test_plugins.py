@@ -126,3 +126,28 @@ def test_entry_points_name_algorithms(tmp_path: Path, user_dir: Path, monkeypatc
     finally:
         REGISTRY.pop("simpleRingEp", None)
         plugins._entry_points.cache_clear()
+
+
+def test_a_module_is_looked_for_in_the_working_directory_the_installed_packages_then_the_scenarios_folder(
+        tmp_path: Path) -> None:
+    """The order the docs give (docs/collectives.md and every recipe): a module in the working
+    directory wins, then an installed one (a scenario's folder never shadows a package), then
+    the one beside the scenario."""
+    import os
+    import subprocess
+    import sys
+
+    folders = {where: tmp_path / where for where in ("cwd", "installed", "scenario")}
+    for where, folder in folders.items():
+        folder.mkdir()
+        (folder / "ordmod_h2.py").write_text(f"WHERE = {where!r}\n")
+    probe = ("from simpy_astra.plugins import import_module, search_also; "
+             f"search_also({str(folders['scenario'])!r}); print(import_module('ordmod_h2').WHERE)")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(folders["installed"])}
+    found = []
+    for gone in ("cwd", "installed", "scenario"):
+        done = subprocess.run([sys.executable, "-c", probe], cwd=folders["cwd"], env=env, capture_output=True,
+                              text=True, timeout=120)
+        found.append(done.stdout.strip() or done.stderr.strip().splitlines()[-1])
+        (folders[gone] / "ordmod_h2.py").unlink()
+    assert found == ["cwd", "installed", "scenario"], found

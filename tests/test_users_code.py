@@ -199,14 +199,18 @@ MODELS = textwrap.dedent('''
 ''')
 
 
-def _model_run(user_dir: Path, capsys, model: str, *flags: str) -> tuple[int, list[str]]:
+#: a generated workload, as the docs' scenarios have it (not ET files on disk)
+GENERATED = "{generate: microbench, collective: all_reduce, size: 4096, num_npus: 4}"
+
+
+def _model_run(user_dir: Path, capsys, model: str, *flags: str, workload: str = "") -> tuple[int, list[str]]:
     import sys
 
     sys.modules.pop("models_of_mine", None)
     (user_dir / "models_of_mine.py").write_text(MODELS)
     system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
     path = user_dir / "s.yaml"
-    path.write_text(f"workload: {user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+    path.write_text(f"workload: {workload or user_dir / 'w'}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
                     f"network: {{topology: [Switch], npus_count: [4], bandwidth: [50], latency: [500], "
                     f"{model}}}\nremote_memory: {{memory-type: NO_MEMORY_EXPANSION}}\n")
     code = main(["run", str(path), "--quiet", *flags])
@@ -224,15 +228,18 @@ def _model_run(user_dir: Path, capsys, model: str, *flags: str) -> tuple[int, li
     ("switch-model: 'models_of_mine:RaisesInRelease'",
      ("switch model 'models_of_mine:RaisesInRelease', method release_ns() raised ValueError: no route table",)),
 ])
-def test_a_models_exception_is_the_users_naming_class_and_method(user_dir: Path, capsys, model, words):
+@pytest.mark.parametrize("workload", ["", GENERATED], ids=["et-files", "generated"])
+def test_a_models_exception_is_the_users_naming_class_and_method(user_dir: Path, capsys, model, words, workload):
     """Issue 52: these were 'internal error ... this is a simpy-astra bug' (SimPy re-raises a
-    process's failure as a copy whose traceback ends in SimPy), and --debug showed nothing."""
-    code, err = _model_run(user_dir, capsys, model)
+    process's failure as a copy whose traceback ends in SimPy), and --debug showed nothing.
+    With a generated workload (every scenario the docs show) they still were: the run
+    re-raised the error ``from None``, dropping the cause that says whose code raised it."""
+    code, err = _model_run(user_dir, capsys, model, workload=workload)
     assert code == EXIT_INPUT_ERROR, err
     assert len(err) == 1 and "simpy-astra bug" not in err[0], err
     for word in words:
         assert word in err[0], (word, err[0])
-    code, err = _model_run(user_dir, capsys, model, "--debug")
+    code, err = _model_run(user_dir, capsys, model, "--debug", workload=workload)
     assert code == EXIT_INPUT_ERROR
     assert err[0] == "Traceback (most recent call last):" and any("models_of_mine.py" in ln for ln in err), err
 
@@ -294,3 +301,27 @@ def test_a_hold_of_numpys_numbers_is_a_hold_like_pythons(user_dir: Path, capsys)
         sim = Simulation(load_scenario(str(path)), link_model=models_of_mine.holding(value))
         finish[repr(value)] = max(r.finished_cycles for r in sim.run())
     assert len(set(finish.values())) == 1, finish
+
+
+def test_a_sweep_point_whose_model_raises_names_the_class_method_and_line(user_dir: Path, capsys) -> None:
+    """A sweep records the line run prints (class, method, file:line), not the bare
+    'ValueError: no tokens left' it recorded, which named no code; and it points at the point's
+    scenario for the traceback (a sweep takes no --debug)."""
+    import csv
+    import sys
+
+    sys.modules.pop("swept_models", None)  # a name of its own: earlier tests' folders are searched too
+    (user_dir / "swept_models.py").write_text(MODELS)
+    system = {**SYSTEM, "all-reduce-implementation": ["ring"]}
+    (user_dir / "base.yaml").write_text(
+        f"workload: {GENERATED}\nsystem: {json.dumps(system)}\nbackend: congestion_aware\n"
+        f"network: {{topology: [Switch], npus_count: [4], bandwidth: [50], latency: [500], "
+        f"link-model: 'swept_models:RaisesInHold'}}\n")
+    (user_dir / "sweep.yaml").write_text("base: base.yaml\naxes:\n  network.latency: [500, 600]\n")
+    assert main(["sweep", str(user_dir / "sweep.yaml"), "--out", str(user_dir / "out"), "--jobs", "1"]) == 4
+    capsys.readouterr()
+    with open(user_dir / "out" / "results.csv") as f:
+        errors = {row["error"] for row in csv.DictReader(f)}
+    assert errors == {"PluginError: link model 'swept_models:RaisesInHold', method hold_ns() raised ValueError: "
+                      f"no tokens left (at {user_dir / 'swept_models.py'}:7); this is an error in that code, not "
+                      "in simpy-astra: run the point's points/KEY.yaml with --debug for its traceback"}, errors

@@ -100,13 +100,14 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BROKEN_PIPE
         return 0 if argv else EXIT_INPUT_ERROR
     from simpy_astra.infra import files, stopping
+    from simpy_astra.plugins import raised_in_users_code
 
     files.forget_inputs()  # an output may not be one of this command's inputs
     restore_signals = stopping.install()
     try:
         return _main(argv, debug)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, wherever it landed: one line
-        if stopping.requested() is None and type(exc) is KeyboardInterrupt and _raised_in_users_code(exc):
+        if stopping.requested() is None and type(exc) is KeyboardInterrupt and raised_in_users_code(exc):
             return _report(exc, debug)  # no signal came: the user's code raised it (a plugin's, say)
         stopped = exc if isinstance(exc, stopping.Stopped) else stopping.Stopped()
         _flush_quietly()
@@ -151,11 +152,31 @@ def _main(argv: list[str], debug: bool) -> int:
 
         if argv and argv[0] == "run":
             return run_scenario(argv[1:])
+        _refuse_flags_before_the_command(argv)
         return run_astra_flags(argv)
     except (InputError, EtError, CollectiveError, PluginError, StalledError, Exception) as exc:
         if stopping.requested() is not None:  # whatever the stop broke on its way out
             raise stopping.Stopped(stopping.requested()) from None
         return _report(exc, debug)
+
+
+#: flags of ASTRA-sim's form alone: a line with one of them is that form
+_ASTRA_INPUTS = ("--workload-configuration", "--system-configuration", "--network-configuration",
+                 "--remote-memory-configuration", "--comm-group-configuration")
+
+
+def _refuse_flags_before_the_command(argv: list[str]) -> None:
+    """``--plugin m run s.yaml`` (or ``--quiet s.yaml``): read as ASTRA-sim's flag form, it
+    failed on the four --*-configuration flags it lacks, never saying that the command goes first."""
+    if any(word.startswith(_ASTRA_INPUTS) for word in argv):
+        return
+    at = next((i for i, word in enumerate(argv) if word in ("run", *SUBCOMMANDS)
+               or (not word.startswith("-") and word.endswith((".yaml", ".yml")))), None)
+    if at is None:
+        return
+    command = argv[at] if argv[at] in ("run", *SUBCOMMANDS) else f"run {argv[at]}"
+    raise InputError(f"{' '.join(argv[:at])}: a command's flags go after it: simpy-astra {command} "
+                     f"{' '.join([*argv[at + 1:], *argv[:at]])}")
 
 
 def _report(exc: BaseException, debug: bool) -> int:
@@ -177,16 +198,15 @@ def _report(exc: BaseException, debug: bool) -> int:
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
         sys.stdout.flush()
-        from simpy_astra.plugins import engine_original, user_code_problem, users_entry
+        from simpy_astra.plugins import engine_original, users_failure
 
-        original = engine_original(exc)  # a simulated process's failure, as it was raised
-        if _raised_in_users_code(original):  # e.g. a link model's hold_ns, called mid-run
+        theirs = users_failure(exc)  # e.g. a link model's hold_ns, called mid-run
+        if theirs is not None:
             if debug:
                 import traceback
 
-                traceback.print_exception(original, file=sys.stderr)
-            print(f"error: {printable(user_code_problem(users_entry(original) or 'your code', original))}",
-                  file=sys.stderr)
+                traceback.print_exception(engine_original(exc), file=sys.stderr)
+            print(f"error: {printable(theirs)}", file=sys.stderr)
             return EXIT_INPUT_ERROR
         text = printable(" ".join(str(exc).split()) or "no message")
         print(
@@ -195,17 +215,6 @@ def _report(exc: BaseException, debug: bool) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
-
-
-def _raised_in_users_code(exc: BaseException) -> bool:
-    """Whether the innermost frame of ``exc`` is the user's own code (a plugin module), not
-    simpy-astra, the standard library or an installed package."""
-    import traceback
-
-    from simpy_astra.plugins import is_users_file
-
-    frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and is_users_file(frames[-1].filename)
 
 
 def _print_users_traceback(exc: BaseException, debug: bool) -> None:

@@ -366,7 +366,10 @@ def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | N
             raise
         from simpy_astra.workloads.generated import as_scenarios_error
 
-        raise as_scenarios_error(exc, inputs.workload_prefix, inputs.workload.prepared) from None
+        named = as_scenarios_error(exc, inputs.workload_prefix, inputs.workload.prepared)
+        if named is exc:  # as it was: ``from None`` would drop the cause that says whose code raised it
+            raise
+        raise named from None
     return 0
 
 

@@ -17,6 +17,7 @@ from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.folding.run import resolve_fold
 from simpy_astra.infra.units import bytes_to_gib
 from simpy_astra.network.cost_model import network_cost
+from simpy_astra.plugins import users_failure
 from simpy_astra.report.answer import FOLD_UNDONE
 from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
 from simpy_astra.report.recorder import attach
@@ -79,9 +80,11 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         return {**invalid_figures(exc, where), "wall_s": round(time.perf_counter() - t0, 3),
                 "warnings": warnings_cell(warned, where)}
     except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
-        text = relabel(" ".join(str(exc).split()) or "no message", where)
+        theirs = users_failure(exc)  # a plug-in's method that raised mid-run: named as run names it
+        text = relabel(theirs or " ".join(str(exc).split()) or "no message", where)
         return {"wall_s": round(time.perf_counter() - t0, 3), "status": "error",
-                "error": f"{type(exc).__name__}: {text}", "warnings": warnings_cell(warned, where)}
+                "error": f"{'PluginError' if theirs else type(exc).__name__}: {text}",
+                "warnings": warnings_cell(warned, where)}
 
 
 def warnings_cell(warnings: list[str], where: str) -> str:

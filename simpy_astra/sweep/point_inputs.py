@@ -13,7 +13,7 @@ from typing import Any
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.config.scenario import load_scenario
-from simpy_astra.plugins import stop_searching
+from simpy_astra.plugins import DEBUG_HINT, stop_searching
 
 
 def relabel(text: str, where: str) -> str:
@@ -24,6 +24,7 @@ def relabel(text: str, where: str) -> str:
     # a point's folder among the folders searched for plug-ins: the user never made it
     text = re.sub(rf", (?:{tmp})/(?:simpy-astra-[^/\s,]+/)*?(?:worker-[^/\s,]+/)?simpy-astra-point-[^/\s,)]+(?=[\s,)])",
                   "", text)
+    text = text.replace(DEBUG_HINT, "run the point's points/KEY.yaml with --debug for its traceback")  # no --debug here
     return re.sub(rf"(?:{tmp})/simpy-astra-[^/\s]+/(\w+)\.(?:json|yml|yaml)", rf"{where}: \1", text)
 
 
