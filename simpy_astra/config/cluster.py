@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -254,16 +255,21 @@ MAX_GPUS = 1 << 20
 #: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
 #: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later
-NVLS_GPUS = ("H100", "H200", "H800", "GH200", "B100", "B200", "GB200")
+#: (H20 and H800 are Hopper's export boards, B300 and GB300 Blackwell Ultra's)
+NVLS_GPUS = ("H100", "H200", "H800", "H20", "GH200", "B100", "B200", "GB200", "B300", "GB300")
 
 
 #: GPUs whose boards have no NVSwitch-3: their name turns NVLS off without a word
 NO_NVLS_GPUS = ("A100", "A800", "A30", "A40", "A10", "V100", "P100", "L40", "L4", "T4")
+#: a PCIe card (H100 PCIe, H100 NVL: NVLink bridges between two or four cards at most) sits on
+#: no NVSwitch, whatever its chip; NVL72 and NVL36 are racks of NVSwitches
+_NO_SWITCH = re.compile(r"PCIE|NVL(?![\dI])")
 
 
 def has_nvls(gpu_name: str) -> bool:
     """Whether a node of these GPUs has NVLink SHARP (NVLS), by the GPU's name."""
-    return any(name in gpu_name.upper() for name in NVLS_GPUS)
+    name = gpu_name.upper()
+    return not _NO_SWITCH.search(name) and any(chip in name for chip in NVLS_GPUS)
 
 
 def _nvls(value: dict, preset_node: dict, gpu_name: str, where: str, path: str) -> tuple[bool, str, str | None]:
@@ -279,6 +285,8 @@ def _nvls(value: dict, preset_node: dict, gpu_name: str, where: str, path: str) 
         return given, f"{source} is {str(given).lower()}", None
     if has_nvls(gpu_name):
         return True, f"the GPU {gpu_name} has it", None
+    if _NO_SWITCH.search(gpu_name.upper()):
+        return False, f"the GPU {gpu_name} is a PCIe card, on no NVSwitch", None
     said = f"the GPU {gpu_name} has none (NVLS GPUs: {', '.join(NVLS_GPUS)})"
     if any(name in gpu_name.upper() for name in NO_NVLS_GPUS):
         return False, said, None
