@@ -39,3 +39,38 @@ def test_nvls_by_the_gpus_name_knows_blackwell_ultra_h20_and_pcie_cards(tmp_path
                                         "cluster": {"preset": _copy_of_h100_preset(tmp_path, gpu), "gpus": 8}}))
     inputs = load_scenario(str(scenario))
     assert not [w for w in inputs.warnings if "NVLS" in w], inputs.warnings
+
+
+MICROBENCH = {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576, "num_npus": 8},
+              **{k: v for k, v in yaml.safe_load((SCENARIOS / "default.yaml").read_text()).items()
+                 if k in ("system", "network", "remote_memory")}}
+
+
+@pytest.mark.parametrize("axes, said", [
+    ({"workload.sizee": [1024, 2048]}, "generate microbench takes no parameter 'sizee', so every point would fail "
+                                       "on it; did you mean 'workload.size'?"),
+    ({"m": {"named": {"a": {"workload.bytes": 1024}, "b": {"workload.size": 2048}}}},
+     "generate microbench takes no parameter 'bytes', so every point would fail on it; it takes collective, size, "
+     "num_npus, src, dst"),
+])
+def test_an_axis_on_a_parameter_the_generator_does_not_take_is_refused_once(tmp_path, capsys, axes, said):
+    # each point failed alike after the sweep started (sweep --list marked every one 'will fail')
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(MICROBENCH, sort_keys=False))
+    sweep = tmp_path / "sw.yaml"
+    sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": axes}, sort_keys=False))
+    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: "), err
+    assert err[0].endswith(said), err
+
+
+def test_an_axis_on_a_generators_parameter_or_on_the_generator_is_listed(tmp_path, capsys):
+    from simpy_astra.cli.main import main
+
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(MICROBENCH, sort_keys=False))
+    sweep = tmp_path / "sw.yaml"
+    for axes in ({"workload.size": [1024, 2048]},
+                 {"w": {"named": {"mb": {"workload.size": 1024},
+                                  "tf": {"workload": {"generate": "transformer", "preset": "tiny"}}}}}):
+        sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": axes}, sort_keys=False))
+        assert main(["sweep", str(sweep), "--list"]) == 0, capsys.readouterr().err
+        assert capsys.readouterr().out.startswith("2 points")

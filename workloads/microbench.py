@@ -133,11 +133,15 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = "workload") -> tu
     return params, params
 
 
+#: the parameters a scenario's ``{generate: microbench, ...}`` takes
+PARAMS = ("collective", "size", "num_npus", "src", "dst")
+
+
 def generate(params: dict[str, Any], prefix: str) -> None:
     """Scenario generator: ``{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 8}``
     (``collective: send_recv`` with ``src`` and ``dst``; beside a ``cluster:``, ``num_npus`` is
     its GPU count)."""
-    unknown = set(params) - {"collective", "size", "num_npus", "src", "dst"}
+    unknown = set(params) - set(PARAMS)
     if unknown:
         raise InputError(f"workload: generate microbench does not take {sorted(map(str, unknown))}; "
                          f"use collective, size, num_npus (and src, dst for send_recv)")
