@@ -74,3 +74,44 @@ def test_an_axis_on_a_generators_parameter_or_on_the_generator_is_listed(tmp_pat
         sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": axes}, sort_keys=False))
         assert main(["sweep", str(sweep), "--list"]) == 0, capsys.readouterr().err
         assert capsys.readouterr().out.startswith("2 points")
+
+
+def _records(path: Path, *messages: bytes) -> None:
+    from simpy_astra.workloads.chakra.writer import encode_varint
+
+    path.write_bytes(b"".join(encode_varint(len(m)) + m for m in messages))
+
+
+@pytest.mark.parametrize("first, rest, where, kind", [
+    ("meta", "attr", "record 1 (first node) at byte 8", "Node"),
+    ("meta", "descriptor", "record 1 (first node) at byte 8", "Node"),
+    ("node", "node", "record 0 at byte 0", "GlobalMetadata"),
+])
+def test_an_et_file_of_another_protobuf_message_is_refused(tmp_path, capsys, first, rest, where, kind):
+    # protobuf parses any message's bytes as a Node, keeping what is not a Node's aside: the run
+    # took every record for an INVALID node of id 0, finishing at once, and printed 0 ns
+    from google.protobuf import descriptor_pb2
+
+    from simpy_astra.workloads.chakra.schema import AttributeProto, GlobalMetadata, NodeRawAttrs
+
+    made = {"meta": GlobalMetadata(version="0.0.4"), "attr": AttributeProto(name="comm_size", int64_val=5),
+            "descriptor": descriptor_pb2.FileDescriptorProto(name="x.proto"),
+            "node": NodeRawAttrs(id=7, type=4, duration_micros=5)}
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    for rank in range(8):
+        _records(tmp_path / f"w.{rank}.et", made[first].SerializeToString(), made[rest].SerializeToString())
+    doc["workload"] = str(tmp_path / "w")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(doc))
+    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / 'w.0.et'}: {where}: is no "
+                                               f"ChakraProtoMsg.{kind} (field(s) "), err
+    assert err[0].endswith("another protobuf message's file? give a Chakra ET file (a GlobalMetadata, then Nodes)")
+
+
+def test_an_invalid_node_of_a_chakra_trace_still_runs(tmp_path, capsys):
+    from simpy_astra.cli.main import main
+
+    # the microbenchmark's idle NPUs run one INVALID node each (send_recv)
+    assert main(["run", str(SCENARIOS / "dragonfly_send_recv.yaml"), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("iteration time 20,831 ns")
