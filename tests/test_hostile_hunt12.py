@@ -115,3 +115,26 @@ def test_an_invalid_node_of_a_chakra_trace_still_runs(tmp_path, capsys):
     # the microbenchmark's idle NPUs run one INVALID node each (send_recv)
     assert main(["run", str(SCENARIOS / "dragonfly_send_recv.yaml"), "--quiet"]) == 0
     assert capsys.readouterr().out.startswith("iteration time 20,831 ns")
+
+
+@pytest.mark.parametrize("argv, files", [
+    (["--plots", "out", "--json-out", "out/f.json"], {"breakdown.png", "timeline.png", "f.json"}),
+    (["--csv-out", "out", "--trace-out", "out/t.json"], {"nodes.csv", "t.json"}),
+    (["--json-out", "out/f.json", "--plots", "out/"], {"breakdown.png", "timeline.png", "f.json"}),
+])
+def test_a_file_output_in_the_folder_a_folder_output_makes_is_written(tmp_path, capsys, monkeypatch, argv, files):
+    # refused before the run: 'cannot write out/f.json: out does not exist', although --plots
+    # makes out before anything could fail to be written there
+    from simpy_astra.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(SCENARIOS / "default.yaml"), "--quiet", *argv]) == 0, capsys.readouterr().err
+    assert {p.name for p in (tmp_path / "out").iterdir()} == files
+
+
+def test_a_file_output_in_a_folder_nothing_makes_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plots", "out",
+                                "--json-out", "out/json/f.json"])
+    assert err == ["error: --json-out: cannot write out/json/f.json: out/json does not exist"], err
+    assert list(tmp_path.iterdir()) == []
