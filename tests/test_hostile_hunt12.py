@@ -70,7 +70,7 @@ def test_an_axis_on_a_generators_parameter_or_on_the_generator_is_listed(tmp_pat
     sweep = tmp_path / "sw.yaml"
     for axes in ({"workload.size": [1024, 2048]},
                  {"w": {"named": {"mb": {"workload.size": 1024},
-                                  "tf": {"workload": {"generate": "transformer", "preset": "tiny"}}}}}):
+                                  "tf": {"workload": {"generate": "transformer", "preset": "llama2-7b"}}}}}):
         sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": axes}, sort_keys=False))
         assert main(["sweep", str(sweep), "--list"]) == 0, capsys.readouterr().err
         assert capsys.readouterr().out.startswith("2 points")
@@ -138,3 +138,40 @@ def test_a_file_output_in_a_folder_nothing_makes_is_refused_before_the_run(tmp_p
                                 "--json-out", "out/json/f.json"])
     assert err == ["error: --json-out: cannot write out/json/f.json: out/json does not exist"], err
     assert list(tmp_path.iterdir()) == []
+
+
+JOB = {"name": "a", "workload": {"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 4}}
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d.update(workload={**d["workload"], "size": 1e6}),
+     "workload.size: must be an integer (got 1000000.0); write 1000000"),
+    (lambda d: d.update(workload={"generate": "transformer", "preset": "llama2-7b", "num_stacks": 2, "dp": 8.0}),
+     "workload.dp: must be an integer (got 8.0); write 8"),  # ran as dp 8
+    (lambda d: d.update(jobs=[{**JOB, "placement": "contiguous", "start_ns": 1000.0}], workload=None),
+     "jobs[0].start_ns: must be a whole number of ns (the clock ticks in ns; got 1000.0); write 1000"),  # ran
+    (lambda d: d.update(jobs=[{**JOB, "placement": "random", "seed": 1.0}], workload=None),
+     "jobs[0].seed: must be an integer (got 1.0); write 1"),
+    (lambda d: d.update(jobs=[{**JOB, "npus": [0, 1, 2, 3.0]}], workload=None),
+     "jobs[0].npus: must be a list of NPU ids, one per rank (got [0, 1, 2, 3.0]); write 3"),
+    (lambda d: d.update(network={**d["network"], "npus_count": [8.0]}),
+     "network: field 'npus_count[0]' must be an integer > 1 (got 8.0); write 8"),
+])
+def test_an_integral_float_in_a_field_of_integers_is_refused_naming_the_integer(tmp_path, capsys, edit, said):
+    # one rule: the transformer's dp and a job's start_ns took 8.0 and 1000.0 as integers, the
+    # cluster, the microbenchmark and the jobs' other fields refused them without saying what to write
+    doc = {**MICROBENCH}
+    edit(doc)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({k: v for k, v in doc.items() if v is not None}, sort_keys=False))
+    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    assert err == [f"error: {scenario}: {said}"], err
+
+
+def test_an_integral_float_for_a_clusters_gpus_names_the_integer(tmp_path, capsys):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
+                                        "cluster": {"preset": "dgx-a100-80gb", "gpus": 16.0}}))
+    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    assert err == [f"error: {scenario}: cluster.gpus: must be a positive integer (got 16.0); write 16"], err
+

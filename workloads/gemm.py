@@ -51,7 +51,7 @@ from importlib.metadata import version
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import files
 from simpy_astra.workloads.generated import cache_root
 from simpy_astra.workloads.text_workload import (
@@ -417,7 +417,7 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     def integer(key: str, default: int) -> int:
         value = params.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r})")
+            raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r}){integer_fix(value)}")
         return value
 
     if "num_npus" not in params or "parallel" not in params:

@@ -39,7 +39,7 @@ from typing import Any
 from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
-from simpy_astra.errors import InputError, non_ascii
+from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.infra import files
 from simpy_astra.network.rails import Rails
 
@@ -301,7 +301,7 @@ def _positive(where: str, key: str, value: Any, integer: bool = False,
           and (not integer or isinstance(value, int)))
     if not ok:
         kind = "a positive integer" if integer else "a positive number"
-        raise InputError(f"{where}.{key}: must be {kind} (got {value!r})")
+        raise InputError(f"{where}.{key}: must be {kind} (got {value!r}){integer_fix(value) if integer else ''}")
     if bounds is not None:
         low, high, unit = bounds
         inside = (0 < value <= high) if low == 0 else (low <= value <= high)
