@@ -175,3 +175,24 @@ def test_an_integral_float_for_a_clusters_gpus_names_the_integer(tmp_path, capsy
     err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
     assert err == [f"error: {scenario}: cluster.gpus: must be a positive integer (got 16.0); write 16"], err
 
+
+
+
+@pytest.mark.parametrize("size", [2**64 - 1, 2**63])
+def test_a_message_size_past_int64_is_refused_as_a_negative_one_is(tmp_path, capsys, size):
+    # UINT64_MAX, a sentinel's "unknown size", has -1's bits: -1 was refused as 16 EiB, the uint64
+    # ran a 16 EiB all-reduce and printed a step of 1,569,749,485,309,780,080 ns (49 years)
+    from simpy_astra.workloads.chakra.types import ALL_REDUCE, COMM_COLL_NODE
+    from simpy_astra.workloads.chakra.writer import make_node, write_et
+
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    for rank in range(8):
+        write_et(str(tmp_path / f"w.{rank}.et"), [make_node(1, "ar", COMM_COLL_NODE, attrs={
+            "comm_type": ALL_REDUCE, "comm_size": ("uint64_val", size)})])
+    doc["workload"] = str(tmp_path / "w")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(doc))
+    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    assert err == [f"error: {tmp_path / 'w.0.et'}: node 1: attribute 'comm_size' is {size:,} bytes, past "
+                   f"Chakra's int64 comm_size (at most 9,223,372,036,854,775,807, 8 EiB); give the message's "
+                   f"size in bytes"], err

@@ -287,6 +287,8 @@ _MAX_DURATION_MICROS: Final = HORIZON_MICROS
 #: negative delay deep in the run (``comm_size`` is checked per message node below)
 _NON_NEGATIVE_ATTRS: Final = ("tensor_size", "num_ops")
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
+#: the largest message size: Chakra writes comm_size as an int64 (the microbenchmark's bound too)
+_MAX_COMM_SIZE: Final = 2**63 - 1
 
 
 def read_metadata(path: str) -> dict:
@@ -327,6 +329,10 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
             size = node.attrs.get("comm_size")
             if size is not None and size[0] in INTEGER_VALUE_FIELDS and size[1] < 0:  # type: ignore[operator]
                 raise node.error(f"attribute 'comm_size' is {size[1]}; a message size must be >= 0 bytes", path)
+            if size is not None and size[0] in INTEGER_VALUE_FIELDS and size[1] > _MAX_COMM_SIZE:  # type: ignore[operator]
+                # a uint64 past int64 (UINT64_MAX, a sentinel's "unknown") is -1's 16 EiB again
+                raise node.error(f"attribute 'comm_size' is {size[1]:,} bytes, past Chakra's int64 comm_size "
+                                 f"(at most {_MAX_COMM_SIZE:,}, 8 EiB); give the message's size in bytes", path)
         total_micros += node.duration_micros
         if node.duration_micros > _MAX_DURATION_MICROS:  # ASTRA-sim's cycle counter is a uint64 of ns
             raise node.error(f"duration_micros is {node.duration_micros} us, past the horizon "
