@@ -196,3 +196,26 @@ def test_a_message_size_past_int64_is_refused_as_a_negative_one_is(tmp_path, cap
     assert err == [f"error: {tmp_path / 'w.0.et'}: node 1: attribute 'comm_size' is {size:,} bytes, past "
                    f"Chakra's int64 comm_size (at most 9,223,372,036,854,775,807, 8 EiB); give the message's "
                    f"size in bytes"], err
+
+
+@pytest.mark.parametrize("flag, what", [
+    ("--system-configuration", "system JSON"), ("--remote-memory-configuration", "remote-memory JSON"),
+    ("--comm-group-configuration", "communicator-group JSON"),
+])
+def test_a_json_file_of_no_text_says_so_as_a_yaml_one_does(tmp_path, capsys, flag, what):
+    # 'invalid JSON at line 1, column 1: Expecting value', where an empty network YAML says
+    # '(got an empty file); expected the network YAML'
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    files = {"--system-configuration": tmp_path / "sys.json", "--remote-memory-configuration": tmp_path / "mem.json",
+             "--network-configuration": tmp_path / "net.yml"}
+    import json
+
+    files["--system-configuration"].write_text(json.dumps(doc["system"]))
+    files["--remote-memory-configuration"].write_text(json.dumps(doc["remote_memory"]))
+    files["--network-configuration"].write_text(yaml.safe_dump(doc["network"]))
+    files[flag] = tmp_path / "blank.json"
+    files[flag].write_text("\n  \n")
+    argv = [f"--workload-configuration={SCENARIOS / doc['workload']}", *(f"{k}={v}" for k, v in files.items())]
+    err = _error_lines(capsys, argv)
+    assert err == [f"error: {files[flag]}: the top level must be a JSON object {{...}} (got an empty file); "
+                   f"expected the {what}"], err
