@@ -219,3 +219,27 @@ def test_a_json_file_of_no_text_says_so_as_a_yaml_one_does(tmp_path, capsys, fla
     err = _error_lines(capsys, argv)
     assert err == [f"error: {files[flag]}: the top level must be a JSON object {{...}} (got an empty file); "
                    f"expected the {what}"], err
+
+
+@pytest.mark.parametrize("flag, text, said", [
+    ("--regimes", '{"regimes": [{"from_bytes": 0, "from_bytes": 1048576, "network": {}}]}',
+     "field 'from_bytes' appears twice; keep one (readers disagree on which one wins)"),
+    ("--holdout", '{"logs": [], "logs": [{"sha256_16": "x", "fitted_lines": [1]}]}',
+     "field 'logs' appears twice; keep one (readers disagree on which one wins)"),
+    ("--holdout", "", "the top level must be a JSON object {...} (got an empty file); expected the calibration "
+                      "record"),
+])
+def test_validates_calibration_files_are_read_as_strictly_as_the_configs(tmp_path, capsys, flag, text, said):
+    # a key given twice was taken as its last value (Python's json), where every config refuses
+    # it; an empty file said 'not JSON (Expecting value: line 1 column 1 (char 0))'
+    nccl = SCENARIOS.parent / "tests" / "data" / "nccl" / "dgx-a100-superbench"
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    import json
+
+    (tmp_path / "sys.json").write_text(json.dumps(doc["system"]))
+    record = tmp_path / "record.json"
+    record.write_text(text)
+    err = _error_lines(capsys, ["validate", str(nccl / "all_reduce.log"), "--network", str(nccl / "network.yml"),
+                                "--system", str(tmp_path / "sys.json"), "--out", str(tmp_path / "v"), flag,
+                                str(record)])
+    assert err == [f"error: {record}: {said}"], err
