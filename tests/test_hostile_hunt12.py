@@ -243,3 +243,16 @@ def test_validates_calibration_files_are_read_as_strictly_as_the_configs(tmp_pat
                                 "--system", str(tmp_path / "sys.json"), "--out", str(tmp_path / "v"), flag,
                                 str(record)])
     assert err == [f"error: {record}: {said}"], err
+
+
+def test_a_list_of_megatron_arguments_with_an_item_that_is_no_word_names_the_item(tmp_path, capsys):
+    # the error said the arguments must be 'one string' (a list of words is read too) and quoted
+    # the whole list, a pasted launch script's hundreds of words, on one line
+    words = [*ARGS.split(), "--lr", True] + ["--log-interval", "1"] * 100
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": words},
+                                        "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
+    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    assert err == [f"error: {scenario}: workload.args: [{len(ARGS.split()) + 1}] is true: a list of arguments holds "
+                   f"words (text or numbers), one per flag or value; write it as the word Megatron-LM reads, or give "
+                   f"one string"], err
