@@ -256,3 +256,18 @@ def test_a_list_of_megatron_arguments_with_an_item_that_is_no_word_names_the_ite
     assert err == [f"error: {scenario}: workload.args: [{len(ARGS.split()) + 1}] is true: a list of arguments holds "
                    f"words (text or numbers), one per flag or value; write it as the word Megatron-LM reads, or give "
                    f"one string"], err
+
+
+def test_a_memory_cap_on_runs_that_measure_no_memory_says_so(tmp_path, capsys):
+    # 'best with peak_memory_gb <= 10: no finished point qualifies', as if each were over the cap
+    from simpy_astra.cli.main import main
+
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(MICROBENCH, sort_keys=False))
+    sweep = tmp_path / "sw.yaml"
+    sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": {"workload.size": [1024, 2048]},
+                                     "memory_cap_gb": 10}, sort_keys=False))
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    out = capsys.readouterr().err.splitlines()  # the summary, in a pipe (stdout is for answers)
+    at = next(i for i, line in enumerate(out) if line.startswith("best with"))
+    assert out[at:at + 2] == ["best with peak_memory_gb <= 10: no finished point reports peak_memory_gb (the",
+                              "  runs do not measure it), so none is held to it"], out
