@@ -271,3 +271,23 @@ def test_a_memory_cap_on_runs_that_measure_no_memory_says_so(tmp_path, capsys):
     at = next(i for i, line in enumerate(out) if line.startswith("best with"))
     assert out[at:at + 2] == ["best with peak_memory_gb <= 10: no finished point reports peak_memory_gb (the",
                               "  runs do not measure it), so none is held to it"], out
+
+
+@pytest.mark.parametrize("given, said", [
+    ("--num-layers 2.0", "argument --num-layers: invalid int value: '2.0'; write 2 (Megatron-LM's int() refuses it "
+                         "too)"),
+    ("--ffn-hidden-size 1e3", "argument --ffn-hidden-size: invalid int value: '1e3'; write 1000 (Megatron-LM's "
+                              "int() refuses it too)"),
+    ("--num-layers 2.5", "argument --num-layers: invalid int value: '2.5'; write 2 or 3 (Megatron-LM's int() "
+                         "refuses it too)"),
+    ("--num-layers two", "argument --num-layers: invalid int value: 'two'"),
+])
+def test_a_float_for_a_megatron_integer_names_the_integer_as_the_one_rule_does(given, said):
+    # refused as Megatron's argparse refuses it, without the integer to write that every other
+    # field of integers now names
+    from simpy_astra.errors import InputError
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    with pytest.raises(InputError) as caught:
+        parse(f"{ARGS} {given}", 8, "s.yaml: workload.args")
+    assert caught.value.message == f"s.yaml: workload.args: {said}"
