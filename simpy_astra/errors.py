@@ -95,3 +95,17 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def integer_fix(value: object) -> str:
+    """The fix for a float where a whole number goes, one rule for every integer field of a
+    scenario, cluster, job, generator or sweep: YAML reads ``16.0`` and ``1e6`` as floats, and
+    such a field refuses them, naming the integer to write (``; write 16``), or the two nearest
+    for a fraction (``; write 1 or 2``); anything else gets no fix here ('')."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value) or abs(value) >= 2**63:
+        return ""
+    if value.is_integer():
+        return f"; write {int(value)}"
+    return f"; write {math.floor(value)} or {math.ceil(value)}"

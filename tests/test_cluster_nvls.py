@@ -57,10 +57,10 @@ def test_renaming_the_gpu_of_an_h100_preset_keeps_its_nodes_nvls(tmp_path, capsy
 
 
 def test_a_gpu_name_known_neither_way_says_nvls_is_off_and_how_to_turn_it_on(tmp_path):
-    preset = _copy_of_h100_preset(tmp_path, "GB300")
+    preset = _copy_of_h100_preset(tmp_path, "MI300X")
     inputs = load_scenario(_scenario(tmp_path, {"preset": preset, "gpus": 16}))
     (note,) = [w for w in inputs.warnings if "NVLS" in w]
-    assert note.startswith(f"{tmp_path}/s.yaml: cluster: NVLS off: GPU name 'GB300' is none of H100, ")
+    assert note.startswith(f"{tmp_path}/s.yaml: cluster: NVLS off: GPU name 'MI300X' is none of H100, ")
     assert "set nvls: true" in note
     # said either way, it is quiet; said true, NVLS runs
     for nvls in (True, False):
@@ -86,8 +86,8 @@ def test_a_forced_nvls_on_nodes_without_it_is_refused_naming_the_field_and_why(c
 
 
 def test_a_forced_nvls_on_a_copied_preset_of_an_unknown_gpu_says_the_name_decided(tmp_path):
-    with pytest.raises(InputError, match=r"nvls needs NVSwitch-3 .* the GPU GB300 has none"):
-        load_cluster({"preset": _copy_of_h100_preset(tmp_path, "GB300"), "gpus": 16, "nccl_algo": "nvls"}, "c")
+    with pytest.raises(InputError, match=r"nvls needs NVSwitch-3 .* the GPU MI300X has none"):
+        load_cluster({"preset": _copy_of_h100_preset(tmp_path, "MI300X"), "gpus": 16, "nccl_algo": "nvls"}, "c")
 
 
 def test_nvls_must_be_true_or_false(tmp_path):

@@ -51,7 +51,7 @@ from importlib.metadata import version
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import files
 from simpy_astra.workloads.generated import cache_root
 from simpy_astra.workloads.text_workload import (
@@ -391,6 +391,8 @@ def write_ets(text_path: str, prefix: str, num_npus: int, num_passes: int, clock
 PARAMS = {"mnk", "mnk_sha256", "parallel", "num_npus", "array", "dataflow", "sram", "num_packages",
           "datatype_size", "num_passes", "include_prefetch", "clock_ghz"}
 PATH_PARAMS = ("mnk",)
+#: the parameters a scenario gives (mnk_sha256 is the digest :func:`prepare` adds)
+GIVEN_PARAMS = tuple(sorted(PARAMS - {"mnk_sha256"}))
 
 
 def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
@@ -398,7 +400,7 @@ def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
     unknown = set(params) - PARAMS
     if unknown:
         raise InputError(f"{where}: generate gemm does not take {sorted(unknown)}; use "
-                         f"{', '.join(sorted(PARAMS - {'mnk_sha256'}))}")
+                         f"{', '.join(GIVEN_PARAMS)}")
     mnk = params.get("mnk")
     if not isinstance(mnk, str):
         raise InputError(f"{where}: generate gemm needs 'mnk: LAYERS.csv' (the Layer,m,n,k file)")
@@ -415,7 +417,7 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     def integer(key: str, default: int) -> int:
         value = params.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r})")
+            raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r}){integer_fix(value)}")
         return value
 
     if "num_npus" not in params or "parallel" not in params:

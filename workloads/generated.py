@@ -92,6 +92,9 @@ class GeneratorEntry:
     #: generating takes minutes (SCALE-Sim simulates every layer): ``sweep --list`` checks a
     #: point without running it (:class:`NotGenerated`) unless its traces are cached
     slow: bool = False
+    #: ``params()``: the parameter names it takes, so that a sweep axis on another is refused
+    #: once, before any point runs (None: not known, e.g. a user's generator)
+    params: Callable[[], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,11 @@ def _lazy(module: str, function: str) -> Callable[..., Any]:
     return run
 
 
+def _names(module: str, attribute: str) -> Callable[[], tuple[str, ...]]:
+    """The parameter names a generator module lists in ``attribute``, imported when asked."""
+    return lambda: tuple(getattr(importlib.import_module(module), attribute))
+
+
 def _typed(module: str, version: str, **kwargs: Any) -> GeneratorEntry:
     """A lazy generator module with a typed job: ``generate``, ``write_summary``,
     ``write_ranks``, ``prepare``, ``layout`` and ``report``."""
@@ -256,7 +264,8 @@ def _module(module: str, version: str, command: bool = True, **kwargs: Any) -> G
 GENERATORS: dict[str, GeneratorEntry] = {
     # 2: send_recv's receive names its stream, p2p
     "microbench": _module("simpy_astra.workloads.microbench", "2",
-                          prepare=_lazy("simpy_astra.workloads.microbench", "prepare"), writes_remote_memory=False),
+                          prepare=_lazy("simpy_astra.workloads.microbench", "prepare"), writes_remote_memory=False,
+                          params=_names("simpy_astra.workloads.microbench", "PARAMS")),
     # ASTRA-sim 1.0 layer files: a scenario may name one; its command is ``convert text``
     "text": _module("simpy_astra.workloads.text_workload", "1", command=False),
     # params: the CLI flags with underscores (dp, tp, pp, sp, ep, preset, micro_batch, ...)
@@ -265,14 +274,16 @@ GENERATORS: dict[str, GeneratorEntry] = {
                            summary=_lazy("simpy_astra.workloads.transformer.generator", "write_summary"),
                            ranks=_lazy("simpy_astra.workloads.transformer.generator", "write_ranks"),
                            layout=_lazy("simpy_astra.workloads.transformer.generator", "layout"),
-                           roofline_compute=True),
+                           roofline_compute=True, params=_names("simpy_astra.workloads.transformer.config", "PARAM_NAMES")),
     # params: args (pretrain_gpt.py's arguments), gpus, gpu (a scenario's cluster: fills both)
     "megatron": _typed("simpy_astra.workloads.megatron.generator", "15", command_line_args=True,
-                       needs_cluster=True, writes_remote_memory=False),
+                       needs_cluster=True, writes_remote_memory=False,
+                       params=_names("simpy_astra.workloads.megatron.generator", "PARAMS")),
     # params: the CLI flags with underscores (mnk, parallel, num_npus, array, dataflow, sram, ...);
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),
-                    cache_params=_lazy("simpy_astra.workloads.gemm", "prepare"), slow=True),
+                    cache_params=_lazy("simpy_astra.workloads.gemm", "prepare"), slow=True,
+                    params=_names("simpy_astra.workloads.gemm", "GIVEN_PARAMS")),
 }
 
 

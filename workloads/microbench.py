@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import (
     ALL_GATHER,
@@ -115,7 +115,7 @@ def _node(npu: int, name: str, collective: str, size_bytes: int, src: int | None
 def _int_param(params: dict[str, Any], key: str) -> int:
     value = params.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r})")
+        raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r}){integer_fix(value)}")
     return value
 
 
@@ -133,11 +133,15 @@ def prepare(params: dict[str, Any], cluster: Any, where: str = "workload") -> tu
     return params, params
 
 
+#: the parameters a scenario's ``{generate: microbench, ...}`` takes
+PARAMS = ("collective", "size", "num_npus", "src", "dst")
+
+
 def generate(params: dict[str, Any], prefix: str) -> None:
     """Scenario generator: ``{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 8}``
     (``collective: send_recv`` with ``src`` and ``dst``; beside a ``cluster:``, ``num_npus`` is
     its GPU count)."""
-    unknown = set(params) - {"collective", "size", "num_npus", "src", "dst"}
+    unknown = set(params) - set(PARAMS)
     if unknown:
         raise InputError(f"workload: generate microbench does not take {sorted(map(str, unknown))}; "
                          f"use collective, size, num_npus (and src, dst for send_recv)")

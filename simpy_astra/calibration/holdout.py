@@ -10,13 +10,13 @@ read as a prediction.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.calibration.model import MIB
 from simpy_astra.calibration.report import gm_abs_error, human_size
+from simpy_astra.config.readers import parse_json
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 
@@ -60,11 +60,8 @@ def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) 
 
 def load_fitted_lines(path: str) -> dict[str, set[int]]:
     """checksum -> fitted line numbers, from a ``calibration.json`` written by ``calibrate``."""
-    text = files.read_text(path, "calibration record")
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
-        raise InputError.at(path, None, f"not JSON ({exc})") from None
+    # the configs' reader: a key given twice (which one wins?), NaN, an empty file are refused
+    doc = parse_json(path, files.read_text(path, "calibration record"), "calibration record")
     logs = doc.get("logs") if isinstance(doc, dict) else None
     if not isinstance(logs, list) or not all(isinstance(x, dict) and "sha256_16" in x for x in logs):
         raise InputError.at(path, "logs", "expected calibrate's list of fitted logs (write it with "

@@ -16,11 +16,11 @@ on the machine, so they are taken from the logs or not at all.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.calibration.model import MIB, Calibration, calibrate
+from simpy_astra.config.readers import parse_json
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.network.backends import DEFAULT_BACKEND
@@ -89,11 +89,8 @@ def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], sin
 
 def load_regimes(path: str):
     """``validate --regimes``: a function from nccl-tests size to the network of its side."""
-    text = files.read_text(path, "regimes JSON")
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
-        raise InputError.at(path, None, f"not JSON ({exc})") from None
+    # the configs' reader: a key given twice (which one wins?), NaN, an empty file are refused
+    doc = parse_json(path, files.read_text(path, "regimes JSON"), "regimes JSON")
     regimes = doc.get("regimes") if isinstance(doc, dict) else None
     if not isinstance(regimes, list) or not regimes or not all(
             isinstance(r, dict) and isinstance(r.get("network"), dict) and isinstance(r.get("from_bytes"), int)

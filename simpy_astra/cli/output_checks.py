@@ -42,12 +42,17 @@ def _given(path: str | None, flag: str, kind: str) -> bool:
     return True
 
 
-def _writable_file(path: str | None, flag: str) -> None:
-    """Refuse an output file that cannot be written, before the run (not after minutes of it)."""
+def _writable_file(path: str | None, flag: str, made: tuple[str | None, ...] = ()) -> None:
+    """Refuse an output file that cannot be written, before the run (not after minutes of it).
+    A file in a folder not there yet that a folder output of the run makes (``--json-out
+    out/f.json`` beside ``--plots out``) is written once it is made; that folder is checked."""
     if not _given(path, flag, "file"):
         return
     from simpy_astra.infra import files
 
+    folder = os.path.dirname(path) or "."
+    if not os.path.exists(folder) and any(f and os.path.realpath(f) == os.path.realpath(folder) for f in made):
+        return
     files.check_output(path, flag)  # a FIFO, a device, one of the run's inputs, a missing folder
 
 
@@ -132,14 +137,14 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     distinct_outputs([(json_out, "--json-out"), (trace_out, "--trace-out"), *logs,
                        *((os.path.join(folder, name), flag) for folder, name, flag in in_folders if folder)],
                       [(csv_out, "--csv-out"), (plots, "--plots")])
-    _writable_file(json_out, "--json-out")
     writable_dir(csv_out, "--csv-out")
     writable_dir(plots, "--plots")
+    _writable_file(json_out, "--json-out", (csv_out, plots))
     if plots is not None:
         from simpy_astra.report.plots import require_matplotlib
 
         require_matplotlib()
-    _writable_file(trace_out, "--trace-out")
+    _writable_file(trace_out, "--trace-out", (csv_out, plots))
     for folder, name, flag in in_folders:  # the files a folder flag writes: not an input, not a FIFO
         if folder is not None and os.path.isdir(folder):
             files.check_output(os.path.join(folder, name), flag)

@@ -154,6 +154,7 @@ def _json(done: Finished) -> None:
         if done.link_jobs is not None:
             for record, stat in zip(data["links"], done.links, strict=True):
                 record["bytes_by_job"] = done.link_jobs.get((stat.src, stat.dst), {})
+    _folder_of(done.plan.json_out, "--json-out")
     with files.open_output(done.plan.json_out, "--json-out") as f:
         f.write(indented_json(data))  # json.dump(data, f, indent=1)'s text, each distinct NPU encoded once
 
@@ -164,10 +165,21 @@ def _csv(done: Finished) -> None:
     write_csv_reports(done.record, done.plan.csv_out, done.breakdowns)
 
 
+def _folder_of(path: str, flag: str) -> None:
+    """The folder of an output file, made when the run's checks left it to a folder output
+    (``--json-out out/f.json`` beside ``--plots out``), which may be written after it."""
+    from simpy_astra.infra import files
+
+    folder = os.path.dirname(path)
+    if folder and not os.path.isdir(folder):
+        files.make_folder(folder, flag)
+
+
 def _chrome_trace(done: Finished) -> None:
     from simpy_astra.report.timeline import write_chrome_trace
     from simpy_astra.report.trace_size import selected_npus
 
+    _folder_of(done.plan.trace_out, "--trace-out")
     write_chrome_trace(done.record, done.plan.trace_out, selected_npus(done.plan.trace_npus, done.sim.total_npus))
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -38,7 +39,7 @@ from typing import Any
 from simpy_astra.config.readers import nearest_key, read_yaml_file
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
-from simpy_astra.errors import InputError, non_ascii
+from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.infra import files
 from simpy_astra.network.rails import Rails
 
@@ -254,16 +255,21 @@ MAX_GPUS = 1 << 20
 #: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
 #: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later
-NVLS_GPUS = ("H100", "H200", "H800", "GH200", "B100", "B200", "GB200")
+#: (H20 and H800 are Hopper's export boards, B300 and GB300 Blackwell Ultra's)
+NVLS_GPUS = ("H100", "H200", "H800", "H20", "GH200", "B100", "B200", "GB200", "B300", "GB300")
 
 
 #: GPUs whose boards have no NVSwitch-3: their name turns NVLS off without a word
 NO_NVLS_GPUS = ("A100", "A800", "A30", "A40", "A10", "V100", "P100", "L40", "L4", "T4")
+#: a PCIe card (H100 PCIe, H100 NVL: NVLink bridges between two or four cards at most) sits on
+#: no NVSwitch, whatever its chip; NVL72 and NVL36 are racks of NVSwitches
+_NO_SWITCH = re.compile(r"PCIE|NVL(?![\dI])")
 
 
 def has_nvls(gpu_name: str) -> bool:
     """Whether a node of these GPUs has NVLink SHARP (NVLS), by the GPU's name."""
-    return any(name in gpu_name.upper() for name in NVLS_GPUS)
+    name = gpu_name.upper()
+    return not _NO_SWITCH.search(name) and any(chip in name for chip in NVLS_GPUS)
 
 
 def _nvls(value: dict, preset_node: dict, gpu_name: str, where: str, path: str) -> tuple[bool, str, str | None]:
@@ -279,6 +285,8 @@ def _nvls(value: dict, preset_node: dict, gpu_name: str, where: str, path: str) 
         return given, f"{source} is {str(given).lower()}", None
     if has_nvls(gpu_name):
         return True, f"the GPU {gpu_name} has it", None
+    if _NO_SWITCH.search(gpu_name.upper()):
+        return False, f"the GPU {gpu_name} is a PCIe card, on no NVSwitch", None
     said = f"the GPU {gpu_name} has none (NVLS GPUs: {', '.join(NVLS_GPUS)})"
     if any(name in gpu_name.upper() for name in NO_NVLS_GPUS):
         return False, said, None
@@ -293,7 +301,7 @@ def _positive(where: str, key: str, value: Any, integer: bool = False,
           and (not integer or isinstance(value, int)))
     if not ok:
         kind = "a positive integer" if integer else "a positive number"
-        raise InputError(f"{where}.{key}: must be {kind} (got {value!r})")
+        raise InputError(f"{where}.{key}: must be {kind} (got {value!r}){integer_fix(value) if integer else ''}")
     if bounds is not None:
         low, high, unit = bounds
         inside = (0 < value <= high) if low == 0 else (low <= value <= high)

@@ -17,7 +17,7 @@ from typing import Any
 
 from simpy_astra.config.readers import refuse_unknown_keys, show_value
 from simpy_astra.config.system import SystemConfig
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import files, horizon
 from simpy_astra.workloads.generated import lazy_traces
 
@@ -70,7 +70,7 @@ def place(where: str, placement: Any, ranks: int, free: list[int], seed: Any) ->
         stride = len(free) // ranks
         return tuple(free[i * stride] for i in range(ranks))
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"{where}.seed: must be an integer (got {seed!r})")
+        raise InputError(f"{where}.seed: must be an integer (got {seed!r}){integer_fix(seed)}")
     return tuple(random.Random(seed).sample(free, ranks))
 
 
@@ -106,9 +106,9 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         start = job.get("start_ns", 0)
         if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
             raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")
-        if start != int(start):  # the clock ticks in whole ns: 1.5 would start at 1
-            raise InputError(f"{where}.start_ns: must be a whole number of ns (the clock ticks in ns; got {start!r}); "
-                             f"write {math.floor(start)} or {math.ceil(start)}")
+        if isinstance(start, float):  # the clock ticks in whole ns: 1.5 would start at 1
+            raise InputError(f"{where}.start_ns: must be a whole number of ns (the clock ticks in ns; got "
+                             f"{start!r}){integer_fix(start)}")
         horizon.check_ns(start, where, "start_ns")
         if job.get("system") is not None:
             system = system_of(job["system"], f"{where}.system")
@@ -136,7 +136,8 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
             continue
         ids = job["npus"]
         if not isinstance(ids, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in ids):
-            raise InputError(f"{where}.npus: must be a list of NPU ids, one per rank (got {ids!r})")
+            fix = next((integer_fix(n) for n in ids if isinstance(n, float)), "") if isinstance(ids, list) else ""
+            raise InputError(f"{where}.npus: must be a list of NPU ids, one per rank (got {ids!r}){fix}")
         if len(ids) != p["ranks"]:
             # as the user wrote it: a generated workload's prefix is the cache's, never theirs
             given = job["workload"]

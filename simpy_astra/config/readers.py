@@ -145,7 +145,15 @@ def _bounded_int(text: str) -> int:
 
 
 def load_json(src: str, what: str) -> Any:
-    text = read_text(src, what)
+    return parse_json(src, read_text(src, what), what)
+
+
+def parse_json(src: str, text: str, what: str) -> Any:
+    """``text``, read from ``src``, as JSON: a key given twice, NaN, a number past any double,
+    nesting thousands deep or no text at all are refused naming ``src``."""
+    if not text.strip():  # json's "Expecting value at line 1, column 1" told neither what nor why
+        raise InputError(f"{src}: the top level must be a JSON object {{...}} (got an empty file); expected the "
+                         f"{what}")
     try:
         data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs,
                           parse_int=_bounded_int)

@@ -67,7 +67,7 @@ from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
-from simpy_astra.errors import InputError, non_ascii
+from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 from simpy_astra.network.backends import lookup as lookup_backend
 from simpy_astra.plugins import PluginError, search_also
@@ -106,8 +106,8 @@ def check_backend(where: str, backend: Any) -> str:
 
 def check_queues(where: str, queues: Any) -> int:
     if isinstance(queues, bool) or not isinstance(queues, int) or not 1 <= queues <= MAX_QUEUES_PER_DIM:
-        raise InputError(f"{where}: must be an integer from 1 to {MAX_QUEUES_PER_DIM} (got {queues!r}); "
-                         f"ASTRA-sim's examples use 1")
+        fix = integer_fix(queues) or "; ASTRA-sim's examples use 1"
+        raise InputError(f"{where}: must be an integer from 1 to {MAX_QUEUES_PER_DIM} (got {queues!r}){fix}")
     return queues
 
 
@@ -562,5 +562,5 @@ def _number(path: str, doc: dict, key: str, default: float) -> float:
 def _positive_int(path: str, doc: dict, key: str, default: int = 1) -> int:
     value = doc.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{path}: field '{key}' must be a positive integer (got {value!r})")
+        raise InputError(f"{path}: field '{key}' must be a positive integer (got {value!r}){integer_fix(value)}")
     return value

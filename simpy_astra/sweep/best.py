@@ -75,6 +75,14 @@ def satisfies(spec: SweepSpec, o: Outcome, constraint) -> bool:
     return value is not None and bool(value)
 
 
+def unreported(spec: SweepSpec, outcomes: list[Outcome], constraint) -> list[str]:
+    """The figures ``constraint`` reads that no outcome reports (peak_memory_gb of a run that
+    tracks no memory): no point can be held to it, which 'no point qualifies' did not say."""
+    if not outcomes:
+        return []
+    return sorted(n for n in constraint.names if all(_values(spec, o).get(n) is None for o in outcomes))
+
+
 def _entry(spec: SweepSpec, candidates: list[Outcome]) -> dict[str, Any] | None:
     """The best of ``candidates`` that fit, saying how many of them did not."""
     left_out = sum(1 for o in candidates if not o.fits)

@@ -364,9 +364,10 @@ def point_key(coords: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
+def _check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fixed: bool = True) -> None:
     """An axis must name a field some reader uses: a misspelt ``network.bandwith`` would give
-    points that all run the same scenario."""
+    points that all run the same scenario, and ``workload.sizee`` of a generator that takes no
+    such parameter would fail every point alike (checked while no axis changes the generator)."""
     if is_args_path(dotted):
         if megatron_args_of(base) is None:
             raise InputError(f"{where}: '{dotted}' sets a Megatron-LM argument, but the base scenario's workload "
@@ -383,6 +384,15 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
         present = base.get(parts[0])
         known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
         wrong, prefix = parts[1], parts[0] + "."
+    elif parts[0] == "workload" and len(parts) == 2 and generator_fixed and \
+            (taken := _generator_params(base.get("workload"))) is not None:
+        known, wrong, prefix = set(taken) | {"generate"}, parts[1], "workload."
+        if wrong not in known:
+            near = nearest_key(wrong, known)
+            hint = f"did you mean '{prefix}{near}'?" if near else f"it takes {', '.join(taken)}"
+            raise InputError(f"{where}: '{dotted}': generate {base['workload']['generate']} takes no parameter "
+                             f"{wrong!r}, so every point would fail on it; {hint}")
+        return
     elif parts[0] == "cluster" and len(parts) > 1:  # every point would fail on the key, after running
         gpu = parts[1] == "gpu" and len(parts) > 2
         known = {f.name for f in dataclasses.fields(Gpu)} if gpu else set(CLUSTER_KEYS)
@@ -395,6 +405,14 @@ def _check_axis_path(dotted: str, base: dict[str, Any], where: str) -> None:
         hint = f"; did you mean '{prefix}{near}'?" if near else ""
         why = "every point would fail on it" if prefix.startswith("cluster.") else "every point would run the same"
         raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
+
+
+def _generator_params(workload: Any) -> tuple[str, ...] | None:
+    """The parameters the base's ``{generate: NAME, ...}`` takes, if its generator lists them."""
+    from simpy_astra.workloads.generated import GENERATORS
+
+    entry = GENERATORS.get(workload.get("generate")) if isinstance(workload, dict) else None
+    return entry.params() if entry is not None and entry.params is not None else None
 
 
 def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
@@ -449,9 +467,10 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                      module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
     refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
     sweep_dir = os.path.dirname(os.path.abspath(path))  # a preset's path in an axis resolves beside it
+    generator_fixed = not {"workload", "workload.generate"} & set(axis_paths)
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
-            _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}")
+            _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed)
         if axis.bundles is None and is_args_path(axis.column):
             check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
         for value in axis.values if axis.bundles is None and axis.column.startswith("cluster.") else ():

@@ -8,7 +8,7 @@ from typing import Any
 
 from simpy_astra.errors import printable
 from simpy_astra.report.console import PLAIN_WIDTH, Output
-from simpy_astra.sweep.best import Outcome, objective_of
+from simpy_astra.sweep.best import Outcome, objective_of, unreported
 from simpy_astra.sweep.spec import SweepSpec
 
 
@@ -83,6 +83,14 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         suffix = f" ({backend})" if backend else ""
         _winner(out, spec, f"best{suffix}", section["best"], named)
         for text, entry in section["best_under"].items():
+            constraint = next(c for c in spec.result_constraints if c.text == text)
+            missing = unreported(spec, [o for o in ok if backend is None or o.point.backend == backend], constraint)
+            if entry is None and missing:
+                for line in textwrap.wrap(f"best{suffix} with {text}: no finished point reports {', '.join(missing)} "
+                                          f"(the runs do not measure it), so none is held to it", PLAIN_WIDTH,
+                                          subsequent_indent="  "):
+                    out.line(line)
+                continue
             _winner(out, spec, f"best{suffix} with {text}", entry, named)
     if summary.get("note"):  # within the plain width (one line of 110 columns)
         for line in textwrap.wrap(summary["note"], PLAIN_WIDTH, subsequent_indent="  "):

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from google.protobuf import unknown_fields
 from google.protobuf.message import DecodeError
 
 from simpy_astra.errors import InputError
@@ -29,6 +30,7 @@ from simpy_astra.workloads.chakra.schema import (
     COMM_RECV_NODE,
     COMM_SEND_NODE,
     INTEGER_VALUE_FIELDS,
+    INVALID_NODE,
     LIST_VALUE_FIELDS,
     AttributeProto,
     GlobalMetadata,
@@ -76,6 +78,26 @@ def _read_bytes(path: str) -> bytes:
         return files.read_bytes(path, "Chakra ET file", files.TRACE_LIMIT_BYTES)
     except InputError as exc:
         raise EtError(f"workload file: {exc}") from None
+
+
+def _foreign_fields(msg) -> list[int]:
+    """The field numbers of ``msg`` its message type does not read: fields of another type
+    (a number it has, with another wire type), or every field when none of its own is set.
+    Protobuf keeps them aside and parses on, so another message's bytes read as an all-default
+    message (a Node: id 0, an INVALID node that finishes at once)."""
+    unknown = unknown_fields.UnknownFieldSet(msg)
+    if not len(unknown):
+        return []
+    numbers = sorted({f.field_number for f in unknown})
+    own = msg.DESCRIPTOR.fields_by_number
+    return numbers if any(n in own for n in numbers) or not msg.ListFields() else []
+
+
+def _foreign_record(path: str, label: str, start: int, message: str, numbers: list[int]) -> EtError:
+    shown = ", ".join(map(str, numbers[:6])) + (", ..." if len(numbers) > 6 else "")
+    return EtError(f"{path}: {label} at byte {start}: is no ChakraProtoMsg.{message} (field(s) {shown} are not "
+                   f"a {message}'s, or not of their type): another protobuf message's file? give a Chakra ET "
+                   f"file (a GlobalMetadata, then Nodes)")
 
 
 def _record_label(index: int, last_id: int | None) -> str:
@@ -164,6 +186,9 @@ def read_et(
             f"{path}: record 0 at byte 0: {size} bytes do not parse as ChakraProtoMsg.GlobalMetadata "
             "(not a Chakra ET file?)"
         ) from None
+    foreign = _foreign_fields(meta_msg)
+    if foreign:
+        raise _foreign_record(path, "record 0", 0, "GlobalMetadata", foreign)
     metadata = {"version": meta_msg.version, "attrs": _decode_attrs(meta_msg.attr)}
     pos = nxt
 
@@ -211,6 +236,10 @@ def read_et(
                 f"{path}: {_record_label(index, last_id)} at byte {start}: {size} bytes do not "
                 "parse as ChakraProtoMsg.Node (corrupt file)"
             ) from None
+        if msg.type == INVALID_NODE:  # what another message's bytes read as (checked for these alone: cheap)
+            foreign = _foreign_fields(msg)
+            if foreign:
+                raise _foreign_record(path, _record_label(index, last_id), start, "Node", foreign)
         ctrl = msg.ctrl_deps
         if ctrl:
             deps = tuple(dict.fromkeys([*ctrl, *msg.data_deps]))
@@ -258,6 +287,8 @@ _MAX_DURATION_MICROS: Final = HORIZON_MICROS
 #: negative delay deep in the run (``comm_size`` is checked per message node below)
 _NON_NEGATIVE_ATTRS: Final = ("tensor_size", "num_ops")
 _MESSAGE_TYPES: Final = frozenset((COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE))
+#: the largest message size: Chakra writes comm_size as an int64 (the microbenchmark's bound too)
+_MAX_COMM_SIZE: Final = 2**63 - 1
 
 
 def read_metadata(path: str) -> dict:
@@ -298,6 +329,10 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
             size = node.attrs.get("comm_size")
             if size is not None and size[0] in INTEGER_VALUE_FIELDS and size[1] < 0:  # type: ignore[operator]
                 raise node.error(f"attribute 'comm_size' is {size[1]}; a message size must be >= 0 bytes", path)
+            if size is not None and size[0] in INTEGER_VALUE_FIELDS and size[1] > _MAX_COMM_SIZE:  # type: ignore[operator]
+                # a uint64 past int64 (UINT64_MAX, a sentinel's "unknown") is -1's 16 EiB again
+                raise node.error(f"attribute 'comm_size' is {size[1]:,} bytes, past Chakra's int64 comm_size "
+                                 f"(at most {_MAX_COMM_SIZE:,}, 8 EiB); give the message's size in bytes", path)
         total_micros += node.duration_micros
         if node.duration_micros > _MAX_DURATION_MICROS:  # ASTRA-sim's cycle counter is a uint64 of ns
             raise node.error(f"duration_micros is {node.duration_micros} us, past the horizon "

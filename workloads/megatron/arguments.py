@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import re
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
 from simpy_astra.workloads.megatron import unmodelled_flags as today
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
@@ -48,7 +49,19 @@ NOT_MODELLED = {**today.NOT_MODELLED,
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: ANN201 - argparse's signature
-        raise _ArgparseError(message)
+        raise _ArgparseError(message + _float_for_int(message))
+
+
+def _float_for_int(message: str) -> str:
+    """The integer to write for a float given to a flag of integers (``--num-layers 8.0``):
+    Megatron-LM's argparse refuses it alike (``int('8.0')``); the fix is the one rule's
+    (:func:`~simpy_astra.errors.integer_fix`)."""
+    found = re.search(r"invalid int value: '([^']*)'$", message)
+    try:
+        fix = integer_fix(float(found.group(1))) if found else ""
+    except ValueError:  # not a number at all
+        return ""
+    return f"{fix} (Megatron-LM's int() refuses it too)" if fix else ""
 
 
 def _bool(parser: argparse.ArgumentParser, *names: str, help: str) -> None:  # noqa: A002

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from simpy_astra.config.readers import show_value
 from simpy_astra.errors import InputError, InvalidConfigurationError, non_ascii
 from simpy_astra.workloads.megatron import shell_words
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
@@ -55,6 +56,10 @@ def words(args: object, where: str) -> list[str]:
     if isinstance(args, list) and args and all(isinstance(a, str | int | float) and not isinstance(a, bool)
                                                for a in args):  # YAML reads `- 4` as a number
         return [w for w in (_ODD_SPACES.sub(" ", str(a)).strip() for a in _bounded(args, where)) if w]
+    if isinstance(args, list) and args:  # named by its item: the whole list, pasted, ran to hundreds of words
+        i, bad = next((i, a) for i, a in enumerate(args) if isinstance(a, bool) or not isinstance(a, str | int | float))
+        raise InputError(f"{where}: [{i}] is {show_value(bad)}: a list of arguments holds words (text or numbers), one per "
+                         f"flag or value; write it as the word Megatron-LM reads, or give one string")
     if not isinstance(args, str) or not args.strip():
         raise InputError(f"{where}: must be the pretrain_gpt.py arguments as one string (got {args!r})")
     if len(args) > MAX_CHARACTERS:

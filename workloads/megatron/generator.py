@@ -56,7 +56,7 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
                 ) -> tuple[MegatronJob, Gpu]:
     """The parsed job and its GPU; ``gpus_where`` names where the GPU count was written (a
     scenario's ``cluster.gpus``) for errors about it."""
-    unknown = sorted(set(params) - {"args", "gpus", "gpu", "tp_link_gb_s", "schedule", SCHEDULE_SOURCE})
+    unknown = sorted(set(params) - {*PARAMS, SCHEDULE_SOURCE})
     if unknown:
         raise InputError(f"{where}: unknown parameter {unknown[0]!r} (give args; a scenario's cluster: "
                          f"gives gpus and gpu)")
@@ -74,6 +74,8 @@ def job_and_gpu(params: dict[str, Any], where: str = WHERE, gpus_where: str | No
 
 #: the trace cache's entry for a plug-in schedule's source (so an edited schedule runs again)
 SCHEDULE_SOURCE = "schedule_source"
+#: the parameters a scenario's ``{generate: megatron, ...}`` takes (a cluster: gives gpus and gpu)
+PARAMS = ("args", "gpus", "gpu", "tp_link_gb_s", "schedule")
 
 
 def _with_schedule(name: Any, job: MegatronJob, gpu: Gpu, where: str) -> MegatronJob:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.errors import InputError, InvalidConfigurationError, integer_fix
 from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS
 
 MODELS = ("gpt", "llama", "moe")
@@ -128,11 +128,11 @@ def _as_bool(name: str, value: Any, where: str) -> bool:
 
 def _as_int(name: str, value: Any, where: str) -> int:
     try:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        if isinstance(value, bool | float):  # a flag's text ("8") is read; a YAML float is no integer
             raise ValueError
         return int(value)
     except (TypeError, ValueError):
-        raise InputError(f"{where}: '{name}' must be an integer (got {value!r})") from None
+        raise InputError(f"{where}: '{name}' must be an integer (got {value!r}){integer_fix(value)}") from None
 
 
 def config_from_params(params: dict[str, Any], where: str = "transformer") -> TransformerConfig:
