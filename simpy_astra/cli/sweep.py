@@ -105,8 +105,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_point_scenarios(out_dir: str, points) -> None:
-    """DIR/points/KEY.yaml: each point as a scenario that ``simpy-astra run`` reproduces."""
+def _module_note(spec: SweepSpec) -> str:
+    """The header a point's scenario needs when the points' own modules (``plugins:``,
+    ``module:attribute``) sit beside the base scenario or the sweep file: ``run`` looks for
+    them in the working directory and beside the scenario it runs, points/ here, so it says
+    where they are ('' when every one is in the working directory or installed)."""
+    files = spec.plugin_files()
+    folders = [f for f in spec.module_folders if f != os.getcwd() and any(x.startswith(f + os.sep) for x in files)]
+    return "".join(f"# its modules are in {f}: run it from there, or with PYTHONPATH={f}\n" for f in folders)
+
+
+def _write_point_scenarios(out_dir: str, points, header: str = "") -> None:
+    """DIR/points/KEY.yaml: each point as a scenario that ``simpy-astra run`` reproduces
+    (``header``: lines put before it, after its coordinates)."""
     folder = os.path.join(out_dir, "points")
     path = folder
     try:
@@ -115,7 +126,7 @@ def _write_point_scenarios(out_dir: str, points) -> None:
             path = os.path.join(folder, f"{p.key}.yaml")
             if not os.path.exists(path):
                 with open(path + ".tmp", "w") as f:
-                    f.write("".join(f"# {k}: {v}\n" for k, v in p.coordinates.items()))
+                    f.write("".join(f"# {k}: {v}\n" for k, v in p.coordinates.items()) + header)
                     dump_yaml(p.scenario, f, sort_keys=False)
                 os.replace(path + ".tmp", path)
     except OSError as exc:
@@ -321,7 +332,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.summary import print_summary
 
-    _write_point_scenarios(args.out, points)
+    _write_point_scenarios(args.out, points, _module_note(spec))
     todo = [p for p in points if not store.done(p.key)]
     out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
 
