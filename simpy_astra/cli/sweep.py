@@ -354,6 +354,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     else:
         outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
+    if not outcome.interrupted:  # every point has its row: in sweep order, whatever finished first
+        store.in_sweep_order([p.key for p in points])
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
