@@ -212,3 +212,26 @@ def test_a_runs_json_out_reads_back_to_the_same_text(job: Path, tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     text = figures.read_text()
     assert len(json.loads(text)["npus"]) == 64 and text == json.dumps(json.loads(text), indent=1)
+
+
+def test_a_sweeps_megatron_winner_says_what_its_memory_is_made_of_within_80_columns() -> None:
+    """The best layout's memory per GPU with its parts (results.csv's memory_<part>_gib), so the
+    console says which part to cut; before, only the total and whether it fits."""
+    from simpy_astra.report.console import Output
+    from simpy_astra.sweep.axes import Axis
+    from simpy_astra.sweep.summary import _winner
+
+    spec = SimpleNamespace(axes=[Axis("workload.args.tensor-model-parallel-size", "tp", (2, 8))])
+    figures = {"iteration_time_ns": 12_880_347_025, "tflops_per_gpu": 565.4, "mfu": 0.57169,
+               "memory_per_gpu_gib": 72.22, "memory_capacity_gib": 80, "fits": 1, "memory_weights_gib": 8.213,
+               "memory_gradients_gib": 16.426, "memory_optimizer_gib": 3.08, "memory_activations_gib": 44.5,
+               "memory_fp8_buffers_gib": 1234.5, "memory_total_gib": None}
+    entry = {"key": "a0fbb626d28c", "objective": 12_880_347_025,
+             "coordinates": {"workload.args.tensor-model-parallel-size": 2}, "figures": figures}
+    stream = io.StringIO()
+    _winner(Output(stream, rich=False), spec, "best", entry, set())
+    lines = stream.getvalue().splitlines()
+    assert lines[1] == "  step 12.880 s; per GPU 565.4 TFLOP/s, MFU 57.2%, 72.2 of 80 GiB (fits)"
+    assert " ".join(line.strip() for line in lines[2:]) == (
+        "memory GiB: weights 8.2, gradients 16.4, optimizer 3.1, activations 44.5, fp8 buffers 1234.5")
+    assert all(len(line) <= 80 for line in lines) and len(lines) == 4

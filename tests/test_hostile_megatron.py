@@ -67,6 +67,20 @@ def test_sequence_parallelism_over_a_sequence_tp_does_not_divide_is_refused(extr
     assert "--seq-length" in str(error) and "--tensor-model-parallel-size" in str(error)
 
 
+@pytest.mark.parametrize("extra,gpus,rule", [
+    # 64 heads over tp 3 on a sequence tp 3 does not divide either: Megatron's TransformerConfig
+    # refuses the heads when the model is built, before any forward scatters the sequence
+    (" --tensor-model-parallel-size 3 --sequence-parallel --seq-length 1024", 6, "heads divisible by tp"),
+    # an MLP width tp does not divide: the parallel linear layers refuse it when built
+    (" --tensor-model-parallel-size 4 --sequence-parallel --seq-length 1022 --max-position-embeddings 1024 "
+     "--ffn-hidden-size 4098", 8, "linear layers split over tp"),
+])
+def test_a_layout_megatron_refuses_when_built_is_refused_for_that_before_the_sequence_split(extra, gpus, rule):
+    # a sweep reports the first rule: one that sends the user to --sequence-parallel when turning it
+    # off would only meet the next refusal misleads
+    assert _refusal(BASE + extra, gpus).rule == rule
+
+
 def test_sequence_parallelism_at_tp_1_takes_any_sequence():
     # Megatron turns sequence parallelism off at tp 1: nothing is split
     assert parse(BASE + " --sequence-parallel --seq-length 1023", 8, WHERE).seq == 1023

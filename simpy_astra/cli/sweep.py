@@ -326,6 +326,20 @@ def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary:
     return skipped_plots
 
 
+def _say(out: Any, text: str, markup: str | None = None) -> None:
+    """One of the sweep's own lines without a path: on a terminal as it is (the terminal wraps
+    it), in a pipe or a file within 80 columns, wrapped at spaces. (A line naming a path stays
+    whole, for grep; what follows the path goes on a line of its own.)"""
+    from simpy_astra.report.console import PLAIN_WIDTH
+
+    if out.console is not None:
+        out.line(text, markup)
+        return
+    for line in textwrap.wrap(text, PLAIN_WIDTH, subsequent_indent="  ", break_long_words=False,
+                              break_on_hyphens=False):
+        out.line(line)
+
+
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
     from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
@@ -365,6 +379,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     else:
         outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,))
     wall_s = time.perf_counter() - t0
+    if not outcome.interrupted:  # every point has its row: in sweep order, whatever finished first
+        store.in_sweep_order([p.key for p in points])
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
@@ -372,14 +388,14 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     print_summary(spec, done, summary, out, wall_s)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"
-        rest = (f": {len(done)} of {len(points)} points saved in {store.csv_path}; run the same command "
-                f"again to finish the rest")
+        rest = f": {len(done)} of {len(points)} points saved in {store.csv_path}"
         out.line(stopped + rest, f"[yellow]{stopped}[/yellow]" + rest.replace("[", "\\["))
+        out.line("  run the same command again to finish the rest")  # the path's line stays whole
         return EXIT_TERMINATED if outcome.terminated else EXIT_INTERRUPTED
     ok = [o for o in done if o.ok]
     if ok and not any(o.fits for o in ok):
-        out.line(f"no finished point fits its GPU's memory ({len(ok)} of {len(points)} ran): best.json names "
-                 f"no best; try more pipeline or tensor parallelism, recomputation or a smaller micro-batch")
+        _say(out, f"no finished point fits its GPU's memory ({len(ok)} of {len(points)} ran): best.json names "
+             f"no best; try more pipeline or tensor parallelism, recomputation or a smaller micro-batch")
     elif ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
         print(f"error: {args.sweep}: minimise: '{spec.objective.text}' gave no number for any of the "
               f"{len(ok)} finished points (a figure it uses is empty, e.g. cost_usd without a price for "

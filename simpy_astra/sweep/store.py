@@ -390,6 +390,24 @@ class ResultsStore:
             raise _cannot_write(self.csv_path, exc) from None
         self.rows[key] = row
 
+    def in_sweep_order(self, keys: list[str]) -> None:
+        """Rewrite results.csv with its rows in the order of ``keys`` (the sweep's points; rows of
+        other keys after them, as they were). Rows are appended as points finish, an order that
+        parallel workers and resumed runs make vary: two runs of one sweep then gave files that
+        differ though every figure agreed."""
+        order = {key: i for i, key in enumerate(keys)}
+        ordered = sorted(self.rows, key=lambda key: order.get(key, len(order)))
+        if ordered == list(self.rows):
+            return
+        self.rows = {key: self.rows[key] for key in ordered}
+        self._file.close()
+        self._rewrite()
+        try:  # a row appended after this goes to the new file, not the replaced one
+            self._file = open(self.csv_path, "a", newline="")
+        except OSError as exc:
+            raise _cannot_write(self.csv_path, exc) from None
+        self._writer = csv.DictWriter(self._file, fieldnames=self.columns)
+
     def _drop_torn_row(self) -> None:
         """After a failed append: cut results.csv back to its last whole line (the next start
         would drop a torn row anyway; a reader of the file meanwhile should not see one)."""

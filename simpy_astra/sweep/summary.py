@@ -139,6 +139,25 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
     if entry.get("key") not in named and figures.get("iteration_time_ns") is not None:
         named.add(entry.get("key"))
         out.line("  " + _training_line(figures))
+        parts = _memory_parts(figures)
+        if parts:
+            import textwrap
+
+            for line in textwrap.wrap(parts, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    "):
+                out.line(line)
+
+
+#: a Megatron point's memory parts as results.csv names them, and as the summary says them
+MEMORY_PARTS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer"),
+                ("activations", "activations"), ("fp8_buffers", "fp8 buffers"))
+
+
+def _memory_parts(figures: dict[str, Any]) -> str:
+    """``memory GiB: weights 8.2, gradients 16.4, optimizer 3.1, activations 44.5``: what the
+    memory per GPU is made of (which part to cut when it does not fit), '' when not split."""
+    parts = [f"{said} {figures[f'memory_{name}_gib']:.1f}" for name, said in MEMORY_PARTS
+             if figures.get(f"memory_{name}_gib") is not None]
+    return f"memory GiB: {', '.join(parts)}" if parts else ""
 
 
 def _training_line(figures: dict[str, Any]) -> str:

@@ -447,6 +447,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     rules.check_layers(cp, te, _fused_attention(a), where,
                        "rope" if a.use_rotary_position_embeddings else a.position_embedding_type)
     rules.check_widths(a, ffn, where)
+    rules.check_sequence_split(a, where)
     # query-key layer scaling: on by default until Megatron-Core made it opt-in (2023), and it
     # puts the softmax in fp32; Transformer Engine scales fp16 scores only, and its unfused
     # softmax is always in fp32

@@ -160,16 +160,23 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         _refuse(where, "local attention backend needs the local spec",
                 "--attention-backend local needs --spec local, which is not modelled (Megatron: --attention-backend "
                 "local is only supported with --spec local); --transformer-impl local runs Megatron's own attention")
+    if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
+        _refuse(where, "position embeddings cover the sequence",
+                f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
+                f"{a.seq_length} (Megatron: max_position_embeddings must be greater than or equal to seq_length)")
+
+
+def check_sequence_split(a: argparse.Namespace, where: str) -> None:
+    """Sequence parallelism's split of each rank's tokens over tp: Megatron asserts it when the
+    first forward scatters the embedding's output, after the model was built, so a layout its
+    config or its layers refuse (heads or the MLP over tp) is refused for that instead."""
+    tp, cp = a.tensor_model_parallel_size, a.context_parallel_size
     if a.sequence_parallel and tp > 1 and (a.seq_length // cp) % tp:
         _refuse(where, "sequence parallelism splits the sequence over tp",
                 f"--sequence-parallel splits each rank's {a.seq_length // cp} tokens (--seq-length {a.seq_length}"
                 + (f" / --context-parallel-size {cp}" if cp > 1 else "") + f") over --tensor-model-parallel-size "
                 f"{tp}, which does not divide them (Megatron, scattering the embedding's output: First dimension "
                 f"of the tensor should be divisible by tensor parallel size)")
-    if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
-        _refuse(where, "position embeddings cover the sequence",
-                f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
-                f"{a.seq_length} (Megatron: max_position_embeddings must be greater than or equal to seq_length)")
 
 
 def _attention(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
