@@ -15,6 +15,10 @@ import yaml
 
 from tests.test_sweep import DEFAULT, ROOT, STEP, cli, write_sweep
 
+#: examples/my_algos.py under a name of this test's own: other tests leave folders holding a
+#: my_algos.py on sys.path, where the sweep would find it first
+MODULE = "point_file_algos"
+
 
 def _run_point(point: str, cwd, extra_path: str = "") -> subprocess.CompletedProcess:
     env = dict(os.environ, SIMPY_ASTRA_PROGRESS="0")
@@ -28,19 +32,19 @@ def test_a_point_file_says_where_its_modules_are_and_runs_from_there(tmp_path, c
     here, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
     here.mkdir()
     elsewhere.mkdir()
-    shutil.copy(ROOT / "examples" / "my_algos.py", here / "my_algos.py")
+    shutil.copy(ROOT / "examples" / "my_algos.py", here / f"{MODULE}.py")
     base = yaml.safe_load(DEFAULT.read_text())
     base["workload"] = str(STEP)
-    base["system"]["all-reduce-implementation"] = ["my_algos:simple_ring"]
+    base["system"]["all-reduce-implementation"] = [f"{MODULE}:simple_ring"]
     sweep = write_sweep(here, {"base": base, "axes": {"network.bandwidth": [50]}})
-    monkeypatch.chdir(elsewhere)  # the sweep finds my_algos beside its file
+    monkeypatch.chdir(elsewhere)  # the sweep finds the module beside its file
     out = tmp_path / "out"
     code, err = cli(capsys, sweep, "--out", str(out), "--jobs", "1", "--no-plots")
     assert code == 0, err
     (row,) = list(csv.DictReader(open(out / "results.csv", encoding="utf-8")))
     (point,) = (out / "points").glob("*.yaml")
     assert f"# its modules are in {here}: run it from there, or with PYTHONPATH={here}\n" in point.read_text()
-    assert "cannot import plugin module 'my_algos'" in _run_point(str(point), elsewhere).stderr
+    assert f"cannot import plugin module '{MODULE}'" in _run_point(str(point), elsewhere).stderr
     for cwd, extra in ((here, ""), (elsewhere, str(here))):
         done = _run_point(str(point), cwd, extra)
         assert done.returncode == 0, done.stderr

@@ -106,10 +106,10 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
         start = job.get("start_ns", 0)
         if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
             raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")
+        horizon.check_ns(start, where, "start_ns")  # first: 1e19 is past it, whatever its type
         if isinstance(start, float):  # the clock ticks in whole ns: 1.5 would start at 1
             raise InputError(f"{where}.start_ns: must be a whole number of ns (the clock ticks in ns; got "
                              f"{start!r}){integer_fix(start)}")
-        horizon.check_ns(start, where, "start_ns")
         if job.get("system") is not None:
             system = system_of(job["system"], f"{where}.system")
         elif default_system is not None:
