@@ -378,15 +378,21 @@ def test_the_readmes_first_command_installs_what_plots_need(fresh_install, tmp_p
 COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 
 
-def example_scripts() -> list[tuple[str, str]]:
-    """(doc, command) of every ``python examples/NAME.py [ARGS]`` the README and docs show in
-    code spans (the example scripts are run as scripts, not through ``python -m simpy_astra``)."""
+def scripts_shown(folder: str) -> list[tuple[str, str]]:
+    """(doc, command) of every ``python FOLDER/NAME.py [ARGS]`` the README and docs show in
+    code spans (a span may break across lines), each once."""
     found = []
     for path in (README, *DOCS):
         text = " ".join(path.read_text().split())
-        for m in re.finditer(r"`(python examples/[\w.]+\.py(?: [^`]*)?)`", text):
+        for m in re.finditer(rf"`(python {folder}/[\w.]+\.py(?: [^`]*)?)`", text):
             found.append((path.name, m.group(1)))
     return list(dict.fromkeys(found))
+
+
+def example_scripts() -> list[tuple[str, str]]:
+    """The ``python examples/NAME.py`` commands shown (run as scripts, not through
+    ``python -m simpy_astra``)."""
+    return scripts_shown("examples")
 
 
 def test_the_count_of_runnable_examples_is_the_number_listed():
@@ -474,14 +480,8 @@ def test_the_breakdown_table_of_the_reports_page_is_what_its_scenario_prints(tmp
 
 
 def benchmark_commands() -> list[tuple[str, str]]:
-    """(doc, command) of every ``python benchmarks/NAME.py [ARGS]`` the README and docs show in
-    code spans (a span may break across lines)."""
-    found = []
-    for path in (README, *DOCS):
-        text = " ".join(path.read_text().split())
-        for m in re.finditer(r"`(python benchmarks/[\w.]+\.py(?: [^`]*)?)`", text):
-            found.append((path.name, m.group(1)))
-    return list(dict.fromkeys(found))
+    """The ``python benchmarks/NAME.py`` commands shown."""
+    return scripts_shown("benchmarks")
 
 
 @pytest.mark.parametrize(("doc", "command"), benchmark_commands(), ids=[c for _, c in benchmark_commands()])
