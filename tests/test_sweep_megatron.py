@@ -200,9 +200,9 @@ def test_megatron_points_have_training_figures_and_invalid_layouts_are_rows_with
     listed = capsys.readouterr().out
     assert "6 points, 3 invalid" in listed
     marked = [line.split()[1:3] for line in listed.splitlines() if line.endswith("  invalid")]
-    assert marked == [["tensor_model_parallel_size=1", "micro_batch_size=4"],  # 32 % (4 x 16)
-                      ["tensor_model_parallel_size=3", "micro_batch_size=1"],  # tp 3 on 16 GPUs
-                      ["tensor_model_parallel_size=3", "micro_batch_size=4"]]
+    assert marked == [["tp=1", "mb=4"],  # 32 % (4 x 16)
+                      ["tp=3", "mb=1"],  # tp 3 on 16 GPUs
+                      ["tp=3", "mb=4"]]
     assert "invalid: 1 point(s) break the rule 'global batch divisible by micro-batch x dp'" in listed
     assert "invalid: 2 point(s) break the rule 'gpus divisible by tp x pp x cp'" in listed
     out = tmp_path / "out"
@@ -294,12 +294,14 @@ def test_the_table_of_best_points_lists_the_points_that_fit_first(tmp_path):
             _outcome(spec, third, 15_000_000, 40.0, 0.25)]
     text = io.StringIO()
     print_summary(spec, done, best_summary(spec, done, 3), Output(text, rich=False), 1.0)
-    # numbered rows; a table too wide for 80 columns goes on below with the same numbers
-    rows = [line.split() for line in text.getvalue().splitlines() if line.split()[:1] in (["1"], ["2"], ["3"])]
-    layouts, memory = rows[:3], rows[3:6]
+    # one table within 80 columns (the axis is called tp): header, then a row per point
+    lines = text.getvalue().splitlines()
+    at = lines.index("best 3 by iteration_time_ns")
+    assert lines[at + 1].split()[:2] == ["tp", "iteration_time_ns"] and lines[at + 1].split()[-1] == "fits"
+    rows = [line.split() for line in lines[at + 2:at + 5]]
     # 12 ms, 15 ms (both fit), then the 10 ms layout that needs 95 of 80 GiB
-    assert [(r[1], r[2]) for r in layouts] == [("2", "12,000,000"), ("4", "15,000,000"), ("1", "10,000,000")]
-    assert [r[-1] for r in memory] == ["yes", "yes", "NO"]
+    assert [(r[0], r[1], r[-1]) for r in rows] == [("2", "12,000,000", "yes"), ("4", "15,000,000", "yes"),
+                                                   ("1", "10,000,000", "NO")]
 
 
 # ---------------------------------------------------------------- cluster presets by path (issue 52)

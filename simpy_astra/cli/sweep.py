@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -26,6 +25,7 @@ from simpy_astra.cli.output_checks import _not_stdout
 from simpy_astra.config.readers import dump_yaml
 from simpy_astra.errors import InputError, printable
 from simpy_astra.infra.files import escaped
+from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.expansion_progress import ExpansionProgress
 
 if TYPE_CHECKING:
@@ -188,12 +188,6 @@ def _is_main_program() -> bool:
         or os.path.basename(sys.argv[0] if sys.argv else "") == "simpy-astra"
 
 
-def _shown(value: Any) -> str:
-    """A coordinate in ``--list``: a list or mapping as compact JSON (no spaces to wrap at), and
-    no character a terminal would act on."""
-    return printable(json.dumps(value, separators=(",", ":")) if isinstance(value, list | dict) else str(value))
-
-
 def _point_line(key: str, coordinates: list[str], mark: str, width: int = 80) -> str:
     """A point's key, coordinates and mark (two spaces before it) within ``width`` columns: a
     coordinate that does not fit the line goes on the next, indented (one longer than a line
@@ -287,7 +281,7 @@ def _main(argv: list[str]) -> int:
               + (f", {count} invalid (their parallel layout is refused; they will not run)" if count else ""))
         for p in points:
             mark = "invalid" if refused[p.key] else "will fail" if p.key in failing else ""
-            print(_point_line(p.key, [f"{a.name}={_shown(p.coordinates[a.column])}" for a in spec.axes], mark))
+            print(_point_line(p.key, point_words(spec.axes, p.coordinates), mark))
         rules = [r["rule"] for r in refused.values() if r]
         for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
             print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.config.readers import nearest_key
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, printable
 
 MAX_POINTS = 100_000
 
@@ -157,6 +157,20 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
             raise InputError(f"{where}: {v!r}: must be printable text on one line, without control characters "
                              f"(it is printed in each point's line)")
     return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))
+
+
+def shown(value: Any) -> str:
+    """A coordinate as a line shows it: a switch's true/false as on/off (false also removes a
+    flag that takes a value), a list or mapping as compact JSON (no spaces to wrap at), and no
+    character a terminal would act on."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return printable(json.dumps(value, separators=(",", ":")) if isinstance(value, list | dict) else str(value))
+
+
+def point_words(axes: list[Axis], coordinates: dict[str, Any]) -> list[str]:
+    """A point as its lines name it, ``tp=4 pp=2 vp=off``: each axis by its short name."""
+    return [f"{a.name}={shown(coordinates[a.column])}" for a in axes]
 
 
 def check_overlaps(path: str, axes: list[Axis], canonical: Callable[[str], str] = lambda dotted: dotted) -> None:

@@ -56,6 +56,21 @@ def canonical_path(dotted: str) -> str:
     return PREFIX + (action.option_strings[0] if action is not None else flag_of(dotted))[2:]
 
 
+#: what a Megatron user calls these flags: a plain axis on one (under any of its names) is
+#: called so in expressions and in every line that names a point (``tp=4 pp=2 vp=off``),
+#: unless its ``as:`` names it; its flag's own name (``tensor_model_parallel_size``) stays a name
+SHORT_NAMES = {"tensor-model-parallel-size": "tp", "pipeline-model-parallel-size": "pp",
+               "virtual-pipeline-model-parallel-size": "vp", "context-parallel-size": "cp",
+               "expert-model-parallel-size": "ep", "expert-tensor-parallel-size": "etp",
+               "micro-batch-size": "mb", "global-batch-size": "gb", "sequence-parallel": "sp",
+               "recompute-granularity": "recompute", "use-distributed-optimizer": "dist_opt"}
+
+
+def short_name(dotted: str) -> str | None:
+    """The short name of ``dotted``'s Megatron flag (:data:`SHORT_NAMES`), else None."""
+    return SHORT_NAMES.get(canonical_path(dotted)[len(PREFIX):]) if is_args_path(dotted) else None
+
+
 def is_switch(flag: str) -> bool:
     """``flag`` takes no value: a modelled switch, or one of Megatron-LM's that the simulator
     accepts without modelling (``--no-persist-layer-norm``, ``--batch-p2p-communication``)."""

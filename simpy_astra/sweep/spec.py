@@ -56,7 +56,7 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
-from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis
+from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis, point_words
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
 from simpy_astra.sweep.expressions import Expression, parse_expression
 from simpy_astra.sweep.megatron_args import (
@@ -68,6 +68,7 @@ from simpy_astra.sweep.megatron_args import (
     flag_values,
     is_args_path,
     set_flag,
+    short_name,
     takes_several,
     words_of,
 )
@@ -103,6 +104,8 @@ class Point:
     scenario: dict[str, Any]  # the full scenario mapping, paths absolute
     #: a Megatron point's modelled flags by expression name (``tensor_model_parallel_size``)
     flags: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: how every line names it, ``tp=4 pp=2 vp=off`` (:func:`~simpy_astra.sweep.axes.point_words`)
+    label: str = field(default="", compare=False)
 
     def names(self, axes: list[Axis]) -> dict[str, Any]:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
@@ -247,7 +250,7 @@ class SweepSpec:
             # cannot judge it: the point stays, and shows why it cannot run
             if all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
                    for f in self.point_filters):
-                out.append(Point(key, coords, scenario, flags))
+                out.append(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords))))
         return out
 
     def _flags(self, scenario: dict[str, Any]) -> dict[str, Any]:
@@ -314,6 +317,21 @@ def _field_of(dotted: str) -> str:
     if parts[0] == "cluster":
         parts[-1] = OLD_KEYS.get(parts[-1], parts[-1])
     return ".".join(parts)
+
+
+def _short_names(axes: list[Axis], raws: list[Any]) -> list[Axis]:
+    """Plain axes on Megatron's well-known flags called as Megatron users say them (tp, pp,
+    vp, ...), unless ``as:`` names the axis or another axis has that name already: the summary's
+    columns and each point's line then fit 80 columns."""
+    taken = {a.name for a in axes}
+    out = []
+    for axis, raw in zip(axes, raws, strict=True):
+        short = None if axis.bundles is not None or isinstance(raw, dict) and "as" in raw else short_name(axis.column)
+        if short is not None and short not in taken:
+            taken.add(short)
+            axis = dataclasses.replace(axis, name=short)
+        out.append(axis)
+    return out
 
 
 def _one_per_argument(axis: Axis) -> Axis:
@@ -438,7 +456,8 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         raise InputError(f"{path}: field 'axes' must map dotted paths to values")
     for col, raw in raw_axes.items():  # as written: 2.0 beside 2 would count as 2 and vanish
         check_integers(str(col), raw, f"{path}: axes: {col}")
-    axes = [_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}")) for col, raw in raw_axes.items()]
+    axes = _short_names([_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}"))
+                         for col, raw in raw_axes.items()], list(raw_axes.values()))
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:

@@ -8,6 +8,8 @@ from typing import Any
 
 from simpy_astra.errors import printable
 from simpy_astra.report.console import PLAIN_WIDTH, Output
+from simpy_astra.sweep.axes import point_words
+from simpy_astra.sweep.axes import shown as shown_value
 from simpy_astra.sweep.best import Outcome, objective_of, unreported
 from simpy_astra.sweep.spec import SweepSpec
 
@@ -47,7 +49,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
              f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
              + f", {wall_s:.1f} s")
     title = f"best {shown}{per} by {spec.objective.text}"  # short: a table's title fits 80 columns
-    rows = [[str(v) for v in o.point.coordinates.values()] + [_number(_report(spec, o, e)) for e in spec.report]
+    rows = [[shown_value(o.point.coordinates[a.column]) for a in spec.axes] + [_number(_report(spec, o, e)) for e in spec.report]
             for o in ranked]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
     align = ["left"] * len(spec.axes) + ["right"] * len(spec.report)
@@ -66,14 +68,13 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     if warned:  # a run prints its warnings; a point's are in its row, where nobody reads unasked
         out.line(f"{warned} point(s) warned: results.csv's warnings column has their words")
     for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
-        coords = " ".join(f"{a.name}={o.point.coordinates[a.column]}" for a in spec.axes)
-        text = f"{coords}: {o.figures['error'].split(': ', 1)[0]}"
+        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {o.figures['error'].split(': ', 1)[0]}"
         _flagged(out, "invalid", "yellow", text)
     if len(invalid) > 3:
         out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
     failed = [o for o in done if not o.ok and not o.invalid]
     for o in failed[:5]:
-        text = f"{o.point.coordinates}: {o.figures['error']}"
+        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {o.figures['error']}"
         _flagged(out, "failed", "red", text)
     if len(failed) > 5:
         out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
@@ -123,7 +124,7 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         out.line(f"{title}: no finished point qualifies")
         return
     names = {a.column: a.name for a in spec.axes}
-    coords = " ".join(f"{names.get(k, k)}={v}" for k, v in entry["coordinates"].items())
+    coords = " ".join(f"{names.get(k, k)}={shown_value(v)}" for k, v in entry["coordinates"].items())
     rest = f": {coords} -> {_number(entry['objective'])}"
     if out.console is not None:
         out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))

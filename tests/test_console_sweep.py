@@ -1,0 +1,79 @@
+"""A sweep's console in a pipe, as a researcher reads it.
+
+Complaint: each piped progress line showed a point's values without their axes
+(``sweep: 3 of 8 points done; 2 4 False: ...``), virtual pipelining off read ``False``, and the
+summary's headers were the flags' long names, so the table of a three-axis Megatron sweep came
+in three pieces with the answer in the middle one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main as cli_main
+from simpy_astra.sweep.spec import load_sweep
+
+# a 4-layer model on 16 GPUs: a point runs in a fraction of a second
+SMALL = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --micro-batch-size 1 "
+         "--global-batch-size 16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+
+
+def _sweep(tmp_path: Path, axes: dict) -> str:
+    base = {"workload": {"generate": "megatron", "args": SMALL}, "cluster": {"preset": "dgx-a100-80gb", "gpus": 16}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"base": base, "axes": axes}, sort_keys=False))
+    return str(path)
+
+
+LAYOUT_AXES = {"workload.args.tensor-model-parallel-size": [2, 4],
+               "workload.args.pipeline-model-parallel-size": [2],
+               "workload.args.virtual-pipeline-model-parallel-size": [False, 2]}
+
+
+def test_each_piped_progress_line_names_its_axes_compactly_within_80_columns(tmp_path, capsys):
+    code = cli_main(["sweep", _sweep(tmp_path, LAYOUT_AXES), "--out", str(tmp_path / "out"), "--jobs", "1",
+                     "--no-plots"])
+    err = capsys.readouterr().err
+    assert code == 0 and "Traceback" not in err
+    done = [ln for ln in err.splitlines() if ln.startswith("sweep: ")]
+    assert [ln.split("; ", 1)[1].split(":")[0] for ln in done] == \
+        ["tp=2 pp=2 vp=off", "tp=2 pp=2 vp=2", "tp=4 pp=2 vp=off", "tp=4 pp=2 vp=2"]
+    assert all(len(ln) <= 80 for ln in err.splitlines() if str(tmp_path) not in ln)  # a path is never cut
+    assert "\x1b" not in err and "False" not in err
+    # the summary's table is one piece: its header names the axes as the progress lines do
+    header = next(ln for ln in err.splitlines() if ln.startswith("#"))
+    assert header.split()[:4] == ["#", "tp", "pp", "vp"] and "iteration_time_ns" in header
+    assert any(ln.startswith("best: tp=") and "vp=" in ln for ln in err.splitlines())
+
+
+def test_list_names_points_as_the_progress_does(tmp_path, capsys):
+    assert cli_main(["sweep", _sweep(tmp_path, LAYOUT_AXES), "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [ln.split()[1:] for ln in listed[1:]] == [["tp=2", "pp=2", "vp=off"], ["tp=2", "pp=2", "vp=2"],
+                                                     ["tp=4", "pp=2", "vp=off"], ["tp=4", "pp=2", "vp=2"]]
+
+
+def test_a_short_name_is_a_name_in_expressions_and_the_flag_name_stays_one(tmp_path):
+    spec = load_sweep(_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4],
+                                        "workload.args.micro-batch-size": {"values": [1, 2], "as": "micro"}}))
+    assert [a.name for a in spec.axes] == ["tp", "micro"]  # as: wins
+    path = Path(_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4]}))
+    doc = yaml.safe_load(path.read_text())
+    for constraint in ("tp <= 2", "tensor_model_parallel_size <= 2"):
+        path.write_text(yaml.safe_dump({**doc, "constraints": [constraint]}))
+        assert sorted(p.coordinates["workload.args.tensor-model-parallel-size"]
+                      for p in load_sweep(str(path)).points()) == [1, 2]
+
+
+def test_a_short_name_another_axis_has_keeps_the_flag_name(tmp_path):
+    spec = load_sweep(_sweep(tmp_path, {"tp": {"named": {"a": {"workload.args.micro-batch-size": 1}}},
+                                        "workload.args.tensor-model-parallel-size": [1, 2]}))
+    assert [a.name for a in spec.axes] == ["tp", "tensor_model_parallel_size"]
