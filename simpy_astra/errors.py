@@ -101,7 +101,18 @@ def integer_fix(value: object) -> str:
     """The fix for a float where a whole number goes, one rule for every integer field of a
     scenario, cluster, job, generator or sweep: YAML reads ``16.0`` and ``1e6`` as floats, and
     such a field refuses them, naming the integer to write (``; write 16``), or the two nearest
-    for a fraction (``; write 1 or 2``); anything else gets no fix here ('')."""
+    for a fraction (``; write 1 or 2``); a list of them (a Megatron flag of several integers) is
+    written back whole (``; write [8, 2]``), else given its first fraction's fix (the message
+    names that value); anything else gets no fix here ('')."""
+    if isinstance(value, list):
+        fixes = {i: integer_fix(v) for i, v in enumerate(value) if isinstance(v, float)}
+        if not fixes or not all(fixes.values()):
+            return ""
+        fraction = next((fixes[i] for i in fixes if not value[i].is_integer()), None)
+        if fraction is not None:
+            return fraction
+        return "; write [" + ", ".join(fixes[i][len("; write "):] if i in fixes else str(v)
+                                       for i, v in enumerate(value)) + "]"
     import math
 
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value) or abs(value) >= 2**63:

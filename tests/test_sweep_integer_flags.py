@@ -34,11 +34,11 @@ def test_the_outside_fact_megatrons_int_refuses_an_integral_float_word():
 
 
 @pytest.mark.parametrize("axes, words", [
-    ({HCP: [[8.0, 2]]}, f"axes: {HCP}: --hierarchical-context-parallel-sizes takes integers, not 8.0 "),
-    ({HCP: {"values": [[8, 2.0]], "as": "h"}}, "takes integers, not 2.0 "),
-    ({HCP: [[8.5, 2]]}, "takes integers, not 8.5 "),
-    ({TP: [2, 2.0]}, f"axes: {TP}: --tensor-model-parallel-size takes integers, not 2.0 "),  # was one point, tp 2
-    ({TP: [4.0]}, "takes integers, not 4.0 "),
+    ({HCP: [[8.0, 2]]}, f"axes: {HCP}: --hierarchical-context-parallel-sizes takes integers, not 8.0;"),
+    ({HCP: {"values": [[8, 2.0]], "as": "h"}}, "takes integers, not 2.0;"),
+    ({HCP: [[8.5, 2]]}, "takes integers, not 8.5;"),
+    ({TP: [2, 2.0]}, f"axes: {TP}: --tensor-model-parallel-size takes integers, not 2.0;"),  # was one point, tp 2
+    ({TP: [4.0]}, "takes integers, not 4.0;"),
     ({"b": {"named": {"x": {TP: 2.0}}}}, "axes: b: named: x: --tensor-model-parallel-size takes integers"),
     ({TP: {"from": 1, "to": 2, "step": 0.5}}, "takes integers, and a range with step 0.5 counts in floats"),
 ])
@@ -49,8 +49,23 @@ def test_a_float_for_a_flag_of_integers_is_one_line_naming_the_file_the_axis_and
     message = caught.value.message
     assert message.startswith(f"{path}: axes: ") and words in message and "\n" not in message, message
     fix = message.rsplit("; ", 1)[1]
-    assert fix in ("write [8, 2]", "write 2", "write 4", "give whole numbers",
+    assert fix in ("write [8, 2] (Megatron-LM's int() refuses it too)", "write 2 (Megatron-LM's int() refuses it too)",
+                   "write 4 (Megatron-LM's int() refuses it too)", "write 8 or 9 (Megatron-LM's int() refuses it too)",
                    "write from, to and step as integers (e.g. {from: 1, to: 8, step: 1})"), fix
+
+
+@pytest.mark.parametrize("word, value", [("8.0", 8.0), ("8.5", 8.5), ("1e3", 1e3)])
+def test_a_sweep_axis_and_run_name_the_same_fix_for_one_float(tmp_path, word, value):
+    """The sweep built its own fix text (``give whole numbers`` for 8.5, where ``run`` said
+    ``write 8 or 9``); both now end in the one rule's fix."""
+    from simpy_astra.workloads.megatron.arguments import parse
+
+    with pytest.raises(InputError) as by_run:
+        parse([*map(str, ARGS), "--tensor-model-parallel-size", word], 16, "s.yaml: workload.args")
+    with pytest.raises(InputError) as by_sweep:
+        load_sweep(_sweep(tmp_path, {TP: [value]}))
+    fix = by_run.value.message.split(f"'{word}'", 1)[1]
+    assert fix.startswith("; write ") and by_sweep.value.message.endswith(fix), (by_run.value.message, fix)
 
 
 def test_run_refuses_the_same_float_in_workload_args(tmp_path, capsys):

@@ -127,7 +127,7 @@ def test_an_axis_over_a_flag_that_cannot_change_a_step_is_refused(tmp_path, axis
 
 @pytest.mark.parametrize("axis, values, words", [
     ("workload.args.num-layers", [4, "nan"], ("--num-layers nan", "invalid int value")),
-    ("workload.args.num-layers", [4, 4.5], ("--num-layers takes integers, not 4.5", "give whole numbers")),
+    ("workload.args.num-layers", [4, 4.5], ("--num-layers takes integers, not 4.5", "write 4 or 5")),
     ("workload.args.micro-batch-size", [0, 1], ("--micro-batch-size 0", "must be an integer >= 1")),
     ("workload.args.recompute-granularity", ["full", "selectiv"], ("'selectiv'", "full, selective")),
     ("workload.args.attention-dropout", [0, 1.5], ("--attention-dropout 1.5", "probability from 0 to 1")),

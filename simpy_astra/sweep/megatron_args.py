@@ -23,6 +23,7 @@ from simpy_astra.workloads.megatron.arguments import (
     NOT_MODELLED,
     accepted,
     cannot_change_time,
+    int_flag_fix,
     modelled_actions,
     parser,
     value_problem,
@@ -123,19 +124,13 @@ def check_integers(dotted: str, raw: Any, where: str) -> None:
 def _float_for_integers(flag: str, value: Any, where: str) -> None:
     """A YAML float given to a flag of integers (``[[8.0, 2]]``): refused, as ``run`` refuses
     ``8.0`` in ``workload.args`` and Megatron's argparse refuses it (``int('8.0')``), rather than
-    written as the integer it might have meant."""
+    written as the integer it might have meant; the fix is ``run``'s (:func:`int_flag_fix`)."""
     items = value if isinstance(value, list) else [value]
     found = next((v for v in items if isinstance(v, float)), None)
     if found is None or not _takes_integers(flag):
         return
-    if isinstance(value, list):
-        fixed = "[" + ", ".join(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in value) + "]"
-    else:
-        fixed = str(int(found)) if found.is_integer() else ""
-    fix = f"write {fixed}" if fixed and all(not isinstance(v, float) or v.is_integer() for v in items) \
-        else "give whole numbers"
-    raise InputError(f"{where}: {flag} takes integers, not {found!r} (Megatron-LM reads it with int(), which refuses "
-                     f"'{found!r}', as run does); {fix}")
+    fix = int_flag_fix(value) or "; give whole numbers"
+    raise InputError(f"{where}: {flag} takes integers, not {found!r}{fix}")
 
 
 def _known(flag: str) -> bool:

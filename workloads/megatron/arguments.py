@@ -53,14 +53,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _float_for_int(message: str) -> str:
-    """The integer to write for a float given to a flag of integers (``--num-layers 8.0``):
-    Megatron-LM's argparse refuses it alike (``int('8.0')``); the fix is the one rule's
-    (:func:`~simpy_astra.errors.integer_fix`)."""
+    """The integer to write for a float given to a flag of integers (``--num-layers 8.0``)."""
     found = re.search(r"invalid int value: '([^']*)'$", message)
     try:
-        fix = integer_fix(float(found.group(1))) if found else ""
+        return int_flag_fix(float(found.group(1))) if found else ""
     except ValueError:  # not a number at all
         return ""
+
+
+def int_flag_fix(value: object) -> str:
+    """The fix for a float given to a Megatron flag of integers, in ``run``'s arguments or a
+    sweep's axis (a number, or a list for a flag of several): the one rule's
+    (:func:`~simpy_astra.errors.integer_fix`), and that Megatron-LM's argparse refuses it alike
+    (``int('8.0')``), '' when there is no integer to name."""
+    fix = integer_fix(value)
     return f"{fix} (Megatron-LM's int() refuses it too)" if fix else ""
 
 
