@@ -128,10 +128,7 @@ def _json(done: Finished) -> None:
     from simpy_astra.report.json_text import indented_json
 
     reports = done.reports
-    npus = {str(r.npu_id): with_ns_names(r.as_dict()) for r in sorted(reports, key=lambda r: r.npu_id)}
-    for npu_id, b in (done.breakdowns or {}).items():  # where each NPU's time went (report/breakdown.py)
-        if str(npu_id) in npus:
-            npus[str(npu_id)]["breakdown_ns"] = b.ordered()
+    npus = npu_entries(reports, done.breakdowns or {})
     data: dict = {
         "simpy_astra_version": __version__, "backend": done.inputs.backend,
         "inputs": inputs_of(done.inputs, done.plan.given, done.plan.plugins),
@@ -157,6 +154,30 @@ def _json(done: Finished) -> None:
     _folder_of(done.plan.json_out, "--json-out")
     with files.open_output(done.plan.json_out, "--json-out") as f:
         f.write(indented_json(data))  # json.dump(data, f, indent=1)'s text, each distinct NPU encoded once
+
+
+def npu_entries(reports: list, breakdowns: dict) -> dict[str, dict]:
+    """``--json-out``'s ``npus``: each NPU's figures and where its time went
+    (``breakdown_ns``), by NPU id. A folded run's NPUs share their representative's figures
+    and breakdown (16,384 NPUs, a few dozen distinct): one entry is made per distinct pair and
+    shared, which :func:`~simpy_astra.report.json_text.indented_json` then encodes once."""
+    from simpy_astra.report.identity import with_ns_names
+
+    made: dict[tuple, dict] = {}
+    npus = {}
+    for r in sorted(reports, key=lambda r: r.npu_id):
+        b = breakdowns.get(r.npu_id)
+        # an orbit member is its representative's report with another npu_id (dataclasses.replace):
+        # the same figures, the same dicts; anything else is a key of its own
+        key = (r.finished_cycles, r.exposed_comm_cycles, r.wall_time, r.overlap, r.peak_memory, id(r.times),
+               id(r.roofline), id(r.memory_breakdown), id(b))
+        entry = made.get(key)
+        if entry is None:
+            entry = made[key] = with_ns_names(r.as_dict())
+            if b is not None:
+                entry["breakdown_ns"] = b.ordered()
+        npus[str(r.npu_id)] = entry
+    return npus
 
 
 def _csv(done: Finished) -> None:

@@ -32,11 +32,15 @@ def _shared_values(mapping: dict[str, Any]) -> str:
     """A mapping two levels deep, each distinct value encoded (and indented) once."""
     compact = json.JSONEncoder(separators=(",", ":")).encode  # the C encoder: the look-up key
     seen: dict[str, str] = {}
+    same: dict[int, str] = {}  # by identity: one entry shared by many keys is not even encoded again
     items = []
     for key, value in mapping.items():
-        known = compact(value)
-        text = seen.get(known)
+        text = same.get(id(value))
         if text is None:
-            text = seen[known] = json.dumps(value, indent=1).replace("\n", "\n  ")
+            known = compact(value)
+            text = seen.get(known)
+            if text is None:
+                text = seen[known] = json.dumps(value, indent=1).replace("\n", "\n  ")
+            same[id(value)] = text
         items.append(f"  {json.dumps(key)}: {text}")
     return "{\n" + ",\n".join(items) + "\n }"
