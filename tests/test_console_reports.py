@@ -55,3 +55,23 @@ def test_entries_of_reports_that_differ_stay_apart():
     assert list(entries) == ["0", "1", "2"]
     assert entries["0"] == entries["1"] and entries["0"] is not entries["1"]
     assert entries["2"]["finished_ns"] == 200
+
+
+def test_the_network_cost_table_gives_bandwidths_to_four_significant_digits(tmp_path, capsys):
+    """A preset's derived link speeds were printed to six (215.822 and 21.8861 GiB/s in one
+    column, 43.7722 beside 370): a precision the cost model's prices do not have."""
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB)
+    assert main(["run", str(job)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(err) if line.startswith("network cost: $"))
+    header = err[at + 1].replace("cost ($)", "cost").split()
+    column = header.index("GiB/s")
+    rows = []
+    for line in err[at + 2:]:
+        cells = line.split()
+        if len(cells) != len(header) or not cells[0].isdigit():
+            break
+        rows.append(cells[column])
+    assert rows and all(len(cell.replace(".", "").lstrip("0")) <= 4 for cell in rows), rows
+    assert any("." in cell for cell in rows)  # the preset's inter-node speed is not whole

@@ -296,12 +296,13 @@ def _npu_list(npus: Sequence[int]) -> str:
 
 def print_cost(cost, out: Output) -> None:
     """The network's price (:mod:`simpy_astra.network.cost_model`): one row per kind of part and dimension;
-    bandwidth in the network YAML's unit, which ASTRA-sim calls GB/s and is 2^30 B/s: GiB/s."""
+    bandwidth in the network YAML's unit, which ASTRA-sim calls GB/s and is 2^30 B/s: GiB/s, to 4
+    significant digits (a preset's derived 21.8861 beside 215.822 read as more than it says)."""
     if cost.error is not None:
         out.line(f"network cost: unknown ({cost.error})")
         return
     out.table(f"network cost: ${cost.total_usd:,.2f}", ("dim", "tier", "part", "GiB/s", "radix", "count", "cost ($)"),
-              [(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:g}", str(i.radix), f"{i.count:,}",
+              [(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:.4g}", str(i.radix), f"{i.count:,}",
                 f"{i.cost_usd:,.2f}") for i in cost.items], key=3)
 
 
