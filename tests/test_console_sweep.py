@@ -91,3 +91,31 @@ def test_the_summary_is_printed_before_the_plots_are_drawn(tmp_path, capsys, mon
     assert code == 0 and len(seen) == 1
     assert "best: tp=" in seen[0] and "step " in seen[0]  # the winner and its answer, already printed
     assert capsys.readouterr().err.startswith("wrote ")  # only the closing line after the plots
+
+
+def test_a_point_whose_named_axes_do_not_fit_keeps_every_value():
+    """The quick sweep's points named in full (``bandwidth=50 all_reduce_implementation=ring
+    splits=4 backend=congestion_unaware``) are wider than the line: a word value then says itself
+    and no axis is cut off."""
+    import io
+
+    from simpy_astra.report.console import PLAIN_WIDTH
+    from simpy_astra.sweep.runner import Finished, _PlainProgress
+
+    stream = io.StringIO()
+    progress = _PlainProgress(stream)
+    progress.add_task("sweep", total=36, last=None)
+    named = "bandwidth=50 all_reduce_implementation=ring splits=4 backend=congestion_unaware"
+    progress.update(0, advance=1, last=Finished(named, "125,756 ns", True, "bandwidth=50 ring splits=4 congestion_unaware"))
+    progress.update(0, advance=1, last=Finished("tp=4 pp=2 vp=off", "32,815,460 ns", True, "tp=4 pp=2 vp=off"))
+    assert stream.getvalue().splitlines() == [
+        "sweep: 1/36 done; bandwidth=50 ring splits=4 congestion_unaware: 125,756 ns",
+        "sweep: 2/36 done; tp=4 pp=2 vp=off: 32,815,460 ns"]
+    assert all(len(line) <= PLAIN_WIDTH for line in stream.getvalue().splitlines())
+
+
+def test_terse_names_drop_only_a_word_values_axis_name(tmp_path):
+    spec = load_sweep(_sweep(tmp_path, {**LAYOUT_AXES, "workload.args.recompute-granularity": ["selective"]}))
+    point = spec.points()[0]
+    assert point.label == "tp=2 pp=2 vp=off recompute=selective"
+    assert point.terse == "tp=2 pp=2 vp=off selective"

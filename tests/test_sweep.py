@@ -136,7 +136,7 @@ def test_a_piped_sweep_prints_plain_lines_one_per_point(tmp_path, capsys):
     assert lines[1] == f"0 already in {out}/results.csv"
     done = [ln for ln in lines if ln.startswith("sweep: ")]
     # the default scenario at 50 GB/s: 142,780 ns (the reference's figure)
-    assert done[1] == f"sweep: 2 of 3 points done; bandwidth=50: {DEFAULT_FINISH_NS:,} ns" and len(done) == 3
+    assert done[1] == f"sweep: 2/3 done; bandwidth=50: {DEFAULT_FINISH_NS:,} ns" and len(done) == 3
     assert lines[-1].startswith(f"wrote {out}/results.csv and {out}/best.json in ")
     row = next(ln for ln in lines if ln.split()[:1] == ["50"])
     assert row.split()[1] == f"{DEFAULT_FINISH_NS:,}"

@@ -190,6 +190,15 @@ def fit_words(head: str, tail: str, width: int) -> str:
     return (" ".join([*words, "..."])) + tail
 
 
+def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
+    """The first of ``heads`` that fits whole beside ``tail`` within ``width`` (the most
+    telling first), else the last cut by :func:`fit_words`."""
+    for head in heads:
+        if len(head) + len(tail) <= width:
+            return head + tail
+    return fit_words(heads[-1], tail, width)
+
+
 def column_blocks(widths: Sequence[int], key: int, fits: Callable[[list[int]], bool]) -> list[list[int]]:
     """Column indices of each table of a table too wide: the first ``key`` columns, then as
     many of the rest, in order, as ``fits`` (their widths) allows; always at least one more

@@ -168,9 +168,12 @@ def shown(value: Any) -> str:
     return printable(json.dumps(value, separators=(",", ":")) if isinstance(value, list | dict) else str(value))
 
 
-def point_words(axes: list[Axis], coordinates: dict[str, Any]) -> list[str]:
-    """A point as its lines name it, ``tp=4 pp=2 vp=off``: each axis by its short name."""
-    return [f"{a.name}={shown(coordinates[a.column])}" for a in axes]
+def point_words(axes: list[Axis], coordinates: dict[str, Any], terse: bool = False) -> list[str]:
+    """A point as its lines name it, ``tp=4 pp=2 vp=off``: each axis by its short name;
+    ``terse``: a value that is a word says itself (``ring``, ``congestion_aware``, ``full``),
+    only numbers and on/off keep their axis's name (``bandwidth=50 ring splits=4``)."""
+    return [shown(v) if terse and isinstance(v, str) and any(c.isalpha() for c in v) else f"{a.name}={shown(v)}"
+            for a, v in ((a, coordinates[a.column]) for a in axes)]
 
 
 def check_overlaps(path: str, axes: list[Axis], canonical: Callable[[str], str] = lambda dotted: dotted) -> None:

@@ -1,8 +1,9 @@
 """The sweep's live progress bar on a terminal (rich; imported only when there is one).
 
-The last finished point is shown in the width the other columns leave: its coordinates lose
-whole words from the end, never its figure, so the bar, the counts and the times are never cut
-however narrow the terminal or long the coordinates.
+The last finished point is shown in the width the other columns leave: its coordinates by
+axis name, else with a word value alone (``ring``, not ``all_reduce_implementation=ring``),
+else losing whole words from the end, never its figure, so the bar, the counts and the times
+are never cut however narrow the terminal or long the coordinates.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from simpy_astra.report.console import fit_words
+from simpy_astra.report.console import fit_first
 
 
 class LastPointColumn(ProgressColumn):
@@ -41,7 +42,7 @@ class LastPointColumn(ProgressColumn):
         options = self.console.options
         used = sum(Measurement.get(self.console, options, column(task)).maximum for column in self.others)
         room = self.console.width - used - len(self.others)  # a space between two columns
-        text = Text(fit_words(last.coords, f": {last.result}", room), no_wrap=True, overflow="crop")
+        text = Text(fit_first(last.names, f": {last.result}", room), no_wrap=True, overflow="crop")
         if not last.ok:
             text.stylize("red")
         return text

@@ -34,7 +34,7 @@ from typing import Any
 from simpy_astra.errors import InputError
 from simpy_astra.infra import stopping
 from simpy_astra.plugins import search_also
-from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_words
+from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_first
 from simpy_astra.sweep.axes import shown
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.point import run_point
@@ -75,8 +75,8 @@ class _PlainProgress:
 
     def update(self, _task: int, advance: int, last: Finished) -> None:
         self.done += advance
-        head = f"sweep: {self.done} of {self.total} points done; "
-        print(head + fit_words(last.coords, f": {last.result}", PLAIN_WIDTH - len(head)),
+        head = f"sweep: {self.done}/{self.total} done; "
+        print(head + fit_first(last.names, f": {last.result}", PLAIN_WIDTH - len(head)),
               file=self.stream, flush=True)
 
 
@@ -97,14 +97,20 @@ class Finished:
     coords: str
     result: str
     ok: bool
+    terse: str = ""  # the coordinates in fewer columns
+
+    @property
+    def names(self) -> list[str]:
+        """The ways to name the point, the most telling first (:func:`fit_first`)."""
+        return [self.coords, self.terse] if self.terse else [self.coords]
 
 
 def _label(point: Point, figures: dict[str, Any]) -> Finished:
     """The point as its lines name it (``tp=4 pp=2 vp=off``) and its figure, or its status."""
     coords = point.label or " ".join(f"{c}={shown(v)}" for c, v in point.coordinates.items())
     if figures.get("status") != "ok":
-        return Finished(coords, str(figures.get("status") or "error"), ok=False)
-    return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True)
+        return Finished(coords, str(figures.get("status") or "error"), ok=False, terse=point.terse)
+    return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True, terse=point.terse)
 
 
 # ------------------------------------------------------------------ inside a worker process

@@ -104,8 +104,10 @@ class Point:
     scenario: dict[str, Any]  # the full scenario mapping, paths absolute
     #: a Megatron point's modelled flags by expression name (``tensor_model_parallel_size``)
     flags: dict[str, Any] = field(default_factory=dict, compare=False)
-    #: how every line names it, ``tp=4 pp=2 vp=off`` (:func:`~simpy_astra.sweep.axes.point_words`)
+    #: how every line names it, ``tp=4 pp=2 vp=off`` (:func:`~simpy_astra.sweep.axes.point_words`),
+    #: and in fewer columns, its words' values without their names (``bandwidth=50 ring``)
     label: str = field(default="", compare=False)
+    terse: str = field(default="", compare=False)
 
     def names(self, axes: list[Axis]) -> dict[str, Any]:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
@@ -250,7 +252,8 @@ class SweepSpec:
             # cannot judge it: the point stays, and shows why it cannot run
             if all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
                    for f in self.point_filters):
-                out.append(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords))))
+                out.append(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords)),
+                                 " ".join(point_words(self.axes, coords, terse=True))))
         return out
 
     def _flags(self, scenario: dict[str, Any]) -> dict[str, Any]:
