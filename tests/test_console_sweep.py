@@ -119,3 +119,18 @@ def test_terse_names_drop_only_a_word_values_axis_name(tmp_path):
     point = spec.points()[0]
     assert point.label == "tp=2 pp=2 vp=off recompute=selective"
     assert point.terse == "tp=2 pp=2 vp=off selective"
+
+
+def test_a_sweep_of_invalid_points_prints_no_empty_table_and_a_short_error(tmp_path, capsys):
+    """It printed 'best 0 by finish_ns' over bare headers, and an error of 420 characters that
+    repeated the sweep file, the first point and Megatron's whole reason, which the lines
+    above it and results.csv already give."""
+    path = _sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [3, 5]})
+    assert cli_main(["sweep", path, "--out", str(tmp_path / "out"), "--no-plots"]) == 4
+    err = capsys.readouterr().err.splitlines()
+    assert not any(line.startswith("best 0") or line.split()[:1] == ["tp"] for line in err)
+    assert [line for line in err if line.startswith("invalid ")] == [
+        "invalid tp=3: gpus divisible by tp x pp x cp", "invalid tp=5: gpus divisible by tp x pp x cp"]
+    (error,) = [line for line in err if line.startswith("error: ")]
+    assert error.count(path) == 1 and "'gpus divisible by tp x pp x cp'" in error
+    assert len(error) - len(path) < 200, error

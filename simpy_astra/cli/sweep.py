@@ -397,9 +397,11 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
               f"point has, e.g. finish_ns", file=sys.stderr)
         return EXIT_NO_BEST
     if done and all(o.invalid for o in done):
-        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): each parallel "
-              f"layout is refused, e.g. {printable(done[0].figures['error'])}; results.csv names each one's rule; change the "
-              f"axes (e.g. tp x pp x cp must divide the GPUs)", file=sys.stderr)
+        # the summary above named each point's rule; Megatron's whole reason is in results.csv
+        rule = done[0].figures["error"].split(": ", 1)[0]
+        print(f"error: {args.sweep}: every point is invalid ({len(done)} of {len(points)}): Megatron refuses each "
+              f"layout, e.g. by its rule '{printable(rule)}'; change the axes (results.csv has each reason)",
+              file=sys.stderr)
         return EXIT_ALL_FAILED
     if done and not any(o.ok for o in done):
         print(f"error: {args.sweep}: every point failed ({len(done)} of {len(points)}; results.csv has "

@@ -59,8 +59,10 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         align.append("left")
         for row, o in zip(rows, ranked, strict=True):
             row.append("yes" if o.fits else "NO")
-    # too wide for the terminal (or 80 columns in a pipe): numbered rows, the last columns in a table below
-    out.table(title, headers, rows, align=align, key=0)
+    # too wide for the terminal (or 80 columns in a pipe): numbered rows, the last columns in a table below;
+    # no table when no point finished (a title 'best 0' over bare headers said nothing)
+    if rows:
+        out.table(title, headers, rows, align=align, key=0)
     left_out = summary.get("left_out_not_fitting") or 0
     if left_out:
         out.line(f"{left_out} finished point(s) do not fit the GPU's memory (fits NO): never named best")
