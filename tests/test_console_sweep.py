@@ -134,3 +134,12 @@ def test_a_sweep_of_invalid_points_prints_no_empty_table_and_a_short_error(tmp_p
     (error,) = [line for line in err if line.startswith("error: ")]
     assert error.count(path) == 1 and "'gpus divisible by tp x pp x cp'" in error
     assert len(error) - len(path) < 200, error
+
+
+def test_a_plots_bar_label_says_off_as_the_console_does(tmp_path):
+    from simpy_astra.sweep.best import Outcome
+    from simpy_astra.sweep.plots import _label
+
+    spec = load_sweep(_sweep(tmp_path, LAYOUT_AXES))
+    point = spec.points()[0]
+    assert _label(Outcome(point, {"status": "ok"})) == "2 2 off"

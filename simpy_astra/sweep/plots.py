@@ -16,6 +16,7 @@ import re
 
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.report.plots import COLOURS
+from simpy_astra.sweep.axes import shown
 from simpy_astra.sweep.best import Outcome
 from simpy_astra.sweep.spec import SweepSpec
 
@@ -33,7 +34,9 @@ LABEL_CHARS = 36
 
 
 def _label(o: Outcome) -> str:
-    text = " ".join(str(v) for v in o.point.coordinates.values())
+    """A bar's label: the point's values in the x axis' order of names, ``2 2 off`` (a flag
+    turned off read ``False``, as the console's lines did)."""
+    text = " ".join(shown(v) for v in o.point.coordinates.values())
     if len(text) <= LABEL_CHARS:
         return text
     keep = LABEL_CHARS - 3  # its start and its end, where points differ most often
