@@ -143,3 +143,27 @@ def test_a_plots_bar_label_says_off_as_the_console_does(tmp_path):
     spec = load_sweep(_sweep(tmp_path, LAYOUT_AXES))
     point = spec.points()[0]
     assert _label(Outcome(point, {"status": "ok"})) == "2 2 off"
+
+
+def test_a_column_of_fractions_gets_a_third_decimal(tmp_path):
+    """MFUs of 0.103, 0.101 and 0.099 all read 0.10 in the summary, so rows ranked apart looked
+    tied; a column whose every figure is below 1 now has three decimals, the others two."""
+    import io
+
+    from simpy_astra.report.console import Output
+    from simpy_astra.sweep.best import Outcome, best_summary
+    from simpy_astra.sweep.summary import print_summary
+
+    spec = load_sweep(_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4]}))
+    done = [Outcome(p, {"status": "ok", "finish_ns": t, "iteration_time_ns": t, "tflops_per_gpu": tf, "mfu": m,
+                        "memory_per_gpu_gib": 40.0, "wall_s": 1.5, "fits": 1})
+            for p, t, tf, m in zip(spec.points(), (10, 11, 12), (32.29, 31.66, 30.95), (0.1034, 0.1014, 0.0992),
+                                   strict=True)]
+    text = io.StringIO()
+    print_summary(spec, done, best_summary(spec, done, 3), Output(text, rich=False), 1.0)
+    lines = text.getvalue().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("best 3"))
+    header = lines[at + 1].split()
+    rows = [line.split() for line in lines[at + 2:at + 5]]
+    assert [r[header.index("mfu")] for r in rows] == ["0.103", "0.101", "0.099"]
+    assert [r[header.index("tflops_per_gpu")] for r in rows] == ["32.29", "31.66", "30.95"]

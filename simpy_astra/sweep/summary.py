@@ -22,6 +22,13 @@ def _number(value: Any, digits: int = 2) -> str:
     return f"{value:,}"
 
 
+def _digits(column: list[Any]) -> int:
+    """Decimals for a column of figures: 2, or 3 when every one is a fraction (an MFU of 0.104
+    and one of 0.098 both read 0.10 with two)."""
+    numbers = [v for v in column if v is not None]
+    return 3 if numbers and all(isinstance(v, float) and abs(v) < 1 for v in numbers) else 2
+
+
 def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
     values = {**o.point.names(spec.axes), **o.figures}
     if any(values.get(n) is None for n in expr.names):
@@ -49,8 +56,10 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
              f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
              + f", {wall_s:.1f} s")
     title = f"best {shown}{per} by {spec.objective.text}"  # short: a table's title fits 80 columns
-    rows = [[shown_value(o.point.coordinates[a.column]) for a in spec.axes] + [_number(_report(spec, o, e)) for e in spec.report]
-            for o in ranked]
+    values = [[_report(spec, o, e) for e in spec.report] for o in ranked]
+    digits = [_digits([row[i] for row in values]) for i in range(len(spec.report))]
+    rows = [[shown_value(o.point.coordinates[a.column]) for a in spec.axes]
+            + [_number(v, d) for v, d in zip(row, digits, strict=True)] for o, row in zip(ranked, values, strict=True)]
     headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
     align = ["left"] * len(spec.axes) + ["right"] * len(spec.report)
     # never let a point that does not fit pass unseen (unless the report shows fits already)
