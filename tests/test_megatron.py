@@ -936,8 +936,10 @@ def test_korthikantis_pipelined_steps_run_interleaved_as_the_paper_ran_them(tmp_
 
 def test_a_2022_megatron_lm_scatters_its_pipeline_sends_and_overlaps_its_collectives():
     """``--DDP-impl`` beside sequence parallelism's names is a 2022-05 Megatron-LM
-    (``d898a8991d``): its layers ran the async all-reduce and gradient-accumulation fusion,
-    2021's did not, and ``p2p_communication._communicate`` split each pipeline tensor without
+    (``d898a8991d``): its layers ran the async all-reduce, 2021's did not, and fused the weight
+    gradients into fp32 main gradients only (bf16's, or fp16's with
+    ``--accumulate-allreduce-grads-in-fp32``; today's also into fp16 ones), and
+    ``p2p_communication._communicate`` split each pipeline tensor without
     sequence parallelism into tp 1-D chunks (``scatter_gather_tensors_in_pipeline``, on by
     default until ``39b83c7953``, 2023-01): each GPU of stage 0 sends s b h / tp = 512 x 2 x
     1024 / 4 elements, 2 B each, and stage 1 all-gathers them over tp after the receive, both
@@ -952,8 +954,12 @@ def test_a_2022_megatron_lm_scatters_its_pipeline_sends_and_overlaps_its_collect
     then = parse(f"{base} --DDP-impl local {full}", 8)
     old = parse(f"{base} --DDP-impl local --checkpoint-activations", 8)
     today = parse(f"{base} --transformer-impl local {full}", 8)
-    assert then.async_tp_allreduce and then.gradient_accumulation_fusion and not then.transformer_engine
+    assert then.async_tp_allreduce and not then.gradient_accumulation_fusion and not then.transformer_engine
     assert not old.async_tp_allreduce and not old.gradient_accumulation_fusion
+    assert today.async_tp_allreduce and today.gradient_accumulation_fusion
+    for fp32_grads in ("--fp16 --accumulate-allreduce-grads-in-fp32", "--bf16"):
+        job = parse(f"{base.replace('--fp16', '')} {fp32_grads} --DDP-impl local {full}", 8)
+        assert job.gradient_accumulation_fusion and job.grad_bytes == 4, fp32_grads
     whole = 512 * 2 * 1024 * 2
 
     def pipeline(job, stage: int) -> tuple[set, set]:

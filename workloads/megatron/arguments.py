@@ -396,10 +396,8 @@ def _legacy(a: argparse.Namespace) -> bool:
 
 
 def _kernels_2021(a: argparse.Namespace) -> bool:
-    """2021's layers (SC'21's ``6985e589``): synchronous tensor-parallel collectives, weight
-    gradients added by a kernel of their own, the fused softmax to 2,048 keys. A 2021-2022
-    command line with sequence parallelism's names is of a later release, which had neither
-    (:func:`~simpy_astra.workloads.megatron.rules.names_of_2022`)."""
+    """2021's layers (``6985e589``): synchronous tensor-parallel collectives, no gradient-
+    accumulation fusion, the fused softmax to 2,048 keys; not a 2022 release's (``rules.names_of_2022``)."""
     return _legacy(a) and not rules.names_of_2022(a)
 
 
@@ -509,7 +507,9 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
         async_tp_allreduce=not _kernels_2021(a) and not a.no_async_tensor_model_parallel_allreduce,
-        gradient_accumulation_fusion=not _kernels_2021(a) and not a.no_gradient_accumulation_fusion,
+        # 2022's only into fp32 main gradients (arguments.py at d898a8991d; fp16's from 2022-09)
+        gradient_accumulation_fusion=not _kernels_2021(a) and not a.no_gradient_accumulation_fusion
+        and (not legacy or precision != "fp16" or a.accumulate_allreduce_grads_in_fp32),
         flash_attention=_fused_attention(a), transformer_engine=te,
         cp_comm_types=cp_comm, cp_a2a=cp_a2a, masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
