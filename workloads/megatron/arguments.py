@@ -401,6 +401,12 @@ def _legacy(a: argparse.Namespace) -> bool:
     return rules.legacy_names(a)
 
 
+def _kernels_2021(a: argparse.Namespace) -> bool:
+    """2021's layers (``6985e589``): synchronous tensor-parallel collectives, no gradient-
+    accumulation fusion, the fused softmax to 2,048 keys; not a 2022 release's (``rules.names_of_2022``)."""
+    return _legacy(a) and not rules.names_of_2022(a)
+
+
 def _transformer_engine(a: argparse.Namespace) -> bool:
     """Transformer Engine layers: today's Megatron-LM default (``--transformer-impl
     transformer_engine`` since Megatron-Core 0.5), absent from a 2021 one."""
@@ -506,12 +512,15 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         and tp > 1 and recompute == "full",
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
         overlap_param_gather=a.overlap_param_gather, tp_comm_overlap=a.tp_comm_overlap and tp > 1 and te,
-        async_tp_allreduce=not legacy and not a.no_async_tensor_model_parallel_allreduce,
-        gradient_accumulation_fusion=not legacy and not a.no_gradient_accumulation_fusion,
+        async_tp_allreduce=not _kernels_2021(a) and not a.no_async_tensor_model_parallel_allreduce,
+        # 2022's only into fp32 main gradients (arguments.py at d898a8991d; fp16's from 2022-09)
+        gradient_accumulation_fusion=not _kernels_2021(a) and not a.no_gradient_accumulation_fusion
+        and (not legacy or precision != "fp16" or a.accumulate_allreduce_grads_in_fp32),
         flash_attention=_fused_attention(a), transformer_engine=te,
         cp_comm_types=cp_comm, cp_a2a=cp_a2a, masked_softmax_fusion=not a.no_masked_softmax_fusion,
         bias_gelu_fusion=not (a.no_bias_swiglu_fusion if a.swiglu else a.no_bias_gelu_fusion), bias_dropout_fusion=not a.no_bias_dropout_fusion,
-        scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, args=text,
+        scatter_gather=not a.no_scatter_gather_tensors_in_pipeline, legacy=legacy, kernels_2021=_kernels_2021(a),
+        args=text,
         overlap_p2p_comm=virtual > 1 and not legacy and not a.no_overlap_p2p_communication,
         pp_before_dp=a.use_tp_pp_dp_mapping and pp > 1,
         bias_linear=not a.disable_bias_linear, cross_entropy_fusion=a.cross_entropy_loss_fusion,

@@ -118,7 +118,10 @@ class MegatronJob:
     moe_ffn: int
     shared_ffn: int  # shared expert beside the routed ones (0: none)
     moe_every: int  # every moe_every-th layer is a mixture of experts
-    legacy: bool  # a 2021 Megatron-LM (it has --DDP-impl or --checkpoint-activations)
+    #: a 2021-2022 Megatron-LM (it has --DDP-impl or --checkpoint-activations): pipeline sends
+    #: scattered over tp and all-gathered, each waited before the next task; no Transformer Engine
+    legacy: bool
+    kernels_2021: bool  # 2021's layers: synchronous tp collectives, fused softmax to 2,048 keys
     args: str
     #: the pipeline schedule's registry name ("": Megatron's own choice, by virtual stages)
     pipeline_schedule: str = ""
@@ -220,7 +223,7 @@ class MegatronJob:
         per_block = 8 if keys <= 128 else 4
         if self.transformer_engine:
             return 16 < keys < 16384 and keys % 8 == 0 and batches % 4 == 0 and keys % per_block == 0
-        if self.legacy:
+        if self.kernels_2021:
             return 16 < keys <= 2048 and keys % 4 == 0 and batches % 4 == 0
         return 16 < keys <= 4096 and keys % 4 == 0 and batches % per_block == 0
 

@@ -38,6 +38,13 @@ def legacy_names(a: argparse.Namespace) -> bool:
     return a.ddp_impl is not None or a.checkpoint_activations or a.activations_checkpoint_method is not None
 
 
+def names_of_2022(a: argparse.Namespace) -> bool:
+    """Names that came with sequence parallelism (Megatron-LM ``d898a8991d``, 2022-05):
+    beside :func:`legacy_names` they say a 2022-05 to 2023-08 release, whose layers already
+    ran the async all-reduce (2021-09) and gradient-accumulation fusion (2022-02)."""
+    return a.sequence_parallel or a.recompute_activations or a.recompute_granularity is not None
+
+
 def virtual_stages(a: argparse.Namespace) -> int:
     """Model chunks per pipeline stage as Megatron derives them (1: plain 1F1B)."""
     pp = a.pipeline_model_parallel_size
