@@ -1,0 +1,47 @@
+"""A thirteenth hunt for inputs that ran as something other than what they say: each is now
+refused before the run in one line naming the file, the field and the fix, or runs with a
+warning that says what it changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from simpy_astra.cli.main import main
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines  # noqa: F401 (later cases)
+
+DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+SMALL_GPT = {"generate": "transformer", "model": "gpt", "dp": 8, "dmodel": 256, "dff": 1024, "head": 4,
+             "num_stacks": 2, "seq": 64, "batch": 8, "dvocal": 1000}
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _with_workload(workload: dict | str, **fields) -> dict:
+    """The default scenario's system (with a roofline, which generated compute needs) and
+    network around ``workload``."""
+    system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900}
+    return {"workload": workload, "system": system, "network": DEFAULT["network"], **fields}
+
+
+def test_a_kvhead_beside_a_gpt_model_is_said_to_change_nothing(tmp_path, capsys):
+    # gpt (STAGE's dense model) keeps a key/value head per query head: kvhead 1 ran as 4 heads
+    # without a word, its traces byte for byte those without it, and a sweep over kvhead gave
+    # a flat line; STAGE's own command lines pass kvhead so, hence a warning, not an error
+    path = _write(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=1)))
+    assert main(["run", path, "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"warning: {path}: workload.kvhead: (1) changes nothing: a gpt model (STAGE's dense) has a "
+                   f"key/value head per query head (4), as STAGE's has; use workload.model llama for "
+                   f"grouped-query attention, or remove kvhead"], err
+    # kvhead equal to head says what gpt does: no warning; generate says it as run does
+    assert main(["run", _write(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=4))), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["generate", "transformer", "--kvhead", "2", "--dp", "8", "--num-stacks", "1", "--dmodel", "64",
+                 "--dff", "64", "--head", "4", "--batch", "8", "--output", str(tmp_path / "w")]) == 0
+    assert capsys.readouterr().err.startswith("warning: generate transformer: 'kvhead' (2) changes nothing")
