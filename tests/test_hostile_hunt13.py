@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from simpy_astra.cli.main import main
@@ -45,3 +46,40 @@ def test_a_kvhead_beside_a_gpt_model_is_said_to_change_nothing(tmp_path, capsys)
     assert main(["generate", "transformer", "--kvhead", "2", "--dp", "8", "--num-stacks", "1", "--dmodel", "64",
                  "--dff", "64", "--head", "4", "--batch", "8", "--output", str(tmp_path / "w")]) == 0
     assert capsys.readouterr().err.startswith("warning: generate transformer: 'kvhead' (2) changes nothing")
+
+
+def _megatron(tmp_path: Path, extra: str) -> str:
+    """A Megatron job of ``ARGS`` and ``extra`` on 8 A100s (dp 8, global batch 16)."""
+    return _write(tmp_path, {"workload": {"generate": "megatron", "args": f"{ARGS} {extra}"},
+                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}})
+
+
+@pytest.mark.parametrize("extra, said", [
+    ("--rampup-batch-size abc", "argument --rampup-batch-size: takes three integers, START INCREMENT SAMPLES (got 1: "
+                                "abc; Megatron: expected the following format"),
+    ("--rampup-batch-size 8 8", "takes three integers, START INCREMENT SAMPLES (got 2: 8 8;"),
+    ("--rampup-batch-size 8 x 100", "argument --rampup-batch-size: invalid int value: 'x'"),
+    ("--rampup-batch-size 3 5 100", "--rampup-batch-size 3 5 100 does not climb to --global-batch-size 16 in whole "
+                                    "steps of 5 (Megatron: expected global batch size interval (13) to be divisible"),
+    ("--rampup-batch-size 16 8 100", "does not climb to --global-batch-size 16"),
+    ("--rampup-batch-size 4 4 100", "a batch of the ramp is not a multiple of --micro-batch-size 1 x data-parallel "
+                                    "size 8 = 8"),
+    ("--rampup-batch-size 8 8 100 --train-iters 10",
+     "--rampup-batch-size with --train-iters (Megatron: expected no batch-size rampup for iteration-based training)"),
+])
+def test_a_batch_size_ramp_megatron_refuses_is_refused(tmp_path, capsys, extra, said):
+    # every one ran, timing the step at --global-batch-size as if the ramp were not there,
+    # where Megatron-LM stops on it (its format, iteration-based training, the ramp's asserts)
+    path = _megatron(tmp_path, extra)
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload.args: ") and said in err[0], err
+
+
+def test_a_batch_size_ramp_says_which_step_is_simulated(tmp_path, capsys):
+    # accepted in silence: the figures read as the ramp's, where the step timed is one past it
+    assert main(["run", _megatron(tmp_path, "--rampup-batch-size 8 8 1000 --train-samples 100000"), "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line for line in err if "rampup" in line] == [
+        f"warning: {tmp_path / 's.yaml'}: workload.args: --rampup-batch-size: the step simulated is one past the ramp, "
+        f"at --global-batch-size 16; the first 1,000 samples run in smaller batches (from 8), which take less time "
+        f"a step"], err

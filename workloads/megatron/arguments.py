@@ -15,10 +15,12 @@ import argparse
 import functools
 import math
 import re
+from dataclasses import replace
 
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
 from simpy_astra.workloads.megatron import unmodelled_flags as today
+from simpy_astra.workloads.megatron.housekeeping_rules import notes
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
@@ -344,6 +346,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     rules.check(known, gpus, reading.others, where)
     module_rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
+    job = replace(job, warnings=(*job.warnings, *notes(known, gpus, reading.others, where)))
     bounds.check_job(job, where)
     return job
 
