@@ -4,6 +4,7 @@ warning that says what it changes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,32 @@ def test_a_batch_size_ramp_says_which_step_is_simulated(tmp_path, capsys):
         f"warning: {tmp_path / 's.yaml'}: workload.args: --rampup-batch-size: the step simulated is one past the ramp, "
         f"at --global-batch-size 16; the first 1,000 samples run in smaller batches (from 8), which take less time "
         f"a step"], err
+
+
+MICROBENCH = {"generate": "microbench", "collective": "all_reduce", "size": 1048576, "num_npus": 8}
+
+
+def test_packet_settings_on_a_backend_that_reads_none_are_said_to_change_nothing(tmp_path, capsys):
+    # packet-size 512 on the analytical or the aware backend ran as without it, in silence
+    network = {**DEFAULT["network"], "packet-size": 512}
+    path = _write(tmp_path, _with_workload(MICROBENCH, network=network))
+    for backend in ("congestion_unaware", "congestion_aware"):
+        assert main(["run", path, "--quiet", "--network-backend", backend]) == 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"warning: {path}: network: field 'packet-size' is accepted but changes nothing on the "
+                       f"{backend} backend: only the packet backend splits messages into packets and buffers them "
+                       f"in switches; run with --network-backend packet, or remove it"], err
+    assert main(["run", path, "--quiet", "--network-backend", "packet"]) == 0
+    assert capsys.readouterr().err == ""
+    # ASTRA-sim's flag form reads the same network YAML alike (its figures are untouched)
+    (tmp_path / "net.yml").write_text(yaml.safe_dump({**DEFAULT["network"], "switch-buffer": 65536}))
+    (tmp_path / "sys.json").write_text(json.dumps(DEFAULT["system"]))
+    (tmp_path / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
+    assert main(["generate", "microbench", "--collective", "all_reduce", "--size", "1048576", "--num-npus", "8",
+                 "--output", str(tmp_path / "ar")]) == 0
+    capsys.readouterr()
+    assert main([f"--workload-configuration={tmp_path / 'ar'}", f"--system-configuration={tmp_path / 'sys.json'}",
+                 f"--network-configuration={tmp_path / 'net.yml'}",
+                 f"--remote-memory-configuration={tmp_path / 'mem.json'}", "--quiet"]) == 0
+    assert capsys.readouterr().err.startswith(f"warning: {tmp_path / 'net.yml'}: field 'switch-buffer' is accepted "
+                                              f"but changes nothing on the congestion_unaware backend")
