@@ -113,3 +113,22 @@ def test_packet_settings_on_a_backend_that_reads_none_are_said_to_change_nothing
                  f"--remote-memory-configuration={tmp_path / 'mem.json'}", "--quiet"]) == 0
     assert capsys.readouterr().err.startswith(f"warning: {tmp_path / 'net.yml'}: field 'switch-buffer' is accepted "
                                               f"but changes nothing on the congestion_unaware backend")
+
+
+@pytest.mark.parametrize("implementation, warned", [(["ring"], True), (["ring", "ring"], False),
+                                                    (["oneRing"], False)])
+def test_an_implementation_list_shorter_than_the_network_says_it_runs_on_part_of_it(
+        tmp_path, capsys, implementation, warned):
+    # a 4 x 2 network's all-reduce under [ring] reduced over 4 of the 8 NPUs (ASTRA-sim reads
+    # a shorter list so, and the figures stay the reference's) without a word: a smaller
+    # collective's time, printed as the step's
+    system = {**DEFAULT["system"], "all-reduce-implementation": implementation}
+    network = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50, 50], "latency": [500, 500]}
+    path = _write(tmp_path, {"workload": MICROBENCH, "system": system, "network": network})
+    assert main(["run", path, "--quiet"]) == 0
+    err = capsys.readouterr().err
+    said = (f"warning: {path}: system: field 'all-reduce-implementation' lists 1 algorithm(s), but the network has 2 "
+            f"dimensions: as in ASTRA-sim, the workload's all-reduces run over the first 1 only, 4 of the 8 NPUs; "
+            f"give one per dimension (e.g. [ring, ring]) to run them over every NPU")
+    assert err.strip().splitlines() == ([said] if warned else []), err
+

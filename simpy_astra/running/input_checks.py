@@ -4,13 +4,14 @@ nodes against the system's roofline)."""
 
 from __future__ import annotations
 
+import math
 import os
 
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import et_path, has_rank_summary
-from simpy_astra.workloads.chakra.types import COMP_NODE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMP_NODE
 
 
 def check_et_count(prefix: str, n: int, network: str) -> None:
@@ -70,6 +71,46 @@ def _dead_link(path: str, npu: int) -> None:
         raise InputError(f"{files.show(path)}: the ET file for NPU {npu} is a symlink to "
                          f"{files.show(os.readlink(path))}, which {problem}; point it at the rank's "
                          f"file") from None
+
+
+def start_warnings(npus: list, cfg: SystemConfig, dims: list[int]) -> list[str]:
+    """What a run's inputs together would have it do in silence, said before time starts."""
+    return [line for line in (compute_without_roofline(npus, cfg), *short_implementation_lists(npus, cfg, dims))
+            if line]
+
+
+def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int]) -> list[str]:
+    """A warning per collective kind the workload runs over every NPU whose system list names
+    fewer algorithms than the network has dimensions: ASTRA-sim runs it on the first dimensions
+    only (one logical dimension per entry), so a 4 x 2 network's all-reduce under ``[ring]``
+    reduces over 4 NPUs, its figures those of a smaller collective. Kept, as the reference's
+    figures are; checked on one simulated NPU's nodes (cheap), those without a named group
+    (a subset's group runs on a ring of its own) or a custom algorithm."""
+    if len(dims) < 2 or not npus:
+        return []
+    # deferred: the engine's tables and the registry are needed only past the checks above
+    from simpy_astra.collectives import resolve
+    from simpy_astra.engine.npu import COLLECTIVE_KINDS
+
+    out, seen = [], set()
+    for node in npus[0].nodes.values():
+        kind = COLLECTIVE_KINDS.get(node.attrs.get("comm_type", (None, None))[1])
+        names = cfg.implementations.get(kind) or () if node.type == COMM_COLL_NODE else ()
+        if kind in seen or not 0 < len(names) < len(dims) or kind in cfg.custom_implementations \
+                or cfg.per_node_custom or node.attrs.get("pg_name", (None, ""))[1] not in ("", "0"):
+            continue
+        involved = node.attrs.get("involved_dim", (None, [True] * 4))[1]
+        if not any(list(involved)[len(names):len(dims)]):
+            continue  # the node itself leaves the other dimensions out
+        if any(choice is None or choice.spans_all_npus for choice in map(resolve, names)):
+            continue  # oneRing and its like span every NPU (an unknown name is refused when run)
+        seen.add(kind)
+        key, reach = kind.replace("_", "-") + "-implementation", math.prod(dims[:len(names)])
+        out.append(f"{cfg.source}: field '{key}' lists {len(names)} algorithm(s), but the network has {len(dims)} "
+                   f"dimensions: as in ASTRA-sim, the workload's {kind.replace('_', '-')}s run over the first "
+                   f"{len(names)} only, {reach} of the {math.prod(dims)} NPUs; give one per dimension (e.g. "
+                   f"[{', '.join([names[-1]] * len(dims))}]) to run them over every NPU")
+    return out
 
 
 def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
