@@ -132,3 +132,24 @@ def test_an_implementation_list_shorter_than_the_network_says_it_runs_on_part_of
             f"give one per dimension (e.g. [ring, ring]) to run them over every NPU")
     assert err.strip().splitlines() == ([said] if warned else []), err
 
+
+@pytest.mark.parametrize("extra, said", [
+    ("--fp8-format hybrid", "--fp8-format hybrid changes nothing with Megatron's own layers (--transformer-impl local): "
+                            "Transformer Engine's fp8_autocast casts only its own modules, so the step runs in bf16"),
+    ("--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap",
+     "--tp-comm-overlap changes nothing with Megatron's own layers (--transformer-impl local): only Transformer "
+     "Engine's layers overlap their tensor-parallel communication"),
+])
+def test_a_transformer_engine_flag_on_megatrons_own_layers_says_it_changes_nothing(tmp_path, capsys, extra, said):
+    # Megatron takes both in silence and runs without them, as the step here did: a sweep over
+    # either with --transformer-impl local drew a flat line, read as a finding
+    path = _write(tmp_path, {"workload": {"generate": "megatron", "args": f"{ARGS} --transformer-impl local {extra}"},
+                             "cluster": {"preset": "dgx-h100", "gpus": 8}})
+    assert main(["run", path, "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"warning: {path}: workload.args: {said}"), err
+    # on Transformer Engine's layers (today's default) both act, and nothing is said
+    doc = yaml.safe_load(Path(path).read_text())
+    doc["workload"]["args"] = doc["workload"]["args"].replace(" --transformer-impl local", "")
+    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

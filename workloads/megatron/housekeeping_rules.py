@@ -41,19 +41,7 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     _rampup(a, gpus, others, where)
 
 
-def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> tuple[str, ...]:
-    """What the step simulated is, where an argument that passed :func:`check` makes a run's
-    steps differ: a batch-size ramp runs its first steps on smaller batches, and the step
-    timed is one past it (the figures of a ramp's step would read as the run's)."""
-    if not others.get("--rampup-batch-size"):
-        return ()
-    start, _, samples = (int(x) for x in others["--rampup-batch-size"])
-    return (f"{where}: --rampup-batch-size: the step simulated is one past the ramp, at --global-batch-size "
-            f"{_global_batch(a, gpus)}; the first {samples:,} samples run in smaller batches (from {start}), "
-            f"which take less time a step",)
-
-
-def _global_batch(a: argparse.Namespace, gpus: int) -> int:
+def global_batch(a: argparse.Namespace, gpus: int) -> int:
     """The global batch (Megatron's default: one micro-batch per data-parallel rank)."""
     return a.global_batch_size or a.micro_batch_size * _dp(a, gpus)
 
@@ -80,7 +68,7 @@ def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         _refuse(where, "batch-size ramp with sample-based training",
                 "--rampup-batch-size with --train-iters (Megatron: expected no batch-size rampup for iteration-based "
                 "training); give --train-samples")
-    total, micro = _global_batch(a, gpus), a.micro_batch_size * _dp(a, gpus)
+    total, micro = global_batch(a, gpus), a.micro_batch_size * _dp(a, gpus)
     if start < 1 or step < 1 or samples < 0:
         raise InputError(f"{where}: argument --rampup-batch-size: START and INCREMENT must be integers >= 1 and "
                          f"SAMPLES >= 0 (got {start} {step} {samples})")
