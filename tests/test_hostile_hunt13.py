@@ -153,3 +153,30 @@ def test_a_transformer_engine_flag_on_megatrons_own_layers_says_it_changes_nothi
     doc["workload"]["args"] = doc["workload"]["args"].replace(" --transformer-impl local", "")
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("extra, said", [
+    ("--num-query-groups 2", "--num-query-groups changes nothing without --group-query-attention: Megatron keeps a "
+                             "key/value head per query head"),
+    ("--moe-grouped-gemm --moe-router-topk 4", "--moe-router-topk and --moe-grouped-gemm change nothing without "
+                                               "--num-experts: the model is dense"),
+    ("--recompute-method block --recompute-num-layers 1", "--recompute-method and --recompute-num-layers change "
+                                                          "nothing without --recompute-granularity"),
+    ("--checkpoint-num-layers 2", "--checkpoint-num-layers changes nothing without --checkpoint-activations"),
+    ("--sgd-momentum 0.5", "--sgd-momentum changes nothing with --optimizer adam"),
+    ("--cp-comm-type a2a", "--cp-comm-type changes nothing at --context-parallel-size 1"),
+])
+def test_a_megatron_argument_read_only_beside_another_says_it_changes_nothing(tmp_path, capsys, extra, said):
+    # Megatron-LM takes each in silence without the argument that reads it, and so did the
+    # step here: --num-query-groups 2 without --group-query-attention ran (and was priced,
+    # memory too) as full multi-head attention, a sweep over it drew a flat line
+    assert main(["run", _megatron(tmp_path, extra), "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"warning: {tmp_path / 's.yaml'}: workload.args: {said}"), err
+
+
+def test_a_default_spelt_out_or_an_argument_that_is_read_says_nothing(tmp_path, capsys):
+    for extra in ("--cp-comm-type p2p --moe-router-topk 2", "--group-query-attention --num-query-groups 2",
+                  "--optimizer sgd --sgd-momentum 0.5"):
+        assert main(["run", _megatron(tmp_path, extra), "--quiet"]) == 0
+        assert capsys.readouterr().err == "", extra

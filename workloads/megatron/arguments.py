@@ -23,7 +23,7 @@ from simpy_astra.workloads.megatron import unmodelled_flags as today
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
-from simpy_astra.workloads.megatron.notes import notes
+from simpy_astra.workloads.megatron.notes import changed, notes
 from simpy_astra.workloads.megatron.unmodelled_flags import NO_TIMING_EFFECT, SMALL_EFFECT
 
 #: every argument Megatron-LM's pretrain_gpt.py has had
@@ -346,7 +346,8 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     rules.check(known, gpus, reading.others, where)
     module_rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
-    job = replace(job, warnings=notes(known, gpus, reading.others, where, te=job.transformer_engine))
+    named = changed(p, reading.modelled, known)
+    job = replace(job, warnings=notes(known, gpus, reading.others, where, job.transformer_engine, named))
     bounds.check_job(job, where)
     return job
 

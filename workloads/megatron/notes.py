@@ -12,14 +12,53 @@ such an argument should not read a flat line as a finding.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from simpy_astra.workloads.megatron.housekeeping_rules import global_batch
 
+#: arguments Megatron reads only beside another, taken in silence without it: (the arguments,
+#: when they are not read, why, the fix)
+_UNREAD: tuple[tuple[tuple[str, ...], Callable[[argparse.Namespace], bool], str, str], ...] = (
+    (("--num-query-groups",), lambda a: not a.group_query_attention,
+     "without --group-query-attention: Megatron keeps a key/value head per query head "
+     "(core_transformer_config_from_args reads the groups only with it)", "add --group-query-attention"),
+    (("--moe-router-topk", "--moe-token-dispatcher-type", "--moe-grouped-gemm", "--moe-layer-freq",
+      "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size"), lambda a: not a.num_experts,
+     "without --num-experts: the model is dense, and only a mixture of experts reads it", "give --num-experts N"),
+    (("--recompute-method", "--recompute-num-layers"), lambda a: not a.recompute_granularity,
+     "without --recompute-granularity: nothing is recomputed (Megatron reads the method and the layers only "
+     "with a granularity)", "add --recompute-granularity full"),
+    (("--checkpoint-num-layers",), lambda a: not a.checkpoint_activations,
+     "without --checkpoint-activations: nothing is recomputed", "add --checkpoint-activations"),
+    (("--activations-checkpoint-num-layers",), lambda a: not a.activations_checkpoint_method,
+     "without --activations-checkpoint-method: nothing is recomputed", "add --activations-checkpoint-method"),
+    (("--sgd-momentum",), lambda a: a.optimizer != "sgd", "with --optimizer adam: only SGD keeps a momentum",
+     "give --optimizer sgd"),
+    (("--cp-comm-type",), lambda a: a.context_parallel_size == 1,
+     "at --context-parallel-size 1: attention exchanges nothing", "set --context-parallel-size 2 or more"),
+)
 
-def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str, te: bool) -> tuple[str, ...]:
+
+def changed(parser: argparse.ArgumentParser, words: list[str], a: argparse.Namespace) -> frozenset[str]:
+    """The flags among ``words`` (the modelled ones of a command line) set to other than their
+    default: a launch script that spells a default out (``--cp-comm-type p2p``) is not warned."""
+    dests = {flag: action.dest for action in parser._actions for flag in action.option_strings}
+    flags = (word.partition("=")[0] for word in words if word.startswith("--"))
+    return frozenset(f for f in flags if f in dests and getattr(a, dests[f]) != parser.get_default(dests[f]))
+
+
+def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str, te: bool,
+          given: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The warnings of arguments ``a`` (and the unmodelled ``others``) that passed the rules,
-    on ``gpus`` GPUs; ``te``: the layers are Transformer Engine's."""
+    on ``gpus`` GPUs; ``te``: the layers are Transformer Engine's; ``given``: the modelled flags
+    the command line names (its defaults aside)."""
     out = []
+    for flags, unread, why, fix in _UNREAD:
+        named = [flag for flag in flags if flag in given]
+        if named and unread(a):
+            them = "them" if len(named) > 1 else "it"
+            out.append(f"{where}: {' and '.join(named)} change{'' if len(named) > 1 else 's'} nothing {why}, as in "
+                       f"Megatron-LM; {fix}, or remove {them}")
     if a.sequence_parallel and a.tensor_model_parallel_size == 1:
         out.append(f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
                    f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
