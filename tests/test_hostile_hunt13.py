@@ -180,3 +180,18 @@ def test_a_default_spelt_out_or_an_argument_that_is_read_says_nothing(tmp_path, 
                   "--optimizer sgd --sgd-momentum 0.5"):
         assert main(["run", _megatron(tmp_path, extra), "--quiet"]) == 0
         assert capsys.readouterr().err == "", extra
+
+
+def test_replay_only_over_communication_without_durations_says_the_network_is_left_out(tmp_path, capsys):
+    # replay-only replays every node from its duration_micros (as ASTRA-sim does): a generated
+    # all-reduce, which records none, took no time and the step printed 1 ns without a word
+    system = {**DEFAULT["system"], "replay-only": 1}
+    path = _write(tmp_path, {"workload": MICROBENCH, "system": system, "network": DEFAULT["network"]})
+    assert main(["run", path, "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("iteration time 1 ns"), out
+    assert err.strip().splitlines() == [
+        f"warning: the workload (generate microbench): 1 of 1 communication nodes record no duration "
+        f"(duration_micros 0), and {path}: system has replay-only on, which replays every node from its duration "
+        f"(as ASTRA-sim does), so they take no time and the network is left out; set replay-only: 0 to simulate "
+        f"them"], err

@@ -11,7 +11,7 @@ from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import et_path, has_rank_summary
-from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMP_NODE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 
 def check_et_count(prefix: str, n: int, network: str) -> None:
@@ -75,8 +75,24 @@ def _dead_link(path: str, npu: int) -> None:
 
 def start_warnings(npus: list, cfg: SystemConfig, dims: list[int]) -> list[str]:
     """What a run's inputs together would have it do in silence, said before time starts."""
-    return [line for line in (compute_without_roofline(npus, cfg), *short_implementation_lists(npus, cfg, dims))
-            if line]
+    return [line for line in (compute_without_roofline(npus, cfg), replay_without_durations(npus, cfg),
+                              *short_implementation_lists(npus, cfg, dims)) if line]
+
+
+def replay_without_durations(npus: list, cfg: SystemConfig) -> str | None:
+    """A warning when ``replay-only`` replays communication nodes that record no duration: as
+    in ASTRA-sim, every node then takes its ``duration_micros``, so a collective, send or
+    receive without one takes no time and the step's figure leaves the network out (a
+    generated microbenchmark's all-reduce ran in 1 ns). Checked on one simulated NPU (cheap)."""
+    if not cfg.replay_only or not npus:
+        return None
+    comm = [n for n in npus[0].nodes.values() if n.type in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE)]
+    timeless = sum(1 for n in comm if not n.duration_micros)
+    if not timeless:
+        return None
+    return (f"{_workload_name(npus[0])}: {timeless} of {len(comm)} communication nodes record no duration (duration_micros 0), "
+            f"and {cfg.source} has replay-only on, which replays every node from its duration (as ASTRA-sim does), so "
+            f"they take no time and the network is left out; set replay-only: 0 to simulate them")
 
 
 def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int]) -> list[str]:
@@ -126,11 +142,16 @@ def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
     timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
     if not timeless:
         return None
-    # deferred: the registry is loaded only for this warning
+    return (f"{_workload_name(npu)}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
+            f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
+            f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
+
+
+def _workload_name(npu) -> str:
+    """The workload an NPU's nodes come from: its ET file, or a generated one's generator (its
+    file in the cache is no name the user gave)."""
+    # deferred: the registry is loaded only for these warnings
     from simpy_astra.workloads.generated import cache_entry_name
 
     generated = cache_entry_name(npu.source)
-    where = f"the workload ({generated})" if generated else npu.source
-    return (f"{where}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
-            f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
-            f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
+    return f"the workload ({generated})" if generated else npu.source
