@@ -195,3 +195,14 @@ def test_replay_only_over_communication_without_durations_says_the_network_is_le
         f"(duration_micros 0), and {path}: system has replay-only on, which replays every node from its duration "
         f"(as ASTRA-sim does), so they take no time and the network is left out; set replay-only: 0 to simulate "
         f"them"], err
+
+
+def test_one_job_under_jobs_is_not_told_of_jobs_that_share_the_network(tmp_path, capsys):
+    # a scenario whose jobs: held one job on half the network was told 'several jobs share the
+    # network' and 'the jobs do not interfere there', of jobs that are not there
+    job = {"name": "a", "workload": dict(MICROBENCH, num_npus=4)}
+    path = _write(tmp_path, {"system": DEFAULT["system"], "network": DEFAULT["network"], "jobs": [job]})
+    assert main(["run", path, "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "several jobs" not in err and "interfere" not in err, err
+    assert "note: symmetry folding is off: a scenario with jobs: runs unfolded" in err, err
