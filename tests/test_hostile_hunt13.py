@@ -206,3 +206,44 @@ def test_one_job_under_jobs_is_not_told_of_jobs_that_share_the_network(tmp_path,
     err = capsys.readouterr().err
     assert "several jobs" not in err and "interfere" not in err, err
     assert "note: symmetry folding is off: a scenario with jobs: runs unfolded" in err, err
+
+
+def _five_dimensions(tmp_path: Path, workload: dict | str) -> str:
+    """A 2 x 2 x 2 x 2 x 2 ring network, a ring per dimension."""
+    system = {**DEFAULT["system"], "all-reduce-implementation": ["ring"] * 5}
+    network = {"topology": ["Ring"] * 5, "npus_count": [2] * 5, "bandwidth": [50] * 5, "latency": [500] * 5}
+    return _write(tmp_path, {"workload": workload, "system": system, "network": network})
+
+
+def test_a_collective_without_involved_dim_runs_over_every_dimension_past_four(tmp_path, capsys):
+    # ASTRA-sim's default involved_dim is four dimensions, all in; on five its fifth was left out
+    # without a word: the all-reduce ran over 16 of the 32 NPUs, its time that of a 4-D network
+    times = []
+    for dims in (4, 5):
+        path = _five_dimensions(tmp_path, dict(MICROBENCH, num_npus=2 ** 5))
+        doc = yaml.safe_load(Path(path).read_text())
+        for key in ("topology", "npus_count", "bandwidth", "latency"):
+            doc["network"][key] = doc["network"][key][:dims]
+        doc["system"]["all-reduce-implementation"] = ["ring"] * dims
+        doc["workload"]["num_npus"] = 2 ** dims
+        assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+        times.append(int(capsys.readouterr().out.split()[2].replace(",", "")))
+    assert times[1] > times[0], times  # one more dimension's phases
+
+
+def test_an_involved_dim_shorter_than_the_collectives_dimensions_is_refused(tmp_path, capsys):
+    # [true] on a 2-D network ran the all-reduce on dimension 0 alone, as if the second were
+    # not involved (ASTRA-sim reads past the list's end)
+    from simpy_astra.workloads.chakra.types import ALL_REDUCE, COMM_COLL_NODE
+    from simpy_astra.workloads.chakra.writer import make_node, write_et
+
+    for rank in range(8):
+        write_et(str(tmp_path / f"ar.{rank}.et"), [make_node(1, "ar", COMM_COLL_NODE, attrs={
+            "comm_type": ALL_REDUCE, "comm_size": 1 << 20, "involved_dim": [True]})])
+    system = {**DEFAULT["system"], "all-reduce-implementation": ["ring", "ring"]}
+    network = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50, 50], "latency": [500, 500]}
+    path = _write(tmp_path, {"workload": "ar", "system": system, "network": network})
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert err == [f"error: {tmp_path / 'ar.0.et'}: node 1: involved_dim lists 1 dimension(s), but this all-reduce "
+                   f"runs over 2 (all-reduce-implementation in {path}: system); ASTRA-sim reads past the list's end; "
+                   f"give one entry per dimension"], err

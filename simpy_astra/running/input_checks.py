@@ -115,7 +115,7 @@ def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int]) -
         if kind in seen or not 0 < len(names) < len(dims) or kind in cfg.custom_implementations \
                 or cfg.per_node_custom or node.attrs.get("pg_name", (None, ""))[1] not in ("", "0"):
             continue
-        involved = node.attrs.get("involved_dim", (None, [True] * 4))[1]
+        involved = node.attrs.get("involved_dim", (None, [True] * len(dims)))[1]
         if not any(list(involved)[len(names):len(dims)]):
             continue  # the node itself leaves the other dimensions out
         if any(choice is None or choice.spans_all_npus for choice in map(resolve, names)):
