@@ -247,3 +247,19 @@ def test_an_involved_dim_shorter_than_the_collectives_dimensions_is_refused(tmp_
     assert err == [f"error: {tmp_path / 'ar.0.et'}: node 1: involved_dim lists 1 dimension(s), but this all-reduce "
                    f"runs over 2 (all-reduce-implementation in {path}: system); ASTRA-sim reads past the list's end; "
                    f"give one entry per dimension"], err
+
+
+def test_communicator_groups_no_collective_names_are_said_to_change_nothing(tmp_path, capsys):
+    # the default scenario's traces name no group: groups given beside them were dropped in
+    # silence, and the all-reduce ran over all 8 NPUs where the user meant two groups of 4
+    doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+    doc["workload"] = str(SCENARIOS / doc["workload"])
+    doc["comm_groups"] = {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]}
+    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"warning: {doc['workload']}.0.et: no collective names a communicator group (pg_name), so the 2 "
+                   f"group(s) given (1, 2) change nothing: every collective runs over all NPUs, as in ASTRA-sim; give "
+                   f"the collectives a pg_name, or leave the groups out"], err
+    del doc["comm_groups"]
+    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

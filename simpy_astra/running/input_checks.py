@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 
+from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
@@ -73,10 +74,29 @@ def _dead_link(path: str, npu: int) -> None:
                          f"file") from None
 
 
-def start_warnings(npus: list, cfg: SystemConfig, dims: list[int]) -> list[str]:
+def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: SimulationInputs) -> list[str]:
     """What a run's inputs together would have it do in silence, said before time starts."""
     return [line for line in (compute_without_roofline(npus, cfg), replay_without_durations(npus, cfg),
-                              *short_implementation_lists(npus, cfg, dims)) if line]
+                              unused_comm_groups(npus, inputs), *short_implementation_lists(npus, cfg, dims))
+            if line]
+
+
+def unused_comm_groups(npus: list, inputs: SimulationInputs) -> str | None:
+    """A warning when communicator groups are given (a comm-group JSON, a scenario's
+    ``comm_groups``) and no collective of the workload names one (``pg_name``): as in ASTRA-sim
+    every collective then runs over all NPUs, and the groups change nothing. Only for traces
+    the user brought (a generator names its own groups), one job (jobs bring their own)."""
+    if not inputs.comm_groups or inputs.jobs is not None or inputs.workload.prepared is not None:
+        return None
+    for npu in npus:  # stops at the first collective that names a group
+        if any(n.type == COMM_COLL_NODE and n.attrs.get("pg_name", (None, ""))[1] not in ("", "0")
+               for n in npu.nodes.values()):
+            return None
+    ids = sorted(inputs.comm_groups)
+    shown = ", ".join(map(str, ids[:3])) + (", ..." if len(ids) > 3 else "")
+    return (f"{_workload_name(npus[0]) if npus else 'the workload'}: no collective names a communicator group "
+            f"(pg_name), so the {len(ids)} group(s) given ({shown}) change nothing: every collective runs over all "
+            f"NPUs, as in ASTRA-sim; give the collectives a pg_name, or leave the groups out")
 
 
 def replay_without_durations(npus: list, cfg: SystemConfig) -> str | None:
