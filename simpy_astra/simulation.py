@@ -37,7 +37,7 @@ from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flo
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.running import stall
 from simpy_astra.running.cosim import CoSimulation
-from simpy_astra.running.input_checks import check_et_count, compute_without_roofline
+from simpy_astra.running.input_checks import check_et_count, start_warnings
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra.dimensions import group_names
 
@@ -110,9 +110,7 @@ class Simulation(CoSimulation):
             self._build_one_job(inputs, dims, cfg, net.source)
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
         self.floor_check = FloorCheck.for_run(self._backend, self.jobs, dims, cfg, self.npus, net.rails)
-        unmodelled = compute_without_roofline(self.npus, cfg)
-        if unmodelled:
-            self.warnings.append(unmodelled)
+        self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs)
         # folded runs: a representative's report is every orbit member's (held, see OrbitReports)
         hold = self.folding is not None and self.network.may_break_symmetry
         self._orbits = None if self.folding is None else OrbitReports(self.folding, self._emit, hold)

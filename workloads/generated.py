@@ -37,7 +37,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +134,10 @@ class Prepared:
         if layout is None:
             return WorkloadLayout()
         try:
-            return layout(self.job)
+            found = layout(self.job)
+            scenario = self.where.rpartition(": ")[0]  # a front end's own lines name it already
+            return replace(found, warnings=tuple(line if scenario and line.startswith(scenario) else
+                                                 as_fields(line, self.where) for line in found.warnings))
         except InputError as exc:
             exc.args = (as_fields(exc.message, self.where),)
             raise exc from None

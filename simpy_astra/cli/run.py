@@ -314,7 +314,8 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
     if (plan.trace_out or plan.csv_out) and not sized:  # ET files: their nodes are known once read
         check_built(sim, plan.trace_npus, bool(plan.trace_out), bool(plan.csv_out))
     if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
-        say("note: symmetry folding is off: several jobs share the network")
+        say(f"note: symmetry folding is off: "
+            f"{'several jobs share the network' if len(sim.jobs) > 1 else 'a scenario with jobs: runs unfolded'}")
     if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
         say(f"note: {sim.fold_note}")
     record = None

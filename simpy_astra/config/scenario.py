@@ -68,7 +68,7 @@ from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError, integer_fix, non_ascii
-from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
 from simpy_astra.network.backends import lookup as lookup_backend
 from simpy_astra.plugins import PluginError, search_also
 
@@ -138,7 +138,7 @@ def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: Rem
     """The inputs of a run from parsed configs; comm groups as a path (read here) or parsed."""
     memory.check_total_npus(net.total_npus)
     system.check_npu_groups(net.total_npus)
-    warnings = [*net.warnings, *memory.warnings]
+    warnings = [*net.warnings, *unread_packet_settings(net, backend), *memory.warnings]
     if isinstance(comm_groups, dict):
         groups = comm_groups
     else:
@@ -539,7 +539,7 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
             return load_comm_groups_json(_path(path, value), ranks)
         raise InputError(f"{where}: must be a file path or a mapping (got {value!r})")
 
-    warnings = [*unknown, *net.warnings, *memory.warnings]
+    warnings = [*unknown, *net.warnings, *unread_packet_settings(net, backend), *memory.warnings]
     memory.check_total_npus(net.total_npus)
     jobs = read_jobs(path, doc["jobs"], net.total_npus, system, workload_of,
                      lambda value, where: read_system(value, where.removeprefix(f"{path}: ")), groups_of, warnings)

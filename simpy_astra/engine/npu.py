@@ -363,14 +363,11 @@ class Npu(NpuFaults, Probed):
             name = COLLECTIVE_NAMES.get(comm_type, str(comm_type))
             raise InputError(f"{self.source}: node {node.id}: collective type {name} is not supported "
                              f"(supported: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)")
-        if node.has_attr("involved_dim"):
-            involved = list(node.get_bool_list("involved_dim"))
-        else:
-            involved = [True, True, True, True]
         priority = node.get_int("comm_priority", 0)
         pg = node.get_str("pg_name", "")
         plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
                                                                    node.id)
+        involved = self._involved(node, kind, plan, custom)
         node_id = node.id
         nccl = self.services.nccl
         if nccl is not None and kind in nccl.TIMED and custom is None:
@@ -384,6 +381,21 @@ class Npu(NpuFaults, Probed):
                                             lambda: self.complete_soon(node_id))
         except InputError as exc:  # e.g. a system-JSON setting this collective cannot run with
             raise InputError(f"{self.source}: node {node_id}: {exc}") from None
+
+    def _involved(self, node, kind: str, plan, custom) -> list[bool]:
+        """The dimensions a default-group collective runs over: its ``involved_dim``, by default
+        all (ASTRA-sim's four, and past four every one, where ASTRA-sim reads past its default's
+        end). A list shorter than the collective's dimensions is refused: ASTRA-sim reads past its
+        end too, and here the dimensions it leaves out ran without a word."""
+        if not node.has_attr("involved_dim"):
+            return [True] * max(4, len(plan.dims))
+        involved = list(node.get_bool_list("involved_dim"))
+        if plan.involved is None and custom is None and len(involved) < len(plan.dims):
+            key = kind.replace("_", "-") + "-implementation"
+            raise InputError(f"{self.source}: node {node.id}: involved_dim lists {len(involved)} dimension(s), but "
+                             f"this {kind.replace('_', '-')} runs over {len(plan.dims)} ({key} in "
+                             f"{self.config.source}); ASTRA-sim reads past the list's end; give one entry per dimension")
+        return involved
 
     def _send(self, node) -> None:
         src = node.get_int("comm_src", self.npu_id)

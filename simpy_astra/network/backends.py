@@ -55,6 +55,9 @@ class BackendSpec:
     #: a cluster preset's all-reduce is timed in closed form (NCCL's tuning model,
     #: :mod:`simpy_astra.engine.nccl_collectives`) rather than played as messages on its links
     times_nccl: bool = False
+    #: it reads the network YAML's ``packet-size`` and ``switch-buffer`` (True), or not
+    #: (False: given, they are said to change nothing); None: not known (a plug-in's)
+    reads_packet_settings: bool | None = None
 
     def __call__(self, env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
                  **fold_hooks: Any) -> Network:
@@ -130,12 +133,13 @@ def _folded_packets(build: Callable[..., Any], folding: Folding) -> Network:
 
 BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (
     BackendSpec("congestion_unaware", "analytical: closed-form delays, as ASTRA-sim's analytical backend",
-                _congestion_unaware, "pairs", _folded_pairs, bound_check=True, times_nccl=True),
+                _congestion_unaware, "pairs", _folded_pairs, bound_check=True, times_nccl=True,
+                reads_packet_settings=False),
     BackendSpec("congestion_aware", "links queue messages, store-and-forward switches",
-                _congestion_aware, "links", _folded_links, models_contention=True),
+                _congestion_aware, "links", _folded_links, models_contention=True, reads_packet_settings=False),
     # beyond ASTRA-sim: packets pipelined across hops, fair sharing, credits
     BackendSpec("packet", "packets pipelined across hops, ports shared round robin, buffers and credits",
-                _packet, "links", _folded_packets),
+                _packet, "links", _folded_packets, reads_packet_settings=True),
 )}
 
 def register(spec: BackendSpec) -> BackendSpec:
@@ -234,3 +238,23 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
 DEFAULT_BACKEND = "congestion_unaware"
 #: the backend the bound check suggests: the first that models contention
 CONTENTION_BACKEND = next(name for name, spec in BACKENDS.items() if spec.models_contention)
+
+
+def unread_packet_settings(config: Any, backend: str) -> list[str]:
+    """A note when the network YAML's packet-backend settings are given to a backend that does
+    not read them. A note, not an error: a sweep over backends keeps one network YAML for all
+    of them (scenarios/sweeps/mesh_backends.yaml), yet a run on another backend alone took a
+    ``packet-size: 512`` in silence, its figures those without it."""
+    spec = BACKENDS.get(backend)
+    if spec is None or spec.reads_packet_settings is not False:
+        return []
+    given = [key for key, attr in (("packet-size", "packet_size_bytes"), ("switch-buffer", "switch_buffer_bytes"))
+             if getattr(config, attr, None) is not None]
+    if not given:
+        return []
+    both = len(given) > 1
+    fields = " and ".join(f"'{key}'" for key in given)
+    return [f"{getattr(config, 'source', '<network>')}: field{'s' * both} {fields} {'are' if both else 'is'} "
+            f"accepted but change{'' if both else 's'} nothing on the {backend} backend: only the packet backend "
+            f"splits messages into packets and buffers them in switches; run with --network-backend packet, or "
+            f"remove {'them' if both else 'it'}"]

@@ -4,13 +4,15 @@ nodes against the system's roofline)."""
 
 from __future__ import annotations
 
+import math
 import os
 
+from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import et_path, has_rank_summary
-from simpy_astra.workloads.chakra.types import COMP_NODE
+from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 
 def check_et_count(prefix: str, n: int, network: str) -> None:
@@ -72,6 +74,81 @@ def _dead_link(path: str, npu: int) -> None:
                          f"file") from None
 
 
+def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: SimulationInputs) -> list[str]:
+    """What a run's inputs together would have it do in silence, said before time starts."""
+    return [line for line in (compute_without_roofline(npus, cfg), replay_without_durations(npus, cfg),
+                              unused_comm_groups(npus, inputs), *short_implementation_lists(npus, cfg, dims))
+            if line]
+
+
+def unused_comm_groups(npus: list, inputs: SimulationInputs) -> str | None:
+    """A warning when communicator groups are given (a comm-group JSON, a scenario's
+    ``comm_groups``) and no collective of the workload names one (``pg_name``): as in ASTRA-sim
+    every collective then runs over all NPUs, and the groups change nothing. Only for traces
+    the user brought (a generator names its own groups), one job (jobs bring their own)."""
+    if not inputs.comm_groups or inputs.jobs is not None or inputs.workload.prepared is not None:
+        return None
+    for npu in npus:  # stops at the first collective that names a group
+        if any(n.type == COMM_COLL_NODE and n.attrs.get("pg_name", (None, ""))[1] not in ("", "0")
+               for n in npu.nodes.values()):
+            return None
+    ids = sorted(inputs.comm_groups)
+    shown = ", ".join(map(str, ids[:3])) + (", ..." if len(ids) > 3 else "")
+    return (f"{_workload_name(npus[0]) if npus else 'the workload'}: no collective names a communicator group "
+            f"(pg_name), so the {len(ids)} group(s) given ({shown}) change nothing: every collective runs over all "
+            f"NPUs, as in ASTRA-sim; give the collectives a pg_name, or leave the groups out")
+
+
+def replay_without_durations(npus: list, cfg: SystemConfig) -> str | None:
+    """A warning when ``replay-only`` replays communication nodes that record no duration: as
+    in ASTRA-sim, every node then takes its ``duration_micros``, so a collective, send or
+    receive without one takes no time and the step's figure leaves the network out (a
+    generated microbenchmark's all-reduce ran in 1 ns). Checked on one simulated NPU (cheap)."""
+    if not cfg.replay_only or not npus:
+        return None
+    comm = [n for n in npus[0].nodes.values() if n.type in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE)]
+    timeless = sum(1 for n in comm if not n.duration_micros)
+    if not timeless:
+        return None
+    return (f"{_workload_name(npus[0])}: {timeless} of {len(comm)} communication nodes record no duration (duration_micros 0), "
+            f"and {cfg.source} has replay-only on, which replays every node from its duration (as ASTRA-sim does), so "
+            f"they take no time and the network is left out; set replay-only: 0 to simulate them")
+
+
+def short_implementation_lists(npus: list, cfg: SystemConfig, dims: list[int]) -> list[str]:
+    """A warning per collective kind the workload runs over every NPU whose system list names
+    fewer algorithms than the network has dimensions: ASTRA-sim runs it on the first dimensions
+    only (one logical dimension per entry), so a 4 x 2 network's all-reduce under ``[ring]``
+    reduces over 4 NPUs, its figures those of a smaller collective. Kept, as the reference's
+    figures are; checked on one simulated NPU's nodes (cheap), those without a named group
+    (a subset's group runs on a ring of its own) or a custom algorithm."""
+    if len(dims) < 2 or not npus:
+        return []
+    # deferred: the engine's tables and the registry are needed only past the checks above
+    from simpy_astra.collectives import resolve
+    from simpy_astra.engine.npu import COLLECTIVE_KINDS
+
+    out, seen = [], set()
+    for node in npus[0].nodes.values():
+        kind = COLLECTIVE_KINDS.get(node.attrs.get("comm_type", (None, None))[1])
+        names = cfg.implementations.get(kind) or () if node.type == COMM_COLL_NODE else ()
+        if kind in seen or not 0 < len(names) < len(dims) or kind in cfg.custom_implementations \
+                or cfg.per_node_custom or node.attrs.get("pg_name", (None, ""))[1] not in ("", "0"):
+            continue
+        involved = node.attrs.get("involved_dim", (None, [True] * len(dims)))[1]
+        if not any(list(involved)[len(names):len(dims)]):
+            continue  # the node itself leaves the other dimensions out
+        if any(choice is None or choice.spans_all_npus for choice in map(resolve, names)):
+            continue  # oneRing and its like span every NPU (an unknown name is refused when run)
+        seen.add(kind)
+        key, reach = kind.replace("_", "-") + "-implementation", math.prod(dims[:len(names)])
+        out.append(f"{cfg.source}: field '{key}' lists {len(names)} algorithm(s), but the network has {len(dims)} "
+                   f"dimensions: as in ASTRA-sim, the workload's {kind.replace('_', '-')}s run over the first "
+                   f"{len(names)} only, {reach} of the {math.prod(dims)} NPUs; give one per dimension (e.g. "
+                   f"[{', '.join([names[-1]] * len(dims))}]) to run them over every NPU")
+    return out
+
+
 def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
     """A warning when compute nodes carry FLOPs but no duration and the roofline is off.
 
@@ -85,11 +162,16 @@ def compute_without_roofline(npus: list, cfg: SystemConfig) -> str | None:
     timeless = sum(1 for n in comp if not n.duration_micros and n.has_attr("num_ops"))
     if not timeless:
         return None
-    # deferred: the registry is loaded only for this warning
+    return (f"{_workload_name(npu)}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
+            f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
+            f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
+
+
+def _workload_name(npu) -> str:
+    """The workload an NPU's nodes come from: its ET file, or a generated one's generator (its
+    file in the cache is no name the user gave)."""
+    # deferred: the registry is loaded only for these warnings
     from simpy_astra.workloads.generated import cache_entry_name
 
     generated = cache_entry_name(npu.source)
-    where = f"the workload ({generated})" if generated else npu.source
-    return (f"{where}: {timeless} of {len(comp)} compute nodes have FLOPs (num_ops) but no duration, "
-            f"and {cfg.source} has no roofline model, so each takes 1 ns and compute time means "
-            f"nothing; set roofline-enabled: 1 with peak-perf (TFLOP/s) and local-mem-bw (GB/s)")
+    return f"the workload ({generated})" if generated else npu.source

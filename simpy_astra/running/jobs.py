@@ -178,7 +178,7 @@ def job_warnings(inputs: SimulationInputs, network: Any) -> list[str]:
         if job.system.source not in seen:
             seen.add(job.system.source)
             out.extend(job.system.ignored)
-    if not network.has_links:
+    if not network.has_links and len(inputs.jobs or ()) > 1:  # one job has no other to meet
         out.append(f"the {network.name} backend has no shared links: the jobs do not "
                    f"interfere there (use congestion_aware or packet)")
     return out

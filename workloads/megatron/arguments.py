@@ -15,6 +15,7 @@ import argparse
 import functools
 import math
 import re
+from dataclasses import replace
 
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
@@ -22,6 +23,7 @@ from simpy_astra.workloads.megatron import unmodelled_flags as today
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
+from simpy_astra.workloads.megatron.notes import changed, notes
 from simpy_astra.workloads.megatron.unmodelled_flags import NO_TIMING_EFFECT, SMALL_EFFECT
 
 #: every argument Megatron-LM's pretrain_gpt.py has had
@@ -350,6 +352,8 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     rules.check(known, gpus, reading.others, where)
     module_rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
+    named = changed(p, reading.modelled, known)
+    job = replace(job, warnings=notes(known, gpus, reading.others, where, job.transformer_engine, named))
     bounds.check_job(job, where)
     return job
 
@@ -501,7 +505,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         precision=precision, fp8=a.fp8_format is not None and te, fp8_requested=a.fp8_format is not None,
         fp8_current_scaling=a.fp8_format is not None and te and a.fp8_recipe == "tensorwise",
         recompute=recompute, recompute_method=method,
-        recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1, warnings=_warnings(a, where),
+        recompute_layers=layers, sequence_parallel=a.sequence_parallel and tp > 1,
         distributed_optimizer=a.use_distributed_optimizer, optimizer_instances=a.num_distributed_optimizer_instances,
         # Megatron accumulates bf16 gradients in fp32 only while --main-grads-dtype is fp32
         grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
@@ -535,24 +539,6 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         # dynamic one, or --loss-scale's constant one (with bf16, fp16 or the distributed optimizer)
         gradient_check=a.fp16 or (bool(a.loss_scale) and (a.bf16 or a.use_distributed_optimizer)),
     )
-
-
-def _warnings(a: argparse.Namespace, where: str) -> tuple[str, ...]:
-    """What Megatron's ``validate_args`` warns of and runs on: at tp 1 it turns sequence
-    parallelism off ("Disabling sequence parallelism because tensor model parallelism is disabled").
-    And a flag that changes nothing here, which Megatron takes in silence: hierarchical
-    context-parallel sizes where no layer's ``--cp-comm-type`` is ``a2a+p2p`` (only those build
-    the two levels' groups), so a study that sweeps them does not read a flat line as a finding."""
-    out = []
-    if a.sequence_parallel and a.tensor_model_parallel_size == 1:
-        out.append(f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
-                   f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
-                   f"without it, as this step does; remove --sequence-parallel, or set tp 2 or more")
-    if a.hierarchical_context_parallel_sizes and "a2a+p2p" not in a.cp_comm_type:
-        out.append(f"{where}: --hierarchical-context-parallel-sizes changes nothing with --cp-comm-type "
-                   f"{' '.join(a.cp_comm_type)}: only a2a+p2p layers use the two levels; give --cp-comm-type "
-                   f"a2a+p2p, or remove the sizes")
-    return tuple(out)
 
 
 def _moment_bytes(a: argparse.Namespace) -> tuple[int, ...]:

@@ -38,6 +38,52 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data):
         family(a, others, where)
     _evaluation_batch(a, gpus, others, where)
+    _rampup(a, gpus, others, where)
+
+
+def global_batch(a: argparse.Namespace, gpus: int) -> int:
+    """The global batch (Megatron's default: one micro-batch per data-parallel rank)."""
+    return a.global_batch_size or a.micro_batch_size * _dp(a, gpus)
+
+
+def _dp(a: argparse.Namespace, gpus: int) -> int:
+    return gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
+
+
+def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
+    """``--rampup-batch-size START INCREMENT SAMPLES``, as Megatron reads it: three integers
+    (``get_num_microbatches_calculator``), sample-based training only (``validate_args``), and
+    the ramp's checks (``RampupBatchsizeNumMicroBatchesCalculator``): from START up to the
+    global batch by whole INCREMENTs, every batch of the ramp whole micro-batches on every
+    data-parallel rank (its consistency check at each step)."""
+    if "--rampup-batch-size" not in others:
+        return
+    values = others["--rampup-batch-size"]
+    if len(values) != 3:
+        raise InputError(f"{where}: argument --rampup-batch-size: takes three integers, START INCREMENT SAMPLES "
+                         f"(got {len(values)}: {' '.join(values) or 'none'}; Megatron: expected the following format: "
+                         f"--rampup-batch-size <start batch size> <batch size incerement> <ramp-up samples>)")
+    start, step, samples = (number(x, "--rampup-batch-size", int, where) for x in values)
+    if given(others, "--train-iters", int, where):
+        _refuse(where, "batch-size ramp with sample-based training",
+                "--rampup-batch-size with --train-iters (Megatron: expected no batch-size rampup for iteration-based "
+                "training); give --train-samples")
+    total, micro = global_batch(a, gpus), a.micro_batch_size * _dp(a, gpus)
+    if start < 1 or step < 1 or samples < 0:
+        raise InputError(f"{where}: argument --rampup-batch-size: START and INCREMENT must be integers >= 1 and "
+                         f"SAMPLES >= 0 (got {start} {step} {samples})")
+    if start >= total or (total - start) % step:
+        _refuse(where, "batch-size ramp up to the global batch",
+                f"--rampup-batch-size {start} {step} {samples} does not climb to --global-batch-size {total} in whole "
+                f"steps of {step} (Megatron: expected global batch size interval ({total - start}) to be divisible by "
+                f"global batch size increment ({step}), above 0); give a START below {total} and an INCREMENT that "
+                f"divides the difference")
+    if start % micro or step % micro:
+        _refuse(where, "batch-size ramp in whole micro-batches",
+                f"--rampup-batch-size {start} {step} {samples}: a batch of the ramp is not a multiple of "
+                f"--micro-batch-size {a.micro_batch_size} x data-parallel size {_dp(a, gpus)} = {micro} (Megatron: "
+                f"current global batch size is not divisible by micro-batch-size times data parallel size); give "
+                f"START and INCREMENT multiples of {micro}")
 
 
 def _deprecated(a: argparse.Namespace, others: dict, where: str) -> None:

@@ -177,6 +177,19 @@ def _refuse_unread(cfg: TransformerConfig, params: dict[str, Any], where: str) -
                          f"--phase {cfg.phase} step does not run; remove it")
 
 
+def unread_notes(params: dict[str, Any], where: str = "workload: generate: transformer") -> tuple[str, ...]:
+    """Warnings for a knob given that the model does not read and STAGE takes in silence: a
+    ``kvhead`` beside a gpt (STAGE's dense) model, whose attention keeps a key/value head per
+    query head. STAGE's own command lines pass it so (the reference's llama-70B-sized dense
+    cases), hence a warning, not an error; a sweep over it would otherwise read as a flat line."""
+    cfg = config_from_params(params, where)
+    if cfg.model == "gpt" and params.get("kvhead") is not None and cfg.kvhead != cfg.head:
+        return (f"{where}: 'kvhead' ({cfg.kvhead}) changes nothing: a gpt model (STAGE's dense) has a key/value "
+                f"head per query head ({cfg.head}), as STAGE's has; use --model llama for grouped-query "
+                f"attention, or remove kvhead",)
+    return ()
+
+
 def check_config(cfg: TransformerConfig, where: str) -> None:
     def bad(field: str, why: str) -> InputError:
         return InputError(f"{where}: '{field}' {why}")

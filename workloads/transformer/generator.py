@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import fields
 from typing import Any
@@ -29,6 +30,7 @@ from simpy_astra.workloads.transformer.config import (
     PRESETS,
     TransformerConfig,
     config_from_params,
+    unread_notes,
 )
 from simpy_astra.workloads.transformer.graph import Layout
 from simpy_astra.workloads.transformer.memory import account_memory
@@ -77,7 +79,7 @@ def group_dimensions(params: dict[str, Any]) -> dict[int, str]:
 
 def layout(params: dict[str, Any]) -> WorkloadLayout:
     """Registry entry: the groups' dimensions, before any trace is written."""
-    return WorkloadLayout(dimensions=group_dimensions(params))
+    return WorkloadLayout(dimensions=group_dimensions(params), warnings=unread_notes(params))
 
 
 def write_summary(params: dict[str, Any], prefix: str) -> str:
@@ -114,7 +116,7 @@ _FLAG_HELP = {
     "dmodel": "hidden size",
     "dff": "feed-forward inner size",
     "head": "attention heads",
-    "kvhead": "key/value heads (grouped-query attention; gpt ignores it)",
+    "kvhead": "key/value heads (grouped-query attention; a gpt model has one per head and warns of another kvhead)",
     "seq": "sequence length in tokens",
     "batch": "global batch in sequences per step",
     "micro_batch": "global micro-batch in sequences (STAGE's meaning); -1: the whole batch",
@@ -180,6 +182,8 @@ def main(argv: list[str]) -> int:
     prefix = args.pop("output")
     params = {k: v for k, v in args.items() if v is not None}
     cfg = config_from_params(params, "generate transformer")
+    for line in unread_notes(params, "generate transformer"):
+        print(f"warning: {line}", file=sys.stderr)
     check_prefix(prefix)
     start = time.perf_counter()
     groups = generate_config(cfg, prefix)

@@ -1,0 +1,85 @@
+"""What Megatron-LM runs on, of a command line it takes, that the step's figures alone would
+not tell: one warning line each, naming the argument and the fix.
+
+Megatron's own warnings (``validate_args``: sequence parallelism at tp 1 turned off), and
+arguments it takes in silence that change nothing in the step timed here: hierarchical
+context-parallel sizes beside a ``--cp-comm-type`` without ``a2a+p2p``, ``--fp8-format`` and
+``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), and a
+batch-size ramp, whose steps before its end are smaller than the one timed. A study that sweeps
+such an argument should not read a flat line as a finding.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from simpy_astra.workloads.megatron.housekeeping_rules import global_batch
+
+#: arguments Megatron reads only beside another, taken in silence without it: (the arguments,
+#: when they are not read, why, the fix)
+_UNREAD: tuple[tuple[tuple[str, ...], Callable[[argparse.Namespace], bool], str, str], ...] = (
+    (("--num-query-groups",), lambda a: not a.group_query_attention,
+     "without --group-query-attention: Megatron keeps a key/value head per query head "
+     "(core_transformer_config_from_args reads the groups only with it)", "add --group-query-attention"),
+    (("--moe-router-topk", "--moe-token-dispatcher-type", "--moe-grouped-gemm", "--moe-layer-freq",
+      "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size"), lambda a: not a.num_experts,
+     "without --num-experts: the model is dense, and only a mixture of experts reads it", "give --num-experts N"),
+    (("--recompute-method", "--recompute-num-layers"), lambda a: not a.recompute_granularity,
+     "without --recompute-granularity: nothing is recomputed (Megatron reads the method and the layers only "
+     "with a granularity)", "add --recompute-granularity full"),
+    (("--checkpoint-num-layers",), lambda a: not a.checkpoint_activations,
+     "without --checkpoint-activations: nothing is recomputed", "add --checkpoint-activations"),
+    (("--activations-checkpoint-num-layers",), lambda a: not a.activations_checkpoint_method,
+     "without --activations-checkpoint-method: nothing is recomputed", "add --activations-checkpoint-method"),
+    (("--sgd-momentum",), lambda a: a.optimizer != "sgd", "with --optimizer adam: only SGD keeps a momentum",
+     "give --optimizer sgd"),
+    (("--cp-comm-type",), lambda a: a.context_parallel_size == 1,
+     "at --context-parallel-size 1: attention exchanges nothing", "set --context-parallel-size 2 or more"),
+)
+
+
+def changed(parser: argparse.ArgumentParser, words: list[str], a: argparse.Namespace) -> frozenset[str]:
+    """The flags among ``words`` (the modelled ones of a command line) set to other than their
+    default: a launch script that spells a default out (``--cp-comm-type p2p``) is not warned."""
+    dests = {flag: action.dest for action in parser._actions for flag in action.option_strings}
+    flags = (word.partition("=")[0] for word in words if word.startswith("--"))
+    return frozenset(f for f in flags if f in dests and getattr(a, dests[f]) != parser.get_default(dests[f]))
+
+
+def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str, te: bool,
+          given: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The warnings of arguments ``a`` (and the unmodelled ``others``) that passed the rules,
+    on ``gpus`` GPUs; ``te``: the layers are Transformer Engine's; ``given``: the modelled flags
+    the command line names (its defaults aside)."""
+    out = []
+    for flags, unread, why, fix in _UNREAD:
+        named = [flag for flag in flags if flag in given]
+        if named and unread(a):
+            them = "them" if len(named) > 1 else "it"
+            out.append(f"{where}: {' and '.join(named)} change{'' if len(named) > 1 else 's'} nothing {why}, as in "
+                       f"Megatron-LM; {fix}, or remove {them}")
+    if a.sequence_parallel and a.tensor_model_parallel_size == 1:
+        out.append(f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
+                   f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
+                   f"without it, as this step does; remove --sequence-parallel, or set tp 2 or more")
+    if a.hierarchical_context_parallel_sizes and "a2a+p2p" not in a.cp_comm_type:
+        out.append(f"{where}: --hierarchical-context-parallel-sizes changes nothing with --cp-comm-type "
+                   f"{' '.join(a.cp_comm_type)}: only a2a+p2p layers use the two levels; give --cp-comm-type "
+                   f"a2a+p2p, or remove the sizes")
+    if not te and a.fp8_format is not None:
+        out.append(f"{where}: --fp8-format {a.fp8_format} changes nothing with Megatron's own layers (--transformer-impl "
+                   f"local): Transformer Engine's fp8_autocast casts only its own modules, so the step runs in "
+                   f"{'fp16' if a.fp16 else 'bf16' if a.bf16 else 'fp32'}, as Megatron runs it; use --transformer-impl "
+                   f"transformer_engine for FP8 layers, or remove --fp8-format")
+    if not te and a.tp_comm_overlap and a.tensor_model_parallel_size > 1:
+        out.append(f"{where}: --tp-comm-overlap changes nothing with Megatron's own layers (--transformer-impl "
+                   f"local): only Transformer Engine's layers overlap their tensor-parallel communication (its "
+                   f"userbuffers), so it runs without, as Megatron does; use --transformer-impl transformer_engine, "
+                   f"or remove --tp-comm-overlap")
+    if others.get("--rampup-batch-size"):  # three integers (housekeeping_rules)
+        start, _, samples = (int(x) for x in others["--rampup-batch-size"])
+        out.append(f"{where}: --rampup-batch-size: the step simulated is one past the ramp, at --global-batch-size "
+                   f"{global_batch(a, gpus)}; the first {samples:,} samples run in smaller batches (from {start}), "
+                   f"which take less time a step")
+    return tuple(out)
