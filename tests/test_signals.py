@@ -249,6 +249,9 @@ def test_calibrate_stops_in_one_line_and_writes_nothing(tmp_path):
 HELD_DOWN = textwrap.dedent('''
     import os, signal, sys
     from simpy_astra.infra import stopping
+    # Python's own Ctrl-C handler, as a terminal starts it: a shell's background job (CI run
+    # with `&`) starts with SIGINT ignored, and restore() would then rightly restore that
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if sys.argv[1] == "process":
         stopping.process_ends_after()
     restore = stopping.install()
