@@ -20,6 +20,7 @@ from dataclasses import replace
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
 from simpy_astra.workloads.megatron import unmodelled_flags as today
+from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
 from simpy_astra.workloads.megatron.megatron_flags import ONE_VALUE, SEVERAL_VALUES, SWITCHES
@@ -431,7 +432,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     """The job of arguments that passed :func:`~simpy_astra.workloads.megatron.rules.check`;
     refuses what Megatron runs and this simulator does not model."""
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
-    dp = gpus // (tp * pp * cp)
+    dp = data_parallel(a, gpus)
     h, heads = a.hidden_size, a.num_attention_heads
     head_dim = a.kv_channels or h // heads
     kv_heads = rules.query_groups(a) or heads
@@ -439,7 +440,6 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     vocab = a.vocab_size or GPT2_VOCAB
     multiple = a.make_vocab_size_divisible_by * tp
     vocab = math.ceil(vocab / multiple) * multiple
-    global_batch = a.global_batch_size or a.micro_batch_size * dp
     virtual = rules.virtual_stages(a)
     if a.pipeline_model_parallel_layout is not None:
         split = tuple(c.count("t") for c in pipeline_layout.chunks(a.pipeline_model_parallel_layout))
@@ -501,7 +501,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         gpus=gpus, num_layers=a.num_layers, hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         ffn_hidden=ffn, swiglu=a.swiglu, seq=a.seq_length, vocab=vocab,
         tied_embeddings=not a.untie_embeddings_and_output_weights, micro_batch=a.micro_batch_size,
-        global_batch=global_batch, tp=tp, pp=pp, cp=cp, dp=dp, virtual_stages=virtual, layer_split=split,
+        global_batch=global_batch(a, gpus), tp=tp, pp=pp, cp=cp, dp=dp, virtual_stages=virtual, layer_split=split,
         precision=precision, fp8=a.fp8_format is not None and te, fp8_requested=a.fp8_format is not None,
         fp8_current_scaling=a.fp8_format is not None and te and a.fp8_recipe == "tensorwise",
         recompute=recompute, recompute_method=method,

@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Callable
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
 from simpy_astra.workloads.megatron.rules import legacy_names
 from simpy_astra.workloads.megatron.unmodelled_flags import number
 
@@ -41,15 +42,6 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     _rampup(a, gpus, others, where)
 
 
-def global_batch(a: argparse.Namespace, gpus: int) -> int:
-    """The global batch (Megatron's default: one micro-batch per data-parallel rank)."""
-    return a.global_batch_size or a.micro_batch_size * _dp(a, gpus)
-
-
-def _dp(a: argparse.Namespace, gpus: int) -> int:
-    return gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
-
-
 def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     """``--rampup-batch-size START INCREMENT SAMPLES``, as Megatron reads it: three integers
     (``get_num_microbatches_calculator``), sample-based training only (``validate_args``), and
@@ -68,7 +60,7 @@ def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         _refuse(where, "batch-size ramp with sample-based training",
                 "--rampup-batch-size with --train-iters (Megatron: expected no batch-size rampup for iteration-based "
                 "training); give --train-samples")
-    total, micro = global_batch(a, gpus), a.micro_batch_size * _dp(a, gpus)
+    total, micro = global_batch(a, gpus), a.micro_batch_size * data_parallel(a, gpus)
     if start < 1 or step < 1 or samples < 0:
         raise InputError(f"{where}: argument --rampup-batch-size: START and INCREMENT must be integers >= 1 and "
                          f"SAMPLES >= 0 (got {start} {step} {samples})")
@@ -81,7 +73,7 @@ def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     if start % micro or step % micro:
         _refuse(where, "batch-size ramp in whole micro-batches",
                 f"--rampup-batch-size {start} {step} {samples}: a batch of the ramp is not a multiple of "
-                f"--micro-batch-size {a.micro_batch_size} x data-parallel size {_dp(a, gpus)} = {micro} (Megatron: "
+                f"--micro-batch-size {a.micro_batch_size} x data-parallel size {data_parallel(a, gpus)} = {micro} (Megatron: "
                 f"current global batch size is not divisible by micro-batch-size times data parallel size); give "
                 f"START and INCREMENT multiples of {micro}")
 
@@ -206,8 +198,8 @@ def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str
     step's time): ``validate_args`` asserts the one a multiple of the other times dp."""
     if "--eval-global-batch-size" not in others and "--eval-micro-batch-size" not in others:
         return
-    dp = gpus // (a.tensor_model_parallel_size * a.pipeline_model_parallel_size * a.context_parallel_size)
-    total = _count(others, "--eval-global-batch-size", where) or a.global_batch_size or a.micro_batch_size * dp
+    dp = data_parallel(a, gpus)
+    total = _count(others, "--eval-global-batch-size", where) or global_batch(a, gpus)
     micro = _count(others, "--eval-micro-batch-size", where) or a.micro_batch_size
     if total % (micro * dp):
         _refuse(where, "evaluation batch divisible by its micro-batch x dp",

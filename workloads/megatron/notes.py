@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from simpy_astra.workloads.megatron.housekeeping_rules import global_batch
+from simpy_astra.workloads.megatron.batch_sizes import global_batch
 
 #: arguments Megatron reads only beside another, taken in silence without it: (the arguments,
 #: when they are not read, why, the fix)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from simpy_astra.errors import InvalidConfigurationError
 from simpy_astra.workloads.megatron import pipeline_layout
+from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
 from simpy_astra.workloads.megatron.layer_pattern import has_dense_layers
 
 if TYPE_CHECKING:
@@ -341,9 +342,7 @@ def _layout_string(a: argparse.Namespace, where: str) -> None:
 
 
 def _batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
-    tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
-    dp = gpus // (tp * pp * cp)
-    micro, total = a.micro_batch_size, a.global_batch_size or a.micro_batch_size * dp
+    pp, dp, micro, total = a.pipeline_model_parallel_size, data_parallel(a, gpus), a.micro_batch_size, global_batch(a, gpus)
     if total % (micro * dp):
         _refuse(where, "global batch divisible by micro-batch x dp",
                 f"--global-batch-size {total} is not a multiple of --micro-batch-size {micro} x data-parallel "
