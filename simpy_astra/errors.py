@@ -7,6 +7,7 @@ prints ``error: <message>`` and exits with status 2 for an :class:`InputError`.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -113,8 +114,6 @@ def integer_fix(value: object) -> str:
             return fraction
         return "; write [" + ", ".join(fixes[i][len("; write "):] if i in fixes else str(v)
                                        for i, v in enumerate(value)) + "]"
-    import math
-
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value) or abs(value) >= 2**63:
         return ""
     if value.is_integer():

@@ -35,7 +35,6 @@ from simpy_astra.errors import InputError
 from simpy_astra.infra import stopping
 from simpy_astra.plugins import search_also
 from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_first
-from simpy_astra.sweep.axes import shown
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.point import run_point
 from simpy_astra.sweep.spec import Point
@@ -107,7 +106,7 @@ class Finished:
 
 def _label(point: Point, figures: dict[str, Any]) -> Finished:
     """The point as its lines name it (``tp=4 pp=2 vp=off``) and its figure, or its status."""
-    coords = point.label or " ".join(f"{c}={shown(v)}" for c, v in point.coordinates.items())
+    coords = point.label
     if figures.get("status") != "ok":
         return Finished(coords, str(figures.get("status") or "error"), ok=False, terse=point.terse)
     return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True, terse=point.terse)
