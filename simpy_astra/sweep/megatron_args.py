@@ -33,12 +33,6 @@ from simpy_astra.workloads.megatron.megatron_flags import SEVERAL_VALUES, SWITCH
 PREFIX = "workload.args."
 
 
-@cache
-def _actions() -> dict[str, argparse.Action]:
-    """Every option string of the modelled arguments -> its argparse action."""
-    return modelled_actions()
-
-
 def is_args_path(dotted: str) -> bool:
     return dotted.startswith(PREFIX)
 
@@ -53,7 +47,7 @@ def canonical_path(dotted: str) -> str:
     ``workload.args.micro-batch-size``); any other path as it is."""
     if not is_args_path(dotted):
         return dotted
-    action = _actions().get(flag_of(dotted))
+    action = modelled_actions().get(flag_of(dotted))
     return PREFIX + (action.option_strings[0] if action is not None else flag_of(dotted))[2:]
 
 
@@ -75,14 +69,14 @@ def short_name(dotted: str) -> str | None:
 def is_switch(flag: str) -> bool:
     """``flag`` takes no value: a modelled switch, or one of Megatron-LM's that the simulator
     accepts without modelling (``--no-persist-layer-norm``, ``--batch-p2p-communication``)."""
-    action = _actions().get(flag)
+    action = modelled_actions().get(flag)
     return action.nargs == 0 if action is not None else flag in SWITCHES
 
 
 def takes_several(flag: str) -> bool:
     """``flag`` takes a list of values (``--cp-comm-type``, ``--hierarchical-context-parallel-sizes``):
     an axis value may be a list of them, or a string of them split by spaces."""
-    action = _actions().get(flag)
+    action = modelled_actions().get(flag)
     return action.nargs in ("+", "*") if action is not None else flag in SEVERAL_VALUES
 
 
@@ -101,7 +95,7 @@ def words_of(flag: str, value: Any) -> list[str] | None:
 
 def _takes_integers(flag: str) -> bool:
     """``flag``'s values are read by ``int()`` (Megatron-LM's ``type=int``)."""
-    action = _actions().get(flag)
+    action = modelled_actions().get(flag)
     return action is not None and action.type is int
 
 
@@ -143,7 +137,7 @@ def check_flag(dotted: str, where: str) -> None:
     if flag in NOT_MODELLED:  # a Megatron-LM argument, refused by name: every point would fail on it
         raise InputError(f"{where}: '{dotted}': {flag} is not modelled ({NOT_MODELLED[flag]}); leave it out")
     if not _known(flag):
-        near = nearest_key(flag[2:], [s[2:] for s in _actions()])
+        near = nearest_key(flag[2:], [s[2:] for s in modelled_actions()])
         hint = f"; did you mean '{PREFIX}{near}'?" if near else " (simpy-astra generate megatron --help lists them)"
         raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
 
@@ -154,7 +148,7 @@ def check_values(dotted: str, values: tuple[Any, ...], where: str) -> None:
     ``--seed``) gives points that all run the same step; keeping or removing such a flag
     (``false``) may still change what Megatron accepts, and one value is a fixed setting."""
     flag = flag_of(dotted)
-    action = _actions().get(flag)
+    action = modelled_actions().get(flag)
     gone = [v for v in values if v is None or v is False]
     if gone and action is not None and action.required:  # argparse: "the following arguments are required"
         raise InputError(f"{where}: {str(gone[0]).lower() if gone[0] is False else 'null'} removes {flag}, which "
@@ -180,7 +174,7 @@ DATA_PARALLEL = "data_parallel_size"
 def names() -> set[str]:
     """The names modelled flags have in expressions (``tensor_model_parallel_size``, ...),
     and ``data_parallel_size``."""
-    return {a.dest for a in _actions().values() if a.dest != "help"} | {DATA_PARALLEL}
+    return {a.dest for a in modelled_actions().values() if a.dest != "help"} | {DATA_PARALLEL}
 
 
 def _tokens(args: Any, where: str) -> list[str]:
@@ -202,7 +196,7 @@ def set_flag(args: Any, dotted: str, value: Any, where: str) -> str:
     """``args`` with the flag of ``dotted`` set to ``value``: replaced where it stood (every
     name it has), else appended; ``true`` writes a switch, ``false`` or null removes the flag."""
     flag = flag_of(dotted)
-    action = _actions().get(flag)
+    action = modelled_actions().get(flag)
     spellings = set(action.option_strings) if action is not None else {flag}
     switch = is_switch(flag)
     if switch and not isinstance(value, bool) and value is not None:
@@ -242,7 +236,7 @@ def _lenient_parser() -> argparse.ArgumentParser:
     """The modelled arguments, none required (a missing flag is the point's error, not the
     names'); built once, as a sweep reads every point's flags."""
     p = parser()
-    for action in p._actions:
+    for action in p.options:
         action.required = False
     return p
 

@@ -51,6 +51,18 @@ NOT_MODELLED = {**today.NOT_MODELLED,
 
 
 class _Parser(argparse.ArgumentParser):
+    """Megatron's arguments as argparse reads them, keeping the actions it was given
+    (argparse lists them only in a private field)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - argparse's signature
+        super().__init__(*args, **kwargs)
+        self.options: list[argparse.Action] = []
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:  # noqa: ANN002, ANN003
+        action = super().add_argument(*args, **kwargs)
+        self.options.append(action)
+        return action
+
     def error(self, message: str):  # noqa: ANN201 - argparse's signature
         raise _ArgparseError(message + _float_for_int(message))
 
@@ -77,7 +89,7 @@ def _bool(parser: argparse.ArgumentParser, *names: str, help: str) -> None:  # n
     parser.add_argument(*names, action="store_true", default=False, help=help)
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> _Parser:
     """The modelled arguments (``simpy-astra generate megatron --help`` prints them)."""
     p = _Parser(prog="simpy-astra generate megatron", allow_abbrev=False, add_help=False,
                 usage=argparse.SUPPRESS, description="Megatron-LM pretrain_gpt.py arguments that change a "
@@ -249,7 +261,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 @functools.cache
-def _reading_parser() -> argparse.ArgumentParser:
+def _reading_parser() -> _Parser:
     """:func:`parser`, built once for :func:`parse` (reading never changes it): building it
     costs 3 ms, as much as the rest of a parse, which a sweep makes for each of its points."""
     return parser()
@@ -269,7 +281,7 @@ def _ignorable(flag: str) -> bool:
 @functools.cache
 def modelled_actions() -> dict[str, argparse.Action]:
     """Every option string of the modelled arguments -> its argparse action (built once)."""
-    return {s: a for a in parser()._actions for s in a.option_strings}
+    return {s: a for a in parser().options for s in a.option_strings}
 
 
 def accepted(flag: str) -> bool:
@@ -340,7 +352,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     tokens = command_line.words(args, where)
     command_line.one_name_each(tokens, where)
     p = _reading_parser()
-    reading = command_line.read(tokens, p, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
+    reading = command_line.read(tokens, p.options, lambda f: _ignorable(f) or f in SMALL_EFFECT, NOT_MODELLED, where,
                                 also_known=[*SMALL_EFFECT, *NOT_MODELLED])
     today.check_values(reading.others, where)
     try:
@@ -353,7 +365,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     rules.check(known, gpus, reading.others, where)
     module_rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
-    named = changed(p, reading.modelled, known)
+    named = changed(p.options, reading.modelled, known)
     job = replace(job, warnings=notes(known, gpus, reading.others, where, job.transformer_engine, named))
     bounds.check_job(job, where)
     return job
@@ -375,8 +387,8 @@ def _check_vocabulary(a: argparse.Namespace, others: dict[str, list[str]], where
                          f"for Llama 3)")
 
 
-def _check_ranges(p: argparse.ArgumentParser, a: argparse.Namespace, where: str) -> None:
-    for action in p._actions:
+def _check_ranges(p: _Parser, a: argparse.Namespace, where: str) -> None:
+    for action in p.options:
         value = getattr(a, action.dest, None)
         values = value if isinstance(value, list) else [] if value is None else [value]
         problem = next((found for v in values if (found := _range_problem(action, v))), None)

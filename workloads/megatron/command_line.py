@@ -134,14 +134,15 @@ def suggestion(flag: str, known: list[str]) -> str:
     return non_ascii(flag) + (f"; did you mean {near[0]}?" if near else "")
 
 
-def read(tokens: list[str], modelled: argparse.ArgumentParser, accepted: Callable[[str], bool],
+def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Callable[[str], bool],
          refused: dict[str, str], where: str, also_known: Iterable[str] = ()) -> Reading:
-    """Sort ``tokens`` into the modelled flags (for ``modelled``) and the other flags.
+    """Sort ``tokens`` into the modelled flags (``modelled``: their argparse actions) and the
+    other flags.
 
     ``accepted(flag)`` says whether an unmodelled flag is accepted (no effect on time);
     ``refused`` maps flags known not to be modelled to what they are."""
     arity = {f: (0 if a.nargs == 0 else "*" if a.nargs in ("*", "+") else 1)
-             for a in modelled._actions for f in a.option_strings}
+             for a in modelled for f in a.option_strings}
     known = known_flags(arity, also_known)
     out = Reading()
     i = 0

@@ -12,7 +12,7 @@ such an argument should not read a flat line as a finding.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from simpy_astra.workloads.megatron.batch_sizes import global_batch
 
@@ -39,12 +39,13 @@ _UNREAD: tuple[tuple[tuple[str, ...], Callable[[argparse.Namespace], bool], str,
 )
 
 
-def changed(parser: argparse.ArgumentParser, words: list[str], a: argparse.Namespace) -> frozenset[str]:
-    """The flags among ``words`` (the modelled ones of a command line) set to other than their
-    default: a launch script that spells a default out (``--cp-comm-type p2p``) is not warned."""
-    dests = {flag: action.dest for action in parser._actions for flag in action.option_strings}
+def changed(actions: Iterable[argparse.Action], words: list[str], a: argparse.Namespace) -> frozenset[str]:
+    """The flags among ``words`` (the modelled ones of a command line, read by ``actions``) set
+    to other than their default: a launch script that spells a default out
+    (``--cp-comm-type p2p``) is not warned."""
+    by_flag = {flag: action for action in actions for flag in action.option_strings}
     flags = (word.partition("=")[0] for word in words if word.startswith("--"))
-    return frozenset(f for f in flags if f in dests and getattr(a, dests[f]) != parser.get_default(dests[f]))
+    return frozenset(f for f in flags if f in by_flag and getattr(a, by_flag[f].dest) != by_flag[f].default)
 
 
 def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str, te: bool,
