@@ -95,7 +95,6 @@ class Simulation(CoSimulation):
         self.fold_note: str | None = None
         self.npus: list[Npu] = []
         self.systems: list[SystemLayer] = []
-        self._npu_by_id: dict[int, Npu] = {}
         self.reports: list[NpuReport] = []
         self.warnings: list[str] = [*inputs.warnings, *inputs.system.ignored]
         starts: dict[int, int] = {}  # NPU -> when its job starts, if later than now
@@ -104,10 +103,11 @@ class Simulation(CoSimulation):
             from simpy_astra.running.jobs import build_jobs, job_warnings, start_later
 
             self.network = self._build_network()
-            starts = build_jobs(self, inputs)
+            starts = build_jobs(self, inputs, self._npu_done)
             self.warnings += job_warnings(inputs, self.network)
         else:
             self._build_one_job(inputs, dims, cfg, net.source)
+        self._npu_by_id = {npu.device_id: npu for npu in self.npus}
         #: the bound check of the congestion-unaware backend (one job's collectives), else None
         self.floor_check = FloorCheck.for_run(self._backend, self.jobs, dims, cfg, self.npus, net.rails)
         self.warnings += start_warnings(self.npus, cfg, self.network_dims, inputs)
@@ -166,7 +166,6 @@ class Simulation(CoSimulation):
             npu = services.build_npu(i, i, traces[i], self.network_dims, inputs.queues_per_dim, self._env)
             self.systems.append(npu.system)
             self.npus.append(npu)
-            self._npu_by_id[i] = npu
 
     def npu_for(self, npu_id: int) -> Npu:
         """The simulated NPU whose figures NPU ``npu_id`` has (itself unless folded)."""

@@ -9,6 +9,7 @@ JobNetwork at all: its NPUs talk to the network directly, as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -129,9 +130,10 @@ class LinkBytesByJob:
                 for lk, c in self.bytes.items() if c}  # packet trains may carry a fraction each
 
 
-def build_jobs(sim: Any, inputs: SimulationInputs) -> dict[int, int]:
+def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], None]) -> dict[int, int]:
     """Build every job's NPUs into ``sim`` (in NPU-id order), each on its own NPUs with its own
-    ranks, groups and system config, talking through its :class:`JobNetwork`; returns the
+    ranks, groups and system config, talking through its :class:`JobNetwork` (``npu_done``: called
+    as each NPU's graph finishes); returns the
     NPUs whose job starts later (NPU -> ``start_ns``). Folding is off: it assumes one
     workload on every NPU."""
     assert inputs.jobs is not None
@@ -152,7 +154,7 @@ def build_jobs(sim: Any, inputs: SimulationInputs) -> dict[int, int]:
                                 planner.parse_process_groups, FoldOutcome())
         services = NpuServices(cfg, n, network, sim.remote_memory, planner,
                                local_mem_gbps_to_bytes_per_s(cfg.local_mem_bw_gbps),
-                               tflops_to_flops(cfg.peak_perf_tflops), sim._npu_done, sim.failed)
+                               tflops_to_flops(cfg.peak_perf_tflops), npu_done, sim.failed)
         for rank in range(n):
             device = job.npus[rank]
             npu = services.build_npu(rank, device, traces[rank], job_dims, inputs.queues_per_dim, sim.env)
@@ -163,7 +165,6 @@ def build_jobs(sim: Any, inputs: SimulationInputs) -> dict[int, int]:
         npu = built[device]
         sim.npus.append(npu)
         sim.systems.append(npu.system)
-        sim._npu_by_id[device] = npu
     if sim.network.has_links:
         sim.link_bytes_by_job = LinkBytesByJob(sim.network, {d: j.name for d, j in owner.items()})
     return {d: j.start_ns for d, j in owner.items() if j.start_ns}
