@@ -19,11 +19,11 @@ from typing import Any
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron import command_line
+from simpy_astra.workloads.megatron.argparser import int_flag_fix
 from simpy_astra.workloads.megatron.arguments import (
     NOT_MODELLED,
     accepted,
     cannot_change_time,
-    int_flag_fix,
     modelled_actions,
     parser,
     value_problem,

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-import re
 from dataclasses import replace
 
-from simpy_astra.errors import InputError, integer_fix
+from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
 from simpy_astra.workloads.megatron import unmodelled_flags as today
+from simpy_astra.workloads.megatron.argparser import ArgparseError, Parser
 from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
 from simpy_astra.workloads.megatron.job import MegatronJob, pipeline_split
 from simpy_astra.workloads.megatron.layer_pattern import moe_layer_freq
@@ -50,48 +50,13 @@ NOT_MODELLED = {**today.NOT_MODELLED,
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """Megatron's arguments as argparse reads them, keeping the actions it was given
-    (argparse lists them only in a private field)."""
-
-    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - argparse's signature
-        super().__init__(*args, **kwargs)
-        self.options: list[argparse.Action] = []
-
-    def add_argument(self, *args, **kwargs) -> argparse.Action:  # noqa: ANN002, ANN003
-        action = super().add_argument(*args, **kwargs)
-        self.options.append(action)
-        return action
-
-    def error(self, message: str):  # noqa: ANN201 - argparse's signature
-        raise _ArgparseError(message + _float_for_int(message))
-
-
-def _float_for_int(message: str) -> str:
-    """The integer to write for a float given to a flag of integers (``--num-layers 8.0``)."""
-    found = re.search(r"invalid int value: '([^']*)'$", message)
-    try:
-        return int_flag_fix(float(found.group(1))) if found else ""
-    except ValueError:  # not a number at all
-        return ""
-
-
-def int_flag_fix(value: object) -> str:
-    """The fix for a float given to a Megatron flag of integers, in ``run``'s arguments or a
-    sweep's axis (a number, or a list for a flag of several): the one rule's
-    (:func:`~simpy_astra.errors.integer_fix`), and that Megatron-LM's argparse refuses it alike
-    (``int('8.0')``), '' when there is no integer to name."""
-    fix = integer_fix(value)
-    return f"{fix} (Megatron-LM's int() refuses it too)" if fix else ""
-
-
 def _bool(parser: argparse.ArgumentParser, *names: str, help: str) -> None:  # noqa: A002
     parser.add_argument(*names, action="store_true", default=False, help=help)
 
 
-def parser() -> _Parser:
+def parser() -> Parser:
     """The modelled arguments (``simpy-astra generate megatron --help`` prints them)."""
-    p = _Parser(prog="simpy-astra generate megatron", allow_abbrev=False, add_help=False,
+    p = Parser(prog="simpy-astra generate megatron", allow_abbrev=False, add_help=False,
                 usage=argparse.SUPPRESS, description="Megatron-LM pretrain_gpt.py arguments that change a "
                                                      "step's time.")
     i = p.add_argument
@@ -261,7 +226,7 @@ def parser() -> _Parser:
 
 
 @functools.cache
-def _reading_parser() -> _Parser:
+def _reading_parser() -> Parser:
     """:func:`parser`, built once for :func:`parse` (reading never changes it): building it
     costs 3 ms, as much as the rest of a parse, which a sweep makes for each of its points."""
     return parser()
@@ -338,10 +303,6 @@ def known(flag: str) -> bool:
 STATE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
 
-class _ArgparseError(Exception):
-    pass
-
-
 def parse(args: str | list[str], gpus: int, where: str = "megatron args",
           gpus_where: str | None = None) -> MegatronJob:
     """The job that ``args`` launch on ``gpus`` GPUs. Errors name ``where`` (the file and
@@ -357,7 +318,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     today.check_values(reading.others, where)
     try:
         known = p.parse_args(reading.modelled)
-    except _ArgparseError as exc:
+    except ArgparseError as exc:
         raise InputError(f"{where}: {exc}") from None
     _check_ranges(p, known, where)
     _check_vocabulary(known, reading.others, where)
@@ -387,7 +348,7 @@ def _check_vocabulary(a: argparse.Namespace, others: dict[str, list[str]], where
                          f"for Llama 3)")
 
 
-def _check_ranges(p: _Parser, a: argparse.Namespace, where: str) -> None:
+def _check_ranges(p: Parser, a: argparse.Namespace, where: str) -> None:
     for action in p.options:
         value = getattr(a, action.dest, None)
         values = value if isinstance(value, list) else [] if value is None else [value]
