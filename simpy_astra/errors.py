@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from typing import NoReturn
 
 
 class InputError(Exception):
@@ -73,6 +74,11 @@ class InvalidConfigurationError(InputError):
 
     def __reduce__(self):  # noqa: ANN204 - a sweep's worker process sends it back whole, rule included
         return type(self), (self.message, self.rule)
+
+
+def refuse(where: str, rule: str, message: str) -> NoReturn:
+    """Refuse a job the framework refuses: ``message`` under the file and field ``where``."""
+    raise InvalidConfigurationError(f"{where}: {message}", rule)
 
 
 class StalledError(Exception):

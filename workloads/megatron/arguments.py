@@ -17,7 +17,14 @@ import math
 from dataclasses import replace
 
 from simpy_astra.errors import InputError
-from simpy_astra.workloads.megatron import bounds, command_line, module_rules, pipeline_layout, rules
+from simpy_astra.workloads.megatron import (
+    bounds,
+    command_line,
+    module_rules,
+    pipeline_layout,
+    pipeline_rules,
+    rules,
+)
 from simpy_astra.workloads.megatron import unmodelled_flags as today
 from simpy_astra.workloads.megatron.argparser import ArgparseError, Parser
 from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
@@ -413,7 +420,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     vocab = a.vocab_size or GPT2_VOCAB
     multiple = a.make_vocab_size_divisible_by * tp
     vocab = math.ceil(vocab / multiple) * multiple
-    virtual = rules.virtual_stages(a)
+    virtual = pipeline_rules.virtual_stages(a)
     if a.pipeline_model_parallel_layout is not None:
         split = tuple(c.count("t") for c in pipeline_layout.chunks(a.pipeline_model_parallel_layout))
     else:

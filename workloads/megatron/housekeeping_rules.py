@@ -15,14 +15,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from simpy_astra.errors import InputError, InvalidConfigurationError
+from simpy_astra.errors import InputError, refuse
 from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
 from simpy_astra.workloads.megatron.rules import legacy_names
 from simpy_astra.workloads.megatron.unmodelled_flags import number
-
-
-def _refuse(where: str, rule: str, message: str) -> None:
-    raise InvalidConfigurationError(f"{where}: {message}", rule)
 
 
 def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | float], where: str):
@@ -57,7 +53,7 @@ def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
                          f"--rampup-batch-size <start batch size> <batch size incerement> <ramp-up samples>)")
     start, step, samples = (number(x, "--rampup-batch-size", int, where) for x in values)
     if given(others, "--train-iters", int, where):
-        _refuse(where, "batch-size ramp with sample-based training",
+        refuse(where, "batch-size ramp with sample-based training",
                 "--rampup-batch-size with --train-iters (Megatron: expected no batch-size rampup for iteration-based "
                 "training); give --train-samples")
     total, micro = global_batch(a, gpus), a.micro_batch_size * data_parallel(a, gpus)
@@ -65,13 +61,13 @@ def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         raise InputError(f"{where}: argument --rampup-batch-size: START and INCREMENT must be integers >= 1 and "
                          f"SAMPLES >= 0 (got {start} {step} {samples})")
     if start >= total or (total - start) % step:
-        _refuse(where, "batch-size ramp up to the global batch",
+        refuse(where, "batch-size ramp up to the global batch",
                 f"--rampup-batch-size {start} {step} {samples} does not climb to --global-batch-size {total} in whole "
                 f"steps of {step} (Megatron: expected global batch size interval ({total - start}) to be divisible by "
                 f"global batch size increment ({step}), above 0); give a START below {total} and an INCREMENT that "
                 f"divides the difference")
     if start % micro or step % micro:
-        _refuse(where, "batch-size ramp in whole micro-batches",
+        refuse(where, "batch-size ramp in whole micro-batches",
                 f"--rampup-batch-size {start} {step} {samples}: a batch of the ramp is not a multiple of "
                 f"--micro-batch-size {a.micro_batch_size} x data-parallel size {data_parallel(a, gpus)} = {micro} (Megatron: "
                 f"current global batch size is not divisible by micro-batch-size times data parallel size); give "
@@ -80,7 +76,7 @@ def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
 
 def _deprecated(a: argparse.Namespace, others: dict, where: str) -> None:
     if "--warmup" in others:  # every Megatron-LM since 2020-12, before 2021's names
-        _refuse(where, "no --warmup",
+        refuse(where, "no --warmup",
                 "--warmup (Megatron: --warmup argument is no longer valid, use --lr-warmup-fraction instead)")
 
 
@@ -97,7 +93,7 @@ def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
         warmup = f"--lr-warmup-{unit}"
         clash += [warmup] if fraction is not None and given(others, warmup, int, where) else []
         if clash:
-            _refuse(where, "iterations or samples",
+            refuse(where, "iterations or samples",
                     f"--train-{unit} with {' and '.join(clash)} (Megatron: expected {kind}-based training, "
                     f"learning-rate decay and warmup; --lr-warmup-fraction and {warmup} are one choice)")
 
@@ -106,13 +102,13 @@ def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
     lr, least = given(others, "--lr", float, where), given(others, "--min-lr", float, where) or 0.0
     if lr is not None and not least <= lr:  # false for a NaN too: the assert stops Megatron on it
         nan = next((f"{flag} nan is not a number, so " for flag, x in (("--lr", lr), ("--min-lr", least)) if x != x), "")
-        _refuse(where, "minimum learning rate at most the learning rate",
+        refuse(where, "minimum learning rate at most the learning rate",
                 f"{nan}--min-lr {least:g} is not at most --lr {lr:g} (Megatron: assert args.min_lr <= args.lr)")
     style = (others.get("--weight-decay-incr-style") or ["constant"])[-1]
     ends = [f for f in ("--start-weight-decay", "--end-weight-decay") if f in others]
     if (style == "constant") == bool(ends) or (style != "constant" and len(ends) < 2):
         default = "" if "--weight-decay-incr-style" in others else " (the default)"
-        _refuse(where, "weight decay ends with an incrementing style",
+        refuse(where, "weight decay ends with an incrementing style",
                 f"--weight-decay-incr-style {style}{default}"
                 f" with {' and '.join(ends) if ends else 'neither --start-weight-decay nor --end-weight-decay'} "
                 f"(Megatron: a constant weight decay takes neither --start-weight-decay nor --end-weight-decay, "
@@ -122,10 +118,10 @@ def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
 def _logging(a: argparse.Namespace, others: dict, where: str) -> None:
     memory, interval = given(others, "--log-memory-interval", int, where), given(others, "--log-interval", int, where)
     if interval == 0:
-        _refuse(where, "a logging interval", "--log-interval 0 (Megatron's training loop takes the iteration modulo "
+        refuse(where, "a logging interval", "--log-interval 0 (Megatron's training loop takes the iteration modulo "
                                              "it: ZeroDivisionError at the first step); give 1 or more")
     if memory is not None and memory % (interval or 100):
-        _refuse(where, "memory logged at logging iterations",
+        refuse(where, "memory logged at logging iterations",
                 f"--log-memory-interval {memory} is not a multiple of --log-interval {interval or 100}"
                 f"{'' if interval else ' (the default)'} (Megatron: assert args.log_memory_interval % "
                 f"args.log_interval == 0)")
@@ -134,26 +130,26 @@ def _logging(a: argparse.Namespace, others: dict, where: str) -> None:
 def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
     interval = given(others, "--save-interval", int, where)
     if "--save" in others and (interval is None or (interval <= 0 and not legacy_names(a))):
-        _refuse(where, "saving needs an interval",
+        refuse(where, "saving needs an interval",
                 f"--save {'without --save-interval' if interval is None else f'with --save-interval {interval}'} "
                 f"(Megatron: --save needs --save-interval, above 0); give --save-interval N")
     retain = given(others, "--save-retain-interval", int, where)
     if "--save" in others and retain is not None and (retain <= 0 or not interval or retain % interval):
-        _refuse(where, "retained checkpoints a multiple of the interval",
+        refuse(where, "retained checkpoints a multiple of the interval",
                 f"--save-retain-interval {retain} is not a positive multiple of --save-interval {interval} (Megatron: "
                 f"assert args.save_retain_interval % args.save_interval == 0)")
     fmt = (others.get("--ckpt-format") or [""])[-1]
     if fmt in ("torch_dcp", "fsdp_dtensor"):
         needs = "--use-torch-fsdp2" if fmt == "torch_dcp" else "--use-megatron-fsdp"
-        _refuse(where, "checkpoint format of a sharded data-parallel model",
+        refuse(where, "checkpoint format of a sharded data-parallel model",
                 f"--ckpt-format {fmt} needs {needs}, which is not modelled (Megatron: --ckpt-format {fmt} is only "
                 f"tested with {'FSDP' if fmt == 'torch_dcp' else 'Megatron FSDP'}); use torch_dist, the default")
     if "--save" in others and "--save-params-interval" in others and a.overlap_param_gather:
-        _refuse(where, "saved parameters without the overlapped parameter gather",
+        refuse(where, "saved parameters without the overlapped parameter gather",
                 "--save-params-interval with --overlap-param-gather (Megatron: assert not args.overlap_param_gather)")
     _other_checkpoints(others, where)
     if "--load-main-params-from-ckpt" in others and "--no-load-optim" not in others:
-        _refuse(where, "main parameters from a checkpoint without its optimizer",
+        refuse(where, "main parameters from a checkpoint without its optimizer",
                 "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
                 "used with --no-load-optim.)")
 
@@ -162,16 +158,16 @@ def _other_checkpoints(others: dict, where: str) -> None:
     """Non-persistent (local) checkpoints and checkpoint conversion."""
     kind = (others.get("--non-persistent-ckpt-type") or [None])[-1]
     if kind is not None and kind not in ("global", "local"):
-        _refuse(where, "non-persistent checkpoints global or local",
+        refuse(where, "non-persistent checkpoints global or local",
                 f"--non-persistent-ckpt-type {kind} (Megatron: Currently only global and local checkpoints are "
                 f"supported)")
     if kind == "local" and "--non-persistent-local-ckpt-dir" not in others:
-        _refuse(where, "local checkpoints need their folder",
+        refuse(where, "local checkpoints need their folder",
                 "--non-persistent-ckpt-type local without --non-persistent-local-ckpt-dir (Megatron: Tried to use "
                 "local checkpointing without specifying --local-ckpt-dir!)")
     missing = [f for f in ("--ckpt-convert-save", "--load") if f not in others]
     if "--ckpt-convert-format" in others and missing:
-        _refuse(where, "checkpoint conversion needs its folders",
+        refuse(where, "checkpoint conversion needs its folders",
                 f"--ckpt-convert-format without {' and '.join(missing)} (Megatron: assert args.ckpt_convert_save is "
                 f"not None; assert args.load is not None)")
 
@@ -180,14 +176,14 @@ def _data(a: argparse.Namespace, others: dict, where: str) -> None:
     """One source of training data (``validate_args``' data blend checks)."""
     split = [f for f in ("--train-data-path", "--valid-data-path", "--test-data-path") if f in others]
     if "--data-path" in others and "--data-args-path" in others:
-        _refuse(where, "one data source", "--data-path with --data-args-path (Megatron: exactly one of the two)")
+        refuse(where, "one data source", "--data-path with --data-args-path (Megatron: exactly one of the two)")
     if split and "--per-split-data-args-path" in others:
-        _refuse(where, "one data source",
+        refuse(where, "one data source",
                 f"{split[0]} with --per-split-data-args-path (Megatron: exactly one of the two)")
     sources = ["--mock-data"] * ("--mock-data" in others) + ["--data-path"] * bool(others.get("--data-path")) + \
         [f for f in split if others[f]][:1]
     if len(sources) > 1 and not legacy_names(a):
-        _refuse(where, "one data source",
+        refuse(where, "one data source",
                 f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
                 f"training mode, else None)")
 
@@ -202,7 +198,7 @@ def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str
     total = _count(others, "--eval-global-batch-size", where) or global_batch(a, gpus)
     micro = _count(others, "--eval-micro-batch-size", where) or a.micro_batch_size
     if total % (micro * dp):
-        _refuse(where, "evaluation batch divisible by its micro-batch x dp",
+        refuse(where, "evaluation batch divisible by its micro-batch x dp",
                 f"the evaluation batch {total} (--eval-global-batch-size, by default the training's) is not a "
                 f"multiple of its micro-batch {micro} (--eval-micro-batch-size, by default --micro-batch-size) x "
                 f"data-parallel size {dp} (Megatron: eval_global_batch_size must be divisible by "

@@ -20,17 +20,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from simpy_astra.errors import InvalidConfigurationError
-from simpy_astra.workloads.megatron import pipeline_layout
+from simpy_astra.errors import refuse
+from simpy_astra.workloads.megatron import pipeline_rules
 from simpy_astra.workloads.megatron.batch_sizes import data_parallel, global_batch
 from simpy_astra.workloads.megatron.layer_pattern import has_dense_layers
 
 if TYPE_CHECKING:
     from simpy_astra.config.cluster import Gpu
-
-
-def _refuse(where: str, rule: str, message: str) -> None:
-    raise InvalidConfigurationError(f"{where}: {message}", rule)
 
 
 def legacy_names(a: argparse.Namespace) -> bool:
@@ -46,16 +42,6 @@ def names_of_2022(a: argparse.Namespace) -> bool:
     return a.sequence_parallel or a.recompute_activations or a.recompute_granularity is not None
 
 
-def virtual_stages(a: argparse.Namespace) -> int:
-    """Model chunks per pipeline stage as Megatron derives them (1: plain 1F1B)."""
-    pp = a.pipeline_model_parallel_size
-    if a.pipeline_model_parallel_layout is not None:
-        return max(1, len(pipeline_layout.chunks(a.pipeline_model_parallel_layout)) // pp)
-    if a.num_layers_per_virtual_pipeline_stage:
-        return max(1, _split_layers(a) // pp // a.num_layers_per_virtual_pipeline_stage)
-    return a.virtual_pipeline_model_parallel_size or 1
-
-
 def query_groups(a: argparse.Namespace) -> int | None:
     """Key/value heads under grouped-query attention, None without it: Megatron reads
     ``--num-query-groups`` (argparse default 1) only with ``--group-query-attention``
@@ -63,23 +49,17 @@ def query_groups(a: argparse.Namespace) -> int | None:
     return (a.num_query_groups or 1) if a.group_query_attention else None
 
 
-def _split_layers(a: argparse.Namespace) -> int:
-    """The layers the even split shares out: the model's, plus the embedding and the loss
-    when they count as layers."""
-    return a.num_layers + a.account_for_embedding_in_pipeline_split + a.account_for_loss_in_pipeline_split
-
-
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what Megatron-LM refuses of ``a`` (the parsed arguments) on ``gpus`` GPUs;
     ``others`` are the unmodelled flags given, with their values."""
-    for family in (_layout, _attention, _pipeline, _batch, _precision, _fp8_era, _optimizer, _recompute, _overlap,
-                   _experts, _activation, _optimizer_copies):
+    for family in (_layout, _attention, pipeline_rules.check, _batch, _precision, _fp8_era, _optimizer, _recompute,
+                   _overlap, _experts, _activation, _optimizer_copies):
         family(a, gpus, others, where)
 
 
 def check_hardware(fp8: bool, gpu: Gpu, where: str) -> None:
     if fp8 and not gpu.fp8_tflops:
-        _refuse(where, "fp8 needs fp8 hardware",
+        refuse(where, "fp8 needs fp8 hardware",
                 f"--fp8-format needs a GPU with FP8 tensor cores (Hopper or newer); the preset's {gpu.name} has "
                 f"none (gpu.fp8_tflops is 0): Transformer Engine refuses FP8 on it")
 
@@ -89,19 +69,19 @@ def check_layers(cp: int, transformer_engine: bool, fused_attention: bool, where
     """Rules on which layers and attention kernel run (Transformer Engine's or Megatron's
     own), known once the arguments' era is."""
     if position_embedding == "relative" and not transformer_engine:
-        _refuse(where, "relative position embeddings need Transformer Engine",
+        refuse(where, "relative position embeddings need Transformer Engine",
                 "--position-embedding-type relative needs Transformer Engine's layers, today's default (not "
                 "--transformer-impl local) (Megatron: Local transformer implementation currently does not support "
                 "attention bias-based position embeddings.)")
     if cp > 1 and transformer_engine and not fused_attention:
-        _refuse(where, "context parallelism needs fused attention",
+        refuse(where, "context parallelism needs fused attention",
                 f"--context-parallel-size {cp} with --attention-backend unfused (or local): unfused attention "
                 f"does not support context parallelism and the flag rules out the fused kernels (Megatron, through "
                 f"Transformer Engine: "
                 f"Disabling UnfusedDotProductAttention as it does not support context parallelism; No dot "
                 f"product attention backend is available)")
     if cp > 1 and not transformer_engine:
-        _refuse(where, "context parallelism needs Transformer Engine",
+        refuse(where, "context parallelism needs Transformer Engine",
                 f"--context-parallel-size {cp} needs Transformer Engine's attention, today's default layers "
                 f"(not --transformer-impl local, nor 2021's names --DDP-impl or --checkpoint-activations) "
                 f"(Megatron: Context parallelism is only supported by TEDotProductAttention!)")
@@ -124,7 +104,7 @@ def check_widths(a: argparse.Namespace, ffn: int, where: str) -> None:
                            "--tensor-model-parallel-size"))
     for flag, width, ranks, split in widths:
         if width % ranks:
-            _refuse(where, "linear layers split over tp",
+            refuse(where, "linear layers split over tp",
                     f"{flag} {width} does not split over {split} {ranks} (Megatron's parallel linear layers: "
                     f"{width} is not divisible by {ranks})")
 
@@ -132,18 +112,18 @@ def check_widths(a: argparse.Namespace, ffn: int, where: str) -> None:
 def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     tp, pp, cp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size
     if gpus % (tp * pp * cp):
-        _refuse(where, "gpus divisible by tp x pp x cp",
+        refuse(where, "gpus divisible by tp x pp x cp",
                 f"{gpus} GPUs are not a multiple of tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} "
                 f"(Megatron: world size is not divisible by total model size; the data-parallel size is "
                 f"gpus / (tp x pp x cp))")
     if cp > 1 and a.seq_length % (2 * cp):
-        _refuse(where, "sequence divisible by 2 x cp",
+        refuse(where, "sequence divisible by 2 x cp",
                 f"--seq-length {a.seq_length} is not a multiple of 2 x --context-parallel-size = {2 * cp} "
                 f"(Megatron: seq-length should be a multiple of 2 * context-parallel-size, for the causal "
                 f"load balancing that gives each rank two chunks)")
     kinds = len(a.cp_comm_type)
     if cp > 1 and kinds > 1 and kinds != a.num_layers:
-        _refuse(where, "one cp comm type or one a layer",
+        refuse(where, "one cp comm type or one a layer",
                 f"--cp-comm-type names {kinds} types for --num-layers {a.num_layers} (Megatron: Length of "
                 f"cp_comm_type ({kinds}) should equal to the total number of transformer layers ({a.num_layers})!; "
                 f"give one type, or one for each layer)")
@@ -151,25 +131,25 @@ def _layout(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
         tp, groups = a.tensor_model_parallel_size, query_groups(a) or a.num_attention_heads
         heads, kv_heads = a.num_attention_heads // tp, max(1, groups // tp)  # on a tp rank
         if heads % cp or kv_heads % cp:
-            _refuse(where, "a2a context parallelism splits heads",
+            refuse(where, "a2a context parallelism splits heads",
                     f"--cp-comm-type a2a with {heads} query and {kv_heads} key/value heads a tp rank, not "
                     f"multiples of --context-parallel-size {cp} (Megatron, through Transformer Engine's all-to-all "
                     f"context parallelism: The number of attention heads needs to be divisible by CP size!)")
     position = "rope" if a.use_rotary_position_embeddings else a.position_embedding_type
     if position == "mrope" and "--mrope-section" not in others:
-        _refuse(where, "mrope needs its sections",
+        refuse(where, "mrope needs its sections",
                 "--position-embedding-type mrope needs --mrope-section (Megatron: --mrope-section should be set when "
                 "using --position-embedding-type mrope.)")
     if a.no_position_embedding and position != "rope" and not legacy_names(a):
-        _refuse(where, "no --no-position-embedding",
+        refuse(where, "no --no-position-embedding",
                 "--no-position-embedding without rotary embeddings (Megatron, since 2023-07: --no-position-embedding "
                 "is deprecated, use --position-embedding-type; none drops the position table)")
     if a.attention_backend == "local":
-        _refuse(where, "local attention backend needs the local spec",
+        refuse(where, "local attention backend needs the local spec",
                 "--attention-backend local needs --spec local, which is not modelled (Megatron: --attention-backend "
                 "local is only supported with --spec local); --transformer-impl local runs Megatron's own attention")
     if a.max_position_embeddings is not None and a.max_position_embeddings < a.seq_length:
-        _refuse(where, "position embeddings cover the sequence",
+        refuse(where, "position embeddings cover the sequence",
                 f"--max-position-embeddings {a.max_position_embeddings} is less than --seq-length "
                 f"{a.seq_length} (Megatron: max_position_embeddings must be greater than or equal to seq_length)")
 
@@ -180,7 +160,7 @@ def check_sequence_split(a: argparse.Namespace, where: str) -> None:
     config or its layers refuse (heads or the MLP over tp) is refused for that instead."""
     tp, cp = a.tensor_model_parallel_size, a.context_parallel_size
     if a.sequence_parallel and tp > 1 and (a.seq_length // cp) % tp:
-        _refuse(where, "sequence parallelism splits the sequence over tp",
+        refuse(where, "sequence parallelism splits the sequence over tp",
                 f"--sequence-parallel splits each rank's {a.seq_length // cp} tokens (--seq-length {a.seq_length}"
                 + (f" / --context-parallel-size {cp}" if cp > 1 else "") + f") over --tensor-model-parallel-size "
                 f"{tp}, which does not divide them (Megatron, scattering the embedding's output: First dimension "
@@ -190,11 +170,11 @@ def check_sequence_split(a: argparse.Namespace, where: str) -> None:
 def _attention(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     tp, h, heads = a.tensor_model_parallel_size, a.hidden_size, a.num_attention_heads
     if not a.kv_channels and h % heads:
-        _refuse(where, "hidden divisible by heads",
+        refuse(where, "hidden divisible by heads",
                 f"--hidden-size {h} is not a multiple of --num-attention-heads {heads} (Megatron: without "
                 f"--kv-channels a head is hidden_size / num_attention_heads wide)")
     if heads % tp:
-        _refuse(where, "heads divisible by tp",
+        refuse(where, "heads divisible by tp",
                 f"--num-attention-heads {heads} is not a multiple of --tensor-model-parallel-size {tp} "
                 f"(Megatron: num_attention_heads must be a multiple of tensor_model_parallel_size; each "
                 f"rank holds whole heads)")
@@ -202,155 +182,26 @@ def _attention(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
     if groups is None:
         return
     if heads % groups:
-        _refuse(where, "heads divisible by query groups",
+        refuse(where, "heads divisible by query groups",
                 f"--num-query-groups {groups} does not divide --num-attention-heads {heads} (Megatron: each "
                 f"query group is a whole number of heads)")
     if groups % tp and tp % groups:
-        _refuse(where, "query groups divisible by tp",
+        refuse(where, "query groups divisible by tp",
                 f"--num-query-groups {groups} is neither a multiple nor a divisor of "
                 f"--tensor-model-parallel-size {tp} (Megatron: num_query_groups must be a multiple or "
                 f"divisor of tensor_model_parallel_size)")
 
 
-def _pipeline(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
-    pp = a.pipeline_model_parallel_size
-    per, chunks = a.num_layers_per_virtual_pipeline_stage, a.virtual_pipeline_model_parallel_size
-    layout = a.pipeline_model_parallel_layout
-    if (per is not None) + (chunks is not None) + (layout is not None) > 1:
-        _refuse(where, "one way to interleave",
-                "give one of --num-layers-per-virtual-pipeline-stage, --virtual-pipeline-model-parallel-size "
-                "(--num-virtual-stages-per-pipeline-rank) and --pipeline-model-parallel-layout (Megatron: no more "
-                "than one of them can be set at the same time)")
-    if layout is not None:
-        _layout_string(a, where)
-    elif a.decoder_first_pipeline_num_layers is not None or a.decoder_last_pipeline_num_layers is not None:
-        _uneven(a, where)
-    else:
-        _even(a, where)
-    if virtual_stages(a) == 1:
-        return
-    legacy = a.ddp_impl is not None or a.no_overlap_p2p_communication
-    if pp < (3 if legacy else 2):
-        why = ("with --DDP-impl (2021) or --no-overlap-p2p-communication, pipeline-model-parallel size should be "
-               "greater than 2" if legacy else "pipeline-model-parallel size should be greater than 1")
-        _refuse(where, "interleaving needs pipeline stages",
-                f"interleaved 1F1B with --pipeline-model-parallel-size {pp} (Megatron: when the interleaved "
-                f"schedule is used, {why})")
-
-
-def _even(a: argparse.Namespace, where: str) -> None:
-    """The even split, with the embedding and the loss counted as layers when asked."""
-    pp, per, chunks = a.pipeline_model_parallel_size, a.num_layers_per_virtual_pipeline_stage, \
-        a.virtual_pipeline_model_parallel_size
-    layers, counted = _split_layers(a), _split_layers(a) - a.num_layers
-    what = f"--num-layers {a.num_layers}" + (f" plus {counted} (embedding/loss counted as layers)" if counted else "")
-    if layers % pp:
-        _refuse(where, "layers divisible by pp",
-                f"{what} is not a multiple of --pipeline-model-parallel-size {pp} (Megatron: number of layers "
-                f"should be divisible by the pipeline-model-parallel size)")
-    if per and (layers // pp) % per:
-        _refuse(where, "stage layers divisible by chunk layers",
-                f"--num-layers-per-virtual-pipeline-stage {per} does not divide the {layers // pp} layers of a "
-                f"pipeline stage (Megatron: number of layers per pipeline stage must be divisible by the number "
-                f"of layers per virtual pipeline stage)")
-    if chunks and (layers // pp) % chunks:
-        _refuse(where, "stage layers divisible by chunks",
-                f"--virtual-pipeline-model-parallel-size {chunks} does not divide the {layers // pp} layers of a "
-                f"pipeline stage (Megatron: num_layers_per_pipeline_rank should be divisible by vp_size; each "
-                f"model chunk holds the same number of layers)")
-
-
-def _uneven(a: argparse.Namespace, where: str) -> None:
-    """``--decoder-first/last-pipeline-num-layers`` (Megatron-Core's ``TransformerConfig``)."""
-    first, last = a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers
-    if a.account_for_embedding_in_pipeline_split or a.account_for_loss_in_pipeline_split:
-        _refuse(where, "uneven stages or embedding/loss in the split",
-                "--decoder-first/last-pipeline-num-layers with --account-for-embedding/loss-in-pipeline-split "
-                "(Megatron: num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be set "
-                "at the same time with account_for_embedding_in_pipeline_split and "
-                "account_for_loss_in_pipeline_split)")
-    if a.num_layers_per_virtual_pipeline_stage:
-        _refuse(where, "uneven stages take a chunk count",
-                "--decoder-first/last-pipeline-num-layers with --num-layers-per-virtual-pipeline-stage (Megatron: "
-                "please use --num-virtual-stages-per-pipeline-rank to specify virtual pipeline parallel degree "
-                "when enable uneven pipeline parallelism)")
-    vp = a.virtual_pipeline_model_parallel_size if a.pipeline_model_parallel_size > 1 else None
-    middle, stages = a.num_layers, a.pipeline_model_parallel_size
-    for name, n in (("first", first), ("last", last)):
-        if n is None:
-            continue
-        if vp and n % vp:
-            _refuse(where, f"{name} stage layers divisible by chunks",
-                    f"--decoder-{name}-pipeline-num-layers {n} is not a multiple of --virtual-pipeline-model-"
-                    f"parallel-size {vp} (Megatron: number of layers at {name} stage must be divisible by "
-                    f"virtual pipeline parallel degree)")
-        middle, stages = middle - n, stages - 1
-    if bool(middle) != bool(stages) or middle < 0:
-        _refuse(where, "middle layers for middle stages",
-                f"--decoder-first/last-pipeline-num-layers leave {middle} layers for {stages} middle stages "
-                f"(Megatron: you either have middle pp stages and layers or none of them)")
-    if stages and middle % stages:
-        _refuse(where, "middle layers divisible by middle stages",
-                f"the {middle} layers left by --decoder-first/last-pipeline-num-layers do not split over the "
-                f"{stages} middle stages (Megatron: number of layers at middle stage must be divisible by the "
-                f"middle pipeline model parallel size)")
-    if stages and vp and (middle // stages) % vp:
-        _refuse(where, "middle stage layers divisible by chunks",
-                f"the {middle // stages} layers of each middle stage do not split over --virtual-pipeline-model-"
-                f"parallel-size {vp} (Megatron: number of layers on each middle pipeline rank must be divisible "
-                f"by virtual pipeline parallel degree)")
-
-
-def _layout_string(a: argparse.Namespace, where: str) -> None:
-    """``--pipeline-model-parallel-layout`` (Megatron-Core's ``PipelineParallelLayerLayout``)."""
-    layout, pp = a.pipeline_model_parallel_layout, a.pipeline_model_parallel_size
-    if (a.decoder_first_pipeline_num_layers is not None or a.decoder_last_pipeline_num_layers is not None
-            or a.account_for_embedding_in_pipeline_split or a.account_for_loss_in_pipeline_split):
-        _refuse(where, "a layout or other layout arguments",
-                "--pipeline-model-parallel-layout with --decoder-first/last-pipeline-num-layers or "
-                "--account-for-embedding/loss-in-pipeline-split (Megatron: pipeline_model_parallel_layout cannot "
-                "be set with other pipeline layout arguments)")
-    try:
-        chunks = pipeline_layout.chunks(layout)
-    except pipeline_layout.LayoutTooLong as exc:
-        _refuse(where, "a layout of a model's size", f"--pipeline-model-parallel-layout {exc}; a layout names "
-                f"each of the model's --num-layers {a.num_layers} once")
-    for chunk in chunks:
-        for c in chunk:
-            if c not in pipeline_layout.LAYER_CHARACTERS:
-                _refuse(where, "layout characters",
-                        f"--pipeline-model-parallel-layout {layout!r}: {c!r} in chunk {chunk!r} (Megatron: invalid "
-                        f"layer character; known layer characters: E, L, t, m)")
-    if len(chunks) % pp:
-        _refuse(where, "layout chunks divisible by pp",
-                f"--pipeline-model-parallel-layout {layout!r} has {len(chunks)} chunks, not a multiple of "
-                f"--pipeline-model-parallel-size {pp} (Megatron: the length of pipeline_model_parallel_layout "
-                f"must be divisible by pipeline_model_parallel_size)")
-    model = "".join(chunks)
-    if not model.startswith("E") or not model.endswith("L") or model.count("E") != 1 or model.count("L") != 1:
-        _refuse(where, "layout has one embedding first and one loss last",
-                f"--pipeline-model-parallel-layout {layout!r} (Megatron: the first layer must be embedding and the "
-                f"last loss, each specified exactly once)")
-    if model.count("t") != a.num_layers:
-        _refuse(where, "layout layers match --num-layers",
-                f"--pipeline-model-parallel-layout {layout!r} has {model.count('t')} transformer layers, "
-                f"--num-layers {a.num_layers} (Megatron: number of decoder layers must match num_layers)")
-    if "m" in model:
-        _refuse(where, "layout without multi-token prediction",
-                f"--pipeline-model-parallel-layout {layout!r} places multi-token prediction layers (m) without "
-                f"--mtp-num-layers (Megatron: number of mtp layers in layout must match mtp_num_layers)")
-
-
 def _batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     pp, dp, micro, total = a.pipeline_model_parallel_size, data_parallel(a, gpus), a.micro_batch_size, global_batch(a, gpus)
     if total % (micro * dp):
-        _refuse(where, "global batch divisible by micro-batch x dp",
+        refuse(where, "global batch divisible by micro-batch x dp",
                 f"--global-batch-size {total} is not a multiple of --micro-batch-size {micro} x data-parallel "
                 f"size {dp} (Megatron: global batch size is not divisible by micro batch size times data "
                 f"parallel size)")
     micro_batches = total // (micro * dp)
-    if virtual_stages(a) > 1 and (micro_batches < pp or micro_batches % pp):
-        _refuse(where, "interleaved micro-batches divisible by pp",
+    if pipeline_rules.virtual_stages(a) > 1 and (micro_batches < pp or micro_batches % pp):
+        refuse(where, "interleaved micro-batches divisible by pp",
                 f"interleaved 1F1B with {micro_batches} micro-batches per replica and {pp} pipeline stages "
                 f"(Megatron: the number of micro-batches must be a multiple of, and at least, the "
                 f"pipeline-parallel size with the interleaved schedule)")
@@ -358,28 +209,28 @@ def _batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
 
 def _precision(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     if a.fp16 and a.bf16:
-        _refuse(where, "one precision", "give --fp16 or --bf16, not both (Megatron: only one of fp16 and bf16 "
+        refuse(where, "one precision", "give --fp16 or --bf16, not both (Megatron: only one of fp16 and bf16 "
                                         "should be True)")
     if a.ddp_impl == "torch" and a.use_distributed_optimizer:
-        _refuse(where, "distributed optimizer needs local DDP",
+        refuse(where, "distributed optimizer needs local DDP",
                 "--use-distributed-optimizer with --DDP-impl torch: the distributed optimizer shards the local "
                 "DDP's contiguous gradient buffer (Megatron, 2022-2023: if args.use_distributed_optimizer: assert "
                 "args.DDP_impl == 'local'); use --DDP-impl local")
     if a.ddp_impl == "torch" and (a.bf16 or a.accumulate_allreduce_grads_in_fp32):
-        _refuse(where, "fp32 gradient accumulation needs local DDP",
+        refuse(where, "fp32 gradient accumulation needs local DDP",
                 f"{'--bf16' if a.bf16 else '--accumulate-allreduce-grads-in-fp32'} with --DDP-impl torch: "
                 f"gradients accumulated in fp32 need --DDP-impl local (Megatron, 2021: bfloat16 requires gradient "
                 f"accumulation and all-reduce to be done in fp32; assert args.DDP_impl == 'local')")
     if a.bf16 and a.accumulate_allreduce_grads_in_fp32 and a.main_grads_dtype != "fp32":
-        _refuse(where, "fp32 gradient accumulation needs fp32 main gradients",
+        refuse(where, "fp32 gradient accumulation needs fp32 main gradients",
                 f"--accumulate-allreduce-grads-in-fp32 with --main-grads-dtype {a.main_grads_dtype} (Megatron: "
                 f"--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set)")
     if "--fp16-lm-cross-entropy" in others and not a.fp16:
-        _refuse(where, "fp16 cross entropy needs fp16",
+        refuse(where, "fp16 cross entropy needs fp16",
                 "--fp16-lm-cross-entropy without --fp16 (Megatron: lm cross entropy in fp16 only supported in "
                 "fp16 mode)")
     if a.cross_entropy_loss_fusion and a.cross_entropy_fusion_impl == "te":
-        _refuse(where, "no TE cross entropy fusion",
+        refuse(where, "no TE cross entropy fusion",
                 "--cross-entropy-loss-fusion with --cross-entropy-fusion-impl te (Megatron: Transformer Engine "
                 "cross entropy loss fusion is disabled due to stability issues; use --cross-entropy-fusion-impl "
                 "native, or omit --cross-entropy-loss-fusion)")
@@ -394,18 +245,18 @@ def _fp8_era(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
     if a.fp8_format is None:
         return
     if a.checkpoint_activations:
-        _refuse(where, "fp8 needs a Megatron-LM with fp8",
+        refuse(where, "fp8 needs a Megatron-LM with fp8",
                 "--fp8-format with --checkpoint-activations: no Megatron-LM takes both; those with --fp8-format "
                 "(2023-08 on) exit on --checkpoint-activations (Megatron: --checkpoint-activations is no longer "
                 "valid, use --recompute-activations, or, for more control, --recompute-granularity and "
                 "--recompute-method.)")
     if a.activations_checkpoint_method is not None:
-        _refuse(where, "fp8 needs a Megatron-LM with fp8",
+        refuse(where, "fp8 needs a Megatron-LM with fp8",
                 "--fp8-format with --activations-checkpoint-method: no Megatron-LM has both; the method was renamed "
                 "--recompute-method in 2022-04, before FP8 arrived (Megatron: unrecognized arguments: "
                 "--activations-checkpoint-method)")
     if a.ddp_impl is not None and a.transformer_impl != "transformer_engine":
-        _refuse(where, "fp8 needs a Megatron-LM with fp8",
+        refuse(where, "fp8 needs a Megatron-LM with fp8",
                 "--fp8-format with --DDP-impl: the one Megatron-LM with both (2023-08-24 to 08-31) ran its own "
                 "layers unless --transformer-impl transformer_engine (Megatron: transformer-engine required for "
                 "fp8 training and inference)")
@@ -414,25 +265,25 @@ def _fp8_era(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
 def _optimizer(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     if a.use_precision_aware_optimizer:
         if not a.use_distributed_optimizer:
-            _refuse(where, "precision-aware optimizer needs the distributed optimizer",
+            refuse(where, "precision-aware optimizer needs the distributed optimizer",
                     "--use-precision-aware-optimizer needs --use-distributed-optimizer (Megatron: "
                     "--use-precision-aware-optimizer only supported with distributed optimizer)")
         if a.optimizer != "adam":
-            _refuse(where, "precision-aware optimizer is Adam",
+            refuse(where, "precision-aware optimizer is Adam",
                     f"--use-precision-aware-optimizer with --optimizer {a.optimizer} (Megatron: "
                     f"--use-precision-aware-optimizer only supported with adam)")
     else:
         for flag in ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"):
             if getattr(a, flag) != "fp32":
-                _refuse(where, "optimizer dtypes need the precision-aware optimizer",
+                refuse(where, "optimizer dtypes need the precision-aware optimizer",
                         f"--{flag.replace('_', '-')} {getattr(a, flag)} without --use-precision-aware-optimizer "
                         f"(Megatron: {flag} can only be fp32 when not using precision-aware optimizer)")
     if a.ddp_impl == "torch" and a.use_distributed_optimizer:
-        _refuse(where, "distributed optimizer needs local DDP",
+        refuse(where, "distributed optimizer needs local DDP",
                 "--use-distributed-optimizer with --DDP-impl torch (Megatron, 2022-02 to 2023-08: If we use the "
                 "distributed optimizer, we need to use local DDP; assert args.DDP_impl == 'local')")
     if a.optimizer == "sgd" and a.use_distributed_optimizer and not legacy_names(a):
-        _refuse(where, "distributed optimizer needs Adam",
+        refuse(where, "distributed optimizer needs Adam",
                 "--optimizer sgd with --use-distributed-optimizer: torch's SGD has no state to shard before its "
                 "first step (Megatron, since 2023-05: Only Adam, HybridDeviceOptimizer, and optimizers with an "
                 "init_state_fn (e.g., Lion) are currently supported, due to checkpointing requirements.)")
@@ -443,77 +294,77 @@ def _recompute(a: argparse.Namespace, gpus: int, others: dict, where: str) -> No
     granularity = "selective" if a.recompute_activations else a.recompute_granularity
     newer = granularity or a.recompute_method or a.recompute_num_layers is not None or a.recompute_activations
     if a.activations_checkpoint_method and newer:
-        _refuse(where, "one release's recomputation names",
+        refuse(where, "one release's recomputation names",
                 "--activations-checkpoint-method (Megatron-LM of 2021-08 to 2022-05) with --recompute-* (its "
                 "successor): no Megatron-LM has both; give --recompute-granularity full --recompute-method "
                 f"{a.activations_checkpoint_method} --recompute-num-layers N for today's")
     if a.checkpoint_activations and (a.activations_checkpoint_method or newer):
         later = "--activations-checkpoint-method" if a.activations_checkpoint_method else "--recompute-*"
-        _refuse(where, "one release's recomputation names",
+        refuse(where, "one release's recomputation names",
                 f"--checkpoint-activations (Megatron-LM to 2021-08) with {later}, its successor: every Megatron-LM "
                 f"that has {later} stops on --checkpoint-activations (--checkpoint-activations is no longer "
                 f"valid); give one release's names")
     if a.distribute_checkpointed_activations and (a.tensor_model_parallel_size == 1 or not (
             a.activations_checkpoint_method or a.checkpoint_activations)):
-        _refuse(where, "distributed activations need tp and recomputation",
+        refuse(where, "distributed activations need tp and recomputation",
                 "--distribute-checkpointed-activations needs --tensor-model-parallel-size > 1 and "
                 "--activations-checkpoint-method (Megatron: can distribute checkpointed activations only across "
                 "tensor model parallel groups, with an activation-checkpoint method)")
     if granularity == "full" and not a.recompute_method:
-        _refuse(where, "full recomputation needs a method",
+        refuse(where, "full recomputation needs a method",
                 "--recompute-granularity full needs --recompute-method uniform|block (Megatron: using "
                 "recompute_granularity full, recompute_method must be block or uniform)")
     if granularity == "full" and a.recompute_num_layers is None:
-        _refuse(where, "full recomputation needs a layer count",
+        refuse(where, "full recomputation needs a layer count",
                 f"--recompute-granularity full needs --recompute-num-layers (Megatron: recompute_num_layers must "
                 f"be between 1 and num_layers_per_pipeline_rank, "
                 f"{a.num_layers // a.pipeline_model_parallel_size})")
     selective = granularity == "selective"
     if selective and (a.recompute_method or a.recompute_num_layers is not None):
-        _refuse(where, "selective recomputation takes no method",
+        refuse(where, "selective recomputation takes no method",
                 "--recompute-method/--recompute-num-layers with selective recomputation (Megatron: recompute "
                 "method is not yet supported for selective recomputing granularity)")
     if a.distribute_saved_activations and (a.tensor_model_parallel_size == 1 or granularity != "full"):
-        _refuse(where, "distributed activations need tp and full recomputation",
+        refuse(where, "distributed activations need tp and full recomputation",
                 "--distribute-saved-activations needs --tensor-model-parallel-size > 1 and --recompute-granularity "
                 "full (Megatron: can distribute recomputed activations only across tensor model parallel groups, "
                 "with full recompute granularity)")
     if a.distribute_saved_activations and a.sequence_parallel and a.tensor_model_parallel_size > 1:
-        _refuse(where, "distributed activations exclude sequence parallelism",
+        refuse(where, "distributed activations exclude sequence parallelism",
                 "--distribute-saved-activations with --sequence-parallel (Megatron: distribute_saved_activations "
                 "must be false when sequence parallel is enabled)")
 
 
 def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     if a.ddp_impl is not None and (a.overlap_grad_reduce or a.overlap_param_gather or a.tp_comm_overlap):
-        _refuse(where, "no overlap flags in 2021",
+        refuse(where, "no overlap flags in 2021",
                 "--overlap-grad-reduce, --overlap-param-gather and --tp-comm-overlap do not exist in a Megatron-LM "
                 "that has --DDP-impl (2021); use --DDP-impl torch for overlapped gradients")
     sequence_parallel = a.sequence_parallel and a.tensor_model_parallel_size > 1  # Megatron turns it off at tp 1
     if a.tp_comm_overlap and not sequence_parallel:
-        _refuse(where, "tp overlap needs sequence parallelism",
+        refuse(where, "tp overlap needs sequence parallelism",
                 "--tp-comm-overlap needs --sequence-parallel (and tp > 1, where Megatron turns sequence "
                 "parallelism off) (Megatron: tensor parallel communication/GEMM overlap can happen only when "
                 "sequence parallelism is enabled)")
     if "--defer-embedding-wgrad-compute" in others and (a.pipeline_model_parallel_size == 1 or
                                                         a.no_gradient_accumulation_fusion):
-        _refuse(where, "deferred embedding gradients need pp and fusion",
+        refuse(where, "deferred embedding gradients need pp and fusion",
                 "--defer-embedding-wgrad-compute needs pipeline parallelism and gradient accumulation fusion "
                 "(Megatron: cannot defer embedding wgrad compute when pipeline model parallel is not used, or "
                 "when gradient accumulation fusion is not used)")
     if a.fp8_param_gather and a.fp8_format is None:
-        _refuse(where, "FP8 parameters need FP8",
+        refuse(where, "FP8 parameters need FP8",
                 "--fp8-param-gather without --fp8-format (Megatron: fp8_param must be used together with fp8 mode)")
     if a.fp8_param_gather and not a.use_distributed_optimizer:
-        _refuse(where, "FP8 parameter gather needs the distributed optimizer",
+        refuse(where, "FP8 parameter gather needs the distributed optimizer",
                 "--fp8-param-gather needs --use-distributed-optimizer (Megatron: --fp8-param-gather only supported "
                 "with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode)")
     if a.overlap_param_gather and not a.use_distributed_optimizer:
-        _refuse(where, "param gather overlap needs the distributed optimizer",
+        refuse(where, "param gather overlap needs the distributed optimizer",
                 "--overlap-param-gather needs --use-distributed-optimizer (Megatron: --overlap-param-gather only "
                 "supported with distributed optimizer)")
     if a.overlap_param_gather and not a.overlap_grad_reduce:
-        _refuse(where, "param gather overlap needs grad reduce overlap",
+        refuse(where, "param gather overlap needs grad reduce overlap",
                 "--overlap-param-gather needs --overlap-grad-reduce (Megatron: must use --overlap-param-gather "
                 "with --overlap-grad-reduce)")
 
@@ -522,11 +373,11 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
     experts, ep = a.num_experts or 0, a.expert_model_parallel_size
     score = (others.get("--moe-router-score-function") or ["softmax"])[0]
     if "--moe-router-enable-expert-bias" in others and score not in ("sigmoid", "sqrtsoftplus"):
-        _refuse(where, "expert bias needs sigmoid scores",
+        refuse(where, "expert bias needs sigmoid scores",
                 f"--moe-router-enable-expert-bias with the {score} score function (Megatron: Expert bias for aux-loss-"
                 f"free routing only supports 'sigmoid' and 'sqrtsoftplus' score functions.)")
     if not experts and ep > 1:
-        _refuse(where, "expert parallelism needs experts",
+        refuse(where, "expert parallelism needs experts",
                 f"--expert-model-parallel-size {ep} without --num-experts (Megatron: num_experts must be non "
                 f"None to use expert model parallelism)")
     # Megatron lays out the expert groups whether or not the model has experts
@@ -534,51 +385,51 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
     tp, pp = a.tensor_model_parallel_size, a.pipeline_model_parallel_size
     etp = a.expert_tensor_parallel_size or tp
     if (gpus // pp) % (etp * ep):
-        _refuse(where, "expert layout divides the stage",
+        refuse(where, "expert layout divides the stage",
                 f"expert tensor x expert model parallel size {etp} x {ep} does not divide the {gpus // pp} GPUs of "
                 f"a pipeline stage (Megatron: the expert layout etp x ep x edp must fill each stage)")
     if not experts and a.moe_ffn_hidden_size is not None and not has_dense_layers(a.moe_layer_freq):
-        _refuse(where, "expert width needs experts",
+        refuse(where, "expert width needs experts",
                 f"--moe-ffn-hidden-size {a.moe_ffn_hidden_size} without --num-experts (Megatron: "
                 f"moe_ffn_hidden_size is set but num_moe_experts is None. Please set num_moe_experts or remove "
                 f"moe_ffn_hidden_size)")
     pattern = a.moe_layer_freq
     if experts and isinstance(pattern, tuple) and len(pattern) != a.num_layers:
-        _refuse(where, "moe pattern covers the layers",
+        refuse(where, "moe pattern covers the layers",
                 f"--moe-layer-freq: a pattern of {len(pattern)} layers for --num-layers {a.num_layers} (Megatron: "
                 f"Invalid length of moe_layer_pattern: {len(pattern)}, expected {a.num_layers})")
     topk = a.moe_router_topk  # TransformerConfig checks the router's arguments with or without experts
     balancing = others.get("--moe-router-load-balancing-type") or ["aux_loss"]
     if topk == 1 and score == "softmax" and "--moe-router-pre-softmax" not in others and balancing != ["sinkhorn"]:
-        _refuse(where, "top-1 routing needs pre-softmax",
+        refuse(where, "top-1 routing needs pre-softmax",
                 "--moe-router-topk 1 with the softmax router needs --moe-router-pre-softmax (Megatron: softmax over "
                 "one selected expert gives a zero gradient)")
     dispatcher = a.moe_token_dispatcher_type
     if a.moe_shared_expert_intermediate_size and "--moe-shared-expert-overlap" in others and \
             dispatcher not in ("alltoall", "flex"):
-        _refuse(where, "shared expert overlap needs all-to-all",
+        refuse(where, "shared expert overlap needs all-to-all",
                 f"--moe-shared-expert-overlap with the {dispatcher} token dispatcher (Megatron: "
                 f"moe_shared_expert_overlap only works with alltoall or flex token dispatcher.)")
     if not experts:
         return
     if not a.disable_bias_linear and etp > 1 and not legacy_names(a):
-        _refuse(where, "expert biases need etp 1",
+        refuse(where, "expert biases need etp 1",
                 f"--num-experts with biases (the default; --disable-bias-linear drops them) and expert tensor "
                 f"parallelism {etp} (--expert-tensor-parallel-size, default tp) (Megatron: Bias in Moe is only "
                 f"supported when ETP==1)")
     if experts % ep:
-        _refuse(where, "experts divisible by ep",
+        refuse(where, "experts divisible by ep",
                 f"--num-experts {experts} is not a multiple of --expert-model-parallel-size {ep} (Megatron: number "
                 f"of experts should be a multiple of expert model parallel size)")
     if topk > experts:
-        _refuse(where, "top-k at most experts",
+        refuse(where, "top-k at most experts",
                 f"--moe-router-topk {topk} is more than --num-experts {experts} (a token cannot go to more "
                 f"experts than there are)")
 
 
 def _activation(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     if a.swiglu and "--squared-relu" in others:
-        _refuse(where, "one activation",
+        refuse(where, "one activation",
                 "--squared-relu with --swiglu: give one activation (Megatron: if args.squared_relu: assert not "
                 "args.swiglu)")
 
@@ -593,7 +444,7 @@ def _optimizer_copies(a: argparse.Namespace, gpus: int, others: dict, where: str
     etp = a.expert_tensor_parallel_size or tp
     dp_cp, expert_dp = gpus // (tp * pp), gpus // (pp * etp * a.expert_model_parallel_size)
     if not a.use_distributed_optimizer or dp_cp % copies or expert_dp % copies:
-        _refuse(where, "optimizer copies divide the data-parallel ranks",
+        refuse(where, "optimizer copies divide the data-parallel ranks",
                 f"--num-distributed-optimizer-instances {copies} needs --use-distributed-optimizer and a copy count "
                 f"that divides the {dp_cp} data- and context-parallel ranks and the {expert_dp} expert data-parallel "
                 f"ones (Megatron: Data parallel size should be divisible by partial DistOpt shard factor)")
