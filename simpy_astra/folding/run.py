@@ -35,6 +35,11 @@ FOLD_DEFAULT = True
 #: further (smaller runs cost little either way, and stay quiet)
 NOTE_FROM_NPUS = 64
 
+#: the most trace nodes a run with a generated workload simulates (about 1 KB each to write,
+#: hold and run: about 4 GB): an unfolded 16,384-GPU step holds ten times as many and would
+#: fill a machine's memory before its first event
+MAX_SIMULATED_NODES = 4_000_000
+
 #: rank -> (trace path, decoded nodes)
 TraceReader = Callable[[int], tuple[str, list]]
 #: (frame, group order) -> (rank -> its key in that frame, None = cannot fold)
@@ -204,13 +209,15 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
 
 def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: dict[int, tuple[int, ...]],
                 parse_groups: Callable[[str], Any], outcome: FoldOutcome, prepared: Any = None,
-                ) -> tuple[dict[int, tuple[str, list]], Folding | None]:
+                where: str = "", why_off: str = "folding is off") -> tuple[dict[int, tuple[str, list]], Folding | None]:
     """(path, decoded nodes) of every NPU a run simulates, and the folding found.
 
     A lazily generated workload (it has a rank summary) is folded from the summary, and only
     the ranks simulated are written (if not yet) and read; otherwise every ET file is read
     (:func:`read_traces`); ``prepared``: the generated job, if the run holds it (its ranks are
-    then written from it). Decoded records and attributes are shared between ranks."""
+    then written from it). Decoded records and attributes are shared between ranks. A
+    generated run past :data:`MAX_SIMULATED_NODES` is refused naming ``where`` (the scenario's
+    field; default the traces' prefix) and, when it does not fold, ``why_off``."""
     caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
 
     def read(rank: int) -> tuple[str, list]:
@@ -237,8 +244,24 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
         outcome.folding, outcome.why, outcome.kinds = found.folding, found.why, found.kinds
         outcome.programs = len(set(source.classes))
     wanted = range(total_npus) if outcome.folding is None else outcome.folding.representatives
+    source.ensure(wanted[:1])
+    first = read(wanted[0])
+    why = "it does not fold" if fold is not None else why_off
+    _check_size(len(first[1]), len(wanted), total_npus, why, where or prefix)
     source.ensure(wanted)
-    return {i: read(i) for i in wanted}, outcome.folding
+    return {i: first if i == wanted[0] else read(i) for i in wanted}, outcome.folding
+
+
+def _check_size(first_nodes: int, simulated: int, total_npus: int, why: str, where: str) -> None:
+    """Refuse, before the other traces are written, a run of more than
+    :data:`MAX_SIMULATED_NODES` nodes (estimated as the first simulated NPU's times their count)."""
+    nodes = first_nodes * simulated
+    if nodes <= MAX_SIMULATED_NODES:
+        return
+    raise InputError(f"{where}: the run would simulate {simulated:,} of {total_npus:,} NPUs ({why}): about "
+                     f"{nodes:,} trace nodes ({first_nodes:,} for one NPU), more than the bound of "
+                     f"{MAX_SIMULATED_NODES:,} (about 4 GB of memory and disk); let it fold, or use fewer GPUs or "
+                     f"micro-batches")
 
 
 class OrbitReports:
@@ -290,7 +313,14 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
     elif fold_requested(inputs.fold_symmetry):
         fold = FoldSetup.for_run(backend, inputs.network, inputs.system, inputs.remote_memory, dims,
                                  outcome.why)
+    rails = inputs.network.rails
+    if rails is not None and not rails.symmetric:
+        why_off = (f"cluster.oversubscription {rails.oversubscription:g}:1 over leaves of {rails.nodes_per_leaf} "
+                   f"nodes makes GPUs under different leaves unlike; leave it out to fold")
+    else:
+        why_off = "folding is off: fold_symmetry: false, --fold-symmetry off or SIMPY_ASTRA_FOLD=0"
+    prepared = inputs.workload.prepared
     traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome,
-                                  inputs.workload.prepared)
+                                  prepared, getattr(prepared, "where", ""), why_off)
     note = outcome.note(total_npus) if fold is not None or outcome.why else None
     return traces, folding, note
