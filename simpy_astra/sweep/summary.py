@@ -23,10 +23,28 @@ def _number(value: Any, digits: int = 2) -> str:
 
 
 def _digits(column: list[Any]) -> int:
-    """Decimals for a column of figures: 2, or 3 when every one is a fraction (an MFU of 0.104
-    and one of 0.098 both read 0.10 with two)."""
+    """Decimals for a column of figures: 2; 3 when every one is a fraction (an MFU of 0.104
+    and one of 0.098 both read 0.10 with two); none when one reaches 1,000, which shows four
+    significant digits already (a time x price of 3,893,712,000.00 read as exact to the cent)."""
     numbers = [v for v in column if v is not None]
+    if any(isinstance(v, float) and abs(v) >= 1000 for v in numbers):
+        return 0
     return 3 if numbers and all(isinstance(v, float) and abs(v) < 1 for v in numbers) else 2
+
+
+#: a figure's unit by its name's suffix (units live in names: simpy_astra/infra/units.py)
+UNIT_SUFFIXES = (("_ns", "ns"), ("_s", "s"), ("_gib", "GiB"), ("_gb", "GB"), ("_usd", "$"))
+
+
+def objective_text(text: str, value: Any) -> str:
+    """The objective's value as the table shows it, with its unit: ``27,966,191,178 ns`` for
+    ``iteration_time_ns``, ``$1,600`` for ``cost_usd``; an expression or a figure without a
+    unit in its name is named (``finish_ns * cost_usd = 3,893,712,000``, ``mfu = 0.379``)."""
+    number = _number(value, _digits([value]))
+    unit = next((u for suffix, u in UNIT_SUFFIXES if text.isidentifier() and text.endswith(suffix)), None)
+    if unit == "$":
+        return f"${number}"
+    return f"{number} {unit}" if unit else f"{text} = {number}"
 
 
 def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
@@ -136,16 +154,20 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         return
     names = {a.column: a.name for a in spec.axes}
     coords = " ".join(f"{names.get(k, k)}={shown_value(v)}" for k, v in entry["coordinates"].items())
-    rest = f": {coords} -> {_number(entry['objective'])}"
+    figure = objective_text(spec.objective.text, entry["objective"])
+    rest = f": {coords} -> {figure}"
     if out.console is not None:
         out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))
     else:
         import textwrap
 
-        figure = rest.rsplit(" -> ", 1)[1]
-        text = f"{title}{rest[:-len(figure) - 4]} ->\u00a0{figure}"  # the arrow stays with its figure
-        for line in textwrap.wrap(text, PLAIN_WIDTH, subsequent_indent="  ", break_long_words=False,
-                                  break_on_hyphens=False):
+        # the arrow stays with its figure, which is one piece unless it is a long expression
+        # (then only its number and unit or '=' stay together)
+        words = figure.split(" ")
+        kept = len(words) if len(figure) <= PLAIN_WIDTH // 2 else 2
+        figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
+        for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", PLAIN_WIDTH, subsequent_indent="  ",
+                                  break_long_words=False, break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
     figures = entry.get("figures") or {}
     if entry.get("key") not in named and figures.get("iteration_time_ns") is not None:

@@ -1,0 +1,52 @@
+"""The researcher's console, round 3: what a new user read wrong or could not read.
+
+Each test names what the user saw before the fix.
+"""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+import pytest
+
+from simpy_astra.report.console import Output
+from simpy_astra.sweep.axes import Axis
+from simpy_astra.sweep.summary import _digits, _winner, objective_text
+
+
+def _best_lines(objective: str, value, coordinates: dict) -> list[str]:
+    spec = SimpleNamespace(axes=[Axis(c, c.rsplit(".", 1)[-1], (v,)) for c, v in coordinates.items()],
+                           objective=SimpleNamespace(text=objective))
+    stream = io.StringIO()
+    _winner(Output(stream, rich=False), spec, "best", {"key": "k", "objective": value,
+                                                        "coordinates": coordinates}, set())
+    return stream.getvalue().splitlines()
+
+
+@pytest.mark.parametrize(("objective", "value", "shown"), [
+    ("iteration_time_ns", 27_966_191_178, "27,966,191,178 ns"),
+    ("wall_s", 0.018, "0.018 s"),
+    ("memory_per_gpu_gib", 62.56, "62.56 GiB"),
+    ("cost_usd", 12000.0, "$12,000"),
+    ("mfu", 0.379, "mfu = 0.379"),
+    ("finish_ns * cost_usd", 3_893_712_000.0, "finish_ns * cost_usd = 3,893,712,000"),
+])
+def test_a_best_lines_objective_has_its_unit_or_its_name(objective, value, shown):
+    """Before: ``best: tp=8 pp=8 mb=2 recompute=full -> 27,966,191,178`` (ns? ms?) and
+    ``-> 3,893,712,000.00`` for minimise: finish_ns * cost_usd (which quantity, to the cent)."""
+    assert objective_text(objective, value) == shown
+
+
+def test_a_best_line_keeps_its_objective_whole_on_its_own_line_in_a_pipe():
+    lines = _best_lines("finish_ns * cost_usd", 3_893_712_000.0,
+                        {"fabric": "fully_connected", "network.bandwidth": 25})
+    assert lines == ["best: fabric=fully_connected bandwidth=25",
+                     "  -> finish_ns * cost_usd = 3,893,712,000"]
+
+
+def test_a_column_of_large_floats_shows_no_decimals():
+    """Before: cost_usd 12,000.00 and finish_ns * cost_usd 21,982,825,200.00 in the sweep table."""
+    assert _digits([12000.0, 1600.0]) == 0
+    assert _digits([157.52, 62.5]) == 2
+    assert _digits([0.379, 0.098]) == 3
