@@ -50,3 +50,26 @@ def test_a_column_of_large_floats_shows_no_decimals():
     assert _digits([12000.0, 1600.0]) == 0
     assert _digits([157.52, 62.5]) == 2
     assert _digits([0.379, 0.098]) == 3
+
+
+@pytest.mark.parametrize(("amount", "shown"), [
+    (8_859_416.32, "8,859,416"), (12_345.67, "12,346"), (100.0, "100"), (99.5, "99.50"), (1.5, "1.50"), (0.0, "0")])
+def test_a_price_is_in_whole_dollars_from_100_up(amount, shown):
+    """Before: 'network cost: $8,859,416.32' and a column of 1,326,010.37 and 0.00 (the cost
+    model's prices per GB/s are no price to the cent)."""
+    from simpy_astra.report.console import dollars
+
+    assert dollars(amount) == shown
+
+
+def test_the_runs_network_cost_table_shows_no_cents_on_large_prices(capsys):
+    from simpy_astra.network.cost_model import CostItem, NetworkCost
+    from simpy_astra.report.console import print_cost
+
+    cost = NetworkCost(("package",), items=[CostItem(0, "package", "link", 215.822, 1, 1536, 4.0),
+                              CostItem(0, "package", "nic", 215.822, 1, 1536, 0.0)])
+    stream = io.StringIO()
+    print_cost(cost, Output(stream, rich=False))
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "network cost: $1,326,010"
+    assert lines[2].split()[-1] == "1,326,010" and lines[3].split()[-1] == "0"

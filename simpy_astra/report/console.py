@@ -310,9 +310,18 @@ def print_cost(cost, out: Output) -> None:
     if cost.error is not None:
         out.line(f"network cost: unknown ({cost.error})")
         return
-    out.table(f"network cost: ${cost.total_usd:,.2f}", ("dim", "tier", "part", "GiB/s", "radix", "count", "cost ($)"),
+    out.table(f"network cost: ${dollars(cost.total_usd)}", ("dim", "tier", "part", "GiB/s", "radix", "count",
+                                                              "cost ($)"),
               [(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:.4g}", str(i.radix), f"{i.count:,}",
-                f"{i.cost_usd:,.2f}") for i in cost.items], key=3)
+                dollars(i.cost_usd)) for i in cost.items], key=3)
+
+
+def dollars(amount: float) -> str:
+    """A price as a person reads it: whole dollars from $100 up (prices per GB/s make a
+    $8,859,416.32 fabric, whose cents say nothing), cents below ($1.50), 0 for nothing."""
+    if amount == 0:
+        return "0"
+    return f"{amount:,.0f}" if abs(amount) >= 100 else f"{amount:,.2f}"
 
 
 def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
