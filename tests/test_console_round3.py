@@ -6,6 +6,7 @@ Each test names what the user saw before the fix.
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -73,3 +74,23 @@ def test_the_runs_network_cost_table_shows_no_cents_on_large_prices(capsys):
     lines = stream.getvalue().splitlines()
     assert lines[0] == "network cost: $1,326,010"
     assert lines[2].split()[-1] == "1,326,010" and lines[3].split()[-1] == "0"
+
+
+def test_a_failed_points_line_names_the_point_once(tmp_path, capsys):
+    """Before: 'failed bandwidth=-1: InputError: sweep.yaml: point network.bandwidth=-1:
+    network: field ...', the point twice (its short name, then its error's label) and the
+    exception's class; results.csv keeps the error whole."""
+    import csv
+
+    from simpy_astra.cli.main import main
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml"
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"base: {scenario}\naxes:\n  network.bandwidth: [50, -1]\n")
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    text = " ".join(err[err.index("failed "):err.index("best:")].split())  # the failed point's line
+    assert text.startswith("failed bandwidth=-1: network: field 'bandwidth[0]' must be a number > 0")
+    assert text.count("bandwidth=-1") == 1 and "InputError" not in text
+    rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    assert rows[1]["error"].startswith(f"InputError: {sweep}: point network.bandwidth=-1: network: field")

@@ -210,7 +210,7 @@ def _point_line(key: str, coordinates: list[str], mark: str, width: int = 80) ->
 
 def _label(sweep: str, p: Point) -> str:
     """What a point's error names: the sweep file and the coordinates."""
-    return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
+    return p.where(sweep)
 
 
 def _checked(points: list[Point], sweep: str, spec: SweepSpec | None = None,

@@ -112,6 +112,11 @@ class Point:
     def names(self, axes: list[Axis]) -> dict[str, Any]:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
 
+    def where(self, sweep: str) -> str:
+        """What the point's errors name: the sweep file and the coordinates, as results.csv
+        keeps them (the summary, which names the point already, takes this off)."""
+        return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in self.coordinates.items())
+
     @property
     def backend(self) -> str:
         """The network backend that measured this point (points of two backends are not compared),

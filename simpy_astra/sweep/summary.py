@@ -103,7 +103,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
     failed = [o for o in done if not o.ok and not o.invalid]
     for o in failed[:5]:
-        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {o.figures['error']}"
+        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {_own_words(spec, o)}"
         _flagged(out, "failed", "red", text)
     if len(failed) > 5:
         out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
@@ -125,6 +125,14 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     if summary.get("note"):  # within the plain width (one line of 110 columns)
         for line in textwrap.wrap(summary["note"], PLAIN_WIDTH, subsequent_indent="  "):
             out.line(line)
+
+
+def _own_words(spec: SweepSpec, o: Outcome) -> str:
+    """A failed point's error without what its line says already: the point (named first, by
+    its axes' short names) and 'InputError' (a bad input is what every such line reports); a
+    bug keeps its exception's name."""
+    error = o.figures["error"].replace(f"{o.point.where(spec.path)}: ", "")
+    return error.removeprefix("InputError: ")
 
 
 def _flagged(out: Output, word: str, colour: str, text: str) -> None:
