@@ -94,3 +94,56 @@ def test_a_failed_points_line_names_the_point_once(tmp_path, capsys):
     assert text.count("bandwidth=-1") == 1 and "InputError" not in text
     rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
     assert rows[1]["error"].startswith(f"InputError: {sweep}: point network.bandwidth=-1: network: field")
+
+
+def _constrained(tmp_path: Path, axes: dict, constraint: str) -> Path:
+    import yaml
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml"
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"base": str(scenario), "axes": axes, "constraints": [constraint]}))
+    return sweep
+
+
+WORDS = {"model": {"named": {"a": {"network.bandwidth": 50}, "b": {"network.bandwidth": 100}}}}
+
+
+def test_a_constraint_comparing_words_with_a_number_says_so_not_that_nothing_is_left(tmp_path):
+    """Before: 'constraints leave no point to run; loosen them' for model == 3 over the words a, b."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.sweep.spec import load_sweep
+
+    spec = load_sweep(str(_constrained(tmp_path, WORDS, "model == 3")))
+    with pytest.raises(InputError, match=r"'model == 3' leaves no point to run: it compares model, whose values "
+                                         r"are strings \('a', 'b'\), with the number 3: a number and a string are "
+                                         r"never equal"):
+        spec.points()
+
+
+def test_a_constraint_ordering_a_number_against_a_string_says_the_fix(tmp_path):
+    """Before: "'network... > \\"4\\"' cannot be evaluated (TypeError: '>' not supported between
+    instances of 'int' and 'str')"."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.sweep.spec import load_sweep
+
+    spec = load_sweep(str(_constrained(tmp_path, {"system.preferred-dataset-splits": [2, 4]},
+                                       'preferred_dataset_splits > "2"')))
+    with pytest.raises(InputError, match="a number and a string cannot be ordered; write the number without "
+                                         "quotes: preferred_dataset_splits > 2$"):
+        spec.points()
+
+
+def test_a_mixed_axis_compares_with_either_kind_and_a_kept_point_warns_once(tmp_path, capsys):
+    from simpy_astra.cli.main import main
+    from simpy_astra.sweep.spec import load_sweep
+
+    mixed = load_sweep(str(_constrained(tmp_path, {"system.all-reduce-implementation": ["ring", 3]},
+                                        "all_reduce_implementation == 3")))
+    assert len(mixed.points()) == 1 and mixed.warnings == []
+    sweep = _constrained(tmp_path, {**WORDS, "system.preferred-dataset-splits": [1, 2]},
+                         "model != 3 and preferred_dataset_splits == 1")
+    assert main(["sweep", str(sweep), "--list"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: constraints: 'model != 3 and") == 1
+    assert "a number and a string are never equal" in " ".join(err.split())
+    assert max(len(line) for line in err.splitlines()) <= 80

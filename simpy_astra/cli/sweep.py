@@ -262,9 +262,10 @@ def _main(argv: list[str]) -> int:
     spec = load_sweep(args.sweep, tuple(args.plugin))
     for folder in spec.module_folders:  # a backend named module:attribute is found as a point's run finds it
         search_also(folder)
-    for warning in spec.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute
+    for warning in spec.warnings:  # after the points: their expansion may find more
+        print(textwrap.fill(f"warning: {warning}", 80, subsequent_indent="  ", break_on_hyphens=False),
+              file=sys.stderr)
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
