@@ -147,3 +147,21 @@ def test_a_mixed_axis_compares_with_either_kind_and_a_kept_point_warns_once(tmp_
     assert err.count("warning: constraints: 'model != 3 and") == 1
     assert "a number and a string are never equal" in " ".join(err.split())
     assert max(len(line) for line in err.splitlines()) <= 80
+
+
+def test_the_per_npu_table_gives_every_time_its_unit_and_counts_with_separators():
+    """Before: 'GPU time', 'Comm time' and 'overlap' beside 'finished (ns)', and '1536 NPUs
+    simulated', '(1520 NPUs not shown' where the headline says 1,536."""
+    from simpy_astra.report.console import print_summary
+
+    reports = [SimpleNamespace(npu_id=i, finished_cycles=142_780, exposed_comm_cycles=117_780, overlap=0,
+                               times={"GPU": 25_000, "Comm": 117_780}, peak_memory=None, memory_breakdown=None)
+               for i in range(1536)]
+    stream = io.StringIO()
+    print_summary(reports, 1.0, out=Output(stream, rich=False))
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "simpy-astra: 1,536 NPUs simulated in 1.00 s"
+    assert lines[1].split("  ")[1:] == ["finished (ns)", "exposed comm (ns)", "GPU time (ns)", "comm (ns)",
+                                        "overlap (ns)"]
+    assert "(1,520 NPUs not shown; --json-out has all of them)" in lines
+    assert max(len(line) for line in lines) <= 80

@@ -100,7 +100,7 @@ def test_the_quiet_headline_fits_80_columns() -> None:
     two_jobs[2] = npu(2, 14_891_000, 13_192_716)
     assert headline(two_jobs) == "iteration time 14,891,000 ns (last: NPU 2 of 16, exposed comm 13,192,716 ns)"
     huge = [npu(i, 9_000_000_000_000_000_000, 8_000_000_000_000_000_000) for i in range(100_000)]
-    assert headline(huge) == "iteration time 9,000,000,000,000,000,000 ns (last to finish: NPU 0 of 100000)"
+    assert headline(huge) == "iteration time 9,000,000,000,000,000,000 ns (last to finish: NPU 0 of 100,000)"
     assert len(headline(huge)) <= COLUMNS
 
 

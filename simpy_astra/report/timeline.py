@@ -209,7 +209,8 @@ def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None
         else:
             out.line(text)
     if len(npus) > len(shown):
-        out.line(f"({len(npus) - len(shown)} NPUs not shown; --trace-out has all of them)")
+        # --trace-out of every NPU may be refused as too large; --trace-npus picks any of them
+        out.line(f"({len(npus) - len(shown):,} NPUs not shown; --trace-out --trace-npus LIST shows them)")
 
 
 def _classes(breakdown) -> set[str]:
