@@ -16,12 +16,14 @@ from simpy_astra.sweep.axes import Axis
 from simpy_astra.sweep.summary import _digits, _winner, objective_text
 
 
-def _best_lines(objective: str, value, coordinates: dict) -> list[str]:
+def _best_lines(objective: str, value, coordinates: dict, figures: dict | None = None) -> list[str]:
     spec = SimpleNamespace(axes=[Axis(c, c.rsplit(".", 1)[-1], (v,)) for c, v in coordinates.items()],
                            objective=SimpleNamespace(text=objective))
     stream = io.StringIO()
-    _winner(Output(stream, rich=False), spec, "best", {"key": "k", "objective": value,
-                                                        "coordinates": coordinates}, set())
+    entry = {"key": "k", "objective": value, "coordinates": coordinates, "figures": figures or {}}
+    named: set[str] = set()
+    _winner(Output(stream, rich=False), spec, "best", entry, named)
+    _winner(Output(stream, rich=False), spec, "best with finish_ns < 20000", entry, named)
     return stream.getvalue().splitlines()
 
 
@@ -42,8 +44,21 @@ def test_a_best_lines_objective_has_its_unit_or_its_name(objective, value, shown
 def test_a_best_line_keeps_its_objective_whole_on_its_own_line_in_a_pipe():
     lines = _best_lines("finish_ns * cost_usd", 3_893_712_000.0,
                         {"fabric": "fully_connected", "network.bandwidth": 25})
-    assert lines == ["best: fabric=fully_connected bandwidth=25",
-                     "  -> finish_ns * cost_usd = 3,893,712,000"]
+    assert lines[:2] == ["best: fabric=fully_connected bandwidth=25",
+                         "  -> finish_ns * cost_usd = 3,893,712,000"]
+
+
+def test_a_winner_whose_run_warned_says_so_under_its_line_once():
+    """quick.yaml's unaware best, 13,476 ns, is 1.44x below its link-bandwidth floor: before,
+    the summary said '4 point(s) warned: results.csv's warnings column has their words', and
+    not that the crowned point was one of them."""
+    warning = ("4 MiB all-reduce: 1.44x below its link-bandwidth floor | network: Ring(4) x Ring(4) x "
+               "Ring(4) | analytical backend: 13.5 us, no contention; congestion_aware models it")
+    lines = _best_lines("finish_ns", 13_476, {"network.bandwidth": 200}, {"finish_ns": 13_476, "warnings": warning})
+    assert lines[:2] == ["best: bandwidth=200 -> 13,476 ns",
+                         "  warned: 4 MiB all-reduce: 1.44x below its link-bandwidth floor | network:"]
+    assert " ".join(line.strip() for line in lines[1:4]) == f"warned: {warning}"
+    assert lines[4] == "best with finish_ns < 20000: bandwidth=200 -> 13,476 ns" and len(lines) == 5
 
 
 def test_a_column_of_large_floats_shows_no_decimals():

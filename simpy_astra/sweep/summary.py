@@ -156,7 +156,8 @@ def escape(text: str) -> str:
 def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | None, named: set[str]) -> None:
     """``title: tp=8 pp=8 -> objective`` (the axes by their short names), wrapped within 80
     columns in a pipe (a terminal wraps it to its width), the figure never split; a Megatron
-    point's answer (step time, TFLOP/s, MFU, memory) below it the first time it is named."""
+    point's answer (step time, TFLOP/s, MFU, memory) and the warnings of its run below it the
+    first time it is named."""
     if entry is None:
         out.line(f"{title}: no finished point qualifies")
         return
@@ -167,8 +168,6 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
     if out.console is not None:
         out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))
     else:
-        import textwrap
-
         # the arrow stays with its figure, which is one piece unless it is a long expression
         # (then only its number and unit or '=' stay together)
         words = figure.split(" ")
@@ -178,15 +177,19 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
                                   break_long_words=False, break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
     figures = entry.get("figures") or {}
-    if entry.get("key") not in named and figures.get("iteration_time_ns") is not None:
-        named.add(entry.get("key"))
+    if entry.get("key") in named:
+        return
+    named.add(entry.get("key"))
+    if figures.get("iteration_time_ns") is not None:
         out.line("  " + _training_line(figures))
         parts = _memory_parts(figures)
         if parts:
-            import textwrap
-
             for line in textwrap.wrap(parts, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    "):
                 out.line(line)
+    if figures.get("warnings"):  # the winner's own run doubts its figure (below a bandwidth floor): said here
+        for line in textwrap.wrap(f"warned: {figures['warnings']}", PLAIN_WIDTH, initial_indent="  ",
+                                  subsequent_indent="    ", break_on_hyphens=False):
+            out.line(line)
 
 
 #: a Megatron point's memory parts as results.csv names them, and as the summary says them
