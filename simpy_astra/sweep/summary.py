@@ -96,11 +96,20 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     warned = sum(1 for o in done if o.figures.get("warnings"))
     if warned:  # a run prints its warnings; a point's are in its row, where nobody reads unasked
         out.line(f"{warned} point(s) warned: results.csv's warnings column has their words")
-    for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
-        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {o.figures['error'].split(': ', 1)[0]}"
-        _flagged(out, "invalid", "yellow", text)
-    if len(invalid) > 3:
-        out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
+    # a line per rule, as --list says them (eight points of one rule made three alike lines and
+    # '... and 5 more'); the rule only: results.csv has Megatron's whole reason
+    by_rule: dict[str, list[Outcome]] = {}
+    for o in invalid:
+        by_rule.setdefault(o.figures["error"].split(": ", 1)[0], []).append(o)
+    for rule, points in list(by_rule.items())[:3]:
+        first = " ".join(point_words(spec.axes, points[0].point.coordinates))
+        if len(points) == 1:
+            _flagged(out, "invalid:", "yellow", f"{first} breaks the rule '{rule}'")
+        else:  # the example point is never split across lines
+            _flagged(out, "invalid:", "yellow", f"{len(points)} points break the rule '{rule}', "
+                     + "\u00a0".join(f"e.g. {first}".split(" ")))
+    if len(by_rule) > 3:
+        out.line(f"... and {len(by_rule) - 3} more rules that points break (results.csv has them)")
     failed = [o for o in done if not o.ok and not o.invalid]
     for o in failed[:5]:
         text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {_own_words(spec, o)}"
@@ -139,10 +148,12 @@ def _flagged(out: Output, word: str, colour: str, text: str) -> None:
     """``word text`` (an invalid or failed point and why): coloured on a terminal, which wraps
     it; in a pipe wrapped within 80 columns (an error is often longer than the line)."""
     if out.console is not None:
+        text = text.replace("\u00a0", " ")
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
-    for line in textwrap.wrap(f"{word} {printable(text)}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
-        out.line(line)
+    text = "\u00a0".join(printable(piece) for piece in text.split("\u00a0"))  # a space kept whole
+    for line in textwrap.wrap(f"{word} {text}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
+        out.line(line.replace("\u00a0", " "))
 
 
 def escape(text: str) -> str:
