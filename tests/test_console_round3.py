@@ -180,3 +180,17 @@ def test_the_per_npu_table_gives_every_time_its_unit_and_counts_with_separators(
                                         "overlap (ns)"]
     assert "(1,520 NPUs not shown; --json-out has all of them)" in lines
     assert max(len(line) for line in lines) <= 80
+
+
+def test_points_that_failed_alike_give_their_error_once(tmp_path, capsys):
+    """Before: the same error on one line per point (five of them, then '... and N more')."""
+    from simpy_astra.cli.main import main
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "default.yaml"
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"base: {scenario}\naxes:\n  network.bandwidth: [50, -1]\n"
+                     f"  system.preferred-dataset-splits: [1, 2, 4]\n")
+    assert main(["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("must be a number > 0") == 1
+    assert "failed bandwidth=-1 preferred_dataset_splits=1 (and 2 more alike): network:" in err

@@ -110,12 +110,16 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
                      + "\u00a0".join(f"e.g. {first}".split(" ")))
     if len(by_rule) > 3:
         out.line(f"... and {len(by_rule) - 3} more rules that points break (results.csv has them)")
-    failed = [o for o in done if not o.ok and not o.invalid]
-    for o in failed[:5]:
-        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {_own_words(spec, o)}"
-        _flagged(out, "failed", "red", text)
-    if len(failed) > 5:
-        out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
+    by_error: dict[str, list[Outcome]] = {}  # points that failed alike: their error once
+    for o in done:
+        if not o.ok and not o.invalid:
+            by_error.setdefault(_own_words(spec, o), []).append(o)
+    for error, points in list(by_error.items())[:5]:
+        more = f" (and {len(points) - 1} more alike)" if len(points) > 1 else ""
+        _flagged(out, "failed", "red", f"{' '.join(point_words(spec.axes, points[0].point.coordinates))}{more}: {error}")
+    if len(by_error) > 5:
+        rest = sum(len(points) for points in list(by_error.values())[5:])
+        out.line(f"... and {rest} more failed points (results.csv has their errors)")
     sections = summary.get("by_backend") or {None: summary}
     named: set[str] = set()  # points whose training figures are shown already
     for backend, section in sections.items():
