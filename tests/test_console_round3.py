@@ -18,7 +18,7 @@ from simpy_astra.sweep.summary import _digits, _winner, objective_text
 
 def _best_lines(objective: str, value, coordinates: dict, figures: dict | None = None) -> list[str]:
     spec = SimpleNamespace(axes=[Axis(c, c.rsplit(".", 1)[-1], (v,)) for c, v in coordinates.items()],
-                           objective=SimpleNamespace(text=objective))
+                           objective=SimpleNamespace(text=objective), path="sweep.yaml")
     stream = io.StringIO()
     entry = {"key": "k", "objective": value, "coordinates": coordinates, "figures": figures or {}}
     named: set[str] = set()
@@ -59,6 +59,14 @@ def test_a_winner_whose_run_warned_says_so_under_its_line_once():
                          "  warned: 4 MiB all-reduce: 1.44x below its link-bandwidth floor | network:"]
     assert " ".join(line.strip() for line in lines[1:4]) == f"warned: {warning}"
     assert lines[4] == "best with finish_ns < 20000: bandwidth=200 -> 13,476 ns" and len(lines) == 5
+
+
+def test_a_winners_warning_does_not_name_the_point_again():
+    """mesh_backends.yaml's best read 'warned: scenarios/sweeps/mesh_backends.yaml: point
+    workload.collective=all_to_all backend=congestion_aware: network: fields ...'."""
+    warning = "sweep.yaml: point network.bandwidth=200: network: fields 'packet-size' change nothing"
+    lines = _best_lines("finish_ns", 1, {"network.bandwidth": 200}, {"warnings": warning})
+    assert lines[1] == "  warned: network: fields 'packet-size' change nothing"
 
 
 def test_a_column_of_large_floats_shows_no_decimals():

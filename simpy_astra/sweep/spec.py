@@ -113,15 +113,21 @@ class Point:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
 
     def where(self, sweep: str) -> str:
-        """What the point's errors name: the sweep file and the coordinates, as results.csv
-        keeps them (the summary, which names the point already, takes this off)."""
-        return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in self.coordinates.items())
+        """What the point's errors and warnings name: :func:`point_label`."""
+        return point_label(sweep, self.coordinates)
+
 
     @property
     def backend(self) -> str:
         """The network backend that measured this point (points of two backends are not compared),
         by its registered name however the point spelt it."""
         return registered_name(str(self.scenario.get("backend") or DEFAULT_BACKEND))
+
+
+def point_label(sweep: str, coordinates: dict[str, Any]) -> str:
+    """What a point's errors and warnings name: the sweep file and the coordinates, as results.csv
+    keeps them (the summary, which names the point already, takes this off)."""
+    return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in coordinates.items())
 
 
 @dataclass

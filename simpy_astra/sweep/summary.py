@@ -11,7 +11,7 @@ from simpy_astra.report.console import PLAIN_WIDTH, Output
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
 from simpy_astra.sweep.best import Outcome, objective_of, unreported
-from simpy_astra.sweep.spec import SweepSpec
+from simpy_astra.sweep.spec import SweepSpec, point_label
 
 
 def _number(value: Any, digits: int = 2) -> str:
@@ -202,7 +202,8 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
             for line in textwrap.wrap(parts, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    "):
                 out.line(line)
     if figures.get("warnings"):  # the winner's own run doubts its figure (below a bandwidth floor): said here
-        for line in textwrap.wrap(f"warned: {figures['warnings']}", PLAIN_WIDTH, initial_indent="  ",
+        warned = figures["warnings"].replace(f"{point_label(spec.path, entry['coordinates'])}: ", "")
+        for line in textwrap.wrap(f"warned: {warned}", PLAIN_WIDTH, initial_indent="  ",
                                   subsequent_indent="    ", break_on_hyphens=False):
             out.line(line)
 
