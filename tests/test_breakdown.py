@@ -348,7 +348,7 @@ def test_breakdown_table_fits_80_columns(npus: int, rich: bool) -> None:
     assert lines[-1] == "(long part names shortened with ..; --json-out has them whole)"
     assert "not shown" not in text.getvalue()  # every column, at 80 columns
     if not rich:
-        assert lines[0] == f"where the time went (ms): NPU 0 (last to finish), and over {npus} NPUs"
+        assert lines[0] == f"where the time went (ms): NPU 0 (last to finish), and over {npus:,} NPUs"
         assert lines[-2].split() == ["finish", "999,999.9", "100.0%", f"{(finish - npus + 1) / 1e6:,.1f}",
                                      f"{(finish - (npus - 1) / 2) / 1e6:,.1f}", "999,999.9"]
 

@@ -100,7 +100,7 @@ def test_the_quiet_headline_fits_80_columns() -> None:
     two_jobs[2] = npu(2, 14_891_000, 13_192_716)
     assert headline(two_jobs) == "iteration time 14,891,000 ns (last: NPU 2 of 16, exposed comm 13,192,716 ns)"
     huge = [npu(i, 9_000_000_000_000_000_000, 8_000_000_000_000_000_000) for i in range(100_000)]
-    assert headline(huge) == "iteration time 9,000,000,000,000,000,000 ns (last to finish: NPU 0 of 100000)"
+    assert headline(huge) == "iteration time 9,000,000,000,000,000,000 ns (last to finish: NPU 0 of 100,000)"
     assert len(headline(huge)) <= COLUMNS
 
 
@@ -131,7 +131,8 @@ def test_a_sweeps_winner_is_named_by_its_axes_short_names_with_its_answer_within
     spec = SimpleNamespace(axes=[Axis(f"{args}tensor-model-parallel-size", "tp", (4, 8)),
                                  Axis(f"{args}pipeline-model-parallel-size", "pp", (8, 16)),
                                  Axis(f"{args}micro-batch-size", "mb", (2, 4)),
-                                 Axis("recompute", "recompute", ("full", "selective"))])
+                                 Axis("recompute", "recompute", ("full", "selective"))],
+                           objective=SimpleNamespace(text="iteration_time_ns"))
     entry = {"key": "ca6dd9947bed", "objective": 28_307_589_178,
              "coordinates": {f"{args}tensor-model-parallel-size": 8, f"{args}pipeline-model-parallel-size": 8,
                              f"{args}micro-batch-size": 2, "recompute": "full"},
@@ -143,11 +144,11 @@ def test_a_sweeps_winner_is_named_by_its_axes_short_names_with_its_answer_within
     _winner(out, spec, "best with mfu > 0.3", entry, named)
     _winner(out, spec, "best with tflops_per_gpu * mfu > 50 and memory_per_gpu_gib < 70", entry, named)
     assert stream.getvalue().splitlines() == [
-        "best: tp=8 pp=8 mb=2 recompute=full -> 28,307,589,178",
+        "best: tp=8 pp=8 mb=2 recompute=full -> 28,307,589,178 ns",
         "  step 28.308 s; per GPU 155.6 TFLOP/s, MFU 37.4%, 62.2 of 80 GiB (fits)",
-        "best with mfu > 0.3: tp=8 pp=8 mb=2 recompute=full -> 28,307,589,178",
+        "best with mfu > 0.3: tp=8 pp=8 mb=2 recompute=full -> 28,307,589,178 ns",
         "best with tflops_per_gpu * mfu > 50 and memory_per_gpu_gib < 70: tp=8 pp=8 mb=2",
-        "  recompute=full -> 28,307,589,178"]
+        "  recompute=full -> 28,307,589,178 ns"]
 
 
 def test_a_continued_tables_title_is_one_line_on_a_terminal() -> None:
@@ -221,7 +222,8 @@ def test_a_sweeps_megatron_winner_says_what_its_memory_is_made_of_within_80_colu
     from simpy_astra.sweep.axes import Axis
     from simpy_astra.sweep.summary import _winner
 
-    spec = SimpleNamespace(axes=[Axis("workload.args.tensor-model-parallel-size", "tp", (2, 8))])
+    spec = SimpleNamespace(axes=[Axis("workload.args.tensor-model-parallel-size", "tp", (2, 8))],
+                           objective=SimpleNamespace(text="iteration_time_ns"))
     figures = {"iteration_time_ns": 12_880_347_025, "tflops_per_gpu": 565.4, "mfu": 0.57169,
                "memory_per_gpu_gib": 72.22, "memory_capacity_gib": 80, "fits": 1, "memory_weights_gib": 8.213,
                "memory_gradients_gib": 16.426, "memory_optimizer_gib": 3.08, "memory_activations_gib": 44.5,

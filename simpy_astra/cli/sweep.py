@@ -210,7 +210,7 @@ def _point_line(key: str, coordinates: list[str], mark: str, width: int = 80) ->
 
 def _label(sweep: str, p: Point) -> str:
     """What a point's error names: the sweep file and the coordinates."""
-    return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in p.coordinates.items())
+    return p.where(sweep)
 
 
 def _checked(points: list[Point], sweep: str, spec: SweepSpec | None = None,
@@ -262,9 +262,10 @@ def _main(argv: list[str]) -> int:
     spec = load_sweep(args.sweep, tuple(args.plugin))
     for folder in spec.module_folders:  # a backend named module:attribute is found as a point's run finds it
         search_also(folder)
-    for warning in spec.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute
+    for warning in spec.warnings:  # after the points: their expansion may find more
+        print(textwrap.fill(f"warning: {warning}", 80, subsequent_indent="  ", break_on_hyphens=False),
+              file=sys.stderr)
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])

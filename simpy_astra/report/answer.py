@@ -26,8 +26,8 @@ def headline(reports: list[NpuReport], training=None) -> str:
         return "iteration time 0 ns (no NPU ran)"
     last = max(reports, key=lambda r: (r.finished_cycles, -r.npu_id))
     step = f"iteration time {last.finished_cycles:,} ns"
-    wordings = (f"{step} (last: NPU {last.npu_id} of {len(reports)}, exposed comm {last.exposed_comm_cycles:,} ns)",
-                f"{step} (last to finish: NPU {last.npu_id} of {len(reports)})")
+    wordings = (f"{step} (last: NPU {last.npu_id} of {len(reports):,}, exposed comm {last.exposed_comm_cycles:,} ns)",
+                f"{step} (last to finish: NPU {last.npu_id} of {len(reports):,})")
     return next((w for w in wordings if len(w) <= HEADLINE_WIDTH), wordings[-1])
 
 

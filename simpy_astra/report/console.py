@@ -256,14 +256,16 @@ def print_summary(reports: list[NpuReport], wall_s: float, links: list | None = 
     rows = sorted(reports, key=lambda r: r.npu_id)
     shown = rows if len(rows) <= 16 else rows[:8] + rows[-8:]
     memory = any(r.peak_memory for r in shown)  # no column of dashes when no NPU tracks memory
-    out.table(f"simpy-astra: {len(reports)} NPUs simulated in {wall_s:.2f} s",
-              ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time", "Comm time", "overlap")
+    # every time column says its unit (the reference's 'GPU time', 'Comm time' and overlap read as
+    # unitless beside 'finished (ns)'); short enough that 8 NPUs' table fits 80 columns whole
+    out.table(f"simpy-astra: {len(reports):,} NPUs simulated in {wall_s:.2f} s",
+              ("NPU", "finished (ns)", "exposed comm (ns)", "GPU time (ns)", "comm (ns)", "overlap (ns)")
               + (("peak memory",) if memory else ()),
               [(str(r.npu_id), f"{r.finished_cycles:,}", f"{r.exposed_comm_cycles:,}",
                 f"{r.times.get(GPU, 0):,}", f"{r.times.get(COMM, 0):,}", f"{r.overlap or 0:,}",
                 *((r.peak_memory or "-",) if memory else ())) for r in shown])
     if len(rows) > len(shown):
-        out.line(f"({len(rows) - len(shown)} NPUs not shown; --json-out has all of them)")
+        out.line(f"({len(rows) - len(shown):,} NPUs not shown; --json-out has all of them)")
     print_memory_breakdown(shown, out)
     if jobs:
         print_jobs(jobs, out)
@@ -310,9 +312,18 @@ def print_cost(cost, out: Output) -> None:
     if cost.error is not None:
         out.line(f"network cost: unknown ({cost.error})")
         return
-    out.table(f"network cost: ${cost.total_usd:,.2f}", ("dim", "tier", "part", "GiB/s", "radix", "count", "cost ($)"),
+    out.table(f"network cost: ${dollars(cost.total_usd)}", ("dim", "tier", "part", "GiB/s", "radix", "count",
+                                                              "cost ($)"),
               [(str(i.dim), i.tier, i.kind, f"{i.bandwidth_gbps:.4g}", str(i.radix), f"{i.count:,}",
-                f"{i.cost_usd:,.2f}") for i in cost.items], key=3)
+                dollars(i.cost_usd)) for i in cost.items], key=3)
+
+
+def dollars(amount: float) -> str:
+    """A price as a person reads it: whole dollars from $100 up (prices per GB/s make a
+    $8,859,416.32 fabric, whose cents say nothing), cents below ($1.50), 0 for nothing."""
+    if amount == 0:
+        return "0"
+    return f"{amount:,.0f}" if abs(amount) >= 100 else f"{amount:,.2f}"
 
 
 def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
@@ -474,7 +485,7 @@ def print_breakdown(breakdowns: dict, out: Output) -> None:
     rows = [(_short_part(name), fmt(mine.parts.get(name, 0)), f"{100 * mine.parts.get(name, 0) / total:.1f}%",
              fmt(lo), fmt(mid), fmt(hi)) for name, (lo, mid, hi) in spreads.items()]
     rows.append(("finish", fmt(mine.finish_ns), "100.0%", *(fmt(v) for v in _finish_spread(breakdowns))))
-    npus = "NPU" if len(breakdowns) == 1 else f"{len(breakdowns)} NPUs"
+    npus = "NPU" if len(breakdowns) == 1 else f"{len(breakdowns):,} NPUs"
     out.table(f"where the time went ({unit}): NPU {critical} (last to finish), and over {npus}",
               ("part", f"NPU {critical}", "share", "min", "median", "max"), rows)
     if any(_short_part(name) != name for name in spreads):

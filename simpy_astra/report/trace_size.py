@@ -7,10 +7,8 @@ browser can open, and writing them took minutes after the run. The size is bound
 the traces' node counts before time starts (a generated workload's from one rank per class,
 as a folded run reads; ET files from the built run), so a trace that cannot be opened is
 refused at once, in one line that gives its size and how to select NPUs (``--trace-npus``).
-``nodes.csv`` has a row per node too, and its rows are held in memory before they are written
-(measured: 480 B a row of 84 B, a 64-GPU Megatron step's 375,457 rows), after a run that
-simulates every NPU: one past the same limit is refused alike (a 16,384-GPU Llama-3-405B-like
-step's 48 million rows: at least 2.8 GB).
+``nodes.csv`` has a row per node of every NPU too (written an NPU at a time): one past the same
+limit is refused alike (a 16,384-GPU Llama-3-405B-like step's 48 million rows: at least 2.8 GB).
 """
 
 from __future__ import annotations
@@ -95,8 +93,7 @@ def check_csv_size(per_npu: dict[int, tuple[int, int]]) -> None:
     size, rows = sum(b for b, _ in per_npu.values()), sum(n for _, n in per_npu.values())
     if size > LIMIT_BYTES:
         raise InputError(f"--csv-out: nodes.csv of all {len(per_npu):,} NPUs would be at least {_gb(size)} "
-                         f"({rows:,} rows, one a node; held in memory at about 6x that before they are written, "
-                         f"after an unfolded run of every NPU), past {_gb(LIMIT_BYTES)}; leave out --csv-out (the "
+                         f"({rows:,} rows, one a node of each NPU), past {_gb(LIMIT_BYTES)}; leave out --csv-out (the "
                          f"per-NPU figures are in --json-out), or run fewer GPUs (a smaller data-parallel size "
                          f"gives each rank the same rows)")
 

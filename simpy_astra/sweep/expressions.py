@@ -171,6 +171,55 @@ class Expression:
         return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def _number_in(text: str) -> int | float | None:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None
+
+
+def type_mismatch(text: str, values: dict[str, Any], choices: dict[str, tuple[Any, ...]]) -> str | None:
+    """Why a comparison in ``text`` cannot mean what it says: a name whose values are numbers
+    compared with a string constant (``tp > "4"``), or one whose values are strings with a
+    number (``model == 3``): never equal, and not ordered. Says the fix; None when no comparison
+    mixes them. ``values``: one point's; ``choices``: an axis's every value (a mixed axis,
+    ``[1, "auto"]``, compares with either kind)."""
+    for node in ast.walk(ast.parse(text.strip(), mode="eval")):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for i, (a, b) in enumerate(zip(operands, operands[1:], strict=False)):
+            for name, const in ((a, b), (b, a)):
+                if not (isinstance(name, ast.Name) and isinstance(const, ast.Constant) and name.id in values):
+                    continue
+                said = const.value
+                seen = choices.get(name.id, (values[name.id],))
+                if not all(isinstance(v, str) != isinstance(said, str) for v in seen):
+                    continue
+                kind = "strings" if isinstance(values[name.id], str) else "numbers"
+                if isinstance(said, str):
+                    number = _number_in(said)
+                    fix = None if number is None else ast.Constant(number)
+                    hint = "write the number without quotes"
+                else:
+                    fix = ast.Constant(str(said)) if str(said) in seen else None
+                    hint = "quote it as the axis spells its values"
+                shown = ", ".join(repr(v) for v in seen[:6]) + (", ..." if len(seen) > 6 else "")
+                never = "equal" if isinstance(node.ops[i], ast.Eq | ast.NotEq | ast.In | ast.NotIn) else "order"
+                what = (f"compares {name.id}, whose values are {kind} ({shown}), with the "
+                        f"{'string' if isinstance(said, str) else 'number'} {said!r}: a number and a string "
+                        f"{'are never equal' if never == 'equal' else 'cannot be ordered'}")
+                if fix is not None:
+                    fixed = ast.Compare(a if a is name else fix, [node.ops[i]], [b if b is name else fix])
+                    return f"{what}; {hint}: {ast.unparse(fixed)}"
+                return f"{what}; compare {name.id} with one of its values"
+    return None
+
+
 def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64",
                      flags: frozenset[str] = frozenset()) -> Expression:
     """Check syntax, allowed operations and that every variable is one of ``known``; errors name

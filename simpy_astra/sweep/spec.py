@@ -58,7 +58,7 @@ from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis, point_words
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
-from simpy_astra.sweep.expressions import Expression, parse_expression
+from simpy_astra.sweep.expressions import Expression, parse_expression, type_mismatch
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
     check_flag,
@@ -112,11 +112,22 @@ class Point:
     def names(self, axes: list[Axis]) -> dict[str, Any]:
         return {**self.flags, **{a.name: self.coordinates[a.column] for a in axes}}
 
+    def where(self, sweep: str) -> str:
+        """What the point's errors and warnings name: :func:`point_label`."""
+        return point_label(sweep, self.coordinates)
+
+
     @property
     def backend(self) -> str:
         """The network backend that measured this point (points of two backends are not compared),
         by its registered name however the point spelt it."""
         return registered_name(str(self.scenario.get("backend") or DEFAULT_BACKEND))
+
+
+def point_label(sweep: str, coordinates: dict[str, Any]) -> str:
+    """What a point's errors and warnings name: the sweep file and the coordinates, as results.csv
+    keeps them (the summary, which names the point already, takes this off)."""
+    return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in coordinates.items())
 
 
 @dataclass
@@ -235,7 +246,7 @@ class SweepSpec:
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        out, seen = [], set()
+        out, seen, first = [], set(), {}
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
             if progress is not None and done % 64 == 0:
                 progress(done, total)
@@ -250,11 +261,31 @@ class SweepSpec:
             values = {**flags, **names}
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
             # cannot judge it: the point stays, and shows why it cannot run
-            if all(not f.names <= values.keys() or f.evaluate(values, f"{self.path}: constraints")
-                   for f in self.point_filters):
+            first = first or values
+            if all(not f.names <= values.keys() or self._keeps(f, values) for f in self.point_filters):
                 out.append(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords)),
                                  " ".join(point_words(self.axes, coords, terse=True))))
+        for f in self.point_filters if first else ():  # 'model == 3' of an axis of words: never true
+            why = f.names <= first.keys() and type_mismatch(f.text, first, self._choices())
+            if why and not out:
+                raise InputError(f"{self.path}: constraints: '{f.text}' leaves no point to run: it {why}")
+            if why and f"constraints: '{f.text}' {why}" not in self.warnings:
+                self.warnings.append(f"constraints: '{f.text}' {why}")
         return out
+
+    def _choices(self) -> dict[str, tuple[Any, ...]]:
+        return {a.name: a.values for a in self.axes}
+
+    def _keeps(self, f: Expression, values: dict[str, Any]) -> Any:
+        """Whether constraint ``f`` keeps the point of ``values``; a comparison of a number with a
+        string (``tp > "4"``) is refused saying so, not as Python's TypeError."""
+        try:
+            return f.evaluate(values, f"{self.path}: constraints")
+        except InputError:
+            why = type_mismatch(f.text, values, self._choices())
+            if why:
+                raise InputError(f"{self.path}: constraints: '{f.text}' {why}") from None
+            raise
 
     def _flags(self, scenario: dict[str, Any]) -> dict[str, Any]:
         if not self.flag_names:

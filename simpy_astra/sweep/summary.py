@@ -11,7 +11,7 @@ from simpy_astra.report.console import PLAIN_WIDTH, Output
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
 from simpy_astra.sweep.best import Outcome, objective_of, unreported
-from simpy_astra.sweep.spec import SweepSpec
+from simpy_astra.sweep.spec import SweepSpec, point_label
 
 
 def _number(value: Any, digits: int = 2) -> str:
@@ -23,10 +23,28 @@ def _number(value: Any, digits: int = 2) -> str:
 
 
 def _digits(column: list[Any]) -> int:
-    """Decimals for a column of figures: 2, or 3 when every one is a fraction (an MFU of 0.104
-    and one of 0.098 both read 0.10 with two)."""
+    """Decimals for a column of figures: 2; 3 when every one is a fraction (an MFU of 0.104
+    and one of 0.098 both read 0.10 with two); none when one reaches 1,000, which shows four
+    significant digits already (a time x price of 3,893,712,000.00 read as exact to the cent)."""
     numbers = [v for v in column if v is not None]
+    if any(isinstance(v, float) and abs(v) >= 1000 for v in numbers):
+        return 0
     return 3 if numbers and all(isinstance(v, float) and abs(v) < 1 for v in numbers) else 2
+
+
+#: a figure's unit by its name's suffix (units live in names: simpy_astra/infra/units.py)
+UNIT_SUFFIXES = (("_ns", "ns"), ("_s", "s"), ("_gib", "GiB"), ("_gb", "GB"), ("_usd", "$"))
+
+
+def objective_text(text: str, value: Any) -> str:
+    """The objective's value as the table shows it, with its unit: ``27,966,191,178 ns`` for
+    ``iteration_time_ns``, ``$1,600`` for ``cost_usd``; an expression or a figure without a
+    unit in its name is named (``finish_ns * cost_usd = 3,893,712,000``, ``mfu = 0.379``)."""
+    number = _number(value, _digits([value]))
+    unit = next((u for suffix, u in UNIT_SUFFIXES if text.isidentifier() and text.endswith(suffix)), None)
+    if unit == "$":
+        return f"${number}"
+    return f"{number} {unit}" if unit else f"{text} = {number}"
 
 
 def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
@@ -78,17 +96,30 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     warned = sum(1 for o in done if o.figures.get("warnings"))
     if warned:  # a run prints its warnings; a point's are in its row, where nobody reads unasked
         out.line(f"{warned} point(s) warned: results.csv's warnings column has their words")
-    for o in invalid[:3]:  # the rule only: results.csv has Megatron's whole reason
-        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {o.figures['error'].split(': ', 1)[0]}"
-        _flagged(out, "invalid", "yellow", text)
-    if len(invalid) > 3:
-        out.line(f"... and {len(invalid) - 3} more invalid points (results.csv has their rules)")
-    failed = [o for o in done if not o.ok and not o.invalid]
-    for o in failed[:5]:
-        text = f"{' '.join(point_words(spec.axes, o.point.coordinates))}: {o.figures['error']}"
-        _flagged(out, "failed", "red", text)
-    if len(failed) > 5:
-        out.line(f"... and {len(failed) - 5} more failed points (results.csv has their errors)")
+    # a line per rule, as --list says them (eight points of one rule made three alike lines and
+    # '... and 5 more'); the rule only: results.csv has Megatron's whole reason
+    by_rule: dict[str, list[Outcome]] = {}
+    for o in invalid:
+        by_rule.setdefault(o.figures["error"].split(": ", 1)[0], []).append(o)
+    for rule, points in list(by_rule.items())[:3]:
+        first = " ".join(point_words(spec.axes, points[0].point.coordinates))
+        if len(points) == 1:
+            _flagged(out, "invalid:", "yellow", f"{first} breaks the rule '{rule}'")
+        else:  # the example point is never split across lines
+            _flagged(out, "invalid:", "yellow", f"{len(points)} points break the rule '{rule}', "
+                     + "\u00a0".join(f"e.g. {first}".split(" ")))
+    if len(by_rule) > 3:
+        out.line(f"... and {len(by_rule) - 3} more rules that points break (results.csv has them)")
+    by_error: dict[str, list[Outcome]] = {}  # points that failed alike: their error once
+    for o in done:
+        if not o.ok and not o.invalid:
+            by_error.setdefault(_own_words(spec, o), []).append(o)
+    for error, points in list(by_error.items())[:5]:
+        more = f" (and {len(points) - 1} more alike)" if len(points) > 1 else ""
+        _flagged(out, "failed", "red", f"{' '.join(point_words(spec.axes, points[0].point.coordinates))}{more}: {error}")
+    if len(by_error) > 5:
+        rest = sum(len(points) for points in list(by_error.values())[5:])
+        out.line(f"... and {rest} more failed points (results.csv has their errors)")
     sections = summary.get("by_backend") or {None: summary}
     named: set[str] = set()  # points whose training figures are shown already
     for backend, section in sections.items():
@@ -109,14 +140,24 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
             out.line(line)
 
 
+def _own_words(spec: SweepSpec, o: Outcome) -> str:
+    """A failed point's error without what its line says already: the point (named first, by
+    its axes' short names) and 'InputError' (a bad input is what every such line reports); a
+    bug keeps its exception's name."""
+    error = o.figures["error"].replace(f"{o.point.where(spec.path)}: ", "")
+    return error.removeprefix("InputError: ")
+
+
 def _flagged(out: Output, word: str, colour: str, text: str) -> None:
     """``word text`` (an invalid or failed point and why): coloured on a terminal, which wraps
     it; in a pipe wrapped within 80 columns (an error is often longer than the line)."""
     if out.console is not None:
+        text = text.replace("\u00a0", " ")
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
-    for line in textwrap.wrap(f"{word} {printable(text)}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
-        out.line(line)
+    text = "\u00a0".join(printable(piece) for piece in text.split("\u00a0"))  # a space kept whole
+    for line in textwrap.wrap(f"{word} {text}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
+        out.line(line.replace("\u00a0", " "))
 
 
 def escape(text: str) -> str:
@@ -130,33 +171,41 @@ def escape(text: str) -> str:
 def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | None, named: set[str]) -> None:
     """``title: tp=8 pp=8 -> objective`` (the axes by their short names), wrapped within 80
     columns in a pipe (a terminal wraps it to its width), the figure never split; a Megatron
-    point's answer (step time, TFLOP/s, MFU, memory) below it the first time it is named."""
+    point's answer (step time, TFLOP/s, MFU, memory) and the warnings of its run below it the
+    first time it is named."""
     if entry is None:
         out.line(f"{title}: no finished point qualifies")
         return
     names = {a.column: a.name for a in spec.axes}
     coords = " ".join(f"{names.get(k, k)}={shown_value(v)}" for k, v in entry["coordinates"].items())
-    rest = f": {coords} -> {_number(entry['objective'])}"
+    figure = objective_text(spec.objective.text, entry["objective"])
+    rest = f": {coords} -> {figure}"
     if out.console is not None:
         out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))
     else:
-        import textwrap
-
-        figure = rest.rsplit(" -> ", 1)[1]
-        text = f"{title}{rest[:-len(figure) - 4]} ->\u00a0{figure}"  # the arrow stays with its figure
-        for line in textwrap.wrap(text, PLAIN_WIDTH, subsequent_indent="  ", break_long_words=False,
-                                  break_on_hyphens=False):
+        # the arrow stays with its figure, which is one piece unless it is a long expression
+        # (then only its number and unit or '=' stay together)
+        words = figure.split(" ")
+        kept = len(words) if len(figure) <= PLAIN_WIDTH // 2 else 2
+        figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
+        for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", PLAIN_WIDTH, subsequent_indent="  ",
+                                  break_long_words=False, break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
     figures = entry.get("figures") or {}
-    if entry.get("key") not in named and figures.get("iteration_time_ns") is not None:
-        named.add(entry.get("key"))
+    if entry.get("key") in named:
+        return
+    named.add(entry.get("key"))
+    if figures.get("iteration_time_ns") is not None:
         out.line("  " + _training_line(figures))
         parts = _memory_parts(figures)
         if parts:
-            import textwrap
-
             for line in textwrap.wrap(parts, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    "):
                 out.line(line)
+    if figures.get("warnings"):  # the winner's own run doubts its figure (below a bandwidth floor): said here
+        warned = figures["warnings"].replace(f"{point_label(spec.path, entry['coordinates'])}: ", "")
+        for line in textwrap.wrap(f"warned: {warned}", PLAIN_WIDTH, initial_indent="  ",
+                                  subsequent_indent="    ", break_on_hyphens=False):
+            out.line(line)
 
 
 #: a Megatron point's memory parts as results.csv names them, and as the summary says them
