@@ -264,7 +264,7 @@ class OrbitReports:
         if pending and not self.hold and pending[0].finished_cycles != report.finished_cycles:
             self.flush()
         for member in self.folding.orbit(report.npu_id):
-            pending.append(report if member == report.npu_id else replace(report, npu_id=member))
+            pending.append(report if member == report.npu_id else report.for_npu(member))
 
     def flush(self) -> None:
         for report in sorted(self._pending, key=lambda r: (r.finished_cycles, r.npu_id)):
