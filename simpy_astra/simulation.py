@@ -193,7 +193,7 @@ class Simulation(CoSimulation):
         if self._env.now > HORIZON_NS:  # sizes over bandwidths add up past what time can hold
             raise horizon.finish_past_horizon(self.inputs.network, npu.npu_id, self._env.now, npu.gpu_ops_ns, npu.config)
         if self.jobs is not None:  # reports name physical NPUs
-            self._emit(replace(npu.report, npu_id=npu.device_id))
+            self._emit(npu.report.for_npu(npu.device_id))
         elif self._orbits is None:
             self._emit(npu.report)
         else:

@@ -75,3 +75,15 @@ def test_the_network_cost_table_gives_bandwidths_to_four_significant_digits(tmp_
         rows.append(cells[column])
     assert rows and all(len(cell.replace(".", "").lstrip("0")) <= 4 for cell in rows), rows
     assert any("." in cell for cell in rows)  # the preset's inter-node speed is not whole
+
+
+def test_a_report_given_to_another_npu_keeps_every_field() -> None:
+    """An orbit member's report is its representative's with the id changed: every field,
+    those added later too, as ``dataclasses.replace`` copies them."""
+    import dataclasses
+
+    values = {f.name: {"n": i} if f.type.startswith("dict") else 10 + i
+              for i, f in enumerate(dataclasses.fields(NpuReport))}
+    report = NpuReport(**values)
+    moved = report.for_npu(99)
+    assert moved == dataclasses.replace(report, npu_id=99) and moved.times is report.times

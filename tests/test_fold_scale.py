@@ -266,3 +266,28 @@ def test_a_network_that_does_not_follow_the_parallel_axes_folds_partly_and_says_
     assert len(sim.npus) == 8 and sim.folding.translations == [0, 4]
     assert sim.fold_note.startswith("symmetry folding partial (2 programs): ")
     assert sim.fold_note.endswith("simulating 8 of 16 NPUs")
+
+
+def test_a_folding_that_leaves_one_npu_per_program_ends_the_search() -> None:
+    """[Ring 4, Ring 2] (NPU = x + 4y), two programs (y, as pipeline stages): the grid's
+    shifts of x leave NPUs 0 and 4, and no frame can leave fewer than one NPU per program, so
+    neither id shifts nor XOR translations (both possible here) are keyed: at 16,384 NPUs the
+    XOR search keyed every rank again to find nothing better. Without the bound both run."""
+    from simpy_astra.folding import FoldSetup
+    from simpy_astra.folding.keys import RankKey
+    from simpy_astra.folding.run import search
+    from simpy_astra.topologies import build as build_topology
+
+    dims = [build_topology("Ring", 4, 50.0, 500.0), build_topology("Ring", 2, 50.0, 500.0)]
+    shifts = [{0, 1, 2, 3}, {0, 1}]
+    setup = FoldSetup(Grid([4, 2]), shifts, shifts, False, dims=dims, xor_algorithms=True)
+    assert setup.id_shifts and setup.xor_possible
+    for least, frames in ((2, {"Grid"}), (1, {"Grid", "IdShifts", "XorIds"})):
+        keyed: set[str] = set()
+
+        def key_in(frame, _order, keyed=keyed):
+            keyed.add(type(frame).__name__)
+            return lambda rank: RankKey((rank // 4,), ())
+
+        found = search(8, setup, key_in, {}, least=least)
+        assert found.folding.representatives == [0, 4] and keyed == frames

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from simpy_astra.errors import InputError
@@ -24,9 +24,12 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse, but every error is an :class:`InputError` (``error: <prog>: <problem>``), and
     the help fits the terminal, 80 columns in a pipe (a long list of choices is named once, in the flag's help)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, epilog_of: Callable[[], str] | None = None, **kwargs: Any) -> None:
+        """``epilog_of``: makes the epilog when help is shown (one that reads files or imports
+        modules a run does not need then costs nothing to a run, which builds the parser too)."""
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self.epilog_of = epilog_of
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         choices = kwargs.get("choices")
@@ -46,6 +49,8 @@ class ArgumentParser(argparse.ArgumentParser):
         leaves as written (a raw epilog) fitted to that width too."""
         import shutil
 
+        if self.epilog_of is not None:
+            self.epilog, self.epilog_of = self.epilog_of(), None
         return fit_width(super().format_help(), max(shutil.get_terminal_size().columns, 40))
 
     def error(self, message: str) -> NoReturn:

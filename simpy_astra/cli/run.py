@@ -170,16 +170,21 @@ TFLOP/s and MFU per GPU, tokens/s, memory and where the time went:
 """
 
 
-def _run_parser() -> argparse.ArgumentParser:
+def _run_epilog() -> str:
+    """The scenario's fields and the cluster presets (listed from their folder): made only
+    when help is shown, as the cluster module is not imported by a run without ``cluster:``."""
     from simpy_astra.config import scenario
     from simpy_astra.config.cluster import CLUSTER_KEYS, presets
 
     cluster = CLUSTER_HELP.format(presets=", ".join(presets()),
                                   keys=", ".join(sorted(CLUSTER_KEYS - {"preset", "gpus"})))
+    return plain(scenario.__doc__ or "").replace("::\n", ":\n") + cluster
+
+
+def _run_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
-        epilog=plain(scenario.__doc__ or "").replace("::\n", ":\n") + cluster,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog_of=_run_epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
                                     "in the source tree, README 'Running')")
     p.add_argument("--network-backend", default=None, metavar="NAME",

@@ -104,11 +104,14 @@ class FoldOutcome:
 
 
 def search(n: int, fold: FoldSetup, key_in: KeySource, groups: dict[int, tuple[int, ...]],
-           keep: Callable[[int], None] | None = None) -> FoldOutcome:
+           keep: Callable[[int], None] | None = None, least: int = 1) -> FoldOutcome:
     """The folding of ``n`` ranks whose keys ``key_in`` gives, frames tried cheapest first:
     the grid, then id shifts, then XOR, each only when it could leave fewer NPUs than the
     folding found so far. ``keep(rank)`` is told of each rank that is the first of its kind
-    in the grid frame (the trace reader keeps those: representatives come from them)."""
+    in the grid frame (the trace reader keeps those: representatives come from them).
+    ``least``: no folding in any frame leaves fewer NPUs (a rank summary's programs), so once
+    one leaves that many the other frames are not searched (at 16,384 NPUs the XOR search
+    keyed every rank again, a fifth of the run's start-up, to find nothing better)."""
     out = FoldOutcome()
     why = out.why
 
@@ -137,13 +140,13 @@ def search(n: int, fold: FoldSetup, key_in: KeySource, groups: dict[int, tuple[i
         out.kinds = len(ranks.classes)
         ranks.classes.clear()  # the keys themselves are no longer needed
         out.folding = find_folding(fold.grid, ranks, fold.allows(ranks), why)
-        if fold.id_shifts and not ranks.uses_dims:
+        if fold.id_shifts and not ranks.uses_dims and left() > least:
             # id shifts only when they leave fewer NPUs: candidates fail on the first
             # ranks they move, so this usually reads only a few traces again
             ids = IdShifts(n)
             fewer = find_id_shift_folding(ids, left(), fold.id_shift_allowed, key_in(ids, rotate))
             out.folding = fewer or out.folding
-    if fold.xor_possible and left() > 1:
+    if fold.xor_possible and left() > max(least, 1):
         xor = XorIds(n)
         fewer = find_xor_folding(xor, left(), fold.xor_generators(), fold.xor_dims,
                                  key_in(xor, "xor" if fold.xor_groups else None))
@@ -204,7 +207,8 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
             return summary_key(rank, c, kinds[c], slots[rank], frame, groups, group_keys, fold.nccl_sets)
         return key
 
-    return search(source.npus, fold, key_in, groups)
+    # a rank's key starts with its class (its program), the same in every frame
+    return search(source.npus, fold, key_in, groups, least=len(set(classes)))
 
 
 def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: dict[int, tuple[int, ...]],
@@ -283,7 +287,7 @@ class OrbitReports:
         if pending and not self.hold and pending[0].finished_cycles != report.finished_cycles:
             self.flush()
         for member in self.folding.orbit(report.npu_id):
-            pending.append(report if member == report.npu_id else replace(report, npu_id=member))
+            pending.append(report if member == report.npu_id else report.for_npu(member))
 
     def flush(self) -> None:
         for report in sorted(self._pending, key=lambda r: (r.finished_cycles, r.npu_id)):

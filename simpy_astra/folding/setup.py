@@ -12,7 +12,6 @@ from typing import Any
 
 from simpy_astra.collectives import resolve, subset_algorithm_name, unchecked_claim
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
-from simpy_astra.engine.nccl_collectives import TIMED
 from simpy_astra.folding.frames import dimension_shifts, dimension_xors
 from simpy_astra.folding.keys import RankClasses
 from simpy_astra.folding.links import link_model_note, link_shifts, link_xors
@@ -170,8 +169,7 @@ class FoldSetup:
         setup = cls(Grid([t.npus_count for t in dims]), allowed, with_dims,
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
                     xor_algorithms=xor_algorithms, links=how == "links",
-                    nccl_sets=backend.times_nccl and network_config is not None and network_config.nccl is not None
-                    and TIMED >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER})
+                    nccl_sets=_nccl_sets(backend, network_config))
         if all(a == {0} for a in allowed) and not setup.xor_possible:
             return no("no shift of any network dimension keeps its delays" if how == "pairs" else
                       "no shift of any network dimension moves its links and routes onto themselves")
@@ -195,3 +193,15 @@ def trusted_claims(system: Any, link_model_name: str | None = None) -> list[str]
         claims.append(f"link model '{link_model.__module__}:{link_model.__qualname__}' (symmetric = True)")
     return [f"symmetry folding trusted the claim of {claim}, which no test has checked: a wrong claim gives "
             f"wrong figures; compare once with --fold-symmetry off (fold_symmetry: false)" for claim in claims]
+
+
+def _nccl_sets(backend: BackendSpec, network_config: Any) -> bool:
+    """Whether the run's all-reduces, reduce-scatters and all-gathers are timed as NCCL times
+    them (by their members alone: :attr:`FoldSetup.nccl_sets`)."""
+    if not (backend.times_nccl and network_config is not None and network_config.nccl is not None):
+        return False
+    # deferred: only a cluster preset's runs time collectives as NCCL does (its tuning tables
+    # cost every other run's start-up a few ms)
+    from simpy_astra.engine.nccl_collectives import TIMED
+
+    return TIMED >= {ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER}

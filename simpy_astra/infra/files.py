@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -146,6 +145,8 @@ def open_input(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> Iterato
 def digest_16(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> str:
     """The first 16 hex digits of a regular file's SHA-256, read in blocks (how a sweep names
     its inputs' contents and a calibration its logs: by content, not by name)."""
+    import hashlib  # deferred: loading OpenSSL cost every run's start-up a few ms, few runs digest
+
     sha = hashlib.sha256()
     with open_input(path, what, limit) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
