@@ -54,30 +54,30 @@ def _rampup(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
     start, step, samples = (number(x, "--rampup-batch-size", int, where) for x in values)
     if given(others, "--train-iters", int, where):
         refuse(where, "batch-size ramp with sample-based training",
-                "--rampup-batch-size with --train-iters (Megatron: expected no batch-size rampup for iteration-based "
-                "training); give --train-samples")
+               "--rampup-batch-size with --train-iters (Megatron: expected no batch-size rampup for iteration-based "
+               "training); give --train-samples")
     total, micro = global_batch(a, gpus), a.micro_batch_size * data_parallel(a, gpus)
     if start < 1 or step < 1 or samples < 0:
         raise InputError(f"{where}: argument --rampup-batch-size: START and INCREMENT must be integers >= 1 and "
                          f"SAMPLES >= 0 (got {start} {step} {samples})")
     if start >= total or (total - start) % step:
         refuse(where, "batch-size ramp up to the global batch",
-                f"--rampup-batch-size {start} {step} {samples} does not climb to --global-batch-size {total} in whole "
-                f"steps of {step} (Megatron: expected global batch size interval ({total - start}) to be divisible by "
-                f"global batch size increment ({step}), above 0); give a START below {total} and an INCREMENT that "
-                f"divides the difference")
+               f"--rampup-batch-size {start} {step} {samples} does not climb to --global-batch-size {total} in whole "
+               f"steps of {step} (Megatron: expected global batch size interval ({total - start}) to be divisible by "
+               f"global batch size increment ({step}), above 0); give a START below {total} and an INCREMENT that "
+               f"divides the difference")
     if start % micro or step % micro:
         refuse(where, "batch-size ramp in whole micro-batches",
-                f"--rampup-batch-size {start} {step} {samples}: a batch of the ramp is not a multiple of "
-                f"--micro-batch-size {a.micro_batch_size} x data-parallel size {data_parallel(a, gpus)} = {micro} (Megatron: "
-                f"current global batch size is not divisible by micro-batch-size times data parallel size); give "
-                f"START and INCREMENT multiples of {micro}")
+               f"--rampup-batch-size {start} {step} {samples}: a batch of the ramp is not a multiple of "
+               f"--micro-batch-size {a.micro_batch_size} x data-parallel size {data_parallel(a, gpus)} = {micro} (Megatron: "
+               f"current global batch size is not divisible by micro-batch-size times data parallel size); give "
+               f"START and INCREMENT multiples of {micro}")
 
 
 def _deprecated(a: argparse.Namespace, others: dict, where: str) -> None:
     if "--warmup" in others:  # every Megatron-LM since 2020-12, before 2021's names
         refuse(where, "no --warmup",
-                "--warmup (Megatron: --warmup argument is no longer valid, use --lr-warmup-fraction instead)")
+               "--warmup (Megatron: --warmup argument is no longer valid, use --lr-warmup-fraction instead)")
 
 
 def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -94,8 +94,8 @@ def _training_length(a: argparse.Namespace, others: dict, where: str) -> None:
         clash += [warmup] if fraction is not None and given(others, warmup, int, where) else []
         if clash:
             refuse(where, "iterations or samples",
-                    f"--train-{unit} with {' and '.join(clash)} (Megatron: expected {kind}-based training, "
-                    f"learning-rate decay and warmup; --lr-warmup-fraction and {warmup} are one choice)")
+                   f"--train-{unit} with {' and '.join(clash)} (Megatron: expected {kind}-based training, "
+                   f"learning-rate decay and warmup; --lr-warmup-fraction and {warmup} are one choice)")
 
 
 def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -103,16 +103,16 @@ def _learning_rate(a: argparse.Namespace, others: dict, where: str) -> None:
     if lr is not None and not least <= lr:  # false for a NaN too: the assert stops Megatron on it
         nan = next((f"{flag} nan is not a number, so " for flag, x in (("--lr", lr), ("--min-lr", least)) if x != x), "")
         refuse(where, "minimum learning rate at most the learning rate",
-                f"{nan}--min-lr {least:g} is not at most --lr {lr:g} (Megatron: assert args.min_lr <= args.lr)")
+               f"{nan}--min-lr {least:g} is not at most --lr {lr:g} (Megatron: assert args.min_lr <= args.lr)")
     style = (others.get("--weight-decay-incr-style") or ["constant"])[-1]
     ends = [f for f in ("--start-weight-decay", "--end-weight-decay") if f in others]
     if (style == "constant") == bool(ends) or (style != "constant" and len(ends) < 2):
         default = "" if "--weight-decay-incr-style" in others else " (the default)"
         refuse(where, "weight decay ends with an incrementing style",
-                f"--weight-decay-incr-style {style}{default}"
-                f" with {' and '.join(ends) if ends else 'neither --start-weight-decay nor --end-weight-decay'} "
-                f"(Megatron: a constant weight decay takes neither --start-weight-decay nor --end-weight-decay, "
-                f"an incrementing one both)")
+               f"--weight-decay-incr-style {style}{default}"
+               f" with {' and '.join(ends) if ends else 'neither --start-weight-decay nor --end-weight-decay'} "
+               f"(Megatron: a constant weight decay takes neither --start-weight-decay nor --end-weight-decay, "
+               f"an incrementing one both)")
 
 
 def _logging(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -122,36 +122,36 @@ def _logging(a: argparse.Namespace, others: dict, where: str) -> None:
                                              "it: ZeroDivisionError at the first step); give 1 or more")
     if memory is not None and memory % (interval or 100):
         refuse(where, "memory logged at logging iterations",
-                f"--log-memory-interval {memory} is not a multiple of --log-interval {interval or 100}"
-                f"{'' if interval else ' (the default)'} (Megatron: assert args.log_memory_interval % "
-                f"args.log_interval == 0)")
+               f"--log-memory-interval {memory} is not a multiple of --log-interval {interval or 100}"
+               f"{'' if interval else ' (the default)'} (Megatron: assert args.log_memory_interval % "
+               f"args.log_interval == 0)")
 
 
 def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
     interval = given(others, "--save-interval", int, where)
     if "--save" in others and (interval is None or (interval <= 0 and not legacy_names(a))):
         refuse(where, "saving needs an interval",
-                f"--save {'without --save-interval' if interval is None else f'with --save-interval {interval}'} "
-                f"(Megatron: --save needs --save-interval, above 0); give --save-interval N")
+               f"--save {'without --save-interval' if interval is None else f'with --save-interval {interval}'} "
+               f"(Megatron: --save needs --save-interval, above 0); give --save-interval N")
     retain = given(others, "--save-retain-interval", int, where)
     if "--save" in others and retain is not None and (retain <= 0 or not interval or retain % interval):
         refuse(where, "retained checkpoints a multiple of the interval",
-                f"--save-retain-interval {retain} is not a positive multiple of --save-interval {interval} (Megatron: "
-                f"assert args.save_retain_interval % args.save_interval == 0)")
+               f"--save-retain-interval {retain} is not a positive multiple of --save-interval {interval} (Megatron: "
+               f"assert args.save_retain_interval % args.save_interval == 0)")
     fmt = (others.get("--ckpt-format") or [""])[-1]
     if fmt in ("torch_dcp", "fsdp_dtensor"):
         needs = "--use-torch-fsdp2" if fmt == "torch_dcp" else "--use-megatron-fsdp"
         refuse(where, "checkpoint format of a sharded data-parallel model",
-                f"--ckpt-format {fmt} needs {needs}, which is not modelled (Megatron: --ckpt-format {fmt} is only "
-                f"tested with {'FSDP' if fmt == 'torch_dcp' else 'Megatron FSDP'}); use torch_dist, the default")
+               f"--ckpt-format {fmt} needs {needs}, which is not modelled (Megatron: --ckpt-format {fmt} is only "
+               f"tested with {'FSDP' if fmt == 'torch_dcp' else 'Megatron FSDP'}); use torch_dist, the default")
     if "--save" in others and "--save-params-interval" in others and a.overlap_param_gather:
         refuse(where, "saved parameters without the overlapped parameter gather",
-                "--save-params-interval with --overlap-param-gather (Megatron: assert not args.overlap_param_gather)")
+               "--save-params-interval with --overlap-param-gather (Megatron: assert not args.overlap_param_gather)")
     _other_checkpoints(others, where)
     if "--load-main-params-from-ckpt" in others and "--no-load-optim" not in others:
         refuse(where, "main parameters from a checkpoint without its optimizer",
-                "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
-                "used with --no-load-optim.)")
+               "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
+               "used with --no-load-optim.)")
 
 
 def _other_checkpoints(others: dict, where: str) -> None:
@@ -159,17 +159,17 @@ def _other_checkpoints(others: dict, where: str) -> None:
     kind = (others.get("--non-persistent-ckpt-type") or [None])[-1]
     if kind is not None and kind not in ("global", "local"):
         refuse(where, "non-persistent checkpoints global or local",
-                f"--non-persistent-ckpt-type {kind} (Megatron: Currently only global and local checkpoints are "
-                f"supported)")
+               f"--non-persistent-ckpt-type {kind} (Megatron: Currently only global and local checkpoints are "
+               f"supported)")
     if kind == "local" and "--non-persistent-local-ckpt-dir" not in others:
         refuse(where, "local checkpoints need their folder",
-                "--non-persistent-ckpt-type local without --non-persistent-local-ckpt-dir (Megatron: Tried to use "
-                "local checkpointing without specifying --local-ckpt-dir!)")
+               "--non-persistent-ckpt-type local without --non-persistent-local-ckpt-dir (Megatron: Tried to use "
+               "local checkpointing without specifying --local-ckpt-dir!)")
     missing = [f for f in ("--ckpt-convert-save", "--load") if f not in others]
     if "--ckpt-convert-format" in others and missing:
         refuse(where, "checkpoint conversion needs its folders",
-                f"--ckpt-convert-format without {' and '.join(missing)} (Megatron: assert args.ckpt_convert_save is "
-                f"not None; assert args.load is not None)")
+               f"--ckpt-convert-format without {' and '.join(missing)} (Megatron: assert args.ckpt_convert_save is "
+               f"not None; assert args.load is not None)")
 
 
 def _data(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -179,13 +179,13 @@ def _data(a: argparse.Namespace, others: dict, where: str) -> None:
         refuse(where, "one data source", "--data-path with --data-args-path (Megatron: exactly one of the two)")
     if split and "--per-split-data-args-path" in others:
         refuse(where, "one data source",
-                f"{split[0]} with --per-split-data-args-path (Megatron: exactly one of the two)")
+               f"{split[0]} with --per-split-data-args-path (Megatron: exactly one of the two)")
     sources = ["--mock-data"] * ("--mock-data" in others) + ["--data-path"] * bool(others.get("--data-path")) + \
         [f for f in split if others[f]][:1]
     if len(sources) > 1 and not legacy_names(a):
         refuse(where, "one data source",
-                f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
-                f"training mode, else None)")
+               f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
+               f"training mode, else None)")
 
 
 def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
@@ -199,11 +199,11 @@ def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str
     micro = _count(others, "--eval-micro-batch-size", where) or a.micro_batch_size
     if total % (micro * dp):
         refuse(where, "evaluation batch divisible by its micro-batch x dp",
-                f"the evaluation batch {total} (--eval-global-batch-size, by default the training's) is not a "
-                f"multiple of its micro-batch {micro} (--eval-micro-batch-size, by default --micro-batch-size) x "
-                f"data-parallel size {dp} (Megatron: eval_global_batch_size must be divisible by "
-                f"eval_micro_batch_size * data_parallel_size); give --eval-global-batch-size a multiple of "
-                f"{micro * dp}")
+               f"the evaluation batch {total} (--eval-global-batch-size, by default the training's) is not a "
+               f"multiple of its micro-batch {micro} (--eval-micro-batch-size, by default --micro-batch-size) x "
+               f"data-parallel size {dp} (Megatron: eval_global_batch_size must be divisible by "
+               f"eval_micro_batch_size * data_parallel_size); give --eval-global-batch-size a multiple of "
+               f"{micro * dp}")
 
 
 def _count(others: dict, flag: str, where: str) -> int | None:

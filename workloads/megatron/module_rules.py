@@ -42,9 +42,9 @@ def _moe_layer(a: argparse.Namespace, others: dict, where: str) -> None:
     tp = a.tensor_model_parallel_size
     if _has_moe_layer(a) and tp > 1 and not a.sequence_parallel and not legacy_names(a):
         refuse(where, "MoE with tp needs sequence parallelism",
-                f"--num-experts with --tensor-model-parallel-size {tp} needs --sequence-parallel (Megatron, "
-                f"MoELayer.forward in training: During training, performance may degrade if MoE and tensor "
-                f"parallelism are enabled without also enabling sequence parallelism.)")
+               f"--num-experts with --tensor-model-parallel-size {tp} needs --sequence-parallel (Megatron, "
+               f"MoELayer.forward in training: During training, performance may degrade if MoE and tensor "
+               f"parallelism are enabled without also enabling sequence parallelism.)")
 
 
 def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -54,19 +54,19 @@ def _experts_biases(a: argparse.Namespace, others: dict, where: str) -> None:
         return
     if a.moe_shared_expert_intermediate_size:
         refuse(where, "shared experts take no biases",
-                "--moe-shared-expert-intermediate-size with biases (the default) (Megatron, SharedExpertMLP: bias "
-                "is not supported in the shared experts, please set '--disable-bias-linear' instead.)")
+               "--moe-shared-expert-intermediate-size with biases (the default) (Megatron, SharedExpertMLP: bias "
+               "is not supported in the shared experts, please set '--disable-bias-linear' instead.)")
     # Transformer Engine's grouped experts, under today's default layers (Megatron's own,
     # --transformer-impl local, run a SequentialMLP); the legacy GroupedMLP took no biases at all
     if a.moe_grouped_gemm and "--moe-use-legacy-grouped-gemm" in others:
         refuse(where, "grouped experts' biases without bias-dropout fusion",
-                "--moe-grouped-gemm --moe-use-legacy-grouped-gemm with biases (the default) (Megatron, GroupedMLP: "
-                "bias not supported in Grouped GEMM yet, please set '--disable-bias-linear' instead.)")
+               "--moe-grouped-gemm --moe-use-legacy-grouped-gemm with biases (the default) (Megatron, GroupedMLP: "
+               "bias not supported in Grouped GEMM yet, please set '--disable-bias-linear' instead.)")
     if a.moe_grouped_gemm and a.transformer_impl != "local" and not a.no_bias_dropout_fusion:
         refuse(where, "grouped experts' biases without bias-dropout fusion",
-                "--moe-grouped-gemm with biases (the default) and bias-dropout fusion (the default) (Megatron, "
-                "TEGroupedMLP: bias_dropout_fusion is not supported in TEGroupedMLP when add_bias_linear=True); "
-                "add --disable-bias-linear or --no-bias-dropout-fusion")
+               "--moe-grouped-gemm with biases (the default) and bias-dropout fusion (the default) (Megatron, "
+               "TEGroupedMLP: bias_dropout_fusion is not supported in TEGroupedMLP when add_bias_linear=True); "
+               "add --disable-bias-linear or --no-bias-dropout-fusion")
 
 
 def _router_losses(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -78,13 +78,13 @@ def _router_losses(a: argparse.Namespace, others: dict, where: str) -> None:
     values = [number(text, "--moe-aux-loss-coeff", float, where) for text in coeffs]
     if len(kinds) > 1 and len(coeffs) != len(kinds):
         refuse(where, "one aux-loss coefficient a balancing type",
-                f"--moe-router-load-balancing-type names {len(kinds)} types and --moe-aux-loss-coeff gives "
-                f"{len(coeffs)} value(s) (Megatron: moe_aux_loss_coeff must be a list of the same length as "
-                f"moe_router_load_balancing_type); give --moe-aux-loss-coeff one value for each type")
+               f"--moe-router-load-balancing-type names {len(kinds)} types and --moe-aux-loss-coeff gives "
+               f"{len(coeffs)} value(s) (Megatron: moe_aux_loss_coeff must be a list of the same length as "
+               f"moe_router_load_balancing_type); give --moe-aux-loss-coeff one value for each type")
     if _has_moe_layer(a) and kinds == ["sinkhorn"] and len(values) == 1 and values[0] != 0:
         refuse(where, "sinkhorn routing takes no aux loss",
-                f"--moe-router-load-balancing-type sinkhorn with --moe-aux-loss-coeff {coeffs[0]} (Megatron, the "
-                f"router: Sinkhorn routing does not support aux loss.); give --moe-aux-loss-coeff 0")
+               f"--moe-router-load-balancing-type sinkhorn with --moe-aux-loss-coeff {coeffs[0]} (Megatron, the "
+               f"router: Sinkhorn routing does not support aux loss.); give --moe-aux-loss-coeff 0")
 
 
 def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -93,9 +93,9 @@ def _fused_activation(a: argparse.Namespace, others: dict, where: str) -> None:
     the linear layers have no bias) and fuses GeLU, SwiGLU or quick GeGLU only."""
     if "--squared-relu" in others and not a.no_bias_gelu_fusion and not a.disable_bias_linear:
         refuse(where, "squared ReLU without the bias-GeLU fusion",
-                "--squared-relu with the bias-activation fusion (on by default with biases) (Megatron, "
-                "TransformerConfig: When bias_activation_fusion is True, activation function should be either "
-                "gelu, swiglu, or quick_geglu); add --no-bias-gelu-fusion or --disable-bias-linear")
+               "--squared-relu with the bias-activation fusion (on by default with biases) (Megatron, "
+               "TransformerConfig: When bias_activation_fusion is True, activation function should be either "
+               "gelu, swiglu, or quick_geglu); add --no-bias-gelu-fusion or --disable-bias-linear")
 
 
 def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -104,8 +104,8 @@ def _deferred_wgrad(a: argparse.Namespace, others: dict, where: str) -> None:
     limit = given(others, "--wgrad-deferral-limit", int, where) or 0
     if "--defer-embedding-wgrad-compute" in others and limit < 0:
         refuse(where, "deferral limit at least 0",
-                f"--wgrad-deferral-limit {limit} with --defer-embedding-wgrad-compute (Megatron, ModelParallelConfig: "
-                f"Wgrad deferral limit should be greater than or equal to 0 when it is enabled!); give 0 or more")
+               f"--wgrad-deferral-limit {limit} with --defer-embedding-wgrad-compute (Megatron, ModelParallelConfig: "
+               f"Wgrad deferral limit should be greater than or equal to 0 when it is enabled!); give 0 or more")
 
 
 def _hierarchical_context_parallel(a: argparse.Namespace, others: dict, where: str) -> None:
@@ -115,24 +115,24 @@ def _hierarchical_context_parallel(a: argparse.Namespace, others: dict, where: s
     sizes, cp = a.hierarchical_context_parallel_sizes, a.context_parallel_size
     if sizes and math.prod(sizes) != cp:
         refuse(where, "hierarchical cp sizes multiply to cp",
-                f"--hierarchical-context-parallel-sizes {' '.join(map(str, sizes))} multiply to {math.prod(sizes)}, "
-                f"not --context-parallel-size {cp} (Megatron: assert args.context_parallel_size == "
-                f"prod(args.hierarchical_context_parallel_sizes))")
+               f"--hierarchical-context-parallel-sizes {' '.join(map(str, sizes))} multiply to {math.prod(sizes)}, "
+               f"not --context-parallel-size {cp} (Megatron: assert args.context_parallel_size == "
+               f"prod(args.hierarchical_context_parallel_sizes))")
     if "a2a+p2p" not in a.cp_comm_type:
         return
     if not sizes:
         refuse(where, "a2a+p2p needs hierarchical cp sizes",
-                "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron: "
-                "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm)")
+               "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes (Megatron: "
+               "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm)")
     if cp > 1 and len(sizes) != 2:
         refuse(where, "a2a+p2p takes two cp levels",
-                f"--cp-comm-type a2a+p2p with {len(sizes)} --hierarchical-context-parallel-sizes: give two, the "
-                f"all-to-all group's size and the ring's (Transformer Engine: CP implementation a2a+p2p requires "
-                f"cp_group = [a2a_cp_group, p2p_cp_group]!)")
+               f"--cp-comm-type a2a+p2p with {len(sizes)} --hierarchical-context-parallel-sizes: give two, the "
+               f"all-to-all group's size and the ring's (Transformer Engine: CP implementation a2a+p2p requires "
+               f"cp_group = [a2a_cp_group, p2p_cp_group]!)")
     tp, groups = a.tensor_model_parallel_size, query_groups(a) or a.num_attention_heads
     heads, kv_heads = a.num_attention_heads // tp, max(1, groups // tp)
     if cp > 1 and (heads % sizes[0] or kv_heads % sizes[0]):
         refuse(where, "a2a+p2p splits heads over its all-to-all",
-                f"--cp-comm-type a2a+p2p with {heads} query and {kv_heads} key/value heads a tp rank, not multiples "
-                f"of the all-to-all group's {sizes[0]} (--hierarchical-context-parallel-sizes' first: Transformer "
-                f"Engine's all-to-all views [b, s, h, d] as [b, s, cp, h//cp, d]); give a first size dividing both")
+               f"--cp-comm-type a2a+p2p with {heads} query and {kv_heads} key/value heads a tp rank, not multiples "
+               f"of the all-to-all group's {sizes[0]} (--hierarchical-context-parallel-sizes' first: Transformer "
+               f"Engine's all-to-all views [b, s, h, d] as [b, s, cp, h//cp, d]); give a first size dividing both")
