@@ -40,3 +40,22 @@ def test_a_path_from_the_home_folder_written_with_a_tilde_gets_the_full_path(tmp
         (tmp_path / "~" / f"step.{rank}.et").write_bytes(Path(f"{prefix}.{rank}.et").read_bytes())
     doc["network"] = DEFAULT["network"]
     assert main(["run", _write(tmp_path, dict(doc, workload="~/step")), "--quiet"]) == 0
+
+
+def test_an_output_prefix_that_names_one_rank_file_is_told_the_prefix(tmp_path, capsys):
+    # --output traces/ar.0.et wrote traces/ar.0.et.0.et .. ar.0.et.7.et, which run then
+    # reads only as 'workload: traces/ar.0.et' (and as its files' prefix nowhere else)
+    out = tmp_path / "ar.3.et"
+    argv = ["generate", "microbench", "--collective", "all_reduce", "--size", "1024", "--num-npus", "8",
+            "--output", str(out)]
+    assert _error_lines(capsys, argv) == [
+        f"error: --output: {out} is the name of NPU 3's ET file; give the prefix, {tmp_path / 'ar'}, which writes "
+        f"ar.0.et, ar.1.et, ..."]
+    assert list(tmp_path.iterdir()) == []
+    text = SCENARIOS / "workloads" / "text" / "Resnet50_DataParallel.txt"
+    argv = ["convert", "text", "--input", str(text), "--output", str(tmp_path / "r.0.et"), "--num-npus", "8",
+            "--num-passes", "1"]
+    assert "is the name of NPU 0's ET file" in _error_lines(capsys, argv)[0]
+    # a prefix that only ends in digits, or in .et, is a prefix
+    assert main(argv[:5] + [str(tmp_path / "r.0")] + argv[6:]) == 0
+    assert (tmp_path / "r.0.7.et").is_file()

@@ -40,6 +40,11 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
         raise InputError(f"{where}: {prefix} is a folder; a prefix names files, so they would be {base}.0.et, "
                          f"{base}.1.et, ... beside it: give {os.path.join(prefix, 'NAME')} to write NAME.0.et, ... "
                          f"inside it")
+    rank = _RANK_FILE.fullmatch(base)
+    if rank is not None:  # else traces/ar.0.et.0.et, ... which no one meant
+        raise InputError(f"{where}: {prefix} is the name of NPU {rank.group(2)}'s ET file; give the prefix, "
+                         f"{prefix[:len(prefix) - len(base)]}{rank.group(1)}, which writes {rank.group(1)}.0.et, "
+                         f"{rank.group(1)}.1.et, ...")
     if "\0" in prefix:
         raise InputError(f"{where}: must not contain a NUL character (got {prefix!r})")
     long_part = next((part for part in prefix.split(os.sep) if len(os.fsencode(part)) + 9 > NAME_MAX), None)
