@@ -59,3 +59,14 @@ def test_an_output_prefix_that_names_one_rank_file_is_told_the_prefix(tmp_path, 
     # a prefix that only ends in digits, or in .et, is a prefix
     assert main(argv[:5] + [str(tmp_path / "r.0")] + argv[6:]) == 0
     assert (tmp_path / "r.0.7.et").is_file()
+
+
+def test_a_range_in_decimal_steps_gives_the_decimals_written(tmp_path, capsys):
+    # {from: 0.1, to: 0.7, step: 0.1} listed bandwidth=0.30000000000000004 and ended on
+    # 0.7000000000000001, past 'to', in every label, point key and results row
+    base = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"])), "base.yaml")
+    sweep = _write(tmp_path, {"base": base, "axes": {"network.bandwidth": {"from": 0.1, "to": 0.7, "step": 0.1}}},
+                   "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    values = [line.split("=")[1] for line in capsys.readouterr().out.splitlines() if "=" in line]
+    assert values == ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"]
