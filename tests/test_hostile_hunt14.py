@@ -70,3 +70,21 @@ def test_a_range_in_decimal_steps_gives_the_decimals_written(tmp_path, capsys):
     assert main(["sweep", sweep, "--list"]) == 0
     values = [line.split("=")[1] for line in capsys.readouterr().out.splitlines() if "=" in line]
     assert values == ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"]
+
+
+def _jobs(tmp_path: Path, count: int) -> str:
+    """``count`` 4-NPU all-reduce jobs on the default scenario's 8-NPU ring."""
+    bench = {"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 4}
+    jobs = [{"name": name, "workload": bench, "npus": [i * 4 + k for k in range(4)]}
+            for i, name in enumerate("ab"[:count])]
+    return _write(tmp_path, {"jobs": jobs, "system": DEFAULT["system"], "network": DEFAULT["network"],
+                             "backend": "congestion_aware"})
+
+
+def test_isolation_of_a_scenarios_only_job_is_refused(tmp_path, capsys):
+    # one job under jobs: ran twice and printed 'slowdown 1.000x': nothing shares its network
+    assert _error_lines(capsys, ["run", _jobs(tmp_path, 1), "--isolation", "--quiet"]) == [
+        "error: --isolation: the scenario's one job (a) shares the network with no other job, so alone it runs as it "
+        "does here (slowdown 1); add a job, or drop --isolation"]
+    assert main(["run", _jobs(tmp_path, 2), "--isolation"]) == 0
+    assert "slowdown" in capsys.readouterr().err
