@@ -290,9 +290,14 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
         return v
 
     packet_size, switch_buffer = byte_count("packet-size"), byte_count("switch-buffer")
-    if packet_size is not None and switch_buffer is not None and switch_buffer < packet_size:
-        raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet_size} bytes; "
-                                                  f"got {switch_buffer})")
+    if switch_buffer is not None:  # the default packet too: else the packet backend's own check, a bug report
+        from simpy_astra.network.packet.trains import DEFAULT_PACKET_SIZE_BYTES
+
+        packet = DEFAULT_PACKET_SIZE_BYTES if packet_size is None else packet_size
+        if switch_buffer < packet:
+            which = "" if packet_size is not None else ", packet-size's default; set packet-size to send smaller ones"
+            raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet} bytes{which}; "
+                                                      f"got {switch_buffer})")
     def model(key: str) -> tuple[str | None, tuple[tuple[str, Any], ...]]:
         """``link-model`` / ``switch-model``: a name that resolves to a class, or ``{class:
         name, param: value, ...}`` whose parameters the class's ``__init__`` takes; or absent."""
