@@ -90,7 +90,7 @@ def test_isolation_of_a_scenarios_only_job_is_refused(tmp_path, capsys):
     assert "slowdown" in capsys.readouterr().err
 
 
-def test_a_switch_buffer_under_the_default_packet_is_refused_naming_it(tmp_path, capsys):
+def test_a_switch_buffer_and_a_packet_that_do_not_fit_at_their_defaults_are_refused(tmp_path, capsys):
     # switch-buffer: 1 without packet-size ended on 'internal error ValueError ... (this is a
     # simpy-astra bug)': only a buffer under a packet-size written beside it was checked
     network = dict(DEFAULT["network"], **{"switch-buffer": 1})
@@ -99,5 +99,10 @@ def test_a_switch_buffer_under_the_default_packet_is_refused_naming_it(tmp_path,
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: network: field 'switch-buffer' must hold at least one packet (4096 bytes, packet-size's "
         f"default; set packet-size to send smaller ones; got 1)"]
-    network["packet-size"] = 1
+    # a packet past the default 1 MiB buffer alike
+    doc["network"] = dict(DEFAULT["network"], **{"packet-size": 2 ** 31})
+    assert _error_lines(capsys, ["run", _write(tmp_path, doc), "--quiet"]) == [
+        f"error: {path}: network: field 'packet-size' must fit a switch buffer (1048576 bytes, switch-buffer's "
+        f"default; set switch-buffer to hold larger packets; got 2147483648)"]
+    doc["network"] = dict(network, **{"packet-size": 1})
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
