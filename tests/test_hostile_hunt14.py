@@ -106,3 +106,19 @@ def test_a_switch_buffer_and_a_packet_that_do_not_fit_at_their_defaults_are_refu
         f"default; set switch-buffer to hold larger packets; got 2147483648)"]
     doc["network"] = dict(network, **{"packet-size": 1})
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+
+
+def test_a_training_jobs_figure_in_a_sweep_of_no_training_job_is_refused_before_the_run(tmp_path, capsys):
+    # minimise: iteration_time_ns over ET traces ran every point, then ended on 'gave no number
+    # for any of the finished points'; report: [mfu] showed an empty column, and a constraint
+    # mfu > 0.3 held no point to it: only a Megatron job reports them
+    base = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"])), "base.yaml")
+    for field, value, where, text in (("minimise", "iteration_time_ns", "minimise", "iteration_time_ns"),
+                                      ("report", ["finish_ns", "mfu * 100"], "report[1]", "mfu * 100"),
+                                      ("constraints", ["mfu > 0.3"], "constraints", "mfu > 0.3")):
+        sweep = _write(tmp_path, {"base": base, "axes": {"network.bandwidth": [50, 100]}, field: value}, "sw.yaml")
+        assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out")]) == [
+            f"error: {sweep}: {where}: '{text}' reads {text.split()[0]}, a figure only a training job reports "
+            f"(workload: {{generate: megatron}} on a cluster:), and no point of this sweep is one, so it would be "
+            f"empty for every point; use finish_ns, exposed_comm_ns, peak_memory_gb, ..."]
+        assert not (tmp_path / "out").exists()
