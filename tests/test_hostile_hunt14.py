@@ -122,3 +122,19 @@ def test_a_training_jobs_figure_in_a_sweep_of_no_training_job_is_refused_before_
             f"(workload: {{generate: megatron}} on a cluster:), and no point of this sweep is one, so it would be "
             f"empty for every point; use finish_ns, exposed_comm_ns, peak_memory_gb, ..."]
         assert not (tmp_path / "out").exists()
+
+
+def test_a_transformer_of_more_layer_passes_than_a_trace_holds_is_refused_before_building(tmp_path, capsys):
+    # num_stacks: 1099511627776 (a typo of digits) ended on 'internal error MemoryError' after
+    # building its graph until memory ran out; Megatron jobs were bounded so, transformers not
+    gpt = {"generate": "transformer", "model": "gpt", "dp": 8, "dmodel": 256, "dff": 1024, "head": 4,
+           "num_stacks": 2 ** 40, "seq": 64, "batch": 8, "dvocal": 1000}
+    system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900}
+    path = _write(tmp_path, {"workload": gpt, "system": system, "network": DEFAULT["network"]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.num_stacks: (1,099,511,627,776) x micro-batches (1: batch / micro_batch) would be "
+        f"about 87,960,930,222,080 trace nodes, more than the bound of 4,000,000 (about 4 GB to simulate); use fewer "
+        f"num_stacks or a larger micro_batch"]
+    gpt["num_stacks"] = 2
+    assert main(["run", _write(tmp_path, {"workload": gpt, "system": system, "network": DEFAULT["network"]}),
+                 "--quiet"]) == 0

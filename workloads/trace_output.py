@@ -20,6 +20,10 @@ from simpy_astra.infra import files
 
 #: the most ET files (NPUs) one generator call writes; far beyond what one run can simulate
 MAX_TRACE_NPUS = 65536
+#: the most trace nodes a generated step may hold over all its stages, about 1 KB each to build
+#: and simulate (about 4 GB): past it a typo of a few digits spent minutes and gigabytes before
+#: any error, or ended on an internal MemoryError
+MAX_TRACE_NODES = 4_000_000
 #: a rank's trace file, PREFIX.{rank}.et
 _RANK_FILE = re.compile(r"(.*)\.(0|[1-9][0-9]*)\.et")
 #: Linux's limits on one file name and on a whole path, in bytes
