@@ -138,3 +138,21 @@ def test_a_transformer_of_more_layer_passes_than_a_trace_holds_is_refused_before
     gpt["num_stacks"] = 2
     assert main(["run", _write(tmp_path, {"workload": gpt, "system": system, "network": DEFAULT["network"]}),
                  "--quiet"]) == 0
+
+
+def test_a_gemm_workload_of_another_npu_count_is_refused_before_scalesim_runs(tmp_path, capsys, monkeypatch):
+    # num_npus: 1 on a 16-NPU network timed every layer whole in SCALE-Sim (minutes for a
+    # large one) and only then said the rank counts differ
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "layers.csv").write_text("Layer,m,n,k\nfc1,64,64,64\n")
+    gemm = {"generate": "gemm", "mnk": "layers.csv", "parallel": "DATA", "num_npus": 1, "array": "8x8"}
+    system = {**DEFAULT["system"], "local-mem-bw": 50}
+    path = _write(tmp_path, {"workload": gemm, "system": system, "network": DEFAULT["network"]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload: generate gemm writes 1 ranks, but the network has 8 NPUs; make the generator's "
+        f"parallelism (num_npus, or dp x tp x pp ...) match it"]
+    assert not (tmp_path / "cache" / "scalesim").exists()  # SCALE-Sim never ran
+    gemm["num_npus"] = 8
+    assert main(["run", _write(tmp_path, {"workload": gemm, "system": system, "network": DEFAULT["network"]}),
+                 "--quiet"]) == 0
+    assert (tmp_path / "cache" / "scalesim").is_dir()

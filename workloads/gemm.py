@@ -53,7 +53,7 @@ from typing import Any
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import files
-from simpy_astra.workloads.generated import cache_root
+from simpy_astra.workloads.generated import WorkloadLayout, cache_root
 from simpy_astra.workloads.text_workload import (
     convert_text_workload,
     parse_text_workload,
@@ -409,6 +409,13 @@ def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
     except InputError as exc:
         raise InputError(f"{where}: mnk: {exc}") from None
     return {**params, "mnk_sha256": digest}
+
+
+def layout(params: dict[str, Any]) -> WorkloadLayout:
+    """Its ranks, ``num_npus``, known before SCALE-Sim runs: a network of another size was
+    refused only after minutes of timing a large layer on each NPU's share."""
+    npus = params.get("num_npus")
+    return WorkloadLayout(ranks=npus if isinstance(npus, int) and not isinstance(npus, bool) and npus >= 1 else None)
 
 
 def generate(params: dict[str, Any], prefix: str) -> None:

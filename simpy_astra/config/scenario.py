@@ -479,17 +479,23 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     layout = prepared.layout()
     if layout.ranks is not None and on_cluster and npus != layout.ranks:
         raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
+    if layout.ranks is not None and layout.ranks != npus:  # before a slow generator (gemm) runs
+        raise _ranks_differ(path, prepared.generator, layout.ranks, npus, on_cluster)
     made = materialise(prepared, where=f"{path}: workload", lazy=True, checking=checking)
     ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
     if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
-        size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
-        raise InputError(f"{path}: workload: generate {prepared.generator} writes {ranks} ranks, but {size}; "
-                         f"make the generator's parallelism (num_npus, or dp x tp x pp ...) match it")
+        raise _ranks_differ(path, prepared.generator, ranks, npus, on_cluster)
     if groups is not None:
         return made.prefix, groups, WorkloadInfo(prepared, warnings=layout.warnings)
     # (the generators' sends and receives run between pipeline stages)
     return made.prefix, made.comm_groups, WorkloadInfo(prepared, layout.dimensions,
                                                        "pp" if layout.dimensions else "p2p", layout.warnings)
+
+
+def _ranks_differ(path: str, generator: str, ranks: int, npus: int, on_cluster: bool) -> InputError:
+    size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
+    return InputError(f"{path}: workload: generate {generator} writes {ranks} ranks, but {size}; make the "
+                      f"generator's parallelism (num_npus, or dp x tp x pp ...) match it")
 
 
 def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
