@@ -156,3 +156,15 @@ def test_a_gemm_workload_of_another_npu_count_is_refused_before_scalesim_runs(tm
     assert main(["run", _write(tmp_path, {"workload": gemm, "system": system, "network": DEFAULT["network"]}),
                  "--quiet"]) == 0
     assert (tmp_path / "cache" / "scalesim").is_dir()
+
+
+def test_a_systolic_array_past_what_scalesim_can_hold_is_refused(tmp_path, capsys):
+    # array: 100000x100000 ended on 'internal error MemoryError: Unable to allocate 74.5 GiB'
+    mnk = tmp_path / "layers.csv"
+    mnk.write_text("Layer,m,n,k\nfc1,64,64,64\n")
+    argv = ["generate", "gemm", "--mnk", str(mnk), "--parallel", "DATA", "--num-npus", "4", "--array",
+            "100000x100000", "--output", str(tmp_path / "g" / "gm")]
+    assert _error_lines(capsys, argv) == [
+        "error: --array: 100000x100000 is past the 16,777,216 cells (4096x4096) SCALE-Sim is run for here: it keeps "
+        "several ROWS x COLS tables per layer (4096x4096 took 2.4 GB and a minute); give a smaller array"]
+    assert not (tmp_path / "g").exists()

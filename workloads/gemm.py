@@ -77,6 +77,11 @@ class GemmLayer:
     k: int
 
 
+#: the largest systolic array timed (cells): SCALE-Sim's tables grow with them, 100000x100000
+#: asked it for 74.5 GiB at once
+MAX_ARRAY_CELLS = 4096 * 4096
+
+
 @dataclass(frozen=True)
 class ArraySpec:
     """The accelerator SCALE-Sim models."""
@@ -93,6 +98,10 @@ class ArraySpec:
         m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", str(array))
         if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
             raise InputError(f"--array: expected ROWSxCOLS such as 32x32 (got {array!r})")
+        if int(m.group(1)) * int(m.group(2)) > MAX_ARRAY_CELLS:  # else an internal MemoryError, or swap
+            raise InputError(f"--array: {m.group(1)}x{m.group(2)} is past the {MAX_ARRAY_CELLS:,} cells (4096x4096) "
+                             f"SCALE-Sim is run for here: it keeps several ROWS x COLS tables per layer (4096x4096 "
+                             f"took 2.4 GB and a minute); give a smaller array")
         if dataflow not in DATAFLOWS:
             raise InputError(f"--dataflow: expected one of {', '.join(DATAFLOWS)} (got {dataflow!r})")
         sizes = DEFAULT_SRAM_KB
