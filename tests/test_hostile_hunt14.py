@@ -168,3 +168,14 @@ def test_a_systolic_array_past_what_scalesim_can_hold_is_refused(tmp_path, capsy
         "error: --array: 100000x100000 is past the 16,777,216 cells (4096x4096) SCALE-Sim is run for here: it keeps "
         "several ROWS x COLS tables per layer (4096x4096 took 2.4 GB and a minute); give a smaller array"]
     assert not (tmp_path / "g").exists()
+
+
+def test_an_axis_written_by_its_path_in_a_constraint_is_told_its_name(tmp_path, capsys):
+    # 'network.bandwidth > 10' said only "uses unknown name(s) ['network']" and listed 40 names
+    base = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"])), "base.yaml")
+    sweep = _write(tmp_path, {"base": base, "axes": {"network.bandwidth": [10, 20]},
+                              "constraints": ["network.bandwidth > 10"]}, "sweep.yaml")
+    err = _error_lines(capsys, ["sweep", sweep, "--list"])
+    assert len(err) == 1 and err[0].startswith(
+        f"error: {sweep}: constraints[0]: 'network.bandwidth > 10' uses unknown name(s) ['network']; did you mean "
+        f"'bandwidth' for 'network.bandwidth'? (an axis is called by its path's last part, or its as: name); known: ")
