@@ -179,3 +179,13 @@ def test_an_axis_written_by_its_path_in_a_constraint_is_told_its_name(tmp_path, 
     assert len(err) == 1 and err[0].startswith(
         f"error: {sweep}: constraints[0]: 'network.bandwidth > 10' uses unknown name(s) ['network']; did you mean "
         f"'bandwidth' for 'network.bandwidth'? (an axis is called by its path's last part, or its as: name); known: ")
+
+
+def test_a_microbenchmark_on_one_npu_is_refused_as_no_network_runs_it(tmp_path, capsys):
+    # generate microbench --num-npus 1 wrote traces that no run takes: a network dimension holds
+    # 2 or more NPUs, and a cluster 2 or more GPUs
+    argv = ["generate", "microbench", "--collective", "all_reduce", "--size", "1024", "--num-npus", "1",
+            "--output", str(tmp_path / "ar")]
+    assert _error_lines(capsys, argv) == [
+        "error: --num-npus: must be 2 or more (got 1): a collective runs between NPUs, and every network has 2 or more"]
+    assert list(tmp_path.iterdir()) == []
