@@ -181,11 +181,19 @@ def test_an_axis_written_by_its_path_in_a_constraint_is_told_its_name(tmp_path, 
         f"'bandwidth' for 'network.bandwidth'? (an axis is called by its path's last part, or its as: name); known: ")
 
 
-def test_a_microbenchmark_on_one_npu_is_refused_as_no_network_runs_it(tmp_path, capsys):
+def test_traces_for_one_npu_are_refused_as_no_network_runs_them(tmp_path, capsys):
     # generate microbench --num-npus 1 wrote traces that no run takes: a network dimension holds
     # 2 or more NPUs, and a cluster 2 or more GPUs
     argv = ["generate", "microbench", "--collective", "all_reduce", "--size", "1024", "--num-npus", "1",
             "--output", str(tmp_path / "ar")]
     assert _error_lines(capsys, argv) == [
-        "error: --num-npus: must be 2 or more (got 1): a collective runs between NPUs, and every network has 2 or more"]
+        "error: --num-npus: must be 2 or more (got 1): a run simulates a network between NPUs, and every network has 2 "
+        "or more"]
     assert list(tmp_path.iterdir()) == []
+    # the text converter's and the gemm generator's alike
+    text = SCENARIOS / "workloads" / "text" / "Resnet50_DataParallel.txt"
+    (tmp_path / "layers.csv").write_text("Layer,m,n,k\nfc1,64,64,64\n")
+    for argv in (["convert", "text", "--input", str(text), "--num-passes", "1", "--num-npus", "1"],
+                 ["generate", "gemm", "--mnk", str(tmp_path / "layers.csv"), "--parallel", "DATA", "--num-npus", "1"]):
+        assert "must be 2 or more (got 1)" in _error_lines(capsys, [*argv, "--output", str(tmp_path / "t")])[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["layers.csv"]

@@ -59,7 +59,7 @@ from simpy_astra.workloads.text_workload import (
     parse_text_workload,
     write_converted_ets,
 )
-from simpy_astra.workloads.trace_output import check_prefix
+from simpy_astra.workloads.trace_output import check_npu_count, check_prefix
 
 STRATEGIES = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
 DATAFLOWS = ("ws", "os", "is")
@@ -471,6 +471,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--output", required=True, help="output prefix")
     args = p.parse_args(argv)
     check_prefix(args.output)
+    check_npu_count(args.num_npus, "--num-npus")
     check_clock(args.clock_ghz, "--clock-ghz")
     if args.format == "text" and args.num_passes != 1:
         raise InputError(f"--num-passes {args.num_passes}: --format text writes no ET, so no iterations (ASTRA-sim "

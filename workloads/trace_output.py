@@ -70,7 +70,11 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
 
 
 def check_npu_count(npus: int, where: str) -> None:
-    """At most :data:`MAX_TRACE_NPUS` files, checked before anything is built or written."""
+    """2 to :data:`MAX_TRACE_NPUS` files, checked before anything is built or written: traces
+    for 1 NPU were written, and no run takes them (a network dimension holds 2 or more NPUs)."""
+    if npus < 2:
+        raise InputError(f"{where}: must be 2 or more (got {npus}): a run simulates a network between NPUs, and "
+                         f"every network has 2 or more")
     if npus > MAX_TRACE_NPUS:
         raise InputError(f"{where}: {npus} NPUs would write {npus} trace files; at most {MAX_TRACE_NPUS} "
                          f"are written (lower the parallelism)")
