@@ -53,13 +53,13 @@ from typing import Any
 from simpy_astra.cli.args import ArgumentParser
 from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.infra import files
-from simpy_astra.workloads.generated import cache_root
+from simpy_astra.workloads.generated import WorkloadLayout, cache_root
 from simpy_astra.workloads.text_workload import (
     convert_text_workload,
     parse_text_workload,
     write_converted_ets,
 )
-from simpy_astra.workloads.trace_output import check_prefix
+from simpy_astra.workloads.trace_output import check_npu_count, check_prefix
 
 STRATEGIES = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
 DATAFLOWS = ("ws", "os", "is")
@@ -75,6 +75,11 @@ class GemmLayer:
     m: int
     n: int
     k: int
+
+
+#: the largest systolic array timed (cells): SCALE-Sim's tables grow with them, 100000x100000
+#: asked it for 74.5 GiB at once
+MAX_ARRAY_CELLS = 4096 * 4096
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,10 @@ class ArraySpec:
         m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", str(array))
         if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
             raise InputError(f"--array: expected ROWSxCOLS such as 32x32 (got {array!r})")
+        if int(m.group(1)) * int(m.group(2)) > MAX_ARRAY_CELLS:  # else an internal MemoryError, or swap
+            raise InputError(f"--array: {m.group(1)}x{m.group(2)} is past the {MAX_ARRAY_CELLS:,} cells (4096x4096) "
+                             f"SCALE-Sim is run for here: it keeps several ROWS x COLS tables per layer (4096x4096 "
+                             f"took 2.4 GB and a minute); give a smaller array")
         if dataflow not in DATAFLOWS:
             raise InputError(f"--dataflow: expected one of {', '.join(DATAFLOWS)} (got {dataflow!r})")
         sizes = DEFAULT_SRAM_KB
@@ -411,6 +420,13 @@ def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
     return {**params, "mnk_sha256": digest}
 
 
+def layout(params: dict[str, Any]) -> WorkloadLayout:
+    """Its ranks, ``num_npus``, known before SCALE-Sim runs: a network of another size was
+    refused only after minutes of timing a large layer on each NPU's share."""
+    npus = params.get("num_npus")
+    return WorkloadLayout(ranks=npus if isinstance(npus, int) and not isinstance(npus, bool) and npus >= 1 else None)
+
+
 def generate(params: dict[str, Any], prefix: str) -> None:
     """Scenario generator: ``{generate: gemm, mnk: layers.csv, parallel: DATA, num_npus: 16,
     array: 32x32, dataflow: ws, ...}`` (the CLI flags with underscores)."""
@@ -455,6 +471,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--output", required=True, help="output prefix")
     args = p.parse_args(argv)
     check_prefix(args.output)
+    check_npu_count(args.num_npus, "--num-npus")
     check_clock(args.clock_ghz, "--clock-ghz")
     if args.format == "text" and args.num_passes != 1:
         raise InputError(f"--num-passes {args.num_passes}: --format text writes no ET, so no iterations (ASTRA-sim "

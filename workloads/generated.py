@@ -286,6 +286,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
     # SCALE-Sim compute times for GEMM layers (extra .[gemm])
     "gemm": _module("simpy_astra.workloads.gemm", "1", path_params=("mnk",),
                     cache_params=_lazy("simpy_astra.workloads.gemm", "prepare"), slow=True,
+                    layout=_lazy("simpy_astra.workloads.gemm", "layout"),
                     params=_names("simpy_astra.workloads.gemm", "GIVEN_PARAMS")),
 }
 

@@ -65,8 +65,6 @@ def write_microbench(collective: str, size_bytes: int, num_npus: int, prefix: st
     if not 1 <= size_bytes <= INT64_MAX:
         raise InputError(f"--size: must be a number of bytes from 1 to {INT64_MAX} (Chakra's 64-bit "
                          f"comm_size; got {size_bytes})")
-    if num_npus < 1:
-        raise InputError(f"--num-npus: must be >= 1 (got {num_npus})")
     check_npu_count(num_npus, "--num-npus")
     _check_ends(collective, num_npus, src, dst)
     check_prefix(prefix)

@@ -20,6 +20,10 @@ from simpy_astra.infra import files
 
 #: the most ET files (NPUs) one generator call writes; far beyond what one run can simulate
 MAX_TRACE_NPUS = 65536
+#: the most trace nodes a generated step may hold over all its stages, about 1 KB each to build
+#: and simulate (about 4 GB): past it a typo of a few digits spent minutes and gigabytes before
+#: any error, or ended on an internal MemoryError
+MAX_TRACE_NODES = 4_000_000
 #: a rank's trace file, PREFIX.{rank}.et
 _RANK_FILE = re.compile(r"(.*)\.(0|[1-9][0-9]*)\.et")
 #: Linux's limits on one file name and on a whole path, in bytes
@@ -40,6 +44,11 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
         raise InputError(f"{where}: {prefix} is a folder; a prefix names files, so they would be {base}.0.et, "
                          f"{base}.1.et, ... beside it: give {os.path.join(prefix, 'NAME')} to write NAME.0.et, ... "
                          f"inside it")
+    rank = _RANK_FILE.fullmatch(base)
+    if rank is not None:  # else traces/ar.0.et.0.et, ... which no one meant
+        raise InputError(f"{where}: {prefix} is the name of NPU {rank.group(2)}'s ET file; give the prefix, "
+                         f"{prefix[:len(prefix) - len(base)]}{rank.group(1)}, which writes {rank.group(1)}.0.et, "
+                         f"{rank.group(1)}.1.et, ...")
     if "\0" in prefix:
         raise InputError(f"{where}: must not contain a NUL character (got {prefix!r})")
     long_part = next((part for part in prefix.split(os.sep) if len(os.fsencode(part)) + 9 > NAME_MAX), None)
@@ -61,7 +70,11 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
 
 
 def check_npu_count(npus: int, where: str) -> None:
-    """At most :data:`MAX_TRACE_NPUS` files, checked before anything is built or written."""
+    """2 to :data:`MAX_TRACE_NPUS` files, checked before anything is built or written: traces
+    for 1 NPU were written, and no run takes them (a network dimension holds 2 or more NPUs)."""
+    if npus < 2:
+        raise InputError(f"{where}: must be 2 or more (got {npus}): a run simulates a network between NPUs, and "
+                         f"every network has 2 or more")
     if npus > MAX_TRACE_NPUS:
         raise InputError(f"{where}: {npus} NPUs would write {npus} trace files; at most {MAX_TRACE_NPUS} "
                          f"are written (lower the parallelism)")

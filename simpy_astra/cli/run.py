@@ -279,6 +279,9 @@ def _prepared(inputs, plan: RunPlan, trace_dir: str | None, name: str):
     check_outputs(inputs, plan.json_out, plan.csv_out, plan.trace_out, plan.plots, log)
     if plan.isolation and inputs.jobs is None:
         raise InputError("--isolation: needs a scenario with jobs: (it runs each job alone to compare)")
+    if plan.isolation and len(inputs.jobs) == 1:  # else a second run of it, 'slowdown 1.000x'
+        raise InputError(f"--isolation: the scenario's one job ({inputs.jobs[0].name}) shares the network with no "
+                         f"other job, so alone it runs as it does here (slowdown 1); add a job, or drop --isolation")
     return inputs
 
 

@@ -269,6 +269,7 @@ def _main(argv: list[str]) -> int:
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
+    spec.check_training_figures(points)
     if args.list:
         given = [flag for flag, value in (("--out", args.out), ("--cluster", args.cluster),
                                           ("--retry-failed", args.retry_failed)) if value]

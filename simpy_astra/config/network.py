@@ -277,6 +277,24 @@ def with_graph(net: NetworkConfig, graph: Any, routes: Any = None, where: str = 
                                latency_ns=(latency,), graph_specs=(spec,))
 
 
+def _packet_fits_buffer(src: str, packet_size: int | None, switch_buffer: int | None) -> None:
+    """A switch buffer holds a packet, the one unset taken at its default (1 MiB buffers, 4 KiB
+    packets): else the packet backend's own check ended the run as a bug report."""
+    if packet_size is None and switch_buffer is None:
+        return
+    from simpy_astra.network.packet.trains import DEFAULT_PACKET_SIZE_BYTES, DEFAULT_SWITCH_BUFFER_BYTES
+
+    packet = DEFAULT_PACKET_SIZE_BYTES if packet_size is None else packet_size
+    buffer = DEFAULT_SWITCH_BUFFER_BYTES if switch_buffer is None else switch_buffer
+    if buffer >= packet:
+        return
+    if switch_buffer is None:
+        raise InputError.at(src, "packet-size", f"must fit a switch buffer ({buffer} bytes, switch-buffer's default; "
+                                                f"set switch-buffer to hold larger packets; got {packet})")
+    which = "" if packet_size is not None else ", packet-size's default; set packet-size to send smaller ones"
+    raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet} bytes{which}; got {buffer})")
+
+
 def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int], bandwidth: tuple[float, ...],
                      latency: tuple[float, ...], specs: list[GraphSpec | None]) -> NetworkConfig:
     """The config of the dimensions read, with our extension keys (packet sizes, models, cost)."""
@@ -290,9 +308,8 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
         return v
 
     packet_size, switch_buffer = byte_count("packet-size"), byte_count("switch-buffer")
-    if packet_size is not None and switch_buffer is not None and switch_buffer < packet_size:
-        raise InputError.at(src, "switch-buffer", f"must hold at least one packet ({packet_size} bytes; "
-                                                  f"got {switch_buffer})")
+    _packet_fits_buffer(src, packet_size, switch_buffer)
+
     def model(key: str) -> tuple[str | None, tuple[tuple[str, Any], ...]]:
         """``link-model`` / ``switch-model``: a name that resolves to a class, or ``{class:
         name, param: value, ...}`` whose parameters the class's ``__init__`` takes; or absent."""

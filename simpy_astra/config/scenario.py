@@ -163,9 +163,20 @@ def _inputs(workload: str, system: SystemConfig, net: NetworkConfig, memory: Rem
     )
 
 
-def _path(scenario: str, value: str) -> str:
-    """A path written in a scenario, resolved relative to the scenario's folder."""
-    return value if os.path.isabs(value) else os.path.join(os.path.dirname(os.path.abspath(scenario)), value)
+def _path(scenario: str, value: str, field: str) -> str:
+    """A path written in a scenario, resolved relative to the scenario's folder. A leading
+    ``~`` is not the home folder here (no shell reads a scenario): unless the scenario's folder
+    holds a ``~``, it is refused with the full path to write, else the error was a missing
+    ``SCENARIO_FOLDER/~/...`` file."""
+    if os.path.isabs(value):
+        return value
+    folder = os.path.dirname(os.path.abspath(scenario))
+    home = value.split(os.sep, 1)[0]
+    if home.startswith("~") and os.path.expanduser(home) != home and not os.path.lexists(os.path.join(folder, home)):
+        raise InputError.at(scenario, field, f"is {value}, but ~ means the home folder only to a shell; a "
+                                             f"scenario's relative paths resolve from its own folder: write "
+                                             f"{os.path.expanduser(value)}")
+    return os.path.join(folder, value)
 
 
 def _block(scenario: str, key: str, value: Any, from_path: Callable[[str], T],
@@ -173,7 +184,7 @@ def _block(scenario: str, key: str, value: Any, from_path: Callable[[str], T],
     """One input of a scenario: a file path (read with its own name in errors) or an inline
     mapping (errors name the scenario and the key, e.g. ``scenario.yaml: network``)."""
     if isinstance(value, str) and value:
-        return from_path(_path(scenario, value))
+        return from_path(_path(scenario, value, key))
     if isinstance(value, dict):
         return from_mapping(value, f"{scenario}: {key}")
     raise InputError.at(scenario, key, f"must be a file path or a mapping (got {value!r})")
@@ -444,7 +455,7 @@ def _comm_groups(path: str, value: Any, npus: int) -> str | dict[int, tuple[int,
     if isinstance(value, dict):
         return comm_groups_from_mapping(value, f"{path}: comm_groups", npus)
     if isinstance(value, str) and value:
-        return _path(path, value)
+        return _path(path, value, "comm_groups")
     raise InputError.at(path, "comm_groups", f"must be a file path or a mapping (got {value!r})")
 
 
@@ -456,7 +467,7 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     and written lazily (a run writes the ranks it needs); its comm groups, unless the scenario
     gives its own, come with their dimensions, for breakdowns."""
     if isinstance(workload, str) and workload:
-        return _path(path, workload), groups, WorkloadInfo()
+        return _path(path, workload, "workload"), groups, WorkloadInfo()
     if not isinstance(workload, dict):
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")
@@ -468,17 +479,23 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     layout = prepared.layout()
     if layout.ranks is not None and on_cluster and npus != layout.ranks:
         raise InputError(f"{path}: network: has {npus} NPUs, cluster.gpus is {layout.ranks}")
+    if layout.ranks is not None and layout.ranks != npus:  # before a slow generator (gemm) runs
+        raise _ranks_differ(path, prepared.generator, layout.ranks, npus, on_cluster)
     made = materialise(prepared, where=f"{path}: workload", lazy=True, checking=checking)
     ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
     if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
-        size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
-        raise InputError(f"{path}: workload: generate {prepared.generator} writes {ranks} ranks, but {size}; "
-                         f"make the generator's parallelism (num_npus, or dp x tp x pp ...) match it")
+        raise _ranks_differ(path, prepared.generator, ranks, npus, on_cluster)
     if groups is not None:
         return made.prefix, groups, WorkloadInfo(prepared, warnings=layout.warnings)
     # (the generators' sends and receives run between pipeline stages)
     return made.prefix, made.comm_groups, WorkloadInfo(prepared, layout.dimensions,
                                                        "pp" if layout.dimensions else "p2p", layout.warnings)
+
+
+def _ranks_differ(path: str, generator: str, ranks: int, npus: int, on_cluster: bool) -> InputError:
+    size = f"cluster.gpus is {npus}" if on_cluster else f"the network has {npus} NPUs"
+    return InputError(f"{path}: workload: generate {generator} writes {ranks} ranks, but {size}; make the "
+                      f"generator's parallelism (num_npus, or dp x tp x pp ...) match it")
 
 
 def _prepare(path: str, workload: Any, cluster: Any) -> Prepared | None:
@@ -529,14 +546,14 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
             return made.prefix, made.comm_groups
         if isinstance(value, str) and value:
-            return _path(path, value), None
+            return _path(path, value, where.removeprefix(f"{path}: ")), None
         raise InputError(f"{where}: must be an ET prefix or a {{generate: ...}} mapping (got {value!r})")
 
     def groups_of(value: Any, where: str, ranks: int) -> dict[int, tuple[int, ...]]:
         if isinstance(value, dict):
             return comm_groups_from_mapping(value, where, ranks)
         if isinstance(value, str) and value:
-            return load_comm_groups_json(_path(path, value), ranks)
+            return load_comm_groups_json(_path(path, value, where.removeprefix(f"{path}: ")), ranks)
         raise InputError(f"{where}: must be a file path or a mapping (got {value!r})")
 
     warnings = [*unknown, *net.warnings, *unread_packet_settings(net, backend), *memory.warnings]

@@ -28,6 +28,7 @@ from simpy_astra.folding.search import find_folding, find_id_shift_folding, find
 from simpy_astra.folding.setup import FoldSetup
 from simpy_astra.network.backends import BACKENDS
 from simpy_astra.workloads.chakra import EtError, et_path, has_rank_summary, read_et
+from simpy_astra.workloads.trace_output import MAX_TRACE_NODES
 
 FOLD_DEFAULT = True
 
@@ -35,10 +36,10 @@ FOLD_DEFAULT = True
 #: further (smaller runs cost little either way, and stay quiet)
 NOTE_FROM_NPUS = 64
 
-#: the most trace nodes a run with a generated workload simulates (about 1 KB each to write,
-#: hold and run: about 4 GB): an unfolded 16,384-GPU step holds ten times as many and would
-#: fill a machine's memory before its first event
-MAX_SIMULATED_NODES = 4_000_000
+#: the most trace nodes a run with a generated workload simulates, the generators' own bound
+#: (about 1 KB each: 4 GB); an unfolded 16,384-GPU step holds ten times as many and would fill
+#: a machine's memory before its first event
+MAX_SIMULATED_NODES = MAX_TRACE_NODES
 
 #: rank -> (trace path, decoded nodes)
 TraceReader = Callable[[int], tuple[str, list]]

@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from simpy_astra.config.readers import nearest_key
@@ -108,8 +109,7 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
         if not math.isfinite(span) or span + 1 > MAX_POINTS:
             raise InputError(f"{where}: the range from {start} to {stop} in steps of {step} has more than "
                              f"{MAX_POINTS:,} values; use a larger step or a narrower range")
-        count = int(span + 1e-9) + 1
-        values = [start + i * step for i in range(max(count, 0))]
+        values = _range_values(start, stop, step)
     elif form == "powers_of_two":
         bounds = raw["powers_of_two"]
         if isinstance(bounds, list):  # 6.4e1 is 64 (YAML reads scientific numbers as floats)
@@ -202,3 +202,13 @@ def check_overlaps(path: str, axes: list[Axis], canonical: Callable[[str], str] 
                                  f"it would silently replace in every point; put the {field} axis first (the "
                                  f"later then sets a part of it), or keep one")
         (set_by_bundles if axis.bundles else set_by_plain).update(fields)
+
+
+def _range_values(start: float, stop: float, step: float) -> list[float]:
+    """``from``, ``from + step``, ... up to ``to``, counted in the decimals written: in binary
+    floats ``{from: 0.1, to: 0.7, step: 0.1}`` gave 0.30000000000000004 and ended on
+    0.7000000000000001, past ``to``, in every label, key and results row."""
+    if all(isinstance(x, int) for x in (start, stop, step)):
+        return list(range(start, stop + 1, step))
+    first, last, by = (Decimal(repr(float(x))) for x in (start, stop, step))
+    return [float(first + i * by) for i in range(int((last - first) / by) + 1)]

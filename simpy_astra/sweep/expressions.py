@@ -220,6 +220,20 @@ def type_mismatch(text: str, values: dict[str, Any], choices: dict[str, tuple[An
     return None
 
 
+def _dotted_paths(tree: ast.AST, known: set[str]) -> dict[str, tuple[str, str]]:
+    """Root name -> (the dotted path written, its last part) where that part is a known name:
+    ``network.bandwidth`` read as the attribute of a name ``network``."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in known:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name):
+                out.setdefault(root.id, (ast.unparse(node), node.attr))
+    return out
+
+
 def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64",
                      flags: frozenset[str] = frozenset()) -> Expression:
     """Check syntax, allowed operations and that every variable is one of ``known``; errors name
@@ -239,8 +253,12 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
     unknown = names - known
     if unknown:
-        near = [f"'{close}' for '{name}'" for name in sorted(unknown) if (close := nearest_key(name, known))]
+        paths = _dotted_paths(tree, known)
+        near = [f"'{paths[name][1]}' for '{paths[name][0]}'" if name in paths else f"'{close}' for '{name}'"
+                for name in sorted(unknown) if name in paths or (close := nearest_key(name, known))]
         guess = f"; did you mean {', '.join(near)}?" if near else ""
+        if paths:  # an axis written as under axes: (network.bandwidth): its last part names it
+            guess += " (an axis is called by its path's last part, or its as: name)"
         also = ("; and each Megatron-LM flag this simulator reads, with _ for - (tensor_model_parallel_size; "
                 "simpy-astra generate megatron --help lists them)" if flags else "")
         raise InputError(f"{where}: '{text}' uses unknown name(s) {sorted(unknown)}{guess}; "

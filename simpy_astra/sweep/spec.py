@@ -318,6 +318,23 @@ class SweepSpec:
                 raise InputError(f"{self.path}: constraints: '{expr.text}' is undefined for any figures (e.g. a "
                                  f"division by zero), so no figures could satisfy it; fix the expression")
 
+    def check_training_figures(self, points: list[Point]) -> None:
+        """A ``minimise``, ``report`` or result constraint over a training job's own figures
+        (``mfu``, ``iteration_time_ns``) where no point is such a job: every point ran, then the
+        sweep ended on 'no number for any point', or showed an empty column, or held no point
+        to the constraint. Refused before any point runs."""
+        if any(_reports_training(p.scenario) for p in points):
+            return
+        uses = [("minimise", self.objective), *((f"report[{i}]", e) for i, e in enumerate(self.report)),
+                *(("constraints", e) for e in self.result_constraints)]
+        for where, expr in uses:
+            used = sorted(expr.names & set(TRAINING_NAMES))
+            if used:
+                raise InputError(f"{self.path}: {where}: '{expr.text}' reads {used[0]}, a figure only a training "
+                                 f"job reports (workload: {{generate: megatron}} on a cluster:), and no point of this "
+                                 f"sweep is one, so it would be empty for every point; use "
+                                 f"{', '.join(DEFAULT_REPORT[:2])}, peak_memory_gb, ...")
+
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
         sweep_dir = os.path.dirname(os.path.abspath(self.path))
@@ -391,6 +408,17 @@ def megatron_args_of(scenario: dict[str, Any]) -> Any:
     if entry is not None and entry.command_line_args:
         return workload.get("args")
     return None
+
+
+def _reports_training(scenario: dict[str, Any]) -> bool:
+    """Whether a point's run may report a training job's own figures: its generator has a
+    ``report`` (Megatron's), or is one not known here yet (a ``module:function``)."""
+    workload = scenario.get("workload")
+    name = workload.get("generate") if isinstance(workload, dict) else None
+    if not isinstance(name, str):
+        return False
+    entry = GENERATORS.get(name)
+    return entry is None or entry.report is not None
 
 
 #: a scenario's keys no run reads (text for the person who wrote it)

@@ -20,9 +20,10 @@ from __future__ import annotations
 from simpy_astra.errors import InputError
 from simpy_astra.workloads.megatron.job import MegatronJob
 from simpy_astra.workloads.megatron.memory import parts_bytes
+from simpy_astra.workloads.trace_output import MAX_TRACE_NODES
 
 MAX_GPUS = 2**18
-MAX_NODES = 4_000_000
+MAX_NODES = MAX_TRACE_NODES
 NODES_PER_LAYER_PASS = 18
 MAX_GPU_BYTES = 2**50
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from simpy_astra.errors import InputError, InvalidConfigurationError, integer_fix
-from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS
+from simpy_astra.workloads.trace_output import MAX_TRACE_NODES, MAX_TRACE_NPUS
 
 MODELS = ("gpt", "llama", "moe")
 PHASES = ("train", "prefill", "decode")
@@ -190,6 +190,11 @@ def unread_notes(params: dict[str, Any], where: str = "workload: generate: trans
     return ()
 
 
+#: the most trace nodes one layer adds for one micro-batch on its stage (measured: up to 76 for
+#: a small model of 2 layers a stage, its embedding and loss counted in)
+NODES_PER_LAYER_PASS = 80
+
+
 def check_config(cfg: TransformerConfig, where: str) -> None:
     def bad(field: str, why: str) -> InputError:
         return InputError(f"{where}: '{field}' {why}")
@@ -244,3 +249,10 @@ def check_config(cfg: TransformerConfig, where: str) -> None:
             raise bad("kexperts", f"({cfg.kexperts}) must not exceed experts ({cfg.experts})")
     elif cfg.ep != 1:
         raise bad("ep", "is for --model moe only")
+    passes = cfg.num_stacks * cfg.micro_batches  # every stage's layers, each micro-batch
+    if passes * NODES_PER_LAYER_PASS > MAX_TRACE_NODES:  # checked before any graph is built
+        raise bad("num_stacks", f"({cfg.num_stacks:,}) x micro-batches ({cfg.micro_batches:,}: batch / micro_batch) "
+                                f"would be about {passes * NODES_PER_LAYER_PASS:,} trace nodes, more than the bound "
+                                f"of {MAX_TRACE_NODES:,} (about 4 GB to simulate); use fewer num_stacks or a larger "
+                                f"micro_batch")
+
