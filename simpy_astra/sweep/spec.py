@@ -42,26 +42,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, Gpu, check_field
-from simpy_astra.config.network import KNOWN_NETWORK_KEYS
+from simpy_astra.config.cluster import OLD_KEYS, check_field
 from simpy_astra.config.readers import (
-    nearest_key,
     refuse_unknown_keys,
     show_value,
 )
 from simpy_astra.config.scenario import SCENARIO_KEYS
-from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis, point_words
+from simpy_astra.sweep.axis_paths import check_axis_path, megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
 from simpy_astra.sweep.expressions import Expression, parse_expression, type_mismatch
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
-    check_flag,
     check_integers,
     check_values,
     flag_of,
@@ -400,16 +397,6 @@ def _one_per_argument(axis: Axis) -> Axis:
     return dataclasses.replace(axis, values=tuple(firsts.values()))
 
 
-def megatron_args_of(scenario: dict[str, Any]) -> Any:
-    """A scenario's Megatron-LM arguments, or None when its workload is not Megatron."""
-    workload = scenario.get("workload")
-    name = workload.get("generate") if isinstance(workload, dict) else None
-    entry = GENERATORS.get(name) if isinstance(name, str) else None
-    if entry is not None and entry.command_line_args:
-        return workload.get("args")
-    return None
-
-
 def _reports_training(scenario: dict[str, Any]) -> bool:
     """Whether a point's run may report a training job's own figures: its generator has a
     ``report`` (Megatron's), or is one not known here yet (a ``module:function``)."""
@@ -421,8 +408,6 @@ def _reports_training(scenario: dict[str, Any]) -> bool:
     return entry is None or entry.report is not None
 
 
-#: a scenario's keys no run reads (text for the person who wrote it)
-LABELS = ("name", "description")
 #: ``package.module:attribute``, the way a config names a plug-in's algorithm or topology
 PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -442,57 +427,6 @@ def inputs_digest(digests: dict[str, str]) -> str:
 def point_key(coords: dict[str, Any]) -> str:
     text = json.dumps(coords, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def _check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fixed: bool = True) -> None:
-    """An axis must name a field some reader uses: a misspelt ``network.bandwith`` would give
-    points that all run the same scenario, and ``workload.sizee`` of a generator that takes no
-    such parameter would fail every point alike (checked while no axis changes the generator)."""
-    if is_args_path(dotted):
-        if megatron_args_of(base) is None:
-            raise InputError(f"{where}: '{dotted}' sets a Megatron-LM argument, but the base scenario's workload "
-                             f"is not {{generate: megatron, args: \"...\"}}")
-        check_flag(dotted, where)
-        return
-    parts = dotted.split(".")
-    if parts[0] in LABELS:
-        raise InputError(f"{where}: '{dotted}' is the scenario's label, which no run reads: points that differ only "
-                         f"in it run the same scenario; remove it (an axis's name, or a bundle's, labels its points)")
-    known: set[str] = set(SCENARIO_KEYS)
-    fields = {"system": KNOWN_SYSTEM_KEYS, "network": KNOWN_NETWORK_KEYS}
-    if parts[0] in fields and len(parts) > 1:
-        present = base.get(parts[0])
-        known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
-        wrong, prefix = parts[1], parts[0] + "."
-    elif parts[0] == "workload" and len(parts) == 2 and generator_fixed and \
-            (taken := _generator_params(base.get("workload"))) is not None:
-        known, wrong, prefix = set(taken) | {"generate"}, parts[1], "workload."
-        if wrong not in known:
-            near = nearest_key(wrong, known)
-            hint = f"did you mean '{prefix}{near}'?" if near else f"it takes {', '.join(taken)}"
-            raise InputError(f"{where}: '{dotted}': generate {base['workload']['generate']} takes no parameter "
-                             f"{wrong!r}, so every point would fail on it; {hint}")
-        return
-    elif parts[0] == "cluster" and len(parts) > 1:  # every point would fail on the key, after running
-        gpu = parts[1] == "gpu" and len(parts) > 2
-        known = {f.name for f in dataclasses.fields(Gpu)} if gpu else set(CLUSTER_KEYS)
-        wrong, prefix = parts[2 if gpu else 1], "cluster.gpu." if gpu else "cluster."
-        wrong = OLD_KEYS.get(wrong, wrong)  # read as its name with units
-    else:
-        wrong, prefix = parts[0], ""
-    if wrong not in known:
-        near = nearest_key(wrong, known)
-        hint = f"; did you mean '{prefix}{near}'?" if near else ""
-        why = "every point would fail on it" if prefix.startswith("cluster.") else "every point would run the same"
-        raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
-
-
-def _generator_params(workload: Any) -> tuple[str, ...] | None:
-    """The parameters the base's ``{generate: NAME, ...}`` takes, if its generator lists them."""
-    from simpy_astra.workloads.generated import GENERATORS
-
-    entry = GENERATORS.get(workload.get("generate")) if isinstance(workload, dict) else None
-    return entry.params() if entry is not None and entry.params is not None else None
 
 
 def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
@@ -551,7 +485,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     generator_fixed = not {"workload", "workload.generate"} & set(axis_paths)
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
-            _check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed)
+            check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed)
         if axis.bundles is None and is_args_path(axis.column):
             check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
         for value in axis.values if axis.bundles is None and axis.column.startswith("cluster.") else ():

@@ -16,7 +16,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError, InvalidConfigurationError
 from simpy_astra.plugins import PluginError
-from simpy_astra.sweep.spec import megatron_args_of
+from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.workloads.megatron.arguments import parse
 
 INVALID = "invalid"

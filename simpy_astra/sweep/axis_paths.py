@@ -1,0 +1,79 @@
+"""Whether a sweep axis names something a run reads: a field of the scenario, the system or
+network file, the cluster, a generator's parameter or a Megatron-LM argument (checked when the
+sweep is loaded, so that a misspelt axis does not run every point the same, or fail each)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, Gpu
+from simpy_astra.config.network import KNOWN_NETWORK_KEYS
+from simpy_astra.config.readers import nearest_key
+from simpy_astra.config.scenario import SCENARIO_KEYS
+from simpy_astra.config.system import KNOWN_SYSTEM_KEYS
+from simpy_astra.errors import InputError
+from simpy_astra.sweep.megatron_args import check_flag, is_args_path
+from simpy_astra.workloads.generated import GENERATORS
+
+#: a scenario's keys no run reads (text for the person who wrote it)
+LABELS = ("name", "description")
+
+
+def megatron_args_of(scenario: dict[str, Any]) -> Any:
+    """A scenario's Megatron-LM arguments, or None when its workload is not Megatron."""
+    workload = scenario.get("workload")
+    name = workload.get("generate") if isinstance(workload, dict) else None
+    entry = GENERATORS.get(name) if isinstance(name, str) else None
+    if entry is not None and entry.command_line_args:
+        return workload.get("args")
+    return None
+
+
+def check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fixed: bool = True) -> None:
+    """An axis must name a field some reader uses: a misspelt ``network.bandwith`` would give
+    points that all run the same scenario, and ``workload.sizee`` of a generator that takes no
+    such parameter would fail every point alike (checked while no axis changes the generator)."""
+    if is_args_path(dotted):
+        if megatron_args_of(base) is None:
+            raise InputError(f"{where}: '{dotted}' sets a Megatron-LM argument, but the base scenario's workload "
+                             f"is not {{generate: megatron, args: \"...\"}}")
+        check_flag(dotted, where)
+        return
+    parts = dotted.split(".")
+    if parts[0] in LABELS:
+        raise InputError(f"{where}: '{dotted}' is the scenario's label, which no run reads: points that differ only "
+                         f"in it run the same scenario; remove it (an axis's name, or a bundle's, labels its points)")
+    known: set[str] = set(SCENARIO_KEYS)
+    fields = {"system": KNOWN_SYSTEM_KEYS, "network": KNOWN_NETWORK_KEYS}
+    if parts[0] in fields and len(parts) > 1:
+        present = base.get(parts[0])
+        known = set(fields[parts[0]]) | (set(map(str, present)) if isinstance(present, dict) else set())
+        wrong, prefix = parts[1], parts[0] + "."
+    elif parts[0] == "workload" and len(parts) == 2 and generator_fixed and \
+            (taken := _generator_params(base.get("workload"))) is not None:
+        known, wrong, prefix = set(taken) | {"generate"}, parts[1], "workload."
+        if wrong not in known:
+            near = nearest_key(wrong, known)
+            hint = f"did you mean '{prefix}{near}'?" if near else f"it takes {', '.join(taken)}"
+            raise InputError(f"{where}: '{dotted}': generate {base['workload']['generate']} takes no parameter "
+                             f"{wrong!r}, so every point would fail on it; {hint}")
+        return
+    elif parts[0] == "cluster" and len(parts) > 1:  # every point would fail on the key, after running
+        gpu = parts[1] == "gpu" and len(parts) > 2
+        known = {f.name for f in dataclasses.fields(Gpu)} if gpu else set(CLUSTER_KEYS)
+        wrong, prefix = parts[2 if gpu else 1], "cluster.gpu." if gpu else "cluster."
+        wrong = OLD_KEYS.get(wrong, wrong)  # read as its name with units
+    else:
+        wrong, prefix = parts[0], ""
+    if wrong not in known:
+        near = nearest_key(wrong, known)
+        hint = f"; did you mean '{prefix}{near}'?" if near else ""
+        why = "every point would fail on it" if prefix.startswith("cluster.") else "every point would run the same"
+        raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
+
+
+def _generator_params(workload: Any) -> tuple[str, ...] | None:
+    """The parameters the base's ``{generate: NAME, ...}`` takes, if its generator lists them."""
+    entry = GENERATORS.get(workload.get("generate")) if isinstance(workload, dict) else None
+    return entry.params() if entry is not None and entry.params is not None else None
