@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 from simpy_astra.cli.main import main
@@ -179,6 +180,23 @@ def test_an_axis_written_by_its_path_in_a_constraint_is_told_its_name(tmp_path, 
     assert len(err) == 1 and err[0].startswith(
         f"error: {sweep}: constraints[0]: 'network.bandwidth > 10' uses unknown name(s) ['network']; did you mean "
         f"'bandwidth' for 'network.bandwidth'? (an axis is called by its path's last part, or its as: name); known: ")
+
+
+@pytest.mark.parametrize("written", ["endpoint-delay", "system.endpoint-delay"])
+def test_an_axis_written_with_dashes_in_a_constraint_is_told_its_name(tmp_path, capsys, written):
+    # 'endpoint-delay > 10' is endpoint minus delay: it said "uses unknown name(s) ['delay',
+    # 'endpoint']" and listed 40 names, and the dotted form gave no hint at all
+    base = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"])), "base.yaml")
+    sweep = _write(tmp_path, {"base": base, "axes": {"system.endpoint-delay": [10, 20]},
+                              "constraints": [f"{written} > 10"]}, "sweep.yaml")
+    unknown = "['delay', 'endpoint']" if written == "endpoint-delay" else "['delay', 'system']"
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: constraints[0]: '{written} > 10' reads {unknown}: a - in a name is a minus; write "
+        f"'endpoint_delay' for '{written}' (an axis is called by its path's last part, with _ for -, or its as: name)"]
+    # a subtraction of two known names is one
+    sweep = _write(tmp_path, {"base": base, "axes": {"system.endpoint-delay": [10, 20]},
+                              "constraints": ["endpoint_delay-endpoint_delay < 1"]}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
 
 
 def test_traces_for_one_npu_are_refused_as_no_network_runs_them(tmp_path, capsys):

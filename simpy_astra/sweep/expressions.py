@@ -220,6 +220,20 @@ def type_mismatch(text: str, values: dict[str, Any], choices: dict[str, tuple[An
     return None
 
 
+#: a name written with dashes, perhaps under a dotted path (system.endpoint-delay)
+_DASHED = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:-[A-Za-z_]\w*)+)")
+
+
+def _dashed_names(text: str, known: set[str]) -> dict[str, str]:
+    """Each dashed name written -> the known name it means (its last dotted part, _ for -)."""
+    out = {}
+    for match in _DASHED.finditer(text):
+        name = match.group(1).rsplit(".", 1)[-1].replace("-", "_")
+        if name in known:
+            out[match.group(1)] = name
+    return out
+
+
 def _dotted_paths(tree: ast.AST, known: set[str]) -> dict[str, tuple[str, str]]:
     """Root name -> (the dotted path written, its last part) where that part is a known name:
     ``network.bandwidth`` read as the attribute of a name ``network``."""
@@ -253,6 +267,11 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
     unknown = names - known
     if unknown:
+        dashed = _dashed_names(text, known)
+        if dashed:  # endpoint-delay read as endpoint minus delay
+            fixes = ", ".join(f"'{name}' for '{written}'" for written, name in dashed.items())
+            raise InputError(f"{where}: '{text}' reads {sorted(unknown)}: a - in a name is a minus; write {fixes} "
+                             f"(an axis is called by its path's last part, with _ for -, or its as: name)")
         paths = _dotted_paths(tree, known)
         near = [f"'{paths[name][1]}' for '{paths[name][0]}'" if name in paths else f"'{close}' for '{name}'"
                 for name in sorted(unknown) if name in paths or (close := nearest_key(name, known))]
