@@ -113,7 +113,6 @@ class Point:
         """What the point's errors and warnings name: :func:`point_label`."""
         return point_label(sweep, self.coordinates)
 
-
     @property
     def backend(self) -> str:
         """The network backend that measured this point (points of two backends are not compared),

@@ -176,8 +176,7 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
     if entry is None:
         out.line(f"{title}: no finished point qualifies")
         return
-    names = {a.column: a.name for a in spec.axes}
-    coords = " ".join(f"{names.get(k, k)}={shown_value(v)}" for k, v in entry["coordinates"].items())
+    coords = " ".join(point_words(spec.axes, entry["coordinates"]))  # a point's coordinates: one per axis
     figure = objective_text(spec.objective.text, entry["objective"])
     rest = f": {coords} -> {figure}"
     if out.console is not None:
