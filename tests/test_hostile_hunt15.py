@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest  # noqa: F401 (later cases)
+import pytest
 import yaml
 
 from simpy_astra.cli.main import main
@@ -37,3 +37,32 @@ def test_a_transformer_of_one_npu_is_refused_after_its_other_flags(tmp_path, cap
     assert "'micro_batch' (3) must divide batch (8)" in _error_lines(capsys, [*argv, "--micro-batch", "3"])[0]
     assert main([*argv, "--tp", "2"]) == 0
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["w.0.et", "w.1.et", "w.json"]
+
+
+@pytest.mark.parametrize("m, n, k, shown", [
+    (99_999_999_999, 64, 64, "(24999999999x64x64) is about 1,600,000,000,960 SCALE-Sim cycles"),
+    (10 ** 23, 64, 64, "SCALE-Sim cycles"),
+    (1024, 1024, 1024, "(256x1024x1024) is about 4,456,448 SCALE-Sim cycles"),
+])
+def test_a_gemm_layer_past_what_scalesim_can_time_is_refused_naming_it(tmp_path, capsys, m, n, k, shown):
+    # m = 1e11 ended on 'internal error MemoryError: Unable to allocate 5.82 TiB', m = 1e23 on
+    # numpy's 'Maximum allowed dimension exceeded', and 1024^3 on an 8x8 array ran past 15
+    # minutes (SCALE-Sim steps about 10,000 cycles a second)
+    (tmp_path / "layers.csv").write_text(f"Layer,m,n,k\nfc1,{m},{n},{k}\n")
+    argv = ["generate", "gemm", "--mnk", str(tmp_path / "layers.csv"), "--parallel", "DATA", "--num-npus", "4",
+            "--array", "8x8", "--output", str(tmp_path / "g" / "g")]
+    err = _error_lines(capsys, argv)
+    assert len(err) == 1 and err[0].startswith("error: layer fc1: its fwd GEMM on one NPU (") and shown in err[0], err
+    assert err[0].endswith("SCALE-Sim cycles on the 8x8 array, past the 1,000,000 timed (minutes each, or GBs of "
+                           "tables); split the layer, or spread it over more NPUs")
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_gemm_scenarios_too_large_layer_names_the_scenario(tmp_path, capsys):
+    (tmp_path / "layers.csv").write_text("Layer,m,n,k\nfc1,64,64,64\nfc2,8,100000000,100000000\n")
+    gemm = {"generate": "gemm", "mnk": "layers.csv", "parallel": "DATA", "num_npus": 8, "array": "8x8"}
+    system = {**DEFAULT["system"], "local-mem-bw": 50}
+    path = _write(tmp_path, {"workload": gemm, "system": system, "network": DEFAULT["network"]})
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: layer fc2: its fwd GEMM on one NPU "
+                                               f"(1x100000000x100000000) is about "), err
