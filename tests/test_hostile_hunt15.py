@@ -66,3 +66,20 @@ def test_a_gemm_scenarios_too_large_layer_names_the_scenario(tmp_path, capsys):
     err = _error_lines(capsys, ["run", path, "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: layer fc2: its fwd GEMM on one NPU "
                                                f"(1x100000000x100000000) is about "), err
+
+
+@pytest.mark.parametrize("field, value, got", [("name", ["a", "b"], "list"), ("description", {"x": 1}, "dict")])
+def test_a_label_that_is_not_text_is_refused_in_a_scenario_and_a_sweep(tmp_path, capsys, field, value, got):
+    # a scenario's name: [a, b] (a sweep axis's form) ran once, the same scenario, and a sweep's
+    # description: [a, b] was accepted alike: neither is read by any run
+    path = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), **{field: value}))
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: field '{field}' is the scenario's label, one line of text (got a {got}); several values to "
+        f"run are a sweep's axes: over fields a run reads (sweep --help)"]
+    sweep = _write(tmp_path, {"base": _base(tmp_path), field: value, "axes": {"network.bandwidth": [10, 20]}},
+                   "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: field '{field}' is the sweep's label, one line of text (got a {got}); several values to "
+        f"run are a sweep's axes: over fields a run reads (sweep --help)"]
+    assert main(["sweep", _write(tmp_path, {"base": _base(tmp_path), field: "ring sizes", "axes": {
+        "network.bandwidth": [10, 20]}}, "sw.yaml"), "--list"]) == 0

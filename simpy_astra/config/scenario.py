@@ -65,7 +65,7 @@ from simpy_astra.config import (
 )
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
-from simpy_astra.config.readers import nearest_key, refuse_unknown_keys
+from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
@@ -202,6 +202,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
                          f"{{preset: NAME, gpus: N}} (a real job) or system: and network: (run --help lists them)")
     _refuse_another_input(path, doc)
     refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario")
+    refuse_label_values(path, doc, "scenario")
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")

@@ -44,6 +44,7 @@ from typing import Any
 
 from simpy_astra.config.cluster import OLD_KEYS, check_field
 from simpy_astra.config.readers import (
+    refuse_label_values,
     refuse_unknown_keys,
     show_value,
 )
@@ -440,6 +441,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         raise InputError(f"{path}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {path}) "
                          f"with axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {path}")
     refuse_unknown_keys(path, doc, SPEC_KEYS, "sweep")
+    refuse_label_values(path, doc, "sweep")  # a list's text was its name
     warnings: list[str] = []
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
@@ -473,8 +475,6 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if plugins:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
-    if doc.get("name") is not None and not isinstance(doc["name"], str | int | float):  # a list's text was its name
-        raise InputError(f"{path}: field 'name' must be a string, the sweep's name (got {type(doc['name']).__name__})")
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
     spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,
