@@ -83,3 +83,10 @@ def test_a_label_that_is_not_text_is_refused_in_a_scenario_and_a_sweep(tmp_path,
         f"run are a sweep's axes: over fields a run reads (sweep --help)"]
     assert main(["sweep", _write(tmp_path, {"base": _base(tmp_path), field: "ring sizes", "axes": {
         "network.bandwidth": [10, 20]}}, "sw.yaml"), "--list"]) == 0
+
+
+def test_the_version_flag_with_more_after_it_is_refused(capsys):
+    # --version extra printed the version and exited 0, the rest never read
+    assert _error_lines(capsys, ["--version", "extra"]) == [
+        "error: --version: takes nothing after it (got extra); give --version alone"]
+    assert main(["--version"]) == 0
