@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import SCENARIOS, _error_lines
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
 SMALL = ["--num-stacks", "1", "--dmodel", "64", "--dff", "64", "--head", "4", "--batch", "8"]
@@ -90,3 +90,21 @@ def test_the_version_flag_with_more_after_it_is_refused(capsys):
     assert _error_lines(capsys, ["--version", "extra"]) == [
         "error: --version: takes nothing after it (got extra); give --version alone"]
     assert main(["--version"]) == 0
+
+
+def test_a_megatron_flag_given_twice_with_other_values_is_told_which_one_runs(tmp_path, capsys):
+    # '--tensor-model-parallel-size 2 ... --tensor-model-parallel-size 4' ran at tp 4 without a
+    # word (argparse keeps the later, as Megatron-LM's does: a warning, as launch scripts append
+    # overrides so)
+    doc = {"workload": {"generate": "megatron", "args": f"{ARGS} --tensor-model-parallel-size 2 "
+                                                         f"--tensor-model-parallel-size=4"},
+           "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}
+    path = _write(tmp_path, doc)
+    assert main(["run", path, "--quiet"]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"warning: {path}: workload.args: --tensor-model-parallel-size is given twice, 2 then 4: Megatron-LM's argparse "
+        f"keeps the later (4), as this step does; remove the one you do not mean"]
+    # the same value twice says nothing
+    doc["workload"]["args"] = f"{ARGS} --tensor-model-parallel-size 2 --tensor-model-parallel-size 2"
+    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
