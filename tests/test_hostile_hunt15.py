@@ -108,3 +108,28 @@ def test_a_megatron_flag_given_twice_with_other_values_is_told_which_one_runs(tm
     doc["workload"]["args"] = f"{ARGS} --tensor-model-parallel-size 2 --tensor-model-parallel-size 2"
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("field, value, where, text", [
+    ("minimise", "peak_memory_gb", "minimise", "peak_memory_gb"),
+    ("report", ["finish_ns", "peak_weights_gb"], "report[1]", "peak_weights_gb"),
+    ("constraints", ["peak_memory_gb < 10"], "constraints", "peak_memory_gb < 10"),
+    ("memory_cap_gb", 10, "memory_cap_gb", "peak_memory_gb <= 10"),
+])
+def test_a_memory_figure_in_a_sweep_that_measures_no_memory_is_refused_before_the_run(tmp_path, capsys, field,
+                                                                                      value, where, text):
+    # minimise: peak_memory_gb ran every point, then ended on 'gave no number for any of the 2
+    # finished points'; a report column was empty, and a constraint held no point to it: only a
+    # run with track-local-mem on (or a Megatron job) measures memory, as hunt 14 found for mfu
+    sweep = _write(tmp_path, {"base": _base(tmp_path), "axes": {"network.bandwidth": [10, 20]}, field: value},
+                   "sw.yaml")
+    name = text.split()[0]
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out")]) == [
+        f"error: {sweep}: {where}: '{text}' reads {name}, which only a run with system track-local-mem: 1 (or a "
+        f"Megatron job) measures, and no point of this sweep sets it, so it would be empty for every point; set "
+        f"track-local-mem: 1 in the base's system, or use finish_ns, exposed_comm_ns, ..."]
+    assert not (tmp_path / "out").exists()
+    # one point that tracks memory is enough
+    sweep = _write(tmp_path, {"base": _base(tmp_path), "axes": {"system.track-local-mem": [0, 1]}, field: value},
+                   "sw.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
