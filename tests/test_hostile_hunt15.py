@@ -133,3 +133,29 @@ def test_a_memory_figure_in_a_sweep_that_measures_no_memory_is_refused_before_th
     sweep = _write(tmp_path, {"base": _base(tmp_path), "axes": {"system.track-local-mem": [0, 1]}, field: value},
                    "sw.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
+
+
+@pytest.mark.parametrize("text", ["finish_ns", "bandwidth - 10", "max(bandwidth, 20)", "-bandwidth", "1"])
+def test_a_constraint_that_is_a_number_is_refused(tmp_path, capsys, text):
+    # 'finish_ns' (a figure, not a test) held wherever it was not 0: every point was kept without
+    # a word; 'bandwidth - 10' dropped only bandwidth 10, as if it were 'bandwidth != 10'
+    sweep = _write(tmp_path, {"base": _base(tmp_path), "axes": {"network.bandwidth": [10, 20]},
+                              "constraints": [text]}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: constraints[0]: '{text}' is a number, not a test: it would hold wherever it is not 0; write "
+        f"a comparison, such as '{text} > 0' or '{text} <= 100'"]
+    # tests, and a bare axis name (a switch's axis may be one), are constraints
+    for ok in ("finish_ns > 0", "not bandwidth == 10", "bandwidth > 10 and finish_ns < 1e9", "bandwidth"):
+        sweep = _write(tmp_path, {"base": _base(tmp_path), "axes": {"network.bandwidth": [10, 20]},
+                                  "constraints": [ok]}, "sw.yaml")
+        assert main(["sweep", sweep, "--list"]) == 0, ok
+
+
+def test_a_minimise_that_names_nothing_is_refused(tmp_path, capsys):
+    # minimise: 1 ran every point and crowned the first listed, all of them tied
+    sweep = _write(tmp_path, {"base": _base(tmp_path), "axes": {"network.bandwidth": [10, 20]}, "minimise": "1"},
+                   "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out")]) == [
+        f"error: {sweep}: minimise: '1' names no figure or axis, so every point would tie and the first be called "
+        f"best; minimise a figure, such as finish_ns"]
+    assert not (tmp_path / "out").exists()

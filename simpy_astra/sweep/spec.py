@@ -57,7 +57,12 @@ from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis, point_words
 from simpy_astra.sweep.axis_paths import check_axis_path, megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
-from simpy_astra.sweep.expressions import Expression, parse_expression, type_mismatch
+from simpy_astra.sweep.expressions import (
+    Expression,
+    parse_expression,
+    refuse_a_number_as_a_test,
+    type_mismatch,
+)
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
     check_integers,
@@ -306,6 +311,9 @@ class SweepSpec:
             raise InputError(f"{where}: '{self.objective.text}' gives no number for any figures (e.g. a "
                              f"division by zero), so no point could be ranked; write an expression over "
                              f"{', '.join(DEFAULT_REPORT[:3])}")
+        if not self.objective.names:  # every point ties; the first listed was named best
+            raise InputError(f"{where}: '{self.objective.text}' names no figure or axis, so every point would tie "
+                             f"and the first be called best; minimise a figure, such as {DEFAULT_REPORT[0]}")
         for i, expr in enumerate(self.report):
             expr.number(values, f"{self.path}: report[{i}]")
         for expr in self.result_constraints:  # undefined whatever the figures: no point could satisfy it
@@ -508,6 +516,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     flags = spec.flag_names - {"data_parallel_size", *names}
     for i, text in enumerate(raw_constraints):
         expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES), flags=flags)
+        refuse_a_number_as_a_test(expr, f"{path}: constraints[{i}]", set(RESULT_NAMES) - {"fits"})
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
     figure = "iteration_time_ns" if megatron else DEFAULT_OBJECTIVE  # a figure's example: a number
     spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
