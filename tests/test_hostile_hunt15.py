@@ -159,3 +159,15 @@ def test_a_minimise_that_names_nothing_is_refused(tmp_path, capsys):
         f"error: {sweep}: minimise: '1' names no figure or axis, so every point would tie and the first be called "
         f"best; minimise a figure, such as finish_ns"]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_link_too_fast_for_the_packet_backends_rates_is_refused(tmp_path, capsys):
+    # bandwidth: [1e300] on the packet backend ended on 'internal error ValueError: cannot
+    # convert float NaN to integer (this is a simpy-astra bug)'; the other backends time it
+    network = dict(DEFAULT["network"], bandwidth=[1e300])
+    path = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), network=network))
+    assert _error_lines(capsys, ["run", path, "--quiet", "--network-backend", "packet"]) == [
+        f"error: {path}: network: field 'bandwidth[0]' is past 1e+15 GB/s per link, which the packet backend does not "
+        f"time (its summed rates overflow; got 1e+300); give a link's real bandwidth, or use the congestion_aware "
+        f"backend"]
+    assert main(["run", path, "--quiet", "--network-backend", "congestion_aware"]) == 0
