@@ -171,3 +171,27 @@ def test_a_link_too_fast_for_the_packet_backends_rates_is_refused(tmp_path, caps
         f"time (its summed rates overflow; got 1e+300); give a link's real bandwidth, or use the congestion_aware "
         f"backend"]
     assert main(["run", path, "--quiet", "--network-backend", "congestion_aware"]) == 0
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("network", {"npus_count": [1.5]}, "network: field 'npus_count[0]' must be an integer > 1 (got 1.5); write 2"),
+    ("network", {"npus_count": [1.0]}, "network: field 'npus_count[0]' must be an integer > 1 (got 1.0)"),
+    ("num_queues_per_dim", 0.5, "field 'num_queues_per_dim': must be an integer from 1 to 4096 (got 0.5); write 1"),
+    ("network", {"packet-size": 0.25}, "network: field 'packet-size' must be a whole number of bytes > 0 (got 0.25); "
+                                       "write 1"),
+])
+def test_the_integer_to_write_is_one_the_field_takes(tmp_path, capsys, field, value, said):
+    # npus_count: [1.5] was told 'write 1 or 2' and num_queues_per_dim: 0.5 'write 0 or 1': the
+    # first of each is refused in turn
+    doc = dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]))
+    doc[field] = dict(DEFAULT["network"], **value) if field == "network" else value
+    path = _write(tmp_path, doc)
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: {said}"]
+
+
+def test_a_cluster_count_of_a_fraction_is_told_a_positive_integer(tmp_path, capsys):
+    doc = {"workload": {"generate": "megatron", "args": ARGS},
+           "cluster": {"preset": "dgx-a100-80gb", "gpus": 8, "gpu": {"sms": 0.5}}}
+    path = _write(tmp_path, doc)
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: cluster.gpu.sms: must be a positive integer (got 0.5); write 1"]

@@ -106,7 +106,7 @@ def check_backend(where: str, backend: Any) -> str:
 
 def check_queues(where: str, queues: Any) -> int:
     if isinstance(queues, bool) or not isinstance(queues, int) or not 1 <= queues <= MAX_QUEUES_PER_DIM:
-        fix = integer_fix(queues) or "; ASTRA-sim's examples use 1"
+        fix = integer_fix(queues, 1) or "; ASTRA-sim's examples use 1"
         raise InputError(f"{where}: must be an integer from 1 to {MAX_QUEUES_PER_DIM} (got {queues!r}){fix}")
     return queues
 
@@ -580,5 +580,5 @@ def _number(path: str, doc: dict, key: str, default: float) -> float:
 def _positive_int(path: str, doc: dict, key: str, default: int = 1) -> int:
     value = doc.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{path}: field '{key}' must be a positive integer (got {value!r}){integer_fix(value)}")
+        raise InputError(f"{path}: field '{key}' must be a positive integer (got {value!r}){integer_fix(value, 1)}")
     return value
