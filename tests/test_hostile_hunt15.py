@@ -195,3 +195,16 @@ def test_a_cluster_count_of_a_fraction_is_told_a_positive_integer(tmp_path, caps
     path = _write(tmp_path, doc)
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: cluster.gpu.sms: must be a positive integer (got 0.5); write 1"]
+
+
+def test_axis_values_that_set_the_scenario_alike_run_once(tmp_path, capsys):
+    # ring and [ring] on a 1-dimension network (a scalar fills every dimension) listed, and ran,
+    # two points of one scenario; best.json then crowned one of two equal rows
+    sweep = _write(tmp_path, {"base": _base(tmp_path), "axes": {
+        "system.all-reduce-implementation": ["ring", ["ring"], "direct"]}}, "sw.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == "2 points"
+    assert " ".join(captured.err.split()) == (
+        'warning: axes: all_reduce_implementation=["ring"] sets the scenario as all_reduce_implementation=ring '
+        'does; it runs once, as all_reduce_implementation=ring')

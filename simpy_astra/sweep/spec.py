@@ -248,7 +248,7 @@ class SweepSpec:
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        out, seen, first = [], set(), {}
+        out, seen, first, alike = [], set(), {}, {}
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
             if progress is not None and done % 64 == 0:
                 progress(done, total)
@@ -259,6 +259,8 @@ class SweepSpec:
                 continue
             seen.add(key)
             scenario = self._scenario_for(coords)
+            if self._ran_alike(scenario, coords, alike):
+                continue
             flags = self._flags(scenario)
             values = {**flags, **names}
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
@@ -274,6 +276,19 @@ class SweepSpec:
             if why and f"constraints: '{f.text}' {why}" not in self.warnings:
                 self.warnings.append(f"constraints: '{f.text}' {why}")
         return out
+
+    def _ran_alike(self, scenario: dict[str, Any], coords: dict[str, Any], alike: dict[str, str]) -> bool:
+        """Whether an earlier point has this scenario: ``ring`` and ``[ring]`` on a 1-dimension
+        list set it alike, and ran two rows of one run (the best one of two equal rows)."""
+        text = json.dumps(scenario, sort_keys=True, default=str)
+        if text not in alike:
+            alike[text] = " ".join(point_words(self.axes, coords))
+            return False
+        said = (f"axes: {' '.join(point_words(self.axes, coords))} sets the scenario as {alike[text]} does; it "
+                f"runs once, as {alike[text]}")
+        if said not in self.warnings:
+            self.warnings.append(said)
+        return True
 
     def _choices(self) -> dict[str, tuple[Any, ...]]:
         return {a.name: a.values for a in self.axes}
