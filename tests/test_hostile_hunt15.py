@@ -208,3 +208,19 @@ def test_axis_values_that_set_the_scenario_alike_run_once(tmp_path, capsys):
     assert " ".join(captured.err.split()) == (
         'warning: axes: all_reduce_implementation=["ring"] sets the scenario as all_reduce_implementation=ring '
         'does; it runs once, as all_reduce_implementation=ring')
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["generate", "microbench", "--collective", "all_reduce", "--size", "1e3", "--num-npus", "4"],
+     "error: simpy-astra generate microbench: argument --size: invalid int value: '1e3'; write 1000 (see simpy-astra "
+     "generate microbench --help)"),
+    (["generate", "transformer", "--dp", "2.5"], "error: generate transformer: argument --dp: invalid int value: "
+                                                 "'2.5'; write 2 or 3"),
+    (["generate", "megatron", "--gpus", "8.0"], "error: simpy-astra generate megatron: argument --gpus: invalid int "
+                                                "value: '8.0'; write 8 (see simpy-astra generate megatron --help)"),
+])
+def test_a_float_for_a_flag_of_integers_is_told_the_integer(tmp_path, capsys, argv, said):
+    # '--size 1e3' said only "invalid int value: '1e3'"; a Megatron argument (and every YAML
+    # field) names the integer to write
+    assert _error_lines(capsys, [*argv, "--output", str(tmp_path / "t" / "x")]) == [said]
+    assert not (tmp_path / "t").exists()
