@@ -12,13 +12,23 @@ import os
 import re
 from typing import NoReturn
 
+#: a run of digits (and thousands commas) too long to read: shown by its first digits and count
+_LONG_NUMBER = re.compile(r"\d[\d,]{39,}")
+
+
+def _shortened(found: re.Match[str]) -> str:
+    digits = found[0].replace(",", "")
+    return f"{found[0][:20]}... ({len(digits)} digits)"
+
 
 class InputError(Exception):
     """An input file or flag is invalid; the message is one line naming file, field and fix."""
 
     def __init__(self, message: str) -> None:
-        # one line, whatever a parser put into the text we quote
-        super().__init__(re.sub(r"\s*\n\s*", " ", str(message)).strip())
+        # one line, whatever a parser put into the text we quote, and no number hundreds of
+        # digits long (num_stacks: 1e200 written out made a line of 750 characters)
+        text = re.sub(r"\s*\n\s*", " ", str(message)).strip()
+        super().__init__(_LONG_NUMBER.sub(_shortened, text))
 
     @property
     def message(self) -> str:

@@ -224,3 +224,21 @@ def test_a_float_for_a_flag_of_integers_is_told_the_integer(tmp_path, capsys, ar
     # field) names the integer to write
     assert _error_lines(capsys, [*argv, "--output", str(tmp_path / "t" / "x")]) == [said]
     assert not (tmp_path / "t").exists()
+
+
+def test_a_number_hundreds_of_digits_long_is_shortened_in_an_error(tmp_path, capsys):
+    # num_stacks: 1e200 written out as an integer made a line of 749 characters, and the
+    # injection scale's 1e300 one of 300 digits; 40 or more digits now show their first and count
+    gpt = {"generate": "transformer", "dp": 8, "num_stacks": 10 ** 200}
+    system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900}
+    path = _write(tmp_path, {"workload": gpt, "system": system, "network": DEFAULT["network"]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.num_stacks: (100,000,000,000,000,... (201 digits)) x micro-batches (1: batch / "
+        f"micro_batch) would be about 8,000,000,000,000,00... (202 digits) trace nodes, more than the bound of "
+        f"4,000,000 (about 4 GB to simulate); use fewer num_stacks or a larger micro_batch"]
+    doc = dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), injection_scale=1e300)
+    err = _error_lines(capsys, ["run", _write(tmp_path, doc), "--quiet"])
+    assert len(err) == 1 and len(err[0]) < 400 and "gives 1e+301 ns, past the int ASTRA-sim keeps" in err[0], err
+    # 39 digits are shown whole
+    doc = dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), num_queues_per_dim=10 ** 38)
+    assert f"(got {10 ** 38})" in _error_lines(capsys, ["run", _write(tmp_path, doc), "--quiet"])[0]
