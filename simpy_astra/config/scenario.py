@@ -280,7 +280,9 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
         return _block(path, key, value, lambda p: load_system_json(p, injection_scale=injection_scale),
                       lambda d, src: system_from_mapping(d, src, injection_scale))
 
-    system = read_system(doc["system"], "system") if doc.get("system") is not None else None
+    # system: null is refused as any other non-mapping (it ended on an AssertionError); only
+    # jobs may leave it out, each giving its own
+    system = read_system(doc["system"], "system") if doc.get("system") is not None or "jobs" not in doc else None
     if "jobs" in doc:
         return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown, checking)
     assert system is not None
