@@ -250,3 +250,18 @@ def test_a_system_written_as_null_is_refused(tmp_path, capsys):
     path = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), system=None))
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: field 'system' must be a file path or a mapping (got None)"]
+
+
+def test_an_output_path_that_is_a_dangling_symlink_is_refused_before_the_run(tmp_path, capsys):
+    # --csv-out (or --plots) on a symlink to a missing path ran the whole step, then ended on
+    # 'cannot write into link (File exists)'; --json-out replaced the link with a file of its own
+    (tmp_path / "link").symlink_to(tmp_path / "missing" / "out")
+    default = str(SCENARIOS / "default.yaml")
+    for flag in ("--csv-out", "--plots"):
+        assert _error_lines(capsys, ["run", default, "--quiet", flag, str(tmp_path / "link")]) == [
+            f"error: {flag}: cannot write into {tmp_path / 'link'}: {tmp_path / 'link'} is a symlink that leads "
+            f"nowhere (a loop, or to a missing path); give a folder, or mend the link"]
+    assert _error_lines(capsys, ["run", default, "--quiet", "--json-out", str(tmp_path / "link")]) == [
+        f"error: --json-out: {tmp_path / 'link'} is a symlink to {tmp_path / 'missing' / 'out'}, which does not "
+        f"exist; give the path to write, or mend the link"]
+    assert (tmp_path / "link").is_symlink() and not (tmp_path / "missing").exists()
