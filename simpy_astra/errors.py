@@ -12,13 +12,23 @@ import os
 import re
 from typing import NoReturn
 
+#: a run of digits (and thousands commas) too long to read: shown by its first digits and count
+_LONG_NUMBER = re.compile(r"\d[\d,]{39,}")
+
+
+def _shortened(found: re.Match[str]) -> str:
+    digits = found[0].replace(",", "")
+    return f"{found[0][:20]}... ({len(digits)} digits)"
+
 
 class InputError(Exception):
     """An input file or flag is invalid; the message is one line naming file, field and fix."""
 
     def __init__(self, message: str) -> None:
-        # one line, whatever a parser put into the text we quote
-        super().__init__(re.sub(r"\s*\n\s*", " ", str(message)).strip())
+        # one line, whatever a parser put into the text we quote, and no number hundreds of
+        # digits long (num_stacks: 1e200 written out made a line of 750 characters)
+        text = re.sub(r"\s*\n\s*", " ", str(message)).strip()
+        super().__init__(_LONG_NUMBER.sub(_shortened, text))
 
     @property
     def message(self) -> str:
@@ -104,15 +114,16 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def integer_fix(value: object) -> str:
+def integer_fix(value: object, minimum: int | None = None) -> str:
     """The fix for a float where a whole number goes, one rule for every integer field of a
     scenario, cluster, job, generator or sweep: YAML reads ``16.0`` and ``1e6`` as floats, and
     such a field refuses them, naming the integer to write (``; write 16``), or the two nearest
     for a fraction (``; write 1 or 2``); a list of them (a Megatron flag of several integers) is
     written back whole (``; write [8, 2]``), else given its first fraction's fix (the message
-    names that value); anything else gets no fix here ('')."""
+    names that value); anything else gets no fix here (''). ``minimum``: the field's least value,
+    so a fix never names one it refuses (0.5 for a positive count: 'write 1', not '0 or 1')."""
     if isinstance(value, list):
-        fixes = {i: integer_fix(v) for i, v in enumerate(value) if isinstance(v, float)}
+        fixes = {i: integer_fix(v, minimum) for i, v in enumerate(value) if isinstance(v, float)}
         if not fixes or not all(fixes.values()):
             return ""
         fraction = next((fixes[i] for i in fixes if not value[i].is_integer()), None)
@@ -122,6 +133,8 @@ def integer_fix(value: object) -> str:
                                        for i, v in enumerate(value)) + "]"
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value) or abs(value) >= 2**63:
         return ""
+    floor = -2**63 if minimum is None else minimum
     if value.is_integer():
-        return f"; write {int(value)}"
-    return f"; write {math.floor(value)} or {math.ceil(value)}"
+        return f"; write {int(value)}" if value >= floor else ""
+    near = [n for n in (math.floor(value), math.ceil(value)) if n >= floor]
+    return f"; write {' or '.join(map(str, near))}" if near else ""

@@ -931,8 +931,10 @@ def test_an_axis_listed_twice(capsys):
 
 def test_a_plain_axis_may_fill_what_an_earlier_named_bundle_shapes(capsys):
     """The one overlap allowed: a bundle sets a field's shape, a later plain axis fills it
-    (scenarios/sweeps/cost_topology.yaml): 2 bundles x 2 values = 4 points."""
-    path = sweep_file(f"base: {BASE}\naxes:\n  m: {{named: {{a: {{network.bandwidth: [0]}}, b: {{network.bandwidth: [0]}}}}}}\n"
+    (scenarios/sweeps/cost_topology.yaml): 2 bundles x 2 values = 4 points (the bundles differ
+    in latency: two alike would run once)."""
+    path = sweep_file(f"base: {BASE}\naxes:\n  m: {{named: {{a: {{network.bandwidth: [0]}}, b: {{network.bandwidth: [0], "
+                      f"network.latency: [1.0]}}}}}}\n"
                       f"  network.bandwidth: [10, 20]\n")
     assert main(["sweep", path, "--list", "--no-plots"]) == 0
     out = capsys.readouterr().out

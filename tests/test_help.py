@@ -103,7 +103,7 @@ def test_transformer_help_describes_every_flag_with_its_default(capsys, monkeypa
 
 
 def test_underscore_spellings_still_work_and_mistypes_name_the_listed_flag(tmp_path, capsys):
-    small = ["--dmodel", "64", "--dff", "128", "--head", "4", "--kvhead", "4", "--batch", "8",
+    small = ["--dp", "2", "--dmodel", "64", "--dff", "128", "--head", "4", "--kvhead", "4", "--batch", "8",
              "--num_stacks", "2", "--micro_batch", "4", "--model_type", "llama"]
     assert main(["generate", "transformer", *small, "--output", str(tmp_path / "t")]) == 0
     assert (tmp_path / "t.0.et").exists()

@@ -348,7 +348,8 @@ def test_a_sweep_name_that_is_a_list_is_refused(tmp_path, capsys):
     # name: [1, 2] named the sweep "[1, 2]" in best.json and the summary
     sweep = _sweep_of(tmp_path, {"name": [1, 2]})
     err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
-    assert err == [f"error: {sweep}: field 'name' must be a string, the sweep's name (got list)"], err
+    assert err == [f"error: {sweep}: field 'name' is the sweep's label, one line of text (got a list); several "
+                   f"values to run are a sweep's axes: over fields a run reads (sweep --help)"], err
 
 
 def test_an_et_prefix_that_is_a_folder_is_refused(tmp_path, capsys, monkeypatch):

@@ -80,6 +80,12 @@ class GemmLayer:
 #: the largest systolic array timed (cells): SCALE-Sim's tables grow with them, 100000x100000
 #: asked it for 74.5 GiB at once
 MAX_ARRAY_CELLS = 4096 * 4096
+#: the most cycles one GEMM is timed for, and cycles x (rows + cols), the numbers SCALE-Sim
+#: keeps: measured, it steps 7,000-14,000 cycles a second and keeps 35-55 bytes a number (2.4 GB
+#: for 64x64x64 on 4096x4096, 1 GB and 40 s for 1024x512x512 on 32x32); a layer of m = 1e11
+#: asked numpy for 5.8 TiB, and m = k = n = 1024 on 8x8 ran past 15 minutes
+MAX_SCALESIM_CYCLES = 1_000_000
+MAX_SCALESIM_CELLS = 2 ** 27
 
 
 @dataclass(frozen=True)
@@ -338,6 +344,31 @@ def check_clock(value: Any, field: str) -> float:
     return float(value)
 
 
+def scalesim_cycles_about(m: int, n: int, k: int, array: ArraySpec) -> int:
+    """About the cycles SCALE-Sim steps through for one GEMM: the array's folds times each
+    fold's stream plus its fill."""
+    rows, cols = array.rows, array.cols
+    folds, stream = {"ws": (-(-k // rows) * -(-n // cols), m), "os": (-(-m // rows) * -(-n // cols), k),
+                     "is": (-(-k // rows) * -(-m // cols), n)}[array.dataflow]
+    return folds * (stream + rows + cols)
+
+
+def _check_scalesim_size(layers: list[GemmLayer], shapes: list[dict[str, tuple[int, int, int]]],
+                         array: ArraySpec) -> None:
+    """Refuse before SCALE-Sim starts a GEMM it cannot finish or hold: it ended on numpy's
+    MemoryError or 'Maximum allowed dimension exceeded', or ran for hours, naming no layer."""
+    limit = min(MAX_SCALESIM_CYCLES, MAX_SCALESIM_CELLS // (array.rows + array.cols))
+    for layer, passes in zip(layers, shapes, strict=True):
+        for p in PASSES:
+            cycles = scalesim_cycles_about(*passes[p], array)
+            if cycles > limit:
+                m, n, k = passes[p]
+                raise InputError(f"layer {layer.name}: its {p} GEMM on one NPU ({m}x{n}x{k}) is about {cycles:,} "
+                                 f"SCALE-Sim cycles on the {array.rows}x{array.cols} array, past the {limit:,} "
+                                 f"timed (minutes each, or GBs of tables); split the layer, or spread it over more "
+                                 f"NPUs")
+
+
 def build(layers: list[GemmLayer], strategy: str, num_npus: int, array: ArraySpec, num_packages: int = 1,
           dtype_bytes: int = 2) -> GemmWorkload:
     if strategy not in STRATEGIES:
@@ -350,6 +381,7 @@ def build(layers: list[GemmLayer], strategy: str, num_npus: int, array: ArraySpe
     if dtype_bytes < 1:
         raise InputError(f"--datatype-size must be >= 1 byte (got {dtype_bytes})")
     shapes = [pass_gemms(layer, strategy, num_npus, num_packages) for layer in layers]
+    _check_scalesim_size(layers, shapes, array)
     cycles: list[dict[str, int]] = [{} for _ in layers]
     for p in PASSES:
         got = scalesim_cycles([(f"{layer.name}_{p}", *s[p]) for layer, s in zip(layers, shapes, strict=True)],

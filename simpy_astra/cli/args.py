@@ -9,11 +9,12 @@ and abbreviations are not accepted.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, integer_fix
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 #: a list of choices longer than this is shown as NAME in the usage, and spelled out in the help
@@ -92,7 +93,14 @@ class ArgumentParser(argparse.ArgumentParser):
         return [flag for action in self._actions for flag in action.option_strings]
 
     def error_for_flag(self, problem: str) -> str:
-        """A suggestion of an unlisted spelling (``--micro_batch``) names the listed one."""
+        """A suggestion of an unlisted spelling (``--micro_batch``) names the listed one; a float
+        given to a flag of integers (``--size 1e3``) is told the integer to write."""
+        found = re.search(r"invalid int value: '([^']*)'$", problem)
+        if found:
+            try:
+                return problem + integer_fix(float(found.group(1)))
+            except ValueError:  # not a number at all
+                return problem
         listed = {a.dest: a.option_strings[0] for a in self._actions
                   if a.option_strings and a.help is not argparse.SUPPRESS}
         for action in self._actions:

@@ -132,6 +132,9 @@ def _main(argv: list[str], debug: bool) -> int:
             print(overview(), file=sys.stdout if argv else sys.stderr)
             return 0 if argv else EXIT_INPUT_ERROR
         if argv[0] == "--version":
+            if argv[1:]:  # printed the version as if the rest were not there
+                raise InputError(f"--version: takes nothing after it (got {' '.join(argv[1:])}); give --version "
+                                 f"alone")
             print(version_line())
             return 0
         if argv and argv[0] in SUBCOMMANDS:

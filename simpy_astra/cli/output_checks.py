@@ -61,8 +61,11 @@ def writable_dir(path: str | None, flag: str) -> None:
     if not _given(path, flag, "folder"):
         return
     existing = path
-    while not os.path.exists(existing):
+    while not os.path.lexists(existing):
         existing = os.path.dirname(existing.rstrip(os.sep)) or "."
+    if os.path.islink(existing) and not os.path.exists(existing):  # the run ended on "(File exists)"
+        raise InputError(f"{flag}: cannot write into {path}: {existing} is a symlink that leads nowhere (a loop, or "
+                         f"to a missing path); give a folder, or mend the link")
     if not os.path.isdir(existing):
         raise InputError(f"{flag}: cannot write into {path}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):

@@ -252,6 +252,7 @@ def _main(argv: list[str]) -> int:
                          f"{JOBS_PER_CPU * cpus} (the default is {cpus})")
     _require("simpleeval")  # a core dependency; checked in case an install left it out
     from simpy_astra.plugins import search_also
+    from simpy_astra.sweep.memory_figures import check_memory_figures
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
 
@@ -270,6 +271,7 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
     spec.check_expressions(points[0])
     spec.check_training_figures(points)
+    check_memory_figures(spec, points)
     if args.list:
         given = [flag for flag, value in (("--out", args.out), ("--cluster", args.cluster),
                                           ("--retry-failed", args.retry_failed)) if value]

@@ -301,7 +301,7 @@ def _positive(where: str, key: str, value: Any, integer: bool = False,
           and (not integer or isinstance(value, int)))
     if not ok:
         kind = "a positive integer" if integer else "a positive number"
-        raise InputError(f"{where}.{key}: must be {kind} (got {value!r}){integer_fix(value) if integer else ''}")
+        raise InputError(f"{where}.{key}: must be {kind} (got {value!r}){integer_fix(value, 1) if integer else ''}")
     if bounds is not None:
         low, high, unit = bounds
         inside = (0 < value <= high) if low == 0 else (low <= value <= high)

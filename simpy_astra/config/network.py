@@ -158,7 +158,7 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
     npus: list[int] = []
     for i, n in enumerate(lists["npus_count"]):
         if isinstance(n, bool) or not isinstance(n, int) or n <= 1:
-            raise InputError.at(src, f"npus_count[{i}]", f"must be an integer > 1 (got {show_value(n)}){integer_fix(n)}")
+            raise InputError.at(src, f"npus_count[{i}]", f"must be an integer > 1 (got {show_value(n)}){integer_fix(n, 2)}")
         npus.append(n)
 
     def numbers(key: str, minimum: float, strict: bool, unit: str) -> tuple[float, ...]:
@@ -304,7 +304,7 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
             return None
         v = data[key]
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise InputError.at(src, key, f"must be a whole number of bytes > 0 (got {show_value(v)}){integer_fix(v)}")
+            raise InputError.at(src, key, f"must be a whole number of bytes > 0 (got {show_value(v)}){integer_fix(v, 1)}")
         return v
 
     packet_size, switch_buffer = byte_count("packet-size"), byte_count("switch-buffer")

@@ -445,6 +445,17 @@ def refuse_unknown_keys(src: str, data: dict[Any, Any], known: Iterable[str], wh
         raise InputError(f"{src}: field '{key}'{non_ascii(key)} is not a {what} field; {hint}")
 
 
+def refuse_label_values(src: str, data: dict[Any, Any], what: str) -> None:
+    """``name`` and ``description`` are text for the reader of the file: a list there
+    (``name: [a, b]``, a sweep axis's form) ran once, its values never read."""
+    for key in ("name", "description"):
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, str | int | float)):
+            raise InputError(f"{src}: field '{key}' is the {what}'s label, one line of text (got a "
+                             f"{type(value).__name__}); several values to run are a sweep's axes: over fields a "
+                             f"run reads (sweep --help)")
+
+
 def unknown_key_warnings(src: str, data: dict[Any, Any], known: Iterable[str], what: str) -> list[str]:
     """One warning per key of ``data`` no reader uses, naming the nearest known key: a misspelt
     key would otherwise silently keep its default."""

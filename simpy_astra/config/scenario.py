@@ -65,7 +65,7 @@ from simpy_astra.config import (
 )
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
-from simpy_astra.config.readers import nearest_key, refuse_unknown_keys
+from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
@@ -106,7 +106,7 @@ def check_backend(where: str, backend: Any) -> str:
 
 def check_queues(where: str, queues: Any) -> int:
     if isinstance(queues, bool) or not isinstance(queues, int) or not 1 <= queues <= MAX_QUEUES_PER_DIM:
-        fix = integer_fix(queues) or "; ASTRA-sim's examples use 1"
+        fix = integer_fix(queues, 1) or "; ASTRA-sim's examples use 1"
         raise InputError(f"{where}: must be an integer from 1 to {MAX_QUEUES_PER_DIM} (got {queues!r}){fix}")
     return queues
 
@@ -202,6 +202,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
                          f"{{preset: NAME, gpus: N}} (a real job) or system: and network: (run --help lists them)")
     _refuse_another_input(path, doc)
     refuse_unknown_keys(path, doc, SCENARIO_KEYS, "scenario")
+    refuse_label_values(path, doc, "scenario")
     unknown: list[str] = []
     if "jobs" in doc and "workload" in doc:
         raise InputError(f"{path}: jobs: give either workload (one job) or jobs (several), not both")
@@ -279,7 +280,9 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
         return _block(path, key, value, lambda p: load_system_json(p, injection_scale=injection_scale),
                       lambda d, src: system_from_mapping(d, src, injection_scale))
 
-    system = read_system(doc["system"], "system") if doc.get("system") is not None else None
+    # system: null is refused as any other non-mapping (it ended on an AssertionError); only
+    # jobs may leave it out, each giving its own
+    system = read_system(doc["system"], "system") if doc.get("system") is not None or "jobs" not in doc else None
     if "jobs" in doc:
         return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown, checking)
     assert system is not None
@@ -579,5 +582,5 @@ def _number(path: str, doc: dict, key: str, default: float) -> float:
 def _positive_int(path: str, doc: dict, key: str, default: int = 1) -> int:
     value = doc.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{path}: field '{key}' must be a positive integer (got {value!r}){integer_fix(value)}")
+        raise InputError(f"{path}: field '{key}' must be a positive integer (got {value!r}){integer_fix(value, 1)}")
     return value

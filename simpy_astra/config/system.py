@@ -294,7 +294,8 @@ def _endpoint_delay(src: str, key: str, value: Any, injection_scale: float) -> i
             src,
             key,
             f"times the injection scale {injection_scale:.10g} (--injection-scale, or a scenario's "
-            f"injection_scale) gives {scaled:,.0f} ns, past the int ASTRA-sim keeps it in "
+            f"injection_scale) gives {f'{scaled:,.0f}' if scaled < 1e15 else f'{scaled:.3g}'} ns, past the int "
+            f"ASTRA-sim keeps it in "
             f"({INT32_MAX:,} ns); use an injection scale of at most {INT32_MAX / delay:.10g}",
         )
     return int(scaled)

@@ -206,6 +206,9 @@ def check_output(path: Any, what: str) -> None:
         st = os.stat(path)
     except FileNotFoundError:
         st = None
+        if os.path.islink(path):  # the output replaced the link with a file of its own
+            raise InputError(f"{what}: {show(path)} is a symlink to {show(os.readlink(path))}, which does not "
+                             f"exist; give the path to write, or mend the link") from None
     except OSError as exc:
         raise InputError(f"{what}: cannot write {show(path)} ({os_problem(exc)})") from None
     if st is not None:

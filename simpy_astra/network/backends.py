@@ -97,6 +97,20 @@ def _no_models(config: Any, backend: str) -> None:
                                 f"is read by the congestion_aware backend only, not {backend}")
 
 
+#: the fastest link the packet backend times (GB/s): its rates are summed and multiplied by
+#: times, and a link of 1e300 GB/s ended on 'cannot convert float NaN to integer'
+MAX_PACKET_GBPS = 1e15
+
+
+def _rates_fit(config: Any) -> None:
+    for i, gbps in enumerate(getattr(config, "bandwidth_gbps", ())):
+        if gbps > MAX_PACKET_GBPS:
+            raise InputError.at(getattr(config, "source", "<network>"), f"bandwidth[{i}]",
+                                f"is past {MAX_PACKET_GBPS:g} GB/s per link, which the packet backend does not "
+                                f"time (its summed rates overflow; got {gbps:g}); give a link's real bandwidth, or "
+                                f"use the congestion_aware backend")
+
+
 def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, config: Any = None,
             **fold_hooks: Any) -> Network:
     """``fold_hooks``: a folded run's (``links_at_start``, ``path_of_route``), passed on."""
@@ -104,6 +118,7 @@ def _packet(env: simpy.Environment, dims: list[BasicTopology], source: str, conf
     from simpy_astra.network.packet import PacketNetwork
 
     _no_models(config, "packet")
+    _rates_fit(config)
 
     return PacketNetwork(env, dims, source,
                          packet_size_bytes=getattr(config, "packet_size_bytes", None),

@@ -248,6 +248,20 @@ def _dotted_paths(tree: ast.AST, known: set[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def refuse_a_number_as_a_test(expr: Expression, where: str, figures: set[str]) -> None:
+    """A constraint keeps the points where it holds: one that is a number (``finish_ns``,
+    ``tp * pp``, ``bandwidth - 10``) held wherever it was not 0, every point kept without a word.
+    A bare axis name may be a switch's (``sequence_parallel``), so only ``figures`` are refused
+    bare."""
+    body = ast.parse(expr.text, mode="eval").body
+    numeric = (isinstance(body, ast.BinOp | ast.Call) or isinstance(body, ast.UnaryOp) and not isinstance(
+        body.op, ast.Not) or isinstance(body, ast.Constant) and not isinstance(body.value, bool | str)
+        or isinstance(body, ast.Name) and body.id in figures)
+    if numeric:
+        raise InputError(f"{where}: '{expr.text}' is a number, not a test: it would hold wherever it is not 0; "
+                         f"write a comparison, such as '{expr.text} > 0' or '{expr.text} <= 100'")
+
+
 def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64",
                      flags: frozenset[str] = frozenset()) -> Expression:
     """Check syntax, allowed operations and that every variable is one of ``known``; errors name

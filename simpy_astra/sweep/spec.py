@@ -44,6 +44,7 @@ from typing import Any
 
 from simpy_astra.config.cluster import OLD_KEYS, check_field
 from simpy_astra.config.readers import (
+    refuse_label_values,
     refuse_unknown_keys,
     show_value,
 )
@@ -56,7 +57,12 @@ from simpy_astra.report.breakdown import SWEEP_COLUMNS
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis, point_words
 from simpy_astra.sweep.axis_paths import check_axis_path, megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
-from simpy_astra.sweep.expressions import Expression, parse_expression, type_mismatch
+from simpy_astra.sweep.expressions import (
+    Expression,
+    parse_expression,
+    refuse_a_number_as_a_test,
+    type_mismatch,
+)
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
     check_integers,
@@ -242,7 +248,7 @@ class SweepSpec:
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        out, seen, first = [], set(), {}
+        out, seen, first, alike = [], set(), {}, {}
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
             if progress is not None and done % 64 == 0:
                 progress(done, total)
@@ -253,6 +259,8 @@ class SweepSpec:
                 continue
             seen.add(key)
             scenario = self._scenario_for(coords)
+            if self._ran_alike(scenario, coords, alike):
+                continue
             flags = self._flags(scenario)
             values = {**flags, **names}
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
@@ -268,6 +276,19 @@ class SweepSpec:
             if why and f"constraints: '{f.text}' {why}" not in self.warnings:
                 self.warnings.append(f"constraints: '{f.text}' {why}")
         return out
+
+    def _ran_alike(self, scenario: dict[str, Any], coords: dict[str, Any], alike: dict[str, str]) -> bool:
+        """Whether an earlier point has this scenario: ``ring`` and ``[ring]`` on a 1-dimension
+        list set it alike, and ran two rows of one run (the best one of two equal rows)."""
+        text = json.dumps(scenario, sort_keys=True, default=str)
+        if text not in alike:
+            alike[text] = " ".join(point_words(self.axes, coords))
+            return False
+        said = (f"axes: {' '.join(point_words(self.axes, coords))} sets the scenario as {alike[text]} does; it "
+                f"runs once, as {alike[text]}")
+        if said not in self.warnings:
+            self.warnings.append(said)
+        return True
 
     def _choices(self) -> dict[str, tuple[Any, ...]]:
         return {a.name: a.values for a in self.axes}
@@ -305,6 +326,9 @@ class SweepSpec:
             raise InputError(f"{where}: '{self.objective.text}' gives no number for any figures (e.g. a "
                              f"division by zero), so no point could be ranked; write an expression over "
                              f"{', '.join(DEFAULT_REPORT[:3])}")
+        if not self.objective.names:  # every point ties; the first listed was named best
+            raise InputError(f"{where}: '{self.objective.text}' names no figure or axis, so every point would tie "
+                             f"and the first be called best; minimise a figure, such as {DEFAULT_REPORT[0]}")
         for i, expr in enumerate(self.report):
             expr.number(values, f"{self.path}: report[{i}]")
         for expr in self.result_constraints:  # undefined whatever the figures: no point could satisfy it
@@ -440,6 +464,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         raise InputError(f"{path}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {path}) "
                          f"with axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {path}")
     refuse_unknown_keys(path, doc, SPEC_KEYS, "sweep")
+    refuse_label_values(path, doc, "sweep")  # a list's text was its name
     warnings: list[str] = []
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
@@ -473,8 +498,6 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if plugins:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
-    if doc.get("name") is not None and not isinstance(doc["name"], str | int | float):  # a list's text was its name
-        raise InputError(f"{path}: field 'name' must be a string, the sweep's name (got {type(doc['name']).__name__})")
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
     spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,
@@ -508,6 +531,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     flags = spec.flag_names - {"data_parallel_size", *names}
     for i, text in enumerate(raw_constraints):
         expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES), flags=flags)
+        refuse_a_number_as_a_test(expr, f"{path}: constraints[{i}]", set(RESULT_NAMES) - {"fits"})
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
     figure = "iteration_time_ns" if megatron else DEFAULT_OBJECTIVE  # a figure's example: a number
     spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",

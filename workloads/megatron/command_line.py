@@ -212,6 +212,34 @@ _ONE_NAME = (
 )
 
 
+def given_twice(tokens: list[str], options: Iterable[argparse.Action], where: str) -> list[str]:
+    """A warning for each flag that takes values given again with other values: argparse, as
+    Megatron-LM's, keeps the later without a word (``--tensor-model-parallel-size 2 ...
+    --tensor-model-parallel-size 4`` ran at tp 4); launch scripts append overrides so, hence a
+    warning. ``tokens``: the modelled flags' words (:attr:`Reading.modelled`)."""
+    by_name = {name: action for action in options for name in action.option_strings}
+    seen: dict[str, list[str]] = {}  # dest -> its values
+    out = []
+    i = 0
+    while i < len(tokens):
+        name, eq, value = tokens[i].partition("=")
+        i += 1
+        action = by_name.get(name)
+        if action is None or action.nargs == 0 or isinstance(action, argparse._AppendAction):
+            continue
+        values = [value] if eq else []
+        while not eq and i < len(tokens) and (not tokens[i].startswith("-") or _NUMBER.match(tokens[i])):
+            values.append(tokens[i])
+            i += 1
+        earlier = seen.get(action.dest)
+        if earlier is not None and earlier != values:
+            out.append(f"{where}: {name} is given twice, {' '.join(earlier)} then {' '.join(values)}: Megatron-LM's "
+                       f"argparse keeps the later ({' '.join(values)}), as this step does; remove the one you do "
+                       f"not mean")
+        seen[action.dest] = values
+    return out
+
+
 def one_name_each(tokens: list[str], where: str) -> None:
     """Refuse an argument given under both of its names (:data:`_ONE_NAME`)."""
     given = {token.split("=", 1)[0] for token in tokens}

@@ -36,7 +36,9 @@ from simpy_astra.workloads.transformer.graph import Layout
 from simpy_astra.workloads.transformer.memory import account_memory
 from simpy_astra.workloads.transformer.schedule import build_stage
 from simpy_astra.workloads.transformer.writer import (
+    TRANSFORMER_TOO_LARGE,
     Units,
+    stage_writers,
     write_rank_files,
     write_rank_summary,
     write_trace,
@@ -47,8 +49,22 @@ def generate_config(cfg: TransformerConfig, prefix: str) -> str:
     """Write the trace of ``cfg`` under ``prefix``; returns the comm-group JSON path."""
     check_prefix(prefix)
     layout = Layout.build(cfg)
-    graphs = [account_memory(build_stage(cfg, stage), cfg) for stage in range(cfg.pp)]
-    return write_trace(prefix, graphs, layout, cfg.npus, Units(cfg.mixed_precision))
+    return write_trace(prefix, _graphs(cfg), layout, cfg.npus, Units(cfg.mixed_precision))
+
+
+def _graphs(cfg: TransformerConfig) -> list:
+    """Every pipeline stage's graph, its memory accounted."""
+    return [account_memory(build_stage(cfg, stage), cfg) for stage in range(cfg.pp)]
+
+
+def _refuse_one_npu(cfg: TransformerConfig) -> None:
+    """A 1-NPU layout (the default dp 1) wrote a trace no run takes; refused once the records
+    are made, so a value past Chakra's fields or the horizon is still the error told."""
+    if cfg.npus < 2:
+        stage_writers(_graphs(cfg), range(cfg.pp), Layout.build(cfg), Units(cfg.mixed_precision),
+                      "generate transformer", TRANSFORMER_TOO_LARGE)
+        raise InputError("generate transformer: --dp x --tp x --pp x --sp is 1 NPU, and no run takes a 1-NPU trace "
+                         "(every network has 2 or more NPUs); give --dp 2 or more (or --tp, --pp)")
 
 
 def generate(params: dict[str, Any], prefix: str) -> str:
@@ -185,6 +201,7 @@ def main(argv: list[str]) -> int:
     for line in unread_notes(params, "generate transformer"):
         print(f"warning: {line}", file=sys.stderr)
     check_prefix(prefix)
+    _refuse_one_npu(cfg)  # after every other check, so a bad flag is still told first
     start = time.perf_counter()
     groups = generate_config(cfg, prefix)
     took = time.perf_counter() - start
