@@ -1,0 +1,103 @@
+"""Extensions written from the docs alone, second round: each differs from the docs' own
+example (a backend whose delay depends on which NPU sends, ...) and is checked against a
+figure derived by hand from the closed forms the docs state, or against the one-line error
+the docs promise for a mistake.
+
+Units: 50 GB/s links (GB = 2^30 B) carry ``B = 50 x 2^30 / 10^9`` bytes per ns; a message of
+S bytes over h hops of latency L takes ``trunc(h L + S / B)`` on the analytical backend.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BW = 50.0
+LAT = 500
+E = 10  # endpoint delay
+B = BW * 2**30 / 1e9  # bytes per ns
+
+SYSTEM = textwrap.dedent("""\
+    system:
+      scheduling-policy: LIFO
+      collective-optimization: baseline
+      endpoint-delay: 10
+      active-chunks-per-dimension: 1
+      preferred-dataset-splits: 1
+      all-reduce-implementation: [ring]
+      all-gather-implementation: [ring]
+      reduce-scatter-implementation: [ring]
+      all-to-all-implementation: [direct]
+    """)
+
+
+def _scenario(folder: Path, workload: str, backend: str, npus: int = 4, topology: str = "Ring") -> Path:
+    path = folder / "s.yaml"
+    path.write_text(f"workload: {workload}\n{SYSTEM}network:\n  topology: [{topology}]\n"
+                    f"  npus_count: [{npus}]\n  bandwidth: [{BW}]\n  latency: [{LAT}.0]\n"
+                    f"backend: {backend}\n")
+    return path
+
+
+@pytest.fixture
+def user(tmp_path: Path, monkeypatch) -> Path:
+    from simpy_astra.network.backends import BACKENDS
+
+    before = dict(BACKENDS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for name in set(BACKENDS) - set(before):
+        del BACKENDS[name]
+    for module in [m for m in sys.modules if m.startswith("r2_")]:
+        del sys.modules[module]
+
+
+#: docs/backends.md's recipe with a delay that depends on the sender: NPU 3's NIC is slow
+SLOW_NIC = textwrap.dedent("""\
+    from simpy_astra.network.backends import BackendSpec, register
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+    EXTRA_NS = 5000
+
+
+    class SlowNic(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst, size_bytes):
+            return super().message_delay_ns(src, dst, size_bytes) + (EXTRA_NS if src == 3 else 0)
+
+
+    SLOW_NIC = register(BackendSpec("r2_slow_nic", "NPU 3 sends 5 us late",
+                                    lambda env, dims, source, config=None: SlowNic(env, dims),
+                                    folds="pairs", folded=None))
+    """)
+
+
+def test_a_backend_whose_delay_depends_on_the_npu_is_not_folded_silently(user: Path, capsys) -> None:
+    """A backend that claims folds="pairs" for a delay a ring's rotation does not keep: the
+    folded run simulated NPU 0 alone and printed the uniform ring's 32,362 ns for every NPU,
+    as if NPU 3 were not slow. Now it stops in one line naming the backend and the fix."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    (user / "r2_slow_nic.py").write_text(SLOW_NIC)
+    path = _scenario(user, "{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 4}",
+                     "r2_slow_nic:SLOW_NIC")
+    assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "network backend 'r2_slow_nic:SlowNic'" in err[0] and "--fold-symmetry off" in err[0]
+
+    # unfolded, the slow NIC shows. A ring step of 2^18 bytes (S/n) is d = trunc(L + 2^18 / B);
+    # NPU i ends step k+1 when the message its left neighbour sent at the end of step k
+    # arrives, plus E: t_i(k+1) = t_(i-1)(k) + d_(i-1) + E. After 2(n-1) = 6 steps NPU i's end
+    # sums (d_j + E) over its 6 predecessors i-1, ..., i-6 (mod 4): NPU 3 (d_3 = d + 5000) is
+    # among them twice for NPUs 0 and 1 (3,2,1,0,3,2 and 0,3,2,1,0,3), once for NPUs 2 and 3
+    d = int(LAT + 2**18 / B)
+    uniform = E + 6 * (d + E)  # the ring starts with one endpoint delay (collectives/README.md)
+    assert uniform == 32_362
+    assert main(["run", str(path), "--fold-symmetry", "off"]) == 0
+    out = capsys.readouterr().out
+    ends = {int(line.split()[0][4:-1]): int(line.split()[2]) for line in out.splitlines()
+            if line.startswith("sys[") and "finished" in line}
+    assert ends == {0: uniform + 2 * 5000, 1: uniform + 2 * 5000, 2: uniform + 5000, 3: uniform + 5000}
