@@ -101,3 +101,50 @@ def test_a_backend_whose_delay_depends_on_the_npu_is_not_folded_silently(user: P
     ends = {int(line.split()[0][4:-1]): int(line.split()[2]) for line in out.splitlines()
             if line.startswith("sys[") and "finished" in line}
     assert ends == {0: uniform + 2 * 5000, 1: uniform + 2 * 5000, 2: uniform + 5000, 3: uniform + 5000}
+
+
+#: docs/generators.md's recipe: two generators in one module, each a compute step per NPU
+GENERATORS_MODULE = textwrap.dedent("""\
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import COMP_NODE
+
+
+    def _steps(prefix, npus, micros):
+        for rank in range(npus):
+            write_et(f"{prefix}.{rank}.et", [make_node(0, "step", COMP_NODE, duration_micros=micros,
+                                                       attrs={"is_cpu_op": False})])
+
+
+    def short(params, prefix):
+        _steps(prefix, params["npus"], params["us"])
+
+
+    def long(params, prefix):
+        _steps(prefix, params["npus"], 2 * params["us"])
+    """)
+
+
+def test_another_generator_under_the_same_name_does_not_reuse_the_first_ones_traces(
+        user: Path, monkeypatch, capsys) -> None:
+    """A plugin that registers `long` under the name its earlier version gave `short`
+    (generators.md: traces are cached by the parameters and the generator's source file,
+    which did not change) ran `short`'s cached traces: 10 us instead of 20 us, no sign.
+    Now the cache knows which function wrote them."""
+    from simpy_astra.cli.main import main
+    from simpy_astra.workloads.generated import GENERATORS
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(user / "cache"))
+    (user / "r2_gens.py").write_text(GENERATORS_MODULE)
+    for which in ("short", "long"):
+        (user / f"r2_plugin_{which}.py").write_text(
+            f"from simpy_astra.workloads.generated import register\nimport r2_gens\n"
+            f"register('r2_steps', r2_gens.{which}, version='1')\n")
+    path = _scenario(user, "{generate: r2_steps, npus: 4, us: 10}", "congestion_unaware")
+    ends = []
+    for which in ("short", "long"):
+        GENERATORS.pop("r2_steps", None)  # a new process, with the edited plugin
+        assert main(["run", str(path), "--quiet", "--plugin", f"r2_plugin_{which}"]) == 0
+        ends.append(capsys.readouterr().out.split()[2])
+    GENERATORS.pop("r2_steps", None)
+    # one compute node of `us` (short) or 2 `us` (long) microseconds per NPU, nothing else
+    assert ends == [f"{10 * 1000:,}", f"{2 * 10 * 1000:,}"]
