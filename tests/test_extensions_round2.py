@@ -148,3 +148,48 @@ def test_another_generator_under_the_same_name_does_not_reuse_the_first_ones_tra
     GENERATORS.pop("r2_steps", None)
     # one compute node of `us` (short) or 2 `us` (long) microseconds per NPU, nothing else
     assert ends == [f"{10 * 1000:,}", f"{2 * 10 * 1000:,}"]
+
+
+#: docs/collectives.md's hypercube, as a researcher copies it
+HYPERCUBE = textwrap.dedent("""\
+    from simpy_astra.topologies import BasicTopology
+
+
+    class Hypercube(BasicTopology):
+        def hops(self, src, dst):
+            return bin(src ^ dst).count("1")
+
+        def links(self):
+            dims = self.npus_count.bit_length() - 1
+            return [(i, i ^ (1 << k)) for i in range(self.npus_count) for k in range(dims)]
+
+        def route(self, src, dst):
+            path = [src]
+            for k in range(self.npus_count.bit_length() - 1):
+                if (path[-1] ^ dst) >> k & 1:
+                    path.append(path[-1] ^ (1 << k))
+            return path
+    """)
+
+
+@pytest.mark.parametrize("fold", ["on", "off"])
+def test_a_topology_whose_routes_miss_their_npu_is_refused_on_the_analytical_backend(
+        user: Path, capsys, fold: str) -> None:
+    """The hypercube on 6 NPUs (not a power of two): route(0, 4) never leaves NPU 0 and
+    links() has no 0-4 link, yet the analytical backend, which asks hops() alone, timed
+    0 -> 4 as one hop, 1,720 ns, with no sign. Now it checks each pair's route as the
+    link-level backends do and stops in one line naming the topology and the route."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    (user / "r2_cube.py").write_text(HYPERCUBE)
+    send = "{{generate: microbench, collective: send_recv, size: 65536, num_npus: {n}, src: 0, dst: {dst}}}"
+    bad = _scenario(user, send.format(n=6, dst=4), "congestion_unaware", npus=6, topology="'r2_cube:Hypercube'")
+    assert main(["run", str(bad), "--quiet", "--fold-symmetry", fold]) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: topology 'r2_cube:Hypercube': route(")
+    assert "expected a list of device ids from" in err[0]
+
+    # on 8 NPUs it is a hypercube: 0 -> 7 crosses three links, trunc(3 L + S / B)
+    good = _scenario(user, send.format(n=8, dst=7), "congestion_unaware", npus=8, topology="'r2_cube:Hypercube'")
+    assert main(["run", str(good), "--quiet", "--fold-symmetry", fold]) == 0
+    assert capsys.readouterr().out.split()[2] == f"{int(3 * LAT + 65536 / B):,}"
