@@ -177,7 +177,7 @@ def test_a_topology_whose_routes_miss_their_npu_is_refused_on_the_analytical_bac
         user: Path, capsys, fold: str) -> None:
     """The hypercube on 6 NPUs (not a power of two): route(0, 4) never leaves NPU 0 and
     links() has no 0-4 link, yet the analytical backend, which asks hops() alone, timed
-    0 -> 4 as one hop, 1,720 ns, with no sign. Now it checks each pair's route as the
+    0 -> 4 as one hop, 1,720 ns, with no sign. Now it checks the route of each pair a message takes, as the
     link-level backends do and stops in one line naming the topology and the route."""
     from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
 

@@ -141,6 +141,13 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
                             f"links, as the congestion-unaware backend charges it (this one has {len(value) - 1})")
             return value
 
+        def check_route(self, src: int, dst: int) -> None:
+            """For the analytical backend, which charges ``hops()`` alone on uniform links: a
+            route that is no path from ``src`` to ``dst`` is a broken topology (a ``hops()``
+            that charges more than its route, SlowRing's extra latency, is the user's choice)."""
+            if not self._own_link_params():  # else path_profile() has followed the route
+                self._a_path(src, dst)
+
         def _a_path(self, src: int, dst: int) -> list[int]:
             """The user's route, checked to be a path from ``src`` to ``dst`` along links()."""
             value = super().route(src, dst)
@@ -164,11 +171,6 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
 
         def path_profile(self, src: int, dst: int) -> tuple[float, float]:
             value = super().path_profile(src, dst)
-            if not self._own_link_params():  # uniform links: the profile came from hops() alone
-                routed = self.__dict__.setdefault("_routes_checked", set())
-                if (src, dst) not in routed:  # a route that is no path between them is a broken
-                    self._a_path(src, dst)    # topology (hops() may still charge more: SlowRing)
-                    routed.add((src, dst))
             if not (isinstance(value, tuple | list) and len(value) == 2 and number(value[0], False)
                     and number(value[1], True)):
                 raise wrong("path_profile", (src, dst), value, "(latency ns >= 0, bandwidth GB/s > 0), finite")
