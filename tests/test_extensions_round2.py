@@ -193,3 +193,81 @@ def test_a_topology_whose_routes_miss_their_npu_is_refused_on_the_analytical_bac
     good = _scenario(user, send.format(n=8, dst=7), "congestion_unaware", npus=8, topology="'r2_cube:Hypercube'")
     assert main(["run", str(good), "--quiet", "--fold-symmetry", fold]) == 0
     assert capsys.readouterr().out.split()[2] == f"{int(3 * LAT + 65536 / B):,}"
+
+
+#: collectives/README.md's recipe with the optional traffic= hook: a recursive-doubling
+#: all-gather (step k swaps the 2^k pieces gathered so far with position XOR 2^k)
+RD_ALLGATHER = textwrap.dedent("""\
+    from simpy_astra.collectives.base import ALL_GATHER, CollectiveAlgorithm, ring_final_size
+
+
+    def rd_allgather(ctx):
+        n, i, have, k = len(ctx.members), ctx.index, ctx.size_bytes, 1
+        while k < n:
+            peer = ctx.members[i ^ k]
+            ctx.send(peer, have)
+            yield ctx.recv(peer, have)
+            yield ctx.endpoint()
+            have, k = 2 * have, 2 * k
+
+
+    def planned(shape):
+        n, out, have, k = len(shape.members), [], shape.size_bytes, 1
+        while k < n:
+            out.append((shape.index ^ k, have))
+            have, k = 2 * have, 2 * k
+        return out
+
+
+    def _algorithm(traffic):
+        return CollectiveAlgorithm("rd_allgather", rd_allgather, ring_final_size,
+                                   kinds=frozenset({ALL_GATHER}), traffic=traffic)
+
+
+    RD = _algorithm(planned)
+    OFF_THE_RING = _algorithm(lambda shape: [(99, shape.size_bytes)])
+    NEGATIVE = _algorithm(lambda shape: [((shape.index + 1) % len(shape.members), -shape.size_bytes)])
+    NOT_A_LIST = _algorithm(lambda shape: len(shape.members))
+    NO_SHAPE = _algorithm(lambda: [])
+    """)
+
+
+def _rd_scenario(folder: Path, algorithm: str) -> Path:
+    path = _scenario(folder, "{generate: microbench, collective: all_gather, size: 65536, num_npus: 8}",
+                     "congestion_unaware", npus=8, topology="FullyConnected")
+    path.write_text(path.read_text().replace("all-gather-implementation: [ring]",
+                                             f"all-gather-implementation: ['r2_rd:{algorithm}']"))
+    return path
+
+
+def test_a_recursive_doubling_all_gather_with_its_traffic_matches_its_closed_form(user: Path, capsys) -> None:
+    from simpy_astra.cli.main import main
+
+    (user / "r2_rd.py").write_text(RD_ALLGATHER)
+    # log2(8) = 3 steps of 2^k x 64 KiB over one link each, an endpoint delay after each
+    expected = sum(int(LAT + 2**k * 65536 / B) for k in range(3)) + 3 * E
+    assert expected == 10_073
+    for fold in ("on", "off"):
+        assert main(["run", str(_rd_scenario(user, "RD")), "--quiet", "--fold-symmetry", fold]) == 0
+        assert capsys.readouterr().out.split()[2] == f"{expected:,}"
+
+
+@pytest.mark.parametrize(("algorithm", "says"), [
+    ("OFF_THE_RING", "returned [(99, 65536)]"),  # was: internal error IndexError
+    ("NEGATIVE", "returned [(1, -65536)]"),  # was: a run that lowered the bound check's floor
+    ("NOT_A_LIST", "returned 8"),  # was: internal error TypeError
+    ("NO_SHAPE", "cannot be called as traffic(shape)"),  # was: internal error TypeError
+])
+def test_a_traffic_hook_that_breaks_its_contract_is_one_line_naming_it(
+        user: Path, capsys, algorithm: str, says: str) -> None:
+    """collectives/README.md's optional traffic=fn: what it returns feeds the bound check's
+    floor. A peer off the ring, or a hook that cannot take the shape, was an 'internal error
+    ... simpy-astra bug'; negative bytes ran on, lowering the floor. Now each is one line
+    naming the algorithm and what traffic must return."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    (user / "r2_rd.py").write_text(RD_ALLGATHER)
+    assert main(["run", str(_rd_scenario(user, algorithm)), "--quiet"]) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"r2_rd:{algorithm}" in err[0] and says in err[0], err
+    assert "internal error" not in err[0]
