@@ -271,3 +271,20 @@ def test_a_traffic_hook_that_breaks_its_contract_is_one_line_naming_it(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"r2_rd:{algorithm}" in err[0] and says in err[0], err
     assert "internal error" not in err[0]
+
+
+def test_a_phase_that_only_yields_its_own_fired_signal_is_told_what_it_did(user: Path, capsys) -> None:
+    """collectives/README.md: ctx.signal() fires when the algorithm calls .fire(value). A phase
+    that fires its own signal and then yields it never waits; it was told it 'returned before
+    it yielded anything', which it had not. Now the line says what happened."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    (user / "r2_sig.py").write_text("def own_signal(ctx):\n    done = ctx.signal()\n    done.fire(1)\n"
+                                    "    yield done\n")
+    path = _scenario(user, "{generate: microbench, collective: all_reduce, size: 1024, num_npus: 4}",
+                     "congestion_unaware")
+    path.write_text(path.read_text().replace("all-reduce-implementation: [ring]",
+                                             "all-reduce-implementation: ['r2_sig:own_signal']"))
+    assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'own_signal'" in err[0] and "yielded only events that had already happened" in err[0]
