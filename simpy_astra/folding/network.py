@@ -134,7 +134,7 @@ class FoldedNetwork(WithoutLinks):
                     f"network backend '{class_name(type(self.inner))}': message_delay_ns({a}, {b}, {size}) "
                     f"= {moved} but ({src}, {dst}, {size}) = {delay}, a pair the topology's symmetry "
                     f"maps onto it; folds=\"pairs\" promises equal delays there (a delay set by "
-                    f"the route, not by which NPUs): use folds=None, or run with --fold-symmetry off")
+                    f"the route, not by which NPUs): use folds=None, or run with --fold-symmetry off (fold_symmetry: false)")
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)
