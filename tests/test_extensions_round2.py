@@ -288,3 +288,65 @@ def test_a_phase_that_only_yields_its_own_fired_signal_is_told_what_it_did(user:
     assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'own_signal'" in err[0] and "yielded only events that had already happened" in err[0]
+
+
+#: docs/collectives.md's topology recipe with links of their own: NPUs in groups of 4 under a
+#: leaf switch, leaves under one spine, the leaf-spine links at half the bandwidth
+TREE = textwrap.dedent("""\
+    from simpy_astra.topologies import BasicTopology
+
+
+    class Tree(BasicTopology):
+        def _leaf(self, npu):
+            return self.npus_count + npu // 4
+
+        def _spine(self):
+            return self.npus_count + self.npus_count // 4
+
+        def hops(self, src, dst):
+            return 2 if src // 4 == dst // 4 else 4
+
+        def links(self):
+            out = []
+            for i in range(self.npus_count):
+                out += [(i, self._leaf(i)), (self._leaf(i), i)]
+            for leaf in range(self.npus_count, self._spine()):
+                out += [(leaf, self._spine()), (self._spine(), leaf)]
+            return out
+
+        def route(self, src, dst):
+            if src // 4 == dst // 4:
+                return [src, self._leaf(src), dst]
+            return [src, self._leaf(src), self._spine(), self._leaf(dst), dst]
+
+        def link_params(self, src, dst):
+            uplink = src >= self.npus_count and dst >= self.npus_count
+            return (self.bandwidth_gbps / 2 if uplink else self.bandwidth_gbps, self.latency_ns)
+    """)
+
+
+def test_one_message_over_unequal_links_on_each_backend(user: Path, capsys) -> None:
+    """docs/backends.md gave the packet backend's one message as h L + S/B + (h-1) P/B with B
+    the slowest hop's: 4,899 ns for NPU 0 -> 7 here, where the backend (and its module's
+    own docstring) charges each hop's own P/B_i for the first packet: 4,748. The page now
+    gives sum(L + P/B_i) + (S-P)/min(B_i); each backend is checked against its closed form."""
+    from simpy_astra.cli.main import main
+
+    (user / "r2_tree.py").write_text(TREE)
+    size, packet = 65536, 4096
+    path = _scenario(user, f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 8, "
+                           f"src: 0, dst: 7}}", "congestion_unaware", npus=8, topology="'r2_tree:Tree'")
+    speeds = [B, B / 2, B / 2, B]  # bytes per ns along the route 0, leaf, spine, leaf, 7
+
+    def finish(backend: str) -> int:
+        assert main(["run", str(path), "--quiet", "--network-backend", backend]) == 0
+        return int(capsys.readouterr().out.split()[2].replace(",", ""))
+
+    # analytical: trunc(summed latency + S / slowest), docs/collectives.md (path_profile)
+    assert finish("congestion_unaware") == int(4 * LAT + size / min(speeds)) == 4_441
+    # store-and-forward: each hop trunc(L + S / B_i) (docs/backends.md, network/README.md)
+    assert finish("congestion_aware") == sum(int(LAT + size / b) for b in speeds) == 9_322
+    # pipelined packets; the backend keeps its trains' instants in whole ns, so within 2 ns
+    pipelined = sum(LAT + packet / b for b in speeds) + (size - packet) / min(speeds)
+    assert abs(finish("packet") - pipelined) <= 2
+    assert abs(finish("packet") - (4 * LAT + size / min(speeds) + 3 * packet / min(speeds))) > 100
