@@ -350,3 +350,23 @@ def test_one_message_over_unequal_links_on_each_backend(user: Path, capsys) -> N
     pipelined = sum(LAT + packet / b for b in speeds) + (size - packet) / min(speeds)
     assert abs(finish("packet") - pipelined) <= 2
     assert abs(finish("packet") - (4 * LAT + size / min(speeds) + 3 * packet / min(speeds))) > 100
+
+
+def test_a_plugins_backend_named_without_loading_its_module_says_how(user: Path, capsys) -> None:
+    """docs/backends.md: a backend registered from a plugin module is picked by its name once
+    the module is loaded. Named without it, the error listed the built-in backends and said
+    nothing of loading the module; now it says how (and a typo gets the nearest name)."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    (user / "r2_slow_nic.py").write_text(SLOW_NIC)
+    path = _scenario(user, "{generate: microbench, collective: all_reduce, size: 1048576, num_npus: 4}",
+                     "r2_slow_nic")
+    assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
+    assert "plugins: [MODULE] or --plugin MODULE" in capsys.readouterr().err
+    assert main(["run", str(path), "--quiet", "--network-backend", "congestion_unawre"]) == EXIT_INPUT_ERROR
+    assert "did you mean 'congestion_unaware'?" in capsys.readouterr().err
+    # loaded, it runs: unfolded (its delay singles out NPU 3), NPU 0 ends at the uniform
+    # ring's E + 6 (d + E) plus NPU 3's extra 5,000 ns twice (the first test's derivation)
+    assert main(["run", str(path), "--quiet", "--plugin", "r2_slow_nic", "--fold-symmetry", "off"]) == 0
+    d = int(LAT + 2**18 / B)
+    assert capsys.readouterr().out.split()[2] == f"{E + 6 * (d + E) + 2 * 5000:,}"

@@ -41,6 +41,7 @@ directory, as they do for ASTRA-sim.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Callable
@@ -99,8 +100,12 @@ def check_backend(where: str, backend: Any) -> str:
         raise InputError(f"{where}: {exc}") from None
     if spec is None:
         got = "an empty string" if backend == "" else repr(backend)
+        near = difflib.get_close_matches(backend, list(BACKENDS), n=1) if isinstance(backend, str) else []
+        loaded = (f"; did you mean '{near[0]}'?" if near else
+                  "; one your plugin module registers needs that module loaded first: plugins: [MODULE] "
+                  "or --plugin MODULE" if isinstance(backend, str) and backend.isidentifier() else "")
         raise InputError(f"{where}: must be one of {', '.join(BACKENDS)}, or package.module:BackendSpec "
-                         f"(got {got}; a backend of your own: docs/backends.md)")
+                         f"(got {got}; a backend of your own: docs/backends.md{loaded})")
     return spec.name
 
 
