@@ -370,3 +370,25 @@ def test_a_plugins_backend_named_without_loading_its_module_says_how(user: Path,
     assert main(["run", str(path), "--quiet", "--plugin", "r2_slow_nic", "--fold-symmetry", "off"]) == 0
     d = int(LAT + 2**18 / B)
     assert capsys.readouterr().out.split()[2] == f"{E + 6 * (d + E) + 2 * 5000:,}"
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("topology: [Ring]", "topology: [Tree]", "plugins: [MODULE] or --plugin MODULE"),
+    ("all-reduce-implementation: [ring]", "all-reduce-implementation: [rdAllGather]",
+     "plugins: [MODULE] or --plugin MODULE"),
+    ("all-reduce-implementation: [ring]", "all-reduce-implementation: [Ring]", "did you mean 'ring'?"),
+    ("generate: microbench", "generate: pipeline", "plugins: [MODULE] or --plugin MODULE"),
+])
+def test_a_short_name_a_plugin_would_register_says_to_load_it(user: Path, capsys, field: str, value: str,
+                                                              says: str) -> None:
+    """docs/collectives.md and generators.md: a plugin module registers a short name
+    (collectives.register("rdAllGather", ...)). Named without the module loaded, a topology,
+    algorithm or generator was refused with the built-in names alone."""
+    from simpy_astra.cli.main import EXIT_INPUT_ERROR, main
+
+    path = _scenario(user, "{generate: microbench, collective: all_reduce, size: 1024, num_npus: 4}",
+                     "congestion_unaware")
+    path.write_text(path.read_text().replace(field, value))
+    assert main(["run", str(path), "--quiet"]) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err

@@ -43,7 +43,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
-from simpy_astra.plugins import PluginError, import_object, origin, user_code_problem
+from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, import_object, origin, user_code_problem
 from simpy_astra.workloads.chakra.node import EtError
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 
@@ -230,8 +230,9 @@ def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") 
         _users_lookup(name, where)
     if not isinstance(name, str) or name not in GENERATORS:
         known = ", ".join(sorted(GENERATORS)) or "none registered"
+        loaded = f"; {NOT_LOADED_HINT}" if isinstance(name, str) and name.isidentifier() else ""
         raise InputError(f"{where}.generate: must name a generator, one of {known}, or a function of your "
-                         f"own as package.module:function (got {name!r})")
+                         f"own as package.module:function (got {name!r}){loaded}")
     entry = GENERATORS[name]
     if entry.prepare is None:
         return Prepared(name, params, params, where)
