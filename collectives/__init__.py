@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import re
 from dataclasses import dataclass
 
@@ -112,10 +113,15 @@ def register(name: str, algorithm) -> CollectiveAlgorithm:
     if unfit:  # without a logical hook nothing but the phase context is passed
         raise TypeError(f"collective '{name}': {unfit} cannot be called as fn(ctx); an algorithm takes the "
                         f"phase context only (collectives/README.md)")
+    unfit = None if algorithm.traffic is None else unfit_call(algorithm.traffic, None)
+    if unfit:
+        raise TypeError(f"collective '{name}': traffic={unfit} cannot be called as traffic(shape) "
+                        f"(collectives/README.md)")
     claim(REGISTRY, name, algorithm, "collective algorithm")
     algorithm = dataclasses.replace(algorithm, run=_users(name, _with_own_code(algorithm.run)),
                                     final_size=_checked_final_size(name, algorithm.final_size),
-                                    logical=None if algorithm.logical is None else _checked_logical(name, algorithm.logical))
+                                    logical=None if algorithm.logical is None else _checked_logical(name, algorithm.logical),
+                                    traffic=None if algorithm.traffic is None else _checked_traffic(name, algorithm.traffic))
     REGISTRY[name] = algorithm
     return algorithm
 
@@ -172,6 +178,33 @@ def _checked_logical(name: str, logical):  # noqa: ANN001, ANN202 - wraps the us
         return tuple(value)
 
     return checked
+
+
+def _checked_traffic(name: str, traffic):  # noqa: ANN001, ANN202 - wraps the user's hook
+    """``traffic`` refusing, in one line, what is not a list of (peer position, bytes): a
+    peer off the ring, the member itself, or bytes that are negative would otherwise be an
+    internal error in the bound check, or lower its floor without a sign."""
+    @functools.wraps(traffic)
+    def checked(shape):  # noqa: ANN001, ANN202
+        value = _call_users(name, "traffic()", traffic, shape)
+        n = len(shape.members)
+        pairs = list(value) if isinstance(value, list | tuple) else None
+        bad = pairs is None or next((p for p in pairs if not (
+            isinstance(p, tuple | list) and len(p) == 2 and _whole(p[0]) and 0 <= p[0] < n and p[0] != shape.index
+            and isinstance(p[1], int | float) and not isinstance(p[1], bool) and math.isfinite(p[1]) and p[1] >= 0)),
+            None) is not None
+        if bad:
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise PluginError(f"collective algorithm '{name}': traffic(shape) at index {shape.index} of {n} "
+                              f"returned {shown}; it must return [(peer position 0..{n - 1} other than "
+                              f"shape.index, bytes >= 0), ...] (collectives/README.md)")
+        return pairs
+
+    return checked
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _plugin(name: str) -> CollectiveAlgorithm | None:

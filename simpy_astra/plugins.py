@@ -40,6 +40,9 @@ class PluginError(ValueError):
 
 #: how a user's error line says where its traceback is (a sweep point's names another way)
 DEBUG_HINT = "--debug shows its traceback"
+#: what an unknown short name (a backend, topology or algorithm) may be missing
+NOT_LOADED_HINT = ("one your plugin module registers needs that module loaded first: plugins: [MODULE] "
+                   "or --plugin MODULE")
 
 
 def user_code_problem(what: str, exc: BaseException) -> str:

@@ -58,7 +58,7 @@ def user_dir(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name, words", [
     ("yields_none", ("'yields_none'", "bad_algos.py", "yielded None")),
     ("yields_int", ("'yields_int'", "yielded 5")),
-    ("returns_at_once", ("'returns_at_once'", "returned before it yielded anything")),
+    ("returns_at_once", ("'returns_at_once'", "returned before it yielded")),
     ("sends_negative", ("ctx.send(..., -4096)", "bytes >= 0")),
     ("sends_to_99", ("ctx.send(99, ...)", "does not exist (NPUs 0..3)")),
     ("sends_to_itself", ("is this NPU itself",)),

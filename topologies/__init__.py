@@ -128,16 +128,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
             return value
 
         def route(self, src: int, dst: int) -> list[int]:
-            value = super().route(src, dst)
-            if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
-                    or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
-                raise wrong("route", (src, dst), value, f"a list of device ids from {src} to {dst}")
-            links = self.__dict__.get("_links_given")
-            if links is None:
-                links = self.__dict__["_links_given"] = set(map(tuple, self.links()))
-            off = next(((u, v) for u, v in zip(value, value[1:], strict=False) if (u, v) not in links), None)
-            if off is not None:
-                raise wrong("route", (src, dst), value, f"a path along links(): {off} is not a link")
+            value = self._a_path(src, dst)
             if self.__dict__.get("_cross_checking"):  # hops() asked route(): compared by the outer call
                 return value
             self.__dict__["_cross_checking"] = True
@@ -148,6 +139,27 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
             if hops != len(value) - 1:
                 raise wrong("route", (src, dst), value, f"a path of hops{(src, dst)} = {hops} "
                             f"links, as the congestion-unaware backend charges it (this one has {len(value) - 1})")
+            return value
+
+        def check_route(self, src: int, dst: int) -> None:
+            """For the analytical backend, which charges ``hops()`` alone on uniform links: a
+            route that is no path from ``src`` to ``dst`` is a broken topology (a ``hops()``
+            that charges more than its route, SlowRing's extra latency, is the user's choice)."""
+            if not self._own_link_params():  # else path_profile() has followed the route
+                self._a_path(src, dst)
+
+        def _a_path(self, src: int, dst: int) -> list[int]:
+            """The user's route, checked to be a path from ``src`` to ``dst`` along links()."""
+            value = super().route(src, dst)
+            if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
+                    or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
+                raise wrong("route", (src, dst), value, f"a list of device ids from {src} to {dst}")
+            links = self.__dict__.get("_links_given")
+            if links is None:
+                links = self.__dict__["_links_given"] = set(map(tuple, self.links()))
+            off = next(((u, v) for u, v in zip(value, value[1:], strict=False) if (u, v) not in links), None)
+            if off is not None:
+                raise wrong("route", (src, dst), value, f"a path along links(): {off} is not a link")
             return value
 
         def link_params(self, src: int, dst: int) -> tuple[float, float]:

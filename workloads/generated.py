@@ -43,7 +43,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
-from simpy_astra.plugins import PluginError, import_object, origin, user_code_problem
+from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, import_object, origin, user_code_problem
 from simpy_astra.workloads.chakra.node import EtError
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 
@@ -147,8 +147,8 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
     """Make a scenario's ``workload: {generate: name, ...}`` run ``fn(params, prefix)`` (a
     plug-in's generator, docs/generators.md): ``params`` is the mapping without ``generate``;
     ``fn`` writes ``prefix.{rank}.et`` for ranks 0..N-1 and returns the path of a comm-group
-    JSON it wrote beside them, or None. Traces are cached by name, ``version``, the parameters
-    and the source of ``fn``'s module, so an edited generator is run again. A name already given
+    JSON it wrote beside them, or None. Traces are cached by name, ``version``, the parameters,
+    ``fn``'s own name and the source of its module, so an edited generator is run again. A name already given
     to another generator (``microbench``, another module's) is a ValueError."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"a generator's name must be a non-empty string (got {name!r})")
@@ -161,13 +161,19 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
         raise ValueError(f"generator name '{name}' is already taken by {owner}; register {origin(fn)} under "
                          f"another name")
     entry = GeneratorEntry(_users_generator(name, fn), str(version),
-                           cache_params=lambda params, where: {**params, CODE_KEY: _source_digest(fn)})
+                           cache_params=lambda params, where: {**params, CODE_KEY: _code_key(fn)})
     GENERATORS[name] = entry
     return entry
 
 
 #: the cache key's entry for a user generator's source (never handed to the generator)
 CODE_KEY = "__generator_source__"
+
+
+def _code_key(fn: Callable[..., Any]) -> str:
+    """Which function (``module:qualname``: another one of the same file registered under the
+    name must not reuse the first one's traces) and its file's digest."""
+    return f"{origin(fn)} {_source_digest(fn)}"
 
 
 def _source_digest(fn: Callable[..., Any]) -> str:
@@ -224,8 +230,9 @@ def prepare(spec: dict[str, Any], cluster: Any = None, where: str = "workload") 
         _users_lookup(name, where)
     if not isinstance(name, str) or name not in GENERATORS:
         known = ", ".join(sorted(GENERATORS)) or "none registered"
+        loaded = f"; {NOT_LOADED_HINT}" if isinstance(name, str) and name.isidentifier() else ""
         raise InputError(f"{where}.generate: must name a generator, one of {known}, or a function of your "
-                         f"own as package.module:function (got {name!r})")
+                         f"own as package.module:function (got {name!r}){loaded}")
     entry = GENERATORS[name]
     if entry.prepare is None:
         return Prepared(name, params, params, where)

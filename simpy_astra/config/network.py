@@ -22,7 +22,7 @@ from simpy_astra.infra import horizon
 from simpy_astra.infra.stopping import requested
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
 from simpy_astra.network.cost_model import CostPrices, CostSpecError, tiers_for
-from simpy_astra.plugins import PluginError, import_object, user_code_problem, users_entry
+from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, import_object, user_code_problem, users_entry
 from simpy_astra.topologies import REGISTRY as TOPOLOGY_REGISTRY
 from simpy_astra.topologies import GraphSpec, GraphSpecError, networkx_dimension_values, spec_from_networkx
 from simpy_astra.topologies import build as build_topology
@@ -146,7 +146,8 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
             fix = ""
             if isinstance(name, str):
                 fix = next(
-                    (f"; did you mean '{t}'?" for t in TOPOLOGY_NAMES if t.lower() == name.lower()), ""
+                    (f"; did you mean '{t}'?" for t in TOPOLOGY_NAMES if t.lower() == name.lower()),
+                    f"; or package.module:Class; {NOT_LOADED_HINT}" if name.isidentifier() else "",
                 )
             raise InputError.at(
                 src,

@@ -41,6 +41,7 @@ directory, as they do for ASTRA-sim.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Callable
@@ -70,7 +71,7 @@ from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
 from simpy_astra.network.backends import lookup as lookup_backend
-from simpy_astra.plugins import PluginError, search_also
+from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, search_also
 
 if TYPE_CHECKING:
     from simpy_astra.workloads.generated import Prepared
@@ -99,8 +100,11 @@ def check_backend(where: str, backend: Any) -> str:
         raise InputError(f"{where}: {exc}") from None
     if spec is None:
         got = "an empty string" if backend == "" else repr(backend)
+        near = difflib.get_close_matches(backend, list(BACKENDS), n=1) if isinstance(backend, str) else []
+        loaded = (f"; did you mean '{near[0]}'?" if near else
+                  f"; {NOT_LOADED_HINT}" if isinstance(backend, str) and backend.isidentifier() else "")
         raise InputError(f"{where}: must be one of {', '.join(BACKENDS)}, or package.module:BackendSpec "
-                         f"(got {got}; a backend of your own: docs/backends.md)")
+                         f"(got {got}; a backend of your own: docs/backends.md{loaded})")
     return spec.name
 
 

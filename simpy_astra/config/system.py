@@ -31,7 +31,7 @@ from simpy_astra.config.readers import (
 )
 from simpy_astra.errors import InputError, non_ascii
 from simpy_astra.infra import horizon
-from simpy_astra.plugins import PluginError
+from simpy_astra.plugins import NOT_LOADED_HINT, PluginError
 
 SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
 
@@ -150,8 +150,13 @@ def parse_implementation(name: str) -> tuple[str, int | None]:
     except PluginError as exc:
         raise ValueError(str(exc)) from None
     if choice is None:
+        names = known_collective_names()
+        near = next((k for k in names if isinstance(name, str) and k.lower() == name.lower()), None)
+        loaded = (f"; did you mean '{near}'?" if near else
+                  f"; {NOT_LOADED_HINT}" if isinstance(name, str) and name.isidentifier() else "")
         raise ValueError(f"unknown collective implementation {show_value(name)}; valid: "
-                         f"{', '.join(known_collective_names())} (K = window of 1-5 digits > 0, e.g. direct4)")
+                         f"{', '.join(names)} (K = window of 1-5 digits > 0, e.g. direct4)"
+                         f"{loaded}")
     return (name if choice.window is None else name.rstrip("0123456789")), choice.window
 
 

@@ -110,9 +110,11 @@ class Phase:
         generator = self.algorithm(self, *self.args)
         run = self.process = PhaseProcess(self.env, generator, self._posts is not None)
         if run.fired:  # a phase takes time: no native algorithm ends before its first wait
-            raise CollectiveError(f"collective algorithm {describe(self.algorithm)} returned before it yielded "
-                                  f"anything; a collective phase waits for at least one event (yield "
-                                  f"ctx.endpoint(), ctx.recv(...), ...)")
+            raise CollectiveError(f"collective algorithm {describe(self.algorithm)} ended in the instant it "
+                                  f"started, without waiting (it returned before it yielded, or yielded only "
+                                  f"events that had already happened, such as a signal it fired itself); a "
+                                  f"collective phase waits for at least one event (yield ctx.endpoint(), "
+                                  f"ctx.recv(...), ...)")
         else:
             run.wait_in_place(self._ended)
 

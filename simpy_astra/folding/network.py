@@ -27,6 +27,7 @@ from simpy_astra.folding.frames import Folding
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.faults import WithoutLinks
 from simpy_astra.network.messages import Handler
+from simpy_astra.plugins import PluginError, class_name
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -105,14 +106,35 @@ class FoldedNetwork(WithoutLinks):
         self.folding = folding
         self._shift_of = folding.shift_of
         self._to_rep = OrbitAddresses(folding).to_representative
+        # a user's backend promises (folds="pairs") delays the symmetry keeps; no test has
+        # checked it, and a wrong one would drop the other orbit members' delays silently
+        self._checked: set[tuple[int, int, int]] | None = \
+            None if type(inner).__module__.startswith("simpy_astra.") else set()
 
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         delay = self.inner.delay_ns(src, dst, size)  # the real pair's (cached) delay
+        if self._checked is not None and (src, dst, size) not in self._checked:
+            self._check_claim(src, dst, size, delay)
         h = self._shift_of[dst]
         if h:
             src, dst, tag = self._to_rep(src, dst, tag, h)
         board = self.board
         board.arrive_after(delay, board.post_send(src, dst, tag, size, fn, arg))
+
+    def _check_claim(self, src: int, dst: int, size: int, delay: int) -> None:
+        """Refuse a user's backend whose delay differs on a moved pair: the folded run would
+        give every orbit member the representative's delays (a wrong figure, no sign of it)."""
+        self._checked.add((src, dst, size))
+        add = self.folding.frame.add
+        for h in self.folding.translations[1:]:
+            a, b = add(src, h), add(dst, h)
+            moved = self.inner.delay_ns(a, b, size)
+            if moved != delay:
+                raise PluginError(
+                    f"network backend '{class_name(type(self.inner))}': message_delay_ns({a}, {b}, {size}) "
+                    f"= {moved} but ({src}, {dst}, {size}) = {delay}, a pair the topology's symmetry "
+                    f"maps onto it; folds=\"pairs\" promises equal delays there (a delay set by "
+                    f"the route, not by which NPUs): use folds=None, or run with --fold-symmetry off (fold_symmetry: false)")
 
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)

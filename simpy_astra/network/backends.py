@@ -41,7 +41,7 @@ class BackendSpec:
     help: str
     #: ``build(env, dims, source, config, **fold_hooks)``: the backend (hooks: a folded run's)
     build: Builder
-    #: how it folds: "pairs" (a message's delay depends on its two NPUs alone, so orbits of
+    #: how it folds: "pairs" (a message's delay depends on its two NPUs' places alone, so orbits of
     #: NPUs fold), "links" (messages share links, which fold onto orbit representatives with
     #: them); None: it does not fold
     folds: str | None

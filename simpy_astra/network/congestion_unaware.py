@@ -43,6 +43,8 @@ class CongestionUnawareNetwork(WithoutLinks):
         self.fabric = Fabric(dims)  # cheap: its graph (networkx) is built only if asked for
         self.grid = self.fabric.grid
         self._cache: dict[tuple[int, int, int], int] = {}
+        #: a user's topology checks the route of each pair a message takes (``check_route``)
+        self._user_dims = any(getattr(t, "checks_answers", False) for t in dims)
         self._arrive_after = self.board.arrive_after
 
     def delay_ns(self, src: int, dst: int, size: int) -> int:
@@ -52,11 +54,20 @@ class CongestionUnawareNetwork(WithoutLinks):
         if delay is None:
             if self.grid.first_difference(src, dst) is None:
                 raise ValueError(f"NPU {src} cannot send to itself")
+            if self._user_dims and self.rails is None:
+                self._check_route(src, dst)
             delay = self.message_delay_ns(src, dst, size)
             if type(delay) is not int:
                 delay = _whole_ns(self, delay)
             self._cache[key] = delay
         return delay
+
+    def _check_route(self, src: int, dst: int) -> None:
+        """Have a user's topology check the route this message's delay stands for."""
+        dim = self.grid.first_difference(src, dst)
+        topology = self.dims[dim]
+        if getattr(topology, "checks_answers", False):
+            topology.check_route(self.grid.coord(src, dim), self.grid.coord(dst, dim))
 
     def message_delay_ns(self, src: int, dst: int, size_bytes: int) -> int:
         """How long ``size_bytes`` take from NPU ``src`` to ``dst``: trunc(summed route latency
