@@ -229,7 +229,8 @@ class Train:
                  "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
                  "solved_out", "drain_ns", "drain_at_ns", "_drain_event", "_on_drain", "hop_timer", "join_timer",
-                 "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes")
+                 "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes",
+                 "route_memo", "units_memo")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -251,6 +252,10 @@ class Train:
         # the last FIFO arrival rates per hop (a warm start) and the solver.Route they were for
         self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
         self.route: Any = None
+        # the last solve's FIFO route and units, with what they were made from (a re-share
+        # re-solves every train of its component, most of them unchanged: :mod:`.rates`)
+        self.route_memo: tuple | None = None
+        self.units_memo: tuple | None = None
         self.drain_ns: float = 0
         self.drain_at_ns: int | None = None
         self._drain_event: Timeout | None = None  # the live drain event (an older one that fires is void)
