@@ -50,8 +50,9 @@ class Solutions:
         self.epoch = 0
         self.arrivals: dict[frozenset, dict[Route, tuple[float, ...]]] = {}
         self.shares: dict[frozenset, dict[Unit, tuple[float, int]]] = {}
-        # a whole train at its source: its units by (path, arrival rates)
-        self.whole: dict[tuple, tuple[list[tuple[Unit, int, int]], int]] = {}
+        # a whole train at its source: its units (as :func:`plan_of` gives them) by (path,
+        # hops reached, arrival rates)
+        self.whole: dict[tuple, tuple] = {}
 
     def clear(self) -> None:
         self.epoch += 1
@@ -88,32 +89,30 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
     else:
         routes, rates_of = arrivals
     units: list[Unit] = []
-    plans: list[tuple[Train, list, int, Route | None]] = []  # per train: its units (with kind and hop), its cut hop, its route
+    plans: list[tuple[Train, tuple, Route | None]] = []  # per train: its plan (:func:`plan_of`) and route
     whole = solutions.whole
     epoch = solutions.epoch
     for flow, route, rates in zip(flows, routes, rates_of, strict=True):
         if flow.left_bytes <= 0:  # (a drained train's units depend on its queues too: made anew)
-            made, cut = units_of(flow, rates, route)
+            plan = plan_of(*units_of(flow, rates, route))
         elif flow.buffer_hop or flow.first_hop or flow.credit_held:
             # its units depend on its hops, buffer, credits, route (which hops hold a backlog)
             # and arrival rates alone: kept while those stay as they were
             sig = (flow.reach_hops, flow.buffer_hop, flow.credit_held, route, rates, epoch)
             memo = flow.units_memo
             if memo is not None and memo[0] == sig:
-                made, cut = memo[1], memo[2]
+                plan = memo[1]
             else:
-                made, cut = units_of(flow, rates, route)
-                flow.units_memo = (sig, made, cut)
+                plan = plan_of(*units_of(flow, rates, route))
+                flow.units_memo = (sig, plan)
         else:  # (most trains: whole, at their source; their units depend on path and arrivals)
             key = (flow.path, flow.reach_hops, rates)
-            got = whole.get(key)
-            if got is None:
-                got = units_of(flow, rates)
-                solutions.remember(whole, key, got)
-            made, cut = got
-        plans.append((flow, made, cut, route))
-        for unit, _kind, _hop in made:
-            units.append(unit)
+            plan = whole.get(key)
+            if plan is None:
+                plan = plan_of(*units_of(flow, rates))
+                solutions.remember(whole, key, plan)
+        plans.append((flow, plan, route))
+        units.extend(plan[2])
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
     if solved is None:
@@ -122,9 +121,9 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         for unit, r, lim in zip(units, rate, limit, strict=True):
             solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
-    for flow, made, cut, route in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
-        if len(made) == 1 and not made[0][1]:  # (most trains: one unit over their whole path)
-            solved_in = solved[made[0][0]]
+    for flow, (made, cut, _units, single), route in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+        if single is not None:  # (most trains: one unit over their whole path)
+            solved_in = solved[single]
             flow.take_solution(solved_in, solved_in, None, cut)
             continue
         solved_in = NO_SHARE
@@ -151,6 +150,13 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         elif solved_out is None:  # one unit over its whole path
             solved_out = solved_in
         flow.take_solution(solved_in, solved_out, shares, cut)
+
+
+def plan_of(made: list[tuple[Unit, int, int]], cut: int) -> tuple:
+    """A train's units (:func:`units_of`) as :func:`train_rates` reads them: with them, their
+    cut hop, the units alone, and the one unit over its whole path if that is all (else None)."""
+    single = made[0][0] if len(made) == 1 and not made[0][1] else None
+    return made, cut, tuple(unit for unit, _kind, _hop in made), single
 
 
 def units_of(flow: Train, rates: tuple[float, ...] | None,
@@ -262,8 +268,7 @@ def arrival_rates(flows, seeds: list[Port],
             if flow.arrivals_bytes_per_ns is None or route != flow.route:
                 changed.update(route.ports)
         rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
-                              [f.arrivals_bytes_per_ns[f.first_hop:] if f.arrivals_bytes_per_ns is not None else None
-                               for f in order], changed)
+                              [f.warm_start() for f in order], changed)
         solved = {}
         for route, got in zip(routes, rates, strict=True):
             solved.setdefault(route, tuple(got))

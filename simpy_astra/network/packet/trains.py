@@ -230,7 +230,7 @@ class Train:
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
                  "solved_out", "drain_ns", "drain_at_ns", "_drain_event", "_on_drain", "hop_timer", "join_timer",
                  "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes",
-                 "route_memo", "units_memo")
+                 "arrivals_from_hop", "route_memo", "units_memo")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -249,8 +249,10 @@ class Train:
         self.hop_shares: list[Share] | None = None  # per hop, from ``buffer_hop`` on
         self.crossed_bytes: list[float] | None = None
         self.solved_in = self.solved_out = NO_SHARE
-        # the last FIFO arrival rates per hop (a warm start) and the solver.Route they were for
+        # the last FIFO arrival rates per hop from ``arrivals_from_hop`` on (a warm start) and
+        # the solver.Route they were for
         self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
+        self.arrivals_from_hop = 0
         self.route: Any = None
         # the last solve's FIFO route and units, with what they were made from (a re-share
         # re-solves every train of its component, most of them unchanged: :mod:`.rates`)
@@ -281,9 +283,20 @@ class Train:
         self.cut_hop = cut_hop
 
     def remember_arrivals(self, route: Any, arrivals_bytes_per_ns: tuple[float, ...]) -> None:
-        """The FIFO arrival rates solved for its ``route`` (a warm start for the next solve)."""
-        self.arrivals_bytes_per_ns = (0.0,) * self.first_hop + arrivals_bytes_per_ns
+        """The FIFO arrival rates solved for its ``route`` (a warm start for the next solve),
+        per hop from its first (kept as they are: most solves only read them back)."""
+        self.arrivals_bytes_per_ns = arrivals_bytes_per_ns
+        self.arrivals_from_hop = self.first_hop
         self.route = route
+
+    def warm_start(self) -> tuple[float, ...] | None:
+        """The last FIFO arrival rates per hop from its first hop now (0 on a hop it did not
+        hold then), or None if none were solved."""
+        got = self.arrivals_bytes_per_ns
+        if got is None:
+            return None
+        shift = self.first_hop - self.arrivals_from_hop
+        return got[shift:] if shift >= 0 else (0.0,) * -shift + got
 
     def take_rates(self) -> None:
         """Move at the last solve's rates from now (its state must be accounted to now)."""
