@@ -42,9 +42,11 @@ class Solutions:
     #: arrival sets, 104 max-min sets and 336 whole trains' units
     LIMIT = 1024
 
-    __slots__ = ("arrivals", "shares", "whole", "epoch")
+    __slots__ = ("arrivals", "shares", "whole", "epoch", "solves")
 
     def __init__(self) -> None:
+        #: how many times :func:`train_rates` ran (a train's route is tagged with its solve)
+        self.solves = 0
         #: how many times the links' speeds changed: a train's memo of its units
         #: (:func:`train_rates`) holds for the epoch it was made in
         self.epoch = 0
@@ -66,7 +68,7 @@ class Solutions:
         table[key] = solution
 
 
-def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
+def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train] | None = None) -> None:
     """Hierarchical max-min rates for the trains' units, by :func:`~.solver.max_min`, handed
     to each train (:meth:`Train.take_solution`): the share of the unit over the hops before
     its buffer (or its whole path), of the unit from the buffer on, and per hop from the
@@ -79,11 +81,15 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
     oversubscribed input it crosses, so the links between carry what it really moves
     there. A hop whose buffer holds none of the train's bytes passes on no more than
     reaches it. Elsewhere every weight is 1 (even splits) and the hops from the buffer
-    on are one unit."""
+    on are one unit.
+
+    ``fresh``: on a later round of one instant's re-share, the trains changed since the
+    round before (the others, no time having passed, keep the routes it gave them)."""
+    solutions.solves += 1
     if all(flow.reach_hops - flow.first_hop == 1 for flow in flows):
         one_hop_shares(flows)
         return
-    arrivals = arrival_rates(flows, seeds, solutions)
+    arrivals = arrival_rates(flows, seeds, solutions, fresh)
     if arrivals is None:
         routes = rates_of = (None,) * len(flows)
     else:
@@ -231,11 +237,12 @@ def waits(flow: Train, hop: int) -> bool:
     floor = EMPTY_BYTES if hop <= flow.first_hop else flow.packet_bytes
     return upstream - crossed[hop] > floor + EMPTY_BYTES
 
-def arrival_rates(flows, seeds: list[Port],
-                  solutions: Solutions) -> tuple[list[Route], list[tuple[float, ...]]] | None:
-    """Each train's route (:func:`route_of`) and rate on each link it still holds as FIFO
-    inputs pass it on (:func:`~.solver.fifo_arrivals`), in the trains' order, or None if no transit input holds two trains (then
-    no input has a split to weigh, and every weight is 1; so too if no path has more than
+def arrival_rates(flows, seeds: list[Port], solutions: Solutions,
+                  fresh: set[Train] | None = None) -> tuple[list[Route], list[tuple[float, ...]]] | None:
+    """Each train's route (:func:`route_of`; ``fresh`` as for :func:`train_rates`) and rate
+    on each link it still holds as FIFO inputs pass it on (:func:`~.solver.fifo_arrivals`),
+    in the trains' order, or None if no transit input holds two trains (then no input has a
+    split to weigh, and every weight is 1; so too if no path has more than
     two hops: a transit input then carries trains just injected by one source, which
     round robin gives equal rates, so its split is even as it is; a drained train's
     backlog there is weighed like the others, an approximation that buys st5's 64-NPU
@@ -257,7 +264,12 @@ def arrival_rates(flows, seeds: list[Port],
     if not shared:
         return None
     order = list(flows)
-    routes = [route_of(flow) for flow in order]
+    solve = solutions.solves
+    if fresh is None:
+        routes = [route_of(flow) for flow in order]
+    else:  # (a train the last solve gave a route, unchanged since: the same route)
+        routes = [flow.route if flow.route_solve == solve - 1 and flow not in fresh else route_of(flow)
+                  for flow in order]
     key = frozenset(Counter(routes).items())
     solved = solutions.arrivals.get(key)
     if solved is None:
@@ -277,7 +289,7 @@ def arrival_rates(flows, seeds: list[Port],
     for flow, route in zip(order, routes, strict=True):
         got = solved[route]
         result.append(got)
-        flow.remember_arrivals(route, got)
+        flow.remember_arrivals(route, got, solve)
     return routes, result
 
 

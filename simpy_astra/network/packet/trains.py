@@ -230,7 +230,7 @@ class Train:
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
                  "solved_out", "drain_ns", "drain_at_ns", "_drain_event", "_on_drain", "hop_timer", "join_timer",
                  "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes",
-                 "arrivals_from_hop", "route_memo", "units_memo")
+                 "arrivals_from_hop", "route_solve", "route_memo", "units_memo")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -253,6 +253,7 @@ class Train:
         # the solver.Route they were for
         self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
         self.arrivals_from_hop = 0
+        self.route_solve = 0  # the solve (:attr:`.rates.Solutions.solves`) that gave it ``route``
         self.route: Any = None
         # the last solve's FIFO route and units, with what they were made from (a re-share
         # re-solves every train of its component, most of them unchanged: :mod:`.rates`)
@@ -282,12 +283,13 @@ class Train:
         self.hop_shares = hop_shares
         self.cut_hop = cut_hop
 
-    def remember_arrivals(self, route: Any, arrivals_bytes_per_ns: tuple[float, ...]) -> None:
-        """The FIFO arrival rates solved for its ``route`` (a warm start for the next solve),
-        per hop from its first (kept as they are: most solves only read them back)."""
+    def remember_arrivals(self, route: Any, arrivals_bytes_per_ns: tuple[float, ...], solve: int) -> None:
+        """The FIFO arrival rates solved for its ``route`` in ``solve`` (a warm start for the
+        next solve), per hop from its first (kept as they are: most solves only read them back)."""
         self.arrivals_bytes_per_ns = arrivals_bytes_per_ns
         self.arrivals_from_hop = self.first_hop
         self.route = route
+        self.route_solve = solve
 
     def warm_start(self) -> tuple[float, ...] | None:
         """The last FIFO arrival rates per hop from its first hop now (0 on a hop it did not
