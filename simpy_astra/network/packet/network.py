@@ -393,8 +393,10 @@ class PacketNetwork(LinkLevelNetwork):
             if flow.reach_hops < len(flow.ports):  # (its head has hops to reach)
                 flow.join(now)
         changed_once: set[Train] = set()
+        fresh: set[Train] | None = None  # the trains changed since the round before (None: all)
         for _round in range(MAX_ROUNDS):
-            train_rates(flows, self._seeds, self._solutions)
+            train_rates(flows, self._seeds, self._solutions, fresh)
+            fresh = set()
             changed = False
             for flow in flows:
                 if flow.left_bytes <= 0 or flow in changed_once:
@@ -427,6 +429,7 @@ class PacketNetwork(LinkLevelNetwork):
                 else:
                     continue
                 changed_once.add(flow)
+                fresh.add(flow)
                 changed = True
             if not changed:
                 break

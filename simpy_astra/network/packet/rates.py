@@ -42,15 +42,22 @@ class Solutions:
     #: arrival sets, 104 max-min sets and 336 whole trains' units
     LIMIT = 1024
 
-    __slots__ = ("arrivals", "shares", "whole")
+    __slots__ = ("arrivals", "shares", "whole", "epoch", "solves")
 
     def __init__(self) -> None:
+        #: how many times :func:`train_rates` ran (a train's route is tagged with its solve)
+        self.solves = 0
+        #: how many times the links' speeds changed: a train's memo of its units
+        #: (:func:`train_rates`) holds for the epoch it was made in
+        self.epoch = 0
         self.arrivals: dict[frozenset, dict[Route, tuple[float, ...]]] = {}
         self.shares: dict[frozenset, dict[Unit, tuple[float, int]]] = {}
-        # a whole train at its source: its units by (path, arrival rates)
-        self.whole: dict[tuple, tuple[list[tuple[Unit, int, int]], int]] = {}
+        # a whole train at its source: its units (as :func:`plan_of` gives them) by (path,
+        # hops reached, arrival rates)
+        self.whole: dict[tuple, tuple] = {}
 
     def clear(self) -> None:
+        self.epoch += 1
         self.arrivals.clear()
         self.shares.clear()
         self.whole.clear()
@@ -61,7 +68,7 @@ class Solutions:
         table[key] = solution
 
 
-def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
+def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train] | None = None) -> None:
     """Hierarchical max-min rates for the trains' units, by :func:`~.solver.max_min`, handed
     to each train (:meth:`Train.take_solution`): the share of the unit over the hops before
     its buffer (or its whole path), of the unit from the buffer on, and per hop from the
@@ -74,28 +81,44 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
     oversubscribed input it crosses, so the links between carry what it really moves
     there. A hop whose buffer holds none of the train's bytes passes on no more than
     reaches it. Elsewhere every weight is 1 (even splits) and the hops from the buffer
-    on are one unit."""
+    on are one unit.
+
+    ``fresh``: on a later round of one instant's re-share, the trains changed since the
+    round before (the others, no time having passed, keep the routes it gave them)."""
+    solutions.solves += 1
     if all(flow.reach_hops - flow.first_hop == 1 for flow in flows):
         one_hop_shares(flows)
         return
-    arrivals = arrival_rates(flows, seeds, solutions)
+    arrivals = arrival_rates(flows, seeds, solutions, fresh)
+    if arrivals is None:
+        routes = rates_of = (None,) * len(flows)
+    else:
+        routes, rates_of = arrivals
     units: list[Unit] = []
-    plans: list[tuple[Train, list, int]] = []  # per train: its units (with kind and hop), its cut hop
+    plans: list[tuple[Train, tuple, Route | None]] = []  # per train: its plan (:func:`plan_of`) and route
     whole = solutions.whole
-    for flow in flows:
-        rates = arrivals.get(flow) if arrivals is not None else None
-        if flow.buffer_hop or flow.first_hop or flow.credit_held or flow.left_bytes <= 0:
-            made, cut = units_of(flow, rates)
+    epoch = solutions.epoch
+    for flow, route, rates in zip(flows, routes, rates_of, strict=True):
+        if flow.left_bytes <= 0:  # (a drained train's units depend on its queues too: made anew)
+            plan = plan_of(*units_of(flow, rates, route))
+        elif flow.buffer_hop or flow.first_hop or flow.credit_held:
+            # its units depend on its hops, buffer, credits, route (which hops hold a backlog)
+            # and arrival rates alone: kept while those stay as they were
+            sig = (flow.reach_hops, flow.buffer_hop, flow.credit_held, route, rates, epoch)
+            memo = flow.units_memo
+            if memo is not None and memo[0] == sig:
+                plan = memo[1]
+            else:
+                plan = plan_of(*units_of(flow, rates, route))
+                flow.units_memo = (sig, plan)
         else:  # (most trains: whole, at their source; their units depend on path and arrivals)
             key = (flow.path, flow.reach_hops, rates)
-            got = whole.get(key)
-            if got is None:
-                got = units_of(flow, rates)
-                solutions.remember(whole, key, got)
-            made, cut = got
-        plans.append((flow, made, cut))
-        for unit, _kind, _hop in made:
-            units.append(unit)
+            plan = whole.get(key)
+            if plan is None:
+                plan = plan_of(*units_of(flow, rates))
+                solutions.remember(whole, key, plan)
+        plans.append((flow, plan, route))
+        units.extend(plan[2])
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
     if solved is None:
@@ -104,9 +127,9 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         for unit, r, lim in zip(units, rate, limit, strict=True):
             solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
-    for flow, made, cut in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
-        if len(made) == 1 and not made[0][1]:  # (most trains: one unit over their whole path)
-            solved_in = solved[made[0][0]]
+    for flow, (made, cut, _units, single), route in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+        if single is not None:  # (most trains: one unit over their whole path)
+            solved_in = solved[single]
             flow.take_solution(solved_in, solved_in, None, cut)
             continue
         solved_in = NO_SHARE
@@ -123,8 +146,10 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
                 solved_in = solved[unit]
         if shares is not None:  # a hop where nothing waits passes on no more than the hop before it
             upstream = solved_in.bytes_per_ns if flow.left_bytes > 0 else 0.0
-            for i in range(max(flow.buffer_hop, flow.first_hop), flow.reach_hops):
-                if shares[i].bytes_per_ns > upstream and not waits(flow, i):
+            first = flow.first_hop
+            held = route.backlogged  # (per hop from ``first``: whether bytes wait there, :func:`waits`)
+            for i in range(max(flow.buffer_hop, first), flow.reach_hops):
+                if shares[i].bytes_per_ns > upstream and not held[i - first]:
                     shares[i] = Share(upstream, hop_limit(i))
                 upstream = shares[i].bytes_per_ns
             solved_out = shares[flow.reach_hops - 1]
@@ -133,11 +158,20 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions) -> None:
         flow.take_solution(solved_in, solved_out, shares, cut)
 
 
-def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[Unit, int, int]], int]:
+def plan_of(made: list[tuple[Unit, int, int]], cut: int) -> tuple:
+    """A train's units (:func:`units_of`) as :func:`train_rates` reads them: with them, their
+    cut hop, the units alone, and the one unit over its whole path if that is all (else None)."""
+    single = made[0][0] if len(made) == 1 and not made[0][1] else None
+    return made, cut, tuple(unit for unit, _kind, _hop in made), single
+
+
+def units_of(flow: Train, rates: tuple[float, ...] | None,
+             route: Route | None = None) -> tuple[list[tuple[Unit, int, int]], int]:
     """The train's units for :func:`~.solver.max_min`, each with its kind (0: the hops before
     its buffer or the whole path, 1: from the buffer on, 2: one hop from the buffer on) and
     first hop, and the first hop at which FIFO inputs cut its rate (0: none), given its FIFO
-    arrival ``rates`` per hop it holds (None: every weight 1)."""
+    arrival ``rates`` per hop it holds (None: every weight 1) and, with them, its ``route``
+    (:func:`route_of`: which hops hold a backlog of it)."""
     fp = flow.ports
     h = flow.reach_hops  # (the hops its head has reached)
     b = flow.buffer_hop
@@ -175,7 +209,7 @@ def units_of(flow: Train, rates: tuple[float, ...] | None) -> tuple[list[tuple[U
             for i in range(a, e):
                 cap = caps[i]
                 arrive = rates[i - 1 - first] if i > first else 0.0
-                if arrive < cap and not waits(flow, i):  # nothing waits here: no more than arrives
+                if arrive < cap and not route.backlogged[i - first]:  # nothing waits here: no more than arrives
                     cap, cap_limit = arrive, hop_limit(i)
                 else:
                     cap_limit = hop_limit(i, True)
@@ -203,10 +237,12 @@ def waits(flow: Train, hop: int) -> bool:
     floor = EMPTY_BYTES if hop <= flow.first_hop else flow.packet_bytes
     return upstream - crossed[hop] > floor + EMPTY_BYTES
 
-def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train, tuple[float, ...]] | None:
-    """Each train's rate on each link it still holds as FIFO inputs pass it on
-    (:func:`~.solver.fifo_arrivals`), or None if no transit input holds two trains (then
-    no input has a split to weigh, and every weight is 1; so too if no path has more than
+def arrival_rates(flows, seeds: list[Port], solutions: Solutions,
+                  fresh: set[Train] | None = None) -> tuple[list[Route], list[tuple[float, ...]]] | None:
+    """Each train's route (:func:`route_of`; ``fresh`` as for :func:`train_rates`) and rate
+    on each link it still holds as FIFO inputs pass it on (:func:`~.solver.fifo_arrivals`),
+    in the trains' order, or None if no transit input holds two trains (then no input has a
+    split to weigh, and every weight is 1; so too if no path has more than
     two hops: a transit input then carries trains just injected by one source, which
     round robin gives equal rates, so its split is even as it is; a drained train's
     backlog there is weighed like the others, an approximation that buys st5's 64-NPU
@@ -228,24 +264,12 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
     if not shared:
         return None
     order = list(flows)
-    routes = []
-    for flow in order:
-        first, b, h = flow.first_hop, flow.buffer_hop, flow.reach_hops
-        if not b and not first:  # (most trains: at their source, nothing held anywhere)
-            routes.append(flow.path.free_routes[h])
-            continue
-        n = h - first
-        if not b:  # (every weight what arrives)
-            held, weights = (False,) * n, (None,) * n
-        else:
-            held = tuple([i >= b and waits(flow, i) for i in range(first, h)])
-            if flow.left_bytes <= 0:  # a backlog weighs what it came in at; a hop with none, what arrives
-                weights = tuple([max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b]) if w
-                                 else (None if i > first else MIN_WEIGHT)
-                                 for i, w in zip(range(first, h), held, strict=True)])
-            else:
-                weights = (None,) * n
-        routes.append(Route(flow.ports[first:h], flow.path.inputs[first:h], held, weights))
+    solve = solutions.solves
+    if fresh is None:
+        routes = [route_of(flow) for flow in order]
+    else:  # (a train the last solve gave a route, unchanged since: the same route)
+        routes = [flow.route if flow.route_solve == solve - 1 and flow not in fresh else route_of(flow)
+                  for flow in order]
     key = frozenset(Counter(routes).items())
     solved = solutions.arrivals.get(key)
     if solved is None:
@@ -256,17 +280,59 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions) -> dict[Train,
             if flow.arrivals_bytes_per_ns is None or route != flow.route:
                 changed.update(route.ports)
         rates = fifo_arrivals(routes, {p: p.capacity_bytes_per_ns for route in routes for p in route.ports},
-                              [f.arrivals_bytes_per_ns[f.first_hop:] if f.arrivals_bytes_per_ns is not None else None
-                               for f in order], changed)
+                              [f.warm_start() for f in order], changed)
         solved = {}
         for route, got in zip(routes, rates, strict=True):
             solved.setdefault(route, tuple(got))
         solutions.remember(solutions.arrivals, key, solved)
-    result = {}
+    result = []
     for flow, route in zip(order, routes, strict=True):
-        got = result[flow] = solved[route]
-        flow.remember_arrivals(route, got)
-    return result
+        got = solved[route]
+        result.append(got)
+        flow.remember_arrivals(route, got, solve)
+    return routes, result
+
+
+def route_of(flow: Train) -> Route:
+    """The train's FIFO route (:func:`~.solver.fifo_arrivals`) over the hops it holds: which
+    of them hold a backlog of it (:func:`waits`), and its weight in each (a drained train's
+    backlog weighs what it came in at; a hop with none, what arrives). Kept on the train
+    while what it is made of stays as it was (most trains, re-share after re-share)."""
+    first, b, h = flow.first_hop, flow.buffer_hop, flow.reach_hops
+    if not b and not first:  # (most trains: at their source, nothing held anywhere)
+        return flow.path.free_routes[h]
+    n = h - first
+    if not b:  # (every weight what arrives)
+        held, weights = (False,) * n, (None,) * n
+        return Route(flow.ports[first:h], flow.path.inputs[first:h], held, weights)
+    # (waits(flow, i) for each hop i from the buffer on, inlined: a hot path)
+    crossed = flow.crossed_bytes
+    left = flow.left_bytes
+    packet_floor = flow.packet_bytes + EMPTY_BYTES
+    empty_floor = EMPTY_BYTES + EMPTY_BYTES
+    held_list = []
+    for i in range(first, h):
+        if i < b:
+            held_list.append(False)
+        else:
+            upstream = flow.size_bytes - left if i == b else crossed[i - 1]
+            held_list.append(upstream - crossed[i] > (empty_floor if i <= first else packet_floor))
+    held = tuple(held_list)
+    drained = left <= 0
+    sig = (first, b, h, held, flow.drain_arrivals_bytes_per_ns if drained else None)
+    memo = flow.route_memo
+    if memo is not None and memo[0] == sig:
+        return memo[1]
+    if drained:  # a backlog weighs what it came in at; a hop with none, what arrives
+        weights = tuple([max(MIN_WEIGHT, flow.drain_arrivals_bytes_per_ns[i - b]) if w
+                         else (None if i > first else MIN_WEIGHT)
+                         for i, w in zip(range(first, h), held, strict=True)])
+    else:
+        weights = (None,) * n
+    route = Route(flow.ports[first:h], flow.path.inputs[first:h], held, weights)
+    flow.route_memo = (sig, route)
+    return route
+
 
 def one_hop_shares(flows) -> None:
     """`train_rates` when every train has one link left (the last hop, no credit loop):

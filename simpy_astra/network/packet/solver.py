@@ -206,6 +206,10 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
     return rates
 
 
+def _weight_of(member: tuple[int, int, float]) -> float:
+    return member[2]
+
+
 def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[list[float], list[Limit]]:
     """Hierarchical max-min rates (bytes per ns) for ``units`` and the limit that set each.
 
@@ -246,6 +250,20 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
             return (share - slot[1]) / slot[3] / slot[4]
         return (share - slot[1]) / slot[0]
 
+    # an input of differing weights: its members by weight, and how many of the lightest
+    # are frozen at least (its lightest unfrozen weight, found from there: exact, as a min)
+    by_weight: dict[int, list] = {}
+
+    def lightest(slot: list) -> float:
+        got = by_weight.get(id(slot))
+        if got is None:
+            got = by_weight[id(slot)] = [sorted(slot[2], key=_weight_of), 0]
+        members, k = got
+        while rate[members[k][0]] is not None:
+            k += 1
+        got[1] = k
+        return members[k][2]
+
     def offer(port: Hashable) -> float:
         spare, n_open = state[port]
         share = spare / n_open
@@ -255,17 +273,24 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                 if slot[4] is not None:
                     value = (share - slot[1]) / slot[3]
                 else:
-                    value = (share - slot[1]) / slot[0] * min(w for u, _h, w in slot[2] if rate[u] is None)
+                    value = (share - slot[1]) / slot[0] * lightest(slot)
                 best = min(best, value)
         return best
 
     offers = {port: offer(port) for port in inputs}
-    capped = [u for u, unit in enumerate(units) if unit.cap_bytes_per_ns != math.inf]
+    # the capped units by cap (stably: ties in index order) and how many of the lowest are
+    # frozen at least: the lowest cap of an unfrozen one is found from there (exact, as a min)
+    capped = sorted((u for u, unit in enumerate(units) if unit.cap_bytes_per_ns != math.inf),
+                    key=lambda u: units[u].cap_bytes_per_ns)
+    caps = [units[u].cap_bytes_per_ns for u in capped]
+    low = 0
     waiting = len(units)
     while waiting:
         level = min(offers.values()) if offers else math.inf
-        if capped:
-            level = min(level, min((units[u].cap_bytes_per_ns for u in capped if rate[u] is None), default=math.inf))
+        while low < len(capped) and rate[capped[low]] is not None:
+            low += 1
+        if low < len(capped):
+            level = min(level, caps[low])
         level = max(level, 0.0)
         top = level * (1 + TOLERANCE) + 1e-15
         hits: dict[int, Limit] = {}
@@ -280,8 +305,17 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                     for u, hop, weight in slot[2]:
                         if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u].hop):
                             hits[u] = hop_limit(hop)
-        for u in capped:
-            if rate[u] is None and u not in hits and units[u].cap_bytes_per_ns <= top:
+        # the unfrozen capped units at the level, in index order (as the freezing sums go)
+        at_cap = []
+        k = low
+        while k < len(capped) and caps[k] <= top:
+            u = capped[k]
+            if rate[u] is None and u not in hits:
+                at_cap.append(u)
+            k += 1
+        if at_cap:
+            at_cap.sort()
+            for u in at_cap:
                 hits[u] = units[u].cap_limit
         dirty: set[Hashable] = set()
         for u, lim in hits.items():
@@ -343,7 +377,13 @@ def _fill_idle(units: Sequence[Unit], capacity: Mapping[Hashable, float], rate: 
         for u in rising:
             rate[u] += step
             unit = units[u]
-            full = next((k for k, port in enumerate(unit.ports) if spare[port] <= TOLERANCE * capacity[port]), None)
+            full = None
+            k = 0
+            for port in unit.ports:
+                if spare[port] <= TOLERANCE * capacity[port]:
+                    full = k
+                    break
+                k += 1
             if full is not None:
                 limit[u] = hop_limit(unit.first_hop + full)
             elif unit.cap_bytes_per_ns <= rate[u] * (1 + TOLERANCE):

@@ -229,7 +229,8 @@ class Train:
                  "in_bytes_per_ns", "out_bytes_per_ns", "buffer_hop", "credit_held", "first_hop",
                  "drain_arrivals_bytes_per_ns", "cut_hop", "hop_shares", "crossed_bytes", "solved_in",
                  "solved_out", "drain_ns", "drain_at_ns", "_drain_event", "_on_drain", "hop_timer", "join_timer",
-                 "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes")
+                 "arrivals_bytes_per_ns", "route", "start_ns", "reach_hops", "opened_buffer", "reached_before", "packet_bytes",
+                 "arrivals_from_hop", "route_solve", "route_memo", "units_memo")
 
     def __init__(self, message: PacketMessage, path: TrainPath, size_bytes: float, now: float) -> None:
         self.message = message
@@ -248,9 +249,16 @@ class Train:
         self.hop_shares: list[Share] | None = None  # per hop, from ``buffer_hop`` on
         self.crossed_bytes: list[float] | None = None
         self.solved_in = self.solved_out = NO_SHARE
-        # the last FIFO arrival rates per hop (a warm start) and the solver.Route they were for
+        # the last FIFO arrival rates per hop from ``arrivals_from_hop`` on (a warm start) and
+        # the solver.Route they were for
         self.arrivals_bytes_per_ns: tuple[float, ...] | None = None
+        self.arrivals_from_hop = 0
+        self.route_solve = 0  # the solve (:attr:`.rates.Solutions.solves`) that gave it ``route``
         self.route: Any = None
+        # the last solve's FIFO route and units, with what they were made from (a re-share
+        # re-solves every train of its component, most of them unchanged: :mod:`.rates`)
+        self.route_memo: tuple | None = None
+        self.units_memo: tuple | None = None
         self.drain_ns: float = 0
         self.drain_at_ns: int | None = None
         self._drain_event: Timeout | None = None  # the live drain event (an older one that fires is void)
@@ -275,10 +283,22 @@ class Train:
         self.hop_shares = hop_shares
         self.cut_hop = cut_hop
 
-    def remember_arrivals(self, route: Any, arrivals_bytes_per_ns: tuple[float, ...]) -> None:
-        """The FIFO arrival rates solved for its ``route`` (a warm start for the next solve)."""
-        self.arrivals_bytes_per_ns = (0.0,) * self.first_hop + arrivals_bytes_per_ns
+    def remember_arrivals(self, route: Any, arrivals_bytes_per_ns: tuple[float, ...], solve: int) -> None:
+        """The FIFO arrival rates solved for its ``route`` in ``solve`` (a warm start for the
+        next solve), per hop from its first (kept as they are: most solves only read them back)."""
+        self.arrivals_bytes_per_ns = arrivals_bytes_per_ns
+        self.arrivals_from_hop = self.first_hop
         self.route = route
+        self.route_solve = solve
+
+    def warm_start(self) -> tuple[float, ...] | None:
+        """The last FIFO arrival rates per hop from its first hop now (0 on a hop it did not
+        hold then), or None if none were solved."""
+        got = self.arrivals_bytes_per_ns
+        if got is None:
+            return None
+        shift = self.first_hop - self.arrivals_from_hop
+        return got[shift:] if shift >= 0 else (0.0,) * -shift + got
 
     def take_rates(self) -> None:
         """Move at the last solve's rates from now (its state must be accounted to now)."""
