@@ -224,19 +224,6 @@ def units_of(flow: Train, rates: tuple[float, ...] | None,
     return made, cut
 
 
-def waits(flow: Train, hop: int) -> bool:
-    """Whether bytes of the buffered train wait at ``hop``'s port, so that it may pass on
-    more than reaches it: a hop from its buffer on whose queue holds more than a packet (its
-    first hop once its source is drained: more than nothing)."""
-    b = flow.buffer_hop
-    if flow.left_bytes > 0 and hop < b:
-        return False
-    # (flow.waiting_bytes(hop) > EMPTY_BYTES, inlined: a hot path)
-    crossed = flow.crossed_bytes
-    upstream = flow.size_bytes - flow.left_bytes if hop == b else crossed[hop - 1]
-    floor = EMPTY_BYTES if hop <= flow.first_hop else flow.packet_bytes
-    return upstream - crossed[hop] > floor + EMPTY_BYTES
-
 def arrival_rates(flows, seeds: list[Port], solutions: Solutions,
                   fresh: set[Train] | None = None) -> tuple[list[Route], list[tuple[float, ...]]] | None:
     """Each train's route (:func:`route_of`; ``fresh`` as for :func:`train_rates`) and rate
@@ -305,7 +292,9 @@ def route_of(flow: Train) -> Route:
     if not b:  # (every weight what arrives)
         held, weights = (False,) * n, (None,) * n
         return Route(flow.ports[first:h], flow.path.inputs[first:h], held, weights)
-    # (waits(flow, i) for each hop i from the buffer on, inlined: a hot path)
+    # whether bytes wait at each hop from the buffer on, so that it may pass on more than
+    # reaches it: its queue holds more than a packet (its first hop once its source is
+    # drained: more than nothing)
     crossed = flow.crossed_bytes
     left = flow.left_bytes
     packet_floor = flow.packet_bytes + EMPTY_BYTES
