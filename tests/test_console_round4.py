@@ -1,0 +1,88 @@
+"""The researcher's console, round 4: a large sweep in a pipe, --quiet, and what the audit of
+every scenario at 80 and 60 columns found."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import yaml
+
+from simpy_astra.report.console import PLAIN_WIDTH
+from simpy_astra.sweep.runner import PLAIN_EVERY_S, PLAIN_POINT_LINES, Finished, _PlainProgress
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "scenarios" / "default.yaml"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _point(i: int, ok: bool = True) -> Finished:
+    score = (1000.0 - i, f"{1000 - i:,} ns") if ok else None
+    return Finished(f"bandwidth={i}", f"{1000 - i:,} ns" if ok else "error", ok, score=score)
+
+
+def test_a_large_sweep_in_a_pipe_prints_summary_lines_not_one_per_point():
+    """Before: a 500-point sweep printed 500 lines into a log. Now a line at each tenth and the
+    best so far when it changes; failures counted; every line within 80 columns."""
+    stream, clock = io.StringIO(), _Clock()
+    progress = _PlainProgress(stream, clock)
+    progress.add_task("sweep", total=500, last=None)
+    for i in range(1, 501):
+        clock.now += 0.01
+        progress.update(0, advance=1, last=_point(i, ok=i % 100 != 7))
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == f"sweep: 500 points: a line at each tenth done and every {PLAIN_EVERY_S:.0f} s"
+    counts = [ln for ln in lines if "/500 done" in ln]
+    assert [ln.split()[1] for ln in counts] == [f"{50 * k}/500" for k in range(1, 10)]  # the end: the summary's
+    assert counts[0] == "sweep: 50/500 done, 1 failed; 0:00:00 elapsed, eta 0:00:04"
+    assert counts[-1].startswith("sweep: 450/500 done, 5 failed; ")
+    best = [ln for ln in lines if ln.startswith("  best so far: ")]
+    assert best[0] == "  best so far: bandwidth=50: 950 ns" and len(best) == 9
+    assert len(lines) < 25 and all(len(ln) <= PLAIN_WIDTH for ln in lines)
+
+
+def test_a_slow_large_sweep_in_a_pipe_still_says_how_far_it_is():
+    """A point every 20 s: a tenth of 500 points is 17 minutes; a line comes every 30 s."""
+    stream, clock = io.StringIO(), _Clock()
+    progress = _PlainProgress(stream, clock)
+    progress.add_task("sweep", total=500, last=None)
+    for i in range(1, 5):
+        clock.now += 20
+        progress.update(0, advance=1, last=_point(i))
+    counts = [ln for ln in stream.getvalue().splitlines() if "/500 done" in ln]
+    assert counts == ["sweep: 2/500 done; 0:00:40 elapsed, eta 2:46:00",
+                      "sweep: 4/500 done; 0:01:20 elapsed, eta 2:45:20"]
+
+
+def test_a_small_sweep_in_a_pipe_keeps_a_line_per_point():
+    stream = io.StringIO()
+    progress = _PlainProgress(stream, _Clock())
+    progress.add_task("sweep", total=PLAIN_POINT_LINES, last=None)
+    for i in range(1, PLAIN_POINT_LINES + 1):
+        progress.update(0, advance=1, last=_point(i))
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == PLAIN_POINT_LINES and lines[1] == "sweep: 2/50 done; bandwidth=2: 998 ns"
+
+
+def test_a_piped_sweep_past_the_per_point_lines_ranks_by_its_objective(tmp_path, capsys):
+    """The sweep's own best so far, from the real runner: the objective, with its unit."""
+    from simpy_astra.cli.sweep import main as sweep_main
+
+    sweep = tmp_path / "big.yaml"
+    values = list(range(10, 10 * (PLAIN_POINT_LINES + 2), 10))
+    sweep.write_text(yaml.safe_dump({"base": str(DEFAULT), "axes": {"network.bandwidth": values}}))
+    assert sweep_main([str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert sum("/51 done" in ln for ln in err) == 9
+    first = next(i for i, ln in enumerate(err) if "/51 done" in ln)
+    assert err[first].startswith("sweep: 6/51 done; ") and err[first + 1].startswith("  best so far: bandwidth=60: ")
+    assert err[first + 1].endswith(" ns")
+    assert all(len(ln) <= PLAIN_WIDTH for ln in err if str(tmp_path) not in ln)  # a path stays whole
+
