@@ -86,3 +86,15 @@ def test_a_piped_sweep_past_the_per_point_lines_ranks_by_its_objective(tmp_path,
     assert err[first + 1].endswith(" ns")
     assert all(len(ln) <= PLAIN_WIDTH for ln in err if str(tmp_path) not in ln)  # a path stays whole
 
+
+def test_quiet_prints_the_answer_and_no_folding_note(capsys):
+    """Before: ``run two_llm_jobs_fat_tree.yaml --quiet`` printed 'note: symmetry folding is off:
+    several jobs share the network' above the headline; --quiet prints the answer alone."""
+    from simpy_astra.cli.main import main
+
+    scenario = str(ROOT / "scenarios" / "two_llm_jobs_fat_tree.yaml")
+    assert main(["run", scenario, "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith("iteration time ") and len(out.splitlines()) == 1
+    assert main(["run", scenario, "--quiet", "--verbose"]) == 0  # asked for: said
+    assert "note: symmetry folding is off: several jobs share the network" in capsys.readouterr().err
