@@ -98,3 +98,39 @@ def test_quiet_prints_the_answer_and_no_folding_note(capsys):
     assert err == "" and out.startswith("iteration time ") and len(out.splitlines()) == 1
     assert main(["run", scenario, "--quiet", "--verbose"]) == 0  # asked for: said
     assert "note: symmetry folding is off: several jobs share the network" in capsys.readouterr().err
+
+
+def test_a_job_that_does_not_fit_says_what_its_memory_is_made_of_and_what_to_cut():
+    """Before: 'memory per GPU about 88.1 GiB of 80 GiB (DOES NOT FIT)' and nothing more (the
+    16,384-GPU Megatron run); now its parts, largest first, and what shrinks the largest."""
+    from simpy_astra.workloads.megatron.report import CURES, TrainingFigures
+
+    def figures(**parts: float) -> TrainingFigures:
+        return TrainingFigures(9_134_402_867, 299.0, 0.302, 112.0, parts, 80)
+
+    big = figures(weights=6.7, gradients=13.4, optimizer=0.3, activations=67.8)
+    assert big.fit_advice() == [
+        "  made of (GiB): activations 67.8, gradients 13.4, weights 6.7, optimizer 0.3",
+        "  to fit, shrink activations: recomputation, a smaller micro-batch, more TP/PP"]
+    assert figures(weights=6.7, activations=3.0).fit_advice() == []  # fits: nothing to say
+    for part in CURES:  # every part's advice, and five parts of four digits, within 80 columns
+        lines = figures(**{p: 1111.1 if p == part else 999.9 for p in CURES}).fit_advice()
+        assert lines[-1].startswith(f"  to fit, shrink {part.replace('_', ' ')}: ")
+        assert all(len(ln) <= PLAIN_WIDTH for ln in lines), lines
+
+
+def test_a_quiet_run_that_does_not_fit_warns_with_the_advice(tmp_path, capsys):
+    from simpy_astra.cli.main import main
+
+    scenario = tmp_path / "big.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "workload": {"generate": "megatron", "args": "--num-layers 8 --hidden-size 8192 --num-attention-heads 64 "
+                     "--seq-length 8192 --max-position-embeddings 8192 --micro-batch-size 8 --global-batch-size 8 "
+                     "--tensor-model-parallel-size 2 --bf16 --vocab-size 32000"},
+        "cluster": {"preset": "dgx-h100", "gpus": 2}}))
+    assert main(["run", str(scenario), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1
+    lines = err.splitlines()
+    assert lines[0].startswith("warning: memory per GPU about ") and lines[0].endswith("(DOES NOT FIT)")
+    assert lines[1].startswith("  made of (GiB): activations ") and lines[-1].startswith("  to fit, shrink ")

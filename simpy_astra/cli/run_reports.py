@@ -112,6 +112,8 @@ def _fit_warning(done: Finished) -> None:
     """A quiet run's job that does not fit its GPUs' memory: a step that cannot run is no
     answer alone, whether the headline or the reference lines carry it."""
     say(f"warning: {done.training.lines()[1]}")
+    for line in done.training.fit_advice():  # indented lines of their own: each within 80 columns
+        print(line, file=sys.stderr)
 
 
 def _answer(done: Finished) -> None:
