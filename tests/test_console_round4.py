@@ -157,3 +157,16 @@ def test_nodes_csv_exposed_time_is_the_walk_over_compute_intervals_it_replaced()
             start = rng.randrange(-50, 1100)
             end = start + rng.randrange(0, 300)
             assert compute.uncovered_ns(start, end) == walked(start, end, cover)
+
+
+def test_quiet_leaves_out_the_ran_unfolded_note(capsys):
+    """Before: ``run fat_tree_all_to_all.yaml --quiet`` printed 'note: ran unfolded: symmetric
+    NPUs' messages met on a link (--verbose: where)' above its headline; it changes no figure."""
+    from simpy_astra.cli.main import main
+
+    scenario = str(ROOT / "scenarios" / "fat_tree_all_to_all.yaml")
+    assert main(["run", scenario, "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith("iteration time ")
+    assert main(["run", scenario]) == 0  # without --quiet the note stays
+    assert "note: ran unfolded: " in capsys.readouterr().err

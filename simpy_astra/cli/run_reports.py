@@ -80,10 +80,12 @@ def _job_lines(done: Finished) -> None:
 
 
 def _warnings(done: Finished) -> None:
-    from simpy_astra.report.answer import short_warning
+    from simpy_astra.report.answer import FOLD_UNDONE, short_warning
 
     for warning in done.sim.warnings:
-        say(short_warning(warning, done.plan.verbose))
+        # folding undone changes no figure: a note, which --quiet leaves out (unless --verbose)
+        if not (warning.startswith(FOLD_UNDONE) and done.plan.quiet and not done.plan.verbose):
+            say(short_warning(warning, done.plan.verbose))
         if done.plan.log is not None:
             done.plan.log.add("warning", warning)
 
