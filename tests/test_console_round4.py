@@ -170,3 +170,38 @@ def test_quiet_leaves_out_the_ran_unfolded_note(capsys):
     assert err == "" and out.startswith("iteration time ")
     assert main(["run", scenario]) == 0  # without --quiet the note stays
     assert "note: ran unfolded: " in capsys.readouterr().err
+
+
+def test_a_best_under_a_long_constraint_that_nobody_meets_fits_80_columns():
+    """Before: the lab sweep's 'best with peak_memory_gb <= 80 and accounting == 'physical': no
+    finished point qualifies' was one line of 88 columns in a pipe."""
+    from simpy_astra.report.console import Output
+    from simpy_astra.sweep.summary import _winner
+
+    stream = io.StringIO()
+    title = "best with peak_memory_gb <= 80 and accounting == 'physical'"
+    _winner(Output(stream, rich=False), None, title, None, set())  # type: ignore[arg-type]
+    lines = stream.getvalue().splitlines()
+    assert lines == ["best with peak_memory_gb <= 80 and accounting == 'physical': no finished point",
+                     "  qualifies"]
+
+
+def test_two_bests_whose_runs_warned_alike_say_the_warning_once(tmp_path):
+    """Before: the lab sweep's 'best' and 'best with ... == 'stage'' each printed the same four
+    lines 'warned: 64 MiB all-gather: 1.83x below its link-bandwidth floor | ...'."""
+    from simpy_astra.report.console import Output
+    from simpy_astra.sweep.spec import load_sweep
+    from simpy_astra.sweep.summary import _winner
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(yaml.safe_dump({"base": str(DEFAULT), "axes": {"network.bandwidth": [25, 50]}}))
+    spec = load_sweep(str(sweep))
+    words = "64 MiB all-gather: 1.83x below its link-bandwidth floor | network: Ring(4) x Ring(4) x Ring(4)"
+    stream, named = io.StringIO(), set()
+    for key, bandwidth in (("a", 25), ("b", 50)):
+        entry = {"key": key, "coordinates": {"network.bandwidth": bandwidth}, "objective": 5,
+                 "figures": {"warnings": words}}
+        _winner(Output(stream, rich=False), spec, f"best {key}", entry, named)
+    lines = stream.getvalue().splitlines()
+    assert sum(ln.startswith("  warned: 64 MiB all-gather") for ln in lines) == 1
+    assert lines[-1] == "  warned: as above" and all(len(ln) <= PLAIN_WIDTH for ln in lines)
