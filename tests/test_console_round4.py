@@ -205,3 +205,14 @@ def test_two_bests_whose_runs_warned_alike_say_the_warning_once(tmp_path):
     lines = stream.getvalue().splitlines()
     assert sum(ln.startswith("  warned: 64 MiB all-gather") for ln in lines) == 1
     assert lines[-1] == "  warned: as above" and all(len(ln) <= PLAIN_WIDTH for ln in lines)
+
+
+def test_an_output_in_a_missing_folder_says_what_to_do(tmp_path, capsys, monkeypatch):
+    """Before: 'error: --json-out: cannot write x/m.json: x does not exist', the fix left unsaid."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    for flag in ("--json-out", "--trace-out"):
+        assert main(["run", str(DEFAULT), "--quiet", flag, "x/m.json"]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"error: {flag}: cannot write x/m.json: x does not exist (make it first)"], err
