@@ -216,3 +216,27 @@ def test_an_output_in_a_missing_folder_says_what_to_do(tmp_path, capsys, monkeyp
         assert main(["run", str(DEFAULT), "--quiet", flag, "x/m.json"]) == 2
         err = capsys.readouterr().err.splitlines()
         assert err == [f"error: {flag}: cannot write x/m.json: x does not exist (make it first)"], err
+
+
+def test_a_piped_timeline_is_not_as_wide_as_stdouts_terminal(monkeypatch):
+    """Before: with stderr sent to a log and stdout left on a 200-column terminal, the log's
+    timeline was 200 wide (its width was asked of stdout's terminal); now COLUMNS, else 80."""
+    import os
+
+    from simpy_astra.config.scenario import load_scenario
+    from simpy_astra.report.breakdown import npu_breakdowns
+    from simpy_astra.report.console import Output
+    from simpy_astra.report.recorder import attach
+    from simpy_astra.report.timeline import print_timeline
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation(load_scenario(str(DEFAULT)))
+    record = attach(sim)
+    sim.run()
+    breakdowns = npu_breakdowns(record, segments=True)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(os, "get_terminal_size", lambda *a: os.terminal_size((200, 50)))
+    text = io.StringIO()
+    print_timeline(breakdowns, Output(text, rich=False))
+    rows = [ln for ln in text.getvalue().splitlines() if ln.startswith("NPU ")]
+    assert rows and {len(r) for r in rows} == {80}
