@@ -136,7 +136,7 @@ def test_a_file_output_in_a_folder_nothing_makes_is_refused_before_the_run(tmp_p
     monkeypatch.chdir(tmp_path)
     err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plots", "out",
                                 "--json-out", "out/json/f.json"])
-    assert err == ["error: --json-out: cannot write out/json/f.json: out/json does not exist"], err
+    assert err == ["error: --json-out: cannot write out/json/f.json: out/json does not exist (make it first)"], err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -202,7 +202,7 @@ def test_one_job_under_jobs_is_not_told_of_jobs_that_share_the_network(tmp_path,
     # network' and 'the jobs do not interfere there', of jobs that are not there
     job = {"name": "a", "workload": dict(MICROBENCH, num_npus=4)}
     path = _write(tmp_path, {"system": DEFAULT["system"], "network": DEFAULT["network"], "jobs": [job]})
-    assert main(["run", path, "--quiet"]) == 0
+    assert main(["run", path]) == 0  # not --quiet, which prints no notes (test_console_round4)
     err = capsys.readouterr().err
     assert "several jobs" not in err and "interfere" not in err, err
     assert "note: symmetry folding is off: a scenario with jobs: runs unfolded" in err, err

@@ -321,10 +321,11 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
     ready()
     if (plan.trace_out or plan.csv_out) and not sized:  # ET files: their nodes are known once read
         check_built(sim, plan.trace_npus, bool(plan.trace_out), bool(plan.csv_out))
-    if sim.jobs is not None and fold_requested(inputs.fold_symmetry):
+    notes = plan.verbose or not plan.quiet  # --quiet: the answer and warnings, not notes
+    if notes and sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say(f"note: symmetry folding is off: "
             f"{'several jobs share the network' if len(sim.jobs) > 1 else 'a scenario with jobs: runs unfolded'}")
-    if sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
+    if notes and sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
         say(f"note: {sim.fold_note}")
     record = None
     if plan.records_nodes(real_job):

@@ -80,10 +80,12 @@ def _job_lines(done: Finished) -> None:
 
 
 def _warnings(done: Finished) -> None:
-    from simpy_astra.report.answer import short_warning
+    from simpy_astra.report.answer import FOLD_UNDONE, short_warning
 
     for warning in done.sim.warnings:
-        say(short_warning(warning, done.plan.verbose))
+        # folding undone changes no figure: a note, which --quiet leaves out (unless --verbose)
+        if not (warning.startswith(FOLD_UNDONE) and done.plan.quiet and not done.plan.verbose):
+            say(short_warning(warning, done.plan.verbose))
         if done.plan.log is not None:
             done.plan.log.add("warning", warning)
 
@@ -112,6 +114,8 @@ def _fit_warning(done: Finished) -> None:
     """A quiet run's job that does not fit its GPUs' memory: a step that cannot run is no
     answer alone, whether the headline or the reference lines carry it."""
     say(f"warning: {done.training.lines()[1]}")
+    for line in done.training.fit_advice():  # indented lines of their own: each within 80 columns
+        print(line, file=sys.stderr)
 
 
 def _answer(done: Finished) -> None:

@@ -338,6 +338,25 @@ def _say(out: Any, text: str, markup: str | None = None) -> None:
         out.line(line)
 
 
+def _scorer(spec: SweepSpec, points: list[Point]):
+    """A finished point's objective and how it reads, for the progress's best so far: among
+    points that ran and fit, as best.json ranks them; none across backends (never compared)."""
+    from simpy_astra.sweep.best import Outcome, backends_of, objective_of
+    from simpy_astra.sweep.summary import objective_text
+
+    if len(backends_of(points)) > 1:
+        return None
+
+    def score(p: Point, figures: dict[str, Any]) -> tuple[float, str] | None:
+        o = Outcome(p, figures)
+        try:
+            value = objective_of(spec, o) if o.ok and o.fits else None
+        except InputError:  # a figure the objective cannot use: best.json says so at the end
+            return None
+        return None if value is None else (value, objective_text(spec.objective.text, value))
+    return score
+
+
 def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
     from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
@@ -373,9 +392,10 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
             save(p, refused[p.key], [])
     todo = [p for p in todo if not refused[p.key]]
     if args.cluster and todo:  # nothing left to run needs no scheduler (it may be gone)
-        outcome = run_cluster(todo, args.cluster, store.inputs, save, out, where=label)
+        outcome = run_cluster(todo, args.cluster, store.inputs, save, out, where=label, score=_scorer(spec, points))
     else:
-        outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,))
+        outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,),
+                            score=_scorer(spec, points))
     wall_s = time.perf_counter() - t0
     if not outcome.interrupted:  # every point has its row: in sweep order, whatever finished first
         store.in_sweep_order([p.key for p in points])

@@ -221,7 +221,7 @@ def check_output(path: Any, what: str) -> None:
                              f"write the output to another path")
     folder = os.path.dirname(text) or "."
     if not os.path.isdir(folder):
-        problem = "is not a folder" if os.path.exists(folder) else "does not exist"
+        problem = "is not a folder" if os.path.exists(folder) else "does not exist (make it first)"
         raise InputError(f"{what}: cannot write {show(path)}: {show(folder)} {problem}")
     if not os.access(folder, os.W_OK | os.X_OK) or (st is not None and not os.access(path, os.W_OK)):
         raise InputError(f"{what}: cannot write {show(path)}: permission denied")

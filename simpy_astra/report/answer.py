@@ -39,7 +39,7 @@ HEADLINE_WIDTH = 80
 def print_answer(training, breakdowns: dict | None) -> None:
     """A real job's answer on stdout: its figures, then where the time went (a table drawn
     for a terminal, plain text in a pipe or a file)."""
-    print("\n".join(training.lines()), flush=True)
+    print("\n".join(training.lines() + training.fit_advice()), flush=True)
     if breakdowns:
         from simpy_astra.report.console import Output, print_breakdown
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+import itertools
 import os
 import re
 from collections.abc import Iterator
@@ -43,16 +44,27 @@ _COMP_NAME = re.compile(r"^COMP_NODE_(.+)_(FWD|BWD_IG|BWD_WG)$")
 _COMM_NAME = re.compile(r"^COMM_COLL_NODE_(.+?)(_IG_COMM_)?_([A-Z]+)$")
 
 
-def uncovered_ns(start: int, end: int, cover: list[tuple[int, int]], cover_starts: list[int]) -> int:
-    """Length of [start, end] not covered by the disjoint sorted intervals ``cover``."""
-    covered = 0
-    i = max(bisect.bisect_right(cover_starts, start) - 1, 0)
-    while i < len(cover) and cover[i][0] < end:
-        lo, hi = max(cover[i][0], start), min(cover[i][1], end)
-        if hi > lo:
-            covered += hi - lo
-        i += 1
-    return end - start - covered
+class Cover:
+    """Disjoint sorted intervals, and how much of them lies below any time: a communication
+    node's uncovered time in two bisections. (Walking the intervals inside each node took
+    1.8 s of a 1,536-GPU step's nodes.csv: a data-parallel all-reduce spans thousands of
+    kernels.)"""
+
+    def __init__(self, cover: list[tuple[int, int]]) -> None:
+        self.cover, self.starts = cover, [s for s, _ in cover]
+        self.before = list(itertools.accumulate((e - s for s, e in cover), initial=0))  # [i]: covered before i
+
+    def below(self, t: int) -> int:
+        """Covered length before time ``t``."""
+        i = bisect.bisect_right(self.starts, t) - 1
+        if i < 0:
+            return 0
+        lo, hi = self.cover[i]
+        return self.before[i] + min(t, hi) - lo
+
+    def uncovered_ns(self, start: int, end: int) -> int:
+        """Length of [start, end] not covered."""
+        return end - start - (self.below(end) - self.below(start)) if end > start else end - start
 
 
 def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
@@ -86,12 +98,11 @@ def _own_rows(rec, nodes, shares: dict) -> list[tuple]:  # noqa: ANN001 - a reco
     from simpy_astra.report.breakdown import BUBBLE, node_part
 
     intervals = rec.intervals
-    compute = merged([(s, e) for nid, s, e in intervals if nodes[nid].type == COMP_NODE])
-    starts = [s for s, _ in compute]
+    compute = Cover(merged([(s, e) for nid, s, e in intervals if nodes[nid].type == COMP_NODE]))
     rows = []
     for nid, s, e in sorted(intervals, key=lambda t: (t[1], t[0])):
         node = nodes[nid]
-        exposed = uncovered_ns(s, e, compute, starts) if node.type in COMM_TYPES else 0
+        exposed = compute.uncovered_ns(s, e) if node.type in COMM_TYPES else 0
         share = shares.get(nid, 0) if node.type in COMM_TYPES else 0
         # a receive waiting on a stage (a transfer's receive, microbench's, is communication)
         waits = node.type == COMM_RECV_NODE and node_part(node)[0] == BUBBLE

@@ -25,6 +25,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -56,11 +57,29 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM in the sweep's process, taken down the same path as Ctrl-C."""
 
 
-class _PlainProgress:
-    """Progress in a pipe or a log file: one line per finished point, nothing redrawn."""
+#: a pipe or a log gets a line per finished point while a sweep has this many points at most;
+#: a larger one (500 points would be 500 lines) gets a line at each tenth of its points and at
+#: least every PLAIN_EVERY_S seconds: the counts, the time left and the best point so far
+PLAIN_POINT_LINES = 50
+PLAIN_EVERY_S = 30.0
 
-    def __init__(self, stream: Any) -> None:
-        self.stream, self.total, self.done = stream, 0, 0
+
+def _clock(seconds: float) -> str:
+    """``0:01:05``, as the live bar's elapsed and eta columns show time."""
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+class _PlainProgress:
+    """Progress in a pipe or a log file, nothing redrawn: a line per finished point in a small
+    sweep, summary lines in a large one (``clock``: seconds, for the elapsed time and eta)."""
+
+    def __init__(self, stream: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.clock = stream, clock
+        self.total = self.done = self.failed = self.next_tenth = 0
+        self.start = self.last_line = 0.0
+        self.best: Finished | None = None
+        self.best_shown: Finished | None = None
 
     def __enter__(self) -> _PlainProgress:
         return self
@@ -68,19 +87,43 @@ class _PlainProgress:
     def __exit__(self, *exc: Any) -> None:
         pass
 
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
     def add_task(self, _name: str, total: int, last: Finished | None) -> int:
-        self.total = total
+        self.total, self.next_tenth = total, 1
+        self.start = self.last_line = self.clock()
+        if total > PLAIN_POINT_LINES:
+            self._print(f"sweep: {total} points: a line at each tenth done and every {PLAIN_EVERY_S:.0f} s")
         return 0
 
     def update(self, _task: int, advance: int, last: Finished) -> None:
         self.done += advance
-        head = f"sweep: {self.done}/{self.total} done; "
-        print(head + fit_first(last.names, f": {last.result}", PLAIN_WIDTH - len(head)),
-              file=self.stream, flush=True)
+        self.failed += not last.ok
+        if last.score is not None and (self.best is None or last.score[0] < self.best.score[0]):
+            self.best = last
+        if self.total <= PLAIN_POINT_LINES:
+            head = f"sweep: {self.done}/{self.total} done; "
+            self._print(head + fit_first(last.names, f": {last.result}", PLAIN_WIDTH - len(head)))
+            return
+        now = self.clock()
+        tenth = self.done * 10 // self.total
+        # the last point's line would repeat the sweep's summary, printed at once below it
+        if self.done == self.total or tenth < self.next_tenth and now - self.last_line < PLAIN_EVERY_S:
+            return
+        self.next_tenth, self.last_line = tenth + 1, now
+        elapsed = now - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        failed = f", {self.failed} failed" if self.failed else ""
+        self._print(f"sweep: {self.done}/{self.total} done{failed}; {_clock(elapsed)} elapsed, eta {_clock(eta)}")
+        if self.best is not None and self.best is not self.best_shown:  # said again only when it changes
+            self.best_shown = self.best
+            head = "  best so far: "
+            self._print(head + fit_first(self.best.names, f": {self.best.score[1]}", PLAIN_WIDTH - len(head)))
 
 
 def _progress(out: Output) -> Any:
-    """A live bar on a terminal; a line per finished point anywhere else."""
+    """A live bar on a terminal; plain lines anywhere else (a line per point in a small sweep)."""
     if out.console is None:
         return _PlainProgress(out.stream)
     # deferred: sweep.live loads rich; only a sweep that shows live progress needs it
@@ -97,6 +140,7 @@ class Finished:
     result: str
     ok: bool
     terse: str = ""  # the coordinates in fewer columns
+    score: tuple[float, str] | None = None  # its objective and how it reads; None: not ranked
 
     @property
     def names(self) -> list[str]:
@@ -104,12 +148,17 @@ class Finished:
         return [self.coords, self.terse] if self.terse else [self.coords]
 
 
-def _label(point: Point, figures: dict[str, Any]) -> Finished:
+#: a finished point's objective and how it reads (``32,815,460 ns``), None when not ranked
+Scorer = Callable[[Point, dict[str, Any]], "tuple[float, str] | None"]
+
+
+def _label(point: Point, figures: dict[str, Any], score: Scorer | None = None) -> Finished:
     """The point as its lines name it (``tp=4 pp=2 vp=off``) and its figure, or its status."""
     coords = point.label
     if figures.get("status") != "ok":
         return Finished(coords, str(figures.get("status") or "error"), ok=False, terse=point.terse)
-    return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True, terse=point.terse)
+    return Finished(coords, f"{figures['finish_ns']:,} ns", ok=True, terse=point.terse,
+                    score=score(point, figures) if score else None)
 
 
 # ------------------------------------------------------------------ inside a worker process
@@ -227,7 +276,8 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
-              where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = ()) -> RunOutcome:
+              where: Callable[[Point], str] = lambda p: p.key, close_fds: tuple[int, ...] = (),
+              score: Scorer | None = None) -> RunOutcome:
     finished = 0
     completed = False
     pool: ProcessPoolExecutor | None = None
@@ -254,7 +304,7 @@ def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: 
                             "perhaps with fewer --jobs") from None
                     on_result(point, figures, changed)
                     finished += 1
-                    progress.update(task, advance=1, last=_label(point, figures))
+                    progress.update(task, advance=1, last=_label(point, figures, score))
         completed = True
     except KeyboardInterrupt as exc:
         return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))
@@ -270,7 +320,7 @@ def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: 
 
 
 def run_cluster(points: list[Point], address: str, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
-                where: Callable[[Point], str] = lambda p: p.key) -> RunOutcome:
+                where: Callable[[Point], str] = lambda p: p.key, score: Scorer | None = None) -> RunOutcome:
     """The same points on a Dask cluster; workers need simpy-astra installed and the base
     scenario's files (ET traces, configs) at the same paths (a shared file system)."""
     try:
@@ -298,7 +348,7 @@ def run_cluster(points: list[Point], address: str, inputs: InputSnapshot, on_res
                     figures, changed = {"status": "error", "error": f"{type(exc).__name__}: {text}"}, []
                 on_result(point, figures, changed)
                 finished += 1
-                progress.update(task, advance=1, last=_label(point, figures))
+                progress.update(task, advance=1, last=_label(point, figures, score))
     except KeyboardInterrupt as exc:
         client.cancel(list(futures))
         return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))

@@ -121,7 +121,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         rest = sum(len(points) for points in list(by_error.values())[5:])
         out.line(f"... and {rest} more failed points (results.csv has their errors)")
     sections = summary.get("by_backend") or {None: summary}
-    named: set[str] = set()  # points whose training figures are shown already
+    named: set[str] = set()  # points whose figures are shown already, and warnings said
     for backend, section in sections.items():
         suffix = f" ({backend})" if backend else ""
         _winner(out, spec, f"best{suffix}", section["best"], named)
@@ -173,8 +173,11 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
     columns in a pipe (a terminal wraps it to its width), the figure never split; a Megatron
     point's answer (step time, TFLOP/s, MFU, memory) and the warnings of its run below it the
     first time it is named."""
-    if entry is None:
-        out.line(f"{title}: no finished point qualifies")
+    if entry is None:  # a long constraint's title: wrapped in a pipe too (it was 88 columns)
+        said = f"{title}: no finished point qualifies"
+        for line in [said] if out.console is not None else textwrap.wrap(
+                said, PLAIN_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False):
+            out.line(line)
         return
     coords = " ".join(point_words(spec.axes, entry["coordinates"]))  # a point's coordinates: one per axis
     figure = objective_text(spec.objective.text, entry["objective"])
@@ -201,9 +204,13 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
             for line in textwrap.wrap(parts, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    "):
                 out.line(line)
     if figures.get("warnings"):  # the winner's own run doubts its figure (below a bandwidth floor): said here
-        warned = figures["warnings"].replace(f"{point_label(spec.path, entry['coordinates'])}: ", "")
-        for line in textwrap.wrap(f"warned: {warned}", PLAIN_WIDTH, initial_indent="  ",
-                                  subsequent_indent="    ", break_on_hyphens=False):
+        warned = "warned: " + figures["warnings"].replace(f"{point_label(spec.path, entry['coordinates'])}: ", "")
+        if warned in named:  # another best's run gave the same words: not four lines again
+            out.line("  warned: as above")
+            return
+        named.add(warned)
+        for line in textwrap.wrap(warned, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    ",
+                                  break_on_hyphens=False):
             out.line(line)
 
 

@@ -11,6 +11,7 @@ allocates them (:mod:`~simpy_astra.workloads.megatron.memory`).
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 from simpy_astra.workloads.megatron.job import MegatronJob
@@ -22,6 +23,16 @@ def gib(capacity: float) -> str:
     """A GPU's memory as the cluster gives it: ``80``, ``40.5``, ``0.25`` (rounded to a whole
     GiB, 0.25 read "of 0 GiB")."""
     return f"{capacity:,.0f}" if capacity == round(capacity) else f"{capacity:,.4g}"
+
+
+#: what shrinks each part of a GPU's memory, as Megatron-LM's flags do it (fits 80 columns)
+CURES = {
+    "activations": "recomputation, a smaller micro-batch, more TP/PP",
+    "optimizer": "the distributed optimizer, more DP, more TP/PP",
+    "weights": "more tensor or pipeline parallelism (TP/PP)",
+    "gradients": "more tensor or pipeline parallelism (TP/PP)",
+    "fp8_buffers": "more tensor or pipeline parallelism (TP/PP)",
+}
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,18 @@ class TrainingFigures:
         return [f"iteration time {self.iteration_time_ns / 1e9:,.3f} s, {self.tflops_per_gpu:,.1f} TFLOP/s "
                 f"and {self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, MFU {self.mfu * 100:.1f}%",
                 f"memory per GPU about {self._memory_text()} GiB of {gib(self.capacity_gib)} GiB ({fits})"]
+
+    def fit_advice(self) -> list[str]:
+        """For a job that does not fit: what its memory is made of, largest first, and what
+        shrinks the largest part ("DOES NOT FIT" alone left the user to guess); else nothing."""
+        if self.fits:
+            return []
+        parts = sorted(self.memory_parts_gib.items(), key=lambda kv: -kv[1])
+        largest = parts[0][0]
+        cure = CURES.get(largest, CURES["weights"])
+        made = ", ".join(f"{name.replace('_', ' ')} {value:,.1f}" for name, value in parts)
+        return [*textwrap.wrap(f"made of (GiB): {made}", 80, initial_indent="  ", subsequent_indent="    "),
+                f"  to fit, shrink {largest.replace('_', ' ')}: {cure}"]
 
     def _memory_text(self) -> str:
         """The memory to one decimal, or to as many more as it takes to stand on the side of the
