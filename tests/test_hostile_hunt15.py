@@ -265,3 +265,17 @@ def test_an_output_path_that_is_a_dangling_symlink_is_refused_before_the_run(tmp
         f"error: --json-out: {tmp_path / 'link'} is a symlink to {tmp_path / 'missing' / 'out'}, which does not "
         f"exist; give the path to write, or mend the link"]
     assert (tmp_path / "link").is_symlink() and not (tmp_path / "missing").exists()
+
+
+def test_a_sweep_or_calibrate_out_that_is_a_dangling_symlink_says_so(tmp_path, capsys):
+    # sweep --out and calibrate --out on a symlink to a missing path were refused before the
+    # run, but said only 'cannot create link (File exists)': the name exists, as a link
+    (tmp_path / "link").symlink_to(tmp_path / "missing" / "out")
+    link = tmp_path / "link"
+    said = f"error: --out: {link} is a symlink to nothing, not a folder; name a folder"
+    sweep = str(SCENARIOS / "sweeps" / "quick.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(link), "--no-plots"]) == [said]
+    a100 = Path(__file__).parent / "data" / "nccl" / "dgx-a100-superbench"
+    assert _error_lines(capsys, ["calibrate", str(a100 / "all_reduce.log"), "--network", str(a100 / "network.yml"),
+                                 "--out", str(link)]) == [said]
+    assert link.is_symlink() and not (tmp_path / "missing").exists()

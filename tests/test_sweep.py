@@ -714,7 +714,7 @@ def test_unbounded_or_non_finite_axes_are_refused(tmp_path, capsys, axis, needle
 
 @pytest.mark.parametrize("make_out, needles", [
     (lambda t: (t / "file").write_text("x") and t / "file", ("is a file, not a folder",)),
-    (lambda t: (t / "file").write_text("x") and t / "file" / "out", ("cannot create", "Not a directory")),
+    (lambda t: (t / "file").write_text("x") and t / "file" / "out", ("cannot create folder", "not a folder")),
 ])
 def test_an_unwritable_out_is_refused_in_one_line(tmp_path, capsys, make_out, needles):
     out = make_out(tmp_path)

@@ -275,9 +275,6 @@ def output_dir(path: str, names: tuple[str, ...] = ()) -> None:
                          "give a folder path")
     if os.path.exists(path) and not os.path.isdir(path):  # makedirs said only 'File exists'
         raise InputError(f"--out: {path} is a file, not a folder; choose a folder")
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"--out: cannot create {path} ({exc.strerror or exc}); choose a folder you can write") from None
+    files.make_folder(path, "--out")  # a symlink to nothing said only 'File exists'
     for name in names:
         files.check_output(os.path.join(path, name), "--out")

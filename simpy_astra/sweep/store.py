@@ -140,11 +140,7 @@ class ResultsStore:
         self.rerun_note: str | None = None
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise InputError(f"--out: {out_dir} is a file, not a folder; choose a folder")
-        try:
-            os.makedirs(out_dir, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"--out: cannot create {out_dir} ({exc.strerror or exc}); choose a folder you "
-                             f"can write") from None
+        files.make_folder(out_dir, "--out")  # a symlink to nothing said only 'File exists'
         for name in (LOCK_NAME, "results.csv", "sweep.json", "best.json"):  # no FIFO, device, input
             files.check_output(os.path.join(out_dir, name), "--out")
         self.lock = FolderLock(out_dir)  # before anything in the folder is read or written
