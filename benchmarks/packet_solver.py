@@ -11,8 +11,9 @@ each event re-shares them all (28,469 solves at the default 24 MiB). Each run is
 and user seconds. ``--against TREE`` (e.g. a git worktree of main) runs that tree's
 package before this one's, ``--repeat`` times, and compares their stdout, stderr and
 ``--json-out`` byte for byte (the lines and fields that report the simulator's own time
-and memory aside): an optimisation of the solver must not move a figure. No assertion:
-this measures (exit 1 only if the figures differ).
+and memory, and the hash in the workload cache folder's name, aside): an optimisation of
+the solver must not move a figure. No assertion: this measures (exit 1 only if the
+figures differ).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ BASE = HERE / "scenarios" / "mesh_backends.yaml"
 #: what reports the simulator's own cost, not a simulated figure
 OWN_COST_LINE = re.compile(r"simulated in [0-9.]+ s")
 OWN_COST_FIELDS = ("simulator_wall_s", "peak_rss_mb")
+#: the generated workload's cache folder: its key is the generator's, which a tree may name
+#: otherwise (the same traces under another hash)
+CACHE_KEY = re.compile(r"(/workloads/[A-Za-z0-9_]+-)[0-9a-f]+/")
 
 
 def scenario(folder: Path, size: int) -> Path:
@@ -66,7 +70,8 @@ def run(tree: Path, point: Path, folder: Path) -> tuple[float, float, str]:
     figures = json.loads(out.read_text())
     for field in OWN_COST_FIELDS:
         figures.pop(field, None)
-    text = done.stdout + OWN_COST_LINE.sub("simulated in X s", done.stderr) + json.dumps(figures, sort_keys=True)
+    written = CACHE_KEY.sub(r"\1KEY/", json.dumps(figures, sort_keys=True))
+    text = done.stdout + OWN_COST_LINE.sub("simulated in X s", done.stderr) + written
     return wall, user, text
 
 
