@@ -132,6 +132,14 @@ def _folded_pairs(build: Callable[..., Any], folding: Folding) -> Network:
     return FoldedNetwork(build(), folding)
 
 
+def _folded_users_pairs(build: Callable[..., Any], folding: Folding) -> Network:
+    """A user's ``folds="pairs"`` backend, folded: its promise checked pair by pair."""
+    # local: folding/ imports network.backends at load, so a module-level import here is circular
+    from simpy_astra.folding.network import ClaimCheckedFoldedNetwork
+
+    return ClaimCheckedFoldedNetwork(build(), folding)
+
+
 def _folded_links(build: Callable[..., Any], folding: Folding) -> Network:
     # local: folding/ imports network.backends at load, so a module-level import here is circular
     from simpy_astra.folding.links import FoldedLinkNetwork
@@ -160,8 +168,8 @@ BACKENDS: dict[str, BackendSpec] = {spec.name: spec for spec in (
 def register(spec: BackendSpec) -> BackendSpec:
     """Make ``--network-backend spec.name`` and a scenario's ``backend: spec.name`` build
     ``spec`` (a plug-in's backend, docs/backends.md); returns the registered spec. A spec
-    that ``folds="pairs"`` without a ``folded`` factory gets the one the analytical backend
-    uses. A name already given to another backend is a ValueError."""
+    that ``folds="pairs"`` without a ``folded`` factory gets the analytical backend's folded network,
+    checking that promise on each pair it times. A name already given to another backend is a ValueError."""
     if not isinstance(spec, BackendSpec):
         raise TypeError(f"network backend {spec!r} is not a BackendSpec(name, help, build, folds, folded)")
     if not isinstance(spec.name, str) or not spec.name.isidentifier():
@@ -174,7 +182,7 @@ def register(spec: BackendSpec) -> BackendSpec:
     if spec.folds not in (None, "pairs", "links"):
         raise ValueError(f"network backend '{spec.name}': folds must be None, 'pairs' or 'links' (got {spec.folds!r})")
     if spec.folds == "pairs" and spec.folded is None:
-        spec = replace(spec, folded=_folded_pairs)
+        spec = replace(spec, folded=_folded_users_pairs)
     if spec.folds is not None and spec.folded is None:
         raise ValueError(f"network backend '{spec.name}': folds='links' needs its folded network (folded=...); "
                          f"or leave folds None")

@@ -52,19 +52,19 @@ class CongestionUnawareNetwork(WithoutLinks):
         key = (src, dst, size)
         delay = self._cache.get(key)
         if delay is None:
-            if self.grid.first_difference(src, dst) is None:
+            dim = self.grid.first_difference(src, dst)
+            if dim is None:
                 raise ValueError(f"NPU {src} cannot send to itself")
             if self._user_dims and self.rails is None:
-                self._check_route(src, dst)
+                self._check_route(src, dst, dim)
             delay = self.message_delay_ns(src, dst, size)
             if type(delay) is not int:
                 delay = _whole_ns(self, delay)
             self._cache[key] = delay
         return delay
 
-    def _check_route(self, src: int, dst: int) -> None:
+    def _check_route(self, src: int, dst: int, dim: int) -> None:
         """Have a user's topology check the route this message's delay stands for."""
-        dim = self.grid.first_difference(src, dst)
         topology = self.dims[dim]
         if getattr(topology, "checks_answers", False):
             topology.check_route(self.grid.coord(src, dim), self.grid.coord(dst, dim))
