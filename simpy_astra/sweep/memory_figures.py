@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.sweep.spec import DEFAULT_REPORT, PEAK_PARTS, _reports_training
+from simpy_astra.sweep.spec import PEAK_PARTS, reports_training
 
 if TYPE_CHECKING:
     from simpy_astra.sweep.spec import Point, SweepSpec
@@ -25,23 +25,19 @@ def check_memory_figures(spec: SweepSpec, points: list[Point]) -> None:
     them (a point whose system is a file not readable here, or a plug-in's, may)."""
     if any(_may_track_memory(p.scenario) for p in points):
         return
-    cap = f"peak_memory_gb <= {spec.memory_cap_gb:g}" if spec.memory_cap_gb is not None else None
-    report = [] if [e.text for e in spec.report] == list(DEFAULT_REPORT) else spec.report
-    uses = [("minimise", spec.objective), *((f"report[{i}]", e) for i, e in enumerate(report)),
-            *(("memory_cap_gb" if e.text == cap else "constraints", e) for e in spec.result_constraints)]
-    for where, expr in uses:
-        used = sorted(expr.names & MEMORY_NAMES)
-        if used:
-            raise InputError(f"{spec.path}: {where}: '{expr.text}' reads {used[0]}, which only a run with system "
-                             f"track-local-mem: 1 (or a Megatron job) measures, and no point of this sweep sets it, "
-                             f"so it would be empty for every point; set track-local-mem: 1 in the base's system, or "
-                             f"use finish_ns, exposed_comm_ns, ...")
+    used = spec.first_use(MEMORY_NAMES)
+    if used:
+        where, expr, name = used
+        raise InputError(f"{spec.path}: {where}: '{expr.text}' reads {name}, which only a run with system "
+                         f"track-local-mem: 1 (or a Megatron job) measures, and no point of this sweep sets it, "
+                         f"so it would be empty for every point; set track-local-mem: 1 in the base's system, or "
+                         f"use finish_ns, exposed_comm_ns, ...")
 
 
 def _may_track_memory(scenario: dict[str, Any]) -> bool:
     """Whether a point's run may measure memory: a training job, a system (or a job's) with
     track-local-mem on, or one this cannot tell (a cluster's preset, a system file not read)."""
-    if _reports_training(scenario) or "cluster" in scenario:
+    if reports_training(scenario) or "cluster" in scenario:
         return True
     jobs = scenario.get("jobs")
     systems = [scenario.get("system"), *(j.get("system") for j in jobs if isinstance(j, dict))] \

@@ -343,17 +343,29 @@ class SweepSpec:
         (``mfu``, ``iteration_time_ns``) where no point is such a job: every point ran, then the
         sweep ended on 'no number for any point', or showed an empty column, or held no point
         to the constraint. Refused before any point runs."""
-        if any(_reports_training(p.scenario) for p in points):
+        if any(reports_training(p.scenario) for p in points):
             return
-        uses = [("minimise", self.objective), *((f"report[{i}]", e) for i, e in enumerate(self.report)),
-                *(("constraints", e) for e in self.result_constraints)]
+        used = self.first_use(set(TRAINING_NAMES))
+        if used:
+            where, expr, name = used
+            raise InputError(f"{self.path}: {where}: '{expr.text}' reads {name}, a figure only a training "
+                             f"job reports (workload: {{generate: megatron}} on a cluster:), and no point of this "
+                             f"sweep is one, so it would be empty for every point; use "
+                             f"{', '.join(DEFAULT_REPORT[:2])}, peak_memory_gb, ...")
+
+    def first_use(self, names: set[str] | frozenset[str]) -> tuple[str, Any, str] | None:
+        """Where the sweep first reads one of ``names``: its ``minimise``, its own ``report``
+        (the default one reads what every run has), a result constraint or ``memory_cap_gb``;
+        as (that field, the expression, the name), or None."""
+        cap = f"peak_memory_gb <= {self.memory_cap_gb:g}" if self.memory_cap_gb is not None else None
+        report = [] if [e.text for e in self.report] == list(DEFAULT_REPORT) else self.report
+        uses = [("minimise", self.objective), *((f"report[{i}]", e) for i, e in enumerate(report)),
+                *(("memory_cap_gb" if e.text == cap else "constraints", e) for e in self.result_constraints)]
         for where, expr in uses:
-            used = sorted(expr.names & set(TRAINING_NAMES))
+            used = sorted(expr.names & names)
             if used:
-                raise InputError(f"{self.path}: {where}: '{expr.text}' reads {used[0]}, a figure only a training "
-                                 f"job reports (workload: {{generate: megatron}} on a cluster:), and no point of this "
-                                 f"sweep is one, so it would be empty for every point; use "
-                                 f"{', '.join(DEFAULT_REPORT[:2])}, peak_memory_gb, ...")
+                return where, expr, used[0]
+        return None
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
@@ -420,7 +432,7 @@ def _one_per_argument(axis: Axis) -> Axis:
     return dataclasses.replace(axis, values=tuple(firsts.values()))
 
 
-def _reports_training(scenario: dict[str, Any]) -> bool:
+def reports_training(scenario: dict[str, Any]) -> bool:
     """Whether a point's run may report a training job's own figures: its generator has a
     ``report`` (Megatron's), or is one not known here yet (a ``module:function``)."""
     workload = scenario.get("workload")
