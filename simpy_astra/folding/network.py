@@ -118,6 +118,14 @@ class FoldedNetwork(WithoutLinks):
     def recv(self, dst: int, src: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
         self.board.post_recv(dst, src, tag, size, fn, arg)
 
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The whole network's graph (every NPU, not only the representatives)."""
+        return self.inner.graph
+
+    def label(self, device: int) -> int | str:
+        return self.inner.label(device)
+
 
 class ClaimCheckedFoldedNetwork(FoldedNetwork):
     """A folded run of a user's backend: ``folds="pairs"`` promises delays the symmetry keeps,
@@ -147,14 +155,6 @@ class ClaimCheckedFoldedNetwork(FoldedNetwork):
                     f"= {moved} but ({src}, {dst}, {size}) = {delay}, a pair the topology's symmetry "
                     f"maps onto it; folds=\"pairs\" promises equal delays there (a delay set by "
                     f"the route, not by which NPUs): use folds=None, or run with --fold-symmetry off (fold_symmetry: false)")
-
-    @property
-    def graph(self) -> nx.DiGraph:
-        """The whole network's graph (every NPU, not only the representatives)."""
-        return self.inner.graph
-
-    def label(self, device: int) -> int | str:
-        return self.inner.label(device)
 
 
 def tag_clash(folding: Folding, uses_dims: bool) -> str | None:
