@@ -240,3 +240,56 @@ def test_a_piped_timeline_is_not_as_wide_as_stdouts_terminal(monkeypatch):
     print_timeline(breakdowns, Output(text, rich=False))
     rows = [ln for ln in text.getvalue().splitlines() if ln.startswith("NPU ")]
     assert rows and {len(r) for r in rows} == {80}
+
+
+def test_a_long_point_in_a_pipe_is_not_silent_until_it_ends():
+    """Before: a 3-point sweep whose points took 10 minutes each printed nothing into a log for
+    10 minutes. Now, after PLAIN_EVERY_S without a line, one says points still run."""
+    stream, clock = io.StringIO(), _Clock()
+    progress = _PlainProgress(stream, clock)
+    progress.add_task("sweep", total=3, last=None)
+    clock.now = PLAIN_EVERY_S - 1
+    progress.waiting(2)
+    assert stream.getvalue() == ""
+    clock.now = PLAIN_EVERY_S + 5
+    progress.waiting(2)
+    assert stream.getvalue() == "sweep: 0/3 done; 0:00:35 elapsed; 2 points running\n"
+    clock.now += 1
+    progress.update(0, advance=1, last=_point(1))  # a point's line restarts the wait
+    clock.now += PLAIN_EVERY_S - 1
+    progress.waiting(1)
+    clock.now += 2
+    progress.waiting(1)
+    assert stream.getvalue().splitlines()[1:] == ["sweep: 1/3 done; bandwidth=1: 999 ns",
+                                                  "sweep: 1/3 done; 0:01:07 elapsed; 1 point running"]
+
+
+def test_the_runner_says_a_point_still_runs_while_it_waits(tmp_path, capsys, monkeypatch):
+    """The real runner calls waiting() while no point finishes: the point below cannot end
+    until the sweep's process has said, in the pipe, that it still runs."""
+    from simpy_astra.cli.sweep import main as sweep_main
+    from simpy_astra.sweep import runner
+
+    said = tmp_path / "said"
+    real_waiting, real_run_point = _PlainProgress.waiting, runner.run_point
+
+    def waiting(self: _PlainProgress, running: int) -> None:
+        real_waiting(self, running)
+        said.touch()
+
+    def slow_point(scenario, where):  # in the forked worker: wait for the sweep's line
+        import time
+
+        while not said.exists():
+            time.sleep(0.02)
+        return real_run_point(scenario, where)
+
+    monkeypatch.setattr(runner, "WAKE_EVERY_S", 0.05)
+    monkeypatch.setattr(runner, "PLAIN_EVERY_S", 0.0)
+    monkeypatch.setattr(_PlainProgress, "waiting", waiting)
+    monkeypatch.setattr(runner, "run_point", slow_point)
+    sweep = tmp_path / "one.yaml"
+    sweep.write_text(yaml.safe_dump({"base": str(DEFAULT), "axes": {"network.bandwidth": [50]}}))
+    assert sweep_main([str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(ln.startswith("sweep: 0/1 done; ") and ln.endswith(" elapsed; 1 point running") for ln in err)

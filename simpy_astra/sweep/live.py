@@ -48,9 +48,16 @@ class LastPointColumn(ProgressColumn):
         return text
 
 
+class LiveProgress(Progress):
+    """The bar, redrawn by rich's own thread: its elapsed column moves while a point runs."""
+
+    def waiting(self, running: int) -> None:
+        """Nothing to print: the bar already shows time passing."""
+
+
 def live_progress(console: Console) -> Any:
     """The bar: sweep, bar, points done/total, elapsed, eta, then the last point (about 30
     columns of it at 80)."""
     others: list[ProgressColumn] = [TextColumn("[bold]sweep"), BarColumn(bar_width=16), MofNCompleteColumn(),
                                     TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
-    return Progress(*others, LastPointColumn(others, console), console=console)
+    return LiveProgress(*others, LastPointColumn(others, console), console=console)

@@ -59,9 +59,12 @@ class Terminated(KeyboardInterrupt):
 
 #: a pipe or a log gets a line per finished point while a sweep has this many points at most;
 #: a larger one (500 points would be 500 lines) gets a line at each tenth of its points and at
-#: least every PLAIN_EVERY_S seconds: the counts, the time left and the best point so far
+#: least every PLAIN_EVERY_S seconds: the counts, the time left and the best point so far.
+#: Either way, PLAIN_EVERY_S without a line while points run prints one saying they still run.
 PLAIN_POINT_LINES = 50
 PLAIN_EVERY_S = 30.0
+#: how often the sweep's process wakes while no point finishes, to say so in a pipe
+WAKE_EVERY_S = 5.0
 
 
 def _clock(seconds: float) -> str:
@@ -105,6 +108,7 @@ class _PlainProgress:
         if self.total <= PLAIN_POINT_LINES:
             head = f"sweep: {self.done}/{self.total} done; "
             self._print(head + fit_first(last.names, f": {last.result}", PLAIN_WIDTH - len(head)))
+            self.last_line = self.clock()
             return
         now = self.clock()
         tenth = self.done * 10 // self.total
@@ -120,6 +124,18 @@ class _PlainProgress:
             self.best_shown = self.best
             head = "  best so far: "
             self._print(head + fit_first(self.best.names, f": {self.best.score[1]}", PLAIN_WIDTH - len(head)))
+
+
+    def waiting(self, running: int) -> None:
+        """No point finished for a while: after PLAIN_EVERY_S without a line, say the sweep
+        still runs, so a log of one long point is not silent until it ends."""
+        now = self.clock()
+        if now - self.last_line < PLAIN_EVERY_S:
+            return
+        self.last_line = now
+        points = "point" if running == 1 else "points"
+        self._print(f"sweep: {self.done}/{self.total} done; {_clock(now - self.start)} elapsed; "
+                    f"{running} {points} running")
 
 
 def _progress(out: Output) -> Any:
@@ -290,7 +306,10 @@ def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: 
         with _progress(out) as progress:
             task = progress.add_task("sweep", total=len(points), last=None)
             while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=WAKE_EVERY_S, return_when=FIRST_COMPLETED)
+                if not done:
+                    # the pool marks a point running once queued for a worker: one more than it runs
+                    progress.waiting(min(jobs, sum(future.running() for future in pending)))
                 # results before failures: a dead worker must not lose points finished beside it;
                 # then in sweep order (several may finish between two wakes of a busy machine)
                 for future in sorted(done, key=lambda f: (f.exception() is not None, order[f])):
