@@ -47,9 +47,13 @@ R3 = textwrap.dedent('''
             yield ctx.endpoint()
 
 
+    PHASES = []  # the NPUs that ran a phase of halving_rs
+
+
     def halving_rs(ctx):
         """Recursive halving on any n: the n - p members past the largest power of two p fold
         their buffer into a partner first and get their S/n piece back at the end."""
+        PHASES.append(ctx.npu_id)
         n, i, size = len(ctx.members), ctx.index, ctx.size_bytes
         p = 1 << (n.bit_length() - 1)
         if i >= p:
@@ -318,6 +322,39 @@ def test_a_pipeline_generator_of_micro_batches(r3, backend):
     assert _finished(_scenario(r3, workload, "Ring", stages, backend, extra="")) == expected
 
 
+CLUSTER_SYSTEM = ("{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+                  "active-chunks-per-dimension: 1, preferred-dataset-splits: 1, "
+                  "reduce-scatter-implementation: [r3Halving]}")
+
+
+def test_ones_own_collective_beside_a_cluster_is_run_or_refused_never_replaced_by_nccls(r3, capsys):
+    """A reduce-scatter of one's own in a system: beside cluster: (docs/megatron.md: a system
+    replaces the preset's). On the default backend NCCL's model times every reduce-scatter, so
+    the algorithm never ran and the run printed NCCL's figure as if it were the algorithm's
+    (the same 8-GPU figure with and without it). Now that is one line naming the key and the
+    ways out; on a backend that plays collectives as messages the algorithm runs."""
+    import r3 as module
+
+    from simpy_astra.cli.main import main
+
+    path = r3 / "cluster.yaml"
+    path.write_text("cluster: {preset: dgx-a100-80gb, gpus: 8}\nplugins: [r3]\n"
+                    "workload: {generate: microbench, collective: reduce_scatter, size: 1048576}\n"
+                    f"system: {CLUSTER_SYSTEM}\n")
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: system: reduce-scatter-implementation: r3Halving is never run: beside cluster:, "
+                   "the congestion_unaware backend times every reduce-scatter as NCCL's model does (its ring, tree or "
+                   "NVLS; cluster.nccl_algo forces one), so it would change nothing; to run it, play collectives as "
+                   "messages (backend: congestion_aware or packet), or remove reduce-scatter-implementation"]
+    assert module.PHASES == []
+    assert main(["run", str(path), "--quiet", "--network-backend", "congestion_aware"]) == 0
+    assert sorted(set(module.PHASES)) == list(range(8))
+    # the preset's own algorithms, written out, are what it runs anyway: not refused
+    path.write_text(path.read_text().replace("[r3Halving]", "[ring]"))
+    assert main(["run", str(path), "--quiet"]) == 0
+
+
 def test_the_reduction_the_collectives_guide_states_is_the_one_a_phase_pays():
     """collectives/README.md gave the reduction as 3 trunc(x / local-mem-bw), which a closed
     form took at its word: 3 x 480 for 24,000 B at 50 GB/s, where the run charged 3 x 479
@@ -333,3 +370,4 @@ def test_the_reduction_the_collectives_guide_states_is_the_one_a_phase_pays():
     size, gbps, charged, naive = (int(g.replace(",", "")) for g in m.groups())
     assert reduction_delay_ns(size, local_mem_gbps_to_bytes_per_s(gbps)) == 3 * charged
     assert naive == size // gbps != charged
+
