@@ -537,3 +537,19 @@ def test_the_fit_docs_calibration_quotes_is_what_calibrate_prints(tmp_path):
                           env=clean_env(SIMPY_ASTRA_PROGRESS="0", SIMPY_ASTRA_CACHE=str(tmp_path / ".cache")))
     assert done.returncode == 0, done.stderr[-2000:]
     assert quoted in " ".join((done.stdout + done.stderr).split()), (quoted, done.stdout[-1500:])
+
+
+@pytest.mark.parametrize("script", ["megatron_sc21.py", "megatron_mcore_h100.py"])
+def test_a_table_benchmark_without_its_published_table_says_where_it_comes_from(tmp_path, script):
+    """docs/megatron.md shows `python benchmarks/megatron_sc21.py`; in a clone without the
+    project's ../shared beside it, it ended in a FileNotFoundError traceback. Now one line of
+    its own usage error naming the table, where it comes from and the flag to give it by."""
+    import sys
+
+    missing = tmp_path / "TABLE.md"
+    done = subprocess.run([sys.executable, f"benchmarks/{script}", "--table", str(missing)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"{script}: error: the published table {missing} is not there: it comes from the project's shared "
+        f"folder (../shared/realtables beside the checkout); give its path with --table PATH")
