@@ -371,3 +371,21 @@ def test_the_reduction_the_collectives_guide_states_is_the_one_a_phase_pays():
     assert reduction_delay_ns(size, local_mem_gbps_to_bytes_per_s(gbps)) == 3 * charged
     assert naive == size // gbps != charged
 
+
+@pytest.mark.parametrize("share", [0, -1])
+def test_a_link_model_that_hands_its_base_no_bandwidth_is_named(r3, capsys, share):
+    """AsymLink with reverse_share 0 (a direction switched off) or a negative share: the model
+    passes LinkElement.__init__ a bandwidth of 0 or below for link 1 -> 0. The run ended in
+    'internal error ZeroDivisionError: float division by zero (this is a simpy-astra bug ...)',
+    or 'Negative delay -37'; the trial build on link 0 -> 1, full speed, had let it through.
+    Now one line naming the model, the link and the value."""
+    from simpy_astra.cli.main import main
+
+    path = _scenario(r3, _bench("send_recv", 2000, 4, 1, 0), "Ring", 4, "congestion_aware", extra="",
+                     network_extra=f", link-model: {{class: 'r3:AsymLink', reverse_share: {share}}}")
+    assert main(["run", str(path), "--quiet"]) == 2
+    bw = ONE_BYTE_PER_NS
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: link model 'r3:AsymLink', method __init__() passed LinkElement.__init__ a link it cannot have: "
+        f"link 1->0: bandwidth_gbps must be a finite number > 0 (got {bw * share!r}) (the network gives {bw:g} GB/s "
+        f"and {L} ns); this is an error in that code, not in simpy-astra"]
