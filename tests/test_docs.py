@@ -39,7 +39,6 @@ FRESH_MACHINE = (
 #: commands too long for the test suite (prefix -> why); they are still checked against --help
 LONG = {
     "python -m simpy_astra sweep scenarios/sweeps/lab_": "a lab sweep runs for an hour",
-    "python -m simpy_astra sweep scenarios/sweeps/cost_topology.yaml": "dozens of points",
     "python -m simpy_astra sweep scenarios/sweeps/gemm_arrays.yaml": "needs SCALE-Sim, many points",
     "python -m simpy_astra sweep scenarios/sweeps/mesh_backends.yaml": "packet-level points",
     "python -m simpy_astra sweep scenarios/sweeps/megatron_layouts.yaml --out": "16 steps on 1,024 GPUs, minutes",
@@ -81,8 +80,30 @@ def shown_commands(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def span_commands(path: Path) -> list[tuple[int, str]]:
+    """(line, command) of every ``python -m simpy_astra`` command in a code span of the prose
+    of ``path`` (a span may break across lines): `python -m simpy_astra --help`. A span naming
+    the program or one command alone (`python -m simpy_astra run`) refers to it; it runs nothing."""
+    lines = path.read_text().splitlines()
+    prose, fenced = [], False
+    for n, line in enumerate(lines, 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and not line.startswith("    "):
+            prose.append((n, line))
+    text = " ".join(line for _, line in prose)
+    starts = [n for n, line in prose for _ in line.split()]  # the line of each word
+    out = []
+    for m in re.finditer(r"`(python -m simpy_astra(?: [^`]*)?)`", text):
+        command = " ".join(m.group(1).split())
+        if len(command.split()) > 3 + (command.split()[3:4] in (["run"], ["sweep"])):
+            out.append((starts[len(text[:m.start()].split())], command))
+    return out
+
+
 def all_commands() -> list[tuple[str, int, str]]:
-    return [(p.relative_to(ROOT).as_posix(), n, c) for p in (README, *DOCS) for n, c in shown_commands(p)]
+    return [(p.relative_to(ROOT).as_posix(), n, c) for p in (README, *DOCS)
+            for n, c in sorted(shown_commands(p) + span_commands(p))]
 
 
 def is_synopsis(command: str) -> bool:
