@@ -77,6 +77,21 @@ R3 = textwrap.dedent('''
             ctx.send(ctx.members[i + p], size // n)
 
 
+    def bruck_a2a(ctx):
+        """Bruck: in round k every block whose index has bit k set moves 2^k places ahead, so
+        round k sends (blocks with bit k) x S/n; ceil(log2 n) rounds, any n."""
+        n, i = len(ctx.members), ctx.index
+        piece, k = ctx.size_bytes // n, 1
+        while k < n:
+            size = sum(1 for j in range(n) if j & k) * piece
+            ctx.send(ctx.members[(i + k) % n], size)
+            yield ctx.recv(ctx.members[(i - k) % n], size)
+            yield ctx.endpoint()
+            k *= 2
+
+
+    collectives.register("r3Bruck", CollectiveAlgorithm("r3Bruck", bruck_a2a, ring_final_size,
+                                                        kinds=frozenset({ALL_TO_ALL}), rotation_symmetric=True))
     collectives.register("r3Pairwise", CollectiveAlgorithm("r3Pairwise", pairwise_a2a, ring_final_size,
                                                            kinds=frozenset({ALL_TO_ALL}), rotation_symmetric=True))
     collectives.register("r3Halving", CollectiveAlgorithm("r3Halving", halving_rs, ring_final_size,
@@ -233,6 +248,49 @@ def test_a_pairwise_exchange_all_to_all_and_a_backend_that_charges_each_hop(r3):
     # the claims fold it to NPU 0 alone; unfolded, every NPU gives the same figure
     assert _finished(_scenario(r3, workload, "Ring", n, "r3_per_hop", algorithms,
                                extra="plugins: [r3]\nfold_symmetry: false\n")) == [per_hop] * n
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware", "packet"])
+def test_a_bruck_all_to_all_on_six_npus(r3, backend):
+    """6 fully connected NPUs, S = 6,000 B (pieces of 1,000): rounds k = 1, 2, 4 move the
+    blocks whose index has that bit (1, 3, 5; 2, 3; 4, 5): 3,000, 2,000 and 2,000 B, one hop
+    each on a link of its own, trunc(L + b) + E a round on every backend."""
+    n, size = 6, 6000
+    expected = sum(L + blocks * size // n + E for blocks in (3, 2, 2))
+    assert expected == 8_530
+    got = _finished(_scenario(r3, _bench("all_to_all", size, n), "FullyConnected", n, backend,
+                              {"all-to-all-implementation": "r3Bruck"}))
+    assert got == [expected] * n
+
+
+def test_two_jobs_each_with_ones_own_all_to_all_on_a_switch(r3):
+    """docs/jobs.md: each job keeps its own system. An 8-NPU switch, congestion_aware; job a
+    (NPUs 0-3) runs the pairwise exchange on 4,000 B, job b (NPUs 4-7, from 1 us) Bruck on
+    8,000 B. Their routes share no link, so each ends as alone: pairwise 3 rounds of
+    2 (L + 1,000) + E; Bruck 2 rounds of 2 (L + 2 x 2,000) + E after its start."""
+    from simpy_astra.simulation import Simulation
+
+    def system(algorithm: str) -> str:
+        return ("{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+                "active-chunks-per-dimension: 1, preferred-dataset-splits: 1, all-reduce-implementation: [ring], "
+                "all-gather-implementation: [ring], reduce-scatter-implementation: [ring], "
+                f"all-to-all-implementation: [{algorithm}]}}")
+
+    path = r3 / "jobs.yaml"
+    path.write_text("plugins: [r3]\nbackend: congestion_aware\n"
+                    f"network: {{topology: [Switch], npus_count: [8], bandwidth: [{ONE_BYTE_PER_NS!r}], "
+                    f"latency: [{L}]}}\n"
+                    f"system: {system('direct')}\n"
+                    "jobs:\n"
+                    f"  - {{name: a, npus: [0, 1, 2, 3], system: {system('r3Pairwise')},\n"
+                    "     workload: {generate: microbench, collective: all_to_all, size: 4000, num_npus: 4}}\n"
+                    f"  - {{name: b, npus: [4, 5, 6, 7], start_ns: 1000, system: {system('r3Bruck')},\n"
+                    "     workload: {generate: microbench, collective: all_to_all, size: 8000, num_npus: 4}}\n")
+    reports = {r.npu_id: r.finished_ns for r in Simulation.from_scenario(str(path)).run()}
+    pairwise = 3 * (2 * (L + 1000) + E)
+    bruck = 1000 + 2 * (2 * (L + 2 * 2000) + E)
+    assert (pairwise, bruck) == (9_030, 19_020)
+    assert reports == {**dict.fromkeys(range(4), pairwise), **dict.fromkeys(range(4, 8), bruck)}
 
 
 @pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
