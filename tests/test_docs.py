@@ -574,3 +574,19 @@ def test_a_table_benchmark_without_its_published_table_says_where_it_comes_from(
     assert done.stderr.splitlines()[-1] == (
         f"{script}: error: the published table {missing} is not there: it comes from the project's shared "
         f"folder (../shared/realtables beside the checkout); give its path with --table PATH")
+
+
+def test_every_extra_a_pip_command_shown_installs_is_one_the_package_defines():
+    """The pages' ``pip install -e ".[sweep]"`` commands are not run (they install minutes of
+    packages; the first one is the fresh install itself): each names extras setup.cfg defines,
+    so none stops on pip's 'does not provide the extra' warning with nothing installed."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    defined = set(config["options.extras_require"])
+    shown = {extra.strip() for path in (README, *DOCS)
+             for group in re.findall(r"pip install -e \"?\.\[([\w,\s-]+)\]", path.read_text())
+             for extra in group.split(",")}
+    assert {"test", "sweep", "gemm", "pytorch"} <= shown, shown  # the pages still show them
+    assert shown <= defined, f"extras shown but not defined: {sorted(shown - defined)}"
