@@ -447,3 +447,33 @@ def test_a_link_model_that_hands_its_base_no_bandwidth_is_named(r3, capsys, shar
         f"error: link model 'r3:AsymLink', method __init__() passed LinkElement.__init__ a link it cannot have: "
         f"link 1->0: bandwidth_gbps must be a finite number > 0 (got {bw * share!r}) (the network gives {bw:g} GB/s "
         f"and {L} ns); this is an error in that code, not in simpy-astra"]
+
+
+FORGOT = textwrap.dedent('''
+    def forgot(ctx):
+        """The pairwise exchange with each receive's yield forgotten."""
+        n, i = len(ctx.members), ctx.index
+        piece = ctx.size_bytes // n
+        for k in range(1, n):
+            ctx.send(ctx.members[(i + k) % n], piece)
+            ctx.recv(ctx.members[(i - k) % n], piece)
+        yield ctx.endpoint()
+''')
+
+
+def test_a_phase_that_returns_before_the_receives_it_posted_is_named(r3, capsys):
+    """The pairwise exchange with `yield` left off its receives: an 8 MB all-to-all on 8 NPUs
+    'finished' in 10 ns (the endpoint delay), exit status 0, the data never waited for (a
+    plug-in without a traffic hook gets no bound check). Now the phase's return with receives
+    still to arrive is one line naming the algorithm and the fix."""
+    from simpy_astra.cli.main import main
+
+    (r3 / "r3_forgot.py").write_text(FORGOT)
+    path = _scenario(r3, _bench("all_to_all", 8_000_000, 8), "Ring", 8, "congestion_unaware",
+                     {"all-to-all-implementation": "'r3_forgot:forgot'"}, extra="")
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: NPU 0: collective algorithm 'forgot' ({r3 / 'r3_forgot.py'}:2) returned at 10 ns with 7 "
+                   "receive(s) it posted still to arrive, so its collective would end without that data; yield each "
+                   "ctx.recv(...) (or ctx.env.all_of of them) before returning"]
+    sys.modules.pop("r3_forgot", None)
