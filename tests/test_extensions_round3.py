@@ -499,3 +499,39 @@ def test_the_reports_come_in_the_order_docs_cosimulation_says(r3, capsys):
     assert printed == [r.npu_id for r in reports]
     text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "cosimulation.md").read_text().split())
     assert "in the order the NPUs finished (the order of their `sys[i] finished` lines" in text
+
+
+STAR = textwrap.dedent('''
+    from simpy_astra.topologies import BasicTopology
+
+
+    class Star(BasicTopology):
+        """Every NPU on a hub, named as a networkx graph names a switch."""
+
+        def hops(self, src, dst):
+            return 2
+
+        def links(self):
+            return [pair for i in range(self.npus_count) for pair in ((i, "hub"), ("hub", i))]
+
+        def route(self, src, dst):
+            return [src, "hub", dst]
+''')
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_a_topology_class_that_names_its_switch_says_how_switches_are_numbered(r3, capsys, backend):
+    """A star whose hub is "hub" (as a networkx graph or a Graph YAML names switches): the
+    error said only 'expected a list of device ids', not that a class numbers its switches
+    from N (docs/collectives.md). Now it says which ids are whose."""
+    from simpy_astra.cli.main import main
+
+    (r3 / "r3_star.py").write_text(STAR)
+    path = _scenario(r3, _bench("send_recv", 1000, 4, 0, 3), "'r3_star:Star'", 4, backend, extra="")
+    assert main(["run", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: topology 'r3_star:Star': route(")
+    assert err[0].endswith("expected a list of device ids from 0 to 1 (integers: NPUs 0..3, switches numbered "
+                           "from 4)" if backend == "congestion_aware" else "expected a list of device ids from 0 "
+                           "to 3 (integers: NPUs 0..3, switches numbered from 4)"), err
+    sys.modules.pop("r3_star", None)
