@@ -535,3 +535,19 @@ def test_a_topology_class_that_names_its_switch_says_how_switches_are_numbered(r
                            "from 4)" if backend == "congestion_aware" else "expected a list of device ids from 0 "
                            "to 3 (integers: NPUs 0..3, switches numbered from 4)"), err
     sys.modules.pop("r3_star", None)
+
+
+def test_a_sweep_driven_from_python_over_ones_own_collective(r3):
+    """No sweep API is documented for Python, so a script loops over docs/cosimulation.md's
+    Simulation.from_scenario: the pairwise exchange on 6 fully connected NPUs at 25, 50 and
+    100 GB/s (B = g 2^30 / 10^9 bytes/ns), S = 600,000 B: 5 rounds of trunc(L + S/6 / B) + E."""
+    from simpy_astra.simulation import Simulation
+
+    n, size, finish = 6, 600_000, {}
+    for gbps in (25, 50, 100):
+        path = _scenario(r3, _bench("all_to_all", size, n), "FullyConnected", n, "congestion_unaware",
+                         {"all-to-all-implementation": "r3Pairwise"})
+        path.write_text(path.read_text().replace(f"bandwidth: [{ONE_BYTE_PER_NS!r}]", f"bandwidth: [{gbps}]"))
+        finish[gbps] = max(r.finished_ns for r in Simulation.from_scenario(str(path)).run())
+    expected = {g: (n - 1) * (int(L + size // n / (g * 2**30 / 1e9)) + E) for g in (25, 50, 100)}
+    assert finish == expected == {25: 21_175, 50: 11_860, 100: 7_205}
