@@ -411,6 +411,13 @@ def test_ones_own_collective_beside_a_cluster_is_run_or_refused_never_replaced_b
     # the preset's own algorithms, written out, are what it runs anyway: not refused
     path.write_text(path.read_text().replace("[r3Halving]", "[ring]"))
     assert main(["run", str(path), "--quiet"]) == 0
+    # another built-in one on a dimension is as unread as one's own: 24 GPUs are 8 x 3, whose
+    # all-reduces the preset writes [halvingDoubling, ring]; [ring, ring] would not run ring on the first
+    path.write_text(path.read_text().replace("reduce-scatter-implementation: [ring]",
+                                             "all-reduce-implementation: [ring, ring]").replace("gpus: 8", "gpus: 24"))
+    capsys.readouterr()
+    assert main(["run", str(path), "--quiet"]) == 2
+    assert "system: all-reduce-implementation: ring is never run: beside cluster:" in capsys.readouterr().err
 
 
 def test_the_reduction_the_collectives_guide_states_is_the_one_a_phase_pays():

@@ -26,7 +26,12 @@ def refuse_unplayed_algorithms(system: SystemConfig, preset_system: dict[str, An
             continue
         stem = COLLECTIVE_KEY_STEMS[kind]
         key = f"{stem}-implementation"
-        named = {key: [name for name in system.implementations.get(kind, ()) if name not in preset_system.get(key, ())],
+        given, preset = tuple(system.implementations.get(kind, ())), tuple(preset_system.get(key, ()))
+        # dimension by dimension where the lists line up (ring on a dimension the preset gives
+        # halvingDoubling would not run either), else any name the preset never gives
+        unplayed = ([name for name, own in zip(given, preset, strict=True) if name != own] if len(given) == len(preset)
+                    else [name for name in given if name not in preset])
+        named = {key: unplayed,
                  f"{stem}-group-implementation": [name for name in [system.group_implementations.get(kind)] if name]}
         for key, unplayed in named.items():
             if unplayed:
