@@ -136,7 +136,7 @@ def table_main(read: Callable[[str], list[dict]], default_table: str, descriptio
     p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
     p.add_argument("--json", default=None, help="write the rows and scores here")
     a = p.parse_args()
-    if not os.path.isfile(a.table):  # the published tables sit beside the checkout, not in it
+    if a.table and not os.path.isfile(a.table):  # a published table beside the checkout (""; in the script)
         p.error(f"the published table {os.path.normpath(a.table)} is not there: it comes from the project's "
                 f"shared folder (../shared/realtables beside the checkout); give its path with --table PATH")
     rows = read(a.table)

@@ -590,3 +590,19 @@ def test_every_extra_a_pip_command_shown_installs_is_one_the_package_defines():
              for extra in group.split(",")}
     assert {"test", "sweep", "gemm", "pytorch"} <= shown, shown  # the pages still show them
     assert shown <= defined, f"extras shown but not defined: {sorted(shown - defined)}"
+
+
+def test_a_table_benchmark_whose_table_is_in_the_script_needs_no_file(monkeypatch):
+    """d08a6ec's check for a missing table refused the benchmarks whose rows are in the script
+    itself (table_main(read, "", ...): nemo_a100.py, bridge_h100.py, nemo_h100_fp8.py, ...):
+    'the published table . is not there'. They read no file, so none is asked for."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import megatron_sc21
+
+    scored = []
+    monkeypatch.setattr(megatron_sc21, "score", lambda rows, json_path: scored.append(rows))
+    monkeypatch.setattr(sys, "argv", ["nemo_a100.py"])
+    assert megatron_sc21.table_main(lambda path: [{"row": path}], "", "rows in the script") == 0
+    assert scored == [[{"row": ""}]]
