@@ -136,6 +136,9 @@ def table_main(read: Callable[[str], list[dict]], default_table: str, descriptio
     p.add_argument("--rows", default=None, help="1-based rows to run, e.g. 1,4,7 (default all)")
     p.add_argument("--json", default=None, help="write the rows and scores here")
     a = p.parse_args()
+    if a.table and not os.path.isfile(a.table):  # a published table beside the checkout (""; in the script)
+        p.error(f"the published table {os.path.normpath(a.table)} is not there: it comes from the project's "
+                f"shared folder (../shared/realtables beside the checkout); give its path with --table PATH")
     rows = read(a.table)
     chosen = [int(r) - 1 for r in a.rows.split(",")] if a.rows else range(len(rows))
     score([rows[i] for i in chosen], a.json)

@@ -39,7 +39,6 @@ FRESH_MACHINE = (
 #: commands too long for the test suite (prefix -> why); they are still checked against --help
 LONG = {
     "python -m simpy_astra sweep scenarios/sweeps/lab_": "a lab sweep runs for an hour",
-    "python -m simpy_astra sweep scenarios/sweeps/cost_topology.yaml": "dozens of points",
     "python -m simpy_astra sweep scenarios/sweeps/gemm_arrays.yaml": "needs SCALE-Sim, many points",
     "python -m simpy_astra sweep scenarios/sweeps/mesh_backends.yaml": "packet-level points",
     "python -m simpy_astra sweep scenarios/sweeps/megatron_layouts.yaml --out": "16 steps on 1,024 GPUs, minutes",
@@ -81,8 +80,30 @@ def shown_commands(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def span_commands(path: Path) -> list[tuple[int, str]]:
+    """(line, command) of every ``python -m simpy_astra`` command in a code span of the prose
+    of ``path`` (a span may break across lines): `python -m simpy_astra --help`. A span naming
+    the program or one command alone (`python -m simpy_astra run`) refers to it; it runs nothing."""
+    lines = path.read_text().splitlines()
+    prose, fenced = [], False
+    for n, line in enumerate(lines, 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and not line.startswith("    "):
+            prose.append((n, line))
+    text = " ".join(line for _, line in prose)
+    starts = [n for n, line in prose for _ in line.split()]  # the line of each word
+    out = []
+    for m in re.finditer(r"`(python -m simpy_astra(?: [^`]*)?)`", text):
+        command = " ".join(m.group(1).split())
+        if len(command.split()) > 3 + (command.split()[3:4] in (["run"], ["sweep"])):
+            out.append((starts[len(text[:m.start()].split())], command))
+    return out
+
+
 def all_commands() -> list[tuple[str, int, str]]:
-    return [(p.relative_to(ROOT).as_posix(), n, c) for p in (README, *DOCS) for n, c in shown_commands(p)]
+    return [(p.relative_to(ROOT).as_posix(), n, c) for p in (README, *DOCS)
+            for n, c in sorted(shown_commands(p) + span_commands(p))]
 
 
 def is_synopsis(command: str) -> bool:
@@ -537,3 +558,51 @@ def test_the_fit_docs_calibration_quotes_is_what_calibrate_prints(tmp_path):
                           env=clean_env(SIMPY_ASTRA_PROGRESS="0", SIMPY_ASTRA_CACHE=str(tmp_path / ".cache")))
     assert done.returncode == 0, done.stderr[-2000:]
     assert quoted in " ".join((done.stdout + done.stderr).split()), (quoted, done.stdout[-1500:])
+
+
+@pytest.mark.parametrize("script", ["megatron_sc21.py", "megatron_mcore_h100.py"])
+def test_a_table_benchmark_without_its_published_table_says_where_it_comes_from(tmp_path, script):
+    """docs/megatron.md shows `python benchmarks/megatron_sc21.py`; in a clone without the
+    project's ../shared beside it, it ended in a FileNotFoundError traceback. Now one line of
+    its own usage error naming the table, where it comes from and the flag to give it by."""
+    import sys
+
+    missing = tmp_path / "TABLE.md"
+    done = subprocess.run([sys.executable, f"benchmarks/{script}", "--table", str(missing)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env=clean_env(SIMPY_ASTRA_PROGRESS="0"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"{script}: error: the published table {missing} is not there: it comes from the project's shared "
+        f"folder (../shared/realtables beside the checkout); give its path with --table PATH")
+
+
+def test_every_extra_a_pip_command_shown_installs_is_one_the_package_defines():
+    """The pages' ``pip install -e ".[sweep]"`` commands are not run (they install minutes of
+    packages; the first one is the fresh install itself): each names extras setup.cfg defines,
+    so none stops on pip's 'does not provide the extra' warning with nothing installed."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    defined = set(config["options.extras_require"])
+    shown = {extra.strip() for path in (README, *DOCS)
+             for group in re.findall(r"pip install -e \"?\.\[([\w,\s-]+)\]", path.read_text())
+             for extra in group.split(",")}
+    assert {"test", "sweep", "gemm", "pytorch"} <= shown, shown  # the pages still show them
+    assert shown <= defined, f"extras shown but not defined: {sorted(shown - defined)}"
+
+
+def test_a_table_benchmark_whose_table_is_in_the_script_needs_no_file(monkeypatch):
+    """d08a6ec's check for a missing table refused the benchmarks whose rows are in the script
+    itself (table_main(read, "", ...): nemo_a100.py, bridge_h100.py, nemo_h100_fp8.py, ...):
+    'the published table . is not there'. They read no file, so none is asked for."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import megatron_sc21
+
+    scored = []
+    monkeypatch.setattr(megatron_sc21, "score", lambda rows, json_path: scored.append(rows))
+    monkeypatch.setattr(sys, "argv", ["nemo_a100.py"])
+    assert megatron_sc21.table_main(lambda path: [{"row": path}], "", "rows in the script") == 0
+    assert scored == [[{"row": ""}]]

@@ -153,7 +153,8 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
             value = super().route(src, dst)
             if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
                     or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
-                raise wrong("route", (src, dst), value, f"a list of device ids from {src} to {dst}")
+                raise wrong("route", (src, dst), value, f"a list of device ids from {src} to {dst} "
+                            f"({self._ids()})")
             links = self.__dict__.get("_links_given")
             if links is None:
                 links = self.__dict__["_links_given"] = set(map(tuple, self.links()))
@@ -181,8 +182,12 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
             if not isinstance(value, list | tuple) or not all(
                     isinstance(e, tuple | list) and len(e) == 2 and all(isinstance(d, int) and d >= 0 for d in e)
                     for e in value):
-                raise wrong("links", (), value, "a list of (device, device) pairs")
+                raise wrong("links", (), value, f"a list of (device, device) pairs of device ids ({self._ids()})")
             return value
+
+        def _ids(self) -> str:
+            n = self.npus_count
+            return f"integers: NPUs 0..{n - 1}, switches numbered from {n}"
 
     Checked.__name__ = Checked.__qualname__ = topology.__name__
     Checked.__module__ = topology.__module__

@@ -64,6 +64,7 @@ from simpy_astra.config import (
     system_from_mapping,
     with_cost,
 )
+from simpy_astra.config.cluster_system import refuse_unplayed_algorithms
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
@@ -290,6 +291,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     if "jobs" in doc:
         return _jobs_inputs(path, doc, system, read_system, net, memory, chosen, queues, unknown, checking)
     assert system is not None
+    if net.nccl is not None and user_system:  # NCCL's model times them: the system's algorithms never run
+        refuse_unplayed_algorithms(system, cluster.system_mapping(prepared and prepared.layout().blocks), chosen)
     workload, groups, info = _workload(path, doc["workload"], prepared, cluster is not None, net.total_npus,
                                        groups, checking)
     if cluster is not None and prepared is not None and not system.roofline_enabled:

@@ -78,12 +78,13 @@ def users_algorithm(algorithm: Any) -> bool:
 
 
 class PostCount:
-    """The messages a user's phase posted in the current instant."""
+    """The messages a user's phase posted in the current instant, and its receives still to
+    arrive (a phase that returns before them ends its collective without its data)."""
 
-    __slots__ = ("instant", "count")
+    __slots__ = ("instant", "count", "pending")
 
     def __init__(self) -> None:
-        self.instant, self.count = -1, 0
+        self.instant, self.count, self.pending = -1, 0, 0
 
     def too_many(self, now: float) -> bool:
         if now != self.instant:
@@ -126,6 +127,7 @@ class PhaseProcess(Signal, simpy.Process):
     collective, are its algorithm's: decided once, for the algorithm's function)."""
 
     _instant, _resumes = -1.0, 0  # the user's resumes counted in the instant ``_instant``
+    interrupted = False  # an interrupt was thrown into it: it may end before what it waited on
 
     def __init__(self, env: simpy.Environment, generator: Generator, users: bool = False) -> None:
         if not hasattr(generator, "throw"):
@@ -225,6 +227,7 @@ class PhaseProcess(Signal, simpy.Process):
     def _interrupted(self, cause: Any) -> None:
         if self.fired:
             return
+        self.interrupted = True
         target, self._target = self._target, None
         if isinstance(target, Signal):
             target.stop_waiting(self.step)

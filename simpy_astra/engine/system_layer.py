@@ -119,6 +119,13 @@ class Phase:
             run.wait_in_place(self._ended)
 
     def _ended(self, _value: Any) -> None:
+        posts = self._posts
+        if posts is not None and posts.pending and not self.process.interrupted:
+            raise CollectiveError(
+                f"NPU {self.npu_id}: collective algorithm {describe(self.algorithm)} returned at "
+                f"{self.env.now:,} ns with {posts.pending} receive(s) it posted still to arrive, so its "
+                f"collective would end without that data; yield each ctx.recv(...) (or ctx.env.all_of of "
+                f"them) before returning")
         self.system.proceed(self.stream)
 
     def describe(self) -> str:
@@ -176,12 +183,21 @@ class Phase:
             raise self._misuse(f"recv({src}, ...)", self._posts.problem(self.env.now))
         received = Signal(self.env)
         tag = self.stream.tag if tag is None else self._tag("recv", tag)
-        self.network.recv(self.npu_id, src, tag, size_bytes, self._received, received)
+        if self._posts is None:
+            self.network.recv(self.npu_id, src, tag, size_bytes, self._received, received)
+        else:  # the user's: counted until it arrives (checked when the phase returns)
+            self._posts.pending += 1
+            self.network.recv(self.npu_id, src, tag, size_bytes, self._received_users, received)
         return received
 
     def _received(self, received: Signal) -> None:
         """The message is here (in the network's event): resume who waits on it. A bound
         method of the phase, so that a stall report can say which phase waits."""
+        received.fire()
+
+    def _received_users(self, received: Signal) -> None:
+        """:meth:`_received` for a user's phase, which counts its receives still to arrive."""
+        self._posts.pending -= 1
         received.fire()
 
     def endpoint(self, reduce_bytes: int = 0) -> Signal:

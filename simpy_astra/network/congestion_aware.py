@@ -41,7 +41,7 @@ from simpy_astra.network.link import Link
 from simpy_astra.network.link_level import LinkLevelNetwork
 from simpy_astra.network.messages import Handler
 from simpy_astra.network.switch import SwitchElement
-from simpy_astra.plugins import PluginError
+from simpy_astra.plugins import PluginError, class_name
 from simpy_astra.topologies.base import BasicTopology
 
 
@@ -120,9 +120,18 @@ class CongestionAwareNetwork(LinkLevelNetwork):
     def _new_link(self, u: DeviceId, v: DeviceId, bandwidth_gbps: float, latency_ns: float, *,
                   into_switch: bool, from_switch: bool) -> Link:
         deliver = self.switch(v).receive if into_switch else self._arrived
-        if not self.link_model.__module__.startswith("simpy_astra."):  # a user's model: hold it to the contract
-            deliver = _at_whole_ns(self.env, deliver, self.link_model)
-        return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver, **self._link_params)
+        if self.link_model.__module__.startswith("simpy_astra."):
+            return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver, **self._link_params)
+        deliver = _at_whole_ns(self.env, deliver, self.link_model)  # a user's model: hold it to the contract
+        try:
+            return self.link_model(self.env, u, v, bandwidth_gbps, latency_ns, deliver, **self._link_params)
+        except ValueError as exc:  # the base refused the speed or latency the model handed it
+            if not str(exc).startswith(f"link {u}->{v}: "):
+                raise
+            raise PluginError(f"link model '{class_name(self.link_model)}', method __init__() passed "
+                              f"LinkElement.__init__ a link it cannot have: {exc} (the network gives "
+                              f"{bandwidth_gbps:g} GB/s and {latency_ns:g} ns); this is an error in that "
+                              f"code, not in simpy-astra") from exc
 
     def _new_switch(self, device: DeviceId) -> SwitchProcess:
         return self.switch_model(self.env, device, self._arrived, **self._switch_params)

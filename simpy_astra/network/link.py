@@ -129,6 +129,10 @@ class LinkResource(BaseResource, Probed):
     def __init__(self, env: simpy.Environment, src: Any, dst: Any, bandwidth_gbps: float,
                  latency_ns: float, capacity: float) -> None:
         super().__init__(env, capacity)
+        # a link model may pass its own speed on (a share of the link's): one it cannot have is
+        # named here, not met as a division by zero or a negative delay in the run
+        api_number(bandwidth_gbps, f"link {src}->{dst}: bandwidth_gbps", positive=True, time=False)
+        api_number(latency_ns, f"link {src}->{dst}: latency_ns")
         self.env = env
         self.src = src
         self.dst = dst
