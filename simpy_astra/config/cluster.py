@@ -369,6 +369,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         near = nearest_key(str(unknown[0]), CLUSTER_KEYS)
         hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(CLUSTER_KEYS))}"
         raise InputError(f"{where}: unknown key {unknown[0]!r}{non_ascii(unknown[0])}; {hint}")
+    _no_empty_choice(value, written, where)
     name = value.get("preset")
     path = _preset_path(name, where, base_dir)
     doc = read_yaml_file(path, "cluster preset")
@@ -406,6 +407,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                              f"the FP8 peak), or leave fp8_tflops out")
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
+    _no_empty_choice(preset_node, node_names, f"{path}: node")
     nvls, why_nvls, nvls_note = _nvls(value, preset_node, str(gpu["name"]), where, path)
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES) - {"nvls"})
     if extra:
@@ -443,6 +445,21 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                          f"{cluster.rail_gib_s():.3g} GiB/s, under the 1e-6 GiB/s a network link may have; "
                          f"raise either")
     return cluster
+
+
+#: keys whose absence is a choice of its own, and what leaving one out means
+LEFT_OUT = {"nccl_algo": "NCCL's choice of ring, tree or NVLS",
+            "nvls": "NVLS as the GPU's name implies"}
+
+
+def _no_empty_choice(mapping: dict, written: dict[str, str], where: str) -> None:
+    """Refuse ``nccl_algo:`` or ``nvls:`` written empty (YAML null): it ran as if left out,
+    while every other cluster field refuses null; a value meant and never typed is told so."""
+    for key, meaning in LEFT_OUT.items():
+        if key in mapping and mapping[key] is None:
+            values = "ring, tree or nvls" if key == "nccl_algo" else "true or false"
+            raise InputError(f"{where}.{written.get(key, key)}: is empty (null); write {values}, or leave "
+                             f"the key out for {meaning}")
 
 
 def _gpu_name(name: Any, where: str) -> None:

@@ -52,6 +52,9 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         for old, new in OLD_KEYS.items():
             if last in (old, new):
                 node.pop(new if last == old else old, None)
+        if value is None:  # null on a cluster axis leaves the field out: the preset's, NCCL's choice
+            node.pop(last, None)
+            return
     node[last] = value
 
 

@@ -1,0 +1,47 @@
+"""A sixteenth hunt for inputs that ran as something other than what they say, or ended on a
+traceback: each is now refused in one line naming the file, the field and the fix, or runs
+with a warning that says what it changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
+
+DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
+    return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                             "cluster": {"preset": "dgx-h100", "gpus": 16, **cluster}}, name)
+
+
+@pytest.mark.parametrize("key, said", [
+    ("nccl_algo", "write ring, tree or nvls, or leave the key out for NCCL's choice of ring, tree or NVLS"),
+    ("nvls", "write true or false, or leave the key out for NVLS as the GPU's name implies"),
+])
+def test_a_cluster_choice_written_empty_is_refused(tmp_path, capsys, key, said):
+    # 'nccl_algo:' with its value never typed (YAML null) ran as NCCL's choice, while every other
+    # cluster field written so was refused ('inter_node_gbit_s: must be a positive number')
+    path = _megatron(tmp_path, **{key: None})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: cluster.{key}: is empty (null); {said}"]
+
+
+def test_null_on_a_sweeps_nccl_algo_axis_leaves_it_out(tmp_path, capsys):
+    # a sweep's null still means the field left out, so NCCL's choice is a point beside forced ones
+    base = _megatron(tmp_path, name="base.yaml", nccl_algo="tree")
+    sweep = _write(tmp_path, {"base": base, "axes": {"cluster.nccl_algo": [None, "ring"]}}, "sw.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots"]) == 0
+    rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
+    assert [row.split(",")[1] for row in rows] == ["cluster.nccl_algo", "", "ring"]
+    assert "error" not in capsys.readouterr().err
