@@ -45,3 +45,18 @@ def test_null_on_a_sweeps_nccl_algo_axis_leaves_it_out(tmp_path, capsys):
     rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
     assert [row.split(",")[1] for row in rows] == ["cluster.nccl_algo", "", "ring"]
     assert "error" not in capsys.readouterr().err
+
+
+def test_a_flag_that_changes_no_timing_given_twice_is_told_which_one_megatron_keeps(tmp_path, capsys):
+    # '--lr 1e-4 ... --lr 3e-4' said nothing, while a timing flag given so is warned of (hunt 15):
+    # Megatron-LM's argparse keeps the later of either kind, which the user may not mean
+    path = _megatron(tmp_path, f"{ARGS} --lr 1e-4 --seed 1 --lr=3e-4 --data-path 1 /a 2 /b --data-path /c")
+    assert main(["run", path, "--quiet"]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"warning: {path}: workload.args: {flag} is given twice, {first} then {then}: Megatron-LM's argparse keeps "
+        f"the later ({then}), which changes no step's time; remove the one you do not mean"
+        for flag, first, then in (("--lr", "1e-4", "3e-4"), ("--data-path", "1 /a 2 /b", "/c"))]
+    # the same value twice, or a switch twice, says nothing
+    assert main(["run", _megatron(tmp_path, f"{ARGS} --lr 1e-4 --lr 1e-4 --no-load-optim --no-load-optim"),
+                 "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

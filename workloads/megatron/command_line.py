@@ -41,6 +41,8 @@ class Reading:
 
     modelled: list[str] = field(default_factory=list)
     others: dict[str, list[str]] = field(default_factory=dict)
+    #: a warning for each of ``others`` given again with other values (:func:`twice`)
+    others_twice: list[str] = field(default_factory=list)
 
 
 #: the most words and characters a command line may have: Megatron-LM's own launch scripts
@@ -190,6 +192,8 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
         if flag in arity:
             out.modelled += [flag, *values] if not eq else [word]
         else:
+            if out.others.get(flag, values) != values:  # argparse keeps the later, timing or not
+                out.others_twice.append(twice(where, flag, out.others[flag], values, "which changes no step's time"))
             out.others[flag] = values
     return out
 
@@ -233,11 +237,16 @@ def given_twice(tokens: list[str], options: Iterable[argparse.Action], where: st
             i += 1
         earlier = seen.get(action.dest)
         if earlier is not None and earlier != values:
-            out.append(f"{where}: {name} is given twice, {' '.join(earlier)} then {' '.join(values)}: Megatron-LM's "
-                       f"argparse keeps the later ({' '.join(values)}), as this step does; remove the one you do "
-                       f"not mean")
+            out.append(twice(where, name, earlier, values, "as this step does"))
         seen[action.dest] = values
     return out
+
+
+def twice(where: str, flag: str, earlier: list[str], later: list[str], effect: str) -> str:
+    """The warning for ``flag`` given twice with other values: which one Megatron-LM keeps."""
+    first, then = " ".join(earlier) or "no value", " ".join(later) or "no value"
+    return (f"{where}: {flag} is given twice, {first} then {then}: Megatron-LM's argparse keeps the later "
+            f"({then}), {effect}; remove the one you do not mean")
 
 
 def one_name_each(tokens: list[str], where: str) -> None:
