@@ -60,3 +60,30 @@ def test_a_flag_that_changes_no_timing_given_twice_is_told_which_one_megatron_ke
     assert main(["run", _megatron(tmp_path, f"{ARGS} --lr 1e-4 --lr 1e-4 --no-load-optim --no-load-optim"),
                  "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def _jobs(tmp_path: Path, first: dict) -> str:
+    """Job a (``first``'s workload) on NPU 0, and an 8-NPU all-reduce job b, on a 16-NPU ring."""
+    bench = {"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 8}
+    network = dict(DEFAULT["network"], npus_count=[16])
+    return _write(tmp_path, {"jobs": [{"name": "a", "workload": first, "npus": [0]},
+                                      {"name": "b", "workload": bench, "npus": list(range(8, 16))}],
+                             "system": {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900},
+                             "network": network})
+
+
+@pytest.mark.parametrize("first", [
+    {"generate": "transformer", "dp": 1, "dmodel": 64, "dff": 64, "head": 4, "num_stacks": 1, "seq": 64,
+     "batch": 8},
+    "one/w",  # a prefix with one ET file alike
+])
+def test_a_job_of_one_npu_is_refused(tmp_path, capsys, first):
+    # a transformer job at dp 1 ran and printed its time ('exposed comm 0 ns'), while generate
+    # transformer, and a microbench job of num_npus 1, refuse one NPU: no run takes such a trace
+    if isinstance(first, str):
+        (tmp_path / "one").mkdir()
+        (tmp_path / "one" / "w.0.et").write_bytes((SCENARIOS / f"{DEFAULT['workload']}.0.et").read_bytes())
+    path = _jobs(tmp_path, first)
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: jobs[0].workload: has 1 rank, and no run takes a 1-NPU trace: it sends nothing over the "
+        f"network the jobs share; give it 2 or more ranks (a generator's dp, tp, pp or num_npus)"]
