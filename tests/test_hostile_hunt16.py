@@ -87,3 +87,19 @@ def test_a_job_of_one_npu_is_refused(tmp_path, capsys, first):
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: jobs[0].workload: has 1 rank, and no run takes a 1-NPU trace: it sends nothing over the "
         f"network the jobs share; give it 2 or more ranks (a generator's dp, tp, pp or num_npus)"]
+
+
+@pytest.mark.parametrize("name, said", [
+    ("dgx-a100", "'dgx-a100' is not a preset (dgx-a100-40gb, dgx-a100-80gb, dgx-h100) nor a YAML file; did you mean "
+                 "dgx-a100-40gb or dgx-a100-80gb?"),
+    ("DGX_H100", "'DGX_H100' is not a preset (dgx-a100-40gb, dgx-a100-80gb, dgx-h100) nor a YAML file; did you mean "
+                 "dgx-h100?"),
+    ("dgx-h200", "'dgx-h200' is not a preset (dgx-a100-40gb, dgx-a100-80gb, dgx-h100) nor a YAML file"),
+    ("dgx-h100.yaml", "'dgx-h100.yaml' is no file here; the preset is named dgx-h100 (without .yaml; a file name is "
+                      "a copy of your own)"),
+])
+def test_a_misspelt_preset_is_told_the_presets_it_may_mean(tmp_path, capsys, name, said):
+    # 'dgx-a100' listed the presets without saying which two it is short for, and 'dgx-h100.yaml'
+    # said only that no such file was beside the scenario; another GPU (h200) is never suggested
+    path = _megatron(tmp_path, preset=name)
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: cluster.preset: {said}"]

@@ -339,15 +339,29 @@ def _preset_path(name: Any, where: str, base_dir: str) -> str:
         if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
             _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
+            hint = _nearest_presets(name)
             raise InputError(f"{where}.preset: {name!r}{non_ascii(name)} is not a preset ({', '.join(presets())}) "
-                             f"nor a YAML file")
+                             f"nor a YAML file{hint}")
     return path
+
+
+def _nearest_presets(name: str) -> str:
+    """'; did you mean ...?' naming every preset whose name holds ``name`` in any case, ``_`` for
+    ``-`` (``dgx-a100``: both A100s; ``H100``), else nothing: the closest spelling would send
+    ``dgx-h200`` to the H100, another GPU."""
+    folded = name.strip().lower().replace("_", "-")
+    near = [p for p in presets() if len(folded) >= 3 and folded in p]
+    return f"; did you mean {' or '.join(near)}?" if near else ""
 
 
 def _unreadable_preset(name: str, path: str, where: str, base_dir: str) -> None:
     """A preset file named but not there (or not a file): where it was looked for, or what it
     is, rather than 'is not a preset nor a YAML file' of a name that is plainly a YAML file's."""
     if not os.path.lexists(path):
+        stem = os.path.basename(name).rsplit(".", 1)[0]
+        if stem in presets() and os.path.dirname(name) in ("", "."):  # a preset's name with its file's suffix
+            raise InputError(f"{where}.preset: {name!r} is no file here; the preset is named {stem} (without "
+                             f".yaml; a file name is a copy of your own)")
         whence = "" if os.path.isabs(name) else f" (a relative path resolves from {files.show(os.path.abspath(base_dir))})"
         raise InputError(f"{where}.preset: {name!r} is {files.show(os.path.abspath(path))}, which does not "
                          f"exist{whence}")
