@@ -4,6 +4,8 @@ with a warning that says what it changes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,40 @@ def test_a_misspelt_preset_is_told_the_presets_it_may_mean(tmp_path, capsys, nam
     # said only that no such file was beside the scenario; another GPU (h200) is never suggested
     path = _megatron(tmp_path, preset=name)
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: cluster.preset: {said}"]
+
+
+def _shell(redirect: str, *argv: str) -> subprocess.CompletedProcess:
+    """``python -m simpy_astra ARGV`` started by a shell with ``redirect`` (``>&-``, ...)."""
+    return subprocess.run(["sh", "-c", f'exec "$@" {redirect}', "sh", sys.executable, "-m", "simpy_astra", *argv],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+DEFAULT_PATH = str(SCENARIOS / "default.yaml")
+
+
+def test_standard_output_closed_is_refused_before_the_run():
+    # '>&-' ended on a traceback (AttributeError: 'NoneType' object has no attribute 'flush')
+    # after the whole run; the answer goes to standard output, so the run never starts
+    for argv in (["run", DEFAULT_PATH, "--quiet"], ["--help"]):
+        done = _shell(">&-", *argv)
+        assert (done.returncode, done.stderr.splitlines()) == (2, [
+            "error: standard output is closed (>&-), and the command writes its answer there; give > FILE, or "
+            "> /dev/null to drop it"])
+
+
+def test_standard_error_closed_drops_the_diagnostics_and_runs():
+    # '2>&-' printed the answer, then 'internal error AttributeError: ... isatty' and exit 1
+    done = _shell("2>&-", "run", DEFAULT_PATH)
+    assert done.returncode == 0 and done.stdout.splitlines()[0].startswith("sys[0] finished, 142780 cycles")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["run", DEFAULT_PATH], ["run", DEFAULT_PATH, "--quiet"], ["--help"], ["--version"]])
+def test_standard_output_that_refuses_bytes_is_named(argv):
+    # '> /dev/full' (a full disk) said 'internal error OSError: [Errno 28] No space left on device
+    # (this is a simpy-astra bug ...)'; --help ended on a traceback, --version on status 120
+    done = _shell("> /dev/full", *argv)
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (2, [
+        "error: cannot write to standard output: no space left on the device; free some space or choose another "
+        "path"]), done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
