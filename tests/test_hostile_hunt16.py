@@ -142,3 +142,30 @@ def test_standard_output_that_refuses_bytes_is_named(argv):
         "error: cannot write to standard output: no space left on the device; free some space or choose another "
         "path"]), done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+@pytest.mark.parametrize("words, said", [
+    ("--tensor-model-parallel-size ${TP}", "--tensor-model-parallel-size ${TP}: '${TP}'"),
+    ("--tensor-model-parallel-size=$TP", "--tensor-model-parallel-size $TP: '$TP'"),
+    ("--global-batch-size $((GBS*2))", "--global-batch-size $((GBS*2)): '$((GBS*2))'"),
+    ("--lr $LR", "--lr $LR: '$LR'"),
+    ("--lr-decay-style $STYLE", "--lr-decay-style $STYLE: '$STYLE'"),
+])
+def test_a_shell_variable_left_in_megatron_args_is_named(tmp_path, capsys, words, said):
+    # '--tensor-model-parallel-size ${TP}' pasted from a launch script was told only "invalid int
+    # value: '${TP}'", as if the user had typed a wrong number
+    path = _megatron(tmp_path, f"{ARGS} {words}")
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: {said} is left for a shell to expand, and nothing expands it here; write the "
+        f"value it stands for"]
+
+
+def test_a_shell_variable_in_place_of_arguments_is_named(tmp_path, capsys):
+    # '... --bf16 $EXTRA_ARGS' said "'$EXTRA_ARGS' follows --bf16, which takes no value"
+    path = _megatron(tmp_path, f"{ARGS} $EXTRA_ARGS")
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: '$EXTRA_ARGS' is left for a shell to expand, and nothing expands it here; "
+        f"write the arguments it stands for"]
+    # a path flag's variable changes no step's time: accepted, as its path is
+    assert main(["run", _megatron(tmp_path, f"{ARGS} --data-path $DATA_PATH --save $CKPT --save-interval 100"),
+                 "--quiet"]) == 0

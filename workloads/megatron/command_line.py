@@ -32,6 +32,18 @@ _DASHES = {"\u2010": "hyphen", "\u2011": "non-breaking hyphen", "\u2012": "figur
            "\u2013": "en dash", "\u2014": "em dash", "\u2015": "horizontal bar", "\u2212": "minus sign",
            "\ufe63": "small hyphen-minus", "\uff0d": "full-width hyphen-minus"}
 _NUMBER = re.compile(r"^-\d+(\.\d*)?([eE][-+]?\d+)?$|^-\.\d+")
+#: what a shell would have expanded: $NAME, ${NAME}, $(command), $((arithmetic))
+_SHELL_EXPANSION = re.compile(r"\$(?:[A-Za-z_]|\{|\()")
+
+
+def unexpanded(word: str, what: str | None, where: str) -> None:
+    """Refuse ``word`` holding a shell's ``$VAR`` left from a launch script (``what``: the flag
+    and value it was given as, None for a word in place of arguments): it was told only
+    'invalid int value', or 'follows --vocab-size, which takes one value'."""
+    if _SHELL_EXPANSION.search(word):
+        head, fix = (f"{what}: ", "value") if what else ("", "arguments")
+        raise InputError(f"{where}: {head}{word!r} is left for a shell to expand, and nothing expands "
+                         f"it here; write the {fix} it stands for")
 
 
 @dataclass
@@ -154,6 +166,7 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
         if bad:
             raise InputError(f"{where}: {bad}")
         if not word.startswith("--"):
+            unexpanded(word, None, where)
             raise InputError(f"{where}: {_stray(tokens, i, arity)} (Megatron's argparse: unrecognized "
                              f"arguments: {word})")
         flag, eq, value = word.partition("=")
@@ -190,6 +203,8 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
                                  f"simulator does not know whether it takes values, and {values[0]!r} follows it; "
                                  f"write {flag}={values[0]} if it is its value")
         if flag in arity:
+            for value in values:  # a modelled value is a number or a choice: no shell word is one
+                unexpanded(value, f"{flag} {value}", where)
             out.modelled += [flag, *values] if not eq else [word]
         else:
             if out.others.get(flag, values) != values:  # argparse keeps the later, timing or not

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron import command_line
 
 #: arguments that cannot change a training step's time (in :data:`NO_TIMING_EFFECT`): today's
 #: config-generated ones, then older releases' logging, tokenizer, data, learning-rate and
@@ -230,6 +231,7 @@ def number(text: str, flag: str, kind: Callable[[str], int | float], where: str)
     try:
         return kind(text)
     except ValueError:
+        command_line.unexpanded(text, f"{flag} {text}", where)
         raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
 
 
@@ -243,5 +245,6 @@ def check_values(others: dict[str, list[str]], where: str) -> None:
         for text in values:
             value = number(text, flag, kind, where)
             if choices is not None and value not in choices:
+                command_line.unexpanded(text, f"{flag} {text}", where)
                 raise InputError(f"{where}: argument {flag}: invalid choice {text!r} (Megatron-LM takes "
                                  f"{', '.join(map(str, choices))})")
