@@ -169,3 +169,28 @@ def test_a_shell_variable_in_place_of_arguments_is_named(tmp_path, capsys):
     # a path flag's variable changes no step's time: accepted, as its path is
     assert main(["run", _megatron(tmp_path, f"{ARGS} --data-path $DATA_PATH --save $CKPT --save-interval 100"),
                  "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("tail, said", [
+    ("--bf16   # small model", "'#' starts a shell comment, which nothing reads here; remove it to the line's end"),
+    ("--data-path /a /b  # --num-layers 8 was too slow",  # the comment's flag was read as given: 8 layers ran
+     "'#' starts a shell comment, which nothing reads here; remove it to the line's end"),
+    ("--bf16 2>&1 | tee log.txt", "'2>&1' is a shell redirection, pipe or separator, which nothing reads here; "
+                                  "remove it and what follows"),
+    ("--data-path /a > log.txt", "'>' is a shell redirection, pipe or separator, which nothing reads here; remove it "
+                                 "and what follows"),
+    ("--bf16 ; echo done", "';' is a shell redirection, pipe or separator, which nothing reads here; remove it and "
+                           "what follows"),
+])
+def test_shell_syntax_pasted_with_megatron_args_is_named(tmp_path, capsys, tail, said):
+    # each was told "'#' follows --bf16, which takes no value" (or after a flag of paths, taken
+    # as its paths without a word); a shell reads them, and no shell reads a scenario's args
+    path = _megatron(tmp_path, f"{ARGS} {tail}")
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: workload.args: {said}"]
+
+
+def test_a_launch_scripts_variable_assignment_is_named(tmp_path, capsys):
+    path = _megatron(tmp_path, f'GPT_ARGS="{ARGS}"')
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: workload.args: 'GPT_ARGS=--num-layers 2 ") and \
+        err[0].endswith("' is a shell assignment, which nothing reads here; give the arguments it holds alone"), err

@@ -36,6 +36,25 @@ _NUMBER = re.compile(r"^-\d+(\.\d*)?([eE][-+]?\d+)?$|^-\.\d+")
 _SHELL_EXPANSION = re.compile(r"\$(?:[A-Za-z_]|\{|\()")
 
 
+#: a shell's own syntax in a launch script's line, read here as a word: (pattern, what it is, fix)
+_SHELL_SYNTAX = (
+    (re.compile(r"^#"), "starts a shell comment", "remove it to the line's end"),
+    (re.compile(r"^(\d*[<>]|&>|\||&&|;|&$)"), "is a shell redirection, pipe or separator",
+     "remove it and what follows"),
+    (re.compile(r"^[A-Za-z_]\w*="), "is a shell assignment", "give the arguments it holds alone"),
+)
+
+
+def shell_syntax(word: str, where: str, patterns: tuple = _SHELL_SYNTAX) -> None:
+    """Refuse a word that is a shell's syntax in a pasted launch script (``# comment``,
+    ``2>&1 | tee log``, ``GPT_ARGS="..."``): it was told only that it follows a flag that
+    takes one value, as if it were a value given twice; after a flag of paths it was taken as
+    a path, and a flag in the comment read as given."""
+    for pattern, what, fix in patterns:
+        if pattern.match(word):
+            raise InputError(f"{where}: {_shown(word)} {what}, which nothing reads here; {fix}")
+
+
 def unexpanded(word: str, what: str | None, where: str) -> None:
     """Refuse ``word`` holding a shell's ``$VAR`` left from a launch script (``what``: the flag
     and value it was given as, None for a word in place of arguments): it was told only
@@ -167,6 +186,7 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
             raise InputError(f"{where}: {bad}")
         if not word.startswith("--"):
             unexpanded(word, None, where)
+            shell_syntax(word, where)
             raise InputError(f"{where}: {_stray(tokens, i, arity)} (Megatron's argparse: unrecognized "
                              f"arguments: {word})")
         flag, eq, value = word.partition("=")
@@ -202,9 +222,11 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
                 raise InputError(f"{where}: {flag} is accepted as having no effect on a step's time, but this "
                                  f"simulator does not know whether it takes values, and {values[0]!r} follows it; "
                                  f"write {flag}={values[0]} if it is its value")
-        if flag in arity:
-            for value in values:  # a modelled value is a number or a choice: no shell word is one
+        for value in values:  # a modelled value is a number or a choice: no shell word is one
+            if flag in arity:
                 unexpanded(value, f"{flag} {value}", where)
+            shell_syntax(value, where, _SHELL_SYNTAX if flag in arity else _SHELL_SYNTAX[:2])
+        if flag in arity:
             out.modelled += [flag, *values] if not eq else [word]
         else:
             if out.others.get(flag, values) != values:  # argparse keeps the later, timing or not
