@@ -194,3 +194,19 @@ def test_a_launch_scripts_variable_assignment_is_named(tmp_path, capsys):
     err = _error_lines(capsys, ["run", path, "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload.args: 'GPT_ARGS=--num-layers 2 ") and \
         err[0].endswith("' is a shell assignment, which nothing reads here; give the arguments it holds alone"), err
+
+
+def test_a_transformer_default_blamed_is_called_a_default(tmp_path, capsys):
+    # model: llama with head: 4 was told "'kvhead' (8) must divide head (4)" of a kvhead the
+    # scenario never wrote (the generator's default), which the user then looked for in vain
+    llama = {"generate": "transformer", "model": "llama", "dp": 8, "dmodel": 64, "dff": 64, "head": 4,
+             "num_stacks": 1, "seq": 64, "batch": 8}
+    system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900}
+    path = _write(tmp_path, {"workload": llama, "system": system, "network": DEFAULT["network"]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.kvhead: (8) must divide head (4) and match tp (1); kvhead is its default here, not "
+        f"given: set kvhead"]
+    # given, it is blamed as given
+    path = _write(tmp_path, {"workload": {**llama, "kvhead": 3}, "system": system, "network": DEFAULT["network"]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.kvhead: (3) must divide head (4) and match tp (1)"]
