@@ -210,3 +210,12 @@ def test_a_transformer_default_blamed_is_called_a_default(tmp_path, capsys):
     path = _write(tmp_path, {"workload": {**llama, "kvhead": 3}, "system": system, "network": DEFAULT["network"]})
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.kvhead: (3) must divide head (4) and match tp (1)"]
+
+
+def test_a_sweep_axis_naming_a_job_by_its_name_is_told_its_index(tmp_path, capsys):
+    # 'jobs.b.start_ns' was told only that jobs needs an index 0..1 after it
+    base = str(SCENARIOS / "two_llm_jobs_fat_tree.yaml")
+    sweep = _write(tmp_path, {"base": base, "axes": {"jobs.b.start_ns": [0, 50000]}}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: axes: jobs.b.start_ns: 'jobs' is a list of 2, so 'jobs.b.start_ns' needs an index 0..1 after "
+        f"it (got 'b'); 'b' is the name of item 1: write 'jobs.1.start_ns'"]

@@ -61,8 +61,11 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
 def _index(items: list, part: str, parts: list[str], i: int, dotted: str, where: str) -> int:
     """``part`` as an index into the list ``'.'.join(parts[:i])``."""
     if not part.isdigit() or int(part) >= len(items):
+        named = [k for k, item in enumerate(items) if isinstance(item, dict) and item.get("name") == part]
+        hint = f"; '{part}' is the name of item {named[0]}: write '{'.'.join([*parts[:i], str(named[0]), *parts[i + 1:]])}'" \
+            if named else ""
         raise InputError(f"{where}: '{'.'.join(parts[:i])}' is a list of {len(items)}, so '{dotted}' needs "
-                         f"an index 0..{len(items) - 1} after it (got '{part}')")
+                         f"an index 0..{len(items) - 1} after it (got '{part}'){hint}")
     return int(part)
 
 
