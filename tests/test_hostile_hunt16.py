@@ -219,3 +219,15 @@ def test_a_sweep_axis_naming_a_job_by_its_name_is_told_its_index(tmp_path, capsy
     assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: axes: jobs.b.start_ns: 'jobs' is a list of 2, so 'jobs.b.start_ns' needs an index 0..1 after "
         f"it (got 'b'); 'b' is the name of item 1: write 'jobs.1.start_ns'"]
+
+
+@pytest.mark.parametrize("value", ["abc", "2", "yes-please"])
+def test_a_progress_switch_of_another_word_is_refused_as_the_fold_switch_is(capsys, monkeypatch, value):
+    # SIMPY_ASTRA_PROGRESS=yes-please was read as unset (no progress in a pipe, and no word why),
+    # while SIMPY_ASTRA_FOLD=maybe was refused naming its words
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", value)
+    assert _error_lines(capsys, ["run", DEFAULT_PATH, "--quiet"]) == [
+        f"error: SIMPY_ASTRA_PROGRESS: must be 1/on or 0/off (got {value!r}); unset it for the default (progress "
+        f"lines on a terminal only)"]
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "Off")
+    assert main(["run", DEFAULT_PATH, "--quiet"]) == 0

@@ -147,6 +147,9 @@ def _main(argv: list[str], debug: bool) -> int:
     from simpy_astra.infra import stopping
 
     try:
+        from simpy_astra.infra.switches import check_switches
+
+        check_switches()
         if not argv or argv[0] in ("-h", "--help"):
             print(overview(), file=sys.stdout if argv else sys.stderr)
             return 0 if argv else EXIT_INPUT_ERROR
