@@ -231,3 +231,14 @@ def test_a_progress_switch_of_another_word_is_refused_as_the_fold_switch_is(caps
         f"lines on a terminal only)"]
     monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "Off")
     assert main(["run", DEFAULT_PATH, "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("key", ["maximise", "maximize", "max"])
+def test_a_sweep_asked_to_maximise_is_told_to_minimise_the_negative(tmp_path, capsys, key):
+    # maximise: mfu was told "did you mean 'minimise'?", which, taken, crowns the worst point
+    base = _megatron(tmp_path, name="base.yaml")
+    sweep = _write(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 32]}, key: "mfu"}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: field '{key}' is not a sweep field; a sweep minimises: to maximise mfu, write minimise: "
+        f"-(mfu)"]
+
