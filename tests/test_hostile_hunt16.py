@@ -242,3 +242,12 @@ def test_a_sweep_asked_to_maximise_is_told_to_minimise_the_negative(tmp_path, ca
         f"error: {sweep}: field '{key}' is not a sweep field; a sweep minimises: to maximise mfu, write minimise: "
         f"-(mfu)"]
 
+
+def test_a_sweep_named_as_a_sweeps_base_is_told_so(tmp_path, capsys):
+    # base: other_sweep.yaml said 'the base scenario must be a mapping with workload (or jobs)'
+    base = _megatron(tmp_path, name="base.yaml")
+    inner = _write(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 32]}}, "inner.yaml")
+    sweep = _write(tmp_path, {"base": inner, "axes": {"cluster.gpus": [16, 32]}}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: base: {inner} is a sweep (it has axes:), not a scenario; name a scenario (such as its base, "
+        f"{base}), and put the axes in this sweep"]

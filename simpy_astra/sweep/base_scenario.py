@@ -92,6 +92,10 @@ def resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> tuple[dict[
         doc, base_dir = copy.deepcopy(raw), os.path.dirname(os.path.abspath(spec_path))
     else:
         raise InputError(f"{where}: give a scenario file path or an inline scenario mapping")
+    if isinstance(doc, dict) and "axes" in doc and "workload" not in doc and "jobs" not in doc:
+        inner = f" (such as its base, {doc['base']})" if isinstance(doc.get("base"), str) and doc["base"] != raw else ""
+        raise InputError(f"{where}: {raw if isinstance(raw, str) else 'it'} is a sweep (it has axes:), not a "
+                         f"scenario; name a scenario{inner}, and put the axes in this sweep")
     if not isinstance(doc, dict) or ("workload" not in doc and "jobs" not in doc):
         raise InputError(f"{where}: the base scenario must be a mapping with workload (or jobs), system, network")
     if isinstance(doc.get("jobs"), list):  # each job's workload and system, as above for the scenario's
