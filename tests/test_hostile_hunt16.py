@@ -251,3 +251,25 @@ def test_a_sweep_named_as_a_sweeps_base_is_told_so(tmp_path, capsys):
     assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: base: {inner} is a sweep (it has axes:), not a scenario; name a scenario (such as its base, "
         f"{base}), and put the axes in this sweep"]
+
+
+@pytest.mark.parametrize("flag, meant", [
+    ("--tp", "--tensor-model-parallel-size"), ("--dist-opt", "--use-distributed-optimizer"),
+    ("--TENSOR-MODEL-PARALLEL-SIZE", "--tensor-model-parallel-size"), ("--NUM_LAYERS", "--num-layers"),
+])
+def test_a_megatron_flag_by_its_short_name_or_in_capitals_is_told_the_flag(tmp_path, capsys, flag, meant):
+    # '--tp 2' (what a sweep's expressions call it) and '--TENSOR-MODEL-PARALLEL-SIZE 2' were told
+    # they are no argument, with no 'did you mean': the closest spelling is far from either
+    value = "" if meant.startswith("--use") else " 2"
+    path = _megatron(tmp_path, f"{ARGS} {flag}{value}")
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: {flag} is not an argument of Megatron-LM's pretrain_gpt.py that this "
+        f"simulator knows; did you mean {meant}?"]
+
+
+def test_a_sweep_axis_on_a_short_name_is_told_the_flags_path(tmp_path, capsys):
+    sweep = _write(tmp_path, {"base": _megatron(tmp_path, name="base.yaml"),
+                              "axes": {"workload.args.tp": [2, 4]}}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: axes: workload.args.tp: 'workload.args.tp': --tp is not a Megatron-LM argument this "
+        f"simulator reads; did you mean 'workload.args.tensor-model-parallel-size'?"]

@@ -162,8 +162,22 @@ def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:
     return sorted({*modelled, *accepted, *SWITCHES, *ONE_VALUE, *SEVERAL_VALUES})
 
 
+#: the short names Megatron users write for its flags (a sweep's expressions name them so too)
+SHORT_NAMES = {"tensor-model-parallel-size": "tp", "pipeline-model-parallel-size": "pp",
+               "virtual-pipeline-model-parallel-size": "vp", "context-parallel-size": "cp",
+               "expert-model-parallel-size": "ep", "expert-tensor-parallel-size": "etp",
+               "micro-batch-size": "mb", "global-batch-size": "gb", "sequence-parallel": "sp",
+               "recompute-granularity": "recompute", "use-distributed-optimizer": "dist_opt"}
+
+
 def suggestion(flag: str, known: list[str]) -> str:
-    near = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+    """'; did you mean --FLAG?' for a misspelt flag: its spelling in lower case with - for _
+    (``--TENSOR_MODEL_PARALLEL_SIZE``), a short name (``--tp``: no flag, in any release), else
+    the closest spelling."""
+    folded = "--" + flag.lstrip("-").lower().replace("_", "-")
+    by_short = {short.replace("_", "-"): f"--{name}" for name, short in SHORT_NAMES.items()}
+    near = ([folded] if folded in known else [by_short[folded[2:]]] if folded[2:] in by_short else
+            difflib.get_close_matches(flag, known, n=1, cutoff=0.75))
     return non_ascii(flag) + (f"; did you mean {near[0]}?" if near else "")
 
 
