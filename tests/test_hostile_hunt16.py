@@ -273,3 +273,14 @@ def test_a_sweep_axis_on_a_short_name_is_told_the_flags_path(tmp_path, capsys):
     assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: axes: workload.args.tp: 'workload.args.tp': --tp is not a Megatron-LM argument this "
         f"simulator reads; did you mean 'workload.args.tensor-model-parallel-size'?"]
+
+
+def test_gloo_as_the_distributed_backend_is_refused_as_not_modelled(tmp_path, capsys):
+    # '--distributed-backend gloo' was accepted as changing no step's time and timed as NCCL's
+    # collectives; nccl (the default) still is accepted
+    path = _megatron(tmp_path, f"{ARGS} --distributed-backend gloo")
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: --distributed-backend gloo is not modelled (gloo's collectives, staged through "
+        f"the hosts; this simulator times NCCL's, the default nccl); remove it (see simpy-astra generate megatron "
+        f"--help)"]
+    assert main(["run", _megatron(tmp_path, f"{ARGS} --distributed-backend nccl"), "--quiet"]) == 0

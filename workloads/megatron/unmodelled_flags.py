@@ -235,10 +235,21 @@ def number(text: str, flag: str, kind: Callable[[str], int | float], where: str)
         raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
 
 
+#: a value of an accepted argument that does change a step's time, and what it is: the rest of
+#: the argument's values do not (``--distributed-backend gloo`` ran timed as NCCL's collectives)
+TIMED_VALUES = {("--distributed-backend", "gloo"): "gloo's collectives, staged through the hosts; this simulator "
+                                                    "times NCCL's, the default nccl"}
+
+
 def check_values(others: dict[str, list[str]], where: str) -> None:
     """Refuse a value of an accepted, unpriced argument (``others``: flag -> its values) that
-    Megatron's argparse refuses: not of the argument's type, or outside its :data:`CHOICES`."""
+    Megatron's argparse refuses: not of the argument's type, or outside its :data:`CHOICES`;
+    or one that would change the step's time (:data:`TIMED_VALUES`)."""
     for flag, values in others.items():
+        for text in values[-1:]:  # argparse keeps the later
+            if (flag, text) in TIMED_VALUES:
+                raise InputError(f"{where}: {flag} {text} is not modelled ({TIMED_VALUES[flag, text]}); remove it "
+                                 f"(see simpy-astra generate megatron --help)")
         if flag not in CHOICES and flag not in _NUMBERS:
             continue
         kind, choices = CHOICES.get(flag) or (_NUMBERS[flag], None)
