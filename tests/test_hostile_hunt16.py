@@ -284,3 +284,29 @@ def test_gloo_as_the_distributed_backend_is_refused_as_not_modelled(tmp_path, ca
         f"the hosts; this simulator times NCCL's, the default nccl); remove it (see simpy-astra generate megatron "
         f"--help)"]
     assert main(["run", _megatron(tmp_path, f"{ARGS} --distributed-backend nccl"), "--quiet"]) == 0
+
+
+def _grouped(tmp_path: Path, group: dict) -> str:
+    """A transformer on the default ring, timed by the roofline, with ``group`` as its npu-groups."""
+    gpt = {"generate": "transformer", "dp": 8, "dmodel": 64, "dff": 64, "head": 4, "num_stacks": 1, "seq": 64,
+           "batch": 8}
+    system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900, "npu-groups": [group]}
+    return _write(tmp_path, {"workload": gpt, "system": system, "network": DEFAULT["network"]})
+
+
+def test_an_npu_group_of_npus_alone_is_refused(tmp_path, capsys):
+    # npu-groups: [{npus: [0, 1]}] ran as if the group were not there
+    path = _grouped(tmp_path, {"npus": [0, 1]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: system: field 'npu-groups[0]' gives npus only, so its NPUs keep the system's own hardware and "
+        f"it changes nothing; give peak-perf, local-mem-bw or memory-capacity, or remove the group"]
+
+
+def test_an_npu_groups_memory_capacity_without_memory_tracking_is_warned_of(tmp_path, capsys):
+    # memory-capacity is checked against the memory track-local-mem measures; without it the
+    # group's capacity said nothing, however small
+    path = _grouped(tmp_path, {"npus": [0, 1], "memory-capacity": 10})
+    assert main(["run", path, "--quiet"]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"warning: {path}: system: field 'npu-groups[0].memory-capacity' changes nothing here: only a run with "
+        f"track-local-mem: 1 measures the memory it is checked against"]
