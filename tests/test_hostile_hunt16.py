@@ -310,3 +310,18 @@ def test_an_npu_groups_memory_capacity_without_memory_tracking_is_warned_of(tmp_
     assert capsys.readouterr().err.strip().splitlines() == [
         f"warning: {path}: system: field 'npu-groups[0].memory-capacity' changes nothing here: only a run with "
         f"track-local-mem: 1 measures the memory it is checked against"]
+
+
+def test_a_quoted_pipeline_layout_starting_with_a_stage_bar_is_its_flags_value(tmp_path, capsys):
+    # a layout's stages are split by |: '|Ett|ttL', quoted in a script, is the layout's value (its
+    # own check judges it), while a bare | after a modelled flag's values is the shell's pipe
+    args = f"{ARGS.replace('--num-layers 2', '--num-layers 4')} --pipeline-model-parallel-size 2"
+    path = _megatron(tmp_path, f"{args} --pipeline-model-parallel-layout '|Ett|ttL'")
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: --pipeline-model-parallel-layout '|Ett|ttL' has 3 chunks, not a multiple of "
+        f"--pipeline-model-parallel-size 2 (Megatron: the length of pipeline_model_parallel_layout must be divisible "
+        f"by pipeline_model_parallel_size)"]
+    path = _megatron(tmp_path, f"{args} --cp-comm-type p2p | tee log.txt")
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.args: '|' is a shell redirection, pipe or separator, which nothing reads here; "
+        f"remove it and what follows"]

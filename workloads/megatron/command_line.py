@@ -43,6 +43,9 @@ _SHELL_SYNTAX = (
      "remove it and what follows"),
     (re.compile(r"^[A-Za-z_]\w*="), "is a shell assignment", "give the arguments it holds alone"),
 )
+#: what a modelled value may not be: a comment, or a shell operator alone (a pipeline layout's
+#: stages are split by |, so '|Ett|ttL', quoted in the script, is one value)
+_NOT_A_VALUE = (_SHELL_SYNTAX[0], (re.compile(r"^(\d*[<>]+&?\d*|&>|\|\|?|&&|;|&)$"), *_SHELL_SYNTAX[1][1:]))
 
 
 def shell_syntax(word: str, where: str, patterns: tuple = _SHELL_SYNTAX) -> None:
@@ -236,10 +239,10 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
                 raise InputError(f"{where}: {flag} is accepted as having no effect on a step's time, but this "
                                  f"simulator does not know whether it takes values, and {values[0]!r} follows it; "
                                  f"write {flag}={values[0]} if it is its value")
-        for value in values:  # a modelled value is a number or a choice: no shell word is one
-            if flag in arity:
+        for value in values:  # a shell's word taken as a value; a modelled value is judged by its flag
+            if flag in arity:  # (a pipeline layout's stages are split by |: '|Ett|ttL' quoted is one)
                 unexpanded(value, f"{flag} {value}", where)
-            shell_syntax(value, where, _SHELL_SYNTAX if flag in arity else _SHELL_SYNTAX[:2])
+            shell_syntax(value, where, _NOT_A_VALUE if flag in arity else _SHELL_SYNTAX[:2])
         if flag in arity:
             out.modelled += [flag, *values] if not eq else [word]
         else:
