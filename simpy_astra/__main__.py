@@ -31,6 +31,12 @@ def main() -> int:
     """
     if not _installed():
         return 2
+    from simpy_astra.infra import streams
+
+    closed = streams.prepare()
+    if closed:
+        print(closed, file=sys.stderr)
+        return 2
     gc.disable()
     try:
         from simpy_astra.cli.main import main as cli_main

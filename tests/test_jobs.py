@@ -318,8 +318,9 @@ def test_workload_and_jobs_together_is_an_error(tmp_path: Path, capsys) -> None:
 
 
 @pytest.mark.parametrize("groups, expected", [
-    ([{"npus": [0, 1]}, {"npus": [1, 2]}], "npu-groups[1].npus' names NPU 1, which npu-groups[0] also names"),
-    ([{"npus": [0, 9]}], "npu-groups[0].npus' names NPU 9, but the network has NPUs 0..7"),
+    ([{"npus": [0, 1], "local-mem-bw": 50}, {"npus": [1, 2], "local-mem-bw": 50}],
+     "npu-groups[1].npus' names NPU 1, which npu-groups[0] also names"),
+    ([{"npus": [0, 9], "local-mem-bw": 50}], "npu-groups[0].npus' names NPU 9, but the network has NPUs 0..7"),
     ([{"npus": [0], "peak-prf": 3}], "npu-groups[0].peak-prf' is not an npu-groups key"),
 ])
 def test_bad_npu_groups_are_one_line_errors(tmp_path: Path, capsys, groups, expected) -> None:

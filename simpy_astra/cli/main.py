@@ -98,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # --help | head
             _silence_stdout()
             return EXIT_BROKEN_PIPE
+        except OSError as exc:
+            if not _on_stdout(exc):
+                raise
+            return _stdout_failed(exc)
         return 0 if argv else EXIT_INPUT_ERROR
     from simpy_astra.infra import files, stopping
     from simpy_astra.plugins import raised_in_users_code
@@ -105,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     files.forget_inputs()  # an output may not be one of this command's inputs
     restore_signals = stopping.install()
     try:
-        return _main(argv, debug)
+        return _flushed(_main(argv, debug))
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, wherever it landed: one line
         if stopping.requested() is None and type(exc) is KeyboardInterrupt and raised_in_users_code(exc):
             return _report(exc, debug)  # no signal came: the user's code raised it (a plugin's, say)
@@ -115,6 +119,21 @@ def main(argv: list[str] | None = None) -> int:
         return stopped.exit_code
     finally:
         restore_signals()
+
+
+def _flushed(code: int) -> int:
+    """``code``, once what is buffered for standard output is written: a device that refuses
+    it (``> /dev/full``) is told in one line here, not by the interpreter's exit (status 120)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except OSError as exc:
+        if not _on_stdout(exc):
+            raise
+        return _stdout_failed(exc)
+    return code
 
 
 def _flush_quietly() -> None:
@@ -128,6 +147,9 @@ def _main(argv: list[str], debug: bool) -> int:
     from simpy_astra.infra import stopping
 
     try:
+        from simpy_astra.infra.switches import check_switches
+
+        check_switches()
         if not argv or argv[0] in ("-h", "--help"):
             print(overview(), file=sys.stdout if argv else sys.stderr)
             return 0 if argv else EXIT_INPUT_ERROR
@@ -198,6 +220,8 @@ def _report(exc: BaseException, debug: bool) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except (Exception, KeyboardInterrupt) as exc:  # a bug, not a bad input: one line, unless asked for more
+        if _on_stdout(exc):
+            return _stdout_failed(exc)
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):
             raise
         sys.stdout.flush()
@@ -241,6 +265,25 @@ def _print_users_traceback(exc: BaseException, debug: bool) -> None:
     original = engine_original(exc)  # a misuse our code caught inside theirs: ctx.send(99, ...)
     if any(is_users_file(frame.filename) for frame in traceback.extract_tb(original.__traceback__)):
         traceback.print_exception(original, file=sys.stderr)
+
+
+def _on_stdout(exc: BaseException) -> bool:
+    """``exc`` is a failed write of standard output (:mod:`simpy_astra.infra.streams` names it)."""
+    from simpy_astra.infra.streams import STDOUT
+
+    return isinstance(exc, OSError) and exc.filename == STDOUT
+
+
+def _stdout_failed(exc: BaseException) -> int:
+    """One line for standard output that refused the answer (``> /dev/full``, a full disk),
+    rather than 'internal error OSError ... (this is a simpy-astra bug)'."""
+    from simpy_astra.infra.files import os_problem
+
+    _silence_stdout()  # what is still buffered for it must not fail again at exit
+    problem = os_problem(exc)
+    fix = "" if ";" in problem else "; send it elsewhere (> FILE)"
+    print(f"error: cannot write to standard output: {problem}{fix}", file=sys.stderr)
+    return EXIT_INPUT_ERROR
 
 
 def _silence_stdout() -> None:

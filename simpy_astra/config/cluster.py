@@ -339,15 +339,29 @@ def _preset_path(name: Any, where: str, base_dir: str) -> str:
         if name.endswith((".yaml", ".yml")) and not os.path.isfile(path):
             _unreadable_preset(name, path, where, base_dir)
         if not (name.endswith((".yaml", ".yml")) and os.path.isfile(path)):
+            hint = _nearest_presets(name)
             raise InputError(f"{where}.preset: {name!r}{non_ascii(name)} is not a preset ({', '.join(presets())}) "
-                             f"nor a YAML file")
+                             f"nor a YAML file{hint}")
     return path
+
+
+def _nearest_presets(name: str) -> str:
+    """'; did you mean ...?' naming every preset whose name holds ``name`` in any case, ``_`` for
+    ``-`` (``dgx-a100``: both A100s; ``H100``), else nothing: the closest spelling would send
+    ``dgx-h200`` to the H100, another GPU."""
+    folded = name.strip().lower().replace("_", "-")
+    near = [p for p in presets() if len(folded) >= 3 and folded in p]
+    return f"; did you mean {' or '.join(near)}?" if near else ""
 
 
 def _unreadable_preset(name: str, path: str, where: str, base_dir: str) -> None:
     """A preset file named but not there (or not a file): where it was looked for, or what it
     is, rather than 'is not a preset nor a YAML file' of a name that is plainly a YAML file's."""
     if not os.path.lexists(path):
+        stem = os.path.basename(name).rsplit(".", 1)[0]
+        if stem in presets() and os.path.dirname(name) in ("", "."):  # a preset's name with its file's suffix
+            raise InputError(f"{where}.preset: {name!r} is no file here; the preset is named {stem} (without "
+                             f".yaml; a file name is a copy of your own)")
         whence = "" if os.path.isabs(name) else f" (a relative path resolves from {files.show(os.path.abspath(base_dir))})"
         raise InputError(f"{where}.preset: {name!r} is {files.show(os.path.abspath(path))}, which does not "
                          f"exist{whence}")
@@ -369,6 +383,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         near = nearest_key(str(unknown[0]), CLUSTER_KEYS)
         hint = f"did you mean {near!r}?" if near else f"known: {', '.join(sorted(CLUSTER_KEYS))}"
         raise InputError(f"{where}: unknown key {unknown[0]!r}{non_ascii(unknown[0])}; {hint}")
+    _no_empty_choice(value, written, where)
     name = value.get("preset")
     path = _preset_path(name, where, base_dir)
     doc = read_yaml_file(path, "cluster preset")
@@ -406,6 +421,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                              f"the FP8 peak), or leave fp8_tflops out")
         _positive(source, names.get(key, key), gpu[key], integer=key == "sms", bounds=GPU_RANGES.get(key))
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
+    _no_empty_choice(preset_node, node_names, f"{path}: node")
     nvls, why_nvls, nvls_note = _nvls(value, preset_node, str(gpu["name"]), where, path)
     extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES) - {"nvls"})
     if extra:
@@ -443,6 +459,21 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                          f"{cluster.rail_gib_s():.3g} GiB/s, under the 1e-6 GiB/s a network link may have; "
                          f"raise either")
     return cluster
+
+
+#: keys whose absence is a choice of its own, and what leaving one out means
+LEFT_OUT = {"nccl_algo": "NCCL's choice of ring, tree or NVLS",
+            "nvls": "NVLS as the GPU's name implies"}
+
+
+def _no_empty_choice(mapping: dict, written: dict[str, str], where: str) -> None:
+    """Refuse ``nccl_algo:`` or ``nvls:`` written empty (YAML null): it ran as if left out,
+    while every other cluster field refuses null; a value meant and never typed is told so."""
+    for key, meaning in LEFT_OUT.items():
+        if key in mapping and mapping[key] is None:
+            values = "ring, tree or nvls" if key == "nccl_algo" else "true or false"
+            raise InputError(f"{where}.{written.get(key, key)}: is empty (null); write {values}, or leave "
+                             f"the key out for {meaning}")
 
 
 def _gpu_name(name: Any, where: str) -> None:

@@ -103,6 +103,10 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
             problem = files.rank_file_problem(prefix)  # named by one of its files
             raise InputError(f"{where}.workload: {problem}" if problem else f"{where}.workload: no ET files "
                              f"{prefix}.0.et ... (relative paths resolve from the scenario's folder)")
+        if ranks == 1:  # no network run takes one NPU (every dimension holds 2 or more), nor a job
+            raise InputError(f"{where}.workload: has 1 rank, and no run takes a 1-NPU trace: it sends nothing "
+                             f"over the network the jobs share; give it 2 or more ranks (a generator's dp, tp, pp "
+                             f"or num_npus)")
         start = job.get("start_ns", 0)
         if isinstance(start, bool) or not isinstance(start, int | float) or not math.isfinite(start) or start < 0:
             raise InputError(f"{where}.start_ns: must be a number of ns >= 0 (got {start!r})")

@@ -378,7 +378,10 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
 
     if "npu-groups" in j:
         kw["npu_groups"] = _npu_groups(src, j["npu-groups"], bool(kw.get("roofline_enabled")))
-    kw["ignored"] = tuple(_ignored_keys(src, j))
+    kw["ignored"] = tuple(_ignored_keys(src, j)) + tuple(
+        f"{src}: field 'npu-groups[{i}].memory-capacity' changes nothing here: only a run with track-local-mem: 1 "
+        f"measures the memory it is checked against" for i, group in enumerate(kw.get("npu_groups", ()))
+        if group.memory_capacity_bytes is not None and not kw.get("track_local_mem"))
     kw["implementations"], kw["custom_implementations"] = _collective_keys(src, j)
     kw["group_implementations"] = _group_implementations(src, j)
     if "per-node-custom-implementation" in j:
@@ -460,5 +463,9 @@ def _npu_groups(src: str, value: Any, roofline: bool) -> tuple[NpuGroup, ...]:
                     raise InputError.at(src, f"{key}.{k}", "must be a number > 0 when roofline-enabled is 1")
         if "memory-capacity" in item:
             cap = int(json_float(src, f"{key}.memory-capacity", item["memory-capacity"]))
+        if perf is None and bw is None and cap is None:  # ran as if the group were not there
+            raise InputError.at(src, key, "gives npus only, so its NPUs keep the system's own hardware and it "
+                                          "changes nothing; give peak-perf, local-mem-bw or memory-capacity, or "
+                                          "remove the group")
         groups.append(NpuGroup(tuple(ids), perf, bw, cap))
     return tuple(groups)

@@ -13,7 +13,6 @@ build a run).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,6 +25,7 @@ from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, s
 from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
 from simpy_astra.folding.setup import FoldSetup
+from simpy_astra.infra.switches import env_switch
 from simpy_astra.network.backends import BACKENDS
 from simpy_astra.workloads.chakra import EtError, et_path, has_rank_summary, read_et
 from simpy_astra.workloads.trace_output import MAX_TRACE_NODES
@@ -51,14 +51,8 @@ def fold_requested(fold_symmetry: bool | None) -> bool:
     """Whether symmetry folding may be used: the inputs' switch, else SIMPY_ASTRA_FOLD, else on."""
     if fold_symmetry is not None:
         return fold_symmetry
-    env = os.environ.get("SIMPY_ASTRA_FOLD", "").strip().lower()
-    if not env:
-        return FOLD_DEFAULT
-    if env in ("0", "off", "false", "no"):
-        return False
-    if env in ("1", "on", "true", "yes"):
-        return True
-    raise InputError(f"SIMPY_ASTRA_FOLD: must be 1/on or 0/off (got {env!r}); unset it for the default (on)")
+    env = env_switch("SIMPY_ASTRA_FOLD")
+    return FOLD_DEFAULT if env is None else env
 
 
 def resolve_fold(inputs: Any) -> Any:

@@ -8,7 +8,6 @@ that do not fit go on in a table below, so no figure is cut or lost and each row
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from simpy_astra.engine.statistics import COMM, GPU, NpuReport
+from simpy_astra.infra.switches import env_switch
 from simpy_astra.infra.units import bytes_to_gib
 
 
@@ -443,11 +443,9 @@ def progress_wanted(stream: TextIO | None = None) -> bool:
     or a file gets them only with SIMPY_ASTRA_PROGRESS=1 (a long batch run's log), a terminal
     none with SIMPY_ASTRA_PROGRESS=0: a piped run's stderr is its summary, not a record of
     how fast this machine was."""
-    asked = os.environ.get("SIMPY_ASTRA_PROGRESS", "").strip().lower()
-    if asked in ("0", "off", "false", "no"):
-        return False
-    if asked in ("1", "on", "true", "yes"):
-        return True
+    asked = env_switch("SIMPY_ASTRA_PROGRESS")
+    if asked is not None:
+        return asked
     try:
         return (stream or sys.stderr).isatty()
     except (AttributeError, ValueError):

@@ -52,14 +52,20 @@ def set_path(doc: dict[str, Any], dotted: str, value: Any, where: str) -> None:
         for old, new in OLD_KEYS.items():
             if last in (old, new):
                 node.pop(new if last == old else old, None)
+        if value is None:  # null on a cluster axis leaves the field out: the preset's, NCCL's choice
+            node.pop(last, None)
+            return
     node[last] = value
 
 
 def _index(items: list, part: str, parts: list[str], i: int, dotted: str, where: str) -> int:
     """``part`` as an index into the list ``'.'.join(parts[:i])``."""
     if not part.isdigit() or int(part) >= len(items):
+        named = [k for k, item in enumerate(items) if isinstance(item, dict) and item.get("name") == part]
+        hint = f"; '{part}' is the name of item {named[0]}: write '{'.'.join([*parts[:i], str(named[0]), *parts[i + 1:]])}'" \
+            if named else ""
         raise InputError(f"{where}: '{'.'.join(parts[:i])}' is a list of {len(items)}, so '{dotted}' needs "
-                         f"an index 0..{len(items) - 1} after it (got '{part}')")
+                         f"an index 0..{len(items) - 1} after it (got '{part}'){hint}")
     return int(part)
 
 
@@ -86,6 +92,10 @@ def resolve_base(raw: Any, spec_path: str, axis_paths: list[str]) -> tuple[dict[
         doc, base_dir = copy.deepcopy(raw), os.path.dirname(os.path.abspath(spec_path))
     else:
         raise InputError(f"{where}: give a scenario file path or an inline scenario mapping")
+    if isinstance(doc, dict) and "axes" in doc and "workload" not in doc and "jobs" not in doc:
+        inner = f" (such as its base, {doc['base']})" if isinstance(doc.get("base"), str) and doc["base"] != raw else ""
+        raise InputError(f"{where}: {raw if isinstance(raw, str) else 'it'} is a sweep (it has axes:), not a "
+                         f"scenario; name a scenario{inner}, and put the axes in this sweep")
     if not isinstance(doc, dict) or ("workload" not in doc and "jobs" not in doc):
         raise InputError(f"{where}: the base scenario must be a mapping with workload (or jobs), system, network")
     if isinstance(doc.get("jobs"), list):  # each job's workload and system, as above for the scenario's

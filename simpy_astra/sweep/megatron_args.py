@@ -28,6 +28,7 @@ from simpy_astra.workloads.megatron.arguments import (
     parser,
     value_problem,
 )
+from simpy_astra.workloads.megatron.command_line import SHORT_NAMES
 from simpy_astra.workloads.megatron.megatron_flags import SEVERAL_VALUES, SWITCHES
 
 PREFIX = "workload.args."
@@ -51,18 +52,11 @@ def canonical_path(dotted: str) -> str:
     return PREFIX + (action.option_strings[0] if action is not None else flag_of(dotted))[2:]
 
 
-#: what a Megatron user calls these flags: a plain axis on one (under any of its names) is
-#: called so in expressions and in every line that names a point (``tp=4 pp=2 vp=off``),
-#: unless its ``as:`` names it; its flag's own name (``tensor_model_parallel_size``) stays a name
-SHORT_NAMES = {"tensor-model-parallel-size": "tp", "pipeline-model-parallel-size": "pp",
-               "virtual-pipeline-model-parallel-size": "vp", "context-parallel-size": "cp",
-               "expert-model-parallel-size": "ep", "expert-tensor-parallel-size": "etp",
-               "micro-batch-size": "mb", "global-batch-size": "gb", "sequence-parallel": "sp",
-               "recompute-granularity": "recompute", "use-distributed-optimizer": "dist_opt"}
-
-
 def short_name(dotted: str) -> str | None:
-    """The short name of ``dotted``'s Megatron flag (:data:`SHORT_NAMES`), else None."""
+    """The short name of ``dotted``'s Megatron flag (:data:`SHORT_NAMES`, what a Megatron user
+    calls it), else None: a plain axis on one (under any of its names) is called so in
+    expressions and in every line that names a point (``tp=4 pp=2 vp=off``), unless its ``as:``
+    names it; its flag's own name (``tensor_model_parallel_size``) stays a name."""
     return SHORT_NAMES.get(canonical_path(dotted)[len(PREFIX):]) if is_args_path(dotted) else None
 
 
@@ -137,7 +131,8 @@ def check_flag(dotted: str, where: str) -> None:
     if flag in NOT_MODELLED:  # a Megatron-LM argument, refused by name: every point would fail on it
         raise InputError(f"{where}: '{dotted}': {flag} is not modelled ({NOT_MODELLED[flag]}); leave it out")
     if not _known(flag):
-        near = nearest_key(flag[2:], [s[2:] for s in modelled_actions()])
+        full = next((name for name, short in SHORT_NAMES.items() if short == flag[2:].replace("-", "_")), None)
+        near = full or nearest_key(flag[2:], [s[2:] for s in modelled_actions()])
         hint = f"; did you mean '{PREFIX}{near}'?" if near else " (simpy-astra generate megatron --help lists them)"
         raise InputError(f"{where}: '{dotted}': {flag} is not a Megatron-LM argument this simulator reads{hint}")
 

@@ -475,6 +475,10 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if "axes" not in doc and "base" not in doc and "workload" in doc:  # a scenario given to sweep
         raise InputError(f"{path}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {path}) "
                          f"with axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {path}")
+    for key in doc:  # "did you mean 'minimise'?" of maximise: mfu crowned the worst point
+        if isinstance(key, str) and re.fullmatch(r"max(im[iu]m|imi[sz]e)?", key.lower()) and "minimise" not in doc:
+            raise InputError(f"{path}: field '{key}' is not a sweep field; a sweep minimises: to maximise "
+                             f"{doc[key]}, write minimise: -({doc[key]})")
     refuse_unknown_keys(path, doc, SPEC_KEYS, "sweep")
     refuse_label_values(path, doc, "sweep")  # a list's text was its name
     warnings: list[str] = []

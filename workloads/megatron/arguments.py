@@ -334,7 +334,7 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     module_rules.check(known, gpus, reading.others, where)
     job = _job(known, gpus, where, " ".join(tokens))
     named = changed(p.options, reading.modelled, known)
-    job = replace(job, warnings=(*command_line.given_twice(reading.modelled, p.options, where),
+    job = replace(job, warnings=(*command_line.given_twice(reading.modelled, p.options, where), *reading.others_twice,
                                  *notes(known, gpus, reading.others, where, job.transformer_engine, named)))
     bounds.check_job(job, where)
     return job

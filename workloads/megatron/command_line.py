@@ -32,6 +32,40 @@ _DASHES = {"\u2010": "hyphen", "\u2011": "non-breaking hyphen", "\u2012": "figur
            "\u2013": "en dash", "\u2014": "em dash", "\u2015": "horizontal bar", "\u2212": "minus sign",
            "\ufe63": "small hyphen-minus", "\uff0d": "full-width hyphen-minus"}
 _NUMBER = re.compile(r"^-\d+(\.\d*)?([eE][-+]?\d+)?$|^-\.\d+")
+#: what a shell would have expanded: $NAME, ${NAME}, $(command), $((arithmetic))
+_SHELL_EXPANSION = re.compile(r"\$(?:[A-Za-z_]|\{|\()")
+
+
+#: a shell's own syntax in a launch script's line, read here as a word: (pattern, what it is, fix)
+_SHELL_SYNTAX = (
+    (re.compile(r"^#"), "starts a shell comment", "remove it to the line's end"),
+    (re.compile(r"^(\d*[<>]|&>|\||&&|;|&$)"), "is a shell redirection, pipe or separator",
+     "remove it and what follows"),
+    (re.compile(r"^[A-Za-z_]\w*="), "is a shell assignment", "give the arguments it holds alone"),
+)
+#: what a modelled value may not be: a comment, or a shell operator alone (a pipeline layout's
+#: stages are split by |, so '|Ett|ttL', quoted in the script, is one value)
+_NOT_A_VALUE = (_SHELL_SYNTAX[0], (re.compile(r"^(\d*[<>]+&?\d*|&>|\|\|?|&&|;|&)$"), *_SHELL_SYNTAX[1][1:]))
+
+
+def shell_syntax(word: str, where: str, patterns: tuple = _SHELL_SYNTAX) -> None:
+    """Refuse a word that is a shell's syntax in a pasted launch script (``# comment``,
+    ``2>&1 | tee log``, ``GPT_ARGS="..."``): it was told only that it follows a flag that
+    takes one value, as if it were a value given twice; after a flag of paths it was taken as
+    a path, and a flag in the comment read as given."""
+    for pattern, what, fix in patterns:
+        if pattern.match(word):
+            raise InputError(f"{where}: {_shown(word)} {what}, which nothing reads here; {fix}")
+
+
+def unexpanded(word: str, what: str | None, where: str) -> None:
+    """Refuse ``word`` holding a shell's ``$VAR`` left from a launch script (``what``: the flag
+    and value it was given as, None for a word in place of arguments): it was told only
+    'invalid int value', or 'follows --vocab-size, which takes one value'."""
+    if _SHELL_EXPANSION.search(word):
+        head, fix = (f"{what}: ", "value") if what else ("", "arguments")
+        raise InputError(f"{where}: {head}{word!r} is left for a shell to expand, and nothing expands "
+                         f"it here; write the {fix} it stands for")
 
 
 @dataclass
@@ -41,6 +75,8 @@ class Reading:
 
     modelled: list[str] = field(default_factory=list)
     others: dict[str, list[str]] = field(default_factory=dict)
+    #: a warning for each of ``others`` given again with other values (:func:`twice`)
+    others_twice: list[str] = field(default_factory=list)
 
 
 #: the most words and characters a command line may have: Megatron-LM's own launch scripts
@@ -129,8 +165,22 @@ def known_flags(modelled: Iterable[str], accepted: Iterable[str]) -> list[str]:
     return sorted({*modelled, *accepted, *SWITCHES, *ONE_VALUE, *SEVERAL_VALUES})
 
 
+#: the short names Megatron users write for its flags (a sweep's expressions name them so too)
+SHORT_NAMES = {"tensor-model-parallel-size": "tp", "pipeline-model-parallel-size": "pp",
+               "virtual-pipeline-model-parallel-size": "vp", "context-parallel-size": "cp",
+               "expert-model-parallel-size": "ep", "expert-tensor-parallel-size": "etp",
+               "micro-batch-size": "mb", "global-batch-size": "gb", "sequence-parallel": "sp",
+               "recompute-granularity": "recompute", "use-distributed-optimizer": "dist_opt"}
+
+
 def suggestion(flag: str, known: list[str]) -> str:
-    near = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+    """'; did you mean --FLAG?' for a misspelt flag: its spelling in lower case with - for _
+    (``--TENSOR_MODEL_PARALLEL_SIZE``), a short name (``--tp``: no flag, in any release), else
+    the closest spelling."""
+    folded = "--" + flag.lstrip("-").lower().replace("_", "-")
+    by_short = {short.replace("_", "-"): f"--{name}" for name, short in SHORT_NAMES.items()}
+    near = ([folded] if folded in known else [by_short[folded[2:]]] if folded[2:] in by_short else
+            difflib.get_close_matches(flag, known, n=1, cutoff=0.75))
     return non_ascii(flag) + (f"; did you mean {near[0]}?" if near else "")
 
 
@@ -152,6 +202,8 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
         if bad:
             raise InputError(f"{where}: {bad}")
         if not word.startswith("--"):
+            unexpanded(word, None, where)
+            shell_syntax(word, where)
             raise InputError(f"{where}: {_stray(tokens, i, arity)} (Megatron's argparse: unrecognized "
                              f"arguments: {word})")
         flag, eq, value = word.partition("=")
@@ -187,9 +239,15 @@ def read(tokens: list[str], modelled: Iterable[argparse.Action], accepted: Calla
                 raise InputError(f"{where}: {flag} is accepted as having no effect on a step's time, but this "
                                  f"simulator does not know whether it takes values, and {values[0]!r} follows it; "
                                  f"write {flag}={values[0]} if it is its value")
+        for value in values:  # a shell's word taken as a value; a modelled value is judged by its flag
+            if flag in arity:  # (a pipeline layout's stages are split by |: '|Ett|ttL' quoted is one)
+                unexpanded(value, f"{flag} {value}", where)
+            shell_syntax(value, where, _NOT_A_VALUE if flag in arity else _SHELL_SYNTAX[:2])
         if flag in arity:
             out.modelled += [flag, *values] if not eq else [word]
         else:
+            if out.others.get(flag, values) != values:  # argparse keeps the later, timing or not
+                out.others_twice.append(twice(where, flag, out.others[flag], values, "which changes no step's time"))
             out.others[flag] = values
     return out
 
@@ -233,11 +291,16 @@ def given_twice(tokens: list[str], options: Iterable[argparse.Action], where: st
             i += 1
         earlier = seen.get(action.dest)
         if earlier is not None and earlier != values:
-            out.append(f"{where}: {name} is given twice, {' '.join(earlier)} then {' '.join(values)}: Megatron-LM's "
-                       f"argparse keeps the later ({' '.join(values)}), as this step does; remove the one you do "
-                       f"not mean")
+            out.append(twice(where, name, earlier, values, "as this step does"))
         seen[action.dest] = values
     return out
+
+
+def twice(where: str, flag: str, earlier: list[str], later: list[str], effect: str) -> str:
+    """The warning for ``flag`` given twice with other values: which one Megatron-LM keeps."""
+    first, then = " ".join(earlier) or "no value", " ".join(later) or "no value"
+    return (f"{where}: {flag} is given twice, {first} then {then}: Megatron-LM's argparse keeps the later "
+            f"({then}), {effect}; remove the one you do not mean")
 
 
 def one_name_each(tokens: list[str], where: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simpy_astra.errors import InputError
+from simpy_astra.workloads.megatron import command_line
 
 #: arguments that cannot change a training step's time (in :data:`NO_TIMING_EFFECT`): today's
 #: config-generated ones, then older releases' logging, tokenizer, data, learning-rate and
@@ -230,18 +231,31 @@ def number(text: str, flag: str, kind: Callable[[str], int | float], where: str)
     try:
         return kind(text)
     except ValueError:
+        command_line.unexpanded(text, f"{flag} {text}", where)
         raise InputError(f"{where}: argument {flag}: invalid {kind.__name__} value: {text!r}") from None
+
+
+#: a value of an accepted argument that does change a step's time, and what it is: the rest of
+#: the argument's values do not (``--distributed-backend gloo`` ran timed as NCCL's collectives)
+TIMED_VALUES = {("--distributed-backend", "gloo"): "gloo's collectives, staged through the hosts; this simulator "
+                                                    "times NCCL's, the default nccl"}
 
 
 def check_values(others: dict[str, list[str]], where: str) -> None:
     """Refuse a value of an accepted, unpriced argument (``others``: flag -> its values) that
-    Megatron's argparse refuses: not of the argument's type, or outside its :data:`CHOICES`."""
+    Megatron's argparse refuses: not of the argument's type, or outside its :data:`CHOICES`;
+    or one that would change the step's time (:data:`TIMED_VALUES`)."""
     for flag, values in others.items():
+        for text in values[-1:]:  # argparse keeps the later
+            if (flag, text) in TIMED_VALUES:
+                raise InputError(f"{where}: {flag} {text} is not modelled ({TIMED_VALUES[flag, text]}); remove it "
+                                 f"(see simpy-astra generate megatron --help)")
         if flag not in CHOICES and flag not in _NUMBERS:
             continue
         kind, choices = CHOICES.get(flag) or (_NUMBERS[flag], None)
         for text in values:
             value = number(text, flag, kind, where)
             if choices is not None and value not in choices:
+                command_line.unexpanded(text, f"{flag} {text}", where)
                 raise InputError(f"{where}: argument {flag}: invalid choice {text!r} (Megatron-LM takes "
                                  f"{', '.join(map(str, choices))})")

@@ -161,7 +161,7 @@ def config_from_params(params: dict[str, Any], where: str = "transformer") -> Tr
     cfg = TransformerConfig(**values)
     if cfg.micro_batch == -1:
         cfg = replace(cfg, micro_batch=cfg.batch)
-    check_config(cfg, where)
+    check_config(cfg, where, {name for name, value in params.items() if value is not None} | set(PRESETS.get(preset, {})))
     _refuse_unread(cfg, params, where)
     return cfg
 
@@ -195,14 +195,22 @@ def unread_notes(params: dict[str, Any], where: str = "workload: generate: trans
 NODES_PER_LAYER_PASS = 80
 
 
-def check_config(cfg: TransformerConfig, where: str) -> None:
+def _default_note(field: str, given: set[str] | None) -> str:
+    """'; it is the default, not given: set it', when ``field`` was left at its default."""
+    return "" if given is None or field in given else f"; {field} is its default here, not given: set {field}"
+
+
+def check_config(cfg: TransformerConfig, where: str, given: set[str] | None = None) -> None:
+    """Refuse a layout or shape the generator cannot build; ``given``: the knobs the user (or
+    a preset) set, so that a default blamed is called one (``model: llama, head: 4`` was told
+    "'kvhead' (8) must divide head (4)" of a kvhead it never wrote)."""
     def bad(field: str, why: str) -> InputError:
-        return InputError(f"{where}: '{field}' {why}")
+        return InputError(f"{where}: '{field}' {why}{_default_note(field, given)}")
 
     def layout(field: str, why: str, rule: str) -> InvalidConfigurationError:
         """A parallel layout the model cannot be split by (STAGE refuses it, as Megatron-LM does
         its like): a point of a sweep's design space that is invalid, not a failed run."""
-        return InvalidConfigurationError(f"{where}: '{field}' {why}", rule)
+        return InvalidConfigurationError(f"{where}: '{field}' {why}{_default_note(field, given)}", rule)
 
     for name in ("dp", "tp", "pp", "sp", "ep", "dvocal", "dmodel", "dff", "head", "kvhead", "seq",
                  "batch", "micro_batch", "num_stacks", "experts", "kexperts"):
