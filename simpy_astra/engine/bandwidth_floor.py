@@ -253,7 +253,7 @@ def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, .
                  ALL_GATHER: (n - k) * size_bytes, ALL_TO_ALL: k * (n - k) / n * size_bytes}.get(kind, 0.0)
     first = sorted(nodes)
     if through_spine:  # the ring's hops, the last back to the first node
-        rate_gbps = min(rails.rail_gbps_between(a, b) for a, b in zip(first, first[1:] + first[:1], strict=True))
+        rate_gbps = rails.rail_gbps * rails.ring_share(first)
     else:
         rate_gbps = max(rails.rail_gbps_between(first[0], b) for b in first[1:])  # errs low
     nics = len({x % per_node for x in members})

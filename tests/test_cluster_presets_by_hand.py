@@ -1,0 +1,152 @@
+"""Issue 47's audit, round 2: the presets and fabrics round 1 left out (dgx-a100-40gb from one
+node to 32, a user's own preset file with 4 GPUs a node, the NIC rate and the spine
+overridden), each figure derived here by hand from the preset file and NCCL's published
+constants (tuning.cc), never from the code's formulas."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from simpy_astra.simulation import Simulation
+from tests.test_cluster_placement import GIB, PRESETS, _node
+
+A100_40 = "dgx-a100-40gb"
+
+
+@pytest.fixture(autouse=True)
+def _quiet(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+
+
+def _sim(tmp_path, body: dict) -> Simulation:
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(body))
+    return Simulation.from_scenario(str(path))
+
+
+def _run_ns(tmp_path, body: dict) -> int:
+    return max(r.finished_cycles for r in _sim(tmp_path, body).run())
+
+
+def _pair_ns(node: dict, src: int, dst: int, size: int, gbit_s: float | None = None) -> float:
+    """latency + size / rate on the route: NVSwitch in a node, the rail across (PXN's NVSwitch
+    too when the rails differ), a rail being one NIC's share of the node at NCCL's efficiency."""
+    per = node["gpus"]
+    if src // per == dst // per:
+        return 2 * node["nvlink_latency_ns"] + size / (node["nvlink_gib_s"] * GIB / 1e9)
+    rail = (gbit_s or node["inter_node_gbps"]) / 8 / per * node["inter_node_efficiency"]  # bytes/ns
+    pxn = 2 * node["nvlink_latency_ns"] if src % per != dst % per else 0.0
+    return 2 * node["inter_node_latency_ns"] + pxn + size / rail
+
+
+def _microbench(kind: str, size: int, cluster: dict, **pair) -> dict:
+    return {"workload": {"generate": "microbench", "collective": kind, "size": size, **pair}, "cluster": cluster}
+
+
+@pytest.mark.parametrize("nodes,every", [(1, True), (2, True), (4, False), (8, False), (32, False)])
+def test_a100_40gb_pairs_cost_their_route(tmp_path, nodes, every):
+    """Every ordered pair on one and two nodes, and on 4, 8 and 32 a sample of each kind (same
+    node, same rail, other rail, nodes 20 apart under other leaves of a 1:1 spine): 1 GiB
+    within 1% and 1 KiB within a nanosecond. By hand: NVLink 215.822 GiB/s = 231.7 GB/s and
+    2 x 6,464.47 ns; a rail 1,600 / 64 x 0.94 = 23.5 GB/s and 2 x 5,000 ns."""
+    node = _node(A100_40)
+    gpus = 8 * nodes
+    net = _sim(tmp_path, _microbench("send_recv", GIB, {"preset": A100_40, "gpus": gpus}, src=0, dst=1)).network
+    pairs = [(s, d) for s in range(gpus) for d in range(gpus) if s != d] if every else \
+        [(0, 1), (7, 0), (0, 8), (4, 8), (3, 14), (gpus - 1, 0), (gpus - 2, 5), (9, gpus - 7)]
+    if nodes == 32:
+        pairs += [(0, 8 * 25), (8 * 19 + 3, 8 * 20 + 3), (8 * 31 + 6, 1)]
+    for src, dst in pairs:
+        assert net.delay_ns(src, dst, GIB) == pytest.approx(_pair_ns(node, src, dst, GIB), rel=0.01)
+        assert net.delay_ns(src, dst, 1024) == pytest.approx(_pair_ns(node, src, dst, 1024), abs=1)
+    assert _pair_ns(node, 4, 8, GIB) == pytest.approx(45_714_070, abs=1)  # the by-hand rule itself
+    if nodes in (2, 8):  # and the run itself, a send and its receive
+        for src, dst in pairs[:2] + pairs[-2:]:
+            took = _run_ns(tmp_path, _microbench("send_recv", 2**26, {"preset": A100_40, "gpus": gpus},
+                                                 src=src, dst=dst))
+            assert took == pytest.approx(_pair_ns(node, src, dst, 2**26), rel=0.01)
+
+
+def _own_preset(tmp_path) -> str:
+    """A copy of dgx-a100-40gb for a machine of its own: 4 GPUs a node, NVLink 100 GiB/s and
+    3,000 ns, 800 Gb/s of NICs a node at 0.9, 4,000 ns a switch link."""
+    with open(os.path.join(PRESETS, f"{A100_40}.yaml")) as f:
+        text = f.read()
+    for old, new in (("gpus: 8", "gpus: 4"), ("nvlink_gib_s: 215.822", "nvlink_gib_s: 100"),
+                     ("nvlink_latency_ns: 6464.47", "nvlink_latency_ns: 3000"),
+                     ("inter_node_gbps: 1600", "inter_node_gbps: 800"),
+                     ("inter_node_efficiency: 0.94", "inter_node_efficiency: 0.9"),
+                     ("inter_node_latency_ns: 5000", "inter_node_latency_ns: 4000")):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    (tmp_path / "mine.yaml").write_text(text)
+    return "./mine.yaml"
+
+
+def test_a_users_preset_file_prices_pairs_and_groups_from_its_own_numbers(tmp_path):
+    """16 GPUs of the copy: 4 nodes of 4. Pairs: in a node 2 x 3,000 + S / 107.4 GB/s; across,
+    a rail of 800 / 8 / 4 x 0.9 = 22.5 GB/s (PXN: + 2 x 3,000 ns between rails). The forced
+    all-reduces of 1 GiB (NCCL's Simple constants; the copy keeps the A100 fits: latency x 1.6087,
+    19.93 us a call, the ring's share 1.0116):
+    ring: 1.4 x (8.4 + (30 - 6) x 3.4 + 6 x 14) us, bandwidth 30/16 of the buffer over
+    min(107.4, 4 NICs x 22.5 = 90) x 1.0116 GB/s; tree: 8.4 + 2 (3 x 4.0 + 2 x 14) us,
+    0.46 x min(107.4, 4 x 22.5 once: past two nodes a node is interior) GB/s."""
+    node = {"gpus": 4, "nvlink_gib_s": 100, "nvlink_latency_ns": 3000, "inter_node_gbps": 800,
+            "inter_node_efficiency": 0.9, "inter_node_latency_ns": 4000}
+    cluster = {"preset": _own_preset(tmp_path), "gpus": 16}
+    net = _sim(tmp_path, _microbench("send_recv", GIB, cluster, src=0, dst=1)).network
+    for src in range(16):
+        for dst in range(16):
+            if src != dst:
+                assert net.delay_ns(src, dst, GIB) == pytest.approx(_pair_ns(node, src, dst, GIB), rel=0.01)
+    assert _run_ns(tmp_path, _microbench("send_recv", GIB, cluster, src=1, dst=4)) == pytest.approx(
+        14_000 + GIB / 22.5, rel=0.01)
+    ring_us = 19.93 + 1.4 * (8.4 + 24 * 3.4 + 6 * 14) * 1.6087 + GIB * 30 / 16 / (90 * 1.0116 * 1e3)
+    tree_us = 19.93 + (8.4 + 2 * (3 * 4.0 + 2 * 14)) * 1.6087 + GIB / (0.46 * 90 * 1e3)
+    for algo, by_hand_us in (("ring", ring_us), ("tree", tree_us)):
+        took = _run_ns(tmp_path, _microbench("all_reduce", GIB, {**cluster, "nccl_algo": algo}))
+        assert took == pytest.approx(1000 * by_hand_us, rel=0.005), algo
+
+
+@pytest.mark.parametrize("gbit_s", [800, 3200])
+def test_inter_node_override_sets_the_rails(tmp_path, gbit_s):
+    """cluster.inter_node_gbit_s on dgx-a100-40gb, 2 nodes: a rail is gbit_s / 64 x 0.94 GB/s
+    (11.75 and 47), for a pair across nodes and for the forced ring's NICs (8 of them: 94 and
+    376 GB/s, the ring's bandwidth min(NVLink 231.7, that) x 1.0116)."""
+    node = _node(A100_40)
+    cluster = {"preset": A100_40, "gpus": 16, "inter_node_gbit_s": gbit_s}
+    for src, dst in ((0, 8), (4, 9)):
+        took = _run_ns(tmp_path, _microbench("send_recv", GIB, cluster, src=src, dst=dst))
+        assert took == pytest.approx(_pair_ns(node, src, dst, GIB, gbit_s), rel=0.01)
+    nvlink = node["nvlink_gib_s"] * GIB / 1e9
+    ring_gb_s = min(nvlink, 8 * gbit_s / 64 * 0.94) * 1.0116
+    by_hand_us = 19.93 + 1.4 * (8.4 + (30 - 2) * 3.4 + 2 * 14) * 1.6087 + GIB * 30 / 16 / (ring_gb_s * 1e3)
+    took = _run_ns(tmp_path, _microbench("all_reduce", GIB, {**cluster, "nccl_algo": "ring"}))
+    assert took == pytest.approx(1000 * by_hand_us, rel=0.005)
+
+
+@pytest.mark.parametrize("algo", ["ring", "tree"])
+@pytest.mark.parametrize("leaf,ratio", [(1, 2), (2, 2), (1, 4), (4, 2)])
+def test_groups_across_leaves_slow_by_the_spines_ratio(tmp_path, algo, leaf, ratio):
+    """1 GiB all-reduce on four H100 nodes (32 GPUs), nodes_per_leaf 1 or 2 (several leaves:
+    NCCL's ring and tree, built over the nodes in rank order, cross the spine) or 4 (one leaf:
+    no spine). By hand, NCCL's Simple constants x the preset's 3.1671 plus its 3.675 us a call,
+    and the NICs at 47 GB/s / ratio across leaves (docs/megatron.md: 'runs at that share'):
+    ring 1.4 x (8.4 + 56 x 3.4 + 6 x 14) us + 62/32 x 1 GiB / min(397.3, 8 NICs);
+    tree 8.4 + 2 (7 x 4.0 + 2 x 14) us + 1 GiB / (0.46 x min(397.3, 8 NICs once)).
+    Every such all-reduce had run at the NICs' full rate and been held only at its NIC floor
+    (1.5 x 1 GiB / 8 NICs): 8.57 ms at 2:1 for both, 1.26x and 1.30x the 1:1 times, not 2x."""
+    node = _node("dgx-h100")
+    nics = 8 * node["inter_node_gbps"] / 64 * node["inter_node_efficiency"] / (ratio if leaf < 4 else 1)
+    nvlink = node["nvlink_gib_s"] * GIB / 1e9
+    if algo == "ring":
+        by_hand_us = 1.4 * (8.4 + 56 * 3.4 + 6 * 14) * 3.1671 + GIB * 62 / 32 / (min(nvlink, nics) * 1e3)
+    else:
+        by_hand_us = (8.4 + 2 * (7 * 4.0 + 2 * 14)) * 3.1671 + GIB / (0.46 * min(nvlink, nics) * 1e3)
+    took = _run_ns(tmp_path, _microbench("all_reduce", GIB, {"preset": "dgx-h100", "gpus": 32, "nccl_algo": algo,
+                                                            "nodes_per_leaf": leaf, "oversubscription": ratio}))
+    assert took == pytest.approx(1000 * (3.675 + by_hand_us), rel=0.005)
