@@ -150,3 +150,32 @@ def test_groups_across_leaves_slow_by_the_spines_ratio(tmp_path, algo, leaf, rat
     took = _run_ns(tmp_path, _microbench("all_reduce", GIB, {"preset": "dgx-h100", "gpus": 32, "nccl_algo": algo,
                                                             "nodes_per_leaf": leaf, "oversubscription": ratio}))
     assert took == pytest.approx(1000 * (3.675 + by_hand_us), rel=0.005)
+
+
+def test_a_group_uneven_over_its_nodes_runs_at_its_thinnest_nodes_nics(tmp_path):
+    """TP 3 on three A100 nodes (24 GPUs, --DDP-impl local): each data-parallel group, ranks
+    3 apart ({0, 3, ..., 21}), has 3, 3 and 2 members on its nodes, so the third node's
+    share of any ring or tree leaves through 2 NICs. By hand the ring moves 2 (8 - 1) / 8 of
+    the gradients (at least 8 layers' 12 h^2 / 3 in fp16) through them: 1.75 x 604 MB /
+    (2 x 23.5 GB/s) = 22.5 ms, and NCCL's tree at best half that. The group had been
+    priced with 8 NICs, one for each rail any member used (the step's comm.dp 6.9 ms, now 26.8)."""
+    import subprocess
+    import sys
+
+    from tests.test_cluster_placement import ROOT
+
+    h = 3072
+    grads = 2 * 8 * 12 * h * h / 3
+    rail = 1600 / 64 * 0.94  # GB/s = bytes/ns
+    floor = 2 * 7 / 8 * grads / (2 * rail) / 2  # the tree's half: NCCL may choose it
+    assert floor / 1e6 == pytest.approx(11.25, rel=0.01)
+    args = (f"--num-layers 8 --hidden-size {h} --num-attention-heads 24 --seq-length 2048 "
+            "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 16 --fp16 --DDP-impl local "
+            "--vocab-size 51201 --tensor-model-parallel-size 3")
+    path = tmp_path / "u.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron", "args": args},
+                                "cluster": {"preset": A100_40, "gpus": 24}}))
+    out = tmp_path / "u.json"
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--json-out", str(out), "--quiet"],
+                   check=True, capture_output=True, cwd=ROOT)
+    assert json.loads(out.read_text())["npus"]["0"]["breakdown_ns"]["comm.dp"] >= floor

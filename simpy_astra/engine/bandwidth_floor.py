@@ -256,7 +256,7 @@ def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, .
         rate_gbps = rails.rail_gbps * rails.ring_share(first)
     else:
         rate_gbps = max(rails.rail_gbps_between(first[0], b) for b in first[1:])  # errs low
-    nics = len({x % per_node for x in members})
+    nics = rails.nics_in_use(members)
     return int(out_bytes / (nics * network_gbps_to_bytes_per_ns(rate_gbps)))
 
 

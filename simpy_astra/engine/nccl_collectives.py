@@ -67,9 +67,8 @@ class NcclAllReduce:
         return members
 
     def shape(self, members: tuple[int, ...]) -> Shape:
-        per_node = self.rails.gpus_per_node
-        nodes = len({m // per_node for m in members})
-        return Shape(len(members), nodes, len({m % per_node for m in members}))
+        nodes = len({m // self.rails.gpus_per_node for m in members})
+        return Shape(len(members), nodes, self.rails.nics_in_use(members))
 
     def algorithm(self, shape: Shape, size_bytes: int) -> str:
         """NCCL's choice, or the forced one where NCCL can run it (``NCCL_ALGO=NVLS`` on a group

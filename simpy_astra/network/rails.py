@@ -61,6 +61,15 @@ class Rails:
             return self.rail_gbps
         return self.rail_gbps / self.oversubscription
 
+    def nics_in_use(self, members: tuple[int, ...] | list[int]) -> int:
+        """The NICs a group's traffic between nodes has at each node: the fewest rails its
+        members use on any one of its nodes (every node's share of a ring or tree leaves
+        through its own members' NICs, so the node with fewest sets the pace)."""
+        rails: dict[int, set[int]] = {}
+        for m in members:
+            rails.setdefault(m // self.gpus_per_node, set()).add(m % self.gpus_per_node)
+        return min(len(r) for r in rails.values())
+
     def ring_share(self, nodes: list[int]) -> float:
         """The share of a rail's rate left to a ring over ``nodes`` (sorted, the last back to
         the first: NCCL builds its rings and trees over the nodes in rank order, blind to the
