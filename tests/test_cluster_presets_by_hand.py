@@ -179,3 +179,34 @@ def test_a_group_uneven_over_its_nodes_runs_at_its_thinnest_nodes_nics(tmp_path)
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--json-out", str(out), "--quiet"],
                    check=True, capture_output=True, cwd=ROOT)
     assert json.loads(out.read_text())["npus"]["0"]["breakdown_ns"]["comm.dp"] >= floor
+
+
+def test_experts_of_tp_1_under_tp_4_exchange_tokens_over_nvlink(tmp_path):
+    """TP 4, EP 8 with --expert-tensor-parallel-size 1 on eight H100 nodes: Megatron's ep
+    groups are 8 consecutive ranks, one node (tests/test_megatron_rank_groups.py). Each GPU's
+    all-to-all buffer is its s / tp = 1,024 tokens x top-2 x h 4,096 in bf16 = 16 MiB, an
+    eighth to each peer, sent one peer after another over the NVSwitch: 7 x (2 x 2,752 ns +
+    2 MiB / 397.3 GB/s) = 75,480 ns. The groups had been {0, 4, ..., 28}, on four nodes, their
+    peers on other nodes reached at the NICs' 47 GB/s."""
+    import csv
+    import subprocess
+    import sys
+
+    from tests.test_cluster_placement import ROOT
+
+    node = _node("dgx-h100")
+    piece = 1024 * 2 * 4096 * 2 // 8
+    by_hand = 7 * (2 * node["nvlink_latency_ns"] + piece / (node["nvlink_gib_s"] * GIB / 1e9))
+    assert by_hand == pytest.approx(75_480, abs=1)
+    args = ("--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings "
+            "4096 --micro-batch-size 1 --global-batch-size 16 --bf16 --vocab-size 51200 --tensor-model-parallel-size 4 "
+            "--num-experts 8 --expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --moe-router-topk 2 "
+            "--moe-token-dispatcher-type alltoall --disable-bias-linear --sequence-parallel")
+    path = tmp_path / "e.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron", "args": args},
+                                "cluster": {"preset": "dgx-h100", "gpus": 64}}))
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--csv-out", str(tmp_path / "csv"),
+                    "--quiet"], check=True, capture_output=True, cwd=ROOT)
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        times = [int(r["duration_ns"]) for r in csv.DictReader(f) if r["name"].endswith("alltoall")]
+    assert times and all(t == pytest.approx(by_hand, rel=0.01) for t in times)
