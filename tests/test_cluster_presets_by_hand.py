@@ -210,3 +210,19 @@ def test_experts_of_tp_1_under_tp_4_exchange_tokens_over_nvlink(tmp_path):
     with open(tmp_path / "csv" / "nodes.csv") as f:
         times = [int(r["duration_ns"]) for r in csv.DictReader(f) if r["name"].endswith("alltoall")]
     assert times and all(t == pytest.approx(by_hand, rel=0.01) for t in times)
+
+
+def test_the_nic_floor_of_a_group_uneven_over_its_nodes_is_its_thinnest_nodes():
+    """{0, 3, ..., 21} on three A100 nodes: 3, 3 and 2 members. All-reduce of 1 GB: every
+    node sends 2 (3 - 1) / 3 of it, the third through 2 NICs of 23.5 GB/s: 28.37 ms.
+    All-gather of 1 GB pieces: the third node takes in the other 6 pieces through its 2
+    NICs (3 GB each), the others 5 through 3 (1.67 GB each): 127.7 ms. Such a group had no
+    floor at all (0: the bound check said nothing of it)."""
+    from simpy_astra.config.cluster import load_cluster
+    from simpy_astra.engine.bandwidth_floor import nic_floor_ns
+
+    rails = load_cluster({"preset": A100_40, "gpus": 24}, "c").rails()
+    group = tuple(range(0, 24, 3))
+    rail = 1600 / 64 * 0.94  # bytes/ns
+    assert nic_floor_ns(rails, "all_reduce", 10**9, group) == pytest.approx(4 / 3 * 1e9 / (2 * rail), rel=1e-6)
+    assert nic_floor_ns(rails, "all_gather", 10**9, group) == pytest.approx(6e9 / (2 * rail), rel=1e-6)
