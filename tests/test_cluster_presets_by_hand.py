@@ -226,3 +226,27 @@ def test_the_nic_floor_of_a_group_uneven_over_its_nodes_is_its_thinnest_nodes():
     rail = 1600 / 64 * 0.94  # bytes/ns
     assert nic_floor_ns(rails, "all_reduce", 10**9, group) == pytest.approx(4 / 3 * 1e9 / (2 * rail), rel=1e-6)
     assert nic_floor_ns(rails, "all_gather", 10**9, group) == pytest.approx(6e9 / (2 * rail), rel=1e-6)
+
+
+@pytest.mark.parametrize("src,dst", [(1, 2), (0, 8), (4, 8), (3, 14)])
+@pytest.mark.parametrize("backend", ["packet", "congestion_aware"])
+def test_message_backends_on_a100_40gb_pay_what_the_docs_say(tmp_path, backend, src, dst):
+    """64 MiB alone on two dgx-a100-40gb nodes. packet pipelines its packets: the route's
+    latencies + size / its slowest link, as the analytical model (within 1%);
+    congestion_aware stores and forwards whole messages at each switch (ASTRA-sim's): each
+    link's latency and the bytes once per link, NVLink's twice in a node (2 x 289.6 us),
+    NVLink's twice and the rail's twice across rails (docs/megatron.md)."""
+    node = _node(A100_40)
+    size = 2**26
+    nvlink_ns = size / (node["nvlink_gib_s"] * GIB / 1e9)
+    rail_ns = size / (node["inter_node_gbps"] / 64 * node["inter_node_efficiency"])
+    if backend == "packet":
+        by_hand = _pair_ns(node, src, dst, size)
+    else:
+        nvlink_hops = 2 if src // 8 == dst // 8 or src % 8 != dst % 8 else 0
+        rail_hops = 0 if src // 8 == dst // 8 else 2
+        by_hand = (nvlink_hops * (nvlink_ns + node["nvlink_latency_ns"])
+                   + rail_hops * (rail_ns + node["inter_node_latency_ns"]))
+    took = _run_ns(tmp_path, {"backend": backend, **_microbench("send_recv", size, {"preset": A100_40, "gpus": 16},
+                                                                src=src, dst=dst)})
+    assert took == pytest.approx(by_hand, rel=0.01)
