@@ -55,6 +55,7 @@ def _sets(groups: list[list[int]]) -> set[frozenset[int]]:
     (16, 2, 1, 1, 1, 0, False),   # TP < 8: strided data-parallel groups {0, 2, ..., 14}
     (32, 16, 1, 2, 1, 0, False),  # TP 16 across two nodes
     (16, 4, 1, 2, 1, 0, True),    # --use-tp-pp-dp-mapping: 'tp-cp-ep-pp-dp'
+    (32, 2, 2, 1, 1, 0, True),    # ... beside cp (no pipeline: Megatron allows it)
     (32, 2, 2, 2, 1, 0, False),   # context parallelism: dp-cp is the gradients' group
     (64, 4, 1, 2, 4, 0, False),   # experts, their tp = tp
     (64, 4, 1, 1, 8, 1, False),   # experts with tp 1 under tp 4: consecutive ranks
@@ -88,3 +89,23 @@ def test_every_group_is_the_one_megatron_builds(gpus, tp, cp, pp, ep, etp, tp_pp
         expert_sizes = {"tp": e_tp, "cp": 1, "ep": ep, "dp": gpus // (e_tp * ep * pp), "pp": pp}
         assert _layout_groups(layout, "ep") == _sets(_megatron_groups(gpus, expert_sizes, order, "ep"))
         assert _layout_groups(layout, "edp") == _sets(_megatron_groups(gpus, expert_sizes, order, "dp"))
+
+
+def test_hierarchical_context_parallel_groups_are_megatrons():
+    """--cp-comm-type a2a+p2p with --hierarchical-context-parallel-sizes 2 4 (cp 8): Megatron's
+    create_hierarchical_groups rearranges each cp group '(l s u) -> (l u) s' per level, u the
+    product of the sizes below: the all-to-all groups are runs of 2 of the cp group, the K/V
+    rings every 2nd member from each of the first 2."""
+    args = (f"{BASE} --tensor-model-parallel-size 2 --context-parallel-size 8 --cp-comm-type a2a+p2p "
+            "--hierarchical-context-parallel-sizes 2 4")
+    layout = Layout.build(parse(args, 32))
+    sizes = {"tp": 2, "cp": 8, "ep": 1, "dp": 2, "pp": 1}
+    a2a, p2p = set(), set()
+    for ranks in _megatron_groups(32, sizes, "tp-cp-ep-dp-pp", "cp"):
+        for level, (size, below) in enumerate(((2, 1), (4, 2))):
+            chunks = len(ranks) // (size * below)
+            for l_ in range(chunks):  # einops: index (l, s, u) = (l * size + s) * below + u
+                for u in range(below):
+                    group = frozenset(ranks[(l_ * size + s) * below + u] for s in range(size))
+                    (a2a if level == 0 else p2p).add(group)
+    assert _layout_groups(layout, "cp_a2a") == a2a and _layout_groups(layout, "cp_p2p") == p2p
