@@ -250,3 +250,24 @@ def test_message_backends_on_a100_40gb_pay_what_the_docs_say(tmp_path, backend, 
     took = _run_ns(tmp_path, {"backend": backend, **_microbench("send_recv", size, {"preset": A100_40, "gpus": 16},
                                                                 src=src, dst=dst)})
     assert took == pytest.approx(by_hand, rel=0.01)
+
+
+@pytest.mark.parametrize("nodes,algo,by_hand_us", [
+    # ring over 8 nodes (64 GPUs): 2 (n - 1) = 126 steps, 14 over the network; NCCL's Simple
+    # latency 1.4 x (8.4 + 112 x 3.4 + 14 x 14) us x the preset's 1.6087; its bandwidth
+    # min(NVLink 231.7, 8 NICs x 23.5 = 188) x its ring share 1.0116; + 19.93 us a call
+    (8, "ring", 19.93 + 1.4 * (8.4 + 112 * 3.4 + 14 * 14) * 1.6087 + GIB * 126 / 64 / (188 * 1.0116e3)),
+    # 32 nodes (256 GPUs, two leaves of 20 at 1:1: no slower hop): 510 steps, 62 over the
+    # network, where NCCL runs the ring with LL128: its estimate 14 + 448 x 1.9 + 62 x 4.0 =
+    # 1,113 us + 1 GiB x 510/256 / (0.92 x 188) = 13,481 us beats Simple's 1.4 x (8.4 + 448 x
+    # 3.4 + 62 x 14) = 3,359 us + 11,378 = 14,738; LL128's latency is NCCL's own (the fitted
+    # scale is Simple's)
+    (32, "ring", 19.93 + 14 + 448 * 1.9 + 62 * 4.0 + GIB * 510 / 256 / (0.92 * 188 * 1.0116e3)),
+    # tree: 8.4 + 2 (7 x 4.0 + log2(m) x 14) us, 0.46 x min(231.7, 188: past two nodes once)
+    (8, "tree", 19.93 + (8.4 + 2 * (7 * 4.0 + 3 * 14)) * 1.6087 + GIB / (0.46 * 188e3)),
+    (32, "tree", 19.93 + (8.4 + 2 * (7 * 4.0 + 5 * 14)) * 1.6087 + GIB / (0.46 * 188e3)),
+])
+def test_a100_40gb_forced_all_reduce_on_8_and_32_nodes(tmp_path, nodes, algo, by_hand_us):
+    """1 GiB over every GPU, the algorithm forced."""
+    took = _run_ns(tmp_path, _microbench("all_reduce", GIB, {"preset": A100_40, "gpus": 8 * nodes, "nccl_algo": algo}))
+    assert took == pytest.approx(1000 * by_hand_us, rel=0.005)
