@@ -253,6 +253,9 @@ def test_message_backends_on_a100_40gb_pay_what_the_docs_say(tmp_path, backend, 
 
 
 @pytest.mark.parametrize("nodes,algo,by_hand_us", [
+    # one node: 14 NVLink steps of Simple, (8.4 + 14 x 3.4) us x 1.6087; NVLink's 231.7 GB/s
+    # x the ring share 1.0116
+    (1, "ring", 19.93 + (8.4 + 14 * 3.4) * 1.6087 + GIB * 14 / 8 / (231.7371 * 1.0116e3)),
     # ring over 8 nodes (64 GPUs): 2 (n - 1) = 126 steps, 14 over the network; NCCL's Simple
     # latency 1.4 x (8.4 + 112 x 3.4 + 14 x 14) us x the preset's 1.6087; its bandwidth
     # min(NVLink 231.7, 8 NICs x 23.5 = 188) x its ring share 1.0116; + 19.93 us a call
