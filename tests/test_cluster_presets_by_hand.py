@@ -274,3 +274,34 @@ def test_a100_40gb_forced_all_reduce_on_8_and_32_nodes(tmp_path, nodes, algo, by
     """1 GiB over every GPU, the algorithm forced."""
     took = _run_ns(tmp_path, _microbench("all_reduce", GIB, {"preset": A100_40, "gpus": 8 * nodes, "nccl_algo": algo}))
     assert took == pytest.approx(1000 * by_hand_us, rel=0.005)
+
+
+def test_tp_16_across_two_h100_nodes_runs_nccls_nvls_tree(tmp_path):
+    """TP 16 on two H100 nodes: each layer's all-reduce of s x b x h bf16 = 32 MiB spans both
+    nodes, all 8 NICs of each. NCCL's NVLS tree by hand: NVLink SHARP at 0.85 x 397.3 GB/s x
+    the preset's 0.7448 = 251.5 GB/s (under the network's 0.5 x 2 x 8 x 47 = 376); latency
+    25 + 2 x 20.9 us, plus Simple's fill (x 3.1671, at most half the transfer) and 3.675 us a
+    call: 270.6 us, over the NICs' floor of 32 MiB / (8 x 47 GB/s) = 89.2 us."""
+    import csv
+    import subprocess
+    import sys
+
+    from tests.test_cluster_placement import ROOT
+
+    node = _node("dgx-h100")
+    size = 4096 * 4096 * 2
+    transfer = size / (0.85 * node["nvlink_gib_s"] * GIB / 1e9 * node["nccl_nvls_efficiency"] * 1e3)
+    latency = 25 + 2 * 20.9
+    by_hand_us = 3.675 + latency + min((3.1671 - 1) * latency, transfer / 2) + transfer
+    floor_us = size / (8 * 47e3)
+    args = ("--num-layers 2 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings "
+            "4096 --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 51200 --tensor-model-parallel-size 16")
+    path = tmp_path / "t.yaml"
+    path.write_text(json.dumps({"workload": {"generate": "megatron", "args": args},
+                                "cluster": {"preset": "dgx-h100", "gpus": 16}}))
+    subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--csv-out", str(tmp_path / "csv"),
+                    "--quiet"], check=True, capture_output=True, cwd=ROOT)
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        times = [int(r["duration_ns"]) for r in csv.DictReader(f) if r["name"].endswith("allreduce")]
+    layers = max(set(times), key=times.count)  # the activations' (the rest are small buffers)
+    assert layers == pytest.approx(1000 * by_hand_us, rel=0.001) and layers >= 1000 * floor_us
