@@ -52,25 +52,26 @@ def _sets(groups: list[list[int]]) -> set[frozenset[int]]:
 
 
 @pytest.mark.parametrize("gpus,tp,cp,pp,ep,etp,tp_pp_dp", [
-    (16, 2, 1, 1, 1, 0, False),   # TP < 8: strided data-parallel groups {0, 2, ..., 14}
-    (32, 16, 1, 2, 1, 0, False),  # TP 16 across two nodes
-    (16, 4, 1, 2, 1, 0, True),    # --use-tp-pp-dp-mapping: 'tp-cp-ep-pp-dp'
-    (32, 2, 2, 1, 1, 0, True),    # ... beside cp (no pipeline: Megatron allows it)
-    (32, 2, 2, 2, 1, 0, False),   # context parallelism: dp-cp is the gradients' group
+    (16, 2, 1, 1, 0, 0, False),   # TP < 8: strided data-parallel groups {0, 2, ..., 14}
+    (32, 16, 1, 2, 0, 0, False),  # TP 16 across two nodes
+    (16, 4, 1, 2, 0, 0, True),    # --use-tp-pp-dp-mapping: 'tp-cp-ep-pp-dp'
+    (16, 4, 1, 2, 1, 0, True),    # ... with experts (ep 1: Megatron's only choice there)
+    (32, 2, 2, 1, 0, 0, True),    # ... beside cp (no pipeline: Megatron allows it)
+    (32, 2, 2, 2, 0, 0, False),   # context parallelism: dp-cp is the gradients' group
     (64, 4, 1, 2, 4, 0, False),   # experts, their tp = tp
     (64, 4, 1, 1, 8, 1, False),   # experts with tp 1 under tp 4: consecutive ranks
     (32, 2, 2, 1, 2, 0, False),   # experts beside context parallelism: ep folds over cp
     (64, 8, 1, 2, 2, 1, False),   # experts of tp 1 under tp 8, two stages
 ])
 def test_every_group_is_the_one_megatron_builds(gpus, tp, cp, pp, ep, etp, tp_pp_dp):
-    """Expert groups had been laid over the data-parallel ranks with tp and cp fixed (the
+    """(ep 0: no experts.) Expert groups had been laid over the data-parallel ranks with tp and cp fixed (the
     Megatron-Core 0.9 rule): with --expert-tensor-parallel-size 1 under tp 4 on 64 GPUs, ep 8
     groups {0, 4, ..., 28} spanning four nodes, where Megatron builds {0, ..., 7} (its expert
     grid is etp, ep, then the rest), so their all-to-alls paid the NICs instead of NVLink; and
     beside cp 2, ep groups {t + 2c + 8e} where Megatron's fold over cp ({0, 2})."""
     args = (f"{BASE} --tensor-model-parallel-size {tp} --context-parallel-size {cp} "
             f"--pipeline-model-parallel-size {pp}")
-    if ep > 1:
+    if ep:  # experts (ep 0: none)
         args += f"{MOE} --expert-model-parallel-size {ep}" + (" --sequence-parallel" if tp > 1 else "")
         args += f" --expert-tensor-parallel-size {etp}" if etp else ""
     if tp_pp_dp:
@@ -84,7 +85,7 @@ def test_every_group_is_the_one_megatron_builds(gpus, tp, cp, pp, ep, etp, tp_pp
     pipelines = _megatron_groups(gpus, sizes, order, "pp")  # a stage's neighbour is the next in its group
     stride = layout.stage_stride()
     assert all(g[i + 1] - g[i] == stride and layout.stage_of(g[i]) == i for g in pipelines for i in range(pp - 1))
-    if ep > 1:
+    if ep:
         e_tp = etp or tp
         expert_sizes = {"tp": e_tp, "cp": 1, "ep": ep, "dp": gpus // (e_tp * ep * pp), "pp": pp}
         assert _layout_groups(layout, "ep") == _sets(_megatron_groups(gpus, expert_sizes, order, "ep"))

@@ -117,6 +117,8 @@ class Layout:
             # (its expert RankGenerator: 'tp-cp-ep-dp-pp' with tp = etp and no cp), so an ep
             # group is etp apart whatever tp and cp are: with etp 1 it is consecutive ranks
             def expert(t: int, e: int, o: int, p: int) -> int:
+                if job.pp_before_dp:  # 'tp-cp-ep-pp-dp' (ep is 1 there with a pipeline)
+                    return t + etp * (e + ep * (p + pp * o))
                 return t + etp * (e + ep * o) + stage * p
 
             for t, o, p in itertools.product(range(etp), range(stage // (etp * ep)), range(pp)):
