@@ -23,15 +23,17 @@ pattern's mirror image.
 
 On a cluster preset (``rails``) a phase whose members span several dimensions (a strided
 data-parallel group, a tensor-parallel group across nodes) has a floor too: the NICs.
-With ``n`` members, ``k`` on each of ``m = n / k`` nodes, a chunk of ``S`` bytes must leave
-each node through the NICs of the rails its members use (a message to another node takes the
+With ``n`` members on ``m`` nodes, ``k`` of them on a node, a chunk of ``S`` bytes must leave
+that node through the NICs of the rails its members use (a message to another node takes the
 destination's rail, :mod:`simpy_astra.network.rails`), at least
 
 * all-reduce: ``2 (m - 1) / m x S`` (every element crosses out and back in),
 * reduce-scatter: ``(n - k) / n x S``; all-gather (``S`` each member's piece): ``(n - k) x S``;
   all-to-all: ``k (n - k) / n x S``,
 
-over ``rails x`` the rail's bandwidth (the slower spine share where the nodes sit under
+over ``rails x`` the rail's bandwidth, the floor being the slowest node's (a group uneven over
+its nodes, tp 3's data-parallel groups with 3, 3 and 2 members a node, is held to its
+thinnest node's NICs) (the slower spine share where the nodes sit under
 different leaves). Elsewhere phases that do not lie on one dimension of the network (``one*``
 algorithms on a multi-dimensional network), custom collectives, algorithms without ``traffic``
 and dimensions whose links differ in bandwidth add nothing: the floor only ever errs low.
@@ -239,25 +241,29 @@ class FloorCheck:
 def nic_floor_ns(rails: Rails, kind: str, size_bytes: int, members: tuple[int, ...],
                  through_spine: bool = False) -> int:
     """The NIC floor of one phase of ``members`` on a cluster (the module docstring), 0 when
-    they share one node or do not sit evenly on their nodes. ``through_spine``: the phase's
+    they share one node. ``through_spine``: the phase's
     every byte crosses its slowest hop, as in NCCL's rings and trees, built over the nodes in
     rank order without regard to leaves; when its nodes sit under several leaves that is the
     spine's share (else a pair under one leaf sets the rate, which errs low)."""
     per_node = rails.gpus_per_node
-    nodes = Counter(m // per_node for m in members)
-    n, m = len(members), len(nodes)
-    k = n // m if m else 0
-    if m < 2 or any(c != k for c in nodes.values()):
+    on_node: dict[int, set[int]] = {}  # node -> its members' rails
+    for x in members:
+        on_node.setdefault(x // per_node, set()).add(x % per_node)
+    n, m = len(members), len(on_node)
+    if m < 2:
         return 0
-    out_bytes = {ALL_REDUCE: 2 * (m - 1) / m * size_bytes, REDUCE_SCATTER: (n - k) / n * size_bytes,
-                 ALL_GATHER: (n - k) * size_bytes, ALL_TO_ALL: k * (n - k) / n * size_bytes}.get(kind, 0.0)
-    first = sorted(nodes)
+    first = sorted(on_node)
     if through_spine:  # the ring's hops, the last back to the first node
-        rate_gbps = min(rails.rail_gbps_between(a, b) for a, b in zip(first, first[1:] + first[:1], strict=True))
+        rate_gbps = rails.rail_gbps * rails.ring_share(first)
     else:
         rate_gbps = max(rails.rail_gbps_between(first[0], b) for b in first[1:])  # errs low
-    nics = len({x % per_node for x in members})
-    return int(out_bytes / (nics * network_gbps_to_bytes_per_ns(rate_gbps)))
+    worst = 0.0  # the slowest node's bytes out over its NICs (its members' rails)
+    for here in on_node.values():
+        k = len(here)
+        out_bytes = {ALL_REDUCE: 2 * (m - 1) / m * size_bytes, REDUCE_SCATTER: (n - k) / n * size_bytes,
+                     ALL_GATHER: (n - k) * size_bytes, ALL_TO_ALL: k * (n - k) / n * size_bytes}.get(kind, 0.0)
+        worst = max(worst, out_bytes / k)
+    return int(worst / network_gbps_to_bytes_per_ns(rate_gbps))
 
 
 def _size_text(n: int) -> str:

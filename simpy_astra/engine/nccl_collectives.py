@@ -67,9 +67,8 @@ class NcclAllReduce:
         return members
 
     def shape(self, members: tuple[int, ...]) -> Shape:
-        per_node = self.rails.gpus_per_node
-        nodes = len({m // per_node for m in members})
-        return Shape(len(members), nodes, len({m % per_node for m in members}))
+        nodes = len({m // self.rails.gpus_per_node for m in members})
+        return Shape(len(members), nodes, self.rails.nics_in_use(members))
 
     def algorithm(self, shape: Shape, size_bytes: int) -> str:
         """NCCL's choice, or the forced one where NCCL can run it (``NCCL_ALGO=NVLS`` on a group
@@ -98,11 +97,14 @@ class NcclAllReduce:
 
     def _duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str) -> int:
         shape = self.shape(members)
+        # nodes under several leaves: NCCL's rings and trees, built over the nodes in rank
+        # order, cross the spine, at the rail's rate / oversubscription (docs/megatron.md)
+        spine = self.rails.ring_share(sorted({m // self.rails.gpus_per_node for m in members}))
         if kind == ALL_REDUCE:
-            time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes)
+            time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes, spine)
         else:
             buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes
-            ring_us = predict_us(self.links, shape, "ring", buffer)[0]
+            ring_us = predict_us(self.links, shape, "ring", buffer, spine)[0]
             time_us = self.links.launch_us + (ring_us - self.links.launch_us) / 2  # one call
         return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members, through_spine=True))
 

@@ -166,13 +166,14 @@ def _ratio(shape: Shape, algo: str) -> float:
     return 0.5 if algo == "tree" else shape.ranks / (2 * (shape.ranks - 1))
 
 
-def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0) -> float:
+def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: float = 1.0) -> float:
     """The algorithm's bandwidth in bytes of the buffer per second (NCCL's bus bandwidth after
     its ratio), on the links' rates, at ``share`` of them: of all of a ring's or a tree's links,
     of NVLink only for NVLS (its share is the switch's reduction rate, as NCCL's nvlsEfficiency
-    scales bwIntra alone; past two nodes the NICs, not the switch, bound the NVLS tree)."""
+    scales bwIntra alone; past two nodes the NICs, not the switch, bound the NVLS tree); the
+    NICs at ``spine`` of their rate (:func:`predict_us`)."""
     m = shape.nodes
-    net_gb_s = shape.nics * links.rail_gb_s
+    net_gb_s = shape.nics * links.rail_gb_s * spine
     if algo == "ring":  # 2 (n-1)/n of the buffer over the slowest link of the ring
         return share * _ratio(shape, algo) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
     # a tree crosses the network once each way on two nodes (NCCL: interBw x 2), twice past them
@@ -190,9 +191,11 @@ def _ll_max_gb_s(links: Links, shape: Shape) -> float:
     return LL_MAX_GB_S["two nodes" if shape.nodes == 2 else "more nodes"]
 
 
-def _protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: int, share: float) -> float:
-    """Protocol ``p``'s bandwidth for ``algo`` on ``size_bytes``, at ``share`` of the links' rates."""
-    bw = _bus_gb_s(links, shape, algo, share)
+def _protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: int, share: float,
+                   spine: float = 1.0) -> float:
+    """Protocol ``p``'s bandwidth for ``algo`` on ``size_bytes``, at ``share`` of the links' rates
+    (the NICs at ``spine`` of theirs)."""
+    bw = _bus_gb_s(links, shape, algo, share, spine)
     proto = PROTOCOLS[p]
     if proto == "LL":  # LL's ceiling is on the bus bandwidth, before NCCL's ratio
         bw = min(bw * LL_SHARE[algo], _ll_max_gb_s(links, shape) * _ratio(shape, algo))
@@ -304,15 +307,18 @@ def choose(links: Links, shape: Shape, size_bytes: int) -> str:
     return min((a for a in ALGORITHMS if available(links, shape, a)), key=estimate)
 
 
-def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int) -> tuple[float, str]:
+def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int, spine: float = 1.0) -> tuple[float, str]:
     """(time us, protocol) of ``algo`` on ``size_bytes``: the protocol NCCL picks for it, timed
     with what the machine achieves (the call's fixed cost, the algorithm's fitted bandwidth
-    share, Simple's fitted latency scale)."""
+    share, Simple's fitted latency scale). ``spine``: the share of each NIC's rate the fabric
+    leaves the group (1 / oversubscription when its nodes sit under several leaves): its
+    hops between nodes run at that, while NCCL's choice (of algorithm and protocol) is made
+    on the NICs' own rate, the only one NCCL's topology search sees."""
     proto = protocol(links, shape, algo, size_bytes)
     p = PROTOCOLS.index(proto)
     eff, lat_scale = links.scaled(algo)
     lat = _latency_us(shape, algo, p)
-    transfer = size_bytes / (1000 * _protocol_gb_s(links, shape, algo, p, size_bytes, eff))
+    transfer = size_bytes / (1000 * _protocol_gb_s(links, shape, algo, p, size_bytes, eff, spine))
     if proto == "Simple":  # the pipeline's fill: shorter for buffers too small for NCCL's full chunks
         fill = (lat_scale - 1) * lat
         lat += fill if fill < 0 else min(fill, FILL_SHARE * transfer)

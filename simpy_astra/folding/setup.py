@@ -47,6 +47,11 @@ class FoldSetup:
     #: by their members alone (:mod:`simpy_astra.engine.nccl_collectives`): a rank summary's groups
     #: that run only those are compared as sets (:meth:`GroupKeys.set_key`)
     nccl_sets: bool = False
+    #: a cluster preset's GPUs a node, 0 without one: its routes (:mod:`simpy_astra.network.rails`)
+    #: depend on whether two GPUs share a node and whether they share a rail, which an id
+    #: shift's carry out of a node changes (GPUs 6 and 8 of 8-GPU nodes, PXN between nodes,
+    #: shifted by 3 are 9 and 11, in one node), and so do the nodes a group spans
+    node_gpus: int = 0
 
     @property
     def id_shifts(self) -> bool:
@@ -94,7 +99,8 @@ class FoldSetup:
 
     def id_shift_allowed(self, h: int) -> bool:
         """Whether id shift ``h`` keeps every unaware delay (collectives on the dimension
-        rings are never moved by id shifts: a carry breaks a dimension's line).
+        rings are never moved by id shifts: a carry breaks a dimension's line). On a cluster
+        preset only whole nodes' shifts do (:attr:`node_gpus`).
 
         A delay is decided in the lowest dimension in which two NPUs differ, by their two
         coordinates there. Let ``j`` be the lowest dimension of ``h`` with a non-zero
@@ -104,6 +110,8 @@ class FoldSetup:
         coordinate, hence the carry into ``d``: both move by ``h_d`` or both by ``h_d + 1``;
         shifts that keep a dimension's delays are a subgroup, so holding both means holding
         every shift of ``d``."""
+        if self.node_gpus and h % self.node_gpus:
+            return False
         coords = self.grid.coords(h)
         j = next(d for d, c in enumerate(coords) if c)
         return coords[j] in self.allowed[j] and all(
@@ -170,6 +178,9 @@ class FoldSetup:
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
                     xor_algorithms=xor_algorithms, links=how == "links",
                     nccl_sets=_nccl_sets(backend, network_config))
+        rails = getattr(network_config, "rails", None)
+        if rails is not None:
+            setup.node_gpus = rails.gpus_per_node
         if all(a == {0} for a in allowed) and not setup.xor_possible:
             return no("no shift of any network dimension keeps its delays" if how == "pairs" else
                       "no shift of any network dimension moves its links and routes onto themselves")

@@ -60,3 +60,19 @@ class Rails:
         if node_a // self.nodes_per_leaf == node_b // self.nodes_per_leaf:
             return self.rail_gbps
         return self.rail_gbps / self.oversubscription
+
+    def nics_in_use(self, members: tuple[int, ...] | list[int]) -> int:
+        """The NICs a group's traffic between nodes has at each node: the fewest rails its
+        members use on any one of its nodes (every node's share of a ring or tree leaves
+        through its own members' NICs, so the node with fewest sets the pace)."""
+        rails: dict[int, set[int]] = {}
+        for m in members:
+            rails.setdefault(m // self.gpus_per_node, set()).add(m % self.gpus_per_node)
+        return min(len(r) for r in rails.values())
+
+    def ring_share(self, nodes: list[int]) -> float:
+        """The share of a rail's rate left to a ring over ``nodes`` (sorted, the last back to
+        the first: NCCL builds its rings and trees over the nodes in rank order, blind to the
+        leaves), set by its slowest hop: 1 / ``oversubscription`` once two leaves are in it."""
+        hops = zip(nodes, nodes[1:] + nodes[:1], strict=True)
+        return min((self.rail_gbps_between(a, b) for a, b in hops), default=self.rail_gbps) / self.rail_gbps

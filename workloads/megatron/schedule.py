@@ -63,8 +63,8 @@ _STREAM = {"emb": "dp", "cp_a2a": "cp", "cp_p2p": "cp"}
 
 @dataclass(frozen=True)
 class Layout:
-    """Megatron's rank order (tp fastest, then cp, dp, pp; experts over consecutive
-    data-parallel ranks) and its communicator groups: ``tp``, ``cp``, ``dp`` (the gradient-sync
+    """Megatron's rank order (tp fastest, then cp, dp, pp; the experts' grid over a stage's
+    ranks: their tp, ep, then the rest) and its communicator groups: ``tp``, ``cp``, ``dp`` (the gradient-sync
     group: data- and context-parallel ranks of one model shard), ``emb`` (first and last stage,
     for the tied embedding), ``ep`` (the experts' all-to-all), ``edp`` (the ranks that hold
     the same experts, which sync their gradients), and where any layer runs ``a2a+p2p`` context parallelism
@@ -112,12 +112,19 @@ class Layout:
         if job.tied_embeddings and job.last_stage != 0:
             for t, c, d in itertools.product(range(tp), range(cp), range(dp)):
                 add("emb", [rank(t, c, d, 0), rank(t, c, d, job.last_stage)])
-        ep = job.ep
-        if job.experts:  # experts split over consecutive data-parallel ranks
-            for t, c, o, p in itertools.product(range(tp), range(cp), range(dp // ep), range(pp)):
-                add("ep", [rank(t, c, e + ep * o, p) for e in range(ep)])
-            for t, e, p in itertools.product(range(tp), range(ep), range(pp)):
-                add("edp", [rank(t, c, e + ep * o, p) for o in range(dp // ep) for c in range(cp)])
+        ep, etp, stage = job.ep, job.etp, tp * cp * dp
+        if job.experts:  # Megatron-Core's expert grid over a stage's ranks: etp, ep, then the rest
+            # (its expert RankGenerator: 'tp-cp-ep-dp-pp' with tp = etp and no cp), so an ep
+            # group is etp apart whatever tp and cp are: with etp 1 it is consecutive ranks
+            def expert(t: int, e: int, o: int, p: int) -> int:
+                if job.pp_before_dp:  # 'tp-cp-ep-pp-dp' (ep is 1 there with a pipeline)
+                    return t + etp * (e + ep * (p + pp * o))
+                return t + etp * (e + ep * o) + stage * p
+
+            for t, o, p in itertools.product(range(etp), range(stage // (etp * ep)), range(pp)):
+                add("ep", [expert(t, e, o, p) for e in range(ep)])
+            for t, e, p in itertools.product(range(etp), range(ep), range(pp)):
+                add("edp", [expert(t, e, o, p) for o in range(stage // (etp * ep))])
         return cls({"tp": tp, "cp": cp, "dp": dp, "pp": pp}, groups, group_of, job.pp_before_dp)
 
     @staticmethod
