@@ -258,31 +258,32 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
     # port -> input -> [unfrozen weight, frozen rate sum, [(unit, hop, weight)], unfrozen count,
     #                   the weight every member has (None if they differ)]
     inputs: dict[Hashable, dict[Hashable, list]] = {}
+    # per unit, the slot of each of its hops with its port and weight (looked up once, here:
+    # freezing a unit updates them all)
+    along: list[list[tuple[Hashable, list, float]]] = []
     for u, unit in enumerate(units):
         hop = unit.first_hop
+        mine = []
         for port, key, weight in zip(unit.ports, unit.inputs, unit.weights, strict=True):
             by_input = inputs.get(port)
             if by_input is None:
                 by_input = inputs[port] = {}
             slot = by_input.get(key)
             if slot is None:
-                by_input[key] = [weight, 0.0, [(u, hop, weight)], 1, weight]
+                slot = by_input[key] = [weight, 0.0, [(u, hop, weight)], 1, weight]
             else:
                 slot[0] += weight
                 slot[2].append((u, hop, weight))
                 slot[3] += 1
                 if slot[4] != weight:
                     slot[4] = None
+            mine.append((port, slot, weight))
             hop += 1
+        along.append(mine)
+    slots_of = {p: list(by_input.values()) for p, by_input in inputs.items()}  # (a list: read at every offer)
     state = {p: [capacity[p], len(by_input)] for p, by_input in inputs.items()}  # spare, open inputs
     rate: list[float | None] = [None] * len(units)
     limit = [NO_LIMIT] * len(units)
-
-    def per_weight(slot: list, share: float) -> float:
-        """What one unit of weight is offered in ``slot`` (an even split if all weigh the same)."""
-        if slot[4] is not None:
-            return (share - slot[1]) / slot[3] / slot[4]
-        return (share - slot[1]) / slot[0]
 
     # an input of differing weights: its members by weight, and how many of the lightest
     # are frozen at least (its lightest unfrozen weight, found from there: exact, as a min)
@@ -302,13 +303,14 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
         spare, n_open = state[port]
         share = spare / n_open
         best = math.inf
-        for slot in inputs[port].values():
+        for slot in slots_of[port]:
             if slot[3]:
                 if slot[4] is not None:
                     value = (share - slot[1]) / slot[3]
                 else:
                     value = (share - slot[1]) / slot[0] * lightest(slot)
-                best = min(best, value)
+                if value < best:  # (as min(): the first of equal values)
+                    best = value
         return best
 
     offers = {port: offer(port) for port in inputs}
@@ -332,10 +334,14 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
             if value <= top:
                 spare, n_open = state[port]
                 share = spare / n_open
-                for slot in inputs[port].values():
+                for slot in slots_of[port]:
                     if not slot[3]:
                         continue
-                    each = per_weight(slot, share)
+                    # what one unit of weight is offered (an even split if all weigh the same)
+                    if slot[4] is not None:
+                        each = (share - slot[1]) / slot[3] / slot[4]
+                    else:
+                        each = (share - slot[1]) / slot[0]
                     for u, hop, weight in slot[2]:
                         if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u].hop):
                             hits[u] = hop_limit(hop)
@@ -351,14 +357,12 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
             at_cap.sort()
             for u in at_cap:
                 hits[u] = units[u].cap_limit
-        dirty: set[Hashable] = set()
+        dirty: dict[Hashable, None] = {}
         for u, lim in hits.items():
             rate[u] = level
             limit[u] = lim
             waiting -= 1
-            unit = units[u]
-            for port, key, weight in zip(unit.ports, unit.inputs, unit.weights, strict=True):
-                slot = inputs[port][key]
+            for port, slot, weight in along[u]:
                 slot[1] += level
                 slot[3] -= 1
                 if slot[3]:
@@ -370,7 +374,7 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                     st = state[port]
                     st[0] -= slot[1]
                     st[1] -= 1
-                dirty.add(port)
+                dirty[port] = None
         for port in dirty:
             if state[port][1]:
                 offers[port] = offer(port)
@@ -391,12 +395,14 @@ def _fill_idle(units: Sequence[Unit], capacity: Mapping[Hashable, float], rate: 
     freezes flows whose injection part at the next port then goes unused), every port is
     left idle in part although no port limits them. Raising them in equal steps fills that
     spare capacity (``spare``, per port, is updated)."""
+    idle = {port for port, left in spare.items() if left > TOLERANCE * capacity[port]}
+    if not idle:
+        return
     rising = []
     for u, lim in enumerate(limit):
         if not lim.credit:
             unit = units[u]
-            port = unit.ports[lim.hop - unit.first_hop]
-            if spare[port] > TOLERANCE * capacity[port]:
+            if unit.ports[lim.hop - unit.first_hop] in idle:
                 rising.append(u)
     while rising:
         crossing: dict[Hashable, int] = {}
