@@ -40,18 +40,36 @@ MIN_WEIGHT = 1e-12
 
 
 
-class Route(NamedTuple):
+class _RouteFields(NamedTuple):
+    ports: tuple[Hashable, ...]
+    inputs: tuple[Hashable, ...]
+    backlogged: tuple[bool, ...]
+    weights: tuple[float | None, ...]
+    fields_hash: int
+
+
+class Route(_RouteFields):
     """What :func:`fifo_arrivals` needs of a train: the links it still crosses, the input each
     is entered from (``None`` for the source's injection), which of those inputs hold a
     backlog of it (they take what they are offered, even beyond what arrives), and its
     weight in each input (``None``: the rate it arrives at; a backlog's weight is the rate
     it came in at, since a FIFO holds a flow's bytes in that proportion). A route that does
-    not start at its source starts at a backlog, whose weight must be given."""
+    not start at its source starts at a backlog, whose weight must be given.
 
-    ports: tuple[Hashable, ...]
-    inputs: tuple[Hashable, ...]
-    backlogged: tuple[bool, ...]
-    weights: tuple[float | None, ...]
+    Its hash is that of its four fields, computed once (``fields_hash``): a route is kept
+    on its train and hashed at every solve it takes part in (the key of the solved set and
+    the look-up of its rates), where hashing its nested tuples anew cost about a tenth of
+    the packet all-to-all's time. Equality is still the tuples' (the extra field is a
+    function of the others), so the same routes match as before."""
+
+    __slots__ = ()
+
+    def __new__(cls, ports: tuple[Hashable, ...], inputs: tuple[Hashable, ...],
+                backlogged: tuple[bool, ...], weights: tuple[float | None, ...]) -> Route:
+        return tuple.__new__(cls, (ports, inputs, backlogged, weights, hash((ports, inputs, backlogged, weights))))
+
+    def __hash__(self) -> int:
+        return self[4]
 
 
 class Limit(NamedTuple):
@@ -88,18 +106,34 @@ NO_LIMIT = Limit(0)
 NO_SHARE = Share(0.0, NO_LIMIT)
 
 
-class Unit(NamedTuple):
-    """A span of hops moving at one rate: its links, the input each is entered from, the
-    unit's weight within each of those inputs, the path hop of its first link, and the
-    tightest cap on its rate over the span (a credit loop's, or what arrives) with the limit
-    it sets."""
-
+class _UnitFields(NamedTuple):
     ports: tuple[Hashable, ...]
     inputs: tuple[Hashable, ...]
     weights: tuple[float, ...]
     first_hop: int
     cap_bytes_per_ns: float
     cap_limit: Limit
+    fields_hash: int
+
+
+class Unit(_UnitFields):
+    """A span of hops moving at one rate: its links, the input each is entered from, the
+    unit's weight within each of those inputs, the path hop of its first link, and the
+    tightest cap on its rate over the span (a credit loop's, or what arrives) with the limit
+    it sets.
+
+    Its hash is that of its six fields, computed once (``fields_hash``), as a
+    :class:`Route`'s: a train's units are kept in its plan and hashed at every solve."""
+
+    __slots__ = ()
+
+    def __new__(cls, ports: tuple[Hashable, ...], inputs: tuple[Hashable, ...], weights: tuple[float, ...],
+                first_hop: int, cap_bytes_per_ns: float, cap_limit: Limit) -> Unit:
+        fields = (ports, inputs, weights, first_hop, cap_bytes_per_ns, cap_limit)
+        return tuple.__new__(cls, (*fields, hash(fields)))
+
+    def __hash__(self) -> int:
+        return self[6]
 
 
 def _water_fill(capacity: float, demands: list[float]) -> list[float]:
@@ -224,31 +258,32 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
     # port -> input -> [unfrozen weight, frozen rate sum, [(unit, hop, weight)], unfrozen count,
     #                   the weight every member has (None if they differ)]
     inputs: dict[Hashable, dict[Hashable, list]] = {}
+    # per unit, the slot of each of its hops with its port and weight (looked up once, here:
+    # freezing a unit updates them all)
+    along: list[list[tuple[Hashable, list, float]]] = []
     for u, unit in enumerate(units):
         hop = unit.first_hop
+        mine = []
         for port, key, weight in zip(unit.ports, unit.inputs, unit.weights, strict=True):
             by_input = inputs.get(port)
             if by_input is None:
                 by_input = inputs[port] = {}
             slot = by_input.get(key)
             if slot is None:
-                by_input[key] = [weight, 0.0, [(u, hop, weight)], 1, weight]
+                slot = by_input[key] = [weight, 0.0, [(u, hop, weight)], 1, weight]
             else:
                 slot[0] += weight
                 slot[2].append((u, hop, weight))
                 slot[3] += 1
                 if slot[4] != weight:
                     slot[4] = None
+            mine.append((port, slot, weight))
             hop += 1
+        along.append(mine)
+    slots_of = {p: list(by_input.values()) for p, by_input in inputs.items()}  # (a list: read at every offer)
     state = {p: [capacity[p], len(by_input)] for p, by_input in inputs.items()}  # spare, open inputs
     rate: list[float | None] = [None] * len(units)
     limit = [NO_LIMIT] * len(units)
-
-    def per_weight(slot: list, share: float) -> float:
-        """What one unit of weight is offered in ``slot`` (an even split if all weigh the same)."""
-        if slot[4] is not None:
-            return (share - slot[1]) / slot[3] / slot[4]
-        return (share - slot[1]) / slot[0]
 
     # an input of differing weights: its members by weight, and how many of the lightest
     # are frozen at least (its lightest unfrozen weight, found from there: exact, as a min)
@@ -268,13 +303,14 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
         spare, n_open = state[port]
         share = spare / n_open
         best = math.inf
-        for slot in inputs[port].values():
+        for slot in slots_of[port]:
             if slot[3]:
                 if slot[4] is not None:
                     value = (share - slot[1]) / slot[3]
                 else:
                     value = (share - slot[1]) / slot[0] * lightest(slot)
-                best = min(best, value)
+                if value < best:  # (as min(): the first of equal values)
+                    best = value
         return best
 
     offers = {port: offer(port) for port in inputs}
@@ -298,10 +334,14 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
             if value <= top:
                 spare, n_open = state[port]
                 share = spare / n_open
-                for slot in inputs[port].values():
+                for slot in slots_of[port]:
                     if not slot[3]:
                         continue
-                    each = per_weight(slot, share)
+                    # what one unit of weight is offered (an even split if all weigh the same)
+                    if slot[4] is not None:
+                        each = (share - slot[1]) / slot[3] / slot[4]
+                    else:
+                        each = (share - slot[1]) / slot[0]
                     for u, hop, weight in slot[2]:
                         if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u].hop):
                             hits[u] = hop_limit(hop)
@@ -317,14 +357,12 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
             at_cap.sort()
             for u in at_cap:
                 hits[u] = units[u].cap_limit
-        dirty: set[Hashable] = set()
+        dirty: dict[Hashable, None] = {}
         for u, lim in hits.items():
             rate[u] = level
             limit[u] = lim
             waiting -= 1
-            unit = units[u]
-            for port, key, weight in zip(unit.ports, unit.inputs, unit.weights, strict=True):
-                slot = inputs[port][key]
+            for port, slot, weight in along[u]:
                 slot[1] += level
                 slot[3] -= 1
                 if slot[3]:
@@ -336,7 +374,7 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                     st = state[port]
                     st[0] -= slot[1]
                     st[1] -= 1
-                dirty.add(port)
+                dirty[port] = None
         for port in dirty:
             if state[port][1]:
                 offers[port] = offer(port)
@@ -357,12 +395,14 @@ def _fill_idle(units: Sequence[Unit], capacity: Mapping[Hashable, float], rate: 
     freezes flows whose injection part at the next port then goes unused), every port is
     left idle in part although no port limits them. Raising them in equal steps fills that
     spare capacity (``spare``, per port, is updated)."""
+    idle = {port for port, left in spare.items() if left > TOLERANCE * capacity[port]}
+    if not idle:
+        return
     rising = []
     for u, lim in enumerate(limit):
         if not lim.credit:
             unit = units[u]
-            port = unit.ports[lim.hop - unit.first_hop]
-            if spare[port] > TOLERANCE * capacity[port]:
+            if unit.ports[lim.hop - unit.first_hop] in idle:
                 rising.append(u)
     while rising:
         crossing: dict[Hashable, int] = {}
