@@ -148,10 +148,11 @@ def test_terminal_timeline_rows_of_shared_and_separate_breakdowns_agree() -> Non
     assert rows[2] == (2, ["compute"] * 3 + ["bubble"] * 2 + ["idle"] * 5)
 
 
-@pytest.mark.parametrize("columns", [80, 160])
+@pytest.mark.parametrize("columns", [60, 80])
 def test_terminal_timeline_fills_the_width(columns: int, monkeypatch) -> None:
-    """Piped (plain text), the timeline is as wide as COLUMNS: "NPU 0 " and a character per
-    bucket; the legend names each part drawn; drawn by rich, as wide as the console."""
+    """Piped (plain text), the timeline is as wide as COLUMNS (held within 80, as the tables
+    are: tests/test_console_round5.py): "NPU 0 " and a character per bucket; the legend names
+    each part drawn; drawn by rich, as wide as the console."""
     import io
 
     from simpy_astra.report.console import Output
@@ -176,9 +177,9 @@ def test_terminal_timeline_fills_the_width(columns: int, monkeypatch) -> None:
     assert rows[0] == "NPU 0 " + "#" * first + "a" * (w - first - last) + "#" * last
     wide = io.StringIO()
     out = Output(wide, rich=True)
-    out.console.width = columns
+    out.console.width = 2 * columns  # a terminal wider than 80 columns is filled
     print_timeline(breakdowns, out)
-    assert max(map(len, wide.getvalue().splitlines())) == columns
+    assert max(map(len, wide.getvalue().splitlines())) == 2 * columns
 
 
 def test_recording_is_off_unless_attached() -> None:

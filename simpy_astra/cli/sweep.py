@@ -188,10 +188,14 @@ def _is_main_program() -> bool:
         or os.path.basename(sys.argv[0] if sys.argv else "") == "simpy-astra"
 
 
-def _point_line(key: str, coordinates: list[str], mark: str, width: int = 80) -> str:
-    """A point's key, coordinates and mark (two spaces before it) within ``width`` columns: a
+def _point_line(key: str, coordinates: list[str], mark: str, width: int | None = None) -> str:
+    """A point's key, coordinates and mark (two spaces before it) within ``width`` columns
+    (default :func:`~simpy_astra.report.console.plain_width`): a
     coordinate that does not fit the line goes on the next, indented (one longer than a line
     is cut where the line ends)."""
+    from simpy_astra.report.console import plain_width
+
+    width = width or plain_width()
     lines, line = [], key
     for word in coordinates:
         if len(line) + 1 + len(word) <= width:
@@ -252,6 +256,7 @@ def _main(argv: list[str]) -> int:
                          f"{JOBS_PER_CPU * cpus} (the default is {cpus})")
     _require("simpleeval")  # a core dependency; checked in case an install left it out
     from simpy_astra.plugins import search_also
+    from simpy_astra.report.console import plain_width
     from simpy_astra.sweep.memory_figures import check_memory_figures
     from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
@@ -265,7 +270,7 @@ def _main(argv: list[str]) -> int:
         search_also(folder)
     points = spec.points(ExpansionProgress("reading"))  # a line now and then: 10^5 points take a minute
     for warning in spec.warnings:  # after the points: their expansion may find more
-        print(textwrap.fill(f"warning: {warning}", 80, subsequent_indent="  ", break_on_hyphens=False),
+        print(textwrap.fill(f"warning: {warning}", plain_width(), subsequent_indent="  ", break_on_hyphens=False),
               file=sys.stderr)
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
@@ -290,7 +295,7 @@ def _main(argv: list[str]) -> int:
         for rule in dict.fromkeys(rules):  # each rule once, in sweep order: lines stay short
             print(f"invalid: {rules.count(rule)} point(s) break the rule '{rule}'")
         for key, failure in list(failing.items())[:3]:  # the first few, each in full
-            print(textwrap.fill(f"will fail: {key}: {failure}", 80, subsequent_indent="  ", break_on_hyphens=False))
+            print(textwrap.fill(f"will fail: {key}: {failure}", plain_width(), subsequent_indent="  ", break_on_hyphens=False))
         if len(failing) > 3:
             print(f"will fail: {len(failing) - 3} more point(s) (run them for their errors)")
         return 0
@@ -326,14 +331,14 @@ def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary:
 
 def _say(out: Any, text: str, markup: str | None = None) -> None:
     """One of the sweep's own lines without a path: on a terminal as it is (the terminal wraps
-    it), in a pipe or a file within 80 columns, wrapped at spaces. (A line naming a path stays
-    whole, for grep; what follows the path goes on a line of its own.)"""
-    from simpy_astra.report.console import PLAIN_WIDTH
+    it), in a pipe or a file within :func:`plain_width`, wrapped at spaces. (A line naming a
+    path stays whole, for grep; what follows the path goes on a line of its own.)"""
+    from simpy_astra.report.console import plain_width
 
     if out.console is not None:
         out.line(text, markup)
         return
-    for line in textwrap.wrap(text, PLAIN_WIDTH, subsequent_indent="  ", break_long_words=False,
+    for line in textwrap.wrap(text, plain_width(), subsequent_indent="  ", break_long_words=False,
                               break_on_hyphens=False):
         out.line(line)
 

@@ -1,9 +1,10 @@
 """Console summary of a run (``run`` mode): one row per NPU and where time went.
 
 On a terminal the tables are drawn with rich to its width; otherwise (``2>file``, a pipe, CI)
-as plain aligned text within 80 columns, with no rich import (~0.05 s). Either way the columns
-that do not fit go on in a table below, so no figure is cut or lost and each row is one line
-(but for a name too wide to stand beside one figure, which folds onto lines below, as rich folds it).
+as plain aligned text within :func:`plain_width` (``COLUMNS``, at most 80), with no rich import
+(~0.05 s). Either way the columns that do not fit go on in a table below, so no figure is cut
+or lost and each row is one line (but for a name too wide to stand beside one figure, which
+folds onto lines below, as rich folds it).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Output:
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
               align: Sequence[str] | None = None, sections: Sequence[int] = (), key: int = 1) -> None:
-        """A table: drawn to fit the terminal, or plain aligned text within ``PLAIN_WIDTH``.
+        """A table: drawn to fit the terminal, or plain aligned text within :func:`plain_width`.
 
         ``align``: "left" or "right" per column (default right); ``sections``: row indices
         that start a new section (a rule on a terminal). Columns that do not fit go on in a
@@ -83,7 +84,7 @@ class Output:
             more = f"{title} (continued)"
             # a title wider than its table: rich wraps it to the table (three lines over a narrow one)
             drawn = sum(max(len(c) for c in col) for col in zip(*part, strict=True)) + 3 * len(block) + 1
-            width = PLAIN_WIDTH if self.console is None else min(self.console.width, drawn)
+            width = plain_width() if self.console is None else min(self.console.width, drawn)
             name = title if b == 0 else more if len(more) <= width else "(continued)"
             if self.console is not None:
                 self._rich_table(name, part[0], part[1:], [align[i] for i in block], sections)
@@ -99,7 +100,7 @@ class Output:
                 return blocks
             # a name too wide to stand beside one figure: text columns take at most half the width
             # and fold (_plain_table), as rich folds them on a terminal
-            return column_blocks([min(w, PLAIN_WIDTH // 2) if a == "left" or i < key else w
+            return column_blocks([min(w, plain_width() // 2) if a == "left" or i < key else w
                                   for i, (w, a) in enumerate(zip(widths, align, strict=True))], key, _fits_plain)
         least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w
                  for w, a in zip(self._cell_widths(columns, rows), align, strict=True)]
@@ -119,11 +120,14 @@ class Output:
 
     def _plain_table(self, title: str, columns: list[str], rows: list[list[str]], align: list[str],
                      folds: list[bool]) -> None:
-        """Aligned text within PLAIN_WIDTH: a text cell (``folds``) too wide goes on below it."""
+        """Aligned text within :func:`plain_width`: a text cell (``folds``) too wide goes on below it."""
         import textwrap
 
         widths = _plain_widths([max(len(c) for c in col) for col in zip(columns, *rows, strict=True)], folds)
-        print(title, file=self.stream)
+        # a title wider than the text (at COLUMNS=60) wraps at spaces, as rich wraps it over a table
+        for line in textwrap.wrap(title, plain_width(), subsequent_indent="  ", break_long_words=False,
+                                  break_on_hyphens=False) or [""]:
+            print(line, file=self.stream)
         for cells in (columns, *rows):
             pieces = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] if f and len(c) > w else [c]
                       for c, w, f in zip(cells, widths, folds, strict=True)]
@@ -157,22 +161,38 @@ class Output:
                       f"a wider terminal or a file shows them)")
 
 
-#: the width of plain-text tables and progress lines (a pipe or a file has no terminal width)
+#: the widest plain text (a pipe or a file has no terminal width): the project's 80 columns
 PLAIN_WIDTH = 80
+#: the narrowest ``COLUMNS`` plain text follows: a table's figures and a timeline need room
+PLAIN_MIN_WIDTH = 40
+
+
+def plain_width() -> int:
+    """The width of everything printed in a pipe or a file (tables, progress and sweep lines,
+    the timeline): ``COLUMNS`` when set to a number, held within PLAIN_MIN_WIDTH..PLAIN_WIDTH,
+    else 80. One rule, so that at ``COLUMNS=60`` a log's tables are not 80 wide beside a
+    60-wide timeline, and a ``COLUMNS=200`` left in a shell does not widen a log past 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return PLAIN_WIDTH
+    return max(PLAIN_MIN_WIDTH, min(PLAIN_WIDTH, columns))
 
 
 def _fits_plain(widths: Sequence[int]) -> bool:
-    """Whether plain-text columns of these widths (two spaces apart) fit PLAIN_WIDTH."""
-    return sum(widths) + 2 * (len(widths) - 1) <= PLAIN_WIDTH
+    """Whether plain-text columns of these widths (two spaces apart) fit :func:`plain_width`."""
+    return sum(widths) + 2 * (len(widths) - 1) <= plain_width()
 
 
 def _plain_widths(widths: list[int], folds: list[bool]) -> list[int]:
-    """Column widths within PLAIN_WIDTH: as wide as their cells if they fit, else the text
+    """Column widths within :func:`plain_width`: as wide as their cells if they fit, else the text
     columns (``folds``) cut to one width, the widest that fits (never under FOLDED_TEXT_WIDTH;
     a figure keeps its width)."""
     if _fits_plain(widths) or not any(folds):
         return widths
-    room = PLAIN_WIDTH - 2 * (len(widths) - 1) - sum(w for w, f in zip(widths, folds, strict=True) if not f)
+    room = plain_width() - 2 * (len(widths) - 1) - sum(w for w, f in zip(widths, folds, strict=True) if not f)
     cap = max(w for w, f in zip(widths, folds, strict=True) if f)
     while cap > FOLDED_TEXT_WIDTH and sum(min(w, cap) for w, f in zip(widths, folds, strict=True) if f) > room:
         cap -= 1
@@ -342,8 +362,8 @@ def print_memory_breakdown(reports: list[NpuReport], out: Output) -> None:
 class ProgressLine:
     """The one progress line of a run on stderr: redrawn in place on a terminal (and cleared
     while other lines are printed, so that a report line never lands at its end), a line of
-    its own every few seconds in a pipe or a file. Every line fits ``PLAIN_WIDTH`` columns, or
-    the terminal's width when narrower."""
+    its own every few seconds in a pipe or a file. Every line fits :func:`plain_width` in a
+    pipe, on a terminal ``PLAIN_WIDTH`` or the terminal's width when narrower."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -357,7 +377,7 @@ class ProgressLine:
     @property
     def width(self) -> int:
         if not self.live:
-            return PLAIN_WIDTH
+            return plain_width()
         import shutil
 
         return min(PLAIN_WIDTH, shutil.get_terminal_size().columns - 1)  # the cursor's column too
@@ -392,8 +412,10 @@ class ProgressLine:
             print(text, file=stream, flush=self.live)
 
 
-def progress_text(done: int, total: int, now_ns: float, elapsed_s: float, width: int = PLAIN_WIDTH) -> str:
-    """The progress line, in the longest wording that fits ``width`` (a number is never cut)."""
+def progress_text(done: int, total: int, now_ns: float, elapsed_s: float, width: int | None = None) -> str:
+    """The progress line, in the longest wording that fits ``width`` (default
+    :func:`plain_width`; a number is never cut)."""
+    width = width or plain_width()
     counts, at, took = f"{done:,} of {total:,}", f"{now_ns:,.0f} ns", f"{elapsed_s:.0f} s"
     wordings = (f"simulating: {counts} nodes done, simulated time {at}, {took} elapsed",
                 f"simulating: {counts} nodes, at {at}, {took} elapsed",

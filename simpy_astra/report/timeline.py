@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import os
 
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord
 from simpy_astra.workloads.chakra.types import COMP_NODE
@@ -164,25 +163,16 @@ def _span_text(ns: float) -> str:
     return f"{ns:.3g} ns"
 
 
-def _plain_columns() -> int:
-    """The width of a timeline in a pipe or a file: ``COLUMNS`` when set, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        return 80
-    return columns if columns > 0 else 80
-
-
 def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None:
     """Per NPU, one character per stretch of time: the part that filled most of it (compute,
     memory, each dimension's exposed communication, bubble, idle), across the terminal's width
-    (``COLUMNS``, else 80, when not a terminal); colours on a terminal."""
-    from simpy_astra.report.console import Output
+    (:func:`~simpy_astra.report.console.plain_width` when not a terminal); colours on a terminal."""
+    from simpy_astra.report.console import Output, plain_width
 
     out = out or Output()
-    # plain text: COLUMNS, else 80 (shutil.get_terminal_size asks stdout's terminal: stderr sent
+    # plain text: the tables' width (shutil.get_terminal_size asks stdout's terminal: stderr sent
     # to a log while stdout stayed on a 200-column terminal drew the log's timeline 200 wide)
-    columns = out.console.width if out.console is not None else _plain_columns()
+    columns = out.console.width if out.console is not None else plain_width()
     label = len(f"NPU {max(breakdowns, default=0)} ")
     width = width or max(10, columns - label)
     npus = sorted(breakdowns)

@@ -35,7 +35,7 @@ from typing import Any
 from simpy_astra.errors import InputError
 from simpy_astra.infra import stopping
 from simpy_astra.plugins import search_also
-from simpy_astra.report.console import PLAIN_WIDTH, Output, fit_first
+from simpy_astra.report.console import Output, fit_first, plain_width
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.point import run_point
 from simpy_astra.sweep.spec import Point
@@ -97,7 +97,9 @@ class _PlainProgress:
         self.total, self.next_tenth = total, 1
         self.start = self.last_line = self.clock()
         if total > PLAIN_POINT_LINES:
-            self._print(f"sweep: {total} points: a line at each tenth done and every {PLAIN_EVERY_S:.0f} s")
+            self._print(_fitting(f"sweep: {total} points: a line at each tenth done and every {PLAIN_EVERY_S:.0f} s",
+                                 f"sweep: {total} points: a line a tenth, every {PLAIN_EVERY_S:.0f} s",
+                                 f"sweep: {total} points: a line a tenth"))
         return 0
 
     def update(self, _task: int, advance: int, last: Finished) -> None:
@@ -107,7 +109,7 @@ class _PlainProgress:
             self.best = last
         if self.total <= PLAIN_POINT_LINES:
             head = f"sweep: {self.done}/{self.total} done; "
-            self._print(head + fit_first(last.names, f": {last.result}", PLAIN_WIDTH - len(head)))
+            self._print(head + fit_first(last.names, f": {last.result}", plain_width() - len(head)))
             self.last_line = self.clock()
             return
         now = self.clock()
@@ -119,11 +121,12 @@ class _PlainProgress:
         elapsed = now - self.start
         eta = elapsed / self.done * (self.total - self.done)
         failed = f", {self.failed} failed" if self.failed else ""
-        self._print(f"sweep: {self.done}/{self.total} done{failed}; {_clock(elapsed)} elapsed, eta {_clock(eta)}")
+        counts = f"sweep: {self.done}/{self.total} done{failed}"
+        self._print(_fitting(f"{counts}; {_clock(elapsed)} elapsed, eta {_clock(eta)}", f"{counts}; eta {_clock(eta)}"))
         if self.best is not None and self.best is not self.best_shown:  # said again only when it changes
             self.best_shown = self.best
             head = "  best so far: "
-            self._print(head + fit_first(self.best.names, f": {self.best.score[1]}", PLAIN_WIDTH - len(head)))
+            self._print(head + fit_first(self.best.names, f": {self.best.score[1]}", plain_width() - len(head)))
 
 
     def waiting(self, running: int) -> None:
@@ -134,8 +137,15 @@ class _PlainProgress:
             return
         self.last_line = now
         points = "point" if running == 1 else "points"
-        self._print(f"sweep: {self.done}/{self.total} done; {_clock(now - self.start)} elapsed; "
-                    f"{running} {points} running")
+        counts = f"sweep: {self.done}/{self.total} done"
+        self._print(_fitting(f"{counts}; {_clock(now - self.start)} elapsed; {running} {points} running",
+                             f"{counts}; {running} running"))
+
+
+def _fitting(*wordings: str) -> str:
+    """The first wording within :func:`plain_width` (the longest first), else the last."""
+    width = plain_width()
+    return next((w for w in wordings if len(w) <= width), wordings[-1])
 
 
 def _progress(out: Output) -> Any:

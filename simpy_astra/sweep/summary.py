@@ -7,7 +7,7 @@ import textwrap
 from typing import Any
 
 from simpy_astra.errors import printable
-from simpy_astra.report.console import PLAIN_WIDTH, Output
+from simpy_astra.report.console import Output, plain_width
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
 from simpy_astra.sweep.best import Outcome, objective_of, unreported
@@ -86,7 +86,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         align.append("left")
         for row, o in zip(rows, ranked, strict=True):
             row.append("yes" if o.fits else "NO")
-    # too wide for the terminal (or 80 columns in a pipe): numbered rows, the last columns in a table below;
+    # too wide for the terminal (or plain_width() in a pipe): numbered rows, the last columns in a table below;
     # no table when no point finished (a title 'best 0' over bare headers said nothing)
     if rows:
         out.table(title, headers, rows, align=align, key=0)
@@ -130,13 +130,13 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
             missing = unreported(spec, [o for o in ok if backend is None or o.point.backend == backend], constraint)
             if entry is None and missing:
                 for line in textwrap.wrap(f"best{suffix} with {text}: no finished point reports {', '.join(missing)} "
-                                          f"(the runs do not measure it), so none is held to it", PLAIN_WIDTH,
+                                          f"(the runs do not measure it), so none is held to it", plain_width(),
                                           subsequent_indent="  "):
                     out.line(line)
                 continue
             _winner(out, spec, f"best{suffix} with {text}", entry, named)
     if summary.get("note"):  # within the plain width (one line of 110 columns)
-        for line in textwrap.wrap(summary["note"], PLAIN_WIDTH, subsequent_indent="  "):
+        for line in textwrap.wrap(summary["note"], plain_width(), subsequent_indent="  "):
             out.line(line)
 
 
@@ -150,13 +150,13 @@ def _own_words(spec: SweepSpec, o: Outcome) -> str:
 
 def _flagged(out: Output, word: str, colour: str, text: str) -> None:
     """``word text`` (an invalid or failed point and why): coloured on a terminal, which wraps
-    it; in a pipe wrapped within 80 columns (an error is often longer than the line)."""
+    it; in a pipe wrapped within plain_width() (an error is often longer than the line)."""
     if out.console is not None:
         text = text.replace("\u00a0", " ")
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
     text = "\u00a0".join(printable(piece) for piece in text.split("\u00a0"))  # a space kept whole
-    for line in textwrap.wrap(f"{word} {text}", PLAIN_WIDTH, subsequent_indent="  ", break_on_hyphens=False):
+    for line in textwrap.wrap(f"{word} {text}", plain_width(), subsequent_indent="  ", break_on_hyphens=False):
         out.line(line.replace("\u00a0", " "))
 
 
@@ -169,14 +169,14 @@ def escape(text: str) -> str:
 
 
 def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | None, named: set[str]) -> None:
-    """``title: tp=8 pp=8 -> objective`` (the axes by their short names), wrapped within 80
-    columns in a pipe (a terminal wraps it to its width), the figure never split; a Megatron
+    """``title: tp=8 pp=8 -> objective`` (the axes by their short names), wrapped within
+    plain_width() in a pipe (a terminal wraps it to its width), the figure never split; a Megatron
     point's answer (step time, TFLOP/s, MFU, memory) and the warnings of its run below it the
     first time it is named."""
     if entry is None:  # a long constraint's title: wrapped in a pipe too (it was 88 columns)
         said = f"{title}: no finished point qualifies"
         for line in [said] if out.console is not None else textwrap.wrap(
-                said, PLAIN_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False):
+                said, plain_width(), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False):
             out.line(line)
         return
     coords = " ".join(point_words(spec.axes, entry["coordinates"]))  # a point's coordinates: one per axis
@@ -188,9 +188,9 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         # the arrow stays with its figure, which is one piece unless it is a long expression
         # (then only its number and unit or '=' stay together)
         words = figure.split(" ")
-        kept = len(words) if len(figure) <= PLAIN_WIDTH // 2 else 2
+        kept = len(words) if len(figure) <= plain_width() // 2 else 2
         figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
-        for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", PLAIN_WIDTH, subsequent_indent="  ",
+        for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  ",
                                   break_long_words=False, break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
     figures = entry.get("figures") or {}
@@ -201,7 +201,7 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         out.line("  " + _training_line(figures))
         parts = _memory_parts(figures)
         if parts:
-            for line in textwrap.wrap(parts, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    "):
+            for line in textwrap.wrap(parts, plain_width(), initial_indent="  ", subsequent_indent="    "):
                 out.line(line)
     if figures.get("warnings"):  # the winner's own run doubts its figure (below a bandwidth floor): said here
         warned = "warned: " + figures["warnings"].replace(f"{point_label(spec.path, entry['coordinates'])}: ", "")
@@ -209,7 +209,7 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
             out.line("  warned: as above")
             return
         named.add(warned)
-        for line in textwrap.wrap(warned, PLAIN_WIDTH, initial_indent="  ", subsequent_indent="    ",
+        for line in textwrap.wrap(warned, plain_width(), initial_indent="  ", subsequent_indent="    ",
                                   break_on_hyphens=False):
             out.line(line)
 

@@ -1,0 +1,105 @@
+"""The researcher's console, round 5: one plain width for everything printed in a pipe, and
+the warnings a run's summary prints wrapped within it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.report.console import PLAIN_WIDTH
+from simpy_astra.sweep.runner import PLAIN_EVERY_S, Finished, _PlainProgress
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "scenarios" / "default.yaml"
+
+
+def _columns(monkeypatch, columns: str | None) -> int:
+    """Set COLUMNS (None: unset) and return the width a pipe's text must keep to."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+        return PLAIN_WIDTH
+    monkeypatch.setenv("COLUMNS", columns)
+    return int(columns)
+
+
+@pytest.mark.parametrize("columns, width", [(None, 80), ("80", 80), ("60", 60), ("200", 80), ("10", 40),
+                                            ("wide", 80), ("", 80)])
+def test_the_plain_width_is_columns_held_within_40_and_80(columns, width, monkeypatch):
+    from simpy_astra.report.console import PLAIN_MIN_WIDTH, plain_width
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert plain_width() == width and PLAIN_MIN_WIDTH <= width <= PLAIN_WIDTH
+
+
+@pytest.mark.parametrize("columns", ["60", "80", None])
+def test_a_piped_runs_tables_are_as_wide_as_its_timeline(columns, monkeypatch, capsys):
+    """Before: at COLUMNS=60 in a pipe the run's tables were 80 wide (79 columns of NPU table)
+    while its timeline was 60. Now the tables, the timeline and the breakdown keep to one width
+    (only the headline, the answer's own line, is written for 80 columns)."""
+    from simpy_astra.cli.main import main
+
+    width = _columns(monkeypatch, columns)
+    assert main(["run", str(DEFAULT)]) == 0
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    out = [ln for ln in captured.out.splitlines() + err if not ln.startswith(("sys[", "iteration time "))]
+    rows = [ln for ln in err if ln.startswith("NPU ") and ln[4:5].isdigit()]
+    assert rows and {len(r) for r in rows} == {width}  # the timeline fills the width
+    assert [ln for ln in out if len(ln) > width] == []
+    npu_table = err[err.index(next(ln for ln in err if ln.startswith("simpy-astra: 8 NPUs"))) + 1]
+    # the NPU table's whole header fits 80 columns; at 60 its last columns go on below it
+    assert npu_table.rstrip().endswith("overlap (ns)") == (width == 80)
+    assert any(ln.startswith("where the time went") for ln in out)
+
+
+def _point(i: int) -> Finished:
+    return Finished(f"bandwidth={i} all_reduce_implementation=halvingDoubling", f"{1000 - i:,} ns", True,
+                    terse=f"bw={i} ar=hD", score=(1000.0 - i, f"{1000 - i:,} ns"))
+
+
+@pytest.mark.parametrize("columns", ["40", "60", "80", None])
+def test_a_large_sweeps_lines_in_a_pipe_keep_to_the_plain_width(columns, monkeypatch):
+    """Before: the counts line of a large sweep and its 'still running' line were written for
+    80 columns whatever COLUMNS said (10,000 points: 61 and 67 columns at COLUMNS=60). Now each
+    takes the longest wording that fits; the counts are never cut."""
+    width = _columns(monkeypatch, columns)
+    now = [0.0]
+    stream = io.StringIO()
+    progress = _PlainProgress(stream, lambda: now[0])
+    progress.add_task("sweep", total=10_000, last=None)
+    for i in range(1, 1001):
+        now[0] += 40
+        progress.update(0, advance=1, last=_point(i))
+    now[0] += 2 * PLAIN_EVERY_S
+    progress.waiting(16)
+    lines = stream.getvalue().splitlines()
+    assert [ln for ln in lines if len(ln) > width] == []
+    assert sum("1000/10000 done" in ln for ln in lines) == 2
+    assert lines[-1].startswith("sweep: 1000/10000 done; ") and lines[-1].endswith(" running")
+    assert lines[0].startswith("sweep: 10000 points: a line")
+
+
+@pytest.mark.parametrize("columns", ["60", "80", None])
+def test_a_small_sweep_in_a_pipe_keeps_to_the_plain_width(columns, tmp_path, monkeypatch, capsys):
+    """A real 4-point sweep: its point lines, best table and best line keep to one width (only
+    the line naming the files written, whose paths stay whole for grep, may be wider)."""
+    from simpy_astra.cli.sweep import main as sweep_main
+
+    width = _columns(monkeypatch, columns)
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "base": str(ROOT / "scenarios" / "torus3d_all_reduce.yaml"), "minimise": "finish_ns",
+        "axes": {"network.bandwidth": [50, 200], "system.all-reduce-implementation": ["ring", "halvingDoubling"]},
+        "report": ["finish_ns", "exposed_comm_ns", "wall_s"]}))
+    assert sweep_main([str(sweep), "--out", str(tmp_path / "out"), "--no-plots", "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    lines = [ln for ln in (captured.err + captured.out).splitlines() if str(tmp_path) not in ln]
+    assert [ln for ln in lines if len(ln) > width] == []
+    assert sum(ln.startswith("sweep: ") and "/4 done; " in ln for ln in lines) == 4
+    assert any(ln.startswith("best") and "(continued)" in ln for ln in lines) == (width < 72)
