@@ -24,6 +24,7 @@ from simpy_astra.workloads.chakra.schema import (
     INVALID_NODE,
     METADATA_NODE,
 )
+from tests.wrapped_lines import plain
 
 ALL_REDUCE, REDUCE, ALL_GATHER = 0, 1, 2
 ALL_TO_ALL = 6
@@ -88,7 +89,7 @@ def run(capsys, *extra: str, groups: str | None = None) -> tuple[int, str, str]:
     code = main(argv)
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
-    return code, out, err
+    return code, out, plain(err)  # a warning wrapped within the pipe's width: one line again
 
 
 def error_line(err: str) -> str:
@@ -612,6 +613,7 @@ def warned_run(capsys, argv: list[str], *needles: str) -> str:
     """Exit 0, the figures printed, and a ``warning:`` line holding every needle."""
     code = main(argv)
     out, err = capsys.readouterr()
+    err = plain(err)  # a warning wrapped within the pipe's width: one line again
     assert "Traceback" not in out + err
     assert code == 0, err
     assert "finished" in out

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from simpy_astra.cli.main import main
+from tests.wrapped_lines import unwrapped
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -222,7 +223,7 @@ def test_generated_trace_without_roofline_warns_with_the_fix(tmp_path: Path, cap
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     Path("s.yaml").write_text(_small_transformer(roofline=False))
     assert main(["run", "--quiet", "s.yaml"]) == 0
-    warnings = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("warning:")]
+    warnings = [ln for ln in unwrapped(capsys.readouterr().err) if ln.startswith("warning:")]
     assert len(warnings) == 1
     assert "compute nodes have FLOPs (num_ops) but no duration" in warnings[0]
     assert "roofline-enabled: 1" in warnings[0] and "s.yaml: system" in warnings[0]

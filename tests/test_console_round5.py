@@ -11,6 +11,7 @@ import yaml
 
 from simpy_astra.report.console import PLAIN_WIDTH
 from simpy_astra.sweep.runner import PLAIN_EVERY_S, Finished, _PlainProgress
+from tests.wrapped_lines import unwrapped
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "scenarios" / "default.yaml"
@@ -103,3 +104,46 @@ def test_a_small_sweep_in_a_pipe_keeps_to_the_plain_width(columns, tmp_path, mon
     assert [ln for ln in lines if len(ln) > width] == []
     assert sum(ln.startswith("sweep: ") and "/4 done; " in ln for ln in lines) == 4
     assert any(ln.startswith("best") and "(continued)" in ln for ln in lines) == (width < 72)
+
+
+@pytest.mark.parametrize("columns", ["60", "80", None])
+def test_a_runs_warnings_wrap_within_the_plain_width_in_a_pipe(columns, tmp_path, monkeypatch, capsys):
+    """Before: in a pipe each warning of a run's summary was one line however long (a
+    memory-capacity without track-local-mem: 173 columns; an ignored system key: 148), while
+    the bound check's and a sweep's warnings keep to 80. Now they wrap within the plain width,
+    later lines indented, no path broken."""
+    from simpy_astra.cli.main import main
+
+    width = _columns(monkeypatch, columns)
+    doc = yaml.safe_load(DEFAULT.read_text())
+    doc["workload"] = str(DEFAULT.parent / doc["workload"])
+    doc["system"].update({"npu-groups": [{"npus": [0, 1], "memory-capacity": 1000}], "endpoint-dealy": 10})
+    monkeypatch.chdir(tmp_path)
+    scenario = "s.yaml"  # named as given: no long path on the lines
+    (tmp_path / scenario).write_text(yaml.safe_dump(doc))
+    assert main(["run", scenario, "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert [ln for ln in err.splitlines() if len(ln) > width] == []
+    assert unwrapped(err) == [
+        f"warning: {scenario}: system: field 'endpoint-dealy' is not a system setting and is ignored (as in "
+        f"ASTRA-sim); did you mean 'endpoint-delay'?",
+        f"warning: {scenario}: system: field 'npu-groups[0].memory-capacity' changes nothing here: only a run with "
+        f"track-local-mem: 1 measures the memory it is checked against"]
+
+
+def test_ignored_astra_sim_flags_are_warned_of_within_the_plain_width(monkeypatch, capsys):
+    """The ASTRA-sim flag form's ignored-flag warnings went through the same one-line print
+    (--num-passes 2: 148 columns); the error that follows stays one line."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code = main(["--workload-configuration", str(DEFAULT.parent / "workloads" / "step_8npus_1MB" / "step"),
+                 "--system-configuration", "missing.json", "--network-configuration", "x.yml",
+                 "--remote-memory-configuration", "m.json", "--num-passes", "2", "--rendezvous-protocol", "true"])
+    err = capsys.readouterr().err
+    assert code == 2 and [ln for ln in err.splitlines() if len(ln) > PLAIN_WIDTH and not ln.startswith("error: ")] == []
+    assert unwrapped(err)[:2] == [
+        "warning: --num-passes 2 is accepted but changes nothing (it repeats an ASTRA-sim 1.0 .txt workload; a "
+        "Chakra ET prefix runs its graph once)",
+        "warning: --rendezvous-protocol true is accepted but not modelled: sends go eagerly, so the figures lack "
+        "ASTRA-sim's handshake delay"]

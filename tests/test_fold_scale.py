@@ -19,6 +19,7 @@ from simpy_astra.infra.grid import Grid
 from simpy_astra.simulation import Simulation
 from tests.sim_helpers import run_sim
 from tests.test_symmetry import RING8, all_reduce, comp, recv, send
+from tests.wrapped_lines import unwrapped
 
 GRID4x2 = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50.0, 50.0],
            "latency": [500.0, 500.0]}
@@ -225,7 +226,7 @@ def test_cli_says_before_time_starts_why_a_large_run_does_not_fold(tmp_path: Pat
                  f"--network-configuration={tmp_path / 'net.yml'}",
                  f"--remote-memory-configuration={tmp_path / 'mem.json'}", f"--json-out={out}"])
     assert code == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = unwrapped(capsys.readouterr().err.strip())  # the note wrapped within the pipe's width: one again
     assert len(err) == 1 and err[0].startswith("note: symmetry folding off: translation +1 fails at rank 4")
     assert err[0].endswith("simulating 64 of 64 NPUs")
     assert json.loads(out.read_text())["peak_rss_mb"] > 10

@@ -12,6 +12,7 @@ import pytest
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, _error_lines
 from tests.test_hostile_hunt8 import _scenario, registries  # noqa: F401 (a fixture)
+from tests.wrapped_lines import unwrapped
 
 #: nccl-tests logs of real machines (tests/data/nccl/README.md)
 SCENARIOS_NCCL = Path(__file__).resolve().parent / "data" / "nccl"
@@ -21,7 +22,7 @@ def _run(capsys, path) -> tuple[str, list[str]]:
     """A run's headline (stdout) and its warning lines."""
     assert main(["run", str(path), "--quiet"]) == 0
     out, err = capsys.readouterr()
-    return out.strip(), [line for line in err.splitlines() if line.startswith("warning:")]
+    return out.strip(), [line for line in unwrapped(err) if line.startswith("warning:")]
 
 
 def _megatron(tmp_path, args: str, name: str = "s.yaml", **workload):

@@ -12,6 +12,7 @@ import yaml
 
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines  # noqa: F401 (later cases)
+from tests.wrapped_lines import plain
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
 SMALL_GPT = {"generate": "transformer", "model": "gpt", "dp": 8, "dmodel": 256, "dff": 1024, "head": 4,
@@ -37,16 +38,16 @@ def test_a_kvhead_beside_a_gpt_model_is_said_to_change_nothing(tmp_path, capsys)
     # a flat line; STAGE's own command lines pass kvhead so, hence a warning, not an error
     path = _write(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=1)))
     assert main(["run", path, "--quiet"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = plain(capsys.readouterr().err).strip().splitlines()
     assert err == [f"warning: {path}: workload.kvhead: (1) changes nothing: a gpt model (STAGE's dense) has a "
                    f"key/value head per query head (4), as STAGE's has; use workload.model llama for "
                    f"grouped-query attention, or remove kvhead"], err
     # kvhead equal to head says what gpt does: no warning; generate says it as run does
     assert main(["run", _write(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=4))), "--quiet"]) == 0
-    assert capsys.readouterr().err == ""
+    assert plain(capsys.readouterr().err) == ""
     assert main(["generate", "transformer", "--kvhead", "2", "--dp", "8", "--num-stacks", "1", "--dmodel", "64",
                  "--dff", "64", "--head", "4", "--batch", "8", "--output", str(tmp_path / "w")]) == 0
-    assert capsys.readouterr().err.startswith("warning: generate transformer: 'kvhead' (2) changes nothing")
+    assert plain(capsys.readouterr().err).startswith("warning: generate transformer: 'kvhead' (2) changes nothing")
 
 
 def _megatron(tmp_path: Path, extra: str) -> str:
@@ -79,7 +80,7 @@ def test_a_batch_size_ramp_megatron_refuses_is_refused(tmp_path, capsys, extra, 
 def test_a_batch_size_ramp_says_which_step_is_simulated(tmp_path, capsys):
     # accepted in silence: the figures read as the ramp's, where the step timed is one past it
     assert main(["run", _megatron(tmp_path, "--rampup-batch-size 8 8 1000 --train-samples 100000"), "--quiet"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = plain(capsys.readouterr().err).strip().splitlines()
     assert [line for line in err if "rampup" in line] == [
         f"warning: {tmp_path / 's.yaml'}: workload.args: --rampup-batch-size: the step simulated is one past the ramp, "
         f"at --global-batch-size 16; the first 1,000 samples run in smaller batches (from 8), which take less time "
@@ -95,12 +96,12 @@ def test_packet_settings_on_a_backend_that_reads_none_are_said_to_change_nothing
     path = _write(tmp_path, _with_workload(MICROBENCH, network=network))
     for backend in ("congestion_unaware", "congestion_aware"):
         assert main(["run", path, "--quiet", "--network-backend", backend]) == 0
-        err = capsys.readouterr().err.strip().splitlines()
+        err = plain(capsys.readouterr().err).strip().splitlines()
         assert err == [f"warning: {path}: network: field 'packet-size' is accepted but changes nothing on the "
                        f"{backend} backend: only the packet backend splits messages into packets and buffers them "
                        f"in switches; run with --network-backend packet, or remove it"], err
     assert main(["run", path, "--quiet", "--network-backend", "packet"]) == 0
-    assert capsys.readouterr().err == ""
+    assert plain(capsys.readouterr().err) == ""
     # ASTRA-sim's flag form reads the same network YAML alike (its figures are untouched)
     (tmp_path / "net.yml").write_text(yaml.safe_dump({**DEFAULT["network"], "switch-buffer": 65536}))
     (tmp_path / "sys.json").write_text(json.dumps(DEFAULT["system"]))
@@ -111,7 +112,7 @@ def test_packet_settings_on_a_backend_that_reads_none_are_said_to_change_nothing
     assert main([f"--workload-configuration={tmp_path / 'ar'}", f"--system-configuration={tmp_path / 'sys.json'}",
                  f"--network-configuration={tmp_path / 'net.yml'}",
                  f"--remote-memory-configuration={tmp_path / 'mem.json'}", "--quiet"]) == 0
-    assert capsys.readouterr().err.startswith(f"warning: {tmp_path / 'net.yml'}: field 'switch-buffer' is accepted "
+    assert plain(capsys.readouterr().err).startswith(f"warning: {tmp_path / 'net.yml'}: field 'switch-buffer' is accepted "
                                               f"but changes nothing on the congestion_unaware backend")
 
 
@@ -126,7 +127,7 @@ def test_an_implementation_list_shorter_than_the_network_says_it_runs_on_part_of
     network = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50, 50], "latency": [500, 500]}
     path = _write(tmp_path, {"workload": MICROBENCH, "system": system, "network": network})
     assert main(["run", path, "--quiet"]) == 0
-    err = capsys.readouterr().err
+    err = plain(capsys.readouterr().err)
     said = (f"warning: {path}: system: field 'all-reduce-implementation' lists 1 algorithm(s), but the network has 2 "
             f"dimensions: as in ASTRA-sim, the workload's all-reduces run over the first 1 only, 4 of the 8 NPUs; "
             f"give one per dimension (e.g. [ring, ring]) to run them over every NPU")
@@ -146,13 +147,13 @@ def test_a_transformer_engine_flag_on_megatrons_own_layers_says_it_changes_nothi
     path = _write(tmp_path, {"workload": {"generate": "megatron", "args": f"{ARGS} --transformer-impl local {extra}"},
                              "cluster": {"preset": "dgx-h100", "gpus": 8}})
     assert main(["run", path, "--quiet"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = plain(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"warning: {path}: workload.args: {said}"), err
     # on Transformer Engine's layers (today's default) both act, and nothing is said
     doc = yaml.safe_load(Path(path).read_text())
     doc["workload"]["args"] = doc["workload"]["args"].replace(" --transformer-impl local", "")
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
-    assert capsys.readouterr().err == ""
+    assert plain(capsys.readouterr().err) == ""
 
 
 @pytest.mark.parametrize("extra, said", [
@@ -171,7 +172,7 @@ def test_a_megatron_argument_read_only_beside_another_says_it_changes_nothing(tm
     # step here: --num-query-groups 2 without --group-query-attention ran (and was priced,
     # memory too) as full multi-head attention, a sweep over it drew a flat line
     assert main(["run", _megatron(tmp_path, extra), "--quiet"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = plain(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"warning: {tmp_path / 's.yaml'}: workload.args: {said}"), err
 
 
@@ -189,6 +190,7 @@ def test_replay_only_over_communication_without_durations_says_the_network_is_le
     path = _write(tmp_path, {"workload": MICROBENCH, "system": system, "network": DEFAULT["network"]})
     assert main(["run", path, "--quiet"]) == 0
     out, err = capsys.readouterr()
+    err = plain(err)
     assert out.startswith("iteration time 1 ns"), out
     assert err.strip().splitlines() == [
         f"warning: the workload (generate microbench): 1 of 1 communication nodes record no duration "
@@ -256,10 +258,10 @@ def test_communicator_groups_no_collective_names_are_said_to_change_nothing(tmp_
     doc["workload"] = str(SCENARIOS / doc["workload"])
     doc["comm_groups"] = {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]}
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = plain(capsys.readouterr().err).strip().splitlines()
     assert err == [f"warning: {doc['workload']}.0.et: no collective names a communicator group (pg_name), so the 2 "
                    f"group(s) given (1, 2) change nothing: every collective runs over all NPUs, as in ASTRA-sim; give "
                    f"the collectives a pg_name, or leave the groups out"], err
     del doc["comm_groups"]
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
-    assert capsys.readouterr().err == ""
+    assert plain(capsys.readouterr().err) == ""

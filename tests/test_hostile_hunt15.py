@@ -10,6 +10,7 @@ import yaml
 
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
+from tests.wrapped_lines import plain
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
 SMALL = ["--num-stacks", "1", "--dmodel", "64", "--dff", "64", "--head", "4", "--batch", "8"]
@@ -101,13 +102,13 @@ def test_a_megatron_flag_given_twice_with_other_values_is_told_which_one_runs(tm
            "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}
     path = _write(tmp_path, doc)
     assert main(["run", path, "--quiet"]) == 0
-    assert capsys.readouterr().err.strip().splitlines() == [
+    assert plain(capsys.readouterr().err).strip().splitlines() == [
         f"warning: {path}: workload.args: --tensor-model-parallel-size is given twice, 2 then 4: Megatron-LM's argparse "
         f"keeps the later (4), as this step does; remove the one you do not mean"]
     # the same value twice says nothing
     doc["workload"]["args"] = f"{ARGS} --tensor-model-parallel-size 2 --tensor-model-parallel-size 2"
     assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
-    assert capsys.readouterr().err == ""
+    assert plain(capsys.readouterr().err) == ""
 
 
 @pytest.mark.parametrize("field, value, where, text", [

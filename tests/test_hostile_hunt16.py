@@ -13,6 +13,7 @@ import yaml
 
 from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
+from tests.wrapped_lines import plain
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
 
@@ -54,14 +55,14 @@ def test_a_flag_that_changes_no_timing_given_twice_is_told_which_one_megatron_ke
     # Megatron-LM's argparse keeps the later of either kind, which the user may not mean
     path = _megatron(tmp_path, f"{ARGS} --lr 1e-4 --seed 1 --lr=3e-4 --data-path 1 /a 2 /b --data-path /c")
     assert main(["run", path, "--quiet"]) == 0
-    assert capsys.readouterr().err.strip().splitlines() == [
+    assert plain(capsys.readouterr().err).strip().splitlines() == [
         f"warning: {path}: workload.args: {flag} is given twice, {first} then {then}: Megatron-LM's argparse keeps "
         f"the later ({then}), which changes no step's time; remove the one you do not mean"
         for flag, first, then in (("--lr", "1e-4", "3e-4"), ("--data-path", "1 /a 2 /b", "/c"))]
     # the same value twice, or a switch twice, says nothing
     assert main(["run", _megatron(tmp_path, f"{ARGS} --lr 1e-4 --lr 1e-4 --no-load-optim --no-load-optim"),
                  "--quiet"]) == 0
-    assert capsys.readouterr().err == ""
+    assert plain(capsys.readouterr().err) == ""
 
 
 def _jobs(tmp_path: Path, first: dict) -> str:
@@ -307,7 +308,7 @@ def test_an_npu_groups_memory_capacity_without_memory_tracking_is_warned_of(tmp_
     # group's capacity said nothing, however small
     path = _grouped(tmp_path, {"npus": [0, 1], "memory-capacity": 10})
     assert main(["run", path, "--quiet"]) == 0
-    assert capsys.readouterr().err.strip().splitlines() == [
+    assert plain(capsys.readouterr().err).strip().splitlines() == [
         f"warning: {path}: system: field 'npu-groups[0].memory-capacity' changes nothing here: only a run with "
         f"track-local-mem: 1 measures the memory it is checked against"]
 

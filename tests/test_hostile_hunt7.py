@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.wrapped_lines import plain
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
@@ -416,7 +417,7 @@ def test_a_generated_workload_without_a_roofline_is_named_as_written(tmp_path, c
         doc["system"].pop(key, None)
     path = _scenario(tmp_path, doc)
     assert main(["run", str(path), "--quiet"]) == 0
-    err = capsys.readouterr().err
+    err = plain(capsys.readouterr().err)
     assert "warning: the workload (generate transformer): " in err and "compute nodes have FLOPs" in err, err
     assert ".cache" not in err and ".et:" not in err
 

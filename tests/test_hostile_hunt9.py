@@ -15,6 +15,7 @@ from simpy_astra.cli.main import main
 from tests.test_hostile_hunt6 import write_rows
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 from tests.test_hostile_hunt8 import _scenario
+from tests.wrapped_lines import unwrapped
 
 
 def _events_by_npu(path) -> dict[int, list[dict]]:
@@ -282,7 +283,7 @@ def test_an_edited_coordinate_in_results_csv_is_refused_on_resume(tmp_path, caps
 def _headline_and_warnings(capsys, path) -> tuple[str, list[str]]:
     assert main(["run", str(path), "--quiet"]) == 0
     out, err = capsys.readouterr()
-    return out.strip(), [line for line in err.splitlines() if line.startswith("warning:")]
+    return out.strip(), [line for line in unwrapped(err) if line.startswith("warning:")]
 
 
 def test_links_between_nodes_on_a_one_node_job_are_said_to_change_nothing(tmp_path, capsys):

@@ -260,6 +260,8 @@ def test_text_columns_fold_before_a_figure_column_is_left_out(monkeypatch):
 
 
 def test_notes_wrap_on_an_80_column_terminal_and_stay_one_line_in_a_pipe(monkeypatch):
+    """say(): a line a script reads stays whole in a pipe (a run's own warnings and notes wrap
+    there: say_wrapped, tests/test_console_round5.py)."""
     import io
 
     from simpy_astra.report.console import say

@@ -23,7 +23,7 @@ from simpy_astra.cli.run_reports import Finished, RunPlan, write_reports
 from simpy_astra.engine.statistics import NpuReport
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
-from simpy_astra.report.console import say
+from simpy_astra.report.console import say_wrapped
 from simpy_astra.report.links import busiest_links
 from simpy_astra.report.preparing import PreparingNotice
 from simpy_astra.report.trace_size import check_before_build, check_built
@@ -323,10 +323,10 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
         check_built(sim, plan.trace_npus, bool(plan.trace_out), bool(plan.csv_out))
     notes = plan.verbose or not plan.quiet  # --quiet: the answer and warnings, not notes
     if notes and sim.jobs is not None and fold_requested(inputs.fold_symmetry):
-        say(f"note: symmetry folding is off: "
-            f"{'several jobs share the network' if len(sim.jobs) > 1 else 'a scenario with jobs: runs unfolded'}")
+        say_wrapped(f"note: symmetry folding is off: "
+                    f"{'several jobs share the network' if len(sim.jobs) > 1 else 'a scenario with jobs: runs unfolded'}")
     if notes and sim.fold_note and len(sim.npus) >= NOTE_FROM_NPUS:  # before time starts: what not folding costs
-        say(f"note: {sim.fold_note}")
+        say_wrapped(f"note: {sim.fold_note}")
     record = None
     if plan.records_nodes(real_job):
         # the modules that write the reports from the record, imported now: an import after the
@@ -432,7 +432,7 @@ def run_astra_flags(argv: list[str]) -> int:
 
 def _run_astra_flags(args: argparse.Namespace, log: LogFolder | None) -> int:
     for line in ignored_flag_warnings(args):
-        say(line)
+        say_wrapped(line)
         if log is not None:
             log.add("warning", line.removeprefix("warning: "))
     from simpy_astra.config.scenario import inputs_from_astra_flags, load_plugins

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.engine.statistics import NpuReport
-from simpy_astra.report.console import say
+from simpy_astra.report.console import say, say_wrapped
 from simpy_astra.report.links import link_fields
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def _warnings(done: Finished) -> None:
     for warning in done.sim.warnings:
         # folding undone changes no figure: a note, which --quiet leaves out (unless --verbose)
         if not (warning.startswith(FOLD_UNDONE) and done.plan.quiet and not done.plan.verbose):
-            say(short_warning(warning, done.plan.verbose))
+            say_wrapped(short_warning(warning, done.plan.verbose))
         if done.plan.log is not None:
             done.plan.log.add("warning", warning)
 
@@ -113,7 +113,7 @@ def _headline(done: Finished) -> None:
 def _fit_warning(done: Finished) -> None:
     """A quiet run's job that does not fit its GPUs' memory: a step that cannot run is no
     answer alone, whether the headline or the reference lines carry it."""
-    say(f"warning: {done.training.lines()[1]}")
+    say_wrapped(f"warning: {done.training.lines()[1]}")
     for line in done.training.fit_advice():  # indented lines of their own: each within 80 columns
         print(line, file=sys.stderr)
 

@@ -10,7 +10,6 @@ their headline (``--quiet``) is the step's time: when the last NPU finished.
 from __future__ import annotations
 
 import sys
-import textwrap
 
 from simpy_astra.engine.statistics import NpuReport
 
@@ -50,10 +49,6 @@ def print_answer(training, breakdowns: dict | None) -> None:
 def short_warning(text: str, verbose: bool) -> str:
     """A warning as the console shows it: folding that fell back to an unfolded run changes no
     figure and asks nothing of the user, so it is one short note unless ``--verbose``."""
-    if text.startswith(FOLD_UNDONE):
-        if not verbose:
-            return "note: ran unfolded: symmetric NPUs' messages met on a link (--verbose: where)"
-        # in full, on lines within a terminal's 80 columns (it was one of about 200)
-        return textwrap.fill(f"warning: {text}", HEADLINE_WIDTH, subsequent_indent="  ", break_long_words=False,
-                             break_on_hyphens=False)
-    return f"warning: {text}"
+    if text.startswith(FOLD_UNDONE) and not verbose:
+        return "note: ran unfolded: symmetric NPUs' messages met on a link (--verbose: where)"
+    return f"warning: {text}"  # in full (about 200 columns): its printer wraps it
