@@ -102,6 +102,7 @@ def test_a_small_sweep_in_a_pipe_keeps_to_the_plain_width(columns, tmp_path, mon
     captured = capsys.readouterr()
     lines = [ln for ln in (captured.err + captured.out).splitlines() if str(tmp_path) not in ln]
     assert [ln for ln in lines if len(ln) > width] == []
+    assert lines[0] == "sweep s: 4 points, running 4 on 1 local process"  # was '1 local processes'
     assert sum(ln.startswith("sweep: ") and "/4 done; " in ln for ln in lines) == 4
     assert any(ln.startswith("best") and "(continued)" in ln for ln in lines) == (width < 72)
 

@@ -132,7 +132,7 @@ def test_a_piped_sweep_prints_plain_lines_one_per_point(tmp_path, capsys):
     assert code == 0
     lines = err.splitlines()
     assert not set(err) & set("─│┃━┏┓└┘┡┩╇")
-    assert lines[0] == "sweep sweep: 3 points, running 3 on 1 local processes"
+    assert lines[0] == "sweep sweep: 3 points, running 3 on 1 local process"
     assert lines[1] == f"0 already in {out}/results.csv"
     done = [ln for ln in lines if ln.startswith("sweep: ")]
     # the default scenario at 50 GB/s: 142,780 ns (the reference's figure)
