@@ -1,6 +1,6 @@
 """Megatron-LM's rules on the arguments that cannot change a step's time.
 
-The training length and learning-rate schedule, logging, checkpointing, data and evaluation
+The training length and learning-rate schedule, logging, checkpointing, data, evaluation and inference
 arguments are read and not priced (``unmodelled_flags.NO_TIMING_EFFECT``), but a launch script
 Megatron-LM stops on is not one to time: ``validate_args`` (``megatron/training/arguments.py``)
 checks them, and each check is restated here with Megatron's reason, as
@@ -32,7 +32,8 @@ def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | f
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what ``validate_args`` refuses of the unmodelled arguments ``others`` (beside the
     parsed ``a``, on ``gpus`` GPUs)."""
-    for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data):
+    for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data,
+                   _inference):
         family(a, others, where)
     _evaluation_batch(a, gpus, others, where)
     _rampup(a, gpus, others, where)
@@ -186,6 +187,26 @@ def _data(a: argparse.Namespace, others: dict, where: str) -> None:
         refuse(where, "one data source",
                f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
                f"training mode, else None)")
+
+
+def _inference(a: argparse.Namespace, others: dict, where: str) -> None:
+    """Inference options that training never uses and Megatron still checks: inference CUDA
+    graphs need CUDA graphs (``validate_args``: ``ALLOWED_INFERENCE_SCOPES``, only ``none``
+    under the default ``--cuda-graph-impl none``; that flag is not modelled), and the fused
+    inference kernels need the ``inference_optimized`` layers (``TransformerConfig``), which
+    no ``--transformer-impl`` modelled here builds."""
+    scope = (others.get("--inference-cuda-graph-scope") or ["none"])[-1]
+    if scope != "none":
+        refuse(where, "inference CUDA graphs need CUDA graphs",
+               f"--inference-cuda-graph-scope {scope} without --cuda-graph-impl local, which is not modelled "
+               f"(Megatron: Invalid inference CUDA graph scope '{scope}' for --cuda-graph-impl='none'.); give none "
+               f"or leave it out")
+    for flag in ("--inference-fuse-tp-communication", "--inference-disable-triton-nvls-kernels"):
+        if flag in others:
+            refuse(where, "inference kernels need the inference-optimized layers",
+                   f"{flag} without --transformer-impl inference_optimized, which is not modelled (Megatron: "
+                   f"{flag[2:].replace('-', '_')} is only supported for inference_optimized transformer "
+                   f"implementation.); leave it out")
 
 
 def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:
