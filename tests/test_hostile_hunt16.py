@@ -325,3 +325,20 @@ def test_a_quoted_pipeline_layout_starting_with_a_stage_bar_is_its_flags_value(t
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: '|' is a shell redirection, pipe or separator, which nothing reads here; "
         f"remove it and what follows"]
+
+
+def test_a_sweep_on_a_cluster_no_scheduler_answers_leaves_nothing_made(tmp_path, capsys):
+    # '--cluster BAD_ADDRESS' made the --out folder (results.csv, sweep.json) and printed
+    # 'sweep ...: running 2 on cluster' and '0 already in .../results.csv' before its error:
+    # the scheduler is asked first, and what the sweep made goes again
+    pytest.importorskip("distributed")
+    sweep = _write(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
+    said = ("error: --cluster BAD_ADDRESS: cannot connect to a Dask scheduler (missing port number in address "
+            "'BAD_ADDRESS'); start one with 'dask scheduler' and workers with 'dask worker ADDRESS'")
+    out = tmp_path / "new" / "out"
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(out), "--cluster", "BAD_ADDRESS"]) == [said]
+    assert not (tmp_path / "new").exists()
+    # a folder that was there stays, as it was: empty
+    (tmp_path / "mine").mkdir()
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "mine"), "--cluster", "BAD_ADDRESS"]) == [said]
+    assert list((tmp_path / "mine").iterdir()) == []
