@@ -342,3 +342,17 @@ def test_a_sweep_on_a_cluster_no_scheduler_answers_leaves_nothing_made(tmp_path,
     (tmp_path / "mine").mkdir()
     assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "mine"), "--cluster", "BAD_ADDRESS"]) == [said]
     assert list((tmp_path / "mine").iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["convert", "pytorch", "--input", "t.json"], "--input: unknown flag; did you mean --host? (it takes the input here)"),
+    (["convert", "pytorch", "--source=t.json"], "--source: unknown flag; did you mean --host? (it takes the input here)"),
+    (["convert", "pytorch", "-i", "t.json"], "-i: unknown flag; did you mean --host? (it takes the input here)"),
+    (["convert", "text", "--src", "m.txt"], "--src: unknown flag; did you mean --input?"),
+    (["generate", "megatron", "--prefix", "p"], "--prefix: unknown flag; did you mean --output?"),
+])
+def test_a_flag_named_for_the_input_or_output_is_told_the_flag_that_takes_it(capsys, argv, said):
+    # 'convert pytorch --input t.json' was told "did you mean --output?" (the nearest spelling,
+    # the opposite of what it meant), while --host takes the trace there
+    prog = f"simpy-astra {argv[0]} {argv[1]}"
+    assert _error_lines(capsys, argv) == [f"error: {prog}: {said} (see {prog} --help)"]
