@@ -356,3 +356,16 @@ def test_a_flag_named_for_the_input_or_output_is_told_the_flag_that_takes_it(cap
     # the opposite of what it meant), while --host takes the trace there
     prog = f"simpy-astra {argv[0]} {argv[1]}"
     assert _error_lines(capsys, argv) == [f"error: {prog}: {said} (see {prog} --help)"]
+
+
+def test_a_value_given_twice_on_an_axis_is_warned_of(tmp_path, capsys):
+    # 'cluster.gpus: [16, 16]' (a typo for [16, 32]) ran one point without a word
+    base = _megatron(tmp_path, name="base.yaml")
+    sweep = _write(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 16, 32],
+                                                     "workload.args.num-layers": [2, "2"]}}, "sw.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("2 points")  # 16 and 32 GPUs
+    assert " ".join(err.split()) == (
+        "warning: axes: cluster.gpus: 16 and 16 are one value, which runs once; give each value once "
+        'warning: axes: workload.args.num-layers: 2 and "2" are one value, which runs once; give each value once')
