@@ -344,6 +344,14 @@ def test_a_sweep_on_a_cluster_no_scheduler_answers_leaves_nothing_made(tmp_path,
     assert list((tmp_path / "mine").iterdir()) == []
 
 
+def test_a_sweep_on_a_cluster_without_dask_leaves_nothing_made(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed: its import fails
+    sweep = _write(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out"), "--cluster", "tcp://h:8786"]) == [
+        "error: --cluster needs Dask: pip install 'simpy-astra[sweep]'"]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("argv, said", [
     (["convert", "pytorch", "--input", "t.json"], "--input: unknown flag; did you mean --host? (it takes the input here)"),
     (["convert", "pytorch", "--source=t.json"], "--source: unknown flag; did you mean --host? (it takes the input here)"),

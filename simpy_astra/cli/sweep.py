@@ -327,15 +327,15 @@ def _absent(path: str) -> list[str]:
 
 def _connect(address: str, made: list[str]) -> Any:
     """The scheduler's client, before a line is printed or a point's scenario written; if none
-    answers, what this sweep made in --out goes again (a typo in the address left an empty --out
-    folder and '0 already in' before its error)."""
+    answers (or Dask is not installed), what this sweep made in --out goes again (a typo in the
+    address left an empty --out folder and '0 already in' before its error)."""
     import shutil
 
-    from simpy_astra.sweep.runner import ClusterUnreachable, connect_cluster
+    from simpy_astra.sweep.runner import connect_cluster
 
     try:
         return connect_cluster(address)
-    except ClusterUnreachable:
+    except InputError:
         for path in made:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)

@@ -338,10 +338,6 @@ def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: 
     return RunOutcome(finished, interrupted=False)
 
 
-class ClusterUnreachable(InputError):
-    """No Dask scheduler answers at --cluster's address (the sweep removes the folder it made)."""
-
-
 def connect_cluster(address: str) -> Any:
     """A client of the Dask scheduler at ``address``; the sweep connects before it writes a point
     or prints a line, so that a wrong address is one error line and nothing else."""
@@ -352,8 +348,8 @@ def connect_cluster(address: str) -> Any:
     try:
         return Client(address, timeout=10)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise ClusterUnreachable(f"--cluster {address}: cannot connect to a Dask scheduler ({exc}); start one "
-                                 f"with 'dask scheduler' and workers with 'dask worker ADDRESS'") from None
+        raise InputError(f"--cluster {address}: cannot connect to a Dask scheduler ({exc}); start one "
+                         f"with 'dask scheduler' and workers with 'dask worker ADDRESS'") from None
 
 
 def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
