@@ -326,3 +326,55 @@ def test_a_quoted_pipeline_layout_starting_with_a_stage_bar_is_its_flags_value(t
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: '|' is a shell redirection, pipe or separator, which nothing reads here; "
         f"remove it and what follows"]
+
+
+def test_a_sweep_on_a_cluster_no_scheduler_answers_leaves_nothing_made(tmp_path, capsys):
+    # '--cluster BAD_ADDRESS' made the --out folder (results.csv, sweep.json) and printed
+    # 'sweep ...: running 2 on cluster' and '0 already in .../results.csv' before its error:
+    # the scheduler is asked first, and what the sweep made goes again
+    pytest.importorskip("distributed")
+    sweep = _write(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
+    said = ("error: --cluster BAD_ADDRESS: cannot connect to a Dask scheduler (missing port number in address "
+            "'BAD_ADDRESS'); start one with 'dask scheduler' and workers with 'dask worker ADDRESS'")
+    out = tmp_path / "new" / "out"
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(out), "--cluster", "BAD_ADDRESS"]) == [said]
+    assert not (tmp_path / "new").exists()
+    # a folder that was there stays, as it was: empty
+    (tmp_path / "mine").mkdir()
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "mine"), "--cluster", "BAD_ADDRESS"]) == [said]
+    assert list((tmp_path / "mine").iterdir()) == []
+
+
+def test_a_sweep_on_a_cluster_without_dask_leaves_nothing_made(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed: its import fails
+    sweep = _write(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out"), "--cluster", "tcp://h:8786"]) == [
+        "error: --cluster needs Dask: pip install 'simpy-astra[sweep]'"]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["convert", "pytorch", "--input", "t.json"], "--input: unknown flag; did you mean --host? (it takes the input here)"),
+    (["convert", "pytorch", "--source=t.json"], "--source: unknown flag; did you mean --host? (it takes the input here)"),
+    (["convert", "pytorch", "-i", "t.json"], "-i: unknown flag; did you mean --host? (it takes the input here)"),
+    (["convert", "text", "--src", "m.txt"], "--src: unknown flag; did you mean --input?"),
+    (["generate", "megatron", "--prefix", "p"], "--prefix: unknown flag; did you mean --output?"),
+])
+def test_a_flag_named_for_the_input_or_output_is_told_the_flag_that_takes_it(capsys, argv, said):
+    # 'convert pytorch --input t.json' was told "did you mean --output?" (the nearest spelling,
+    # the opposite of what it meant), while --host takes the trace there
+    prog = f"simpy-astra {argv[0]} {argv[1]}"
+    assert _error_lines(capsys, argv) == [f"error: {prog}: {said} (see {prog} --help)"]
+
+
+def test_a_value_given_twice_on_an_axis_is_warned_of(tmp_path, capsys):
+    # 'cluster.gpus: [16, 16]' (a typo for [16, 32]) ran one point without a word
+    base = _megatron(tmp_path, name="base.yaml")
+    sweep = _write(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 16, 32],
+                                                     "workload.args.num-layers": [2, "2"]}}, "sw.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("2 points")  # 16 and 32 GPUs
+    assert " ".join(err.split()) == (
+        "warning: axes: cluster.gpus: 16 and 16 are one value, which runs once; give each value once "
+        'warning: axes: workload.args.num-layers: 2 and "2" are one value, which runs once; give each value once')

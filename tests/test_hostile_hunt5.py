@@ -175,17 +175,20 @@ def test_an_axis_on_a_cluster_key_is_listed(tmp_path, capsys, axis):
 def test_an_all_reduce_over_leaves_pays_the_oversubscribed_spine(tmp_path, capsys, nodes_per_leaf):
     # 1 GiB all-reduced over four DGX A100 nodes, spine 4:1. NCCL's rings run over the nodes in
     # rank order, blind to leaves, so whenever the nodes sit under more than one leaf a ring
-    # crosses the spine: 2 x 3/4 x 1 GiB out of each node through its 8 NICs, each at a quarter
-    # of 1,600 / 8 / 8 Gb/s x 0.94 = 23.5 GB/s: 34.27 ms. Under leaves of two or three nodes it
-    # took 11.6 ms, as on a non-blocking fabric (one node a leaf: 34.27 ms)
+    # crosses the spine. Under leaves of two or three nodes it took 11.6 ms, as on a non-blocking
+    # fabric. A flat ring over n = 32 GPUs sends 2 (n-1)/n x 1 GiB out of each node through its
+    # 8 NICs, each at a quarter of 1,600 / 8 / 8 Gb/s x 0.94 = 23.5 GB/s: 44.26 ms, plus NCCL's
+    # per-step latencies (under 1%); never under the NIC floor, 2 x 3/4 x 1 GiB the same way:
+    # 34.27 ms (what a hierarchical algorithm would need; until 94da48e the run took the floor)
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({"workload": {"generate": "microbench", "collective": "all_reduce", "size": 2**30},
                                     "cluster": {"preset": "dgx-a100-80gb", "gpus": 32, "nodes_per_leaf": nodes_per_leaf,
                                                 "oversubscription": 4}}))
-    by_hand_ns = 2 * 3 / 4 * 2**30 / (8 * 1600 / 8 / 8 * 0.94 / 4)
+    nic_gb_s = 8 * 1600 / 8 / 8 * 0.94 / 4
+    flat_ring_ns, floor_ns = 2 * 31 / 32 * 2**30 / nic_gb_s, 2 * 3 / 4 * 2**30 / nic_gb_s
     assert main(["run", str(path), "--quiet"]) == 0
     took = int(capsys.readouterr().out.split()[2].replace(",", ""))
-    assert took == pytest.approx(by_hand_ns, rel=0.001)
+    assert flat_ring_ns <= took <= flat_ring_ns * 1.01 and took > floor_ns
 
 
 def test_an_all_reduce_under_one_leaf_runs_at_the_rails_rate(tmp_path, capsys):

@@ -47,6 +47,19 @@ WHERE = "s.yaml: workload.args"
     (" --mock-data --data-path a", "one data source"),
     (" --data-path a --train-data-path b", "one data source"),
     (" --data-path a --data-args-path b", "one data source"),
+    # (inference options a training run still has checked: CUDA graphs and the inference layers
+    # this simulator does not model)
+    (" --inference-cuda-graph-scope block", "inference CUDA graphs need CUDA graphs"),
+    (" --inference-cuda-graph-scope layer --fp8-format hybrid", "inference CUDA graphs need CUDA graphs"),
+    (" --inference-fuse-tp-communication", "inference kernels need the inference-optimized layers"),
+    (" --inference-disable-triton-nvls-kernels", "inference kernels need the inference-optimized layers"),
+    (" --fim-data --mock-data", "fill-in-the-middle data is real data"),
+    (" --fim-data --data-path a --fim-rate 0", "fill-in-the-middle rates"),
+    (" --fim-data --data-path a --fim-spm-rate 0.0", "fill-in-the-middle rates"),
+    (" --num-dataset-builder-threads 0", "dataset builder threads"),
+    (" --override-ckpt-iteration 5 --finetune", "a checkpoint's iteration overridden or finetuned"),
+    (" --ckpt-pg-tensors-cache-path c --ckpt-fully-parallel-load-process-group ep_dp",
+     "one process group for the cached checkpoint distribution"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -78,6 +91,13 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     " --data-path 0.5 a 0.5 b --split 969,30,1",
     " --train-data-path a --valid-data-path b --test-data-path c",
     " --save ckpt --save-interval 0 --DDP-impl local",  # 2021's Megatron-LM: 0 never saves
+    " --inference-cuda-graph-scope none",
+    " --fim-data --data-path a --fim-rate 0.2",
+    " --mock-data --fim-rate 0",  # read only with --fim-data
+    " --num-dataset-builder-threads 4",
+    " --override-ckpt-iteration 5",
+    " --ckpt-pg-tensors-cache-path c --ckpt-fully-parallel-save-process-group ep_dp "
+    "--ckpt-fully-parallel-load-process-group ep_dp",
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4

@@ -44,6 +44,8 @@ MOE = " --num-experts 4 --disable-bias-linear"
     # megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__
     (" --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit -1",
      "deferral limit at least 0"),
+    # megatron/core/distributed/distributed_data_parallel.py DistributedDataParallel.__init__
+    (" --calculate-per-token-loss --ddp-average-in-collective", "per-token loss sums its gradients"),
 ])
 def test_megatron_refuses_and_so_do_we(extra, rule):
     with pytest.raises(InvalidConfigurationError) as info:
@@ -72,6 +74,8 @@ def test_megatron_refuses_and_so_do_we(extra, rule):
     MOE + " --moe-router-topk 1 --moe-router-load-balancing-type sinkhorn",
     " --moe-router-topk 1 --moe-router-pre-softmax",
     " --pipeline-model-parallel-size 2 --defer-embedding-wgrad-compute --wgrad-deferral-limit 0",
+    " --calculate-per-token-loss",
+    " --ddp-average-in-collective",
 ])
 def test_the_other_side_of_each_rule_is_accepted(extra):
     assert parse(BASE + extra, 8, WHERE).num_layers == 4

@@ -196,6 +196,10 @@ def test_fp8_needs_a_gpu_with_fp8_units():
     (" --log-frobnicate x", "--log-frobnicate is not an argument of Megatron-LM's pretrain_gpt.py"),
     (" --use-flash-atten", "did you mean --use-flash-attn?"),
     (" --fp32-residual-connection", "is a Megatron-LM argument that may change a step's time and is not modelled"),
+    # Megatron overlaps dist_muon's parameter gather without the distributed optimizer: not a
+    # rule of Megatron's, an optimizer not modelled
+    (" --overlap-param-gather --overlap-grad-reduce --optimizer dist_muon",
+     "--optimizer dist_muon: only adam and sgd are modelled"),
 ])
 def test_malformed_arguments_are_input_errors_naming_the_argument(extra, says):
     with pytest.raises(InputError) as info:

@@ -20,6 +20,16 @@ from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 #: a list of choices longer than this is shown as NAME in the usage, and spelled out in the help
 LONGEST_CHOICES = 24
 
+#: what a flag that takes a command's input or output is called elsewhere (the first two name
+#: such a flag here too): an unknown one of these is told the command's flag that takes it,
+#: whatever its name ('convert pytorch --input' was told the nearest spelling, --output, the
+#: opposite of what it meant, while --host takes the input there)
+ROLE_WORDS: dict[str, tuple[str, ...]] = {
+    "input": ("input", "in", "inputs", "infile", "input-file", "source", "src", "from", "file", "i"),
+    "output": ("output", "out", "outfile", "output-file", "output-dir", "out-dir", "outdir", "dest", "destination",
+               "dst", "to", "prefix", "o"),
+}
+
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse, but every error is an :class:`InputError` (``error: <prog>: <problem>``), and
@@ -31,8 +41,15 @@ class ArgumentParser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self.epilog_of = epilog_of
+        #: flag -> what it takes ('input', 'output'), for one whose name does not say it (--host)
+        self.roles: dict[str, str] = {}
 
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+    def add_argument(self, *args: Any, role: str | None = None, **kwargs: Any) -> argparse.Action:
+        """argparse's, and ``role``: ``input`` or ``output``, what the flag takes when its name
+        does not say it (an unknown ``--input`` is told this flag)."""
+        if role is not None:
+            assert role in ROLE_WORDS, role
+            self.roles[args[0]] = role
         choices = kwargs.get("choices")
         if choices is not None and "metavar" not in kwargs \
                 and len(",".join(map(str, choices))) + 2 > LONGEST_CHOICES:
@@ -64,11 +81,11 @@ class ArgumentParser(argparse.ArgumentParser):
         wrong = [a for a in argv if a.startswith("-") and a not in ("-", "--") and not a[1:2].isdigit()
                  and a[1:2] != "." and a.split("=", 1)[0] not in known]
         if wrong:
-            self.error(unknown_flag_problem(wrong[0], known, self.prog))
+            self.error(unknown_flag_problem(wrong[0], known, self.prog, self.role_flags()))
         self._refuse_repeated(argv)
         parsed, extra = self.parse_known_args(argv, namespace)
         if extra:
-            self.error(unknown_flag_problem(extra[0], self.known_flags(), self.prog))
+            self.error(unknown_flag_problem(extra[0], self.known_flags(), self.prog, self.role_flags()))
         return parsed
 
     def _refuse_repeated(self, argv: list[str]) -> None:
@@ -92,6 +109,16 @@ class ArgumentParser(argparse.ArgumentParser):
     def known_flags(self) -> list[str]:
         return [flag for action in self._actions for flag in action.option_strings]
 
+    def role_flags(self) -> dict[str, list[str]]:
+        """Role -> the flags that take it: given a role, or named for it (--input, --out)."""
+        found: dict[str, list[str]] = {}
+        for flag in self.known_flags():
+            role = self.roles.get(flag) or next((r for r, words in ROLE_WORDS.items()
+                                                 if _word(flag) in words[:2]), None)
+            if role is not None:
+                found.setdefault(role, []).append(flag)
+        return found
+
     def error_for_flag(self, problem: str) -> str:
         """A suggestion of an unlisted spelling (``--micro_batch``) names the listed one; a float
         given to a flag of integers (``--size 1e3``) is told the integer to write."""
@@ -110,10 +137,28 @@ class ArgumentParser(argparse.ArgumentParser):
         return problem
 
 
-def unknown_flag_problem(given: str, known: list[str], prog: str = "") -> str:
+def _word(flag: str) -> str:
+    """``--Output_File`` -> ``output-file``: a flag as ROLE_WORDS spells it."""
+    return flag.lstrip("-").lower().replace("_", "-")
+
+
+def _role_hint(flag: str, roles: dict[str, list[str]]) -> str:
+    """``--input`` where ``--host`` takes the input -> "; did you mean --host? (it takes the
+    input here)"; nothing when the command has no one such flag."""
+    role = next((r for r, words in ROLE_WORDS.items() if _word(flag) in words), None)
+    takes = roles.get(role, []) if role else []
+    if len(takes) != 1:
+        return ""
+    said = "" if _word(takes[0]) in ROLE_WORDS[role] else f" (it takes the {role} here)"
+    return f"; did you mean {takes[0]}?{said}"
+
+
+def unknown_flag_problem(given: str, known: list[str], prog: str = "", roles: dict[str, list[str]] | None = None,
+                         ) -> str:
     """``--netwrok-backend=packet`` -> "--netwrok-backend: unknown flag; did you mean
     --network-backend?" (a mistyped flag must not silently leave its default in place); a
-    Megatron-LM argument given to ``prog`` itself says where such arguments go."""
+    Megatron-LM argument given to ``prog`` itself says where such arguments go; a word for
+    the input or output (``roles``: the flags that take each) names the flag that takes it."""
     flag = given.split("=", 1)[0]
     if not flag.startswith("-"):
         return f"{given!r}: unexpected argument"
@@ -122,7 +167,7 @@ def unknown_flag_problem(given: str, known: list[str], prog: str = "") -> str:
     import difflib
 
     near = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
-    hint = megatron_hint(flag, prog) or (f"; did you mean {near[0]}?" if near else "")
+    hint = megatron_hint(flag, prog) or _role_hint(flag, roles or {}) or (f"; did you mean {near[0]}?" if near else "")
     return f"{flag}: unknown flag{hint}"
 
 

@@ -302,13 +302,52 @@ def _main(argv: list[str]) -> int:
     if not args.out:
         raise InputError("sweep: --out DIR is required (the folder for results.csv and best.json)")
     _not_stdout(args.out, "--out", "folder")
+    made = _absent(args.out)
     store = ResultsStore(args.out, spec, points, retry_failed=args.retry_failed)
-    if store.rerun_note:
-        print(store.rerun_note, file=sys.stderr)
+    client = None
     try:  # the folder stays locked until best.json and the plots are written too
-        return _run(args, spec, points, store)
+        todo = [p for p in points if not store.done(p.key)]
+        refused, _ = _checked(todo, args.sweep)  # the failing run, each saying why in its row
+        if args.cluster and not all(refused[p.key] for p in todo):  # nothing left to run needs no scheduler
+            client = _connect(args.cluster, made)
+        if store.rerun_note:
+            print(store.rerun_note, file=sys.stderr)
+        return _run(args, spec, points, store, todo, refused, client)
     finally:
+        if client is not None:
+            client.close()
         store.close()
+
+
+def _absent(path: str) -> list[str]:
+    """What --out will make: its outermost folder not there yet, or else the files not in it yet."""
+    path, missing = os.path.abspath(path), None
+    while not os.path.lexists(path):
+        path, missing = os.path.dirname(path), path
+    if missing is not None:
+        return [missing]
+    return [os.path.join(path, name) for name in ("results.csv", "sweep.json")
+            if not os.path.lexists(os.path.join(path, name))]
+
+
+def _connect(address: str, made: list[str]) -> Any:
+    """The scheduler's client, before a line is printed or a point's scenario written; if none
+    answers (or Dask is not installed), what this sweep made in --out goes again (a typo in the
+    address left an empty --out folder and '0 already in' before its error)."""
+    import shutil
+
+    from simpy_astra.sweep.runner import connect_cluster
+
+    try:
+        return connect_cluster(address)
+    except InputError:
+        for path in made:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        raise
 
 
 def _sweep_plots(args: argparse.Namespace, spec: SweepSpec, done: list, summary: dict, interrupted: bool) -> bool:
@@ -362,20 +401,21 @@ def _scorer(spec: SweepSpec, points: list[Point]):
     return score
 
 
-def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore) -> int:
+def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: ResultsStore, todo: list[Point],
+         refused: dict[str, dict[str, Any] | None], client: Any) -> int:
+    """Run ``todo`` (the points without a row; ``refused``: each one's invalid row or None),
+    on ``client``'s cluster when given, and write best.json and the plots."""
     from simpy_astra.report.console import Output
     from simpy_astra.sweep.best import backends_of, best_keys, best_summary, outcomes, write_best
     from simpy_astra.sweep.runner import run_cluster, run_local
     from simpy_astra.sweep.summary import print_summary
 
     _write_point_scenarios(args.out, points, _module_note(spec))
-    todo = [p for p in points if not store.done(p.key)]
     out = Output(sys.stderr)  # drawn on a terminal; plain lines, never wrapped, in a pipe or a log file
 
     def label(p: Point) -> str:  # what a failing point's error names: the sweep file and the coordinates
         return _label(args.sweep, p)
 
-    refused, _ = _checked(todo, args.sweep)  # the failing run, each saying why in its row
     invalid = sum(1 for r in refused.values() if r)
     jobs = min(args.jobs, max(len(todo) - invalid, 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local process{'es' if jobs != 1 else ''}"
@@ -396,8 +436,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         if refused[p.key]:
             save(p, refused[p.key], [])
     todo = [p for p in todo if not refused[p.key]]
-    if args.cluster and todo:  # nothing left to run needs no scheduler (it may be gone)
-        outcome = run_cluster(todo, args.cluster, store.inputs, save, out, where=label, score=_scorer(spec, points))
+    if client is not None:
+        outcome = run_cluster(todo, client, store.inputs, save, out, where=label, score=_scorer(spec, points))
     else:
         outcome = run_local(todo, jobs, store.inputs, save, out, where=label, close_fds=(store.lock.fd,),
                             score=_scorer(spec, points))

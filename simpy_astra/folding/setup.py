@@ -178,9 +178,8 @@ class FoldSetup:
                     all(a.rotation_symmetric for a in subsets), dims=list(dims), xor_dims=xor_dims, xor_groups=all(a.xor_symmetric for a in subsets),
                     xor_algorithms=xor_algorithms, links=how == "links",
                     nccl_sets=_nccl_sets(backend, network_config))
-        rails = getattr(network_config, "rails", None)
-        if rails is not None:
-            setup.node_gpus = rails.gpus_per_node
+        if network_config is not None and network_config.rails is not None:
+            setup.node_gpus = network_config.rails.gpus_per_node
         if all(a == {0} for a in allowed) and not setup.xor_possible:
             return no("no shift of any network dimension keeps its delays" if how == "pairs" else
                       "no shift of any network dimension moves its links and routes onto themselves")

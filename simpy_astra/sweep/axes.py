@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -27,6 +27,8 @@ class Axis:
     values: tuple[Any, ...]
     # bundle axes: value name -> {dotted path: value}; plain axes: None (the column is the path)
     bundles: dict[str, dict[str, Any]] | None = None
+    #: what a warning says of values dropped as repeats (``16 and 16``), the first kept
+    repeats: tuple[str, ...] = ()
 
     def assignments(self, value: Any) -> dict[str, Any]:
         return dict(self.bundles[value]) if self.bundles is not None else {self.column: value}
@@ -52,15 +54,23 @@ def _same_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _unique(values: list[Any]) -> list[Any]:
-    seen: set[str] = set()
-    out = []
+def unique_with_repeats(values: Iterable[Any], key: Callable[[Any], Any]) -> tuple[list[Any], tuple[str, ...]]:
+    """The first of the ``values`` of each ``key``, and each repeat dropped as a warning says it
+    (``16 and 16``, ``50 and 50.0``: a typo for [16, 32] ran one point without a word)."""
+    firsts: dict[Any, Any] = {}
+    repeats: list[str] = []
     for v in values:
-        key = _same_key(v)
-        if key not in seen:
-            seen.add(key)
-            out.append(v)
-    return out
+        k = key(v)
+        if k not in firsts:
+            firsts[k] = v
+        elif (said := f"{_written(firsts[k])} and {_written(v)}") not in repeats:
+            repeats.append(said)
+    return list(firsts.values()), tuple(repeats)
+
+
+def _written(value: Any) -> str:
+    """A value as YAML would show it, so that '4' and 4 read apart (``"4"`` and ``4``)."""
+    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def _is_number(x: Any) -> bool:
@@ -68,12 +78,12 @@ def _is_number(x: Any) -> bool:
 
 
 def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
-    """Values of one axis (duplicates dropped) and its optional ``as:`` name."""
+    """Values of one axis (repeats and all) and its optional ``as:`` name."""
     if not isinstance(raw, dict):
         values = list(raw) if isinstance(raw, list) else [raw]
         if not values:
             raise InputError(f"{where}: the axis has no values; give at least one, e.g. [50, 100]")
-        return _unique([_finite(v, where) for v in values]), None
+        return [_finite(v, where) for v in values], None
     alias = raw.get("as")
     if alias is not None and not (isinstance(alias, str) and alias.isidentifier() and alias.isascii()):
         # the axis's name in expressions and the summary's header (an escape code coloured it)
@@ -128,7 +138,7 @@ def _axis_values(raw: Any, where: str) -> tuple[list[Any], str | None]:
         return [], alias  # bundles are handled by the caller
     if not values:
         raise InputError(f"{where}: the axis has no values")
-    return _unique(values), alias
+    return values, alias
 
 
 def one_line(text: str, where: str) -> str:
@@ -142,6 +152,7 @@ def one_line(text: str, where: str) -> str:
 
 def parse_axis(column: str, raw: Any, where: str) -> Axis:
     values, alias = _axis_values(raw, where)
+    values, repeats = unique_with_repeats(values, _same_key)
     if isinstance(raw, dict) and "named" in raw:
         bundles = raw["named"]
         if not isinstance(bundles, dict) or not bundles or not all(
@@ -156,7 +167,7 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
         if isinstance(v, str) and not v.isprintable():
             raise InputError(f"{where}: {v!r}: must be printable text on one line, without control characters "
                              f"(it is printed in each point's line)")
-    return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values))
+    return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values), repeats=repeats)
 
 
 def shown(value: Any) -> str:

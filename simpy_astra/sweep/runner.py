@@ -348,19 +348,27 @@ def run_local(points: list[Point], jobs: int, inputs: InputSnapshot, on_result: 
     return RunOutcome(finished, interrupted=False)
 
 
-def run_cluster(points: list[Point], address: str, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
-                where: Callable[[Point], str] = lambda p: p.key, score: Scorer | None = None) -> RunOutcome:
-    """The same points on a Dask cluster; workers need simpy-astra installed and the base
-    scenario's files (ET traces, configs) at the same paths (a shared file system)."""
+def connect_cluster(address: str) -> Any:
+    """A client of the Dask scheduler at ``address``; the sweep connects before it writes a point
+    or prints a line, so that a wrong address is one error line and nothing else."""
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError:
         raise InputError("--cluster needs Dask: pip install 'simpy-astra[sweep]'") from None
     try:
-        client = Client(address, timeout=10)
+        return Client(address, timeout=10)
     except (OSError, TimeoutError, ValueError) as exc:
         raise InputError(f"--cluster {address}: cannot connect to a Dask scheduler ({exc}); start one "
                          f"with 'dask scheduler' and workers with 'dask worker ADDRESS'") from None
+
+
+def run_cluster(points: list[Point], client: Any, inputs: InputSnapshot, on_result: ResultCallback, out: Output,
+                where: Callable[[Point], str] = lambda p: p.key, score: Scorer | None = None) -> RunOutcome:
+    """The same points on a Dask cluster (``client``, from connect_cluster; the caller closes
+    it); workers need simpy-astra installed and the base scenario's files (ET traces, configs)
+    at the same paths (a shared file system)."""
+    from distributed import as_completed
+
     finished = 0
     futures: dict[Any, Point] = {}
     try:
@@ -381,6 +389,4 @@ def run_cluster(points: list[Point], address: str, inputs: InputSnapshot, on_res
     except KeyboardInterrupt as exc:
         client.cancel(list(futures))
         return RunOutcome(finished, interrupted=True, terminated=isinstance(exc, Terminated))
-    finally:
-        client.close()
     return RunOutcome(finished, interrupted=False)

@@ -54,7 +54,15 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
-from simpy_astra.sweep.axes import MAX_POINTS, Axis, check_overlaps, one_line, parse_axis, point_words
+from simpy_astra.sweep.axes import (
+    MAX_POINTS,
+    Axis,
+    check_overlaps,
+    one_line,
+    parse_axis,
+    point_words,
+    unique_with_repeats,
+)
 from simpy_astra.sweep.axis_paths import check_axis_path, megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
 from simpy_astra.sweep.expressions import (
@@ -424,12 +432,13 @@ def _one_per_argument(axis: Axis) -> Axis:
     if axis.bundles is not None or not is_args_path(axis.column):
         return axis
     flag = flag_of(axis.column)
-    firsts: dict[Any, Any] = {}
-    for value in axis.values:  # a switch's true/false/null as itself, any other value as written
+    values = []
+    for value in axis.values:  # a list for a flag of several values as its words
         words = words_of(flag, value) if isinstance(value, list) and takes_several(flag) else None
-        value = " ".join(words) if words else value
-        firsts.setdefault(value if isinstance(value, bool) or value is None else str(value), value)
-    return dataclasses.replace(axis, values=tuple(firsts.values()))
+        values.append(" ".join(words) if words else value)
+    # a switch's true/false/null as itself, any other value as written
+    kept, repeats = unique_with_repeats(values, lambda v: v if isinstance(v, bool) or v is None else str(v))
+    return dataclasses.replace(axis, values=tuple(kept), repeats=axis.repeats + repeats)
 
 
 def reports_training(scenario: dict[str, Any]) -> bool:
@@ -494,6 +503,8 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
         check_integers(str(col), raw, f"{path}: axes: {col}")
     axes = _short_names([_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}"))
                          for col, raw in raw_axes.items()], list(raw_axes.values()))
+    warnings += [f"axes: {a.column}: {said} are one value, which runs once; give each value once" for a in axes
+                 for said in a.repeats]
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:

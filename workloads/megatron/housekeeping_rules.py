@@ -1,6 +1,6 @@
 """Megatron-LM's rules on the arguments that cannot change a step's time.
 
-The training length and learning-rate schedule, logging, checkpointing, data and evaluation
+The training length and learning-rate schedule, logging, checkpointing, data, evaluation and inference
 arguments are read and not priced (``unmodelled_flags.NO_TIMING_EFFECT``), but a launch script
 Megatron-LM stops on is not one to time: ``validate_args`` (``megatron/training/arguments.py``)
 checks them, and each check is restated here with Megatron's reason, as
@@ -32,7 +32,8 @@ def given(others: dict[str, list[str]], flag: str, kind: Callable[[str], int | f
 def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where: str) -> None:
     """Refuse what ``validate_args`` refuses of the unmodelled arguments ``others`` (beside the
     parsed ``a``, on ``gpus`` GPUs)."""
-    for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data):
+    for family in (_deprecated, _training_length, _learning_rate, _logging, _checkpoints, _data,
+                   _data_loading, _inference):
         family(a, others, where)
     _evaluation_batch(a, gpus, others, where)
     _rampup(a, gpus, others, where)
@@ -148,6 +149,10 @@ def _checkpoints(a: argparse.Namespace, others: dict, where: str) -> None:
         refuse(where, "saved parameters without the overlapped parameter gather",
                "--save-params-interval with --overlap-param-gather (Megatron: assert not args.overlap_param_gather)")
     _other_checkpoints(others, where)
+    if "--override-ckpt-iteration" in others and "--finetune" in others:
+        refuse(where, "a checkpoint's iteration overridden or finetuned",
+               "--override-ckpt-iteration with --finetune (Megatron: Cannot override checkpoint iteration together "
+               "with finetune flag.); give one of them")
     if "--load-main-params-from-ckpt" in others and "--no-load-optim" not in others:
         refuse(where, "main parameters from a checkpoint without its optimizer",
                "--load-main-params-from-ckpt without --no-load-optim (Megatron: --load-main-params-from-ckpt must be "
@@ -165,6 +170,14 @@ def _other_checkpoints(others: dict, where: str) -> None:
         refuse(where, "local checkpoints need their folder",
                "--non-persistent-ckpt-type local without --non-persistent-local-ckpt-dir (Megatron: Tried to use "
                "local checkpointing without specifying --local-ckpt-dir!)")
+    if "--ckpt-pg-tensors-cache-path" in others:
+        save, load = ((others.get(f"--ckpt-fully-parallel-{kind}-process-group") or ["dp"])[-1] for kind in ("save", "load"))
+        if save != load:
+            refuse(where, "one process group for the cached checkpoint distribution",
+                   f"--ckpt-pg-tensors-cache-path with --ckpt-fully-parallel-save-process-group {save} and "
+                   f"--ckpt-fully-parallel-load-process-group {load} (Megatron: --ckpt-pg-tensors-cache-path requires "
+                   f"--ckpt-fully-parallel-save-process-group and --ckpt-fully-parallel-load-process-group to be "
+                   f"identical); give both the same group (dp by default)")
     missing = [f for f in ("--ckpt-convert-save", "--load") if f not in others]
     if "--ckpt-convert-format" in others and missing:
         refuse(where, "checkpoint conversion needs its folders",
@@ -186,6 +199,45 @@ def _data(a: argparse.Namespace, others: dict, where: str) -> None:
         refuse(where, "one data source",
                f"{' with '.join(sources)} (Megatron, since 2024-05: A single data source must be provided in "
                f"training mode, else None)")
+
+
+def _inference(a: argparse.Namespace, others: dict, where: str) -> None:
+    """Inference options that training never uses and Megatron still checks: inference CUDA
+    graphs need CUDA graphs (``validate_args``: ``ALLOWED_INFERENCE_SCOPES``, only ``none``
+    under the default ``--cuda-graph-impl none``; that flag is not modelled), and the fused
+    inference kernels need the ``inference_optimized`` layers (``TransformerConfig``), which
+    no ``--transformer-impl`` modelled here builds."""
+    scope = (others.get("--inference-cuda-graph-scope") or ["none"])[-1]
+    if scope != "none":
+        refuse(where, "inference CUDA graphs need CUDA graphs",
+               f"--inference-cuda-graph-scope {scope} without --cuda-graph-impl local, which is not modelled "
+               f"(Megatron: Invalid inference CUDA graph scope '{scope}' for --cuda-graph-impl='none'.); give none "
+               f"or leave it out")
+    for flag in ("--inference-fuse-tp-communication", "--inference-disable-triton-nvls-kernels"):
+        if flag in others:
+            refuse(where, "inference kernels need the inference-optimized layers",
+                   f"{flag} without --transformer-impl inference_optimized, which is not modelled (Megatron: "
+                   f"{flag[2:].replace('-', '_')} is only supported for inference_optimized transformer "
+                   f"implementation.); leave it out")
+
+
+def _data_loading(a: argparse.Namespace, others: dict, where: str) -> None:
+    """The dataset builder's threads and the fill-in-the-middle dataset (``validate_args``)."""
+    threads = given(others, "--num-dataset-builder-threads", int, where)
+    if threads is not None and threads <= 0:
+        refuse(where, "dataset builder threads",
+               f"--num-dataset-builder-threads {threads} (Megatron: assert args.num_dataset_builder_threads > 0); "
+               f"give 1 or more")
+    if "--fim-data" not in others:
+        return
+    if "--mock-data" in others:
+        refuse(where, "fill-in-the-middle data is real data",
+               "--fim-data with --mock-data (Megatron: Mock dataset is not supported with FIM dataset.); give "
+               "--data-path")
+    for flag in ("--fim-rate", "--fim-spm-rate"):
+        if given(others, flag, float, where) == 0:  # argparse default 0.5; Megatron asserts it non-zero
+            refuse(where, "fill-in-the-middle rates",
+                   f"--fim-data with {flag} 0 (Megatron: {flag} should be specified.); give a rate above 0")
 
 
 def _evaluation_batch(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:

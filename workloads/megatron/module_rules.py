@@ -25,7 +25,7 @@ def check(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
     GPUs, then what ``validate_args`` refuses of the arguments that cannot change a step's time
     (:mod:`housekeeping_rules`); ``others`` are the unmodelled flags given, with their values."""
     for family in (_moe_layer, _experts_biases, _router_losses, _fused_activation, _deferred_wgrad,
-                   _hierarchical_context_parallel):
+                   _hierarchical_context_parallel, _gradient_scaling):
         family(a, others, where)
     housekeeping_rules.check(a, gpus, others, where)
 
@@ -136,3 +136,12 @@ def _hierarchical_context_parallel(a: argparse.Namespace, others: dict, where: s
                f"--cp-comm-type a2a+p2p with {heads} query and {kv_heads} key/value heads a tp rank, not multiples "
                f"of the all-to-all group's {sizes[0]} (--hierarchical-context-parallel-sizes' first: Transformer "
                f"Engine's all-to-all views [b, s, h, d] as [b, s, cp, h//cp, d]); give a first size dividing both")
+
+
+def _gradient_scaling(a: argparse.Namespace, others: dict, where: str) -> None:
+    """``DistributedDataParallel.__init__`` (``distributed/distributed_data_parallel.py``): a
+    per-token loss leaves the gradients unscaled, so its reduction must sum, not average."""
+    if "--calculate-per-token-loss" in others and "--ddp-average-in-collective" in others and not legacy_names(a):
+        refuse(where, "per-token loss sums its gradients",
+               "--calculate-per-token-loss with --ddp-average-in-collective (Megatron, DistributedDataParallel: "
+               "Cannot average in collective when calculating per-token loss!); give one of them")

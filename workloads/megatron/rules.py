@@ -359,10 +359,11 @@ def _overlap(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         refuse(where, "FP8 parameter gather needs the distributed optimizer",
                "--fp8-param-gather needs --use-distributed-optimizer (Megatron: --fp8-param-gather only supported "
                "with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode)")
-    if a.overlap_param_gather and not a.use_distributed_optimizer:
+    # (dist_muon shards its own state: Megatron takes it, and it is refused below as not modelled)
+    if a.overlap_param_gather and not a.use_distributed_optimizer and a.optimizer != "dist_muon":
         refuse(where, "param gather overlap needs the distributed optimizer",
                "--overlap-param-gather needs --use-distributed-optimizer (Megatron: --overlap-param-gather only "
-               "supported with distributed optimizer)")
+               "supported with distributed optimizer, megatron fsdp, or dist_muon)")
     if a.overlap_param_gather and not a.overlap_grad_reduce:
         refuse(where, "param gather overlap needs grad reduce overlap",
                "--overlap-param-gather needs --overlap-grad-reduce (Megatron: must use --overlap-param-gather "

@@ -208,7 +208,7 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="simpy-astra convert pytorch",
                                 description="Convert PyTorch execution traces (optionally with Kineto traces) "
                                             "to Chakra ETs, collectives included.")
-    p.add_argument("--host", required=True, help="PyTorch execution trace (JSON), or a directory of them")
+    p.add_argument("--host", required=True, role="input", help="PyTorch execution trace (JSON), or a directory of them")
     p.add_argument("--device", default=None, help="Kineto trace of the same rank, or a directory of them")
     p.add_argument("--rank", type=int, default=None,
                    help="rank of the trace, 0 to 65535 (default: the last number in its file name, else 0)")
