@@ -148,3 +148,18 @@ def test_ignored_astra_sim_flags_are_warned_of_within_the_plain_width(monkeypatc
         "Chakra ET prefix runs its graph once)",
         "warning: --rendezvous-protocol true is accepted but not modelled: sends go eagerly, so the figures lack "
         "ASTRA-sim's handshake delay"]
+
+
+def test_the_local_memory_trace_note_keeps_its_words_within_60_columns(tmp_path, monkeypatch, capsys):
+    """Before: at COLUMNS=60 in a pipe the note's first line stayed 68 columns (it was cut for
+    80 by hand); now its words wrap within the plain width, the trace paths stay whole."""
+    from simpy_astra.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(ROOT / "scenarios" / "transformer_llama_16npus.yaml"), "--quiet", "--trace-dir", "t"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(err) if line.startswith("note: wrote 16 local-memory trace(s)"))
+    note = err[at:]
+    assert [ln for ln in note if len(ln) > 60 and str(tmp_path) not in ln] == []
+    assert "  " + str(tmp_path / "t" / "local_mem_trace.0.json") in note and note[-1] == "  .. local_mem_trace.15.json"

@@ -97,8 +97,9 @@ def _local_memory_note(done: Finished) -> None:
     written = done.sim.written_files
     first, last = written[0], written[-1]
     # the source and the paths on lines of their own: in one line the note was 200 columns
-    say(f"note: wrote {len(written)} local-memory trace(s), as local-mem-trace-filename in")
-    say(f"  {escaped(done.inputs.system.source)} asks:")
+    # its words within the plain width (COLUMNS=60 too); the paths whole, for grep
+    say_wrapped(f"note: wrote {len(written)} local-memory trace(s), as local-mem-trace-filename in")
+    say_wrapped(f"  {escaped(done.inputs.system.source)} asks:")
     say(f"  {escaped(os.path.abspath(first))}")
     if len(written) > 1:
         say(f"  .. {escaped(os.path.basename(last))}")
