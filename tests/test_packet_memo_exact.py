@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simpy_astra.network.packet import PacketNetwork
+from simpy_astra.network.packet import PacketNetwork, network, rates
 from simpy_astra.network.packet.rates import Solutions
+from simpy_astra.network.packet.trains import Train
 from simpy_astra.topologies import Line
 
 
@@ -38,3 +39,30 @@ def test_the_last_solves_arrivals_are_those_a_look_up_finds(monkeypatch: pytest.
     assert sum(taken) > len(taken) / 2  # (the shortcut is what most solves take)
     monkeypatch.setattr(Solutions, "arrivals_as_last", lambda self, flows, routes: None)
     assert all_to_all(size, buffer_bytes) == fast
+
+
+def test_a_trains_kept_units_are_those_made_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a train keeps its last two sets of units (credits hold it and let go round after round)
+    # and a drained one's too: the same figures as every train's units made at every solve
+    # (a new epoch each solve: no kept units match)
+    size, buffer_bytes = 1 << 15, 1 << 13
+    made = []
+    real_units = rates.units_of
+
+    def counted(flow: Train, *args: object) -> tuple:
+        made.append(flow.buffer_hop or flow.first_hop or flow.credit_held or flow.left_bytes <= 0)
+        return real_units(flow, *args)
+
+    monkeypatch.setattr(rates, "units_of", counted)
+    fast = all_to_all(size, buffer_bytes)
+    kept = made.count(True)
+    made.clear()
+    real_rates = network.train_rates
+
+    def each_anew(flows: object, seeds: list, solutions: Solutions, fresh: object = None) -> None:
+        solutions.epoch += 1
+        real_rates(flows, seeds, solutions, fresh)
+
+    monkeypatch.setattr(network, "train_rates", each_anew)
+    assert all_to_all(size, buffer_bytes) == fast
+    assert kept < made.count(True) / 2  # (the kept units are what most solves take)

@@ -118,18 +118,23 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
     whole = solutions.whole
     epoch = solutions.epoch
     for flow, route, rates in zip(flows, routes, rates_of, strict=True):
-        if flow.left_bytes <= 0:  # (a drained train's units depend on its queues too: made anew)
-            plan = plan_of(*units_of(flow, rates, route))
-        elif flow.buffer_hop or flow.first_hop or flow.credit_held:
+        if flow.buffer_hop or flow.first_hop or flow.credit_held or flow.left_bytes <= 0:
             # its units depend on its hops, buffer, credits, route (which hops hold a backlog)
-            # and arrival rates alone: kept while those stay as they were
+            # and arrival rates, and once drained on which of its queues hold bytes too:
+            # kept while those stay as they were, and the ones before them (a train's credits
+            # hold it and let go round after round: most changes go back to what they were)
             sig = (flow.reach_hops, flow.buffer_hop, flow.credit_held, route, rates, epoch)
+            if flow.left_bytes <= 0:
+                sig += drained_sig(flow, rates)
             memo = flow.units_memo
             if memo is not None and memo[0] == sig:
                 plan = memo[1]
+            elif memo is not None and memo[2] == sig:
+                plan = memo[3]
+                flow.units_memo = (sig, plan, memo[0], memo[1])
             else:
                 plan = plan_of(*units_of(flow, rates, route))
-                flow.units_memo = (sig, plan)
+                flow.units_memo = (sig, plan) + (memo[:2] if memo is not None else (None, None))
         else:  # (most trains: whole, at their source; their units depend on path and arrivals)
             key = (flow.path, flow.reach_hops, rates)
             plan = whole.get(key)
@@ -175,6 +180,18 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
         elif solved_out is None:  # one unit over its whole path
             solved_out = solved_in
         flow.take_solution(solved_in, solved_out, shares, cut)
+
+
+def drained_sig(flow: Train, rates: tuple[float, ...] | None) -> tuple:
+    """What else a drained train's units (:func:`units_of`) depend on: its first hop, the
+    rates its backlog came in at, and which hops' queues hold bytes (read where arrival
+    ``rates`` weigh it)."""
+    if rates is None:
+        return flow.first_hop, None, None
+    first, h = flow.first_hop, flow.reach_hops
+    queue = flow.queue
+    return (first, flow.drain_arrivals_bytes_per_ns,
+            tuple([queue(i) > EMPTY_BYTES for i in range(max(1, first), h)]))
 
 
 def plan_of(made: list[tuple[Unit, int, int]], cut: int) -> tuple:

@@ -255,8 +255,8 @@ class Train:
         self.arrivals_from_hop = 0
         self.route_solve = 0  # the solve (:attr:`.rates.Solutions.solves`) that gave it ``route``
         self.route: Any = None
-        # the last solve's FIFO route and units, with what they were made from (a re-share
-        # re-solves every train of its component, most of them unchanged: :mod:`.rates`)
+        # the last solve's FIFO route, and the last two units, with what they were made from
+        # (a re-share re-solves every train of its component, most unchanged: :mod:`.rates`)
         self.route_memo: tuple | None = None
         self.units_memo: tuple | None = None
         self.drain_ns: float = 0
