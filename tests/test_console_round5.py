@@ -161,5 +161,6 @@ def test_the_local_memory_trace_note_keeps_its_words_within_60_columns(tmp_path,
     err = capsys.readouterr().err.splitlines()
     at = next(i for i, line in enumerate(err) if line.startswith("note: wrote 16 local-memory trace(s)"))
     note = err[at:]
-    assert [ln for ln in note if len(ln) > 60 and str(tmp_path) not in ln] == []
+    # a path is never broken: a line naming one (the trace's, the scenario's) may be longer
+    assert [ln for ln in note if len(ln) > 60 and str(tmp_path) not in ln and str(ROOT) not in ln] == []
     assert "  " + str(tmp_path / "t" / "local_mem_trace.0.json") in note and note[-1] == "  .. local_mem_trace.15.json"
