@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.errors import InputError, StalledError, printable
@@ -93,16 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     debug = DEBUG_FLAG in argv
     argv = [a for a in argv if a != DEBUG_FLAG]
     if not argv or argv[0] in ("-h", "--help"):
-        try:
+        def show_overview() -> int:
             print(overview(), file=sys.stdout if argv else sys.stderr, flush=True)
-        except BrokenPipeError:  # --help | head
-            _silence_stdout()
-            return EXIT_BROKEN_PIPE
-        except OSError as exc:
-            if not _on_stdout(exc):
-                raise
-            return _stdout_failed(exc)
-        return 0 if argv else EXIT_INPUT_ERROR
+            return 0 if argv else EXIT_INPUT_ERROR
+
+        return _writing_stdout(show_overview)  # --help | head, > /dev/full
     from simpy_astra.infra import files, stopping
     from simpy_astra.plugins import raised_in_users_code
 
@@ -124,8 +120,18 @@ def main(argv: list[str] | None = None) -> int:
 def _flushed(code: int) -> int:
     """``code``, once what is buffered for standard output is written: a device that refuses
     it (``> /dev/full``) is told in one line here, not by the interpreter's exit (status 120)."""
-    try:
+    def flush() -> int:
         sys.stdout.flush()
+        return code
+
+    return _writing_stdout(flush)
+
+
+def _writing_stdout(write: Callable[[], int]) -> int:
+    """``write()``'s exit status, or the one of standard output gone: a reader that left
+    (``| head``) ends the command quietly, a device that refuses bytes is one error line."""
+    try:
+        return write()
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
@@ -133,7 +139,6 @@ def _flushed(code: int) -> int:
         if not _on_stdout(exc):
             raise
         return _stdout_failed(exc)
-    return code
 
 
 def _flush_quietly() -> None:

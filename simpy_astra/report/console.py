@@ -20,10 +20,13 @@ from simpy_astra.infra.switches import env_switch
 from simpy_astra.infra.units import bytes_to_gib
 
 
-def say(text: str, stream: TextIO | None = None) -> None:
-    """A line wrapped to the terminal's width on a terminal (later lines indented), one line
-    however long in a pipe or a file (a validate summary a script reads, a path); a run's
-    warnings and notes wrap in a pipe too (:func:`say_wrapped`)."""
+def say(text: str, stream: TextIO | None = None, *, wrap_in_pipe: bool = False) -> None:
+    """A line wrapped to the terminal's width on a terminal (later lines indented); in a pipe or
+    a file one line however long (a validate summary a script reads, a path), or with
+    ``wrap_in_pipe`` within :func:`plain_width` (:func:`say_wrapped`). A word (a path) is
+    never broken."""
+    import textwrap
+
     stream = stream or sys.stderr
     try:
         terminal = stream.isatty()
@@ -31,36 +34,25 @@ def say(text: str, stream: TextIO | None = None) -> None:
         terminal = False
     if terminal:
         import shutil
-        import textwrap
 
         text = textwrap.fill(text, shutil.get_terminal_size().columns, subsequent_indent="  ",
                              break_long_words=False, break_on_hyphens=False)
+    elif wrap_in_pipe:
+        lines = []
+        for line in text.splitlines() or [""]:  # a line of its own stays one
+            # 'warning:' stays beside its first word (a path too long for the line): not alone above it
+            line = line.replace(" ", "\u00a0", 1) if line.startswith(("warning: ", "note: ")) else line
+            lines.append(textwrap.fill(line, plain_width(), subsequent_indent="  ", break_long_words=False,
+                                       break_on_hyphens=False).replace("\u00a0", " ") or line)
+        text = "\n".join(lines)
     print(text, file=stream, flush=True)
 
 
 def say_wrapped(text: str, stream: TextIO | None = None) -> None:
-    """A warning or note of a run's summary: as :func:`say` on a terminal, and in a pipe or a
-    file wrapped within :func:`plain_width` too (later lines indented), as a sweep's warnings
-    and the bound check's are: one of 170 columns is no line of a log read at 80. A word (a
-    path) is never broken; ``--logging-folder``'s log.log keeps each warning on one line, for
-    grep."""
-    stream = stream or sys.stderr
-    try:
-        terminal = stream.isatty()
-    except (AttributeError, ValueError):
-        terminal = False
-    if terminal:
-        say(text, stream)
-        return
-    import textwrap
-
-    lines = []
-    for line in text.splitlines() or [""]:  # a line of its own stays one
-        # 'warning:' stays beside its first word (a path too long for the line): not alone above it
-        line = line.replace(" ", "\u00a0", 1) if line.startswith(("warning: ", "note: ")) else line
-        lines.append(textwrap.fill(line, plain_width(), subsequent_indent="  ", break_long_words=False,
-                                   break_on_hyphens=False).replace("\u00a0", " ") or line)
-    print("\n".join(lines), file=stream, flush=True)
+    """A warning or note of a run's summary: wrapped in a pipe or a file too, as a sweep's
+    warnings and the bound check's are (one of 170 columns is no line of a log read at 80);
+    ``--logging-folder``'s log.log keeps each warning on one line, for grep."""
+    say(text, stream, wrap_in_pipe=True)
 
 
 class Output:
