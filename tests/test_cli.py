@@ -363,3 +363,20 @@ def test_output_piped_into_a_reader_that_stops_early_ends_quietly() -> None:
         stderr = child.stderr.read().decode()
         assert child.wait(timeout=120) == 141, stderr
         assert stderr == ""
+
+
+def test_an_input_flag_where_the_input_is_the_first_argument_is_told_so(capsys):
+    # 'run --input s.yaml' was told only "unknown flag": run, sweep, calibrate and validate
+    # take their input as the first argument, which no flag's spelling suggests
+    for argv, usage in ((["run", "--input", "s.yaml"], "simpy-astra run SCENARIO"),
+                        (["sweep", "s.yaml", "-i", "t.yaml"], "simpy-astra sweep SWEEP"),
+                        (["calibrate", "--network", "n.yml", "--out", "o.json", "--in", "a.log"],
+                         "simpy-astra calibrate LOG"),
+                        (["validate", "a.log", "--network", "n.yml", "--out", "o", "--file", "b"],
+                         "simpy-astra validate LOG")):
+        assert main(argv) == 2
+        prog = usage.rsplit(" ", 1)[0]
+        flag = next(a for a in argv if a.startswith("-") and a not in ("--network", "--out"))
+        assert capsys.readouterr().err.strip() == (
+            f"error: {prog}: {flag}: unknown flag; give the input as the first argument: {usage} "
+            f"(see {prog} --help)")

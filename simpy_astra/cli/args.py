@@ -110,13 +110,17 @@ class ArgumentParser(argparse.ArgumentParser):
         return [flag for action in self._actions for flag in action.option_strings]
 
     def role_flags(self) -> dict[str, list[str]]:
-        """Role -> the flags that take it: given a role, or named for it (--input, --out)."""
+        """Role -> the flags that take it: given a role, or named for it (--input, --out); a
+        positional argument given a role is named by its metavar (``SCENARIO``)."""
         found: dict[str, list[str]] = {}
         for flag in self.known_flags():
             role = self.roles.get(flag) or next((r for r, words in ROLE_WORDS.items()
                                                  if _word(flag) in words[:2]), None)
             if role is not None:
                 found.setdefault(role, []).append(flag)
+        for action in self._actions:
+            if not action.option_strings and action.dest in self.roles:
+                found.setdefault(self.roles[action.dest], []).append(action.metavar or action.dest.upper())
         return found
 
     def error_for_flag(self, problem: str) -> str:
@@ -142,13 +146,17 @@ def _word(flag: str) -> str:
     return flag.lstrip("-").lower().replace("_", "-")
 
 
-def _role_hint(flag: str, roles: dict[str, list[str]]) -> str:
+def _role_hint(flag: str, roles: dict[str, list[str]], prog: str) -> str:
     """``--input`` where ``--host`` takes the input -> "; did you mean --host? (it takes the
-    input here)"; nothing when the command has no one such flag."""
+    input here)"; where a positional argument takes it (``run``'s scenario) -> "; give the
+    input as the first argument: simpy-astra run SCENARIO"; nothing when the command has no
+    one such flag."""
     role = next((r for r, words in ROLE_WORDS.items() if _word(flag) in words), None)
     takes = roles.get(role, []) if role else []
     if len(takes) != 1:
         return ""
+    if not takes[0].startswith("-"):
+        return f"; give the {role} as the first argument: {prog} {takes[0]}"
     said = "" if _word(takes[0]) in ROLE_WORDS[role] else f" (it takes the {role} here)"
     return f"; did you mean {takes[0]}?{said}"
 
@@ -167,7 +175,7 @@ def unknown_flag_problem(given: str, known: list[str], prog: str = "", roles: di
     import difflib
 
     near = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
-    hint = megatron_hint(flag, prog) or _role_hint(flag, roles or {}) or (f"; did you mean {near[0]}?" if near else "")
+    hint = megatron_hint(flag, prog) or _role_hint(flag, roles or {}, prog) or (f"; did you mean {near[0]}?" if near else "")
     return f"{flag}: unknown flag{hint}"
 
 
@@ -259,7 +267,7 @@ def log_parser(command: str, description: str, network_help: str, system_help: s
                system_required: bool) -> argparse.ArgumentParser:
     """The flags ``calibrate`` and ``validate`` share: logs, network, system, out, collective."""
     p = ArgumentParser(prog=f"simpy-astra {command}", description=description)
-    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output (all_reduce_perf, ...)")
+    p.add_argument("logs", nargs="+", metavar="LOG", role="input", help="nccl-tests output (all_reduce_perf, ...)")
     p.add_argument("--network", required=True, help=network_help)
     p.add_argument("--system", required=system_required, default=None, help=system_help)
     p.add_argument("--out", required=True, help=out_help)

@@ -185,7 +185,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="simpy-astra run", description="Run a scenario YAML (also: simpy-astra SCENARIO.yaml).",
         epilog_of=_run_epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
+    p.add_argument("scenario", role="input", help="scenario YAML; its fields are listed below (examples: scenarios/*.yaml "
                                     "in the source tree, README 'Running')")
     p.add_argument("--network-backend", default=None, metavar="NAME",
                    help=backends_help(f"default: the scenario's backend field, else {DEFAULT_BACKEND}"))

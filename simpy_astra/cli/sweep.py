@@ -92,7 +92,7 @@ JOBS_PER_CPU = 4
 
 def _parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
-    p.add_argument("sweep", help="sweep YAML (base scenario, axes, constraints, minimise)")
+    p.add_argument("sweep", role="input", help="sweep YAML (base scenario, axes, constraints, minimise)")
     p.add_argument("--out", help="output folder; starting again resumes it (required unless --list)")
     p.add_argument("--list", action="store_true", help="print the points (key and coordinates) and stop")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
