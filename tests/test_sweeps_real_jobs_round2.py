@@ -160,3 +160,11 @@ def test_each_point_s_figures_follow_megatron_s_flop_count_its_memory_and_a_sing
     assert training["iteration_time_ns"] == int(fastest["iteration_time_ns"])
     assert training["mfu"] == float(fastest["mfu"])
     assert training["memory_per_gpu_gib"] == float(fastest["memory_per_gpu_gib"])
+
+
+def test_a_null_on_a_cluster_axis_is_named_as_the_sweep_file_writes_it(tmp_path, capsys):
+    """docs/sweeps.md: null in a cluster axis leaves the field out (NCCL's choice); every line
+    named such a point 'nccl_algo=None', Python's word for it."""
+    path = sweep_file(tmp_path, {"cluster.nccl_algo": [None, "ring"]})
+    points, _ = listed(path, capsys)
+    assert points == ["nccl_algo=null", "nccl_algo=ring"]
