@@ -168,3 +168,22 @@ def test_a_null_on_a_cluster_axis_is_named_as_the_sweep_file_writes_it(tmp_path,
     path = sweep_file(tmp_path, {"cluster.nccl_algo": [None, "ring"]})
     points, _ = listed(path, capsys)
     assert points == ["nccl_algo=null", "nccl_algo=ring"]
+
+
+def test_a_tie_for_best_names_the_first_in_sweep_order_and_says_the_others(tmp_path, capsys):
+    """In one A100 node NCCL picks the ring all-reduce: nccl_algo null and ring are one step
+    time (two single runs say so). The best line named null alone, as if ring were slower."""
+    args = ARGS.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 1")
+    cluster = {"preset": "dgx-a100-80gb", "gpus": 8}
+    times = [single_run(tmp_path, args, {**cluster, **algo}, f"a{i}")["iteration_time_ns"]
+             for i, algo in enumerate(({}, {"nccl_algo": "ring"}, {"nccl_algo": "tree"}))]
+    assert times[0] == times[1] < times[2]
+    path = sweep_file(tmp_path, {"cluster.nccl_algo": ["tree", None, "ring"]}, args=args, cluster=cluster)
+    out = tmp_path / "out"
+    assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    best = json.loads((out / "best.json").read_text())["best"]
+    assert (best["coordinates"], best["objective"]) == ({"cluster.nccl_algo": None}, times[0])
+    assert [t["coordinates"] for t in best["tied_with"]] == [{"cluster.nccl_algo": "ring"}]
+    assert f"best: nccl_algo=null -> {times[0]:,} ns\n  tied with nccl_algo=ring at this figure (the first in " \
+           f"sweep order is named)\n" in err

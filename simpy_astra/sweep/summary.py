@@ -193,6 +193,15 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  ",
                                   break_long_words=False, break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
+    tied = entry.get("tied_with") or []
+    if tied:  # a tie's first in sweep order is named: the others are as good
+        first = " ".join(point_words(spec.axes, tied[0]["coordinates"]))
+        others = f"{len(tied)} other points, e.g. {first}," if len(tied) > 1 else first
+        said = f"tied with {others} at this figure (the first in sweep order is named)"
+        for line in [f"  {said}"] if out.console is not None else textwrap.wrap(
+                said, plain_width(), initial_indent="  ", subsequent_indent="    ", break_long_words=False,
+                break_on_hyphens=False):
+            out.line(line)
     figures = entry.get("figures") or {}
     if entry.get("key") in named:
         return
