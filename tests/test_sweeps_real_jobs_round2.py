@@ -187,3 +187,17 @@ def test_a_tie_for_best_names_the_first_in_sweep_order_and_says_the_others(tmp_p
     assert [t["coordinates"] for t in best["tied_with"]] == [{"cluster.nccl_algo": "ring"}]
     assert f"best: nccl_algo=null -> {times[0]:,} ns\n  tied with nccl_algo=ring at this figure (the first in " \
            f"sweep order is named)\n" in err
+
+
+def test_a_fourth_rule_that_points_break_is_said_not_counted(tmp_path, capsys):
+    """Four rules broken: the summary said three and '... and 1 more rules that points break',
+    a line as long as the rule it hid."""
+    moe = ARGS.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 1") + \
+        " --num-experts 8 --moe-grouped-gemm"
+    path = sweep_file(tmp_path, {"workload.args.expert-model-parallel-size": [1, 2, 4, 8, 16],
+                                 "workload.args.expert-tensor-parallel-size": [1, 2]}, args=moe)
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--no-plots"]) == 4
+    err = plain(capsys.readouterr().err)
+    rules = [line for line in err.splitlines() if line.startswith("invalid:")]
+    assert len(rules) == 4, err
+    assert "more rules" not in err
