@@ -201,3 +201,15 @@ def test_a_fourth_rule_that_points_break_is_said_not_counted(tmp_path, capsys):
     rules = [line for line in err.splitlines() if line.startswith("invalid:")]
     assert len(rules) == 4, err
     assert "more rules" not in err
+
+
+def test_of_several_points_alike_every_warning_names_the_one_that_runs(tmp_path, capsys):
+    """sp on and off at tp 1 beside oversubscription 1 and 4 under one leaf: four points, one
+    step. Each warning names the point run, never one left out."""
+    one = ARGS.replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 1")
+    path = sweep_file(tmp_path, {"workload.args.sequence-parallel": [True, False],
+                                 "cluster.oversubscription": [1, 4]}, args=one)
+    points, warnings = listed(path, capsys)
+    assert points == ["sp=off oversubscription=1"]
+    assert all(line.endswith(("as sp=off oversubscription=1", "as sp=off oversubscription=1; each runs once"))
+               for line in warnings.splitlines()), warnings

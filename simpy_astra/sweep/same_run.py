@@ -28,29 +28,31 @@ class AlikePoints:
     runs), where the first of them stood."""
 
     def __init__(self) -> None:
+        self.points: list[Any] = []  # the sweep Points kept, in sweep order
         self._at: dict[str, tuple[int, int]] = {}  # run key -> (place in the points, warnings)
-        self._pairs: dict[str, list[tuple[str, str]]] = {}  # why -> (point left out, point run)
+        # why -> (the point left out, the place of the one run: named when all are in)
+        self._pairs: dict[str, list[tuple[str, int]]] = {}
 
-    def add(self, out: list[Any], point: Any) -> None:
-        """``point`` (a sweep Point) joins ``out`` unless a point of ``out`` runs its step."""
+    def add(self, point: Any) -> None:
+        """``point`` (a sweep Point) joins the points unless one of them runs its step."""
         key = run_key(point.scenario)
         if key.text not in self._at:
-            self._at[key.text] = (len(out), key.warnings)
-            out.append(point)
+            self._at[key.text] = (len(self.points), key.warnings)
+            self.points.append(point)
             return
         at, warned = self._at[key.text]
-        kept, dropped = out[at], point
+        kept, dropped = self.points[at], point
         if key.warnings < warned:  # the earlier point's place, the later one's writing
-            kept, dropped = point, out[at]
-            out[at], self._at[key.text] = point, (at, key.warnings)
-        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario), []).append((dropped.label, kept.label))
+            kept, dropped = point, self.points[at]
+            self.points[at], self._at[key.text] = point, (at, key.warnings)
+        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario), []).append((dropped.label, at))
 
     def warnings(self) -> list[str]:
         """A warning per reason points ran alike (a cluster key that changes nothing at the size
         made one per point pair: twelve warnings of four lines); the pair itself when one."""
         out = []
         for why, pairs in self._pairs.items():
-            dropped, kept = pairs[0]
+            dropped, kept = pairs[0][0], self.points[pairs[0][1]].label
             if len(pairs) == 1:
                 out.append((f"axes: {dropped} sets the scenario as {kept} does" if not why else
                             f"axes: {dropped} runs the step {kept} runs ({why})") + f"; it runs once, as {kept}")

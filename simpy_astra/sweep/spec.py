@@ -257,7 +257,7 @@ class SweepSpec:
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        out, seen, first, alike = [], set(), {}, AlikePoints()
+        seen, first, alike = set(), {}, AlikePoints()
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
             if progress is not None and done % 64 == 0:
                 progress(done, total)
@@ -274,9 +274,10 @@ class SweepSpec:
             # cannot judge it: the point stays, and shows why it cannot run
             first = first or values
             if all(not f.names <= values.keys() or self._keeps(f, values) for f in self.point_filters):
-                alike.add(out, Point(key, coords, scenario, flags, " ".join(
+                alike.add(Point(key, coords, scenario, flags, " ".join(
                     point_words(self.axes, coords)), " ".join(point_words(self.axes, coords, terse=True))))
         self.warnings += [said for said in alike.warnings() if said not in self.warnings]
+        out = alike.points
         for f in self.point_filters if first else ():  # 'model == 3' of an axis of words: never true
             why = f.names <= first.keys() and type_mismatch(f.text, first, self._choices())
             if why and not out:
