@@ -213,3 +213,19 @@ def test_of_several_points_alike_every_warning_names_the_one_that_runs(tmp_path,
     assert points == ["sp=off oversubscription=1"]
     assert all(line.endswith(("as sp=off oversubscription=1", "as sp=off oversubscription=1; each runs once"))
                for line in warnings.splitlines()), warnings
+
+
+def test_a_constraint_on_the_global_batch_megatron_derives_reads_micro_batch_x_dp(tmp_path, capsys):
+    """Without --global-batch-size Megatron runs a micro-batch per data-parallel rank, so a
+    sweep over the GPU count scales the batch. A constraint on global_batch_size stopped the
+    sweep with Python's "TypeError: '>=' not supported between instances of 'NoneType' and
+    'int'"; it now reads micro-batch x dp, the batch a single run's tokens/s counts."""
+    args = ARGS.replace(f" --global-batch-size {BATCH}", "")
+    cluster = {"preset": "dgx-h100", "gpus": 32}
+    one = single_run(tmp_path, args, cluster, "g32")
+    batch = one["tokens_per_s_per_gpu"] * one["iteration_time_ns"] / 1e9 * 32 / SEQ
+    assert batch == pytest.approx(2 * 32 // 4, rel=1e-4)  # micro-batch 2 x dp (32 GPUs / tp 2 x pp 2)
+    path = sweep_file(tmp_path, {"cluster.gpus": [16, 32, 64]}, args=args,
+                      constraints=[f"global_batch_size == {round(batch)}"])
+    points, _ = listed(path, capsys)
+    assert points == ["gpus=32"]
