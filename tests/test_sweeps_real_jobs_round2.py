@@ -229,3 +229,15 @@ def test_a_constraint_on_the_global_batch_megatron_derives_reads_micro_batch_x_d
                       constraints=[f"global_batch_size == {round(batch)}"])
     points, _ = listed(path, capsys)
     assert points == ["gpus=32"]
+
+
+def test_a_constraint_on_a_flag_the_arguments_leave_unset_names_it_and_the_fix(tmp_path, capsys):
+    """ffn_hidden_size is unset (Megatron derives 4h): 'ffn_hidden_size >= 4096' stopped with
+    Python's words ('>=' not supported between instances of 'NoneType' and 'int')."""
+    path = sweep_file(tmp_path, {"workload.args.micro-batch-size": [1, 2]}, constraints=["ffn_hidden_size >= 4096"])
+    assert cli_main(["sweep", path, "--list"]) == 2
+    err = plain(capsys.readouterr().err)
+    assert "NoneType" not in err
+    assert "'ffn_hidden_size >= 4096' cannot be evaluated: ffn_hidden_size has no value at this point (the " \
+           "arguments leave --ffn-hidden-size unset, to a default Megatron derives; give --ffn-hidden-size in the " \
+           "base's args or on an axis)" in err
