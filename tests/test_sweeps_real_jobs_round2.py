@@ -118,6 +118,7 @@ def test_a_cluster_key_that_changes_nothing_at_the_size_gives_one_point(tmp_path
 def test_each_point_s_figures_follow_megatron_s_flop_count_its_memory_and_a_single_run(tmp_path, capsys):
     """tp {1, 2} x recomputation {full, none}: MFU is the model's FLOPs without recomputation
     over time x GPUs x the H100's peak; TFLOP/s counts full recomputation's fourth pass (SC'21);
+    tokens/s per GPU is the global batch's tokens over time x GPUs;
     the memory's parts add to the total; the best is the fastest point that fits; its row,
     best.json and the summary's best line carry one figure, and a run of its points/KEY.yaml
     gives the same figures."""
@@ -141,6 +142,7 @@ def test_each_point_s_figures_follow_megatron_s_flop_count_its_memory_and_a_sing
         assert float(r["mfu"]) == pytest.approx(mfu, abs=6e-6)
         assert float(r["tflops_per_gpu"]) == pytest.approx(megatron_flops(LAYERS, passes) / seconds / GPUS / 1e12,
                                                            abs=6e-4)
+        assert float(r["tokens_per_s_per_gpu"]) == pytest.approx(BATCH * SEQ / seconds / GPUS, abs=6e-4)
         parts = sum(float(r[f"memory_{p}_gib"]) for p in ("weights", "gradients", "optimizer", "activations"))
         assert float(r["memory_per_gpu_gib"]) == pytest.approx(parts, abs=0.003)
         assert r["fits"] == str(int(float(r["memory_per_gpu_gib"]) <= 80))
