@@ -12,7 +12,6 @@ half a millisecond), so a point is compared by what runs, not by how it was writ
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from typing import Any
@@ -76,15 +75,15 @@ class RunKey:
 def run_key(scenario: dict[str, Any]) -> RunKey:
     """The point of ``scenario`` compared by what it runs (by its scenario where that cannot be
     read: such a point is refused or fails on its own, saying why)."""
-    doc, warnings = copy.deepcopy(scenario), 0
+    doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
     job = _job(scenario)
     if job is not None:
-        doc["workload"]["args"] = repr([(f.name, getattr(job, f.name)) for f in dataclasses.fields(job)
-                                        if f.compare and f.name != "args"])  # not its warnings
-        warnings += len(job.warnings)
+        doc["workload"] = {**scenario["workload"], "args": repr(
+            [(f.name, getattr(job, f.name)) for f in dataclasses.fields(job) if f.compare and f.name != "args"])}
+        warnings += len(job.warnings)  # not in the text: a job's warnings name where it was written
     idle = _idle_keys(doc.get("cluster"))
-    for key in idle:
-        doc["cluster"].pop(key)
+    if idle:
+        doc["cluster"] = {k: v for k, v in scenario["cluster"].items() if k not in idle}
     return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings + len(idle))
 
 
