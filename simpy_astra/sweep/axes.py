@@ -173,9 +173,12 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
 def shown(value: Any) -> str:
     """A coordinate as a line shows it: a switch's true/false as on/off (false also removes a
     flag that takes a value), a list or mapping as compact JSON (no spaces to wrap at), and no
-    character a terminal would act on."""
+    character a terminal would act on; null as the sweep file writes it (``nccl_algo=null``:
+    NCCL's choice), not as Python's None."""
     if isinstance(value, bool):
         return "on" if value else "off"
+    if value is None:
+        return "null"
     return printable(json.dumps(value, separators=(",", ":")) if isinstance(value, list | dict) else str(value))
 
 

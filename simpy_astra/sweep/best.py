@@ -91,10 +91,13 @@ def _entry(spec: SweepSpec, candidates: list[Outcome]) -> dict[str, Any] | None:
     if not scored:
         return None
     value, _, o = min(scored, key=lambda s: (s[0], s[1]))
+    # a tie is named first in sweep order, and the others said: nccl_algo null and ring give
+    # one time where NCCL picks ring, and the best line named one as if the other were slower
+    tied = [{"key": t.point.key, "coordinates": t.point.coordinates} for v, _, t in scored if v == value and t is not o]
     return {"key": o.point.key, "objective": value, "backend": o.point.backend,
             "inputs_sha256": o.inputs_sha256, "coordinates": o.point.coordinates,
             "figures": {k: v for k, v in o.figures.items() if k not in ("status", "error")},
-            "left_out_not_fitting": left_out}
+            "left_out_not_fitting": left_out, "tied_with": tied}
 
 
 def _section(spec: SweepSpec, ok: list[Outcome]) -> dict[str, Any]:

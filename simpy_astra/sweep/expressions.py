@@ -145,6 +145,15 @@ class Expression:
         try:
             return evaluator.eval(self.text)
         except Exception as exc:  # noqa: BLE001 - any evaluation failure is the expression's fault
+            unset = sorted(n for n in self.names if values[n] is None)
+            if unset and not isinstance(exc, ArithmeticError):  # Python's "'>=' not supported ... 'NoneType'"
+                from simpy_astra.sweep.megatron_args import names as flag_names  # deferred: Megatron's parser
+
+                flag = "--" + unset[0].replace("_", "-")
+                why = (f"the arguments leave {flag} unset, to a default Megatron derives; give {flag} in the base's "
+                       f"args or on an axis" if unset[0] in flag_names() else "null; compare it with == or != only")
+                raise InputError(f"{where}: '{self.text}' cannot be evaluated: {unset[0]} has no value at this point "
+                                 f"({why})") from None
             raise InputError(f"{where}: '{self.text}' cannot be evaluated ({type(exc).__name__}: {exc})") \
                 from (exc if isinstance(exc, ArithmeticError) else None)
 

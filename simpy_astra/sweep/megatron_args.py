@@ -238,8 +238,9 @@ def _lenient_parser() -> argparse.ArgumentParser:
 
 def flag_values(args: Any, gpus: Any = None) -> dict[str, Any]:
     """Every modelled flag's value in ``args`` (defaults where absent), by its expression name,
-    and the data-parallel size on ``gpus`` GPUs when they divide; empty when the arguments
-    cannot be read (the point then fails and says why)."""
+    and the data-parallel size on ``gpus`` GPUs when they divide (and with it the global batch
+    Megatron sets when none is given, micro-batch x dp: a sweep over the GPU count without one
+    scales it); empty when the arguments cannot be read (the point then fails and says why)."""
     try:
         known, _rest = _lenient_parser().parse_known_args(_tokens(args, "workload"))
     except (Exception, SystemExit):  # noqa: BLE001 - any unreadable args: no names
@@ -252,4 +253,8 @@ def flag_values(args: Any, gpus: Any = None) -> dict[str, Any]:
         return values
     if isinstance(gpus, int) and isinstance(model, int) and model > 0 and gpus % model == 0:
         values[DATA_PARALLEL] = gpus // model
+    if values.get("global_batch_size") is None:  # Megatron's default: a micro-batch per data-parallel rank
+        values.pop("global_batch_size", None)  # unknown where dp is: such a point shows why it cannot run
+        if DATA_PARALLEL in values and isinstance(values.get("micro_batch_size"), int):
+            values["global_batch_size"] = values["micro_batch_size"] * values[DATA_PARALLEL]
     return values

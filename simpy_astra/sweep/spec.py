@@ -84,6 +84,7 @@ from simpy_astra.sweep.megatron_args import (
     words_of,
 )
 from simpy_astra.sweep.megatron_args import names as flag_names
+from simpy_astra.sweep.same_run import AlikePoints
 from simpy_astra.workloads.generated import GENERATORS
 
 # figures every point reports (see point.py); expressions may use them
@@ -256,7 +257,7 @@ class SweepSpec:
         if total > MAX_POINTS:
             raise InputError(f"{self.path}: axes span {total:,} points (more than {MAX_POINTS:,}); "
                              f"narrow the axes")
-        out, seen, first, alike = [], set(), {}, {}
+        seen, first, alike = set(), {}, AlikePoints()
         for done, combo in enumerate(itertools.product(*(a.values for a in self.axes))):
             if progress is not None and done % 64 == 0:
                 progress(done, total)
@@ -267,16 +268,16 @@ class SweepSpec:
                 continue
             seen.add(key)
             scenario = self._scenario_for(coords)
-            if self._ran_alike(scenario, coords, alike):
-                continue
             flags = self._flags(scenario)
             values = {**flags, **names}
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
             # cannot judge it: the point stays, and shows why it cannot run
             first = first or values
             if all(not f.names <= values.keys() or self._keeps(f, values) for f in self.point_filters):
-                out.append(Point(key, coords, scenario, flags, " ".join(point_words(self.axes, coords)),
-                                 " ".join(point_words(self.axes, coords, terse=True))))
+                alike.add(Point(key, coords, scenario, flags, " ".join(
+                    point_words(self.axes, coords)), " ".join(point_words(self.axes, coords, terse=True))))
+        self.warnings += [said for said in alike.warnings() if said not in self.warnings]
+        out = alike.points
         for f in self.point_filters if first else ():  # 'model == 3' of an axis of words: never true
             why = f.names <= first.keys() and type_mismatch(f.text, first, self._choices())
             if why and not out:
@@ -284,19 +285,6 @@ class SweepSpec:
             if why and f"constraints: '{f.text}' {why}" not in self.warnings:
                 self.warnings.append(f"constraints: '{f.text}' {why}")
         return out
-
-    def _ran_alike(self, scenario: dict[str, Any], coords: dict[str, Any], alike: dict[str, str]) -> bool:
-        """Whether an earlier point has this scenario: ``ring`` and ``[ring]`` on a 1-dimension
-        list set it alike, and ran two rows of one run (the best one of two equal rows)."""
-        text = json.dumps(scenario, sort_keys=True, default=str)
-        if text not in alike:
-            alike[text] = " ".join(point_words(self.axes, coords))
-            return False
-        said = (f"axes: {' '.join(point_words(self.axes, coords))} sets the scenario as {alike[text]} does; it "
-                f"runs once, as {alike[text]}")
-        if said not in self.warnings:
-            self.warnings.append(said)
-        return True
 
     def _choices(self) -> dict[str, tuple[Any, ...]]:
         return {a.name: a.values for a in self.axes}

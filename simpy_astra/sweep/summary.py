@@ -101,15 +101,16 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     by_rule: dict[str, list[Outcome]] = {}
     for o in invalid:
         by_rule.setdefault(o.figures["error"].split(": ", 1)[0], []).append(o)
-    for rule, points in list(by_rule.items())[:3]:
+    shown_rules = 3 if len(by_rule) > 4 else 4  # '... and 1 more rules' took the line its rule needed
+    for rule, points in list(by_rule.items())[:shown_rules]:
         first = " ".join(point_words(spec.axes, points[0].point.coordinates))
         if len(points) == 1:
             _flagged(out, "invalid:", "yellow", f"{first} breaks the rule '{rule}'")
         else:  # the example point is never split across lines
             _flagged(out, "invalid:", "yellow", f"{len(points)} points break the rule '{rule}', "
                      + "\u00a0".join(f"e.g. {first}".split(" ")))
-    if len(by_rule) > 3:
-        out.line(f"... and {len(by_rule) - 3} more rules that points break (results.csv has them)")
+    if len(by_rule) > shown_rules:
+        out.line(f"... and {len(by_rule) - shown_rules} more rules that points break (results.csv has them)")
     by_error: dict[str, list[Outcome]] = {}  # points that failed alike: their error once
     for o in done:
         if not o.ok and not o.invalid:
@@ -193,6 +194,15 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  ",
                                   break_long_words=False, break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
+    tied = entry.get("tied_with") or []
+    if tied:  # a tie's first in sweep order is named: the others are as good
+        first = " ".join(point_words(spec.axes, tied[0]["coordinates"]))
+        others = f"{len(tied)} other points, e.g. {first}," if len(tied) > 1 else first
+        said = f"tied with {others} at this figure (the first in sweep order is named)"
+        for line in [f"  {said}"] if out.console is not None else textwrap.wrap(
+                said, plain_width(), initial_indent="  ", subsequent_indent="    ", break_long_words=False,
+                break_on_hyphens=False):
+            out.line(line)
     figures = entry.get("figures") or {}
     if entry.get("key") in named:
         return

@@ -1,7 +1,8 @@
 """What Megatron-LM runs on, of a command line it takes, that the step's figures alone would
 not tell: one warning line each, naming the argument and the fix.
 
-Megatron's own warnings (``validate_args``: sequence parallelism at tp 1 turned off), and
+Megatron's own warnings (``validate_args``: sequence parallelism at tp 1 turned off), what it
+changes in silence (``--recompute-activations`` makes a full granularity selective), and
 arguments it takes in silence that change nothing in the step timed here: hierarchical
 context-parallel sizes beside a ``--cp-comm-type`` without ``a2a+p2p``, ``--fp8-format`` and
 ``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), and a
@@ -64,6 +65,11 @@ def notes(a: argparse.Namespace, gpus: int, others: dict[str, list[str]], where:
         out.append(f"{where}: --sequence-parallel with --tensor-model-parallel-size 1: Megatron turns it off "
                    f"('Disabling sequence parallelism because tensor model parallelism is disabled') and runs "
                    f"without it, as this step does; remove --sequence-parallel, or set tp 2 or more")
+    if a.recompute_activations and a.recompute_granularity == "full":
+        out.append(f"{where}: --recompute-granularity full with --recompute-activations: Megatron makes it selective "
+                   f"('if args.recompute_activations: args.recompute_granularity = 'selective'') and "
+                   f"recomputes only the attention core, as this step does; remove --recompute-activations for "
+                   f"full recomputation")
     if a.hierarchical_context_parallel_sizes and "a2a+p2p" not in a.cp_comm_type:
         out.append(f"{where}: --hierarchical-context-parallel-sizes changes nothing with --cp-comm-type "
                    f"{' '.join(a.cp_comm_type)}: only a2a+p2p layers use the two levels; give --cp-comm-type "
