@@ -1,0 +1,75 @@
+"""A seventeenth hunt for inputs that ran as something other than what they say: each is now
+refused in one line naming the file, the field and the fix, warned of, or runs as written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS
+
+DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
+    return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8, **cluster}}, name)
+
+
+#: a generator of one's own whose compute time comes from a module beside it and a file it is named
+_GENERATOR = '''
+import json
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.types import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from shapes import COMPUTE_US
+
+
+def pipeline(params, prefix):
+    extra = json.load(open(params["times"]))["extra_us"]
+    for s in range(2):
+        nodes = [make_node(1, "forward", COMP_NODE, deps=[0] if s else [], duration_micros=COMPUTE_US + extra)]
+        if s:
+            nodes.insert(0, make_node(0, "recv", COMM_RECV_NODE, attrs={"comm_src": 0, "comm_size": 64, "comm_tag": 1}))
+        else:
+            nodes.append(make_node(2, "send", COMM_SEND_NODE, deps=[1], attrs={"comm_dst": 1, "comm_size": 64,
+                                                                                 "comm_tag": 1}))
+        write_et(f"{prefix}.{s}.et", nodes)
+'''
+
+
+def _quiet_run(folder: Path, cache: Path) -> str:
+    """``run s.yaml --quiet`` in a process of its own (each run imports the modules anew)."""
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "s.yaml", "--quiet"], cwd=folder,
+                          capture_output=True, text=True, env={**os.environ, "SIMPY_ASTRA_CACHE": str(cache)},
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_users_generator_runs_again_when_a_module_or_file_it_reads_is_edited(tmp_path):
+    # the cache keyed a generator of one's own by its module's source alone: an edited module it
+    # imports (shapes.py) or an edited file its parameters name (times.json) ran the old traces
+    (tmp_path / "gen.py").write_text(_GENERATOR)
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 10\n")
+    (tmp_path / "times.json").write_text('{"extra_us": 0}')
+    network = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [50.0], "latency": [500.0]}
+    _write(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
+    cache = tmp_path / "cache"
+    times = [_quiet_run(tmp_path, cache)]
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 100\n")
+    times.append(_quiet_run(tmp_path, cache))
+    (tmp_path / "times.json").write_text('{"extra_us": 1000}')
+    times.append(_quiet_run(tmp_path, cache))
+    # stage 1 ends after both stages' compute and one 64 B message (501 ns)
+    assert [line.split(" (")[0] for line in times] == [
+        "iteration time 20,501 ns", "iteration time 200,501 ns", "iteration time 2,200,501 ns"]
