@@ -10,7 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from simpy_astra.cli.main import main
 from tests.test_hostile_hunt7 import ARGS, SCENARIOS
+from tests.wrapped_lines import plain
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
 
@@ -73,3 +75,18 @@ def test_a_users_generator_runs_again_when_a_module_or_file_it_reads_is_edited(t
     # stage 1 ends after both stages' compute and one 64 B message (501 ns)
     assert [line.split(" (")[0] for line in times] == [
         "iteration time 20,501 ns", "iteration time 200,501 ns", "iteration time 2,200,501 ns"]
+
+
+def test_p2p_overlap_without_the_interleaved_schedule_says_it_changes_nothing(tmp_path, capsys):
+    # --overlap-p2p-communication on plain 1F1B ran as plain 1F1B without a word: Megatron overlaps
+    # pipeline sends only in the interleaved schedule and turns the overlap off otherwise, so a
+    # sweep over it drew a flat line
+    args = ARGS.replace("--num-layers 2", "--num-layers 4 --pipeline-model-parallel-size 2")
+    assert main(["run", _megatron(tmp_path, f"{args} --overlap-p2p-communication"), "--quiet"]) == 0
+    err = plain(capsys.readouterr().err).strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"warning: {tmp_path / 's.yaml'}: workload.args: --overlap-p2p-communication changes nothing without the "
+        f"interleaved schedule"), err
+    interleaved = f"{args} --num-layers-per-virtual-pipeline-stage 1 --overlap-p2p-communication"
+    assert main(["run", _megatron(tmp_path, interleaved), "--quiet"]) == 0
+    assert "warning" not in capsys.readouterr().err
