@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 from tests.wrapped_lines import plain
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
@@ -90,3 +91,32 @@ def test_p2p_overlap_without_the_interleaved_schedule_says_it_changes_nothing(tm
     interleaved = f"{args} --num-layers-per-virtual-pipeline-stage 1 --overlap-p2p-communication"
     assert main(["run", _megatron(tmp_path, interleaved), "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("num_queues_per_dim", 1e9, "field 'num_queues_per_dim': must be an integer from 1 to 4096 (got 1000000000.0); "
+                                "ASTRA-sim's examples use 1"),
+    ("cluster", {"preset": "dgx-a100-80gb", "gpus": 8, "gpu": {"sms": 1e6}},
+     "cluster.gpu.sms: must be between 1 and 100000"),
+    ("cluster", {"preset": "dgx-a100-80gb", "gpus": 8, "nodes_per_leaf": 1e9}, "cluster.nodes_per_leaf: must be between 1 and"),
+])
+def test_an_integral_float_past_a_fields_bound_is_told_the_bound_not_an_integer_it_refuses(tmp_path, capsys, field,
+                                                                                           value, said):
+    # 'num_queues_per_dim: 1e9' was told '; write 1000000000', and 'sms: 1e6' '; write 1000000': written
+    # as told, each was then refused for its range (1 to 4096, 1 to 100,000)
+    doc = yaml.safe_load(Path(_megatron(tmp_path)).read_text())
+    path = _write(tmp_path, {**doc, field: value})
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: {said}") and "; write" not in err[0], err
+
+
+def test_a_float_past_a_flags_bound_is_not_told_an_integer_it_refuses(tmp_path, capsys):
+    # '--num-queues-per-dim 1e9' was told '; write 1000000000', which the flag then refuses (1 to 4096)
+    from simpy_astra.config.scenario import MAX_QUEUES_PER_DIM
+
+    argv = ["--workload-configuration=w", "--system-configuration=s.json", "--network-configuration=n.yml",
+            "--remote-memory-configuration=m.json"]
+    for value, said in (("1e9", ""), ("2.5", "; write 2 or 3"), (f"{MAX_QUEUES_PER_DIM}.0", f"; write {MAX_QUEUES_PER_DIM}")):
+        assert _error_lines(capsys, [*argv, "--num-queues-per-dim", value]) == [
+            f"error: simpy-astra: argument --num-queues-per-dim: invalid int value: '{value}'{said} (see simpy-astra "
+            f"--help)"]
