@@ -120,3 +120,24 @@ def test_a_float_past_a_flags_bound_is_not_told_an_integer_it_refuses(tmp_path, 
         assert _error_lines(capsys, [*argv, "--num-queues-per-dim", value]) == [
             f"error: simpy-astra: argument --num-queues-per-dim: invalid int value: '{value}'{said} (see simpy-astra "
             f"--help)"]
+
+
+def test_a_sweep_resumed_after_a_helper_module_of_its_plugin_was_edited_runs_again(tmp_path, capsys, monkeypatch):
+    # a resumed sweep counted a generator's own module among its inputs, not the helper module it
+    # imports: shapes.py edited, every row was kept, each the old step's time
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gen.py").write_text(_GENERATOR)
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 10\n")
+    (tmp_path / "times.json").write_text('{"extra_us": 0}')
+    network = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [50.0], "latency": [500.0]}
+    _write(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
+    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {"network.latency": [500, 1000]}}, "sw.yaml")
+    assert main(["sweep", sweep, "--out", "out", "--no-plots"]) == 0
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 100\n")
+    for name in ("gen", "shapes"):  # a new process would import them anew
+        sys.modules.pop(name, None)
+    capsys.readouterr()
+    assert main(["sweep", sweep, "--out", "out", "--no-plots"]) == 0
+    rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
+    assert [row.split(",")[2] for row in rows[1:]] == ["200501", "201001"], rows
