@@ -3,6 +3,7 @@ refused in one line naming the file, the field and the fix, warned of, or runs a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -26,7 +27,7 @@ def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
 
 def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
     return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
-                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8, **cluster}}, name)
+                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8} | cluster}, name)
 
 
 #: a generator of one's own whose compute time comes from a module beside it and a file it is named
@@ -141,3 +142,15 @@ def test_a_sweep_resumed_after_a_helper_module_of_its_plugin_was_edited_runs_aga
     assert main(["sweep", sweep, "--out", "out", "--no-plots"]) == 0
     rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
     assert [row.split(",")[2] for row in rows[1:]] == ["200501", "201001"], rows
+
+
+def test_a_step_under_a_second_is_not_printed_as_zero_seconds(tmp_path, capsys):
+    # the headline gave seconds to 3 decimals: a 0.4 ms step read 'iteration time 0.000 s', and
+    # steps of 20.4 and 20.0 ms both '0.020 s'
+    tiny = ("--num-layers 1 --hidden-size 64 --num-attention-heads 1 --seq-length 8 --micro-batch-size 1 "
+            "--global-batch-size 2 --vocab-size 64")
+    figures = tmp_path / "f.json"
+    assert main(["run", _megatron(tmp_path, tiny, gpus=2), "--quiet", "--json-out", str(figures)]) == 0
+    step_ns = json.loads(figures.read_text())["iteration_time_ns"]
+    assert step_ns < 1_000_000
+    assert capsys.readouterr().out.startswith(f"iteration time {step_ns / 1e3:,.3f} us, ")
