@@ -154,3 +154,26 @@ def test_a_step_under_a_second_is_not_printed_as_zero_seconds(tmp_path, capsys):
     step_ns = json.loads(figures.read_text())["iteration_time_ns"]
     assert step_ns < 1_000_000
     assert capsys.readouterr().out.startswith(f"iteration time {step_ns / 1e3:,.3f} us, ")
+
+
+def test_a_clusters_network_costs_the_same_whatever_the_jobs_layout(tmp_path):
+    # the price was that of the job's parallel dimensions, not of the machine: the same two DGX
+    # A100 nodes cost $86,333 at tp 8 and $145,036 at tp 2 x pp 2 (so a sweep minimising
+    # finish_ns * cost_usd over layouts ranked them by a price no machine has), and one node
+    # had pod-tier NICs and a spine ($82,530 of NICs for 8 GPUs that send nothing out of it)
+    costs = {}
+    for layout, gpus in (("--tensor-model-parallel-size 8", 16), ("--tensor-model-parallel-size 2 "
+                                                                   "--pipeline-model-parallel-size 2", 16),
+                         ("--tensor-model-parallel-size 2", 8)):
+        args = ARGS.replace("--num-layers 2", "--num-layers 4").replace("heads 4", "heads 8") + " " + layout
+        figures = tmp_path / "f.json"
+        assert main(["run", _megatron(tmp_path, args, gpus=gpus), "--quiet", "--json-out", str(figures)]) == 0
+        doc = json.loads(figures.read_text())
+        costs[layout, gpus] = doc["cost_usd"], {(item["tier"], item["kind"]) for item in doc["cost"]["items"]}
+    nvlink, rail = 215.822, round(1600 / 8 / 8 * 1e9 * 0.94 / 2**30, 6)  # the preset's GiB/s
+    in_node = 16 * nvlink * 4.0 + 2 * nvlink * 8 * 13.0  # 16 links, a switch of 8 ports a node
+    across = 16 * rail * 7.4 + 8 * rail * 2 * 23.7 + 16 * rail * 47.8  # a rail of 2 nodes per GPU of a node
+    two_nodes = [cost for (_, gpus), cost in costs.items() if gpus == 16]
+    assert two_nodes[0] == two_nodes[1] and two_nodes[0][0] == pytest.approx(in_node + across, abs=0.01)
+    one_node = costs["--tensor-model-parallel-size 2", 8]
+    assert one_node[0] == pytest.approx(in_node / 2, abs=0.01) and {tier for tier, _ in one_node[1]} == {"package"}
