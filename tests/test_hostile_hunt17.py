@@ -177,3 +177,19 @@ def test_a_clusters_network_costs_the_same_whatever_the_jobs_layout(tmp_path):
     assert two_nodes[0] == two_nodes[1] and two_nodes[0][0] == pytest.approx(in_node + across, abs=0.01)
     one_node = costs["--tensor-model-parallel-size 2", 8]
     assert one_node[0] == pytest.approx(in_node / 2, abs=0.01) and {tier for tier, _ in one_node[1]} == {"package"}
+
+
+@pytest.mark.parametrize("text, line", [
+    ("workload:\n  generate: megatron\n\targs: '--num-layers 2'\n", "line 3, column 1: found character '\\t' that "
+     "cannot start any token; YAML indents with spaces: replace the tab with spaces"),
+    ("workload:\n  generate: megatron\n  args: --lr: 3\n", "line 3, column 13: mapping values are not allowed here; a "
+     "': ' inside a value starts a mapping: put the value in quotes"),
+])
+def test_a_yaml_slip_a_hand_written_file_makes_is_told_its_fix(tmp_path, capsys, text, line):
+    # a tab indenting a line said only "found character '\t' that cannot start any token", and an
+    # unquoted ': ' in a value "mapping values are not allowed here": where, but not what to do
+    for command, name in (("run", "s.yaml"), ("sweep", "sw.yaml")):
+        path = tmp_path / name
+        path.write_text(text)
+        argv = [command, str(path), *(["--list"] if command == "sweep" else [])]
+        assert _error_lines(capsys, argv) == [f"error: {path}: invalid YAML at {line}"]

@@ -303,6 +303,13 @@ def parse_yaml(text: str) -> Any:
     return yaml.load(text, Loader=ConfigLoader)  # noqa: S506 - a SafeLoader subclass
 
 
+#: the fix for YAML's syntax errors a hand-written file makes most (the parser names none)
+_YAML_FIXES = (("found character '\\t' that cannot start any token", "YAML indents with spaces: replace the tab "
+                                                                     "with spaces"),
+               ("mapping values are not allowed here", "a ': ' inside a value starts a mapping: put the value in "
+                                                       "quotes"))
+
+
 def load_yaml(src: str, what: str) -> Any:
     text = read_text(src, what)
     try:
@@ -310,6 +317,7 @@ def load_yaml(src: str, what: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
+        problem += next((f"; {fix}" for said, fix in _YAML_FIXES if problem.startswith(said)), "")
         if mark is not None:
             raise InputError(
                 f"{src}: invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
