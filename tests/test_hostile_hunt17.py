@@ -193,3 +193,19 @@ def test_a_yaml_slip_a_hand_written_file_makes_is_told_its_fix(tmp_path, capsys,
         path.write_text(text)
         argv = [command, str(path), *(["--list"] if command == "sweep" else [])]
         assert _error_lines(capsys, argv) == [f"error: {path}: invalid YAML at {line}"]
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"memory-type": "NO_MEMORY_EXPANSION",}', "line 1, column 39: Expecting property name enclosed in double quotes; "
+                                             "JSON allows no comma before '}': remove the last one"),
+    ('{"memory-type": "NO_MEMORY_EXPANSION", // none\n}', "line 1, column 40: Expecting property name enclosed in double "
+                                                      "quotes; JSON has no comments: remove it"),
+    ("{'memory-type': 'NO_MEMORY_EXPANSION'}", "line 1, column 2: Expecting property name enclosed in double quotes"),
+])
+def test_a_json_slip_a_hand_edited_file_makes_is_told_its_fix(tmp_path, capsys, text, said):
+    # a trailing comma and a comment were both refused as 'Expecting property name enclosed in
+    # double quotes', which sent the user to look for quotes; a single-quoted key is what it says
+    memory = tmp_path / "m.json"
+    memory.write_text(text)
+    path = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), remote_memory=str(memory)))
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {memory}: invalid JSON at {said}"]
