@@ -209,3 +209,16 @@ def test_a_json_slip_a_hand_edited_file_makes_is_told_its_fix(tmp_path, capsys, 
     memory.write_text(text)
     path = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), remote_memory=str(memory)))
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {memory}: invalid JSON at {said}"]
+
+
+@pytest.mark.parametrize("given, said", [("ring:1e6", "; write ring:1000000"), ("RING:1048576:4e6",
+                                                                                "; write ring:1048576:4000000"),
+                                         ("ring:-5", ""), ("ring:1.5", "")])
+def test_a_calibration_range_written_in_floats_is_told_the_range_to_write(tmp_path, capsys, given, said):
+    # --nccl-algo ring:1e6 was told only the form ALGO:FROM[:TO], as if 1e6 were no size
+    log = SCENARIOS.parent / "tests" / "data" / "nccl" / "dgx-a100-superbench"
+    argv = ["calibrate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"), "--out",
+            str(tmp_path / "cal"), "--nccl-algo", given]
+    assert _error_lines(capsys, argv) == [
+        f"error: --nccl-algo: {given!r} must be ALGO:FROM[:TO] in bytes, ALGO one of ring, tree, nvls (e.g. "
+        f"nvls:134217728){said}"]
