@@ -114,16 +114,17 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def integer_fix(value: object, minimum: int | None = None) -> str:
+def integer_fix(value: object, minimum: int | None = None, maximum: int | None = None) -> str:
     """The fix for a float where a whole number goes, one rule for every integer field of a
     scenario, cluster, job, generator or sweep: YAML reads ``16.0`` and ``1e6`` as floats, and
     such a field refuses them, naming the integer to write (``; write 16``), or the two nearest
     for a fraction (``; write 1 or 2``); a list of them (a Megatron flag of several integers) is
     written back whole (``; write [8, 2]``), else given its first fraction's fix (the message
-    names that value); anything else gets no fix here (''). ``minimum``: the field's least value,
-    so a fix never names one it refuses (0.5 for a positive count: 'write 1', not '0 or 1')."""
+    names that value); anything else gets no fix here (''). ``minimum`` and ``maximum``: the
+    field's least and largest values, so a fix never names one it refuses (0.5 for a positive
+    count: 'write 1', not '0 or 1'; 1e9 queues of at most 4096: no integer to write)."""
     if isinstance(value, list):
-        fixes = {i: integer_fix(v, minimum) for i, v in enumerate(value) if isinstance(v, float)}
+        fixes = {i: integer_fix(v, minimum, maximum) for i, v in enumerate(value) if isinstance(v, float)}
         if not fixes or not all(fixes.values()):
             return ""
         fraction = next((fixes[i] for i in fixes if not value[i].is_integer()), None)
@@ -134,7 +135,8 @@ def integer_fix(value: object, minimum: int | None = None) -> str:
     if isinstance(value, bool) or not isinstance(value, float) or not math.isfinite(value) or abs(value) >= 2**63:
         return ""
     floor = -2**63 if minimum is None else minimum
+    ceiling = 2**63 - 1 if maximum is None else maximum
     if value.is_integer():
-        return f"; write {int(value)}" if value >= floor else ""
-    near = [n for n in (math.floor(value), math.ceil(value)) if n >= floor]
+        return f"; write {int(value)}" if floor <= value <= ceiling else ""
+    near = [n for n in (math.floor(value), math.ceil(value)) if floor <= n <= ceiling]
     return f"; write {' or '.join(map(str, near))}" if near else ""

@@ -19,6 +19,7 @@ import sys
 from functools import cache
 from importlib.machinery import PathFinder
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from simpy_astra.infra import files
@@ -275,8 +276,26 @@ def import_module(name: str) -> Any:
 def module_files(name: str, also: list[str] = ()) -> list[str]:
     """The source files of user module ``name`` as :func:`import_module` would find it (the
     working directory, the installed packages, :data:`SEARCH_FOLDERS` and ``also``), found
-    without running it: its file, or every ``.py`` file of a package. Empty when it is not
-    found, or is not the user's own code (an installed package, one of ours)."""
+    without running it: its file, or every ``.py`` file of a package, and those of the user's
+    modules they import (a ``shapes.py`` beside it: an edited helper changes the figures as
+    surely as the module). Empty when it is not found, or is not the user's own code (an
+    installed package, one of ours)."""
+    found: set[str] = set()
+    todo, seen = [name], set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for path in _own_files(module, also):
+            if path not in found:
+                found.add(path)
+                todo += _imported_names(path)
+    return sorted(found)
+
+
+def _own_files(name: str, also: list[str]) -> list[str]:
+    """:func:`module_files` of ``name`` alone, without what it imports."""
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name:
         return []
     extra = [os.getcwd(), *SEARCH_FOLDERS, *also]
@@ -292,6 +311,24 @@ def module_files(name: str, also: list[str] = ()) -> list[str]:
     for folder in spec.submodule_search_locations or []:  # a package named itself: all of it
         files += [os.path.join(d, f) for d, _, names in os.walk(folder) for f in names if f.endswith(".py")]
     return sorted({os.path.abspath(f) for f in files if is_users_file(f)})
+
+
+def _imported_names(path: str) -> list[str]:
+    """The modules a source file imports by absolute name (``import a.b``, ``from a import b``:
+    ``a``, ``a.b``); a relative import is of its own package, whose files are counted whole."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_bytes(), path)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")]
+    return names
 
 
 def remember_imported_code() -> None:

@@ -57,7 +57,7 @@ def test_a_real_job_prints_the_answer_first_and_no_per_gpu_lines(job: Path, tmp_
     step_ns = json.loads(figures.read_text())["iteration_time_ns"]
     tokens = BATCH * SEQ / (step_ns / 1e9 * GPUS)
     assert not [ln for ln in out if REFERENCE_LINE.match(ln)]
-    assert out[0].startswith(f"iteration time {step_ns / 1e9:.3f} s, ")
+    assert out[0].startswith(f"iteration time {step_ns / 1e6:,.3f} ms, ")  # an 11.8 ms step
     assert f" and {tokens:,.0f} tokens/s per GPU, MFU " in out[0]
     assert all(len(ln) <= 80 for ln in out)  # the answer fits a terminal's 80 columns
     assert out[1].startswith("memory per GPU about ") and out[1].endswith("(fits)")

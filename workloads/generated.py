@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import inspect
 import json
 import os
 import re
@@ -43,9 +42,16 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
-from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, import_object, origin, user_code_problem
+from simpy_astra.plugins import (
+    NOT_LOADED_HINT,
+    PluginError,
+    import_object,
+    origin,
+    user_code_problem,
+)
 from simpy_astra.workloads.chakra.node import EtError
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
+from simpy_astra.workloads.generator_inputs import named_files_digest, source_digest
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,8 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
     plug-in's generator, docs/generators.md): ``params`` is the mapping without ``generate``;
     ``fn`` writes ``prefix.{rank}.et`` for ranks 0..N-1 and returns the path of a comm-group
     JSON it wrote beside them, or None. Traces are cached by name, ``version``, the parameters,
-    ``fn``'s own name and the source of its module, so an edited generator is run again. A name already given
+    ``fn``'s own name, the source of its module and of the user's modules loaded beside it, and the
+    files its parameters name, so an edited generator, helper or input file is run again. A name already given
     to another generator (``microbench``, another module's) is a ValueError."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"a generator's name must be a non-empty string (got {name!r})")
@@ -161,7 +168,7 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
         raise ValueError(f"generator name '{name}' is already taken by {owner}; register {origin(fn)} under "
                          f"another name")
     entry = GeneratorEntry(_users_generator(name, fn), str(version),
-                           cache_params=lambda params, where: {**params, CODE_KEY: _code_key(fn)})
+                           cache_params=lambda params, where: {**params, CODE_KEY: _code_key(fn, params)})
     GENERATORS[name] = entry
     return entry
 
@@ -170,21 +177,11 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
 CODE_KEY = "__generator_source__"
 
 
-def _code_key(fn: Callable[..., Any]) -> str:
+def _code_key(fn: Callable[..., Any], params: dict[str, Any]) -> str:
     """Which function (``module:qualname``: another one of the same file registered under the
-    name must not reuse the first one's traces) and its file's digest."""
-    return f"{origin(fn)} {_source_digest(fn)}"
-
-
-def _source_digest(fn: Callable[..., Any]) -> str:
-    """A digest of the file that defines ``fn`` ("" when it has none)."""
-    try:
-        path = inspect.getsourcefile(inspect.unwrap(fn))
-    except TypeError:
-        path = None
-    if not path or not os.path.isfile(path):
-        return ""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    name must not reuse the first one's traces), the digest of its code and that of the files
+    its parameters name: an edited helper module or data file must not run the old traces."""
+    return f"{origin(fn)} {source_digest(fn)} {named_files_digest(params)}"
 
 
 def _users_generator(name: str, fn: Callable[..., Any]) -> Callable[[dict[str, Any], str], str | None]:

@@ -46,11 +46,26 @@ def parse_range(text: str) -> tuple[str, int, int | None]:
     m = re.fullmatch(r"(\w+):(\d+)(?::(\d+))?", text)
     if m is None or m.group(1) not in ALGORITHMS:
         raise InputError(f"--nccl-algo: {text!r} must be ALGO:FROM[:TO] in bytes, ALGO one of "
-                         f"{', '.join(ALGORITHMS)} (e.g. nvls:134217728)")
+                         f"{', '.join(ALGORITHMS)} (e.g. nvls:134217728){_range_fix(text)}")
     first, last = int(m.group(2)), (int(m.group(3)) if m.group(3) else None)
     if last is not None and last < first:
         raise InputError(f"--nccl-algo: {text!r}: TO must be at least FROM")
     return m.group(1), first, last
+
+
+def _range_fix(text: str) -> str:
+    """The range to write for one whose sizes are floats or whose algorithm is in capitals
+    (``ring:1e6``, ``RING:1``), as a flag of integers is told its integer; else ''."""
+    algo, *sizes = text.split(":")
+    if algo.lower() not in ALGORITHMS or not 1 <= len(sizes) <= 2:
+        return ""
+    try:
+        numbers = [float(size) for size in sizes]
+    except ValueError:
+        return ""
+    if not all(math.isfinite(n) and 0 <= n < 2**63 and n.is_integer() for n in numbers):
+        return ""
+    return "; write " + ":".join([algo.lower(), *(str(int(n)) for n in numbers)])
 
 
 def parse_ranges(texts: list[str]) -> list[tuple[str, int, int | None]]:

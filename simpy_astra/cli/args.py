@@ -43,13 +43,19 @@ class ArgumentParser(argparse.ArgumentParser):
         self.epilog_of = epilog_of
         #: flag -> what it takes ('input', 'output'), for one whose name does not say it (--host)
         self.roles: dict[str, str] = {}
+        #: flag -> the least and largest integer it takes, so that a float's fix names one it takes
+        self.limits: dict[str, tuple[int, int]] = {}
 
-    def add_argument(self, *args: Any, role: str | None = None, **kwargs: Any) -> argparse.Action:
+    def add_argument(self, *args: Any, role: str | None = None, limits: tuple[int, int] | None = None,
+                     **kwargs: Any) -> argparse.Action:
         """argparse's, and ``role``: ``input`` or ``output``, what the flag takes when its name
-        does not say it (an unknown ``--input`` is told this flag)."""
+        does not say it (an unknown ``--input`` is told this flag); ``limits``: the least and
+        largest integer a flag of integers takes."""
         if role is not None:
             assert role in ROLE_WORDS, role
             self.roles[args[0]] = role
+        if limits is not None:
+            self.limits[args[0]] = limits
         choices = kwargs.get("choices")
         if choices is not None and "metavar" not in kwargs \
                 and len(",".join(map(str, choices))) + 2 > LONGEST_CHOICES:
@@ -126,10 +132,10 @@ class ArgumentParser(argparse.ArgumentParser):
     def error_for_flag(self, problem: str) -> str:
         """A suggestion of an unlisted spelling (``--micro_batch``) names the listed one; a float
         given to a flag of integers (``--size 1e3``) is told the integer to write."""
-        found = re.search(r"invalid int value: '([^']*)'$", problem)
+        found = re.search(r"(?:argument ([^:/ ]+)\S*: )?invalid int value: '([^']*)'$", problem)
         if found:
             try:
-                return problem + integer_fix(float(found.group(1)))
+                return problem + integer_fix(float(found.group(2)), *self.limits.get(found.group(1) or "", ()))
             except ValueError:  # not a number at all
                 return problem
         listed = {a.dest: a.option_strings[0] for a in self._actions

@@ -89,7 +89,7 @@ def _astra_parser() -> argparse.ArgumentParser:
     add_plugin_flag(p)
     p.add_argument("--network-backend", default=DEFAULT_BACKEND, metavar="NAME",
                    help=backends_help(f"default {DEFAULT_BACKEND}"))
-    p.add_argument("--num-queues-per-dim", type=int, default=1,
+    p.add_argument("--num-queues-per-dim", type=int, default=1, limits=(1, 4096),  # config.scenario's bound
                    help="queues per dimension (1 to 4096; default 1)")
     p.add_argument("--injection-scale", type=float, default=1.0,
                    help="multiplies the system JSON's endpoint-delay when that key is present (as in "

@@ -297,17 +297,16 @@ def _nvls(value: dict, preset_node: dict, gpu_name: str, where: str, path: str) 
 
 def _positive(where: str, key: str, value: Any, integer: bool = False,
               bounds: tuple[float, float, str] | None = None) -> Any:
-    ok = (not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value > 0
-          and (not integer or isinstance(value, int)))
-    if not ok:
-        kind = "a positive integer" if integer else "a positive number"
-        raise InputError(f"{where}.{key}: must be {kind} (got {value!r}){integer_fix(value, 1) if integer else ''}")
-    if bounds is not None:
+    number = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    kind = "a positive integer" if integer else "a positive number"
+    fix = integer_fix(value, 1, int(bounds[1]) if bounds is not None else None) if integer else ""
+    if number and value > 0 and bounds is not None and not fix:  # 1e6 SMs: its range, no integer to write
         low, high, unit = bounds
-        inside = (0 < value <= high) if low == 0 else (low <= value <= high)
-        if not inside:
+        if not ((0 < value <= high) if low == 0 else (low <= value <= high)):
             span = f"in (0, {high:g}]" if low == 0 else f"between {low:g} and {high:g}"
             raise InputError(f"{where}.{key}: must be {span} ({unit}; got {value!r})")
+    if not (number and value > 0 and (not integer or isinstance(value, int))):
+        raise InputError(f"{where}.{key}: must be {kind} (got {value!r}){fix}")
     return value
 
 

@@ -148,6 +148,17 @@ def load_json(src: str, what: str) -> Any:
     return parse_json(src, read_text(src, what), what)
 
 
+def _json_fix(text: str, pos: int) -> str:
+    """The fix for a hand-edited JSON file's slips, which json names alike ('Expecting property
+    name enclosed in double quotes' for each): a comma before a closing bracket, a comment."""
+    rest, before = text[pos:].lstrip(), text[:pos].rstrip()
+    if rest.startswith(("//", "/*", "#")):
+        return "; JSON has no comments: remove it"
+    if rest[:1] in "}]" and rest and before.endswith(","):
+        return f"; JSON allows no comma before '{rest[0]}': remove the last one"
+    return ""
+
+
 def parse_json(src: str, text: str, what: str) -> Any:
     """``text``, read from ``src``, as JSON: a key given twice, NaN, a number past any double,
     nesting thousands deep or no text at all are refused naming ``src``."""
@@ -160,7 +171,8 @@ def parse_json(src: str, text: str, what: str) -> Any:
     except _LongNumber as exc:
         raise InputError(f"{src}: invalid JSON: {exc}; check the value") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{src}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise InputError(f"{src}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+                         f"{_json_fix(text, exc.pos)}") from None
     except _NonFiniteNumber as exc:
         raise InputError(f"{src}: invalid JSON: {exc} is not a JSON number; write a finite number") from None
     except _DuplicateKey as exc:
@@ -303,6 +315,13 @@ def parse_yaml(text: str) -> Any:
     return yaml.load(text, Loader=ConfigLoader)  # noqa: S506 - a SafeLoader subclass
 
 
+#: the fix for YAML's syntax errors a hand-written file makes most (the parser names none)
+_YAML_FIXES = (("found character '\\t' that cannot start any token", "YAML indents with spaces: replace the tab "
+                                                                     "with spaces"),
+               ("mapping values are not allowed here", "a ': ' inside a value starts a mapping: put the value in "
+                                                       "quotes"))
+
+
 def load_yaml(src: str, what: str) -> Any:
     text = read_text(src, what)
     try:
@@ -310,6 +329,7 @@ def load_yaml(src: str, what: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
+        problem += next((f"; {fix}" for said, fix in _YAML_FIXES if problem.startswith(said)), "")
         if mark is not None:
             raise InputError(
                 f"{src}: invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"

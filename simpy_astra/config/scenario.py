@@ -111,7 +111,7 @@ def check_backend(where: str, backend: Any) -> str:
 
 def check_queues(where: str, queues: Any) -> int:
     if isinstance(queues, bool) or not isinstance(queues, int) or not 1 <= queues <= MAX_QUEUES_PER_DIM:
-        fix = integer_fix(queues, 1) or "; ASTRA-sim's examples use 1"
+        fix = integer_fix(queues, 1, MAX_QUEUES_PER_DIM) or "; ASTRA-sim's examples use 1"
         raise InputError(f"{where}: must be an integer from 1 to {MAX_QUEUES_PER_DIM} (got {queues!r}){fix}")
     return queues
 

@@ -34,7 +34,8 @@ size n has ``total/n`` switches of radix n); ASTRA-sim instead priced one switch
 links: one cable per connected pair of devices, a port per cable on each switch, a NIC per
 NPU-to-switch cable.
 
-A ``cost:`` block (in the network YAML or a scenario; the scenario's wins) overrides any of
+A cluster preset's network is priced as its machine (:func:`machine`), whatever the job's
+layout. A ``cost:`` block (in the network YAML or a scenario; the scenario's wins) overrides any of
 this; a number instead of a per-tier mapping sets every tier::
 
     cost:
@@ -47,7 +48,7 @@ this; a number instead of a per-tier mapping sets every tier::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from simpy_astra.topologies import build as build_topology
@@ -191,8 +192,24 @@ class NetworkCost:
                 "items": [i.as_dict() for i in self.items]}
 
 
+def machine(net):
+    """The network to price: ``net``, or for a cluster preset's own network (``net.rails``)
+    its machine, a node's GPUs on one NVSwitch and, past one node, a rail of the nodes for each
+    GPU of a node: its dimensions are the job's parallel ones (tp, dp, pp), and the same two
+    nodes priced otherwise for each layout (and a one-node job's NICs at the pod tier)."""
+    rails = getattr(net, "rails", None)
+    if rails is None:
+        return net
+    sizes = [rails.gpus_per_node] + ([rails.nodes] if rails.nodes > 1 else [])
+    links = [(rails.nvlink_gbps, rails.nvlink_latency_ns), (rails.rail_gbps, rails.rail_latency_ns)][:len(sizes)]
+    return replace(net, topology=("Switch",) * len(sizes), npus_count=tuple(sizes),
+                   bandwidth_gbps=tuple(bw for bw, _ in links), latency_ns=tuple(lat for _, lat in links),
+                   graph_specs=())
+
+
 def tiers_for(net, prices: CostPrices | None = None) -> tuple[str, ...]:
     """Each dimension's tier; raises :class:`CostSpecError` if ``cost.tiers`` has the wrong length."""
+    net = machine(net)
     tiers = (prices.tiers if prices is not None else None) or default_tiers(net.num_dims)
     if len(tiers) != net.num_dims:
         raise CostSpecError("cost.tiers", f"has {len(tiers)} entries but the network has {net.num_dims} "
@@ -204,6 +221,7 @@ def network_cost(net, prices: CostPrices | None = None) -> NetworkCost:
     """Price ``net`` (a :class:`simpy_astra.config.NetworkConfig`); ``prices`` defaults to its
     own ``cost`` block."""
     prices = prices if prices is not None else net.cost
+    net = machine(net)
     table = prices or CostPrices()
     tiers = tiers_for(net, table)
     result = NetworkCost(tiers)

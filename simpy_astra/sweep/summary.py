@@ -240,7 +240,7 @@ def _memory_parts(figures: dict[str, Any]) -> str:
 def _training_line(figures: dict[str, Any]) -> str:
     """A Megatron point's answer: ``step 28.308 s; per GPU 155.6 TFLOP/s, MFU 37.4%, 62.2 of 80
     GiB (fits)``, the figures ``run``'s headline gives, within 80 columns."""
-    from simpy_astra.workloads.megatron.report import gib
+    from simpy_astra.workloads.megatron.report import gib, step_time
 
     per_gpu = []
     if figures.get("tflops_per_gpu") is not None:
@@ -255,5 +255,5 @@ def _training_line(figures: dict[str, Any]) -> str:
         if figures.get("fits") is not None:
             memory += " (fits)" if figures["fits"] else " (too large)"
         per_gpu.append(memory)
-    step = f"step {figures['iteration_time_ns'] / 1e9:.3f} s"
+    step = f"step {step_time(figures['iteration_time_ns'])}"
     return f"{step}; per GPU {', '.join(per_gpu)}" if per_gpu else step

@@ -4,7 +4,8 @@ not tell: one warning line each, naming the argument and the fix.
 Megatron's own warnings (``validate_args``: sequence parallelism at tp 1 turned off), what it
 changes in silence (``--recompute-activations`` makes a full granularity selective), and
 arguments it takes in silence that change nothing in the step timed here: hierarchical
-context-parallel sizes beside a ``--cp-comm-type`` without ``a2a+p2p``, ``--fp8-format`` and
+context-parallel sizes beside a ``--cp-comm-type`` without ``a2a+p2p``, ``--overlap-p2p-communication``
+on plain 1F1B, ``--fp8-format`` and
 ``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), and a
 batch-size ramp, whose steps before its end are smaller than the one timed. A study that sweeps
 such an argument should not read a flat line as a finding.
@@ -16,6 +17,7 @@ import argparse
 from collections.abc import Callable, Iterable
 
 from simpy_astra.workloads.megatron.batch_sizes import global_batch
+from simpy_astra.workloads.megatron.pipeline_rules import virtual_stages
 
 #: arguments Megatron reads only beside another, taken in silence without it: (the arguments,
 #: when they are not read, why, the fix)
@@ -37,6 +39,10 @@ _UNREAD: tuple[tuple[tuple[str, ...], Callable[[argparse.Namespace], bool], str,
      "give --optimizer sgd"),
     (("--cp-comm-type",), lambda a: a.context_parallel_size == 1,
      "at --context-parallel-size 1: attention exchanges nothing", "set --context-parallel-size 2 or more"),
+    (("--overlap-p2p-communication",), lambda a: virtual_stages(a) == 1,
+     "without the interleaved schedule: Megatron overlaps pipeline sends only in interleaved 1F1B and turns "
+     "overlap_p2p_comm off otherwise (non-interleaved schedule does not support overlapping p2p communication)",
+     "add --num-layers-per-virtual-pipeline-stage N"),
 )
 
 

@@ -63,7 +63,7 @@ class TrainingFigures:
         per GPU (TFLOP/s is Megatron's count, the recomputation included: the module's
         docstring)."""
         fits = "fits" if self.fits else "DOES NOT FIT"
-        return [f"iteration time {self.iteration_time_ns / 1e9:,.3f} s, {self.tflops_per_gpu:,.1f} TFLOP/s "
+        return [f"iteration time {step_time(self.iteration_time_ns)}, {self.tflops_per_gpu:,.1f} TFLOP/s "
                 f"and {self.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, MFU {self.mfu * 100:.1f}%",
                 f"memory per GPU about {self._memory_text()} GiB of {gib(self.capacity_gib)} GiB ({fits})"]
 
@@ -97,6 +97,15 @@ class TrainingFigures:
                 "memory_per_gpu_gib": round(self.memory_gib, 3),
                 "memory_gib": {k: round(v, 3) for k, v in self.memory_parts_gib.items()},
                 "memory_capacity_gib": self.capacity_gib, "fits": int(self.fits)}
+
+
+def step_time(ns: int) -> str:
+    """A step's time to 3 decimals in the largest unit it fills (s, ms, us): seconds alone
+    printed a 0.4 ms step as 0.000 s, and steps of 20.4 and 20.0 ms alike."""
+    for scale, unit in ((1e9, "s"), (1e6, "ms")):
+        if ns >= scale:
+            return f"{ns / scale:,.3f} {unit}"
+    return f"{ns / 1e3:,.3f} us"
 
 
 def figures(job: MegatronJob, gpu: Gpu, iteration_time_ns: int) -> TrainingFigures:

@@ -1,0 +1,224 @@
+"""A seventeenth hunt for inputs that ran as something other than what they say: each is now
+refused in one line naming the file, the field and the fix, warned of, or runs as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main
+from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
+from tests.wrapped_lines import plain
+
+DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
+    return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8} | cluster}, name)
+
+
+#: a generator of one's own whose compute time comes from a module beside it and a file it is named
+_GENERATOR = '''
+import json
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.types import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from shapes import COMPUTE_US
+
+
+def pipeline(params, prefix):
+    extra = json.load(open(params["times"]))["extra_us"]
+    for s in range(2):
+        nodes = [make_node(1, "forward", COMP_NODE, deps=[0] if s else [], duration_micros=COMPUTE_US + extra)]
+        if s:
+            nodes.insert(0, make_node(0, "recv", COMM_RECV_NODE, attrs={"comm_src": 0, "comm_size": 64, "comm_tag": 1}))
+        else:
+            nodes.append(make_node(2, "send", COMM_SEND_NODE, deps=[1], attrs={"comm_dst": 1, "comm_size": 64,
+                                                                                 "comm_tag": 1}))
+        write_et(f"{prefix}.{s}.et", nodes)
+'''
+
+
+def _quiet_run(folder: Path, cache: Path) -> str:
+    """``run s.yaml --quiet`` in a process of its own (each run imports the modules anew)."""
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "s.yaml", "--quiet"], cwd=folder,
+                          capture_output=True, text=True, env={**os.environ, "SIMPY_ASTRA_CACHE": str(cache)},
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_users_generator_runs_again_when_a_module_or_file_it_reads_is_edited(tmp_path):
+    # the cache keyed a generator of one's own by its module's source alone: an edited module it
+    # imports (shapes.py) or an edited file its parameters name (times.json) ran the old traces
+    (tmp_path / "gen.py").write_text(_GENERATOR)
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 10\n")
+    (tmp_path / "times.json").write_text('{"extra_us": 0}')
+    network = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [50.0], "latency": [500.0]}
+    _write(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
+    cache = tmp_path / "cache"
+    times = [_quiet_run(tmp_path, cache)]
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 100\n")
+    times.append(_quiet_run(tmp_path, cache))
+    (tmp_path / "times.json").write_text('{"extra_us": 1000}')
+    times.append(_quiet_run(tmp_path, cache))
+    # stage 1 ends after both stages' compute and one 64 B message (501 ns)
+    assert [line.split(" (")[0] for line in times] == [
+        "iteration time 20,501 ns", "iteration time 200,501 ns", "iteration time 2,200,501 ns"]
+
+
+def test_p2p_overlap_without_the_interleaved_schedule_says_it_changes_nothing(tmp_path, capsys):
+    # --overlap-p2p-communication on plain 1F1B ran as plain 1F1B without a word: Megatron overlaps
+    # pipeline sends only in the interleaved schedule and turns the overlap off otherwise, so a
+    # sweep over it drew a flat line
+    args = ARGS.replace("--num-layers 2", "--num-layers 4 --pipeline-model-parallel-size 2")
+    assert main(["run", _megatron(tmp_path, f"{args} --overlap-p2p-communication"), "--quiet"]) == 0
+    err = plain(capsys.readouterr().err).strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"warning: {tmp_path / 's.yaml'}: workload.args: --overlap-p2p-communication changes nothing without the "
+        f"interleaved schedule"), err
+    interleaved = f"{args} --num-layers-per-virtual-pipeline-stage 1 --overlap-p2p-communication"
+    assert main(["run", _megatron(tmp_path, interleaved), "--quiet"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("num_queues_per_dim", 1e9, "field 'num_queues_per_dim': must be an integer from 1 to 4096 (got 1000000000.0); "
+                                "ASTRA-sim's examples use 1"),
+    ("cluster", {"preset": "dgx-a100-80gb", "gpus": 8, "gpu": {"sms": 1e6}},
+     "cluster.gpu.sms: must be between 1 and 100000"),
+    ("cluster", {"preset": "dgx-a100-80gb", "gpus": 8, "nodes_per_leaf": 1e9}, "cluster.nodes_per_leaf: must be between 1 and"),
+])
+def test_an_integral_float_past_a_fields_bound_is_told_the_bound_not_an_integer_it_refuses(tmp_path, capsys, field,
+                                                                                           value, said):
+    # 'num_queues_per_dim: 1e9' was told '; write 1000000000', and 'sms: 1e6' '; write 1000000': written
+    # as told, each was then refused for its range (1 to 4096, 1 to 100,000)
+    doc = yaml.safe_load(Path(_megatron(tmp_path)).read_text())
+    path = _write(tmp_path, {**doc, field: value})
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: {said}") and "; write" not in err[0], err
+
+
+def test_a_float_past_a_flags_bound_is_not_told_an_integer_it_refuses(tmp_path, capsys):
+    # '--num-queues-per-dim 1e9' was told '; write 1000000000', which the flag then refuses (1 to 4096)
+    from simpy_astra.config.scenario import MAX_QUEUES_PER_DIM
+
+    argv = ["--workload-configuration=w", "--system-configuration=s.json", "--network-configuration=n.yml",
+            "--remote-memory-configuration=m.json"]
+    for value, said in (("1e9", ""), ("2.5", "; write 2 or 3"), (f"{MAX_QUEUES_PER_DIM}.0", f"; write {MAX_QUEUES_PER_DIM}")):
+        assert _error_lines(capsys, [*argv, "--num-queues-per-dim", value]) == [
+            f"error: simpy-astra: argument --num-queues-per-dim: invalid int value: '{value}'{said} (see simpy-astra "
+            f"--help)"]
+
+
+def test_a_sweep_resumed_after_a_helper_module_of_its_plugin_was_edited_runs_again(tmp_path, capsys, monkeypatch):
+    # a resumed sweep counted a generator's own module among its inputs, not the helper module it
+    # imports: shapes.py edited, every row was kept, each the old step's time
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gen.py").write_text(_GENERATOR)
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 10\n")
+    (tmp_path / "times.json").write_text('{"extra_us": 0}')
+    network = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [50.0], "latency": [500.0]}
+    _write(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
+    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {"network.latency": [500, 1000]}}, "sw.yaml")
+    assert main(["sweep", sweep, "--out", "out", "--no-plots"]) == 0
+    (tmp_path / "shapes.py").write_text("COMPUTE_US = 100\n")
+    for name in ("gen", "shapes"):  # a new process would import them anew
+        sys.modules.pop(name, None)
+    capsys.readouterr()
+    assert main(["sweep", sweep, "--out", "out", "--no-plots"]) == 0
+    rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
+    assert [row.split(",")[2] for row in rows[1:]] == ["200501", "201001"], rows
+
+
+def test_a_step_under_a_second_is_not_printed_as_zero_seconds(tmp_path, capsys):
+    # the headline gave seconds to 3 decimals: a 0.4 ms step read 'iteration time 0.000 s', and
+    # steps of 20.4 and 20.0 ms both '0.020 s'
+    tiny = ("--num-layers 1 --hidden-size 64 --num-attention-heads 1 --seq-length 8 --micro-batch-size 1 "
+            "--global-batch-size 2 --vocab-size 64")
+    figures = tmp_path / "f.json"
+    assert main(["run", _megatron(tmp_path, tiny, gpus=2), "--quiet", "--json-out", str(figures)]) == 0
+    step_ns = json.loads(figures.read_text())["iteration_time_ns"]
+    assert step_ns < 1_000_000
+    assert capsys.readouterr().out.startswith(f"iteration time {step_ns / 1e3:,.3f} us, ")
+
+
+def test_a_clusters_network_costs_the_same_whatever_the_jobs_layout(tmp_path):
+    # the price was that of the job's parallel dimensions, not of the machine: the same two DGX
+    # A100 nodes cost $86,333 at tp 8 and $145,036 at tp 2 x pp 2 (so a sweep minimising
+    # finish_ns * cost_usd over layouts ranked them by a price no machine has), and one node
+    # had pod-tier NICs and a spine ($82,530 of NICs for 8 GPUs that send nothing out of it)
+    costs = {}
+    for layout, gpus in (("--tensor-model-parallel-size 8", 16), ("--tensor-model-parallel-size 2 "
+                                                                   "--pipeline-model-parallel-size 2", 16),
+                         ("--tensor-model-parallel-size 2", 8)):
+        args = ARGS.replace("--num-layers 2", "--num-layers 4").replace("heads 4", "heads 8") + " " + layout
+        figures = tmp_path / "f.json"
+        assert main(["run", _megatron(tmp_path, args, gpus=gpus), "--quiet", "--json-out", str(figures)]) == 0
+        doc = json.loads(figures.read_text())
+        costs[layout, gpus] = doc["cost_usd"], {(item["tier"], item["kind"]) for item in doc["cost"]["items"]}
+    nvlink, rail = 215.822, round(1600 / 8 / 8 * 1e9 * 0.94 / 2**30, 6)  # the preset's GiB/s
+    in_node = 16 * nvlink * 4.0 + 2 * nvlink * 8 * 13.0  # 16 links, a switch of 8 ports a node
+    across = 16 * rail * 7.4 + 8 * rail * 2 * 23.7 + 16 * rail * 47.8  # a rail of 2 nodes per GPU of a node
+    two_nodes = [cost for (_, gpus), cost in costs.items() if gpus == 16]
+    assert two_nodes[0] == two_nodes[1] and two_nodes[0][0] == pytest.approx(in_node + across, abs=0.01)
+    one_node = costs["--tensor-model-parallel-size 2", 8]
+    assert one_node[0] == pytest.approx(in_node / 2, abs=0.01) and {tier for tier, _ in one_node[1]} == {"package"}
+
+
+@pytest.mark.parametrize("text, line", [
+    ("workload:\n  generate: megatron\n\targs: '--num-layers 2'\n", "line 3, column 1: found character '\\t' that "
+     "cannot start any token; YAML indents with spaces: replace the tab with spaces"),
+    ("workload:\n  generate: megatron\n  args: --lr: 3\n", "line 3, column 13: mapping values are not allowed here; a "
+     "': ' inside a value starts a mapping: put the value in quotes"),
+])
+def test_a_yaml_slip_a_hand_written_file_makes_is_told_its_fix(tmp_path, capsys, text, line):
+    # a tab indenting a line said only "found character '\t' that cannot start any token", and an
+    # unquoted ': ' in a value "mapping values are not allowed here": where, but not what to do
+    for command, name in (("run", "s.yaml"), ("sweep", "sw.yaml")):
+        path = tmp_path / name
+        path.write_text(text)
+        argv = [command, str(path), *(["--list"] if command == "sweep" else [])]
+        assert _error_lines(capsys, argv) == [f"error: {path}: invalid YAML at {line}"]
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"memory-type": "NO_MEMORY_EXPANSION",}', "line 1, column 39: Expecting property name enclosed in double quotes; "
+                                             "JSON allows no comma before '}': remove the last one"),
+    ('{"memory-type": "NO_MEMORY_EXPANSION", // none\n}', "line 1, column 40: Expecting property name enclosed in double "
+                                                      "quotes; JSON has no comments: remove it"),
+    ("{'memory-type': 'NO_MEMORY_EXPANSION'}", "line 1, column 2: Expecting property name enclosed in double quotes"),
+])
+def test_a_json_slip_a_hand_edited_file_makes_is_told_its_fix(tmp_path, capsys, text, said):
+    # a trailing comma and a comment were both refused as 'Expecting property name enclosed in
+    # double quotes', which sent the user to look for quotes; a single-quoted key is what it says
+    memory = tmp_path / "m.json"
+    memory.write_text(text)
+    path = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), remote_memory=str(memory)))
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {memory}: invalid JSON at {said}"]
+
+
+@pytest.mark.parametrize("given, said", [("ring:1e6", "; write ring:1000000"), ("RING:1048576:4e6",
+                                                                                "; write ring:1048576:4000000"),
+                                         ("ring:-5", ""), ("ring:1.5", "")])
+def test_a_calibration_range_written_in_floats_is_told_the_range_to_write(tmp_path, capsys, given, said):
+    # --nccl-algo ring:1e6 was told only the form ALGO:FROM[:TO], as if 1e6 were no size
+    log = SCENARIOS.parent / "tests" / "data" / "nccl" / "dgx-a100-superbench"
+    argv = ["calibrate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"), "--out",
+            str(tmp_path / "cal"), "--nccl-algo", given]
+    assert _error_lines(capsys, argv) == [
+        f"error: --nccl-algo: {given!r} must be ALGO:FROM[:TO] in bytes, ALGO one of ring, tree, nvls (e.g. "
+        f"nvls:134217728){said}"]
