@@ -88,7 +88,9 @@ class _Port:
         self.latency_ns = latency_ns
         self.credits = buffer_bytes  # room left in this port's buffer (packets sent into it count)
         self.bubble_bytes = packet_bytes
-        self.feeders: set[_Port] = set()  # ports that send into this one (woken by its credits)
+        # ports that send into this one (woken by its credits), in the order their flows were
+        # added: a set would wake them in the order of their memory addresses, run to run
+        self.feeders: dict[_Port, None] = {}
         self.inputs: dict[object, deque | _Injection] = {}
         self.order: list[object] = []
         self.next = 0
@@ -194,7 +196,7 @@ def simulate(dims: list[BasicTopology], flows: list[Flow], packet_bytes: int = 4
         flow.enters_ring = [i > 0 and isinstance(dims[dim[link]], Ring)
                             and (i == 1 or dim[link] != dim[links[i - 1]]) for i, link in enumerate(links)]
         for i in range(1, len(flow.path)):
-            flow.path[i].feeders.add(flow.path[i - 1])
+            flow.path[i].feeders[flow.path[i - 1]] = None
         sizes = [packet_bytes] * (flow.size_bytes // packet_bytes)
         if flow.size_bytes % packet_bytes:
             sizes.append(flow.size_bytes % packet_bytes)

@@ -121,7 +121,7 @@ Approximations that this buys, and only these:
   the run ends 2.9%, 2.5% and 1.7% after the max-min bound with 64 KiB, 256 KiB and 1 MiB
   buffers (0.3% with buffers that never fill); that bound is out of reach at these
   buffers, not only here: the per-packet simulator with the same buffers and credits
-  (``tests/packet_reference.py``) ends it 9.6%, 4.4% and 3.8% after it;
+  (``tests/packet_reference.py``) ends it 8.7%, 4.6% and 3.8% after it;
 * events fall on whole nanoseconds (rounded up): a buffer may overshoot its size by the
   bytes of under 1 ns, which the statistics clip.
 
