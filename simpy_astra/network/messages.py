@@ -13,9 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import simpy
-from simpy.events import Timeout
 
-from simpy_astra.engine.events import call_later
+from simpy_astra.engine.events import call_after, call_later
 from simpy_astra.engine.probes import Probed
 
 Handler = Callable[[Any], None] | None
@@ -135,7 +134,7 @@ class MessageBoard(Probed):
 
     def arrive_after(self, delay_ns: int, entry: _Entry) -> None:
         """Schedule the arrival of ``entry`` (from :meth:`post_send`) ``delay_ns`` from now."""
-        Timeout(self.env, delay_ns).callbacks.append(entry)
+        call_after(self.env, delay_ns, entry)
 
     def messages_sent(self) -> int:
         """How many sends were posted."""
