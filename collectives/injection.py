@@ -88,7 +88,7 @@ def injection_slots(ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget:
 def _one_slot(ctx: PhaseContext, plan: PeerPlan, nz_budget: int, total_sends: int) -> AlgorithmRun:
     """One slot: inject, wait for it to come back, send it and wait for the answer, repeat."""
     budget = ReduceBudget(ctx, 1, nz_budget)
-    endpoint, send, recv, advance, reduces = ctx.endpoint, ctx.send, ctx.recv, plan.advance, budget.next_reduces
+    endpoint, send, recv, advance, reduces = ctx.endpoint, ctx.post, ctx.recv, plan.advance, budget.next_reduces
     size, dst, src = plan.msg_bytes, plan.receiver, plan.sender  # the first packet
     advance()
     yield endpoint(size if reduces() else 0)
@@ -148,7 +148,7 @@ class _Slots:
         if self.remaining == 0 or self.free == 0 or not self.packets:
             return
         dst, src, size = self.packets.popleft()
-        self.ctx.send(dst, size)
+        self.ctx.post(dst, size)
         self.ctx.spawn(self.answer(self.ctx.recv(src, size)))
         self.remaining -= 1
         self.free -= 1
