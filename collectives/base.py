@@ -65,6 +65,10 @@ class PhaseContext(Protocol):
         """Send ``size_bytes`` to NPU ``dst``: on this chunk's tag, or on a workload ``tag``.
         The event fires when the message has arrived (native algorithms need not wait)."""
 
+    def post(self, dst: int, size_bytes: int, tag: int | None = None) -> None:
+        """:meth:`send` without an event, for an algorithm that never waits on its sends'
+        arrival (every native one): the same message, one event less."""
+
     def recv(self, src: int, size_bytes: int, tag: int | None = None) -> simpy.Event:
         """Post a receive from NPU ``src``; the event fires when the message is here."""
 

@@ -25,7 +25,7 @@ def bidirectional_ring(ctx: PhaseContext) -> AlgorithmRun:
     def one_direction(send_to: int, receive_from: int):
         yield ctx.endpoint()
         for step in range(2 * (n - 1)):
-            ctx.send(send_to, msg)
+            ctx.post(send_to, msg)
             yield ctx.recv(receive_from, msg)
             yield ctx.endpoint(msg if step < n - 1 else 0)  # reduce, then just forward
 

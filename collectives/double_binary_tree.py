@@ -18,7 +18,7 @@ def double_binary_tree(ctx: PhaseContext, node: TreeNode) -> AlgorithmRun:
     size = ctx.size_bytes
     if node.role == LEAF:
         yield ctx.endpoint()
-        ctx.send(node.parent, size)
+        ctx.post(node.parent, size)
         yield ctx.recv(node.parent, size)
         yield ctx.endpoint()
         return
@@ -26,7 +26,7 @@ def double_binary_tree(ctx: PhaseContext, node: TreeNode) -> AlgorithmRun:
         only_child = node.left if node.left is not None else node.right
         yield ctx.recv(only_child, size)
         yield ctx.endpoint(size)
-        ctx.send(only_child, size)
+        ctx.post(only_child, size)
         return
     # intermediate: each child's data is reduced as soon as it is here (in arrival order);
     # when both are reduced, up to the parent, then the result down to both children
@@ -38,11 +38,11 @@ def double_binary_tree(ctx: PhaseContext, node: TreeNode) -> AlgorithmRun:
     right = ctx.spawn(reduce_when_received(ctx.recv(node.right, size)))
     yield left
     yield right
-    ctx.send(node.parent, size)
+    ctx.post(node.parent, size)
     yield ctx.recv(node.parent, size)
     yield ctx.endpoint(size)
-    ctx.send(node.left, size)
-    ctx.send(node.right, size)
+    ctx.post(node.left, size)
+    ctx.post(node.right, size)
 
 
 def _same_size(kind: str, size: int, n: int) -> int:

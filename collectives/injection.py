@@ -15,7 +15,9 @@ several (direct) each endpoint delay and each receive is a sub-process of the ph
 
 from __future__ import annotations
 
+import functools
 from collections import deque
+from itertools import cycle
 from typing import Protocol
 
 from simpy_astra.collectives.base import (
@@ -43,14 +45,14 @@ class ReduceBudget:
 
     __slots__ = ("parallel", "nz_budget", "zero", "nonzero", "toggle", "always", "on_toggle", "npu_id")
 
-    def __init__(self, ctx: PhaseContext, parallel: int, nz_budget: int) -> None:
+    def __init__(self, kind: str, npu_id: int, parallel: int, nz_budget: int) -> None:
         self.parallel = parallel
         self.nz_budget = nz_budget
         self.zero = self.nonzero = 0
         self.toggle = False
-        self.always = ctx.kind == REDUCE_SCATTER
-        self.on_toggle = ctx.kind == ALL_REDUCE
-        self.npu_id = ctx.npu_id
+        self.always = kind == REDUCE_SCATTER
+        self.on_toggle = kind == ALL_REDUCE
+        self.npu_id = npu_id
 
     def next_reduces(self) -> bool:
         if self.zero == 0 and self.nonzero == 0:
@@ -64,6 +66,15 @@ class ReduceBudget:
             self.nonzero -= 1
             return self.always or (self.on_toggle and self.toggle)
         raise CollectiveError(f"NPU {self.npu_id}: packet engine has nothing to inject")
+
+
+@functools.cache
+def one_slot_reduces(kind: str, nz_budget: int) -> tuple[bool, ...]:
+    """:meth:`ReduceBudget.next_reduces` of one slot, one period long (two refills: the
+    all-reduce toggle's period), worked out once per kind and budget: a phase cycles through
+    it, one C call per packet instead of a Python one (one slot never runs out)."""
+    budget = ReduceBudget(kind, -1, 1, nz_budget)
+    return tuple(budget.next_reduces() for _ in range(2 * (1 + nz_budget)))
 
 
 def planned_sends(plan: PeerPlan, total_sends: int) -> list[tuple[int, int]]:
@@ -87,8 +98,8 @@ def injection_slots(ctx: PhaseContext, plan: PeerPlan, parallel: int, nz_budget:
 
 def _one_slot(ctx: PhaseContext, plan: PeerPlan, nz_budget: int, total_sends: int) -> AlgorithmRun:
     """One slot: inject, wait for it to come back, send it and wait for the answer, repeat."""
-    budget = ReduceBudget(ctx, 1, nz_budget)
-    endpoint, send, recv, advance, reduces = ctx.endpoint, ctx.send, ctx.recv, plan.advance, budget.next_reduces
+    reduces = cycle(one_slot_reduces(ctx.kind, nz_budget)).__next__
+    endpoint, send, recv, advance = ctx.endpoint, ctx.post, ctx.recv, plan.advance
     size, dst, src = plan.msg_bytes, plan.receiver, plan.sender  # the first packet
     advance()
     yield endpoint(size if reduces() else 0)
@@ -110,7 +121,7 @@ class _Slots:
         self.ctx = ctx
         self.plan = plan
         self.parallel = parallel
-        self.budget = ReduceBudget(ctx, parallel, nz_budget)
+        self.budget = ReduceBudget(ctx.kind, ctx.npu_id, parallel, nz_budget)
         self.remaining = total_sends
         self.two_halves = two_halves
         self.packets: deque[tuple[int, int, int]] = deque()
@@ -148,7 +159,7 @@ class _Slots:
         if self.remaining == 0 or self.free == 0 or not self.packets:
             return
         dst, src, size = self.packets.popleft()
-        self.ctx.send(dst, size)
+        self.ctx.post(dst, size)
         self.ctx.spawn(self.answer(self.ctx.recv(src, size)))
         self.remaining -= 1
         self.free -= 1

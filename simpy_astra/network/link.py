@@ -60,7 +60,7 @@ from simpy.events import Event, Timeout
 from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource, Put
 
-from simpy_astra.engine.events import start_in_place, wait_instead
+from simpy_astra.engine.events import start_in_place, timeout, wait_instead
 from simpy_astra.engine.probes import Probed
 from simpy_astra.infra.horizon import HORIZON_NS, api_number
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
@@ -457,9 +457,9 @@ class LinkElement(LinkResource):
         if delays is None:
             ser = size / self.bytes_per_ns
             delays = self._delays[size] = (int(self.latency_ns + ser), int(ser))
-        arrival = self._arrival = Timeout(env, delays[0], item)
+        arrival = self._arrival = timeout(env, delays[0], item)
         arrival.callbacks.append(self._arrived_callback)
-        self._free = Timeout(env, delays[1])
+        self._free = timeout(env, delays[1])
 
     def _schedule(self, item: Any, arrive_ns: int, free_ns: int) -> None:
         """The events of a re-timed transmission (as :meth:`_start` schedules them)."""
