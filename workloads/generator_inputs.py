@@ -44,19 +44,7 @@ def source_digest(fn: Callable[..., Any]) -> str:
 def named_files_digest(params: Any) -> str:
     """A digest of the contents of every regular file a string among ``params`` names (as the
     generator opens it, from the working directory): a generator reads its inputs itself."""
-    named: set[str] = set()
-
-    def visit(value: Any) -> None:
-        if isinstance(value, dict):
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list | tuple):
-            for v in value:
-                visit(v)
-        elif isinstance(value, str) and 0 < len(value) < 4096 and "\0" not in value and os.path.isfile(value):
-            named.add(value)
-
-    visit(params)
+    named = {value for value in files.path_like_strings(params) if os.path.isfile(value)}
     digest = hashlib.sha256()
     for path in sorted(named):
         st = os.stat(path)  # a file past the trace bound (a data set) by its size and time, not read whole

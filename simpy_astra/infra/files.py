@@ -23,6 +23,20 @@ from typing import IO, Any
 
 from simpy_astra.errors import InputError, printable
 
+
+def path_like_strings(value: Any) -> Iterator[str]:
+    """Every string in ``value`` (a scenario, a generator's parameters: mappings and lists
+    nested in any way) that could name a file: non-empty, shorter than a path can be, no NUL."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from path_like_strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from path_like_strings(v)
+    elif isinstance(value, str) and 0 < len(value) < 4096 and "\0" not in value:
+        yield value
+
+
 #: configuration files (JSON, YAML, XML, sweep specs): real ones are kilobytes, a Graph
 #: network of 100k nodes a few tens of megabytes
 CONFIG_LIMIT_BYTES = 256 * 2**20

@@ -51,6 +51,7 @@ from simpy_astra.config.readers import (
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.errors import InputError
+from simpy_astra.infra.files import path_like_strings
 from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.report.breakdown import SWEEP_COLUMNS
@@ -197,23 +198,13 @@ class SweepSpec:
         """The existing files the strings in ``value`` name (a path, or an ET prefix's ranks);
         what a path resolves to is looked up once per sweep (points repeat the same strings)."""
         found: set[str] = set()
-
-        def visit(value: Any) -> None:
-            if isinstance(value, dict):
-                for v in value.values():
-                    visit(v)
-            elif isinstance(value, list | tuple):
-                for v in value:
-                    visit(v)
-            elif isinstance(value, str) and 0 < len(value) < 4096 and "\0" not in value:
-                key = (base_dir, value)
-                if key not in self._resolved:
-                    path = os.path.abspath(os.path.join(base_dir, value))
-                    self._resolved[key] = (path,) if os.path.isfile(path) else \
-                        tuple(glob.glob(glob.escape(path) + ".*.et"))
-                found.update(self._resolved[key])
-
-        visit(value)
+        for text in path_like_strings(value):
+            key = (base_dir, text)
+            if key not in self._resolved:
+                path = os.path.abspath(os.path.join(base_dir, text))
+                self._resolved[key] = (path,) if os.path.isfile(path) else \
+                    tuple(glob.glob(glob.escape(path) + ".*.et"))
+            found.update(self._resolved[key])
         return found
 
     def plugin_files(self, documents: list[Any] | None = None, plugin_axes: tuple[Axis, ...] | None = None) -> set[str]:
