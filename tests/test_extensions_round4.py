@@ -480,3 +480,79 @@ def test_a_report_of_collectives_and_link_use_from_observations(r4):
     assert use == {**{(i, (i - 1) % 4): (0, 0) for i in range(4)},
                    **{(i, (i + 1) % 4): (6 * MIB // 4, busy) for i in range(4)}}
     assert busy == 29_292
+
+
+#: a double binary tree built by a `logical` hook (collectives/README.md): two heap-ordered
+#: trees, one over the ring order and one over its reverse, each reducing and broadcasting S/2
+DOUBLE_TREE = textwrap.dedent('''
+    from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
+
+    TAGS = (None, None)
+
+
+    def heap_trees(dim):
+        """For this NPU, in each tree, its parent (None at the root) and its children."""
+        n, m = len(dim.members), dim.members
+        out = []
+        for order in (list(range(n)), list(reversed(range(n)))):
+            p = order.index(dim.index)
+            parent = m[order[(p - 1) // 2]] if p else None
+            out.append((parent, [m[order[c]] for c in (2 * p + 1, 2 * p + 2) if c < n]))
+        return (tuple(out),)
+
+
+    def double_tree(ctx, trees):
+        half = ctx.size_bytes // 2
+
+        def one_tree(parent, children, tag):
+            for child in children:  # reduce what each child sends up
+                yield ctx.recv(child, half, tag=tag)
+                yield ctx.endpoint(reduce_bytes=half)
+            if parent is not None:  # pass it up, wait for the result
+                ctx.send(parent, half, tag=tag)
+                yield ctx.recv(parent, half, tag=tag)
+            for child in children:  # and hand the result down
+                ctx.send(child, half, tag=tag)
+
+        a = ctx.spawn(one_tree(*trees[0], TAGS[0]))
+        b = ctx.spawn(one_tree(*trees[1], TAGS[1]))
+        yield a
+        yield b
+
+
+    DOUBLE_TREE = CollectiveAlgorithm("double_tree", double_tree, ring_final_size, kinds=frozenset({ALL_REDUCE}),
+                                      logical=heap_trees)
+''')
+
+
+@pytest.mark.parametrize("tags", [(1, 2), (None, None)])
+def test_a_double_binary_tree_keeps_its_two_trees_apart_by_tag(r4, tags):
+    """collectives/README.md: a receive takes the first message of its size and tag its peer
+    sent; the two trees of a double binary tree exchange S/2 with the same peers, so without
+    a tag each apart they take each other's messages and the run stalls, as the guide says.
+    With tags, on 4 fully connected NPUs: a root ends its reduction at R = 2d + 3E + 3P (its
+    first child's sum arrives after a leaf's hop, a reduction and a hop; it then reduces both
+    children), a child of the root finishes at R + d, a grandchild at R + 2d; NPUs 0 and 3 are
+    each a root in one tree and a grandchild in the other, 1 and 2 children in both."""
+    from simpy_astra.errors import StalledError
+
+    (r4 / "dtree.py").write_text(DOUBLE_TREE.replace("TAGS = (None, None)", f"TAGS = {tags!r}"))
+    sys.modules.pop("dtree", None)
+    path = _write(r4, "dtree.yaml", f"{{generate: microbench, collective: all_reduce, size: {MIB}, num_npus: 4}}",
+                  _system('"dtree:DOUBLE_TREE"'), _net("FullyConnected", 4), "congestion_unaware")
+    if tags == (None, None):
+        with pytest.raises(StalledError, match="which NPU [0-3] never sent"):
+            _finished(path)
+        return
+    half = MIB // 2
+    root = 2 * d(half) + 3 * E + 3 * reduce_ns(half)
+    assert _finished(path) == {0: root + 2 * d(half), 1: root + d(half), 2: root + d(half), 3: root + 2 * d(half)}
+    assert root + 2 * d(half) == 2_193_547
+
+
+def test_the_collectives_guide_lists_the_tag_a_phase_may_send_and_receive_on():
+    """The double tree above needs `tag=`; the guide's table of `ctx` calls must name it, and
+    say how a receive is matched."""
+    guide = (Path(__file__).resolve().parents[1] / "collectives" / "README.md").read_text()
+    assert "| `ctx.send(dst, nbytes, tag=None)` |" in guide and "| `ctx.recv(src, nbytes, tag=None)` |" in guide
+    assert "first posted, first served" in guide
