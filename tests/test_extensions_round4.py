@@ -556,3 +556,21 @@ def test_the_collectives_guide_lists_the_tag_a_phase_may_send_and_receive_on():
     guide = (Path(__file__).resolve().parents[1] / "collectives" / "README.md").read_text()
     assert "| `ctx.send(dst, nbytes, tag=None)` |" in guide and "| `ctx.recv(src, nbytes, tag=None)` |" in guide
     assert "first posted, first served" in guide
+
+
+def test_a_topology_class_of_ones_own_is_priced_by_its_cables(r4):
+    """docs/reports.md, "Network cost": a topology class of one's own is read off its
+    `links()`, a cable per connected pair at its `link_params` bandwidth. The two-level class
+    on 8 NPUs (one dimension: tier `package`, $4 per GiB/s of link): 2 nodes x 6 in-node
+    cables at B and 4 rails at B/4, B = 1 byte/ns = 10^9 / 2^30 GiB/s."""
+    import json
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "reports.md").read_text()
+    assert "as\nis a topology class of your own" in guide
+    _write(r4, "hier.yaml", BENCH_AR8, _system('"r4:HIER"'), _net('"r4:TwoLevel"', 8), "congestion_unaware")
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "hier.yaml", "--quiet", "--json-out", "f.json"],
+                          cwd=r4, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    figures = json.loads((r4 / "f.json").read_text())
+    expected = 4.0 * (12 * ONE_BYTE_PER_NS + 4 * ONE_BYTE_PER_NS / 4)
+    assert figures["cost_usd"] == pytest.approx(expected) and round(expected, 2) == 48.43
