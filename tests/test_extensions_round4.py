@@ -574,3 +574,63 @@ def test_a_topology_class_of_ones_own_is_priced_by_its_cables(r4):
     figures = json.loads((r4 / "f.json").read_text())
     expected = 4.0 * (12 * ONE_BYTE_PER_NS + 4 * ONE_BYTE_PER_NS / 4)
     assert figures["cost_usd"] == pytest.approx(expected) and round(expected, 2) == 48.43
+
+
+#: an all-reduce that gives up when interrupted (docs/cosimulation.md: "phase.interrupt(cause)
+#: throws simpy.Interrupt into the algorithm, which may catch it and return")
+GIVE_UP = textwrap.dedent('''
+    import simpy
+    from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, ring_final_size
+
+    CAUGHT = []
+
+
+    def patient_ring(ctx):
+        n, i = len(ctx.members), ctx.index
+        right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+        msg = ctx.size_bytes // n
+        try:
+            for step in range(2 * (n - 1)):
+                ctx.send(right, msg)
+                yield ctx.recv(left, msg)
+                yield ctx.endpoint()
+        except simpy.Interrupt as stop:
+            CAUGHT.append((ctx.npu_id, ctx.env.now, stop.cause))
+
+
+    PATIENT = CollectiveAlgorithm("patient", patient_ring, ring_final_size, kinds=frozenset({ALL_REDUCE}))
+''')
+
+
+def test_an_all_reduce_given_a_deadline_by_a_process_of_ones_own(r4):
+    """A process interrupts every running phase at 600 us (`sim.running_phases`); the ring,
+    whose steps of d(S/4) + E end at 262,654 and 525,308 ns on 4 NPUs (congestion_aware,
+    unfolded), catches it and returns, so every NPU finishes at the deadline, and
+    `node_finished` and `npu_finished` report that instant."""
+    from simpy_astra.simulation import Simulation
+
+    (r4 / "giveup.py").write_text(GIVE_UP)
+    sys.modules.pop("giveup", None)
+    path = _write(r4, "gu.yaml", f"{{generate: microbench, collective: all_reduce, size: {MIB}, num_npus: 4}}",
+                  _system('"giveup:PATIENT"'), _net("Ring", 4), "congestion_aware", "fold_symmetry: false\n")
+    sim = Simulation.from_scenario(str(path))
+    env, seen = sim.env, {}
+
+    def deadline():
+        yield env.timeout(600_000)
+        seen["steps done"] = env.now // (d(MIB // 4) + E)
+        for npu in range(4):
+            for phase in sim.running_phases(npu):
+                phase.interrupt("deadline")
+
+    def watch():
+        seen["node"] = yield sim.node_finished(2, 2)  # microbench: NPU i's node is i
+        seen["npu 3"] = (yield sim.npu_finished(3)).finished_ns
+
+    env.process(deadline())
+    env.process(watch())
+    finished = {r.npu_id: r.finished_ns for r in sim.run()}
+    assert finished == dict.fromkeys(range(4), 600_000)
+    assert seen == {"steps done": 2, "node": 600_000, "npu 3": 600_000}
+    assert sorted(sys.modules["giveup"].CAUGHT) == [(npu, 600_000, "deadline") for npu in range(4)]
+    sys.modules.pop("giveup", None)
