@@ -634,3 +634,30 @@ def test_an_all_reduce_given_a_deadline_by_a_process_of_ones_own(r4):
     assert seen == {"steps done": 2, "node": 600_000, "npu 3": 600_000}
     assert sorted(sys.modules["giveup"].CAUGHT) == [(npu, 600_000, "deadline") for npu in range(4)]
     sys.modules.pop("giveup", None)
+
+
+def test_ones_own_ring_reduces_at_each_npu_groups_local_memory_speed(r4):
+    """docs/jobs.md, "NPUs that differ": an `npu-groups` group's `local-mem-bw` times its
+    NPUs' reductions, a collective of one's own's too. The plugin ring on 4 NPUs, NPUs 2 and
+    3 reducing at 25 GB/s, the others at 50: NPU i's last receive waits on a chain back
+    along the ring whose three reducing steps ran on NPUs i+3, i and i+1, so it ends at
+    6 (d + E) plus their three reductions. As a sweep axis (`system.npu-groups.0.local-mem-bw`)
+    the point's finish_ns is the slowest NPU's."""
+    groups = ", npu-groups: [{npus: [2, 3], local-mem-bw: 25}]"
+    path = _write(r4, "grp.yaml", f"{{generate: microbench, collective: all_reduce, size: {MIB}, num_npus: 4}}",
+                  _system("r4Ring", groups), _net("Ring", 4), "congestion_unaware", "plugins: [r4]\n")
+    shard = MIB // 4
+    speed = {0: 50, 1: 50, 2: 25, 3: 25}
+
+    def ends(npu: int) -> int:
+        return 6 * (d(shard) + E) + sum(3 * int(shard / (speed[(npu + k) % 4] * 1e9) * 1e9) for k in (3, 0, 1))
+
+    assert {i: ends(i) for i in range(4)} == {0: 1_638_831, 1: 1_638_831, 2: 1_654_560, 3: 1_654_560}
+    assert _finished(path) == {i: ends(i) for i in range(4)}
+    (r4 / "sweep.yaml").write_text("base: grp.yaml\naxes:\n  system.npu-groups.0.local-mem-bw: [25, 50]\n")
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "sweep", "sweep.yaml", "--out", "out"], cwd=r4,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    with open(r4 / "out" / "results.csv") as f:
+        rows = {r["system.npu-groups.0.local-mem-bw"]: int(r["finish_ns"]) for r in csv.DictReader(f)}
+    assert rows == {"25": ends(2), "50": 6 * (d(shard) + E) + 3 * reduce_ns(shard)}
