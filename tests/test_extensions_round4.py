@@ -661,3 +661,11 @@ def test_ones_own_ring_reduces_at_each_npu_groups_local_memory_speed(r4):
     with open(r4 / "out" / "results.csv") as f:
         rows = {r["system.npu-groups.0.local-mem-bw"]: int(r["finish_ns"]) for r in csv.DictReader(f)}
     assert rows == {"25": ends(2), "50": 6 * (d(shard) + E) + 3 * reduce_ns(shard)}
+
+
+def test_the_generators_guide_gives_the_comm_group_json_a_generator_writes():
+    """r4dp above writes `{"1": [...], "2": [...]}` and names a group by `pg_name: "1"`; a
+    researcher who named them `"even"` from the guide got `group 'even' is not a group id`,
+    so the guide shows the format."""
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "generators.md").read_text()
+    assert '`{"1": [0, 2, 4, 6], "2": [1, 3, 5, 7]}`' in guide and "decimal\nintegers > 0" in guide
