@@ -669,3 +669,47 @@ def test_the_generators_guide_gives_the_comm_group_json_a_generator_writes():
     so the guide shows the format."""
     guide = (Path(__file__).resolve().parents[1] / "docs" / "generators.md").read_text()
     assert '`{"1": [0, 2, 4, 6], "2": [1, 3, 5, 7]}`' in guide and "decimal\nintegers > 0" in guide
+
+
+#: an all-to-all that sends every piece at once, with the `traffic` hook the bound check adds
+#: up (collectives/README.md, docs/reports.md "The bound check")
+SCATTER = textwrap.dedent('''
+    from simpy_astra.collectives.base import ALL_TO_ALL, CollectiveAlgorithm, ring_final_size
+
+
+    def scatter(ctx):
+        n, i = len(ctx.members), ctx.index
+        piece = ctx.size_bytes // n
+        for k in range(1, n):
+            ctx.send(ctx.members[(i + k) % n], piece)
+        yield ctx.env.all_of([ctx.recv(ctx.members[(i - k) % n], piece) for k in range(1, n)])
+        yield ctx.endpoint()
+
+
+    def scatter_traffic(shape):
+        n = len(shape.members)
+        return [((shape.index + k) % n, shape.size_bytes // n) for k in range(1, n)]
+
+
+    SCATTER = CollectiveAlgorithm("scatter", scatter, ring_final_size, kinds=frozenset({ALL_TO_ALL}),
+                                  traffic=scatter_traffic)
+''')
+
+
+def test_ones_own_all_to_all_with_its_traffic_is_held_to_the_link_bandwidth_floor(r4):
+    """On a switch of 8 the analytical backend ends the 8 MiB all-to-all after one message of
+    S/8 over two hops and E, trunc(2L + 2^20 / B) + E = 1,049,586 ns; each NPU's link to the
+    switch carries 7 such pieces, a floor of 7 trunc(2^20 / B), so the run warns it finished
+    7,340,032 / 1,049,586 = 6.99x below it."""
+    (r4 / "scat.py").write_text(SCATTER)
+    size = 8 * MIB
+    workload = f"{{generate: microbench, collective: all_to_all, size: {size}, num_npus: 8}}"
+    system = _system().replace("all-to-all-implementation: [direct]", 'all-to-all-implementation: ["scat:SCATTER"]')
+    _write(r4, "scat.yaml", workload, system, _net("Switch", 8), "congestion_unaware")
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "scat.yaml", "--quiet"], cwd=r4,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    finish, floor = d(size // 8, latency=2 * L) + E, 7 * int(size // 8 / (ONE_BYTE_PER_NS * 2**30 / 1e9))
+    assert done.stdout.startswith(f"iteration time {finish:,} ns") and finish == 1_049_586
+    warning = f"warning: 8 MiB all-to-all on Switch(8): {floor / finish:.2f}x below its link-bandwidth floor"
+    assert warning in done.stderr.splitlines() and f"{floor / finish:.2f}" == "6.99"
