@@ -713,3 +713,29 @@ def test_ones_own_all_to_all_with_its_traffic_is_held_to_the_link_bandwidth_floo
     assert done.stdout.startswith(f"iteration time {finish:,} ns") and finish == 1_049_586
     warning = f"warning: 8 MiB all-to-all on Switch(8): {floor / finish:.2f}x below its link-bandwidth floor"
     assert warning in done.stderr.splitlines() and f"{floor / finish:.2f}" == "6.99"
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware", "packet"])
+def test_a_graph_from_python_whose_pinned_route_takes_the_slow_side(r4, backend):
+    """docs/cosimulation.md: `Simulation.from_scenario(path, topology=G, routes=...)`. A
+    4-NPU ring graph whose 2-3-0 side runs at B/2: 1 MiB from NPU 0 to 2 takes 0-1-2 by
+    itself (latencies tie, then the smaller device sequence), the slow side when pinned.
+    Over h = 2 hops of L at bandwidth b: trunc(2L + S/b) analytical, 2 trunc(L + S/b)
+    store-and-forward, 2L + S/b + P/b in 4 KiB packets (simpy_astra/network/README.md)."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for a, b, bandwidth in [(0, 1, ONE_BYTE_PER_NS), (1, 2, ONE_BYTE_PER_NS), (2, 3, ONE_BYTE_PER_NS / 2),
+                            (3, 0, ONE_BYTE_PER_NS / 2)]:
+        for u, v in ((a, b), (b, a)):
+            graph.add_edge(u, v, bandwidth_gbps=bandwidth, latency_ns=float(L))
+    workload = f"{{generate: microbench, collective: send_recv, size: {MIB}, num_npus: 4, src: 0, dst: 2}}"
+    path = _write(r4, "p2p.yaml", workload, _system(), _net("Ring", 4), backend)
+
+    def expected(per_byte: int) -> int:
+        return {"congestion_unaware": 2 * L + MIB * per_byte, "congestion_aware": 2 * (L + MIB * per_byte),
+                "packet": 2 * L + (MIB + 4096) * per_byte}[backend]
+
+    for routes, per_byte in ((None, 1), ([[0, 3, 2]], 2)):
+        assert _finished(path, topology=graph, routes=routes) == {0: expected(per_byte), 1: 0, 2: expected(per_byte),
+                                                                 3: 0}
