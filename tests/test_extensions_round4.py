@@ -739,3 +739,38 @@ def test_a_graph_from_python_whose_pinned_route_takes_the_slow_side(r4, backend)
     for routes, per_byte in ((None, 1), ([[0, 3, 2]], 2)):
         assert _finished(path, topology=graph, routes=routes) == {0: expected(per_byte), 1: 0, 2: expected(per_byte),
                                                                  3: 0}
+
+
+#: a ring all-gather of one's own: n-1 messages of this NPU's piece (collectives/README.md:
+#: for an all-gather `ctx.size_bytes` is the piece, and the phase ends with n times it)
+RING_ALL_GATHER = textwrap.dedent('''
+    from simpy_astra.collectives.base import ALL_GATHER, CollectiveAlgorithm, ring_final_size
+
+
+    def ring_ag(ctx):
+        n, i = len(ctx.members), ctx.index
+        right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+        for step in range(n - 1):
+            ctx.send(right, ctx.size_bytes)
+            yield ctx.recv(left, ctx.size_bytes)
+            yield ctx.endpoint()
+
+
+    RING_AG = CollectiveAlgorithm("ring_ag", ring_ag, ring_final_size, kinds=frozenset({ALL_GATHER}))
+''')
+
+
+def test_a_torus_all_gather_of_ones_own_grows_its_piece_across_dimensions(r4):
+    """On a 4 x 2 torus the all-gather of S = 64 KiB per NPU runs on the 4-ring first (3
+    messages of S), then, `ring_final_size` handing on 4 S, on the 2-ring (1 message of 4 S):
+    3 (d(S) + E) + d(4 S) + E."""
+    (r4 / "ag.py").write_text(RING_ALL_GATHER)
+    size = 65_536
+    system = (_system().replace("all-gather-implementation: [ring]", 'all-gather-implementation: ["ag:RING_AG", '
+                                '"ag:RING_AG"]'))
+    path = _write(r4, "ag.yaml", f"{{generate: microbench, collective: all_gather, size: {size}, num_npus: 8}}",
+                  system, f"{{topology: [Ring, Ring], npus_count: [4, 2], bandwidth: [{ONE_BYTE_PER_NS!r}, "
+                          f"{ONE_BYTE_PER_NS!r}], latency: [{L}, {L}]}}", "congestion_unaware")
+    expected = 3 * (d(size) + E) + d(4 * size) + E
+    assert expected == 460_792
+    assert _finished(path) == dict.fromkeys(range(8), expected)
