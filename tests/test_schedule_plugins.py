@@ -64,7 +64,8 @@ def scenario(folder, schedule: str, plugins: bool = True) -> str:
 
 def step_s(capsys, path: str) -> float:
     assert main(["run", path, "--quiet"]) == 0
-    return float(capsys.readouterr().out.split()[2])
+    value, unit = capsys.readouterr().out.split()[2:4]  # 'iteration time 495.947 ms, ...'
+    return float(value.replace(",", "")) * {"s,": 1.0, "ms,": 1e-3, "us,": 1e-6}[unit]
 
 
 @pytest.mark.parametrize("name, plugins", [("sp-one-at-a-time", True), ("sp_user:one_at_a_time", False)])
