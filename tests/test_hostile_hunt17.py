@@ -222,3 +222,63 @@ def test_a_calibration_range_written_in_floats_is_told_the_range_to_write(tmp_pa
     assert _error_lines(capsys, argv) == [
         f"error: --nccl-algo: {given!r} must be ALGO:FROM[:TO] in bytes, ALGO one of ring, tree, nvls (e.g. "
         f"nvls:134217728){said}"]
+
+
+def _preset_copy(tmp_path: Path, old: str, new: str) -> str:
+    """A scenario on a copy of the DGX A100 preset with ``old`` replaced by ``new``."""
+    from simpy_astra.config.cluster import PRESET_DIR
+
+    text = (Path(PRESET_DIR) / "dgx-a100-80gb.yaml").read_text()
+    assert old in text
+    (tmp_path / "mine.yaml").write_text(text.replace(old, new, 1))
+    return _write(tmp_path, {
+        "workload": {"generate": "megatron", "args": ARGS}, "cluster": {"preset": "./mine.yaml", "gpus": 8}})
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ("  nvlink_gib_s:", "  nvlink_gbs:", "node: unknown key 'nvlink_gbs'; did you mean 'nvlink_gib_s'?"),
+    ("  oversubscription:", "  oversubscribtion:", "node: unknown key 'oversubscribtion'; did you mean "
+                                                   "'oversubscription'?"),
+    ("  nvls:", "  nvsl:", "node: unknown key 'nvsl'; did you mean 'nvls'?"),
+    ("  hbm_gib:", "  hbm_gi:", "gpu: unknown key 'hbm_gi'; did you mean 'hbm_gib'?"),
+    ("  launch_us:", "  lanuch_us:", "gpu: unknown key 'lanuch_us'; did you mean 'launch_us'?"),
+])
+def test_a_misspelt_key_in_a_preset_file_is_told_its_nearest(tmp_path, capsys, old, new, said):
+    # a misspelt key of a preset file of one's own was told every key of its block (16 of a node's),
+    # not the one it misspells, as the scenario's own cluster keys are
+    path = _preset_copy(tmp_path, old, new)
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert err == [f"error: {tmp_path / 'mine.yaml'}: {said}"], err
+
+
+def test_a_misspelt_key_of_a_scenarios_gpu_override_is_told_its_nearest(tmp_path, capsys):
+    path = _megatron(tmp_path, gpu={"tensor_eficiency": 0.5})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: cluster.gpu: unknown key 'tensor_eficiency'; did you mean 'tensor_efficiency'?"]
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ("node:", "nodes:", "unknown key 'nodes'; did you mean 'node'?"),
+    ("gpu:", "gpus:", "unknown key 'gpus'; did you mean 'gpu'?"),
+])
+def test_a_misspelt_block_of_a_preset_file_is_named(tmp_path, capsys, old, new, said):
+    # 'nodes:' for 'node:' was told only "a cluster preset needs mappings 'gpu' and 'node'", with
+    # nothing of which key was wrong
+    path = _preset_copy(tmp_path, old, new)
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert err == [f"error: {tmp_path / 'mine.yaml'}: {said}"], err
+
+
+@pytest.mark.parametrize("text, said", [
+    ("- gpu\n- node\n", "must be a mapping with blocks 'gpu' and 'node' (got [\"gpu\", \"node\"])"),
+    ("gpu: {name: X}\n", "missing block 'node' (a mapping of the node's figures: gpus, nvlink_gib_s, ...)"),
+    ("gpu: {name: X}\nnode: 8\n", "node: must be a mapping of the node's figures (gpus, nvlink_gib_s, ...); got 8"),
+    ("gpu: [A100]\nnode: {gpus: 8}\n", "gpu: must be a mapping of the GPU's figures (name, sms, ...); got [\"A100\"]"),
+])
+def test_a_preset_file_without_its_blocks_is_told_which(tmp_path, capsys, text, said):
+    # a block missing or not a mapping ('node: 8') was told the same line as a misspelt one
+    (tmp_path / "mine.yaml").write_text(text)
+    path = _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                             "cluster": {"preset": "./mine.yaml", "gpus": 8}})
+    err = _error_lines(capsys, ["run", path, "--quiet"])
+    assert err == [f"error: {tmp_path / 'mine.yaml'}: {said}"], err
