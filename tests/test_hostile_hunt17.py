@@ -117,7 +117,8 @@ def test_a_float_past_a_flags_bound_is_not_told_an_integer_it_refuses(tmp_path, 
 
     argv = ["--workload-configuration=w", "--system-configuration=s.json", "--network-configuration=n.yml",
             "--remote-memory-configuration=m.json"]
-    for value, said in (("1e9", ""), ("2.5", "; write 2 or 3"), (f"{MAX_QUEUES_PER_DIM}.0", f"; write {MAX_QUEUES_PER_DIM}")):
+    for value, said in (("1e9", f"; it takes 1 to {MAX_QUEUES_PER_DIM}"), ("2.5", "; write 2 or 3"),
+                        (f"{MAX_QUEUES_PER_DIM}.0", f"; write {MAX_QUEUES_PER_DIM}")):
         assert _error_lines(capsys, [*argv, "--num-queues-per-dim", value]) == [
             f"error: simpy-astra: argument --num-queues-per-dim: invalid int value: '{value}'{said} (see simpy-astra "
             f"--help)"]
@@ -282,3 +283,28 @@ def test_a_preset_file_without_its_blocks_is_told_which(tmp_path, capsys, text, 
                              "cluster": {"preset": "./mine.yaml", "gpus": 8}})
     err = _error_lines(capsys, ["run", path, "--quiet"])
     assert err == [f"error: {tmp_path / 'mine.yaml'}: {said}"], err
+
+
+@pytest.mark.parametrize("value, said", [("1e3", "; it takes 1 to 8"), ("1e9", "; it takes 1 to 8"),
+                                         ("8.0", "; write 8"), ("0.5", "; write 1"), ("8.5", "; write 8")])
+def test_sweep_jobs_as_a_float_is_told_a_count_it_takes(tmp_path, capsys, monkeypatch, value, said):
+    # '--jobs 1e3' was told '; write 1000', and '--jobs 1000' then refused: at most 4 processes a CPU
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"network.latency": [500, 1000]}})
+    err = _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out"), "--jobs", value])
+    assert err == [f"error: simpy-astra sweep: argument --jobs: invalid int value: '{value}'{said} (see "
+                   f"simpy-astra sweep --help)"]
+
+
+@pytest.mark.parametrize("flag, value, said", [("--num-passes", "0.5", "; write 1"), ("--num-passes", "-2.5",
+                                                                                     "; it takes 1 or more"),
+                                               ("--min-size", "0.5", "; write 1")])
+def test_a_float_to_a_count_of_one_or_more_is_not_told_zero(capsys, flag, value, said):
+    # '--num-passes 0.5' and calibrate's '--min-size 0.5' were told '; write 0 or 1', and 0 is refused
+    log = SCENARIOS.parent / "tests" / "data" / "nccl" / "dgx-a100-superbench"
+    argv = (["calibrate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"), "--out", "cal"]
+            if flag == "--min-size" else ["--workload-configuration=w", "--system-configuration=s.json",
+                                          "--network-configuration=n.yml", "--remote-memory-configuration=m.json"])
+    prog = "simpy-astra calibrate" if flag == "--min-size" else "simpy-astra"
+    assert _error_lines(capsys, [*argv, flag, value]) == [
+        f"error: {prog}: argument {flag}: invalid int value: '{value}'{said} (see {prog} --help)"]
