@@ -308,3 +308,37 @@ def test_a_float_to_a_count_of_one_or_more_is_not_told_zero(capsys, flag, value,
     prog = "simpy-astra calibrate" if flag == "--min-size" else "simpy-astra"
     assert _error_lines(capsys, [*argv, flag, value]) == [
         f"error: {prog}: argument {flag}: invalid int value: '{value}'{said} (see {prog} --help)"]
+
+
+_NUMPY_RING = '''
+import numpy as np
+
+
+def ring(ctx):
+    """A ring all-reduce whose peers and sizes come out of numpy arithmetic ({kind})."""
+    as_is = {kind}
+    members = np.array(ctx.members)
+    n, i = len(members), ctx.index
+    msg = np.int64(ctx.size_bytes) // n
+    for step in range(2 * (n - 1)):
+        ctx.send(as_is(members[(i + 1) % n]), as_is(msg), tag=as_is(np.int64(7)))
+        yield ctx.recv(as_is(members[(i - 1) % n]), as_is(msg), tag=as_is(np.int64(7)))
+        yield ctx.endpoint(reduce_bytes=as_is(msg) if step < n - 1 else 0)
+'''
+
+
+def test_a_users_collective_may_count_bytes_and_peers_in_numpy_integers(tmp_path, capsys, monkeypatch):
+    # sizes and peers computed with numpy (np.int64) were refused as 'a message size is an integer
+    # number of bytes >= 0' of a value that is one: they now run as the same Python ints do
+    monkeypatch.chdir(tmp_path)
+    times = []
+    for module, kind in (("h17_ring_int", "int"), ("h17_ring_numpy", "np.int64")):
+        (tmp_path / f"{module}.py").write_text(_NUMPY_RING.format(kind=kind))
+        system = dict(DEFAULT["system"], **{"all-reduce-implementation": [f"{module}:ring"]})
+        path = _write(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                              "size": 1048576, "num_npus": 4}, "system": system,
+                                 "network": {"topology": ["Ring"], "npus_count": [4], "bandwidth": [50.0],
+                                             "latency": [500.0]}, "backend": "congestion_unaware"})
+        assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
+        times.append(capsys.readouterr().out)
+    assert times[0] == times[1] and times[0].startswith("iteration time "), times
