@@ -342,3 +342,45 @@ def test_a_users_collective_may_count_bytes_and_peers_in_numpy_integers(tmp_path
         assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
         times.append(capsys.readouterr().out)
     assert times[0] == times[1] and times[0].startswith("iteration time "), times
+
+
+_NUMPY_TOPOLOGY = '''
+import numpy as np
+from simpy_astra.topologies import BasicTopology
+
+
+class NpRing(BasicTopology):
+    """A bidirectional ring whose hop counts, links and routes come out of numpy arithmetic."""
+
+    def hops(self, src, dst):
+        d = np.int64(abs(src - dst))
+        return min(d, self.npus_count - d)
+
+    def links(self):
+        n = self.npus_count
+        return [(np.int64(i), np.int64((i + s) % n)) for i in range(n) for s in (1, -1)]
+
+    def route(self, src, dst):
+        n, path = self.npus_count, [src]
+        step = 1 if (dst - src) % n <= n // 2 else -1
+        while path[-1] != dst:
+            path.append(np.int64((path[-1] + step) % n))
+        return path
+'''
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware", "packet"])
+def test_a_users_topology_may_answer_in_numpy_integers(tmp_path, capsys, monkeypatch, backend):
+    # a hop count of np.int64(1) was refused as 'hops(1, 2) returned np.int64(1); expected an
+    # integer >= 1', and routes and links of numpy ids alike: they run as the built-in Ring does
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h17_np_ring.py").write_text(_NUMPY_TOPOLOGY)
+    times = []
+    for topology in ("Ring", "h17_np_ring:NpRing"):
+        path = _write(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                              "size": 1048576, "num_npus": 4}, "system": DEFAULT["system"],
+                                 "network": {"topology": [topology], "npus_count": [4], "bandwidth": [50.0],
+                                             "latency": [500.0]}, "backend": backend})
+        assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
+        times.append(capsys.readouterr().out)
+    assert times[0] == times[1] and times[0].startswith("iteration time "), times

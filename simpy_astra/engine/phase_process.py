@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 from collections.abc import Generator
 from types import CodeType
 from typing import Any
@@ -36,7 +35,7 @@ from simpy_astra.collectives.base import CollectiveError
 from simpy_astra.engine.events import Signal
 from simpy_astra.plugins import is_users_file
 
-__all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm", "users_code", "users_int"]
+__all__ = ["PhaseProcess", "PostCount", "Signal", "users_algorithm", "users_code"]
 
 #: how often a user's algorithm may be resumed in one instant of simulated time: a loop over
 #: events that take no time (``ctx.wait(0)``, ``env.timeout(0)``, an event already waited on)
@@ -62,17 +61,6 @@ def users_code(code: CodeType) -> bool:
     if users is None:
         users = _USERS_CODE[code] = is_users_file(code.co_filename)
     return users
-
-
-def users_int(value: Any) -> Any:
-    """A peer, size or tag an algorithm computed as another type of integer (numpy's) as an int;
-    anything else as it is, for the context call to refuse."""
-    if isinstance(value, int):
-        return value
-    try:
-        return operator.index(value)
-    except TypeError:
-        return value
 
 
 def users_algorithm(algorithm: Any) -> bool:

@@ -27,19 +27,13 @@ from simpy_astra.collectives.base import (
     CollectiveError,
 )
 from simpy_astra.collectives.logical import LogicalDim, dimension_ring
-from simpy_astra.engine.phase_process import (
-    PhaseProcess,
-    PostCount,
-    Signal,
-    describe,
-    users_algorithm,
-    users_int,
-)
+from simpy_astra.engine.phase_process import PhaseProcess, PostCount, Signal, describe, users_algorithm
 from simpy_astra.engine.probes import Probed
 from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.errors import InputError
 from simpy_astra.infra.horizon import HORIZON_NS, whole_ns
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, reduction_delay_ns
+from simpy_astra.plugins import users_int
 
 if TYPE_CHECKING:
     from simpy_astra.config import SystemConfig
