@@ -384,3 +384,17 @@ def test_a_users_topology_may_answer_in_numpy_integers(tmp_path, capsys, monkeyp
         assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
         times.append(capsys.readouterr().out)
     assert times[0] == times[1] and times[0].startswith("iteration time "), times
+
+
+def test_jobs_that_outnumber_the_networks_npus_are_told_the_fix(tmp_path, capsys):
+    # a third 4-rank job on 8 NPUs was told only 'the job has 4 ranks but only 0 NPUs are free'
+    bench = {"generate": "microbench", "collective": "all_reduce", "size": 65536, "num_npus": 4}
+    path = _write(tmp_path, {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0],
+                                         "latency": [500.0]}, "backend": "congestion_aware",
+                             "system": DEFAULT["system"],
+                             "jobs": [{"name": "a", "workload": bench, "npus": [0, 1, 2, 3]},
+                                      *({"name": name, "workload": bench, "placement": "contiguous"}
+                                        for name in "bc")]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: jobs[2].placement: the job has 4 ranks but only 0 of the network's 8 NPUs are free (jobs "
+        f"a, b take the rest); give the network more NPUs, or the job fewer ranks"]
