@@ -398,3 +398,19 @@ def test_jobs_that_outnumber_the_networks_npus_are_told_the_fix(tmp_path, capsys
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: jobs[2].placement: the job has 4 ranks but only 0 of the network's 8 NPUs are free (jobs "
         f"a, b take the rest); give the network more NPUs, or the job fewer ranks"]
+
+
+@pytest.mark.parametrize("constraint, said", [
+    ("machine == s1", "'machine == s1' names s1, a value of axis machine, as if it were a name; quote it: "
+                      "machine == 's1'"),
+    ("backend != packet and machine == s2", "'backend != packet and machine == s2' names packet, a value of axis "
+                                            "backend, and s2, a value of axis machine, as if they were names; quote "
+                                            "them: backend != 'packet' and machine == 's2'"),
+])
+def test_a_constraint_naming_an_axis_value_unquoted_is_told_to_quote_it(tmp_path, capsys, constraint, said):
+    # 'machine == s1' was told "uses unknown name(s) ['s1']; known: " and 30 figure names, none of
+    # them what was meant: the axis's value s1, which a constraint writes as a string
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {
+        "machine": {"named": {"s1": {"network.bandwidth": 100}, "s2": {"network.bandwidth": 200}}},
+        "backend": ["congestion_unaware", "packet"]}, "constraints": [constraint]}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [f"error: {sweep}: constraints[0]: {said}"]
