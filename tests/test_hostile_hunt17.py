@@ -414,3 +414,17 @@ def test_a_constraint_naming_an_axis_value_unquoted_is_told_to_quote_it(tmp_path
         "machine": {"named": {"s1": {"network.bandwidth": 100}, "s2": {"network.bandwidth": 200}}},
         "backend": ["congestion_unaware", "packet"]}, "constraints": [constraint]}, "sw.yaml")
     assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [f"error: {sweep}: constraints[0]: {said}"]
+
+
+def test_a_text_workload_saved_with_a_byte_order_mark_reads_as_without(tmp_path, capsys):
+    # a text workload an editor saved as 'UTF-8 with BOM' was refused as "unknown parallelism type
+    # '\ufeffDATA'", a name that reads DATA; every other input file drops the mark
+    text = "DATA\n2\na -1 5 NONE 0 6 NONE 0 7 ALLREDUCE 64 1\nb -1 5 NONE 0 6 NONE 0 7 ALLGATHER 32 1\n"
+    written = []
+    for name, data in (("plain", text.encode()), ("bom", b"\xef\xbb\xbf" + text.encode())):
+        (tmp_path / f"{name}.txt").write_bytes(data)
+        argv = ["convert", "text", "--input", str(tmp_path / f"{name}.txt"), "--output", str(tmp_path / name),
+                "--num-npus", "2", "--num-passes", "1"]
+        assert main(argv) == 0, capsys.readouterr().err
+        written.append([(tmp_path / f"{name}.{npu}.et").read_bytes() for npu in range(2)])
+    assert written[0] == written[1]
