@@ -428,3 +428,24 @@ def test_a_text_workload_saved_with_a_byte_order_mark_reads_as_without(tmp_path,
         assert main(argv) == 0, capsys.readouterr().err
         written.append([(tmp_path / f"{name}.{npu}.et").read_bytes() for npu in range(2)])
     assert written[0] == written[1]
+
+
+@pytest.mark.parametrize("given, said", [
+    ("1MB", "; a size is a number of bytes: write 1000000 (or 1048576 for 1 MiB)"),
+    ("64 MiB", "; a size is a number of bytes: write 67108864"),
+    ("1.5gb", "; a size is a number of bytes: write 1500000000 (or 1610612736 for 1.5 GiB)"),
+    ("4k", ""),
+])
+def test_a_size_written_with_a_unit_is_told_its_bytes(tmp_path, capsys, given, said):
+    # 'size: 1MB' and '--size 64MiB' were told only 'must be an integer' (or 'invalid int value'),
+    # as if the size were no number: the bytes it means were the user's to work out
+    doc = dict(DEFAULT, workload={"generate": "microbench", "collective": "all_reduce", "size": given,
+                                  "num_npus": 4})
+    path = _write(tmp_path, doc)
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: workload.size: must be an integer (got {given!r}){said}"]
+    argv = ["generate", "microbench", "--collective", "all_reduce", "--size", given, "--num-npus", "4", "--output",
+            str(tmp_path / "t")]
+    assert _error_lines(capsys, argv) == [
+        f"error: simpy-astra generate microbench: argument --size: invalid int value: '{given}'{said} (see "
+        f"simpy-astra generate microbench --help)"]

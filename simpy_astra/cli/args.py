@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from simpy_astra.errors import InputError, integer_fix
+from simpy_astra.errors import InputError, bytes_fix, integer_fix
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 #: a list of choices longer than this is shown as NAME in the usage, and spelled out in the help
@@ -137,8 +137,8 @@ class ArgumentParser(argparse.ArgumentParser):
         if found:
             try:
                 value = float(found.group(2))
-            except ValueError:  # not a number at all
-                return problem
+            except ValueError:  # not a number at all, or a size with its unit (1MB)
+                return problem + bytes_fix(found.group(2))
             limits = self.limits.get(found.group(1) or "", ())
             fix = integer_fix(value, *limits)
             if not fix and limits and not limits[0] <= value <= limits[1]:  # no integer near it is taken
