@@ -449,3 +449,26 @@ def test_a_size_written_with_a_unit_is_told_its_bytes(tmp_path, capsys, given, s
     assert _error_lines(capsys, argv) == [
         f"error: simpy-astra generate microbench: argument --size: invalid int value: '{given}'{said} (see "
         f"simpy-astra generate microbench --help)"]
+
+
+def test_a_comm_group_id_written_as_a_float_is_told_the_integer(tmp_path, capsys):
+    # '[0, 1.0]' was told '1.0 is not an NPU id' with no word of the 1 to write, as every other
+    # integer field says it
+    doc = dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), comm_groups={"1": [0, 1.0]})
+    path = _write(tmp_path, doc)
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: comm_groups: group '1' lists 1.0, which is not an NPU id; the network has 8 NPUs (0..7); "
+        f"write 1"]
+
+
+def test_a_jobs_comm_group_past_its_ranks_is_told_the_jobs_ranks(tmp_path, capsys):
+    # a 4-rank job's group naming rank 5 on an 8-NPU network was told 'the network has 4 NPUs (0..3)'
+    bench = {"generate": "microbench", "collective": "all_reduce", "size": 65536, "num_npus": 4}
+    path = _write(tmp_path, {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0],
+                                         "latency": [500.0]}, "backend": "congestion_aware",
+                             "system": DEFAULT["system"],
+                             "jobs": [{"name": "a", "workload": bench, "npus": [0, 1, 2, 3], "comm_groups": {"1": [0, 5]}},
+                                      {"name": "b", "workload": bench, "placement": "contiguous"}]})
+    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+        f"error: {path}: jobs[0].comm_groups: group '1' lists 5, which is not a rank of the job; it has 4 ranks (0..3), "
+        f"which its groups name"]
