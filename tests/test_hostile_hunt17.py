@@ -472,3 +472,50 @@ def test_a_jobs_comm_group_past_its_ranks_is_told_the_jobs_ranks(tmp_path, capsy
     assert _error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: jobs[0].comm_groups: group '1' lists 5, which is not a rank of the job; it has 4 ranks (0..3), "
         f"which its groups name"]
+
+
+_NUMPY_GENERATOR = '''
+import numpy as np
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.types import COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+
+
+def pipeline(params, prefix):
+    """Two stages whose sizes and times come out of numpy arithmetic ({kind})."""
+    as_is = {kind}
+    size, micros = as_is(np.int64(64) * 2), as_is(np.int64(10))
+    recv = {{"comm_src": 0, "comm_size": size, "comm_tag": as_is(np.int64(1)), "involved_dim": [True]}}
+    send = {{"comm_dst": 1, "comm_size": size, "comm_tag": as_is(np.int64(1)), "ids": [as_is(np.int64(3))]}}
+    write_et(f"{{prefix}}.0.et", [make_node(1, "forward", COMP_NODE, duration_micros=micros),
+                                  make_node(2, "send", COMM_SEND_NODE, deps=[1], attrs=send)])
+    write_et(f"{{prefix}}.1.et", [make_node(0, "recv", COMM_RECV_NODE, attrs=recv),
+                                  make_node(1, "forward", COMP_NODE, deps=[0], duration_micros=micros)])
+'''
+
+
+def test_a_users_generator_may_give_make_node_numpy_numbers(tmp_path, capsys, monkeypatch):
+    # make_node(attrs={"comm_size": np.int64(128)}) raised "cannot infer a Chakra value kind for
+    # np.int64(128)", and duration_micros=np.int64(10) went through: now both are the ints they are
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    network = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [50.0], "latency": [500.0]}
+    times = []
+    for module, kind in (("h17_gen_int", "int"), ("h17_gen_numpy", "(lambda x: x)")):
+        (tmp_path / f"{module}.py").write_text(_NUMPY_GENERATOR.format(kind=kind))
+        path = _write(tmp_path, dict(DEFAULT, workload={"generate": f"{module}:pipeline"}, network=network))
+        assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
+        times.append(capsys.readouterr().out)
+    assert times[0] == times[1] and times[0].startswith("iteration time 20,502 ns"), times
+
+
+@pytest.mark.parametrize("micros, said", [(-10, "-10"), (10.5, "10.5")])
+def test_make_node_names_a_duration_chakra_cannot_hold(micros, said):
+    # duration_micros=-10 raised protobuf's 'Value out of range: -10' and 10.5 "'float' object
+    # cannot be interpreted as an integer", neither naming the field
+    from simpy_astra.workloads.chakra import make_node
+    from simpy_astra.workloads.chakra.types import COMP_NODE
+
+    with pytest.raises(ValueError) as caught:
+        make_node(1, "forward", COMP_NODE, duration_micros=micros)
+    assert str(caught.value) == (f"make_node: duration_micros must be a whole number of microseconds >= 0 "
+                                 f"(Chakra's uint64; got {said})")
