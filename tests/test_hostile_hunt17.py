@@ -519,3 +519,15 @@ def test_make_node_names_a_duration_chakra_cannot_hold(micros, said):
         make_node(1, "forward", COMP_NODE, duration_micros=micros)
     assert str(caught.value) == (f"make_node: duration_micros must be a whole number of microseconds >= 0 "
                                  f"(Chakra's uint64; got {said})")
+
+
+def test_a_constraint_on_a_field_a_bundle_sets_is_told_to_name_the_bundle(tmp_path, capsys):
+    # 'network.bandwidth > 150', where the bundles of axis machine set the bandwidth, was told
+    # "uses unknown name(s) ['network']; known: " and some 30 figure names
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {
+        "machine": {"named": {"s1": {"network.bandwidth": 100}, "s2": {"network.bandwidth": 200}}}},
+        "constraints": ["network.bandwidth > 150"]}, "sw.yaml")
+    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: constraints[0]: 'network.bandwidth > 150' names network.bandwidth, which the bundles of "
+        f"axis machine set; a constraint names the axis and its bundles (machine == 's1'), or give the field an "
+        f"axis of its own"]
