@@ -114,6 +114,30 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+#: a size written with a byte unit (``1MB``, ``64 MiB``, ``1.5gb``): number, unit
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt])(i?)b\s*", re.IGNORECASE)
+
+
+def bytes_fix(value: object) -> str:
+    """The fix for a size in bytes written with a unit: the bytes it means (``; a size is a
+    number of bytes: write 1000000 (or 1048576 for 1 MiB)``: MB is SI, and read as MiB as often),
+    or '' for anything else."""
+    found = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    if found is None:
+        return ""
+    from fractions import Fraction  # only for an error: every run imports this module
+
+    number, prefix, binary = found[1], found[2].upper(), bool(found[3])
+    power = "KMGT".index(prefix) + 1
+    si, iec = (Fraction(number) * base ** power for base in (1000, 1024))
+    if binary:
+        return f"; a size is a number of bytes: write {int(iec)}" if iec.denominator == 1 else ""
+    if si.denominator != 1:
+        return ""
+    also = f" (or {int(iec)} for {number} {prefix}iB)" if iec.denominator == 1 else ""
+    return f"; a size is a number of bytes: write {int(si)}{also}"
+
+
 def integer_fix(value: object, minimum: int | None = None, maximum: int | None = None) -> str:
     """The fix for a float where a whole number goes, one rule for every integer field of a
     scenario, cluster, job, generator or sweep: YAML reads ``16.0`` and ``1e6`` as floats, and

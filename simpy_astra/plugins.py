@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import operator
 import os
 import sys
 from functools import cache
@@ -80,6 +81,17 @@ def unfit_call(fn: Any, *args: Any, **kwargs: Any) -> str | None:
     except TypeError:
         return f"{getattr(fn, '__qualname__', fn)}{signature}"
     return None
+
+
+def users_int(value: Any) -> Any:
+    """An integer user code computed as another type (numpy's ``int64``: a peer, a size, a hop
+    count) as the int it is; anything else as it is, for the caller's check to refuse."""
+    if isinstance(value, int):
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
 
 
 def a_kind(value: Any) -> str:

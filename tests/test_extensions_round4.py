@@ -211,8 +211,10 @@ generated.register("r4dp", r4.dp_groups, version="1")
 @pytest.fixture
 def r4(tmp_path: Path, monkeypatch) -> Path:
     from simpy_astra import collectives, topologies
+    from simpy_astra.network.backends import BACKENDS
     from simpy_astra.workloads import generated
 
+    backends_before = set(BACKENDS)
     for name in ("r4", "r4plug"):
         sys.modules.pop(name, None)
     (tmp_path / "r4.py").write_text(R4)
@@ -225,6 +227,8 @@ def r4(tmp_path: Path, monkeypatch) -> Path:
     for registry, name in ((collectives.REGISTRY, "r4Ring"), (collectives.REGISTRY, "r4bare"),
                            (topologies.REGISTRY, "R4TwoLevel"), (generated.GENERATORS, "r4dp")):
         registry.pop(name, None)
+    for name in set(BACKENDS) - backends_before:  # 'backend: r4:PACKETISED' registers 'packetised'
+        BACKENDS.pop(name)
     for name in ("r4", "r4plug"):
         sys.modules.pop(name, None)
 

@@ -17,6 +17,7 @@ from simpy_astra.plugins import (
     import_object,
     unfit_call,
     user_code_problem,
+    users_int,
 )
 from simpy_astra.topologies.base import BasicTopology, CostPart
 from simpy_astra.topologies.fully_connected import FullyConnected
@@ -122,7 +123,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
         checks_answers = True  # a wrapper, not the user's own link_params (BasicTopology.path_profile)
 
         def hops(self, src: int, dst: int) -> int:
-            value = super().hops(src, dst)
+            value = users_int(super().hops(src, dst))
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise wrong("hops", (src, dst), value, "an integer >= 1 (links crossed)")
             return value
@@ -151,6 +152,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
         def _a_path(self, src: int, dst: int) -> list[int]:
             """The user's route, checked to be a path from ``src`` to ``dst`` along links()."""
             value = super().route(src, dst)
+            value = [users_int(d) for d in value] if isinstance(value, list | tuple) else value
             if (not isinstance(value, list | tuple) or len(value) < 2 or value[0] != src or value[-1] != dst
                     or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in value)):
                 raise wrong("route", (src, dst), value, f"a list of device ids from {src} to {dst} "
@@ -179,6 +181,8 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
 
         def links(self) -> list[tuple[int, int]]:
             value = super().links()
+            if isinstance(value, list | tuple):  # numpy's integers are ids too
+                value = [tuple(map(users_int, e)) if isinstance(e, tuple | list) else e for e in value]
             if not isinstance(value, list | tuple) or not all(
                     isinstance(e, tuple | list) and len(e) == 2 and all(isinstance(d, int) and d >= 0 for d in e)
                     for e in value):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.errors import InputError, integer_fix
+from simpy_astra.errors import InputError, bytes_fix, integer_fix
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import (
     ALL_GATHER,
@@ -113,7 +113,8 @@ def _node(npu: int, name: str, collective: str, size_bytes: int, src: int | None
 def _int_param(params: dict[str, Any], key: str) -> int:
     value = params.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r}){integer_fix(value)}")
+        raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r}){integer_fix(value)}"
+                         f"{bytes_fix(value) if key == 'size' else ''}")
     return value
 
 

@@ -119,7 +119,7 @@ def parse_text_workload(path: str) -> TextWorkload:
     """Read an ASTRA-sim 1.0 text workload; every malformed line is an InputError naming it."""
     data = files.read_bytes(path, "ASTRA-sim 1.0 text workload", files.LOG_LIMIT_BYTES)
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # an editor's "UTF-8 with BOM": dropped, as every input file's
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file; expected an ASTRA-sim 1.0 text workload") from None
     lines = text.splitlines()

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from simpy_astra.errors import InputError, integer_fix
+from simpy_astra.errors import InputError, bytes_fix, integer_fix
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 #: a list of choices longer than this is shown as NAME in the usage, and spelled out in the help
@@ -131,13 +131,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error_for_flag(self, problem: str) -> str:
         """A suggestion of an unlisted spelling (``--micro_batch``) names the listed one; a float
-        given to a flag of integers (``--size 1e3``) is told the integer to write."""
+        given to a flag of integers (``--size 1e3``) is told the integer to write, or the flag's
+        limits when it takes no integer near it."""
         found = re.search(r"(?:argument ([^:/ ]+)\S*: )?invalid int value: '([^']*)'$", problem)
         if found:
             try:
-                return problem + integer_fix(float(found.group(2)), *self.limits.get(found.group(1) or "", ()))
-            except ValueError:  # not a number at all
-                return problem
+                value = float(found.group(2))
+            except ValueError:  # not a number at all, or a size with its unit (1MB)
+                return problem + bytes_fix(found.group(2))
+            limits = self.limits.get(found.group(1) or "", ())
+            fix = integer_fix(value, *limits)
+            if not fix and limits and not limits[0] <= value <= limits[1]:  # no integer near it is taken
+                fix = f"; it takes {limits[0]} " + (f"to {limits[1]}" if limits[1] < 2**63 - 1 else "or more")
+            return problem + fix
         listed = {a.dest: a.option_strings[0] for a in self._actions
                   if a.option_strings and a.help is not argparse.SUPPRESS}
         for action in self._actions:

@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
                    network_help="network YAML: topology and starting values",
                    system_help="system JSON (default: calibrate's, see docs/calibration.md)",
                    out_help="folder for network.yml, system.json, calibration.json", system_required=False)
-    p.add_argument("--min-size", type=int, default=1 << 20,
+    p.add_argument("--min-size", type=int, default=1 << 20, limits=(1, 2**63 - 1),
                    help="fit sizes from this many bytes up (default 1 MiB)")
     p.add_argument("--in-place", action="store_true", help="fit the in-place times (default out-of-place)")
     p.add_argument("--hold-out-every", type=int, default=0, metavar="N",

@@ -102,7 +102,7 @@ def _astra_parser() -> argparse.ArgumentParser:
     for flag, (metavar, what) in IGNORED_ASTRA_FLAGS.items():
         p.add_argument(flag, default=None, metavar=metavar, help=f"accepted and ignored, with a warning: {what}")
     p.add_argument("--json-out", default=None, help="write every figure as JSON to this file")
-    p.add_argument("--num-passes", type=int, default=1,
+    p.add_argument("--num-passes", type=int, default=1, limits=(1, 2**63 - 1),
                    help="training iterations when the workload is an ASTRA-sim 1.0 .txt file")
     _add_answer_flags(p, "the reference's per-NPU lines (printed by default in this form)")
     _add_report_flags(p)

@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("sweep", role="input", help="sweep YAML (base scenario, axes, constraints, minimise)")
     p.add_argument("--out", help="output folder; starting again resumes it (required unless --list)")
     p.add_argument("--list", action="store_true", help="print the points (key and coordinates) and stop")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, limits=(1, JOBS_PER_CPU * (os.cpu_count() or 1)),
                    help=f"local worker processes (default: the CPU count, {os.cpu_count() or 1} here)")
     p.add_argument("--cluster", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
     p.add_argument("--retry-failed", action="store_true", help="run failed points again")

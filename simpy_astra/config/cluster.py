@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from simpy_astra.config.readers import nearest_key, read_yaml_file
+from simpy_astra.config.readers import nearest_key, read_yaml_file, show_value
 from simpy_astra.engine.nccl_collectives import NcclAllReduce
 from simpy_astra.engine.nccl_tuning import ALGORITHMS, Links
 from simpy_astra.errors import InputError, integer_fix, non_ascii
@@ -387,23 +387,14 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     path = _preset_path(name, where, base_dir)
     doc = read_yaml_file(path, "cluster preset")
     gpu_fields = [f.name for f in fields(Gpu)]
-    if not isinstance(doc, dict) or not isinstance(doc.get("gpu"), dict) or not isinstance(doc.get("node"), dict):
-        raise InputError(f"{path}: a cluster preset needs mappings 'gpu' and 'node'")
-    extra = sorted(str(k) for k in set(doc) - {"gpu", "node"})
-    if extra:  # our own format: a key no reader uses is a typo
-        near = nearest_key(extra[0], ["gpu", "node"])
-        raise InputError(f"{path}: unknown key {extra[0]!r}{non_ascii(extra[0])}" + (f"; did you mean {near!r}?" if near else
-                                                                 " (a preset has gpu and node only)"))
+    _preset_blocks(doc, path)
     overrides = value.get("gpu", {})
     if not isinstance(overrides, dict):
         raise InputError(f"{where}.gpu: must be a mapping of GPU figures to override")
     preset_gpu, preset_gpu_names = _with_units(doc["gpu"], f"{path}: gpu")
     overrides, override_names = _with_units(overrides, f"{where}.gpu")
     for source, given in ((f"{path}: gpu", preset_gpu), (f"{where}.gpu", overrides)):
-        extra = sorted(str(k) for k in set(given) - set(gpu_fields))
-        if extra:
-            raise InputError(f"{source}: unknown key {extra[0]!r}{non_ascii(extra[0])} (fields: "
-                             f"{', '.join(gpu_fields)})")
+        _refuse_unknown(given, gpu_fields, source)
     gpu = {**preset_gpu, **overrides}
     missing = [f for f in gpu_fields if f not in gpu]
     if missing:
@@ -422,10 +413,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     _no_empty_choice(preset_node, node_names, f"{path}: node")
     nvls, why_nvls, nvls_note = _nvls(value, preset_node, str(gpu["name"]), where, path)
-    extra = sorted(str(k) for k in set(preset_node) - set(NODE_RANGES) - {"nvls"})
-    if extra:
-        raise InputError(f"{path}: node: unknown key {extra[0]!r}{non_ascii(extra[0])} (keys: "
-                         f"{', '.join(NODE_RANGES)})")
+    _refuse_unknown(preset_node, [*NODE_RANGES, "nvls"], f"{path}: node")
     node: dict[str, Any] = {}
     for key in NODE_RANGES:
         given = "gpus_per_node" if key == "gpus" else key
@@ -458,6 +446,34 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
                          f"{cluster.rail_gib_s():.3g} GiB/s, under the 1e-6 GiB/s a network link may have; "
                          f"raise either")
     return cluster
+
+
+def _preset_blocks(doc: Any, path: str) -> None:
+    """Refuse a preset file that is not the two mappings ``gpu`` and ``node``, naming the block
+    misspelt (``nodes``), missing or not a mapping: our own format, so a key no reader uses is a typo."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: must be a mapping with blocks 'gpu' and 'node' (got {show_value(doc)})")
+    extra = sorted(str(k) for k in set(doc) - {"gpu", "node"})
+    if extra:
+        near = nearest_key(extra[0], ["gpu", "node"])
+        raise InputError(f"{path}: unknown key {extra[0]!r}{non_ascii(extra[0])}" + (
+            f"; did you mean {near!r}?" if near else " (a preset has blocks gpu and node only)"))
+    for block, what, first in (("gpu", "GPU", "name, sms"), ("node", "node", "gpus, nvlink_gib_s")):
+        if block not in doc:
+            raise InputError(f"{path}: missing block '{block}' (a mapping of the {what}'s figures: {first}, ...)")
+        if not isinstance(doc[block], dict):
+            raise InputError(f"{path}: {block}: must be a mapping of the {what}'s figures ({first}, ...); got "
+                             f"{show_value(doc[block])}")
+
+
+def _refuse_unknown(given: dict, known: list[str], source: str) -> None:
+    """Refuse a key of a ``gpu``/``node`` block no reader uses, naming the known key it most
+    likely misspells (every key only when none is near)."""
+    extra = sorted(str(k) for k in set(given) - set(known))
+    if extra:
+        near = nearest_key(extra[0], known)
+        hint = f"; did you mean {near!r}?" if near else f" (keys: {', '.join(known)})"
+        raise InputError(f"{source}: unknown key {extra[0]!r}{non_ascii(extra[0])}{hint}")
 
 
 #: keys whose absence is a choice of its own, and what leaving one out means

@@ -8,13 +8,13 @@ import re
 from typing import Any
 
 from simpy_astra.config.readers import INT32_MAX, PathLike, load_json_object, require_mapping, show_value
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, integer_fix
 
 #: ASTRA-sim ignores any comm-group path containing this substring (its "no groups" default)
 NO_GROUPS_MARKER = "empty"
 
 
-def load_comm_groups_json(path: PathLike | None, total_npus: int) -> dict[int, tuple[int, ...]]:
+def load_comm_groups_json(path: PathLike | None, total_npus: int, job: bool = False) -> dict[int, tuple[int, ...]]:
     """Read a communicator-group JSON: ``{"<group id>": [npu, ...], ...}``.
 
     Member order is kept as written (native rings follow it). Like ASTRA-sim, a path that is
@@ -24,7 +24,7 @@ def load_comm_groups_json(path: PathLike | None, total_npus: int) -> dict[int, t
     if path is None or NO_GROUPS_MARKER in os.fspath(path):
         return {}
     src = os.fspath(path)
-    return comm_groups_from_mapping(load_json_object(src, "communicator-group JSON"), src, total_npus)
+    return comm_groups_from_mapping(load_json_object(src, "communicator-group JSON"), src, total_npus, job)
 
 
 def ignored_comm_groups_warning(path: PathLike | None) -> str | None:
@@ -39,8 +39,9 @@ def ignored_comm_groups_warning(path: PathLike | None) -> str | None:
             f"'{NO_GROUPS_MARKER}' as 'no groups'; rename it (or its folder) to use its groups")
 
 
-def comm_groups_from_mapping(j: Any, src: str, total_npus: int) -> dict[int, tuple[int, ...]]:
-    """A comm-group JSON's object (from a file, or inline in a scenario); errors name ``src``."""
+def comm_groups_from_mapping(j: Any, src: str, total_npus: int, job: bool = False) -> dict[int, tuple[int, ...]]:
+    """A comm-group JSON's object (from a file, or inline in a scenario); errors name ``src``.
+    ``job``: the groups of one of ``jobs:``, which name its ranks (``total_npus`` of them)."""
     j = require_mapping(j, src, "communicator groups", '"1": [0, 1]')
     groups: dict[int, tuple[int, ...]] = {}
     for key, members in j.items():
@@ -66,8 +67,10 @@ def comm_groups_from_mapping(j: Any, src: str, total_npus: int) -> dict[int, tup
                 raise InputError.at(
                     src,
                     key,
-                    f"lists {show_value(npu)}, which is not an NPU id; the network has {total_npus} "
-                    f"NPUs (0..{total_npus - 1})",
+                    f"lists {show_value(npu)}, which is not "
+                    + (f"a rank of the job; it has {total_npus} ranks (0..{total_npus - 1}), which its groups name"
+                       if job else f"an NPU id; the network has {total_npus} NPUs (0..{total_npus - 1})")
+                    + integer_fix(npu, 0, total_npus - 1),
                     kind="group",
                 )
             if npu in seen:

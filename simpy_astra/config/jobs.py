@@ -54,16 +54,21 @@ def rank_count(prefix: str, where: str = "workload") -> int:
     return files.check_no_gaps(files.numbered_files(prefix), prefix, where)
 
 
-def place(where: str, placement: Any, ranks: int, free: list[int], seed: Any) -> tuple[int, ...]:
+def place(where: str, placement: Any, ranks: int, free: list[int], seed: Any, total: int = 0,
+          others: str = "") -> tuple[int, ...]:
     """Physical NPUs for ``ranks`` ranks among the ``free`` ones (ascending ids).
 
     contiguous: the first ``ranks`` free NPUs; strided: every k-th free NPU from the first,
     k = free // ranks (two 4-rank jobs on 8 NPUs get the even and the odd ones); random:
-    ``ranks`` free NPUs drawn with ``random.Random(seed)`` (rank order as drawn)."""
+    ``ranks`` free NPUs drawn with ``random.Random(seed)`` (rank order as drawn). ``total`` and
+    ``others`` (the network's NPUs, the jobs that take some) say why too few are free."""
     if placement not in PLACEMENTS:
         raise InputError(f"{where}.placement: must be one of {', '.join(PLACEMENTS)} (got {placement!r})")
     if ranks > len(free):
-        raise InputError(f"{where}.placement: the job has {ranks} ranks but only {len(free)} NPUs are free")
+        taken = f" (jobs {others} take the rest)" if others else ""
+        raise InputError(f"{where}.placement: the job has {ranks} ranks but only {len(free)} of the network's "
+                         f"{total or len(free)} NPUs are free{taken}; give the network more NPUs, or the job "
+                         f"fewer ranks")
     if placement == "contiguous":
         return tuple(free[:ranks])
     if placement == "strided":
@@ -156,7 +161,8 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
             continue
         job, where = p["job"], p["where"]
         free = [n for n in range(total_npus) if n not in owner]
-        ids = place(where, job.get("placement", "contiguous"), p["ranks"], free, job.get("seed", 0))
+        ids = place(where, job.get("placement", "contiguous"), p["ranks"], free, job.get("seed", 0), total_npus,
+                    ", ".join(dict.fromkeys(owner.values())))
         for n in ids:
             _claim(where, p["name"], n, total_npus, owner)
         npus[k] = ids

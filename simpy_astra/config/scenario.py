@@ -561,9 +561,9 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
 
     def groups_of(value: Any, where: str, ranks: int) -> dict[int, tuple[int, ...]]:
         if isinstance(value, dict):
-            return comm_groups_from_mapping(value, where, ranks)
+            return comm_groups_from_mapping(value, where, ranks, job=True)
         if isinstance(value, str) and value:
-            return load_comm_groups_json(_path(path, value, where.removeprefix(f"{path}: ")), ranks)
+            return load_comm_groups_json(_path(path, value, where.removeprefix(f"{path}: ")), ranks, job=True)
         raise InputError(f"{where}: must be a file path or a mapping (got {value!r})")
 
     warnings = [*unknown, *net.warnings, *unread_packet_settings(net, backend), *memory.warnings]

@@ -17,6 +17,7 @@ from simpy_astra.collectives.logical import LogicalDim
 from simpy_astra.engine.phase_process import PhaseProcess, PostCount, Signal, describe, users_algorithm
 from simpy_astra.engine.tags import native_tag, stream_tag
 from simpy_astra.infra.horizon import HORIZON_NS, whole_ns
+from simpy_astra.plugins import users_int
 
 if TYPE_CHECKING:
     from simpy_astra.engine.events import NpuClock
@@ -146,17 +147,19 @@ class Phase:
         return CollectiveError(f"NPU {self.npu_id}: collective algorithm {describe(self.algorithm)}: a "
                                f"collective's ctx.{call}: {problem}")
 
-    def _check_peer(self, what: str, peer: int, size_bytes: int) -> None:
-        """A peer that exists and a size >= 0 (no wrap-around to another NPU, no negative bytes)."""
-        npus = self.system.total_npus
+    def _check_peer(self, what: str, peer: Any, size_bytes: Any) -> tuple[int, int]:
+        """A peer that exists and a size >= 0 (no wrap-around, no negative bytes), as ints (numpy's too)."""
+        npus, peer, size_bytes = self.system.total_npus, users_int(peer), users_int(size_bytes)
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < npus or peer == self.npu_id:
             problem = "is this NPU itself" if peer == self.npu_id else f"does not exist (NPUs 0..{npus - 1})"
             raise self._misuse(f"{what}({peer!r}, ...)", f"the peer {problem}; name another NPU of ctx.members")
         if isinstance(size_bytes, bool) or not isinstance(size_bytes, int) or size_bytes < 0:
             raise self._misuse(f"{what}(..., {size_bytes!r})", "a message size is an integer number of bytes >= 0")
+        return peer, size_bytes
 
     def _tag(self, what: str, tag: Any) -> int:
         """A workload's tag (an integer >= 0) on the wire; None, the chunk's own, is the callers'."""
+        tag = users_int(tag)
         if isinstance(tag, bool) or not isinstance(tag, int) or tag < 0:
             raise self._misuse(f"{what}(..., tag={tag!r})", "a tag is an integer >= 0 (or None: this chunk's own)")
         return native_tag(tag)
@@ -164,7 +167,7 @@ class Phase:
     def send(self, dst: int, size_bytes: int, tag: int | None = None) -> Signal:
         if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
-            self._check_peer("send", dst, size_bytes)
+            dst, size_bytes = self._check_peer("send", dst, size_bytes)
         if self._posts is not None and self._posts.too_many(self.env.now):
             raise self._misuse(f"send({dst}, ...)", self._posts.problem(self.env.now))
         arrived = Signal(self.env)
@@ -177,7 +180,7 @@ class Phase:
         one, and making and settling a Signal per message cost them about 6% of a run."""
         if type(dst) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= dst < self.system.total_npus or dst == self.npu_id:
-            self._check_peer("post", dst, size_bytes)
+            dst, size_bytes = self._check_peer("post", dst, size_bytes)
         if self._posts is not None and self._posts.too_many(self.env.now):
             raise self._misuse(f"post({dst}, ...)", self._posts.problem(self.env.now))
         tag = self.stream.tag if tag is None else self._tag("post", tag)
@@ -200,7 +203,7 @@ class Phase:
     def recv(self, src: int, size_bytes: int, tag: int | None = None) -> Signal:
         if type(src) is not int or type(size_bytes) is not int or size_bytes < 0 \
                 or not 0 <= src < self.system.total_npus or src == self.npu_id:
-            self._check_peer("recv", src, size_bytes)
+            src, size_bytes = self._check_peer("recv", src, size_bytes)
         if self._posts is not None and self._posts.too_many(self.env.now):
             raise self._misuse(f"recv({src}, ...)", self._posts.problem(self.env.now))
         received = Signal(self.env)
@@ -225,6 +228,7 @@ class Phase:
     def endpoint(self, reduce_bytes: int = 0) -> Signal:
         back = Signal(self.env)
         if reduce_bytes:
+            reduce_bytes = users_int(reduce_bytes)
             if type(reduce_bytes) is not int or reduce_bytes < 0:
                 raise self._misuse(f"endpoint(reduce_bytes={reduce_bytes!r})",
                                    "the bytes to reduce are an integer >= 0")

@@ -257,6 +257,37 @@ def _dotted_paths(tree: ast.AST, known: set[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _refuse_unquoted_values(tree: ast.AST, text: str, where: str, unknown: set[str], words: dict[str, str]) -> None:
+    """``machine == s1`` reads s1 as a name: where every unknown name is an axis's value, say
+    so and give the expression with them quoted (the long list of known names never helps)."""
+    if not unknown or not unknown <= set(words):
+        return
+    nodes = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in unknown),
+                   key=lambda n: (n.lineno, n.col_offset))
+    said = ", and ".join(f"{name}, a value of axis {words[name]}" for name in dict.fromkeys(n.id for n in nodes))
+
+    class Quote(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.Constant(node.id) if node.id in unknown else node
+
+    fixed = ast.unparse(Quote().visit(tree))
+    many = len(unknown) > 1
+    raise InputError(f"{where}: '{text}' names {said}, as if {'they were names' if many else 'it were a name'}; "
+                     f"quote {'them' if many else 'it'}: {fixed}")
+
+
+def _refuse_bundled_fields(tree: ast.AST, text: str, where: str, bundled: dict[str, tuple[str, str]]) -> None:
+    """``network.bandwidth > 150`` where a named axis's bundles set the bandwidth: no name holds
+    the field; the axis does (the long list of known names never says so)."""
+    for node in ast.walk(tree):
+        written = ast.unparse(node) if isinstance(node, ast.Attribute) else ""
+        if written in bundled:
+            axis, first = bundled[written]
+            raise InputError(f"{where}: '{text}' names {written}, which the bundles of axis {axis} set; a "
+                             f"constraint names the axis and its bundles ({axis} == {first!r}), or give the field "
+                             f"an axis of its own")
+
+
 def refuse_a_number_as_a_test(expr: Expression, where: str, figures: set[str]) -> None:
     """A constraint keeps the points where it holds: one that is a number (``finish_ns``,
     ``tp * pp``, ``bandwidth - 10``) held wherever it was not 0, every point kept without a word.
@@ -272,11 +303,14 @@ def refuse_a_number_as_a_test(expr: Expression, where: str, figures: set[str]) -
 
 
 def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*tp == 64",
-                     flags: frozenset[str] = frozenset()) -> Expression:
+                     flags: frozenset[str] = frozenset(), words: dict[str, str] | None = None,
+                     bundled: dict[str, tuple[str, str]] | None = None) -> Expression:
     """Check syntax, allowed operations and that every variable is one of ``known``; errors name
     the file and field (and give ``example``: a constraint's is a test, a figure's a number).
     ``flags`` (among ``known``): a Megatron base's flag names, summed up in an error rather than
-    listed (about 150 of them made a line of 3,000 characters)."""
+    listed (about 150 of them made a line of 3,000 characters). ``words``: each axis value that
+    reads as a name -> its axis, so that one written unquoted is told to be quoted; ``bundled``:
+    each field a named axis's bundles set -> (that axis, its first bundle)."""
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{where}: must be an expression string such as '{example}' (got {text!r})")
     if len(text) > MAX_TEXT:
@@ -295,6 +329,8 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
             fixes = ", ".join(f"'{name}' for '{written}'" for written, name in dashed.items())
             raise InputError(f"{where}: '{text}' reads {sorted(unknown)}: a - in a name is a minus; write {fixes} "
                              f"(an axis is called by its path's last part, with _ for -, or its as: name)")
+        _refuse_unquoted_values(tree, text, where, unknown, words or {})
+        _refuse_bundled_fields(tree, text, where, bundled or {})
         paths = _dotted_paths(tree, known)
         near = [f"'{paths[name][1]}' for '{paths[name][0]}'" if name in paths else f"'{close}' for '{name}'"
                 for name in sorted(unknown) if name in paths or (close := nearest_key(name, known))]

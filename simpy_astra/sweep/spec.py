@@ -535,8 +535,12 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     coords = set(names) | spec.flag_names
     # the flags' names are summed up in an error, not listed one by one (data_parallel_size is no flag)
     flags = spec.flag_names - {"data_parallel_size", *names}
+    words = {v: a.name for a in reversed(spec.axes) for v in a.values if isinstance(v, str) and v.isidentifier()}
+    bundled = {k: (a.name, next(iter(a.bundles))) for a in reversed(spec.axes) if a.bundles
+               for b in a.bundles.values() for k in b if k not in {p.column for p in spec.axes if not p.bundles}}
     for i, text in enumerate(raw_constraints):
-        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES), flags=flags)
+        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES), flags=flags,
+                                words=words, bundled=bundled)
         refuse_a_number_as_a_test(expr, f"{path}: constraints[{i}]", set(RESULT_NAMES) - {"fits"})
         (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
     figure = "iteration_time_ns" if megatron else DEFAULT_OBJECTIVE  # a figure's example: a number

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import numbers
+import operator
 from collections.abc import Iterable
 
 from simpy_astra.workloads.chakra.node import ATTR_KINDS, EtNode
@@ -41,7 +43,19 @@ def _set_attr_value(attr, kind: str | None, value: object) -> None:
         setattr(attr, kind, value)
 
 
+def _plain(value: object) -> object:
+    """A number of another type (numpy's ``int64``, ``float32``) as the Python int or float it
+    is, so a generator may compute sizes and times in numpy; anything else as it is."""
+    if value is None or isinstance(value, bool | int | float | str | bytes):
+        return value
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return float(value) if isinstance(value, numbers.Real) else value
+
+
 def _infer_kind(name: str, value: object) -> tuple[str | None, object]:
+    value = _plain(value)
     if value is None:
         return None, None
     if (
@@ -62,7 +76,7 @@ def _infer_kind(name: str, value: object) -> tuple[str | None, object]:
     if isinstance(value, bytes):
         return "bytes_val", value
     if isinstance(value, (list, tuple)):
-        items = list(value)
+        items = [_plain(v) for v in value]
         if items and all(isinstance(v, bool) for v in items):
             return "bool_list", items
         if items and all(isinstance(v, str) for v in items):
@@ -102,7 +116,11 @@ def make_node(
     bool_list/string_list/int64_list/double_list, ``None`` -> attribute without a value, and
     a ``(kind, value)`` tuple such as ``("uint64_val", 5)`` forces a kind.
     """
-    node = Node(id=id, name=name, type=type, duration_micros=duration_micros)
+    micros = _plain(duration_micros)
+    if isinstance(micros, bool) or not isinstance(micros, int) or not 0 <= micros < 1 << 64:
+        raise ValueError(f"make_node: duration_micros must be a whole number of microseconds >= 0 (Chakra's "
+                         f"uint64; got {duration_micros!r})")
+    node = Node(id=id, name=name, type=type, duration_micros=micros)
     node.data_deps.extend(deps)
     node.ctrl_deps.extend(ctrl_deps)
     if inputs_values:
