@@ -380,3 +380,16 @@ def test_an_input_flag_where_the_input_is_the_first_argument_is_told_so(capsys):
         assert capsys.readouterr().err.strip() == (
             f"error: {prog}: {flag}: unknown flag; give the input as the first argument: {usage} "
             f"(see {prog} --help)")
+
+
+def test_jobs_beside_a_dask_cluster_is_refused_as_changing_nothing(capsys, tmp_path):
+    # 'sweep --cluster ADDR --jobs 8' ran as if --jobs were not there: the Dask path submits
+    # every point and the workers' threads set how many run at once. Refused before anything
+    # connects or is written, as --jobs beside --list is
+    out = tmp_path / "out"
+    for jobs in (["--jobs", "2"], ["--jobs=1"]):
+        assert main(["sweep", str(ROOT / "scenarios/sweeps/quick.yaml"), "--out", str(out), "--cluster", "tcp://127.0.0.1:1",
+                     *jobs]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --jobs: the points run on the Dask cluster's workers") and "--nthreads" in err
+    assert not out.exists()

@@ -249,6 +249,11 @@ def _main(argv: list[str]) -> int:
     if args.cluster is not None and not args.cluster.strip():  # "$SCHEDULER" unset: not a local run
         raise InputError("--cluster: must be a Dask scheduler's address such as tcp://HOST:8786 (got an empty "
                          "string); leave the flag out to run the points here")
+    if args.cluster and not args.list and any(a == "--jobs" or a.startswith("--jobs=") for a in argv):
+        # the Dask path submits every point; its workers' threads set how many run at once
+        raise InputError("--jobs: the points run on the Dask cluster's workers, so --jobs would change nothing "
+                         "beside --cluster; leave it out (start each worker with --nthreads N to set how many "
+                         "points it runs at once)")
     cpus = os.cpu_count() or 1
     if args.jobs > JOBS_PER_CPU * cpus and not args.cluster:  # a process a point: 10^5 would exhaust memory
         raise InputError(f"--jobs {args.jobs}: this machine has {cpus} CPU(s); points are CPU-bound, so more "
