@@ -89,21 +89,28 @@ class Cluster:
     def gpu_model(self) -> Gpu:
         return Gpu(**self.gpu)
 
-    def idle_keys(self, written: Iterable[str]) -> list[str]:
-        """A line for each key ``written`` that changes nothing at this size (the links between
-        nodes of a one-node job, the spine under one leaf switch), with the size it applies from.
-        Said, not refused: a sweep over ``gpus`` gives them to every point."""
+    def idle_key_names(self, written: Iterable[str]) -> list[str]:
+        """The keys ``written`` (by their current names) that change nothing at this size: the
+        links between nodes of a one-node job, the spine under one leaf switch."""
         keys = {OLD_KEYS.get(k, k) for k in written}
+        if self.gpus <= int(self.node["gpus"]):
+            return sorted(keys & BETWEEN_NODES)
+        if "oversubscription" in keys and self.nodes <= int(self.node["nodes_per_leaf"]):
+            return ["oversubscription"]
+        return []
+
+    def idle_keys(self, written: Iterable[str]) -> list[str]:
+        """A line for each key ``written`` that changes nothing at this size
+        (:meth:`idle_key_names`), with the size it applies from. Said, not refused: a sweep over
+        ``gpus`` gives them to every point."""
         per_node, leaf = int(self.node["gpus"]), int(self.node["nodes_per_leaf"])
         if self.gpus <= per_node:
             return [f"{self.where}.{key} changes nothing here: the {self.gpus} GPUs sit in one node ({per_node} a "
                     f"node), so no message leaves it; it applies from {per_node + 1} GPUs"
-                    for key in sorted(keys & BETWEEN_NODES)]
-        if "oversubscription" in keys and self.nodes <= leaf:
-            return [f"{self.where}.oversubscription changes nothing here: the {self.nodes} nodes sit under one leaf "
-                    f"switch (nodes_per_leaf {leaf}), so no message crosses the spine; it applies from {leaf + 1} "
-                    f"nodes ({(leaf + 1) * per_node} GPUs)"]
-        return []
+                    for key in self.idle_key_names(written)]
+        return [f"{self.where}.oversubscription changes nothing here: the {self.nodes} nodes sit under one leaf "
+                f"switch (nodes_per_leaf {leaf}), so no message crosses the spine; it applies from {leaf + 1} "
+                f"nodes ({(leaf + 1) * per_node} GPUs)" for _ in self.idle_key_names(written)]
 
     def dims(self, blocks: list[int] | None = None) -> tuple[list[int], int]:
         """The network's dimensions (sizes, and how many of them are inside a node).

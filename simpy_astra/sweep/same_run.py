@@ -138,7 +138,7 @@ def _read_idle_keys(cluster: dict[str, Any]) -> list[str]:
     from simpy_astra.config.cluster import OLD_KEYS, load_cluster
 
     try:
-        said = " ".join(load_cluster(cluster, "cluster").idle_keys(cluster))
+        idle = set(load_cluster(cluster, "cluster").idle_key_names(cluster))
     except InputError:
         return []
-    return [key for key in cluster if f"cluster.{OLD_KEYS.get(key, key)} " in said]
+    return [key for key in cluster if OLD_KEYS.get(key, key) in idle]
