@@ -1,0 +1,480 @@
+"""Issue 47, second independent audit: every shipped preset (and a user's with 4-GPU nodes) on
+1 (part of a node) to 4 nodes, every ordered pair both ways, and groups of every shape Megatron
+builds, each figure derived here by hand from the preset file and NCCL's published constants
+(``src/graph/tuning.cc``): a pair costs latency + size / rate on its route (NVSwitch in a node,
+its rail across, PXN's NVSwitch first between rails); a group's all-reduce NCCL's ring, tree
+or NVLS on its members' links, never under the bytes its nodes must push through their NICs."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from simpy_astra.config.cluster import load_cluster, presets
+from simpy_astra.simulation import Simulation
+from tests.test_cluster_placement import GIB, PRESETS
+
+SHIPPED = ("dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100")
+
+
+@pytest.fixture(autouse=True)
+def _quiet(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+
+
+def _node(preset: str) -> dict:
+    path = preset if preset.endswith(".yaml") else os.path.join(PRESETS, f"{preset}.yaml")
+    with open(path) as f:
+        return yaml.safe_load(f)["node"]
+
+
+def _four_per_node(tmp_path) -> str:
+    """A user's copy of dgx-h100 with 4 GPUs a node and 1,600 Gb/s of NICs: a rail is still
+    1,600 / 8 / 4 x 0.94 = 47 GB/s, NVLink 370 GiB/s."""
+    with open(os.path.join(PRESETS, "dgx-h100.yaml")) as f:
+        text = f.read()
+    for old, new in (("gpus: 8", "gpus: 4"), ("inter_node_gbps: 3200", "inter_node_gbps: 1600")):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    path = tmp_path / "four.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+# ------------------------------------------------------------------ closed forms
+def _rates(node: dict) -> tuple[float, float]:
+    """(NVLink, one rail) in bytes/ns = GB/s: NVLink's GiB/s; a NIC's share of the node's Gb/s."""
+    return node["nvlink_gib_s"] * GIB / 1e9, node["inter_node_gbps"] / 8 / node["gpus"] * node["inter_node_efficiency"]
+
+
+def _pair_ns(node: dict, src: int, dst: int, size: int, spine: float = 1.0) -> float:
+    per = node["gpus"]
+    nvlink, rail = _rates(node)
+    if src // per == dst // per:
+        return 2 * node["nvlink_latency_ns"] + size / nvlink
+    pxn = 2 * node["nvlink_latency_ns"] if src % per != dst % per else 0.0
+    return 2 * node["inter_node_latency_ns"] + pxn + size / (rail * spine)
+
+
+def _layout(node: dict, members) -> tuple[int, int, int]:
+    """(n GPUs, m nodes, k = the fewest members any node has: the NICs each node's share leaves by)."""
+    per = node["gpus"]
+    on: dict[int, int] = collections.Counter(g // per for g in members)
+    return len(members), len(on), min(on.values())
+
+
+def _floor_ns(node: dict, kind: str, members, size: int, spine: float = 1.0) -> float:
+    """The NIC floor by hand: each node's bytes out over its own members' rails, the slowest node."""
+    per = node["gpus"]
+    rail = _rates(node)[1] * spine
+    on = collections.Counter(g // per for g in members)
+    n, m = len(members), len(on)
+    if m < 2:
+        return 0.0
+    worst = 0.0
+    for k in on.values():
+        out = {"all_reduce": 2 * (m - 1) / m * size, "reduce_scatter": (n - k) / n * size,
+               "all_gather": (n - k) * size, "all_to_all": k * (n - k) / n * size}[kind]
+        worst = max(worst, out / (k * rail))
+    return worst
+
+
+def _simple_us(node: dict, members, algo: str, size: int, spine: float = 1.0) -> tuple[float, float]:
+    """(NCCL's estimate, the time on the machine) of an all-reduce of ``size`` bytes with Simple,
+    in us. tuning.cc: base 8.4 us (ring, tree), per hop 3.4 / 4.0 / 25 on NVLink and 14 / 14 /
+    20.9 on the network (ring / tree / NVLS), at least 3 us an NVLink step of a ring across
+    nodes, whose latency is x 1.4 (the plateau). Bandwidths: the ring n / (2 (n - 1)) of
+    min(NVLink, k rails); the tree 0.92 / 2 of min(NVLink, k rails x 2 on two nodes, once past);
+    NVLS min(0.85 x NVLink, half the tree's network share). The machine's time adds the
+    preset's call cost, its efficiencies and Simple's fill ((scale - 1) x latency, at most half
+    the transfer)."""
+    nvlink, rail = _rates(node)
+    n, m, k = _layout(node, members)
+    net = k * rail * spine
+    across = math.inf if m == 1 else net * (2 if m == 2 else 1)
+    if algo == "ring":
+        steps = 2 * (m - 1)
+        lat = 8.4 + (2 * (n - 1) - steps) * (3.4 if m == 1 else max(3.4, 3.0)) + steps * 14
+        lat *= 1.4 if m > 1 else 1.0
+        bw = n / (2 * (n - 1)) * (nvlink if m == 1 else min(nvlink, net))
+    elif algo == "tree":
+        lat = 8.4 + 2 * ((n // m - 1) * 4.0 + int(math.log2(m)) * 14)
+        bw = 0.46 * min(nvlink, across)
+    else:
+        lat = 25 + (2 * int(math.log2(m)) * 20.9 if m > 1 else 0)
+        bw = min(0.85 * nvlink, 0.5 * across)
+    nominal_bw = bw if spine == 1 else None
+    eff = node.get(f"nccl_{algo}_efficiency", 1.0)
+    if algo == "nvls":  # NVLS's share is NVSwitch's alone (the network part keeps its rate)
+        bw = min(0.85 * nvlink * eff, 0.5 * across)
+    else:
+        bw *= eff
+    transfer = size / (bw * 1e3)
+    fill = min((node.get("nccl_latency_scale", 1.0) - 1) * lat, 0.5 * transfer)
+    estimate = lat + size / (nominal_bw * 1e3) if nominal_bw else math.nan
+    return estimate, node.get("nccl_launch_us", 0.0) + lat + fill + transfer
+
+
+def _at_or_above(took: int, floor: float) -> bool:
+    """``took`` not under ``floor`` but for whole ns and the rail's rate kept to 6 decimals of GiB/s."""
+    return took >= floor * (1 - 1e-7) - 1
+
+
+def _all_reduce_ns(node: dict, members, algo: str, size: int, spine: float = 1.0) -> float:
+    return max(1000 * _simple_us(node, members, algo, size, spine)[1], _floor_ns(node, "all_reduce", members, size,
+                                                                                  spine))
+
+
+def _ring_half_ns(node: dict, members, kind: str, size: int) -> float:
+    """A reduce-scatter (``size`` the whole buffer) or all-gather (``size`` each piece) as NCCL's
+    ring: half the ring all-reduce of the buffer's steps and bytes, one call's cost."""
+    buffer = size * len(members) if kind == "all_gather" else size
+    launch = node.get("nccl_launch_us", 0.0)
+    ring = _simple_us(node, members, "ring", buffer)[1]
+    return max(1000 * (launch + (ring - launch) / 2), _floor_ns(node, kind, members, size))
+
+
+def _run(tmp_path, body: dict) -> Simulation:
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(body))
+    sim = Simulation.from_scenario(str(path))
+    sim.run()
+    return sim
+
+
+def _microbench(kind: str, size: int, cluster: dict, **pair) -> dict:
+    return {"workload": {"generate": "microbench", "collective": kind, "size": size, **pair}, "cluster": cluster}
+
+
+def _finish_ns(sim: Simulation) -> int:
+    return max(npu.ended_ns[nid] for npu in sim.npus for nid in npu.ended_ns)
+
+
+def test_the_audit_covers_every_shipped_preset():
+    """A preset added later must join this audit's table (and its by-hand checks)."""
+    assert tuple(presets()) == SHIPPED
+
+
+# ------------------------------------------------------------------ pairs
+@pytest.mark.parametrize("preset", SHIPPED)
+@pytest.mark.parametrize("nodes", [2, 3, 4])
+def test_every_ordered_pair_on_2_3_and_4_nodes(tmp_path, preset, nodes):
+    """Every ordered pair of GPUs, 1 KiB (the route's latencies: within 1 ns), 1 MiB and 1 GiB
+    (within 1%), on every shipped preset."""
+    node = _node(preset)
+    gpus = nodes * node["gpus"]
+    path = tmp_path / "p.yaml"
+    path.write_text(json.dumps(_microbench("send_recv", 1024, {"preset": preset, "gpus": gpus}, src=0, dst=1)))
+    net = Simulation.from_scenario(str(path)).network
+    for src in range(gpus):
+        for dst in range(gpus):
+            if src == dst:
+                continue
+            assert net.delay_ns(src, dst, 1024) == pytest.approx(_pair_ns(node, src, dst, 1024), abs=1)
+            for size in (2**20, GIB):
+                assert net.delay_ns(src, dst, size) == pytest.approx(_pair_ns(node, src, dst, size), rel=0.01)
+
+
+@pytest.mark.parametrize("preset", SHIPPED)
+@pytest.mark.parametrize("a,b", [(1, 6), (2, 18), (5, 17), (7, 8)])
+def test_send_recv_both_ways_on_three_nodes(tmp_path, preset, a, b):
+    """64 MiB run both ways on 24 GPUs: in a node, same rail two nodes apart, other rails (PXN)."""
+    node = _node(preset)
+    for src, dst in ((a, b), (b, a)):
+        sim = _run(tmp_path, _microbench("send_recv", 2**26, {"preset": preset, "gpus": 24}, src=src, dst=dst))
+        assert _finish_ns(sim) == pytest.approx(_pair_ns(node, src, dst, 2**26), rel=0.01)
+
+
+@pytest.mark.parametrize("preset", SHIPPED)
+@pytest.mark.parametrize("gpus", [2, 3, 5, 6, 7])
+def test_part_of_a_node_is_nvlink_and_its_in_node_algorithms(tmp_path, preset, gpus):
+    """Fewer GPUs than a node: every pair over the NVSwitch, and the all-reduce of 1 GiB forced to
+    each algorithm NCCL has in a node (ring; tree, a chain there; NVLS on NVSwitch-3) by hand."""
+    node = _node(preset)
+    cluster = {"preset": preset, "gpus": gpus}
+    sim = _run(tmp_path, _microbench("send_recv", GIB, cluster, src=gpus - 1, dst=0))
+    for src in range(gpus):
+        for dst in range(gpus):
+            if src != dst:
+                assert sim.network.delay_ns(src, dst, GIB) == pytest.approx(_pair_ns(node, src, dst, GIB), rel=0.01)
+    algos = ("ring", "tree", "nvls") if node["nvls"] else ("ring", "tree")
+    for algo in algos:
+        took = _finish_ns(_run(tmp_path, _microbench("all_reduce", GIB, {**cluster, "nccl_algo": algo})))
+        assert took == pytest.approx(_all_reduce_ns(node, range(gpus), algo, GIB), rel=0.005), algo
+
+
+@pytest.mark.parametrize("gpus", [2, 3, 8, 12])
+def test_a_users_preset_of_four_gpus_a_node(tmp_path, gpus):
+    """The 4-GPU copy on part of a node, two nodes and three: every ordered pair, and send_recv
+    run both ways between nodes on other rails."""
+    preset = _four_per_node(tmp_path)
+    node = _node(preset)
+    assert _rates(node)[1] == pytest.approx(47.0)
+    sim = _run(tmp_path, _microbench("send_recv", GIB, {"preset": preset, "gpus": gpus}, src=0, dst=1))
+    for src in range(gpus):
+        for dst in range(gpus):
+            if src != dst:
+                assert sim.network.delay_ns(src, dst, GIB) == pytest.approx(_pair_ns(node, src, dst, GIB), rel=0.01)
+    if gpus > 4:
+        for src, dst in ((1, gpus - 2), (gpus - 2, 1)):
+            took = _finish_ns(_run(tmp_path, _microbench("send_recv", 2**26, {"preset": preset, "gpus": gpus},
+                                                         src=src, dst=dst)))
+            assert took == pytest.approx(_pair_ns(node, src, dst, 2**26), rel=0.01)
+
+
+def test_gpus_past_a_node_that_do_not_fill_nodes_are_refused_on_a_users_preset(tmp_path):
+    from simpy_astra.errors import InputError
+
+    with pytest.raises(InputError, match=r"gpus: 6 GPUs do not fill whole nodes of 4; use 4 or 8"):
+        load_cluster({"preset": _four_per_node(tmp_path), "gpus": 6}, "s: cluster")
+
+
+# ------------------------------------------------------------------ groups, by their members
+#: (GPUs, members): the groups Megatron builds (tests/test_megatron_rank_groups.py): data-parallel
+#: groups under tp 4 and tp 2 (strided), tp 16 across two nodes, a context-parallel or
+#: --use-tp-pp-dp-mapping data-parallel pair {0, 8} (one GPU a node, one rail), tp 8's
+#: data-parallel group on four nodes, tp 3's uneven one (3, 3, 2 a node), two a node on three
+#: nodes, and an expert group of 4 in a node
+GROUPS = [(16, (0, 4, 8, 12)), (16, tuple(range(0, 16, 2))), (32, tuple(range(16))), (16, (0, 8)),
+          (32, (0, 8, 16, 24)), (24, tuple(range(0, 24, 3))), (24, (0, 1, 8, 9, 16, 17)), (16, (4, 5, 6, 7))]
+
+
+def _timing(preset: str, gpus: int, **extra):
+    return load_cluster({"preset": preset, "gpus": gpus, **extra}, "s: cluster").nccl_all_reduce()
+
+
+def _algorithms(node: dict, members) -> list[str]:
+    n, m, _k = _layout(node, members)
+    return ["ring", "tree"] + (["nvls"] if node["nvls"] and n // m > 1 else [])
+
+
+@pytest.mark.parametrize("preset", SHIPPED)
+@pytest.mark.parametrize("gpus,members", GROUPS)
+def test_every_group_shape_forced_and_chosen_by_hand(preset, gpus, members):
+    """1 GiB all-reduce on each group, each algorithm forced (NCCL_ALGO), by hand; left out, the
+    algorithm of least NCCL estimate (constants on the preset's nominal rates, nothing fitted)."""
+    node = _node(preset)
+    times, estimates = {}, {}
+    for algo in _algorithms(node, members):
+        times[algo] = _timing(preset, gpus, nccl_algo=algo).duration_ns(members, GIB)
+        assert times[algo] == pytest.approx(_all_reduce_ns(node, members, algo, GIB), rel=0.005), algo
+        assert _at_or_above(times[algo], _floor_ns(node, "all_reduce", members, GIB))
+        estimates[algo] = _simple_us(node, members, algo, GIB)[0]
+    chosen = min(estimates, key=estimates.get)
+    assert _timing(preset, gpus).duration_ns(members, GIB) == times[chosen]
+
+
+@pytest.mark.parametrize("preset", SHIPPED)
+@pytest.mark.parametrize("gpus,members", GROUPS)
+@pytest.mark.parametrize("kind", ["reduce_scatter", "all_gather"])
+def test_reduce_scatter_and_all_gather_of_every_group_shape(preset, gpus, members, kind):
+    """NCCL's ring, whatever is forced: a reduce-scatter of a 1 GiB buffer, an all-gather of
+    256 MiB pieces; never under the bytes a node's members pull in or push out over their NICs."""
+    node = _node(preset)
+    size = GIB if kind == "reduce_scatter" else 2**28
+    for algo in (None, "ring", "tree"):
+        took = _timing(preset, gpus, **({"nccl_algo": algo} if algo else {})).duration_ns(members, size, kind)
+        assert took == pytest.approx(_ring_half_ns(node, members, kind, size), rel=0.005)
+        assert _at_or_above(took, _floor_ns(node, kind, members, size))
+
+
+@pytest.mark.parametrize("algo", ["ring", "tree", "nvls"])
+@pytest.mark.parametrize("leaf,ratio", [(1, 2), (2, 4), (4, 4)])
+def test_a_strided_group_across_leaves_runs_at_the_spines_share(algo, leaf, ratio):
+    """tp 4's data-parallel group on four H100 nodes, {0, 4, ..., 28} (2 a node), with one or
+    two nodes a leaf (its ring crosses the spine: each NIC at rail / ratio) or four (one leaf:
+    no spine); NCCL's choice is still made on the NICs' own rate."""
+    node = _node("dgx-h100")
+    members = tuple(range(0, 32, 4))
+    spine = 1 / ratio if leaf < 4 else 1.0
+    timing = _timing("dgx-h100", 32, nccl_algo=algo, nodes_per_leaf=leaf, oversubscription=ratio)
+    assert timing.duration_ns(members, GIB) == pytest.approx(_all_reduce_ns(node, members, algo, GIB, spine),
+                                                             rel=0.005)
+    assert _at_or_above(timing.duration_ns(members, GIB), _floor_ns(node, "all_reduce", members, GIB, spine))
+
+
+def test_the_channel_count_reaches_no_preset_figure(tmp_path):
+    """NCCL's channels come from its topology search (one a NIC at the NIC's speed, doubled:
+    src/graph/search.cc, connect.cc), so 4-GPU nodes with 4 NICs get fewer than the 32 the
+    model keeps. On a preset they change nothing: a tree's halved chunks cost nothing there
+    (``tree_chunk_us`` 0, fitted only by calibrate) and the ring's plateau is never on a size
+    where Simple beats LL. Every time, on 1 to 4 nodes of 4 GPUs, 8 B to 1 GiB, is the same on
+    1 to 32 channels."""
+    from simpy_astra.engine.nccl_tuning import ALGORITHMS, Shape, available, choose, predict_us
+
+    links = load_cluster({"preset": _four_per_node(tmp_path), "gpus": 16}, "c").nccl_all_reduce().links
+    assert links.tree_chunk_us == 0
+    for nc in (1, 2, 4, 8, 16):
+        fewer = replace(links, channels=nc)
+        for shape in (Shape(4, 1, 4), Shape(8, 2, 4), Shape(16, 4, 4), Shape(4, 4, 1), Shape(8, 4, 2)):
+            for size in (2**e for e in range(3, 31)):
+                assert choose(fewer, shape, size) == choose(links, shape, size)
+                for algo in (a for a in ALGORITHMS if available(links, shape, a)):
+                    assert predict_us(fewer, shape, algo, size) == predict_us(links, shape, algo, size)
+
+
+# ------------------------------------------------------------------ groups in Megatron steps
+BASE = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 "
+        "--micro-batch-size 1 --global-batch-size 16 --bf16 --vocab-size 51200 ")
+
+
+def _step(tmp_path, monkeypatch, args: str, cluster: dict) -> tuple[Simulation, dict]:
+    """A Megatron step run unfolded, and every NCCL-timed collective it ran: (members, bytes,
+    kind) -> ns, as NCCL's model timed it."""
+    from simpy_astra.engine import nccl_collectives
+
+    seen: dict = {}
+    timed = nccl_collectives.NcclAllReduce._duration_ns
+
+    def record(self, members, size, kind):
+        seen[(members, size, kind)] = took = timed(self, members, size, kind)
+        return took
+
+    monkeypatch.setattr(nccl_collectives.NcclAllReduce, "_duration_ns", record)
+    monkeypatch.setenv("SIMPY_ASTRA_FOLD", "0")
+    sim = _run(tmp_path, {"workload": {"generate": "megatron", "args": BASE + args}, "cluster": cluster})
+    return sim, seen
+
+
+def _groups(seen: dict) -> set[tuple[int, ...]]:
+    return {members for members, _size, _kind in seen}
+
+
+def _blocks(gpus: int, size: int, stride: int = 1) -> set[tuple[int, ...]]:
+    """Groups of ``size`` GPUs ``stride`` apart, tiling ``gpus``."""
+    span = size * stride
+    return {tuple(range(base + off, base + span, stride)) for base in range(0, gpus, span) for off in range(stride)}
+
+
+STEPS = [
+    # strided data-parallel groups: tp 4 on two nodes
+    ("dgx-a100-80gb", 16, "--tensor-model-parallel-size 4 --DDP-impl local", _blocks(16, 4) | _blocks(16, 4, 4)),
+    # tp 2 x cp 2: context-parallel pairs 2 apart; gradients and parameters over dp x cp, 2 apart
+    ("dgx-h100", 16, "--tensor-model-parallel-size 2 --context-parallel-size 2 --use-distributed-optimizer",
+     _blocks(16, 2) | _blocks(16, 2, 2) | _blocks(16, 8, 2)),
+    # tensor parallelism spanning two nodes; data parallelism 16 apart
+    ("dgx-h100", 32, "--tensor-model-parallel-size 16 --DDP-impl local", _blocks(32, 16) | _blocks(32, 2, 16)),
+    # tp 8 x cp 2: each context-parallel pair one GPU on each node, one rail
+    ("dgx-a100-40gb", 16, "--tensor-model-parallel-size 8 --context-parallel-size 2 --seq-length 2048 "
+     "--max-position-embeddings 2048", _blocks(16, 8) | _blocks(16, 2, 8)),
+    # Megatron's tp-cp-ep-pp-dp order: the data-parallel pair 8 apart, the pipeline in a node (its
+    # first and last stages' tied embeddings synced 4 apart)
+    ("dgx-a100-80gb", 16, "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --use-tp-pp-dp-mapping "
+     "--DDP-impl local", _blocks(16, 4) | _blocks(16, 2, 8) | _blocks(16, 2, 4)),
+    # tp 8 x pp 2: the pipeline's neighbours (and the embeddings' pairs) on two nodes; no data parallelism
+    ("dgx-h100", 16, "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2", _blocks(16, 8) | _blocks(16, 2, 8)),
+]
+
+
+@pytest.mark.parametrize("preset,gpus,args,groups", STEPS)
+def test_megatron_groups_are_megatrons_and_each_collective_holds_its_floor(tmp_path, monkeypatch, preset, gpus,
+                                                                           args, groups):
+    """Every NCCL-timed collective of the step runs on one of Megatron's groups (by hand), at
+    or above its NIC floor; forced to the ring, each of 64 MiB and more is NCCL's ring (Simple)
+    on its members' links by hand; and no collective is below its link-bandwidth floor."""
+    node = _node(preset)
+    for algo in (None, "ring"):
+        sim, seen = _step(tmp_path, monkeypatch, args,
+                          {"preset": preset, "gpus": gpus, **({"nccl_algo": algo} if algo else {})})
+        assert _groups(seen) == groups
+        assert not [w for w in sim.warnings if "floor" in w]
+        for (members, size, kind), took in seen.items():
+            assert _at_or_above(took, _floor_ns(node, kind, members, size)), (members, size, kind)
+            if algo == "ring" and size >= 2**26:
+                by_hand = (_all_reduce_ns(node, members, "ring", size) if kind == "all_reduce" else
+                           _ring_half_ns(node, members, kind, size))
+                assert took == pytest.approx(by_hand, rel=0.005), (members, size, kind)
+
+
+def _cli(tmp_path, body: dict, *flags: str) -> None:
+    import subprocess
+    import sys
+
+    from tests.test_cluster_placement import ROOT
+
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(body))
+    env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--quiet", *flags],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("preset", [*SHIPPED, "four"])
+def test_tp4_data_parallel_sync_at_or_above_its_floor_on_every_preset(tmp_path, preset):
+    """TP 4 on 16 GPUs, --DDP-impl local: the gradients' all-reduce after the backward, exposed,
+    on data-parallel groups {0, 4, 8, 12} (2 a node on 8-GPU nodes; 1 on each of 4 nodes of the
+    4-GPU copy). Its bytes are at least the layers' 12 l h^2 / tp and the embedding's V h / tp
+    parameters in fp32 (bf16 reduces in fp32): 77.6 MB; each node sends 2 (m - 1) / m of them
+    through its k NICs. At a quarter of the NICs' rate the sync takes over 3x as long."""
+    preset = _four_per_node(tmp_path) if preset == "four" else preset
+    node = _node(preset)
+    grads = 4 * (12 * 2 * 1024 * 1024 + 51200 * 1024) / 4
+    assert grads / 1e6 == pytest.approx(77.6, abs=0.05)
+    seen = {}
+    for scale in (1, 4):
+        gbit_s = node["inter_node_gbps"] / scale
+        out = tmp_path / f"{scale}.json"
+        _cli(tmp_path, {"workload": {"generate": "megatron", "args": BASE + "--tensor-model-parallel-size 4 "
+                                     "--DDP-impl local"},
+                        "cluster": {"preset": preset, "gpus": 16, "inter_node_gbit_s": gbit_s}}, "--json-out", str(out))
+        dp_ns = json.loads(out.read_text())["npus"]["0"]["breakdown_ns"]["comm.dp"]
+        floor = _floor_ns({**node, "inter_node_gbps": gbit_s}, "all_reduce", (0, 4, 8, 12), grads)
+        assert dp_ns >= floor
+        seen[scale] = dp_ns
+    assert seen[4] > 3 * seen[1]
+
+
+@pytest.mark.parametrize("preset", [*SHIPPED, "four"])
+def test_pipeline_neighbours_pay_their_route_on_every_preset(tmp_path, preset):
+    """TP 2 x PP 4 on 16 GPUs: stage p on ranks 4p to 4p + 3, each sending its whole activation
+    (s b h in bf16, 2 MiB: today's Megatron) to the rank 4 ahead and its gradient 4 back: in a
+    node, or (8-GPU nodes: 5 -> 9) across nodes on another rail, PXN; on the 4-GPU copy across
+    nodes on one rail. Every send by hand."""
+    import csv
+
+    preset = _four_per_node(tmp_path) if preset == "four" else preset
+    node = _node(preset)
+    args = BASE.replace("--num-layers 2", "--num-layers 4") + "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4"
+    _cli(tmp_path, {"workload": {"generate": "megatron", "args": args}, "cluster": {"preset": preset, "gpus": 16}},
+         "--csv-out", str(tmp_path / "csv"))
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        sends = [r for r in csv.DictReader(f) if r["type"].startswith("COMM_SEND")]
+    kinds = set()
+    for r in sends:
+        src = int(r["npu"])
+        dst = src + 4 if r["name"].endswith("send_activation") else src - 4
+        kinds.add((src // node["gpus"] == dst // node["gpus"], src % node["gpus"] == dst % node["gpus"]))
+        assert int(r["duration_ns"]) == pytest.approx(_pair_ns(node, src, dst, 2**21), abs=2), r["name"]
+    # (same node, same rail): 4-GPU nodes hold a stage each, so every send crosses nodes on its rail
+    assert kinds == ({(False, True)} if node["gpus"] == 4 else {(True, False), (False, False)})
+
+
+@pytest.mark.parametrize("preset", SHIPPED)
+def test_an_expert_groups_all_to_all_across_nodes_holds_the_floor_the_check_states(tmp_path, monkeypatch, preset):
+    """TP 4 with 4 experts over ep 4 (etp = tp): expert groups {0, 4, 8, 12}, 2 a node on two
+    nodes, their all-to-all played as messages. The bound check states each one's floor, the
+    half of each member's buffer B bound for the other node through its own rail, B / 2 / rail
+    (by hand), and every all-to-all takes at least that: no warning."""
+    monkeypatch.setenv("SIMPY_ASTRA_FOLD", "0")
+    node = _node(preset)
+    args = (BASE + "--tensor-model-parallel-size 4 --sequence-parallel --num-experts 4 --expert-model-parallel-size 4 "
+            "--moe-router-topk 2 --disable-bias-linear --moe-token-dispatcher-type alltoall")
+    sim = _run(tmp_path, {"workload": {"generate": "megatron", "args": args}, "cluster": {"preset": preset, "gpus": 16}})
+    assert not sim.warnings
+    checked = 0
+    for npu in sim.npus:
+        for nid, kind, size, plan, involved, _stream, start in npu.collective_log:
+            assert kind == "all_to_all" and tuple(d.members for d in plan.dims) == (tuple(range(npu.npu_id % 4, 16, 4)),)
+            floor = sim.floor_check.floor_ns(kind, size, plan, involved)
+            assert floor == pytest.approx(size / 2 / _rates(node)[1], abs=1)
+            assert npu.ended_ns[nid] - start >= floor
+            checked += 1
+    assert checked >= 16
