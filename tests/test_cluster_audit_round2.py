@@ -393,6 +393,58 @@ def test_megatron_groups_are_megatrons_and_each_collective_holds_its_floor(tmp_p
                 assert took == pytest.approx(by_hand, rel=0.005), (members, size, kind)
 
 
+# ------------------------------------------------------------------ NCCL's constants by GPU
+def _renamed(tmp_path, name: str, nvls: bool | None) -> str:
+    """dgx-h100 with another GPU name, its node's nvls key set or left out."""
+    with open(os.path.join(PRESETS, "dgx-h100.yaml")) as f:
+        text = f.read().replace("name: H100-SXM5-80GB", f"name: {name}")
+    nvls_line = next(line for line in text.splitlines() if line.strip().startswith("nvls:"))
+    text = text.replace(nvls_line, "" if nvls is None else f"  nvls: {str(nvls).lower()}")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("how", ["nvls off", "PCIe by name", "NVLS on"])
+def test_lls_ceiling_in_a_node_is_the_gpus_not_nvlss(tmp_path, how):
+    """NCCL caps LL's bus bandwidth on one node by the GPUs' generation (tuning.cc llMaxBws,
+    indexed by compute capability: Ampere 87.7 GB/s, Hopper 141), whatever NVLS does. A 1 MiB
+    all-reduce on 8 H100s is NCCL's ring with LL whether the nodes have NVLS or not (NVLS is
+    chosen from 2 MiB): 6.6 + 14 x 0.6 us of latency, 1 MiB / (141 x 8/14 GB/s) = 13.0 us, and
+    the preset's 3.675 us a call: 31.69 us. With NVLS off (cluster nvls: false, as
+    NCCL_NVLS_ENABLE=0) or on an H100 PCIe copy it took 39.60 us: the ceiling was picked by
+    NVLS, so an H100 without it got Ampere's."""
+    cluster = {"nvls off": {"preset": "dgx-h100", "gpus": 8, "nvls": False},
+               "PCIe by name": {"preset": _renamed(tmp_path, "H100-PCIe-80GB", None), "gpus": 8},
+               "NVLS on": {"preset": "dgx-h100", "gpus": 8}}[how]
+    by_hand_us = 3.675 + 6.6 + 14 * 0.6 + 2**20 / (141 * 8 / 14 * 1e3)
+    took = _finish_ns(_run(tmp_path, _microbench("all_reduce", 2**20, cluster)))
+    assert took == pytest.approx(1000 * by_hand_us, rel=0.001)
+
+
+def test_blackwells_ll_ceiling_in_a_node_is_twice_hoppers(tmp_path):
+    """tuning.cc: Blackwell's llMaxBws on one node is 2 x 141 GB/s. A B200 copy of dgx-h100 (its
+    NVLink kept, 397.3 GB/s): LL's half of it, 198.7 GB/s, is under 282, so a 1 MiB ring LL
+    moves at 198.7 x 8/14 GB/s: 3.675 + 15.0 + 9.24 us; capped at Hopper's 141 it took 31.69."""
+    nvlink = _rates(_node("dgx-h100"))[0]
+    by_hand_us = 3.675 + 6.6 + 14 * 0.6 + 2**20 / (min(0.5 * nvlink, 282) * 8 / 14 * 1e3)
+    cluster = {"preset": _renamed(tmp_path, "B200-SXM-192GB", True), "gpus": 8}
+    took = _finish_ns(_run(tmp_path, _microbench("all_reduce", 2**20, cluster)))
+    assert took == pytest.approx(1000 * by_hand_us, rel=0.001)
+
+
+@pytest.mark.parametrize("name,generation", [
+    ("H100-SXM5-80GB", "hopper"), ("GH200-480GB", "hopper"), ("H20", "hopper"), ("H800-PCIe", "hopper"),
+    ("GB200-NVL72", "blackwell"), ("B300", "blackwell"), ("A100-SXM4-40GB", "ampere"), ("A10G", "ampere"),
+    ("L40S", "ampere"), ("V100-SXM2-32GB", "volta"), ("T4", "volta"), ("MI300X", "")])
+def test_a_gpus_generation_by_its_name(name, generation):
+    """NCCL's constants per generation (compute capability: Ada counts as Ampere, Turing as
+    Volta); a name known neither way is "" (then NVLS decides, as before)."""
+    from simpy_astra.config.cluster import gpu_generation
+
+    assert gpu_generation(name) == generation
+
+
 def _cli(tmp_path, body: dict, *flags: str) -> None:
     import subprocess
     import sys

@@ -21,7 +21,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from simpy_astra.config.cluster import has_nvls
+from simpy_astra.config.cluster import gpu_generation, has_nvls
 from simpy_astra.engine.nccl_tuning import (
     ALGORITHMS,
     Links,
@@ -97,7 +97,9 @@ def machine(network: dict[str, Any], devices: list[str]) -> tuple[Links, Shape]:
     per_node, nodes = counts[0], (counts[1] if len(counts) == 2 else 1)
     bws = [float(b) * GIB_IN_GB for b in network["bandwidth"]]
     nvls = any(has_nvls(d) for d in devices)
-    return Links(bws[0], bws[1] if nodes > 1 else bws[0], nvls), Shape(per_node * nodes, nodes, per_node)
+    generation = next((g for g in map(gpu_generation, devices) if g), "")  # LL's ceiling in a node is the GPU's
+    return (Links(bws[0], bws[1] if nodes > 1 else bws[0], nvls, generation=generation),
+            Shape(per_node * nodes, nodes, per_node))
 
 
 def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | None]],

@@ -179,7 +179,8 @@ class Cluster:
                       efficiency=tuple((algo, float(node[f"nccl_{algo}_efficiency"])) for algo in ALGORITHMS),
                       latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
                       launch_us=float(node["nccl_launch_us"]),
-                      protocol_scale=tuple((f"ring {proto} in a node", bw, lat) for proto, (bw, lat) in protocols.items()))
+                      protocol_scale=tuple((f"ring {proto} in a node", bw, lat) for proto, (bw, lat) in protocols.items()),
+                      generation=gpu_generation(str(self.gpu["name"])))
         return NcclAllReduce(self.rails(), links, self.nccl_algo, self.where)
 
     def network_mapping(self, blocks: list[int] | None = None) -> dict[str, Any]:
@@ -271,6 +272,18 @@ NO_NVLS_GPUS = ("A100", "A800", "A30", "A40", "A10", "V100", "P100", "L40", "L4"
 #: a PCIe card (H100 PCIe, H100 NVL: NVLink bridges between two or four cards at most) sits on
 #: no NVSwitch, whatever its chip; NVL72 and NVL36 are racks of NVSwitches
 _NO_SWITCH = re.compile(r"PCIE|NVL(?![\dI])")
+
+
+#: GPU generations as NCCL indexes its constants (by compute capability: Ada counts as Ampere,
+#: Turing and Pascal as Volta), each by the chips' names; "GB200" holds "B200", "GH200" "H200"
+GENERATIONS = (("blackwell", ("B100", "B200", "B300")), ("hopper", ("H100", "H200", "H800", "H20")),
+               ("ampere", ("A100", "A800", "A30", "A40", "A10", "L40", "L4")), ("volta", ("V100", "P100", "T4")))
+
+
+def gpu_generation(gpu_name: str) -> str:
+    """The GPU's generation by its name (a key of NCCL's per-generation constants), "" if not known."""
+    name = gpu_name.upper()
+    return next((gen for gen, chips in GENERATIONS if any(chip in name for chip in chips)), "")
 
 
 def has_nvls(gpu_name: str) -> bool:

@@ -61,9 +61,11 @@ RING_PLATEAU = 1.4
 LL_SHARE = {"ring": 0.5, "tree": 1 / 3.8}
 LL128_SHARE = {"ring": 0.92, "tree": 120 / 128}
 LL128_TREE_ONE_NODE = 7 / 9
-#: tuning.cc llMaxBws (GB/s of bus bandwidth): LL's ceiling, by the GPU on one node (Ampere,
-#: Hopper) and by the host (x86 Intel) on two nodes and on more
-LL_MAX_GB_S = {"one node": 87.7, "one node, hopper": 141.0, "two nodes": 39.0, "more nodes": 20.4}
+#: tuning.cc llMaxBws (GB/s of bus bandwidth): LL's ceiling by the host (x86 Intel) on two nodes
+#: and on more, and on one node by the GPUs' generation (NCCL's compute-capability index: Volta
+#: and Turing, Ampere and Ada, Hopper, Blackwell), whether or not the nodes have NVLS
+LL_MAX_GB_S = {"two nodes": 39.0, "more nodes": 20.4}
+LL_MAX_ONE_NODE_GB_S = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 2 * 141.0}
 #: tuning.cc: the tree's all-reduce bandwidth factor, and NVLS's efficiency on Hopper
 TREE_SHARE = 0.92
 NVLS_SHARE = 0.85
@@ -124,6 +126,9 @@ class Links:
     #: 1 where not: a factor measured inside a node says nothing of the NICs, nor one of a tree
     #: of a ring)
     protocol_scale: tuple[tuple[str, float, float], ...] = ()
+    #: the GPUs' generation, a key of :data:`LL_MAX_ONE_NODE_GB_S`; "" (not known): Hopper's
+    #: where the nodes have NVLS, else Ampere's
+    generation: str = ""
 
     def protocol_factors(self, shape: Shape, algo: str, proto: str) -> tuple[float, float]:
         """(bandwidth factor, latency factor) of ``algo`` run with ``proto`` on ``shape``."""
@@ -187,7 +192,7 @@ def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: 
 
 def _ll_max_gb_s(links: Links, shape: Shape) -> float:
     if shape.nodes == 1:
-        return LL_MAX_GB_S["one node, hopper" if links.nvls else "one node"]
+        return LL_MAX_ONE_NODE_GB_S[links.generation or ("hopper" if links.nvls else "ampere")]
     return LL_MAX_GB_S["two nodes" if shape.nodes == 2 else "more nodes"]
 
 
