@@ -285,6 +285,28 @@ def test_reduce_scatter_and_all_gather_of_every_group_shape(preset, gpus, member
         assert _at_or_above(took, _floor_ns(node, kind, members, size))
 
 
+@pytest.mark.parametrize("preset", SHIPPED)
+@pytest.mark.parametrize("gpus", [4, 16, 24])
+def test_microbench_collectives_on_every_preset(tmp_path, preset, gpus):
+    """generate: microbench over every GPU, part of a node to three nodes: the all-reduce of 1 GiB
+    as NCCL's choice by hand, the reduce-scatter (1 GiB buffer) and all-gather (1 GiB a rank) as
+    NCCL's ring, the all-to-all (1 GiB a rank, played as messages) at or above its NIC floor."""
+    node = _node(preset)
+    members = tuple(range(gpus))
+    cluster = {"preset": preset, "gpus": gpus}
+    estimates = {algo: _simple_us(node, members, algo, GIB)[0] for algo in _algorithms(node, members)}
+    chosen = min(estimates, key=estimates.get)
+    expect = {"all_reduce": _all_reduce_ns(node, members, chosen, GIB),
+              "reduce_scatter": _ring_half_ns(node, members, "reduce_scatter", GIB),
+              "all_gather": _ring_half_ns(node, members, "all_gather", GIB)}
+    for kind, by_hand in expect.items():
+        took = _finish_ns(_run(tmp_path, _microbench(kind, GIB, cluster)))
+        assert took == pytest.approx(by_hand, rel=0.005), kind
+    sim = _run(tmp_path, _microbench("all_to_all", GIB, cluster))
+    assert not sim.warnings
+    assert _finish_ns(sim) >= _floor_ns(node, "all_to_all", members, GIB)
+
+
 @pytest.mark.parametrize("algo", ["ring", "tree", "nvls"])
 @pytest.mark.parametrize("leaf,ratio", [(1, 2), (2, 4), (4, 4)])
 def test_a_strided_group_across_leaves_runs_at_the_spines_share(algo, leaf, ratio):
@@ -325,6 +347,15 @@ BASE = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length
         "--micro-batch-size 1 --global-batch-size 16 --bf16 --vocab-size 51200 ")
 
 
+def _args(extra: str) -> str:
+    """BASE with ``extra``'s flags added or replacing BASE's (no flag given twice)."""
+    words, flags = (BASE + extra).split(), {}
+    while words:
+        flag = words.pop(0)
+        flags[flag] = words.pop(0) if words and not words[0].startswith("--") else None
+    return " ".join(flag if value is None else f"{flag} {value}" for flag, value in flags.items())
+
+
 def _step(tmp_path, monkeypatch, args: str, cluster: dict) -> tuple[Simulation, dict]:
     """A Megatron step run unfolded, and every NCCL-timed collective it ran: (members, bytes,
     kind) -> ns, as NCCL's model timed it."""
@@ -339,7 +370,7 @@ def _step(tmp_path, monkeypatch, args: str, cluster: dict) -> tuple[Simulation, 
 
     monkeypatch.setattr(nccl_collectives.NcclAllReduce, "_duration_ns", record)
     monkeypatch.setenv("SIMPY_ASTRA_FOLD", "0")
-    sim = _run(tmp_path, {"workload": {"generate": "megatron", "args": BASE + args}, "cluster": cluster})
+    sim = _run(tmp_path, {"workload": {"generate": "megatron", "args": _args(args)}, "cluster": cluster})
     return sim, seen
 
 
@@ -384,7 +415,7 @@ def test_megatron_groups_are_megatrons_and_each_collective_holds_its_floor(tmp_p
         sim, seen = _step(tmp_path, monkeypatch, args,
                           {"preset": preset, "gpus": gpus, **({"nccl_algo": algo} if algo else {})})
         assert _groups(seen) == groups
-        assert not [w for w in sim.warnings if "floor" in w]
+        assert not sim.warnings
         for (members, size, kind), took in seen.items():
             assert _at_or_above(took, _floor_ns(node, kind, members, size)), (members, size, kind)
             if algo == "ring" and size >= 2**26:
@@ -474,8 +505,8 @@ def test_tp4_data_parallel_sync_at_or_above_its_floor_on_every_preset(tmp_path, 
     for scale in (1, 4):
         gbit_s = node["inter_node_gbps"] / scale
         out = tmp_path / f"{scale}.json"
-        _cli(tmp_path, {"workload": {"generate": "megatron", "args": BASE + "--tensor-model-parallel-size 4 "
-                                     "--DDP-impl local"},
+        _cli(tmp_path, {"workload": {"generate": "megatron", "args": _args("--tensor-model-parallel-size 4 "
+                                                                            "--DDP-impl local")},
                         "cluster": {"preset": preset, "gpus": 16, "inter_node_gbit_s": gbit_s}}, "--json-out", str(out))
         dp_ns = json.loads(out.read_text())["npus"]["0"]["breakdown_ns"]["comm.dp"]
         floor = _floor_ns({**node, "inter_node_gbps": gbit_s}, "all_reduce", (0, 4, 8, 12), grads)
@@ -494,7 +525,7 @@ def test_pipeline_neighbours_pay_their_route_on_every_preset(tmp_path, preset):
 
     preset = _four_per_node(tmp_path) if preset == "four" else preset
     node = _node(preset)
-    args = BASE.replace("--num-layers 2", "--num-layers 4") + "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4"
+    args = _args("--num-layers 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4")
     _cli(tmp_path, {"workload": {"generate": "megatron", "args": args}, "cluster": {"preset": preset, "gpus": 16}},
          "--csv-out", str(tmp_path / "csv"))
     with open(tmp_path / "csv" / "nodes.csv") as f:
@@ -509,24 +540,41 @@ def test_pipeline_neighbours_pay_their_route_on_every_preset(tmp_path, preset):
     assert kinds == ({(False, True)} if node["gpus"] == 4 else {(True, False), (False, False)})
 
 
+A2A_STEPS = [
+    # experts over ep 4 with etp = tp = 4: groups {0, 4, 8, 12}, 2 a node on two nodes
+    ("--tensor-model-parallel-size 4 --sequence-parallel --num-experts 4 --expert-model-parallel-size 4 "
+     "--moe-router-topk 2 --disable-bias-linear --moe-token-dispatcher-type alltoall", _blocks(16, 4, 4)),
+    # ep 16: every GPU, 8 a node
+    ("--num-experts 16 --expert-model-parallel-size 16 --moe-router-topk 2 --disable-bias-linear "
+     "--moe-token-dispatcher-type alltoall", {tuple(range(16))}),
+    # context parallelism by all-to-all (Ulysses) over {r, r + 8}: one GPU a node, one rail
+    ("--tensor-model-parallel-size 8 --context-parallel-size 2 --cp-comm-type a2a --seq-length 2048 "
+     "--max-position-embeddings 2048", _blocks(16, 2, 8)),
+]
+
+
 @pytest.mark.parametrize("preset", SHIPPED)
-def test_an_expert_groups_all_to_all_across_nodes_holds_the_floor_the_check_states(tmp_path, monkeypatch, preset):
-    """TP 4 with 4 experts over ep 4 (etp = tp): expert groups {0, 4, 8, 12}, 2 a node on two
-    nodes, their all-to-all played as messages. The bound check states each one's floor, the
-    half of each member's buffer B bound for the other node through its own rail, B / 2 / rail
-    (by hand), and every all-to-all takes at least that: no warning."""
+@pytest.mark.parametrize("args,groups", A2A_STEPS)
+def test_all_to_alls_across_nodes_hold_the_floor_the_check_states(tmp_path, monkeypatch, preset, args, groups):
+    """All-to-alls are played as messages, each member's buffer B split among its group. The bound
+    check states each one's floor by hand: the slowest node's k (n - k) / n x B out through its
+    k members' rails (B / 2 / rail on two nodes); every all-to-all takes at least that, and the
+    run warns of none."""
     monkeypatch.setenv("SIMPY_ASTRA_FOLD", "0")
     node = _node(preset)
-    args = (BASE + "--tensor-model-parallel-size 4 --sequence-parallel --num-experts 4 --expert-model-parallel-size 4 "
-            "--moe-router-topk 2 --disable-bias-linear --moe-token-dispatcher-type alltoall")
-    sim = _run(tmp_path, {"workload": {"generate": "megatron", "args": args}, "cluster": {"preset": preset, "gpus": 16}})
+    sim = _run(tmp_path, {"workload": {"generate": "megatron", "args": _args(args)},
+                          "cluster": {"preset": preset, "gpus": 16}})
     assert not sim.warnings
-    checked = 0
+    seen = set()
     for npu in sim.npus:
         for nid, kind, size, plan, involved, _stream, start in npu.collective_log:
-            assert kind == "all_to_all" and tuple(d.members for d in plan.dims) == (tuple(range(npu.npu_id % 4, 16, 4)),)
+            reached = {npu.npu_id}  # the grid's lines through this GPU, one after another
+            for dim in plan.dims:
+                reached = {x + m - npu.npu_id for x in reached for m in dim.members}
+            members = tuple(sorted(reached))
+            assert kind == "all_to_all" and members in groups
             floor = sim.floor_check.floor_ns(kind, size, plan, involved)
-            assert floor == pytest.approx(size / 2 / _rates(node)[1], abs=1)
-            assert npu.ended_ns[nid] - start >= floor
-            checked += 1
-    assert checked >= 16
+            assert floor == pytest.approx(_floor_ns(node, kind, members, size), abs=1)
+            assert npu.ended_ns[nid] - start >= floor > 0
+            seen.add(members)
+    assert seen == groups
