@@ -229,6 +229,31 @@ def test_a_users_preset_of_four_gpus_a_node(tmp_path, gpus):
             assert took == pytest.approx(_pair_ns(node, src, dst, 2**26), rel=0.01)
 
 
+@pytest.mark.parametrize("preset", [*SHIPPED, "four"])
+@pytest.mark.parametrize("backend", ["packet", "congestion_aware"])
+def test_message_backends_price_pairs_both_ways_on_three_nodes(tmp_path, preset, backend):
+    """64 MiB alone, both ways, on three nodes: packet pipelines its packets (the route's
+    latencies + size / its slowest link, within 1%); congestion_aware stores and forwards whole
+    messages, each link's latency and the bytes once a link: NVLink twice in a node, the rail
+    twice across nodes on one rail, NVLink's twice and the rail's twice between rails (PXN)."""
+    preset = _four_per_node(tmp_path) if preset == "four" else preset
+    node = _node(preset)
+    per, size = node["gpus"], 2**26
+    nvlink, rail = _rates(node)
+    for a, b in ((1, per - 2), (1, 2 * per + 1), (per - 1, 2 * per)):
+        for src, dst in ((a, b), (b, a)):
+            if backend == "packet":
+                by_hand = _pair_ns(node, src, dst, size)
+            else:
+                nvlink_hops = 2 if src // per == dst // per or src % per != dst % per else 0
+                rail_hops = 0 if src // per == dst // per else 2
+                by_hand = (nvlink_hops * (size / nvlink + node["nvlink_latency_ns"])
+                           + rail_hops * (size / rail + node["inter_node_latency_ns"]))
+            sim = _run(tmp_path, {"backend": backend, **_microbench("send_recv", size, {"preset": preset, "gpus": 3 * per},
+                                                                    src=src, dst=dst)})
+            assert _finish_ns(sim) == pytest.approx(by_hand, rel=0.01), (src, dst)
+
+
 def test_gpus_past_a_node_that_do_not_fill_nodes_are_refused_on_a_users_preset(tmp_path):
     from simpy_astra.errors import InputError
 
