@@ -634,3 +634,27 @@ def test_a_backend_with_a_shared_trunk_between_two_halves(r5):
     plain = _write(r5, "plain.yaml", workload, _system(all_to_all='"r5:SCATTER"'), _net("FullyConnected", 4),
                    "congestion_unaware")
     assert _finished(plain) == dict.fromkeys(range(4), d(piece) + E)
+
+
+NVLINK = "nvlink_gib_s: 0.931322574615478, nvlink_latency_ns: 250"  # 1 byte/ns, 250 ns a hop
+
+
+def test_ones_own_generator_beside_a_cluster_learns_its_gpu_count(r5):
+    """docs/generators.md: beside a `cluster:` a generator's `params` holds `num_npus`, the
+    cluster's GPU count, unless the mapping gives one. Before, a generator reading it raised
+    KeyError: the docs said `params` is the mapping, and the cluster gave it nothing. Eight GPUs
+    of one node each compute 10 us, then send S to the next one: through the NVSwitch,
+    trunc(2 x 250 + S / 1 byte/ns) (docs/megatron.md, "The machine a preset describes")."""
+    size = 65_536
+    (r5 / "pass.yaml").write_text(f'workload: {{generate: "r5:ring_pass", size: {size}, compute_us: 10}}\n'
+                                  f"cluster: {{preset: dgx-a100-80gb, gpus: 8, {NVLINK}}}\n")
+    assert _finished(r5 / "pass.yaml") == dict.fromkeys(range(8), 10_000 + 2 * 250 + size)
+
+
+def test_a_gpu_count_given_beside_a_cluster_must_be_the_clusters(r5):
+    from simpy_astra.errors import InputError
+
+    (r5 / "pass.yaml").write_text('workload: {generate: "r5:ring_pass", size: 4096, compute_us: 10, num_npus: 4}\n'
+                                  "cluster: {preset: dgx-a100-80gb, gpus: 8}\n")
+    with pytest.raises(InputError, match="writes 4 ranks, but cluster.gpus is 8"):
+        _finished(r5 / "pass.yaml")
