@@ -658,3 +658,104 @@ def test_a_gpu_count_given_beside_a_cluster_must_be_the_clusters(r5):
                                   "cluster: {preset: dgx-a100-80gb, gpus: 8}\n")
     with pytest.raises(InputError, match="writes 4 ranks, but cluster.gpus is 8"):
         _finished(r5 / "pass.yaml")
+
+
+def tp_dp_step(tp: int, dp: int, layers: int, compute_us: int, act: int, grad: int) -> int:
+    """Each layer computes compute_us / tp, then all-reduces act in its tp group; then grad / tp
+    in the dp group. A group of k NPUs runs the native ring on its own (fully connected: every
+    step one hop); a group of one has no collective."""
+    def ring(k: int, size: int) -> int:
+        return ring_all_reduce(k, size) if k > 1 else 0
+
+    return layers * (compute_us * 1000 // tp + ring(tp, act)) + ring(dp, grad // tp)
+
+
+def test_a_megatron_like_generator_swept_over_its_layouts_under_a_constraint(r5):
+    """docs/sweeps.md: axes on a generator's parameters (`workload.tp`, `workload.dp`) and a
+    constraint over coordinates alone, `tp * dp == 8`, which drops the other 12 points before
+    they run. The four layouts of 8 NPUs give their closed forms, and best.json names the
+    fastest."""
+    base = ('{generate: "r5:tp_dp", tp: 2, dp: 4, layers: 2, compute_us: 400, act: 262144, grad: 4194304}')
+    _write(r5, "base.yaml", base, _system(), _net("FullyConnected", 8), "congestion_unaware")
+    (r5 / "sweep.yaml").write_text("base: base.yaml\naxes:\n  workload.tp: [1, 2, 4, 8]\n  workload.dp: [1, 2, 4, 8]\n"
+                                   "constraints:\n  - tp * dp == 8\n")
+    _cli(r5, "sweep", "sweep.yaml", "--out", "out")
+    with open(r5 / "out" / "results.csv") as f:
+        rows = {(int(r["workload.tp"]), int(r["workload.dp"])): r for r in csv.DictReader(f)}
+    expected = {(tp, 8 // tp): tp_dp_step(tp, 8 // tp, 2, 400, 262_144, 4 * MIB) for tp in (1, 2, 4, 8)}
+    assert {k: int(r["finish_ns"]) for k, r in rows.items()} == expected
+    best = json.loads((r5 / "out" / "best.json").read_text())["best"]
+    assert int(best["figures"]["finish_ns"]) == min(expected.values())
+    assert (int(best["coordinates"]["workload.tp"]), int(best["coordinates"]["workload.dp"])) == (8, 1)
+
+
+def bisection_report(figures_json: Path, side: set[int]) -> tuple[int, int]:
+    """(bytes, busy ns) the links from `side` to the rest and back carried: a report of one's
+    own over `--json-out`'s `links` (docs/reports.md)."""
+    links = json.loads(figures_json.read_text())["links"]
+    crossing = [link for link in links if (link["from"] in side) != (link["to"] in side)]
+    return sum(link["bytes"] for link in crossing), max(link["busy_ns"] for link in crossing)
+
+
+def test_a_report_of_the_bytes_across_a_rings_bisection(r5):
+    """The native ring all-reduce of S on an 8-NPU ring (congestion_aware) sends 2(n-1) messages
+    of S/n clockwise on every link; the cut between NPUs 0-3 and 4-7 crosses the links 3 -> 4 and
+    7 -> 0 that way (4 -> 3 and 0 -> 7 carry nothing): 2 x 14 x S/8 bytes, each link busy
+    14 trunc(S/8 / B). Read from `--json-out`, whose link ends are NPU ids."""
+    _write(r5, "ring8.yaml", _bench("all_reduce", MIB, 8), _system(), _net("Ring", 8), "congestion_aware")
+    _cli(r5, "run", "ring8.yaml", "--quiet", "--json-out", "f.json")
+    assert bisection_report(r5 / "f.json", {0, 1, 2, 3}) == (2 * 14 * MIB // 8, 14 * (MIB // 8)) == (3_670_016,
+                                                                                                     1_835_008)
+
+
+def overlap_report(reports) -> dict[int, tuple[int, int, float]]:
+    """Per NPU: GPU time, communication time, and the share of communication hidden under
+    compute, 1 - exposed / comm, from what `sim.run()` returns (docs/cosimulation.md)."""
+    return {r.npu_id: (r.times["GPU"], r.times["Comm"], 1 - r.exposed_comm_ns / r.times["Comm"]) for r in reports}
+
+
+@pytest.mark.parametrize("compute_us", [100, 2000])
+def test_a_report_of_how_much_communication_compute_hides(r5, compute_us):
+    """A generator whose backward compute and gradient all-reduce run side by side, then an
+    optimizer of 5 us. The ring all-reduce of 1 MiB on 4 NPUs takes A = E + 6 (d(S/4) + E) +
+    3 P(S/4); the step ends at max(C, A) + 5 us, and exposed communication (the reference's
+    finish minus GPU time) is max(C, A) - C: all of A is hidden when C >= A."""
+    from simpy_astra.simulation import Simulation
+
+    workload = f'{{generate: "r5:overlapped", num_npus: 4, size: {MIB}, compute_us: {compute_us}, opt_us: 5}}'
+    path = _write(r5, "ov.yaml", workload, _system(), _net("Ring", 4), "congestion_unaware")
+    sim = Simulation.from_scenario(str(path))
+    reports = sim.run()
+    comm, compute = ring_all_reduce(4, MIB), compute_us * 1000
+    hidden = 1 - (max(compute, comm) - compute) / comm
+    assert {r.npu_id: r.finished_ns for r in reports} == dict.fromkeys(range(4), max(compute, comm) + 5_000)
+    assert overlap_report(reports) == dict.fromkeys(range(4), (compute + 5_000, comm, pytest.approx(hidden)))
+    assert comm == 1_623_112 and (hidden == 1.0) == (compute_us == 2000)
+
+
+def test_a_hook_that_makes_an_npu_a_straggler_after_its_first_all_reduce(r5):
+    """docs/cosimulation.md: `sim.on("collective_end", fn)` calls fn in the instant each
+    collective ends; this one slows NPU 2 down 3x (`sim.npu(2).slow_down(3.0)`) after its first.
+    Two steps of 10 us compute and a 1 MiB ring all-reduce A on 4 NPUs (unfolded): NPU 2's
+    second compute takes 30 us, so its first send of the second all-reduce leaves 20 us late.
+    The message it starts is reduced and passed on for the 2(n-1) = 6 steps, ending at NPU
+    2 + 6 mod 4 = 0 at 10 us + A + 30 us + A. Every other chain of messages reaches NPU 2 at a
+    later step, which it starts 20 us late too, yet waits d(S/4) = 262,644 ns for its own
+    receive, so those NPUs end as without the straggler, at 2 (10 us + A)."""
+    from simpy_astra.simulation import Simulation
+
+    workload = f'{{generate: "r5:two_steps", num_npus: 4, size: {MIB}, compute_us: 10}}'
+    path = _write(r5, "steps.yaml", workload, _system(), _net("Ring", 4), "congestion_unaware", "fold_symmetry: false\n")
+    sim = Simulation.from_scenario(str(path))
+    ends: list[tuple[int, int]] = []
+
+    def straggle(seen) -> None:
+        ends.append((seen.npu, seen.time_ns))
+        if seen.npu == 2 and sum(npu == 2 for npu, _ in ends) == 1:
+            sim.npu(2).slow_down(3.0)
+
+    sim.on("collective_end", straggle)
+    finished = {r.npu_id: r.finished_ns for r in sim.run()}
+    a = ring_all_reduce(4, MIB)
+    assert finished == {0: 10_000 + a + 30_000 + a, 1: 2 * (10_000 + a), 2: 2 * (10_000 + a), 3: 2 * (10_000 + a)}
+    assert sorted(t for _, t in ends)[:4] == [10_000 + a] * 4 and len(ends) == 8
