@@ -759,3 +759,42 @@ def test_a_hook_that_makes_an_npu_a_straggler_after_its_first_all_reduce(r5):
     a = ring_all_reduce(4, MIB)
     assert finished == {0: 10_000 + a + 30_000 + a, 1: 2 * (10_000 + a), 2: 2 * (10_000 + a), 3: 2 * (10_000 + a)}
     assert sorted(t for _, t in ends)[:4] == [10_000 + a] * 4 and len(ends) == 8
+
+
+XOR_ALL_TO_ALL = textwrap.dedent('''
+    from simpy_astra.collectives.base import ALL_TO_ALL, CollectiveAlgorithm, ring_final_size
+
+
+    def xor_exchange(ctx):
+        """Round k swaps S/n with the member at index XOR k."""
+        n, i, m = len(ctx.members), ctx.index, ctx.members
+        piece = ctx.size_bytes // n
+        for k in range(1, n):
+            ctx.post(m[i ^ k], piece)
+            yield ctx.recv(m[i ^ k], piece)
+            yield ctx.endpoint()
+
+
+    XOR_A2A = CollectiveAlgorithm("xor_a2a", xor_exchange, ring_final_size, kinds=frozenset({ALL_TO_ALL}),
+                                  xor_symmetric=True)
+''')
+
+
+@pytest.mark.parametrize("xor_everywhere", [False, True])
+def test_an_xor_claim_folds_only_when_every_listed_algorithm_makes_it(r5, xor_everywhere):
+    """collectives/README.md: with `ring` all-gather and `direct` all-to-all beside it the
+    Rabenseifner claim is not used (the run simulates every NPU); with halvingDoubling and an
+    XOR all-to-all of one's own in the other lists it folds, warning of the trusted claims. The
+    figure is the closed form either way."""
+    from simpy_astra.simulation import Simulation
+
+    (r5 / "xa.py").write_text(XOR_ALL_TO_ALL)
+    others = dict(all_gather="halvingDoubling", reduce_scatter="halvingDoubling", all_to_all='"xa:XOR_A2A"')
+    path = _write(r5, "rab.yaml", _bench("all_reduce", MIB, 8),
+                  _system(all_reduce='"r5:RABENSEIFNER"', **(others if xor_everywhere else {})),
+                  _net("FullyConnected", 8), "congestion_unaware", "fold_symmetry: true\n")
+    sim = Simulation.from_scenario(str(path))
+    assert {r.finished_ns for r in sim.run()} == {rabenseifner(8, MIB)}
+    assert (sim.folding is not None) == xor_everywhere
+    assert any("'r5:RABENSEIFNER' (xor_symmetric)" in w for w in sim.warnings) == xor_everywhere
+    sys.modules.pop("xa", None)
