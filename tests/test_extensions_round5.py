@@ -798,3 +798,63 @@ def test_an_xor_claim_folds_only_when_every_listed_algorithm_makes_it(r5, xor_ev
     assert (sim.folding is not None) == xor_everywhere
     assert any("'r5:RABENSEIFNER' (xor_symmetric)" in w for w in sim.warnings) == xor_everywhere
     sys.modules.pop("xa", None)
+
+
+def test_a_sweep_over_the_clusters_gpu_count_regenerates_ones_own_trace(r5):
+    """docs/sweeps.md: `cluster.gpus` sweeps as any field; ones own generator beside the cluster
+    writes as many ranks as each point's GPUs (num_npus from the cluster), each point cached on
+    its own. 4 or 8 GPUs of one node: every step is one NVSwitch hop, the same figure."""
+    size = 65_536
+    (r5 / "pass.yaml").write_text(f'workload: {{generate: "r5:ring_pass", size: {size}, compute_us: 10}}\n'
+                                  f"cluster: {{preset: dgx-a100-80gb, gpus: 8, {NVLINK}}}\n")
+    (r5 / "sweep.yaml").write_text("base: pass.yaml\naxes:\n  cluster.gpus: [4, 8]\n")
+    listed = _cli(r5, "sweep", "sweep.yaml", "--list")
+    assert "will fail" not in listed.stdout + listed.stderr
+    _cli(r5, "sweep", "sweep.yaml", "--out", "out")
+    rows = _rows(r5 / "out" / "results.csv", "cluster.gpus")
+    assert {k: (r["status"], int(r["finish_ns"])) for k, r in rows.items()} == {
+        "4": ("ok", 10_000 + 500 + size), "8": ("ok", 10_000 + 500 + size)}
+    assert len(list((r5 / ".cache" / "workloads").iterdir())) == 2
+
+
+PAIR_OVERHEAD = textwrap.dedent('''
+    from simpy_astra.network.backends import BackendSpec
+    from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
+
+
+    class PlusOne(CongestionUnawareNetwork):
+        def message_delay_ns(self, src, dst, size_bytes):
+            return super().message_delay_ns(src, dst, size_bytes) + 1
+
+
+    PLUS_ONE = BackendSpec("plus_one", "analytical plus 1 ns", lambda env, dims, source, config=None: PlusOne(env, dims),
+                           folds="pairs", folded=None)
+''')
+
+
+def _two_jobs(folder: Path, backend: str) -> Path:
+    job = "workload: {generate: microbench, collective: all_to_all, size: 262144, num_npus: 4}"
+    path = folder / f"jobs_{backend.partition(':')[0]}.yaml"
+    system = _system(all_to_all='"r5:SCATTER"')
+    path.write_text(f"system: {system}\nnetwork: {_net('FullyConnected', 8)}\n"
+                    f"backend: {backend}\njobs:\n  - {{name: a, {job}, npus: [0, 1, 4, 5]}}\n"
+                    f"  - {{name: b, {job}, npus: [2, 3, 6, 7]}}\n")
+    return path
+
+
+def test_two_jobs_meet_on_ones_own_trunk_and_are_not_told_they_do_not(r5):
+    """docs/jobs.md: jobs interfere where they share something. On the trunk backend two
+    all-to-all jobs of 4 NPUs, each with 2 NPUs in each half, put 16 pieces of 64 KiB on the
+    trunk: the last arrives at 16 s + d(s), its NPU ends E later; alone a job ends at 8 s +
+    d(s) + E. Before, the run warned 'the congestion_unaware backend has no shared links: the
+    jobs do not interfere there', naming the class it derives from, while they did; a backend
+    whose delays depend on the pair alone is still warned of, by its own name."""
+    piece = 65_536
+    done = _cli(r5, "run", _two_jobs(r5, "r5:TRUNK").name, "--isolation")
+    last, alone = 16 * piece + d(piece) + E, 8 * piece + d(piece) + E
+    assert f"job b finished, {last} cycles" in done.stdout.splitlines()
+    assert "interfere" not in done.stderr and f"{alone:,}" in done.stderr
+    (r5 / "plusone.py").write_text(PAIR_OVERHEAD)
+    done = _cli(r5, "run", _two_jobs(r5, "plusone:PLUS_ONE").name)
+    assert "warning: the plus_one backend has no shared links: the jobs do not" in done.stderr
+    assert f"job a finished, {d(piece) + 1 + E} cycles" in done.stdout.splitlines()
