@@ -858,3 +858,25 @@ def test_two_jobs_meet_on_ones_own_trunk_and_are_not_told_they_do_not(r5):
     done = _cli(r5, "run", _two_jobs(r5, "plusone:PLUS_ONE").name)
     assert "warning: the plus_one backend has no shared links: the jobs do not" in done.stderr
     assert f"job a finished, {d(piece) + 1 + E} cycles" in done.stdout.splitlines()
+
+
+@pytest.mark.parametrize("backend, folded", [("r5:TRUNK", False), ("plusone:PLUS_ONE", True)])
+def test_a_backend_of_ones_own_without_links_is_named_by_its_own_name(r5, backend, folded):
+    """docs/cosimulation.md: `sim.network.link(u, v)` and `sim.on("link_start", ...)` say the
+    backend has no links. For a subclass of the analytical backend they named it
+    `congestion_unaware` (the class it derives from), folded or not; they name the backend run."""
+    from simpy_astra.simulation import Simulation
+
+    (r5 / "plusone.py").write_text(PAIR_OVERHEAD)
+    path = _write(r5, "own.yaml", _bench("all_reduce", MIB, 4), _system(), _net("Ring", 4), backend)
+    sim = Simulation.from_scenario(str(path))
+    name = backend.partition(":")[2].lower()
+    assert (sim.folding is not None) == folded and sim.network.name == name
+    with pytest.raises(AttributeError, match=f"^the {name} backend has no links"):
+        sim.network.link(0, 1)
+    with pytest.raises(ValueError, match=f"^the {name} backend has no links to observe"):
+        sim.on("link_start", print)
+    expected = ring_all_reduce(4, MIB, hop=lambda s: d(s) + 1) if folded else None
+    finished = {r.npu_id: r.finished_ns for r in sim.run()}
+    assert expected is None or finished == dict.fromkeys(range(4), expected)
+    sys.modules.pop("plusone", None)
