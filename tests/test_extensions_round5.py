@@ -39,6 +39,7 @@ from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, Col
 from simpy_astra.network.backends import BackendSpec
 from simpy_astra.network.congestion_unaware import CongestionUnawareNetwork
 from simpy_astra.network.link import LinkElement
+from simpy_astra.network.switch import SwitchElement
 from simpy_astra.topologies import BasicTopology
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.types import ALL_REDUCE as COLL_AR
@@ -271,6 +272,51 @@ class Trunk(CongestionUnawareNetwork):
 
 TRUNK = BackendSpec("trunk", "analytical plus one shared trunk between the two halves",
                     lambda env, dims, source, config=None: Trunk(env, dims), folds=None, folded=None)
+
+
+class RateLimitedSwitch(SwitchElement):
+    """Forwards at most one item every gap_ns, oldest first (a lookup engine's rate)."""
+
+    def __init__(self, env, device, forward, gap_ns: int = 0):
+        self.gap_ns, self.last_ns = gap_ns, None
+        super().__init__(env, device, forward)
+
+    def release_ns(self, item, arrived_ns):
+        due = arrived_ns if self.last_ns is None else max(arrived_ns, self.last_ns + self.gap_ns)
+        self.last_ns = due
+        return due
+
+
+def signalled_ring(ctx):
+    """A ring all-reduce as two sub-processes: the reduce-scatter fires a signal with the time
+    it ended, which the all-gather waits for before its n-1 forwarding steps."""
+    n, i = len(ctx.members), ctx.index
+    right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]
+    msg = ctx.size_bytes // n
+    scattered = ctx.signal()
+
+    def reduce_scatter():
+        for _ in range(n - 1):
+            ctx.post(right, msg)
+            yield ctx.recv(left, msg)
+            yield ctx.endpoint(reduce_bytes=msg)
+        scattered.fire(ctx.env.now)
+
+    def all_gather():
+        SIGNALS.setdefault(ctx.npu_id, []).append((yield scattered))
+        for _ in range(n - 1):
+            ctx.post(right, msg)
+            yield ctx.recv(left, msg)
+            yield ctx.endpoint()
+
+    first = ctx.spawn(reduce_scatter())
+    second = ctx.spawn(all_gather())
+    yield first
+    yield second
+
+
+SIGNALS = {}
+SIGNALLED = CollectiveAlgorithm("signalled", signalled_ring, ring_final_size, kinds=frozenset({ALL_REDUCE}))
 
 
 def _comp(node_id, name, micros, deps=()):
@@ -880,3 +926,54 @@ def test_a_backend_of_ones_own_without_links_is_named_by_its_own_name(r5, backen
     finished = {r.npu_id: r.finished_ns for r in sim.run()}
     assert expected is None or finished == dict.fromkeys(range(4), expected)
     sys.modules.pop("plusone", None)
+
+
+def test_a_switch_that_forwards_one_item_every_gap(r5):
+    """A switch model (simpy_astra/network/README.md, "The switch contract") whose release_ns
+    keeps gap = 2S between the items it forwards, under the star all-reduce on a switch of 4
+    (congestion_aware). The 3 leaves' S reach it together at d and leave it at d + 2kS, so the
+    root reduces the last at 2d + 4S + E + P; its 3 sums, S apart on its up-link, leave the
+    switch 2S apart again: the last leaf has it at 4d + 8S + E + P, the others 2S and 4S
+    earlier (the root's phase ends with the last)."""
+    size = 65_536
+    model = f', switch-model: {{class: "r5:RateLimitedSwitch", gap_ns: {2 * size}}}'
+    path = _write(r5, "rl.yaml", _bench("all_reduce", size, 4), _system(all_reduce='"r5:STAR"'),
+                  _net("Switch", 4, extra=model), "congestion_aware")
+    last = 4 * d(size) + 8 * size + E + reduce_ns(size)
+    finished = _finished(path)
+    assert finished[0] == last == 792_372
+    assert sorted(finished[k] for k in (1, 2, 3)) == [last - 4 * size, last - 2 * size, last]
+
+
+def test_a_ring_whose_two_halves_hand_over_by_a_signal(r5):
+    """collectives/README.md: `ctx.signal()` fires when the algorithm calls `.fire(value)`, and
+    yielding it gives the value. The all-gather half waits for the time the reduce-scatter
+    half fires, 3 (d(S/4) + E + P(S/4)) on 4 NPUs; the whole is the ring without the native
+    one's first E: 6 (d + E) + 3 P."""
+    path = _write(r5, "sig.yaml", _bench("all_reduce", MIB, 4), _system(all_reduce='"r5:SIGNALLED"'),
+                  _net("Ring", 4), "congestion_unaware", "fold_symmetry: false\n")
+    shard = MIB // 4
+    assert _finished(path) == dict.fromkeys(range(4), ring_all_reduce(4, MIB) - E)
+    scattered = 3 * (d(shard) + E + reduce_ns(shard))
+    assert sys.modules["r5"].SIGNALS == {npu: [scattered] for npu in range(4)} and scattered == 835_140
+
+
+def exposed_by_node(nodes_csv: Path) -> dict[tuple[int, str], int]:
+    """(NPU, node name) -> its exposed share: a report of one's own over `--csv-out`'s
+    nodes.csv (docs/reports.md), whose shares add up to each NPU's exposed communication."""
+    with open(nodes_csv) as f:
+        return {(int(r["npu"]), r["name"]): int(r["exposed_share_ns"]) for r in csv.DictReader(f)
+                if int(r["exposed_share_ns"])}
+
+
+def test_a_report_of_which_node_exposed_communication_from_the_csv(r5):
+    """The overlapped step with 500 us of compute beside the 1 MiB all-reduce A = 1,623,112 ns:
+    the all-reduce node alone is exposed, for A - C on every NPU; the json's exposed
+    communication is the same figure."""
+    workload = f'{{generate: "r5:overlapped", num_npus: 4, size: {MIB}, compute_us: 500, opt_us: 5}}'
+    _write(r5, "ov.yaml", workload, _system(), _net("Ring", 4), "congestion_unaware")
+    _cli(r5, "run", "ov.yaml", "--quiet", "--csv-out", "csv", "--json-out", "csv/f.json")
+    exposed = ring_all_reduce(4, MIB) - 500_000
+    assert exposed_by_node(r5 / "csv" / "nodes.csv") == {(npu, "grads"): exposed for npu in range(4)}
+    npus = json.loads((r5 / "csv" / "f.json").read_text())["npus"]
+    assert {int(k): v["exposed_comm_ns"] for k, v in npus.items()} == dict.fromkeys(range(4), exposed)
