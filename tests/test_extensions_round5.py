@@ -356,7 +356,8 @@ def tp_dp(params, prefix):
     """A Megatron-like step on tp x dp NPUs (tp fastest): each of the layers computes
     compute_us / tp and all-reduces act bytes in its tensor-parallel group; then the gradients,
     grad / tp bytes, are all-reduced in the data-parallel group. A group of one has no
-    collective. Groups: 1..dp the tensor-parallel ones, dp+1..dp+tp the data-parallel ones."""
+    collective. Groups: 1..dp the tensor-parallel ones, dp+1..dp+tp the data-parallel ones,
+    named so in every rank's metadata."""
     tp, dp = params["tp"], params["dp"]
     groups = {str(1 + d): [d * tp + t for t in range(tp)] for d in range(dp)}
     groups.update({str(1 + dp + t): [d * tp + t for d in range(dp)] for t in range(tp)})
@@ -371,7 +372,9 @@ def tp_dp(params, prefix):
                 last = [len(nodes) - 1]
         if dp > 1:
             nodes.append(_all_reduce(len(nodes), "dp_ar", params["grad"] // tp, last, 1 + dp + t))
-        write_et(f"{prefix}.{rank}.et", nodes)
+        # the groups' dimensions, for the breakdown: runs of group ids [dimension, first, last]
+        write_et(f"{prefix}.{rank}.et", nodes, metadata_attrs={"pg_names": json.dumps(
+            [["tp", 1, dp], ["dp", dp + 1, dp + tp]])})
     with open(prefix + ".json", "w") as f:
         json.dump(groups, f)
     return prefix + ".json"
@@ -546,13 +549,14 @@ def test_a_bruck_all_gather_on_six_npus(r5):
 DRAGONFLY_PATHS = {(0, 1): "l", (0, 3): "g", (0, 2): "gl", (1, 5): "gl", (0, 5): "lgl", (4, 3): "lgl", (5, 2): "g"}
 
 
-@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware", "packet"])
 @pytest.mark.parametrize("pair", sorted(DRAGONFLY_PATHS))
 def test_a_dragonfly_class_with_slow_global_links(r5, backend, pair):
     """A topology class whose global links (`link_params`) have half the bandwidth and 4x the
     latency. One message of S: the analytical backend charges trunc(summed latency + S /
     slowest bandwidth), the aware one trunc(latency + S / bandwidth) per link (docs, "How a
-    Graph routes"; collectives.md: path_profile's default)."""
+    Graph routes"; collectives.md: path_profile's default), the packet one sum(latency + P /
+    B_i) + (S - P) / min B_i with P = 4,096 (docs/backends.md)."""
     src, dst = pair
     size = 65_536
     path = _write(r5, "df.yaml", _bench("send_recv", size, 6, src=src, dst=dst), _system(), _net('"r5:Dragonfly"', 6),
@@ -562,8 +566,12 @@ def test_a_dragonfly_class_with_slow_global_links(r5, backend, pair):
     if backend == "congestion_unaware":
         latency = sum(params[k][1] for k in kinds)
         expected = int(latency + size / (min(params[k][0] for k in kinds) * 2**30 / 1e9))
-    else:
+    elif backend == "congestion_aware":
         expected = sum(d(size, *params[k]) for k in kinds)
+    else:
+        per_ns = {k: bandwidth * 2**30 / 1e9 for k, (bandwidth, _) in params.items()}
+        expected = int(sum(params[k][1] + 4096 / per_ns[k] for k in kinds) + (size - 4096) / min(
+            per_ns[k] for k in kinds))
     finished = _finished(path)
     assert finished[src] == finished[dst] == expected
     assert {npu for npu, t in finished.items() if t} == {src, dst}
@@ -720,7 +728,8 @@ def test_a_megatron_like_generator_swept_over_its_layouts_under_a_constraint(r5)
     """docs/sweeps.md: axes on a generator's parameters (`workload.tp`, `workload.dp`) and a
     constraint over coordinates alone, `tp * dp == 8`, which drops the other 12 points before
     they run. The four layouts of 8 NPUs give their closed forms, and best.json names the
-    fastest."""
+    fastest. The generator names its groups `tp` and `dp` (docs/generators.md), so each row's
+    breakdown_comm_tp_ns and breakdown_comm_dp_ns are the two rings' times."""
     base = ('{generate: "r5:tp_dp", tp: 2, dp: 4, layers: 2, compute_us: 400, act: 262144, grad: 4194304}')
     _write(r5, "base.yaml", base, _system(), _net("FullyConnected", 8), "congestion_unaware")
     (r5 / "sweep.yaml").write_text("base: base.yaml\naxes:\n  workload.tp: [1, 2, 4, 8]\n  workload.dp: [1, 2, 4, 8]\n"
@@ -730,6 +739,9 @@ def test_a_megatron_like_generator_swept_over_its_layouts_under_a_constraint(r5)
         rows = {(int(r["workload.tp"]), int(r["workload.dp"])): r for r in csv.DictReader(f)}
     expected = {(tp, 8 // tp): tp_dp_step(tp, 8 // tp, 2, 400, 262_144, 4 * MIB) for tp in (1, 2, 4, 8)}
     assert {k: int(r["finish_ns"]) for k, r in rows.items()} == expected
+    rings = {(tp, dp): (2 * ring_all_reduce(tp, 262_144) if tp > 1 else 0,
+                        ring_all_reduce(dp, 4 * MIB // tp) if dp > 1 else 0) for tp, dp in expected}
+    assert {k: (int(r["breakdown_comm_tp_ns"]), int(r["breakdown_comm_dp_ns"])) for k, r in rows.items()} == rings
     best = json.loads((r5 / "out" / "best.json").read_text())["best"]
     assert int(best["figures"]["finish_ns"]) == min(expected.values())
     assert (int(best["coordinates"]["workload.tp"]), int(best["coordinates"]["workload.dp"])) == (8, 1)
