@@ -989,3 +989,19 @@ def test_a_report_of_which_node_exposed_communication_from_the_csv(r5):
     assert exposed_by_node(r5 / "csv" / "nodes.csv") == {(npu, "grads"): exposed for npu in range(4)}
     npus = json.loads((r5 / "csv" / "f.json").read_text())["npus"]
     assert {int(k): v["exposed_comm_ns"] for k, v in npus.items()} == dict.fromkeys(range(4), exposed)
+
+
+def test_a_topology_class_given_parameters_is_told_where_parameters_go(r5):
+    """A researcher who wrote `topology: [{class: "r5:Dragonfly", group: 3}]`, as link-model
+    takes a class with parameters, was told only the built-in names; the line now says how a
+    class is named and that a fabric with parameters is a networkx function."""
+    from simpy_astra.errors import InputError
+
+    path = _write(r5, "dfp.yaml", _bench("send_recv", 4096, 6, src=0, dst=5), _system(),
+                  '{topology: [{class: "r5:Dragonfly", group: 3}], npus_count: [6], bandwidth: [1.0], '
+                  'latency: [500]}', "congestion_unaware")
+    with pytest.raises(InputError, match=r"field 'topology\[0\]' must be one of Ring, .*named as "
+                                         r"'package.module:Class' and takes npus_count, bandwidth and latency "
+                                         r"alone; a fabric with parameters of its own is a function: topology: "
+                                         r"\{networkx: package.module:function, KEY: value\}$"):
+        _finished(path)

@@ -151,6 +151,10 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
                     (f"; did you mean '{t}'?" for t in TOPOLOGY_NAMES if t.lower() == name.lower()),
                     f"; or package.module:Class; {NOT_LOADED_HINT}" if name.isidentifier() else "",
                 )
+            elif isinstance(name, dict):  # a class with parameters, as link-model: {class: ...} takes them
+                fix = ("; a topology class of your own is named as 'package.module:Class' and takes "
+                       "npus_count, bandwidth and latency alone; a fabric with parameters of its own is a "
+                       "function: topology: {networkx: package.module:function, KEY: value}")
             raise InputError.at(
                 src,
                 f"topology[{i}]",
