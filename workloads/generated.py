@@ -151,7 +151,8 @@ class Prepared:
 
 def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version: str = "1") -> GeneratorEntry:
     """Make a scenario's ``workload: {generate: name, ...}`` run ``fn(params, prefix)`` (a
-    plug-in's generator, docs/generators.md): ``params`` is the mapping without ``generate``;
+    plug-in's generator, docs/generators.md): ``params`` is the mapping without ``generate`` (beside
+    a ``cluster:``, with the cluster's GPU count as ``num_npus`` unless the mapping gives one);
     ``fn`` writes ``prefix.{rank}.et`` for ranks 0..N-1 and returns the path of a comm-group
     JSON it wrote beside them, or None. Traces are cached by name, ``version``, the parameters,
     ``fn``'s own name, the source of its module and of the user's modules loaded beside it, and the
@@ -167,10 +168,20 @@ def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version
         owner = "simpy-astra's own generator" if theirs is None else origin(theirs)
         raise ValueError(f"generator name '{name}' is already taken by {owner}; register {origin(fn)} under "
                          f"another name")
-    entry = GeneratorEntry(_users_generator(name, fn), str(version),
+    entry = GeneratorEntry(_users_generator(name, fn), str(version), prepare=_cluster_npus,
                            cache_params=lambda params, where: {**params, CODE_KEY: _code_key(fn, params)})
     GENERATORS[name] = entry
     return entry
+
+
+def _cluster_npus(params: dict[str, Any], cluster: Any, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A user's generator beside a scenario's ``cluster:`` gets ``num_npus``, the cluster's GPU
+    count, unless its mapping gives one (as ``microbench`` does): without it the generator
+    could not know how many ranks to write (the scenario loader checks that they agree)."""
+    if cluster is None or "num_npus" in params:
+        return params, params
+    params = {**params, "num_npus": cluster.gpus}
+    return params, params
 
 
 #: the cache key's entry for a user generator's source (never handed to the generator)

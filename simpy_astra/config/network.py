@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import inspect
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -149,6 +151,10 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
                     (f"; did you mean '{t}'?" for t in TOPOLOGY_NAMES if t.lower() == name.lower()),
                     f"; or package.module:Class; {NOT_LOADED_HINT}" if name.isidentifier() else "",
                 )
+            elif isinstance(name, dict):  # a class with parameters, as link-model: {class: ...} takes them
+                fix = ("; a topology class of your own is named as 'package.module:Class' and takes "
+                       "npus_count, bandwidth and latency alone; a fabric with parameters of its own is a "
+                       "function: topology: {networkx: package.module:function, KEY: value}")
             raise InputError.at(
                 src,
                 f"topology[{i}]",
@@ -209,9 +215,6 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
         if key in data:
             raise InputError.at(src, key, "is not read with topology: {networkx: ...}: the graph's nodes "
                                           "and edges give the NPUs and every link's speed; remove it")
-    unknown = sorted(set(block) - set(NETWORKX_KEYS))
-    if unknown:
-        raise InputError.at(src, "topology", f"has unknown key(s) {unknown}; allowed: {', '.join(NETWORKX_KEYS)}")
     name = block.get("networkx")
     if not isinstance(name, str) or ":" not in name:
         raise InputError.at(src, "topology.networkx", f"must name a function as package.module:function "
@@ -223,8 +226,12 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
     if not callable(build):
         raise InputError.at(src, "topology.networkx", f"names {name}, a {type(build).__name__}; it must be a "
                                                       f"function returning a networkx.DiGraph")
+    params = {key: value for key, value in block.items() if key not in NETWORKX_KEYS}
+    problem = _builder_params_problem(build, params)
+    if problem:
+        raise InputError.at(src, "topology", f"{name} {problem}")
     try:
-        graph = build()
+        graph = build(**params)
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the user's function failed
         if isinstance(exc, KeyboardInterrupt) and requested() is not None:
             raise  # the user's Ctrl-C, not the function's error
@@ -241,6 +248,32 @@ def _networkx_dimension(data: dict, src: str) -> tuple[list[str], list[int], tup
     horizon.check_ns(latency, src, "topology.networkx", " per hop")
     horizon.check_bandwidth(network_gbps_to_bytes_per_ns(bandwidth), src, "topology.networkx")
     return ["Graph"], [n], (bandwidth,), (latency,), [spec]
+
+
+def _builder_params_problem(build: Any, params: dict[str, Any]) -> str | None:
+    """Why ``build(**params)`` cannot be called, in words: the keys of ``topology:`` beside
+    ``networkx``, ``routing`` and ``routes`` are the function's keyword arguments (a sweep
+    axis ``network.topology.KEY`` varies one), so a misspelt one is named with the nearest."""
+    try:
+        signature = inspect.signature(build)
+    except (TypeError, ValueError):
+        return None  # not introspectable: the call itself will tell
+    fields = signature.parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in fields):
+        return None
+    names = [p.name for p in fields if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    for key in params:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), [*names, *NETWORKX_KEYS], n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            takes = ", ".join(names) or "none"
+            return (f"takes no parameter '{key}' ({hint}the keys beside networkx, routing and routes are its "
+                    f"keyword arguments; it takes: {takes})")
+    try:
+        signature.bind(**params)
+    except TypeError as exc:
+        return f"cannot be called with {', '.join(params) or 'no parameters'}: {exc}"
+    return None
 
 
 def graph_spec(graph: Any, routing: Any = None, routes: Any = None) -> tuple[int, GraphSpec]:

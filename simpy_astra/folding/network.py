@@ -101,6 +101,7 @@ class FoldedNetwork(WithoutLinks):
 
     def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
         self.inner = inner
+        self.name = inner.name  # a plug-in backend's own name, in what it says of itself
         self.env = inner.env
         self.board = inner.board
         self.folding = folding

@@ -19,6 +19,7 @@ from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.folding.run import FoldOutcome, load_traces
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
+from simpy_astra.network.backends import BACKENDS
 from simpy_astra.network.messages import Handler
 
 if TYPE_CHECKING:
@@ -172,15 +173,17 @@ def build_jobs(sim: Any, inputs: SimulationInputs, npu_done: Callable[[Npu], Non
 
 def job_warnings(inputs: SimulationInputs, network: Any) -> list[str]:
     """What each job's own system file ignores (once per file), and that jobs do not
-    interfere on a backend without shared links."""
+    interfere on a backend whose delays depend on a message's two NPUs alone (not on a
+    backend of one's own whose delays depend on the messages in flight, a shared trunk)."""
     out: list[str] = []
     seen = {inputs.system.source}
     for job in inputs.jobs or ():
         if job.system.source not in seen:
             seen.add(job.system.source)
             out.extend(job.system.ignored)
-    if not network.has_links and len(inputs.jobs or ()) > 1:  # one job has no other to meet
-        out.append(f"the {network.name} backend has no shared links: the jobs do not "
+    if not network.has_links and network.pair_delays_only and len(inputs.jobs or ()) > 1:  # one job: no other
+        name = BACKENDS[inputs.backend].name if inputs.backend in BACKENDS else network.name  # a plug-in's own
+        out.append(f"the {name} backend has no shared links: the jobs do not "
                    f"interfere there (use congestion_aware or packet)")
     return out
 
