@@ -19,7 +19,6 @@ from simpy_astra.engine.collective_plans import CollectivePlanner
 from simpy_astra.engine.npu import Npu, NpuServices
 from simpy_astra.folding.run import FoldOutcome, load_traces
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
-from simpy_astra.network.backends import BACKENDS
 from simpy_astra.network.messages import Handler
 
 if TYPE_CHECKING:
@@ -182,8 +181,7 @@ def job_warnings(inputs: SimulationInputs, network: Any) -> list[str]:
             seen.add(job.system.source)
             out.extend(job.system.ignored)
     if not network.has_links and network.pair_delays_only and len(inputs.jobs or ()) > 1:  # one job: no other
-        name = BACKENDS[inputs.backend].name if inputs.backend in BACKENDS else network.name  # a plug-in's own
-        out.append(f"the {name} backend has no shared links: the jobs do not "
+        out.append(f"the {network.name} backend has no shared links: the jobs do not "
                    f"interfere there (use congestion_aware or packet)")
     return out
 
