@@ -452,6 +452,19 @@ def point_key(coords: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def _refuse_bundles_named_as_fields(path: str, axes: list[Axis]) -> None:
+    """A bundle axis's key is its results.csv column and holds its bundles' names: called as a
+    field (``system.endpoint-delay``, ``backend``), the column read as that field's values
+    ('slow', 'fast') while the bundles set other fields."""
+    for axis in axes:
+        if axis.bundles is None or "." not in axis.column and axis.column not in SCENARIO_KEYS:
+            continue
+        sets = sorted({k for b in axis.bundles.values() for k in b})
+        raise InputError(f"{path}: axes: {axis.column}: a named-bundle axis is called as the field it names, but "
+                         f"its results.csv column holds the bundles' names ({', '.join(axis.values)}) and they "
+                         f"set {', '.join(sets)}; call the axis a word that is no field, e.g. machine")
+
+
 def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     """The sweep YAML at ``path``; ``plugins`` (``sweep --plugin``) join the base scenario's
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
@@ -497,6 +510,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if taken:
         raise InputError(f"{path}: axes: {taken[0]}: results.csv has a column of that name already; call the "
                          f"axis something else (its values stay the same)")
+    _refuse_bundles_named_as_fields(path, axes)
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
     check_overlaps(path, axes, _field_of)

@@ -1,0 +1,113 @@
+"""An eighteenth hunt for inputs that ran as something other than what they say: each is now
+refused in one line naming the file, the field and the fix, warned of, or runs as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main
+from tests.test_hostile_commands import _calibrate
+from tests.test_hostile_hunt7 import SCENARIOS
+
+DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+RING4 = {"topology": ["Ring"], "npus_count": [4], "bandwidth": [50.0], "latency": [500.0]}
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _error(capsys, argv: list[str]) -> str:
+    """The one line a command that refuses its input (exit status 2) writes to stderr."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize(("every", "fix"), [("1.5", "write 2"), ("0.5", "write 0 or 2"), ("2.0", "write 2")])
+def test_a_fraction_for_hold_out_every_is_told_a_value_it_takes(tmp_path, capsys, every, fix):
+    # 1.5 was told 'write 1 or 2', and 1 was then refused: the fix named a value the flag refuses
+    line = _error(capsys, _calibrate(tmp_path, "--hold-out-every", every))
+    assert "--hold-out-every" in line and fix in line and "write 1 " not in line, line
+
+
+@pytest.mark.parametrize("every", ["1", "-2"])
+def test_a_hold_out_every_it_refuses_is_refused_as_the_flag(tmp_path, capsys, every):
+    line = _error(capsys, _calibrate(tmp_path, "--hold-out-every", every))
+    assert "--hold-out-every" in line and "0 (fit every size) or 2 or more" in line, line
+
+
+@pytest.mark.parametrize("name", ["system.endpoint-delay", "backend", "network"])
+def test_a_bundle_axis_named_as_a_field_is_refused(tmp_path, capsys, name):
+    # results.csv had a column 'system.endpoint-delay' holding 'slow' and 'fast', the bundles'
+    # names, while neither bundle set the endpoint delay
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {name: {"named": {
+        "slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 100}}}}}, "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert f"axes: {name}:" in line and "bundle" in line and "machine" in line, line
+
+
+def test_a_bundle_axis_named_as_no_field_runs(tmp_path, capsys):
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"machine": {"named": {
+        "slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 100}}}}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert "machine=slow" in capsys.readouterr().out
+
+
+#: a generator of one's own that writes the comm-group JSON its ``groups`` parameter gives
+_GROUPS_GENERATOR = '''
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.types import COMP_NODE
+
+
+def gen(params, prefix):
+    for rank in range(4):
+        write_et(f"{prefix}.{rank}.et", [make_node(1, "fwd", COMP_NODE, duration_micros=1)])
+    with open(prefix + ".json", "w") as f:
+        f.write(params["groups"])
+    return prefix + ".json"
+'''
+
+
+@pytest.mark.parametrize(("groups", "problem"), [('{"1": [0, 1, 9]}', "lists 9"),
+                                                 ('{"1": [0, 1}', "invalid JSON")])
+def test_a_bad_comm_group_json_a_users_generator_wrote_names_the_generator(tmp_path, capsys, monkeypatch,
+                                                                           groups, problem):
+    # the error named only the cache's file: the user never wrote it, and deleting it (the
+    # fix of a corrupt cache entry) would write it again
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "groups_gen18.py").write_text(_GROUPS_GENERATOR)
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload={"generate": "groups_gen18:gen",
+                                                                       "groups": groups}))
+    line = _error(capsys, ["run", scenario])
+    assert f"{scenario}: workload.generate: generator 'groups_gen18:gen' wrote {tmp_path / 'cache'}" in line
+    assert problem in line and "fix the generator" in line, line
+
+
+def test_a_bad_comm_group_json_of_a_jobs_generator_names_the_job(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "groups_gen18j.py").write_text(_GROUPS_GENERATOR)
+    job = {"name": "a", "workload": {"generate": "groups_gen18j:gen", "groups": '{"1": [0, 5]}'},
+           "npus": [0, 1, 2, 3]}
+    doc = {k: v for k, v in DEFAULT.items() if k != "workload"}
+    scenario = _write(tmp_path, dict(doc, network=RING4, jobs=[job]))
+    line = _error(capsys, ["run", scenario])
+    assert f"{scenario}: jobs[0].workload.generate: generator 'groups_gen18j:gen' wrote" in line
+    assert "lists 5, which is not a rank of the job" in line and "fix the generator" in line, line
+
+
+@pytest.mark.parametrize("scenario", ["transformer_llama_16npus.yaml", "two_llm_jobs_fat_tree.yaml"])
+def test_a_workload_cache_under_a_folder_named_empty_keeps_its_comm_groups(tmp_path, capsys, monkeypatch,
+                                                                        scenario):
+    # ASTRA-sim reads a comm-group path holding 'empty' as 'no groups'; the generated groups in
+    # a cache under ~/empty_runs were dropped, and the run stopped on the cache's trace naming a
+    # group it did not define
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "empty_cache"))
+    assert main(["run", str(SCENARIOS / scenario), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("iteration time ")
