@@ -65,6 +65,7 @@ from simpy_astra.config import (
     with_cost,
 )
 from simpy_astra.config.cluster_system import refuse_unplayed_algorithms
+from simpy_astra.config.comm_groups import WrittenGroups
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
@@ -497,9 +498,26 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
         raise _ranks_differ(path, prepared.generator, ranks, npus, on_cluster)
     if groups is not None:
         return made.prefix, groups, WorkloadInfo(prepared, warnings=layout.warnings)
+    written = _written_groups(made.comm_groups, prepared.generator, f"{path}: workload")
     # (the generators' sends and receives run between pipeline stages)
-    return made.prefix, made.comm_groups, WorkloadInfo(prepared, layout.dimensions,
-                                                       "pp" if layout.dimensions else "p2p", layout.warnings)
+    return made.prefix, written.read(npus) if written else None, WorkloadInfo(prepared, layout.dimensions,
+                                                                     "pp" if layout.dimensions else "p2p",
+                                                                     layout.warnings)
+
+
+def _written_groups(path: str | None, generator: str, where: str) -> WrittenGroups | None:
+    """The comm-group JSON at ``path`` the generator of the workload at ``where`` wrote. A user's
+    generator is named with the file (the error named only the cache's file, whose deletion
+    fixes nothing); ours wrote it from checked inputs, so a fault is the cache entry's."""
+    if path is None:
+        return None
+    from simpy_astra.workloads.generated import GENERATORS
+
+    if getattr(GENERATORS[generator].fn, "users", None) is None:
+        return WrittenGroups(path, path, f"; it is a corrupt workload cache entry: delete {os.path.dirname(path)} "
+                                         f"to generate it again")
+    return WrittenGroups(path, f"{where}.generate: generator '{generator}' wrote {path}",
+                         "; fix the generator (its traces are made anew once it is edited)")
 
 
 def _ranks_differ(path: str, generator: str, ranks: int, npus: int, on_cluster: bool) -> InputError:
@@ -554,12 +572,14 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                                    checking=checking)
             except InputError as exc:
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
-            return made.prefix, made.comm_groups
+            return made.prefix, _written_groups(made.comm_groups, value["generate"], where)
         if isinstance(value, str) and value:
             return _path(path, value, where.removeprefix(f"{path}: ")), None
         raise InputError(f"{where}: must be an ET prefix or a {{generate: ...}} mapping (got {value!r})")
 
     def groups_of(value: Any, where: str, ranks: int) -> dict[int, tuple[int, ...]]:
+        if isinstance(value, WrittenGroups):
+            return value.read(ranks, job=True)
         if isinstance(value, dict):
             return comm_groups_from_mapping(value, where, ranks, job=True)
         if isinstance(value, str) and value:
