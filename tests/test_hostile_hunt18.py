@@ -111,3 +111,51 @@ def test_a_workload_cache_under_a_folder_named_empty_keeps_its_comm_groups(tmp_p
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "empty_cache"))
     assert main(["run", str(SCENARIOS / scenario), "--quiet"]) == 0
     assert capsys.readouterr().out.startswith("iteration time ")
+
+
+#: a collective and a module of one's own that raise what is no Exception
+_BASE_RAISERS = '''
+class Abort(BaseException):
+    pass
+
+
+def abort(ctx):
+    yield ctx.endpoint(reduce_bytes=0)
+    raise Abort("stop here")
+
+
+def generator_exit(ctx):
+    yield ctx.endpoint(reduce_bytes=0)
+    raise GeneratorExit
+'''
+
+
+def _simple_ring(tmp_path: Path, algorithm: str) -> str:
+    doc = yaml.safe_load((SCENARIOS.parent / "examples" / "simple_ring.yaml").read_text())
+    doc["system"]["all-reduce-implementation"] = [algorithm]
+    return _write(tmp_path, doc)
+
+
+@pytest.mark.parametrize(("fn", "raised"), [("abort", "Abort: stop here"), ("generator_exit", "GeneratorExit")])
+def test_a_users_collective_raising_no_exception_is_named_as_theirs(tmp_path, capsys, fn, raised):
+    # a BaseException of their own, or GeneratorExit, passed `except Exception`: a Python traceback
+    (tmp_path / "raisers18.py").write_text(_BASE_RAISERS)
+    line = _error(capsys, ["run", _simple_ring(tmp_path, f"raisers18:{fn}"), "--quiet"])
+    assert f"'raisers18:{fn}' raised {raised}" in line and "raisers18.py:" in line, line
+
+
+def test_a_plugin_module_raising_no_exception_is_named_as_theirs(tmp_path, capsys, monkeypatch):
+    (tmp_path / "raises_at_import18.py").write_text("raise GeneratorExit\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    line = _error(capsys, ["run", str(SCENARIOS / "default.yaml"), "--plugin", "raises_at_import18", "--quiet"])
+    assert "'raises_at_import18'" in line and "raised GeneratorExit" in line, line
+
+
+def test_a_sweep_point_whose_collective_raises_no_exception_fails_alone(tmp_path, capsys):
+    (tmp_path / "raisers18s.py").write_text(_BASE_RAISERS)
+    _simple_ring(tmp_path, "ring")
+    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {
+        "system.all-reduce-implementation": ["ring", "raisers18s:abort"]}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out")]) == 0
+    rows = (tmp_path / "out" / "results.csv").read_text()
+    assert ",ok," in rows and "raised Abort: stop here" in rows, rows
