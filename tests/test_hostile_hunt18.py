@@ -159,3 +159,44 @@ def test_a_sweep_point_whose_collective_raises_no_exception_fails_alone(tmp_path
     assert main(["sweep", sweep, "--out", str(tmp_path / "out")]) == 0
     rows = (tmp_path / "out" / "results.csv").read_text()
     assert ",ok," in rows and "raised Abort: stop here" in rows, rows
+
+
+def _two_jobs(tmp_path: Path) -> str:
+    job = {"generate": "microbench", "collective": "all_reduce", "size": 65536, "num_npus": 4}
+    return _write(tmp_path, {"system": DEFAULT["system"], "backend": "congestion_aware", "network": {
+        "topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0]}, "jobs": [
+        {"name": "a", "workload": job, "placement": "contiguous"},
+        {"name": "b", "workload": job, "placement": "strided", "start_ns": 1000}]}, "jobs.yaml")
+
+
+@pytest.mark.parametrize(("axis", "said"), [
+    ("jobs.0.workload.sizee", "generate microbench takes no parameter 'sizee'"),
+    ("jobs.0.systemm", "did you mean 'jobs.0.system'?"),
+    ("jobs.0.system.endpoint-delay", "job a has no system of its own"),
+    ("jobs.0.npus", "job a has placement in the base"),
+    ("workload.size", "sweep a job's field, e.g. 'jobs.0.workload.size'"),
+])
+def test_an_axis_on_a_job_that_every_point_would_fail_on_is_refused(tmp_path, capsys, axis, said):
+    # each was listed as a point of its own and failed at every one alike
+    _two_jobs(tmp_path)
+    values = [[0, 1, 2, 3], [4, 5, 6, 7]] if axis.endswith("npus") else [1, 2]
+    sweep = _write(tmp_path, {"base": "jobs.yaml", "axes": {axis: values}}, "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert f"axes: {axis}:" in line and said in line, line
+
+
+def test_an_axis_on_a_job_of_a_one_workload_base_is_refused(tmp_path, capsys):
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"jobs.0.start_ns": [0, 10]}},
+                   "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert "axes: jobs.0.start_ns:" in line and "runs one workload, not jobs:" in line, line
+
+
+def test_axes_on_a_jobs_fields_that_it_reads_are_listed(tmp_path, capsys):
+    _two_jobs(tmp_path)
+    sweep = _write(tmp_path, {"base": "jobs.yaml", "axes": {"jobs.0.workload.size": [1024, 2048],
+                                                            "jobs.1.placement": ["contiguous", "strided"]}},
+                   "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "4 points" in out and "will fail" not in out, out

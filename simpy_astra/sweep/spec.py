@@ -527,7 +527,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     generator_fixed = not {"workload", "workload.generate"} & set(axis_paths)
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
-            check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed)
+            check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed, axis_paths)
         if axis.bundles is None and is_args_path(axis.column):
             check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
         for value in axis.values if axis.bundles is None and axis.column.startswith("cluster.") else ():
