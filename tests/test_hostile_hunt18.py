@@ -200,3 +200,26 @@ def test_axes_on_a_jobs_fields_that_it_reads_are_listed(tmp_path, capsys):
     assert main(["sweep", sweep, "--list"]) == 0
     out = capsys.readouterr().out
     assert "4 points" in out and "will fail" not in out, out
+
+
+@pytest.mark.parametrize(("memory", "unread"), [
+    ({"memory-type": "NO_MEMORY_EXPANSION", "remote-mem-bw": 10}, "remote-mem-bw"),
+    ({"memory-type": "MEMORY_POOL", "num-nodes": 2, "remote-mem-bw": 10}, "num-nodes"),
+])
+def test_a_remote_memory_field_its_type_never_reads_is_warned_of(tmp_path, capsys, memory, unread):
+    # the run went on as if the bandwidth were used: NO_MEMORY_EXPANSION reads no bandwidth
+    scenario = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
+                                     remote_memory=memory))
+    assert main(["run", scenario, "--quiet"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"remote_memory: field '{unread}' is accepted but changes nothing: {memory['memory-type']} never reads" \
+        in err, err
+
+
+def test_a_remote_memory_whose_type_reads_every_field_says_nothing(tmp_path, capsys):
+    memory = {"memory-type": "PER_NODE_MEMORY_EXPANSION", "num-nodes": 1, "num-npus-per-node": 8,
+              "remote-mem-latency": 10, "remote-mem-bw": 10}
+    scenario = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
+                                     remote_memory=memory))
+    assert main(["run", scenario, "--quiet"]) == 0
+    assert "remote_memory" not in capsys.readouterr().err
