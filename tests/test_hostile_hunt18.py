@@ -223,3 +223,39 @@ def test_a_remote_memory_whose_type_reads_every_field_says_nothing(tmp_path, cap
                                      remote_memory=memory))
     assert main(["run", scenario, "--quiet"]) == 0
     assert "remote_memory" not in capsys.readouterr().err
+
+
+def _group_traces(tmp_path: Path, groups_of_rank) -> str:
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import ALL_REDUCE, COMM_COLL_NODE
+
+    (tmp_path / "g").mkdir()
+    for rank in range(4):
+        write_et(str(tmp_path / "g" / f"t.{rank}.et"), [make_node(1, "ar", COMM_COLL_NODE, attrs={
+            "is_cpu_op": False, "comm_type": ALL_REDUCE, "comm_size": 1024, "pg_name": groups_of_rank(rank)})])
+    return str(tmp_path / "g" / "t")
+
+
+def test_a_group_the_scenarios_comm_groups_lack_is_told_the_groups_given(tmp_path, capsys):
+    # the fix was '--comm-group-configuration', a flag the scenario's user never gave, beside
+    # comm_groups that were given
+    workload = _group_traces(tmp_path, lambda rank: "1" if rank < 2 else "2")
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload, comm_groups={"1": [0, 1]}))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert "communicator group 2 is not defined; the communicator groups given define 1: add it to them" in line
+
+
+def test_a_group_without_comm_groups_is_told_where_groups_go(tmp_path, capsys):
+    workload = _group_traces(tmp_path, lambda rank: "1")
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert "no communicator groups are given: give them (a scenario's comm_groups" in line, line
+
+
+def test_an_all_reduce_in_a_group_of_one_is_named_with_its_article(tmp_path, capsys):
+    workload = _group_traces(tmp_path, lambda rank: str(rank + 1))
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload,
+                                     comm_groups={str(r + 1): [r] for r in range(4)}))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert "an all_reduce of 256-byte chunks has no dimension to run on" in line
+    assert "or its communicator group, has one NPU" in line, line
