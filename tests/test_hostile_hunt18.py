@@ -259,3 +259,15 @@ def test_an_all_reduce_in_a_group_of_one_is_named_with_its_article(tmp_path, cap
     line = _error(capsys, ["run", scenario, "--quiet"])
     assert "an all_reduce of 256-byte chunks has no dimension to run on" in line
     assert "or its communicator group, has one NPU" in line, line
+
+
+@pytest.mark.parametrize(("axes", "name"), [
+    ({"network.bandwidth": {"values": [25, 50], "as": "for"}}, "for"),
+    ({"network.bandwidth": {"values": [25, 50], "as": "min"}}, "min"),
+    ({"if": {"named": {"slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 50}}}}, "if"),
+])
+def test_an_axis_named_as_a_keyword_or_a_function_of_expressions_is_refused(tmp_path, capsys, axes, name):
+    # 'as: for' was taken, and every constraint naming it was 'invalid syntax'; 'min' hid the function
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": axes}, "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert f"its name in expressions, '{name}', is a" in line and f"{name}_value" in line, line

@@ -62,6 +62,7 @@ from simpy_astra.sweep.axes import (
     one_line,
     parse_axis,
     point_words,
+    refuse_unnameable,
     unique_with_repeats,
 )
 from simpy_astra.sweep.axis_paths import check_axis_path, megatron_args_of
@@ -497,6 +498,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                          for col, raw in raw_axes.items()], list(raw_axes.values()))
     warnings += [f"axes: {a.column}: {said} are one value, which runs once; give each value once" for a in axes
                  for said in a.repeats]
+    refuse_unnameable(path, axes)
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
