@@ -271,3 +271,30 @@ def test_an_axis_named_as_a_keyword_or_a_function_of_expressions_is_refused(tmp_
     sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": axes}, "sweep.yaml")
     line = _error(capsys, ["sweep", sweep, "--list"])
     assert f"its name in expressions, '{name}', is a" in line and f"{name}_value" in line, line
+
+
+def _validate(tmp_path: Path, *extra: str) -> list[str]:
+    from tests.test_hostile_commands import A100
+
+    out = tmp_path / "o"
+    return ["validate", str(A100 / "all_reduce.log"), "--network", str(out / "network.yml"), "--system",
+            str(out / "system.json"), "--out", str(tmp_path / "v"), *extra]
+
+
+@pytest.mark.parametrize("flag", ["--holdout", "--regimes"])
+def test_calibrates_network_yaml_given_for_its_json_record_is_told_which_file(tmp_path, capsys, flag):
+    # it was 'invalid JSON at line 1, column 1: ... JSON has no comments: remove it'
+    assert main(_calibrate(tmp_path, "--hold-out-every", "2")) == 0
+    capsys.readouterr()
+    line = _error(capsys, _validate(tmp_path, flag, str(tmp_path / "o" / "network.yml")))
+    wanted = "calibration.json" if flag == "--holdout" else "regimes.json"
+    assert f"{flag}: is not a JSON object, so not calibrate's {wanted}" in line and "no comments" not in line, line
+
+
+def test_a_holdout_of_an_out_of_place_fit_beside_in_place_times_is_refused(tmp_path, capsys):
+    # its 'fitted' rows were scored on in-place times the fit never saw
+    assert main(_calibrate(tmp_path, "--hold-out-every", "2")) == 0
+    capsys.readouterr()
+    line = _error(capsys, _validate(tmp_path, "--holdout", str(tmp_path / "o" / "calibration.json"), "--in-place"))
+    assert "its fit is of the out-of-place times and validate compares the in-place ones" in line, line
+    assert "drop --in-place" in line
