@@ -298,3 +298,29 @@ def test_a_holdout_of_an_out_of_place_fit_beside_in_place_times_is_refused(tmp_p
     line = _error(capsys, _validate(tmp_path, "--holdout", str(tmp_path / "o" / "calibration.json"), "--in-place"))
     assert "its fit is of the out-of-place times and validate compares the in-place ones" in line, line
     assert "drop --in-place" in line
+
+
+def test_fold_symmetry_on_for_a_scenario_of_jobs_is_refused(tmp_path, capsys):
+    # folding was dropped with a note, which --quiet hid: the run asked for in words did not fold
+    line = _error(capsys, ["run", _two_jobs(tmp_path), "--fold-symmetry", "on", "--quiet"])
+    assert "--fold-symmetry on: a scenario with jobs: runs unfolded" in line, line
+
+
+def test_a_scenarios_fold_symmetry_true_beside_jobs_is_refused(tmp_path, capsys):
+    doc = yaml.safe_load(Path(_two_jobs(tmp_path)).read_text())
+    line = _error(capsys, ["run", _write(tmp_path, dict(doc, fold_symmetry=True)), "--quiet"])
+    assert "field 'fold_symmetry': a scenario with jobs: runs unfolded" in line, line
+
+
+def test_isolation_under_quiet_without_json_out_is_refused(tmp_path, capsys):
+    # every job ran again alone, and nothing showed its slowdown
+    line = _error(capsys, ["run", _two_jobs(tmp_path), "--isolation", "--quiet"])
+    assert "--isolation: each job's slowdown is printed in the jobs table, which --quiet leaves out" in line, line
+
+
+def test_isolation_under_quiet_writes_the_slowdowns_to_json_out(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "f.json"
+    assert main(["run", _two_jobs(tmp_path), "--isolation", "--quiet", "--json-out", str(out)]) == 0
+    assert json.loads(out.read_text())["jobs"]["b"]["slowdown"] == 1.0

@@ -586,6 +586,9 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
             return load_comm_groups_json(_path(path, value, where.removeprefix(f"{path}: ")), ranks, job=True)
         raise InputError(f"{where}: must be a file path or a mapping (got {value!r})")
 
+    if doc.get("fold_symmetry") is True:  # asked for in words, and dropped with a note --quiet hid
+        raise InputError(f"{path}: field 'fold_symmetry': a scenario with jobs: runs unfolded (each job's ranks are "
+                         f"placed apart, so no symmetry is known); remove it")
     warnings = [*unknown, *net.warnings, *unread_packet_settings(net, backend), *memory.warnings]
     memory.check_total_npus(net.total_npus)
     jobs = read_jobs(path, doc["jobs"], net.total_npus, system, workload_of,
