@@ -324,3 +324,29 @@ def test_isolation_under_quiet_writes_the_slowdowns_to_json_out(tmp_path, capsys
     out = tmp_path / "f.json"
     assert main(["run", _two_jobs(tmp_path), "--isolation", "--quiet", "--json-out", str(out)]) == 0
     assert json.loads(out.read_text())["jobs"]["b"]["slowdown"] == 1.0
+
+
+def test_an_axis_called_as_a_megatron_argument_it_does_not_set_is_refused(tmp_path, capsys):
+    # 'tensor_model_parallel_size == 1' read the GPU count of this axis (8, 16), not the points'
+    # tp (1), and left no point to run
+    from tests.test_hostile_hunt7 import ARGS
+
+    _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                      "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
+    sweep = _write(tmp_path, {"base": "base.yaml", "axes": {"cluster.gpus": {
+        "values": [8, 16], "as": "tensor_model_parallel_size"}}, "constraints": ["tensor_model_parallel_size == 1"]},
+                   "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert "axes: cluster.gpus: its name in expressions, 'tensor_model_parallel_size', is what they call a " \
+           "Megatron argument" in line, line
+
+
+def test_an_axis_on_a_megatron_argument_may_keep_its_name(tmp_path, capsys):
+    from tests.test_hostile_hunt7 import ARGS
+
+    _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                      "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
+    sweep = _write(tmp_path, {"base": "base.yaml", "axes": {"workload.args.tensor-model-parallel-size": {
+        "values": [1, 2], "as": "tensor_model_parallel_size"}}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert "tensor_model_parallel_size=2" in capsys.readouterr().out
