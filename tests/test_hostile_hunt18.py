@@ -360,3 +360,21 @@ def test_a_gpu_memory_rate_nothing_reads_is_warned_of(tmp_path, capsys, extra, w
     out = capsys.readouterr().out
     assert f"warning: --gpu-memory-bw changes nothing: only the own-chunk copy of an out-of-place all_gather or " \
            f"all_to_all log reads it, and {why}; remove it" in out, out
+
+
+def test_comm_groups_beside_a_generator_that_writes_its_own_are_refused(tmp_path, capsys, monkeypatch):
+    # they replaced the transformer's tp/dp/pp groups in silence, and the run stalled with a
+    # page of unmatched messages that named neither
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    scenario = _write(tmp_path, dict(doc, comm_groups={"1": list(range(16))}))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert f"{scenario}: field 'comm_groups': generate transformer writes its own communicator groups" in line
+
+
+def test_a_jobs_comm_groups_beside_a_generator_that_writes_its_own_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    doc = yaml.safe_load((SCENARIOS / "two_llm_jobs_fat_tree.yaml").read_text())
+    doc["jobs"][1]["comm_groups"] = {"1": [0, 1]}
+    line = _error(capsys, ["run", _write(tmp_path, doc), "--quiet"])
+    assert "jobs[1].comm_groups: the job's generated workload writes its own communicator groups" in line, line

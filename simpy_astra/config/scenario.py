@@ -496,6 +496,10 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
     if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
         raise _ranks_differ(path, prepared.generator, ranks, npus, on_cluster)
+    if groups is not None and made.comm_groups is not None:  # its traces name the generator's groups
+        raise InputError(f"{path}: field 'comm_groups': generate {prepared.generator} writes its own communicator "
+                         f"groups, which its traces name and these would replace (its collectives would run on other "
+                         f"members); remove comm_groups")
     if groups is not None:
         return made.prefix, groups, WorkloadInfo(prepared, warnings=layout.warnings)
     written = _written_groups(made.comm_groups, prepared.generator, f"{path}: workload")
