@@ -378,3 +378,19 @@ def test_a_jobs_comm_groups_beside_a_generator_that_writes_its_own_are_refused(t
     doc["jobs"][1]["comm_groups"] = {"1": [0, 1]}
     line = _error(capsys, ["run", _write(tmp_path, doc), "--quiet"])
     assert "jobs[1].comm_groups: the job's generated workload writes its own communicator groups" in line, line
+
+
+def test_a_broadcast_without_a_duration_is_warned_of(tmp_path, capsys):
+    # a 1 MiB broadcast ran in 1 ns without a word: ASTRA-sim (and so the run) replays it
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import BROADCAST, COMM_COLL_NODE
+
+    (tmp_path / "b").mkdir()
+    for rank in range(4):
+        write_et(str(tmp_path / "b" / f"t.{rank}.et"), [make_node(1, "bcast", COMM_COLL_NODE, attrs={
+            "is_cpu_op": False, "comm_type": BROADCAST, "comm_size": 1 << 20})])
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=str(tmp_path / "b" / "t")))
+    assert main(["run", scenario, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("iteration time 1 ns")  # the reference's figure, kept
+    assert "1 of 1 BROADCAST collective(s) record no duration" in " ".join(captured.err.split())
