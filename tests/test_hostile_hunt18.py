@@ -394,3 +394,19 @@ def test_a_broadcast_without_a_duration_is_warned_of(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out.startswith("iteration time 1 ns")  # the reference's figure, kept
     assert "1 of 1 BROADCAST collective(s) record no duration" in " ".join(captured.err.split())
+
+
+@pytest.mark.parametrize(("cluster", "key", "why"), [
+    ({"nccl_algo": "ring", "nccl_tree_efficiency": 0.3}, "nccl_tree_efficiency", "nccl_algo forces ring"),
+    ({"nccl_algo": "tree", "nccl_nvls_efficiency": 0.3}, "nccl_nvls_efficiency", "nccl_algo forces tree"),
+    ({"nvls": False, "nccl_nvls_efficiency": 0.3}, "nccl_nvls_efficiency", "nvls is false"),
+])
+def test_an_algorithms_fitted_share_beside_another_forced_is_refused(tmp_path, capsys, cluster, key, why):
+    # the step was the same with or without it: only the forced algorithm's all-reduce is timed
+    from tests.test_hostile_hunt7 import ARGS
+
+    scenario = _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS + " --tensor-model-parallel-size 2"},
+                                 "cluster": {"preset": "dgx-h100", "gpus": 16, **cluster}})
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert f"cluster.{key}: read only when NCCL's all-reduce runs" in line and why in line, line
+    assert f"remove {key}" in line
