@@ -58,10 +58,28 @@ def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) 
     return out
 
 
-def load_fitted_lines(path: str) -> dict[str, set[int]]:
-    """checksum -> fitted line numbers, from a ``calibration.json`` written by ``calibrate``."""
-    # the configs' reader: a key given twice (which one wins?), NaN, an empty file are refused
-    doc = parse_json(path, files.read_text(path, "calibration record"), "calibration record")
+def read_record(path: str, flag: str, what: str, name: str) -> Any:
+    """A JSON file ``calibrate`` wrote (``name``, given as ``flag``), read as the configs are (a key
+    given twice, NaN, an empty file are refused). Another of its files given instead (its
+    network.yml) was told 'JSON has no comments: remove it' of the YAML's first comment."""
+    text = files.read_text(path, what)
+    if text.strip() and not text.lstrip().startswith("{"):
+        raise InputError(f"{path}: {flag}: is not a JSON object, so not calibrate's {name}; give the {name} "
+                         f"calibrate wrote (beside its network.yml and system.json)")
+    return parse_json(path, text, what)
+
+
+def load_fitted_lines(path: str, in_place: bool = False) -> dict[str, set[int]]:
+    """checksum -> fitted line numbers, from a ``calibration.json`` written by ``calibrate``, of
+    a fit on the times validate compares (``in_place``): the rows of an out-of-place fit were
+    scored 'fitted' against in-place times they were never fitted to."""
+    doc = read_record(path, "--holdout", "calibration record", "calibration.json")
+    times, wanted = (doc.get("times") if isinstance(doc, dict) else None), "in-place" if in_place else "out-of-place"
+    if times in ("in-place", "out-of-place") and times != wanted:
+        fix = "drop --in-place" if in_place else "add --in-place"
+        raise InputError(f"{path}: --holdout: its fit is of the {times} times and validate compares the {wanted} "
+                         f"ones, so its fitted rows would be scored on times they were not fitted to; {fix} (or "
+                         f"calibrate on the {wanted} times)")
     logs = doc.get("logs") if isinstance(doc, dict) else None
     if not isinstance(logs, list) or not all(isinstance(x, dict) and "sha256_16" in x for x in logs):
         raise InputError.at(path, "logs", "expected calibrate's list of fitted logs (write it with "

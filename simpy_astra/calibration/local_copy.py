@@ -71,6 +71,12 @@ def check_memory_bw(value_gbps: float | None) -> None:
 def copy_notes(logs: list, override_gbps: float | None, in_place: bool) -> list[str]:
     """One line per copying log saying at what rate its own-chunk copy is priced, or why it is
     not, so that a figure that depends on it is never read without it."""
+    copying = [log for log in logs if log.collective in COPYING_COLLECTIVES]
+    if override_gbps is not None and (in_place or not copying):  # it was taken, and read by nothing
+        why = "in-place times copy nothing" if in_place else \
+            f"the logs ({', '.join(sorted({log.collective for log in logs}))}) copy nothing"
+        return [f"warning: --gpu-memory-bw changes nothing: only the own-chunk copy of an out-of-place "
+                f"all_gather or all_to_all log reads it, and {why}; remove it"]
     if in_place:
         return []
     notes = []

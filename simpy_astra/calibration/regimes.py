@@ -20,9 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.calibration.model import MIB, Calibration, calibrate
-from simpy_astra.config.readers import parse_json
 from simpy_astra.errors import InputError
-from simpy_astra.infra import files
 from simpy_astra.network.backends import DEFAULT_BACKEND
 
 #: a change of simulated/measured time between neighbouring sizes above this is a switch
@@ -89,8 +87,9 @@ def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], sin
 
 def load_regimes(path: str):
     """``validate --regimes``: a function from nccl-tests size to the network of its side."""
-    # the configs' reader: a key given twice (which one wins?), NaN, an empty file are refused
-    doc = parse_json(path, files.read_text(path, "regimes JSON"), "regimes JSON")
+    from simpy_astra.calibration.holdout import read_record
+
+    doc = read_record(path, "--regimes", "regimes JSON", "regimes.json")
     regimes = doc.get("regimes") if isinstance(doc, dict) else None
     if not isinstance(regimes, list) or not regimes or not all(
             isinstance(r, dict) and isinstance(r.get("network"), dict) and isinstance(r.get("from_bytes"), int)

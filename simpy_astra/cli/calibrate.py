@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-size", type=int, default=1 << 20, limits=(1, 2**63 - 1),
                    help="fit sizes from this many bytes up (default 1 MiB)")
     p.add_argument("--in-place", action="store_true", help="fit the in-place times (default out-of-place)")
-    p.add_argument("--hold-out-every", type=int, default=0, metavar="N",
+    p.add_argument("--hold-out-every", type=_hold_out_every, default=0, metavar="N",
                    help="leave every N-th size of each log out of the fit, for validate --holdout")
     p.add_argument("--fit-algorithms", action="store_true",
                    help="choose each logged collective's algorithm by the fit (see docs/calibration.md)")
@@ -43,6 +43,29 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --nccl-algo: NCCL does not run ALGO with LL128 across this machine's nodes "
                         "(its channels reach the NICs past a PCIe switch; repeatable)")
     return p
+
+
+def _hold_out_every(text: str) -> int:
+    """``--hold-out-every``: 0 or 2 or more. Its own type, as it takes no range: a fraction was
+    told 'write 1 or 2' (the integers near it), and 1 was then refused."""
+    import math
+
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        near = sorted({n if n != 1 else 2 for n in (math.floor(number), math.ceil(number)) if n >= 0}) \
+            if math.isfinite(number) else []
+        fix = f"; write {' or '.join(map(str, near))}" if near else ""
+        raise argparse.ArgumentTypeError(f"takes 0 (fit every size) or 2 or more, a whole number (got "
+                                         f"{text!r}){fix}") from None
+    if value == 1 or value < 0:
+        why = "; 1 would hold out every size, leaving nothing to fit" if value == 1 else ""
+        raise argparse.ArgumentTypeError(f"takes 0 (fit every size) or 2 or more (got {value}){why}")
+    return value
 
 
 def _calibration_record(args: argparse.Namespace, logs: list, held_out: Any, network: dict, cal: Any,

@@ -188,6 +188,10 @@ def _main(argv: list[str], debug: bool) -> int:
         if stopping.requested() is not None:  # whatever the stop broke on its way out
             raise stopping.Stopped(stopping.requested()) from None
         return _report(exc, debug)
+    except (KeyboardInterrupt, SystemExit):  # a stop, or argparse's --help
+        raise
+    except BaseException as exc:  # noqa: BLE001 - GeneratorExit or a BaseException of a plug-in's own
+        return _report(exc, debug)  # printed Python's traceback: `except Exception` lets them by
 
 
 #: flags of ASTRA-sim's form alone: a line with one of them is that form
@@ -224,7 +228,7 @@ def _report(exc: BaseException, debug: bool) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except (Exception, KeyboardInterrupt) as exc:  # a bug, not a bad input: one line, unless asked for more
+    except BaseException as exc:  # a bug, not a bad input: one line, unless asked for more
         if _on_stdout(exc):
             return _stdout_failed(exc)
         if os.environ.get("SIMPY_ASTRA_TRACEBACK"):

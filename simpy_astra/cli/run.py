@@ -282,6 +282,9 @@ def _prepared(inputs, plan: RunPlan, trace_dir: str | None, name: str):
     if plan.isolation and len(inputs.jobs) == 1:  # else a second run of it, 'slowdown 1.000x'
         raise InputError(f"--isolation: the scenario's one job ({inputs.jobs[0].name}) shares the network with no "
                          f"other job, so alone it runs as it does here (slowdown 1); add a job, or drop --isolation")
+    if plan.isolation and plan.quiet and not plan.json_out:  # each job ran again, and nothing showed it
+        raise InputError("--isolation: each job's slowdown is printed in the jobs table, which --quiet leaves out; "
+                         "drop --quiet, or add --json-out FILE (its jobs map has them)")
     return inputs
 
 
@@ -290,6 +293,9 @@ def _folded(inputs, plan: RunPlan, fold: str | None):
     from simpy_astra.folding.run import resolve_fold
     from simpy_astra.workloads.chakra import has_rank_summary
 
+    if fold == "on" and inputs.jobs is not None:  # asked for in words: dropped with a note --quiet hid
+        raise InputError("--fold-symmetry on: a scenario with jobs: runs unfolded (each job's ranks are placed "
+                         "apart, so no symmetry is known); drop --fold-symmetry on")
     if fold is not None:
         inputs = replace(inputs, fold_symmetry=fold == "on")
     # nodes.csv and the trace list each NPU's own events: a generated workload's orbit members

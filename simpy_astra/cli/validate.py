@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     network = load_network(args.network)
     system = load_system(args.system, network)
     output_dir(args.out, ("validate.png", "validate.csv", "validate.json"))
-    fitted = load_fitted_lines(args.holdout) if args.holdout is not None else None  # before the simulations
+    fitted = load_fitted_lines(args.holdout, args.in_place) if args.holdout is not None else None  # before the simulations
     results = simulate_logs(logs, network, system, in_place=args.in_place, backend=args.backend,
                             network_for=load_regimes(args.regimes) if args.regimes is not None else None,
                             gpu_memory_gbps=args.gpu_memory_bw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from simpy_astra.config.readers import INT32_MAX, PathLike, load_json_object, require_mapping, show_value
@@ -25,6 +26,27 @@ def load_comm_groups_json(path: PathLike | None, total_npus: int, job: bool = Fa
         return {}
     src = os.fspath(path)
     return comm_groups_from_mapping(load_json_object(src, "communicator-group JSON"), src, total_npus, job)
+
+
+@dataclass(frozen=True)
+class WrittenGroups:
+    """A comm-group JSON a workload generator wrote into the workload cache. Its path is the
+    cache's, not one the user chose, so ASTRA-sim's 'empty' rule does not apply (a cache under
+    ``~/empty_runs`` dropped every generated group); ``shown`` is how its errors name it (a
+    user's generator with the file it wrote: the fix is in the generator, not in the cache)."""
+
+    path: str
+    shown: str
+    fix: str = ""  # appended to an error in it (a user's generator: fix the generator)
+
+    def read(self, total_npus: int, job: bool = False) -> dict[int, tuple[int, ...]]:
+        try:
+            found = load_json_object(self.path, "communicator-group JSON", self.shown)
+            return comm_groups_from_mapping(found, self.shown, total_npus, job)
+        except InputError as exc:
+            if not self.fix:
+                raise
+            raise InputError(f"{exc.message}{self.fix}") from None
 
 
 def ignored_comm_groups_warning(path: PathLike | None) -> str | None:

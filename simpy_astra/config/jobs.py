@@ -125,6 +125,9 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
             system = default_system
         else:
             raise InputError(f"{where}.system: is missing, and the scenario has no system for it")
+        if job.get("comm_groups") is not None and groups is not None:  # its traces name the written ones
+            raise InputError(f"{where}.comm_groups: the job's generated workload writes its own communicator "
+                             f"groups, which its traces name and these would replace; remove comm_groups")
         if job.get("comm_groups") is not None:
             groups = job["comm_groups"]
         comm = groups_of(groups, f"{where}.comm_groups", ranks) if groups is not None else {}

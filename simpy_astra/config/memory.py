@@ -126,5 +126,14 @@ def remote_memory_from_mapping(j: Any, src: str) -> RemoteMemoryConfig:
             f"must be at least 1 B/ns for {memory_type} (got {got}); it is an integer "
             f"divisor, fractions are truncated",
         )
-    kw["warnings"] = tuple(unknown_key_warnings(src, j, MEMORY_KEYS, "remote-memory"))
+    kw["warnings"] = (*unknown_key_warnings(src, j, MEMORY_KEYS, "remote-memory"), *_unread(j, src, memory_type))
     return RemoteMemoryConfig(**kw)
+
+
+def _unread(j: dict, src: str, memory_type: str) -> list[str]:
+    """A warning per key the memory type never reads (as in ASTRA-sim's AnalyticalRemoteMemory):
+    ``remote-mem-bw`` beside NO_MEMORY_EXPANSION ran without a word, as if it were used."""
+    read = {"NO_MEMORY_EXPANSION": (), "PER_NODE_MEMORY_EXPANSION": MEMORY_KEYS[1:]}.get(
+        memory_type, ("remote-mem-latency", "remote-mem-bw"))
+    return [f"{src}: field '{key}' is accepted but changes nothing: {memory_type} never reads it (remove it, or "
+            f"set the memory-type that does)" for key in MEMORY_KEYS[1:] if key in j and key not in read]

@@ -189,11 +189,12 @@ def parse_json(src: str, text: str, what: str) -> Any:
     return data
 
 
-def load_json_object(src: str, what: str) -> dict[str, Any]:
-    data = load_json(src, what)
+def load_json_object(src: str, what: str, shown: str | None = None) -> dict[str, Any]:
+    """The JSON object in ``src``; ``shown``: how its errors name it, if not by its path."""
+    data = parse_json(shown or src, read_text(src, what), what)
     if not isinstance(data, dict):
         raise InputError(
-            f"{src}: the top level must be a JSON object {{...}} (got {type(data).__name__}); "
+            f"{shown or src}: the top level must be a JSON object {{...}} (got {type(data).__name__}); "
             f"expected the {what}"
         )
     return data

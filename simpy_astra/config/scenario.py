@@ -65,10 +65,12 @@ from simpy_astra.config import (
     with_cost,
 )
 from simpy_astra.config.cluster_system import refuse_unplayed_algorithms
+from simpy_astra.config.comm_groups import WrittenGroups
 from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
+from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
 from simpy_astra.network.backends import lookup as lookup_backend
@@ -248,7 +250,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
         chosen = check_backend(f"{path}: field 'backend'", doc.get("backend", DEFAULT_BACKEND))
     if cluster is not None:
         how = "--network-backend" if backend is not None else "field 'backend'"
-        _refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
+        refuse_unread_cluster_keys(path, doc["cluster"], (user_network, user_system), chosen, how,
                                     _reads_gpu(prepared))
     if "fold_symmetry" in doc and not isinstance(doc["fold_symmetry"], bool):
         raise InputError(f"{path}: field 'fold_symmetry' must be true or false (got {doc['fold_symmetry']!r})")
@@ -351,50 +353,6 @@ def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_s
                          f"side by side as NCCL's streams do, not in ASTRA-sim's queues; remove num_queues_per_dim")
 
 
-#: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
-NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency", "nccl_tree_efficiency",
-                 "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
-                 "nccl_node_ll128_latency_scale", "nvls")
-#: cluster keys only the preset's routes read (its leaves and spine)
-SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
-
-
-def _refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool], backend: str, how: str,
-                                reads_gpu: bool) -> None:
-    """A ``cluster:`` key this run never reads, refused rather than run as if set: NCCL's fitted
-    all-reduce terms time the all-reduce only on the preset's own network with a backend that
-    times it so, the leaves and spine exist only on the preset's own network, and the GPU's
-    figures time only a generator's kernels that it times on the cluster's GPU (Megatron's); and
-    ``nccl_algo: ring`` shapes only the preset's system and NCCL's model (tree and nvls, which
-    only the model reads, are refused where it does not run, after this)."""
-    nccl = f"read only by NCCL's all-reduce model on the preset's own machine ({DEFAULT_BACKEND} backend)"
-    user_network, user_system = users
-    unread: dict[str, str] = {}
-    if written.get("nccl_algo") == "ring" and user_system and (user_network or not BACKENDS[backend].times_nccl):
-        unread["nccl_algo"] = (f"read by the preset's system (rings on every dimension) and by NCCL's all-reduce "
-                               f"model on the preset's own machine ({DEFAULT_BACKEND} backend); the scenario's "
-                               f"system replaces the first, and its "
-                               + ("network" if user_network else f"{backend} backend ({how})") + " the second")
-    if user_network:
-        unread.update(dict.fromkeys(SPINE_KEYS, "read only on the preset's own machine; the scenario's network "
-                                                "replaces its leaves and spine"))
-        # (the links' bandwidths still size a Megatron trace's tensor-parallel window; no latency does)
-        unread.update(dict.fromkeys(("nvlink_latency_ns", "inter_node_latency_ns"),
-                                    "read only on the preset's own machine; the scenario's network replaces its "
-                                    "NVLink and rails, latencies too"))
-        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the scenario's network replaces it"))
-    elif not BACKENDS[backend].times_nccl:
-        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the {backend} backend ({how}) plays the all-reduce "
-                                                   f"as messages"))
-    if not reads_gpu:
-        unread["gpu"] = ("read only by generate megatron, which times its kernels on the cluster's GPU; this "
-                         "workload's compute is timed by its own trace, or it has none")
-    given = sorted(key for key in written if key in unread)
-    if given:
-        key = given[0]
-        raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
-
-
 def _with_cluster(path: str, doc: dict) -> tuple[dict, Any, Prepared | None]:
     """``cluster:``: a preset builds system, network and backend (fields the scenario gives
     win), laid out as the generated job's layout says; the cluster and that job (None, None:
@@ -495,11 +453,32 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     ranks = layout.ranks if layout.ranks is not None else generated_ranks(made.prefix)
     if ranks != npus:  # else the error names a file in the cache, and deleting it as the fix
         raise _ranks_differ(path, prepared.generator, ranks, npus, on_cluster)
+    if groups is not None and made.comm_groups is not None:  # its traces name the generator's groups
+        raise InputError(f"{path}: field 'comm_groups': generate {prepared.generator} writes its own communicator "
+                         f"groups, which its traces name and these would replace (its collectives would run on other "
+                         f"members); remove comm_groups")
     if groups is not None:
         return made.prefix, groups, WorkloadInfo(prepared, warnings=layout.warnings)
+    written = _written_groups(made.comm_groups, prepared.generator, f"{path}: workload")
     # (the generators' sends and receives run between pipeline stages)
-    return made.prefix, made.comm_groups, WorkloadInfo(prepared, layout.dimensions,
-                                                       "pp" if layout.dimensions else "p2p", layout.warnings)
+    return made.prefix, written.read(npus) if written else None, WorkloadInfo(prepared, layout.dimensions,
+                                                                     "pp" if layout.dimensions else "p2p",
+                                                                     layout.warnings)
+
+
+def _written_groups(path: str | None, generator: str, where: str) -> WrittenGroups | None:
+    """The comm-group JSON at ``path`` the generator of the workload at ``where`` wrote. A user's
+    generator is named with the file (the error named only the cache's file, whose deletion
+    fixes nothing); ours wrote it from checked inputs, so a fault is the cache entry's."""
+    if path is None:
+        return None
+    from simpy_astra.workloads.generated import GENERATORS
+
+    if getattr(GENERATORS[generator].fn, "users", None) is None:
+        return WrittenGroups(path, path, f"; it is a corrupt workload cache entry: delete {os.path.dirname(path)} "
+                                         f"to generate it again")
+    return WrittenGroups(path, f"{where}.generate: generator '{generator}' wrote {path}",
+                         "; fix the generator (its traces are made anew once it is edited)")
 
 
 def _ranks_differ(path: str, generator: str, ranks: int, npus: int, on_cluster: bool) -> InputError:
@@ -554,18 +533,23 @@ def _jobs_inputs(path: str, doc: dict, system: SystemConfig | None,
                                    checking=checking)
             except InputError as exc:
                 raise InputError(exc.message.replace(f"{path}: workload", where, 1)) from None
-            return made.prefix, made.comm_groups
+            return made.prefix, _written_groups(made.comm_groups, value["generate"], where)
         if isinstance(value, str) and value:
             return _path(path, value, where.removeprefix(f"{path}: ")), None
         raise InputError(f"{where}: must be an ET prefix or a {{generate: ...}} mapping (got {value!r})")
 
     def groups_of(value: Any, where: str, ranks: int) -> dict[int, tuple[int, ...]]:
+        if isinstance(value, WrittenGroups):
+            return value.read(ranks, job=True)
         if isinstance(value, dict):
             return comm_groups_from_mapping(value, where, ranks, job=True)
         if isinstance(value, str) and value:
             return load_comm_groups_json(_path(path, value, where.removeprefix(f"{path}: ")), ranks, job=True)
         raise InputError(f"{where}: must be a file path or a mapping (got {value!r})")
 
+    if doc.get("fold_symmetry") is True:  # asked for in words, and dropped with a note --quiet hid
+        raise InputError(f"{path}: field 'fold_symmetry': a scenario with jobs: runs unfolded (each job's ranks are "
+                         f"placed apart, so no symmetry is known); remove it")
     warnings = [*unknown, *net.warnings, *unread_packet_settings(net, backend), *memory.warnings]
     memory.check_total_npus(net.total_npus)
     jobs = read_jobs(path, doc["jobs"], net.total_npus, system, workload_of,

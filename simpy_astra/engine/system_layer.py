@@ -280,8 +280,9 @@ class SystemLayer(Probed):
         # planned once: every chunk runs the same phases (only their queues differ)
         steps = phase_steps(kind, chunk, plan, dims_inv, self.config.collective_optimization)
         if count and not steps:
-            raise InputError(f"a {kind} of {chunk}-byte chunks has no dimension to run on "
-                             f"(every involved dimension has one NPU); the reference never finishes it")
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise InputError(f"{article} {kind} of {chunk}-byte chunks has no dimension to run on (every involved "
+                             f"dimension, or its communicator group, has one NPU); the reference never finishes it")
         for _ in range(count):
             self._insert_ready(Stream(plan.stream_owner.next_stream_id(), self._build_phases(steps, plan), priority,
                                       chunks_left))

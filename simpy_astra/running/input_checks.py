@@ -12,7 +12,13 @@ from simpy_astra.config.system import SystemConfig
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import et_path, has_rank_summary
-from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+from simpy_astra.workloads.chakra.types import (
+    BROADCAST,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+)
 
 
 def check_et_count(prefix: str, n: int, network: str) -> None:
@@ -77,8 +83,26 @@ def _dead_link(path: str, npu: int) -> None:
 def start_warnings(npus: list, cfg: SystemConfig, dims: list[int], inputs: SimulationInputs) -> list[str]:
     """What a run's inputs together would have it do in silence, said before time starts."""
     return [line for line in (compute_without_roofline(npus, cfg), replay_without_durations(npus, cfg),
-                              unused_comm_groups(npus, inputs), *short_implementation_lists(npus, cfg, dims))
+                              replayed_broadcasts(npus, cfg), unused_comm_groups(npus, inputs),
+                              *short_implementation_lists(npus, cfg, dims))
             if line]
+
+
+def replayed_broadcasts(npus: list, cfg: SystemConfig) -> str | None:
+    """A warning when a BROADCAST collective records no duration: ASTRA-sim does not simulate
+    broadcasts, it replays them from ``duration_micros`` (1 ns when 0), and so do we, so a
+    1 MiB broadcast ran in 1 ns without a word. Replay-only says so already; checked on one
+    simulated NPU (cheap)."""
+    if cfg.replay_only or not npus:
+        return None
+    casts = [n for n in npus[0].nodes.values()
+             if n.type == COMM_COLL_NODE and n.attrs.get("comm_type", (None, None))[1] == BROADCAST]
+    timeless = sum(1 for n in casts if not n.duration_micros)
+    if not timeless:
+        return None
+    return (f"{_workload_name(npus[0])}: {timeless} of {len(casts)} BROADCAST collective(s) record no duration "
+            f"(duration_micros 0); as in ASTRA-sim, a broadcast is not simulated but replayed from its duration, "
+            f"so each takes 1 ns and its bytes never cross the network; give it a duration_micros, or an all-gather")
 
 
 def unused_comm_groups(npus: list, inputs: SimulationInputs) -> str | None:

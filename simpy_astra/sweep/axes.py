@@ -5,6 +5,7 @@ same field twice are refused (:func:`check_overlaps`)."""
 from __future__ import annotations
 
 import json
+import keyword
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError, printable
+from simpy_astra.sweep.expressions import FUNCTION_NAMES
 
 MAX_POINTS = 100_000
 
@@ -226,3 +228,15 @@ def _range_values(start: float, stop: float, step: float) -> list[float]:
         return list(range(start, stop + 1, step))
     first, last, by = (Decimal(repr(float(x))) for x in (start, stop, step))
     return [float(first + i * by) for i in range(int((last - first) / by) + 1)]
+
+
+def refuse_unnameable(path: str, axes: list[Axis]) -> None:
+    """An axis whose name in expressions is a Python keyword or one of their functions: ``as:
+    for`` made every expression naming it a syntax error, and ``min`` hid the function."""
+    for axis in axes:
+        if keyword.iskeyword(axis.name) or axis.name in FUNCTION_NAMES:
+            what = "a Python keyword" if keyword.iskeyword(axis.name) else "a function of expressions"
+            fix = (f"call it another name, e.g. as: {axis.name}_value" if axis.name != axis.column.replace("-", "_")
+                   else f"rename the axis, e.g. {axis.name}_value")
+            raise InputError(f"{path}: axes: {axis.column}: its name in expressions, {axis.name!r}, is {what}, "
+                             f"which no expression can name as an axis; {fix}")

@@ -5,9 +5,11 @@ sweep is loaded, so that a misspelt axis does not run every point the same, or f
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from simpy_astra.config.cluster import CLUSTER_KEYS, OLD_KEYS, Gpu
+from simpy_astra.config.jobs import JOB_KEYS
 from simpy_astra.config.network import KNOWN_NETWORK_KEYS
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.config.scenario import SCENARIO_KEYS
@@ -30,10 +32,23 @@ def megatron_args_of(scenario: dict[str, Any]) -> Any:
     return None
 
 
-def check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fixed: bool = True) -> None:
+def check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fixed: bool = True,
+                    paths: Collection[str] = ()) -> None:
     """An axis must name a field some reader uses: a misspelt ``network.bandwith`` would give
     points that all run the same scenario, and ``workload.sizee`` of a generator that takes no
-    such parameter would fail every point alike (checked while no axis changes the generator)."""
+    such parameter would fail every point alike (checked while no axis changes the generator;
+    ``paths``: every axis's, which tell whether one changes a job's)."""
+    jobs = base.get("jobs")
+    if dotted.split(".")[0] in ("workload", "comm_groups") and jobs is not None and "jobs" not in paths:
+        raise InputError(f"{where}: '{dotted}' sets the scenario's one workload, but the base runs jobs:, so every "
+                         f"point would fail on both; sweep a job's field, e.g. 'jobs.0.{dotted}'")
+    if dotted.split(".")[0] == "jobs" and isinstance(jobs, list):
+        _check_job_path(dotted, jobs, where, paths)
+        return
+    if dotted.split(".")[0] == "jobs" and jobs is None and not {"workload", "jobs"} & set(paths) - {dotted}:
+        raise InputError(f"{where}: '{dotted}' sets a job, but the base scenario runs one workload, not jobs:, so "
+                         f"every point would fail on both; sweep its own field (e.g. 'workload.size'), or give the "
+                         f"base jobs:")
     if is_args_path(dotted):
         if megatron_args_of(base) is None:
             raise InputError(f"{where}: '{dotted}' sets a Megatron-LM argument, but the base scenario's workload "
@@ -71,6 +86,45 @@ def check_axis_path(dotted: str, base: dict[str, Any], where: str, generator_fix
         hint = f"; did you mean '{prefix}{near}'?" if near else ""
         why = "every point would fail on it" if prefix.startswith("cluster.") else "every point would run the same"
         raise InputError(f"{where}: '{dotted}' names no field of the scenario ({why}){hint}")
+
+
+def _check_job_path(dotted: str, jobs: list, where: str, paths: Collection[str]) -> None:
+    """``jobs.N.KEY...``: a job's field, a parameter of its generator, a key of its system, as
+    the scenario's own are checked (a misspelt one failed every point alike). The index is
+    checked as each point is built."""
+    parts = dotted.split(".")
+    if len(parts) < 3 or not parts[1].isdigit() or int(parts[1]) >= len(jobs) or not isinstance(jobs[int(parts[1])], dict):
+        return
+    job, key, prefix = jobs[int(parts[1])], parts[2], f"jobs.{parts[1]}."
+    if {"jobs", f"jobs.{parts[1]}"} & set(paths):  # the job is set whole by another axis
+        return
+    fixed = not {f"{prefix}workload", f"{prefix}workload.generate"} & set(paths)
+    if key not in JOB_KEYS:
+        near = nearest_key(key, JOB_KEYS)
+        hint = f"; did you mean '{prefix}{near}'?" if near else f" (a job has {', '.join(sorted(JOB_KEYS))})"
+        raise InputError(f"{where}: '{dotted}' names no field of a job (every point would fail on it){hint}")
+    if key == "workload" and len(parts) == 4 and fixed and (taken := _generator_params(job.get("workload"))):
+        if parts[3] not in {*taken, "generate"}:
+            near = nearest_key(parts[3], {*taken, "generate"})
+            hint = f"did you mean '{prefix}workload.{near}'?" if near else f"it takes {', '.join(taken)}"
+            raise InputError(f"{where}: '{dotted}': generate {job['workload']['generate']} takes no parameter "
+                             f"{parts[3]!r}, so every point would fail on it; {hint}")
+    other = {"npus": "placement", "placement": "npus"}.get(key)
+    if other in job and f"{prefix}{other}" not in paths:
+        raise InputError(f"{where}: '{dotted}': job {job.get('name', parts[1])} has {other} in the base, and a job "
+                         f"takes npus or placement, not both, so every point would fail on it; remove {other} from "
+                         f"the base's job")
+    if key == "system" and len(parts) > 3 and f"{prefix}system" not in paths:
+        if not isinstance(job.get("system"), dict):
+            raise InputError(f"{where}: '{dotted}': job {job.get('name', parts[1])} has no system of its own (it "
+                             f"runs the scenario's), so the axis would make one of {parts[3]} alone, which every "
+                             f"point would fail on; sweep 'system.{parts[3]}', or give the job a system")
+        known = set(KNOWN_SYSTEM_KEYS) | set(map(str, job["system"]))
+        if parts[3] not in known:
+            near = nearest_key(parts[3], known)
+            hint = f"; did you mean '{prefix}system.{near}'?" if near else ""
+            raise InputError(f"{where}: '{dotted}' names no field of the job's system (every point would run the "
+                             f"same){hint}")
 
 
 def _generator_params(workload: Any) -> tuple[str, ...] | None:

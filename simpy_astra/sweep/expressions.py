@@ -108,6 +108,8 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": lambda *a: min(_num(x) for x in a), "max": lambda *a: max(_num(x) for x in a),
     "abs": lambda x: _checked(abs(_num(x))), "round": _round,
 }
+#: the names of those functions, which no axis may take (it would hide one)
+FUNCTION_NAMES = frozenset(_FUNCTIONS)
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
             ast.Name, ast.Constant, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 

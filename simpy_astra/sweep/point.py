@@ -79,8 +79,10 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         exc = InvalidConfigurationError(relabel(exc.message, where), exc.rule)
         return {**invalid_figures(exc, where), "wall_s": round(time.perf_counter() - t0, 3),
                 "warnings": warnings_cell(warned, where)}
-    except Exception as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
+    except BaseException as exc:  # noqa: BLE001 - recorded with the point, the sweep goes on
         theirs = users_failure(exc)  # a plug-in's method that raised mid-run: named as run names it
+        if not isinstance(exc, Exception) and (theirs is None or isinstance(exc, KeyboardInterrupt | SystemExit)):
+            raise  # a stop (the runner's own, Ctrl-C); a plug-in's GeneratorExit is the point's failure
         text = relabel(theirs or " ".join(str(exc).split()) or "no message", where)
         return {"wall_s": round(time.perf_counter() - t0, 3), "status": "error",
                 "error": f"{'PluginError' if theirs else type(exc).__name__}: {text}",

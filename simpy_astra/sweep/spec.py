@@ -62,6 +62,7 @@ from simpy_astra.sweep.axes import (
     one_line,
     parse_axis,
     point_words,
+    refuse_unnameable,
     unique_with_repeats,
 )
 from simpy_astra.sweep.axis_paths import check_axis_path, megatron_args_of
@@ -452,6 +453,19 @@ def point_key(coords: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def _refuse_bundles_named_as_fields(path: str, axes: list[Axis]) -> None:
+    """A bundle axis's key is its results.csv column and holds its bundles' names: called as a
+    field (``system.endpoint-delay``, ``backend``), the column read as that field's values
+    ('slow', 'fast') while the bundles set other fields."""
+    for axis in axes:
+        if axis.bundles is None or "." not in axis.column and axis.column not in SCENARIO_KEYS:
+            continue
+        sets = sorted({k for b in axis.bundles.values() for k in b})
+        raise InputError(f"{path}: axes: {axis.column}: a named-bundle axis is called as the field it names, but "
+                         f"its results.csv column holds the bundles' names ({', '.join(axis.values)}) and they "
+                         f"set {', '.join(sets)}; call the axis a word that is no field, e.g. machine")
+
+
 def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     """The sweep YAML at ``path``; ``plugins`` (``sweep --plugin``) join the base scenario's
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
@@ -484,6 +498,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
                          for col, raw in raw_axes.items()], list(raw_axes.values()))
     warnings += [f"axes: {a.column}: {said} are one value, which runs once; give each value once" for a in axes
                  for said in a.repeats]
+    refuse_unnameable(path, axes)
     names = [a.name for a in axes]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
@@ -497,6 +512,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     if taken:
         raise InputError(f"{path}: axes: {taken[0]}: results.csv has a column of that name already; call the "
                          f"axis something else (its values stay the same)")
+    _refuse_bundles_named_as_fields(path, axes)
     axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
                                             or [a.column])]
     check_overlaps(path, axes, _field_of)
@@ -513,7 +529,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     generator_fixed = not {"workload", "workload.generate"} & set(axis_paths)
     for axis in axes:
         for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
-            check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed)
+            check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed, axis_paths)
         if axis.bundles is None and is_args_path(axis.column):
             check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
         for value in axis.values if axis.bundles is None and axis.column.startswith("cluster.") else ():
@@ -532,6 +548,13 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     megatron = megatron_args_of(spec.base) is not None
     if megatron:  # every modelled flag is a name (axis names win)
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
+    for axis in axes:  # an axis called as a flag hid the flag's own value in every expression
+        own = is_args_path(axis.column) and axis.bundles is None and \
+            axis.column.rsplit(".", 1)[-1].replace("-", "_") == axis.name
+        if axis.name in spec.flag_names and not own:
+            raise InputError(f"{path}: axes: {axis.column}: its name in expressions, {axis.name!r}, is what they call "
+                             f"a Megatron argument of each point, which it would hide (a constraint on it would read "
+                             f"this axis); call the axis another name with as:, e.g. {axis.name}_axis")
     coords = set(names) | spec.flag_names
     # the flags' names are summed up in an error, not listed one by one (data_parallel_size is no flag)
     flags = spec.flag_names - {"data_parallel_size", *names}

@@ -1,0 +1,57 @@
+"""Which ``cluster:`` keys a run reads: one it never reads is refused rather than run as if set
+(NCCL's fitted terms off the analytical backend or beside a network of the scenario's own, the
+spine beside that network, an algorithm's fitted share beside another algorithm forced)."""
+
+from __future__ import annotations
+
+from simpy_astra.errors import InputError
+from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
+
+#: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
+NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency", "nccl_tree_efficiency",
+                 "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
+                 "nccl_node_ll128_latency_scale", "nvls")
+#: cluster keys only the preset's routes read (its leaves and spine)
+SPINE_KEYS = ("nodes_per_leaf", "oversubscription")
+
+
+def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool], backend: str, how: str,
+                               reads_gpu: bool) -> None:
+    """A ``cluster:`` key this run never reads, refused rather than run as if set: NCCL's fitted
+    all-reduce terms time the all-reduce only on the preset's own network with a backend that
+    times it so, the leaves and spine exist only on the preset's own network, and the GPU's
+    figures time only a generator's kernels that it times on the cluster's GPU (Megatron's); and
+    ``nccl_algo: ring`` shapes only the preset's system and NCCL's model (tree and nvls, which
+    only the model reads, are refused where it does not run, after this)."""
+    nccl = f"read only by NCCL's all-reduce model on the preset's own machine ({DEFAULT_BACKEND} backend)"
+    user_network, user_system = users
+    unread: dict[str, str] = {}
+    if written.get("nccl_algo") == "ring" and user_system and (user_network or not BACKENDS[backend].times_nccl):
+        unread["nccl_algo"] = (f"read by the preset's system (rings on every dimension) and by NCCL's all-reduce "
+                               f"model on the preset's own machine ({DEFAULT_BACKEND} backend); the scenario's "
+                               f"system replaces the first, and its "
+                               + ("network" if user_network else f"{backend} backend ({how})") + " the second")
+    if user_network:
+        unread.update(dict.fromkeys(SPINE_KEYS, "read only on the preset's own machine; the scenario's network "
+                                                "replaces its leaves and spine"))
+        # (the links' bandwidths still size a Megatron trace's tensor-parallel window; no latency does)
+        unread.update(dict.fromkeys(("nvlink_latency_ns", "inter_node_latency_ns"),
+                                    "read only on the preset's own machine; the scenario's network replaces its "
+                                    "NVLink and rails, latencies too"))
+        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the scenario's network replaces it"))
+    elif not BACKENDS[backend].times_nccl:
+        unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the {backend} backend ({how}) plays the all-reduce "
+                                                   f"as messages"))
+    forced = written.get("nccl_algo")
+    for algo in ("tree", "nvls"):  # an algorithm's fitted share times only that algorithm's all-reduce
+        why = (f"nccl_algo forces {forced}" if forced in ("ring", "tree", "nvls") and forced != algo else
+               "nvls is false (no NVLink SHARP)" if algo == "nvls" and written.get("nvls") is False else None)
+        if why is not None:
+            unread.setdefault(f"nccl_{algo}_efficiency", f"read only when NCCL's all-reduce runs {algo}, and {why}")
+    if not reads_gpu:
+        unread["gpu"] = ("read only by generate megatron, which times its kernels on the cluster's GPU; this "
+                         "workload's compute is timed by its own trace, or it has none")
+    given = sorted(key for key in written if key in unread)
+    if given:
+        key = given[0]
+        raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")

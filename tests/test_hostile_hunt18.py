@@ -1,0 +1,412 @@
+"""An eighteenth hunt for inputs that ran as something other than what they say: each is now
+refused in one line naming the file, the field and the fix, warned of, or runs as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.main import main
+from tests.test_hostile_commands import _calibrate
+from tests.test_hostile_hunt7 import SCENARIOS
+
+DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+RING4 = {"topology": ["Ring"], "npus_count": [4], "bandwidth": [50.0], "latency": [500.0]}
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _error(capsys, argv: list[str]) -> str:
+    """The one line a command that refuses its input (exit status 2) writes to stderr."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize(("every", "fix"), [("1.5", "write 2"), ("0.5", "write 0 or 2"), ("2.0", "write 2")])
+def test_a_fraction_for_hold_out_every_is_told_a_value_it_takes(tmp_path, capsys, every, fix):
+    # 1.5 was told 'write 1 or 2', and 1 was then refused: the fix named a value the flag refuses
+    line = _error(capsys, _calibrate(tmp_path, "--hold-out-every", every))
+    assert "--hold-out-every" in line and fix in line and "write 1 " not in line, line
+
+
+@pytest.mark.parametrize("every", ["1", "-2"])
+def test_a_hold_out_every_it_refuses_is_refused_as_the_flag(tmp_path, capsys, every):
+    line = _error(capsys, _calibrate(tmp_path, "--hold-out-every", every))
+    assert "--hold-out-every" in line and "0 (fit every size) or 2 or more" in line, line
+
+
+@pytest.mark.parametrize("name", ["system.endpoint-delay", "backend", "network"])
+def test_a_bundle_axis_named_as_a_field_is_refused(tmp_path, capsys, name):
+    # results.csv had a column 'system.endpoint-delay' holding 'slow' and 'fast', the bundles'
+    # names, while neither bundle set the endpoint delay
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {name: {"named": {
+        "slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 100}}}}}, "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert f"axes: {name}:" in line and "bundle" in line and "machine" in line, line
+
+
+def test_a_bundle_axis_named_as_no_field_runs(tmp_path, capsys):
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"machine": {"named": {
+        "slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 100}}}}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert "machine=slow" in capsys.readouterr().out
+
+
+#: a generator of one's own that writes the comm-group JSON its ``groups`` parameter gives
+_GROUPS_GENERATOR = '''
+from simpy_astra.workloads.chakra import make_node, write_et
+from simpy_astra.workloads.chakra.types import COMP_NODE
+
+
+def gen(params, prefix):
+    for rank in range(4):
+        write_et(f"{prefix}.{rank}.et", [make_node(1, "fwd", COMP_NODE, duration_micros=1)])
+    with open(prefix + ".json", "w") as f:
+        f.write(params["groups"])
+    return prefix + ".json"
+'''
+
+
+@pytest.mark.parametrize(("groups", "problem"), [('{"1": [0, 1, 9]}', "lists 9"),
+                                                 ('{"1": [0, 1}', "invalid JSON")])
+def test_a_bad_comm_group_json_a_users_generator_wrote_names_the_generator(tmp_path, capsys, monkeypatch,
+                                                                           groups, problem):
+    # the error named only the cache's file: the user never wrote it, and deleting it (the
+    # fix of a corrupt cache entry) would write it again
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "groups_gen18.py").write_text(_GROUPS_GENERATOR)
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload={"generate": "groups_gen18:gen",
+                                                                       "groups": groups}))
+    line = _error(capsys, ["run", scenario])
+    assert f"{scenario}: workload.generate: generator 'groups_gen18:gen' wrote {tmp_path / 'cache'}" in line
+    assert problem in line and "fix the generator" in line, line
+
+
+def test_a_bad_comm_group_json_of_a_jobs_generator_names_the_job(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "groups_gen18j.py").write_text(_GROUPS_GENERATOR)
+    job = {"name": "a", "workload": {"generate": "groups_gen18j:gen", "groups": '{"1": [0, 5]}'},
+           "npus": [0, 1, 2, 3]}
+    doc = {k: v for k, v in DEFAULT.items() if k != "workload"}
+    scenario = _write(tmp_path, dict(doc, network=RING4, jobs=[job]))
+    line = _error(capsys, ["run", scenario])
+    assert f"{scenario}: jobs[0].workload.generate: generator 'groups_gen18j:gen' wrote" in line
+    assert "lists 5, which is not a rank of the job" in line and "fix the generator" in line, line
+
+
+@pytest.mark.parametrize("scenario", ["transformer_llama_16npus.yaml", "two_llm_jobs_fat_tree.yaml"])
+def test_a_workload_cache_under_a_folder_named_empty_keeps_its_comm_groups(tmp_path, capsys, monkeypatch,
+                                                                        scenario):
+    # ASTRA-sim reads a comm-group path holding 'empty' as 'no groups'; the generated groups in
+    # a cache under ~/empty_runs were dropped, and the run stopped on the cache's trace naming a
+    # group it did not define
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "empty_cache"))
+    assert main(["run", str(SCENARIOS / scenario), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("iteration time ")
+
+
+#: a collective and a module of one's own that raise what is no Exception
+_BASE_RAISERS = '''
+class Abort(BaseException):
+    pass
+
+
+def abort(ctx):
+    yield ctx.endpoint(reduce_bytes=0)
+    raise Abort("stop here")
+
+
+def generator_exit(ctx):
+    yield ctx.endpoint(reduce_bytes=0)
+    raise GeneratorExit
+'''
+
+
+def _simple_ring(tmp_path: Path, algorithm: str) -> str:
+    doc = yaml.safe_load((SCENARIOS.parent / "examples" / "simple_ring.yaml").read_text())
+    doc["system"]["all-reduce-implementation"] = [algorithm]
+    return _write(tmp_path, doc)
+
+
+@pytest.mark.parametrize(("fn", "raised"), [("abort", "Abort: stop here"), ("generator_exit", "GeneratorExit")])
+def test_a_users_collective_raising_no_exception_is_named_as_theirs(tmp_path, capsys, fn, raised):
+    # a BaseException of their own, or GeneratorExit, passed `except Exception`: a Python traceback
+    (tmp_path / "raisers18.py").write_text(_BASE_RAISERS)
+    line = _error(capsys, ["run", _simple_ring(tmp_path, f"raisers18:{fn}"), "--quiet"])
+    assert f"'raisers18:{fn}' raised {raised}" in line and "raisers18.py:" in line, line
+
+
+def test_a_plugin_module_raising_no_exception_is_named_as_theirs(tmp_path, capsys, monkeypatch):
+    (tmp_path / "raises_at_import18.py").write_text("raise GeneratorExit\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    line = _error(capsys, ["run", str(SCENARIOS / "default.yaml"), "--plugin", "raises_at_import18", "--quiet"])
+    assert "'raises_at_import18'" in line and "raised GeneratorExit" in line, line
+
+
+def test_a_sweep_point_whose_collective_raises_no_exception_fails_alone(tmp_path, capsys):
+    (tmp_path / "raisers18s.py").write_text(_BASE_RAISERS)
+    _simple_ring(tmp_path, "ring")
+    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {
+        "system.all-reduce-implementation": ["ring", "raisers18s:abort"]}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(tmp_path / "out")]) == 0
+    rows = (tmp_path / "out" / "results.csv").read_text()
+    assert ",ok," in rows and "raised Abort: stop here" in rows, rows
+
+
+def _two_jobs(tmp_path: Path) -> str:
+    job = {"generate": "microbench", "collective": "all_reduce", "size": 65536, "num_npus": 4}
+    return _write(tmp_path, {"system": DEFAULT["system"], "backend": "congestion_aware", "network": {
+        "topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0]}, "jobs": [
+        {"name": "a", "workload": job, "placement": "contiguous"},
+        {"name": "b", "workload": job, "placement": "strided", "start_ns": 1000}]}, "jobs.yaml")
+
+
+@pytest.mark.parametrize(("axis", "said"), [
+    ("jobs.0.workload.sizee", "generate microbench takes no parameter 'sizee'"),
+    ("jobs.0.systemm", "did you mean 'jobs.0.system'?"),
+    ("jobs.0.system.endpoint-delay", "job a has no system of its own"),
+    ("jobs.0.npus", "job a has placement in the base"),
+    ("workload.size", "sweep a job's field, e.g. 'jobs.0.workload.size'"),
+])
+def test_an_axis_on_a_job_that_every_point_would_fail_on_is_refused(tmp_path, capsys, axis, said):
+    # each was listed as a point of its own and failed at every one alike
+    _two_jobs(tmp_path)
+    values = [[0, 1, 2, 3], [4, 5, 6, 7]] if axis.endswith("npus") else [1, 2]
+    sweep = _write(tmp_path, {"base": "jobs.yaml", "axes": {axis: values}}, "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert f"axes: {axis}:" in line and said in line, line
+
+
+def test_an_axis_on_a_job_of_a_one_workload_base_is_refused(tmp_path, capsys):
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"jobs.0.start_ns": [0, 10]}},
+                   "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert "axes: jobs.0.start_ns:" in line and "runs one workload, not jobs:" in line, line
+
+
+def test_axes_on_a_jobs_fields_that_it_reads_are_listed(tmp_path, capsys):
+    _two_jobs(tmp_path)
+    sweep = _write(tmp_path, {"base": "jobs.yaml", "axes": {"jobs.0.workload.size": [1024, 2048],
+                                                            "jobs.1.placement": ["contiguous", "strided"]}},
+                   "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "4 points" in out and "will fail" not in out, out
+
+
+@pytest.mark.parametrize(("memory", "unread"), [
+    ({"memory-type": "NO_MEMORY_EXPANSION", "remote-mem-bw": 10}, "remote-mem-bw"),
+    ({"memory-type": "MEMORY_POOL", "num-nodes": 2, "remote-mem-bw": 10}, "num-nodes"),
+])
+def test_a_remote_memory_field_its_type_never_reads_is_warned_of(tmp_path, capsys, memory, unread):
+    # the run went on as if the bandwidth were used: NO_MEMORY_EXPANSION reads no bandwidth
+    scenario = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
+                                     remote_memory=memory))
+    assert main(["run", scenario, "--quiet"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"remote_memory: field '{unread}' is accepted but changes nothing: {memory['memory-type']} never reads" \
+        in err, err
+
+
+def test_a_remote_memory_whose_type_reads_every_field_says_nothing(tmp_path, capsys):
+    memory = {"memory-type": "PER_NODE_MEMORY_EXPANSION", "num-nodes": 1, "num-npus-per-node": 8,
+              "remote-mem-latency": 10, "remote-mem-bw": 10}
+    scenario = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
+                                     remote_memory=memory))
+    assert main(["run", scenario, "--quiet"]) == 0
+    assert "remote_memory" not in capsys.readouterr().err
+
+
+def _group_traces(tmp_path: Path, groups_of_rank) -> str:
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import ALL_REDUCE, COMM_COLL_NODE
+
+    (tmp_path / "g").mkdir()
+    for rank in range(4):
+        write_et(str(tmp_path / "g" / f"t.{rank}.et"), [make_node(1, "ar", COMM_COLL_NODE, attrs={
+            "is_cpu_op": False, "comm_type": ALL_REDUCE, "comm_size": 1024, "pg_name": groups_of_rank(rank)})])
+    return str(tmp_path / "g" / "t")
+
+
+def test_a_group_the_scenarios_comm_groups_lack_is_told_the_groups_given(tmp_path, capsys):
+    # the fix was '--comm-group-configuration', a flag the scenario's user never gave, beside
+    # comm_groups that were given
+    workload = _group_traces(tmp_path, lambda rank: "1" if rank < 2 else "2")
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload, comm_groups={"1": [0, 1]}))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert "communicator group 2 is not defined; the communicator groups given define 1: add it to them" in line
+
+
+def test_a_group_without_comm_groups_is_told_where_groups_go(tmp_path, capsys):
+    workload = _group_traces(tmp_path, lambda rank: "1")
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert "no communicator groups are given: give them (a scenario's comm_groups" in line, line
+
+
+def test_an_all_reduce_in_a_group_of_one_is_named_with_its_article(tmp_path, capsys):
+    workload = _group_traces(tmp_path, lambda rank: str(rank + 1))
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload,
+                                     comm_groups={str(r + 1): [r] for r in range(4)}))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert "an all_reduce of 256-byte chunks has no dimension to run on" in line
+    assert "or its communicator group, has one NPU" in line, line
+
+
+@pytest.mark.parametrize(("axes", "name"), [
+    ({"network.bandwidth": {"values": [25, 50], "as": "for"}}, "for"),
+    ({"network.bandwidth": {"values": [25, 50], "as": "min"}}, "min"),
+    ({"if": {"named": {"slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 50}}}}, "if"),
+])
+def test_an_axis_named_as_a_keyword_or_a_function_of_expressions_is_refused(tmp_path, capsys, axes, name):
+    # 'as: for' was taken, and every constraint naming it was 'invalid syntax'; 'min' hid the function
+    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": axes}, "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert f"its name in expressions, '{name}', is a" in line and f"{name}_value" in line, line
+
+
+def _validate(tmp_path: Path, *extra: str) -> list[str]:
+    from tests.test_hostile_commands import A100
+
+    out = tmp_path / "o"
+    return ["validate", str(A100 / "all_reduce.log"), "--network", str(out / "network.yml"), "--system",
+            str(out / "system.json"), "--out", str(tmp_path / "v"), *extra]
+
+
+@pytest.mark.parametrize("flag", ["--holdout", "--regimes"])
+def test_calibrates_network_yaml_given_for_its_json_record_is_told_which_file(tmp_path, capsys, flag):
+    # it was 'invalid JSON at line 1, column 1: ... JSON has no comments: remove it'
+    assert main(_calibrate(tmp_path, "--hold-out-every", "2")) == 0
+    capsys.readouterr()
+    line = _error(capsys, _validate(tmp_path, flag, str(tmp_path / "o" / "network.yml")))
+    wanted = "calibration.json" if flag == "--holdout" else "regimes.json"
+    assert f"{flag}: is not a JSON object, so not calibrate's {wanted}" in line and "no comments" not in line, line
+
+
+def test_a_holdout_of_an_out_of_place_fit_beside_in_place_times_is_refused(tmp_path, capsys):
+    # its 'fitted' rows were scored on in-place times the fit never saw
+    assert main(_calibrate(tmp_path, "--hold-out-every", "2")) == 0
+    capsys.readouterr()
+    line = _error(capsys, _validate(tmp_path, "--holdout", str(tmp_path / "o" / "calibration.json"), "--in-place"))
+    assert "its fit is of the out-of-place times and validate compares the in-place ones" in line, line
+    assert "drop --in-place" in line
+
+
+def test_fold_symmetry_on_for_a_scenario_of_jobs_is_refused(tmp_path, capsys):
+    # folding was dropped with a note, which --quiet hid: the run asked for in words did not fold
+    line = _error(capsys, ["run", _two_jobs(tmp_path), "--fold-symmetry", "on", "--quiet"])
+    assert "--fold-symmetry on: a scenario with jobs: runs unfolded" in line, line
+
+
+def test_a_scenarios_fold_symmetry_true_beside_jobs_is_refused(tmp_path, capsys):
+    doc = yaml.safe_load(Path(_two_jobs(tmp_path)).read_text())
+    line = _error(capsys, ["run", _write(tmp_path, dict(doc, fold_symmetry=True)), "--quiet"])
+    assert "field 'fold_symmetry': a scenario with jobs: runs unfolded" in line, line
+
+
+def test_isolation_under_quiet_without_json_out_is_refused(tmp_path, capsys):
+    # every job ran again alone, and nothing showed its slowdown
+    line = _error(capsys, ["run", _two_jobs(tmp_path), "--isolation", "--quiet"])
+    assert "--isolation: each job's slowdown is printed in the jobs table, which --quiet leaves out" in line, line
+
+
+def test_isolation_under_quiet_writes_the_slowdowns_to_json_out(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "f.json"
+    assert main(["run", _two_jobs(tmp_path), "--isolation", "--quiet", "--json-out", str(out)]) == 0
+    assert json.loads(out.read_text())["jobs"]["b"]["slowdown"] == 1.0
+
+
+def test_an_axis_called_as_a_megatron_argument_it_does_not_set_is_refused(tmp_path, capsys):
+    # 'tensor_model_parallel_size == 1' read the GPU count of this axis (8, 16), not the points'
+    # tp (1), and left no point to run
+    from tests.test_hostile_hunt7 import ARGS
+
+    _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                      "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
+    sweep = _write(tmp_path, {"base": "base.yaml", "axes": {"cluster.gpus": {
+        "values": [8, 16], "as": "tensor_model_parallel_size"}}, "constraints": ["tensor_model_parallel_size == 1"]},
+                   "sweep.yaml")
+    line = _error(capsys, ["sweep", sweep, "--list"])
+    assert "axes: cluster.gpus: its name in expressions, 'tensor_model_parallel_size', is what they call a " \
+           "Megatron argument" in line, line
+
+
+def test_an_axis_on_a_megatron_argument_may_keep_its_name(tmp_path, capsys):
+    from tests.test_hostile_hunt7 import ARGS
+
+    _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                      "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
+    sweep = _write(tmp_path, {"base": "base.yaml", "axes": {"workload.args.tensor-model-parallel-size": {
+        "values": [1, 2], "as": "tensor_model_parallel_size"}}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    assert "tensor_model_parallel_size=2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("extra", "why"), [((), "the logs (all_reduce) copy nothing"),
+                                            (("--in-place",), "in-place times copy nothing")])
+def test_a_gpu_memory_rate_nothing_reads_is_warned_of(tmp_path, capsys, extra, why):
+    # calibrate took --gpu-memory-bw beside an all-reduce log and said nothing: no figure read it
+    assert main(_calibrate(tmp_path, "--gpu-memory-bw", "100", *extra)) == 0
+    out = capsys.readouterr().out
+    assert f"warning: --gpu-memory-bw changes nothing: only the own-chunk copy of an out-of-place all_gather or " \
+           f"all_to_all log reads it, and {why}; remove it" in out, out
+
+
+def test_comm_groups_beside_a_generator_that_writes_its_own_are_refused(tmp_path, capsys, monkeypatch):
+    # they replaced the transformer's tp/dp/pp groups in silence, and the run stalled with a
+    # page of unmatched messages that named neither
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
+    scenario = _write(tmp_path, dict(doc, comm_groups={"1": list(range(16))}))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert f"{scenario}: field 'comm_groups': generate transformer writes its own communicator groups" in line
+
+
+def test_a_jobs_comm_groups_beside_a_generator_that_writes_its_own_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    doc = yaml.safe_load((SCENARIOS / "two_llm_jobs_fat_tree.yaml").read_text())
+    doc["jobs"][1]["comm_groups"] = {"1": [0, 1]}
+    line = _error(capsys, ["run", _write(tmp_path, doc), "--quiet"])
+    assert "jobs[1].comm_groups: the job's generated workload writes its own communicator groups" in line, line
+
+
+def test_a_broadcast_without_a_duration_is_warned_of(tmp_path, capsys):
+    # a 1 MiB broadcast ran in 1 ns without a word: ASTRA-sim (and so the run) replays it
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import BROADCAST, COMM_COLL_NODE
+
+    (tmp_path / "b").mkdir()
+    for rank in range(4):
+        write_et(str(tmp_path / "b" / f"t.{rank}.et"), [make_node(1, "bcast", COMM_COLL_NODE, attrs={
+            "is_cpu_op": False, "comm_type": BROADCAST, "comm_size": 1 << 20})])
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=str(tmp_path / "b" / "t")))
+    assert main(["run", scenario, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("iteration time 1 ns")  # the reference's figure, kept
+    assert "1 of 1 BROADCAST collective(s) record no duration" in " ".join(captured.err.split())
+
+
+@pytest.mark.parametrize(("cluster", "key", "why"), [
+    ({"nccl_algo": "ring", "nccl_tree_efficiency": 0.3}, "nccl_tree_efficiency", "nccl_algo forces ring"),
+    ({"nccl_algo": "tree", "nccl_nvls_efficiency": 0.3}, "nccl_nvls_efficiency", "nccl_algo forces tree"),
+    ({"nvls": False, "nccl_nvls_efficiency": 0.3}, "nccl_nvls_efficiency", "nvls is false"),
+])
+def test_an_algorithms_fitted_share_beside_another_forced_is_refused(tmp_path, capsys, cluster, key, why):
+    # the step was the same with or without it: only the forced algorithm's all-reduce is timed
+    from tests.test_hostile_hunt7 import ARGS
+
+    scenario = _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS + " --tensor-model-parallel-size 2"},
+                                 "cluster": {"preset": "dgx-h100", "gpus": 16, **cluster}})
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert f"cluster.{key}: read only when NCCL's all-reduce runs" in line and why in line, line
+    assert f"remove {key}" in line
