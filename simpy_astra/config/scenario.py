@@ -70,7 +70,7 @@ from simpy_astra.config.inputs import SimulationInputs, WorkloadInfo
 from simpy_astra.config.plugin_modules import load_plugins
 from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.system import REQUIRED_KEYS
-from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys
+from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_algorithm_shares
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
 from simpy_astra.network.backends import lookup as lookup_backend
@@ -219,7 +219,8 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False)
     user_network = "network" in doc  # the user's own network: its topology, not the preset's routes
     user_system = "system" in doc  # the user's own system: its algorithms, not the preset's
     doc, cluster, prepared = _with_cluster(path, doc)
-    unknown += cluster.idle_keys(doc["cluster"]) if cluster is not None else []
+    unknown += [*cluster.idle_keys(doc["cluster"]), *unused_algorithm_shares(cluster.where, doc["cluster"])] \
+        if cluster is not None else []
     cluster_routes = cluster.rails() if cluster is not None and not user_network else None
     if cluster is not None and user_network and cluster.nccl_algo in ("tree", "nvls"):
         raise InputError(f"{path}: cluster.nccl_algo: {cluster.nccl_algo} runs on the preset's machine; "

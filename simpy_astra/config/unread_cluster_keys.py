@@ -1,6 +1,6 @@
 """Which ``cluster:`` keys a run reads: one it never reads is refused rather than run as if set
 (NCCL's fitted terms off the analytical backend or beside a network of the scenario's own, the
-spine beside that network, an algorithm's fitted share beside another algorithm forced)."""
+spine beside that network); an algorithm's fitted share beside another algorithm forced is said."""
 
 from __future__ import annotations
 
@@ -42,12 +42,6 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
     elif not BACKENDS[backend].times_nccl:
         unread.update(dict.fromkeys(NCCL_FIT_KEYS, f"{nccl}; the {backend} backend ({how}) plays the all-reduce "
                                                    f"as messages"))
-    forced = written.get("nccl_algo")
-    for algo in ("tree", "nvls"):  # an algorithm's fitted share times only that algorithm's all-reduce
-        why = (f"nccl_algo forces {forced}" if forced in ("ring", "tree", "nvls") and forced != algo else
-               "nvls is false (no NVLink SHARP)" if algo == "nvls" and written.get("nvls") is False else None)
-        if why is not None:
-            unread.setdefault(f"nccl_{algo}_efficiency", f"read only when NCCL's all-reduce runs {algo}, and {why}")
     if not reads_gpu:
         unread["gpu"] = ("read only by generate megatron, which times its kernels on the cluster's GPU; this "
                          "workload's compute is timed by its own trace, or it has none")
@@ -55,3 +49,19 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
     if given:
         key = given[0]
         raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
+
+
+def unused_algorithm_shares(where: str, written: dict) -> list[str]:
+    """A line for each fitted share of an NCCL algorithm that this cluster never runs (its tree
+    share beside ``nccl_algo: ring``, its NVLS share beside ``nvls: false``): the step is the
+    same without it. Said, not refused: a calibrated cluster keeps every share, and a sweep over
+    ``nccl_algo`` (what if NCCL ran the ring here) gives them to every point."""
+    forced = written.get("nccl_algo")
+    out = []
+    for algo in ("tree", "nvls"):
+        why = (f"nccl_algo forces {forced}" if forced in ("ring", "tree", "nvls") and forced != algo else
+               "nvls is false (no NVLink SHARP)" if algo == "nvls" and written.get("nvls") is False else None)
+        if why is not None and f"nccl_{algo}_efficiency" in written:
+            out.append(f"{where}.nccl_{algo}_efficiency changes nothing here: it is read only when NCCL's "
+                       f"all-reduce runs {algo}, and {why}")
+    return out
