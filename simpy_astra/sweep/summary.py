@@ -106,9 +106,11 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         first = " ".join(point_words(spec.axes, points[0].point.coordinates))
         if len(points) == 1:
             _flagged(out, "invalid:", "yellow", f"{first} breaks the rule '{rule}'")
-        else:  # the example point is never split across lines
+        else:  # the example point kept on one line where it fits one, else broken between coordinates
+            example = f"e.g. {first}"
+            whole = len(example) <= plain_width() - 2  # a continuation's indent
             _flagged(out, "invalid:", "yellow", f"{len(points)} points break the rule '{rule}', "
-                     + "\u00a0".join(f"e.g. {first}".split(" ")))
+                     + ("\u00a0".join(example.split(" ")) if whole else example))
     if len(by_rule) > shown_rules:
         out.line(f"... and {len(by_rule) - shown_rules} more rules that points break (results.csv has them)")
     by_error: dict[str, list[Outcome]] = {}  # points that failed alike: their error once
@@ -157,7 +159,8 @@ def _flagged(out: Output, word: str, colour: str, text: str) -> None:
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
     text = "\u00a0".join(printable(piece) for piece in text.split("\u00a0"))  # a space kept whole
-    for line in textwrap.wrap(f"{word} {text}", plain_width(), subsequent_indent="  ", break_on_hyphens=False):
+    for line in textwrap.wrap(f"{word} {text}", plain_width(), subsequent_indent="  ", break_on_hyphens=False,
+                              break_long_words=False):  # a coordinate, a path: never cut inside
         out.line(line.replace("\u00a0", " "))
 
 
