@@ -51,3 +51,35 @@ def test_an_invalid_rules_example_point_longer_than_a_line_is_broken_between_its
     for coordinate in ("pp=1", "num_layers_per_virtual_pipeline_stage=2", "cp=1", "sp=on", "dist_opt=on",
                        "preset=dgx-a100-40gb"):
         assert coordinate in words
+
+
+# ---------------------------------------------------------------- reports no slower than they need
+def test_a_trace_of_chosen_npus_sizes_only_their_ranks_traces_before_the_run(tmp_path, monkeypatch, capsys):
+    """Before a generated workload's run, --trace-out's size check read one ET trace of every
+    rank class (16 on GPT-3-175B at 16,384 NPUs: 1.6 s, a tenth of the 15 s simulation) even
+    when --trace-npus chose NPUs of one class. Now it reads the chosen NPUs' classes only, and
+    the trace written is the same."""
+    import simpy_astra.workloads.chakra as chakra
+    from simpy_astra.cli.main import main
+    from simpy_astra.report import trace_size
+
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "transformer_llama_16npus.yaml"
+    whole = tmp_path / "whole.json"
+    assert main(["run", str(scenario), "--quiet", "--trace-out", str(whole), "--trace-npus", "0"]) == 0
+    read: list[str] = []
+    real = chakra.read_et
+
+    def counted(path, *args, **kwargs):
+        read.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(chakra, "read_et", counted)
+    from simpy_astra.config.scenario import load_scenario
+
+    inputs = load_scenario(str(scenario))
+    assert trace_size.check_before_build(inputs, str(tmp_path / "t.json"), "0")
+    assert len(read) == 1  # NPU 0's class: one trace read, not one per class
+    monkeypatch.setattr(chakra, "read_et", real)
+    again = tmp_path / "again.json"
+    assert main(["run", str(scenario), "--quiet", "--trace-out", str(again), "--trace-npus", "0"]) == 0
+    assert again.read_bytes() == whole.read_bytes()
