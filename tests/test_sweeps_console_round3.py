@@ -83,3 +83,29 @@ def test_a_trace_of_chosen_npus_sizes_only_their_ranks_traces_before_the_run(tmp
     again = tmp_path / "again.json"
     assert main(["run", str(scenario), "--quiet", "--trace-out", str(again), "--trace-npus", "0"]) == 0
     assert again.read_bytes() == whole.read_bytes()
+
+
+def test_a_constraint_met_only_by_points_that_do_not_fit_says_so(tmp_path, capsys):
+    """Under a constraint that only points too large for their GPU meet (GPT-2-XL-sized at tp 1
+    on A100-40GB: 62 GiB), the summary said 'no finished point qualifies', as if none met it;
+    best.json rightly names none. Now the line says none that fits does, and how many that meet
+    it do not fit."""
+    args = ARGS.replace("--num-layers 8 --hidden-size 1024", "--num-layers 24 --hidden-size 4096") \
+        .replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 1")
+    path = sweep_file(tmp_path, {"workload.args.micro-batch-size": [1, 2],
+                                 "cluster.preset": ["dgx-a100-40gb", "dgx-h100"]}, args=args,
+                      constraints=["memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb'"])
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    import csv
+    import json
+
+    with open(tmp_path / "out" / "results.csv", newline="") as f:
+        meeting = [r for r in csv.DictReader(f) if r["cluster.preset"] == "dgx-a100-40gb"
+                   and float(r["memory_per_gpu_gib"]) > 45]
+    assert len(meeting) == 2 and all(r["fits"] == "0" for r in meeting)  # the premise
+    best = json.loads((tmp_path / "out" / "best.json").read_text())
+    assert best["best_under"]["memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb'"] is None
+    assert "no finished point qualifies" not in err
+    assert ("best with memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb': none that fits the GPU's "
+            "memory; 2 points meet it but do not fit") in err
