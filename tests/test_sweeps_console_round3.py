@@ -109,3 +109,25 @@ def test_a_constraint_met_only_by_points_that_do_not_fit_says_so(tmp_path, capsy
     assert "no finished point qualifies" not in err
     assert ("best with memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb': none that fits the GPU's "
             "memory; 2 points meet it but do not fit") in err
+
+
+# ---------------------------------------------------------------- progress in a pipe
+def test_a_points_progress_line_keeps_the_coordinates_after_one_too_long_for_it():
+    """A sweep over pp, --num-layers-per-virtual-pipeline-stage (no short name), cp, sp,
+    dist_opt and preset named every one of its 48 points 'pp=2 ...' in a pipe: the coordinates
+    stopped at the first that did not fit, so no line told its point. Now only that coordinate
+    is left out ('...') and the ones after it that fit are kept."""
+    import io
+
+    from simpy_astra.sweep.runner import Finished, _PlainProgress
+
+    stream = io.StringIO()
+    progress = _PlainProgress(stream)
+    progress.add_task("sweep", total=48, last=None)
+    coords = "pp=2 num_layers_per_virtual_pipeline_stage=2 cp=1 sp=off dist_opt=on preset=dgx-h100"
+    terse = "pp=2 num_layers_per_virtual_pipeline_stage=2 cp=1 sp=off dist_opt=on dgx-h100"
+    for _ in range(26):
+        progress.update(0, advance=1, last=Finished(coords, "43,215,743 ns", True, terse=terse))
+    line = stream.getvalue().splitlines()[-1]
+    assert line == "sweep: 26/48 done; pp=2 ... cp=1 sp=off dist_opt=on dgx-h100: 43,215,743 ns"
+    assert len(line) <= 80

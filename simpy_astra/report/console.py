@@ -218,14 +218,21 @@ def _plain_widths(widths: list[int], folds: list[bool]) -> list[int]:
 
 
 def fit_words(head: str, tail: str, width: int) -> str:
-    """``head + tail`` within ``width``: words of ``head`` left out from its end (marked
-    "..."), never part of one, and ``tail`` (a figure) always whole, even past ``width``."""
+    """``head + tail`` within ``width``: the words of ``head`` that do not fit left out (each
+    run of them marked "..."), never part of one, the ones after them kept where they fit (one
+    long coordinate no longer hides the rest: every point of a sweep read ``pp=2 ...``), and
+    ``tail`` (a figure) always whole, even past ``width``."""
     if len(head) + len(tail) <= width:
         return head + tail
     words = head.split()
-    while words and len(" ".join(words)) + len(" ...") + len(tail) > width:
-        words.pop()
-    return (" ".join([*words, "..."])) + tail
+    kept: list[str] = []
+    for i, word in enumerate(words):
+        mark = 0 if i == len(words) - 1 else len(" ...")  # room for the mark of a later gap
+        if len(" ".join([*kept, word])) + mark + len(tail) <= width:
+            kept.append(word)
+        elif kept[-1:] != ["..."]:
+            kept.append("...")
+    return " ".join(kept) + tail
 
 
 def fit_first(heads: Sequence[str], tail: str, width: int) -> str:
