@@ -131,3 +131,29 @@ def test_a_points_progress_line_keeps_the_coordinates_after_one_too_long_for_it(
     line = stream.getvalue().splitlines()[-1]
     assert line == "sweep: 26/48 done; pp=2 ... cp=1 sp=off dist_opt=on dgx-h100: 43,215,743 ns"
     assert len(line) <= 80
+
+
+# ---------------------------------------------------------------- the summary on a terminal
+def test_a_terminal_table_too_wide_splits_its_columns_before_it_folds_a_value():
+    """On an 80-column terminal the sweep's table of tp, recompute, cluster preset, gpus and
+    the figures was split into two tables with the preset column folded to 10 characters:
+    'dgx-a100-8' / '0gb' (the pipe's table, split at other columns, kept it whole). Now the
+    columns are split so that each value stands whole, as in a pipe; folding is left for a
+    column too wide to stand beside the row number alone."""
+    import io
+
+    from simpy_astra.report.console import Output
+
+    stream = io.StringIO()
+    out = Output(stream, rich=True)
+    out.console.width = 80
+    headers = ["tp", "recompute", "preset", "gpus", "iteration_time_ns", "tflops_per_gpu", "mfu",
+               "memory_per_gpu_gib", "wall_s", "fits"]
+    rows = [["2", "sel", "dgx-h100", "32", "654,365,098", "408.94", "0.413", "32.90", "0.28", "yes"],
+            ["2", "sel", "dgx-a100-80gb", "32", "1,686,512,280", "158.67", "0.509", "32.90", "0.20", "yes"],
+            ["2", "sel", "dgx-a100-40gb", "32", "1,742,797,280", "153.54", "0.492", "32.90", "0.07", "yes"]]
+    out.table("best 3 by iteration_time_ns", headers, rows, align=["left"] * 4 + ["right"] * 5 + ["left"], key=0)
+    text = stream.getvalue()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "dgx-a100-80gb" in text and "dgx-a100-40gb" in text
+    assert "memory_per_gpu_gib" in text and "1,742,797,280" in text

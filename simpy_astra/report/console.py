@@ -120,9 +120,17 @@ class Output:
             # and fold (_plain_table), as rich folds them on a terminal
             return column_blocks([min(w, plain_width() // 2) if a == "left" or i < key else w
                                   for i, (w, a) in enumerate(zip(widths, align, strict=True))], key, _fits_plain)
-        least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w
-                 for w, a in zip(self._cell_widths(columns, rows), align, strict=True)]
-        return column_blocks(least, key, lambda ws: fitting_columns(ws, self.console.width) == len(ws))
+        def fits(ws: list[int]) -> bool:
+            return fitting_columns(ws, self.console.width) == len(ws)
+
+        # every value whole where the columns can be split so (a preset folded 'dgx-a100-8' /
+        # '0gb' to seat one more figure beside it); folding only for a column too wide for that
+        full = self._cell_widths(columns, rows)
+        blocks = column_blocks(full, key, fits)
+        if all(fits([full[i] for i in b]) for b in blocks):
+            return blocks
+        least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w for w, a in zip(full, align, strict=True)]
+        return column_blocks(least, key, fits)
 
     def _cells(self, rows: list[list[str]]) -> list[list[Any]]:
         """Rich texts of ``rows``: markup only where colours are shown; elsewhere a "[" is text."""
