@@ -120,9 +120,17 @@ class Output:
             # and fold (_plain_table), as rich folds them on a terminal
             return column_blocks([min(w, plain_width() // 2) if a == "left" or i < key else w
                                   for i, (w, a) in enumerate(zip(widths, align, strict=True))], key, _fits_plain)
-        least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w
-                 for w, a in zip(self._cell_widths(columns, rows), align, strict=True)]
-        return column_blocks(least, key, lambda ws: fitting_columns(ws, self.console.width) == len(ws))
+        def fits(ws: list[int]) -> bool:
+            return fitting_columns(ws, self.console.width) == len(ws)
+
+        # every value whole where the columns can be split so (a preset folded 'dgx-a100-8' /
+        # '0gb' to seat one more figure beside it); folding only for a column too wide for that
+        full = self._cell_widths(columns, rows)
+        blocks = column_blocks(full, key, fits)
+        if all(fits([full[i] for i in b]) for b in blocks):
+            return blocks
+        least = [min(w, FOLDED_TEXT_WIDTH) if a == "left" else w for w, a in zip(full, align, strict=True)]
+        return column_blocks(least, key, fits)
 
     def _cells(self, rows: list[list[str]]) -> list[list[Any]]:
         """Rich texts of ``rows``: markup only where colours are shown; elsewhere a "[" is text."""
@@ -218,14 +226,21 @@ def _plain_widths(widths: list[int], folds: list[bool]) -> list[int]:
 
 
 def fit_words(head: str, tail: str, width: int) -> str:
-    """``head + tail`` within ``width``: words of ``head`` left out from its end (marked
-    "..."), never part of one, and ``tail`` (a figure) always whole, even past ``width``."""
+    """``head + tail`` within ``width``: the words of ``head`` that do not fit left out (each
+    run of them marked "..."), never part of one, the ones after them kept where they fit (one
+    long coordinate no longer hides the rest: every point of a sweep read ``pp=2 ...``), and
+    ``tail`` (a figure) always whole, even past ``width``."""
     if len(head) + len(tail) <= width:
         return head + tail
     words = head.split()
-    while words and len(" ".join(words)) + len(" ...") + len(tail) > width:
-        words.pop()
-    return (" ".join([*words, "..."])) + tail
+    kept: list[str] = []
+    for i, word in enumerate(words):
+        mark = 0 if i == len(words) - 1 else len(" ...")  # room for the mark of a later gap
+        if len(" ".join([*kept, word])) + mark + len(tail) <= width:
+            kept.append(word)
+        elif kept[-1:] != ["..."]:
+            kept.append("...")
+    return " ".join(kept) + tail
 
 
 def fit_first(heads: Sequence[str], tail: str, width: int) -> str:

@@ -10,7 +10,7 @@ from simpy_astra.errors import printable
 from simpy_astra.report.console import Output, plain_width
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
-from simpy_astra.sweep.best import Outcome, objective_of, unreported
+from simpy_astra.sweep.best import Outcome, objective_of, satisfies, unreported
 from simpy_astra.sweep.spec import SweepSpec, point_label
 
 
@@ -106,9 +106,11 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         first = " ".join(point_words(spec.axes, points[0].point.coordinates))
         if len(points) == 1:
             _flagged(out, "invalid:", "yellow", f"{first} breaks the rule '{rule}'")
-        else:  # the example point is never split across lines
+        else:  # the example point kept on one line where it fits one, else broken between coordinates
+            example = f"e.g. {first}"
+            whole = len(example) <= plain_width() - 2  # a continuation's indent
             _flagged(out, "invalid:", "yellow", f"{len(points)} points break the rule '{rule}', "
-                     + "\u00a0".join(f"e.g. {first}".split(" ")))
+                     + ("\u00a0".join(example.split(" ")) if whole else example))
     if len(by_rule) > shown_rules:
         out.line(f"... and {len(by_rule) - shown_rules} more rules that points break (results.csv has them)")
     by_error: dict[str, list[Outcome]] = {}  # points that failed alike: their error once
@@ -125,17 +127,24 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     named: set[str] = set()  # points whose figures are shown already, and warnings said
     for backend, section in sections.items():
         suffix = f" ({backend})" if backend else ""
-        _winner(out, spec, f"best{suffix}", section["best"], named)
+        unfit = section.get("left_out_not_fitting") or 0
+        _winner(out, spec, f"best{suffix}", section["best"], named,
+                "none: no finished point fits the GPU's memory" if unfit else "")
+        mine = [o for o in ok if backend is None or o.point.backend == backend]
         for text, entry in section["best_under"].items():
             constraint = next(c for c in spec.result_constraints if c.text == text)
-            missing = unreported(spec, [o for o in ok if backend is None or o.point.backend == backend], constraint)
+            missing = unreported(spec, mine, constraint)
             if entry is None and missing:
                 for line in textwrap.wrap(f"best{suffix} with {text}: no finished point reports {', '.join(missing)} "
                                           f"(the runs do not measure it), so none is held to it", plain_width(),
                                           subsequent_indent="  "):
                     out.line(line)
                 continue
-            _winner(out, spec, f"best{suffix} with {text}", entry, named)
+            # points that meet it but are too large for their GPU: 'no point qualifies' hid them
+            unfit = sum(1 for o in mine if not o.fits and satisfies(spec, o, constraint))
+            _winner(out, spec, f"best{suffix} with {text}", entry, named,
+                    f"none that fits the GPU's memory; {unfit} point{'s' if unfit > 1 else ''} "
+                    f"meet{'' if unfit > 1 else 's'} it but do{'' if unfit > 1 else 'es'} not fit" if unfit else "")
     if summary.get("note"):  # within the plain width (one line of 110 columns)
         for line in textwrap.wrap(summary["note"], plain_width(), subsequent_indent="  "):
             out.line(line)
@@ -157,7 +166,8 @@ def _flagged(out: Output, word: str, colour: str, text: str) -> None:
         out.line(f"{word} {text}", f"[{colour}]{word}[/{colour}] " + escape(text))
         return
     text = "\u00a0".join(printable(piece) for piece in text.split("\u00a0"))  # a space kept whole
-    for line in textwrap.wrap(f"{word} {text}", plain_width(), subsequent_indent="  ", break_on_hyphens=False):
+    for line in textwrap.wrap(f"{word} {text}", plain_width(), subsequent_indent="  ", break_on_hyphens=False,
+                              break_long_words=False):  # a coordinate, a path: never cut inside
         out.line(line.replace("\u00a0", " "))
 
 
@@ -169,13 +179,14 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | None, named: set[str]) -> None:
+def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | None, named: set[str],
+            none: str = "") -> None:
     """``title: tp=8 pp=8 -> objective`` (the axes by their short names), wrapped within
     plain_width() in a pipe (a terminal wraps it to its width), the figure never split; a Megatron
     point's answer (step time, TFLOP/s, MFU, memory) and the warnings of its run below it the
     first time it is named."""
     if entry is None:  # a long constraint's title: wrapped in a pipe too (it was 88 columns)
-        said = f"{title}: no finished point qualifies"
+        said = f"{title}: {none or 'no finished point qualifies'}"  # none: why, when points were left out
         for line in [said] if out.console is not None else textwrap.wrap(
                 said, plain_width(), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False):
             out.line(line)

@@ -1,0 +1,159 @@
+"""Sweeps of real jobs and the console, round 3: what a researcher reads after sweeping a
+Megatron-LM job's layout, or running a large scenario, in a pipe or on a terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.sweep import main as sweep_main
+
+#: a small GPT (8 layers, h 1024, 16 heads, s 1024) on 16 H100s: a point runs in a fraction of a second
+ARGS = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+        "--max-position-embeddings 1024 --micro-batch-size 2 --global-batch-size 64 "
+        "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 --vocab-size 32000")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+def sweep_file(tmp_path: Path, axes: dict, args: str = ARGS, cluster: dict | None = None, **extra) -> str:
+    base = {"workload": {"generate": "megatron", "args": args},
+            "cluster": cluster or {"preset": "dgx-h100", "gpus": 16}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"base": base, "axes": axes, "minimise": "iteration_time_ns", **extra},
+                                   sort_keys=False))
+    return str(path)
+
+
+# ---------------------------------------------------------------- the summary in a pipe
+def test_an_invalid_rules_example_point_longer_than_a_line_is_broken_between_its_coordinates(tmp_path, capsys):
+    """The example of a rule's invalid points was kept in one piece; one longer than the line
+    was then cut inside its words: 'e.g. pp=' / '1 num_layers_..._stage=2 ... preset=dgx-a1' /
+    '00-40gb'. Now it breaks between coordinates, each whole, within 80 columns."""
+    path = sweep_file(tmp_path, {"workload.args.pipeline-model-parallel-size": [1, 2],
+                                 "workload.args.num-layers-per-virtual-pipeline-stage": [False, 2],
+                                 "workload.args.context-parallel-size": [1],
+                                 "workload.args.sequence-parallel": [True, False],
+                                 "workload.args.use-distributed-optimizer": [True],
+                                 "cluster.preset": ["dgx-a100-40gb"]})
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    start = next(i for i, line in enumerate(err) if line.startswith("invalid:"))
+    said = err[start:next(i for i in range(start + 1, len(err)) if not err[i].startswith("  "))]
+    assert all(len(line) <= 80 for line in said)
+    words = " ".join(said).split()
+    for coordinate in ("pp=1", "num_layers_per_virtual_pipeline_stage=2", "cp=1", "sp=on", "dist_opt=on",
+                       "preset=dgx-a100-40gb"):
+        assert coordinate in words
+
+
+# ---------------------------------------------------------------- reports no slower than they need
+def test_a_trace_of_chosen_npus_sizes_only_their_ranks_traces_before_the_run(tmp_path, monkeypatch, capsys):
+    """Before a generated workload's run, --trace-out's size check read one ET trace of every
+    rank class (16 on GPT-3-175B at 16,384 NPUs: 1.6 s, a tenth of the 15 s simulation) even
+    when --trace-npus chose NPUs of one class. Now it reads the chosen NPUs' classes only, and
+    the trace written is the same."""
+    import simpy_astra.workloads.chakra as chakra
+    from simpy_astra.cli.main import main
+    from simpy_astra.report import trace_size
+
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "transformer_llama_16npus.yaml"
+    whole = tmp_path / "whole.json"
+    assert main(["run", str(scenario), "--quiet", "--trace-out", str(whole), "--trace-npus", "0"]) == 0
+    read: list[str] = []
+    real = chakra.read_et
+
+    def counted(path, *args, **kwargs):
+        read.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(chakra, "read_et", counted)
+    from simpy_astra.config.scenario import load_scenario
+
+    inputs = load_scenario(str(scenario))
+    assert trace_size.check_before_build(inputs, str(tmp_path / "t.json"), "0")
+    assert len(read) == 1  # NPU 0's class: one trace read, not one per class
+    monkeypatch.setattr(chakra, "read_et", real)
+    again = tmp_path / "again.json"
+    assert main(["run", str(scenario), "--quiet", "--trace-out", str(again), "--trace-npus", "0"]) == 0
+    assert again.read_bytes() == whole.read_bytes()
+
+
+def test_a_constraint_met_only_by_points_that_do_not_fit_says_so(tmp_path, capsys):
+    """Under a constraint that only points too large for their GPU meet (GPT-2-XL-sized at tp 1
+    on A100-40GB: 62 GiB), the summary said 'no finished point qualifies', as if none met it;
+    best.json rightly names none. Now the line says none that fits does, and how many that meet
+    it do not fit."""
+    args = ARGS.replace("--num-layers 8 --hidden-size 1024", "--num-layers 24 --hidden-size 4096") \
+        .replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 1")
+    path = sweep_file(tmp_path, {"workload.args.micro-batch-size": [1, 2],
+                                 "cluster.preset": ["dgx-a100-40gb", "dgx-h100"]}, args=args,
+                      constraints=["memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb'"])
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    import csv
+    import json
+
+    with open(tmp_path / "out" / "results.csv", newline="") as f:
+        meeting = [r for r in csv.DictReader(f) if r["cluster.preset"] == "dgx-a100-40gb"
+                   and float(r["memory_per_gpu_gib"]) > 45]
+    assert len(meeting) == 2 and all(r["fits"] == "0" for r in meeting)  # the premise
+    best = json.loads((tmp_path / "out" / "best.json").read_text())
+    assert best["best_under"]["memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb'"] is None
+    assert "no finished point qualifies" not in err
+    assert ("best with memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb': none that fits the GPU's "
+            "memory; 2 points meet it but do not fit") in err
+
+
+# ---------------------------------------------------------------- progress in a pipe
+def test_a_points_progress_line_keeps_the_coordinates_after_one_too_long_for_it():
+    """A sweep over pp, --num-layers-per-virtual-pipeline-stage (no short name), cp, sp,
+    dist_opt and preset named every one of its 48 points 'pp=2 ...' in a pipe: the coordinates
+    stopped at the first that did not fit, so no line told its point. Now only that coordinate
+    is left out ('...') and the ones after it that fit are kept."""
+    import io
+
+    from simpy_astra.sweep.runner import Finished, _PlainProgress
+
+    stream = io.StringIO()
+    progress = _PlainProgress(stream)
+    progress.add_task("sweep", total=48, last=None)
+    coords = "pp=2 num_layers_per_virtual_pipeline_stage=2 cp=1 sp=off dist_opt=on preset=dgx-h100"
+    terse = "pp=2 num_layers_per_virtual_pipeline_stage=2 cp=1 sp=off dist_opt=on dgx-h100"
+    for _ in range(26):
+        progress.update(0, advance=1, last=Finished(coords, "43,215,743 ns", True, terse=terse))
+    line = stream.getvalue().splitlines()[-1]
+    assert line == "sweep: 26/48 done; pp=2 ... cp=1 sp=off dist_opt=on dgx-h100: 43,215,743 ns"
+    assert len(line) <= 80
+
+
+# ---------------------------------------------------------------- the summary on a terminal
+def test_a_terminal_table_too_wide_splits_its_columns_before_it_folds_a_value():
+    """On an 80-column terminal the sweep's table of tp, recompute, cluster preset, gpus and
+    the figures was split into two tables with the preset column folded to 10 characters:
+    'dgx-a100-8' / '0gb' (the pipe's table, split at other columns, kept it whole). Now the
+    columns are split so that each value stands whole, as in a pipe; folding is left for a
+    column too wide to stand beside the row number alone."""
+    import io
+
+    from simpy_astra.report.console import Output
+
+    stream = io.StringIO()
+    out = Output(stream, rich=True)
+    out.console.width = 80
+    headers = ["tp", "recompute", "preset", "gpus", "iteration_time_ns", "tflops_per_gpu", "mfu",
+               "memory_per_gpu_gib", "wall_s", "fits"]
+    rows = [["2", "sel", "dgx-h100", "32", "654,365,098", "408.94", "0.413", "32.90", "0.28", "yes"],
+            ["2", "sel", "dgx-a100-80gb", "32", "1,686,512,280", "158.67", "0.509", "32.90", "0.20", "yes"],
+            ["2", "sel", "dgx-a100-40gb", "32", "1,742,797,280", "153.54", "0.492", "32.90", "0.07", "yes"]]
+    out.table("best 3 by iteration_time_ns", headers, rows, align=["left"] * 4 + ["right"] * 5 + ["left"], key=0)
+    text = stream.getvalue()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "dgx-a100-80gb" in text and "dgx-a100-40gb" in text
+    assert "memory_per_gpu_gib" in text and "1,742,797,280" in text
