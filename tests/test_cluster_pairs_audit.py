@@ -272,8 +272,10 @@ def test_forced_ring_and_tree_on_odd_node_counts(tmp_path, preset, nodes, algo, 
 def test_pairs_over_an_oversubscribed_spine(tmp_path, preset, src, dst, size):
     """Four nodes, one a leaf (nodes_per_leaf 1), spine 2:1: a pair on other nodes crosses the
     spine at half the rail's rate, on its destination's rail (PXN first when the GPUs' rails
-    differ: both latencies); a pair in a node takes the NVSwitch. Every figure from the preset
-    file: latency + size / rate, within 1%."""
+    differ: both latencies), at two link latencies as under one leaf (the fitted latency is each
+    end's share of a message's cost, docs/megatron.md; four would be 1 KiB's time nearly
+    doubled); a pair in a node takes the NVSwitch. Every figure from the preset file: latency +
+    size / rate, within 1%."""
     node = _node(preset)
     per = node["gpus"]
     rail = node["inter_node_gbps"] / 8 / per * node["inter_node_efficiency"]  # bytes/ns
