@@ -86,15 +86,35 @@ def _floor_ns(node: dict, kind: str, members, size: int, spine: float = 1.0) -> 
     return worst
 
 
+def _nvls_gb_s(nvlink: float, rail: float, n: int, m: int, k: int, spine: float = 1.0) -> float:
+    """NCCL 2.29.7's NVLS estimate, GB/s of the buffer, by hand (search.cc, tuning.cc): one
+    channel per GPU of a node; bwIntra the fastest search speed s (one node 60, 50, 40, 30, ...;
+    across nodes 48, 45, 42, 40, 30, ...) with (k + 1) s within NVLink and, across nodes, s within
+    a rail; bwInter from there up the speeds while under 2 bwIntra and within a rail; a channel
+    moves min(bwIntra x 0.85 x (k - 1) / k x 2, bwInter (x 2 on two nodes, the rail at the
+    spine's share), the NVLS tree's 57.7 on two nodes / 45.5 past); k channels, x n / (2 (n - 1))."""
+    speeds = (60, 50, 40, 30, 24, 20, 15, 12) if m == 1 else (48, 45, 42, 40, 30, 24, 22, 20)
+    nic = math.inf if m == 1 else rail
+    i = next(i for i, s in enumerate(speeds) if (k + 1) * s <= nvlink and s <= nic)
+    intra = inter = speeds[i]
+    while i and inter < 2 * intra and speeds[i - 1] <= nic:
+        i -= 1
+        inter = speeds[i]
+    if m > 1:
+        inter *= (2 if m == 2 else 1) * spine
+    cap = math.inf if m == 1 else 57.7 if m == 2 else 45.5
+    return k * min(intra * 0.85 * (k - 1) / k * 2, inter, cap) * n / (2 * (n - 1))
+
+
 def _simple_us(node: dict, members, algo: str, size: int, spine: float = 1.0) -> tuple[float, float]:
     """(NCCL's estimate, the time on the machine) of an all-reduce of ``size`` bytes with Simple,
     in us. tuning.cc: base 8.4 us (ring, tree), per hop 3.4 / 4.0 / 25 on NVLink and 14 / 14 /
     20.9 on the network (ring / tree / NVLS), at least 3 us an NVLink step of a ring across
     nodes, whose latency is x 1.4 (the plateau). Bandwidths: the ring n / (2 (n - 1)) of
     min(NVLink, k rails); the tree 0.92 / 2 of min(NVLink, k rails x 2 on two nodes, once past);
-    NVLS min(0.85 x NVLink, half the tree's network share). The machine's time adds the
-    preset's call cost, its efficiencies and Simple's fill ((scale - 1) x latency, at most half
-    the transfer)."""
+    NVLS NCCL's own estimate (:func:`_nvls_gb_s`). The machine's time adds the preset's call
+    cost, its efficiencies (NVLS's of NCCL's whole estimate) and Simple's fill ((scale - 1) x
+    latency, at most half the transfer)."""
     nvlink, rail = _rates(node)
     n, m, k = _layout(node, members)
     net = k * rail * spine
@@ -109,13 +129,9 @@ def _simple_us(node: dict, members, algo: str, size: int, spine: float = 1.0) ->
         bw = 0.46 * min(nvlink, across)
     else:
         lat = 25 + (2 * int(math.log2(m)) * 20.9 if m > 1 else 0)
-        bw = min(0.85 * nvlink, 0.5 * across)
+        bw = _nvls_gb_s(nvlink, rail, n, m, k, spine)
     nominal_bw = bw if spine == 1 else None
-    eff = node.get(f"nccl_{algo}_efficiency", 1.0)
-    if algo == "nvls":  # NVLS's share is NVSwitch's alone (the network part keeps its rate)
-        bw = min(0.85 * nvlink * eff, 0.5 * across)
-    else:
-        bw *= eff
+    bw *= node.get(f"nccl_{algo}_efficiency", 1.0)
     transfer = size / (bw * 1e3)
     fill = min((node.get("nccl_latency_scale", 1.0) - 1) * lat, 0.5 * transfer)
     estimate = lat + size / (nominal_bw * 1e3) if nominal_bw else math.nan
@@ -350,21 +366,28 @@ def test_a_strided_group_across_leaves_runs_at_the_spines_share(algo, leaf, rati
 def test_the_channel_count_reaches_no_preset_figure(tmp_path):
     """NCCL's channels come from its topology search (one a NIC at the NIC's speed, doubled:
     src/graph/search.cc, connect.cc), so 4-GPU nodes with 4 NICs get fewer than the 32 the
-    model keeps. On a preset they change nothing: a tree's halved chunks cost nothing there
-    (``tree_chunk_us`` 0, fitted only by calibrate) and the ring's plateau is never on a size
-    where Simple beats LL. Every time, on 1 to 4 nodes of 4 GPUs, 8 B to 1 GiB, is the same on
-    1 to 32 channels."""
+    model keeps. Down to 16 they change nothing: a tree's halved chunks cost nothing on a preset
+    (``tree_chunk_us`` 0, fitted only by calibrate), the ring's plateau is never on a size where
+    Simple beats LL, and NCCL's caps per channel (tuning.cc: Hopper's tree 38.7 / 41.4 / 36.0
+    GB/s on one node, two, more; LL128 36.7 and 29.0) are under no 16 channels' bus bandwidth.
+    On 8 they bind: the tree on two such nodes is 8 x 41.4 = 331.2 GB/s of bus bandwidth, under
+    its 0.92 x min(NVLink, 4 rails x 2 = 376) = 345.9, so 1 GiB takes launch + latency + fill +
+    2^30 / (331.2 / 2) bytes/us (latency 8.4 + 2 (3 x 4.0 + 14) = 60.4 us, fill (3.1671 - 1) x
+    60.4 us)."""
     from simpy_astra.engine.nccl_tuning import ALGORITHMS, Shape, available, choose, predict_us
 
     links = load_cluster({"preset": _four_per_node(tmp_path), "gpus": 16}, "c").nccl_all_reduce().links
     assert links.tree_chunk_us == 0
-    for nc in (1, 2, 4, 8, 16):
-        fewer = replace(links, channels=nc)
-        for shape in (Shape(4, 1, 4), Shape(8, 2, 4), Shape(16, 4, 4), Shape(4, 4, 1), Shape(8, 4, 2)):
-            for size in (2**e for e in range(3, 31)):
-                assert choose(fewer, shape, size) == choose(links, shape, size)
-                for algo in (a for a in ALGORITHMS if available(links, shape, a)):
-                    assert predict_us(fewer, shape, algo, size) == predict_us(links, shape, algo, size)
+    fewer = replace(links, channels=16)
+    for shape in (Shape(4, 1, 4), Shape(8, 2, 4), Shape(16, 4, 4), Shape(4, 4, 1), Shape(8, 4, 2)):
+        for size in (2**e for e in range(3, 31)):
+            assert choose(fewer, shape, size) == choose(links, shape, size)
+            for algo in (a for a in ALGORITHMS if available(links, shape, a)):
+                assert predict_us(fewer, shape, algo, size) == predict_us(links, shape, algo, size)
+    lat = 8.4 + 2 * (3 * 4.0 + 14)
+    by_hand = 3.675 + lat + (3.1671 - 1) * lat + 2**30 / (8 * 41.4 / 2 * 1e3)
+    assert predict_us(links, Shape(8, 2, 4), "tree", 2**30)[0] < by_hand * 0.96
+    assert predict_us(replace(links, channels=8), Shape(8, 2, 4), "tree", 2**30)[0] == pytest.approx(by_hand, rel=1e-6)
 
 
 # ------------------------------------------------------------------ groups in Megatron steps

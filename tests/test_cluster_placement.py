@@ -214,7 +214,10 @@ def test_nccl_algo_forces_ring_tree_nvls(tmp_path):
     (NCCL_ALGO), timed by hand from NCCL's tuning.cc constants (Simple protocol, us) and the
     preset's links: ring 2 (n - 1)/n of the buffer over min(NVLink, 8 NICs), latency 1.4 x
     (8.4 + 28 x max(3.4, 3 x 1.0) + 2 x 14); tree half of 0.92 x min(NVLink, 2 x 8 NICs),
-    latency 8.4 + 2 x (7 x 4.0 + 14); NVLS min(0.85 x NVLink, 8 NICs), latency 25 + 2 x 20.9;
+    latency 8.4 + 2 x (7 x 4.0 + 14); NVLS NCCL's estimate (tuning.cc, search.cc 2.29.7): 8
+    channels (a GPU each) of min(42 x 0.85 x 7/8 x 2, 2 x 45, 57.7) GB/s (42 the fastest of
+    NCCL's speeds with 9 x 42 within NVLink's 397.3 and within a 47 GB/s rail, 45 bwInter, 57.7
+    the NVLS tree's cap on two nodes) = 461.6 of bus bandwidth, x 16/30, latency 25 + 2 x 20.9;
     each bandwidth times the preset's nccl_ALGO_efficiency, each latency times its
     nccl_latency_scale, plus its nccl_launch_us.
     None is under the NIC floor (the buffer once each way through the node's 8 NICs); NCCL's
@@ -231,7 +234,7 @@ def test_nccl_algo_forces_ring_tree_nvls(tmp_path):
         "ring": launch + scale * 1.4 * (8.4 + 28 * 3.4 + 2 * 14)
         + size / (1000 * eff["ring"] * 16 / 30 * min(nvlink, 8 * rail)),
         "tree": launch + scale * (8.4 + 2 * (7 * 4.0 + 14)) + size / (1000 * eff["tree"] * 0.46 * min(nvlink, 16 * rail)),
-        "nvls": launch + scale * (25 + 2 * 20.9) + size / (1000 * eff["nvls"] * min(0.85 * nvlink, 8 * rail)),
+        "nvls": launch + scale * (25 + 2 * 20.9) + size / (1000 * eff["nvls"] * 8 * 57.7 * 16 / 30),
     }
     took = {}
     for algo in (None, "ring", "tree", "nvls"):

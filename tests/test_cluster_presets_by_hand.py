@@ -278,8 +278,9 @@ def test_a100_40gb_forced_all_reduce_on_8_and_32_nodes(tmp_path, nodes, algo, by
 
 def test_tp_16_across_two_h100_nodes_runs_nccls_nvls_tree(tmp_path):
     """TP 16 on two H100 nodes: each layer's all-reduce of s x b x h bf16 = 32 MiB spans both
-    nodes, all 8 NICs of each. NCCL's NVLS tree by hand: NVLink SHARP at 0.85 x 397.3 GB/s x
-    the preset's 0.7448 = 251.5 GB/s (under the network's 0.5 x 2 x 8 x 47 = 376); latency
+    nodes, all 8 NICs of each. NCCL's NVLS tree by hand (tuning.cc 2.29.7): 8 channels of
+    min(42 x 0.85 x 7/8 x 2, 2 x 45, 57.7) = 57.7 GB/s (the NVLS tree's cap on two nodes),
+    x 16/30, x the preset's 1.0216 = 251.5 GB/s; latency
     25 + 2 x 20.9 us, plus Simple's fill (x 3.1671, at most half the transfer) and 3.675 us a
     call: 270.6 us, over the NICs' floor of 32 MiB / (8 x 47 GB/s) = 89.2 us."""
     import csv
@@ -290,7 +291,7 @@ def test_tp_16_across_two_h100_nodes_runs_nccls_nvls_tree(tmp_path):
 
     node = _node("dgx-h100")
     size = 4096 * 4096 * 2
-    transfer = size / (0.85 * node["nvlink_gib_s"] * GIB / 1e9 * node["nccl_nvls_efficiency"] * 1e3)
+    transfer = size / (8 * 57.7 * 16 / 30 * node["nccl_nvls_efficiency"] * 1e3)
     latency = 25 + 2 * 20.9
     by_hand_us = 3.675 + latency + min((3.1671 - 1) * latency, transfer / 2) + transfer
     floor_us = size / (8 * 47e3)

@@ -229,7 +229,8 @@ NODE_RANGES: dict[str, tuple[float, float, str]] = {
     "nccl_launch_us": (0, 1e6, "microseconds, one NCCL call's fixed cost, as calibrate --nccl-algo fits it"),
     "nccl_ring_efficiency": (1e-3, 10, "the share of the links NCCL's ring sustains, as calibrate --nccl-algo fits it"),
     "nccl_tree_efficiency": (1e-3, 10, "the share of the links NCCL's tree sustains, as calibrate --nccl-algo fits it"),
-    "nccl_nvls_efficiency": (1e-3, 10, "the share of NVLink NCCL's NVLS sustains, as calibrate --nccl-algo fits it"),
+    "nccl_nvls_efficiency": (1e-3, 10, "the share of NCCL's own NVLS estimate the machine sustains, "
+                                       "as calibrate --nccl-algo fits it"),
     "nccl_node_ll_bandwidth_scale": (1e-3, 1000, "LL's bandwidth in a node over NCCL's, as calibrate --nccl-algo fits it"),
     "nccl_node_ll128_bandwidth_scale": (1e-3, 1000,
                                         "LL128's bandwidth in a node over NCCL's, as calibrate --nccl-algo fits it"),

@@ -5,9 +5,10 @@ ASTRA-sim inputs never use it).
 NCCL (``src/graph/tuning.cc``) predicts each algorithm and protocol's time as
 ``latency + bytes / bandwidth`` and runs the fastest; ``NCCL_ALGO`` forces one. This module
 keeps that model's structure and constants (base latencies, per-hop latencies on NVLink and
-on the network, the protocols' bandwidth shares and LL's cap, the tree's size correction, the
-ring's plateau, NVLS's efficiency on Hopper), with each link's rate from the preset instead of
-NCCL's topology search (the machine has no GPUs to probe):
+on the network, the protocols' bandwidth shares and LL's cap, the caps per channel, the tree's
+size correction, the ring's plateau, NVLS's efficiency), with each link's rate from the preset
+instead of NCCL's topology search (the machine has no GPUs to probe; NVLS's graph is NCCL's
+search worked out on those rates, :func:`nvls_graph`):
 
 * ring: a ring through every member, its channels spread over the members' NICs, so its
   bus bandwidth is NVLink's inside a node and the slower of NVLink and the group's NICs
@@ -16,9 +17,12 @@ NCCL's topology search (the machine has no GPUs to probe):
   carry the whole buffer once each way on two nodes, twice when it is interior to a tree
   (more nodes), a chain link carries it once each way; ``2 (k - 1)`` NVLink hops and
   ``2 log2 m`` network hops;
-* nvls: NVLink SHARP on NVSwitch-3 nodes (H100): the switch reduces, so each GPU sends and
-  receives the buffer once at NCCL's NVLS efficiency; across nodes NCCL's NVLS tree (NVLS
-  inside, the tree's network part across).
+* nvls: NVLink SHARP on NVSwitch-3 nodes (H100): the switch reduces; across nodes NCCL's NVLS
+  tree (NVLS inside, the tree's network part across). Its bandwidth is NCCL's own estimate
+  (:func:`_nvls_gb_s`, NCCL 2.29.7 as 2.28.9 on: one channel a GPU of the node, each at a speed
+  of NCCL's topology search, less the channel's own GPU's share), whose channels are few on
+  part of a node: a 4-GPU group's NVLS is 160 GB/s against the ring's 265, so NCCL runs the
+  ring there, and so does this.
 
 Two questions are kept apart, as they are in NCCL:
 
@@ -66,9 +70,31 @@ LL128_TREE_ONE_NODE = 7 / 9
 #: and Turing, Ampere and Ada, Hopper, Blackwell), whether or not the nodes have NVLS
 LL_MAX_GB_S = {"two nodes": 39.0, "more nodes": 20.4}
 LL_MAX_ONE_NODE_GB_S = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 2 * 141.0}
-#: tuning.cc: the tree's all-reduce bandwidth factor, and NVLS's efficiency on Hopper
+#: tuning.cc: the tree's all-reduce bandwidth factor
 TREE_SHARE = 0.92
-NVLS_SHARE = 0.85
+#: tuning.cc per-channel caps (GB/s of bus bandwidth a channel) on one node, two, more (N1/N2/N4),
+#: by generation: the ring's LL128, the tree (every protocol), the tree's LL128, the NVLS tree
+PER_CHANNEL_MAX = {
+    "ring LL128": {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": (36.7,) * 3, "blackwell": (40.0,) * 3},
+    "tree": {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
+             "blackwell": (70.0, 42.8, 24.0)},
+    "tree LL128": {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": (36.7, 36.7, 29.0),
+                   "blackwell": (55.6, 31.67, 20.0)},
+    "nvls tree": {"hopper": (math.inf, 57.7, 45.5), "blackwell": (math.inf, 96.0, 43.8)},
+}
+#: tuning.cc nvlsEfficiency: the share of an NVLS channel's NVLink bandwidth the switch reduces at
+NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
+#: search.cc: the per-channel bandwidths (GB/s) NCCL's topology search tries, fastest first, on
+#: one node (sm90SpeedArrayIntra, sm100...) and across nodes (...Inter); device.h: NVLS's most heads
+NVLS_SPEEDS = {
+    ("hopper", "one node"): (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    ("hopper", "across nodes"): (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                                 2.4, 1.2, 0.24, 0.12),
+    ("blackwell", "one node"): (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+    ("blackwell", "across nodes"): (96.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0,
+                                    12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+}
+NVLS_MAX_ARITY = 32
 #: Simple's pipeline fill (its fitted latency over NCCL's) is at most this share of the transfer:
 #: NCCL shrinks its chunks for small buffers so that each channel keeps several in flight
 FILL_SHARE = 0.5
@@ -105,7 +131,8 @@ class Links:
     rail_gb_s: float  # one NIC
     nvls: bool  # NVSwitch-3 (NVLink SHARP): H100 nodes
     #: per algorithm, the share of the links' bandwidth its channels sustain (NCCL's graph
-    #: search finds one bandwidth per algorithm; ``calibrate`` fits it on nccl-tests logs)
+    #: search finds one bandwidth per algorithm; ``calibrate`` fits it on nccl-tests logs); NVLS's
+    #: is the share of NCCL's own NVLS estimate
     efficiency: tuple[tuple[str, float], ...] = ()
     #: per algorithm, its Simple latency over NCCL's constants (large chunks fill a pipeline
     #: NCCL's constants do not count; fitted with the efficiency)
@@ -113,7 +140,8 @@ class Links:
     #: the fixed cost of one call (kernel launch, host), us: on top of every algorithm's time
     launch_us: float = 0.0
     #: NCCL's channels (rings, and both trees of the double binary tree): 32 on 8-GPU NVSwitch
-    #: nodes with 8 or more NICs (MAXCHANNELS); a small buffer runs on fewer (:func:`channels`)
+    #: nodes with 8 or more NICs (MAXCHANNELS); a small buffer runs on fewer (:func:`channels`);
+    #: NCCL's caps per channel multiply it (no cap binds on 16 or more)
     channels: int = 32
     #: what each tree chunk smaller than NCCL's full one costs a channel, us (fitted): the full
     #: chunks hide their per-chunk work behind the transfer, the halved ones do not
@@ -171,28 +199,81 @@ def _ratio(shape: Shape, algo: str) -> float:
     return 0.5 if algo == "tree" else shape.ranks / (2 * (shape.ranks - 1))
 
 
+def _generation(links: Links) -> str:
+    """The GPUs' generation (a key of :data:`LL_MAX_ONE_NODE_GB_S`): as given, else Hopper's
+    where the nodes have NVLS, else Ampere's."""
+    return links.generation or ("hopper" if links.nvls else "ampere")
+
+
+def _span(shape: Shape) -> int:
+    """tuning.cc's column of its per-node-count tables: one node, two, more (N1/N2/N4)."""
+    return min(shape.nodes, 3) - 1
+
+
+def nvls_graph(links: Links, shape: Shape) -> tuple[int, float, float]:
+    """(channels, bwIntra, bwInter) of NCCL's NVLS graph on the links' rates, as search.cc
+    (2.29.7) finds it: ncclTopoCompute lets NVLS have one head a GPU, at most 32 and, on one
+    node, exactly that many (all GPUs pull evenly); ncclTopoSearchTryNvls charges each channel
+    ``s`` on every GPU's path to and from the NVSwitch and ``2 s`` on its head's, so ``k``
+    channels need ``(k + 1) s`` of each GPU's NVLink (across nodes, each head's NIC carries its
+    channel); the first pass steps down NCCL's speeds until the channels fit (bwIntra), the
+    second raises bwInter alone, one speed at a time, while the raise held and bwInter is under
+    twice bwIntra (only the NICs can stop it: on one node it reaches the fastest speed)."""
+    gen = "blackwell" if _generation(links) == "blackwell" else "hopper"
+    speeds = NVLS_SPEEDS[(gen, "one node" if shape.nodes == 1 else "across nodes")]
+    nch = min(shape.per_node, NVLS_MAX_ARITY)
+    nic = math.inf if shape.nodes == 1 else links.rail_gb_s * shape.nics / nch
+    i = next((i for i, s in enumerate(speeds) if (nch + 1) * s <= links.nvlink_gb_s and s <= nic), len(speeds) - 1)
+    intra = inter = speeds[i]
+    while i > 0 and inter < 2 * intra and speeds[i - 1] <= nic:
+        i -= 1
+        inter = speeds[i]
+    return nch, intra, inter
+
+
+def _nvls_gb_s(links: Links, shape: Shape, share: float, spine: float) -> float:
+    """NVLS's algorithm bandwidth as ncclTopoTuneModel (tuning.cc, 2.29.7; 2.28.9 on) estimates
+    it, at ``share`` of it: a channel's NVSwitch side is bwIntra x nvlsEfficiency (Hopper 0.85,
+    Blackwell 0.74) x (nch - 1) / nch (its own GPU's share does not cross the switch), doubled
+    for an all-reduce (NVLS pipelines its two operations); its network side bwInter, doubled for
+    the NVLS tree on two nodes (the NICs at ``spine`` of their rate); the NVLS tree also has a
+    cap per channel (perChMaxNVLSTreeBws: Hopper 57.7 GB/s on two nodes, 45.5 past). The least
+    of these times the channels is the bus bandwidth, and ``n / (2 (n - 1))`` of it the
+    algorithm's, as for the ring. (Across nodes without CollNet, enqueue.cc's cost table skips
+    NVLS itself: NCCL's NVLS there is the NVLS tree.)"""
+    nch, intra, inter = nvls_graph(links, shape)
+    gen = "blackwell" if _generation(links) == "blackwell" else "hopper"
+    intra_bw = intra * NVLS_EFFICIENCY[gen] * (nch - 1) / nch * 2
+    if shape.nodes > 1:
+        inter *= (2 if shape.nodes == 2 else 1) * spine
+    bw = min(intra_bw, inter, PER_CHANNEL_MAX["nvls tree"][gen][_span(shape)])
+    return share * nch * bw * _ratio(shape, "nvls")
+
+
+def _cap_gb_s(links: Links, shape: Shape, key: str) -> float:
+    """NCCL's cap ``key`` of :data:`PER_CHANNEL_MAX` on the bus bandwidth, times the channels
+    (NCCL's graph's; :attr:`Links.channels` here, which the logs do not print)."""
+    return links.channels * PER_CHANNEL_MAX[key][_generation(links)][_span(shape)]
+
+
 def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: float = 1.0) -> float:
     """The algorithm's bandwidth in bytes of the buffer per second (NCCL's bus bandwidth after
-    its ratio), on the links' rates, at ``share`` of them: of all of a ring's or a tree's links,
-    of NVLink only for NVLS (its share is the switch's reduction rate, as NCCL's nvlsEfficiency
-    scales bwIntra alone; past two nodes the NICs, not the switch, bound the NVLS tree); the
-    NICs at ``spine`` of their rate (:func:`predict_us`)."""
+    its ratio), on the links' rates, at ``share`` of them (the NICs at ``spine`` of their rate:
+    :func:`predict_us`); NVLS as NCCL's own estimate (:func:`_nvls_gb_s`)."""
     m = shape.nodes
     net_gb_s = shape.nics * links.rail_gb_s * spine
     if algo == "ring":  # 2 (n-1)/n of the buffer over the slowest link of the ring
         return share * _ratio(shape, algo) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
-    # a tree crosses the network once each way on two nodes (NCCL: interBw x 2), twice past them
-    across = math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1)
-    if algo == "tree":
-        return share * TREE_SHARE * _ratio(shape, algo) * min(links.nvlink_gb_s, across)
-    # nvls: the switch reduces, so a GPU sends and receives the buffer once over NVLink; across
-    # nodes NCCL's NVLS tree, whose network part moves as the tree's
-    return min(share * NVLS_SHARE * links.nvlink_gb_s, 0.5 * across)
+    if algo == "tree":  # across nodes once each way on two nodes (NCCL: interBw x 2), twice past them
+        across = math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1)
+        bus = min(TREE_SHARE * min(links.nvlink_gb_s, across), _cap_gb_s(links, shape, "tree"))
+        return share * _ratio(shape, algo) * bus
+    return _nvls_gb_s(links, shape, share, spine)
 
 
 def _ll_max_gb_s(links: Links, shape: Shape) -> float:
     if shape.nodes == 1:
-        return LL_MAX_ONE_NODE_GB_S[links.generation or ("hopper" if links.nvls else "ampere")]
+        return LL_MAX_ONE_NODE_GB_S[_generation(links)]
     return LL_MAX_GB_S["two nodes" if shape.nodes == 2 else "more nodes"]
 
 
@@ -204,8 +285,9 @@ def _protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: in
     proto = PROTOCOLS[p]
     if proto == "LL":  # LL's ceiling is on the bus bandwidth, before NCCL's ratio
         bw = min(bw * LL_SHARE[algo], _ll_max_gb_s(links, shape) * _ratio(shape, algo))
-    elif proto == "LL128":
-        bw *= LL128_TREE_ONE_NODE if algo == "tree" and shape.nodes == 1 else LL128_SHARE[algo]
+    elif proto == "LL128":  # and NCCL's cap per channel on it
+        bw = min(bw * (LL128_TREE_ONE_NODE if algo == "tree" and shape.nodes == 1 else LL128_SHARE[algo]),
+                 share * _ratio(shape, algo) * _cap_gb_s(links, shape, f"{algo} LL128"))
     log_size = int(math.log2(size_bytes >> 6)) if size_bytes >= 64 else -1
     if algo == "tree" and 0 <= log_size < len(TREE_CORRECTION[p]):
         bw *= TREE_CORRECTION[p][log_size]

@@ -5,7 +5,11 @@ GPU ``g`` sits on node ``g // gpus_per_node`` at local index ``g % gpus_per_node
 rank order), and its NIC is on rail ``g % gpus_per_node``. A pair is charged its route's summed
 latency and its slowest link's bandwidth (the congestion-unaware rule for a multi-hop route);
 a switch is two links (in and out), each with its latency, as in ASTRA-sim's Switch that the
-presets' latencies were calibrated on:
+presets' latencies were calibrated on. That fitted latency is each end's share of a message's
+fixed cost (NIC, PCIe, NCCL's proxy, the one switch of the log's machine), so a route between
+nodes pays two whatever switches it crosses: a spine route (GPU, NIC, leaf, spine, leaf, NIC,
+GPU) pays the same two as a leaf's, its two more switch crossings (under a microsecond on
+InfiniBand, against 22 us a message on the H100 preset) left out:
 
 * same node: through the NVSwitch (2 x NVLink's latency, NVLink's bandwidth), whichever
   dimensions of the job's rank grid the two differ in;
@@ -17,7 +21,8 @@ presets' latencies were calibrated on:
   would share its up-links with every other rail's cross-rail traffic, which is why NCCL
   chose PXN): both latencies, at the rail's bandwidth;
 * nodes under different leaf switches (``nodes_per_leaf``) cross the spine, whose share per
-  rail is the rail's bandwidth divided by the fabric's ``oversubscription`` (1: a full fat tree).
+  rail is the rail's bandwidth divided by the fabric's ``oversubscription`` (1: a full fat tree),
+  at the latency of the same pair under one leaf.
 
 The rule depends only on whether the two GPUs differ in node, in local index and in leaf, so
 any translation of the job's rank grid keeps every pair's delay while the leaves are uniform
