@@ -236,8 +236,26 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
         if moved <= ARRIVAL_SETTLED or not dirty:
             break
     for r in touched:  # (the others kept their start, rounded already)
-        rates[r] = [float(f"{v:.{ARRIVAL_DIGITS}g}") for v in rates[r]]
+        rates[r] = [_rounded(v) for v in rates[r]]
     return rates
+
+
+#: ``value -> float(f"{value:.{ARRIVAL_DIGITS}g}")``: the same few rates come out of every
+#: solve (a component's flows are placed alike), and formatting one costs ten look-ups
+_ROUNDED: dict[float, float] = {}
+
+
+def _rounded(value: float) -> float:
+    """``value`` to :data:`ARRIVAL_DIGITS` significant digits (remembered: a bound on memory,
+    all forgotten at 4,096 values)."""
+    if not value:  # (0.0 and -0.0 are one key, and round to themselves)
+        return value
+    got = _ROUNDED.get(value)
+    if got is None:
+        if len(_ROUNDED) >= 4096:
+            _ROUNDED.clear()
+        got = _ROUNDED[value] = float(f"{value:.{ARRIVAL_DIGITS}g}")
+    return got
 
 
 def _weight_of(member: tuple[int, int, float]) -> float:
