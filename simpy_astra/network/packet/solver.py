@@ -355,11 +355,18 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                 for slot in slots_of[port]:
                     if not slot[3]:
                         continue
-                    # what one unit of weight is offered (an even split if all weigh the same)
-                    if slot[4] is not None:
-                        each = (share - slot[1]) / slot[3] / slot[4]
-                    else:
-                        each = (share - slot[1]) / slot[0]
+                    # what one unit of weight is offered (an even split if all weigh the same:
+                    # then every member is offered the same, so one test serves them all)
+                    common = slot[4]
+                    if common is not None:
+                        each = (share - slot[1]) / slot[3] / common
+                        if each * common > top:
+                            continue
+                        for u, hop, _weight in slot[2]:
+                            if rate[u] is None and (u not in hits or hop < hits[u].hop):
+                                hits[u] = hop_limit(hop)
+                        continue
+                    each = (share - slot[1]) / slot[0]
                     for u, hop, weight in slot[2]:
                         if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u].hop):
                             hits[u] = hop_limit(hop)
