@@ -468,12 +468,13 @@ class PacketNetwork(LinkLevelNetwork):
             in_hop, in_credit = flow.solved_in.limit
             out_hop, out_credit = flow.solved_out.limit
             first = flow.first_hop
+            held_below = in_hop + 1 if in_credit else in_hop  # (the hops its input limit holds back)
+            r = in_rate  # (what its last reached hop passes on: the input rate unless set below)
             for i in range(first, split if split < h else h):
                 port = fp[i]
                 load[port] += in_rate
-                if in_hop > i or (in_credit and in_hop == i):
+                if i < held_below:
                     held.add(port)
-                r = in_rate
             for i in range(split if split > first else first, h):
                 if shares is not None:
                     r, (limit_hop, by_credit) = shares[i]

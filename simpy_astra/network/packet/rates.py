@@ -114,7 +114,7 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
     else:
         routes, rates_of = arrivals
     units: list[Unit] = []
-    plans: list[tuple[Train, tuple, Route | None]] = []  # per train: its plan (:func:`plan_of`) and route
+    plans: list[tuple] = []  # per train, in the trains' order: its plan (:func:`plan_of`)
     whole = solutions.whole
     epoch = solutions.epoch
     for flow, route, rates in zip(flows, routes, rates_of, strict=True):
@@ -141,7 +141,7 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
             if plan is None:
                 plan = plan_of(*units_of(flow, rates))
                 solutions.remember(whole, key, plan)
-        plans.append((flow, plan, route))
+        plans.append(plan)
         units.extend(plan[2])
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
@@ -151,7 +151,8 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
         for unit, r, lim in zip(units, rate, limit, strict=True):
             solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
-    for flow, (made, cut, _units, single), route in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+    # (a plan's kinds: 0 the hops before the buffer or the whole path, 1 from it on, 2 one hop of those)
+    for flow, (made, cut, _units, single), route in zip(flows, plans, routes, strict=True):
         if single is not None:  # (most trains: one unit over their whole path)
             solved_in = solved[single]
             flow.take_solution(solved_in, solved_in, None, cut)
