@@ -13,7 +13,9 @@ all count). Printed per case:
   simulate or because each message costs more. ``msgs`` is the number of messages sent;
 * ``ref s`` and ``ratio`` - the case's ``reference_wall_s`` and min(ours) / reference.
 
-The last line is the geometric mean of the ratios. No assertion: this measures; the parity
+``--backend`` picks the cases the reference ran on that backend; a backend the reference
+does not have (``packet``) runs the congestion-unaware cases' inputs (``ref s`` is then the
+unaware reference's). The last line is the geometric mean of the ratios. No assertion: this measures; the parity
 suite checks the figures. Environment variables (e.g. the ``SIMPY_ASTRA_*`` switches of
 optimisations) pass through to the subprocesses.
 """
@@ -37,7 +39,11 @@ REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 DEFAULT_FILTER = r"^(ex_cu_|stage_cu_st[1-6]|knob_cu_)"
 
 
-def child(kind: str, spec: str) -> int:
+#: the backends the reference cases were run on; any other runs the unaware cases' inputs
+REFERENCE_BACKENDS = ("congestion_unaware", "congestion_aware")
+
+
+def child(kind: str, spec: str, backend: str | None = None) -> int:
     """Run one case or scenario in this process and print one JSON line of measurements."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     try:
@@ -50,7 +56,7 @@ def child(kind: str, spec: str) -> int:
     if kind == "case":
         c = json.loads(Path(spec).read_text())
         inputs = inputs_from_astra_flags(c["workload"], c["system"], c["network"], c["remote_memory"],
-                                         c.get("comm_group") or "empty", c["backend"])
+                                         c.get("comm_group") or "empty", backend or c["backend"])
     else:
         inputs = load_scenario(spec)
     try:  # folding as ``simpy-astra run`` decides it (it runs no script: links fold too)
@@ -76,8 +82,10 @@ def messages_sent(board) -> int:
     return board.messages_sent()
 
 
-def run_once(kind: str, spec: str, cwd: str) -> dict | None:
+def run_once(kind: str, spec: str, cwd: str, backend: str | None = None) -> dict | None:
     args = [sys.executable, str(Path(__file__).resolve()), f"--child-{kind}", spec]
+    if backend is not None:
+        args += ["--child-backend", backend]
     t0 = time.perf_counter()
     r = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -89,10 +97,10 @@ def run_once(kind: str, spec: str, cwd: str) -> dict | None:
     return out
 
 
-def measure(kind: str, spec: str, cwd: str, repeat: int) -> dict | None:
+def measure(kind: str, spec: str, cwd: str, repeat: int, backend: str | None = None) -> dict | None:
     runs = []
     for _ in range(repeat):
-        got = run_once(kind, spec, cwd)
+        got = run_once(kind, spec, cwd, backend)
         if got is None:
             return None
         runs.append(got)
@@ -129,9 +137,10 @@ def main() -> int:
                          "npus shows simulated/total when a run folds")
     ap.add_argument("--child-case", help=argparse.SUPPRESS)
     ap.add_argument("--child-scenario", help=argparse.SUPPRESS)
+    ap.add_argument("--child-backend", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child_case:
-        return child("case", a.child_case)
+        return child("case", a.child_case, a.child_backend)
     if a.child_scenario:
         return child("scenario", a.child_scenario)
     if a.fold is not None:
@@ -148,14 +157,17 @@ def main() -> int:
         print(f"no reference data at {reference}")
         return 1
     ratios = []
+    # (a backend the reference lacks runs the unaware cases' inputs)
+    of_cases = a.backend if a.backend in REFERENCE_BACKENDS else "congestion_unaware"
+    override = None if a.backend in REFERENCE_BACKENDS else a.backend
     with tempfile.TemporaryDirectory(prefix="bench-") as cwd:
         for entry in reference.iterdir():  # relative paths in the configs resolve from here
             Path(cwd, entry.name).symlink_to(entry)
         for p in sorted((reference / "cases").glob("*.json")):
             c = json.loads(p.read_text())
-            if not re.search(a.filter, c["id"]) or c["backend"] != a.backend or c.get("expect_error"):
+            if not re.search(a.filter, c["id"]) or c["backend"] != of_cases or c.get("expect_error"):
                 continue
-            m = measure("case", str(p), cwd, a.repeat)
+            m = measure("case", str(p), cwd, a.repeat, override)
             if m is None:
                 print(f"{c['id']}: run failed", flush=True)
                 continue

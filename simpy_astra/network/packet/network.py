@@ -235,20 +235,24 @@ class PacketNetwork(LinkLevelNetwork):
     def _next_empty(flow: Train) -> float:
         """How long until the first of the train's queues at its hops from the buffer on runs
         out at the current rates (inf: none does)."""
-        shares = flow.hop_shares
+        shares, crossed = flow.hop_shares, flow.crossed_bytes
+        b, first, left = flow.buffer_hop, flow.first_hop, flow.left_bytes
+        start = b if b > first else first
+        # (:meth:`Train.waiting_bytes` hop by hop: this runs after every re-share of a train
+        # cut at several hops, so what arrives at each hop is carried over from the one before)
+        upstream = flow.size_bytes - left if start == b else crossed[start - 1]
+        inflow = flow.in_bytes_per_ns if left > 0 else 0.0
+        packet_bytes = flow.packet_bytes
         soonest = math.inf
-        start = max(flow.buffer_hop, flow.first_hop)
         for k in range(start, flow.reach_hops):
-            queue = flow.waiting_bytes(k)
-            if queue <= 0:
-                continue
-            if k == start:
-                inflow = flow.in_bytes_per_ns if flow.left_bytes > 0 else 0.0
-            else:
-                inflow = shares[k - 1].bytes_per_ns
-            net = shares[k].bytes_per_ns - inflow
-            if net > 0:
-                soonest = min(soonest, queue / net)
+            here = crossed[k]
+            rate = shares[k].bytes_per_ns
+            queue = upstream - here - (EMPTY_BYTES if k <= first else packet_bytes)
+            if queue > 0:
+                net = rate - inflow
+                if net > 0 and queue / net < soonest:
+                    soonest = queue / net
+            upstream, inflow = here, rate
         return soonest
 
     @staticmethod
@@ -464,12 +468,13 @@ class PacketNetwork(LinkLevelNetwork):
             in_hop, in_credit = flow.solved_in.limit
             out_hop, out_credit = flow.solved_out.limit
             first = flow.first_hop
+            held_below = in_hop + 1 if in_credit else in_hop  # (the hops its input limit holds back)
+            r = in_rate  # (what its last reached hop passes on: the input rate unless set below)
             for i in range(first, split if split < h else h):
                 port = fp[i]
                 load[port] += in_rate
-                if in_hop > i or (in_credit and in_hop == i):
+                if i < held_below:
                     held.add(port)
-                r = in_rate
             for i in range(split if split > first else first, h):
                 if shares is not None:
                     r, (limit_hop, by_credit) = shares[i]

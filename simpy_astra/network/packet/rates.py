@@ -114,7 +114,7 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
     else:
         routes, rates_of = arrivals
     units: list[Unit] = []
-    plans: list[tuple[Train, tuple, Route | None]] = []  # per train: its plan (:func:`plan_of`) and route
+    plans: list[tuple] = []  # per train, in the trains' order: its plan (:func:`plan_of`)
     whole = solutions.whole
     epoch = solutions.epoch
     for flow, route, rates in zip(flows, routes, rates_of, strict=True):
@@ -141,7 +141,7 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
             if plan is None:
                 plan = plan_of(*units_of(flow, rates))
                 solutions.remember(whole, key, plan)
-        plans.append((flow, plan, route))
+        plans.append(plan)
         units.extend(plan[2])
     key = frozenset(Counter(units).items())
     solved = solutions.shares.get(key)
@@ -151,7 +151,8 @@ def train_rates(flows, seeds: list[Port], solutions: Solutions, fresh: set[Train
         for unit, r, lim in zip(units, rate, limit, strict=True):
             solved.setdefault(unit, Share(r, lim))
         solutions.remember(solutions.shares, key, solved)
-    for flow, (made, cut, _units, single), route in plans:  # (kind 0: in / whole, 1: out, 2: one hop of out)
+    # (a plan's kinds: 0 the hops before the buffer or the whole path, 1 from it on, 2 one hop of those)
+    for flow, (made, cut, _units, single), route in zip(flows, plans, routes, strict=True):
         if single is not None:  # (most trains: one unit over their whole path)
             solved_in = solved[single]
             flow.take_solution(solved_in, solved_in, None, cut)
@@ -294,9 +295,11 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions,
         routes = [flow.route if flow.route_solve == solve - 1 and flow not in fresh else route_of(flow)
                   for flow in order]
     solved = solutions.arrivals_as_last(order, routes)
-    if solved is None:
-        key = frozenset(Counter(routes).items())
-        solved = solutions.arrivals.get(key)
+    if solved is not None:  # (most solves) each train keeps its route, so the arrivals it was given
+        solutions.last_arrivals = (solve, len(order), solved, solutions.epoch)
+        return routes, [flow.keep_arrivals(solve) for flow in order]
+    key = frozenset(Counter(routes).items())
+    solved = solutions.arrivals.get(key)
     if solved is None:
         # from the last solution: only the links of this instant's changes, and of trains
         # whose route changed since, need computing again (and what that moves)
@@ -319,6 +322,10 @@ def arrival_rates(flows, seeds: list[Port], solutions: Solutions,
     return routes, result
 
 
+#: the floor above which a train's first hop holds a backlog (``EMPTY_BYTES`` above nothing)
+EMPTY_FLOOR = EMPTY_BYTES + EMPTY_BYTES
+
+
 def route_of(flow: Train) -> Route:
     """The train's FIFO route (:func:`~.solver.fifo_arrivals`) over the hops it holds: which
     of them hold a backlog of it (:func:`waits`), and its weight in each (a drained train's
@@ -337,14 +344,14 @@ def route_of(flow: Train) -> Route:
     crossed = flow.crossed_bytes
     left = flow.left_bytes
     packet_floor = flow.packet_bytes + EMPTY_BYTES
-    empty_floor = EMPTY_BYTES + EMPTY_BYTES
-    held_list = []
-    for i in range(first, h):
-        if i < b:
-            held_list.append(False)
-        else:
-            upstream = flow.size_bytes - left if i == b else crossed[i - 1]
-            held_list.append(upstream - crossed[i] > (empty_floor if i <= first else packet_floor))
+    # (hops before the buffer hold nothing; its own hop is ``first`` once drained)
+    held_list = [False] * (b - first) if b > first else []
+    start = b if b > first else first
+    upstream = flow.size_bytes - left if start == b else crossed[start - 1]
+    for i in range(start, h):
+        here = crossed[i]
+        held_list.append(upstream - here > (EMPTY_FLOOR if i <= first else packet_floor))
+        upstream = here
     held = tuple(held_list)
     drained = left <= 0
     sig = (first, b, h, held, flow.drain_arrivals_bytes_per_ns if drained else None)

@@ -236,8 +236,26 @@ def fifo_arrivals(routes: Sequence[Route], capacity: Mapping[Hashable, float],
         if moved <= ARRIVAL_SETTLED or not dirty:
             break
     for r in touched:  # (the others kept their start, rounded already)
-        rates[r] = [float(f"{v:.{ARRIVAL_DIGITS}g}") for v in rates[r]]
+        rates[r] = [_rounded(v) for v in rates[r]]
     return rates
+
+
+#: ``value -> float(f"{value:.{ARRIVAL_DIGITS}g}")``: the same few rates come out of every
+#: solve (a component's flows are placed alike), and formatting one costs ten look-ups
+_ROUNDED: dict[float, float] = {}
+
+
+def _rounded(value: float) -> float:
+    """``value`` to :data:`ARRIVAL_DIGITS` significant digits (remembered: a bound on memory,
+    all forgotten at 4,096 values)."""
+    if not value:  # (0.0 and -0.0 are one key, and round to themselves)
+        return value
+    got = _ROUNDED.get(value)
+    if got is None:
+        if len(_ROUNDED) >= 4096:
+            _ROUNDED.clear()
+        got = _ROUNDED[value] = float(f"{value:.{ARRIVAL_DIGITS}g}")
+    return got
 
 
 def _weight_of(member: tuple[int, int, float]) -> float:
@@ -337,11 +355,18 @@ def max_min(units: Sequence[Unit], capacity: Mapping[Hashable, float]) -> tuple[
                 for slot in slots_of[port]:
                     if not slot[3]:
                         continue
-                    # what one unit of weight is offered (an even split if all weigh the same)
-                    if slot[4] is not None:
-                        each = (share - slot[1]) / slot[3] / slot[4]
-                    else:
-                        each = (share - slot[1]) / slot[0]
+                    # what one unit of weight is offered (an even split if all weigh the same:
+                    # then every member is offered the same, so one test serves them all)
+                    common = slot[4]
+                    if common is not None:
+                        each = (share - slot[1]) / slot[3] / common
+                        if each * common > top:
+                            continue
+                        for u, hop, _weight in slot[2]:
+                            if rate[u] is None and (u not in hits or hop < hits[u].hop):
+                                hits[u] = hop_limit(hop)
+                        continue
+                    each = (share - slot[1]) / slot[0]
                     for u, hop, weight in slot[2]:
                         if rate[u] is None and each * weight <= top and (u not in hits or hop < hits[u].hop):
                             hits[u] = hop_limit(hop)

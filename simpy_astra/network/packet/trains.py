@@ -291,6 +291,12 @@ class Train:
         self.route = route
         self.route_solve = solve
 
+    def keep_arrivals(self, solve: int) -> tuple[float, ...]:
+        """Its route and arrival rates hold for ``solve`` too (the solve before gave them, on
+        the same set of routes: :meth:`~.rates.Solutions.arrivals_as_last`); returns the rates."""
+        self.route_solve = solve
+        return self.arrivals_bytes_per_ns
+
     def warm_start(self) -> tuple[float, ...] | None:
         """The last FIFO arrival rates per hop from its first hop now (0 on a hop it did not
         hold then), or None if none were solved."""
