@@ -79,3 +79,24 @@ def test_et_files_still_need_every_npus_own_events(tmp_path, capsys):
                                 "--csv-out", str(tmp_path / "csv")])
     assert err == ["error: --fold-symmetry on: --csv-out records every NPU's own events, which a folded run "
                    "does not simulate; drop --fold-symmetry on (the run is then unfolded) or --csv-out"]
+
+
+@pytest.mark.parametrize("fold", ["on", "off"])
+def test_the_size_checks_traces_are_decoded_once(tmp_path, scenario, monkeypatch, fold):
+    """The checks of nodes.csv's and the trace's size decode one trace per pipeline stage before
+    the build; the build takes those nodes instead of decoding the files again (0.3 s of a
+    1,536-GPU step), and holds none it does not simulate."""
+    from simpy_astra.folding import run as fold_run
+    from simpy_astra.workloads import chakra
+
+    reads: list[str] = []
+    decode = chakra.read_et
+
+    def counting(path, **caches):  # noqa: ANN001, ANN202
+        reads.append(str(path))
+        return decode(path, **caches)
+
+    monkeypatch.setattr(chakra, "read_et", counting)
+    monkeypatch.setattr(fold_run, "read_et", counting)
+    _csv(tmp_path, scenario, "once", "--trace-out", str(tmp_path / "t.json"), "--fold-symmetry", fold)
+    assert len(reads) == len(set(reads)) == (2 if fold == "on" else 32)

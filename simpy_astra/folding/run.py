@@ -208,7 +208,8 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
 
 def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: dict[int, tuple[int, ...]],
                 parse_groups: Callable[[str], Any], outcome: FoldOutcome, prepared: Any = None,
-                where: str = "", why_off: str = "folding is off") -> tuple[dict[int, tuple[str, list]], Folding | None]:
+                where: str = "", why_off: str = "folding is off",
+                decoded: dict[str, list] | None = None) -> tuple[dict[int, tuple[str, list]], Folding | None]:
     """(path, decoded nodes) of every NPU a run simulates, and the folding found.
 
     A lazily generated workload (it has a rank summary) is folded from the summary, and only
@@ -216,11 +217,14 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
     (:func:`read_traces`); ``prepared``: the generated job, if the run holds it (its ranks are
     then written from it). Decoded records and attributes are shared between ranks. A
     generated run past :data:`MAX_SIMULATED_NODES` is refused naming ``where`` (the scenario's
-    field; default the traces' prefix) and, when it does not fold, ``why_off``."""
+    field; default the traces' prefix) and, when it does not fold, ``why_off``. ``decoded``:
+    traces the size checks decoded already (path -> nodes), taken instead of decoded again."""
     caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
 
     def read(rank: int) -> tuple[str, list]:
         path = et_path(prefix, rank)
+        if decoded and path in decoded:
+            return path, decoded.pop(path)
         try:
             return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
         except (InputError, EtError) as exc:  # a trace the cache holds: the user never wrote it; delete it
@@ -248,7 +252,10 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
     why = "it does not fold" if fold is not None else why_off
     _check_size(len(first[1]), len(wanted), total_npus, why, where or prefix)
     source.ensure(wanted)
-    return {i: first if i == wanted[0] else read(i) for i in wanted}, outcome.folding
+    traces = {i: first if i == wanted[0] else read(i) for i in wanted}
+    if decoded:
+        decoded.clear()  # traces the run does not simulate: not held past its build
+    return traces, outcome.folding
 
 
 def _check_size(first_nodes: int, simulated: int, total_npus: int, why: str, where: str) -> None:
@@ -320,6 +327,6 @@ def fold_run(inputs: Any, dims: list, groups: dict[int, tuple[int, ...]],
         why_off = "folding is off: fold_symmetry: false, --fold-symmetry off or SIMPY_ASTRA_FOLD=0"
     prepared = inputs.workload.prepared
     traces, folding = load_traces(inputs.workload_prefix, total_npus, fold, groups, parse_groups, outcome,
-                                  prepared, getattr(prepared, "where", ""), why_off)
+                                  prepared, getattr(prepared, "where", ""), why_off, inputs.workload.decoded)
     note = outcome.note(total_npus) if fold is not None or outcome.why else None
     return traces, folding, note

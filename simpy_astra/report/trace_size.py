@@ -103,11 +103,13 @@ def _gb(size: int) -> str:
 
 
 def lazy_node_bytes(prefix: str, prepared, measure: Callable[[list], Any] = node_bytes,
-                    ranks: list[int] | None = None) -> dict[int, Any] | None:
+                    ranks: list[int] | None = None, decoded: dict[str, list] | None = None) -> dict[int, Any] | None:
     """Each NPU's events' fewest bytes (``measure`` of its nodes: :func:`node_bytes`, or
     :func:`csv_measure`) for a generated workload (it has a rank summary), from one rank of each
     class (written if not yet, as a folded run does); None for ET files. ``ranks``: those NPUs
-    only, reading only their classes' traces (each read took 0.1 s at GPT-3-175B's size)."""
+    only, reading only their classes' traces (each read took 0.1 s at GPT-3-175B's size).
+    ``decoded`` (path -> nodes): the traces decoded so far, used and added to, so that the
+    other check and the run's build do not decode them again."""
     from simpy_astra.workloads import chakra
     from simpy_astra.workloads.generated import lazy_traces
 
@@ -119,7 +121,14 @@ def lazy_node_bytes(prefix: str, prepared, measure: Callable[[list], Any] = node
     for rank in wanted:
         first.setdefault(source.classes[rank], rank)
     source.ensure(sorted(first.values()))
-    per_class = {kind: measure(chakra.read_et(chakra.et_path(prefix, rank))[1]) for kind, rank in first.items()}
+    if decoded is None:
+        decoded = {}
+    per_class = {}
+    for kind, rank in first.items():
+        path = chakra.et_path(prefix, rank)
+        if path not in decoded:
+            decoded[path] = chakra.read_et(path)[1]
+        per_class[kind] = measure(decoded[path])
     return {rank: per_class[source.classes[rank]] for rank in wanted}
 
 
@@ -139,9 +148,9 @@ def check_before_build(inputs, trace_out: str | None, trace_npus: str | None, cs
         return False
     if trace_out is not None:
         selected = None if trace_npus is None else parse_npus(trace_npus, inputs.network.total_npus)
-        check_size(lazy_node_bytes(prefix, prepared, ranks=selected), selected)
+        check_size(lazy_node_bytes(prefix, prepared, ranks=selected, decoded=inputs.workload.decoded), selected)
     if csv_out is not None:
-        check_csv_size(lazy_node_bytes(prefix, prepared, csv_measure))
+        check_csv_size(lazy_node_bytes(prefix, prepared, csv_measure, decoded=inputs.workload.decoded))
     return True
 
 
