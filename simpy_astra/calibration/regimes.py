@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simpy_astra.calibration.holdout import read_record
+from simpy_astra.calibration.inputs import read_record
 from simpy_astra.calibration.model import MIB, Calibration, calibrate
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND
