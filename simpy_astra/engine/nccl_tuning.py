@@ -154,7 +154,8 @@ class Links:
     #: 1 where not: a factor measured inside a node says nothing of the NICs, nor one of a tree
     #: of a ring)
     protocol_scale: tuple[tuple[str, float, float], ...] = ()
-    #: the GPUs' generation, a key of :data:`LL_MAX_ONE_NODE_GB_S`; "" (not known): Hopper's
+    #: the GPUs' generation, a key of NCCL's tables by GPU (:data:`LL_MAX_ONE_NODE_GB_S`,
+    #: :data:`PER_CHANNEL_MAX_GB_S`, NVLS's); "" (not known): Hopper's
     #: where the nodes have NVLS, else Ampere's
     generation: str = ""
 
@@ -200,7 +201,7 @@ def _ratio(shape: Shape, algo: str) -> float:
 
 
 def _generation(links: Links) -> str:
-    """The GPUs' generation (a key of :data:`LL_MAX_ONE_NODE_GB_S`): as given, else Hopper's
+    """The GPUs' generation (a key of NCCL's tables by GPU): as given, else Hopper's
     where the nodes have NVLS, else Ampere's."""
     return links.generation or ("hopper" if links.nvls else "ampere")
 
