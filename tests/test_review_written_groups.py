@@ -3,10 +3,8 @@ names the generator, with the fix in the generator (config/scenario.py: _written
 
 from __future__ import annotations
 
-import sys
-
-from tests.test_extension_misuse import SYSTEM
 from tests.test_hostile_hunt7 import _error_lines
+from tests.test_hostile_hunt10 import users_generator_scenario
 
 GROUPS_WRITER = '''
 import json
@@ -23,16 +21,7 @@ def bad_groups(params, prefix):
 
 
 def test_a_bad_group_file_a_users_generator_wrote_names_the_generator(tmp_path, capsys, monkeypatch):
-    from simpy_astra.workloads import generated
-
-    monkeypatch.setattr(generated, "GENERATORS", dict(generated.GENERATORS))
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "review_groups.py").write_text(GROUPS_WRITER)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "review_groups", raising=False)
-    path = tmp_path / "s.yaml"
-    path.write_text(f"workload: {{generate: 'review_groups:bad_groups'}}\nsystem: {SYSTEM}\n"
-                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50.0], latency: [500.0]}}\n")
+    path = users_generator_scenario(tmp_path, monkeypatch, "review_groups", GROUPS_WRITER, "bad_groups")
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1, err
     head = f"error: {path}: workload.generate: generator 'review_groups:bad_groups' wrote "
