@@ -21,10 +21,9 @@ from pathlib import Path
 
 import pytest
 
-L = 500
-E = 10
-MEM_BW = 50
-ONE_BYTE_PER_NS = 1e9 / 2**30
+# the same machine and closed forms as round 4's (a hop, a reduction, the native ring)
+from tests.test_extensions_round4 import MEM_BW, ONE_BYTE_PER_NS, E, L, d, reduce_ns, ring_all_reduce
+
 MIB = 2**20
 
 #: the researcher's module, written from docs/collectives.md, collectives/README.md,
@@ -459,20 +458,6 @@ def _cli(folder: Path, *args: str) -> subprocess.CompletedProcess:
 def _rows(path: Path, key: str) -> dict[str, dict[str, str]]:
     with open(path) as f:
         return {r[key]: r for r in csv.DictReader(f)}
-
-
-def d(size: float, bandwidth_gbps: float = ONE_BYTE_PER_NS, latency: float = L) -> int:
-    """One hop of `size` bytes: trunc(latency + size / B), B in bytes per ns (GB = 2^30 B)."""
-    return int(latency + size / (bandwidth_gbps * 2**30 / 1e9))
-
-
-def reduce_ns(size: int) -> int:
-    return 3 * int(size / (MEM_BW * 1e9) * 1e9)
-
-
-def ring_all_reduce(n: int, size: int, hop=d) -> int:
-    """The native ring: E first, then 2(n-1) steps of a hop and E, the first n-1 reducing."""
-    return E + 2 * (n - 1) * (hop(size // n) + E) + (n - 1) * reduce_ns(size // n)
 
 
 @pytest.mark.parametrize("topology", ["FullyConnected", "Switch"])

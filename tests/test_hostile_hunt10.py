@@ -161,6 +161,23 @@ def far_peer(params, prefix):
 '''
 
 
+def users_generator_scenario(tmp_path, monkeypatch, module: str, source: str, generator: str) -> Path:
+    """A 4-NPU ring scenario whose workload is ``generate: module:generator`` from ``source``,
+    with a cache and a generator registry of the test's own."""
+    from simpy_astra.workloads import generated
+    from tests.test_extension_misuse import SYSTEM
+
+    monkeypatch.setattr(generated, "GENERATORS", dict(generated.GENERATORS))
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    path = tmp_path / "s.yaml"
+    path.write_text(f"workload: {{generate: '{module}:{generator}'}}\nsystem: {SYSTEM}\n"
+                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50.0], latency: [500.0]}}\n")
+    return path
+
+
 @pytest.mark.parametrize("generator, file, problem", [
     ("garbage", "h10_traces_garbage.0.et",
      "record 0 at byte 0: 7 bytes do not parse as ChakraProtoMsg.GlobalMetadata (not a Chakra ET file?)"),
@@ -171,18 +188,7 @@ def test_a_users_generator_that_writes_a_bad_trace_is_named_as_the_scenario_name
     # "error: /home/.../.cache/simpy-astra/workloads/h10_traces_garbage-<hash>/h10_traces_garbage.0.et:
     # ...; it is a corrupt workload cache entry: delete ... to generate it again": a file the
     # user never wrote, and deleting it wrote the same trace again
-    from simpy_astra.workloads import generated
-
-    monkeypatch.setattr(generated, "GENERATORS", dict(generated.GENERATORS))
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "h10_traces.py").write_text(BAD_TRACES)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "h10_traces", raising=False)
-    from tests.test_extension_misuse import SYSTEM
-
-    path = tmp_path / "s.yaml"
-    path.write_text(f"workload: {{generate: 'h10_traces:{generator}'}}\nsystem: {SYSTEM}\n"
-                    f"network: {{topology: [Ring], npus_count: [4], bandwidth: [50.0], latency: [500.0]}}\n")
+    path = users_generator_scenario(tmp_path, monkeypatch, "h10_traces", BAD_TRACES, generator)
     err = _error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.generate: generator 'h10_traces:{generator}' wrote {file}, which cannot "
                    f"run ({problem}); fix the generator (its traces are made anew once it is edited)"], err

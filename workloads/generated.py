@@ -98,6 +98,12 @@ class GeneratorEntry:
     #: generating takes minutes (SCALE-Sim simulates every layer): ``sweep --list`` checks a
     #: point without running it (:class:`NotGenerated`) unless its traces are cached
     slow: bool = False
+
+    @property
+    def by_user(self) -> bool:
+        """Whether a user's function generates (:func:`register`): a file of its traces that does
+        not read is the generator's to fix; one of ours is a corrupt cache entry, to delete."""
+        return getattr(self.fn, "users", None) is not None
     #: ``params()``: the parameter names it takes, so that a sweep axis on another is refused
     #: once, before any point runs (None: not known, e.g. a user's generator)
     params: Callable[[], tuple[str, ...]] | None = None
@@ -361,13 +367,22 @@ def cache_entry_name(path: str) -> str | None:
     return "generate " + os.path.basename(folder).rsplit("-", 1)[0]
 
 
+#: what mends a file a user's generator wrote that does not read
+USERS_FIX = "fix the generator (its traces are made anew once it is edited)"
+
+
+def corrupt_entry_fix(prefix: str) -> str:
+    """What mends a file of our generators' cached traces at ``prefix`` that does not read."""
+    return f"; it is a corrupt workload cache entry: delete {os.path.dirname(prefix)} to generate it again"
+
+
 def in_cache_entry(exc: Exception, prefix: str) -> Exception:
     """``exc`` (about a file of the traces at ``prefix``: an input or ET error, one line),
     saying how to mend a cache entry when the traces are the workload cache's."""
     folder = os.path.dirname(os.path.realpath(prefix))
     if os.path.dirname(folder) != os.path.realpath(os.path.join(cache_root(), "workloads")):
         return exc
-    text = f"{exc}; it is a corrupt workload cache entry: delete {os.path.dirname(prefix)} to generate it again"
+    text = f"{exc}{corrupt_entry_fix(prefix)}"
     return InputError(text) if isinstance(exc, InputError) else type(exc)(text)
 
 
@@ -381,12 +396,12 @@ def as_scenarios_error(exc: Exception, prefix: str, prepared: Prepared | None) -
     folder = os.path.dirname(prefix)
     if prepared is None or not isinstance(exc, InputError | EtError) or not text.startswith(folder + os.sep):
         return exc
-    if getattr(prepared.entry.fn, "users", None) is None:  # ours: a corrupt entry, to delete
+    if not prepared.entry.by_user:  # ours: a corrupt entry, to delete
         return exc
     path, _, problem = text.partition(": ")
     problem = problem.split("; it is a corrupt workload cache entry", 1)[0]
     words = (f"{prepared.where}.generate: generator '{prepared.generator}' wrote {os.path.basename(path)}, "
-             f"which cannot run ({problem}); fix the generator (its traces are made anew once it is edited)")
+             f"which cannot run ({problem}); {USERS_FIX}")
     return InputError(words) if isinstance(exc, InputError) else EtError(words)
 
 

@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.calibration.inputs import read_record
 from simpy_astra.calibration.model import MIB
 from simpy_astra.calibration.report import gm_abs_error, human_size
-from simpy_astra.config.readers import parse_json
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 
@@ -56,17 +56,6 @@ def fit_record(logs: list, held_out: frozenset[tuple[str, int]], min_size: int) 
         out.append({"path": log.path, "sha256_16": digest(log.path), "fitted_lines": fitted,
                     "held_out_lines": denied})
     return out
-
-
-def read_record(path: str, flag: str, what: str, name: str) -> Any:
-    """A JSON file ``calibrate`` wrote (``name``, given as ``flag``), read as the configs are (a key
-    given twice, NaN, an empty file are refused). Another of its files given instead (its
-    network.yml) was told 'JSON has no comments: remove it' of the YAML's first comment."""
-    text = files.read_text(path, what)
-    if text.strip() and not text.lstrip().startswith("{"):
-        raise InputError(f"{path}: {flag}: is not a JSON object, so not calibrate's {name}; give the {name} "
-                         f"calibrate wrote (beside its network.yml and system.json)")
-    return parse_json(path, text, what)
 
 
 def load_fitted_lines(path: str, in_place: bool = False) -> dict[str, set[int]]:

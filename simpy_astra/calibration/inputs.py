@@ -1,4 +1,5 @@
-"""Load the network YAML and system JSON the calibration commands start from, as mappings."""
+"""Load the network YAML and system JSON the calibration commands start from, as mappings, and
+the records ``calibrate`` wrote that ``validate`` reads back (``--holdout``, ``--regimes``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 
 from simpy_astra.calibration.model import check_network, default_system, refuse_unfittable
 from simpy_astra.config import load_system_json, network_from_mapping
-from simpy_astra.config.readers import load_json, load_yaml_mapping
+from simpy_astra.config.readers import load_json, load_yaml_mapping, parse_json
 from simpy_astra.errors import InputError
+from simpy_astra.infra import files
 
 
 def load_network(path: str) -> dict[str, Any]:
@@ -46,3 +48,14 @@ def load_system(path: str | None, network: dict[str, Any]) -> dict[str, Any]:
     for line in ignored:  # a misspelt key ('endpoint-dealy') kept the default without a word, as run warns
         print(f"warning: {line.replace(probe, path)}", file=sys.stderr)
     return merged
+
+
+def read_record(path: str, flag: str, what: str, name: str) -> Any:
+    """A JSON file ``calibrate`` wrote (``name``, given as ``flag``), read as the configs are (a key
+    given twice, NaN, an empty file are refused). Another of its files given instead (its
+    network.yml) was told 'JSON has no comments: remove it' of the YAML's first comment."""
+    text = files.read_text(path, what)
+    if text.strip() and not text.lstrip().startswith("{"):
+        raise InputError(f"{path}: {flag}: is not a JSON object, so not calibrate's {name}; give the {name} "
+                         f"calibrate wrote (beside its network.yml and system.json)")
+    return parse_json(path, text, what)

@@ -97,7 +97,8 @@ def machine(network: dict[str, Any], devices: list[str]) -> tuple[Links, Shape]:
     per_node, nodes = counts[0], (counts[1] if len(counts) == 2 else 1)
     bws = [float(b) * GIB_IN_GB for b in network["bandwidth"]]
     nvls = any(has_nvls(d) for d in devices)
-    generation = next((g for g in map(gpu_generation, devices) if g), "")  # LL's ceiling in a node is the GPU's
+    # NCCL's constants by GPU: LL's ceiling in a node, the caps per channel, NVLS's speeds
+    generation = next((g for g in map(gpu_generation, devices) if g), "")
     return (Links(bws[0], bws[1] if nodes > 1 else bws[0], nvls, generation=generation),
             Shape(per_node * nodes, nodes, per_node))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simpy_astra.calibration.inputs import read_record
 from simpy_astra.calibration.model import MIB, Calibration, calibrate
 from simpy_astra.errors import InputError
 from simpy_astra.network.backends import DEFAULT_BACKEND
@@ -87,8 +88,6 @@ def fit_regimes(logs: list, network: dict[str, Any], system: dict[str, Any], sin
 
 def load_regimes(path: str):
     """``validate --regimes``: a function from nccl-tests size to the network of its side."""
-    from simpy_astra.calibration.holdout import read_record
-
     doc = read_record(path, "--regimes", "regimes JSON", "regimes.json")
     regimes = doc.get("regimes") if isinstance(doc, dict) else None
     if not isinstance(regimes, list) or not regimes or not all(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -48,8 +49,6 @@ def _parser() -> argparse.ArgumentParser:
 def _hold_out_every(text: str) -> int:
     """``--hold-out-every``: 0 or 2 or more. Its own type, as it takes no range: a fraction was
     told 'write 1 or 2' (the integers near it), and 1 was then refused."""
-    import math
-
     try:
         value = int(text)
     except ValueError:

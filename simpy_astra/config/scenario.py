@@ -473,13 +473,11 @@ def _written_groups(path: str | None, generator: str, where: str) -> WrittenGrou
     fixes nothing); ours wrote it from checked inputs, so a fault is the cache entry's."""
     if path is None:
         return None
-    from simpy_astra.workloads.generated import GENERATORS
+    from simpy_astra.workloads.generated import GENERATORS, USERS_FIX, corrupt_entry_fix
 
-    if getattr(GENERATORS[generator].fn, "users", None) is None:
-        return WrittenGroups(path, path, f"; it is a corrupt workload cache entry: delete {os.path.dirname(path)} "
-                                         f"to generate it again")
-    return WrittenGroups(path, f"{where}.generate: generator '{generator}' wrote {path}",
-                         "; fix the generator (its traces are made anew once it is edited)")
+    if not GENERATORS[generator].by_user:
+        return WrittenGroups(path, path, corrupt_entry_fix(path))
+    return WrittenGroups(path, f"{where}.generate: generator '{generator}' wrote {path}", f"; {USERS_FIX}")
 
 
 def _ranks_differ(path: str, generator: str, ranks: int, npus: int, on_cluster: bool) -> InputError:

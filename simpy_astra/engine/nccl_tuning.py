@@ -74,7 +74,7 @@ LL_MAX_ONE_NODE_GB_S = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwe
 TREE_SHARE = 0.92
 #: tuning.cc per-channel caps (GB/s of bus bandwidth a channel) on one node, two, more (N1/N2/N4),
 #: by generation: the ring's LL128, the tree (every protocol), the tree's LL128, the NVLS tree
-PER_CHANNEL_MAX = {
+PER_CHANNEL_MAX_GB_S = {
     "ring LL128": {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": (36.7,) * 3, "blackwell": (40.0,) * 3},
     "tree": {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
              "blackwell": (70.0, 42.8, 24.0)},
@@ -86,7 +86,7 @@ PER_CHANNEL_MAX = {
 NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
 #: search.cc: the per-channel bandwidths (GB/s) NCCL's topology search tries, fastest first, on
 #: one node (sm90SpeedArrayIntra, sm100...) and across nodes (...Inter); device.h: NVLS's most heads
-NVLS_SPEEDS = {
+NVLS_SPEEDS_GB_S = {
     ("hopper", "one node"): (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
     ("hopper", "across nodes"): (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
                                  2.4, 1.2, 0.24, 0.12),
@@ -154,7 +154,8 @@ class Links:
     #: 1 where not: a factor measured inside a node says nothing of the NICs, nor one of a tree
     #: of a ring)
     protocol_scale: tuple[tuple[str, float, float], ...] = ()
-    #: the GPUs' generation, a key of :data:`LL_MAX_ONE_NODE_GB_S`; "" (not known): Hopper's
+    #: the GPUs' generation, a key of NCCL's tables by GPU (:data:`LL_MAX_ONE_NODE_GB_S`,
+    #: :data:`PER_CHANNEL_MAX_GB_S`, NVLS's); "" (not known): Hopper's
     #: where the nodes have NVLS, else Ampere's
     generation: str = ""
 
@@ -200,7 +201,7 @@ def _ratio(shape: Shape, algo: str) -> float:
 
 
 def _generation(links: Links) -> str:
-    """The GPUs' generation (a key of :data:`LL_MAX_ONE_NODE_GB_S`): as given, else Hopper's
+    """The GPUs' generation (a key of NCCL's tables by GPU): as given, else Hopper's
     where the nodes have NVLS, else Ampere's."""
     return links.generation or ("hopper" if links.nvls else "ampere")
 
@@ -219,16 +220,21 @@ def nvls_graph(links: Links, shape: Shape) -> tuple[int, float, float]:
     channel); the first pass steps down NCCL's speeds until the channels fit (bwIntra), the
     second raises bwInter alone, one speed at a time, while the raise held and bwInter is under
     twice bwIntra (only the NICs can stop it: on one node it reaches the fastest speed)."""
-    gen = "blackwell" if _generation(links) == "blackwell" else "hopper"
-    speeds = NVLS_SPEEDS[(gen, "one node" if shape.nodes == 1 else "across nodes")]
+    speeds = NVLS_SPEEDS_GB_S[(_nvls_generation(links), "one node" if shape.nodes == 1 else "across nodes")]
     nch = min(shape.per_node, NVLS_MAX_ARITY)
-    nic = math.inf if shape.nodes == 1 else links.rail_gb_s * shape.nics / nch
-    i = next((i for i, s in enumerate(speeds) if (nch + 1) * s <= links.nvlink_gb_s and s <= nic), len(speeds) - 1)
+    nic_gb_s = math.inf if shape.nodes == 1 else links.rail_gb_s * shape.nics / nch
+    i = next((i for i, s in enumerate(speeds) if (nch + 1) * s <= links.nvlink_gb_s and s <= nic_gb_s),
+             len(speeds) - 1)
     intra = inter = speeds[i]
-    while i > 0 and inter < 2 * intra and speeds[i - 1] <= nic:
+    while i > 0 and inter < 2 * intra and speeds[i - 1] <= nic_gb_s:
         i -= 1
         inter = speeds[i]
     return nch, intra, inter
+
+
+def _nvls_generation(links: Links) -> str:
+    """The key of NCCL's NVLS tables: Blackwell's, else Hopper's (NVLS is on no earlier GPU)."""
+    return "blackwell" if _generation(links) == "blackwell" else "hopper"
 
 
 def _nvls_gb_s(links: Links, shape: Shape, share: float, spine: float) -> float:
@@ -241,19 +247,19 @@ def _nvls_gb_s(links: Links, shape: Shape, share: float, spine: float) -> float:
     of these times the channels is the bus bandwidth, and ``n / (2 (n - 1))`` of it the
     algorithm's, as for the ring. (Across nodes without CollNet, enqueue.cc's cost table skips
     NVLS itself: NCCL's NVLS there is the NVLS tree.)"""
-    nch, intra, inter = nvls_graph(links, shape)
-    gen = "blackwell" if _generation(links) == "blackwell" else "hopper"
-    intra_bw = intra * NVLS_EFFICIENCY[gen] * (nch - 1) / nch * 2
+    nch, intra_gb_s, inter_gb_s = nvls_graph(links, shape)
+    gen = _nvls_generation(links)
+    switch_gb_s = intra_gb_s * NVLS_EFFICIENCY[gen] * (nch - 1) / nch * 2
     if shape.nodes > 1:
-        inter *= (2 if shape.nodes == 2 else 1) * spine
-    bw = min(intra_bw, inter, PER_CHANNEL_MAX["nvls tree"][gen][_span(shape)])
-    return share * nch * bw * _ratio(shape, "nvls")
+        inter_gb_s *= (2 if shape.nodes == 2 else 1) * spine
+    channel_gb_s = min(switch_gb_s, inter_gb_s, PER_CHANNEL_MAX_GB_S["nvls tree"][gen][_span(shape)])
+    return share * nch * channel_gb_s * _ratio(shape, "nvls")
 
 
 def _cap_gb_s(links: Links, shape: Shape, key: str) -> float:
-    """NCCL's cap ``key`` of :data:`PER_CHANNEL_MAX` on the bus bandwidth, times the channels
+    """NCCL's cap ``key`` of :data:`PER_CHANNEL_MAX_GB_S` on the bus bandwidth, times the channels
     (NCCL's graph's; :attr:`Links.channels` here, which the logs do not print)."""
-    return links.channels * PER_CHANNEL_MAX[key][_generation(links)][_span(shape)]
+    return links.channels * PER_CHANNEL_MAX_GB_S[key][_generation(links)][_span(shape)]
 
 
 def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: float = 1.0) -> float:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
+from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.plugins import PluginError, a_kind, import_object, origin, unfit_call
 
 if TYPE_CHECKING:
@@ -247,9 +248,8 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
                               f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; return a "
                               f"simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, "
                               f"docs/backends.md)")
-        owner = next((c for c in type(network).__mro__ if "name" in vars(c)), None)
-        if owner is not None and owner.__module__.startswith("simpy_astra.") and network.name != name:
-            network.name = name  # a subclass of ours: its errors and warnings name the backend run
+        if isinstance(network, RegisteredName):  # a subclass of ours: its errors name the backend run
+            network.run_as(name)
         delay = getattr(network, "message_delay_ns", None)  # the hook a backend of one's own overrides
         unfit = unfit_call(delay, None, None, None) if callable(delay) else None
         if unfit:  # else the first send fails at the call, before a line of theirs runs

@@ -6,6 +6,8 @@ from typing import Any
 
 import simpy
 
+from simpy_astra.network.registered_name import RegisteredName
+
 
 def no_links(backend: str) -> AttributeError:
     """What ``network.link(u, v)`` says on a backend without links (one line)."""
@@ -21,7 +23,7 @@ def fail_device(network: Any, device: Any) -> None:
     network.fail_device(device)
 
 
-class WithoutLinks:
+class WithoutLinks(RegisteredName):
     """The :class:`~simpy_astra.network.Network` members a backend without links answers
     with "not here", each in one line (its delays are closed forms)."""
 

@@ -13,13 +13,14 @@ import simpy
 from simpy_astra.network.fabric import DeviceId, Fabric, LinkStats
 from simpy_astra.network.link import LinkResource
 from simpy_astra.network.messages import Handler, MessageBoard
+from simpy_astra.network.registered_name import RegisteredName
 from simpy_astra.topologies.base import BasicTopology
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
-class LinkLevelNetwork:
+class LinkLevelNetwork(RegisteredName):
     """A backend whose messages cross live links; subclasses say what a link and a switch are
     (:meth:`_new_link`, :meth:`_new_switch`) and how a message moves (``send``)."""
 

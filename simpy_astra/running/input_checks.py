@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
+from typing import Any
 
 from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.config.system import SystemConfig
@@ -95,14 +97,20 @@ def replayed_broadcasts(npus: list, cfg: SystemConfig) -> str | None:
     simulated NPU (cheap)."""
     if cfg.replay_only or not npus:
         return None
-    casts = [n for n in npus[0].nodes.values()
-             if n.type == COMM_COLL_NODE and n.attrs.get("comm_type", (None, None))[1] == BROADCAST]
-    timeless = sum(1 for n in casts if not n.duration_micros)
+    timeless, casts = _without_duration(
+        npus, lambda n: n.type == COMM_COLL_NODE and n.attrs.get("comm_type", (None, None))[1] == BROADCAST)
     if not timeless:
         return None
-    return (f"{_workload_name(npus[0])}: {timeless} of {len(casts)} BROADCAST collective(s) record no duration "
+    return (f"{_workload_name(npus[0])}: {timeless} of {casts} BROADCAST collective(s) record no duration "
             f"(duration_micros 0); as in ASTRA-sim, a broadcast is not simulated but replayed from its duration, "
             f"so each takes 1 ns and its bytes never cross the network; give it a duration_micros, or an all-gather")
+
+
+def _without_duration(npus: list, picked: Callable[[Any], bool]) -> tuple[int, int]:
+    """(how many record no duration, how many) of the first simulated NPU's nodes that ``picked``
+    picks: a replayed node without ``duration_micros`` takes no time (one NPU: cheap)."""
+    nodes = [n for n in npus[0].nodes.values() if picked(n)]
+    return sum(1 for n in nodes if not n.duration_micros), len(nodes)
 
 
 def unused_comm_groups(npus: list, inputs: SimulationInputs) -> str | None:
@@ -130,11 +138,10 @@ def replay_without_durations(npus: list, cfg: SystemConfig) -> str | None:
     generated microbenchmark's all-reduce ran in 1 ns). Checked on one simulated NPU (cheap)."""
     if not cfg.replay_only or not npus:
         return None
-    comm = [n for n in npus[0].nodes.values() if n.type in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE)]
-    timeless = sum(1 for n in comm if not n.duration_micros)
+    timeless, comm = _without_duration(npus, lambda n: n.type in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE))
     if not timeless:
         return None
-    return (f"{_workload_name(npus[0])}: {timeless} of {len(comm)} communication nodes record no duration (duration_micros 0), "
+    return (f"{_workload_name(npus[0])}: {timeless} of {comm} communication nodes record no duration (duration_micros 0), "
             f"and {cfg.source} has replay-only on, which replays every node from its duration (as ASTRA-sim does), so "
             f"they take no time and the network is left out; set replay-only: 0 to simulate them")
 

@@ -466,6 +466,17 @@ def _refuse_bundles_named_as_fields(path: str, axes: list[Axis]) -> None:
                          f"set {', '.join(sets)}; call the axis a word that is no field, e.g. machine")
 
 
+def _refuse_axes_named_as_flags(path: str, axes: list[Axis], flags: frozenset[str]) -> None:
+    """An axis called (``as:``) as a Megatron argument it does not set hid it in every expression."""
+    for axis in axes:
+        own = is_args_path(axis.column) and axis.bundles is None and \
+            axis.column.rsplit(".", 1)[-1].replace("-", "_") == axis.name
+        if axis.name in flags and not own:
+            raise InputError(f"{path}: axes: {axis.column}: its name in expressions, {axis.name!r}, is what they call "
+                             f"a Megatron argument of each point, which it would hide (a constraint on it would read "
+                             f"this axis); call the axis another name with as:, e.g. {axis.name}_axis")
+
+
 def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     """The sweep YAML at ``path``; ``plugins`` (``sweep --plugin``) join the base scenario's
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
@@ -548,13 +559,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     megatron = megatron_args_of(spec.base) is not None
     if megatron:  # every modelled flag is a name (axis names win)
         spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
-    for axis in axes:  # an axis called as a flag hid the flag's own value in every expression
-        own = is_args_path(axis.column) and axis.bundles is None and \
-            axis.column.rsplit(".", 1)[-1].replace("-", "_") == axis.name
-        if axis.name in spec.flag_names and not own:
-            raise InputError(f"{path}: axes: {axis.column}: its name in expressions, {axis.name!r}, is what they call "
-                             f"a Megatron argument of each point, which it would hide (a constraint on it would read "
-                             f"this axis); call the axis another name with as:, e.g. {axis.name}_axis")
+    _refuse_axes_named_as_flags(path, axes, spec.flag_names)
     coords = set(names) | spec.flag_names
     # the flags' names are summed up in an error, not listed one by one (data_parallel_size is no flag)
     flags = spec.flag_names - {"data_parallel_size", *names}

@@ -1,0 +1,30 @@
+"""A comm-group JSON a user's generator wrote that does not read is named as the scenario
+names the generator, with the fix in the generator (config/scenario.py: _written_groups)."""
+
+from __future__ import annotations
+
+from tests.test_hostile_hunt7 import _error_lines
+from tests.test_hostile_hunt10 import users_generator_scenario
+
+GROUPS_WRITER = '''
+import json
+from simpy_astra.workloads.chakra import write_et
+
+
+def bad_groups(params, prefix):
+    for rank in range(4):
+        write_et(f"{prefix}.{rank}.et", [])
+    with open(prefix + ".json", "w") as f:
+        json.dump({"1": [0, 9]}, f)
+    return prefix + ".json"
+'''
+
+
+def test_a_bad_group_file_a_users_generator_wrote_names_the_generator(tmp_path, capsys, monkeypatch):
+    path = users_generator_scenario(tmp_path, monkeypatch, "review_groups", GROUPS_WRITER, "bad_groups")
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert len(err) == 1, err
+    head = f"error: {path}: workload.generate: generator 'review_groups:bad_groups' wrote "
+    assert err[0].startswith(head), err
+    assert err[0].endswith("; fix the generator (its traces are made anew once it is edited)"), err
+    assert "corrupt workload cache entry" not in err[0]
