@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_commands import _calibrate
+from tests.test_hostile_commands import A100, _calibrate
 from tests.test_hostile_hunt7 import SCENARIOS
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
@@ -421,3 +421,22 @@ def test_an_algorithms_fitted_share_beside_another_forced_is_said(tmp_path, caps
                                                   **{k: v for k, v in cluster.items() if k != key}}})
     assert main(["run", without, "--quiet"]) == 0
     assert capsys.readouterr().out == captured.out  # the same step without the key
+
+
+@pytest.mark.parametrize(("codec", "name"), [("utf-16", "UTF-16LE"), ("utf-32", "UTF-32LE")])
+def test_a_scenario_saved_as_utf16_names_its_encoding_and_the_fix(tmp_path, capsys, codec, name):
+    # it read 'is not UTF-8 text (byte 0)': true, but not what the file is or how to re-save it
+    path = tmp_path / "s.yaml"
+    path.write_bytes((SCENARIOS / "default.yaml").read_text().encode(codec))
+    line = _error(capsys, ["run", str(path)])
+    assert name in line and "save it as UTF-8" in line, line
+
+
+def test_an_nccl_log_saved_as_utf16_names_its_encoding(tmp_path, capsys):
+    # PowerShell's > writes UTF-16: read with errors replaced, it was 'no nccl-tests result table'
+    log = tmp_path / "all_reduce.log"
+    log.write_bytes((A100 / "all_reduce.log").read_text().encode("utf-16"))
+    argv = _calibrate(tmp_path)
+    argv[1] = str(log)
+    line = _error(capsys, argv)
+    assert "UTF-16LE" in line and "save it as UTF-8" in line, line

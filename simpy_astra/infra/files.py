@@ -192,10 +192,23 @@ def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding
               errors: str = "strict") -> str:
     """A regular file's text (UTF-8, a leading BOM dropped); bytes that are not UTF-8 are one line."""
     data = read_bytes(path, what, limit)
+    bom = _foreign_bom(data)
+    if bom:  # Notepad's "Unicode", PowerShell's > redirect; first, as errors="replace" reads garbage
+        raise InputError(f"{show(path)}: is {bom} text (its byte-order mark says so), not UTF-8; save "
+                         f"it as UTF-8 (iconv -f {bom} -t UTF-8); expected the {what}")
     try:
         return data.decode(encoding, errors)
     except UnicodeDecodeError as exc:
         raise InputError(f"{show(path)}: is not UTF-8 text (byte {exc.start}); expected the {what}") from None
+
+
+def _foreign_bom(data: bytes) -> str | None:
+    """The encoding a leading byte-order mark other than UTF-8's names; None without one."""
+    for mark, name in ((b"\xff\xfe\x00\x00", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32BE"),
+                       (b"\xff\xfe", "UTF-16LE"), (b"\xfe\xff", "UTF-16BE")):
+        if data.startswith(mark):
+            return name
+    return None
 
 
 def remember_input(path: Any) -> None:
