@@ -3,6 +3,7 @@ refused in one line naming the file, the field and the fix, warned of, or runs a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -440,3 +441,20 @@ def test_an_nccl_log_saved_as_utf16_names_its_encoding(tmp_path, capsys):
     argv[1] = str(log)
     line = _error(capsys, argv)
     assert "UTF-16LE" in line and "save it as UTF-8" in line, line
+
+
+def test_an_out_folder_that_cannot_be_made_at_an_absolute_path_gives_no_relative_hint(tmp_path, capsys):
+    # /proc takes no new folders: it read '(does not exist (relative paths resolve from CWD))',
+    # sending a user to look in the working folder for a path that is not relative
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc")
+    argv = _calibrate(tmp_path)
+    argv[argv.index("--out") + 1] = "/proc/simpy-astra-x"
+    line = _error(capsys, argv)
+    assert "relative paths" not in line and "accepts no new folders" in line, line
+
+
+def test_a_missing_scenario_at_an_absolute_path_gives_no_relative_hint(tmp_path, capsys):
+    line = _error(capsys, ["run", str(tmp_path / "none.yaml")])
+    assert "does not exist" in line and "relative paths" not in line, line
+    assert "relative paths" in _error(capsys, ["run", "no-such-scenario.yaml"])

@@ -88,11 +88,19 @@ def _kind(mode: int) -> str | None:
     return "not a regular file"
 
 
+def where_relative(path: Any) -> str:
+    """' (relative paths resolve from CWD)' for a relative path that was not found; nothing for
+    an absolute one, whose folder the hint would only send a user to look in wrongly."""
+    if isinstance(path, str | bytes | os.PathLike) and os.path.isabs(path):
+        return ""
+    return f" (relative paths resolve from {os.getcwd()})"
+
+
 def os_problem(exc: BaseException) -> str:
     """An OS error in words a user can act on."""
     code = getattr(exc, "errno", None)
     words = {
-        errno.ENOENT: "does not exist (relative paths resolve from " + os.getcwd() + ")",
+        errno.ENOENT: "does not exist" + where_relative(getattr(exc, "filename", None)),
         errno.EACCES: "permission denied",
         errno.EPERM: "operation not permitted",
         errno.ENOTDIR: "a part of the path is not a folder",
@@ -321,8 +329,12 @@ def make_folder(path: Any, what: str) -> None:
         except OSError as exc:
             kind = "a symlink loop" if exc.errno == errno.ELOOP else "a symlink to nothing"
         raise InputError(f"{what}: {show(path)} is {kind}, not a folder; name a folder") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{what}: cannot create folder {show(path)} ({os_problem(exc)})") from None
+    except (OSError, ValueError) as exc:  # ENOENT once makedirs made the parents: /proc, /sys
+        enoent = getattr(exc, "errno", None) == errno.ENOENT
+        made = getattr(exc, "filename", None) or path  # a parent on the way, or the folder itself
+        problem = (("" if made == path else f"{show(made)}: ") + "its folder accepts no new folders"
+                   if enoent else os_problem(exc))
+        raise InputError(f"{what}: cannot create folder {show(path)} ({problem})") from None
     if not os.path.isdir(path):
         raise InputError(f"{what}: {show(path)} is not a folder")
 
