@@ -458,3 +458,15 @@ def test_a_missing_scenario_at_an_absolute_path_gives_no_relative_hint(tmp_path,
     line = _error(capsys, ["run", str(tmp_path / "none.yaml")])
     assert "does not exist" in line and "relative paths" not in line, line
     assert "relative paths" in _error(capsys, ["run", "no-such-scenario.yaml"])
+
+
+def test_generate_output_naming_a_device_or_fifo_is_refused_before_writing(tmp_path, capsys):
+    # --output /dev/null wrote /dev/null.0.et, /dev/null.1.et into /dev (and a FIFO's name wrote
+    # files beside it): a prefix naming a device or FIFO is now refused, nothing written
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for prefix in ([os.devnull] if os.path.exists(os.devnull) else []) + [str(fifo)]:
+        line = _error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                               "--num-npus", "2", "--output", prefix])
+        assert "--output" in line and ("character device" in line or "FIFO" in line), line
+        assert not os.path.exists(prefix + ".0.et")

@@ -76,7 +76,7 @@ def show(path: Any) -> str:
     return text if len(text) <= 120 else f"{text[:60]}...{text[-57:]}"
 
 
-def _kind(mode: int) -> str | None:
+def non_regular_kind(mode: int) -> str | None:
     """What a non-regular file is, in words; None for a regular file."""
     if stat.S_ISREG(mode):
         return None
@@ -127,7 +127,7 @@ def check_input(path: Any, what: str) -> os.stat_result:
         st = os.stat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
         raise InputError(f"{show(path)}: {os_problem(exc)}; expected the {what}") from None
-    kind = _kind(st.st_mode)
+    kind = non_regular_kind(st.st_mode)
     if kind is not None:
         raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
     return st
@@ -145,7 +145,7 @@ def open_input(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> Iterato
         raise InputError(f"{show(path)}: cannot be read ({os_problem(exc)}); expected the {what}") from None
     try:
         st = os.fstat(fd)  # what was opened, not what the name pointed to a moment ago
-        kind = _kind(st.st_mode)
+        kind = non_regular_kind(st.st_mode)
         if kind is not None:
             raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
         if st.st_size > limit:
@@ -247,7 +247,7 @@ def check_output(path: Any, what: str) -> None:
     except OSError as exc:
         raise InputError(f"{what}: cannot write {show(path)} ({os_problem(exc)})") from None
     if st is not None:
-        kind = _kind(st.st_mode)
+        kind = non_regular_kind(st.st_mode)
         if kind is not None:
             raise InputError(f"{what}: {show(path)} is {kind}; expected a regular file to write")
         source = _inputs.get(_key(st))
@@ -325,7 +325,7 @@ def make_folder(path: Any, what: str) -> None:
         os.makedirs(path, exist_ok=True)
     except FileExistsError:  # exist_ok is for folders: something else has the name
         try:
-            kind = _kind(os.stat(path).st_mode) or "a regular file"
+            kind = non_regular_kind(os.stat(path).st_mode) or "a regular file"
         except OSError as exc:
             kind = "a symlink loop" if exc.errno == errno.ELOOP else "a symlink to nothing"
         raise InputError(f"{what}: {show(path)} is {kind}, not a folder; name a folder") from None
