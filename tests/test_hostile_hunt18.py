@@ -470,3 +470,14 @@ def test_generate_output_naming_a_device_or_fifo_is_refused_before_writing(tmp_p
                                "--num-npus", "2", "--output", prefix])
         assert "--output" in line and ("character device" in line or "FIFO" in line), line
         assert not os.path.exists(prefix + ".0.et")
+
+
+@pytest.mark.parametrize("value", [0, -1, 5])
+def test_an_efficiency_out_of_range_reads_one_wording_naming_the_range(tmp_path, capsys, value):
+    # 0 read 'must be a positive number (got 0)' and 5 'must be in (0, 1] (...; got 5)': one field,
+    # two wordings, and only one named the range it takes
+    doc = yaml.safe_load((SCENARIOS / "megatron_gpt_145b_sc21.yaml").read_text())
+    doc["cluster"]["gpu"] = {"attention_efficiency": value}
+    line = _error(capsys, ["run", _write(tmp_path, doc)])
+    assert f"attention_efficiency: must be in (0, 1] (a fraction of the tensor-core peak a fused attention " \
+           f"kernel sustains; got {value})" in line, line
