@@ -481,3 +481,21 @@ def test_an_efficiency_out_of_range_reads_one_wording_naming_the_range(tmp_path,
     line = _error(capsys, ["run", _write(tmp_path, doc)])
     assert f"attention_efficiency: must be in (0, 1] (a fraction of the tensor-core peak a fused attention " \
            f"kernel sustains; got {value})" in line, line
+
+
+@pytest.mark.parametrize("jobs", [False, True])
+def test_a_rank_file_that_is_a_folder_names_the_scenario_field(tmp_path, capsys, jobs):
+    # it read 'workload file: .../step.3.et is a directory': neither the scenario nor its field
+    folder = tmp_path / "w"
+    folder.mkdir()
+    for path in (SCENARIOS / "workloads" / "step_8npus_1MB").glob("step.*.et"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "step.3.et").unlink()
+    (folder / "step.3.et").mkdir()
+    doc = dict(DEFAULT, workload="w/step")
+    if jobs:
+        del doc["workload"]
+        doc["jobs"] = [{"name": "a", "workload": "w/step", "npus": list(range(8))}]
+    line = _error(capsys, ["run", _write(tmp_path, doc)])
+    field = "jobs[0].workload" if jobs else "workload"
+    assert f"s.yaml: {field}: NPU 3's ET file" in line and "is a directory" in line, line

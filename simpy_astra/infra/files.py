@@ -359,6 +359,29 @@ def numbered_files(prefix: str, suffix: str = ".et") -> dict[int, str]:
     return out
 
 
+def odd_rank_file(prefix: str, ranks: int, suffix: str = ".et") -> str | None:
+    """What is wrong with the first of ranks ``0 .. ranks-1``'s files that is there but not a
+    regular file (a folder named ``step.3.et``), or None: one listing, its entries' own types."""
+    folder = os.path.dirname(prefix) or "."
+    pattern = re.compile(re.escape(os.path.basename(prefix)) + r"\.(0|[1-9][0-9]*)" + re.escape(suffix))
+    try:
+        entries = list(os.scandir(folder))
+    except (OSError, ValueError):
+        return None  # the run's own checks name a folder that cannot be listed
+    odd = {}
+    for entry in entries:
+        m = pattern.fullmatch(entry.name)
+        if m and int(m.group(1)) < ranks:
+            with contextlib.suppress(OSError):
+                kind = None if entry.is_file() else non_regular_kind(entry.stat().st_mode)
+                if kind is not None:
+                    odd[int(m.group(1))] = (os.path.join(os.path.dirname(prefix), entry.name), kind)
+    if not odd:
+        return None
+    rank = min(odd)
+    return f"NPU {rank}'s ET file {show(odd[rank][0])} is {odd[rank][1]}, not a Chakra ET file; put the rank's file there"
+
+
 def rank_file_problem(prefix: str, suffix: str = ".et") -> str | None:
     """What is wrong with a workload named by one of its files (``traces/ar.0.et``, which looks
     for ``traces/ar.0.et.0.et``), or None when ``prefix`` is no rank's file."""
