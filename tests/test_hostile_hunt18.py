@@ -499,3 +499,19 @@ def test_a_rank_file_that_is_a_folder_names_the_scenario_field(tmp_path, capsys,
     line = _error(capsys, ["run", _write(tmp_path, doc)])
     field = "jobs[0].workload" if jobs else "workload"
     assert f"s.yaml: {field}: NPU 3's ET file" in line and "is a directory" in line, line
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_an_output_linked_to_an_open_descriptor_is_refused_not_replaced(tmp_path, capsys):
+    # --json-out /dev/stdout with stdout sent to a file wrote the JSON to a file beside the link
+    # and renamed it over the link: /dev/stdout in /dev became a regular file (generate wrote
+    # /dev/stdout.0.et ...). Here the link is the test's own, to a descriptor of its own file.
+    with open(tmp_path / "real.txt", "w") as real:
+        link = tmp_path / "out.json"
+        link.symlink_to(f"/proc/self/fd/{real.fileno()}")
+        line = _error(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--json-out", str(link)])
+        assert f"descriptor {real.fileno()}" in line and "give a file path" in line, line
+        assert link.is_symlink()
+        line = _error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                               "--num-npus", "2", "--output", str(link)])
+        assert f"descriptor {real.fileno()}" in line and not (tmp_path / "out.json.0.et").exists(), line

@@ -44,9 +44,9 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
         raise InputError(f"{where}: {prefix} is a folder; a prefix names files, so they would be {base}.0.et, "
                          f"{base}.1.et, ... beside it: give {os.path.join(prefix, 'NAME')} to write NAME.0.et, ... "
                          f"inside it")
-    kind = None
+    kind = files.descriptor_name(prefix)  # /dev/stdout: a regular file when stdout is redirected
     with contextlib.suppress(OSError, ValueError):  # /dev/null: files /dev/null.0.et, ... in /dev
-        kind = files.non_regular_kind(os.stat(prefix).st_mode)
+        kind = kind or files.non_regular_kind(os.stat(prefix).st_mode)
     if kind is not None:
         raise InputError(f"{where}: {prefix} is {kind}; a prefix names files, so they would be {base}.0.et, "
                          f"{base}.1.et, ... beside it: give a prefix such as traces/allreduce")

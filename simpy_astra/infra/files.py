@@ -237,6 +237,10 @@ def check_output(path: Any, what: str) -> None:
                          f"or a NUL character)")
     if text == os.devnull:
         return
+    descriptor = descriptor_name(text)
+    if descriptor is not None:  # the file goes in whole by a rename: that replaced /dev/stdout itself
+        raise InputError(f"{what}: {show(path)} is {descriptor}, not a file: an output is written whole and "
+                         f"renamed into place, which would replace the link itself; give a file path (then cat it)")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -261,6 +265,27 @@ def check_output(path: Any, what: str) -> None:
     if not os.access(folder, os.W_OK | os.X_OK) or (st is not None and not os.access(path, os.W_OK)):
         raise InputError(f"{what}: cannot write {show(path)}: permission denied")
     _probe_folder(folder, path, what)
+
+
+#: a process's open descriptor as a path: /proc/self/fd/1, /proc/123/fd/2, /dev/fd/1
+_FD_PATH = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd/\d+|/dev/fd/\d+")
+
+
+def descriptor_name(text: str) -> str | None:
+    """What a path that is, or links through, one of a process's descriptors (/dev/stdout,
+    /dev/fd/1) names, in words ("standard output"); None for any other path."""
+    hop = os.path.abspath(text)
+    for _ in range(40):  # the kernel's own bound on a chain of links
+        folder = os.path.realpath(os.path.dirname(hop))  # /dev/fd and /proc/self: where they point
+        hop = os.path.join(folder, os.path.basename(hop))
+        if _FD_PATH.fullmatch(hop):
+            fd = int(hop.rsplit("/", 1)[1])
+            return ("standard input", "standard output", "standard error")[fd] if fd < 3 else f"descriptor {fd}"
+        try:
+            hop = os.path.join(folder, os.readlink(hop))
+        except (OSError, ValueError):
+            return None
+    return None
 
 
 def _probe_folder(folder: str, path: Any, what: str) -> None:
