@@ -3,13 +3,14 @@ refused in one line naming the file, the field and the fix, warned of, or runs a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_commands import _calibrate
+from tests.test_hostile_commands import A100, _calibrate
 from tests.test_hostile_hunt7 import SCENARIOS
 
 DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
@@ -421,3 +422,96 @@ def test_an_algorithms_fitted_share_beside_another_forced_is_said(tmp_path, caps
                                                   **{k: v for k, v in cluster.items() if k != key}}})
     assert main(["run", without, "--quiet"]) == 0
     assert capsys.readouterr().out == captured.out  # the same step without the key
+
+
+@pytest.mark.parametrize(("codec", "name"), [("utf-16", "UTF-16LE"), ("utf-32", "UTF-32LE")])
+def test_a_scenario_saved_as_utf16_names_its_encoding_and_the_fix(tmp_path, capsys, codec, name):
+    # it read 'is not UTF-8 text (byte 0)': true, but not what the file is or how to re-save it
+    path = tmp_path / "s.yaml"
+    path.write_bytes((SCENARIOS / "default.yaml").read_text().encode(codec))
+    line = _error(capsys, ["run", str(path)])
+    assert name in line and "save it as UTF-8" in line, line
+
+
+def test_an_nccl_log_saved_as_utf16_names_its_encoding(tmp_path, capsys):
+    # PowerShell's > writes UTF-16: read with errors replaced, it was 'no nccl-tests result table'
+    log = tmp_path / "all_reduce.log"
+    log.write_bytes((A100 / "all_reduce.log").read_text().encode("utf-16"))
+    argv = _calibrate(tmp_path)
+    argv[1] = str(log)
+    line = _error(capsys, argv)
+    assert "UTF-16LE" in line and "save it as UTF-8" in line, line
+
+
+def test_an_out_folder_that_cannot_be_made_at_an_absolute_path_gives_no_relative_hint(tmp_path, capsys):
+    # /proc takes no new folders: it read '(does not exist (relative paths resolve from CWD))',
+    # sending a user to look in the working folder for a path that is not relative
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc")
+    argv = _calibrate(tmp_path)
+    argv[argv.index("--out") + 1] = "/proc/simpy-astra-x"
+    line = _error(capsys, argv)
+    assert "relative paths" not in line and "accepts no new folders" in line, line
+
+
+def test_a_missing_scenario_at_an_absolute_path_gives_no_relative_hint(tmp_path, capsys):
+    line = _error(capsys, ["run", str(tmp_path / "none.yaml")])
+    assert "does not exist" in line and "relative paths" not in line, line
+    assert "relative paths" in _error(capsys, ["run", "no-such-scenario.yaml"])
+
+
+def test_generate_output_naming_a_device_or_fifo_is_refused_before_writing(tmp_path, capsys):
+    # --output /dev/null wrote /dev/null.0.et, /dev/null.1.et into /dev (and a FIFO's name wrote
+    # files beside it): a prefix naming a device or FIFO is now refused, nothing written
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for prefix in ([os.devnull] if os.path.exists(os.devnull) else []) + [str(fifo)]:
+        line = _error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                               "--num-npus", "2", "--output", prefix])
+        assert "--output" in line and ("character device" in line or "FIFO" in line), line
+        assert not os.path.exists(prefix + ".0.et")
+
+
+@pytest.mark.parametrize("value", [0, -1, 5])
+def test_an_efficiency_out_of_range_reads_one_wording_naming_the_range(tmp_path, capsys, value):
+    # 0 read 'must be a positive number (got 0)' and 5 'must be in (0, 1] (...; got 5)': one field,
+    # two wordings, and only one named the range it takes
+    doc = yaml.safe_load((SCENARIOS / "megatron_gpt_145b_sc21.yaml").read_text())
+    doc["cluster"]["gpu"] = {"attention_efficiency": value}
+    line = _error(capsys, ["run", _write(tmp_path, doc)])
+    assert f"attention_efficiency: must be in (0, 1] (a fraction of the tensor-core peak a fused attention " \
+           f"kernel sustains; got {value})" in line, line
+
+
+@pytest.mark.parametrize("jobs", [False, True])
+def test_a_rank_file_that_is_a_folder_names_the_scenario_field(tmp_path, capsys, jobs):
+    # it read 'workload file: .../step.3.et is a directory': neither the scenario nor its field
+    folder = tmp_path / "w"
+    folder.mkdir()
+    for path in (SCENARIOS / "workloads" / "step_8npus_1MB").glob("step.*.et"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "step.3.et").unlink()
+    (folder / "step.3.et").mkdir()
+    doc = dict(DEFAULT, workload="w/step")
+    if jobs:
+        del doc["workload"]
+        doc["jobs"] = [{"name": "a", "workload": "w/step", "npus": list(range(8))}]
+    line = _error(capsys, ["run", _write(tmp_path, doc)])
+    field = "jobs[0].workload" if jobs else "workload"
+    assert f"s.yaml: {field}: NPU 3's ET file" in line and "is a directory" in line, line
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_an_output_linked_to_an_open_descriptor_is_refused_not_replaced(tmp_path, capsys):
+    # --json-out /dev/stdout with stdout sent to a file wrote the JSON to a file beside the link
+    # and renamed it over the link: /dev/stdout in /dev became a regular file (generate wrote
+    # /dev/stdout.0.et ...). Here the link is the test's own, to a descriptor of its own file.
+    with open(tmp_path / "real.txt", "w") as real:
+        link = tmp_path / "out.json"
+        link.symlink_to(f"/proc/self/fd/{real.fileno()}")
+        line = _error(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--json-out", str(link)])
+        assert f"descriptor {real.fileno()}" in line and "give a file path" in line, line
+        assert link.is_symlink()
+        line = _error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                               "--num-npus", "2", "--output", str(link)])
+        assert f"descriptor {real.fileno()}" in line and not (tmp_path / "out.json.0.et").exists(), line

@@ -44,6 +44,12 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
         raise InputError(f"{where}: {prefix} is a folder; a prefix names files, so they would be {base}.0.et, "
                          f"{base}.1.et, ... beside it: give {os.path.join(prefix, 'NAME')} to write NAME.0.et, ... "
                          f"inside it")
+    kind = files.descriptor_name(prefix)  # /dev/stdout: a regular file when stdout is redirected
+    with contextlib.suppress(OSError, ValueError):  # /dev/null: files /dev/null.0.et, ... in /dev
+        kind = kind or files.non_regular_kind(os.stat(prefix).st_mode)
+    if kind is not None:
+        raise InputError(f"{where}: {prefix} is {kind}; a prefix names files, so they would be {base}.0.et, "
+                         f"{base}.1.et, ... beside it: give a prefix such as traces/allreduce")
     rank = _RANK_FILE.fullmatch(base)
     if rank is not None:  # else traces/ar.0.et.0.et, ... which no one meant
         raise InputError(f"{where}: {prefix} is the name of NPU {rank.group(2)}'s ET file; give the prefix, "

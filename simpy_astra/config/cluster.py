@@ -321,7 +321,7 @@ def _positive(where: str, key: str, value: Any, integer: bool = False,
     number = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
     kind = "a positive integer" if integer else "a positive number"
     fix = integer_fix(value, 1, int(bounds[1]) if bounds is not None else None) if integer else ""
-    if number and value > 0 and bounds is not None and not fix:  # 1e6 SMs: its range, no integer to write
+    if number and bounds is not None and not fix:  # 0, 5 and 1e6 SMs alike: the range, no integer to write
         low, high, unit = bounds
         if not ((0 < value <= high) if low == 0 else (low <= value <= high)):
             span = f"in (0, {high:g}]" if low == 0 else f"between {low:g} and {high:g}"

@@ -104,6 +104,9 @@ def read_jobs(path: str, value: Any, total_npus: int, default_system: SystemConf
             raise InputError(f"{where}.workload: is missing (an ET prefix or a {{generate: ...}} mapping)")
         prefix, groups = workload_of(job["workload"], f"{where}.workload")
         ranks = rank_count(prefix, f"{where}.workload")
+        odd = files.odd_rank_file(prefix, ranks)
+        if odd:
+            raise InputError(f"{where}.workload: {odd}")
         if ranks == 0:
             problem = files.rank_file_problem(prefix)  # named by one of its files
             raise InputError(f"{where}.workload: {problem}" if problem else f"{where}.workload: no ET files "

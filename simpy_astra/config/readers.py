@@ -51,8 +51,7 @@ def read_text(src: str, what: str) -> str:
     path = Path(src)
     try:
         if not path.exists() and not path.is_symlink():
-            raise InputError(f"{short_path(src)}: {what} file does not exist (relative paths resolve "
-                             f"from {os.getcwd()})")
+            raise InputError(f"{short_path(src)}: {what} file does not exist{files.where_relative(src)}")
         if path.is_dir():
             raise InputError(f"{short_path(src)}: is a directory; expected the {what} file")
     except (OSError, ValueError) as exc:  # too long a name, a NUL byte, no permission, ...

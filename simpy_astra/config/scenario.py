@@ -72,6 +72,7 @@ from simpy_astra.config.readers import nearest_key, refuse_label_values, refuse_
 from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_algorithm_shares
 from simpy_astra.errors import InputError, integer_fix, non_ascii
+from simpy_astra.infra import files
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
 from simpy_astra.network.backends import lookup as lookup_backend
 from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, search_also
@@ -436,7 +437,11 @@ def _workload(path: str, workload: Any, prepared: Prepared | None, on_cluster: b
     and written lazily (a run writes the ranks it needs); its comm groups, unless the scenario
     gives its own, come with their dimensions, for breakdowns."""
     if isinstance(workload, str) and workload:
-        return _path(path, workload, "workload"), groups, WorkloadInfo()
+        prefix = _path(path, workload, "workload")
+        odd = None if prefix.endswith(".txt") else files.odd_rank_file(prefix, npus)
+        if odd:  # else 'workload file: ... is a directory', naming no field of the scenario
+            raise InputError(f"{path}: workload: {odd}")
+        return prefix, groups, WorkloadInfo()
     if not isinstance(workload, dict):
         raise InputError.at(path, "workload", f"must be an ET prefix, a .txt workload or a "
                                               f"{{generate: ...}} mapping (got {workload!r})")

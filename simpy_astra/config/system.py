@@ -30,7 +30,7 @@ from simpy_astra.config.readers import (
     show_value,
 )
 from simpy_astra.errors import InputError, non_ascii
-from simpy_astra.infra import horizon
+from simpy_astra.infra import files, horizon
 from simpy_astra.plugins import NOT_LOADED_HINT, PluginError
 
 SCHEDULING_POLICIES = ("LIFO", "FIFO", "EXPLICIT")
@@ -420,7 +420,7 @@ def _per_node_custom(src: str, j: dict) -> tuple[str, Any]:
         raise InputError.at(
             src,
             key,
-            f"names {yaml_path}, which does not exist (relative paths resolve from {os.getcwd()})",
+            f"names {yaml_path}, which does not exist{files.where_relative(yaml_path)}",
         )
     return yaml_path, load_per_node_custom_yaml(yaml_path)
 

@@ -76,7 +76,7 @@ def show(path: Any) -> str:
     return text if len(text) <= 120 else f"{text[:60]}...{text[-57:]}"
 
 
-def _kind(mode: int) -> str | None:
+def non_regular_kind(mode: int) -> str | None:
     """What a non-regular file is, in words; None for a regular file."""
     if stat.S_ISREG(mode):
         return None
@@ -88,11 +88,19 @@ def _kind(mode: int) -> str | None:
     return "not a regular file"
 
 
+def where_relative(path: Any) -> str:
+    """' (relative paths resolve from CWD)' for a relative path that was not found; nothing for
+    an absolute one, whose folder the hint would only send a user to look in wrongly."""
+    if isinstance(path, str | bytes | os.PathLike) and os.path.isabs(path):
+        return ""
+    return f" (relative paths resolve from {os.getcwd()})"
+
+
 def os_problem(exc: BaseException) -> str:
     """An OS error in words a user can act on."""
     code = getattr(exc, "errno", None)
     words = {
-        errno.ENOENT: "does not exist (relative paths resolve from " + os.getcwd() + ")",
+        errno.ENOENT: "does not exist" + where_relative(getattr(exc, "filename", None)),
         errno.EACCES: "permission denied",
         errno.EPERM: "operation not permitted",
         errno.ENOTDIR: "a part of the path is not a folder",
@@ -119,7 +127,7 @@ def check_input(path: Any, what: str) -> os.stat_result:
         st = os.stat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
         raise InputError(f"{show(path)}: {os_problem(exc)}; expected the {what}") from None
-    kind = _kind(st.st_mode)
+    kind = non_regular_kind(st.st_mode)
     if kind is not None:
         raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
     return st
@@ -137,7 +145,7 @@ def open_input(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> Iterato
         raise InputError(f"{show(path)}: cannot be read ({os_problem(exc)}); expected the {what}") from None
     try:
         st = os.fstat(fd)  # what was opened, not what the name pointed to a moment ago
-        kind = _kind(st.st_mode)
+        kind = non_regular_kind(st.st_mode)
         if kind is not None:
             raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
         if st.st_size > limit:
@@ -192,10 +200,23 @@ def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding
               errors: str = "strict") -> str:
     """A regular file's text (UTF-8, a leading BOM dropped); bytes that are not UTF-8 are one line."""
     data = read_bytes(path, what, limit)
+    bom = _foreign_bom(data)
+    if bom:  # Notepad's "Unicode", PowerShell's > redirect; first, as errors="replace" reads garbage
+        raise InputError(f"{show(path)}: is {bom} text (its byte-order mark says so), not UTF-8; save "
+                         f"it as UTF-8 (iconv -f {bom} -t UTF-8); expected the {what}")
     try:
         return data.decode(encoding, errors)
     except UnicodeDecodeError as exc:
         raise InputError(f"{show(path)}: is not UTF-8 text (byte {exc.start}); expected the {what}") from None
+
+
+def _foreign_bom(data: bytes) -> str | None:
+    """The encoding a leading byte-order mark other than UTF-8's names; None without one."""
+    for mark, name in ((b"\xff\xfe\x00\x00", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32BE"),
+                       (b"\xff\xfe", "UTF-16LE"), (b"\xfe\xff", "UTF-16BE")):
+        if data.startswith(mark):
+            return name
+    return None
 
 
 def remember_input(path: Any) -> None:
@@ -216,6 +237,10 @@ def check_output(path: Any, what: str) -> None:
                          f"or a NUL character)")
     if text == os.devnull:
         return
+    descriptor = descriptor_name(text)
+    if descriptor is not None:  # the file goes in whole by a rename: that replaced /dev/stdout itself
+        raise InputError(f"{what}: {show(path)} is {descriptor}, not a file: an output is written whole and "
+                         f"renamed into place, which would replace the link itself; give a file path (then cat it)")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -226,7 +251,7 @@ def check_output(path: Any, what: str) -> None:
     except OSError as exc:
         raise InputError(f"{what}: cannot write {show(path)} ({os_problem(exc)})") from None
     if st is not None:
-        kind = _kind(st.st_mode)
+        kind = non_regular_kind(st.st_mode)
         if kind is not None:
             raise InputError(f"{what}: {show(path)} is {kind}; expected a regular file to write")
         source = _inputs.get(_key(st))
@@ -240,6 +265,27 @@ def check_output(path: Any, what: str) -> None:
     if not os.access(folder, os.W_OK | os.X_OK) or (st is not None and not os.access(path, os.W_OK)):
         raise InputError(f"{what}: cannot write {show(path)}: permission denied")
     _probe_folder(folder, path, what)
+
+
+#: a process's open descriptor as a path: /proc/self/fd/1, /proc/123/fd/2, /dev/fd/1
+_FD_PATH = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd/\d+|/dev/fd/\d+")
+
+
+def descriptor_name(text: str) -> str | None:
+    """What a path that is, or links through, one of a process's descriptors (/dev/stdout,
+    /dev/fd/1) names, in words ("standard output"); None for any other path."""
+    hop = os.path.abspath(text)
+    for _ in range(40):  # the kernel's own bound on a chain of links
+        folder = os.path.realpath(os.path.dirname(hop))  # /dev/fd and /proc/self: where they point
+        hop = os.path.join(folder, os.path.basename(hop))
+        if _FD_PATH.fullmatch(hop):
+            fd = int(hop.rsplit("/", 1)[1])
+            return ("standard input", "standard output", "standard error")[fd] if fd < 3 else f"descriptor {fd}"
+        try:
+            hop = os.path.join(folder, os.readlink(hop))
+        except (OSError, ValueError):
+            return None
+    return None
 
 
 def _probe_folder(folder: str, path: Any, what: str) -> None:
@@ -304,12 +350,16 @@ def make_folder(path: Any, what: str) -> None:
         os.makedirs(path, exist_ok=True)
     except FileExistsError:  # exist_ok is for folders: something else has the name
         try:
-            kind = _kind(os.stat(path).st_mode) or "a regular file"
+            kind = non_regular_kind(os.stat(path).st_mode) or "a regular file"
         except OSError as exc:
             kind = "a symlink loop" if exc.errno == errno.ELOOP else "a symlink to nothing"
         raise InputError(f"{what}: {show(path)} is {kind}, not a folder; name a folder") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{what}: cannot create folder {show(path)} ({os_problem(exc)})") from None
+    except (OSError, ValueError) as exc:  # ENOENT once makedirs made the parents: /proc, /sys
+        enoent = getattr(exc, "errno", None) == errno.ENOENT
+        made = getattr(exc, "filename", None) or path  # a parent on the way, or the folder itself
+        problem = (("" if made == path else f"{show(made)}: ") + "its folder accepts no new folders"
+                   if enoent else os_problem(exc))
+        raise InputError(f"{what}: cannot create folder {show(path)} ({problem})") from None
     if not os.path.isdir(path):
         raise InputError(f"{what}: {show(path)} is not a folder")
 
@@ -332,6 +382,29 @@ def numbered_files(prefix: str, suffix: str = ".et") -> dict[int, str]:
         if m:
             out[int(m.group(1))] = os.path.join(os.path.dirname(prefix), name)
     return out
+
+
+def odd_rank_file(prefix: str, ranks: int, suffix: str = ".et") -> str | None:
+    """What is wrong with the first of ranks ``0 .. ranks-1``'s files that is there but not a
+    regular file (a folder named ``step.3.et``), or None: one listing, its entries' own types."""
+    folder = os.path.dirname(prefix) or "."
+    pattern = re.compile(re.escape(os.path.basename(prefix)) + r"\.(0|[1-9][0-9]*)" + re.escape(suffix))
+    try:
+        entries = list(os.scandir(folder))
+    except (OSError, ValueError):
+        return None  # the run's own checks name a folder that cannot be listed
+    odd = {}
+    for entry in entries:
+        m = pattern.fullmatch(entry.name)
+        if m and int(m.group(1)) < ranks:
+            with contextlib.suppress(OSError):
+                kind = None if entry.is_file() else non_regular_kind(entry.stat().st_mode)
+                if kind is not None:
+                    odd[int(m.group(1))] = (os.path.join(os.path.dirname(prefix), entry.name), kind)
+    if not odd:
+        return None
+    rank = min(odd)
+    return f"NPU {rank}'s ET file {show(odd[rank][0])} is {odd[rank][1]}, not a Chakra ET file; put the rank's file there"
 
 
 def rank_file_problem(prefix: str, suffix: str = ".et") -> str | None:

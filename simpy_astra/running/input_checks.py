@@ -39,7 +39,7 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
     if problem:
         raise InputError(problem)
     if found < n:
-        where = "" if found else f"; relative paths resolve from {os.getcwd()}"
+        where = "" if found or os.path.isabs(prefix) else f"; relative paths resolve from {os.getcwd()}"
         raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
                          f"network {network} has {n} NPUs, so the workload needs one file per NPU, "
                          f"{et_path(prefix, 0)} .. {et_path(prefix, n - 1)} "
