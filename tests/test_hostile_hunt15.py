@@ -256,6 +256,7 @@ def test_a_system_written_as_null_is_refused(tmp_path, capsys):
 def test_an_output_path_that_is_a_dangling_symlink_is_refused_before_the_run(tmp_path, capsys):
     # --csv-out (or --plots) on a symlink to a missing path ran the whole step, then ended on
     # 'cannot write into link (File exists)'; --json-out replaced the link with a file of its own
+    # (now a file output is written through the link: its missing folder is named)
     (tmp_path / "link").symlink_to(tmp_path / "missing" / "out")
     default = str(SCENARIOS / "default.yaml")
     for flag in ("--csv-out", "--plots"):
@@ -263,8 +264,8 @@ def test_an_output_path_that_is_a_dangling_symlink_is_refused_before_the_run(tmp
             f"error: {flag}: cannot write into {tmp_path / 'link'}: {tmp_path / 'link'} is a symlink that leads "
             f"nowhere (a loop, or to a missing path); give a folder, or mend the link"]
     assert _error_lines(capsys, ["run", default, "--quiet", "--json-out", str(tmp_path / "link")]) == [
-        f"error: --json-out: {tmp_path / 'link'} is a symlink to {tmp_path / 'missing' / 'out'}, which does not "
-        f"exist; give the path to write, or mend the link"]
+        f"error: --json-out: cannot write {tmp_path / 'missing' / 'out'}: {tmp_path / 'missing'} does not "
+        f"exist (make it first)"]
     assert (tmp_path / "link").is_symlink() and not (tmp_path / "missing").exists()
 
 

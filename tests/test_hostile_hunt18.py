@@ -515,3 +515,43 @@ def test_an_output_linked_to_an_open_descriptor_is_refused_not_replaced(tmp_path
         line = _error(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
                                "--num-npus", "2", "--output", str(link)])
         assert f"descriptor {real.fileno()}" in line and not (tmp_path / "out.json.0.et").exists(), line
+
+
+def test_an_output_that_is_a_symlink_is_written_through_as_a_shell_would(tmp_path, capsys):
+    # --json-out latest.json -> runs/42.json replaced the link with a file of its own and left
+    # runs/42.json with the old figures; --trace-out did the same. Now the target is written.
+    (tmp_path / "runs").mkdir()
+    for name in ("42.json", "42.trace.json"):
+        (tmp_path / "runs" / name).write_text("old")
+    (tmp_path / "latest.json").symlink_to("runs/42.json")
+    (tmp_path / "trace.json").symlink_to(tmp_path / "runs" / "42.trace.json")
+    (tmp_path / "new.json").symlink_to("runs/43.json")  # dangling, its folder there: made
+    default = str(SCENARIOS / "default.yaml")
+    for flag, link in (("--json-out", "latest.json"), ("--trace-out", "trace.json"), ("--json-out", "new.json")):
+        assert main(["run", default, "--quiet", flag, str(tmp_path / link)]) == 0
+        assert (tmp_path / link).is_symlink() and (tmp_path / link).read_text().startswith("{")
+    assert sorted(os.listdir(tmp_path / "runs")) == ["42.json", "42.trace.json", "43.json"]
+    capsys.readouterr()
+    (tmp_path / "gone.json").symlink_to("missing/43.json")
+    line = _error(capsys, ["run", default, "--quiet", "--json-out", str(tmp_path / "gone.json")])
+    assert line == (f"error: --json-out: cannot write {tmp_path / 'missing' / '43.json'}: "
+                    f"{tmp_path / 'missing'} does not exist (make it first)"), line
+    assert (tmp_path / "gone.json").is_symlink() and not (tmp_path / "missing").exists()
+
+
+def test_a_sweeps_results_csv_that_is_a_symlink_stays_one(tmp_path):
+    # results.csv linked to a kept copy became a file of its own once the sweep rewrote it (a
+    # torn row, a grown header): the kept copy kept the old rows
+    _simple_ring(tmp_path, "ring")
+    out = tmp_path / "out"
+    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {"network.bandwidth": [50]}}, "sweep.yaml")
+    assert main(["sweep", sweep, "--out", str(out), "--no-plots"]) == 0
+    (out / "results.csv").rename(tmp_path / "kept.csv")
+    (out / "results.csv").symlink_to(tmp_path / "kept.csv")
+    with open(tmp_path / "kept.csv", "a") as f:
+        f.write("deadbeef0000,25")  # a row torn by a killed run: the file is rewritten
+    wider = _write(tmp_path, {"base": "s.yaml", "axes": {"network.bandwidth": [50, 100]}}, "sweep.yaml")
+    assert main(["sweep", wider, "--out", str(out), "--no-plots"]) == 0
+    assert (out / "results.csv").is_symlink()
+    rows = (tmp_path / "kept.csv").read_text().splitlines()
+    assert len(rows) == 3 and "deadbeef" not in "".join(rows), rows

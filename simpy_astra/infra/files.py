@@ -241,13 +241,11 @@ def check_output(path: Any, what: str) -> None:
     if descriptor is not None:  # the file goes in whole by a rename: that replaced /dev/stdout itself
         raise InputError(f"{what}: {show(path)} is {descriptor}, not a file: an output is written whole and "
                          f"renamed into place, which would replace the link itself; give a file path (then cat it)")
+    path = text = write_target(text)  # a link is written through, as a shell's > does
     try:
         st = os.stat(path)
     except FileNotFoundError:
         st = None
-        if os.path.islink(path):  # the output replaced the link with a file of its own
-            raise InputError(f"{what}: {show(path)} is a symlink to {show(os.readlink(path))}, which does not "
-                             f"exist; give the path to write, or mend the link") from None
     except OSError as exc:
         raise InputError(f"{what}: cannot write {show(path)} ({os_problem(exc)})") from None
     if st is not None:
@@ -265,6 +263,20 @@ def check_output(path: Any, what: str) -> None:
     if not os.access(folder, os.W_OK | os.X_OK) or (st is not None and not os.access(path, os.W_OK)):
         raise InputError(f"{what}: cannot write {show(path)}: permission denied")
     _probe_folder(folder, path, what)
+
+
+def write_target(path: str) -> str:
+    """The file a write to ``path`` lands in: a symlink's target (also a missing one, made as a
+    shell's ``>`` makes it), so the link survives a write that renames a whole file into place
+    and points at the new text; ``path`` itself if it is no link, or a link loop."""
+    if not os.path.islink(path):
+        return path
+    try:
+        return os.path.realpath(path, strict=True)
+    except FileNotFoundError:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
 
 
 #: a process's open descriptor as a path: /proc/self/fd/1, /proc/123/fd/2, /dev/fd/1
@@ -325,12 +337,12 @@ def open_output(path: Any, what: str, mode: str = "w", **options: Any) -> Iterat
         with open(path, mode, **options) as f:
             yield f
         return
-    text = os.fsdecode(path)
+    text = write_target(os.fsdecode(path))
     tmp = os.path.join(os.path.dirname(text), f".{os.path.basename(text)}.{os.getpid()}.tmp")
     try:
         with open(tmp, mode, **options) as f:
             yield f
-        os.replace(tmp, path)
+        os.replace(tmp, text)
     except OSError as exc:
         _remove(tmp)
         raise InputError(f"{what}: cannot write {show(path)} ({os_problem(exc)})") from None

@@ -256,7 +256,7 @@ class ResultsStore:
         return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
 
     def _write_manifest(self, spec: SweepSpec) -> None:
-        manifest = os.path.join(self.out_dir, "sweep.json")
+        manifest = files.write_target(os.path.join(self.out_dir, "sweep.json"))  # a link survives
         try:
             with open(manifest + ".tmp", "w") as f:
                 json.dump(self._manifest(spec), f, indent=1)
@@ -353,7 +353,8 @@ class ResultsStore:
         return None
 
     def _rewrite(self) -> None:
-        tmp = self.csv_path + ".tmp"
+        target = files.write_target(self.csv_path)  # a link to results.csv survives, as with >
+        tmp = target + ".tmp"
         try:
             with open(tmp, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=self.columns)
@@ -361,10 +362,10 @@ class ResultsStore:
                 writer.writerows(self.rows.values())
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, self.csv_path)
+            os.replace(tmp, target)
         except OSError as exc:
             _remove(tmp)
-            raise _cannot_write(self.csv_path, exc) from None
+            raise _cannot_write(target, exc) from None
 
     def done(self, key: str) -> bool:
         return key in self.rows
