@@ -108,7 +108,8 @@ class SystemConfig:
     track_local_mem: bool = False
     local_mem_trace_filename: str = "local_mem_trace"
     source: str = "<system>"
-    #: one line per key that is accepted (ASTRA-sim reads it) but changes nothing here
+    #: one warning line per key that is accepted (ASTRA-sim reads it) but changes nothing here,
+    #: or whose value makes something free without a word (local-mem-bw: 0)
     ignored: tuple[str, ...] = ()
     #: NPUs whose hardware differs from the scalars above (physical NPU ids)
     npu_groups: tuple[NpuGroup, ...] = ()
@@ -381,12 +382,23 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
     kw["ignored"] = tuple(_ignored_keys(src, j)) + tuple(
         f"{src}: field 'npu-groups[{i}].memory-capacity' changes nothing here: only a run with track-local-mem: 1 "
         f"measures the memory it is checked against" for i, group in enumerate(kw.get("npu_groups", ()))
-        if group.memory_capacity_bytes is not None and not kw.get("track_local_mem"))
+        if group.memory_capacity_bytes is not None and not kw.get("track_local_mem")) + tuple(
+        _free_reductions(src, key) for key, bw in (("local-mem-bw", kw.get("local_mem_bw_gbps")), *(
+            (f"npu-groups[{i}].local-mem-bw", g.local_mem_bw_gbps) for i, g in enumerate(kw.get("npu_groups", ()))))
+        if bw == 0)
     kw["implementations"], kw["custom_implementations"] = _collective_keys(src, j)
     kw["group_implementations"] = _group_implementations(src, j)
     if "per-node-custom-implementation" in j:
         kw["per_node_custom_file"], kw["per_node_custom"] = _per_node_custom(src, j)
     return SystemConfig(**kw)
+
+
+def _free_reductions(src: str, key: str) -> str:
+    """The warning for a local-mem-bw of 0: ASTRA-sim divides by it and every reduction then
+    takes no time; we keep its figures, but a user who typed 0 for "unknown" learns it."""
+    return (f"{src}: field '{key}' is 0, so every reduction (all-reduce, reduce-scatter) takes no time, "
+            f"as in ASTRA-sim; give the NPUs' local memory bandwidth in GB/s (e.g. {key.rsplit('.', 1)[-1]}: "
+            f"1600) to time them")
 
 
 def _rates_fit_horizon(src: str, prefix: str, peak_tflops: float | None, mem_gbps: float | None) -> None:
