@@ -575,3 +575,12 @@ def test_a_local_mem_bw_of_zero_warns_that_reductions_cost_nothing(tmp_path, cap
     assert err.count(said) == 1 and "(e.g. local-mem-bw: 1600)" in err, err
     assert main(["run", str(SCENARIOS / "default.yaml"), "--quiet"]) == 0
     assert "takes no time" not in capsys.readouterr().err
+
+
+def test_an_unknown_reduction_op_in_an_nccl_log_names_the_known_ones(tmp_path, capsys):
+    # a data type nccl-tests does not print is refused with the known ones; an edited reduction
+    # op read only "unknown reduction op 'bogus'", leaving the user to guess what it takes
+    log = tmp_path / "all_reduce.log"
+    log.write_text((A100 / "all_reduce.log").read_text().replace("float     sum", "float     bogus"))
+    line = _error(capsys, ["calibrate", str(log), "--network", str(A100 / "network.yml"), "--out", str(tmp_path / "o")])
+    assert line.startswith(f"error: {log}:") and "unknown reduction op 'bogus' (known: sum, prod, max, min" in line, line

@@ -154,7 +154,8 @@ def _parse_row(path: str, lineno: int, words: list[str], cols: _Columns) -> Row:
     if rest and rest[0].lower() in REDOPS:
         redop = rest.pop(0).lower()
     elif rest and not _NUM.match(rest[0]) and rest[0].upper() != "N/A":
-        raise _err(path, lineno, f"unknown reduction op {rest[0]!r}")
+        raise _err(path, lineno, f"unknown reduction op {rest[0]!r} (known: {', '.join(REDOPS)}; "
+                                 f"was the log edited?)")
     root = None
     if cols.root:
         if not rest:
