@@ -584,3 +584,17 @@ def test_an_unknown_reduction_op_in_an_nccl_log_names_the_known_ones(tmp_path, c
     log.write_text((A100 / "all_reduce.log").read_text().replace("float     sum", "float     bogus"))
     line = _error(capsys, ["calibrate", str(log), "--network", str(A100 / "network.yml"), "--out", str(tmp_path / "o")])
     assert line.startswith(f"error: {log}:") and "unknown reduction op 'bogus' (known: sum, prod, max, min" in line, line
+
+
+def test_a_plugin_given_as_module_colon_name_says_to_give_the_module(tmp_path, capsys, monkeypatch):
+    # --plugin algos18:fn (the form a config's fields take) read "cannot import plugin module
+    # 'algos18:fn' (no module named 'algos18:fn'; searched ...)": as if the file were missing
+    (tmp_path / "algos18.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    said = ("'algos18:fn' names one object of a module (module:NAME, as a config's fields take); a plug-in is "
+            "a whole module that registers what it holds: write it as algos18")
+    line = _error(capsys, ["run", str(SCENARIOS / "default.yaml"), "--plugin", "algos18:fn", "--quiet"])
+    assert line == f"error: --plugin: {said}", line
+    doc = dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), plugins=["algos18:fn"])
+    line = _error(capsys, ["run", _write(tmp_path, doc), "--quiet"])
+    assert line.endswith(f"s.yaml: field 'plugins': {said}"), line

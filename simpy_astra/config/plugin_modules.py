@@ -44,6 +44,10 @@ def import_plugin(name: str) -> None:
     nothing (``os``, a module of the same name found first) would be taken silently and change
     nothing the run does. A module imported before by other code of the user's (a plug-in's
     helper) is taken: it registered then, if at all."""
+    module_name, colon, _ = name.partition(":") if isinstance(name, str) else (name, "", "")
+    if colon and module_name:  # else "no module named 'm:f'", as if the module were missing
+        raise PluginError(f"'{name}' names one object of a module (module:NAME, as a config's fields take); a "
+                          f"plug-in is a whole module that registers what it holds: write it as {module_name}")
     found = registries()
     before = [dict(r) for r in found]
     new = name not in sys.modules
