@@ -29,7 +29,7 @@ from simpy_astra.engine.statistics import (
     RooflineOp,
     build_report,
 )
-from simpy_astra.engine.system_layer import SystemLayer
+from simpy_astra.engine.system_layer import SystemLayer, dimension_active
 from simpy_astra.engine.tags import native_tag
 from simpy_astra.errors import InputError
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, replay_duration_ns, tflops_to_flops
@@ -373,6 +373,8 @@ class Npu(NpuFaults, Probed):
         if nccl is not None and kind in nccl.TIMED and custom is None:
             nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
             return
+        if custom is None:
+            self._refuse_lone(node, kind, pg, plan, involved)
         if self.collective_log is not None and custom is None:
             self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
                                         self.clock.env.now))
@@ -396,6 +398,26 @@ class Npu(NpuFaults, Probed):
                                      f"this {kind.replace('_', '-')} runs over {len(plan.dims)} ({key} in "
                                      f"{self.config.source}); ASTRA-sim reads past the list's end; give one entry per dimension")
         return involved
+
+    def _refuse_lone(self, node, kind: str, pg: str, plan, involved: list[bool]) -> None:
+        """Refuse a collective with no other NPU to run with (the reference never finishes
+        it), naming the node's field that leads there: its pg_name (a group of one NPU) or
+        its involved_dim (no dimension marked)."""
+        inv = plan.involved if plan.involved is not None else involved
+        if any(dimension_active(plan, inv, d) for d in range(len(plan.dims))):
+            return
+        what = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        if plan.involved is not None:  # a communicator group's plan
+            members = [m for dim in plan.dims for m in dim.members]
+            raise InputError.in_file(self.source, f"node {node.id}: pg_name '{pg}' is communicator group {pg} "
+                                     f"{members}, of one NPU, so {what} has no other NPU to run with (the "
+                                     f"reference never finishes it); give group {pg} two or more NPUs, or "
+                                     f"leave out the node's pg_name")
+        shown = "[" + ", ".join("true" if b else "false" for b in involved) + "]"
+        raise InputError.in_file(self.source, f"node {node.id}: involved_dim {shown} marks none of the "
+                                 f"{len(plan.dims)} dimension(s) {what} runs over, so it has no other NPU to run "
+                                 f"with (the reference never finishes it); mark one true, or leave out "
+                                 f"involved_dim (all dimensions)")
 
     def _send(self, node) -> None:
         src = node.get_int("comm_src", self.npu_id)
