@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 #: a run of digits (and thousands commas) too long to read: shown by its first digits and count
 _LONG_NUMBER = re.compile(r"\d[\d,]{39,}")
@@ -21,7 +21,32 @@ def _shortened(found: re.Match[str]) -> str:
     return f"{found[0][:20]}... ({len(digits)} digits)"
 
 
-class InputError(Exception):
+_E = TypeVar("_E", bound="AboutFile")
+
+
+class AboutFile(Exception):
+    """An error about one file, ``<file>: <problem>``, made by :meth:`in_file`, which keeps the
+    two apart as ``file`` and ``problem`` (None for a line written whole): a caller that names
+    the file otherwise (a generated trace, by the scenario's field) builds its line from them,
+    never by taking the text apart."""
+
+    file: str | None = None
+    problem: str | None = None
+
+    @classmethod
+    def in_file(cls: type[_E], path: str, problem: str) -> _E:
+        """``cls("<path>: <problem>")``, its parts kept."""
+        exc = cls(f"{path}: {problem}")
+        exc.file, exc.problem = path, problem
+        return exc
+
+    def keeping_parts(self: _E, other: AboutFile) -> _E:
+        """This error (``other`` reworded), with ``other``'s file and problem."""
+        self.file, self.problem = other.file, other.problem
+        return self
+
+
+class InputError(AboutFile):
     """An input file or flag is invalid; the message is one line naming file, field and fix."""
 
     def __init__(self, message: str) -> None:
@@ -51,8 +76,8 @@ class InputError(Exception):
         """
         where = os.fspath(path)
         if field is None:
-            return cls(f"{where}: {problem}")
-        return cls(f"{where}: {kind} '{field}' {problem}")
+            return cls.in_file(where, problem)
+        return cls.in_file(where, f"{kind} '{field}' {problem}")
 
 
 def non_ascii(key: object) -> str:

@@ -258,8 +258,26 @@ def test_an_all_reduce_in_a_group_of_one_is_named_with_its_article(tmp_path, cap
     scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload,
                                      comm_groups={str(r + 1): [r] for r in range(4)}))
     line = _error(capsys, ["run", scenario, "--quiet"])
-    assert "an all_reduce of 256-byte chunks has no dimension to run on" in line
-    assert "or its communicator group, has one NPU" in line, line
+    # "an all_reduce of 256-byte chunks has no dimension to run on (every involved dimension, or
+    # its communicator group, has one NPU)": which of the two, and what to change, went unsaid
+    assert line.endswith("t.0.et: node 1: pg_name '1' is communicator group 1 [0], of one NPU, so an all_reduce "
+                         "has no other NPU to run with (the reference never finishes it); give group 1 two or "
+                         "more NPUs, or leave out the node's pg_name"), line
+
+
+def test_an_all_reduce_on_no_involved_dimension_names_involved_dim(tmp_path, capsys):
+    from simpy_astra.workloads.chakra import make_node, write_et
+    from simpy_astra.workloads.chakra.types import ALL_REDUCE, COMM_COLL_NODE
+
+    (tmp_path / "g").mkdir()
+    for rank in range(4):
+        write_et(str(tmp_path / "g" / f"t.{rank}.et"), [make_node(1, "ar", COMM_COLL_NODE, attrs={
+            "is_cpu_op": False, "comm_type": ALL_REDUCE, "comm_size": 1024, "involved_dim": [False, True]})])
+    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=str(tmp_path / "g" / "t")))
+    line = _error(capsys, ["run", scenario, "--quiet"])
+    assert line.endswith("t.0.et: node 1: involved_dim [false, true] marks none of the 1 dimension(s) an "
+                         "all_reduce runs over, so it has no other NPU to run with (the reference never "
+                         "finishes it); mark one true, or leave out involved_dim (all dimensions)"), line
 
 
 @pytest.mark.parametrize(("axes", "name"), [

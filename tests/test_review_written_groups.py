@@ -28,3 +28,30 @@ def test_a_bad_group_file_a_users_generator_wrote_names_the_generator(tmp_path, 
     assert err[0].startswith(head), err
     assert err[0].endswith("; fix the generator (its traces are made anew once it is edited)"), err
     assert "corrupt workload cache entry" not in err[0]
+
+
+UNREADABLE_GROUPS = '''
+from simpy_astra.workloads.chakra import write_et
+
+
+def not_text(params, prefix):
+    for rank in range(4):
+        write_et(f"{prefix}.{rank}.et", [])
+    with open(prefix + ".json", "wb") as f:
+        f.write(bytes([0xFF, 0xFE, 0x00]))
+    return prefix + ".json"
+'''
+
+
+def test_a_group_file_a_users_generator_wrote_that_cannot_be_read_names_the_generator(
+        tmp_path, capsys, monkeypatch):
+    # "error: /home/.../.cache/simpy-astra/workloads/<hash>/...json: is not UTF-8 text (byte 0);
+    # ...; fix the generator": the cache's file alone, not the generator or the scenario's field
+    # (reading the file failed before its contents, which named both, were looked at)
+    path = users_generator_scenario(tmp_path, monkeypatch, "review_unread", UNREADABLE_GROUPS, "not_text")
+    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    assert len(err) == 1, err
+    head = f"error: {path}: workload.generate: generator 'review_unread:not_text' wrote "
+    problem = "is not UTF-8 text (byte 0); expected the communicator-group JSON"
+    assert err[0].startswith(head) and f"review_unread_not_text.json: {problem}" in err[0], err
+    assert err[0].endswith("; fix the generator (its traces are made anew once it is edited)"), err

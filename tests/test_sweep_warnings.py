@@ -99,7 +99,8 @@ def test_a_bundle_axis_named_as_a_column_of_results_csv_is_refused(tmp_path, nam
 
 
 def test_the_columns_no_axis_may_take_are_those_the_store_writes_beside_axes_and_figures(tmp_path):
-    from simpy_astra.sweep.spec import RESULT_NAMES, ROW_COLUMNS, load_sweep
+    from simpy_astra.sweep.result_names import RESULT_NAMES, ROW_COLUMNS
+    from simpy_astra.sweep.spec import load_sweep
     from simpy_astra.sweep.store import ResultsStore
 
     spec = load_sweep(_sweep(tmp_path))

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import AboutFile, InputError
 from simpy_astra.infra import files
 from simpy_astra.plugins import (
     NOT_LOADED_HINT,
@@ -383,7 +383,8 @@ def in_cache_entry(exc: Exception, prefix: str) -> Exception:
     if os.path.dirname(folder) != os.path.realpath(os.path.join(cache_root(), "workloads")):
         return exc
     text = f"{exc}{corrupt_entry_fix(prefix)}"
-    return InputError(text) if isinstance(exc, InputError) else type(exc)(text)
+    named = InputError(text) if isinstance(exc, InputError) else type(exc)(text)
+    return named.keeping_parts(exc) if isinstance(named, AboutFile) and isinstance(exc, AboutFile) else named
 
 
 def as_scenarios_error(exc: Exception, prefix: str, prepared: Prepared | None) -> Exception:
@@ -392,16 +393,13 @@ def as_scenarios_error(exc: Exception, prefix: str, prepared: Prepared | None) -
     file, so the fix is in the generator (deleting the entry would write it again; an edited
     generator's traces are cached apart). Ours are left as they are: a file of theirs that does
     not read is a corrupt cache entry, and their words say which to delete."""
-    text = str(exc)
     folder = os.path.dirname(prefix)
-    if prepared is None or not isinstance(exc, InputError | EtError) or not text.startswith(folder + os.sep):
+    if prepared is None or not isinstance(exc, InputError | EtError) or exc.file is None or exc.problem is None:
         return exc
-    if not prepared.entry.by_user:  # ours: a corrupt entry, to delete
+    if not exc.file.startswith(folder + os.sep) or not prepared.entry.by_user:  # ours: a corrupt entry, to delete
         return exc
-    path, _, problem = text.partition(": ")
-    problem = problem.split("; it is a corrupt workload cache entry", 1)[0]
-    words = (f"{prepared.where}.generate: generator '{prepared.generator}' wrote {os.path.basename(path)}, "
-             f"which cannot run ({problem}); {USERS_FIX}")
+    words = (f"{prepared.where}.generate: generator '{prepared.generator}' wrote {os.path.basename(exc.file)}, "
+             f"which cannot run ({exc.problem}); {USERS_FIX}")
     return InputError(words) if isinstance(exc, InputError) else EtError(words)
 
 

@@ -51,12 +51,12 @@ def read_text(src: str, what: str) -> str:
     path = Path(src)
     try:
         if not path.exists() and not path.is_symlink():
-            raise InputError(f"{short_path(src)}: {what} file does not exist{files.where_relative(src)}")
+            raise InputError.in_file(short_path(src), f"{what} file does not exist{files.where_relative(src)}")
         if path.is_dir():
-            raise InputError(f"{short_path(src)}: is a directory; expected the {what} file")
+            raise InputError.in_file(short_path(src), f"is a directory; expected the {what} file")
     except (OSError, ValueError) as exc:  # too long a name, a NUL byte, no permission, ...
         why = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(f"{short_path(src)}: cannot be read ({why}); expected the {what} file") from None
+        raise InputError.in_file(short_path(src), f"cannot be read ({why}); expected the {what} file") from None
     return files.read_text(src, f"{what} file", files.CONFIG_LIMIT_BYTES)
 
 
@@ -189,8 +189,15 @@ def parse_json(src: str, text: str, what: str) -> Any:
 
 
 def load_json_object(src: str, what: str, shown: str | None = None) -> dict[str, Any]:
-    """The JSON object in ``src``; ``shown``: how its errors name it, if not by its path."""
-    data = parse_json(shown or src, read_text(src, what), what)
+    """The JSON object in ``src``; ``shown``: how its errors name it, if not by its path (a
+    file that cannot be read too, not only its contents)."""
+    try:
+        text = read_text(src, what)
+    except InputError as exc:
+        if shown is None or exc.problem is None:
+            raise
+        raise InputError.in_file(shown, exc.problem) from None
+    data = parse_json(shown or src, text, what)
     if not isinstance(data, dict):
         raise InputError(
             f"{shown or src}: the top level must be a JSON object {{...}} (got {type(data).__name__}); "

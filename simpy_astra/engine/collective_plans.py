@@ -115,7 +115,7 @@ class CollectivePlanner:
         try:
             gid = int(pg_name)
         except ValueError:
-            raise InputError(f"{source}: node {node_id}: pg_name '{pg_name}' is not a group id") from None
+            raise InputError.in_file(source, f"node {node_id}: pg_name '{pg_name}' is not a group id") from None
         group = groups.get(gid)
         if group is None:
             given = sorted(self._file_groups)  # a scenario's user never gave the flag the fix named
@@ -123,11 +123,11 @@ class CollectivePlanner:
                    f"{', ...' if len(given) > 8 else ''}: add it to them" if given else
                    "no communicator groups are given: give them (a scenario's comm_groups, or "
                    "--comm-group-configuration)")
-            raise InputError(f"{source}: node {node_id}: communicator group {gid} is not defined; {fix}, or "
-                             f"declare it in a METADATA node")
+            raise InputError.in_file(source, f"node {node_id}: communicator group {gid} is not defined; {fix}, or "
+                                     f"declare it in a METADATA node")
         if npu_id not in group.members:
-            raise InputError(f"{source}: node {node_id}: NPU {npu_id} is not a member of "
-                             f"communicator group {gid} {list(group.members)}")
+            raise InputError.in_file(source, f"node {node_id}: NPU {npu_id} is not a member of "
+                                     f"communicator group {gid} {list(group.members)}")
         key = (kind, custom)
         plan = group.plans.get(key)
         if plan is None:

@@ -40,7 +40,7 @@ class MemoryTracker:
         """(name, bytes) pairs of a node's ``inputs``/``outputs`` list."""
         pairs = _parse_pairs(values)
         if isinstance(pairs, str):
-            raise InputError(f"{source}: node {node_id}: attribute '{attr}'{pairs}")
+            raise InputError.in_file(source, f"node {node_id}: attribute '{attr}'{pairs}")
         return pairs
 
     def record(self, node, start: int, end: int) -> None:
@@ -48,8 +48,8 @@ class MemoryTracker:
         source = getattr(node, "source", "workload")
         for attr in ("inputs", "outputs"):
             if not node.has_attr(attr):
-                raise InputError(f"{source}: node {node.id}: attribute '{attr}' is required when "
-                                 f"'track-local-mem' is on")
+                raise InputError.in_file(source, f"node {node.id}: attribute '{attr}' is required when "
+                                         f"'track-local-mem' is on")
         for name, size in self._pairs(_string_list(node, "inputs"), node.id, "inputs", source):
             if name not in self.sizes:
                 self.sizes[name] = size

@@ -29,7 +29,7 @@ from simpy_astra.engine.statistics import (
     RooflineOp,
     build_report,
 )
-from simpy_astra.engine.system_layer import SystemLayer
+from simpy_astra.engine.system_layer import SystemLayer, dimension_active
 from simpy_astra.engine.tags import native_tag
 from simpy_astra.errors import InputError
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, replay_duration_ns, tflops_to_flops
@@ -288,8 +288,8 @@ class Npu(NpuFaults, Probed):
             return self._roofline(node)
         if t in (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE):
             if slot == SLOT_CPU:
-                raise InputError(f"{self.source}: node {node.id}: communication nodes cannot be CPU ops "
-                                 f"(is_cpu_op is set)")
+                raise InputError.in_file(self.source, f"node {node.id}: communication nodes cannot be CPU ops "
+                                         f"(is_cpu_op is set)")
             if t == COMM_COLL_NODE:
                 return self._collective(node)
             if t == COMM_SEND_NODE:
@@ -305,9 +305,9 @@ class Npu(NpuFaults, Probed):
             return self._finish_now(node, slot)
         if t == INVALID_NODE:
             return self._finish_now(node, slot)
-        raise InputError(f"{self.source}: node {node.id}: node type {t} is not supported "
-                         f"(expected 0..7: INVALID, METADATA, MEM_LOAD, MEM_STORE, COMP, COMM_SEND, "
-                         f"COMM_RECV, COMM_COLL)")
+        raise InputError.in_file(self.source, f"node {node.id}: node type {t} is not supported "
+                                 f"(expected 0..7: INVALID, METADATA, MEM_LOAD, MEM_STORE, COMP, COMM_SEND, "
+                                 f"COMM_RECV, COMM_COLL)")
 
     @staticmethod
     def _category(node, slot: int) -> str | None:
@@ -337,8 +337,8 @@ class Npu(NpuFaults, Probed):
         if tensor_size == 0:
             return self._finish_now(node, SLOT_GPU)
         if num_ops == 0:
-            raise InputError(f"{self.source}: node {node.id}: roofline COMP node has num_ops 0 "
-                             f"(its runtime would be undefined)")
+            raise InputError.in_file(self.source, f"node {node.id}: roofline COMP node has num_ops 0 "
+                                     f"(its runtime would be undefined)")
         cfg = self.services
         intensity = num_ops / tensor_size
         perf = min(cfg.local_mem_bytes_per_s * intensity, cfg.peak_flops)
@@ -361,8 +361,8 @@ class Npu(NpuFaults, Probed):
         kind = COLLECTIVE_KINDS.get(comm_type)
         if kind is None:
             name = COLLECTIVE_NAMES.get(comm_type, str(comm_type))
-            raise InputError(f"{self.source}: node {node.id}: collective type {name} is not supported "
-                             f"(supported: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)")
+            raise InputError.in_file(self.source, f"node {node.id}: collective type {name} is not supported "
+                                     f"(supported: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST)")
         priority = node.get_int("comm_priority", 0)
         pg = node.get_str("pg_name", "")
         plan, custom = self.services.planner.collective_plan(self.system, self.groups, self.source, kind, pg,
@@ -373,6 +373,8 @@ class Npu(NpuFaults, Probed):
         if nccl is not None and kind in nccl.TIMED and custom is None:
             nccl.issue(self, plan.dims, plan.involved or involved, size, node_id, kind)
             return
+        if custom is None:
+            self._refuse_lone(node, kind, pg, plan, involved)
         if self.collective_log is not None and custom is None:
             self.collective_log.append((node_id, kind, size, plan, tuple(involved), plan.stream_owner.value,
                                         self.clock.env.now))
@@ -380,7 +382,7 @@ class Npu(NpuFaults, Probed):
             self.system.generate_collective(kind, size, involved, plan, priority, custom,
                                             lambda: self.complete_soon(node_id))
         except InputError as exc:  # e.g. a system-JSON setting this collective cannot run with
-            raise InputError(f"{self.source}: node {node_id}: {exc}") from None
+            raise InputError.in_file(self.source, f"node {node_id}: {exc}") from None
 
     def _involved(self, node, kind: str, plan, custom) -> list[bool]:
         """The dimensions a default-group collective runs over: its ``involved_dim``, by default
@@ -392,16 +394,36 @@ class Npu(NpuFaults, Probed):
         involved = list(node.get_bool_list("involved_dim"))
         if plan.involved is None and custom is None and len(involved) < len(plan.dims):
             key = kind.replace("_", "-") + "-implementation"
-            raise InputError(f"{self.source}: node {node.id}: involved_dim lists {len(involved)} dimension(s), but "
-                             f"this {kind.replace('_', '-')} runs over {len(plan.dims)} ({key} in "
-                             f"{self.config.source}); ASTRA-sim reads past the list's end; give one entry per dimension")
+            raise InputError.in_file(self.source, f"node {node.id}: involved_dim lists {len(involved)} dimension(s), but "
+                                     f"this {kind.replace('_', '-')} runs over {len(plan.dims)} ({key} in "
+                                     f"{self.config.source}); ASTRA-sim reads past the list's end; give one entry per dimension")
         return involved
+
+    def _refuse_lone(self, node, kind: str, pg: str, plan, involved: list[bool]) -> None:
+        """Refuse a collective with no other NPU to run with (the reference never finishes
+        it), naming the node's field that leads there: its pg_name (a group of one NPU) or
+        its involved_dim (no dimension marked)."""
+        inv = plan.involved if plan.involved is not None else involved
+        if any(dimension_active(plan, inv, d) for d in range(len(plan.dims))):
+            return
+        what = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        if plan.involved is not None:  # a communicator group's plan
+            members = [m for dim in plan.dims for m in dim.members]
+            raise InputError.in_file(self.source, f"node {node.id}: pg_name '{pg}' is communicator group {pg} "
+                                     f"{members}, of one NPU, so {what} has no other NPU to run with (the "
+                                     f"reference never finishes it); give group {pg} two or more NPUs, or "
+                                     f"leave out the node's pg_name")
+        shown = "[" + ", ".join("true" if b else "false" for b in involved) + "]"
+        raise InputError.in_file(self.source, f"node {node.id}: involved_dim {shown} marks none of the "
+                                 f"{len(plan.dims)} dimension(s) {what} runs over, so it has no other NPU to run "
+                                 f"with (the reference never finishes it); mark one true, or leave out "
+                                 f"involved_dim (all dimensions)")
 
     def _send(self, node) -> None:
         src = node.get_int("comm_src", self.npu_id)
         if src != self.npu_id:
-            raise InputError(f"{self.source}: node {node.id}: COMM_SEND has comm_src {src}, "
-                             f"but it runs on NPU {self.npu_id}")
+            raise InputError.in_file(self.source, f"node {node.id}: COMM_SEND has comm_src {src}, "
+                                     f"but it runs on NPU {self.npu_id}")
         dst = node.get_int("comm_dst")
         self._check_peer(node, dst, "comm_dst")
         size = node.get_int("comm_size")
@@ -413,16 +435,16 @@ class Npu(NpuFaults, Probed):
         self._check_peer(node, src, "comm_src")
         dst = node.get_int("comm_dst", self.npu_id)
         if dst != self.npu_id:
-            raise InputError(f"{self.source}: node {node.id}: COMM_RECV has comm_dst {dst}, "
-                             f"but it runs on NPU {self.npu_id}")
+            raise InputError.in_file(self.source, f"node {node.id}: COMM_RECV has comm_dst {dst}, "
+                                     f"but it runs on NPU {self.npu_id}")
         size = node.get_int("comm_size")
         tag = native_tag(node.get_int("comm_tag"))
         self.services.network.recv(self.npu_id, src, tag, size, self.complete_soon, node.id)
 
     def _check_peer(self, node, peer: int, field: str) -> None:
         if not 0 <= peer < self.services.total_npus or peer == self.npu_id:
-            raise InputError(f"{self.source}: node {node.id}: {field} {peer} must be another NPU "
-                             f"id in 0..{self.services.total_npus - 1}")
+            raise InputError.in_file(self.source, f"node {node.id}: {field} {peer} must be another NPU "
+                                     f"id in 0..{self.services.total_npus - 1}")
 
     def _metadata(self, node) -> None:
         """Communicator groups declared by a METADATA node's ``inputs.values``."""
@@ -433,8 +455,8 @@ class Npu(NpuFaults, Probed):
             for pg, ranks in self.services.planner.parse_process_groups(text):
                 self.groups[pg] = self.services.planner.make_group(pg + 1, ranks, self.npu_id)
         except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"{self.source}: node {node.id}: METADATA inputs.values is not a "
-                             f"process-group list ({exc})") from None
+            raise InputError.in_file(self.source, f"node {node.id}: METADATA inputs.values is not a "
+                                     f"process-group list ({exc})") from None
 
     def on_cpu(self, node_id: int) -> bool:
         return self.slot_in_use.get(node_id) == SLOT_CPU

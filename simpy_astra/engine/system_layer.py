@@ -118,6 +118,12 @@ class PhaseStep:
     half: int
 
 
+def dimension_active(plan: CollectivePlan, involved: list[bool], d: int) -> bool:
+    """Whether a (non-custom) collective's chunks run on logical dimension ``d``: involved,
+    and of two or more NPUs (a collective with none never finishes in the reference)."""
+    return d < len(involved) and involved[d] and plan.dims[d].size > 1
+
+
 def phase_steps(kind: str, chunk: int, plan: CollectivePlan, involved: list[bool],
                 optimization: str) -> list[PhaseStep]:
     """The phases one chunk of a (non-custom) collective runs, in order; a pure function of the
@@ -125,8 +131,7 @@ def phase_steps(kind: str, chunk: int, plan: CollectivePlan, involved: list[bool
     ndims = len(plan.dims)
 
     def active(d: int) -> bool:
-        inv = involved[d] if d < len(involved) else False
-        return inv and plan.dims[d].size > 1
+        return dimension_active(plan, involved, d)
 
     steps: list[PhaseStep] = []
     remain = chunk
@@ -279,7 +284,7 @@ class SystemLayer(Probed):
         dims_inv = plan.involved if plan.involved is not None else involved
         # planned once: every chunk runs the same phases (only their queues differ)
         steps = phase_steps(kind, chunk, plan, dims_inv, self.config.collective_optimization)
-        if count and not steps:
+        if count and not steps:  # the Npu refuses it first, naming the node's pg_name or involved_dim
             article = "an" if kind[0] in "aeiou" else "a"
             raise InputError(f"{article} {kind} of {chunk}-byte chunks has no dimension to run on (every involved "
                              f"dimension, or its communicator group, has one NPU); the reference never finishes it")

@@ -126,10 +126,10 @@ def check_input(path: Any, what: str) -> os.stat_result:
     try:
         st = os.stat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
-        raise InputError(f"{show(path)}: {os_problem(exc)}; expected the {what}") from None
+        raise InputError.in_file(show(path), f"{os_problem(exc)}; expected the {what}") from None
     kind = non_regular_kind(st.st_mode)
     if kind is not None:
-        raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
+        raise InputError.in_file(show(path), f"is {kind}, not a regular file; expected the {what}")
     return st
 
 
@@ -142,15 +142,15 @@ def open_input(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> Iterato
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
                      | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError) as exc:
-        raise InputError(f"{show(path)}: cannot be read ({os_problem(exc)}); expected the {what}") from None
+        raise InputError.in_file(show(path), f"cannot be read ({os_problem(exc)}); expected the {what}") from None
     try:
         st = os.fstat(fd)  # what was opened, not what the name pointed to a moment ago
         kind = non_regular_kind(st.st_mode)
         if kind is not None:
-            raise InputError(f"{show(path)}: is {kind}, not a regular file; expected the {what}")
+            raise InputError.in_file(show(path), f"is {kind}, not a regular file; expected the {what}")
         if st.st_size > limit:
-            raise InputError(f"{show(path)}: is {st.st_size:,} bytes, more than a {what} can need "
-                             f"({limit:,}); check the path")
+            raise InputError.in_file(show(path), f"is {st.st_size:,} bytes, more than a {what} can need "
+                                   f"({limit:,}); check the path")
         os.set_blocking(fd, True)
         f = os.fdopen(fd, "rb")
     except BaseException:
@@ -161,7 +161,7 @@ def open_input(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> Iterato
         try:
             yield f
         except OSError as exc:
-            raise InputError(f"{show(path)}: cannot be read ({os_problem(exc)}); expected the {what}") from None
+            raise InputError.in_file(show(path), f"cannot be read ({os_problem(exc)}); expected the {what}") from None
 
 
 def digest_16(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> str:
@@ -191,8 +191,8 @@ def read_bytes(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES) -> bytes:
             total += len(block)
             ask = min(_BLOCK_BYTES, limit + 1 - total)
     if total > limit:
-        raise InputError(f"{show(path)}: is more than {limit:,} bytes, more than a {what} can need; "
-                         f"check the path")
+        raise InputError.in_file(show(path), f"is more than {limit:,} bytes, more than a {what} can need; "
+                               f"check the path")
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -207,7 +207,7 @@ def read_text(path: Any, what: str, limit: int = CONFIG_LIMIT_BYTES, *, encoding
     try:
         return data.decode(encoding, errors)
     except UnicodeDecodeError as exc:
-        raise InputError(f"{show(path)}: is not UTF-8 text (byte {exc.start}); expected the {what}") from None
+        raise InputError.in_file(show(path), f"is not UTF-8 text (byte {exc.start}); expected the {what}") from None
 
 
 def _foreign_bom(data: bytes) -> str | None:

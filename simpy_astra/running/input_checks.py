@@ -40,19 +40,19 @@ def check_et_count(prefix: str, n: int, network: str) -> None:
         raise InputError(problem)
     if found < n:
         where = "" if found or os.path.isabs(prefix) else f"; relative paths resolve from {os.getcwd()}"
-        raise InputError(f"{et_path(prefix, found)}: the ET file for NPU {found} does not exist; the "
+        raise InputError.in_file(et_path(prefix, found), f"the ET file for NPU {found} does not exist; the "
                          f"network {network} has {n} NPUs, so the workload needs one file per NPU, "
                          f"{et_path(prefix, 0)} .. {et_path(prefix, n - 1)} "
                          f"({found} consecutive file(s) found{where})")
     if found == n:  # a later rank after a gap (PREFIX.{n+1}.et) would be silently left out
         later = sorted(r for r in files.numbered_files(prefix) if r > n)
         if later:
-            raise InputError(f"{et_path(prefix, n)}: missing, but {et_path(prefix, later[0])} exists: the "
+            raise InputError.in_file(et_path(prefix, n),f"missing, but {et_path(prefix, later[0])} exists: the "
                              f"network {network} has {n} NPUs and the workload's files have a gap; remove "
                              f"the later file(s) or add the missing ones")
     if found > n:
         extra = et_path(prefix, n) + (f" .. {et_path(prefix, found - 1)}" if found > n + 1 else "")
-        raise InputError(f"{et_path(prefix, n)}: the workload has {found} ET files but the network "
+        raise InputError.in_file(et_path(prefix, n),f"the workload has {found} ET files but the network "
                          f"{network} has {n} NPUs; remove {extra} or change npus_count")
 
 

@@ -12,7 +12,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from simpy_astra.errors import InputError
-from simpy_astra.sweep.spec import PEAK_PARTS, reports_training
+from simpy_astra.sweep.result_names import PEAK_PARTS
+from simpy_astra.sweep.spec import reports_training
 
 if TYPE_CHECKING:
     from simpy_astra.sweep.spec import Point, SweepSpec

@@ -23,7 +23,7 @@ from simpy_astra.report.breakdown import critical, npu_breakdowns, sweep_figures
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
 from simpy_astra.sweep.point_inputs import load_point, relabel
-from simpy_astra.sweep.spec import TRAINING_NAMES
+from simpy_astra.sweep.result_names import TRAINING_NAMES
 from simpy_astra.sweep.validity import invalid_figures
 
 

@@ -30,84 +30,33 @@ A ``backend`` axis (or base field) splits best.json per backend (``best.py``).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import glob
 import hashlib
 import itertools
 import json
-import math
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpy_astra.config.cluster import OLD_KEYS, check_field
-from simpy_astra.config.readers import (
-    refuse_label_values,
-    refuse_unknown_keys,
-    show_value,
-)
+from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario import SCENARIO_KEYS
-from simpy_astra.engine.memory_tracker import CATEGORIES
 from simpy_astra.errors import InputError
 from simpy_astra.infra.files import path_like_strings
 from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
-from simpy_astra.report.breakdown import SWEEP_COLUMNS
-from simpy_astra.sweep.axes import (
-    MAX_POINTS,
-    Axis,
-    check_overlaps,
-    one_line,
-    parse_axis,
-    point_words,
-    refuse_unnameable,
-    unique_with_repeats,
-)
-from simpy_astra.sweep.axis_paths import check_axis_path, megatron_args_of
+from simpy_astra.sweep.axes import MAX_POINTS, Axis, one_line, point_words
+from simpy_astra.sweep.axis_paths import megatron_args_of
 from simpy_astra.sweep.base_scenario import FILE_KEYS, absolute_preset, load_yaml, resolve_base, set_path
-from simpy_astra.sweep.expressions import (
-    Expression,
-    parse_expression,
-    refuse_a_number_as_a_test,
-    type_mismatch,
-)
-from simpy_astra.sweep.megatron_args import (
-    canonical_path,
-    check_integers,
-    check_values,
-    flag_of,
-    flag_values,
-    is_args_path,
-    set_flag,
-    short_name,
-    takes_several,
-    words_of,
-)
-from simpy_astra.sweep.megatron_args import names as flag_names
+from simpy_astra.sweep.expressions import Expression, type_mismatch
+from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
+from simpy_astra.sweep.result_names import DEFAULT_REPORT, RESULT_NAMES, TRAINING_NAMES
 from simpy_astra.sweep.same_run import AlikePoints
+from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
+from simpy_astra.sweep.spec_goals import read_goals
 from simpy_astra.workloads.generated import GENERATORS
 
-# figures every point reports (see point.py); expressions may use them
-# peak_memory_gb's parts: what the NPU with the largest peak holds then (memory_tracker.CATEGORIES)
-PEAK_PARTS = tuple(f"peak_{c}_gb" for c in CATEGORIES)
-#: the parts of a Megatron point's memory per GPU (TrainingFigures' memory_gib keys), each a
-#: ``memory_<part>_gib`` column; "total" is the part of a report that does not split its memory
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "fp8_buffers", "total")
-#: a generated Megatron job's own figures (workloads/megatron/report.py TrainingFigures.as_dict)
-TRAINING_NAMES = ("iteration_time_ns", "tflops_per_gpu", "mfu", "tokens_per_s_per_gpu", "memory_per_gpu_gib",
-                  *(f"memory_{p}_gib" for p in MEMORY_PARTS), "memory_capacity_gib", "fits")
-# the last NPU's time by part (report/breakdown.py), summing to finish_ns; new names go last
-# (a results.csv from before them resumes: its header is a subsequence of ours)
-RESULT_NAMES = ("finish_ns", "exposed_comm_ns", "compute_ns", "comm_ns", "peak_memory_gb", *PEAK_PARTS,
-                *SWEEP_COLUMNS, "cost_usd", "wall_s", *TRAINING_NAMES)
-#: results.csv's columns that are neither an axis's nor a figure (store.py writes them)
-ROW_COLUMNS = ("key", "status", "error", "warnings", "inputs_sha256")
-DEFAULT_OBJECTIVE = "finish_ns"
-DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
-#: a sweep of Megatron jobs answers in the job's own figures (``run`` prints them first)
-MEGATRON_REPORT = ("iteration_time_ns", "tflops_per_gpu", "mfu", "memory_per_gpu_gib", "wall_s")
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
 
 
@@ -381,46 +330,6 @@ class SweepSpec:
         return doc
 
 
-def _field_of(dotted: str) -> str:
-    """The field ``dotted`` sets, named one way: a Megatron flag under its first name, a cluster
-    key under its name with units (``cluster.inter_node_gbps`` is ``cluster.inter_node_gbit_s``)."""
-    parts = canonical_path(dotted).split(".")
-    if parts[0] == "cluster":
-        parts[-1] = OLD_KEYS.get(parts[-1], parts[-1])
-    return ".".join(parts)
-
-
-def _short_names(axes: list[Axis], raws: list[Any]) -> list[Axis]:
-    """Plain axes on Megatron's well-known flags called as Megatron users say them (tp, pp,
-    vp, ...), unless ``as:`` names the axis or another axis has that name already: the summary's
-    columns and each point's line then fit 80 columns."""
-    taken = {a.name for a in axes}
-    out = []
-    for axis, raw in zip(axes, raws, strict=True):
-        short = None if axis.bundles is not None or isinstance(raw, dict) and "as" in raw else short_name(axis.column)
-        if short is not None and short not in taken:
-            taken.add(short)
-            axis = dataclasses.replace(axis, name=short)
-        out.append(axis)
-    return out
-
-
-def _one_per_argument(axis: Axis) -> Axis:
-    """A Megatron argument's axis without values that write the argument alike (4 and '4' both
-    write --num-layers 4: two points of one scenario); the first of each is kept. A list for a
-    flag of several values is written as its words (``[8, 2]`` is ``8 2``: one key, one label)."""
-    if axis.bundles is not None or not is_args_path(axis.column):
-        return axis
-    flag = flag_of(axis.column)
-    values = []
-    for value in axis.values:  # a list for a flag of several values as its words
-        words = words_of(flag, value) if isinstance(value, list) and takes_several(flag) else None
-        values.append(" ".join(words) if words else value)
-    # a switch's true/false/null as itself, any other value as written
-    kept, repeats = unique_with_repeats(values, lambda v: v if isinstance(v, bool) or v is None else str(v))
-    return dataclasses.replace(axis, values=tuple(kept), repeats=axis.repeats + repeats)
-
-
 def reports_training(scenario: dict[str, Any]) -> bool:
     """Whether a point's run may report a training job's own figures: its generator has a
     ``report`` (Megatron's), or is one not known here yet (a ``module:function``)."""
@@ -453,30 +362,6 @@ def point_key(coords: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _refuse_bundles_named_as_fields(path: str, axes: list[Axis]) -> None:
-    """A bundle axis's key is its results.csv column and holds its bundles' names: called as a
-    field (``system.endpoint-delay``, ``backend``), the column read as that field's values
-    ('slow', 'fast') while the bundles set other fields."""
-    for axis in axes:
-        if axis.bundles is None or "." not in axis.column and axis.column not in SCENARIO_KEYS:
-            continue
-        sets = sorted({k for b in axis.bundles.values() for k in b})
-        raise InputError(f"{path}: axes: {axis.column}: a named-bundle axis is called as the field it names, but "
-                         f"its results.csv column holds the bundles' names ({', '.join(axis.values)}) and they "
-                         f"set {', '.join(sets)}; call the axis a word that is no field, e.g. machine")
-
-
-def _refuse_axes_named_as_flags(path: str, axes: list[Axis], flags: frozenset[str]) -> None:
-    """An axis called (``as:``) as a Megatron argument it does not set hid it in every expression."""
-    for axis in axes:
-        own = is_args_path(axis.column) and axis.bundles is None and \
-            axis.column.rsplit(".", 1)[-1].replace("-", "_") == axis.name
-        if axis.name in flags and not own:
-            raise InputError(f"{path}: axes: {axis.column}: its name in expressions, {axis.name!r}, is what they call "
-                             f"a Megatron argument of each point, which it would hide (a constraint on it would read "
-                             f"this axis); call the axis another name with as:, e.g. {axis.name}_axis")
-
-
 def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     """The sweep YAML at ``path``; ``plugins`` (``sweep --plugin``) join the base scenario's
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
@@ -497,103 +382,16 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     warnings: list[str] = []
     if "base" not in doc:
         raise InputError(f"{path}: field 'base' is missing; name a scenario file or inline one")
-    raw_axes = doc.get("axes")
-    if raw_axes is None or raw_axes == {}:  # else the base alone, reported as a sweep's best
-        raise InputError(f"{path}: axes: give at least one axis, e.g. axes: {{network.bandwidth: [50, 100]}} "
-                         f"(to run the base alone: simpy-astra run BASE)")
-    if not isinstance(raw_axes, dict):
-        raise InputError(f"{path}: field 'axes' must map dotted paths to values")
-    for col, raw in raw_axes.items():  # as written: 2.0 beside 2 would count as 2 and vanish
-        check_integers(str(col), raw, f"{path}: axes: {col}")
-    axes = _short_names([_one_per_argument(parse_axis(str(col), raw, f"{path}: axes: {col}"))
-                         for col, raw in raw_axes.items()], list(raw_axes.values()))
-    warnings += [f"axes: {a.column}: {said} are one value, which runs once; give each value once" for a in axes
-                 for said in a.repeats]
-    refuse_unnameable(path, axes)
-    names = [a.name for a in axes]
-    clash = sorted({n for n in names if names.count(n) > 1})
-    if clash:
-        raise InputError(f"{path}: axes: several axes are called {clash} in expressions; give one "
-                         f"{{values: [...], as: OTHER_NAME}}")
-    clash = sorted(set(names) & set(RESULT_NAMES))
-    if clash:
-        raise InputError(f"{path}: axes: {clash} is a result name; rename the axis with 'as:'")
-    # a bundle axis's key is its column: 'status' gave results.csv two, and the sweep could not resume
-    taken = sorted({a.column for a in axes} & {*RESULT_NAMES, *ROW_COLUMNS})
-    if taken:
-        raise InputError(f"{path}: axes: {taken[0]}: results.csv has a column of that name already; call the "
-                         f"axis something else (its values stay the same)")
-    _refuse_bundles_named_as_fields(path, axes)
-    axis_paths = [p for a in axes for p in (a.bundles and {k for b in a.bundles.values() for k in b}
-                                            or [a.column])]
-    check_overlaps(path, axes, _field_of)
+    axes, axis_paths = read_axes(path, doc.get("axes"), warnings)
     base, base_dir = resolve_base(doc["base"], path, axis_paths)
     if plugins:
         given = base.get("plugins") or []
         base["plugins"] = list(dict.fromkeys([*plugins, *([given] if isinstance(given, str) else given)]))
     name = one_line(str(doc["name"]), f"{path}: name") if doc.get("name") else None
-    spec = SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
+    refuse_unknown_keys(f"{path}: base", base, SCENARIO_KEYS, "scenario")
+    check_axis_values(path, axes, base, axis_paths)
+    goals = read_goals(path, doc, axes, base)
+    return SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
                      base=base, axes=axes, warnings=warnings,
-                     module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))
-    refuse_unknown_keys(f"{path}: base", spec.base, SCENARIO_KEYS, "scenario")
-    sweep_dir = os.path.dirname(os.path.abspath(path))  # a preset's path in an axis resolves beside it
-    generator_fixed = not {"workload", "workload.generate"} & set(axis_paths)
-    for axis in axes:
-        for dotted in (axis.bundles and {k for b in axis.bundles.values() for k in b} or [axis.column]):
-            check_axis_path(dotted, spec.base, f"{path}: axes: {axis.column}", generator_fixed, axis_paths)
-        if axis.bundles is None and is_args_path(axis.column):
-            check_values(axis.column, axis.values, f"{path}: axes: {axis.column}")
-        for value in axis.values if axis.bundles is None and axis.column.startswith("cluster.") else ():
-            check_field(axis.column, value, f"{path}: axes: {axis.column}", sweep_dir)
-        for name, bundle in (axis.bundles or {}).items():
-            for dotted, value in bundle.items():
-                if is_args_path(dotted):
-                    check_values(dotted, (value,), f"{path}: axes: {axis.column}: named: {name}")
-                elif dotted.startswith("cluster."):
-                    check_field(dotted, value, f"{path}: axes: {axis.column}: named: {name}: {dotted}", sweep_dir)
-    raw_constraints = doc.get("constraints") or []
-    if not isinstance(raw_constraints, list):
-        example = f"[{json.dumps(raw_constraints)}]" if isinstance(raw_constraints, str) else "['dp * tp == 64']"
-        raise InputError(f"{path}: field 'constraints' must be a list of expressions (got {type(raw_constraints).__name__}); "
-                         f"write constraints: {example}")
-    megatron = megatron_args_of(spec.base) is not None
-    if megatron:  # every modelled flag is a name (axis names win)
-        spec.flag_names = frozenset(flag_names() - set(RESULT_NAMES))
-    _refuse_axes_named_as_flags(path, axes, spec.flag_names)
-    coords = set(names) | spec.flag_names
-    # the flags' names are summed up in an error, not listed one by one (data_parallel_size is no flag)
-    flags = spec.flag_names - {"data_parallel_size", *names}
-    words = {v: a.name for a in reversed(spec.axes) for v in a.values if isinstance(v, str) and v.isidentifier()}
-    bundled = {k: (a.name, next(iter(a.bundles))) for a in reversed(spec.axes) if a.bundles
-               for b in a.bundles.values() for k in b if k not in {p.column for p in spec.axes if not p.bundles}}
-    for i, text in enumerate(raw_constraints):
-        expr = parse_expression(text, f"{path}: constraints[{i}]", coords | set(RESULT_NAMES), flags=flags,
-                                words=words, bundled=bundled)
-        refuse_a_number_as_a_test(expr, f"{path}: constraints[{i}]", set(RESULT_NAMES) - {"fits"})
-        (spec.point_filters if expr.names <= coords else spec.result_constraints).append(expr)
-    figure = "iteration_time_ns" if megatron else DEFAULT_OBJECTIVE  # a figure's example: a number
-    spec.objective = parse_expression(doc.get("minimise", DEFAULT_OBJECTIVE), f"{path}: minimise",
-                                      coords | set(RESULT_NAMES), figure, flags)
-    raw_report = doc.get("report", list(MEGATRON_REPORT if megatron else DEFAULT_REPORT))
-    if not isinstance(raw_report, list) or not raw_report:
-        example = f"[{json.dumps(raw_report)}]" if isinstance(raw_report, str) and raw_report else "[finish_ns]"
-        raise InputError(f"{path}: field 'report' must be a non-empty list of result names or expressions (got "
-                         f"{show_value(raw_report)}); write report: {example}")
-    spec.report = [parse_expression(text, f"{path}: report[{i}]", coords | set(RESULT_NAMES), figure, flags)
-                   for i, text in enumerate(raw_report)]
-    shown = [e.text for e in spec.report]
-    if len(set(shown)) < len(shown):  # the table would show the column twice
-        twice = next(t for i, t in enumerate(shown) if t in shown[:i])
-        raise InputError(f"{path}: field 'report' names {twice!r} twice; list each figure once")
-    if doc.get("memory_cap_gb") is not None:
-        cap = doc["memory_cap_gb"]
-        if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap) or cap <= 0:
-            raise InputError(f"{path}: field 'memory_cap_gb' must be a finite number of GB > 0 "
-                             f"(got {cap!r})")
-        spec.memory_cap_gb = float(cap)
-        # the cap selects a best under it, as the constraint it stands for (it only drew a line)
-        figure = "memory_per_gpu_gib" if megatron else "peak_memory_gb"
-        text = f"{figure} <= {spec.memory_cap_gb:g}"
-        if all(c.text.replace(" ", "") != text.replace(" ", "") for c in spec.result_constraints):
-            spec.result_constraints.append(parse_expression(text, f"{path}: memory_cap_gb", set(RESULT_NAMES)))
-    return spec
+                     module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))),
+                     **vars(goals))

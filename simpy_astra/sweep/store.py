@@ -32,7 +32,8 @@ from typing import Any
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
 from simpy_astra.sweep.inputs import InputSnapshot
-from simpy_astra.sweep.spec import RESULT_NAMES, Point, SweepSpec, inputs_digest
+from simpy_astra.sweep.result_names import RESULT_NAMES
+from simpy_astra.sweep.spec import Point, SweepSpec, inputs_digest
 
 STATUS_COLUMNS = ("status", "error")
 #: the warnings a point's run gave, joined with " | " (a folder from before it had no such column)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from simpy_astra.errors import AboutFile
 from simpy_astra.workloads.chakra.schema import (
     ATTR_VALUE_FIELDS,
     INTEGER_VALUE_FIELDS,
@@ -35,7 +36,7 @@ ATTR_KINDS: Final = frozenset(ATTR_VALUE_FIELDS)
 _INTEGER_KINDS_TEXT: Final = "an integer kind (int32/int64/uint32/uint64/sint/fixed/sfixed/bool)"
 
 
-class EtError(Exception):
+class EtError(AboutFile):
     """A Chakra ET file (or a node in it) that cannot be simulated; the message is one line."""
 
 
@@ -81,7 +82,7 @@ class EtNode:
 
     def error(self, what: str, path: str | None = None) -> EtError:
         """An :class:`EtError` ``"<file>: node <id>: <what>"`` for this node."""
-        return EtError(f"{path or self.source or '<memory>'}: node {self.id}: {what}")
+        return EtError.in_file(path or self.source or '<memory>', f"node {self.id}: {what}")
 
     def has_attr(self, name: str) -> bool:
         return name in self.attrs

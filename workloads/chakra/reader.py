@@ -95,9 +95,9 @@ def _foreign_fields(msg) -> list[int]:
 
 def _foreign_record(path: str, label: str, start: int, message: str, numbers: list[int]) -> EtError:
     shown = ", ".join(map(str, numbers[:6])) + (", ..." if len(numbers) > 6 else "")
-    return EtError(f"{path}: {label} at byte {start}: is no ChakraProtoMsg.{message} (field(s) {shown} are not "
-                   f"a {message}'s, or not of their type): another protobuf message's file? give a Chakra ET "
-                   f"file (a GlobalMetadata, then Nodes)")
+    return EtError.in_file(path, f"{label} at byte {start}: is no ChakraProtoMsg.{message} (field(s) {shown} are not "
+                           f"a {message}'s, or not of their type): another protobuf message's file? give a Chakra ET "
+                           f"file (a GlobalMetadata, then Nodes)")
 
 
 def _record_label(index: int, last_id: int | None) -> str:
@@ -116,8 +116,8 @@ def _slow_varint(path: str, buf: bytes, pos: int, index: int, last_id: int | Non
     start = pos
     while True:
         if pos >= end:
-            raise EtError(
-                f"{path}: {_record_label(index, last_id)} at byte {start}: "
+            raise EtError.in_file(
+                path, f"{_record_label(index, last_id)} at byte {start}: "
                 "length prefix runs past end of file (truncated file)"
             )
         byte = buf[pos]
@@ -127,13 +127,13 @@ def _slow_varint(path: str, buf: bytes, pos: int, index: int, last_id: int | Non
             break
         shift += 7
         if shift > 28:
-            raise EtError(
-                f"{path}: {_record_label(index, last_id)} at byte {start}: "
+            raise EtError.in_file(
+                path, f"{_record_label(index, last_id)} at byte {start}: "
                 "length prefix is longer than 5 bytes (corrupt file; expected a varint32 length)"
             )
     if value >= 1 << 32:
-        raise EtError(
-            f"{path}: {_record_label(index, last_id)} at byte {start}: "
+        raise EtError.in_file(
+            path, f"{_record_label(index, last_id)} at byte {start}: "
             f"length prefix {value} does not fit in 32 bits (corrupt file)"
         )
     return value, pos
@@ -164,7 +164,7 @@ def read_et(
     buf = _read_bytes(path)
     end = len(buf)
     if end == 0:
-        raise EtError(f"{path}: empty file, expected a GlobalMetadata record first")
+        raise EtError.in_file(path, "empty file, expected a GlobalMetadata record first")
 
     view = memoryview(buf)
     # Record 0: GlobalMetadata.
@@ -175,15 +175,15 @@ def read_et(
         size, pos = _slow_varint(path, buf, 0, 0, None)
     nxt = pos + size
     if nxt > end:
-        raise EtError(
-            f"{path}: record 0 (GlobalMetadata) at byte 0: length prefix says {size} bytes "
+        raise EtError.in_file(
+            path, f"record 0 (GlobalMetadata) at byte 0: length prefix says {size} bytes "
             f"but only {end - pos} remain (truncated file, or not a Chakra ET file)"
         )
     try:
         meta_msg = GlobalMetadata.FromString(view[pos:nxt])
     except DecodeError:
-        raise EtError(
-            f"{path}: record 0 at byte 0: {size} bytes do not parse as ChakraProtoMsg.GlobalMetadata "
+        raise EtError.in_file(
+            path, f"record 0 at byte 0: {size} bytes do not parse as ChakraProtoMsg.GlobalMetadata "
             "(not a Chakra ET file?)"
         ) from None
     foreign = _foreign_fields(meta_msg)
@@ -217,8 +217,8 @@ def read_et(
             size, pos = _slow_varint(path, buf, pos, index, last_id)
         nxt = pos + size
         if nxt > end:
-            raise EtError(
-                f"{path}: {_record_label(index, last_id)} at byte {start}: length prefix says "
+            raise EtError.in_file(
+                path, f"{_record_label(index, last_id)} at byte {start}: length prefix says "
                 f"{size} bytes but only {end - pos} remain (truncated file)"
             )
         record = buf[pos:nxt]
@@ -232,8 +232,8 @@ def read_et(
         try:
             msg = from_string(record)
         except DecodeError:
-            raise EtError(
-                f"{path}: {_record_label(index, last_id)} at byte {start}: {size} bytes do not "
+            raise EtError.in_file(
+                path, f"{_record_label(index, last_id)} at byte {start}: {size} bytes do not "
                 "parse as ChakraProtoMsg.Node (corrupt file)"
             ) from None
         if msg.type == INVALID_NODE:  # what another message's bytes read as (checked for these alone: cheap)
@@ -258,20 +258,20 @@ def read_et(
                     try:
                         entry = _decode_raw_attr(raw)
                     except DecodeError:
-                        raise EtError(
-                            f"{path}: node {msg.id}: an attribute does not parse as "
+                        raise EtError.in_file(
+                            path, f"node {msg.id}: an attribute does not parse as "
                             "ChakraProtoMsg.AttributeProto (corrupt file)"
                         ) from None
                     cache[raw] = entry
                 if entry[0] not in attrs:
                     attrs[entry[0]] = entry[1]
                 elif attrs[entry[0]] != entry[1]:  # which one wins differs between readers
-                    raise EtError(f"{path}: node {msg.id}: attribute '{entry[0]}' is given twice, as "
-                                  f"{attrs[entry[0]][1]!r} and {entry[1][1]!r}; keep one")
+                    raise EtError.in_file(path, f"node {msg.id}: attribute '{entry[0]}' is given twice, as "
+                                          f"{attrs[entry[0]][1]!r} and {entry[1][1]!r}; keep one")
             for name in _NON_NEGATIVE_ATTRS:  # checked once per distinct attribute list
                 value = attrs.get(name)
                 if value is not None and value[0] in INTEGER_VALUE_FIELDS and value[1] < 0:  # type: ignore[operator]
-                    raise EtError(f"{path}: node {msg.id}: attribute '{name}' is {value[1]}; it must be >= 0")
+                    raise EtError.in_file(path, f"node {msg.id}: attribute '{name}' is {value[1]}; it must be >= 0")
         fields = records[record] = (msg.id, intern(msg.name), msg.type, deps, msg.duration_micros,
                                     msg.inputs.values, attrs)
         append(make(*fields, path, fields))
@@ -298,18 +298,18 @@ def read_metadata(path: str) -> dict:
         with open(path, "rb") as f:
             head = f.read(10)
             if not head:
-                raise EtError(f"{path}: empty file, expected a GlobalMetadata record first")
+                raise EtError.in_file(path, "empty file, expected a GlobalMetadata record first")
             size, pos = _slow_varint(path, head, 0, 0, None)
             f.seek(pos)
             body = f.read(size)
     except OSError as exc:
-        raise EtError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise EtError.in_file(path, f"cannot read ({exc.strerror or exc})") from None
     if len(body) < size:
-        raise EtError(f"{path}: record 0 (GlobalMetadata) is truncated")
+        raise EtError.in_file(path, "record 0 (GlobalMetadata) is truncated")
     try:
         meta = GlobalMetadata.FromString(body)
     except DecodeError:
-        raise EtError(f"{path}: record 0 does not parse as ChakraProtoMsg.GlobalMetadata") from None
+        raise EtError.in_file(path, "record 0 does not parse as ChakraProtoMsg.GlobalMetadata") from None
     return {"version": meta.version, "attrs": _decode_attrs(meta.attr)}
 
 
@@ -321,7 +321,7 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
     need no recursion.
     """
     if not nodes:
-        raise EtError(f"{path}: no nodes (every rank needs at least one node)")
+        raise EtError.in_file(path, "no nodes (every rank needs at least one node)")
     index: dict[int, int] = {}
     total_micros = 0
     for i, node in enumerate(nodes):
@@ -340,22 +340,22 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
                              f"2^63 ns)", path)
         prev = index.setdefault(node.id, i)
         if prev != i:
-            raise EtError(
-                f"{path}: node {node.id}: duplicate node id (records {prev + 1} and {i + 1}; "
+            raise EtError.in_file(
+                path, f"node {node.id}: duplicate node id (records {prev + 1} and {i + 1}; "
                 "ids must be unique)"
             )
     if total_micros > _MAX_DURATION_MICROS:  # every node fits, the run's finish would not
-        raise EtError(f"{path}: the nodes' duration_micros add up to {total_micros} us, past the "
-                      f"horizon (at most {_MAX_DURATION_MICROS} us, about 292 years: simulated time must fit "
-                      f"2^63 ns)")
+        raise EtError.in_file(path, f"the nodes' duration_micros add up to {total_micros} us, past the "
+                              f"horizon (at most {_MAX_DURATION_MICROS} us, about 292 years: simulated time must fit "
+                              f"2^63 ns)")
     indegree = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):
         for dep in node.deps:
             j = index.get(dep)
             if j is None:
-                raise EtError(
-                    f"{path}: node {node.id} ('{node.name}'): depends on node {dep}, "
+                raise EtError.in_file(
+                    path, f"node {node.id} ('{node.name}'): depends on node {dep}, "
                     "which is not in the file"
                 )
             indegree[i] += 1
@@ -386,8 +386,8 @@ def validate_graph(path: str, nodes: Sequence[EtNode]) -> None:
     cycle.reverse()  # dependency order: each node waits for the one before it
     ids = [nodes[k].id for k in cycle]
     shown = " -> ".join(str(x) for x in ids[:8]) + (" -> ..." if len(ids) > 8 else "")
-    raise EtError(
-        f"{path}: node {ids[0]} ('{nodes[cycle[0]].name}'): dependency cycle {shown} -> {ids[0]} "
+    raise EtError.in_file(
+        path, f"node {ids[0]} ('{nodes[cycle[0]].name}'): dependency cycle {shown} -> {ids[0]} "
         f"({len(ids)} node(s); no node on it can ever become ready)"
     )
 
