@@ -276,6 +276,28 @@ def test_every_yaml_block_parses_and_a_network_yaml_runs(tmp_path, page, line, c
         assert len(reports) == n and all(r.finished_ns > 0 for r in reports)
 
 
+#: the scenario a ``network:`` block that hands in a graph, alone, is run in
+GRAPH_SCENARIO = ROOT / "scenarios" / "dragonfly_send_recv.yaml"
+
+
+@pytest.mark.parametrize("page, line, code, before",
+                         [p for p in ids("yaml") if "networkx:" in p.values[2] and "network:" in p.values[2]])
+def test_a_graph_block_runs_with_its_optional_lines_uncommented(tmp_path, page, line, code, before):
+    """The network README showed ``groups``, ``routing`` and ``routes`` beside ``topology:``;
+    a reader who uncommented them got three "is not a network field and is ignored" warnings
+    and a run that took none of them. Each commented key line, uncommented, must be read."""
+    uncommented = re.sub(r"^(\s*)# (?=[\w.-]+:)", r"\1", code, flags=re.M)
+    doc = yaml.safe_load(uncommented)
+    module = doc["network"]["topology"]["networkx"].partition(":")[0]
+    (tmp_path / f"{module}.py").write_text(next((ROOT / d / f"{module}.py").read_text()
+                                                for d in ("examples", "scenarios") if (ROOT / d / f"{module}.py").is_file()))
+    scenario = doc if "workload" in doc else {**yaml.safe_load(GRAPH_SCENARIO.read_text()), "network": doc["network"]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "s.yaml", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "warning" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
+
+
 @pytest.mark.parametrize("page, line, code, before", ids("json"))
 def test_every_json_block_parses(page, line, code, before):
     text = code.strip()
