@@ -298,6 +298,31 @@ def test_a_graph_block_runs_with_its_optional_lines_uncommented(tmp_path, page, 
     assert done.returncode == 0 and "warning" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
 
 
+#: the base a sweep block without one is listed over (a Megatron scenario: such a block sweeps its flags)
+SWEEP_BASE = ROOT / "scenarios" / "megatron_gpt_145b_sc21.yaml"
+
+
+@pytest.mark.parametrize("page, line, code, before", [p for p in ids("yaml") if "axes:" in p.values[2]])
+def test_every_sweep_block_lists_its_points(tmp_path, page, line, code, before):
+    """docs/sweeps.md's Megatron block swept tensor-model-parallel-size as an axis and in a
+    bundle, which ``sweep`` refuses (set by two axes) before listing a point. Each sweep block,
+    beside the files the pages show (its own base, else a Megatron scenario, and a copy of a
+    preset at any path it names), must list its points."""
+    write_recipe_files(tmp_path)
+    doc = yaml.safe_load(code)
+    if "base" not in doc:
+        (tmp_path / "base.yaml").write_text(SWEEP_BASE.read_text())
+        doc = {"base": "base.yaml", **doc}
+    for preset in doc["axes"].get("cluster.preset", []):
+        if preset.endswith(".yaml"):
+            (tmp_path / preset).write_text((ROOT / "simpy_astra/config/clusters/dgx-a100-80gb.yaml").read_text())
+    name = Path(RECIPE_FILE.findall(before)[-1][0]) if RECIPE_FILE.findall(before) else Path("sweep.yaml")
+    (tmp_path / name).write_text(yaml.safe_dump(doc, sort_keys=False))  # axes in the order written
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "sweep", str(name), "--list"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "error" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
+
+
 @pytest.mark.parametrize("page, line, code, before", ids("json"))
 def test_every_json_block_parses(page, line, code, before):
     text = code.strip()
