@@ -323,6 +323,35 @@ def test_every_sweep_block_lists_its_points(tmp_path, page, line, code, before):
     assert done.returncode == 0 and "error" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
 
 
+SYSTEM_JSON = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "endpoint-delay": 10,
+               "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1,
+               "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+               "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+
+
+@pytest.mark.parametrize("page, line, code, before", [p for p in ids("yaml") if "jobs:" in p.values[2]])
+def test_a_jobs_block_runs_with_the_files_it_names(tmp_path, page, line, code, before):
+    """A ``jobs:`` block names files of the reader's (system JSONs, a trace prefix, a comm-group
+    JSON); given them (an all-reduce trace of the job's ranks, a group of two), it runs as
+    written, every field read."""
+    doc = yaml.safe_load(code)
+    for value in [doc.get("system"), *(job.get("system") for job in doc["jobs"])]:
+        if isinstance(value, str):
+            (tmp_path / value).write_text(json.dumps(SYSTEM_JSON))
+    for job in doc["jobs"]:
+        if isinstance(job["workload"], str):
+            ranks = len(job.get("npus", [])) or doc["network"]["npus_count"][0] // len(doc["jobs"])
+            subprocess.run([sys.executable, "-m", "simpy_astra", "generate", "microbench", "--collective",
+                            "all_reduce", "--size", "1048576", "--num-npus", str(ranks), "--output",
+                            job["workload"]], cwd=tmp_path, check=True, capture_output=True)
+        if "comm_groups" in job:
+            (tmp_path / job["comm_groups"]).write_text(json.dumps({"1": [0, 1]}))
+    (tmp_path / "jobs.yaml").write_text(code)
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "jobs.yaml", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "warning" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
+
+
 @pytest.mark.parametrize("page, line, code, before", ids("json"))
 def test_every_json_block_parses(page, line, code, before):
     text = code.strip()
