@@ -323,6 +323,23 @@ def test_every_sweep_block_lists_its_points(tmp_path, page, line, code, before):
     assert done.returncode == 0 and "error" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
 
 
+@pytest.mark.parametrize("page, line, code, before", [p for p in ids("yaml") if '..."' in p.values[2]])
+def test_an_abridged_scenario_block_is_the_scenario_it_names(page, line, code, before):
+    """A block whose ``args`` end in ``...`` shows a scenario of the checkout named around it
+    (the README's and docs/megatron.md's SC'21 145.6B run): every field it shows is the file's,
+    and the arguments it shows are how the file's begin."""
+    text = " ".join(page.read_text().split())
+    named = re.findall(r"scenarios/[\w-]+\.yaml", text[:text.index(" ".join(code.split()[:3]))])
+    held = yaml.safe_load((ROOT / named[-1]).read_text())
+    shown = yaml.safe_load(code)
+    for section, fields in shown.items():
+        for key, value in fields.items():
+            if key == "args":
+                assert " ".join(held[section][key].split()).startswith(value.removesuffix("...").strip()), named[-1]
+            else:
+                assert held[section][key] == value, f"{page.name}:{line}: {section}.{key} is not {named[-1]}'s"
+
+
 SYSTEM_JSON = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "endpoint-delay": 10,
                "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1,
                "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
