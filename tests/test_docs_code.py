@@ -340,6 +340,21 @@ def test_an_abridged_scenario_block_is_the_scenario_it_names(page, line, code, b
                 assert held[section][key] == value, f"{page.name}:{line}: {section}.{key} is not {named[-1]}'s"
 
 
+def checkout_yaml(before: str) -> Path | None:
+    """The last YAML file of the checkout the prose just before a block names, if any."""
+    named = [ROOT / (a or b) for a, b in re.findall(r"`([\w./-]+\.ya?ml)`|\(([\w./-]+\.ya?ml)[,)]", before)]
+    return next((path for path in reversed(named) if path.is_file()), None)
+
+
+@pytest.mark.parametrize("page, line, code, before",
+                         [p for p in ids("yaml") if checkout_yaml(p.values[3]) and '..."' not in p.values[2]])
+def test_a_yaml_block_that_names_a_file_of_the_checkout_is_that_file(page, line, code, before):
+    """docs/calibration.md shows the network YAML of tests/data/nccl/... that its quoted fit
+    starts from; nothing but a reader's eye kept the two the same."""
+    path = checkout_yaml(before)
+    assert yaml.safe_load(code) == yaml.safe_load(path.read_text()), f"{page.name}:{line} is not {path}"
+
+
 SYSTEM_JSON = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "endpoint-delay": 10,
                "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1,
                "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
