@@ -276,6 +276,114 @@ def test_every_yaml_block_parses_and_a_network_yaml_runs(tmp_path, page, line, c
         assert len(reports) == n and all(r.finished_ns > 0 for r in reports)
 
 
+#: the scenario a ``network:`` block that hands in a graph, alone, is run in
+GRAPH_SCENARIO = ROOT / "scenarios" / "dragonfly_send_recv.yaml"
+
+
+@pytest.mark.parametrize("page, line, code, before",
+                         [p for p in ids("yaml") if "networkx:" in p.values[2] and "network:" in p.values[2]])
+def test_a_graph_block_runs_with_its_optional_lines_uncommented(tmp_path, page, line, code, before):
+    """The network README showed ``groups``, ``routing`` and ``routes`` beside ``topology:``;
+    a reader who uncommented them got three "is not a network field and is ignored" warnings
+    and a run that took none of them. Each commented key line, uncommented, must be read."""
+    uncommented = re.sub(r"^(\s*)# (?=[\w.-]+:)", r"\1", code, flags=re.M)
+    doc = yaml.safe_load(uncommented)
+    module = doc["network"]["topology"]["networkx"].partition(":")[0]
+    (tmp_path / f"{module}.py").write_text(next((ROOT / d / f"{module}.py").read_text()
+                                                for d in ("examples", "scenarios") if (ROOT / d / f"{module}.py").is_file()))
+    scenario = doc if "workload" in doc else {**yaml.safe_load(GRAPH_SCENARIO.read_text()), "network": doc["network"]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "s.yaml", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "warning" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
+
+
+#: the base a sweep block without one is listed over (a Megatron scenario: such a block sweeps its flags)
+SWEEP_BASE = ROOT / "scenarios" / "megatron_gpt_145b_sc21.yaml"
+
+
+@pytest.mark.parametrize("page, line, code, before", [p for p in ids("yaml") if "axes:" in p.values[2]])
+def test_every_sweep_block_lists_its_points(tmp_path, page, line, code, before):
+    """docs/sweeps.md's Megatron block swept tensor-model-parallel-size as an axis and in a
+    bundle, which ``sweep`` refuses (set by two axes) before listing a point. Each sweep block,
+    beside the files the pages show (its own base, else a Megatron scenario, and a copy of a
+    preset at any path it names), must list its points."""
+    write_recipe_files(tmp_path)
+    doc = yaml.safe_load(code)
+    if "base" not in doc:
+        (tmp_path / "base.yaml").write_text(SWEEP_BASE.read_text())
+        doc = {"base": "base.yaml", **doc}
+    for preset in doc["axes"].get("cluster.preset", []):
+        if preset.endswith(".yaml"):
+            (tmp_path / preset).write_text((ROOT / "simpy_astra/config/clusters/dgx-a100-80gb.yaml").read_text())
+    name = Path(RECIPE_FILE.findall(before)[-1][0]) if RECIPE_FILE.findall(before) else Path("sweep.yaml")
+    (tmp_path / name).write_text(yaml.safe_dump(doc, sort_keys=False))  # axes in the order written
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "sweep", str(name), "--list"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "error" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
+
+
+@pytest.mark.parametrize("page, line, code, before", [p for p in ids("yaml") if '..."' in p.values[2]])
+def test_an_abridged_scenario_block_is_the_scenario_it_names(page, line, code, before):
+    """A block whose ``args`` end in ``...`` shows a scenario of the checkout named around it
+    (the README's and docs/megatron.md's SC'21 145.6B run): every field it shows is the file's,
+    and the arguments it shows are how the file's begin."""
+    text = " ".join(page.read_text().split())
+    named = re.findall(r"scenarios/[\w-]+\.yaml", text[:text.index(" ".join(code.split()[:3]))])
+    held = yaml.safe_load((ROOT / named[-1]).read_text())
+    shown = yaml.safe_load(code)
+    for section, fields in shown.items():
+        for key, value in fields.items():
+            if key == "args":
+                assert " ".join(held[section][key].split()).startswith(value.removesuffix("...").strip()), named[-1]
+            else:
+                assert held[section][key] == value, f"{page.name}:{line}: {section}.{key} is not {named[-1]}'s"
+
+
+def checkout_yaml(before: str) -> Path | None:
+    """The last YAML file of the checkout the prose just before a block names, if any."""
+    named = [ROOT / (a or b) for a, b in re.findall(r"`([\w./-]+\.ya?ml)`|\(([\w./-]+\.ya?ml)[,)]", before)]
+    return next((path for path in reversed(named) if path.is_file()), None)
+
+
+@pytest.mark.parametrize("page, line, code, before",
+                         [p for p in ids("yaml") if checkout_yaml(p.values[3]) and '..."' not in p.values[2]])
+def test_a_yaml_block_that_names_a_file_of_the_checkout_is_that_file(page, line, code, before):
+    """docs/calibration.md shows the network YAML of tests/data/nccl/... that its quoted fit
+    starts from; nothing but a reader's eye kept the two the same."""
+    path = checkout_yaml(before)
+    assert yaml.safe_load(code) == yaml.safe_load(path.read_text()), f"{page.name}:{line} is not {path}"
+
+
+SYSTEM_JSON = {"scheduling-policy": "LIFO", "collective-optimization": "baseline", "endpoint-delay": 10,
+               "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1,
+               "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"],
+               "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct"]}
+
+
+@pytest.mark.parametrize("page, line, code, before", [p for p in ids("yaml") if "jobs:" in p.values[2]])
+def test_a_jobs_block_runs_with_the_files_it_names(tmp_path, page, line, code, before):
+    """A ``jobs:`` block names files of the reader's (system JSONs, a trace prefix, a comm-group
+    JSON); given them (an all-reduce trace of the job's ranks, a group of two), it runs as
+    written, every field read."""
+    doc = yaml.safe_load(code)
+    for value in [doc.get("system"), *(job.get("system") for job in doc["jobs"])]:
+        if isinstance(value, str):
+            (tmp_path / value).write_text(json.dumps(SYSTEM_JSON))
+    for job in doc["jobs"]:
+        if isinstance(job["workload"], str):
+            ranks = len(job.get("npus", [])) or doc["network"]["npus_count"][0] // len(doc["jobs"])
+            subprocess.run([sys.executable, "-m", "simpy_astra", "generate", "microbench", "--collective",
+                            "all_reduce", "--size", "1048576", "--num-npus", str(ranks), "--output",
+                            job["workload"]], cwd=tmp_path, check=True, capture_output=True)
+        if "comm_groups" in job:
+            (tmp_path / job["comm_groups"]).write_text(json.dumps({"1": [0, 1]}))
+    (tmp_path / "jobs.yaml").write_text(code)
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", "jobs.yaml", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "warning" not in done.stderr, f"{page.name}:{line}: {done.stderr}"
+
+
 @pytest.mark.parametrize("page, line, code, before", ids("json"))
 def test_every_json_block_parses(page, line, code, before):
     text = code.strip()

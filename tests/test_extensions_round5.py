@@ -25,6 +25,7 @@ import pytest
 from tests.test_extensions_round4 import MEM_BW, ONE_BYTE_PER_NS, E, L, d, reduce_ns, ring_all_reduce
 
 MIB = 2**20
+ROOT = Path(__file__).resolve().parents[1]
 
 #: the researcher's module, written from docs/collectives.md, collectives/README.md,
 #: docs/backends.md, simpy_astra/network/README.md, docs/generators.md and docs/cosimulation.md
@@ -673,6 +674,17 @@ def test_a_backend_with_a_shared_trunk_between_two_halves(r5):
     plain = _write(r5, "plain.yaml", workload, _system(all_to_all='"r5:SCATTER"'), _net("FullyConnected", 4),
                    "congestion_unaware")
     assert _finished(plain) == dict.fromkeys(range(4), d(piece) + E)
+    # the page's own block, as a reader copies it (it says this test runs it): the same figures
+    from simpy_astra.network.backends import BACKENDS
+    from tests.test_docs_code import blocks
+
+    BACKENDS.pop("trunk")  # 'r5:TRUNK' took the name the page's block registers (the fixture restores)
+
+    shown = [code for _, language, code, _ in blocks(ROOT / "docs" / "backends.md") if "class Trunk" in code]
+    (r5 / "trunk_doc.py").write_text(shown[0])
+    doc = _write(r5, "trunk_doc.yaml", workload, _system(all_to_all='"r5:SCATTER"'), _net("FullyConnected", 4),
+                 "trunk_doc:TRUNK")
+    assert _finished(doc) == finished
 
 
 NVLINK = "nvlink_gib_s: 0.931322574615478, nvlink_latency_ns: 250"  # 1 byte/ns, 250 ns a hop

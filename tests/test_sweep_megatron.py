@@ -175,6 +175,9 @@ def test_a_pasted_launch_script_base_sweeps_as_it_runs(tmp_path):
     {"workload.args.seq-length": [512, 1024], "workload.args.encoder-seq-length": [256]},
     {"workload.args.micro-batch-size": [1, 2], "workload.args.--micro-batch-size": [4]},
     {"workload.args.micro-batch-size": [1, 2], "b": {"named": {"x": {"workload.args.batch-size": 4}}}},
+    # a bundle first: its tp 8 vanished, the points listed as layout=t8 tp=1 and tp=2 ran tp 1 and 2
+    {"b": {"named": {"t8": {"workload.args.tensor-model-parallel-size": 8}}},
+     "workload.args.tensor-model-parallel-size": [1, 2]},
 ])
 def test_two_axes_on_one_flag_under_two_spellings_are_refused(tmp_path, axes):
     """--batch-size is --micro-batch-size: the later axis replaced the earlier's value in every

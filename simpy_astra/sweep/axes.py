@@ -194,20 +194,24 @@ def point_words(axes: list[Axis], coordinates: dict[str, Any], terse: bool = Fal
 
 def check_overlaps(path: str, axes: list[Axis], canonical: Callable[[str], str] = lambda dotted: dotted) -> None:
     """Refuse two axes that set one field when the later would make the earlier's values
-    vanish. A plain axis after a named bundle that sets the same field is the one allowed
-    overlap: the bundle gives the field its shape (a placeholder per dimension) and the plain
-    axis fills it (a scalar on a per-dimension list fills every element), as
-    ``scenarios/sweeps/cost_topology.yaml`` does. ``canonical`` names a field one way whatever
-    its spelling (a Megatron flag's other names, :func:`~simpy_astra.sweep.megatron_args.canonical_path`)."""
+    vanish. A plain axis after a named bundle that sets the same field to a list is the one
+    allowed overlap: the bundle gives the field its shape (a placeholder per dimension) and the
+    plain axis fills it (a scalar on a per-dimension list fills every element), as
+    ``scenarios/sweeps/cost_topology.yaml`` does; a bundle's single value (``tensor-model-
+    parallel-size: 8``) has no shape to fill, and the plain axis would replace it.
+    ``canonical`` names a field one way whatever its spelling (a Megatron flag's other names, :func:`~simpy_astra.sweep.megatron_args.canonical_path`)."""
     set_by_bundles: set[str] = set()
     set_by_plain: set[str] = set()
+    scalar_in_bundles: set[str] = set()  # no shape to fill: a plain axis after it replaces the value
     for axis in axes:
         if axis.bundles:
             fields = {canonical(k) for b in axis.bundles.values() for k in b}
             clash = sorted(fields & (set_by_plain | set_by_bundles))
+            scalar_in_bundles |= {canonical(k) for b in axis.bundles.values() for k, v in b.items()
+                                  if not isinstance(v, list)}
         else:
             fields = {canonical(axis.column)}
-            clash = sorted(fields & set_by_plain)
+            clash = sorted(fields & (set_by_plain | scalar_in_bundles))
         if clash:
             raise InputError(f"{path}: axes: {clash[0]} is set by two axes (the later would silently win); "
                              f"keep one, or fold both into one 'named' axis")
