@@ -38,7 +38,7 @@ def not_text(params, prefix):
     for rank in range(4):
         write_et(f"{prefix}.{rank}.et", [])
     with open(prefix + ".json", "wb") as f:
-        f.write(bytes([0xFF, 0xFE, 0x00]))
+        f.write(bytes([0xC3, 0x28, 0x00]))  # no byte-order mark: plain bad UTF-8
     return prefix + ".json"
 '''
 
