@@ -152,10 +152,10 @@ def _sweep(tmp_path, axes: dict):
     ({"cluster.nccl_algo": ["ring", "RING"]}, "axes: cluster.nccl_algo: ", "must be one of ring, tree, nvls"),
     ({"cluster.gpu.tensor_efficiency": [0.5, 1.5]}, "axes: cluster.gpu.tensor_efficiency: ", "must be in (0, 1]"),
     ({"cluster.oversubscription": [1, 0.5]}, "axes: cluster.oversubscription: ", "between 1 and 64"),
-    ({"cluster.inter_node_gbps": [800, -1]}, "axes: cluster.inter_node_gbps: ", "a positive number"),
+    ({"cluster.inter_node_gbps": [800, -1]}, "axes: cluster.inter_node_gbps: ", "must be between 0.001 and 1e+07"),
     ({"cluster.gpus": [16, 1]}, "axes: cluster.gpus: ", "2 or more"),
     ({"machine": {"named": {"a": {"cluster.gpu.hbm_gib": 40}, "b": {"cluster.gpu.hbm_gib": 0}}}},
-     "axes: machine: named: b: cluster.gpu.hbm_gib: ", "a positive number"),
+     "axes: machine: named: b: cluster.gpu.hbm_gib: ", "must be between 0.001 and 1e+07 (GiB; got 0)"),
 ])
 def test_a_cluster_axis_value_no_cluster_can_take_is_refused_before_any_point_runs(tmp_path, capsys, axes, where,
                                                                                   words):
