@@ -152,6 +152,27 @@ def test_a_contended_switch_uplink_serialises_the_whole_route() -> None:
     assert got == [(k, k * s + 2 * d) for k in range(3)]
 
 
+@pytest.mark.parametrize("watched", [False, True])
+def test_an_unwatched_switch_forwards_in_the_arrival_without_resuming_its_process(watched: bool) -> None:
+    # the switch's process waits on its bell, and ringing it would resume the process in
+    # place only to forward: unwatched, the arrival forwards itself (the bell stays unrung);
+    # a switch_forward watcher goes through the process. Same times either way.
+    env = simpy.Environment()
+    network = CongestionAwareNetwork(env, [Switch(2, BW, LAT)])
+    (switch,) = network.switches.values()
+    seen: list[int] = []
+    if watched:
+        switch.watch("switch_forward", lambda sw, key, size: seen.append(size))
+    bell = switch._doorbell.bell
+    out: list[tuple[int, int]] = []
+    network.recv(1, 0, 7, SIZE, None, None)
+    network.send(0, 1, 7, SIZE, lambda t: out.append((t, env.now)), 7)
+    env.run()
+    assert out == [(7, 2 * hop(LAT, SIZE, BW))]
+    assert (switch._doorbell.bell is not bell) is watched and switch.process.is_alive
+    assert seen == ([SIZE] if watched else [])
+
+
 def test_reference_regression_ring_all_reduce(tmp_path: Path) -> None:
     # ASTRA-sim's regression test runs on the aware binary: one message per link at a time
     n, size, splits = 8, 1 << 20, 4

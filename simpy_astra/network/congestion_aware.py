@@ -69,15 +69,30 @@ class SwitchProcess(SwitchElement):
     input links to the message's next link, at the instant it arrives (a link's arrival
     event rings the switch's :class:`~simpy_astra.engine.events.Doorbell`, so the process runs in
     that instant, as the reference forwards inside that event). The doorbell is its one
-    shortcut; the rest of the contract is :class:`~simpy_astra.network.switch.SwitchElement`'s."""
+    shortcut, and ``direct`` its one more: while nothing watches it and the process waits on
+    its bell, the arrival forwards itself, as the in-place resume would, without the resume;
+    the rest of the contract is :class:`~simpy_astra.network.switch.SwitchElement`'s."""
 
     def _start_process(self) -> simpy.Process:
         self._doorbell = Doorbell(self.env)
         return self.env.process(self._doorbell.serve())
 
+    #: set by the network when every link is a built-in one, whose ``offer`` cannot raise
+    #: (an error in a user's model stays the process's, as SimPy reports a failed process)
+    direct = False
+
     def receive(self, msg: _Message) -> None:
-        # the network's way on directly while nobody watches (a call less per message hop)
-        self._doorbell.ring(self._forward if self.probe_switch_forward is None else self.send_on, msg)
+        doorbell = self._doorbell
+        if self.probe_switch_forward is None:
+            if self.direct and doorbell.bell.callbacks:
+                # the process waits on its bell, so a ring would resume it in place to run
+                # just this call (a link's arrival, run by ``env.step``, rings it): call it
+                # here instead, a generator resume less per switch hop (-4% of st4 aware run instructions)
+                self._forward(msg)
+                return
+            doorbell.ring(self._forward, msg)  # the network's way on directly while nobody watches
+        else:
+            doorbell.ring(self.send_on, msg)
 
 
 def _at_whole_ns(env: simpy.Environment, deliver: Callable[[Any], None], model: type) -> Callable[[Any], None]:
@@ -134,7 +149,10 @@ class CongestionAwareNetwork(LinkLevelNetwork):
                               f"code, not in simpy-astra") from exc
 
     def _new_switch(self, device: DeviceId) -> SwitchProcess:
-        return self.switch_model(self.env, device, self._arrived, **self._switch_params)
+        switch = self.switch_model(self.env, device, self._arrived, **self._switch_params)
+        if type(switch) is SwitchProcess and self.link_model.__module__.startswith("simpy_astra."):
+            switch.direct = True
+        return switch
 
     # ------------------------------------------------------------------ public interface
     def send(self, src: int, dst: int, tag: int, size: int, fn: Handler, arg: Any) -> None:
@@ -177,8 +195,9 @@ class CongestionAwareNetwork(LinkLevelNetwork):
         hop = msg.hop + 1
         route = msg.route
         if hop == len(route):
-            if msg.key is not None:
-                self.board.arrived(msg.key)
+            key = msg.key
+            if key is not None:
+                key()  # the board's entry: it arrived (MessageBoard.arrived, a call less per message)
             else:
                 msg.done.succeed(self.env.now)
         else:
