@@ -164,6 +164,12 @@ def _entered(frame: Any) -> str:
     return f"{model_kind(owner)} '{class_name(type(owner))}', method {frame.f_code.co_name}()"
 
 
+def is_ours(cls: type) -> bool:
+    """Whether ``cls`` is one of simpy-astra's own classes (held to its contract by the
+    project's tests), not a user's plug-in, whose calls are checked and may raise."""
+    return cls.__module__.startswith("simpy_astra.")
+
+
 def class_name(cls: type) -> str:
     """``module:Class``, as a config names it."""
     return f"{cls.__module__}:{cls.__qualname__}"
