@@ -653,3 +653,19 @@ def test_a_front_end_that_fits_latency_and_bandwidth_from_two_runs(r6, backend, 
                   _net('"r6:DeBruijn"', 8), backend)
     fitted_alpha, fitted_beta = module.fit_alpha_beta(str(path))
     assert fitted_alpha == pytest.approx(alpha) and fitted_beta == pytest.approx(beta)
+
+
+@pytest.mark.parametrize("field, base", [("switch-model", "simpy_astra.network.switch:SwitchElement"),
+                                         ("link-model", "simpy_astra.network.link:LinkElement")])
+def test_a_models_serving_loop_written_without_a_yield_is_named(r6, field, base):
+    """`run()` is the serving loop, a generator (network/README.md); one written as a plain
+    method (a switch that serves from processes of its own, its `run` left as `pass`) was
+    SimPy's bare 'None is not a generator'. Now one line names the model, run() and the fix."""
+    module, cls = base.split(":")
+    (r6 / "noloop.py").write_text(f"from {module} import {cls}\n\n\nclass NoLoop({cls}):\n    def run(self):\n"
+                                  "        pass\n")
+    path = _write(r6, "noloop.yaml", "{generate: microbench, collective: send_recv, size: 8, num_npus: 4, src: 0, "
+                  "dst: 1}", _net("Switch", 4, f', {field}: "noloop:NoLoop"'), "congestion_aware")
+    done = _cli(r6, "run", path.name, "--quiet", status=2)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "'noloop:NoLoop': run() returned None; it must return a generator" in done.stderr
