@@ -69,8 +69,17 @@ def hierarchical_all_to_all(ctx, node, rail):
         yield ctx.endpoint()
 
 
+def hierarchical_traffic(shape):
+    """What one member sends in a phase (positions): S / NODE to each node peer, then
+    NODE x S / n to each rail peer, for the bound check's link-bandwidth floor."""
+    n, i, size = len(shape.members), shape.index, shape.size_bytes
+    node = [p for p in range(i - i % NODE, i - i % NODE + NODE) if p != i]
+    rail = [p for p in range(i % NODE, n, NODE) if p != i]
+    return [(p, size // NODE) for p in node] + [(p, NODE * size // n) for p in rail]
+
+
 HIER_A2A = CollectiveAlgorithm("hier_a2a", hierarchical_all_to_all, ring_final_size,
-                               kinds=frozenset({ALL_TO_ALL}), logical=node_and_rail)
+                               kinds=frozenset({ALL_TO_ALL}), logical=node_and_rail, traffic=hierarchical_traffic)
 
 
 def doubling_any(ctx):
@@ -122,6 +131,18 @@ class DeBruijn(BasicTopology):
 
     def hops(self, src, dst):
         return len(self.route(src, dst)) - 1
+
+
+ROUTER_NS = 200  # a router's pipeline between two links, which the analytical backend ignores
+
+
+class RoutedDeBruijn(DeBruijn):
+    """The de Bruijn graph whose analytical figure also counts ROUTER_NS at every NPU a
+    message passes through: path_profile is (latency ns, bandwidth GB/s) of the whole path."""
+
+    def path_profile(self, src, dst):
+        hops = self.hops(src, dst)
+        return hops * self.latency_ns + (hops - 1) * ROUTER_NS, self.bandwidth_gbps
 
 
 class OutputQueuedSwitch(SwitchElement):
@@ -229,14 +250,35 @@ def shift(params, prefix):
 
 
 def pairs(params, prefix):
-    """Each [src, dst] of pairs sends size bytes at time 0 (a tag per pair); every NPU of
-    num_npus writes its trace, empty if it is in no pair."""
+    """Each [src, dst] of pairs sends size bytes at time 0 (a tag per pair); an NPU of
+    num_npus in no pair computes for 0 us (a trace needs a node)."""
     nodes = {r: [] for r in range(params["num_npus"])}
     for tag, (src, dst) in enumerate(params["pairs"]):
         nodes[src].append(_p2p(len(nodes[src]), COMM_SEND_NODE, dst, params["size"], tag))
         nodes[dst].append(_p2p(len(nodes[dst]), COMM_RECV_NODE, src, params["size"], tag))
     for r, rank_nodes in nodes.items():
-        write_et(f"{prefix}.{r}.et", rank_nodes)
+        write_et(f"{prefix}.{r}.et", rank_nodes or [make_node(0, "nothing", COMP_NODE, duration_micros=0,
+                                                              attrs={"is_cpu_op": False})])
+
+
+def gpipe_forward(params, prefix):
+    """Forward passes of micro micro-batches through stages stages (NPU s is stage s): receive
+    the activation (tag m), compute compute_us, send it on; the sends and receives are the
+    pipeline's ('pp', so the breakdown calls waiting on a receive a bubble)."""
+    stages, micro, size = params["stages"], params["micro"], params["size"]
+    for s in range(stages):
+        nodes, last = [], []
+        for m in range(micro):
+            deps = list(last)
+            if s > 0:
+                nodes.append(_p2p(len(nodes), COMM_RECV_NODE, s - 1, size, m))
+                deps.append(len(nodes) - 1)
+            nodes.append(make_node(len(nodes), f"forward{m}", COMP_NODE, deps=deps,
+                                   duration_micros=params["compute_us"], attrs={"is_cpu_op": False}))
+            last = [len(nodes) - 1]
+            if s < stages - 1:
+                nodes.append(_p2p(len(nodes), COMM_SEND_NODE, s + 1, size, m, deps=last))
+        write_et(f"{prefix}.{s}.et", nodes, metadata_attrs={"p2p_dimension": "pp"})
 
 
 def sizes_burst(params, prefix):
@@ -244,8 +286,6 @@ def sizes_burst(params, prefix):
     sizes = params["sizes"]
     write_et(f"{prefix}.0.et", [_p2p(j, COMM_SEND_NODE, 1, s, j) for j, s in enumerate(sizes)])
     write_et(f"{prefix}.1.et", [_p2p(j, COMM_RECV_NODE, 0, s, j) for j, s in enumerate(sizes)])
-    for r in range(2, params.get("num_npus", 2)):
-        write_et(f"{prefix}.{r}.et", [])
 
 
 def moe(params, prefix):
@@ -424,6 +464,20 @@ def test_a_de_bruijn_topology_shifts_in_the_destinations_bits(r6, backend, per_h
     assert topo.hops(src, dst) == hops and all(pair in topo.links() for pair in zip(path, path[1:], strict=False))
 
 
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_a_path_profile_that_adds_a_routers_delay_on_the_analytical_backend(r6, backend):
+    """`path_profile` returns (latency ns, bandwidth GB/s), the reverse of `link_params`'s
+    order (docs/collectives.md): 0 -> 5 passes NPUs 1 and 2, so the analytical backend charges
+    3L + 2 x 200 + S; the link-level backends follow the links and never read it: 3 (L + S)."""
+    size = 1000
+    path = _write(r6, "routed.yaml", f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 8, "
+                  "src: 0, dst: 5}", _net('"r6:RoutedDeBruijn"', 8), backend)
+    want = 3 * L + 2 * 200 + size if backend == "congestion_unaware" else 3 * d(size)
+    assert _finished(path)[5] == want
+    guide = " ".join((Path(__file__).resolve().parents[1] / "docs" / "collectives.md").read_text().split())
+    assert "`(latency_ns, bandwidth_gbps)` of the whole path: mind the order" in guide
+
+
 # -- collective algorithms --------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
@@ -450,6 +504,22 @@ def test_recursive_doubling_on_six_npus_folds_the_two_extra_members_in_and_out(r
     assert _finished(path) == {0: first, 1: first, 2: middle, 3: middle, 4: extra, 5: extra}
 
 
+@pytest.mark.parametrize("size, warned", [(4000, False), (MIB, True)])
+def test_the_hierarchical_all_to_alls_traffic_feeds_the_bound_check(r6, size, warned):
+    """With `traffic=` (collectives/README.md) the analytical backend's bound check knows the
+    phase: on Switch(8) each NPU's up-link carries 3 x S/4 + S/2 = 1.25 S ns at 1 byte/ns,
+    while the run charges 2 x 2L + S/4 + S/2 + 2E. At 4,000 B that is 5,020 ns against a floor
+    of 5,000: no warning; at 1 MiB 788,452 against 1,310,720: 1.66x below, one warning."""
+    path = _write(r6, "bound.yaml", f"{{generate: microbench, collective: all_to_all, size: {size}, num_npus: 8}}",
+                  _net("Switch", 8), "congestion_unaware", _system(all_to_all="r6:HIER_A2A"))
+    done = _cli(r6, "run", path.name)
+    run_ns, floor_ns = 4 * L + size // 4 + size // 2 + 2 * E, 3 * (size // 4) + size // 2
+    assert f"sys[0] finished, {run_ns} cycles" in done.stdout
+    assert ("below its link-bandwidth floor" in done.stderr) == warned == (run_ns < floor_ns)
+    if warned:
+        assert f"all-to-all on Switch(8): {floor_ns / run_ns:.2f}x below" in done.stderr
+
+
 # -- a switch model and a link model ----------------------------------------------------------
 
 def test_a_switch_with_a_queue_per_output_port(r6):
@@ -469,6 +539,31 @@ def test_a_switch_with_a_queue_per_output_port(r6):
 
     plain = {0: 2 * L + 3 * size, 1: 2 * L + 2 * size, 2: 2 * L + 3 * size, 3: 2 * L + 2 * size}
     assert _finished(path, switch_model=module.SwitchElement) == plain
+
+
+def incast_ns(size: int, port_gbps: float) -> int:
+    """NPUs 1 and 2 send S to NPU 0 through the per-port switch: both in at L + S; the port
+    passes each in p = trunc(S / port rate); the second starts on the link when the port has
+    passed it and the first has left the wire (L + 2S + p), and takes L + S."""
+    p = int(size / (port_gbps * 2**30 / 1e9))
+    return max(L + size + 2 * p, L + 2 * size + p) + L + size
+
+
+def test_a_sweep_over_the_switch_models_own_parameter_loaded_by_plugin(r6):
+    """`sweep --plugin r6_plugin` (docs/sweeps.md) makes the short name `output_queued` known
+    to every point; an axis on its parameter, a constraint over that axis dropping 2 GB/s
+    before anything runs, and each point's incast at its closed form."""
+    size = 4000
+    _write(r6, "incast.yaml", f'{{generate: "r6:pairs", num_npus: 4, size: {size}, pairs: [[1, 0], [2, 0]]}}',
+           _net("Switch", 4, ", switch-model: {class: output_queued, port_gbps: 1}"), "congestion_aware")
+    (r6 / "ports.yaml").write_text("base: incast.yaml\naxes:\n  network.switch-model.port_gbps: [0.25, 0.5, 1, 2]\n"
+                                   "constraints:\n  - port_gbps <= 1\n")
+    _cli(r6, "sweep", "ports.yaml", "--out", "runs", "--plugin", "r6_plugin")
+    with open(r6 / "runs" / "results.csv") as f:
+        finish = {float(row["network.switch-model.port_gbps"]): int(row["finish_ns"]) for row in csv.DictReader(f)}
+    assert finish == {g: incast_ns(size, g) for g in (0.25, 0.5, 1)}
+    best = json.loads((r6 / "runs" / "best.json").read_text())["best"]
+    assert best["coordinates"] == {"network.switch-model.port_gbps": 1}
 
 
 def test_a_link_that_sends_the_smallest_waiting_message_first(r6):
@@ -604,6 +699,23 @@ def test_an_expert_parallel_generator_whose_groups_the_breakdown_calls_ep(r6):
     assert figures["iteration_time_ns"] == 2 * (5000 + a2a)
     assert {npu["breakdown_ns"]["comm.ep"] for npu in figures["npus"].values()} == {2 * a2a}
     assert len(figures["npus"]) == 8
+
+
+def test_a_gpipe_generator_whose_waits_the_breakdown_calls_bubble(r6):
+    """3 stages, 2 micro-batches of F = 10 us, activations of 4,000 B (h = d(4,000)); sends
+    take the one communication slot in turn, receives wait from t = 0. Stage 0 ends at
+    2F + h (its last send exposed: comm.pp h), stage 1 at 3F + 2h (a bubble of F + h before
+    its first micro-batch), stage 2 at 4F + 2h (a bubble of 2F + 2h): `--json-out`'s
+    `breakdown_ns` (docs/reports.md)."""
+    f, h = 10_000, d(4000)
+    path = _write(r6, "gpipe.yaml", '{generate: "r6:gpipe_forward", stages: 3, micro: 2, compute_us: 10, size: 4000}',
+                  _net("Ring", 3), "congestion_unaware")
+    _cli(r6, "run", path.name, "--quiet", "--json-out", "gpipe.json")
+    npus = json.loads((r6 / "gpipe.json").read_text())["npus"]
+    assert {k: (v["finished_ns"], v["breakdown_ns"]) for k, v in npus.items()} == {
+        "0": (2 * f + h, {"compute.other": 2 * f, "comm.pp": h}),
+        "1": (3 * f + 2 * h, {"compute.other": 2 * f, "comm.pp": h, "bubble": f + h}),
+        "2": (4 * f + 2 * h, {"compute.other": 2 * f, "bubble": 2 * f + 2 * h})}
 
 
 def test_a_csv_front_end_reads_its_table_from_the_working_directory_and_reruns_when_it_changes(r6):
