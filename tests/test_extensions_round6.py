@@ -781,3 +781,18 @@ def test_a_models_serving_loop_written_without_a_yield_is_named(r6, field, base)
     done = _cli(r6, "run", path.name, "--quiet", status=2)
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "'noloop:NoLoop': run() returned None; it must return a generator" in done.stderr
+
+
+def test_a_misspelt_kind_is_named_where_the_algorithm_is_made(r6):
+    """`kinds=frozenset({"allreduce"})` made an algorithm that implements nothing; the system
+    config that picked it was told only that it does not implement all_reduce. Now the module
+    that makes it stops with the kind, the kinds there are, and the line."""
+    (r6 / "typo.py").write_text("from simpy_astra.collectives.base import CollectiveAlgorithm, ring_final_size\n\n\n"
+                                "def one(ctx):\n    yield ctx.endpoint()\n\n\n"
+                                "ONE = CollectiveAlgorithm('one', one, ring_final_size, kinds=frozenset({'allreduce'}))\n")
+    path = _write(r6, "typo.yaml", "{generate: microbench, collective: all_reduce, size: 4000, num_npus: 4}",
+                  _net("Ring", 4), "congestion_unaware", _system(all_reduce="typo:ONE"))
+    done = _cli(r6, "run", path.name, "--quiet", status=2)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "kinds 'allreduce' is no collective; kinds are all_reduce, reduce_scatter, all_gather" in done.stderr
+    assert "typo.py:8" in done.stderr
