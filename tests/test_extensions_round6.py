@@ -478,6 +478,24 @@ def test_a_path_profile_that_adds_a_routers_delay_on_the_analytical_backend(r6, 
     assert "`(latency_ns, bandwidth_gbps)` of the whole path: mind the order" in guide
 
 
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware", "packet"])
+def test_ones_own_topology_stacked_under_a_ring_by_its_short_name(r6, backend):
+    """`topology: [DeBruijn, Ring]` (the plug-in's short name), 8 x 2 NPUs: NPU 13 is (5, 1),
+    so 0 -> 13 is 0 -> 1 -> 2 -> 5 in dimension 0, then one ring hop. The link-level backends
+    follow all 4 hops: 4 (L + S) store-and-forward, 4L + S + 3S pipelined in one packet of S;
+    the analytical one charges the first dimension the NPUs differ in, 3L + S, as ASTRA-sim
+    does (docs/backends.md)."""
+    size = 1000
+    path = _write(r6, "stacked.yaml", f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 16, "
+                  "src: 0, dst: 13}", f"{{topology: [DeBruijn, Ring], npus_count: [8, 2], "
+                  f"bandwidth: [{ONE_BYTE_PER_NS!r}, {ONE_BYTE_PER_NS!r}], latency: [{L}, {L}]}}", backend,
+                  extra="plugins: [r6_plugin]\n")
+    want = {"congestion_unaware": 3 * L + size, "congestion_aware": 4 * d(size), "packet": 4 * L + 4 * size}[backend]
+    assert _finished(path)[13] == want
+    guide = " ".join((Path(__file__).resolve().parents[1] / "docs" / "backends.md").read_text().split())
+    assert "charges the first dimension its two NPUs differ in, as ASTRA-sim does" in guide
+
+
 # -- collective algorithms --------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
