@@ -509,6 +509,23 @@ def test_a_hierarchical_all_to_all_built_by_a_logical_hook(r6, backend):
     assert set(_finished(path).values()) == {d(size // 4) + E + d(size // 2) + E}
 
 
+def test_a_traffic_matrix_of_the_hierarchical_all_to_all_from_observations(r6):
+    """`sim.on("message_delivered", ...)` (docs/cosimulation.md) over the 8-NPU run: each NPU
+    sends S/4 to its 3 node peers, delivered at d(S/4), and S/2 to its rail peer, delivered
+    at d(S/4) + E + d(S/2); nothing to anyone else."""
+    from simpy_astra.simulation import Simulation
+
+    size = 64_000
+    path = _write(r6, "a2a.yaml", f"{{generate: microbench, collective: all_to_all, size: {size}, num_npus: 8}}",
+                  _net("FullyConnected", 8), "congestion_unaware", _system(all_to_all="r6:HIER_A2A"))
+    sim, seen = Simulation.from_scenario(str(path)), {}
+    sim.on("message_delivered", lambda o: seen.setdefault((o.npu, o.peer), []).append((o.size_bytes, o.time_ns)))
+    sim.run()
+    node_peer = {(a, b): (size // 4, d(size // 4)) for a in range(8) for b in range(8) if a != b and a // 4 == b // 4}
+    rail_peer = {(a, a ^ 4): (size // 2, d(size // 4) + E + d(size // 2)) for a in range(8)}
+    assert seen == {pair: [sent] for pair, sent in {**node_peer, **rail_peer}.items()}
+
+
 def test_recursive_doubling_on_six_npus_folds_the_two_extra_members_in_and_out(r6):
     """n = 6, p = 4, r = 2 (fully connected, analytical; a round R = d(S) + E + P(S)): members
     0 and 1 first reduce what 4 and 5 hand them (R), then exchange with 1 (R) and 2 (its message
@@ -582,6 +599,23 @@ def test_a_sweep_over_the_switch_models_own_parameter_loaded_by_plugin(r6):
     assert finish == {g: incast_ns(size, g) for g in (0.25, 0.5, 1)}
     best = json.loads((r6 / "runs" / "best.json").read_text())["best"]
     assert best["coordinates"] == {"network.switch-model.port_gbps": 1}
+
+
+@pytest.mark.parametrize("params, says", [({"port_gbps": 0}, "port_gbps must be > 0 (got 0)"),
+                                          ({"port_gbs": 1}, "unknown parameter 'port_gbs' (did you mean 'port_gbps'?")])
+def test_the_switch_models_parameters_from_python_are_checked_as_the_yamls(r6, params, says):
+    """`Simulation.from_scenario(path, switch_model=..., switch_params=...)` (network/README.md):
+    the model's own ValueError and a misspelt key are an InputError naming `switch_model=`."""
+    import r6 as module
+
+    from simpy_astra.errors import InputError
+    from simpy_astra.simulation import Simulation
+
+    path = _write(r6, "plain.yaml", "{generate: microbench, collective: send_recv, size: 8, num_npus: 4, src: 0, dst: 1}",
+                  _net("Switch", 4), "congestion_aware")
+    with pytest.raises(InputError, match="switch_model=") as caught:
+        Simulation.from_scenario(str(path), switch_model=module.OutputQueuedSwitch, switch_params=params)
+    assert says in str(caught.value)
 
 
 def test_a_link_that_sends_the_smallest_waiting_message_first(r6):
