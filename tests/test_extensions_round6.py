@@ -195,6 +195,18 @@ class ShortestFirstLink(LinkElement):
         return sorted(self.waiting, key=lambda item: item.size)
 
 
+class NicLink(LinkElement):
+    """A link leaving an NPU (ids below npus; switches are numbered from there) first holds
+    each item nic_ns, the sending NIC's work; links leaving a switch hold nothing."""
+
+    def __init__(self, env, src, dst, bandwidth_gbps, latency_ns, on_arrival, npus: int = 0, nic_ns: int = 0):
+        super().__init__(env, src, dst, bandwidth_gbps, latency_ns, on_arrival)
+        self.nic_ns = nic_ns if src < npus else 0
+
+    def hold_ns(self, item):
+        return self.nic_ns
+
+
 RENDEZVOUS_BYTES = 65536  # from this size on, a message waits for a handshake
 
 
@@ -574,6 +586,18 @@ def test_a_switch_with_a_queue_per_output_port(r6):
 
     plain = {0: 2 * L + 3 * size, 1: 2 * L + 2 * size, 2: 2 * L + 3 * size, 3: 2 * L + 2 * size}
     assert _finished(path, switch_model=module.SwitchElement) == plain
+
+
+def test_a_nic_link_and_the_port_switch_together_in_one_network_yaml(r6):
+    """`link-model: {class: r6:NicLink, npus: 4, nic_ns: 300}` beside the per-port switch:
+    NPU 0 -> 3 through the switch is the NIC's 300 ns, a hop, the port's S / (2 B), a hop
+    (the switch's link holds nothing): 300 + 2 d(S) + S/2."""
+    size = 1000
+    path = _write(r6, "nic.yaml", f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 4, "
+                  "src: 0, dst: 3}", _net("Switch", 4, ", link-model: {class: r6:NicLink, npus: 4, nic_ns: 300}, "
+                                       f"switch-model: {{class: r6:OutputQueuedSwitch, port_gbps: {2 * ONE_BYTE_PER_NS!r}}}"),
+                  "congestion_aware")
+    assert _finished(path)[3] == 300 + 2 * d(size) + size // 2
 
 
 def incast_ns(size: int, port_gbps: float) -> int:
