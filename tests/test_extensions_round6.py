@@ -872,3 +872,23 @@ def test_a_misspelt_kind_is_named_where_the_algorithm_is_made(r6):
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "kinds 'allreduce' is no collective; kinds are all_reduce, reduce_scatter, all_gather" in done.stderr
     assert "typo.py:8" in done.stderr
+
+
+@pytest.mark.parametrize("body, returned", [("    ctx.post(right, ctx.size_bytes)\n", "None"),
+                                            ("    return [ctx.recv(left, ctx.size_bytes)]\n", "[<")])
+def test_an_algorithm_written_as_a_plain_function_is_told_to_yield(r6, body, returned):
+    """An algorithm that never yields (a plain function: its post sent, nothing waited on) was
+    'raised TypeError: NoneType object is not iterable (at the call, before any line of it
+    ran ...)', though every line of it had run; one returning a list of events ran them as if
+    yielded. Now one line says what it returned and that an algorithm is a generator."""
+    (r6 / "plain.py").write_text("from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, "
+                                 "ring_final_size\n\n\ndef plain(ctx):\n    n, i = len(ctx.members), ctx.index\n"
+                                 "    right, left = ctx.members[(i + 1) % n], ctx.members[(i - 1) % n]\n" + body +
+                                 "\n\nPLAIN = CollectiveAlgorithm('plain', plain, ring_final_size, "
+                                 "kinds=frozenset({ALL_REDUCE}))\n")
+    path = _write(r6, "plain.yaml", "{generate: microbench, collective: all_reduce, size: 4000, num_npus: 4}",
+                  _net("Ring", 4), "congestion_unaware", _system(all_reduce="plain:PLAIN"))
+    done = _cli(r6, "run", path.name, "--quiet", status=2)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"collective algorithm 'plain:PLAIN' returned {returned}" in done.stderr
+    assert "not a generator: an algorithm is a generator function" in done.stderr
