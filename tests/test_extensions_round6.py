@@ -892,3 +892,21 @@ def test_an_algorithm_written_as_a_plain_function_is_told_to_yield(r6, body, ret
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert f"collective algorithm 'plain:PLAIN' returned {returned}" in done.stderr
     assert "not a generator: an algorithm is a generator function" in done.stderr
+
+
+def test_spawning_the_function_instead_of_its_call_says_to_call_it(r6):
+    """`ctx.spawn(one_direction)` where collectives/README.md writes `ctx.spawn(one_direction(...))`
+    was 'raised TypeError: a collective algorithm must be a generator function (got <function
+    ...>)': no word of spawn, and the algorithm was a generator function. Now the line names
+    ctx.spawn and the call to write."""
+    (r6 / "spawned.py").write_text("from simpy_astra.collectives.base import ALL_REDUCE, CollectiveAlgorithm, "
+                                   "ring_final_size\n\n\ndef halves(ctx):\n    def half():\n"
+                                   "        yield ctx.endpoint()\n\n    yield ctx.spawn(half)\n\n\n"
+                                   "HALVES = CollectiveAlgorithm('halves', halves, ring_final_size, "
+                                   "kinds=frozenset({ALL_REDUCE}))\n")
+    path = _write(r6, "spawned.yaml", "{generate: microbench, collective: all_reduce, size: 4000, num_npus: 4}",
+                  _net("Ring", 4), "congestion_unaware", _system(all_reduce="spawned:HALVES"))
+    done = _cli(r6, "run", path.name, "--quiet", status=2)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert ("ctx.spawn(...): takes a running generator, not the function halves.<locals>.half: call it: "
+            "ctx.spawn(half(...))") in done.stderr
