@@ -190,6 +190,16 @@ def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
                        f"it must return {want}")
 
 
+def serving_loop(element: Any) -> Any:
+    """``element.run()``, held to being a generator (a model's serving loop): a ``run`` written
+    without a ``yield`` was SimPy's bare 'None is not a generator'."""
+    loop = element.run()
+    if not inspect.isgenerator(loop):
+        raise bad_return(element, "run", loop, "a generator: run() is the serving loop, a generator function "
+                         "with a yield (one that serves from processes of its own: `return` then `yield`)")
+    return loop
+
+
 def origin(obj: Any) -> str:
     """``module:qualname`` of a registered object (a function, a class, an algorithm's run
     function through its wrappers): the same after the module is imported again."""

@@ -63,6 +63,13 @@ class _Message:
         self.priority = priority
         self.ecn = False
 
+    @property
+    def next_link(self) -> Any:
+        """The link the message is handed to next, None from its last one: at a switch, the
+        output port it leaves by (a switch model's per-port queues key on it)."""
+        hop = self.hop + 1
+        return self.route[hop] if hop < len(self.route) else None
+
 
 class SwitchProcess(SwitchElement):
     """The built-in switch: a SimPy process that forwards each message arriving on one of its
