@@ -512,7 +512,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
         attention_dropout=a.attention_dropout, hidden_dropout=a.hidden_dropout,
         position_embeddings=_position_rows(a),
-        rope=("fused" if not a.no_rope_fusion else "unfused") if _rotary(a) else "", qk_layernorm=a.qk_layernorm,
+        rope=("fused" if _rope_fusion(a) else "unfused") if _rotary(a) else "", qk_layernorm=a.qk_layernorm,
         norm_params_per_channel=1 if a.normalization == "RMSNorm" else 2,
         moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
         grad_norm=a.clip_grad > 0,
@@ -561,6 +561,13 @@ def _rotary(a: argparse.Namespace) -> bool:
     """Rotary embeddings rotate the queries and keys of every layer (rope, and YaRN's and
     multimodal rope's variants of it)."""
     return a.use_rotary_position_embeddings or a.position_embedding_type in ("rope", "yarn", "mrope")
+
+
+def _rope_fusion(a: argparse.Namespace) -> bool:
+    """The rotary embedding runs as one fused kernel each way: Megatron fuses plain rope only
+    (``validate_args``: ``if args.position_embedding_type != 'rope': args.apply_rope_fusion =
+    False``), so YaRN and multimodal rope run PyTorch's separate kernels, ``--no-rope-fusion`` or not."""
+    return not a.no_rope_fusion and (a.use_rotary_position_embeddings or a.position_embedding_type == "rope")
 
 
 def _position_rows(a: argparse.Namespace) -> int:

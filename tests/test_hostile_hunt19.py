@@ -1,0 +1,39 @@
+"""A nineteenth hunt for inputs that ran as something other than what they say: each is now
+refused in one line naming the file, the field and the fix, warned of, or runs as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from simpy_astra.cli.main import main
+from tests.test_hostile_hunt7 import ARGS
+from tests.wrapped_lines import plain
+
+
+def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
+    return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8} | cluster}, name)
+
+
+def _step(tmp_path: Path, capsys, extra: str) -> tuple[str, list[str]]:
+    """The headline of ``ARGS + extra`` on 8 A100s, and its warnings (one line each)."""
+    assert main(["run", _megatron(tmp_path, f"{ARGS} {extra}"), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    return captured.out, [line for line in plain(captured.err).splitlines() if line.startswith("warning:")]
+
+
+def test_yarn_runs_its_rotary_embedding_unfused_as_megatron_does(tmp_path, capsys):
+    # Megatron fuses plain rope only (validate_args: apply_rope_fusion = False for any other
+    # type), yet a YaRN step was timed with the fused kernel, as fast as rope's
+    yarn, _ = _step(tmp_path, capsys, "--position-embedding-type yarn")
+    rope, _ = _step(tmp_path, capsys, "--position-embedding-type rope")
+    unfused, _ = _step(tmp_path, capsys, "--position-embedding-type rope --no-rope-fusion")
+    assert yarn != rope and yarn == unfused
