@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from simpy_astra.cli.main import main
@@ -37,3 +38,27 @@ def test_yarn_runs_its_rotary_embedding_unfused_as_megatron_does(tmp_path, capsy
     rope, _ = _step(tmp_path, capsys, "--position-embedding-type rope")
     unfused, _ = _step(tmp_path, capsys, "--position-embedding-type rope --no-rope-fusion")
     assert yarn != rope and yarn == unfused
+
+
+@pytest.mark.parametrize(("extra", "without", "flag", "why"), [
+    ("--ddp-bucket-size 1000", "", "--ddp-bucket-size", "without --overlap-grad-reduce"),
+    ("--no-rope-fusion", "", "--no-rope-fusion", "without --position-embedding-type rope"),
+    ("--position-embedding-type yarn --no-rope-fusion", "--position-embedding-type yarn", "--no-rope-fusion",
+     "without --position-embedding-type rope"),
+    ("--fp8-recipe tensorwise", "", "--fp8-recipe", "without --fp8-format"),
+    ("--fp8-recipe mxfp8", "", "--fp8-recipe", "without --fp8-format"),  # was refused as not modelled
+    ("--no-bias-swiglu-fusion", "", "--no-bias-swiglu-fusion", "without --swiglu"),
+    ("--swiglu --no-bias-gelu-fusion", "--swiglu", "--no-bias-gelu-fusion", "with --swiglu"),
+])
+def test_an_argument_megatron_reads_only_beside_another_is_warned_of(tmp_path, capsys, extra, without, flag, why):
+    # each ran in silence, its step the one without it: a sweep over it drew a flat line
+    said, warnings = _step(tmp_path, capsys, extra)
+    assert len(warnings) == 1 and f"workload.args: {flag} changes nothing {why}" in warnings[0], warnings
+    assert said == _step(tmp_path, capsys, without)[0]
+
+
+def test_a_bucket_size_with_overlapped_gradients_is_read_and_not_warned_of(tmp_path, capsys):
+    bucketed, warnings = _step(tmp_path, capsys, "--overlap-grad-reduce --ddp-bucket-size 1000")
+    assert not warnings
+    one, _ = _step(tmp_path, capsys, "--overlap-grad-reduce")
+    assert bucketed != one

@@ -451,7 +451,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     qk_scaling = a.apply_query_key_layer_scaling or (legacy and not a.no_query_key_layer_scaling)
     qk_scaling = qk_scaling and (a.fp16 or not te)
     cp_comm, cp_a2a = _context_parallel_exchange(a)
-    if a.fp8_recipe not in ("delayed", "tensorwise"):
+    if a.fp8_recipe not in ("delayed", "tensorwise") and a.fp8_format is not None:  # else never read (notes)
         raise InputError(f"{where}: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
                          f"current) scaling are modelled")
     if a.optimizer not in ("adam", "sgd"):
@@ -492,7 +492,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,
-        ddp_bucket_params=a.ddp_bucket_size or 0,
+        ddp_bucket_params=(a.ddp_bucket_size or 0) if a.overlap_grad_reduce else 0,  # else one bucket (notes)
         distribute_saved_activations=(a.distribute_saved_activations or a.distribute_checkpointed_activations)
         and tp > 1 and recompute == "full",
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
