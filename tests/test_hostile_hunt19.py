@@ -62,3 +62,38 @@ def test_a_bucket_size_with_overlapped_gradients_is_read_and_not_warned_of(tmp_p
     assert not warnings
     one, _ = _step(tmp_path, capsys, "--overlap-grad-reduce")
     assert bucketed != one
+
+
+def _sweep(tmp_path: Path, axes: dict, **more) -> str:
+    base = _megatron(tmp_path, name="base.yaml")
+    return _write(tmp_path, {"base": base, "axes": axes, **more}, "sweep.yaml")
+
+
+def _listed(capsys, sweep: str) -> list[str]:
+    """The points ``sweep --list`` prints, by their coordinates."""
+    assert main(["sweep", sweep, "--list"]) == 0
+    return [line.split(" ", 1)[1] for line in capsys.readouterr().out.splitlines()[1:]]
+
+
+@pytest.mark.parametrize(("axes", "constraint", "kept"), [
+    ({"cluster.nccl_algo": [None, "ring", "tree"]}, "nccl_algo == null", ["nccl_algo=null"]),
+    ({"cluster.nccl_algo": [None, "ring", "tree"]}, "nccl_algo != null", ["nccl_algo=ring", "nccl_algo=tree"]),
+    ({"cluster.nvls": [True, False]}, "nvls == false", ["nvls=off"]),
+])
+def test_a_constraint_may_name_null_true_and_false_as_the_sweep_writes_them(tmp_path, capsys, axes, constraint, kept):
+    # --list shows 'nccl_algo=null', yet 'nccl_algo == null' was refused with a list of 40 known
+    # names and None as a constant not allowed: no expression could keep NCCL's choice
+    assert _listed(capsys, _sweep(tmp_path, axes, constraints=[constraint])) == kept
+
+
+def test_an_axis_value_spelt_as_a_yaml_word_is_told_to_be_quoted(tmp_path, capsys):
+    sweep = _sweep(tmp_path, {"machine": {"named": {"null": {"cluster.gpus": 8}, "big": {"cluster.gpus": 16}}}},
+                   constraints=["machine != null"])
+    assert main(["sweep", sweep, "--list"]) == 2
+    assert "quote it: machine != 'null'" in capsys.readouterr().err
+
+
+def test_an_axis_called_as_a_yaml_word_is_refused(tmp_path, capsys):
+    sweep = _sweep(tmp_path, {"cluster.nccl_algo": {"values": ["ring", "tree"], "as": "null"}})
+    assert main(["sweep", sweep, "--list"]) == 2
+    assert "its name in expressions, 'null', is a YAML word" in capsys.readouterr().err
