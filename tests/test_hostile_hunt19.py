@@ -97,3 +97,17 @@ def test_an_axis_called_as_a_yaml_word_is_refused(tmp_path, capsys):
     sweep = _sweep(tmp_path, {"cluster.nccl_algo": {"values": ["ring", "tree"], "as": "null"}})
     assert main(["sweep", sweep, "--list"]) == 2
     assert "its name in expressions, 'null', is a YAML word" in capsys.readouterr().err
+
+
+def test_sweep_points_differing_only_in_a_share_their_algorithm_never_reads_run_once(tmp_path, capsys):
+    # nccl_tree_efficiency 0.5 and 1.0 beside nccl_algo: nvls ran as two rows of one step, the
+    # first crowned best of a tie, though the run itself says the share changes nothing there
+    axes = {"cluster.nccl_algo": [None, "nvls"], "cluster.nccl_tree_efficiency": [0.5, 1.0]}
+    sweep = _write(tmp_path, {"base": _megatron(tmp_path, name="base.yaml", preset="dgx-h100", gpus=16),
+                              "axes": axes}, "sweep.yaml")
+    assert main(["sweep", sweep, "--list"]) == 0
+    captured = capsys.readouterr()
+    points = [line.split(" ", 1)[1] for line in captured.out.splitlines()[1:]]
+    assert points == ["nccl_algo=null nccl_tree_efficiency=0.5", "nccl_algo=null nccl_tree_efficiency=1.0",
+                      "nccl_algo=nvls nccl_tree_efficiency=0.5"]
+    assert "cluster.nccl_tree_efficiency changes nothing where nccl_algo forces nvls" in " ".join(captured.err.split())
