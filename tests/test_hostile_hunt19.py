@@ -111,3 +111,13 @@ def test_sweep_points_differing_only_in_a_share_their_algorithm_never_reads_run_
     assert points == ["nccl_algo=null nccl_tree_efficiency=0.5", "nccl_algo=null nccl_tree_efficiency=1.0",
                       "nccl_algo=nvls nccl_tree_efficiency=0.5"]
     assert "cluster.nccl_tree_efficiency changes nothing where nccl_algo forces nvls" in " ".join(captured.err.split())
+
+
+def test_the_flex_dispatcher_on_one_expert_rank_is_refused_as_megatron_refuses_it(tmp_path, capsys):
+    # Megatron's DeepEP backend asserts TPxEP > 1 when it builds the dispatcher; the step ran
+    moe = f"{ARGS} --num-experts 4 --moe-token-dispatcher-type flex"
+    assert main(["run", _megatron(tmp_path, moe), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "workload.args: --moe-token-dispatcher-type flex" in err[0] and \
+        "DeepEP dispatcher requires TPxEP > 1" in err[0], err
+    assert main(["run", _megatron(tmp_path, f"{moe} --expert-model-parallel-size 2"), "--quiet"]) == 0
