@@ -121,3 +121,12 @@ def test_the_flex_dispatcher_on_one_expert_rank_is_refused_as_megatron_refuses_i
     assert len(err) == 1 and "workload.args: --moe-token-dispatcher-type flex" in err[0] and \
         "DeepEP dispatcher requires TPxEP > 1" in err[0], err
     assert main(["run", _megatron(tmp_path, f"{moe} --expert-model-parallel-size 2"), "--quiet"]) == 0
+
+
+def test_no_experts_is_a_dense_model_as_megatron_reads_it(tmp_path, capsys):
+    # validate_args: 'if args.num_experts == 0: args.num_experts = None'; it was refused as
+    # 'must be an integer >= 1', so a sweep over num-experts [0, 8] (dense against MoE) failed
+    dense, warnings = _step(tmp_path, capsys, "--num-experts 0")
+    assert dense == _step(tmp_path, capsys, "")[0] and not warnings
+    said, warnings = _step(tmp_path, capsys, "--num-experts 0 --moe-grouped-gemm")
+    assert said == dense and "--moe-grouped-gemm changes nothing without --num-experts" in warnings[0]

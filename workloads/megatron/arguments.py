@@ -292,9 +292,10 @@ def _range_problem(action: argparse.Action, value) -> str | None:
         return None if 0.0 <= value < math.inf else "must be a finite number, at least 0"
     if action.type is float and not 0.0 <= value <= 1.0:
         return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
-    if action.type is int and value < 1:  # a dense model leaves --num-experts out
-        why = " (Megatron: num_moe_experts must be non-negative); leave it out for a dense model"
-        return "must be an integer >= 1" + (why if action.dest == "num_experts" else "")
+    if action.dest == "num_experts" and value < 0:  # 0 is a dense model: validate_args makes it None
+        return "must be an integer >= 0 (Megatron: num_moe_experts must be non-negative; 0 is a dense model)"
+    if action.type is int and value < 1 and action.dest != "num_experts":
+        return "must be an integer >= 1"
     if action.type is int and value > 2**63 - 1:  # past torch's int64; as a float, past any double
         return f"must be at most {2**63 - 1:,} (torch's int64 holds no larger count)"
     return None
@@ -328,6 +329,8 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     except ArgparseError as exc:
         raise InputError(f"{where}: {exc}") from None
     _check_ranges(p, known, where)
+    if known.num_experts == 0:  # validate_args (since 2024-07): 'if args.num_experts == 0: args.num_experts = None'
+        known.num_experts = None
     _check_vocabulary(known, reading.others, where)
     bounds.check_gpus(gpus, gpus_where or where)
     rules.check(known, gpus, reading.others, where)
