@@ -130,3 +130,21 @@ def test_no_experts_is_a_dense_model_as_megatron_reads_it(tmp_path, capsys):
     assert dense == _step(tmp_path, capsys, "")[0] and not warnings
     said, warnings = _step(tmp_path, capsys, "--num-experts 0 --moe-grouped-gemm")
     assert said == dense and "--moe-grouped-gemm changes nothing without --num-experts" in warnings[0]
+
+
+@pytest.mark.parametrize(("register", "said"), [
+    ("collectives.register('', ring)", "collective algorithm name '' is not one a config can give"),
+    ("collectives.register(' myring', ring)", "collective algorithm name ' myring' is not one a config can give"),
+    ("collectives.register(7, ring)", "collective algorithm name 7 is an int, not a string"),
+    ("topologies.register('', Ring)", "topology name '' is not one a config can give"),
+])
+def test_a_plugin_registering_under_a_name_no_config_can_give_is_told(tmp_path, capsys, monkeypatch, register, said):
+    # each registered in silence, and no system JSON or network YAML could ever select it
+    (tmp_path / "names19.py").write_text(
+        "from simpy_astra import collectives, topologies\nfrom simpy_astra.topologies.ring import Ring\n\n\n"
+        f"def ring(ctx):\n    yield ctx.timeout(0)\n\n\n{register}\n")
+    monkeypatch.chdir(tmp_path)
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
+    assert main(["run", str(scenario), "--plugin", "names19", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "names19" in err[0] and said in err[0], err
