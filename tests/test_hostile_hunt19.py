@@ -148,3 +148,26 @@ def test_a_plugin_registering_under_a_name_no_config_can_give_is_told(tmp_path, 
     assert main(["run", str(scenario), "--plugin", "names19", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "names19" in err[0] and said in err[0], err
+
+
+def _fat_tree_with(tmp_path: Path, link: dict) -> str:
+    """scenarios/fat_tree_all_to_all.yaml with its first leaf-spine link replaced by ``link``."""
+    scenarios = Path(__file__).resolve().parent.parent / "scenarios"
+    doc = yaml.safe_load((scenarios / "fat_tree_all_to_all.yaml").read_text())
+    doc["workload"] = str(scenarios / doc["workload"])
+    doc["network"]["graph"]["links"][16] = {"between": ["leaf0", "spine0"], **link}
+    return _write(tmp_path, doc)
+
+
+@pytest.mark.parametrize(("link", "backend", "said"), [
+    ({"latency": 1e300}, "congestion_aware", "field 'graph.links[16].latency' is 1e+300 ns per hop, past the horizon"),
+    ({"latency": 1e300}, "packet", "field 'graph.links[16].latency' is 1e+300 ns per hop, past the horizon"),
+    ({"bandwidth": 1e-300}, "packet", "field 'graph.links[16].bandwidth' is so low that 1 byte(s) would take past "
+                                      "the horizon"),
+])
+def test_a_graph_links_own_latency_or_bandwidth_past_the_horizon_is_refused(tmp_path, capsys, link, backend, said):
+    # a link's own latency of 1e300 ns stopped the run as 'internal error ... a simpy-astra bug',
+    # and a bandwidth of 1e-300 GB/s hung the packet backend; a dimension's were refused already
+    assert main(["run", _fat_tree_with(tmp_path, link), "--quiet", "--network-backend", backend]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / 's.yaml'}: network: {said}"), err
