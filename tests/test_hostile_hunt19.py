@@ -171,3 +171,14 @@ def test_a_graph_links_own_latency_or_bandwidth_past_the_horizon_is_refused(tmp_
     assert main(["run", _fat_tree_with(tmp_path, link), "--quiet", "--network-backend", backend]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / 's.yaml'}: network: {said}"), err
+
+
+def test_a_packet_timer_past_two_to_the_53_ns_fires_after_now():
+    # a delay rounded away by a float at such a time re-fired in the same instant with nothing
+    # changed, for ever: a fat tree with one link of 1e-12 GB/s hung the packet backend
+    from simpy_astra.network.packet.trains import instant_after
+
+    now = 5 * 10**18
+    assert float(now) + 0.5 == float(now)  # the fraction a float cannot hold there
+    assert instant_after(now, 0.5) == now + 1 and instant_after(now, 1e-12) == now
+    assert instant_after(1000, 0.5) == 1001 and instant_after(1000, 2.0) == 1002  # as before below 2^53
