@@ -211,7 +211,15 @@ def claim(registry: dict[str, Any], name: str, obj: Any, what: str) -> None:
     """Refuse to register ``obj`` under a ``name`` that ``registry`` already gives to another
     object (one of ours, or another module's): a plug-in must never silently replace an
     algorithm, topology or model other configs mean by that name. The same object, or the same
-    ``module:qualname`` imported again (a plug-in loaded twice), may register again."""
+    ``module:qualname`` imported again (a plug-in loaded twice), may register again. A name no
+    config can spell (not a string, empty, on more than one line, spaces around it) is refused:
+    registered in silence, its object could never be named."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name {name!r} is {a_kind(name)}, not a string: a config names what it runs by "
+                        f"a string")
+    if not name.strip() or name != name.strip() or not name.isprintable():
+        raise ValueError(f"{what} name {name!r} is not one a config can give: write a non-empty name on one line, "
+                         f"without spaces around it")
     taken = registry.get(name)
     if taken is None or taken is obj or origin(taken) == origin(obj):
         return

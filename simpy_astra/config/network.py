@@ -197,8 +197,21 @@ def _listed_dimensions(data: dict, src: str) -> tuple[list[str], list[int], tupl
             build_topology(name, npus[i], bandwidth[i], latency[i], spec)  # connectivity check
         except GraphSpecError as exc:
             raise InputError.at(src, exc.field, exc.problem) from None
+        _graph_links_within_horizon(data.get("graph"), src)
         specs.append(spec)
     return topology, npus, bandwidth, latency, specs
+
+
+def _graph_links_within_horizon(graph: Any, src: str) -> None:
+    """A graph link's own latency and bandwidth (parsed: finite and positive) within the
+    horizon, as a dimension's are: a link of 1e300 ns stopped an aware or packet run as a
+    simpy-astra bug, and one of 1e-300 GB/s hung the packet backend."""
+    for i, item in enumerate(graph.get("links") or [] if isinstance(graph, dict) else []):
+        if isinstance(item, dict) and "latency" in item:
+            horizon.check_ns(float(item["latency"]), src, f"graph.links[{i}].latency", " per hop")
+        if isinstance(item, dict) and "bandwidth" in item:
+            horizon.check_bandwidth(network_gbps_to_bytes_per_ns(float(item["bandwidth"])), src,
+                                    f"graph.links[{i}].bandwidth")
 
 
 #: the keys of ``topology: {networkx: pkg.mod:build, ...}``
@@ -306,7 +319,9 @@ def with_graph(net: NetworkConfig, graph: Any, routes: Any = None, where: str = 
         raise InputError(f"{where}: the graph has {n} NPUs but {net.source} has {net.total_npus}; the "
                          f"workload, comm groups and memory are checked against the network's NPU count, "
                          f"so give a network with {n} NPUs")
-    bandwidth, latency = networkx_dimension_values(spec)
+    bandwidth, latency = networkx_dimension_values(spec)  # the slowest link, the largest latency
+    horizon.check_ns(latency, where, "latency_ns", " per hop (the graph's largest)")
+    horizon.check_bandwidth(network_gbps_to_bytes_per_ns(bandwidth), where, "bandwidth_gbps (the graph's slowest)")
     return dataclasses.replace(net, topology=("Graph",), npus_count=(n,), bandwidth_gbps=(bandwidth,),
                                latency_ns=(latency,), graph_specs=(spec,))
 

@@ -51,17 +51,23 @@ def refuse_unread_cluster_keys(path: str, written: dict, users: tuple[bool, bool
         raise InputError(f"{path}: cluster.{key}: {unread[key]}, so it would change nothing; remove {key}")
 
 
-def unused_algorithm_shares(where: str, written: dict) -> list[str]:
-    """A line for each fitted share of an NCCL algorithm that this cluster never runs (its tree
-    share beside ``nccl_algo: ring``, its NVLS share beside ``nvls: false``): the step is the
-    same without it. Said, not refused: a calibrated cluster keeps every share, and a sweep over
-    ``nccl_algo`` (what if NCCL ran the ring here) gives them to every point."""
+def unused_share_keys(written: dict) -> dict[str, str]:
+    """Each fitted share of an NCCL algorithm that this cluster never runs (its tree share beside
+    ``nccl_algo: ring``, its NVLS share beside ``nvls: false``) -> why: the step is the same
+    without it (a sweep runs such points once)."""
     forced = written.get("nccl_algo")
-    out = []
+    out = {}
     for algo in ("tree", "nvls"):
         why = (f"nccl_algo forces {forced}" if forced in ("ring", "tree", "nvls") and forced != algo else
                "nvls is false (no NVLink SHARP)" if algo == "nvls" and written.get("nvls") is False else None)
         if why is not None and f"nccl_{algo}_efficiency" in written:
-            out.append(f"{where}.nccl_{algo}_efficiency changes nothing here: it is read only when NCCL's "
-                       f"all-reduce runs {algo}, and {why}")
+            out[f"nccl_{algo}_efficiency"] = why
     return out
+
+
+def unused_algorithm_shares(where: str, written: dict) -> list[str]:
+    """A line for each of :func:`unused_share_keys`. Said, not refused: a calibrated cluster
+    keeps every share, and a sweep over ``nccl_algo`` (what if NCCL ran the ring here) gives them
+    to every point."""
+    return [f"{where}.{key} changes nothing here: it is read only when NCCL's all-reduce runs "
+            f"{key.split('_')[1]}, and {why}" for key, why in unused_share_keys(written).items()]

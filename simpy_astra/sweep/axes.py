@@ -14,7 +14,7 @@ from typing import Any
 
 from simpy_astra.config.readers import nearest_key
 from simpy_astra.errors import InputError, printable
-from simpy_astra.sweep.expressions import FUNCTION_NAMES
+from simpy_astra.sweep.expressions import FUNCTION_NAMES, YAML_WORDS
 
 MAX_POINTS = 100_000
 
@@ -235,11 +235,13 @@ def _range_values(start: float, stop: float, step: float) -> list[float]:
 
 
 def refuse_unnameable(path: str, axes: list[Axis]) -> None:
-    """An axis whose name in expressions is a Python keyword or one of their functions: ``as:
-    for`` made every expression naming it a syntax error, and ``min`` hid the function."""
+    """An axis whose name in expressions is a Python keyword, one of their functions or a YAML
+    word: ``as: for`` made every expression naming it a syntax error, ``min`` hid the function
+    and ``null`` would hide no value."""
     for axis in axes:
-        if keyword.iskeyword(axis.name) or axis.name in FUNCTION_NAMES:
-            what = "a Python keyword" if keyword.iskeyword(axis.name) else "a function of expressions"
+        if keyword.iskeyword(axis.name) or axis.name in FUNCTION_NAMES or axis.name in YAML_WORDS:
+            what = ("a Python keyword" if keyword.iskeyword(axis.name) else "a function of expressions"
+                    if axis.name in FUNCTION_NAMES else "a YAML word (null, true, false)")
             fix = (f"call it another name, e.g. as: {axis.name}_value" if axis.name != axis.column.replace("-", "_")
                    else f"rename the axis, e.g. {axis.name}_value")
             raise InputError(f"{path}: axes: {axis.column}: its name in expressions, {axis.name!r}, is {what}, "

@@ -110,6 +110,9 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 #: the names of those functions, which no axis may take (it would hide one)
 FUNCTION_NAMES = frozenset(_FUNCTIONS)
+#: YAML's words for no value and the switches, as the sweep file writes an axis's values and
+#: --list shows them (``nccl_algo=null``): names in every expression, which no axis may take
+YAML_WORDS: dict[str, Any] = {"null": None, "true": True, "false": False}
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
             ast.Name, ast.Constant, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 
@@ -143,7 +146,7 @@ class Expression:
         missing = self.names - set(values)
         if missing:
             raise InputError(f"{where}: '{self.text}' needs {sorted(missing)}, which this point lacks")
-        evaluator = SimpleEval(names=values, functions=_FUNCTIONS, operators=OPERATORS)
+        evaluator = SimpleEval(names={**YAML_WORDS, **values}, functions=_FUNCTIONS, operators=OPERATORS)
         try:
             return evaluator.eval(self.text)
         except Exception as exc:  # noqa: BLE001 - any evaluation failure is the expression's fault
@@ -153,7 +156,7 @@ class Expression:
 
                 flag = "--" + unset[0].replace("_", "-")
                 why = (f"the arguments leave {flag} unset, to a default Megatron derives; give {flag} in the base's "
-                       f"args or on an axis" if unset[0] in flag_names() else "null; compare it with == or != only")
+                       f"args or on an axis" if unset[0] in flag_names() else "null; compare it with == or != only, e.g. == null")
                 raise InputError(f"{where}: '{self.text}' cannot be evaluated: {unset[0]} has no value at this point "
                                  f"({why})") from None
             raise InputError(f"{where}: '{self.text}' cannot be evaluated ({type(exc).__name__}: {exc})") \
@@ -323,7 +326,10 @@ def parse_expression(text: Any, where: str, known: set[str], example: str = "dp*
         hint = ("; compare with '==', not '='" if re.search(r"(?<![=!<>])=(?!=)", text) else "")
         raise InputError(f"{where}: '{text}' is not a valid expression "
                          f"({getattr(exc, 'msg', None) or type(exc).__name__}){hint}") from None
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
+    written = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    # an axis's string value 'null' written bare would read as no value: told to quote it
+    _refuse_unquoted_values(tree, text, where, written & set(YAML_WORDS) & set(words or {}), words or {})
+    names = written - set(_FUNCTIONS) - set(YAML_WORDS)
     unknown = names - known
     if unknown:
         dashed = _dashed_names(text, known)

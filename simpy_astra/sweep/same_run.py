@@ -4,7 +4,8 @@ Two points whose scenarios read alike (``ring`` and ``[ring]``) are one run; so 
 Megatron-LM arguments launch one job (``--sequence-parallel`` at tp 1, which Megatron turns
 off; ``--recompute-granularity full`` beside ``--recompute-activations``, which Megatron makes
 selective), and two whose clusters differ only in a key that changes nothing at their size
-(``oversubscription`` under one leaf switch). Running both gave two rows of one step, the
+(``oversubscription`` under one leaf switch) or that it never reads (the tree's fitted share
+beside ``nccl_algo: nvls``). Running both gave two rows of one step, the
 first crowned best of a tie, and read as a finding that the axis changes nothing. The job is
 Megatron's own reading of the arguments (:func:`~simpy_astra.workloads.megatron.arguments.parse`,
 half a millisecond), so a point is compared by what runs, not by how it was written.
@@ -95,11 +96,14 @@ def why_alike(one: dict[str, Any], other: dict[str, Any]) -> str:
     why = []
     if megatron_args_of(one) != megatron_args_of(other):
         why.append("Megatron-LM runs their arguments alike")
+    from simpy_astra.config.unread_cluster_keys import unused_share_keys
+
     clusters = [c if isinstance(c, dict) else {} for c in (one.get("cluster"), other.get("cluster"))]
     for key in sorted(set(clusters[0]) | set(clusters[1])):
         if clusters[0].get(key) != clusters[1].get(key):
-            gpus = clusters[0].get("gpus")
-            why.append(f"cluster.{key} changes nothing at {gpus} GPUs")
+            share = unused_share_keys(clusters[0]).get(key) or unused_share_keys(clusters[1]).get(key)
+            why.append(f"cluster.{key} changes nothing where {share}" if share else
+                       f"cluster.{key} changes nothing at {clusters[0].get('gpus')} GPUs")
     return "; ".join(why)
 
 
@@ -136,9 +140,10 @@ _IDLE: dict[str, list[str]] = {}
 
 def _read_idle_keys(cluster: dict[str, Any]) -> list[str]:
     from simpy_astra.config.cluster import OLD_KEYS, load_cluster
+    from simpy_astra.config.unread_cluster_keys import unused_share_keys
 
     try:
-        idle = set(load_cluster(cluster, "cluster").idle_key_names(cluster))
+        idle = set(load_cluster(cluster, "cluster").idle_key_names(cluster)) | set(unused_share_keys(cluster))
     except InputError:
         return []
     return [key for key in cluster if OLD_KEYS.get(key, key) in idle]

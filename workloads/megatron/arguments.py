@@ -292,9 +292,10 @@ def _range_problem(action: argparse.Action, value) -> str | None:
         return None if 0.0 <= value < math.inf else "must be a finite number, at least 0"
     if action.type is float and not 0.0 <= value <= 1.0:
         return "must be a probability from 0 to 1, as PyTorch's Dropout requires"
-    if action.type is int and value < 1:  # a dense model leaves --num-experts out
-        why = " (Megatron: num_moe_experts must be non-negative); leave it out for a dense model"
-        return "must be an integer >= 1" + (why if action.dest == "num_experts" else "")
+    if action.dest == "num_experts" and value < 0:  # 0 is a dense model: validate_args makes it None
+        return "must be an integer >= 0 (Megatron: num_moe_experts must be non-negative; 0 is a dense model)"
+    if action.type is int and value < 1 and action.dest != "num_experts":
+        return "must be an integer >= 1"
     if action.type is int and value > 2**63 - 1:  # past torch's int64; as a float, past any double
         return f"must be at most {2**63 - 1:,} (torch's int64 holds no larger count)"
     return None
@@ -328,6 +329,8 @@ def parse(args: str | list[str], gpus: int, where: str = "megatron args",
     except ArgparseError as exc:
         raise InputError(f"{where}: {exc}") from None
     _check_ranges(p, known, where)
+    if known.num_experts == 0:  # validate_args (since 2024-07): 'if args.num_experts == 0: args.num_experts = None'
+        known.num_experts = None
     _check_vocabulary(known, reading.others, where)
     bounds.check_gpus(gpus, gpus_where or where)
     rules.check(known, gpus, reading.others, where)
@@ -451,7 +454,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
     qk_scaling = a.apply_query_key_layer_scaling or (legacy and not a.no_query_key_layer_scaling)
     qk_scaling = qk_scaling and (a.fp16 or not te)
     cp_comm, cp_a2a = _context_parallel_exchange(a)
-    if a.fp8_recipe not in ("delayed", "tensorwise"):
+    if a.fp8_recipe not in ("delayed", "tensorwise") and a.fp8_format is not None:  # else never read (notes)
         raise InputError(f"{where}: --fp8-recipe {a.fp8_recipe}: only delayed and tensorwise (per-tensor "
                          f"current) scaling are modelled")
     if a.optimizer not in ("adam", "sgd"):
@@ -492,7 +495,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         grads_in_bf16=(a.grad_reduce_in_bf16 or a.main_grads_dtype == "bf16") and precision == "bf16",
         grads_in_fp32=a.accumulate_allreduce_grads_in_fp32 and precision == "fp16",
         fp8_param_gather=a.fp8_param_gather and te,
-        ddp_bucket_params=a.ddp_bucket_size or 0,
+        ddp_bucket_params=(a.ddp_bucket_size or 0) if a.overlap_grad_reduce else 0,  # else one bucket (notes)
         distribute_saved_activations=(a.distribute_saved_activations or a.distribute_checkpointed_activations)
         and tp > 1 and recompute == "full",
         ddp=a.ddp_impl or "local", overlap_grad_reduce=a.overlap_grad_reduce or a.ddp_impl == "torch",
@@ -512,7 +515,7 @@ def _job(a: argparse.Namespace, gpus: int, where: str, text: str) -> MegatronJob
         query_key_layer_scaling=qk_scaling, softmax_in_fp32=te or qk_scaling or a.attention_softmax_in_fp32,
         attention_dropout=a.attention_dropout, hidden_dropout=a.hidden_dropout,
         position_embeddings=_position_rows(a),
-        rope=("fused" if not a.no_rope_fusion else "unfused") if _rotary(a) else "", qk_layernorm=a.qk_layernorm,
+        rope=("fused" if _rope_fusion(a) else "unfused") if _rotary(a) else "", qk_layernorm=a.qk_layernorm,
         norm_params_per_channel=1 if a.normalization == "RMSNorm" else 2,
         moment_bytes=_moment_bytes(a), master_bytes=_master_bytes(a, precision),
         grad_norm=a.clip_grad > 0,
@@ -561,6 +564,13 @@ def _rotary(a: argparse.Namespace) -> bool:
     """Rotary embeddings rotate the queries and keys of every layer (rope, and YaRN's and
     multimodal rope's variants of it)."""
     return a.use_rotary_position_embeddings or a.position_embedding_type in ("rope", "yarn", "mrope")
+
+
+def _rope_fusion(a: argparse.Namespace) -> bool:
+    """The rotary embedding runs as one fused kernel each way: Megatron fuses plain rope only
+    (``validate_args``: ``if args.position_embedding_type != 'rope': args.apply_rope_fusion =
+    False``), so YaRN and multimodal rope run PyTorch's separate kernels, ``--no-rope-fusion`` or not."""
+    return not a.no_rope_fusion and (a.use_rotary_position_embeddings or a.position_embedding_type == "rope")
 
 
 def _position_rows(a: argparse.Namespace) -> int:

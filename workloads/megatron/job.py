@@ -151,7 +151,8 @@ class MegatronJob:
     #: ``--moe-layer-freq`` as a pattern: whether each layer has experts (empty: ``moe_every``)
     moe_pattern: tuple[bool, ...] = ()
     #: rotary embeddings' kernels on the queries and keys: "fused" (Megatron-Core's default
-    #: since 2024-01, one kernel each way), "unfused" (``--no-rope-fusion``), "" (none)
+    #: since 2024-01, one kernel each way, for plain rope only), "unfused" (``--no-rope-fusion``,
+    #: YaRN, multimodal rope), "" (none)
     rope: str = ""
     #: ``--qk-layernorm``: a norm over each head of the queries and keys before attention
     qk_layernorm: bool = False

@@ -6,8 +6,9 @@ changes in silence (``--recompute-activations`` makes a full granularity selecti
 arguments it takes in silence that change nothing in the step timed here: hierarchical
 context-parallel sizes beside a ``--cp-comm-type`` without ``a2a+p2p``, ``--overlap-p2p-communication``
 on plain 1F1B, ``--fp8-format`` and
-``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), and a
-batch-size ramp, whose steps before its end are smaller than the one timed. A study that sweeps
+``--tp-comm-overlap`` on Megatron's own layers (only Transformer Engine's read them), a bucket
+size without overlapped gradients, an FP8 recipe without FP8, one activation's or position
+type's fusion switch beside another (:data:`_UNREAD`), and a batch-size ramp, whose steps before its end are smaller than the one timed. A study that sweeps
 such an argument should not read a flat line as a finding.
 """
 
@@ -39,6 +40,19 @@ _UNREAD: tuple[tuple[tuple[str, ...], Callable[[argparse.Namespace], bool], str,
      "give --optimizer sgd"),
     (("--cp-comm-type",), lambda a: a.context_parallel_size == 1,
      "at --context-parallel-size 1: attention exchanges nothing", "set --context-parallel-size 2 or more"),
+    (("--ddp-bucket-size",), lambda a: not a.overlap_grad_reduce,
+     "without --overlap-grad-reduce: Megatron syncs the gradients as one bucket after the backward "
+     "(DistributedDataParallel: bucket_size = None when overlap_grad_reduce is off)", "add --overlap-grad-reduce"),
+    (("--no-rope-fusion",), lambda a: not (a.use_rotary_position_embeddings or a.position_embedding_type == "rope"),
+     "without --position-embedding-type rope: Megatron fuses only plain rope and turns the fusion off for every "
+     "other type (validate_args: apply_rope_fusion = False)", "give --position-embedding-type rope"),
+    (("--fp8-recipe",), lambda a: a.fp8_format is None,
+     "without --fp8-format: only FP8 layers are scaled by a recipe", "add --fp8-format hybrid"),
+    (("--no-bias-swiglu-fusion",), lambda a: not a.swiglu,
+     "without --swiglu: the MLP's GeLU is fused by --no-bias-gelu-fusion's setting", "give --swiglu"),
+    (("--no-bias-gelu-fusion",), lambda a: a.swiglu,
+     "with --swiglu: Megatron fuses SwiGLU's bias by --no-bias-swiglu-fusion's setting "
+     "(core_transformer_config_from_args)", "give --no-bias-swiglu-fusion"),
     (("--overlap-p2p-communication",), lambda a: virtual_stages(a) == 1,
      "without the interleaved schedule: Megatron overlaps pipeline sends only in interleaved 1F1B and turns "
      "overlap_p2p_comm off otherwise (non-interleaved schedule does not support overlapping p2p communication)",

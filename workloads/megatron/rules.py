@@ -426,6 +426,12 @@ def _experts(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None
         refuse(where, "top-k at most experts",
                f"--moe-router-topk {topk} is more than --num-experts {experts} (a token cannot go to more "
                f"experts than there are)")
+    if dispatcher == "flex" and etp * ep == 1:  # (its other backends, --moe-flex-dispatcher-backend, are refused)
+        refuse(where, "flex dispatcher needs tp x ep > 1",
+               "--moe-token-dispatcher-type flex with expert tensor x expert model parallel size 1 x 1: its DeepEP "
+               "backend spreads tokens over the experts' tp x ep ranks (Megatron, MoEFlexTokenDispatcher: DeepEP "
+               "dispatcher requires TPxEP > 1); give --expert-model-parallel-size 2 or more, or --moe-token-"
+               "dispatcher-type alltoall")
 
 
 def _activation(a: argparse.Namespace, gpus: int, others: dict, where: str) -> None:

@@ -30,6 +30,7 @@ from simpy_astra.network.packet.trains import (
     TrainPath,
     UsersPut,
     alone_share,
+    instant_after,
 )
 from simpy_astra.topologies.base import BasicTopology
 
@@ -226,7 +227,7 @@ class PacketNetwork(LinkLevelNetwork):
             if timer.at_ns is not None:
                 timer.cancel()
             return
-        at_ns = math.ceil(now + soonest - 1e-9)
+        at_ns = instant_after(now, soonest)
         if timer.at_ns is not None and now <= timer.at_ns <= at_ns:
             return
         flow.own_hop_timer().arm(self.env, at_ns, self._hop_emptied, flow)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
-from simpy_astra.network.packet.trains import MAX_ROUNDS
+from simpy_astra.network.packet.trains import MAX_ROUNDS, instant_after
 
 if TYPE_CHECKING:
     from simpy_astra.network.packet.port import Port
@@ -64,7 +64,7 @@ class SwitchProcess:
             self.network.buffer_instant(port)
             return
         if soonest != math.inf:
-            port.arm_buffer_timer(math.ceil(self.env.now + soonest - 1e-9), self.notify)
+            port.arm_buffer_timer(instant_after(self.env.now, soonest), self.notify)
 
     def __repr__(self) -> str:
         return f"<SwitchProcess {self.device}>"

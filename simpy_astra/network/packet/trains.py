@@ -103,6 +103,15 @@ class TrainTimer:
             self._fire(event.value)
 
 
+def instant_after(now: int, delay_ns: float) -> int:
+    """The whole ns at which an event ``delay_ns`` after ``now`` fires (a delay within rounding
+    of 0 fires now). Past 2^53 ns a float cannot hold ``now`` plus a fraction, and a positive
+    delay rounded to ``now`` re-fired in the same instant with nothing changed, for ever (a
+    link of 1e-12 GB/s hung the run): such a delay fires 1 ns later."""
+    at_ns = math.ceil(now + delay_ns - 1e-9)
+    return now + 1 if at_ns <= now and delay_ns > 1e-9 else at_ns
+
+
 #: the timer of a train that never armed one of that kind (never armed: shared, read-only)
 NO_TIMER = TrainTimer()
 
