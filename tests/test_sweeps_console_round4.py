@@ -117,3 +117,32 @@ def test_a_cluster_preset_is_parsed_once_and_an_edit_is_still_seen(tmp_path, mon
     preset.write_text(preset.read_text().replace("hbm_gib: 80", "hbm_gib: 96"))
     assert load_cluster({"preset": str(preset), "gpus": 16}, "cluster").gpu["hbm_gib"] == 96
     assert first.gpu["hbm_gib"] == 80 and len(parses) == 2
+
+
+# ---------------------------------------------------------------- a sweep stopped early
+def test_an_interrupted_sweeps_best_is_called_the_best_so_far(tmp_path, monkeypatch, capsys):
+    """Ctrl-C after one of three layouts ran printed 'best: tp=1 -> ...' and the constraint's
+    best, as a finished sweep does; only the last line said 'interrupted', under them. Now the
+    header says interrupted and each best is 'best so far', and the finished row is kept."""
+    import dataclasses
+
+    import simpy_astra.sweep.runner as runner
+
+    real = runner.run_local
+
+    def stopped_after_one(todo, *args, **kwargs):  # Ctrl-C once the first point has its row
+        return dataclasses.replace(real(todo[:1], *args, **kwargs), interrupted=True)
+
+    monkeypatch.setattr(runner, "run_local", stopped_after_one)
+    path = sweep_file(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4]},
+                      constraints=["mfu > 0.01"])
+    out = tmp_path / "out"
+    assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 130
+    err = capsys.readouterr().err
+    assert [r["status"] for r in rows(out)] == ["ok"]
+    assert "sweep sweep: 1 of 3 points, 0 failed, " in err and " s, interrupted\n" in err
+    lines = err.splitlines()
+    assert any(line.startswith("best so far: tp=1 -> ") for line in lines)
+    assert any(line.startswith("best so far with mfu > 0.01: tp=1 -> ") for line in lines)
+    assert not any(line.startswith("best:") or line.startswith("best with") for line in lines)
+    assert lines[-2].startswith("interrupted: 1 of 3 points saved in ")
