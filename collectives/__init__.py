@@ -132,7 +132,12 @@ def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
     @functools.wraps(run)
     def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         try:
-            return (yield from run(*args, **kwargs))
+            phase = run(*args, **kwargs)
+            if not inspect.isgenerator(phase):  # a plain function ran whole: its sends were never waited on
+                raise PluginError(f"collective algorithm '{name}' returned {_short(phase)} when called, not a "
+                                  f"generator: an algorithm is a generator function that yields the events it "
+                                  f"waits for (yield ctx.recv(...), yield ctx.endpoint(); collectives/README.md)")
+            return (yield from phase)
         except (CollectiveError, PluginError, GeneratorExit):  # a PluginError names its own culprit:
             raise  # a backend, link model or topology of the user's, called from ctx.send
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - theirs, reported as theirs
@@ -140,6 +145,12 @@ def _users(name: str, run):  # noqa: ANN001, ANN202 - wraps any algorithm's run
             raise PluginError(user_code_problem(culprit, exc), exc) from None
 
     return wrapped
+
+
+def _short(value: object) -> str:
+    """``value`` as an error quotes it: its repr, cut to one short phrase."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"a {type(value).__name__}"
 
 
 def _call_users(name: str, what: str, fn, *args):  # noqa: ANN001, ANN002, ANN202 - any hook of theirs

@@ -113,6 +113,15 @@ class CollectiveAlgorithm:
     #: (:mod:`simpy_astra.engine.bandwidth_floor`) adds up; None: not known, no floor is derived
     traffic: Callable[[PhaseShape], list[tuple[int, int]]] | None = None
 
+    def __post_init__(self) -> None:
+        """A kind misspelt (``"allreduce"``) made the algorithm implement nothing, and the
+        system config that chose it was told only that it does not implement all_reduce."""
+        unknown = sorted(str(k) for k in self.kinds if k not in COLLECTIVE_KINDS)
+        if unknown:
+            raise ValueError(f"collective algorithm '{self.name}': kinds {', '.join(map(repr, unknown))} "
+                             f"{'is' if len(unknown) == 1 else 'are'} no collective; kinds are "
+                             f"{', '.join(COLLECTIVE_KINDS)} (ALL_REDUCE, ... in simpy_astra.collectives.base)")
+
 
 @dataclass(frozen=True)
 class PhaseShape:

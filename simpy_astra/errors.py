@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn, TypeVar
 
 #: a run of digits (and thousands commas) too long to read: shown by its first digits and count
@@ -19,6 +21,13 @@ _LONG_NUMBER = re.compile(r"\d[\d,]{39,}")
 def _shortened(found: re.Match[str]) -> str:
     digits = found[0].replace(",", "")
     return f"{found[0][:20]}... ({len(digits)} digits)"
+
+
+def _one_line(message: object) -> str:
+    """One line, whatever a parser put into the text we quote, and no number hundreds of digits
+    long (num_stacks: 1e200 written out made a line of 750 characters)."""
+    text = re.sub(r"\s*\n\s*", " ", str(message)).strip()
+    return _LONG_NUMBER.sub(_shortened, text)
 
 
 _E = TypeVar("_E", bound="AboutFile")
@@ -46,14 +55,55 @@ class AboutFile(Exception):
         return self
 
 
+@dataclass(frozen=True)
+class Param:
+    """A generator's parameter named in its error: the command line spells it as its flag
+    (``--num-npus``), a scenario as its field (``workload.num_npus``)."""
+
+    name: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+#: an error's line as text and the parameters it names (:attr:`InputError.parts`)
+Parts = tuple["str | Param", ...]
+
+
+def spelt(parts: Parts, name: Callable[[Param], str]) -> str:
+    """``parts`` as one line, each parameter spelt by ``name``."""
+    return "".join(p if isinstance(p, str) else name(p) for p in parts)
+
+
+_I = TypeVar("_I", bound="InputError")
+
+
 class InputError(AboutFile):
     """An input file or flag is invalid; the message is one line naming file, field and fix."""
 
+    #: a generator's error as parts (:meth:`of_params`): a :class:`Param` first when the error is
+    #: about that parameter, text first when about the whole job; None for a line written whole.
+    #: A front end names the parameters its own way from them, never by taking the text apart
+    parts: Parts | None = None
+
+    @classmethod
+    def of_params(cls, *parts: str | Param) -> InputError:
+        """The error ``parts`` make, worded for the command line (``--size: must be ...``)."""
+        return cls(spelt(parts, lambda p: p.flag)).with_parts(*parts)
+
+    def with_parts(self: _I, *parts: str | Param) -> _I:
+        """This error, keeping ``parts`` (the same line, its parameters as :class:`Param`)."""
+        self.parts = parts
+        return self
+
     def __init__(self, message: str) -> None:
-        # one line, whatever a parser put into the text we quote, and no number hundreds of
-        # digits long (num_stacks: 1e200 written out made a line of 750 characters)
-        text = re.sub(r"\s*\n\s*", " ", str(message)).strip()
-        super().__init__(_LONG_NUMBER.sub(_shortened, text))
+        super().__init__(_one_line(message))
+
+    def reworded(self: _I, message: str) -> _I:
+        """This error (its class, rule and parts kept) saying ``message`` instead."""
+        self.args = (_one_line(message),)
+        return self
 
     @property
     def message(self) -> str:

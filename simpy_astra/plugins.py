@@ -164,6 +164,12 @@ def _entered(frame: Any) -> str:
     return f"{model_kind(owner)} '{class_name(type(owner))}', method {frame.f_code.co_name}()"
 
 
+def is_ours(cls: type) -> bool:
+    """Whether ``cls`` is one of simpy-astra's own classes (held to its contract by the
+    project's tests), not a user's plug-in, whose calls are checked and may raise."""
+    return cls.__module__.startswith("simpy_astra.")
+
+
 def class_name(cls: type) -> str:
     """``module:Class``, as a config names it."""
     return f"{cls.__module__}:{cls.__qualname__}"
@@ -182,6 +188,16 @@ def bad_return(obj: Any, method: str, value: Any, want: str) -> PluginError:
     """The error for a user's model method that returned what the contract does not allow."""
     return PluginError(f"{model_kind(obj)} '{class_name(type(obj))}': {method}() returned {value!r}; "
                        f"it must return {want}")
+
+
+def serving_loop(element: Any) -> Any:
+    """``element.run()``, held to being a generator (a model's serving loop): a ``run`` written
+    without a ``yield`` was SimPy's bare 'None is not a generator'."""
+    loop = element.run()
+    if not inspect.isgenerator(loop):
+        raise bad_return(element, "run", loop, "a generator: run() is the serving loop, a generator function "
+                         "with a yield (one that serves from processes of its own: `return` then `yield`)")
+    return loop
 
 
 def origin(obj: Any) -> str:

@@ -152,13 +152,20 @@ def test_a_contended_switch_uplink_serialises_the_whole_route() -> None:
     assert got == [(k, k * s + 2 * d) for k in range(3)]
 
 
-@pytest.mark.parametrize("watched", [False, True])
-def test_an_unwatched_switch_forwards_in_the_arrival_without_resuming_its_process(watched: bool) -> None:
+class _UsersLink(Link):
+    """A user's link model (defined outside simpy-astra), behaving as the built-in one: its
+    ``offer`` might raise or hand a message on within the call, for all the switch knows."""
+
+
+@pytest.mark.parametrize("watched, link_model", [(False, None), (True, None), (False, _UsersLink)])
+def test_an_unwatched_switch_forwards_in_the_arrival_without_resuming_its_process(watched: bool,
+                                                                                  link_model: type | None) -> None:
     # the switch's process waits on its bell, and ringing it would resume the process in
-    # place only to forward: unwatched, the arrival forwards itself (the bell stays unrung);
-    # a switch_forward watcher goes through the process. Same times either way.
+    # place only to forward: unwatched, with our own links, the arrival forwards itself (the
+    # bell stays unrung); a switch_forward watcher or a user's link model goes through the
+    # process. Same times either way.
     env = simpy.Environment()
-    network = CongestionAwareNetwork(env, [Switch(2, BW, LAT)])
+    network = CongestionAwareNetwork(env, [Switch(2, BW, LAT)], link_model=link_model)
     (switch,) = network.switches.values()
     seen: list[int] = []
     if watched:
@@ -169,7 +176,8 @@ def test_an_unwatched_switch_forwards_in_the_arrival_without_resuming_its_proces
     network.send(0, 1, 7, SIZE, lambda t: out.append((t, env.now)), 7)
     env.run()
     assert out == [(7, 2 * hop(LAT, SIZE, BW))]
-    assert (switch._doorbell.bell is not bell) is watched and switch.process.is_alive
+    resumed = watched or link_model is not None
+    assert (switch._doorbell.bell is not bell) is resumed and switch.process.is_alive
     assert seen == ([SIZE] if watched else [])
 
 

@@ -18,7 +18,7 @@ from simpy_astra.sweep.summary import _digits, _winner, objective_text
 
 def _best_lines(objective: str, value, coordinates: dict, figures: dict | None = None) -> list[str]:
     spec = SimpleNamespace(axes=[Axis(c, c.rsplit(".", 1)[-1], (v,)) for c, v in coordinates.items()],
-                           objective=SimpleNamespace(text=objective), path="sweep.yaml")
+                           goals=SimpleNamespace(objective=SimpleNamespace(text=objective)), path="sweep.yaml")
     stream = io.StringIO()
     entry = {"key": "k", "objective": value, "coordinates": coordinates, "figures": figures or {}}
     named: set[str] = set()

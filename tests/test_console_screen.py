@@ -132,7 +132,7 @@ def test_a_sweeps_winner_is_named_by_its_axes_short_names_with_its_answer_within
                                  Axis(f"{args}pipeline-model-parallel-size", "pp", (8, 16)),
                                  Axis(f"{args}micro-batch-size", "mb", (2, 4)),
                                  Axis("recompute", "recompute", ("full", "selective"))],
-                           objective=SimpleNamespace(text="iteration_time_ns"))
+                           goals=SimpleNamespace(objective=SimpleNamespace(text="iteration_time_ns")))
     entry = {"key": "ca6dd9947bed", "objective": 28_307_589_178,
              "coordinates": {f"{args}tensor-model-parallel-size": 8, f"{args}pipeline-model-parallel-size": 8,
                              f"{args}micro-batch-size": 2, "recompute": "full"},
@@ -223,7 +223,7 @@ def test_a_sweeps_megatron_winner_says_what_its_memory_is_made_of_within_80_colu
     from simpy_astra.sweep.summary import _winner
 
     spec = SimpleNamespace(axes=[Axis("workload.args.tensor-model-parallel-size", "tp", (2, 8))],
-                           objective=SimpleNamespace(text="iteration_time_ns"))
+                           goals=SimpleNamespace(objective=SimpleNamespace(text="iteration_time_ns")))
     figures = {"iteration_time_ns": 12_880_347_025, "tflops_per_gpu": 565.4, "mfu": 0.57169,
                "memory_per_gpu_gib": 72.22, "memory_capacity_gib": 80, "fits": 1, "memory_weights_gib": 8.213,
                "memory_gradients_gib": 16.426, "memory_optimizer_gib": 3.08, "memory_activations_gib": 44.5,

@@ -61,7 +61,7 @@ def test_lab_sweep_is_the_lab_configuration(name: str) -> None:
     points = spec.points()
     # dp*tp*sp = 64 with powers of two: C(8, 2) = 28 triples; x recompute x 2 accountings
     assert len(points) == 112 == len({p.key for p in points})
-    assert [c.text for c in spec.result_constraints] == [
+    assert [c.text for c in spec.goals.result_constraints] == [
         "peak_memory_gb <= 80 and accounting == 'physical'", "peak_memory_gb <= 80 and accounting == 'stage'"]
     seen = set()
     for p in points:

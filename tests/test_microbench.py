@@ -124,3 +124,16 @@ def test_bad_send_recv_parameters(params: dict, match: str, tmp_path: Path, monk
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     with pytest.raises(InputError, match=match):
         materialise({"generate": "microbench", **params})
+
+
+def test_a_value_that_looks_like_a_flag_is_quoted_as_given(tmp_path: Path, monkeypatch) -> None:
+    """A scenario's error names the parameter as its field from the error's parts: the value
+    the user wrote is quoted as written, not taken for a flag and renamed ('workload.all_reduce'
+    when the generator's text was taken apart)."""
+    from simpy_astra.workloads.generated import materialise
+
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(InputError) as caught:
+        materialise({"generate": "microbench", "collective": "--all-reduce", "size": 8, "num_npus": 2},
+                    where="s.yaml: workload")
+    assert caught.value.message.startswith("s.yaml: workload.collective: '--all-reduce' is not one of all_reduce")

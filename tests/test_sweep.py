@@ -85,6 +85,20 @@ def test_bad_sweeps_are_input_errors(tmp_path, axes, constraints, message):
         load_sweep(path).points()
 
 
+def test_a_sweeps_goals_have_one_home(tmp_path):
+    """What a sweep asks of its points is read once into its goals, and the spec holds them
+    there: a field of both (the spec's copy made by ``**vars(goals)``) could drift apart."""
+    from dataclasses import fields
+
+    from simpy_astra.sweep.spec import SweepSpec
+    from simpy_astra.sweep.spec_goals import Goals
+
+    assert not {f.name for f in fields(SweepSpec)} & {f.name for f in fields(Goals)}
+    spec = load_sweep(bandwidth_sweep(tmp_path, constraints=["finish_ns <= 1e9"], report=["finish_ns"]))
+    assert [e.text for e in spec.goals.result_constraints] == ["finish_ns <= 1e9"]
+    assert [e.text for e in spec.goals.report] == ["finish_ns"] and spec.goals.objective.text == "finish_ns"
+
+
 # ---------------------------------------------------------------- running
 def test_sweep_rows_match_the_scenario_and_best_respects_constraints(tmp_path, capsys):
     out = tmp_path / "out"

@@ -378,13 +378,13 @@ def test_a_megatron_sweep_answers_in_the_jobs_figures_unless_told_otherwise(tmp_
     first (iteration time, TFLOP/s and MFU per GPU, memory per GPU), not the engine's finish and
     exposed-communication counters; a ``report:`` given is kept."""
     path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2]})
-    assert [e.text for e in load_sweep(path).report] == [
+    assert [e.text for e in load_sweep(path).goals.report] == [
         "iteration_time_ns", "tflops_per_gpu", "mfu", "memory_per_gpu_gib", "wall_s"]
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1"]) == 0
     table = capsys.readouterr().err
     assert "tflops_per_gpu" in table and "memory_per_gpu_gib" in table and "exposed_comm_ns" not in table
     told = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2]}, report=["finish_ns"])
-    assert [e.text for e in load_sweep(told).report] == ["finish_ns"]
+    assert [e.text for e in load_sweep(told).goals.report] == ["finish_ns"]
 
 
 def test_reading_many_points_says_how_far_it_got(tmp_path, capsys, monkeypatch):

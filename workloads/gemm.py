@@ -51,7 +51,7 @@ from importlib.metadata import version
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.errors import InputError, integer_fix
+from simpy_astra.errors import InputError, Param, integer_fix
 from simpy_astra.infra import files
 from simpy_astra.workloads.generated import WorkloadLayout, cache_root
 from simpy_astra.workloads.text_workload import (
@@ -103,19 +103,19 @@ class ArraySpec:
               include_prefetch: bool = False) -> ArraySpec:
         m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", str(array))
         if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
-            raise InputError(f"--array: expected ROWSxCOLS such as 32x32 (got {array!r})")
+            raise InputError.of_params(Param("array"), f": expected ROWSxCOLS such as 32x32 (got {array!r})")
         if int(m.group(1)) * int(m.group(2)) > MAX_ARRAY_CELLS:  # else an internal MemoryError, or swap
-            raise InputError(f"--array: {m.group(1)}x{m.group(2)} is past the {MAX_ARRAY_CELLS:,} cells (4096x4096) "
-                             f"SCALE-Sim is run for here: it keeps several ROWS x COLS tables per layer (4096x4096 "
-                             f"took 2.4 GB and a minute); give a smaller array")
+            raise InputError.of_params(Param("array"), f": {m.group(1)}x{m.group(2)} is past the {MAX_ARRAY_CELLS:,} "
+                                       f"cells (4096x4096) SCALE-Sim is run for here: it keeps several ROWS x COLS "
+                                       f"tables per layer (4096x4096 took 2.4 GB and a minute); give a smaller array")
         if dataflow not in DATAFLOWS:
-            raise InputError(f"--dataflow: expected one of {', '.join(DATAFLOWS)} (got {dataflow!r})")
+            raise InputError.of_params(Param("dataflow"), f": expected one of {', '.join(DATAFLOWS)} (got {dataflow!r})")
         sizes = DEFAULT_SRAM_KB
         if sram is not None:
             parts = str(sram).split(",")
             if len(parts) != 3 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
-                raise InputError(f"--sram: expected IFMAP,FILTER,OFMAP sizes in kB such as 6144,6144,2048 "
-                                 f"(got {sram!r})")
+                raise InputError.of_params(Param("sram"), f": expected IFMAP,FILTER,OFMAP sizes in kB such as "
+                                                          f"6144,6144,2048 (got {sram!r})")
             sizes = tuple(int(p) for p in parts)
         return cls(int(m.group(1)), int(m.group(2)), dataflow, sizes, include_prefetch)
 
@@ -372,14 +372,15 @@ def _check_scalesim_size(layers: list[GemmLayer], shapes: list[dict[str, tuple[i
 def build(layers: list[GemmLayer], strategy: str, num_npus: int, array: ArraySpec, num_packages: int = 1,
           dtype_bytes: int = 2) -> GemmWorkload:
     if strategy not in STRATEGIES:
-        raise InputError(f"--parallel: expected one of {', '.join(STRATEGIES)} (got {strategy!r})")
+        raise InputError.of_params(Param("parallel"), f": expected one of {', '.join(STRATEGIES)} (got {strategy!r})")
     if num_packages != 1 and not strategy.startswith("HYBRID_"):
-        raise InputError(f"--num-packages {num_packages}: only HYBRID_DATA_MODEL and HYBRID_MODEL_DATA split the "
-                         f"NPUs into packages; {strategy} never reads it (remove it)")
+        raise InputError.of_params(Param("num_packages"), f" {num_packages}: only HYBRID_DATA_MODEL and "
+                                   f"HYBRID_MODEL_DATA split the NPUs into packages; {strategy} never reads it (remove it)")
     if num_npus < 1 or num_packages < 1 or num_npus % num_packages:
-        raise InputError(f"--num-npus {num_npus} must be a positive multiple of --num-packages {num_packages}")
+        raise InputError.of_params(Param("num_npus"), f" {num_npus} must be a positive multiple of ",
+                                   Param("num_packages"), f" {num_packages}")
     if dtype_bytes < 1:
-        raise InputError(f"--datatype-size must be >= 1 byte (got {dtype_bytes})")
+        raise InputError.of_params(Param("datatype_size"), f" must be >= 1 byte (got {dtype_bytes})")
     shapes = [pass_gemms(layer, strategy, num_npus, num_packages) for layer in layers]
     _check_scalesim_size(layers, shapes, array)
     cycles: list[dict[str, int]] = [{} for _ in layers]
@@ -465,11 +466,12 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     def integer(key: str, default: int) -> int:
         value = params.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r}){integer_fix(value)}")
+            raise InputError.of_params(Param(key), f": must be an integer (got {value!r}){integer_fix(value)}")
         return value
 
     if "num_npus" not in params or "parallel" not in params:
-        raise InputError("workload: generate gemm needs 'parallel' and 'num_npus'")
+        problem = "generate gemm needs 'parallel' and 'num_npus'"
+        raise InputError(f"workload: {problem}").with_parts(problem)
     array = ArraySpec.parse(str(params.get("array", "32x32")), str(params.get("dataflow", "ws")),
                             params.get("sram"), bool(params.get("include_prefetch", False)))
     num_npus = integer("num_npus", 0)
@@ -503,7 +505,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--output", required=True, help="output prefix")
     args = p.parse_args(argv)
     check_prefix(args.output)
-    check_npu_count(args.num_npus, "--num-npus")
+    check_npu_count(args.num_npus, Param("num_npus"))
     check_clock(args.clock_ghz, "--clock-ghz")
     if args.format == "text" and args.num_passes != 1:
         raise InputError(f"--num-passes {args.num_passes}: --format text writes no ET, so no iterations (ASTRA-sim "

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from simpy_astra.errors import AboutFile, InputError
+from simpy_astra.errors import AboutFile, InputError, Param, spelt
 from simpy_astra.infra import files
 from simpy_astra.plugins import (
     NOT_LOADED_HINT,
@@ -151,8 +151,7 @@ class Prepared:
             return replace(found, warnings=tuple(line if scenario and line.startswith(scenario) else
                                                  as_fields(line, self.where) for line in found.warnings))
         except InputError as exc:
-            exc.args = (as_fields(exc.message, self.where),)
-            raise exc from None
+            raise exc.reworded(as_fields(exc, self.where)) from None
 
 
 def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version: str = "1") -> GeneratorEntry:
@@ -422,8 +421,7 @@ def materialise(spec: dict[str, Any] | Prepared, where: str = "workload", lazy: 
         prepared = spec if isinstance(spec, Prepared) else prepare(spec, None, where)
         return _materialise(prepared, where, lazy, checking)
     except InputError as exc:  # reworded, of the same class (a sweep tells invalid jobs apart)
-        exc.args = (as_fields(exc.message, where),)
-        raise exc from None
+        raise exc.reworded(as_fields(exc, where)) from None
     except PluginError as exc:  # a user generator's own error: where it was named, then its words
         raise PluginError(f"{where}.generate: {exc}", exc.original) from None
     except (TypeError, ValueError, OverflowError) as exc:  # a parameter of a type no check foresaw
@@ -431,13 +429,27 @@ def materialise(spec: dict[str, Any] | Prepared, where: str = "workload", lazy: 
         raise InputError(f"{where}: generate {name}: invalid parameters ({type(exc).__name__}: {exc})") from None
 
 
-def as_fields(message: str, where: str) -> str:
+def as_fields(error: InputError | str, where: str) -> str:
     """A generator's error (worded for ``simpy-astra generate``'s flags) in a scenario's terms:
     ``--size: must be ...`` -> ``scenario.yaml: workload.size: must be ...``, so the user is
-    not sent to a flag they never gave."""
+    not sent to a flag they never gave. An error that keeps its parts (:attr:`InputError.parts`)
+    is worded from them; a line written whole (a warning, a generator not yet giving parts)
+    is reworded from its text (:func:`_reworded`)."""
     scenario, _, key = where.rpartition(": ")
+    message = error if isinstance(error, str) else error.message
     if not key.isidentifier():  # ``where`` is a file (a text workload's), not a scenario field
         return message
+    parts = None if isinstance(error, str) else error.parts
+    if parts is None:
+        return _reworded(message, scenario, key, where)
+    first, *rest = parts
+    head = f"{where}.{first.name}" if isinstance(first, Param) else f"{where}: {first}"
+    return head + spelt(tuple(rest), lambda p: f"{key}.{p.name}")
+
+
+def _reworded(message: str, scenario: str, key: str, where: str) -> str:
+    """:func:`as_fields` of a line written whole, taken apart by its text: a generator's
+    prefix, a quoted parameter and each ``--flag`` become the scenario's fields."""
     prefix = f"{scenario}: " if scenario else ""
     if message.startswith(f"{key}."):  # already worded in the scenario's fields
         return prefix + message

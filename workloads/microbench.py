@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.errors import InputError, bytes_fix, integer_fix
+from simpy_astra.errors import InputError, Param, bytes_fix, integer_fix
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import (
     ALL_GATHER,
@@ -61,11 +61,11 @@ def write_microbench(collective: str, size_bytes: int, num_npus: int, prefix: st
     """Write ``prefix.{npu}.et`` for every NPU: one collective node each, or for
     ``send_recv`` a send on ``src``, its receive on ``dst`` and an idle node elsewhere."""
     if collective not in KINDS:
-        raise InputError(f"--collective: {collective!r} is not one of {', '.join(KINDS)}")
+        raise InputError.of_params(Param("collective"), f": {collective!r} is not one of {', '.join(KINDS)}")
     if not 1 <= size_bytes <= INT64_MAX:
-        raise InputError(f"--size: must be a number of bytes from 1 to {INT64_MAX} (Chakra's 64-bit "
-                         f"comm_size; got {size_bytes})")
-    check_npu_count(num_npus, "--num-npus")
+        raise InputError.of_params(Param("size"), f": must be a number of bytes from 1 to {INT64_MAX} (Chakra's "
+                                                  f"64-bit comm_size; got {size_bytes})")
+    check_npu_count(num_npus, Param("num_npus"))
     _check_ends(collective, num_npus, src, dst)
     check_prefix(prefix)
     name = f"{collective}_{num_npus}npus_{size_label(size_bytes)}"
@@ -83,16 +83,19 @@ def _check_ends(collective: str, num_npus: int, src: int | None, dst: int | None
     """``send_recv`` needs two different NPUs; the collectives take neither."""
     if collective != SEND_RECV:
         if src is not None or dst is not None:
-            raise InputError(f"--{'src' if src is not None else 'dst'}: only --collective {SEND_RECV} takes "
-                             f"--src and --dst (a collective runs on every NPU)")
+            raise InputError.of_params(Param("src" if src is not None else "dst"), ": only ", Param("collective"),
+                                       f" {SEND_RECV} takes ", Param("src"), " and ", Param("dst"),
+                                       " (a collective runs on every NPU)")
         return
     for flag, npu in (("src", src), ("dst", dst)):
         if npu is None:
-            raise InputError(f"--{flag}: --collective {SEND_RECV} needs --src and --dst (the two NPUs)")
+            raise InputError.of_params(Param(flag), ": ", Param("collective"), f" {SEND_RECV} needs ", Param("src"),
+                                       " and ", Param("dst"), " (the two NPUs)")
         if isinstance(npu, bool) or not isinstance(npu, int) or not 0 <= npu < num_npus:
-            raise InputError(f"--{flag}: must be an NPU from 0 to {num_npus - 1} (got {npu!r})")
+            raise InputError.of_params(Param(flag), f": must be an NPU from 0 to {num_npus - 1} (got {npu!r})")
     if src == dst:
-        raise InputError(f"--dst: must differ from --src (both are {src}); an NPU does not send to itself")
+        raise InputError.of_params(Param("dst"), ": must differ from ", Param("src"),
+                                   f" (both are {src}); an NPU does not send to itself")
 
 
 def _node(npu: int, name: str, collective: str, size_bytes: int, src: int | None, dst: int | None):
@@ -113,8 +116,8 @@ def _node(npu: int, name: str, collective: str, size_bytes: int, src: int | None
 def _int_param(params: dict[str, Any], key: str) -> int:
     value = params.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"--{key.replace('_', '-')}: must be an integer (got {value!r}){integer_fix(value)}"
-                         f"{bytes_fix(value) if key == 'size' else ''}")
+        raise InputError.of_params(Param(key), f": must be an integer (got {value!r}){integer_fix(value)}"
+                                               f"{bytes_fix(value) if key == 'size' else ''}")
     return value
 
 
@@ -142,11 +145,12 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     its GPU count)."""
     unknown = set(params) - set(PARAMS)
     if unknown:
-        raise InputError(f"workload: generate microbench does not take {sorted(map(str, unknown))}; "
-                         f"use collective, size, num_npus (and src, dst for send_recv)")
+        problem = (f"generate microbench does not take {sorted(map(str, unknown))}; use collective, size, num_npus "
+                   f"(and src, dst for send_recv)")
+        raise InputError(f"workload: {problem}").with_parts(problem)
     collective = params.get("collective")
     if not isinstance(collective, str):
-        raise InputError(f"--collective: must be one of {', '.join(KINDS)} (got {collective!r})")
+        raise InputError.of_params(Param("collective"), f": must be one of {', '.join(KINDS)} (got {collective!r})")
     ends = {key: _int_param(params, key) for key in ("src", "dst") if key in params}
     write_microbench(collective, _int_param(params, "size"),
                      _int_param(params, "num_npus"), prefix, **ends)

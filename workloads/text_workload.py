@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, Param
 from simpy_astra.infra import files
 from simpy_astra.workloads.chakra import make_node, write_et
 from simpy_astra.workloads.chakra.schema import (
@@ -354,7 +354,7 @@ def write_text_ets(input_path: str, prefix: str, num_npus: int, num_passes: int,
                    num_dims: int | None = None) -> TextWorkload:
     """Convert ``input_path`` and write ``prefix.{npu}.et`` for every NPU."""
     workload = parse_text_workload(input_path)
-    check_npu_count(num_npus, "--num-npus")
+    check_npu_count(num_npus, Param("num_npus"))
     check_prefix(prefix)
     per_npu = convert_text_workload(workload, num_npus, num_passes, num_dims)
     write_converted_ets(prefix, per_npu, workload)

@@ -15,7 +15,7 @@ import shutil
 import sys
 from types import TracebackType
 
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, Param
 from simpy_astra.infra import files
 
 #: the most ET files (NPUs) one generator call writes; far beyond what one run can simulate
@@ -75,15 +75,16 @@ def check_prefix(prefix: str, where: str = "--output") -> None:
         raise InputError(f"{where}: cannot write under {folder!r}: {parent!r} is not writable")
 
 
-def check_npu_count(npus: int, where: str) -> None:
-    """2 to :data:`MAX_TRACE_NPUS` files, checked before anything is built or written: traces
-    for 1 NPU were written, and no run takes them (a network dimension holds 2 or more NPUs)."""
+def check_npu_count(npus: int, param: Param) -> None:
+    """2 to :data:`MAX_TRACE_NPUS` files of the generator parameter ``param``, checked before
+    anything is built or written: traces for 1 NPU were written, and no run takes them (a network
+    dimension holds 2 or more NPUs)."""
     if npus < 2:
-        raise InputError(f"{where}: must be 2 or more (got {npus}): a run simulates a network between NPUs, and "
-                         f"every network has 2 or more")
+        raise InputError.of_params(param, f": must be 2 or more (got {npus}): a run simulates a network between "
+                                          f"NPUs, and every network has 2 or more")
     if npus > MAX_TRACE_NPUS:
-        raise InputError(f"{where}: {npus} NPUs would write {npus} trace files; at most {MAX_TRACE_NPUS} "
-                         f"are written (lower the parallelism)")
+        raise InputError.of_params(param, f": {npus} NPUs would write {npus} trace files; at most "
+                                          f"{MAX_TRACE_NPUS} are written (lower the parallelism)")
 
 
 def check_free_space(prefix: str, total_bytes: int, where: str = "--output") -> None:

@@ -402,7 +402,7 @@ def _scorer(spec: SweepSpec, points: list[Point]):
             value = objective_of(spec, o) if o.ok and o.fits else None
         except InputError:  # a figure the objective cannot use: best.json says so at the end
             return None
-        return None if value is None else (value, objective_text(spec.objective.text, value))
+        return None if value is None else (value, objective_text(spec.goals.objective.text, value))
     return score
 
 
@@ -465,7 +465,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
         _say(out, f"no finished point fits its GPU's memory ({len(ok)} of {len(points)} ran): best.json names "
              f"no best; try more pipeline or tensor parallelism, recomputation or a smaller micro-batch")
     elif ok and not best_keys(summary):  # finished points, yet nothing to rank: say so, not exit 0
-        print(f"error: {args.sweep}: minimise: '{spec.objective.text}' gave no number for any of the "
+        print(f"error: {args.sweep}: minimise: '{spec.goals.objective.text}' gave no number for any of the "
               f"{len(ok)} finished points (a figure it uses is empty, e.g. cost_usd without a price for "
               f"the network, or it divides by zero or goes past 2**1024), so best.json names no best; minimise a figure every "
               f"point has, e.g. finish_ns", file=sys.stderr)

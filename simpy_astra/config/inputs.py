@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from simpy_astra.config.memory import RemoteMemoryConfig
 from simpy_astra.config.network import NetworkConfig
 from simpy_astra.config.system import SystemConfig
+from simpy_astra.infra.decoded_traces import DecodedTraces
 from simpy_astra.network.backends import DEFAULT_BACKEND
 
 if TYPE_CHECKING:
@@ -30,10 +31,9 @@ class WorkloadInfo:
     p2p_name: str = "p2p"
     #: what the generator warns of the job and runs on (Megatron's own warnings)
     warnings: tuple[str, ...] = ()
-    #: ET path -> its nodes, decoded by the size checks before the build (--csv-out,
-    #: --trace-out), which the build takes instead of decoding them again (0.3 s of a 1,536-GPU
-    #: step's 8 traces); emptied by the build
-    decoded: dict[str, list] = field(default_factory=dict, compare=False, repr=False)
+    #: traces the size checks decoded before the build (--csv-out, --trace-out), which the
+    #: build takes instead of decoding them again; emptied by the build
+    decoded: DecodedTraces = field(default_factory=DecodedTraces, compare=False, repr=False)
 
     @property
     def reports_figures(self) -> bool:

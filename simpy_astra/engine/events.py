@@ -249,6 +249,17 @@ class Doorbell:
             bell.callbacks.append(_run_work)
         self.bell = bell.ring(work, arg)
 
+    def run_or_ring(self, work: Callback, arg: Any = None) -> None:
+        """:meth:`ring`, for a ``work`` that cannot raise and does not ring this doorbell
+        before it returns. While the process waits on its bell, a ring would only resume it
+        in place to run ``work(arg)``: run it here instead, in the same instant and order,
+        a generator step and a bell less (nothing else tells the two apart: the process
+        never sees the ring, and an error would have been the process's, not the ringer's)."""
+        if self.bell.callbacks and not self.stopped:
+            work(arg)
+        else:
+            self.ring(work, arg)
+
     def stop(self) -> None:
         """From now on a ring does nothing (a failed NPU: nothing wakes its process)."""
         self.stopped = True

@@ -253,7 +253,20 @@ class Phase:
         return later
 
     def spawn(self, generator) -> PhaseProcess:
+        if not hasattr(generator, "throw"):  # PhaseProcess's own error names no spawn and no fix
+            name = getattr(generator, "__name__", None)
+            fix = f"call it: ctx.spawn({name}(...))" if callable(generator) and name else "a generator's call"
+            raise self._misuse("spawn(...)", f"takes a running generator, not {_quoted(generator)}: {fix}")
         return PhaseProcess(self.env, generator, self._posts is not None)  # the user's if the phase is
 
     def signal(self) -> Signal:
         return Signal(self.env)
+
+
+def _quoted(value: object) -> str:
+    """``value`` in an error: the function ``name``, else its repr cut short."""
+    name = getattr(value, "__qualname__", None)
+    if callable(value) and name:
+        return f"the function {name}"
+    text = repr(value)
+    return text if len(text) <= 40 else f"a {type(value).__name__}"

@@ -33,6 +33,7 @@ from simpy_astra.folding.frames import Folding, IdShifts, XorIds
 from simpy_astra.folding.network import OrbitAddresses
 from simpy_astra.network.fabric import DeviceId, Fabric, LinkStats
 from simpy_astra.network.messages import Handler
+from simpy_astra.plugins import is_ours
 from simpy_astra.topologies.base import BasicTopology
 
 if TYPE_CHECKING:
@@ -138,8 +139,7 @@ def link_model_note(link_model: type | None, switch_model: type | None) -> str |
     attribute ``symmetric = True``. A switch of a folded run stands for every switch of its
     orbit and, where a translation keeps it (a Switch dimension's), for the messages of every
     orbit member through it: only the default switch, which forwards in the instant, folds."""
-    if link_model is not None and not (link_model.__module__.startswith("simpy_astra.")
-                                       or link_model.symmetric is True):
+    if link_model is not None and not (is_ours(link_model) or link_model.symmetric is True):
         return (f"link model {link_model.__module__}:{link_model.__qualname__} does not say it is "
                 f"symmetric (symmetric = True)")
     if switch_model is not None:

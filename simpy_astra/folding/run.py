@@ -25,6 +25,7 @@ from simpy_astra.folding.keys import KeyCache, RankClasses, RankKey, rank_key, s
 from simpy_astra.folding.network import tag_clash
 from simpy_astra.folding.search import find_folding, find_id_shift_folding, find_xor_folding
 from simpy_astra.folding.setup import FoldSetup
+from simpy_astra.infra.decoded_traces import DecodedTraces
 from simpy_astra.infra.switches import env_switch
 from simpy_astra.network.backends import BACKENDS
 from simpy_astra.workloads.chakra import EtError, et_path, has_rank_summary, read_et
@@ -209,7 +210,7 @@ def fold_from_summary(source: Any, fold: FoldSetup, groups: dict[int, tuple[int,
 def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: dict[int, tuple[int, ...]],
                 parse_groups: Callable[[str], Any], outcome: FoldOutcome, prepared: Any = None,
                 where: str = "", why_off: str = "folding is off",
-                decoded: dict[str, list] | None = None) -> tuple[dict[int, tuple[str, list]], Folding | None]:
+                decoded: DecodedTraces | None = None) -> tuple[dict[int, tuple[str, list]], Folding | None]:
     """(path, decoded nodes) of every NPU a run simulates, and the folding found.
 
     A lazily generated workload (it has a rank summary) is folded from the summary, and only
@@ -218,13 +219,14 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
     then written from it). Decoded records and attributes are shared between ranks. A
     generated run past :data:`MAX_SIMULATED_NODES` is refused naming ``where`` (the scenario's
     field; default the traces' prefix) and, when it does not fold, ``why_off``. ``decoded``:
-    traces the size checks decoded already (path -> nodes), taken instead of decoded again."""
+    traces the size checks decoded already, taken instead of decoded again."""
     caches: tuple[dict, dict, dict] = ({}, {}, {})  # shared by all ranks (see read_et)
 
     def read(rank: int) -> tuple[str, list]:
         path = et_path(prefix, rank)
-        if decoded and path in decoded:
-            return path, decoded.pop(path)
+        nodes = decoded.take(path) if decoded is not None else None
+        if nodes is not None:
+            return path, nodes
         try:
             return path, read_et(path, attr_cache=caches[0], attrs_cache=caches[1], record_cache=caches[2])[1]
         except (InputError, EtError) as exc:  # a trace the cache holds: the user never wrote it; delete it
@@ -253,8 +255,8 @@ def load_traces(prefix: str, total_npus: int, fold: FoldSetup | None, groups: di
     _check_size(len(first[1]), len(wanted), total_npus, why, where or prefix)
     source.ensure(wanted)
     traces = {i: first if i == wanted[0] else read(i) for i in wanted}
-    if decoded:
-        decoded.clear()  # traces the run does not simulate: not held past its build
+    if decoded is not None:
+        decoded.release()  # traces the run does not simulate: not held past its build
     return traces, outcome.folding
 
 

@@ -17,6 +17,7 @@ from simpy_astra.folding.keys import RankClasses
 from simpy_astra.folding.links import link_model_note, link_shifts, link_xors
 from simpy_astra.infra.grid import Grid
 from simpy_astra.network.backends import BackendSpec
+from simpy_astra.plugins import is_ours
 
 
 @dataclass
@@ -198,7 +199,7 @@ def trusted_claims(system: Any, link_model_name: str | None = None) -> list[str]
         link_model = lookup_link(link_model_name)
     names = sorted({name for names in system.implementations.values() for name in names})
     claims = [f"collective {claim}" for claim in map(unchecked_claim, names) if claim is not None]
-    if link_model is not None and not link_model.__module__.startswith("simpy_astra.") and \
+    if link_model is not None and not is_ours(link_model) and \
             link_model.symmetric is True:
         claims.append(f"link model '{link_model.__module__}:{link_model.__qualname__}' (symmetric = True)")
     return [f"symmetry folding trusted the claim of {claim}, which no test has checked: a wrong claim gives "

@@ -248,6 +248,8 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
                               f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; return a "
                               f"simpy_astra.network.Network (e.g. a CongestionUnawareNetwork subclass, "
                               f"docs/backends.md)")
+        config = args[3] if len(args) > 3 else kwargs.get("config")
+        _models_taken(name, config, network)
         if isinstance(network, RegisteredName):  # a subclass of ours: its errors name the backend run
             network.run_as(name)
         delay = getattr(network, "message_delay_ns", None)  # the hook a backend of one's own overrides
@@ -258,6 +260,21 @@ def _returns_a_network(name: str, build: Builder) -> Builder:
         return network
 
     return checked
+
+
+def _models_taken(name: str, config: Any, network: Network) -> None:
+    """A ``link-model`` or ``switch-model`` the network YAML names, refused unless the plug-in's
+    network built its links or switches from it (a congestion_aware subclass handed it on): a
+    backend of one's own that ignores its ``config`` ran without the model, in silence."""
+    from simpy_astra.network.models import lookup_link, lookup_switch
+
+    for key, lookup_model in (("link_model", lookup_link), ("switch_model", lookup_switch)):
+        named = getattr(config, key, None)
+        if named and getattr(network, key, None) is not lookup_model(named):
+            raise InputError.at(getattr(config, "source", "<network>"), key.replace("_", "-"),
+                                f"is not read by the {name} backend (its build does not hand {named!r} to its "
+                                f"{key.split('_')[0]}s); link and switch models replace the congestion_aware "
+                                f"backend's: run on congestion_aware, or remove the field")
 
 
 #: the backend of a run that names none (the command line, a scenario, a sweep, calibration)

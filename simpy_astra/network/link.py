@@ -64,7 +64,7 @@ from simpy_astra.engine.events import start_in_place, timeout, wait_instead
 from simpy_astra.engine.probes import Probed
 from simpy_astra.infra.horizon import HORIZON_NS, api_number
 from simpy_astra.infra.units import network_gbps_to_bytes_per_ns
-from simpy_astra.plugins import bad_return
+from simpy_astra.plugins import bad_return, serving_loop
 
 #: the largest transfer a link takes: sizes are whole bytes below 2^63 (the horizon's bound)
 MAX_BYTES = 2**63 - 1
@@ -241,7 +241,7 @@ class LinkElement(LinkResource):
         self.process = self._start_process()
 
     def _start_process(self) -> simpy.Process:
-        return self.env.process(self.run())
+        return self.env.process(serving_loop(self))
 
     # ------------------------------------------------------------------ the policy
     def enqueue(self, item: Any) -> None:

@@ -1,6 +1,7 @@
 """What the link-level backends (congestion-aware, packet) share, so neither derives from the
 other: the :class:`~simpy_astra.network.fabric.Fabric`, one live link per directed edge of
-its graph (made at start, in the fabric's edge order), one process per switch, the message
+its graph (made at start, in the fabric's edge order; a folded run makes its links on demand,
+:meth:`LinkLevelNetwork.add_link`), one process per switch, the message
 board, and the statistics and look-ups callers use.
 """
 

@@ -24,7 +24,7 @@ from typing import Any
 import simpy
 
 from simpy_astra.engine.probes import Probed
-from simpy_astra.plugins import bad_return
+from simpy_astra.plugins import bad_return, serving_loop
 
 
 def checked_release_ns(switch: SwitchElement, due_ns: Any) -> int:
@@ -56,7 +56,7 @@ class SwitchElement(Probed):
         self.process = self._start_process()
 
     def _start_process(self) -> simpy.Process:
-        return self.env.process(self.run())
+        return self.env.process(serving_loop(self))
 
     # ------------------------------------------------------------------ the policy
     def release_ns(self, item: Any, arrived_ns: float) -> float:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from simpy_astra.errors import InputError, non_ascii
+from simpy_astra.infra.decoded_traces import DecodedTraces
 
 #: the largest trace written: Perfetto's UI holds a trace in the browser's memory, typically
 #: 2 GB, at 2-4x the file's size (perfetto.dev, "Visualising large traces"); chrome://tracing
@@ -103,13 +104,13 @@ def _gb(size: int) -> str:
 
 
 def lazy_node_bytes(prefix: str, prepared, measure: Callable[[list], Any] = node_bytes,
-                    ranks: list[int] | None = None, decoded: dict[str, list] | None = None) -> dict[int, Any] | None:
+                    ranks: list[int] | None = None, decoded: DecodedTraces | None = None) -> dict[int, Any] | None:
     """Each NPU's events' fewest bytes (``measure`` of its nodes: :func:`node_bytes`, or
     :func:`csv_measure`) for a generated workload (it has a rank summary), from one rank of each
     class (written if not yet, as a folded run does); None for ET files. ``ranks``: those NPUs
     only, reading only their classes' traces (each read took 0.1 s at GPT-3-175B's size).
-    ``decoded`` (path -> nodes): the traces decoded so far, used and added to, so that the
-    other check and the run's build do not decode them again."""
+    ``decoded``: the traces decoded so far, used and added to, so that the other check and
+    the run's build do not decode them again."""
     from simpy_astra.workloads import chakra
     from simpy_astra.workloads.generated import lazy_traces
 
@@ -122,13 +123,15 @@ def lazy_node_bytes(prefix: str, prepared, measure: Callable[[list], Any] = node
         first.setdefault(source.classes[rank], rank)
     source.ensure(sorted(first.values()))
     if decoded is None:
-        decoded = {}
+        decoded = DecodedTraces()
     per_class = {}
     for kind, rank in first.items():
         path = chakra.et_path(prefix, rank)
-        if path not in decoded:
-            decoded[path] = chakra.read_et(path)[1]
-        per_class[kind] = measure(decoded[path])
+        nodes = decoded.held(path)
+        if nodes is None:
+            nodes = chakra.read_et(path)[1]
+            decoded.keep(path, nodes)
+        per_class[kind] = measure(nodes)
     return {rank: per_class[source.classes[rank]] for rank in wanted}
 
 

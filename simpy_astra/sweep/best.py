@@ -61,9 +61,9 @@ def _values(spec: SweepSpec, o: Outcome) -> dict[str, Any]:
 
 def objective_of(spec: SweepSpec, o: Outcome) -> float | None:
     values = _values(spec, o)
-    if any(values.get(n) is None for n in spec.objective.names):
+    if any(values.get(n) is None for n in spec.goals.objective.names):
         return None  # e.g. minimising peak memory in a run that does not track it
-    return spec.objective.number(values, f"{spec.path}: minimise", measured=True)
+    return spec.goals.objective.number(values, f"{spec.path}: minimise", measured=True)
 
 
 def satisfies(spec: SweepSpec, o: Outcome, constraint) -> bool:
@@ -107,11 +107,11 @@ def _section(spec: SweepSpec, ok: list[Outcome]) -> dict[str, Any]:
         "left_out_not_fitting": sum(1 for o in ok if not o.fits),
         "best": _entry(spec, ok),
         "best_under": {c.text: _entry(spec, [o for o in ok if satisfies(spec, o, c)])
-                       for c in spec.result_constraints},
+                       for c in spec.goals.result_constraints},
     }
-    if len(spec.result_constraints) > 1:
+    if len(spec.goals.result_constraints) > 1:
         section["best_under_all"] = _entry(
-            spec, [o for o in ok if all(satisfies(spec, o, c) for c in spec.result_constraints)])
+            spec, [o for o in ok if all(satisfies(spec, o, c) for c in spec.goals.result_constraints)])
     return section
 
 
@@ -127,7 +127,7 @@ def best_summary(spec: SweepSpec, done: list[Outcome], total_points: int,
     backends = sorted(set(backends or ()) | {o.point.backend for o in done})
     summary: dict[str, Any] = {
         "sweep": spec.name,
-        "minimise": spec.objective.text,
+        "minimise": spec.goals.objective.text,
         "points": total_points,
         "finished": len(done),
         "failed": sum(1 for o in done if not o.ok and not o.invalid),
@@ -140,7 +140,7 @@ def best_summary(spec: SweepSpec, done: list[Outcome], total_points: int,
     summary["note"] = ("points of different network backends are not compared (a fidelity choice, not "
                        "a design choice): see by_backend")
     summary["best"] = None
-    summary["best_under"] = {c.text: None for c in spec.result_constraints}
+    summary["best_under"] = {c.text: None for c in spec.goals.result_constraints}
     summary["by_backend"] = {b: _section(spec, [o for o in ok if o.point.backend == b]) for b in backends}
     return summary
 

@@ -26,7 +26,7 @@ def check_memory_figures(spec: SweepSpec, points: list[Point]) -> None:
     them (a point whose system is a file not readable here, or a plug-in's, may)."""
     if any(_may_track_memory(p.scenario) for p in points):
         return
-    used = spec.first_use(MEMORY_NAMES)
+    used = spec.goals.first_use(MEMORY_NAMES)
     if used:
         where, expr, name = used
         raise InputError(f"{spec.path}: {where}: '{expr.text}' reads {name}, which only a run with system "

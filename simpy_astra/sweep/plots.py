@@ -45,9 +45,9 @@ def _label(o: Outcome) -> str:
 
 def memory_cap_gb(spec: SweepSpec) -> float | None:
     """The cap to draw: ``memory_cap_gb`` or a constraint ``peak_memory_gb <= N``."""
-    if spec.memory_cap_gb is not None:
-        return spec.memory_cap_gb
-    for c in spec.result_constraints:
+    if spec.goals.memory_cap_gb is not None:
+        return spec.goals.memory_cap_gb
+    for c in spec.goals.result_constraints:
         m = re.fullmatch(r"\s*peak_memory_gb\s*<=?\s*([0-9.eE+]+)\s*", c.text)
         if m:
             return float(m.group(1))

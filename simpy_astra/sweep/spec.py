@@ -54,7 +54,7 @@ from simpy_astra.sweep.megatron_args import flag_values, is_args_path, set_flag
 from simpy_astra.sweep.result_names import DEFAULT_REPORT, RESULT_NAMES, TRAINING_NAMES
 from simpy_astra.sweep.same_run import AlikePoints
 from simpy_astra.sweep.spec_axes import check_axis_values, read_axes
-from simpy_astra.sweep.spec_goals import read_goals
+from simpy_astra.sweep.spec_goals import Goals, read_goals
 from simpy_astra.workloads.generated import GENERATORS
 
 SPEC_KEYS = {"name", "description", "base", "axes", "constraints", "minimise", "report", "memory_cap_gb"}
@@ -107,13 +107,8 @@ class SweepSpec:
     name: str
     base: dict[str, Any]
     axes: list[Axis]
-    point_filters: list[Expression] = field(default_factory=list)
-    result_constraints: list[Expression] = field(default_factory=list)
-    objective: Expression | None = None
-    report: list[Expression] = field(default_factory=list)
-    memory_cap_gb: float | None = None
-    #: names the points' Megatron flags have in expressions (empty unless the base is Megatron)
-    flag_names: frozenset[str] = frozenset()
+    #: constraints, objective, report and memory cap (:func:`~simpy_astra.sweep.spec_goals.read_goals`)
+    goals: Goals
     #: where the points' user modules (plugins, module:attribute names) are found after the
     #: working directory: the base scenario's folder, then the sweep file's (a point runs from
     #: a temporary folder)
@@ -223,12 +218,12 @@ class SweepSpec:
             # a name the point lacks (data_parallel_size of a layout that does not divide the GPUs)
             # cannot judge it: the point stays, and shows why it cannot run
             first = first or values
-            if all(not f.names <= values.keys() or self._keeps(f, values) for f in self.point_filters):
+            if all(not f.names <= values.keys() or self._keeps(f, values) for f in self.goals.point_filters):
                 alike.add(Point(key, coords, scenario, flags, " ".join(
                     point_words(self.axes, coords)), " ".join(point_words(self.axes, coords, terse=True))))
         self.warnings += [said for said in alike.warnings() if said not in self.warnings]
         out = alike.points
-        for f in self.point_filters if first else ():  # 'model == 3' of an axis of words: never true
+        for f in self.goals.point_filters if first else ():  # 'model == 3' of an axis of words: never true
             why = f.names <= first.keys() and type_mismatch(f.text, first, self._choices())
             if why and not out:
                 raise InputError(f"{self.path}: constraints: '{f.text}' leaves no point to run: it {why}")
@@ -251,7 +246,7 @@ class SweepSpec:
             raise
 
     def _flags(self, scenario: dict[str, Any]) -> dict[str, Any]:
-        if not self.flag_names:
+        if not self.goals.flag_names:
             return {}
         args = megatron_args_of(scenario)
         cluster = scenario.get("cluster")
@@ -267,17 +262,17 @@ class SweepSpec:
         or ``report`` that can never give a number, is refused before any point runs."""
         values = {**point.names(self.axes), **dict.fromkeys(RESULT_NAMES, 1)}
         where = f"{self.path}: minimise"
-        if all(self.objective.number({**values, **dict.fromkeys(RESULT_NAMES, stand_in)}, where) is None
+        if all(self.goals.objective.number({**values, **dict.fromkeys(RESULT_NAMES, stand_in)}, where) is None
                for stand_in in (1, 2, 3.5, 1e6)):
-            raise InputError(f"{where}: '{self.objective.text}' gives no number for any figures (e.g. a "
+            raise InputError(f"{where}: '{self.goals.objective.text}' gives no number for any figures (e.g. a "
                              f"division by zero), so no point could be ranked; write an expression over "
                              f"{', '.join(DEFAULT_REPORT[:3])}")
-        if not self.objective.names:  # every point ties; the first listed was named best
-            raise InputError(f"{where}: '{self.objective.text}' names no figure or axis, so every point would tie "
+        if not self.goals.objective.names:  # every point ties; the first listed was named best
+            raise InputError(f"{where}: '{self.goals.objective.text}' names no figure or axis, so every point would tie "
                              f"and the first be called best; minimise a figure, such as {DEFAULT_REPORT[0]}")
-        for i, expr in enumerate(self.report):
+        for i, expr in enumerate(self.goals.report):
             expr.number(values, f"{self.path}: report[{i}]")
-        for expr in self.result_constraints:  # undefined whatever the figures: no point could satisfy it
+        for expr in self.goals.result_constraints:  # undefined whatever the figures: no point could satisfy it
             stand_ins = (1, 2, 3.5, 1e6)
             if all(expr.value({**values, **dict.fromkeys(RESULT_NAMES, x)}, f"{self.path}: constraints") is None
                    for x in stand_ins):
@@ -291,27 +286,13 @@ class SweepSpec:
         to the constraint. Refused before any point runs."""
         if any(reports_training(p.scenario) for p in points):
             return
-        used = self.first_use(set(TRAINING_NAMES))
+        used = self.goals.first_use(set(TRAINING_NAMES))
         if used:
             where, expr, name = used
             raise InputError(f"{self.path}: {where}: '{expr.text}' reads {name}, a figure only a training "
                              f"job reports (workload: {{generate: megatron}} on a cluster:), and no point of this "
                              f"sweep is one, so it would be empty for every point; use "
                              f"{', '.join(DEFAULT_REPORT[:2])}, peak_memory_gb, ...")
-
-    def first_use(self, names: set[str] | frozenset[str]) -> tuple[str, Any, str] | None:
-        """Where the sweep first reads one of ``names``: its ``minimise``, its own ``report``
-        (the default one reads what every run has), a result constraint or ``memory_cap_gb``;
-        as (that field, the expression, the name), or None."""
-        cap = f"peak_memory_gb <= {self.memory_cap_gb:g}" if self.memory_cap_gb is not None else None
-        report = [] if [e.text for e in self.report] == list(DEFAULT_REPORT) else self.report
-        uses = [("minimise", self.objective), *((f"report[{i}]", e) for i, e in enumerate(report)),
-                *(("memory_cap_gb" if e.text == cap else "constraints", e) for e in self.result_constraints)]
-        for where, expr in uses:
-            used = sorted(expr.names & names)
-            if used:
-                return where, expr, used[0]
-        return None
 
     def _scenario_for(self, coords: dict[str, Any]) -> dict[str, Any]:
         doc = copy.deepcopy(self.base)
@@ -401,6 +382,5 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     check_axis_values(path, axes, base, axis_paths)
     goals = read_goals(path, doc, axes, base)
     return SweepSpec(path=path, name=name or os.path.splitext(os.path.basename(path))[0],
-                     base=base, axes=axes, warnings=warnings,
-                     module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))),
-                     **vars(goals))
+                     base=base, axes=axes, goals=goals, warnings=warnings,
+                     module_folders=tuple(dict.fromkeys((base_dir, os.path.dirname(os.path.abspath(path))))))

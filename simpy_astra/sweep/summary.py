@@ -75,13 +75,13 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     out.line(f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
              f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
              + f", {wall_s:.1f} s" + (", interrupted" if interrupted else ""))
-    title = f"best {shown}{per} by {spec.objective.text}"  # short: a table's title fits 80 columns
-    values = [[_report(spec, o, e) for e in spec.report] for o in ranked]
-    digits = [_digits([row[i] for row in values]) for i in range(len(spec.report))]
+    title = f"best {shown}{per} by {spec.goals.objective.text}"  # short: a table's title fits 80 columns
+    values = [[_report(spec, o, e) for e in spec.goals.report] for o in ranked]
+    digits = [_digits([row[i] for row in values]) for i in range(len(spec.goals.report))]
     rows = [[shown_value(o.point.coordinates[a.column]) for a in spec.axes]
             + [_number(v, d) for v, d in zip(row, digits, strict=True)] for o, row in zip(ranked, values, strict=True)]
-    headers = [a.name for a in spec.axes] + [e.text for e in spec.report]
-    align = ["left"] * len(spec.axes) + ["right"] * len(spec.report)
+    headers = [a.name for a in spec.axes] + [e.text for e in spec.goals.report]
+    align = ["left"] * len(spec.axes) + ["right"] * len(spec.goals.report)
     # never let a point that does not fit pass unseen (unless the report shows fits already)
     if any(o.figures.get("fits") is not None for o in ranked) and "fits" not in headers:
         headers.append("fits")
@@ -134,7 +134,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
                 "none: no finished point fits the GPU's memory" if unfit else "")
         mine = [o for o in ok if backend is None or o.point.backend == backend]
         for text, entry in section["best_under"].items():
-            constraint = next(c for c in spec.result_constraints if c.text == text)
+            constraint = next(c for c in spec.goals.result_constraints if c.text == text)
             missing = unreported(spec, mine, constraint)
             if entry is None and missing:
                 for line in textwrap.wrap(f"best{suffix} with {text}: no finished point reports {', '.join(missing)} "
@@ -194,7 +194,7 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
             out.line(line)
         return
     coords = " ".join(point_words(spec.axes, entry["coordinates"]))  # a point's coordinates: one per axis
-    figure = objective_text(spec.objective.text, entry["objective"])
+    figure = objective_text(spec.goals.objective.text, entry["objective"])
     rest = f": {coords} -> {figure}"
     if out.console is not None:
         out.line(title + rest, f"[bold green]{title}[/bold green]" + escape(rest))

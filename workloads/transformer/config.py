@@ -9,10 +9,11 @@ data-parallel replica runs ``micro_batch / dp`` samples per micro-batch, and a s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, TypeVar
 
-from simpy_astra.errors import InputError, InvalidConfigurationError, integer_fix
+from simpy_astra.errors import InputError, InvalidConfigurationError, Param, integer_fix, spelt
 from simpy_astra.workloads.trace_output import MAX_TRACE_NODES, MAX_TRACE_NPUS
 
 MODELS = ("gpt", "llama", "moe")
@@ -123,7 +124,7 @@ def _as_bool(name: str, value: Any, where: str) -> bool:
         return True
     if text in ("0", "false", "no", "off"):
         return False
-    raise InputError(f"{where}: '{name}' must be 0 or 1 (got {value!r})")
+    raise _about(InputError, where, name, f"must be 0 or 1 (got {value!r})")
 
 
 def _as_int(name: str, value: Any, where: str) -> int:
@@ -132,20 +133,29 @@ def _as_int(name: str, value: Any, where: str) -> int:
             raise ValueError
         return int(value)
     except (TypeError, ValueError):
-        raise InputError(f"{where}: '{name}' must be an integer (got {value!r}){integer_fix(value)}") from None
+        raise _about(InputError, where, name, f"must be an integer (got {value!r}){integer_fix(value)}") from None
+
+
+_E = TypeVar("_E", bound=InputError)
+
+
+def _about(kind: Callable[[str], _E], where: str, name: str, *problem: str | Param) -> _E:
+    """The error ``kind`` of the parameter ``name``: ``<where>: '<name>' <problem>``, its parts
+    kept for a scenario to name it as its field (:func:`~simpy_astra.workloads.generated.as_fields`)."""
+    return kind(f"{where}: '{name}' " + spelt(problem, lambda p: p.flag)).with_parts(Param(name), ": ", *problem)
 
 
 def config_from_params(params: dict[str, Any], where: str = "transformer") -> TransformerConfig:
     """Build and check a config: a preset fills the model shape, explicit values win."""
     unknown = sorted(set(params) - set(PARAM_NAMES))
     if unknown:
-        raise InputError(f"{where}: unknown parameter(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(PARAM_NAMES)}")
+        problem = f"unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAM_NAMES)}"
+        raise InputError(f"{where}: {problem}").with_parts(problem)
     values: dict[str, Any] = {}
     preset = str(params.get("preset") or "")
     if preset:
         if preset not in PRESETS:
-            raise InputError(f"{where}: 'preset' {preset!r} is unknown; use one of {', '.join(PRESETS)}")
+            raise _about(InputError, where, "preset", f"{preset!r} is unknown; use one of {', '.join(PRESETS)}")
         values.update(PRESETS[preset])
     for name, value in params.items():
         if value is None:
@@ -171,10 +181,11 @@ def _refuse_unread(cfg: TransformerConfig, params: dict[str, Any], where: str) -
     without it): refused, as ``ep`` beside a dense model is, rather than run as if it had been."""
     given = [name for name in ("experts", "kexperts") if params.get(name) is not None]
     if cfg.model != "moe" and given:
-        raise InputError(f"{where}: '{given[0]}' is for --model moe only (a {cfg.model} model has no experts)")
+        raise _about(InputError, where, given[0], "is for ", Param("model"),
+                     f" moe only (a {cfg.model} model has no experts)")
     if cfg.phase != "train" and cfg.activation_recompute:
-        raise InputError(f"{where}: 'activation_recompute' recomputes forwards in the backward, which a "
-                         f"--phase {cfg.phase} step does not run; remove it")
+        raise _about(InputError, where, "activation_recompute", "recomputes forwards in the backward, which a ",
+                     Param("phase"), f" {cfg.phase} step does not run; remove it")
 
 
 def unread_notes(params: dict[str, Any], where: str = "workload: generate: transformer") -> tuple[str, ...]:
@@ -204,13 +215,14 @@ def check_config(cfg: TransformerConfig, where: str, given: set[str] | None = No
     """Refuse a layout or shape the generator cannot build; ``given``: the knobs the user (or
     a preset) set, so that a default blamed is called one (``model: llama, head: 4`` was told
     "'kvhead' (8) must divide head (4)" of a kvhead it never wrote)."""
-    def bad(field: str, why: str) -> InputError:
-        return InputError(f"{where}: '{field}' {why}{_default_note(field, given)}")
+    def bad(field: str, *why: str | Param) -> InputError:
+        return _about(InputError, where, field, *why, _default_note(field, given))
 
     def layout(field: str, why: str, rule: str) -> InvalidConfigurationError:
         """A parallel layout the model cannot be split by (STAGE refuses it, as Megatron-LM does
         its like): a point of a sweep's design space that is invalid, not a failed run."""
-        return InvalidConfigurationError(f"{where}: '{field}' {why}{_default_note(field, given)}", rule)
+        return _about(lambda message: InvalidConfigurationError(message, rule), where, field, why,
+                      _default_note(field, given))
 
     for name in ("dp", "tp", "pp", "sp", "ep", "dvocal", "dmodel", "dff", "head", "kvhead", "seq",
                  "batch", "micro_batch", "num_stacks", "experts", "kexperts"):
@@ -225,8 +237,8 @@ def check_config(cfg: TransformerConfig, where: str, given: set[str] | None = No
         raise bad("memory_accounting", f"must be one of {', '.join(MEMORY_ACCOUNTINGS)} "
                                        f"(got {cfg.memory_accounting!r})")
     if cfg.memory_accounting.startswith("stage") and (cfg.phase != "train" or cfg.model == "moe"):
-        raise bad("memory_accounting", f"'{cfg.memory_accounting}' follows STAGE's dense training traces: use it with "
-                                       "--phase train and --model gpt or llama")
+        raise bad("memory_accounting", f"'{cfg.memory_accounting}' follows STAGE's dense training traces: use it with ",
+                  Param("phase"), " train and ", Param("model"), " gpt or llama")
     if cfg.phase not in PHASES:
         raise bad("phase", f"must be one of {', '.join(PHASES)} (got {cfg.phase!r})")
     if cfg.batch % cfg.micro_batch:
@@ -241,7 +253,7 @@ def check_config(cfg: TransformerConfig, where: str, given: set[str] | None = No
         raise layout("seq", f"({cfg.seq}) must be divisible by sp*tp ({cfg.sp * cfg.tp}) for sequence sharding",
                      "seq divisible by sp x tp")
     if cfg.phase == "decode" and cfg.sp != 1:
-        raise bad("sp", "must be 1 for --phase decode (one new token per sequence)")
+        raise bad("sp", "must be 1 for ", Param("phase"), " decode (one new token per sequence)")
     if cfg.dmodel % cfg.head:
         raise bad("head", f"({cfg.head}) must divide dmodel ({cfg.dmodel})")
     if cfg.head % cfg.tp:
@@ -256,7 +268,7 @@ def check_config(cfg: TransformerConfig, where: str, given: set[str] | None = No
         if cfg.kexperts > cfg.experts:
             raise bad("kexperts", f"({cfg.kexperts}) must not exceed experts ({cfg.experts})")
     elif cfg.ep != 1:
-        raise bad("ep", "is for --model moe only")
+        raise bad("ep", "is for ", Param("model"), " moe only")
     passes = cfg.num_stacks * cfg.micro_batches  # every stage's layers, each micro-batch
     if passes * NODES_PER_LAYER_PASS > MAX_TRACE_NODES:  # checked before any graph is built
         raise bad("num_stacks", f"({cfg.num_stacks:,}) x micro-batches ({cfg.micro_batches:,}: batch / micro_batch) "

@@ -20,7 +20,7 @@ from dataclasses import fields
 from typing import Any
 
 from simpy_astra.cli.args import ArgumentParser, plain
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, Param, spelt
 from simpy_astra.workloads.generated import WorkloadLayout
 from simpy_astra.workloads.trace_output import check_prefix
 from simpy_astra.workloads.transformer.config import (
@@ -63,8 +63,10 @@ def _refuse_one_npu(cfg: TransformerConfig) -> None:
     if cfg.npus < 2:
         stage_writers(_graphs(cfg), range(cfg.pp), Layout.build(cfg), Units(cfg.mixed_precision),
                       "generate transformer", TRANSFORMER_TOO_LARGE)
-        raise InputError("generate transformer: --dp x --tp x --pp x --sp is 1 NPU, and no run takes a 1-NPU trace "
-                         "(every network has 2 or more NPUs); give --dp 2 or more (or --tp, --pp)")
+        parts = (Param("dp"), " x ", Param("tp"), " x ", Param("pp"), " x ", Param("sp"), " is 1 NPU, and no run "
+                 "takes a 1-NPU trace (every network has 2 or more NPUs); give ", Param("dp"), " 2 or more (or ",
+                 Param("tp"), ", ", Param("pp"), ")")
+        raise InputError("generate transformer: " + spelt(parts, lambda p: p.flag)).with_parts(*parts)
 
 
 def generate(params: dict[str, Any], prefix: str) -> str:
