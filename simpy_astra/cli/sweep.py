@@ -452,7 +452,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     done = outcomes(spec, points, store.rows, store.point_inputs)
     summary = best_summary(spec, done, len(points), backends_of(points))
     write_best(args.out, summary)
-    print_summary(spec, done, summary, out, wall_s)  # the answer first: the plots take a second or two more
+    print_summary(spec, done, summary, out, wall_s, interrupted=outcome.interrupted)  # the answer first: the plots take a second or two more
     skipped_plots = _sweep_plots(args, spec, done, summary, outcome.interrupted)
     if outcome.interrupted:
         stopped = "terminated" if outcome.terminated else "interrupted"

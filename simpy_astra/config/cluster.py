@@ -549,6 +549,11 @@ def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
     left to the point's own load."""
     parts = dotted.split(".")[1:]
     key = OLD_KEYS.get(parts[0], parts[0]) if parts else ""
+    if value is None:  # null on a cluster axis leaves the field out: the preset's value, NCCL's choice
+        if len(parts) == 1 and key in ("preset", "gpus"):
+            raise InputError(f"{where}: null leaves cluster.{key} out, and every cluster needs one; give "
+                             f"{'a preset name or file' if key == 'preset' else 'a GPU count'} instead")
+        return
     if len(parts) == 1 and key == "preset":
         _preset_path(value, where.rsplit(".", 1)[0], base_dir)
     elif len(parts) == 1 and key == "nccl_algo":

@@ -88,8 +88,17 @@ class Point:
 
 def point_label(sweep: str, coordinates: dict[str, Any]) -> str:
     """What a point's errors and warnings name: the sweep file and the coordinates, as results.csv
-    keeps them (the summary, which names the point already, takes this off)."""
-    return f"{sweep}: point " + " ".join(f"{c}={v}" for c, v in coordinates.items())
+    keeps them (the summary, which names the point already, takes this off), each value as the
+    sweep file writes it: ``nccl_algo=null``, ``nvls=true`` (Python's None and True named no
+    value a user wrote)."""
+    return f"{sweep}: point " + " ".join(f"{c}={_written(v)}" for c, v in coordinates.items())
+
+
+def _written(value: Any) -> str:
+    """A coordinate as YAML writes it: null, true and false, else as it reads."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return str(value)
 
 
 @dataclass

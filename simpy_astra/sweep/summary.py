@@ -55,7 +55,9 @@ def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
 
 
 def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any], out: Output,
-                  wall_s: float, top: int = 12) -> None:
+                  wall_s: float, top: int = 12, interrupted: bool = False) -> None:
+    """``interrupted``: the points that finished before Ctrl-C or SIGTERM, whose best is the best
+    so far (said so: a plain 'best:' over 40 of 144 points read as the sweep's answer)."""
     ok = [o for o in done if o.ok]
     backends = summary.get("backends") or []
     # ranked within each network backend (best.py: points of two backends are not compared);
@@ -72,7 +74,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     invalid = [o for o in done if o.invalid]
     out.line(f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
              f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
-             + f", {wall_s:.1f} s")
+             + f", {wall_s:.1f} s" + (", interrupted" if interrupted else ""))
     title = f"best {shown}{per} by {spec.goals.objective.text}"  # short: a table's title fits 80 columns
     values = [[_report(spec, o, e) for e in spec.goals.report] for o in ranked]
     digits = [_digits([row[i] for row in values]) for i in range(len(spec.goals.report))]
@@ -126,7 +128,7 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
     sections = summary.get("by_backend") or {None: summary}
     named: set[str] = set()  # points whose figures are shown already, and warnings said
     for backend, section in sections.items():
-        suffix = f" ({backend})" if backend else ""
+        suffix = (" so far" if interrupted else "") + (f" ({backend})" if backend else "")
         unfit = section.get("left_out_not_fitting") or 0
         _winner(out, spec, f"best{suffix}", section["best"], named,
                 "none: no finished point fits the GPU's memory" if unfit else "")

@@ -1,0 +1,148 @@
+"""Sweeps of real jobs and the console, round 4: a design-space study of Megatron-LM layouts
+and cluster fields over dgx-a100-80gb and dgx-h100, as a researcher writes it."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simpy_astra.cli.sweep import main as sweep_main
+
+#: a small GPT (8 layers, h 1024, 16 heads, s 1024) on 16 GPUs: a point runs in a fraction of a second
+ARGS = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+        "--max-position-embeddings 1024 --micro-batch-size 2 --global-batch-size 64 "
+        "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 --vocab-size 32000")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+def sweep_file(tmp_path: Path, axes: dict, args: str = ARGS, cluster: dict | None = None, **extra) -> str:
+    base = {"workload": {"generate": "megatron", "args": args},
+            "cluster": cluster or {"preset": "dgx-h100", "gpus": 16}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"base": base, "axes": axes, "minimise": "iteration_time_ns", **extra},
+                                   sort_keys=False))
+    return str(path)
+
+
+def rows(out: Path) -> list[dict[str, str]]:
+    with open(out / "results.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ---------------------------------------------------------------- null on a cluster axis
+def test_null_on_an_optional_cluster_axis_runs_the_presets_value(tmp_path, capsys):
+    """docs/sweeps.md: null in a cluster axis leaves the field out. 'cluster.nvls: [null,
+    true]' (the preset's say, then forced on) was refused before any point ran, 'must be true
+    or false ... got None', and so was null on oversubscription. Now the null point runs as the
+    preset: the H100 preset has NVLS, so its step is the forced one's."""
+    path = sweep_file(tmp_path, {"cluster.nvls": [None, True]})
+    out = tmp_path / "out"
+    assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    got = rows(out)
+    assert [r["status"] for r in got] == ["ok", "ok"]
+    assert got[0]["iteration_time_ns"] == got[1]["iteration_time_ns"]
+    capsys.readouterr()
+    path = sweep_file(tmp_path, {"cluster.oversubscription": [None, 2]}, cluster={"preset": "dgx-a100-80gb",
+                                                                               "gpus": 16})
+    assert sweep_main([path, "--list"]) == 0
+    assert "oversubscription=null" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("key, fix", [("gpus", "give a GPU count instead"),
+                                      ("preset", "give a preset name or file instead")])
+def test_null_on_a_cluster_field_every_cluster_needs_says_so(tmp_path, capsys, key, fix):
+    """Null leaves a field out; on gpus or preset every point would fail. The refusal said
+    'must be a positive integer (got None)'; now it says what null does and what to write."""
+    value = 16 if key == "gpus" else "dgx-h100"
+    from simpy_astra.cli.main import main
+
+    path = sweep_file(tmp_path, {f"cluster.{key}": [None, value]})
+    assert main(["sweep", path, "--list"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert f"axes: cluster.{key}: null leaves cluster.{key} out, and every cluster needs one; {fix}" in err
+    assert "None" not in err
+
+
+# ---------------------------------------------------------------- a failed point's words
+def test_a_failed_points_error_names_null_as_the_sweep_file_writes_it(tmp_path, capsys):
+    """A point that fails (12 GPUs in nodes of 8) is named in its error in results.csv and in
+    --list's 'will fail' lines. Its null coordinate read 'cluster.nccl_algo=None', Python's
+    word, though every table says null; now 'cluster.nccl_algo=null', as in the sweep file."""
+    args = ARGS.replace("--global-batch-size 64", "--global-batch-size 48")  # 12 GPUs: dp 3, a valid layout
+    path = sweep_file(tmp_path, {"cluster.nccl_algo": [None, "ring"], "cluster.gpus": [12]}, args=args)
+    assert sweep_main([path, "--list"]) == 0
+    listed = capsys.readouterr()
+    said = " ".join((listed.out + listed.err).split())
+    assert "point cluster.nccl_algo=null cluster.gpus=12: cluster.gpus: 12 GPUs do not fill" in said
+    assert "=None" not in said
+    out = tmp_path / "out"
+    assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 4  # every point failed
+    errors = [r["error"] for r in rows(out)]
+    assert "point cluster.nccl_algo=null cluster.gpus=12: cluster.gpus:" in errors[0]
+    assert not any("None" in e for e in errors)
+
+
+# ---------------------------------------------------------------- reading points before they run
+def test_a_cluster_preset_is_parsed_once_and_an_edit_is_still_seen(tmp_path, monkeypatch):
+    """--list and the check before a sweep load every point's scenario, and each load parsed
+    its cluster preset's YAML again: 800 parses of the same 50 lines for 400 points, a third
+    of the listing's time. Now a text parsed once is kept (each caller gets its own copy), and
+    the file is still read each time, so an edited preset is read as edited."""
+    import shutil
+
+    from simpy_astra.config import readers
+    from simpy_astra.config.cluster import load_cluster
+
+    preset = tmp_path / "mine.yaml"
+    shutil.copy(Path(readers.__file__).parent / "clusters" / "dgx-h100.yaml", preset)
+    preset.write_text(preset.read_text() + f"# {tmp_path}\n")  # a text no earlier test parsed
+    parses: list[int] = []
+    real = readers.parse_yaml
+    monkeypatch.setattr(readers, "parse_yaml", lambda text: parses.append(1) or real(text))
+    first = load_cluster({"preset": str(preset), "gpus": 16}, "cluster")
+    doc = readers.read_yaml_file(str(preset), "cluster preset")
+    doc["gpu"]["hbm_gib"] = 1  # a caller changing its copy changes nobody else's
+    for _ in range(3):
+        assert load_cluster({"preset": str(preset), "gpus": 16}, "cluster") == first
+    assert len(parses) == 1
+    preset.write_text(preset.read_text().replace("hbm_gib: 80", "hbm_gib: 96"))
+    assert load_cluster({"preset": str(preset), "gpus": 16}, "cluster").gpu["hbm_gib"] == 96
+    assert first.gpu["hbm_gib"] == 80 and len(parses) == 2
+
+
+# ---------------------------------------------------------------- a sweep stopped early
+def test_an_interrupted_sweeps_best_is_called_the_best_so_far(tmp_path, monkeypatch, capsys):
+    """Ctrl-C after one of three layouts ran printed 'best: tp=1 -> ...' and the constraint's
+    best, as a finished sweep does; only the last line said 'interrupted', under them. Now the
+    header says interrupted and each best is 'best so far', and the finished row is kept."""
+    import dataclasses
+
+    import simpy_astra.sweep.runner as runner
+
+    real = runner.run_local
+
+    def stopped_after_one(todo, *args, **kwargs):  # Ctrl-C once the first point has its row
+        return dataclasses.replace(real(todo[:1], *args, **kwargs), interrupted=True)
+
+    monkeypatch.setattr(runner, "run_local", stopped_after_one)
+    path = sweep_file(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4]},
+                      constraints=["mfu > 0.01"])
+    out = tmp_path / "out"
+    assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 130
+    err = capsys.readouterr().err
+    assert [r["status"] for r in rows(out)] == ["ok"]
+    assert "sweep sweep: 1 of 3 points, 0 failed, " in err and " s, interrupted\n" in err
+    lines = err.splitlines()
+    assert any(line.startswith("best so far: tp=1 -> ") for line in lines)
+    assert any(line.startswith("best so far with mfu > 0.01: tp=1 -> ") for line in lines)
+    assert not any(line.startswith("best:") or line.startswith("best with") for line in lines)
+    assert lines[-2].startswith("interrupted: 1 of 3 points saved in ")
