@@ -1,4 +1,5 @@
-"""The figures the guides' prose quotes from a one-collective run are what that run gives.
+"""The figures the guides' prose quotes from a one-collective run (or from a reference case run
+on another backend) are what that run gives.
 
 docs/megatron.md quoted an H100 two-node 64 MiB all-reduce at 337 us, which the preset ran
 at NCCL's own Simple latencies; once the preset carried its fitted ``nccl_latency_scale``
@@ -51,6 +52,24 @@ PAIR = [
 ]
 
 
+#: (page, words, reference case, backend, figure): docs/backends.md's figures of reference cases
+#: run on other backends than their own (``benchmarks/backend_cost.py``), each under a second
+CASES = [
+    ("docs/backends.md", "the packet backend finishes at 443,931 ns against the aware backend's 328,036",
+     "knob_cu_rs64MB_ring4x4x4_ring_chunks4", "packet", "443,931 ns"),
+    ("docs/backends.md", "the packet backend finishes at 443,931 ns against the aware backend's 328,036",
+     "knob_cu_rs64MB_ring4x4x4_ring_chunks4", "congestion_aware", "328,036"),
+    ("docs/backends.md", "`ex_cu_all_reduce_16npus_ring`: 99,640 ns unaware and aware, 99,760 ns packet",
+     "ex_cu_all_reduce_16npus_ring", "congestion_aware", "99,640 ns"),
+    ("docs/backends.md", "`ex_cu_all_reduce_16npus_ring`: 99,640 ns unaware and aware, 99,760 ns packet",
+     "ex_cu_all_reduce_16npus_ring", "packet", "99,760 ns"),
+    ("docs/backends.md", "the case ends at 45,018,232 ns, the aware backend's 45,004,080",
+     "grid_cu_all_gather_64MB_ring16_direct", "packet", "45,018,232 ns"),
+    ("docs/backends.md", "the case ends at 45,018,232 ns, the aware backend's 45,004,080",
+     "grid_cu_all_gather_64MB_ring16_direct", "congestion_aware", "45,004,080"),
+]
+
+
 def said(page: str, words: str, figure: str) -> None:
     text = " ".join((ROOT / page).read_text().split())
     assert words in text, f"{page} no longer says {words!r}: update this test with the page"
@@ -89,6 +108,21 @@ def test_a_pairs_time_a_page_quotes_is_what_the_run_gives(tmp_path, page, words,
     ns = finish_ns(tmp_path, {"backend": backend, "cluster": H100_2,
                               "workload": {"generate": "microbench", "collective": "send_recv", "size": MIB,
                                            "src": 4, "dst": 8}})
+    assert as_written(ns, figure) == figure, f"{page}: '{words}': the run gives {ns:,} ns"
+
+
+@pytest.mark.parametrize(("page", "words", "case", "backend", "figure"), CASES,
+                         ids=[f"{c[2]}:{c[3]}" for c in CASES])
+def test_a_reference_cases_time_on_another_backend_is_what_the_run_gives(reference_dir, monkeypatch, page, words,
+                                                                        case, backend, figure):
+    from simpy_astra.config.scenario import inputs_from_astra_flags
+
+    said(page, words, figure)
+    spec = json.loads((reference_dir / "cases" / f"{case}.json").read_text())
+    monkeypatch.chdir(reference_dir)  # relative paths inside configs resolve from here, as for ASTRA-sim
+    inputs = inputs_from_astra_flags(spec["workload"], spec["system"], spec["network"], spec["remote_memory"],
+                                     spec.get("comm_group") or "empty", backend)
+    ns = max(r.finished_cycles for r in Simulation(inputs).run())
     assert as_written(ns, figure) == figure, f"{page}: '{words}': the run gives {ns:,} ns"
 
 
