@@ -129,6 +129,17 @@ def test_sweep_results_have_cost_usd_and_best_under_budget(tmp_path):
     committed = json.loads((ROOT / "scenarios" / "sweeps" / "results" / "cost_topology" / "best.json").read_text())
     assert committed["best"]["coordinates"] == best["best"]["coordinates"]
     assert committed["best_under"]["cost_usd <= 10000"]["coordinates"] == under["coordinates"]
+    # docs/reports.md's table of the 25 GB/s points is what the sweep gives
+    names = {"fully connected": "fully_connected", "ring": "ring", "4x4 torus": "torus4x4",
+             "single switch (halving-doubling)": "switch", "fat tree, 2:1 oversubscribed": "fat_tree"}
+    page = (ROOT / "docs" / "reports.md").read_text()
+    table = [line.split(" | ") for line in page[page.index("| fabric (25 GB/s links)"):].splitlines()[2:7]]
+    at_25 = {r["fabric"]: (int(r["finish_ns"]), float(r["cost_usd"])) for r in rows if r["network.bandwidth"] == "25"}
+    for fabric, finish_us, cost_usd, product in table:
+        ns, usd = at_25[names[fabric.strip("| ")]]
+        mantissa, _, exponent = f"{ns * usd:.2e}".partition("e")
+        assert [finish_us, cost_usd, product.strip(" |")] == [f"{ns / 1e3:,.1f}", f"{usd:,.0f}",
+                                                              f"{mantissa}e{int(exponent)}"], fabric
 
 
 def test_sweep_folder_from_before_cost_usd_resumes(tmp_path):

@@ -1,4 +1,5 @@
-"""The figures the guides' prose quotes from a one-collective run are what that run gives.
+"""The figures the guides' prose quotes from a one-collective run (or from a reference case run
+on another backend) are what that run gives.
 
 docs/megatron.md quoted an H100 two-node 64 MiB all-reduce at 337 us, which the preset ran
 at NCCL's own Simple latencies; once the preset carried its fitted ``nccl_latency_scale``
@@ -37,6 +38,8 @@ FIGURES = [
     ("docs/megatron.md", "6.79 ms at 1:1, 12.32 ms at 2:1", {**ONE_A_LEAF, "oversubscription": 2}, "all_reduce", GIB,
      "12.32 ms"),
     ("docs/megatron.md", "6.00 ms for 1 GiB on four H100 nodes", H100_4, "all_reduce", GIB, "6.00 ms"),
+    ("docs/megatron.md", "ran NVLS, 185.4 us measured, 170.5 us as the model times NVLS", H100_2, "all_reduce",
+     16 * MIB, "170.5 us"),
     ("docs/megatron.md", "an 8 MiB all-reduce on 8 GPUs takes 150 us", {"preset": "dgx-a100-80gb", "gpus": 8},
      "all_reduce", 8 * MIB, "150 us"),
 ]
@@ -46,6 +49,24 @@ PAIR = [
     ("docs/megatron.md", "GPU 8 of a `dgx-h100`, 1 MiB: 49,939 ns against 49,830 above", "packet", "49,939 ns"),
     ("docs/megatron.md", "49,939 ns against 49,830 above", "congestion_unaware", "49,830"),
     ("docs/backends.md", "GPU 4 -> GPU 8 over NVLink then a rail, 1 MiB in 49,939 ns", "packet", "49,939 ns"),
+]
+
+
+#: (page, words, reference case, backend, figure): docs/backends.md's figures of reference cases
+#: run on other backends than their own (``benchmarks/backend_cost.py``), each under a second
+CASES = [
+    ("docs/backends.md", "the packet backend finishes at 443,931 ns against the aware backend's 328,036",
+     "knob_cu_rs64MB_ring4x4x4_ring_chunks4", "packet", "443,931 ns"),
+    ("docs/backends.md", "the packet backend finishes at 443,931 ns against the aware backend's 328,036",
+     "knob_cu_rs64MB_ring4x4x4_ring_chunks4", "congestion_aware", "328,036"),
+    ("docs/backends.md", "`ex_cu_all_reduce_16npus_ring`: 99,640 ns unaware and aware, 99,760 ns packet",
+     "ex_cu_all_reduce_16npus_ring", "congestion_aware", "99,640 ns"),
+    ("docs/backends.md", "`ex_cu_all_reduce_16npus_ring`: 99,640 ns unaware and aware, 99,760 ns packet",
+     "ex_cu_all_reduce_16npus_ring", "packet", "99,760 ns"),
+    ("docs/backends.md", "the case ends at 45,018,232 ns, the aware backend's 45,004,080",
+     "grid_cu_all_gather_64MB_ring16_direct", "packet", "45,018,232 ns"),
+    ("docs/backends.md", "the case ends at 45,018,232 ns, the aware backend's 45,004,080",
+     "grid_cu_all_gather_64MB_ring16_direct", "congestion_aware", "45,004,080"),
 ]
 
 
@@ -87,6 +108,21 @@ def test_a_pairs_time_a_page_quotes_is_what_the_run_gives(tmp_path, page, words,
     ns = finish_ns(tmp_path, {"backend": backend, "cluster": H100_2,
                               "workload": {"generate": "microbench", "collective": "send_recv", "size": MIB,
                                            "src": 4, "dst": 8}})
+    assert as_written(ns, figure) == figure, f"{page}: '{words}': the run gives {ns:,} ns"
+
+
+@pytest.mark.parametrize(("page", "words", "case", "backend", "figure"), CASES,
+                         ids=[f"{c[2]}:{c[3]}" for c in CASES])
+def test_a_reference_cases_time_on_another_backend_is_what_the_run_gives(reference_dir, monkeypatch, page, words,
+                                                                        case, backend, figure):
+    from simpy_astra.config.scenario import inputs_from_astra_flags
+
+    said(page, words, figure)
+    spec = json.loads((reference_dir / "cases" / f"{case}.json").read_text())
+    monkeypatch.chdir(reference_dir)  # relative paths inside configs resolve from here, as for ASTRA-sim
+    inputs = inputs_from_astra_flags(spec["workload"], spec["system"], spec["network"], spec["remote_memory"],
+                                     spec.get("comm_group") or "empty", backend)
+    ns = max(r.finished_cycles for r in Simulation(inputs).run())
     assert as_written(ns, figure) == figure, f"{page}: '{words}': the run gives {ns:,} ns"
 
 

@@ -182,6 +182,27 @@ def test_terminal_timeline_fills_the_width(columns: int, monkeypatch) -> None:
     assert max(map(len, wide.getvalue().splitlines())) == 2 * columns
 
 
+@pytest.mark.parametrize("end_ns", [142_780, 24_690_412_345, 1_056_492_763_192])
+def test_the_timeline_keeps_to_the_narrowest_plain_width(end_ns: int, monkeypatch) -> None:
+    """docs/reports.md: in a pipe every line keeps to the plain width, 40 at its narrowest
+    (COLUMNS=10), errors, paths and the answer's lines aside. The timeline's heading read
+    'timeline 0 .. 142,780 ns, one column = 4.2 us:' (46 columns) there; it goes on a second
+    line when one does not hold it."""
+    import io
+
+    from simpy_astra.report.breakdown import Breakdown
+    from simpy_astra.report.console import Output
+    from simpy_astra.report.timeline import print_timeline
+
+    monkeypatch.setenv("COLUMNS", "10")
+    b = Breakdown(end_ns, {"compute.gemm": end_ns}, segments=[(0, end_ns, "compute.gemm")])
+    text = io.StringIO()
+    print_timeline({0: b}, Output(text, rich=False))
+    lines = text.getvalue().splitlines()
+    assert max(map(len, lines)) <= 40, lines
+    assert " ".join(" ".join(lines[:2]).split()).startswith(f"timeline 0 .. {end_ns:,} ns, one column = "), lines
+
+
 def test_recording_is_off_unless_attached() -> None:
     sim = Simulation(load_scenario(str(ROOT / "scenarios" / "default.yaml")))
     assert all(npu.probe_node_start is None and npu.probe_node_end is None for npu in sim.npus)

@@ -188,9 +188,13 @@ def print_timeline(breakdowns: dict, out=None, width: int | None = None) -> None
     for k, c in enumerate(c for c in order if c.startswith("comm.")):
         styles[c] = COMM_STYLES[k % len(COMM_STYLES)]
     colour = out.colour
-    head = f"timeline 0 .. {end:,} ns, one column = {_span_text(end / width)}"
-    # a long step's figures leave no room for the words (the legend below says them)
-    out.line(next((h for h in (f"{head}; the part that filled it:", f"{head}:") if len(h) <= columns), f"{head}:"))
+    span, column = f"timeline 0 .. {end:,} ns", f"one column = {_span_text(end / width)}"
+    head = f"{span}, {column}"
+    # a long step's figures leave no room for the words (the legend below says them); in the
+    # narrowest plain width (40) the column's span goes on a line of its own
+    fits = next((h for h in (f"{head}; the part that filled it:", f"{head}:") if len(h) <= columns), None)
+    for line in [fits] if fits else [f"{span},", f"  {column}:"]:
+        out.line(line)
     legend = [f"{glyph[c]} {c}" for c in order]
     line = ""
     for item in legend:  # the legend wrapped within the width
