@@ -143,7 +143,7 @@ def test_an_interrupted_sweeps_best_is_called_the_best_so_far(tmp_path, monkeypa
     assert "sweep sweep: 1 of 3 points, 0 failed, " in err and " s, interrupted\n" in err
     lines = err.splitlines()
     assert any(line.startswith("best so far: tp=1 -> ") for line in lines)
-    assert any(line.startswith("best so far with mfu > 0.01: tp=1 -> ") for line in lines)
+    assert "best so far with mfu > 0.01: the same point" in lines
     assert not any(line.startswith("best:") or line.startswith("best with") for line in lines)
     assert lines[-2].startswith("interrupted: 1 of 3 points saved in ")
 
@@ -193,3 +193,20 @@ def test_points_that_load_alike_run_once(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "nccl_launch_us=null\n" in out and "nccl_launch_us=3.675  will fail" in out
 
+
+def test_a_constraints_best_that_is_the_overall_best_is_said_once(tmp_path, capsys):
+    """Each 'best with <constraint>' line repeated the overall best's line and its tie when it
+    was the same point: three constraints, three copies. Now it says 'the same point', with
+    its own tie only where the constraint left out some of the overall best's."""
+    # the tree's share changes nothing where NCCL picks another algorithm: a tie of 1.0 and 0.5
+    path = sweep_file(tmp_path, {"cluster.nccl_tree_efficiency": [1.0, 0.5]},
+                      constraints=["memory_per_gpu_gib <= 80", "nccl_tree_efficiency > 0.7 or mfu < 0"])
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("best:"))
+    assert lines[start].startswith("best: nccl_tree_efficiency=1.0 -> ")
+    assert lines[start + 1:start + 3] == ["  tied with nccl_tree_efficiency=0.5 at this figure (the first in sweep "
+                                          "order is", "    named)"]
+    assert lines[start + 5:-1] == ["best with memory_per_gpu_gib <= 80: the same point",
+                                   "best with nccl_tree_efficiency > 0.7 or mfu < 0: the same point",
+                                   "  tied with no point that meets it"]
