@@ -210,3 +210,13 @@ def test_a_constraints_best_that_is_the_overall_best_is_said_once(tmp_path, caps
     assert lines[start + 5:-1] == ["best with memory_per_gpu_gib <= 80: the same point",
                                    "best with nccl_tree_efficiency > 0.7 or mfu < 0: the same point",
                                    "  tied with no point that meets it"]
+
+
+def test_a_gpu_figure_equal_to_the_presets_runs_once_and_is_named_by_its_own_path(tmp_path, capsys):
+    """cluster.gpu.hbm_gib: [null, 80] on dgx-h100 (80 GiB) ran one step twice; the warning now
+    names the figure, not two mappings of the GPU."""
+    assert sweep_main([sweep_file(tmp_path, {"cluster.gpu.hbm_gib": [None, 80]}), "--list"]) == 0
+    captured = capsys.readouterr()
+    assert [line.split(" ", 1)[1] for line in captured.out.splitlines()[1:]] == ["hbm_gib=null"]
+    assert ("axes: hbm_gib=80 runs the step hbm_gib=null runs (cluster.gpu.hbm_gib 80 is what the cluster has "
+            "without it); it runs once, as hbm_gib=null") in " ".join(captured.err.split())

@@ -106,18 +106,37 @@ def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, Clust
     reads = {} if reads is None else reads
     read = [_cluster_read(one, reads), _cluster_read(other, reads)]
     clusters = [c if isinstance(c, dict) else {} for c in (one.get("cluster"), other.get("cluster"))]
-    for key in sorted(set(clusters[0]) | set(clusters[1])):
-        if clusters[0].get(key) == clusters[1].get(key):
-            continue
-        unread = next((r.unread[key] for r in read if r is not None and key in r.unread), None)
+    for key, mine, theirs in _differences(clusters[0], clusters[1], "cluster"):
+        unread = next((r.unread[key.removeprefix("cluster.")] for r in read
+                       if r is not None and key.removeprefix("cluster.") in r.unread), None)
         if unread is not None:
-            why.append(f"cluster.{key} changes nothing {unread}")
-        elif key in clusters[0] and key in clusters[1]:
-            why.append(f"cluster.{key} {show_value(clusters[0][key])} and {show_value(clusters[1][key])} read alike")
+            why.append(f"{key} changes nothing {unread}")
+        elif mine is not _ABSENT and theirs is not _ABSENT:
+            why.append(f"{key} {show_value(mine)} and {show_value(theirs)} read alike")
         else:  # a null on a cluster axis: the preset's value, a default, or what the GPU implies
-            given = clusters[0].get(key, clusters[1].get(key))
-            why.append(f"cluster.{key} {show_value(given)} is what the cluster has without it")
+            why.append(f"{key} {show_value(theirs if mine is _ABSENT else mine)} is what the cluster has without it")
     return "; ".join(why)
+
+
+#: a key one of two mappings lacks
+_ABSENT = object()
+
+
+def _differences(one: dict[str, Any], other: dict[str, Any], where: str) -> list[tuple[str, Any, Any]]:
+    """(``where.key``, its value in ``one``, in ``other``) for each key whose values differ, a
+    mapping's keys by their own (``cluster.gpu.hbm_gib``, not two mappings of the GPU)."""
+    out = []
+    for key in sorted(set(one) | set(other), key=str):
+        mine, theirs = one.get(key, _ABSENT), other.get(key, _ABSENT)
+        if mine == theirs:
+            continue
+        if isinstance(mine, dict | type(None)) and isinstance(theirs, dict | type(None)) or (
+                _ABSENT in (mine, theirs) and isinstance(theirs if mine is _ABSENT else mine, dict)):
+            out += _differences(mine if isinstance(mine, dict) else {}, theirs if isinstance(theirs, dict) else {},
+                                f"{where}.{key}")
+        else:
+            out.append((f"{where}.{key}", mine, theirs))
+    return out
 
 
 def _job(scenario: dict[str, Any]) -> Any:
