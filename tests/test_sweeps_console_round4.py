@@ -220,3 +220,27 @@ def test_a_gpu_figure_equal_to_the_presets_runs_once_and_is_named_by_its_own_pat
     assert [line.split(" ", 1)[1] for line in captured.out.splitlines()[1:]] == ["hbm_gib=null"]
     assert ("axes: hbm_gib=80 runs the step hbm_gib=null runs (cluster.gpu.hbm_gib 80 is what the cluster has "
             "without it); it runs once, as hbm_gib=null") in " ".join(captured.err.split())
+
+
+# ---------------------------------------------------------------- a null coordinate in a result expression
+def test_a_null_coordinate_is_a_value_in_minimise_and_result_constraints(tmp_path, capsys):
+    """'nccl_algo == null' reads in every expression, yet a result constraint or a minimise
+    naming a null axis held its null points as unmeasured: 'nccl_algo != "tree" or mfu < 0'
+    left out NCCL's choice, and a minimise over nccl_algo never ranked it, so best.json named
+    ring, 1 ns slower. A null coordinate is now a value there; an ordered comparison with it
+    is refused before any point runs, as for the first point, whichever point is null."""
+    import json
+
+    path = sweep_file(tmp_path, {"cluster.nccl_algo": ["ring", None, "tree"]},
+                      minimise="iteration_time_ns + (1 if nccl_algo == 'ring' else 0)",
+                      constraints=["nccl_algo != 'tree' or mfu < 0"])
+    assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
+    best = json.loads((tmp_path / "out" / "best.json").read_text())
+    assert best["best"]["coordinates"] == {"cluster.nccl_algo": None}
+    assert [e["coordinates"] for e in best["best_under"].values()] == [{"cluster.nccl_algo": None}]
+    assert "best with nccl_algo != 'tree' or mfu < 0: the same point" in capsys.readouterr().err
+    path = sweep_file(tmp_path, {"cluster.nccl_algo": ["ring", None]}, constraints=["nccl_algo > 'a' or mfu < 0"])
+    from simpy_astra.cli.main import main
+
+    assert main(["sweep", path, "--list"]) == 2
+    assert "nccl_algo has no value at this point (null; compare it with == or != only" in capsys.readouterr().err

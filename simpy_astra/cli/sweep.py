@@ -283,7 +283,12 @@ def _main(argv: list[str]) -> int:
               file=sys.stderr)
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
-    spec.check_expressions(points[0])
+    nulls: set[frozenset[str]] = set()  # a null coordinate is a value: ordered, it cannot be compared
+    for point in points:
+        pattern = frozenset(a.name for a in spec.axes if point.coordinates[a.column] is None)
+        if pattern not in nulls:
+            nulls.add(pattern)
+            spec.check_expressions(point)
     spec.check_training_figures(points)
     check_memory_figures(spec, points)
     if args.list:

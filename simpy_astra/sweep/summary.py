@@ -10,7 +10,7 @@ from simpy_astra.errors import printable
 from simpy_astra.report.console import Output, plain_width
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
-from simpy_astra.sweep.best import Outcome, objective_of, satisfies, unreported
+from simpy_astra.sweep.best import Outcome, objective_of, satisfies, unmeasured, unreported
 from simpy_astra.sweep.spec import SweepSpec, point_label
 
 
@@ -49,7 +49,7 @@ def objective_text(text: str, value: Any) -> str:
 
 def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
     values = {**o.point.names(spec.axes), **o.figures}
-    if any(values.get(n) is None for n in expr.names):
+    if unmeasured(spec, o, values, expr.names):
         return None
     return expr.number(values, f"{spec.path}: report", measured=True)
 
