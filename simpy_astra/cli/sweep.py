@@ -91,10 +91,14 @@ JOBS_PER_CPU = 4
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="simpy-astra sweep", description="Run a design-space sweep.")
+    p = ArgumentParser(prog="simpy-astra sweep", description=(
+        "Run a design-space sweep. Points that run one step (Megatron-LM arguments it reads alike; "
+        "a cluster's null that leaves the preset's value, a value equal to the preset's or a default, "
+        "a key that changes nothing there) run once, as one of them, with a warning saying which and "
+        "why; a constraint whose best is the overall best says 'the same point' (docs/sweeps.md)."))
     p.add_argument("sweep", role="input", help="sweep YAML (base scenario, axes, constraints, minimise)")
     p.add_argument("--out", help="output folder; starting again resumes it (required unless --list)")
-    p.add_argument("--list", action="store_true", help="print the points (key and coordinates) and stop")
+    p.add_argument("--list", action="store_true", help="print the points to run (key and coordinates) and stop")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, limits=(1, JOBS_PER_CPU * (os.cpu_count() or 1)),
                    help=f"local worker processes (default: the CPU count, {os.cpu_count() or 1} here)")
     p.add_argument("--cluster", default=None, help="Dask scheduler address (e.g. tcp://host:8786)")
@@ -279,7 +283,12 @@ def _main(argv: list[str]) -> int:
               file=sys.stderr)
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
-    spec.check_expressions(points[0])
+    nulls: set[frozenset[str]] = set()  # a null coordinate is a value: ordered, it cannot be compared
+    for point in points:
+        pattern = frozenset(a.name for a in spec.axes if point.coordinates[a.column] is None)
+        if pattern not in nulls:
+            nulls.add(pattern)
+            spec.check_expressions(point)
     spec.check_training_figures(points)
     check_memory_figures(spec, points)
     if args.list:

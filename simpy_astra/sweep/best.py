@@ -59,16 +59,24 @@ def _values(spec: SweepSpec, o: Outcome) -> dict[str, Any]:
     return {**o.point.names(spec.axes), **o.figures}
 
 
+def unmeasured(spec: SweepSpec, o: Outcome, values: dict[str, Any], names: frozenset[str]) -> list[str]:
+    """The ``names`` with no value at ``o`` (a figure its run does not measure, a flag it leaves
+    unset); a coordinate written null is a value (``nccl_algo != 'ring'`` holds for NCCL's
+    choice: it was held unmet, so a constraint naming such an axis left out its null points)."""
+    nulls = {a.name for a in spec.axes if o.point.coordinates.get(a.column) is None}
+    return [n for n in names if values.get(n) is None and n not in nulls]
+
+
 def objective_of(spec: SweepSpec, o: Outcome) -> float | None:
     values = _values(spec, o)
-    if any(values.get(n) is None for n in spec.goals.objective.names):
+    if unmeasured(spec, o, values, spec.goals.objective.names):
         return None  # e.g. minimising peak memory in a run that does not track it
     return spec.goals.objective.number(values, f"{spec.path}: minimise", measured=True)
 
 
 def satisfies(spec: SweepSpec, o: Outcome, constraint) -> bool:
     values = _values(spec, o)
-    if any(values.get(n) is None for n in constraint.names):
+    if unmeasured(spec, o, values, constraint.names):
         return False  # unknown (e.g. memory not tracked) does not satisfy a cap
     # undefined for this point's figures (a division by zero, past 2**1024): not satisfied, the others ranked
     value = constraint.value(values, f"{spec.path}: constraints", measured=True)
@@ -80,7 +88,8 @@ def unreported(spec: SweepSpec, outcomes: list[Outcome], constraint) -> list[str
     tracks no memory): no point can be held to it, which 'no point qualifies' did not say."""
     if not outcomes:
         return []
-    return sorted(n for n in constraint.names if all(_values(spec, o).get(n) is None for o in outcomes))
+    return sorted(n for n in constraint.names if all(unmeasured(spec, o, _values(spec, o), frozenset({n}))
+                                                     for o in outcomes))
 
 
 def _entry(spec: SweepSpec, candidates: list[Outcome]) -> dict[str, Any] | None:

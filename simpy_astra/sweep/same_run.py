@@ -3,12 +3,14 @@
 Two points whose scenarios read alike (``ring`` and ``[ring]``) are one run; so are two whose
 Megatron-LM arguments launch one job (``--sequence-parallel`` at tp 1, which Megatron turns
 off; ``--recompute-granularity full`` beside ``--recompute-activations``, which Megatron makes
-selective), and two whose clusters differ only in a key that changes nothing at their size
-(``oversubscription`` under one leaf switch) or that it never reads (the tree's fitted share
-beside ``nccl_algo: nvls``). Running both gave two rows of one step, the
+selective), and two whose clusters load alike: the preset's, default or GPU's own value left
+out or written (``nvls: [null, true]`` on an H100 preset), or a key that changes nothing at
+their size (``oversubscription`` under one leaf switch) or that their algorithm never reads (the
+tree's fitted share beside ``nccl_algo: nvls``). Running both gave two rows of one step, the
 first crowned best of a tie, and read as a finding that the axis changes nothing. The job is
 Megatron's own reading of the arguments (:func:`~simpy_astra.workloads.megatron.arguments.parse`,
-half a millisecond), so a point is compared by what runs, not by how it was written.
+half a millisecond) and the cluster the loader's (:func:`~simpy_astra.config.cluster.load_cluster`),
+so a point is compared by what runs, not by how it was written.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import dataclasses
 import json
 from typing import Any
 
+from simpy_astra.config.readers import show_value
 from simpy_astra.errors import InputError
 from simpy_astra.sweep.axis_paths import megatron_args_of
 
@@ -32,10 +35,13 @@ class AlikePoints:
         self._at: dict[str, tuple[int, int]] = {}  # run key -> (place in the points, warnings)
         # why -> (the point left out, the place of the one run: named when all are in)
         self._pairs: dict[str, list[tuple[str, int]]] = {}
+        #: each cluster (and its scenario's context) -> what its run reads: a sweep's points
+        #: share a few, each read once per expansion (an edited preset is read as edited next time)
+        self._reads: dict[str, ClusterRead | None] = {}
 
     def add(self, point: Any) -> None:
         """``point`` (a sweep Point) joins the points unless one of them runs its step."""
-        key = run_key(point.scenario)
+        key = run_key(point.scenario, self._reads)
         if key.text not in self._at:
             self._at[key.text] = (len(self.points), key.warnings)
             self.points.append(point)
@@ -45,7 +51,7 @@ class AlikePoints:
         if key.warnings < warned:  # the earlier point's place, the later one's writing
             kept, dropped = point, self.points[at]
             self.points[at], self._at[key.text] = point, (at, key.warnings)
-        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario), []).append((dropped.label, at))
+        self._pairs.setdefault(why_alike(kept.scenario, dropped.scenario, self._reads), []).append((dropped.label, at))
 
     def warnings(self) -> list[str]:
         """A warning per reason points ran alike (a cluster key that changes nothing at the size
@@ -73,7 +79,7 @@ class RunKey:
     warnings: int
 
 
-def run_key(scenario: dict[str, Any]) -> RunKey:
+def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None) -> RunKey:
     """The point of ``scenario`` compared by what it runs (by its scenario where that cannot be
     read: such a point is refused or fails on its own, saying why)."""
     doc, warnings = dict(scenario), 0  # the parts it replaces are copied, never edited in place
@@ -82,13 +88,14 @@ def run_key(scenario: dict[str, Any]) -> RunKey:
         doc["workload"] = {**scenario["workload"], "args": repr(
             [(f.name, getattr(job, f.name)) for f in dataclasses.fields(job) if f.compare and f.name != "args"])}
         warnings += len(job.warnings)  # not in the text: a job's warnings name where it was written
-    idle = _idle_keys(doc.get("cluster"))
-    if idle:
-        doc["cluster"] = {k: v for k, v in scenario["cluster"].items() if k not in idle}
-    return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings + len(idle))
+    read = _cluster_read(scenario, {} if reads is None else reads)
+    if read is not None:
+        doc["cluster"] = read.inputs
+        warnings += read.warnings
+    return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings)
 
 
-def why_alike(one: dict[str, Any], other: dict[str, Any]) -> str:
+def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None) -> str:
     """Why the scenarios ``one`` and ``other``, which :func:`run_key` finds alike, run alike
     ('' when they read alike)."""
     if json.dumps(one, sort_keys=True, default=str) == json.dumps(other, sort_keys=True, default=str):
@@ -96,15 +103,40 @@ def why_alike(one: dict[str, Any], other: dict[str, Any]) -> str:
     why = []
     if megatron_args_of(one) != megatron_args_of(other):
         why.append("Megatron-LM runs their arguments alike")
-    from simpy_astra.config.unread_cluster_keys import unused_share_keys
-
+    reads = {} if reads is None else reads
+    read = [_cluster_read(one, reads), _cluster_read(other, reads)]
     clusters = [c if isinstance(c, dict) else {} for c in (one.get("cluster"), other.get("cluster"))]
-    for key in sorted(set(clusters[0]) | set(clusters[1])):
-        if clusters[0].get(key) != clusters[1].get(key):
-            share = unused_share_keys(clusters[0]).get(key) or unused_share_keys(clusters[1]).get(key)
-            why.append(f"cluster.{key} changes nothing where {share}" if share else
-                       f"cluster.{key} changes nothing at {clusters[0].get('gpus')} GPUs")
+    for key, mine, theirs in _differences(clusters[0], clusters[1], "cluster"):
+        unread = next((r.unread[key.removeprefix("cluster.")] for r in read
+                       if r is not None and key.removeprefix("cluster.") in r.unread), None)
+        if unread is not None:
+            why.append(f"{key} changes nothing {unread}")
+        elif mine is not _ABSENT and theirs is not _ABSENT:
+            why.append(f"{key} {show_value(mine)} and {show_value(theirs)} read alike")
+        else:  # a null on a cluster axis: the preset's value, a default, or what the GPU implies
+            why.append(f"{key} {show_value(theirs if mine is _ABSENT else mine)} is what the cluster has without it")
     return "; ".join(why)
+
+
+#: a key one of two mappings lacks
+_ABSENT = object()
+
+
+def _differences(one: dict[str, Any], other: dict[str, Any], where: str) -> list[tuple[str, Any, Any]]:
+    """(``where.key``, its value in ``one``, in ``other``) for each key whose values differ, a
+    mapping's keys by their own (``cluster.gpu.hbm_gib``, not two mappings of the GPU)."""
+    out = []
+    for key in sorted(set(one) | set(other), key=str):
+        mine, theirs = one.get(key, _ABSENT), other.get(key, _ABSENT)
+        if mine == theirs:
+            continue
+        if isinstance(mine, dict | type(None)) and isinstance(theirs, dict | type(None)) or (
+                _ABSENT in (mine, theirs) and isinstance(theirs if mine is _ABSENT else mine, dict)):
+            out += _differences(mine if isinstance(mine, dict) else {}, theirs if isinstance(theirs, dict) else {},
+                                f"{where}.{key}")
+        else:
+            out.append((f"{where}.{key}", mine, theirs))
+    return out
 
 
 def _job(scenario: dict[str, Any]) -> Any:
@@ -123,27 +155,61 @@ def _job(scenario: dict[str, Any]) -> Any:
         return None
 
 
-def _idle_keys(cluster: Any) -> list[str]:
-    """The keys of ``cluster`` as written that change nothing at its size (Cluster.idle_keys);
-    a sweep's points share a few clusters, each read once (a preset's YAML: 5 ms)."""
+@dataclasses.dataclass(frozen=True)
+class ClusterRead:
+    """What a run reads of a scenario's ``cluster:``."""
+
+    #: the cluster as loaded (the preset's values, defaults, what the GPU implies, written
+    #: values over them), less the values the run never reads: two written alike run alike
+    inputs: dict[str, Any]
+    #: how many of its written keys the run says change nothing (its warnings about them)
+    warnings: int
+    #: each written key whose value changes nothing here -> why (``at 8 GPUs``, ``where nccl_algo
+    #: forces nvls``)
+    unread: dict[str, str]
+
+
+def _cluster_read(scenario: dict[str, Any], reads: dict[str, ClusterRead | None]) -> ClusterRead | None:
+    """What the run of ``scenario`` reads of its cluster, None where it is not read so (no
+    cluster, one the loader refuses, a key written that the run refuses beside the rest: such
+    a point is compared as written, and fails on its own); ``reads`` keeps each one read."""
+    cluster = scenario.get("cluster")
     if not isinstance(cluster, dict):
-        return []
-    text = json.dumps(cluster, sort_keys=True, default=str)
-    if text not in _IDLE:
-        _IDLE[text] = _read_idle_keys(cluster)
-    return _IDLE[text]
+        return None
+    context = ("network" in scenario, "system" in scenario, scenario.get("backend"),
+               megatron_args_of(scenario) is not None)
+    text = json.dumps([cluster, context], sort_keys=True, default=str)
+    if text not in reads:
+        reads[text] = _read_cluster(cluster, context)
+    return reads[text]
 
 
-#: a cluster mapping's text -> its keys that change nothing
-_IDLE: dict[str, list[str]] = {}
-
-
-def _read_idle_keys(cluster: dict[str, Any]) -> list[str]:
+def _read_cluster(cluster: dict[str, Any], context: tuple[bool, bool, Any, bool]) -> ClusterRead | None:
     from simpy_astra.config.cluster import OLD_KEYS, load_cluster
-    from simpy_astra.config.unread_cluster_keys import unused_share_keys
+    from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_share_keys
+    from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
+    user_network, user_system, backend, megatron = context
+    backend = DEFAULT_BACKEND if backend is None else backend
     try:
-        idle = set(load_cluster(cluster, "cluster").idle_key_names(cluster)) | set(unused_share_keys(cluster))
+        if not isinstance(backend, str) or backend not in BACKENDS:  # a plug-in's, or a typo: as written
+            return None
+        loaded = load_cluster(cluster, "cluster")
+        # a key refused beside this network, system or backend, refused as written (where
+        # leaving it out runs)
+        refuse_unread_cluster_keys("cluster", cluster, (user_network, user_system), backend, "backend", megatron)
     except InputError:
-        return []
-    return [key for key in cluster if OLD_KEYS.get(key, key) in idle]
+        return None
+    why = {key: f"at {loaded.gpus} GPUs" for key in loaded.idle_key_names(loaded.node)}
+    shares = unused_share_keys({"nccl_algo": loaded.nccl_algo, "nvls": loaded.nvls, **loaded.node})
+    why.update({key: f"where {said}" for key, said in shares.items()})
+    inputs = {"preset": loaded.preset, "gpus": loaded.gpus, "gpu": _numbers(loaded.gpu),
+              "node": _numbers({k: v for k, v in loaded.node.items() if k not in why}),
+              "nccl_algo": loaded.nccl_algo, "nvls": loaded.nvls}
+    unread = {key: why[OLD_KEYS.get(key, key)] for key in cluster if OLD_KEYS.get(key, key) in why}
+    return ClusterRead(inputs, len(unread) + (loaded.nvls_note is not None), unread)
+
+
+def _numbers(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with a whole float as its integer (``oversubscription: 1.0``, the preset's 1)."""
+    return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in values.items()}

@@ -10,7 +10,7 @@ from simpy_astra.errors import printable
 from simpy_astra.report.console import Output, plain_width
 from simpy_astra.sweep.axes import point_words
 from simpy_astra.sweep.axes import shown as shown_value
-from simpy_astra.sweep.best import Outcome, objective_of, satisfies, unreported
+from simpy_astra.sweep.best import Outcome, objective_of, satisfies, unmeasured, unreported
 from simpy_astra.sweep.spec import SweepSpec, point_label
 
 
@@ -49,7 +49,7 @@ def objective_text(text: str, value: Any) -> str:
 
 def _report(spec: SweepSpec, o: Outcome, expr) -> Any:
     values = {**o.point.names(spec.axes), **o.figures}
-    if any(values.get(n) is None for n in expr.names):
+    if unmeasured(spec, o, values, expr.names):
         return None
     return expr.number(values, f"{spec.path}: report", measured=True)
 
@@ -142,6 +142,9 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
                                           subsequent_indent="  "):
                     out.line(line)
                 continue
+            if entry is not None and section["best"] is not None and entry["key"] == section["best"]["key"]:
+                _same_point(out, f"best{suffix} with {text}", entry, section["best"], spec)
+                continue
             # points that meet it but are too large for their GPU: 'no point qualifies' hid them
             unfit = sum(1 for o in mine if not o.fits and satisfies(spec, o, constraint))
             _winner(out, spec, f"best{suffix} with {text}", entry, named,
@@ -181,6 +184,35 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
+def _same_point(out: Output, title: str, entry: dict[str, Any], best: dict[str, Any], spec: SweepSpec) -> None:
+    """``title: the same point`` for a constraint whose best is the overall best (its line, tie
+    and figures again said nothing new), with its own tie where the constraint left out some of
+    the overall best's."""
+    _lines(out, f"{title}: the same point", "")
+    if [t["key"] for t in entry.get("tied_with") or []] != [t["key"] for t in best.get("tied_with") or []]:
+        _tie(out, spec, entry)
+
+
+def _lines(out: Output, text: str, indent: str) -> None:
+    """``text`` on one line on a terminal (which wraps it), else wrapped within plain_width(),
+    a coordinate or a path never cut."""
+    for line in [indent + text] if out.console is not None else textwrap.wrap(
+            text, plain_width(), initial_indent=indent, subsequent_indent=indent + "  ", break_long_words=False,
+            break_on_hyphens=False):
+        out.line(line)
+
+
+def _tie(out: Output, spec: SweepSpec, entry: dict[str, Any]) -> None:
+    """The points that tie with ``entry``'s (the first in sweep order is named), if any."""
+    tied = entry.get("tied_with") or []
+    if tied:
+        first = " ".join(point_words(spec.axes, tied[0]["coordinates"]))
+        others = f"{len(tied)} other points, e.g. {first}," if len(tied) > 1 else first
+        _lines(out, f"tied with {others} at this figure (the first in sweep order is named)", "  ")
+    else:
+        _lines(out, "tied with no point that meets it", "  ")
+
+
 def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | None, named: set[str],
             none: str = "") -> None:
     """``title: tp=8 pp=8 -> objective`` (the axes by their short names), wrapped within
@@ -207,15 +239,8 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  ",
                                   break_long_words=False, break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
-    tied = entry.get("tied_with") or []
-    if tied:  # a tie's first in sweep order is named: the others are as good
-        first = " ".join(point_words(spec.axes, tied[0]["coordinates"]))
-        others = f"{len(tied)} other points, e.g. {first}," if len(tied) > 1 else first
-        said = f"tied with {others} at this figure (the first in sweep order is named)"
-        for line in [f"  {said}"] if out.console is not None else textwrap.wrap(
-                said, plain_width(), initial_indent="  ", subsequent_indent="    ", break_long_words=False,
-                break_on_hyphens=False):
-            out.line(line)
+    if entry.get("tied_with"):  # a tie's first in sweep order is named: the others are as good
+        _tie(out, spec, entry)
     figures = entry.get("figures") or {}
     if entry.get("key") in named:
         return
