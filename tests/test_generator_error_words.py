@@ -114,3 +114,16 @@ def test_the_kvhead_warning_is_spelt_from_its_parts():
         assert "; use workload.model llama for grouped-query attention, or remove kvhead" in line
     (parts,) = GENERATORS["transformer"].layout(params).warnings
     assert not isinstance(parts, str)  # a scenario spells it from its parts, not from its text
+
+
+def test_traces_the_cache_cannot_take_are_the_caches_to_mend(monkeypatch):
+    # a full disk under the cache was 's.yaml: workload.output: cannot write ...', a field that
+    # does not exist; the command line's --output is, in a scenario, the workload cache
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("simpy_astra.workloads.microbench.write_et", full)
+    message = _refused({"generate": "microbench", "collective": "all_reduce", "size": 64, "num_npus": 2})
+    assert message.startswith(f"{WHERE}: workload cache "), message
+    assert message.endswith("(No space left on device); set SIMPY_ASTRA_CACHE to a folder you can write, with "
+                            "space for the traces"), message

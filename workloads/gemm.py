@@ -59,7 +59,7 @@ from simpy_astra.workloads.text_workload import (
     parse_text_workload,
     write_converted_ets,
 )
-from simpy_astra.workloads.trace_output import check_npu_count, check_prefix
+from simpy_astra.workloads.trace_output import check_npu_count, check_prefix, unwritable
 
 STRATEGIES = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
 DATAFLOWS = ("ws", "os", "is")
@@ -411,7 +411,7 @@ def write(workload: GemmWorkload, prefix: str, num_npus: int, fmt: str = "et", n
         with open(text_path, "w") as f:
             f.write(workload.text())
     except OSError as exc:
-        raise InputError(f"--output: cannot write {text_path} ({exc.strerror or exc})") from None
+        raise unwritable(f"cannot write {text_path} ({exc.strerror or exc})") from None
     if fmt == "text":
         return [text_path]
     write_ets(text_path, prefix, num_npus, num_passes, clock_ghz)

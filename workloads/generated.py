@@ -52,6 +52,7 @@ from simpy_astra.plugins import (
 from simpy_astra.workloads.chakra.node import EtError
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 from simpy_astra.workloads.generator_inputs import named_files_digest, source_digest
+from simpy_astra.workloads.trace_output import OUTPUT
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,8 @@ class WorkloadLayout:
     blocks: list[int] | None = None
     #: communicator group id -> its parallel dimension ("tp", "dp", ...), for breakdowns
     dimensions: dict[int, str] = field(default_factory=dict)
-    #: what the framework would warn of the job and run on, one line each: written whole, naming
-    #: its place (Megatron's), or as parts (:data:`~simpy_astra.errors.Parts`) that a scenario
-    #: spells with its fields and a command line with its flags
+    #: what the framework would warn of the job and run on, one line each: written whole, naming its
+    #: place (Megatron's), or parts (:data:`~simpy_astra.errors.Parts`) a scenario spells with its fields
     warnings: tuple[str | Parts, ...] = ()
 
 
@@ -404,6 +404,13 @@ def as_scenarios_error(exc: Exception, prefix: str, prepared: Prepared | None) -
     return InputError(words) if isinstance(exc, InputError) else EtError(words)
 
 
+def _unwritable_cache(folder: str, problem: str) -> InputError:
+    """The workload cache's folder (holding ``folder``) could not take the traces: its fix."""
+    line = f"workload cache {files.show(os.path.dirname(folder))}: {problem}; set SIMPY_ASTRA_CACHE to a folder you " \
+           "can write, with space for the traces"
+    return InputError(line).with_parts(line)
+
+
 def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
     text = json.dumps({"generator": name, "version": version, "code": code_digest(), "params": params},
                       sort_keys=True)
@@ -435,9 +442,8 @@ def as_fields(error: InputError, where: str) -> str:
     """A generator's error (worded for ``simpy-astra generate``'s flags) in a scenario's terms:
     ``--size: must be ...`` -> ``scenario.yaml: workload.size: must be ...``, so the user is
     not sent to a flag they never gave. An error that keeps its parts (:attr:`InputError.parts`)
-    is spelt from them; a line written whole is never taken apart (a value in it may read as a
-    flag): it is shown as written when it names its own place (a file's error, or one worded
-    with the scenario's field), else after ``where``."""
+    is spelt from them; a line written whole is never taken apart (a value may read as a flag):
+    as written when it names its place (a file's error, or the scenario's), else after ``where``."""
     scenario, _, key = where.rpartition(": ")
     if not key.isidentifier():  # ``where`` is a file (a text workload's), not a scenario field
         return error.message
@@ -452,9 +458,9 @@ def in_fields(parts: Parts, where: str) -> str:
     a parameter first is the line's field (``s.yaml: workload.size: ...``), text first is about
     the whole mapping (``s.yaml: workload: ...``); each parameter is spelt as its field."""
     key = where.rpartition(": ")[2]
+    first, *rest = parts
     if not key.isidentifier():  # a file's, not a scenario's: the command line's spelling
         return spelt(parts, lambda p: p.flag)
-    first, *rest = parts
     head = f"{where}.{first.name}" if isinstance(first, Param) else f"{where}: {first}"
     return head + spelt(tuple(rest), lambda p: f"{key}.{p.name}")
 
@@ -498,9 +504,11 @@ def _materialise(prepared: Prepared, where: str, lazy: bool, checking: bool = Fa
         try:
             _generate_into(name, entry, params, job, folder)
         except OSError as exc:  # the cache's disk or folder, not the user's workload
-            problem = (f"workload cache {files.show(os.path.dirname(folder))}: cannot write ({files.os_problem(exc)}); "
-                       f"set SIMPY_ASTRA_CACHE to a folder you can write, with space for the traces")
-            raise InputError(problem).with_parts(problem) from None
+            raise _unwritable_cache(folder, f"cannot write ({files.os_problem(exc)})") from None
+        except InputError as exc:  # our generator's --output, here the cache's folder
+            if not exc.parts or exc.parts[0] != OUTPUT:
+                raise
+            raise _unwritable_cache(folder, spelt(exc.parts[1:], lambda p: p.flag).removeprefix(": ")) from None
     try:
         groups_name = json.loads(files.read_text(done, "workload cache entry"))["comm_groups"]
         if groups_name is not None and not isinstance(groups_name, str):

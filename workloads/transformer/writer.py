@@ -209,7 +209,7 @@ def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int
     assert all(op.kind in (COMP, COLL, SEND, RECV) for g in graphs for op in g.ops)
     writers = stage_writers(graphs, range(len(graphs)), layout, units, where, too_large)
     per_stage = [len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()]
-    check_free_space(prefix, max(per_stage) * npus, "--output")
+    check_free_space(prefix, max(per_stage) * npus)
     with TraceFiles() as files:
         files.makedirs(prefix)
         for rank in range(npus):
