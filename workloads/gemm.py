@@ -59,7 +59,7 @@ from simpy_astra.workloads.text_workload import (
     parse_text_workload,
     write_converted_ets,
 )
-from simpy_astra.workloads.trace_output import check_npu_count, check_prefix
+from simpy_astra.workloads.trace_output import check_npu_count, check_prefix, unwritable
 
 STRATEGIES = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA")
 DATAFLOWS = ("ws", "os", "is")
@@ -173,21 +173,28 @@ def read_mnk(path: str) -> list[GemmLayer]:
     text = files.read_text(path, "m,n,k file")
     rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
     if not rows or [c.strip().lower() for c in rows[0][:4]] != ["layer", "m", "n", "k"]:
-        raise InputError(f"{path}:1: expected the header 'Layer,m,n,k'")
+        raise InputError.in_file(f"{path}:1", "expected the header 'Layer,m,n,k'")
     layers = []
     for no, row in enumerate(rows[1:], start=2):
         if len(row) < 4:
-            raise InputError(f"{path}:{no}: expected 'name,m,n,k' (got {','.join(row)!r})")
+            raise InputError.in_file(f"{path}:{no}", f"expected 'name,m,n,k' (got {','.join(row)!r})")
         try:
             m, n, k = (int(c) for c in row[1:4])
         except ValueError:
-            raise InputError(f"{path}:{no}: m, n and k of layer {row[0].strip()!r} must be integers") from None
+            raise InputError.in_file(f"{path}:{no}", f"m, n and k of layer {row[0].strip()!r} must be "
+                                                     f"integers") from None
         if min(m, n, k) < 1:
-            raise InputError(f"{path}:{no}: m, n and k of layer {row[0].strip()!r} must be >= 1")
+            raise InputError.in_file(f"{path}:{no}", f"m, n and k of layer {row[0].strip()!r} must be >= 1")
         layers.append(GemmLayer(row[0].strip(), m, n, k))
     if not layers:
-        raise InputError(f"{path}: no layers after the header")
+        raise InputError.in_file(path, "no layers after the header")
     return layers
+
+
+def _of_job(problem: str) -> InputError:
+    """An error of the whole job (a layer of its m,n,k file under its parallelism), worded the
+    same on the command line and, after the scenario's ``workload``, in a scenario."""
+    return InputError(problem).with_parts(problem)
 
 
 def _shards(strategy: str, num_npus: int, num_packages: int) -> tuple[int, int]:
@@ -202,8 +209,8 @@ def pass_gemms(layer: GemmLayer, strategy: str, num_npus: int, num_packages: int
     dm, dn = _shards(strategy, num_npus, num_packages)
     m, n, k = int(layer.m / dm), int(layer.n / dn), layer.k  # the generator's int(a / b)
     if m < 1 or n < 1:
-        raise InputError(f"layer {layer.name}: m={layer.m}, n={layer.n} leave an empty shard under {strategy} "
-                         f"on {num_npus} NPUs ({num_packages} packages)")
+        raise _of_job(f"layer {layer.name}: m={layer.m}, n={layer.n} leave an empty shard under {strategy} "
+                      f"on {num_npus} NPUs ({num_packages} packages)")
     return {"fwd": (m, n, k), "ig": (m, k, n), "wg": (k, n, m)}
 
 
@@ -232,9 +239,9 @@ def _check_scalesim() -> None:
         raise InputError(MISSING_EXTRA) from None
     major, minor = (int(x) for x in numpy.__version__.split(".")[:2])
     if (major, minor) >= (2, 4):
-        raise InputError(f"generate gemm: scalesim 3.0 fails under NumPy {numpy.__version__} (it converts "
-                         f"arrays to int, which NumPy 2.4 refuses); pip install 'numpy<2.4' (the [gemm] "
-                         f"extra pins it)")
+        problem = (f"scalesim 3.0 fails under NumPy {numpy.__version__} (it converts arrays to int, which NumPy "
+                   f"2.4 refuses); pip install 'numpy<2.4' (the [gemm] extra pins it)")
+        raise InputError(f"generate gemm: {problem}").with_parts(problem)
 
 
 def scalesim_cycles(gemms: list[tuple[str, int, int, int]], array: ArraySpec) -> list[int]:
@@ -334,13 +341,14 @@ class GemmWorkload:
 CLOCK_GHZ_RANGE = (1e-3, 1e3)
 
 
-def check_clock(value: Any, field: str) -> float:
-    """``value`` as the array clock in GHz, refused naming ``field`` unless a finite number in
+def check_clock(value: Any) -> float:
+    """``value`` as the array clock in GHz, refused (as ``clock_ghz``) unless a finite number in
     :data:`CLOCK_GHZ_RANGE` (nan failed to convert to whole microseconds, inf made every layer
     the 1 us floor)."""
     low, high = CLOCK_GHZ_RANGE
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise InputError(f"{field}: must be a clock in GHz from {low:g} to {high:g} (got {value!r})")
+        raise InputError.of_params(Param("clock_ghz"), f": must be a clock in GHz from {low:g} to {high:g} "
+                                                       f"(got {value!r})")
     return float(value)
 
 
@@ -363,10 +371,9 @@ def _check_scalesim_size(layers: list[GemmLayer], shapes: list[dict[str, tuple[i
             cycles = scalesim_cycles_about(*passes[p], array)
             if cycles > limit:
                 m, n, k = passes[p]
-                raise InputError(f"layer {layer.name}: its {p} GEMM on one NPU ({m}x{n}x{k}) is about {cycles:,} "
-                                 f"SCALE-Sim cycles on the {array.rows}x{array.cols} array, past the {limit:,} "
-                                 f"timed (minutes each, or GBs of tables); split the layer, or spread it over more "
-                                 f"NPUs")
+                raise _of_job(f"layer {layer.name}: its {p} GEMM on one NPU ({m}x{n}x{k}) is about {cycles:,} "
+                              f"SCALE-Sim cycles on the {array.rows}x{array.cols} array, past the {limit:,} timed "
+                              f"(minutes each, or GBs of tables); split the layer, or spread it over more NPUs")
 
 
 def build(layers: list[GemmLayer], strategy: str, num_npus: int, array: ArraySpec, num_packages: int = 1,
@@ -404,7 +411,7 @@ def write(workload: GemmWorkload, prefix: str, num_npus: int, fmt: str = "et", n
         with open(text_path, "w") as f:
             f.write(workload.text())
     except OSError as exc:
-        raise InputError(f"--output: cannot write {text_path} ({exc.strerror or exc})") from None
+        raise unwritable(f"cannot write {text_path} ({exc.strerror or exc})") from None
     if fmt == "text":
         return [text_path]
     write_ets(text_path, prefix, num_npus, num_passes, clock_ghz)
@@ -449,7 +456,7 @@ def prepare(params: dict[str, Any], where: str) -> dict[str, Any]:
     try:
         digest = hashlib.sha256(files.read_bytes(mnk, "m,n,k file")).hexdigest()
     except InputError as exc:
-        raise InputError(f"{where}: mnk: {exc}") from None
+        raise InputError(f"{where}.mnk: {exc}") from None
     return {**params, "mnk_sha256": digest}
 
 
@@ -475,9 +482,9 @@ def generate(params: dict[str, Any], prefix: str) -> None:
     array = ArraySpec.parse(str(params.get("array", "32x32")), str(params.get("dataflow", "ws")),
                             params.get("sram"), bool(params.get("include_prefetch", False)))
     num_npus = integer("num_npus", 0)
+    clock = check_clock(params.get("clock_ghz", 1.0))  # before SCALE-Sim times every layer
     workload = build(read_mnk(params["mnk"]), str(params["parallel"]), num_npus, array,
                      integer("num_packages", 1), integer("datatype_size", 2))
-    clock = check_clock(params.get("clock_ghz", 1.0), "clock_ghz")
     write(workload, prefix, num_npus, "et", integer("num_passes", 1), clock)
 
 
@@ -506,7 +513,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     check_prefix(args.output)
     check_npu_count(args.num_npus, Param("num_npus"))
-    check_clock(args.clock_ghz, "--clock-ghz")
+    check_clock(args.clock_ghz)
     if args.format == "text" and args.num_passes != 1:
         raise InputError(f"--num-passes {args.num_passes}: --format text writes no ET, so no iterations (ASTRA-sim "
                          f"1.0 takes the passes when it runs a .txt: num_passes in a scenario); remove it, or write "

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from simpy_astra.errors import AboutFile, InputError, Param, spelt
+from simpy_astra.errors import AboutFile, InputError, Param, Parts, spelt
 from simpy_astra.infra import files
 from simpy_astra.plugins import (
     NOT_LOADED_HINT,
@@ -52,6 +52,7 @@ from simpy_astra.plugins import (
 from simpy_astra.workloads.chakra.node import EtError
 from simpy_astra.workloads.chakra.reader import SUMMARY_SUFFIX
 from simpy_astra.workloads.generator_inputs import named_files_digest, source_digest
+from simpy_astra.workloads.trace_output import OUTPUT
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,9 @@ class WorkloadLayout:
     blocks: list[int] | None = None
     #: communicator group id -> its parallel dimension ("tp", "dp", ...), for breakdowns
     dimensions: dict[int, str] = field(default_factory=dict)
-    #: what the framework would warn of the job and run on (one line each, naming the field)
-    warnings: tuple[str, ...] = ()
+    #: what the framework would warn of the job and run on, one line each: written whole, naming its
+    #: place (Megatron's), or parts (:data:`~simpy_astra.errors.Parts`) a scenario spells with its fields
+    warnings: tuple[str | Parts, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,11 +149,10 @@ class Prepared:
             return WorkloadLayout()
         try:
             found = layout(self.job)
-            scenario = self.where.rpartition(": ")[0]  # a front end's own lines name it already
-            return replace(found, warnings=tuple(line if scenario and line.startswith(scenario) else
-                                                 as_fields(line, self.where) for line in found.warnings))
         except InputError as exc:
             raise exc.reworded(as_fields(exc, self.where)) from None
+        return replace(found, warnings=tuple(line if isinstance(line, str) else in_fields(line, self.where)
+                                             for line in found.warnings))
 
 
 def register(name: str, fn: Callable[[dict[str, Any], str], str | None], version: str = "1") -> GeneratorEntry:
@@ -209,7 +210,8 @@ def _users_generator(name: str, fn: Callable[..., Any]) -> Callable[[dict[str, A
         params = {k: v for k, v in params.items() if k != CODE_KEY}
         try:
             groups = fn(params, prefix)
-        except InputError:
+        except InputError as exc:  # its own words, as written: a scenario names it by its generate field
+            exc.with_parts(Param("generate"), f": {exc.message}")  # never its own parts: its message is its word
             raise
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's generator failed: say so
             raise PluginError(user_code_problem(who, exc), exc) from None
@@ -402,6 +404,13 @@ def as_scenarios_error(exc: Exception, prefix: str, prepared: Prepared | None) -
     return InputError(words) if isinstance(exc, InputError) else EtError(words)
 
 
+def _unwritable_cache(folder: str, problem: str) -> InputError:
+    """The workload cache's folder (holding ``folder``) could not take the traces: its fix."""
+    line = f"workload cache {files.show(os.path.dirname(folder))}: {problem}; set SIMPY_ASTRA_CACHE to a folder you " \
+           "can write, with space for the traces"
+    return InputError(line).with_parts(line)
+
+
 def cache_key(name: str, version: str, params: dict[str, Any]) -> str:
     text = json.dumps({"generator": name, "version": version, "code": code_digest(), "params": params},
                       sort_keys=True)
@@ -429,38 +438,31 @@ def materialise(spec: dict[str, Any] | Prepared, where: str = "workload", lazy: 
         raise InputError(f"{where}: generate {name}: invalid parameters ({type(exc).__name__}: {exc})") from None
 
 
-def as_fields(error: InputError | str, where: str) -> str:
+def as_fields(error: InputError, where: str) -> str:
     """A generator's error (worded for ``simpy-astra generate``'s flags) in a scenario's terms:
     ``--size: must be ...`` -> ``scenario.yaml: workload.size: must be ...``, so the user is
     not sent to a flag they never gave. An error that keeps its parts (:attr:`InputError.parts`)
-    is worded from them; a line written whole (a warning, a generator not yet giving parts)
-    is reworded from its text (:func:`_reworded`)."""
+    is spelt from them; a line written whole is never taken apart (a value may read as a flag):
+    as written when it names its place (a file's error, or the scenario's), else after ``where``."""
     scenario, _, key = where.rpartition(": ")
-    message = error if isinstance(error, str) else error.message
     if not key.isidentifier():  # ``where`` is a file (a text workload's), not a scenario field
-        return message
-    parts = None if isinstance(error, str) else error.parts
-    if parts is None:
-        return _reworded(message, scenario, key, where)
+        return error.message
+    if error.parts is not None:
+        return in_fields(error.parts, where)
+    named = error.message.startswith(f"{scenario}: " if scenario else key)
+    return error.message if error.file is not None or named else f"{where}: {error.message}"
+
+
+def in_fields(parts: Parts, where: str) -> str:
+    """``parts`` as a line of the scenario's workload mapping at ``where`` (``s.yaml: workload``):
+    a parameter first is the line's field (``s.yaml: workload.size: ...``), text first is about
+    the whole mapping (``s.yaml: workload: ...``); each parameter is spelt as its field."""
+    key = where.rpartition(": ")[2]
     first, *rest = parts
+    if not key.isidentifier():  # a file's, not a scenario's: the command line's spelling
+        return spelt(parts, lambda p: p.flag)
     head = f"{where}.{first.name}" if isinstance(first, Param) else f"{where}: {first}"
     return head + spelt(tuple(rest), lambda p: f"{key}.{p.name}")
-
-
-def _reworded(message: str, scenario: str, key: str, where: str) -> str:
-    """:func:`as_fields` of a line written whole, taken apart by its text: a generator's
-    prefix, a quoted parameter and each ``--flag`` become the scenario's fields."""
-    prefix = f"{scenario}: " if scenario else ""
-    if message.startswith(f"{key}."):  # already worded in the scenario's fields
-        return prefix + message
-    text = re.sub(r"^(?:workload: generate: \w+|workload|generate \w+):\s*", "", message)
-    text = re.sub(r"^'(\w+)' ", r"--\1: ", text)
-    text = re.sub(r"--([a-z][a-z0-9_-]*)", lambda m: f"{key}.{m.group(1).replace('-', '_')}", text)
-    if text.startswith(f"{key}."):
-        return prefix + text
-    if text.startswith("/") or (scenario and text.startswith(scenario)) or re.match(r"^[^ ]+\.\w+:", text):
-        return text  # names its own file (an input of the generator, the cache entry)
-    return f"{where}: {text}"
 
 
 def file_name(name: str) -> str:
@@ -502,16 +504,18 @@ def _materialise(prepared: Prepared, where: str, lazy: bool, checking: bool = Fa
         try:
             _generate_into(name, entry, params, job, folder)
         except OSError as exc:  # the cache's disk or folder, not the user's workload
-            raise InputError(f"workload cache {files.show(os.path.dirname(folder))}: cannot write "
-                             f"({files.os_problem(exc)}); set SIMPY_ASTRA_CACHE to a folder you can "
-                             f"write, with space for the traces") from None
+            raise _unwritable_cache(folder, f"cannot write ({files.os_problem(exc)})") from None
+        except InputError as exc:  # our generator's --output, here the cache's folder
+            if not exc.parts or exc.parts[0] != OUTPUT:
+                raise
+            raise _unwritable_cache(folder, spelt(exc.parts[1:], lambda p: p.flag).removeprefix(": ")) from None
     try:
         groups_name = json.loads(files.read_text(done, "workload cache entry"))["comm_groups"]
         if groups_name is not None and not isinstance(groups_name, str):
             raise ValueError(f"comm_groups is {groups_name!r}")
     except (InputError, OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
-        raise InputError(f"{done}: comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
-                         f"{exc}); delete {folder} to generate it again") from None
+        raise InputError.in_file(done, f"comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
+                                       f"{exc}); delete {folder} to generate it again") from None
     prefix = os.path.join(folder, file_name(name))
     if not lazy:
         source = lazy_traces(prefix, prepared)
@@ -584,8 +588,8 @@ def lazy_traces(prefix: str, prepared: Prepared | None = None) -> LazyTraces | N
     try:
         return LazyTraces(prefix, json.loads(files.read_text(path, "rank summary")), prepared)
     except (InputError, OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: corrupt rank summary ({type(exc).__name__}: {exc}); delete "
-                         f"{os.path.dirname(path)} to generate it again") from None
+        raise InputError.in_file(path, f"corrupt rank summary ({type(exc).__name__}: {exc}); delete "
+                                       f"{os.path.dirname(path)} to generate it again") from None
 
 
 def write_summary(prefix: str, generator: str, params: dict[str, Any], classes: list[int],

@@ -29,7 +29,13 @@ from simpy_astra.workloads.chakra.schema import (
     INVALID_NODE,
     REDUCE_SCATTER,
 )
-from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS, TraceFiles, check_npu_count, check_prefix
+from simpy_astra.workloads.trace_output import (
+    MAX_TRACE_NPUS,
+    TraceFiles,
+    check_npu_count,
+    check_prefix,
+    unwritable,
+)
 
 COLLECTIVES: dict[str, int] = {
     "all_reduce": ALL_REDUCE,
@@ -76,7 +82,7 @@ def write_microbench(collective: str, size_bytes: int, num_npus: int, prefix: st
             try:
                 write_et(files.add(f"{prefix}.{npu}.et"), [node], version=MICROBENCH_SCHEMA_VERSION)
             except OSError as exc:
-                raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
+                raise unwritable(f"cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
 
 
 def _check_ends(collective: str, num_npus: int, src: int | None, dst: int | None) -> None:

@@ -37,7 +37,13 @@ from simpy_astra.workloads.chakra.schema import (
     REDUCE_SCATTER,
 )
 from simpy_astra.workloads.generated import materialise
-from simpy_astra.workloads.trace_output import MAX_TRACE_NPUS, TraceFiles, check_npu_count, check_prefix
+from simpy_astra.workloads.trace_output import (
+    MAX_TRACE_NPUS,
+    TraceFiles,
+    check_npu_count,
+    check_prefix,
+    unwritable,
+)
 
 # what Chakra's text converter stores in each file's metadata (the reference ETs carry this label)
 METADATA_SCHEMA_LABEL = "1.0.2-chakra.0.0.4"
@@ -370,7 +376,7 @@ def write_converted_ets(prefix: str, per_npu: list[list], workload: TextWorkload
             try:
                 write_et(files.add(f"{prefix}.{npu}.et"), nodes, version="", metadata_attrs=meta)
             except OSError as exc:
-                raise InputError(f"--output: cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
+                raise unwritable(f"cannot write {prefix}.{npu}.et ({exc.strerror or exc})") from None
 
 
 def generate(params: dict[str, Any], prefix: str) -> None:

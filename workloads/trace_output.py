@@ -31,48 +31,58 @@ NAME_MAX = 255
 PATH_MAX = 4096
 
 
-def check_prefix(prefix: str, where: str = "--output") -> None:
+#: the traces' prefix, ``--output`` of a command line; a scenario's traces are the workload cache's
+OUTPUT = Param("output")
+
+
+def unwritable(problem: str) -> InputError:
+    """``--output: <problem>``, kept as parts: a scenario's generation words it as the workload
+    cache's (:func:`~simpy_astra.workloads.generated.materialise`), never as a field of its own."""
+    return InputError.of_params(OUTPUT, f": {problem}")
+
+
+def check_prefix(prefix: str) -> None:
     """``prefix`` names files ``PREFIX.{npu}.et`` in a folder that exists or can be made."""
     base = os.path.basename(prefix)
     if not prefix or not base or base in (".", ".."):
-        raise InputError(f"{where}: must be a file prefix such as traces/allreduce (got {prefix!r}); "
+        raise unwritable(f"must be a file prefix such as traces/allreduce (got {prefix!r}); "
                          f"it writes PREFIX.0.et, PREFIX.1.et, ...")
     if prefix == "-":  # stdout to many tools: here files '-.0.et', '-.1.et', ... in the working folder
-        raise InputError(f"{where}: '-' would be files named '-.0.et', '-.1.et', ... here, not stdout (a trace is "
-                         f"one binary file per NPU); give a file prefix such as traces/allreduce")
+        raise unwritable("'-' would be files named '-.0.et', '-.1.et', ... here, not stdout (a trace is "
+                         "one binary file per NPU); give a file prefix such as traces/allreduce")
     if os.path.isdir(prefix):  # the files would land beside the folder, named after it
-        raise InputError(f"{where}: {prefix} is a folder; a prefix names files, so they would be {base}.0.et, "
+        raise unwritable(f"{prefix} is a folder; a prefix names files, so they would be {base}.0.et, "
                          f"{base}.1.et, ... beside it: give {os.path.join(prefix, 'NAME')} to write NAME.0.et, ... "
                          f"inside it")
     kind = files.descriptor_name(prefix)  # /dev/stdout: a regular file when stdout is redirected
     with contextlib.suppress(OSError, ValueError):  # /dev/null: files /dev/null.0.et, ... in /dev
         kind = kind or files.non_regular_kind(os.stat(prefix).st_mode)
     if kind is not None:
-        raise InputError(f"{where}: {prefix} is {kind}; a prefix names files, so they would be {base}.0.et, "
+        raise unwritable(f"{prefix} is {kind}; a prefix names files, so they would be {base}.0.et, "
                          f"{base}.1.et, ... beside it: give a prefix such as traces/allreduce")
     rank = _RANK_FILE.fullmatch(base)
     if rank is not None:  # else traces/ar.0.et.0.et, ... which no one meant
-        raise InputError(f"{where}: {prefix} is the name of NPU {rank.group(2)}'s ET file; give the prefix, "
+        raise unwritable(f"{prefix} is the name of NPU {rank.group(2)}'s ET file; give the prefix, "
                          f"{prefix[:len(prefix) - len(base)]}{rank.group(1)}, which writes {rank.group(1)}.0.et, "
                          f"{rank.group(1)}.1.et, ...")
     if "\0" in prefix:
-        raise InputError(f"{where}: must not contain a NUL character (got {prefix!r})")
+        raise unwritable(f"must not contain a NUL character (got {prefix!r})")
     long_part = next((part for part in prefix.split(os.sep) if len(os.fsencode(part)) + 9 > NAME_MAX), None)
     if long_part is not None:
-        raise InputError(f"{where}: the name {long_part[:40]!r}... is {len(long_part)} characters; a file or "
+        raise unwritable(f"the name {long_part[:40]!r}... is {len(long_part)} characters; a file or "
                          f"folder name may have at most {NAME_MAX - 9} here (the system's limit, with "
                          f"'.NNNNN.et' added)")
     if len(os.fsencode(os.path.abspath(prefix))) + 9 >= PATH_MAX:
-        raise InputError(f"{where}: the path is {len(prefix)} characters; at most about {PATH_MAX - 9} fit "
+        raise unwritable(f"the path is {len(prefix)} characters; at most about {PATH_MAX - 9} fit "
                          f"the system's limit")
     folder = os.path.dirname(prefix) or "."
     parent = folder
     while not os.path.exists(parent) and os.path.dirname(parent) != parent:
         parent = os.path.dirname(parent) or "."
     if not os.path.isdir(parent):
-        raise InputError(f"{where}: cannot write under {folder!r}: {parent!r} is not a folder")
+        raise unwritable(f"cannot write under {folder!r}: {parent!r} is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{where}: cannot write under {folder!r}: {parent!r} is not writable")
+        raise unwritable(f"cannot write under {folder!r}: {parent!r} is not writable")
 
 
 def check_npu_count(npus: int, param: Param) -> None:
@@ -87,8 +97,9 @@ def check_npu_count(npus: int, param: Param) -> None:
                                           f"{MAX_TRACE_NPUS} are written (lower the parallelism)")
 
 
-def check_free_space(prefix: str, total_bytes: int, where: str = "--output") -> None:
-    """Refuse before writing when the traces would not fit on the disk."""
+def check_free_space(prefix: str, total_bytes: int, where: str | None = None) -> None:
+    """Refuse before writing when the traces would not fit on the disk (at ``where``, else
+    as :func:`unwritable`)."""
     folder = os.path.dirname(prefix) or "."
     while not os.path.exists(folder):
         folder = os.path.dirname(folder) or "."
@@ -96,7 +107,8 @@ def check_free_space(prefix: str, total_bytes: int, where: str = "--output") -> 
     if total_bytes > free:
         room = "no free space (a full disk, or a file system that takes no files)" if free == 0 else \
             f"{_size(free)} free"
-        raise InputError(f"{where}: the traces need about {_size(total_bytes)} but {folder!r} has {room}")
+        problem = f"the traces need about {_size(total_bytes)} but {folder!r} has {room}"
+        raise unwritable(problem) if where is None else InputError(f"{where}: {problem}")
 
 
 def _size(n: float) -> str:
@@ -126,8 +138,7 @@ class TraceFiles:
             try:
                 os.makedirs(path, exist_ok=True)
             except OSError as exc:
-                raise InputError(f"--output: cannot create the folder {path!r} "
-                                 f"({exc.strerror or exc})") from None
+                raise unwritable(f"cannot create the folder {path!r} ({exc.strerror or exc})") from None
             self.made_dirs.append(path)
 
     def add(self, path: str) -> str:

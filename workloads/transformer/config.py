@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
-from simpy_astra.errors import InputError, InvalidConfigurationError, Param, integer_fix, spelt
+from simpy_astra.errors import InputError, InvalidConfigurationError, Param, Parts, integer_fix, spelt
 from simpy_astra.workloads.trace_output import MAX_TRACE_NODES, MAX_TRACE_NPUS
 
 MODELS = ("gpt", "llama", "moe")
@@ -142,7 +142,16 @@ _E = TypeVar("_E", bound=InputError)
 def _about(kind: Callable[[str], _E], where: str, name: str, *problem: str | Param) -> _E:
     """The error ``kind`` of the parameter ``name``: ``<where>: '<name>' <problem>``, its parts
     kept for a scenario to name it as its field (:func:`~simpy_astra.workloads.generated.as_fields`)."""
-    return kind(f"{where}: '{name}' " + spelt(problem, lambda p: p.flag)).with_parts(Param(name), ": ", *problem)
+    parts = (Param(name), ": ", *problem)
+    return kind(worded(where, parts)).with_parts(*parts)
+
+
+def worded(where: str, parts: Parts) -> str:
+    """A line about a parameter, ``parts`` (``Param(name), ": ", ...``), as the transformer's command
+    line words it: ``<where>: '<name>' <problem>``, each other parameter as its flag."""
+    first, _colon, *problem = parts
+    assert isinstance(first, Param)
+    return f"{where}: '{first.name}' " + spelt(tuple(problem), lambda p: p.flag)
 
 
 def config_from_params(params: dict[str, Any], where: str = "transformer") -> TransformerConfig:
@@ -188,16 +197,18 @@ def _refuse_unread(cfg: TransformerConfig, params: dict[str, Any], where: str) -
                      Param("phase"), f" {cfg.phase} step does not run; remove it")
 
 
-def unread_notes(params: dict[str, Any], where: str = "workload: generate: transformer") -> tuple[str, ...]:
+def unread_notes(params: dict[str, Any], where: str = "workload: generate: transformer") -> tuple[Parts, ...]:
     """Warnings for a knob given that the model does not read and STAGE takes in silence: a
     ``kvhead`` beside a gpt (STAGE's dense) model, whose attention keeps a key/value head per
     query head. STAGE's own command lines pass it so (the reference's llama-70B-sized dense
-    cases), hence a warning, not an error; a sweep over it would otherwise read as a flat line."""
+    cases), hence a warning, not an error; a sweep over it would otherwise read as a flat line.
+    Each warning is parts (:func:`worded` for the command line; a scenario spells its fields);
+    ``where`` names the config's errors."""
     cfg = config_from_params(params, where)
     if cfg.model == "gpt" and params.get("kvhead") is not None and cfg.kvhead != cfg.head:
-        return (f"{where}: 'kvhead' ({cfg.kvhead}) changes nothing: a gpt model (STAGE's dense) has a key/value "
-                f"head per query head ({cfg.head}), as STAGE's has; use --model llama for grouped-query "
-                f"attention, or remove kvhead",)
+        return ((Param("kvhead"), ": ", f"({cfg.kvhead}) changes nothing: a gpt model (STAGE's dense) has a "
+                 f"key/value head per query head ({cfg.head}), as STAGE's has; use ", Param("model"),
+                 " llama for grouped-query attention, or remove kvhead"),)
     return ()
 
 

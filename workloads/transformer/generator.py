@@ -31,6 +31,7 @@ from simpy_astra.workloads.transformer.config import (
     TransformerConfig,
     config_from_params,
     unread_notes,
+    worded,
 )
 from simpy_astra.workloads.transformer.graph import Layout
 from simpy_astra.workloads.transformer.memory import account_memory
@@ -200,8 +201,8 @@ def main(argv: list[str]) -> int:
     prefix = args.pop("output")
     params = {k: v for k, v in args.items() if v is not None}
     cfg = config_from_params(params, "generate transformer")
-    for line in unread_notes(params, "generate transformer"):
-        print(f"warning: {line}", file=sys.stderr)
+    for parts in unread_notes(params, "generate transformer"):
+        print(f"warning: {worded('generate transformer', parts)}", file=sys.stderr)
     check_prefix(prefix)
     _refuse_one_npu(cfg)  # after every other check, so a bad flag is still told first
     start = time.perf_counter()

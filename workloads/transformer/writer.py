@@ -181,20 +181,22 @@ def stage_writers(graphs: list[StageGraph], stages: Iterable[int], layout: Layou
     Chakra's 64-bit fields, is refused at ``where`` as ``too_large``
     says (what gave it, how to mend it): the generator knows what its user wrote."""
     stages = list(stages)
-    what, fix = f"{where}: {too_large[0]}", too_large[1]
+    what, fix = too_large
+
+    def refused(problem: str) -> InputError:  # of the whole job: a scenario names its workload
+        return InputError(f"{where}: {what} {problem}; {fix}").with_parts(f"{what} {problem}; {fix}")
+
     longest_us = max((op.duration_us or 0 for stage in stages for op in graphs[stage].ops), default=0)
     if longest_us > HORIZON_MICROS:
-        raise InputError(f"{what} give a compute step of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT}); "
-                         f"{fix}")
+        raise refused(f"give a compute step of {longest_us:.3g} us, past the horizon ({HORIZON_TEXT})")
     # a rank's steps in turn (the reader refuses their sum, naming a trace file the user never wrote)
     total_us = max((sum(op.duration_us or 0 for op in graphs[stage].ops) for stage in stages), default=0)
     if total_us > HORIZON_MICROS:
-        raise InputError(f"{what} give a GPU {total_us:.3g} us of compute in one step, past the horizon "
-                         f"({HORIZON_TEXT}); {fix}")
+        raise refused(f"give a GPU {total_us:.3g} us of compute in one step, past the horizon ({HORIZON_TEXT})")
     try:
         return {stage: StageWriter(graphs[stage], layout, units) for stage in stages}
     except ValueError:  # protobuf: an integer beyond its 64-bit field (its text quotes the whole number)
-        raise InputError(f"{what} give a size or FLOP count beyond Chakra's 64-bit fields; {fix}") from None
+        raise refused("give a size or FLOP count beyond Chakra's 64-bit fields") from None
 
 
 def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int, units: Units,
@@ -207,7 +209,7 @@ def write_trace(prefix: str, graphs: list[StageGraph], layout: Layout, npus: int
     assert all(op.kind in (COMP, COLL, SEND, RECV) for g in graphs for op in g.ops)
     writers = stage_writers(graphs, range(len(graphs)), layout, units, where, too_large)
     per_stage = [len(w.file_bytes(stage * layout.stage_stride())) for stage, w in writers.items()]
-    check_free_space(prefix, max(per_stage) * npus, "--output")
+    check_free_space(prefix, max(per_stage) * npus)
     with TraceFiles() as files:
         files.makedirs(prefix)
         for rank in range(npus):
