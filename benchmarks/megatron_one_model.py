@@ -1,17 +1,19 @@
 """docs/megatron.md's tables of one model's variants, predicted: Korthikanti et al.'s full
 against selective recomputation, SC'21's layouts (Figures 13-15) and its other sweeps
-(Figures 11, 12, 16, 17, 18), the zero-bubble schedules against 1F1B, and the layouts the
-unfused softmax's fallback moves most.
+(Figures 11, 12, 16, 17, 18), the zero-bubble schedules against 1F1B, the layouts the
+unfused softmax's fallback moves most, Korthikanti's runs again with fp16 main gradients (the
+prose's side figures) and a Qwen3-30B-A3B-like MoE with and without ``--moe-grouped-gemm``.
 
 Each point runs as ``benchmarks/megatron_sc21.py`` runs a row (a scenario of ``workload:
-{generate: megatron, args}`` on ``dgx-a100-80gb``, through ``python -m simpy_astra run FILE
+{generate: megatron, args}`` on ``dgx-a100-80gb``, the MoE's on ``dgx-h100``, through ``python -m simpy_astra run FILE
 --json-out OUT --quiet``), with the configurations of ``tests/test_megatron.py``,
 ``tests/test_megatron_layouts.py``, ``tests/test_megatron_sc21_figures.py`` and
 ``tests/test_zero_bubble_v.py`` (the fallback's and the 16-stage schedules', the docs').
 Prints each table in the docs' format, with the figures the docs' prose quotes under it. The
 published figures are the papers'; the rest is the model's.
 
-    python benchmarks/megatron_one_model.py [--tables korthikanti,layouts,figures,zero-bubble,fallback]
+    python benchmarks/megatron_one_model.py [--tables korthikanti,korthikanti-fp16,layouts,figures,
+        zero-bubble,fallback,moe]
 """
 
 from __future__ import annotations
@@ -31,15 +33,16 @@ class Runner:
         self.folder = folder
         self.seen: dict[tuple, dict] = {}
 
-    def run(self, args: str, gpus: int, schedule: str | None = None) -> dict:
-        key = (args, gpus, schedule)
+    def run(self, args: str, gpus: int, schedule: str | None = None, cluster: tuple = ()) -> dict:
+        """``cluster``: (key, value) pairs over ``predict``'s DGX A100 (``preset``, ...)."""
+        key = (args, gpus, schedule, cluster)
         if key not in self.seen:
-            row = {"model": f"p{len(self.seen)}", "args": args, "gpus": gpus, "schedule": schedule}
+            row = {"model": f"p{len(self.seen)}", "args": args, "gpus": gpus, "schedule": schedule, **dict(cluster)}
             self.seen[key] = predict(row, self.folder)[0]
         return self.seen[key]
 
-    def step_s(self, args: str, gpus: int, schedule: str | None = None) -> float:
-        return self.run(args, gpus, schedule)["iteration_time_ns"] / 1e9
+    def step_s(self, args: str, gpus: int, schedule: str | None = None, cluster: tuple = ()) -> float:
+        return self.run(args, gpus, schedule, cluster)["iteration_time_ns"] / 1e9
 
 
 def last_npu(data: dict) -> dict:
@@ -68,9 +71,6 @@ def series(values: list[float], digits: int = 2, best: float | None = None) -> s
 #: more for the unfused additions, 3.3-4.0% over Table 4 where they are 2.0-3.1%)
 K_2022 = ("--seq-length 2048 --max-position-embeddings 2048 --tensor-model-parallel-size 8 --fp16 "
           "--accumulate-allreduce-grads-in-fp32 --DDP-impl local")
-#: Table 4's layers: its baseline has none of 2022's names (--DDP-impl alone reads as 2021's
-#: release), so today's local layers, the same kernels; one stage sends nothing
-K_LAYERS = K_2022.replace("--DDP-impl local", "--transformer-impl local")
 K_FULL = "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
 K_SELECTIVE = "--recompute-activations --sequence-parallel"
 def model_22b(layers: int) -> str:
@@ -96,13 +96,21 @@ K_LAYER_MODES = [("none", "", 19.6), ("sequence parallel", "--sequence-parallel"
                  ("selective", "--recompute-activations", 20.9), ("selective + sequence parallel", K_SELECTIVE, 20.3)]
 
 
-def korthikanti(r: Runner) -> None:
+def korthikanti(r: Runner, line: str = K_2022, layers_line: str | None = None) -> dict[str, float]:
+    """Prints the table and per-layer figures for ``line`` (the release's flags) and
+    ``layers_line`` (the per-layer runs'); returns the figures the fp16 comparison quotes: each
+    step, the dp-8 sync and the 22B layers' ms."""
+    out: dict[str, float] = {}
+    # Table 4's layers: its baseline has none of 2022's names (--DDP-impl alone reads as 2021's
+    # release), so today's local layers, the same kernels; one stage sends nothing
+    layers_line = layers_line or line.replace("--DDP-impl local", "--transformer-impl local")
     print("| Model | published full / selective | predicted | full vs published | selective vs published |")
     print("|---|---|---|---|---|")
     for name, gpus, model, mbs, gbs, pp, pub_full, pub_sel in K_MODELS:
-        base = (f"{model} {K_2022} --micro-batch-size {mbs} --global-batch-size {gbs} "
+        base = (f"{model} {line} --micro-batch-size {mbs} --global-batch-size {gbs} "
                 f"--pipeline-model-parallel-size {pp}")
         full, sel = r.step_s(f"{base} {K_FULL}", gpus), r.step_s(f"{base} {K_SELECTIVE}", gpus)
+        out[f"{name} full"], out[f"{name} selective"] = full, sel
         digits = 3 if full < 10 else 2
         label = f"{name} ({gpus} GPUs)" if name == "22B" else f"{name} ({gpus})"
         print(f"| {label} | {pub_full:.2f} / {pub_sel:.2f} = {pub_full / pub_sel:.3f} | {full / sel:.3f} "
@@ -110,11 +118,12 @@ def korthikanti(r: Runner) -> None:
               f"{sel:.{digits}f} s, {sel / pub_sel - 1:+.1%} |")
     gpus, published = K_530B_DP8
     _name, _gpus, model, mbs, _gbs, pp, _full, _sel = K_MODELS[2]
-    step = r.step_s(f"{model} {K_2022} --micro-batch-size {mbs} --global-batch-size {gpus} "
+    step = r.step_s(f"{model} {line} --micro-batch-size {mbs} --global-batch-size {gpus} "
                     f"--pipeline-model-parallel-size {pp} {K_SELECTIVE}", gpus)
+    out["dp-8 sync"] = step - out["530B selective"]
     print(f"530B selective at dp 8 ({gpus} GPUs, Section 6.3): {step:.2f} s against {published:.2f} "
           f"({step / published - 1:+.1%})")
-    model, layer = K_MODELS[0][2], f"{K_LAYERS} --micro-batch-size 4 --global-batch-size 4"
+    model, layer = K_MODELS[0][2], f"{layers_line} --micro-batch-size 4 --global-batch-size 4"
     plain, sp = r.step_s(f"{model} {layer}", 8), r.step_s(f"{model} {layer} --sequence-parallel", 8)
     print(f"22B: sequence parallelism's gain a layer (48-layer steps' difference / 48) {(plain - sp) / 48 * 1e3:.2f} ms "
           "(Table 4: 19.6 - 19.0 = 0.6 ms)")
@@ -124,8 +133,28 @@ def korthikanti(r: Runner) -> None:
         for layers in (48, 24):
             data = r.run(f"{model_22b(layers)} {layer} {flags}", 8)
             busy.append(data["iteration_time_ns"] / 1e6 - last_npu(data).get("compute.optimizer", 0.0))
-        per_layer = (busy[0] - busy[1]) / 24
+        per_layer = out[f"22B layer {mode}"] = (busy[0] - busy[1]) / 24
         print(f"  {mode:>29}: {per_layer:5.2f} against {published:4.1f} ({per_layer / published - 1:+.1%})")
+    return out
+
+
+def korthikanti_fp16(r: Runner) -> None:
+    """The docs' side figures: the same runs with fp16 main gradients (no
+    ``--accumulate-allreduce-grads-in-fp32``: that release then added each weight gradient by a
+    kernel of its own), against the fp32 gradients the table states."""
+    fp32 = korthikanti(r)
+    print("### the same with fp16 main gradients (the layers as 2022's release: today's fuses fp16 too)")
+    line = K_2022.replace(" --accumulate-allreduce-grads-in-fp32", "")
+    fp16 = korthikanti(r, line, line)
+    # "none" carries no 2022 name: with --DDP-impl alone it reads as 2021's release
+    modes = [(mode, published) for mode, _flags, published in K_LAYER_MODES if mode != "none"]
+    longer = [fp16[f"22B layer {mode}"] - fp32[f"22B layer {mode}"] for mode, _p in modes]
+    over = [fp16[f"22B layer {mode}"] / published - 1 for mode, published in modes]
+    print(f"fp16 against fp32 main gradients: 175B selective {fp16['175B selective']:.2f} s, full "
+          f"{fp16['175B full']:.2f} s; 22B selective {fp16['22B selective']:.3f} s, full "
+          f"{fp16['22B full']:.3f} s; a 22B layer {min(longer):.2f}-{max(longer):.2f} ms longer, "
+          f"{min(over):.1%}-{max(over):.1%} over Table 4; dp-8 sync {fp16['dp-8 sync']:.2f} s against "
+          f"{fp32['dp-8 sync']:.2f} s (published 1.32 s)")
 
 
 # --- SC'21 (Narayanan et al.): the scripts' CONFIG.sh and Figures 11-18
@@ -290,8 +319,30 @@ def fallback(r: Runner) -> None:
     print(f"6.7B at sequence 4,096, tp 4, micro-batch 1, batch 64 on 64 GPUs: {r.step_s(args, 64):.2f} s")
 
 
-TABLES: dict[str, Callable[[Runner], None]] = {"korthikanti": korthikanti, "layouts": layouts, "figures": figures,
-                                               "zero-bubble": zero_bubble, "fallback": fallback}
+# --- a fine-grained mixture of experts, its local experts one after another or grouped
+#: Qwen3-30B-A3B's shape (its Hugging Face config: 48 layers, h 2048, 32 heads over 4 key-value
+#: groups of width 128, 128 experts of width 768 at top-8, vocabulary 151,936) at sequence 4,096
+#: and batch 512, ep 8 over 64 H100s (dp 64), bf16, the distributed optimizer, the all-to-all
+#: dispatcher; docs/megatron.md quotes its step with and without --moe-grouped-gemm
+MOE_QWEN3 = ("--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --group-query-attention "
+             "--num-query-groups 4 --kv-channels 128 --seq-length 4096 --max-position-embeddings 4096 "
+             "--vocab-size 151936 --bf16 --swiglu --disable-bias-linear --normalization RMSNorm "
+             "--position-embedding-type rope --num-experts 128 --moe-ffn-hidden-size 768 --moe-router-topk 8 "
+             "--expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --micro-batch-size 1 "
+             "--global-batch-size 512 --use-distributed-optimizer")
+MOE_CLUSTER = (("preset", "dgx-h100"), ("inter_node_gbit_s", 3200))
+
+
+def moe(r: Runner) -> None:
+    sequential = r.step_s(MOE_QWEN3, 64, cluster=MOE_CLUSTER)
+    grouped = r.step_s(f"{MOE_QWEN3} --moe-grouped-gemm", 64, cluster=MOE_CLUSTER)
+    print(f"Qwen3-30B-A3B-like MoE on 64 H100s, ep 8: {sequential:.2f} s a step with SequentialMLP, "
+          f"{grouped:.2f} s with --moe-grouped-gemm ({grouped / sequential - 1:+.1%})")
+
+
+TABLES: dict[str, Callable[[Runner], object]] = {"korthikanti": korthikanti, "korthikanti-fp16": korthikanti_fp16,
+                                                 "layouts": layouts, "figures": figures,
+                                               "zero-bubble": zero_bubble, "fallback": fallback, "moe": moe}
 
 
 def main() -> int:

@@ -292,3 +292,26 @@ def test_rotary_embeddings_and_query_key_norms_stream_the_queries_and_keys(extra
     qk = S * (16 + 4) * 64  # elements of q and k of the one layer given
     assert fwd - plain_fwd == pytest.approx(sum(streaming_seconds(gpu, qk * n) for n in forward_bytes))
     assert bwd - plain_bwd == pytest.approx(sum(streaming_seconds(gpu, qk * n) for n in backward_bytes))
+
+
+def test_the_grouped_gemm_figures_page_gives_the_benchmarks_arguments():
+    """docs/megatron.md quoted a Qwen3-30B-A3B-like MoE's step grouped and not (3.20 and 2.98 s)
+    without its arguments, so no one could rerun it. The page now prints them, and
+    ``benchmarks/megatron_one_model.py --tables moe`` runs them (two 64-GPU steps, about a
+    minute: too slow for a test). Here the page's block is the benchmark's line, word for
+    word, and the shape is the one the prose names."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))  # not a package; it imports megatron_sc21 beside it
+    try:
+        bench = importlib.import_module("megatron_one_model")
+    finally:
+        sys.path.pop(0)
+    page = (root / "docs" / "megatron.md").read_text()
+    block = page.split("That model is Qwen3-30B-A3B's", 1)[1].split("```", 2)[1]
+    assert block.split() == bench.MOE_QWEN3.split()
+    args = parse(bench.MOE_QWEN3, 64)
+    assert (args.experts, args.moe_ffn, args.topk, args.ep, args.num_layers) == (128, 768, 8, 8, 48)
