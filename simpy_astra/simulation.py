@@ -63,11 +63,10 @@ class Simulation(CoSimulation):
                                        switch_params)
         self.inputs = inputs
         self.system_config = inputs.system
-        self.on_report = on_report
+        self._take_arguments(on_report, memory_traces, env)
         net = inputs.network
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)
-        self._env = simpy.Environment() if env is None else env
         self.stall_patience_ns = stall_patience_ns
         specs = net.graph_specs or (None,) * net.num_dims
         dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
