@@ -1,0 +1,92 @@
+"""A nineteenth hunt, part b: the Python scripting API and the calibration logs. A bad
+argument to ``Simulation(...)`` or its co-simulation calls is refused in one line naming the
+argument and what it takes, never run as something else or failed deep inside the run."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import simpy
+
+from simpy_astra.cli.main import main
+from simpy_astra.errors import InputError
+from simpy_astra.simulation import Simulation
+
+ROOT = Path(__file__).resolve().parents[1]
+RING = str(ROOT / "examples" / "cosim_ring.yaml")  # 4 NPUs on a ring, congestion-aware
+FAT_TREE = str(ROOT / "scenarios" / "fat_tree_all_to_all.yaml")
+A100 = ROOT / "tests" / "data" / "nccl" / "dgx-a100-superbench"
+
+
+@pytest.mark.parametrize("patience", [math.nan, math.inf, -1, "1e6", None, True])
+def test_a_stall_patience_that_is_not_a_time_is_refused_naming_it(patience):
+    # nan or inf never let the watchdog call a stall (a looping user process then ran to the
+    # horizon); '1e6' failed as a TypeError inside run(); -1, None and True ran as if 0
+    with pytest.raises(ValueError, match=r"stall_patience_ns must be a finite number >= 0 \(got "):
+        Simulation.from_scenario(RING, stall_patience_ns=patience)
+    sim = Simulation.from_scenario(RING, stall_patience_ns=1e6)  # and set later, as an attribute
+    with pytest.raises(ValueError, match="stall_patience_ns"):
+        sim.stall_patience_ns = patience
+    assert sim.stall_patience_ns == 1e6
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"env": "env"}, r"Simulation\(env=...\): expected a simpy.Environment .* \(got 'env'\)"),
+    ({"env": simpy.Environment}, r"Simulation\(env=...\): expected a simpy.Environment"),
+    ({"on_report": 3}, r"Simulation\(on_report=...\): expected a function taking one NpuReport"),
+    ({"memory_traces": "no"}, r"Simulation\(memory_traces=...\): expected True or False \(got 'no'\)"),
+])
+def test_a_simulation_argument_of_the_wrong_kind_is_refused_naming_it(kwargs, needle):
+    # before: env='env' an AttributeError inside the build, on_report=3 "'int' object is not
+    # callable" at the first NPU's end, memory_traces='no' (truthy) wrote the traces
+    with pytest.raises(TypeError, match=needle):
+        Simulation.from_scenario(RING, **kwargs)
+
+
+def test_a_realtime_environment_of_ones_own_still_runs():
+    env = simpy.rt.RealtimeEnvironment(factor=1e-12, strict=False)  # a subclass: accepted
+    reports = Simulation.from_scenario(RING, env=env).run()
+    assert max(r.finished_ns for r in reports) == 32_362  # docs/cosimulation.md's figure
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"link_model": "fifo", "link_params": [1]}, r"link_params=: expected a dict .* \(got \[1\]\)"),
+    ({"switch_params": "x"}, r"switch_params=: expected a dict .* \(got 'x'\)"),
+])
+def test_model_parameters_that_are_not_a_dict_are_refused_naming_them(kwargs, needle):
+    # before: "cannot convert dictionary update sequence element #0 to a sequence"
+    with pytest.raises(InputError, match=needle):
+        Simulation.from_scenario(RING, **kwargs)
+
+
+def test_a_missing_link_or_device_names_what_the_network_has():
+    sim = Simulation.from_scenario(RING)
+    with pytest.raises(KeyError, match="no link 0 -> 2 in this network; links out of 0 lead to 1, 3"):
+        sim.network.link(0, 2)
+    with pytest.raises(KeyError, match=r"device 99; devices are named by id \(NPUs 0..3\) or by"):
+        sim.fail_device(99)
+    fat = Simulation.from_scenario(FAT_TREE, "congestion_aware")
+    with pytest.raises(KeyError, match="links out of 0 lead to leaf0"):
+        fat.network.link(0, 1)
+    with pytest.raises(KeyError, match=r"\(NPUs 0..15, switches 16..21\)"):
+        fat.fail_device(999)
+
+
+def test_a_missing_node_names_the_ids_the_npu_has():
+    sim = Simulation.from_scenario(RING)
+    with pytest.raises(KeyError, match=r"NPU 0 has no node -1; its nodes are ids 0..0 \(1 in all\)"):
+        sim.node_finished(0, -1)
+
+
+def test_a_copy_of_a_log_under_another_name_is_refused_as_the_same_log_is(tmp_path, capsys):
+    # the same path twice was refused (every size would count twice in the fit and the
+    # scores); a copy of it counted twice: 28 sizes of one 14-size table
+    copy = tmp_path / "all_reduce_copy.log"
+    shutil.copyfile(A100 / "all_reduce.log", copy)
+    assert main(["calibrate", str(A100 / "all_reduce.log"), str(copy), "--network",
+                 str(A100 / "network.yml"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "all_reduce_copy.log: this log has the same contents as" in err and "give each log once" in err
