@@ -90,3 +90,17 @@ def test_a_copy_of_a_log_under_another_name_is_refused_as_the_same_log_is(tmp_pa
                  str(A100 / "network.yml"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "all_reduce_copy.log: this log has the same contents as" in err and "give each log once" in err
+
+
+def test_an_algorithms_bad_simpy_call_names_its_own_line_not_simpys(tmp_path, capsys, monkeypatch):
+    # before: "raised ValueError: Negative delay -1 (at .../site-packages/simpy/events.py:237)",
+    # a line of SimPy's the author cannot fix; now the algorithm's line that made the call
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "neg_timeout.py").write_text("def algo(ctx):\n    yield ctx.env.timeout(-1)\n")
+    scenario = Path(RING).read_text().replace("all-reduce-implementation: [ring]",
+                                               'all-reduce-implementation: ["neg_timeout:algo"]')
+    (tmp_path / "s.yaml").write_text(scenario)
+    assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "raised ValueError: Negative delay -1 (at " in err and "neg_timeout.py:2)" in err
