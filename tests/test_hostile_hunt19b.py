@@ -4,6 +4,7 @@ argument and what it takes, never run as something else or failed deep inside th
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -104,3 +105,56 @@ def test_an_algorithms_bad_simpy_call_names_its_own_line_not_simpys(tmp_path, ca
     assert main(["run", str(tmp_path / "s.yaml"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "raised ValueError: Negative delay -1 (at " in err and "neg_timeout.py:2)" in err
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory) -> Path:
+    """A calibration of the A100 all-reduce log holding out every third size."""
+    out = tmp_path_factory.mktemp("cal")
+    assert main(["calibrate", str(A100 / "all_reduce.log"), "--network", str(A100 / "network.yml"),
+                 "--out", str(out), "--hold-out-every", "3"]) == 0
+    return out
+
+
+def _validate(cal: Path, tmp_path: Path, record: dict, log: Path) -> int:
+    (tmp_path / "record.json").write_text(json.dumps(record))
+    return main(["validate", str(log), "--network", str(cal / "network.yml"), "--system",
+                 str(cal / "system.json"), "--out", str(tmp_path / "v"), "--holdout", str(tmp_path / "record.json")])
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    ({"fitted_lines": ["abc"]}, "logs[0]"),  # an internal error (int('abc'))
+    ({"sha256_16": ["x"]}, "logs[0]"),  # an internal error (unhashable list)
+    ({"fitted_lines": [37.5, 38.9]}, "logs[0]"),  # read as lines 37 and 38
+    ({"fitted_lines": [True]}, "logs[0]"),  # read as line 1
+])
+def test_a_hand_edited_calibration_record_is_refused_naming_the_entry(calibrated, tmp_path, capsys, edit, field):
+    record = json.loads((calibrated / "calibration.json").read_text())
+    record["logs"][0].update(edit)
+    capsys.readouterr()
+    assert _validate(calibrated, tmp_path, record, A100 / "all_reduce.log") == 2
+    err = capsys.readouterr().err
+    assert f"field '{field}' expected the log's checksum" in err and "internal error" not in err
+
+
+def test_a_record_of_other_times_is_refused_not_taken_for_either(calibrated, tmp_path, capsys):
+    record = json.loads((calibrated / "calibration.json").read_text()) | {"times": "sideways"}
+    assert _validate(calibrated, tmp_path, record, A100 / "all_reduce.log") == 2
+    assert "field 'times' expected 'in-place' or 'out-of-place'" in capsys.readouterr().err
+
+
+def test_a_log_changed_since_its_calibration_warns_that_its_fitted_sizes_count_as_held_out(
+        calibrated, tmp_path, capsys):
+    # before: every size silently scored HELD OUT, the fit's own rows among the predictions
+    log = tmp_path / "all_reduce.log"
+    log.write_text((A100 / "all_reduce.log").read_text().replace("68.4048", "68.4049"))  # a summary line
+    record = json.loads((calibrated / "calibration.json").read_text())
+    record["logs"][0]["path"] = str(log)  # as if calibrated on it before the edit
+    capsys.readouterr()
+    assert _validate(calibrated, tmp_path, record, log) == 0
+    err = capsys.readouterr().err
+    assert "all_reduce.log: changed since the calibration fitted it (checksum " in err
+    # a log the calibration never saw is held out as it should be, without a word
+    record["logs"][0]["path"] = str(tmp_path / "elsewhere.log")
+    assert _validate(calibrated, tmp_path, record, log) == 0
+    assert "warning" not in capsys.readouterr().err
