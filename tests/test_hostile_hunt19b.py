@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import simpy
+import yaml
 
 from simpy_astra.cli.main import main
 from simpy_astra.errors import InputError
@@ -158,3 +159,22 @@ def test_a_log_changed_since_its_calibration_warns_that_its_fitted_sizes_count_a
     record["logs"][0]["path"] = str(tmp_path / "elsewhere.log")
     assert _validate(calibrated, tmp_path, record, log) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_results_row_whose_key_was_edited_is_refused_not_kept_beside_a_rerun(tmp_path, capsys):
+    # before: the row under the edited key stayed, its point ran again, and results.csv
+    # held two rows of bandwidth 50; a row of a point the axes no longer have is still kept
+    sweep = tmp_path / "q.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "q", "base": str(ROOT / "scenarios" / "torus3d_all_reduce.yaml"),
+                                     "axes": {"network.bandwidth": [50, 100]}, "minimise": "finish_ns"}))
+    out = tmp_path / "o"
+    assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    results = out / "results.csv"
+    lines = results.read_text().splitlines()
+    key = lines[1].split(",")[0]
+    results.write_text("\n".join([lines[0], lines[1].replace(key, "0" * 12, 1), *lines[2:]]) + "\n")
+    capsys.readouterr()
+    assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 2
+    assert f"line 2: key: '000000000000' is not the key of its coordinates ({key})" in capsys.readouterr().err
+    sweep.write_text(sweep.read_text().replace("- 50\n", ""))  # bandwidth 50 is no point any more
+    assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
