@@ -59,11 +59,11 @@ class Simulation(CoSimulation):
         as ``topology: {networkx: ...}`` is. ``link_model``/``switch_model`` and their params: the
         congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
         (:func:`~simpy_astra.config.network.with_models`)."""
+        self._take_arguments(inputs, on_report, memory_traces, env)
         inputs = with_python_overrides(inputs, topology, routes, link_model, link_params, switch_model,
                                        switch_params)
         self.inputs = inputs
         self.system_config = inputs.system
-        self._take_arguments(on_report, memory_traces, env)
         net = inputs.network
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)

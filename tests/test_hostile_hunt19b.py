@@ -48,6 +48,14 @@ def test_a_simulation_argument_of_the_wrong_kind_is_refused_naming_it(kwargs, ne
         Simulation.from_scenario(RING, **kwargs)
 
 
+@pytest.mark.parametrize("inputs", [RING, None, {"workload": "w"}])
+def test_a_scenario_path_given_as_the_inputs_points_to_from_scenario(inputs):
+    # before: "AttributeError: 'str' object has no attribute 'system'"
+    with pytest.raises(TypeError, match=r"Simulation\(inputs\): expected SimulationInputs .*"
+                                        r"Simulation.from_scenario\(path\)"):
+        Simulation(inputs)
+
+
 def test_a_realtime_environment_of_ones_own_still_runs():
     env = simpy.rt.RealtimeEnvironment(factor=1e-12, strict=False)  # a subclass: accepted
     reports = Simulation.from_scenario(RING, env=env).run()

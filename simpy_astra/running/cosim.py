@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from simpy_astra.config.inputs import SimulationInputs
 from simpy_astra.infra.horizon import api_number
 from simpy_astra.running.observe import Observation, Observer
 
@@ -58,12 +59,16 @@ class CoSimulation:
     def npu_for(self, npu_id: int) -> Npu:
         raise NotImplementedError
 
-    def _take_arguments(self, on_report: Callable | None, memory_traces: object,
+    def _take_arguments(self, inputs: object, on_report: Callable | None, memory_traces: object,
                         env: object) -> None:
         """``Simulation(...)``'s arguments that its inputs do not check, each refused in one
-        line naming it: a str as ``env`` failed as an AttributeError inside the build,
-        ``memory_traces="no"`` (truthy) wrote the traces it was to skip, and a non-callable
-        ``on_report`` failed at the first NPU's end, naming nothing."""
+        line naming it: a scenario's path as ``inputs`` or a str as ``env`` failed as an
+        AttributeError inside the build, ``memory_traces="no"`` (truthy) wrote the traces it
+        was to skip, and a non-callable ``on_report`` failed at the first NPU's end."""
+        if not isinstance(inputs, SimulationInputs):
+            raise TypeError(f"Simulation(inputs): expected SimulationInputs (got {inputs!r}); for a scenario "
+                            f"file use Simulation.from_scenario(path), for ASTRA-sim's files "
+                            f"Simulation.from_astra_files(...)")
         if env is not None and not isinstance(env, simpy.Environment):
             raise TypeError(f"Simulation(env=...): expected a simpy.Environment to run on, or None "
                             f"for a new one (got {env!r})")
