@@ -16,6 +16,7 @@ import yaml
 from simpy_astra.cli.main import main
 from simpy_astra.errors import InputError
 from simpy_astra.simulation import Simulation
+from tests.wrapped_lines import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 RING = str(ROOT / "examples" / "cosim_ring.yaml")  # 4 NPUs on a ring, congestion-aware
@@ -186,3 +187,22 @@ def test_a_results_row_whose_key_was_edited_is_refused_not_kept_beside_a_rerun(t
     assert f"line 2: key: '000000000000' is not the key of its coordinates ({key})" in capsys.readouterr().err
     sweep.write_text(sweep.read_text().replace("- 50\n", ""))  # bandwidth 50 is no point any more
     assert main(["sweep", str(sweep), "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+
+
+@pytest.mark.parametrize(("edit", "found"), [("remove", 3), ("add", 5)])
+def test_a_cache_entry_that_lost_or_gained_a_rank_says_so_not_blaming_the_scenario(
+        tmp_path, monkeypatch, capsys, edit, found):
+    # before: "generate microbench writes 3 ranks, but the network has 4 NPUs; make the
+    # generator's parallelism (num_npus, ...) match it", of a scenario that asks for 4
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    assert main(["run", RING, "--quiet"]) == 0
+    (entry,) = (tmp_path / "cache" / "workloads").iterdir()
+    if edit == "remove":
+        (entry / "microbench.3.et").unlink()
+    else:
+        shutil.copyfile(entry / "microbench.3.et", entry / "microbench.4.et")
+    capsys.readouterr()
+    assert main(["run", RING, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"corrupt workload cache entry: its generator wrote 4 ranks' traces and {found} are there now" in err
+    assert f"delete {entry} to generate it again" in plain(err).replace("\n", "")
