@@ -249,7 +249,8 @@ class Simulation(CoSimulation):
         given = {r.npu_id for r in self.reports}
         on_report = self.on_report
         full = Simulation(replace(self.inputs, fold_symmetry=False), None if on_report is None else
-                          lambda r: None if r.npu_id in given else on_report(r), stall_patience_ns=self.stall_patience_ns)
+                          lambda r: None if r.npu_id in given else on_report(r), stall_patience_ns=self.stall_patience_ns,
+                          memory_traces=self.local_mem_trace_prefix is not None)  # a sweep point's writes none
         self.unfolded_rerun = True
         for watch in self.rerun_watchers:
             watch(full)

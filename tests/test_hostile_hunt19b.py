@@ -14,7 +14,7 @@ import simpy
 import yaml
 
 from simpy_astra.cli.main import main
-from simpy_astra.errors import InputError
+from simpy_astra.errors import InputError, StalledError
 from simpy_astra.simulation import Simulation
 from tests.wrapped_lines import plain
 
@@ -206,3 +206,27 @@ def test_a_cache_entry_that_lost_or_gained_a_rank_says_so_not_blaming_the_scenar
     err = capsys.readouterr().err
     assert f"corrupt workload cache entry: its generator wrote 4 ranks' traces and {found} are there now" in err
     assert f"delete {entry} to generate it again" in plain(err).replace("\n", "")
+
+
+def test_the_unfolded_rerun_of_a_run_without_memory_traces_writes_none_either(tmp_path, monkeypatch):
+    # a folded run that stalls (or breaks its symmetry) runs again unfolded; that run took the
+    # default memory_traces=True, so a sweep point (memory_traces=False) with track-local-mem
+    # wrote local_mem_trace.*.json into the working directory when the rerun finished
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "waits.py").write_text(
+        "from simpy_astra.collectives.base import CollectiveAlgorithm, ring_final_size\n"
+        "def waits(ctx):\n"
+        "    yield ctx.recv(ctx.members[(ctx.index - 1) % len(ctx.members)], 8)\n"
+        "WAITS = CollectiveAlgorithm('waits', waits, ring_final_size, rotation_symmetric=True)\n")
+    scenario = yaml.safe_load(Path(RING).read_text())
+    scenario["system"] |= {"all-reduce-implementation": ["waits:WAITS"], "track-local-mem": 1}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario | {"fold_symmetry": True}))
+    for memory_traces in (False, True):
+        sim = Simulation.from_scenario(str(tmp_path / "s.yaml"), memory_traces=memory_traces)
+        reruns: list = []
+        sim.rerun_watchers.append(reruns.append)
+        assert sim.folding is not None
+        with pytest.raises(StalledError):
+            sim.run()
+        assert [full.local_mem_trace_prefix is not None for full in reruns] == [memory_traces]
