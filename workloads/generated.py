@@ -477,10 +477,9 @@ def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], job
     try:
         fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
         groups = fn(job, os.path.join(tmp, file_name(name)))
-        ranks = generated_ranks(os.path.join(tmp, file_name(name)))  # to tell an entry that lost a file
-        with open(os.path.join(tmp, "done.json"), "w") as f:
-            json.dump({"generator": name, "params": params,
-                       "comm_groups": os.path.basename(groups) if groups else None, "ranks": ranks}, f)
+        with open(os.path.join(tmp, "done.json"), "w") as f:  # ranks: to tell an entry that lost a file
+            json.dump({"generator": name, "params": params, "comm_groups": os.path.basename(groups) if groups
+                       else None, "ranks": generated_ranks(os.path.join(tmp, file_name(name)))}, f)
         try:
             os.rename(tmp, folder)
         except OSError:  # another worker finished the same trace first
@@ -515,9 +514,7 @@ def _materialise(prepared: Prepared, where: str, lazy: bool, checking: bool = Fa
         raise InputError(f"{done}: comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
                          f"{exc}); delete {folder} to generate it again") from None
     prefix = os.path.join(folder, file_name(name))
-    # a rank's file deleted from the entry (or one added) was blamed on the scenario: "writes 3
-    # ranks, but the network has 4 NPUs; make the generator's parallelism match it"
-    if isinstance(written, int) and (found := generated_ranks(prefix)) != written:
+    if isinstance(written, int) and (found := generated_ranks(prefix)) != written:  # not the scenario's fault
         raise InputError(f"{folder}: corrupt workload cache entry: its generator wrote {written} ranks' "
                          f"traces and {found} are there now; delete {folder} to generate it again")
     if not lazy:
