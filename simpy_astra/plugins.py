@@ -57,6 +57,9 @@ def user_code_problem(what: str, exc: BaseException) -> str:
         at, message = f"{exc.filename}:{exc.lineno}", exc.msg
     else:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if _theirs(f.filename)]
+        # the line of theirs that made the call, not simpy's or networkx's that raised:
+        # env.timeout(-1) in an algorithm was said to be "at .../simpy/events.py:237"
+        frames = [f for f in frames if is_users_file(f.filename)] or frames
         # none of theirs: the call itself failed (a TypeError of parameters that do not fit)
         at = (f"{frames[-1].filename}:{frames[-1].lineno}" if frames
               else "the call, before any line of it ran: check its parameters against the docs")

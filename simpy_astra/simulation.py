@@ -59,15 +59,14 @@ class Simulation(CoSimulation):
         as ``topology: {networkx: ...}`` is. ``link_model``/``switch_model`` and their params: the
         congestion-aware backend's element models, as the YAML's ``link-model``/``switch-model``
         (:func:`~simpy_astra.config.network.with_models`)."""
+        self._take_arguments(inputs, on_report, memory_traces, env)
         inputs = with_python_overrides(inputs, topology, routes, link_model, link_params, switch_model,
                                        switch_params)
         self.inputs = inputs
         self.system_config = inputs.system
-        self.on_report = on_report
         net = inputs.network
         self.network_dims = list(net.npus_count)
         self.total_npus = math.prod(self.network_dims)
-        self._env = simpy.Environment() if env is None else env
         self.stall_patience_ns = stall_patience_ns
         specs = net.graph_specs or (None,) * net.num_dims
         dims = [build_topology(t, n, bw, lat, spec) for t, n, bw, lat, spec in
@@ -250,7 +249,8 @@ class Simulation(CoSimulation):
         given = {r.npu_id for r in self.reports}
         on_report = self.on_report
         full = Simulation(replace(self.inputs, fold_symmetry=False), None if on_report is None else
-                          lambda r: None if r.npu_id in given else on_report(r), stall_patience_ns=self.stall_patience_ns)
+                          lambda r: None if r.npu_id in given else on_report(r), stall_patience_ns=self.stall_patience_ns,
+                          memory_traces=self.local_mem_trace_prefix is not None)  # a sweep point's writes none
         self.unfolded_rerun = True
         for watch in self.rerun_watchers:
             watch(full)

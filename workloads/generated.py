@@ -479,9 +479,9 @@ def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], job
     try:
         fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
         groups = fn(job, os.path.join(tmp, file_name(name)))
-        with open(os.path.join(tmp, "done.json"), "w") as f:
-            json.dump({"generator": name, "params": params,
-                       "comm_groups": os.path.basename(groups) if groups else None}, f)
+        with open(os.path.join(tmp, "done.json"), "w") as f:  # ranks: to tell an entry that lost a file
+            json.dump({"generator": name, "params": params, "comm_groups": os.path.basename(groups) if groups
+                       else None, "ranks": generated_ranks(os.path.join(tmp, file_name(name)))}, f)
         try:
             os.rename(tmp, folder)
         except OSError:  # another worker finished the same trace first
@@ -510,13 +510,17 @@ def _materialise(prepared: Prepared, where: str, lazy: bool, checking: bool = Fa
                 raise
             raise _unwritable_cache(folder, spelt(exc.parts[1:], lambda p: p.flag).removeprefix(": ")) from None
     try:
-        groups_name = json.loads(files.read_text(done, "workload cache entry"))["comm_groups"]
+        doc = json.loads(files.read_text(done, "workload cache entry"))
+        groups_name, written = doc["comm_groups"], doc.get("ranks")  # an entry from before has no ranks
         if groups_name is not None and not isinstance(groups_name, str):
             raise ValueError(f"comm_groups is {groups_name!r}")
     except (InputError, OSError, ValueError, KeyError, TypeError) as exc:  # edited, truncated, or a disk fault
         raise InputError.in_file(done, f"comm_groups: corrupt workload cache entry ({type(exc).__name__}: "
                                        f"{exc}); delete {folder} to generate it again") from None
     prefix = os.path.join(folder, file_name(name))
+    if isinstance(written, int) and (found := generated_ranks(prefix)) != written:  # not the scenario's fault
+        raise InputError(f"{folder}: corrupt workload cache entry: its generator wrote {written} ranks' "
+                         f"traces and {found} are there now; delete {folder} to generate it again")
     if not lazy:
         source = lazy_traces(prefix, prepared)
         if source is not None:

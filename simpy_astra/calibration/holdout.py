@@ -69,17 +69,50 @@ def load_fitted_lines(path: str, in_place: bool = False) -> dict[str, set[int]]:
         raise InputError(f"{path}: --holdout: its fit is of the {times} times and validate compares the {wanted} "
                          f"ones, so its fitted rows would be scored on times they were not fitted to; {fix} (or "
                          f"calibrate on the {wanted} times)")
+    if times is not None and times not in ("in-place", "out-of-place"):  # was taken for either
+        raise InputError.at(path, "times", f"expected 'in-place' or 'out-of-place', as calibrate writes it "
+                                           f"(got {times!r}); was the record edited? calibrate again")
     logs = doc.get("logs") if isinstance(doc, dict) else None
     if not isinstance(logs, list) or not all(isinstance(x, dict) and "sha256_16" in x for x in logs):
         raise InputError.at(path, "logs", "expected calibrate's list of fitted logs (write it with "
                                           "simpy-astra calibrate)")
-    out: dict[str, set[int]] = {}
-    for entry in logs:
-        lines = entry.get("fitted_lines")
+    out = FittedLines()
+    for i, entry in enumerate(logs):
+        lines, sha = entry.get("fitted_lines"), entry["sha256_16"]
         if not isinstance(lines, list):
             raise InputError.at(path, "fitted_lines", "missing: this calibration.json predates held-out "
                                                       "records; calibrate again")
-        out.setdefault(entry["sha256_16"], set()).update(int(x) for x in lines)
+        # int() took '37.9' apart as 37 and True as line 1, and 'abc' or a list was an internal error
+        if not isinstance(sha, str) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+                                               for x in lines):
+            raise InputError.at(path, f"logs[{i}]", "expected the log's checksum (sha256_16, a string) and its "
+                                                    "fitted_lines (line numbers >= 1) as calibrate writes them; "
+                                                    "was the record edited? calibrate again")
+        out.setdefault(sha, set()).update(lines)
+        if isinstance(entry.get("path"), str):
+            out.paths[os.path.realpath(entry["path"])] = sha
+    return out
+
+
+class FittedLines(dict[str, set[int]]):
+    """checksum -> fitted line numbers, and ``paths``: the checksum of each log the record
+    names, by its real path (to tell a log that changed since it was fitted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: dict[str, str] = {}
+
+
+def changed_logs(logs: list, fitted: FittedLines) -> list[str]:
+    """A warning per log the calibration fitted at this path with other contents: its rows
+    would all count as held out (the fit's rows scored as predictions) without a word."""
+    out = []
+    for log in logs:
+        then = fitted.paths.get(os.path.realpath(log.path))
+        if then is not None and (now := digest(log.path)) != then and now not in fitted:
+            out.append(f"{log.path}: changed since the calibration fitted it (checksum {then}, now {now}), so "
+                       f"every size counts as held out, those it fitted too; validate the log it fitted, "
+                       f"or calibrate again")
     return out
 
 

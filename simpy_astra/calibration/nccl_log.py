@@ -21,9 +21,11 @@ Whatever cannot be read stops with one line naming the file and line (:class:`In
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
@@ -378,9 +380,18 @@ def _check_consistent(path: str, rows: list[Row], name: str, n: int) -> None:
 def parse_logs(paths: list[str], collective: str | None = None) -> list[NcclLog]:
     """Each log once: one given twice would count its every size twice in the fit and the scores."""
     seen: dict[str, str] = {}
+    contents: dict[str, str] = {}  # a copy under another name counts twice just the same
     for path in paths:
         real = os.path.realpath(path)
         if real in seen:
             raise InputError(f"{path}: this log is given twice (also as {seen[real]}); give each log once")
         seen[real] = path
-    return [parse_log(p, collective) for p in paths]
+    logs = []
+    for path in paths:
+        logs.append(parse_log(path, collective))  # read and checked first: a missing file says so
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        if digest in contents:
+            raise InputError(f"{path}: this log has the same contents as {contents[digest]} (a copy?); "
+                             f"every size would count twice: give each log once")
+        contents[digest] = path
+    return logs

@@ -9,6 +9,7 @@ import difflib
 import inspect
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -451,6 +452,9 @@ def with_models(inputs: Any, link_model: Any = None, link_params: dict[str, Any]
     for key, model, params, register, lookup, contract in (
             ("link_model", link_model, link_params, register_link, lookup_link, LINK_ARGS),
             ("switch_model", switch_model, switch_params, register_switch, lookup_switch, SWITCH_ARGS)):
+        if params is not None and not isinstance(params, Mapping):  # dict() took a list apart
+            raise InputError(f"{key.replace('model', 'params')}=: expected a dict of the model's "
+                             f"parameters, {{name: value}} (got {params!r})")
         if model is None:
             if params:
                 raise InputError(f"{key.replace('model', 'params')}=: parameters of which model? give {key}= too")

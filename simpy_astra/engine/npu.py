@@ -228,7 +228,9 @@ class Npu(NpuFaults, Probed):
         """An event that fires when node ``node_id`` completes (value: the time)."""
         env = self.clock.env
         if node_id not in self.nodes:
-            raise KeyError(f"{self.source}: NPU {self.npu_id} has no node {node_id}")
+            ids = sorted(self.nodes)  # the fix: which ids its ET holds
+            held = f"its nodes are ids {ids[0]}..{ids[-1]} ({len(ids)} in all)" if ids else "it has no nodes"
+            raise KeyError(f"{self.source}: NPU {self.npu_id} has no node {node_id!r}; {held}")
         event = self._node_events.get(node_id)
         if event is None:
             event = self._node_events[node_id] = env.event()

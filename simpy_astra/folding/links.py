@@ -327,7 +327,7 @@ class FoldedLinkNetwork:
         for a, b, *_ in self.fabric.edges():
             if (label(a), label(b)) == (u, v):
                 return a, b
-        raise KeyError(f"no link {u} -> {v} in this network")
+        raise self.fabric.no_link(u, v)
 
     def links(self) -> list[Any]:
         """The representative links (each stands for its orbit)."""

@@ -122,7 +122,7 @@ class Fabric:
             local = [self._local(dim, base, x) for x in (u, v)]
             if None not in local and (local[0], local[1]) in set(self.dims[dim].links()):
                 return (dim, *self.dims[dim].link_params(local[0], local[1]))
-        raise KeyError(f"no link {u} -> {v} in this network")
+        raise self.no_link(u, v)
 
     def _local(self, dim: int, base: int, device: DeviceId) -> int | None:
         """``device``'s local id in the ``dim`` instance through ``base`` (None: not in it)."""
@@ -143,6 +143,22 @@ class Fabric:
         return f"switch {self.dims[dim].device_label(local)} of dim {dim} at NPU {base}"
 
     # ------------------------------------------------------------------ links
+    def no_link(self, u: Any, v: Any, ends: str = "out of") -> KeyError:
+        """The error of a link (``ends="out of"``) or a device (``"into or out of"``) the
+        network lacks, naming where ``u``'s links lead or which devices there are: a bare "no
+        link 0 -> 2" left a co-simulation script's author guessing the names it takes."""
+        label, edges = self.label, list(self.edges())
+        heads = sorted({str(label(b)) for a, b, *_ in edges if u in (a, label(a))})
+        last = max((max(a, b) for a, b, *_ in edges), default=0)
+        switches = f", switches {self.npus_count}..{last}" if last >= self.npus_count else ""
+        what = f"no link {u!r} -> {v!r} in this network" if ends == "out of" else \
+            f"no link leads into or out of device {u!r}"
+        if heads and ends == "out of":
+            shown = ", ".join(heads[:8]) + (", ..." if len(heads) > 8 else "")
+            return KeyError(f"{what}; links out of {u!r} lead to {shown}")
+        return KeyError(f"{what}; devices are named by id (NPUs 0..{self.npus_count - 1}{switches}) or "
+                        f"by a graph switch's label, as reports name them")
+
     def edges(self) -> Iterator[tuple[DeviceId, DeviceId, int, float, float]]:
         """Every directed link once as (from, to, dimension, bandwidth GB/s, latency ns):
         dimension by dimension, instance by instance, in the topology's link order."""

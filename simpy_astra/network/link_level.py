@@ -112,7 +112,7 @@ class LinkLevelNetwork(RegisteredName):
             self._by_label = {(label(a), label(b)): lk for (a, b), lk in self._links.items()}
         found = self._by_label.get((u, v))
         if found is None:
-            raise KeyError(f"no link {u} -> {v} in this network")
+            raise self.fabric.no_link(u, v)
         return found
 
     def label(self, device: DeviceId) -> int | str:
@@ -129,7 +129,7 @@ class LinkLevelNetwork(RegisteredName):
             touched = [link for link in self._links.values() if ids & {link.src, link.dst}]
             device = next(iter(ids)) if len(ids) == 1 else device
         if not touched:
-            raise KeyError(f"no link leads into or out of device {device!r}")
+            raise self.fabric.no_link(device, None, "into or out of")
         switch = self.switches.get(device)
         if switch is not None and hasattr(switch, "fail"):
             switch.fail()

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from simpy_astra.config.inputs import SimulationInputs
+from simpy_astra.infra.horizon import api_number
 from simpy_astra.running.observe import Observation, Observer
 
 if TYPE_CHECKING:
@@ -23,6 +25,20 @@ class CoSimulation:
 
     network: Any
     _env: simpy.Environment
+    _stall_patience_ns: float = 0
+
+    @property
+    def stall_patience_ns(self) -> float:
+        """How long a quiet model waits before the watchdog calls it a stall while user
+        processes run (:func:`~simpy_astra.running.stall.watch_for_stall`)."""
+        return self._stall_patience_ns
+
+    @stall_patience_ns.setter
+    def stall_patience_ns(self, value: float) -> None:
+        # checked here: the watchdog compares it at every wake, where nan or inf never
+        # stalls (a user process that loops forever then runs to the horizon) and a str
+        # fails as a TypeError deep inside run()
+        self._stall_patience_ns = api_number(value, "stall_patience_ns")
 
     @property
     def env(self) -> simpy.Environment:
@@ -42,6 +58,27 @@ class CoSimulation:
 
     def npu_for(self, npu_id: int) -> Npu:
         raise NotImplementedError
+
+    def _take_arguments(self, inputs: object, on_report: Callable | None, memory_traces: object,
+                        env: object) -> None:
+        """``Simulation(...)``'s arguments that its inputs do not check, each refused in one
+        line naming it: a scenario's path as ``inputs`` or a str as ``env`` failed as an
+        AttributeError inside the build, ``memory_traces="no"`` (truthy) wrote the traces it
+        was to skip, and a non-callable ``on_report`` failed at the first NPU's end."""
+        if not isinstance(inputs, SimulationInputs):
+            raise TypeError(f"Simulation(inputs): expected SimulationInputs (got {inputs!r}); for a scenario "
+                            f"file use Simulation.from_scenario(path), for ASTRA-sim's files "
+                            f"Simulation.from_astra_files(...)")
+        if env is not None and not isinstance(env, simpy.Environment):
+            raise TypeError(f"Simulation(env=...): expected a simpy.Environment to run on, or None "
+                            f"for a new one (got {env!r})")
+        if on_report is not None and not callable(on_report):
+            raise TypeError(f"Simulation(on_report=...): expected a function taking one NpuReport, "
+                            f"or None (got {on_report!r})")
+        if not isinstance(memory_traces, bool):
+            raise TypeError(f"Simulation(memory_traces=...): expected True or False (got {memory_traces!r})")
+        self.on_report = on_report
+        self._env = simpy.Environment() if env is None else env
 
     def npu(self, npu_id: int) -> Npu:
         """The simulated NPU ``npu_id`` (its representative's, in a folded run)."""

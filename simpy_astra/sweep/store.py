@@ -318,6 +318,16 @@ class ResultsStore:
     def _check_coordinates(self, rows: dict[str, dict[str, str]], points) -> None:
         """Each row's coordinates are its key's: an edited value (dp 8 made 4) would give the key's
         figures to coordinates that were never run, in the summary and the plots."""
+        # a row under a key no point has, with a point's coordinates: its key was edited (or
+        # made another way); it stayed beside the point's own row, two rows of one point
+        by_coordinates = {tuple(csv_value(v) for v in p.coordinates.values()): p for p in points}
+        columns, keys = (list(points[0].coordinates) if points else []), {p.key for p in points}
+        for key, row in rows.items():
+            twin = None if key in keys else by_coordinates.get(tuple(row.get(c) for c in columns))
+            if twin is not None:
+                raise InputError(f"{self.csv_path}: line {self._lines[key]}: key: {key!r} is not the key of its "
+                                 f"coordinates ({twin.key}); fix or delete that line (its point then runs "
+                                 f"again); the file is left as it is")
         for p in points:
             row = rows.get(p.key)
             for column, value in p.coordinates.items() if row is not None else ():
