@@ -10,12 +10,11 @@ A scenario may name a generator instead of ET files::
 A generator is ``fn(job, prefix: str) -> str | None``: it writes ``prefix.{npu}.et`` and
 returns the path of a comm-group JSON it wrote, or None. ``job`` is what its entry's
 ``prepare(params, cluster, where)`` made of the parameters, parsed once per scenario (the
-parameters themselves for a generator without one); the scenario loader and the run ask the
-entry for the job's ``layout`` and ``report`` and never test which generator it is. Generated traces are cached under
-``$SIMPY_ASTRA_CACHE`` (default ``~/.cache/simpy-astra``) in a folder named by a hash of the
-generator name, its ``VERSION``, the generators' code and the parameters, so a sweep generates each trace once, and
-parallel workers that race on the same trace each build it in a private folder and the first
-rename wins.
+parameters themselves for a generator without one); the scenario loader and the run ask the entry
+for the job's ``layout`` and ``report`` and never test which generator it is. Generated traces are
+cached under ``$SIMPY_ASTRA_CACHE`` (default ``~/.cache/simpy-astra``) in a folder named by a hash
+of the generator name, its ``VERSION``, the generators' code and the parameters, so a sweep
+generates each trace once; workers racing on a trace build it privately, the first rename wins.
 
 A generator that can write single ranks (``summary`` and ``ranks``) is materialised lazily
 for a run: its folder first holds the comm groups and a *rank summary* (``PREFIX.ranks.json``,
@@ -30,6 +29,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import itertools
 import json
 import os
 import re
@@ -473,9 +473,8 @@ def file_name(name: str) -> str:
 def _generate_into(name: str, entry: GeneratorEntry, params: dict[str, Any], job: Any, folder: str) -> None:
     """Run the generator into a temporary folder beside ``folder``, renamed into place when
     complete (a killed run leaves no half entry)."""
-    parent = os.path.dirname(folder)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{file_name(name)}-", dir=parent)
+    os.makedirs(os.path.dirname(folder), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{file_name(name)}-", dir=os.path.dirname(folder))
     try:
         fn = entry.summary if entry.summary is not None and entry.ranks is not None else entry.fn
         groups = fn(job, os.path.join(tmp, file_name(name)))
@@ -577,10 +576,7 @@ def generated_ranks(prefix: str) -> int:
     if source is not None:
         return source.npus
     ranks = files.numbered_files(prefix)
-    count = 0
-    while count in ranks:
-        count += 1
-    return count
+    return next(n for n in itertools.count() if n not in ranks)  # PREFIX.0.et, .1.et, ... to the first gap
 
 
 def lazy_traces(prefix: str, prepared: Prepared | None = None) -> LazyTraces | None:
