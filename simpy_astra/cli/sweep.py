@@ -283,12 +283,7 @@ def _main(argv: list[str]) -> int:
               file=sys.stderr)
     if not points:
         raise InputError(f"{args.sweep}: constraints leave no point to run; loosen them")
-    nulls: set[frozenset[str]] = set()  # a null coordinate is a value: ordered, it cannot be compared
-    for point in points:
-        pattern = frozenset(a.name for a in spec.axes if point.coordinates[a.column] is None)
-        if pattern not in nulls:
-            nulls.add(pattern)
-            spec.check_expressions(point)
+    _check_expressions(spec, points)
     spec.check_training_figures(points)
     check_memory_figures(spec, points)
     if args.list:
@@ -331,6 +326,17 @@ def _main(argv: list[str]) -> int:
         if client is not None:
             client.close()
         store.close()
+
+
+def _check_expressions(spec: SweepSpec, points: list[Point]) -> None:
+    """The sweep's expressions checked on one point of each pattern of null axes: a null
+    coordinate is a value, and ordered it cannot be compared (refused before any point runs)."""
+    nulls: set[frozenset[str]] = set()
+    for point in points:
+        pattern = frozenset(a.name for a in spec.axes if point.coordinates[a.column] is None)
+        if pattern not in nulls:
+            nulls.add(pattern)
+            spec.check_expressions(point)
 
 
 def _absent(path: str) -> list[str]:
