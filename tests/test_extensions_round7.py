@@ -1,0 +1,285 @@
+"""Extensions written from the docs alone, seventh round: each differs from the docs' examples
+and from the earlier rounds (``test_extensions_from_docs.py``, ``test_extensions_round2.py`` ..
+``round6.py``, ``test_extension_*.py``) and is checked against a figure derived here from the
+closed forms the docs state, never against the tool's own output. The researcher's module is
+``tests/data/round7/r7.py``.
+
+Links of 1 byte/ns (``bandwidth`` 10^9 / 2^30 GB/s, GB = 2^30 B) and ``L`` ns unless a test
+says otherwise: one hop of S bytes takes ``d(S) = trunc(L + S / B)`` = L + S; ``E`` is the
+endpoint delay and ``P(x)`` the reduction of x bytes, three passes of ``int(x / (local-mem-bw
+10^9) x 10^9)`` (collectives/README.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d, reduce_ns
+
+MIB = 2**20
+HERE = Path(__file__).resolve().parent
+R7 = HERE / "data" / "round7" / "r7.py"
+
+#: the extensions under short names, for `--plugin r7_plugin` / `plugins: [r7_plugin]`
+R7_PLUGIN = '''"""Registers r7's extensions under short names (loaded with --plugin r7_plugin)."""
+from simpy_astra import collectives, topologies
+from simpy_astra.network import backends, models
+from simpy_astra.workloads import generated
+
+import r7
+
+for algorithm in (r7.TREE1, r7.TREE2, r7.TREE4, r7.TREE8):
+    collectives.register(algorithm.name, algorithm)
+topologies.register("HyperX", r7.HyperX)
+backends.register(r7.NIC_QUEUE)
+models.register_switch("credit", r7.CreditSwitch)
+generated.register("dlrm", r7.dlrm_step, version="1")
+'''
+
+
+@pytest.fixture
+def r7(tmp_path: Path, monkeypatch) -> Path:
+    """A folder of the researcher's own holding r7.py and r7_plugin.py, the working directory;
+    the registries are left as they were found."""
+    from simpy_astra import collectives, topologies
+    from simpy_astra.network import models
+    from simpy_astra.network.backends import BACKENDS
+    from simpy_astra.workloads import generated
+
+    registries = (BACKENDS, generated.GENERATORS, collectives.REGISTRY, topologies.REGISTRY, models.LINKS,
+                  models.SWITCHES)
+    before = [set(registry) for registry in registries]
+    for name in ("r7", "r7_plugin"):
+        sys.modules.pop(name, None)
+    shutil.copy(R7, tmp_path / "r7.py")
+    (tmp_path / "r7_plugin.py").write_text(R7_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / ".cache"))
+    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
+    yield tmp_path
+    for registry, names in zip(registries, before, strict=True):
+        for name in set(registry) - names:
+            registry.pop(name)
+    for name in ("r7", "r7_plugin"):
+        sys.modules.pop(name, None)
+
+
+def _system(all_reduce: str = "ring", all_gather: str = "ring", reduce_scatter: str = "ring",
+            all_to_all: str = "direct", splits: int = 1) -> str:
+    return ("{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+            f"active-chunks-per-dimension: 1, preferred-dataset-splits: {splits}, local-mem-bw: 50, "
+            f"all-reduce-implementation: [{all_reduce}], all-gather-implementation: [{all_gather}], "
+            f"reduce-scatter-implementation: [{reduce_scatter}], all-to-all-implementation: [{all_to_all}]}}")
+
+
+def _net(topology: str, n: int, extra: str = "", bandwidth: float = ONE_BYTE_PER_NS) -> str:
+    return f"{{topology: [{topology}], npus_count: [{n}], bandwidth: [{bandwidth!r}], latency: [{L}]{extra}}}"
+
+
+def _torus(a: int, b: int) -> str:
+    return (f"{{topology: [Ring, Ring], npus_count: [{a}, {b}], bandwidth: [{ONE_BYTE_PER_NS!r}, "
+            f"{ONE_BYTE_PER_NS!r}], latency: [{L}, {L}]}}")
+
+
+def _write(folder: Path, name: str, workload: str, network: str, backend: str, system: str = "",
+           extra: str = "") -> Path:
+    path = folder / name
+    path.write_text(f"workload: {workload}\nsystem: {system or _system()}\nnetwork: {network}\n"
+                    f"backend: {backend}\n{extra}")
+    return path
+
+
+def _finished(path: Path, **kwargs) -> dict[int, int]:
+    from simpy_astra.simulation import Simulation
+
+    return {r.npu_id: r.finished_ns for r in Simulation.from_scenario(str(path), **kwargs).run()}
+
+
+def _cli(folder: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "simpy_astra", *args], cwd=folder, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == status, done.stderr[-800:]
+    return done
+
+
+def _bench(collective: str, size: int, n: int) -> str:
+    return f"{{generate: microbench, collective: {collective}, size: {size}, num_npus: {n}}}"
+
+
+# -- collective algorithms --------------------------------------------------------------------
+
+def bidirectional_dimension(n: int, size: int) -> int:
+    """One dimension of the tagged bidirectional ring: both directions side by side, each
+    2(n-1) steps of a hop of S/2n and E, the first n-1 reducing S/2n (no E before)."""
+    msg = size // (2 * n)
+    return 2 * (n - 1) * (d(msg) + E) + (n - 1) * reduce_ns(msg)
+
+
+@pytest.mark.parametrize("shape, backends", [((4, 4), ("congestion_unaware", "congestion_aware")),
+                                             ((4, 2), ("congestion_unaware",))])
+def test_a_tagged_bidirectional_ring_all_reduce_on_a_2d_torus(r7, shape, backends):
+    """`[Ring, Ring]`: the algorithm runs on dimension 0's ring, then on dimension 1's, each
+    over the whole S (an all-reduce keeps its size). On a 2-ring both directions have one
+    peer, which the tags keep apart (collectives/README.md). On a 4 x 4 torus each direction
+    has its own links, so the congestion-aware backend gives the same figure."""
+    a, b = shape
+    expected = bidirectional_dimension(a, MIB) + bidirectional_dimension(b, MIB)
+    for backend in backends:
+        path = _write(r7, "torus.yaml", _bench("all_reduce", MIB, a * b), _torus(a, b), backend,
+                      _system(all_reduce='"r7:BIDIR", "r7:BIDIR"'))
+        assert _finished(path) == dict.fromkeys(range(a * b), expected)
+    if shape == (4, 4):
+        assert expected == 2 * (6 * (500 + 131_072 + E) + 3 * 3 * 2621) == 1_626_162
+
+
+def tree_all_reduce(size: int, pieces: int) -> int:
+    """The pipelined tree on 7 NPUs (depth 2). With h = d(S/k) and R = E + P(S/k) > E, a leaf
+    posts piece p at (p+1)E, a middle node reduces it at E + h + (p+1)R, the root at
+    E + 2h + (p+2)R, and a leaf has the sum of the last piece two hops and an E later:
+    4h + (k+1)R + 2E."""
+    piece = size // pieces
+    h, r = d(piece), E + reduce_ns(piece)
+    return 4 * h + (pieces + 1) * r + 2 * E
+
+
+@pytest.mark.parametrize("pieces", [1, 4])
+def test_a_pipelined_binary_tree_all_reduce_in_pieces(r7, pieces):
+    """Fully connected, 7 NPUs: the root (0) finishes with its last piece's E, the middle ones
+    (1, 2) a hop after it, the leaves two hops after; cutting S in 4 shortens the hops."""
+    path = _write(r7, "tree.yaml", _bench("all_reduce", MIB, 7), _net("FullyConnected", 7), "congestion_unaware",
+                  _system(all_reduce=f'"r7:TREE{pieces}"'))
+    piece = MIB // pieces
+    leaf = tree_all_reduce(MIB, pieces)
+    root = leaf - 2 * d(piece)
+    assert _finished(path) == {0: root, 1: root + d(piece), 2: root + d(piece), 3: leaf, 4: leaf, 5: leaf, 6: leaf}
+    assert tree_all_reduce(MIB, 4) < tree_all_reduce(MIB, 1)
+
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+def test_an_all_gather_on_a_line_sends_every_piece_both_ways(r7, backend):
+    """`topology: [Line]`, 5 NPUs: every step moves each piece one link on, each link carrying
+    one message a direction, so every step is d(S) + E; NPU i hears last from the farther end,
+    after max(i, 4 - i) steps."""
+    size = 4096
+    path = _write(r7, "line.yaml", _bench("all_gather", size, 5), _net("Line", 5), backend,
+                  _system(all_gather='"r7:LINE_AG"'))
+    assert _finished(path) == {i: max(i, 4 - i) * (d(size) + E) for i in range(5)}
+
+
+# -- topologies -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["congestion_unaware", "congestion_aware"])
+@pytest.mark.parametrize("src, dst, hops", [(0, 3, 1), (0, 12, 1), (0, 5, 2), (6, 9, 2)])
+def test_a_hyperx_routes_its_row_then_its_column(r7, backend, src, dst, hops):
+    """A 4 x 4 HyperX class (docs/collectives.md, "Topologies"): a pair in one row or one
+    column is one link apart, any other pair two. One message of S: trunc(h L + S) on the
+    analytical backend, h (L + S) store-and-forward."""
+    size = 1000
+    path = _write(r7, "hx.yaml", f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 16, "
+                  f"src: {src}, dst: {dst}}}", _net('"r7:HyperX"', 16), backend)
+    assert _finished(path)[dst] == (hops * L + size if backend == "congestion_unaware" else hops * d(size))
+
+
+def test_a_diagonal_permutation_on_the_hyperx_shares_no_link(r7):
+    """(r, c) -> (r+1, c+1) mod 4 on the 4 x 4 HyperX: the first hop stays in row r, the second
+    in column c+1, and no two of the 16 messages share a directed link: all arrive at 2 d(S)
+    store-and-forward. Moved to (r, c+1) instead, all 16 take one hop: d(S)."""
+    size = 10_000
+    diagonal = [((i // 4 + 1) % 4) * 4 + (i % 4 + 1) % 4 for i in range(16)]
+    along_row = [(i // 4) * 4 + (i % 4 + 1) % 4 for i in range(16)]
+    for perm, hops in ((diagonal, 2), (along_row, 1)):
+        path = _write(r7, "perm.yaml", f'{{generate: "r7:permutation", size: {size}, perm: {perm}}}',
+                      _net('"r7:HyperX"', 16), "congestion_aware")
+        assert _finished(path) == dict.fromkeys(range(16), hops * d(size))
+
+
+DRAGONFLY = "{{networkx: \"r7:dragonfly_plus\", groups: {groups}, leaves: {leaves}, spines: {spines}, per_leaf: 2}}"
+
+
+@pytest.mark.parametrize("dst, links", [(1, 2), (2, 4), (4, 5)])
+def test_a_dragonfly_plus_from_networkx_on_every_backend(r7, dst, links):
+    """Two groups of two leaves and two spines, two NPUs a leaf (8 NPUs), global links of 2 L.
+    NPU 0 to 1 shares its leaf (2 links), to 2 crosses a spine of its group (4 links), to 4
+    goes leaf, spine, global link, spine, leaf (5 links, one of them global). Analytical:
+    trunc(summed latency + S / B); store-and-forward: the sum of each link's trunc(latency +
+    S / B); packet (docs/backends.md): summed latency + S / B + (h-1) P / B, packets of P."""
+    size, packet = 40_000, 4096
+    net = ("{topology: " + DRAGONFLY.format(groups=2, leaves=2, spines=2) + "}").replace(
+        "per_leaf: 2", f"per_leaf: 2, bandwidth_gbps: {ONE_BYTE_PER_NS!r}, global_latency_ns: {2 * L}")
+    latency = links * L + (L if links == 5 else 0)
+    expected = {"congestion_unaware": latency + size,
+                "congestion_aware": links * d(size) + (L if links == 5 else 0),
+                "packet": latency + size + (links - 1) * packet}
+    for backend, want in expected.items():
+        path = _write(r7, "dfp.yaml", f"{{generate: microbench, collective: send_recv, size: {size}, num_npus: 8, "
+                      f"src: 0, dst: {dst}}}", net, backend)
+        assert _finished(path)[dst] == want, backend
+
+
+# -- a link, a switch, a backend --------------------------------------------------------------
+
+@pytest.mark.parametrize("gap_us, wakes", [(0, False), (2, True)])
+def test_a_link_that_sleeps_when_idle_and_wakes_for_the_next_item(r7, gap_us, wakes):
+    """`link-model: {class: r7:WakeUpLink, wake_ns: 300, idle_ns: 1000}` on a 2-NPU ring: the
+    first message waits the wake-up, W + d(S); the second leaves gap_us later. Its link has
+    been quiet since the first's last byte left, W + S, so L + gap before it starts: under
+    idle_ns it starts at once, over it waits W again. The gap's compute node of 0 us takes
+    1 ns, as ASTRA-sim replays it (docs/generators.md)."""
+    size, wake = 5000, 300
+    model = ', link-model: {class: "r7:WakeUpLink", wake_ns: 300, idle_ns: 1000}'
+    path = _write(r7, "wake.yaml", f'{{generate: "r7:two_sends", size: {size}, gap_us: {gap_us}, num_npus: 2}}',
+                  _net("Ring", 2, model), "congestion_aware")
+    first = wake + d(size)
+    gap_ns = gap_us * 1000 or 1
+    assert _finished(path)[1] == first + gap_ns + (wake if wakes else 0) + d(size)
+    guide = " ".join((HERE.parent / "docs" / "generators.md").read_text().split())
+    assert "`duration_micros` 0 takes 1 ns, as ASTRA-sim replays it" in guide
+
+
+@pytest.mark.parametrize("credits", [1, 2, 3, 8])
+def test_a_switch_with_credits_hands_on_that_many_items_at_once(r7, credits):
+    """`switch-model: {class: r7:CreditSwitch, credits: c}`, 8 NPUs on one switch, each
+    sending S to the next one at once: all 8 reach the switch at d(S); it hands on c of them,
+    and each credit comes back when its item reaches the far end, d(S) later. So the k-th
+    message (0-based) arrives at (2 + k // c) d(S)."""
+    from simpy_astra.simulation import Simulation
+
+    size = 10_000
+    path = _write(r7, "credit.yaml", f'{{generate: "r7:permutation", size: {size}, perm: {[1, 2, 3, 4, 5, 6, 7, 0]}}}',
+                  _net("Switch", 8, f', switch-model: {{class: "r7:CreditSwitch", credits: {credits}}}'),
+                  "congestion_aware")
+    sim = Simulation.from_scenario(str(path))
+    arrivals = []
+    sim.on("message_delivered", lambda o: arrivals.append(o.time_ns))
+    sim.run()
+    assert sorted(arrivals) == [(2 + k // credits) * d(size) for k in range(8)]
+
+
+def test_a_credit_switch_refuses_no_credits_in_one_line(r7):
+    """The model's own check (simpy_astra/network/README.md: raise ValueError in __init__):
+    one input line naming the YAML's key, before the run."""
+    path = _write(r7, "credit0.yaml", f'{{generate: "r7:permutation", size: 100, perm: {[1, 0]}}}',
+                  _net("Switch", 2, ', switch-model: {class: "r7:CreditSwitch", credits: 0}'), "congestion_aware")
+    done = _cli(r7, "run", str(path), status=2)
+    assert "switch-model" in done.stderr and "credits must be a whole number >= 1 (got 0)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_backend_whose_nics_inject_one_message_at_a_time(r7):
+    """`nic_queue` (docs/backends.md, "A backend of your own": `send` overridden, folds=None)
+    under an all-to-all of one's own that posts S/n to every peer at once, the next position
+    first: the k-th message of a sender (k = 1..n-1) waits (k-1) S/n / B at its NIC, then
+    takes d(S/n); every NPU's last arrival is the one sent n-1 positions back, so all finish
+    at (n-2) S/n / B + d(S/n) + E. On the plain analytical backend: d(S/n) + E."""
+    n, size = 4, 4000
+    msg = size // n
+    for backend, want in (("congestion_unaware", d(msg) + E), ("r7:NIC_QUEUE", (n - 2) * msg + d(msg) + E)):
+        path = _write(r7, "a2a.yaml", _bench("all_to_all", size, n), _net("FullyConnected", n), backend,
+                      _system(all_to_all='"r7:ALL_AT_ONCE"'))
+        assert _finished(path) == dict.fromkeys(range(n), want), backend
