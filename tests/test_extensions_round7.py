@@ -12,6 +12,8 @@ endpoint delay and ``P(x)`` the reduction of x bytes, three passes of ``int(x / 
 
 from __future__ import annotations
 
+import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -138,13 +140,13 @@ def test_a_tagged_bidirectional_ring_all_reduce_on_a_2d_torus(r7, shape, backend
         assert expected == 2 * (6 * (500 + 131_072 + E) + 3 * 3 * 2621) == 1_626_162
 
 
-def tree_all_reduce(size: int, pieces: int) -> int:
+def tree_all_reduce(size: int, pieces: int, hop=d) -> int:
     """The pipelined tree on 7 NPUs (depth 2). With h = d(S/k) and R = E + P(S/k) > E, a leaf
     posts piece p at (p+1)E, a middle node reduces it at E + h + (p+1)R, the root at
     E + 2h + (p+2)R, and a leaf has the sum of the last piece two hops and an E later:
     4h + (k+1)R + 2E."""
     piece = size // pieces
-    h, r = d(piece), E + reduce_ns(piece)
+    h, r = hop(piece), E + reduce_ns(piece)
     return 4 * h + (pieces + 1) * r + 2 * E
 
 
@@ -283,3 +285,86 @@ def test_a_backend_whose_nics_inject_one_message_at_a_time(r7):
         path = _write(r7, "a2a.yaml", _bench("all_to_all", size, n), _net("FullyConnected", n), backend,
                       _system(all_to_all='"r7:ALL_AT_ONCE"'))
         assert _finished(path) == dict.fromkeys(range(n), want), backend
+
+
+def test_ones_own_reduce_scatter_on_a_dgx_a100_preset_pays_each_link(r7):
+    """docs/megatron.md ("Cluster presets"): beside a `cluster:` a `system:` of one's own
+    replaces the preset's, and `backend: congestion_aware` plays the collectives as messages on
+    the preset's dimensions (a node's NVSwitch, then the rail between nodes), storing and
+    forwarding whole messages at every switch: a pair pays its bytes once per link. On 16 GPUs
+    of dgx-a100-80gb the plain ring reduce-scatter runs on the node's 8 GPUs over S (7 steps of
+    two NVLink hops of S/8, E and P(S/8)), then on the rail's 2 GPUs over S/8 (one step of two
+    rail hops of S/16). Rail = 1600 Gbit/s / 8 / 8 GPUs x 0.94 = 23.5 x 10^9 B/s; the preset's
+    NVLink 215.822 GiB/s at 6,464.47 ns, the rail at 5,000 ns."""
+    import yaml
+
+    preset = yaml.safe_load((HERE.parent / "simpy_astra" / "config" / "clusters" / "dgx-a100-80gb.yaml").read_text())
+    node = preset["node"]
+    nvlink_bytes_per_ns = node["nvlink_gib_s"] * 2**30 / 1e9
+    rail_bytes_per_ns = node["inter_node_gbps"] / 8 / node["gpus"] * node["inter_node_efficiency"]
+    assert rail_bytes_per_ns == pytest.approx(23.5)
+
+    def hop(size: int, bytes_per_ns: float, latency_ns: float) -> int:
+        return int(latency_ns + size / bytes_per_ns)
+
+    in_node = 7 * (2 * hop(MIB // 8, nvlink_bytes_per_ns, node["nvlink_latency_ns"]) + E + reduce_ns(MIB // 8))
+    rail = 2 * hop(MIB // 16, rail_bytes_per_ns, node["inter_node_latency_ns"]) + E + reduce_ns(MIB // 16)
+    (r7 / "rs.yaml").write_text(
+        f"workload: {_bench('reduce_scatter', MIB, 16)}\ncluster: {{preset: dgx-a100-80gb, gpus: 16}}\n"
+        "backend: congestion_aware\nsystem: " + _system(reduce_scatter='"r7:RING_RS", "r7:RING_RS"') + "\n")
+    assert _finished(r7 / "rs.yaml") == dict.fromkeys(range(16), in_node + rail)
+    assert in_node + rail == 7 * (2 * 7030 + E + 3 * 2621) + 2 * 7788 + E + 3 * 1310 == 173_047
+
+
+# -- workload generators ----------------------------------------------------------------------
+
+def test_a_dlrm_step_whose_two_gradient_collectives_take_turns(r7):
+    """A DLRM-like generator (docs/generators.md, "A generator of your own") on 4 fully
+    connected NPUs: bottom MLP then embedding lookups on the one GPU slot, the embeddings'
+    direct all-to-all (E + d(S/n) + E, tests/test_closed_forms.py), interaction and top MLP,
+    its backward; then the embedding gradients' all-to-all (node 5) and the MLP gradients'
+    ring all-reduce (node 6) are ready at once. An NPU has one communication slot, so the
+    all-reduce starts when the all-to-all ends (lower id first), while the embedding update
+    computes beside it."""
+    n, emb, grads = 4, 64_000, MIB
+    path = _write(r7, "dlrm.yaml", f'{{generate: "r7:dlrm_step", num_npus: {n}, mlp_us: 20, emb_us: 30, top_us: 15, '
+                  f'update_us: 5, emb_bytes: {emb}, mlp_bytes: {grads}}}', _net("FullyConnected", n),
+                  "congestion_unaware")
+    a2a = E + d(emb // n) + E
+    all_reduce = E + 2 * (n - 1) * (d(grads // n) + E) + (n - 1) * reduce_ns(grads // n)
+    backward_done = 20_000 + 30_000 + a2a + 15_000 + 15_000
+    expected = backward_done + a2a + max(all_reduce, 5_000)
+    assert expected == 96_520 + 16_520 + 1_623_112
+    assert _finished(path) == dict.fromkeys(range(n), expected)
+
+
+# -- sweeps -----------------------------------------------------------------------------------
+
+def test_a_sweep_over_the_trees_piece_count_and_link_speed_under_a_budget(r7):
+    """docs/sweeps.md: a plug-in's algorithms as axis values (`--plugin`, or the base's
+    `plugins:`), an axis renamed with `as:`, and a result constraint on the network's price:
+    7 fully connected NPUs are 21 cables at $4 per GB/s (docs/reports.md, "Network cost"), so
+    only 25 GB/s fits a $2,100 budget, where 8 pieces are fastest. Overall, 8 pieces at 100
+    GB/s. Every row is the pipelined tree's closed form at its speed. Before, docs/sweeps.md
+    never said how an axis is named in expressions, nor that `as:` renames a plain axis."""
+    base = _write(r7, "tree.yaml", _bench("all_reduce", MIB, 7), _net("FullyConnected", 7, bandwidth=25.0),
+                  "congestion_unaware", _system(all_reduce="tree1"), extra="plugins: [r7_plugin]\n")
+    (r7 / "sweep.yaml").write_text(
+        f"base: {base.name}\naxes:\n  system.all-reduce-implementation: {{values: [tree1, tree2, tree4, tree8], "
+        "as: tree}\n  network.bandwidth: [25, 50, 100]\nconstraints:\n  - tree != 'tree2'\n  - cost_usd <= 2100\n"
+        "report: [finish_ns, cost_usd]\n")
+    done = _cli(r7, "sweep", "sweep.yaml", "--out", "out")
+    with open(r7 / "out" / "results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 9  # tree2's three points dropped before they ran
+    for row in rows:
+        gbps, pieces = float(row["network.bandwidth"]), int(row["system.all-reduce-implementation"][4:])
+        assert int(row["finish_ns"]) == tree_all_reduce(MIB, pieces, lambda x, g=gbps: d(x, g)), row
+        assert float(row["cost_usd"]) == pytest.approx(21 * 4.0 * gbps)
+    best = json.loads((r7 / "out" / "best.json").read_text())
+    assert best["best"]["coordinates"] == {"system.all-reduce-implementation": "tree8", "network.bandwidth": 100}
+    assert "best with cost_usd <= 2100: tree=tree8 bandwidth=25" in " ".join(done.stderr.split())
+    guide = " ".join((HERE.parent / "docs" / "sweeps.md").read_text().split())
+    assert "`system.all-reduce-implementation` is `all_reduce_implementation`" in guide
+    assert "`as:` renames one, beside its values" in guide
+    assert "in place of its default columns" in guide
