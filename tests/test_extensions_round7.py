@@ -368,3 +368,91 @@ def test_a_sweep_over_the_trees_piece_count_and_link_speed_under_a_budget(r7):
     assert "`system.all-reduce-implementation` is `all_reduce_implementation`" in guide
     assert "`as:` renames one, beside its values" in guide
     assert "in place of its default columns" in guide
+
+
+def dragonfly_plus_cost(spines: int, gbps: float) -> float:
+    """Two groups, one leaf each with 4 NPUs, `spines` spines a group (docs/reports.md: a Graph
+    is priced by its cables, $4 per GB/s at the one dimension's `package` tier, and a switch
+    port per cable end at a switch, $13 per GB/s): 8 NPU cables (one port each), 2 x spines
+    leaf-spine cables and `spines` global ones (two ports each)."""
+    cables = 8 + 2 * spines + spines
+    ports = 8 + 2 * (2 * spines + spines)
+    return gbps * (4.0 * cables + 13.0 * ports)
+
+
+def test_a_sweep_for_the_cheapest_dragonfly_plus_that_meets_a_deadline(r7):
+    """The 4 NPUs of group 0 swap S with their partners in group 1, congestion-aware, with
+    `routing: ecmp` (simpy_astra/network/README.md: pair (src, dst) takes candidate (src N +
+    dst) mod #candidates): with s spines the 4 flows of a leaf spread 4/s to a spine, and the
+    k flows on one leaf-to-spine link leave it S apart, so the last arrives at 5 d(S) +
+    (4/s - 1) S. A deadline of 70 us leaves out 1 spine; the cheapest that meets it is 2."""
+    size = 10_000
+    net = ("{topology: {networkx: \"r7:dragonfly_plus\", groups: 2, leaves: 1, spines: 1, per_leaf: 4, "
+           f"bandwidth_gbps: {ONE_BYTE_PER_NS!r}, routing: ecmp}}}}")
+    _write(r7, "dfp.yaml", f'{{generate: "r7:permutation", size: {size}, perm: {[4, 5, 6, 7, 0, 1, 2, 3]}}}',
+           net, "congestion_aware")
+    (r7 / "sweep.yaml").write_text("base: dfp.yaml\naxes:\n  network.topology.spines: [1, 2, 4]\n"
+                                   "constraints:\n  - finish_ns <= 70000\nminimise: cost_usd\n")
+    _cli(r7, "sweep", "sweep.yaml", "--out", "out")
+    with open(r7 / "out" / "results.csv", newline="") as f:
+        rows = {int(row["network.topology.spines"]): row for row in csv.DictReader(f)}
+    for spines, row in rows.items():
+        assert int(row["finish_ns"]) == 5 * d(size) + (4 // spines - 1) * size
+        assert float(row["cost_usd"]) == pytest.approx(dragonfly_plus_cost(spines, ONE_BYTE_PER_NS))
+    best = json.loads((r7 / "out" / "best.json").read_text())
+    assert best["best"]["coordinates"] == {"network.topology.spines": 1}  # the cheapest of all
+    assert best["best_under"]["finish_ns <= 70000"]["coordinates"] == {"network.topology.spines": 2}
+
+
+# -- reports ----------------------------------------------------------------------------------
+
+def test_a_report_of_link_utilisation_per_network_dimension(r7):
+    """A script over a run (docs/reports.md, "A report of your own"; the edges' `dim` and live
+    `link` of `sim.network.graph`, simpy_astra/network/README.md): the native ring all-reduce
+    on a 4 x 2 torus, congestion-aware. Dimension 0 has 2 rings of 4 NPUs, 8 directed links
+    each; its phase sends 6 messages of S/4 from each of 8 NPUs: 12 S bytes, busy 12 S ns at
+    1 byte/ns. Dimension 1 has 4 rings of 2 NPUs, 2 links each; 2 messages of S/2 from each
+    NPU: 8 S. The run lasts the two native rings' closed forms, each with its E first."""
+    import r7 as module
+
+    from simpy_astra.simulation import Simulation
+
+    path = _write(r7, "torus.yaml", _bench("all_reduce", MIB, 8), _torus(4, 2), "congestion_aware",
+                  _system(all_reduce="ring, ring"))
+    sim = Simulation.from_scenario(str(path))
+    t_ns = max(r.finished_ns for r in sim.run())
+
+    def native_ring(n: int) -> int:
+        return E + 2 * (n - 1) * (d(MIB // n) + E) + (n - 1) * reduce_ns(MIB // n)
+
+    assert t_ns == native_ring(4) + native_ring(2) == 2_704_173
+    report = module.utilisation_by_dimension(sim, t_ns)
+    assert {dim: (row["links"], row["bytes"], row["busy_ns"]) for dim, row in report.items()} == {
+        0: (16, 12 * MIB, 12 * MIB), 1: (8, 8 * MIB, 8 * MIB)}
+    assert report[0]["utilisation"] == pytest.approx(12 * MIB / (16 * t_ns))
+    assert report[1]["utilisation"] == pytest.approx(8 * MIB / (8 * t_ns))
+
+
+def test_a_report_script_over_the_json_figures_of_the_line_all_gather(r7):
+    """`run --json-out` (docs/reports.md: `links`, busiest first, `{"from", "to", "bytes",
+    "busy_ns"}`, and `iteration_time_ns`) read by a script of one's own: on the 5-NPU line the
+    all-gather sends link i -> i+1 the pieces of NPUs 0..i (i+1 messages of S) and link i+1 -> i
+    those of NPUs i+1..4 (4-i messages), so the busiest links are 3 -> 4 and 1 -> 0, each busy
+    4 S of the run's 4 (d(S) + E)."""
+    import r7 as module
+
+    size = 4096
+    path = _write(r7, "line.yaml", _bench("all_gather", size, 5), _net("Line", 5), "congestion_aware",
+                  _system(all_gather='"r7:LINE_AG"'))
+    _cli(r7, "run", str(path), "--json-out", "figures.json")
+    t_ns = 4 * (d(size) + E)
+    figures = json.loads((r7 / "figures.json").read_text())
+    assert figures["iteration_time_ns"] == t_ns
+    carried = {(str(x["from"]), str(x["to"])): x["bytes"] for x in figures["links"]}
+    expected = {**{(str(i), str(i + 1)): (i + 1) * size for i in range(4)},
+                **{(str(i + 1), str(i)): (4 - i) * size for i in range(4)}}
+    assert carried == expected
+    assert [x["bytes"] for x in figures["links"]] == sorted(expected.values(), reverse=True)
+    top = module.busiest_links(r7 / "figures.json", top=2)
+    assert {(str(a), str(b)) for a, b, _ in top} == {("3", "4"), ("1", "0")}
+    assert [share for _, _, share in top] == [pytest.approx(4 * size / t_ns)] * 2
