@@ -231,7 +231,8 @@ def test_a_link_that_sleeps_when_idle_and_wakes_for_the_next_item(r7, gap_us, wa
     """`link-model: {class: r7:WakeUpLink, wake_ns: 300, idle_ns: 1000}` on a 2-NPU ring: the
     first message waits the wake-up, W + d(S); the second leaves gap_us later. Its link has
     been quiet since the first's last byte left, W + S, so L + gap before it starts: under
-    idle_ns it starts at once, over it waits W again. The gap's compute node of 0 us takes
+    idle_ns it starts at once, over it waits W again (the link reads the time from `self.env`,
+    which the link contract did not list among what the base keeps). The gap's compute node of 0 us takes
     1 ns, as ASTRA-sim replays it (docs/generators.md)."""
     size, wake = 5000, 300
     model = ', link-model: {class: "r7:WakeUpLink", wake_ns: 300, idle_ns: 1000}'
@@ -242,6 +243,8 @@ def test_a_link_that_sleeps_when_idle_and_wakes_for_the_next_item(r7, gap_us, wa
     assert _finished(path)[1] == first + gap_ns + (wake if wakes else 0) + d(size)
     guide = " ".join((HERE.parent / "docs" / "generators.md").read_text().split())
     assert "`duration_micros` 0 takes 1 ns, as ASTRA-sim replays it" in guide
+    contract = " ".join((HERE.parent / "simpy_astra" / "network" / "README.md").read_text().split())
+    assert "`env` (the run's environment: `self.env.now` is the time in a policy method)" in contract
 
 
 @pytest.mark.parametrize("credits", [1, 2, 3, 8])
