@@ -288,6 +288,24 @@ def test_a_backend_whose_nics_inject_one_message_at_a_time(r7):
         path = _write(r7, "a2a.yaml", _bench("all_to_all", size, n), _net("FullyConnected", n), backend,
                       _system(all_to_all='"r7:ALL_AT_ONCE"'))
         assert _finished(path) == dict.fromkeys(range(n), want), backend
+    guide = " ".join((HERE.parent / "docs" / "backends.md").read_text().split())
+    assert "`folded`, the network a folded run builds instead, is None for a backend of yours" in guide
+
+
+def test_a_backend_with_its_own_send_registered_to_fold_by_pairs_is_refused_not_bypassed(r7):
+    """The NIC-queue backend registered with `folds="pairs"` (as LogGP is, where docs/backends.md
+    says a backend that overrides `send` registers `folds=None`): the native direct all-to-all
+    folds on it, and the folded network timed each message by `message_delay_ns` alone, never
+    calling the backend's `send`: 1,520 ns, the analytical figure, with no sign, where the
+    NIC queue gives (n-2) S/n / B + 1,520 = 3,520 ns unfolded. Now one line names the backend
+    and the fix; unfolded it runs."""
+    n, size = 4, 4000
+    path = _write(r7, "pairs.yaml", _bench("all_to_all", size, n), _net("FullyConnected", n), "r7:NIC_QUEUE_PAIRS")
+    done = _cli(r7, "run", str(path), "--quiet", status=2)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "NicQueue" in done.stderr and "send()" in done.stderr and "folds=None" in done.stderr
+    unfolded = _cli(r7, "run", str(path), "--quiet", "--fold-symmetry", "off")
+    assert f"iteration time {(n - 2) * (size // n) + E + d(size // n) + E:,} ns" in unfolded.stdout
 
 
 def test_ones_own_reduce_scatter_on_a_dgx_a100_preset_pays_each_link(r7):
@@ -317,6 +335,33 @@ def test_ones_own_reduce_scatter_on_a_dgx_a100_preset_pays_each_link(r7):
         "backend: congestion_aware\nsystem: " + _system(reduce_scatter='"r7:RING_RS", "r7:RING_RS"') + "\n")
     assert _finished(r7 / "rs.yaml") == dict.fromkeys(range(16), in_node + rail)
     assert in_node + rail == 7 * (2 * 7030 + E + 3 * 2621) + 2 * 7788 + E + 3 * 1310 == 173_047
+
+
+def test_the_packet_backend_rounds_a_message_up_on_a_dgx_a100_preset(r7):
+    """The same reduce-scatter on `packet` (docs/backends.md): a message over h links takes
+    h L + S / B + (h-1) P / B, one packet of P = 4096 B more per extra link, rounded up to a
+    whole ns (where the other backends cut down: before, the guide did not say, and a closed
+    form with trunc was 8 ns short here, 1 ns for each of the 8 steps)."""
+    import math
+
+    import yaml
+
+    node = yaml.safe_load((HERE.parent / "simpy_astra" / "config" / "clusters" / "dgx-a100-80gb.yaml").read_text())["node"]
+    nvlink = node["nvlink_gib_s"] * 2**30 / 1e9
+    rail = node["inter_node_gbps"] / 8 / node["gpus"] * node["inter_node_efficiency"]
+
+    def two_links(size: int, bytes_per_ns: float, latency_ns: float) -> int:
+        return math.ceil(2 * latency_ns + size / bytes_per_ns + 4096 / bytes_per_ns)
+
+    expected = (7 * (two_links(MIB // 8, nvlink, node["nvlink_latency_ns"]) + E + reduce_ns(MIB // 8))
+                + two_links(MIB // 16, rail, node["inter_node_latency_ns"]) + E + reduce_ns(MIB // 16))
+    (r7 / "rs.yaml").write_text(
+        f"workload: {_bench('reduce_scatter', MIB, 16)}\ncluster: {{preset: dgx-a100-80gb, gpus: 16}}\n"
+        "backend: packet\nsystem: " + _system(reduce_scatter='"r7:RING_RS", "r7:RING_RS"') + "\n")
+    assert _finished(r7 / "rs.yaml") == dict.fromkeys(range(16), expected)
+    assert expected == 7 * (13_513 + E + 3 * 2621) + 12_964 + E + 3 * 1310 == 166_606
+    guide = " ".join((HERE.parent / "docs" / "backends.md").read_text().split())
+    assert "rounded up to a whole ns where the other two backends cut a message's time down" in guide
 
 
 # -- workload generators ----------------------------------------------------------------------

@@ -267,6 +267,10 @@ class NicQueue(CongestionUnawareNetwork):
 
 NIC_QUEUE = BackendSpec("nic_queue", "analytical plus a FIFO injection queue per NIC",
                         lambda env, dims, source, config=None: NicQueue(env, dims), folds=None, folded=None)
+#: the same, registered as LogGP is (folds="pairs"): a slip docs/backends.md warns of
+NIC_QUEUE_PAIRS = BackendSpec("nic_queue_pairs", "NicQueue registered with folds='pairs'",
+                              lambda env, dims, source, config=None: NicQueue(env, dims), folds="pairs",
+                              folded=None)
 
 # -- workload generators ----------------------------------------------------------------------
 
