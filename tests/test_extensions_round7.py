@@ -337,6 +337,28 @@ def test_ones_own_reduce_scatter_on_a_dgx_a100_preset_pays_each_link(r7):
     assert in_node + rail == 7 * (2 * 7030 + E + 3 * 2621) + 2 * 7788 + E + 3 * 1310 == 173_047
 
 
+def test_ones_own_all_to_all_on_a_dgx_a100_presets_own_backend(r7):
+    """NCCL's model times all-reduce, reduce-scatter and all-gather beside a `cluster:` on the
+    default backend (docs/megatron.md), not all-to-all: a system naming only its own
+    all-to-all runs it there, each message charged as the preset's machine routes it. On 16
+    GPUs the all-at-once all-to-all runs on the node's 8 (S/8 to each through the NVSwitch,
+    trunc(2 x 6,464.47 + S/8 / NVLink), then E), then on the rail's 2 over the whole S (S/2
+    through the rail's leaf, trunc(2 x 5,000 + S/2 / rail), then E)."""
+    import yaml
+
+    node = yaml.safe_load((HERE.parent / "simpy_astra" / "config" / "clusters" / "dgx-a100-80gb.yaml").read_text())["node"]
+    nvlink = node["nvlink_gib_s"] * 2**30 / 1e9
+    rail = node["inter_node_gbps"] / 8 / node["gpus"] * node["inter_node_efficiency"]
+    expected = (int(2 * node["nvlink_latency_ns"] + MIB // 8 / nvlink) + E
+                + int(2 * node["inter_node_latency_ns"] + MIB // 2 / rail) + E)
+    system = ("{scheduling-policy: LIFO, collective-optimization: baseline, endpoint-delay: 10, "
+              "active-chunks-per-dimension: 1, preferred-dataset-splits: 1, "
+              'all-to-all-implementation: ["r7:ALL_AT_ONCE", "r7:ALL_AT_ONCE"]}')
+    (r7 / "ep.yaml").write_text(f"workload: {_bench('all_to_all', MIB, 16)}\n"
+                                f"cluster: {{preset: dgx-a100-80gb, gpus: 16}}\nsystem: {system}\n")
+    assert _finished(r7 / "ep.yaml") == dict.fromkeys(range(16), expected)
+    assert expected == 13_494 + E + 32_310 + E == 45_824
+
 def test_the_packet_backend_rounds_a_message_up_on_a_dgx_a100_preset(r7):
     """The same reduce-scatter on `packet` (docs/backends.md): a message over h links takes
     h L + S / B + (h-1) P / B, one packet of P = 4096 B more per extra link, rounded up to a
