@@ -526,3 +526,31 @@ def test_a_report_script_over_the_json_figures_of_the_line_all_gather(r7):
     top = module.busiest_links(r7 / "figures.json", top=2)
     assert {(str(a), str(b)) for a, b, _ in top} == {("3", "4"), ("1", "0")}
     assert [share for _, _, share in top] == [pytest.approx(4 * size / t_ns)] * 2
+
+
+def dlrm_step_ns(n: int, emb: int, grads: int) -> int:
+    """The DLRM step of the generator above: 20 + 30 us, the all-to-all, 15 + 15 us, the second
+    all-to-all, then the ring all-reduce beside the 5 us update."""
+    a2a = E + d(emb // n) + E
+    all_reduce = E + 2 * (n - 1) * (d(grads // n) + E) + (n - 1) * reduce_ns(grads // n)
+    return 20_000 + 30_000 + a2a + 30_000 + a2a + max(all_reduce, 5_000)
+
+
+def test_a_sweep_for_the_largest_mlp_whose_dlrm_step_meets_a_deadline(r7):
+    """The DLRM generator by the short name its plug-in registers, loaded by `sweep --plugin`
+    (docs/sweeps.md), swept over the MLP's gradient bytes; `minimise: -mlp_bytes` (an
+    expression of an axis) under `finish_ns <= 1000000` names the largest MLP whose step
+    meets a millisecond: 1 MiB steps 1,736,152 ns, 512 KiB 926,131."""
+    base = _write(r7, "dlrm.yaml", "{generate: dlrm, num_npus: 4, mlp_us: 20, emb_us: 30, top_us: 15, update_us: 5, "
+                  "emb_bytes: 64000, mlp_bytes: 1024}", _net("FullyConnected", 4), "congestion_unaware")
+    sizes = [65_536, 262_144, 524_288, MIB]
+    (r7 / "sweep.yaml").write_text(f"base: {base.name}\naxes:\n  workload.mlp_bytes: {sizes}\n"
+                                   "constraints:\n  - finish_ns <= 1000000\nminimise: -mlp_bytes\n")
+    _cli(r7, "sweep", "sweep.yaml", "--out", "out", "--plugin", "r7_plugin")
+    with open(r7 / "out" / "results.csv", newline="") as f:
+        rows = {int(row["workload.mlp_bytes"]): int(row["finish_ns"]) for row in csv.DictReader(f)}
+    assert rows == {s: dlrm_step_ns(4, 64_000, s) for s in sizes}
+    assert (rows[MIB], rows[524_288]) == (1_736_152, 926_131)
+    best = json.loads((r7 / "out" / "best.json").read_text())
+    assert best["best"]["coordinates"] == {"workload.mlp_bytes": MIB}
+    assert best["best_under"]["finish_ns <= 1000000"]["coordinates"] == {"workload.mlp_bytes": 524_288}
