@@ -191,7 +191,8 @@ def test_a_hyperx_routes_its_row_then_its_column(r7, backend, src, dst, hops):
 def test_a_diagonal_permutation_on_the_hyperx_shares_no_link(r7):
     """(r, c) -> (r+1, c+1) mod 4 on the 4 x 4 HyperX: the first hop stays in row r, the second
     in column c+1, and no two of the 16 messages share a directed link: all arrive at 2 d(S)
-    store-and-forward. Moved to (r, c+1) instead, all 16 take one hop: d(S)."""
+    store-and-forward. Moved to (r, c+1) instead, all 16 take one hop: d(S). The class is
+    priced by its cables (docs/reports.md): 4 rows and 4 columns of 6 cables, 48 x B x $4."""
     size = 10_000
     diagonal = [((i // 4 + 1) % 4) * 4 + (i % 4 + 1) % 4 for i in range(16)]
     along_row = [(i // 4) * 4 + (i % 4 + 1) % 4 for i in range(16)]
@@ -199,6 +200,8 @@ def test_a_diagonal_permutation_on_the_hyperx_shares_no_link(r7):
         path = _write(r7, "perm.yaml", f'{{generate: "r7:permutation", size: {size}, perm: {perm}}}',
                       _net('"r7:HyperX"', 16), "congestion_aware")
         assert _finished(path) == dict.fromkeys(range(16), hops * d(size))
+    _cli(r7, "run", str(path), "--json-out", "figures.json")
+    assert json.loads((r7 / "figures.json").read_text())["cost_usd"] == pytest.approx(48 * ONE_BYTE_PER_NS * 4.0)
 
 
 DRAGONFLY = "{{networkx: \"r7:dragonfly_plus\", groups: {groups}, leaves: {leaves}, spines: {spines}, per_leaf: 2}}"
@@ -554,3 +557,24 @@ def test_a_sweep_for_the_largest_mlp_whose_dlrm_step_meets_a_deadline(r7):
     best = json.loads((r7 / "out" / "best.json").read_text())
     assert best["best"]["coordinates"] == {"workload.mlp_bytes": MIB}
     assert best["best_under"]["finish_ns <= 1000000"]["coordinates"] == {"workload.mlp_bytes": 524_288}
+
+
+@pytest.mark.parametrize("routing, last", [(None, 3), ("ecmp", 1)])
+def test_a_dragonfly_plus_handed_in_from_python_routes_as_its_graph_says(r7, routing, last):
+    """`Simulation.from_scenario(path, topology=G)` (docs/cosimulation.md; the scenario's own
+    network then only fixes the NPU count) with `G.graph["routing"]` (simpy_astra/network/
+    README.md): two spines, the two groups swapping S. By default every pair takes the
+    smallest device sequence, all through spine 0: the 4 flows of a leaf leave it S apart,
+    the last at 5 d(S) + 3 S; with ecmp two to a spine, 5 d(S) + S."""
+    import r7 as module
+
+    from simpy_astra.simulation import Simulation
+
+    size = 10_000
+    path = _write(r7, "swap.yaml", f'{{generate: "r7:permutation", size: {size}, perm: {[4, 5, 6, 7, 0, 1, 2, 3]}}}',
+                  _net("Switch", 8), "congestion_aware")
+    graph = module.dragonfly_plus(groups=2, leaves=1, spines=2, per_leaf=4, bandwidth_gbps=ONE_BYTE_PER_NS)
+    if routing:
+        graph.graph["routing"] = routing
+    reports = Simulation.from_scenario(str(path), topology=graph).run()
+    assert max(r.finished_ns for r in reports) == 5 * d(size) + last * size
