@@ -578,3 +578,19 @@ def test_a_dragonfly_plus_handed_in_from_python_routes_as_its_graph_says(r7, rou
         graph.graph["routing"] = routing
     reports = Simulation.from_scenario(str(path), topology=graph).run()
     assert max(r.finished_ns for r in reports) == 5 * d(size) + last * size
+
+
+def test_the_bound_check_names_a_topology_class_of_ones_own_by_its_class(r7):
+    """The native direct all-to-all (it lists its traffic) on the 4 x 4 HyperX, analytical: every
+    NPU sends S/16 to 15 peers, 6 one link away and 9 two, so the 96 directed links carry
+    16 x 24 crossings of S/16, S/4 each on average: a floor of S/4 at 1 byte/ns, against the
+    run's 2L + S/16 + 2E (docs/reports.md, "The bound check"). The warning named the network
+    `basic(16)`, the base class's name, which the guide gives no way to set; now the class's
+    own, `HyperX(16)`."""
+    path = _write(r7, "hxa2a.yaml", _bench("all_to_all", MIB, 16), _net('"r7:HyperX"', 16), "congestion_unaware")
+    done = _cli(r7, "run", str(path))
+    span = 2 * L + MIB // 16 + 2 * E
+    assert f"sys[0] finished, {span} cycles" in done.stdout
+    factor = int(MIB // 4 / span * 100) / 100
+    assert factor == 3.93
+    assert f"warning: 1 MiB all-to-all on HyperX(16): {factor}x below its link-bandwidth floor" in done.stderr
