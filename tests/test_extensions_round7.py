@@ -612,3 +612,21 @@ def test_two_jobs_through_one_credit_switch_and_each_alone(r7):
     jobs = json.loads((r7 / "figures.json").read_text())["jobs"]
     assert sorted((j["finished_ns"], j["alone_ns"], j["slowdown"]) for j in jobs.values()) == [
         (5 * d(size), 5 * d(size), 1.0), (9 * d(size), 5 * d(size), 1.8)]
+
+
+def test_a_report_of_the_spine_each_pair_takes_under_ecmp(r7):
+    """`topologies.from_networkx(G, routing="ecmp")` (simpy_astra/network/README.md) as a
+    script's way to the routes: switches are numbered from N in the graph's node order (group
+    0's spines 8 and 9, its leaf 10), and pair (src, dst) takes candidate (src N + dst) mod 2
+    of its two least-latency paths sorted by device sequence: spine 8 for an even candidate,
+    9 for an odd one. The README did not say how switches are numbered."""
+    import r7 as module
+
+    from simpy_astra.topologies import from_networkx
+
+    topo = from_networkx(module.dragonfly_plus(groups=2, leaves=1, spines=2, per_leaf=4), routing="ecmp")
+    for src in range(4):
+        dst = src + 4
+        assert topo.route(src, dst) == [src, 10, 8 + (src * 8 + dst) % 2, 11 + (src * 8 + dst) % 2, 13, dst]
+    readme = " ".join((HERE.parent / "simpy_astra" / "network" / "README.md").read_text().split())
+    assert "numbered `N, N+1, ...` in the graph's node order" in readme
