@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.researcher_folder import researcher_folder
 from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d, reduce_ns
 
 MIB = 2**20
@@ -48,28 +48,8 @@ generated.register("dlrm", r7.dlrm_step, version="1")
 def r7(tmp_path: Path, monkeypatch) -> Path:
     """A folder of the researcher's own holding r7.py and r7_plugin.py, the working directory;
     the registries are left as they were found."""
-    from simpy_astra import collectives, topologies
-    from simpy_astra.network import models
-    from simpy_astra.network.backends import BACKENDS
-    from simpy_astra.workloads import generated
-
-    registries = (BACKENDS, generated.GENERATORS, collectives.REGISTRY, topologies.REGISTRY, models.LINKS,
-                  models.SWITCHES)
-    before = [set(registry) for registry in registries]
-    for name in ("r7", "r7_plugin"):
-        sys.modules.pop(name, None)
-    shutil.copy(R7, tmp_path / "r7.py")
-    (tmp_path / "r7_plugin.py").write_text(R7_PLUGIN)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / ".cache"))
-    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
-    yield tmp_path
-    for registry, names in zip(registries, before, strict=True):
-        for name in set(registry) - names:
-            registry.pop(name)
-    for name in ("r7", "r7_plugin"):
-        sys.modules.pop(name, None)
+    with researcher_folder(tmp_path, monkeypatch, {"r7": R7.read_text(), "r7_plugin": R7_PLUGIN}) as folder:
+        yield folder
 
 
 def _system(all_reduce: str = "ring", all_gather: str = "ring", reduce_scatter: str = "ring",
