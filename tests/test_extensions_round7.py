@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.researcher_folder import researcher_folder
 from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d, reduce_ns
+from tests.test_extensions_round6 import _cli, _finished, _write
 
 MIB = 2**20
 HERE = Path(__file__).resolve().parent
@@ -67,27 +66,6 @@ def _net(topology: str, n: int, extra: str = "", bandwidth: float = ONE_BYTE_PER
 def _torus(a: int, b: int) -> str:
     return (f"{{topology: [Ring, Ring], npus_count: [{a}, {b}], bandwidth: [{ONE_BYTE_PER_NS!r}, "
             f"{ONE_BYTE_PER_NS!r}], latency: [{L}, {L}]}}")
-
-
-def _write(folder: Path, name: str, workload: str, network: str, backend: str, system: str = "",
-           extra: str = "") -> Path:
-    path = folder / name
-    path.write_text(f"workload: {workload}\nsystem: {system or _system()}\nnetwork: {network}\n"
-                    f"backend: {backend}\n{extra}")
-    return path
-
-
-def _finished(path: Path, **kwargs) -> dict[int, int]:
-    from simpy_astra.simulation import Simulation
-
-    return {r.npu_id: r.finished_ns for r in Simulation.from_scenario(str(path), **kwargs).run()}
-
-
-def _cli(folder: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "simpy_astra", *args], cwd=folder, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == status, done.stderr[-800:]
-    return done
 
 
 def _bench(collective: str, size: int, n: int) -> str:
