@@ -588,3 +588,26 @@ def test_a_report_of_the_spine_each_pair_takes_under_ecmp(r7):
         assert topo.route(src, dst) == [src, 10, 8 + (src * 8 + dst) % 2, 11 + (src * 8 + dst) % 2, 13, dst]
     readme = " ".join((HERE.parent / "simpy_astra" / "network" / "README.md").read_text().split())
     assert "numbered `N, N+1, ...` in the graph's node order" in readme
+
+
+def test_the_line_all_gather_on_a_3x3_mesh_grows_its_piece_per_dimension(r7):
+    """`[Line, Line]`, 3 x 3 (a 2D mesh, docs/backends.md). An all-gather's phases run the
+    dimensions last to first, as ASTRA-sim orders them (collectives/README.md; before, the
+    guide did not say, and a guess of dimension 0 first gave every NPU off the diagonal another
+    figure): on NPU i's column (position i // 3) over its piece S, then, `ring_final_size`
+    handing on 3 S, on its row (position i % 3). A row's members share their column position,
+    so they finish the first phase together and start the second at once: NPU i finishes after
+    max(r, 2-r) steps of d(S) + E and max(c, 2-c) of d(3 S) + E."""
+    size = 4096
+    path = _write(r7, "mesh.yaml", _bench("all_gather", size, 9),
+                  f"{{topology: [Line, Line], npus_count: [3, 3], bandwidth: [{ONE_BYTE_PER_NS!r}, "
+                  f"{ONE_BYTE_PER_NS!r}], latency: [{L}, {L}]}}", "congestion_aware",
+                  _system(all_gather='"r7:LINE_AG", "r7:LINE_AG"'))
+
+    def steps(position: int) -> int:
+        return max(position, 2 - position)
+
+    assert _finished(path) == {i: steps(i // 3) * (d(size) + E) + steps(i % 3) * (d(3 * size) + E)
+                               for i in range(9)}
+    guide = " ".join((HERE.parent / "collectives" / "README.md").read_text().split())
+    assert "an all-gather's from the last dimension to the first" in guide
