@@ -611,3 +611,25 @@ def test_the_line_all_gather_on_a_3x3_mesh_grows_its_piece_per_dimension(r7):
                                for i in range(9)}
     guide = " ".join((HERE.parent / "collectives" / "README.md").read_text().split())
     assert "an all-gather's from the last dimension to the first" in guide
+
+
+def test_a_sweep_over_the_chunk_count_of_ones_own_torus_all_reduce(r7):
+    """`system.preferred-dataset-splits` is the chunk count: k chunks of S/k, each a phase on
+    dimension 0 then one on dimension 1, one phase at a time per dimension
+    (`active-chunks-per-dimension: 1`), so chunk j's second phase runs beside chunk j+1's first:
+    on a 4 x 4 torus, where both phases of a chunk take t(S/k), the all-reduce takes
+    (k + 1) t(S/k). A coordinate constraint `preferred_dataset_splits <= 8` drops 16 chunks
+    before they run (docs/sweeps.md), and 8 is the fastest left."""
+    base = _write(r7, "torus.yaml", _bench("all_reduce", MIB, 16), _torus(4, 4), "congestion_unaware",
+                  _system(all_reduce='"r7:BIDIR", "r7:BIDIR"'))
+    (r7 / "sweep.yaml").write_text(f"base: {base.name}\naxes:\n  system.preferred-dataset-splits: [1, 2, 4, 8, 16]\n"
+                                   "constraints:\n  - preferred_dataset_splits <= 8\n")
+    _cli(r7, "sweep", "sweep.yaml", "--out", "out")
+    with open(r7 / "out" / "results.csv", newline="") as f:
+        rows = {int(row["system.preferred-dataset-splits"]): int(row["finish_ns"]) for row in csv.DictReader(f)}
+    assert rows == {k: (k + 1) * bidirectional_dimension(4, MIB // k) for k in (1, 2, 4, 8)}
+    assert rows[1] == 1_626_162 and rows[8] < rows[4]
+    best = json.loads((r7 / "out" / "best.json").read_text())
+    assert best["best"]["coordinates"] == {"system.preferred-dataset-splits": 8}
+    guide = " ".join((HERE.parent / "collectives" / "README.md").read_text().split())
+    assert "chunk j's phase on dimension 1 runs beside chunk j+1's on dimension 0" in guide
