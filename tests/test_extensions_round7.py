@@ -193,15 +193,24 @@ def test_a_link_that_sleeps_when_idle_and_wakes_for_the_next_item(r7, gap_us, wa
     first message waits the wake-up, W + d(S); the second leaves gap_us later. Its link has
     been quiet since the first's last byte left, W + S, so L + gap before it starts: under
     idle_ns it starts at once, over it waits W again (the link reads the time from `self.env`,
-    which the link contract did not list among what the base keeps). The gap's compute node of 0 us takes
-    1 ns, as ASTRA-sim replays it (docs/generators.md)."""
+    which the link contract did not list among what the base keeps). The gap's compute node of
+    0 us takes 1 ns, as ASTRA-sim replays it (docs/generators.md). Observed, each message's
+    `link_start` falls after its hold."""
     size, wake = 5000, 300
     model = ', link-model: {class: "r7:WakeUpLink", wake_ns: 300, idle_ns: 1000}'
     path = _write(r7, "wake.yaml", f'{{generate: "r7:two_sends", size: {size}, gap_us: {gap_us}, num_npus: 2}}',
                   _net("Ring", 2, model), "congestion_aware")
     first = wake + d(size)
     gap_ns = gap_us * 1000 or 1
-    assert _finished(path)[1] == first + gap_ns + (wake if wakes else 0) + d(size)
+    second_start = first + gap_ns + (wake if wakes else 0)
+    assert _finished(path)[1] == second_start + d(size)
+    from simpy_astra.simulation import Simulation
+
+    sim = Simulation.from_scenario(str(path))
+    starts = []  # link_start fires when the item starts on the wire, after its hold (README)
+    sim.on("link_start", lambda o: starts.append((o.time_ns, o.what.src, o.what.dst)))
+    sim.run()
+    assert starts == [(wake, 0, 1), (second_start, 0, 1)]
     guide = " ".join((HERE.parent / "docs" / "generators.md").read_text().split())
     assert "`duration_micros` 0 takes 1 ns, as ASTRA-sim replays it" in guide
     contract = " ".join((HERE.parent / "simpy_astra" / "network" / "README.md").read_text().split())
