@@ -642,3 +642,27 @@ def test_a_sweep_over_the_chunk_count_of_ones_own_torus_all_reduce(r7):
     assert best["best"]["coordinates"] == {"system.preferred-dataset-splits": 8}
     guide = " ".join((HERE.parent / "collectives" / "README.md").read_text().split())
     assert "chunk j's phase on dimension 1 runs beside chunk j+1's on dimension 0" in guide
+
+
+def test_a_switch_whose_credit_never_comes_back_stalls_soon_and_says_where_the_messages_are(r7):
+    """The credit switch with 1 credit, its first item's output link failed before the run
+    (`link.fail()`, docs/cosimulation.md): that credit never comes back, so the 7 other items
+    wait in the switch's own queue, where no link holds them. The watchdog took the model for
+    busy (messages in flight, none on a link that is down) and doubled its wake-ups to the
+    horizon: `stalled at 0 ns (its last progress; noticed at 9223372036854775807 ns)`, naming
+    only the held message. With nothing left on SimPy's queue it now stops at its next wake,
+    and the report counts the messages no link holds."""
+    from simpy_astra.errors import StalledError
+    from simpy_astra.simulation import Simulation
+
+    size = 10_000
+    path = _write(r7, "stuck.yaml", f'{{generate: "r7:permutation", size: {size}, perm: {[1, 2, 3, 4, 5, 6, 7, 0]}}}',
+                  _net("Switch", 8, ', switch-model: {class: "r7:CreditSwitch", credits: 1}'), "congestion_aware")
+    sim = Simulation.from_scenario(str(path))
+    sim.network.link(8, 1).fail()
+    with pytest.raises(StalledError) as stalled:
+        sim.run()
+    text = str(stalled.value)
+    assert sim.env.now < 10**9, text  # at a wake soon after the last event, not at the horizon
+    assert "held by link 8->1, which is failed" in text
+    assert "7 more messages were sent and never arrived, and no link that is down holds them" in text
