@@ -666,3 +666,19 @@ def test_a_switch_whose_credit_never_comes_back_stalls_soon_and_says_where_the_m
     assert sim.env.now < 10**9, text  # at a wake soon after the last event, not at the horizon
     assert "held by link 8->1, which is failed" in text
     assert "7 more messages were sent and never arrived, and no link that is down holds them" in text
+
+
+def test_a_report_of_each_chunks_phases_from_the_chrome_trace(r7):
+    """`--trace-out` (docs/reports.md: a `chunks k` track per phase of every chunk, its args
+    the bytes and the time spent queued) read by a script: the tagged bidirectional all-reduce
+    on a 4 x 4 torus in 4 chunks. Chunk k's phase on dimension 0 waits k t for the slot, then
+    runs t = t(S/4); its phase on dimension 1 starts as it ends, without waiting."""
+    import r7 as module
+
+    path = _write(r7, "torus.yaml", _bench("all_reduce", MIB, 16), _torus(4, 4), "congestion_unaware",
+                  _system(all_reduce='"r7:BIDIR", "r7:BIDIR"', splits=4))
+    _cli(r7, "run", str(path), "--trace-out", "trace.json", "--trace-npus", "0", "--fold-symmetry", "off")
+    t = bidirectional_dimension(4, MIB // 4)
+    phases = module.chunk_phases(r7 / "trace.json")
+    assert sorted(phases) == sorted([(k, 0, k * t, t, k * t) for k in range(4)]
+                                    + [(k, 1, (k + 1) * t, t, 0) for k in range(4)])

@@ -352,3 +352,17 @@ def busiest_links(figures_json, top=3):
         fig = json.load(f)
     t = fig["iteration_time_ns"]
     return [(x["from"], x["to"], x["busy_ns"] / t) for x in fig["links"][:top]]
+
+
+def chunk_phases(trace_json, npu_pid=None):
+    """From run --trace-out (a Chrome trace): every collective phase of one NPU's chunks as
+    (chunk stream, phase, start ns, duration ns, queued ns), in start order."""
+    with open(trace_json) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    out = []
+    for e in events:
+        if e.get("ph") == "X" and e.get("name", "").startswith("chunk ") and npu_pid in (None, e.get("pid")):
+            args = e["args"]
+            out.append((args["stream"], args["phase"], round(e["ts"] * 1000), round(e["dur"] * 1000), args["queued_ns"]))
+    return sorted(out, key=lambda row: (row[2], row[1]))
