@@ -682,3 +682,29 @@ def test_a_report_of_each_chunks_phases_from_the_chrome_trace(r7):
     phases = module.chunk_phases(r7 / "trace.json")
     assert sorted(phases) == sorted([(k, 0, k * t, t, k * t) for k in range(4)]
                                     + [(k, 1, (k + 1) * t, t, 0) for k in range(4)])
+
+
+def test_an_interrupted_tree_phase_ends_while_what_it_spawned_runs_on(r7):
+    """A process of one's own interrupts the root's phase at 3 us (docs/cosimulation.md); the
+    algorithm catches it and returns, so NPU 0's all-reduce ends at 3,000 ns. Its two
+    sub-processes (`ctx.spawn`) are not interrupted with it (collectives/README.md): they go on
+    reducing and sending the sums down, and every other NPU ends at the pipelined tree's
+    closed form, as if nothing had happened."""
+    from simpy_astra.simulation import Simulation
+
+    path = _write(r7, "tree.yaml", _bench("all_reduce", MIB, 7), _net("FullyConnected", 7), "congestion_unaware",
+                  _system(all_reduce='"r7:TREE4_DEADLINE"'))
+    sim = Simulation.from_scenario(str(path))
+
+    def deadline(env):
+        yield env.timeout(3000)
+        for phase in sim.running_phases(0):
+            phase.interrupt("deadline")
+
+    sim.env.process(deadline(sim.env))
+    leaf = tree_all_reduce(MIB, 4)
+    middle = leaf - d(MIB // 4)
+    assert {r.npu_id: r.finished_ns for r in sim.run()} == {0: 3000, 1: middle, 2: middle, 3: leaf, 4: leaf, 5: leaf,
+                                                            6: leaf}
+    guide = " ".join((HERE.parent / "collectives" / "README.md").read_text().split())
+    assert "The interrupt reaches the phase's own generator only" in guide

@@ -91,6 +91,18 @@ def pipelined_tree(pieces):
 TREE1, TREE2, TREE4, TREE8 = (pipelined_tree(k) for k in (1, 2, 4, 8))
 
 
+def tree4_until_interrupted(ctx):
+    """TREE4, whose phase returns when interrupted (a deadline of the researcher's own)."""
+    try:
+        yield from TREE4.run(ctx)
+    except simpy.Interrupt:
+        return
+
+
+TREE4_DEADLINE = CollectiveAlgorithm("tree4_deadline", tree4_until_interrupted, ring_final_size,
+                                     kinds=frozenset({ALL_REDUCE}))
+
+
 def line_all_gather(ctx):
     """All-gather on a line (no wrap-around): every piece travels both ways; at step s NPU i
     hands on rightwards the piece of NPU i-s and leftwards that of NPU i+s, where they exist."""
