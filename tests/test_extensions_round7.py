@@ -708,3 +708,23 @@ def test_an_interrupted_tree_phase_ends_while_what_it_spawned_runs_on(r7):
                                                             6: leaf}
     guide = " ".join((HERE.parent / "collectives" / "README.md").read_text().split())
     assert "The interrupt reaches the phase's own generator only" in guide
+
+
+def test_a_generators_version_is_part_of_its_trace_cache_key(r7):
+    """docs/generators.md: `register(name, fn, version=...)`'s version keys the trace cache, so
+    a researcher whose generator's output changed where the cache cannot see (a library it
+    calls) bumps it and gets new traces: the DLRM step registered as version 1, then 2, leaves
+    two trace sets in the cache; run again as 2, none more."""
+    import r7 as module
+
+    from simpy_astra.workloads import generated
+
+    path = _write(r7, "dlrm.yaml", "{generate: dlrm, num_npus: 4, mlp_us: 20, emb_us: 30, top_us: 15, update_us: 5, "
+                  "emb_bytes: 64000, mlp_bytes: 65536}", _net("FullyConnected", 4), "congestion_unaware")
+    expected = dict.fromkeys(range(4), dlrm_step_ns(4, 64_000, 65_536))
+    for version in ("1", "2", "2"):
+        generated.register("dlrm", module.dlrm_step, version=version)
+        assert _finished(path) == expected
+    assert len(list((r7 / ".cache" / "workloads").iterdir())) == 2
+    guide = " ".join((HERE.parent / "docs" / "generators.md").read_text().split())
+    assert "(`version`, optional, is part of the trace cache's key" in guide
