@@ -565,15 +565,15 @@ def test_the_bound_check_names_a_topology_class_of_ones_own_by_its_class(r7):
 
 def test_two_jobs_through_one_credit_switch_and_each_alone(r7):
     """docs/jobs.md: two 4-rank jobs, each shifting S round its ranks, on 8 NPUs around the
-    credit switch with 1 credit, `--isolation`: the 8 messages reach the switch at d(S) and
+    credit switch with 1 credit (by the short name its plug-in registers), `--isolation`: the 8 messages reach the switch at d(S) and
     leave it one per d(S), so one job's last lands at (2 + 3) d(S) and the other's at
     (2 + 7) d(S); alone, each job's 4 take 5 d(S): slowdowns 1.0 and 1.8."""
     size = 10_000
     job = f'workload: {{generate: "r7:permutation", size: {size}, perm: [1, 2, 3, 0]}}'
     (r7 / "jobs.yaml").write_text(
         f"system: {_system()}\nnetwork: "
-        + _net("Switch", 8, ', switch-model: {class: "r7:CreditSwitch", credits: 1}')
-        + f"\nbackend: congestion_aware\njobs:\n  - {{name: a, {job}, npus: [0, 1, 2, 3]}}\n"
+        + _net("Switch", 8, ", switch-model: {class: credit, credits: 1}")
+        + f"\nbackend: congestion_aware\nplugins: [r7_plugin]\njobs:\n  - {{name: a, {job}, npus: [0, 1, 2, 3]}}\n"
         f"  - {{name: b, {job}, npus: [4, 5, 6, 7]}}\n")
     _cli(r7, "run", "jobs.yaml", "--isolation", "--json-out", "figures.json")
     jobs = json.loads((r7 / "figures.json").read_text())["jobs"]
