@@ -24,8 +24,22 @@ class CoSimulation:
     and ``network``)."""
 
     network: Any
+    inputs: Any
+    reports: list
     _env: simpy.Environment
     _stall_patience_ns: float = 0
+    _concluded: bool = False
+
+    def training(self) -> Any:
+        """What a generated training job reports of the step that ran (Megatron's TFLOP/s, MFU
+        and memory by part: ``as_dict()`` is ``--json-out``'s ``training``), or None for a
+        workload without such figures: a script compares layouts by them as ``run`` prints them."""
+        if not self._concluded:  # a folded run's broken symmetry reruns it: its own event is not the end
+            raise ValueError("Simulation.training(): asked before every NPU has finished; call run() first")
+        workload = self.inputs.workload
+        if not workload.reports_figures:
+            return None
+        return workload.figures(max(r.finished_cycles for r in self.reports))
 
     @property
     def stall_patience_ns(self) -> float:
