@@ -160,6 +160,7 @@ def fit_log(log, network: dict[str, Any], ranges: list[tuple[str, int, int | Non
                for size, measured in points if size not in ranged]
     return {"log": log.path, "gpus": shape.ranks, "nodes": shape.nodes, "nvls": links.nvls,
             "ll128_across_nodes": list(links.ll128_across_nodes), "launch_us": links.launch_us,
+            "launch_sizes": len(small),
             "efficiency": dict(links.efficiency), "latency_scale": dict(links.latency_scale),
             "tree_chunk_us": links.tree_chunk_us,
             "protocols": {key: {"bandwidth": bw, "latency": lat} for key, bw, lat in links.protocol_scale},
