@@ -105,6 +105,17 @@ def test_a_ring_across_an_oversubscribed_spine_takes_its_nics_at_that_share(fold
     assert times[2] - times[1] == pytest.approx(2 * 7 / 8 * GIB / (4 * RAIL_B_S) * 1e9, abs=2)
 
 
+def test_a_preset_of_ones_own_that_leaves_out_a_needed_node_key_is_told_which_are_needed(folder, capsys):
+    """A node may leave out its leaves, spine and NCCL fits (docs/megatron.md): the error for a
+    needed key lists the needed ones, not every key a node may have."""
+    write_yaml(folder, {"gpu": GPU, "node": {k: v for k, v in NODE.items() if k != "inter_node_latency_ns"}},
+               "short.yaml")
+    scenario = _microbench(folder, "./short.yaml", 4, collective="all_reduce", size=MIB)
+    [line] = error_lines(capsys, ["run", scenario])
+    assert "short.yaml: node: missing inter_node_latency_ns" in line
+    assert "inter_node_efficiency" in line and "nccl_ring_efficiency" not in line
+
+
 # ---------------------------------------------------------------- NCCL's knobs on one's own node
 
 
