@@ -116,6 +116,16 @@ def test_a_preset_of_ones_own_that_leaves_out_a_needed_node_key_is_told_which_ar
     assert "inter_node_efficiency" in line and "nccl_ring_efficiency" not in line
 
 
+def test_generate_megatron_takes_ones_own_preset_by_its_path_as_its_help_says(folder, capsys):
+    with pytest.raises(SystemExit):
+        main(["generate", "megatron", "--help"])
+    assert "or the path of your own" in " ".join(capsys.readouterr().out.split())
+    preset = _preset(folder, gpus=8)
+    assert main(["generate", "megatron", "--gpus", "8", "--preset", preset, "--output", "out/gpt", "--",
+                 *GPT.split()]) == 0
+    assert sorted(p.name for p in (folder / "out").glob("gpt.*.et")) == [f"gpt.{r}.et" for r in range(8)]
+
+
 # ---------------------------------------------------------------- NCCL's knobs on one's own node
 
 

@@ -238,7 +238,8 @@ def main(argv: list[str]) -> int:
                        epilog=f"{intro}\n\nMegatron-LM arguments (after --):\n{modelled.split(chr(10), 1)[1]}")
     p.add_argument("--gpus", type=int, required=True, help="GPUs of the job (dp = gpus / (tp x pp x cp))")
     p.add_argument("--preset", default="dgx-a100-80gb", help=f"cluster preset whose GPU times the kernels: "
-                                                              f"{', '.join(presets())} (default dgx-a100-80gb)")
+                                                              f"{', '.join(presets())}, or the path of your own "
+                                                              f"(default dgx-a100-80gb)")
     p.add_argument("--output", required=True, help="PREFIX: writes PREFIX.{rank}.et and PREFIX.json")
     args = p.parse_args(own)
     if not rest:
