@@ -211,6 +211,23 @@ def test_halving_ones_gpus_tensor_peak_leaves_its_gemms_above_their_flops_at_tha
     assert gemm_ns[156] > 1.5 * gemm_ns[312]
 
 
+def test_fp8_on_ones_own_gpu_is_held_to_its_fp8_peak_and_keeps_each_weights_two_copies(folder, capsys):
+    """`--fp8-format` needs `gpu.fp8_tflops` above 0 (refused on the A100 figures); given 624
+    TFLOP/s, MFU is the count over that peak, and the FP8 buffers are each layer matrix's FP8
+    copy and its transpose, 2 x 12 h^2 bytes a layer (docs/megatron.md, *Memory*)."""
+    args = GPT + " --fp8-format hybrid"
+    refused = megatron_scenario(folder, args, "a100.yaml", preset=_preset(folder, gpus=8))
+    [line] = error_lines(capsys, ["run", refused])
+    assert "--fp8-format needs a GPU with FP8" in line and "gpu.fp8_tflops is 0" in line
+    scenario = megatron_scenario(folder, args, preset=_preset(folder, gpus=8),
+                                 gpu={"fp8_tflops": 624, "fp8_efficiency": 0.6})
+    training = _json(folder, scenario)["training"]
+    seconds = training["iteration_time_ns"] / 1e9
+    assert training["mfu"] == pytest.approx(megatron_flops(16, 2048, 4, 2048, 32000) / (seconds * 8 * 624e12),
+                                            abs=1e-5)
+    assert training["memory_gib"]["fp8_buffers"] == pytest.approx(4 * 2 * 12 * 2048**2 / GIB, abs=6e-4)
+
+
 # ---------------------------------------------------------------- --json-out's training block
 
 
@@ -233,6 +250,11 @@ def test_the_memory_parts_are_megatrons_bytes_and_korthikantis_activations(folde
         assert training["memory_gib"][part] == pytest.approx(value / GIB, abs=6e-4), part
     assert training["memory_per_gpu_gib"] == pytest.approx(sum(expected.values()) / GIB, abs=2e-3)
     assert training["fits"] == 1
+    # the distributed optimizer shards the fp32 master and moments over dp = 8 / 2
+    sharded = megatron_scenario(folder, GPT + " --tensor-model-parallel-size 2 --use-distributed-optimizer",
+                                "dist.yaml", preset=_preset(folder, gpus=8))
+    assert _json(folder, sharded)["training"]["memory_gib"]["optimizer"] == pytest.approx(12 * params / 4 / GIB,
+                                                                                          abs=6e-4)
 
 
 def test_a_report_over_the_json_figures_of_a_pipeline(folder):
