@@ -126,6 +126,21 @@ def test_generate_megatron_takes_ones_own_preset_by_its_path_as_its_help_says(fo
     assert sorted(p.name for p in (folder / "out").glob("gpt.*.et")) == [f"gpt.{r}.et" for r in range(8)]
 
 
+@pytest.mark.parametrize(("scenario_key", "named", "fix"), [
+    (False, "cluster.preset: ./my-cluster.yaml: node.oversubscription:", "cluster: {oversubscription: 1} for this run"),
+    (True, "cluster.oversubscription:", "leave out oversubscription"),
+])
+def test_a_presets_own_spine_on_the_packet_backend_is_named_where_it_was_written(folder, capsys, scenario_key,
+                                                                                named, fix):
+    """The packet backend plays the rails as a full fat tree: a 2:1 spine is refused, named in
+    the preset's file when the preset says it (it was named as the scenario's key, which the
+    scenario did not have)."""
+    fields = {"oversubscription": 2} if scenario_key else {}
+    scenario = _microbench(folder, _preset(folder), 8, collective="send_recv", size=MIB, src=1, dst=6, **fields)
+    [line] = error_lines(capsys, ["run", scenario, "--network-backend", "packet"])
+    assert f"s.yaml: {named} a spine of 2:1" in line and fix in line
+
+
 # ---------------------------------------------------------------- NCCL's knobs on one's own node
 
 

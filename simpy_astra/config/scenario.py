@@ -272,10 +272,13 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
                              f"{DEFAULT_BACKEND} backend only; the {chosen} backend plays collectives as "
                              f"messages (leave out nccl_algo, or the backend)")
         if not timed and not cluster_routes.symmetric:  # its links are the dimensions': no spine
-            raise InputError(f"{path}: cluster.oversubscription: a spine of {cluster_routes.oversubscription:g}:1 "
-                             f"over leaves of {cluster_routes.nodes_per_leaf} node(s) is charged by the {DEFAULT_BACKEND} "
-                             f"backend only; the {chosen} backend plays the rails as a full fat tree (leave out "
-                             f"oversubscription, or the backend)")
+            mine = "oversubscription" in doc["cluster"]  # else the preset's own: name its file, and the override
+            raise InputError(f"{path}: cluster.{'' if mine else f'preset: {cluster.preset}: node.'}oversubscription: "
+                             f"a spine of {cluster_routes.oversubscription:g}:1 over leaves of "
+                             f"{cluster_routes.nodes_per_leaf} node(s) is charged by the {DEFAULT_BACKEND} backend only; "
+                             f"the {chosen} backend plays the rails as a full fat tree (" + (
+                                 "leave out oversubscription" if mine else "cluster: {oversubscription: 1} for this run")
+                             + ", or the backend)")
         net = replace(net, rails=cluster_routes, nccl=cluster.nccl_all_reduce() if timed else None)
         unknown += [cluster.nvls_note] if timed and cluster.nvls_note else []  # only NCCL's model reads NVLS
     memory = _block(path, "remote_memory", doc.get("remote_memory", {"memory-type": "NO_MEMORY_EXPANSION"}),
