@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from simpy_astra.report.csv_tables import read_nodes
 from simpy_astra.simulation import Simulation
 from tests.test_cluster_placement import GIB, ROOT, _node  # the presets' figures, read once
 
@@ -63,7 +64,6 @@ MAPPING = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-len
 
 def _step(tmp_path, args: str) -> tuple[dict, dict]:
     """(rank 0's breakdown, rank 0's send durations by name) of a Megatron step on two A100 nodes."""
-    import csv
     import subprocess
     import sys
 
@@ -74,9 +74,8 @@ def _step(tmp_path, args: str) -> tuple[dict, dict]:
     done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--json-out", str(out),
                            "--csv-out", str(csv_dir), "--quiet"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    with open(csv_dir / "nodes.csv") as f:
-        sends = {r["name"]: int(r["duration_ns"]) for r in csv.DictReader(f)
-                 if r["npu"] == "0" and r["type"].startswith("COMM_SEND")}
+    sends = {r["name"]: int(r["duration_ns"]) for r in read_nodes(csv_dir)
+             if r["npu"] == "0" and r["type"].startswith("COMM_SEND")}
     return json.loads(out.read_text())["npus"]["0"]["breakdown_ns"], sends
 
 
@@ -196,7 +195,6 @@ def test_wider_data_parallel_groups_stay_at_or_above_their_nic_floor(tmp_path, t
 
 def _nodes(tmp_path, args: str, cluster: dict) -> list[dict]:
     """Every node of a Megatron step's run (nodes.csv rows)."""
-    import csv
     import subprocess
     import sys
 
@@ -204,8 +202,7 @@ def _nodes(tmp_path, args: str, cluster: dict) -> list[dict]:
     path.write_text(json.dumps({"workload": {"generate": "megatron", "args": args}, "cluster": cluster}))
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--csv-out", str(tmp_path / "csv"),
                     "--quiet"], check=True, capture_output=True, cwd=ROOT)
-    with open(tmp_path / "csv" / "nodes.csv") as f:
-        return list(csv.DictReader(f))
+    return read_nodes(tmp_path / "csv")
 
 
 def test_pipeline_neighbours_on_other_nodes_and_rails_pay_the_route(tmp_path):

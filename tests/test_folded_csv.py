@@ -1,11 +1,14 @@
 """``--csv-out`` on a folded run: a generated workload's orbit members share their representative's
-nodes and do at every tick what it does, so nodes.csv is the representatives' rows relabelled,
-byte for byte the unfolded run's (as ``--trace-out``'s events are, tests/test_folded_traces.py);
+nodes and do at every tick what it does, so nodes.csv lists each orbit's rows once and npus.csv
+names every NPU's orbit; joined (``csv_tables.expanded_rows``) they are every NPU's rows, the
+unfolded run's row for row (as ``--trace-out``'s events are, tests/test_folded_traces.py);
 ``--csv-out`` no longer switches such a run to simulating every NPU. ET files, whose members may
 name their nodes apart, still run unfolded for it."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -46,17 +49,37 @@ def simulated(monkeypatch):
 
 
 def _csv(tmp_path, scenario: str, name: str, *flags: str) -> bytes:
+    """nodes.csv of a run, expanded to every NPU's rows (csv text under the columns it had
+    when it listed them all)."""
     assert main(["run", scenario, "--quiet", "--csv-out", str(tmp_path / name), *flags]) == 0
-    return (tmp_path / name / "nodes.csv").read_bytes()
+    return _text([csv_tables.EXPANDED_COLUMNS, *csv_tables.expanded_rows(str(tmp_path / name))])
 
 
-def test_a_folded_runs_nodes_csv_is_the_unfolded_runs_byte_for_byte(tmp_path, capsys, scenario, simulated):
+def _text(rows) -> bytes:
+    out = io.StringIO(newline="")
+    csv.writer(out).writerows(rows)
+    return out.getvalue().encode()
+
+
+def test_a_folded_runs_nodes_csv_is_the_unfolded_runs_each_orbit_once(tmp_path, capsys, scenario, simulated):
     full = _csv(tmp_path, scenario, "full", "--fold-symmetry", "off")
     assert _csv(tmp_path, scenario, "default") == full
     assert _csv(tmp_path, scenario, "folded", "--fold-symmetry", "on") == full
     assert simulated == [32, 2, 2]  # unfolded, then one NPU a pipeline stage
     lines = full.decode().splitlines()
     assert {line.split(",")[0] for line in lines[1:]} == {str(n) for n in range(32)}  # every NPU's rows
+    # unfolded, each NPU is its own orbit: nodes.csv is every row, as it was written before
+    unfolded = (tmp_path / "full" / "nodes.csv").read_bytes()
+    assert unfolded == b"orbit" + full[len(b"npu"):]
+    assert (tmp_path / "full" / "npus.csv").read_bytes() == b"npu,orbit\r\n" + "".join(f"{n},{n}\r\n" for n in range(32)).encode()
+    # folded: the two representatives' rows once each, every NPU mapped to its stage's
+    with open(tmp_path / "default" / "npus.csv", newline="") as f:
+        orbits = dict(csv.reader(f))
+    with open(tmp_path / "default" / "nodes.csv", newline="") as f:
+        listed = [row[0] for row in csv.reader(f)]
+    assert orbits.pop("npu") == "orbit" and sorted(orbits, key=int) == [str(n) for n in range(32)]
+    assert listed[0] == "orbit" and set(listed[1:]) == set(orbits.values()) and len(set(orbits.values())) == 2
+    assert len(listed) - 1 == (len(lines) - 1) * 2 // 32  # each row once per orbit, not once per NPU
     assert not (tmp_path / "full" / "layers.csv").exists() and not (tmp_path / "default" / "layers.csv").exists()
 
 
