@@ -5,7 +5,7 @@ A folded run simulates one NPU of each orbit of symmetric NPUs, and every member
 representative does, tick for tick: ``nodes.csv`` lists the representative's rows once, its id
 in the ``orbit`` column, and ``npus.csv`` maps every NPU to its orbit (an unfolded run: each NPU
 its own). :func:`expanded_rows` joins the two back into one row per node of every NPU, the
-rows the file listed before (the SC'21 1,536-GPU step's 883 MB, 10 million rows, now 5 MB).
+rows the file listed before (the SC'21 1,536-GPU step's 883 MB, 10 million rows, now 4.6 MB).
 
 Exposed communication of a communication node (``exposed_comm_ns``) = the part of its [start,
 end] interval during which its NPU ran no compute node; two collectives running at once with no
