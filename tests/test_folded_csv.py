@@ -123,3 +123,16 @@ def test_the_size_checks_traces_are_decoded_once(tmp_path, scenario, monkeypatch
     monkeypatch.setattr(fold_run, "read_et", counting)
     _csv(tmp_path, scenario, "once", "--trace-out", str(tmp_path / "t.json"), "--fold-symmetry", fold)
     assert len(reads) == len(set(reads)) == (2 if fold == "on" else 32)
+
+
+def test_each_npus_rows_are_worked_out_once_for_nodes_csv_and_layers_csv(tmp_path, monkeypatch):
+    """layers.csv (a converted text workload's, run unfolded) is summed from the rows nodes.csv
+    writes, in the same walk: a second walk worked every NPU's rows out again."""
+    calls: list[int] = []
+    own = csv_tables._own_rows
+    monkeypatch.setattr(csv_tables, "_own_rows", lambda *args: calls.append(1) or own(*args))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(SCENARIOS / "gemm_dlrm_mlp.yaml"), "--quiet", "--csv-out", "csv"]) == 0
+    with open(tmp_path / "csv" / "npus.csv") as f:
+        npus = sum(1 for _ in f) - 1
+    assert (tmp_path / "csv" / "layers.csv").exists() and npus == 16 and len(calls) == npus

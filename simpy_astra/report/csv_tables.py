@@ -125,15 +125,34 @@ def _own_rows(rec, nodes, shares: dict) -> list[tuple]:  # noqa: ANN001 - a reco
 def layer_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple] | None:
     """Rows of ``layers.csv``, or None when the workload is not a converted text workload (said
     at its first node of another name: a Megatron step's rows are not all made to find out)."""
-    out = []
-    done: dict[int, list[tuple] | None] = {}  # representative -> its rows without the npu column
-    for npu_id, rep, rows in npu_rows(record, breakdowns):  # a folded run's members: their representative's
-        if rep not in done:
-            done[rep] = _layers_of(rows, record.sim.npu_for(npu_id).nodes)
-        if done[rep] is None:
-            return None
-        out += [(npu_id, *row) for row in done[rep]]
-    return out
+    table = LayerTable(record)
+    for _ in table.watching(npu_rows(record, breakdowns)):
+        if table.rows is None:
+            break
+    return table.rows
+
+
+class LayerTable:
+    """``layers.csv``'s rows, gathered from each NPU's ``nodes.csv`` rows as they go by (the
+    walk that writes nodes.csv: a second walk worked every NPU's rows out again); ``rows`` is
+    None once a node shows the workload is not a converted text workload."""
+
+    def __init__(self, record: RunRecord) -> None:
+        self.record = record
+        self.rows: list[tuple] | None = []
+        self.done: dict[int, list[tuple] | None] = {}  # representative -> its rows without the npu column
+
+    def watching(self, walk: Iterator[tuple[int, int, list[tuple]]]) -> Iterator[tuple[int, int, list[tuple]]]:
+        """``walk`` (:func:`npu_rows`'s), each NPU's layers added as it passes."""
+        for npu_id, rep, rows in walk:
+            if self.rows is not None:
+                if rep not in self.done:  # a folded run's members: their representative's
+                    self.done[rep] = _layers_of(rows, self.record.sim.npu_for(npu_id).nodes)
+                if self.done[rep] is None:
+                    self.rows = None
+                else:
+                    self.rows += [(npu_id, *row) for row in self.done[rep]]
+            yield npu_id, rep, rows
 
 
 def _layers_of(rows: list[tuple], nodes) -> list[tuple] | None:  # noqa: ANN001 - a graph's nodes
@@ -181,10 +200,10 @@ def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
         writer.writerows(rows)
 
 
-def _write_nodes(folder: str, record: RunRecord, breakdowns: dict | None) -> list[str]:
+def _write_nodes(folder: str, walk: Iterator[tuple[int, int, list[tuple]]]) -> list[str]:
     """nodes.csv, each orbit's rows once (a folded 1,536-GPU step's 10 million rows, every
     member's its representative's, took 1.0-1.9 CPU s and 883 MB after a 1.1 s simulation),
-    and npus.csv, every NPU's orbit; returns their paths."""
+    and npus.csv, every NPU's orbit, from ``walk`` (:func:`npu_rows`'s); returns their paths."""
     from simpy_astra.infra import files
 
     paths = [os.path.join(folder, "nodes.csv"), os.path.join(folder, "npus.csv")]
@@ -193,7 +212,7 @@ def _write_nodes(folder: str, record: RunRecord, breakdowns: dict | None) -> lis
     with files.open_output(paths[0], "--csv-out", newline="") as f:
         out = csv.writer(f)
         out.writerow(NODE_COLUMNS)
-        for npu_id, rep, rows in npu_rows(record, breakdowns):
+        for npu_id, rep, rows in walk:
             if rep not in written:
                 written.add(rep)
                 out.writerows((rep, *row) for row in rows)
@@ -231,11 +250,11 @@ def write_csv_reports(record: RunRecord, folder: str, breakdowns: dict | None = 
     record.require_every_npu("nodes.csv")
     try:
         os.makedirs(folder, exist_ok=True)
-        paths = _write_nodes(folder, record, breakdowns)
-        layers = layer_rows(record, breakdowns)
-        if layers is not None:
+        layers = LayerTable(record)
+        paths = _write_nodes(folder, layers.watching(npu_rows(record, breakdowns)))
+        if layers.rows is not None:
             paths.append(os.path.join(folder, "layers.csv"))
-            _write(paths[-1], LAYER_COLUMNS, layers)
+            _write(paths[-1], LAYER_COLUMNS, layers.rows)
     except OSError as exc:
         raise InputError(f"--csv-out: cannot write into {folder} ({exc.strerror or exc})") from None
     return paths
