@@ -15,7 +15,7 @@ import pytest
 
 from simpy_astra.config.scenario import inputs_from_astra_flags
 from simpy_astra.report.breakdown import COMM, COMPUTE, MEMORY, npu_breakdowns, spread, sweep
-from simpy_astra.report.csv_tables import node_rows, read_nodes
+from simpy_astra.report.csv_tables import node_rows
 from simpy_astra.report.recorder import attach
 from simpy_astra.simulation import Simulation
 from simpy_astra.workloads.chakra import make_node
@@ -440,6 +440,7 @@ def test_gpt_torus_step_splits_by_tensor_data_and_pipeline(tmp_path: Path) -> No
     torus: the last NPU's compute, tp / dp / pp communication and bubble, derived here from the
     run's node intervals (nodes.csv), the ET files' node types and groups, and the layout
     rank = dp_i + 4 * (tp_i + 4 * pp_i), equal the breakdown; the console and both PNGs show them."""
+    import csv
     import subprocess
     import sys
 
@@ -470,8 +471,9 @@ def test_gpt_torus_step_splits_by_tensor_data_and_pipeline(tmp_path: Path) -> No
             kinds[node.id] = "comm.pp"  # to the next or previous pipeline stage
         elif node.type == COMM_RECV_NODE:
             kinds[node.id] = "bubble"
-    spans = {int(r["node_id"]): (int(r["start_ns"]), int(r["end_ns"])) for r in read_nodes(tmp_path / "csv")
-             if r["npu"] == last}
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        spans = {int(r["node_id"]): (int(r["start_ns"]), int(r["end_ns"])) for r in csv.DictReader(f)
+                 if r["npu"] == last}
     want = _by_hand(spans, kinds, finish)
     got = dict(figures["npus"][last]["breakdown_ns"])
     got["compute"] = sum(got.pop(k) for k in list(got) if k.startswith("compute."))

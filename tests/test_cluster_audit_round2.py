@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 from simpy_astra.config.cluster import load_cluster, presets
-from simpy_astra.report.csv_tables import read_nodes
 from simpy_astra.simulation import Simulation
 from tests.test_cluster_placement import GIB, PRESETS
 
@@ -570,13 +569,15 @@ def test_pipeline_neighbours_pay_their_route_on_every_preset(tmp_path, preset):
     (s b h in bf16, 2 MiB: today's Megatron) to the rank 4 ahead and its gradient 4 back: in a
     node, or (8-GPU nodes: 5 -> 9) across nodes on another rail, PXN; on the 4-GPU copy across
     nodes on one rail. Every send by hand."""
+    import csv
 
     preset = _four_per_node(tmp_path) if preset == "four" else preset
     node = _node(preset)
     args = _args("--num-layers 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4")
     _cli(tmp_path, {"workload": {"generate": "megatron", "args": args}, "cluster": {"preset": preset, "gpus": 16}},
          "--csv-out", str(tmp_path / "csv"))
-    sends = [r for r in read_nodes(tmp_path / "csv") if r["type"].startswith("COMM_SEND")]
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        sends = [r for r in csv.DictReader(f) if r["type"].startswith("COMM_SEND")]
     kinds = set()
     for r in sends:
         src = int(r["npu"])

@@ -64,6 +64,7 @@ MAPPING = ("--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-len
 
 def _step(tmp_path, args: str) -> tuple[dict, dict]:
     """(rank 0's breakdown, rank 0's send durations by name) of a Megatron step on two A100 nodes."""
+    import csv
     import subprocess
     import sys
 
@@ -74,8 +75,9 @@ def _step(tmp_path, args: str) -> tuple[dict, dict]:
     done = subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--json-out", str(out),
                            "--csv-out", str(csv_dir), "--quiet"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    sends = {r["name"]: int(r["duration_ns"]) for r in read_nodes(csv_dir)
-             if r["npu"] == "0" and r["type"].startswith("COMM_SEND")}
+    with open(csv_dir / "nodes.csv") as f:
+        sends = {r["name"]: int(r["duration_ns"]) for r in csv.DictReader(f)
+                 if r["npu"] == "0" and r["type"].startswith("COMM_SEND")}
     return json.loads(out.read_text())["npus"]["0"]["breakdown_ns"], sends
 
 
@@ -194,7 +196,8 @@ def test_wider_data_parallel_groups_stay_at_or_above_their_nic_floor(tmp_path, t
 
 
 def _nodes(tmp_path, args: str, cluster: dict) -> list[dict]:
-    """Every node of a Megatron step's run (nodes.csv rows)."""
+    """Every node of every GPU of a Megatron step's run (nodes.csv's rows joined with npus.csv:
+    a folded run lists each orbit's once, under the GPU simulated for it)."""
     import subprocess
     import sys
 

@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from simpy_astra.report.csv_tables import read_nodes
 from simpy_astra.simulation import Simulation
 from tests.test_cluster_placement import GIB, PRESETS, _node
 
@@ -189,6 +188,7 @@ def test_experts_of_tp_1_under_tp_4_exchange_tokens_over_nvlink(tmp_path):
     eighth to each peer, sent one peer after another over the NVSwitch: 7 x (2 x 2,752 ns +
     2 MiB / 397.3 GB/s) = 75,480 ns. The groups had been {0, 4, ..., 28}, on four nodes, their
     peers on other nodes reached at the NICs' 47 GB/s."""
+    import csv
     import subprocess
     import sys
 
@@ -207,7 +207,8 @@ def test_experts_of_tp_1_under_tp_4_exchange_tokens_over_nvlink(tmp_path):
                                 "cluster": {"preset": "dgx-h100", "gpus": 64}}))
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--csv-out", str(tmp_path / "csv"),
                     "--quiet"], check=True, capture_output=True, cwd=ROOT)
-    times = [int(r["duration_ns"]) for r in read_nodes(tmp_path / "csv") if r["name"].endswith("alltoall")]
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        times = [int(r["duration_ns"]) for r in csv.DictReader(f) if r["name"].endswith("alltoall")]
     assert times and all(t == pytest.approx(by_hand, rel=0.01) for t in times)
 
 
@@ -282,6 +283,7 @@ def test_tp_16_across_two_h100_nodes_runs_nccls_nvls_tree(tmp_path):
     x 16/30, x the preset's 1.0216 = 251.5 GB/s; latency
     25 + 2 x 20.9 us, plus Simple's fill (x 3.1671, at most half the transfer) and 3.675 us a
     call: 270.6 us, over the NICs' floor of 32 MiB / (8 x 47 GB/s) = 89.2 us."""
+    import csv
     import subprocess
     import sys
 
@@ -300,6 +302,7 @@ def test_tp_16_across_two_h100_nodes_runs_nccls_nvls_tree(tmp_path):
                                 "cluster": {"preset": "dgx-h100", "gpus": 16}}))
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--csv-out", str(tmp_path / "csv"),
                     "--quiet"], check=True, capture_output=True, cwd=ROOT)
-    times = [int(r["duration_ns"]) for r in read_nodes(tmp_path / "csv") if r["name"].endswith("allreduce")]
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        times = [int(r["duration_ns"]) for r in csv.DictReader(f) if r["name"].endswith("allreduce")]
     layers = max(set(times), key=times.count)  # the activations' (the rest are small buffers)
     assert layers == pytest.approx(1000 * by_hand_us, rel=0.001) and layers >= 1000 * floor_us

@@ -8,6 +8,7 @@ host-trace conversion, process groups and linking are checked everywhere.
 from __future__ import annotations
 
 import copy
+import csv
 import json
 import shutil
 import sys
@@ -17,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.cli.main import main as cli_main
-from simpy_astra.report.csv_tables import read_nodes
 from simpy_astra.workloads.chakra import read_et
 from simpy_astra.workloads.pytorch.host_trace import group_ids, process_groups
 
@@ -138,7 +138,8 @@ def test_sample_converts_with_its_ten_all_gathers_and_simulates(tmp_path):
     shutil.copyfile(tmp_path / "pt.0.et", tmp_path / "pt.1.et")
     npus = simulate(tmp_path / "pt", tmp_path, 2, csv_out=tmp_path / "csv")
     assert set(npus) == {"0", "1"} and all(n["comm_time"] > 0 for n in npus.values())
-    rows = [r for r in read_nodes(tmp_path / "csv") if r["type"] == "COMM_COLL"]
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["type"] == "COMM_COLL"]
     assert len(rows) == 20 and {r["name"] for r in rows} == {"nccl:all_gather 4 B"}
     assert sorted({int(r["node_id"]) for r in rows}) == SAMPLE_ALL_GATHERS
 

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from simpy_astra.report.csv_tables import read_nodes
-
 # the same machine and closed forms as round 4's (a hop, a reduction, the native ring)
 from tests.test_extensions_round4 import MEM_BW, ONE_BYTE_PER_NS, E, L, d, reduce_ns, ring_all_reduce
 
@@ -972,8 +970,9 @@ def test_a_ring_whose_two_halves_hand_over_by_a_signal(r5):
 def exposed_by_node(nodes_csv: Path) -> dict[tuple[int, str], int]:
     """(NPU, node name) -> its exposed share: a report of one's own over `--csv-out`'s
     nodes.csv (docs/reports.md), whose shares add up to each NPU's exposed communication."""
-    return {(int(r["npu"]), r["name"]): int(r["exposed_share_ns"]) for r in read_nodes(nodes_csv.parent)
-            if int(r["exposed_share_ns"])}
+    with open(nodes_csv) as f:
+        return {(int(r["npu"]), r["name"]): int(r["exposed_share_ns"]) for r in csv.DictReader(f)
+                if int(r["exposed_share_ns"])}
 
 
 def test_a_report_of_which_node_exposed_communication_from_the_csv(r5):

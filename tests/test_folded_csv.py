@@ -1,7 +1,7 @@
 """``--csv-out`` on a folded run: a generated workload's orbit members share their representative's
-nodes and do at every tick what it does, so nodes.csv lists each orbit's rows once and npus.csv
-names every NPU's orbit; joined (``csv_tables.expanded_rows``) they are every NPU's rows, the
-unfolded run's row for row (as ``--trace-out``'s events are, tests/test_folded_traces.py);
+nodes and do at every tick what it does, so nodes.csv lists each representative's rows once (its
+id in ``npu``) and npus.csv maps every NPU to it (``simulated_npu``); joined
+(``csv_tables.expanded_rows``) they are every NPU's rows, the unfolded run's row for row (as ``--trace-out``'s events are, tests/test_folded_traces.py);
 ``--csv-out`` no longer switches such a run to simulating every NPU. ET files, whose members may
 name their nodes apart, still run unfolded for it."""
 
@@ -49,10 +49,9 @@ def simulated(monkeypatch):
 
 
 def _csv(tmp_path, scenario: str, name: str, *flags: str) -> bytes:
-    """nodes.csv of a run, expanded to every NPU's rows (csv text under the columns it had
-    when it listed them all)."""
+    """nodes.csv of a run, expanded to every NPU's rows (csv text, as an unfolded run writes it)."""
     assert main(["run", scenario, "--quiet", "--csv-out", str(tmp_path / name), *flags]) == 0
-    return _text([csv_tables.EXPANDED_COLUMNS, *csv_tables.expanded_rows(str(tmp_path / name))])
+    return _text([csv_tables.NODE_COLUMNS, *csv_tables.expanded_rows(str(tmp_path / name))])
 
 
 def _text(rows) -> bytes:
@@ -68,17 +67,17 @@ def test_a_folded_runs_nodes_csv_is_the_unfolded_runs_each_orbit_once(tmp_path, 
     assert simulated == [32, 2, 2]  # unfolded, then one NPU a pipeline stage
     lines = full.decode().splitlines()
     assert {line.split(",")[0] for line in lines[1:]} == {str(n) for n in range(32)}  # every NPU's rows
-    # unfolded, each NPU is its own orbit: nodes.csv is every row, as it was written before
-    unfolded = (tmp_path / "full" / "nodes.csv").read_bytes()
-    assert unfolded == b"orbit" + full[len(b"npu"):]
-    assert (tmp_path / "full" / "npus.csv").read_bytes() == b"npu,orbit\r\n" + "".join(f"{n},{n}\r\n" for n in range(32)).encode()
+    # unfolded, every NPU simulated: nodes.csv is every row, as it was always written
+    assert (tmp_path / "full" / "nodes.csv").read_bytes() == full
+    assert (tmp_path / "full" / "npus.csv").read_bytes() == \
+        b"npu,simulated_npu\r\n" + "".join(f"{n},{n}\r\n" for n in range(32)).encode()
     # folded: the two representatives' rows once each, every NPU mapped to its stage's
     with open(tmp_path / "default" / "npus.csv", newline="") as f:
-        orbits = dict(csv.reader(f))
+        simulated_for = dict(csv.reader(f))
     with open(tmp_path / "default" / "nodes.csv", newline="") as f:
         listed = [row[0] for row in csv.reader(f)]
-    assert orbits.pop("npu") == "orbit" and sorted(orbits, key=int) == [str(n) for n in range(32)]
-    assert listed[0] == "orbit" and set(listed[1:]) == set(orbits.values()) and len(set(orbits.values())) == 2
+    assert simulated_for.pop("npu") == "simulated_npu" and sorted(simulated_for, key=int) == [str(n) for n in range(32)]
+    assert listed[0] == "npu" and set(listed[1:]) == set(simulated_for.values()) == {"0", "16"}
     assert len(listed) - 1 == (len(lines) - 1) * 2 // 32  # each row once per orbit, not once per NPU
     assert not (tmp_path / "full" / "layers.csv").exists() and not (tmp_path / "default" / "layers.csv").exists()
 

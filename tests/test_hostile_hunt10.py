@@ -204,7 +204,7 @@ LLAMA_405B_LIKE = ("--num-layers 128 --hidden-size 16384 --num-attention-heads 1
 
 def test_a_folded_16384_gpu_nodes_csv_lists_each_orbit_once_and_an_unfolded_one_is_refused(tmp_path, capsys):
     # 16,384 H100s, dp 128 x tp 8 x pp 16: every GPU's rows were 64.6 million, at least 3.7 GB,
-    # refused; each orbit's rows once (npus.csv naming every GPU's orbit) are a few MB
+    # refused; each orbit's rows once (npus.csv naming the GPU simulated for each) are a few MB
     path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": LLAMA_405B_LIKE},
                                 "cluster": {"preset": "dgx-h100", "gpus": 16384}})
     out = tmp_path / "csv"
@@ -220,12 +220,12 @@ def test_a_folded_16384_gpu_nodes_csv_lists_each_orbit_once_and_an_unfolded_one_
     assert not out.exists()
     assert main(["run", str(path), "--quiet", "--csv-out", str(out)]) == 0
     with open(out / "npus.csv") as f:
-        orbits = [line.rstrip("\n").split(",") for line in f]
-    assert orbits[0] == ["npu", "orbit"] and [int(n) for n, _ in orbits[1:]] == list(range(16384))
-    listed = {orbit for _, orbit in orbits[1:]}
+        simulated_for = [line.rstrip("\n").split(",") for line in f]
+    assert simulated_for[0] == ["npu", "simulated_npu"] and [int(n) for n, _ in simulated_for[1:]] == list(range(16384))
+    listed = {simulated for _, simulated in simulated_for[1:]}
     with open(out / "nodes.csv") as f:
         written = [line.split(",", 1)[0] for line in f]
-    assert written[0] == "orbit" and set(written[1:]) == listed and len(listed) < 64
+    assert written[0] == "npu" and set(written[1:]) == listed and len(listed) < 64
     assert len(written) - 1 < rows * len(listed) / 16384 * 1.01  # the orbits' rows alone
 
 

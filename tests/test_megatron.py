@@ -16,7 +16,6 @@ import pytest
 
 from simpy_astra.config.cluster import Gpu, load_cluster
 from simpy_astra.errors import InputError, InvalidConfigurationError
-from simpy_astra.report.csv_tables import read_nodes
 from simpy_astra.workloads.megatron.arguments import parse
 from simpy_astra.workloads.megatron.kernels import GEMM_PIPELINE_K, gemm_seconds, streaming_seconds
 from simpy_astra.workloads.megatron.layers import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
@@ -531,6 +530,7 @@ def test_an_async_collective_holds_sms_only_while_it_runs(tmp_path):
     async run is slower than the blocking one by those extras x 2 GEMMs x 4 layers x 2
     micro-batches, less the 16 backward all-reduces the blocking run waits for (each one's
     time ``c`` read from the trace: the network's, not what is tested here)."""
+    import csv
 
     from simpy_astra.workloads.megatron.kernels import COMM_SMS
     from simpy_astra.workloads.megatron.layers import ChunkModel
@@ -551,7 +551,8 @@ def test_an_async_collective_holds_sms_only_while_it_runs(tmp_path):
     env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--csv-out", str(tmp_path / "csv"),
                     "--quiet"], check=True, capture_output=True, env=env, cwd=ROOT)
-    nodes = [r for r in read_nodes(tmp_path / "csv") if r["npu"] == "0" and r["name"].startswith("B")]
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        nodes = [r for r in csv.DictReader(f) if r["npu"] == "0" and r["name"].startswith("B")]
     beside = {r["name"].split(".", 3)[3]: int(r["duration_ns"]) for r in nodes if r["name"].endswith(".wait.before")}
     assert beside == {"mlp.bwd.allreduce.wait.before": round((fc1 + extra) * 1e6) * 1000,
                       "attn.bwd.allreduce.wait.before": round((qkv + extra) * 1e6) * 1000}
@@ -754,6 +755,7 @@ def test_parameter_gathers_run_one_bucket_ahead_of_the_forward(tmp_path):
     per layer (filled in the backward's order, so the embedding, read first, has one of its
     own), NVLink (each gather far shorter than a layer's forward): gather k starts with the
     forward compute that reads bucket k - 1, not when gather k - 1 ends."""
+    import csv
 
     scenario = tmp_path / "s.yaml"
     scenario.write_text(json.dumps({"workload": {"generate": "megatron", "args": ZERO + " --overlap-grad-reduce "
@@ -762,7 +764,8 @@ def test_parameter_gathers_run_one_bucket_ahead_of_the_forward(tmp_path):
     env = {**os.environ, "SIMPY_ASTRA_CACHE": str(tmp_path / "cache"), "SIMPY_ASTRA_PROGRESS": "0"}
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(scenario), "--csv-out", str(tmp_path / "csv"),
                     "--quiet"], check=True, capture_output=True, env=env, cwd=ROOT)
-    nodes = [r for r in read_nodes(tmp_path / "csv") if r["npu"] == "0"]
+    with open(tmp_path / "csv" / "nodes.csv") as f:
+        nodes = [r for r in csv.DictReader(f) if r["npu"] == "0"]
     gathers = [r for r in nodes if r["name"].endswith(".params.allgather")]
     forward = [r for r in nodes if r["name"].startswith("F0.") and r["type"] == "COMP"]
     assert len(gathers) == 5 and int(gathers[0]["start_ns"]) == 0  # the embedding's bucket, then a layer's each

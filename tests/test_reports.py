@@ -19,7 +19,7 @@ import pytest
 from simpy_astra.config.scenario import inputs_from_astra_flags, load_scenario
 from simpy_astra.engine.statistics import union_length
 from simpy_astra.report.breakdown import npu_breakdowns
-from simpy_astra.report.csv_tables import read_nodes, write_csv_reports
+from simpy_astra.report.csv_tables import write_csv_reports
 from simpy_astra.report.recorder import attach
 from simpy_astra.report.timeline import timeline_rows, write_chrome_trace
 from simpy_astra.simulation import Simulation
@@ -90,7 +90,7 @@ def test_csv_reports_of_a_text_workload(reference_dir: Path, tmp_path: Path, mon
     case, sim, record, _reports = _case_run(reference_dir, tmp_path, monkeypatch, RESNET_CASE, chunks=False)
     paths = write_csv_reports(record, str(tmp_path / "csv"))
     assert [Path(p).name for p in paths] == ["nodes.csv", "npus.csv", "layers.csv"]
-    nodes = read_nodes(tmp_path / "csv")
+    nodes = _read_csv(tmp_path / "csv" / "nodes.csv")
     layers = _read_csv(tmp_path / "csv" / "layers.csv")
     src = (reference_dir / "workloads" / "text" / "src" / "Resnet50_DataParallel.txt").read_text().split("\n")
     layer_names = [line.split()[0] for line in src[2:] if line.strip()]
@@ -115,7 +115,7 @@ def test_exposed_comm_of_a_lone_collective_is_the_reported_figure(reference_dir:
     case, _sim, record, _reports = _case_run(reference_dir, tmp_path, monkeypatch,
                                              "grid_ca_all_reduce_1MB_fc8_direct", chunks=False)
     write_csv_reports(record, str(tmp_path / "csv"))
-    rows = read_nodes(tmp_path / "csv")
+    rows = _read_csv(tmp_path / "csv" / "nodes.csv")
     assert not (tmp_path / "csv" / "layers.csv").exists()  # not a text workload
     assert {r["npu"]: int(r["exposed_comm_ns"]) for r in rows} == \
            {npu: f["exposed_comm_cycles"] for npu, f in case["expected"].items()}

@@ -128,7 +128,7 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
                         "'on' there); a generated workload's stay folded")
     p.add_argument("--csv-out", default=None, metavar="DIR",
                    help="write into DIR nodes.csv (each node of each NPU simulated: a folded run's orbits "
-                        "once each), npus.csv (every NPU's orbit) and, for text workloads, layers.csv")
+                        "once each), npus.csv (the NPU simulated for each NPU) and, for text workloads, layers.csv")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
                    help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks "
                         "(refused past 1 GB, which a browser cannot open)")

@@ -3,9 +3,11 @@
 
 A folded run simulates one NPU of each orbit of symmetric NPUs, and every member does what its
 representative does, tick for tick: ``nodes.csv`` lists the representative's rows once, its id
-in the ``orbit`` column, and ``npus.csv`` maps every NPU to its orbit (an unfolded run: each NPU
-its own). :func:`expanded_rows` joins the two back into one row per node of every NPU, the
-rows the file listed before (the SC'21 1,536-GPU step's 883 MB, 10 million rows, now 4.6 MB).
+in the ``npu`` column, and ``npus.csv`` maps every NPU to the NPU simulated for it
+(``simulated_npu``). An unfolded run's ``nodes.csv`` is every NPU's own rows, as it always was
+(scripts reading ``npu`` keep working), and its ``npus.csv`` maps each NPU to itself.
+:func:`expanded_rows` joins the two into one row per node of every NPU (the SC'21 1,536-GPU
+step's 883 MB, 10 million rows, written as 4.6 MB).
 
 Exposed communication of a communication node (``exposed_comm_ns``) = the part of its [start,
 end] interval during which its NPU ran no compute node; two collectives running at once with no
@@ -39,12 +41,11 @@ from simpy_astra.errors import InputError
 from simpy_astra.report.recorder import COMM_TYPES, RunRecord, merged
 from simpy_astra.workloads.chakra.types import COMM_COLL_NODE, COMM_RECV_NODE, COMP_NODE
 
-#: a node's columns, after the NPU whose node it is
-ROW_COLUMNS = ("node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns", "exposed_share_ns",
-               "bubble_share_ns")
-NODE_COLUMNS = ("orbit", *ROW_COLUMNS)  # nodes.csv: the simulated NPU standing for its orbit
-NPU_COLUMNS = ("npu", "orbit")  # npus.csv: every NPU and the orbit whose rows are its own
-EXPANDED_COLUMNS = ("npu", *ROW_COLUMNS)  # the two joined: every NPU's own rows (expanded_rows)
+#: nodes.csv's (its ``npu``: the NPU simulated, a folded run's orbit representative) and the
+#: columns of every NPU's own rows (:func:`expanded_rows`)
+NODE_COLUMNS = ("npu", "node_id", "name", "type", "start_ns", "end_ns", "duration_ns", "exposed_comm_ns",
+                "exposed_share_ns", "bubble_share_ns")
+NPU_COLUMNS = ("npu", "simulated_npu")  # npus.csv: every NPU and the NPU whose rows are its own
 PHASES = ("FWD", "BWD_IG", "BWD_WG")
 LAYER_COLUMNS = ("npu", "layer", "passes",
                  "fwd_compute_ns", "ig_compute_ns", "wg_compute_ns",
@@ -78,7 +79,7 @@ class Cover:
 
 
 def node_rows(record: RunRecord, breakdowns: dict | None = None) -> list[tuple]:
-    """Every NPU's own rows (:data:`EXPANDED_COLUMNS`: what :func:`expanded_rows` reads back
+    """Every NPU's own rows (:data:`NODE_COLUMNS`: what :func:`expanded_rows` reads back
     from the files) in (npu, start, node id) order; ``breakdowns``: NPU ->
     :class:`~simpy_astra.report.breakdown.Breakdown` (made from ``record`` if not given)."""
     return [(npu_id, *row) for npu_id, _rep, rows in npu_rows(record, breakdowns) for row in rows]
@@ -201,13 +202,14 @@ def _write(path: str, header: tuple[str, ...], rows: list[tuple]) -> None:
 
 
 def _write_nodes(folder: str, walk: Iterator[tuple[int, int, list[tuple]]]) -> list[str]:
-    """nodes.csv, each orbit's rows once (a folded 1,536-GPU step's 10 million rows, every
-    member's its representative's, took 1.0-1.9 CPU s and 883 MB after a 1.1 s simulation),
-    and npus.csv, every NPU's orbit, from ``walk`` (:func:`npu_rows`'s); returns their paths."""
+    """nodes.csv, each simulated NPU's rows once (a folded 1,536-GPU step's 10 million rows,
+    every member's its representative's, took 1.0-1.9 CPU s and 883 MB after a 1.1 s
+    simulation), and npus.csv, the NPU simulated for each NPU, from ``walk``
+    (:func:`npu_rows`'s); returns their paths. Unfolded, nodes.csv is what it always was."""
     from simpy_astra.infra import files
 
     paths = [os.path.join(folder, "nodes.csv"), os.path.join(folder, "npus.csv")]
-    orbit_of: list[tuple[int, int]] = []  # (NPU, its orbit's representative)
+    simulated: list[tuple[int, int]] = []  # (NPU, the NPU simulated for it)
     written: set[int] = set()
     with files.open_output(paths[0], "--csv-out", newline="") as f:
         out = csv.writer(f)
@@ -216,32 +218,33 @@ def _write_nodes(folder: str, walk: Iterator[tuple[int, int, list[tuple]]]) -> l
             if rep not in written:
                 written.add(rep)
                 out.writerows((rep, *row) for row in rows)
-            orbit_of.append((npu_id, rep))
-    _write(paths[1], NPU_COLUMNS, orbit_of)
+            simulated.append((npu_id, rep))
+    _write(paths[1], NPU_COLUMNS, simulated)
     return paths
 
 
 def expanded_rows(folder: str | os.PathLike) -> Iterator[list[str]]:
-    """Every NPU's own ``nodes.csv`` rows (:data:`EXPANDED_COLUMNS`, as strings, in NPU order,
+    """Every NPU's own ``nodes.csv`` rows (:data:`NODE_COLUMNS`, as strings, in NPU order,
     each NPU's by start time and node id) from the ``nodes.csv`` and ``npus.csv`` that
-    ``--csv-out`` wrote into ``folder``: each NPU's rows are its orbit's, its id in front."""
-    by_orbit: dict[str, list[list[str]]] = {}
+    ``--csv-out`` wrote into ``folder``: each NPU's rows are its simulated NPU's, its id in
+    ``npu``."""
+    by_simulated: dict[str, list[list[str]]] = {}
     with open(os.path.join(folder, "nodes.csv"), newline="") as f:
         rows = csv.reader(f)
         next(rows)
         for row in rows:
-            by_orbit.setdefault(row[0], []).append(row[1:])
+            by_simulated.setdefault(row[0], []).append(row[1:])
     with open(os.path.join(folder, "npus.csv"), newline="") as f:
         npus = csv.reader(f)
         next(npus)
-        for npu, orbit in npus:
-            for row in by_orbit.get(orbit, ()):
+        for npu, simulated in npus:
+            for row in by_simulated.get(simulated, ()):
                 yield [npu, *row]
 
 
 def read_nodes(folder: str | os.PathLike) -> list[dict[str, str]]:
     """:func:`expanded_rows` as dicts by column name (``csv.DictReader``'s rows)."""
-    return [dict(zip(EXPANDED_COLUMNS, row, strict=True)) for row in expanded_rows(folder)]
+    return [dict(zip(NODE_COLUMNS, row, strict=True)) for row in expanded_rows(folder)]
 
 
 def write_csv_reports(record: RunRecord, folder: str, breakdowns: dict | None = None) -> list[str]:

@@ -8,7 +8,7 @@ the traces' node counts before time starts (a generated workload's from one rank
 as a folded run reads; ET files from the built run), so a trace that cannot be opened is
 refused at once, in one line that gives its size and how to select NPUs (``--trace-npus``).
 ``nodes.csv`` has a row per node of each NPU simulated (a folded run's orbits once each, with
-``npus.csv`` naming every NPU's orbit): one past the same limit is refused alike, saying how
+``npus.csv`` naming the NPU simulated for each): one past the same limit is refused alike, saying how
 many rows of how many NPUs it would hold. Before the build, when the run may fold, each
 program's rows are counted once (a folded run's orbits each run one of them: a bound below the
 file); once built, the NPUs it simulates.
