@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from simpy_astra.report.csv_tables import read_nodes
 from simpy_astra.simulation import Simulation
 from tests.test_cluster_placement import GIB, ROOT, _node  # the presets' figures, read once
 
@@ -195,8 +196,8 @@ def test_wider_data_parallel_groups_stay_at_or_above_their_nic_floor(tmp_path, t
 
 
 def _nodes(tmp_path, args: str, cluster: dict) -> list[dict]:
-    """Every node of a Megatron step's run (nodes.csv rows)."""
-    import csv
+    """Every node of every GPU of a Megatron step's run (nodes.csv's rows joined with npus.csv:
+    a folded run lists each orbit's once, under the GPU simulated for it)."""
     import subprocess
     import sys
 
@@ -204,8 +205,7 @@ def _nodes(tmp_path, args: str, cluster: dict) -> list[dict]:
     path.write_text(json.dumps({"workload": {"generate": "megatron", "args": args}, "cluster": cluster}))
     subprocess.run([sys.executable, "-m", "simpy_astra", "run", str(path), "--csv-out", str(tmp_path / "csv"),
                     "--quiet"], check=True, capture_output=True, cwd=ROOT)
-    with open(tmp_path / "csv" / "nodes.csv") as f:
-        return list(csv.DictReader(f))
+    return read_nodes(tmp_path / "csv")
 
 
 def test_pipeline_neighbours_on_other_nodes_and_rails_pay_the_route(tmp_path):

@@ -202,22 +202,31 @@ LLAMA_405B_LIKE = ("--num-layers 128 --hidden-size 16384 --num-attention-heads 1
                    "--position-embedding-type rope --disable-bias-linear --untie-embeddings-and-output-weights")
 
 
-def test_a_nodes_csv_past_the_limit_is_refused_before_the_run(tmp_path, capsys):
-    # 16,384 H100s, dp 128 x tp 8 x pp 16: --csv-out turned folding off and simulated every GPU
-    # (a 64-GPU step with --csv-out: 375,457 rows, 31.5 MB, +180 MB of memory, measured), then
-    # would have held some 48 million rows, gigabytes, in memory to write them
+def test_a_folded_16384_gpu_nodes_csv_lists_each_orbit_once_and_an_unfolded_one_is_refused(tmp_path, capsys):
+    # 16,384 H100s, dp 128 x tp 8 x pp 16: every GPU's rows were 64.6 million, at least 3.7 GB,
+    # refused; each orbit's rows once (npus.csv naming the GPU simulated for each) are a few MB
     path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": LLAMA_405B_LIKE},
                                 "cluster": {"preset": "dgx-h100", "gpus": 16384}})
     out = tmp_path / "csv"
-    err = error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(out)])
-    assert len(err) == 1 and err[0].startswith("error: --csv-out: nodes.csv of all 16,384 NPUs would be at least "), err
+    err = error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(out), "--fold-symmetry", "off"])
+    assert len(err) == 1 and err[0].startswith("error: --csv-out: nodes.csv would be at least "), err
     size = float(err[0].split("at least ")[1].split(" GB")[0])
     rows = int(err[0].split(" GB (")[1].split(" rows")[0].replace(",", ""))
     # each row holds at least its name, its node id and 9 commas: > 20 bytes
     assert size > 1.0 and size * 1e9 > 20 * rows and rows > 16384 * 128 // 16
-    assert err[0].endswith("past 1.0 GB; leave out --csv-out (the per-NPU figures are in --json-out), or run fewer "
-                           "GPUs (a smaller data-parallel size gives each rank the same rows)")
+    assert err[0].endswith(" rows, each node of all 16,384 NPUs), past 1.0 GB; leave out --csv-out (the per-NPU "
+                           "figures are in --json-out), or run fewer NPUs, or let the run fold (a folded run "
+                           "lists each orbit's rows once)")
     assert not out.exists()
+    assert main(["run", str(path), "--quiet", "--csv-out", str(out)]) == 0
+    with open(out / "npus.csv") as f:
+        simulated_for = [line.rstrip("\n").split(",") for line in f]
+    assert simulated_for[0] == ["npu", "simulated_npu"] and [int(n) for n, _ in simulated_for[1:]] == list(range(16384))
+    listed = {simulated for _, simulated in simulated_for[1:]}
+    with open(out / "nodes.csv") as f:
+        written = [line.split(",", 1)[0] for line in f]
+    assert written[0] == "npu" and set(written[1:]) == listed and len(listed) < 64
+    assert len(written) - 1 < rows * len(listed) / 16384 * 1.01  # the orbits' rows alone
 
 
 @pytest.mark.parametrize("generated", [True, False])
@@ -232,14 +241,14 @@ def test_the_csv_bound_is_under_the_file_written_and_refuses_past_the_limit(tmp_
     rows = len(written.read_text().splitlines()) - 1
     seen: list[int] = []
     real = trace_size.check_csv_size
-    monkeypatch.setattr(trace_size, "check_csv_size", lambda per_npu: (seen.append(per_npu), real(per_npu)))
+    monkeypatch.setattr(trace_size, "check_csv_size", lambda per_npu, total: (seen.append(per_npu), real(per_npu, total)))
     monkeypatch.setattr(trace_size, "LIMIT_BYTES", written.stat().st_size // 2)
     capsys.readouterr()
     err = error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(tmp_path / "b")])
-    bound = sum(b for b, _ in seen[0].values())
+    bound = sum(b for b, _ in seen[-1].values())
     assert 0.5 * written.stat().st_size < bound < written.stat().st_size
-    assert sum(n for _, n in seen[0].values()) == rows
-    assert err[0].startswith("error: --csv-out: nodes.csv of all 8 NPUs would be at least "), err
+    assert sum(n for _, n in seen[-1].values()) == rows
+    assert err[0].startswith("error: --csv-out: nodes.csv would be at least "), err
     assert not (tmp_path / "b").exists()
 
 

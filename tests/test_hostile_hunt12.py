@@ -120,7 +120,7 @@ def test_an_invalid_node_of_a_chakra_trace_still_runs(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, files", [
     (["--plots", "out", "--json-out", "out/f.json"], {"breakdown.png", "timeline.png", "f.json"}),
-    (["--csv-out", "out", "--trace-out", "out/t.json"], {"nodes.csv", "t.json"}),
+    (["--csv-out", "out", "--trace-out", "out/t.json"], {"nodes.csv", "npus.csv", "t.json"}),
     (["--json-out", "out/f.json", "--plots", "out/"], {"breakdown.png", "timeline.png", "f.json"}),
 ])
 def test_a_file_output_in_the_folder_a_folder_output_makes_is_written(tmp_path, capsys, monkeypatch, argv, files):

@@ -94,3 +94,25 @@ def test_a_scenarios_named_files_and_plugins_are_digested(tmp_path, capsys, monk
     names = {Path(i["path"]).name: i["sha256"] for i in json.loads(Path("f.json").read_text())["inputs"]}
     assert names["my_algos.py"] == sha256(tmp_path / "my_algos.py")
     assert names["net.yml"] == sha256(tmp_path / "net.yml") and "s.yaml" in names
+
+
+def test_json_out_names_the_code_that_made_it(tmp_path, capsys):
+    """The version stays 0.1.0 while the code under it changes, so a figure's JSON could not say
+    which code made it. ``simulator`` carries the SHA-256 of every source file the package runs
+    or reads, computed here from the checkout's folders: each file's name in the package, its
+    length and its bytes, in name order (setup.cfg installs collectives/, topologies/ and
+    workloads/ inside simpy_astra)."""
+    out = tmp_path / "f.json"
+    assert main(["run", str(DEFAULT), "--quiet", "--json-out", str(out)]) == 0
+    capsys.readouterr()
+    folders = {"simpy_astra": ROOT / "simpy_astra", **{f"simpy_astra/{name}": ROOT / name
+                                                       for name in ("collectives", "topologies", "workloads")}}
+    files = {f"{package}/{path.relative_to(folder).as_posix()}": path.read_bytes()
+             for package, folder in folders.items() for path in folder.rglob("*")
+             if path.suffix in {".py", ".yaml", ".yml", ".json"} and "__pycache__" not in path.parts}
+    assert "simpy_astra/cli/run_reports.py" in files and "simpy_astra/collectives/ring.py" in files
+    by_hand = hashlib.sha256()
+    for name in sorted(files):
+        by_hand.update(f"{name}\0{len(files[name])}\0".encode() + files[name])
+    assert json.loads(out.read_text())["simulator"] == {"version": version("simpy-astra"),
+                                                         "source_sha256": by_hand.hexdigest()}

@@ -89,7 +89,7 @@ def _read_csv(path: Path) -> list[dict]:
 def test_csv_reports_of_a_text_workload(reference_dir: Path, tmp_path: Path, monkeypatch) -> None:
     case, sim, record, _reports = _case_run(reference_dir, tmp_path, monkeypatch, RESNET_CASE, chunks=False)
     paths = write_csv_reports(record, str(tmp_path / "csv"))
-    assert [Path(p).name for p in paths] == ["nodes.csv", "layers.csv"]
+    assert [Path(p).name for p in paths] == ["nodes.csv", "npus.csv", "layers.csv"]
     nodes = _read_csv(tmp_path / "csv" / "nodes.csv")
     layers = _read_csv(tmp_path / "csv" / "layers.csv")
     src = (reference_dir / "workloads" / "text" / "src" / "Resnet50_DataParallel.txt").read_text().split("\n")

@@ -131,7 +131,7 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     from simpy_astra.plugins import remember_imported_code
 
     remember_imported_code()  # builder, plug-in and model modules are inputs too
-    in_folders = [(csv_out, name, "--csv-out") for name in ("nodes.csv", "layers.csv")]
+    in_folders = [(csv_out, name, "--csv-out") for name in ("nodes.csv", "npus.csv", "layers.csv")]
     if plots is not None:
         from simpy_astra.report.plots import PLOT_NAMES
 

@@ -127,7 +127,8 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
                         "'Symmetry folding'); --csv-out and --trace-out switch it off for ET files (and refuse "
                         "'on' there); a generated workload's stay folded")
     p.add_argument("--csv-out", default=None, metavar="DIR",
-                   help="write nodes.csv (and layers.csv for text workloads) into DIR")
+                   help="write into DIR nodes.csv (each node of each NPU simulated: a folded run's orbits "
+                        "once each), npus.csv (the NPU simulated for each NPU) and, for text workloads, layers.csv")
     p.add_argument("--trace-out", default=None, metavar="FILE.json",
                    help="write a Chrome/Perfetto trace: per NPU compute, communication and chunk tracks "
                         "(refused past 1 GB, which a browser cannot open)")
@@ -325,8 +326,8 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
     show = plan.reference_lines or not (real_job or plan.quiet)
     sim = Simulation(inputs, on_report=_reporter(plan.log, progress, show=show))
     ready()
-    if (plan.trace_out or plan.csv_out) and not sized:  # ET files: their nodes are known once read
-        check_built(sim, plan.trace_npus, bool(plan.trace_out), bool(plan.csv_out))
+    if (plan.trace_out and not sized) or plan.csv_out:  # ET files' nodes, a folded run's orbits: known once built
+        check_built(sim, plan.trace_npus, bool(plan.trace_out) and not sized, bool(plan.csv_out))
     notes = plan.verbose or not plan.quiet  # --quiet: the answer and warnings, not notes
     if notes and sim.jobs is not None and fold_requested(inputs.fold_symmetry):
         say_wrapped(f"note: symmetry folding is off: "
@@ -372,11 +373,11 @@ def _simulate(inputs, plan: RunPlan, fold: str | None = None, trace_dir: str | N
               name: str = "run", ready: Callable[[], None] = lambda: None) -> int:
     """Run ``inputs`` as ``plan`` asks and write its reports; ``name``: the run's, for its
     default output folder ``runs/NAME``; ``ready()`` once the simulation is built."""
-    inputs = _prepared(inputs, plan, trace_dir, name)
+    inputs = _folded(_prepared(inputs, plan, trace_dir, name), plan, fold)
     sized = check_before_build(inputs, plan.trace_out, plan.trace_npus, plan.csv_out)  # before an unfolded build
     t0 = time.perf_counter()
     try:
-        write_reports(_run(_folded(inputs, plan, fold), plan, t0, ready, sized))
+        write_reports(_run(inputs, plan, t0, ready, sized))
     except Exception as exc:  # noqa: BLE001 - a generated trace's fault is named as the scenario names it
         if inputs.workload.prepared is None:
             raise

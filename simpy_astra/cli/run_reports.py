@@ -126,16 +126,19 @@ def _answer(done: Finished) -> None:
 
 
 def _json(done: Finished) -> None:
-    """Every figure, and what made them (version, backend, input digests)."""
+    """Every figure, and what made them (version, source digest, backend, input digests)."""
     from simpy_astra import __version__
     from simpy_astra.infra import files
+    from simpy_astra.infra.source_digest import simulator_identity
     from simpy_astra.report.identity import NAMES_NOTE, inputs_of, with_ns_names
     from simpy_astra.report.json_text import indented_json
 
     reports = done.reports
     npus = npu_entries(reports, done.breakdowns or {})
     data: dict = {
-        "simpy_astra_version": __version__, "backend": done.inputs.backend,
+        "simpy_astra_version": __version__,
+        "simulator": simulator_identity(),  # the version stays 0.1.0 while the code changes: its source
+        "backend": done.inputs.backend,
         "inputs": inputs_of(done.inputs, done.plan.given, done.plan.plugins),
         "units": NAMES_NOTE,
         # the step's time: when the last NPU finished

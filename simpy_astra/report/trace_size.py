@@ -7,15 +7,20 @@ browser can open, and writing them took minutes after the run. The size is bound
 the traces' node counts before time starts (a generated workload's from one rank per class,
 as a folded run reads; ET files from the built run), so a trace that cannot be opened is
 refused at once, in one line that gives its size and how to select NPUs (``--trace-npus``).
-``nodes.csv`` has a row per node of every NPU too (written an NPU at a time): one past the same
-limit is refused alike (a 16,384-GPU Llama-3-405B-like step's 48 million rows: at least 2.8 GB).
+``nodes.csv`` has a row per node of each NPU simulated (a folded run's orbits once each, with
+``npus.csv`` naming the NPU simulated for each): one past the same limit is refused alike, saying how
+many rows of how many NPUs it would hold. Before the build, when the run may fold, each
+program's rows are counted once (a folded run's orbits each run one of them: a bound below the
+file); once built, the NPUs it simulates.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import Any
 
 from simpy_astra.errors import InputError, non_ascii
@@ -44,7 +49,12 @@ def csv_measure(nodes: Iterable) -> tuple[int, int]:
     """(the fewest bytes, the rows) of the ``nodes.csv`` rows of ``nodes`` (one NPU's): every
     number one digit."""
     nodes = list(nodes)
-    return sum(_ROW + len(n.name) + len(str(n.id)) + len(n.type_label) for n in nodes), len(nodes)
+    # by column, each a pass in C (a Python expression per node took 0.2 s of a 1,536-GPU step)
+    names = sum(map(len, map(attrgetter("name"), nodes)))
+    ids = sum(map(len, map(str, map(attrgetter("id"), nodes))))
+    kinds = Counter(map(attrgetter("type"), nodes))
+    types = sum(len(next(n for n in nodes if n.type == kind).type_label) * count for kind, count in kinds.items())
+    return _ROW * len(nodes) + names + ids + types, len(nodes)
 
 
 #: a ``nodes.csv`` row without its name, node id and type, its numbers one digit each
@@ -88,15 +98,17 @@ def check_size(per_npu: dict[int, int], selected: list[int] | None) -> None:
                      f"with --trace-npus (--trace-npus 0-{few - 1}: about {_gb(few * first)})")
 
 
-def check_csv_size(per_npu: dict[int, tuple[int, int]]) -> None:
-    """Refuse a ``nodes.csv`` whose rows (``per_npu``: NPU -> its rows' bytes and count) exceed
-    the limit."""
+def check_csv_size(per_npu: dict[int, tuple[int, int]], total_npus: int) -> None:
+    """Refuse a ``nodes.csv`` whose rows (``per_npu``: each NPU whose rows it lists -> their
+    bytes and count) exceed the limit; ``total_npus``: the NPUs ``npus.csv`` maps to them."""
     size, rows = sum(b for b, _ in per_npu.values()), sum(n for _, n in per_npu.values())
-    if size > LIMIT_BYTES:
-        raise InputError(f"--csv-out: nodes.csv of all {len(per_npu):,} NPUs would be at least {_gb(size)} "
-                         f"({rows:,} rows, one a node of each NPU), past {_gb(LIMIT_BYTES)}; leave out --csv-out (the "
-                         f"per-NPU figures are in --json-out), or run fewer GPUs (a smaller data-parallel size "
-                         f"gives each rank the same rows)")
+    if size <= LIMIT_BYTES:
+        return
+    listed = (f"each node of all {total_npus:,} NPUs" if len(per_npu) == total_npus else
+              f"each node of {len(per_npu):,} NPUs, each standing for its orbit of the {total_npus:,}")
+    raise InputError(f"--csv-out: nodes.csv would be at least {_gb(size)} ({rows:,} rows, {listed}), past "
+                     f"{_gb(LIMIT_BYTES)}; leave out --csv-out (the per-NPU figures are in --json-out), or run "
+                     f"fewer NPUs, or let the run fold (a folded run lists each orbit's rows once)")
 
 
 def _gb(size: int) -> str:
@@ -111,6 +123,17 @@ def lazy_node_bytes(prefix: str, prepared, measure: Callable[[list], Any] = node
     only, reading only their classes' traces (each read took 0.1 s at GPT-3-175B's size).
     ``decoded``: the traces decoded so far, used and added to, so that the other check and
     the run's build do not decode them again."""
+    measured = _per_class(prefix, prepared, measure, ranks, decoded)
+    if measured is None:
+        return None
+    per_class, classes, wanted = measured
+    return {rank: per_class[classes[rank]] for rank in wanted}
+
+
+def _per_class(prefix: str, prepared, measure: Callable[[list], Any], ranks: list[int] | None,
+               decoded: DecodedTraces | None) -> tuple[dict[int, Any], list[int], Iterable[int]] | None:
+    """(class -> ``measure`` of its nodes, each rank's class, the ranks asked for) of a generated
+    workload, or None for ET files (:func:`lazy_node_bytes`)."""
     from simpy_astra.workloads import chakra
     from simpy_astra.workloads.generated import lazy_traces
 
@@ -132,7 +155,7 @@ def lazy_node_bytes(prefix: str, prepared, measure: Callable[[list], Any] = node
             nodes = chakra.read_et(path)[1]
             decoded.keep(path, nodes)
         per_class[kind] = measure(nodes)
-    return {rank: per_class[source.classes[rank]] for rank in wanted}
+    return per_class, source.classes, wanted
 
 
 def check_before_build(inputs, trace_out: str | None, trace_npus: str | None, csv_out: str | None = None) -> bool:
@@ -153,17 +176,24 @@ def check_before_build(inputs, trace_out: str | None, trace_npus: str | None, cs
         selected = None if trace_npus is None else parse_npus(trace_npus, inputs.network.total_npus)
         check_size(lazy_node_bytes(prefix, prepared, ranks=selected, decoded=inputs.workload.decoded), selected)
     if csv_out is not None:
-        check_csv_size(lazy_node_bytes(prefix, prepared, csv_measure, decoded=inputs.workload.decoded))
+        from simpy_astra.folding.run import fold_requested
+
+        per_class, classes, _ = _per_class(prefix, prepared, csv_measure, None, inputs.workload.decoded)
+        if fold_requested(inputs.fold_symmetry):  # each orbit runs a program: each program's rows at least once
+            check_csv_size({kind: per_class[kind] for kind in set(classes)}, len(classes))
+        else:  # every NPU its own rows
+            check_csv_size({rank: per_class[kind] for rank, kind in enumerate(classes)}, len(classes))
     return True
 
 
 def check_built(sim, trace_npus: str | None, trace_out: bool = True, csv_out: bool = False) -> None:
-    """The size checks on a built run (every NPU's nodes read), before time starts."""
+    """The size checks on a built run (the nodes of every NPU it simulates read), before time
+    starts: the trace's of ET files, nodes.csv's of any run (a folded one's orbits now known)."""
     if trace_out:
         selected = None if trace_npus is None else parse_npus(trace_npus, sim.total_npus)
         check_size({npu.device_id: node_bytes(npu.nodes.values()) for npu in sim.npus}, selected)
     if csv_out:
-        check_csv_size({npu.device_id: csv_measure(npu.nodes.values()) for npu in sim.npus})
+        check_csv_size({npu.device_id: csv_measure(npu.nodes.values()) for npu in sim.npus}, sim.total_npus)
 
 
 def selected_npus(trace_npus: str | None, total: int) -> list[int] | None:

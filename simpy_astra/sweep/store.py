@@ -6,7 +6,8 @@ the inputs it was made from (``inputs_sha256``: one digest of the contents of ev
 point used; ``sweep.json``'s ``input_sets`` maps it to each file's own digest). ``sweep.json``
 also records the sweep's fingerprint and a digest of every file it names: a second start with
 the same folder runs only the points without a row, refuses to mix in results of a different
-base scenario or different axes, and runs again the rows made from other contents of a file
+base scenario or different axes, or of another simulator (its version and source digest,
+:mod:`simpy_astra.infra.source_digest`), and runs again the rows made from other contents of a file
 than the file has now (an edited config or plug-in), saying which file changed.
 
 The folder is locked (``fcntl.flock`` on ``DIR/sweep.lock``) while a sweep uses it: a second
@@ -31,6 +32,7 @@ from typing import Any
 
 from simpy_astra.errors import InputError
 from simpy_astra.infra import files
+from simpy_astra.infra.source_digest import simulator_identity
 from simpy_astra.sweep.inputs import InputSnapshot
 from simpy_astra.sweep.result_names import RESULT_NAMES
 from simpy_astra.sweep.spec import Point, SweepSpec, inputs_digest
@@ -155,6 +157,7 @@ class ResultsStore:
                                  for k, fs in self.point_files.items()}
             earlier = self._check_manifest(spec)
             rows, header, torn = self._read_rows()
+            self._check_simulator(len(rows))
             self._check_coordinates(rows, points or ())
             self.rows: dict[str, dict[str, str]] = dict(rows)
             self._drop_rows_of_other_inputs(earlier)
@@ -183,7 +186,23 @@ class ResultsStore:
         input_sets = {self.point_inputs[k]: {f: self.files[f] for f in fs if f in self.files}
                       for k, fs in self.point_files.items()}
         return {"sweep": os.path.abspath(spec.path), "fingerprint": spec.fingerprint(),
-                "columns": self.columns, "files": self.files, "input_sets": input_sets}
+                "simulator": simulator_identity(), "columns": self.columns, "files": self.files,
+                "input_sets": input_sets}
+
+    def _check_simulator(self, rows: int) -> None:
+        """Refuse to add this simulator's results to rows another one made (its version or its
+        source differ from the one sweep.json recorded): the table would mix two models."""
+        theirs, ours = self.earlier_simulator, simulator_identity()
+        if not rows or theirs == ours:
+            return
+        if isinstance(theirs, dict) and theirs.get("source_sha256"):
+            made_by = (f"simpy-astra {theirs.get('version')}, source {str(theirs['source_sha256'])[:12]}; this is "
+                       f"{ours['version']}, source {ours['source_sha256'][:12]}")
+        else:
+            made_by = "its sweep.json names none: written before sweeps recorded theirs"
+        raise InputError(f"--out {self.out_dir}: its {rows} result(s) were made by another simulator ({made_by}); "
+                         f"this one's would be mixed in with them: give another --out, or delete {self.out_dir} "
+                         f"to run every point again with this simulator")
 
     def _drop_rows_of_other_inputs(self, earlier: dict[str, str]) -> None:
         """Drop (so run again) every row made from other contents of its files than they have
@@ -235,6 +254,7 @@ class ResultsStore:
     def _check_manifest(self, spec: SweepSpec) -> dict[str, str]:
         """The folder's sweep.json belongs to this sweep; returns the file digests it recorded."""
         manifest = os.path.join(self.out_dir, "sweep.json")
+        self.earlier_simulator: Any = None  # the simulator that made the folder's rows, as recorded
         if not os.path.exists(manifest):
             if os.path.exists(self.csv_path):
                 raise InputError(f"{self.csv_path}: results without {manifest} (it records which sweep they "
@@ -253,6 +273,7 @@ class ResultsStore:
                 f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
                 f"its base scenario or axes differ from {spec.path}); use another --out, or "
                 f"delete {self.out_dir} to start over")
+        self.earlier_simulator = theirs.get("simulator")
         recorded = theirs.get("files") or {}
         return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
 
