@@ -88,6 +88,17 @@ def test_a_send_on_ones_own_four_gpu_node_preset_takes_its_route(folder, src, ds
     assert _step_ns(folder, scenario) == pytest.approx(expected_ns, abs=2)
 
 
+@pytest.mark.parametrize(("nics_gbit_s", "rail_b_s"), [(None, 1600e9 / 8 / 4 * 0.94), (800, 800e9 / 8 / 4 * 0.94)])
+def test_nodes_of_four_on_a_shipped_preset_keep_its_nic_total_unless_told(folder, nics_gbit_s, rail_b_s):
+    """`gpus_per_node: 4` on dgx-a100-80gb: each rail is the node's 1,600 Gb/s over 4 GPUs
+    (twice the preset's) unless the scenario gives the smaller node's NICs, 4 x 200 Gb/s."""
+    fields = {"gpus_per_node": 4} | ({"inter_node_gbit_s": nics_gbit_s} if nics_gbit_s else {})
+    scenario = write_yaml(folder, {"workload": {"generate": "microbench", "num_npus": 8, "collective": "send_recv",
+                                                "size": MIB, "src": 0, "dst": 4},
+                                   "cluster": {"preset": "dgx-a100-80gb", "gpus": 8, **fields}})
+    assert _step_ns(folder, scenario) == pytest.approx(2 * 5000 + MIB / rail_b_s * 1e9, abs=2)
+
+
 def test_a_ring_across_an_oversubscribed_spine_takes_its_nics_at_that_share(folder):
     """8 GPUs on two nodes of 4 under two leaves, NCCL's ring forced: its bandwidth is n / (2 (n -
     1)) x min(NVLink, k rails / oversubscription), k = 4 members a node; 1 GiB's bandwidth term
