@@ -435,6 +435,7 @@ def test_nccls_ring_fitted_on_ones_own_log_carried_into_ones_own_preset(folder, 
     assert main(["calibrate", "ar.log", "--network", "net.yml", "--out", "cal", "--nccl-algo", "ring:67108864"]) == 0
     said = capsys.readouterr().out
     assert "no size of the log is up to 4 KiB" in said  # not "fitted on sizes up to 4 KiB"
+    assert all(len(line) <= 80 for line in said.splitlines() if "fixed cost" in line)  # pipes in 80 columns
     nccl = json.loads((folder / "cal" / "nccl.json").read_text())
     node = {"gpus": 8, "nvlink_gib_s": 100, "nccl_launch_us": nccl["launch_us"],
             "nccl_ring_efficiency": nccl["efficiency"]["ring"], "nccl_latency_scale": nccl["latency_scale"]["ring"]}

@@ -117,7 +117,7 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
               align=("right", "left", "right", "right", "right"))
     if nccl is not None:
         out.line(f"nccl: the call's fixed cost {nccl['launch_us']:g} us (fitted on sizes up to 4 KiB)" if nccl["launch_sizes"]
-                 else "nccl: the call's fixed cost is not fitted (0 us): no size of the log is up to 4 KiB")
+                 else "nccl: the call's fixed cost 0 us (not fitted: no size of the log is up to 4 KiB)")
         for key, factors in nccl["protocols"].items():
             out.line(f"nccl {key}: bandwidth x {factors['bandwidth']:g}, latency x {factors['latency']:g} of NCCL's")
     for row in sorted((nccl or {}).get("sizes", []) + (nccl or {}).get("outside", []), key=lambda r: r["size_bytes"]):
