@@ -119,8 +119,9 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
     It wakes at 1, 3, 7, 15, ... us (then every second at most until the clock reads a second,
     then at most as far ahead as the clock reads: its cost does not depend on how far apart the
     model's events are, and it never looks past the horizon, :data:`~simpy_astra.infra.horizon.HORIZON_NS`). The model is quiet when ``quiet_state`` is not
-    None: no NPU event pending, every message delivered or held by a link that is down. A
-    quiet model with nothing else on SimPy's queue has stalled. With user processes on the
+    None: no NPU event pending, every message delivered or held by a link that is down. Nothing
+    else on SimPy's queue is a stall, quiet or not (a model of the user's may keep messages
+    with no event to move them). With user processes on the
     queue, it has stalled when two wakes in a row find it quiet with the same progress
     counters, at least ``patience_ns()`` after the first of them: a link kept down for that
     long (and for as long as the run had lasted), with nothing else of the model moving,
@@ -158,9 +159,7 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
             return
         spun = spin
         now_state = quiet_state()
-        if now_state is not None:
-            if env.peek() == math.inf:
-                break
+        if now_state is not None:  # (an empty queue already stopped it above)
             if now_state == seen and env.now - quiet_since >= patience_ns():
                 break
             if now_state != seen:
