@@ -357,9 +357,8 @@ def _run(inputs, plan: RunPlan, t0: float, ready: Callable[[], None] = lambda: N
         if sim.link_bytes_by_job is not None:
             link_jobs = sim.link_bytes_by_job.by_label()
     wall = time.perf_counter() - t0
-    training = breakdowns = None
-    if inputs.workload.reports_figures and reports:
-        training = inputs.workload.figures(max(r.finished_cycles for r in reports))
+    training = sim.training() if reports else None  # a generated job's figures (None for others)
+    breakdowns = None
     if record is not None:
         from simpy_astra.report.breakdown import npu_breakdowns
 

@@ -59,7 +59,7 @@ def run_point(scenario: dict[str, Any], where: str = "point") -> dict[str, Any]:
         parts = sweep_figures(breakdowns[critical(breakdowns)]) if breakdowns else {}
         peaks = [npu.memory.peak_bytes() for npu in sim.npus if npu.memory is not None]
         cost = network_cost(inputs.network).total_usd
-        training = _training(inputs, reports)
+        training = _training(sim)
         held = max((r.memory_breakdown for r in reports if r.memory_breakdown is not None),
                     key=lambda b: sum(b.values()), default=None)
         breakdown = {f"peak_{c}_gb": round(bytes_to_gib(held[c]), 6) if held else None for c in CATEGORIES}
@@ -121,12 +121,13 @@ def warnings_cell(warnings: list[str], where: str) -> str:
                       if not w.startswith(FOLD_UNDONE))
 
 
-def _training(inputs: Any, reports: list) -> dict[str, Any]:
+def _training(sim: Simulation) -> dict[str, Any]:
     """A generated Megatron job's figures (TrainingFigures.as_dict), its memory parts as
     ``memory_<part>_gib`` and ``fits`` as 1 or 0; empty for other workloads."""
-    if not inputs.workload.reports_figures or not reports:
+    made = sim.training() if sim.reports else None
+    if made is None:
         return {}
-    figures = inputs.workload.figures(max(r.finished_cycles for r in reports)).as_dict()
+    figures = made.as_dict()
     parts = figures.pop("memory_gib", {}) or {}
     figures = {k: v for k, v in figures.items() if k in TRAINING_NAMES}
     figures["fits"] = int(figures["fits"])
