@@ -352,9 +352,10 @@ def _refuse_unread_beside_cluster(path: str, doc: dict, queues: int, injection_s
                          f"(tp, dp, pp...), which these would replace; remove comm_groups")
     models = sorted({"link-model", "switch-model"} & set(doc["network"])) if isinstance(doc.get("network"), dict) else []
     if models and "topology" not in doc["network"]:  # read as a network of its own, it lacked its topology
+        kind = models[0].removesuffix("-model")  # Simulation's keywords: link_model=, switch_model=
         raise InputError(f"{path}: network: beside cluster: replaces the preset's whole network, so {models[0]} alone "
                          f"is not added to it; run the preset's network with your model from Python: "
-                         f"Simulation.from_scenario(path, backend='congestion_aware', link_model=..., link_params=...)")
+                         f"Simulation.from_scenario(path, backend='congestion_aware', {kind}_model=..., {kind}_params=...)")
     if user_network:
         return
     if injection_scale != 1.0:
