@@ -400,3 +400,16 @@ def test_a_megatron_word_holding_a_flag_and_its_value_is_named(tmp_path, capsys)
                    "ocab-size 32000' is one word with spaces in it; give each flag and each value as a word of its "
                    "own (unquoted after --, or one list item each in YAML: [--num-layers, 2])"], err
     assert main(["run", str(_megatron(tmp_path, ["--num-layers", "2", *ARGS.split()[2:]], "b.yaml")), "--quiet"]) == 0
+
+
+def test_a_folded_runs_csv_refusal_does_not_offer_folding():
+    """A folded run past the limit is told to leave out --csv-out or run fewer NPUs, not to fold."""
+    from simpy_astra.errors import InputError
+    from simpy_astra.report.trace_size import LIMIT_BYTES, check_csv_size
+
+    with pytest.raises(InputError) as folded:
+        check_csv_size({0: (LIMIT_BYTES + 1, 10)}, 64)
+    assert "each standing for its orbit of the 64" in str(folded.value) and "fold" not in str(folded.value)[-60:]
+    with pytest.raises(InputError) as unfolded:
+        check_csv_size({n: (LIMIT_BYTES, 10) for n in range(2)}, 2)
+    assert str(unfolded.value).endswith("or let the run fold (a folded run lists each orbit's rows once)")

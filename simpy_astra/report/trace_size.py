@@ -104,11 +104,14 @@ def check_csv_size(per_npu: dict[int, tuple[int, int]], total_npus: int) -> None
     size, rows = sum(b for b, _ in per_npu.values()), sum(n for _, n in per_npu.values())
     if size <= LIMIT_BYTES:
         return
-    listed = (f"each node of all {total_npus:,} NPUs" if len(per_npu) == total_npus else
+    every = len(per_npu) == total_npus  # unfolded: folding would list each orbit's rows once
+    listed = (f"each node of all {total_npus:,} NPUs" if every else
               f"each node of {len(per_npu):,} NPUs, each standing for its orbit of the {total_npus:,}")
+    fewer = ("run fewer NPUs, or let the run fold (a folded run lists each orbit's rows once)" if every else
+             "run fewer NPUs")  # folded already: its orbits' rows are the fewest it can list
     raise InputError(f"--csv-out: nodes.csv would be at least {_gb(size)} ({rows:,} rows, {listed}), past "
-                     f"{_gb(LIMIT_BYTES)}; leave out --csv-out (the per-NPU figures are in --json-out), or run "
-                     f"fewer NPUs, or let the run fold (a folded run lists each orbit's rows once)")
+                     f"{_gb(LIMIT_BYTES)}; leave out --csv-out (the per-NPU figures are in --json-out), or "
+                     f"{fewer}")
 
 
 def _gb(size: int) -> str:
