@@ -447,7 +447,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
         else:
             needed = [k for k in NODE_RANGES if k not in NODE_DEFAULTS]  # the rest have defaults: not to be listed as due
             raise InputError(f"{path}: node: missing {key} (each node states {', '.join(needed)}; the nccl_* "
-                             f"fits, nodes_per_leaf and oversubscription may be left out)")
+                             f"fits, nvls, nodes_per_leaf and oversubscription may be left out)")
         node[key] = _node_value(key, raw, source, label)
     algo = value.get("nccl_algo")
     _nccl_algo(algo, f"{where}.nccl_algo")
