@@ -484,27 +484,17 @@ def test_ones_own_link_model_on_a_presets_network_pays_each_link_and_its_gap(tmp
             assert max(r.finished_ns for r in sim.run()) == pytest.approx(expected_ns, abs=4)
 
 
-def test_a_link_model_alone_under_network_beside_a_cluster_says_how_to_run_one(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(("model", "other"), [("link", "switch"), ("switch", "link")])
+def test_a_link_model_alone_under_network_beside_a_cluster_says_how_to_run_one(tmp_path, monkeypatch, capsys,
+                                                                               model, other):
+    """The fix names Simulation's keywords for the model given (``switch_model=`` for a switch's)."""
     with researcher_folder(tmp_path, monkeypatch, {"paced": PACED}) as here:
         preset = _preset(here)
         scenario = write_yaml(here, {"workload": {"generate": "microbench", "num_npus": 8, "collective": "send_recv",
                                                   "size": MIB, "src": 1, "dst": 6},
                                      "cluster": {"preset": preset, "gpus": 8},
-                                     "network": {"link-model": {"class": "paced:PacedLink", "gap_ns": 50}},
+                                     "network": {f"{model}-model": {"class": "paced:PacedLink", "gap_ns": 50}},
                                      "backend": "congestion_aware"})
         [line] = error_lines(capsys, ["run", scenario])
         assert "network:" in line and "replaces the preset's whole network" in line
-        assert "link_model=" in line
-
-
-def test_a_switch_model_alone_beside_a_cluster_is_told_the_switch_keywords(tmp_path, monkeypatch, capsys):
-    """The fix names the keywords of the model given: a switch model runs as ``switch_model=``."""
-    with researcher_folder(tmp_path, monkeypatch, {"paced": PACED}) as here:
-        preset = _preset(here)
-        scenario = write_yaml(here, {"workload": {"generate": "microbench", "num_npus": 8, "collective": "send_recv",
-                                                  "size": MIB, "src": 1, "dst": 6},
-                                     "cluster": {"preset": preset, "gpus": 8},
-                                     "network": {"switch-model": {"class": "paced:PacedLink"}},
-                                     "backend": "congestion_aware"})
-        [line] = error_lines(capsys, ["run", scenario])
-        assert "switch-model alone" in line and "switch_model=" in line and "link_model=" not in line
+        assert f"{model}-model alone" in line and f"{model}_model=" in line and f"{other}_model=" not in line
