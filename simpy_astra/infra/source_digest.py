@@ -26,7 +26,8 @@ def _package_dir(name: str) -> str:
     import importlib.util
 
     spec = importlib.util.find_spec(name)
-    assert spec is not None and spec.submodule_search_locations, name
+    if spec is None or not spec.submodule_search_locations:  # an install that lost a package
+        raise RuntimeError(f"package {name} is not installed beside simpy_astra; reinstall simpy-astra")
     return os.path.realpath(list(spec.submodule_search_locations)[0])
 
 

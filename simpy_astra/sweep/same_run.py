@@ -139,7 +139,8 @@ def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, Clust
         blocks = [s.get(where) if isinstance(s.get(where), dict) else {} for s in (one, other)]
         for key, mine, theirs in _differences(blocks[0], blocks[1], where):
             unread = next((r.unread[key.removeprefix("cluster.")] for r in read
-                           if r is not None and key.removeprefix("cluster.") in r.unread), None)
+                           if r is not None and key.removeprefix("cluster.") in r.unread), None) \
+                if where == "cluster" else None
             if unread is not None:
                 why.append(f"{key} changes nothing {unread}")
             elif mine is not _ABSENT and theirs is not _ABSENT:

@@ -155,9 +155,9 @@ class ResultsStore:
             #: point key -> the digest of the inputs it uses now (what a new row records)
             self.point_inputs = {k: inputs_digest({f: self.files[f] for f in fs if f in self.files})
                                  for k, fs in self.point_files.items()}
-            earlier = self._check_manifest(spec)
+            earlier, made_by = self._check_manifest(spec)
             rows, header, torn = self._read_rows()
-            self._check_simulator(len(rows))
+            self._check_simulator(made_by, len(rows))
             self._check_coordinates(rows, points or ())
             self.rows: dict[str, dict[str, str]] = dict(rows)
             self._drop_rows_of_other_inputs(earlier)
@@ -189,18 +189,19 @@ class ResultsStore:
                 "simulator": simulator_identity(), "columns": self.columns, "files": self.files,
                 "input_sets": input_sets}
 
-    def _check_simulator(self, rows: int) -> None:
-        """Refuse to add this simulator's results to rows another one made (its version or its
-        source differ from the one sweep.json recorded): the table would mix two models."""
-        theirs, ours = self.earlier_simulator, simulator_identity()
-        if not rows or theirs == ours:
+    def _check_simulator(self, theirs: Any, row_count: int) -> None:
+        """Refuse to add this simulator's results to rows another one made (``theirs``: the
+        simulator sweep.json recorded, its version or source not this one's): the table would
+        mix two models."""
+        ours = simulator_identity()
+        if not row_count or theirs == ours:
             return
         if isinstance(theirs, dict) and theirs.get("source_sha256"):
             made_by = (f"simpy-astra {theirs.get('version')}, source {str(theirs['source_sha256'])[:12]}; this is "
                        f"{ours['version']}, source {ours['source_sha256'][:12]}")
         else:
             made_by = "its sweep.json names none: written before sweeps recorded theirs"
-        raise InputError(f"--out {self.out_dir}: its {rows} result(s) were made by another simulator ({made_by}); "
+        raise InputError(f"--out {self.out_dir}: its {row_count} result(s) were made by another simulator ({made_by}); "
                          f"this one's would be mixed in with them: give another --out, or delete {self.out_dir} "
                          f"to run every point again with this simulator")
 
@@ -251,15 +252,15 @@ class ResultsStore:
         missing = [c for c in self.columns if c not in set(header) and c not in OPTIONAL_COLUMNS]
         return f"column '{missing[0]}' is missing" if missing else "the columns differ"
 
-    def _check_manifest(self, spec: SweepSpec) -> dict[str, str]:
-        """The folder's sweep.json belongs to this sweep; returns the file digests it recorded."""
+    def _check_manifest(self, spec: SweepSpec) -> tuple[dict[str, str], Any]:
+        """The folder's sweep.json belongs to this sweep; returns the file digests it recorded
+        and the simulator that made the folder's rows, as recorded (None: none recorded)."""
         manifest = os.path.join(self.out_dir, "sweep.json")
-        self.earlier_simulator: Any = None  # the simulator that made the folder's rows, as recorded
         if not os.path.exists(manifest):
             if os.path.exists(self.csv_path):
                 raise InputError(f"{self.csv_path}: results without {manifest} (it records which sweep they "
                                  f"belong to); move results.csv away or choose another --out")
-            return {}
+            return {}, None
         try:
             with open(manifest) as f:
                 theirs = json.load(f)
@@ -273,9 +274,9 @@ class ResultsStore:
                 f"--out {self.out_dir}: holds results of a different sweep ({theirs.get('sweep')}: "
                 f"its base scenario or axes differ from {spec.path}); use another --out, or "
                 f"delete {self.out_dir} to start over")
-        self.earlier_simulator = theirs.get("simulator")
         recorded = theirs.get("files") or {}
-        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
+        digests = {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
+        return digests, theirs.get("simulator")
 
     def _write_manifest(self, spec: SweepSpec) -> None:
         manifest = files.write_target(os.path.join(self.out_dir, "sweep.json"))  # a link survives
