@@ -228,7 +228,7 @@ def test_a_protocol_whose_bandwidth_rounds_to_nothing_is_refused(tmp_path):
         fit_log(parse_log(log), network, [parse_range(f"ring:{256 * MIB}")])
 
 
-def test_calibrate_writes_nccl_json(tmp_path):
+def test_calibrate_writes_nccl_json(tmp_path, capsys):
     folder = os.path.join(DATA, "hgx-h100-2node-ib")
     rc = main(["calibrate", os.path.join(folder, "all_reduce.log"), "--network", os.path.join(folder, "network.yml"),
                "--out", str(tmp_path / "out"), "--nccl-algo", f"nvls:{128 * MIB}"])
@@ -237,6 +237,16 @@ def test_calibrate_writes_nccl_json(tmp_path):
     assert doc["nvls"] is True and doc["nodes"] == 2 and set(doc["efficiency"]) == {"nvls"}
     assert len(doc["sizes"]) == 8  # 128 MiB to 16 GiB
     assert 0 < doc["launch_us"] < 10 and len(doc["outside"]) == 24
+    # each size of the log is a row of a table within 80 columns (its lines ran to 144), its
+    # measured time the log's own out-of-place figure
+    out = capsys.readouterr().out.splitlines()
+    start = out.index("nccl: each size of the log against NCCL's choice")
+    table = out[start:next(i for i, line in enumerate(out) if line.startswith("endpoint delay"))]
+    assert len(table) == 2 * (2 + 32)  # two blocks of columns, each a title, a header and 32 sizes
+    assert all(len(line) <= 80 for line in table), max(table, key=len)
+    row = next(line for line in table if line.split()[:1] == ["1,073,741,824"])
+    measured = next(r for r in parse_log(os.path.join(folder, "all_reduce.log")).rows if r.size_bytes == 1 << 30)
+    assert row.split()[1:3] == ["nvls", "held"] and float(row.split()[4]) == pytest.approx(measured.time_us)
 
 
 @pytest.mark.parametrize("text,message", [

@@ -120,11 +120,15 @@ def _print_fit(out: Any, args: argparse.Namespace, logs: list, network: dict, ca
                  else "nccl: the call's fixed cost 0 us (not fitted: no size of the log is up to 4 KiB)")
         for key, factors in nccl["protocols"].items():
             out.line(f"nccl {key}: bandwidth x {factors['bandwidth']:g}, latency x {factors['latency']:g} of NCCL's")
-    for row in sorted((nccl or {}).get("sizes", []) + (nccl or {}).get("outside", []), key=lambda r: r["size_bytes"]):
-        out.line(f"nccl {row['algorithm'] or '-'} ({row['role']}): {row['size_bytes']} bytes, {row['measured_us']:g} us "
-                 f"measured, {row['predicted_us']:g} us by NCCL's choice ({row['chosen']}, {row['protocol']}, "
-                 f"{row['channels']} channels x {row['threads']} threads), "
-                 f"{100 * row['error']:+.1f}%")
+    sizes = sorted((nccl or {}).get("sizes", []) + (nccl or {}).get("outside", []), key=lambda r: r["size_bytes"])
+    if sizes:  # a table: as lines they ran to 144 columns
+        out.table("nccl: each size of the log against NCCL's choice",
+                  ("bytes", "log's", "role", "measured us", "predicted us", "chosen", "protocol", "channels",
+                   "threads", "error"),
+                  [(f"{r['size_bytes']:,}", r["algorithm"] or "-", r["role"], f"{r['measured_us']:g}",
+                    f"{r['predicted_us']:g}", r["chosen"], r["protocol"], str(r["channels"]), str(r["threads"]),
+                    f"{100 * r['error']:+.1f}%") for r in sizes],
+                  align=("right", "left", "left", "right", "right", "left", "left", "right", "right", "right"))
     for coll, choice in (algorithms or {}).items():
         out.line(f"{coll}: {choice['implementation']}, {choice['source']}")
 
