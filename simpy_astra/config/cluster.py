@@ -19,8 +19,9 @@ charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.
 :meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
 so that folding applies. An all-reduce takes the time NCCL's tuning model predicts for its
 group on these links (:mod:`simpy_astra.engine.nccl_collectives`: ring, tree or NVLS, NCCL's choice
-unless ``nccl_algo`` forces one), and so do reduce-scatters and all-gathers (NCCL's ring), so
-the preset's NVLink and NIC latencies do not reach them (NCCL's fitted latencies do); all-to-all
+unless ``nccl_algo`` forces one), and so do reduce-scatters and all-gathers (ring, NVLS in a
+node or PAT at one GPU a node), so the preset's NVLink and NIC latencies do not reach them
+(NCCL's fitted latencies do); all-to-all
 and point-to-point sends are played on the network, one chunk per collective and NCCL's fused
 reduction (no separate local-memory pass); collectives of different NCCL streams run side by
 side in a dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own
@@ -72,7 +73,7 @@ class Cluster:
     gpus: int
     gpu: dict[str, Any]  # the Gpu's fields
     node: dict[str, float]
-    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
+    #: the algorithm forced for every collective that has it (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
     nccl_algo: str | None = None
     #: where it was written (``s.yaml: cluster``), for errors met while it runs
     where: str = field(default="cluster", compare=False)
