@@ -22,7 +22,7 @@ import yaml
 from simpy_astra.calibration.nccl_log import parse_log
 from simpy_astra.cli.main import main
 from simpy_astra.config.cluster import load_cluster
-from simpy_astra.engine.nccl_tuning import Shape, choose, predict_us, protocol
+from simpy_astra.engine.nccl_tuning import Links, Shape, available, choose, predict_us, protocol
 from simpy_astra.errors import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -209,3 +209,18 @@ def test_dgx_a100_reduce_scatter_and_all_gather_logs_where_nccl_runs_the_ring():
                 worst[(name, row.size_bytes >= GIB)] = max(worst.get((name, row.size_bytes >= GIB), 0), abs(error))
     assert max(worst[(RS, False)], worst[(RS, True)]) <= 0.05
     assert worst[(AG, True)] <= 0.05 and worst[(AG, False)] <= 0.07
+
+
+def test_which_collective_has_which_algorithm():
+    """tuning.cc and enqueue.cc: the tree for all-reduces only, PAT for the other two at one GPU a
+    node only, NVLS for those two inside one node of at most 32 GPUs (NCCL_MAX_NVLS_ARITY; the
+    all-reduce's NVLS has no such bound) on NVSwitch-3 nodes."""
+    nvls = Links(400.0, 50.0, True)
+    for kind in (RS, AG):
+        assert not available(nvls, Shape(16, 2, 8), "tree", kind)
+        assert available(nvls, Shape(4, 4, 1), "pat", kind) and not available(nvls, Shape(8, 4, 2), "pat", kind)
+        assert available(nvls, Shape(32, 1, 32), "nvls", kind) and not available(nvls, Shape(64, 1, 64), "nvls", kind)
+        assert not available(nvls, Shape(16, 2, 8), "nvls", kind)
+        assert not available(Links(400.0, 50.0, False), Shape(8, 1, 8), "nvls", kind)
+    assert available(nvls, Shape(64, 1, 64), "nvls", "all_reduce") and available(nvls, Shape(16, 2, 8), "tree", "all_reduce")
+    assert not available(nvls, Shape(4, 4, 1), "pat", "all_reduce")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
-from simpy_astra.engine.nccl_tuning import Links, Shape, available, choose, predict_us
+from simpy_astra.engine.nccl_tuning import NVLS_MAX_ARITY, Links, Shape, available, choose, predict_us
 from simpy_astra.errors import InputError
 from simpy_astra.network.rails import Rails
 
@@ -116,9 +116,11 @@ def _why_not(algo: str, kind: str, shape: Shape) -> str:
     what = kind.replace("_", "-")
     if algo == "tree":
         return f"NCCL's tree runs all-reduces only, and this job issues {'an' if what[0] == 'a' else 'a'} {what}"
-    if algo == "nvls" and shape.per_node > 1:
+    if algo == "nvls" and shape.per_node > 1 and shape.nodes > 1:
         return (f"NCCL's NVLS {what} runs in one node (across nodes it needs CollNet), and this one spans "
                 f"{shape.nodes} nodes")
+    if algo == "nvls" and shape.per_node > 1:
+        return f"NCCL's NVLS {what} runs on at most {NVLS_MAX_ARITY} GPUs, and this one has {shape.ranks}"
     return (f"NCCL has no nvls for a group of {shape.ranks} GPUs with one on each of {shape.nodes} nodes (NVLS "
             f"reduces in a node's NVSwitch: it needs several GPUs of a node)")
 

@@ -398,12 +398,13 @@ def _halved_chunks(links: Links, shape: Shape, algo: str, proto: str, size_bytes
 def available(links: Links, shape: Shape, algo: str, kind: str = ALL_REDUCE) -> bool:
     """Whether NCCL can run ``algo`` for ``kind`` here (tuning.cc, enqueue.cc): each only for
     its collectives (:data:`COLLECTIVE_ALGORITHMS`); NVLS needs NVSwitch-3 and several GPUs a
-    node, and a reduce-scatter's or all-gather's one node (across nodes, CollNet); PAT one GPU
-    a node."""
+    node, and a reduce-scatter's or all-gather's one node (across nodes, CollNet) of at most
+    NCCL_MAX_NVLS_ARITY GPUs; PAT one GPU a node."""
     if algo not in COLLECTIVE_ALGORITHMS[kind] or shape.ranks < 2:
         return False
     if algo == "nvls":
-        return links.nvls and shape.per_node > 1 and (kind == ALL_REDUCE or shape.nodes == 1)
+        return links.nvls and shape.per_node > 1 and (
+            kind == ALL_REDUCE or (shape.nodes == 1 and shape.per_node <= NVLS_MAX_ARITY))
     return algo != "pat" or shape.per_node == 1
 
 
