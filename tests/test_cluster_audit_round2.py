@@ -135,7 +135,8 @@ def _simple_us(node: dict, members, algo: str, size: int, spine: float = 1.0) ->
     nominal_bw = bw if spine == 1 else None
     bw *= node.get(f"nccl_{algo}_efficiency", 1.0)
     transfer = size / (bw * 1e3)
-    fill = min((node.get("nccl_latency_scale", 1.0) - 1) * lat, 0.5 * transfer)
+    scale = node.get("nccl_latency_scale", 1.0) if node.get("nccl_latency_scale_algo", algo) == algo else 1.0
+    fill = min((scale - 1) * lat, 0.5 * transfer)
     estimate = lat + size / (nominal_bw * 1e3) if nominal_bw else math.nan
     return estimate, node.get("nccl_launch_us", 0.0) + lat + fill + transfer
 
@@ -384,8 +385,8 @@ def test_the_channel_count_reaches_no_preset_figure(tmp_path):
     GB/s on one node, two, more; LL128 36.7 and 29.0) are under no 16 channels' bus bandwidth.
     On 8 they bind: the tree on two such nodes is 8 x 41.4 = 331.2 GB/s of bus bandwidth, under
     its 0.92 x min(NVLink, 4 rails x 2 = 376) = 345.9, so 1 GiB takes launch + latency + fill +
-    2^30 / (331.2 / 2) bytes/us (latency 8.4 + 2 (3 x 4.0 + 14) = 60.4 us, fill (3.1671 - 1) x
-    60.4 us)."""
+    2^30 / (331.2 / 2) bytes/us (latency 8.4 + 2 (3 x 4.0 + 14) = 60.4 us; no fill: the preset's
+    is NVLS's, nccl_latency_scale_algo)."""
     from simpy_astra.engine.nccl_tuning import ALGORITHMS, Shape, available, choose, predict_us
 
     links = load_cluster({"preset": _four_per_node(tmp_path), "gpus": 16}, "c").nccl_all_reduce().links
@@ -397,7 +398,7 @@ def test_the_channel_count_reaches_no_preset_figure(tmp_path):
             for algo in (a for a in ALGORITHMS if available(links, shape, a)):
                 assert predict_us(fewer, shape, algo, size) == predict_us(links, shape, algo, size)
     lat = 8.4 + 2 * (3 * 4.0 + 14)
-    by_hand = 3.675 + lat + (3.1671 - 1) * lat + 2**30 / (8 * 41.4 / 2 * 1e3)
+    by_hand = 3.675 + lat + 2**30 / (8 * 41.4 / 2 * 1e3)
     assert predict_us(links, Shape(8, 2, 4), "tree", 2**30)[0] < by_hand * 0.96
     assert predict_us(replace(links, channels=8), Shape(8, 2, 4), "tree", 2**30)[0] == pytest.approx(by_hand, rel=1e-6)
 

@@ -46,11 +46,13 @@ def _rates(node: dict) -> tuple[float, float]:
     return node["nvlink_gib_s"] * GIB / 1e9, node["inter_node_gbps"] / 8 / node["gpus"] * node["inter_node_efficiency"]
 
 
-def _on_machine_us(node: dict, lat_us: float, buffer: int, bw_gb_s: float) -> float:
+def _on_machine_us(node: dict, lat_us: float, buffer: int, bw_gb_s: float, algo: str = "ring") -> float:
     """NCCL's Simple terms as the preset times them: its call cost, the latency, Simple's fill
-    ((scale - 1) x latency, at most half the transfer), the transfer."""
+    ((scale - 1) x latency, at most half the transfer) where ``algo`` is the algorithm the scale
+    was fitted on (``nccl_latency_scale_algo``; the H100's: NVLS), the transfer."""
     transfer = buffer / (bw_gb_s * 1e3)
-    fill = min((node.get("nccl_latency_scale", 1.0) - 1) * lat_us, 0.5 * transfer)
+    scale = node.get("nccl_latency_scale", 1.0) if node.get("nccl_latency_scale_algo", algo) == algo else 1.0
+    fill = min((scale - 1) * lat_us, 0.5 * transfer)
     return node.get("nccl_launch_us", 0.0) + lat_us + fill + transfer
 
 
@@ -125,7 +127,7 @@ def test_nvls_in_a_node_of_2_and_4_h100_nodes_by_hand(nodes, kind):
     members, gpus = tuple(range(8)), 8 * nodes
     forced = _timing(gpus, nccl_algo="nvls")
     took = forced.duration_ns(members, GIB if kind == RS else GIB // 8, kind)
-    assert took == pytest.approx(1000 * _on_machine_us(node, 25.0, GIB, nvls_gb_s * node["nccl_nvls_efficiency"]),
+    assert took == pytest.approx(1000 * _on_machine_us(node, 25.0, GIB, nvls_gb_s * node["nccl_nvls_efficiency"], "nvls"),
                                  rel=1e-3)
     chosen = _timing(gpus)
     for size in (4096, GIB):
@@ -160,7 +162,7 @@ def test_nccl_choice_pat_small_ring_large_at_one_gpu_a_node():
             algo = choose(timing.links, timing.shape(members), size, kind)
             assert (algo, protocol(timing.links, timing.shape(members), algo, size, kind)) == expect
     assert timing.duration_ns(members, 4 * MIB, RS) == pytest.approx(
-        1000 * _on_machine_us(node, 162.4, 4 * MIB, 0.75 * rail * share), rel=1e-3)
+        1000 * _on_machine_us(node, 162.4, 4 * MIB, 0.75 * rail * share, "pat"), rel=1e-3)
     assert timing.duration_ns(members, GIB // 48, AG) == pytest.approx(
         1000 * ring_gather_by_hand(node, 48, 48, 1, GIB // 48 * 48)[1], rel=1e-3)
     ring_ll128 = 1000 * (node["nccl_launch_us"] + 202 + 4 * MIB / (0.92 * rail * 48 / 47 * 1e3))
@@ -224,3 +226,28 @@ def test_which_collective_has_which_algorithm():
         assert not available(Links(400.0, 50.0, False), Shape(8, 1, 8), "nvls", kind)
     assert available(nvls, Shape(64, 1, 64), "nvls", "all_reduce") and available(nvls, Shape(16, 2, 8), "tree", "all_reduce")
     assert not available(nvls, Shape(4, 4, 1), "pat", "all_reduce")
+
+
+def test_the_h100_fill_is_nvls_where_it_was_fitted():
+    """The H100 preset's Simple latency scale (3.1671) was fitted on its log's NVLS tree (two
+    nodes, 128 MiB to 16 GiB); NCCL's own estimate has no such term (tuning.cc: latency + bytes /
+    bandwidth, and the ring's plateau on an all-reduce), so the ring keeps NCCL's latency. The
+    32B row's gradient reduce-scatter (308,396,032 B on 48 nodes, one GPU each): NCCL's ring with
+    Simple (its estimate 7,091 us under LL128's 7,186), 8.4 + 47 x 14 = 666.4 us, 47 x 48 / 47
+    GB/s, 3.675 us a call: 7,095 us (8,539 with NVLS's fill, 7,182 as half an LL128 all-reduce).
+    Moved to the ring (``nccl_latency_scale_algo: ring``) the fill is back; a name NCCL has not
+    is refused in one line."""
+    node = _node()
+    _, rail = _rates(node)
+    members, size = tuple(range(0, 384, 8)), 308_396_032
+    timing = _timing(384)
+    assert (choose(timing.links, timing.shape(members), size, RS), protocol(timing.links, timing.shape(members),
+                                                                            "ring", size, RS)) == ("ring", "Simple")
+    transfer = size / (rail * 48 / 47 * 1e3)
+    assert timing.duration_ns(members, size, RS) == pytest.approx(1000 * (3.675 + 666.4 + transfer), rel=1e-4)
+    on_ring = _timing(384, nccl_latency_scale_algo="ring")
+    fill = (3.1671 - 1) * 666.4
+    assert on_ring.duration_ns(members, size, RS) == pytest.approx(1000 * (3.675 + 666.4 + fill + transfer), rel=1e-4)
+    with pytest.raises(InputError, match=r"^s: cluster.nccl_latency_scale_algo: must be one of ring, tree, nvls "
+                                         r"\(the algorithm nccl_latency_scale was fitted on\)"):
+        _timing(384, nccl_latency_scale_algo="RING")
