@@ -980,9 +980,9 @@ def test_a_2022_megatron_lm_scatters_its_pipeline_sends_and_overlaps_its_collect
 def test_megatron_core_h100_table_within_ten_percent(tmp_path, monkeypatch):
     """Megatron-Core's H100 table, all nine rows, run by the benchmark as a user would: the
     mean |error| within the issue's 10% (the preset's bf16 pair was fitted on these rows with
-    the attention fitted first on NeMo's long-sequence rows; the large rows each within 6%, the
-    70B row within 9%: +8.7% since reduce-scatters and all-gathers run NCCL's own algorithms and
-    choice, +5.8% as half a ring all-reduce, docs/megatron.md; refitting the pair keeps it)."""
+    the attention fitted first on NeMo's long-sequence rows; the large rows each within 6%: the
+    70B row +3.7% with NCCL's own reduce-scatters and all-gathers, the preset's Simple fill on
+    NVLS alone, where it was fitted; +8.7% with it on the ring, docs/megatron.md)."""
     mcore = _benchmark("megatron_mcore_h100")
     predict = _benchmark("megatron_sc21").predict
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
@@ -991,8 +991,7 @@ def test_megatron_core_h100_table_within_ten_percent(tmp_path, monkeypatch):
         data, _ = predict(row, str(tmp_path))
         errors[row["model"]] = data["iteration_time_ns"] / 1e9 / row["seconds"] - 1
     assert sum(abs(e) for e in errors.values()) / len(errors) <= 0.10
-    assert all(abs(errors[m]) < 0.06 for m in ("16B", "119B", "177B", "314B", "462B")), errors
-    assert abs(errors["70B"]) < 0.09, errors
+    assert all(abs(errors[m]) < 0.06 for m in ("16B", "70B", "119B", "177B", "314B", "462B")), errors
 
 
 def test_long_sequence_rows_price_the_fused_attention_kernel(tmp_path, monkeypatch):
