@@ -218,23 +218,25 @@ def test_nccl_algo_forces_ring_tree_nvls(tmp_path):
     channels (a GPU each) of min(42 x 0.85 x 7/8 x 2, 2 x 45, 57.7) GB/s (42 the fastest of
     NCCL's speeds with 9 x 42 within NVLink's 397.3 and within a 47 GB/s rail, 45 bwInter, 57.7
     the NVLS tree's cap on two nodes) = 461.6 of bus bandwidth, x 16/30, latency 25 + 2 x 20.9;
-    each bandwidth times the preset's nccl_ALGO_efficiency, each latency times its
-    nccl_latency_scale, plus its nccl_launch_us.
+    each bandwidth times the preset's nccl_ALGO_efficiency, NVLS's latency times its
+    nccl_latency_scale (fitted on NVLS: nccl_latency_scale_algo), plus its nccl_launch_us.
     None is under the NIC floor (the buffer once each way through the node's 8 NICs); NCCL's
     choice is the fastest. NVLS is refused on A100 nodes (no NVSwitch-3)."""
     node = _node("dgx-h100")
     size = 2**30
     nvlink = node["nvlink_gib_s"] * 2**30 / 1e9  # GB/s
     rail = node["inter_node_gbps"] / 8 / 8 * node["inter_node_efficiency"]  # GB/s, one NIC
-    scale = node["nccl_latency_scale"]  # the preset's calibrated factor on NCCL's Simple latencies
+    # the preset's calibrated factor on NCCL's Simple latencies, of the algorithm it was fitted on
+    scale = {algo: node["nccl_latency_scale"] if node["nccl_latency_scale_algo"] == algo else 1.0
+             for algo in ("ring", "tree", "nvls")}
     launch = node["nccl_launch_us"]  # one call's fixed cost
     # the fitted shares the preset states (1 where it states none)
     eff = {algo: node.get(f"nccl_{algo}_efficiency", 1.0) for algo in ("ring", "tree", "nvls")}
     hand_us = {
-        "ring": launch + scale * 1.4 * (8.4 + 28 * 3.4 + 2 * 14)
+        "ring": launch + scale["ring"] * 1.4 * (8.4 + 28 * 3.4 + 2 * 14)
         + size / (1000 * eff["ring"] * 16 / 30 * min(nvlink, 8 * rail)),
-        "tree": launch + scale * (8.4 + 2 * (7 * 4.0 + 14)) + size / (1000 * eff["tree"] * 0.46 * min(nvlink, 16 * rail)),
-        "nvls": launch + scale * (25 + 2 * 20.9) + size / (1000 * eff["nvls"] * 8 * 57.7 * 16 / 30),
+        "tree": launch + scale["tree"] * (8.4 + 2 * (7 * 4.0 + 14)) + size / (1000 * eff["tree"] * 0.46 * min(nvlink, 16 * rail)),
+        "nvls": launch + scale["nvls"] * (25 + 2 * 20.9) + size / (1000 * eff["nvls"] * 8 * 57.7 * 16 / 30),
     }
     took = {}
     for algo in (None, "ring", "tree", "nvls"):

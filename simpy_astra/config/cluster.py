@@ -19,8 +19,9 @@ charged on the route it takes (:mod:`simpy_astra.network.rails`, :meth:`Cluster.
 :meth:`Cluster.dims` also writes both levels as ASTRA-sim dimensions in the job's rank order
 so that folding applies. An all-reduce takes the time NCCL's tuning model predicts for its
 group on these links (:mod:`simpy_astra.engine.nccl_collectives`: ring, tree or NVLS, NCCL's choice
-unless ``nccl_algo`` forces one), and so do reduce-scatters and all-gathers (NCCL's ring), so
-the preset's NVLink and NIC latencies do not reach them (NCCL's fitted latencies do); all-to-all
+unless ``nccl_algo`` forces one), and so do reduce-scatters and all-gathers (ring, NVLS in a
+node or PAT at one GPU a node), so the preset's NVLink and NIC latencies do not reach them
+(NCCL's fitted latencies do); all-to-all
 and point-to-point sends are played on the network, one chunk per collective and NCCL's fused
 reduction (no separate local-memory pass); collectives of different NCCL streams run side by
 side in a dimension's queue (``active-chunks-per-dimension``); compute nodes carry their own
@@ -56,7 +57,7 @@ BETWEEN_NODES = {"inter_node_gbit_s", "inter_node_efficiency", "inter_node_laten
 OLD_KEYS = {"inter_node_gbps": "inter_node_gbit_s", "hbm_gbps": "hbm_gb_s", "l2_gbps": "l2_gb_s"}
 CLUSTER_KEYS = {"preset", "gpus", "gpu", "inter_node_gbit_s", "gpus_per_node", "nvlink_gib_s",
                 "nvlink_latency_ns", "inter_node_efficiency", "inter_node_latency_ns", "nodes_per_leaf",
-                "oversubscription", "nccl_algo", "nccl_latency_scale", "nccl_launch_us",
+                "oversubscription", "nccl_algo", "nccl_latency_scale", "nccl_latency_scale_algo", "nccl_launch_us",
                 "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
                 "nccl_node_ll128_latency_scale", "nccl_ring_efficiency", "nccl_tree_efficiency",
                 "nccl_nvls_efficiency", "nvls"}
@@ -72,7 +73,7 @@ class Cluster:
     gpus: int
     gpu: dict[str, Any]  # the Gpu's fields
     node: dict[str, float]
-    #: the all-reduce algorithm forced (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
+    #: the algorithm forced for every collective that has it (``nccl_algo``, as NCCL_ALGO), None: NCCL's choice
     nccl_algo: str | None = None
     #: where it was written (``s.yaml: cluster``), for errors met while it runs
     where: str = field(default="cluster", compare=False)
@@ -170,6 +171,9 @@ class Cluster:
         gb_s = 2**30 / 1e9
         node = self.node
         scale = float(node["nccl_latency_scale"])
+        # the scale is of the algorithm its log range ran (nccl_latency_scale_algo), NCCL's own
+        # latencies elsewhere; without the key, every algorithm's
+        fitted_on = node.get("nccl_latency_scale_algo")
         # LL and LL128 on a node's NVLink as the preset's log shows them (a node's all-reduce is
         # a ring: NCCL's tree is a chain there)
         protocols = {"LL": (float(node["nccl_node_ll_bandwidth_scale"]), 1.0),
@@ -177,7 +181,7 @@ class Cluster:
                                float(node["nccl_node_ll128_latency_scale"]))}
         links = Links(node["nvlink_gib_s"] * gb_s, self.rail_gib_s() * gb_s, self.nvls,
                       efficiency=tuple((algo, float(node[f"nccl_{algo}_efficiency"])) for algo in ALGORITHMS),
-                      latency_scale=tuple((algo, scale) for algo in ALGORITHMS),
+                      latency_scale=tuple((algo, scale if fitted_on in (None, algo) else 1.0) for algo in (*ALGORITHMS, "pat")),
                       launch_us=float(node["nccl_launch_us"]),
                       protocol_scale=tuple((f"ring {proto} in a node", bw, lat) for proto, (bw, lat) in protocols.items()),
                       generation=gpu_generation(str(self.gpu["name"])))
@@ -434,7 +438,7 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
     preset_node, node_names = _with_units(doc["node"], f"{path}: node")
     _no_empty_choice(preset_node, node_names, f"{path}: node")
     nvls, why_nvls, nvls_note = _nvls(value, preset_node, str(gpu["name"]), where, path)
-    _refuse_unknown(preset_node, [*NODE_RANGES, "nvls"], f"{path}: node")
+    _refuse_unknown(preset_node, [*NODE_RANGES, "nvls", "nccl_latency_scale_algo"], f"{path}: node")
     node: dict[str, Any] = {}
     for key in NODE_RANGES:
         given = "gpus_per_node" if key == "gpus" else key
@@ -449,6 +453,11 @@ def load_cluster(value: Any, where: str, base_dir: str = ".") -> Cluster:
             raise InputError(f"{path}: node: missing {key} (each node states {', '.join(needed)}; the nccl_* "
                              f"fits, nvls, nodes_per_leaf and oversubscription may be left out)")
         node[key] = _node_value(key, raw, source, label)
+    for source, scoped in ((f"{path}: node", preset_node), (where, value)):
+        if "nccl_latency_scale_algo" in scoped:
+            _nccl_algo(scoped["nccl_latency_scale_algo"], f"{source}.nccl_latency_scale_algo", "the algorithm "
+                       "nccl_latency_scale was fitted on", "for every algorithm")
+            node["nccl_latency_scale_algo"] = scoped["nccl_latency_scale_algo"]
     algo = value.get("nccl_algo")
     _nccl_algo(algo, f"{where}.nccl_algo")
     if algo == "nvls" and not nvls:
@@ -520,10 +529,10 @@ def _gpu_name(name: Any, where: str) -> None:
                          f"H100 and later; got {name!r})")
 
 
-def _nccl_algo(algo: Any, where: str) -> None:
+def _nccl_algo(algo: Any, where: str, what: str = "NCCL_ALGO", absent: str = "for NCCL's choice") -> None:
     if algo is not None and algo not in NCCL_ALGOS:
-        raise InputError(f"{where}: must be one of {', '.join(NCCL_ALGOS)} (NCCL_ALGO), or left out for NCCL's "
-                         f"choice (got {algo!r})")
+        raise InputError(f"{where}: must be one of {', '.join(NCCL_ALGOS)} ({what}), or left out {absent} "
+                         f"(got {algo!r})")
 
 
 def _gpu_count(gpus: Any, where: str, key: str) -> int:
@@ -560,6 +569,8 @@ def check_field(dotted: str, value: Any, where: str, base_dir: str) -> None:
         _preset_path(value, where.rsplit(".", 1)[0], base_dir)
     elif len(parts) == 1 and key == "nccl_algo":
         _nccl_algo(value, where)
+    elif len(parts) == 1 and key == "nccl_latency_scale_algo":
+        _nccl_algo(value, where, "the algorithm nccl_latency_scale was fitted on", "for every algorithm")
     elif len(parts) == 1 and key == "nvls" and not isinstance(value, bool):
         raise InputError(f"{where}: must be true or false (whether the nodes have NVSwitch-3, NCCL's NVLS; got "
                          f"{value!r})")

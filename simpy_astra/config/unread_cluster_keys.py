@@ -8,8 +8,8 @@ from simpy_astra.errors import InputError
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND
 
 #: cluster keys only NCCL's all-reduce model reads (the analytical backend on the preset's machine)
-NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_launch_us", "nccl_ring_efficiency", "nccl_tree_efficiency",
-                 "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
+NCCL_FIT_KEYS = ("nccl_latency_scale", "nccl_latency_scale_algo", "nccl_launch_us", "nccl_ring_efficiency",
+                 "nccl_tree_efficiency", "nccl_nvls_efficiency", "nccl_node_ll_bandwidth_scale", "nccl_node_ll128_bandwidth_scale",
                  "nccl_node_ll128_latency_scale", "nvls")
 #: cluster keys only the preset's routes read (its leaves and spine)
 SPINE_KEYS = ("nodes_per_leaf", "oversubscription")

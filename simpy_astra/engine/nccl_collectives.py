@@ -4,7 +4,9 @@
 On a cluster preset these are not played message by message: each takes the time NCCL's
 tuning model predicts (:mod:`simpy_astra.engine.nccl_tuning`) for its group's shape (GPUs, nodes,
 NICs in use) with the preset's NVLink and rail bandwidths, for the algorithm ``nccl_algo``
-forces or, by default, the one NCCL chooses, and never less than the group's NIC floor
+forces (as ``NCCL_ALGO``: for every collective; one that has no such algorithm stops the run,
+as NCCL 2.24 on stops) or, by default, the one NCCL chooses for that collective, and never less
+than the group's NIC floor
 (:func:`simpy_astra.engine.bandwidth_floor.nic_floor_ns`), counted from the moment its last member
 issued it (:class:`NcclRendezvous`).
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 
 from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
 from simpy_astra.engine.bandwidth_floor import nic_floor_ns
-from simpy_astra.engine.nccl_tuning import Links, Shape, available, choose, predict_us
+from simpy_astra.engine.nccl_tuning import NVLS_MAX_ARITY, Links, Shape, available, choose, predict_us
 from simpy_astra.errors import InputError
 from simpy_astra.network.rails import Rails
 
@@ -70,23 +72,23 @@ class NcclAllReduce:
         nodes = len({m // self.rails.gpus_per_node for m in members})
         return Shape(len(members), nodes, self.rails.nics_in_use(members))
 
-    def algorithm(self, shape: Shape, size_bytes: int) -> str:
-        """NCCL's choice, or the forced one where NCCL can run it (``NCCL_ALGO=NVLS`` on a group
-        with one GPU a node stops NCCL with 'no algorithm/protocol available': so does this)."""
+    def algorithm(self, shape: Shape, size_bytes: int, kind: str = ALL_REDUCE) -> str:
+        """NCCL's choice for ``kind``, or the forced one where NCCL can run it: where it cannot
+        (``NCCL_ALGO=TREE`` at an all-gather, ``NVLS`` on a group with one GPU a node) NCCL
+        stops with 'no algorithm/protocol available' (2.24 on: no fall back to the ring), and
+        so does this, naming the field."""
         if self.forced is None:
-            return choose(self.links, shape, size_bytes)
-        if not available(self.links, shape, self.forced):
-            raise InputError(f"{self.where}.nccl_algo: {self.forced}: NCCL has no {self.forced} for a group of "
-                             f"{shape.ranks} GPUs with one on each of {shape.nodes} nodes (NVLS reduces in "
-                             f"a node's NVSwitch: it needs several GPUs of a node), and NCCL_ALGO={self.forced.upper()} "
-                             f"stops NCCL there; leave nccl_algo out for NCCL's choice, or force ring or tree")
+            return choose(self.links, shape, size_bytes, kind)
+        if not available(self.links, shape, self.forced, kind):
+            raise InputError(f"{self.where}.nccl_algo: {self.forced}: {_why_not(self.forced, kind, shape)}, and "
+                             f"NCCL_ALGO={self.forced.upper()} stops NCCL there (2.24 on); leave nccl_algo out "
+                             f"for NCCL's choice{_instead(self.forced, kind)}")
         return self.forced
 
     def duration_ns(self, members: tuple[int, ...], size_bytes: int, kind: str = ALL_REDUCE) -> int:
-        """NCCL's time for ``kind`` on ``members``: an all-reduce by the chosen algorithm; a
-        reduce-scatter or all-gather by NCCL's ring, which moves half an all-reduce's bytes in
-        half its steps for one call's fixed cost (``size_bytes`` is the whole buffer of a
-        reduce-scatter, one rank's share of an all-gather, as the traces give them)."""
+        """NCCL's time for ``kind`` on ``members`` by the algorithm chosen for it
+        (``size_bytes`` is the whole buffer of an all-reduce or a reduce-scatter, one rank's
+        share of an all-gather, as the traces give them)."""
         if len(members) < 2:
             return 0
         key = (members, size_bytes, kind)
@@ -100,17 +102,32 @@ class NcclAllReduce:
         # nodes under several leaves: NCCL's rings and trees, built over the nodes in rank
         # order, cross the spine, at the rail's rate / oversubscription (docs/megatron.md)
         spine = self.rails.ring_share(sorted({m // self.rails.gpus_per_node for m in members}))
-        if kind == ALL_REDUCE:
-            time_us, _ = predict_us(self.links, shape, self.algorithm(shape, size_bytes), size_bytes, spine)
-        else:
-            buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes
-            ring_us = predict_us(self.links, shape, "ring", buffer, spine)[0]
-            time_us = self.links.launch_us + (ring_us - self.links.launch_us) / 2  # one call
+        buffer = size_bytes * len(members) if kind == ALL_GATHER else size_bytes  # NCCL's nBytes
+        time_us, _ = predict_us(self.links, shape, self.algorithm(shape, buffer, kind), buffer, spine, kind)
         return max(int(time_us * 1000), nic_floor_ns(self.rails, kind, size_bytes, members, through_spine=True))
 
     def rendezvous(self, simulated) -> NcclRendezvous:
         """One run's timed collectives on this machine, ``simulated`` the NPUs it simulates."""
         return NcclRendezvous(self, simulated)
+
+
+def _why_not(algo: str, kind: str, shape: Shape) -> str:
+    """Why NCCL has no ``algo`` for ``kind`` on ``shape`` (:func:`nccl_tuning.available`)."""
+    what = kind.replace("_", "-")
+    if algo == "tree":
+        return f"NCCL's tree runs all-reduces only, and this job issues {'an' if what[0] == 'a' else 'a'} {what}"
+    if algo == "nvls" and shape.per_node > 1 and shape.nodes > 1:
+        return (f"NCCL's NVLS {what} runs in one node (across nodes it needs CollNet), and this one spans "
+                f"{shape.nodes} nodes")
+    if algo == "nvls" and shape.per_node > 1:
+        return f"NCCL's NVLS {what} runs on at most {NVLS_MAX_ARITY} GPUs, and this one has {shape.ranks}"
+    return (f"NCCL has no nvls for a group of {shape.ranks} GPUs with one on each of {shape.nodes} nodes (NVLS "
+            f"reduces in a node's NVSwitch: it needs several GPUs of a node)")
+
+
+def _instead(algo: str, kind: str) -> str:
+    """The forced algorithms that would run ``kind`` where ``algo`` cannot."""
+    return ", or force ring" if kind != ALL_REDUCE else ", or force ring or tree"
 
 
 #: the collectives timed as NCCL times them (all-to-all and broadcast are played as messages)

@@ -49,13 +49,29 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from simpy_astra.collectives.base import ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER
+
+#: the all-reduce's algorithms (each with its fitted ``nccl_<algo>_efficiency``)
 ALGORITHMS = ("ring", "tree", "nvls")
+#: tuning.cc: the algorithms NCCL times for each collective (CollNet, needing SHARP switches,
+#: is not modelled): the tree is the all-reduce's alone, PAT the all-gather's and the
+#: reduce-scatter's alone (2.23 on)
+COLLECTIVE_ALGORITHMS = {ALL_REDUCE: ALGORITHMS, REDUCE_SCATTER: ("ring", "nvls", "pat"),
+                         ALL_GATHER: ("ring", "nvls", "pat")}
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: tuning.cc baseLatencies (us): per algorithm, per protocol (NVLS has none)
-BASE_LATENCY_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
+BASE_LATENCY_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0),
+                   "pat": (8.0, 8.0, 8.0)}
 #: tuning.cc hwLatencies (us) on NVLink and on the network (NVLS: NVLS on one node, NVLS tree past it)
-NVLINK_HOP_US = {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0)}
-NET_HOP_US = {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 20.9)}
+NVLINK_HOP_US = {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0),
+                 "pat": (0.0, 0.0, 4.0)}
+NET_HOP_US = {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 20.9),
+              "pat": (0.0, 0.0, 14.0)}
+#: tuning.cc: PAT's share of its (tree) graph's bandwidth, and its latency's terms: the network
+#: hop over this a doubling step, this a rank
+PAT_SHARE = 0.75
+PAT_HOP_DIVISOR = 3.5
+PAT_RANK_US = 2.8
 #: tuning.cc: a multi-node ring's per-step overhead of the network proxy (x86 Intel, 3x on Simple)
 NET_OVERHEAD_US = 1.0
 #: tuning.cc: a multi-node Simple ring's latency grows by this once it carries data (the plateau)
@@ -195,8 +211,12 @@ def protocol_key(shape: Shape, algo: str, proto: str) -> str:
     return f"{algo} {proto} {'in a node' if shape.nodes == 1 else 'across nodes'}"
 
 
-def _ratio(shape: Shape, algo: str) -> float:
-    """NCCL's bus-to-algorithm bandwidth ratio: ``n / (2 (n - 1))`` for ring and NVLS, 1/2 for the tree."""
+def _ratio(shape: Shape, algo: str, kind: str = ALL_REDUCE) -> float:
+    """NCCL's bus-to-algorithm bandwidth ratio, the ranks over the steps: an all-reduce's ``n /
+    (2 (n - 1))`` for ring and NVLS, 1/2 for the tree; a reduce-scatter's or all-gather's ``n /
+    (n - 1)`` for the ring and none for NVLS and PAT (tuning.cc converts only the ring's)."""
+    if kind != ALL_REDUCE:
+        return shape.ranks / (shape.ranks - 1) if algo == "ring" else 1.0
     return 0.5 if algo == "tree" else shape.ranks / (2 * (shape.ranks - 1))
 
 
@@ -237,7 +257,7 @@ def _nvls_generation(links: Links) -> str:
     return "blackwell" if _generation(links) == "blackwell" else "hopper"
 
 
-def _nvls_gb_s(links: Links, shape: Shape, share: float, spine: float) -> float:
+def _nvls_gb_s(links: Links, shape: Shape, share: float, spine: float, kind: str = ALL_REDUCE) -> float:
     """NVLS's algorithm bandwidth as ncclTopoTuneModel (tuning.cc, 2.29.7; 2.28.9 on) estimates
     it, at ``share`` of it: a channel's NVSwitch side is bwIntra x nvlsEfficiency (Hopper 0.85,
     Blackwell 0.74) x (nch - 1) / nch (its own GPU's share does not cross the switch), doubled
@@ -246,14 +266,17 @@ def _nvls_gb_s(links: Links, shape: Shape, share: float, spine: float) -> float:
     cap per channel (perChMaxNVLSTreeBws: Hopper 57.7 GB/s on two nodes, 45.5 past). The least
     of these times the channels is the bus bandwidth, and ``n / (2 (n - 1))`` of it the
     algorithm's, as for the ring. (Across nodes without CollNet, enqueue.cc's cost table skips
-    NVLS itself: NCCL's NVLS there is the NVLS tree.)"""
+    NVLS itself: NCCL's NVLS there is the NVLS tree.) A reduce-scatter or all-gather (one node:
+    across nodes it needs CollNet) is one operation, so the switch's side is not doubled but
+    takes ``(k - 1) / k`` (the GPU's own share), and the bus bandwidth is the algorithm's."""
     nch, intra_gb_s, inter_gb_s = nvls_graph(links, shape)
     gen = _nvls_generation(links)
-    switch_gb_s = intra_gb_s * NVLS_EFFICIENCY[gen] * (nch - 1) / nch * 2
+    switch_gb_s = intra_gb_s * NVLS_EFFICIENCY[gen] * (nch - 1) / nch
+    switch_gb_s *= 2 if kind == ALL_REDUCE else (shape.per_node - 1) / shape.per_node
     if shape.nodes > 1:
         inter_gb_s *= (2 if shape.nodes == 2 else 1) * spine
     channel_gb_s = min(switch_gb_s, inter_gb_s, PER_CHANNEL_MAX_GB_S["nvls tree"][gen][_span(shape)])
-    return share * nch * channel_gb_s * _ratio(shape, "nvls")
+    return share * nch * channel_gb_s * _ratio(shape, "nvls", kind)
 
 
 def _cap_gb_s(links: Links, shape: Shape, key: str) -> float:
@@ -262,19 +285,23 @@ def _cap_gb_s(links: Links, shape: Shape, key: str) -> float:
     return links.channels * PER_CHANNEL_MAX_GB_S[key][_generation(links)][_span(shape)]
 
 
-def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: float = 1.0) -> float:
+def _bus_gb_s(links: Links, shape: Shape, algo: str, share: float = 1.0, spine: float = 1.0,
+              kind: str = ALL_REDUCE) -> float:
     """The algorithm's bandwidth in bytes of the buffer per second (NCCL's bus bandwidth after
     its ratio), on the links' rates, at ``share`` of them (the NICs at ``spine`` of their rate:
-    :func:`predict_us`); NVLS as NCCL's own estimate (:func:`_nvls_gb_s`)."""
+    :func:`predict_us`); NVLS as NCCL's own estimate (:func:`_nvls_gb_s`); PAT 0.75 of its
+    graph's (NCCL's tree graph: one GPU a node, so its NIC)."""
     m = shape.nodes
     net_gb_s = shape.nics * links.rail_gb_s * spine
-    if algo == "ring":  # 2 (n-1)/n of the buffer over the slowest link of the ring
-        return share * _ratio(shape, algo) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
+    if algo == "ring":  # 2 (n-1)/n of the buffer (an all-reduce's) over the slowest link of the ring
+        return share * _ratio(shape, algo, kind) * (links.nvlink_gb_s if m == 1 else min(links.nvlink_gb_s, net_gb_s))
+    if algo == "pat":
+        return share * PAT_SHARE * min(links.nvlink_gb_s, net_gb_s)
     if algo == "tree":  # across nodes once each way on two nodes (NCCL: interBw x 2), twice past them
         across = math.inf if m == 1 else net_gb_s * (2 if m == 2 else 1)
         bus = min(TREE_SHARE * min(links.nvlink_gb_s, across), _cap_gb_s(links, shape, "tree"))
         return share * _ratio(shape, algo) * bus
-    return _nvls_gb_s(links, shape, share, spine)
+    return _nvls_gb_s(links, shape, share, spine, kind)
 
 
 def _ll_max_gb_s(links: Links, shape: Shape) -> float:
@@ -284,38 +311,42 @@ def _ll_max_gb_s(links: Links, shape: Shape) -> float:
 
 
 def _protocol_gb_s(links: Links, shape: Shape, algo: str, p: int, size_bytes: int, share: float,
-                   spine: float = 1.0) -> float:
-    """Protocol ``p``'s bandwidth for ``algo`` on ``size_bytes``, at ``share`` of the links' rates
-    (the NICs at ``spine`` of theirs)."""
-    bw = _bus_gb_s(links, shape, algo, share, spine)
+                   spine: float = 1.0, kind: str = ALL_REDUCE) -> float:
+    """Protocol ``p``'s bandwidth for ``algo`` running ``kind`` on ``size_bytes``, at ``share`` of
+    the links' rates (the NICs at ``spine`` of theirs)."""
+    bw = _bus_gb_s(links, shape, algo, share, spine, kind)
     proto = PROTOCOLS[p]
     if proto == "LL":  # LL's ceiling is on the bus bandwidth, before NCCL's ratio
-        bw = min(bw * LL_SHARE[algo], _ll_max_gb_s(links, shape) * _ratio(shape, algo))
+        bw = min(bw * LL_SHARE[algo], _ll_max_gb_s(links, shape) * _ratio(shape, algo, kind))
     elif proto == "LL128":  # and NCCL's cap per channel on it
         bw = min(bw * (LL128_TREE_ONE_NODE if algo == "tree" and shape.nodes == 1 else LL128_SHARE[algo]),
-                 share * _ratio(shape, algo) * _cap_gb_s(links, shape, f"{algo} LL128"))
+                 share * _ratio(shape, algo, kind) * _cap_gb_s(links, shape, f"{algo} LL128"))
     log_size = int(math.log2(size_bytes >> 6)) if size_bytes >= 64 else -1
     if algo == "tree" and 0 <= log_size < len(TREE_CORRECTION[p]):
         bw *= TREE_CORRECTION[p][log_size]
     return bw
 
 
-def _latency_us(shape: Shape, algo: str, p: int) -> float:
-    """NCCL's latency of ``algo`` with protocol ``p`` (the ring's plateau on Simple across nodes included)."""
+def _latency_us(shape: Shape, algo: str, p: int, kind: str = ALL_REDUCE) -> float:
+    """NCCL's latency of ``algo`` running ``kind`` with protocol ``p`` (the all-reduce ring's
+    plateau on Simple across nodes included)."""
     n, m, k = shape.ranks, shape.nodes, shape.per_node
     # (NCCL's estimate takes the tree's network latency for a group of one GPU a node; not kept:
     # it makes Megatron's data-parallel groups under TP 8 pick Simple, whose pipeline fill
     # calibrated on two 8-GPU nodes then overstates their time, docs/megatron.md)
     intra, inter = NVLINK_HOP_US[algo][p], NET_HOP_US[algo][p]
     base = BASE_LATENCY_US[algo][p]
+    steps = 2 * (n - 1) if kind == ALL_REDUCE else n - 1
     if algo == "ring":
         if m > 1:
             intra = max(intra, NET_OVERHEAD_US * (3 if PROTOCOLS[p] == "Simple" else 1))
-        net_steps = 2 * (m - 1)
-        lat = base + (2 * (n - 1) - net_steps) * intra + net_steps * inter
-        return lat * (RING_PLATEAU if PROTOCOLS[p] == "Simple" and m > 1 else 1.0)
+        net_steps = (m - 1) * steps // (n - 1)
+        lat = base + (steps - net_steps) * intra + net_steps * inter
+        return lat * (RING_PLATEAU if PROTOCOLS[p] == "Simple" and m > 1 and kind == ALL_REDUCE else 1.0)
     if algo == "tree":
         return base + 2 * ((k - 1) * intra + int(math.log2(m)) * inter)
+    if algo == "pat":  # doubling steps across nodes, and a part linear in the ranks
+        return base + int(math.log2(m)) * inter / PAT_HOP_DIVISOR + n * PAT_RANK_US
     return intra + (2 * int(math.log2(m)) * inter if m > 1 else 0.0)  # nvls
 
 
@@ -334,10 +365,10 @@ def channels(links: Links, shape: Shape, algo: str, proto: str, size_bytes: int)
         nc -= 1
     while size_bytes < nc * nt * threshold and nt % 128 == 0:
         nt //= 2
-    if proto == "Simple":
+    if proto == "Simple" and algo != "pat":
         nt += WARP if algo == "ring" else 4 * WARP
     nt = max(nt, 3 * WARP)
-    return nc, BLOCK_THREADS if algo == "tree" else nt
+    return nc, BLOCK_THREADS if algo in ("tree", "pat") else nt
 
 
 def tree_chunk_bytes(links: Links, shape: Shape, size_bytes: int, nc: int | None = None) -> int:
@@ -364,54 +395,65 @@ def _halved_chunks(links: Links, shape: Shape, algo: str, proto: str, size_bytes
     return per_channel / tree_chunk_bytes(links, shape, size_bytes, nc) - per_channel / TREE_CHUNK_MAX
 
 
-def available(links: Links, shape: Shape, algo: str) -> bool:
-    """Whether NCCL can run ``algo`` here (NVLS needs NVSwitch-3 and several GPUs per node)."""
+def available(links: Links, shape: Shape, algo: str, kind: str = ALL_REDUCE) -> bool:
+    """Whether NCCL can run ``algo`` for ``kind`` here (tuning.cc, enqueue.cc): each only for
+    its collectives (:data:`COLLECTIVE_ALGORITHMS`); NVLS needs NVSwitch-3 and several GPUs a
+    node, and a reduce-scatter's or all-gather's one node (across nodes, CollNet) of at most
+    NCCL_MAX_NVLS_ARITY GPUs; PAT one GPU a node."""
+    if algo not in COLLECTIVE_ALGORITHMS[kind] or shape.ranks < 2:
+        return False
     if algo == "nvls":
-        return links.nvls and shape.per_node > 1
-    return shape.ranks > 1
+        return links.nvls and shape.per_node > 1 and (
+            kind == ALL_REDUCE or (shape.nodes == 1 and shape.per_node <= NVLS_MAX_ARITY))
+    return algo != "pat" or shape.per_node == 1
 
 
 def _protocols(links: Links, shape: Shape, algo: str) -> tuple[int, ...]:
-    """The protocols NCCL may run ``algo`` with here (NVLS: Simple only)."""
-    if algo == "nvls":
+    """The protocols NCCL may run ``algo`` with here (NVLS and PAT: Simple only)."""
+    if algo in ("nvls", "pat"):
         return (PROTOCOLS.index("Simple"),)
     if shape.nodes > 1 and algo not in links.ll128_across_nodes:
         return (PROTOCOLS.index("LL"), PROTOCOLS.index("Simple"))
     return tuple(range(len(PROTOCOLS)))
 
 
-def nccl_estimate_us(links: Links, shape: Shape, algo: str, proto: str, size_bytes: int) -> float:
+def nccl_estimate_us(links: Links, shape: Shape, algo: str, proto: str, size_bytes: int,
+                     kind: str = ALL_REDUCE) -> float:
     """NCCL's own estimate of ``algo`` with ``proto`` (``ncclTopoGetAlgoTime``): its constants on
-    the links' rates, nothing fitted. NCCL chooses by this."""
+    the links' rates, nothing fitted. NCCL chooses by this. ``size_bytes``: the whole buffer
+    (a reduce-scatter's input, an all-gather's output), NCCL's ``nBytes``."""
     p = PROTOCOLS.index(proto)
-    return _latency_us(shape, algo, p) + size_bytes / (1000 * _protocol_gb_s(links, shape, algo, p, size_bytes, 1.0))
+    bw = _protocol_gb_s(links, shape, algo, p, size_bytes, 1.0, kind=kind)
+    return _latency_us(shape, algo, p, kind) + size_bytes / (1000 * bw)
 
 
-def protocol(links: Links, shape: Shape, algo: str, size_bytes: int) -> str:
+def protocol(links: Links, shape: Shape, algo: str, size_bytes: int, kind: str = ALL_REDUCE) -> str:
     """The protocol NCCL runs ``algo`` with on ``size_bytes``: the one of least estimate."""
     return min((PROTOCOLS[p] for p in _protocols(links, shape, algo)),
-               key=lambda proto: nccl_estimate_us(links, shape, algo, proto, size_bytes))
+               key=lambda proto: nccl_estimate_us(links, shape, algo, proto, size_bytes, kind))
 
 
-def choose(links: Links, shape: Shape, size_bytes: int) -> str:
-    """NCCL's choice: the algorithm whose best protocol has the least estimate."""
+def choose(links: Links, shape: Shape, size_bytes: int, kind: str = ALL_REDUCE) -> str:
+    """NCCL's choice for ``kind``: the algorithm whose best protocol has the least estimate."""
     def estimate(algo: str) -> float:
-        return nccl_estimate_us(links, shape, algo, protocol(links, shape, algo, size_bytes), size_bytes)
-    return min((a for a in ALGORITHMS if available(links, shape, a)), key=estimate)
+        return nccl_estimate_us(links, shape, algo, protocol(links, shape, algo, size_bytes, kind), size_bytes, kind)
+    return min((a for a in COLLECTIVE_ALGORITHMS[kind] if available(links, shape, a, kind)), key=estimate)
 
 
-def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int, spine: float = 1.0) -> tuple[float, str]:
-    """(time us, protocol) of ``algo`` on ``size_bytes``: the protocol NCCL picks for it, timed
+def predict_us(links: Links, shape: Shape, algo: str, size_bytes: int, spine: float = 1.0,
+               kind: str = ALL_REDUCE) -> tuple[float, str]:
+    """(time us, protocol) of ``algo`` running ``kind`` on ``size_bytes`` (the whole buffer, as
+    :func:`nccl_estimate_us`): the protocol NCCL picks for it, timed
     with what the machine achieves (the call's fixed cost, the algorithm's fitted bandwidth
     share, Simple's fitted latency scale). ``spine``: the share of each NIC's rate the fabric
     leaves the group (1 / oversubscription when its nodes sit under several leaves): its
     hops between nodes run at that, while NCCL's choice (of algorithm and protocol) is made
     on the NICs' own rate, the only one NCCL's topology search sees."""
-    proto = protocol(links, shape, algo, size_bytes)
+    proto = protocol(links, shape, algo, size_bytes, kind)
     p = PROTOCOLS.index(proto)
     eff, lat_scale = links.scaled(algo)
-    lat = _latency_us(shape, algo, p)
-    transfer = size_bytes / (1000 * _protocol_gb_s(links, shape, algo, p, size_bytes, eff, spine))
+    lat = _latency_us(shape, algo, p, kind)
+    transfer = size_bytes / (1000 * _protocol_gb_s(links, shape, algo, p, size_bytes, eff, spine, kind))
     if proto == "Simple":  # the pipeline's fill: shorter for buffers too small for NCCL's full chunks
         fill = (lat_scale - 1) * lat
         lat += fill if fill < 0 else min(fill, FILL_SHARE * transfer)
