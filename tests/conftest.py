@@ -27,3 +27,11 @@ def _registries_restored():
     for registry, before in zip((collectives.REGISTRY, topologies.REGISTRY), saved, strict=True):
         registry.clear()
         registry.update(before)
+
+
+@pytest.fixture
+def own_cache(monkeypatch, tmp_path):
+    """A test's own workload cache (so no test reads another's entries) and no ``COLUMNS``
+    from the shell (so the console is laid out for 80 columns, as in a pipe)."""
+    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -21,9 +21,7 @@ SMALL = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-lengt
          "--global-batch-size 16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16")
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 def _sweep(tmp_path: Path, axes: dict) -> str:

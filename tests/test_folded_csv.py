@@ -14,7 +14,7 @@ from simpy_astra.cli.main import main
 from simpy_astra.folding.network import FoldedNetwork
 from simpy_astra.report import csv_tables
 from simpy_astra.simulation import Simulation
-from tests.test_hostile_hunt7 import SCENARIOS, _error_lines
+from tests.scenario_files import SCENARIOS, error_lines
 
 #: tp 2 x cp 4 x pp 2 on 32 H100s: one NPU a pipeline stage simulated when folded
 ARGS = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings "
@@ -75,8 +75,8 @@ def test_a_folded_run_that_ran_again_unfolded_writes_the_reruns_rows(tmp_path, c
 
 
 def test_et_files_still_need_every_npus_own_events(tmp_path, capsys):
-    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--fold-symmetry", "on",
-                                "--csv-out", str(tmp_path / "csv")])
+    err = error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--fold-symmetry", "on",
+                               "--csv-out", str(tmp_path / "csv")])
     assert err == ["error: --fold-symmetry on: --csv-out records every NPU's own events, which a folded run "
                    "does not simulate; drop --fold-symmetry on (the run is then unfolded) or --csv-out"]
 
@@ -92,7 +92,7 @@ def test_the_size_checks_traces_are_decoded_once(tmp_path, scenario, monkeypatch
     reads: list[str] = []
     decode = chakra.read_et
 
-    def counting(path, **caches):  # noqa: ANN001, ANN202
+    def counting(path, **caches):
         reads.append(str(path))
         return decode(path, **caches)
 

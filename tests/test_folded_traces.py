@@ -13,7 +13,7 @@ from simpy_astra.config.scenario import load_scenario
 from simpy_astra.report.recorder import attach
 from simpy_astra.report.timeline import trace_events
 from simpy_astra.simulation import Simulation
-from tests.test_hostile_hunt7 import SCENARIOS, _error_lines
+from tests.scenario_files import SCENARIOS, error_lines
 
 #: context-parallel all-to-alls are played as messages (chunk tracks), the rest timed as NCCL's
 ARGS = ("--num-layers 2 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings "
@@ -59,7 +59,7 @@ def test_the_command_line_keeps_a_generated_run_folded_for_its_trace(tmp_path, c
     assert _spans(folded) == _spans(full)
     assert {e["pid"] for e in json.loads(folded.read_text())["traceEvents"]} == {0, 1, 2, 3, 30}
     # ET files may name an orbit member's nodes apart: their trace still needs every NPU's own
-    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--fold-symmetry", "on",
-                                "--trace-out", str(tmp_path / "t.json")])
+    err = error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--fold-symmetry", "on",
+                               "--trace-out", str(tmp_path / "t.json")])
     assert err == ["error: --fold-symmetry on: --trace-out records every NPU's own events, which a folded run "
                    "does not simulate; drop --fold-symmetry on (the run is then unfolded) or --trace-out"]

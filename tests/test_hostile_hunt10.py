@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS, _error_lines
+from tests.scenario_files import SCENARIOS, error_lines
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.test_hostile_hunt8 import _scenario, registries  # noqa: F401 (a fixture)
 from tests.wrapped_lines import unwrapped
 
@@ -93,7 +94,7 @@ def test_a_model_that_passes_none_on_as_its_way_out_is_named(tmp_path, capsys, m
     monkeypatch.delitem(sys.modules, "h10_none", raising=False)
     path = scenario(tmp_path, f"{{topology: [Switch], npus_count: [4], bandwidth: [50.0], latency: [500.0], "
                               f"{key}: '{model}'}}")
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert err == [f"error: {path}: network: field '{key}' ({model}) passed None as {name} to {base}.__init__, "
                    f"which calls it with every message that {what}: pass on the {name} it was given (or a "
                    f"function that calls it)"], err
@@ -189,7 +190,7 @@ def test_a_users_generator_that_writes_a_bad_trace_is_named_as_the_scenario_name
     # ...; it is a corrupt workload cache entry: delete ... to generate it again": a file the
     # user never wrote, and deleting it wrote the same trace again
     path = users_generator_scenario(tmp_path, monkeypatch, "h10_traces", BAD_TRACES, generator)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.generate: generator 'h10_traces:{generator}' wrote {file}, which cannot "
                    f"run ({problem}); fix the generator (its traces are made anew once it is edited)"], err
 
@@ -208,7 +209,7 @@ def test_a_nodes_csv_past_the_limit_is_refused_before_the_run(tmp_path, capsys):
     path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": LLAMA_405B_LIKE},
                                 "cluster": {"preset": "dgx-h100", "gpus": 16384}})
     out = tmp_path / "csv"
-    err = _error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(out)])
+    err = error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(out)])
     assert len(err) == 1 and err[0].startswith("error: --csv-out: nodes.csv of all 16,384 NPUs would be at least "), err
     size = float(err[0].split("at least ")[1].split(" GB")[0])
     rows = int(err[0].split(" GB (")[1].split(" rows")[0].replace(",", ""))
@@ -224,7 +225,6 @@ def test_the_csv_bound_is_under_the_file_written_and_refuses_past_the_limit(tmp_
     # the bound leaves out the digits of times it cannot know before the run: under the file,
     # not far under it; a limit under it refuses, for generated traces and for ET files alike
     from simpy_astra.report import trace_size
-    from tests.test_hostile_hunt7 import SCENARIOS
 
     path = _scenario(tmp_path) if generated else SCENARIOS / "default.yaml"
     assert main(["run", str(path), "--quiet", "--csv-out", str(tmp_path / "a")]) == 0
@@ -235,7 +235,7 @@ def test_the_csv_bound_is_under_the_file_written_and_refuses_past_the_limit(tmp_
     monkeypatch.setattr(trace_size, "check_csv_size", lambda per_npu: (seen.append(per_npu), real(per_npu)))
     monkeypatch.setattr(trace_size, "LIMIT_BYTES", written.stat().st_size // 2)
     capsys.readouterr()
-    err = _error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(tmp_path / "b")])
+    err = error_lines(capsys, ["run", str(path), "--quiet", "--csv-out", str(tmp_path / "b")])
     bound = sum(b for b, _ in seen[0].values())
     assert 0.5 * written.stat().st_size < bound < written.stat().st_size
     assert sum(n for _, n in seen[0].values()) == rows
@@ -265,7 +265,7 @@ def test_a_host_trace_node_of_the_wrong_shape_is_named(tmp_path, capsys, field, 
     assert (node["id"], node["name"], node["ctrl_deps"]) == (7, "aten::to", 2)
     node[field] = value
     host = write(tmp_path, "host.json", trace)
-    err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")])
+    err = error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")])
     assert err == [f"error: {host}: node '7 (aten::to)': {words}"], err
 
 
@@ -277,7 +277,7 @@ def test_a_host_trace_node_id_past_chakras_is_named(tmp_path, capsys, node_id):
     trace = sample(tmp_path)
     trace["nodes"][3]["id"] = node_id
     host = write(tmp_path, "host.json", trace)
-    err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")])
+    err = error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--output", str(tmp_path / "pt")])
     assert err == [f"error: {host}: node '{node_id} (aten::to)': id {node_id} is not one of 0 .. 2^63-1 (a Chakra "
                    f"node id)"], err
 
@@ -292,8 +292,8 @@ def test_a_host_trace_node_id_past_chakras_is_named(tmp_path, capsys, node_id):
                  "range; give ids and ranges such as 0-7,64"),
 ])
 def test_trace_npus_takes_ascii_ids_and_ranges_only(tmp_path, capsys, npus, words):
-    err = _error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-out", str(tmp_path / "t.json"),
-                                "--trace-npus", npus])
+    err = error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-out", str(tmp_path / "t.json"),
+                               "--trace-npus", npus])
     assert err == [f"error: --trace-npus: {words}"], err
     assert not (tmp_path / "t.json").exists()
 
@@ -310,12 +310,11 @@ def test_convert_text_refuses_more_dimensions_than_a_network_can_have(tmp_path, 
     # --num-dims 1000000000 built [True] * 10^9 on every collective: still running after 120 s
     # (timed out, measured); 17 wrote 17 involved dimensions, which no network of the 65,536
     # NPUs a trace is written for can have (every dimension holds 2 or more: 2^16 = 65,536)
-    from tests.test_hostile_hunt7 import SCENARIOS
 
     text = SCENARIOS / "workloads" / "text" / "Resnet50_DataParallel.txt"
     argv = ["convert", "text", "--input", str(text), "--output", str(tmp_path / "r"), "--num-npus", "2",
             "--num-passes", "1", "--num-dims"]
-    err = _error_lines(capsys, [*argv, "17"])
+    err = error_lines(capsys, [*argv, "17"])
     assert err == ["error: --num-dims must be from 1 to 16 (got 17): each dimension of a network holds 2 or more "
                    "NPUs, and a trace is written for at most 65,536 NPUs = 2^16"], err
     assert not list(tmp_path.iterdir())
@@ -346,8 +345,8 @@ def test_a_kineto_kernel_of_the_wrong_shape_is_named_in_the_device_trace(tmp_pat
     (gemm if key in ("dur", "ts") else gemm["args"])[key] = value
     host = write_json(tmp_path / "host.json", host_trace())
     device = write_json(tmp_path / "kineto.json", {"traceEvents": events})
-    err = _error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--device", str(device),
-                                "--output", str(tmp_path / "pt")])
+    err = error_lines(capsys, ["convert", "pytorch", "--host", str(host), "--device", str(device),
+                               "--output", str(tmp_path / "pt")])
     assert err == [f"error: {device}: traceEvents[2] (\"sm90_xmma_gemm_bf16\"): {words}"], err
 
 
@@ -361,8 +360,8 @@ def test_an_nccl_tests_row_whose_size_is_not_its_count_is_refused(tmp_path, caps
     lines[row] = lines[row].replace("33554432", " 1048576", 1)
     log = tmp_path / "all_reduce.log"
     log.write_text("\n".join(lines) + "\n")
-    err = _error_lines(capsys, ["calibrate", str(log), "--network", str(data / "network.yml"),
-                                "--out", str(tmp_path / "out")])
+    err = error_lines(capsys, ["calibrate", str(log), "--network", str(data / "network.yml"),
+                               "--out", str(tmp_path / "out")])
     assert err == [f"error: {log}:{row + 1}: size 1048576 B is not count 8388608 x 4 B (float) = 33554432 B, as "
                    f"nccl-tests prints an all_reduce: an edited row, or mixed collectives or GPU counts in one log? "
                    f"(or pass the right --collective)"], err
@@ -383,11 +382,11 @@ def test_a_megatron_word_holding_a_flag_and_its_value_is_named(tmp_path, capsys)
     # quoted after -- was one unknown 'argument' of 150 characters
     args = ["--num-layers 2", *ARGS.split()[2:]]
     path = _megatron(tmp_path, args)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.args: '--num-layers 2' is one word with spaces in it; give each flag and "
                    f"each value as a word of its own (unquoted after --, or one list item each in YAML: "
                    f"[--num-layers, 2])"], err
-    err = _error_lines(capsys, ["generate", "megatron", "--gpus", "8", "--output", str(tmp_path / "m"), "--", ARGS])
+    err = error_lines(capsys, ["generate", "megatron", "--gpus", "8", "--output", str(tmp_path / "m"), "--", ARGS])
     assert err == ["error: generate megatron: arguments after --: '--num-layers 2 --hidden-size 256 --num-a ... "
                    "ocab-size 32000' is one word with spaces in it; give each flag and each value as a word of its "
                    "own (unquoted after --, or one list item each in YAML: [--num-layers, 2])"], err

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines  # noqa: F401 (ARGS: later cases)
+from tests.scenario_files import SCENARIOS, error_lines
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 
 
 @pytest.mark.parametrize("argv, flag", [
@@ -26,7 +27,7 @@ def test_a_flag_given_twice_is_refused_not_silently_replaced(tmp_path, capsys, m
     # argparse kept the later value: the run wrote b.json only, or ran on congestion_aware, or
     # generated 4 traces, and the earlier value vanished without a word
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, argv)
+    err = error_lines(capsys, argv)
     assert len(err) == 1 and err[0].startswith("error: simpy-astra "), err
     assert f": {flag}: given twice; give it once" in err[0], err
     assert list(tmp_path.iterdir()) == []
@@ -50,7 +51,7 @@ def test_a_dash_for_an_output_folder_is_not_taken_as_a_folder_named_dash(tmp_pat
     # '--out -' (stdout to many tools) fitted or swept and wrote network.yml (results.csv) into
     # a folder named '-'; run's outputs refuse it since the eighth hunt
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, argv)
+    err = error_lines(capsys, argv)
     assert err == ["error: --out: '-' would be a folder named '-' here, not stdout (stdout carries the answer); "
                    "give a folder path"], err
     assert not (tmp_path / "-").exists()
@@ -93,7 +94,7 @@ def test_an_axis_on_the_scenarios_label_is_refused(tmp_path, capsys, axes, where
                                     "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, sort_keys=False))
     sweep = tmp_path / "sw.yaml"
     sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": axes}, sort_keys=False))
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert err == [f"error: {sweep}: {where} is the scenario's label, which no run reads: points that differ only in "
                    f"it run the same scenario; remove it (an axis's name, or a bundle's, labels its points)"], err
 
@@ -104,7 +105,7 @@ def test_a_workload_link_rate_beside_a_cluster_names_the_cluster_field_that_sets
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS + " --tensor-model-parallel-size 2",
                                                  "tp_link_gb_s": 100}, "cluster": cluster}, sort_keys=False))
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload.tp_link_gb_s: the cluster: gives"), err
     field = re.search(r"; set cluster\.(\w+)", err[0]).group(1)
     # following the advice runs: the field it names is the cluster's (tp 2 sits inside a node: NVLink's)
@@ -121,7 +122,7 @@ def test_an_unknown_name_in_a_megatron_sweeps_expression_is_one_readable_line(tm
     sweep = tmp_path / "sw.yaml"
     sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": {"cluster.gpus": [8, 16]},
                                      "constraints": ["tensor_model_paralel_size * gpus <= 64"]}, sort_keys=False))
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert len(err) == 1 and len(err[0]) < 1200, len(err[0])
     head = (f"error: {sweep}: constraints[0]: 'tensor_model_paralel_size * gpus <= 64' uses unknown name(s) "
             f"['tensor_model_paralel_size']; did you mean 'tensor_model_parallel_size' for 'tensor_model_paralel_size'?; "
@@ -166,7 +167,7 @@ def test_an_infinite_scale_clip_or_momentum_is_refused(flag):
 def test_an_empty_scheduler_address_is_refused_not_run_here(tmp_path, capsys, monkeypatch):
     # --cluster "$SCHEDULER" with the variable unset ran every point locally, without a word
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, ["sweep", str(SCENARIOS / "sweeps" / "quick.yaml"), "--out", "o", "--cluster", ""])
+    err = error_lines(capsys, ["sweep", str(SCENARIOS / "sweeps" / "quick.yaml"), "--out", "o", "--cluster", ""])
     assert err == ["error: --cluster: must be a Dask scheduler's address such as tcp://HOST:8786 (got an empty "
                    "string); leave the flag out to run the points here"], err
     assert not (tmp_path / "o").exists()
@@ -181,8 +182,8 @@ def test_validate_refuses_an_empty_path_for_its_optional_files(tmp_path, capsys,
         "active-chunks-per-dimension": 1, "preferred-dataset-splits": 1, "local-mem-bw": 1000000,
         "all-reduce-implementation": ["halvingDoubling"], "all-gather-implementation": ["ring"],
         "reduce-scatter-implementation": ["ring"], "all-to-all-implementation": ["direct1"]}))
-    err = _error_lines(capsys, ["validate", str(NCCL / "all_reduce.log"), "--network", str(NCCL / "network.yml"),
-                                "--system", "system.json", "--out", "o", flag, ""])
+    err = error_lines(capsys, ["validate", str(NCCL / "all_reduce.log"), "--network", str(NCCL / "network.yml"),
+                               "--system", "system.json", "--out", "o", flag, ""])
     assert err == [f"error: {flag}: must be a file path (got an empty string); leave the flag out to validate "
                    f"without it"], err
     assert not (tmp_path / "o").exists()
@@ -196,14 +197,14 @@ def test_a_workload_named_by_one_of_its_files_is_told_the_prefix(tmp_path, capsy
     doc["workload"] = f"{prefix}.{rank}.et"
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     told = (f"{prefix}.{rank}.et: is the ET file of NPU {rank}; a workload is the prefix of its ET files, PREFIX for "
             f"PREFIX.0.et, PREFIX.1.et ...: give {prefix}")
     assert err == [f"error: {told}"], err
     # a job's workload alike ('no ET files .../step.0.et.0.et ...')
     doc["jobs"] = [{"name": "a", "workload": doc.pop("workload"), "placement": "contiguous"}]
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    assert _error_lines(capsys, ["run", str(path), "--quiet"]) == [f"error: {path}: jobs[0].workload: {told}"]
+    assert error_lines(capsys, ["run", str(path), "--quiet"]) == [f"error: {path}: jobs[0].workload: {told}"]
 
 
 def test_a_system_json_given_as_the_remote_memory_is_refused(tmp_path, capsys):
@@ -214,9 +215,9 @@ def test_a_system_json_given_as_the_remote_memory_is_refused(tmp_path, capsys):
     system.write_text(json.dumps(doc["system"]))
     network = tmp_path / "network.yml"
     network.write_text(yaml.safe_dump(doc["network"]))
-    err = _error_lines(capsys, [f"--workload-configuration={SCENARIOS / doc['workload']}",
-                                f"--system-configuration={system}", f"--network-configuration={network}",
-                                f"--remote-memory-configuration={system}"])
+    err = error_lines(capsys, [f"--workload-configuration={SCENARIOS / doc['workload']}",
+                               f"--system-configuration={system}", f"--network-configuration={network}",
+                               f"--remote-memory-configuration={system}"])
     assert err == [f"error: {system}: holds a system JSON's fields (scheduling-policy, collective-optimization, "
                    f"endpoint-delay, ...) and none of a remote memory's; give the remote-memory file, e.g. "
                    f"{{\"memory-type\": \"NO_MEMORY_EXPANSION\"}}"], err
@@ -271,5 +272,5 @@ def test_a_dash_for_an_input_says_stdin_is_not_read(tmp_path, capsys, monkeypatc
     # 'cat s.yaml | simpy-astra run -' said '-: scenario YAML file does not exist (relative paths
     # resolve from ...)', as if a file named '-' had been meant
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, argv)
+    err = error_lines(capsys, argv)
     assert err == [f"error: -: '-' is not read as stdin here; save the {what} to a file and give its path"], err

@@ -11,7 +11,8 @@ import yaml
 
 from simpy_astra.config.cluster import PRESET_DIR, has_nvls
 from simpy_astra.config.scenario import load_scenario
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines  # noqa: F401 (later cases)
+from tests.scenario_files import SCENARIOS, error_lines
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 
 
 def _copy_of_h100_preset(tmp_path: Path, gpu_name: str) -> str:
@@ -58,7 +59,7 @@ def test_an_axis_on_a_parameter_the_generator_does_not_take_is_refused_once(tmp_
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(MICROBENCH, sort_keys=False))
     sweep = tmp_path / "sw.yaml"
     sweep.write_text(yaml.safe_dump({"base": "base.yaml", "axes": axes}, sort_keys=False))
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: "), err
     assert err[0].endswith(said), err
 
@@ -103,7 +104,7 @@ def test_an_et_file_of_another_protobuf_message_is_refused(tmp_path, capsys, fir
     doc["workload"] = str(tmp_path / "w")
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump(doc))
-    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    err = error_lines(capsys, ["run", str(scenario), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {tmp_path / 'w.0.et'}: {where}: is no "
                                                f"ChakraProtoMsg.{kind} (field(s) "), err
     assert err[0].endswith("another protobuf message's file? give a Chakra ET file (a GlobalMetadata, then Nodes)")
@@ -134,8 +135,8 @@ def test_a_file_output_in_the_folder_a_folder_output_makes_is_written(tmp_path, 
 
 def test_a_file_output_in_a_folder_nothing_makes_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plots", "out",
-                                "--json-out", "out/json/f.json"])
+    err = error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plots", "out",
+                               "--json-out", "out/json/f.json"])
     assert err == ["error: --json-out: cannot write out/json/f.json: out/json does not exist (make it first)"], err
     assert list(tmp_path.iterdir()) == []
 
@@ -164,7 +165,7 @@ def test_an_integral_float_in_a_field_of_integers_is_refused_naming_the_integer(
     edit(doc)
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump({k: v for k, v in doc.items() if v is not None}, sort_keys=False))
-    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    err = error_lines(capsys, ["run", str(scenario), "--quiet"])
     assert err == [f"error: {scenario}: {said}"], err
 
 
@@ -172,10 +173,8 @@ def test_an_integral_float_for_a_clusters_gpus_names_the_integer(tmp_path, capsy
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
                                         "cluster": {"preset": "dgx-a100-80gb", "gpus": 16.0}}))
-    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    err = error_lines(capsys, ["run", str(scenario), "--quiet"])
     assert err == [f"error: {scenario}: cluster.gpus: must be a positive integer (got 16.0); write 16"], err
-
-
 
 
 @pytest.mark.parametrize("size", [2**64 - 1, 2**63])
@@ -192,7 +191,7 @@ def test_a_message_size_past_int64_is_refused_as_a_negative_one_is(tmp_path, cap
     doc["workload"] = str(tmp_path / "w")
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump(doc))
-    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    err = error_lines(capsys, ["run", str(scenario), "--quiet"])
     assert err == [f"error: {tmp_path / 'w.0.et'}: node 1: attribute 'comm_size' is {size:,} bytes, past "
                    f"Chakra's int64 comm_size (at most 9,223,372,036,854,775,807, 8 EiB); give the message's "
                    f"size in bytes"], err
@@ -216,7 +215,7 @@ def test_a_json_file_of_no_text_says_so_as_a_yaml_one_does(tmp_path, capsys, fla
     files[flag] = tmp_path / "blank.json"
     files[flag].write_text("\n  \n")
     argv = [f"--workload-configuration={SCENARIOS / doc['workload']}", *(f"{k}={v}" for k, v in files.items())]
-    err = _error_lines(capsys, argv)
+    err = error_lines(capsys, argv)
     assert err == [f"error: {files[flag]}: the top level must be a JSON object {{...}} (got an empty file); "
                    f"expected the {what}"], err
 
@@ -239,9 +238,9 @@ def test_validates_calibration_files_are_read_as_strictly_as_the_configs(tmp_pat
     (tmp_path / "sys.json").write_text(json.dumps(doc["system"]))
     record = tmp_path / "record.json"
     record.write_text(text)
-    err = _error_lines(capsys, ["validate", str(nccl / "all_reduce.log"), "--network", str(nccl / "network.yml"),
-                                "--system", str(tmp_path / "sys.json"), "--out", str(tmp_path / "v"), flag,
-                                str(record)])
+    err = error_lines(capsys, ["validate", str(nccl / "all_reduce.log"), "--network", str(nccl / "network.yml"),
+                               "--system", str(tmp_path / "sys.json"), "--out", str(tmp_path / "v"), flag,
+                               str(record)])
     assert err == [f"error: {record}: {said}"], err
 
 
@@ -252,7 +251,7 @@ def test_a_list_of_megatron_arguments_with_an_item_that_is_no_word_names_the_ite
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": words},
                                         "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}))
-    err = _error_lines(capsys, ["run", str(scenario), "--quiet"])
+    err = error_lines(capsys, ["run", str(scenario), "--quiet"])
     assert err == [f"error: {scenario}: workload.args: [{len(ARGS.split()) + 1}] is true: a list of arguments holds "
                    f"words (text or numbers), one per flag or value; write it as the word Megatron-LM reads, or give "
                    f"one string"], err

@@ -11,18 +11,12 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines  # noqa: F401 (later cases)
+from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, write_yaml
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.wrapped_lines import plain
 
-DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
 SMALL_GPT = {"generate": "transformer", "model": "gpt", "dp": 8, "dmodel": 256, "dff": 1024, "head": 4,
              "num_stacks": 2, "seq": 64, "batch": 8, "dvocal": 1000}
-
-
-def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
 
 
 def _with_workload(workload: dict | str, **fields) -> dict:
@@ -36,14 +30,14 @@ def test_a_kvhead_beside_a_gpt_model_is_said_to_change_nothing(tmp_path, capsys)
     # gpt (STAGE's dense model) keeps a key/value head per query head: kvhead 1 ran as 4 heads
     # without a word, its traces byte for byte those without it, and a sweep over kvhead gave
     # a flat line; STAGE's own command lines pass kvhead so, hence a warning, not an error
-    path = _write(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=1)))
+    path = write_yaml(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=1)))
     assert main(["run", path, "--quiet"]) == 0
     err = plain(capsys.readouterr().err).strip().splitlines()
     assert err == [f"warning: {path}: workload.kvhead: (1) changes nothing: a gpt model (STAGE's dense) has a "
                    f"key/value head per query head (4), as STAGE's has; use workload.model llama for "
                    f"grouped-query attention, or remove kvhead"], err
     # kvhead equal to head says what gpt does: no warning; generate says it as run does
-    assert main(["run", _write(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=4))), "--quiet"]) == 0
+    assert main(["run", write_yaml(tmp_path, _with_workload(dict(SMALL_GPT, kvhead=4))), "--quiet"]) == 0
     assert plain(capsys.readouterr().err) == ""
     assert main(["generate", "transformer", "--kvhead", "2", "--dp", "8", "--num-stacks", "1", "--dmodel", "64",
                  "--dff", "64", "--head", "4", "--batch", "8", "--output", str(tmp_path / "w")]) == 0
@@ -52,8 +46,8 @@ def test_a_kvhead_beside_a_gpt_model_is_said_to_change_nothing(tmp_path, capsys)
 
 def _megatron(tmp_path: Path, extra: str) -> str:
     """A Megatron job of ``ARGS`` and ``extra`` on 8 A100s (dp 8, global batch 16)."""
-    return _write(tmp_path, {"workload": {"generate": "megatron", "args": f"{ARGS} {extra}"},
-                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}})
+    return write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": f"{ARGS} {extra}"},
+                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}})
 
 
 @pytest.mark.parametrize("extra, said", [
@@ -73,7 +67,7 @@ def test_a_batch_size_ramp_megatron_refuses_is_refused(tmp_path, capsys, extra, 
     # every one ran, timing the step at --global-batch-size as if the ramp were not there,
     # where Megatron-LM stops on it (its format, iteration-based training, the ramp's asserts)
     path = _megatron(tmp_path, extra)
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload.args: ") and said in err[0], err
 
 
@@ -93,7 +87,7 @@ MICROBENCH = {"generate": "microbench", "collective": "all_reduce", "size": 1048
 def test_packet_settings_on_a_backend_that_reads_none_are_said_to_change_nothing(tmp_path, capsys):
     # packet-size 512 on the analytical or the aware backend ran as without it, in silence
     network = {**DEFAULT["network"], "packet-size": 512}
-    path = _write(tmp_path, _with_workload(MICROBENCH, network=network))
+    path = write_yaml(tmp_path, _with_workload(MICROBENCH, network=network))
     for backend in ("congestion_unaware", "congestion_aware"):
         assert main(["run", path, "--quiet", "--network-backend", backend]) == 0
         err = plain(capsys.readouterr().err).strip().splitlines()
@@ -125,7 +119,7 @@ def test_an_implementation_list_shorter_than_the_network_says_it_runs_on_part_of
     # collective's time, printed as the step's
     system = {**DEFAULT["system"], "all-reduce-implementation": implementation}
     network = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50, 50], "latency": [500, 500]}
-    path = _write(tmp_path, {"workload": MICROBENCH, "system": system, "network": network})
+    path = write_yaml(tmp_path, {"workload": MICROBENCH, "system": system, "network": network})
     assert main(["run", path, "--quiet"]) == 0
     err = plain(capsys.readouterr().err)
     said = (f"warning: {path}: system: field 'all-reduce-implementation' lists 1 algorithm(s), but the network has 2 "
@@ -144,15 +138,15 @@ def test_an_implementation_list_shorter_than_the_network_says_it_runs_on_part_of
 def test_a_transformer_engine_flag_on_megatrons_own_layers_says_it_changes_nothing(tmp_path, capsys, extra, said):
     # Megatron takes both in silence and runs without them, as the step here did: a sweep over
     # either with --transformer-impl local drew a flat line, read as a finding
-    path = _write(tmp_path, {"workload": {"generate": "megatron", "args": f"{ARGS} --transformer-impl local {extra}"},
-                             "cluster": {"preset": "dgx-h100", "gpus": 8}})
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": f"{ARGS} --transformer-impl local {extra}"},
+                                 "cluster": {"preset": "dgx-h100", "gpus": 8}})
     assert main(["run", path, "--quiet"]) == 0
     err = plain(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"warning: {path}: workload.args: {said}"), err
     # on Transformer Engine's layers (today's default) both act, and nothing is said
     doc = yaml.safe_load(Path(path).read_text())
     doc["workload"]["args"] = doc["workload"]["args"].replace(" --transformer-impl local", "")
-    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    assert main(["run", write_yaml(tmp_path, doc), "--quiet"]) == 0
     assert plain(capsys.readouterr().err) == ""
 
 
@@ -187,7 +181,7 @@ def test_replay_only_over_communication_without_durations_says_the_network_is_le
     # replay-only replays every node from its duration_micros (as ASTRA-sim does): a generated
     # all-reduce, which records none, took no time and the step printed 1 ns without a word
     system = {**DEFAULT["system"], "replay-only": 1}
-    path = _write(tmp_path, {"workload": MICROBENCH, "system": system, "network": DEFAULT["network"]})
+    path = write_yaml(tmp_path, {"workload": MICROBENCH, "system": system, "network": DEFAULT["network"]})
     assert main(["run", path, "--quiet"]) == 0
     out, err = capsys.readouterr()
     err = plain(err)
@@ -203,7 +197,7 @@ def test_one_job_under_jobs_is_not_told_of_jobs_that_share_the_network(tmp_path,
     # a scenario whose jobs: held one job on half the network was told 'several jobs share the
     # network' and 'the jobs do not interfere there', of jobs that are not there
     job = {"name": "a", "workload": dict(MICROBENCH, num_npus=4)}
-    path = _write(tmp_path, {"system": DEFAULT["system"], "network": DEFAULT["network"], "jobs": [job]})
+    path = write_yaml(tmp_path, {"system": DEFAULT["system"], "network": DEFAULT["network"], "jobs": [job]})
     assert main(["run", path]) == 0  # not --quiet, which prints no notes (test_console_round4)
     err = capsys.readouterr().err
     assert "several jobs" not in err and "interfere" not in err, err
@@ -214,7 +208,7 @@ def _five_dimensions(tmp_path: Path, workload: dict | str) -> str:
     """A 2 x 2 x 2 x 2 x 2 ring network, a ring per dimension."""
     system = {**DEFAULT["system"], "all-reduce-implementation": ["ring"] * 5}
     network = {"topology": ["Ring"] * 5, "npus_count": [2] * 5, "bandwidth": [50] * 5, "latency": [500] * 5}
-    return _write(tmp_path, {"workload": workload, "system": system, "network": network})
+    return write_yaml(tmp_path, {"workload": workload, "system": system, "network": network})
 
 
 def test_a_collective_without_involved_dim_runs_over_every_dimension_past_four(tmp_path, capsys):
@@ -228,7 +222,7 @@ def test_a_collective_without_involved_dim_runs_over_every_dimension_past_four(t
             doc["network"][key] = doc["network"][key][:dims]
         doc["system"]["all-reduce-implementation"] = ["ring"] * dims
         doc["workload"]["num_npus"] = 2 ** dims
-        assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+        assert main(["run", write_yaml(tmp_path, doc), "--quiet"]) == 0
         times.append(int(capsys.readouterr().out.split()[2].replace(",", "")))
     assert times[1] > times[0], times  # one more dimension's phases
 
@@ -244,8 +238,8 @@ def test_an_involved_dim_shorter_than_the_collectives_dimensions_is_refused(tmp_
             "comm_type": ALL_REDUCE, "comm_size": 1 << 20, "involved_dim": [True]})])
     system = {**DEFAULT["system"], "all-reduce-implementation": ["ring", "ring"]}
     network = {"topology": ["Ring", "Ring"], "npus_count": [4, 2], "bandwidth": [50, 50], "latency": [500, 500]}
-    path = _write(tmp_path, {"workload": "ar", "system": system, "network": network})
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    path = write_yaml(tmp_path, {"workload": "ar", "system": system, "network": network})
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert err == [f"error: {tmp_path / 'ar.0.et'}: node 1: involved_dim lists 1 dimension(s), but this all-reduce "
                    f"runs over 2 (all-reduce-implementation in {path}: system); ASTRA-sim reads past the list's end; "
                    f"give one entry per dimension"], err
@@ -257,11 +251,11 @@ def test_communicator_groups_no_collective_names_are_said_to_change_nothing(tmp_
     doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
     doc["workload"] = str(SCENARIOS / doc["workload"])
     doc["comm_groups"] = {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7]}
-    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    assert main(["run", write_yaml(tmp_path, doc), "--quiet"]) == 0
     err = plain(capsys.readouterr().err).strip().splitlines()
     assert err == [f"warning: {doc['workload']}.0.et: no collective names a communicator group (pg_name), so the 2 "
                    f"group(s) given (1, 2) change nothing: every collective runs over all NPUs, as in ASTRA-sim; give "
                    f"the collectives a pg_name, or leave the groups out"], err
     del doc["comm_groups"]
-    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    assert main(["run", write_yaml(tmp_path, doc), "--quiet"]) == 0
     assert plain(capsys.readouterr().err) == ""

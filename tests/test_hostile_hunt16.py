@@ -9,24 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
+from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, megatron_scenario, write_yaml
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.wrapped_lines import plain
-
-DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
-
-
-def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
 
 
 def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
-    return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
-                             "cluster": {"preset": "dgx-h100", "gpus": 16, **cluster}}, name)
+    return megatron_scenario(tmp_path, args, name, **{"preset": "dgx-h100", "gpus": 16, **cluster})
 
 
 @pytest.mark.parametrize("key, said", [
@@ -37,13 +28,13 @@ def test_a_cluster_choice_written_empty_is_refused(tmp_path, capsys, key, said):
     # 'nccl_algo:' with its value never typed (YAML null) ran as NCCL's choice, while every other
     # cluster field written so was refused ('inter_node_gbit_s: must be a positive number')
     path = _megatron(tmp_path, **{key: None})
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: cluster.{key}: is empty (null); {said}"]
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: cluster.{key}: is empty (null); {said}"]
 
 
 def test_null_on_a_sweeps_nccl_algo_axis_leaves_it_out(tmp_path, capsys):
     # a sweep's null still means the field left out, so NCCL's choice is a point beside forced ones
     base = _megatron(tmp_path, name="base.yaml", nccl_algo="tree")
-    sweep = _write(tmp_path, {"base": base, "axes": {"cluster.nccl_algo": [None, "ring"]}}, "sw.yaml")
+    sweep = write_yaml(tmp_path, {"base": base, "axes": {"cluster.nccl_algo": [None, "ring"]}}, "sw.yaml")
     assert main(["sweep", sweep, "--out", str(tmp_path / "out"), "--no-plots"]) == 0
     rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
     assert [row.split(",")[1] for row in rows] == ["cluster.nccl_algo", "", "ring"]
@@ -69,10 +60,10 @@ def _jobs(tmp_path: Path, first: dict) -> str:
     """Job a (``first``'s workload) on NPU 0, and an 8-NPU all-reduce job b, on a 16-NPU ring."""
     bench = {"generate": "microbench", "collective": "all_reduce", "size": 1024, "num_npus": 8}
     network = dict(DEFAULT["network"], npus_count=[16])
-    return _write(tmp_path, {"jobs": [{"name": "a", "workload": first, "npus": [0]},
-                                      {"name": "b", "workload": bench, "npus": list(range(8, 16))}],
-                             "system": {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900},
-                             "network": network})
+    return write_yaml(tmp_path, {"jobs": [{"name": "a", "workload": first, "npus": [0]},
+                                          {"name": "b", "workload": bench, "npus": list(range(8, 16))}],
+                                 "system": {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900},
+                                 "network": network})
 
 
 @pytest.mark.parametrize("first", [
@@ -87,7 +78,7 @@ def test_a_job_of_one_npu_is_refused(tmp_path, capsys, first):
         (tmp_path / "one").mkdir()
         (tmp_path / "one" / "w.0.et").write_bytes((SCENARIOS / f"{DEFAULT['workload']}.0.et").read_bytes())
     path = _jobs(tmp_path, first)
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: jobs[0].workload: has 1 rank, and no run takes a 1-NPU trace: it sends nothing over the "
         f"network the jobs share; give it 2 or more ranks (a generator's dp, tp, pp or num_npus)"]
 
@@ -105,7 +96,7 @@ def test_a_misspelt_preset_is_told_the_presets_it_may_mean(tmp_path, capsys, nam
     # 'dgx-a100' listed the presets without saying which two it is short for, and 'dgx-h100.yaml'
     # said only that no such file was beside the scenario; another GPU (h200) is never suggested
     path = _megatron(tmp_path, preset=name)
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: cluster.preset: {said}"]
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: cluster.preset: {said}"]
 
 
 def _shell(redirect: str, *argv: str) -> subprocess.CompletedProcess:
@@ -156,7 +147,7 @@ def test_a_shell_variable_left_in_megatron_args_is_named(tmp_path, capsys, words
     # '--tensor-model-parallel-size ${TP}' pasted from a launch script was told only "invalid int
     # value: '${TP}'", as if the user had typed a wrong number
     path = _megatron(tmp_path, f"{ARGS} {words}")
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: {said} is left for a shell to expand, and nothing expands it here; write the "
         f"value it stands for"]
 
@@ -164,7 +155,7 @@ def test_a_shell_variable_left_in_megatron_args_is_named(tmp_path, capsys, words
 def test_a_shell_variable_in_place_of_arguments_is_named(tmp_path, capsys):
     # '... --bf16 $EXTRA_ARGS' said "'$EXTRA_ARGS' follows --bf16, which takes no value"
     path = _megatron(tmp_path, f"{ARGS} $EXTRA_ARGS")
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: '$EXTRA_ARGS' is left for a shell to expand, and nothing expands it here; "
         f"write the arguments it stands for"]
     # a path flag's variable changes no step's time: accepted, as its path is
@@ -187,12 +178,12 @@ def test_shell_syntax_pasted_with_megatron_args_is_named(tmp_path, capsys, tail,
     # each was told "'#' follows --bf16, which takes no value" (or after a flag of paths, taken
     # as its paths without a word); a shell reads them, and no shell reads a scenario's args
     path = _megatron(tmp_path, f"{ARGS} {tail}")
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: workload.args: {said}"]
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {path}: workload.args: {said}"]
 
 
 def test_a_launch_scripts_variable_assignment_is_named(tmp_path, capsys):
     path = _megatron(tmp_path, f'GPT_ARGS="{ARGS}"')
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload.args: 'GPT_ARGS=--num-layers 2 ") and \
         err[0].endswith("' is a shell assignment, which nothing reads here; give the arguments it holds alone"), err
 
@@ -203,21 +194,21 @@ def test_a_transformer_default_blamed_is_called_a_default(tmp_path, capsys):
     llama = {"generate": "transformer", "model": "llama", "dp": 8, "dmodel": 64, "dff": 64, "head": 4,
              "num_stacks": 1, "seq": 64, "batch": 8}
     system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900}
-    path = _write(tmp_path, {"workload": llama, "system": system, "network": DEFAULT["network"]})
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    path = write_yaml(tmp_path, {"workload": llama, "system": system, "network": DEFAULT["network"]})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.kvhead: (8) must divide head (4) and match tp (1); kvhead is its default here, not "
         f"given: set kvhead"]
     # given, it is blamed as given
-    path = _write(tmp_path, {"workload": {**llama, "kvhead": 3}, "system": system, "network": DEFAULT["network"]})
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    path = write_yaml(tmp_path, {"workload": {**llama, "kvhead": 3}, "system": system, "network": DEFAULT["network"]})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.kvhead: (3) must divide head (4) and match tp (1)"]
 
 
 def test_a_sweep_axis_naming_a_job_by_its_name_is_told_its_index(tmp_path, capsys):
     # 'jobs.b.start_ns' was told only that jobs needs an index 0..1 after it
     base = str(SCENARIOS / "two_llm_jobs_fat_tree.yaml")
-    sweep = _write(tmp_path, {"base": base, "axes": {"jobs.b.start_ns": [0, 50000]}}, "sw.yaml")
-    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+    sweep = write_yaml(tmp_path, {"base": base, "axes": {"jobs.b.start_ns": [0, 50000]}}, "sw.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: axes: jobs.b.start_ns: 'jobs' is a list of 2, so 'jobs.b.start_ns' needs an index 0..1 after "
         f"it (got 'b'); 'b' is the name of item 1: write 'jobs.1.start_ns'"]
 
@@ -227,7 +218,7 @@ def test_a_progress_switch_of_another_word_is_refused_as_the_fold_switch_is(caps
     # SIMPY_ASTRA_PROGRESS=yes-please was read as unset (no progress in a pipe, and no word why),
     # while SIMPY_ASTRA_FOLD=maybe was refused naming its words
     monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", value)
-    assert _error_lines(capsys, ["run", DEFAULT_PATH, "--quiet"]) == [
+    assert error_lines(capsys, ["run", DEFAULT_PATH, "--quiet"]) == [
         f"error: SIMPY_ASTRA_PROGRESS: must be 1/on or 0/off (got {value!r}); unset it for the default (progress "
         f"lines on a terminal only)"]
     monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "Off")
@@ -238,8 +229,8 @@ def test_a_progress_switch_of_another_word_is_refused_as_the_fold_switch_is(caps
 def test_a_sweep_asked_to_maximise_is_told_to_minimise_the_negative(tmp_path, capsys, key):
     # maximise: mfu was told "did you mean 'minimise'?", which, taken, crowns the worst point
     base = _megatron(tmp_path, name="base.yaml")
-    sweep = _write(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 32]}, key: "mfu"}, "sw.yaml")
-    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+    sweep = write_yaml(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 32]}, key: "mfu"}, "sw.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: field '{key}' is not a sweep field; a sweep minimises: to maximise mfu, write minimise: "
         f"-(mfu)"]
 
@@ -247,9 +238,9 @@ def test_a_sweep_asked_to_maximise_is_told_to_minimise_the_negative(tmp_path, ca
 def test_a_sweep_named_as_a_sweeps_base_is_told_so(tmp_path, capsys):
     # base: other_sweep.yaml said 'the base scenario must be a mapping with workload (or jobs)'
     base = _megatron(tmp_path, name="base.yaml")
-    inner = _write(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 32]}}, "inner.yaml")
-    sweep = _write(tmp_path, {"base": inner, "axes": {"cluster.gpus": [16, 32]}}, "sw.yaml")
-    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+    inner = write_yaml(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 32]}}, "inner.yaml")
+    sweep = write_yaml(tmp_path, {"base": inner, "axes": {"cluster.gpus": [16, 32]}}, "sw.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: base: {inner} is a sweep (it has axes:), not a scenario; name a scenario (such as its base, "
         f"{base}), and put the axes in this sweep"]
 
@@ -263,15 +254,15 @@ def test_a_megatron_flag_by_its_short_name_or_in_capitals_is_told_the_flag(tmp_p
     # they are no argument, with no 'did you mean': the closest spelling is far from either
     value = "" if meant.startswith("--use") else " 2"
     path = _megatron(tmp_path, f"{ARGS} {flag}{value}")
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: {flag} is not an argument of Megatron-LM's pretrain_gpt.py that this "
         f"simulator knows; did you mean {meant}?"]
 
 
 def test_a_sweep_axis_on_a_short_name_is_told_the_flags_path(tmp_path, capsys):
-    sweep = _write(tmp_path, {"base": _megatron(tmp_path, name="base.yaml"),
-                              "axes": {"workload.args.tp": [2, 4]}}, "sw.yaml")
-    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+    sweep = write_yaml(tmp_path, {"base": _megatron(tmp_path, name="base.yaml"),
+                                  "axes": {"workload.args.tp": [2, 4]}}, "sw.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: axes: workload.args.tp: 'workload.args.tp': --tp is not a Megatron-LM argument this "
         f"simulator reads; did you mean 'workload.args.tensor-model-parallel-size'?"]
 
@@ -280,7 +271,7 @@ def test_gloo_as_the_distributed_backend_is_refused_as_not_modelled(tmp_path, ca
     # '--distributed-backend gloo' was accepted as changing no step's time and timed as NCCL's
     # collectives; nccl (the default) still is accepted
     path = _megatron(tmp_path, f"{ARGS} --distributed-backend gloo")
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: --distributed-backend gloo is not modelled (gloo's collectives, staged through "
         f"the hosts; this simulator times NCCL's, the default nccl); remove it (see simpy-astra generate megatron "
         f"--help)"]
@@ -292,13 +283,13 @@ def _grouped(tmp_path: Path, group: dict) -> str:
     gpt = {"generate": "transformer", "dp": 8, "dmodel": 64, "dff": 64, "head": 4, "num_stacks": 1, "seq": 64,
            "batch": 8}
     system = {**DEFAULT["system"], "roofline-enabled": 1, "peak-perf": 900, "npu-groups": [group]}
-    return _write(tmp_path, {"workload": gpt, "system": system, "network": DEFAULT["network"]})
+    return write_yaml(tmp_path, {"workload": gpt, "system": system, "network": DEFAULT["network"]})
 
 
 def test_an_npu_group_of_npus_alone_is_refused(tmp_path, capsys):
     # npu-groups: [{npus: [0, 1]}] ran as if the group were not there
     path = _grouped(tmp_path, {"npus": [0, 1]})
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: system: field 'npu-groups[0]' gives npus only, so its NPUs keep the system's own hardware and "
         f"it changes nothing; give peak-perf, local-mem-bw or memory-capacity, or remove the group"]
 
@@ -318,12 +309,12 @@ def test_a_quoted_pipeline_layout_starting_with_a_stage_bar_is_its_flags_value(t
     # own check judges it), while a bare | after a modelled flag's values is the shell's pipe
     args = f"{ARGS.replace('--num-layers 2', '--num-layers 4')} --pipeline-model-parallel-size 2"
     path = _megatron(tmp_path, f"{args} --pipeline-model-parallel-layout '|Ett|ttL'")
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: --pipeline-model-parallel-layout '|Ett|ttL' has 3 chunks, not a multiple of "
         f"--pipeline-model-parallel-size 2 (Megatron: the length of pipeline_model_parallel_layout must be divisible "
         f"by pipeline_model_parallel_size)"]
     path = _megatron(tmp_path, f"{args} --cp-comm-type p2p | tee log.txt")
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.args: '|' is a shell redirection, pipe or separator, which nothing reads here; "
         f"remove it and what follows"]
 
@@ -333,22 +324,22 @@ def test_a_sweep_on_a_cluster_no_scheduler_answers_leaves_nothing_made(tmp_path,
     # 'sweep ...: running 2 on cluster' and '0 already in .../results.csv' before its error:
     # the scheduler is asked first, and what the sweep made goes again
     pytest.importorskip("distributed")
-    sweep = _write(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
+    sweep = write_yaml(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
     said = ("error: --cluster BAD_ADDRESS: cannot connect to a Dask scheduler (missing port number in address "
             "'BAD_ADDRESS'); start one with 'dask scheduler' and workers with 'dask worker ADDRESS'")
     out = tmp_path / "new" / "out"
-    assert _error_lines(capsys, ["sweep", sweep, "--out", str(out), "--cluster", "BAD_ADDRESS"]) == [said]
+    assert error_lines(capsys, ["sweep", sweep, "--out", str(out), "--cluster", "BAD_ADDRESS"]) == [said]
     assert not (tmp_path / "new").exists()
     # a folder that was there stays, as it was: empty
     (tmp_path / "mine").mkdir()
-    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "mine"), "--cluster", "BAD_ADDRESS"]) == [said]
+    assert error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "mine"), "--cluster", "BAD_ADDRESS"]) == [said]
     assert list((tmp_path / "mine").iterdir()) == []
 
 
 def test_a_sweep_on_a_cluster_without_dask_leaves_nothing_made(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed: its import fails
-    sweep = _write(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
-    assert _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out"), "--cluster", "tcp://h:8786"]) == [
+    sweep = write_yaml(tmp_path, {"base": DEFAULT_PATH, "axes": {"network.bandwidth": [25, 50]}}, "sw.yaml")
+    assert error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out"), "--cluster", "tcp://h:8786"]) == [
         "error: --cluster needs Dask: pip install 'simpy-astra[sweep]'"]
     assert not (tmp_path / "out").exists()
 
@@ -364,14 +355,14 @@ def test_a_flag_named_for_the_input_or_output_is_told_the_flag_that_takes_it(cap
     # 'convert pytorch --input t.json' was told "did you mean --output?" (the nearest spelling,
     # the opposite of what it meant), while --host takes the trace there
     prog = f"simpy-astra {argv[0]} {argv[1]}"
-    assert _error_lines(capsys, argv) == [f"error: {prog}: {said} (see {prog} --help)"]
+    assert error_lines(capsys, argv) == [f"error: {prog}: {said} (see {prog} --help)"]
 
 
 def test_a_value_given_twice_on_an_axis_is_warned_of(tmp_path, capsys):
     # 'cluster.gpus: [16, 16]' (a typo for [16, 32]) ran one point without a word
     base = _megatron(tmp_path, name="base.yaml")
-    sweep = _write(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 16, 32],
-                                                     "workload.args.num-layers": [2, "2"]}}, "sw.yaml")
+    sweep = write_yaml(tmp_path, {"base": base, "axes": {"cluster.gpus": [16, 16, 32],
+                                                         "workload.args.num-layers": [2, "2"]}}, "sw.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("2 points")  # 16 and 32 GPUs

@@ -13,22 +13,9 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
+from tests.scenario_files import DEFAULT, SCENARIOS, error_lines, megatron_scenario, write_yaml
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.wrapped_lines import plain
-
-DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
-
-
-def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
-
-
-def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
-    return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
-                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8} | cluster}, name)
-
 
 #: a generator of one's own whose compute time comes from a module beside it and a file it is named
 _GENERATOR = '''
@@ -67,7 +54,7 @@ def test_a_users_generator_runs_again_when_a_module_or_file_it_reads_is_edited(t
     (tmp_path / "shapes.py").write_text("COMPUTE_US = 10\n")
     (tmp_path / "times.json").write_text('{"extra_us": 0}')
     network = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [50.0], "latency": [500.0]}
-    _write(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
+    write_yaml(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
     cache = tmp_path / "cache"
     times = [_quiet_run(tmp_path, cache)]
     (tmp_path / "shapes.py").write_text("COMPUTE_US = 100\n")
@@ -84,13 +71,13 @@ def test_p2p_overlap_without_the_interleaved_schedule_says_it_changes_nothing(tm
     # pipeline sends only in the interleaved schedule and turns the overlap off otherwise, so a
     # sweep over it drew a flat line
     args = ARGS.replace("--num-layers 2", "--num-layers 4 --pipeline-model-parallel-size 2")
-    assert main(["run", _megatron(tmp_path, f"{args} --overlap-p2p-communication"), "--quiet"]) == 0
+    assert main(["run", megatron_scenario(tmp_path, f"{args} --overlap-p2p-communication"), "--quiet"]) == 0
     err = plain(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and err[0].startswith(
         f"warning: {tmp_path / 's.yaml'}: workload.args: --overlap-p2p-communication changes nothing without the "
         f"interleaved schedule"), err
     interleaved = f"{args} --num-layers-per-virtual-pipeline-stage 1 --overlap-p2p-communication"
-    assert main(["run", _megatron(tmp_path, interleaved), "--quiet"]) == 0
+    assert main(["run", megatron_scenario(tmp_path, interleaved), "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err
 
 
@@ -105,9 +92,9 @@ def test_an_integral_float_past_a_fields_bound_is_told_the_bound_not_an_integer_
                                                                                            value, said):
     # 'num_queues_per_dim: 1e9' was told '; write 1000000000', and 'sms: 1e6' '; write 1000000': written
     # as told, each was then refused for its range (1 to 4096, 1 to 100,000)
-    doc = yaml.safe_load(Path(_megatron(tmp_path)).read_text())
-    path = _write(tmp_path, {**doc, field: value})
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    doc = yaml.safe_load(Path(megatron_scenario(tmp_path)).read_text())
+    path = write_yaml(tmp_path, {**doc, field: value})
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: {said}") and "; write" not in err[0], err
 
 
@@ -119,7 +106,7 @@ def test_a_float_past_a_flags_bound_is_not_told_an_integer_it_refuses(tmp_path, 
             "--remote-memory-configuration=m.json"]
     for value, said in (("1e9", f"; it takes 1 to {MAX_QUEUES_PER_DIM}"), ("2.5", "; write 2 or 3"),
                         (f"{MAX_QUEUES_PER_DIM}.0", f"; write {MAX_QUEUES_PER_DIM}")):
-        assert _error_lines(capsys, [*argv, "--num-queues-per-dim", value]) == [
+        assert error_lines(capsys, [*argv, "--num-queues-per-dim", value]) == [
             f"error: simpy-astra: argument --num-queues-per-dim: invalid int value: '{value}'{said} (see simpy-astra "
             f"--help)"]
 
@@ -133,8 +120,8 @@ def test_a_sweep_resumed_after_a_helper_module_of_its_plugin_was_edited_runs_aga
     (tmp_path / "shapes.py").write_text("COMPUTE_US = 10\n")
     (tmp_path / "times.json").write_text('{"extra_us": 0}')
     network = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [50.0], "latency": [500.0]}
-    _write(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
-    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {"network.latency": [500, 1000]}}, "sw.yaml")
+    write_yaml(tmp_path, dict(DEFAULT, workload={"generate": "gen:pipeline", "times": "times.json"}, network=network))
+    sweep = write_yaml(tmp_path, {"base": "s.yaml", "axes": {"network.latency": [500, 1000]}}, "sw.yaml")
     assert main(["sweep", sweep, "--out", "out", "--no-plots"]) == 0
     (tmp_path / "shapes.py").write_text("COMPUTE_US = 100\n")
     for name in ("gen", "shapes"):  # a new process would import them anew
@@ -151,7 +138,7 @@ def test_a_step_under_a_second_is_not_printed_as_zero_seconds(tmp_path, capsys):
     tiny = ("--num-layers 1 --hidden-size 64 --num-attention-heads 1 --seq-length 8 --micro-batch-size 1 "
             "--global-batch-size 2 --vocab-size 64")
     figures = tmp_path / "f.json"
-    assert main(["run", _megatron(tmp_path, tiny, gpus=2), "--quiet", "--json-out", str(figures)]) == 0
+    assert main(["run", megatron_scenario(tmp_path, tiny, gpus=2), "--quiet", "--json-out", str(figures)]) == 0
     step_ns = json.loads(figures.read_text())["iteration_time_ns"]
     assert step_ns < 1_000_000
     assert capsys.readouterr().out.startswith(f"iteration time {step_ns / 1e3:,.3f} us, ")
@@ -168,7 +155,7 @@ def test_a_clusters_network_costs_the_same_whatever_the_jobs_layout(tmp_path):
                          ("--tensor-model-parallel-size 2", 8)):
         args = ARGS.replace("--num-layers 2", "--num-layers 4").replace("heads 4", "heads 8") + " " + layout
         figures = tmp_path / "f.json"
-        assert main(["run", _megatron(tmp_path, args, gpus=gpus), "--quiet", "--json-out", str(figures)]) == 0
+        assert main(["run", megatron_scenario(tmp_path, args, gpus=gpus), "--quiet", "--json-out", str(figures)]) == 0
         doc = json.loads(figures.read_text())
         costs[layout, gpus] = doc["cost_usd"], {(item["tier"], item["kind"]) for item in doc["cost"]["items"]}
     nvlink, rail = 215.822, round(1600 / 8 / 8 * 1e9 * 0.94 / 2**30, 6)  # the preset's GiB/s
@@ -193,7 +180,7 @@ def test_a_yaml_slip_a_hand_written_file_makes_is_told_its_fix(tmp_path, capsys,
         path = tmp_path / name
         path.write_text(text)
         argv = [command, str(path), *(["--list"] if command == "sweep" else [])]
-        assert _error_lines(capsys, argv) == [f"error: {path}: invalid YAML at {line}"]
+        assert error_lines(capsys, argv) == [f"error: {path}: invalid YAML at {line}"]
 
 
 @pytest.mark.parametrize("text, said", [
@@ -208,8 +195,8 @@ def test_a_json_slip_a_hand_edited_file_makes_is_told_its_fix(tmp_path, capsys, 
     # double quotes', which sent the user to look for quotes; a single-quoted key is what it says
     memory = tmp_path / "m.json"
     memory.write_text(text)
-    path = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), remote_memory=str(memory)))
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {memory}: invalid JSON at {said}"]
+    path = write_yaml(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), remote_memory=str(memory)))
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [f"error: {memory}: invalid JSON at {said}"]
 
 
 @pytest.mark.parametrize("given, said", [("ring:1e6", "; write ring:1000000"), ("RING:1048576:4e6",
@@ -220,7 +207,7 @@ def test_a_calibration_range_written_in_floats_is_told_the_range_to_write(tmp_pa
     log = SCENARIOS.parent / "tests" / "data" / "nccl" / "dgx-a100-superbench"
     argv = ["calibrate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"), "--out",
             str(tmp_path / "cal"), "--nccl-algo", given]
-    assert _error_lines(capsys, argv) == [
+    assert error_lines(capsys, argv) == [
         f"error: --nccl-algo: {given!r} must be ALGO:FROM[:TO] in bytes, ALGO one of ring, tree, nvls (e.g. "
         f"nvls:134217728){said}"]
 
@@ -232,7 +219,7 @@ def _preset_copy(tmp_path: Path, old: str, new: str) -> str:
     text = (Path(PRESET_DIR) / "dgx-a100-80gb.yaml").read_text()
     assert old in text
     (tmp_path / "mine.yaml").write_text(text.replace(old, new, 1))
-    return _write(tmp_path, {
+    return write_yaml(tmp_path, {
         "workload": {"generate": "megatron", "args": ARGS}, "cluster": {"preset": "./mine.yaml", "gpus": 8}})
 
 
@@ -248,13 +235,13 @@ def test_a_misspelt_key_in_a_preset_file_is_told_its_nearest(tmp_path, capsys, o
     # a misspelt key of a preset file of one's own was told every key of its block (16 of a node's),
     # not the one it misspells, as the scenario's own cluster keys are
     path = _preset_copy(tmp_path, old, new)
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert err == [f"error: {tmp_path / 'mine.yaml'}: {said}"], err
 
 
 def test_a_misspelt_key_of_a_scenarios_gpu_override_is_told_its_nearest(tmp_path, capsys):
-    path = _megatron(tmp_path, gpu={"tensor_eficiency": 0.5})
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    path = megatron_scenario(tmp_path, gpu={"tensor_eficiency": 0.5})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: cluster.gpu: unknown key 'tensor_eficiency'; did you mean 'tensor_efficiency'?"]
 
 
@@ -266,7 +253,7 @@ def test_a_misspelt_block_of_a_preset_file_is_named(tmp_path, capsys, old, new, 
     # 'nodes:' for 'node:' was told only "a cluster preset needs mappings 'gpu' and 'node'", with
     # nothing of which key was wrong
     path = _preset_copy(tmp_path, old, new)
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert err == [f"error: {tmp_path / 'mine.yaml'}: {said}"], err
 
 
@@ -279,9 +266,9 @@ def test_a_misspelt_block_of_a_preset_file_is_named(tmp_path, capsys, old, new, 
 def test_a_preset_file_without_its_blocks_is_told_which(tmp_path, capsys, text, said):
     # a block missing or not a mapping ('node: 8') was told the same line as a misspelt one
     (tmp_path / "mine.yaml").write_text(text)
-    path = _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
-                             "cluster": {"preset": "./mine.yaml", "gpus": 8}})
-    err = _error_lines(capsys, ["run", path, "--quiet"])
+    path = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                                 "cluster": {"preset": "./mine.yaml", "gpus": 8}})
+    err = error_lines(capsys, ["run", path, "--quiet"])
     assert err == [f"error: {tmp_path / 'mine.yaml'}: {said}"], err
 
 
@@ -290,8 +277,8 @@ def test_a_preset_file_without_its_blocks_is_told_which(tmp_path, capsys, text, 
 def test_sweep_jobs_as_a_float_is_told_a_count_it_takes(tmp_path, capsys, monkeypatch, value, said):
     # '--jobs 1e3' was told '; write 1000', and '--jobs 1000' then refused: at most 4 processes a CPU
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"network.latency": [500, 1000]}})
-    err = _error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out"), "--jobs", value])
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"network.latency": [500, 1000]}})
+    err = error_lines(capsys, ["sweep", sweep, "--out", str(tmp_path / "out"), "--jobs", value])
     assert err == [f"error: simpy-astra sweep: argument --jobs: invalid int value: '{value}'{said} (see "
                    f"simpy-astra sweep --help)"]
 
@@ -306,7 +293,7 @@ def test_a_float_to_a_count_of_one_or_more_is_not_told_zero(capsys, flag, value,
             if flag == "--min-size" else ["--workload-configuration=w", "--system-configuration=s.json",
                                           "--network-configuration=n.yml", "--remote-memory-configuration=m.json"])
     prog = "simpy-astra calibrate" if flag == "--min-size" else "simpy-astra"
-    assert _error_lines(capsys, [*argv, flag, value]) == [
+    assert error_lines(capsys, [*argv, flag, value]) == [
         f"error: {prog}: argument {flag}: invalid int value: '{value}'{said} (see {prog} --help)"]
 
 
@@ -335,10 +322,10 @@ def test_a_users_collective_may_count_bytes_and_peers_in_numpy_integers(tmp_path
     for module, kind in (("h17_ring_int", "int"), ("h17_ring_numpy", "np.int64")):
         (tmp_path / f"{module}.py").write_text(_NUMPY_RING.format(kind=kind))
         system = dict(DEFAULT["system"], **{"all-reduce-implementation": [f"{module}:ring"]})
-        path = _write(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
-                                              "size": 1048576, "num_npus": 4}, "system": system,
-                                 "network": {"topology": ["Ring"], "npus_count": [4], "bandwidth": [50.0],
-                                             "latency": [500.0]}, "backend": "congestion_unaware"})
+        path = write_yaml(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                  "size": 1048576, "num_npus": 4}, "system": system,
+                                     "network": {"topology": ["Ring"], "npus_count": [4], "bandwidth": [50.0],
+                                                 "latency": [500.0]}, "backend": "congestion_unaware"})
         assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
         times.append(capsys.readouterr().out)
     assert times[0] == times[1] and times[0].startswith("iteration time "), times
@@ -377,10 +364,10 @@ def test_a_users_topology_may_answer_in_numpy_integers(tmp_path, capsys, monkeyp
     (tmp_path / "h17_np_ring.py").write_text(_NUMPY_TOPOLOGY)
     times = []
     for topology in ("Ring", "h17_np_ring:NpRing"):
-        path = _write(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
-                                              "size": 1048576, "num_npus": 4}, "system": DEFAULT["system"],
-                                 "network": {"topology": [topology], "npus_count": [4], "bandwidth": [50.0],
-                                             "latency": [500.0]}, "backend": backend})
+        path = write_yaml(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce",
+                                                  "size": 1048576, "num_npus": 4}, "system": DEFAULT["system"],
+                                     "network": {"topology": [topology], "npus_count": [4], "bandwidth": [50.0],
+                                                 "latency": [500.0]}, "backend": backend})
         assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
         times.append(capsys.readouterr().out)
     assert times[0] == times[1] and times[0].startswith("iteration time "), times
@@ -389,13 +376,13 @@ def test_a_users_topology_may_answer_in_numpy_integers(tmp_path, capsys, monkeyp
 def test_jobs_that_outnumber_the_networks_npus_are_told_the_fix(tmp_path, capsys):
     # a third 4-rank job on 8 NPUs was told only 'the job has 4 ranks but only 0 NPUs are free'
     bench = {"generate": "microbench", "collective": "all_reduce", "size": 65536, "num_npus": 4}
-    path = _write(tmp_path, {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0],
-                                         "latency": [500.0]}, "backend": "congestion_aware",
-                             "system": DEFAULT["system"],
-                             "jobs": [{"name": "a", "workload": bench, "npus": [0, 1, 2, 3]},
-                                      *({"name": name, "workload": bench, "placement": "contiguous"}
-                                        for name in "bc")]})
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    path = write_yaml(tmp_path, {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0],
+                                             "latency": [500.0]}, "backend": "congestion_aware",
+                                 "system": DEFAULT["system"],
+                                 "jobs": [{"name": "a", "workload": bench, "npus": [0, 1, 2, 3]},
+                                          *({"name": name, "workload": bench, "placement": "contiguous"}
+                                            for name in "bc")]})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: jobs[2].placement: the job has 4 ranks but only 0 of the network's 8 NPUs are free (jobs "
         f"a, b take the rest); give the network more NPUs, or the job fewer ranks"]
 
@@ -410,10 +397,10 @@ def test_jobs_that_outnumber_the_networks_npus_are_told_the_fix(tmp_path, capsys
 def test_a_constraint_naming_an_axis_value_unquoted_is_told_to_quote_it(tmp_path, capsys, constraint, said):
     # 'machine == s1' was told "uses unknown name(s) ['s1']; known: " and 30 figure names, none of
     # them what was meant: the axis's value s1, which a constraint writes as a string
-    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {
         "machine": {"named": {"s1": {"network.bandwidth": 100}, "s2": {"network.bandwidth": 200}}},
         "backend": ["congestion_unaware", "packet"]}, "constraints": [constraint]}, "sw.yaml")
-    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [f"error: {sweep}: constraints[0]: {said}"]
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [f"error: {sweep}: constraints[0]: {said}"]
 
 
 def test_a_text_workload_saved_with_a_byte_order_mark_reads_as_without(tmp_path, capsys):
@@ -441,12 +428,12 @@ def test_a_size_written_with_a_unit_is_told_its_bytes(tmp_path, capsys, given, s
     # as if the size were no number: the bytes it means were the user's to work out
     doc = dict(DEFAULT, workload={"generate": "microbench", "collective": "all_reduce", "size": given,
                                   "num_npus": 4})
-    path = _write(tmp_path, doc)
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    path = write_yaml(tmp_path, doc)
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: workload.size: must be an integer (got {given!r}){said}"]
     argv = ["generate", "microbench", "--collective", "all_reduce", "--size", given, "--num-npus", "4", "--output",
             str(tmp_path / "t")]
-    assert _error_lines(capsys, argv) == [
+    assert error_lines(capsys, argv) == [
         f"error: simpy-astra generate microbench: argument --size: invalid int value: '{given}'{said} (see "
         f"simpy-astra generate microbench --help)"]
 
@@ -455,8 +442,8 @@ def test_a_comm_group_id_written_as_a_float_is_told_the_integer(tmp_path, capsys
     # '[0, 1.0]' was told '1.0 is not an NPU id' with no word of the 1 to write, as every other
     # integer field says it
     doc = dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), comm_groups={"1": [0, 1.0]})
-    path = _write(tmp_path, doc)
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    path = write_yaml(tmp_path, doc)
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: comm_groups: group '1' lists 1.0, which is not an NPU id; the network has 8 NPUs (0..7); "
         f"write 1"]
 
@@ -464,12 +451,12 @@ def test_a_comm_group_id_written_as_a_float_is_told_the_integer(tmp_path, capsys
 def test_a_jobs_comm_group_past_its_ranks_is_told_the_jobs_ranks(tmp_path, capsys):
     # a 4-rank job's group naming rank 5 on an 8-NPU network was told 'the network has 4 NPUs (0..3)'
     bench = {"generate": "microbench", "collective": "all_reduce", "size": 65536, "num_npus": 4}
-    path = _write(tmp_path, {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0],
-                                         "latency": [500.0]}, "backend": "congestion_aware",
-                             "system": DEFAULT["system"],
-                             "jobs": [{"name": "a", "workload": bench, "npus": [0, 1, 2, 3], "comm_groups": {"1": [0, 5]}},
-                                      {"name": "b", "workload": bench, "placement": "contiguous"}]})
-    assert _error_lines(capsys, ["run", path, "--quiet"]) == [
+    path = write_yaml(tmp_path, {"network": {"topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0],
+                                             "latency": [500.0]}, "backend": "congestion_aware",
+                                 "system": DEFAULT["system"],
+                                 "jobs": [{"name": "a", "workload": bench, "npus": [0, 1, 2, 3], "comm_groups": {"1": [0, 5]}},
+                                          {"name": "b", "workload": bench, "placement": "contiguous"}]})
+    assert error_lines(capsys, ["run", path, "--quiet"]) == [
         f"error: {path}: jobs[0].comm_groups: group '1' lists 5, which is not a rank of the job; it has 4 ranks (0..3), "
         f"which its groups name"]
 
@@ -502,7 +489,7 @@ def test_a_users_generator_may_give_make_node_numpy_numbers(tmp_path, capsys, mo
     times = []
     for module, kind in (("h17_gen_int", "int"), ("h17_gen_numpy", "(lambda x: x)")):
         (tmp_path / f"{module}.py").write_text(_NUMPY_GENERATOR.format(kind=kind))
-        path = _write(tmp_path, dict(DEFAULT, workload={"generate": f"{module}:pipeline"}, network=network))
+        path = write_yaml(tmp_path, dict(DEFAULT, workload={"generate": f"{module}:pipeline"}, network=network))
         assert main(["run", path, "--quiet"]) == 0, capsys.readouterr().err
         times.append(capsys.readouterr().out)
     assert times[0] == times[1] and times[0].startswith("iteration time 20,502 ns"), times
@@ -524,10 +511,10 @@ def test_make_node_names_a_duration_chakra_cannot_hold(micros, said):
 def test_a_constraint_on_a_field_a_bundle_sets_is_told_to_name_the_bundle(tmp_path, capsys):
     # 'network.bandwidth > 150', where the bundles of axis machine set the bandwidth, was told
     # "uses unknown name(s) ['network']; known: " and some 30 figure names
-    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {
         "machine": {"named": {"s1": {"network.bandwidth": 100}, "s2": {"network.bandwidth": 200}}}},
         "constraints": ["network.bandwidth > 150"]}, "sw.yaml")
-    assert _error_lines(capsys, ["sweep", sweep, "--list"]) == [
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
         f"error: {sweep}: constraints[0]: 'network.bandwidth > 150' names network.bandwidth, which the bundles of "
         f"axis machine set; a constraint names the axis and its bundles (machine == 's1'), or give the field an "
         f"axis of its own"]

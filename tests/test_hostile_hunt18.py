@@ -10,17 +10,11 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.scenario_files import DEFAULT, SCENARIOS, write_yaml
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.test_hostile_commands import A100, _calibrate
-from tests.test_hostile_hunt7 import SCENARIOS
 
-DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
 RING4 = {"topology": ["Ring"], "npus_count": [4], "bandwidth": [50.0], "latency": [500.0]}
-
-
-def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
 
 
 def _error(capsys, argv: list[str]) -> str:
@@ -48,14 +42,14 @@ def test_a_hold_out_every_it_refuses_is_refused_as_the_flag(tmp_path, capsys, ev
 def test_a_bundle_axis_named_as_a_field_is_refused(tmp_path, capsys, name):
     # results.csv had a column 'system.endpoint-delay' holding 'slow' and 'fast', the bundles'
     # names, while neither bundle set the endpoint delay
-    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {name: {"named": {
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {name: {"named": {
         "slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 100}}}}}, "sweep.yaml")
     line = _error(capsys, ["sweep", sweep, "--list"])
     assert f"axes: {name}:" in line and "bundle" in line and "machine" in line, line
 
 
 def test_a_bundle_axis_named_as_no_field_runs(tmp_path, capsys):
-    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"machine": {"named": {
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"machine": {"named": {
         "slow": {"network.bandwidth": 25}, "fast": {"network.bandwidth": 100}}}}}, "sweep.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     assert "machine=slow" in capsys.readouterr().out
@@ -84,8 +78,8 @@ def test_a_bad_comm_group_json_a_users_generator_wrote_names_the_generator(tmp_p
     # fix of a corrupt cache entry) would write it again
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     (tmp_path / "groups_gen18.py").write_text(_GROUPS_GENERATOR)
-    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload={"generate": "groups_gen18:gen",
-                                                                       "groups": groups}))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, network=RING4, workload={"generate": "groups_gen18:gen",
+                                                                           "groups": groups}))
     line = _error(capsys, ["run", scenario])
     assert f"{scenario}: workload.generate: generator 'groups_gen18:gen' wrote {tmp_path / 'cache'}" in line
     assert problem in line and "fix the generator" in line, line
@@ -97,7 +91,7 @@ def test_a_bad_comm_group_json_of_a_jobs_generator_names_the_job(tmp_path, capsy
     job = {"name": "a", "workload": {"generate": "groups_gen18j:gen", "groups": '{"1": [0, 5]}'},
            "npus": [0, 1, 2, 3]}
     doc = {k: v for k, v in DEFAULT.items() if k != "workload"}
-    scenario = _write(tmp_path, dict(doc, network=RING4, jobs=[job]))
+    scenario = write_yaml(tmp_path, dict(doc, network=RING4, jobs=[job]))
     line = _error(capsys, ["run", scenario])
     assert f"{scenario}: jobs[0].workload.generate: generator 'groups_gen18j:gen' wrote" in line
     assert "lists 5, which is not a rank of the job" in line and "fix the generator" in line, line
@@ -134,7 +128,7 @@ def generator_exit(ctx):
 def _simple_ring(tmp_path: Path, algorithm: str) -> str:
     doc = yaml.safe_load((SCENARIOS.parent / "examples" / "simple_ring.yaml").read_text())
     doc["system"]["all-reduce-implementation"] = [algorithm]
-    return _write(tmp_path, doc)
+    return write_yaml(tmp_path, doc)
 
 
 @pytest.mark.parametrize(("fn", "raised"), [("abort", "Abort: stop here"), ("generator_exit", "GeneratorExit")])
@@ -155,7 +149,7 @@ def test_a_plugin_module_raising_no_exception_is_named_as_theirs(tmp_path, capsy
 def test_a_sweep_point_whose_collective_raises_no_exception_fails_alone(tmp_path, capsys):
     (tmp_path / "raisers18s.py").write_text(_BASE_RAISERS)
     _simple_ring(tmp_path, "ring")
-    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {
+    sweep = write_yaml(tmp_path, {"base": "s.yaml", "axes": {
         "system.all-reduce-implementation": ["ring", "raisers18s:abort"]}}, "sweep.yaml")
     assert main(["sweep", sweep, "--out", str(tmp_path / "out")]) == 0
     rows = (tmp_path / "out" / "results.csv").read_text()
@@ -164,7 +158,7 @@ def test_a_sweep_point_whose_collective_raises_no_exception_fails_alone(tmp_path
 
 def _two_jobs(tmp_path: Path) -> str:
     job = {"generate": "microbench", "collective": "all_reduce", "size": 65536, "num_npus": 4}
-    return _write(tmp_path, {"system": DEFAULT["system"], "backend": "congestion_aware", "network": {
+    return write_yaml(tmp_path, {"system": DEFAULT["system"], "backend": "congestion_aware", "network": {
         "topology": ["Switch"], "npus_count": [8], "bandwidth": [50.0], "latency": [500.0]}, "jobs": [
         {"name": "a", "workload": job, "placement": "contiguous"},
         {"name": "b", "workload": job, "placement": "strided", "start_ns": 1000}]}, "jobs.yaml")
@@ -181,23 +175,23 @@ def test_an_axis_on_a_job_that_every_point_would_fail_on_is_refused(tmp_path, ca
     # each was listed as a point of its own and failed at every one alike
     _two_jobs(tmp_path)
     values = [[0, 1, 2, 3], [4, 5, 6, 7]] if axis.endswith("npus") else [1, 2]
-    sweep = _write(tmp_path, {"base": "jobs.yaml", "axes": {axis: values}}, "sweep.yaml")
+    sweep = write_yaml(tmp_path, {"base": "jobs.yaml", "axes": {axis: values}}, "sweep.yaml")
     line = _error(capsys, ["sweep", sweep, "--list"])
     assert f"axes: {axis}:" in line and said in line, line
 
 
 def test_an_axis_on_a_job_of_a_one_workload_base_is_refused(tmp_path, capsys):
-    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"jobs.0.start_ns": [0, 10]}},
-                   "sweep.yaml")
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": {"jobs.0.start_ns": [0, 10]}},
+                       "sweep.yaml")
     line = _error(capsys, ["sweep", sweep, "--list"])
     assert "axes: jobs.0.start_ns:" in line and "runs one workload, not jobs:" in line, line
 
 
 def test_axes_on_a_jobs_fields_that_it_reads_are_listed(tmp_path, capsys):
     _two_jobs(tmp_path)
-    sweep = _write(tmp_path, {"base": "jobs.yaml", "axes": {"jobs.0.workload.size": [1024, 2048],
-                                                            "jobs.1.placement": ["contiguous", "strided"]}},
-                   "sweep.yaml")
+    sweep = write_yaml(tmp_path, {"base": "jobs.yaml", "axes": {"jobs.0.workload.size": [1024, 2048],
+                                                                "jobs.1.placement": ["contiguous", "strided"]}},
+                       "sweep.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     out = capsys.readouterr().out
     assert "4 points" in out and "will fail" not in out, out
@@ -209,8 +203,8 @@ def test_axes_on_a_jobs_fields_that_it_reads_are_listed(tmp_path, capsys):
 ])
 def test_a_remote_memory_field_its_type_never_reads_is_warned_of(tmp_path, capsys, memory, unread):
     # the run went on as if the bandwidth were used: NO_MEMORY_EXPANSION reads no bandwidth
-    scenario = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
-                                     remote_memory=memory))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
+                                         remote_memory=memory))
     assert main(["run", scenario, "--quiet"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert f"remote_memory: field '{unread}' is accepted but changes nothing: {memory['memory-type']} never reads" \
@@ -220,8 +214,8 @@ def test_a_remote_memory_field_its_type_never_reads_is_warned_of(tmp_path, capsy
 def test_a_remote_memory_whose_type_reads_every_field_says_nothing(tmp_path, capsys):
     memory = {"memory-type": "PER_NODE_MEMORY_EXPANSION", "num-nodes": 1, "num-npus-per-node": 8,
               "remote-mem-latency": 10, "remote-mem-bw": 10}
-    scenario = _write(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
-                                     remote_memory=memory))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, workload=str(SCENARIOS / "workloads/step_8npus_1MB/step"),
+                                         remote_memory=memory))
     assert main(["run", scenario, "--quiet"]) == 0
     assert "remote_memory" not in capsys.readouterr().err
 
@@ -241,22 +235,22 @@ def test_a_group_the_scenarios_comm_groups_lack_is_told_the_groups_given(tmp_pat
     # the fix was '--comm-group-configuration', a flag the scenario's user never gave, beside
     # comm_groups that were given
     workload = _group_traces(tmp_path, lambda rank: "1" if rank < 2 else "2")
-    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload, comm_groups={"1": [0, 1]}))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, network=RING4, workload=workload, comm_groups={"1": [0, 1]}))
     line = _error(capsys, ["run", scenario, "--quiet"])
     assert "communicator group 2 is not defined; the communicator groups given define 1: add it to them" in line
 
 
 def test_a_group_without_comm_groups_is_told_where_groups_go(tmp_path, capsys):
     workload = _group_traces(tmp_path, lambda rank: "1")
-    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, network=RING4, workload=workload))
     line = _error(capsys, ["run", scenario, "--quiet"])
     assert "no communicator groups are given: give them (a scenario's comm_groups" in line, line
 
 
 def test_an_all_reduce_in_a_group_of_one_is_named_with_its_article(tmp_path, capsys):
     workload = _group_traces(tmp_path, lambda rank: str(rank + 1))
-    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=workload,
-                                     comm_groups={str(r + 1): [r] for r in range(4)}))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, network=RING4, workload=workload,
+                                         comm_groups={str(r + 1): [r] for r in range(4)}))
     line = _error(capsys, ["run", scenario, "--quiet"])
     # "an all_reduce of 256-byte chunks has no dimension to run on (every involved dimension, or
     # its communicator group, has one NPU)": which of the two, and what to change, went unsaid
@@ -273,7 +267,7 @@ def test_an_all_reduce_on_no_involved_dimension_names_involved_dim(tmp_path, cap
     for rank in range(4):
         write_et(str(tmp_path / "g" / f"t.{rank}.et"), [make_node(1, "ar", COMM_COLL_NODE, attrs={
             "is_cpu_op": False, "comm_type": ALL_REDUCE, "comm_size": 1024, "involved_dim": [False, True]})])
-    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=str(tmp_path / "g" / "t")))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, network=RING4, workload=str(tmp_path / "g" / "t")))
     line = _error(capsys, ["run", scenario, "--quiet"])
     assert line.endswith("t.0.et: node 1: involved_dim [false, true] marks none of the 1 dimension(s) an "
                          "all_reduce runs over, so it has no other NPU to run with (the reference never "
@@ -287,7 +281,7 @@ def test_an_all_reduce_on_no_involved_dimension_names_involved_dim(tmp_path, cap
 ])
 def test_an_axis_named_as_a_keyword_or_a_function_of_expressions_is_refused(tmp_path, capsys, axes, name):
     # 'as: for' was taken, and every constraint naming it was 'invalid syntax'; 'min' hid the function
-    sweep = _write(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": axes}, "sweep.yaml")
+    sweep = write_yaml(tmp_path, {"base": str(SCENARIOS / "default.yaml"), "axes": axes}, "sweep.yaml")
     line = _error(capsys, ["sweep", sweep, "--list"])
     assert f"its name in expressions, '{name}', is a" in line and f"{name}_value" in line, line
 
@@ -327,7 +321,7 @@ def test_fold_symmetry_on_for_a_scenario_of_jobs_is_refused(tmp_path, capsys):
 
 def test_a_scenarios_fold_symmetry_true_beside_jobs_is_refused(tmp_path, capsys):
     doc = yaml.safe_load(Path(_two_jobs(tmp_path)).read_text())
-    line = _error(capsys, ["run", _write(tmp_path, dict(doc, fold_symmetry=True)), "--quiet"])
+    line = _error(capsys, ["run", write_yaml(tmp_path, dict(doc, fold_symmetry=True)), "--quiet"])
     assert "field 'fold_symmetry': a scenario with jobs: runs unfolded" in line, line
 
 
@@ -348,24 +342,22 @@ def test_isolation_under_quiet_writes_the_slowdowns_to_json_out(tmp_path, capsys
 def test_an_axis_called_as_a_megatron_argument_it_does_not_set_is_refused(tmp_path, capsys):
     # 'tensor_model_parallel_size == 1' read the GPU count of this axis (8, 16), not the points'
     # tp (1), and left no point to run
-    from tests.test_hostile_hunt7 import ARGS
 
-    _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
-                      "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
-    sweep = _write(tmp_path, {"base": "base.yaml", "axes": {"cluster.gpus": {
+    write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                          "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
+    sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"cluster.gpus": {
         "values": [8, 16], "as": "tensor_model_parallel_size"}}, "constraints": ["tensor_model_parallel_size == 1"]},
-                   "sweep.yaml")
+                       "sweep.yaml")
     line = _error(capsys, ["sweep", sweep, "--list"])
     assert "axes: cluster.gpus: its name in expressions, 'tensor_model_parallel_size', is what they call a " \
            "Megatron argument" in line, line
 
 
 def test_an_axis_on_a_megatron_argument_may_keep_its_name(tmp_path, capsys):
-    from tests.test_hostile_hunt7 import ARGS
 
-    _write(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
-                      "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
-    sweep = _write(tmp_path, {"base": "base.yaml", "axes": {"workload.args.tensor-model-parallel-size": {
+    write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
+                          "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}, "base.yaml")
+    sweep = write_yaml(tmp_path, {"base": "base.yaml", "axes": {"workload.args.tensor-model-parallel-size": {
         "values": [1, 2], "as": "tensor_model_parallel_size"}}}, "sweep.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     assert "tensor_model_parallel_size=2" in capsys.readouterr().out
@@ -386,7 +378,7 @@ def test_comm_groups_beside_a_generator_that_writes_its_own_are_refused(tmp_path
     # page of unmatched messages that named neither
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
-    scenario = _write(tmp_path, dict(doc, comm_groups={"1": list(range(16))}))
+    scenario = write_yaml(tmp_path, dict(doc, comm_groups={"1": list(range(16))}))
     line = _error(capsys, ["run", scenario, "--quiet"])
     assert f"{scenario}: field 'comm_groups': generate transformer writes its own communicator groups" in line
 
@@ -395,7 +387,7 @@ def test_a_jobs_comm_groups_beside_a_generator_that_writes_its_own_are_refused(t
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
     doc = yaml.safe_load((SCENARIOS / "two_llm_jobs_fat_tree.yaml").read_text())
     doc["jobs"][1]["comm_groups"] = {"1": [0, 1]}
-    line = _error(capsys, ["run", _write(tmp_path, doc), "--quiet"])
+    line = _error(capsys, ["run", write_yaml(tmp_path, doc), "--quiet"])
     assert "jobs[1].comm_groups: the job's generated workload writes its own communicator groups" in line, line
 
 
@@ -408,7 +400,7 @@ def test_a_broadcast_without_a_duration_is_warned_of(tmp_path, capsys):
     for rank in range(4):
         write_et(str(tmp_path / "b" / f"t.{rank}.et"), [make_node(1, "bcast", COMM_COLL_NODE, attrs={
             "is_cpu_op": False, "comm_type": BROADCAST, "comm_size": 1 << 20})])
-    scenario = _write(tmp_path, dict(DEFAULT, network=RING4, workload=str(tmp_path / "b" / "t")))
+    scenario = write_yaml(tmp_path, dict(DEFAULT, network=RING4, workload=str(tmp_path / "b" / "t")))
     assert main(["run", scenario, "--quiet"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("iteration time 1 ns")  # the reference's figure, kept
@@ -424,20 +416,19 @@ def test_an_algorithms_fitted_share_beside_another_forced_is_said(tmp_path, caps
     # the step is the same with or without it (only the forced algorithm's all-reduce is timed):
     # said, not refused, since a calibrated cluster keeps every share and a sweep over nccl_algo
     # gives them to every point
-    from tests.test_hostile_hunt7 import ARGS
 
     args = ARGS + " --tensor-model-parallel-size 2"
-    scenario = _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
-                                 "cluster": {"preset": "dgx-h100", "gpus": 16, **cluster}})
+    scenario = write_yaml(tmp_path, {"workload": {"generate": "megatron", "args": args},
+                                     "cluster": {"preset": "dgx-h100", "gpus": 16, **cluster}})
     assert main(["run", scenario, "--quiet"]) == 0
     captured = capsys.readouterr()
     err = " ".join(captured.err.split())
     assert f"cluster.{key} changes nothing here: it is read only when NCCL's all-reduce runs" in err, err
     assert why in err
     (tmp_path / "b").mkdir()
-    without = _write(tmp_path / "b", {"workload": {"generate": "megatron", "args": args},
-                                      "cluster": {"preset": "dgx-h100", "gpus": 16,
-                                                  **{k: v for k, v in cluster.items() if k != key}}})
+    without = write_yaml(tmp_path / "b", {"workload": {"generate": "megatron", "args": args},
+                                          "cluster": {"preset": "dgx-h100", "gpus": 16,
+                                                      **{k: v for k, v in cluster.items() if k != key}}})
     assert main(["run", without, "--quiet"]) == 0
     assert capsys.readouterr().out == captured.out  # the same step without the key
 
@@ -496,7 +487,7 @@ def test_an_efficiency_out_of_range_reads_one_wording_naming_the_range(tmp_path,
     # two wordings, and only one named the range it takes
     doc = yaml.safe_load((SCENARIOS / "megatron_gpt_145b_sc21.yaml").read_text())
     doc["cluster"]["gpu"] = {"attention_efficiency": value}
-    line = _error(capsys, ["run", _write(tmp_path, doc)])
+    line = _error(capsys, ["run", write_yaml(tmp_path, doc)])
     assert f"attention_efficiency: must be in (0, 1] (a fraction of the tensor-core peak a fused attention " \
            f"kernel sustains; got {value})" in line, line
 
@@ -514,7 +505,7 @@ def test_a_rank_file_that_is_a_folder_names_the_scenario_field(tmp_path, capsys,
     if jobs:
         del doc["workload"]
         doc["jobs"] = [{"name": "a", "workload": "w/step", "npus": list(range(8))}]
-    line = _error(capsys, ["run", _write(tmp_path, doc)])
+    line = _error(capsys, ["run", write_yaml(tmp_path, doc)])
     field = "jobs[0].workload" if jobs else "workload"
     assert f"s.yaml: {field}: NPU 3's ET file" in line and "is a directory" in line, line
 
@@ -562,13 +553,13 @@ def test_a_sweeps_results_csv_that_is_a_symlink_stays_one(tmp_path):
     # torn row, a grown header): the kept copy kept the old rows
     _simple_ring(tmp_path, "ring")
     out = tmp_path / "out"
-    sweep = _write(tmp_path, {"base": "s.yaml", "axes": {"network.bandwidth": [50]}}, "sweep.yaml")
+    sweep = write_yaml(tmp_path, {"base": "s.yaml", "axes": {"network.bandwidth": [50]}}, "sweep.yaml")
     assert main(["sweep", sweep, "--out", str(out), "--no-plots"]) == 0
     (out / "results.csv").rename(tmp_path / "kept.csv")
     (out / "results.csv").symlink_to(tmp_path / "kept.csv")
     with open(tmp_path / "kept.csv", "a") as f:
         f.write("deadbeef0000,25")  # a row torn by a killed run: the file is rewritten
-    wider = _write(tmp_path, {"base": "s.yaml", "axes": {"network.bandwidth": [50, 100]}}, "sweep.yaml")
+    wider = write_yaml(tmp_path, {"base": "s.yaml", "axes": {"network.bandwidth": [50, 100]}}, "sweep.yaml")
     assert main(["sweep", wider, "--out", str(out), "--no-plots"]) == 0
     assert (out / "results.csv").is_symlink()
     rows = (tmp_path / "kept.csv").read_text().splitlines()
@@ -587,7 +578,7 @@ def test_a_local_mem_bw_of_zero_warns_that_reductions_cost_nothing(tmp_path, cap
         key = "npu-groups[0].local-mem-bw"
     else:
         doc["system"]["local-mem-bw"] = 0
-    assert main(["run", _write(tmp_path, doc), "--quiet"]) == 0
+    assert main(["run", write_yaml(tmp_path, doc), "--quiet"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     said = f"field '{key}' is 0, so every reduction (all-reduce, reduce-scatter) takes no time, as in ASTRA-sim"
     assert err.count(said) == 1 and "(e.g. local-mem-bw: 1600)" in err, err
@@ -614,5 +605,5 @@ def test_a_plugin_given_as_module_colon_name_says_to_give_the_module(tmp_path, c
     line = _error(capsys, ["run", str(SCENARIOS / "default.yaml"), "--plugin", "algos18:fn", "--quiet"])
     assert line == f"error: --plugin: {said}", line
     doc = dict(DEFAULT, workload=str(SCENARIOS / DEFAULT["workload"]), plugins=["algos18:fn"])
-    line = _error(capsys, ["run", _write(tmp_path, doc), "--quiet"])
+    line = _error(capsys, ["run", write_yaml(tmp_path, doc), "--quiet"])
     assert line.endswith(f"s.yaml: field 'plugins': {said}"), line

@@ -9,24 +9,14 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
-from tests.test_hostile_hunt7 import ARGS
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
+from tests.scenario_files import megatron_scenario, write_yaml
 from tests.wrapped_lines import plain
-
-
-def _write(tmp_path: Path, doc: dict, name: str = "s.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
-
-
-def _megatron(tmp_path: Path, args: str = ARGS, name: str = "s.yaml", **cluster) -> str:
-    return _write(tmp_path, {"workload": {"generate": "megatron", "args": args},
-                             "cluster": {"preset": "dgx-a100-80gb", "gpus": 8} | cluster}, name)
 
 
 def _step(tmp_path: Path, capsys, extra: str) -> tuple[str, list[str]]:
     """The headline of ``ARGS + extra`` on 8 A100s, and its warnings (one line each)."""
-    assert main(["run", _megatron(tmp_path, f"{ARGS} {extra}"), "--quiet"]) == 0
+    assert main(["run", megatron_scenario(tmp_path, f"{ARGS} {extra}"), "--quiet"]) == 0
     captured = capsys.readouterr()
     return captured.out, [line for line in plain(captured.err).splitlines() if line.startswith("warning:")]
 
@@ -65,8 +55,8 @@ def test_a_bucket_size_with_overlapped_gradients_is_read_and_not_warned_of(tmp_p
 
 
 def _sweep(tmp_path: Path, axes: dict, **more) -> str:
-    base = _megatron(tmp_path, name="base.yaml")
-    return _write(tmp_path, {"base": base, "axes": axes, **more}, "sweep.yaml")
+    base = megatron_scenario(tmp_path, name="base.yaml")
+    return write_yaml(tmp_path, {"base": base, "axes": axes, **more}, "sweep.yaml")
 
 
 def _listed(capsys, sweep: str) -> list[str]:
@@ -103,8 +93,8 @@ def test_sweep_points_differing_only_in_a_share_their_algorithm_never_reads_run_
     # nccl_tree_efficiency 0.5 and 1.0 beside nccl_algo: nvls ran as two rows of one step, the
     # first crowned best of a tie, though the run itself says the share changes nothing there
     axes = {"cluster.nccl_algo": [None, "nvls"], "cluster.nccl_tree_efficiency": [0.5, 1.0]}
-    sweep = _write(tmp_path, {"base": _megatron(tmp_path, name="base.yaml", preset="dgx-h100", gpus=16),
-                              "axes": axes}, "sweep.yaml")
+    sweep = write_yaml(tmp_path, {"base": megatron_scenario(tmp_path, name="base.yaml", preset="dgx-h100", gpus=16),
+                                  "axes": axes}, "sweep.yaml")
     assert main(["sweep", sweep, "--list"]) == 0
     captured = capsys.readouterr()
     points = [line.split(" ", 1)[1] for line in captured.out.splitlines()[1:]]
@@ -116,11 +106,11 @@ def test_sweep_points_differing_only_in_a_share_their_algorithm_never_reads_run_
 def test_the_flex_dispatcher_on_one_expert_rank_is_refused_as_megatron_refuses_it(tmp_path, capsys):
     # Megatron's DeepEP backend asserts TPxEP > 1 when it builds the dispatcher; the step ran
     moe = f"{ARGS} --num-experts 4 --moe-token-dispatcher-type flex"
-    assert main(["run", _megatron(tmp_path, moe), "--quiet"]) == 2
+    assert main(["run", megatron_scenario(tmp_path, moe), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "workload.args: --moe-token-dispatcher-type flex" in err[0] and \
         "DeepEP dispatcher requires TPxEP > 1" in err[0], err
-    assert main(["run", _megatron(tmp_path, f"{moe} --expert-model-parallel-size 2"), "--quiet"]) == 0
+    assert main(["run", megatron_scenario(tmp_path, f"{moe} --expert-model-parallel-size 2"), "--quiet"]) == 0
 
 
 def test_no_experts_is_a_dense_model_as_megatron_reads_it(tmp_path, capsys):
@@ -156,7 +146,7 @@ def _fat_tree_with(tmp_path: Path, link: dict) -> str:
     doc = yaml.safe_load((scenarios / "fat_tree_all_to_all.yaml").read_text())
     doc["workload"] = str(scenarios / doc["workload"])
     doc["network"]["graph"]["links"][16] = {"between": ["leaf0", "spine0"], **link}
-    return _write(tmp_path, doc)
+    return write_yaml(tmp_path, doc)
 
 
 @pytest.mark.parametrize(("link", "backend", "said"), [

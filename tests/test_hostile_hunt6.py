@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.scenario_files import error_lines
 
 ARGS = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 "
         "--global-batch-size 32 --tensor-model-parallel-size 2 --bf16 --vocab-size 32000")
@@ -21,12 +22,6 @@ def write_rows(path, rows: list[dict]) -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-
-
-def _error_lines(capsys, argv: list[str]) -> list[str]:
-    """The lines a command that refuses its input (exit status 2) writes to stderr."""
-    assert main(argv) == 2
-    return capsys.readouterr().err.strip().splitlines()
 
 
 def _scenario(tmp_path, cluster: dict, args: str = ARGS):
@@ -56,7 +51,7 @@ def test_an_fp8_peak_given_to_a_gpu_without_fp8_names_the_scenarios_field(tmp_pa
     # alone was blamed on the preset, "dgx-a100-80gb.yaml: gpu.fp8_efficiency: must be a positive
     # number (got 0)", a file the user never wrote
     path = _scenario(tmp_path, {"preset": "dgx-a100-80gb", "gpus": 16, "gpu": {"fp8_tflops": 1000}})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.gpu.fp8_tflops: "), err
     assert "fp8_efficiency" in err[0] and "dgx-a100-80gb.yaml" in err[0]
     # with its efficiency beside it, FP8 runs: MFU against the FP8 peak
@@ -96,7 +91,7 @@ def test_a_remote_memory_beside_a_cluster_job_that_never_reads_it_is_refused(tmp
     path.write_text(yaml.safe_dump({"workload": workload, "cluster": {"preset": "dgx-a100-80gb", "gpus": 16},
                                     "remote_memory": {"memory-type": "PER_NPU_MEMORY_EXPANSION",
                                                       "remote-mem-latency": 100_000_000, "remote-mem-bw": 1}}))
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: field 'remote_memory': "), err
     assert "remove remote_memory" in err[0]
 
@@ -160,7 +155,7 @@ def _sweep(tmp_path, axes: dict):
 def test_a_cluster_axis_value_no_cluster_can_take_is_refused_before_any_point_runs(tmp_path, capsys, axes, where,
                                                                                   words):
     sweep = _sweep(tmp_path, axes)
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: {where}"), err
     assert words in err[0]
 
@@ -185,7 +180,7 @@ def test_cluster_axis_values_valid_beside_one_another_are_listed(tmp_path, capsy
 ])
 def test_an_axis_value_that_removes_a_required_megatron_argument_is_refused(tmp_path, capsys, axes, where):
     sweep = _sweep(tmp_path, axes)
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: {where}"), err
     assert "Megatron-LM requires" in err[0]
 
@@ -202,7 +197,7 @@ def test_an_output_on_a_local_memory_trace_the_run_writes_is_refused(tmp_path, c
     # and the run said it wrote 16 traces and the JSON
     monkeypatch.chdir(tmp_path)
     out = os.path.join("t", "local_mem_trace.3.json")
-    err = _error_lines(capsys, ["run", os.path.abspath(LLAMA), "--quiet", "--trace-dir", "t", flag, out])
+    err = error_lines(capsys, ["run", os.path.abspath(LLAMA), "--quiet", "--trace-dir", "t", flag, out])
     assert len(err) == 1 and err[0].startswith(f"error: {flag}: {out} is also NPU 3's local-memory trace"), err
     assert not (tmp_path / "t" / "local_mem_trace.0.json").exists()  # refused before the run
     # a number past the run's NPUs is no trace of it
@@ -215,7 +210,7 @@ def test_a_flag_axis_after_a_workload_axis_without_megatron_blames_the_workload_
     # args; the workload axis's microbenchmark, set whole before the flag, has none
     sweep = _sweep(tmp_path, {"workload": [{"generate": "microbench", "collective": "all_reduce", "size": 1048576}],
                               "workload.args.num-layers": [4, 8]})
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: workload.args.num-layers: "), err
     assert "base scenario" not in err[0] and "axis workload" in err[0]
 
@@ -260,7 +255,7 @@ def test_a_negative_figure_in_an_edited_results_file_is_refused(tmp_path, capsys
     write_rows(out / "results.csv", rows)
     before = (out / "results.csv").read_bytes()
     capsys.readouterr()
-    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
     assert err[-1].startswith(f"error: {out / 'results.csv'}: line {at + 2}: {column}: "), err
     assert "-5" in err[-1] and (out / "results.csv").read_bytes() == before
 
@@ -290,7 +285,7 @@ def test_a_renamed_column_in_an_edited_results_file_is_named_as_it_is(tmp_path, 
     assert header.split(",")[2] == "finish_ns"
     csv_path.write_text(header.replace(",finish_ns,", ",fin\x1bish,") + "\n" + rest)
     capsys.readouterr()
-    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
     assert len(err) == 1 and "header: does not match this sweep (column 3 is 'fin\\x1bish', " in err[0], err
     assert "exposed_comm_ns" not in err[0] and "\x1b" not in err[0]
 
@@ -302,7 +297,7 @@ def test_a_megatron_job_without_its_cluster_asks_for_the_cluster(tmp_path, capsy
     # 'network'), which sent the user writing an ASTRA-sim system for a job a preset describes
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS}, **extra}))
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: workload: needs a cluster: beside it"), err
 
 
@@ -346,7 +341,7 @@ def test_an_axis_value_that_is_not_one_printable_line_is_refused(tmp_path, capsy
 def test_a_gpu_name_axis_value_no_cluster_can_take_is_refused(tmp_path, capsys, name):
     # listed as a valid point; each such point failed when run on "gpu.name: must be the GPU's name"
     sweep = _sweep(tmp_path, {"cluster.gpu.name": ["H100-SXM5-80GB", name]})
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert len(err) == 1 and err[0].startswith(f"error: {sweep}: axes: cluster.gpu.name: "), err
     assert "the GPU's name on one line" in err[0]
 

@@ -11,17 +11,9 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.scenario_files import SCENARIOS, error_lines
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.wrapped_lines import plain
-
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
-        "--global-batch-size 16 --bf16 --vocab-size 32000")
-
-
-def _error_lines(capsys, argv: list[str]) -> list[str]:
-    """The lines a command that refuses its input (exit status 2) writes to stderr."""
-    assert main(argv) == 2
-    return capsys.readouterr().err.strip().splitlines()
 
 
 def _scenario(tmp_path, doc: dict | None = None):
@@ -61,7 +53,7 @@ def test_a_microbenchmark_on_more_gpus_than_trace_files_blames_the_cluster(tmp_p
     # scenario leaves out (the count is the cluster's), and said to lower "the parallelism"
     path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576},
                                 "cluster": {"preset": "dgx-h100", "gpus": 1048576}})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.gpus: 1,048,576 GPUs would write"), err
     assert "at most 65,536" in err[0] and "num_npus" not in err[0]
 
@@ -96,7 +88,7 @@ def test_a_job_listing_one_npu_twice_is_told_so(tmp_path, capsys):
     # npus [0, 0, 1, 2]: "NPU 0 is already used by job 'a'; jobs 'a' and 'a' overlap", as if a
     # second job named a had taken it
     path = _jobs_scenario(tmp_path, {"npus": [0, 0, 1, 2]}, {"placement": "strided"})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: jobs[0].npus: lists NPU 0 twice; give each rank its own NPU"], err
 
 
@@ -110,7 +102,7 @@ def test_a_job_with_too_few_npus_names_its_workload_as_written(tmp_path, capsys)
     # the error named the generated workload's cache entry
     # (~/.cache/simpy-astra/workloads/microbench-58b6.../microbench), a file the user never wrote
     path = _jobs_scenario(tmp_path, {"npus": [0]})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: jobs[0].npus: lists 1 NPUs but jobs[0].workload (generate microbench) has 4 "
                    f"ranks; give one NPU per rank"], err
 
@@ -130,7 +122,7 @@ def test_a_network_field_that_is_not_a_list_gets_an_example_of_its_own(tmp_path,
     path = _scenario(tmp_path, {"workload": {"generate": "microbench", "collective": "all_reduce", "size": 1048576,
                                              "num_npus": 8},
                                 "system": {"all-reduce-implementation": ["ring"]}, "network": network})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and f"network: field '{key}' must be a non-empty list" in err[0], err
     assert f"e.g. {example} (got " in err[0]
 
@@ -153,7 +145,7 @@ def test_a_figure_that_is_no_expression_gets_a_figures_example(tmp_path, capsys,
         axes = {"network.bandwidth": [50, 100]}
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump({"base": base, "axes": axes, field: value}))
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     where = field + ("[0]" if field == "report" else "")
     assert err == [f"error: {sweep}: {where}: must be an expression string such as '{example}' "
                    f"(got {(value[0] if field == 'report' else value)!r})"], err
@@ -180,7 +172,7 @@ def test_a_rank_file_that_is_a_dead_symlink_is_named_as_one(tmp_path, capsys, ta
     (folder / "step.3.et").symlink_to(target)
     path = _scenario(tmp_path, {**yaml.safe_load((SCENARIOS / "default.yaml").read_text()),
                                 "workload": str(folder / "step")})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {folder / 'step.3.et'}: the ET file for NPU 3 is a symlink to {target}, which {words}; "
                    f"point it at the rank's file"], err
 
@@ -201,7 +193,7 @@ def test_a_preset_file_that_cannot_be_read_says_why(tmp_path, capsys, monkeypatc
     path.write_text(yaml.safe_dump({"workload": {"generate": "megatron", "args": ARGS},
                                     "cluster": {"preset": "./my-cluster.yaml", "gpus": 8}}))
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: cluster.preset: "), err
     assert str(folder / "my-cluster.yaml") in err[0] and words.format(folder=folder) in err[0]
     assert "nor a YAML file" not in err[0]
@@ -212,7 +204,7 @@ def test_a_preset_flag_naming_a_missing_file_says_it_resolves_from_the_working_f
     # generate megatron --preset ./my.yaml has no file naming it: the path resolves from the
     # working folder, and the error must not send the user to "the folder of the file that names it"
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, ["generate", "megatron", "--gpus", "8", "--preset", "./my.yaml", "--output", "t/x", "--", *ARGS.split()])
+    err = error_lines(capsys, ["generate", "megatron", "--gpus", "8", "--preset", "./my.yaml", "--output", "t/x", "--", *ARGS.split()])
     assert err == [f"error: --preset: './my.yaml' is {tmp_path / 'my.yaml'}, which does not exist (a relative path "
                    f"resolves from {tmp_path})"], err
 
@@ -225,7 +217,7 @@ def test_an_injection_scale_past_astra_sims_int_delay_gives_the_largest_that_fit
     doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
     doc["workload"] = str(SCENARIOS / doc["workload"])
     path = _scenario(tmp_path, {**doc, "injection_scale": 1e9})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: system: field 'endpoint-delay' times the "
                                                f"injection scale 1000000000 "), err
     assert "gives 10,000,000,000 ns" in err[0] and err[0].endswith("use an injection scale of at most 214748364.7")
@@ -276,7 +268,7 @@ def test_validate_refuses_a_bad_holdout_record_before_simulating(tmp_path, capsy
     cal.write_text(record)
     system = tmp_path / "system.json"
     system.write_text('{"preferred-dataset-splits": 1}')
-    err = _error_lines(capsys, ["validate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"), "--system",
+    err = error_lines(capsys, ["validate", str(log / "all_reduce.log"), "--network", str(log / "network.yml"), "--system",
                  str(system), "--out", str(tmp_path / "out"), "--holdout", str(cal)])
     assert len(err) == 1 and err[0].startswith(f"error: {cal}: "), err
 
@@ -298,7 +290,7 @@ def test_an_integer_past_any_double_in_yaml_is_an_input_error(tmp_path, capsys, 
     doc = {"workload": {"generate": "megatron", "args": ARGS}, "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}}
     edit(doc)
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: invalid YAML at line "), err
     assert "a number past 1.8e+308, the largest a double holds" in err[0]
 
@@ -363,7 +355,7 @@ def test_a_log_size_past_size_t_is_refused_naming_its_line(tmp_path, capsys, siz
     lines[at] = lines[at].replace("8388608       2097152", f"{size}       {count}", 1)
     edited = tmp_path / "all_reduce.log"
     edited.write_text("\n".join(lines) + "\n")
-    err = _error_lines(capsys, ["calibrate", str(edited), "--network", str(log / "network.yml"), "--out", str(tmp_path / "o")])
+    err = error_lines(capsys, ["calibrate", str(edited), "--network", str(log / "network.yml"), "--out", str(tmp_path / "o")])
     assert err == [f"error: {edited}:{at + 1}: {says}, the largest size_t nccl-tests prints (was the log edited?)"]
 
 
@@ -381,7 +373,7 @@ def test_a_graph_whose_edge_has_an_integer_past_any_double_is_refused(tmp_path, 
                                              "num_npus": 4},
                                 "system": {"all-reduce-implementation": ["ring"], "preferred-dataset-splits": 1},
                                 "network": {"topology": {"networkx": "huge_net:build"}}, "backend": "congestion_aware"})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and "huge_net:build returned a graph whose edge ('sw', 0) has bandwidth_gbps 1000" in err[0]
     assert err[0].endswith("; it must be a finite number > 0 (GB/s)"), err
 
@@ -459,7 +451,7 @@ def test_a_trace_folder_on_the_json_output_is_refused_before_any_folder_is_made(
     # and left behind
     monkeypatch.chdir(tmp_path)
     llama = _scenario(tmp_path, yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text()))
-    err = _error_lines(capsys, ["run", str(llama), "--quiet", "--json-out", "o.json", "--trace-dir", "o.json"])
+    err = error_lines(capsys, ["run", str(llama), "--quiet", "--json-out", "o.json", "--trace-dir", "o.json"])
     assert err == ["error: --trace-dir: o.json is a folder where --json-out writes a file; give each output its own "
                    "path"], err
     assert not (tmp_path / "o.json").exists()

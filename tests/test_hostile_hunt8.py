@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.scenario_files import SCENARIOS, error_lines
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.test_hostile_hunt6 import write_rows
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 
 
 def _scenario(tmp_path, doc: dict | None = None, name: str = "s.yaml"):
@@ -103,7 +104,7 @@ def test_calibrate_on_a_networkx_network_says_what_it_needs(tmp_path, capsys, mo
     # per-link values are not. The module need not even import for that to be said.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nx.yml").write_text('topology: {networkx: "no_such_module:build"}\n')
-    err = _error_lines(capsys, ["calibrate", str(NCCL_LOG), "--network", "nx.yml", "--out", "out"])
+    err = error_lines(capsys, ["calibrate", str(NCCL_LOG), "--network", "nx.yml", "--out", "out"])
     assert err == ["error: nx.yml: field 'topology' is a networkx graph ({networkx: ...}), whose links carry their "
                    "own bandwidth and latency; calibrate fits one bandwidth and latency per dimension, so give "
                    "lists with one entry per dimension: topology (Ring, Switch, FullyConnected or Line), "
@@ -113,7 +114,7 @@ def test_calibrate_on_a_networkx_network_says_what_it_needs(tmp_path, capsys, mo
 def test_calibrate_given_a_scenario_for_its_network_says_so(tmp_path, capsys):
     # "field 'topology' is missing": the scenario has one, under network:
     scenario = SCENARIOS / "dragonfly_send_recv.yaml"
-    err = _error_lines(capsys, ["calibrate", str(NCCL_LOG), "--network", str(scenario), "--out", str(tmp_path / "o")])
+    err = error_lines(capsys, ["calibrate", str(NCCL_LOG), "--network", str(scenario), "--out", str(tmp_path / "o")])
     assert err == [f"error: {scenario}: is a scenario (it has network:, no topology:); --network takes a network "
                    f"YAML: save the scenario's network: block as a file of its own and give that"], err
 
@@ -138,7 +139,7 @@ def test_an_edited_fits_that_is_neither_yes_nor_no_is_refused(tmp_path, capsys, 
     write_rows(out / "results.csv", rows)
     before = (out / "results.csv").read_bytes()
     capsys.readouterr()
-    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
     assert err == [f"error: {out / 'results.csv'}: line 3: fits: must be 1 (yes), 0 (no) or empty (got '{fits}'); "
                    f"fix or delete that line (its point then runs again); the file is left as it is"], err
     assert (out / "results.csv").read_bytes() == before
@@ -153,7 +154,7 @@ def test_a_plugin_module_that_registers_nothing_is_refused(tmp_path, capsys, mon
     if not flag:
         doc["plugins"] = ["os"]
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet", *(["--plugin", "os"] if flag else [])])
+    err = error_lines(capsys, ["run", str(path), "--quiet", *(["--plugin", "os"] if flag else [])])
     where = "--plugin" if flag else f"{path}: field 'plugins'"
     assert err == [f"error: {where}: plugin module 'os' registered nothing (no collective algorithm, topology, link or "
                    f"switch model, network backend, workload generator or pipeline schedule); remove it, or have it "
@@ -241,7 +242,7 @@ def test_interleaved_1f1b_on_one_chunk_a_stage_is_refused(tmp_path, capsys):
     path = _scenario(tmp_path, {"workload": {"generate": "megatron", "schedule": "interleaved-1f1b",
                                              "args": ARGS + " --pipeline-model-parallel-size 2"},
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.schedule: interleaved 1F1B interleaves 2 or more model chunks per stage, "
                    f"not 1 (use 1f1b, or give --num-layers-per-virtual-pipeline-stage)"], err
 
@@ -251,7 +252,7 @@ def test_interleaved_1f1b_on_one_chunk_a_stage_is_refused(tmp_path, capsys):
 def test_a_dash_for_an_output_is_not_taken_as_a_file_named_dash(tmp_path, capsys, monkeypatch, flag, kind):
     # '--json-out -' (stdout to many tools) ran and wrote the figures into a file named '-'
     monkeypatch.chdir(tmp_path)
-    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", flag, "-"])
+    err = error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", flag, "-"])
     assert err == [f"error: {flag}: '-' would be a {kind} named '-' here, not stdout (stdout carries the answer); "
                    f"give a {kind} path"], err
     assert not (tmp_path / "-").exists()
@@ -288,7 +289,7 @@ def test_a_roofline_rate_so_low_that_one_unit_passes_the_horizon_is_refused(tmp_
     doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
     doc["system"][key] = 1e-300
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: system: field '{key}' is so low that {words} would take past the horizon "
                    f"(9223372036854775807 ns, about 292 years: simulated time must fit 2^63 ns); raise it"], err
 
@@ -301,7 +302,7 @@ def test_compute_past_the_horizon_blames_the_roofline_not_the_network(tmp_path, 
     doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
     doc["system"]["peak-perf"] = 1e-15
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and err[0].startswith(f"error: {path}: system: NPU "), err
     assert "its compute alone takes " in err[0] and "at peak-perf 1e-15 TFLOP/s and local-mem-bw 3000 GB/s: raise " \
            "them or shrink the workload's compute" in err[0] and "network" not in err[0]
@@ -314,7 +315,7 @@ def test_a_trace_folder_beside_an_absolute_trace_name_is_refused(tmp_path, capsy
     doc = yaml.safe_load((SCENARIOS / "transformer_llama_16npus.yaml").read_text())
     doc["system"]["local-mem-trace-filename"] = str(tmp_path / "abs" / "trace")
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet", "--trace-dir", "t"])
+    err = error_lines(capsys, ["run", str(path), "--quiet", "--trace-dir", "t"])
     assert err == [f"error: --trace-dir: {path}: system: local-mem-trace-filename is {tmp_path / 'abs' / 'trace'}, "
                    f"an absolute path, where the traces go whatever --trace-dir says; leave out --trace-dir, or "
                    f"give the file name alone"], err
@@ -327,7 +328,7 @@ def test_a_trace_folder_for_several_jobs_is_refused(tmp_path, capsys, monkeypatc
     monkeypatch.chdir(tmp_path)
     doc = yaml.safe_load((SCENARIOS / "two_llm_jobs_fat_tree.yaml").read_text())
     doc["system"]["track-local-mem"] = 1
-    err = _error_lines(capsys, ["run", str(_scenario(tmp_path, doc)), "--quiet", "--trace-dir", "t"])
+    err = error_lines(capsys, ["run", str(_scenario(tmp_path, doc)), "--quiet", "--trace-dir", "t"])
     assert err == ["error: --trace-dir: a run of several jobs writes no local-memory traces (their names are per "
                    "rank, which the jobs share); leave out --trace-dir"], err
     assert not (tmp_path / "t").exists()
@@ -339,7 +340,7 @@ def test_a_workload_named_by_its_folder_is_told_the_prefix(tmp_path, capsys, fol
     # wrote; the folder holds step.0.et .. step.7.et, whose prefix is .../step_8npus_1MB/step
     doc = _ring8(tmp_path)
     doc["workload"] = f"{SCENARIOS / 'workloads'}/{folder}"
-    err = _error_lines(capsys, ["run", str(_scenario(tmp_path, doc)), "--quiet"])
+    err = error_lines(capsys, ["run", str(_scenario(tmp_path, doc)), "--quiet"])
     assert err == [f"error: {doc['workload']}: is a folder; a workload is the prefix of its ET files, "
                    f"PREFIX for PREFIX.0.et, PREFIX.1.et ...: give {SCENARIOS / 'workloads' / 'step_8npus_1MB' / 'step'} "
                    f"(for step.0.et ...)"], err
@@ -354,7 +355,7 @@ def test_list_refuses_the_flags_of_running_the_points(tmp_path, capsys, monkeypa
     monkeypatch.chdir(tmp_path)
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump({"base": _ring8(tmp_path), "axes": {"network.bandwidth": [50, 100]}}))
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list", *flags])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list", *flags])
     assert err == [f"error: --list: prints the points and runs none, so {flag} would change nothing; leave out "
                    f"{flag} (or --list, to run the sweep)"], err
 
@@ -438,7 +439,7 @@ def test_nccl_ring_beside_the_scenarios_own_system_where_nccls_model_does_not_ru
         doc["network"] = {"topology": ["Ring", "Ring"], "npus_count": [8, 2], "bandwidth": [200, 25],
                           "latency": [500, 5000]}
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet", *flags])
+    err = error_lines(capsys, ["run", str(path), "--quiet", *flags])
     assert err == [f"error: {path}: cluster.nccl_algo: read by the preset's system (rings on every dimension) and by "
                    f"NCCL's all-reduce model on the preset's own machine (congestion_unaware backend); the scenario's "
                    f"system replaces the first, and its {second} the second, so it would change nothing; remove "
@@ -456,7 +457,7 @@ def test_a_link_latency_of_the_preset_beside_the_scenarios_own_network_is_refuse
            "network": {"topology": ["Ring", "Ring"], "npus_count": [8, 2], "bandwidth": [200, 25],
                        "latency": [500, 5000]}}
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: cluster.{key}: read only on the preset's own machine; the scenario's network "
                    f"replaces its NVLink and rails, latencies too, so it would change nothing; remove {key}"], err
 
@@ -468,7 +469,7 @@ def test_a_plugin_named_by_its_file_is_told_its_module_name(tmp_path, capsys, mo
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "h8_plug.py").write_text("RAN = True\n")
-    err = _error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plugin", "h8_plug.py"])
+    err = error_lines(capsys, ["run", str(SCENARIOS / "default.yaml"), "--quiet", "--plugin", "h8_plug.py"])
     assert err == ["error: --plugin: 'h8_plug.py' is a file name, not a module's: write it as h8_plug"], err
     assert "h8_plug" not in sys.modules
 
@@ -499,7 +500,7 @@ def test_an_interleaved_schedule_forwarding_a_later_chunk_first_is_refused_namin
                                              "args": ARGS.replace("--num-layers 2", "--num-layers 8")
                                              + " --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2"},
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 2}})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1 and "(16 micro-batches, 2 chunk(s)): stage 0 at its FORWARD of micro-batch 0 (chunk 1) waits " \
                              "for stage 1's FORWARD of it (chunk 0); stage 1 at its FORWARD of micro-batch 0 (chunk 1) " \
                              "waits for stage 0's FORWARD of it (chunk 1);" in err[0], err
@@ -518,7 +519,7 @@ def test_one_of_astra_sims_inputs_given_as_a_scenario_says_where_it_goes(tmp_pat
     doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
     path = tmp_path / name
     path.write_text(json.dumps(doc[block]))
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: is a {what}, not a scenario; a scenario names it ({field}: {path}) beside "
                    f"workload: and the other inputs (scenarios/default.yaml is one)"], err
 
@@ -530,10 +531,10 @@ def test_a_scenario_given_as_the_network_configuration_says_so(tmp_path, capsys)
     doc = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
     (tmp_path / "sys.json").write_text(json.dumps(doc["system"]))
     (tmp_path / "mem.json").write_text(json.dumps(doc["remote_memory"]))
-    err = _error_lines(capsys, [f"--workload-configuration={SCENARIOS / doc['workload']}",
-                                f"--system-configuration={tmp_path / 'sys.json'}",
-                                f"--network-configuration={SCENARIOS / 'default.yaml'}",
-                                f"--remote-memory-configuration={tmp_path / 'mem.json'}"])
+    err = error_lines(capsys, [f"--workload-configuration={SCENARIOS / doc['workload']}",
+                               f"--system-configuration={tmp_path / 'sys.json'}",
+                               f"--network-configuration={SCENARIOS / 'default.yaml'}",
+                               f"--remote-memory-configuration={tmp_path / 'mem.json'}"])
     assert err == [f"error: {SCENARIOS / 'default.yaml'}: is a scenario (it has workload: and network:), not a network "
                    f"YAML; give its network: block as a file of its own, or run the scenario: simpy-astra run "
                    f"{SCENARIOS / 'default.yaml'}"], err
@@ -565,11 +566,11 @@ def test_a_sweep_run_as_a_scenario_and_a_scenario_swept_say_which_command_takes_
     # default.yaml': "field 'workload' is not a sweep field; known: axes, base, ..."
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump({"base": _ring8(tmp_path), "axes": {"network.bandwidth": [50, 100]}}))
-    assert _error_lines(capsys, ["run", str(sweep), "--quiet"]) == [
+    assert error_lines(capsys, ["run", str(sweep), "--quiet"]) == [
         f"error: {sweep}: is a sweep (it has base: and axes:), not a scenario; run it with: simpy-astra sweep {sweep} "
         f"--out DIR"]
     scenario = SCENARIOS / "default.yaml"
-    assert _error_lines(capsys, ["sweep", str(scenario), "--list"]) == [
+    assert error_lines(capsys, ["sweep", str(scenario), "--list"]) == [
         f"error: {scenario}: is a scenario (it has workload:), not a sweep; a sweep names it (base: {scenario}) with "
         f"axes: {{network.bandwidth: [50, 100]}}, or run it: simpy-astra run {scenario}"]
 
@@ -577,6 +578,6 @@ def test_a_sweep_run_as_a_scenario_and_a_scenario_swept_say_which_command_takes_
 def test_a_cluster_preset_run_as_a_scenario_says_where_it_goes(tmp_path, capsys):
     # "field 'gpu' is not a scenario field; known: backend, cluster, ..."
     preset = SCENARIOS.parent / "simpy_astra" / "config" / "clusters" / "dgx-h100.yaml"
-    assert _error_lines(capsys, ["run", str(preset), "--quiet"]) == [
+    assert error_lines(capsys, ["run", str(preset), "--quiet"]) == [
         f"error: {preset}: is a cluster preset, not a scenario; a scenario names it (cluster: {{preset: {preset}, "
         f"gpus: N}}) beside workload: {{generate: megatron, args: ...}}"]

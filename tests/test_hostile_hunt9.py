@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from simpy_astra.cli.main import main
+from tests.scenario_files import SCENARIOS, error_lines
+from tests.scenario_files import TINY_GPT_ARGS as ARGS
 from tests.test_hostile_hunt6 import write_rows
-from tests.test_hostile_hunt7 import ARGS, SCENARIOS, _error_lines
 from tests.test_hostile_hunt8 import _scenario
 from tests.wrapped_lines import unwrapped
 
@@ -31,7 +32,7 @@ def test_a_trace_past_what_a_browser_opens_is_refused_before_the_run(tmp_path, c
     # --trace-out ran the job unfolded (8.5 min, 6 GB), then wrote gigabytes no browser opens
     scenario = SCENARIOS / "megatron_gpt_145b_sc21.yaml"
     out = tmp_path / "t.json"
-    err = _error_lines(capsys, ["run", str(scenario), "--quiet", "--trace-out", str(out)])
+    err = error_lines(capsys, ["run", str(scenario), "--quiet", "--trace-out", str(out)])
     assert len(err) == 1 and err[0].startswith("error: --trace-out: the trace of all 1,536 NPUs would be at "
                                                "least "), err
     size = float(err[0].split("at least ")[1].split(" GB")[0])
@@ -88,13 +89,13 @@ def test_an_et_trace_past_the_limit_is_refused_once_read(tmp_path, capsys, monke
     ("0,x", "'x' is no NPU id or range; give ids and ranges such as 0-7,64"),
 ])
 def test_trace_npus_out_of_the_run_is_refused(tmp_path, capsys, npus, words):
-    err = _error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-out", str(tmp_path / "t.json"),
-                                "--trace-npus", npus])
+    err = error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-out", str(tmp_path / "t.json"),
+                               "--trace-npus", npus])
     assert err == [f"error: --trace-npus: {words}"], err
 
 
 def test_trace_npus_without_a_trace_is_refused(tmp_path, capsys):
-    err = _error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-npus", "0"])
+    err = error_lines(capsys, ["run", str(_scenario(tmp_path)), "--trace-npus", "0"])
     assert err == ["error: --trace-npus: selects the NPUs --trace-out writes; give --trace-out too, or leave out "
                    "--trace-npus"], err
 
@@ -113,7 +114,7 @@ def test_an_et_prefix_of_dash_is_refused(tmp_path, capsys, monkeypatch, argv):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mnk.csv").write_text("Layer,m,n,k\nl1,64,64,64\n")
     argv = argv if "--output" in argv else [*argv, "--output", "-"]
-    err = _error_lines(capsys, argv)
+    err = error_lines(capsys, argv)
     assert err == ["error: --output: '-' would be files named '-.0.et', '-.1.et', ... here, not stdout (a trace "
                    "is one binary file per NPU); give a file prefix such as traces/allreduce"], err
     assert sorted(os.listdir(tmp_path)) == ["mnk.csv"]
@@ -125,7 +126,7 @@ def test_a_pipeline_schedule_on_one_stage_is_refused(tmp_path, capsys, schedule)
     # takes forward_backward_no_pipelining when the pipeline size is 1, whatever is asked
     path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": ARGS, "schedule": schedule},
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 8}})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.schedule: pipeline schedule '{schedule}' on one pipeline stage: "
                    f"Megatron runs no pipeline schedule then (each micro-batch's forward and backward in turn); "
                    f"remove workload.schedule, or set --pipeline-model-parallel-size 2 or more"], err
@@ -144,11 +145,11 @@ def test_an_empty_scenario_says_it_is_empty_and_what_goes_in(tmp_path, capsys, t
     # and a real job has no system: or network: (its cluster: gives them)
     path = tmp_path / "s.yaml"
     path.write_text(text)
-    err = _error_lines(capsys, ["run", str(path)])
+    err = error_lines(capsys, ["run", str(path)])
     assert err == [f"error: {path}: is empty (no YAML in it); a scenario is a mapping with workload: and either "
                    f"cluster: {{preset: NAME, gpus: N}} (a real job) or system: and network: (run --help lists "
                    f"them)"], err
-    err = _error_lines(capsys, ["sweep", str(path), "--list"])
+    err = error_lines(capsys, ["sweep", str(path), "--list"])
     assert err == [f"error: {path}: is empty (no YAML in it); a sweep is a mapping with base: (a scenario, or its "
                    f"file) and axes: {{FIELD: [VALUES]}}"], err
 
@@ -186,13 +187,13 @@ def test_a_look_alike_letter_is_named(tmp_path, capsys, old, new, words):
     # looking at two equal-looking words. 'workload.gеnerate' was told the mapping lacks
     # generate, and 'prеset' got the list of 20 cluster keys, preset among them
     path = _cyrillic(tmp_path, old, new)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: {words}"], err
 
 
 def test_a_misspelt_generate_is_named(tmp_path, capsys):
     path = _cyrillic(tmp_path, "generate:", "generat:")
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: field 'workload.generat' is not a workload field; did you mean 'generate'?"], err
 
 
@@ -274,7 +275,7 @@ def test_an_edited_coordinate_in_results_csv_is_refused_on_resume(tmp_path, caps
     write_rows(out / "results.csv", rows)
     before = (out / "results.csv").read_bytes()
     capsys.readouterr()
-    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--out", str(out), "--no-plots", "--jobs", "1"])
     assert err == [f"error: {out / 'results.csv'}: line 3: {column}: '8' is not the value of its key {key} (4); fix "
                    f"or delete that line (its point then runs again); the file is left as it is"], err
     assert (out / "results.csv").read_bytes() == before
@@ -325,7 +326,7 @@ def test_nvlink_in_bytes_a_second_is_refused(tmp_path, capsys):
     # intra-node transfer took its latency alone. A B/s figure of any NVLink is past 1e9
     path = _scenario(tmp_path, {"workload": {"generate": "megatron", "args": ARGS},
                                 "cluster": {"preset": "dgx-a100-80gb", "gpus": 8, "nvlink_gib_s": 900e9}})
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: cluster.nvlink_gib_s: must be between 0.001 and 1e+09 (GiB/s per GPU and "
                    f"direction, not B/s; got 900000000000.0)"], err
 
@@ -340,7 +341,7 @@ def _sweep_of(tmp_path, extra: dict):
 
 def test_one_constraint_not_in_a_list_is_shown_as_a_list(tmp_path, capsys):
     sweep = _sweep_of(tmp_path, {"constraints": "gpus > 8"})
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert err == [f"error: {sweep}: field 'constraints' must be a list of expressions (got str); write "
                    f"constraints: [\"gpus > 8\"]"], err
 
@@ -348,7 +349,7 @@ def test_one_constraint_not_in_a_list_is_shown_as_a_list(tmp_path, capsys):
 def test_a_sweep_name_that_is_a_list_is_refused(tmp_path, capsys):
     # name: [1, 2] named the sweep "[1, 2]" in best.json and the summary
     sweep = _sweep_of(tmp_path, {"name": [1, 2]})
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert err == [f"error: {sweep}: field 'name' is the sweep's label, one line of text (got a list); several "
                    f"values to run are a sweep's axes: over fields a run reads (sweep --help)"], err
 
@@ -357,8 +358,8 @@ def test_an_et_prefix_that_is_a_folder_is_refused(tmp_path, capsys, monkeypatch)
     # --output traces (a folder) wrote traces.0.et, traces.1.et beside it, not inside
     monkeypatch.chdir(tmp_path)
     (tmp_path / "traces").mkdir()
-    err = _error_lines(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
-                                "--num-npus", "2", "--output", "traces"])
+    err = error_lines(capsys, ["generate", "microbench", "--collective", "all_reduce", "--size", "1024",
+                               "--num-npus", "2", "--output", "traces"])
     assert err == [f"error: --output: traces is a folder; a prefix names files, so they would be traces.0.et, "
                    f"traces.1.et, ... beside it: give {os.path.join('traces', 'NAME')} to write NAME.0.et, ... "
                    f"inside it"], err
@@ -372,7 +373,7 @@ def test_active_chunks_out_of_range_is_told_what_the_field_is(tmp_path, capsys, 
     doc = _ring8(tmp_path)
     doc["system"]["active-chunks-per-dimension"] = value
     path = _scenario(tmp_path, doc)
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: system: field 'active-chunks-per-dimension' {bound}; it is how many chunks of "
                    f"a dimension run at once (with 0 none would start)"], err
 
@@ -382,7 +383,7 @@ def test_more_sweep_processes_than_the_cpus_can_hold_are_refused(tmp_path, capsy
     # the simulator and holding its point); a 100,000-point sweep would exhaust the memory
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     sweep = _sweep_of(tmp_path, {})
-    err = _error_lines(capsys, ["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "100000"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--out", str(tmp_path / "out"), "--jobs", "100000"])
     assert err == ["error: --jobs 100000: this machine has 2 CPU(s); points are CPU-bound, so more processes only "
                    "share them, each holding its own simulation in memory; give at most 8 (the default is 2)"], err
     assert not (tmp_path / "out").exists()
@@ -393,6 +394,6 @@ def test_more_sweep_processes_than_the_cpus_can_hold_are_refused(tmp_path, capsy
                                                     (True, "true", "[finish_ns]")])
 def test_a_report_that_is_no_list_is_shown_as_one(tmp_path, capsys, report, shown, example):
     sweep = _sweep_of(tmp_path, {"report": report})
-    err = _error_lines(capsys, ["sweep", str(sweep), "--list"])
+    err = error_lines(capsys, ["sweep", str(sweep), "--list"])
     assert err == [f"error: {sweep}: field 'report' must be a non-empty list of result names or expressions (got "
                    f"{shown}); write report: {example}"], err

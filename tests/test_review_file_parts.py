@@ -7,7 +7,7 @@ import pytest
 
 from simpy_astra.workloads.chakra import write_et
 from simpy_astra.workloads.chakra.reader import read_et
-from tests.test_hostile_hunt7 import _error_lines
+from tests.scenario_files import error_lines
 from tests.test_hostile_hunt10 import BAD_TRACES, users_generator_scenario
 
 
@@ -16,7 +16,7 @@ def test_a_cache_folder_with_a_colon_space_names_the_written_file_whole(tmp_path
     # folder, so the line said the generator wrote "my" and quoted the rest of the path as the problem
     path = users_generator_scenario(tmp_path, monkeypatch, "parts_traces", BAD_TRACES, "far_peer")
     monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "my: cache"))
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert err == [f"error: {path}: workload.generate: generator 'parts_traces:far_peer' wrote "
                    f"parts_traces_far_peer.0.et, which cannot run (node 0: comm_dst 99 must be another NPU id "
                    f"in 0..3); fix the generator (its traces are made anew once it is edited)"], err

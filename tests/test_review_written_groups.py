@@ -3,7 +3,7 @@ names the generator, with the fix in the generator (config/scenario.py: _written
 
 from __future__ import annotations
 
-from tests.test_hostile_hunt7 import _error_lines
+from tests.scenario_files import error_lines
 from tests.test_hostile_hunt10 import users_generator_scenario
 
 GROUPS_WRITER = '''
@@ -22,7 +22,7 @@ def bad_groups(params, prefix):
 
 def test_a_bad_group_file_a_users_generator_wrote_names_the_generator(tmp_path, capsys, monkeypatch):
     path = users_generator_scenario(tmp_path, monkeypatch, "review_groups", GROUPS_WRITER, "bad_groups")
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1, err
     head = f"error: {path}: workload.generate: generator 'review_groups:bad_groups' wrote "
     assert err[0].startswith(head), err
@@ -49,7 +49,7 @@ def test_a_group_file_a_users_generator_wrote_that_cannot_be_read_names_the_gene
     # ...; fix the generator": the cache's file alone, not the generator or the scenario's field
     # (reading the file failed before its contents, which named both, were looked at)
     path = users_generator_scenario(tmp_path, monkeypatch, "review_unread", UNREADABLE_GROUPS, "not_text")
-    err = _error_lines(capsys, ["run", str(path), "--quiet"])
+    err = error_lines(capsys, ["run", str(path), "--quiet"])
     assert len(err) == 1, err
     head = f"error: {path}: workload.generate: generator 'review_unread:not_text' wrote "
     problem = "is not UTF-8 text (byte 0); expected the communicator-group JSON"

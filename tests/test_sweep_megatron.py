@@ -27,9 +27,7 @@ SMALL = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-lengt
 GPUS = 16
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 def write(path: Path, doc: dict) -> str:

@@ -20,9 +20,7 @@ SMALL = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-lengt
 MEGATRON_WORDS = "Disabling sequence parallelism because tensor model parallelism is disabled"
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 def _sweep(tmp_path: Path) -> str:

@@ -6,29 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from simpy_astra.cli.sweep import main as sweep_main
+from tests.scenario_files import SMALL_GPT_ARGS, megatron_sweep
 
-#: a small GPT (8 layers, h 1024, 16 heads, s 1024) on 16 H100s: a point runs in a fraction of a second
-ARGS = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
-        "--max-position-embeddings 1024 --micro-batch-size 2 --global-batch-size 64 "
-        "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 --vocab-size 32000")
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("COLUMNS", raising=False)
-
-
-def sweep_file(tmp_path: Path, axes: dict, args: str = ARGS, cluster: dict | None = None, **extra) -> str:
-    base = {"workload": {"generate": "megatron", "args": args},
-            "cluster": cluster or {"preset": "dgx-h100", "gpus": 16}}
-    path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"base": base, "axes": axes, "minimise": "iteration_time_ns", **extra},
-                                   sort_keys=False))
-    return str(path)
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 # ---------------------------------------------------------------- the summary in a pipe
@@ -36,12 +18,12 @@ def test_an_invalid_rules_example_point_longer_than_a_line_is_broken_between_its
     """The example of a rule's invalid points was kept in one piece; one longer than the line
     was then cut inside its words: 'e.g. pp=' / '1 num_layers_..._stage=2 ... preset=dgx-a1' /
     '00-40gb'. Now it breaks between coordinates, each whole, within 80 columns."""
-    path = sweep_file(tmp_path, {"workload.args.pipeline-model-parallel-size": [1, 2],
-                                 "workload.args.num-layers-per-virtual-pipeline-stage": [False, 2],
-                                 "workload.args.context-parallel-size": [1],
-                                 "workload.args.sequence-parallel": [True, False],
-                                 "workload.args.use-distributed-optimizer": [True],
-                                 "cluster.preset": ["dgx-a100-40gb"]})
+    path = megatron_sweep(tmp_path, {"workload.args.pipeline-model-parallel-size": [1, 2],
+                                     "workload.args.num-layers-per-virtual-pipeline-stage": [False, 2],
+                                     "workload.args.context-parallel-size": [1],
+                                     "workload.args.sequence-parallel": [True, False],
+                                     "workload.args.use-distributed-optimizer": [True],
+                                     "cluster.preset": ["dgx-a100-40gb"]})
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
     err = capsys.readouterr().err.splitlines()
     start = next(i for i, line in enumerate(err) if line.startswith("invalid:"))
@@ -90,11 +72,11 @@ def test_a_constraint_met_only_by_points_that_do_not_fit_says_so(tmp_path, capsy
     on A100-40GB: 62 GiB), the summary said 'no finished point qualifies', as if none met it;
     best.json rightly names none. Now the line says none that fits does, and how many that meet
     it do not fit."""
-    args = ARGS.replace("--num-layers 8 --hidden-size 1024", "--num-layers 24 --hidden-size 4096") \
+    args = SMALL_GPT_ARGS.replace("--num-layers 8 --hidden-size 1024", "--num-layers 24 --hidden-size 4096") \
         .replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 1")
-    path = sweep_file(tmp_path, {"workload.args.micro-batch-size": [1, 2],
-                                 "cluster.preset": ["dgx-a100-40gb", "dgx-h100"]}, args=args,
-                      constraints=["memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb'"])
+    path = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2],
+                                     "cluster.preset": ["dgx-a100-40gb", "dgx-h100"]}, args=args,
+                          constraints=["memory_per_gpu_gib > 45 and preset == 'dgx-a100-40gb'"])
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
     err = " ".join(capsys.readouterr().err.split())
     import csv

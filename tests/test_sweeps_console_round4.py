@@ -10,26 +10,9 @@ import pytest
 import yaml
 
 from simpy_astra.cli.sweep import main as sweep_main
+from tests.scenario_files import SMALL_GPT_ARGS, megatron_sweep
 
-#: a small GPT (8 layers, h 1024, 16 heads, s 1024) on 16 GPUs: a point runs in a fraction of a second
-ARGS = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
-        "--max-position-embeddings 1024 --micro-batch-size 2 --global-batch-size 64 "
-        "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 --vocab-size 32000")
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("COLUMNS", raising=False)
-
-
-def sweep_file(tmp_path: Path, axes: dict, args: str = ARGS, cluster: dict | None = None, **extra) -> str:
-    base = {"workload": {"generate": "megatron", "args": args},
-            "cluster": cluster or {"preset": "dgx-h100", "gpus": 16}}
-    path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"base": base, "axes": axes, "minimise": "iteration_time_ns", **extra},
-                                   sort_keys=False))
-    return str(path)
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 def rows(out: Path) -> list[dict[str, str]]:
@@ -44,14 +27,14 @@ def test_null_on_an_optional_cluster_axis_runs_the_presets_value(tmp_path, capsy
     or false ... got None', and so was null on oversubscription. Now the null point runs as the
     preset (the H100 preset has NVLS; off is another step; on would be the null point's step:
     test_points_that_load_alike_run_once)."""
-    path = sweep_file(tmp_path, {"cluster.nvls": [None, False]})
+    path = megatron_sweep(tmp_path, {"cluster.nvls": [None, False]})
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
     got = rows(out)
     assert [(r["cluster.nvls"], r["status"]) for r in got] == [("", "ok"), ("False", "ok")]
     capsys.readouterr()
-    path = sweep_file(tmp_path, {"cluster.oversubscription": [None, 2]}, cluster={"preset": "dgx-a100-80gb",
-                                                                               "gpus": 16})
+    path = megatron_sweep(tmp_path, {"cluster.oversubscription": [None, 2]}, cluster={"preset": "dgx-a100-80gb",
+                                                                                   "gpus": 16})
     assert sweep_main([path, "--list"]) == 0
     assert "oversubscription=null" in capsys.readouterr().out
 
@@ -64,7 +47,7 @@ def test_null_on_a_cluster_field_every_cluster_needs_says_so(tmp_path, capsys, k
     value = 16 if key == "gpus" else "dgx-h100"
     from simpy_astra.cli.main import main
 
-    path = sweep_file(tmp_path, {f"cluster.{key}": [None, value]})
+    path = megatron_sweep(tmp_path, {f"cluster.{key}": [None, value]})
     assert main(["sweep", path, "--list"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
@@ -77,8 +60,8 @@ def test_a_failed_points_error_names_null_as_the_sweep_file_writes_it(tmp_path, 
     """A point that fails (12 GPUs in nodes of 8) is named in its error in results.csv and in
     --list's 'will fail' lines. Its null coordinate read 'cluster.nccl_algo=None', Python's
     word, though every table says null; now 'cluster.nccl_algo=null', as in the sweep file."""
-    args = ARGS.replace("--global-batch-size 64", "--global-batch-size 48")  # 12 GPUs: dp 3, a valid layout
-    path = sweep_file(tmp_path, {"cluster.nccl_algo": [None, "ring"], "cluster.gpus": [12]}, args=args)
+    args = SMALL_GPT_ARGS.replace("--global-batch-size 64", "--global-batch-size 48")  # 12 GPUs: dp 3, a valid layout
+    path = megatron_sweep(tmp_path, {"cluster.nccl_algo": [None, "ring"], "cluster.gpus": [12]}, args=args)
     assert sweep_main([path, "--list"]) == 0
     listed = capsys.readouterr()
     said = " ".join((listed.out + listed.err).split())
@@ -134,8 +117,8 @@ def test_an_interrupted_sweeps_best_is_called_the_best_so_far(tmp_path, monkeypa
         return dataclasses.replace(real(todo[:1], *args, **kwargs), interrupted=True)
 
     monkeypatch.setattr(runner, "run_local", stopped_after_one)
-    path = sweep_file(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4]},
-                      constraints=["mfu > 0.01"])
+    path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2, 4]},
+                          constraints=["mfu > 0.01"])
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 130
     err = capsys.readouterr().err
@@ -162,7 +145,7 @@ def test_points_that_load_alike_run_once(tmp_path, capsys):
     one process, two, and a resumed sweep are one."""
     axes = {"cluster.nvls": [None, True], "cluster.nccl_ring_efficiency": [None, 1.0],  # default: 1
             "cluster.inter_node_gbit_s": [3200, 1600]}  # 3200: the preset's
-    path = sweep_file(tmp_path, axes)
+    path = megatron_sweep(tmp_path, axes)
     assert sweep_main([path, "--list"]) == 0
     captured = capsys.readouterr()
     points = [line.split(" ", 1)[1] for line in captured.out.splitlines()[1:]]
@@ -186,7 +169,7 @@ def test_points_that_load_alike_run_once(tmp_path, capsys):
     assert "2 already in" in capsys.readouterr().err and (outs[0] / "results.csv").read_text() == before
     # a key the run refuses as written (NCCL's launch cost beside a backend that plays
     # collectives as messages) is not the step without it: that point fails, saying why
-    path = sweep_file(tmp_path, {"cluster.nccl_launch_us": [None, 3.675]})
+    path = megatron_sweep(tmp_path, {"cluster.nccl_launch_us": [None, 3.675]})
     doc = yaml.safe_load(Path(path).read_text())
     Path(path).write_text(yaml.safe_dump({**doc, "base": {**doc["base"], "backend": "congestion_aware"}}))
     assert sweep_main([path, "--list"]) == 0
@@ -199,8 +182,8 @@ def test_a_constraints_best_that_is_the_overall_best_is_said_once(tmp_path, caps
     was the same point: three constraints, three copies. Now it says 'the same point', with
     its own tie only where the constraint left out some of the overall best's."""
     # the tree's share changes nothing where NCCL picks another algorithm: a tie of 1.0 and 0.5
-    path = sweep_file(tmp_path, {"cluster.nccl_tree_efficiency": [1.0, 0.5]},
-                      constraints=["memory_per_gpu_gib <= 80", "nccl_tree_efficiency > 0.7 or mfu < 0"])
+    path = megatron_sweep(tmp_path, {"cluster.nccl_tree_efficiency": [1.0, 0.5]},
+                          constraints=["memory_per_gpu_gib <= 80", "nccl_tree_efficiency > 0.7 or mfu < 0"])
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
     lines = capsys.readouterr().err.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("best:"))
@@ -215,7 +198,7 @@ def test_a_constraints_best_that_is_the_overall_best_is_said_once(tmp_path, caps
 def test_a_gpu_figure_equal_to_the_presets_runs_once_and_is_named_by_its_own_path(tmp_path, capsys):
     """cluster.gpu.hbm_gib: [null, 80] on dgx-h100 (80 GiB) ran one step twice; the warning now
     names the figure, not two mappings of the GPU."""
-    assert sweep_main([sweep_file(tmp_path, {"cluster.gpu.hbm_gib": [None, 80]}), "--list"]) == 0
+    assert sweep_main([megatron_sweep(tmp_path, {"cluster.gpu.hbm_gib": [None, 80]}), "--list"]) == 0
     captured = capsys.readouterr()
     assert [line.split(" ", 1)[1] for line in captured.out.splitlines()[1:]] == ["hbm_gib=null"]
     assert ("axes: hbm_gib=80 runs the step hbm_gib=null runs (cluster.gpu.hbm_gib 80 is what the cluster has "
@@ -231,15 +214,15 @@ def test_a_null_coordinate_is_a_value_in_minimise_and_result_constraints(tmp_pat
     is refused before any point runs, as for the first point, whichever point is null."""
     import json
 
-    path = sweep_file(tmp_path, {"cluster.nccl_algo": ["ring", None, "tree"]},
-                      minimise="iteration_time_ns + (1 if nccl_algo == 'ring' else 0)",
-                      constraints=["nccl_algo != 'tree' or mfu < 0"])
+    path = megatron_sweep(tmp_path, {"cluster.nccl_algo": ["ring", None, "tree"]},
+                          minimise="iteration_time_ns + (1 if nccl_algo == 'ring' else 0)",
+                          constraints=["nccl_algo != 'tree' or mfu < 0"])
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots"]) == 0
     best = json.loads((tmp_path / "out" / "best.json").read_text())
     assert best["best"]["coordinates"] == {"cluster.nccl_algo": None}
     assert [e["coordinates"] for e in best["best_under"].values()] == [{"cluster.nccl_algo": None}]
     assert "best with nccl_algo != 'tree' or mfu < 0: the same point" in capsys.readouterr().err
-    path = sweep_file(tmp_path, {"cluster.nccl_algo": ["ring", None]}, constraints=["nccl_algo > 'a' or mfu < 0"])
+    path = megatron_sweep(tmp_path, {"cluster.nccl_algo": ["ring", None]}, constraints=["nccl_algo > 'a' or mfu < 0"])
     from simpy_astra.cli.main import main
 
     assert main(["sweep", path, "--list"]) == 2

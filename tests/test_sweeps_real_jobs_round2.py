@@ -13,29 +13,17 @@ import yaml
 
 from simpy_astra.cli.main import main as cli_main
 from simpy_astra.cli.sweep import main as sweep_main
+from tests.scenario_files import SMALL_GPT_ARGS, megatron_sweep
 from tests.wrapped_lines import plain
 
-#: a small GPT (8 layers, h 1024, 16 heads, s 1024, vocabulary 32,000) on 16 H100s
+#: the small GPT every sweep here runs (8 layers, h 1024, s 1024, vocabulary 32,000, global
+#: batch 64) on 16 H100s; its figures, for the closed forms below
+ARGS = SMALL_GPT_ARGS
 LAYERS, HIDDEN, SEQ, VOCAB, BATCH, GPUS = 8, 1024, 1024, 32000, 64, 16
-ARGS = (f"--num-layers {LAYERS} --hidden-size {HIDDEN} --num-attention-heads 16 --seq-length {SEQ} "
-        f"--max-position-embeddings {SEQ} --micro-batch-size 2 --global-batch-size {BATCH} "
-        f"--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 --vocab-size {VOCAB}")
 H100_PEAK = 989e12  # H100 SXM datasheet: dense BF16 tensor-core FLOP/s
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("COLUMNS", raising=False)
-
-
-def sweep_file(tmp_path: Path, axes: dict, args: str = ARGS, cluster: dict | None = None, **extra) -> str:
-    base = {"workload": {"generate": "megatron", "args": args},
-            "cluster": cluster or {"preset": "dgx-h100", "gpus": GPUS}}
-    path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"base": base, "axes": axes, "minimise": "iteration_time_ns", **extra},
-                                   sort_keys=False))
-    return str(path)
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 def listed(path: str, capsys) -> tuple[list[str], str]:
@@ -73,8 +61,8 @@ def test_sequence_parallel_at_tp_1_is_one_point_named_as_megatron_runs_it(tmp_pa
     on, off = (single_run(tmp_path, one + extra, cluster, name) for name, extra in
                (("on", " --sequence-parallel"), ("off", "")))
     assert on == off  # the premise, from two runs: one step
-    path = sweep_file(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2],
-                                 "workload.args.sequence-parallel": [True, False]})
+    path = megatron_sweep(tmp_path, {"workload.args.tensor-model-parallel-size": [1, 2],
+                                     "workload.args.sequence-parallel": [True, False]})
     points, warnings = listed(path, capsys)
     assert points == ["tp=1 sp=off", "tp=2 sp=on", "tp=2 sp=off"]
     assert "axes: tp=1 sp=on runs the step tp=1 sp=off runs (Megatron-LM runs their arguments alike); " \
@@ -93,9 +81,9 @@ def test_recompute_activations_makes_a_full_granularity_selective_and_says_so(tm
         plain(capsys.readouterr().err)
     assert full == single_run(tmp_path, base + " --recompute-granularity selective", cluster, "selective")
     capsys.readouterr()
-    path = sweep_file(tmp_path, {"workload.args.micro-batch-size": [1, 2],
-                                 "workload.args.recompute-granularity": ["full", "selective"]},
-                      args=base)
+    path = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2],
+                                     "workload.args.recompute-granularity": ["full", "selective"]},
+                          args=base)
     points, warnings = listed(path, capsys)
     assert points == ["mb=1 recompute=selective", "mb=2 recompute=selective"]
     assert "axes: 2 points run the step another point runs (Megatron-LM runs their arguments alike), " \
@@ -108,7 +96,7 @@ def test_a_cluster_key_that_changes_nothing_at_the_size_gives_one_point(tmp_path
     one, four = (single_run(tmp_path, ARGS, {"preset": "dgx-h100", "gpus": GPUS, "oversubscription": x}, f"o{x}")
                  for x in (1, 4))
     assert one == four
-    path = sweep_file(tmp_path, {"cluster.oversubscription": [1, 4], "workload.args.micro-batch-size": [1, 2]})
+    path = megatron_sweep(tmp_path, {"cluster.oversubscription": [1, 4], "workload.args.micro-batch-size": [1, 2]})
     points, warnings = listed(path, capsys)
     assert points == ["oversubscription=1 mb=1", "oversubscription=1 mb=2"]
     assert "(cluster.oversubscription changes nothing at 16 GPUs)" in warnings
@@ -122,7 +110,7 @@ def test_each_point_s_figures_follow_megatron_s_flop_count_its_memory_and_a_sing
     the memory's parts add to the total; the best is the fastest point that fits; its row,
     best.json and the summary's best line carry one figure, and a run of its points/KEY.yaml
     gives the same figures."""
-    path = sweep_file(tmp_path, {
+    path = megatron_sweep(tmp_path, {
         "workload.args.tensor-model-parallel-size": [1, 2],
         "recompute": {"named": {
             "full": {"workload.args.recompute-granularity": "full", "workload.args.recompute-method": "uniform",
@@ -167,7 +155,7 @@ def test_each_point_s_figures_follow_megatron_s_flop_count_its_memory_and_a_sing
 def test_a_null_on_a_cluster_axis_is_named_as_the_sweep_file_writes_it(tmp_path, capsys):
     """docs/sweeps.md: null in a cluster axis leaves the field out (NCCL's choice); every line
     named such a point 'nccl_algo=None', Python's word for it."""
-    path = sweep_file(tmp_path, {"cluster.nccl_algo": [None, "ring"]})
+    path = megatron_sweep(tmp_path, {"cluster.nccl_algo": [None, "ring"]})
     points, _ = listed(path, capsys)
     assert points == ["nccl_algo=null", "nccl_algo=ring"]
 
@@ -180,7 +168,7 @@ def test_a_tie_for_best_names_the_first_in_sweep_order_and_says_the_others(tmp_p
     times = [single_run(tmp_path, args, {**cluster, **algo}, f"a{i}")["iteration_time_ns"]
              for i, algo in enumerate(({}, {"nccl_algo": "ring"}, {"nccl_algo": "tree"}))]
     assert times[0] == times[1] < times[2]
-    path = sweep_file(tmp_path, {"cluster.nccl_algo": ["tree", None, "ring"]}, args=args, cluster=cluster)
+    path = megatron_sweep(tmp_path, {"cluster.nccl_algo": ["tree", None, "ring"]}, args=args, cluster=cluster)
     out = tmp_path / "out"
     assert sweep_main([path, "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
     err = capsys.readouterr().err
@@ -196,8 +184,8 @@ def test_a_fourth_rule_that_points_break_is_said_not_counted(tmp_path, capsys):
     a line as long as the rule it hid."""
     moe = ARGS.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 1") + \
         " --num-experts 8 --moe-grouped-gemm"
-    path = sweep_file(tmp_path, {"workload.args.expert-model-parallel-size": [1, 2, 4, 8, 16],
-                                 "workload.args.expert-tensor-parallel-size": [1, 2]}, args=moe)
+    path = megatron_sweep(tmp_path, {"workload.args.expert-model-parallel-size": [1, 2, 4, 8, 16],
+                                     "workload.args.expert-tensor-parallel-size": [1, 2]}, args=moe)
     assert sweep_main([path, "--out", str(tmp_path / "out"), "--no-plots"]) == 4
     err = plain(capsys.readouterr().err)
     rules = [line for line in err.splitlines() if line.startswith("invalid:")]
@@ -209,8 +197,8 @@ def test_of_several_points_alike_every_warning_names_the_one_that_runs(tmp_path,
     """sp on and off at tp 1 beside oversubscription 1 and 4 under one leaf: four points, one
     step. Each warning names the point run, never one left out."""
     one = ARGS.replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 1")
-    path = sweep_file(tmp_path, {"workload.args.sequence-parallel": [True, False],
-                                 "cluster.oversubscription": [1, 4]}, args=one)
+    path = megatron_sweep(tmp_path, {"workload.args.sequence-parallel": [True, False],
+                                     "cluster.oversubscription": [1, 4]}, args=one)
     points, warnings = listed(path, capsys)
     assert points == ["sp=off oversubscription=1"]
     assert all(line.endswith(("as sp=off oversubscription=1", "as sp=off oversubscription=1; each runs once"))
@@ -227,8 +215,8 @@ def test_a_constraint_on_the_global_batch_megatron_derives_reads_micro_batch_x_d
     one = single_run(tmp_path, args, cluster, "g32")
     batch = one["tokens_per_s_per_gpu"] * one["iteration_time_ns"] / 1e9 * 32 / SEQ
     assert batch == pytest.approx(2 * 32 // 4, rel=1e-4)  # micro-batch 2 x dp (32 GPUs / tp 2 x pp 2)
-    path = sweep_file(tmp_path, {"cluster.gpus": [16, 32, 64]}, args=args,
-                      constraints=[f"global_batch_size == {round(batch)}"])
+    path = megatron_sweep(tmp_path, {"cluster.gpus": [16, 32, 64]}, args=args,
+                          constraints=[f"global_batch_size == {round(batch)}"])
     points, _ = listed(path, capsys)
     assert points == ["gpus=32"]
 
@@ -236,7 +224,7 @@ def test_a_constraint_on_the_global_batch_megatron_derives_reads_micro_batch_x_d
 def test_a_constraint_on_a_flag_the_arguments_leave_unset_names_it_and_the_fix(tmp_path, capsys):
     """ffn_hidden_size is unset (Megatron derives 4h): 'ffn_hidden_size >= 4096' stopped with
     Python's words ('>=' not supported between instances of 'NoneType' and 'int')."""
-    path = sweep_file(tmp_path, {"workload.args.micro-batch-size": [1, 2]}, constraints=["ffn_hidden_size >= 4096"])
+    path = megatron_sweep(tmp_path, {"workload.args.micro-batch-size": [1, 2]}, constraints=["ffn_hidden_size >= 4096"])
     assert cli_main(["sweep", path, "--list"]) == 2
     err = plain(capsys.readouterr().err)
     assert "NoneType" not in err

@@ -198,12 +198,14 @@ def _block(scenario: str, key: str, value: Any, from_path: Callable[[str], T],
     raise InputError.at(scenario, key, f"must be a file path or a mapping (got {value!r})")
 
 
-def load_scenario(path: str, backend: str | None = None, checking: bool = False) -> SimulationInputs:
+def load_scenario(path: str, backend: str | None = None, checking: bool = False,
+                  doc: Any = None) -> SimulationInputs:
     """Read a scenario YAML and every input it names or inlines; nothing is written but a
     generated workload's cache entry. Errors name the scenario and the field as written.
     ``checking``: only its errors are wanted (``sweep --list``), so a slow generator is not run
-    (``NotGenerated`` is raised where its traces would be needed)."""
-    doc = read_yaml_file(path, "scenario YAML")
+    (``NotGenerated`` is raised where its traces would be needed). ``doc``: the file's mapping,
+    held by a caller that would write it only for this to read it back (a sweep point)."""
+    doc = read_yaml_file(path, "scenario YAML") if doc is None else doc
     if not isinstance(doc, dict):  # an empty file (or comments only) reads as None
         got = "is empty (no YAML in it)" if doc is None else f"holds a {type(doc).__name__}, not fields"
         raise InputError(f"{path}: {got}; a scenario is a mapping with workload: and either cluster: "

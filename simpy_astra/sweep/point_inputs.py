@@ -5,13 +5,13 @@ temporary file whose name its errors then give back as the sweep's and the point
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import tempfile
 from typing import Any
 
 from simpy_astra.config.inputs import SimulationInputs
-from simpy_astra.config.readers import dump_yaml
 from simpy_astra.config.scenario import load_scenario
 from simpy_astra.plugins import DEBUG_HINT, stop_searching
 
@@ -32,10 +32,9 @@ def load_point(scenario: dict[str, Any], checking: bool = False) -> SimulationIn
     """The inputs of one point, read by the scenario loader as ``run`` reads a scenario file
     (errors name a temporary file: :func:`relabel` them); ``checking``: see load_scenario."""
     with tempfile.TemporaryDirectory(prefix="simpy-astra-point-") as tmp:
-        path = os.path.join(tmp, "scenario.yaml")
-        with open(path, "w") as f:
-            dump_yaml(scenario, f)
-        try:
-            return load_scenario(path, checking=checking)
+        try:  # as read from a file of its own (named in errors), never written: a point's YAML
+            # round trip was most of --list's time, and reads back what it wrote
+            return load_scenario(os.path.join(tmp, "scenario.yaml"), checking=checking,
+                                 doc=copy.deepcopy(scenario))
         finally:  # the loader searches a scenario's folder for its modules; this one goes now
             stop_searching(tmp)

@@ -92,7 +92,37 @@ def run_key(scenario: dict[str, Any], reads: dict[str, ClusterRead | None] | Non
     if read is not None:
         doc["cluster"] = read.inputs
         warnings += read.warnings
+    for key in ("system", "network"):
+        loaded = _astra_block(scenario, key)
+        if loaded is not None:
+            doc[key], ignored = loaded
+            warnings += ignored
     return RunKey(json.dumps(doc, sort_keys=True, default=str), warnings)
+
+
+def _astra_block(scenario: dict[str, Any], key: str) -> tuple[str, int] | None:
+    """An inline ``system`` or ``network`` mapping as its loader reads it (``bandwidth: 50`` as
+    ``[50.0]``, a key left out as its ASTRA-sim default), and how many of its keys it warns
+    change nothing; None where it is a file, names a plug-in or graph (their code is loaded at
+    the run), or is refused (the point fails on its own, saying why)."""
+    from simpy_astra.config import network_from_mapping, system_from_mapping
+
+    block = scenario.get(key)
+    if not isinstance(block, dict) or {"graph", "link-model", "switch-model"} & set(block):
+        return None
+    scale = scenario.get("injection_scale", 1.0)
+    try:
+        if key == "system":
+            config = system_from_mapping(block, key, scale if isinstance(scale, int | float) else 1.0)
+            warned = len(config.ignored)
+        else:
+            config = network_from_mapping(block, key)
+            warned = len(config.warnings)
+    except InputError:
+        return None
+    fields = [(f.name, getattr(config, f.name)) for f in dataclasses.fields(config)
+              if f.compare and f.name not in ("source", "ignored")]
+    return repr(fields), warned
 
 
 def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, ClusterRead | None] | None = None) -> str:
@@ -105,16 +135,18 @@ def why_alike(one: dict[str, Any], other: dict[str, Any], reads: dict[str, Clust
         why.append("Megatron-LM runs their arguments alike")
     reads = {} if reads is None else reads
     read = [_cluster_read(one, reads), _cluster_read(other, reads)]
-    clusters = [c if isinstance(c, dict) else {} for c in (one.get("cluster"), other.get("cluster"))]
-    for key, mine, theirs in _differences(clusters[0], clusters[1], "cluster"):
-        unread = next((r.unread[key.removeprefix("cluster.")] for r in read
-                       if r is not None and key.removeprefix("cluster.") in r.unread), None)
-        if unread is not None:
-            why.append(f"{key} changes nothing {unread}")
-        elif mine is not _ABSENT and theirs is not _ABSENT:
-            why.append(f"{key} {show_value(mine)} and {show_value(theirs)} read alike")
-        else:  # a null on a cluster axis: the preset's value, a default, or what the GPU implies
-            why.append(f"{key} {show_value(theirs if mine is _ABSENT else mine)} is what the cluster has without it")
+    for where in ("cluster", "system", "network"):
+        blocks = [s.get(where) if isinstance(s.get(where), dict) else {} for s in (one, other)]
+        for key, mine, theirs in _differences(blocks[0], blocks[1], where):
+            unread = next((r.unread[key.removeprefix("cluster.")] for r in read
+                           if r is not None and key.removeprefix("cluster.") in r.unread), None)
+            if unread is not None:
+                why.append(f"{key} changes nothing {unread}")
+            elif mine is not _ABSENT and theirs is not _ABSENT:
+                why.append(f"{key} {show_value(mine)} and {show_value(theirs)} read alike")
+            else:  # a null on a cluster axis (the preset's value, a default, what the GPU implies), a default
+                why.append(f"{key} {show_value(theirs if mine is _ABSENT else mine)} is what the {where} has "
+                           f"without it")
     return "; ".join(why)
 
 

@@ -1,0 +1,53 @@
+"""The scenario and sweep files tests write, in one place: a test states only what its case
+changes (the arguments, an axis, a cluster field), and every file it writes is YAML as a user
+would write it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from simpy_astra.cli.main import main
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+#: the default scenario as a dict, for cases that change one of its fields
+DEFAULT = yaml.safe_load((SCENARIOS / "default.yaml").read_text())
+#: a tiny GPT (2 layers, h 256, 4 heads, s 128) on 8 A100s: a step runs in a few milliseconds
+TINY_GPT_ARGS = ("--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
+                 "--global-batch-size 16 --bf16 --vocab-size 32000")
+#: a small GPT (8 layers, h 1024, 16 heads, s 1024) at tp 2, pp 2: a sweep point runs in a
+#: fraction of a second on 16 GPUs
+SMALL_GPT_ARGS = ("--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+                  "--max-position-embeddings 1024 --micro-batch-size 2 --global-batch-size 64 "
+                  "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --bf16 --vocab-size 32000")
+
+
+def write_yaml(folder: Path, doc: dict, name: str = "s.yaml") -> str:
+    """``doc`` written as ``folder/name``, in the key order given; its path as a string."""
+    path = folder / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def megatron_scenario(folder: Path, args: str = TINY_GPT_ARGS, name: str = "s.yaml", *,
+                      preset: str = "dgx-a100-80gb", gpus: int = 8, **cluster) -> str:
+    """A Megatron-LM job of ``args`` on ``gpus`` GPUs of ``preset`` and the ``cluster`` fields."""
+    return write_yaml(folder, {"workload": {"generate": "megatron", "args": args},
+                               "cluster": {"preset": preset, "gpus": gpus, **cluster}}, name)
+
+
+def megatron_sweep(folder: Path, axes: dict, args: str = SMALL_GPT_ARGS, cluster: dict | None = None,
+                   **fields) -> str:
+    """``sweep.yaml`` over ``axes`` of a Megatron-LM job (16 H100s unless ``cluster``), minimising
+    the iteration time; ``fields`` are further top-level keys (``constraints``, ``report``...)."""
+    base = {"workload": {"generate": "megatron", "args": args},
+            "cluster": cluster or {"preset": "dgx-h100", "gpus": 16}}
+    return write_yaml(folder, {"base": base, "axes": axes, "minimise": "iteration_time_ns", **fields},
+                      "sweep.yaml")
+
+
+def error_lines(capsys, argv: list[str]) -> list[str]:
+    """The lines a command that refuses its input (exit status 2) writes to stderr."""
+    assert main(argv) == 2
+    return capsys.readouterr().err.strip().splitlines()
