@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import simpy
 import yaml
 
 from simpy_astra.simulation import Simulation
+from tests.scenario_files import DEFAULT as DEFAULT_DOC
+from tests.scenario_files import SCENARIOS, error_lines, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "scenarios" / "default.yaml")
@@ -32,3 +35,17 @@ def test_an_npu_that_starts_late_reports_the_overlap_of_its_own_graph(tmp_path):
     assert b.wall_time > 10**9
     assert b.overlap == a.overlap  # the same step on the same fabric, each alone
     assert 0 < b.overlap < b.times["GPU"]
+
+
+def default_with(**fields) -> dict:
+    """The default scenario, its workload by absolute path, with ``fields`` laid over it."""
+    return {**DEFAULT_DOC, "workload": str(SCENARIOS / DEFAULT_DOC["workload"]), **fields}
+
+
+@pytest.mark.parametrize("price", [1e308, 1e200])
+def test_a_price_so_dear_the_total_overflows_is_refused(tmp_path, capsys, price):
+    # before: the run printed "network cost: $inf" and --json-out wrote Infinity, which no
+    # strict JSON reader takes
+    path = write_yaml(tmp_path, default_with(cost={"link": price}))
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: field 'cost.link' must be a price from 0 to 1e+12 in dollars per GB/s (got {price!r})"]
