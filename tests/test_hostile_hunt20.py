@@ -49,3 +49,19 @@ def test_a_price_so_dear_the_total_overflows_is_refused(tmp_path, capsys, price)
     path = write_yaml(tmp_path, default_with(cost={"link": price}))
     assert error_lines(capsys, ["run", path]) == [
         f"error: {path}: field 'cost.link' must be a price from 0 to 1e+12 in dollars per GB/s (got {price!r})"]
+
+
+def test_a_packet_job_that_starts_past_two_to_the_53_ns_runs_to_its_end(tmp_path):
+    # before: past 2^53 ns a float rounded a train's start + head offset down to the instant
+    # its head had not yet reached, and the join event re-fired there for ever (a job with
+    # start_ns: 1e17 hung the packet backend); it now runs in about 110,000 events
+    doc = yaml.safe_load(TWO_JOBS.read_text())
+    doc["jobs"][1]["start_ns"] = 10**17
+    sim = Simulation.from_scenario(write_yaml(tmp_path, doc))
+    assert sim.inputs.backend == "packet"
+    for _ in range(1_000_000):  # bounded, so that a loop in one instant fails, not hangs
+        if sim.finished.triggered:
+            break
+        sim.env.step()
+    assert sim.finished.triggered
+    assert sim.env.now - 10**17 < 2 * 8_268_089  # job b's step alone is 8,268,089 ns
