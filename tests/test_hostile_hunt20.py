@@ -65,3 +65,21 @@ def test_a_packet_job_that_starts_past_two_to_the_53_ns_runs_to_its_end(tmp_path
         sim.env.step()
     assert sim.finished.triggered
     assert sim.env.now - 10**17 < 2 * 8_268_089  # job b's step alone is 8,268,089 ns
+
+
+@pytest.mark.parametrize(("kwargs", "said"), [
+    ({"id": -1}, "node -1: id must be a node id"),
+    ({"id": 2**64}, f"node {2**64}: id must be a node id"),
+    ({"id": 1.5}, "node 1.5: id must be a node id"),
+    ({"deps": [0, -3]}, "node 1: deps must list node ids"),
+    ({"ctrl_deps": [2**64]}, "node 1: ctrl_deps must list node ids"),
+])
+def test_make_node_names_an_id_or_dependency_chakra_cannot_hold(kwargs, said):
+    # before: protobuf's 'Value out of range: -1' or "'float' object cannot be interpreted
+    # as an integer", naming no field of the node a user's generator built
+    from simpy_astra.workloads.chakra import make_node
+    from simpy_astra.workloads.chakra.types import COMP_NODE
+
+    with pytest.raises(ValueError) as caught:
+        make_node(**{"id": 1, "name": "forward", "type": COMP_NODE, **kwargs})
+    assert str(caught.value).startswith(f"make_node: {said}, whole numbers from 0 to 2^64-1 (Chakra's uint64; got ")
