@@ -83,3 +83,16 @@ def test_make_node_names_an_id_or_dependency_chakra_cannot_hold(kwargs, said):
     with pytest.raises(ValueError) as caught:
         make_node(**{"id": 1, "name": "forward", "type": COMP_NODE, **kwargs})
     assert str(caught.value).startswith(f"make_node: {said}, whole numbers from 0 to 2^64-1 (Chakra's uint64; got ")
+
+
+@pytest.mark.parametrize("argv", [["--plots", "out/plots", "--json-out", "out/f.json"],
+                                  ["--csv-out", "out/a/csv", "--trace-out", "out/t.json"]])
+def test_a_file_output_beside_a_folder_output_that_makes_its_folder_is_written(tmp_path, capsys, monkeypatch,
+                                                                             argv):
+    # before: 'cannot write out/f.json: out does not exist (make it first)', though --plots
+    # out/plots makes out (its parent) before anything is written there
+    from simpy_astra.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", DEFAULT, "--quiet", *argv]) == 0, capsys.readouterr().err
+    assert (tmp_path / argv[3]).is_file() and (tmp_path / argv[1]).is_dir()
