@@ -96,3 +96,16 @@ def test_a_file_output_beside_a_folder_output_that_makes_its_folder_is_written(t
     monkeypatch.chdir(tmp_path)
     assert main(["run", DEFAULT, "--quiet", *argv]) == 0, capsys.readouterr().err
     assert (tmp_path / argv[3]).is_file() and (tmp_path / argv[1]).is_dir()
+
+
+@pytest.mark.parametrize(("name", "fix"), [("MLP Bottom", "write 'MLP_Bottom'"), ("", "give the layer a name")])
+def test_a_gemm_layer_name_the_text_workload_cannot_hold_names_the_csv_line(tmp_path, capsys, name, fix):
+    # before: 'MLP Bottom' was written into the text workload, whose columns split at spaces,
+    # and the run failed on the generator's own output: "x.txt:3: column 3 (forward compute)
+    # of layer 'MLP' is -1"
+    mnk = tmp_path / "mnk.csv"
+    mnk.write_text(f"Layer,m,n,k\n{name},64,64,64\n")
+    err = error_lines(capsys, ["generate", "gemm", "--mnk", str(mnk), "--parallel", "DATA", "--num-npus", "4",
+                               "--output", str(tmp_path / "g" / "x")])
+    assert err == [f"error: {mnk}:2: layer name {name!r} must be one word (the ASTRA-sim 1.0 text workload "
+                   f"splits its columns at spaces); {fix}"]
