@@ -131,3 +131,21 @@ def test_a_compute_node_past_two_to_the_31_us_still_charges_each_kind_its_time(t
         shares[seq] = parts["compute.attention"] / parts["compute.gemm"]
         assert parts["compute.elementwise"] > 0
     assert shares[131072] > 2 * shares[32768] > 0
+
+
+def test_an_npu_groups_peak_perf_without_the_roofline_is_warned_of(tmp_path, capsys):
+    # peak-perf times compute only under roofline-enabled: 1; without it a group of slower
+    # GPUs ran exactly as the others, in silence (its memory-capacity alone is warned of)
+    from simpy_astra.cli.main import main
+    from tests.wrapped_lines import plain
+
+    system = {**DEFAULT_DOC["system"], "npu-groups": [{"npus": [0, 1], "peak-perf": 5}]}
+    path = write_yaml(tmp_path, default_with(system=system))
+    assert main(["run", path, "--quiet"]) == 0
+    assert plain(capsys.readouterr().err).strip().splitlines() == [
+        f"warning: {path}: system: field 'npu-groups[0].peak-perf' changes nothing here: only a run with "
+        f"roofline-enabled: 1 times compute by peak-perf (else each node keeps its duration)"]
+    system["npu-groups"] = [{"npus": [0, 1], "local-mem-bw": 25}]  # read by reductions: no warning
+    path = write_yaml(tmp_path, default_with(system=system), "bandwidth.yaml")
+    assert main(["run", path, "--quiet"]) == 0
+    assert "warning" not in capsys.readouterr().err
