@@ -149,3 +149,17 @@ def test_an_npu_groups_peak_perf_without_the_roofline_is_warned_of(tmp_path, cap
     path = write_yaml(tmp_path, default_with(system=system), "bandwidth.yaml")
     assert main(["run", path, "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("field", "model", "fix"), [
+    ("switch-model", {"delay_ns": 5}, "e.g. {class: delay, delay_ns: 100}"),
+    ("switch-model", {"delay": {"delay_ns": 5}}, "write {class: delay, delay_ns: 5}"),
+    ("link-model", {"ecn": {"threshold_bytes": 4096}}, "write {class: ecn, threshold_bytes: 4096}"),
+])
+def test_a_model_mapping_without_its_class_is_told_a_model_of_its_own_kind(tmp_path, capsys, field, model, fix):
+    # before: every such mapping was told 'e.g. {class: ecn, threshold_bytes: 32768}', a link
+    # model that a switch-model refuses, also when the model's name stood as its one key
+    network = {**DEFAULT_DOC["network"], field: model}
+    path = write_yaml(tmp_path, default_with(network=network, backend="congestion_aware"))
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {path}: network: field '{field}' needs 'class:' naming the model when it is a mapping; {fix}"]
