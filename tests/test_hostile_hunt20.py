@@ -163,3 +163,22 @@ def test_a_model_mapping_without_its_class_is_told_a_model_of_its_own_kind(tmp_p
     path = write_yaml(tmp_path, default_with(network=network, backend="congestion_aware"))
     assert error_lines(capsys, ["run", path]) == [
         f"error: {path}: network: field '{field}' needs 'class:' naming the model when it is a mapping; {fix}"]
+
+
+@pytest.mark.parametrize("ranks", [[0, "x"], "0,1", [0, -1], [True, 1]])
+def test_a_process_group_whose_ranks_are_no_rank_numbers_names_the_host_trace(tmp_path, capsys, ranks):
+    # before: [0, "x"] was "internal error ValueError: invalid literal for int()", and "0,1"
+    # or -1 were taken digit by digit or as a rank
+    from tests.test_pytorch_host_trace import GROUPS, host_trace
+
+    folder = tmp_path / "host"
+    folder.mkdir()
+    for rank in range(2):
+        trace = host_trace(rank)
+        groups = [dict(g) for g in GROUPS]
+        groups[1]["ranks"] = ranks
+        trace["nodes"][1]["inputs"]["values"][0] = json.dumps(groups)
+        (folder / f"rank{rank}.json").write_text(json.dumps(trace))
+    err = error_lines(capsys, ["convert", "pytorch", "--host", str(folder), "--output", str(tmp_path / "et" / "x")])
+    assert err == [f"error: {folder / 'rank0.json'}: node '2 (## process_group:init ##)': process group 'tp' lists "
+                   f"ranks {json.dumps(ranks)}; expected a list of rank numbers >= 0"]
