@@ -11,6 +11,7 @@ processes may share.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -211,6 +212,7 @@ class Simulation(CoSimulation):
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
         """A simulation of a scenario YAML (see :mod:`simpy_astra.config.scenario`), not yet run."""
+        _paths("from_scenario", path=path)
         return cls(load_scenario(path, backend), **kwargs)
 
     @classmethod
@@ -218,6 +220,8 @@ class Simulation(CoSimulation):
                          comm_groups: str = "empty", backend: str = DEFAULT_BACKEND,
                          **kwargs) -> Simulation:
         """A simulation of ASTRA-sim's input files (the reference binary's four flags)."""
+        _paths("from_astra_files", workload=workload, system=system, network=network, remote_memory=remote_memory,
+               **{} if comm_groups is None else {"comm_groups": comm_groups})  # None: no groups, as "empty"
         return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups,
                                            backend), **kwargs)
 
@@ -294,3 +298,12 @@ class Simulation(CoSimulation):
             # stand, but a message nobody received is almost always a workload bug
             self.warnings.append(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched))
         return self.reports
+
+
+def _paths(method: str, **paths: Any) -> None:
+    """Refuse a path argument that is no path, naming it: None read as an empty path, 3 and
+    b"..." failed inside pathlib, naming no argument."""
+    for name, path in paths.items():
+        if not isinstance(path, str | os.PathLike) or isinstance(os.fspath(path), bytes):
+            raise TypeError(f"Simulation.{method}({name}=...): expected a file path, a str or os.PathLike "
+                            f"(got {path!r})")

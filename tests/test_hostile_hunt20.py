@@ -182,3 +182,19 @@ def test_a_process_group_whose_ranks_are_no_rank_numbers_names_the_host_trace(tm
     err = error_lines(capsys, ["convert", "pytorch", "--host", str(folder), "--output", str(tmp_path / "et" / "x")])
     assert err == [f"error: {folder / 'rank0.json'}: node '2 (## process_group:init ##)': process group 'tp' lists "
                    f"ranks {json.dumps(ranks)}; expected a list of rank numbers >= 0"]
+
+
+@pytest.mark.parametrize(("call", "said"), [
+    (lambda: Simulation.from_scenario(None), "from_scenario(path=...): expected a file path, a str or os.PathLike "
+                                             "(got None)"),
+    (lambda: Simulation.from_scenario(3), "from_scenario(path=...): expected a file path, a str or os.PathLike "
+                                          "(got 3)"),
+    (lambda: Simulation.from_astra_files("mb/ar", 5, "n.yml", "m.json"),
+     "from_astra_files(system=...): expected a file path, a str or os.PathLike (got 5)"),
+])
+def test_a_path_argument_that_is_no_path_is_refused_naming_it(call, said):
+    # before: None was told "<empty path>: ... (got an empty string)", 3 and 5 failed inside
+    # pathlib ("expected str, bytes or os.PathLike object, not int"), naming no argument
+    with pytest.raises(TypeError) as caught:
+        call()
+    assert str(caught.value) == f"Simulation.{said}"
