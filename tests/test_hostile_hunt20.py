@@ -198,3 +198,16 @@ def test_a_path_argument_that_is_no_path_is_refused_naming_it(call, said):
     with pytest.raises(TypeError) as caught:
         call()
     assert str(caught.value) == f"Simulation.{said}"
+
+
+def test_a_system_config_written_in_yaml_is_told_to_be_json(tmp_path, capsys):
+    # before: "invalid JSON at line 1, column 1: Expecting value" and nothing more, for a
+    # system file a user of YAML scenarios wrote in YAML
+    (tmp_path / "system.yaml").write_text(yaml.safe_dump(DEFAULT_DOC["system"]))
+    path = write_yaml(tmp_path, default_with(system="system.yaml"))
+    assert error_lines(capsys, ["run", path]) == [
+        f"error: {tmp_path / 'system.yaml'}: invalid JSON at line 1, column 1: Expecting value; this system JSON is "
+        f"written in YAML, which ASTRA-sim's JSON reader refuses: write it in JSON, or give its fields inline in a "
+        f"scenario"]
+    (tmp_path / "system.yaml").write_text("ring\n")  # YAML, but no mapping: no such fix
+    assert error_lines(capsys, ["run", path])[0].endswith("invalid JSON at line 1, column 1: Expecting value")
