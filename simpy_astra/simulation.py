@@ -275,7 +275,8 @@ class Simulation(CoSimulation):
             self._orbits.flush()
         stuck = [n for n in self.npus if not n.finished]
         unmatched = self.network.board.unmatched(stall.describe_handler)
-        held = [stall.describe_held(key, link) for key, link in stall.held_messages(self.network)] if stuck else []
+        held_keys = stall.held_messages(self.network) if stuck else []
+        held = [stall.describe_held(key, link) for key, link in held_keys]
         if self.folding is not None and (stuck or unmatched or broken):
             return self._run_unfolded(broken)
         if self.inputs.system.npu_groups or self.jobs:  # the tracker is imported only when asked
@@ -289,8 +290,10 @@ class Simulation(CoSimulation):
             self.written_files += write_memory_traces(self.npus, self.local_mem_trace_prefix, self.orbit_of)
         if stuck:
             spinning = self._stalled.value if self._stalled.triggered else None
+            unheld = self.network.board.in_flight() - sum(1 for key, _link in held_keys if key is not None)
             raise StalledError(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched, held=held,
-                                                  last_ns=stall.last_progress_ns(self.npus), spinning=spinning))
+                                                  last_ns=stall.last_progress_ns(self.npus), spinning=spinning,
+                                                  unheld=unheld))
         if self.floor_check is not None:
             self.warnings += self.floor_check.warnings(self.npus)
         if unmatched:

@@ -765,9 +765,10 @@ RING_ALL_GATHER = textwrap.dedent('''
 
 
 def test_a_torus_all_gather_of_ones_own_grows_its_piece_across_dimensions(r4):
-    """On a 4 x 2 torus the all-gather of S = 64 KiB per NPU runs on the 4-ring first (3
-    messages of S), then, `ring_final_size` handing on 4 S, on the 2-ring (1 message of 4 S):
-    3 (d(S) + E) + d(4 S) + E."""
+    """On a 4 x 2 torus the all-gather of S = 64 KiB per NPU runs its dimensions last to first
+    (collectives/README.md): on the 2-ring (1 message of S), then, `ring_final_size` handing on
+    2 S, on the 4-ring (3 messages of 2 S): d(S) + E + 3 (d(2 S) + E), at 1 byte/ns the same
+    figure as the other order's 3 (d(S) + E) + d(4 S) + E."""
     (r4 / "ag.py").write_text(RING_ALL_GATHER)
     size = 65_536
     system = (_system().replace("all-gather-implementation: [ring]", 'all-gather-implementation: ["ag:RING_AG", '
@@ -775,6 +776,6 @@ def test_a_torus_all_gather_of_ones_own_grows_its_piece_across_dimensions(r4):
     path = _write(r4, "ag.yaml", f"{{generate: microbench, collective: all_gather, size: {size}, num_npus: 8}}",
                   system, f"{{topology: [Ring, Ring], npus_count: [4, 2], bandwidth: [{ONE_BYTE_PER_NS!r}, "
                           f"{ONE_BYTE_PER_NS!r}], latency: [{L}, {L}]}}", "congestion_unaware")
-    expected = 3 * (d(size) + E) + d(4 * size) + E
-    assert expected == 460_792
+    expected = d(size) + E + 3 * (d(2 * size) + E)
+    assert expected == 3 * (d(size) + E) + d(4 * size) + E == 460_792
     assert _finished(path) == dict.fromkeys(range(8), expected)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.researcher_folder import researcher_folder
 from tests.test_extensions_round4 import ONE_BYTE_PER_NS, E, L, d, reduce_ns, ring_all_reduce
 
 MIB = 2**20
@@ -393,28 +394,8 @@ generated.register("shift", r6.shift, version="1")
 def r6(tmp_path: Path, monkeypatch) -> Path:
     """A folder of the researcher's own holding r6.py and r6_plugin.py, the working directory;
     the registries are left as they were found."""
-    from simpy_astra import collectives, topologies
-    from simpy_astra.network import models
-    from simpy_astra.network.backends import BACKENDS
-    from simpy_astra.workloads import generated
-
-    registries = (BACKENDS, generated.GENERATORS, collectives.REGISTRY, topologies.REGISTRY, models.LINKS,
-                  models.SWITCHES)
-    before = [set(registry) for registry in registries]
-    for name in ("r6", "r6_plugin"):
-        sys.modules.pop(name, None)
-    (tmp_path / "r6.py").write_text(R6)
-    (tmp_path / "r6_plugin.py").write_text(R6_PLUGIN)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("SIMPY_ASTRA_CACHE", str(tmp_path / ".cache"))
-    monkeypatch.setenv("SIMPY_ASTRA_PROGRESS", "0")
-    yield tmp_path
-    for registry, names in zip(registries, before, strict=True):
-        for name in set(registry) - names:
-            registry.pop(name)
-    for name in ("r6", "r6_plugin"):
-        sys.modules.pop(name, None)
+    with researcher_folder(tmp_path, monkeypatch, {"r6": R6, "r6_plugin": R6_PLUGIN}) as folder:
+        yield folder
 
 
 def _system(all_reduce: str = "ring", all_to_all: str = "direct") -> str:

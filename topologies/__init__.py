@@ -121,6 +121,7 @@ def _checked(topology: type[BasicTopology], name: str) -> type[BasicTopology]:
 
     class Checked(topology):  # type: ignore[valid-type, misc]
         checks_answers = True  # a wrapper, not the user's own link_params (BasicTopology.path_profile)
+        name = topology.name  # reports call it as the user's class is called
 
         def hops(self, src: int, dst: int) -> int:
             value = users_int(super().hops(src, dst))

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,13 @@ class BasicTopology:
     link_action: Callable[[Callable[[int], int]], dict[int, int] | None] | None = None
     #: a flow's packets are spread over several paths (``routes``), which folding does not check
     sprays: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A class of a user's that sets no ``name`` is called by its own (``HyperX(16)`` in the
+        bound check's warning), not by the base's "basic", which names nothing they wrote."""
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = cls.__name__
 
     def __init__(self, npus_count: int, bandwidth_gbps: float, latency_ns: float) -> None:
         self.npus_count = npus_count

@@ -136,6 +136,13 @@ class ClaimCheckedFoldedNetwork(FoldedNetwork):
     delays are the route's, folds without this check on its per-message path."""
 
     def __init__(self, inner: CongestionUnawareNetwork, folding: Folding) -> None:
+        if not inner.pair_delays_only or type(inner).send is not CongestionUnawareNetwork.send:
+            # folded, messages are timed by message_delay_ns alone: its own send would be skipped
+            raise PluginError(
+                f"network backend '{class_name(type(inner))}' times messages in its own send() "
+                f"(pair_delays_only {inner.pair_delays_only}), which a folded run never calls, but is "
+                f"registered with folds=\"pairs\": register it with folds=None (docs/backends.md), or run "
+                f"with --fold-symmetry off (fold_symmetry: false)")
         super().__init__(inner, folding)
         self._checked: set[tuple[int, int, int]] = set()
 

@@ -62,10 +62,13 @@ def last_progress_ns(npus: list) -> int:
 
 
 def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str], limit: int = 8,
-                 held: list[str] | None = None, last_ns: float | None = None, spinning: str | None = None) -> str:
+                 held: list[str] | None = None, last_ns: float | None = None, spinning: str | None = None,
+                 unheld: int = 0) -> str:
     """One line: when it stopped (``last_ns``, the last progress, when given; else ``now``),
     what each unfinished NPU waits on (or that it failed), messages held by links that are
-    down, unmatched messages; ``spinning``: the watchdog's words for phases that never end."""
+    down, how many other messages never arrived (``unheld``: kept where no link that is down
+    holds them, e.g. in a switch model's own queue), unmatched messages; ``spinning``: the
+    watchdog's words for phases that never end."""
 
     def capped(items: list[str], what: str) -> str:
         # alike items once, with their count: a collective's chunks held on one link read the
@@ -87,6 +90,10 @@ def stall_report(now: float, total_npus: int, stuck: list, unmatched: list[str],
         text = head + capped([f"NPU {n.device_id} {n.waiting_on()}" for n in stuck], "NPUs")
         if held:
             text += ". Messages that cannot move: " + capped(held, "messages")
+        if unheld:
+            text += (f". {unheld} {'more ' if held else ''}message{'s were' if unheld > 1 else ' was'} sent and "
+                     f"never arrived, and no link that is down holds {'them' if unheld > 1 else 'it'} "
+                     f"(a link or switch model of your own may keep {'them' if unheld > 1 else 'it'})")
         if unmatched:
             text += ". Unmatched messages: " + capped(unmatched, "messages")
         return text
@@ -138,6 +145,8 @@ def watch_for_stall(env: simpy.Environment, finished: simpy.Event, stalled: simp
         yield env.timeout(interval_ns)
         if finished.triggered:
             return
+        if env.peek() == math.inf:  # nothing but this watchdog was left: nothing can move again
+            break  # (messages a model of the user's keeps, say a switch's own queue, included)
         spin = spin_state()
         if spin is None or spun is None or spin[0] != spun[0]:
             spin_since = env.now  # progress, or more than collectives running: look again
