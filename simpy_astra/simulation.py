@@ -11,7 +11,6 @@ processes may share.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -37,7 +36,7 @@ from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.running import stall
-from simpy_astra.running.cosim import CoSimulation
+from simpy_astra.running.cosim import CoSimulation, check_paths, checked_path
 from simpy_astra.running.input_checks import check_et_count, start_warnings
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra.dimensions import group_names
@@ -212,18 +211,15 @@ class Simulation(CoSimulation):
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
         """A simulation of a scenario YAML (see :mod:`simpy_astra.config.scenario`), not yet run."""
-        _paths("from_scenario", path=path)
-        return cls(load_scenario(path, backend), **kwargs)
+        return cls(load_scenario(checked_path("from_scenario", path), backend), **kwargs)
 
     @classmethod
     def from_astra_files(cls, workload: str, system: str, network: str, remote_memory: str,
-                         comm_groups: str = "empty", backend: str = DEFAULT_BACKEND,
-                         **kwargs) -> Simulation:
+                         comm_groups: str = "empty", backend: str = DEFAULT_BACKEND, **kwargs) -> Simulation:
         """A simulation of ASTRA-sim's input files (the reference binary's four flags)."""
-        _paths("from_astra_files", workload=workload, system=system, network=network, remote_memory=remote_memory,
-               **{} if comm_groups is None else {"comm_groups": comm_groups})  # None: no groups, as "empty"
-        return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups,
-                                           backend), **kwargs)
+        check_paths("from_astra_files", workload=workload, system=system, network=network, remote_memory=remote_memory,
+                    comm_groups=comm_groups)
+        return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups, backend), **kwargs)
 
     def run(self, until: float | None = None) -> list[NpuReport]:
         """Run until every NPU has finished (user processes that never end do not keep it
@@ -301,12 +297,3 @@ class Simulation(CoSimulation):
             # stand, but a message nobody received is almost always a workload bug
             self.warnings.append(stall.stall_report(self._env.now, self.total_npus, stuck, unmatched))
         return self.reports
-
-
-def _paths(method: str, **paths: Any) -> None:
-    """Refuse a path argument that is no path, naming it: None read as an empty path, 3 and
-    b"..." failed inside pathlib, naming no argument."""
-    for name, path in paths.items():
-        if not isinstance(path, str | os.PathLike) or isinstance(os.fspath(path), bytes):
-            raise TypeError(f"Simulation.{method}({name}=...): expected a file path, a str or os.PathLike "
-                            f"(got {path!r})")
