@@ -211,3 +211,17 @@ def test_a_system_config_written_in_yaml_is_told_to_be_json(tmp_path, capsys):
         f"scenario"]
     (tmp_path / "system.yaml").write_text("ring\n")  # YAML, but no mapping: no such fix
     assert error_lines(capsys, ["run", path])[0].endswith("invalid JSON at line 1, column 1: Expecting value")
+
+
+def test_an_npu_waiting_for_its_jobs_start_is_not_exposed_communication(tmp_path):
+    # before: an NPU of a job with start_ns reported finish - GPU time as its exposed
+    # communication, its wait for the start included (1 s of it here), while the jobs table
+    # and the breakdown (idle) count from the start; a sweep over jobs.1.start_ns then drew
+    # an exposed communication growing with the start
+    doc = yaml.safe_load(TWO_JOBS.read_text())
+    doc["jobs"][1]["start_ns"] = 10**9  # job b starts after job a has finished: each runs alone
+    sim = Simulation.from_scenario(write_yaml(tmp_path, doc), backend="congestion_unaware")
+    reports = {r.npu_id: r for r in sim.run()}
+    a, b = reports[0], reports[1]
+    assert b.finished_cycles - 10**9 == a.finished_cycles
+    assert b.exposed_comm_cycles == a.exposed_comm_cycles == a.finished_cycles - a.times["GPU"]
