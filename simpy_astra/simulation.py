@@ -36,7 +36,7 @@ from simpy_astra.infra.horizon import HORIZON_NS
 from simpy_astra.infra.units import local_mem_gbps_to_bytes_per_s, tflops_to_flops
 from simpy_astra.network import BACKENDS, DEFAULT_BACKEND, Network
 from simpy_astra.running import stall
-from simpy_astra.running.cosim import CoSimulation
+from simpy_astra.running.cosim import CoSimulation, check_paths, checked_path
 from simpy_astra.running.input_checks import check_et_count, start_warnings
 from simpy_astra.topologies import build as build_topology
 from simpy_astra.workloads.chakra.dimensions import group_names
@@ -211,15 +211,15 @@ class Simulation(CoSimulation):
     @classmethod
     def from_scenario(cls, path: str, backend: str | None = None, **kwargs) -> Simulation:
         """A simulation of a scenario YAML (see :mod:`simpy_astra.config.scenario`), not yet run."""
-        return cls(load_scenario(path, backend), **kwargs)
+        return cls(load_scenario(checked_path("from_scenario", path), backend), **kwargs)
 
     @classmethod
     def from_astra_files(cls, workload: str, system: str, network: str, remote_memory: str,
-                         comm_groups: str = "empty", backend: str = DEFAULT_BACKEND,
-                         **kwargs) -> Simulation:
+                         comm_groups: str = "empty", backend: str = DEFAULT_BACKEND, **kwargs) -> Simulation:
         """A simulation of ASTRA-sim's input files (the reference binary's four flags)."""
-        return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups,
-                                           backend), **kwargs)
+        check_paths("from_astra_files", workload=workload, system=system, network=network, remote_memory=remote_memory,
+                    comm_groups=comm_groups)
+        return cls(inputs_from_astra_flags(workload, system, network, remote_memory, comm_groups, backend), **kwargs)
 
     def run(self, until: float | None = None) -> list[NpuReport]:
         """Run until every NPU has finished (user processes that never end do not keep it

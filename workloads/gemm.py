@@ -185,7 +185,12 @@ def read_mnk(path: str) -> list[GemmLayer]:
                                                      f"integers") from None
         if min(m, n, k) < 1:
             raise InputError.in_file(f"{path}:{no}", f"m, n and k of layer {row[0].strip()!r} must be >= 1")
-        layers.append(GemmLayer(row[0].strip(), m, n, k))
+        name = row[0].strip()
+        if len(name.split()) != 1:  # the text workload's columns are split at whitespace
+            fix = f"write {'_'.join(name.split())!r}" if name else "give the layer a name"
+            raise InputError.in_file(f"{path}:{no}", f"layer name {name!r} must be one word (the ASTRA-sim 1.0 text "
+                                                     f"workload splits its columns at spaces); {fix}")
+        layers.append(GemmLayer(name, m, n, k))
     if not layers:
         raise InputError.in_file(path, "no layers after the header")
     return layers

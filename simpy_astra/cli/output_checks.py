@@ -44,14 +44,16 @@ def _given(path: str | None, flag: str, kind: str) -> bool:
 
 def _writable_file(path: str | None, flag: str, made: tuple[str | None, ...] = ()) -> None:
     """Refuse an output file that cannot be written, before the run (not after minutes of it).
-    A file in a folder not there yet that a folder output of the run makes (``--json-out
-    out/f.json`` beside ``--plots out``) is written once it is made; that folder is checked."""
+    A file in a folder not there yet that a folder output of the run makes, with its parents
+    (``--json-out out/f.json`` beside ``--plots out`` or ``--plots out/plots``), is written once
+    it is made; that folder is checked."""
     if not _given(path, flag, "file"):
         return
     from simpy_astra.infra import files
 
-    folder = os.path.dirname(path) or "."
-    if not os.path.exists(folder) and any(f and os.path.realpath(f) == os.path.realpath(folder) for f in made):
+    folder = os.path.realpath(os.path.dirname(path) or ".")
+    if not os.path.exists(folder) and any(f and (os.path.realpath(f) + os.sep).startswith(folder + os.sep)
+                                          for f in made):
         return
     files.check_output(path, flag)  # a FIFO, a device, one of the run's inputs, a missing folder
 

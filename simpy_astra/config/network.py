@@ -370,8 +370,8 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
         if isinstance(raw, dict):
             params = {str(k): v for k, v in raw.items() if k != "class"}
             if "class" not in raw:
-                raise InputError.at(src, key, "needs 'class:' naming the model (e.g. {class: ecn, threshold_bytes: "
-                                              "32768}) when it is a mapping")
+                raise InputError.at(src, key, f"needs 'class:' naming the model when it is a mapping; "
+                                              f"{_model_example(key, raw)}")
             raw = raw["class"]
         if not isinstance(raw, str) or not raw:
             raise InputError.at(src, key, f"must be a model name or package.module:Class, or {{class: name, "
@@ -418,6 +418,18 @@ def _with_extensions(data: dict, src: str, topology: list[str], npus: list[int],
     if "cost" in data:  # beyond ASTRA-sim: prices for the network cost model
         net = with_cost(net, data["cost"], src)
     return net
+
+
+def _model_example(key: str, raw: dict) -> str:
+    """The fix of a ``link-model``/``switch-model`` mapping without ``class:``: the flat form of
+    the model's name as its one key (``{ecn: {threshold_bytes: 1}}``), else an example of that
+    field's own kind (a switch model's for ``switch-model``, not a link model's)."""
+    if len(raw) == 1:
+        name, params = next(iter(raw.items()))
+        if isinstance(params, dict) and all(isinstance(k, str) for k in params):
+            flat = ", ".join([f"class: {name}", *(f"{k}: {show_value(v)}" for k, v in params.items())])
+            return f"write {{{flat}}}"
+    return "e.g. {class: delay, delay_ns: 100}" if key == "switch-model" else "e.g. {class: ecn, threshold_bytes: 32768}"
 
 
 def with_cost(net: NetworkConfig, block: Any, src: str) -> NetworkConfig:

@@ -160,6 +160,23 @@ def _json_fix(text: str, pos: int) -> str:
     return ""
 
 
+def _yaml_not_json(text: str, what: str) -> str:
+    """The fix for a config written in YAML where ASTRA-sim reads JSON (``system:
+    configs/system.yaml`` beside a YAML scenario): json named only its first character."""
+    if text.lstrip()[:1] in "{[":  # a JSON object with a slip ('single quotes'), not YAML's block style
+        return ""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    return (f"; this {what} is written in YAML, which ASTRA-sim's JSON reader refuses: write it in JSON, or "
+            f"give its fields inline in a scenario")
+
+
 def parse_json(src: str, text: str, what: str) -> Any:
     """``text``, read from ``src``, as JSON: a key given twice, NaN, a number past any double,
     nesting thousands deep or no text at all are refused naming ``src``."""
@@ -173,7 +190,7 @@ def parse_json(src: str, text: str, what: str) -> Any:
         raise InputError(f"{src}: invalid JSON: {exc}; check the value") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{src}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-                         f"{_json_fix(text, exc.pos)}") from None
+                         f"{_json_fix(text, exc.pos) or _yaml_not_json(text, what)}") from None
     except _NonFiniteNumber as exc:
         raise InputError(f"{src}: invalid JSON: {exc} is not a JSON number; write a finite number") from None
     except _DuplicateKey as exc:

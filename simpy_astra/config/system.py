@@ -379,10 +379,7 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
 
     if "npu-groups" in j:
         kw["npu_groups"] = _npu_groups(src, j["npu-groups"], bool(kw.get("roofline_enabled")))
-    kw["ignored"] = tuple(_ignored_keys(src, j)) + tuple(
-        f"{src}: field 'npu-groups[{i}].memory-capacity' changes nothing here: only a run with track-local-mem: 1 "
-        f"measures the memory it is checked against" for i, group in enumerate(kw.get("npu_groups", ()))
-        if group.memory_capacity_bytes is not None and not kw.get("track_local_mem")) + tuple(
+    kw["ignored"] = tuple(_ignored_keys(src, j)) + _unread_group_keys(src, kw) + tuple(
         _free_reductions(src, key) for key, bw in (("local-mem-bw", kw.get("local_mem_bw_gbps")), *(
             (f"npu-groups[{i}].local-mem-bw", g.local_mem_bw_gbps) for i, g in enumerate(kw.get("npu_groups", ()))))
         if bw == 0)
@@ -391,6 +388,21 @@ def system_from_mapping(j: Any, src: str, injection_scale: float = 1.0) -> Syste
     if "per-node-custom-implementation" in j:
         kw["per_node_custom_file"], kw["per_node_custom"] = _per_node_custom(src, j)
     return SystemConfig(**kw)
+
+
+def _unread_group_keys(src: str, kw: dict[str, Any]) -> tuple[str, ...]:
+    """The warnings for an NPU group's key the run never reads: its memory-capacity without
+    track-local-mem, its peak-perf without roofline-enabled (compute nodes keep their own
+    durations then, as in ASTRA-sim)."""
+    unread = []
+    for i, group in enumerate(kw.get("npu_groups", ())):
+        if group.memory_capacity_bytes is not None and not kw.get("track_local_mem"):
+            unread.append(f"{src}: field 'npu-groups[{i}].memory-capacity' changes nothing here: only a run with "
+                          f"track-local-mem: 1 measures the memory it is checked against")
+        if group.peak_perf_tflops is not None and not kw.get("roofline_enabled"):
+            unread.append(f"{src}: field 'npu-groups[{i}].peak-perf' changes nothing here: only a run with "
+                          f"roofline-enabled: 1 times compute by peak-perf (else each node keeps its duration)")
+    return tuple(unread)
 
 
 def _free_reductions(src: str, key: str) -> str:

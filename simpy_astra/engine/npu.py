@@ -216,6 +216,7 @@ class Npu(NpuFaults, Probed):
         and issues what that frees in that instant, before anything else of it (see
         :mod:`simpy_astra.engine.events`): the reference's order."""
         try:
+            self.stats.began_ns = self.clock.env.now
             self._issue_pass()
             self._check_end()
             yield from self.clock.serve(lambda: self.finished)

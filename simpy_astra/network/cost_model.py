@@ -56,6 +56,9 @@ from simpy_astra.topologies import build as build_topology
 TIERS = ("tile", "package", "node", "pod")
 KINDS = ("link", "switch", "nic")
 _KIND_LABEL = {"link": "Link", "switch": "Switch", "nic": "Nic"}
+#: the dearest price taken ($ per GB/s): times any bandwidth, count and radix a network may
+#: have it stays a finite total (1e308 gave "$inf" and JSON's non-standard Infinity)
+MAX_PRICE_USD = 1e12
 
 #: ASTRA-sim's analytical backend's prices ($ per GB/s; per port for switches); None: not offered
 DEFAULT_PRICES: dict[str, dict[str, float | None]] = {
@@ -115,8 +118,9 @@ class CostPrices:
                 if tier not in TIERS:
                     raise CostSpecError(at, f"is not a tier; use {', '.join(TIERS)}")
                 ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-                if not ok or value < 0:
-                    raise CostSpecError(at, f"must be a price >= 0 in dollars per GB/s (got {value!r})")
+                if not ok or not 0 <= value <= MAX_PRICE_USD:
+                    raise CostSpecError(at, f"must be a price from 0 to {MAX_PRICE_USD:g} in dollars per GB/s "
+                                            f"(got {value!r})")
                 prices[(kind, tier)] = float(value)
         return cls(tiers, tuple((k, t, p) for (k, t), p in prices.items()))
 

@@ -10,8 +10,7 @@ its share is their sum.
 
 from __future__ import annotations
 
-#: the most a ``kind_split``'s weights may add up to (the array sweep cuts in int64)
-MAX_SPLIT_WEIGHT = 2**31
+from simpy_astra.workloads.chakra.types import MAX_SPLIT_WEIGHT
 
 
 def kind_split(text: str) -> tuple[tuple[str, int], ...]:

@@ -49,7 +49,8 @@ class JobNetwork:
 @dataclass
 class JobResult:
     """One job's figures: when its last NPU finished, and its largest exposed communication
-    (counted from the job's start: an NPU waiting for ``start_ns`` is not communicating)."""
+    (counted from the job's start, as each NPU's report counts it: an NPU waiting for
+    ``start_ns`` is not communicating)."""
 
     name: str
     npus: tuple[int, ...]
@@ -93,7 +94,7 @@ def job_results(jobs: list[JobInputs], reports: list[NpuReport]) -> list[JobResu
     for job in jobs:
         mine = [by_npu[n] for n in job.npus if n in by_npu]
         out.append(JobResult(job.name, job.npus, max((r.finished_cycles for r in mine), default=0),
-                             max((r.exposed_comm_cycles for r in mine), default=0) - job.start_ns, job.start_ns))
+                             max((r.exposed_comm_cycles for r in mine), default=0), job.start_ns))
     return out
 
 

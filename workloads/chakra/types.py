@@ -58,3 +58,8 @@ BARRIER = 9
 
 NODE_TYPE_NAMES: dict[int, str] = {v: k for k, v in NODE_TYPES.items()}
 COLLECTIVE_NAMES: dict[int, str] = {v: k for k, v in COLLECTIVE_COMM_TYPES.items()}
+
+#: the most the weights of a compute node's ``kind_split`` attribute (``gemm:812,attention:60``)
+#: may add up to: the breakdown cuts the node's interval by them in int64
+#: (:mod:`simpy_astra.report.kind_split`); a writer scales longer nodes' weights to fit
+MAX_SPLIT_WEIGHT = 2**31

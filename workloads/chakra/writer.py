@@ -54,6 +54,21 @@ def _plain(value: object) -> object:
         return float(value) if isinstance(value, numbers.Real) else value
 
 
+def _is_uint64(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 64
+
+
+def _uint64_field(field: str, value: object, node_id: object) -> int:
+    """``value`` of a node's uint64 field (its id, a dependency) as an int, or a ValueError
+    naming the field."""
+    plain = _plain(value)
+    if not _is_uint64(plain):
+        what = "must be a node id" if field == "id" else "must list node ids"
+        raise ValueError(f"make_node: node {node_id!r}: {field} {what}, whole numbers from 0 to 2^64-1 "
+                         f"(Chakra's uint64; got {value!r})")
+    return plain  # type: ignore[return-value]
+
+
 def _infer_kind(name: str, value: object) -> tuple[str | None, object]:
     value = _plain(value)
     if value is None:
@@ -117,12 +132,18 @@ def make_node(
     a ``(kind, value)`` tuple such as ``("uint64_val", 5)`` forces a kind.
     """
     micros = _plain(duration_micros)
-    if isinstance(micros, bool) or not isinstance(micros, int) or not 0 <= micros < 1 << 64:
+    if not _is_uint64(micros):
         raise ValueError(f"make_node: duration_micros must be a whole number of microseconds >= 0 (Chakra's "
                          f"uint64; got {duration_micros!r})")
-    node = Node(id=id, name=name, type=type, duration_micros=micros)
-    node.data_deps.extend(deps)
-    node.ctrl_deps.extend(ctrl_deps)
+    # protobuf's own words ("Value out of range: -1") named no field
+    node_id = _uint64_field("id", id, id)
+    data_deps = [_uint64_field("deps", dep, id) for dep in deps]
+    control_deps = [_uint64_field("ctrl_deps", dep, id) for dep in ctrl_deps]
+    if not isinstance(name, str):
+        raise ValueError(f"make_node: node {id!r}: name must be a string (got {name!r})")
+    node = Node(id=node_id, name=name, type=type, duration_micros=micros)
+    node.data_deps.extend(data_deps)
+    node.ctrl_deps.extend(control_deps)
     if inputs_values:
         node.inputs.values = inputs_values
     for attr_name, value in (attrs or {}).items():

@@ -31,6 +31,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from simpy_astra.workloads.chakra.types import MAX_SPLIT_WEIGHT
 from simpy_astra.workloads.megatron.job import LayerKind, MegatronJob
 from simpy_astra.workloads.megatron.kernels import (
     Gpu,
@@ -175,13 +176,17 @@ class StageSchedule:
         rounded where the running sum falls), so that the breakdown charges each kind its own
         time without a node per kind (which would cost the simulation a node each)."""
         scale = self._beside_scale(sum(seconds.values())) if self.beside else 1.0
-        split, done_us, elapsed_s = [], 0, 0.0
-        for kind, kind_s in seconds.items():
-            elapsed_s += kind_s * scale
-            until_us = round(elapsed_s * 1e6)
-            if until_us > done_us:
-                split.append(f"{kind}:{until_us - done_us}")
-                done_us = until_us
+        untils_us = [(kind, round(elapsed_s * 1e6)) for kind, elapsed_s in
+                     zip(seconds, itertools.accumulate(s * scale for s in seconds.values()), strict=True)]
+        done_us = untils_us[-1][1]
+        # a node past 2^31 us (36 min) counts its kinds in coarser units: past the bound the
+        # breakdown read no split and charged the whole node to its longest kind
+        unit_us = -(-done_us // MAX_SPLIT_WEIGHT) or 1
+        split, done = [], 0
+        for kind, until_us in untils_us:
+            if until_us // unit_us > done:
+                split.append(f"{kind}:{until_us // unit_us - done}")
+                done = until_us // unit_us
         op = Op(name, COMP, list(self.tail), [], [], op_type=max(seconds, key=seconds.__getitem__),
                 duration_us=max(1, done_us), kind_split=",".join(split) if len(split) > 1 else "")
         self.tail = [self.g.add(op), *self.beside]

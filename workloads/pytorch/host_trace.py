@@ -239,8 +239,22 @@ def process_groups(trace: HostTrace | dict[str, Any]) -> list[dict[str, Any]]:
             except ValueError:
                 raise InputError(f"{where}: node '{raw.get('id')} ({raw.get('name')})': does not hold the "
                                  f"process groups as JSON") from None
-            return [g for g in groups if isinstance(g, dict)]
+            if not isinstance(groups, list):
+                raise InputError(f"{where}: node '{raw.get('id')} ({raw.get('name')})': does not hold the "
+                                 f"process groups as a JSON list")
+            return [_checked_group(where, raw, g) for g in groups if isinstance(g, dict)]
     return []
+
+
+def _checked_group(where: str, raw: dict[str, Any], group: dict[str, Any]) -> dict[str, Any]:
+    """A process group whose ``ranks`` are rank numbers (``int('x')`` was an internal error)."""
+    ranks = group.get("ranks")
+    if ranks is not None and not (isinstance(ranks, list) and all(
+            isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks)):
+        raise InputError(f"{where}: node '{raw.get('id')} ({raw.get('name')})': process group "
+                         f"{str(group.get('pg_name', ''))!r} lists ranks {json.dumps(ranks)}; expected a list of "
+                         f"rank numbers >= 0")
+    return group
 
 
 def group_ids(groups: list[dict[str, Any]]) -> tuple[dict[str, int], dict[int, list[int]]]:

@@ -533,7 +533,9 @@ class PacketNetwork(LinkLevelNetwork):
             if timer.at_ns is not None:
                 timer.cancel()
             return
-        at_ns = flow.join_at(at)
+        # past 2^53 ns a float rounds start + offset to a reached instant the head has not
+        # reached (join() found it ahead): re-armed there it re-fired in that instant for ever
+        at_ns = max(flow.join_at(at), math.floor(now) + 1)
         if timer.at_ns != at_ns:
             flow.own_join_timer().arm(self.env, at_ns, self._joined, flow)
 
