@@ -1,0 +1,64 @@
+"""A hunt on sweeps and run's reports with hostile outputs and hand-edited results folders:
+each case is now refused in one line naming the flag or file and the fix, or runs as written."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simpy_astra.cli.main import main
+from tests.scenario_files import error_lines, megatron_scenario, megatron_sweep
+
+TP = "workload.args.--tensor-model-parallel-size"
+
+
+@pytest.fixture(scope="module")
+def sweep_folder(tmp_path_factory) -> Path:
+    """A finished one-point sweep's results folder (copy it before changing it)."""
+    folder = tmp_path_factory.mktemp("sweep")
+    assert main(["sweep", megatron_sweep(folder, {TP: [2]}), "--out", str(folder / "out"), "--no-plots"]) == 0
+    return folder / "out"
+
+
+def _copy(sweep_folder: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(sweep_folder, out)
+    return out
+
+
+@pytest.mark.parametrize(("flags", "replaced"), [
+    (["--json-out", "{out}/results.csv"], "results.csv"),
+    (["--json-out", "{out}/sweep.json"], "sweep.json"),
+    (["--trace-out", "{out}/best.json"], "best.json"),
+    (["--plots", "{out}"], "breakdown.png"),  # the sweep's plot of the same name
+])
+def test_a_run_output_over_a_sweeps_results_is_refused(sweep_folder, tmp_path, capsys, flags, replaced):
+    # each replaced the sweep's file in silence: results.csv became a run's JSON, its rows lost
+    out = _copy(sweep_folder, tmp_path)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    (tmp_path / "out" / "breakdown.png").write_bytes(b"the sweep's plot")
+    before["breakdown.png"] = b"the sweep's plot"
+    argv = ["run", megatron_scenario(tmp_path), "--quiet", *(f.format(out=out) for f in flags)]
+    lines = error_lines(capsys, argv)
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flags[0]}: ") and replaced in lines[0]
+    assert "the sweep" in lines[0] and "write the output to another path" in lines[0], lines
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_a_run_output_in_a_sweeps_points_folder_is_refused(sweep_folder, tmp_path, capsys):
+    out = _copy(sweep_folder, tmp_path)
+    point = next((out / "points").iterdir())
+    scenario = point.read_bytes()
+    lines = error_lines(capsys, ["run", megatron_scenario(tmp_path), "--json-out", str(point)])
+    assert len(lines) == 1 and "point scenarios" in lines[0] and "another path" in lines[0], lines
+    assert point.read_bytes() == scenario
+
+
+def test_a_run_writes_its_own_files_beside_a_sweeps(sweep_folder, tmp_path, capsys):
+    # nodes.csv, npus.csv and a JSON of another name replace nothing of the sweep's
+    out = _copy(sweep_folder, tmp_path)
+    argv = ["run", megatron_scenario(tmp_path), "--quiet", "--csv-out", str(out), "--json-out", str(out / "run.json")]
+    assert main(argv) == 0
+    assert {"nodes.csv", "npus.csv", "run.json", "results.csv", "sweep.json"} <= {p.name for p in out.iterdir()}
