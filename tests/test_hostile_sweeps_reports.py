@@ -62,3 +62,28 @@ def test_a_run_writes_its_own_files_beside_a_sweeps(sweep_folder, tmp_path, caps
     argv = ["run", megatron_scenario(tmp_path), "--quiet", "--csv-out", str(out), "--json-out", str(out / "run.json")]
     assert main(argv) == 0
     assert {"nodes.csv", "npus.csv", "run.json", "results.csv", "sweep.json"} <= {p.name for p in out.iterdir()}
+
+
+def _lines_of_sweep(tmp_path: Path, capsys, sweep: str) -> list[str]:
+    assert main(["sweep", sweep, "--out", str(tmp_path / "o"), "--no-plots", "--jobs", "1"]) == 0
+    return capsys.readouterr().err.splitlines()
+
+
+def test_a_long_sweep_file_name_is_wrapped_within_80_columns(tmp_path, capsys):
+    # 'sweep NAME: 1 points, running 1 on 1 local process' and the closing count were one line
+    # each, however long the file's stem: 106 columns for a 60-letter name
+    long = tmp_path / ("llama-405b-h100-tp-sweep-with-recompute-and-fp8-" + "x" * 12 + ".yaml")
+    Path(megatron_sweep(tmp_path, {TP: [2]})).rename(long)
+    lines = _lines_of_sweep(tmp_path, capsys, str(long))
+    assert max(len(line) for line in lines if not line.startswith(("0 already in", "wrote "))) <= 80, lines
+    assert lines[0].startswith(f"sweep {long.stem}: 1 points") and lines[1] == "  running 1 on 1 local process"
+
+
+def test_a_bundle_name_longer_than_a_line_is_cut_in_the_best_line(tmp_path, capsys):
+    # the table folds a long name in its cell; the 'best:' line printed it whole, 107 columns
+    name = "p" * 100
+    sweep = megatron_sweep(tmp_path, {"layout": {"named": {name: {TP: 2}}}})
+    lines = _lines_of_sweep(tmp_path, capsys, sweep)
+    assert max(len(line) for line in lines if not line.startswith(("0 already in", "wrote "))) <= 80, lines
+    best = next(i for i, line in enumerate(lines) if line.startswith("best: "))
+    assert (lines[best] + lines[best + 1].strip()).startswith(f"best: layout={name} -> ")
