@@ -87,3 +87,26 @@ def test_a_bundle_name_longer_than_a_line_is_cut_in_the_best_line(tmp_path, caps
     assert max(len(line) for line in lines if not line.startswith(("0 already in", "wrote "))) <= 80, lines
     best = next(i for i, line in enumerate(lines) if line.startswith("best: "))
     assert (lines[best] + lines[best + 1].strip()).startswith(f"best: layout={name} -> ")
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+@pytest.mark.parametrize(("name", "said", "fix"), [
+    ("sweep.json", "is the record a sweep keeps in its --out folder", "resume that sweep with: simpy-astra sweep "),
+    ("best.json", "is a sweep's answer (best.json)", "run its best point with: simpy-astra run "),
+    ("results.csv", "is a sweep's results table", "points/KEY.yaml"),
+])
+def test_a_sweeps_output_given_as_the_input_says_what_it_is(sweep_folder, capsys, command, name, said, fix):
+    # sweep.json and best.json were 'field sweep is not a scenario field; known: ...', results.csv
+    # 'holds a str, not fields'
+    argv = [command, str(sweep_folder / name), *(["--out", str(sweep_folder.parent / "x")] if command == "sweep" else [])]
+    lines = error_lines(capsys, argv)
+    wanted = "scenario" if command == "run" else "sweep"
+    assert len(lines) == 1 and f"{said}, not a {wanted}; " in lines[0] and fix in lines[0], lines
+    assert not (sweep_folder.parent / "x").exists()
+
+
+def test_the_command_a_sweeps_best_json_names_runs_its_best_point(sweep_folder, capsys):
+    lines = error_lines(capsys, ["run", str(sweep_folder / "best.json")])
+    command = lines[0].split("simpy-astra ", 1)[1].split()
+    assert main([*command, "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("iteration time 31.421 ms")  # tp=2's row of the sweep
