@@ -110,3 +110,15 @@ def test_the_command_a_sweeps_best_json_names_runs_its_best_point(sweep_folder, 
     command = lines[0].split("simpy-astra ", 1)[1].split()
     assert main([*command, "--quiet"]) == 0
     assert capsys.readouterr().out.startswith("iteration time 31.421 ms")  # tp=2's row of the sweep
+
+
+def test_a_report_expression_wider_than_half_a_line_wraps_its_header(tmp_path, capsys):
+    # the header of a figure column was never folded: the table was 95 columns in a pipe
+    expression = "iteration_time_ns + 0*tflops_per_gpu + 0*mfu + 0*memory_per_gpu_gib + 0*tokens_per_s_per_gpu"
+    lines = _lines_of_sweep(tmp_path, capsys, megatron_sweep(tmp_path, {TP: [2]}, report=[expression]))
+    assert max(len(line) for line in lines if not line.startswith(("0 already in", "wrote "))) <= 80, lines
+    title = lines.index("best 1 by iteration_time_ns")
+    words = " ".join(lines[title + 1:title + 6]).split()
+    assert words[0] == "tp" and words[3] == "fits", lines  # the header's first line: tp, its start, fits
+    assert " ".join(words[1:3] + words[4:]) == expression, lines
+    assert lines[title + 6].split() == ["2", "31,420,819", "yes"], lines
