@@ -122,3 +122,12 @@ def test_a_report_expression_wider_than_half_a_line_wraps_its_header(tmp_path, c
     assert words[0] == "tp" and words[3] == "fits", lines  # the header's first line: tp, its start, fits
     assert " ".join(words[1:3] + words[4:]) == expression, lines
     assert lines[title + 6].split() == ["2", "31,420,819", "yes"], lines
+
+
+def test_an_axis_on_a_flag_written_with_its_dashes_is_named_without_them(tmp_path, capsys):
+    # workload.args.--num-layers was called '__num_layers' in --list, the table and 'best:',
+    # where workload.args.num-layers is 'num_layers'
+    sweep = megatron_sweep(tmp_path, {"workload.args.--num-layers": [8, 16]}, report=["num_layers"])
+    assert main(["sweep", sweep, "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in listed[1:]] == ["num_layers=8", "num_layers=16"], listed
