@@ -42,6 +42,23 @@ def _given(path: str | None, flag: str, kind: str) -> bool:
     return True
 
 
+def _not_a_sweeps(path: str, flag: str) -> None:
+    """Refuse a file of a sweep's results folder (one holding sweep.json): ``--json-out
+    out/results.csv`` or ``--plots out`` (breakdown.png) replaced the sweep's file in silence."""
+    from simpy_astra.config.readers import short_path
+
+    folder, name = os.path.split(os.path.realpath(path))
+    shown = os.path.dirname(short_path(path)) or "."
+    if os.path.basename(folder) == "points" and os.path.isfile(os.path.join(os.path.dirname(folder), "sweep.json")):
+        raise InputError(f"{flag}: {short_path(path)} is in the folder of a sweep's point scenarios ({shown}); "
+                         f"write the output to another path")
+    from simpy_astra.sweep.result_names import SWEEP_FILES
+
+    if name in SWEEP_FILES and os.path.isfile(os.path.join(folder, "sweep.json")):
+        raise InputError(f"{flag}: {short_path(path)} would replace the {name} of the sweep whose results are in "
+                         f"{shown}; write the output to another path")
+
+
 def _writable_file(path: str | None, flag: str, made: tuple[str | None, ...] = ()) -> None:
     """Refuse an output file that cannot be written, before the run (not after minutes of it).
     A file in a folder not there yet that a folder output of the run makes, with its parents
@@ -56,6 +73,7 @@ def _writable_file(path: str | None, flag: str, made: tuple[str | None, ...] = (
                                           for f in made):
         return
     files.check_output(path, flag)  # a FIFO, a device, one of the run's inputs, a missing folder
+    _not_a_sweeps(path, flag)
 
 
 def writable_dir(path: str | None, flag: str) -> None:
@@ -153,6 +171,7 @@ def check_outputs(inputs, json_out: str | None, csv_out: str | None, trace_out: 
     for folder, name, flag in in_folders:  # the files a folder flag writes: not an input, not a FIFO
         if folder is not None and os.path.isdir(folder):
             files.check_output(os.path.join(folder, name), flag)
+            _not_a_sweeps(os.path.join(folder, name), flag)
     cfg = inputs.system
     if cfg.track_local_mem:
         prefix = cfg.local_mem_trace_filename

@@ -439,8 +439,8 @@ def _run(args: argparse.Namespace, spec: SweepSpec, points: list[Point], store: 
     invalid = sum(1 for r in refused.values() if r)
     jobs = min(args.jobs, max(len(todo) - invalid, 1))
     where = f"cluster {args.cluster}" if args.cluster else f"{jobs} local process{'es' if jobs != 1 else ''}"
-    # two lines, so that the first fits 80 columns whatever the folder (the path is on the second)
-    out.line(f"sweep {spec.name}: {len(points)} points, running {len(todo) - invalid} on {where}")
+    # two lines, the first wrapped within 80 columns whatever the names (the path is on the second)
+    _say(out, f"sweep {spec.name}: {len(points)} points, running {len(todo) - invalid} on {where}")
     out.line(f"{len(points) - len(todo)} already in {escaped(store.csv_path)}"
              + (f"; {invalid} invalid, not run" if invalid else ""))
 

@@ -73,6 +73,7 @@ from simpy_astra.config.system import REQUIRED_KEYS
 from simpy_astra.config.unread_cluster_keys import refuse_unread_cluster_keys, unused_algorithm_shares
 from simpy_astra.errors import InputError, integer_fix, non_ascii
 from simpy_astra.infra import files
+from simpy_astra.infra.sweep_outputs import refuse_sweep_output
 from simpy_astra.network.backends import BACKENDS, DEFAULT_BACKEND, unread_packet_settings
 from simpy_astra.network.backends import lookup as lookup_backend
 from simpy_astra.plugins import NOT_LOADED_HINT, PluginError, search_also
@@ -206,6 +207,7 @@ def load_scenario(path: str, backend: str | None = None, checking: bool = False,
     (``NotGenerated`` is raised where its traces would be needed). ``doc``: the file's mapping,
     held by a caller that would write it only for this to read it back (a sweep point)."""
     doc = read_yaml_file(path, "scenario YAML") if doc is None else doc
+    refuse_sweep_output(path, doc, "scenario")
     if not isinstance(doc, dict):  # an empty file (or comments only) reads as None
         got = "is empty (no YAML in it)" if doc is None else f"holds a {type(doc).__name__}, not fields"
         raise InputError(f"{path}: {got}; a scenario is a mapping with workload: and either cluster: "

@@ -112,7 +112,7 @@ class Output:
     def _blocks(self, columns: list[str], rows: list[list[str]], align: list[str], key: int) -> list[list[int]]:
         """The columns of each table printed: all of them if they fit, else :func:`column_blocks`."""
         if self.console is None:
-            widths = [max(len(c) for c in col) for col in zip(columns, *rows, strict=True)]
+            widths = _plain_column_widths(columns, rows)
             blocks = column_blocks(widths, key, _fits_plain)
             if all(_fits_plain([widths[i] for i in b]) for b in blocks):
                 return blocks
@@ -149,14 +149,14 @@ class Output:
         """Aligned text within :func:`plain_width`: a text cell (``folds``) too wide goes on below it."""
         import textwrap
 
-        widths = _plain_widths([max(len(c) for c in col) for col in zip(columns, *rows, strict=True)], folds)
+        widths = _plain_widths(_plain_column_widths(columns, rows), folds)
         # a title wider than the text (at COLUMNS=60) wraps at spaces, as rich wraps it over a table
         for line in textwrap.wrap(title, plain_width(), subsequent_indent="  ", break_long_words=False,
                                   break_on_hyphens=False) or [""]:
             print(line, file=self.stream)
-        for cells in (columns, *rows):
-            pieces = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] if f and len(c) > w else [c]
-                      for c, w, f in zip(cells, widths, folds, strict=True)]
+        for cells in (columns, *rows):  # a header wider than its column wraps at spaces, as on a terminal
+            pieces = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] if (f or cells is columns) and len(c) > w
+                      else [c] for c, w, f in zip(cells, widths, folds, strict=True)]
             for k in range(max(map(len, pieces))):
                 print("  ".join((p[k] if k < len(p) else "").ljust(w) if a == "left" else
                                 (p[k] if k < len(p) else "").rjust(w)
@@ -210,6 +210,17 @@ def plain_width() -> int:
 def _fits_plain(widths: Sequence[int]) -> bool:
     """Whether plain-text columns of these widths (two spaces apart) fit :func:`plain_width`."""
     return sum(widths) + 2 * (len(widths) - 1) <= plain_width()
+
+
+def _plain_column_widths(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """Each plain column's width: its widest cell, or its header if that is wider; a header over
+    half the line (a long report expression) counts by its longest word, and wraps at spaces."""
+    widths = []
+    for i, head in enumerate(columns):
+        cells = max((len(row[i]) for row in rows), default=0)
+        words = max((len(w) for w in head.split()), default=0)
+        widths.append(max(cells, len(head) if len(head) <= plain_width() // 2 else words, 1))
+    return widths
 
 
 def _plain_widths(widths: list[int], folds: list[bool]) -> list[int]:

@@ -169,7 +169,14 @@ def parse_axis(column: str, raw: Any, where: str) -> Axis:
         if isinstance(v, str) and not v.isprintable():
             raise InputError(f"{where}: {v!r}: must be printable text on one line, without control characters "
                              f"(it is printed in each point's line)")
-    return Axis(column, alias or column.split(".")[-1].replace("-", "_"), tuple(values), repeats=repeats)
+    return Axis(column, alias or own_name(column), tuple(values), repeats=repeats)
+
+
+def own_name(column: str) -> str:
+    """A plain axis's name in expressions and lines, without ``as:``: its last key, ``-`` as ``_``
+    and a flag's leading dashes dropped (``workload.args.--num-layers`` is ``num_layers``, as
+    ``workload.args.num-layers`` is; it read ``__num_layers=8``)."""
+    return column.split(".")[-1].lstrip("-").replace("-", "_")
 
 
 def shown(value: Any) -> str:

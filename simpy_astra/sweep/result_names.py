@@ -26,3 +26,7 @@ DEFAULT_OBJECTIVE = "finish_ns"
 DEFAULT_REPORT = ("finish_ns", "exposed_comm_ns", "compute_ns", "peak_memory_gb", "wall_s")
 #: a sweep of Megatron jobs answers in the job's own figures (``run`` prints them first)
 MEGATRON_REPORT = ("iteration_time_ns", "tflops_per_gpu", "mfu", "memory_per_gpu_gib", "wall_s")
+#: the files a sweep keeps in its --out folder (store.py, best.py, plots.py), beside its
+#: point scenarios in points/: what another command's output there would replace
+SWEEP_FILES = ("results.csv", "sweep.json", "best.json", "sweep.lock", "time.png", "split.png",
+               "breakdown.png", "memory.png", "time_memory.png")

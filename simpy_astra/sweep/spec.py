@@ -44,6 +44,7 @@ from simpy_astra.config.readers import refuse_label_values, refuse_unknown_keys
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.errors import InputError
 from simpy_astra.infra.files import path_like_strings
+from simpy_astra.infra.sweep_outputs import refuse_sweep_output
 from simpy_astra.network.backends import DEFAULT_BACKEND, registered_name
 from simpy_astra.plugins import module_files
 from simpy_astra.sweep.axes import MAX_POINTS, Axis, one_line, point_words
@@ -356,6 +357,7 @@ def load_sweep(path: str, plugins: tuple[str, ...] = ()) -> SweepSpec:
     """The sweep YAML at ``path``; ``plugins`` (``sweep --plugin``) join the base scenario's
     ``plugins:``, so every point loads them wherever it runs (and they count among its inputs)."""
     doc = load_yaml(path, path, "sweep YAML")
+    refuse_sweep_output(path, doc, "sweep")
     if not isinstance(doc, dict):
         got = "is empty (no YAML in it)" if doc is None else f"holds a {type(doc).__name__}, not fields"
         raise InputError(f"{path}: {got}; a sweep is a mapping with base: (a scenario, or its file) and axes: "

@@ -10,7 +10,14 @@ from typing import Any
 from simpy_astra.config.cluster import OLD_KEYS, check_field
 from simpy_astra.config.scenario import SCENARIO_KEYS
 from simpy_astra.errors import InputError
-from simpy_astra.sweep.axes import Axis, check_overlaps, parse_axis, refuse_unnameable, unique_with_repeats
+from simpy_astra.sweep.axes import (
+    Axis,
+    check_overlaps,
+    own_name,
+    parse_axis,
+    refuse_unnameable,
+    unique_with_repeats,
+)
 from simpy_astra.sweep.axis_paths import check_axis_path
 from simpy_astra.sweep.megatron_args import (
     canonical_path,
@@ -137,7 +144,7 @@ def refuse_axes_named_as_flags(path: str, axes: list[Axis], flags: frozenset[str
     """An axis called (``as:``) as a Megatron argument it does not set hid it in every expression."""
     for axis in axes:
         own = is_args_path(axis.column) and axis.bundles is None and \
-            axis.column.rsplit(".", 1)[-1].replace("-", "_") == axis.name
+            own_name(axis.column) == axis.name
         if axis.name in flags and not own:
             raise InputError(f"{path}: axes: {axis.column}: its name in expressions, {axis.name!r}, is what they call "
                              f"a Megatron argument of each point, which it would hide (a constraint on it would read "

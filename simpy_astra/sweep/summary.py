@@ -72,9 +72,9 @@ def print_summary(spec: SweepSpec, done: list[Outcome], summary: dict[str, Any],
         shown = max(shown, len(best))
     per = " per backend" if len(backends) > 1 else ""
     invalid = [o for o in done if o.invalid]
-    out.line(f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
-             f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
-             + f", {wall_s:.1f} s" + (", interrupted" if interrupted else ""))
+    _lines(out, f"sweep {spec.name}: {summary['finished']} of {summary['points']} points, {summary['failed']} "
+           f"failed" + (f", {len(invalid)} invalid" if invalid else "")  # each invalid point's rule follows
+           + f", {wall_s:.1f} s" + (", interrupted" if interrupted else ""), "")
     title = f"best {shown}{per} by {spec.goals.objective.text}"  # short: a table's title fits 80 columns
     values = [[_report(spec, o, e) for e in spec.goals.report] for o in ranked]
     digits = [_digits([row[i] for row in values]) for i in range(len(spec.goals.report))]
@@ -236,8 +236,9 @@ def _winner(out: Output, spec: SweepSpec, title: str, entry: dict[str, Any] | No
         words = figure.split(" ")
         kept = len(words) if len(figure) <= plain_width() // 2 else 2
         figure = " ".join(words[:-kept] + ["\u00a0".join(words[-kept:])])
+        # a coordinate is cut only where it is longer than a line (a bundle's 100-letter name)
         for line in textwrap.wrap(f"{title}: {coords} ->\u00a0{figure}", plain_width(), subsequent_indent="  ",
-                                  break_long_words=False, break_on_hyphens=False):
+                                  break_on_hyphens=False):
             out.line(line.replace("\u00a0", " "))
     if entry.get("tied_with"):  # a tie's first in sweep order is named: the others are as good
         _tie(out, spec, entry)
