@@ -225,3 +225,16 @@ def test_an_npu_waiting_for_its_jobs_start_is_not_exposed_communication(tmp_path
     a, b = reports[0], reports[1]
     assert b.finished_cycles - 10**9 == a.finished_cycles
     assert b.exposed_comm_cycles == a.exposed_comm_cycles == a.finished_cycles - a.times["GPU"]
+
+
+def test_the_largest_cluster_a_run_states_is_one_a_megatron_job_is_not_refused_for(tmp_path, capsys):
+    # before: cluster.gpus past the cluster's bound said "largest cluster a run builds
+    # (1,048,576 GPUs)", and a Megatron job on 1,048,576 GPUs was then refused above 262,144
+    import re
+
+    too_many = error_lines(capsys, ["run", megatron_scenario(tmp_path, gpus=2**30), "--quiet"])
+    stated = int(re.search(r"\(([\d,]+) GPUs", too_many[0]).group(1).replace(",", ""))
+    at_bound = error_lines(capsys, ["run", megatron_scenario(tmp_path, gpus=stated, name="b.yaml"), "--quiet"])
+    assert len(at_bound) == 1 and "more than this simulator builds" not in at_bound[0], at_bound
+    past = error_lines(capsys, ["run", megatron_scenario(tmp_path, gpus=stated + 8, name="c.yaml"), "--quiet"])
+    assert len(past) == 1 and f"({stated:,} GPUs" in past[0], past
