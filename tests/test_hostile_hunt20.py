@@ -10,9 +10,10 @@ import pytest
 import simpy
 import yaml
 
+from simpy_astra.cli.main import main
 from simpy_astra.simulation import Simulation
 from tests.scenario_files import DEFAULT as DEFAULT_DOC
-from tests.scenario_files import SCENARIOS, error_lines, megatron_scenario, write_yaml
+from tests.scenario_files import SCENARIOS, error_lines, megatron_scenario, megatron_sweep, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "scenarios" / "default.yaml")
@@ -238,3 +239,26 @@ def test_the_largest_cluster_a_run_states_is_one_a_megatron_job_is_not_refused_f
     assert len(at_bound) == 1 and "more than this simulator builds" not in at_bound[0], at_bound
     past = error_lines(capsys, ["run", megatron_scenario(tmp_path, gpus=stated + 8, name="c.yaml"), "--quiet"])
     assert len(past) == 1 and f"({stated:,} GPUs" in past[0], past
+
+
+TP_AXIS = {"workload.args.tensor-model-parallel-size": {"values": [1, 2], "as": "tp"}}
+
+
+@pytest.mark.parametrize("nested", ["-" * 1990 + "tp == 1", "tp" + "+tp" * 450 + " > 1"])
+def test_a_constraint_nested_past_the_evaluators_stack_names_it_and_the_fix(tmp_path, capsys, nested):
+    # before: "... cannot be evaluated (RecursionError: maximum recursion depth exceeded)",
+    # told only once the sweep's points were expanded, naming Python's stack, not the fix
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=[nested])
+    err = error_lines(capsys, ["sweep", sweep, "--list"])
+    assert len(err) == 1 and err[0].startswith(f"error: {sweep}: constraints[0]: '{nested[:10]}"), err
+    assert "' nests 4" in err[0] or "' nests 1,9" in err[0]
+    assert "levels deep (at most 200)" in err[0] and "RecursionError" not in err[0]
+    assert "split a test into several constraints" in err[0]
+    assert len(err[0]) < 400
+
+
+def test_a_constraint_nested_to_the_bound_still_selects(tmp_path, capsys):
+    sweep = megatron_sweep(tmp_path, TP_AXIS, constraints=["-" * 198 + "tp == 1"])
+    assert main(["sweep", sweep, "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "tp=1" in listed.replace(" ", "") and "tp=2" not in listed.replace(" ", ""), listed
