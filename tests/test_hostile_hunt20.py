@@ -262,3 +262,17 @@ def test_a_constraint_nested_to_the_bound_still_selects(tmp_path, capsys):
     assert main(["sweep", sweep, "--list"]) == 0
     listed = capsys.readouterr().out
     assert "tp=1" in listed.replace(" ", "") and "tp=2" not in listed.replace(" ", ""), listed
+
+
+@pytest.mark.parametrize("jobs", [False, True])
+def test_a_cost_price_for_a_tier_no_dimension_has_is_warned_of(tmp_path, jobs):
+    # before: a one-dimensional ring sits on the package tier, and cost.link.pod priced
+    # nothing without a word (the total stayed ASTRA-sim's default price of the package);
+    # a price written as one number sets every tier and is not warned of; jobs share the network
+    block = {"link": {"pod": 10.0, "package": 5.0}, "switch": 20.0}
+    doc = yaml.safe_load(TWO_JOBS.read_text()) if jobs else default_with()
+    doc["cost"] = block
+    path = write_yaml(tmp_path, doc)
+    said = [w for w in Simulation.from_scenario(path).warnings if "cost." in w]
+    assert said == [f"{path}: cost.link.pod prices the pod tier, which no dimension of the network is on "
+                    f"(its tiers: package), so it is unused; name it in cost.tiers or remove it"], said
