@@ -276,3 +276,16 @@ def test_a_cost_price_for_a_tier_no_dimension_has_is_warned_of(tmp_path, jobs):
     said = [w for w in Simulation.from_scenario(path).warnings if "cost." in w]
     assert said == [f"{path}: cost.link.pod prices the pod tier, which no dimension of the network is on "
                     f"(its tiers: package), so it is unused; name it in cost.tiers or remove it"], said
+
+
+@pytest.mark.parametrize(("field", "axis"), [("cluster.gpus", {"from": 8, "to": 64.0, "step": 8}),
+                                             ("cluster.gpus_per_node", {"from": 4, "to": 8, "step": 4.0}),
+                                             ("cluster.gpu.sms", {"from": 100.0, "to": 132, "step": 16})])
+def test_a_cluster_count_swept_over_a_range_in_floats_names_the_float(tmp_path, capsys, field, axis):
+    # before: "axes: cluster.gpus: must be a positive integer (got 8.0); write 8", when 8 was
+    # written: the range counted in floats because of its to: 64.0, as a Megatron flag's is told
+    sweep = megatron_sweep(tmp_path, {field: axis})
+    given = next((k, v) for k, v in axis.items() if isinstance(v, float))
+    assert error_lines(capsys, ["sweep", sweep, "--list"]) == [
+        f"error: {sweep}: axes: {field}: {field} takes integers, and a range with {given[0]} {given[1]!r} counts "
+        f"in floats; write from, to and step as integers (e.g. {{from: 1, to: 8, step: 1}})"]

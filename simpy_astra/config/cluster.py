@@ -267,6 +267,8 @@ GPU_RANGES: dict[str, tuple[float, float, str]] = {
 #: rank layout and communicator groups hold a few entries per GPU, and per-GPU tables of a
 #: larger run outgrow a machine's memory; one bound, so a count this states is not then refused
 MAX_GPUS = 1 << 18
+#: the cluster fields that count things, which take whole numbers (``gpu.sms``: a GPU's field)
+INTEGER_FIELDS = ("gpus", "gpus_per_node", "nodes_per_leaf", "gpu.sms")
 #: NCCL's all-reduce algorithms a scenario may name (``NCCL_ALGO``); absent: NCCL's choice
 NCCL_ALGOS = ("ring", "tree", "nvls")
 #: GPUs whose boards put them on NVSwitch-3 (NVLink SHARP, NCCL's NVLS): Hopper's and later
